@@ -1,0 +1,40 @@
+# Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
+# The only torch spec that takes the local CPU wheel; any other spec downloads gigabytes.
+TORCH  := torch==2.13.0
+PYTEST_ARGS ?=
+
+.PHONY: demo test lint docs bench-lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip setuptools wheel
+
+# Base install: libcst, click, pyyaml and the package itself (editable).
+$(VENV)/.base: pyproject.toml | $(BIN)/python
+	$(PIP) install -e .
+	touch $@
+
+# Test install: torch first (pinned to the local CPU wheel), then the test extras.
+$(VENV)/.test: pyproject.toml | $(BIN)/python
+	$(PIP) install "$(TORCH)"
+	$(PIP) install -e ".[test]"
+	touch $@ $(VENV)/.base
+
+demo: $(VENV)/.base
+	@bash scripts/demo.sh "$(BIN)"
+
+test: $(VENV)/.test
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.base
+	$(BIN)/gpuperf-rewrite gpuperf_rewrite rules runtime
+
+docs: $(VENV)/.base
+	$(BIN)/python -m gpuperf_rewrite.docgen
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache
