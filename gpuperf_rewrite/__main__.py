@@ -1,0 +1,4 @@
+from gpuperf_rewrite.cli import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""Reading sources faithfully and writing them back atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from pathlib import Path
+
+
+class WriteRefused(Exception):
+    """The file was not written; the message says why and the file is untouched."""
+
+
+def decode_source(data: bytes) -> str:
+    """Decode Python source the way the interpreter does (PEP 263 cookie, BOM, else UTF-8)."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes, *, expected: bytes | None = None) -> None:
+    """Replace ``path`` with ``data`` so that a crash or Ctrl-C at any moment leaves either the
+    old or the new content, never a mix: write a temporary file in the same directory, fsync,
+    copy the mode, then ``os.replace``. With ``expected``, refuse when the file no longer holds
+    exactly those bytes (somebody edited it while we worked)."""
+    path = Path(path)
+    try:
+        st = path.stat()
+    except FileNotFoundError as exc:
+        raise WriteRefused(f"{path}: file disappeared before it could be written") from exc
+    if not os.access(path, os.W_OK):
+        raise WriteRefused(f"{path}: file is read-only, not modified")
+    if expected is not None and path.read_bytes() != expected:
+        raise WriteRefused(f"{path}: file changed on disk during the run, not modified")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".gpuperf-tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,4 @@
+"""The rule catalogue: one module per rule, discovered by ``gpuperf_rewrite.registry``.
+
+Rules are pure (source in, findings and fixes out) and import nothing from the engine.
+"""

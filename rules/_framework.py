@@ -1,0 +1,291 @@
+"""The rule API: what a rule declares, what it reports, and how a fix is expressed.
+
+Rules are pure: they receive a parsed module wrapped in a :class:`RuleContext` and yield
+:class:`Finding` objects. Nothing here does I/O or knows about the engine that drives it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Literal, Union
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, QualifiedNameProvider, ScopeProvider
+
+try:  # libcst >= 1.2 resolves some metadata lazily
+    from libcst._metadata_dependent import LazyValue
+except ImportError:  # pragma: no cover
+    class LazyValue:  # type: ignore[no-redef]
+        pass
+
+FixSafety = Literal["safe", "unsafe", "none"]
+Severity = Literal["error", "warning", "info"]
+
+
+# --------------------------------------------------------------------------------------------
+# Edits: the building blocks of a fix. Nodes are identified by identity in the parsed module.
+# --------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Replace:
+    """Replace ``node`` by ``new`` (a node, a ``FlattenSentinel`` or ``RemoveFromParent()``)."""
+
+    node: cst.CSTNode
+    new: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class InsertBefore:
+    """Insert statements before the statement ``stmt`` (same block, same indentation)."""
+
+    stmt: cst.BaseStatement
+    new: tuple[cst.BaseStatement, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class InsertAfter:
+    """Insert statements after the statement ``stmt``."""
+
+    stmt: cst.BaseStatement
+    new: tuple[cst.BaseStatement, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class AddImport:
+    """Make sure ``import module`` (or ``from module import name``) exists, once, at the top."""
+
+    module: str
+    name: str | None = None
+    asname: str | None = None
+
+
+Edit = Union[Replace, InsertBefore, InsertAfter, AddImport]
+
+
+@dataclasses.dataclass(frozen=True)
+class Fix:
+    description: str
+    edits: tuple[Edit, ...]
+    safety: Literal["safe", "unsafe"] = "safe"
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One problem at one node. ``code`` is filled in by the engine from the rule."""
+
+    node: cst.CSTNode
+    message: str
+    fix: Fix | None = None
+    severity: Severity | None = None  # None: the rule's default
+
+
+# --------------------------------------------------------------------------------------------
+# Embedded examples, turned into tests by tests/test_rule_examples.py.
+# --------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Valid:
+    """Code on which the rule must report nothing."""
+
+    code: str
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Invalid:
+    """Code on which the rule must report; ``fixed`` is the expected source after its fixes
+    (unsafe included) or ``None`` when the rule offers no fix here. ``count`` is the expected
+    number of findings when given."""
+
+    code: str
+    fixed: str | None = None
+    count: int | None = None
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def dedent(text: str) -> str:
+    """Examples are written indented inside the class body; strip the common indentation."""
+    import textwrap
+
+    return textwrap.dedent(text).lstrip("\n")
+
+
+# --------------------------------------------------------------------------------------------
+# The context a rule sees.
+# --------------------------------------------------------------------------------------------
+class _Indexer(cst.CSTVisitor):
+    """One traversal that records parents and groups the nodes rules ask for, so twenty rules
+    share a single walk of the tree instead of walking it twenty times."""
+
+    def __init__(self) -> None:
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.by_type: dict[type, list[cst.CSTNode]] = {}
+        self._stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._stack:
+            self.parents[node] = self._stack[-1]
+        self._stack.append(node)
+        self.by_type.setdefault(type(node), []).append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self._stack.pop()
+
+
+class RuleContext:
+    """A parsed module plus lazily computed facts about it, shared by all rules on one file."""
+
+    def __init__(self, module: cst.Module, source: str, path: str = "<string>") -> None:
+        self.module = module
+        self.source = source
+        self.path = path
+        self.options: Mapping[str, Any] = {}
+        self._wrapper: MetadataWrapper | None = None
+        self._qualnames: Mapping[cst.CSTNode, Any] | None = None
+        self._scopes: Mapping[cst.CSTNode, Any] | None = None
+        idx = _Indexer()
+        module.visit(idx)
+        self._parents = idx.parents
+        self._by_type = idx.by_type
+        self._cache: dict[str, Any] = {}
+
+    # ---- tree navigation -------------------------------------------------------------
+    def nodes(self, *types: type) -> list[Any]:
+        """All nodes of the given types, in source order within each type."""
+        if len(types) == 1:
+            return self._by_type.get(types[0], [])
+        out: list[Any] = []
+        for t in types:
+            out.extend(self._by_type.get(t, []))
+        return out
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self._parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        cur = self._parents.get(node)
+        while cur is not None:
+            yield cur
+            cur = self._parents.get(cur)
+
+    def enclosing(self, node: cst.CSTNode, *types: type) -> Any | None:
+        for anc in self.ancestors(node):
+            if isinstance(anc, types):
+                return anc
+        return None
+
+    def statement_of(self, node: cst.CSTNode) -> cst.BaseStatement | None:
+        """The innermost statement (simple line or compound) holding ``node``."""
+        cur: cst.CSTNode | None = node
+        while cur is not None:
+            if isinstance(cur, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return cur  # type: ignore[return-value]
+            cur = self._parents.get(cur)
+        return None
+
+    def is_inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+        return node is container or any(a is container for a in self.ancestors(node))
+
+    # ---- name resolution -------------------------------------------------------------
+    def _ensure_metadata(self) -> None:
+        if self._wrapper is None:
+            # unsafe_skip_copy keeps node identity, so indexes and fixes refer to the same nodes.
+            self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._qualnames = self._wrapper.resolve(QualifiedNameProvider)
+            self._scopes = self._wrapper.resolve(ScopeProvider)
+
+    def qualified_names(self, node: cst.CSTNode) -> set[str]:
+        """Qualified names of a Name/Attribute/Call-func node, through imports and aliases.
+        A name bound locally (a user's own ``DataLoader`` class) resolves to itself, not torch."""
+        self._ensure_metadata()
+        assert self._qualnames is not None
+        qns: Any = self._qualnames.get(node, ())
+        if isinstance(qns, LazyValue):  # libcst >= 1.2 computes some metadata on demand
+            qns = qns()
+        return {q.name for q in qns}
+
+    def scope(self, node: cst.CSTNode) -> Any:
+        self._ensure_metadata()
+        assert self._scopes is not None
+        value = self._scopes.get(node)
+        return value() if isinstance(value, LazyValue) else value
+
+    def matches(self, node: cst.CSTNode, names: Sequence[str] | set[str] | frozenset[str]) -> bool:
+        """True when ``node`` resolves to one of ``names``; a name ending in ``.*`` matches any
+        member of that module."""
+        if not _could_match(node, names):
+            return False
+        for qn in self.qualified_names(node):
+            for want in names:
+                if qn == want or (want.endswith(".*") and qn.startswith(want[:-1])):
+                    return True
+        return False
+
+    def is_call_to(self, node: cst.CSTNode, names: Sequence[str] | set[str] | frozenset[str]) -> bool:
+        return isinstance(node, cst.Call) and self.matches(node.func, names)
+
+    def imports_torch(self) -> bool:
+        return "torch" in self.source
+
+    def memo(self, key: str, factory: Any) -> Any:
+        """Compute a per-file fact once, whichever rule asks first."""
+        if key not in self._cache:
+            self._cache[key] = factory(self)
+        return self._cache[key]
+
+    def code_for(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+
+def _could_match(node: cst.CSTNode, names: Any) -> bool:
+    """Cheap syntactic pre-check before asking the (costly) scope analysis: the last dotted
+    component must agree."""
+    last = None
+    if isinstance(node, cst.Name):
+        last = node.value
+    elif isinstance(node, cst.Attribute):
+        last = node.attr.value
+    else:
+        return True
+    for want in names:
+        if want.endswith(".*") or want.rsplit(".", 1)[-1] == last:
+            return True
+    # An alias (``import DataLoader as DL``) changes the local name; those are resolved fully.
+    return isinstance(node, cst.Name)
+
+
+# --------------------------------------------------------------------------------------------
+# The rule base class.
+# --------------------------------------------------------------------------------------------
+_CODE_RE = re.compile(r"^GP\d{3}$")
+
+
+class Rule:
+    """Base class of every rule. Subclasses set the metadata and implement :meth:`check`."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]  # one line: what it finds
+    rationale: ClassVar[str]  # why it is slow (or wrong)
+    fix_description: ClassVar[str] = "No automatic fix."
+    fix_safety: ClassVar[FixSafety] = "none"
+    severity: ClassVar[Severity] = "warning"
+    default_enabled: ClassVar[bool] = True
+    # Source prefilter: the rule can only fire when one of these substrings occurs.
+    keywords: ClassVar[tuple[str, ...]] = ("torch",)
+    options: ClassVar[Mapping[str, Any]] = {}
+    examples: ClassVar[Sequence[Valid | Invalid]] = ()
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @classmethod
+    def validate_metadata(cls) -> None:
+        if not _CODE_RE.match(cls.code):
+            raise ValueError(f"{cls.__name__}: bad rule code {cls.code!r}")
+        for attr in ("name", "summary", "rationale"):
+            if not getattr(cls, attr, ""):
+                raise ValueError(f"{cls.code}: missing {attr}")
+        if cls.fix_safety not in ("safe", "unsafe", "none"):
+            raise ValueError(f"{cls.code}: bad fix_safety {cls.fix_safety!r}")

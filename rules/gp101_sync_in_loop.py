@@ -1,0 +1,220 @@
+"""GP101 sync-in-loop."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ._calls import dotted_name, method_call
+from ._framework import Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._training import TrainingAnalysis, analysis
+
+SYNC_METHODS = ("item", "tolist", "cpu", "numpy")
+CONVERTERS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool"}
+
+
+def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Call, str]]:
+    """Calls that copy a tensor to the host, with a short description. For chains such as
+    ``x.detach().cpu().numpy()`` only the first sync is reported."""
+    for call in ctx.nodes(cst.Call):
+        if method_call(call, *SYNC_METHODS):
+            assert isinstance(call.func, cst.Attribute)
+            receiver = call.func.value
+            if _contains_sync(receiver):
+                continue
+            method = call.func.attr.value
+            if method == "cpu" and (ta.is_model(receiver) or call.args):
+                continue
+            if method in ("tolist", "numpy", "cpu") and not _looks_like_tensor(ctx, ta, receiver):
+                continue
+            yield call, f".{method}()"
+        elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and \
+                len(call.args) == 1 and not call.args[0].star:
+            arg = call.args[0].value
+            if _contains_sync(arg) or not ta.is_tensor_expr(arg):
+                continue
+            if not ctx.matches(call.func, set(CONVERTERS)):
+                continue
+            yield call, f"{call.func.value}()"
+
+
+def _looks_like_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression) -> bool:
+    # ``.tolist()``/``.numpy()``/``.cpu()`` exist on other types too (numpy arrays, modules), so ask
+    # for evidence of a tensor; ``.item()`` is specific enough on its own inside a training step.
+    if ta.is_tensor_expr(receiver):
+        return True
+    return isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript, cst.Call))
+
+
+def _contains_sync(expr: cst.CSTNode) -> bool:
+    if method_call(expr, *SYNC_METHODS):
+        return True
+    return any(_contains_sync(c) for c in expr.children if isinstance(c, cst.BaseExpression | cst.Attribute | cst.Arg))
+
+
+class SyncInLoop(Rule):
+    code = "GP101"
+    name = "sync-in-loop"
+    summary = ("`.item()`, `.tolist()`, `.cpu()`, `.numpy()` or `float()`/`int()` of a tensor on every "
+               "training step, outside a guarded logging block.")
+    rationale = (
+        "CUDA runs asynchronously: Python queues kernels and races ahead while the GPU works. Reading a "
+        "tensor's value on the host forces the CPU to wait until every queued kernel has finished (a "
+        "host-device synchronisation), then the GPU waits while Python queues the next step. Once per "
+        "step this removes all overlap between CPU and GPU; on small and medium models it commonly costs "
+        "10-40% of throughput."
+    )
+    fix_description = (
+        "Where the value only feeds an accumulator (`total += loss.item()`) that is read in a guarded "
+        "logging block (`if step % N == 0:`) or after the loop, accumulate on the device "
+        "(`total += loss.detach()`) and convert with `float(...)` where it is read. Otherwise report only: "
+        "move the read under `if step % N == 0:`."
+    )
+    fix_safety = "unsafe"
+    keywords = (".item(", ".tolist(", ".cpu(", ".numpy(", "float(", "int(")
+
+    examples = [
+        Valid(dedent("""
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    print(f"step {step} loss {loss.item():.4f}")
+        """)),
+        Valid(dedent("""
+            # not a training loop: no backward, no optimizer step, no DataLoader
+            values = [t.item() for t in tensors]
+            for t in tensors:
+                print(t.item())
+        """)),
+        Valid(dedent("""
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+            print("final", loss.item())
+        """)),
+        Valid(dedent("""
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                lr = float(args.lr)
+        """)),
+        Invalid(dedent("""
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                print("loss", loss.item())
+        """), fixed=None),
+        Invalid(dedent("""
+            def train_step(model, batch, opt):
+                loss = model(batch).mean()
+                loss.backward()
+                opt.step()
+                return loss.item()
+
+            def main():
+                for epoch in range(3):
+                    for batch in data:
+                        value = train_step(model, batch, opt)
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            for x, y in loader:
+                out = model(x)
+                loss = torch.nn.functional.cross_entropy(out, y)
+                acc = float((out.argmax(1) == y).float().mean())
+                loss.backward()
+                optimizer.step()
+        """), count=1),
+        Invalid(dedent("""
+            running_loss = 0.0
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                running_loss += loss.item()
+                if step % 10 == 0:
+                    print(f"loss {running_loss / 10:.3f}")
+                    running_loss = 0.0
+            print("epoch loss", running_loss)
+        """), fixed=dedent("""
+            running_loss = 0.0
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                running_loss += loss.detach()
+                if step % 10 == 0:
+                    print(f"loss {float(running_loss) / 10:.3f}")
+                    running_loss = 0.0
+            print("epoch loss", float(running_loss))
+        """)),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        ta = analysis(ctx)
+        if not ta.step_loops:
+            return
+        for call, what in sync_calls(ctx, ta):
+            if not ta.runs_every_step(call):
+                continue
+            snippet = ctx.code_for(call)
+            if len(snippet) > 40:
+                snippet = what
+            yield Finding(
+                call,
+                f"`{snippet}` on every training step blocks the CPU until the GPU has finished all queued "
+                "work (host-device sync); accumulate on device and read it every N steps",
+                _accumulator_fix(ctx, ta, call),
+            )
+
+
+def _accumulator_fix(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Fix | None:
+    """``acc += loss.item()`` whose reads are all rate-limited: keep ``acc`` on the device."""
+    if not method_call(call, "item"):
+        return None
+    aug = None
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.AugAssign):
+            aug = anc
+            break
+        if isinstance(anc, (cst.BaseStatement, cst.BaseSmallStatement)):
+            return None
+    if not isinstance(aug, cst.AugAssign) or not isinstance(aug.operator, cst.AddAssign):
+        return None
+    # The synced value must feed the addition directly (``acc += loss.item()`` or ``* n``).
+    if not ctx.is_inside(call, aug.value):
+        return None
+    acc = dotted_name(aug.target)
+    if acc is None or "." in acc:
+        return None
+    loop = ta.step_loop_of(call)
+    scope: cst.CSTNode = ctx.enclosing(aug, cst.FunctionDef) or ctx.module
+    reads: list[cst.Name] = []
+    for name in ctx.nodes(cst.Name):
+        if name.value != acc or name is aug.target:
+            continue
+        if (ctx.enclosing(name, cst.FunctionDef) or ctx.module) is not scope:
+            continue
+        parent = ctx.parent(name)
+        if isinstance(parent, cst.AssignTarget) or (isinstance(parent, cst.AugAssign) and parent.target is name):
+            if isinstance(parent, cst.AugAssign):
+                return None  # a second accumulation into the same name: leave it alone
+            continue
+        if isinstance(parent, (cst.Attribute,)) and parent.attr is name:
+            continue
+        in_loop = loop is not None and ctx.is_inside(name, loop)
+        if in_loop and not ta.in_guarded_block(name):
+            return None  # read every step: keeping it on device would move the sync, not remove it
+        reads.append(name)
+    assert isinstance(call.func, cst.Attribute)
+    edits = [Replace(call, call.with_changes(func=call.func.with_changes(attr=cst.Name("detach"))))]
+    for name in reads:
+        edits.append(Replace(name, cst.Call(func=cst.Name("float"), args=[cst.Arg(cst.Name(acc))])))
+    return Fix(f"accumulate `{acc}` on the device and convert where it is read", tuple(edits), "unsafe")

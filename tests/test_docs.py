@@ -1,0 +1,10 @@
+from pathlib import Path
+
+from gpuperf_rewrite.docgen import render
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_rules_md_is_up_to_date():
+    current = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    assert current == render(), "docs/rules.md is stale: run `make docs`"
