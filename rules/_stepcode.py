@@ -251,3 +251,18 @@ def detached(expr: cst.BaseExpression) -> cst.Call:
     if not isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not expr.lpar:
         expr = expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     return cst.Call(func=cst.Attribute(value=expr, attr=cst.Name("detach")))
+
+
+def torch_alias(ctx: RuleContext) -> str | None:
+    """The name ``torch`` is imported under at module level (``import torch as th`` -> ``th``),
+    or None when the module does not ``import torch`` (an ``AddImport("torch")`` is needed)."""
+    aliases = []
+    for stmt in ctx.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Import):
+                    for alias in small.names:
+                        if dotted_name(alias.name) == "torch":
+                            aliases.append(alias.asname.name.value if alias.asname and
+                                           isinstance(alias.asname.name, cst.Name) else "torch")
+    return "torch" if "torch" in aliases else (aliases[0] if aliases else None)
