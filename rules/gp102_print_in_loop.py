@@ -220,6 +220,27 @@ class PrintInLoop(Rule):
                             self.pbar.set_postfix(loss=loss)
         """), count=2),
         Invalid(dedent("""
+            from tqdm import tqdm
+            step = 0
+            for x, y in loader:
+                loss = model(x).mean()
+                loss.backward()
+                opt.step()
+                step += 1
+                tqdm.write(f"{step}: {loss}")
+        """), fixed=dedent("""
+            from tqdm import tqdm
+            log_interval = 100  # steps between logs of tensor values (each one syncs with the GPU)
+            step = 0
+            for x, y in loader:
+                loss = model(x).mean()
+                loss.backward()
+                opt.step()
+                step += 1
+                if step % log_interval == 0:
+                    tqdm.write(f"{step}: {loss}")
+        """)),
+        Invalid(dedent("""
             import torch
             it = iter(loader)
             while True:
@@ -293,9 +314,8 @@ def _existing_guard(ctx: RuleContext, ta: TrainingAnalysis, loop: cst.For | cst.
                            and is_periodic_test(n)), None)
         if comparison is None:
             continue
-        names = {n.value for n in [comparison, *walk(comparison)] if isinstance(n, cst.Name)
-                 and not isinstance(ctx.parent(n), cst.Attribute) or isinstance(n, cst.Name)
-                 and isinstance(ctx.parent(n), cst.Attribute) and ctx.parent(n).value is n}
+        names = {n.value for n in walk(comparison) if isinstance(n, cst.Name)
+                 and not (isinstance(ctx.parent(n), cst.Attribute) and ctx.parent(n).attr is n)}
         if all(_bound_before(ctx, loop, name, stmt) for name in names):
             code = ctx.code_for(comparison).strip()
             return code[1:-1] if comparison.lpar and code.startswith("(") else code
@@ -326,6 +346,13 @@ def _step_counter(ctx: RuleContext, loop: cst.For | cst.While) -> tuple[str | No
         return loop.target.elements[0].value.value, []
     if func == "range" and isinstance(loop.target, cst.Name):
         return loop.target.value, []
+    # A counter the loop already keeps: ``step += 1`` among its own statements.
+    for s in loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ():
+        if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and \
+                isinstance(s.body[0], cst.AugAssign) and isinstance(s.body[0].operator, cst.AddAssign) and \
+                isinstance(s.body[0].target, cst.Name) and isinstance(s.body[0].value, cst.Integer) and \
+                s.body[0].value.value == "1":
+            return s.body[0].target.value, []
     used = {n.value for n in ctx.nodes(cst.Name)
             if not (isinstance(ctx.parent(n), cst.Attribute) and ctx.parent(n).attr is n)}
     counter = next((c for c in ("step", "log_step", "gpuperf_step") if c not in used), None)
