@@ -6,9 +6,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._calls import method_call
+from ._calls import dotted_name, method_call
 from ._framework import Finding, Fix, InsertAfter, Invalid, Rule, RuleContext, Valid, dedent
 from ._stepcode import block_of, walk_with_callees
+from ._torchnames import OPTIMIZERS
 from ._training import TrainingAnalysis, analysis
 
 
@@ -27,14 +28,26 @@ def zeroes_grads(node: cst.CSTNode) -> bool:
     return False
 
 
-def _optimizer_of(ta: TrainingAnalysis, call: cst.Call) -> cst.BaseExpression | None:
+def _bound_to_other(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression) -> bool:
+    """Named like an optimizer but assigned from something else (the user's own ``Adam()``)."""
+    name = dotted_name(expr)
+    if name is None or name in ta._optimizer_names:
+        return False
+    return any(bound == name and isinstance(value, cst.Call) and not ctx.matches(value.func, OPTIMIZERS)
+               for bound, value in ta._assignments())
+
+
+def _optimizer_of(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> cst.BaseExpression | None:
     """The optimizer an ``opt.step()`` / ``scaler.step(opt)`` call steps."""
     assert isinstance(call.func, cst.Attribute)
     receiver = call.func.value
+    if _bound_to_other(ctx, ta, receiver):
+        return None
     if ta.is_optimizer(receiver):
         return receiver if not call.args else None  # opt.step(closure): the closure zeroes
     if ta.is_scaler(receiver) and len(call.args) == 1 and call.args[0].keyword is None:
-        return call.args[0].value if ta.is_optimizer(call.args[0].value) else None
+        opt = call.args[0].value
+        return opt if ta.is_optimizer(opt) and not _bound_to_other(ctx, ta, opt) else None
     return None
 
 
@@ -90,6 +103,15 @@ class MissingZeroGrad(Rule):
             for epoch in range(10):
                 scheduler.step()
                 machine.step()
+        """)),
+        Valid(dedent("""
+            class Adam:  # the user's own optimizer-like class, not torch.optim.Adam
+                def step(self):
+                    pass
+            opt = Adam()
+            for x in loader:
+                model(x).sum().backward()
+                opt.step()
         """)),
         Valid(dedent("""
             def train_step(model, batch, opt):
@@ -184,7 +206,7 @@ class MissingZeroGrad(Rule):
         for call in ctx.nodes(cst.Call):
             if not method_call(call, "step"):
                 continue
-            optimizer = _optimizer_of(ta, call)
+            optimizer = _optimizer_of(ctx, ta, call)
             if optimizer is None:
                 continue
             loop = ta.step_loop_of(call)
