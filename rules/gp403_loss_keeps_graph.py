@@ -82,7 +82,7 @@ class LossKeepsGraph(Rule):
         "the accumulated value is later backpropagated through (deliberate)."
     )
     fix_safety = "safe"
-    keywords = ("+=", "append(", "+ ")
+    keywords = ("+", "append(")
 
     examples = [
         Valid(dedent("""

@@ -127,3 +127,21 @@ def test_fixed_script_still_runs_on_cpu(tmp_path):
                           env={"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
     assert "RESULT" in proc.stdout
+
+
+def test_fixtures_get_exactly_the_expected_codes_of_these_rules():
+    import re
+    from pathlib import Path
+
+    import pytest
+
+    root = Path(__file__).resolve().parents[1] / "fixtures"
+    scripts = sorted(root.glob("*.py")) if root.is_dir() else []
+    if not scripts:
+        pytest.skip("fixtures/ not merged into this checkout")
+    for script in scripts:
+        text = script.read_text(encoding="utf-8")
+        match = re.search(r"Expected rule codes:([^\n]*)", text)
+        expected = set(match.group(1).split()) if match else set()
+        got = set(_codes(text))
+        assert got == expected & set(MINE), f"{script.name}: got {sorted(got)}"
