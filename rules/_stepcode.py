@@ -139,6 +139,8 @@ class BatchData:
             if len(self.names) == before:
                 break
         self.names -= ta.model_names
+        # Data is not called: ``net = build(cfg).to(device); net(x)`` is a model.
+        self.names -= {dotted_name(n.func) for n in walk(loop.body) if isinstance(n, cst.Call)}
 
     def derives(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Name):
