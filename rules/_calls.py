@@ -63,6 +63,12 @@ def _keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
     )
 
 
+def _comment_after(comma: cst.Comma) -> bool:
+    ws = comma.whitespace_after
+    return isinstance(ws, cst.ParenthesizedWhitespace) and (
+        ws.first_line.comment is not None or any(line.comment is not None for line in ws.empty_lines))
+
+
 def add_kwarg(call: cst.Call, name: str, value: cst.BaseExpression | str) -> cst.Call:
     """Append ``name=value`` to a call, following its layout (one line, or one argument per
     line with or without a trailing comma)."""
@@ -73,6 +79,19 @@ def add_kwarg(call: cst.Call, name: str, value: cst.BaseExpression | str) -> cst
     if not args:
         return call.with_changes(args=[new_arg])
     last = args[-1]
+    if isinstance(last.comma, cst.Comma) and _comment_after(last.comma) and len(args) >= 2 and \
+            isinstance(args[-2].comma, cst.Comma) and \
+            isinstance(args[-2].comma.whitespace_after, cst.ParenthesizedWhitespace):
+        # ``x=1,  # note`` stays with its argument: it keeps its comma and comment but indents the
+        # next line like the other arguments; the new argument closes the call.
+        ws = last.comma.whitespace_after
+        assert isinstance(ws, cst.ParenthesizedWhitespace)
+        sep = args[-2].comma.whitespace_after
+        args[-1] = last.with_changes(comma=last.comma.with_changes(
+            whitespace_after=ws.with_changes(indent=sep.indent, last_line=sep.last_line)))
+        args.append(new_arg.with_changes(comma=last.comma.with_changes(whitespace_after=ws.with_changes(
+            first_line=cst.TrailingWhitespace(newline=ws.first_line.newline), empty_lines=[]))))
+        return call.with_changes(args=args)
     if isinstance(last.comma, cst.Comma):
         # Trailing comma: the call is laid out one argument per line. The new argument takes the
         # old trailing comma (and the closing line break); the old last argument gets the same
