@@ -384,3 +384,35 @@ def names_in(expr: cst.CSTNode) -> set[str]:
             continue
         stack.extend(cur.children)
     return out
+
+
+# ---- module-wide evidence ------------------------------------------------------------------------
+def first_use_of(ctx: RuleContext, names: frozenset[str]) -> cst.CSTNode | None:
+    """The first Name/Attribute (in source order) resolving to one of ``names``."""
+    best = None
+    best_pos = None
+    for node in ctx.nodes(cst.Call):
+        if ctx.matches(node.func, names):
+            pos = _offset(ctx, node)
+            if best_pos is None or pos < best_pos:
+                best, best_pos = node, pos
+    return best
+
+
+def _offset(ctx: RuleContext, node: cst.CSTNode) -> tuple[int, ...]:
+    """A sortable source-order key without computing positions: the path of child indexes."""
+    path = []
+    cur = node
+    for anc in ctx.ancestors(node):
+        path.append(next(i for i, c in enumerate(anc.children) if c is cur))
+        cur = anc
+    return tuple(reversed(path))
+
+
+def assigns_to(ctx: RuleContext, names: frozenset[str]) -> bool:
+    """Is one of the attributes ``names`` (``torch.backends.cudnn.benchmark``) assigned?"""
+    for node in ctx.nodes(cst.Assign):
+        for t in node.targets:
+            if isinstance(t.target, cst.Attribute) and ctx.matches(t.target, names):
+                return True
+    return False
