@@ -81,11 +81,34 @@ def _params(fn: cst.FunctionDef) -> list[str]:
     return [p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)]
 
 
+def _target_names(target: cst.BaseExpression) -> Iterator[str]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from _target_names(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_names(target.value)
+    else:
+        name = dotted_name(target)
+        if name is not None:
+            yield name
+
+
+def binds(ctx: RuleContext, scope: Scope, name: str) -> bool:
+    """Is ``name`` bound directly in ``scope`` (assignment, tuple unpacking, for target,
+    parameter)?"""
+    if scope is not None and name in _params(scope):
+        return True
+    for node in ctx.nodes(cst.Assign):
+        if scope_of(ctx, node) is scope and any(name in _target_names(t.target) for t in node.targets):
+            return True
+    for node in ctx.nodes(cst.AnnAssign, cst.For):
+        if scope_of(ctx, node) is scope and name in _target_names(node.target):
+            return True
+    return False
+
+
 def _binds_locally(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> bool:
-    return name in _params(fn) or bool(assignments_in(ctx, fn, name)) or any(
-        isinstance(f.target, cst.Name) and f.target.value == name and scope_of(ctx, f) is fn
-        for f in ctx.nodes(cst.For)
-    )
+    return binds(ctx, fn, name)
 
 
 def visible_scope(ctx: RuleContext, name: str, at: cst.CSTNode) -> Scope | bool:
@@ -101,7 +124,7 @@ def visible_scope(ctx: RuleContext, name: str, at: cst.CSTNode) -> Scope | bool:
         return visible_scope(ctx, name.split(".", 1)[0], at)
     if fn is not None and _binds_locally(ctx, fn, name):
         return fn
-    if assignments_in(ctx, None, name):
+    if binds(ctx, None, name):
         return None
     return False
 
