@@ -15,6 +15,7 @@ so a failure leaves either nothing or a complete review.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -22,7 +23,7 @@ import re
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -427,7 +428,17 @@ class ReviewPlan:
 
 
 def build_review(report: Report, head_sha: str) -> ReviewPlan:
-    comments = [review_comment(r, report.validated) for r in report.rows if r.status == "proposed"]
+    comments = []
+    seen: dict[str, int] = {}
+    for r in report.rows:
+        if r.status != "proposed":
+            continue
+        c = review_comment(r, report.validated)
+        assert r.patch is not None
+        n = seen[r.patch.key] = seen.get(r.patch.key, 0) + 1
+        if n > 1:  # identical lines fixed identically: keep each suggestion's marker unique
+            c["body"] = c["body"].replace(fix_marker(r.patch.key), fix_marker(f"{r.patch.key}#{n}"), 1)
+        comments.append(c)
     return ReviewPlan(head_sha, summary_body(report, head_sha), comments, len(report.rows))
 
 
@@ -479,26 +490,36 @@ def _comment_key(body: str | None) -> str | None:
     return m.group(1) if m else None
 
 
-def post_review(client: Any, repo_name: str, number: int, plan: ReviewPlan, *, post_attempts: int = 3,
-                backoff: float = 1.0, log: Callable[[str], None] = lambda s: None) -> PostResult:
-    """Create the review, or update the one an earlier run posted:
-
-    * first run: one review with the summary and every suggestion;
-    * later runs: the earlier summary is edited in place; earlier suggestions still valid at the
-      same place are kept (edited when their text changed), the others deleted; new ones go into
-      one new review.
-    """
+def open_pull(client: Any, repo_name: str, number: int) -> tuple[Any, Any]:
+    """The repository and the pull request, refusing a PR that is no longer open."""
     repo = client.get_repo(repo_name)
     pr = repo.get_pull(number)
     if pr.state != "open":
         raise BotError(f"pull request #{number} is {pr.state}; nothing posted")
+    return repo, pr
+
+
+def post_review(repo: Any, pr: Any, plan: ReviewPlan, *, post_attempts: int = 3, backoff: float = 1.0,
+                log: Callable[[str], None] = lambda s: None) -> PostResult:
+    """Create the review, or update the one an earlier run posted:
+
+    * first run: one review with the summary and every suggestion (a clean PR gets none);
+    * later runs: the earlier summary is edited in place; earlier suggestions still valid at the
+      same place are kept (edited when their text changed), the others deleted; new ones go into
+      one new review.
+    """
     if pr.head.sha != plan.commit_id:
         log(f"note: the PR's head is now {pr.head.sha[:12]}, this run linted {plan.commit_id[:12]}; "
             "posting against the linted commit")
     commit = repo.get_commit(plan.commit_id)
     reviews = list(pr.get_reviews())
     earlier = next((r for r in reviews if SUMMARY_MARKER in (r.body or "")), None)
-    existing = [c for c in pr.get_review_comments() if _comment_key(c.body)] if earlier is not None else []
+    existing = []
+    if earlier is not None:
+        me = earlier.user.login if earlier.user else None
+        # Only our own comments: a marker quoted by somebody else is not ours to edit or delete.
+        existing = [c for c in pr.get_review_comments()
+                    if _comment_key(c.body) and (c.user.login if c.user else None) == me]
 
     result = PostResult()
     wanted = {_comment_key(c["body"]): c for c in plan.comments}
@@ -672,6 +693,14 @@ def run(cwd: Path, env: Mapping[str, str], *, base: str | None = None, repo: str
             raise BotError("cannot tell the repository: set GITHUB_REPOSITORY or pass --repo OWNER/NAME")
         if not ctx.number:
             raise BotError("cannot tell the pull request: run on a pull_request event or pass --pr N")
+    gh_repo = gh_pr = None
+    if not dry_run:
+        assert ctx.token and ctx.repo and ctx.number
+        client = make_client(ctx.api_url, ctx.token, retries=retries, backoff=backoff,
+                             write_interval=write_interval)
+        with _api_errors(ctx.token):
+            # Reads first, before any (possibly long) validation: a closed PR or a bad token stops here.
+            gh_repo, gh_pr = open_pull(client, ctx.repo, ctx.number)
     files = changed_files(cwd, ctx.base, ctx.head)
     log(f"{len(files)} changed Python file{'s' if len(files) != 1 else ''} against {ctx.base}")
     report = analyze(cwd, ctx.head, files, validator=validator)
@@ -679,18 +708,19 @@ def run(cwd: Path, env: Mapping[str, str], *, base: str | None = None, repo: str
     if dry_run:
         echo(json.dumps(plan.to_json(), indent=2))
         return report, plan, None
-    assert ctx.token and ctx.repo and ctx.number
-    client = make_client(ctx.api_url, ctx.token, retries=retries, backoff=backoff, write_interval=write_interval)
-    try:
-        result = post_review(client, ctx.repo, ctx.number, plan, backoff=backoff, log=log)
-    except BotError:
-        raise
-    except Exception as exc:
-        from github import GithubException
-        import requests
-
-        if isinstance(exc, (GithubException, requests.RequestException)):
-            raise BotError(explain_api_error(exc, ctx.token)) from None
-        raise
+    with _api_errors(ctx.token):
+        result = post_review(gh_repo, gh_pr, plan, backoff=backoff, log=log)
     log(result.describe())
     return report, plan, result
+
+
+@contextlib.contextmanager
+def _api_errors(token: str | None) -> Iterator[None]:
+    """Turn PyGithub and transport errors into a BotError with a clear, token-free message."""
+    import requests
+    from github import GithubException
+
+    try:
+        yield
+    except (GithubException, requests.RequestException) as exc:
+        raise BotError(explain_api_error(exc, token)) from None

@@ -21,7 +21,8 @@ class FakeGitHub:
         self.requests: list[tuple[str, str, Any]] = []  # (method, path without query, json body)
         self.auth_headers: list[str] = []
         # (METHOD, path regex) -> statuses to answer, consumed one per matching request;
-        # "store-then-502" stores a created review, then answers 502.
+        # "store-then-502" stores a created review, then answers 502; (status, message) sets
+        # the error message.
         self.failures: dict[tuple[str, str], list[Any]] = {}
         self._ids = iter(range(1000, 100000))
         self._lock = threading.Lock()
@@ -76,7 +77,10 @@ class FakeGitHub:
                                 status = 502
                             messages = {403: "Resource not accessible by integration",
                                         422: "Unprocessable Entity"}
-                            payload: dict[str, Any] = {"message": messages.get(status, "Server Error")}
+                            message = None
+                            if isinstance(status, tuple):
+                                status, message = status
+                            payload: dict[str, Any] = {"message": message or messages.get(status, "Server Error")}
                             if status == 422:
                                 payload["errors"] = ["Line could not be resolved"]
                             return self._reply(status, payload)
@@ -136,6 +140,7 @@ class FakeGitHub:
                     "original_line": c.get("line"), "start_line": c.get("start_line"),
                     "side": c.get("side"), "start_side": c.get("start_side"), "body": c["body"],
                     "commit_id": body.get("commit_id"), "url": f"{self.url}{repo}/pulls/comments/{cid}",
+                    "user": {"login": "github-actions[bot]"},
                 })
             return 200, review
         if method == "PUT" and (m := re.fullmatch(rf"{pulls}/reviews/(\d+)", path)):

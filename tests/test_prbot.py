@@ -320,12 +320,28 @@ def test_persistent_5xx_gives_up_with_a_clear_message(gh):
     assert gh.writes() == []
 
 
-def test_token_is_scrubbed_from_error_messages(gh, monkeypatch):
-    # A server error message that echoes the token must not print it.
-    monkeypatch.setattr(prbot, "DEFAULT_API_URL", gh.url)
-    gh.fail("POST", r".*/reviews", 422)
-    err = prbot.explain_api_error(RuntimeError(f"boom {TOKEN}"), TOKEN)
-    assert TOKEN not in err and "***" in err
+def test_token_is_never_printed(gh):
+    # An error message that echoes the token (a misbehaving proxy, say) is scrubbed.
+    gh.fail("POST", r".*/reviews", (422, f"bad credentials {TOKEN}"))
+    res = _bot()  # _bot asserts the token is not in the output
+    assert res.exit_code == 2 and "bad credentials ***" in res.output
+
+
+def test_closed_pr_is_refused_before_any_analysis(gh, monkeypatch):
+    gh.pr["state"] = "closed"
+    monkeypatch.setattr(prbot, "analyze", lambda *a, **k: pytest.fail("analysed a closed PR"))
+    res = _bot()
+    assert res.exit_code == 2 and gh.writes() == []
+
+
+def test_comments_by_others_quoting_the_marker_are_left_alone(gh):
+    assert _bot().exit_code == 0
+    quoted = dict(gh.comments[0], id=5, user={"login": "alice"}, url=gh.comments[0]["url"].replace(
+        str(gh.comments[0]["id"]), "5"), line=3)
+    gh.comments.append(quoted)
+    gh.requests.clear()
+    assert _bot().exit_code == 0
+    assert all("/comments/5" not in p for _, p, _ in gh.writes())
 
 
 def test_not_a_pull_request_context(repo, monkeypatch):
