@@ -435,3 +435,54 @@ def test_ab_validator_runs_each_fix_beside_the_script(repo, monkeypatch):
     # A fix in another file cannot be measured by running the script.
     (other,) = validate("lib/model.py", SLOW_TRAIN, patches).values()
     assert not other.passed and "not in the validated script" in other.detail
+
+
+# --- the composite action ------------------------------------------------------------------------
+ACTION = Path(__file__).resolve().parents[1] / "action.yml"
+
+
+def _action_steps() -> dict:
+    import yaml
+
+    doc = yaml.safe_load(ACTION.read_text())
+    return doc, {s["name"]: s for s in doc["runs"]["steps"]}
+
+
+def test_action_declares_the_inputs_and_never_pastes_them_into_scripts():
+    doc, steps = _action_steps()
+    assert doc["runs"]["using"] == "composite"
+    assert {"paths", "validate-script", "script-args", "fail-on-findings"} <= set(doc["inputs"])
+    for step in steps.values():
+        # Inputs reach scripts through env only: `${{ inputs.x }}` inside `run` is shell injection.
+        assert "${{" not in step.get("run", ""), step["name"]
+
+
+def _run_step(step: dict, env: dict, cwd: Path) -> subprocess.CompletedProcess:
+    import re
+
+    resolved = {k: v for k, v in (step.get("env") or {}).items()}
+    resolved.update(env)
+    output = cwd / "gh_output"
+    resolved.update(GITHUB_OUTPUT=str(output), PYTHON=sys.executable)
+    assert not any(isinstance(v, str) and re.search(r"\$\{\{", v) for v in env.values())
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=cwd,
+                          env={**os.environ, **resolved}, capture_output=True, text=True, timeout=120)
+
+
+def test_action_lint_step_prints_annotations(repo, tmp_path):
+    _, steps = _action_steps()
+    res = _run_step(steps["Lint (annotations)"], {"INPUT_PATHS": "train.py"}, repo)
+    assert res.returncode == 0, res.stderr
+    assert "::warning file=train.py,line=14,col=14," in res.stdout and "title=GP101::" in res.stdout
+    assert "exit-code=1" in (repo / "gh_output").read_text()
+
+
+def test_action_review_step_posts_through_the_bot(gh, repo):
+    _, steps = _action_steps()
+    env = {k: os.environ[k] for k in ("GITHUB_REPOSITORY", "GITHUB_EVENT_PATH", "GITHUB_BASE_REF",
+                                       "GITHUB_API_URL")}
+    env.update(GITHUB_TOKEN=TOKEN, VALIDATE_SCRIPT="", SCRIPT_ARGS="", FAIL_ON_FINDINGS="true")
+    res = _run_step(steps["Review the pull request"], env, repo)
+    assert res.returncode == 1, res.stderr  # fail-on-findings, after posting
+    assert len(gh.reviews) == 1 and len(gh.comments) == 1
+    assert TOKEN not in res.stdout + res.stderr
