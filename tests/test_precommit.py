@@ -35,7 +35,8 @@ SLOW = textwrap.dedent("""\
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("git") is None, reason="needs git"),
+    pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
+                       reason="needs git and a git checkout of this repository"),
 ]
 
 

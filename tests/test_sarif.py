@@ -144,3 +144,29 @@ def test_noqa_suppressed_finding_is_absent(tmp_path):
     finally:
         os.chdir(old)
     assert {r["ruleId"] for r in json.loads(res.stdout)["runs"][0]["results"]} == {"GP201", "GP202"}
+
+
+def _single_fix_examples():
+    from gpuperf_rewrite.rules._framework import Invalid
+
+    for code, rule in all_rules().items():
+        for i, ex in enumerate(rule.examples):
+            if isinstance(ex, Invalid) and ex.fixed is not None and not ex.options:
+                yield pytest.param(code, ex, id=f"{code}-{i}")
+
+
+@pytest.mark.parametrize("code,ex", list(_single_fix_examples()))
+def test_patch_of_each_finding_applies_to_the_fixed_source(code, ex):
+    """Patches are what SARIF fixes and PR suggestions are made of: applying every patch of an
+    example with a single finding gives exactly the rule's expected fixed source."""
+    from gpuperf_rewrite.patches import finding_patches, split_lines
+
+    patches = finding_patches(ex.code.encode(), "ex.py", RuleSet((code,)), "unsafe")
+    result = check_source(ex.code.encode(), "ex.py", RuleSet((code,)), "none")
+    if len(result.diagnostics) != 1:
+        pytest.skip("several findings: their fixes are applied together by the engine")
+    (p,) = patches
+    assert p.apply(ex.code) == ex.fixed
+    lines = split_lines(ex.code)
+    assert p.old_lines == tuple(lines[p.start_line - 1:p.end_line])
+    assert all(p.start_line <= h.start_line <= h.end_line <= p.end_line for h in p.hunks)
