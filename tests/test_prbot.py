@@ -492,7 +492,9 @@ def test_action_review_step_posts_through_the_bot(gh, repo):
 
 def test_bot_honours_noqa_and_the_repository_config(repo):
     text = SLOW_TRAIN.replace("batch_size=8)\n", "batch_size=8)  # noqa: GP202\n")
-    _commit(repo, {"train.py": text, "pyproject.toml": '[tool.gpuperf]\nignore = ["GP201"]\nexclude = ["exp/"]\n',
+    _commit(repo, {"train.py": text, ".gpuperf.yaml": None,
+                   "pyproject.toml": '[tool.gpuperf]\nselect = ["GP101", "GP201", "GP202"]\n'
+                                     'ignore = ["GP201"]\nexclude = ["exp/"]\n',
                    "exp/old.py": SLOW_TRAIN}, "noqa, config")
     report, plan, _ = prbot.run(repo, {}, base="main", dry_run=True, echo=lambda s: None, log=lambda s: None)
     assert [(r.diag.path, r.diag.code) for r in report.rows] == [("train.py", "GP101")]
