@@ -20,8 +20,11 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def file_sha256(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def file_sha256(path: str | Path) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:  # a script that could not be read is reported as crashed, not re-raised here
+        return None
 
 
 def env_hash(fp: dict[str, Any]) -> str:

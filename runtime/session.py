@@ -180,6 +180,14 @@ class Session:
         return doc
 
 
+def print_script_traceback(exc: BaseException, script: str) -> None:
+    """Print the traceback from the script's first frame on, as ``python script.py`` would."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != script:
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
+
+
 def write_json_atomic(path: str | Path, doc: dict[str, Any]) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -229,7 +237,7 @@ def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed
                 code = 1
             status, exit_code, error = "crashed", code, f"SystemExit({exc.code!r})"
     except BaseException as exc:  # noqa: BLE001 - any script failure is a result, not our crash
-        traceback.print_exc()
+        print_script_traceback(exc, script)
         status, exit_code, error = "crashed", 1, f"{type(exc).__name__}: {exc}"[:2000]
     wall = time.perf_counter() - t0
     running[0] = False
