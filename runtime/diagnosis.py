@@ -83,8 +83,9 @@ def diagnose(doc: dict[str, Any]) -> list[dict[str, Any]]:
                                 f"unstable steps: p90 step time is {ratio:.1f}x the median"))
 
     for s in doc.get("stragglers") or []:
-        out.append(_finding("straggler", min(1.0, s["ratio_to_fastest"] - 1.0),
-                            f"rank {s['rank']} is {s['ratio_to_fastest']:.2f}x slower than the fastest rank"))
+        out.append(_finding("straggler", s["excess_fraction"],
+                            f"straggler: rank {s['rank']} takes {s['excess_s'] * 1e3:.1f} ms longer per step "
+                            f"to reach backward() ({s['excess_fraction']:.0%} of step time); the other ranks wait"))
 
     if not any(f["severity"] >= 0.3 for f in out):
         busy = 1.0 - (stall or 0.0)

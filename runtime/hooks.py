@@ -6,6 +6,7 @@ tensors ``backward()`` is called on, cloned on device (no host sync) and read on
 
 from __future__ import annotations
 
+import time
 import weakref
 from typing import Any, Callable
 
@@ -28,6 +29,7 @@ class LossRecorder:
         self._scaled: tuple[Any, Any] | None = None  # (weakref to scaled output, unscaled loss)
         self._depth = 0  # Tensor.backward calls torch.autograd.backward: record once
         self.first_device: Any = None
+        self.first_backward_t: float | None = None  # perf_counter of this step's first backward()
 
     def note_scaled(self, scaled: Any, unscaled: Any) -> None:
         try:
@@ -47,11 +49,14 @@ class LossRecorder:
         value = value.clone() if value.numel() == 1 else value.float().mean()
         if self.first_device is None:
             self.first_device = value.device
+        if not self.pending:
+            self.first_backward_t = time.perf_counter()
         self.pending.append(value)
 
     def close_step(self) -> None:
         self.per_step.append(self.pending)
         self.pending = []
+        self.first_backward_t = None
 
     def values(self, torch: Any) -> list[float | None]:
         """One float per step: the mean loss of that step's backward() calls (one host read)."""

@@ -1,7 +1,9 @@
 """Merge per-rank documents from a torchrun launch into one (stdlib only).
 
-The slowest rank decides each step's time (ranks wait for each other at the all-reduce);
-ranks whose median step is over ``STRAGGLER_RATIO`` x the fastest are reported as stragglers.
+The slowest rank decides each step's time. Under DDP every rank waits for the others at the
+gradient all-reduce inside backward(), so step times even out and cannot show who is late.
+What differs is the host time from a step boundary to the rank's first backward() (data loading
+plus forward): a rank that spends clearly longer there is the straggler the others wait for.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from typing import Any
 from .diagnosis import diagnose
 from .timing import summarize
 
-STRAGGLER_RATIO = 1.10
+STRAGGLER_MIN_EXCESS = 0.10  # of the step time
+STRAGGLER_MIN_RATIO = 1.2
 _STATUS_ORDER = ("crashed", "timeout", "no_steps", "completed", "step_limit")
 
 
@@ -42,29 +45,29 @@ def merge_ranks(docs: list[dict[str, Any]]) -> dict[str, Any]:
     base["input_stall_fraction"] = _max([d.get("input_stall_fraction") for d in docs])
     base["syncs_per_step"] = _max([d.get("syncs_per_step") for d in docs])
     base["memory"] = {k: _max([(d.get("memory") or {}).get(k) for d in docs]) for k in base.get("memory") or {}}
-    medians = {d.get("rank", i): d["step_time_s"]["median"] for i, d in enumerate(docs) if d["step_time_s"]["median"]}
-    stragglers = []
-    if len(medians) > 1:
-        fastest = min(medians.values())
-        for rank, med in sorted(medians.items()):
-            if fastest > 0 and med / fastest >= STRAGGLER_RATIO:
-                stragglers.append({"rank": rank, "median_step_s": med, "ratio_to_fastest": med / fastest})
-    # Under DDP every rank waits at the all-reduce, so step times even out; a rank that spends
-    # clearly more time waiting for its data is the one the others are waiting for.
-    stalls = {d.get("rank", i): d.get("input_stall_fraction") for i, d in enumerate(docs)}
-    stalls = {r: s for r, s in stalls.items() if s is not None}
-    if len(stalls) > 1 and max(stalls.values()) - min(stalls.values()) >= 0.10:
-        worst = max(stalls, key=lambda r: stalls[r])
-        if worst not in {s["rank"] for s in stragglers}:
-            med = medians.get(worst)
-            stragglers.append({
-                "rank": worst, "median_step_s": med,
-                "ratio_to_fastest": 1.0 + stalls[worst] - min(stalls.values()),
-                "input_stall_fraction": stalls[worst],
-            })
-    base["stragglers"] = stragglers
-    base["rank_median_step_s"] = [medians.get(d.get("rank", i)) for i, d in enumerate(docs)]
+    medians = {d.get("rank", i): d["step_time_s"]["median"] for i, d in enumerate(docs)}
+    base["rank_median_step_s"] = [medians[d.get("rank", i)] for i, d in enumerate(docs)]
+    base["stragglers"] = find_stragglers(docs, base["step_time_s"]["median"])
     base["world_size"] = len(docs)
     base["ranks"] = [{k: v for k, v in d.items() if k != "ranks"} for d in docs]
     base["diagnosis"] = diagnose(base)
     return base
+
+
+def find_stragglers(docs: list[dict[str, Any]], step_median: float | None) -> list[dict[str, Any]]:
+    before = {d.get("rank", i): (d.get("before_backward_s") or {}).get("median") for i, d in enumerate(docs)}
+    before = {r: v for r, v in before.items() if v is not None}
+    if len(before) < 2 or not step_median:
+        return []
+    fastest = min(before.values())
+    out = []
+    for rank, v in sorted(before.items()):
+        excess = v - fastest
+        if excess >= STRAGGLER_MIN_EXCESS * step_median and v >= STRAGGLER_MIN_RATIO * fastest:
+            out.append({
+                "rank": rank,
+                "before_backward_median_s": v,
+                "excess_s": excess,
+                "excess_fraction": min(1.0, excess / step_median),
+            })
+    return out

@@ -86,7 +86,7 @@ def format_report(doc: dict[str, Any]) -> str:
         lines.append(f"Loss: {loss[0]:.4g} -> {loss[-1]:.4g} over {len(loss)} steps"
                      + (" (unscaled by GradScaler)" if doc.get("loss_unscaled_by_gradscaler") else ""))
     for s in doc.get("stragglers") or []:
-        lines.append(f"Straggler: rank {s['rank']} ({s['ratio_to_fastest']:.2f}x the fastest rank)")
+        lines.append(f"Straggler: rank {s['rank']} (+{s['excess_s'] * 1e3:.1f} ms per step before backward())")
     tr = doc.get("trace")
     if tr:
         lines.append(f"Trace: {tr.get('path')} ({tr.get('steps')} steps)")

@@ -57,6 +57,8 @@ class Session:
         self.wait_at: list[float] = [0.0]
         self.samples_at: list[int] = [0]
         self.syncs_at: list[int] = [0]
+        # Host seconds from the previous boundary to the step's first backward(): data + forward.
+        self.before_bwd: list[float | None] = [None]
         self.steps_done = 0
         self.stopping = False
         self.cuda = False
@@ -70,6 +72,8 @@ class Session:
         self.wait_at.append(self.data.wait_s)
         self.samples_at.append(self.data.samples)
         self.syncs_at.append(self.syncs.count)
+        fb = self.loss.first_backward_t
+        self.before_bwd.append(None if fb is None else fb - self.clock.host[-2])
         self.loss.close_step()
         self.steps_done += 1
         n = self.steps_done
@@ -164,6 +168,8 @@ class Session:
             "step_time_s": summarize(per_step),
             "timing_source": source,
             "input_stall_fraction": stall,
+            "before_backward_s": summarize(
+                [v for v in self.before_bwd[start + 1 : end + 1] if v is not None]),
             "syncs_per_step": syncs,
             "memory": memory.collect(torch, self.cuda),
             "gpu": gpu,
