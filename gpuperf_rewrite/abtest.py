@@ -439,9 +439,10 @@ def run_ab(script_a: str | Path, script_b: str | Path, script_args: Sequence[str
     broken_reason: str | None = None
     scripts = {"A": str(script_a), "B": str(script_b)}
     done = 0
+    stopped_at_plan = [True]  # becomes False once the plan is extended for a borderline result
 
     def planned() -> int:
-        return 2 * (cfg.runs if min(len(a), len(b)) < cfg.runs else cfg.max_runs)
+        return 2 * (cfg.runs if len(a) + len(b) < 2 * cfg.runs or stopped_at_plan[0] else cfg.max_runs)
 
     def one(side: str) -> RunRecord:
         nonlocal done
@@ -482,6 +483,8 @@ def run_ab(script_a: str | Path, script_b: str | Path, script_args: Sequence[str
                     stopped = "loss_check"
                     break
             reason = stop_reason(stats, cfg, n)
+            if n >= cfg.runs and not reason:
+                stopped_at_plan[0] = False
             if reason:
                 stopped = reason
                 break

@@ -306,10 +306,16 @@ def _crash_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _interrupt_point(name: str) -> None:
+    if os.environ.get(CRASH_ENV) == "sigint_" + name:
+        os.kill(os.getpid(), signal.SIGINT)
+
+
 @contextlib.contextmanager
-def deferred_signals() -> Iterator[list[int]]:
+def deferred_signals(redeliver: bool = True) -> Iterator[list[int]]:
     """Hold SIGINT/SIGTERM until the block ends, so Ctrl-C cannot split the critical section;
-    the signal is re-delivered afterwards."""
+    the signal is re-delivered afterwards (or, with ``redeliver=False``, left to the caller
+    in the yielded list)."""
     caught: list[int] = []
     if not _main_thread():
         yield caught
@@ -322,8 +328,9 @@ def deferred_signals() -> Iterator[list[int]]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-        for s in caught:
-            os.kill(os.getpid(), s)
+        if redeliver:
+            for s in caught:
+                os.kill(os.getpid(), s)
 
 
 def _main_thread() -> bool:
@@ -337,6 +344,7 @@ class CommitResult:
     commit: str
     branch: str
     note_record: dict[str, Any]
+    interrupted: bool = False  # Ctrl-C arrived during the critical section (which completed)
 
 
 def commit_file(repo: Any, rel: str, new_bytes: bytes, message: str, record: dict[str, Any], *,
@@ -369,12 +377,13 @@ def commit_file(repo: Any, rel: str, new_bytes: bytes, message: str, record: dic
     new_notes = _note_commit(repo, old_notes, commit, merge_note("", record))
     _crash_point("after_objects")
     old_entry = repo.git.ls_files("-s", "--", rel).split()  # [mode, blob, stage, path]
-    with deferred_signals():
+    with deferred_signals(redeliver=False) as caught:
         wrote = False
         try:
             atomic_write(path, new_bytes, expected=expected_bytes)
             wrote = True
             _crash_point("after_write")
+            _interrupt_point("after_write")
             repo.git.update_index("--", rel)
             _crash_point("after_index")
             _update_refs(repo, [(branch_ref, commit, head), (NOTES_REF, new_notes, old_notes)],
@@ -389,7 +398,7 @@ def commit_file(repo: Any, rel: str, new_bytes: bytes, message: str, record: dic
                     repo.git.update_index("--refresh", "-q")
             raise
         _crash_point("after_ref")
-    return CommitResult(commit, branch_ref, record)
+    return CommitResult(commit, branch_ref, record, interrupted=bool(caught))
 
 
 # --------------------------------------------------------------------------------------------
