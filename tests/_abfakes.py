@@ -61,3 +61,62 @@ class FakeRunner:
 def fake_script(path: Path, **kv: Any) -> Path:
     path.write_text("# fake: " + " ".join(f"{k}={v}" for k, v in kv.items()) + "\nprint('hi')\n")
     return path
+
+
+# -- --apply helpers ----------------------------------------------------------------------------
+
+# Fake "rules" for --apply tests: each rewrites the `# fake:` line of a script.
+FAKE_FIXES = {
+    "X1": lambda s: {**s, "speed": str(float(s.get("speed", 100)) * 1.5)},  # a real speedup
+    "X2": lambda s: {**s, "speed": str(float(s.get("speed", 100)) * 1.0)},  # neutral
+    "SLOW": lambda s: {**s, "speed": str(float(s.get("speed", 100)) * 0.6)},  # e.g. a sleep in the loop
+    "LOSS": lambda s: {**s, "loss": "1.5"},  # changes what the model learns
+}
+
+
+def fake_rewriter(available: tuple[str, ...]):
+    def rewrite(data: bytes, codes):
+        chosen = [c for c in available if codes is None or c in codes]
+        lines = data.decode().splitlines(keepends=True)
+        for i, line in enumerate(lines):
+            if line.startswith("# fake:"):
+                s = dict(kv.split("=", 1) for kv in line[len("# fake:"):].split())
+                for c in chosen:
+                    s = FAKE_FIXES[c](s)
+                lines[i] = "# fake: " + " ".join(f"{k}={v}" for k, v in s.items()) + "\n"
+        new = "".join(lines).encode()
+        if chosen:
+            new += ("# fixed by " + ",".join(chosen) + "\n").encode()
+        return (new if new != data else None), {c: 1 for c in chosen}
+
+    return rewrite
+
+
+def git_repo(path: Path, files: dict[str, str]) -> Any:
+    """A repository with ``files`` committed, and a test identity."""
+    import git
+
+    repo = git.Repo.init(path)
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "Test")
+        cw.set_value("user", "email", "test@example.com")
+        cw.set_value("commit", "gpgsign", "false")
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    repo.index.add(list(files))
+    repo.index.commit("initial")
+    return repo
+
+
+def repo_state(repo: Any) -> dict[str, Any]:
+    """Everything --apply may touch: HEAD, refs, notes, index, status, working files."""
+    root = Path(repo.working_tree_dir)
+    return {
+        "head": repo.git.rev_parse("HEAD"),
+        "refs": repo.git.for_each_ref(),
+        "index": repo.git.ls_files("-s"),
+        "status": repo.git.status("--porcelain", "--untracked-files=all"),
+        "files": {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+                  if p.is_file() and ".git" not in p.relative_to(root).parts},
+    }
