@@ -63,6 +63,7 @@ class Session:
         self.stopping = False
         self.cuda = False
         self.sampler: nvml.Sampler | None = None
+        self.finish_now: Any = None
 
     # -- hot path: keep it to appends and one timestamp -------------------------------------
     def on_step(self) -> None:
@@ -89,7 +90,9 @@ class Session:
             raise StopProfiling()
 
     def check_stop(self) -> None:
-        if self.stopping:  # the script caught StopProfiling (bare except): stop it again
+        if self.stopping:  # the script swallowed StopProfiling (bare except) and went on
+            if self.finish_now is not None:
+                self.finish_now()  # writes the results and exits the process; never returns
             raise StopProfiling()
 
     def _enable_cuda(self) -> None:
@@ -223,11 +226,35 @@ def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed
         install_backward_hooks(torch, session.loss),
         install_dataloader(torch, session.data),
     ]
+    t0 = time.perf_counter()
+
+    def finish(status: str, exit_code: int, error: str | None) -> int:
+        running[0] = False
+        wall = time.perf_counter() - t0
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for fn in undo:
+            fn()
+        if session.stopping:  # reached the limit, however the script reacted to StopProfiling
+            status, exit_code, error = "step_limit", 0, None
+        elif status == "completed" and session.steps_done == 0:
+            status = "no_steps"
+        doc = session.build(script, args, status, exit_code, error, wall, world_size, rank, seed)
+        write_json_atomic(out, doc)
+        return exit_code
+
+    def finish_now() -> None:
+        # The script caught StopProfiling with a bare except: results first, then a hard exit,
+        # because a script that swallows BaseException cannot be stopped any other way.
+        code = finish("step_limit", 0, None)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+    session.finish_now = finish_now
     seed_everything(seed, torch)
     sys.argv = [script, *args]
     sys.path[0] = os.path.dirname(script)  # what `python script.py` puts first
     status, exit_code, error = "completed", 0, None
-    t0 = time.perf_counter()
     session.clock.start()
     try:
         runpy.run_path(script, run_name="__main__")
@@ -245,18 +272,7 @@ def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed
     except BaseException as exc:  # noqa: BLE001 - any script failure is a result, not our crash
         print_script_traceback(exc, script)
         status, exit_code, error = "crashed", 1, f"{type(exc).__name__}: {exc}"[:2000]
-    wall = time.perf_counter() - t0
-    running[0] = False
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    for fn in undo:
-        fn()
-    if session.stopping:  # reached the limit, however the script reacted to StopProfiling
-        status, exit_code, error = "step_limit", 0, None
-    elif status == "completed" and session.steps_done == 0:
-        status = "no_steps"
-    doc = session.build(script, args, status, exit_code, error, wall, world_size, rank, seed)
-    write_json_atomic(out, doc)
-    return exit_code
+    return finish(status, exit_code, error)
 
 
 def exit_soon(code: int, grace_s: float = 10.0) -> None:
