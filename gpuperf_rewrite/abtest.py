@@ -32,7 +32,7 @@ Progress = Callable[["ProgressEvent"], None]
 class ABConfig:
     runs: int = 10  # per side, planned
     max_runs: int = 20  # per side, when the result is borderline
-    min_runs: int = 3  # per side, before any early stop
+    min_runs: int = 5  # per side, before any early stop
     steps: int = 30
     warmup: int = 5
     timeout: float = 600.0
@@ -204,41 +204,57 @@ def decide(s: Stats, alpha: float, min_speedup: float) -> str:
     return "no_difference"
 
 
+def look_schedule(cfg: ABConfig) -> tuple[list[int], list[int]]:
+    """Runs per side at which the data are examined: interim looks (early stop) before ``runs``,
+    then final looks at ``runs`` and at checkpoints up to ``max_runs`` (extensions)."""
+    interim = list(range(cfg.min_runs, cfg.runs)) if cfg.early_stop else []
+    step = max(2, cfg.runs // 2)
+    finals = [cfg.runs] + list(range(cfg.runs + step, cfg.max_runs, step))
+    if cfg.max_runs > cfg.runs:
+        finals.append(cfg.max_runs)
+    return interim, finals
+
+
+def look_alpha(cfg: ABConfig) -> float:
+    """The significance level of every look: alpha split evenly (Bonferroni) over all the looks we
+    may take, so peeking and extending cannot push the false-positive rate above alpha."""
+    interim, finals = look_schedule(cfg)
+    return cfg.alpha / max(1, len(interim) + len(finals))
+
+
 def stop_reason(s: Stats, cfg: ABConfig, n_per_side: int) -> str | None:
     """Sequential stopping: a reason to stop now, or None to keep running.
 
-    Before the planned ``runs``, stop only when the verdict cannot reasonably change: a decisive
-    result at a Bonferroni-adjusted level (alpha divided by the number of looks we may take), or
-    futility (the whole CI sits inside the noise band, so ``min_speedup`` is out of reach). At
-    ``runs`` and beyond, stop unless the result is borderline; ``max_runs`` always stops.
+    At an interim look, stop when the verdict cannot reasonably change: decisive at the per-look
+    level, or futile (the whole CI sits inside the noise band, so ``min_speedup`` is out of
+    reach). At a final look, stop unless the result is borderline; ``max_runs`` always stops.
     """
-    looks = max(1, cfg.max_runs - cfg.min_runs + 1)
+    interim, finals = look_schedule(cfg)
+    level = look_alpha(cfg)
     lo, hi = s.ci95
     band = (1.0 / cfg.min_speedup, cfg.min_speedup)
     if n_per_side >= cfg.max_runs:
         return "max_runs"
-    if n_per_side < cfg.runs:
-        if not cfg.early_stop or n_per_side < cfg.min_runs:
-            return None
-        if decide(s, cfg.alpha / looks, cfg.min_speedup) != "no_difference":
+    if n_per_side in interim:
+        if decide(s, level, cfg.min_speedup) != "no_difference":
             return "decisive"
         if band[0] < lo and hi < band[1]:
             return "futile"
         return None
-    if borderline(s, cfg):
-        return None
-    return "planned_runs"
+    if n_per_side in finals:
+        return None if borderline(s, cfg, level) else "planned_runs"
+    return None
 
 
-def borderline(s: Stats, cfg: ABConfig) -> bool:
-    """Close to a decision either way: p within 4x of alpha, or the CI straddling a threshold
-    while the point estimate is beyond it. More runs can settle these."""
-    verdict = decide(s, cfg.alpha, cfg.min_speedup)
-    if verdict != "no_difference":
+def borderline(s: Stats, cfg: ABConfig, level: float | None = None) -> bool:
+    """Close to a decision either way: p within 10x of the per-look level, or the CI straddling
+    1 while the point estimate is beyond the noise floor. More runs can settle these."""
+    level = look_alpha(cfg) if level is None else level
+    if decide(s, level, cfg.min_speedup) != "no_difference":
         return False
     lo, hi = s.ci95
-    near_faster = s.speedup >= cfg.min_speedup and (s.p_faster < 4 * cfg.alpha or lo <= 1.0)
-    near_slower = s.speedup <= 1 / cfg.min_speedup and (s.p_slower < 4 * cfg.alpha or hi >= 1.0)
+    near_faster = s.speedup >= cfg.min_speedup and (s.p_faster < 10 * level or lo <= 1.0)
+    near_slower = s.speedup <= 1 / cfg.min_speedup and (s.p_slower < 10 * level or hi >= 1.0)
     return near_faster or near_slower
 
 
@@ -387,6 +403,7 @@ class ABResult:
             "speedup": s.speedup if s else None,
             "ci95": list(s.ci95) if s else None,
             "p_value": s.p_faster if s else None,
+            "alpha_per_look": look_alpha(self.config),
             "p_values": ({"mann_whitney_faster": s.p_mw_faster, "mann_whitney_slower": s.p_mw_slower,
                           "welch_faster": s.p_welch_faster, "welch_slower": s.p_welch_slower}
                          if s else None),
@@ -502,7 +519,7 @@ def run_ab(script_a: str | Path, script_b: str | Path, script_args: Sequence[str
         verdict, reason = "broken", f"loss check failed: {lc['reason']}"
     else:
         assert stats is not None
-        verdict = decide(stats, cfg.alpha, cfg.min_speedup)
+        verdict = decide(stats, look_alpha(cfg), cfg.min_speedup)
         reason = _reason(verdict, stats, cfg)
     if stats is not None:
         for side, value in (("A", stats.cv_a), ("B", stats.cv_b)):
@@ -576,8 +593,9 @@ def _reason(verdict: str, s: Stats, cfg: ABConfig) -> str:
     if s.speedup < cfg.min_speedup and s.speedup > 1 / cfg.min_speedup:
         why.append(f"median ratio {s.speedup:.3f} inside the noise floor {1 / cfg.min_speedup:.3f}-"
                    f"{cfg.min_speedup:.3f}")
-    elif min(s.p_faster, s.p_slower) >= cfg.alpha:
-        why.append(f"not significant (p={min(s.p_faster, s.p_slower):.3g} >= {cfg.alpha:g})")
+    elif min(s.p_faster, s.p_slower) >= look_alpha(cfg):
+        why.append(f"not significant (p={min(s.p_faster, s.p_slower):.3g} >= {look_alpha(cfg):.3g}, "
+                   f"alpha {cfg.alpha:g} split over the looks)")
     else:
         why.append(f"{ci} includes 1")
     return "; ".join(why)
@@ -613,7 +631,7 @@ def format_table(res: ABResult) -> str:
                      f"need >= {res.config.min_speedup:g})")
         lines.append(f"p-values  faster: Mann-Whitney {s.p_mw_faster:.3g}, Welch {s.p_welch_faster:.3g}"
                      f" | slower: Mann-Whitney {s.p_mw_slower:.3g}, Welch {s.p_welch_slower:.3g}"
-                     f"  (alpha {res.config.alpha:g})")
+                     f"  (alpha {res.config.alpha:g}, {look_alpha(res.config):.3g} per look)")
     if res.memory.get("ratio"):
         lines.append(f"memory    B/A peak {res.memory['ratio']:.2f}")
     lc = res.loss

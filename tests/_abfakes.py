@@ -39,6 +39,9 @@ class FakeRunner:
             time.sleep(float(s["sleep"]))
         status = s.get("status", "step_limit")
         speed = float(s.get("speed", 100)) * (1 + float(s.get("noise", 0.02)) * self.rng.gauss(0, 1))
+        if "fast_if" in s:  # a real rewrite (by the engine) made this text appear: 1.5x faster
+            body = "".join(ln for ln in Path(script).read_text().splitlines(True) if not ln.startswith("# fake:"))
+            speed *= 1.5 if s["fast_if"] in body else 1.0
         if "seq" in s:  # explicit throughputs, cycled: seq=100,102,98
             seq = [float(v) for v in s["seq"].split(",")]
             k = self.counts.get(str(script), 0)

@@ -222,3 +222,55 @@ def test_interrupt_during_the_commit_is_all_or_nothing(repo, tmp_path, point) ->
         repo.git.reset("-q")
         repo.git.checkout("--", "train.py")
         assert repo_state(repo) == before
+
+
+LOADER_SCRIPT = """# fake: speed=100 noise=0.01 fast_if=num_workers=min
+import torch
+from torch.utils.data import DataLoader
+
+loader = DataLoader(list(range(64)), batch_size=8, num_workers=0)
+model = torch.nn.Linear(1, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for batch in loader:
+    loss = model(batch.float()[:, None]).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_check_apply_cli_uses_the_engine_and_options(tmp_path, monkeypatch) -> None:
+    """`gpuperf-rewrite train.py --apply ...`: real rules (GP201), fake measurements."""
+    from click.testing import CliRunner
+
+    from gpuperf_rewrite import abtest
+    from gpuperf_rewrite.cli import cli
+
+    repo = git_repo(tmp_path, {"train.py": LOADER_SCRIPT})
+    monkeypatch.chdir(tmp_path)
+    runner = FakeRunner(3)
+    monkeypatch.setattr(abtest, "default_runner", lambda: runner)
+    args = ["train.py", "--apply", "--select", "GP201", "--runs", "6", "--steps", "3", "--warmup", "1",
+            "--json", "--", "--epochs", "1"]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["status"] == "committed" and doc["rules_applied"] == ["GP201"]
+    assert doc["validation"]["verdict"] == "faster" and doc["validation"]["config"]["steps"] == 3
+    assert repo.head.commit.hexsha == doc["commit"] and "num_workers=min(" in (tmp_path / "train.py").read_text()
+    r = CliRunner().invoke(cli, ["train.py", "--apply", "--no-validate"])
+    assert r.exit_code == 0 and "no fixes to apply" in r.output  # already fixed
+
+
+def test_check_apply_cli_usage_errors(tmp_path, monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    from gpuperf_rewrite.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.py").write_text("x = 1\n")
+    r = CliRunner().invoke(cli, ["a.py", "b.py", "--apply"])
+    assert r.exit_code == 2 and "exactly one" in r.output
+    r = CliRunner().invoke(cli, ["missing.py", "--apply"])
+    assert r.exit_code == 2 and "not a file" in r.output
