@@ -258,7 +258,7 @@ def test_check_apply_cli_uses_the_engine_and_options(tmp_path, monkeypatch) -> N
     assert doc["status"] == "committed" and doc["rules_applied"] == ["GP201"]
     assert doc["validation"]["verdict"] == "faster" and doc["validation"]["config"]["steps"] == 3
     assert repo.head.commit.hexsha == doc["commit"] and "num_workers=min(" in (tmp_path / "train.py").read_text()
-    r = CliRunner().invoke(cli, ["train.py", "--apply", "--no-validate"])
+    r = CliRunner().invoke(cli, ["train.py", "--apply", "--no-validate", "--select", "GP201"])
     assert r.exit_code == 0 and "no fixes to apply" in r.output  # already fixed
 
 
