@@ -18,13 +18,19 @@ $(VENV)/.base: pyproject.toml | $(BIN)/python
 	$(PIP) install -e .
 	touch $@
 
+# Demo install: the lint path plus what --apply needs to measure and commit (torch, scipy, git).
+$(VENV)/.demo: pyproject.toml | $(BIN)/python
+	$(PIP) install "$(TORCH)"
+	$(PIP) install -e ".[validate]"
+	touch $@ $(VENV)/.base
+
 # Test install: torch first (pinned to the local CPU wheel), then the test extras.
 $(VENV)/.test: pyproject.toml | $(BIN)/python
 	$(PIP) install "$(TORCH)"
 	$(PIP) install -e ".[test]"
-	touch $@ $(VENV)/.base
+	touch $@ $(VENV)/.base $(VENV)/.demo
 
-demo: $(VENV)/.base
+demo: $(VENV)/.demo
 	@bash scripts/demo.sh "$(BIN)"
 
 test: $(VENV)/.test
