@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import runpy
@@ -47,7 +48,8 @@ class Session:
         self.warmup = warmup
         self.limit = warmup + steps
         self.stop_at = self.limit + (TRACE_STEPS if trace_dir else 0)
-        self.tracer = Tracer(torch, Path(trace_dir), rank) if trace_dir else None
+        # Resolved now: the script may chdir before the trace is written.
+        self.tracer = Tracer(torch, Path(trace_dir).resolve(), rank) if trace_dir else None
         self.clock = StepClock()
         self.loss = LossRecorder()
         self.data = DataWait()
@@ -178,6 +180,8 @@ class Session:
             "gpu": gpu,
             "loss": losses,
             "loss_unscaled_by_gradscaler": self.loss.unscaled_by_gradscaler,
+            "loss_nonfinite_steps": [i for i, v in enumerate(losses)
+                                     if v is not None and not math.isfinite(v)],
             "compile": compilation.collect(),
             "trace": self.tracer.result if self.tracer is not None else None,
             "fingerprint": fingerprint.collect(torch, device, script, world_size),
@@ -197,8 +201,20 @@ def print_script_traceback(exc: BaseException, script: str) -> None:
     traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
 
 
+def finite(obj: Any) -> Any:
+    """JSON has no NaN/Infinity: non-finite floats become null (a diverged loss must not lose the run)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
 def write_json_atomic(path: str | Path, doc: dict[str, Any]) -> None:
     path = Path(path)
+    doc = finite(doc)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(doc, indent=1, allow_nan=False, default=str))
     os.replace(tmp, path)  # readers never see a half-written file
