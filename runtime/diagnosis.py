@@ -12,8 +12,9 @@ from typing import Any
 # Which static rules address each runtime finding (rule catalogue: GP1xx host syncs and copies,
 # GP2xx input pipeline, GP3xx math/compilation settings).
 RULES: dict[str, list[str]] = {
-    "input_bound": ["GP201", "GP202"],
-    "host_syncs": ["GP101", "GP102"],
+    "input_bound": ["GP201", "GP202", "GP203"],
+    "host_syncs": ["GP101", "GP102", "GP103"],
+    "latent_syncs": ["GP101", "GP102"],
     "gpu_underutilized": ["GP303", "GP305", "GP301"],
     "memory_pressure": ["GP301"],
     "graph_breaks": [],
@@ -54,6 +55,13 @@ def diagnose(doc: dict[str, Any]) -> list[dict[str, Any]]:
     if syncs is not None and syncs >= SYNCS_MIN:
         out.append(_finding("host_syncs", 0.15 + 0.08 * syncs,
                             f"{syncs:.3g} host syncs per step"))
+
+    reads = doc.get("host_reads_per_step")
+    if not cuda and reads is not None and reads >= SYNCS_MIN:
+        # Cheap on CPU, so low severity; named because each one is a sync on a GPU.
+        out.append(_finding("latent_syncs", min(0.5, 0.05 * reads),
+                            f"{reads:.3g} tensor reads to Python per step (.item()/print/...): "
+                            "cheap on CPU, a host sync each on CUDA"))
 
     gpu = doc.get("gpu") or {}
     util = gpu.get("utilization_pct_mean")

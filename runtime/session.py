@@ -25,7 +25,7 @@ from .hooks import (
     install_backward_hooks,
     install_optimizer_hooks,
 )
-from .syncs import SyncCounter
+from .syncs import HostReadCounter, SyncCounter
 from .timing import StepClock, summarize
 from .trace import TRACE_STEPS, Tracer
 
@@ -55,10 +55,12 @@ class Session:
         self.data = DataWait()
         self.data.check_stop = self.check_stop
         self.syncs = SyncCounter()
+        self.reads = HostReadCounter()
         # Cumulative counters sampled at every boundary; index 0 is the script start.
         self.wait_at: list[float] = [0.0]
         self.samples_at: list[int] = [0]
         self.syncs_at: list[int] = [0]
+        self.reads_at: list[int] = [0]
         # Host seconds from the previous boundary to the step's first backward(): data + forward.
         self.before_bwd: list[float | None] = [None]
         self.steps_done = 0
@@ -75,6 +77,7 @@ class Session:
         self.wait_at.append(self.data.wait_s)
         self.samples_at.append(self.data.samples)
         self.syncs_at.append(self.syncs.count)
+        self.reads_at.append(self.reads.count)
         fb = self.loss.first_backward_t
         self.before_bwd.append(None if fb is None else fb - self.clock.host[-2])
         self.loss.close_step()
@@ -176,6 +179,7 @@ class Session:
             "before_backward_s": summarize(
                 [v for v in self.before_bwd[start + 1 : end + 1] if v is not None]),
             "syncs_per_step": syncs,
+            "host_reads_per_step": (self.reads_at[end] - self.reads_at[start]) / m if m > 0 else None,
             "memory": memory.collect(torch, self.cuda),
             "gpu": gpu,
             "loss": losses,
@@ -241,6 +245,7 @@ def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed
         install_optimizer_hooks(torch, session.on_step, session.check_stop),
         install_backward_hooks(torch, session.loss),
         install_dataloader(torch, session.data),
+        session.reads.install(torch),
     ]
     t0 = time.perf_counter()
 

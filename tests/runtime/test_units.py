@@ -174,3 +174,21 @@ def test_session_counts_steps_and_stop_escapes_except_exception() -> None:
     assert s.steps_done == 4 and s.stopping
     assert len(s.loss.per_step) == 4
     assert s.window() == (1, 4)
+
+
+def test_latent_syncs_named_on_cpu_only() -> None:
+    d = diagnosis.diagnose(_doc(host_reads_per_step=3.0))
+    assert any(f["kind"] == "latent_syncs" and "GP101" in f["rules"] for f in d)
+    d = diagnosis.diagnose(_doc(host_reads_per_step=3.0, fingerprint={"device": "cuda"}))
+    assert all(f["kind"] != "latent_syncs" for f in d)  # on CUDA the real sync count decides
+
+
+def test_non_finite_values_become_null(tmp_path: Path) -> None:
+    import json
+
+    from gpuperf_rewrite.runtime.session import write_json_atomic
+
+    out = tmp_path / "d.json"
+    write_json_atomic(out, {"loss": [1.0, float("nan"), float("inf")], "x": {"y": float("-inf")}})
+    assert json.loads(out.read_text()) == {"loss": [1.0, None, None], "x": {"y": None}}
+    assert [p.name for p in tmp_path.iterdir()] == ["d.json"]  # no temp file left behind
