@@ -16,7 +16,7 @@ RULES: dict[str, list[str]] = {
     "host_syncs": ["GP101", "GP102", "GP103"],
     "latent_syncs": ["GP101", "GP102"],
     "gpu_underutilized": ["GP303", "GP305", "GP301"],
-    "memory_pressure": ["GP301"],
+    "memory_pressure": ["GP301", "GP403", "GP405", "GP404"],
     "graph_breaks": [],
     "unstable_step_time": [],
     "straggler": [],
