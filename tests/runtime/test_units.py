@@ -192,3 +192,9 @@ def test_non_finite_values_become_null(tmp_path: Path) -> None:
     write_json_atomic(out, {"loss": [1.0, float("nan"), float("inf")], "x": {"y": float("-inf")}})
     assert json.loads(out.read_text()) == {"loss": [1.0, None, None], "x": {"y": None}}
     assert [p.name for p in tmp_path.iterdir()] == ["d.json"]  # no temp file left behind
+
+
+def test_unstable_step_time_does_not_hide_compute_bound() -> None:
+    d = diagnosis.diagnose(_doc(step_time_s={"median": 0.1, "p90": 0.5}))
+    kinds = [f["kind"] for f in d]
+    assert kinds[0] == "compute_bound" and "unstable_step_time" in kinds
