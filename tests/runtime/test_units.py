@@ -197,4 +197,4 @@ def test_non_finite_values_become_null(tmp_path: Path) -> None:
 def test_unstable_step_time_does_not_hide_compute_bound() -> None:
     d = diagnosis.diagnose(_doc(step_time_s={"median": 0.1, "p90": 0.5}))
     kinds = [f["kind"] for f in d]
-    assert kinds[0] == "compute_bound" and "unstable_step_time" in kinds
+    assert "compute_bound" in kinds and "unstable_step_time" in kinds
