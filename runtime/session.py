@@ -84,15 +84,24 @@ class Session:
         self.steps_done += 1
         n = self.steps_done
         if self.tracer is not None and n >= self.limit:
-            if n == self.limit:
-                self.tracer.start(self.cuda)
-            else:
-                self.tracer.steps += 1
-                if n == self.stop_at:
-                    self.tracer.stop()
+            self._trace_step(n)
         if n >= self.stop_at:
             self.stopping = True
             raise StopProfiling()
+
+    def _trace_step(self, n: int) -> None:
+        tracer = self.tracer
+        assert tracer is not None
+        try:
+            if n == self.limit:
+                tracer.start(self.cuda)
+            else:
+                tracer.steps += 1
+                if n == self.stop_at:
+                    tracer.stop()
+        except Exception as exc:  # a profiler failure must not become the script's exception
+            print(f"gpuperf runtime: trace failed: {exc}", file=sys.stderr)
+            self.tracer = None
 
     def check_stop(self) -> None:
         if self.stopping:  # the script swallowed StopProfiling (bare except) and went on
