@@ -3,7 +3,7 @@
 The script times its own steps (perf_counter over the steps after its warmup) and prints
 ``BENCH steps_per_s=<x>``, so both arms are measured by the same instrument and the only
 difference is the shim (hooks on optimizer.step, backward, DataLoader.__next__). Runs are
-interleaved (plain, shim, plain, shim, ...) so machine-load drift hits both arms alike.
+interleaved (plain, shim, shim, plain, ...) so machine-load drift hits both arms alike.
 
     python benchmarks/shim_overhead.py [--runs 7] [--steps 300] [--size medium]
 
@@ -131,8 +131,13 @@ def main() -> None:
         print(f"workload: MLP width {width}, batch {batch}, {ns.steps} steps ({ns.warmup} warmup), "
               f"{ns.threads} torch thread(s), {ns.runs} interleaved runs per arm")
         for i in range(ns.runs):
-            plain.append(run_once(plain_cmd, env))
-            shim.append(run_once(shim_cmd, env))
+            # Alternate which arm goes first, so a drift in machine load favours neither.
+            if i % 2 == 0:
+                plain.append(run_once(plain_cmd, env))
+                shim.append(run_once(shim_cmd, env))
+            else:
+                shim.append(run_once(shim_cmd, env))
+                plain.append(run_once(plain_cmd, env))
             print(f"  run {i + 1}: plain {plain[-1][0]:9.2f} steps/s (cpu {plain[-1][1]:9.2f})"
                   f"   shim {shim[-1][0]:9.2f} steps/s (cpu {shim[-1][1]:9.2f})")
         # Wall clock is the measure; CPU time is also printed because on a shared,
