@@ -39,8 +39,11 @@ def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, A
         "args": list(args),
         "exit_code": None,
         "stderr_tail": "",
+        "stdout_tail": "",
         "error": None,
         "ended_early": True,
+        "requested": None,
+        "seed": None,
         "warmup_steps": 0,
         "measured_steps": 0,
         "total_steps": 0,
@@ -50,17 +53,22 @@ def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, A
         "wall_time_s": None,
         "step_time_s": {"median": None, "mean": None, "p10": None, "p90": None, "per_step": []},
         "timing_source": None,
+        "before_backward_s": {"median": None, "mean": None, "p10": None, "p90": None, "per_step": []},
         "input_stall_fraction": None,
         "syncs_per_step": None,
+        "host_reads_per_step": None,
         "memory": {"peak_allocated_bytes": None, "peak_reserved_bytes": None, "peak_rss_bytes": None,
                    "device_total_bytes": None},
         "gpu": None,
         "loss": [],
         "loss_unscaled_by_gradscaler": False,
+        "loss_nonfinite_steps": [],
         "compile": None,
         "trace": None,
         "fingerprint": None,
         "diagnosis": [],
+        "rank": 0,
+        "world_size": None,
         "ranks": None,
     }
 
@@ -211,6 +219,8 @@ def run_profile(
         doc = (merge_ranks(docs) if len(docs) > 1 else docs[0]) if docs else None
         if doc is None:
             doc = empty_document(str(script_path), args, "crashed")
+            doc["requested"] = {"steps": steps, "warmup": warmup}
+            doc["seed"] = seed
             doc["error"] = ("the shim wrote no result"
                             + (f" (killed by signal {-returncode})" if returncode < 0 else ""))
         if not finished:

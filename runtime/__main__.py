@@ -33,7 +33,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     ns, script_args = parse(sys.argv[1:] if argv is None else argv)
-    out = ns.out
+    out = os.path.abspath(ns.out)  # the script may chdir; the result still goes where asked
     if ns.rank_suffix:
         out = f"{out}.rank{os.environ.get('RANK', '0')}.json"
     from .session import run  # imports torch: after argument errors are reported

@@ -45,8 +45,12 @@ class LossRecorder:
             value = self._scaled[1]
             self.unscaled_by_gradscaler = True
         value = value.detach()
-        # clone: compiled/CUDA-graph outputs live in reused buffers that later steps overwrite.
-        value = value.clone() if value.numel() == 1 else value.float().mean()
+        if value.numel() != 1:
+            value = value.float().mean()
+        elif value.is_cuda:
+            # CUDA-graph outputs (torch.compile "reduce-overhead") live in buffers that later
+            # steps overwrite; CPU outputs are fresh tensors, so the copy is skipped there.
+            value = value.clone()
         if self.first_device is None:
             self.first_device = value.device
         if not self.pending:

@@ -88,11 +88,13 @@ def start(torch: Any) -> Sampler | None:
         pynvml.nvmlInit()
         handle = None
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        if hasattr(props, "pci_bus_id"):
-            # Match by PCI address: CUDA_VISIBLE_DEVICES reorders CUDA indices, not NVML's.
-            bus = f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+        # Match by UUID: CUDA_VISIBLE_DEVICES renumbers CUDA devices, not NVML's indices.
+        uuid = str(getattr(props, "uuid", "") or "")
+        for candidate in (uuid if uuid.startswith("GPU-") else f"GPU-{uuid}", uuid):
+            if handle is not None or not uuid:
+                break
             try:
-                handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus.encode())
+                handle = pynvml.nvmlDeviceGetHandleByUUID(candidate)
             except Exception:
                 handle = None
         if handle is None:

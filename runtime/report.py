@@ -26,7 +26,8 @@ def _num(x: Any, fmt: str = ".2f") -> str:
 def format_report(doc: dict[str, Any]) -> str:
     lines: list[str] = []
     status = doc.get("status", "?")
-    lines.append(f"gpuperf-rewrite profile: {doc.get('script')}  [{status}]")
+    ranks = f", {doc['world_size']} ranks" if (doc.get("world_size") or 1) > 1 else ""
+    lines.append(f"gpuperf-rewrite profile: {doc.get('script')}  [{status}{ranks}]")
     if status in ("crashed", "timeout", "no_steps"):
         why = {
             "crashed": f"the script failed (exit code {doc.get('exit_code')})",

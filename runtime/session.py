@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import runpy
@@ -24,7 +25,7 @@ from .hooks import (
     install_backward_hooks,
     install_optimizer_hooks,
 )
-from .syncs import SyncCounter
+from .syncs import HostReadCounter, SyncCounter
 from .timing import StepClock, summarize
 from .trace import TRACE_STEPS, Tracer
 
@@ -47,16 +48,19 @@ class Session:
         self.warmup = warmup
         self.limit = warmup + steps
         self.stop_at = self.limit + (TRACE_STEPS if trace_dir else 0)
-        self.tracer = Tracer(torch, Path(trace_dir), rank) if trace_dir else None
+        # Resolved now: the script may chdir before the trace is written.
+        self.tracer = Tracer(torch, Path(trace_dir).resolve(), rank) if trace_dir else None
         self.clock = StepClock()
         self.loss = LossRecorder()
         self.data = DataWait()
         self.data.check_stop = self.check_stop
         self.syncs = SyncCounter()
+        self.reads = HostReadCounter()
         # Cumulative counters sampled at every boundary; index 0 is the script start.
         self.wait_at: list[float] = [0.0]
         self.samples_at: list[int] = [0]
         self.syncs_at: list[int] = [0]
+        self.reads_at: list[int] = [0]
         # Host seconds from the previous boundary to the step's first backward(): data + forward.
         self.before_bwd: list[float | None] = [None]
         self.steps_done = 0
@@ -73,21 +77,31 @@ class Session:
         self.wait_at.append(self.data.wait_s)
         self.samples_at.append(self.data.samples)
         self.syncs_at.append(self.syncs.count)
+        self.reads_at.append(self.reads.count)
         fb = self.loss.first_backward_t
         self.before_bwd.append(None if fb is None else fb - self.clock.host[-2])
         self.loss.close_step()
         self.steps_done += 1
         n = self.steps_done
         if self.tracer is not None and n >= self.limit:
-            if n == self.limit:
-                self.tracer.start(self.cuda)
-            else:
-                self.tracer.steps += 1
-                if n == self.stop_at:
-                    self.tracer.stop()
+            self._trace_step(n)
         if n >= self.stop_at:
             self.stopping = True
             raise StopProfiling()
+
+    def _trace_step(self, n: int) -> None:
+        tracer = self.tracer
+        assert tracer is not None
+        try:
+            if n == self.limit:
+                tracer.start(self.cuda)
+            else:
+                tracer.steps += 1
+                if n == self.stop_at:
+                    tracer.stop()
+        except Exception as exc:  # a profiler failure must not become the script's exception
+            print(f"gpuperf runtime: trace failed: {exc}", file=sys.stderr)
+            self.tracer = None
 
     def check_stop(self) -> None:
         if self.stopping:  # the script swallowed StopProfiling (bare except) and went on
@@ -174,10 +188,13 @@ class Session:
             "before_backward_s": summarize(
                 [v for v in self.before_bwd[start + 1 : end + 1] if v is not None]),
             "syncs_per_step": syncs,
+            "host_reads_per_step": (self.reads_at[end] - self.reads_at[start]) / m if m > 0 else None,
             "memory": memory.collect(torch, self.cuda),
             "gpu": gpu,
             "loss": losses,
             "loss_unscaled_by_gradscaler": self.loss.unscaled_by_gradscaler,
+            "loss_nonfinite_steps": [i for i, v in enumerate(losses)
+                                     if v is not None and not math.isfinite(v)],
             "compile": compilation.collect(),
             "trace": self.tracer.result if self.tracer is not None else None,
             "fingerprint": fingerprint.collect(torch, device, script, world_size),
@@ -197,8 +214,20 @@ def print_script_traceback(exc: BaseException, script: str) -> None:
     traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
 
 
+def finite(obj: Any) -> Any:
+    """JSON has no NaN/Infinity: non-finite floats become null (a diverged loss must not lose the run)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
 def write_json_atomic(path: str | Path, doc: dict[str, Any]) -> None:
     path = Path(path)
+    doc = finite(doc)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(doc, indent=1, allow_nan=False, default=str))
     os.replace(tmp, path)  # readers never see a half-written file
@@ -225,6 +254,7 @@ def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed
         install_optimizer_hooks(torch, session.on_step, session.check_stop),
         install_backward_hooks(torch, session.loss),
         install_dataloader(torch, session.data),
+        session.reads.install(torch),
     ]
     t0 = time.perf_counter()
 

@@ -174,3 +174,69 @@ def test_session_counts_steps_and_stop_escapes_except_exception() -> None:
     assert s.steps_done == 4 and s.stopping
     assert len(s.loss.per_step) == 4
     assert s.window() == (1, 4)
+
+
+def test_latent_syncs_named_on_cpu_only() -> None:
+    d = diagnosis.diagnose(_doc(host_reads_per_step=3.0))
+    assert any(f["kind"] == "latent_syncs" and "GP101" in f["rules"] for f in d)
+    d = diagnosis.diagnose(_doc(host_reads_per_step=3.0, fingerprint={"device": "cuda"}))
+    assert all(f["kind"] != "latent_syncs" for f in d)  # on CUDA the real sync count decides
+
+
+def test_non_finite_values_become_null(tmp_path: Path) -> None:
+    import json
+
+    from gpuperf_rewrite.runtime.session import write_json_atomic
+
+    out = tmp_path / "d.json"
+    write_json_atomic(out, {"loss": [1.0, float("nan"), float("inf")], "x": {"y": float("-inf")}})
+    assert json.loads(out.read_text()) == {"loss": [1.0, None, None], "x": {"y": None}}
+    assert [p.name for p in tmp_path.iterdir()] == ["d.json"]  # no temp file left behind
+
+
+def test_unstable_step_time_does_not_hide_compute_bound() -> None:
+    d = diagnosis.diagnose(_doc(step_time_s={"median": 0.1, "p90": 0.5}))
+    kinds = [f["kind"] for f in d]
+    assert "compute_bound" in kinds and "unstable_step_time" in kinds
+
+
+def test_nvml_sampler_with_a_fake_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+    import types
+
+    from gpuperf_rewrite.runtime import nvml
+
+    energy = {"mj": 0.0}
+
+    def total_energy(h: object) -> float:
+        energy["mj"] += 20.0  # 20 mJ per sample
+        return energy["mj"]
+
+    fake = types.SimpleNamespace(
+        NVML_CLOCK_SM=1,
+        nvmlInit=lambda: None,
+        nvmlDeviceGetHandleByUUID=lambda u: ("handle", u),
+        nvmlDeviceGetHandleByIndex=lambda i: ("index", i),
+        nvmlDeviceGetUtilizationRates=lambda h: types.SimpleNamespace(gpu=40),
+        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(used=1 << 30),
+        nvmlDeviceGetClockInfo=lambda h, c: 1500,
+        nvmlDeviceGetPowerUsage=lambda h: 200_000,
+        nvmlDeviceGetTotalEnergyConsumption=total_energy,
+    )
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        current_device=lambda: 0,
+        get_device_properties=lambda i: types.SimpleNamespace(uuid="abc")))
+    monkeypatch.setattr(nvml, "INTERVAL_S", 0.01)
+    t0 = time.perf_counter()
+    sampler = nvml.start(fake_torch)
+    assert sampler is not None and sampler.handle == ("handle", "GPU-abc")
+    time.sleep(0.2)
+    sampler.stop()
+    t1 = time.perf_counter()
+    s = sampler.summary(t0, t1, steps=10)
+    assert s is not None
+    assert s["utilization_pct_mean"] == 40 and s["sm_clock_mhz_mean"] == 1500
+    assert s["power_w_mean"] == 200 and s["memory_used_bytes_max"] == 1 << 30
+    assert s["energy_j_per_step"] > 0
+    assert nvml.Sampler(fake, None).summary(t0, t1, 10) is None  # no samples in the window
