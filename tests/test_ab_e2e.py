@@ -18,7 +18,8 @@ from gpuperf_rewrite import gitops  # noqa: E402
 from gpuperf_rewrite.abtest import ABConfig, run_ab  # noqa: E402
 from gpuperf_rewrite.apply import run_apply  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# `timing`: `make test` runs these after the parallel part, alone on the machine.
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 ROOT = Path(__file__).resolve().parents[1]
 
 # Step time dominated by a 5 ms sleep: steady enough for 4 runs per side to decide.
@@ -81,9 +82,6 @@ def test_loss_changing_rewrite_is_broken_and_nothing_is_committed(tmp_path) -> N
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="DataLoader workers need a second core to help")
-@pytest.mark.skipif(os.getloadavg()[0] > 1.5 * (os.cpu_count() or 1),
-                    reason="machine oversubscribed: other processes take the cores the workers need, "
-                           "so the speedup drowns in noise (measured CV 25-55% at load 10 on 2 cores)")
 def test_apply_commits_the_input_bound_fixture_with_a_note(tmp_path) -> None:
     """The slow-data fixture: DataLoader workers (GP201) make it faster with an identical loss."""
     repo = git_repo(tmp_path, {"train.py": (ROOT / "fixtures" / "input_bound.py").read_text()})
