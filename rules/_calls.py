@@ -81,8 +81,18 @@ def add_kwarg(call: cst.Call, name: str, value: cst.BaseExpression | str) -> cst
             sep = args[-2].comma
         else:
             sep = cst.Comma(whitespace_after=call.whitespace_before_args)
+        new_comma = last.comma
+        old_ws, sep_ws = last.comma.whitespace_after, sep.whitespace_after
+        if isinstance(old_ws, cst.ParenthesizedWhitespace) and isinstance(sep_ws, cst.ParenthesizedWhitespace) \
+                and old_ws.first_line.comment is not None:
+            # A comment after the old last argument stays on its line; the new argument ends
+            # the call with the old closing line break.
+            sep = sep.with_changes(whitespace_after=old_ws.with_changes(
+                indent=sep_ws.indent, last_line=sep_ws.last_line))
+            new_comma = last.comma.with_changes(whitespace_after=old_ws.with_changes(
+                first_line=cst.TrailingWhitespace(), empty_lines=()))
         args[-1] = last.with_changes(comma=sep)
-        args.append(new_arg.with_changes(comma=last.comma))
+        args.append(new_arg.with_changes(comma=new_comma))
     else:
         if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma):
             sep = args[-2].comma

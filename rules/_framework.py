@@ -213,13 +213,65 @@ class RuleContext:
 
     def matches(self, node: cst.CSTNode, names: Sequence[str] | set[str] | frozenset[str]) -> bool:
         """True when ``node`` resolves to one of ``names``; a name ending in ``.*`` matches any
-        member of that module."""
-        if not _could_match(node, names):
+        member of that module. A cheap syntactic expansion through the file's imports rules out
+        almost every node first; only candidates pay for the full scope analysis, which also
+        rejects names shadowed by a local binding."""
+        if not self._could_match(node, names):
             return False
         for qn in self.qualified_names(node):
             for want in names:
                 if qn == want or (want.endswith(".*") and qn.startswith(want[:-1])):
                     return True
+        return False
+
+    @property
+    def import_aliases(self) -> dict[str, str]:
+        """Local name -> dotted name it was imported as (``nn`` -> ``torch.nn``); ``*`` maps to
+        the list of star-imported modules when present."""
+        if "_aliases" not in self._cache:
+            aliases: dict[str, str] = {}
+            stars = False
+            for imp in self.nodes(cst.Import):
+                for alias in imp.names:
+                    full = _dotted(alias.name)
+                    if alias.asname is not None:
+                        local = _dotted(alias.asname.name)
+                        aliases[local] = full
+                    else:
+                        root = full.split(".")[0]
+                        aliases[root] = root
+            for imp in self.nodes(cst.ImportFrom):
+                mod = "." * len(imp.relative) + (_dotted(imp.module) if imp.module is not None else "")
+                if isinstance(imp.names, cst.ImportStar):
+                    stars = True
+                    continue
+                for alias in imp.names:
+                    name = _dotted(alias.name)
+                    local = _dotted(alias.asname.name) if alias.asname is not None else name
+                    aliases[local] = f"{mod}.{name}" if mod and not mod.endswith(".") else f"{mod}{name}"
+            self._cache["_aliases"] = aliases
+            self._cache["_stars"] = stars
+        return self._cache["_aliases"]
+
+    def _could_match(self, node: cst.CSTNode, names: Any) -> bool:
+        aliases = self.import_aliases
+        if self._cache["_stars"]:
+            return True  # ``from x import *`` can bind anything: let the scope analysis decide
+        parts: list[str] = []
+        cur: cst.CSTNode = node
+        while isinstance(cur, cst.Attribute):
+            parts.append(cur.attr.value)
+            cur = cur.value
+        if not isinstance(cur, cst.Name):
+            return False
+        root = cur.value
+        if root not in aliases:
+            # Not imported: only a builtin (``builtins.float``) can match.
+            return not parts and any(w == f"builtins.{root}" for w in names)
+        full = ".".join([aliases[root], *reversed(parts)])
+        for want in names:
+            if full == want or (want.endswith(".*") and full.startswith(want[:-1])):
+                return True
         return False
 
     def is_call_to(self, node: cst.CSTNode, names: Sequence[str] | set[str] | frozenset[str]) -> bool:
@@ -238,21 +290,12 @@ class RuleContext:
         return self.module.code_for_node(node)
 
 
-def _could_match(node: cst.CSTNode, names: Any) -> bool:
-    """Cheap syntactic pre-check before asking the (costly) scope analysis: the last dotted
-    component must agree."""
-    last = None
-    if isinstance(node, cst.Name):
-        last = node.value
-    elif isinstance(node, cst.Attribute):
-        last = node.attr.value
-    else:
-        return True
-    for want in names:
-        if want.endswith(".*") or want.rsplit(".", 1)[-1] == last:
-            return True
-    # An alias (``import DataLoader as DL``) changes the local name; those are resolved fully.
-    return isinstance(node, cst.Name)
+def _dotted(expr: cst.BaseExpression) -> str:
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        return f"{_dotted(expr.value)}.{expr.attr.value}"
+    return ""
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ once every N steps, so a sync there is cheap.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 
@@ -53,21 +54,43 @@ class TrainingAnalysis:
         self.functions: dict[str, list[cst.FunctionDef]] = {}
         for fn in ctx.nodes(cst.FunctionDef):
             self.functions.setdefault(fn.name.value, []).append(fn)
-        self._optimizer_names = self._names_bound_to(OPTIMIZERS, exclude=LR_SCHEDULERS)
-        self._scheduler_names = self._names_bound_to(LR_SCHEDULERS)
-        self._scaler_names = self._names_bound_to(GRAD_SCALERS)
-        self.dataloader_names = self._names_bound_to(DATALOADERS)
-        self.module_classes = self._module_subclasses()
-        self.model_names = self._names_bound_to_models()
         # function -> True when it trains at its own top level (outside its own loops)
         self._fn_trains_flat: dict[cst.FunctionDef, bool] = {}
-        self.step_loops: list[Loop] = [
-            loop for loop in ctx.nodes(cst.For, cst.While) if self._is_step_loop(loop)
-        ]
+        text = ctx.source
+        if "backward" in text or ".step(" in text or "DataLoader" in text:
+            self.step_loops: list[Loop] = [
+                loop for loop in ctx.nodes(cst.For, cst.While) if self._is_step_loop(loop)
+            ]
+        else:  # nothing can make a step loop: skip the analysis (most library code)
+            self.step_loops = []
         self._step_loop_set = set(self.step_loops)
         self._per_step_fn_cache: dict[cst.FunctionDef, Loop | None] = {}
 
-    # ---- bindings --------------------------------------------------------------------
+    # ---- bindings (computed on first use: most files never need them) ------------------
+    @functools.cached_property
+    def _optimizer_names(self) -> set[str]:
+        return self._names_bound_to(OPTIMIZERS, exclude=LR_SCHEDULERS)
+
+    @functools.cached_property
+    def _scheduler_names(self) -> set[str]:
+        return self._names_bound_to(LR_SCHEDULERS)
+
+    @functools.cached_property
+    def _scaler_names(self) -> set[str]:
+        return self._names_bound_to(GRAD_SCALERS)
+
+    @functools.cached_property
+    def dataloader_names(self) -> set[str]:
+        return self._names_bound_to(DATALOADERS)
+
+    @functools.cached_property
+    def module_classes(self) -> set[str]:
+        return self._module_subclasses()
+
+    @functools.cached_property
+    def model_names(self) -> set[str]:
+        return self._names_bound_to_models()
+
     def _assignments(self) -> Iterator[tuple[str, cst.BaseExpression]]:
         for node in self.ctx.nodes(cst.Assign):
             for target in node.targets:

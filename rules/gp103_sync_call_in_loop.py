@@ -1,0 +1,191 @@
+"""GP103 sync-call-in-loop."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ._framework import Finding, Fix, Invalid, Rule, RuleContext, Valid, dedent
+from ._stepcode import block_of, remove_statement, single_expression_statement
+from ._training import analysis
+
+SYNC_CALLS = {
+    "torch.cuda.synchronize": "torch.cuda.synchronize()",
+    "torch.cuda.empty_cache": "torch.cuda.empty_cache()",
+}
+_AVAILABLE = {"torch.cuda.is_available"}
+
+
+class SyncCallInLoop(Rule):
+    code = "GP103"
+    name = "sync-call-in-loop"
+    summary = "`torch.cuda.synchronize()` or `torch.cuda.empty_cache()` on every training step."
+    rationale = (
+        "`torch.cuda.synchronize()` blocks the CPU until every queued kernel has finished, so the GPU "
+        "drains and then idles while Python queues the next step. `torch.cuda.empty_cache()` also "
+        "synchronises and returns the caching allocator's free blocks to the driver, so the next step "
+        "pays for `cudaMalloc` again. Neither makes training correct or faster; once per step they "
+        "typically cost 5-30% of throughput."
+    )
+    fix_description = (
+        "Remove the call (its comments move to the next statement); when it is the only statement "
+        "of an `if torch.cuda.is_available():` block, remove the whole `if`. Unsafe: code that "
+        "times steps with `time.time()` around it measures something else afterwards."
+    )
+    fix_safety = "unsafe"
+    keywords = ("synchronize", "empty_cache")
+
+    examples = [
+        Valid(dedent("""
+            import torch
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+            torch.cuda.synchronize()  # once, after training
+        """)),
+        Valid(dedent("""
+            import torch
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    torch.cuda.synchronize()
+                    print(step, time.time() - t0)
+        """)),
+        Valid(dedent("""
+            import torch
+            # not a training loop: warm-up iterations of a benchmark
+            for _ in range(10):
+                y = model(x)
+                torch.cuda.synchronize()
+        """)),
+        Valid(dedent("""
+            class cuda:  # the user's own namespace, not torch.cuda
+                @staticmethod
+                def synchronize():
+                    pass
+            for x, y in loader:
+                loss = model(x)
+                loss.backward()
+                cuda.synchronize()
+        """)),
+        Invalid(dedent("""
+            import torch
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                torch.cuda.synchronize()
+                optimizer.zero_grad()
+        """), fixed=dedent("""
+            import torch
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+        """)),
+        Invalid(dedent("""
+            from torch import cuda
+            def train_step(batch):
+                loss = model(batch).mean()
+                loss.backward()
+                opt.step()
+                # free memory every step
+                cuda.empty_cache()
+                return loss
+
+            for epoch in range(3):
+                for batch in data:
+                    train_step(batch)
+        """), fixed=dedent("""
+            from torch import cuda
+            def train_step(batch):
+                loss = model(batch).mean()
+                loss.backward()
+                opt.step()
+                # free memory every step
+                return loss
+
+            for epoch in range(3):
+                for batch in data:
+                    train_step(batch)
+        """)),
+        Invalid(dedent("""
+            import torch
+            class Trainer:
+                def fit(self, loader):
+                    for x, y in loader:
+                        loss = self.model(x, y)
+                        loss.backward()
+                        self.optimizer.step()
+                        if torch.cuda.is_available():
+                            torch.cuda.synchronize()
+                        self.optimizer.zero_grad()
+        """), fixed=dedent("""
+            import torch
+            class Trainer:
+                def fit(self, loader):
+                    for x, y in loader:
+                        loss = self.model(x, y)
+                        loss.backward()
+                        self.optimizer.step()
+                        self.optimizer.zero_grad()
+        """)),
+        Invalid(dedent("""
+            import torch as th
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                th.cuda.synchronize()  # wait for the GPU
+        """), fixed=dedent("""
+            import torch as th
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                pass  # wait for the GPU
+        """)),
+        Invalid(dedent("""
+            import torch
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                elapsed = (torch.cuda.synchronize(), time.time() - t0)
+        """), fixed=None),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        ta = analysis(ctx)
+        if not ta.step_loops:
+            return
+        for call in ctx.nodes(cst.Call):
+            if not ctx.is_call_to(call, set(SYNC_CALLS)) or not ta.runs_every_step(call):
+                continue
+            what = next(v for k, v in SYNC_CALLS.items() if ctx.matches(call.func, {k}))
+            yield Finding(call, f"`{what}` on every training step stalls the CPU until the GPU has "
+                                "drained its queue (and empty_cache forces re-allocation); remove it",
+                          _removal(ctx, call, what))
+
+
+def _removal(ctx: RuleContext, call: cst.Call, what: str) -> Fix | None:
+    stmt = single_expression_statement(ctx, call)
+    if stmt is None:
+        return None
+    target: cst.SimpleStatementLine | cst.BaseCompoundStatement = stmt
+    block = block_of(ctx, stmt)
+    guard = ctx.parent(block) if block is not None else None
+    # ``if torch.cuda.is_available(): torch.cuda.synchronize()`` goes as a whole.
+    if isinstance(guard, cst.If) and guard.orelse is None and len(block.body) == 1 and \
+            ctx.is_call_to(guard.test, _AVAILABLE) and not stmt.leading_lines and \
+            stmt.trailing_whitespace.comment is None:
+        target = guard
+    edits = remove_statement(ctx, target)
+    if edits is None:
+        return None
+    return Fix(f"remove `{what}`", edits, "unsafe")

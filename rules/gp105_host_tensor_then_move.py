@@ -1,0 +1,192 @@
+"""GP105 host-tensor-then-move."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ._calls import add_kwarg, get_arg, has_star_args, method_call
+from ._framework import Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._stepcode import device_kind
+from ._training import analysis
+
+DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
+    "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor",
+    "zeros_like", "ones_like", "empty_like", "full_like",
+))
+# Drawn from the CPU generator before the move, from the CUDA generator after it: other values.
+RANDOM_FACTORIES = frozenset(f"torch.{n}" for n in (
+    "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+))
+FACTORIES = DETERMINISTIC_FACTORIES | RANDOM_FACTORIES
+# Arguments that make ``device=`` wrong or change what the move would have done.
+_BLOCKING_KWARGS = ("device", "generator", "out", "pin_memory", "layout")
+
+
+def _move_target(ctx: RuleContext, move: cst.Call) -> cst.BaseExpression | None:
+    """The device of ``.to(device)``/``.to(device=device)``/``.cuda()`` when that is all the
+    call does; None for anything else (a dtype, ``non_blocking``, ``copy``...)."""
+    assert isinstance(move.func, cst.Attribute)
+    if has_star_args(move):
+        return None
+    if move.func.attr.value == "cuda":
+        return cst.SimpleString('"cuda"') if not move.args else None
+    if len(move.args) != 1:
+        return None
+    arg = move.args[0]
+    if arg.keyword is not None and arg.keyword.value != "device":
+        return None
+    if device_kind(ctx, arg.value) is None:
+        return None
+    return arg.value
+
+
+class HostTensorThenMove(Rule):
+    code = "GP105"
+    name = "host-tensor-then-move"
+    summary = "A tensor is created on the CPU and then copied to the device (`torch.zeros(...).to(device)`) every step."
+    rationale = (
+        "`torch.zeros(n).to(device)` allocates and fills the tensor in host memory and then performs "
+        "a synchronous host-to-device copy from pageable memory: the CPU waits for the transfer on "
+        "every step. `torch.zeros(n, device=device)` fills it directly on the GPU with one small "
+        "kernel and no transfer at all."
+    )
+    fix_description = (
+        "Create the tensor on the device: pass `device=` to the factory and drop the `.to(...)`. Only "
+        "when the move names nothing but the device (a dtype change is reported only). Safe for "
+        "deterministic factories; unsafe for random ones (`torch.rand*`), which draw from the CUDA "
+        "generator instead of the CPU one and so give other values."
+    )
+    fix_safety = "safe"
+    keywords = (".to(", ".cuda(")
+
+    examples = [
+        Valid(dedent("""
+            import torch
+            for x, y in loader:
+                w = torch.ones(10, device=device)
+                loss = criterion(model(x), y) * w.sum()
+                loss.backward()
+                optimizer.step()
+        """)),
+        Valid(dedent("""
+            import torch
+            weights = torch.ones(10).to(device)  # once, before the loop
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+        """)),
+        Valid(dedent("""
+            import numpy as np
+            # not torch: a user's own zeros
+            def zeros(n):
+                return np.zeros(n)
+            for x, y in loader:
+                pad = zeros(4).to(device)
+                loss = model(x).sum()
+                loss.backward()
+                optimizer.step()
+        """)),
+        Valid(dedent("""
+            import torch
+            for x, y in loader:
+                m = torch.ones(8).to("cpu")
+                h = torch.zeros(8).to(x)  # like another tensor: device and dtype
+                loss = model(x).sum()
+                loss.backward()
+                optimizer.step()
+        """)),
+        Invalid(dedent("""
+            import torch
+            for x, y in loader:
+                class_weights = torch.ones(NUM_CLASSES).to(device)
+                loss = F.cross_entropy(model(x), y, weight=class_weights)
+                loss.backward()
+                optimizer.step()
+        """), fixed=dedent("""
+            import torch
+            for x, y in loader:
+                class_weights = torch.ones(NUM_CLASSES, device=device)
+                loss = F.cross_entropy(model(x), y, weight=class_weights)
+                loss.backward()
+                optimizer.step()
+        """)),
+        Invalid(dedent("""
+            import torch as th
+            def step(model, x, opt):
+                pos = th.arange(x.shape[1]).cuda()
+                mask = th.tensor([1.0, 0.0], dtype=th.float32).to(device=x.device)
+                loss = model(x, pos, mask).mean()
+                loss.backward()
+                opt.step()
+
+            for epoch in range(3):
+                for x in batches:
+                    step(model, x, opt)
+        """), fixed=dedent("""
+            import torch as th
+            def step(model, x, opt):
+                pos = th.arange(x.shape[1], device="cuda")
+                mask = th.tensor([1.0, 0.0], dtype=th.float32, device=x.device)
+                loss = model(x, pos, mask).mean()
+                loss.backward()
+                opt.step()
+
+            for epoch in range(3):
+                for x in batches:
+                    step(model, x, opt)
+        """), count=2),
+        Invalid(dedent("""
+            from torch import randn
+            for x, y in loader:
+                noise = randn(x.shape).to(device)  # augmentation noise
+                loss = model(x + noise).sum()
+                loss.backward()
+                optimizer.step()
+        """), fixed=dedent("""
+            from torch import randn
+            for x, y in loader:
+                noise = randn(x.shape, device=device)  # augmentation noise
+                loss = model(x + noise).sum()
+                loss.backward()
+                optimizer.step()
+        """)),
+        Invalid(dedent("""
+            import torch
+            for x, y in loader:
+                scale = torch.full((4,), 0.5).to(device, torch.float16)
+                loss = model(x * scale).sum()
+                loss.backward()
+                optimizer.step()
+        """), fixed=None),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        ta = analysis(ctx)
+        if not ta.step_loops:
+            return
+        for move in ctx.nodes(cst.Call):
+            if not method_call(move, "to", "cuda"):
+                continue
+            assert isinstance(move.func, cst.Attribute)
+            factory = move.func.value
+            if not isinstance(factory, cst.Call) or not ctx.is_call_to(factory, FACTORIES):
+                continue
+            if not ta.in_step_loop(move):
+                continue
+            if move.func.attr.value == "to":
+                dev = get_arg(move, "device", 0)
+                if dev is None or device_kind(ctx, dev.value) in (None, "cpu"):
+                    continue  # .to(other_tensor), .to(dtype), or a move to the CPU
+            fix = None
+            device = _move_target(ctx, move)
+            if device is not None and not has_star_args(factory) and \
+                    not any(get_arg(factory, k) is not None for k in _BLOCKING_KWARGS):
+                random = ctx.is_call_to(factory, RANDOM_FACTORIES)
+                fix = Fix("create the tensor on the device",
+                          (Replace(move, add_kwarg(factory, "device", device)),),
+                          "unsafe" if random else "safe")
+            yield Finding(move, "tensor built on the CPU and copied to the device on every step (a "
+                                "synchronous host-to-device transfer); create it with device=", fix)

@@ -1,0 +1,159 @@
+"""GP203 dataloader-persistent-workers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ._calls import NOT_LITERAL, add_kwarg, dataloader_arg, dotted_name, get_arg, has_star_args, literal_value
+from ._framework import Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._torchnames import DATALOADERS
+
+# Calls that may appear in a num_workers expression we repeat in ``persistent_workers=``:
+# pure, cheap, no side effects.
+_PURE_CALLS = {"min", "max", "int", "len", "abs", "os.cpu_count", "multiprocessing.cpu_count",
+               "len", "round"}
+
+
+def _pure(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """Can ``expr`` be evaluated a second time without side effects?"""
+    if literal_value(expr) is not NOT_LITERAL or isinstance(expr, cst.Name):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return _pure(ctx, expr.value)
+    if isinstance(expr, cst.Subscript):
+        return _pure(ctx, expr.value) and all(
+            isinstance(s.slice, cst.Index) and _pure(ctx, s.slice.value) for s in expr.slice)
+    if isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
+        return _pure(ctx, expr.left) and _pure(ctx, expr.right)
+    if isinstance(expr, cst.UnaryOperation):
+        return _pure(ctx, expr.expression)
+    if isinstance(expr, cst.Call):
+        name = dotted_name(expr.func)
+        ok = name in _PURE_CALLS or any(q in _PURE_CALLS or q.startswith("builtins.") and q[9:] in _PURE_CALLS
+                                        for q in ctx.qualified_names(expr.func))
+        return ok and not has_star_args(expr) and all(_pure(ctx, a.value) for a in expr.args)
+    return False
+
+
+def _always_positive(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """A positive literal, or ``min(<positive>, os.cpu_count() or 1)`` (GP201's fix)."""
+    value = literal_value(expr)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value > 0
+    if isinstance(expr, cst.Call) and dotted_name(expr.func) == "min" and len(expr.args) == 2 and \
+            not has_star_args(expr):
+        first, second = expr.args[0].value, expr.args[1].value
+        bound = literal_value(first)
+        return isinstance(bound, int) and bound > 0 and isinstance(second, cst.BooleanOperation) and \
+            isinstance(second.operator, cst.Or) and isinstance(literal_value(second.right), int) and \
+            literal_value(second.right) > 0  # type: ignore[operator]
+    return False
+
+
+class DataloaderPersistentWorkers(Rule):
+    code = "GP203"
+    name = "dataloader-persistent-workers"
+    summary = "A DataLoader with worker processes shuts them down and restarts them every epoch."
+    rationale = (
+        "Without `persistent_workers=True` a DataLoader with `num_workers > 0` kills its worker "
+        "processes at the end of every pass and forks new ones at the start of the next: each epoch "
+        "(and each validation pass) begins with the workers re-importing, re-pickling the dataset "
+        "and refilling the prefetch queue while the GPU waits. Keeping them alive removes that stall."
+    )
+    fix_description = (
+        "Add `persistent_workers=True` when `num_workers` is a positive literal (or GP201's "
+        "`min(N, os.cpu_count() or 1)`); for another expression add `persistent_workers=<expr> > 0`, "
+        "since `persistent_workers=True` with zero workers raises ValueError. Report only when the "
+        "expression is not safe to evaluate twice."
+    )
+    fix_safety = "safe"
+    keywords = ("DataLoader",)
+
+    examples = [
+        Valid(dedent("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=32, num_workers=4, persistent_workers=True)
+        """)),
+        Valid(dedent("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=32)  # no workers: GP201's business
+            loader0 = DataLoader(ds, batch_size=32, num_workers=0)
+        """)),
+        Valid(dedent("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=4, persistent_workers=args.persist)
+        """)),
+        Valid(dedent("""
+            class DataLoader:  # the user's own class
+                def __init__(self, ds, num_workers=0):
+                    self.ds = ds
+            loader = DataLoader(ds, num_workers=4)
+        """)),
+        Valid(dedent("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, **kwargs, num_workers=4)
+        """)),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=32, shuffle=True, num_workers=4)
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=32, shuffle=True, num_workers=4, persistent_workers=True)
+        """)),
+        Invalid(dedent("""
+            import torch.utils.data as tud
+            def make_loader(args):
+                return tud.DataLoader(
+                    ds,
+                    batch_size=args.batch_size,
+                    num_workers=args.workers,  # may be 0
+                )
+        """), fixed=dedent("""
+            import torch.utils.data as tud
+            def make_loader(args):
+                return tud.DataLoader(
+                    ds,
+                    batch_size=args.batch_size,
+                    num_workers=args.workers,  # may be 0
+                    persistent_workers=args.workers > 0,
+                )
+        """)),
+        Invalid(dedent("""
+            import os
+            from torch.utils.data import DataLoader as DL
+            loader = DL(ds, 64, True, None, None, min(8, os.cpu_count() or 1))
+        """), fixed=dedent("""
+            import os
+            from torch.utils.data import DataLoader as DL
+            loader = DL(ds, 64, True, None, None, min(8, os.cpu_count() or 1), persistent_workers=True)
+        """)),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, num_workers=pick_workers())
+        """), fixed=None),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        for call in ctx.nodes(cst.Call):
+            if not ctx.is_call_to(call, DATALOADERS) or has_star_args(call):
+                continue
+            workers = dataloader_arg(call, "num_workers")
+            if workers is None or get_arg(call, "persistent_workers") is not None:
+                continue
+            value = literal_value(workers.value)
+            if value is not NOT_LITERAL and not (isinstance(value, int) and value > 0):
+                continue
+            fix = None
+            if _always_positive(ctx, workers.value):
+                fix = Fix("add persistent_workers=True",
+                          (Replace(call, add_kwarg(call, "persistent_workers", "True")),), "safe")
+            elif _pure(ctx, workers.value):
+                expr = ctx.code_for(workers.value).strip()
+                if isinstance(workers.value, (cst.BooleanOperation, cst.IfExp, cst.Comparison, cst.Lambda)):
+                    expr = f"({expr})"
+                fix = Fix("add persistent_workers=<num_workers> > 0",
+                          (Replace(call, add_kwarg(call, "persistent_workers", f"{expr} > 0")),), "safe")
+            yield Finding(call, "DataLoader workers are shut down and re-spawned every epoch (the GPU "
+                                "waits while they restart); set persistent_workers", fix)
