@@ -164,7 +164,7 @@ def check(ctx: click.Context, paths: tuple[str, ...], fix: bool, unsafe_fixes: b
 def _lint(found: Any, ruleset: Any, cfg: Any, *, mode: str, write: bool, show_diff: bool, unsafe: bool,
           output_format: str, output_file: str | None, quiet: bool, statistics: bool, jobs: int | None) -> int:
     from gpuperf_rewrite import reporters
-    from gpuperf_rewrite.engine import IO_ERROR, Diagnostic
+    from gpuperf_rewrite.engine import ERROR_CODES, IO_ERROR, Diagnostic
     from gpuperf_rewrite.fileio import WriteRefused, atomic_write, decode_source
     from gpuperf_rewrite.runner import Job, display_path, run_jobs, ruleset_for
 
@@ -177,9 +177,10 @@ def _lint(found: Any, ruleset: Any, cfg: Any, *, mode: str, write: bool, show_di
             keep_source=show_diff or write)
         for p in found.files
     ]
+    fs_path = {j.path: j.fs_path for j in jobs_list}
     checked = 0
     fixed_count = 0
-    errors_only = True
+    write_failures = 0
     diff_chunks: list[str] = []
     try:
         for res in run_jobs(jobs_list, jobs):
@@ -193,20 +194,18 @@ def _lint(found: Any, ruleset: Any, cfg: Any, *, mode: str, write: bool, show_di
                                                      decode_source(res.fixed)))
                 if write:
                     try:
-                        atomic_write(next(j.fs_path for j in jobs_list if j.path == res.path),
-                                     res.fixed, expected=res.original)
+                        atomic_write(fs_path[res.path], res.fixed, expected=res.original)
                         fixed_count += sum(res.applied.values())
                     except (WriteRefused, OSError) as exc:
-                        click.echo(f"error: {exc}", err=True)
-                        errors_only = False
+                        n = sum(res.applied.values())
+                        click.echo(f"error: {exc} ({n} fix{'es' if n != 1 else ''} not applied)", err=True)
+                        write_failures += 1
             diags.extend(res.diagnostics)
     except KeyboardInterrupt:
         click.echo("Interrupted: files already written are complete; the others are untouched.", err=True)
         return 130
 
-    real = [d for d in diags if d.code not in ("E999", "E902")]
-    if real:
-        errors_only = False
+    errors = [d for d in diags if d.code in ERROR_CODES]
     out = click.open_file(output_file, "w") if output_file else None
     try:
         def emit(text: str, err: bool = False) -> None:
@@ -218,6 +217,8 @@ def _lint(found: Any, ruleset: Any, cfg: Any, *, mode: str, write: bool, show_di
 
         if show_diff:
             emit("".join(diff_chunks).rstrip("\n"))
+            # A diff has no room for them, but files that could not be checked must not pass silently.
+            emit(reporters.format_text(errors, unsafe), err=True)
             if not quiet:
                 n = len(diff_chunks)
                 emit(f"Would fix {n} file{'s' if n != 1 else ''}." if n else "No fixes available.", err=True)
@@ -237,8 +238,10 @@ def _lint(found: Any, ruleset: Any, cfg: Any, *, mode: str, write: bool, show_di
     finally:
         if out is not None:
             out.close()
-    if diags and checked == 0 and all(d.code in ("E999", "E902") for d in diags) and errors_only:
-        return 2
+    if write_failures:
+        return 2  # asked to write and could not: the run did not do its job
+    if errors and len(errors) == len(diags) and checked == 0:
+        return 2  # nothing could be checked at all
     if show_diff and diff_chunks:
         return 1
     return 1 if diags else 0

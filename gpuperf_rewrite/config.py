@@ -86,7 +86,29 @@ def load_config(path: Path | None, root: Path | None = None) -> Config:
         where = str(path)
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a table of settings, got {type(data).__name__}")
-    return parse_config(data, where, path.parent, path)
+    try:
+        return parse_config(data, where, path.parent, path)
+    except ConfigError as exc:
+        raise ConfigError(_with_line(str(exc), where, text, list(data))) from exc
+
+
+def _with_line(message: str, where: str, text: str, keys: list[str]) -> str:
+    """Point at the line of the offending key (``where: 'select' must be ...`` -> ``where:
+    line 3: 'select' must be ...``): the parsers keep no positions for valid documents."""
+    import re
+
+    body = message[len(where) + 2:] if message.startswith(where + ": ") else message
+    quoted = re.match(r"'([^']+)'", body)
+    if not quoted:
+        return message
+    key = quoted.group(1).split(".")[0]
+    if key not in keys:
+        return message
+    pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*[:=]")
+    for number, line in enumerate(text.splitlines(), 1):
+        if pattern.match(line):
+            return f"{where}: line {number}: {body}"
+    return message
 
 
 def _str_list(value: Any, key: str, where: str) -> list[str]:

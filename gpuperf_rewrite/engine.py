@@ -35,6 +35,12 @@ FixMode = Literal["none", "safe", "unsafe"]
 MAX_FIX_PASSES = 10
 SYNTAX_ERROR = "E999"
 IO_ERROR = "E902"
+INTERNAL_ERROR = "E001"  # a rule crashed on this file: a bug to report, the other files still run
+ERROR_CODES = (SYNTAX_ERROR, IO_ERROR, INTERNAL_ERROR)  # "this file could not be checked"
+# LibCST's native parser overflows its stack (segfault) on a few thousand nested brackets and is
+# quadratic in nesting depth, and our visitors recurse per level: files nested deeper than this
+# (in Python's own AST) are reported instead of analysed. Real code stays far below (torch: 31).
+MAX_AST_DEPTH = 150
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,16 +113,52 @@ def _parse(data: bytes | str, path: str) -> cst.Module:
                                        f"cannot parse: {exc}", "error", None)) from exc
 
 
-def _quick_syntax_check(text: str, path: str) -> Diagnostic | None:
+def _file_error(path: str, message: str, line: int = 1, col: int = 1,
+                code: str = SYNTAX_ERROR) -> Diagnostic:
+    name = {SYNTAX_ERROR: "syntax-error", IO_ERROR: "io-error", INTERNAL_ERROR: "internal-error"}[code]
+    return Diagnostic(path, line, col, line, col, code, name, message, "error", None)
+
+
+def _ast_depth(tree: ast.AST) -> int:
+    """Deepest nesting of the tree, iteratively (the tree may be too deep to recurse over)."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def _quick_syntax_check(data: bytes | str, path: str, *, check_depth: bool = False) -> Diagnostic | None:
+    """CPython's own parser as a gate: fast, and it refuses what would crash or stall LibCST."""
+    if isinstance(data, bytes) and b"\0" in data or isinstance(data, str) and "\0" in data:
+        raw = data if isinstance(data, bytes) else data.encode("utf-8", "replace")
+        at = raw.index(b"\0")
+        line = raw.count(b"\n", 0, at) + 1
+        col = at - (raw.rfind(b"\n", 0, at) + 1) + 1
+        return _file_error(path, "file contains a NUL byte; not Python source (binary file?)", line, col)
     try:
-        ast.parse(text, filename=path)
+        tree = ast.parse(data, filename=path)
     except SyntaxError as exc:
         line, col = exc.lineno or 1, exc.offset or 1
-        return Diagnostic(path, line, col, line, col, SYNTAX_ERROR, "syntax-error",
-                          f"SyntaxError: {exc.msg}", "error", None)
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR, "syntax-error", f"cannot parse: {exc}", "error", None)
+        return _file_error(path, f"SyntaxError: {exc.msg}", line, col)
+    except RecursionError:
+        return _file_error(path, "SyntaxError: nested too deeply for Python's parser")
+    except (ValueError, MemoryError) as exc:
+        return _file_error(path, f"cannot parse: {exc}")
+    if check_depth:
+        depth = _ast_depth(tree)
+        if depth > MAX_AST_DEPTH:
+            return _file_error(path, f"expressions nested {depth} levels deep; the analyser handles "
+                                     f"up to {MAX_AST_DEPTH}, file not checked")
     return None
+
+
+class _RuleCrash(Exception):
+    def __init__(self, code: str, exc: Exception) -> None:
+        super().__init__(f"{code}: {type(exc).__name__}: {exc}")
+        self.code = code
 
 
 def _run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule],
@@ -128,8 +170,13 @@ def _run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule],
         if not any(k in text for k in cls.keywords):
             continue
         ctx.options = ruleset.options_for(cls)
-        for finding in rule.check(ctx):
-            found.append((cls, finding))
+        try:
+            for finding in rule.check(ctx):
+                found.append((cls, finding))
+        except RecursionError:
+            raise
+        except Exception as exc:  # one rule's bug must not hide the other files' results
+            raise _RuleCrash(cls.code, exc) from exc
     return ctx, found
 
 
@@ -243,7 +290,25 @@ def _suppressed_nodes(module: cst.Module, text: str, found: list[tuple[type[Rule
 def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none",
                  fix_codes: Iterable[str] | None = None) -> FileResult:
     """Lint (and with ``mode`` safe/unsafe, fix) one file's bytes. ``fix_codes`` restricts the
-    fixes applied to those rules (used by ``--apply`` to validate subsets of fixes)."""
+    fixes applied to those rules (used by ``--apply`` to validate subsets of fixes).
+
+    Never raises for bad input: whatever goes wrong with this file becomes an error diagnostic
+    (E999 unparsable, E001 a rule crashed) so that a run over many files still finishes."""
+    try:
+        return _check_source(data, path, ruleset, mode, fix_codes)
+    except RecursionError:
+        diag = _file_error(path, "nested too deeply to analyse (RecursionError); file not checked")
+    except _RuleCrash as exc:
+        diag = _file_error(path, f"internal error in rule {exc}; file not checked (please report "
+                                 f"this with the file)", code=INTERNAL_ERROR)
+    except Exception as exc:  # LibCST or the engine failed on this file
+        diag = _file_error(path, f"internal error: {type(exc).__name__}: {exc}; file not checked "
+                                 f"(please report this with the file)", code=INTERNAL_ERROR)
+    return FileResult(path, [diag], original=data, error=True)
+
+
+def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
+                  fix_codes: Iterable[str] | None) -> FileResult:
     result = FileResult(path, [], original=data)
     try:
         text = decode_source(data)
@@ -262,6 +327,11 @@ def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none
         if diag is not None:
             result.diagnostics.append(diag)
             result.error = True
+        return result
+    diag = _quick_syntax_check(data, path, check_depth=True)
+    if diag is not None:
+        result.diagnostics.append(diag)
+        result.error = True
         return result
     try:
         module = _parse(data, path)

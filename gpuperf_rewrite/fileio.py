@@ -27,12 +27,18 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, expected: bytes |
     old or the new content, never a mix: write a temporary file in the same directory, fsync,
     copy the mode, then ``os.replace``. With ``expected``, refuse when the file no longer holds
     exactly those bytes (somebody edited it while we worked)."""
-    path = Path(path)
+    # Write through a symbolic link to its target: replacing the link itself with a regular
+    # file would silently detach it.
+    path = Path(os.path.realpath(path))
     try:
         st = path.stat()
     except FileNotFoundError as exc:
         raise WriteRefused(f"{path}: file disappeared before it could be written") from exc
-    if not os.access(path, os.W_OK):
+    # Check the mode bits as well as access(): root may write anything, but a file somebody
+    # made read-only is a request not to change it.
+    if not stat.S_ISREG(st.st_mode):
+        raise WriteRefused(f"{path}: not a regular file, not modified")
+    if not os.access(path, os.W_OK) or not st.st_mode & 0o222:
         raise WriteRefused(f"{path}: file is read-only, not modified")
     if expected is not None and path.read_bytes() != expected:
         raise WriteRefused(f"{path}: file changed on disk during the run, not modified")

@@ -155,8 +155,17 @@ def _walk(top: Path, root: Path, patterns: list[_Pattern], follow_symlinks: bool
     top_real = top.resolve()
     # Patterns are relative to the config root when the tree lies under it, else to ``top``.
     base = root if _rel(top, root) is not None else top_real
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=follow_symlinks):
+    visited: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=follow_symlinks,
+                                                onerror=lambda e: skipped.append(
+                                                    f"{e.filename}: cannot read directory: {e.strerror}")):
         d = Path(dirpath)
+        real = os.path.realpath(dirpath)
+        if real in visited:  # a followed link back to a directory already walked: a loop
+            skipped.append(f"{d}: symbolic link loop (already visited {real}), not followed")
+            dirnames[:] = []
+            continue
+        visited.add(real)
         rel_dir = d.resolve().relative_to(base).as_posix() if _rel(d, base) is not None else None
         keep = []
         for name in sorted(dirnames):

@@ -141,7 +141,7 @@ def sarif_document(diags: Sequence[Diagnostic], patches: Mapping[PatchKey, Patch
     for code in codes:
         r = registry.get(code)
         if r is None:
-            rules.append({"id": code, "name": "syntax-error" if code == "E999" else "io-error",
+            rules.append({"id": code, "name": {"E999": "syntax-error", "E001": "internal-error"}.get(code, "io-error"),
                           "shortDescription": {"text": "file could not be checked"}})
             continue
         rules.append({

@@ -175,6 +175,13 @@ class SyncInLoop(Rule):
             )
 
 
+def _already_converted(ctx: RuleContext, name: cst.Name) -> bool:
+    arg = ctx.parent(name)
+    call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+    return isinstance(call, cst.Call) and len(call.args) == 1 and isinstance(call.func, cst.Name) \
+        and call.func.value == "float" and arg.keyword is None and not arg.star
+
+
 def _accumulator_fix(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Fix | None:
     """``acc += loss.item()`` whose reads are all rate-limited: keep ``acc`` on the device."""
     if not method_call(call, "item"):
@@ -208,6 +215,10 @@ def _accumulator_fix(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> 
                 return None  # a second accumulation into the same name: leave it alone
             continue
         if isinstance(parent, (cst.Attribute,)) and parent.attr is name:
+            continue
+        if isinstance(parent, cst.NameItem):  # ``global acc`` / ``nonlocal acc``: not a read
+            continue
+        if _already_converted(ctx, name):  # ``float(acc)`` works on a tensor as it is
             continue
         in_loop = loop is not None and ctx.is_inside(name, loop)
         if in_loop and not ta.in_guarded_block(name):

@@ -1,0 +1,170 @@
+"""Interrupted runs lose nothing: ``--fix`` over many files is stopped with SIGINT (to the whole
+process group, as Ctrl-C in a terminal does) and with SIGKILL at random moments, repeatedly.
+Afterwards every file is exactly its original or exactly its fixed version, none truncated."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpuperf_rewrite import fileio
+from gpuperf_rewrite.engine import RuleSet, check_source
+from gpuperf_rewrite.registry import all_rules
+
+N_FILES = 48  # above the runner's parallel threshold: the process pool is in play
+TEMPLATE = """import torch
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+loader_{i} = DataLoader(ds, batch_size={i})
+total = 0.0
+for step, (x, y) in enumerate(loader_{i}):
+    loss = model(x.to(device))
+    total += loss.item()
+print(total)
+"""
+# Padding makes each file take a noticeable time to parse and to write.
+PADDING = "".join(f"def helper_{k}(a, b):\n    return a * {k} + b  # keep me\n" for k in range(150))
+
+
+def _originals() -> dict[str, bytes]:
+    return {f"train_{i:02d}.py": (TEMPLATE.format(i=i + 1) + PADDING).encode() for i in range(N_FILES)}
+
+
+@pytest.fixture(scope="module")
+def expected() -> tuple[dict[str, bytes], dict[str, bytes]]:
+    originals = _originals()
+    rs = RuleSet(tuple(c for c, r in all_rules().items() if r.default_enabled))
+    fixed = {}
+    for name, data in originals.items():
+        res = check_source(data, name, rs, "unsafe")
+        assert res.fixed is not None and res.fixed != data
+        fixed[name] = res.fixed
+    return originals, fixed
+
+
+def _start(work: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "gpuperf_rewrite", "--isolated", "--fix", "--unsafe-fixes", "-q", "-j", "2", "."],
+        cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def _check_tree(work: Path, originals: dict[str, bytes], fixed: dict[str, bytes]) -> tuple[int, list[str]]:
+    n_fixed = 0
+    for name, data in originals.items():
+        now = (work / name).read_bytes()
+        assert now in (data, fixed[name]), f"{name}: neither original nor fixed ({len(now)} bytes)"
+        n_fixed += now == fixed[name]
+    leftovers = sorted(p.name for p in work.iterdir() if p.name not in originals)
+    for name in leftovers:  # only our own temporary files, never a truncated .py
+        assert name.startswith(".train_") and name.endswith(".gpuperf-tmp"), name
+    return n_fixed, leftovers
+
+
+def _full_run_seconds(tmp_path: Path, originals: dict[str, bytes]) -> float:
+    work = tmp_path / "timing"
+    work.mkdir()
+    for name, data in originals.items():
+        (work / name).write_bytes(data)
+    t0 = time.monotonic()
+    proc = _start(work)
+    proc.wait(timeout=300)
+    return time.monotonic() - t0
+
+
+@pytest.mark.slow
+def test_interrupted_fix_leaves_each_file_original_or_fixed(tmp_path, expected):
+    originals, fixed = expected
+    full = _full_run_seconds(tmp_path, originals)
+    rng = random.Random(8)
+    outcomes = []
+    for attempt in range(8):
+        sig = signal.SIGINT if attempt % 2 == 0 else signal.SIGKILL
+        work = tmp_path / f"run{attempt}"
+        work.mkdir()
+        for name, data in originals.items():
+            (work / name).write_bytes(data)
+        proc = _start(work)
+        time.sleep(rng.uniform(0.3, 1.0) * full)
+        os.killpg(proc.pid, sig)  # the whole group, workers included, like Ctrl-C in a terminal
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a hang is a failure
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
+        n_fixed, leftovers = _check_tree(work, originals, fixed)
+        outcomes.append((sig.name, proc.returncode, n_fixed))
+        if sig == signal.SIGINT:
+            assert proc.returncode in (130, 0, 1), err.decode()
+            if proc.returncode == 130:
+                assert b"Interrupted" in err
+            assert leftovers == []  # Ctrl-C cleans up its temporary file
+            assert b"Traceback" not in err, err.decode()
+        else:
+            assert proc.returncode == -signal.SIGKILL
+    print(f"full run {full:.1f}s; (signal, exit code, files fixed of {N_FILES}):", outcomes)
+    # The random moments must have hit the middle of the run at least once, else this proves little.
+    assert any(0 < n < N_FILES for _, _, n in outcomes) or any(rc == 130 for _, rc, _ in outcomes)
+
+
+def test_atomic_write_interrupted_at_replace_keeps_original(tmp_path, monkeypatch):
+    f = tmp_path / "a.py"
+    f.write_bytes(b"original\n")
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fileio.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        fileio.atomic_write(f, b"fixed\n")
+    assert f.read_bytes() == b"original\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.py"]
+
+
+def test_atomic_write_interrupted_while_writing_keeps_original(tmp_path, monkeypatch):
+    f = tmp_path / "a.py"
+    f.write_bytes(b"original\n")
+
+    def interrupted(fd):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fileio.os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        fileio.atomic_write(f, b"fixed\n" * 1000)
+    assert f.read_bytes() == b"original\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.py"]
+
+
+def test_workers_ignore_sigint(tmp_path):
+    """The pool's workers must leave Ctrl-C to the parent (else each prints a traceback)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from gpuperf_rewrite.runner import _worker_init
+
+    with ProcessPoolExecutor(1, initializer=_worker_init) as pool:
+        handler = pool.submit(_sigint_handler).result()
+    assert handler == signal.SIG_IGN
+
+
+def _sigint_handler():
+    return signal.getsignal(signal.SIGINT)
+
+
+def test_copy_is_not_needed_for_fix_of_symlinked_tree(tmp_path):
+    # A file fixed through a link inside the tree is written once, to its target.
+    (tmp_path / "real.py").write_bytes(_originals()["train_00.py"])
+    (tmp_path / "alias.py").symlink_to(tmp_path / "real.py")
+    proc = subprocess.run([sys.executable, "-m", "gpuperf_rewrite", "--isolated", "--fix", "."],
+                          cwd=tmp_path, capture_output=True)
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    assert (tmp_path / "alias.py").is_symlink()
+    assert b"pin_memory=" in (tmp_path / "real.py").read_bytes()
+    shutil.rmtree(tmp_path)
