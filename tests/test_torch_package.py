@@ -2,9 +2,10 @@
 package. No crash; files LibCST cannot parse are reported, not fatal; every rewritten file parses;
 a second pass over the fixed copy changes nothing; time and peak memory stay within bounds.
 
-The default suite checks a deterministic sample (every ``STRIDE``-th file, sorted by path) so
-that it stays at about a minute on the 2-core CI machine. ``GPUPERF_TORCH_FULL=1`` runs every
-file (measured numbers: docs/safety.md and the branch report)."""
+The full run costs ~490 s of CPU (2285 files; ~4-5 min wall on two idle cores), too much for the
+default suite: it checks a deterministic sample (every ``STRIDE``-th file by sorted path, plus the
+files the full run is known to rewrite, so the idempotency check bites) in well under a minute.
+``GPUPERF_TORCH_FULL=1`` runs every file. Measured numbers: docs/safety.md."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ torch = pytest.importorskip("torch")
 
 FULL = os.environ.get("GPUPERF_TORCH_FULL") == "1"
 STRIDE = 1 if FULL else 25
-# Generous bounds for a 2-core machine: the sample takes ~1 min, the full run ~25 min of CPU.
-MAX_SECONDS = 3600 if FULL else 300
+# Generous bounds for the 2-core CI machine (measured: docs/safety.md).
+MAX_SECONDS = 1200 if FULL else 300
 MAX_RSS_BYTES = 4 * 2**30
 
 
@@ -46,6 +47,8 @@ def sample(tmp_path_factory) -> Path:
     root = Path(torch.__file__).resolve().parent
     files = sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
     chosen = files[::STRIDE]
+    if not FULL:
+        chosen = sorted(set(chosen) | set(_training_like(files, root)))
     dest = tmp_path_factory.mktemp("torch_copy") / "torch"
     for f in chosen:
         target = dest / f.relative_to(root)
@@ -53,6 +56,22 @@ def sample(tmp_path_factory) -> Path:
         shutil.copyfile(f, target)
     print(f"\n{len(chosen)} of {len(files)} torch files ({sum(f.stat().st_size for f in chosen) / 1e6:.1f} MB)")
     return dest
+
+
+# Files of torch 2.13 that the full run rewrites (training loops in torch.testing): the plain
+# stride picks library code that has nothing to fix, so these make the idempotency check bite.
+KNOWN_FIXED = (
+    "_inductor/fx_passes/numeric_utils.py",
+    "testing/_internal/common_fsdp.py",
+    "testing/_internal/common_quantization.py",
+    "testing/_internal/jit_utils.py",
+    "testing/_internal/distributed/ddp_under_dist_autograd_test.py",
+    "testing/_internal/distributed/rpc/examples/parameter_server_test.py",
+)
+
+
+def _training_like(files: list[Path], root: Path) -> list[Path]:
+    return [f for f in files if f.relative_to(root).as_posix() in KNOWN_FIXED]
 
 
 def _peak_rss_children() -> int:
@@ -81,15 +100,19 @@ def test_torch_package_lint_diff_fix_and_second_pass(sample: Path):
     assert rss < MAX_RSS_BYTES
 
     # 2. Apply the same fixes to the copy: every rewritten file parses (with CPython too).
-    fix, _ = _run(["--fix", "--unsafe-fixes", "--select", "ALL", "-q", "."], sample)
+    changed = [ln[len("+++ b/"):].split("\t")[0] for ln in diff.stdout.splitlines() if ln.startswith("+++ b/")]
+    assert changed, "no file in the sample gets a fix: the idempotency check would prove nothing"
+    for line in diff.stderr.splitlines():
+        if line.startswith("warning:"):
+            print(" ", line)  # e.g. a combination of rule fixes that was rejected as invalid code
+    fix, _ = _run(["--fix", "--unsafe-fixes", "--select", "ALL", "-q", *changed], sample)
     assert fix.returncode in (0, 1), fix.stderr[-3000:]
     assert "error:" not in fix.stderr, fix.stderr[-3000:]
-    changed = [ln[len("+++ b/"):].split("\t")[0] for ln in diff.stdout.splitlines() if ln.startswith("+++ b/")]
     for rel in changed:
         ast.parse((sample / rel).read_bytes(), filename=rel)
 
-    # 3. A second pass finds nothing more to fix.
-    again, _ = _run(["--diff", "--unsafe-fixes", "--select", "ALL", "."], sample)
+    # 3. A second pass over the fixed files finds nothing more to fix.
+    again, _ = _run(["--diff", "--unsafe-fixes", "--select", "ALL", *changed], sample)
     assert again.returncode in (0, 1), again.stderr[-3000:]
     assert "+++ b/" not in again.stdout, again.stdout[:5000]
     assert not list(sample.rglob("*.gpuperf-tmp"))
