@@ -116,6 +116,7 @@ def dedent(text: str) -> str:
 # --------------------------------------------------------------------------------------------
 _VISIT_FIELD_RE = re.compile(r'visit_\w+\(\s*self,\s*"(\w+)"')
 _CHILD_FIELDS: dict[type, tuple[str, ...] | None] = {}
+_DEFAULT = cst.MaybeSentinel.DEFAULT
 
 
 def _child_fields(cls: type) -> tuple[str, ...] | None:
@@ -142,18 +143,22 @@ def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
     """``node.children`` without its cost. LibCST computes ``children`` by running a visitor
     that rebuilds (and re-validates) the node; reading the child fields directly is several
     times faster and returns the same nodes in the same order."""
-    fields = _child_fields(type(node))
+    fields = _CHILD_FIELDS.get(type(node), _DEFAULT)
+    if fields is _DEFAULT:
+        fields = _child_fields(type(node))
     if fields is None:
         return list(node.children)
     kids: list[cst.CSTNode] = []
     for name in fields:
         value = getattr(node, name)
-        if value is None:
+        # A child field holds a node, a sequence of nodes, None or MaybeSentinel.DEFAULT.
+        # Exact type tests: isinstance on LibCST's abstract node classes is slow.
+        if value is None or value is _DEFAULT:
             continue
-        if isinstance(value, cst.CSTNode):
-            kids.append(value)
-        elif isinstance(value, (tuple, list)):
+        if type(value) is tuple or type(value) is list:
             kids.extend(value)
+        else:
+            kids.append(value)
     return kids
 
 
@@ -165,8 +170,9 @@ def _index(module: cst.Module) -> tuple[dict[cst.CSTNode, cst.CSTNode], dict[typ
     by_type: dict[type, list[cst.CSTNode]] = {}
     order: list[cst.CSTNode] = []
     stack: list[cst.CSTNode] = [module]
+    pop, push = stack.pop, stack.extend
     while stack:
-        node = stack.pop()
+        node = pop()
         order.append(node)
         group = by_type.get(type(node))
         if group is None:
@@ -174,10 +180,11 @@ def _index(module: cst.Module) -> tuple[dict[cst.CSTNode, cst.CSTNode], dict[typ
         else:
             group.append(node)
         kids = children_of(node)
-        for kid in kids:
-            parents[kid] = node
-        kids.reverse()
-        stack.extend(kids)
+        if kids:
+            for kid in kids:
+                parents[kid] = node
+            kids.reverse()
+            push(kids)
     return parents, by_type, order
 
 
