@@ -208,7 +208,8 @@ def _lint(found: Any, ruleset: Any, cfg: Any, *, mode: str, write: bool, show_di
         elif output_format == "github":
             emit(reporters.format_github(diags))
         elif output_format == "sarif":
-            emit(reporters.format_sarif(diags))
+            patches = reporters.collect_patches(((j.path, j.fs_path, j.ruleset) for j in jobs_list), diags)
+            emit(reporters.format_sarif(diags, patches))
         elif statistics:
             emit(reporters.statistics(diags, unsafe))
         else:

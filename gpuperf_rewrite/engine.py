@@ -319,3 +319,66 @@ def fix_text(source: str, codes: Iterable[str] | None = None, *, unsafe: bool = 
     res = check_source(source.encode("utf-8"), "<string>", RuleSet(selected, options or {}),
                        "unsafe" if unsafe else "safe")
     return res.fixed.decode("utf-8") if res.fixed is not None else source
+
+
+@dataclasses.dataclass(frozen=True)
+class SingleFix:
+    """One fixable finding and the whole file with only that finding's fix applied."""
+
+    diagnostic: Diagnostic
+    fixed_text: str
+
+
+def fix_each(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "safe") -> tuple[str, list[SingleFix]]:
+    """For every unsuppressed finding whose fix ``mode`` allows, apply that fix *alone* to the
+    original file. Used where fixes are offered one by one (SARIF ``fixes``, PR suggestions), so
+    each can be accepted on its own. Returns the decoded original text and the fixes; a file
+    that cannot be decoded or parsed, or a fix that produces invalid code, yields nothing."""
+    try:
+        text = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return "", []
+    if mode == "none" or noqa_mod.skips_file(text):
+        return text, []
+    rules = [r for r in ruleset.instantiate() if any(k in text for k in type(r).keywords)]
+    if not rules:
+        return text, []
+    try:
+        module = _parse(data, path)
+    except _ParseFailure:
+        return text, []
+    ctx, found = _run_rules(module, text, path, rules, ruleset)
+    suppressed = _suppressed_nodes(module, text, found)
+    diags = {id(f): d for (cls, f), d in zip(found, _diagnostics_unsorted(module, text, path, found))}
+    out: list[SingleFix] = []
+    for i, (cls, finding) in enumerate(found):
+        if i in suppressed or not _fix_allowed(finding.fix, mode):
+            continue
+        new_module, applied = apply_fixes(module, ctx, [finding.fix])
+        if not applied:
+            continue
+        try:  # a fix must re-parse; one that does not is dropped, never offered
+            _parse(new_module.bytes, path)
+        except _ParseFailure:
+            continue
+        new_text = decode_source(new_module.bytes)
+        if new_text != text:
+            out.append(SingleFix(diags[id(finding)], new_text))
+    out.sort(key=lambda s: (s.diagnostic.line, s.diagnostic.column, s.diagnostic.code))
+    return text, out
+
+
+def _diagnostics_unsorted(module: cst.Module, text: str, path: str,
+                          found: list[tuple[type[Rule], Finding]]) -> list[Diagnostic]:
+    """One Diagnostic per finding, in the order of ``found``, suppressed ones included."""
+    if not found:
+        return []
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    out = []
+    for cls, f in found:
+        rng = positions[f.node]
+        fix = {"safety": f.fix.safety, "description": f.fix.description} if f.fix else None
+        out.append(Diagnostic(path, rng.start.line, rng.start.column + 1, rng.end.line,
+                              rng.end.column + 1, cls.code, cls.name, f.message,
+                              f.severity or cls.severity, fix))
+    return out

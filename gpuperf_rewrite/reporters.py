@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gpuperf_rewrite import __version__
 from gpuperf_rewrite.engine import Diagnostic
 from gpuperf_rewrite.registry import all_rules
+
+if TYPE_CHECKING:
+    from gpuperf_rewrite.engine import RuleSet
+    from gpuperf_rewrite.patches import Patch
+
+# A finding's identity for attaching its fix: (path, line, column, code).
+PatchKey = tuple[str, int, int, str]
 
 FORMATS = ("text", "json", "github", "sarif")
 DOCS_URL = "https://github.com/gpuperf/gpuperf-rewrite/blob/main/docs/rules.md"
@@ -70,16 +78,63 @@ def _escape_prop(s: str) -> str:
 
 
 def format_github(diags: Sequence[Diagnostic]) -> str:
+    """GitHub Actions workflow commands: one annotation per finding, shown on the PR's diff.
+    The title is the rule code alone (``title=GP101``) so annotations group by rule."""
     out = []
     for d in diags:
         level = {"error": "error", "warning": "warning", "info": "notice"}[d.severity]
         props = (f"file={_escape_prop(d.path)},line={d.line},col={d.column},endLine={d.end_line},"
-                 f"endColumn={d.end_column},title={_escape_prop(d.code + ' ' + d.name)}")
-        out.append(f"::{level} {props}::{_escape_data(d.code + ' ' + d.message)}")
+                 f"endColumn={d.end_column},title={_escape_prop(d.code)}")
+        out.append(f"::{level} {props}::{_escape_data(f'{d.code} {d.name}: {d.message}')}")
     return "\n".join(out)
 
 
-def sarif_document(diags: Sequence[Diagnostic]) -> dict[str, Any]:
+def collect_patches(files: Iterable[tuple[str, str, RuleSet]], diags: Sequence[Diagnostic]) -> dict[PatchKey, Patch]:
+    """Each fixable finding's own patch (unsafe fixes included: SARIF marks their safety), for
+    the files in ``files`` (display path, path on disk, rule set) that have such findings."""
+    from gpuperf_rewrite.patches import finding_patches
+
+    wanted = {d.path for d in diags if d.fix is not None}
+    out: dict[PatchKey, Patch] = {}
+    for shown, fs_path, ruleset in files:
+        if shown not in wanted:
+            continue
+        try:
+            data = Path(fs_path).read_bytes()
+        except OSError:
+            continue
+        for p in finding_patches(data, shown, ruleset, "unsafe"):
+            out[(p.path, p.line, p.column, p.code)] = p
+    return out
+
+
+def _sarif_fix(p: Patch) -> dict[str, Any]:
+    """A SARIF ``fix``: one replacement per changed region, each replacing whole lines. A deleted
+    region runs from the start of its first line to the start of the line after its last (or to
+    the end of a last line that has no newline)."""
+    replacements = []
+    for h in p.hunks:
+        last = p.old_lines[h.end_line - p.start_line]
+        if last.endswith(("\n", "\r")):
+            region = {"startLine": h.start_line, "startColumn": 1, "endLine": h.end_line + 1, "endColumn": 1}
+        else:
+            region = {"startLine": h.start_line, "startColumn": 1, "endLine": h.end_line,
+                      "endColumn": len(last) + 1}
+        replacements.append({"deletedRegion": region, "insertedContent": {"text": "".join(h.new_lines)}})
+    return {
+        "description": {"text": f"{p.description} ({p.safety} fix)"},
+        "artifactChanges": [{"artifactLocation": _artifact(p.path), "replacements": replacements}],
+        "properties": {"safety": p.safety, "rule": p.code},
+    }
+
+
+def sarif_document(diags: Sequence[Diagnostic], patches: Mapping[PatchKey, Patch] | None = None,
+                   root: Path | None = None) -> dict[str, Any]:
+    """SARIF 2.1.0 as GitHub code scanning reads it: every rule with its help text, results with
+    locations relative to ``%SRCROOT%`` (``root``, default the working directory) and, where a
+    patch is given, the finding's fix as a replacement."""
+    patches = patches or {}
+    root = (root or Path.cwd()).resolve()
     registry = all_rules()
     codes = sorted({d.code for d in diags} | set(registry))
     rules = []
@@ -109,13 +164,16 @@ def sarif_document(diags: Sequence[Diagnostic]) -> dict[str, Any]:
             "level": {"error": "error", "warning": "warning", "info": "note"}[d.severity],
             "message": {"text": d.message},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": d.path},
+                "artifactLocation": _artifact(d.path),
                 "region": {"startLine": d.line, "startColumn": d.column,
                            "endLine": d.end_line, "endColumn": d.end_column},
             }}],
         }
         if d.fix is not None:
-            res["properties"] = {"fix": d.fix}
+            res["properties"] = {"fixSafety": d.fix["safety"], "fixDescription": d.fix["description"]}
+            patch = patches.get((d.path, d.line, d.column, d.code))
+            if patch is not None:
+                res["fixes"] = [_sarif_fix(patch)]
         results.append(res)
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -124,10 +182,24 @@ def sarif_document(diags: Sequence[Diagnostic]) -> dict[str, Any]:
             "tool": {"driver": {"name": "gpuperf-rewrite", "version": __version__,
                                 "informationUri": "https://github.com/gpuperf/gpuperf-rewrite",
                                 "rules": rules}},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
+            # libcst columns count code points, not SARIF's default UTF-16 code units.
+            "columnKind": "unicodeCodePoints",
             "results": results,
         }],
     }
 
 
-def format_sarif(diags: Sequence[Diagnostic]) -> str:
-    return json.dumps(sarif_document(diags), indent=2)
+def _artifact(path: str) -> dict[str, str]:
+    """A displayed path as a SARIF artifact location: relative to ``%SRCROOT%`` (percent-escaped,
+    ``/`` separators), or an absolute ``file:`` URI for a file outside the working directory."""
+    from urllib.parse import quote
+
+    p = Path(path)
+    if p.is_absolute():
+        return {"uri": p.as_uri()}
+    return {"uri": quote(p.as_posix()), "uriBaseId": "%SRCROOT%"}
+
+
+def format_sarif(diags: Sequence[Diagnostic], patches: Mapping[PatchKey, Patch] | None = None) -> str:
+    return json.dumps(sarif_document(diags, patches), indent=2)

@@ -63,12 +63,6 @@ def _keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
     )
 
 
-def _comment_after(comma: cst.Comma) -> bool:
-    ws = comma.whitespace_after
-    return isinstance(ws, cst.ParenthesizedWhitespace) and (
-        ws.first_line.comment is not None or any(line.comment is not None for line in ws.empty_lines))
-
-
 def add_kwarg(call: cst.Call, name: str, value: cst.BaseExpression | str) -> cst.Call:
     """Append ``name=value`` to a call, following its layout (one line, or one argument per
     line with or without a trailing comma)."""
@@ -79,19 +73,6 @@ def add_kwarg(call: cst.Call, name: str, value: cst.BaseExpression | str) -> cst
     if not args:
         return call.with_changes(args=[new_arg])
     last = args[-1]
-    if isinstance(last.comma, cst.Comma) and _comment_after(last.comma) and len(args) >= 2 and \
-            isinstance(args[-2].comma, cst.Comma) and \
-            isinstance(args[-2].comma.whitespace_after, cst.ParenthesizedWhitespace):
-        # ``x=1,  # note`` stays with its argument: it keeps its comma and comment but indents the
-        # next line like the other arguments; the new argument closes the call.
-        ws = last.comma.whitespace_after
-        assert isinstance(ws, cst.ParenthesizedWhitespace)
-        sep = args[-2].comma.whitespace_after
-        args[-1] = last.with_changes(comma=last.comma.with_changes(
-            whitespace_after=ws.with_changes(indent=sep.indent, last_line=sep.last_line)))
-        args.append(new_arg.with_changes(comma=last.comma.with_changes(whitespace_after=ws.with_changes(
-            first_line=cst.TrailingWhitespace(newline=ws.first_line.newline), empty_lines=[]))))
-        return call.with_changes(args=args)
     if isinstance(last.comma, cst.Comma):
         # Trailing comma: the call is laid out one argument per line. The new argument takes the
         # old trailing comma (and the closing line break); the old last argument gets the same
@@ -100,8 +81,18 @@ def add_kwarg(call: cst.Call, name: str, value: cst.BaseExpression | str) -> cst
             sep = args[-2].comma
         else:
             sep = cst.Comma(whitespace_after=call.whitespace_before_args)
+        new_comma = last.comma
+        old_ws, sep_ws = last.comma.whitespace_after, sep.whitespace_after
+        if isinstance(old_ws, cst.ParenthesizedWhitespace) and isinstance(sep_ws, cst.ParenthesizedWhitespace) \
+                and old_ws.first_line.comment is not None:
+            # A comment after the old last argument stays on its line; the new argument ends
+            # the call with the old closing line break.
+            sep = sep.with_changes(whitespace_after=old_ws.with_changes(
+                indent=sep_ws.indent, last_line=sep_ws.last_line))
+            new_comma = last.comma.with_changes(whitespace_after=old_ws.with_changes(
+                first_line=cst.TrailingWhitespace(), empty_lines=()))
         args[-1] = last.with_changes(comma=sep)
-        args.append(new_arg.with_changes(comma=last.comma))
+        args.append(new_arg.with_changes(comma=new_comma))
     else:
         if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma):
             sep = args[-2].comma

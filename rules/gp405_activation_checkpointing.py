@@ -1,0 +1,257 @@
+"""GP405 activation-checkpointing (off by default: it trades compute for memory)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ._calls import dotted_name, method_call
+from ._framework import AddImport, Finding, Fix, InsertAfter, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._training import analysis
+
+
+def _hf_models(ctx: RuleContext) -> Iterator[tuple[cst.Assign, str]]:
+    """``model = AutoModel...from_pretrained(...)`` with the class from transformers."""
+    for assign in ctx.nodes(cst.Assign):
+        call = assign.value
+        while isinstance(call, cst.Call) and method_call(call, "to", "cuda", "train"):
+            call = call.func.value  # type: ignore[attr-defined]
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and \
+                call.func.attr.value == "from_pretrained" and ctx.matches(call.func.value, {"transformers.*"}) \
+                and len(assign.targets) == 1:
+            name = dotted_name(assign.targets[0].target)
+            if name is not None:
+                yield assign, name
+
+
+def _block_loops(ctx: RuleContext) -> Iterator[tuple[cst.For, cst.Assign]]:
+    """``for block in self.blocks: x = block(x, ...)`` in the ``forward`` of an nn.Module class
+    of this module whose ``self.blocks`` is an ``nn.ModuleList``."""
+    classes = analysis(ctx).module_classes
+    for loop in ctx.nodes(cst.For):
+        fn = ctx.enclosing(loop, cst.FunctionDef)
+        cls = ctx.enclosing(loop, cst.ClassDef)
+        if fn is None or cls is None or fn.name.value != "forward" or cls.name.value not in classes:
+            continue
+        if ctx.enclosing(fn, cst.ClassDef) is not cls or not isinstance(loop.target, cst.Name):
+            continue
+        container = dotted_name(loop.iter)
+        if container is None or not container.startswith("self.") or not _is_module_list(ctx, cls, container):
+            continue
+        body = loop.body
+        if not isinstance(body, cst.IndentedBlock) or len(body.body) != 1 or loop.orelse is not None:
+            continue
+        line = body.body[0]
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            continue
+        assign = line.body[0]
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or \
+                not isinstance(assign.targets[0].target, cst.Name):
+            continue
+        call = assign.value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and \
+                call.func.value == loop.target.value and call.args and \
+                not any(a.star for a in call.args) and \
+                not any(a.keyword and a.keyword.value == "use_reentrant" for a in call.args):
+            yield loop, assign
+
+
+def _is_module_list(ctx: RuleContext, cls: cst.ClassDef, attr: str) -> bool:
+    for assign in ctx.nodes(cst.Assign):
+        if ctx.enclosing(assign, cst.ClassDef) is cls and \
+                any(dotted_name(t.target) == attr for t in assign.targets) and \
+                isinstance(assign.value, cst.Call) and \
+                ctx.matches(assign.value.func, {"torch.nn.ModuleList", "torch.nn.modules.container.ModuleList"}):
+            return True
+    return False
+
+
+class ActivationCheckpointing(Rule):
+    code = "GP405"
+    name = "activation-checkpointing"
+    summary = ("A deep model (a loop over an `nn.ModuleList` of blocks, or a Hugging Face model) keeps "
+               "every block's activations for the backward pass.")
+    rationale = (
+        "Training memory is dominated by the activations stored for backward, which grow with depth, "
+        "batch size and sequence length. Checkpointing each block stores only its input and recomputes "
+        "the rest during backward: activation memory drops roughly by the number of blocks for about "
+        "one extra forward pass (~30% more compute). It is a win when memory is what limits the batch "
+        "size or model size, and a loss otherwise - hence off by default."
+    )
+    fix_description = (
+        "Hugging Face models: `model.gradient_checkpointing_enable()` after the model is built. "
+        "`for block in self.blocks: x = block(x)` in a `forward`: `x = checkpoint(block, x, "
+        "use_reentrant=False) if self.training else block(x)` (evaluation is not checkpointed), "
+        "importing `checkpoint` from `torch.utils.checkpoint` (or calling "
+        "`torch.utils.checkpoint.checkpoint` when the name `checkpoint` is taken)."
+    )
+    fix_safety = "unsafe"
+    default_enabled = False
+    keywords = ("ModuleList", "from_pretrained")
+
+    examples = [
+        Valid(dedent("""
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([Block() for _ in range(12)])
+                def forward(self, x):
+                    for block in self.blocks:
+                        x = checkpoint(block, x, use_reentrant=False)
+                    return x
+            for x in loader:
+                Net()(x).sum().backward()
+                opt.step()
+        """)),
+        Valid(dedent("""
+            # library code: a model definition, no training loop in this file
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([Block() for _ in range(12)])
+                def forward(self, x):
+                    for block in self.blocks:
+                        x = block(x)
+                    return x
+        """)),
+        Valid(dedent("""
+            from transformers import AutoModelForCausalLM
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            model.gradient_checkpointing_enable()
+            for batch in loader:
+                model(**batch).loss.backward()
+                optimizer.step()
+        """)),
+        Valid(dedent("""
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([Block() for _ in range(12)])
+                def forward(self, x):
+                    for block in self.blocks:
+                        x, attn = block(x)  # returns a tuple: left alone
+                    return x
+            for x in loader:
+                Net()(x).sum().backward()
+                opt.step()
+        """)),
+        Invalid(dedent("""
+            import torch
+            import torch.nn as nn
+
+            class GPT(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([Block() for _ in range(n)])
+
+                def forward(self, x, mask):
+                    for block in self.blocks:
+                        x = block(x, mask)  # residual inside
+                    return x
+
+            for x, mask in loader:
+                model(x, mask).sum().backward()
+                optimizer.step()
+        """), fixed=dedent("""
+            import torch
+            import torch.nn as nn
+            from torch.utils.checkpoint import checkpoint
+
+            class GPT(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([Block() for _ in range(n)])
+
+                def forward(self, x, mask):
+                    for block in self.blocks:
+                        x = checkpoint(block, x, mask, use_reentrant=False) if self.training else block(x, mask)  # residual inside
+                    return x
+
+            for x, mask in loader:
+                model(x, mask).sum().backward()
+                optimizer.step()
+        """)),
+        Invalid(dedent("""
+            from torch import nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(4)])
+                def forward(self, h):
+                    for layer in self.layers:
+                        h = layer(h)
+                    return h
+            def train(model, loader, opt, checkpoint):
+                for x in loader:
+                    model(x).sum().backward()
+                    opt.step()
+        """), fixed=dedent("""
+            from torch import nn
+            import torch.utils.checkpoint
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(4)])
+                def forward(self, h):
+                    for layer in self.layers:
+                        h = torch.utils.checkpoint.checkpoint(layer, h, use_reentrant=False) if self.training else layer(h)
+                    return h
+            def train(model, loader, opt, checkpoint):
+                for x in loader:
+                    model(x).sum().backward()
+                    opt.step()
+        """)),
+        Invalid(dedent("""
+            import torch
+            from transformers import AutoModelForCausalLM
+            model = AutoModelForCausalLM.from_pretrained("gpt2").to("cuda")
+            opt = torch.optim.AdamW(model.parameters())
+            for batch in loader:
+                model(**batch).loss.backward()
+                opt.step()
+        """), fixed=dedent("""
+            import torch
+            from transformers import AutoModelForCausalLM
+            model = AutoModelForCausalLM.from_pretrained("gpt2").to("cuda")
+            model.gradient_checkpointing_enable()
+            opt = torch.optim.AdamW(model.parameters())
+            for batch in loader:
+                model(**batch).loss.backward()
+                opt.step()
+        """)),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        if not analysis(ctx).step_loops:
+            return
+        if not any(method_call(c, "gradient_checkpointing_enable") for c in ctx.nodes(cst.Call)):
+            for assign, name in _hf_models(ctx):
+                stmt = ctx.statement_of(assign)
+                assert stmt is not None
+                fix = Fix(f"enable gradient checkpointing on `{name}`",
+                          (InsertAfter(stmt, (cst.parse_statement(f"{name}.gradient_checkpointing_enable()\n"),)),),
+                          "unsafe")
+                yield Finding(assign.value, f"`{name}` keeps every layer's activations for backward; "
+                                            "gradient checkpointing trades ~30% compute for much less memory",
+                              fix)
+        # ``checkpoint`` already bound in this module (a variable, a parameter): use the full path.
+        taken = any(n.value == "checkpoint" for n in ctx.nodes(cst.Name))
+        func = "torch.utils.checkpoint.checkpoint" if taken else "checkpoint"
+        imp = AddImport("torch.utils.checkpoint") if taken else AddImport("torch.utils.checkpoint", "checkpoint")
+        for loop, assign in _block_loops(ctx):
+            call = assign.value
+            assert isinstance(call, cst.Call) and isinstance(loop.target, cst.Name)
+            args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in call.args]
+            ckpt = cst.parse_expression(f"{func}({loop.target.value}, __args__, use_reentrant=False)")
+            assert isinstance(ckpt, cst.Call)
+            ckpt = ckpt.with_changes(args=[ckpt.args[0], *args, ckpt.args[2]])
+            value = cst.IfExp(test=cst.parse_expression("self.training"), body=ckpt, orelse=call)
+            yield Finding(call, f"`{dotted_name(loop.iter)}` blocks keep all activations for backward; "
+                                "checkpoint each block to recompute them instead",
+                          Fix("checkpoint each block in training", (Replace(call, value), imp), "unsafe"))
