@@ -6,6 +6,7 @@ Rules are pure: they receive a parsed module wrapped in a :class:`RuleContext` a
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import inspect
 import re
@@ -263,6 +264,42 @@ class RuleContext:
             qns = qns()
         return {q.name for q in qns}
 
+    def _resolved_by_imports(self, node: cst.CSTNode) -> set[str] | None:
+        """The qualified names of ``node`` read off the imports alone, or None when only scope
+        analysis can tell. Exact when the root name is bound by nothing but absolute,
+        module-level imports that agree on its target (or, for a builtin, by nothing at all),
+        which holds for nearly every ``torch``/``nn``/``DataLoader`` in real code; LibCST's scope
+        analysis costs several parses' worth of time on a large file.
+        tests/test_fast_paths.py checks the two agree."""
+        aliases = self.import_aliases
+        if self._cache["_stars"]:
+            return None
+        parts: list[str] = []
+        cur: cst.CSTNode = node
+        while isinstance(cur, cst.Attribute):
+            parts.append(cur.attr.value)
+            cur = cur.value
+        if not isinstance(cur, cst.Name):
+            return None
+        root = cur.value
+        holder = self._parents.get(cur)
+        if holder is not None and cur is not getattr(holder, "value", cur) and \
+                isinstance(holder, (cst.Attribute, cst.Arg, cst.MatchKeywordElement)):
+            return None  # ``x.name``, ``f(name=...)``: a member or keyword, not a variable
+        top: cst.CSTNode = node
+        while isinstance(self._parents.get(top), cst.Attribute):
+            top = self._parents[top]
+        if isinstance(self._parents.get(top), (cst.ImportAlias, cst.ImportFrom, cst.AsName)):
+            return None  # the import statement itself, which scope analysis leaves unnamed
+        bound = self.memo("_bindings", _binding_counts)
+        if root in aliases:
+            if root not in bound[1]:
+                return None
+            return {".".join([aliases[root], *reversed(parts)])}
+        if not parts and root in _BUILTINS and root not in bound[0]:
+            return {f"builtins.{root}"}
+        return None
+
     def scope(self, node: cst.CSTNode) -> Any:
         self._ensure_metadata()
         assert self._scopes is not None
@@ -276,7 +313,8 @@ class RuleContext:
         rejects names shadowed by a local binding."""
         if not self._could_match(node, names):
             return False
-        for qn in self.qualified_names(node):
+        resolved = self._resolved_by_imports(node)
+        for qn in self.qualified_names(node) if resolved is None else resolved:
             for want in names:
                 if qn == want or (want.endswith(".*") and qn.startswith(want[:-1])):
                     return True
@@ -354,6 +392,57 @@ def _dotted(expr: cst.BaseExpression) -> str:
     if isinstance(expr, cst.Attribute):
         return f"{_dotted(expr.value)}.{expr.attr.value}"
     return ""
+
+
+_BUILTINS = frozenset(dir(builtins))
+# Parents that bind a Name child whatever field it is in.
+_BINDING_PARENTS = (cst.AsName, cst.Param, cst.NameItem, cst.MatchAs, cst.MatchStar, cst.MatchMapping,
+                    *(getattr(cst, n) for n in ("TypeVar", "TypeVarTuple", "ParamSpec") if hasattr(cst, n)))
+# Parents whose ``target`` (or ``name``) field binds.
+_TARGET_PARENTS = (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr,
+                   cst.Del)
+_NAME_PARENTS = (cst.FunctionDef, cst.ClassDef, *((cst.TypeAlias,) if hasattr(cst, "TypeAlias") else ()))
+_UNPACKING = (cst.Element, cst.StarredElement, cst.Tuple, cst.List)
+
+
+def _binding_counts(ctx: RuleContext) -> tuple[set[str], set[str]]:
+    """(names bound anywhere other than by an import, imported names that only imports bind:
+    absolute, at module level, all to the same target)."""
+    other: set[str] = set()
+    for name in ctx.nodes(cst.Name):
+        child: cst.CSTNode = name
+        parent = ctx.parent(name)
+        while isinstance(parent, _UNPACKING):
+            child, parent = parent, ctx.parent(parent)
+        if isinstance(parent, _BINDING_PARENTS) and child is name:
+            if ctx.enclosing(name, cst.Import, cst.ImportFrom) is None:
+                other.add(name.value)
+        elif isinstance(parent, _TARGET_PARENTS) and getattr(parent, "target", None) is child or \
+                isinstance(parent, _NAME_PARENTS) and parent.name is child:
+            other.add(name.value)
+    targets: dict[str, set[str]] = {}
+    unsafe: set[str] = set()
+    for imp in ctx.nodes(cst.Import, cst.ImportFrom):
+        nested = ctx.enclosing(imp, cst.FunctionDef, cst.ClassDef, cst.Lambda) is not None
+        if isinstance(imp, cst.ImportFrom):
+            if isinstance(imp.names, cst.ImportStar):
+                continue
+            mod = _dotted(imp.module) if imp.module is not None else ""
+            for alias in imp.names:
+                name = _dotted(alias.name)
+                local = _dotted(alias.asname.name) if alias.asname is not None else name
+                targets.setdefault(local, set()).add(f"{mod}.{name}")
+                if nested or imp.relative:
+                    unsafe.add(local)
+        else:
+            for alias in imp.names:
+                full = _dotted(alias.name)
+                local = _dotted(alias.asname.name) if alias.asname is not None else full.split(".")[0]
+                targets.setdefault(local, set()).add(full if alias.asname is not None else local)
+                if nested:
+                    unsafe.add(local)
+    only_imports = {n for n, t in targets.items() if len(t) == 1 and n not in unsafe and n not in other}
+    return other, only_imports
 
 
 # --------------------------------------------------------------------------------------------
