@@ -291,12 +291,12 @@ class RuleContext:
             top = self._parents[top]
         if isinstance(self._parents.get(top), (cst.ImportAlias, cst.ImportFrom, cst.AsName)):
             return None  # the import statement itself, which scope analysis leaves unnamed
-        bound = self.memo("_bindings", _binding_counts)
-        if root in aliases:
-            if root not in bound[1]:
-                return None
-            return {".".join([aliases[root], *reversed(parts)])}
-        if not parts and root in _BUILTINS and root not in bound[0]:
+        bound: _Bindings = self.memo("_bindings", _bindings)
+        if root in bound.unsafe or bound.shadowed(self, root, node):
+            return None
+        if root in bound.targets:
+            return {".".join([bound.targets[root], *reversed(parts)])}
+        if not parts and root in _BUILTINS and root not in aliases:
             return {f"builtins.{root}"}
         return None
 
@@ -405,25 +405,53 @@ _NAME_PARENTS = (cst.FunctionDef, cst.ClassDef, *((cst.TypeAlias,) if hasattr(cs
 _UNPACKING = (cst.Element, cst.StarredElement, cst.Tuple, cst.List)
 
 
-def _binding_counts(ctx: RuleContext) -> tuple[set[str], set[str]]:
-    """(names bound anywhere other than by an import, imported names that only imports bind:
-    absolute, at module level, all to the same target)."""
-    other: set[str] = set()
+_FUNCTION_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+@dataclasses.dataclass
+class _Bindings:
+    """Where each name is bound, as far as the import-only resolution needs to know."""
+
+    targets: dict[str, str]  # name -> what the module-level absolute imports bind it to
+    unsafe: set[str]  # names only scope analysis can resolve anywhere in the file
+    scoped: dict[str, set[cst.CSTNode]]  # name -> function/class/comprehension nodes rebinding it
+
+    def shadowed(self, ctx: RuleContext, name: str, node: cst.CSTNode) -> bool:
+        scopes = self.scoped.get(name)
+        return bool(scopes) and any(a in scopes for a in ctx.ancestors(node))
+
+
+def _bindings(ctx: RuleContext) -> _Bindings:
+    unsafe: set[str] = set()
+    scoped: dict[str, set[cst.CSTNode]] = {}
+
+    def bind(name: str, scope: cst.CSTNode | None) -> None:
+        if scope is None:  # module level (or global/nonlocal/walrus): rebinds it everywhere
+            unsafe.add(name)
+        else:
+            scoped.setdefault(name, set()).add(scope)
+
     for name in ctx.nodes(cst.Name):
         child: cst.CSTNode = name
         parent = ctx.parent(name)
         while isinstance(parent, _UNPACKING):
             child, parent = parent, ctx.parent(parent)
-        if isinstance(parent, _BINDING_PARENTS) and child is name:
-            if ctx.enclosing(name, cst.Import, cst.ImportFrom) is None:
-                other.add(name.value)
-        elif isinstance(parent, _TARGET_PARENTS) and getattr(parent, "target", None) is child or \
-                isinstance(parent, _NAME_PARENTS) and parent.name is child:
-            other.add(name.value)
-    targets: dict[str, set[str]] = {}
-    unsafe: set[str] = set()
+        if isinstance(parent, (cst.NameItem, cst.NamedExpr)):
+            bind(name.value, None)
+        elif isinstance(parent, cst.CompFor) and parent.target is child:
+            bind(name.value, ctx.enclosing(name, *_COMPREHENSIONS))
+        elif isinstance(parent, _NAME_PARENTS) and parent.name is child:
+            bind(name.value, ctx.enclosing(parent, *_FUNCTION_SCOPES))
+        elif isinstance(parent, _BINDING_PARENTS) and child is name or \
+                isinstance(parent, _TARGET_PARENTS) and getattr(parent, "target", None) is child:
+            if ctx.enclosing(name, cst.Import, cst.ImportFrom) is None:  # imports: below
+                bind(name.value, ctx.enclosing(name, *_FUNCTION_SCOPES))
+    module_level: dict[str, set[str]] = {}
+    nested: list[tuple[str, str, cst.CSTNode]] = []
     for imp in ctx.nodes(cst.Import, cst.ImportFrom):
-        nested = ctx.enclosing(imp, cst.FunctionDef, cst.ClassDef, cst.Lambda) is not None
+        scope = ctx.enclosing(imp, *_FUNCTION_SCOPES)
+        pairs: list[tuple[str, str]] = []
         if isinstance(imp, cst.ImportFrom):
             if isinstance(imp.names, cst.ImportStar):
                 continue
@@ -431,18 +459,25 @@ def _binding_counts(ctx: RuleContext) -> tuple[set[str], set[str]]:
             for alias in imp.names:
                 name = _dotted(alias.name)
                 local = _dotted(alias.asname.name) if alias.asname is not None else name
-                targets.setdefault(local, set()).add(f"{mod}.{name}")
-                if nested or imp.relative:
-                    unsafe.add(local)
+                pairs.append((local, f"{mod}.{name}"))
+                if imp.relative:
+                    unsafe.add(local)  # LibCST names relative imports its own way
         else:
             for alias in imp.names:
                 full = _dotted(alias.name)
                 local = _dotted(alias.asname.name) if alias.asname is not None else full.split(".")[0]
-                targets.setdefault(local, set()).add(full if alias.asname is not None else local)
-                if nested:
-                    unsafe.add(local)
-    only_imports = {n for n, t in targets.items() if len(t) == 1 and n not in unsafe and n not in other}
-    return other, only_imports
+                pairs.append((local, full if alias.asname is not None else local))
+        for local, target in pairs:
+            if scope is None:
+                module_level.setdefault(local, set()).add(target)
+            else:
+                nested.append((local, target, scope))
+    targets = {n: next(iter(t)) for n, t in module_level.items() if len(t) == 1}
+    unsafe |= {n for n, t in module_level.items() if len(t) > 1}
+    for local, target, scope in nested:
+        if targets.get(local) != target:  # a nested import of the same thing changes nothing
+            bind(local, scope)
+    return _Bindings(targets, unsafe, scoped)
 
 
 # --------------------------------------------------------------------------------------------
