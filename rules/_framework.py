@@ -292,12 +292,38 @@ class RuleContext:
         if isinstance(self._parents.get(top), (cst.ImportAlias, cst.ImportFrom, cst.AsName)):
             return None  # the import statement itself, which scope analysis leaves unnamed
         bound: _Bindings = self.memo("_bindings", _bindings)
-        if root in bound.unsafe or bound.shadowed(self, root, node):
+        if root in bound.unsafe:
             return None
+        scopes = bound.scoped.get(root)
+        if scopes:
+            inner = self._body_scope(cur)
+            if isinstance(inner, (cst.FunctionDef, cst.Lambda)) and inner in scopes:
+                # A function's binding makes the name local in all of its body (no global/
+                # nonlocal here: those are unsafe). One kind of binding only, or ask LibCST.
+                if len(scopes[inner]) != 1:
+                    return None
+                target = next(iter(scopes[inner]))
+                return set() if target is None else {".".join([target, *reversed(parts)])}
+            if any(a in scopes for a in self.ancestors(node)):
+                return None
         if root in bound.targets:
             return {".".join([bound.targets[root], *reversed(parts)])}
         if not parts and root in _BUILTINS and root not in aliases:
             return {f"builtins.{root}"}
+        return None
+
+    def _body_scope(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The innermost function, lambda, class or comprehension whose own namespace ``node``
+        is looked up in first (decorators, defaults and annotations belong to the outer one);
+        None at module level."""
+        child = node
+        for anc in self.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                if child is anc.body:
+                    return anc
+            elif isinstance(anc, _COMPREHENSIONS):
+                return anc
+            child = anc
         return None
 
     def scope(self, node: cst.CSTNode) -> Any:
@@ -395,7 +421,7 @@ def _dotted(expr: cst.BaseExpression) -> str:
 
 
 _BUILTINS = frozenset(dir(builtins))
-# Parents that bind a Name child whatever field it is in.
+# Parents whose ``name`` (MatchMapping: ``rest``) field binds; a Param's default does not.
 _BINDING_PARENTS = (cst.AsName, cst.Param, cst.NameItem, cst.MatchAs, cst.MatchStar, cst.MatchMapping,
                     *(getattr(cst, n) for n in ("TypeVar", "TypeVarTuple", "ParamSpec") if hasattr(cst, n)))
 # Parents whose ``target`` (or ``name``) field binds.
@@ -415,22 +441,19 @@ class _Bindings:
 
     targets: dict[str, str]  # name -> what the module-level absolute imports bind it to
     unsafe: set[str]  # names only scope analysis can resolve anywhere in the file
-    scoped: dict[str, set[cst.CSTNode]]  # name -> function/class/comprehension nodes rebinding it
-
-    def shadowed(self, ctx: RuleContext, name: str, node: cst.CSTNode) -> bool:
-        scopes = self.scoped.get(name)
-        return bool(scopes) and any(a in scopes for a in ctx.ancestors(node))
+    # name -> function/class/comprehension rebinding it -> import targets (None: not an import)
+    scoped: dict[str, dict[cst.CSTNode, set[str | None]]]
 
 
 def _bindings(ctx: RuleContext) -> _Bindings:
     unsafe: set[str] = set()
-    scoped: dict[str, set[cst.CSTNode]] = {}
+    scoped: dict[str, dict[cst.CSTNode, set[str | None]]] = {}
 
-    def bind(name: str, scope: cst.CSTNode | None) -> None:
+    def bind(name: str, scope: cst.CSTNode | None, target: str | None = None) -> None:
         if scope is None:  # module level (or global/nonlocal/walrus): rebinds it everywhere
             unsafe.add(name)
         else:
-            scoped.setdefault(name, set()).add(scope)
+            scoped.setdefault(name, {}).setdefault(scope, set()).add(target)
 
     for name in ctx.nodes(cst.Name):
         child: cst.CSTNode = name
@@ -443,7 +466,8 @@ def _bindings(ctx: RuleContext) -> _Bindings:
             bind(name.value, ctx.enclosing(name, *_COMPREHENSIONS))
         elif isinstance(parent, _NAME_PARENTS) and parent.name is child:
             bind(name.value, ctx.enclosing(parent, *_FUNCTION_SCOPES))
-        elif isinstance(parent, _BINDING_PARENTS) and child is name or \
+        elif isinstance(parent, _BINDING_PARENTS) and (getattr(parent, "name", None) is child or
+                                                        getattr(parent, "rest", None) is child) or \
                 isinstance(parent, _TARGET_PARENTS) and getattr(parent, "target", None) is child:
             if ctx.enclosing(name, cst.Import, cst.ImportFrom) is None:  # imports: below
                 bind(name.value, ctx.enclosing(name, *_FUNCTION_SCOPES))
@@ -475,8 +499,7 @@ def _bindings(ctx: RuleContext) -> _Bindings:
     targets = {n: next(iter(t)) for n, t in module_level.items() if len(t) == 1}
     unsafe |= {n for n, t in module_level.items() if len(t) > 1}
     for local, target, scope in nested:
-        if targets.get(local) != target:  # a nested import of the same thing changes nothing
-            bind(local, scope)
+        bind(local, scope, target)
     return _Bindings(targets, unsafe, scoped)
 
 
