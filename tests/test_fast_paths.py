@@ -141,6 +141,7 @@ def test_shadowed_or_ambiguous_names_take_the_scope_analysis() -> None:
         by_code.setdefault(ctx.code_for(node), node)
     resolved = {code: ctx._resolved_by_imports(n) for code, n in by_code.items()}
     assert resolved["cuda.Stream"] == set()  # ``cuda = 1`` in f: a local variable there
+    assert resolved["print"] == set()  # ``print = 3`` in forward
     assert resolved["torch.cuda.synchronize"] == {"numpy.cuda.synchronize"}  # f imports numpy as torch
     assert resolved["torch.ones"] == {"numpy.ones"}
     assert resolved["os.path.join"] == {"os.path.join"}
@@ -150,5 +151,5 @@ def test_shadowed_or_ambiguous_names_take_the_scope_analysis() -> None:
     assert resolved["len"] == {"builtins.len"}
     # ``torch = 1`` in M's body rebinds it inside M: conservatively left to scope analysis there.
     for code in ("torch.relu", "np", "DataLoader", "sibling.x", "thing.y", "yaml.safe_load",
-                 "float", "print", "n"):
+                 "float", "n"):
         assert resolved[code] is None, code
