@@ -6,6 +6,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 # The only torch spec that takes the local CPU wheel; any other spec downloads gigabytes.
 TORCH  := torch==2.13.0
 PYTEST_ARGS ?=
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: demo test lint docs bench-lint bench clean
 
@@ -18,17 +19,26 @@ $(VENV)/.base: pyproject.toml | $(BIN)/python
 	$(PIP) install -e .
 	touch $@
 
+# Demo install: the lint path plus what --apply needs to measure and commit (torch, scipy, git).
+$(VENV)/.demo: pyproject.toml | $(BIN)/python
+	$(PIP) install "$(TORCH)"
+	$(PIP) install -e ".[validate]"
+	touch $@ $(VENV)/.base
+
 # Test install: torch first (pinned to the local CPU wheel), then the test extras.
 $(VENV)/.test: pyproject.toml | $(BIN)/python
 	$(PIP) install "$(TORCH)"
 	$(PIP) install -e ".[test]"
-	touch $@ $(VENV)/.base
+	touch $@ $(VENV)/.base $(VENV)/.demo
 
-demo: $(VENV)/.base
+demo: $(VENV)/.demo
 	@bash scripts/demo.sh "$(BIN)"
 
+# The suite runs in parallel over the cores, except the tests that measure speed: they run
+# afterwards, alone, so other tests' load cannot blur their A/B decisions.
 test: $(VENV)/.test
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(JOBS) -m "not timing" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m timing $(PYTEST_ARGS)
 
 lint: $(VENV)/.base
 	$(BIN)/gpuperf-rewrite gpuperf_rewrite rules runtime

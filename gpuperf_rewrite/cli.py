@@ -99,6 +99,24 @@ def _split_codes(values: tuple[str, ...]) -> list[str]:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count).")
 @click.option("--apply", "apply_", is_flag=True,
               help="Rewrite SCRIPT, A/B-validate the rewrite and commit it if faster (see docs/validation.md).")
+@click.option("--safe-only", is_flag=True, help="--apply: only safe fixes.")
+@click.option("--no-commit", is_flag=True, help="--apply: write the validated rewrite, do not commit.")
+@click.option("--no-validate", is_flag=True, help="--apply: write the fixes unmeasured (like --fix).")
+@click.option("--allow-dirty", is_flag=True, help="--apply: accept uncommitted changes in the script.")
+@click.option("--runs", type=click.IntRange(min=2), default=None, help="--apply: planned runs per side [10].")
+@click.option("--max-runs", type=click.IntRange(min=2), default=None,
+              help="--apply: most runs per side when borderline [2x --runs].")
+@click.option("--steps", type=click.IntRange(min=1), default=None, help="--apply: measured steps per run [30].")
+@click.option("--warmup", type=click.IntRange(min=0), default=None, help="--apply: warmup steps per run [5].")
+@click.option("--timeout", type=click.FloatRange(min=1), default=None, help="--apply: seconds per run [600].")
+@click.option("--seed", type=int, default=None, help="--apply: seed for both sides [0].")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              help="--apply: significance level [0.05].")
+@click.option("--min-speedup", type=click.FloatRange(min=1), default=None,
+              help="--apply: median speedup needed [1.05].")
+@click.option("--loss-rtol", type=click.FloatRange(min=0), default=None,
+              help="--apply: relative per-step loss tolerance [0.02; 0.10 for bf16/fp16].")
+@click.option("--json", "json_out", is_flag=True, help="--apply: print the result as JSON.")
 @click.pass_context
 def check(ctx: click.Context, paths: tuple[str, ...], fix: bool, unsafe_fixes: bool, show_diff: bool,
           select: tuple[str, ...], ignore: tuple[str, ...], extend_select: tuple[str, ...],

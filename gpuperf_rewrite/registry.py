@@ -60,15 +60,16 @@ def resolve_selection(
     ignore: Iterable[str] = (),
     extend_select: Iterable[str] = (),
 ) -> list[str]:
-    """Codes enabled by ruff-style selectors. A full code enables even a rule that is off by
-    default; a prefix (``GP1``) or ``ALL`` enables only default-on rules under it."""
+    """Codes enabled by ruff-style selectors. A full code or ``ALL`` enables even a rule that is
+    off by default; a prefix (``GP1``) enables only the default-on rules under it."""
     rules = all_rules()
 
     def expand(selectors: Iterable[str], explicit_enables: bool) -> set[str]:
         out: set[str] = set()
         for s in selectors:
             codes = _matching(s)
-            exact = len(codes) == 1 and (s.strip().upper() == codes[0] or rules[codes[0]].name == s.strip())
+            exact = s.strip().upper() == "ALL" or len(codes) == 1 and (
+                s.strip().upper() == codes[0] or rules[codes[0]].name == s.strip())
             out.update(c for c in codes if exact and explicit_enables or rules[c].default_enabled)
         return out
 

@@ -30,7 +30,7 @@ def test_cli_prints_one_annotation_per_finding(tmp_path):
     old = os.getcwd()
     os.chdir(tmp_path)
     try:
-        res = CliRunner().invoke(cli, ["train.py", "--output-format", "github"], catch_exceptions=False)
+        res = CliRunner().invoke(cli, ["train.py", "--output-format", "github", "--select", "GP101"], catch_exceptions=False)
     finally:
         os.chdir(old)
     assert res.exit_code == 1

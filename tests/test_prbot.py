@@ -75,7 +75,9 @@ def repo(tmp_path, monkeypatch) -> Path:
     r = tmp_path / "repo"
     r.mkdir()
     _git(r, "init", "-q", "-b", "main")
-    _commit(r, {"train.py": BASE_TRAIN, "helper.py": "import torch\nprint(torch.ones(1).item())\n"}, "base")
+    # Pin the rules: these tests are about the bot, not about which rules exist.
+    _commit(r, {"train.py": BASE_TRAIN, "helper.py": "import torch\nprint(torch.ones(1).item())\n",
+                ".gpuperf.yaml": "select: [GP101, GP201, GP202]\n"}, "base")
     _git(r, "checkout", "-qb", "feature")
     _commit(r, {"train.py": SLOW_TRAIN, "helper.py": None}, "slow training loop")
     monkeypatch.chdir(r)
@@ -431,7 +433,7 @@ def test_ab_validator_runs_each_fix_beside_the_script(repo, monkeypatch):
     ((where, a_src, b_src, args),) = calls
     assert where == repo and a_src == SLOW_TRAIN and b_src == patches[0].apply(SLOW_TRAIN)
     assert args == ["--steps", "5"]
-    assert sorted(p.name for p in repo.iterdir()) == [".git", "train.py"]  # temp copies removed
+    assert sorted(p.name for p in repo.iterdir()) == [".git", ".gpuperf.yaml", "train.py"]  # temp copies removed
     # A fix in another file cannot be measured by running the script.
     (other,) = validate("lib/model.py", SLOW_TRAIN, patches).values()
     assert not other.passed and "not in the validated script" in other.detail
@@ -490,7 +492,9 @@ def test_action_review_step_posts_through_the_bot(gh, repo):
 
 def test_bot_honours_noqa_and_the_repository_config(repo):
     text = SLOW_TRAIN.replace("batch_size=8)\n", "batch_size=8)  # noqa: GP202\n")
-    _commit(repo, {"train.py": text, "pyproject.toml": '[tool.gpuperf]\nignore = ["GP201"]\nexclude = ["exp/"]\n',
+    _commit(repo, {"train.py": text, ".gpuperf.yaml": None,
+                   "pyproject.toml": '[tool.gpuperf]\nselect = ["GP101", "GP201", "GP202"]\n'
+                                     'ignore = ["GP201"]\nexclude = ["exp/"]\n',
                    "exp/old.py": SLOW_TRAIN}, "noqa, config")
     report, plan, _ = prbot.run(repo, {}, base="main", dry_run=True, echo=lambda s: None, log=lambda s: None)
     assert [(r.diag.path, r.diag.code) for r in report.rows] == [("train.py", "GP101")]

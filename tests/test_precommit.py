@@ -85,7 +85,7 @@ def user_repo(tmp_path) -> Path:
     _git(repo, "init", "-q")
     (repo / "train.py").write_text(SLOW)
     # The repository's own config: GP201 is ignored here, so only GP101 and GP202 remain.
-    (repo / "pyproject.toml").write_text('[tool.gpuperf]\nignore = ["GP201"]\nexclude = ["vendor/"]\n')
+    (repo / "pyproject.toml").write_text('[tool.gpuperf]\nselect = ["GP101", "GP201", "GP202"]\nignore = ["GP201"]\nexclude = ["vendor/"]\n')
     (repo / "vendor").mkdir()
     (repo / "vendor" / "old_train.py").write_text(SLOW)
     _git(repo, "add", "-A")

@@ -1,0 +1,381 @@
+"""``gpuperf-rewrite train.py --apply``: rewrite, A/B-validate, keep what passed, commit it with a note.
+
+Nothing is written until validation has finished: the original and each candidate rewrite run
+from copies in a temporary directory (with the script's own directory on PYTHONPATH so sibling
+imports still work). Only the final step touches the working tree, through
+:func:`gpuperf_rewrite.gitops.commit_file` (or an atomic write outside git / with --no-commit).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import click
+
+from gpuperf_rewrite.abtest import ABConfig, ABError, ABResult, Runner, format_table, run_ab
+
+# (source bytes, fix codes or None for all) -> (rewritten bytes or None, {code: count})
+Rewriter = Callable[[bytes, "Sequence[str] | None"], "tuple[bytes | None, dict[str, int]]"]
+
+
+class ApplyError(Exception):
+    """Usage problems and refusals: exit 2, nothing changed."""
+
+
+@dataclass
+class Attempt:
+    codes: tuple[str, ...]
+    result: ABResult
+
+    @property
+    def passed(self) -> bool:
+        return self.result.verdict == "faster"
+
+
+@dataclass
+class Outcome:
+    kept: tuple[str, ...]
+    attempts: list[Attempt] = field(default_factory=list)
+    dropped: dict[str, str] = field(default_factory=dict)  # code -> why
+
+    def attempt_for(self, codes: Sequence[str]) -> Attempt | None:
+        return next((a for a in self.attempts if set(a.codes) == set(codes)), None)
+
+
+def find_passing_subset(codes: Sequence[str], evaluate: Callable[[tuple[str, ...]], ABResult],
+                        first: ABResult | None = None) -> Outcome:
+    """Bisection over fixes: test the whole set; if it fails, test each half, splitting failing
+    halves down to single fixes (each suspect alone). Then the union of the passing parts is
+    tested; if it fails, the largest passing part (fastest on ties) is kept."""
+    out = Outcome(kept=())
+    cache: dict[frozenset[str], ABResult] = {}
+
+    def run(subset: tuple[str, ...]) -> ABResult:
+        key = frozenset(subset)
+        if key not in cache:
+            cache[key] = first if (first is not None and set(subset) == set(codes)) else evaluate(subset)
+            out.attempts.append(Attempt(subset, cache[key]))
+        return cache[key]
+
+    passing: list[tuple[str, ...]] = []
+
+    def search(subset: tuple[str, ...]) -> None:
+        res = run(subset)
+        if res.verdict == "faster":
+            passing.append(subset)
+        elif len(subset) > 1:
+            mid = len(subset) // 2
+            search(subset[:mid])
+            search(subset[mid:])
+
+    codes = tuple(codes)
+    search(codes)
+    if len(passing) > 1:
+        union = tuple(c for c in codes if any(c in p for p in passing))
+        if run(union).verdict == "faster":
+            passing = [union]
+    if passing:
+        def score(p: tuple[str, ...]) -> tuple[int, float]:
+            s = cache[frozenset(p)].stats
+            return len(p), s.speedup if s else 0.0
+        out.kept = max(passing, key=score)
+    for c in codes:
+        if c in out.kept:
+            continue
+        # The smallest tested subset containing c explains why it was dropped.
+        tested = sorted((a for a in out.attempts if c in a.codes), key=lambda a: len(a.codes))
+        a = tested[0]
+        where = f"{c} alone" if len(a.codes) == 1 else f"with {', '.join(a.codes)}"
+        out.dropped[c] = f"{where}: {a.result.verdict} ({a.result.reason})"
+    return out
+
+
+def engine_rewriter(path: str, ruleset: Any, mode: str) -> Rewriter:
+    from gpuperf_rewrite.engine import check_source
+
+    def rewrite(data: bytes, codes: Sequence[str] | None) -> tuple[bytes | None, dict[str, int]]:
+        res = check_source(data, path, ruleset, mode, fix_codes=codes)  # type: ignore[arg-type]
+        for w in res.warnings:
+            click.echo(f"warning: {w}", err=True)
+        return res.fixed, dict(res.applied)
+
+    return rewrite
+
+
+def _ruleset_for(path: Path, select: Sequence[str], ignore: Sequence[str]) -> Any:
+    from gpuperf_rewrite.cli import _split_codes
+    from gpuperf_rewrite.config import ConfigError, find_config, load_config
+    from gpuperf_rewrite.engine import RuleSet
+    from gpuperf_rewrite.registry import SelectionError, resolve_selection
+    from gpuperf_rewrite.runner import ruleset_for
+
+    try:
+        cfg = load_config(find_config(path.resolve().parent))
+        codes = resolve_selection(_split_codes(tuple(select)) or cfg.select,
+                                  [*cfg.ignore, *_split_codes(tuple(ignore))], list(cfg.extend_select))
+    except (ConfigError, SelectionError) as exc:
+        raise ApplyError(str(exc)) from exc
+    return ruleset_for(path.resolve(), RuleSet(tuple(codes), cfg.rule_options), cfg.per_file_ignores,
+                       cfg.root)
+
+
+def _diff(name: str, before: bytes, after: bytes) -> str:
+    return "".join(difflib.unified_diff(before.decode(errors="replace").splitlines(keepends=True),
+                                        after.decode(errors="replace").splitlines(keepends=True),
+                                        fromfile=f"a/{name}", tofile=f"b/{name}"))
+
+
+def commit_message(rel: str, codes: Sequence[str], res: ABResult, dropped: dict[str, str]) -> str:
+    s = res.stats
+    head = f"gpuperf: {', '.join(codes)} in {rel} ({s.speedup:.2f}x faster)" if s else f"gpuperf: {rel}"
+    body = [
+        f"Rules applied: {', '.join(codes)}",
+        f"Measured speedup: {s.speedup:.3f}x (95% CI {s.ci95[0]:.3f}-{s.ci95[1]:.3f}, "
+        f"p={s.p_faster:.3g}, {s.n_a}+{s.n_b} runs, {res.unit})" if s else "",
+        f"Loss check: {res.loss.get('status')}",
+    ]
+    if dropped:
+        body.append("Dropped: " + "; ".join(f"{c} ({why})" for c, why in dropped.items()))
+    body.append(f"A/B statistics and per-run metrics: git notes --ref gpuperf show <this commit>")
+    return head + "\n\n" + "\n".join(b for b in body if b) + "\n"
+
+
+def note_record(rel: str, kind: str, res: ABResult, *, rules: Sequence[str], script_args: Sequence[str],
+                side: str = "B") -> dict[str, Any]:
+    from gpuperf_rewrite import __version__
+    from gpuperf_rewrite.gitops import now_iso, record_key
+
+    fp = dict(res.fingerprint or {})
+    runs = res.b if side == "B" else res.a
+    fp_side = next((r.fingerprint for r in runs if r.fingerprint), None) or fp
+    samples = res.samples(side)
+    return {
+        "key": record_key(rel, fp_side),
+        "kind": kind,
+        "script": rel,
+        "recorded_at": now_iso(),
+        "tool": f"gpuperf-rewrite {__version__}",
+        "fingerprint": fp_side,
+        "unit": res.unit,
+        "samples": samples,
+        "median": sorted(samples)[len(samples) // 2] if samples else None,
+        "steps": res.config.steps,
+        "warmup": res.config.warmup,
+        "seed": res.config.seed,
+        "args": list(script_args),
+        "rules": list(rules),
+        "ab": res.to_json(),
+    }
+
+
+def run_apply(path: str, *, select: Sequence[str] = (), ignore: Sequence[str] = (),
+              script_args: Sequence[str] = (), config: ABConfig | None = None, safe_only: bool = False,
+              no_commit: bool = False, no_validate: bool = False, allow_dirty: bool = False,
+              json_out: bool = False, runner: Runner | None = None, rewriter: Rewriter | None = None,
+              progress: Callable[[Any], None] | None = None,
+              echo: Callable[..., None] = click.echo) -> int:
+    """The --apply pipeline; returns the exit code (0 applied, 1 nothing passed, 2 error/refused)."""
+    from gpuperf_rewrite.fileio import WriteRefused, atomic_write
+
+    cfg = config or ABConfig()
+    target = Path(path)
+    if not target.is_file():
+        raise ApplyError(f"{path}: not a file (--apply takes one training script)")
+    original = target.read_bytes()
+    mode = "safe" if safe_only else "unsafe"
+    rewrite = rewriter or engine_rewriter(str(path), _ruleset_for(target, select, ignore), mode)
+
+    repo = rel = head = None
+    if not no_commit and not no_validate:
+        from gpuperf_rewrite import gitops
+
+        repo = gitops.find_repo(target)
+        if repo is not None:
+            try:
+                rel = gitops.preflight(repo, target, allow_dirty=allow_dirty)
+            except gitops.GitRefused as exc:
+                echo(f"refused: {exc}", err=True)
+                return 2
+            head = gitops.head_sha(repo)
+    rel = rel or str(path)
+
+    fixed, applied = rewrite(original, None)
+    if fixed is None or not applied:
+        echo(f"{path}: no fixes to apply ({'safe fixes only' if safe_only else 'safe and unsafe fixes'}).")
+        return 0
+    codes = tuple(sorted(applied))
+    echo(f"{path}: {sum(applied.values())} fix(es) from {', '.join(f'{c} x{n}' for c, n in sorted(applied.items()))}",
+         err=json_out)
+    if not json_out:
+        echo(_diff(rel, original, fixed))
+
+    if no_validate:
+        try:
+            atomic_write(target, fixed, expected=original)
+        except (WriteRefused, OSError) as exc:
+            echo(f"error: {exc}", err=True)
+            return 2
+        echo(f"Wrote {path} without validation: nothing was measured, nothing committed.", err=json_out)
+        if json_out:
+            echo(json.dumps({"status": "written_unvalidated", "rules": list(codes)}, indent=2))
+        return 0
+
+    workdir = tempfile.TemporaryDirectory(prefix="gpuperf-apply-")
+    try:
+        return _validate_and_write(target, rel, original, codes, rewrite, cfg, script_args, runner,
+                                   progress, Path(workdir.name), repo, head, no_commit, json_out, echo)
+    except KeyboardInterrupt:
+        echo("Interrupted: nothing was changed.", err=True)
+        return 130
+    finally:
+        workdir.cleanup()
+
+
+def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[str, ...], rewrite: Rewriter,
+                        cfg: ABConfig, script_args: Sequence[str], runner: Runner | None,
+                        progress: Callable[[Any], None] | None, work: Path, repo: Any, head: str | None,
+                        no_commit: bool, json_out: bool, echo: Callable[..., None]) -> int:
+    from gpuperf_rewrite.fileio import WriteRefused, atomic_write
+
+    name = target.name
+    a_path = work / "a" / name
+    a_path.parent.mkdir()
+    a_path.write_bytes(original)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(target.resolve().parent), env.get("PYTHONPATH", "")) if p)
+    sources: dict[frozenset[str], bytes] = {}
+    counter = [0]
+
+    def build(subset: tuple[str, ...]) -> bytes:
+        key = frozenset(subset)
+        if key not in sources:
+            data, _ = rewrite(original, list(subset))
+            sources[key] = data if data is not None else original
+        return sources[key]
+
+    def evaluate(subset: tuple[str, ...]) -> ABResult:
+        counter[0] += 1
+        b_path = work / f"b{counter[0]}" / name
+        b_path.parent.mkdir()
+        data = build(subset)
+        b_path.write_bytes(data)
+        echo(f"== A/B: original vs rewrite with {', '.join(subset)}", err=True)
+        res = run_ab(a_path, b_path, script_args, config=cfg, runner=runner, env=env, progress=progress,
+                     source_a=original.decode(errors="replace"), source_b=data.decode(errors="replace"))
+        if not json_out:
+            echo(format_table(res))
+        else:
+            echo(f"   {res.verdict}: {res.reason}", err=True)
+        return res
+
+    try:
+        first = evaluate(codes)
+        outcome = find_passing_subset(codes, evaluate, first) if first.verdict != "faster" and len(codes) > 1 \
+            else Outcome(kept=codes if first.verdict == "faster" else (), attempts=[Attempt(codes, first)],
+                         dropped={} if first.verdict == "faster" else
+                         {c: f"{first.verdict} ({first.reason})" for c in codes})
+    except ABError as exc:
+        echo(f"error: {exc}", err=True)
+        if exc.partial is not None and exc.partial.a:
+            tail = exc.partial.a[-1].stderr_tail.strip()
+            if tail:
+                echo(tail[-2000:], err=True)
+        return 2
+
+    report: dict[str, Any] = {
+        "status": "rejected", "script": rel, "rules_tried": list(codes), "rules_applied": list(outcome.kept),
+        "dropped": outcome.dropped, "attempts": [{"rules": list(a.codes), "verdict": a.result.verdict,
+                                                  "reason": a.result.reason} for a in outcome.attempts],
+        "commit": None, "validation": None,
+    }
+    for c, why in outcome.dropped.items():
+        echo(f"dropped {c}: {why}", err=json_out)
+    if not outcome.kept:
+        echo(f"Nothing passed validation; {target} is unchanged and nothing was committed.", err=json_out)
+        report["validation"] = first.to_json()
+        if json_out:
+            echo(json.dumps(report, indent=2))
+        return 1
+
+    kept_attempt = outcome.attempt_for(outcome.kept)
+    assert kept_attempt is not None
+    res = kept_attempt.result
+    final = build(outcome.kept)
+    report["validation"] = res.to_json()
+    record = note_record(rel, "apply", res, rules=outcome.kept, script_args=script_args)
+    if repo is not None and head is not None and not no_commit:
+        from gpuperf_rewrite import gitops
+
+        try:
+            done = gitops.commit_file(repo, rel, final, commit_message(rel, outcome.kept, res, outcome.dropped),
+                                      record, expected_head=head, expected_bytes=original)
+        except (gitops.GitRefused, WriteRefused) as exc:
+            echo(f"refused: {exc}", err=True)
+            return 2
+        report.update(status="committed", commit=done.commit)
+        echo(f"Committed {done.commit[:12]} on {done.branch}: {', '.join(outcome.kept)} "
+             f"({res.stats.speedup:.3f}x); note under {gitops.NOTES_REF}.", err=json_out)  # type: ignore[union-attr]
+        if done.interrupted:
+            echo("Interrupted, after the commit had completed (commit and note are in place).", err=True)
+            if json_out:
+                echo(json.dumps(report, indent=2))
+            return 130
+    else:
+        try:
+            atomic_write(target, final, expected=original)
+        except (WriteRefused, OSError) as exc:
+            echo(f"error: {exc}", err=True)
+            return 2
+        report["status"] = "written"
+        why = "--no-commit" if no_commit else "not inside a git repository"
+        echo(f"Wrote {target} ({', '.join(outcome.kept)}, {res.stats.speedup:.3f}x); not committed ({why}).",  # type: ignore[union-attr]
+             err=json_out)
+    if json_out:
+        echo(json.dumps(report, indent=2))
+    return 0
+
+
+def run_from_cli(ctx: click.Context, paths: Sequence[str], select: Sequence[str], ignore: Sequence[str],
+                 **extra: Any) -> int:
+    """Entry point from ``check --apply``; ``extra`` holds the --apply options."""
+    from gpuperf_rewrite.abtest import console_progress
+    from gpuperf_rewrite.cli import SCRIPT_ARGS_KEY
+
+    if len(paths) != 1:
+        click.echo("error: --apply takes exactly one training script", err=True)
+        return 2
+    try:
+        cfg = config_from_options(extra)
+    except ValueError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return 2
+    progress, close = console_progress()
+    try:
+        return run_apply(paths[0], select=select, ignore=ignore,
+                         script_args=ctx.meta.get(SCRIPT_ARGS_KEY, []), config=cfg,
+                         safe_only=bool(extra.get("safe_only")), no_commit=bool(extra.get("no_commit")),
+                         no_validate=bool(extra.get("no_validate")), allow_dirty=bool(extra.get("allow_dirty")),
+                         json_out=bool(extra.get("json_out")), progress=progress)
+    except ApplyError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return 2
+    finally:
+        close()
+
+
+def config_from_options(opts: dict[str, Any]) -> ABConfig:
+    """ABConfig from CLI option values (None means the default)."""
+    kw: dict[str, Any] = {}
+    for name in ("runs", "max_runs", "steps", "warmup", "timeout", "alpha", "min_speedup", "seed",
+                 "loss_rtol"):
+        if opts.get(name) is not None:
+            kw[name] = opts[name]
+    if "runs" in kw and "max_runs" not in kw:
+        kw["max_runs"] = 2 * kw["runs"]  # room to settle a borderline result
+    return ABConfig(**kw)

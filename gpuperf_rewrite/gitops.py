@@ -1,0 +1,416 @@
+"""Git plumbing for ``--apply``, ``baseline`` and ``regress`` (GitPython, imported lazily).
+
+Commits are made without touching the user's index for anything but the one file: the new tree
+is HEAD's tree plus the rewritten blob (built in a temporary index), so other staged work stays
+staged and uncommitted. The branch and ``refs/notes/gpuperf`` move together in one
+``git update-ref --stdin`` transaction, *after* every object exists, so an interrupt leaves either
+the old refs or the complete new commit with its note.
+
+Notes are JSON Lines: one measurement record per line, keyed by script path and environment
+fingerprint, so several measurements coexist on one commit and ``cat_sort_uniq`` can merge
+concurrent writers line by line (see docs/validation.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import signal
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+NOTES_REF = "refs/notes/gpuperf"
+NOTE_SCHEMA = 1
+ZERO = "0" * 40
+CRASH_ENV = "GPUPERF_TEST_CRASH_AT"  # tests only: SIGKILL ourselves at a named point
+
+
+class GitRefused(Exception):
+    """Refused before changing anything; the message says why and how to proceed."""
+
+
+class GitUnavailable(Exception):
+    """GitPython (or git itself) is missing."""
+
+
+def _git_module() -> Any:
+    try:
+        import git
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise GitUnavailable("GitPython is not installed: pip install 'gpuperf-rewrite[validate]'") from exc
+    return git
+
+
+def find_repo(path: str | os.PathLike[str]) -> Any | None:
+    """The repository containing ``path``, or None outside any repository."""
+    git = _git_module()
+    start = Path(path).resolve()
+    try:
+        return git.Repo(start if start.is_dir() else start.parent, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+
+
+def relpath(repo: Any, path: str | os.PathLike[str]) -> str:
+    root = Path(repo.working_tree_dir).resolve()
+    try:
+        return Path(path).resolve().relative_to(root).as_posix()
+    except ValueError as exc:
+        raise GitRefused(f"{path} is outside the repository at {root}") from exc
+
+
+def _git_dir(repo: Any) -> Path:
+    return Path(repo.git_dir)
+
+
+def operation_in_progress(repo: Any) -> str | None:
+    gd = _git_dir(repo)
+    for name, what in (("rebase-merge", "a rebase"), ("rebase-apply", "a rebase or am"),
+                       ("MERGE_HEAD", "a merge"), ("CHERRY_PICK_HEAD", "a cherry-pick"),
+                       ("REVERT_HEAD", "a revert")):
+        if (gd / name).exists():
+            return what
+    return None
+
+
+def check_index_lock(repo: Any) -> None:
+    lock = _git_dir(repo) / "index.lock"
+    if lock.exists():
+        raise GitRefused(
+            f"{lock} exists: another git process is using this repository (or one crashed). Wait "
+            f"for it to finish; if no git process is running, remove the stale lock with "
+            f"`rm {lock}` and retry. Nothing was changed.")
+
+
+def head_sha(repo: Any) -> str | None:
+    try:
+        return repo.head.commit.hexsha
+    except ValueError:  # unborn branch: no commits yet
+        return None
+
+
+def preflight(repo: Any, path: str | os.PathLike[str], *, allow_dirty: bool = False) -> str:
+    """Refuse (GitRefused) unless ``path`` can be committed cleanly; return its repo-relative path."""
+    check_index_lock(repo)
+    op = operation_in_progress(repo)
+    if op:
+        raise GitRefused(f"{op} is in progress{' on a detached HEAD' if repo.head.is_detached else ''}; "
+                         f"finish it (or abort it) first, then run --apply again. Nothing was changed.")
+    rel = relpath(repo, path)
+    if head_sha(repo) is None:
+        raise GitRefused(f"{rel} is not committed (the repository has no commits yet); "
+                         f"`git add {rel} && git commit` first, or use --no-commit. Nothing was changed.")
+    try:
+        repo.head.commit.tree[rel]
+    except KeyError:
+        raise GitRefused(f"{rel} is not tracked by git; `git add {rel} && git commit` first, or use "
+                         f"--no-commit to only write the file. Nothing was changed.") from None
+    if not allow_dirty and repo.git.diff("HEAD", "--name-only", "--", rel).strip():
+        raise GitRefused(f"{rel} has uncommitted changes; commit or stash them first (the rewrite must "
+                         f"be a commit of its own), or pass --allow-dirty to include them in the "
+                         f"commit. Nothing was changed.")
+    return rel
+
+
+# --------------------------------------------------------------------------------------------
+# notes
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def record_key(script: str, fingerprint: dict[str, Any] | None) -> str:
+    return f"{script}@{(fingerprint or {}).get('env_hash') or 'unknown'}"
+
+
+def parse_note(text: str) -> list[dict[str, Any]]:
+    """Records from a note: JSON Lines (ours); a single JSON document is accepted too."""
+    records: list[dict[str, Any]] = []
+    text = text.strip()
+    if not text:
+        return records
+    try:  # a note that is one (possibly pretty-printed) JSON document
+        doc = json.loads(text)
+        return [doc] if isinstance(doc, dict) else [d for d in doc if isinstance(d, dict)]
+    except ValueError:
+        pass
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue  # a foreign line (someone's free-text note): keep our records readable
+        if isinstance(doc, dict):
+            records.append(doc)
+    return records
+
+
+def merge_note(existing: str, record: dict[str, Any]) -> str:
+    """Add ``record`` to a note's text, replacing any record with the same key. Sorted lines:
+    the layout ``cat_sort_uniq`` produces, so merges of concurrent writers are stable."""
+    keep = [line for line in existing.splitlines() if line.strip()]
+    out = []
+    for line in keep:
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            out.append(line)
+            continue
+        if isinstance(doc, dict) and doc.get("key") == record.get("key"):
+            continue
+        out.append(line)
+    out.append(json.dumps(record, sort_keys=False, separators=(",", ":")))
+    return "\n".join(sorted(out)) + "\n"
+
+
+def latest_by_key(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """After a ``cat_sort_uniq`` merge two lines may share a key: the newest wins."""
+    best: dict[str, dict[str, Any]] = {}
+    for r in records:
+        k = str(r.get("key"))
+        if k not in best or str(r.get("recorded_at", "")) >= str(best[k].get("recorded_at", "")):
+            best[k] = r
+    return best
+
+
+def read_note(repo: Any, commit: str) -> str:
+    git = _git_module()
+    try:
+        return repo.git.notes("--ref", NOTES_REF, "show", commit, strip_newline_in_stdout=False)
+    except git.GitCommandError:
+        return ""
+
+
+def notes_map(repo: Any) -> dict[str, str]:
+    """commit sha -> note blob sha, for every commit with a gpuperf note."""
+    git = _git_module()
+    try:
+        out = repo.git.notes("--ref", NOTES_REF, "list")
+    except git.GitCommandError:
+        return {}
+    result = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            result[parts[1]] = parts[0]
+    return result
+
+
+def _rev(repo: Any, ref: str) -> str | None:
+    git = _git_module()
+    try:
+        return repo.git.rev_parse("--verify", "-q", ref + "^{commit}") or None
+    except git.GitCommandError:
+        return None
+
+
+def _hash_blob(repo: Any, data: bytes, path_hint: str | None = None) -> str:
+    with tempfile.NamedTemporaryFile(delete=False) as fh:
+        fh.write(data)
+        tmp = fh.name
+    try:
+        args = ["-w"] + (["--path", path_hint] if path_hint else ["--no-filters"]) + [tmp]
+        return repo.git.hash_object(*args)
+    finally:
+        os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def _temp_index(repo: Any) -> Iterator[dict[str, str]]:
+    fd, tmp = tempfile.mkstemp(prefix="gpuperf-index-")
+    os.close(fd)
+    os.unlink(tmp)  # git wants to create it itself
+    try:
+        yield {"GIT_INDEX_FILE": tmp}
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _note_commit(repo: Any, old_notes: str | None, target: str, text: str) -> str:
+    """A new notes commit on top of ``old_notes`` with ``text`` as the note of ``target``.
+    Only objects are written; no ref moves."""
+    blob = _hash_blob(repo, text.encode())
+    with _temp_index(repo) as env:
+        if old_notes:
+            repo.git.read_tree(old_notes + "^{tree}", env=env)
+            names = repo.git.ls_files(env=env).splitlines()
+        else:
+            repo.git.read_tree("--empty", env=env)
+            names = []
+        existing = [n for n in names if n.replace("/", "") == target]
+        if existing:
+            repo.git.update_index("--force-remove", "--", *existing, env=env)
+        # Keep git's fan-out layout: once notes live in 2-character directories, so do ours.
+        fanout = any(len(n) > 41 and n[2] == "/" for n in names)
+        path = existing[0] if existing else (f"{target[:2]}/{target[2:]}" if fanout else target)
+        repo.git.update_index("--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
+        tree = repo.git.write_tree(env=env)
+    args = [tree, "-m", "Notes added by 'gpuperf-rewrite'"]
+    if old_notes:
+        args += ["-p", old_notes]
+    return repo.git.commit_tree(*args)
+
+
+def _update_refs(repo: Any, updates: list[tuple[str, str, str | None]], message: str) -> None:
+    """Move every ref in ``updates`` (ref, new, expected old) in one all-or-nothing transaction."""
+    lines = ["start"]
+    for ref, new, old in updates:
+        if ref == "HEAD":
+            lines.append("option no-deref")
+        lines.append(f"update {ref} {new} {old or ZERO}")
+    lines += ["prepare", "commit", ""]
+    _run_git_input(repo, ["update-ref", "-m", message, "--stdin"], "\n".join(lines))
+
+
+def _run_git_input(repo: Any, args: list[str], data: str) -> str:
+    import subprocess
+
+    proc = subprocess.run(["git", *args], input=data.encode(), cwd=repo.working_tree_dir,
+                          capture_output=True)
+    if proc.returncode != 0:
+        git = _git_module()
+        raise git.GitCommandError(["git", *args], proc.returncode, proc.stderr)
+    return proc.stdout.decode()
+
+
+def store_note(repo: Any, commit: str, record: dict[str, Any]) -> None:
+    """Add (or replace, by key) a measurement record in ``commit``'s note. Atomic: the notes ref
+    moves only if nobody moved it meanwhile (otherwise we retry on top of theirs)."""
+    git = _git_module()
+    for _ in range(5):
+        old_notes = _rev(repo, NOTES_REF)
+        text = merge_note(read_note(repo, commit), record)
+        new_notes = _note_commit(repo, old_notes, commit, text)
+        try:
+            _update_refs(repo, [(NOTES_REF, new_notes, old_notes)], "gpuperf-rewrite: record measurement")
+            return
+        except git.GitCommandError:
+            continue
+    raise GitRefused(f"{NOTES_REF} kept changing under us; try again")
+
+
+# --------------------------------------------------------------------------------------------
+# the commit
+
+
+def _crash_point(name: str) -> None:
+    if os.environ.get(CRASH_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _interrupt_point(name: str) -> None:
+    if os.environ.get(CRASH_ENV) == "sigint_" + name:
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+@contextlib.contextmanager
+def deferred_signals(redeliver: bool = True) -> Iterator[list[int]]:
+    """Hold SIGINT/SIGTERM until the block ends, so Ctrl-C cannot split the critical section;
+    the signal is re-delivered afterwards (or, with ``redeliver=False``, left to the caller
+    in the yielded list)."""
+    caught: list[int] = []
+    if not _main_thread():
+        yield caught
+        return
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in old:
+        signal.signal(s, lambda signum, frame: caught.append(signum))
+    try:
+        yield caught
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        if redeliver:
+            for s in caught:
+                os.kill(os.getpid(), s)
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+@dataclass
+class CommitResult:
+    commit: str
+    branch: str
+    note_record: dict[str, Any]
+    interrupted: bool = False  # Ctrl-C arrived during the critical section (which completed)
+
+
+def commit_file(repo: Any, rel: str, new_bytes: bytes, message: str, record: dict[str, Any], *,
+                expected_head: str, expected_bytes: bytes) -> CommitResult:
+    """Commit ``new_bytes`` as ``rel`` on top of HEAD and attach ``record`` under refs/notes/gpuperf.
+
+    Order: objects (blob, tree, commit, notes commit) first, nothing visible; then, with Ctrl-C
+    held, the working-tree file (atomic rename), its index entry, and last the branch and notes
+    refs in one transaction. On any error before the refs move, the file and its index entry are
+    put back, so the repository is exactly as it was.
+    """
+    from gpuperf_rewrite.fileio import atomic_write
+
+    git = _git_module()
+    check_index_lock(repo)
+    if head_sha(repo) != expected_head:
+        raise GitRefused("HEAD moved while we were measuring; nothing was changed. Run --apply again.")
+    path = Path(repo.working_tree_dir) / rel
+    head = expected_head
+    branch_ref = "HEAD" if repo.head.is_detached else repo.head.ref.path
+    mode = f"{repo.head.commit.tree[rel].mode:o}"
+    blob = _hash_blob(repo, new_bytes, rel)
+    with _temp_index(repo) as env:
+        repo.git.read_tree(head, env=env)
+        repo.git.update_index("--add", "--cacheinfo", f"{mode},{blob},{rel}", env=env)
+        tree = repo.git.write_tree(env=env)
+    commit = repo.git.commit_tree(tree, "-p", head, "-m", message)
+    record = {**record, "commit": commit}
+    old_notes = _rev(repo, NOTES_REF)
+    new_notes = _note_commit(repo, old_notes, commit, merge_note("", record))
+    _crash_point("after_objects")
+    old_entry = repo.git.ls_files("-s", "--", rel).split()  # [mode, blob, stage, path]
+    with deferred_signals(redeliver=False) as caught:
+        wrote = False
+        try:
+            atomic_write(path, new_bytes, expected=expected_bytes)
+            wrote = True
+            _crash_point("after_write")
+            _interrupt_point("after_write")
+            repo.git.update_index("--", rel)
+            _crash_point("after_index")
+            _update_refs(repo, [(branch_ref, commit, head), (NOTES_REF, new_notes, old_notes)],
+                         f"gpuperf-rewrite: {message.splitlines()[0]}")
+        except BaseException:
+            if wrote:  # roll back: old bytes, old index entry
+                with contextlib.suppress(Exception):
+                    atomic_write(path, expected_bytes)
+                with contextlib.suppress(git.GitCommandError):
+                    if old_entry:
+                        repo.git.update_index("--cacheinfo", f"{old_entry[0]},{old_entry[1]},{rel}")
+                    repo.git.update_index("--refresh", "-q")
+            raise
+        _crash_point("after_ref")
+    return CommitResult(commit, branch_ref, record, interrupted=bool(caught))
+
+
+# --------------------------------------------------------------------------------------------
+# finding baselines
+
+
+def ancestors_with_notes(repo: Any, start: str = "HEAD", limit: int = 1000) -> Iterator[tuple[Any, list[dict]]]:
+    """(commit, records) for ``start`` and its first-parent ancestors that carry a gpuperf note,
+    nearest first."""
+    noted = notes_map(repo)
+    if not noted:
+        return
+    for c in repo.iter_commits(start, first_parent=True, max_count=limit):
+        if c.hexsha in noted:
+            yield c, parse_note(repo.git.cat_file("-p", noted[c.hexsha], strip_newline_in_stdout=False))

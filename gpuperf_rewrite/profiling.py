@@ -1,0 +1,242 @@
+"""Engine-side runner for the runtime shim: ``run_profile`` never hangs and always returns a dict.
+
+The script runs as ``python -m gpuperf_rewrite.runtime`` in a child process of the chosen
+interpreter, in its own session (so the whole process group can be ended), with stdin from
+/dev/null and stdout/stderr going to files (a chatty script cannot fill a pipe and deadlock).
+The child imports a staged copy of the runtime package under an empty ``gpuperf_rewrite``
+package, so it needs neither libcst nor click, nor an installed gpuperf-rewrite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from gpuperf_rewrite.runtime import SCHEMA_VERSION
+from gpuperf_rewrite.runtime.diagnosis import diagnose
+from gpuperf_rewrite.runtime.merge import merge_ranks
+
+TERM_GRACE_S = 5.0  # SIGTERM -> SIGKILL escalation for the process group
+STDERR_TAIL_CHARS = 4000
+STDOUT_TAIL_CHARS = 2000
+LAUNCHERS = ("torchrun",)
+
+
+def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, Any]:
+    """A document with every contract key, for runs where the child wrote nothing."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": status,
+        "script": script,
+        "args": list(args),
+        "exit_code": None,
+        "stderr_tail": "",
+        "stdout_tail": "",
+        "error": None,
+        "ended_early": True,
+        "requested": None,
+        "seed": None,
+        "warmup_steps": 0,
+        "measured_steps": 0,
+        "total_steps": 0,
+        "batch_size": None,
+        "steps_per_s": None,
+        "samples_per_s": None,
+        "wall_time_s": None,
+        "step_time_s": {"median": None, "mean": None, "p10": None, "p90": None, "per_step": []},
+        "timing_source": None,
+        "before_backward_s": {"median": None, "mean": None, "p10": None, "p90": None, "per_step": []},
+        "input_stall_fraction": None,
+        "syncs_per_step": None,
+        "host_reads_per_step": None,
+        "memory": {"peak_allocated_bytes": None, "peak_reserved_bytes": None, "peak_rss_bytes": None,
+                   "device_total_bytes": None},
+        "gpu": None,
+        "loss": [],
+        "loss_unscaled_by_gradscaler": False,
+        "loss_nonfinite_steps": [],
+        "compile": None,
+        "trace": None,
+        "fingerprint": None,
+        "diagnosis": [],
+        "rank": 0,
+        "world_size": None,
+        "ranks": None,
+    }
+
+
+def _stage_runtime(dest: Path) -> Path:
+    """Copy the runtime package to ``dest/gpuperf_rewrite/runtime`` with an empty parent package."""
+    import gpuperf_rewrite.runtime as rt  # cheap: the package __init__ imports nothing
+
+    pkg = dest / "gpuperf_rewrite"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    shutil.copytree(Path(rt.__file__).parent, pkg / "runtime",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dest
+
+
+def _tail(path: Path, chars: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - chars * 4))  # bytes, allowing for multi-byte characters
+            return f.read().decode("utf-8", errors="replace")[-chars:]
+    except OSError:
+        return ""
+
+
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
+    """True once the child has exited, *without* reaping it: its pid (our process group id)
+    stays reserved until we have killed the rest of the group."""
+    if proc.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return proc.poll() is not None
+    except AttributeError:  # no waitid on this platform
+        return proc.poll() is not None
+
+
+def _wait(proc: subprocess.Popen[bytes], deadline: float) -> bool:
+    """Wait for the child until ``deadline`` (monotonic); False on timeout."""
+    delay = 0.005
+    while not _exited(proc):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+    return True
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _end_group(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM the group, SIGKILL it after ``grace`` seconds if the leader is still there."""
+    _signal_group(proc.pid, signal.SIGTERM)
+    if not _wait(proc, time.monotonic() + grace):
+        _signal_group(proc.pid, signal.SIGKILL)
+
+
+def _command(python: str, script: Path, args: Sequence[str], out: Path, *, steps: int, warmup: int,
+             seed: int, trace_dir: str | Path | None, launcher: str | None, nproc: int) -> list[str]:
+    shim = ["--out", str(out), "--steps", str(steps), "--warmup", str(warmup), "--seed", str(seed)]
+    if trace_dir is not None:
+        shim += ["--trace", str(Path(trace_dir).resolve())]
+    tail = [str(script), "--", *args]
+    if launcher is None:
+        return [python, "-m", "gpuperf_rewrite.runtime", *shim, *tail]
+    if launcher != "torchrun":
+        raise ValueError(f"unknown launcher {launcher!r}; expected one of {LAUNCHERS}")
+    return [python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
+            "--nproc-per-node", str(nproc), "-m", "gpuperf_rewrite.runtime", "--rank-suffix",
+            *shim, *tail]
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def run_profile(
+    script: str | Path,
+    script_args: Sequence[str] = (),
+    *,
+    steps: int = 50,
+    warmup: int = 10,
+    timeout: float = 600,
+    seed: int = 0,
+    python: str | None = None,
+    trace_dir: str | Path | None = None,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    launcher: str | None = None,
+    nproc_per_node: int = 1,
+) -> dict[str, Any]:
+    """Profile ``script`` under the runtime shim and return the JSON document (see docs/runtime.md).
+
+    Never hangs: past ``timeout`` seconds the child's process group gets SIGTERM, then SIGKILL.
+    On KeyboardInterrupt the group is ended and the interrupt re-raised.
+    """
+    script_path = Path(script)
+    if not script_path.is_absolute():
+        script_path = (Path(cwd) if cwd is not None else Path.cwd()) / script_path
+    args = [str(a) for a in script_args]
+    with tempfile.TemporaryDirectory(prefix="gpuperf-profile-") as tmp_s:
+        tmp = Path(tmp_s)
+        stage = _stage_runtime(tmp / "stage")
+        out = tmp / "result.json"
+        cmd = _command(python or sys.executable, script_path, args, out, steps=steps, warmup=warmup,
+                       seed=seed, trace_dir=trace_dir, launcher=launcher, nproc=nproc_per_node)
+        child_env = dict(os.environ if env is None else env)
+        if env is not None and "PATH" not in child_env:
+            child_env["PATH"] = os.environ.get("PATH", "")
+        child_env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(stage), child_env.get("PYTHONPATH", "")) if p)
+        child_env.setdefault("PYTHONHASHSEED", str(seed))  # same str/bytes hashing in both A/B arms
+        child_env["PYTHONUNBUFFERED"] = "1"  # complete tails even when the child is killed
+        stdout_path, stderr_path = tmp / "stdout.txt", tmp / "stderr.txt"
+        t0 = time.monotonic()
+        with open(stdout_path, "wb") as fo, open(stderr_path, "wb") as fe:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
+                                    cwd=cwd, env=child_env, start_new_session=True)
+            try:
+                finished = _wait(proc, t0 + timeout)
+                if not finished:
+                    _end_group(proc, TERM_GRACE_S)
+            except BaseException:  # KeyboardInterrupt included: never leave the group running
+                _end_group(proc, 2.0)
+                _signal_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise
+            # Leftovers (forked children, DataLoader workers, daemons) die with the group.
+            _signal_group(proc.pid, signal.SIGKILL)
+            returncode = proc.wait()
+        wall = time.monotonic() - t0
+
+        if launcher is None:
+            docs = [d for d in [_read_json(out)] if d is not None]
+        else:
+            docs = [d for p in sorted(tmp.glob("result.json.rank*.json")) if (d := _read_json(p))]
+        doc = (merge_ranks(docs) if len(docs) > 1 else docs[0]) if docs else None
+        if doc is None:
+            doc = empty_document(str(script_path), args, "crashed")
+            doc["requested"] = {"steps": steps, "warmup": warmup}
+            doc["seed"] = seed
+            doc["error"] = ("the shim wrote no result"
+                            + (f" (killed by signal {-returncode})" if returncode < 0 else ""))
+        if not finished:
+            doc["status"] = "timeout"
+            doc["error"] = f"ran past the {timeout:g} s timeout"
+        elif returncode != 0 and doc["status"] in ("completed", "no_steps"):
+            doc["status"] = "crashed"
+        doc["exit_code"] = returncode
+        doc["stderr_tail"] = _tail(stderr_path, STDERR_TAIL_CHARS)
+        doc["stdout_tail"] = _tail(stdout_path, STDOUT_TAIL_CHARS)
+        doc["command"] = cmd
+        doc["process_wall_time_s"] = wall
+        doc["timeout_s"] = timeout
+        doc["launcher"] = launcher
+        if launcher is not None and len(docs) < nproc_per_node and doc["status"] != "timeout":
+            doc["status"] = "crashed"
+            doc["error"] = doc.get("error") or f"only {len(docs)} of {nproc_per_node} ranks wrote a result"
+        doc["diagnosis"] = diagnose(doc) if doc.get("measured_steps") else []
+        return doc

@@ -1,0 +1,170 @@
+"""Optimizer-step and backward() hooks: the step boundaries and the loss trajectory.
+
+Steps come from torch's *global* optimizer hooks, so the script is not edited. Losses are the
+tensors ``backward()`` is called on, cloned on device (no host sync) and read once at the end.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from typing import Any, Callable
+
+
+class StopProfiling(BaseException):
+    """Raised at the step limit. BaseException so a script's ``except Exception:`` can't swallow it."""
+
+
+class Terminated(BaseException):
+    """Raised by the SIGTERM handler so partial measurements are still written."""
+
+
+class LossRecorder:
+    """Collects the loss of every backward() and groups them by optimizer step."""
+
+    def __init__(self) -> None:
+        self.pending: list[Any] = []  # device tensors since the last step boundary
+        self.per_step: list[list[Any]] = []
+        self.unscaled_by_gradscaler = False
+        self._scaled: tuple[Any, Any] | None = None  # (weakref to scaled output, unscaled loss)
+        self._depth = 0  # Tensor.backward calls torch.autograd.backward: record once
+        self.first_device: Any = None
+        self.first_backward_t: float | None = None  # perf_counter of this step's first backward()
+
+    def note_scaled(self, scaled: Any, unscaled: Any) -> None:
+        try:
+            self._scaled = (weakref.ref(scaled), unscaled.detach())
+        except TypeError:
+            self._scaled = None
+
+    def on_backward(self, tensor: Any) -> None:
+        value = tensor
+        if self._scaled is not None and self._scaled[0]() is tensor:
+            # The scaler multiplied the loss by its scale; keep the tensor it was given instead:
+            # exactly loss/scale, without reading the scale on the host.
+            value = self._scaled[1]
+            self.unscaled_by_gradscaler = True
+        value = value.detach()
+        if value.numel() != 1:
+            value = value.float().mean()
+        elif value.is_cuda:
+            # CUDA-graph outputs (torch.compile "reduce-overhead") live in buffers that later
+            # steps overwrite; CPU outputs are fresh tensors, so the copy is skipped there.
+            value = value.clone()
+        if self.first_device is None:
+            self.first_device = value.device
+        if not self.pending:
+            self.first_backward_t = time.perf_counter()
+        self.pending.append(value)
+
+    def close_step(self) -> None:
+        self.per_step.append(self.pending)
+        self.pending = []
+        self.first_backward_t = None
+
+    def values(self, torch: Any) -> list[float | None]:
+        """One float per step: the mean loss of that step's backward() calls (one host read)."""
+        flat = [t.float().reshape(()) for step in self.per_step for t in step]
+        if not flat:
+            return [None] * len(self.per_step)
+        try:
+            nums = torch.stack([t.to(flat[0].device) for t in flat]).cpu().tolist()
+        except Exception:  # mixed devices or odd tensor subclasses: read one by one
+            nums = [float(t) for t in flat]
+        out: list[float | None] = []
+        i = 0
+        for step in self.per_step:
+            n = len(step)
+            out.append(sum(nums[i : i + n]) / n if n else None)
+            i += n
+        return out
+
+
+def install_backward_hooks(torch: Any, rec: LossRecorder) -> Callable[[], None]:
+    """Wrap Tensor.backward, torch.autograd.backward and GradScaler.scale; return an undo."""
+    orig_tensor_backward = torch.Tensor.backward
+    orig_autograd_backward = torch.autograd.backward
+
+    def tensor_backward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if rec._depth == 0:
+            rec.on_backward(self)
+        rec._depth += 1
+        try:
+            return orig_tensor_backward(self, *args, **kwargs)
+        finally:
+            rec._depth -= 1
+
+    def autograd_backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
+        if rec._depth == 0:
+            first = tensors
+            if isinstance(tensors, (list, tuple)):
+                first = tensors[0] if len(tensors) == 1 else None
+            if isinstance(first, torch.Tensor):
+                rec.on_backward(first)
+        rec._depth += 1
+        try:
+            return orig_autograd_backward(tensors, *args, **kwargs)
+        finally:
+            rec._depth -= 1
+
+    torch.Tensor.backward = tensor_backward
+    torch.autograd.backward = autograd_backward
+    undo: list[Callable[[], None]] = []
+
+    scaler_cls = getattr(getattr(torch, "amp", None), "GradScaler", None)
+    if scaler_cls is not None:
+        orig_scale = scaler_cls.scale
+
+        def scale(self: Any, outputs: Any) -> Any:
+            out = orig_scale(self, outputs)
+            if out is not outputs and isinstance(outputs, torch.Tensor):
+                rec.note_scaled(out, outputs)
+            return out
+
+        scaler_cls.scale = scale
+        undo.append(lambda: setattr(scaler_cls, "scale", orig_scale))
+
+    def restore() -> None:
+        torch.Tensor.backward = orig_tensor_backward
+        torch.autograd.backward = orig_autograd_backward
+        for fn in undo:
+            fn()
+
+    return restore
+
+
+def install_optimizer_hooks(
+    torch: Any, on_step: Callable[[], None], on_pre: Callable[[], None]
+) -> Callable[[], None]:
+    """Call ``on_step`` after every step of the *primary* optimizer (the first one that steps).
+
+    Scripts with several optimizers (GANs) step each once per iteration; counting only the
+    first keeps one boundary per iteration. If the primary is garbage-collected, the next
+    optimizer that steps takes over.
+    """
+    from torch.optim.optimizer import (
+        register_optimizer_step_post_hook,
+        register_optimizer_step_pre_hook,
+    )
+
+    primary: list[Any] = [None]
+
+    def post(opt: Any, args: Any, kwargs: Any) -> None:
+        ref = primary[0]
+        if ref is None or ref() is None:
+            primary[0] = weakref.ref(opt)
+        elif ref() is not opt:
+            return
+        on_step()
+
+    def pre(opt: Any, args: Any, kwargs: Any) -> None:
+        on_pre()
+
+    h1 = register_optimizer_step_post_hook(post)
+    h2 = register_optimizer_step_pre_hook(pre)
+
+    def restore() -> None:
+        h1.remove()
+        h2.remove()
+
+    return restore

@@ -1,0 +1,315 @@
+"""One profiled run: install the hooks, run the script as ``__main__``, build the JSON document."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import runpy
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from . import SCHEMA_VERSION, compilation, diagnosis, fingerprint, memory, nvml
+from .dataloader import DataWait
+from .dataloader import install as install_dataloader
+from .hooks import (
+    LossRecorder,
+    StopProfiling,
+    Terminated,
+    install_backward_hooks,
+    install_optimizer_hooks,
+)
+from .syncs import HostReadCounter, SyncCounter
+from .timing import StepClock, summarize
+from .trace import TRACE_STEPS, Tracer
+
+
+def seed_everything(seed: int, torch: Any) -> None:
+    random.seed(seed)
+    try:
+        import numpy  # noqa: PLC0415 - optional: seeded only if the user's env has it
+
+        numpy.random.seed(seed)
+    except Exception:
+        pass
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+class Session:
+    def __init__(self, torch: Any, *, steps: int, warmup: int, trace_dir: str | None, rank: int) -> None:
+        self.torch = torch
+        self.steps = steps
+        self.warmup = warmup
+        self.limit = warmup + steps
+        self.stop_at = self.limit + (TRACE_STEPS if trace_dir else 0)
+        # Resolved now: the script may chdir before the trace is written.
+        self.tracer = Tracer(torch, Path(trace_dir).resolve(), rank) if trace_dir else None
+        self.clock = StepClock()
+        self.loss = LossRecorder()
+        self.data = DataWait()
+        self.data.check_stop = self.check_stop
+        self.syncs = SyncCounter()
+        self.reads = HostReadCounter()
+        # Cumulative counters sampled at every boundary; index 0 is the script start.
+        self.wait_at: list[float] = [0.0]
+        self.samples_at: list[int] = [0]
+        self.syncs_at: list[int] = [0]
+        self.reads_at: list[int] = [0]
+        # Host seconds from the previous boundary to the step's first backward(): data + forward.
+        self.before_bwd: list[float | None] = [None]
+        self.steps_done = 0
+        self.stopping = False
+        self.cuda = False
+        self.sampler: nvml.Sampler | None = None
+        self.finish_now: Any = None
+
+    # -- hot path: keep it to appends and one timestamp -------------------------------------
+    def on_step(self) -> None:
+        if not self.cuda and self.torch.cuda.is_initialized():
+            self._enable_cuda()
+        self.clock.mark()
+        self.wait_at.append(self.data.wait_s)
+        self.samples_at.append(self.data.samples)
+        self.syncs_at.append(self.syncs.count)
+        self.reads_at.append(self.reads.count)
+        fb = self.loss.first_backward_t
+        self.before_bwd.append(None if fb is None else fb - self.clock.host[-2])
+        self.loss.close_step()
+        self.steps_done += 1
+        n = self.steps_done
+        if self.tracer is not None and n >= self.limit:
+            self._trace_step(n)
+        if n >= self.stop_at:
+            self.stopping = True
+            raise StopProfiling()
+
+    def _trace_step(self, n: int) -> None:
+        tracer = self.tracer
+        assert tracer is not None
+        try:
+            if n == self.limit:
+                tracer.start(self.cuda)
+            else:
+                tracer.steps += 1
+                if n == self.stop_at:
+                    tracer.stop()
+        except Exception as exc:  # a profiler failure must not become the script's exception
+            print(f"gpuperf runtime: trace failed: {exc}", file=sys.stderr)
+            self.tracer = None
+
+    def check_stop(self) -> None:
+        if self.stopping:  # the script swallowed StopProfiling (bare except) and went on
+            if self.finish_now is not None:
+                self.finish_now()  # writes the results and exits the process; never returns
+            raise StopProfiling()
+
+    def _enable_cuda(self) -> None:
+        self.cuda = True
+        self.clock.use_cuda(self.torch)
+        try:
+            self.syncs.enable(self.torch)
+        except Exception:
+            pass
+        self.sampler = nvml.start(self.torch)
+
+    # -- end of run ---------------------------------------------------------------------------
+    def window(self) -> tuple[int, int]:
+        """Boundary indices (start, end) of the measured window over the steps that ran."""
+        done = self.steps_done
+        if done > self.warmup:
+            return self.warmup, min(self.limit, done)
+        if done >= 2:  # ended inside warmup: drop only the first step (setup, compilation)
+            return 1, done
+        return 0, done
+
+    def build(self, script: str, args: list[str], status: str, exit_code: int,
+              error: str | None, wall_s: float, world_size: int, rank: int, seed: int) -> dict[str, Any]:
+        torch = self.torch
+        self.syncs.disable(torch)  # our own reads below must not count (or print)
+        if self.tracer is not None:
+            try:
+                self.tracer.stop()
+            except Exception as exc:  # a failed export must not lose the measurements
+                print(f"gpuperf runtime: trace export failed: {exc}", file=sys.stderr)
+        if self.sampler is not None:
+            self.sampler.stop()
+        start, end = self.window()
+        m = end - start
+        per_step, source = self.clock.durations(start, end) if m > 0 else ([], "host")
+        total = sum(per_step)
+        host_window = self.clock.host[end] - self.clock.host[start] if m > 0 else 0.0
+        samples = self.samples_at[end] - self.samples_at[start] if m > 0 else 0
+        stall = None
+        if m > 0 and self.data.batches > 0 and host_window > 0:
+            stall = min(1.0, (self.wait_at[end] - self.wait_at[start]) / host_window)
+        syncs = None
+        if m > 0 and self.syncs.used:
+            syncs = (self.syncs_at[end] - self.syncs_at[start]) / m
+        try:
+            losses = self.loss.values(torch)
+        except Exception as exc:
+            print(f"gpuperf runtime: could not read losses: {exc}", file=sys.stderr)
+            losses = [None] * self.steps_done
+        device = "cpu"
+        if self.loss.first_device is not None:
+            device = self.loss.first_device.type
+        elif self.cuda:
+            device = "cuda"
+        gpu = None
+        if self.sampler is not None and m > 0:
+            gpu = self.sampler.summary(self.clock.host[start], self.clock.host[end], m)
+        doc: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "status": status,
+            "script": script,
+            "args": args,
+            "exit_code": exit_code,
+            "stderr_tail": "",
+            "error": error,
+            "ended_early": status in ("completed", "no_steps", "crashed") and self.steps_done < self.limit,
+            "requested": {"steps": self.steps, "warmup": self.warmup},
+            "seed": seed,
+            "warmup_steps": start,
+            "measured_steps": m,
+            "total_steps": self.steps_done,
+            "batch_size": self.data.first_batch_size,
+            "steps_per_s": m / total if total > 0 else None,
+            "samples_per_s": samples / total if total > 0 and samples > 0 else None,
+            "wall_time_s": wall_s,
+            "step_time_s": summarize(per_step),
+            "timing_source": source,
+            "input_stall_fraction": stall,
+            "before_backward_s": summarize(
+                [v for v in self.before_bwd[start + 1 : end + 1] if v is not None]),
+            "syncs_per_step": syncs,
+            "host_reads_per_step": (self.reads_at[end] - self.reads_at[start]) / m if m > 0 else None,
+            "memory": memory.collect(torch, self.cuda),
+            "gpu": gpu,
+            "loss": losses,
+            "loss_unscaled_by_gradscaler": self.loss.unscaled_by_gradscaler,
+            "loss_nonfinite_steps": [i for i, v in enumerate(losses)
+                                     if v is not None and not math.isfinite(v)],
+            "compile": compilation.collect(),
+            "trace": self.tracer.result if self.tracer is not None else None,
+            "fingerprint": fingerprint.collect(torch, device, script, world_size),
+            "rank": rank,
+            "world_size": world_size,
+            "ranks": None,
+        }
+        doc["diagnosis"] = diagnosis.diagnose(doc)
+        return doc
+
+
+def print_script_traceback(exc: BaseException, script: str) -> None:
+    """Print the traceback from the script's first frame on, as ``python script.py`` would."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != script:
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
+
+
+def finite(obj: Any) -> Any:
+    """JSON has no NaN/Infinity: non-finite floats become null (a diverged loss must not lose the run)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
+def write_json_atomic(path: str | Path, doc: dict[str, Any]) -> None:
+    path = Path(path)
+    doc = finite(doc)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc, indent=1, allow_nan=False, default=str))
+    os.replace(tmp, path)  # readers never see a half-written file
+
+
+def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed: int,
+        trace_dir: str | None) -> int:
+    """Run ``script`` under the shim, write the JSON to ``out``; return the process exit code."""
+    import torch  # the user's torch, imported before their script like any `import torch` would
+
+    rank = int(os.environ.get("RANK", "0"))
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    script = os.path.abspath(script)
+    session = Session(torch, steps=steps, warmup=warmup, trace_dir=trace_dir, rank=rank)
+    running = [True]
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        if running[0]:
+            running[0] = False
+            raise Terminated()
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    undo = [
+        install_optimizer_hooks(torch, session.on_step, session.check_stop),
+        install_backward_hooks(torch, session.loss),
+        install_dataloader(torch, session.data),
+        session.reads.install(torch),
+    ]
+    t0 = time.perf_counter()
+
+    def finish(status: str, exit_code: int, error: str | None) -> int:
+        running[0] = False
+        wall = time.perf_counter() - t0
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for fn in undo:
+            fn()
+        if session.stopping:  # reached the limit, however the script reacted to StopProfiling
+            status, exit_code, error = "step_limit", 0, None
+        elif status == "completed" and session.steps_done == 0:
+            status = "no_steps"
+        doc = session.build(script, args, status, exit_code, error, wall, world_size, rank, seed)
+        write_json_atomic(out, doc)
+        return exit_code
+
+    def finish_now() -> None:
+        # The script caught StopProfiling with a bare except: results first, then a hard exit,
+        # because a script that swallows BaseException cannot be stopped any other way.
+        code = finish("step_limit", 0, None)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+    session.finish_now = finish_now
+    seed_everything(seed, torch)
+    sys.argv = [script, *args]
+    sys.path[0] = os.path.dirname(script)  # what `python script.py` puts first
+    status, exit_code, error = "completed", 0, None
+    session.clock.start()
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except StopProfiling:
+        pass
+    except Terminated:
+        status, exit_code, error = "crashed", 128 + signal.SIGTERM, "terminated by SIGTERM"
+    except SystemExit as exc:
+        code = exc.code
+        if code not in (None, 0):
+            if not isinstance(code, int):
+                print(code, file=sys.stderr)  # what the interpreter would have printed
+                code = 1
+            status, exit_code, error = "crashed", code, f"SystemExit({exc.code!r})"
+    except BaseException as exc:  # noqa: BLE001 - any script failure is a result, not our crash
+        print_script_traceback(exc, script)
+        status, exit_code, error = "crashed", 1, f"{type(exc).__name__}: {exc}"[:2000]
+    return finish(status, exit_code, error)
+
+
+def exit_soon(code: int, grace_s: float = 10.0) -> None:
+    """Exit normally (atexit, DataLoader worker shutdown), but never hang on a stuck thread."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    timer = threading.Timer(grace_s, os._exit, args=(code,))
+    timer.daemon = True
+    timer.start()
+    sys.exit(code)

@@ -1,0 +1,125 @@
+"""A fake runner for A/B tests: the script's ``# fake:`` line says how it behaves.
+
+    # fake: speed=100 noise=0.02 loss=1.0 status=completed sleep=0
+
+speed is samples/s; each run draws speed * (1 + noise * N(0, 1)) from a seeded generator, so a
+test is deterministic. loss scales the loss trajectory (1.0 = the reference trajectory).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+FP = {"device": "cpu", "device_name": "fake", "torch": "x", "cuda": None, "python": "3", "cpu_count": 2,
+      "platform": "test", "env_hash": "e" * 64}
+
+
+def spec(path: str | Path) -> dict[str, str]:
+    for line in Path(path).read_text().splitlines():
+        if line.startswith("# fake:"):
+            return dict(kv.split("=", 1) for kv in line[len("# fake:"):].split())
+    return {}
+
+
+class FakeRunner:
+    def __init__(self, seed: int = 0, env_hash: str = "e" * 64) -> None:
+        self.rng = random.Random(seed)
+        self.calls: list[str] = []
+        self.env_hash = env_hash
+        self.counts: dict[str, int] = {}
+
+    def __call__(self, script: str, args: list[str], *, steps: int, warmup: int, timeout: float, seed: int,
+                 cwd: Any = None, env: Any = None) -> dict[str, Any]:
+        s = spec(script)
+        self.calls.append(str(script))
+        if float(s.get("sleep", 0)):
+            time.sleep(float(s["sleep"]))
+        status = s.get("status", "step_limit")
+        speed = float(s.get("speed", 100)) * (1 + float(s.get("noise", 0.02)) * self.rng.gauss(0, 1))
+        if "fast_if" in s:  # a real rewrite (by the engine) made this text appear: 1.5x faster
+            body = "".join(ln for ln in Path(script).read_text().splitlines(True) if not ln.startswith("# fake:"))
+            speed *= 1.5 if s["fast_if"] in body else 1.0
+        if "seq" in s:  # explicit throughputs, cycled: seq=100,102,98
+            seq = [float(v) for v in s["seq"].split(",")]
+            k = self.counts.get(str(script), 0)
+            self.counts[str(script)] = k + 1
+            speed = seq[k % len(seq)]
+        scale = float(s.get("loss", 1.0))
+        loss = [2.0 * 0.95 ** i * scale for i in range(warmup + steps)]
+        ok = status in ("completed", "step_limit")
+        return {
+            "status": status, "exit_code": 0 if ok else 1, "stderr_tail": "" if ok else "RuntimeError: boom",
+            "error": None if ok else "boom", "measured_steps": steps if ok else 0, "batch_size": 32,
+            "samples_per_s": speed if ok else None, "steps_per_s": speed / 32 if ok else None,
+            "wall_time_s": steps * 32 / speed, "memory": {"peak_allocated_bytes": None,
+                                                          "peak_rss_bytes": 100 << 20},
+            "loss": loss if ok else [], "fingerprint": {**FP, "env_hash": self.env_hash,
+                                                       "script_sha256": "s" * 64},
+        }
+
+
+def fake_script(path: Path, **kv: Any) -> Path:
+    path.write_text("# fake: " + " ".join(f"{k}={v}" for k, v in kv.items()) + "\nprint('hi')\n")
+    return path
+
+
+# -- --apply helpers ----------------------------------------------------------------------------
+
+# Fake "rules" for --apply tests: each rewrites the `# fake:` line of a script.
+FAKE_FIXES = {
+    "X1": lambda s: {**s, "speed": str(float(s.get("speed", 100)) * 1.5)},  # a real speedup
+    "X2": lambda s: {**s, "speed": str(float(s.get("speed", 100)) * 1.0)},  # neutral
+    "SLOW": lambda s: {**s, "speed": str(float(s.get("speed", 100)) * 0.6)},  # e.g. a sleep in the loop
+    "LOSS": lambda s: {**s, "loss": "1.5"},  # changes what the model learns
+}
+
+
+def fake_rewriter(available: tuple[str, ...]):
+    def rewrite(data: bytes, codes):
+        chosen = [c for c in available if codes is None or c in codes]
+        lines = data.decode().splitlines(keepends=True)
+        for i, line in enumerate(lines):
+            if line.startswith("# fake:"):
+                s = dict(kv.split("=", 1) for kv in line[len("# fake:"):].split())
+                for c in chosen:
+                    s = FAKE_FIXES[c](s)
+                lines[i] = "# fake: " + " ".join(f"{k}={v}" for k, v in s.items()) + "\n"
+        new = "".join(lines).encode()
+        if chosen:
+            new += ("# fixed by " + ",".join(chosen) + "\n").encode()
+        return (new if new != data else None), {c: 1 for c in chosen}
+
+    return rewrite
+
+
+def git_repo(path: Path, files: dict[str, str]) -> Any:
+    """A repository with ``files`` committed, and a test identity."""
+    import git
+
+    repo = git.Repo.init(path)
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "Test")
+        cw.set_value("user", "email", "test@example.com")
+        cw.set_value("commit", "gpgsign", "false")
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    repo.index.add(list(files))
+    repo.index.commit("initial")
+    return repo
+
+
+def repo_state(repo: Any) -> dict[str, Any]:
+    """Everything --apply may touch: HEAD, refs, notes, index, status, working files."""
+    root = Path(repo.working_tree_dir)
+    return {
+        "head": repo.git.rev_parse("HEAD"),
+        "refs": repo.git.for_each_ref(),
+        "index": repo.git.ls_files("-s"),
+        "status": repo.git.status("--porcelain", "--untracked-files=all"),
+        "files": {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+                  if p.is_file() and ".git" not in p.relative_to(root).parts},
+    }

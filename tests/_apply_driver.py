@@ -1,0 +1,31 @@
+"""Run --apply with the fake runner and rewriter in a subprocess (for SIGINT/SIGKILL tests).
+
+usage: python _apply_driver.py SCRIPT CODES [RUNS]
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _abfakes import FakeRunner, fake_rewriter  # noqa: E402
+
+from gpuperf_rewrite.abtest import ABConfig  # noqa: E402
+from gpuperf_rewrite.apply import run_apply  # noqa: E402
+
+
+def main() -> int:
+    script, codes = sys.argv[1], tuple(sys.argv[2].split(","))
+    runs = int(sys.argv[3]) if len(sys.argv) > 3 else 4
+    cfg = ABConfig(runs=runs, max_runs=runs, min_runs=runs, steps=5, warmup=1, bootstrap_resamples=200)
+
+    def progress(ev):
+        if ev.phase == "start":
+            print(f"RUN {ev.run}", file=sys.stderr, flush=True)
+
+    return run_apply(script, script_args=[], config=cfg, runner=FakeRunner(), rewriter=fake_rewriter(codes),
+                     progress=progress)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

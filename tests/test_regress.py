@@ -1,0 +1,137 @@
+"""``baseline`` / ``regress`` / ``--history``: notes keyed by script and fingerprint (fake runs)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("scipy")
+pytest.importorskip("git")
+
+from _abfakes import FakeRunner, git_repo  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from gpuperf_rewrite import abtest, gitops  # noqa: E402
+from gpuperf_rewrite.abtest import ABConfig  # noqa: E402
+from gpuperf_rewrite.cli import cli  # noqa: E402
+from gpuperf_rewrite.commands.baseline import BaselineError, check_regression, history, record_baseline  # noqa: E402
+
+CFG = ABConfig(runs=6, max_runs=6, steps=5, warmup=1, bootstrap_resamples=300)
+FAST = "# fake: speed=100 noise=0.01\n"
+
+
+def quiet(*a, **k) -> None:
+    pass
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return git_repo(tmp_path, {"train.py": FAST, "eval.py": FAST})
+
+
+def test_baseline_then_regress_unchanged_passes_and_20pct_slower_fails(repo, tmp_path) -> None:
+    rec = record_baseline("train.py", config=CFG, runner=FakeRunner(1), echo=quiet)
+    head = repo.head.commit.hexsha
+    assert rec["commit"] == head and len(rec["samples"]) == 6
+    (stored,) = gitops.parse_note(gitops.read_note(repo, head))
+    assert stored["key"] == f"train.py@{'e' * 64}" and stored["kind"] == "baseline"
+
+    repo.index.commit("docs only")  # the nearest noted commit is an ancestor, not HEAD
+    same = check_regression("train.py", config=CFG, runner=FakeRunner(2))
+    assert not same["regressed"] and same["baseline_commit"] == head and abs(same["change"]) < 0.05
+
+    (tmp_path / "train.py").write_text("# fake: speed=80 noise=0.01\n")  # 20% slower
+    slow = check_regression("train.py", config=CFG, runner=FakeRunner(3))
+    assert slow["regressed"] and -0.25 < slow["change"] < -0.15 and slow["p_value"] < 0.05
+    # a 20% drop does not fail a 30% threshold
+    assert not check_regression("train.py", threshold=0.30, config=CFG, runner=FakeRunner(3))["regressed"]
+
+
+def test_measurements_coexist_in_one_note(repo) -> None:
+    record_baseline("train.py", config=CFG, runner=FakeRunner(1), echo=quiet)
+    record_baseline("eval.py", config=CFG, runner=FakeRunner(1), echo=quiet)
+    record_baseline("train.py", config=CFG, runner=FakeRunner(1, env_hash="f" * 64), echo=quiet)
+    record_baseline("train.py", config=CFG, runner=FakeRunner(4), echo=quiet)  # re-run: replaces its key
+    records = gitops.parse_note(gitops.read_note(repo, repo.head.commit.hexsha))
+    assert sorted(r["key"] for r in records) == sorted(
+        [f"train.py@{'e' * 64}", f"eval.py@{'e' * 64}", f"train.py@{'f' * 64}"])
+
+
+def test_cat_sort_uniq_merge_of_concurrent_notes_keeps_both(repo, tmp_path) -> None:
+    """Two clones record on the same commit; fetching and merging with cat_sort_uniq keeps both."""
+    import git
+
+    other = git.Repo.clone_from(tmp_path, tmp_path.parent / "clone")
+    with other.config_writer() as cw:
+        cw.set_value("user", "name", "T")
+        cw.set_value("user", "email", "t@example.com")
+    record_baseline("train.py", config=CFG, runner=FakeRunner(1), echo=quiet)
+    record_baseline(str(tmp_path.parent / "clone" / "eval.py"), config=CFG, runner=FakeRunner(1), echo=quiet)
+    other.git.fetch(str(tmp_path), f"{gitops.NOTES_REF}:refs/notes/theirs")
+    other.git.notes("--ref", "gpuperf", "merge", "-s", "cat_sort_uniq", "refs/notes/theirs")
+    merged = gitops.parse_note(gitops.read_note(other, other.head.commit.hexsha))
+    assert sorted(r["script"] for r in merged) == ["eval.py", "train.py"]
+
+
+def test_no_comparable_baseline(repo, tmp_path) -> None:
+    with pytest.raises(BaselineError, match="no comparable baseline"):
+        check_regression("train.py", config=CFG, runner=FakeRunner())
+    record_baseline("train.py", config=CFG, runner=FakeRunner(1, env_hash="f" * 64), echo=quiet)
+    with pytest.raises(BaselineError, match="no comparable baseline"):  # another machine's numbers
+        check_regression("train.py", config=CFG, runner=FakeRunner())
+    with pytest.raises(BaselineError, match="no comparable baseline"):  # other steps
+        check_regression("train.py", config=ABConfig(runs=3, steps=9), runner=FakeRunner(1, env_hash="f" * 64))
+
+
+def test_baseline_measures_the_committed_version(repo, tmp_path) -> None:
+    (tmp_path / "train.py").write_text("# fake: speed=10 noise=0.01\n")  # uncommitted edit
+    runner = FakeRunner()
+    rec = record_baseline("train.py", config=CFG, runner=runner, echo=quiet)
+    assert 90 < rec["median"] < 110 and all(not c.endswith("/train.py") or "baseline" in c for c in runner.calls)
+
+
+def test_history_lists_noted_commits(repo, tmp_path) -> None:
+    record_baseline("train.py", config=CFG, runner=FakeRunner(1), echo=quiet)
+    (tmp_path / "train.py").write_text("# fake: speed=150 noise=0.01\n")
+    repo.index.add(["train.py"])
+    repo.index.commit("faster")
+    record_baseline("train.py", config=CFG, runner=FakeRunner(2), echo=quiet)
+    rows = history(repo, "train.py")
+    assert [r["summary"] for r in rows] == ["faster", "initial"]
+    assert rows[0]["median"] > 1.3 * rows[1]["median"]
+
+
+def test_cli_exit_codes(repo, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(abtest, "default_runner", lambda: FakeRunner(7))
+    cli_runner = CliRunner()
+    opts = ["--runs", "6", "--steps", "5", "--warmup", "1"]
+    r = cli_runner.invoke(cli, ["regress", "train.py", *opts])
+    assert r.exit_code == 2 and "no comparable baseline" in r.output
+    r = cli_runner.invoke(cli, ["baseline", "train.py", *opts])
+    assert r.exit_code == 0 and "Baseline for train.py" in r.output
+    r = cli_runner.invoke(cli, ["regress", "train.py", *opts])
+    assert r.exit_code == 0 and "\nok: train.py" in "\n" + r.stdout and repo.head.commit.hexsha[:12] in r.output
+    (tmp_path / "train.py").write_text("# fake: speed=80 noise=0.01\n")
+    r = cli_runner.invoke(cli, ["regress", "train.py", "--json", *opts])
+    assert r.exit_code == 1 and json.loads(r.stdout)["regressed"] is True
+    r = cli_runner.invoke(cli, ["regress", "train.py", "--history"])
+    assert r.exit_code == 0 and "initial" in r.output and "baseline" in r.output
+
+
+def test_ab_cli_json_and_exit_codes(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(abtest, "default_runner", lambda: FakeRunner(7))
+    (tmp_path / "a.py").write_text("# fake: speed=100 noise=0.01\n")
+    (tmp_path / "b.py").write_text("# fake: speed=150 noise=0.01\n")
+    (tmp_path / "c.py").write_text("# fake: status=crashed\n")
+    cli_runner = CliRunner()
+    opts = ["--runs", "6", "--steps", "5", "--warmup", "1"]
+    r = cli_runner.invoke(cli, ["ab", str(tmp_path / "a.py"), str(tmp_path / "b.py"), "--json", *opts])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["verdict"] == "faster" and doc["ci95"][0] > 1
+    r = cli_runner.invoke(cli, ["ab", str(tmp_path / "a.py"), str(tmp_path / "a.py"), *opts])
+    assert r.exit_code == 1 and "NO_DIFFERENCE" in r.output and "p-values" in r.output
+    r = cli_runner.invoke(cli, ["ab", str(tmp_path / "c.py"), str(tmp_path / "a.py"), *opts])
+    assert r.exit_code == 2 and "original script" in r.output
