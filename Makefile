@@ -46,5 +46,26 @@ lint: $(VENV)/.base
 docs: $(VENV)/.base
 	$(BIN)/python -m gpuperf_rewrite.docgen
 
+# Benchmarks (docs/benchmarks.md). TorchFix pins libcst<1.6, so it gets its own venv (no torch).
+TORCHFIX_VENV := .venv-torchfix
+BENCH_ARGS ?=
+
+$(VENV)/.bench: $(VENV)/.test
+	$(PIP) install -e ".[test,bench]"
+	touch $@
+
+$(TORCHFIX_VENV)/bin/torchfix:
+	$(PYTHON) -m venv $(TORCHFIX_VENV)
+	$(TORCHFIX_VENV)/bin/python -m pip --disable-pip-version-check -q install torchfix
+
+# Lint the installed torch package: ours vs TorchFix vs LibCST's bare parse.
+bench-lint: $(VENV)/.bench $(TORCHFIX_VENV)/bin/torchfix
+	$(BIN)/python benchmarks/lint_speed.py $(BENCH_ARGS)
+
+# A/B every fixture against its rewrite (CPU, small); on a GPU machine:
+#   make bench BENCH_ARGS="--size full --device cuda"
+bench: $(VENV)/.bench
+	$(BIN)/python benchmarks/rewrite_gains.py $(BENCH_ARGS)
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(TORCHFIX_VENV) build *.egg-info .pytest_cache

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ._calls import dotted_name, literal_value
-from ._framework import Edit, Replace, RuleContext
+from ._framework import Edit, Replace, RuleContext, children_of
 from ._torchnames import NO_GRAD
 from ._training import TrainingAnalysis
 
@@ -18,26 +18,18 @@ _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 # ---- source order -------------------------------------------------------------------------
 def preorder(ctx: RuleContext) -> dict[cst.CSTNode, int]:
     """Every node's position in a pre-order walk, i.e. source order (computed once per file)."""
-    def compute(c: RuleContext) -> dict[cst.CSTNode, int]:
-        order: dict[cst.CSTNode, int] = {}
-        stack: list[cst.CSTNode] = [c.module]
-        while stack:
-            cur = stack.pop()
-            order[cur] = len(order)
-            stack.extend(reversed(cur.children))
-        return order
-    return ctx.memo("preorder", compute)
+    return ctx.preorder()
 
 
 def walk(node: cst.CSTNode, into_scopes: bool = False) -> Iterator[cst.CSTNode]:
     """Nodes below ``node``; nested functions/classes/lambdas only when ``into_scopes``."""
-    stack = list(reversed(node.children))
+    stack = list(reversed(children_of(node)))
     while stack:
         cur = stack.pop()
         yield cur
         if not into_scopes and isinstance(cur, _SCOPES):
             continue
-        stack.extend(reversed(cur.children))
+        stack.extend(reversed(children_of(cur)))
 
 
 def walk_with_callees(ta: TrainingAnalysis, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
