@@ -118,7 +118,14 @@ def run_jobs(jobs: Sequence[Job], n_jobs: int | None = None, *,
             while source or inflight:
                 while source and len(inflight) < window:
                     i = source.popleft()
-                    inflight.append((i, pool.submit(check, jobs[i])))
+                    try:
+                        inflight.append((i, pool.submit(check, jobs[i])))
+                    except BrokenProcessPool:  # a worker died while we were still submitting
+                        source.appendleft(i)
+                        broken = True
+                        break
+                if broken:
+                    break
                 i, fut = inflight[0]
                 try:
                     results[i] = fut.result()
