@@ -68,7 +68,8 @@ class SyncInLoop(Rule):
     fix_description = (
         "Where the value only feeds an accumulator (`total += loss.item()`) that is read in a guarded "
         "logging block (`if step % N == 0:`) or after the loop, accumulate on the device "
-        "(`total += loss.detach()`) and convert with `float(...)` where it is read. Otherwise report only: "
+        "(`total += loss.detach()`) and convert with `float(...)` where it is read (`int(...)` for a counter of "
+        "matches such as `correct += (pred == y).sum().item()`). Otherwise report only: "
         "move the read under `if step % N == 0:`."
     )
     fix_safety = "unsafe"
