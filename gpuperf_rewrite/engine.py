@@ -257,36 +257,28 @@ def apply_fixes(module: cst.Module, ctx: RuleContext, fixes: Iterable[Fix]) -> t
     return new_module, applied
 
 
+def _suppressed(diags: Sequence[Diagnostic], noqa: dict[int, set[str]]) -> set[int]:
+    """Indices of the diagnostics a ``# noqa`` comment on their first or last line silences."""
+    if not noqa:
+        return set()
+    return {i for i, d in enumerate(diags) if noqa_mod.is_suppressed(noqa, d.code, (d.line, d.end_line))}
+
+
 def _diagnostics(module: cst.Module, text: str, path: str,
-                 found: list[tuple[type[Rule], Finding]], mode: FixMode) -> list[Diagnostic]:
-    if not found:
-        return []
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    noqa = noqa_mod.noqa_map(text)
-    out = []
-    for cls, f in found:
-        rng = positions[f.node]
-        if noqa_mod.is_suppressed(noqa, cls.code, (rng.start.line, rng.end.line)):
-            continue
-        fix = {"safety": f.fix.safety, "description": f.fix.description} if f.fix else None
-        out.append(Diagnostic(path, rng.start.line, rng.start.column + 1, rng.end.line,
-                              rng.end.column + 1, cls.code, cls.name, f.message,
-                              f.severity or cls.severity, fix))
+                 found: list[tuple[type[Rule], Finding]]) -> list[Diagnostic]:
+    """The unsuppressed diagnostics, sorted by position."""
+    diags = _diagnostics_unsorted(module, text, path, found)
+    hidden = _suppressed(diags, noqa_mod.noqa_map(text)) if diags else set()
+    out = [d for i, d in enumerate(diags) if i not in hidden]
     out.sort(key=lambda d: (d.line, d.column, d.code))
     return out
 
 
 def _suppressed_nodes(module: cst.Module, text: str, found: list[tuple[type[Rule], Finding]]) -> set[int]:
     noqa = noqa_mod.noqa_map(text)
-    if not noqa:
+    if not noqa or not found:  # positions cost a codegen pass: only when a noqa could apply
         return set()
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    out = set()
-    for i, (cls, f) in enumerate(found):
-        rng = positions[f.node]
-        if noqa_mod.is_suppressed(noqa, cls.code, (rng.start.line, rng.end.line)):
-            out.add(i)
-    return out
+    return _suppressed(_diagnostics_unsorted(module, text, "", found), noqa)
 
 
 def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none",
@@ -377,7 +369,7 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
             result.fixed = current_bytes
 
     _, found = _run_rules(module, text, path, rules, ruleset)
-    result.diagnostics = _diagnostics(module, text, path, found, mode)
+    result.diagnostics = _diagnostics(module, text, path, found)
     return result
 
 
@@ -418,8 +410,8 @@ def fix_each(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "safe") -
     except _ParseFailure:
         return text, []
     ctx, found = _run_rules(module, text, path, rules, ruleset)
-    suppressed = _suppressed_nodes(module, text, found)
-    diags = {id(f): d for (cls, f), d in zip(found, _diagnostics_unsorted(module, text, path, found))}
+    diag_list = _diagnostics_unsorted(module, text, path, found)  # one position pass for both uses
+    suppressed = _suppressed(diag_list, noqa_mod.noqa_map(text)) if diag_list else set()
     out: list[SingleFix] = []
     for i, (cls, finding) in enumerate(found):
         if i in suppressed or not _fix_allowed(finding.fix, mode):
@@ -433,7 +425,7 @@ def fix_each(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "safe") -
             continue
         new_text = decode_source(new_module.bytes)
         if new_text != text:
-            out.append(SingleFix(diags[id(finding)], new_text))
+            out.append(SingleFix(diag_list[i], new_text))
     out.sort(key=lambda s: (s.diagnostic.line, s.diagnostic.column, s.diagnostic.code))
     return text, out
 
