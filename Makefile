@@ -44,7 +44,7 @@ lint: $(VENV)/.base
 	$(BIN)/gpuperf-rewrite gpuperf_rewrite rules runtime
 
 docs: $(VENV)/.base
-	$(BIN)/python -m gpuperf_rewrite.docgen
+	$(BIN)/python -m gpuperf_rewrite.lint.docgen
 
 # Benchmarks (docs/benchmarks.md). TorchFix pins libcst<1.6, so it gets its own venv (no torch).
 TORCHFIX_VENV := .venv-torchfix

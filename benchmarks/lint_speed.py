@@ -151,7 +151,7 @@ def mentions_torch(files: list[Path]) -> int:
 
 
 def our_rule_count() -> int:
-    from gpuperf_rewrite.registry import all_rules
+    from gpuperf_rewrite.lint.registry import all_rules
 
     return sum(r.default_enabled for r in all_rules().values())
 

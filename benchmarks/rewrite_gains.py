@@ -37,8 +37,8 @@ DEFAULT_FIXTURES = ("cnn_item_logging", "resnet_no_amp", "gpt_fp32", "input_boun
 def rewrite(source: bytes, path: str, codes: tuple[str, ...] | None = None) -> tuple[bytes, dict[str, int]]:
     """The unsafe-fix rewrite of ``source`` (only ``codes``' fixes when given) and the fixes
     applied per rule."""
-    from gpuperf_rewrite.engine import RuleSet, check_source
-    from gpuperf_rewrite.registry import all_rules
+    from gpuperf_rewrite.lint.engine import RuleSet, check_source
+    from gpuperf_rewrite.lint.registry import all_rules
 
     enabled = tuple(c for c, r in all_rules().items() if r.default_enabled)
     res = check_source(source, path, RuleSet(enabled), "unsafe", fix_codes=codes)

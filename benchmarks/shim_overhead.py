@@ -111,7 +111,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1, help="torch threads (1 = least noise)")
     ns = p.parse_args()
 
-    from gpuperf_rewrite.profiling import _stage_runtime  # the same staged package profile uses
+    from gpuperf_rewrite.validate.profiling import _stage_runtime  # the same staged package profile uses
 
     width, batch = SIZES[ns.size]
     with tempfile.TemporaryDirectory() as tmp_s:

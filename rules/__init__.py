@@ -1,4 +1,4 @@
-"""The rule catalogue: one module per rule, discovered by ``gpuperf_rewrite.registry``.
+"""The rule catalogue: one module per rule, discovered by ``gpuperf_rewrite.lint.registry``.
 
 Rules are pure (source in, findings and fixes out) and import nothing from the engine.
 """

@@ -15,7 +15,7 @@ import statistics
 import sys
 import time
 
-from gpuperf_rewrite.abtest import ABConfig, run_ab
+from gpuperf_rewrite.validate.abtest import ABConfig, run_ab
 
 
 def synthetic_runner(cv: float, seed: int):

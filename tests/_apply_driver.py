@@ -10,8 +10,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _abfakes import FakeRunner, fake_rewriter  # noqa: E402
 
-from gpuperf_rewrite.abtest import ABConfig  # noqa: E402
-from gpuperf_rewrite.apply import run_apply  # noqa: E402
+from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
+from gpuperf_rewrite.validate.apply import run_apply  # noqa: E402
 
 
 def main() -> int:

@@ -14,9 +14,10 @@ pytest.importorskip("git")
 
 from _abfakes import git_repo, repo_state  # noqa: E402
 
-from gpuperf_rewrite import gitops  # noqa: E402
-from gpuperf_rewrite.abtest import ABConfig, run_ab  # noqa: E402
-from gpuperf_rewrite.apply import run_apply  # noqa: E402
+from gpuperf_rewrite.validate import gitops  # noqa: E402
+from gpuperf_rewrite.validate.abtest import ABConfig, run_ab  # noqa: E402
+from gpuperf_rewrite.lint.api import load_settings  # noqa: E402
+from gpuperf_rewrite.validate.apply import run_apply  # noqa: E402
 
 # `timing`: `make test` runs these after the parallel part, alone on the machine.
 pytestmark = [pytest.mark.slow, pytest.mark.timing]
@@ -89,7 +90,7 @@ def test_apply_commits_the_input_bound_fixture_with_a_note(tmp_path) -> None:
     os.chdir(tmp_path)
     out: list[str] = []
     try:
-        rc = run_apply("train.py", select=["GP201"], script_args=["--size", "small", "--device", "cpu"],
+        rc = run_apply("train.py", settings=load_settings(select=["GP201"]), script_args=["--size", "small", "--device", "cpu"],
                        config=ABConfig(runs=5, max_runs=5, steps=8, warmup=2, timeout=300),
                        echo=lambda m="", **k: out.append(str(m)))
     finally:

@@ -11,7 +11,7 @@ pytest.importorskip("scipy")
 
 from _abfakes import FakeRunner, fake_script  # noqa: E402
 
-from gpuperf_rewrite.abtest import (  # noqa: E402
+from gpuperf_rewrite.validate.abtest import (  # noqa: E402
     ABConfig,
     ABError,
     RunRecord,

@@ -17,9 +17,9 @@ git = pytest.importorskip("git")
 
 from _abfakes import FakeRunner, fake_rewriter, git_repo, repo_state  # noqa: E402
 
-from gpuperf_rewrite import gitops  # noqa: E402
-from gpuperf_rewrite.abtest import ABConfig  # noqa: E402
-from gpuperf_rewrite.apply import find_passing_subset, run_apply  # noqa: E402
+from gpuperf_rewrite.validate import gitops  # noqa: E402
+from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
+from gpuperf_rewrite.validate.apply import ApplyOptions, find_passing_subset, run_apply  # noqa: E402
 
 SCRIPT = "# fake: speed=100 noise=0.01\nprint('train')\n"
 CFG = ABConfig(runs=6, max_runs=6, min_runs=4, steps=5, warmup=1, bootstrap_resamples=300)
@@ -28,9 +28,9 @@ HERE = Path(__file__).parent
 
 def _apply(path: Path, codes: tuple[str, ...], runner: FakeRunner | None = None, **kw) -> int:
     out: list[str] = []
-    kw.setdefault("config", CFG)
-    rc = run_apply(str(path), runner=runner or FakeRunner(), rewriter=fake_rewriter(codes),
-                   echo=lambda msg="", err=False, **_: out.append(str(msg)), **kw)
+    config = kw.pop("config", CFG)
+    rc = run_apply(str(path), runner=runner or FakeRunner(), rewriter=fake_rewriter(codes), config=config,
+                   echo=lambda msg="", err=False, **_: out.append(str(msg)), options=ApplyOptions(**kw))
     _apply.output = "\n".join(out)  # type: ignore[attr-defined]
     return rc
 
@@ -243,7 +243,7 @@ def test_check_apply_cli_uses_the_engine_and_options(tmp_path, monkeypatch) -> N
     """`gpuperf-rewrite train.py --apply ...`: real rules (GP201), fake measurements."""
     from click.testing import CliRunner
 
-    from gpuperf_rewrite import abtest
+    from gpuperf_rewrite.validate import abtest
     from gpuperf_rewrite.cli import cli
 
     repo = git_repo(tmp_path, {"train.py": LOADER_SCRIPT})

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from gpuperf_rewrite.docgen import render
+from gpuperf_rewrite.lint.docgen import render
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from gpuperf_rewrite.engine import RuleSet, check_source
-from gpuperf_rewrite.registry import all_rules, resolve_selection
+from gpuperf_rewrite.lint.engine import RuleSet, check_source
+from gpuperf_rewrite.lint.registry import all_rules, resolve_selection
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SCRIPTS = sorted(p for p in FIXTURES.glob("*.py"))

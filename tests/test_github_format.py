@@ -10,8 +10,8 @@ import textwrap
 from click.testing import CliRunner
 
 from gpuperf_rewrite.cli import cli
-from gpuperf_rewrite.engine import Diagnostic
-from gpuperf_rewrite.reporters import format_github
+from gpuperf_rewrite.lint.engine import Diagnostic
+from gpuperf_rewrite.lint.reporters import format_github
 
 SLOW = textwrap.dedent("""\
     import torch

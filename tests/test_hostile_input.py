@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gpuperf_rewrite import runner
+from gpuperf_rewrite.lint import parallel as runner
 from gpuperf_rewrite.cli import cli
-from gpuperf_rewrite.engine import RuleSet, check_source
-from gpuperf_rewrite.fileio import WriteRefused, atomic_write
+from gpuperf_rewrite.lint.engine import RuleSet, check_source
+from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write
 
 # GP101 (unsafe fix) and GP202 (safe fix) both fire here; the safe fix adds pin_memory=.
 GOOD = b"""import torch
@@ -230,7 +230,7 @@ def test_unreadable_file(tree, monkeypatch):
 
 def test_file_deleted_during_the_run(tree, monkeypatch):
     (tree / "gone.py").write_bytes(GOOD)
-    from gpuperf_rewrite import files
+    from gpuperf_rewrite.lint import discovery as files
 
     real = files.discover
 
@@ -248,7 +248,7 @@ def test_file_deleted_during_the_run(tree, monkeypatch):
 
 def test_file_deleted_before_write_is_not_recreated(tree, monkeypatch):
     (tree / "gone.py").write_bytes(GOOD)
-    from gpuperf_rewrite import fileio
+    from gpuperf_rewrite.lint import sourceio as fileio
 
     real = fileio.atomic_write
 
@@ -396,7 +396,7 @@ def test_worker_crash_costs_one_file_not_the_run(tmp_path):
 
 
 def test_rule_crash_is_reported_for_that_file(monkeypatch):
-    from gpuperf_rewrite.registry import all_rules
+    from gpuperf_rewrite.lint.registry import all_rules
 
     rule = all_rules()["GP101"]
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_rewrite import fileio
-from gpuperf_rewrite.engine import RuleSet, check_source
+from gpuperf_rewrite.lint import sourceio as fileio
+from gpuperf_rewrite.lint.engine import RuleSet, check_source
 
 N_FILES = 24  # above the runner's parallel threshold: the process pool is in play
 TEMPLATE = """import torch
@@ -148,7 +148,7 @@ def test_workers_ignore_sigint(tmp_path):
     """The pool's workers must leave Ctrl-C to the parent (else each prints a traceback)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from gpuperf_rewrite.runner import _worker_init
+    from gpuperf_rewrite.lint.parallel import _worker_init
 
     with ProcessPoolExecutor(1, initializer=_worker_init) as pool:
         handler = pool.submit(_sigint_handler).result()

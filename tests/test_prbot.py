@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gpuperf_rewrite import prbot
+from gpuperf_rewrite.integrations.github import bot as prbot
 from gpuperf_rewrite.cli import cli
-from gpuperf_rewrite.prbot import SUMMARY_MARKER, UPDATE_MARKER, Measurement, parse_diff
+from gpuperf_rewrite.integrations.github.bot import SUMMARY_MARKER, UPDATE_MARKER, Measurement, parse_diff
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fakegithub import FakeGitHub  # noqa: E402
@@ -133,9 +133,9 @@ def _gp202_comment(head_note: str = "") -> dict:
 
 
 def _keys(code: str) -> list[str]:
-    from gpuperf_rewrite.engine import RuleSet
-    from gpuperf_rewrite.patches import finding_patches
-    from gpuperf_rewrite.registry import all_rules
+    from gpuperf_rewrite.lint.engine import RuleSet
+    from gpuperf_rewrite.lint.patches import finding_patches
+    from gpuperf_rewrite.lint.registry import all_rules
 
     return [prbot.fix_marker(p.key) for p in finding_patches(SLOW_TRAIN.encode(), "train.py",
                                                             RuleSet(tuple(all_rules())), "unsafe") if p.code == code]
@@ -419,11 +419,11 @@ def test_ab_validator_runs_each_fix_beside_the_script(repo, monkeypatch):
         stats = types.SimpleNamespace(speedup=1.25, ci95=(1.1, 1.4))
         return types.SimpleNamespace(verdict="faster", reason="significant", stats=stats)
 
-    fake = types.ModuleType("gpuperf_rewrite.abtest")
+    fake = types.ModuleType("gpuperf_rewrite.validate.abtest")
     fake.run_ab = run_ab
-    monkeypatch.setitem(sys.modules, "gpuperf_rewrite.abtest", fake)
-    from gpuperf_rewrite.engine import RuleSet
-    from gpuperf_rewrite.patches import finding_patches
+    monkeypatch.setitem(sys.modules, "gpuperf_rewrite.validate.abtest", fake)
+    from gpuperf_rewrite.lint.engine import RuleSet
+    from gpuperf_rewrite.lint.patches import finding_patches
 
     patches = finding_patches(SLOW_TRAIN.encode(), "train.py", RuleSet(("GP202",)), "unsafe")
     validate = prbot.ab_validator("train.py", ["--steps", "5"], repo)

@@ -26,8 +26,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuperf_rewrite.engine import RuleSet, check_source
-from gpuperf_rewrite.registry import all_rules
+from gpuperf_rewrite.lint.engine import RuleSet, check_source
+from gpuperf_rewrite.lint.registry import all_rules
 
 ALL_CODES = tuple(all_rules())
 

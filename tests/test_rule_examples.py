@@ -6,8 +6,8 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from gpuperf_rewrite.engine import RuleSet, check_source
-from gpuperf_rewrite.registry import all_rules
+from gpuperf_rewrite.lint.engine import RuleSet, check_source
+from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.rules._framework import Invalid, Valid
 
 

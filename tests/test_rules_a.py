@@ -9,7 +9,7 @@ import textwrap
 
 import libcst as cst
 
-from gpuperf_rewrite.engine import RuleSet, check_source, fix_text
+from gpuperf_rewrite.lint.engine import RuleSet, check_source, fix_text
 
 MINE = ("GP102", "GP103", "GP104", "GP105", "GP203", "GP401", "GP402", "GP403", "GP404")
 

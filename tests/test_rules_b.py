@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_rewrite.engine import fix_text
-from gpuperf_rewrite.registry import resolve_selection
+from gpuperf_rewrite.lint.engine import fix_text
+from gpuperf_rewrite.lint.registry import resolve_selection
 
 torch = pytest.importorskip("torch")
 

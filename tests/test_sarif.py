@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from gpuperf_rewrite.cli import cli
-from gpuperf_rewrite.engine import RuleSet, check_source
-from gpuperf_rewrite.registry import all_rules
+from gpuperf_rewrite.lint.engine import RuleSet, check_source
+from gpuperf_rewrite.lint.registry import all_rules
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
 
@@ -165,7 +165,7 @@ def _single_fix_examples():
 def test_patch_of_each_finding_applies_to_the_fixed_source(code, ex):
     """Patches are what SARIF fixes and PR suggestions are made of: applying every patch of an
     example with a single finding gives exactly the rule's expected fixed source."""
-    from gpuperf_rewrite.patches import finding_patches, split_lines
+    from gpuperf_rewrite.lint.patches import finding_patches, split_lines
 
     patches = finding_patches(ex.code.encode(), "ex.py", RuleSet((code,)), "unsafe")
     (p,) = patches

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpuperf_rewrite.cli import cli
-from gpuperf_rewrite.config import ConfigError, load_config
+from gpuperf_rewrite.lint.config import ConfigError, load_config
 
 HOSTILE_SCRIPT = """import os, pathlib
 pathlib.Path({marker!r}).write_text("imported")

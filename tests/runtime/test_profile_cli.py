@@ -8,7 +8,7 @@ from typing import Callable
 
 from click.testing import CliRunner
 
-from gpuperf_rewrite.commands.profile import profile
+from gpuperf_rewrite.cli.profile import profile
 
 
 def test_profile_prints_report_writes_json_and_exits_0(make_script: Callable[..., Path],

@@ -356,7 +356,7 @@ def commit_file(repo: Any, rel: str, new_bytes: bytes, message: str, record: dic
     refs in one transaction. On any error before the refs move, the file and its index entry are
     put back, so the repository is exactly as it was.
     """
-    from gpuperf_rewrite.fileio import atomic_write
+    from gpuperf_rewrite.lint.sourceio import atomic_write
 
     git = _git_module()
     check_index_lock(repo)

@@ -2,7 +2,7 @@
 
 SARIF ``fixes`` and the PR bot's ```suggestion``` blocks both need a fix as "replace lines
 *start..end* by these lines", one finding at a time, so that each can be accepted on its own.
-The engine applies the finding's fix alone (:func:`gpuperf_rewrite.engine.fix_each`); this module
+The engine applies the finding's fix alone (:func:`gpuperf_rewrite.lint.engine.fix_each`); this module
 turns the before/after texts into that shape.
 """
 
@@ -13,7 +13,7 @@ import difflib
 import re
 from typing import Any
 
-from gpuperf_rewrite.engine import FixMode, RuleSet, fix_each
+from gpuperf_rewrite.lint.engine import FixMode, RuleSet, fix_each
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 

@@ -19,7 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[no-redef]
 
-from gpuperf_rewrite.registry import SelectionError, all_rules, codes_matching
+from gpuperf_rewrite.lint.registry import SelectionError, all_rules, codes_matching
 
 YAML_NAMES = (".gpuperf.yaml", ".gpuperf.yml")
 KNOWN_KEYS = {"select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores", "rules"}

@@ -15,9 +15,9 @@ from typing import Any, Literal
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from gpuperf_rewrite import noqa as noqa_mod
-from gpuperf_rewrite.fileio import decode_source
-from gpuperf_rewrite.registry import all_rules
+from gpuperf_rewrite.lint import noqa as noqa_mod
+from gpuperf_rewrite.lint.sourceio import decode_source
+from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.rules._framework import (
     AddImport,
     Finding,

@@ -33,7 +33,7 @@ def pr_bot(base: str | None, repo: str | None, pr_number: int | None, api_url: s
 
     Runs inside the PR's CI job; the token comes from GITHUB_TOKEN.
     """
-    from gpuperf_rewrite import prbot
+    from gpuperf_rewrite.integrations.github import bot as prbot
 
     if script_args and not validate_script:
         raise click.UsageError("script arguments after `--` need --validate SCRIPT")

@@ -12,8 +12,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from gpuperf_rewrite.engine import INTERNAL_ERROR, IO_ERROR, Diagnostic, FileResult, FixMode, RuleSet, check_source
-from gpuperf_rewrite.files import compile_patterns, is_excluded
+from gpuperf_rewrite.lint.engine import INTERNAL_ERROR, IO_ERROR, Diagnostic, FileResult, FixMode, RuleSet, check_source
 
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 16
@@ -38,24 +37,6 @@ def display_path(path: Path) -> str:
         return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         return str(path)
-
-
-def ruleset_for(path: Path, base: RuleSet, per_file_ignores: dict[str, list[str]], root: Path) -> RuleSet:
-    if not per_file_ignores:
-        return base
-    from gpuperf_rewrite.registry import codes_matching
-
-    try:
-        rel = path.resolve().relative_to(root).as_posix()
-    except ValueError:
-        rel = path.as_posix()
-    drop: set[str] = set()
-    for pattern, codes in per_file_ignores.items():
-        if is_excluded(rel, False, compile_patterns([pattern])):
-            drop |= codes_matching(codes)
-    if not drop:
-        return base
-    return RuleSet(tuple(c for c in base.codes if c not in drop), base.options)
 
 
 def check_job(job: Job) -> FileResult:

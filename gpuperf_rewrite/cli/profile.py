@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from gpuperf_rewrite.profiling import LAUNCHERS, run_profile
+from gpuperf_rewrite.validate.profiling import LAUNCHERS, run_profile
 from gpuperf_rewrite.runtime.report import format_report
 
 OK_STATUSES = ("completed", "step_limit")

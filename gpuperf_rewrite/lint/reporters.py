@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuperf_rewrite import __version__
-from gpuperf_rewrite.engine import Diagnostic
-from gpuperf_rewrite.registry import all_rules
+from gpuperf_rewrite.lint.engine import Diagnostic
+from gpuperf_rewrite.lint.registry import all_rules
 
 if TYPE_CHECKING:
-    from gpuperf_rewrite.engine import RuleSet
-    from gpuperf_rewrite.patches import Patch
+    from gpuperf_rewrite.lint.engine import RuleSet
+    from gpuperf_rewrite.lint.patches import Patch
 
 # A finding's identity for attaching its fix: (path, line, column, code).
 PatchKey = tuple[str, int, int, str]
@@ -92,7 +92,7 @@ def format_github(diags: Sequence[Diagnostic]) -> str:
 def collect_patches(files: Iterable[tuple[str, str, RuleSet]], diags: Sequence[Diagnostic]) -> dict[PatchKey, Patch]:
     """Each fixable finding's own patch (unsafe fixes included: SARIF marks their safety), for
     the files in ``files`` (display path, path on disk, rule set) that have such findings."""
-    from gpuperf_rewrite.patches import finding_patches
+    from gpuperf_rewrite.lint.patches import finding_patches
 
     wanted = {d.path for d in diags if d.fix is not None}
     out: dict[PatchKey, Patch] = {}

@@ -3,29 +3,45 @@
 Nothing is written until validation has finished: the original and each candidate rewrite run
 from copies in a temporary directory (with the script's own directory on PYTHONPATH so sibling
 imports still work). Only the final step touches the working tree, through
-:func:`gpuperf_rewrite.gitops.commit_file` (or an atomic write outside git / with --no-commit).
+:func:`gpuperf_rewrite.validate.gitops.commit_file` (or an atomic write outside git / with --no-commit).
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import click
-
-from gpuperf_rewrite.abtest import ABConfig, ABError, ABResult, Runner, format_table, run_ab
+from gpuperf_rewrite.validate.abtest import ABConfig, ABError, ABResult, Runner, format_table, run_ab
 
 # (source bytes, fix codes or None for all) -> (rewritten bytes or None, {code: count})
 Rewriter = Callable[[bytes, "Sequence[str] | None"], "tuple[bytes | None, dict[str, int]]"]
 
 
+Echo = Callable[..., None]
+
+
 class ApplyError(Exception):
     """Usage problems and refusals: exit 2, nothing changed."""
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    """What --apply may do: which fixes, whether to measure, whether to commit."""
+
+    safe_only: bool = False
+    no_commit: bool = False
+    no_validate: bool = False
+    allow_dirty: bool = False
+    json_out: bool = False
+
+
+def _echo(message: str = "", err: bool = False) -> None:
+    print(message, file=sys.stderr if err else sys.stdout, flush=True)
 
 
 @dataclass
@@ -96,39 +112,16 @@ def find_passing_subset(codes: Sequence[str], evaluate: Callable[[tuple[str, ...
     return out
 
 
-def engine_rewriter(path: str, ruleset: Any, mode: str) -> Rewriter:
-    from gpuperf_rewrite.engine import check_source
+def engine_rewriter(path: str, ruleset: Any, mode: str, echo: Echo) -> Rewriter:
+    from gpuperf_rewrite.lint.engine import check_source
 
     def rewrite(data: bytes, codes: Sequence[str] | None) -> tuple[bytes | None, dict[str, int]]:
         res = check_source(data, path, ruleset, mode, fix_codes=codes)  # type: ignore[arg-type]
         for w in res.warnings:
-            click.echo(f"warning: {w}", err=True)
+            echo(f"warning: {w}", err=True)
         return res.fixed, dict(res.applied)
 
     return rewrite
-
-
-def _ruleset_for(path: Path, select: Sequence[str], ignore: Sequence[str]) -> Any:
-    from gpuperf_rewrite.cli import _split_codes
-    from gpuperf_rewrite.config import ConfigError, find_config, load_config
-    from gpuperf_rewrite.engine import RuleSet
-    from gpuperf_rewrite.registry import SelectionError, resolve_selection
-    from gpuperf_rewrite.runner import ruleset_for
-
-    try:
-        cfg = load_config(find_config(path.resolve().parent))
-        codes = resolve_selection(_split_codes(tuple(select)) or cfg.select,
-                                  [*cfg.ignore, *_split_codes(tuple(ignore))], list(cfg.extend_select))
-    except (ConfigError, SelectionError) as exc:
-        raise ApplyError(str(exc)) from exc
-    return ruleset_for(path.resolve(), RuleSet(tuple(codes), cfg.rule_options), cfg.per_file_ignores,
-                       cfg.root)
-
-
-def _diff(name: str, before: bytes, after: bytes) -> str:
-    return "".join(difflib.unified_diff(before.decode(errors="replace").splitlines(keepends=True),
-                                        after.decode(errors="replace").splitlines(keepends=True),
-                                        fromfile=f"a/{name}", tofile=f"b/{name}"))
 
 
 def commit_message(rel: str, codes: Sequence[str], res: ABResult, dropped: dict[str, str]) -> str:
@@ -149,7 +142,7 @@ def commit_message(rel: str, codes: Sequence[str], res: ABResult, dropped: dict[
 def note_record(rel: str, kind: str, res: ABResult, *, rules: Sequence[str], script_args: Sequence[str],
                 side: str = "B") -> dict[str, Any]:
     from gpuperf_rewrite import __version__
-    from gpuperf_rewrite.gitops import now_iso, record_key
+    from gpuperf_rewrite.validate.gitops import now_iso, record_key
 
     fp = dict(res.fingerprint or {})
     runs = res.b if side == "B" else res.a
@@ -174,26 +167,35 @@ def note_record(rel: str, kind: str, res: ABResult, *, rules: Sequence[str], scr
     }
 
 
-def run_apply(path: str, *, select: Sequence[str] = (), ignore: Sequence[str] = (),
-              script_args: Sequence[str] = (), config: ABConfig | None = None, safe_only: bool = False,
-              no_commit: bool = False, no_validate: bool = False, allow_dirty: bool = False,
-              json_out: bool = False, runner: Runner | None = None, rewriter: Rewriter | None = None,
-              progress: Callable[[Any], None] | None = None,
-              echo: Callable[..., None] = click.echo) -> int:
+def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (),
+              config: ABConfig | None = None, options: ApplyOptions = ApplyOptions(),
+              runner: Runner | None = None, rewriter: Rewriter | None = None,
+              progress: Callable[[Any], None] | None = None, echo: Echo = _echo) -> int:
     """The --apply pipeline; returns the exit code (0 applied, 1 nothing passed, 2 error/refused)."""
-    from gpuperf_rewrite.fileio import WriteRefused, atomic_write
+    from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write, unified_diff
 
     cfg = config or ABConfig()
     target = Path(path)
     if not target.is_file():
         raise ApplyError(f"{path}: not a file (--apply takes one training script)")
     original = target.read_bytes()
+    safe_only, no_commit, no_validate = options.safe_only, options.no_commit, options.no_validate
+    allow_dirty, json_out = options.allow_dirty, options.json_out
     mode = "safe" if safe_only else "unsafe"
-    rewrite = rewriter or engine_rewriter(str(path), _ruleset_for(target, select, ignore), mode)
+    if rewriter is None:
+        if settings is None:
+            from gpuperf_rewrite.lint.api import SettingsError, load_settings
+
+            try:
+                settings = load_settings()
+            except SettingsError as exc:
+                raise ApplyError(str(exc)) from exc
+        rewriter = engine_rewriter(str(path), settings.ruleset_for(target.resolve()), mode, echo)
+    rewrite = rewriter
 
     repo = rel = head = None
     if not no_commit and not no_validate:
-        from gpuperf_rewrite import gitops
+        from gpuperf_rewrite.validate import gitops
 
         repo = gitops.find_repo(target)
         if repo is not None:
@@ -213,7 +215,7 @@ def run_apply(path: str, *, select: Sequence[str] = (), ignore: Sequence[str] = 
     echo(f"{path}: {sum(applied.values())} fix(es) from {', '.join(f'{c} x{n}' for c, n in sorted(applied.items()))}",
          err=json_out)
     if not json_out:
-        echo(_diff(rel, original, fixed))
+        echo(unified_diff(rel, original, fixed))
 
     if no_validate:
         try:
@@ -241,7 +243,7 @@ def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[st
                         cfg: ABConfig, script_args: Sequence[str], runner: Runner | None,
                         progress: Callable[[Any], None] | None, work: Path, repo: Any, head: str | None,
                         no_commit: bool, json_out: bool, echo: Callable[..., None]) -> int:
-    from gpuperf_rewrite.fileio import WriteRefused, atomic_write
+    from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write
 
     name = target.name
     a_path = work / "a" / name
@@ -310,7 +312,7 @@ def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[st
     report["validation"] = res.to_json()
     record = note_record(rel, "apply", res, rules=outcome.kept, script_args=script_args)
     if repo is not None and head is not None and not no_commit:
-        from gpuperf_rewrite import gitops
+        from gpuperf_rewrite.validate import gitops
 
         try:
             done = gitops.commit_file(repo, rel, final, commit_message(rel, outcome.kept, res, outcome.dropped),
@@ -339,43 +341,3 @@ def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[st
     if json_out:
         echo(json.dumps(report, indent=2))
     return 0
-
-
-def run_from_cli(ctx: click.Context, paths: Sequence[str], select: Sequence[str], ignore: Sequence[str],
-                 **extra: Any) -> int:
-    """Entry point from ``check --apply``; ``extra`` holds the --apply options."""
-    from gpuperf_rewrite.abtest import console_progress
-    from gpuperf_rewrite.cli import SCRIPT_ARGS_KEY
-
-    if len(paths) != 1:
-        click.echo("error: --apply takes exactly one training script", err=True)
-        return 2
-    try:
-        cfg = config_from_options(extra)
-    except ValueError as exc:
-        click.echo(f"error: {exc}", err=True)
-        return 2
-    progress, close = console_progress()
-    try:
-        return run_apply(paths[0], select=select, ignore=ignore,
-                         script_args=ctx.meta.get(SCRIPT_ARGS_KEY, []), config=cfg,
-                         safe_only=bool(extra.get("safe_only")), no_commit=bool(extra.get("no_commit")),
-                         no_validate=bool(extra.get("no_validate")), allow_dirty=bool(extra.get("allow_dirty")),
-                         json_out=bool(extra.get("json_out")), progress=progress)
-    except ApplyError as exc:
-        click.echo(f"error: {exc}", err=True)
-        return 2
-    finally:
-        close()
-
-
-def config_from_options(opts: dict[str, Any]) -> ABConfig:
-    """ABConfig from CLI option values (None means the default)."""
-    kw: dict[str, Any] = {}
-    for name in ("runs", "max_runs", "steps", "warmup", "timeout", "alpha", "min_speedup", "seed",
-                 "loss_rtol"):
-        if opts.get(name) is not None:
-            kw[name] = opts[name]
-    if "runs" in kw and "max_runs" not in kw:
-        kw["max_runs"] = 2 * kw["runs"]  # room to settle a borderline result
-    return ABConfig(**kw)

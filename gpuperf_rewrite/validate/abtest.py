@@ -2,7 +2,7 @@
 whether B is faster than A *and still trains the same*.
 
 The runner is injectable (``runner=``) so the statistics and the decision logic are testable with
-synthetic numbers; the default runner is :func:`gpuperf_rewrite.profiling.run_profile`.
+synthetic numbers; the default runner is :func:`gpuperf_rewrite.validate.profiling.run_profile`.
 scipy is imported lazily (inside functions): the lint path must never pay for it.
 """
 
@@ -359,7 +359,7 @@ def record_from_doc(side: str, index: int, doc: Mapping[str, Any]) -> RunRecord:
 
 
 def default_runner() -> Runner:
-    from gpuperf_rewrite.profiling import run_profile
+    from gpuperf_rewrite.validate.profiling import run_profile
 
     return run_profile
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import click
 
-from gpuperf_rewrite.commands.ab import measurement_options
+from gpuperf_rewrite.cli.options import config_from_options, measurement_options
 
 Echo = Callable[..., None]
 
@@ -23,7 +23,7 @@ class BaselineError(Exception):
 
 
 def _repo_and_rel(script: str) -> tuple[Any, str]:
-    from gpuperf_rewrite import gitops
+    from gpuperf_rewrite.validate import gitops
 
     repo = gitops.find_repo(script)
     if repo is None:
@@ -36,7 +36,7 @@ def _repo_and_rel(script: str) -> tuple[Any, str]:
 
 def _record(rel: str, kind: str, runs: list[Any], cfg: Any, script_args: Sequence[str]) -> dict[str, Any]:
     from gpuperf_rewrite import __version__
-    from gpuperf_rewrite.gitops import now_iso, record_key
+    from gpuperf_rewrite.validate.gitops import now_iso, record_key
 
     fp = next((r.fingerprint for r in runs if r.fingerprint), None) or {}
     samples = [r.throughput for r in runs]
@@ -52,8 +52,8 @@ def _record(rel: str, kind: str, runs: list[Any], cfg: Any, script_args: Sequenc
 def record_baseline(script: str, script_args: Sequence[str] = (), *, config: Any = None, runner: Any = None,
                     progress: Any = None, echo: Echo = click.echo) -> dict[str, Any]:
     """Measure the script as committed at HEAD and store the record in HEAD's note."""
-    from gpuperf_rewrite import gitops
-    from gpuperf_rewrite.abtest import ABConfig, measure
+    from gpuperf_rewrite.validate import gitops
+    from gpuperf_rewrite.validate.abtest import ABConfig, measure
 
     cfg = config or ABConfig()
     repo, rel = _repo_and_rel(script)
@@ -93,7 +93,7 @@ def comparable(rec: dict[str, Any], rel: str, env_hash: str | None, cfg: Any, sc
 
 def find_baseline(repo: Any, rel: str, env_hash: str | None, cfg: Any,
                   script_args: Sequence[str]) -> tuple[Any, dict[str, Any]] | None:
-    from gpuperf_rewrite.gitops import ancestors_with_notes, latest_by_key
+    from gpuperf_rewrite.validate.gitops import ancestors_with_notes, latest_by_key
 
     for commit, records in ancestors_with_notes(repo):
         for rec in latest_by_key(records).values():
@@ -105,7 +105,7 @@ def find_baseline(repo: Any, rel: str, env_hash: str | None, cfg: Any,
 def check_regression(script: str, script_args: Sequence[str] = (), *, threshold: float = 0.05,
                      config: Any = None, runner: Any = None, progress: Any = None) -> dict[str, Any]:
     """Measure the working tree's script and compare with the nearest comparable baseline."""
-    from gpuperf_rewrite.abtest import ABConfig, compare, measure
+    from gpuperf_rewrite.validate.abtest import ABConfig, compare, measure
 
     cfg = config or ABConfig()
     repo, rel = _repo_and_rel(script)
@@ -133,7 +133,7 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
 
 
 def history(repo: Any, rel: str) -> list[dict[str, Any]]:
-    from gpuperf_rewrite.gitops import ancestors_with_notes, latest_by_key
+    from gpuperf_rewrite.validate.gitops import ancestors_with_notes, latest_by_key
 
     rows = []
     for commit, records in ancestors_with_notes(repo):
@@ -171,15 +171,6 @@ def _plot(rows: list[dict[str, Any]], path: str, echo: Echo) -> None:
     echo(f"Wrote {path}", err=True)
 
 
-def _cfg(opts: dict[str, Any]) -> Any:
-    from gpuperf_rewrite.apply import config_from_options
-
-    try:
-        return config_from_options(opts)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from exc
-
-
 @click.command("baseline", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
@@ -190,10 +181,10 @@ def baseline(script: str, script_args: tuple[str, ...], json_out: bool, **opts: 
 
     Re-recording on HEAD is also how an intended slowdown is accepted.
     """
-    from gpuperf_rewrite.abtest import ABError, console_progress
-    from gpuperf_rewrite.gitops import GitRefused, GitUnavailable
+    from gpuperf_rewrite.validate.abtest import ABError, console_progress
+    from gpuperf_rewrite.validate.gitops import GitRefused, GitUnavailable
 
-    cfg = _cfg(opts)
+    cfg = config_from_options(opts)
     progress, close = console_progress()
     try:
         rec = record_baseline(script, script_args, config=cfg, progress=progress)
@@ -225,8 +216,8 @@ def regress(script: str, script_args: tuple[str, ...], threshold: float, show_hi
             json_out: bool, **opts: Any) -> None:
     """Measure the working tree's SCRIPT against the nearest ancestor commit with a comparable
     baseline note. Exit 1 on a significant drop beyond --threshold, 0 otherwise, 2 without a baseline."""
-    from gpuperf_rewrite.abtest import ABError, console_progress
-    from gpuperf_rewrite.gitops import GitRefused, GitUnavailable
+    from gpuperf_rewrite.validate.abtest import ABError, console_progress
+    from gpuperf_rewrite.validate.gitops import GitRefused, GitUnavailable
 
     try:
         if show_history:
@@ -246,7 +237,7 @@ def regress(script: str, script_args: tuple[str, ...], threshold: float, show_hi
             if plot and rows:
                 _plot(rows, plot, click.echo)
             raise SystemExit(0)
-        cfg = _cfg(opts)
+        cfg = config_from_options(opts)
         progress, close = console_progress()
         try:
             res = check_regression(script, script_args, threshold=threshold, config=cfg, progress=progress)

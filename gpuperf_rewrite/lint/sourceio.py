@@ -54,3 +54,14 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, expected: bytes |
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def unified_diff(path: str, before: bytes | str, after: bytes | str) -> str:
+    """The ``git diff``-style patch from ``before`` to ``after`` for ``path`` (bytes are decoded as
+    Python source)."""
+    import difflib
+
+    old = decode_source(before) if isinstance(before, bytes) else before
+    new = decode_source(after) if isinstance(after, bytes) else after
+    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                        fromfile=f"a/{path}", tofile=f"b/{path}"))

@@ -99,7 +99,7 @@ def _rel(path: Path, root: Path) -> str | None:
         return None
 
 
-def _excluded_anywhere(path: Path, root: Path, patterns: list[_Pattern]) -> bool:
+def excluded_anywhere(path: Path, root: Path, patterns: list[_Pattern]) -> bool:
     """Is ``path`` or any of its parent directories (below ``root``) excluded?"""
     rel = _rel(path, root)
     if rel is None or rel == ".":
@@ -139,11 +139,11 @@ def discover(paths: Iterable[str], root: Path, exclude: Iterable[str], *,
             missing.append(raw)
             continue
         if p.is_file() or (p.is_symlink() and not p.is_dir()):
-            if force_exclude and _excluded_anywhere(p, root, patterns):
+            if force_exclude and excluded_anywhere(p, root, patterns):
                 continue
             add(p)
             continue
-        if force_exclude and _excluded_anywhere(p, root, patterns):
+        if force_exclude and excluded_anywhere(p, root, patterns):
             continue
         for f in _walk(p, root, patterns, follow_symlinks, skipped):
             add(f)

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gpuperf_rewrite.engine import Diagnostic, RuleSet
-from gpuperf_rewrite.patches import Patch
+from gpuperf_rewrite.lint.engine import Diagnostic, RuleSet
+from gpuperf_rewrite.lint.patches import Patch
 
 SUMMARY_MARKER = "<!-- gpuperf-rewrite:pr-bot summary -->"
 UPDATE_MARKER = "<!-- gpuperf-rewrite:pr-bot update -->"
@@ -229,27 +229,20 @@ def analyze(cwd: Path, head: str, files: Mapping[str, ChangedFile], *, validator
     """Lint each changed file as it is at ``head`` with the repository's configuration, keep the
     findings on changed lines, and decide per fixable finding whether to propose its fix: safe
     fixes without a validator; with one, any fix whose A/B validation passed."""
-    from gpuperf_rewrite.config import ConfigError, find_config, load_config
-    from gpuperf_rewrite.files import DEFAULT_EXCLUDE, _excluded_anywhere, compile_patterns
-    from gpuperf_rewrite.patches import finding_patches
-    from gpuperf_rewrite.registry import SelectionError, resolve_selection
-    from gpuperf_rewrite.engine import check_source
-    from gpuperf_rewrite.runner import ruleset_for
+    from gpuperf_rewrite.lint.api import SettingsError, load_settings
+    from gpuperf_rewrite.lint.engine import check_source
+    from gpuperf_rewrite.lint.patches import finding_patches
 
     try:
-        cfg = load_config(find_config(cwd))
-        codes = resolve_selection(cfg.select, cfg.ignore, cfg.extend_select)
-    except (ConfigError, SelectionError) as exc:
+        settings = load_settings(cwd=cwd)
+    except SettingsError as exc:
         raise BotError(f"invalid configuration: {exc}") from exc
-    base_rules = RuleSet(tuple(codes), cfg.rule_options)
-    excludes = compile_patterns([*(cfg.exclude if cfg.exclude is not None else DEFAULT_EXCLUDE),
-                                 *cfg.extend_exclude])
     reader = read or (lambda p: git_bytes(cwd, f"{head}:{p}"))
     mode = "unsafe" if validator is not None else "safe"
     report = Report([], validated=validator is not None)
     for path in sorted(files):
         cf = files[path]
-        if _excluded_anywhere(cwd / path, cfg.root, excludes):
+        if settings.is_excluded(cwd / path):
             report.skipped.append(f"{path}: excluded by configuration")
             continue
         try:
@@ -257,7 +250,7 @@ def analyze(cwd: Path, head: str, files: Mapping[str, ChangedFile], *, validator
         except BotError as exc:
             report.skipped.append(f"{path}: {exc}")
             continue
-        ruleset = ruleset_for(cwd / path, base_rules, cfg.per_file_ignores, cfg.root)
+        ruleset = settings.ruleset_for(cwd / path)
         result = check_source(data, path, ruleset, "none")
         mine = [d for d in result.diagnostics if _touches(d, cf.added)]
         report.preexisting += len(result.diagnostics) - len(mine)
@@ -268,7 +261,7 @@ def analyze(cwd: Path, head: str, files: Mapping[str, ChangedFile], *, validator
         candidates = [r.patch for r in rows if r.patch is not None]
         measured: Mapping[str, Measurement] = {}
         if validator is not None and candidates:
-            from gpuperf_rewrite.fileio import decode_source
+            from gpuperf_rewrite.lint.sourceio import decode_source
 
             measured = validator(path, decode_source(data), candidates)
         for r in rows:
@@ -629,7 +622,7 @@ def explain_api_error(exc: Exception, token: str | None) -> str:
 
 
 # ----------------------------------------------------------------------------------------------
-# The A/B validator (the real one, backed by gpuperf_rewrite.abtest).
+# The A/B validator (the real one, backed by gpuperf_rewrite.validate.abtest).
 # ----------------------------------------------------------------------------------------------
 def ab_validator(script: str, script_args: Sequence[str], cwd: Path,
                  log: Callable[[str], None] = lambda s: None) -> Validator:
@@ -642,7 +635,7 @@ def ab_validator(script: str, script_args: Sequence[str], cwd: Path,
 
     def validate(path: str, original: str, patches: Sequence[Patch]) -> dict[str, Measurement]:
         try:
-            from gpuperf_rewrite.abtest import run_ab
+            from gpuperf_rewrite.validate.abtest import run_ab
         except ImportError as exc:
             raise BotError(f"--validate needs the A/B module and its extra (pip install "
                            f"'gpuperf-rewrite[validate]'): {exc}") from exc

@@ -1,0 +1,77 @@
+"""Command line: ``gpuperf-rewrite PATH...`` lints (ruff conventions); subcommands do the rest.
+
+Subcommands are imported lazily so that linting never pays for scipy, git or torch imports.
+Exit codes: 0 clean/passed, 1 findings/rejected, 2 usage or internal error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+
+import click
+
+from gpuperf_rewrite import __version__
+from gpuperf_rewrite.cli.options import SCRIPT_ARGS_KEY
+
+# name -> "module:attribute" of a click command, imported on first use.
+LAZY_COMMANDS: dict[str, str] = {
+    "check": "gpuperf_rewrite.cli.check:check",
+    "rules": "gpuperf_rewrite.cli.rules:rules_cmd",
+    "explain": "gpuperf_rewrite.cli.rules:explain",
+    "profile": "gpuperf_rewrite.cli.profile:profile",
+    "ab": "gpuperf_rewrite.cli.ab:ab",
+    "baseline": "gpuperf_rewrite.cli.baseline:baseline",
+    "regress": "gpuperf_rewrite.cli.baseline:regress",
+    "pr-bot": "gpuperf_rewrite.cli.pr_bot:pr_bot",
+}
+
+
+class DefaultGroup(click.Group):
+    """A group whose unknown first argument means the default ``check`` command (so
+    ``gpuperf-rewrite train.py --diff`` works), with lazily imported subcommands."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(LAZY_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = LAZY_COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or args[0] not in LAZY_COMMANDS and args[0] not in ("--help", "-h", "--version"):
+            args = ["check", *args]
+        if args and args[0] == "check" and "--" in args:
+            cut = args.index("--")
+            ctx.meta[SCRIPT_ARGS_KEY] = args[cut + 1:]
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gpuperf-rewrite")
+def cli() -> None:
+    """Find, rewrite and prove faster PyTorch training scripts.
+
+    \b
+    gpuperf-rewrite PATH...            lint files or directories (default command: check)
+    gpuperf-rewrite PATH --diff        show the fixes as a unified diff
+    gpuperf-rewrite train.py --apply   rewrite, A/B-validate and commit what is faster
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="gpuperf-rewrite", standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except Exception:  # an internal error is exit 2, with the traceback for the bug report
+        click.echo("internal error:\n" + traceback.format_exc(), err=True)
+        sys.exit(2)

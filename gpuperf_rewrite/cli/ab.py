@@ -1,0 +1,52 @@
+"""``gpuperf-rewrite ab A.py B.py [-- script args]``: is B faster than A, and does it train the same?"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from gpuperf_rewrite.cli.options import config_from_options, decision_options, measurement_options
+
+
+@click.command("ab", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("script_a", type=click.Path(exists=True, dir_okay=False))
+@click.argument("script_b", type=click.Path(exists=True, dir_okay=False))
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@measurement_options
+@decision_options
+@click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
+def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_out: bool, **opts: Any) -> None:
+    """Run SCRIPT_A and SCRIPT_B alternately under the runtime shim and decide whether B is faster.
+
+    \b
+    Verdicts: faster (exit 0), slower, no_difference, broken (exit 1); errors exit 2.
+    Arguments after `--` go to both scripts. See docs/validation.md.
+    """
+    from pathlib import Path
+
+    from gpuperf_rewrite.validate.abtest import ABError, console_progress, format_table, run_ab
+
+    cfg = config_from_options(opts)
+    progress, close = console_progress()
+    try:
+        res = run_ab(script_a, script_b, script_args, config=cfg, progress=progress,
+                     source_a=Path(script_a).read_text(errors="replace"),
+                     source_b=Path(script_b).read_text(errors="replace"))
+    except ABError as exc:
+        close()
+        click.echo(f"error: {exc}", err=True)
+        if exc.partial is not None and exc.partial.a and exc.partial.a[-1].stderr_tail.strip():
+            click.echo(exc.partial.a[-1].stderr_tail.strip()[-2000:], err=True)
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        close()
+        click.echo("Interrupted.", err=True)
+        raise SystemExit(130) from None
+    close()
+    if json_out:
+        click.echo(json.dumps(res.to_json(), indent=2))
+    else:
+        click.echo(format_table(res))
+    raise SystemExit(0 if res.verdict == "faster" else 1)

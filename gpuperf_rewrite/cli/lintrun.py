@@ -1,0 +1,76 @@
+"""Running the linter for ``check`` and printing its report in the chosen format."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from gpuperf_rewrite.cli.check import LintOptions
+
+
+def run_lint(found: Any, settings: Any, opts: LintOptions) -> int:
+    """Lint, fix or diff the discovered files; print the report; return the exit code."""
+    from gpuperf_rewrite.lint.api import lint_paths
+    from gpuperf_rewrite.lint.engine import ERROR_CODES
+
+    try:
+        run = lint_paths(found, settings, mode=opts.mode, write=opts.write,  # type: ignore[arg-type]
+                         diff=opts.show_diff, jobs=opts.jobs, warn=_warn)
+    except KeyboardInterrupt:
+        click.echo("Interrupted: files already written are complete; the others are untouched.", err=True)
+        return 130
+    diags = run.diagnostics
+    errors = [d for d in diags if d.code in ERROR_CODES]
+    out = click.open_file(opts.output_file, "w") if opts.output_file else None
+
+    def emit(text: str, err: bool = False) -> None:
+        if text:
+            if out is not None and not err:
+                out.write(text + "\n")
+            else:
+                click.echo(text, err=err)
+
+    try:
+        _report(run, errors, opts, emit)
+    finally:
+        if out is not None:
+            out.close()
+    if run.write_failures:
+        return 2  # asked to write and could not: the run did not do its job
+    if errors and len(errors) == len(diags) and run.checked == 0:
+        return 2  # nothing could be checked at all
+    if opts.show_diff and run.diffs:
+        return 1
+    return 1 if diags else 0
+
+
+def _warn(message: str) -> None:
+    click.echo(message if message.startswith("error: ") else f"warning: {message}", err=True)
+
+
+def _report(run: Any, errors: list[Any], opts: LintOptions, emit: Any) -> None:
+    from gpuperf_rewrite.lint import reporters
+
+    diags = run.diagnostics
+    if opts.show_diff:
+        emit("".join(run.diffs).rstrip("\n"))
+        # A diff has no room for them, but files that could not be checked must not pass silently.
+        emit(reporters.format_text(errors, opts.unsafe), err=True)
+        if not opts.quiet:
+            n = len(run.diffs)
+            emit(f"Would fix {n} file{'s' if n != 1 else ''}." if n else "No fixes available.", err=True)
+    elif opts.output_format == "json":
+        emit(reporters.format_json(diags))
+    elif opts.output_format == "github":
+        emit(reporters.format_github(diags))
+    elif opts.output_format == "sarif":
+        patches = reporters.collect_patches(((j.path, j.fs_path, j.ruleset) for j in run.jobs), diags)
+        emit(reporters.format_sarif(diags, patches))
+    elif opts.statistics:
+        emit(reporters.statistics(diags, opts.unsafe))
+    else:
+        emit(reporters.format_text(diags, opts.unsafe))
+        if not opts.quiet:
+            emit(reporters.summary(diags, opts.unsafe, run.fixed))

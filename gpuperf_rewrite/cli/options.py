@@ -1,0 +1,75 @@
+"""Option groups shared by several commands, and the A/B configuration built from them."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import click
+
+F = Callable[..., Any]
+
+# ctx.meta key under which the group keeps the arguments after `--` (passed to the script).
+SCRIPT_ARGS_KEY = "gpuperf.script_args"
+
+# Option names (click parameter names) of each group: `check` uses them to refuse options that
+# mean nothing without --apply.
+MEASUREMENT = ("runs", "max_runs", "steps", "warmup", "timeout", "seed")
+DECISION = ("alpha", "min_speedup", "loss_rtol")
+
+
+def _stack(f: F, opts: list[Callable[[F], F]]) -> F:
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def measurement_options(f: F) -> F:
+    """How each side is run: shared by ab, --apply, baseline and regress (None = ABConfig's default)."""
+    return _stack(f, [
+        click.option("--runs", type=click.IntRange(min=2), default=None,
+                     help="Planned runs per side [default: 10]; fewer when decisive early."),
+        click.option("--max-runs", type=click.IntRange(min=2), default=None,
+                     help="Most runs per side when the result is borderline [default: 2x --runs]."),
+        click.option("--steps", type=click.IntRange(min=1), default=None,
+                     help="Measured optimizer steps per run [default: 30]."),
+        click.option("--warmup", type=click.IntRange(min=0), default=None,
+                     help="Warmup steps per run, not measured [default: 5]."),
+        click.option("--timeout", type=click.FloatRange(min=1), default=None,
+                     help="Seconds before a run is killed [default: 600]."),
+        click.option("--seed", type=int, default=None, help="Seed for both sides [default: 0]."),
+    ])
+
+
+def decision_options(f: F) -> F:
+    """How the A/B is decided: ab and --apply."""
+    return _stack(f, [
+        click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+                     help="Significance level [default: 0.05]."),
+        click.option("--min-speedup", type=click.FloatRange(min=1), default=None,
+                     help="Median speedup B must reach to count as faster [default: 1.05]."),
+        click.option("--loss-rtol", type=click.FloatRange(min=0), default=None,
+                     help="Relative per-step loss tolerance [default: 0.02, 0.10 for bf16/fp16 rewrites]."),
+    ])
+
+
+def config_from_options(opts: Mapping[str, Any]) -> Any:
+    """An ``ABConfig`` from option values (None means the default); UsageError when inconsistent."""
+    from gpuperf_rewrite.validate.abtest import ABConfig
+
+    kw: dict[str, Any] = {}
+    for name in (*MEASUREMENT, *DECISION):
+        if opts.get(name) is not None:
+            kw[name] = opts[name]
+    if "runs" in kw and "max_runs" not in kw:
+        kw["max_runs"] = 2 * kw["runs"]  # room to settle a borderline result
+    try:
+        return ABConfig(**kw)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def given(ctx: click.Context, name: str) -> bool:
+    """True when the user set option ``name`` (on the command line or through the environment)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source not in (click.core.ParameterSource.DEFAULT,
+                                                  click.core.ParameterSource.DEFAULT_MAP)

@@ -1,0 +1,1 @@
+"""The linter: parse-only, never imports or runs the code it checks."""
