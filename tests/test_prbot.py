@@ -1,4 +1,4 @@
-"""The PR bot against a fake GitHub API (a real HTTP server on 127.0.0.1, tests/fakegithub.py):
+"""The PR bot against a fake GitHub API (a real HTTP server on 127.0.0.1, tests/helpers/fakegithub.py):
 the exact review it posts, its suggestions, update-not-duplicate on re-runs, validation, and
 bad input (missing token, closed PR, deleted files, 403/422/5xx) failing clearly with nothing
 half-posted and the token never printed."""
@@ -10,100 +10,31 @@ import os
 import subprocess
 import sys
 import textwrap
-import types
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from gpuperf_rewrite.integrations.github import bot as prbot
 from gpuperf_rewrite.cli import cli
-from gpuperf_rewrite.integrations.github.bot import SUMMARY_MARKER, UPDATE_MARKER, Measurement, parse_diff
-
-sys.path.insert(0, str(Path(__file__).parent))
-from fakegithub import FakeGitHub  # noqa: E402
-
-TOKEN = "ghs_TESTTOKEN0123456789abcdef"
-
-BASE_TRAIN = textwrap.dedent("""\
-    import torch
-
-    print("hello")
-""")
-SLOW_TRAIN = textwrap.dedent("""\
-    import torch
-    from torch.utils.data import DataLoader, TensorDataset
-
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    model = torch.nn.Linear(4, 1).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
-    total = 0.0
-    for step, (x, y) in enumerate(loader):
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        total += loss.item()
-    print("mean loss", total / len(loader))
-""")
-GP202_LINE = ('loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, '
-              'pin_memory=torch.cuda.is_available())')
-
-
-def _git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def _commit(repo: Path, files: dict[str, str | None], msg: str) -> str:
-    for name, text in files.items():
-        if text is None:
-            (repo / name).unlink()
-        else:
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            (repo / name).write_text(text)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", msg)
-    return _git(repo, "rev-parse", "HEAD")
+from gpuperf_rewrite.integrations.github import bot as prbot
+from gpuperf_rewrite.integrations.github.diff import parse_diff
+from gpuperf_rewrite.integrations.github.report import Measurement
+from gpuperf_rewrite.integrations.github.review import SUMMARY_MARKER, UPDATE_MARKER, fix_marker
+from helpers.fakegithub import FakeGitHub
+from helpers.prbot import BASE_TRAIN, GP202_LINE, SLOW_TRAIN, TOKEN, actions_env, commit, git, make_repo
 
 
 @pytest.fixture
 def repo(tmp_path, monkeypatch) -> Path:
-    """main: a clean train.py, a helper that the PR deletes; feature: the slow train.py."""
-    r = tmp_path / "repo"
-    r.mkdir()
-    _git(r, "init", "-q", "-b", "main")
-    # Pin the rules: these tests are about the bot, not about which rules exist.
-    _commit(r, {"train.py": BASE_TRAIN, "helper.py": "import torch\nprint(torch.ones(1).item())\n",
-                ".gpuperf.yaml": "select: [GP101, GP201, GP202]\n"}, "base")
-    _git(r, "checkout", "-qb", "feature")
-    _commit(r, {"train.py": SLOW_TRAIN, "helper.py": None}, "slow training loop")
-    monkeypatch.chdir(r)
-    for var in ("GITHUB_TOKEN", "GITHUB_REPOSITORY", "GITHUB_EVENT_PATH", "GITHUB_BASE_REF", "GITHUB_API_URL"):
-        monkeypatch.delenv(var, raising=False)
-    return r
+    return make_repo(tmp_path, monkeypatch)
 
 
 @pytest.fixture
 def gh(repo, monkeypatch):
-    head, base = _git(repo, "rev-parse", "HEAD"), _git(repo, "rev-parse", "main")
+    head, base = git(repo, "rev-parse", "HEAD"), git(repo, "rev-parse", "main")
     with FakeGitHub(head_sha=head, base_sha=base) as fake:
-        _actions_env(monkeypatch, repo, fake)
+        actions_env(monkeypatch, repo, fake)
         yield fake
-
-
-def _actions_env(monkeypatch, repo: Path, fake: FakeGitHub) -> None:
-    """What a pull_request workflow run provides."""
-    event = repo.parent / "event.json"
-    event.write_text(json.dumps({"number": fake.number, "pull_request": {
-        "number": fake.number, "head": {"sha": fake.pr["head"]}, "base": {"sha": fake.pr["base"], "ref": "main"}}}))
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    monkeypatch.setenv("GITHUB_REPOSITORY", fake.repo)
-    monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
-    monkeypatch.setenv("GITHUB_BASE_REF", "main")
-    monkeypatch.setenv("GITHUB_API_URL", fake.url)
 
 
 def _bot(*args: str):
@@ -137,7 +68,7 @@ def _keys(code: str) -> list[str]:
     from gpuperf_rewrite.lint.patches import finding_patches
     from gpuperf_rewrite.lint.registry import all_rules
 
-    return [prbot.fix_marker(p.key) for p in finding_patches(SLOW_TRAIN.encode(), "train.py",
+    return [fix_marker(p.key) for p in finding_patches(SLOW_TRAIN.encode(), "train.py",
                                                             RuleSet(tuple(all_rules())), "unsafe") if p.code == code]
 
 
@@ -182,9 +113,9 @@ def test_new_push_edits_summary_adds_new_and_deletes_stale(gh, repo, monkeypatch
         "loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)\n",
         GP202_LINE + "\n")
     second += "val_loader = DataLoader(TensorDataset(torch.randn(8, 4), torch.randn(8, 1)))\n"
-    head2 = _commit(repo, {"train.py": second}, "accept suggestion, add validation loader")
+    head2 = commit(repo, {"train.py": second}, "accept suggestion, add validation loader")
     gh.push(head2, moved={old_comment["id"]: None})  # the commented line changed: outdated
-    _actions_env(monkeypatch, repo, gh)
+    actions_env(monkeypatch, repo, gh)
     gh.requests.clear()
 
     res = _bot()
@@ -210,20 +141,22 @@ def test_new_push_edits_summary_adds_new_and_deletes_stale(gh, repo, monkeypatch
 def test_validated_run_proposes_only_passing_fixes_with_measurements(gh, repo):
     seen = {}
 
-    def fake_validator(path, original, patches):
-        seen[path] = ([p.code for p in patches], original)
-        out = {}
-        for p in patches:
-            if p.code == "GP201":
-                out[p.key] = Measurement(False, 1.01, 0.97, 1.05, "no_difference: not significant")
-            elif p.code == "GP101":
-                out[p.key] = Measurement(True, 1.31, 1.18, 1.44, "faster: p=0.001")
-            # GP202 left out: not validated, so not proposed
+    def fake_validator(candidates):
+        seen.setdefault("calls", []).append([(c.path, c.patch.code, c.original) for c in candidates])
+        out = []
+        for c in candidates:
+            if c.patch.code == "GP201":
+                out.append(Measurement(False, 1.01, 0.97, 1.05, "no_difference: not significant"))
+            elif c.patch.code == "GP101":
+                out.append(Measurement(True, 1.31, 1.18, 1.44, "faster: p=0.001"))
+            else:
+                out.append(None)  # GP202: not validated, so not proposed
         return out
 
     report, plan, result = prbot.run(repo, os.environ, validator=fake_validator, backoff=0, write_interval=0,
                                      echo=lambda s: None, log=lambda s: None)
-    assert seen == {"train.py": (["GP201", "GP202", "GP101"], SLOW_TRAIN)}
+    # One call for the whole review, with every candidate fix.
+    assert seen == {"calls": [[("train.py", code, SLOW_TRAIN) for code in ("GP201", "GP202", "GP101")]]}
     assert {r.diag.code: r.status for r in report.rows} == {"GP201": "rejected", "GP202": "not-validated",
                                                             "GP101": "proposed"}
     (comment,) = gh.writes()[0][2]["comments"]
@@ -254,9 +187,9 @@ def test_fail_on_findings_exits_1_after_posting(gh):
 
 
 def test_clean_pr_posts_nothing(gh, repo, monkeypatch):
-    head = _commit(repo, {"train.py": BASE_TRAIN + "print('bye')\n"}, "clean change")
+    head = commit(repo, {"train.py": BASE_TRAIN + "print('bye')\n"}, "clean change")
     gh.push(head)
-    _actions_env(monkeypatch, repo, gh)
+    actions_env(monkeypatch, repo, gh)
     res = _bot()
     assert res.exit_code == 0 and gh.writes() == []
     assert "nothing posted" in res.output
@@ -393,14 +326,14 @@ def test_fix_outside_the_diff_goes_to_the_summary(repo, monkeypatch):
     # the GP101 fix touches a line outside the diff hunk.
     head_text = SLOW_TRAIN.replace("    total += loss.item()\n", "")
     base_text = head_text.replace("    opt.step()\n", "    opt.step()\n" + "    pass\n" * 0)
-    _git(repo, "checkout", "-q", "main")
-    _commit(repo, {"train.py": base_text + "\n" * 8 + "# end\n"}, "base loop")
-    _git(repo, "checkout", "-qb", "small")
+    git(repo, "checkout", "-q", "main")
+    commit(repo, {"train.py": base_text + "\n" * 8 + "# end\n"}, "base loop")
+    git(repo, "checkout", "-qb", "small")
     lines = (base_text + "\n" * 8 + "# end\n").replace("    opt.step()\n", "    opt.step()\n    total += loss.item()\n")
-    _commit(repo, {"train.py": lines}, "accumulate")
+    commit(repo, {"train.py": lines}, "accumulate")
 
-    def passing(path, original, patches):
-        return {p.key: Measurement(True, 1.2, 1.1, 1.3) for p in patches}
+    def passing(candidates):
+        return [Measurement(True, 1.2, 1.1, 1.3) for _ in candidates]
 
     report, plan, _ = prbot.run(repo, {}, base="main", dry_run=True, validator=passing,
                                 echo=lambda s: None, log=lambda s: None)
@@ -409,34 +342,6 @@ def test_fix_outside_the_diff_goes_to_the_summary(repo, monkeypatch):
     (row,) = report.rows
     assert row.patch is not None and (row.patch.start_line, row.patch.end_line) == (14, 15)
     assert row.status == "proposed"  # 14..15 lies within the hunk's context
-
-
-def test_ab_validator_runs_each_fix_beside_the_script(repo, monkeypatch):
-    calls = []
-
-    def run_ab(a, b, args, *, cwd, source_a, source_b, **kw):
-        calls.append((Path(a).parent, Path(a).read_text(), Path(b).read_text(), list(args)))
-        stats = types.SimpleNamespace(speedup=1.25, ci95=(1.1, 1.4))
-        return types.SimpleNamespace(verdict="faster", reason="significant", stats=stats)
-
-    fake = types.ModuleType("gpuperf_rewrite.validate.abtest")
-    fake.run_ab = run_ab
-    monkeypatch.setitem(sys.modules, "gpuperf_rewrite.validate.abtest", fake)
-    from gpuperf_rewrite.lint.engine import RuleSet
-    from gpuperf_rewrite.lint.patches import finding_patches
-
-    patches = finding_patches(SLOW_TRAIN.encode(), "train.py", RuleSet(("GP202",)), "unsafe")
-    validate = prbot.ab_validator("train.py", ["--steps", "5"], repo)
-    out = validate("train.py", SLOW_TRAIN, patches)
-    (m,) = out.values()
-    assert m == Measurement(True, 1.25, 1.1, 1.4, "faster: significant")
-    ((where, a_src, b_src, args),) = calls
-    assert where == repo and a_src == SLOW_TRAIN and b_src == patches[0].apply(SLOW_TRAIN)
-    assert args == ["--steps", "5"]
-    assert sorted(p.name for p in repo.iterdir()) == [".git", ".gpuperf.yaml", "train.py"]  # temp copies removed
-    # A fix in another file cannot be measured by running the script.
-    (other,) = validate("lib/model.py", SLOW_TRAIN, patches).values()
-    assert not other.passed and "not in the validated script" in other.detail
 
 
 # --- the composite action ------------------------------------------------------------------------
@@ -492,7 +397,7 @@ def test_action_review_step_posts_through_the_bot(gh, repo):
 
 def test_bot_honours_noqa_and_the_repository_config(repo):
     text = SLOW_TRAIN.replace("batch_size=8)\n", "batch_size=8)  # noqa: GP202\n")
-    _commit(repo, {"train.py": text, ".gpuperf.yaml": None,
+    commit(repo, {"train.py": text, ".gpuperf.yaml": None,
                    "pyproject.toml": '[tool.gpuperf]\nselect = ["GP101", "GP201", "GP202"]\n'
                                      'ignore = ["GP201"]\nexclude = ["exp/"]\n',
                    "exp/old.py": SLOW_TRAIN}, "noqa, config")

@@ -33,7 +33,8 @@ def pr_bot(base: str | None, repo: str | None, pr_number: int | None, api_url: s
 
     Runs inside the PR's CI job; the token comes from GITHUB_TOKEN.
     """
-    from gpuperf_rewrite.integrations.github import bot as prbot
+    from gpuperf_rewrite.integrations.github.bot import run
+    from gpuperf_rewrite.integrations.github.errors import BotError, scrub
 
     if script_args and not validate_script:
         raise click.UsageError("script arguments after `--` need --validate SCRIPT")
@@ -41,19 +42,21 @@ def pr_bot(base: str | None, repo: str | None, pr_number: int | None, api_url: s
     token = os.environ.get("GITHUB_TOKEN")
 
     def log(msg: str) -> None:
-        click.echo(prbot.scrub(msg, token), err=True)
+        click.echo(scrub(msg, token), err=True)
 
     validator = None
     if validate_script:
+        from gpuperf_rewrite.integrations.github.validator import ab_validator
+
         if not (cwd / validate_script).is_file():
             raise click.UsageError(f"--validate: no such script {validate_script!r}")
-        validator = prbot.ab_validator(validate_script, script_args, cwd, log=log)
+        validator = ab_validator(validate_script, script_args, cwd, log=log)
     try:
-        report, _, _ = prbot.run(cwd, os.environ, base=base, repo=repo, pr=pr_number, api_url=api_url,
-                                 dry_run=dry_run, validator=validator, retries=retries, backoff=retry_backoff,
-                                 write_interval=write_interval, echo=click.echo, log=log)
-    except prbot.BotError as exc:
-        click.echo(f"error: {prbot.scrub(str(exc), token)}", err=True)
+        report, _, _ = run(cwd, os.environ, base=base, repo=repo, pr=pr_number, api_url=api_url,
+                           dry_run=dry_run, validator=validator, retries=retries, backoff=retry_backoff,
+                           write_interval=write_interval, echo=click.echo, log=log)
+    except BotError as exc:
+        click.echo(f"error: {scrub(str(exc), token)}", err=True)
         raise SystemExit(2) from None
     if fail_on_findings and report.rows:
         raise SystemExit(1)
