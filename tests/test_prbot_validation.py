@@ -1,8 +1,10 @@
 """The PR bot's A/B validator (``pr-bot --validate``) with a fake A/B module in place of
-gpuperf_rewrite.validate.abtest: each fix measured alone beside the script."""
+gpuperf_rewrite.validate.abtest: each fix measured alone beside the script, and the review's
+false-proposal rate held at alpha by splitting it over the fixes validated (Bonferroni)."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import statistics
@@ -11,14 +13,17 @@ import types
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from gpuperf_rewrite.cli import cli
+from gpuperf_rewrite.integrations.github import bot as prbot
 from gpuperf_rewrite.integrations.github.report import Candidate
-from gpuperf_rewrite.integrations.github.validator import ab_validator
+from gpuperf_rewrite.integrations.github.validator import ab_validator, per_test_alpha
 from gpuperf_rewrite.lint.engine import RuleSet
 from gpuperf_rewrite.lint.patches import finding_patches
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.validate.abtest import ABConfig
-from helpers.prbot import SLOW_TRAIN, make_repo
+from helpers.prbot import SLOW_TRAIN, commit, make_repo
 
 
 @pytest.fixture
@@ -71,7 +76,7 @@ def test_ab_validator_runs_each_fix_beside_the_script(repo, monkeypatch):
     (cand,) = _candidates(SLOW_TRAIN, rules=("GP202",))
     validate = ab_validator("train.py", ["--steps", "5"], repo)
     (m,) = validate([cand])
-    assert m is not None and m.passed and m.detail.startswith("faster: p=")
+    assert m is not None and m.passed and m.alpha == 0.05 and m.detail.startswith("faster: p=")
     (call,) = fake.calls
     assert call["a"].parent == repo and call["source_a"] == SLOW_TRAIN
     assert call["source_b"] == cand.patch.apply(SLOW_TRAIN) and call["args"] == ["--steps", "5"]
@@ -79,7 +84,7 @@ def test_ab_validator_runs_each_fix_beside_the_script(repo, monkeypatch):
     # A fix in another file cannot be measured by running the script: not tested, no share of alpha.
     (other,) = validate([Candidate("lib/model.py", SLOW_TRAIN, cand.patch)])
     assert other is not None and not other.passed and "not in the validated script" in other.detail
-    assert len(fake.calls) == 1
+    assert other.alpha is None and len(fake.calls) == 1
 
 
 def test_a_crashed_measurement_rejects_the_fix(repo, monkeypatch):
@@ -89,4 +94,72 @@ def test_a_crashed_measurement_rejects_the_fix(repo, monkeypatch):
     _install(monkeypatch, crash)
     (m,) = ab_validator("train.py", [], repo)(_candidates(SLOW_TRAIN, rules=("GP202",)))
     assert m is not None and not m.passed and "RuntimeError: CUDA error: out of memory" in m.detail
+    assert sorted(p.name for p in repo.iterdir()) == [".git", ".gpuperf.yaml", "train.py"]
+
+
+def test_alpha_is_split_over_the_fixes_validated_in_one_review(repo, monkeypatch):
+    """One review, three fixes in the validated script and one in another file: each A/B runs at
+    alpha/3, the true 1.3x fix still passes, and the summary states the family-wise bound."""
+    fake = FakeAB(effects={"loss.detach()": 1.3})  # the GP101 fix is truly faster, the others do nothing
+    _install(monkeypatch, fake)
+    commit(repo, {"data.py": "from torch.utils.data import DataLoader\nloader = DataLoader(range(8))\n"},
+           "another file with a fixable finding")
+    report, plan, _ = prbot.run(repo, {}, base="main", dry_run=True, validator=ab_validator("train.py", [], repo),
+                                echo=lambda s: None, log=lambda s: None)
+    assert [c["alpha"] for c in fake.calls] == [pytest.approx(0.05 / 3)] * 3
+    status = {(r.diag.path, r.diag.code): r.status for r in report.rows}
+    assert status[("train.py", "GP101")] == "proposed"
+    elsewhere = [r for r in report.rows if r.diag.path == "data.py"]
+    assert elsewhere and all(r.status == "rejected" and r.measurement and r.measurement.alpha is None
+                             for r in elsewhere)  # cannot be measured by running train.py
+    assert "3 A/B tests in this review, each at significance level 0.0167 (Bonferroni)" in plan.body
+    assert "is at most 0.05." in plan.body
+
+
+def test_cli_alpha_sets_the_family_wise_level(repo, monkeypatch):
+    fake = FakeAB()
+    _install(monkeypatch, fake)
+    res = CliRunner().invoke(cli, ["pr-bot", "--base", "main", "--dry-run", "--validate", "train.py",
+                                   "--alpha", "0.1"])
+    assert res.exit_code == 0, res.output
+    assert [c["alpha"] for c in fake.calls] == [pytest.approx(0.1 / 3)] * 3
+    assert "each A/B at alpha=0.0333 (Bonferroni)" in res.stderr
+    assert "at most 0.1." in json.loads(res.stdout)["body"]
+
+
+def test_cli_alpha_without_validate_is_a_usage_error(repo):
+    res = CliRunner().invoke(cli, ["pr-bot", "--base", "main", "--dry-run", "--alpha", "0.1"])
+    assert res.exit_code == 2 and "--alpha needs --validate" in res.output
+
+
+def test_per_test_alpha():
+    assert per_test_alpha(0.05, 1) == 0.05
+    assert per_test_alpha(0.05, 5) == pytest.approx(0.01)
+    assert per_test_alpha(0.05, 0) == 0.05
+
+
+def test_no_op_fixes_are_proposed_in_at_most_alpha_of_reviews(repo, monkeypatch):
+    """Simulated reviews of a script with k fixes that all do nothing, at 10% run-to-run noise:
+    the share of reviews that propose any fix stays within alpha (up to simulation error), while
+    the same A/Bs at the full alpha each (the bot before the split) would propose something in
+    about 1 - 0.95^k of them."""
+    fake = FakeAB(noise=0.10, seed=12)
+    _install(monkeypatch, fake)
+    candidates = _candidates(SLOW_TRAIN)
+    k = len(candidates)
+    assert k >= 5
+    validate = ab_validator("train.py", [], repo)
+    reviews = 1000
+    proposed_any = uncontrolled_any = 0
+    for _ in range(reviews):
+        first = len(fake.calls)
+        answers = validate(candidates)
+        proposed_any += any(m is not None and m.passed for m in answers)
+        uncontrolled_any += any(c["p"] < 0.05 for c in fake.calls[first:])
+    # 3 standard errors above alpha: a correct split fails this about once in a thousand seeds.
+    bound = 0.05 + 3 * math.sqrt(0.05 * 0.95 / reviews)
+    assert proposed_any / reviews <= bound, (proposed_any, reviews)
+    assert {c["alpha"] for c in fake.calls} == {0.05 / k}
+    # The check has teeth: without the split the same draws clear it by far.
+    assert uncontrolled_any / reviews > 2 * bound, (uncontrolled_any, reviews)
     assert sorted(p.name for p in repo.iterdir()) == [".git", ".gpuperf.yaml", "train.py"]

@@ -17,6 +17,9 @@ import click
 @click.option("--validate", "validate_script", metavar="SCRIPT",
               help="A/B-validate each fix by running SCRIPT (on a GPU runner; runs the PR's code) and "
                    "propose only fixes that passed. Script arguments go after `--`.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), metavar="P",
+              help="With --validate: the chance, per review, of proposing any fix that does not really "
+                   "help (default 0.05); split over the fixes validated (Bonferroni).")
 @click.option("--dry-run", is_flag=True, help="Print the review as JSON instead of posting it (no token needed).")
 @click.option("--fail-on-findings", is_flag=True, help="Exit 1 when findings remain on changed lines.")
 @click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True,
@@ -26,7 +29,7 @@ import click
               help="Seconds between write requests (GitHub asks integrations to space them).")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def pr_bot(base: str | None, repo: str | None, pr_number: int | None, api_url: str | None,
-           validate_script: str | None, dry_run: bool, fail_on_findings: bool, retries: int,
+           validate_script: str | None, alpha: float | None, dry_run: bool, fail_on_findings: bool, retries: int,
            retry_backoff: float, write_interval: float, script_args: tuple[str, ...]) -> None:
     """Lint the Python files a pull request changes and post one review with a one-click
     ```suggestion``` per fix on a changed line (re-runs update the same review).
@@ -38,6 +41,8 @@ def pr_bot(base: str | None, repo: str | None, pr_number: int | None, api_url: s
 
     if script_args and not validate_script:
         raise click.UsageError("script arguments after `--` need --validate SCRIPT")
+    if alpha is not None and not validate_script:
+        raise click.UsageError("--alpha needs --validate SCRIPT (nothing is tested without it)")
     cwd = Path.cwd()
     token = os.environ.get("GITHUB_TOKEN")
 
@@ -50,7 +55,7 @@ def pr_bot(base: str | None, repo: str | None, pr_number: int | None, api_url: s
 
         if not (cwd / validate_script).is_file():
             raise click.UsageError(f"--validate: no such script {validate_script!r}")
-        validator = ab_validator(validate_script, script_args, cwd, log=log)
+        validator = ab_validator(validate_script, script_args, cwd, alpha=alpha, log=log)
     try:
         report, _, _ = run(cwd, os.environ, base=base, repo=repo, pr=pr_number, api_url=api_url,
                            dry_run=dry_run, validator=validator, retries=retries, backoff=retry_backoff,

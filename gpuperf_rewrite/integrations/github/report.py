@@ -14,7 +14,9 @@ STATUSES = ("proposed", "outside-diff", "rejected", "not-validated", "unsafe", "
 
 @dataclasses.dataclass(frozen=True)
 class Measurement:
-    """An A/B result for one fix: ``speedup`` is throughput(rewrite)/throughput(original)."""
+    """An A/B result for one fix: ``speedup`` is throughput(rewrite)/throughput(original).
+    ``alpha`` is the significance level that A/B ran at (its share of the review's family-wise
+    level); ``None`` when no A/B was run for the fix."""
 
     passed: bool
     speedup: float | None = None
@@ -22,6 +24,7 @@ class Measurement:
     ci_high: float | None = None
     detail: str = ""
     confidence: float = 0.95
+    alpha: float | None = None
 
     def describe(self) -> str:
         if self.speedup is None:
@@ -41,7 +44,8 @@ class Candidate:
 
 
 # All the candidate fixes of one review -> one answer per candidate, in order (``None``: not
-# validated, so not proposed). One call per review: the validator sees every fix it will test.
+# validated, so not proposed). One call per review, so that the validator knows how many tests
+# it runs and can share the family-wise false-proposal rate among them.
 Validator = Callable[[Sequence[Candidate]], Sequence["Measurement | None"]]
 
 
@@ -65,3 +69,8 @@ class Report:
     @property
     def proposed(self) -> list[Row]:
         return [r for r in self.rows if r.status in ("proposed", "outside-diff")]
+
+    @property
+    def tests(self) -> list[Measurement]:
+        """The A/B tests this review ran, one per measured fix."""
+        return [r.measurement for r in self.rows if r.measurement is not None and r.measurement.alpha is not None]

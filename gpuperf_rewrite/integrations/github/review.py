@@ -116,7 +116,19 @@ def _measurements(report: Report) -> list[str]:
         verdict = "passed" if r.measurement.passed else "rejected"
         lines.append(f"- {r.diag.code} at `{r.diag.path}:{r.diag.line}`: {r.measurement.describe()}, "
                      f"{verdict}" + (f" ({r.measurement.detail})" if r.measurement.detail else ""))
-    return lines
+    return lines + _multiple_testing(report)
+
+
+def _multiple_testing(report: Report) -> list[str]:
+    """How the review keeps its false proposals rare: Bonferroni over the A/B tests it ran."""
+    alphas = [m.alpha for m in report.tests if m.alpha is not None]
+    if not alphas:
+        return []
+    family = sum(alphas)
+    levels = sorted({f"{a:.3g}" for a in alphas})
+    return ["", f"{_plural(len(alphas), 'A/B test')} in this review, each at significance level "
+                f"{' / '.join(levels)} (Bonferroni), so the chance that it proposes any fix that does not "
+                f"really make training faster is at most {family:.3g}."]
 
 
 def _patch_diff(p: Patch) -> str:

@@ -2,12 +2,22 @@
 
 Each fix is measured alone: the script as it is at the PR head (A) against the same script with
 that one fix (B), through :func:`gpuperf_rewrite.validate.abtest.run_ab`; a fix passes when the
-verdict is ``faster`` (which includes the loss check).
+verdict is ``faster`` (which includes the loss check). A review validates several fixes, and a
+fix that does nothing still passes one A/B now and then (at rate alpha); proposing every fix
+that passed would make a false proposal k times likelier with k fixes. So the review's alpha is
+split over the A/Bs it runs (Bonferroni): each runs at alpha/k, and the chance that the review
+proposes *any* fix that does not really help stays at most alpha.
+
+Bonferroni rather than Holm: the A/B stops early at sequential looks and also requires its
+confidence interval and the minimum speedup, so it yields a verdict at a given level, not one
+p-value that Holm's step-down could order; Bonferroni needs only that each A/B keeps its own
+false-"faster" rate at its level.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -15,6 +25,12 @@ from typing import Any
 
 from gpuperf_rewrite.integrations.github.errors import BotError
 from gpuperf_rewrite.integrations.github.report import Candidate, Measurement, Validator
+
+
+def per_test_alpha(family_alpha: float, tests: int) -> float:
+    """Bonferroni: the level of each of ``tests`` A/Bs so that the chance of any false
+    ``faster`` among them is at most ``family_alpha`` (a union bound: no independence needed)."""
+    return family_alpha / max(tests, 1)
 
 
 def _ab_api() -> tuple[Any, Callable[..., Any]]:
@@ -52,27 +68,31 @@ def _measure(run_ab: Callable[..., Any], config: Any, script: Path, script_args:
         with _script_copies(script, c.original, candidate) as (a, b):
             res = run_ab(a, b, list(script_args), config=config, cwd=cwd, source_a=c.original, source_b=candidate)
     except Exception as exc:  # never propose what could not be measured
-        return Measurement(False, detail=f"validation failed: {type(exc).__name__}: {exc}")
+        return Measurement(False, detail=f"validation failed: {type(exc).__name__}: {exc}", alpha=config.alpha)
     s = res.stats
     return Measurement(res.verdict == "faster", s.speedup if s else None, s.ci95[0] if s else None,
-                       s.ci95[1] if s else None, detail=f"{res.verdict}: {res.reason}")
+                       s.ci95[1] if s else None, detail=f"{res.verdict}: {res.reason}", alpha=config.alpha)
 
 
-def ab_validator(script: str, script_args: Sequence[str], cwd: Path, *,
+def ab_validator(script: str, script_args: Sequence[str], cwd: Path, *, alpha: float | None = None,
                  log: Callable[[str], None] = lambda s: None) -> Validator:
-    """A validator that A/B-tests each fix in ``script`` by running it with ``script_args``.
-    Fixes in other files cannot be measured by running ``script``: they are reported as not
-    validated."""
+    """A validator that A/B-tests each fix in ``script`` by running it with ``script_args``, at
+    a family-wise false-proposal rate of ``alpha`` per review (default: the A/B's own default,
+    0.05). Fixes in other files cannot be measured by running ``script``: they are reported as
+    not validated and take no share of alpha."""
     script_path = (cwd / script).resolve()
 
     def validate(candidates: Sequence[Candidate]) -> list[Measurement | None]:
         config_type, run_ab = _ab_api()
+        family = config_type() if alpha is None else config_type(alpha=alpha)
         out: list[Measurement | None] = [Measurement(False, detail=f"not in the validated script {script}")
                                          for _ in candidates]
         mine = [i for i, c in enumerate(candidates) if (cwd / c.path).resolve() == script_path]
         if not mine:
             return out
-        config = config_type()
+        config = dataclasses.replace(family, alpha=per_test_alpha(family.alpha, len(mine)))
+        log(f"validating {len(mine)} fix{'es' if len(mine) != 1 else ''}: each A/B at alpha={config.alpha:.3g} "
+            f"(Bonferroni), so the chance of proposing any fix that does not help is at most {family.alpha:g}")
         for n, i in enumerate(mine, 1):
             c = candidates[i]
             log(f"[{n}/{len(mine)}] validating {c.patch.code} at {c.path}:{c.patch.line} (A/B test)...")
