@@ -358,7 +358,7 @@ def _action_steps() -> dict:
 def test_action_declares_the_inputs_and_never_pastes_them_into_scripts():
     doc, steps = _action_steps()
     assert doc["runs"]["using"] == "composite"
-    assert {"paths", "validate-script", "script-args", "fail-on-findings"} <= set(doc["inputs"])
+    assert {"paths", "validate-script", "script-args", "alpha", "fail-on-findings"} <= set(doc["inputs"])
     for step in steps.values():
         # Inputs reach scripts through env only: `${{ inputs.x }}` inside `run` is shell injection.
         assert "${{" not in step.get("run", ""), step["name"]
@@ -388,7 +388,7 @@ def test_action_review_step_posts_through_the_bot(gh, repo):
     _, steps = _action_steps()
     env = {k: os.environ[k] for k in ("GITHUB_REPOSITORY", "GITHUB_EVENT_PATH", "GITHUB_BASE_REF",
                                        "GITHUB_API_URL")}
-    env.update(GITHUB_TOKEN=TOKEN, VALIDATE_SCRIPT="", SCRIPT_ARGS="", FAIL_ON_FINDINGS="true")
+    env.update(GITHUB_TOKEN=TOKEN, VALIDATE_SCRIPT="", SCRIPT_ARGS="", ALPHA="", FAIL_ON_FINDINGS="true")
     res = _run_step(steps["Review the pull request"], env, repo)
     assert res.returncode == 1, res.stderr  # fail-on-findings, after posting
     assert len(gh.reviews) == 1 and len(gh.comments) == 1
