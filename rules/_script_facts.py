@@ -13,8 +13,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import InsertAfter
 from ._calls import dotted_name, get_arg, method_call
-from ._framework import InsertAfter, RuleContext
+from ._context import RuleContext
 from ._torchnames import OPTIMIZERS
 from ._training import TrainingAnalysis, analysis
 

@@ -7,10 +7,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import Edit, Replace
 from ._calls import dotted_name, literal_value
-from ._framework import Edit, Replace, RuleContext, children_of
+from ._context import RuleContext
 from ._torchnames import NO_GRAD
 from ._training import TrainingAnalysis
+from ._tree import children_of
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 

@@ -21,8 +21,9 @@ from collections.abc import Iterable, Iterator
 import libcst as cst
 
 from ._calls import dotted_name, method_call
-from ._framework import RuleContext, children_of
+from ._context import RuleContext
 from ._torchnames import DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, NN_MODULE_BASES, OPTIMIZERS
+from ._tree import children_of
 
 Loop = cst.For | cst.While
 FunctionLike = cst.FunctionDef | cst.Lambda

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, method_call
-from ._framework import Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._context import RuleContext
 from ._training import TrainingAnalysis, analysis
 
 SYNC_METHODS = ("item", "tolist", "cpu", "numpy")

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, method_call
-from ._framework import Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._context import RuleContext
 from ._stepcode import single_expression_statement, target_names, walk
 from ._training import TrainingAnalysis, analysis, is_periodic_test
 

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._framework import Finding, Fix, Invalid, Rule, RuleContext, Valid, dedent
+from ._api import Finding, Fix, Invalid, Rule, Valid, dedent
+from ._context import RuleContext
 from ._stepcode import block_of, remove_statement, single_expression_statement
 from ._training import analysis
 

@@ -6,10 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import AddImport, Finding, Fix, InsertAfter, InsertBefore, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, get_arg, literal_value, method_call
-from ._framework import (
-    AddImport, Finding, Fix, InsertAfter, InsertBefore, Invalid, Replace, Rule, RuleContext, Valid, dedent,
-)
+from ._context import RuleContext
 from ._script_facts import (
     MODULE_CHAIN, device_name_at, device_type_expr, model_names_everywhere, names_in, scope_of,
 )

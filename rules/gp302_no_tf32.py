@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._framework import AddImport, Finding, Fix, Invalid, Rule, RuleContext, Valid, dedent
+from ._api import AddImport, Finding, Fix, Invalid, Rule, Valid, dedent
+from ._context import RuleContext
 from ._script_facts import assigns_to, first_use_of, module_setting_edit
 from ._training import analysis
 

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import Finding, Fix, InsertAfter, Invalid, Rule, Valid, dedent
 from ._calls import dotted_name, method_call
-from ._framework import Finding, Fix, InsertAfter, Invalid, Rule, RuleContext, Valid, dedent
+from ._context import RuleContext
 from ._script_facts import model_build_statement, model_names_everywhere, trained_models
 from ._training import analysis
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ._framework import AddImport, Finding, Fix, Invalid, Rule, RuleContext, Valid, dedent
+from ._api import AddImport, Finding, Fix, Invalid, Rule, Valid, dedent
+from ._context import RuleContext
 from ._script_facts import assigns_to, first_use_of, module_setting_edit
 from ._training import analysis
 

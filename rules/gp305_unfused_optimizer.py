@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import add_kwarg, get_arg, has_star_args, literal_value
-from ._framework import AddImport, Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._context import RuleContext
 from ._script_facts import (
     TrainedModel, _param_receivers, device_type_expr, model_device_name, visible_scope,
 )

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import Finding, Fix, InsertAfter, Invalid, Rule, Valid, dedent
 from ._calls import dotted_name, method_call
-from ._framework import Finding, Fix, InsertAfter, Invalid, Rule, RuleContext, Valid, dedent
+from ._context import RuleContext
 from ._stepcode import block_of, walk_with_callees
 from ._torchnames import OPTIMIZERS
 from ._training import TrainingAnalysis, analysis

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, method_call
-from ._framework import AddImport, Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._context import RuleContext
 from ._stepcode import in_no_grad, preorder, torch_alias, walk, walk_with_callees
 from ._torchnames import NO_GRAD
 from ._training import TrainingAnalysis, analysis

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._framework import Finding, Invalid, Rule, RuleContext, Valid, dedent
+from ._api import Finding, Invalid, Rule, Valid, dedent
+from ._context import RuleContext
 
 DATA_PARALLEL = frozenset({
     "torch.nn.DataParallel", "torch.nn.parallel.DataParallel",

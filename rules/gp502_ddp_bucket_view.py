@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import add_kwarg, get_arg, has_star_args
-from ._framework import Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._context import RuleContext
 
 DDP = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",

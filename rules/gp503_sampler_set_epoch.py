@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import Finding, Fix, InsertBefore, Invalid, Rule, Valid, dedent
 from ._calls import dataloader_arg, dotted_name, get_arg, literal_value, method_call
-from ._framework import Finding, Fix, InsertBefore, Invalid, Rule, RuleContext, Valid, dedent
+from ._context import RuleContext
 from ._script_facts import call_site_args, scope_of, visible_scope
 from ._torchnames import DATALOADERS
 from ._training import TrainingAnalysis, analysis

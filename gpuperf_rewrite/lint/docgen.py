@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from gpuperf_rewrite.lint.registry import all_rules
-from gpuperf_rewrite.rules._framework import Invalid, Rule, Valid
+from gpuperf_rewrite.rules._api import Invalid, Rule, Valid
 
 SAFETY_TEXT = {
     "safe": "**safe**: same values and behaviour by construction; applied by `--fix`.",
