@@ -32,6 +32,23 @@ def _dotted(expr: cst.BaseExpression) -> str:
     return dotted_name(expr) or ""
 
 
+def _split_chain(node: cst.CSTNode) -> tuple[cst.Name | None, list[str]]:
+    """``a.b.c`` -> (the Name ``a``, ["c", "b"]); (None, ...) when the chain does not start
+    with a plain name (``f().x``)."""
+    parts: list[str] = []
+    cur: cst.CSTNode = node
+    while isinstance(cur, cst.Attribute):
+        parts.append(cur.attr.value)
+        cur = cur.value
+    return (cur if isinstance(cur, cst.Name) else None), parts
+
+
+def _matches(qualname: str, names: Any) -> bool:
+    """``qualname`` is one of ``names``; ``mod.*`` stands for any member of ``mod``."""
+    return any(qualname == want or (want.endswith(".*") and qualname.startswith(want[:-1]))
+               for want in names)
+
+
 class NameResolution:
     """Mixed into :class:`RuleContext`: the name-resolution half of a rule's view of a file.
     Relies on the context's ``module``, ``_parents``, ``_cache``, ``nodes``, ``ancestors``,
@@ -76,12 +93,8 @@ class NameResolution:
         aliases = self.import_aliases
         if self._cache["_stars"]:
             return None
-        parts: list[str] = []
-        cur: cst.CSTNode = node
-        while isinstance(cur, cst.Attribute):
-            parts.append(cur.attr.value)
-            cur = cur.value
-        if not isinstance(cur, cst.Name):
+        cur, parts = _split_chain(node)
+        if cur is None:
             return None
         root = cur.value
         holder = self._parents.get(cur)
@@ -142,11 +155,8 @@ class NameResolution:
         if not self._could_match(node, names):
             return False
         resolved = self._resolved_by_imports(node)
-        for qn in self.qualified_names(node) if resolved is None else resolved:
-            for want in names:
-                if qn == want or (want.endswith(".*") and qn.startswith(want[:-1])):
-                    return True
-        return False
+        found = self.qualified_names(node) if resolved is None else resolved
+        return any(_matches(qn, names) for qn in found)
 
     @property
     def import_aliases(self) -> dict[str, str]:
@@ -181,22 +191,14 @@ class NameResolution:
         aliases = self.import_aliases
         if self._cache["_stars"]:
             return True  # ``from x import *`` can bind anything: let the scope analysis decide
-        parts: list[str] = []
-        cur: cst.CSTNode = node
-        while isinstance(cur, cst.Attribute):
-            parts.append(cur.attr.value)
-            cur = cur.value
-        if not isinstance(cur, cst.Name):
+        cur, parts = _split_chain(node)
+        if cur is None:
             return False
         root = cur.value
         if root not in aliases:
             # Not imported: only a builtin (``builtins.float``) can match.
             return not parts and any(w == f"builtins.{root}" for w in names)
-        full = ".".join([aliases[root], *reversed(parts)])
-        for want in names:
-            if full == want or (want.endswith(".*") and full.startswith(want[:-1])):
-                return True
-        return False
+        return _matches(".".join([aliases[root], *reversed(parts)]), names)
 
     def is_call_to(self, node: cst.CSTNode, names: Sequence[str] | set[str] | frozenset[str]) -> bool:
         return isinstance(node, cst.Call) and self.matches(node.func, names)

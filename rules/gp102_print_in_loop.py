@@ -8,10 +8,11 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ._calls import dotted_name, method_call
+from ._calls import dotted_name, method_call, target_names
 from ._context import RuleContext
-from ._stepcode import single_expression_statement, target_names, walk
+from ._edits import single_expression_statement
 from ._training import TrainingAnalysis, analysis, is_periodic_test
+from ._tree import walk
 
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 _LOGGER_NAME = re.compile(r"(^|_)(log|logger)$", re.IGNORECASE)

@@ -8,7 +8,7 @@ import libcst as cst
 
 from ._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ._context import RuleContext
-from ._stepcode import block_of, remove_statement, single_expression_statement
+from ._edits import block_of, remove_statement, single_expression_statement
 from ._training import analysis
 
 SYNC_CALLS = {

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ._calls import NOT_LITERAL, dataloader_arg, has_star_args, literal_value, set_or_add_kwarg
+from ._calls import NOT_LITERAL, dataloader_arg, has_star_args, literal_value
 from ._context import RuleContext
+from ._edits import set_or_add_kwarg
 from ._torchnames import DATALOADERS
 
 

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ._calls import dataloader_arg, has_star_args, literal_value, method_call, set_or_add_kwarg
+from ._calls import dataloader_arg, has_star_args, literal_value, method_call
 from ._context import RuleContext
+from ._edits import set_or_add_kwarg
 from ._torchnames import DATALOADERS
 
 

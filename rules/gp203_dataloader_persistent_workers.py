@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ._calls import NOT_LITERAL, add_kwarg, dataloader_arg, dotted_name, get_arg, has_star_args, literal_value
+from ._calls import NOT_LITERAL, dataloader_arg, dotted_name, get_arg, has_star_args, literal_value
 from ._context import RuleContext
+from ._edits import add_kwarg
 from ._torchnames import DATALOADERS
 
 # Calls that may appear in a num_workers expression we repeat in ``persistent_workers=``:

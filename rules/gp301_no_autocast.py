@@ -14,6 +14,7 @@ from ._script_facts import (
 )
 from ._torchnames import AUTOCAST, GRAD_SCALERS
 from ._training import TrainingAnalysis, analysis
+from ._tree import walk
 
 FP16 = frozenset({"torch.float16", "torch.half"})
 LOW_PRECISION = FP16 | {"torch.bfloat16"}
@@ -22,14 +23,6 @@ _FORBIDDEN_IN_FORWARD = ("backward", "step", "zero_grad")
 
 def _is_model_call(ctx: RuleContext, node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and dotted_name(node.func) in model_names_everywhere(ctx)
-
-
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        cur = stack.pop()
-        yield cur
-        stack.extend(cur.children)
 
 
 def _model_in_low_precision(ctx: RuleContext) -> bool:
@@ -88,10 +81,10 @@ def forward_region(ctx: RuleContext, ta: TrainingAnalysis,
         s = stmts[i]
         if not isinstance(s, cst.SimpleStatementLine) or any(
             method_call(n, *_FORBIDDEN_IN_FORWARD) or isinstance(n, (cst.Return, cst.Yield))
-            for n in _walk(s)
+            for n in walk(s, into_scopes=True, include_self=True)
         ):
             break
-        if any(_is_model_call(ctx, n) for n in _walk(s)):
+        if any(_is_model_call(ctx, n) for n in walk(s, into_scopes=True, include_self=True)):
             first = i
     if first is None:
         return None
@@ -391,7 +384,7 @@ def _scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call
             not isinstance(step_stmt.body[0], cst.Expr) or step_stmt.body[0].value is not step:
         return None
     body_root: cst.CSTNode = fn if fn is not None else ctx.module
-    for n in _walk(body_root):
+    for n in walk(body_root, into_scopes=True, include_self=True):
         if isinstance(n, cst.Attribute) and n.attr.value in ("grad", "unscale_") or \
                 isinstance(n, cst.Call) and dotted_name(n.func) and \
                 str(dotted_name(n.func)).rsplit(".", 1)[-1].startswith("clip_grad"):

@@ -8,7 +8,8 @@ import libcst as cst
 
 from ._api import AddImport, Finding, Fix, Invalid, Rule, Valid, dedent
 from ._context import RuleContext
-from ._script_facts import assigns_to, first_use_of, module_setting_edit
+from ._edits import module_setting_edit
+from ._script_facts import assigns_to, first_use_of
 from ._training import analysis
 
 # Layers and functions that run float32 matrix multiplies. Convolutions are left out on purpose:

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 from ._api import AddImport, Finding, Fix, Invalid, Rule, Valid, dedent
 from ._context import RuleContext
-from ._script_facts import assigns_to, first_use_of, module_setting_edit
+from ._edits import module_setting_edit
+from ._script_facts import assigns_to, first_use_of
 from ._training import analysis
 
 CONVOLUTIONS = frozenset({

@@ -7,11 +7,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ._calls import add_kwarg, get_arg, has_star_args, literal_value
+from ._calls import get_arg, has_star_args, literal_value
 from ._context import RuleContext
-from ._script_facts import (
-    TrainedModel, _param_receivers, device_type_expr, model_device_name, visible_scope,
-)
+from ._edits import add_kwarg
+from ._script_facts import TrainedModel, _param_receivers, device_type_expr, model_device_name, visible_scope
 from ._training import analysis
 
 FUSABLE = frozenset({

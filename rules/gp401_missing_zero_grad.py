@@ -9,7 +9,8 @@ import libcst as cst
 from ._api import Finding, Fix, InsertAfter, Invalid, Rule, Valid, dedent
 from ._calls import dotted_name, method_call
 from ._context import RuleContext
-from ._stepcode import block_of, walk_with_callees
+from ._edits import block_of
+from ._stepcode import walk_with_callees
 from ._torchnames import OPTIMIZERS
 from ._training import TrainingAnalysis, analysis
 

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ._calls import get_arg, literal_value, method_call, set_arg_value
+from ._calls import get_arg, literal_value, method_call
 from ._context import RuleContext
+from ._edits import set_arg_value
 from ._training import analysis
 
 

@@ -9,8 +9,10 @@ import libcst as cst
 from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, method_call
 from ._context import RuleContext
-from ._stepcode import detached, in_no_grad, walk, walk_with_callees
+from ._edits import detached
+from ._stepcode import in_no_grad, walk_with_callees
 from ._training import TrainingAnalysis, analysis
+from ._tree import walk
 
 # Results of these methods no longer hold the autograd graph (or are not tensors).
 _CUTS_GRAPH = frozenset({"item", "detach", "tolist", "numpy", "__float__", "argmax", "argmin", "eq",
@@ -61,10 +63,7 @@ class _GradNames:
 
 
 def _names_in(node: cst.CSTNode) -> set[str]:
-    out = {n.value for n in walk(node, into_scopes=True) if isinstance(n, cst.Name)}
-    if isinstance(node, cst.Name):
-        out.add(node.value)
-    return out
+    return {n.value for n in walk(node, into_scopes=True, include_self=True) if isinstance(n, cst.Name)}
 
 
 class LossKeepsGraph(Rule):

@@ -9,9 +9,11 @@ import libcst as cst
 from ._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, method_call
 from ._context import RuleContext
-from ._stepcode import in_no_grad, preorder, torch_alias, walk, walk_with_callees
+from ._edits import torch_alias
+from ._stepcode import in_no_grad, walk_with_callees
 from ._torchnames import NO_GRAD
 from ._training import TrainingAnalysis, analysis
+from ._tree import walk
 
 _GRAD_APIS = {"torch.autograd.grad", "torch.autograd.backward", "torch.enable_grad",
               "torch.autograd.functional.*", "torch.func.*"}
@@ -145,7 +147,7 @@ class EvalWithoutNoGrad(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        order = preorder(ctx)
+        order = ctx.preorder()
         evals: dict[cst.CSTNode, list[tuple[int, str]]] = {}
         for call in ctx.nodes(cst.Call):
             if method_call(call, "eval") and not call.args:

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ._calls import add_kwarg, get_arg, has_star_args
+from ._calls import get_arg, has_star_args
 from ._context import RuleContext
+from ._edits import add_kwarg
 
 DDP = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
