@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 FixSafety = Literal["safe", "unsafe", "none"]
 Severity = Literal["error", "warning", "info"]
+GainsOn = Literal["any", "cuda"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -112,19 +113,38 @@ _CODE_RE = re.compile(r"^GP\d{3}$")
 
 
 class Rule:
-    """Base class of every rule. Subclasses set the metadata and implement :meth:`check`."""
+    """Base class of every rule. Subclasses set the metadata and implement :meth:`check`.
+
+    The metadata is the rule's documentation (``docs/rules.md``, ``explain``, ``rules --output-format
+    json``), as ruff documents a rule: what it finds, why it is slow, the fix and its safety (and
+    why), where the gain exists, known limitations and references."""
 
     code: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]  # one line: what it finds
     rationale: ClassVar[str]  # why it is slow (or wrong)
     fix_description: ClassVar[str] = "No automatic fix."
+    # The least safe fix the rule can emit: "safe" when every fix is, "unsafe" when some or all
+    # may change numerics or behaviour, "none" when it only reports. tests check it against the
+    # fixes the examples produce.
     fix_safety: ClassVar[FixSafety] = "none"
+    # Why (and when) a fix is unsafe: what may change. Required exactly when fix_safety is "unsafe".
+    fix_safety_reason: ClassVar[str] = ""
+    # Where the speed or memory gain exists: "cuda" when it needs a CUDA device (on CPU the fix
+    # is a no-op or costs time), "any" when it holds on every device. Each rule says why.
+    gains_on: ClassVar[GainsOn]
+    # Known false negatives and false positives, one sentence each.
+    limitations: ClassVar[tuple[str, ...]] = ()
+    # https URLs that document the problem and the fix (PyTorch documentation first).
+    references: ClassVar[tuple[str, ...]] = ()
     severity: ClassVar[Severity] = "warning"
     default_enabled: ClassVar[bool] = True
     # Source prefilter: the rule can only fire when one of these substrings occurs.
     keywords: ClassVar[tuple[str, ...]] = ("torch",)
+    # Option name -> default value (``[tool.gpuperf.rules.CODE]``; lint/config.py checks the
+    # configured value's type against the default's), and option name -> what it does.
     options: ClassVar[Mapping[str, Any]] = {}
+    option_descriptions: ClassVar[Mapping[str, str]] = {}
     examples: ClassVar[Sequence[Valid | Invalid]] = ()
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:  # pragma: no cover - abstract
@@ -132,6 +152,7 @@ class Rule:
 
     @classmethod
     def validate_metadata(cls) -> None:
+        """Raise ValueError naming the rule when its metadata is incomplete or inconsistent."""
         if not _CODE_RE.match(cls.code):
             raise ValueError(f"{cls.__name__}: bad rule code {cls.code!r}")
         for attr in ("name", "summary", "rationale"):
@@ -139,3 +160,17 @@ class Rule:
                 raise ValueError(f"{cls.code}: missing {attr}")
         if cls.fix_safety not in ("safe", "unsafe", "none"):
             raise ValueError(f"{cls.code}: bad fix_safety {cls.fix_safety!r}")
+        if bool(cls.fix_safety_reason.strip()) != (cls.fix_safety == "unsafe"):
+            raise ValueError(f"{cls.code}: fix_safety_reason is required exactly when fix_safety is 'unsafe'")
+        if getattr(cls, "gains_on", None) not in ("any", "cuda"):
+            raise ValueError(f"{cls.code}: gains_on must be 'any' or 'cuda'")
+        for attr in ("limitations", "references"):
+            value = getattr(cls, attr)
+            if not isinstance(value, tuple) or not value or \
+                    not all(isinstance(v, str) and v.strip() for v in value):
+                raise ValueError(f"{cls.code}: {attr} must be a non-empty tuple of non-empty strings")
+        if not all(url.startswith("https://") for url in cls.references):
+            raise ValueError(f"{cls.code}: references must be https URLs")
+        if set(cls.option_descriptions) != set(cls.options) or \
+                not all(isinstance(d, str) and d.strip() for d in cls.option_descriptions.values()):
+            raise ValueError(f"{cls.code}: every option needs a description in option_descriptions")

@@ -111,6 +111,26 @@ class PrintInLoop(Rule):
         "Report only for `while` loops without a guard, or when the statement is part of a larger one."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "The statement then runs every N steps instead of every step: the script prints or logs "
+        "fewer lines, and whatever reads that output sees fewer values."
+    )
+    # gains_on 'any': formatting and writing a line per step costs time on every device; on CUDA it
+    # also removes a host-device sync.
+    gains_on = "any"
+    limitations = (
+        "Only calls the rule knows as logging are checked: `print`, `logging` and logger methods "
+        "(names ending in `log`/`logger`), `tqdm.write`, tqdm's `set_postfix`/`set_description`, "
+        "TensorBoard's `add_scalar` and `wandb.log`; other loggers are missed.",
+        "A value is reported only when it is clearly a tensor in this file; values already "
+        "converted on the host (`.item()`, `float(x)`) are GP101's business.",
+        "`while` loops without an existing periodic guard, and statements that do more than log, "
+        "are reported without a fix.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+    )
     keywords = ("print", "log", "write", "set_postfix", "set_description", "add_scalar")
 
     examples = [

@@ -47,6 +47,20 @@ class DataloaderPinMemory(Rule):
         "GPU), importing torch if needed."
     )
     fix_safety = "safe"
+    # gains_on 'cuda': pinned memory only speeds host-to-GPU copies; on CPU the fix evaluates to
+    # `pin_memory=False`.
+    gains_on = "cuda"
+    limitations = (
+        "Reported only when the module mentions CUDA (`torch.cuda.*`, `.cuda()`, a `\"cuda\"` "
+        "string); a script that gets its device from elsewhere is missed.",
+        "`pin_memory` set to anything but a literal `False` is trusted.",
+        "A DataLoader built with `*args` or `**kwargs` is skipped.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/data.html#memory-pinning",
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+    )
     keywords = ("DataLoader",)
 
     examples = [

@@ -71,6 +71,20 @@ class DataloaderPersistentWorkers(Rule):
         "expression is not safe to evaluate twice."
     )
     fix_safety = "safe"
+    # gains_on 'any': restarting worker processes costs time on every device.
+    gains_on = "any"
+    limitations = (
+        "Reported only when `num_workers` is given and may be positive; a DataLoader without "
+        "workers is GP201's business.",
+        "A `num_workers` expression that may have side effects (a call the rule cannot prove "
+        "pure) is reported without a fix.",
+        "A loader iterated only once (one epoch, one evaluation pass) gains nothing, and is "
+        "reported all the same.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader",
+        "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
+    )
     keywords = ("DataLoader",)
 
     examples = [

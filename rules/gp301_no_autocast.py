@@ -148,6 +148,35 @@ class NoAutocast(Rule):
         "report only."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "Ops inside the autocast region run in bfloat16 (or float16): the loss trajectory changes "
+        "slightly, code that checks dtypes or custom ops may break, and a GradScaler skips the "
+        "steps whose gradients overflow. A/B validation checks the loss trajectory before a "
+        "rewrite is kept."
+    )
+    # gains_on 'cuda': the gain comes from tensor cores and half-width memory traffic on CUDA; on
+    # CPU bfloat16 autocast is often slower (docs/benchmarks.md).
+    gains_on = "cuda"
+    limitations = (
+        "The fix needs the script's device variable (a name bound to `torch.device(...)`, or the "
+        "device the batch is moved to): the autocast uses `device.type`, or "
+        "`torch.device(name).type` when the name may be a string or an ordinal. With no device "
+        "variable in sight the rule reports without a fix, so rewrites run on CPU and CUDA alike.",
+        "Any autocast in the module turns off the float32 finding, even one that covers only "
+        "evaluation.",
+        "A model already converted to 16 bit (`model.half()`, `model.to(torch.bfloat16)`) is not "
+        "reported.",
+        "The forward region is taken from the statements before `.backward()` in the same block; "
+        "a forward and loss computed in another function get no fix.",
+        "The GradScaler is added only in the simple shape (one backward, one optimizer step, no "
+        "gradient clipping or `.grad` access, the scaler created once before the outermost loop "
+        "of the same function); otherwise the rule reports only.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/amp.html",
+        "https://docs.pytorch.org/docs/stable/amp.html#gradient-scaling",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/amp_recipe.html",
+    )
     keywords = ("backward",)
 
     examples = [

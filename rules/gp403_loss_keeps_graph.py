@@ -82,6 +82,20 @@ class LossKeepsGraph(Rule):
         "the accumulated value is later backpropagated through (deliberate)."
     )
     fix_safety = "safe"
+    # gains_on 'any': the retained graphs take memory (and allocator time) on every device.
+    gains_on = "any"
+    limitations = (
+        "Only accumulations in a step loop that calls `.backward()` are checked: `acc += x`, `acc "
+        "= acc + x` and `acc.append(x)`.",
+        "Whether a value carries a graph is followed through names in the same function; a loss "
+        "returned by another module's function is missed.",
+        "Not reported when the accumulated value is later backpropagated through (deliberate) or "
+        "reset every step.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/notes/faq.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.Tensor.detach.html",
+    )
     keywords = ("+", "append(")
 
     examples = [

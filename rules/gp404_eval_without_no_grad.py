@@ -34,6 +34,22 @@ class EvalWithoutNoGrad(Rule):
         "adding `import torch` if needed."
     )
     fix_safety = "safe"
+    # gains_on 'any': recording the graph and keeping activations costs time and memory on every
+    # device.
+    gains_on = "any"
+    limitations = (
+        "The loop must come after `model.eval()` in the same function and call that model; "
+        "evaluation in a function that receives a model already in eval mode is missed.",
+        "A loop that calls `.backward()`, steps an optimizer, or uses autograd APIs (saliency "
+        "maps, `requires_grad_`) is not reported.",
+        "The fix uses `torch.no_grad()`; `torch.inference_mode()` can be faster still but forbids "
+        "later autograd use of the outputs.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/generated/torch.no_grad.html",
+        "https://docs.pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+    )
     keywords = (".eval()",)
 
     examples = [

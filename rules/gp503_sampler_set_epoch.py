@@ -88,6 +88,21 @@ class SamplerSetEpoch(Rule):
         "sampler has `shuffle=False`, or no epoch loop is found."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "Every epoch then visits the data in a new order: the loss trajectory and the final model "
+        "change (that is the intent), so runs that relied on the fixed order are no longer "
+        "reproduced."
+    )
+    # gains_on 'any': reshuffling every epoch helps convergence on every device.
+    gains_on = "any"
+    limitations = (
+        "Any `.set_epoch(...)` call in the module silences it, even one on another sampler.",
+        "Only a DistributedSampler passed as `sampler=` to a DataLoader assigned to a name, "
+        "iterated by an epoch loop of this module, is checked.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler",
+    )
     keywords = ("DistributedSampler",)
 
     examples = [
