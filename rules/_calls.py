@@ -1,4 +1,5 @@
-"""Helpers to read and edit call arguments while keeping the user's formatting."""
+"""Helpers that read syntax: call arguments, literals, dotted names, assignment targets.
+The helpers that edit call arguments are in ``_edits``."""
 
 from __future__ import annotations
 
@@ -53,72 +54,6 @@ class _NotLiteral:
 NOT_LITERAL = _NotLiteral()
 
 
-def _keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
-    return cst.Arg(
-        value=value,
-        keyword=cst.Name(name),
-        equal=cst.AssignEqual(
-            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-        ),
-    )
-
-
-def add_kwarg(call: cst.Call, name: str, value: cst.BaseExpression | str) -> cst.Call:
-    """Append ``name=value`` to a call, following its layout (one line, or one argument per
-    line with or without a trailing comma)."""
-    if isinstance(value, str):
-        value = cst.parse_expression(value)
-    new_arg = _keyword_arg(name, value)
-    args = list(call.args)
-    if not args:
-        return call.with_changes(args=[new_arg])
-    last = args[-1]
-    if isinstance(last.comma, cst.Comma):
-        # Trailing comma: the call is laid out one argument per line. The new argument takes the
-        # old trailing comma (and the closing line break); the old last argument gets the same
-        # separator its predecessor used, i.e. a line break plus indentation.
-        if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma):
-            sep = args[-2].comma
-        else:
-            sep = cst.Comma(whitespace_after=call.whitespace_before_args)
-        new_comma = last.comma
-        old_ws, sep_ws = last.comma.whitespace_after, sep.whitespace_after
-        if isinstance(old_ws, cst.ParenthesizedWhitespace) and isinstance(sep_ws, cst.ParenthesizedWhitespace) \
-                and old_ws.first_line.comment is not None:
-            # A comment after the old last argument stays on its line; the new argument ends
-            # the call with the old closing line break.
-            sep = sep.with_changes(whitespace_after=old_ws.with_changes(
-                indent=sep_ws.indent, last_line=sep_ws.last_line))
-            new_comma = last.comma.with_changes(whitespace_after=old_ws.with_changes(
-                first_line=cst.TrailingWhitespace(), empty_lines=()))
-        args[-1] = last.with_changes(comma=sep)
-        args.append(new_arg.with_changes(comma=new_comma))
-    else:
-        if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma):
-            sep = args[-2].comma
-        else:
-            sep = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        args[-1] = last.with_changes(comma=sep)
-        args.append(new_arg)
-    return call.with_changes(args=args)
-
-
-def set_arg_value(call: cst.Call, arg: cst.Arg, value: cst.BaseExpression | str) -> cst.Call:
-    """Replace the value of one existing argument."""
-    if isinstance(value, str):
-        value = cst.parse_expression(value)
-    return call.with_changes(
-        args=[a.with_changes(value=value) if a is arg else a for a in call.args]
-    )
-
-
-def set_or_add_kwarg(call: cst.Call, name: str, value: cst.BaseExpression | str,
-                     existing: cst.Arg | None) -> cst.Call:
-    if existing is not None:
-        return set_arg_value(call, existing, value)
-    return add_kwarg(call, name, value)
-
-
 def dotted_name(expr: cst.BaseExpression) -> str | None:
     """``a.b.c`` for Name/Attribute chains, else None."""
     if isinstance(expr, cst.Name):
@@ -127,6 +62,21 @@ def dotted_name(expr: cst.BaseExpression) -> str | None:
         base = dotted_name(expr.value)
         return None if base is None else f"{base}.{expr.attr.value}"
     return None
+
+
+def target_names(target: cst.CSTNode) -> set[str]:
+    """Names bound by an assignment, ``for`` or comprehension target: plain names and dotted
+    attribute chains (``self.step``), tuples, lists and starred elements unpacked; subscripts
+    bind no name."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: set[str] = set()
+        for el in target.elements:
+            out |= target_names(el.value)
+        return out
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    name = dotted_name(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+    return {name} if name is not None else set()
 
 
 def method_call(node: cst.CSTNode, *names: str) -> bool:

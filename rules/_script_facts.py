@@ -1,5 +1,5 @@
-"""Facts about a training script that several rules need to place a fix correctly: where the
-imports end, which name holds the device, which object is the trained model and where it is
+"""Facts about a training script that several rules need to place a fix correctly: which name
+holds the device, which object is the trained model and where it is
 built, and which names are visible where.
 
 Everything is best effort and conservative: a helper answers ``None`` when it is not sure, and
@@ -13,44 +13,17 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._calls import dotted_name, get_arg, method_call
-from ._framework import InsertAfter, RuleContext
+from ._calls import dotted_name, get_arg, method_call, target_names
+from ._context import RuleContext
 from ._torchnames import OPTIMIZERS
 from ._training import TrainingAnalysis, analysis
+from ._tree import walk
 
 Scope = cst.FunctionDef | None  # None: module level
 
 TORCH_DEVICE = frozenset({"torch.device"})
 # Methods that return the module itself (or a moved copy) when chained after construction.
 MODULE_CHAIN = ("to", "cuda", "cpu", "train", "float", "half", "bfloat16", "double")
-
-
-# ---- module layout ---------------------------------------------------------------------------
-def _is_import_stmt(stmt: cst.CSTNode) -> bool:
-    if isinstance(stmt, cst.SimpleStatementLine):
-        return bool(stmt.body) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
-    if isinstance(stmt, cst.Try):  # try: import x / except ImportError: ...
-        body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ()
-        return bool(body) and all(_is_import_stmt(s) for s in body)
-    return False
-
-
-def last_top_level_import(ctx: RuleContext) -> cst.BaseStatement | None:
-    """The last import statement at module level (after any docstring and ``__future__``
-    imports by construction), or None when the module imports nothing."""
-    last = None
-    for stmt in ctx.module.body:
-        if _is_import_stmt(stmt):
-            last = stmt
-    return last
-
-
-def module_setting_edit(ctx: RuleContext, code: str) -> InsertAfter | None:
-    """An edit that puts the statement ``code`` right after the imports, or None."""
-    anchor = last_top_level_import(ctx)
-    if anchor is None:
-        return None
-    return InsertAfter(anchor, (cst.parse_statement(code + "\n"),))
 
 
 # ---- scopes ----------------------------------------------------------------------------------
@@ -81,34 +54,18 @@ def _params(fn: cst.FunctionDef) -> list[str]:
     return [p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)]
 
 
-def _target_names(target: cst.BaseExpression) -> Iterator[str]:
-    if isinstance(target, (cst.Tuple, cst.List)):
-        for el in target.elements:
-            yield from _target_names(el.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _target_names(target.value)
-    else:
-        name = dotted_name(target)
-        if name is not None:
-            yield name
-
-
 def binds(ctx: RuleContext, scope: Scope, name: str) -> bool:
     """Is ``name`` bound directly in ``scope`` (assignment, tuple unpacking, for target,
     parameter)?"""
     if scope is not None and name in _params(scope):
         return True
     for node in ctx.nodes(cst.Assign):
-        if scope_of(ctx, node) is scope and any(name in _target_names(t.target) for t in node.targets):
+        if scope_of(ctx, node) is scope and any(name in target_names(t.target) for t in node.targets):
             return True
     for node in ctx.nodes(cst.AnnAssign, cst.For):
-        if scope_of(ctx, node) is scope and name in _target_names(node.target):
+        if scope_of(ctx, node) is scope and name in target_names(node.target):
             return True
     return False
-
-
-def _binds_locally(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> bool:
-    return binds(ctx, fn, name)
 
 
 def visible_scope(ctx: RuleContext, name: str, at: cst.CSTNode) -> Scope | bool:
@@ -122,7 +79,7 @@ def visible_scope(ctx: RuleContext, name: str, at: cst.CSTNode) -> Scope | bool:
         return fn if any(_class_of(ctx, a) is cls for a, _ in _self_assignments(ctx, name)) else False
     if "." in name:  # ``args.device``: visible where ``args`` is
         return visible_scope(ctx, name.split(".", 1)[0], at)
-    if fn is not None and _binds_locally(ctx, fn, name):
+    if fn is not None and binds(ctx, fn, name):
         return fn
     if binds(ctx, None, name):
         return None
@@ -226,23 +183,17 @@ def device_name_at(ctx: RuleContext, at: cst.CSTNode, near: cst.CSTNode | None =
     return None
 
 
+def _calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
+    """The calls in ``node`` (itself included), outside nested functions, in source order."""
+    return (n for n in walk(node, include_self=True) if isinstance(n, cst.Call))
+
+
 def _looks_like_device(ctx: RuleContext, name: str, at: cst.CSTNode) -> bool:
     if is_device_object(ctx, name, at):
         return True
     # A parameter or variable named like a device (``device``, ``dev``, ``local_rank``).
     last = name.rsplit(".", 1)[-1].lower()
     return "device" in last or last in ("dev", "rank", "local_rank")
-
-
-def _calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
-    stack = [node]
-    while stack:
-        cur = stack.pop()
-        if isinstance(cur, cst.Call):
-            yield cur
-        if isinstance(cur, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and cur is not node:
-            continue
-        stack.extend(cur.children)
 
 
 # ---- the trained model ---------------------------------------------------------------------------
@@ -323,9 +274,7 @@ def _strip_chain(expr: cst.BaseExpression) -> cst.BaseExpression:
 
 def _touches_model(stmt: cst.CSTNode, name: str) -> bool:
     """Does a statement bind ``name`` or move it (``model.to(device)``, ``model.cuda()``)?"""
-    stack: list[cst.CSTNode] = [stmt]
-    while stack:
-        cur = stack.pop()
+    for cur in walk(stmt, include_self=True):
         if isinstance(cur, (cst.Assign, cst.AnnAssign)):
             targets = [t.target for t in cur.targets] if isinstance(cur, cst.Assign) else [cur.target]
             if any(dotted_name(t) == name for t in targets):
@@ -334,9 +283,6 @@ def _touches_model(stmt: cst.CSTNode, name: str) -> bool:
             assert isinstance(cur.func, cst.Attribute)
             if dotted_name(_strip_chain(cur.func.value)) == name:
                 return True
-        if isinstance(cur, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        stack.extend(cur.children)
     return False
 
 
@@ -396,40 +342,17 @@ def _outermost_chain(ctx: RuleContext, call: cst.Call) -> cst.CSTNode:
 
 def names_in(expr: cst.CSTNode) -> set[str]:
     """Plain names read in ``expr`` (attribute names after a dot are not names)."""
-    out = set()
-    stack = [expr]
-    while stack:
-        cur = stack.pop()
-        if isinstance(cur, cst.Name):
-            out.add(cur.value)
-        elif isinstance(cur, cst.Attribute):
-            stack.append(cur.value)
-            continue
-        stack.extend(cur.children)
-    return out
+    nodes = list(walk(expr, into_scopes=True, include_self=True))
+    attrs = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
+    return {n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in attrs}
 
 
 # ---- module-wide evidence ------------------------------------------------------------------------
 def first_use_of(ctx: RuleContext, names: frozenset[str]) -> cst.CSTNode | None:
-    """The first Name/Attribute (in source order) resolving to one of ``names``."""
-    best = None
-    best_pos = None
-    for node in ctx.nodes(cst.Call):
-        if ctx.matches(node.func, names):
-            pos = _offset(ctx, node)
-            if best_pos is None or pos < best_pos:
-                best, best_pos = node, pos
-    return best
-
-
-def _offset(ctx: RuleContext, node: cst.CSTNode) -> tuple[int, ...]:
-    """A sortable source-order key without computing positions: the path of child indexes."""
-    path = []
-    cur = node
-    for anc in ctx.ancestors(node):
-        path.append(next(i for i, c in enumerate(anc.children) if c is cur))
-        cur = anc
-    return tuple(reversed(path))
+    """The first call (in source order) of a function resolving to one of ``names``."""
+    order = ctx.preorder()
+    calls = [node for node in ctx.nodes(cst.Call) if ctx.matches(node.func, names)]
+    return min(calls, key=order.__getitem__, default=None)
 
 
 def assigns_to(ctx: RuleContext, names: frozenset[str]) -> bool:

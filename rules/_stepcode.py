@@ -1,5 +1,5 @@
-"""Helpers for rules that look at the statements of a step loop: source order, no-grad
-contexts, device arguments, batch data, and statement-level edits that keep comments."""
+"""Helpers for rules that look at the statements of a step loop: the code a step runs (with the
+functions it calls), no-grad contexts, device arguments and batch data."""
 
 from __future__ import annotations
 
@@ -7,29 +7,14 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._calls import dotted_name, literal_value
-from ._framework import Edit, Replace, RuleContext, children_of
+from ._calls import dotted_name, literal_value, target_names
+from ._context import RuleContext
 from ._torchnames import NO_GRAD
 from ._training import TrainingAnalysis
-
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-
-
-# ---- source order -------------------------------------------------------------------------
-def preorder(ctx: RuleContext) -> dict[cst.CSTNode, int]:
-    """Every node's position in a pre-order walk, i.e. source order (computed once per file)."""
-    return ctx.preorder()
+from ._tree import walk
 
 
-def walk(node: cst.CSTNode, into_scopes: bool = False) -> Iterator[cst.CSTNode]:
-    """Nodes below ``node``; nested functions/classes/lambdas only when ``into_scopes``."""
-    stack = list(reversed(children_of(node)))
-    while stack:
-        cur = stack.pop()
-        yield cur
-        if not into_scopes and isinstance(cur, _SCOPES):
-            continue
-        stack.extend(reversed(children_of(cur)))
+# ---- the code of a step ---------------------------------------------------------------------
 
 
 def walk_with_callees(ta: TrainingAnalysis, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -94,20 +79,6 @@ def device_kind(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
     return None
 
 
-def target_names(target: cst.CSTNode) -> set[str]:
-    """Names bound by an assignment or ``for`` target (tuples and lists unpacked)."""
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        out: set[str] = set()
-        for el in target.elements:
-            out |= target_names(el.value)
-        return out
-    if isinstance(target, cst.StarredElement):
-        return target_names(target.value)
-    return set()
-
-
 class BatchData:
     """Which names in a step loop hold the batch read from the data source this step: the
     ``for`` target and names derived from it (``x, y = batch``, ``inputs = batch["x"]``) or
@@ -117,7 +88,7 @@ class BatchData:
         self.ctx, self.ta, self.loop = ctx, ta, loop
         self.names: set[str] = set()
         if isinstance(loop, cst.For) and not _is_range(loop.iter):
-            self.names |= {n for n in target_names(loop.target)}
+            self.names |= target_names(loop.target)
             if isinstance(loop.iter, cst.Call) and dotted_name(loop.iter.func) == "enumerate" and \
                     isinstance(loop.target, cst.Tuple) and loop.target.elements:
                 self.names -= target_names(loop.target.elements[0].value)  # the step index
@@ -181,82 +152,5 @@ def _is_range(expr: cst.BaseExpression) -> bool:
 
 
 # ---- statement edits ----------------------------------------------------------------------
-def block_of(ctx: RuleContext, stmt: cst.CSTNode) -> cst.IndentedBlock | None:
-    parent = ctx.parent(stmt)
-    return parent if isinstance(parent, cst.IndentedBlock) else None
 
 
-def single_expression_statement(ctx: RuleContext, call: cst.Call) -> cst.SimpleStatementLine | None:
-    """The statement line when ``call`` is all it does (``print(x)``), in an indented block."""
-    stmt = ctx.parent(ctx.parent(call)) if isinstance(ctx.parent(call), cst.Expr) else None
-    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
-        return None
-    return stmt if block_of(ctx, stmt) is not None else None
-
-
-def _comment_lines(stmt: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> list[cst.EmptyLine]:
-    """The comment lines that belong to ``stmt`` (above it and at the end of its line)."""
-    lines = [line for line in stmt.leading_lines if line.comment is not None]
-    trailing = None
-    if isinstance(stmt, cst.SimpleStatementLine):
-        trailing = stmt.trailing_whitespace.comment
-    elif isinstance(stmt.body, cst.IndentedBlock):
-        trailing = stmt.body.header.comment
-    if trailing is not None:
-        lines.append(cst.EmptyLine(comment=trailing))
-    return lines
-
-
-def has_inner_comments(ctx: RuleContext, stmt: cst.CSTNode) -> bool:
-    return any(isinstance(n, cst.Comment) for n in walk(stmt, into_scopes=True)) and \
-        not isinstance(stmt, cst.SimpleStatementLine)
-
-
-def remove_statement(ctx: RuleContext, stmt: cst.SimpleStatementLine | cst.BaseCompoundStatement
-                     ) -> tuple[Edit, ...] | None:
-    """Edits that delete ``stmt`` from its block, moving its comments onto the next statement
-    (or leaving ``pass`` with them when it is the block's last statement). None when a comment
-    inside a compound statement would be lost."""
-    block = block_of(ctx, stmt)
-    if block is None or has_inner_comments(ctx, stmt):
-        return None
-    comments = _comment_lines(stmt)
-    body = list(block.body)
-    index = next(i for i, s in enumerate(body) if s is stmt)
-    if len(body) == 1:
-        return (Replace(stmt, cst.SimpleStatementLine(
-            [cst.Pass()], leading_lines=stmt.leading_lines,
-            trailing_whitespace=stmt.trailing_whitespace if isinstance(stmt, cst.SimpleStatementLine)
-            else cst.TrailingWhitespace(newline=cst.Newline()))),)
-    if not comments:
-        return (Replace(stmt, cst.RemoveFromParent()),)
-    if index + 1 < len(body):
-        nxt = body[index + 1]
-        return (Replace(stmt, cst.RemoveFromParent()),
-                Replace(nxt, nxt.with_changes(leading_lines=[*comments, *nxt.leading_lines])))
-    # Last statement with comments: keep them on a ``pass``.
-    return (Replace(stmt, cst.SimpleStatementLine([cst.Pass()], leading_lines=stmt.leading_lines,
-            trailing_whitespace=stmt.trailing_whitespace if isinstance(stmt, cst.SimpleStatementLine)
-            else cst.TrailingWhitespace(newline=cst.Newline()))),)
-
-
-def detached(expr: cst.BaseExpression) -> cst.Call:
-    """``expr.detach()``, parenthesising ``expr`` where needed."""
-    if not isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not expr.lpar:
-        expr = expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-    return cst.Call(func=cst.Attribute(value=expr, attr=cst.Name("detach")))
-
-
-def torch_alias(ctx: RuleContext) -> str | None:
-    """The name ``torch`` is imported under at module level (``import torch as th`` -> ``th``),
-    or None when the module does not ``import torch`` (an ``AddImport("torch")`` is needed)."""
-    aliases = []
-    for stmt in ctx.module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Import):
-                    for alias in small.names:
-                        if dotted_name(alias.name) == "torch":
-                            aliases.append(alias.asname.name.value if alias.asname and
-                                           isinstance(alias.asname.name, cst.Name) else "torch")
-    return "torch" if "torch" in aliases else (aliases[0] if aliases else None)

@@ -21,29 +21,14 @@ from collections.abc import Iterable, Iterator
 import libcst as cst
 
 from ._calls import dotted_name, method_call
-from ._framework import RuleContext, children_of
+from ._context import RuleContext
 from ._torchnames import DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, NN_MODULE_BASES, OPTIMIZERS
+from ._tree import SCOPES, walk
 
 Loop = cst.For | cst.While
 FunctionLike = cst.FunctionDef | cst.Lambda
-_SCOPE_BOUNDARY = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _OPT_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$|\d)", re.IGNORECASE)
 _SCHED_NAME = re.compile(r"sched|lr_", re.IGNORECASE)
-
-
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Pre-order walk that does not enter nested function or class definitions."""
-    stack = list(reversed(children_of(node)))
-    while stack:
-        cur = stack.pop()
-        yield cur
-        if isinstance(cur, _SCOPE_BOUNDARY):
-            continue
-        stack.extend(reversed(children_of(cur)))
-
-
-def loop_body(loop: Loop) -> cst.BaseSuite:
-    return loop.body
 
 
 class TrainingAnalysis:
@@ -252,13 +237,7 @@ class TrainingAnalysis:
 
     @staticmethod
     def _walk_outside_loops(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-        stack = list(reversed(children_of(node)))
-        while stack:
-            cur = stack.pop()
-            yield cur
-            if isinstance(cur, (*_SCOPE_BOUNDARY, cst.For, cst.While)):
-                continue
-            stack.extend(reversed(children_of(cur)))
+        return walk(node, stop_at=(cst.For, cst.While))
 
     def _is_step_loop(self, loop: Loop) -> bool:
         if isinstance(loop, cst.For) and self.is_dataloader(loop.iter):
@@ -314,9 +293,9 @@ class TrainingAnalysis:
         for anc in self.ctx.ancestors(node):
             if isinstance(anc, cst.If) and child is anc.body and is_periodic_test(anc.test):
                 return anc
-            if isinstance(anc, (cst.For, cst.While, *_SCOPE_BOUNDARY)) and anc in self._step_loop_set:
+            if isinstance(anc, (cst.For, cst.While, *SCOPES)) and anc in self._step_loop_set:
                 return None
-            if isinstance(anc, _SCOPE_BOUNDARY):
+            if isinstance(anc, SCOPES):
                 return None
             child = anc
         return None
@@ -375,7 +354,7 @@ class TrainingAnalysis:
             return cache[scope]
         names: set[str] = set()
         assigns: list[tuple[str, cst.BaseExpression]] = []
-        for node in _walk(scope):
+        for node in walk(scope):
             if self.is_backward_call(node):
                 assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
                 if isinstance(node.func.value, cst.Name):
@@ -403,7 +382,7 @@ TENSOR_METHODS = frozenset({
 
 def is_periodic_test(test: cst.BaseExpression) -> bool:
     """``x % n == k`` anywhere in the test (possibly combined with ``and``/``or``/``not``)."""
-    for node in _iter_expr(test):
+    for node in walk(test, into_scopes=True, include_self=True):
         if isinstance(node, cst.Comparison) and any(
             isinstance(t.operator, (cst.Equal,)) for t in node.comparisons
         ):
@@ -419,14 +398,8 @@ def is_periodic_test(test: cst.BaseExpression) -> bool:
 def _has_modulo(expr: cst.BaseExpression) -> bool:
     return any(
         isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
-        for n in _iter_expr(expr)
+        for n in walk(expr, into_scopes=True, include_self=True)
     )
-
-
-def _iter_expr(expr: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    yield expr
-    for child in children_of(expr):
-        yield from _iter_expr(child)
 
 
 def _calls_by_name(ctx: RuleContext) -> dict[str, list[cst.Call]]:

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, method_call
-from ._framework import Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._context import RuleContext
 from ._training import TrainingAnalysis, analysis
 
 SYNC_METHODS = ("item", "tolist", "cpu", "numpy")
@@ -73,6 +74,32 @@ class SyncInLoop(Rule):
         "move the read under `if step % N == 0:`."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "The accumulator becomes a tensor on the device, summed in the tensor's dtype (usually "
+        "float32) instead of a Python float (float64), so long sums round slightly differently; "
+        "it is converted back with `float(...)`/`int(...)` only where the rule sees it read."
+    )
+    # gains_on 'cuda': a host-device sync only costs where the device runs asynchronously; on CPU
+    # `.item()` returns at once.
+    gains_on = "cuda"
+    limitations = (
+        "Only reads that run on every step of a step loop the rule recognises (a loop that calls "
+        "`.backward()` or an optimizer's `.step()`, or iterates a DataLoader, directly or through "
+        "functions of the same module) are reported; a loop driven from another module is not "
+        "seen.",
+        "`.tolist()`, `.cpu()`, `.numpy()`, `float(x)` and `int(x)` are reported only when `x` is "
+        "clearly a tensor in this file (tensor methods, `torch.*` calls, model or loss outputs); "
+        "a tensor returned by another module's function is missed.",
+        "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`, a helper from "
+        "another module) are not seen; printing a tensor is GP102's business.",
+        "The fix is offered only for a plain accumulator (`total += loss.item()`) whose every "
+        "read is rate-limited; everything else is reported without a fix.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html",
+    )
     keywords = (".item(", ".tolist(", ".cpu(", ".numpy(", "float(", "int(")
 
     examples = [

@@ -7,10 +7,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._calls import dotted_name, method_call
-from ._framework import Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
-from ._stepcode import single_expression_statement, target_names, walk
+from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ._calls import dotted_name, method_call, target_names
+from ._context import RuleContext
+from ._edits import single_expression_statement
 from ._training import TrainingAnalysis, analysis, is_periodic_test
+from ._tree import walk
 
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 _LOGGER_NAME = re.compile(r"(^|_)(log|logger)$", re.IGNORECASE)
@@ -109,6 +111,26 @@ class PrintInLoop(Rule):
         "Report only for `while` loops without a guard, or when the statement is part of a larger one."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "The statement then runs every N steps instead of every step: the script prints or logs "
+        "fewer lines, and whatever reads that output sees fewer values."
+    )
+    # gains_on 'any': formatting and writing a line per step costs time on every device; on CUDA it
+    # also removes a host-device sync.
+    gains_on = "any"
+    limitations = (
+        "Only calls the rule knows as logging are checked: `print`, `logging` and logger methods "
+        "(names ending in `log`/`logger`), `tqdm.write`, tqdm's `set_postfix`/`set_description`, "
+        "TensorBoard's `add_scalar` and `wandb.log`; other loggers are missed.",
+        "A value is reported only when it is clearly a tensor in this file; values already "
+        "converted on the host (`.item()`, `float(x)`) are GP101's business.",
+        "`while` loops without an existing periodic guard, and statements that do more than log, "
+        "are reported without a fix.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+    )
     keywords = ("print", "log", "write", "set_postfix", "set_description", "add_scalar")
 
     examples = [

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._framework import Finding, Fix, Invalid, Rule, RuleContext, Valid, dedent
-from ._stepcode import block_of, remove_statement, single_expression_statement
+from ._api import Finding, Fix, Invalid, Rule, Valid, dedent
+from ._context import RuleContext
+from ._edits import block_of, remove_statement, single_expression_statement
 from ._training import analysis
 
 SYNC_CALLS = {
@@ -30,10 +31,30 @@ class SyncCallInLoop(Rule):
     )
     fix_description = (
         "Remove the call (its comments move to the next statement); when it is the only statement "
-        "of an `if torch.cuda.is_available():` block, remove the whole `if`. Unsafe: code that "
-        "times steps with `time.time()` around it measures something else afterwards."
+        "of an `if torch.cuda.is_available():` block, remove the whole `if`."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "Code that times steps with `time.time()` around the call measures something else "
+        "afterwards (queued GPU work is no longer waited for), and without `empty_cache()` the "
+        "allocator keeps freed blocks, so other processes on the same GPU see less free memory."
+    )
+    # gains_on 'cuda': both calls act on the CUDA device; without one there is nothing to wait for
+    # or release.
+    gains_on = "cuda"
+    limitations = (
+        "Only `torch.cuda.synchronize()` and `torch.cuda.empty_cache()` (through any import "
+        "alias) are recognised; stream or event synchronisation and "
+        "`torch.accelerator.synchronize()` are not.",
+        "A call under a periodic guard (`if step % N == 0:`) is not reported.",
+        "The fix is offered only when the call is a statement of its own in a block (or the only "
+        "statement of an `if torch.cuda.is_available():`).",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/generated/torch.cuda.synchronize.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.cuda.empty_cache.html",
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#memory-management",
+    )
     keywords = ("synchronize", "empty_cache")
 
     examples = [

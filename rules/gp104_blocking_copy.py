@@ -6,8 +6,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._calls import add_kwarg, get_arg, has_star_args, method_call
-from ._framework import Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ._calls import get_arg, has_star_args, method_call
+from ._context import RuleContext
+from ._edits import add_kwarg
 from ._stepcode import BatchData, device_kind
 from ._training import analysis
 
@@ -45,6 +47,23 @@ class BlockingCopy(Rule):
         "is a no-op."
     )
     fix_safety = "safe"
+    # gains_on 'cuda': only a host-to-GPU copy can run asynchronously; on CPU the argument is a no-
+    # op.
+    gains_on = "cuda"
+    limitations = (
+        "Only copies of the batch are reported: names bound by the step loop's `for` target, "
+        "names derived from them, or names returned by a helper of this module; tensors from "
+        "other sources are not.",
+        "A copy is recognised only when its target looks like a device (a `\"cuda\"` literal, "
+        "`torch.device(...)`, or a name such as `device` or `local_rank`).",
+        "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
+        "batches (GP202), which the rule does not check.",
+    )
+    references = (
+        "https://docs.pytorch.org/tutorials/intermediate/pinmem_nonblock.html",
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers",
+        "https://docs.pytorch.org/docs/stable/generated/torch.Tensor.to.html",
+    )
     keywords = (".to(", ".cuda(")
 
     examples = [

@@ -6,8 +6,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._calls import add_kwarg, get_arg, has_star_args, method_call
-from ._framework import Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ._calls import get_arg, has_star_args, method_call
+from ._context import RuleContext
+from ._edits import add_kwarg
 from ._stepcode import device_kind
 from ._training import analysis
 
@@ -53,12 +55,29 @@ class HostTensorThenMove(Rule):
         "kernel and no transfer at all."
     )
     fix_description = (
-        "Create the tensor on the device: pass `device=` to the factory and drop the `.to(...)`. Only "
-        "when the move names nothing but the device (a dtype change is reported only). Safe for "
-        "deterministic factories; unsafe for random ones (`torch.rand*`), which draw from the CUDA "
-        "generator instead of the CPU one and so give other values."
+        "Create the tensor on the device: pass `device=` to the factory and drop the `.to(...)`. "
+        "Only when the move names nothing but the device (a dtype change is reported only)."
     )
-    fix_safety = "safe"
+    fix_safety = "unsafe"
+    fix_safety_reason = (
+        "Only for random factories (`torch.rand`, `randn`, `randint`, `randperm` and their "
+        "`_like` forms): created on the device they draw from the CUDA generator instead of the "
+        "CPU one, so a seeded run gets other values. The fix for deterministic factories "
+        "(`zeros`, `ones`, `full`, `arange`...) is safe."
+    )
+    # gains_on 'cuda': on CPU the move is a no-op, so there is no transfer to remove.
+    gains_on = "cuda"
+    limitations = (
+        "Only a factory call moved in the same expression (`torch.zeros(n).to(device)`, "
+        "`.cuda()`) is recognised; a tensor built in one statement and moved in the next is not.",
+        "A move that also changes the dtype, or passes `non_blocking`/`copy`, and a factory given "
+        "`generator=`, `out=`, `pin_memory=` or `layout=` are reported without a fix.",
+        "Only code that runs per step in a recognised step loop is checked.",
+    )
+    references = (
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#best-practices",
+    )
     keywords = (".to(", ".cuda(")
 
     examples = [

@@ -6,8 +6,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._calls import NOT_LITERAL, dataloader_arg, has_star_args, literal_value, set_or_add_kwarg
-from ._framework import AddImport, Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ._calls import NOT_LITERAL, dataloader_arg, has_star_args, literal_value
+from ._context import RuleContext
+from ._edits import set_or_add_kwarg
 from ._torchnames import DATALOADERS
 
 
@@ -54,8 +56,37 @@ class DataloaderWorkers(Rule):
         "workers would each replay the stream."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "The dataset and collate code then run in worker processes: code that relies on global "
+        "state changed during training, on objects that cannot be pickled, or on the main "
+        "process's random state (augmentation without per-worker seeding) behaves differently, "
+        "and where workers are spawned the script must be import-safe (`if __name__ == "
+        "\"__main__\":`)."
+    )
+    # gains_on 'any': preparing batches in parallel with the step helps on every device.
+    gains_on = "any"
+    limitations = (
+        "A DataLoader built with `*args` or `**kwargs` is skipped (the worker count may hide "
+        "inside).",
+        "A `num_workers` given as a name or expression is trusted, even when it evaluates to 0.",
+        "The fix is withheld for an `IterableDataset` subclass defined in this module; one "
+        "imported from elsewhere is not recognised and gets the fix, and its workers would each "
+        "replay the stream.",
+        "Small in-memory datasets are reported too, although worker start-up can cost more than "
+        "it saves there.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+    )
     keywords = ("DataLoader",)
     options = {"max-workers": 8}
+    option_descriptions = {
+        "max-workers": (
+            "Upper bound of the worker count the fix sets: `min(<max-workers>, os.cpu_count() "
+            "or 1)`."
+        ),
+    }
 
     examples = [
         Valid(dedent("""

@@ -6,8 +6,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._calls import dataloader_arg, has_star_args, literal_value, method_call, set_or_add_kwarg
-from ._framework import AddImport, Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ._calls import dataloader_arg, has_star_args, literal_value, method_call
+from ._context import RuleContext
+from ._edits import set_or_add_kwarg
 from ._torchnames import DATALOADERS
 
 
@@ -45,6 +47,20 @@ class DataloaderPinMemory(Rule):
         "GPU), importing torch if needed."
     )
     fix_safety = "safe"
+    # gains_on 'cuda': pinned memory only speeds host-to-GPU copies; on CPU the fix evaluates to
+    # `pin_memory=False`.
+    gains_on = "cuda"
+    limitations = (
+        "Reported only when the module mentions CUDA (`torch.cuda.*`, `.cuda()`, a `\"cuda\"` "
+        "string); a script that gets its device from elsewhere is missed.",
+        "`pin_memory` set to anything but a literal `False` is trusted.",
+        "A DataLoader built with `*args` or `**kwargs` is skipped.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/data.html#memory-pinning",
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+    )
     keywords = ("DataLoader",)
 
     examples = [

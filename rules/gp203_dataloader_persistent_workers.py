@@ -6,8 +6,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._calls import NOT_LITERAL, add_kwarg, dataloader_arg, dotted_name, get_arg, has_star_args, literal_value
-from ._framework import Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ._calls import NOT_LITERAL, dataloader_arg, dotted_name, get_arg, has_star_args, literal_value
+from ._context import RuleContext
+from ._edits import add_kwarg
 from ._torchnames import DATALOADERS
 
 # Calls that may appear in a num_workers expression we repeat in ``persistent_workers=``:
@@ -69,6 +71,20 @@ class DataloaderPersistentWorkers(Rule):
         "expression is not safe to evaluate twice."
     )
     fix_safety = "safe"
+    # gains_on 'any': restarting worker processes costs time on every device.
+    gains_on = "any"
+    limitations = (
+        "Reported only when `num_workers` is given and may be positive; a DataLoader without "
+        "workers is GP201's business.",
+        "A `num_workers` expression that may have side effects (a call the rule cannot prove "
+        "pure) is reported without a fix.",
+        "A loader iterated only once (one epoch, one evaluation pass) gains nothing, and is "
+        "reported all the same.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader",
+        "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
+    )
     keywords = ("DataLoader",)
 
     examples = [

@@ -6,15 +6,15 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import AddImport, Finding, Fix, InsertAfter, InsertBefore, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, get_arg, literal_value, method_call
-from ._framework import (
-    AddImport, Finding, Fix, InsertAfter, InsertBefore, Invalid, Replace, Rule, RuleContext, Valid, dedent,
-)
+from ._context import RuleContext
 from ._script_facts import (
     MODULE_CHAIN, device_name_at, device_type_expr, model_names_everywhere, names_in, scope_of,
 )
 from ._torchnames import AUTOCAST, GRAD_SCALERS
 from ._training import TrainingAnalysis, analysis
+from ._tree import walk
 
 FP16 = frozenset({"torch.float16", "torch.half"})
 LOW_PRECISION = FP16 | {"torch.bfloat16"}
@@ -23,14 +23,6 @@ _FORBIDDEN_IN_FORWARD = ("backward", "step", "zero_grad")
 
 def _is_model_call(ctx: RuleContext, node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and dotted_name(node.func) in model_names_everywhere(ctx)
-
-
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        cur = stack.pop()
-        yield cur
-        stack.extend(cur.children)
 
 
 def _model_in_low_precision(ctx: RuleContext) -> bool:
@@ -89,10 +81,10 @@ def forward_region(ctx: RuleContext, ta: TrainingAnalysis,
         s = stmts[i]
         if not isinstance(s, cst.SimpleStatementLine) or any(
             method_call(n, *_FORBIDDEN_IN_FORWARD) or isinstance(n, (cst.Return, cst.Yield))
-            for n in _walk(s)
+            for n in walk(s, into_scopes=True, include_self=True)
         ):
             break
-        if any(_is_model_call(ctx, n) for n in _walk(s)):
+        if any(_is_model_call(ctx, n) for n in walk(s, into_scopes=True, include_self=True)):
             first = i
     if first is None:
         return None
@@ -156,6 +148,35 @@ class NoAutocast(Rule):
         "report only."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "Ops inside the autocast region run in bfloat16 (or float16): the loss trajectory changes "
+        "slightly, code that checks dtypes or custom ops may break, and a GradScaler skips the "
+        "steps whose gradients overflow. A/B validation checks the loss trajectory before a "
+        "rewrite is kept."
+    )
+    # gains_on 'cuda': the gain comes from tensor cores and half-width memory traffic on CUDA; on
+    # CPU bfloat16 autocast is often slower (docs/benchmarks.md).
+    gains_on = "cuda"
+    limitations = (
+        "The fix needs the script's device variable (a name bound to `torch.device(...)`, or the "
+        "device the batch is moved to): the autocast uses `device.type`, or "
+        "`torch.device(name).type` when the name may be a string or an ordinal. With no device "
+        "variable in sight the rule reports without a fix, so rewrites run on CPU and CUDA alike.",
+        "Any autocast in the module turns off the float32 finding, even one that covers only "
+        "evaluation.",
+        "A model already converted to 16 bit (`model.half()`, `model.to(torch.bfloat16)`) is not "
+        "reported.",
+        "The forward region is taken from the statements before `.backward()` in the same block; "
+        "a forward and loss computed in another function get no fix.",
+        "The GradScaler is added only in the simple shape (one backward, one optimizer step, no "
+        "gradient clipping or `.grad` access, the scaler created once before the outermost loop "
+        "of the same function); otherwise the rule reports only.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/amp.html",
+        "https://docs.pytorch.org/docs/stable/amp.html#gradient-scaling",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/amp_recipe.html",
+    )
     keywords = ("backward",)
 
     examples = [
@@ -392,7 +413,7 @@ def _scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call
             not isinstance(step_stmt.body[0], cst.Expr) or step_stmt.body[0].value is not step:
         return None
     body_root: cst.CSTNode = fn if fn is not None else ctx.module
-    for n in _walk(body_root):
+    for n in walk(body_root, into_scopes=True, include_self=True):
         if isinstance(n, cst.Attribute) and n.attr.value in ("grad", "unscale_") or \
                 isinstance(n, cst.Call) and dotted_name(n.func) and \
                 str(dotted_name(n.func)).rsplit(".", 1)[-1].startswith("clip_grad"):

@@ -6,8 +6,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._framework import AddImport, Finding, Fix, Invalid, Rule, RuleContext, Valid, dedent
-from ._script_facts import assigns_to, first_use_of, module_setting_edit
+from ._api import AddImport, Finding, Fix, Invalid, Rule, Valid, dedent
+from ._context import RuleContext
+from ._edits import module_setting_edit
+from ._script_facts import assigns_to, first_use_of
 from ._training import analysis
 
 # Layers and functions that run float32 matrix multiplies. Convolutions are left out on purpose:
@@ -59,6 +61,29 @@ class NoTF32(Rule):
         "imports (adding `import torch` if needed). No effect on CPU."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "TF32 rounds matmul inputs to a 10-bit mantissa: results differ from full float32 (around "
+        "1e-3 relative), which training tolerates but tests that compare against float32 results "
+        "may not."
+    )
+    # gains_on 'cuda': TF32 runs on the tensor cores of Ampere and newer NVIDIA GPUs; the setting
+    # has no effect on CPU.
+    gains_on = "cuda"
+    limitations = (
+        "Any call of `torch.set_float32_matmul_precision` or assignment of a TF32 flag "
+        "(`torch.backends.cuda.matmul.allow_tf32`, `fp32_precision`) silences it, whatever the "
+        "value.",
+        "Matmul users are recognised by name (`nn.Linear`, attention, RNNs, `torch.matmul` and "
+        "friends, torchvision/timm/Hugging Face models, the `@` operator); a model from another "
+        "module is missed.",
+        "The setting goes right after the last top-level import; a module without one gets no "
+        "fix.",
+        "On GPUs older than Ampere the setting changes nothing.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/generated/torch.set_float32_matmul_precision.html",
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices",
+    )
     keywords = ("torch",)
 
     examples = [

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import Finding, Fix, InsertAfter, Invalid, Rule, Valid, dedent
 from ._calls import dotted_name, method_call
-from ._framework import Finding, Fix, InsertAfter, Invalid, Rule, RuleContext, Valid, dedent
+from ._context import RuleContext
 from ._script_facts import model_build_statement, model_names_everywhere, trained_models
 from ._training import analysis
 
@@ -45,6 +46,29 @@ class NoCompile(Rule):
         "Report only when that statement cannot be found."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "Compiled kernels fuse and reorder floating-point operations, so numerics change "
+        "slightly; compilation costs seconds to minutes at start-up (and again when input shapes "
+        "change) that a short run may not win back, and code it cannot trace falls back to eager "
+        "or fails."
+    )
+    # gains_on 'cuda': the fused generated kernels are a GPU gain; on CPU the compilation time
+    # rarely pays back in a training run.
+    gains_on = "cuda"
+    limitations = (
+        "Any `torch.compile` or `.compile()` call in the module silences it.",
+        "The trained model is found through the optimizer's `.parameters()` argument; a model "
+        "whose parameters reach the optimizer through another module is missed.",
+        "The fix inserts `model.compile()` after the statement that builds or moves the model, in "
+        "the optimizer's block; when that statement is not there the rule reports only.",
+        "Models with data-dependent control flow may gain nothing (graph breaks); the rule cannot "
+        "tell.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/generated/torch.compile.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.compile",
+        "https://docs.pytorch.org/tutorials/intermediate/torch_compile_tutorial.html",
+    )
     keywords = ("torch",)
 
     examples = [

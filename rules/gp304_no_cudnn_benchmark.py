@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ._framework import AddImport, Finding, Fix, Invalid, Rule, RuleContext, Valid, dedent
-from ._script_facts import assigns_to, first_use_of, module_setting_edit
+from ._api import AddImport, Finding, Fix, Invalid, Rule, Valid, dedent
+from ._context import RuleContext
+from ._edits import module_setting_edit
+from ._script_facts import assigns_to, first_use_of
 from ._training import analysis
 
 CONVOLUTIONS = frozenset({
@@ -25,11 +27,10 @@ class NoCudnnBenchmark(Rule):
     name = "no-cudnn-benchmark"
     summary = "A convolutional model trains without `torch.backends.cudnn.benchmark = True`."
     rationale = (
-        "cuDNN has many algorithms for each convolution, whose speed depends on shapes and hardware. "
-        "By default PyTorch picks one by heuristics; with `cudnn.benchmark = True` it times the "
-        "candidates on the first call for each input shape and caches the fastest, often 10-30% "
-        "faster convolutions for fixed-size inputs. (With input shapes that change every step the "
-        "benchmarking repeats, which is why the fix is unsafe.)"
+        "cuDNN has many algorithms for each convolution, whose speed depends on shapes and "
+        "hardware. By default PyTorch picks one by heuristics; with `cudnn.benchmark = True` it "
+        "times the candidates on the first call for each input shape and caches the fastest, "
+        "often 10-30% faster convolutions for fixed-size inputs."
     )
     fix_description = (
         "Add `torch.backends.cudnn.benchmark = True` once at module level, right after the imports "
@@ -37,6 +38,27 @@ class NoCudnnBenchmark(Rule):
         "`deterministic` flag itself or asks for deterministic algorithms."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "With input shapes that change from step to step the benchmarking repeats for every new "
+        "shape and costs more than it saves; the algorithms chosen may also differ between runs, "
+        "so results are not bitwise reproducible."
+    )
+    # gains_on 'cuda': the setting selects cuDNN convolution algorithms, which only run on CUDA.
+    gains_on = "cuda"
+    limitations = (
+        "Convolutions are recognised through `torch.nn.Conv*`/`ConvTranspose*` and "
+        "`torch.nn.functional.conv*` in this module; a convolutional model built in another "
+        "module or by a model zoo is missed.",
+        "The rule does not know whether input shapes vary (variable-length audio, multi-scale "
+        "training), where the fix costs time.",
+        "The setting goes right after the last top-level import; a module without one gets no "
+        "fix.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/backends.html#torch.backends.cudnn.benchmark",
+        "https://docs.pytorch.org/docs/stable/notes/randomness.html",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+    )
     keywords = ("Conv", "conv")
 
     examples = [

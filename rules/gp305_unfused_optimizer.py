@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._calls import add_kwarg, get_arg, has_star_args, literal_value
-from ._framework import AddImport, Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
-from ._script_facts import (
-    TrainedModel, _param_receivers, device_type_expr, model_device_name, visible_scope,
-)
+from ._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ._calls import get_arg, has_star_args, literal_value
+from ._context import RuleContext
+from ._edits import add_kwarg
+from ._script_facts import TrainedModel, _param_receivers, device_type_expr, model_device_name, visible_scope
 from ._training import analysis
 
 FUSABLE = frozenset({
@@ -33,11 +33,29 @@ class UnfusedOptimizer(Rule):
     fix_description = (
         "When the model whose parameters are optimized is moved to a device variable "
         "(`model.to(device)`), add `fused=device.type == \"cuda\"` so the script still runs on CPU; "
-        "otherwise report only. Not offered with `differentiable=True` or sparse embeddings. (torch 2.13 "
-        "accepts `fused=False` everywhere and also has fused CPU kernels for all three optimizers; the "
-        "fix enables fusion only on CUDA, where the gain is established.)"
+        "otherwise report only. Not offered with `differentiable=True` or sparse embeddings."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "The fused kernel orders the update's floating-point operations differently, so "
+        "parameters drift from the unfused results in the last bits."
+    )
+    # gains_on 'cuda': the fix enables fusion only on CUDA (`fused=device.type == "cuda"`), where
+    # the gain is established.
+    gains_on = "cuda"
+    limitations = (
+        "Only Adam, AdamW and SGD from `torch.optim` are checked; other optimizers with fused or "
+        "foreach implementations are not.",
+        "An explicit `foreach=` counts as a choice and silences it.",
+        "The fix needs the device the model is moved to (`model.to(device)`); without it the rule "
+        "reports only.",
+        "torch 2.13 also has fused CPU kernels for all three optimizers; the fix leaves them off, "
+        "as their gain is not established.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/optim.html#algorithms",
+        "https://docs.pytorch.org/docs/stable/generated/torch.optim.AdamW.html",
+    )
     keywords = ("Adam", "SGD")
 
     examples = [

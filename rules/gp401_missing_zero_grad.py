@@ -6,9 +6,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import Finding, Fix, InsertAfter, Invalid, Rule, Valid, dedent
 from ._calls import dotted_name, method_call
-from ._framework import Finding, Fix, InsertAfter, Invalid, Rule, RuleContext, Valid, dedent
-from ._stepcode import block_of, walk_with_callees
+from ._context import RuleContext
+from ._edits import block_of
+from ._stepcode import walk_with_callees
 from ._torchnames import OPTIMIZERS
 from ._training import TrainingAnalysis, analysis
 
@@ -62,10 +64,28 @@ class MissingZeroGrad(Rule):
         "gradient accumulation zeroes every N steps and is recognised."
     )
     fix_description = (
-        "Insert `<optimizer>.zero_grad()` right after the `<optimizer>.step()` statement, with the "
-        "same receiver. Unsafe: it changes what the script computes (that is the point)."
+        "Insert `<optimizer>.zero_grad()` right after the `<optimizer>.step()` statement, with "
+        "the same receiver."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "It changes what the script computes (that is the point): each update then uses only the "
+        "current step's gradient, so a script that really meant to sum all past gradients learns "
+        "differently."
+    )
+    # gains_on 'any': a correctness bug: the wrong gradients are wrong on every device.
+    gains_on = "any"
+    limitations = (
+        "Any zeroing in the loop or in the functions it calls counts (`zero_grad()`, `p.grad = "
+        "None`, `p.grad.zero_()`), even one under a condition that never holds.",
+        "Optimizers are recognised by their `torch.optim` constructor or by their name (`opt`, "
+        "`optimizer`...); others are missed.",
+        "Only loops that also call `.backward()` are checked.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/zeroing_out_gradients.html",
+    )
     severity = "error"
     keywords = (".step(",)
 

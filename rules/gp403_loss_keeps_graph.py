@@ -6,10 +6,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, method_call
-from ._framework import Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
-from ._stepcode import detached, in_no_grad, walk, walk_with_callees
+from ._context import RuleContext
+from ._edits import detached
+from ._stepcode import in_no_grad, walk_with_callees
 from ._training import TrainingAnalysis, analysis
+from ._tree import walk
 
 # Results of these methods no longer hold the autograd graph (or are not tensors).
 _CUTS_GRAPH = frozenset({"item", "detach", "tolist", "numpy", "__float__", "argmax", "argmin", "eq",
@@ -60,10 +63,7 @@ class _GradNames:
 
 
 def _names_in(node: cst.CSTNode) -> set[str]:
-    out = {n.value for n in walk(node, into_scopes=True) if isinstance(n, cst.Name)}
-    if isinstance(node, cst.Name):
-        out.add(node.value)
-    return out
+    return {n.value for n in walk(node, into_scopes=True, include_self=True) if isinstance(n, cst.Name)}
 
 
 class LossKeepsGraph(Rule):
@@ -82,6 +82,20 @@ class LossKeepsGraph(Rule):
         "the accumulated value is later backpropagated through (deliberate)."
     )
     fix_safety = "safe"
+    # gains_on 'any': the retained graphs take memory (and allocator time) on every device.
+    gains_on = "any"
+    limitations = (
+        "Only accumulations in a step loop that calls `.backward()` are checked: `acc += x`, `acc "
+        "= acc + x` and `acc.append(x)`.",
+        "Whether a value carries a graph is followed through names in the same function; a loss "
+        "returned by another module's function is missed.",
+        "Not reported when the accumulated value is later backpropagated through (deliberate) or "
+        "reset every step.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/notes/faq.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.Tensor.detach.html",
+    )
     keywords = ("+", "append(")
 
     examples = [

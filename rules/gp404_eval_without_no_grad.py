@@ -6,11 +6,14 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, method_call
-from ._framework import AddImport, Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
-from ._stepcode import in_no_grad, preorder, torch_alias, walk, walk_with_callees
+from ._context import RuleContext
+from ._edits import torch_alias
+from ._stepcode import in_no_grad, walk_with_callees
 from ._torchnames import NO_GRAD
 from ._training import TrainingAnalysis, analysis
+from ._tree import walk
 
 _GRAD_APIS = {"torch.autograd.grad", "torch.autograd.backward", "torch.enable_grad",
               "torch.autograd.functional.*", "torch.func.*"}
@@ -31,6 +34,22 @@ class EvalWithoutNoGrad(Rule):
         "adding `import torch` if needed."
     )
     fix_safety = "safe"
+    # gains_on 'any': recording the graph and keeping activations costs time and memory on every
+    # device.
+    gains_on = "any"
+    limitations = (
+        "The loop must come after `model.eval()` in the same function and call that model; "
+        "evaluation in a function that receives a model already in eval mode is missed.",
+        "A loop that calls `.backward()`, steps an optimizer, or uses autograd APIs (saliency "
+        "maps, `requires_grad_`) is not reported.",
+        "The fix uses `torch.no_grad()`; `torch.inference_mode()` can be faster still but forbids "
+        "later autograd use of the outputs.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/generated/torch.no_grad.html",
+        "https://docs.pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+    )
     keywords = (".eval()",)
 
     examples = [
@@ -144,7 +163,7 @@ class EvalWithoutNoGrad(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        order = preorder(ctx)
+        order = ctx.preorder()
         evals: dict[cst.CSTNode, list[tuple[int, str]]] = {}
         for call in ctx.nodes(cst.Call):
             if method_call(call, "eval") and not call.args:

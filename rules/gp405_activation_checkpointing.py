@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import AddImport, Finding, Fix, InsertAfter, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, method_call
-from ._framework import AddImport, Finding, Fix, InsertAfter, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._context import RuleContext
 from ._training import analysis
 
 
@@ -87,6 +88,26 @@ class ActivationCheckpointing(Rule):
         "`torch.utils.checkpoint.checkpoint` when the name `checkpoint` is taken)."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "It trades speed for memory: each checkpointed block's forward runs again during backward "
+        "(about 30% more compute per step), which pays only when the memory saved goes into a "
+        "larger batch or model; blocks with side effects in `forward` (counters, in-place state) "
+        "run them twice."
+    )
+    # gains_on 'cuda': the gain is device memory, which pays off only where it limits the batch
+    # size, i.e. on a GPU; on CPU only the extra compute remains.
+    gains_on = "cuda"
+    limitations = (
+        "Off by default, as it trades compute for memory; enable it with `--select GP405`.",
+        "Two shapes are recognised: a `for block in self.<ModuleList>:` loop in `forward` (`x = "
+        "block(x)`), and Hugging Face models loaded with `from_pretrained`.",
+        "The rule cannot tell whether memory limits the batch size, so a finding may cost speed "
+        "for nothing.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/checkpoint.html",
+        "https://huggingface.co/docs/transformers/main_classes/model#transformers.PreTrainedModel.gradient_checkpointing_enable",
+    )
     default_enabled = False
     keywords = ("ModuleList", "from_pretrained")
 

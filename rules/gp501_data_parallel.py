@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._framework import Finding, Invalid, Rule, RuleContext, Valid, dedent
+from ._api import Finding, Invalid, Rule, Valid, dedent
+from ._context import RuleContext
 
 DATA_PARALLEL = frozenset({
     "torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
@@ -31,6 +32,18 @@ class DataParallel(Rule):
         "`torch.nn.parallel.DistributedDataParallel` with one process per GPU (`torchrun`)."
     )
     fix_safety = "none"
+    # gains_on 'cuda': DataParallel only splits work across several GPUs.
+    gains_on = "cuda"
+    limitations = (
+        "No fix: moving to DistributedDataParallel changes how the script is launched "
+        "(`torchrun`) and how data is split across processes.",
+        "Reported also when the script runs on a single GPU, where DataParallel costs little.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/generated/torch.nn.DataParallel.html",
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#cuda-nn-ddp-instead",
+        "https://docs.pytorch.org/tutorials/intermediate/ddp_tutorial.html",
+    )
     keywords = ("DataParallel", "data_parallel")
 
     examples = [

@@ -6,8 +6,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._calls import add_kwarg, get_arg, has_star_args
-from ._framework import Finding, Fix, Invalid, Replace, Rule, RuleContext, Valid, dedent
+from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ._calls import get_arg, has_star_args
+from ._context import RuleContext
+from ._edits import add_kwarg
 
 DDP = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
@@ -25,11 +27,25 @@ class DdpBucketView(Rule):
         "buckets: two memory copies per step disappear and the gradient memory is not held twice."
     )
     fix_description = (
-        "Add `gradient_as_bucket_view=True`. Unsafe: gradients become views, so code that calls "
-        "`p.grad.detach_()` or replaces `p.grad` by a tensor of another layout may behave differently. "
-        "An explicit `gradient_as_bucket_view=False` is respected."
+        "Add `gradient_as_bucket_view=True`. An explicit `gradient_as_bucket_view=False` is "
+        "respected."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "Gradients become views into the communication buckets, so code that calls "
+        "`p.grad.detach_()` or replaces `p.grad` with a tensor of another layout may behave "
+        "differently."
+    )
+    # gains_on 'any': DDP copies gradients into its buckets for every backend (NCCL on GPU, gloo on
+    # CPU).
+    gains_on = "any"
+    limitations = (
+        "A DistributedDataParallel call with `*args` or `**kwargs` is skipped.",
+        "Code elsewhere that changes `.grad` in place is not inspected before the fix is offered.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html",
+    )
     keywords = ("DistributedDataParallel",)
 
     examples = [

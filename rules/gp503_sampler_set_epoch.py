@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ._api import Finding, Fix, InsertBefore, Invalid, Rule, Valid, dedent
 from ._calls import dataloader_arg, dotted_name, get_arg, literal_value, method_call
-from ._framework import Finding, Fix, InsertBefore, Invalid, Rule, RuleContext, Valid, dedent
+from ._context import RuleContext
 from ._script_facts import call_site_args, scope_of, visible_scope
 from ._torchnames import DATALOADERS
 from ._training import TrainingAnalysis, analysis
@@ -87,6 +88,21 @@ class SamplerSetEpoch(Rule):
         "sampler has `shuffle=False`, or no epoch loop is found."
     )
     fix_safety = "unsafe"
+    fix_safety_reason = (
+        "Every epoch then visits the data in a new order: the loss trajectory and the final model "
+        "change (that is the intent), so runs that relied on the fixed order are no longer "
+        "reproduced."
+    )
+    # gains_on 'any': reshuffling every epoch helps convergence on every device.
+    gains_on = "any"
+    limitations = (
+        "Any `.set_epoch(...)` call in the module silences it, even one on another sampler.",
+        "Only a DistributedSampler passed as `sampler=` to a DataLoader assigned to a name, "
+        "iterated by an epoch loop of this module, is checked.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler",
+    )
     keywords = ("DistributedSampler",)
 
     examples = [

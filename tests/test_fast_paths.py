@@ -9,7 +9,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from gpuperf_rewrite.rules._framework import RuleContext, children_of
+from gpuperf_rewrite.rules._context import RuleContext
+from gpuperf_rewrite.rules._tree import children_of
 
 ROOT = Path(__file__).resolve().parents[1]
 # Our rules and fixtures plus every syntax LibCST's nodes have that they may lack.

@@ -8,7 +8,7 @@ import pytest
 
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.lint.registry import all_rules
-from gpuperf_rewrite.rules._framework import Invalid, Valid
+from gpuperf_rewrite.rules._api import Invalid, Valid
 
 
 def _cases(kind):

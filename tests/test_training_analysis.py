@@ -6,7 +6,7 @@ import textwrap
 
 import libcst as cst
 
-from gpuperf_rewrite.rules._framework import RuleContext
+from gpuperf_rewrite.rules._context import RuleContext
 from gpuperf_rewrite.rules._torchnames import DATALOADERS
 from gpuperf_rewrite.rules._training import analysis, is_periodic_test
 

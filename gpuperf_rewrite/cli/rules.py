@@ -8,22 +8,19 @@ import click
 @click.command("rules")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def rules_cmd(output_format: str) -> None:
-    """List every rule: code, name, fix safety, default on/off."""
+    """List every rule: code, name, fix safety, where it gains, default on/off."""
     import json
 
+    from gpuperf_rewrite.lint.docgen import rule_record
     from gpuperf_rewrite.lint.registry import all_rules
 
-    rows = [
-        {"code": r.code, "name": r.name, "fix": r.fix_safety, "default": r.default_enabled,
-         "severity": r.severity, "summary": r.summary}
-        for r in all_rules().values()
-    ]
+    rows = [rule_record(r) for r in all_rules().values()]
     if output_format == "json":
         click.echo(json.dumps(rows, indent=2))
         return
-    click.echo(f"{'code':<6} {'name':<32} {'fix':<7} {'default':<8} summary")
+    click.echo(f"{'code':<6} {'name':<32} {'fix':<7} {'gains':<6} {'default':<8} summary")
     for row in rows:
-        click.echo(f"{row['code']:<6} {row['name']:<32} {row['fix']:<7} "
+        click.echo(f"{row['code']:<6} {row['name']:<32} {row['fix']:<7} {row['gains_on']:<6} "
                    f"{'on' if row['default'] else 'off':<8} {row['summary']}")
 
 

@@ -8,7 +8,7 @@ import pkgutil
 from collections.abc import Iterable
 
 from gpuperf_rewrite import rules as rules_pkg
-from gpuperf_rewrite.rules._framework import Rule
+from gpuperf_rewrite.rules._api import Rule
 
 
 class SelectionError(ValueError):
