@@ -411,16 +411,25 @@ def test_fix_outside_the_diff_goes_to_the_summary(repo, monkeypatch):
     assert row.status == "proposed"  # 14..15 lies within the hunk's context
 
 
-def test_ab_validator_runs_each_fix_beside_the_script(repo, monkeypatch):
-    calls = []
+def test_ab_validator_runs_each_fix_in_a_mirror_of_the_checkout(repo, monkeypatch):
+    calls, seen = [], []
 
-    def run_ab(a, b, args, *, cwd, source_a, source_b, **kw):
-        calls.append((Path(a).parent, Path(a).read_text(), Path(b).read_text(), list(args)))
+    def runner(script, args, **kw):  # what a run sees: its siblings, its cwd, its own bytes
+        script = Path(script)
+        seen.append((script.name, (script.parent / ".gpuperf.yaml").is_file(), Path(kw["cwd"]) == script.parent))
+        (script.parent / "checkpoint.pt").write_text("written by the run")
+        return {}
+
+    def run_ab(a, b, args, *, runner, source_a, source_b, **kw):
+        calls.append((Path(a).read_text(), Path(b).read_text(), list(args)))
+        runner(a, args, cwd=None)
+        runner(b, args, cwd=None)
         stats = types.SimpleNamespace(speedup=1.25, ci95=(1.1, 1.4))
         return types.SimpleNamespace(verdict="faster", reason="significant", stats=stats)
 
     fake = types.ModuleType("gpuperf_rewrite.validate.abtest")
     fake.run_ab = run_ab
+    fake.default_runner = lambda: runner
     monkeypatch.setitem(sys.modules, "gpuperf_rewrite.validate.abtest", fake)
     from gpuperf_rewrite.lint.engine import RuleSet
     from gpuperf_rewrite.lint.patches import finding_patches
@@ -430,10 +439,11 @@ def test_ab_validator_runs_each_fix_beside_the_script(repo, monkeypatch):
     out = validate("train.py", SLOW_TRAIN, patches)
     (m,) = out.values()
     assert m == Measurement(True, 1.25, 1.1, 1.4, "faster: significant")
-    ((where, a_src, b_src, args),) = calls
-    assert where == repo and a_src == SLOW_TRAIN and b_src == patches[0].apply(SLOW_TRAIN)
+    ((a_src, b_src, args),) = calls
+    assert a_src == SLOW_TRAIN and b_src == patches[0].apply(SLOW_TRAIN)
     assert args == ["--steps", "5"]
-    assert sorted(p.name for p in repo.iterdir()) == [".git", ".gpuperf.yaml", "train.py"]  # temp copies removed
+    assert seen == [("train.py", True, True)] * 2
+    assert sorted(p.name for p in repo.iterdir()) == [".git", ".gpuperf.yaml", "train.py"]  # nothing written
     # A fix in another file cannot be measured by running the script.
     (other,) = validate("lib/model.py", SLOW_TRAIN, patches).values()
     assert not other.passed and "not in the validated script" in other.detail

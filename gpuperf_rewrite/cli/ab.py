@@ -26,14 +26,21 @@ def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_out: boo
     """
     from pathlib import Path
 
-    from gpuperf_rewrite.validate.abtest import ABError, console_progress, format_table, run_ab
+    from gpuperf_rewrite.validate.abtest import ABError, console_progress, default_runner, format_table, run_ab
+    from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
 
     cfg = config_from_options(opts)
     progress, close = console_progress()
     try:
-        res = run_ab(script_a, script_b, script_args, config=cfg, progress=progress,
-                     source_a=Path(script_a).read_text(errors="replace"),
-                     source_b=Path(script_b).read_text(errors="replace"))
+        with Workspace(prefix="gpuperf-ab-") as ws:  # each run in a scratch mirror of its script's checkout
+            res = run_ab(script_a, script_b, script_args, config=cfg, progress=progress,
+                         runner=ws.runner(default_runner()),
+                         source_a=Path(script_a).read_text(errors="replace"),
+                         source_b=Path(script_b).read_text(errors="replace"))
+    except WorkspaceError as exc:
+        close()
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
     except ABError as exc:
         close()
         click.echo(f"error: {exc}", err=True)

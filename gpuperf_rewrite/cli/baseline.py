@@ -4,9 +4,7 @@ tree's script against the nearest ancestor with a comparable note)."""
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -53,7 +51,8 @@ def record_baseline(script: str, script_args: Sequence[str] = (), *, config: Any
                     progress: Any = None, echo: Echo = click.echo) -> dict[str, Any]:
     """Measure the script as committed at HEAD and store the record in HEAD's note."""
     from gpuperf_rewrite.validate import gitops
-    from gpuperf_rewrite.validate.abtest import ABConfig, measure
+    from gpuperf_rewrite.validate.abtest import ABConfig, default_runner, measure
+    from gpuperf_rewrite.validate.workspace import Workspace
 
     cfg = config or ABConfig()
     repo, rel = _repo_and_rel(script)
@@ -63,17 +62,11 @@ def record_baseline(script: str, script_args: Sequence[str] = (), *, config: Any
     except Exception as exc:
         raise BaselineError(f"{rel} is not committed at HEAD; commit it first") from exc
     target = Path(script)
-    env = dict(os.environ)
-    with tempfile.TemporaryDirectory(prefix="gpuperf-baseline-") as tmp:
-        if target.read_bytes() == committed:
-            run_path = target
-        else:  # measure HEAD's version, not the edited working copy
-            echo(f"note: {rel} differs from HEAD; measuring the committed version", err=True)
-            run_path = Path(tmp) / target.name
-            run_path.write_bytes(committed)
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(target.resolve().parent),
-                                                            env.get("PYTHONPATH", "")) if p)
-        runs = measure(run_path, script_args, config=cfg, runner=runner, env=env, progress=progress, side="A")
+    if target.read_bytes() != committed:  # measure HEAD's version, not the edited working copy
+        echo(f"note: {rel} differs from HEAD; measuring the committed version", err=True)
+    with Workspace(prefix="gpuperf-baseline-") as ws:  # runs in a scratch mirror of the checkout
+        runs = measure(ws.add(target, committed), script_args, config=cfg,
+                       runner=ws.runner(runner or default_runner()), progress=progress, side="A")
     rec = _record(rel, "baseline", runs, cfg, script_args)
     rec["commit"] = head
     gitops.store_note(repo, head, rec)
@@ -105,11 +98,14 @@ def find_baseline(repo: Any, rel: str, env_hash: str | None, cfg: Any,
 def check_regression(script: str, script_args: Sequence[str] = (), *, threshold: float = 0.05,
                      config: Any = None, runner: Any = None, progress: Any = None) -> dict[str, Any]:
     """Measure the working tree's script and compare with the nearest comparable baseline."""
-    from gpuperf_rewrite.validate.abtest import ABConfig, compare, measure
+    from gpuperf_rewrite.validate.abtest import ABConfig, compare, default_runner, measure
+    from gpuperf_rewrite.validate.workspace import Workspace
 
     cfg = config or ABConfig()
     repo, rel = _repo_and_rel(script)
-    runs = measure(script, script_args, config=cfg, runner=runner, progress=progress)
+    with Workspace(prefix="gpuperf-regress-") as ws:  # runs in a scratch mirror of the checkout
+        runs = measure(script, script_args, config=cfg, runner=ws.runner(runner or default_runner()),
+                       progress=progress)
     fp = next((r.fingerprint for r in runs if r.fingerprint), None) or {}
     found = find_baseline(repo, rel, fp.get("env_hash"), cfg, script_args)
     current = [r.throughput for r in runs]
@@ -183,12 +179,13 @@ def baseline(script: str, script_args: tuple[str, ...], json_out: bool, **opts: 
     """
     from gpuperf_rewrite.validate.abtest import ABError, console_progress
     from gpuperf_rewrite.validate.gitops import GitRefused, GitUnavailable
+    from gpuperf_rewrite.validate.workspace import WorkspaceError
 
     cfg = config_from_options(opts)
     progress, close = console_progress()
     try:
         rec = record_baseline(script, script_args, config=cfg, progress=progress)
-    except (BaselineError, ABError, GitRefused, GitUnavailable) as exc:
+    except (BaselineError, ABError, GitRefused, GitUnavailable, WorkspaceError) as exc:
         close()
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
@@ -218,6 +215,7 @@ def regress(script: str, script_args: tuple[str, ...], threshold: float, show_hi
     baseline note. Exit 1 on a significant drop beyond --threshold, 0 otherwise, 2 without a baseline."""
     from gpuperf_rewrite.validate.abtest import ABError, console_progress
     from gpuperf_rewrite.validate.gitops import GitRefused, GitUnavailable
+    from gpuperf_rewrite.validate.workspace import WorkspaceError
 
     try:
         if show_history:
@@ -243,7 +241,7 @@ def regress(script: str, script_args: tuple[str, ...], threshold: float, show_hi
             res = check_regression(script, script_args, threshold=threshold, config=cfg, progress=progress)
         finally:
             close()
-    except (BaselineError, ABError, GitRefused, GitUnavailable) as exc:
+    except (BaselineError, ABError, GitRefused, GitUnavailable, WorkspaceError) as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
     if json_out:

@@ -15,7 +15,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -23,6 +22,7 @@ from typing import Any, Mapping, Sequence
 from gpuperf_rewrite.runtime import SCHEMA_VERSION
 from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.merge import merge_ranks
+from gpuperf_rewrite.validate.workspace import scratch_dir, with_pythonpath
 
 TERM_GRACE_S = 5.0  # SIGTERM -> SIGKILL escalation for the process group
 STDERR_TAIL_CHARS = 4000
@@ -180,17 +180,14 @@ def run_profile(
     if not script_path.is_absolute():
         script_path = (Path(cwd) if cwd is not None else Path.cwd()) / script_path
     args = [str(a) for a in script_args]
-    with tempfile.TemporaryDirectory(prefix="gpuperf-profile-") as tmp_s:
-        tmp = Path(tmp_s)
+    with scratch_dir("gpuperf-profile-") as tmp:
         stage = _stage_runtime(tmp / "stage")
         out = tmp / "result.json"
         cmd = _command(python or sys.executable, script_path, args, out, steps=steps, warmup=warmup,
                        seed=seed, trace_dir=trace_dir, launcher=launcher, nproc=nproc_per_node)
-        child_env = dict(os.environ if env is None else env)
+        child_env = with_pythonpath(env, stage)
         if env is not None and "PATH" not in child_env:
             child_env["PATH"] = os.environ.get("PATH", "")
-        child_env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(stage), child_env.get("PYTHONPATH", "")) if p)
         child_env.setdefault("PYTHONHASHSEED", str(seed))  # same str/bytes hashing in both A/B arms
         child_env["PYTHONUNBUFFERED"] = "1"  # complete tails even when the child is killed
         stdout_path, stderr_path = tmp / "stdout.txt", tmp / "stderr.txt"

@@ -627,15 +627,16 @@ def explain_api_error(exc: Exception, token: str | None) -> str:
 def ab_validator(script: str, script_args: Sequence[str], cwd: Path,
                  log: Callable[[str], None] = lambda s: None) -> Validator:
     """Validate each fix alone: run the script as it is at the PR head (A) against the same
-    script with that one fix (B), both as temporary files beside the script so that its
-    relative imports resolve, and pass when the A/B verdict is ``faster`` with the loss
-    unchanged. Fixes in other files than ``script`` cannot be measured by running it and are
-    reported as not validated."""
+    script with that one fix (B), each run in a scratch mirror of the checkout (siblings and
+    relative paths resolve, nothing is written into it), and pass when the A/B verdict is
+    ``faster`` with the loss unchanged. Fixes in other files than ``script`` cannot be measured
+    by running it and are reported as not validated."""
     script_path = (cwd / script).resolve()
 
     def validate(path: str, original: str, patches: Sequence[Patch]) -> dict[str, Measurement]:
         try:
-            from gpuperf_rewrite.validate.abtest import run_ab
+            from gpuperf_rewrite.validate.abtest import default_runner, run_ab
+            from gpuperf_rewrite.validate.workspace import Workspace
         except ImportError as exc:
             raise BotError(f"--validate needs the A/B module and its extra (pip install "
                            f"'gpuperf-rewrite[validate]'): {exc}") from exc
@@ -644,20 +645,15 @@ def ab_validator(script: str, script_args: Sequence[str], cwd: Path,
             return {p.key: Measurement(False, detail=f"not in the validated script {script}") for p in patches}
         for p in patches:
             log(f"validating {p.code} at {path}:{p.line} (A/B test)...")
-            tag = uuid.uuid4().hex[:8]
-            a = script_path.with_name(f".{script_path.stem}.gpuperf-a-{tag}.py")
-            b = script_path.with_name(f".{script_path.stem}.gpuperf-b-{tag}.py")
             candidate = p.apply(original)
             try:
-                a.write_text(original, encoding="utf-8")
-                b.write_text(candidate, encoding="utf-8")
-                res = run_ab(a, b, list(script_args), cwd=cwd, source_a=original, source_b=candidate)
+                with Workspace(prefix="gpuperf-bot-", cwd=cwd) as ws:
+                    a, b = ws.add(script_path, original.encode()), ws.add(script_path, candidate.encode())
+                    res = run_ab(a, b, list(script_args), runner=ws.runner(default_runner()),
+                                 source_a=original, source_b=candidate)
             except Exception as exc:  # a crashed measurement rejects the fix, it never proposes it
                 out[p.key] = Measurement(False, detail=f"validation failed: {type(exc).__name__}: {exc}")
                 continue
-            finally:
-                for f in (a, b):
-                    f.unlink(missing_ok=True)
             s = res.stats
             out[p.key] = Measurement(res.verdict == "faster", s.speedup if s else None,
                                      s.ci95[0] if s else None, s.ci95[1] if s else None,
