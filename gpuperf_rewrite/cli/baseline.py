@@ -56,6 +56,7 @@ def record_baseline(script: str, script_args: Sequence[str] = (), *, config: Any
 
     cfg = config or ABConfig()
     repo, rel = _repo_and_rel(script)
+    gitops.check_identity(repo)  # the note is a commit: know who writes it before measuring
     head = gitops.head_sha(repo)
     try:
         committed = repo.git.show(f"{head}:{rel}", stdout_as_string=False)
@@ -99,10 +100,15 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
                      config: Any = None, runner: Any = None, progress: Any = None) -> dict[str, Any]:
     """Measure the working tree's script and compare with the nearest comparable baseline."""
     from gpuperf_rewrite.validate.abtest import ABConfig, compare, default_runner, measure
+    from gpuperf_rewrite.validate.gitops import has_comparable_baseline
     from gpuperf_rewrite.validate.workspace import Workspace
 
     cfg = config or ABConfig()
     repo, rel = _repo_and_rel(script)
+    if not has_comparable_baseline(repo, rel, steps=cfg.steps, warmup=cfg.warmup, args=script_args):
+        raise BaselineError(f"no comparable baseline for {rel}: no ancestor commit has a gpuperf note for "
+                            f"this script with the same --steps/--warmup and script arguments; nothing was "
+                            f"measured. Record one with `gpuperf-rewrite baseline {rel}`.")
     with Workspace(prefix="gpuperf-regress-") as ws:  # runs in a scratch mirror of the checkout
         runs = measure(script, script_args, config=cfg, runner=ws.runner(runner or default_runner()),
                        progress=progress)

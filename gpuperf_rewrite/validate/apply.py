@@ -317,11 +317,11 @@ def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[st
         report.update(status="committed", commit=done.commit)
         echo(f"Committed {done.commit[:12]} on {done.branch}: {', '.join(outcome.kept)} "
              f"({res.stats.speedup:.3f}x); note under {gitops.NOTES_REF}.", err=json_out)  # type: ignore[union-attr]
-        if done.interrupted:
+        if done.exit_code:
             echo("Interrupted, after the commit had completed (commit and note are in place).", err=True)
             if json_out:
                 echo(json.dumps(report, indent=2))
-            return 130
+            return done.exit_code
     else:
         try:
             atomic_write(target, final, expected=original)
