@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from gpuperf_rewrite.cli.options import config_from_options, decision_options, measurement_options
+from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
 
 
 @click.command("ab", context_settings={"help_option_names": ["-h", "--help"]})
@@ -17,6 +18,7 @@ from gpuperf_rewrite.cli.options import config_from_options, decision_options, m
 @measurement_options
 @decision_options
 @click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
+@exits_on_interrupt
 def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_out: bool, **opts: Any) -> None:
     """Run SCRIPT_A and SCRIPT_B alternately under the runtime shim and decide whether B is faster.
 
@@ -47,10 +49,9 @@ def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_out: boo
         if exc.partial is not None and exc.partial.a and exc.partial.a[-1].stderr_tail.strip():
             click.echo(exc.partial.a[-1].stderr_tail.strip()[-2000:], err=True)
         raise SystemExit(2) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # SIGTERM too: exits_on_interrupt says so and exits 130 / 143
         close()
-        click.echo("Interrupted.", err=True)
-        raise SystemExit(130) from None
+        raise
     close()
     if json_out:
         click.echo(json.dumps(res.to_json(), indent=2))

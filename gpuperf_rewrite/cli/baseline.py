@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 import click
 
 from gpuperf_rewrite.cli.options import config_from_options, measurement_options
+from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
 
 Echo = Callable[..., None]
 
@@ -178,6 +179,7 @@ def _plot(rows: list[dict[str, Any]], path: str, echo: Echo) -> None:
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @measurement_options
 @click.option("--json", "json_out", is_flag=True, help="Print the stored record as JSON.")
+@exits_on_interrupt
 def baseline(script: str, script_args: tuple[str, ...], json_out: bool, **opts: Any) -> None:
     """Measure SCRIPT as committed at HEAD and store the result in HEAD's note (refs/notes/gpuperf).
 
@@ -215,6 +217,7 @@ def baseline(script: str, script_args: tuple[str, ...], json_out: bool, **opts: 
               help="Significance level [default: 0.05].")
 @measurement_options
 @click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
+@exits_on_interrupt
 def regress(script: str, script_args: tuple[str, ...], threshold: float, show_history: bool, plot: str | None,
             json_out: bool, **opts: Any) -> None:
     """Measure the working tree's SCRIPT against the nearest ancestor commit with a comparable

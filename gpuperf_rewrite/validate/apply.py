@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from gpuperf_rewrite.validate.abtest import ABConfig, ABError, ABResult, Runner, format_table, run_ab
+from gpuperf_rewrite.validate.lifetime import exit_code, returns_on_interrupt
 
 # (source bytes, fix codes or None for all) -> (rewritten bytes or None, {code: count})
 Rewriter = Callable[[bytes, "Sequence[str] | None"], "tuple[bytes | None, dict[str, int]]"]
@@ -165,6 +166,7 @@ def note_record(rel: str, kind: str, res: ABResult, *, rules: Sequence[str], scr
     }
 
 
+@returns_on_interrupt  # SIGTERM like Ctrl-C: same cleanup, exit 143 (130 for Ctrl-C), nothing committed
 def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (),
               config: ABConfig | None = None, options: ApplyOptions = ApplyOptions(),
               runner: Runner | None = None, rewriter: Rewriter | None = None,
@@ -237,9 +239,9 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
         except WorkspaceError as exc:
             echo(f"error: {exc}", err=True)
             return 2
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:  # SIGTERM too (lifetime.Terminated)
             echo("Interrupted: nothing was changed.", err=True)
-            return 130
+            return exit_code(exc)
 
 
 def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[str, ...], rewrite: Rewriter,

@@ -1,10 +1,15 @@
 """Engine-side runner for the runtime shim: ``run_profile`` never hangs and always returns a dict.
 
-The script runs as ``python -m gpuperf_rewrite.runtime`` in a child process of the chosen
-interpreter, in its own session (so the whole process group can be ended), with stdin from
-/dev/null and stdout/stderr going to files (a chatty script cannot fill a pipe and deadlock).
-The child imports a staged copy of the runtime package under an empty ``gpuperf_rewrite``
-package, so it needs neither libcst nor click, nor an installed gpuperf-rewrite.
+The script runs under the shim (``python -m gpuperf_rewrite.runtime.parentwatch``, the shim plus
+a watcher) in a child process of the chosen interpreter, in its own session (so the whole process
+group can be ended), with stdin from /dev/null and stdout/stderr going to files (a chatty script
+cannot fill a pipe and deadlock). The child imports a staged copy of the runtime package under an
+empty ``gpuperf_rewrite`` package, so it needs neither libcst nor click, nor an installed
+gpuperf-rewrite.
+
+The run dies with the tool, however the tool ends: on SIGINT/SIGTERM (and any exception) its
+process group is ended here; on SIGKILL the kernel kills the child (PR_SET_PDEATHSIG, Linux) and
+the watcher in the child kills the rest of its group (``runtime/parentwatch.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ TERM_GRACE_S = 5.0  # SIGTERM -> SIGKILL escalation for the process group
 STDERR_TAIL_CHARS = 4000
 STDOUT_TAIL_CHARS = 2000
 LAUNCHERS = ("torchrun",)
+SHIM = "gpuperf_rewrite.runtime.parentwatch"  # the shim, plus a watcher ending the run when we are gone
+WATCH_ENV = "GPUPERF_WATCH_PID"  # = runtime.parentwatch.WATCH_ENV (read there without importing us)
 
 
 def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, Any]:
@@ -134,6 +141,28 @@ def _end_group(proc: subprocess.Popen[bytes], grace: float) -> None:
         _signal_group(proc.pid, signal.SIGKILL)
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_us() -> Any:
+    """A ``preexec_fn`` for Linux: the child gets SIGKILL when the thread that started it (we call
+    from the main thread) exits, whatever killed us; if we died before that took effect, it exits
+    at once. None elsewhere (the watcher in the child still covers it)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before fork: the child only calls it
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
 def _command(python: str, script: Path, args: Sequence[str], out: Path, *, steps: int, warmup: int,
              seed: int, trace_dir: str | Path | None, launcher: str | None, nproc: int) -> list[str]:
     shim = ["--out", str(out), "--steps", str(steps), "--warmup", str(warmup), "--seed", str(seed)]
@@ -141,11 +170,11 @@ def _command(python: str, script: Path, args: Sequence[str], out: Path, *, steps
         shim += ["--trace", str(Path(trace_dir).resolve())]
     tail = [str(script), "--", *args]
     if launcher is None:
-        return [python, "-m", "gpuperf_rewrite.runtime", *shim, *tail]
+        return [python, "-m", SHIM, *shim, *tail]
     if launcher != "torchrun":
         raise ValueError(f"unknown launcher {launcher!r}; expected one of {LAUNCHERS}")
     return [python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
-            "--nproc-per-node", str(nproc), "-m", "gpuperf_rewrite.runtime", "--rank-suffix",
+            "--nproc-per-node", str(nproc), "-m", SHIM, "--rank-suffix",
             *shim, *tail]
 
 
@@ -190,11 +219,12 @@ def run_profile(
             child_env["PATH"] = os.environ.get("PATH", "")
         child_env.setdefault("PYTHONHASHSEED", str(seed))  # same str/bytes hashing in both A/B arms
         child_env["PYTHONUNBUFFERED"] = "1"  # complete tails even when the child is killed
+        child_env[WATCH_ENV] = str(os.getpid())
         stdout_path, stderr_path = tmp / "stdout.txt", tmp / "stderr.txt"
         t0 = time.monotonic()
         with open(stdout_path, "wb") as fo, open(stderr_path, "wb") as fe:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
-                                    cwd=cwd, env=child_env, start_new_session=True)
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, cwd=cwd,
+                                    env=child_env, start_new_session=True, preexec_fn=_die_with_us())
             try:
                 finished = _wait(proc, t0 + timeout)
                 if not finished:
