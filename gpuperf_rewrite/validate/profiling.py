@@ -145,10 +145,14 @@ PR_SET_PDEATHSIG = 1
 
 
 def _die_with_us() -> Any:
-    """A ``preexec_fn`` for Linux: the child gets SIGKILL when the thread that started it (we call
-    from the main thread) exits, whatever killed us; if we died before that took effect, it exits
-    at once. None elsewhere (the watcher in the child still covers it)."""
-    if not sys.platform.startswith("linux"):
+    """A ``preexec_fn`` for Linux: the child gets SIGKILL when the thread that started it exits,
+    whatever killed us; if we died before that took effect, it exits at once. Only from a process
+    running nothing but its main thread: the signal follows the *thread* that forked, and Python
+    code between fork and exec can deadlock when other threads held locks. None otherwise (the
+    watcher in the child, runtime/parentwatch.py, still ends the run when we are gone)."""
+    import threading
+
+    if not sys.platform.startswith("linux") or threading.active_count() != 1:
         return None
     import ctypes
 
@@ -161,6 +165,29 @@ def _die_with_us() -> Any:
             os._exit(1)
 
     return preexec
+
+
+def _run_in_group(cmd: list[str], cwd: str | Path | None, env: dict[str, str], stdout_path: Path,
+                  stderr_path: Path, timeout: float) -> tuple[int, bool, float]:
+    """Run ``cmd`` in a new session until it exits or ``timeout``; end its whole group either way.
+    (exit status, finished before the timeout, wall seconds)."""
+    t0 = time.monotonic()
+    with open(stdout_path, "wb") as fo, open(stderr_path, "wb") as fe:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, cwd=cwd,
+                                env=env, start_new_session=True, preexec_fn=_die_with_us())
+        try:
+            finished = _wait(proc, t0 + timeout)
+            if not finished:
+                _end_group(proc, TERM_GRACE_S)
+        except BaseException:  # KeyboardInterrupt and SIGTERM included: never leave the group running
+            _end_group(proc, 2.0)
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        # Leftovers (forked children, DataLoader workers, daemons) die with the group.
+        _signal_group(proc.pid, signal.SIGKILL)
+        returncode = proc.wait()
+    return returncode, finished, time.monotonic() - t0
 
 
 def _command(python: str, script: Path, args: Sequence[str], out: Path, *, steps: int, warmup: int,
@@ -221,23 +248,7 @@ def run_profile(
         child_env["PYTHONUNBUFFERED"] = "1"  # complete tails even when the child is killed
         child_env[WATCH_ENV] = str(os.getpid())
         stdout_path, stderr_path = tmp / "stdout.txt", tmp / "stderr.txt"
-        t0 = time.monotonic()
-        with open(stdout_path, "wb") as fo, open(stderr_path, "wb") as fe:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, cwd=cwd,
-                                    env=child_env, start_new_session=True, preexec_fn=_die_with_us())
-            try:
-                finished = _wait(proc, t0 + timeout)
-                if not finished:
-                    _end_group(proc, TERM_GRACE_S)
-            except BaseException:  # KeyboardInterrupt included: never leave the group running
-                _end_group(proc, 2.0)
-                _signal_group(proc.pid, signal.SIGKILL)
-                proc.wait()
-                raise
-            # Leftovers (forked children, DataLoader workers, daemons) die with the group.
-            _signal_group(proc.pid, signal.SIGKILL)
-            returncode = proc.wait()
-        wall = time.monotonic() - t0
+        returncode, finished, wall = _run_in_group(cmd, cwd, child_env, stdout_path, stderr_path, timeout)
 
         if launcher is None:
             docs = [d for d in [_read_json(out)] if d is not None]
