@@ -165,12 +165,18 @@ def test_ctrl_c_during_validation_changes_nothing(repo, tmp_path) -> None:
 
 def _driver(script: Path, codes: str, runs: int = 4, crash: str | None = None) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
+    env["TMPDIR"] = str(_tmpdir(script))  # what a SIGKILL leaves stays in pytest's temporary tree
+    os.makedirs(env["TMPDIR"], exist_ok=True)
     env.pop(gitops.CRASH_ENV, None)
     if crash:
         env[gitops.CRASH_ENV] = crash
     return subprocess.Popen([sys.executable, str(HERE / "_apply_driver.py"), str(script), codes, str(runs)],
                             cwd=script.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
+
+
+def _tmpdir(script: Path) -> Path:
+    return script.parent.with_name(script.parent.name + "-tmp")  # beside the repository, not in it
 
 
 def _wait_for_run(proc: subprocess.Popen, k: int) -> None:
@@ -184,7 +190,7 @@ def _wait_for_run(proc: subprocess.Popen, k: int) -> None:
     raise AssertionError("the driver never reached run %d" % k)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_signal_during_validation_leaves_the_repository_as_it_was(repo, tmp_path, sig) -> None:
     (tmp_path / "train.py").write_text("# fake: speed=100 noise=0.01 sleep=0.3\n")
     repo.git.add("train.py")
@@ -194,19 +200,21 @@ def test_signal_during_validation_leaves_the_repository_as_it_was(repo, tmp_path
     _wait_for_run(proc, 3)
     proc.send_signal(sig)
     proc.communicate(timeout=30)
-    assert proc.returncode == (130 if sig == signal.SIGINT else -signal.SIGKILL)
+    assert proc.returncode == {signal.SIGINT: 130, signal.SIGTERM: 143}.get(sig, -signal.SIGKILL)
     assert repo_state(repo) == before
+    if sig != signal.SIGKILL:  # cleaned up on the way out
+        assert not list(_tmpdir(tmp_path / "train.py").glob("gpuperf-*"))
 
 
 @pytest.mark.parametrize("point", ["after_objects", "after_write", "after_index", "after_ref",
-                                   "sigint_after_write"])
+                                   "sigint_after_write", "sigterm_after_write"])
 def test_interrupt_during_the_commit_is_all_or_nothing(repo, tmp_path, point) -> None:
     before = repo_state(repo)
     proc = _driver(tmp_path / "train.py", "X1", runs=4, crash=point)
     proc.communicate(timeout=60)
     after = repo_state(repo)
-    if point in ("after_ref", "sigint_after_write"):  # complete: commit, note, index, file
-        assert proc.returncode == (130 if point.startswith("sigint") else -signal.SIGKILL)
+    if point in ("after_ref", "sigint_after_write", "sigterm_after_write"):  # complete: commit, note, index, file
+        assert proc.returncode == {"sigint": 130, "sigterm": 143}.get(point.split("_")[0], -signal.SIGKILL)
         assert after["head"] != before["head"] and after["status"] == ""
         assert _note(repo, after["head"])[0]["ab"]["verdict"] == "faster"
         assert "speed=150" in (tmp_path / "train.py").read_text()

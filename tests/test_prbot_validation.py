@@ -1,5 +1,5 @@
 """The PR bot's A/B validator (``pr-bot --validate``) with a fake A/B module in place of
-gpuperf_rewrite.validate.abtest: each fix measured alone beside the script, and the review's
+gpuperf_rewrite.validate.abtest: each fix measured alone in a scratch mirror of the checkout, and the review's
 false-proposal rate held at alpha by splitting it over the fixes validated (Bonferroni)."""
 
 from __future__ import annotations
@@ -38,13 +38,17 @@ class FakeAB:
     so under no effect p is exactly uniform and a single A/B says ``faster`` with probability
     alpha, as a real A/B at its nominal level at best does."""
 
-    def __init__(self, effects: dict[str, float] | None = None, noise: float = 0.10, seed: int = 0) -> None:
+    def __init__(self, effects: dict[str, float] | None = None, noise: float = 0.10, seed: int = 0,
+                 run_sides: bool = False) -> None:
+        self.run_sides = run_sides  # also run each side once through the workspace's runner
         self.effects = effects or {}  # text only B contains -> true speedup of that fix
         self.noise = noise
         self.rng = random.Random(seed)
         self.calls: list[dict] = []
 
-    def __call__(self, a, b, args, *, config, cwd, source_a, source_b, **kw):
+    def __call__(self, a, b, args, *, config, runner, source_a, source_b, **kw):
+        for side in (a, b) if self.run_sides else ():
+            runner(side, args)
         effect = next((e for text, e in self.effects.items() if text in source_b), 1.0)
         draw = [100 * (1 + self.noise * self.rng.gauss(0, 1)) for _ in range(config.runs)]
         side_b = [100 * effect * (1 + self.noise * self.rng.gauss(0, 1)) for _ in range(config.runs)]
@@ -57,11 +61,23 @@ class FakeAB:
         return types.SimpleNamespace(verdict=verdict, reason=f"p={p:.3g}", stats=stats)
 
 
+SEEN: list[tuple[str, bool, bool]] = []
+
+
+def _record_run(script, args, **kw):
+    """What a run sees: its own name, its siblings, its cwd; it writes a checkpoint there."""
+    script = Path(script)
+    SEEN.append((script.name, (script.parent / ".gpuperf.yaml").is_file(), Path(kw["cwd"]) == script.parent))
+    (script.parent / "checkpoint.pt").write_text("written by the run")
+    return {}
+
+
 def _install(monkeypatch, run_ab) -> None:
     """Replace the A/B module the validator imports by one with the real ABConfig and ``run_ab``."""
     fake = types.ModuleType("gpuperf_rewrite.validate.abtest")
     fake.ABConfig = ABConfig
     fake.run_ab = run_ab
+    fake.default_runner = lambda: _record_run
     monkeypatch.setitem(sys.modules, "gpuperf_rewrite.validate.abtest", fake)
 
 
@@ -70,17 +86,19 @@ def _candidates(text: str, path: str = "train.py", rules: tuple[str, ...] | None
     return [Candidate(path, text, p) for p in finding_patches(text.encode(), path, ruleset, "unsafe")]
 
 
-def test_ab_validator_runs_each_fix_beside_the_script(repo, monkeypatch):
-    fake = FakeAB(effects={"pin_memory": 1.5})
+def test_ab_validator_runs_each_fix_in_a_mirror_of_the_checkout(repo, monkeypatch):
+    SEEN.clear()
+    fake = FakeAB(effects={"pin_memory": 1.5}, run_sides=True)
     _install(monkeypatch, fake)
     (cand,) = _candidates(SLOW_TRAIN, rules=("GP202",))
     validate = ab_validator("train.py", ["--steps", "5"], repo)
     (m,) = validate([cand])
     assert m is not None and m.passed and m.alpha == 0.05 and m.detail.startswith("faster: p=")
     (call,) = fake.calls
-    assert call["a"].parent == repo and call["source_a"] == SLOW_TRAIN
+    assert call["a"].name == "train.py" and call["source_a"] == SLOW_TRAIN
+    assert SEEN == [("train.py", True, True)] * 2
     assert call["source_b"] == cand.patch.apply(SLOW_TRAIN) and call["args"] == ["--steps", "5"]
-    assert sorted(p.name for p in repo.iterdir()) == [".git", ".gpuperf.yaml", "train.py"]  # temp copies removed
+    assert sorted(p.name for p in repo.iterdir()) == [".git", ".gpuperf.yaml", "train.py"]  # nothing written
     # A fix in another file cannot be measured by running the script: not tested, no share of alpha.
     (other,) = validate([Candidate("lib/model.py", SLOW_TRAIN, cand.patch)])
     assert other is not None and not other.passed and "not in the validated script" in other.detail

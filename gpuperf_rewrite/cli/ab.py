@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from gpuperf_rewrite.cli.options import config_from_options, decision_options, measurement_options
+from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
 
 
 @click.command("ab", context_settings={"help_option_names": ["-h", "--help"]})
@@ -17,6 +18,7 @@ from gpuperf_rewrite.cli.options import config_from_options, decision_options, m
 @measurement_options
 @decision_options
 @click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
+@exits_on_interrupt
 def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_out: bool, **opts: Any) -> None:
     """Run SCRIPT_A and SCRIPT_B alternately under the runtime shim and decide whether B is faster.
 
@@ -26,24 +28,30 @@ def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_out: boo
     """
     from pathlib import Path
 
-    from gpuperf_rewrite.validate.abtest import ABError, console_progress, format_table, run_ab
+    from gpuperf_rewrite.validate.abtest import ABError, console_progress, default_runner, format_table, run_ab
+    from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
 
     cfg = config_from_options(opts)
     progress, close = console_progress()
     try:
-        res = run_ab(script_a, script_b, script_args, config=cfg, progress=progress,
-                     source_a=Path(script_a).read_text(errors="replace"),
-                     source_b=Path(script_b).read_text(errors="replace"))
+        with Workspace(prefix="gpuperf-ab-") as ws:  # each run in a scratch mirror of its script's checkout
+            res = run_ab(script_a, script_b, script_args, config=cfg, progress=progress,
+                         runner=ws.runner(default_runner()),
+                         source_a=Path(script_a).read_text(errors="replace"),
+                         source_b=Path(script_b).read_text(errors="replace"))
+    except WorkspaceError as exc:
+        close()
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
     except ABError as exc:
         close()
         click.echo(f"error: {exc}", err=True)
         if exc.partial is not None and exc.partial.a and exc.partial.a[-1].stderr_tail.strip():
             click.echo(exc.partial.a[-1].stderr_tail.strip()[-2000:], err=True)
         raise SystemExit(2) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # SIGTERM too: exits_on_interrupt says so and exits 130 / 143
         close()
-        click.echo("Interrupted.", err=True)
-        raise SystemExit(130) from None
+        raise
     close()
     if json_out:
         click.echo(json.dumps(res.to_json(), indent=2))

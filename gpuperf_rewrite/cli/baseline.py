@@ -4,9 +4,7 @@ tree's script against the nearest ancestor with a comparable note)."""
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -14,6 +12,7 @@ from typing import Any, Callable, Sequence
 import click
 
 from gpuperf_rewrite.cli.options import config_from_options, measurement_options
+from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
 
 Echo = Callable[..., None]
 
@@ -53,27 +52,23 @@ def record_baseline(script: str, script_args: Sequence[str] = (), *, config: Any
                     progress: Any = None, echo: Echo = click.echo) -> dict[str, Any]:
     """Measure the script as committed at HEAD and store the record in HEAD's note."""
     from gpuperf_rewrite.validate import gitops
-    from gpuperf_rewrite.validate.abtest import ABConfig, measure
+    from gpuperf_rewrite.validate.abtest import ABConfig, default_runner, measure
+    from gpuperf_rewrite.validate.workspace import Workspace
 
     cfg = config or ABConfig()
     repo, rel = _repo_and_rel(script)
+    gitops.check_identity(repo)  # the note is a commit: know who writes it before measuring
     head = gitops.head_sha(repo)
     try:
         committed = repo.git.show(f"{head}:{rel}", stdout_as_string=False)
     except Exception as exc:
         raise BaselineError(f"{rel} is not committed at HEAD; commit it first") from exc
     target = Path(script)
-    env = dict(os.environ)
-    with tempfile.TemporaryDirectory(prefix="gpuperf-baseline-") as tmp:
-        if target.read_bytes() == committed:
-            run_path = target
-        else:  # measure HEAD's version, not the edited working copy
-            echo(f"note: {rel} differs from HEAD; measuring the committed version", err=True)
-            run_path = Path(tmp) / target.name
-            run_path.write_bytes(committed)
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(target.resolve().parent),
-                                                            env.get("PYTHONPATH", "")) if p)
-        runs = measure(run_path, script_args, config=cfg, runner=runner, env=env, progress=progress, side="A")
+    if target.read_bytes() != committed:  # measure HEAD's version, not the edited working copy
+        echo(f"note: {rel} differs from HEAD; measuring the committed version", err=True)
+    with Workspace(prefix="gpuperf-baseline-") as ws:  # runs in a scratch mirror of the checkout
+        runs = measure(ws.add(target, committed), script_args, config=cfg,
+                       runner=ws.runner(runner or default_runner()), progress=progress, side="A")
     rec = _record(rel, "baseline", runs, cfg, script_args)
     rec["commit"] = head
     gitops.store_note(repo, head, rec)
@@ -105,11 +100,19 @@ def find_baseline(repo: Any, rel: str, env_hash: str | None, cfg: Any,
 def check_regression(script: str, script_args: Sequence[str] = (), *, threshold: float = 0.05,
                      config: Any = None, runner: Any = None, progress: Any = None) -> dict[str, Any]:
     """Measure the working tree's script and compare with the nearest comparable baseline."""
-    from gpuperf_rewrite.validate.abtest import ABConfig, compare, measure
+    from gpuperf_rewrite.validate.abtest import ABConfig, compare, default_runner, measure
+    from gpuperf_rewrite.validate.gitops import has_comparable_baseline
+    from gpuperf_rewrite.validate.workspace import Workspace
 
     cfg = config or ABConfig()
     repo, rel = _repo_and_rel(script)
-    runs = measure(script, script_args, config=cfg, runner=runner, progress=progress)
+    if not has_comparable_baseline(repo, rel, steps=cfg.steps, warmup=cfg.warmup, args=script_args):
+        raise BaselineError(f"no comparable baseline for {rel}: no ancestor commit has a gpuperf note for "
+                            f"this script with the same --steps/--warmup and script arguments; nothing was "
+                            f"measured. Record one with `gpuperf-rewrite baseline {rel}`.")
+    with Workspace(prefix="gpuperf-regress-") as ws:  # runs in a scratch mirror of the checkout
+        runs = measure(script, script_args, config=cfg, runner=ws.runner(runner or default_runner()),
+                       progress=progress)
     fp = next((r.fingerprint for r in runs if r.fingerprint), None) or {}
     found = find_baseline(repo, rel, fp.get("env_hash"), cfg, script_args)
     current = [r.throughput for r in runs]
@@ -176,6 +179,7 @@ def _plot(rows: list[dict[str, Any]], path: str, echo: Echo) -> None:
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @measurement_options
 @click.option("--json", "json_out", is_flag=True, help="Print the stored record as JSON.")
+@exits_on_interrupt
 def baseline(script: str, script_args: tuple[str, ...], json_out: bool, **opts: Any) -> None:
     """Measure SCRIPT as committed at HEAD and store the result in HEAD's note (refs/notes/gpuperf).
 
@@ -183,12 +187,13 @@ def baseline(script: str, script_args: tuple[str, ...], json_out: bool, **opts: 
     """
     from gpuperf_rewrite.validate.abtest import ABError, console_progress
     from gpuperf_rewrite.validate.gitops import GitRefused, GitUnavailable
+    from gpuperf_rewrite.validate.workspace import WorkspaceError
 
     cfg = config_from_options(opts)
     progress, close = console_progress()
     try:
         rec = record_baseline(script, script_args, config=cfg, progress=progress)
-    except (BaselineError, ABError, GitRefused, GitUnavailable) as exc:
+    except (BaselineError, ABError, GitRefused, GitUnavailable, WorkspaceError) as exc:
         close()
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
@@ -212,12 +217,14 @@ def baseline(script: str, script_args: tuple[str, ...], json_out: bool, **opts: 
               help="Significance level [default: 0.05].")
 @measurement_options
 @click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
+@exits_on_interrupt
 def regress(script: str, script_args: tuple[str, ...], threshold: float, show_history: bool, plot: str | None,
             json_out: bool, **opts: Any) -> None:
     """Measure the working tree's SCRIPT against the nearest ancestor commit with a comparable
     baseline note. Exit 1 on a significant drop beyond --threshold, 0 otherwise, 2 without a baseline."""
     from gpuperf_rewrite.validate.abtest import ABError, console_progress
     from gpuperf_rewrite.validate.gitops import GitRefused, GitUnavailable
+    from gpuperf_rewrite.validate.workspace import WorkspaceError
 
     try:
         if show_history:
@@ -243,7 +250,7 @@ def regress(script: str, script_args: tuple[str, ...], threshold: float, show_hi
             res = check_regression(script, script_args, threshold=threshold, config=cfg, progress=progress)
         finally:
             close()
-    except (BaselineError, ABError, GitRefused, GitUnavailable) as exc:
+    except (BaselineError, ABError, GitRefused, GitUnavailable, WorkspaceError) as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
     if json_out:

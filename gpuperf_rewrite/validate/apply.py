@@ -1,22 +1,21 @@
 """``gpuperf-rewrite train.py --apply``: rewrite, A/B-validate, keep what passed, commit it with a note.
 
 Nothing is written until validation has finished: the original and each candidate rewrite run
-from copies in a temporary directory (with the script's own directory on PYTHONPATH so sibling
-imports still work). Only the final step touches the working tree, through
+in scratch mirrors of the checkout (:mod:`gpuperf_rewrite.validate.workspace`), so sibling files
+and imports resolve as they would and the runs' own writes stay out of it. Only the final step touches the working tree, through
 :func:`gpuperf_rewrite.validate.gitops.commit_file` (or an atomic write outside git / with --no-commit).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from gpuperf_rewrite.validate.abtest import ABConfig, ABError, ABResult, Runner, format_table, run_ab
+from gpuperf_rewrite.validate.lifetime import exit_code, returns_on_interrupt
 
 # (source bytes, fix codes or None for all) -> (rewritten bytes or None, {code: count})
 Rewriter = Callable[[bytes, "Sequence[str] | None"], "tuple[bytes | None, dict[str, int]]"]
@@ -167,6 +166,7 @@ def note_record(rel: str, kind: str, res: ABResult, *, rules: Sequence[str], scr
     }
 
 
+@returns_on_interrupt  # SIGTERM like Ctrl-C: same cleanup, exit 143 (130 for Ctrl-C), nothing committed
 def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (),
               config: ABConfig | None = None, options: ApplyOptions = ApplyOptions(),
               runner: Runner | None = None, rewriter: Rewriter | None = None,
@@ -228,31 +228,30 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
             echo(json.dumps({"status": "written_unvalidated", "rules": list(codes)}, indent=2))
         return 0
 
-    workdir = tempfile.TemporaryDirectory(prefix="gpuperf-apply-")
-    try:
-        return _validate_and_write(target, rel, original, codes, rewrite, cfg, script_args, runner,
-                                   progress, Path(workdir.name), repo, head, no_commit, json_out, echo)
-    except KeyboardInterrupt:
-        echo("Interrupted: nothing was changed.", err=True)
-        return 130
-    finally:
-        workdir.cleanup()
+    from gpuperf_rewrite.validate import abtest
+    from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
+
+    with Workspace(prefix="gpuperf-apply-") as ws:  # every run in a scratch mirror of the checkout
+        try:
+            return _validate_and_write(target, rel, original, codes, rewrite, cfg, script_args,
+                                       ws.runner(runner or abtest.default_runner()), progress, ws, repo,
+                                       head, no_commit, json_out, echo)
+        except WorkspaceError as exc:
+            echo(f"error: {exc}", err=True)
+            return 2
+        except KeyboardInterrupt as exc:  # SIGTERM too (lifetime.Terminated)
+            echo("Interrupted: nothing was changed.", err=True)
+            return exit_code(exc)
 
 
 def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[str, ...], rewrite: Rewriter,
                         cfg: ABConfig, script_args: Sequence[str], runner: Runner | None,
-                        progress: Callable[[Any], None] | None, work: Path, repo: Any, head: str | None,
+                        progress: Callable[[Any], None] | None, ws: Any, repo: Any, head: str | None,
                         no_commit: bool, json_out: bool, echo: Callable[..., None]) -> int:
     from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write
 
-    name = target.name
-    a_path = work / "a" / name
-    a_path.parent.mkdir()
-    a_path.write_bytes(original)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(target.resolve().parent), env.get("PYTHONPATH", "")) if p)
+    a_path = ws.add(target, original)
     sources: dict[frozenset[str], bytes] = {}
-    counter = [0]
 
     def build(subset: tuple[str, ...]) -> bytes:
         key = frozenset(subset)
@@ -262,13 +261,10 @@ def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[st
         return sources[key]
 
     def evaluate(subset: tuple[str, ...]) -> ABResult:
-        counter[0] += 1
-        b_path = work / f"b{counter[0]}" / name
-        b_path.parent.mkdir()
         data = build(subset)
-        b_path.write_bytes(data)
+        b_path = ws.add(target, data)
         echo(f"== A/B: original vs rewrite with {', '.join(subset)}", err=True)
-        res = run_ab(a_path, b_path, script_args, config=cfg, runner=runner, env=env, progress=progress,
+        res = run_ab(a_path, b_path, script_args, config=cfg, runner=runner, progress=progress,
                      source_a=original.decode(errors="replace"), source_b=data.decode(errors="replace"))
         if not json_out:
             echo(format_table(res))
@@ -323,11 +319,11 @@ def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[st
         report.update(status="committed", commit=done.commit)
         echo(f"Committed {done.commit[:12]} on {done.branch}: {', '.join(outcome.kept)} "
              f"({res.stats.speedup:.3f}x); note under {gitops.NOTES_REF}.", err=json_out)  # type: ignore[union-attr]
-        if done.interrupted:
+        if done.exit_code:
             echo("Interrupted, after the commit had completed (commit and note are in place).", err=True)
             if json_out:
                 echo(json.dumps(report, indent=2))
-            return 130
+            return done.exit_code
     else:
         try:
             atomic_write(target, final, expected=original)

@@ -21,10 +21,9 @@ import signal
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 NOTES_REF = "refs/notes/gpuperf"
-NOTE_SCHEMA = 1
 ZERO = "0" * 40
 CRASH_ENV = "GPUPERF_TEST_CRASH_AT"  # tests only: SIGKILL ourselves at a named point
 
@@ -55,7 +54,15 @@ def find_repo(path: str | os.PathLike[str]) -> Any | None:
         return None
 
 
+def check_worktree(repo: Any) -> None:
+    if repo.bare or repo.working_tree_dir is None:
+        raise GitRefused(f"{repo.git_dir} is a bare repository: it has no working tree to commit a "
+                         f"rewrite from or to measure a script in. Use a clone with a working tree, "
+                         f"or --no-commit outside git. Nothing was changed.")
+
+
 def relpath(repo: Any, path: str | os.PathLike[str]) -> str:
+    check_worktree(repo)
     root = Path(repo.working_tree_dir).resolve()
     try:
         return Path(path).resolve().relative_to(root).as_posix()
@@ -71,7 +78,8 @@ def operation_in_progress(repo: Any) -> str | None:
     gd = _git_dir(repo)
     for name, what in (("rebase-merge", "a rebase"), ("rebase-apply", "a rebase or am"),
                        ("MERGE_HEAD", "a merge"), ("CHERRY_PICK_HEAD", "a cherry-pick"),
-                       ("REVERT_HEAD", "a revert")):
+                       ("REVERT_HEAD", "a revert"), ("sequencer", "a cherry-pick or revert sequence"),
+                       ("BISECT_LOG", "a bisect (`git bisect reset` ends it)")):
         if (gd / name).exists():
             return what
     return None
@@ -93,8 +101,35 @@ def head_sha(repo: Any) -> str | None:
         return None
 
 
+def check_identity(repo: Any) -> None:
+    """Refuse unless git knows who commits (what ``git commit`` would otherwise die on)."""
+    git = _git_module()
+    for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
+        try:
+            repo.git.var(var)
+        except git.GitCommandError as exc:
+            why = next((ln for ln in str(exc.stderr).splitlines() if "fatal:" in ln), "").strip(" '")
+            raise GitRefused(f"git does not know who is committing ({why or var + ' unknown'}): set "
+                             f"`git config user.name \"Your Name\"` and `git config user.email you@example.com` "
+                             f"(or use --no-commit). Nothing was changed, nothing was measured.") from None
+
+
+def check_index_flags(repo: Any, rel: str) -> None:
+    """Refuse a file git was told to ignore local edits of: its edits would slip into the commit."""
+    tag = (repo.git.ls_files("-v", "--", rel) or " ")[0]
+    flag = "skip-worktree" if tag in "Ss" else "assume-unchanged" if tag.islower() else None
+    if flag:
+        raise GitRefused(f"{rel} is marked {flag} in the index, so git hides its local edits and "
+                         f"--apply cannot keep them out of the commit. Clear the flag "
+                         f"(`git update-index --no-{flag} {rel}`), or use --no-commit. Nothing was changed.")
+
+
 def preflight(repo: Any, path: str | os.PathLike[str], *, allow_dirty: bool = False) -> str:
-    """Refuse (GitRefused) unless ``path`` can be committed cleanly; return its repo-relative path."""
+    """Refuse (GitRefused) unless ``path`` can be committed cleanly; return its repo-relative path.
+    Everything a commit needs is checked here, before anything is measured."""
+    from gpuperf_rewrite.validate import githooks
+
+    check_worktree(repo)
     check_index_lock(repo)
     op = operation_in_progress(repo)
     if op:
@@ -109,6 +144,12 @@ def preflight(repo: Any, path: str | os.PathLike[str], *, allow_dirty: bool = Fa
     except KeyError:
         raise GitRefused(f"{rel} is not tracked by git; `git add {rel} && git commit` first, or use "
                          f"--no-commit to only write the file. Nothing was changed.") from None
+    check_index_flags(repo, rel)
+    check_identity(repo)
+    try:
+        githooks.check_signing(repo)
+    except githooks.HookRefused as exc:
+        raise GitRefused(str(exc)) from None
     if not allow_dirty and repo.git.diff("HEAD", "--name-only", "--", rel).strip():
         raise GitRefused(f"{rel} has uncommitted changes; commit or stash them first (the rewrite must "
                          f"be a commit of its own), or pass --allow-dirty to include them in the "
@@ -307,36 +348,9 @@ def _crash_point(name: str) -> None:
 
 
 def _interrupt_point(name: str) -> None:
-    if os.environ.get(CRASH_ENV) == "sigint_" + name:
-        os.kill(os.getpid(), signal.SIGINT)
-
-
-@contextlib.contextmanager
-def deferred_signals(redeliver: bool = True) -> Iterator[list[int]]:
-    """Hold SIGINT/SIGTERM until the block ends, so Ctrl-C cannot split the critical section;
-    the signal is re-delivered afterwards (or, with ``redeliver=False``, left to the caller
-    in the yielded list)."""
-    caught: list[int] = []
-    if not _main_thread():
-        yield caught
-        return
-    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s in old:
-        signal.signal(s, lambda signum, frame: caught.append(signum))
-    try:
-        yield caught
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-        if redeliver:
-            for s in caught:
-                os.kill(os.getpid(), s)
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if os.environ.get(CRASH_ENV) == f"{sig.name.lower()}_{name}":
+            os.kill(os.getpid(), sig)
 
 
 @dataclass
@@ -344,19 +358,33 @@ class CommitResult:
     commit: str
     branch: str
     note_record: dict[str, Any]
-    interrupted: bool = False  # Ctrl-C arrived during the critical section (which completed)
+    signals: tuple[int, ...] = ()  # Ctrl-C / SIGTERM that arrived during the critical section (which completed)
+
+    @property
+    def exit_code(self) -> int:
+        """130 / 143 when interrupted during the commit (like an interrupt anywhere else), else 0."""
+        return 0 if not self.signals else 128 + (signal.SIGTERM if signal.SIGTERM in self.signals else signal.SIGINT)
+
+
+NOTES_RETRIES = 5
 
 
 def commit_file(repo: Any, rel: str, new_bytes: bytes, message: str, record: dict[str, Any], *,
                 expected_head: str, expected_bytes: bytes) -> CommitResult:
     """Commit ``new_bytes`` as ``rel`` on top of HEAD and attach ``record`` under refs/notes/gpuperf.
 
-    Order: objects (blob, tree, commit, notes commit) first, nothing visible; then, with Ctrl-C
-    held, the working-tree file (atomic rename), its index entry, and last the branch and notes
-    refs in one transaction. On any error before the refs move, the file and its index entry are
-    put back, so the repository is exactly as it was.
+    Order: blob and tree first, nothing visible. Then, with Ctrl-C and SIGTERM held: the
+    working-tree file (atomic rename); the pre-commit, prepare-commit-msg and commit-msg hooks, as
+    ``git commit --only`` runs them (:mod:`gpuperf_rewrite.validate.githooks`); the commit, signed
+    when ``commit.gpgSign`` says so; its index entry; last the branch and notes refs in one
+    transaction, rebuilt on top of the notes ref when someone else moved it meanwhile. On any error
+    before the refs move (a hook refusing included) the file and its index entry are put back, so
+    the repository is exactly as it was. ``post-commit`` runs afterwards; like git, its exit status
+    changes nothing.
     """
     from gpuperf_rewrite.lint.sourceio import atomic_write
+    from gpuperf_rewrite.validate import githooks
+    from gpuperf_rewrite.validate.lifetime import deferred_signals
 
     git = _git_module()
     check_index_lock(repo)
@@ -367,38 +395,83 @@ def commit_file(repo: Any, rel: str, new_bytes: bytes, message: str, record: dic
     branch_ref = "HEAD" if repo.head.is_detached else repo.head.ref.path
     mode = f"{repo.head.commit.tree[rel].mode:o}"
     blob = _hash_blob(repo, new_bytes, rel)
-    with _temp_index(repo) as env:
+    with _temp_index(repo) as env:  # HEAD + the rewrite: the tree to commit, and the hooks' index
         repo.git.read_tree(head, env=env)
         repo.git.update_index("--add", "--cacheinfo", f"{mode},{blob},{rel}", env=env)
         tree = repo.git.write_tree(env=env)
-    commit = repo.git.commit_tree(tree, "-p", head, "-m", message)
-    record = {**record, "commit": commit}
-    old_notes = _rev(repo, NOTES_REF)
-    new_notes = _note_commit(repo, old_notes, commit, merge_note("", record))
-    _crash_point("after_objects")
-    old_entry = repo.git.ls_files("-s", "--", rel).split()  # [mode, blob, stage, path]
-    with deferred_signals(redeliver=False) as caught:
-        wrote = False
+        _crash_point("after_objects")
+        old_entry = repo.git.ls_files("-s", "--", rel).split()  # [mode, blob, stage, path]
+        with deferred_signals(redeliver=False) as caught:
+            wrote = False
+            try:
+                atomic_write(path, new_bytes, expected=expected_bytes)
+                wrote = True
+                _crash_point("after_write")
+                _interrupt_point("after_write")
+                commit = _commit_as_git_would(repo, path, new_bytes, tree, head, message, env)
+                record = {**record, "commit": commit}
+                repo.git.update_index("--", rel)
+                _crash_point("after_index")
+                _move_refs(repo, branch_ref, head, commit, record, message)
+            except BaseException as exc:
+                if wrote:  # roll back: old bytes, old index entry
+                    with contextlib.suppress(Exception):
+                        atomic_write(path, expected_bytes)
+                    with contextlib.suppress(git.GitCommandError):
+                        if old_entry:
+                            repo.git.update_index("--cacheinfo", f"{old_entry[0]},{old_entry[1]},{rel}")
+                        repo.git.update_index("--refresh", "-q")
+                if isinstance(exc, githooks.HookRefused):
+                    raise GitRefused(f"{exc}\nNothing was committed; {rel} is as it was.") from None
+                raise
+            _crash_point("after_ref")
+    with contextlib.suppress(githooks.HookRefused):
+        githooks.run_hook(repo, "post-commit")
+    return CommitResult(commit, branch_ref, record, signals=tuple(caught))
+
+
+def _commit_as_git_would(repo: Any, path: Path, new_bytes: bytes, tree: str, head: str, message: str,
+                         env: dict[str, str]) -> str:
+    """Hooks, then the commit object (signed if configured). A hook may refuse, never change
+    what is committed: that must be what was measured."""
+    from gpuperf_rewrite.validate import githooks
+
+    git = _git_module()
+    index_file = env["GIT_INDEX_FILE"]
+    githooks.run_hook(repo, "pre-commit", index_file=index_file)
+    if path.read_bytes() != new_bytes or repo.git.write_tree(env=env) != tree:
+        raise githooks.HookRefused(
+            f"the pre-commit hook changed {path.name} or what is staged (a formatter, say), so the "
+            f"commit would not be what was measured. Run that tool on the original script and "
+            f"commit it first, or use --no-commit and commit the result yourself.")
+    message = githooks.edit_message(repo, message, index_file)
+    try:
+        return repo.git.commit_tree(tree, "-p", head, *githooks.commit_tree_args(repo), "-m", message)
+    except git.GitCommandError as exc:
+        err = str(exc.stderr or "").strip()
+        raise githooks.HookRefused(f"creating the commit failed{' (commit.gpgsign is set)' if githooks.signs_commits(repo) else ''}: {err}") from None
+
+
+def _move_refs(repo: Any, branch_ref: str, head: str, commit: str, record: dict[str, Any], message: str) -> None:
+    """The branch and the notes ref in one transaction. When another writer moved the notes ref
+    since we read it, the notes commit is rebuilt on top of theirs and the transaction retried;
+    the branch never moves without its note."""
+    git = _git_module()
+    for _ in range(NOTES_RETRIES):
+        old_notes = _rev(repo, NOTES_REF)
+        new_notes = _note_commit(repo, old_notes, commit, merge_note("", record))
         try:
-            atomic_write(path, new_bytes, expected=expected_bytes)
-            wrote = True
-            _crash_point("after_write")
-            _interrupt_point("after_write")
-            repo.git.update_index("--", rel)
-            _crash_point("after_index")
             _update_refs(repo, [(branch_ref, commit, head), (NOTES_REF, new_notes, old_notes)],
                          f"gpuperf-rewrite: {message.splitlines()[0]}")
-        except BaseException:
-            if wrote:  # roll back: old bytes, old index entry
-                with contextlib.suppress(Exception):
-                    atomic_write(path, expected_bytes)
-                with contextlib.suppress(git.GitCommandError):
-                    if old_entry:
-                        repo.git.update_index("--cacheinfo", f"{old_entry[0]},{old_entry[1]},{rel}")
-                    repo.git.update_index("--refresh", "-q")
-            raise
-        _crash_point("after_ref")
-    return CommitResult(commit, branch_ref, record, interrupted=bool(caught))
+            return
+        except git.GitCommandError:
+            if _rev(repo, branch_ref) != head:
+                raise GitRefused(f"{branch_ref} moved while committing; nothing was committed. "
+                                 f"Run --apply again.") from None
+            if _rev(repo, NOTES_REF) == old_notes:
+                raise  # not a race on the notes ref: a real error
+    raise GitRefused(f"{NOTES_REF} kept moving under us ({NOTES_RETRIES} tries; another process is "
+                     f"recording notes); nothing was committed. Run --apply again.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -414,3 +487,12 @@ def ancestors_with_notes(repo: Any, start: str = "HEAD", limit: int = 1000) -> I
     for c in repo.iter_commits(start, first_parent=True, max_count=limit):
         if c.hexsha in noted:
             yield c, parse_note(repo.git.cat_file("-p", noted[c.hexsha], strip_newline_in_stdout=False))
+
+
+def has_comparable_baseline(repo: Any, rel: str, *, steps: int, warmup: int, args: Sequence[str]) -> bool:
+    """Whether HEAD or a first-parent ancestor has a note recording ``rel`` with these settings and
+    at least two samples: what ``regress`` needs, checked before it measures anything. (The
+    environment fingerprint can only be matched after a run.)"""
+    return any(r.get("script") == rel and r.get("steps") == steps and r.get("warmup") == warmup
+               and list(r.get("args") or []) == list(args) and len([x for x in r.get("samples") or [] if x]) >= 2
+               for _, records in ancestors_with_notes(repo) for r in latest_by_key(records).values())

@@ -1,10 +1,15 @@
 """Engine-side runner for the runtime shim: ``run_profile`` never hangs and always returns a dict.
 
-The script runs as ``python -m gpuperf_rewrite.runtime`` in a child process of the chosen
-interpreter, in its own session (so the whole process group can be ended), with stdin from
-/dev/null and stdout/stderr going to files (a chatty script cannot fill a pipe and deadlock).
-The child imports a staged copy of the runtime package under an empty ``gpuperf_rewrite``
-package, so it needs neither libcst nor click, nor an installed gpuperf-rewrite.
+The script runs under the shim (``python -m gpuperf_rewrite.runtime.parentwatch``, the shim plus
+a watcher) in a child process of the chosen interpreter, in its own session (so the whole process
+group can be ended), with stdin from /dev/null and stdout/stderr going to files (a chatty script
+cannot fill a pipe and deadlock). The child imports a staged copy of the runtime package under an
+empty ``gpuperf_rewrite`` package, so it needs neither libcst nor click, nor an installed
+gpuperf-rewrite.
+
+The run dies with the tool, however the tool ends: on SIGINT/SIGTERM (and any exception) its
+process group is ended here; on SIGKILL the kernel kills the child (PR_SET_PDEATHSIG, Linux) and
+the watcher in the child kills the rest of its group (``runtime/parentwatch.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -23,11 +27,14 @@ from typing import Any, Mapping, Sequence
 from gpuperf_rewrite.runtime import SCHEMA_VERSION
 from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.merge import merge_ranks
+from gpuperf_rewrite.validate.workspace import scratch_dir, with_pythonpath
 
 TERM_GRACE_S = 5.0  # SIGTERM -> SIGKILL escalation for the process group
 STDERR_TAIL_CHARS = 4000
 STDOUT_TAIL_CHARS = 2000
 LAUNCHERS = ("torchrun",)
+SHIM = "gpuperf_rewrite.runtime.parentwatch"  # the shim, plus a watcher ending the run when we are gone
+WATCH_ENV = "GPUPERF_WATCH_PID"  # = runtime.parentwatch.WATCH_ENV (read there without importing us)
 
 
 def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, Any]:
@@ -134,6 +141,55 @@ def _end_group(proc: subprocess.Popen[bytes], grace: float) -> None:
         _signal_group(proc.pid, signal.SIGKILL)
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_us() -> Any:
+    """A ``preexec_fn`` for Linux: the child gets SIGKILL when the thread that started it exits,
+    whatever killed us; if we died before that took effect, it exits at once. Only from a process
+    running nothing but its main thread: the signal follows the *thread* that forked, and Python
+    code between fork and exec can deadlock when other threads held locks. None otherwise (the
+    watcher in the child, runtime/parentwatch.py, still ends the run when we are gone)."""
+    import threading
+
+    if not sys.platform.startswith("linux") or threading.active_count() != 1:
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before fork: the child only calls it
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
+def _run_in_group(cmd: list[str], cwd: str | Path | None, env: dict[str, str], stdout_path: Path,
+                  stderr_path: Path, timeout: float) -> tuple[int, bool, float]:
+    """Run ``cmd`` in a new session until it exits or ``timeout``; end its whole group either way.
+    (exit status, finished before the timeout, wall seconds)."""
+    t0 = time.monotonic()
+    with open(stdout_path, "wb") as fo, open(stderr_path, "wb") as fe:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, cwd=cwd,
+                                env=env, start_new_session=True, preexec_fn=_die_with_us())
+        try:
+            finished = _wait(proc, t0 + timeout)
+            if not finished:
+                _end_group(proc, TERM_GRACE_S)
+        except BaseException:  # KeyboardInterrupt and SIGTERM included: never leave the group running
+            _end_group(proc, 2.0)
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        # Leftovers (forked children, DataLoader workers, daemons) die with the group.
+        _signal_group(proc.pid, signal.SIGKILL)
+        returncode = proc.wait()
+    return returncode, finished, time.monotonic() - t0
+
+
 def _command(python: str, script: Path, args: Sequence[str], out: Path, *, steps: int, warmup: int,
              seed: int, trace_dir: str | Path | None, launcher: str | None, nproc: int) -> list[str]:
     shim = ["--out", str(out), "--steps", str(steps), "--warmup", str(warmup), "--seed", str(seed)]
@@ -141,11 +197,11 @@ def _command(python: str, script: Path, args: Sequence[str], out: Path, *, steps
         shim += ["--trace", str(Path(trace_dir).resolve())]
     tail = [str(script), "--", *args]
     if launcher is None:
-        return [python, "-m", "gpuperf_rewrite.runtime", *shim, *tail]
+        return [python, "-m", SHIM, *shim, *tail]
     if launcher != "torchrun":
         raise ValueError(f"unknown launcher {launcher!r}; expected one of {LAUNCHERS}")
     return [python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
-            "--nproc-per-node", str(nproc), "-m", "gpuperf_rewrite.runtime", "--rank-suffix",
+            "--nproc-per-node", str(nproc), "-m", SHIM, "--rank-suffix",
             *shim, *tail]
 
 
@@ -180,37 +236,19 @@ def run_profile(
     if not script_path.is_absolute():
         script_path = (Path(cwd) if cwd is not None else Path.cwd()) / script_path
     args = [str(a) for a in script_args]
-    with tempfile.TemporaryDirectory(prefix="gpuperf-profile-") as tmp_s:
-        tmp = Path(tmp_s)
+    with scratch_dir("gpuperf-profile-") as tmp:
         stage = _stage_runtime(tmp / "stage")
         out = tmp / "result.json"
         cmd = _command(python or sys.executable, script_path, args, out, steps=steps, warmup=warmup,
                        seed=seed, trace_dir=trace_dir, launcher=launcher, nproc=nproc_per_node)
-        child_env = dict(os.environ if env is None else env)
+        child_env = with_pythonpath(env, stage)
         if env is not None and "PATH" not in child_env:
             child_env["PATH"] = os.environ.get("PATH", "")
-        child_env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(stage), child_env.get("PYTHONPATH", "")) if p)
         child_env.setdefault("PYTHONHASHSEED", str(seed))  # same str/bytes hashing in both A/B arms
         child_env["PYTHONUNBUFFERED"] = "1"  # complete tails even when the child is killed
+        child_env[WATCH_ENV] = str(os.getpid())
         stdout_path, stderr_path = tmp / "stdout.txt", tmp / "stderr.txt"
-        t0 = time.monotonic()
-        with open(stdout_path, "wb") as fo, open(stderr_path, "wb") as fe:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
-                                    cwd=cwd, env=child_env, start_new_session=True)
-            try:
-                finished = _wait(proc, t0 + timeout)
-                if not finished:
-                    _end_group(proc, TERM_GRACE_S)
-            except BaseException:  # KeyboardInterrupt included: never leave the group running
-                _end_group(proc, 2.0)
-                _signal_group(proc.pid, signal.SIGKILL)
-                proc.wait()
-                raise
-            # Leftovers (forked children, DataLoader workers, daemons) die with the group.
-            _signal_group(proc.pid, signal.SIGKILL)
-            returncode = proc.wait()
-        wall = time.monotonic() - t0
+        returncode, finished, wall = _run_in_group(cmd, cwd, child_env, stdout_path, stderr_path, timeout)
 
         if launcher is None:
             docs = [d for d in [_read_json(out)] if d is not None]

@@ -16,10 +16,8 @@ false-"faster" rate at its level.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,40 +31,30 @@ def per_test_alpha(family_alpha: float, tests: int) -> float:
     return family_alpha / max(tests, 1)
 
 
-def _ab_api() -> tuple[Any, Callable[..., Any]]:
-    """``(ABConfig, run_ab)``, imported only when validating (scipy, torch)."""
+def _ab_api() -> tuple[Any, Callable[..., Any], Callable[[], Any]]:
+    """``(ABConfig, run_ab, default_runner)``, imported only when validating (scipy, torch)."""
     try:
-        from gpuperf_rewrite.validate.abtest import ABConfig, run_ab
+        from gpuperf_rewrite.validate.abtest import ABConfig, default_runner, run_ab
     except ImportError as exc:
         raise BotError(f"--validate needs the A/B module and its extra (pip install "
                        f"'gpuperf-rewrite[validate]'): {exc}") from exc
-    return ABConfig, run_ab
+    return ABConfig, run_ab, default_runner
 
 
-@contextlib.contextmanager
-def _script_copies(script: Path, original: str, candidate: str) -> Iterator[tuple[Path, Path]]:
-    """A and B as hidden files beside ``script``, removed afterwards. Beside it, the script's
-    directory is their ``sys.path[0]``, so its sibling imports resolve without touching the
-    environment (no PYTHONPATH to prepend)."""
-    tag = uuid.uuid4().hex[:8]
-    a = script.with_name(f".{script.stem}.gpuperf-a-{tag}.py")
-    b = script.with_name(f".{script.stem}.gpuperf-b-{tag}.py")
-    try:
-        a.write_text(original, encoding="utf-8")
-        b.write_text(candidate, encoding="utf-8")
-        yield a, b
-    finally:
-        for f in (a, b):
-            f.unlink(missing_ok=True)
+def _measure(ab: tuple[Any, Callable[..., Any], Callable[[], Any]], config: Any, script: Path,
+             script_args: Sequence[str], cwd: Path, c: Candidate) -> Measurement:
+    """One A/B of one fix at ``config.alpha``, each run in a scratch mirror of the checkout
+    (siblings and relative paths resolve; nothing is written into it); a crashed measurement
+    rejects the fix."""
+    from gpuperf_rewrite.validate.workspace import Workspace
 
-
-def _measure(run_ab: Callable[..., Any], config: Any, script: Path, script_args: Sequence[str], cwd: Path,
-             c: Candidate) -> Measurement:
-    """One A/B of one fix at ``config.alpha``; a crashed measurement rejects the fix."""
+    _, run_ab, default_runner = ab
     candidate = c.patch.apply(c.original)
     try:
-        with _script_copies(script, c.original, candidate) as (a, b):
-            res = run_ab(a, b, list(script_args), config=config, cwd=cwd, source_a=c.original, source_b=candidate)
+        with Workspace(prefix="gpuperf-bot-", cwd=cwd) as ws:
+            a, b = ws.add(script, c.original.encode()), ws.add(script, candidate.encode())
+            res = run_ab(a, b, list(script_args), config=config, runner=ws.runner(default_runner()),
+                         source_a=c.original, source_b=candidate)
     except Exception as exc:  # never propose what could not be measured
         return Measurement(False, detail=f"validation failed: {type(exc).__name__}: {exc}", alpha=config.alpha)
     s = res.stats
@@ -83,7 +71,8 @@ def ab_validator(script: str, script_args: Sequence[str], cwd: Path, *, alpha: f
     script_path = (cwd / script).resolve()
 
     def validate(candidates: Sequence[Candidate]) -> list[Measurement | None]:
-        config_type, run_ab = _ab_api()
+        ab = _ab_api()
+        config_type = ab[0]
         family = config_type() if alpha is None else config_type(alpha=alpha)
         out: list[Measurement | None] = [Measurement(False, detail=f"not in the validated script {script}")
                                          for _ in candidates]
@@ -96,7 +85,7 @@ def ab_validator(script: str, script_args: Sequence[str], cwd: Path, *, alpha: f
         for n, i in enumerate(mine, 1):
             c = candidates[i]
             log(f"[{n}/{len(mine)}] validating {c.patch.code} at {c.path}:{c.patch.line} (A/B test)...")
-            out[i] = _measure(run_ab, config, script_path, script_args, cwd, c)
+            out[i] = _measure(ab, config, script_path, script_args, cwd, c)
         return out
 
     return validate

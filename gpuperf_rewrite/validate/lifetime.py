@@ -1,0 +1,104 @@
+"""SIGTERM handled like Ctrl-C by the commands that run user scripts (``--apply``, ``ab``,
+``baseline``, ``regress``): the same cleanup (runs' process groups ended, scratch removed,
+nothing committed) and a conventional exit code, 130 after SIGINT and 143 after SIGTERM.
+
+The other half of "processes the tool starts die with it", for when the tool itself is killed
+with SIGKILL, is in :mod:`gpuperf_rewrite.validate.profiling` (PR_SET_PDEATHSIG) and
+``runtime/parentwatch.py`` (the run's process group ends when the tool is gone).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import signal
+import sys
+import threading
+from typing import Any, Callable, Iterator, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+INTERRUPTED = "Interrupted: nothing was changed."
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would raise KeyboardInterrupt, so every ``except
+    KeyboardInterrupt`` cleanup path also runs for it."""
+
+    exit_code = 128 + signal.SIGTERM
+
+
+def exit_code(exc: BaseException) -> int:
+    """130 for Ctrl-C, 143 for SIGTERM (what a shell reports for each)."""
+    return getattr(exc, "exit_code", 128 + signal.SIGINT)
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block (and only in the main thread, where Python delivers signals), SIGTERM
+    raises :class:`Terminated`. The previous handler is restored afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+@contextlib.contextmanager
+def deferred_signals(redeliver: bool = True) -> Iterator[list[int]]:
+    """Hold SIGINT/SIGTERM until the block ends, so Ctrl-C cannot split the critical section;
+    the signal is re-delivered afterwards (or, with ``redeliver=False``, left to the caller
+    in the yielded list)."""
+    caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in old:
+        signal.signal(s, lambda signum, frame: caught.append(signum))
+    try:
+        yield caught
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        if redeliver:
+            for s in caught:
+                os.kill(os.getpid(), s)
+
+
+def returns_on_interrupt(fn: F) -> F:
+    """For functions that return an exit code (``run_apply``): Ctrl-C or SIGTERM anywhere in the
+    call returns 130 / 143 after the function's own cleanup ran, with a message."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            with sigterm_as_interrupt():
+                return fn(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            echo = kwargs.get("echo") or (lambda m, err=False: print(m, file=sys.stderr, flush=True))
+            echo(INTERRUPTED, err=True)
+            return exit_code(exc)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def exits_on_interrupt(fn: F) -> F:
+    """For click command callbacks: Ctrl-C or SIGTERM ends in ``SystemExit(130 / 143)`` (click
+    itself would turn KeyboardInterrupt into "Aborted!" and exit 1)."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            with sigterm_as_interrupt():
+                return fn(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            print(INTERRUPTED, file=sys.stderr, flush=True)
+            raise SystemExit(exit_code(exc)) from None
+
+    return wrapper  # type: ignore[return-value]

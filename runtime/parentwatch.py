@@ -1,0 +1,96 @@
+"""``python -m gpuperf_rewrite.runtime.parentwatch [shim options] SCRIPT [-- ARGS]``: the shim
+(``python -m gpuperf_rewrite.runtime``), plus a watcher that ends this run when the tool that
+started it is gone, even if the tool was killed with SIGKILL and could clean nothing up.
+
+The tool names itself in ``GPUPERF_WATCH_PID``. Before anything else (so before torch and the
+user's script start threads) this process forks a small watcher that blocks until the tool, this
+process's parent (the tool, or torchrun's agent for a rank) or this process itself exits, then
+SIGKILLs this process's group: the shim, DataLoader workers and whatever else the script started
+in it. The watcher is a process, not a thread, so a script holding the GIL cannot delay it. The
+group is only killed when this process leads it (the tool starts each run in a new session, and
+torchrun starts each rank in one); otherwise only this process is.
+
+Standard library only, like the rest of the runtime. Linux uses pidfds (no pid-reuse race);
+elsewhere the watcher polls twice a second.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import time
+
+WATCH_ENV = "GPUPERF_WATCH_PID"
+POLL_S = 0.5
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _wait_any(pids: list[int]) -> None:
+    """Return once any of ``pids`` has exited."""
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(os.pidfd_open(pid))
+        except ProcessLookupError:
+            return  # already gone
+        except (AttributeError, OSError):  # no pidfds (old kernel, not Linux): poll instead
+            fds = []
+            break
+    if fds:
+        poller = select.poll()
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+        while not poller.poll():
+            pass
+        return
+    while all(_alive(p) for p in pids):
+        time.sleep(POLL_S)
+
+
+def _watch(target: int, pids: list[int]) -> None:
+    """The watcher's whole life (in the forked child): wait, then end the run."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # hold no pipe of the run open: readers of its output get their EOF
+        os.dup2(devnull, fd)
+    os.closerange(3, 1024)
+    _wait_any(pids)
+    if os.getpgid(0) == target:
+        os.killpg(target, signal.SIGKILL)  # the whole run, this watcher included
+    else:
+        os.kill(target, signal.SIGKILL)
+
+
+def start(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> int | None:
+    """Fork the watcher if ``GPUPERF_WATCH_PID`` names the tool; its pid, or None."""
+    try:
+        tool = int(environ.get(WATCH_ENV, ""))
+    except ValueError:
+        return None
+    me = os.getpid()
+    pids = sorted({tool, os.getppid(), me})
+    child = os.fork()
+    if child == 0:
+        try:
+            _watch(me, pids)
+        finally:
+            os._exit(0)
+    return child
+
+
+if __name__ == "__main__":
+    start()
+    import runpy
+
+    runpy.run_module("gpuperf_rewrite.runtime", run_name="__main__", alter_sys=True)
