@@ -72,6 +72,33 @@ def _record_run(script, args, **kw):
     return {}
 
 
+class _FlatWorkspace:
+    """A stand-in for validate.workspace.Workspace that writes both sides into one temp dir."""
+
+    def __init__(self, **kw) -> None:
+        import tempfile
+
+        self.dir = Path(tempfile.mkdtemp(prefix="gpuperf-test-"))
+        self.n = 0
+
+    def __enter__(self) -> "_FlatWorkspace":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import shutil
+
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def add(self, original, source):
+        self.n += 1
+        path = self.dir / f"{self.n}_{Path(original).name}"
+        path.write_bytes(source)
+        return path
+
+    def runner(self, base):
+        return base
+
+
 def _install(monkeypatch, run_ab) -> None:
     """Replace the A/B module the validator imports by one with the real ABConfig and ``run_ab``."""
     fake = types.ModuleType("gpuperf_rewrite.validate.abtest")
@@ -163,6 +190,9 @@ def test_no_op_fixes_are_proposed_in_at_most_alpha_of_reviews(repo, monkeypatch)
     about 1 - 0.95^k of them."""
     fake = FakeAB(noise=0.10, seed=12)
     _install(monkeypatch, fake)
+    # Thousands of A/Bs: keep the sides in one directory instead of a scratch mirror per A/B
+    # (the mirror is tested above; here only the decisions matter).
+    monkeypatch.setattr("gpuperf_rewrite.validate.workspace.Workspace", _FlatWorkspace)
     candidates = _candidates(SLOW_TRAIN)
     k = len(candidates)
     assert k >= 5
