@@ -11,17 +11,9 @@ pytest.importorskip("scipy")
 
 from _abfakes import FakeRunner, fake_script  # noqa: E402
 
-from gpuperf_rewrite.validate.abtest import (  # noqa: E402
-    ABConfig,
-    ABError,
-    RunRecord,
-    balanced_order,
-    bootstrap_ratio_ci,
-    compare,
-    decide,
-    loss_check,
-    run_ab,
-)
+from gpuperf_rewrite.validate.abtest import ABConfig, ABError, RunRecord, balanced_order, run_ab  # noqa: E402
+from gpuperf_rewrite.validate.losscheck import loss_check  # noqa: E402
+from gpuperf_rewrite.validate.stats import bootstrap_ratio_ci, compare, decide  # noqa: E402
 
 
 def _noisy(mean: float, n: int, rng: random.Random, noise: float = 0.02) -> list[float]:

@@ -15,7 +15,7 @@ from click.testing import CliRunner  # noqa: E402
 from gpuperf_rewrite.validate import abtest, gitops  # noqa: E402
 from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
 from gpuperf_rewrite.cli import cli  # noqa: E402
-from gpuperf_rewrite.cli.baseline import BaselineError, check_regression, history, record_baseline  # noqa: E402
+from gpuperf_rewrite.validate.baseline import BaselineError, check_regression, history, record_baseline  # noqa: E402
 
 CFG = ABConfig(runs=6, max_runs=6, steps=5, warmup=1, bootstrap_resamples=300)
 FAST = "# fake: speed=100 noise=0.01\n"

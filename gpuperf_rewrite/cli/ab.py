@@ -26,7 +26,8 @@ def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_out: boo
     """
     from pathlib import Path
 
-    from gpuperf_rewrite.validate.abtest import ABError, console_progress, format_table, run_ab
+    from gpuperf_rewrite.validate.abtest import ABError, run_ab
+    from gpuperf_rewrite.validate.console import console_progress, format_table
 
     cfg = config_from_options(opts)
     progress, close = console_progress()

@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from gpuperf_rewrite.validate.abtest import ABConfig, ABError, ABResult, Runner, format_table, run_ab
+from gpuperf_rewrite.validate.abtest import ABConfig, ABError, ABResult, Runner, run_ab
+from gpuperf_rewrite.validate.console import format_table
+from gpuperf_rewrite.validate.notes import note_record
+from gpuperf_rewrite.validate.records import first_fingerprint
 
 # (source bytes, fix codes or None for all) -> (rewritten bytes or None, {code: count})
 Rewriter = Callable[[bytes, "Sequence[str] | None"], "tuple[bytes | None, dict[str, int]]"]
@@ -139,34 +142,6 @@ def commit_message(rel: str, codes: Sequence[str], res: ABResult, dropped: dict[
     return head + "\n\n" + "\n".join(b for b in body if b) + "\n"
 
 
-def note_record(rel: str, kind: str, res: ABResult, *, rules: Sequence[str], script_args: Sequence[str],
-                side: str = "B") -> dict[str, Any]:
-    from gpuperf_rewrite import __version__
-    from gpuperf_rewrite.validate.gitops import now_iso, record_key
-
-    fp = dict(res.fingerprint or {})
-    runs = res.b if side == "B" else res.a
-    fp_side = next((r.fingerprint for r in runs if r.fingerprint), None) or fp
-    samples = res.samples(side)
-    return {
-        "key": record_key(rel, fp_side),
-        "kind": kind,
-        "script": rel,
-        "recorded_at": now_iso(),
-        "tool": f"gpuperf-rewrite {__version__}",
-        "fingerprint": fp_side,
-        "unit": res.unit,
-        "samples": samples,
-        "median": sorted(samples)[len(samples) // 2] if samples else None,
-        "steps": res.config.steps,
-        "warmup": res.config.warmup,
-        "seed": res.config.seed,
-        "args": list(script_args),
-        "rules": list(rules),
-        "ab": res.to_json(),
-    }
-
-
 def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (),
               config: ABConfig | None = None, options: ApplyOptions = ApplyOptions(),
               runner: Runner | None = None, rewriter: Rewriter | None = None,
@@ -230,8 +205,9 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
 
     workdir = tempfile.TemporaryDirectory(prefix="gpuperf-apply-")
     try:
-        return _validate_and_write(target, rel, original, codes, rewrite, cfg, script_args, runner,
-                                   progress, Path(workdir.name), repo, head, no_commit, json_out, echo)
+        ctx = _Context(target, rel, original, codes, rewrite, cfg, tuple(script_args), runner, progress,
+                       repo, head, options, echo)
+        return _validate_and_write(ctx, Path(workdir.name))
     except KeyboardInterrupt:
         echo("Interrupted: nothing was changed.", err=True)
         return 130
@@ -239,12 +215,33 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
         workdir.cleanup()
 
 
-def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[str, ...], rewrite: Rewriter,
-                        cfg: ABConfig, script_args: Sequence[str], runner: Runner | None,
-                        progress: Callable[[Any], None] | None, work: Path, repo: Any, head: str | None,
-                        no_commit: bool, json_out: bool, echo: Callable[..., None]) -> int:
-    from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write
+@dataclass
+class _Context:
+    """Everything one --apply validation needs once the fixes are known."""
 
+    target: Path
+    rel: str
+    original: bytes
+    codes: tuple[str, ...]
+    rewrite: Rewriter
+    cfg: ABConfig
+    script_args: tuple[str, ...]
+    runner: Runner | None
+    progress: Callable[[Any], None] | None
+    repo: Any
+    head: str | None
+    options: ApplyOptions
+    echo: Echo
+
+    def say(self, message: str) -> None:
+        """Human-readable status: stdout normally, stderr when stdout carries the JSON report."""
+        self.echo(message, err=self.options.json_out)
+
+
+def _validate_and_write(ctx: _Context, work: Path) -> int:
+    target, original, rewrite, cfg = ctx.target, ctx.original, ctx.rewrite, ctx.cfg
+    script_args, runner, progress, echo = ctx.script_args, ctx.runner, ctx.progress, ctx.echo
+    json_out = ctx.options.json_out
     name = target.name
     a_path = work / "a" / name
     a_path.parent.mkdir()
@@ -277,11 +274,7 @@ def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[st
         return res
 
     try:
-        first = evaluate(codes)
-        outcome = find_passing_subset(codes, evaluate, first) if first.verdict != "faster" and len(codes) > 1 \
-            else Outcome(kept=codes if first.verdict == "faster" else (), attempts=[Attempt(codes, first)],
-                         dropped={} if first.verdict == "faster" else
-                         {c: f"{first.verdict} ({first.reason})" for c in codes})
+        outcome = _search(ctx.codes, evaluate)
     except ABError as exc:
         echo(f"error: {exc}", err=True)
         if exc.partial is not None and exc.partial.a:
@@ -289,55 +282,78 @@ def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[st
             if tail:
                 echo(tail[-2000:], err=True)
         return 2
+    return _conclude(ctx, outcome, build)
 
+
+def _search(codes: tuple[str, ...], evaluate: Callable[[tuple[str, ...]], ABResult]) -> Outcome:
+    """Test the whole set; bisect only when it did not pass."""
+    first = evaluate(codes)
+    if first.verdict != "faster" and len(codes) > 1:
+        return find_passing_subset(codes, evaluate, first)
+    passed = first.verdict == "faster"
+    return Outcome(kept=codes if passed else (), attempts=[Attempt(codes, first)],
+                   dropped={} if passed else {c: f"{first.verdict} ({first.reason})" for c in codes})
+
+
+def _conclude(ctx: _Context, outcome: Outcome, build: Callable[[tuple[str, ...]], bytes]) -> int:
+    """Report, then write or commit the passing subset (or nothing)."""
     report: dict[str, Any] = {
-        "status": "rejected", "script": rel, "rules_tried": list(codes), "rules_applied": list(outcome.kept),
-        "dropped": outcome.dropped, "attempts": [{"rules": list(a.codes), "verdict": a.result.verdict,
-                                                  "reason": a.result.reason} for a in outcome.attempts],
+        "status": "rejected", "script": ctx.rel, "rules_tried": list(ctx.codes),
+        "rules_applied": list(outcome.kept), "dropped": outcome.dropped,
+        "attempts": [{"rules": list(a.codes), "verdict": a.result.verdict, "reason": a.result.reason}
+                     for a in outcome.attempts],
         "commit": None, "validation": None,
     }
     for c, why in outcome.dropped.items():
-        echo(f"dropped {c}: {why}", err=json_out)
+        ctx.say(f"dropped {c}: {why}")
     if not outcome.kept:
-        echo(f"Nothing passed validation; {target} is unchanged and nothing was committed.", err=json_out)
-        report["validation"] = first.to_json()
-        if json_out:
-            echo(json.dumps(report, indent=2))
-        return 1
-
+        ctx.say(f"Nothing passed validation; {ctx.target} is unchanged and nothing was committed.")
+        report["validation"] = outcome.attempts[0].result.to_json()
+        return _emit(ctx, report, 1)
     kept_attempt = outcome.attempt_for(outcome.kept)
     assert kept_attempt is not None
     res = kept_attempt.result
-    final = build(outcome.kept)
     report["validation"] = res.to_json()
-    record = note_record(rel, "apply", res, rules=outcome.kept, script_args=script_args)
-    if repo is not None and head is not None and not no_commit:
-        from gpuperf_rewrite.validate import gitops
+    final = build(outcome.kept)
+    if ctx.repo is not None and ctx.head is not None and not ctx.options.no_commit:
+        return _commit(ctx, outcome, res, final, report)
+    from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write
 
-        try:
-            done = gitops.commit_file(repo, rel, final, commit_message(rel, outcome.kept, res, outcome.dropped),
-                                      record, expected_head=head, expected_bytes=original)
-        except (gitops.GitRefused, WriteRefused) as exc:
-            echo(f"refused: {exc}", err=True)
-            return 2
-        report.update(status="committed", commit=done.commit)
-        echo(f"Committed {done.commit[:12]} on {done.branch}: {', '.join(outcome.kept)} "
-             f"({res.stats.speedup:.3f}x); note under {gitops.NOTES_REF}.", err=json_out)  # type: ignore[union-attr]
-        if done.interrupted:
-            echo("Interrupted, after the commit had completed (commit and note are in place).", err=True)
-            if json_out:
-                echo(json.dumps(report, indent=2))
-            return 130
-    else:
-        try:
-            atomic_write(target, final, expected=original)
-        except (WriteRefused, OSError) as exc:
-            echo(f"error: {exc}", err=True)
-            return 2
-        report["status"] = "written"
-        why = "--no-commit" if no_commit else "not inside a git repository"
-        echo(f"Wrote {target} ({', '.join(outcome.kept)}, {res.stats.speedup:.3f}x); not committed ({why}).",  # type: ignore[union-attr]
-             err=json_out)
-    if json_out:
-        echo(json.dumps(report, indent=2))
-    return 0
+    try:
+        atomic_write(ctx.target, final, expected=ctx.original)
+    except (WriteRefused, OSError) as exc:
+        ctx.echo(f"error: {exc}", err=True)
+        return 2
+    report["status"] = "written"
+    why = "--no-commit" if ctx.options.no_commit else "not inside a git repository"
+    ctx.say(f"Wrote {ctx.target} ({', '.join(outcome.kept)}, {res.stats.speedup:.3f}x); "  # type: ignore[union-attr]
+            f"not committed ({why}).")
+    return _emit(ctx, report, 0)
+
+
+def _commit(ctx: _Context, outcome: Outcome, res: ABResult, final: bytes, report: dict[str, Any]) -> int:
+    from gpuperf_rewrite.lint.sourceio import WriteRefused
+    from gpuperf_rewrite.validate import gitops
+
+    record = note_record(ctx.rel, "apply", samples=res.samples("B"), unit=res.unit,
+                         fingerprint=first_fingerprint(res.b) or res.fingerprint, config=res.config,
+                         script_args=ctx.script_args, rules=list(outcome.kept), ab=res.to_json())
+    try:
+        done = gitops.commit_file(ctx.repo, ctx.rel, final, commit_message(ctx.rel, outcome.kept, res, outcome.dropped),
+                                  record, expected_head=ctx.head, expected_bytes=ctx.original)
+    except (gitops.GitRefused, WriteRefused) as exc:
+        ctx.echo(f"refused: {exc}", err=True)
+        return 2
+    report.update(status="committed", commit=done.commit)
+    ctx.say(f"Committed {done.commit[:12]} on {done.branch}: {', '.join(outcome.kept)} "
+            f"({res.stats.speedup:.3f}x); note under {gitops.NOTES_REF}.")  # type: ignore[union-attr]
+    if done.interrupted:
+        ctx.echo("Interrupted, after the commit had completed (commit and note are in place).", err=True)
+        return _emit(ctx, report, 130)
+    return _emit(ctx, report, 0)
+
+
+def _emit(ctx: _Context, report: dict[str, Any], code: int) -> int:
+    if ctx.options.json_out:
+        ctx.echo(json.dumps(report, indent=2))
+    return code
