@@ -274,3 +274,28 @@ def test_check_apply_cli_usage_errors(tmp_path, monkeypatch) -> None:
     assert r.exit_code == 2 and "exactly one" in r.output
     r = CliRunner().invoke(cli, ["missing.py", "--apply"])
     assert r.exit_code == 2 and "not a file" in r.output
+
+
+def test_unchecked_loss_is_not_committed_without_the_flag(tmp_path) -> None:
+    """Defect 5: a rewrite measured faster whose loss could not be compared is never committed
+    unless --allow-unchecked-loss says so."""
+    repo = git_repo(tmp_path, {"train.py": "# fake: speed=100 noise=0.01 noloss=1\nprint('train')\n"})
+    before = repo_state(repo)
+    assert _apply(tmp_path / "train.py", ("X1",)) == 1
+    assert "UNCHECKED" in _apply.output and repo_state(repo) == before
+    allowed = ABConfig(runs=6, max_runs=6, min_runs=4, steps=5, warmup=1, bootstrap_resamples=300,
+                       allow_unchecked_loss=True)
+    assert _apply(tmp_path / "train.py", ("X1",), config=allowed) == 0
+    rec = _note(repo, repo.head.commit.hexsha)[0]
+    assert rec["ab"]["loss_check"]["status"] == "skipped" and rec["ab"]["config"]["allow_unchecked_loss"]
+
+
+def test_apply_refuses_a_configuration_that_cannot_decide(tmp_path, monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    from gpuperf_rewrite.cli import cli
+
+    git_repo(tmp_path, {"train.py": LOADER_SCRIPT})
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["train.py", "--apply", "--select", "GP201", "--runs", "3", "--max-runs", "3"])
+    assert r.exit_code == 2 and "can never reach significance" in r.output

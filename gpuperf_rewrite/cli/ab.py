@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
-from gpuperf_rewrite.cli.options import config_from_options, decision_options, measurement_options
+from gpuperf_rewrite.cli.options import (config_from_options, decision_options, json_option, measurement_options,
+                                         write_json)
 
 
 @click.command("ab", context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,20 +16,22 @@ from gpuperf_rewrite.cli.options import config_from_options, decision_options, m
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @measurement_options
 @decision_options
-@click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
-def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_out: bool, **opts: Any) -> None:
+@json_option("The full A/B result as JSON.")
+def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_path: str | None, **opts: Any) -> None:
     """Run SCRIPT_A and SCRIPT_B alternately under the runtime shim and decide whether B is faster.
 
     \b
-    Verdicts: faster (exit 0), slower, no_difference, broken (exit 1); errors exit 2.
+    Verdicts: faster (exit 0); slower, no_difference, broken, unchecked (exit 1); errors exit 2.
     Arguments after `--` go to both scripts. See docs/validation.md.
     """
     from pathlib import Path
 
-    from gpuperf_rewrite.validate.abtest import ABError, run_ab
+    from gpuperf_rewrite.validate.abtest import ABError, check_decidable, run_ab
     from gpuperf_rewrite.validate.console import console_progress, format_table
 
-    cfg = config_from_options(opts)
+    cfg = config_from_options(opts, decides=True)
+    for warning in check_decidable(cfg):
+        click.echo(f"warning: {warning}", err=True)
     progress, close = console_progress()
     try:
         res = run_ab(script_a, script_b, script_args, config=cfg, progress=progress,
@@ -46,8 +48,7 @@ def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_out: boo
         click.echo("Interrupted.", err=True)
         raise SystemExit(130) from None
     close()
-    if json_out:
-        click.echo(json.dumps(res.to_json(), indent=2))
-    else:
-        click.echo(format_table(res))
+    click.echo(format_table(res), err=json_path == "-")  # stdout carries only the JSON with `--json -`
+    if json_path is not None:
+        write_json(json_path, res.to_json())
     raise SystemExit(0 if res.verdict == "faster" else 1)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
-from gpuperf_rewrite.cli.options import config_from_options, measurement_options
+from gpuperf_rewrite.cli.options import config_from_options, json_option, measurement_options, write_json
 
 
 def _errors() -> tuple[type[BaseException], ...]:
@@ -22,8 +21,8 @@ def _errors() -> tuple[type[BaseException], ...]:
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @measurement_options
-@click.option("--json", "json_out", is_flag=True, help="Print the stored record as JSON.")
-def baseline(script: str, script_args: tuple[str, ...], json_out: bool, **opts: Any) -> None:
+@json_option("The stored record as JSON.")
+def baseline(script: str, script_args: tuple[str, ...], json_path: str | None, **opts: Any) -> None:
     """Measure SCRIPT as committed at HEAD and store the result in HEAD's note (refs/notes/gpuperf).
 
     Re-recording on HEAD is also how an intended slowdown is accepted.
@@ -40,29 +39,30 @@ def baseline(script: str, script_args: tuple[str, ...], json_out: bool, **opts: 
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
     close()
-    if json_out:
-        click.echo(json.dumps(rec, indent=2))
-    else:
-        click.echo(f"Baseline for {rec['script']} on {rec['commit'][:12]}: median {rec['median']:,.2f} "
-                   f"{rec['unit']} over {len(rec['samples'])} runs (stored in refs/notes/gpuperf).")
+    click.echo(f"Baseline for {rec['script']} on {rec['commit'][:12]}: median {rec['median']:,.2f} "
+               f"{rec['unit']} over {len(rec['samples'])} runs (stored in refs/notes/gpuperf).",
+               err=json_path == "-")
+    if json_path is not None:
+        write_json(json_path, rec)
 
 
-def _show_history(script: str, plot: str | None, json_out: bool) -> None:
+def _show_history(script: str, plot: str | None, json_path: str | None) -> None:
     from gpuperf_rewrite.validate.baseline import history, plot_history, repo_and_rel
 
     repo, rel = repo_and_rel(script)
     rows = history(repo, rel)
-    if json_out:
-        click.echo(json.dumps(rows, indent=2))
-    elif not rows:
-        click.echo(f"No recorded measurements of {rel} on HEAD or its ancestors.")
+    err = json_path == "-"  # then stdout carries only the JSON
+    if not rows:
+        click.echo(f"No recorded measurements of {rel} on HEAD or its ancestors.", err=err)
     else:
         click.echo(f"{'commit':<9} {'date':<20} {'median':>14} {'unit':<10} {'runs':>4} "
-                   f"{'env':<8} {'kind':<8} summary")
+                   f"{'env':<8} {'kind':<8} summary", err=err)
         for r in rows:
             click.echo(f"{r['commit'][:8]:<9} {r['date'][:19]:<20} {r['median']:>14,.2f} "
                        f"{r['unit'] or '':<10} {r['runs']:>4} {r['env']:<8} {r['kind'] or '':<8} "
-                       f"{r['summary'][:50]}")
+                       f"{r['summary'][:50]}", err=err)
+    if json_path is not None:
+        write_json(json_path, rows)
     if plot and rows:
         plot_history(rows, plot, click.echo)
 
@@ -78,9 +78,9 @@ def _show_history(script: str, plot: str | None, json_out: bool) -> None:
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
               help="Significance level [default: 0.05].")
 @measurement_options
-@click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
+@json_option("The result (with --history: the rows) as JSON.")
 def regress(script: str, script_args: tuple[str, ...], threshold: float, show_history: bool, plot: str | None,
-            json_out: bool, **opts: Any) -> None:
+            json_path: str | None, **opts: Any) -> None:
     """Measure the working tree's SCRIPT against the nearest ancestor commit with a comparable
     baseline note. Exit 1 on a significant drop beyond --threshold, 0 otherwise, 2 without a baseline."""
     from gpuperf_rewrite.validate.baseline import check_regression
@@ -88,7 +88,7 @@ def regress(script: str, script_args: tuple[str, ...], threshold: float, show_hi
 
     try:
         if show_history:
-            _show_history(script, plot, json_out)
+            _show_history(script, plot, json_path)
             raise SystemExit(0)
         cfg = config_from_options(opts)
         progress, close = console_progress()
@@ -99,13 +99,12 @@ def regress(script: str, script_args: tuple[str, ...], threshold: float, show_hi
     except _errors() as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
-    if json_out:
-        click.echo(json.dumps(res, indent=2))
-    else:
-        verb = "REGRESSION" if res["regressed"] else "ok"
-        click.echo(f"{verb}: {res['script']} {res['change']:+.1%} vs baseline {res['baseline_commit'][:12]} "
-                   f"({res['baseline_summary'][:60]}): median {res['current_median']:,.2f} vs "
-                   f"{res['baseline_median']:,.2f} {res['unit']}, 95% CI of ratio "
-                   f"{res['ci95'][0]:.3f}-{res['ci95'][1]:.3f}, p={res['p_value']:.3g} "
-                   f"(threshold -{threshold:.0%}, alpha {res['alpha']:g})")
+    verb = "REGRESSION" if res["regressed"] else "ok"
+    click.echo(f"{verb}: {res['script']} {res['change']:+.1%} vs baseline {res['baseline_commit'][:12]} "
+               f"({res['baseline_summary'][:60]}): median {res['current_median']:,.2f} vs "
+               f"{res['baseline_median']:,.2f} {res['unit']}, 95% CI of ratio "
+               f"{res['ci95'][0]:.3f}-{res['ci95'][1]:.3f}, p={res['p_value']:.3g} "
+               f"(threshold -{threshold:.0%}, alpha {res['alpha']:g})", err=json_path == "-")
+    if json_path is not None:
+        write_json(json_path, res)
     raise SystemExit(1 if res["regressed"] else 0)

@@ -9,6 +9,7 @@ progress line in :mod:`.console`.
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from dataclasses import asdict, dataclass
@@ -17,16 +18,25 @@ from typing import Any, Callable, Mapping, Sequence
 
 from gpuperf_rewrite.validate.config import ABConfig
 from gpuperf_rewrite.validate.losscheck import loss_check, rtol_for
-from gpuperf_rewrite.validate.records import OK_STATUSES, RunRecord, describe_failure, record_from_doc
-from gpuperf_rewrite.validate.stats import Stats, compare, decide, look_alpha, stop_reason
+from gpuperf_rewrite.validate.records import (OK_STATUSES, RunRecord, common_unit, describe_failure,
+                                              record_from_doc, step_mismatch, values)
+from gpuperf_rewrite.validate.stats import Stats, compare, decide, look_alpha, stop_reason, undecidable_reason
 
-__all__ = ["ABConfig", "ABError", "ABResult", "ProgressEvent", "RunRecord", "Runner", "measure", "run_ab",
-           "OK_STATUSES"]
+__all__ = ["ABConfig", "ABConfigError", "ABError", "ABResult", "ProgressEvent", "RunRecord", "Runner",
+           "VERDICTS", "measure", "run_ab", "OK_STATUSES"]
 
+# faster: significant, the CI's lower end at or above --min-speedup, and the loss check passed.
+# unchecked: measured faster, but the loss could not be compared (and --allow-unchecked-loss was
+# not given): never committed. broken: B failed, did less work than A, or changed the loss.
+VERDICTS = ("faster", "slower", "no_difference", "broken", "unchecked")
 NOISY_CV = 0.10  # coefficient of variation above which a side is called too noisy to decide
 
 Runner = Callable[..., Mapping[str, Any]]
 Progress = Callable[["ProgressEvent"], None]
+
+
+class ABConfigError(ValueError):
+    """The configuration can never reach a verdict (exit 2, before anything runs)."""
 
 
 @dataclass
@@ -45,13 +55,16 @@ def default_runner() -> Runner:
     return run_profile
 
 
-def balanced_order(pairs: int) -> list[str]:
-    """A B B A A B B A ...: each side goes first equally often, so drift (thermal, caches, other
-    load) cancels instead of favouring one side."""
-    out: list[str] = []
-    for k in range(pairs):
-        out += ["A", "B"] if k % 2 == 0 else ["B", "A"]
-    return out
+def pair_orders(pairs: int, seed: int = 0) -> list[tuple[str, str]]:
+    """The order of each pair of runs: within every block of two pairs one goes A B and the other
+    B A, so each side goes first equally often and slow drift (thermal, caches, other load)
+    cancels; which block starts with which side is drawn from ``seed``, so the very first run
+    (the coldest: page cache, imports) is not always A's."""
+    rng = random.Random(f"gpuperf-order-{seed}")
+    out: list[tuple[str, str]] = []
+    while len(out) < pairs:
+        out += [("A", "B"), ("B", "A")] if rng.random() < 0.5 else [("B", "A"), ("A", "B")]
+    return out[:pairs]
 
 
 @dataclass
@@ -72,9 +85,20 @@ class ABResult:
     script_a: str = ""
     script_b: str = ""
 
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"unknown verdict {self.verdict!r}")
+
     def samples(self, side: str) -> list[float]:
-        runs = self.a if side == "A" else self.b
-        return [r.throughput for r in runs if r.ok and r.throughput]
+        """The side's per-run throughput in the unit both sides were compared in."""
+        return values(self.a if side == "A" else self.b, self.unit)
+
+    @property
+    def direction(self) -> str | None:
+        """The direction the verdict (or, without one, the point estimate) reports."""
+        if self.verdict in ("faster", "slower"):
+            return self.verdict
+        return self.stats.direction if self.stats else None
 
     def to_json(self) -> dict[str, Any]:
         s = self.stats
@@ -83,15 +107,19 @@ class ABResult:
             "reason": self.reason,
             "speedup": s.speedup if s else None,
             "ci95": list(s.ci95) if s else None,
-            "p_value": s.p_faster if s else None,
+            "speedup_lower_bound": s.ci95[0] if s else None,
+            "min_speedup": self.config.min_speedup,
+            "direction": self.direction,
+            "p_value": s.p_of(self.direction or "faster") if s else None,
+            "alpha": self.config.alpha,
             "alpha_per_look": look_alpha(self.config),
             "p_values": ({"mann_whitney_faster": s.p_mw_faster, "mann_whitney_slower": s.p_mw_slower,
                           "welch_faster": s.p_welch_faster, "welch_slower": s.p_welch_slower}
                          if s else None),
             "runs": {"a": len(self.a), "b": len(self.b), "stopped": self.stopped},
             "unit": self.unit,
-            "a": _side_json(self.a, s, "a"),
-            "b": _side_json(self.b, s, "b"),
+            "a": _side_json(self.a, s, "a", self.unit),
+            "b": _side_json(self.b, s, "b", self.unit),
             "loss_check": self.loss,
             "memory": self.memory,
             "fingerprint": self.fingerprint,
@@ -110,8 +138,8 @@ class ABError(RuntimeError):
         self.partial = partial
 
 
-def _side_json(runs: list[RunRecord], s: Stats | None, side: str) -> dict[str, Any]:
-    ok = [r.throughput for r in runs if r.ok and r.throughput]
+def _side_json(runs: list[RunRecord], s: Stats | None, side: str, unit: str) -> dict[str, Any]:
+    ok = values(runs, unit)
     return {
         "median": getattr(s, f"median_{side}") if s else (statistics.median(ok) if ok else None),
         "iqr": getattr(s, f"iqr_{side}") if s else None,
@@ -139,6 +167,7 @@ class _Loop:
         self.a: list[RunRecord] = []
         self.b: list[RunRecord] = []
         self.stats: Stats | None = None
+        self.unit = "samples/s"
         self.done = 0
         self.extended = False  # becomes True once the plan is extended for a borderline result
         self.t0 = time.monotonic()
@@ -147,57 +176,68 @@ class _Loop:
         cfg = self.cfg
         return 2 * (cfg.max_runs if self.extended and len(self.a) + len(self.b) >= 2 * cfg.runs else cfg.runs)
 
-    def _event(self, run: int, side: str, phase: str, rec: RunRecord | None = None) -> None:
+    def event(self, run: int, side: str, phase: str, rec: RunRecord | None = None) -> None:
         if self.progress:
             self.progress(ProgressEvent(run, self.planned(), side, self.stats.speedup if self.stats else None,
                                         phase, rec))
 
-    def one(self, side: str) -> RunRecord:
+    def one(self, side: str, seed: int) -> RunRecord:
         runs = self.a if side == "A" else self.b
-        self._event(self.done + 1, side, "start")
+        self.event(self.done + 1, side, "start")
         cfg = self.cfg
         doc = self.run(self.scripts[side], self.args, steps=cfg.steps, warmup=cfg.warmup,
-                       timeout=cfg.timeout, seed=cfg.seed, cwd=self.cwd, env=self.env)
-        rec = record_from_doc(side, len(runs), doc)
+                       timeout=cfg.timeout, seed=seed, cwd=self.cwd, env=self.env)
+        rec = record_from_doc(side, len(runs), doc, seed=seed)
         runs.append(rec)
         self.done += 1
         return rec
 
+    def compare(self) -> None:
+        self.unit = common_unit(self.a + self.b)
+        self.stats = compare(values(self.a, self.unit), values(self.b, self.unit),
+                             resamples=self.cfg.bootstrap_resamples, seed=self.cfg.seed)
+
     def result(self, verdict: str, reason: str, lc: dict[str, Any], stopped: str,
                warnings: list[str]) -> ABResult:
         a, b = self.a, self.b
-        unit = a[0].unit if a else "samples/s"
-        return ABResult(verdict, reason, self.stats, a, b, lc, _memory(a, b), _fingerprint(a, b), unit,
+        return ABResult(verdict, reason, self.stats, a, b, lc, _memory(a, b), _fingerprint(a, b), self.unit,
                         stopped, warnings, time.monotonic() - self.t0, self.cfg, self.scripts["A"],
                         self.scripts["B"])
+
+
+def check_decidable(cfg: ABConfig) -> list[str]:
+    """Raise ABConfigError when ``cfg`` can never reach a verdict; warnings when only the
+    extension beyond ``--runs`` can."""
+    reason = undecidable_reason(cfg)
+    if reason:
+        raise ABConfigError(reason)
+    from dataclasses import replace
+
+    if cfg.max_runs > cfg.runs and undecidable_reason(replace(cfg, max_runs=cfg.runs)):
+        return [f"{cfg.runs} runs per side cannot reach significance on their own; only the extension "
+                f"up to --max-runs {cfg.max_runs} can decide (raise --runs)"]
+    return []
 
 
 def run_ab(script_a: str | Path, script_b: str | Path, script_args: Sequence[str] = (), *,
            config: ABConfig | None = None, runner: Runner | None = None, cwd: str | Path | None = None,
            env: Mapping[str, str] | None = None, progress: Progress | None = None,
            source_a: str | None = None, source_b: str | None = None) -> ABResult:
-    """Run A and B alternately until the sequential rule stops, then decide."""
+    """Run A and B alternately until the sequential rule stops, then decide. Raises ABConfigError
+    (before running anything) when ``config`` can never reach a verdict, ABError when A fails."""
     cfg = config or ABConfig()
+    warnings = check_decidable(cfg)
     loop = _Loop({"A": str(script_a), "B": str(script_b)}, script_args, cfg, runner or default_runner(),
                  cwd, env, progress)
     rtol = rtol_for(cfg.loss_rtol, cfg.precision, source_a, source_b)
     stopped, broken_reason = _run_pairs(loop, rtol)
     lc = loss_check(loop.a, loop.b, rtol=rtol, atol=cfg.loss_atol)
-    warnings: list[str] = []
-    if any(r.unit != (loop.a[0].unit if loop.a else "samples/s") for r in loop.a + loop.b if r.ok):
-        warnings.append("A and B report different units (one side has no batch size); comparing "
-                        "steps/s would be fairer: check the DataLoader of both scripts")
-    stats = loop.stats
-    if broken_reason:
-        verdict, reason = "broken", broken_reason
-    elif lc["status"] == "failed":
-        verdict, reason = "broken", f"loss check failed: {lc['reason']}"
-    else:
-        assert stats is not None
-        verdict = decide(stats, look_alpha(cfg), cfg.min_speedup)
-        reason = _reason(verdict, stats, cfg)
-    if stats is not None:
-        for side, value in (("A", stats.cv_a), ("B", stats.cv_b)):
+    if any(r.unit != loop.unit for r in loop.a + loop.b if r.ok):
+        warnings.append("only one side knows its batch size (samples/s); both sides were compared in "
+                        "steps/s: check the DataLoader of both scripts")
+    verdict, reason = _verdict(loop.stats, cfg, broken_reason, lc)
+    if loop.stats is not None:
+        for side, value in (("A", loop.stats.cv_a), ("B", loop.stats.cv_b)):
             if value > NOISY_CV:
                 warnings.append(f"{side} is noisy (coefficient of variation {value:.1%}); the test may "
                                 f"not detect small changes: use more --steps or a quieter machine")
@@ -206,39 +246,54 @@ def run_ab(script_a: str | Path, script_b: str | Path, script_args: Sequence[str
     return loop.result(verdict, reason, lc, stopped, warnings)
 
 
+def _verdict(stats: Stats | None, cfg: ABConfig, broken_reason: str | None,
+             lc: dict[str, Any]) -> tuple[str, str]:
+    if broken_reason:
+        return "broken", broken_reason
+    if lc["status"] == "failed":
+        return "broken", f"loss check failed: {lc['reason']}"
+    assert stats is not None
+    verdict = decide(stats, look_alpha(cfg), cfg.min_speedup)
+    reason = _reason(verdict, stats, cfg)
+    if verdict == "faster" and lc["status"] != "passed":
+        if not cfg.allow_unchecked_loss:
+            return "unchecked", (f"{reason}, but the loss was not checked ({lc['reason']}); "
+                                 f"--allow-unchecked-loss accepts that")
+        reason += f"; loss NOT checked ({lc['reason']}), accepted by --allow-unchecked-loss"
+    return verdict, reason
+
+
 def _run_pairs(loop: _Loop, rtol: float) -> tuple[str, str | None]:
     """Run pairs until a stop rule fires; return (why it stopped, why B is broken or None)."""
     cfg = loop.cfg
-    pair = 0
-    while True:
-        order = ["A", "B"] if pair % 2 == 0 else ["B", "A"]
-        pair += 1
+    for k, order in enumerate(pair_orders(cfg.max_runs, cfg.seed)):
+        recs: dict[str, RunRecord] = {}
         broken_reason = None
         for side in order:
-            rec = loop.one(side)
+            rec = recs[side] = loop.one(side, cfg.seed + k)
             if not rec.ok:
-                if side == "B":
-                    broken_reason = f"B run {rec.index + 1} {describe_failure(rec)}"
-                else:
+                if side == "A":
                     reason = f"A run {rec.index + 1} {describe_failure(rec)}"
                     raise ABError(f"the original script (A) failed, nothing to compare against: {reason}",
                                   loop.result("broken", reason, {"status": "skipped"}, "a_failed", []))
-            loop._event(loop.done, side, "done", rec)
+                broken_reason = f"B run {rec.index + 1} {describe_failure(rec)}"
+            loop.event(loop.done, side, "done", rec)
+        broken_reason = broken_reason or step_mismatch(recs["A"], recs["B"])
         if broken_reason:
             return "broken", broken_reason
-        n = min(len(loop.a), len(loop.b))
+        n = k + 1
         if n < 2:
             continue
-        loop.stats = compare([r.throughput for r in loop.a], [r.throughput for r in loop.b],  # type: ignore[misc]
-                             resamples=cfg.bootstrap_resamples, seed=cfg.seed)
+        loop.compare()
         # The loss check can end the test early too: no speed makes up for a changed model.
         if n >= cfg.min_runs and loss_check(loop.a, loop.b, rtol=rtol, atol=cfg.loss_atol)["status"] == "failed":
             return "loss_check", None
-        reason = stop_reason(loop.stats, cfg, n)
+        reason = stop_reason(loop.stats, cfg, n)  # type: ignore[arg-type]
         if n >= cfg.runs and not reason:
             loop.extended = True
         if reason:
             return reason, None
+    return "max_runs", None
 
 
 def _fingerprint(a: list[RunRecord], b: list[RunRecord]) -> dict[str, Any] | None:
@@ -255,27 +310,24 @@ def _fingerprint(a: list[RunRecord], b: list[RunRecord]) -> dict[str, Any] | Non
 
 def _reason(verdict: str, s: Stats, cfg: ABConfig) -> str:
     ci = f"95% CI {s.ci95[0]:.3f}-{s.ci95[1]:.3f}"
+    level = look_alpha(cfg)
     if verdict == "faster":
-        return f"B is {s.speedup:.3f}x A (p={s.p_faster:.3g}, {ci})"
+        return f"B is {s.speedup:.3f}x A (p={s.p_faster:.3g}, {ci}, at least {cfg.min_speedup:g}x)"
     if verdict == "slower":
         return f"B is {s.speedup:.3f}x A, slower (p={s.p_slower:.3g}, {ci})"
-    why = []
-    if s.speedup < cfg.min_speedup and s.speedup > 1 / cfg.min_speedup:
-        why.append(f"median ratio {s.speedup:.3f} inside the noise floor {1 / cfg.min_speedup:.3f}-"
-                   f"{cfg.min_speedup:.3f}")
-    elif min(s.p_faster, s.p_slower) >= look_alpha(cfg):
-        why.append(f"not significant (p={min(s.p_faster, s.p_slower):.3g} >= {look_alpha(cfg):.3g}, "
-                   f"alpha {cfg.alpha:g} split over the looks)")
-    else:
-        why.append(f"{ci} includes 1")
-    return "; ".join(why)
+    p = s.p_of(s.direction)
+    if p >= level:
+        return (f"B is {s.speedup:.3f}x A, not significant (p={p:.3g} >= {level:.3g}: alpha {cfg.alpha:g} "
+                f"split over the looks)")
+    bar = f"{cfg.min_speedup:g}" if s.direction == "faster" else f"{1 / cfg.min_speedup:.3f}"
+    return f"B is {s.speedup:.3f}x A; {ci} does not clear {bar} (--min-speedup {cfg.min_speedup:g})"
 
 
 def measure(script: str | Path, script_args: Sequence[str] = (), *, config: ABConfig | None = None,
             runner: Runner | None = None, cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
             progress: Progress | None = None, side: str = "B") -> list[RunRecord]:
-    """``config.runs`` runs of one script (for baselines and regression checks). Raises ABError
-    when a run fails: a crashed measurement is no baseline."""
+    """``config.runs`` runs of one script, run i with seed ``config.seed + i`` (for baselines
+    and regression checks). Raises ABError when a run fails: a crashed measurement is no baseline."""
     cfg = config or ABConfig()
     run = runner or default_runner()
     out: list[RunRecord] = []
@@ -283,8 +335,8 @@ def measure(script: str | Path, script_args: Sequence[str] = (), *, config: ABCo
         if progress:
             progress(ProgressEvent(i + 1, cfg.runs, side, None, "start"))
         doc = run(str(script), list(script_args), steps=cfg.steps, warmup=cfg.warmup, timeout=cfg.timeout,
-                  seed=cfg.seed, cwd=cwd, env=env)
-        rec = record_from_doc(side, i, doc)
+                  seed=cfg.seed + i, cwd=cwd, env=env)
+        rec = record_from_doc(side, i, doc, seed=cfg.seed + i)
         out.append(rec)
         if progress:
             progress(ProgressEvent(i + 1, cfg.runs, side, None, "done", rec))

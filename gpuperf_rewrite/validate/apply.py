@@ -132,7 +132,7 @@ def commit_message(rel: str, codes: Sequence[str], res: ABResult, dropped: dict[
     head = f"gpuperf: {', '.join(codes)} in {rel} ({s.speedup:.2f}x faster)" if s else f"gpuperf: {rel}"
     body = [
         f"Rules applied: {', '.join(codes)}",
-        f"Measured speedup: {s.speedup:.3f}x (95% CI {s.ci95[0]:.3f}-{s.ci95[1]:.3f}, "
+        f"Measured speedup: {s.speedup:.3f}x, at least {s.ci95[0]:.3f}x (95% CI {s.ci95[0]:.3f}-{s.ci95[1]:.3f}, "
         f"p={s.p_faster:.3g}, {s.n_a}+{s.n_b} runs, {res.unit})" if s else "",
         f"Loss check: {res.loss.get('status')}",
     ]
@@ -153,6 +153,12 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
     target = Path(path)
     if not target.is_file():
         raise ApplyError(f"{path}: not a file (--apply takes one training script)")
+    if not options.no_validate:
+        from gpuperf_rewrite.validate.stats import undecidable_reason
+
+        why = undecidable_reason(cfg)
+        if why:
+            raise ApplyError(why)
     original = target.read_bytes()
     safe_only, no_commit, no_validate = options.safe_only, options.no_commit, options.no_validate
     allow_dirty, json_out = options.allow_dirty, options.json_out

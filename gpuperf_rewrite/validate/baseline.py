@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from gpuperf_rewrite.validate.config import ABConfig
 from gpuperf_rewrite.validate.notes import note_record
-from gpuperf_rewrite.validate.records import first_fingerprint
+from gpuperf_rewrite.validate.records import common_unit, first_fingerprint, values
 
 Echo = Callable[..., None]
 
@@ -63,7 +63,8 @@ def record_baseline(script: str, script_args: Sequence[str] = (), *, config: ABC
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(target.resolve().parent),
                                                             env.get("PYTHONPATH", "")) if p)
         runs = measure(run_path, script_args, config=cfg, runner=runner, env=env, progress=progress, side="A")
-    rec = note_record(rel, "baseline", samples=[r.throughput for r in runs], unit=runs[0].unit,  # type: ignore[misc]
+    unit = common_unit(runs)
+    rec = note_record(rel, "baseline", samples=values(runs, unit), unit=unit,
                       fingerprint=first_fingerprint(runs), config=cfg, script_args=script_args,
                       runs=[r.to_json() for r in runs])
     rec["commit"] = head
@@ -75,23 +76,43 @@ def samples_of(rec: dict[str, Any]) -> list[float]:
     return [float(x) for x in rec.get("samples") or [] if x]
 
 
-def comparable(rec: dict[str, Any], rel: str, env_hash: str | None, cfg: ABConfig,
-               script_args: Sequence[str]) -> bool:
-    fp = rec.get("fingerprint") or {}
-    return (rec.get("script") == rel and fp.get("env_hash") == env_hash and env_hash is not None
-            and rec.get("steps") == cfg.steps and rec.get("warmup") == cfg.warmup
+def same_measurement(rec: dict[str, Any], rel: str, cfg: ABConfig, script_args: Sequence[str]) -> bool:
+    """Measured the same way: script path, --steps/--warmup, script arguments, at least 2 samples."""
+    return (rec.get("script") == rel and rec.get("steps") == cfg.steps and rec.get("warmup") == cfg.warmup
             and list(rec.get("args") or []) == list(script_args) and len(samples_of(rec)) >= 2)
 
 
-def find_baseline(repo: Any, rel: str, env_hash: str | None, cfg: ABConfig,
-                  script_args: Sequence[str]) -> tuple[Any, dict[str, Any]] | None:
+def comparable(rec: dict[str, Any], rel: str, env_hash: str | None, cfg: ABConfig,
+               script_args: Sequence[str], unit: str) -> bool:
+    """Same measurement, same environment fingerprint and the same unit (samples/s is never
+    compared with steps/s)."""
+    fp = rec.get("fingerprint") or {}
+    return (same_measurement(rec, rel, cfg, script_args) and env_hash is not None
+            and fp.get("env_hash") == env_hash and rec.get("unit") == unit)
+
+
+def find_baseline(repo: Any, rel: str, env_hash: str | None, cfg: ABConfig, script_args: Sequence[str],
+                  unit: str) -> tuple[Any, dict[str, Any]] | None:
     from gpuperf_rewrite.validate.gitops import ancestors_with_notes, latest_by_key
 
     for commit, records in ancestors_with_notes(repo):
         for rec in latest_by_key(records).values():
-            if comparable(rec, rel, env_hash, cfg, script_args):
+            if comparable(rec, rel, env_hash, cfg, script_args, unit):
                 return commit, rec
     return None
+
+
+def _any_candidate(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence[str]) -> bool:
+    from gpuperf_rewrite.validate.gitops import ancestors_with_notes
+
+    return any(same_measurement(rec, rel, cfg, script_args)
+               for _, records in ancestors_with_notes(repo) for rec in records)
+
+
+def _no_baseline(rel: str, why: str) -> BaselineError:
+    return BaselineError(
+        f"no comparable baseline for {rel}: no ancestor commit has a gpuperf note for this script "
+        f"with {why}. Record one with `gpuperf-rewrite baseline {rel}`.")
 
 
 def check_regression(script: str, script_args: Sequence[str] = (), *, threshold: float = 0.05,
@@ -102,15 +123,16 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
 
     cfg = config or ABConfig()
     repo, rel = repo_and_rel(script)
+    if not _any_candidate(repo, rel, cfg, script_args):  # before spending time on measuring
+        raise _no_baseline(rel, "the same --steps/--warmup and script arguments")
     runs = measure(script, script_args, config=cfg, runner=runner, progress=progress)
     fp = first_fingerprint(runs) or {}
-    found = find_baseline(repo, rel, fp.get("env_hash"), cfg, script_args)
-    current = [r.throughput for r in runs]
+    unit = common_unit(runs)
+    current = values(runs, unit)
+    found = find_baseline(repo, rel, fp.get("env_hash"), cfg, script_args, unit)
     if found is None:
-        raise BaselineError(
-            f"no comparable baseline for {rel}: no ancestor commit has a gpuperf note for this script "
-            f"with the same environment fingerprint, --steps/--warmup and script arguments. "
-            f"Record one with `gpuperf-rewrite baseline {rel}`.")
+        raise _no_baseline(rel, f"the same environment fingerprint, --steps/--warmup, script arguments "
+                                f"and unit ({unit})")
     commit, rec = found
     base = samples_of(rec)
     s = compare(base, current, resamples=cfg.bootstrap_resamples, seed=cfg.seed)  # type: ignore[arg-type]
@@ -118,7 +140,7 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
     regressed = s.p_slower < cfg.alpha and change < -threshold
     return {
         "regressed": regressed, "baseline_commit": commit.hexsha, "baseline_summary": commit.summary,
-        "script": rel, "unit": rec.get("unit"), "baseline_median": s.median_a, "current_median": s.median_b,
+        "script": rel, "unit": unit, "baseline_median": s.median_a, "current_median": s.median_b,
         "change": change, "ci95": list(s.ci95), "p_value": s.p_slower, "threshold": threshold,
         "alpha": cfg.alpha, "baseline": base, "current": current, "fingerprint": fp,
         "stats": asdict(s),

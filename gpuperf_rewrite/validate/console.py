@@ -39,8 +39,8 @@ def format_table(res: ABResult) -> str:
         lines.append(f"{side + ' ' + Path(getattr(res, 'script_' + key)).name[:8]:<10}"
                      f"{_num(med):>20}{_num(spread):>12}{_pct(var):>8}{len(runs):>6}{_fmt_bytes(mem):>14}")
     if s:
-        lines.append(f"speedup   {s.speedup:.3f}x  (95% CI {s.ci95[0]:.3f}-{s.ci95[1]:.3f}; "
-                     f"need >= {res.config.min_speedup:g})")
+        lines.append(f"speedup   {s.speedup:.3f}x  (95% CI {s.ci95[0]:.3f}-{s.ci95[1]:.3f}; faster needs "
+                     f"the lower end >= {res.config.min_speedup:g})")
         lines.append(f"p-values  faster: Mann-Whitney {s.p_mw_faster:.3g}, Welch {s.p_welch_faster:.3g}"
                      f" | slower: Mann-Whitney {s.p_mw_slower:.3g}, Welch {s.p_welch_slower:.3g}"
                      f"  (alpha {res.config.alpha:g}, {look_alpha(res.config):.3g} per look)")
@@ -48,8 +48,9 @@ def format_table(res: ABResult) -> str:
         lines.append(f"memory    B/A peak {res.memory['ratio']:.2f}")
     lc = res.loss
     if lc.get("status") == "passed":
-        lines.append(f"loss      passed: {lc['steps_compared']} steps, max relative difference "
-                     f"{lc['max_rel_diff']:.2g} (tolerance {lc['rtol']:g})")
+        lines.append(f"loss      passed: {lc['steps_compared']} steps covered; end-of-window loss "
+                     f"{lc['b_end_loss']:.6g} vs {lc['a_end_loss']:.6g} (tolerance {lc['tolerance']:.3g}: "
+                     f"rtol {lc['rtol']:g} + {lc['spread_k']:g} x seed sd {lc['a_seed_sd']:.3g})")
     else:
         lines.append(f"loss      {lc.get('status')}: {lc.get('reason')}")
     lines.append(f"stopped   {res.stopped} after {len(res.a)}+{len(res.b)} runs in {res.elapsed_s:.1f} s")
