@@ -103,6 +103,8 @@ FAKE_FIXES = {
     "SLOW": lambda s: {**s, "speed": str(float(s.get("speed", 100)) * 0.6)},  # e.g. a sleep in the loop
     "LOSS": lambda s: {**s, "loss": "1.5"},  # changes what the model learns
 }
+NOOPS = tuple(f"N{i}" for i in range(1, 7))  # six fixes that change nothing measurable
+FAKE_FIXES.update({c: (lambda s: dict(s)) for c in NOOPS})
 
 
 def fake_rewriter(available: tuple[str, ...]):
