@@ -84,7 +84,7 @@ class FakeRunner:
             "wall_time_s": measured * 32 / speed, "memory": {"peak_allocated_bytes": None,
                                                              "peak_rss_bytes": 100 << 20},
             "loss": loss, "loss_nonfinite_steps": [i for i in skipped(s) if i < len(loss)],
-            "gradscaler_skipped_steps": [i for i in skipped(s) if i < len(loss)],
+            "amp": {"gradscaler": bool(skipped(s)), "skipped_steps": [i for i in skipped(s) if i < len(loss)]},
             "fingerprint": {**FP, "env_hash": self.env_hash, "script_sha256": "s" * 64},
         }
 

@@ -3,7 +3,6 @@ sequential looks, and simulated error rates and power through the same array rul
 
 from __future__ import annotations
 
-import math
 import random
 
 import pytest

@@ -91,7 +91,7 @@ def test_record_restores_non_finite_losses_and_skipped_steps() -> None:
     """The shim writes NaN/inf as null and lists them in loss_nonfinite_steps: they must come back
     as NaN (a diverged B would otherwise look like a step without a loss)."""
     doc = {"status": "step_limit", "measured_steps": 3, "steps_per_s": 1.0, "loss": [1.0, None, None],
-           "loss_nonfinite_steps": [1], "gradscaler_skipped_steps": [1], "ended_early": False}
+           "loss_nonfinite_steps": [1], "amp": {"skipped_steps": [1]}, "ended_early": False}
     rec = record_from_doc("B", 0, doc, seed=7)
     assert rec.loss[0] == 1.0 and math.isnan(rec.loss[1]) and rec.loss[2] is None
     assert rec.skipped_steps == [1] and rec.seed == 7 and rec.to_json()["loss"] == [1.0, None, None]

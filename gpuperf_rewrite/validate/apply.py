@@ -4,6 +4,8 @@ Nothing is written until validation has finished: the original and each candidat
 from copies in a temporary directory (with the script's own directory on PYTHONPATH so sibling
 imports still work). Only the final step touches the working tree, through
 :func:`gpuperf_rewrite.validate.gitops.commit_file` (or an atomic write outside git / with --no-commit).
+Which fixes are kept, with the false-commit rate of the whole run at most alpha, is
+:mod:`gpuperf_rewrite.validate.search`.
 """
 
 from __future__ import annotations

@@ -9,9 +9,14 @@ from typing import Any, Mapping, Sequence
 
 OK_STATUSES = ("completed", "step_limit")
 SAMPLES, STEPS = "samples/s", "steps/s"
-# Indices into `loss` of steps whose optimizer step GradScaler skipped (inf/NaN gradients): the
-# shim reports them under this key; they are left out of the loss comparison.
-SKIPPED_STEPS_KEY = "gradscaler_skipped_steps"
+
+
+def skipped_steps(doc: Mapping[str, Any]) -> list[int]:
+    """Indices into ``loss`` of steps whose optimizer step GradScaler skipped (inf/NaN gradients).
+    The shim closes a step at every iteration, skipped or not, so indices align across the two
+    sides; it reports them as ``amp.skipped_steps``."""
+    found = (doc.get("amp") or {}).get("skipped_steps") or []
+    return sorted({i for i in found if isinstance(i, int)})
 
 
 @dataclass
@@ -72,7 +77,7 @@ def record_from_doc(side: str, index: int, doc: Mapping[str, Any], seed: int | N
         loss=loss, exit_code=doc.get("exit_code"), error=doc.get("error"),
         fingerprint=doc.get("fingerprint"), stderr_tail=str(doc.get("stderr_tail") or ""),
         ended_early=bool(doc.get("ended_early")), seed=seed,
-        skipped_steps=sorted(int(i) for i in doc.get(SKIPPED_STEPS_KEY) or []),
+        skipped_steps=skipped_steps(doc),
     )
 
 
