@@ -7,7 +7,7 @@ validator; one table.
 
 For each fixture the rewrite is produced with the engine (all default rules, unsafe fixes
 included: exactly what ``gpuperf-rewrite --fix --unsafe-fixes`` writes) into a temporary copy of
-``fixtures/``, then ``gpuperf-rewrite ab ORIGINAL REWRITE --json -- --size S --device D`` runs both
+``fixtures/``, then ``gpuperf-rewrite ab ORIGINAL REWRITE --json - -- --size S --device D`` runs both
 alternately under the runtime shim and decides (Mann-Whitney + bootstrap CI, loss check).
 """
 
@@ -48,7 +48,7 @@ def rewrite(source: bytes, path: str, codes: tuple[str, ...] | None = None) -> t
 def run_ab(a: Path, b: Path, args: argparse.Namespace) -> dict[str, Any]:
     gp = shutil.which("gpuperf-rewrite", path=str(Path(sys.executable).parent)) or "gpuperf-rewrite"
     cmd = [gp, "ab", str(a), str(b), "--runs", str(args.runs), "--max-runs", str(args.max_runs),
-           "--steps", str(args.steps), "--warmup", str(args.warmup), "--json", "--",
+           "--steps", str(args.steps), "--warmup", str(args.warmup), "--json", "-", "--",
            "--size", args.size, "--device", args.device]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=a.parent)
     try:

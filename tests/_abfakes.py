@@ -3,7 +3,11 @@
     # fake: speed=100 noise=0.02 loss=1.0 status=completed sleep=0
 
 speed is samples/s; each run draws speed * (1 + noise * N(0, 1)) from a seeded generator, so a
-test is deterministic. loss scales the loss trajectory (1.0 = the reference trajectory).
+test is deterministic. loss scales the loss trajectory (1.0 = the reference trajectory);
+lossnoise=0.05 moves each run's trajectory by a factor drawn from the run's *seed* (so the A and
+B of one pair, which share a seed, draw the same factor). stop=N ends the script by itself after N
+measured steps; nobatch=1 reports no batch size (steps/s only); noloss=1 records no loss;
+skip=3,4 marks those steps as skipped by GradScaler (their loss is non-finite).
 """
 
 from __future__ import annotations
@@ -24,10 +28,28 @@ def spec(path: str | Path) -> dict[str, str]:
     return {}
 
 
+def fake_loss(s: dict[str, str], seed: int, steps: int, warmup: int) -> list[float | None]:
+    scale = float(s.get("loss", 1.0))
+    noise = float(s.get("lossnoise", 0.0))
+    rng = random.Random(seed)
+    factor = 1 + noise * rng.gauss(0, 1)
+    loss: list[float | None] = [2.0 * 0.95 ** i * scale * factor * (1 + noise * rng.gauss(0, 1))
+                                for i in range(warmup + steps)]
+    for i in skipped(s):
+        if i < len(loss):
+            loss[i] = None  # the shim writes a non-finite loss as null (and lists it)
+    return loss
+
+
+def skipped(s: dict[str, str]) -> list[int]:
+    return [int(v) for v in s["skip"].split(",")] if s.get("skip") else []
+
+
 class FakeRunner:
     def __init__(self, seed: int = 0, env_hash: str = "e" * 64) -> None:
         self.rng = random.Random(seed)
         self.calls: list[str] = []
+        self.seeds: list[int] = []
         self.env_hash = env_hash
         self.counts: dict[str, int] = {}
 
@@ -35,6 +57,7 @@ class FakeRunner:
                  cwd: Any = None, env: Any = None) -> dict[str, Any]:
         s = spec(script)
         self.calls.append(str(script))
+        self.seeds.append(seed)
         if float(s.get("sleep", 0)):
             time.sleep(float(s["sleep"]))
         status = s.get("status", "step_limit")
@@ -47,17 +70,22 @@ class FakeRunner:
             k = self.counts.get(str(script), 0)
             self.counts[str(script)] = k + 1
             speed = seq[k % len(seq)]
-        scale = float(s.get("loss", 1.0))
-        loss = [2.0 * 0.95 ** i * scale for i in range(warmup + steps)]
+        measured = steps
+        if "stop" in s:  # the script ends by itself after this many measured steps
+            measured, status = min(steps, int(s["stop"])), "completed"
         ok = status in ("completed", "step_limit")
+        loss = fake_loss(s, seed, measured, warmup) if ok and not s.get("noloss") else []
+        batch = None if s.get("nobatch") else 32
         return {
             "status": status, "exit_code": 0 if ok else 1, "stderr_tail": "" if ok else "RuntimeError: boom",
-            "error": None if ok else "boom", "measured_steps": steps if ok else 0, "batch_size": 32,
-            "samples_per_s": speed if ok else None, "steps_per_s": speed / 32 if ok else None,
-            "wall_time_s": steps * 32 / speed, "memory": {"peak_allocated_bytes": None,
-                                                          "peak_rss_bytes": 100 << 20},
-            "loss": loss if ok else [], "fingerprint": {**FP, "env_hash": self.env_hash,
-                                                       "script_sha256": "s" * 64},
+            "error": None if ok else "boom", "measured_steps": measured if ok else 0, "batch_size": batch,
+            "ended_early": status != "step_limit" and measured < steps,
+            "samples_per_s": speed if ok and batch else None, "steps_per_s": speed / 32 if ok else None,
+            "wall_time_s": measured * 32 / speed, "memory": {"peak_allocated_bytes": None,
+                                                             "peak_rss_bytes": 100 << 20},
+            "loss": loss, "loss_nonfinite_steps": [i for i in skipped(s) if i < len(loss)],
+            "amp": {"gradscaler": bool(skipped(s)), "skipped_steps": [i for i in skipped(s) if i < len(loss)]},
+            "fingerprint": {**FP, "env_hash": self.env_hash, "script_sha256": "s" * 64},
         }
 
 
@@ -75,6 +103,8 @@ FAKE_FIXES = {
     "SLOW": lambda s: {**s, "speed": str(float(s.get("speed", 100)) * 0.6)},  # e.g. a sleep in the loop
     "LOSS": lambda s: {**s, "loss": "1.5"},  # changes what the model learns
 }
+NOOPS = tuple(f"N{i}" for i in range(1, 7))  # six fixes that change nothing measurable
+FAKE_FIXES.update({c: (lambda s: dict(s)) for c in NOOPS})
 
 
 def fake_rewriter(available: tuple[str, ...]):

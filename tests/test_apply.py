@@ -15,11 +15,12 @@ import pytest
 pytest.importorskip("scipy")
 git = pytest.importorskip("git")
 
-from _abfakes import FakeRunner, fake_rewriter, git_repo, repo_state  # noqa: E402
+from _abfakes import NOOPS, FakeRunner, fake_rewriter, git_repo, repo_state  # noqa: E402
 
 from gpuperf_rewrite.validate import gitops  # noqa: E402
 from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
-from gpuperf_rewrite.validate.apply import ApplyOptions, find_passing_subset, run_apply  # noqa: E402
+from gpuperf_rewrite.validate.apply import ApplyOptions, run_apply  # noqa: E402
+from gpuperf_rewrite.validate.search import find_passing_subset  # noqa: E402
 
 SCRIPT = "# fake: speed=100 noise=0.01\nprint('train')\n"
 CFG = ABConfig(runs=6, max_runs=6, min_runs=4, steps=5, warmup=1, bootstrap_resamples=300)
@@ -282,3 +283,119 @@ def test_check_apply_cli_usage_errors(tmp_path, monkeypatch) -> None:
     assert r.exit_code == 2 and "exactly one" in r.output
     r = CliRunner().invoke(cli, ["missing.py", "--apply"])
     assert r.exit_code == 2 and "not a file" in r.output
+
+
+def test_unchecked_loss_is_not_committed_without_the_flag(tmp_path) -> None:
+    """Defect 5: a rewrite measured faster whose loss could not be compared is never committed
+    unless --allow-unchecked-loss says so."""
+    repo = git_repo(tmp_path, {"train.py": "# fake: speed=100 noise=0.01 noloss=1\nprint('train')\n"})
+    before = repo_state(repo)
+    assert _apply(tmp_path / "train.py", ("X1",)) == 1
+    assert "UNCHECKED" in _apply.output and repo_state(repo) == before
+    allowed = ABConfig(runs=6, max_runs=6, min_runs=4, steps=5, warmup=1, bootstrap_resamples=300,
+                       allow_unchecked_loss=True)
+    assert _apply(tmp_path / "train.py", ("X1",), config=allowed) == 0
+    rec = _note(repo, repo.head.commit.hexsha)[0]
+    assert rec["ab"]["loss_check"]["status"] == "skipped" and rec["ab"]["config"]["allow_unchecked_loss"]
+
+
+def test_apply_refuses_a_configuration_that_cannot_decide(tmp_path, monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    from gpuperf_rewrite.cli import cli
+
+    git_repo(tmp_path, {"train.py": LOADER_SCRIPT})
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(cli, ["train.py", "--apply", "--select", "GP201", "--runs", "3", "--max-runs", "3"])
+    assert r.exit_code == 2 and "can never reach significance" in r.output
+
+
+# -- multiple testing: the false-commit rate of a whole --apply ----------------------------------
+
+
+def _sim_result(verdict: str):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(verdict=verdict, reason="simulated", stats=SimpleNamespace(speedup=1.0))
+
+
+@pytest.fixture(scope="module")
+def aa_pools():
+    """Simulated A/A verdicts at 10% noise with the sequential default configuration (800 each),
+    at the two levels --apply uses: alpha/2 (first A/B, confirmation) and alpha (screening).
+    min_speedup 1.0: the decision rests on the tests alone, the hardest case for the search."""
+    from dataclasses import replace
+
+    from gpuperf_rewrite.validate.simulate import simulate
+    from gpuperf_rewrite.validate.stats import VERDICT_NAMES
+
+    cfg = ABConfig(min_speedup=1.0, bootstrap_resamples=100)
+    return {level: [VERDICT_NAMES[int(v)] for v in simulate(replace(cfg, alpha=level), speedup=1.0, noise=0.10,
+                                                             trials=800, seed=seed).verdicts]
+            for level, seed in ((0.025, 21), (0.05, 22))}
+
+
+def test_false_commit_rate_of_a_whole_apply_is_at_most_alpha(aa_pools) -> None:
+    """Issue 12 item 3: six fixes that do nothing, 10% noise, 2000 simulated --apply runs through
+    the real search (first A/B, screening bisection, confirmation): a commit at most alpha of the
+    time. Each A/B's verdict is drawn from simulated A/A decisions at that A/B's level."""
+    import random as _random
+
+    from gpuperf_rewrite.validate.search import choose
+
+    rng = _random.Random(0)
+    commits, screened_positive, tests = 0, 0, 0
+    for _ in range(2000):
+        def evaluate(subset, alpha, phase):
+            nonlocal tests
+            tests += 1
+            return _sim_result(rng.choice(aa_pools[round(alpha, 4)]))
+
+        out = choose(NOOPS, evaluate, 0.05)
+        commits += bool(out.kept)
+        screened_positive += any(a.passed for a in out.attempts if a.phase == "screening")
+    assert tests / 2000 > 9  # the search really ran ~11 A/Bs per --apply
+    assert screened_positive / 2000 > 0.10  # keeping the best screening result would commit this often
+    assert commits / 2000 <= 0.05
+
+
+def test_a_screening_pass_commits_only_after_a_fresh_confirmation() -> None:
+    from gpuperf_rewrite.validate.search import choose
+
+    calls = []
+
+    def evaluate(subset, alpha, phase):
+        calls.append((subset, alpha, phase))
+        if phase == "confirmation":
+            return _sim_result("no_difference")
+        return _sim_result("faster" if subset == ("N1",) else "no_difference")
+
+    out = choose(NOOPS, evaluate, 0.05)
+    assert not out.kept and out.decision is None
+    assert calls[0] == (NOOPS, 0.025, "first") and calls[-1] == (("N1",), 0.025, "confirmation")
+    assert {a for _, a, p in calls if p == "screening"} == {0.05}
+    assert "not the confirmatory A/B" in out.dropped["N1"]
+    one = choose(("N1",), evaluate, 0.05)  # a single fix: no search, so the whole alpha
+    assert calls[-1] == (("N1",), 0.05, "first") and len(one.attempts) == 1
+
+
+def test_apply_with_six_noop_fixes_runs_the_plan_and_commits_nothing(repo, tmp_path) -> None:
+    before = repo_state(repo)
+    assert _apply(tmp_path / "train.py", NOOPS, FakeRunner(3), json_out=True) == 1
+    doc = json.loads(_apply.output[_apply.output.index("{"):])
+    phases = [(a["phase"], a["alpha"]) for a in doc["attempts"]]
+    assert phases[0] == ("first", 0.025) and all(p == ("screening", 0.05) for p in phases[1:]
+                                                 if p[0] != "confirmation")
+    assert repo_state(repo) == before
+
+
+def test_the_note_records_the_confirmatory_ab(repo, tmp_path) -> None:
+    """After a bisection, the committed numbers come from the fresh confirmation, not from the
+    best screening A/B."""
+    assert _apply(tmp_path / "train.py", ("LOSS", "X1")) == 0
+    rec = _note(repo, repo.head.commit.hexsha)[0]
+    assert rec["search"]["decided_by"] == "confirmation" and rec["rules"] == ["X1"]
+    assert rec["ab"]["config"]["alpha"] == 0.025 and rec["ab"]["config"]["seed"] == CFG.seed + 1000
+    screening = [a for a in rec["search"]["attempts"] if a["phase"] == "screening" and a["rules"] == ["X1"]]
+    assert screening and screening[0]["verdict"] == "faster"
+    assert "confirmatory A/B" in repo.head.commit.message

@@ -141,7 +141,7 @@ def no_identity(repo, monkeypatch):
 
 
 def test_missing_identity_is_refused_before_measuring(no_identity) -> None:
-    from gpuperf_rewrite.cli.baseline import record_baseline
+    from gpuperf_rewrite.validate.baseline import record_baseline
 
     repo = no_identity
     runner, before = FakeRunner(), repo_state(repo)
@@ -190,7 +190,7 @@ def test_a_notes_race_that_never_ends_leaves_the_branch_unmoved(repo, monkeypatc
 
 
 def test_a_bare_repository_is_a_clear_error(tmp_path) -> None:
-    from gpuperf_rewrite.cli.baseline import BaselineError, check_regression, record_baseline
+    from gpuperf_rewrite.validate.baseline import BaselineError, check_regression, record_baseline
 
     git.Repo.init(tmp_path / "b.git", bare=True)
     script = tmp_path / "b.git" / "train.py"  # a script inside a bare repository's directory
@@ -213,7 +213,7 @@ def test_a_bisect_in_progress_is_refused(repo) -> None:
 
 
 def test_regress_checks_for_a_baseline_before_measuring(repo, monkeypatch) -> None:
-    from gpuperf_rewrite.cli.baseline import BaselineError, check_regression, record_baseline
+    from gpuperf_rewrite.validate.baseline import BaselineError, check_regression, record_baseline
 
     monkeypatch.chdir(repo.working_tree_dir)
     runner = FakeRunner()
@@ -232,11 +232,13 @@ def test_has_comparable_baseline_needs_two_samples_and_the_same_settings(repo) -
     head = repo.head.commit.hexsha
     rec = {"key": "k", "script": "train.py", "steps": 5, "warmup": 1, "args": ["--x"], "samples": [1.0]}
     gitops.store_note(repo, head, rec)
-    check = dict(steps=5, warmup=1, args=["--x"])
-    assert not gitops.has_comparable_baseline(repo, "train.py", **check)
+    from gpuperf_rewrite.validate.baseline import has_comparable_baseline
+
+    cfg = ABConfig(steps=5, warmup=1)
+    assert not has_comparable_baseline(repo, "train.py", cfg, ["--x"])
     gitops.store_note(repo, head, {**rec, "samples": [1.0, 2.0]})
-    assert gitops.has_comparable_baseline(repo, "train.py", **check)
-    assert not gitops.has_comparable_baseline(repo, "eval.py", **check)
-    assert not gitops.has_comparable_baseline(repo, "train.py", **{**check, "args": []})
+    assert has_comparable_baseline(repo, "train.py", cfg, ["--x"])
+    assert not has_comparable_baseline(repo, "eval.py", cfg, ["--x"])
+    assert not has_comparable_baseline(repo, "train.py", cfg, [])
     subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "later"], cwd=repo.working_tree_dir, check=True)
-    assert gitops.has_comparable_baseline(repo, "train.py", **check)  # an ancestor's note counts
+    assert has_comparable_baseline(repo, "train.py", cfg, ["--x"])  # an ancestor's note counts

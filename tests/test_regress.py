@@ -15,7 +15,13 @@ from click.testing import CliRunner  # noqa: E402
 from gpuperf_rewrite.validate import abtest, gitops  # noqa: E402
 from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
 from gpuperf_rewrite.cli import cli  # noqa: E402
-from gpuperf_rewrite.cli.baseline import BaselineError, check_regression, history, record_baseline  # noqa: E402
+from gpuperf_rewrite.validate.baseline import (  # noqa: E402
+    BaselineError,
+    check_regression,
+    comparable,
+    history,
+    record_baseline,
+)
 
 CFG = ABConfig(runs=6, max_runs=6, steps=5, warmup=1, bootstrap_resamples=300)
 FAST = "# fake: speed=100 noise=0.01\n"
@@ -114,7 +120,7 @@ def test_cli_exit_codes(repo, tmp_path, monkeypatch) -> None:
     r = cli_runner.invoke(cli, ["regress", "train.py", *opts])
     assert r.exit_code == 0 and "\nok: train.py" in "\n" + r.stdout and repo.head.commit.hexsha[:12] in r.output
     (tmp_path / "train.py").write_text("# fake: speed=80 noise=0.01\n")
-    r = cli_runner.invoke(cli, ["regress", "train.py", "--json", *opts])
+    r = cli_runner.invoke(cli, ["regress", "train.py", "--json", "-", *opts])
     assert r.exit_code == 1 and json.loads(r.stdout)["regressed"] is True
     r = cli_runner.invoke(cli, ["regress", "train.py", "--history"])
     assert r.exit_code == 0 and "initial" in r.output and "baseline" in r.output
@@ -127,7 +133,7 @@ def test_ab_cli_json_and_exit_codes(tmp_path, monkeypatch) -> None:
     (tmp_path / "c.py").write_text("# fake: status=crashed\n")
     cli_runner = CliRunner()
     opts = ["--runs", "6", "--steps", "5", "--warmup", "1"]
-    r = cli_runner.invoke(cli, ["ab", str(tmp_path / "a.py"), str(tmp_path / "b.py"), "--json", *opts])
+    r = cli_runner.invoke(cli, ["ab", str(tmp_path / "a.py"), str(tmp_path / "b.py"), "--json", "-", *opts])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["verdict"] == "faster" and doc["ci95"][0] > 1
@@ -135,3 +141,51 @@ def test_ab_cli_json_and_exit_codes(tmp_path, monkeypatch) -> None:
     assert r.exit_code == 1 and "NO_DIFFERENCE" in r.output and "p-values" in r.output
     r = cli_runner.invoke(cli, ["ab", str(tmp_path / "c.py"), str(tmp_path / "a.py"), *opts])
     assert r.exit_code == 2 and "original script" in r.output
+
+
+def test_regress_refuses_before_measuring_without_any_baseline(repo) -> None:
+    runner = FakeRunner()
+    with pytest.raises(BaselineError, match="no comparable baseline"):
+        check_regression("train.py", config=CFG, runner=runner)
+    assert not runner.calls  # nothing measured for nothing to compare with
+
+
+def test_comparable_requires_the_same_unit(repo, tmp_path) -> None:
+    """Defect 4: a baseline in samples/s is never compared with a measurement in steps/s."""
+    record_baseline("train.py", config=CFG, runner=FakeRunner(1), echo=quiet)
+    (tmp_path / "train.py").write_text("# fake: speed=100 noise=0.01 nobatch=1\n")  # batch size lost
+    with pytest.raises(BaselineError, match=r"unit \(steps/s\)"):
+        check_regression("train.py", config=CFG, runner=FakeRunner(2))
+    rec = gitops.parse_note(gitops.read_note(repo, repo.head.commit.hexsha))[0]
+    assert comparable(rec, "train.py", "e" * 64, CFG, (), "samples/s")
+    assert not comparable(rec, "train.py", "e" * 64, CFG, (), "steps/s")
+
+
+def test_json_path_is_written_atomically_on_every_command(repo, tmp_path, monkeypatch) -> None:
+    """`--json PATH` means the same on ab, baseline and regress: the JSON goes to PATH, the human
+    report to stdout; `--json -` puts only the JSON on stdout."""
+    monkeypatch.setattr(abtest, "default_runner", lambda: FakeRunner(7))
+    cli_runner = CliRunner()
+    opts = ["--runs", "6", "--steps", "5", "--warmup", "1"]
+    r = cli_runner.invoke(cli, ["baseline", "train.py", "--json", str(tmp_path / "out" / "base.json"), *opts])
+    assert r.exit_code == 0 and "Baseline for train.py" in r.stdout
+    assert json.loads((tmp_path / "out" / "base.json").read_text())["kind"] == "baseline"
+    r = cli_runner.invoke(cli, ["regress", "train.py", "--json", str(tmp_path / "reg.json"), *opts])
+    assert r.exit_code == 0 and "ok: train.py" in r.stdout
+    assert json.loads((tmp_path / "reg.json").read_text())["regressed"] is False
+    r = cli_runner.invoke(cli, ["ab", "train.py", "eval.py", "--json", str(tmp_path / "reg.json"), *opts])
+    assert "verdict" in r.stdout and json.loads((tmp_path / "reg.json").read_text())["verdict"] == r.stdout.split(
+        "verdict   ")[1].split(":")[0].lower()
+    assert not [p for p in tmp_path.iterdir() if "gpuperf-tmp" in p.name]  # no temporary file left
+    r = cli_runner.invoke(cli, ["regress", "train.py", "--history", "--json", "-"])
+    assert r.exit_code == 0 and json.loads(r.stdout)[0]["kind"] == "baseline"
+
+
+def test_ab_cli_refuses_a_configuration_that_cannot_decide(tmp_path, monkeypatch) -> None:
+    """Defect 7: exit 2 with the reason, before any run."""
+    runner = FakeRunner(7)
+    monkeypatch.setattr(abtest, "default_runner", lambda: runner)
+    (tmp_path / "a.py").write_text("# fake: speed=100 noise=0.01\n")
+    r = CliRunner().invoke(cli, ["ab", str(tmp_path / "a.py"), str(tmp_path / "a.py"), "--runs", "3",
+                                 "--max-runs", "3", "--steps", "5"])
+    assert r.exit_code == 2 and "can never reach significance" in r.output and not runner.calls

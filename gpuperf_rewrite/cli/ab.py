@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
-from gpuperf_rewrite.cli.options import config_from_options, decision_options, measurement_options
+from gpuperf_rewrite.cli.options import (config_from_options, decision_options, json_option, measurement_options,
+                                         write_json)
 from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
 
 
@@ -17,21 +17,24 @@ from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @measurement_options
 @decision_options
-@click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
+@json_option("The full A/B result as JSON.")
 @exits_on_interrupt
-def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_out: bool, **opts: Any) -> None:
+def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_path: str | None, **opts: Any) -> None:
     """Run SCRIPT_A and SCRIPT_B alternately under the runtime shim and decide whether B is faster.
 
     \b
-    Verdicts: faster (exit 0), slower, no_difference, broken (exit 1); errors exit 2.
+    Verdicts: faster (exit 0); slower, no_difference, broken, unchecked (exit 1); errors exit 2.
     Arguments after `--` go to both scripts. See docs/validation.md.
     """
     from pathlib import Path
 
-    from gpuperf_rewrite.validate.abtest import ABError, console_progress, default_runner, format_table, run_ab
+    from gpuperf_rewrite.validate.abtest import ABError, check_decidable, default_runner, run_ab
+    from gpuperf_rewrite.validate.console import console_progress, format_table
     from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
 
-    cfg = config_from_options(opts)
+    cfg = config_from_options(opts, decides=True)
+    for warning in check_decidable(cfg):
+        click.echo(f"warning: {warning}", err=True)
     progress, close = console_progress()
     try:
         with Workspace(prefix="gpuperf-ab-") as ws:  # each run in a scratch mirror of its script's checkout
@@ -53,8 +56,7 @@ def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_out: boo
         close()
         raise
     close()
-    if json_out:
-        click.echo(json.dumps(res.to_json(), indent=2))
-    else:
-        click.echo(format_table(res))
+    click.echo(format_table(res), err=json_path == "-")  # stdout carries only the JSON with `--json -`
+    if json_path is not None:
+        write_json(json_path, res.to_json())
     raise SystemExit(0 if res.verdict == "faster" else 1)

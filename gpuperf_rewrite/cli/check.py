@@ -116,7 +116,7 @@ def _apply(ctx: click.Context, paths: tuple[str, ...], settings: Any, opts: dict
     """``check --apply SCRIPT``: the click side of :func:`gpuperf_rewrite.validate.apply.run_apply`."""
     from pathlib import Path
 
-    from gpuperf_rewrite.validate.abtest import console_progress
+    from gpuperf_rewrite.validate.console import console_progress
     from gpuperf_rewrite.validate.apply import ApplyError, ApplyOptions, run_apply
 
     if len(paths) != 1:

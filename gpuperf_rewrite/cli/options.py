@@ -14,7 +14,7 @@ SCRIPT_ARGS_KEY = "gpuperf.script_args"
 # Option names (click parameter names) of each group: `check` uses them to refuse options that
 # mean nothing without --apply.
 MEASUREMENT = ("runs", "max_runs", "steps", "warmup", "timeout", "seed")
-DECISION = ("alpha", "min_speedup", "loss_rtol")
+DECISION = ("alpha", "min_speedup", "loss_rtol", "allow_unchecked_loss")
 
 
 def _stack(f: F, opts: list[Callable[[F], F]]) -> F:
@@ -36,7 +36,8 @@ def measurement_options(f: F) -> F:
                      help="Warmup steps per run, not measured [default: 5]."),
         click.option("--timeout", type=click.FloatRange(min=1), default=None,
                      help="Seconds before a run is killed [default: 600]."),
-        click.option("--seed", type=int, default=None, help="Seed for both sides [default: 0]."),
+        click.option("--seed", type=int, default=None,
+                     help="Base seed: pair k of runs uses seed+k on both sides; also orders the pairs [default: 0]."),
     ])
 
 
@@ -46,15 +47,47 @@ def decision_options(f: F) -> F:
         click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
                      help="Significance level [default: 0.05]."),
         click.option("--min-speedup", type=click.FloatRange(min=1), default=None,
-                     help="Median speedup B must reach to count as faster [default: 1.05]."),
+                     help="Faster means the 95% CI's lower end of the speedup is at least this [default: 1.02]."),
         click.option("--loss-rtol", type=click.FloatRange(min=0), default=None,
-                     help="Relative per-step loss tolerance [default: 0.02, 0.10 for bf16/fp16 rewrites]."),
+                     help="Relative tolerance on the end-of-window loss, on top of 3 seed-to-seed sd "
+                          "[default: 0.02, 0.10 for bf16/fp16 rewrites]."),
+        click.option("--allow-unchecked-loss", is_flag=True, default=None,
+                     help="Accept `faster` when no loss could be compared (otherwise the verdict is `unchecked`)."),
     ])
 
 
-def config_from_options(opts: Mapping[str, Any]) -> Any:
-    """An ``ABConfig`` from option values (None means the default); UsageError when inconsistent."""
+def json_option(help_text: str) -> Callable[[F], F]:
+    """``--json PATH``: the same on profile, ab, baseline and regress (``-`` for stdout)."""
+    return click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+                        metavar="PATH", help=f"{help_text} Write it to PATH ('-' for stdout).")
+
+
+def write_json(path: str, doc: Any) -> None:
+    """Write ``doc`` as JSON to ``path`` atomically (readers never see half a file), or to stdout for ``-``."""
+    import json
+    from pathlib import Path
+
+    from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write
+
+    text = json.dumps(doc, indent=2, default=str) + "\n"
+    if path == "-":
+        click.echo(text, nl=False)
+        return
+    target = Path(path)
+    try:
+        if not target.exists():  # atomic_write replaces an existing file: give it one to replace
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.touch()
+        atomic_write(target, text.encode())
+    except (WriteRefused, OSError) as exc:
+        raise click.ClickException(f"cannot write {path}: {exc}") from exc
+
+
+def config_from_options(opts: Mapping[str, Any], *, decides: bool = False) -> Any:
+    """An ``ABConfig`` from option values (None means the default); UsageError when inconsistent,
+    or, with ``decides`` (an A/B verdict), when the configuration can never reach one."""
     from gpuperf_rewrite.validate.abtest import ABConfig
+    from gpuperf_rewrite.validate.stats import undecidable_reason
 
     kw: dict[str, Any] = {}
     for name in (*MEASUREMENT, *DECISION):
@@ -63,9 +96,13 @@ def config_from_options(opts: Mapping[str, Any]) -> Any:
     if "runs" in kw and "max_runs" not in kw:
         kw["max_runs"] = 2 * kw["runs"]  # room to settle a borderline result
     try:
-        return ABConfig(**kw)
+        cfg = ABConfig(**kw)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
+    why = undecidable_reason(cfg) if decides else None
+    if why:
+        raise click.UsageError(why)
+    return cfg
 
 
 def given(ctx: click.Context, name: str) -> bool:

@@ -2,20 +2,27 @@
 
 Nothing is written until validation has finished: the original and each candidate rewrite run
 in scratch mirrors of the checkout (:mod:`gpuperf_rewrite.validate.workspace`), so sibling files
-and imports resolve as they would and the runs' own writes stay out of it. Only the final step touches the working tree, through
+and imports resolve as they would and the runs' own writes stay out of it. Only the final step
+touches the working tree, through
 :func:`gpuperf_rewrite.validate.gitops.commit_file` (or an atomic write outside git / with --no-commit).
+Which fixes are kept, with the false-commit rate of the whole run at most alpha, is
+:mod:`gpuperf_rewrite.validate.search`.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from gpuperf_rewrite.validate.abtest import ABConfig, ABError, ABResult, Runner, format_table, run_ab
+from gpuperf_rewrite.validate.abtest import ABConfig, ABError, ABResult, Runner, run_ab
+from gpuperf_rewrite.validate.console import format_table
 from gpuperf_rewrite.validate.lifetime import exit_code, returns_on_interrupt
+from gpuperf_rewrite.validate.notes import note_record
+from gpuperf_rewrite.validate.records import first_fingerprint
+from gpuperf_rewrite.validate.search import CONFIRMATION, Attempt, Outcome, alpha_plan, choose
 
 # (source bytes, fix codes or None for all) -> (rewritten bytes or None, {code: count})
 Rewriter = Callable[[bytes, "Sequence[str] | None"], "tuple[bytes | None, dict[str, int]]"]
@@ -43,74 +50,6 @@ def _echo(message: str = "", err: bool = False) -> None:
     print(message, file=sys.stderr if err else sys.stdout, flush=True)
 
 
-@dataclass
-class Attempt:
-    codes: tuple[str, ...]
-    result: ABResult
-
-    @property
-    def passed(self) -> bool:
-        return self.result.verdict == "faster"
-
-
-@dataclass
-class Outcome:
-    kept: tuple[str, ...]
-    attempts: list[Attempt] = field(default_factory=list)
-    dropped: dict[str, str] = field(default_factory=dict)  # code -> why
-
-    def attempt_for(self, codes: Sequence[str]) -> Attempt | None:
-        return next((a for a in self.attempts if set(a.codes) == set(codes)), None)
-
-
-def find_passing_subset(codes: Sequence[str], evaluate: Callable[[tuple[str, ...]], ABResult],
-                        first: ABResult | None = None) -> Outcome:
-    """Bisection over fixes: test the whole set; if it fails, test each half, splitting failing
-    halves down to single fixes (each suspect alone). Then the union of the passing parts is
-    tested; if it fails, the largest passing part (fastest on ties) is kept."""
-    out = Outcome(kept=())
-    cache: dict[frozenset[str], ABResult] = {}
-
-    def run(subset: tuple[str, ...]) -> ABResult:
-        key = frozenset(subset)
-        if key not in cache:
-            cache[key] = first if (first is not None and set(subset) == set(codes)) else evaluate(subset)
-            out.attempts.append(Attempt(subset, cache[key]))
-        return cache[key]
-
-    passing: list[tuple[str, ...]] = []
-
-    def search(subset: tuple[str, ...]) -> None:
-        res = run(subset)
-        if res.verdict == "faster":
-            passing.append(subset)
-        elif len(subset) > 1:
-            mid = len(subset) // 2
-            search(subset[:mid])
-            search(subset[mid:])
-
-    codes = tuple(codes)
-    search(codes)
-    if len(passing) > 1:
-        union = tuple(c for c in codes if any(c in p for p in passing))
-        if run(union).verdict == "faster":
-            passing = [union]
-    if passing:
-        def score(p: tuple[str, ...]) -> tuple[int, float]:
-            s = cache[frozenset(p)].stats
-            return len(p), s.speedup if s else 0.0
-        out.kept = max(passing, key=score)
-    for c in codes:
-        if c in out.kept:
-            continue
-        # The smallest tested subset containing c explains why it was dropped.
-        tested = sorted((a for a in out.attempts if c in a.codes), key=lambda a: len(a.codes))
-        a = tested[0]
-        where = f"{c} alone" if len(a.codes) == 1 else f"with {', '.join(a.codes)}"
-        out.dropped[c] = f"{where}: {a.result.verdict} ({a.result.reason})"
-    return out
-
-
 def engine_rewriter(path: str, ruleset: Any, mode: str, echo: Echo) -> Rewriter:
     from gpuperf_rewrite.lint.engine import check_source
 
@@ -123,47 +62,24 @@ def engine_rewriter(path: str, ruleset: Any, mode: str, echo: Echo) -> Rewriter:
     return rewrite
 
 
-def commit_message(rel: str, codes: Sequence[str], res: ABResult, dropped: dict[str, str]) -> str:
+def commit_message(rel: str, codes: Sequence[str], decision: Attempt, dropped: dict[str, str],
+                   alpha: float) -> str:
+    """The commit message: what was applied, the deciding A/B's numbers, what was dropped."""
+    res = decision.result
     s = res.stats
     head = f"gpuperf: {', '.join(codes)} in {rel} ({s.speedup:.2f}x faster)" if s else f"gpuperf: {rel}"
+    how = "a confirmatory A/B with fresh runs" if decision.phase == CONFIRMATION else "one A/B of all the fixes"
     body = [
         f"Rules applied: {', '.join(codes)}",
-        f"Measured speedup: {s.speedup:.3f}x (95% CI {s.ci95[0]:.3f}-{s.ci95[1]:.3f}, "
+        f"Measured speedup: {s.speedup:.3f}x, at least {s.ci95[0]:.3f}x (95% CI {s.ci95[0]:.3f}-{s.ci95[1]:.3f}, "
         f"p={s.p_faster:.3g}, {s.n_a}+{s.n_b} runs, {res.unit})" if s else "",
+        f"Decided by {how} at alpha {decision.alpha:g} (false-commit rate of the whole --apply <= {alpha:g})",
         f"Loss check: {res.loss.get('status')}",
     ]
     if dropped:
         body.append("Dropped: " + "; ".join(f"{c} ({why})" for c, why in dropped.items()))
-    body.append(f"A/B statistics and per-run metrics: git notes --ref gpuperf show <this commit>")
+    body.append("A/B statistics and per-run metrics: git notes --ref gpuperf show <this commit>")
     return head + "\n\n" + "\n".join(b for b in body if b) + "\n"
-
-
-def note_record(rel: str, kind: str, res: ABResult, *, rules: Sequence[str], script_args: Sequence[str],
-                side: str = "B") -> dict[str, Any]:
-    from gpuperf_rewrite import __version__
-    from gpuperf_rewrite.validate.gitops import now_iso, record_key
-
-    fp = dict(res.fingerprint or {})
-    runs = res.b if side == "B" else res.a
-    fp_side = next((r.fingerprint for r in runs if r.fingerprint), None) or fp
-    samples = res.samples(side)
-    return {
-        "key": record_key(rel, fp_side),
-        "kind": kind,
-        "script": rel,
-        "recorded_at": now_iso(),
-        "tool": f"gpuperf-rewrite {__version__}",
-        "fingerprint": fp_side,
-        "unit": res.unit,
-        "samples": samples,
-        "median": sorted(samples)[len(samples) // 2] if samples else None,
-        "steps": res.config.steps,
-        "warmup": res.config.warmup,
-        "seed": res.config.seed,
-        "args": list(script_args),
-        "rules": list(rules),
-        "ab": res.to_json(),
-    }
 
 
 @returns_on_interrupt  # SIGTERM like Ctrl-C: same cleanup, exit 143 (130 for Ctrl-C), nothing committed
@@ -172,70 +88,42 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
               runner: Runner | None = None, rewriter: Rewriter | None = None,
               progress: Callable[[Any], None] | None = None, echo: Echo = _echo) -> int:
     """The --apply pipeline; returns the exit code (0 applied, 1 nothing passed, 2 error/refused)."""
-    from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write, unified_diff
+    from gpuperf_rewrite.lint.sourceio import unified_diff
 
     cfg = config or ABConfig()
     target = Path(path)
     if not target.is_file():
         raise ApplyError(f"{path}: not a file (--apply takes one training script)")
     original = target.read_bytes()
-    safe_only, no_commit, no_validate = options.safe_only, options.no_commit, options.no_validate
-    allow_dirty, json_out = options.allow_dirty, options.json_out
-    mode = "safe" if safe_only else "unsafe"
-    if rewriter is None:
-        if settings is None:
-            from gpuperf_rewrite.lint.api import SettingsError, load_settings
-
-            try:
-                settings = load_settings()
-            except SettingsError as exc:
-                raise ApplyError(str(exc)) from exc
-        rewriter = engine_rewriter(str(path), settings.ruleset_for(target.resolve()), mode, echo)
-    rewrite = rewriter
-
-    repo = rel = head = None
-    if not no_commit and not no_validate:
-        from gpuperf_rewrite.validate import gitops
-
-        repo = gitops.find_repo(target)
-        if repo is not None:
-            try:
-                rel = gitops.preflight(repo, target, allow_dirty=allow_dirty)
-            except gitops.GitRefused as exc:
-                echo(f"refused: {exc}", err=True)
-                return 2
-            head = gitops.head_sha(repo)
+    json_out = options.json_out
+    rewrite = rewriter or _engine_rewriter_for(target, settings, options, echo)
+    where = _git_preflight(target, options, echo)
+    if isinstance(where, int):
+        return where
+    repo, rel, head = where
     rel = rel or str(path)
 
     fixed, applied = rewrite(original, None)
     if fixed is None or not applied:
-        echo(f"{path}: no fixes to apply ({'safe fixes only' if safe_only else 'safe and unsafe fixes'}).")
+        echo(f"{path}: no fixes to apply ({'safe fixes only' if options.safe_only else 'safe and unsafe fixes'}).")
         return 0
     codes = tuple(sorted(applied))
     echo(f"{path}: {sum(applied.values())} fix(es) from {', '.join(f'{c} x{n}' for c, n in sorted(applied.items()))}",
          err=json_out)
     if not json_out:
         echo(unified_diff(rel, original, fixed))
-
-    if no_validate:
-        try:
-            atomic_write(target, fixed, expected=original)
-        except (WriteRefused, OSError) as exc:
-            echo(f"error: {exc}", err=True)
-            return 2
-        echo(f"Wrote {path} without validation: nothing was measured, nothing committed.", err=json_out)
-        if json_out:
-            echo(json.dumps({"status": "written_unvalidated", "rules": list(codes)}, indent=2))
-        return 0
+    if options.no_validate:
+        return _write_unvalidated(target, original, fixed, codes, json_out, echo)
+    _check_decidable(cfg, len(codes))
 
     from gpuperf_rewrite.validate import abtest
     from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
 
     with Workspace(prefix="gpuperf-apply-") as ws:  # every run in a scratch mirror of the checkout
         try:
-            return _validate_and_write(target, rel, original, codes, rewrite, cfg, script_args,
-                                       ws.runner(runner or abtest.default_runner()), progress, ws, repo,
-                                       head, no_commit, json_out, echo)
+            ctx = _Context(target, rel, original, codes, rewrite, cfg, tuple(script_args),
+                           ws.runner(runner or abtest.default_runner()), progress, repo, head, options, echo)
+            return _validate_and_write(ctx, ws)
         except WorkspaceError as exc:
             echo(f"error: {exc}", err=True)
             return 2
@@ -244,12 +132,89 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
             return exit_code(exc)
 
 
-def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[str, ...], rewrite: Rewriter,
-                        cfg: ABConfig, script_args: Sequence[str], runner: Runner | None,
-                        progress: Callable[[Any], None] | None, ws: Any, repo: Any, head: str | None,
-                        no_commit: bool, json_out: bool, echo: Callable[..., None]) -> int:
+def _engine_rewriter_for(target: Path, settings: Any, options: ApplyOptions, echo: Echo) -> Rewriter:
+    if settings is None:
+        from gpuperf_rewrite.lint.api import SettingsError, load_settings
+
+        try:
+            settings = load_settings()
+        except SettingsError as exc:
+            raise ApplyError(str(exc)) from exc
+    mode = "safe" if options.safe_only else "unsafe"
+    return engine_rewriter(str(target), settings.ruleset_for(target.resolve()), mode, echo)
+
+
+def _git_preflight(target: Path, options: ApplyOptions, echo: Echo) -> tuple[Any, str | None, str | None] | int:
+    """(repo, path in the repo, HEAD) when the result will be committed, (None, None, None) when
+    not; an exit code when the repository's state is refused."""
+    if options.no_commit or options.no_validate:
+        return None, None, None
+    from gpuperf_rewrite.validate import gitops
+
+    repo = gitops.find_repo(target)
+    if repo is None:
+        return None, None, None
+    try:
+        rel = gitops.preflight(repo, target, allow_dirty=options.allow_dirty)
+    except gitops.GitRefused as exc:
+        echo(f"refused: {exc}", err=True)
+        return 2
+    return repo, rel, gitops.head_sha(repo)
+
+
+def _check_decidable(cfg: ABConfig, n_codes: int) -> None:
+    """Refuse before measuring when an A/B that can commit (at its share of alpha) can never decide."""
+    from gpuperf_rewrite.validate.stats import undecidable_reason
+
+    level = min(alpha_plan(cfg.alpha, n_codes).values())
+    why = undecidable_reason(cfg, alpha=level)
+    if why:
+        share = "" if level == cfg.alpha else f" (--apply gives alpha/2 = {level:g} to each A/B that can commit)"
+        raise ApplyError(why + share)
+
+
+def _write_unvalidated(target: Path, original: bytes, fixed: bytes, codes: tuple[str, ...], json_out: bool,
+                       echo: Echo) -> int:
     from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write
 
+    try:
+        atomic_write(target, fixed, expected=original)
+    except (WriteRefused, OSError) as exc:
+        echo(f"error: {exc}", err=True)
+        return 2
+    echo(f"Wrote {target} without validation: nothing was measured, nothing committed.", err=json_out)
+    if json_out:
+        echo(json.dumps({"status": "written_unvalidated", "rules": list(codes)}, indent=2))
+    return 0
+
+
+@dataclass
+class _Context:
+    """Everything one --apply validation needs once the fixes are known."""
+
+    target: Path
+    rel: str
+    original: bytes
+    codes: tuple[str, ...]
+    rewrite: Rewriter
+    cfg: ABConfig
+    script_args: tuple[str, ...]
+    runner: Runner | None
+    progress: Callable[[Any], None] | None
+    repo: Any
+    head: str | None
+    options: ApplyOptions
+    echo: Echo
+
+    def say(self, message: str) -> None:
+        """Human-readable status: stdout normally, stderr when stdout carries the JSON report."""
+        self.echo(message, err=self.options.json_out)
+
+
+def _validate_and_write(ctx: _Context, ws: Any) -> int:
+    target, original, rewrite, cfg = ctx.target, ctx.original, ctx.rewrite, ctx.cfg
+    script_args, runner, progress, echo = ctx.script_args, ctx.runner, ctx.progress, ctx.echo
+    json_out = ctx.options.json_out
     a_path = ws.add(target, original)
     sources: dict[frozenset[str], bytes] = {}
 
@@ -260,7 +225,7 @@ def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[st
             sources[key] = data if data is not None else original
         return sources[key]
 
-    def evaluate(subset: tuple[str, ...]) -> ABResult:
+    def evaluate(subset: tuple[str, ...], cfg: ABConfig = cfg) -> ABResult:
         data = build(subset)
         b_path = ws.add(target, data)
         echo(f"== A/B: original vs rewrite with {', '.join(subset)}", err=True)
@@ -273,11 +238,8 @@ def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[st
         return res
 
     try:
-        first = evaluate(codes)
-        outcome = find_passing_subset(codes, evaluate, first) if first.verdict != "faster" and len(codes) > 1 \
-            else Outcome(kept=codes if first.verdict == "faster" else (), attempts=[Attempt(codes, first)],
-                         dropped={} if first.verdict == "faster" else
-                         {c: f"{first.verdict} ({first.reason})" for c in codes})
+        outcome = choose(ctx.codes, lambda subset, alpha, phase: evaluate(subset, phase_config(cfg, alpha, phase)),
+                         cfg.alpha)
     except ABError as exc:
         echo(f"error: {exc}", err=True)
         if exc.partial is not None and exc.partial.a:
@@ -285,55 +247,76 @@ def _validate_and_write(target: Path, rel: str, original: bytes, codes: tuple[st
             if tail:
                 echo(tail[-2000:], err=True)
         return 2
+    return _conclude(ctx, outcome, build)
 
+
+def phase_config(cfg: ABConfig, alpha: float, phase: str) -> ABConfig:
+    """The A/B configuration of one phase of the search: its share of alpha; the confirmation
+    also gets seeds of its own (fresh runs, not a replay of the screening's)."""
+    return replace(cfg, alpha=alpha, seed=cfg.seed + (1000 if phase == CONFIRMATION else 0))
+
+
+def _conclude(ctx: _Context, outcome: Outcome, build: Callable[[tuple[str, ...]], bytes]) -> int:
+    """Report, then write or commit the passing subset (or nothing)."""
     report: dict[str, Any] = {
-        "status": "rejected", "script": rel, "rules_tried": list(codes), "rules_applied": list(outcome.kept),
-        "dropped": outcome.dropped, "attempts": [{"rules": list(a.codes), "verdict": a.result.verdict,
-                                                  "reason": a.result.reason} for a in outcome.attempts],
+        "status": "rejected", "script": ctx.rel, "rules_tried": list(ctx.codes),
+        "rules_applied": list(outcome.kept), "dropped": outcome.dropped,
+        "attempts": [a.to_json() for a in outcome.attempts], "alpha": ctx.cfg.alpha,
         "commit": None, "validation": None,
     }
     for c, why in outcome.dropped.items():
-        echo(f"dropped {c}: {why}", err=json_out)
-    if not outcome.kept:
-        echo(f"Nothing passed validation; {target} is unchanged and nothing was committed.", err=json_out)
-        report["validation"] = first.to_json()
-        if json_out:
-            echo(json.dumps(report, indent=2))
-        return 1
-
-    kept_attempt = outcome.attempt_for(outcome.kept)
-    assert kept_attempt is not None
-    res = kept_attempt.result
-    final = build(outcome.kept)
+        ctx.say(f"dropped {c}: {why}")
+    if not outcome.kept or outcome.decision is None:
+        ctx.say(f"Nothing passed validation; {ctx.target} is unchanged and nothing was committed.")
+        report["validation"] = outcome.attempts[-1].result.to_json()
+        return _emit(ctx, report, 1)
+    res = outcome.decision.result
     report["validation"] = res.to_json()
-    record = note_record(rel, "apply", res, rules=outcome.kept, script_args=script_args)
-    if repo is not None and head is not None and not no_commit:
-        from gpuperf_rewrite.validate import gitops
+    final = build(outcome.kept)
+    if ctx.repo is not None and ctx.head is not None and not ctx.options.no_commit:
+        return _commit(ctx, outcome, res, final, report)
+    from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write
 
-        try:
-            done = gitops.commit_file(repo, rel, final, commit_message(rel, outcome.kept, res, outcome.dropped),
-                                      record, expected_head=head, expected_bytes=original)
-        except (gitops.GitRefused, WriteRefused) as exc:
-            echo(f"refused: {exc}", err=True)
-            return 2
-        report.update(status="committed", commit=done.commit)
-        echo(f"Committed {done.commit[:12]} on {done.branch}: {', '.join(outcome.kept)} "
-             f"({res.stats.speedup:.3f}x); note under {gitops.NOTES_REF}.", err=json_out)  # type: ignore[union-attr]
-        if done.exit_code:
-            echo("Interrupted, after the commit had completed (commit and note are in place).", err=True)
-            if json_out:
-                echo(json.dumps(report, indent=2))
-            return done.exit_code
-    else:
-        try:
-            atomic_write(target, final, expected=original)
-        except (WriteRefused, OSError) as exc:
-            echo(f"error: {exc}", err=True)
-            return 2
-        report["status"] = "written"
-        why = "--no-commit" if no_commit else "not inside a git repository"
-        echo(f"Wrote {target} ({', '.join(outcome.kept)}, {res.stats.speedup:.3f}x); not committed ({why}).",  # type: ignore[union-attr]
-             err=json_out)
-    if json_out:
-        echo(json.dumps(report, indent=2))
-    return 0
+    try:
+        atomic_write(ctx.target, final, expected=ctx.original)
+    except (WriteRefused, OSError) as exc:
+        ctx.echo(f"error: {exc}", err=True)
+        return 2
+    report["status"] = "written"
+    why = "--no-commit" if ctx.options.no_commit else "not inside a git repository"
+    ctx.say(f"Wrote {ctx.target} ({', '.join(outcome.kept)}, {res.stats.speedup:.3f}x); "  # type: ignore[union-attr]
+            f"not committed ({why}).")
+    return _emit(ctx, report, 0)
+
+
+def _commit(ctx: _Context, outcome: Outcome, res: ABResult, final: bytes, report: dict[str, Any]) -> int:
+    from gpuperf_rewrite.lint.sourceio import WriteRefused
+    from gpuperf_rewrite.validate import gitops
+
+    decision = outcome.decision
+    assert decision is not None
+    record = note_record(ctx.rel, "apply", samples=res.samples("B"), unit=res.unit,
+                         fingerprint=first_fingerprint(res.b) or res.fingerprint, config=res.config,
+                         script_args=ctx.script_args, rules=list(outcome.kept), ab=res.to_json(),
+                         search={"decided_by": decision.phase, "alpha": ctx.cfg.alpha,
+                                 "attempts": [a.to_json() for a in outcome.attempts]})
+    message = commit_message(ctx.rel, outcome.kept, decision, outcome.dropped, ctx.cfg.alpha)
+    try:
+        done = gitops.commit_file(ctx.repo, ctx.rel, final, message, record, expected_head=ctx.head,
+                                  expected_bytes=ctx.original)
+    except (gitops.GitRefused, WriteRefused) as exc:
+        ctx.echo(f"refused: {exc}", err=True)
+        return 2
+    report.update(status="committed", commit=done.commit)
+    ctx.say(f"Committed {done.commit[:12]} on {done.branch}: {', '.join(outcome.kept)} "
+            f"({res.stats.speedup:.3f}x); note under {gitops.NOTES_REF}.")  # type: ignore[union-attr]
+    if done.exit_code:
+        ctx.echo("Interrupted, after the commit had completed (commit and note are in place).", err=True)
+        return _emit(ctx, report, done.exit_code)
+    return _emit(ctx, report, 0)
+
+
+def _emit(ctx: _Context, report: dict[str, Any], code: int) -> int:
+    if ctx.options.json_out:
+        ctx.echo(json.dumps(report, indent=2))
+    return code

@@ -487,12 +487,3 @@ def ancestors_with_notes(repo: Any, start: str = "HEAD", limit: int = 1000) -> I
     for c in repo.iter_commits(start, first_parent=True, max_count=limit):
         if c.hexsha in noted:
             yield c, parse_note(repo.git.cat_file("-p", noted[c.hexsha], strip_newline_in_stdout=False))
-
-
-def has_comparable_baseline(repo: Any, rel: str, *, steps: int, warmup: int, args: Sequence[str]) -> bool:
-    """Whether HEAD or a first-parent ancestor has a note recording ``rel`` with these settings and
-    at least two samples: what ``regress`` needs, checked before it measures anything. (The
-    environment fingerprint can only be matched after a run.)"""
-    return any(r.get("script") == rel and r.get("steps") == steps and r.get("warmup") == warmup
-               and list(r.get("args") or []) == list(args) and len([x for x in r.get("samples") or [] if x]) >= 2
-               for _, records in ancestors_with_notes(repo) for r in latest_by_key(records).values())

@@ -1,0 +1,186 @@
+"""``baseline`` (measure HEAD's script, store the record in HEAD's note) and ``regress`` (measure
+the working tree's script against the nearest ancestor with a comparable record)."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from gpuperf_rewrite.validate.config import ABConfig
+from gpuperf_rewrite.validate.notes import note_record
+from gpuperf_rewrite.validate.records import common_unit, first_fingerprint, values
+
+Echo = Callable[..., None]
+
+
+def _echo(message: str = "", err: bool = False) -> None:
+    print(message, file=sys.stderr if err else sys.stdout, flush=True)
+
+
+class BaselineError(Exception):
+    """No measurement or no comparable baseline: exit 2."""
+
+
+def repo_and_rel(script: str) -> tuple[Any, str]:
+    from gpuperf_rewrite.validate import gitops
+
+    repo = gitops.find_repo(script)
+    if repo is None:
+        raise BaselineError(f"{script} is not inside a git repository (notes live in git)")
+    rel = gitops.relpath(repo, script)
+    if gitops.head_sha(repo) is None:
+        raise BaselineError("the repository has no commits yet")
+    return repo, rel
+
+
+def record_baseline(script: str, script_args: Sequence[str] = (), *, config: ABConfig | None = None,
+                    runner: Any = None, progress: Any = None, echo: Echo = _echo) -> dict[str, Any]:
+    """Measure the script as committed at HEAD and store the record in HEAD's note."""
+    from gpuperf_rewrite.validate import gitops
+    from gpuperf_rewrite.validate.abtest import default_runner, measure
+    from gpuperf_rewrite.validate.workspace import Workspace
+
+    cfg = config or ABConfig()
+    repo, rel = repo_and_rel(script)
+    gitops.check_identity(repo)  # the note is a commit: know who writes it before measuring
+    head = gitops.head_sha(repo)
+    try:
+        committed = repo.git.show(f"{head}:{rel}", stdout_as_string=False)
+    except Exception as exc:
+        raise BaselineError(f"{rel} is not committed at HEAD; commit it first") from exc
+    target = Path(script)
+    if target.read_bytes() != committed:  # measure HEAD's version, not the edited working copy
+        echo(f"note: {rel} differs from HEAD; measuring the committed version", err=True)
+    with Workspace(prefix="gpuperf-baseline-") as ws:  # runs in a scratch mirror of the checkout
+        runs = measure(ws.add(target, committed), script_args, config=cfg,
+                       runner=ws.runner(runner or default_runner()), progress=progress, side="A")
+    unit = common_unit(runs)
+    rec = note_record(rel, "baseline", samples=values(runs, unit), unit=unit,
+                      fingerprint=first_fingerprint(runs), config=cfg, script_args=script_args,
+                      runs=[r.to_json() for r in runs])
+    rec["commit"] = head
+    gitops.store_note(repo, head, rec)
+    return rec
+
+
+def samples_of(rec: dict[str, Any]) -> list[float]:
+    return [float(x) for x in rec.get("samples") or [] if x]
+
+
+def same_measurement(rec: dict[str, Any], rel: str, cfg: ABConfig, script_args: Sequence[str]) -> bool:
+    """Measured the same way: script path, --steps/--warmup, script arguments, at least 2 samples."""
+    return (rec.get("script") == rel and rec.get("steps") == cfg.steps and rec.get("warmup") == cfg.warmup
+            and list(rec.get("args") or []) == list(script_args) and len(samples_of(rec)) >= 2)
+
+
+def comparable(rec: dict[str, Any], rel: str, env_hash: str | None, cfg: ABConfig,
+               script_args: Sequence[str], unit: str) -> bool:
+    """Same measurement, same environment fingerprint and the same unit (samples/s is never
+    compared with steps/s)."""
+    fp = rec.get("fingerprint") or {}
+    return (same_measurement(rec, rel, cfg, script_args) and env_hash is not None
+            and fp.get("env_hash") == env_hash and rec.get("unit") == unit)
+
+
+def find_baseline(repo: Any, rel: str, env_hash: str | None, cfg: ABConfig, script_args: Sequence[str],
+                  unit: str) -> tuple[Any, dict[str, Any]] | None:
+    from gpuperf_rewrite.validate.gitops import ancestors_with_notes, latest_by_key
+
+    for commit, records in ancestors_with_notes(repo):
+        for rec in latest_by_key(records).values():
+            if comparable(rec, rel, env_hash, cfg, script_args, unit):
+                return commit, rec
+    return None
+
+
+def has_comparable_baseline(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence[str]) -> bool:
+    """Whether HEAD or an ancestor has a note measured the same way: what ``regress`` needs,
+    checked before it measures anything (the environment and the unit are known only after a run)."""
+    from gpuperf_rewrite.validate.gitops import ancestors_with_notes
+
+    return any(same_measurement(rec, rel, cfg, script_args)
+               for _, records in ancestors_with_notes(repo) for rec in records)
+
+
+def _no_baseline(rel: str, why: str) -> BaselineError:
+    return BaselineError(
+        f"no comparable baseline for {rel}: no ancestor commit has a gpuperf note for this script "
+        f"with {why}. Record one with `gpuperf-rewrite baseline {rel}`.")
+
+
+def check_regression(script: str, script_args: Sequence[str] = (), *, threshold: float = 0.05,
+                     config: ABConfig | None = None, runner: Any = None, progress: Any = None) -> dict[str, Any]:
+    """Measure the working tree's script and compare with the nearest comparable baseline."""
+    from gpuperf_rewrite.validate.abtest import default_runner, measure
+    from gpuperf_rewrite.validate.stats import compare
+    from gpuperf_rewrite.validate.workspace import Workspace
+
+    cfg = config or ABConfig()
+    repo, rel = repo_and_rel(script)
+    if not has_comparable_baseline(repo, rel, cfg, script_args):  # before spending time on measuring
+        raise _no_baseline(rel, "the same --steps/--warmup and script arguments")
+    with Workspace(prefix="gpuperf-regress-") as ws:  # runs in a scratch mirror of the checkout
+        runs = measure(script, script_args, config=cfg, runner=ws.runner(runner or default_runner()),
+                       progress=progress)
+    fp = first_fingerprint(runs) or {}
+    unit = common_unit(runs)
+    current = values(runs, unit)
+    found = find_baseline(repo, rel, fp.get("env_hash"), cfg, script_args, unit)
+    if found is None:
+        raise _no_baseline(rel, f"the same environment fingerprint, --steps/--warmup, script arguments "
+                                f"and unit ({unit})")
+    commit, rec = found
+    base = samples_of(rec)
+    s = compare(base, current, resamples=cfg.bootstrap_resamples, seed=cfg.seed)  # type: ignore[arg-type]
+    change = s.speedup - 1.0
+    regressed = s.p_slower < cfg.alpha and change < -threshold
+    return {
+        "regressed": regressed, "baseline_commit": commit.hexsha, "baseline_summary": commit.summary,
+        "script": rel, "unit": unit, "baseline_median": s.median_a, "current_median": s.median_b,
+        "change": change, "ci95": list(s.ci95), "p_value": s.p_slower, "threshold": threshold,
+        "alpha": cfg.alpha, "baseline": base, "current": current, "fingerprint": fp,
+        "stats": asdict(s),
+    }
+
+
+def history(repo: Any, rel: str) -> list[dict[str, Any]]:
+    from gpuperf_rewrite.validate.gitops import ancestors_with_notes, latest_by_key
+
+    rows = []
+    for commit, records in ancestors_with_notes(repo):
+        for rec in latest_by_key(records).values():
+            if rec.get("script") != rel or not samples_of(rec):
+                continue
+            samples = samples_of(rec)
+            rows.append({"commit": commit.hexsha, "date": commit.committed_datetime.isoformat(),
+                         "summary": commit.summary, "kind": rec.get("kind"), "median": statistics.median(samples),
+                         "runs": len(samples), "unit": rec.get("unit"),
+                         "env": str((rec.get("fingerprint") or {}).get("env_hash", ""))[:8],
+                         "device": (rec.get("fingerprint") or {}).get("device_name")})
+    return rows
+
+
+def plot_history(rows: list[dict[str, Any]], path: str, echo: Echo = _echo) -> None:
+    """A PNG of the median per commit, one line per environment (needs matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        echo("matplotlib is not installed; no plot written (pip install matplotlib)", err=True)
+        return
+    ordered = list(reversed(rows))
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    for env in sorted({r["env"] for r in ordered}):
+        pts = [(i, r["median"]) for i, r in enumerate(ordered) if r["env"] == env]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"env {env}")
+    ax.set_xticks(range(len(ordered)), [r["commit"][:7] for r in ordered], rotation=45, fontsize=7)
+    ax.set_ylabel(ordered[0]["unit"] if ordered else "")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    echo(f"Wrote {path}", err=True)

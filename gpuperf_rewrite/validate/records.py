@@ -1,0 +1,124 @@
+"""One run of one side, reduced from the runtime shim's JSON document to what the decision and
+the note need."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping, Sequence
+
+OK_STATUSES = ("completed", "step_limit")
+SAMPLES, STEPS = "samples/s", "steps/s"
+
+
+def skipped_steps(doc: Mapping[str, Any]) -> list[int]:
+    """Indices into ``loss`` of steps whose optimizer step GradScaler skipped (inf/NaN gradients).
+    The shim closes a step at every iteration, skipped or not, so indices align across the two
+    sides; it reports them as ``amp.skipped_steps``."""
+    found = (doc.get("amp") or {}).get("skipped_steps") or []
+    return sorted({i for i in found if isinstance(i, int)})
+
+
+@dataclass
+class RunRecord:
+    side: str
+    index: int
+    status: str
+    throughput: float | None  # samples/s (steps/s where no batch size is known)
+    unit: str
+    steps_per_s: float | None
+    measured_steps: int
+    wall_time_s: float | None
+    peak_memory_bytes: int | None
+    loss: list[float | None]  # one per optimizer step, warmup included; NaN where non-finite
+    exit_code: int | None
+    error: str | None
+    fingerprint: dict[str, Any] | None = field(default=None, repr=False)
+    stderr_tail: str = field(default="", repr=False)
+    ended_early: bool = False  # the script stopped by itself before warmup + steps
+    seed: int | None = None
+    skipped_steps: list[int] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in OK_STATUSES and self.measured_steps > 0 and bool(self.throughput)
+
+    def value(self, unit: str) -> float | None:
+        """This run's throughput in ``unit`` (steps/s is always known; samples/s only with a batch size)."""
+        return self.throughput if unit == self.unit else (self.steps_per_s if unit == STEPS else None)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("fingerprint")
+        d.pop("stderr_tail")
+        d["loss"] = [None if v is None or not math.isfinite(v) else v for v in self.loss]  # JSON has no NaN
+        return d
+
+
+def record_from_doc(side: str, index: int, doc: Mapping[str, Any], seed: int | None = None) -> RunRecord:
+    sps = doc.get("samples_per_s")
+    steps = doc.get("steps_per_s")
+    mem = doc.get("memory") or {}
+    peak = mem.get("peak_allocated_bytes") or mem.get("peak_rss_bytes")
+    status = str(doc.get("status") or "crashed")
+    measured = int(doc.get("measured_steps") or 0)
+    if status in OK_STATUSES and measured == 0:
+        status = "no_steps"
+    loss: list[float | None] = [None if v is None else float(v) for v in (doc.get("loss") or [])]
+    for i in doc.get("loss_nonfinite_steps") or []:  # JSON turned them into null: restore them
+        if isinstance(i, int) and 0 <= i < len(loss):
+            loss[i] = math.nan
+    return RunRecord(
+        side=side, index=index, status=status,
+        throughput=float(sps) if sps else (float(steps) if steps else None),
+        unit=SAMPLES if sps else STEPS,
+        steps_per_s=float(steps) if steps else None, measured_steps=measured,
+        wall_time_s=doc.get("wall_time_s"), peak_memory_bytes=int(peak) if peak else None,
+        loss=loss, exit_code=doc.get("exit_code"), error=doc.get("error"),
+        fingerprint=doc.get("fingerprint"), stderr_tail=str(doc.get("stderr_tail") or ""),
+        ended_early=bool(doc.get("ended_early")), seed=seed,
+        skipped_steps=skipped_steps(doc),
+    )
+
+
+def common_unit(runs: Sequence[RunRecord]) -> str:
+    """samples/s when every successful run knows its batch size, else steps/s for all: the two
+    sides must be compared in one unit."""
+    ok = [r for r in runs if r.ok]
+    return SAMPLES if ok and all(r.unit == SAMPLES for r in ok) else STEPS
+
+
+def values(runs: Sequence[RunRecord], unit: str) -> list[float]:
+    out = [r.value(unit) for r in runs if r.ok]
+    return [v for v in out if v]
+
+
+def describe_failure(rec: RunRecord) -> str:
+    if rec.status == "timeout":
+        return "timed out"
+    if rec.status in OK_STATUSES or rec.status == "no_steps":
+        return "ran no optimizer steps"
+    detail = rec.error or _last_line(rec.stderr_tail) or f"exit code {rec.exit_code}"
+    return f"crashed: {detail}"
+
+
+def step_mismatch(a: RunRecord, b: RunRecord) -> str | None:
+    """Why B's run did less work than A's run of the same pair (None when it did not): fewer
+    measured steps, or the script ending by itself where A's ran to the step limit. A rewrite
+    that quietly stops early must never be judged faster."""
+    if b.measured_steps < a.measured_steps:
+        return (f"B run {b.index + 1} measured {b.measured_steps} optimizer steps where A measured "
+                f"{a.measured_steps}" + (" (B's script ended early)" if b.ended_early else ""))
+    if b.ended_early and not a.ended_early:
+        return (f"B run {b.index + 1} ended by itself before the step limit while A's ran to it "
+                f"({b.measured_steps} measured steps)")
+    return None
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+def first_fingerprint(runs: Sequence[RunRecord]) -> dict[str, Any] | None:
+    return next((r.fingerprint for r in runs if r.fingerprint), None)
