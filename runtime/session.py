@@ -15,7 +15,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import SCHEMA_VERSION, compilation, diagnosis, fingerprint, memory, nvml
+from . import compilation, diagnosis, fingerprint, memory, nvml, schema
 from .dataloader import DataWait
 from .dataloader import install as install_dataloader
 from .hooks import (
@@ -164,11 +164,8 @@ class Session:
         gpu = None
         if self.sampler is not None and m > 0:
             gpu = self.sampler.summary(self.clock.host[start], self.clock.host[end], m)
-        doc: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
+        values: dict[str, Any] = {
             "status": status,
-            "script": script,
-            "args": args,
             "exit_code": exit_code,
             "stderr_tail": "",
             "error": error,
@@ -202,6 +199,7 @@ class Session:
             "world_size": world_size,
             "ranks": None,
         }
+        doc = schema.fill(schema.empty_document(script, args, status), **values)
         doc["diagnosis"] = diagnosis.diagnose(doc)
         return doc
 

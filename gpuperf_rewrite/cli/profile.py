@@ -10,8 +10,7 @@ import click
 
 from gpuperf_rewrite.validate.profiling import LAUNCHERS, run_profile
 from gpuperf_rewrite.runtime.report import format_report
-
-OK_STATUSES = ("completed", "step_limit")
+from gpuperf_rewrite.runtime.schema import OK_STATUSES
 
 
 @click.command("profile", context_settings={"ignore_unknown_options": True})

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 VERDICTS = ("faster", "slower", "no_difference", "broken")
-OK_STATUSES = ("completed", "step_limit")
+from gpuperf_rewrite.runtime.schema import OK_STATUSES
 # Loss tolerance (relative, per step). fp32 rewrites (workers, pinned memory, fused optimizers,
 # TF32, compile) change the arithmetic a little; autocast to bf16/fp16 changes it more.
 LOSS_RTOL_FP32 = 0.02
