@@ -20,8 +20,19 @@ def empty_summary() -> dict[str, Any]:
 
 
 def empty_memory() -> dict[str, Any]:
-    return {"peak_allocated_bytes": None, "peak_reserved_bytes": None, "peak_rss_bytes": None,
-            "device_total_bytes": None}
+    return {
+        "peak_allocated_bytes": None, "peak_reserved_bytes": None, "peak_rss_bytes": None,
+        "device_total_bytes": None, "rss_per_step": [], "allocated_per_step": None, "sample_stride": None,
+        "growth_bytes_per_step": None, "growth_source": None, "growth_steady": False,
+        "available_bytes": None, "steps_to_oom": None, "fragmentation_bytes": None,
+        "steady_allocated_bytes": None, "batch_size_factor": None,
+        "loss_graphs_checked": 0, "loss_graphs_retained": 0,
+    }
+
+
+def empty_amp() -> dict[str, Any]:
+    return {"autocast_dtypes": [], "gradscaler": False, "skipped_steps": [], "skipped_in_window": 0,
+            "skipped_fraction": None, "scale_per_step": [], "precision_check": None}
 
 
 def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, Any]:
@@ -56,6 +67,7 @@ def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, A
         "loss": [],
         "loss_unscaled_by_gradscaler": False,
         "loss_nonfinite_steps": [],
+        "amp": empty_amp(),
         "compile": None,
         "trace": None,
         "fingerprint": None,
@@ -63,6 +75,8 @@ def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, A
         "rank": 0,
         "world_size": None,
         "ranks": None,
+        "distributed": None,
+        "batch_probe": None,
     }
 
 

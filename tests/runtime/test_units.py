@@ -67,7 +67,9 @@ def test_diagnosis_syncs_gpu_memory_and_graph_breaks() -> None:
     assert by_kind["host_syncs"]["evidence"] == "9 host syncs per step"
     assert "GP101" in by_kind["host_syncs"]["rules"]
     assert by_kind["gpu_underutilized"]["evidence"] == "GPU busy 41% of the time"
-    assert by_kind["memory_pressure"]["evidence"] == "memory at 97% of capacity"
+    assert by_kind["memory_pressure"]["evidence"] == ("memory at 97% of capacity: activation checkpointing "
+                                                      "(GP405) or a smaller batch")
+    assert by_kind["memory_pressure"]["rules"][0] == "GP405"
     assert by_kind["graph_breaks"]["severity"] > 0
     assert all(0 <= f["severity"] <= 1 for f in d)
     assert "compute_bound" not in by_kind  # only a fallback when nothing else is severe
