@@ -127,6 +127,10 @@ def diagnose(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+SERIES_NAMES = {"allocated": "device memory allocated", "heap": "C heap in use, where CPU tensors live",
+                "rss": "process RSS"}
+
+
 def memory_findings(mem: dict[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     reserved, total = mem.get("peak_reserved_bytes"), mem.get("device_total_bytes")
@@ -142,7 +146,7 @@ def memory_findings(mem: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(_finding("memory_pressure", (frac - 0.85) / 0.15, evidence))
     growth = mem.get("growth_bytes_per_step")
     if mem.get("growth_steady") and growth:
-        what = "device memory allocated" if mem.get("growth_source") == "allocated" else "process RSS"
+        what = SERIES_NAMES.get(mem.get("growth_source"), "memory")
         left = mem.get("steps_to_oom")
         oom = ""
         severity = 0.5

@@ -1,14 +1,19 @@
 """Memory: samples at every step boundary, peaks, what is left before OOM, batch-size headroom.
 
-Per step, at the optimizer-step boundary (no sync: neither read waits for the GPU):
-* the process RSS from ``/proc/self/statm`` (one ``pread`` on a descriptor kept open, ~3 us);
-* on CUDA, the caching allocator's ``allocated_bytes.all.current`` (host-side counters).
+Per step, at the optimizer-step boundary (no sync: none of these reads waits for the GPU):
+* ``heap``: bytes in use in the C heap (glibc ``mallinfo2``: in-use chunks plus mmapped blocks),
+  where torch's CPU tensors live. Unlike RSS it does not count memory the allocator has freed
+  but kept, so it is flat for a script that frees what it allocates (RSS can climb for a hundred
+  steps with no leak at all: glibc keeps freed 4 MiB blocks);
+* ``rss``: the process RSS from ``/proc/self/statm`` (one ``pread`` on a descriptor kept open);
+* ``allocated``: on CUDA, the caching allocator's ``allocated_bytes.all.current`` (host counters).
 Each read is timed; when reads would cost more than ``READ_BUDGET`` of the step time, the
 tracker samples every 2nd, 4th, ... step instead (``sample_stride``), so the cost stays bounded.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import resource
 import statistics
@@ -23,8 +28,8 @@ READ_BUDGET = 0.005  # share of a step the memory reads may take
 MAX_STRIDE = 64
 HEADROOM_MARGIN = 0.90  # of the memory the process could hold: room for fragmentation, workspaces
 # Growth under these totals over the window is not called a leak (RSS is noisier than the allocator).
-MIN_GROWTH_RSS = 8 << 20
-MIN_GROWTH_ALLOCATED = 1 << 20
+MIN_GROWTH = {"allocated": 1 << 20, "heap": 2 << 20, "rss": 8 << 20}
+HEAP_SHARE_MIN = 0.01  # a heap smaller than this share of RSS is not the allocator in use
 
 Reader = Callable[[], int]
 
@@ -59,6 +64,31 @@ def rss_reader() -> tuple[Reader, Callable[[], None]] | None:
     return read, close
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+        "keepcost")]
+
+
+def heap_reader() -> Reader | None:
+    """Bytes the C heap has handed out and not freed (glibc >= 2.33), or None elsewhere."""
+    try:
+        fn = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return None
+    fn.restype = _MallInfo2
+    fn.argtypes = []
+
+    def read() -> int:
+        info = fn()
+        return int(info.uordblks + info.hblkhd)
+
+    try:
+        return read if read() > 0 else None  # jemalloc/tcmalloc builds may answer zeros
+    except Exception:
+        return None
+
+
 def cuda_allocated_reader(torch: Any) -> Reader:
     """Bytes held by live tensors on the current device, from the allocator's host-side counters."""
     dev = torch.cuda.current_device()
@@ -78,33 +108,42 @@ def cuda_allocated_reader(torch: Any) -> Reader:
 
 class MemoryTracker:
     def __init__(self) -> None:
-        self.rss: dict[int, int] = {}  # boundary index -> bytes
-        self.allocated: dict[int, int] = {}
+        self.series: dict[str, dict[int, int]] = {"allocated": {}, "heap": {}, "rss": {}}  # boundary -> bytes
         self.stride = 1
         self._over_budget = 0
+        self._readers: dict[str, Reader] = {}
+        self._close: Callable[[], None] = lambda: None
+        heap = heap_reader()
+        if heap is not None:
+            self._readers["heap"] = heap
         rss = rss_reader()
-        self._rss, self._close = rss if rss is not None else (None, lambda: None)
-        self._cuda: Reader | None = None
+        if rss is not None:
+            self._readers["rss"], self._close = rss
+
+    @property
+    def rss(self) -> dict[int, int]:
+        return self.series["rss"]
+
+    @property
+    def allocated(self) -> dict[int, int]:
+        return self.series["allocated"]
 
     def use_cuda(self, torch: Any) -> None:
         try:
-            self._cuda = cuda_allocated_reader(torch)
+            self._readers["allocated"] = cuda_allocated_reader(torch)
         except Exception:
-            self._cuda = None
+            pass
 
     def sample(self, boundary: int, step_s: float) -> None:
         """Called at every step boundary (hot path)."""
         if boundary % self.stride:
             return
         t0 = time.perf_counter()
-        try:
-            if self._rss is not None:
-                self.rss[boundary] = self._rss()
-            if self._cuda is not None:
-                self.allocated[boundary] = self._cuda()
-        except Exception:  # a failing read must never become the script's exception
-            self._rss = self._cuda = None
-            return
+        for name, read in list(self._readers.items()):
+            try:
+                self.series[name][boundary] = read()
+            except Exception:  # a failing read must never become the script's exception
+                del self._readers[name]
         cost = time.perf_counter() - t0
         # Two reads in a row over budget (one may be a preemption) double the stride.
         if step_s > 0 and cost > READ_BUDGET * step_s * self.stride:
@@ -199,23 +238,34 @@ def collect(torch: Any, cuda_used: bool, tracker: MemoryTracker | None = None, s
         return out
     tracker.close()
     out["sample_stride"] = tracker.stride
-    out["rss_per_step"] = window_series(tracker.rss, start, end)
-    fits = [("rss", fit_growth(out["rss_per_step"], MIN_GROWTH_RSS))]
+    series = {name: window_series(samples, start, end) for name, samples in tracker.series.items()}
+    out["rss_per_step"] = series["rss"]
+    out["heap_per_step"] = series["heap"] if tracker.series["heap"] else None
+    heap_ok = bool(tracker.series["heap"]) and _heap_is_the_allocator(series["heap"], series["rss"])
+    # Leak verdicts from exact counters: the device allocator, then the C heap; RSS only without one.
+    names = ["heap" if heap_ok else "rss"]
     if cuda is not None and tracker.allocated:
-        out["allocated_per_step"] = series = window_series(tracker.allocated, start, end)
-        fits.insert(0, ("allocated", fit_growth(series, MIN_GROWTH_ALLOCATED)))
-        sampled = [v for v in series if v is not None]
+        out["allocated_per_step"] = series["allocated"]
+        names.insert(0, "allocated")
+        sampled = [v for v in series["allocated"] if v is not None]
         steady = int(statistics.median(sampled)) if sampled else cuda["allocated"]
         out["steady_allocated_bytes"] = steady
         out["batch_size_factor"] = batch_size_factor(cuda["peak_allocated"], steady,
                                                      cuda["free"] + cuda["reserved"])
+    fits = [(name, fit_growth(series[name], MIN_GROWTH[name])) for name in names]
     # Report the series that grows steadily (device memory first); else the primary one's slope.
-    source, fit = next(((s, f) for s, f in fits if f["steady"]), fits[0])
+    source, fit = next(((n, f) for n, f in fits if f["steady"]), fits[0])
     if fit["slope"] is not None:
         out.update(growth_bytes_per_step=fit["slope"], growth_source=source, growth_steady=fit["steady"])
-        if source == "rss" and cuda is not None:
+        if source != "allocated" and cuda is not None:
             out["available_bytes"] = ram_available()  # host memory is what runs out
         avail = out["available_bytes"]
         if fit["steady"] and avail is not None:
             out["steps_to_oom"] = avail / fit["slope"]
     return out
+
+
+def _heap_is_the_allocator(heap: list[int | None], rss: list[int | None]) -> bool:
+    h = [v for v in heap if v is not None]
+    r = [v for v in rss if v is not None]
+    return bool(h) and (not r or max(h) >= HEAP_SHARE_MIN * statistics.median(r))

@@ -115,7 +115,8 @@ def memory_section(mem: dict[str, Any]) -> list[str]:
                  f"{fmt_bytes(mem.get('peak_reserved_bytes'))} (fragmentation {fmt_bytes(mem.get('fragmentation_bytes'))})"
                  f" of {fmt_bytes(mem.get('device_total_bytes'))};" + peaks)
     lines.append(peaks)
-    series = [("device allocated", mem.get("allocated_per_step")), ("RSS", mem.get("rss_per_step"))]
+    series = [("device allocated", mem.get("allocated_per_step")), ("heap", mem.get("heap_per_step")),
+              ("RSS", mem.get("rss_per_step"))]
     spans = [f"{name} {fmt_bytes(a)} -> {fmt_bytes(b)}" for name, s in series
              for a, b in [_first_last(s)] if a is not None]
     if spans:
@@ -124,7 +125,7 @@ def memory_section(mem: dict[str, Any]) -> list[str]:
                      + (f" (sampled every {stride} steps)" if stride and stride > 1 else ""))
     growth = mem.get("growth_bytes_per_step")
     if growth is not None:
-        source = "device allocated" if mem.get("growth_source") == "allocated" else "RSS"
+        source = {"allocated": "device allocated", "heap": "heap"}.get(mem.get("growth_source"), "RSS")
         if mem.get("growth_steady"):
             left = mem.get("steps_to_oom")
             oom = (f": out of memory in ~{left:,.0f} steps ({fmt_bytes(mem.get('available_bytes'))} left)"

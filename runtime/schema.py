@@ -22,7 +22,7 @@ def empty_summary() -> dict[str, Any]:
 def empty_memory() -> dict[str, Any]:
     return {
         "peak_allocated_bytes": None, "peak_reserved_bytes": None, "peak_rss_bytes": None,
-        "device_total_bytes": None, "rss_per_step": [], "allocated_per_step": None, "sample_stride": None,
+        "device_total_bytes": None, "rss_per_step": [], "heap_per_step": None, "allocated_per_step": None, "sample_stride": None,
         "growth_bytes_per_step": None, "growth_source": None, "growth_steady": False,
         "available_bytes": None, "steps_to_oom": None, "fragmentation_bytes": None,
         "steady_allocated_bytes": None, "batch_size_factor": None,

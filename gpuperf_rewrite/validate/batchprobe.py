@@ -130,7 +130,8 @@ def format_probe(res: Mapping[str, Any]) -> str:
         mem = s["peak_reserved_bytes"] if s["peak_reserved_bytes"] is not None else s["peak_rss_bytes"]
         what = "peak reserved" if s["peak_reserved_bytes"] is not None else "peak RSS"
         speed = (f"{s['steps_per_s']:.2f} steps/s, {s['samples_per_s']:.1f} samples/s"
-                 if s["steps_per_s"] else s["status"] + (" (out of memory)" if s["oom"] else ""))
+                 if s["status"] in OK_STATUSES and s["steps_per_s"]
+                 else str(s["status"]) + (" (out of memory)" if s["oom"] else ""))
         lines.append(f"  {res['arg']} {s['value']:>6}: {speed}"
                      + (f", {what} {mem / 2**20:.0f} MiB" if mem else ""))
     if res.get("best") is not None:
