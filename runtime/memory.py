@@ -7,8 +7,8 @@ Per step, at the optimizer-step boundary (no sync: none of these reads waits for
   steps with no leak at all: glibc keeps freed 4 MiB blocks);
 * ``rss``: the process RSS from ``/proc/self/statm`` (one ``pread`` on a descriptor kept open);
 * ``allocated``: on CUDA, the caching allocator's ``allocated_bytes.all.current`` (host counters).
-Each read is timed; when reads would cost more than ``READ_BUDGET`` of the step time, the
-tracker samples every 2nd, 4th, ... step instead (``sample_stride``), so the cost stays bounded.
+Each read is timed; when a series' reads would cost more than ``READ_BUDGET`` of the step time, the
+tracker reads that series every 2nd, 4th, ... step instead (``sample_stride``), so the cost stays bounded.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import sys
 import time
 from typing import Any, Callable
 
-from .growth import fit_growth
+from .growth import MIN_POINTS, fit_growth
 from .schema import empty_memory
 
-READ_BUDGET = 0.005  # share of a step the memory reads may take
-MAX_STRIDE = 64
+READ_BUDGET = 0.003  # share of a step each series' reads may take (three series: under 1%)
+MAX_STRIDE = 1024  # mallinfo2 can take a millisecond in a fragmented heap
 HEADROOM_MARGIN = 0.90  # of the memory the process could hold: room for fragmentation, workspaces
 # Growth under these totals over the window is not called a leak (RSS is noisier than the allocator).
 MIN_GROWTH = {"allocated": 1 << 20, "heap": 2 << 20, "rss": 8 << 20}
@@ -107,10 +107,13 @@ def cuda_allocated_reader(torch: Any) -> Reader:
 
 
 class MemoryTracker:
+    """Reads every series at step boundaries; each series has its own stride, so a costly read
+    (``mallinfo2`` walks the heap's free lists) is thinned out without thinning the cheap ones."""
+
     def __init__(self) -> None:
         self.series: dict[str, dict[int, int]] = {"allocated": {}, "heap": {}, "rss": {}}  # boundary -> bytes
-        self.stride = 1
-        self._over_budget = 0
+        self.stride: dict[str, int] = {"allocated": 1, "heap": 1, "rss": 1}
+        self._over_budget: dict[str, int] = {"allocated": 0, "heap": 0, "rss": 0}
         self._readers: dict[str, Reader] = {}
         self._close: Callable[[], None] = lambda: None
         heap = heap_reader()
@@ -136,23 +139,25 @@ class MemoryTracker:
 
     def sample(self, boundary: int, step_s: float) -> None:
         """Called at every step boundary (hot path)."""
-        if boundary % self.stride:
-            return
-        t0 = time.perf_counter()
+        perf = time.perf_counter
         for name, read in list(self._readers.items()):
+            stride = self.stride[name]
+            if boundary % stride:
+                continue
+            t0 = perf()
             try:
                 self.series[name][boundary] = read()
             except Exception:  # a failing read must never become the script's exception
                 del self._readers[name]
-        cost = time.perf_counter() - t0
-        # Two reads in a row over budget (one may be a preemption) double the stride.
-        if step_s > 0 and cost > READ_BUDGET * step_s * self.stride:
-            self._over_budget += 1
-            if self._over_budget >= 2 and self.stride < MAX_STRIDE:
-                self.stride *= 2
-                self._over_budget = 0
-        else:
-            self._over_budget = 0
+                continue
+            # Two reads in a row over budget (one may be a preemption) double the stride.
+            if step_s > 0 and perf() - t0 > READ_BUDGET * step_s * stride:
+                self._over_budget[name] += 1
+                if self._over_budget[name] >= 2 and stride < MAX_STRIDE:
+                    self.stride[name] = stride * 2
+                    self._over_budget[name] = 0
+            else:
+                self._over_budget[name] = 0
 
     def close(self) -> None:
         self._close()
@@ -237,11 +242,12 @@ def collect(torch: Any, cuda_used: bool, tracker: MemoryTracker | None = None, s
     if tracker is None:
         return out
     tracker.close()
-    out["sample_stride"] = tracker.stride
+    out["sample_stride"] = {name: tracker.stride[name] for name in names_read(tracker)}
     series = {name: window_series(samples, start, end) for name, samples in tracker.series.items()}
     out["rss_per_step"] = series["rss"]
     out["heap_per_step"] = series["heap"] if tracker.series["heap"] else None
-    heap_ok = bool(tracker.series["heap"]) and _heap_is_the_allocator(series["heap"], series["rss"])
+    heap_ok = (sum(v is not None for v in series["heap"]) >= MIN_POINTS
+               and _heap_is_the_allocator(series["heap"], series["rss"]))
     # Leak verdicts from exact counters: the device allocator, then the C heap; RSS only without one.
     names = ["heap" if heap_ok else "rss"]
     if cuda is not None and tracker.allocated:
@@ -263,6 +269,10 @@ def collect(torch: Any, cuda_used: bool, tracker: MemoryTracker | None = None, s
         if fit["steady"] and avail is not None:
             out["steps_to_oom"] = avail / fit["slope"]
     return out
+
+
+def names_read(tracker: MemoryTracker) -> list[str]:
+    return [name for name, samples in tracker.series.items() if samples]
 
 
 def _heap_is_the_allocator(heap: list[int | None], rss: list[int | None]) -> bool:

@@ -120,9 +120,9 @@ def memory_section(mem: dict[str, Any]) -> list[str]:
     spans = [f"{name} {fmt_bytes(a)} -> {fmt_bytes(b)}" for name, s in series
              for a, b in [_first_last(s)] if a is not None]
     if spans:
-        stride = mem.get("sample_stride")
+        thinned = [f"{name} every {k} steps" for name, k in (mem.get("sample_stride") or {}).items() if k > 1]
         lines.append("  over the window: " + ", ".join(spans)
-                     + (f" (sampled every {stride} steps)" if stride and stride > 1 else ""))
+                     + (f" (sampled: {', '.join(thinned)})" if thinned else ""))
     growth = mem.get("growth_bytes_per_step")
     if growth is not None:
         source = {"allocated": "device allocated", "heap": "heap"}.get(mem.get("growth_source"), "RSS")
