@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -88,6 +88,24 @@ def _timed_block(n: int, step: Callable[[], None]) -> float:
     return (time.thread_time() - t) / n * 1e6
 
 
+def _under_shim(n: int, step: Callable[[], None], extra: Callable[[Any], Callable[[], None]]) -> float:
+    """One block of ``step`` with a fresh session's step and backward hooks plus ``extra(session)``."""
+    import torch
+
+    from gpuperf_rewrite.runtime.hooks import install_backward_hooks, install_optimizer_hooks
+    from gpuperf_rewrite.runtime.session import Session
+
+    s = Session(torch, steps=10**9, warmup=1, trace_dir=None, rank=0)
+    s.clock.start()
+    undo = [install_optimizer_hooks(torch, s.on_step, s.check_stop), install_backward_hooks(torch, s.loss),
+            extra(s)]
+    try:
+        return _timed_block(n, step)
+    finally:
+        for fn in undo:
+            fn()
+
+
 def hook_cost_us(blocks: int = 8, n: int = 2000) -> tuple[float, float]:
     """Per-step CPU cost of the shim's always-on hooks, in-process: a tiny step (batch 2,
     Linear(4, 1)) timed in alternating blocks with and without them (optimizer, backward and
@@ -96,8 +114,6 @@ def hook_cost_us(blocks: int = 8, n: int = 2000) -> tuple[float, float]:
     import torch
 
     from gpuperf_rewrite.runtime.dataloader import install as install_dataloader
-    from gpuperf_rewrite.runtime.hooks import install_backward_hooks, install_optimizer_hooks
-    from gpuperf_rewrite.runtime.session import Session
 
     torch.set_num_threads(1)
     model = torch.nn.Linear(4, 1)
@@ -113,15 +129,7 @@ def hook_cost_us(blocks: int = 8, n: int = 2000) -> tuple[float, float]:
         opt.step()
 
     def shim() -> float:
-        s = Session(torch, steps=10**9, warmup=1, trace_dir=None, rank=0)
-        s.clock.start()
-        undo = [install_optimizer_hooks(torch, s.on_step, s.check_stop),
-                install_backward_hooks(torch, s.loss), install_dataloader(torch, s.data)]
-        try:
-            return _timed_block(n, step)
-        finally:
-            for fn in undo:
-                fn()
+        return _under_shim(n, step, lambda s: install_dataloader(torch, s.data))
 
     return _alternate(blocks, lambda: _timed_block(n, step), shim)
 
@@ -150,8 +158,6 @@ def amp_cost_us(blocks: int = 8, n: int = 1000) -> tuple[float, float]:
     import torch
 
     from gpuperf_rewrite.runtime import amp
-    from gpuperf_rewrite.runtime.hooks import install_backward_hooks, install_optimizer_hooks
-    from gpuperf_rewrite.runtime.session import Session
 
     torch.set_num_threads(1)
     model = torch.nn.Linear(4, 1)
@@ -168,15 +174,7 @@ def amp_cost_us(blocks: int = 8, n: int = 1000) -> tuple[float, float]:
         scaler.update()
 
     def shim() -> float:
-        s = Session(torch, steps=10**9, warmup=1, trace_dir=None, rank=0)
-        s.clock.start()
-        undo = [install_optimizer_hooks(torch, s.on_step, s.check_stop),
-                install_backward_hooks(torch, s.loss), amp.install(torch, s.amp)]
-        try:
-            return _timed_block(n, step)
-        finally:
-            for fn in undo:
-                fn()
+        return _under_shim(n, step, lambda s: amp.install(torch, s.amp))
 
     return _alternate(blocks, lambda: _timed_block(n, step), shim)
 
