@@ -274,8 +274,9 @@ def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed
         install_dataloader(torch, session.data),
         session.reads.install(torch),
         amp.install(torch, session.amp),
-        ddp.install(torch, session.comm),
     ]
+    if world_size > 1:  # all-reduce timing: only a launched world has more than one process
+        undo.append(ddp.install(torch, session.comm))
     if os.environ.get(amp.FP32_ENV) == "1":  # the fp32 reference run of --precision-check
         undo.append(amp.force_fp32(torch))
     t0 = time.perf_counter()
