@@ -9,6 +9,12 @@ interleaved (plain, shim, shim, plain, ...) so machine-load drift hits both arms
 
 Prints per-run numbers, the median steps/s of each arm and the ratio shim/plain
 (overhead = 1 - ratio). ``--size tiny`` is the worst case: sub-millisecond steps.
+
+It then measures, in-process with ``thread_time`` (CPU time of this thread: robust on a shared
+machine), the fixed per-step cost of each measurement the shim adds: the base hooks, the memory
+reads (C heap, RSS), the GradScaler/autocast wrappers, and the timed DDP comm hook (one gloo
+process, so the all-reduce is local and the hook's own cost shows). ``--costs-only`` skips the
+end-to-end runs.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -63,43 +70,189 @@ def run_once(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     return float(m.group(1)), float(m.group(2))
 
 
+def _alternate(blocks: int, plain: Callable[[], float], shim: Callable[[], float]) -> tuple[float, float]:
+    """Medians of alternating plain/shim blocks (us per step); each callable runs one block.
+    The minimums are printed too: on a loaded machine they are the better estimate of the cost."""
+    a, b = [], []
+    for _ in range(blocks):
+        a.append(plain())
+        b.append(shim())
+    print(f"    (blocks: plain min {min(a):.1f}, shim min {min(b):.1f} us/step -> {min(b) - min(a):.1f} us)")
+    return statistics.median(a), statistics.median(b)
+
+
+def _timed_block(n: int, step: Callable[[], None]) -> float:
+    t = time.thread_time()
+    for _ in range(n):
+        step()
+    return (time.thread_time() - t) / n * 1e6
+
+
+def _under_shim(n: int, step: Callable[[], None], extra: Callable[[Any], Callable[[], None]]) -> float:
+    """One block of ``step`` with a fresh session's step and backward hooks plus ``extra(session)``."""
+    import torch
+
+    from gpuperf_rewrite.runtime.hooks import install_backward_hooks, install_optimizer_hooks
+    from gpuperf_rewrite.runtime.session import Session
+
+    s = Session(torch, steps=10**9, warmup=1, trace_dir=None, rank=0)
+    s.clock.start()
+    undo = [install_optimizer_hooks(torch, s.on_step, s.check_stop), install_backward_hooks(torch, s.loss),
+            extra(s)]
+    try:
+        return _timed_block(n, step)
+    finally:
+        for fn in undo:
+            fn()
+
+
 def hook_cost_us(blocks: int = 8, n: int = 2000) -> tuple[float, float]:
-    """Per-step CPU cost of the hooks, in-process: a tiny step (batch 2, Linear(4, 1)) timed with
-    thread_time in alternating blocks with and without the hooks installed. Returns
-    (plain us/step, shim us/step); the difference is the fixed cost the shim adds to any step."""
+    """Per-step CPU cost of the shim's always-on hooks, in-process: a tiny step (batch 2,
+    Linear(4, 1)) timed in alternating blocks with and without them (optimizer, backward and
+    DataLoader hooks, and the step boundary itself with its memory reads and kept-graph check).
+    Returns (plain us/step, shim us/step)."""
     import torch
 
     from gpuperf_rewrite.runtime.dataloader import install as install_dataloader
-    from gpuperf_rewrite.runtime.hooks import install_backward_hooks, install_optimizer_hooks
-    from gpuperf_rewrite.runtime.session import Session
 
     torch.set_num_threads(1)
     model = torch.nn.Linear(4, 1)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    data = torch.utils.data.TensorDataset(torch.randn(blocks * n * 4, 4), torch.randn(blocks * n * 4, 1))
+    data = torch.utils.data.TensorDataset(torch.randn(2 * blocks * n * 4, 4), torch.randn(2 * blocks * n * 4, 1))
     it = iter(torch.utils.data.DataLoader(data, batch_size=2))
 
-    def block() -> float:
-        t = time.thread_time()
-        for _ in range(n):
-            x, y = next(it)
-            loss = ((model(x) - y) ** 2).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        return (time.thread_time() - t) / n * 1e6
+    def step() -> None:
+        x, y = next(it)
+        loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
 
-    plain, shim = [], []
-    for _ in range(blocks):
-        plain.append(block())
-        s = Session(torch, steps=10**9, warmup=1, trace_dir=None, rank=0)
-        s.clock.start()
-        undo = [install_optimizer_hooks(torch, s.on_step, s.check_stop),
-                install_backward_hooks(torch, s.loss), install_dataloader(torch, s.data)]
-        shim.append(block())
-        for fn in undo:
-            fn()
-    return statistics.median(plain), statistics.median(shim)
+    def shim() -> float:
+        return _under_shim(n, step, lambda s: install_dataloader(torch, s.data))
+
+    return _alternate(blocks, lambda: _timed_block(n, step), shim)
+
+
+def memory_read_us(n: int = 20000) -> dict[str, float]:
+    """CPU cost of one step boundary's memory reads, per reader and together (us)."""
+    from gpuperf_rewrite.runtime import memory
+
+    out: dict[str, float] = {}
+    heap, rss = memory.heap_reader(), memory.rss_reader()
+    if heap is not None:
+        out["heap (mallinfo2)"] = _timed_block(n, heap)
+    if rss is not None:
+        out["rss (/proc/self/statm)"] = _timed_block(n, rss[0])
+        rss[1]()
+    tracker = memory.MemoryTracker()
+    counter = iter(range(1, 10**9))
+    out["tracker.sample (all, stride 1)"] = _timed_block(n, lambda: tracker.sample(next(counter), 1.0))
+    tracker.close()
+    return out
+
+
+def amp_cost_us(blocks: int = 8, n: int = 1000) -> tuple[float, float]:
+    """Per-step cost of the shim on a GradScaler + autocast step (CPU, bf16 autocast, tiny model):
+    all its hooks, including the GradScaler.step/update and autocast wrappers and the scale clone."""
+    import torch
+
+    from gpuperf_rewrite.runtime import amp
+
+    torch.set_num_threads(1)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-6)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1.0, growth_interval=10**9)
+    x, y = torch.randn(2, 4), torch.randn(2, 1)
+
+    def step() -> None:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
+    def shim() -> float:
+        return _under_shim(n, step, lambda s: amp.install(torch, s.amp))
+
+    return _alternate(blocks, lambda: _timed_block(n, step), shim)
+
+
+def ddp_cost_us(blocks: int = 6, n: int = 300, buckets: int = 4) -> tuple[float, float, float, int]:
+    """Per-step cost of the timed comm hook: one gloo process (world size 1, so the all-reduce
+    itself is cheap), a model split into ``buckets`` buckets. Returns us/step with DDP's built-in
+    all-reduce, with its Python equivalent as a hook (untimed), with the shim's timed hook, and
+    the buckets per step."""
+    import os as _os
+
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    from gpuperf_rewrite.runtime import ddp
+
+    torch.set_num_threads(1)
+    _os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    _os.environ.setdefault("MASTER_PORT", str(29500 + _os.getpid() % 1000))
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    try:
+        def make(hooked: str) -> tuple[Callable[[], None], int]:
+            torch.manual_seed(0)
+            layers = [torch.nn.Linear(256, 256) for _ in range(buckets)]
+            cap_mb = 256 * 257 * 4 / 2**20  # one layer per bucket
+            model = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(*layers), bucket_cap_mb=cap_mb)
+            timer = ddp.CommTimer(torch, lambda: 0)
+            if hooked == "python":
+                model.register_comm_hook(model.process_group, default_hooks.allreduce_hook)
+            elif hooked == "timed":
+                info = {"comm_hook": None}
+                dist._register_comm_hook(model.reducer, ddp._State(timer, default_hooks.allreduce_hook,
+                                                                   model.process_group, info), ddp._timed_hook)
+            opt = torch.optim.SGD(model.parameters(), lr=1e-6)
+            x = torch.randn(2, 256)
+
+            def step() -> None:
+                loss = model(x).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                timer.records.clear()  # keep memory flat over the benchmark
+
+            for _ in range(5):
+                step()
+            return step, 0
+
+        steps = {name: make(name)[0] for name in ("builtin", "python", "timed")}
+        times: dict[str, list[float]] = {name: [] for name in steps}
+        for _ in range(blocks):
+            for name, step in steps.items():
+                times[name].append(_timed_block(n, step))
+        a, p, b = (statistics.median(times[name]) for name in ("builtin", "python", "timed"))
+        return a, p, b, buckets
+    finally:
+        dist.destroy_process_group()
+
+
+def print_costs() -> None:
+    plain_us, shim_us = hook_cost_us()
+    print(f"base hooks + step boundary (in-process, tiny step): plain {plain_us:.1f} us/step, shim "
+          f"{shim_us:.1f} us/step -> {shim_us - plain_us:.1f} us per step; under 2% for steps over"
+          f" {(shim_us - plain_us) / 0.02 / 1e3:.2f} ms")
+    for name, us in memory_read_us().items():
+        print(f"memory read, {name}: {us:.2f} us")
+    a, b = amp_cost_us()
+    print(f"GradScaler+autocast step (all hooks): plain {a:.1f} us/step, shim {b:.1f} us/step -> "
+          f"{b - a:.1f} us per step; under 2% for steps over {(b - a) / 0.02 / 1e3:.2f} ms")
+    try:
+        a, p, b, k = ddp_cost_us()
+    except Exception as exc:  # no gloo in this torch build
+        print(f"DDP comm hook: not measured ({exc})")
+        return
+    print(f"DDP, {k} buckets/step, gloo world size 1: built-in all-reduce {a:.1f} us/step, the same as a "
+          f"Python hook {p:.1f}, the shim's timed hook {b:.1f} us/step -> {b - a:.1f} us per step "
+          f"({(b - a) / k:.1f} us per bucket, of which timing {(b - p) / k:.1f}); under 2% for steps over "
+          f"{(b - a) / 0.02 / 1e3:.2f} ms")
 
 
 def main() -> None:
@@ -109,7 +262,11 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=30)
     p.add_argument("--size", choices=sorted(SIZES), default="medium")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1 = least noise)")
+    p.add_argument("--costs-only", action="store_true", help="only the in-process per-step costs")
     ns = p.parse_args()
+    if ns.costs_only:
+        print_costs()
+        return
 
     from gpuperf_rewrite.validate.profiling import _stage_runtime  # the same staged package profile uses
 
@@ -149,10 +306,7 @@ def main() -> None:
             print(f"{label:10s} median steps/s: plain {mp:.2f}, shim {ms:.2f}; "
                   f"ratio shim/plain {ratio:.4f} -> overhead {100 * (1 - ratio):+.2f}%"
                   f" (plain step {1e3 / mp:.3f} ms)")
-    plain_us, shim_us = hook_cost_us()
-    print(f"hook cost (in-process, tiny step): plain {plain_us:.1f} us/step, shim {shim_us:.1f} us/step"
-          f" -> {shim_us - plain_us:.1f} us per step; under 2% for steps over"
-          f" {(shim_us - plain_us) / 0.02 / 1e3:.2f} ms")
+    print_costs()
 
 
 if __name__ == "__main__":

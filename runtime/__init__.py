@@ -6,5 +6,6 @@ user's environment where libcst and click are absent. Importing the package itse
 nothing heavy: the engine reads ``report``, ``diagnosis`` and ``merge`` without pulling in torch.
 """
 
-SCHEMA_VERSION = 1
-STATUSES = ("completed", "step_limit", "crashed", "timeout", "no_steps")
+from .schema import OK_STATUSES, SCHEMA_VERSION, STATUSES
+
+__all__ = ["OK_STATUSES", "SCHEMA_VERSION", "STATUSES"]

@@ -19,21 +19,33 @@ class Terminated(BaseException):
     """Raised by the SIGTERM handler so partial measurements are still written."""
 
 
+RETAIN_LAG = 3  # a step's loss still alive this many steps later is kept by the script
+
+
 class LossRecorder:
-    """Collects the loss of every backward() and groups them by optimizer step."""
+    """Collects the loss of every backward() and groups them by optimizer step.
+
+    It also holds a weak reference to each step's loss tensor: when that tensor is still alive,
+    with its ``grad_fn``, ``RETAIN_LAG`` steps later, the script keeps losses with their autograd
+    graphs (``losses.append(loss)``). Keeping only the previous step's loss is not counted.
+    """
 
     def __init__(self) -> None:
         self.pending: list[Any] = []  # device tensors since the last step boundary
         self.per_step: list[list[Any]] = []
         self.unscaled_by_gradscaler = False
-        self._scaled: tuple[Any, Any] | None = None  # (weakref to scaled output, unscaled loss)
+        # (weakref to the scaled output, the unscaled loss detached, weakref to the unscaled loss)
+        self._scaled: tuple[Any, Any, Any] | None = None
         self._depth = 0  # Tensor.backward calls torch.autograd.backward: record once
         self.first_device: Any = None
         self.first_backward_t: float | None = None  # perf_counter of this step's first backward()
+        self._ref: Any = None  # weakref to this step's first loss tensor
+        self._refs: list[Any] = []  # per step, for the last RETAIN_LAG + 1 steps
+        self.retained: list[bool] = []  # per step: its loss (with graph) was alive RETAIN_LAG steps later
 
     def note_scaled(self, scaled: Any, unscaled: Any) -> None:
         try:
-            self._scaled = (weakref.ref(scaled), unscaled.detach())
+            self._scaled = (weakref.ref(scaled), unscaled.detach(), weakref.ref(unscaled))
         except TypeError:
             self._scaled = None
 
@@ -44,6 +56,13 @@ class LossRecorder:
             # exactly loss/scale, without reading the scale on the host.
             value = self._scaled[1]
             self.unscaled_by_gradscaler = True
+            if self._ref is None:
+                self._ref = self._scaled[2]
+        elif self._ref is None:
+            try:
+                self._ref = weakref.ref(tensor)
+            except TypeError:
+                pass
         value = value.detach()
         if value.numel() != 1:
             value = value.float().mean()
@@ -61,6 +80,13 @@ class LossRecorder:
         self.per_step.append(self.pending)
         self.pending = []
         self.first_backward_t = None
+        refs = self._refs
+        refs.append(self._ref)
+        self._ref = None
+        if len(refs) > RETAIN_LAG:
+            old = refs.pop(0)
+            t = old() if old is not None else None
+            self.retained.append(t is not None and t.grad_fn is not None)
 
     def values(self, torch: Any) -> list[float | None]:
         """One float per step: the mean loss of that step's backward() calls (one host read)."""
@@ -134,13 +160,15 @@ def install_backward_hooks(torch: Any, rec: LossRecorder) -> Callable[[], None]:
 
 
 def install_optimizer_hooks(
-    torch: Any, on_step: Callable[[], None], on_pre: Callable[[], None]
+    torch: Any, on_step: Callable[[bool], None], on_pre: Callable[[], None]
 ) -> Callable[[], None]:
-    """Call ``on_step`` after every step of the *primary* optimizer (the first one that steps).
+    """Call ``on_step(skipped)`` after every step of the *primary* optimizer (the first one that steps).
 
     Scripts with several optimizers (GANs) step each once per iteration; counting only the
     first keeps one boundary per iteration. If the primary is garbage-collected, the next
-    optimizer that steps takes over.
+    optimizer that steps takes over. A ``GradScaler.step(opt)`` that skips ``opt.step()``
+    (inf/NaN gradients, decided on the host by the scaler itself) is a boundary too, with
+    ``skipped=True``: every iteration is one step, in both arms of an A/B.
     """
     from torch.optim.optimizer import (
         register_optimizer_step_post_hook,
@@ -148,23 +176,52 @@ def install_optimizer_hooks(
     )
 
     primary: list[Any] = [None]
+    stepped: list[Any] = []  # optimizers whose step() ran inside the current GradScaler.step
+    inside = [0]  # GradScaler.step nesting depth
 
-    def post(opt: Any, args: Any, kwargs: Any) -> None:
+    def is_primary(opt: Any) -> bool:
         ref = primary[0]
         if ref is None or ref() is None:
             primary[0] = weakref.ref(opt)
-        elif ref() is not opt:
-            return
-        on_step()
+            return True
+        return ref() is opt
+
+    def post(opt: Any, args: Any, kwargs: Any) -> None:
+        if inside[0]:
+            stepped.append(opt)
+        if is_primary(opt):
+            on_step(False)
 
     def pre(opt: Any, args: Any, kwargs: Any) -> None:
         on_pre()
 
     h1 = register_optimizer_step_post_hook(post)
     h2 = register_optimizer_step_pre_hook(pre)
+    undo = [h1.remove, h2.remove]
+
+    scaler_cls = getattr(getattr(torch, "amp", None), "GradScaler", None)
+    if scaler_cls is not None:
+        orig_step = scaler_cls.step
+
+        def scaler_step(self: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+            on_pre()
+            mark = len(stepped)
+            inside[0] += 1
+            try:
+                out = orig_step(self, optimizer, *args, **kwargs)
+            finally:
+                inside[0] -= 1
+                ran = any(o is optimizer for o in stepped[mark:])
+                del stepped[mark:]
+            if not ran and is_primary(optimizer):
+                on_step(True)
+            return out
+
+        scaler_cls.step = scaler_step
+        undo.append(lambda: setattr(scaler_cls, "step", orig_step))
 
     def restore() -> None:
-        h1.remove()
-        h2.remove()
+        for fn in undo:
+            fn()
 
     return restore

@@ -44,7 +44,8 @@ def merge_ranks(docs: list[dict[str, Any]]) -> dict[str, Any]:
     base["samples_per_s"] = samples_per_step * base["steps_per_s"] if samples_per_step and base["steps_per_s"] else None
     base["input_stall_fraction"] = _max([d.get("input_stall_fraction") for d in docs])
     base["syncs_per_step"] = _max([d.get("syncs_per_step") for d in docs])
-    base["memory"] = {k: _max([(d.get("memory") or {}).get(k) for d in docs]) for k in base.get("memory") or {}}
+    base["memory"] = merge_memory([d.get("memory") or {} for d in docs])
+    base["distributed"] = merge_distributed(docs)
     medians = {d.get("rank", i): d["step_time_s"]["median"] for i, d in enumerate(docs)}
     base["rank_median_step_s"] = [medians[d.get("rank", i)] for i, d in enumerate(docs)]
     base["stragglers"] = find_stragglers(docs, base["step_time_s"]["median"])
@@ -70,4 +71,49 @@ def find_stragglers(docs: list[dict[str, Any]], step_median: float | None) -> li
                 "excess_s": excess,
                 "excess_fraction": min(1.0, excess / step_median),
             })
+    return out
+
+
+PEAKS = ("peak_allocated_bytes", "peak_reserved_bytes", "peak_rss_bytes", "device_total_bytes",
+         "fragmentation_bytes")
+
+
+def merge_memory(mems: list[dict[str, Any]]) -> dict[str, Any]:
+    """Peaks: the maximum over ranks. Series, growth and headroom: the rank that grows fastest
+    (steadily), else the one with least headroom, else rank 0 (every rank's own is in ``ranks``)."""
+    if not mems:
+        return {}
+    growing = [m for m in mems if m.get("growth_steady")]
+    if growing:
+        pick = max(growing, key=lambda m: m.get("growth_bytes_per_step") or 0)
+    else:
+        factors = [m for m in mems if m.get("batch_size_factor") is not None]
+        pick = min(factors, key=lambda m: m["batch_size_factor"]) if factors else mems[0]
+    out = dict(pick)
+    for k in PEAKS:
+        if k in out:
+            out[k] = _max([m.get(k) for m in mems])
+    return out
+
+
+def merge_distributed(docs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Rank 0's settings, the worst rank's shares, and the spread of all-reduce time across ranks:
+    the rank that spends the *least* time in the all-reduce arrives last; the others wait for it."""
+    ranked = [(d.get("rank", i), d.get("distributed")) for i, d in enumerate(docs)]
+    ranked = [(r, x) for r, x in ranked if x]
+    if not ranked:
+        return None
+    out = copy.deepcopy(ranked[0][1])
+    per_rank = [{"rank": r, "comm_fraction": x.get("comm_fraction"),
+                 "exposed_comm_fraction": x.get("exposed_comm_fraction"),
+                 "allreduce_median_s": (x.get("allreduce_s") or {}).get("median")} for r, x in ranked]
+    out["per_rank"] = per_rank
+    for k in ("comm_fraction", "exposed_comm_fraction", "buckets_per_step", "allreduce_rounds_per_step",
+              "backwards_per_step"):
+        out[k] = _max([x.get(k) for _, x in ranked])
+    medians = [(p["allreduce_median_s"], p["rank"]) for p in per_rank if p["allreduce_median_s"] is not None]
+    out["comm_spread_s"] = max(medians)[0] - min(medians)[0] if len(medians) > 1 else None
+    out["waited_for_rank"] = min(medians)[1] if len(medians) > 1 else None
+    out["comm_spread_ratio"] = (max(medians)[0] / min(medians)[0]
+                                if len(medians) > 1 and min(medians)[0] > 0 else None)
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def _bytes(n: Any) -> str:
+def fmt_bytes(n: Any) -> str:
     if n is None:
         return "n/a"
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
@@ -66,18 +66,13 @@ def format_report(doc: dict[str, Any]) -> str:
         stall = doc.get("input_stall_fraction")
         lines.append(f"Input stall: {'n/a (no DataLoader)' if stall is None else f'{stall:.1%}'}"
                      f"   host syncs/step: {_num(doc.get('syncs_per_step'), '.2f') if doc.get('syncs_per_step') is not None else 'n/a (CPU)'}")
-    mem = doc.get("memory") or {}
-    if mem:
-        lines.append(
-            f"Memory: peak allocated {_bytes(mem.get('peak_allocated_bytes'))}, reserved {_bytes(mem.get('peak_reserved_bytes'))},"
-            f" peak RSS {_bytes(mem.get('peak_rss_bytes'))}"
-        )
+    lines.extend(memory_section(doc.get("memory") or {}))
     gpu = doc.get("gpu")
     if gpu:
         lines.append(
             f"GPU: busy {_num(gpu.get('utilization_pct_mean'), '.0f')}%, SM clock {_num(gpu.get('sm_clock_mhz_mean'), '.0f')} MHz,"
             f" power {_num(gpu.get('power_w_mean'), '.0f')} W, {_num(gpu.get('energy_j_per_step'), '.3f')} J/step,"
-            f" memory used {_bytes(gpu.get('memory_used_bytes_max'))}"
+            f" memory used {fmt_bytes(gpu.get('memory_used_bytes_max'))}"
         )
     comp = doc.get("compile")
     if comp:
@@ -86,6 +81,8 @@ def format_report(doc: dict[str, Any]) -> str:
     if loss:
         lines.append(f"Loss: {loss[0]:.4g} -> {loss[-1]:.4g} over {len(loss)} steps"
                      + (" (unscaled by GradScaler)" if doc.get("loss_unscaled_by_gradscaler") else ""))
+    lines.extend(amp_section(doc))
+    lines.extend(distributed_section(doc))
     for s in doc.get("stragglers") or []:
         lines.append(f"Straggler: rank {s['rank']} (+{s['excess_s'] * 1e3:.1f} ms per step before backward())")
     tr = doc.get("trace")
@@ -101,3 +98,90 @@ def format_report(doc: dict[str, Any]) -> str:
             f" Python {fp.get('python')}, {fp.get('cpu_count')} CPUs, env {str(fp.get('env_hash'))[:12]}"
         )
     return "\n".join(lines)
+
+
+def _first_last(series: Any) -> tuple[Any, Any]:
+    vals = [v for v in series or [] if v is not None]
+    return (vals[0], vals[-1]) if vals else (None, None)
+
+
+def memory_section(mem: dict[str, Any]) -> list[str]:
+    if not mem:
+        return []
+    lines = ["Memory:"]
+    peaks = f"  peak RSS {fmt_bytes(mem.get('peak_rss_bytes'))}"
+    if mem.get("peak_allocated_bytes") is not None:
+        peaks = (f"  peak allocated {fmt_bytes(mem.get('peak_allocated_bytes'))}, reserved "
+                 f"{fmt_bytes(mem.get('peak_reserved_bytes'))} (fragmentation {fmt_bytes(mem.get('fragmentation_bytes'))})"
+                 f" of {fmt_bytes(mem.get('device_total_bytes'))};" + peaks)
+    lines.append(peaks)
+    series = [("device allocated", mem.get("allocated_per_step")), ("heap", mem.get("heap_per_step")),
+              ("RSS", mem.get("rss_per_step"))]
+    spans = [f"{name} {fmt_bytes(a)} -> {fmt_bytes(b)}" for name, s in series
+             for a, b in [_first_last(s)] if a is not None]
+    if spans:
+        thinned = [f"{name} every {k} steps" for name, k in (mem.get("sample_stride") or {}).items() if k > 1]
+        lines.append("  over the window: " + ", ".join(spans)
+                     + (f" (sampled: {', '.join(thinned)})" if thinned else ""))
+    growth = mem.get("growth_bytes_per_step")
+    if growth is not None:
+        source = {"allocated": "device allocated", "heap": "heap"}.get(mem.get("growth_source"), "RSS")
+        if mem.get("growth_steady"):
+            left = mem.get("steps_to_oom")
+            oom = (f": out of memory in ~{left:,.0f} steps ({fmt_bytes(mem.get('available_bytes'))} left)"
+                   if left is not None else "")
+            lines.append(f"  GROWING: {growth / 2**20:+.2f} MiB per step ({source}, steady){oom}")
+        else:
+            lines.append(f"  growth: none steady ({growth / 2**20:+.2f} MiB per step fitted, {source})")
+    factor = mem.get("batch_size_factor")
+    if factor is not None:
+        lines.append(f"  headroom: activations at the peak fit ~{factor:g}x in the memory left "
+                     "(batch-size advice only; see the diagnosis)")
+    return lines
+
+
+def amp_section(doc: dict[str, Any]) -> list[str]:
+    amp = doc.get("amp") or {}
+    dtypes, check = amp.get("autocast_dtypes") or [], amp.get("precision_check")
+    if not dtypes and not amp.get("gradscaler") and not check:
+        return []
+    parts = [f"autocast {'/'.join(dtypes)}" if dtypes else "no autocast"]
+    if amp.get("gradscaler"):
+        frac = amp.get("skipped_fraction")
+        a, b = _first_last(amp.get("scale_per_step"))
+        parts.append(f"GradScaler skipped {amp.get('skipped_in_window', 0)} measured steps"
+                     + (f" ({frac:.0%})" if frac is not None else "")
+                     + (f", scale {a:.3g} -> {b:.3g}" if a is not None else ""))
+    if check:
+        if check.get("status") in ("ok", "drift"):
+            parts.append(f"vs fp32 reference: {check['status']} (median relative loss difference "
+                         f"{_num(check.get('median_rel_diff'), '.3g')}, tolerance {check.get('rtol'):g})")
+        else:
+            parts.append(f"fp32 reference: {check.get('status')}: {check.get('reason', '')}".rstrip(": "))
+    return ["Mixed precision: " + "; ".join(parts)]
+
+
+def distributed_section(doc: dict[str, Any]) -> list[str]:
+    dist = doc.get("distributed")
+    if not dist:
+        return []
+    lines = [f"Distributed: {doc.get('world_size') or 1} ranks, {dist.get('backend')}, comm hook "
+             f"{dist.get('comm_hook')}, gradient_as_bucket_view={dist.get('gradient_as_bucket_view')}, "
+             f"bucket_cap_mb={_num(dist.get('bucket_cap_mb'), 'g')}"]
+    if not dist.get("timed"):
+        lines.append(f"  all-reduce not timed{': ' + dist['untimed_reason'] if dist.get('untimed_reason') else ''}")
+        return lines
+
+    def pct(x: Any) -> str:
+        return "n/a" if x is None else f"{x:.0%}"
+
+    lines.append(f"  all-reduce in flight {pct(dist.get('comm_fraction'))} of step time, exposed after backward "
+                 f"{pct(dist.get('exposed_comm_fraction'))}; {_num(dist.get('buckets_per_step'), '.1f')} buckets "
+                 f"and {_num(dist.get('backwards_per_step'), '.1f')} backward passes per step")
+    for r in dist.get("per_rank") or []:
+        lines.append(f"  rank {r['rank']}: in flight {pct(r.get('comm_fraction'))}, exposed "
+                     f"{pct(r.get('exposed_comm_fraction'))}, all-reduce {_ms(r.get('allreduce_median_s'))} per step")
+    if dist.get("comm_spread_s") is not None:
+        lines.append(f"  spread across ranks {_ms(dist['comm_spread_s'])}: rank {dist.get('waited_for_rank')} "
+                     "spends least in the all-reduce (the others wait for it)")
+    return lines

@@ -15,7 +15,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import SCHEMA_VERSION, compilation, diagnosis, fingerprint, memory, nvml
+from . import amp, compilation, ddp, diagnosis, fingerprint, memory, nvml, schema
 from .dataloader import DataWait
 from .dataloader import install as install_dataloader
 from .hooks import (
@@ -56,6 +56,10 @@ class Session:
         self.data.check_stop = self.check_stop
         self.syncs = SyncCounter()
         self.reads = HostReadCounter()
+        self.mem = memory.MemoryTracker()
+        self.amp = amp.AmpRecorder()
+        self.amp.step_index = lambda: self.steps_done - 1  # update() follows the step it belongs to
+        self.comm = ddp.CommTimer(torch, lambda: self.steps_done)  # hooks run inside the step
         # Cumulative counters sampled at every boundary; index 0 is the script start.
         self.wait_at: list[float] = [0.0]
         self.samples_at: list[int] = [0]
@@ -70,10 +74,14 @@ class Session:
         self.finish_now: Any = None
 
     # -- hot path: keep it to appends and one timestamp -------------------------------------
-    def on_step(self) -> None:
+    def on_step(self, skipped: bool = False) -> None:
         if not self.cuda and self.torch.cuda.is_initialized():
             self._enable_cuda()
         self.clock.mark()
+        host = self.clock.host
+        self.mem.sample(len(host) - 1, host[-1] - host[-2])
+        if skipped:
+            self.amp.skipped.append(self.steps_done)
         self.wait_at.append(self.data.wait_s)
         self.samples_at.append(self.data.samples)
         self.syncs_at.append(self.syncs.count)
@@ -112,6 +120,7 @@ class Session:
     def _enable_cuda(self) -> None:
         self.cuda = True
         self.clock.use_cuda(self.torch)
+        self.mem.use_cuda(self.torch)
         try:
             self.syncs.enable(self.torch)
         except Exception:
@@ -127,6 +136,15 @@ class Session:
         if done >= 2:  # ended inside warmup: drop only the first step (setup, compilation)
             return 1, done
         return 0, done
+
+    def _memory(self, start: int, end: int) -> dict[str, Any]:
+        mem = memory.collect(self.torch, self.cuda, self.mem, start, end)
+        checked = self.loss.retained[start:end]
+        mem["loss_graphs_checked"], mem["loss_graphs_retained"] = len(checked), sum(checked)
+        return mem
+
+    def _backwards(self, start: int, end: int) -> list[int]:
+        return [len(self.loss.per_step[i]) for i in range(start, min(end, len(self.loss.per_step)))]
 
     def build(self, script: str, args: list[str], status: str, exit_code: int,
               error: str | None, wall_s: float, world_size: int, rank: int, seed: int) -> dict[str, Any]:
@@ -164,11 +182,8 @@ class Session:
         gpu = None
         if self.sampler is not None and m > 0:
             gpu = self.sampler.summary(self.clock.host[start], self.clock.host[end], m)
-        doc: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
+        values: dict[str, Any] = {
             "status": status,
-            "script": script,
-            "args": args,
             "exit_code": exit_code,
             "stderr_tail": "",
             "error": error,
@@ -189,7 +204,9 @@ class Session:
                 [v for v in self.before_bwd[start + 1 : end + 1] if v is not None]),
             "syncs_per_step": syncs,
             "host_reads_per_step": (self.reads_at[end] - self.reads_at[start]) / m if m > 0 else None,
-            "memory": memory.collect(torch, self.cuda),
+            "memory": self._memory(start, end),
+            "amp": self.amp.document(torch, start, end, self.steps_done),
+            "distributed": ddp.document(self.comm, per_step, start, self._backwards(start, end), summarize),
             "gpu": gpu,
             "loss": losses,
             "loss_unscaled_by_gradscaler": self.loss.unscaled_by_gradscaler,
@@ -202,6 +219,7 @@ class Session:
             "world_size": world_size,
             "ranks": None,
         }
+        doc = schema.fill(schema.empty_document(script, args, status), **values)
         doc["diagnosis"] = diagnosis.diagnose(doc)
         return doc
 
@@ -255,7 +273,12 @@ def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed
         install_backward_hooks(torch, session.loss),
         install_dataloader(torch, session.data),
         session.reads.install(torch),
+        amp.install(torch, session.amp),
     ]
+    if world_size > 1:  # all-reduce timing: only a launched world has more than one process
+        undo.append(ddp.install(torch, session.comm))
+    if os.environ.get(amp.FP32_ENV) == "1":  # the fp32 reference run of --precision-check
+        undo.append(amp.force_fp32(torch))
     t0 = time.perf_counter()
 
     def finish(status: str, exit_code: int, error: str | None) -> int:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import click
 
-from gpuperf_rewrite.validate.profiling import LAUNCHERS, run_profile
+from gpuperf_rewrite.cli.options import given, json_option, write_json
+from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.report import format_report
-
-OK_STATUSES = ("completed", "step_limit")
+from gpuperf_rewrite.runtime.schema import OK_STATUSES
+from gpuperf_rewrite.validate.profiling import LAUNCHERS, run_profile
 
 
 @click.command("profile", context_settings={"ignore_unknown_options": True})
@@ -24,8 +23,7 @@ OK_STATUSES = ("completed", "step_limit")
               help="Seconds before the script's process group is stopped.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed for random, numpy and torch before the script starts.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the JSON document here.")
+@json_option("The run's JSON document (docs/runtime.md).")
 @click.option("--trace", "trace_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write a torch.profiler trace of a few steps after the measured window here.")
 @click.option("--python", "python", type=str, default=None,
@@ -34,23 +32,53 @@ OK_STATUSES = ("completed", "step_limit")
               help="Run under a distributed launcher; every rank is measured.")
 @click.option("--nproc-per-node", type=click.IntRange(min=1), default=1, show_default=True,
               help="Processes per node for --launcher torchrun.")
+@click.option("--precision-check", is_flag=True,
+              help="When the run uses float16/bfloat16 autocast or a GradScaler, run it again with both "
+                   "off and compare the losses step by step (a second run).")
+@click.option("--probe-batch", is_flag=True,
+              help="Re-run with the --batch-arg argument doubled until memory, --probe-time or "
+                   "--probe-max-batch stops it; report steps/s and samples/s per size (advice only).")
+@click.option("--batch-arg", default="--batch-size", show_default=True,
+              help="The script's batch-size argument for --probe-batch (give its start value after --).")
+@click.option("--probe-time", type=click.FloatRange(min=1), default=300, show_default=True,
+              help="Seconds for all --probe-batch runs together.")
+@click.option("--probe-max-batch", type=click.IntRange(min=1), default=65536, show_default=True,
+              help="Largest value --probe-batch tries.")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-def profile(script: Path, steps: int, warmup: int, timeout: float, seed: int, json_path: Path | None,
-            trace_dir: Path | None, python: str | None, launcher: str | None, nproc_per_node: int,
-            script_args: tuple[str, ...]) -> None:
+@click.pass_context
+def profile(ctx: click.Context, script: Path, steps: int, warmup: int, timeout: float, seed: int,
+            json_path: str | None, trace_dir: Path | None, python: str | None, launcher: str | None,
+            nproc_per_node: int, precision_check: bool, probe_batch: bool, batch_arg: str,
+            probe_time: float, probe_max_batch: int, script_args: tuple[str, ...]) -> None:
     """Measure SCRIPT's training steps: throughput, where the time goes, what to fix first.
 
     Arguments after `--` are passed to the script unchanged.
     """
     if nproc_per_node > 1 and launcher is None:
         raise click.UsageError("--nproc-per-node needs --launcher torchrun")
-    doc = run_profile(script, script_args, steps=steps, warmup=warmup, timeout=timeout, seed=seed,
-                      python=python, trace_dir=trace_dir, launcher=launcher,
+    if not probe_batch:
+        for name in ("batch_arg", "probe_time", "probe_max_batch"):
+            if given(ctx, name):
+                raise click.UsageError(f"--{name.replace('_', '-')} needs --probe-batch")
+    run_kwargs = dict(steps=steps, warmup=warmup, seed=seed, python=python, launcher=launcher,
                       nproc_per_node=nproc_per_node)
-    click.echo(format_report(doc))
+    doc = run_profile(script, script_args, timeout=timeout, trace_dir=trace_dir, **run_kwargs)
+    if precision_check:
+        from gpuperf_rewrite.validate.precision import precision_check as check
+
+        doc["amp"]["precision_check"] = check(doc, str(script), script_args, run=run_profile,
+                                              timeout=timeout, **run_kwargs)
+        doc["diagnosis"] = diagnose(doc) if doc.get("measured_steps") else []
+    to_stderr = json_path == "-"  # stdout carries only the JSON with `--json -`
+    click.echo(format_report(doc), err=to_stderr)
+    if probe_batch:
+        from gpuperf_rewrite.validate.batchprobe import format_probe, probe
+
+        doc["batch_probe"] = probe(str(script), script_args, doc, arg=batch_arg, time_limit=probe_time,
+                                   max_size=probe_max_batch, run=run_profile, timeout=timeout,
+                                   **run_kwargs)
+        click.echo("", err=to_stderr)
+        click.echo(format_probe(doc["batch_probe"]), err=to_stderr)
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = json_path.with_name(f".{json_path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc, indent=1, default=str))
-        os.replace(tmp, json_path)
+        write_json(json_path, doc)
     raise SystemExit(0 if doc["status"] in OK_STATUSES else 1)

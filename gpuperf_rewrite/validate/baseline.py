@@ -121,7 +121,7 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
     cfg = config or ABConfig()
     repo, rel = repo_and_rel(script)
     if not has_comparable_baseline(repo, rel, cfg, script_args):  # before spending time on measuring
-        raise _no_baseline(rel, "the same --steps/--warmup and script arguments")
+        raise _no_baseline(rel, "the same --steps/--warmup and script arguments; nothing was measured")
     with Workspace(prefix="gpuperf-regress-") as ws:  # runs in a scratch mirror of the checkout
         runs = measure(script, script_args, config=cfg, runner=ws.runner(runner or default_runner()),
                        progress=progress)

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from gpuperf_rewrite.runtime import SCHEMA_VERSION
+from gpuperf_rewrite.runtime.schema import empty_document
 from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.merge import merge_ranks
 from gpuperf_rewrite.validate.workspace import scratch_dir, with_pythonpath
@@ -35,49 +35,6 @@ STDOUT_TAIL_CHARS = 2000
 LAUNCHERS = ("torchrun",)
 SHIM = "gpuperf_rewrite.runtime.parentwatch"  # the shim, plus a watcher ending the run when we are gone
 WATCH_ENV = "GPUPERF_WATCH_PID"  # = runtime.parentwatch.WATCH_ENV (read there without importing us)
-
-
-def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, Any]:
-    """A document with every contract key, for runs where the child wrote nothing."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "status": status,
-        "script": script,
-        "args": list(args),
-        "exit_code": None,
-        "stderr_tail": "",
-        "stdout_tail": "",
-        "error": None,
-        "ended_early": True,
-        "requested": None,
-        "seed": None,
-        "warmup_steps": 0,
-        "measured_steps": 0,
-        "total_steps": 0,
-        "batch_size": None,
-        "steps_per_s": None,
-        "samples_per_s": None,
-        "wall_time_s": None,
-        "step_time_s": {"median": None, "mean": None, "p10": None, "p90": None, "per_step": []},
-        "timing_source": None,
-        "before_backward_s": {"median": None, "mean": None, "p10": None, "p90": None, "per_step": []},
-        "input_stall_fraction": None,
-        "syncs_per_step": None,
-        "host_reads_per_step": None,
-        "memory": {"peak_allocated_bytes": None, "peak_reserved_bytes": None, "peak_rss_bytes": None,
-                   "device_total_bytes": None},
-        "gpu": None,
-        "loss": [],
-        "loss_unscaled_by_gradscaler": False,
-        "loss_nonfinite_steps": [],
-        "compile": None,
-        "trace": None,
-        "fingerprint": None,
-        "diagnosis": [],
-        "rank": 0,
-        "world_size": None,
-        "ranks": None,
-    }
 
 
 def _stage_runtime(dest: Path) -> Path:

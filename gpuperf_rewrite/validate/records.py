@@ -7,7 +7,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
-OK_STATUSES = ("completed", "step_limit")
+from gpuperf_rewrite.runtime.schema import OK_STATUSES  # the shim's statuses, defined once
+
 SAMPLES, STEPS = "samples/s", "steps/s"
 
 

@@ -24,6 +24,15 @@ def test_profile_prints_report_writes_json_and_exits_0(make_script: Callable[...
     assert "argv ['--epochs', '2']" in doc["stdout_tail"]
 
 
+def test_profile_json_dash_puts_only_the_document_on_stdout(make_script: Callable[..., Path]) -> None:
+    script = make_script()
+    res = CliRunner().invoke(profile, [str(script), "--steps", "2", "--warmup", "0",
+                                       "--json", "-"])
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout)["status"] == "step_limit"  # the whole of stdout is the JSON
+    assert "Throughput" in res.stderr  # the report moved to stderr
+
+
 def test_profile_exits_1_on_crash(make_script: Callable[..., Path]) -> None:
     script = make_script(raw="raise SystemExit('fatal: no data')\n")
     res = CliRunner().invoke(profile, [str(script), "--steps", "2"])

@@ -67,7 +67,9 @@ def test_diagnosis_syncs_gpu_memory_and_graph_breaks() -> None:
     assert by_kind["host_syncs"]["evidence"] == "9 host syncs per step"
     assert "GP101" in by_kind["host_syncs"]["rules"]
     assert by_kind["gpu_underutilized"]["evidence"] == "GPU busy 41% of the time"
-    assert by_kind["memory_pressure"]["evidence"] == "memory at 97% of capacity"
+    assert by_kind["memory_pressure"]["evidence"] == ("memory at 97% of capacity: activation checkpointing "
+                                                      "(GP405) or a smaller batch")
+    assert by_kind["memory_pressure"]["rules"][0] == "GP405"
     assert by_kind["graph_breaks"]["severity"] > 0
     assert all(0 <= f["severity"] <= 1 for f in d)
     assert "compute_bound" not in by_kind  # only a fallback when nothing else is severe
@@ -240,3 +242,22 @@ def test_nvml_sampler_with_a_fake_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
     assert s["power_w_mean"] == 200 and s["memory_used_bytes_max"] == 1 << 30
     assert s["energy_j_per_step"] > 0
     assert nvml.Sampler(fake, None).summary(t0, t1, 10) is None  # no samples in the window
+
+
+def test_schema_is_defined_once_and_session_fills_only_its_keys() -> None:
+    from gpuperf_rewrite.runtime import schema
+    from gpuperf_rewrite.validate import abtest, profiling
+    from gpuperf_rewrite.cli import profile as profile_cli
+
+    assert profiling.empty_document is schema.empty_document
+    assert abtest.OK_STATUSES is schema.OK_STATUSES is profile_cli.OK_STATUSES
+    assert set(schema.OK_STATUSES) < set(schema.STATUSES)
+    doc = schema.empty_document("t.py", ("--x",), "crashed")
+    assert doc["schema_version"] == schema.SCHEMA_VERSION and doc["args"] == ["--x"]
+    assert schema.empty_document("t.py", (), "crashed")["memory"] is not doc["memory"]  # fresh copies
+    with pytest.raises(KeyError, match="not_a_key"):
+        schema.fill(doc, not_a_key=1)
+    s = Session(torch, steps=1, warmup=0, trace_dir=None, rank=0)
+    s.clock.start()
+    built = s.build("t.py", [], "no_steps", 0, None, 0.0, 1, 0, 0)
+    assert set(built) == set(doc)
