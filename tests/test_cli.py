@@ -341,3 +341,14 @@ def test_lint_options_with_apply_are_usage_errors(proj, args, flag):
 def test_safe_only_with_unsafe_fixes_contradict(proj):
     res = run(["train.py", "--apply", "--safe-only", "--unsafe-fixes"], proj)
     assert res.exit_code == 2 and "contradict" in res.output
+
+
+def test_output_format_choices_are_the_reporters_formats(proj):
+    from gpuperf_rewrite.cli.check import check
+    from gpuperf_rewrite.lint.reporters import FORMATS
+
+    option = next(p for p in check.params if p.name == "output_format")
+    assert tuple(option.type.choices) == FORMATS
+    for fmt in FORMATS:  # every advertised format really prints something
+        res = run(["train.py", "--select", "GP202", "--output-format", fmt], proj)
+        assert res.exit_code == 1 and res.output.strip(), fmt

@@ -10,6 +10,7 @@ import click
 
 from gpuperf_rewrite.cli.options import (DECISION, MEASUREMENT, SCRIPT_ARGS_KEY, config_from_options,
                                          decision_options, given, measurement_options)
+from gpuperf_rewrite.lint.reporters import FORMATS
 
 # Options that mean something only with --apply, and options that mean nothing with it.
 APPLY_ONLY = ("safe_only", "no_commit", "no_validate", "allow_dirty", "json_out", *MEASUREMENT, *DECISION)
@@ -40,7 +41,7 @@ class LintOptions:
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (comma-separated).")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
 @click.option("--extend-select", multiple=True, help="Codes or prefixes to enable on top of the selection.")
-@click.option("--output-format", type=click.Choice(["text", "json", "github", "sarif"]), default="text",
+@click.option("--output-format", type=click.Choice(FORMATS), default="text",
               show_default=True)
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False), help="Write the report to a file.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")

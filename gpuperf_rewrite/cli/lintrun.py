@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 def run_lint(found: Any, settings: Any, opts: LintOptions) -> int:
     """Lint, fix or diff the discovered files; print the report; return the exit code."""
     from gpuperf_rewrite.lint.api import lint_paths
-    from gpuperf_rewrite.lint.engine import ERROR_CODES
+    from gpuperf_rewrite.lint.diagnostics import ERROR_CODES
 
     try:
         run = lint_paths(found, settings, mode=opts.mode, write=opts.write,  # type: ignore[arg-type]

@@ -16,7 +16,9 @@ from pathlib import Path
 from gpuperf_rewrite.lint.config import Config, ConfigError, find_config, load_config
 from gpuperf_rewrite.lint.discovery import (DEFAULT_EXCLUDE, Discovery, compile_patterns, excluded_anywhere,
                                             is_excluded)
-from gpuperf_rewrite.lint.engine import IO_ERROR, Diagnostic, FixMode, RuleSet
+from gpuperf_rewrite.lint.diagnostics import IO_ERROR, Diagnostic, file_error
+from gpuperf_rewrite.lint.engine import RuleSet
+from gpuperf_rewrite.lint.fixes import FixMode
 from gpuperf_rewrite.lint.parallel import Job, display_path, run_jobs
 from gpuperf_rewrite.lint.registry import SelectionError, codes_matching, resolve_selection
 from gpuperf_rewrite.lint import sourceio
@@ -115,8 +117,7 @@ def lint_paths(found: Discovery, settings: Settings, *, mode: FixMode = "none", 
     """Check the discovered files (in parallel), write fixes atomically with ``write``, collect
     unified diffs with ``diff``. ``warn`` receives per-file warnings and write errors as they come.
     A KeyboardInterrupt propagates: files already written are complete, the others untouched."""
-    run = LintRun([Diagnostic(missing, 1, 1, 1, 1, IO_ERROR, "io-error", "no such file or directory", "error", None)
-                   for missing in found.missing], [])
+    run = LintRun([file_error(missing, "no such file or directory", code=IO_ERROR) for missing in found.missing], [])
     run.jobs = [Job(display_path(p), str(p), settings.ruleset_for(p), mode, keep_source=diff or write)
                 for p in found.files]
     fs_path = {j.path: j.fs_path for j in run.jobs}

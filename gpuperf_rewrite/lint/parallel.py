@@ -12,7 +12,9 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from gpuperf_rewrite.lint.engine import INTERNAL_ERROR, IO_ERROR, Diagnostic, FileResult, FixMode, RuleSet, check_source
+from gpuperf_rewrite.lint.diagnostics import INTERNAL_ERROR, IO_ERROR, file_error
+from gpuperf_rewrite.lint.engine import FileResult, RuleSet, check_source
+from gpuperf_rewrite.lint.fixes import FixMode
 
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 16
@@ -58,10 +60,7 @@ def check_job(job: Job) -> FileResult:
 
 
 def _error(job: Job, message: str, code: str = IO_ERROR) -> FileResult:
-    name = "io-error" if code == IO_ERROR else "internal-error"
-
-    return FileResult(job.path, [Diagnostic(job.path, 1, 1, 1, 1, code, name, message, "error", None)],
-                      error=True)
+    return FileResult(job.path, [file_error(job.path, message, code=code)], error=True)
 
 
 def _worker_init() -> None:
