@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import click
 
+from gpuperf_rewrite.cli.lintrun import LintOptions, run_lint
 from gpuperf_rewrite.cli.options import (DECISION, MEASUREMENT, SCRIPT_ARGS_KEY, config_from_options,
                                          decision_options, given, measurement_options)
 from gpuperf_rewrite.lint.reporters import FORMATS
@@ -15,21 +15,6 @@ from gpuperf_rewrite.lint.reporters import FORMATS
 # Options that mean something only with --apply, and options that mean nothing with it.
 APPLY_ONLY = ("safe_only", "no_commit", "no_validate", "allow_dirty", "json_out", *MEASUREMENT, *DECISION)
 LINT_ONLY = ("fix", "show_diff", "output_format", "output_file", "statistics", "quiet", "follow_symlinks", "jobs")
-
-
-@dataclasses.dataclass(frozen=True)
-class LintOptions:
-    """What to do with the files once found: report, write fixes, print a diff."""
-
-    mode: str  # "none" | "safe" | "unsafe"
-    write: bool
-    show_diff: bool
-    unsafe: bool
-    output_format: str
-    output_file: str | None
-    quiet: bool
-    statistics: bool
-    jobs: int | None
 
 
 @click.command("check", context_settings={"help_option_names": ["-h", "--help"]})
@@ -91,8 +76,6 @@ def check(ctx: click.Context, paths: tuple[str, ...], **opts: Any) -> None:
     lint_opts = LintOptions(mode=mode, write=fix, show_diff=show_diff, unsafe=unsafe,
                             output_format=opts["output_format"], output_file=opts["output_file"],
                             quiet=opts["quiet"], statistics=opts["statistics"], jobs=opts["jobs"])
-    from gpuperf_rewrite.cli.lintrun import run_lint
-
     ctx.exit(run_lint(found, settings, lint_opts))
 
 

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import dataclasses
+from typing import Any
 
 import click
 
-if TYPE_CHECKING:
-    from gpuperf_rewrite.cli.check import LintOptions
+
+@dataclasses.dataclass(frozen=True)
+class LintOptions:
+    """What to do with the files once found: report, write fixes, print a diff."""
+
+    mode: str  # "none" | "safe" | "unsafe"
+    write: bool
+    show_diff: bool
+    unsafe: bool
+    output_format: str
+    output_file: str | None
+    quiet: bool
+    statistics: bool
+    jobs: int | None
 
 
 def run_lint(found: Any, settings: Any, opts: LintOptions) -> int:
