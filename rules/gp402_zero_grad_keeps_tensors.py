@@ -27,6 +27,7 @@ class ZeroGradKeepsTensors(Rule):
     )
     fix_safety = "unsafe"
     keywords = ("zero_grad",)
+    file_markers = None  # `opt.zero_grad(set_to_none=False)` alone is the finding, no import needed
 
     examples = [
         Valid(dedent("""

@@ -32,6 +32,7 @@ class EvalWithoutNoGrad(Rule):
     )
     fix_safety = "safe"
     keywords = (".eval()",)
+    file_markers = None  # an eval loop needs no torch name: `model.eval()` alone gates it
 
     examples = [
         Valid(dedent("""

@@ -61,8 +61,16 @@ class RuleSet:
 
 
 def can_fire(rule: type[Rule], text: str) -> bool:
-    """The rule's own text prefilter: one of its keywords occurs in the file."""
-    return any(k in text for k in rule.keywords)
+    """The rule's declared text prefilter: one of its ``keywords`` occurs in the file and, unless
+    it declares none, one of its ``file_markers`` (tests/test_prefilter.py checks, on every rule
+    example and fixture, that a file with a finding always passes)."""
+    markers = rule.file_markers
+    return any(k in text for k in rule.keywords) and (markers is None or any(m in text for m in markers))
+
+
+def rules_for(text: str, ruleset: RuleSet) -> list[Rule]:
+    """The enabled rules that can fire on ``text``; empty: the file need not be parsed at all."""
+    return [r for r in ruleset.instantiate() if can_fire(type(r), text)]
 
 
 class _RuleCrash(Exception):
@@ -120,11 +128,9 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         return result.failed(file_error(path, f"cannot decode file: {exc}"))
     if noqa_mod.skips_file(text):
         return result
-    rules = [r for r in ruleset.instantiate() if can_fire(type(r), text)]
+    rules = rules_for(text, ruleset)
     if not rules:
-        # No rule can fire here, so skip LibCST; the C parser still reports syntax errors.
-        diag = syntax_gate(text, path)
-        return result if diag is None else result.failed(diag)
+        return result  # nothing here can hold a finding: not parsed at all (not even for syntax)
     diag = syntax_gate(data, path, check_depth=True)
     if diag is not None:
         return result.failed(diag)

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpuperf_rewrite.lint import noqa as noqa_mod
 from gpuperf_rewrite.lint.diagnostics import Diagnostic, from_findings, suppressed
-from gpuperf_rewrite.lint.engine import RuleSet, can_fire, run_rules
+from gpuperf_rewrite.lint.engine import RuleSet, rules_for, run_rules
 from gpuperf_rewrite.lint.fixes import FixMode, apply_fixes, fix_allowed
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse
 from gpuperf_rewrite.lint.sourceio import decode_source
@@ -96,7 +96,7 @@ def fix_each(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "safe") -
         return "", []
     if mode == "none" or noqa_mod.skips_file(text):
         return text, []
-    rules = [r for r in ruleset.instantiate() if can_fire(type(r), text)]
+    rules = rules_for(text, ruleset)
     if not rules:
         return text, []
     try:
