@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import click
@@ -21,6 +22,7 @@ class LintOptions:
     quiet: bool
     statistics: bool
     jobs: int | None
+    cache_dir: Path | None = None  # None: no cache
 
 
 def run_lint(found: Any, settings: Any, opts: LintOptions) -> int:
@@ -30,7 +32,7 @@ def run_lint(found: Any, settings: Any, opts: LintOptions) -> int:
 
     try:
         run = lint_paths(found, settings, mode=opts.mode, write=opts.write,  # type: ignore[arg-type]
-                         diff=opts.show_diff, jobs=opts.jobs, warn=_warn)
+                         diff=opts.show_diff, jobs=opts.jobs, cache_dir=opts.cache_dir, warn=_warn)
     except KeyboardInterrupt:
         click.echo("Interrupted: files already written are complete; the others are untouched.", err=True)
         return 130

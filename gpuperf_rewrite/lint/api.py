@@ -13,6 +13,7 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from gpuperf_rewrite.lint.cache import Cache
 from gpuperf_rewrite.lint.config import Config, ConfigError, find_config, load_config
 from gpuperf_rewrite.lint.discovery import (DEFAULT_EXCLUDE, Discovery, compile_patterns, excluded_anywhere,
                                             is_excluded)
@@ -105,20 +106,28 @@ class LintRun:
 
     diagnostics: list[Diagnostic]
     jobs: list[Job]
-    checked: int = 0  # files analysed (not counting unreadable ones)
+    checked: int = 0  # files checked (not counting unreadable ones)
+    parsed: int = 0  # of those, files analysed in this run (not prefiltered out, not cached)
+    cached: int = 0  # of those, files answered from the cache
     fixed: int = 0  # fixes written
     write_failures: int = 0
     diffs: list[str] = dataclasses.field(default_factory=list)
 
 
 def lint_paths(found: Discovery, settings: Settings, *, mode: FixMode = "none", write: bool = False,
-               diff: bool = False, jobs: int | None = None,
+               diff: bool = False, jobs: int | None = None, cache_dir: Path | None = None,
                warn: Callable[[str], None] = lambda message: None) -> LintRun:
     """Check the discovered files (in parallel), write fixes atomically with ``write``, collect
-    unified diffs with ``diff``. ``warn`` receives per-file warnings and write errors as they come.
-    A KeyboardInterrupt propagates: files already written are complete, the others untouched."""
+    unified diffs with ``diff``, reuse and record lint results in ``cache_dir`` (None: no cache).
+    ``warn`` receives per-file warnings and write errors as they come. A KeyboardInterrupt
+    propagates: files already written are complete, the others untouched."""
     run = LintRun([file_error(missing, "no such file or directory", code=IO_ERROR) for missing in found.missing], [])
-    run.jobs = [Job(display_path(p), str(p), settings.ruleset_for(p), mode, keep_source=diff or write)
+    cache = None
+    if cache_dir is not None and found.files:
+        cache, problem = Cache.open(cache_dir, create=mode == "none")  # only lint results are stored
+        if problem:
+            warn(problem)
+    run.jobs = [Job(display_path(p), str(p), settings.ruleset_for(p), mode, keep_source=diff or write, cache=cache)
                 for p in found.files]
     fs_path = {j.path: j.fs_path for j in run.jobs}
     for res in run_jobs(run.jobs, jobs):
@@ -126,6 +135,8 @@ def lint_paths(found: Discovery, settings: Settings, *, mode: FixMode = "none", 
             warn(w)
         if not res.error:
             run.checked += 1
+        run.cached += res.cached
+        run.parsed += res.parsed
         if res.fixed is not None and res.original is not None:
             if diff:
                 run.diffs.append(unified_diff(res.path, res.original, res.fixed))

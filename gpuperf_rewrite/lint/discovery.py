@@ -18,7 +18,7 @@ from pathlib import Path
 DEFAULT_EXCLUDE = (
     ".git/", ".hg/", ".svn/", ".venv/", "venv/", "__pycache__/", "node_modules/", ".tox/",
     ".nox/", ".eggs/", "*.egg-info/", "build/", "dist/", ".mypy_cache/", ".pytest_cache/",
-    ".ruff_cache/", ".ipynb_checkpoints/",
+    ".ruff_cache/", ".gpuperf_cache/", ".ipynb_checkpoints/",
 )
 
 

@@ -36,6 +36,8 @@ class FileResult:
     applied: dict[str, int] = dataclasses.field(default_factory=dict)  # code -> fixes applied
     error: bool = False  # E999/E902/E001: the file could not be checked
     warnings: list[str] = dataclasses.field(default_factory=list)
+    parsed: bool = False  # went past the prefilter to the parsers (else: nothing could fire)
+    cached: bool = False  # answered from the lint cache, not analysed in this run
 
     def failed(self, diag: Diagnostic) -> FileResult:
         self.diagnostics.append(diag)
@@ -131,6 +133,7 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     rules = rules_for(text, ruleset)
     if not rules:
         return result  # nothing here can hold a finding: not parsed at all (not even for syntax)
+    result.parsed = True
     diag = syntax_gate(data, path, check_depth=True)
     if diag is not None:
         return result.failed(diag)
