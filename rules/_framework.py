@@ -540,10 +540,10 @@ class Rule:
     # Source prefilter: the rule can only fire when one of these substrings occurs.
     keywords: ClassVar[tuple[str, ...]] = ("torch",)
     # File prefilter, checked with ``keywords``: the rule can only fire in a file that mentions one
-    # of these (the packages whose names it resolves, or what makes a training step loop). A file
-    # that holds none for any enabled rule is never parsed. None: ``keywords`` alone decide.
-    file_markers: ClassVar[tuple[str, ...] | None] = (
-        "torch", "lightning", "accelerate", "transformers", "backward", ".step(", "DataLoader")
+    # of these (the packages whose names it resolves, or a call that makes a training step loop:
+    # ``.backward``, ``.step(``, a DataLoader). A file that holds none for any enabled rule is
+    # never parsed. None: ``keywords`` alone decide.
+    file_markers: ClassVar[tuple[str, ...] | None] = ("torch", "transformers", ".backward", ".step(", "DataLoader")
     options: ClassVar[Mapping[str, Any]] = {}
     examples: ClassVar[Sequence[Valid | Invalid]] = ()
 

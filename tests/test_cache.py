@@ -236,12 +236,14 @@ def test_unwritable_cache_warns_once_and_the_run_goes_on(tree, tmp_path_factory)
 def test_other_tool_fingerprint_is_a_miss(tmp_path):
     diag = Diagnostic("a.py", 1, 1, 1, 2, "GP101", "sync-in-loop", "m", "warning", None)
     ours, _ = Cache.open(tmp_path)
-    key = ours.key("a.py", b"x", ["GP101"], {})
+    key = ours.key("a.py", b"x", Cache.salt(["GP101"], {}))
     ours.store(key, [diag])
     assert ours.load(key) == [diag]
     assert Cache(tmp_path, "another-version").load(key) is None
-    assert ours.load(ours.key("a.py", b"x", ["GP101"], {"GP101": {"k": 1}})) is None
-    assert ours.load(ours.key("b.py", b"x", ["GP101"], {})) is None
+    assert ours.load(ours.key("a.py", b"x", Cache.salt(["GP101"], {"GP101": {"k": 1}}))) is None
+    assert ours.load(ours.key("a.py", b"x", Cache.salt(["GP101", "GP102"], {}))) is None
+    assert ours.load(ours.key("b.py", b"x", Cache.salt(["GP101"], {}))) is None
+    assert ours.load(ours.key("a.py", b"y", Cache.salt(["GP101"], {}))) is None
 
 
 # ---- concurrency ---------------------------------------------------------------------------------
@@ -250,7 +252,7 @@ def _hammer(directory: str, fingerprint: str, worker: int, rounds: int, queue) -
     bad = 0
     for r in range(rounds):
         for k in range(8):
-            key = cache.key("f.py", f"content {k}".encode(), ["GP101"], {})
+            key = cache.key("f.py", f"content {k}".encode(), Cache.salt(["GP101"], {}))
             want = [Diagnostic("f.py", k + 1, 1, k + 1, 2, "GP101", "sync-in-loop", "m" * (k * 500), "warning", None)]
             got = cache.load(key)
             if got is not None and got != want:
@@ -271,7 +273,7 @@ def test_concurrent_writers_and_readers_never_see_a_partial_entry(tmp_path):
     for p in procs:
         p.join(timeout=30)
     assert results == [0, 0, 0, 0]
-    assert all(cache.load(cache.key("f.py", f"content {k}".encode(), ["GP101"], {})) for k in range(8))
+    assert all(cache.load(cache.key("f.py", f"content {k}".encode(), Cache.salt(["GP101"], {}))) for k in range(8))
     assert not list(tmp_path.rglob("*.tmp"))  # every temporary file was renamed into place
 
 

@@ -130,3 +130,27 @@ def test_parent_pid_watch_fallback_ends_an_orphan():
     finally:
         if _alive(child):
             os.kill(child, signal.SIGKILL)
+
+
+def test_files_that_need_no_parsing_start_no_pool(tmp_path, monkeypatch):
+    """A tree of library code (nothing any rule looks for) is answered in the parent: starting
+    worker processes for it would cost more than the whole check."""
+    import concurrent.futures
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a process pool was started")
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", no_pool)
+    paths = []
+    for i in range(100):
+        p = tmp_path / f"lib{i:03d}.py"
+        p.write_text(f"def f{i}(a):\n    return [int(x) + {i} for x in a]\n")
+        paths.append(p)
+    train = tmp_path / "train.py"  # a few real candidates: fewer than a pool is worth
+    train.write_text("import torch\nfor x in loader:\n    loss.backward()\n    print(x.item())\n")
+    paths.insert(50, train)
+    jobs = [parallel.Job(p.name, str(p), RuleSet(("GP101", "GP102", "GP403")), "none", False) for p in paths]
+    results = list(parallel.run_jobs(jobs, 2))
+    assert [r.path for r in results] == [p.name for p in paths]
+    assert [r.path for r in results if r.diagnostics] == ["train.py"]
+    assert [r.path for r in results if r.parsed] == ["train.py"]

@@ -127,8 +127,15 @@ def lint_paths(found: Discovery, settings: Settings, *, mode: FixMode = "none", 
         cache, problem = Cache.open(cache_dir, create=mode == "none")  # only lint results are stored
         if problem:
             warn(problem)
-    run.jobs = [Job(display_path(p), str(p), settings.ruleset_for(p), mode, keep_source=diff or write, cache=cache)
-                for p in found.files]
+    cwd = Path.cwd().resolve()
+    salts: dict[int, str] = {}  # one per distinct rule set (per-file ignores make a few)
+    for p in found.files:
+        ruleset = settings.ruleset_for(p)
+        salt = salts.get(id(ruleset))
+        if salt is None:
+            salt = salts[id(ruleset)] = Cache.salt(ruleset.codes, ruleset.options) if cache else ""
+        run.jobs.append(Job(display_path(p, cwd), str(p), ruleset, mode, keep_source=diff or write,
+                            cache=cache, cache_salt=salt))
     fs_path = {j.path: j.fs_path for j in run.jobs}
     for res in run_jobs(run.jobs, jobs):
         for w in res.warnings:

@@ -85,15 +85,19 @@ class Cache:
             return None, f"cache disabled: cannot write to {directory} ({exc.strerror or exc})"
         return cls(directory, fingerprint), None
 
-    def key(self, path: str, data: bytes, codes: Iterable[str], options: Any) -> str:
-        settings = json.dumps([path, sorted(codes), options], sort_keys=True, default=repr)
-        h = hashlib.sha256(settings.encode("utf-8", "surrogatepass"))
-        h.update(b"\0")
+    @staticmethod
+    def salt(codes: Iterable[str], options: Any) -> str:
+        """The settings' share of a key: the rule codes and options in force for a file."""
+        settings = json.dumps([sorted(codes), options], sort_keys=True, default=repr)
+        return hashlib.sha256(settings.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def key(self, path: str, data: bytes, salt: str) -> str:
+        h = hashlib.sha256(f"{salt}\0{path}\0".encode("utf-8", "surrogatepass"))
         h.update(data)
         return h.hexdigest()
 
     def _entry(self, key: str) -> Path:
-        return self.directory / self.fingerprint / key[:2] / f"{key[2:]}.json"
+        return Path(os.path.join(self.directory, self.fingerprint, key[:2], f"{key[2:]}.json"))
 
     def load(self, key: str) -> list[Diagnostic] | None:
         """The diagnostics stored under ``key``; None when absent or unreadable in any way."""

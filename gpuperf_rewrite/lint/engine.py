@@ -9,6 +9,7 @@ apply fixes to a fixpoint (:mod:`.fixes`) and report the unsuppressed findings
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -70,9 +71,44 @@ def can_fire(rule: type[Rule], text: str) -> bool:
     return any(k in text for k in rule.keywords) and (markers is None or any(m in text for m in markers))
 
 
+@functools.lru_cache(maxsize=64)
+def _prefilter_plan(codes: tuple[str, ...]) -> tuple[tuple[tuple[str, ...] | None, tuple[type[Rule], ...]], ...]:
+    """The rules grouped by their file markers: most share the default, so a file is searched
+    for each group's markers once, and for keywords only when a group's markers are there."""
+    groups: dict[tuple[str, ...] | None, list[type[Rule]]] = {}
+    registry = all_rules()
+    for code in codes:
+        groups.setdefault(registry[code].file_markers, []).append(registry[code])
+    return tuple((markers, tuple(rules)) for markers, rules in groups.items())
+
+
 def rules_for(text: str, ruleset: RuleSet) -> list[Rule]:
-    """The enabled rules that can fire on ``text``; empty: the file need not be parsed at all."""
-    return [r for r in ruleset.instantiate() if can_fire(type(r), text)]
+    """The enabled rules that can fire on ``text`` (:func:`can_fire`, in code order); empty: the
+    file need not be parsed at all. On a tree of library code this runs on every file."""
+    found: dict[str, bool] = {}
+
+    def has(needle: str) -> bool:
+        hit = found.get(needle)
+        if hit is None:
+            hit = found[needle] = needle in text
+        return hit
+
+    fire: set[type[Rule]] = set()
+    for markers, group in _prefilter_plan(ruleset.codes):
+        if markers is None or any(map(has, markers)):
+            fire.update(cls for cls in group if any(map(has, cls.keywords)))
+    registry = all_rules()
+    return [registry[code]() for code in ruleset.codes if registry[code] in fire]
+
+
+def needs_parsing(data: bytes, ruleset: RuleSet) -> bool:
+    """False when :func:`check_source` would return at once, with nothing found and nothing to
+    report: a ``gpuperf: skip-file`` file or one no enabled rule can fire on."""
+    try:
+        text = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return True  # reported as undecodable
+    return not noqa_mod.skips_file(text) and bool(rules_for(text, ruleset))
 
 
 class _RuleCrash(Exception):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from gpuperf_rewrite.lint.cache import Cache
 from gpuperf_rewrite.lint.diagnostics import ERROR_CODES, INTERNAL_ERROR, IO_ERROR, Diagnostic, file_error
-from gpuperf_rewrite.lint.engine import FileResult, RuleSet, check_source
+from gpuperf_rewrite.lint.engine import FileResult, RuleSet, check_source, needs_parsing
 from gpuperf_rewrite.lint.fixes import FixMode
 
 if TYPE_CHECKING:
@@ -46,11 +46,13 @@ class Job:
     fix_codes: tuple[str, ...] | None = None
     max_bytes: int | None = MAX_FILE_BYTES
     cache: Cache | None = None
+    cache_salt: str = ""  # Cache.salt() of the ruleset: computed once per rule set, not per file
 
 
-def display_path(path: Path) -> str:
+def display_path(path: Path, cwd: Path | None = None) -> str:
+    """``path`` relative to ``cwd`` (resolved; default the current directory) when below it."""
     try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        return path.resolve().relative_to(cwd or Path.cwd().resolve()).as_posix()
     except ValueError:
         return str(path)
 
@@ -78,19 +80,37 @@ def _answers(cached: list[Diagnostic], job: Job) -> bool:
                    and (job.fix_codes is None or d.code in job.fix_codes) for d in cached)
 
 
+def _quick(job: Job, data: bytes) -> tuple[FileResult | None, str | None]:
+    """A result that needs no parsing (nothing any rule could fire on, or a cached result that
+    answers the job) or None; and the cache key when the cache was consulted."""
+    if not needs_parsing(data, job.ruleset):
+        return _trimmed(FileResult(job.path, [], original=data), job), None
+    if job.cache is None:
+        return None, None
+    key = job.cache.key(job.path, data, job.cache_salt)
+    cached = job.cache.load(key)
+    if cached is None or not _answers(cached, job):
+        return None, key
+    hit = FileResult(job.path, cached, original=data, cached=True, error=any(d.code in ERROR_CODES for d in cached))
+    return _trimmed(hit, job), key
+
+
+def triage(job: Job) -> FileResult | None:
+    """The cheap part of :func:`check_job`, run in the parent before anything goes to a worker:
+    the result when no parsing is needed (unreadable, nothing any rule could fire on, cached),
+    else None."""
+    data = _read(job)
+    return data if isinstance(data, FileResult) else _quick(job, data)[0]
+
+
 def check_job(job: Job) -> FileResult:
     """Read, look up the cache, check, store: one file, start to end."""
     data = _read(job)
     if isinstance(data, FileResult):
         return data
-    key = None
-    if job.cache is not None:
-        key = job.cache.key(job.path, data, job.ruleset.codes, job.ruleset.options)
-        cached = job.cache.load(key)
-        if cached is not None and _answers(cached, job):
-            result = FileResult(job.path, cached, original=data, cached=True,
-                                error=any(d.code in ERROR_CODES for d in cached))
-            return _trimmed(result, job)
+    quick, key = _quick(job, data)
+    if quick is not None:
+        return quick
     result = check_source(data, job.path, job.ruleset, job.mode, job.fix_codes)
     if key is not None and job.cache is not None and job.mode == "none" and result.parsed:
         job.cache.store(key, result.diagnostics)
@@ -178,29 +198,40 @@ def _size(job: Job) -> int:
 
 def run_jobs(jobs: Sequence[Job], n_jobs: int | None = None, *,
              check: Callable[[Job], FileResult] = check_job) -> Iterator[FileResult]:
-    """Results in the order of ``jobs``, streamed. ``check`` is replaceable for tests.
+    """Results in the order of ``jobs``, streamed. ``check`` (replaceable for tests) runs in the
+    workers. Files that need no parsing (cached, or nothing to find: most of a tree of library
+    code) are answered here first, and a pool is started only if enough files are left.
 
     A worker that dies (a segfault in the native parser, the OOM killer) breaks the whole
     process pool, failing every task in flight. The files of those tasks are then re-run one at
     a time in a one-worker pool, so the file that kills its worker is known exactly: it is
     reported as E001 and the rest of the run goes on."""
     workers = n_jobs or min(os.cpu_count() or 1, 8)
-    if workers <= 1 or len(jobs) < PARALLEL_THRESHOLD:
-        for job in jobs:
-            yield check(job)
+    if workers > 1 and len(jobs) >= PARALLEL_THRESHOLD:
+        answered = {i: res for i, res in enumerate(map(triage, jobs)) if res is not None}
+        todo = [i for i in range(len(jobs)) if i not in answered]
+        if len(todo) >= PARALLEL_THRESHOLD:
+            yield from _Scheduler(jobs, todo, answered, workers, check).run()
+            return
+        for i, job in enumerate(jobs):
+            yield answered[i] if i in answered else check(job)
         return
-    yield from _Scheduler(jobs, workers, check).run()
+    for job in jobs:
+        yield check(job)
 
 
 class _Scheduler:
-    def __init__(self, jobs: Sequence[Job], workers: int, check: Callable[[Job], FileResult]) -> None:
+    def __init__(self, jobs: Sequence[Job], todo: list[int], answered: dict[int, FileResult], workers: int,
+                 check: Callable[[Job], FileResult]) -> None:
         self.jobs, self.workers, self.check = jobs, workers, check
-        self.pending = deque(plan_chunks([_size(j) for j in jobs], workers))
-        self.suspects: deque[range] = deque()  # one file each, after a worker died
-        self.results: dict[int, FileResult] = {}
+        self.pending = deque(tuple(todo[k] for k in chunk)
+                             for chunk in plan_chunks([_size(jobs[i]) for i in todo], workers))
+        self.suspects: deque[tuple[int, ...]] = deque()  # one file each, after a worker died
+        self.results: dict[int, FileResult] = dict(answered)
         self.next_out = 0
 
     def run(self) -> Iterator[FileResult]:
+        yield from self._ready()
         while self.pending or self.suspects:
             isolate = bool(self.suspects)
             inflight = yield from self._round(self.suspects if isolate else self.pending, isolate)
@@ -212,17 +243,17 @@ class _Scheduler:
                         self.jobs[chunk[0]], "the analysis crashed its worker process (native parser "
                         "crash or out of memory); file not checked", INTERNAL_ERROR)
                 else:
-                    self.suspects.extend(range(i, i + 1) for i in chunk)
+                    self.suspects.extend((i,) for i in chunk)
             yield from self._ready()
 
-    def _round(self, source: deque[range], isolate: bool) -> Iterator[FileResult]:
+    def _round(self, source: deque[tuple[int, ...]], isolate: bool) -> Iterator[FileResult]:
         """Run tasks from ``source`` in a fresh pool until it is empty (returns []) or the pool
         breaks (returns the tasks in flight)."""
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
 
         size, window = (1, 1) if isolate else (self.workers, self.workers * 2)
-        inflight: deque[tuple[range, Future[list[FileResult]]]] = deque()
+        inflight: deque[tuple[tuple[int, ...], Future[list[FileResult]]]] = deque()
         pool = ProcessPoolExecutor(max_workers=size, initializer=_worker_init, initargs=(_fork_parent(),))
         try:
             while source or inflight:
@@ -252,7 +283,7 @@ class _Scheduler:
         _shutdown(pool, kill=False)
         return deque()
 
-    def _store(self, chunk: range, results: list[FileResult]) -> None:
+    def _store(self, chunk: tuple[int, ...], results: list[FileResult]) -> None:
         for i, res in zip(chunk, results):
             self.results[i] = res
 
