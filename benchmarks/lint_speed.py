@@ -15,8 +15,9 @@ on 25 %, 50 % and 100 % of the files (a linter that keeps trees alive grows with
 ``--mixed``: a repository that is mostly not training code. Two corpora, the Python standard
 library (without site-packages and test folders) and the installed torch package, each linted by
 ours with a cold cache and a warm one (``-j N``; cold also with ``-j 1``), ours at a baseline
-source tree (``--baseline DIR``, e.g. a ``git archive`` of an older commit), ``ruff check --select
-ALL --no-cache``, TorchFix and the bare parse.
+source tree (``--baseline DIR``: a ``git archive`` of an older commit with ``rules/`` and
+``runtime/`` moved into ``gpuperf_rewrite/``), ``ruff check --select ALL --no-cache``, TorchFix and
+the bare parse.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -282,11 +282,12 @@ def mixed_contenders(args: argparse.Namespace, name: str, files: list[Path], tmp
         Contender("gpuperf-rewrite, cold cache, -j 1", [*ours, "-j", "1", *paths], ours_files, n_rules,
                   before=empty_cache),
     ]
-    if args.baseline:
-        env = {**os.environ, "PYTHONPATH": str(args.baseline)}
+    if args.baseline:  # first on sys.path, ahead of the current directory and our own install
+        boot = (f"import sys; sys.path.insert(0, {str(args.baseline)!r}); "
+                "from gpuperf_rewrite.cli import main; main()")
         contenders.append(Contender(f"gpuperf-rewrite at {args.baseline.name}, -j {j}",
-                                    [sys.executable, "-m", "gpuperf_rewrite", "check", "--isolated", "-q",
-                                     "--statistics", "-j", j, *paths], None, n_rules, env=env))
+                                    [sys.executable, "-c", boot, "check", "--isolated", "-q", "--statistics",
+                                     "-j", j, *paths], None, n_rules))
     ruff = shutil.which("ruff", path=str(BIN)) or shutil.which("ruff")
     if ruff:
         contenders.append(Contender("ruff check --select ALL --no-cache",

@@ -297,3 +297,19 @@ def test_two_cli_runs_at_once_share_one_cache(tree):
     assert all(json.loads(p.read_text())["key"] for p in stored)
     third = subprocess.run(cmd, cwd=tree, capture_output=True, text=True)
     assert json.loads(third.stdout) == json.loads(expected.stdout)
+
+
+def test_second_run_with_a_worker_pool_parses_nothing(tree, monkeypatch):
+    from gpuperf_rewrite.lint.api import lint_paths, load_settings
+    from gpuperf_rewrite.lint.discovery import discover
+
+    for i in range(3, 24):  # enough candidates for a process pool
+        (tree / f"train{i}.py").write_text(TRAIN.replace("batch_size=8", f"batch_size={8 + i}"))
+    monkeypatch.chdir(tree)
+    settings = load_settings(isolated=True)
+    found = discover(["."], settings.root, settings.exclude)
+    first = lint_paths(found, settings, jobs=2, cache_dir=tree / ".gpuperf_cache")
+    second = lint_paths(found, settings, jobs=2, cache_dir=tree / ".gpuperf_cache")
+    assert first.parsed == 26 and first.cached == 0  # 24 scripts, model.py, broken.py; not util.py
+    assert second.parsed == 0 and second.cached == 26
+    assert second.diagnostics == first.diagnostics
