@@ -125,10 +125,10 @@ def discover(paths: Iterable[str], root: Path, exclude: Iterable[str], *,
     files: list[Path] = []
     missing: list[str] = []
     skipped: list[str] = []
-    seen: set[Path] = set()
+    seen: set[str] = set()
 
     def add(p: Path) -> None:
-        key = p.resolve()
+        key = os.path.realpath(p)
         if key not in seen:
             seen.add(key)
             files.append(p)
