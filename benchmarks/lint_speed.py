@@ -337,9 +337,12 @@ def startup(small: Path, rounds: int = 5) -> tuple[float, float]:
 
 
 def mixed_mode(args: argparse.Namespace) -> dict:
-    std_root, std_files = stdlib_corpus()
-    corpora = [("stdlib", std_root, spread(std_files, args.sample)),
-               ("torch", torch_corpus(), gather(torch_corpus(), args.sample))]
+    corpora = []
+    if "stdlib" in args.corpora:
+        std_root, std_files = stdlib_corpus()
+        corpora.append(("stdlib", std_root, spread(std_files, args.sample)))
+    if "torch" in args.corpora:
+        corpora.append(("torch", torch_corpus(), gather(torch_corpus(), args.sample)))
     report: dict = {"corpora": []}
     print(f"## Lint speed, mixed tree ({date.today().isoformat()})\n")
     print(f"- machine: {machine_line()}; libcst {libcst_version(sys.executable)}")
@@ -375,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, help="use N files spread evenly over each corpus")
     ap.add_argument("--repeat", type=int, default=3, help="rounds (median reported)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes for the parallel runs")
+    ap.add_argument("--corpora", type=lambda v: v.split(","), default=["stdlib", "torch"],
+                    help="--mixed: which corpora (comma-separated: stdlib, torch)")
     ap.add_argument("--baseline", type=Path, help="--mixed: also run ours from this source tree (PYTHONPATH)")
     ap.add_argument("--torchfix", type=Path, default=ROOT / ".venv-torchfix" / "bin" / "torchfix",
                     help="TorchFix executable (its own venv: it pins an older libcst)")
