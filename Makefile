@@ -8,7 +8,7 @@ TORCH  := torch==2.13.0
 PYTEST_ARGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: demo test lint docs bench-lint bench clean
+.PHONY: demo test lint docs bench-lint bench-lint-mixed bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,11 @@ $(TORCHFIX_VENV)/bin/torchfix:
 # Lint the installed torch package: ours vs TorchFix vs LibCST's bare parse.
 bench-lint: $(VENV)/.bench $(TORCHFIX_VENV)/bin/torchfix
 	$(BIN)/python benchmarks/lint_speed.py $(BENCH_ARGS)
+
+# A repository that is mostly not training code: the standard library and the torch package,
+# ours with a cold and a warm cache vs ruff --select ALL, TorchFix and the bare parse.
+bench-lint-mixed: $(VENV)/.bench $(TORCHFIX_VENV)/bin/torchfix
+	$(BIN)/python benchmarks/lint_speed.py --mixed $(BENCH_ARGS)
 
 # A/B every fixture against its rewrite (CPU, small); on a GPU machine:
 #   make bench BENCH_ARGS="--size full --device cuda"

@@ -1,20 +1,23 @@
-"""Lint-speed benchmark: gpuperf-rewrite vs TorchFix vs LibCST's bare parse, side by side.
+"""Lint-speed benchmark: gpuperf-rewrite vs ruff, TorchFix and LibCST's bare parse, side by side.
 
     python benchmarks/lint_speed.py                       # the installed torch package
     python benchmarks/lint_speed.py --sample 40 --repeat 1 --no-torchfix   # smoke run
+    python benchmarks/lint_speed.py --mixed               # stdlib + torch: cold/warm cache vs ruff
 
 Every contender is a separate process over the *same* file list, run in interleaved rounds
 (ours, floors, TorchFix, ours, ...) so machine load hits them alike; medians are reported.
+How a process tree is measured: see ``_measure.py``.
 
-* wall: from spawn to exit, measured by a small wrapper process around the contender;
-* CPU: user+sys of the contender and all its worker processes (``RUSAGE_CHILDREN`` of the
-  wrapper, which includes reaped grandchildren);
-* peak RSS, largest process: ``ru_maxrss`` of the same rusage, exact;
-* peak RSS, all processes: the sum over the process tree, sampled every 50 ms with psutil
-  (forked workers share pages, so this over-counts; blank without psutil).
+Default mode: the torch package, ours (``--no-cache``) with ``-j N`` and ``-j 1`` next to the bare
+parse in N processes and in 1, plus TorchFix; then memory flatness: our linter with one process
+on 25 %, 50 % and 100 % of the files (a linter that keeps trees alive grows with the file count).
 
-Memory flatness: our linter with one process on 25 %, 50 % and 100 % of the files (every 4th,
-every 2nd, all); a linter that keeps trees alive grows with the file count.
+``--mixed``: a repository that is mostly not training code. Two corpora, the Python standard
+library (without site-packages and test folders) and the installed torch package, each linted by
+ours with a cold cache and a warm one (``-j N``; cold also with ``-j 1``), ours at a baseline
+source tree (``--baseline DIR``: a ``git archive`` of an older commit with ``rules/`` and
+``runtime/`` moved into ``gpuperf_rewrite/``), ``ruff check --select ALL --no-cache``, TorchFix and
+the bare parse.
 """
 
 from __future__ import annotations
@@ -22,109 +25,19 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
-import platform
-import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-import time
-from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-try:
-    import psutil
-except ImportError:  # optional: only the all-processes memory column needs it
-    psutil = None
+from _measure import Contender, Run, fmt, machine_line, measure, run_rounds
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BARE_PARSE = HERE / "bare_parse.py"
-
-
-# ---- measuring one process tree -------------------------------------------------------------
-def _exec_and_report(out_path: str, cmd: list[str], stdout_path: str) -> int:
-    """Wrapper mode (run in its own process so its rusage covers exactly one contender)."""
-    with open(stdout_path, "wb") as out:
-        start = time.perf_counter()
-        rc = subprocess.call(cmd, stdout=out, stderr=subprocess.DEVNULL)
-        wall = time.perf_counter() - start
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    Path(out_path).write_text(json.dumps({
-        "rc": rc, "wall": wall, "cpu": ru.ru_utime + ru.ru_stime,
-        # Linux reports ru_maxrss in KiB, macOS in bytes.
-        "maxrss_mb": ru.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024),
-    }))
-    return 0
-
-
-def _sample_tree_rss(pid: int, stop: threading.Event, peak: list[float]) -> None:
-    try:
-        root = psutil.Process(pid)
-    except psutil.Error:
-        return
-    while not stop.is_set():
-        total = 0
-        try:
-            procs = [root, *root.children(recursive=True)]
-        except psutil.Error:
-            break
-        for p in procs:
-            try:
-                total += p.memory_info().rss
-            except psutil.Error:
-                pass
-        peak[0] = max(peak[0], total / 2**20)
-        stop.wait(0.05)
-
-
-@dataclass
-class Run:
-    wall: float
-    cpu: float
-    maxrss_mb: float
-    tree_rss_mb: float | None
-    stdout: str
-
-
-def measure(cmd: list[str], ok_codes: tuple[int, ...] = (0, 1)) -> Run:
-    with tempfile.TemporaryDirectory() as tmp:
-        report, stdout = Path(tmp, "rusage.json"), Path(tmp, "stdout")
-        proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--_exec", str(report),
-                                 str(stdout), "--", *cmd])
-        stop, peak = threading.Event(), [0.0]
-        sampler = None
-        if psutil is not None:
-            sampler = threading.Thread(target=_sample_tree_rss, args=(proc.pid, stop, peak), daemon=True)
-            sampler.start()
-        proc.wait()
-        stop.set()
-        if sampler is not None:
-            sampler.join()
-        data = json.loads(report.read_text())
-        if data["rc"] not in ok_codes:
-            raise RuntimeError(f"{cmd[0]} exited {data['rc']}:\n{stdout.read_text(errors='replace')[-2000:]}")
-        return Run(data["wall"], data["cpu"], data["maxrss_mb"],
-                   peak[0] if psutil is not None else None, stdout.read_text(errors="replace"))
-
-
-# ---- the contenders ---------------------------------------------------------------------
-@dataclass
-class Contender:
-    name: str
-    cmd: list[str]
-    files: int  # files it actually parses (after its own prefilter)
-    rules: str
-    runs: list[Run] = field(default_factory=list)
-    rounds: int | None = None  # None: every round
-
-    def median(self, attr: str) -> float | None:
-        values = [getattr(r, attr) for r in self.runs if getattr(r, attr) is not None]
-        return statistics.median(values) if values else None
+BIN = Path(sys.executable).parent
 
 
 def torch_corpus() -> Path:
@@ -134,8 +47,20 @@ def torch_corpus() -> Path:
     return Path(spec.origin).parent
 
 
+def stdlib_corpus() -> tuple[Path, list[Path]]:
+    """The standard library's own modules: no site-packages, no test suites."""
+    import sysconfig
+
+    root = Path(sysconfig.get_paths()["stdlib"])
+    skip = {"site-packages", "dist-packages", "test", "tests", "idle_test"}
+    return root, sorted(p for p in root.rglob("*.py") if p.is_file() and not skip & set(p.relative_to(root).parts))
+
+
 def gather(corpus: Path, sample: int | None) -> list[Path]:
-    files = sorted(p for p in corpus.rglob("*.py") if p.is_file())
+    return spread(sorted(p for p in corpus.rglob("*.py") if p.is_file()), sample)
+
+
+def spread(files: list[Path], sample: int | None) -> list[Path]:
     if sample and sample < len(files):
         step = len(files) / sample
         files = [files[int(i * step)] for i in range(sample)]
@@ -148,6 +73,22 @@ def count_lines(files: list[Path]) -> int:
 
 def mentions_torch(files: list[Path]) -> int:
     return sum(b"torch" in p.read_bytes() for p in files)
+
+
+def passes_our_prefilter(files: list[Path]) -> int:
+    """Files ours parses: those some default rule's keywords and markers can fire on."""
+    from gpuperf_rewrite.lint.engine import RuleSet, rules_for
+    from gpuperf_rewrite.lint.registry import all_rules
+    from gpuperf_rewrite.lint.sourceio import decode_source
+
+    rs = RuleSet(tuple(c for c, r in all_rules().items() if r.default_enabled))
+    n = 0
+    for p in files:
+        try:
+            n += bool(rules_for(decode_source(p.read_bytes()), rs))
+        except (SyntaxError, UnicodeDecodeError, LookupError):
+            n += 1  # reported as undecodable: counts as checked
+    return n
 
 
 def our_rule_count() -> int:
@@ -186,11 +127,11 @@ def torchfix_findings(stdout: str) -> int:
     return sum(1 for line in stdout.splitlines() if ": TOR" in line)
 
 
-# ---- reporting ----------------------------------------------------------------------------
-def fmt(x: float | None, digits: int = 1) -> str:
-    return "" if x is None else f"{x:,.{digits}f}"
+def gp_executable() -> str:
+    return shutil.which("gpuperf-rewrite", path=str(BIN)) or "gpuperf-rewrite"
 
 
+# ---- default mode: the torch package ---------------------------------------------------------
 def table(contenders: list[Contender], totals: dict[str, int], ours: Contender) -> str:
     head = ("| tool | rules | files parsed | runs | wall s | CPU s | files/s | lines/s | "
             "peak RSS, largest process MB | peak RSS, all processes MB | wall vs ours | CPU vs ours |")
@@ -208,97 +149,59 @@ def table(contenders: list[Contender], totals: dict[str, int], ours: Contender) 
     return "\n".join(rows)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--_exec"]:
-        return _exec_and_report(argv[1], argv[4:], argv[2])
-    ap = argparse.ArgumentParser(description="Lint speed: ours vs TorchFix vs bare LibCST parse.")
-    ap.add_argument("--corpus", type=Path, help="directory of Python files (default: installed torch)")
-    ap.add_argument("--sample", type=int, help="use N files spread evenly over the corpus")
-    ap.add_argument("--repeat", type=int, default=3, help="rounds (median reported)")
-    ap.add_argument("--jobs", type=int, default=2, help="worker processes for the parallel runs")
-    ap.add_argument("--torchfix", type=Path, default=ROOT / ".venv-torchfix" / "bin" / "torchfix",
-                    help="TorchFix executable (its own venv: it pins an older libcst)")
-    ap.add_argument("--torchfix-rounds", type=int, default=1,
-                    help="rounds that include TorchFix (it is slow)")
-    ap.add_argument("--no-torchfix", action="store_true")
-    ap.add_argument("--no-memory-scaling", action="store_true")
-    ap.add_argument("--json", type=Path, help="also write the raw runs here")
-    args = ap.parse_args(argv)
+def memory_scaling(ours_cmd: list[str], paths: list[str], tmp: str) -> list[tuple[int, int, Run, Run]]:
+    """Peak RSS is set by the largest tree held at once, so each subset's bare parse (which holds
+    one tree at a time) is the reference: ours growing past it would mean retention."""
+    scaling = []
+    for frac in (4, 2, 1):
+        subset = paths[::frac]
+        sub_list = Path(tmp, f"files_{frac}.txt")
+        sub_list.write_text("".join(f"{p}\n" for p in subset))
+        run = measure([*ours_cmd, "-j", "1", *subset])
+        floor = measure([sys.executable, str(BARE_PARSE), str(sub_list)])
+        biggest = max(Path(p).read_bytes().count(b"\n") for p in subset)
+        scaling.append((len(subset), biggest, run, floor))
+        print(f"memory scaling: {len(subset)} files: max RSS {run.maxrss_mb:.0f} MB "
+              f"(bare parse {floor.maxrss_mb:.0f} MB)", file=sys.stderr, flush=True)
+    return scaling
 
-    corpus = args.corpus or torch_corpus()
-    files = gather(corpus, args.sample)
-    if not files:
-        sys.exit(f"no Python files under {corpus}")
-    n_lines = count_lines(files)
-    n_torch = mentions_torch(files)
-    gp = shutil.which("gpuperf-rewrite", path=str(Path(sys.executable).parent)) or "gpuperf-rewrite"
-    tf_python = args.torchfix.parent / "python"
-    use_tf = not args.no_torchfix and args.torchfix.exists()
-    if not args.no_torchfix and not use_tf:
-        print(f"note: {args.torchfix} not found; skipping TorchFix (make bench-lint installs it)",
-              file=sys.stderr)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        filelist = Path(tmp, "files.txt")
-        filelist.write_text("".join(f"{p}\n" for p in files))
-        paths = [str(p) for p in files]
-        ours_cmd = [gp, "check", "--isolated", "-q", "--statistics"]
-        n_rules = our_rule_count()
-        ours = Contender(f"gpuperf-rewrite -j {args.jobs}", [*ours_cmd, "-j", str(args.jobs), *paths],
-                         n_torch, str(n_rules))
-        contenders = [
-            ours,
-            Contender("gpuperf-rewrite -j 1", [*ours_cmd, "-j", "1", *paths], n_torch, str(n_rules)),
-            Contender(f"bare LibCST parse, {args.jobs} processes",
-                      [sys.executable, str(BARE_PARSE), str(filelist), "--jobs", str(args.jobs)],
-                      len(files), "0"),
-            Contender("bare LibCST parse, 1 process", [sys.executable, str(BARE_PARSE), str(filelist)],
-                      len(files), "0"),
-        ]
-        if use_tf:
-            contenders.append(Contender(f"TorchFix -j {args.jobs}",
-                                        [str(args.torchfix), "-j", str(args.jobs), *paths], n_torch,
-                                        str(torchfix_rule_count(tf_python) or "?"),
-                                        rounds=args.torchfix_rounds))
-        for rnd in range(args.repeat):
-            for c in contenders:
-                if c.rounds is not None and rnd >= c.rounds:
-                    continue
-                run = measure(c.cmd)
-                c.runs.append(run)
-                print(f"round {rnd + 1}: {c.name}: wall {run.wall:.2f} s, CPU {run.cpu:.2f} s, "
-                      f"max RSS {run.maxrss_mb:.0f} MB", file=sys.stderr, flush=True)
+def ours_uncached() -> list[str]:
+    return [gp_executable(), "check", "--isolated", "--no-cache", "-q", "--statistics"]
 
-        # Peak RSS is set by the largest tree held at once, so each subset's bare parse (which
-        # holds one tree at a time) is the reference: ours growing past it would mean retention.
-        scaling: list[tuple[int, int, Run, Run]] = []
-        if not args.no_memory_scaling:
-            for frac in (4, 2, 1):
-                subset = paths[::frac]
-                sub_list = Path(tmp, f"files_{frac}.txt")
-                sub_list.write_text("".join(f"{p}\n" for p in subset))
-                run = measure([*ours_cmd, "-j", "1", *subset])
-                floor = measure([sys.executable, str(BARE_PARSE), str(sub_list)])
-                biggest = max(Path(p).read_bytes().count(b"\n") for p in subset)
-                scaling.append((len(subset), biggest, run, floor))
-                print(f"memory scaling: {len(subset)} files: max RSS {run.maxrss_mb:.0f} MB "
-                      f"(bare parse {floor.maxrss_mb:.0f} MB)", file=sys.stderr, flush=True)
 
+def torch_contenders(args: argparse.Namespace, paths: list[str], filelist: Path, n_torch: int,
+                     tf: Path | None) -> list[Contender]:
+    ours_cmd = ours_uncached()
+    n_rules = str(our_rule_count())
+    contenders = [
+        Contender(f"gpuperf-rewrite -j {args.jobs}", [*ours_cmd, "-j", str(args.jobs), *paths], n_torch, n_rules),
+        Contender("gpuperf-rewrite -j 1", [*ours_cmd, "-j", "1", *paths], n_torch, n_rules),
+        Contender(f"bare LibCST parse, {args.jobs} processes",
+                  [sys.executable, str(BARE_PARSE), str(filelist), "--jobs", str(args.jobs)], len(paths), "0"),
+        Contender("bare LibCST parse, 1 process", [sys.executable, str(BARE_PARSE), str(filelist)], len(paths), "0"),
+    ]
+    if tf is not None:
+        contenders.append(Contender(f"TorchFix -j {args.jobs}", [str(tf), "-j", str(args.jobs), *paths], n_torch,
+                                    str(torchfix_rule_count(tf.parent / "python") or "?"),
+                                    rounds=args.torchfix_rounds))
+    return contenders
+
+
+def torch_report(args: argparse.Namespace, corpus: Path, files: list[Path], contenders: list[Contender],
+                 scaling: list[tuple[int, int, Run, Run]], n_lines: int, n_torch: int) -> None:
+    ours = contenders[0]
     findings = ours_findings(ours.runs[0].stdout)
     tf = next((c for c in contenders if c.name.startswith("TorchFix") and c.runs), None)
     floor2, floor1 = contenders[2], contenders[3]
     ow = ours.median("wall")
-    py = platform.python_version()
     print(f"## Lint speed ({date.today().isoformat()})\n")
     print(f"- corpus: `{corpus}` — {len(files)} files, {n_lines:,} lines; {n_torch} mention `torch`")
-    print(f"- machine: {cpu_model()}, {os.cpu_count()} cores; load average at start "
-          f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}; Python {py}")
+    print(f"- machine: {machine_line()}")
     print(f"- libcst {libcst_version(sys.executable)} (ours, floor)"
-          + (f", {libcst_version(tf_python)} (TorchFix's venv)" if tf else ""))
-    print(f"- medians of {args.repeat} interleaved rounds"
-          + (f" ({tf.rounds} for TorchFix)" if tf else "") + "; files/s and lines/s over all "
-          f"{len(files)} files\n")
+          + (f", {libcst_version(args.torchfix.parent / 'python')} (TorchFix's venv)" if tf else ""))
+    print(f"- medians of {args.repeat} interleaved rounds" + (f" ({tf.rounds} for TorchFix)" if tf else "")
+          + f"; files/s and lines/s over all {len(files)} files\n")
     print(table(contenders, {"files": len(files), "lines": n_lines}, ours))
     print()
     print(f"- ours, -j {args.jobs}, vs the {args.jobs}-process bare parse: "
@@ -319,27 +222,179 @@ def main(argv: list[str] | None = None) -> int:
         for n, biggest, run, floor in scaling:
             print(f"| {n} | {biggest:,} | {run.maxrss_mb:.0f} | {floor.maxrss_mb:.0f} | "
                   f"{run.maxrss_mb - floor.maxrss_mb:+.0f} |")
+
+
+def torch_mode(args: argparse.Namespace) -> dict:
+    corpus = args.corpus or torch_corpus()
+    files = gather(corpus, args.sample)
+    if not files:
+        sys.exit(f"no Python files under {corpus}")
+    n_lines, n_torch = count_lines(files), mentions_torch(files)
+    with tempfile.TemporaryDirectory() as tmp:
+        filelist = Path(tmp, "files.txt")
+        filelist.write_text("".join(f"{p}\n" for p in files))
+        paths = [str(p) for p in files]
+        contenders = torch_contenders(args, paths, filelist, n_torch, torchfix_path(args))
+        run_rounds(contenders, args.repeat)
+        scaling = [] if args.no_memory_scaling else memory_scaling(ours_uncached(), paths, tmp)
+    torch_report(args, corpus, files, contenders, scaling, n_lines, n_torch)
+    return {"corpus": str(corpus), "files": len(files), "lines": n_lines, "mention_torch": n_torch,
+            "contenders": raw(contenders),
+            "memory_scaling": [{"files": n, "largest_file_lines": b, "maxrss_mb": r.maxrss_mb,
+                                "bare_parse_maxrss_mb": f.maxrss_mb} for n, b, r, f in scaling]}
+
+
+def torchfix_path(args: argparse.Namespace, n_files: int = 0) -> Path | None:
+    if args.no_torchfix:
+        return None
+    if args.torchfix_max_files is not None and n_files > args.torchfix_max_files:
+        print(f"note: TorchFix left out on {n_files} files (--torchfix-max-files {args.torchfix_max_files})",
+              file=sys.stderr)
+        return None
+    if not args.torchfix.exists():
+        print(f"note: {args.torchfix} not found; skipping TorchFix (make bench-lint installs it)", file=sys.stderr)
+        return None
+    return args.torchfix
+
+
+def raw(contenders: list[Contender]) -> list[dict]:
+    return [{"name": c.name, "rules": c.rules, "files_parsed": c.files,
+             "runs": [{k: v for k, v in vars(r).items() if k != "stdout"} for r in c.runs]} for c in contenders]
+
+
+# ---- mixed mode: the standard library and the torch package ----------------------------------
+def mixed_contenders(args: argparse.Namespace, name: str, files: list[Path], tmp: Path) -> list[Contender]:
+    paths = [str(p) for p in files]
+    filelist = tmp / f"{name}.txt"
+    filelist.write_text("".join(f"{p}\n" for p in paths))
+    cache = tmp / f"cache-{name}"
+    ours = [gp_executable(), "check", "--isolated", "-q", "--statistics", "--cache-dir", str(cache)]
+    ours_files, n_torch, n_rules = passes_our_prefilter(files), mentions_torch(files), str(our_rule_count())
+
+    def empty_cache() -> None:
+        shutil.rmtree(cache, ignore_errors=True)
+
+    j = str(args.jobs)
+    contenders = [
+        Contender(f"gpuperf-rewrite, cold cache, -j {j}", [*ours, "-j", j, *paths], ours_files, n_rules,
+                  before=empty_cache),
+        Contender(f"gpuperf-rewrite, warm cache, -j {j}", [*ours, "-j", j, *paths], 0, n_rules),
+        Contender("gpuperf-rewrite, cold cache, -j 1", [*ours, "-j", "1", *paths], ours_files, n_rules,
+                  before=empty_cache),
+    ]
+    if args.baseline:  # first on sys.path, ahead of the current directory and our own install
+        boot = (f"import sys; sys.path.insert(0, {str(args.baseline)!r}); "
+                "from gpuperf_rewrite.cli import main; main()")
+        contenders.append(Contender(f"gpuperf-rewrite at {args.baseline.name}, -j {j}",
+                                    [sys.executable, "-c", boot, "check", "--isolated", "-q", "--statistics",
+                                     "-j", j, *paths], None, n_rules))
+    ruff = shutil.which("ruff", path=str(BIN)) or shutil.which("ruff")
+    if ruff:
+        contenders.append(Contender("ruff check --select ALL --no-cache",
+                                    [ruff, "check", "--isolated", "--select", "ALL", "--no-cache", "--statistics",
+                                     *paths], len(files), "ALL"))
+    else:
+        print("note: ruff not found; `pip install ruff` (the bench extra) to compare", file=sys.stderr)
+    tf = torchfix_path(args, len(files))
+    if tf is not None:
+        contenders.append(Contender(f"TorchFix -j {j}", [str(tf), "-j", j, *paths], n_torch,
+                                    str(torchfix_rule_count(tf.parent / "python") or "?"),
+                                    rounds=args.torchfix_rounds))
+    contenders.append(Contender(f"bare LibCST parse, {j} processes",
+                                [sys.executable, str(BARE_PARSE), str(filelist), "--jobs", j], len(files), "0"))
+    return contenders
+
+
+def mixed_table(contenders: list[Contender]) -> str:
+    head = "| tool | files parsed | runs | wall s | CPU s | peak RSS MB | wall vs ruff | wall vs ours cold |"
+    rows = [head, "|" + "---|" * (head.count("|") - 1)]
+    ruff = next((c for c in contenders if c.name.startswith("ruff") and c.runs), None)
+    cold = contenders[0].median("wall")
+    for c in contenders:
+        if not c.runs:
+            continue
+        wall = c.median("wall")
+        vs_ruff = f"{wall / ruff.median('wall'):.2f}x" if ruff else ""
+        parsed = "" if c.files is None else f"{c.files:,}"
+        rows.append(f"| {c.name} | {parsed} | {len(c.runs)} | {fmt(wall, 2)} | {fmt(c.median('cpu'), 2)} | "
+                    f"{fmt(c.median('maxrss_mb'), 0)} | {vs_ruff} | {wall / cold:.2f}x |")
+    return "\n".join(rows)
+
+
+def startup(small: Path, rounds: int = 5) -> tuple[float, float]:
+    """Median total import time (``-X importtime``) and wall time of ``gpuperf-rewrite FILE``."""
+    import statistics
+
+    imports, walls = [], []
+    for _ in range(rounds):
+        out = subprocess.run([sys.executable, "-X", "importtime", "-m", "gpuperf_rewrite", "--isolated",
+                              "--no-cache", str(small)], capture_output=True, text=True)
+        imports.append(sum(int(line.split("|")[1]) for line in out.stderr.splitlines()
+                           if line.startswith("import time:") and line.split("|")[1].strip().isdigit()
+                           and not line.split("|")[2].startswith("  ")) / 1e6)
+        walls.append(measure([gp_executable(), "--isolated", "--no-cache", str(small)]).wall)
+    return statistics.median(imports), statistics.median(walls)
+
+
+def mixed_mode(args: argparse.Namespace) -> dict:
+    corpora = []
+    if "stdlib" in args.corpora:
+        std_root, std_files = stdlib_corpus()
+        corpora.append(("stdlib", std_root, spread(std_files, args.sample)))
+    if "torch" in args.corpora:
+        corpora.append(("torch", torch_corpus(), gather(torch_corpus(), args.sample)))
+    report: dict = {"corpora": []}
+    print(f"## Lint speed, mixed tree ({date.today().isoformat()})\n")
+    print(f"- machine: {machine_line()}; libcst {libcst_version(sys.executable)}")
+    print(f"- medians of {args.repeat} interleaved rounds; `-j {args.jobs}` unless noted; every contender "
+          f"gets the same explicit file list; ours cold = empty cache directory before the run, warm = "
+          f"right after the cold run of the same round\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        small = Path(tmp, "train.py")
+        small.write_text("import torch\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n")
+        imports, wall = startup(small, args.startup_rounds)
+        print(f"Start-up, `gpuperf-rewrite train.py` on a 4-line file: {wall * 1000:.0f} ms wall; imports "
+              f"{imports * 1000:.0f} ms (`python -X importtime`, median of {args.startup_rounds})\n")
+        report["startup"] = {"wall_s": wall, "imports_s": imports}
+        for name, root, files in corpora:
+            contenders = mixed_contenders(args, name, files, Path(tmp))
+            run_rounds(contenders, args.repeat)
+            print(f"### {name}: `{root}`: {len(files)} files, {count_lines(files):,} lines; "
+                  f"{mentions_torch(files)} mention `torch`, {contenders[0].files} pass our prefilter\n")
+            print(mixed_table(contenders))
+            cold, warm = contenders[0], contenders[1]
+            same = all(r.stdout == cold.runs[0].stdout for r in [*cold.runs, *warm.runs, *contenders[2].runs])
+            print(f"\n- findings (ours): {ours_findings(cold.runs[0].stdout)}; cold, warm and -j 1 reports "
+                  f"{'identical' if same else 'DIFFER (bug)'}\n")
+            report["corpora"].append({"name": name, "root": str(root), "files": len(files),
+                                      "contenders": raw(contenders), "reports_identical": same})
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Lint speed: ours vs ruff, TorchFix and the bare LibCST parse.")
+    ap.add_argument("--mixed", action="store_true", help="stdlib + torch package, cold and warm cache, vs ruff")
+    ap.add_argument("--corpus", type=Path, help="directory of Python files (default: installed torch)")
+    ap.add_argument("--sample", type=int, help="use N files spread evenly over each corpus")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds (median reported)")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes for the parallel runs")
+    ap.add_argument("--corpora", type=lambda v: v.split(","), default=["stdlib", "torch"],
+                    help="--mixed: which corpora (comma-separated: stdlib, torch)")
+    ap.add_argument("--baseline", type=Path, help="--mixed: also run ours from this source tree (PYTHONPATH)")
+    ap.add_argument("--torchfix", type=Path, default=ROOT / ".venv-torchfix" / "bin" / "torchfix",
+                    help="TorchFix executable (its own venv: it pins an older libcst)")
+    ap.add_argument("--torchfix-rounds", type=int, default=1, help="rounds that include TorchFix (it is slow)")
+    ap.add_argument("--startup-rounds", type=int, default=5, help="--mixed: start-up measurements")
+    ap.add_argument("--torchfix-max-files", type=int, help="--mixed: leave TorchFix out on larger corpora")
+    ap.add_argument("--no-torchfix", action="store_true")
+    ap.add_argument("--no-memory-scaling", action="store_true")
+    ap.add_argument("--json", type=Path, help="also write the raw runs here")
+    args = ap.parse_args(argv)
+    report = mixed_mode(args) if args.mixed else torch_mode(args)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
-            "corpus": str(corpus), "files": len(files), "lines": n_lines, "mention_torch": n_torch,
-            "contenders": [{"name": c.name, "rules": c.rules, "files_parsed": c.files,
-                            "runs": [{k: v for k, v in vars(r).items() if k != "stdout"} for r in c.runs]}
-                           for c in contenders],
-            "memory_scaling": [{"files": n, "largest_file_lines": b, "maxrss_mb": r.maxrss_mb,
-                                "bare_parse_maxrss_mb": f.maxrss_mb} for n, b, r, f in scaling],
-        }, indent=2))
+        args.json.write_text(json.dumps(report, indent=2))
     return 0
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 if __name__ == "__main__":

@@ -23,10 +23,6 @@ except ImportError:  # pragma: no cover
     class LazyValue:  # type: ignore[no-redef]
         pass
 
-if TYPE_CHECKING:
-    from ._context import RuleContext
-
-
 def _dotted(expr: cst.BaseExpression) -> str:
     """The dotted name of an import's module or alias (always a Name/Attribute chain)."""
     return dotted_name(expr) or ""
@@ -229,7 +225,7 @@ class _Bindings:
     scoped: dict[str, dict[cst.CSTNode, set[str | None]]]
 
 
-def _bindings(ctx: RuleContext) -> _Bindings:
+def _bindings(ctx: NameResolution) -> _Bindings:
     unsafe: set[str] = set()
     scoped: dict[str, dict[cst.CSTNode, set[str | None]]] = {}
 

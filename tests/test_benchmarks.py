@@ -5,6 +5,7 @@ rewrite-gains plumbing (rewrite, A/B call, table) with the A/B run replaced by a
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,27 @@ def test_lint_speed_runs_every_contender_on_a_small_corpus(tmp_path):
         assert f"| {name} |" in out.stdout
     assert "Memory vs file count" in out.stdout
     assert "(target: within 2x)" in out.stdout
+
+
+@pytest.mark.slow
+def test_lint_speed_mixed_mode_on_a_sample(tmp_path):
+    """The mixed-tree mode end to end on 3 files of each corpus: every contender, both corpora,
+    start-up, and ours giving the same report cold, warm and with one process."""
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "lint_speed.py"), "--mixed", "--sample", "3",
+                          "--repeat", "1", "--no-torchfix", "--startup-rounds", "1", "--json", str(tmp_path / "m.json")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "Start-up, `gpuperf-rewrite train.py`" in out.stdout
+    for corpus in ("### stdlib:", "### torch:"):
+        assert corpus in out.stdout
+    for name in ("gpuperf-rewrite, cold cache, -j 2", "gpuperf-rewrite, warm cache, -j 2",
+                 "gpuperf-rewrite, cold cache, -j 1", "bare LibCST parse, 2 processes"):
+        assert out.stdout.count(f"| {name} |") == 2, name
+    if shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff"):  # the bench extra
+        assert out.stdout.count("| ruff check --select ALL --no-cache |") == 2
+    else:
+        assert "ruff not found" in out.stderr
+    assert out.stdout.count("reports identical") == 2
 
 
 def test_bare_parse_counts_rejected_files(tmp_path):

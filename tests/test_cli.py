@@ -180,7 +180,9 @@ def test_yaml_error_names_line(proj):
 
 
 def test_syntax_error_reported_others_checked(proj):
-    (proj / "bad.py").write_text("import torch\ndef f(:\n")
+    # Mentions what GP202 looks for, so it is parsed (a file no selected rule could fire on is
+    # skipped unparsed: tests/test_prefilter.py).
+    (proj / "bad.py").write_text("from torch.utils.data import DataLoader\ndef f(:\n")
     res = run(["bad.py", "train.py", "--select", "GP202"], proj)
     assert res.exit_code == 1
     assert "bad.py:2:" in res.output and "E999" in res.output
@@ -230,3 +232,125 @@ def test_python_dash_m_and_console_script(proj):
                          cwd=proj, capture_output=True, text=True)
     assert out.returncode == 1
     assert "GP202" in out.stdout
+
+
+# ---- one settings path for lint and --apply; options that mean nothing in a mode -----------
+DEEP = SLOW + textwrap.dedent("""\
+
+
+    class Deep(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = torch.nn.ModuleList([torch.nn.Linear(4, 4) for _ in range(3)])
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return x
+""")
+
+
+def _apply_no_validate(proj: Path, args: list[str], cwd: Path | None = None):
+    return run(["--apply", "--no-validate", *args], cwd or proj)
+
+
+def test_apply_honours_config_and_extend_select(proj):
+    """--config X selects GP202 only; --extend-select GP405 adds the off-by-default rule: both
+    fixes land in the written file, and nothing of the rules the config left out (GP201)."""
+    (proj / "deep.py").write_text(DEEP)
+    (proj / "conf").mkdir()
+    (proj / "conf" / "lint.yaml").write_text("select: [GP202]\n")
+    res = _apply_no_validate(proj, ["deep.py", "--config", "conf/lint.yaml", "--extend-select", "GP405"])
+    assert res.exit_code == 0, res.output
+    out = (proj / "deep.py").read_text()
+    assert "pin_memory=torch.cuda.is_available()" in out  # GP202, from the config
+    assert "checkpoint(block, x, use_reentrant=False)" in out  # GP405, from --extend-select
+    assert "num_workers" not in out  # GP201 is on by default but the config did not select it
+    assert "GP202 x1" in res.output and "GP405 x1" in res.output
+
+
+def test_apply_without_extend_select_leaves_gp405_out(proj):
+    (proj / "deep.py").write_text(DEEP)
+    (proj / "lint.yaml").write_text("select: [GP202]\n")
+    res = _apply_no_validate(proj, ["deep.py", "--config", "lint.yaml"])
+    assert res.exit_code == 0, res.output
+    out = (proj / "deep.py").read_text()
+    assert "pin_memory=" in out and "checkpoint(" not in out
+
+
+def test_apply_discovers_config_from_the_current_directory(proj):
+    """Like ``check`` (and ruff): the config nearest to the current directory, not to the script."""
+    (proj / "sub").mkdir()
+    (proj / "sub" / "deep.py").write_text(DEEP)
+    (proj / ".gpuperf.yaml").write_text("select: [GP202]\nextend-select: [GP405]\n")
+    res = _apply_no_validate(proj, ["sub/deep.py"])
+    assert res.exit_code == 0, res.output
+    out = (proj / "sub" / "deep.py").read_text()
+    assert "pin_memory=" in out and "checkpoint(" in out and "num_workers" not in out
+    # --isolated ignores that config: the default rules (GP201's unsafe fix included) apply.
+    (proj / "sub" / "deep.py").write_text(DEEP)
+    res = _apply_no_validate(proj, ["sub/deep.py", "--isolated"])
+    assert res.exit_code == 0, res.output
+    out = (proj / "sub" / "deep.py").read_text()
+    assert "num_workers=" in out and "checkpoint(" not in out
+
+
+def test_apply_honours_ignore_and_per_file_ignores(proj):
+    (proj / "deep.py").write_text(DEEP)
+    (proj / ".gpuperf.yaml").write_text("per-file-ignores: {'deep.py': [GP201]}\n")
+    res = _apply_no_validate(proj, ["deep.py", "--ignore", "GP202"])
+    assert res.exit_code == 0, res.output
+    out = (proj / "deep.py").read_text()
+    assert "num_workers" not in out and "pin_memory" not in out
+
+
+def test_apply_config_error_is_exit_2_and_changes_nothing(proj):
+    (proj / "deep.py").write_text(DEEP)
+    (proj / ".gpuperf.yaml").write_text("select: [GP999]\n")
+    res = _apply_no_validate(proj, ["deep.py"])
+    assert res.exit_code == 2 and "unknown rule code" in res.output
+    assert (proj / "deep.py").read_text() == DEEP
+
+
+@pytest.mark.parametrize("args,flag", [
+    (["--runs", "3"], "--runs"),
+    (["--steps", "5"], "--steps"),
+    (["--min-speedup", "1.2"], "--min-speedup"),
+    (["--no-commit"], "--no-commit"),
+    (["--json"], "--json"),
+])
+def test_ab_options_without_apply_are_usage_errors(proj, args, flag):
+    res = run(["train.py", *args], proj)
+    assert res.exit_code == 2, res.output
+    assert f"{flag}: only used with --apply" in res.output
+
+
+@pytest.mark.parametrize("args,flag", [
+    (["--diff"], "--diff"),
+    (["--fix"], "--fix"),
+    (["--output-format", "json"], "--output-format"),
+    (["--statistics"], "--statistics"),
+    (["-j", "2"], "--jobs"),
+])
+def test_lint_options_with_apply_are_usage_errors(proj, args, flag):
+    before = (proj / "train.py").read_text()
+    res = run(["train.py", "--apply", *args], proj)
+    assert res.exit_code == 2, res.output
+    assert f"{flag}: not used with --apply" in res.output
+    assert (proj / "train.py").read_text() == before
+
+
+def test_safe_only_with_unsafe_fixes_contradict(proj):
+    res = run(["train.py", "--apply", "--safe-only", "--unsafe-fixes"], proj)
+    assert res.exit_code == 2 and "contradict" in res.output
+
+
+def test_output_format_choices_are_the_reporters_formats(proj):
+    from gpuperf_rewrite.cli.check import check
+    from gpuperf_rewrite.lint.reporters import FORMATS
+
+    option = next(p for p in check.params if p.name == "output_format")
+    assert tuple(option.type.choices) == FORMATS
+    for fmt in FORMATS:  # every advertised format really prints something
+        res = run(["train.py", "--select", "GP202", "--output-format", fmt], proj)
+        assert res.exit_code == 1 and res.output.strip(), fmt

@@ -57,8 +57,11 @@ def _good_was_processed(out: str, tree: Path, fixed: bool = False) -> None:
 
 # ---- files that are not valid Python --------------------------------------------------------
 
+# Files that could hold a finding (they mention torch) but cannot be parsed. A file that mentions
+# nothing any rule looks for is not parsed at all (tests/test_prefilter.py), so its syntax errors
+# are Python's and other linters' to report: see test_file_no_rule_can_touch_is_not_parsed.
 @pytest.mark.parametrize("name,content,message,line", [
-    ("syntax.py", b"def f(:\n    pass\n", "SyntaxError", 1),
+    ("syntax.py", b"import torch\ndef f(:\n    pass\n", "SyntaxError", 2),
     ("nul.py", GOOD + b"x = 1\x00\n", "NUL byte", 11),
     ("deep_parens.py", b"from torch.utils.data import DataLoader\nx = " + b"(" * 5000 + b"1" + b")" * 5000,
      "too many nested parentheses", 2),
@@ -86,18 +89,30 @@ def test_unparsable_file_is_reported_and_others_still_checked(tree, name, conten
 
 
 def test_only_unparsable_files_exit_2(tmp_path):
-    (tmp_path / "a.py").write_bytes(b"def f(:\n")
-    (tmp_path / "b.py").write_bytes(b"x = 1\x00\n")
+    (tmp_path / "a.py").write_bytes(b"import torch\ndef f(:\n")
+    (tmp_path / "b.py").write_bytes(b"import torch\nx = 1\x00\n")
+    (tmp_path / "c.py").write_bytes(b"# -*- coding: klingon -*-\nx = 1\n")  # undecodable: always reported
     code, out, _ = run([".", "--select", "ALL"], tmp_path)
     assert code == 2
-    assert out.count("E999") == 2
+    assert out.count("E999") == 3
+
+
+def test_file_no_rule_can_touch_is_not_parsed(tree):
+    """No torch, framework or training-loop marker: skipped before parsing, so a syntax error
+    in it is not ours to report (the run passes), while the other files are still checked."""
+    (tree / "util.py").write_bytes(b"def f(:\n    print(int(x))\n")
+    code, out, _ = run(["util.py"], tree)
+    assert code == 0 and "E999" not in out and "All checks passed!" in out
+    code, out, _ = run([".", "--select", "ALL"], tree)
+    assert code == 1 and "util.py" not in out
+    _good_was_processed(out, tree)
 
 
 def test_diff_mode_still_reports_unparsable_files(tree):
-    (tree / "bad.py").write_bytes(b"def f(:\n")
+    (tree / "bad.py").write_bytes(b"import torch\ndef f(:\n")
     code, out, err = run([".", "--diff"], tree)
     assert "+++ b/good.py" in out
-    assert "bad.py:1:7: E999 SyntaxError" in err
+    assert "bad.py:2:7: E999 SyntaxError" in err
     assert code == 1
 
 

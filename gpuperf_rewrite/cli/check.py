@@ -3,32 +3,19 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import click
 
+from gpuperf_rewrite.cli.lintrun import LintOptions, run_lint
 from gpuperf_rewrite.cli.options import (DECISION, MEASUREMENT, SCRIPT_ARGS_KEY, config_from_options,
                                          decision_options, given, measurement_options)
+from gpuperf_rewrite.lint.reporters import FORMATS
 
 # Options that mean something only with --apply, and options that mean nothing with it.
 APPLY_ONLY = ("safe_only", "no_commit", "no_validate", "allow_dirty", "json_out", *MEASUREMENT, *DECISION)
-LINT_ONLY = ("fix", "show_diff", "output_format", "output_file", "statistics", "quiet", "follow_symlinks", "jobs")
-
-
-@dataclasses.dataclass(frozen=True)
-class LintOptions:
-    """What to do with the files once found: report, write fixes, print a diff."""
-
-    mode: str  # "none" | "safe" | "unsafe"
-    write: bool
-    show_diff: bool
-    unsafe: bool
-    output_format: str
-    output_file: str | None
-    quiet: bool
-    statistics: bool
-    jobs: int | None
+LINT_ONLY = ("fix", "show_diff", "output_format", "output_file", "statistics", "quiet", "follow_symlinks", "jobs",
+             "no_cache", "cache_dir")
 
 
 @click.command("check", context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,7 +27,7 @@ class LintOptions:
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (comma-separated).")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
 @click.option("--extend-select", multiple=True, help="Codes or prefixes to enable on top of the selection.")
-@click.option("--output-format", type=click.Choice(["text", "json", "github", "sarif"]), default="text",
+@click.option("--output-format", type=click.Choice(FORMATS), default="text",
               show_default=True)
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False), help="Write the report to a file.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
@@ -52,6 +39,9 @@ class LintOptions:
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
 @click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links to directories.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the lint cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+              help="Lint cache directory [default: $GPUPERF_CACHE_DIR, else .gpuperf_cache/ in the project root].")
 @click.option("--apply", "apply_", is_flag=True,
               help="Rewrite SCRIPT, A/B-validate the rewrite and commit it if faster (see docs/validation.md).")
 @click.option("--safe-only", is_flag=True, help="--apply: only safe fixes.")
@@ -87,11 +77,12 @@ def check(ctx: click.Context, paths: tuple[str, ...], **opts: Any) -> None:
         click.echo(f"warning: {note}", err=True)
     fix, show_diff, unsafe = opts["fix"], opts["show_diff"], opts["unsafe_fixes"]
     mode = "unsafe" if unsafe and (fix or show_diff) else ("safe" if fix or show_diff else "none")
+    from gpuperf_rewrite.lint.cache import cache_dir
+
     lint_opts = LintOptions(mode=mode, write=fix, show_diff=show_diff, unsafe=unsafe,
                             output_format=opts["output_format"], output_file=opts["output_file"],
-                            quiet=opts["quiet"], statistics=opts["statistics"], jobs=opts["jobs"])
-    from gpuperf_rewrite.cli.lintrun import run_lint
-
+                            quiet=opts["quiet"], statistics=opts["statistics"], jobs=opts["jobs"],
+                            cache_dir=None if opts["no_cache"] else cache_dir(settings.root, opts["cache_dir"]))
     ctx.exit(run_lint(found, settings, lint_opts))
 
 

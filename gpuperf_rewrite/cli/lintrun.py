@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import dataclasses
+from pathlib import Path
+from typing import Any
 
 import click
 
-if TYPE_CHECKING:
-    from gpuperf_rewrite.cli.check import LintOptions
+
+@dataclasses.dataclass(frozen=True)
+class LintOptions:
+    """What to do with the files once found: report, write fixes, print a diff."""
+
+    mode: str  # "none" | "safe" | "unsafe"
+    write: bool
+    show_diff: bool
+    unsafe: bool
+    output_format: str
+    output_file: str | None
+    quiet: bool
+    statistics: bool
+    jobs: int | None
+    cache_dir: Path | None = None  # None: no cache
 
 
 def run_lint(found: Any, settings: Any, opts: LintOptions) -> int:
     """Lint, fix or diff the discovered files; print the report; return the exit code."""
     from gpuperf_rewrite.lint.api import lint_paths
-    from gpuperf_rewrite.lint.engine import ERROR_CODES
+    from gpuperf_rewrite.lint.diagnostics import ERROR_CODES
 
     try:
         run = lint_paths(found, settings, mode=opts.mode, write=opts.write,  # type: ignore[arg-type]
-                         diff=opts.show_diff, jobs=opts.jobs, warn=_warn)
+                         diff=opts.show_diff, jobs=opts.jobs, cache_dir=opts.cache_dir, warn=_warn)
     except KeyboardInterrupt:
         click.echo("Interrupted: files already written are complete; the others are untouched.", err=True)
         return 130

@@ -13,10 +13,13 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from gpuperf_rewrite.lint.cache import Cache
 from gpuperf_rewrite.lint.config import Config, ConfigError, find_config, load_config
 from gpuperf_rewrite.lint.discovery import (DEFAULT_EXCLUDE, Discovery, compile_patterns, excluded_anywhere,
                                             is_excluded)
-from gpuperf_rewrite.lint.engine import IO_ERROR, Diagnostic, FixMode, RuleSet
+from gpuperf_rewrite.lint.diagnostics import IO_ERROR, Diagnostic, file_error
+from gpuperf_rewrite.lint.engine import RuleSet
+from gpuperf_rewrite.lint.fixes import FixMode
 from gpuperf_rewrite.lint.parallel import Job, display_path, run_jobs
 from gpuperf_rewrite.lint.registry import SelectionError, codes_matching, resolve_selection
 from gpuperf_rewrite.lint import sourceio
@@ -103,28 +106,44 @@ class LintRun:
 
     diagnostics: list[Diagnostic]
     jobs: list[Job]
-    checked: int = 0  # files analysed (not counting unreadable ones)
+    checked: int = 0  # files checked (not counting unreadable ones)
+    parsed: int = 0  # of those, files analysed in this run (not prefiltered out, not cached)
+    cached: int = 0  # of those, files answered from the cache
     fixed: int = 0  # fixes written
     write_failures: int = 0
     diffs: list[str] = dataclasses.field(default_factory=list)
 
 
 def lint_paths(found: Discovery, settings: Settings, *, mode: FixMode = "none", write: bool = False,
-               diff: bool = False, jobs: int | None = None,
+               diff: bool = False, jobs: int | None = None, cache_dir: Path | None = None,
                warn: Callable[[str], None] = lambda message: None) -> LintRun:
     """Check the discovered files (in parallel), write fixes atomically with ``write``, collect
-    unified diffs with ``diff``. ``warn`` receives per-file warnings and write errors as they come.
-    A KeyboardInterrupt propagates: files already written are complete, the others untouched."""
-    run = LintRun([Diagnostic(missing, 1, 1, 1, 1, IO_ERROR, "io-error", "no such file or directory", "error", None)
-                   for missing in found.missing], [])
-    run.jobs = [Job(display_path(p), str(p), settings.ruleset_for(p), mode, keep_source=diff or write)
-                for p in found.files]
+    unified diffs with ``diff``, reuse and record lint results in ``cache_dir`` (None: no cache).
+    ``warn`` receives per-file warnings and write errors as they come. A KeyboardInterrupt
+    propagates: files already written are complete, the others untouched."""
+    run = LintRun([file_error(missing, "no such file or directory", code=IO_ERROR) for missing in found.missing], [])
+    cache = None
+    if cache_dir is not None and found.files:
+        cache, problem = Cache.open(cache_dir, create=mode == "none")  # only lint results are stored
+        if problem:
+            warn(problem)
+    cwd = Path.cwd().resolve()
+    salts: dict[int, str] = {}  # one per distinct rule set (per-file ignores make a few)
+    for p in found.files:
+        ruleset = settings.ruleset_for(p)
+        salt = salts.get(id(ruleset))
+        if salt is None:
+            salt = salts[id(ruleset)] = Cache.salt(ruleset.codes, ruleset.options) if cache else ""
+        run.jobs.append(Job(display_path(p, cwd), str(p), ruleset, mode, keep_source=diff or write,
+                            cache=cache, cache_salt=salt))
     fs_path = {j.path: j.fs_path for j in run.jobs}
     for res in run_jobs(run.jobs, jobs):
         for w in res.warnings:
             warn(w)
         if not res.error:
             run.checked += 1
+        run.cached += res.cached
+        run.parsed += res.parsed
         if res.fixed is not None and res.original is not None:
             if diff:
                 run.diffs.append(unified_diff(res.path, res.original, res.fixed))

@@ -18,7 +18,7 @@ from pathlib import Path
 DEFAULT_EXCLUDE = (
     ".git/", ".hg/", ".svn/", ".venv/", "venv/", "__pycache__/", "node_modules/", ".tox/",
     ".nox/", ".eggs/", "*.egg-info/", "build/", "dist/", ".mypy_cache/", ".pytest_cache/",
-    ".ruff_cache/", ".ipynb_checkpoints/",
+    ".ruff_cache/", ".gpuperf_cache/", ".ipynb_checkpoints/",
 )
 
 
@@ -125,10 +125,10 @@ def discover(paths: Iterable[str], root: Path, exclude: Iterable[str], *,
     files: list[Path] = []
     missing: list[str] = []
     skipped: list[str] = []
-    seen: set[Path] = set()
+    seen: set[str] = set()
 
     def add(p: Path) -> None:
-        key = p.resolve()
+        key = os.path.realpath(p)
         if key not in seen:
             seen.add(key)
             files.append(p)

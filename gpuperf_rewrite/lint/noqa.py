@@ -13,7 +13,8 @@ ALL = "ALL"
 
 
 def skips_file(text: str) -> bool:
-    return bool(_SKIP_FILE.search(text))
+    # The substring test first: the multi-line regex costs ~0.3 s over the standard library.
+    return "gpuperf" in text and bool(_SKIP_FILE.search(text))
 
 
 def noqa_map(text: str) -> dict[int, set[str]]:

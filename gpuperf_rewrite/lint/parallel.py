@@ -1,4 +1,10 @@
-"""Checks many files, in parallel over processes, streaming results in a stable order."""
+"""Checks many files, in parallel over processes, streaming results in a stable order.
+
+Files go to the workers in chunks (a few dozen small files per task), so that a tree of mostly
+small or prefiltered files is not dominated by inter-process traffic. Workers only read; writing
+stays with the caller, so an interrupt never leaves a file half-written. Workers die with the
+process that started them, even when it is killed outright.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +12,28 @@ import contextlib
 import dataclasses
 import os
 import signal
+import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gpuperf_rewrite.lint.engine import INTERNAL_ERROR, IO_ERROR, Diagnostic, FileResult, FixMode, RuleSet, check_source
+from gpuperf_rewrite.lint.cache import Cache
+from gpuperf_rewrite.lint.diagnostics import ERROR_CODES, INTERNAL_ERROR, IO_ERROR, Diagnostic, file_error
+from gpuperf_rewrite.lint.engine import FileResult, RuleSet, check_source, needs_parsing
+from gpuperf_rewrite.lint.fixes import FixMode
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 # Below this many files a process pool costs more than it saves.
 PARALLEL_THRESHOLD = 16
 # Larger files are reported, not analysed: LibCST needs minutes for them (the largest file in
 # the torch package is 1.4 MB); a generated data file is not a training script.
 MAX_FILE_BYTES = 5 * 2**20
+# One task: at most this many files and about this much source (a big file is a task alone).
+CHUNK_FILES = 32
+CHUNK_BYTES = 256 * 2**10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,116 +45,270 @@ class Job:
     keep_source: bool
     fix_codes: tuple[str, ...] | None = None
     max_bytes: int | None = MAX_FILE_BYTES
+    cache: Cache | None = None
+    cache_salt: str = ""  # Cache.salt() of the ruleset: computed once per rule set, not per file
 
 
-def display_path(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return str(path)
+def display_path(path: Path, cwd: Path | None = None) -> str:
+    """``path`` relative to ``cwd`` (resolved; default the current directory) when below it.
+    String operations on ``realpath``: pathlib costs more than the rest of a warm run's triage."""
+    real = os.path.realpath(path)
+    base = str(cwd or Path.cwd().resolve())
+    if real == base:
+        return "."
+    if real.startswith(base.rstrip(os.sep) + os.sep):
+        return real[len(base.rstrip(os.sep)) + 1:].replace(os.sep, "/")
+    return str(path)
 
 
-def check_job(job: Job) -> FileResult:
+def _read(job: Job) -> bytes | FileResult:
     try:
         size = os.stat(job.fs_path).st_size
         if job.max_bytes is not None and size > job.max_bytes:
             return _error(job, f"file is {size / 2**20:.1f} MiB, over the {job.max_bytes / 2**20:.0f} MiB "
                                f"limit for analysis; not checked")
-        data = Path(job.fs_path).read_bytes()
+        return Path(job.fs_path).read_bytes()
     except OSError as exc:  # unreadable, deleted since discovery, a directory, ...
         reason = exc.strerror or str(exc)
         if isinstance(exc, FileNotFoundError):
             reason += " (deleted during the run?)"
         return _error(job, f"cannot read file: {reason}")
+
+
+def _answers(cached: list[Diagnostic], job: Job) -> bool:
+    """Does a cached lint result answer this job? In lint mode always; when fixing, if none of
+    its findings has a fix the job would apply (then fixing changes nothing and finds the same)."""
+    if job.mode == "none":
+        return True
+    return not any(d.fix is not None and (d.fix["safety"] == "safe" or job.mode == "unsafe")
+                   and (job.fix_codes is None or d.code in job.fix_codes) for d in cached)
+
+
+def _quick(job: Job, data: bytes) -> tuple[FileResult | None, str | None]:
+    """A result that needs no parsing (a cached result that answers the job, or nothing any rule
+    could fire on) or None; and the cache key when the cache was consulted. The cache comes
+    first: on a warm tree it spares the prefilter's text search too."""
+    key = None
+    if job.cache is not None:
+        key = job.cache.key(job.path, data, job.cache_salt)
+        cached = job.cache.load(key)
+        if cached is not None and _answers(cached, job):
+            hit = FileResult(job.path, cached, original=data, cached=True,
+                             error=any(d.code in ERROR_CODES for d in cached))
+            return _trimmed(hit, job), key
+    if not needs_parsing(data, job.ruleset):
+        return _trimmed(FileResult(job.path, [], original=data), job), key
+    return None, key
+
+
+def triage(job: Job) -> FileResult | None:
+    """The cheap part of :func:`check_job`, run in the parent before anything goes to a worker:
+    the result when no parsing is needed (unreadable, nothing any rule could fire on, cached),
+    else None."""
+    data = _read(job)
+    return data if isinstance(data, FileResult) else _quick(job, data)[0]
+
+
+def check_job(job: Job) -> FileResult:
+    """Read, look up the cache, check, store: one file, start to end."""
+    data = _read(job)
+    if isinstance(data, FileResult):
+        return data
+    quick, key = _quick(job, data)
+    if quick is not None:
+        return quick
     result = check_source(data, job.path, job.ruleset, job.mode, job.fix_codes)
+    if key is not None and job.cache is not None and job.mode == "none" and result.parsed:
+        job.cache.store(key, result.diagnostics)
+    return _trimmed(result, job)
+
+
+def _trimmed(result: FileResult, job: Job) -> FileResult:
     if not job.keep_source:
-        result.original = None
+        result.original = None  # not shipped back from the worker for nothing
     return result
 
 
 def _error(job: Job, message: str, code: str = IO_ERROR) -> FileResult:
-    name = "io-error" if code == IO_ERROR else "internal-error"
-
-    return FileResult(job.path, [Diagnostic(job.path, 1, 1, 1, 1, code, name, message, "error", None)],
-                      error=True)
+    return FileResult(job.path, [file_error(job.path, message, code=code)], error=True)
 
 
-def _worker_init() -> None:
+# ---- workers ------------------------------------------------------------------------------------
+PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def _worker_init(parent: int | None = None) -> None:
     # Ctrl-C reaches the whole process group: only the parent reacts (and stops cleanly);
     # workers finish or are dropped, they never write files.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(parent)
+
+
+def _die_with_parent(parent: int | None) -> None:
+    """A worker outliving a killed parent would go on parsing for nothing. On Linux the kernel
+    sends SIGKILL when the process that forked us dies (PR_SET_PDEATHSIG; workers never write, so
+    SIGKILL is safe); ``parent`` (our pid as the parent saw it, when it forked us itself) catches
+    a parent that died before the request took effect. Elsewhere a thread polls the parent pid."""
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+                if parent is not None and os.getppid() != parent:
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+    import threading
+
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True, name="watch-parent").start()
+
+
+def _watch_parent(parent: int) -> None:
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+
+
+def _run_chunk(check: Callable[[Job], FileResult], jobs: list[Job]) -> list[FileResult]:
+    return [check(job) for job in jobs]
+
+
+def plan_chunks(sizes: Sequence[int], workers: int) -> list[range]:
+    """Contiguous runs of jobs, one task each: up to :data:`CHUNK_FILES` files and about
+    :data:`CHUNK_BYTES` of source, and at least four tasks per worker so they finish together."""
+    per_task = max(1, min(CHUNK_FILES, len(sizes) // (workers * 4)))
+    chunks: list[range] = []
+    start, volume = 0, 0
+    for i, size in enumerate(sizes):
+        if i > start and (i - start >= per_task or volume + size > CHUNK_BYTES):
+            chunks.append(range(start, i))
+            start, volume = i, 0
+        volume += size
+    if start < len(sizes):
+        chunks.append(range(start, len(sizes)))
+    return chunks
+
+
+def _size(job: Job) -> int:
+    try:
+        return os.stat(job.fs_path).st_size
+    except OSError:
+        return 0
 
 
 def run_jobs(jobs: Sequence[Job], n_jobs: int | None = None, *,
              check: Callable[[Job], FileResult] = check_job) -> Iterator[FileResult]:
-    """Results in the order of ``jobs``, streamed. Worker processes only read; writing stays
-    with the caller, so an interrupt never leaves a file half-written.
+    """Results in the order of ``jobs``, streamed. ``check`` (replaceable for tests) runs in the
+    workers. Files that need no parsing (cached, or nothing to find: most of a tree of library
+    code) are answered here first, and a pool is started only if enough files are left.
 
     A worker that dies (a segfault in the native parser, the OOM killer) breaks the whole
-    process pool, failing every job in flight. The jobs in flight are then re-run one at a
-    time in a one-worker pool, so the file that kills its worker is known exactly: it is
-    reported as E001 and the rest of the run goes on. ``check`` is replaceable for tests."""
+    process pool, failing every task in flight. The files of those tasks are then re-run one at
+    a time in a one-worker pool, so the file that kills its worker is known exactly: it is
+    reported as E001 and the rest of the run goes on."""
     workers = n_jobs or min(os.cpu_count() or 1, 8)
-    if workers <= 1 or len(jobs) < PARALLEL_THRESHOLD:
-        for job in jobs:
-            yield check(job)
+    if workers > 1 and len(jobs) >= PARALLEL_THRESHOLD:
+        answered = {i: res for i, res in enumerate(map(triage, jobs)) if res is not None}
+        todo = [i for i in range(len(jobs)) if i not in answered]
+        if len(todo) >= PARALLEL_THRESHOLD:
+            yield from _Scheduler(jobs, todo, answered, workers, check).run()
+            return
+        for i, job in enumerate(jobs):
+            yield answered[i] if i in answered else check(job)
         return
-    results: dict[int, FileResult] = {}
-    next_out = 0
-    pending = deque(range(len(jobs)))
-    suspects: deque[int] = deque()
-    while pending or suspects:
-        isolate = bool(suspects)
-        source = suspects if isolate else pending
-        size, window = (1, 1) if isolate else (workers, workers * 4)
-        inflight: deque[tuple[int, Future[FileResult]]] = deque()
-        broken = False
-        pool = ProcessPoolExecutor(max_workers=size, initializer=_worker_init)
+    for job in jobs:
+        yield check(job)
+
+
+class _Scheduler:
+    def __init__(self, jobs: Sequence[Job], todo: list[int], answered: dict[int, FileResult], workers: int,
+                 check: Callable[[Job], FileResult]) -> None:
+        self.jobs, self.workers, self.check = jobs, workers, check
+        self.pending = deque(tuple(todo[k] for k in chunk)
+                             for chunk in plan_chunks([_size(jobs[i]) for i in todo], workers))
+        self.suspects: deque[tuple[int, ...]] = deque()  # one file each, after a worker died
+        self.results: dict[int, FileResult] = dict(answered)
+        self.next_out = 0
+
+    def run(self) -> Iterator[FileResult]:
+        yield from self._ready()
+        while self.pending or self.suspects:
+            isolate = bool(self.suspects)
+            inflight = yield from self._round(self.suspects if isolate else self.pending, isolate)
+            for chunk, fut in inflight:  # the pool broke: sort out the tasks it was running
+                if fut.done() and not fut.cancelled() and fut.exception() is None:
+                    self._store(chunk, fut.result())  # finished before the pool broke
+                elif isolate:
+                    self.results[chunk[0]] = _error(
+                        self.jobs[chunk[0]], "the analysis crashed its worker process (native parser "
+                        "crash or out of memory); file not checked", INTERNAL_ERROR)
+                else:
+                    self.suspects.extend((i,) for i in chunk)
+            yield from self._ready()
+
+    def _round(self, source: deque[tuple[int, ...]], isolate: bool) -> Iterator[FileResult]:
+        """Run tasks from ``source`` in a fresh pool until it is empty (returns []) or the pool
+        breaks (returns the tasks in flight)."""
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        size, window = (1, 1) if isolate else (self.workers, self.workers * 2)
+        inflight: deque[tuple[tuple[int, ...], Future[list[FileResult]]]] = deque()
+        pool = ProcessPoolExecutor(max_workers=size, initializer=_worker_init, initargs=(_fork_parent(),))
         try:
             while source or inflight:
                 while source and len(inflight) < window:
-                    i = source.popleft()
+                    chunk = source.popleft()
                     try:
-                        inflight.append((i, pool.submit(check, jobs[i])))
+                        inflight.append((chunk, pool.submit(_run_chunk, self.check, [self.jobs[i] for i in chunk])))
                     except BrokenProcessPool:  # a worker died while we were still submitting
-                        source.appendleft(i)
-                        broken = True
-                        break
-                if broken:
-                    break
-                i, fut = inflight[0]
+                        source.appendleft(chunk)
+                        _shutdown(pool, kill=False)
+                        return inflight
+                chunk, fut = inflight[0]
                 try:
-                    results[i] = fut.result()
+                    self._store(chunk, fut.result())
                 except BrokenProcessPool:
-                    broken = True
-                    break
-                except Exception as exc:  # noqa: BLE001 - a bug in check(): lose one file, not the run
-                    results[i] = _error(jobs[i], f"internal error: {type(exc).__name__}: {exc}", INTERNAL_ERROR)
+                    _shutdown(pool, kill=False)
+                    return inflight
+                except Exception as exc:  # noqa: BLE001 - a bug in check(): lose these files, not the run
+                    for i in chunk:
+                        self.results[i] = _error(self.jobs[i], f"internal error: {type(exc).__name__}: {exc}",
+                                                 INTERNAL_ERROR)
                 inflight.popleft()
-                while next_out in results:
-                    yield results.pop(next_out)
-                    next_out += 1
+                yield from self._ready()
         except BaseException:
             _shutdown(pool, kill=True)
             raise
         _shutdown(pool, kill=False)
-        if broken:
-            for i, fut in inflight:
-                if fut.done() and not fut.cancelled() and fut.exception() is None:
-                    results[i] = fut.result()  # finished before the pool broke
-                elif isolate:
-                    results[i] = _error(jobs[i], "the analysis crashed its worker process (native "
-                                                 "parser crash or out of memory); file not checked",
-                                        INTERNAL_ERROR)
-                else:
-                    suspects.append(i)
-        while next_out in results:
-            yield results.pop(next_out)
-            next_out += 1
+        return deque()
+
+    def _store(self, chunk: tuple[int, ...], results: list[FileResult]) -> None:
+        for i, res in zip(chunk, results):
+            self.results[i] = res
+
+    def _ready(self) -> Iterator[FileResult]:
+        while self.next_out in self.results:
+            yield self.results.pop(self.next_out)
+            self.next_out += 1
+
+
+def _fork_parent() -> int | None:
+    """Our pid, when workers are forked from this process (the default start method on Linux
+    before Python 3.14); None when a fork server starts them (their parent is that server)."""
+    import multiprocessing
+
+    return os.getpid() if multiprocessing.get_start_method(allow_none=False) == "fork" else None
 
 
 def _shutdown(pool: ProcessPoolExecutor, *, kill: bool) -> None:
-    # On Ctrl-C or an abandoned generator, do not wait for workers to finish their file.
+    # On Ctrl-C or an abandoned generator, do not wait for workers to finish their task.
     procs = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=not kill, cancel_futures=True)
     if kill:

@@ -1,9 +1,9 @@
 """Each fixable finding as a line patch: which original lines it replaces and with what.
 
 SARIF ``fixes`` and the PR bot's ```suggestion``` blocks both need a fix as "replace lines
-*start..end* by these lines", one finding at a time, so that each can be accepted on its own.
-The engine applies the finding's fix alone (:func:`gpuperf_rewrite.lint.engine.fix_each`); this module
-turns the before/after texts into that shape.
+*start..end* by these lines", one finding at a time, so that each can be accepted on its own:
+:func:`fix_each` applies each finding's fix alone to the original file, and the before/after
+texts become that shape.
 """
 
 from __future__ import annotations
@@ -13,7 +13,12 @@ import difflib
 import re
 from typing import Any
 
-from gpuperf_rewrite.lint.engine import FixMode, RuleSet, fix_each
+from gpuperf_rewrite.lint import noqa as noqa_mod
+from gpuperf_rewrite.lint.diagnostics import Diagnostic, from_findings, suppressed
+from gpuperf_rewrite.lint.engine import RuleSet, rules_for, run_rules
+from gpuperf_rewrite.lint.fixes import FixMode, apply_fixes, fix_allowed
+from gpuperf_rewrite.lint.parsing import ParseFailure, parse
+from gpuperf_rewrite.lint.sourceio import decode_source
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
@@ -70,6 +75,53 @@ class Patch:
         d = dataclasses.asdict(self)
         d["key"] = self.key
         return d
+
+
+@dataclasses.dataclass(frozen=True)
+class SingleFix:
+    """One fixable finding and the whole file with only that finding's fix applied."""
+
+    diagnostic: Diagnostic
+    fixed_text: str
+
+
+def fix_each(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "safe") -> tuple[str, list[SingleFix]]:
+    """For every unsuppressed finding whose fix ``mode`` allows, apply that fix *alone* to the
+    original file, so each can be accepted on its own. Returns the decoded original text and the
+    fixes; a file that cannot be decoded or parsed, or a fix that produces invalid code, yields
+    nothing."""
+    try:
+        text = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return "", []
+    if mode == "none" or noqa_mod.skips_file(text):
+        return text, []
+    rules = rules_for(text, ruleset)
+    if not rules:
+        return text, []
+    try:
+        module = parse(data, path)
+    except ParseFailure:
+        return text, []
+    ctx, found = run_rules(module, text, path, rules, ruleset)
+    diags = from_findings(module, path, found)  # one position pass for both uses
+    hidden = suppressed(diags, noqa_mod.noqa_map(text)) if diags else set()
+    out: list[SingleFix] = []
+    for i, (_, finding) in enumerate(found):
+        if i in hidden or finding.fix is None or not fix_allowed(finding.fix, mode):
+            continue
+        new_module, applied = apply_fixes(module, ctx, [finding.fix])
+        if not applied:
+            continue
+        try:  # a fix must re-parse; one that does not is dropped, never offered
+            parse(new_module.bytes, path)
+        except ParseFailure:
+            continue
+        new_text = decode_source(new_module.bytes)
+        if new_text != text:
+            out.append(SingleFix(diags[i], new_text))
+    out.sort(key=lambda s: (s.diagnostic.line, s.diagnostic.column, s.diagnostic.code))
+    return text, out
 
 
 def _hunks(old: list[str], new: list[str]) -> list[Hunk]:

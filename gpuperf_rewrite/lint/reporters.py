@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuperf_rewrite import __version__
-from gpuperf_rewrite.lint.engine import Diagnostic
-from gpuperf_rewrite.lint.registry import all_rules
+from gpuperf_rewrite.lint.diagnostics import ERROR_NAMES, Diagnostic
 
 if TYPE_CHECKING:
     from gpuperf_rewrite.lint.engine import RuleSet
@@ -19,7 +18,13 @@ if TYPE_CHECKING:
 # A finding's identity for attaching its fix: (path, line, column, code).
 PatchKey = tuple[str, int, int, str]
 
+# The --output-format choices (the CLI offers exactly these).
 FORMATS = ("text", "json", "github", "sarif")
+# A severity as each format names it: SARIF's result levels and GitHub's workflow commands.
+LEVELS = {
+    "sarif": {"error": "error", "warning": "warning", "info": "note"},
+    "github": {"error": "error", "warning": "warning", "info": "notice"},
+}
 DOCS_URL = "https://github.com/gpuperf/gpuperf-rewrite/blob/main/docs/rules.md"
 
 
@@ -82,7 +87,7 @@ def format_github(diags: Sequence[Diagnostic]) -> str:
     The title is the rule code alone (``title=GP101``) so annotations group by rule."""
     out = []
     for d in diags:
-        level = {"error": "error", "warning": "warning", "info": "notice"}[d.severity]
+        level = LEVELS["github"][d.severity]
         props = (f"file={_escape_prop(d.path)},line={d.line},col={d.column},endLine={d.end_line},"
                  f"endColumn={d.end_column},title={_escape_prop(d.code)}")
         out.append(f"::{level} {props}::{_escape_data(f'{d.code} {d.name}: {d.message}')}")
@@ -128,53 +133,56 @@ def _sarif_fix(p: Patch) -> dict[str, Any]:
     }
 
 
+def _sarif_rule(code: str, r: Any) -> dict[str, Any]:
+    """A rule's SARIF descriptor; ``r`` None for the codes of files that could not be checked."""
+    if r is None:
+        return {"id": code, "name": ERROR_NAMES.get(code, "unknown-error"),
+                "shortDescription": {"text": "file could not be checked"}}
+    return {
+        "id": code,
+        "name": r.name,
+        "shortDescription": {"text": r.summary},
+        "fullDescription": {"text": r.rationale},
+        "help": {"text": f"{r.summary}\n\n{r.rationale}\n\nFix ({r.fix_safety}): {r.fix_description}",
+                 "markdown": f"**{r.summary}**\n\n{r.rationale}\n\n*Fix ({r.fix_safety})*: {r.fix_description}"},
+        "helpUri": f"{DOCS_URL}#{code.lower()}-{r.name}",
+        "defaultConfiguration": {"level": LEVELS["sarif"][r.severity]},
+        "properties": {"fixSafety": r.fix_safety, "defaultEnabled": r.default_enabled},
+    }
+
+
+def _sarif_result(d: Diagnostic, rule_index: int, patch: Patch | None) -> dict[str, Any]:
+    res: dict[str, Any] = {
+        "ruleId": d.code,
+        "ruleIndex": rule_index,
+        "level": LEVELS["sarif"][d.severity],
+        "message": {"text": d.message},
+        "locations": [{"physicalLocation": {
+            "artifactLocation": _artifact(d.path),
+            "region": {"startLine": d.line, "startColumn": d.column,
+                       "endLine": d.end_line, "endColumn": d.end_column},
+        }}],
+    }
+    if d.fix is not None:
+        res["properties"] = {"fixSafety": d.fix["safety"], "fixDescription": d.fix["description"]}
+        if patch is not None:
+            res["fixes"] = [_sarif_fix(patch)]
+    return res
+
+
 def sarif_document(diags: Sequence[Diagnostic], patches: Mapping[PatchKey, Patch] | None = None,
                    root: Path | None = None) -> dict[str, Any]:
     """SARIF 2.1.0 as GitHub code scanning reads it: every rule with its help text, results with
     locations relative to ``%SRCROOT%`` (``root``, default the working directory) and, where a
     patch is given, the finding's fix as a replacement."""
+    from gpuperf_rewrite.lint.registry import all_rules
+
     patches = patches or {}
     root = (root or Path.cwd()).resolve()
     registry = all_rules()
-    codes = sorted({d.code for d in diags} | set(registry))
-    rules = []
-    for code in codes:
-        r = registry.get(code)
-        if r is None:
-            rules.append({"id": code, "name": {"E999": "syntax-error", "E001": "internal-error"}.get(code, "io-error"),
-                          "shortDescription": {"text": "file could not be checked"}})
-            continue
-        rules.append({
-            "id": code,
-            "name": r.name,
-            "shortDescription": {"text": r.summary},
-            "fullDescription": {"text": r.rationale},
-            "help": {"text": f"{r.summary}\n\n{r.rationale}\n\nFix ({r.fix_safety}): {r.fix_description}",
-                     "markdown": f"**{r.summary}**\n\n{r.rationale}\n\n*Fix ({r.fix_safety})*: {r.fix_description}"},
-            "helpUri": f"{DOCS_URL}#{code.lower()}-{r.name}",
-            "defaultConfiguration": {"level": {"error": "error", "warning": "warning", "info": "note"}[r.severity]},
-            "properties": {"fixSafety": r.fix_safety, "defaultEnabled": r.default_enabled},
-        })
+    rules = [_sarif_rule(code, registry.get(code)) for code in sorted({d.code for d in diags} | set(registry))]
     index = {r["id"]: i for i, r in enumerate(rules)}
-    results = []
-    for d in diags:
-        res: dict[str, Any] = {
-            "ruleId": d.code,
-            "ruleIndex": index[d.code],
-            "level": {"error": "error", "warning": "warning", "info": "note"}[d.severity],
-            "message": {"text": d.message},
-            "locations": [{"physicalLocation": {
-                "artifactLocation": _artifact(d.path),
-                "region": {"startLine": d.line, "startColumn": d.column,
-                           "endLine": d.end_line, "endColumn": d.end_column},
-            }}],
-        }
-        if d.fix is not None:
-            res["properties"] = {"fixSafety": d.fix["safety"], "fixDescription": d.fix["description"]}
-            patch = patches.get((d.path, d.line, d.column, d.code))
-            if patch is not None:
-                res["fixes"] = [_sarif_fix(patch)]
-        results.append(res)
+    results = [_sarif_result(d, index[d.code], patches.get((d.path, d.line, d.column, d.code))) for d in diags]
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
