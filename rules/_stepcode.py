@@ -9,9 +9,11 @@ import libcst as cst
 
 from ._calls import dotted_name, literal_value, target_names
 from ._context import RuleContext
-from ._torchnames import NO_GRAD
+from ._evalloops import in_no_grad
 from ._training import TrainingAnalysis
 from ._tree import walk
+
+__all__ = ["BatchData", "device_kind", "in_no_grad", "walk_with_callees"]
 
 
 # ---- the code of a step ---------------------------------------------------------------------
@@ -29,24 +31,6 @@ def walk_with_callees(ta: TrainingAnalysis, node: cst.CSTNode) -> Iterator[cst.C
                 if fn not in seen:
                     seen.add(fn)
                     todo.append(fn.body)
-
-
-# ---- gradient mode ------------------------------------------------------------------------
-def _is_no_grad_expr(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
-    func = expr.func if isinstance(expr, cst.Call) else expr
-    return ctx.matches(func, NO_GRAD)
-
-
-def in_no_grad(ctx: RuleContext, node: cst.CSTNode) -> bool:
-    """Inside ``with torch.no_grad()/inference_mode()/set_grad_enabled(...)`` or a function
-    decorated with one of them."""
-    for anc in ctx.ancestors(node):
-        if isinstance(anc, cst.With) and any(_is_no_grad_expr(ctx, i.item) for i in anc.items):
-            return True
-        if isinstance(anc, cst.FunctionDef) and any(
-                _is_no_grad_expr(ctx, d.decorator) for d in anc.decorators):
-            return True
-    return False
 
 
 # ---- devices and batch data ---------------------------------------------------------------
