@@ -95,7 +95,7 @@ def loop_data(loop: Loop) -> set[str]:
 def _model_calls(ta: TrainingAnalysis, loop: Loop) -> list[cst.Call]:
     """Calls of a module in one iteration (outside nested loops and functions)."""
     return [n for n in walk(loop.body, stop_at=(cst.For, cst.While))
-            if isinstance(n, cst.Call) and ta.is_module_like(n.func)]
+            if isinstance(n, cst.Call) and ta.is_module_like(n.func, by_name=True)]
 
 
 def calls_a_model(ta: TrainingAnalysis, loop: Loop) -> bool:

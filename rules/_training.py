@@ -40,6 +40,8 @@ FunctionLike = cst.FunctionDef | cst.Lambda
 _OPT_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$|\d)", re.IGNORECASE)
 _SCHED_NAME = re.compile(r"sched|lr_", re.IGNORECASE)
 _LOSS_NAME = re.compile(r"loss", re.IGNORECASE)
+_MODEL_NAME = re.compile(r"model|net|encoder|decoder|generator|discriminator|classifier|backbone",
+                         re.IGNORECASE)
 # Methods whose receiver is an nn.Module (or a wrapper of one), never a tensor.
 _MODULE_METHODS = ("eval", "train", "parameters", "named_parameters", "state_dict", "load_state_dict",
                    "modules", "named_modules", "children", "requires_grad_", "apply", "register_forward_hook")
@@ -450,9 +452,19 @@ class TrainingAnalysis:
         name = dotted_name(expr)
         return name is not None and name in self.model_names
 
-    def is_module_like(self, expr: cst.BaseExpression) -> bool:
+    def is_module_like(self, expr: cst.BaseExpression, by_name: bool = False) -> bool:
+        """An nn.Module by its bindings; with ``by_name``, also by its name (``net``,
+        ``self.encoder``, ``netG``) when this module defines no function of that name."""
         name = dotted_name(expr)
-        return name is not None and name in self.module_like_names
+        if name is None:
+            return False
+        if name in self.module_like_names:
+            return True
+        if not by_name:
+            return False
+        last = name.rsplit(".", 1)[-1]
+        return bool(_MODEL_NAME.search(last)) and last not in self.functions and \
+            not (isinstance(expr, cst.Name) and expr.value in self.ctx.import_aliases)
 
     def is_tensor_expr(self, expr: cst.BaseExpression) -> bool:
         """Best-effort: does ``expr`` evaluate to a torch tensor? Used where a false positive
@@ -492,14 +504,17 @@ _ACCELERATOR_WORDS = ("cuda", "CUDA", "accelerat", "Accelerat", "mps", "xla", "g
 
 
 def cpu_only_script(ctx: RuleContext) -> bool:
-    """A program that runs on the CPU only: no accelerator is named anywhere in the file
-    (code, strings or comments), and every ``.to(...)`` device it names is the CPU. GPU-oriented
+    """A program that runs on the CPU only: it imports torch, names no accelerator anywhere
+    (code, strings or comments) and holds no device variable (``device``, ``dev``) that a
+    flag could point at a GPU. GPU-oriented
     findings mean nothing there. (A minimal local version of the script fact; conservative:
     any doubt means "maybe a GPU".)"""
     def compute(c: RuleContext) -> bool:
         text = c.source
         if any(word in text for word in _ACCELERATOR_WORDS):
             return False
+        if not any(v == "torch" or v.startswith("torch.") for v in c.import_aliases.values()):
+            return False  # not a torch program we can see whole
         for name in c.nodes(cst.Name):
             if name.value in ("device", "dev") or name.value.endswith("_device"):
                 return False  # a device chosen elsewhere (a flag, another module)
