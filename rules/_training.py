@@ -176,9 +176,17 @@ class TrainingAnalysis:
             if not isinstance(call, cst.Call):
                 continue
             fname = dotted_name(call.func)
-            if fname in self.module_classes or self.ctx.matches(call.func, {"torch.nn.*"}):
+            if fname in self.module_classes or self._nn_class(call.func):
                 out.add(name)
         return out
+
+    def _nn_class(self, func: cst.BaseExpression) -> bool:
+        """A class of ``torch.nn`` (``nn.Linear``, ``nn.CrossEntropyLoss``), not a function of
+        ``torch.nn.functional``/``init``/``utils`` (``F.relu(x)`` returns a tensor)."""
+        name = dotted_name(func)
+        return name is not None and name.rsplit(".", 1)[-1][:1].isupper() and \
+            self.ctx.matches(func, {"torch.nn.*"}) and \
+            not self.ctx.matches(func, {"torch.nn.functional.*", "torch.nn.init.*", "torch.nn.utils.*"})
 
     # ---- signals ---------------------------------------------------------------------
     def is_backward_call(self, node: cst.CSTNode) -> bool:
@@ -479,7 +487,7 @@ class TrainingAnalysis:
         if not hasattr(self, "_criteria"):
             self._criteria = {
                 bound for bound, value in self._assignments()
-                if isinstance(value, cst.Call) and self.ctx.matches(value.func, {"torch.nn.*"})
+                if isinstance(value, cst.Call) and self._nn_class(value.func)
             }
         return self._criteria
 
