@@ -19,6 +19,7 @@ not per step.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import re
 from collections.abc import Iterator
@@ -45,6 +46,8 @@ _MODEL_NAME = re.compile(r"model|net|encoder|decoder|generator|discriminator|cla
 # Methods whose receiver is an nn.Module (or a wrapper of one), never a tensor.
 _MODULE_METHODS = ("eval", "train", "parameters", "named_parameters", "state_dict", "load_state_dict",
                    "modules", "named_modules", "children", "requires_grad_", "apply", "register_forward_hook")
+# Callables that take a loss and an optimizer without stepping: torch's own, Python's builtins.
+_NOT_STEPS = frozenset({"torch.*", *(f"builtins.{n}" for n in dir(builtins))})
 # Loop kinds, as the messages name one iteration.
 TRAIN, EVAL, BATCH = "training step", "eval batch", "batch"
 
@@ -209,7 +212,7 @@ class TrainingAnalysis:
         return cache[node]
 
     def _hidden_step(self, node: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
-        if self._called_functions_list(node) or self.ctx.matches(node.func, {"torch.*"}):
+        if self._called_functions_list(node) or self.ctx.matches(node.func, _NOT_STEPS):
             return None  # this module's own function is analysed through its body
         if isinstance(self.ctx.parent(node), cst.WithItem):
             return None

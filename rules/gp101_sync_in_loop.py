@@ -228,6 +228,15 @@ class SyncInLoop(Rule):
         """), fixed=None),
         Invalid(dedent("""
             import torch
+            for step in range(num_steps):
+                x, y = next(train_iter)
+                loss = criterion(model(x.cuda()), y.cuda())
+                loss_scaler(loss, optimizer, parameters=model.parameters())
+                optimizer.zero_grad()
+                print(step, loss.item())
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
             def evaluate(model, data, bs=64):
                 model.eval()
                 total = 0.0

@@ -28,7 +28,10 @@ class _GradNames:
         self.names: set[str] = set()
         assigns: list[tuple[str, cst.BaseExpression]] = []
         for node in walk(scope):
-            if ta.is_backward_call(node) and isinstance(node, cst.Call) and \
+            hidden = ta.hidden_step(node)
+            if hidden is not None and isinstance(hidden[0], cst.Name):
+                self.names.add(hidden[0].value)  # ``loss_scaler(loss, opt)``: ``loss`` had a graph
+            elif ta.is_backward_call(node) and isinstance(node, cst.Call) and \
                     isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name):
                 self.names.add(node.func.value.value)
             elif isinstance(node, cst.Assign) and len(node.targets) == 1 and \
@@ -85,8 +88,9 @@ class LossKeepsGraph(Rule):
     # gains_on 'any': the retained graphs take memory (and allocator time) on every device.
     gains_on = "any"
     limitations = (
-        "Only accumulations in a step loop that calls `.backward()` are checked: `acc += x`, `acc "
-        "= acc + x` and `acc.append(x)`.",
+        "Only accumulations in a step loop that does a backward are checked (`.backward()`, or a "
+        "loss scaler of another module given the loss and the optimizer): `acc += x`, `acc = acc "
+        "+ x` and `acc.append(x)`.",
         "Whether a value carries a graph is followed through names in the same function; a loss "
         "returned by another module's function is missed.",
         "Not reported when the accumulated value is later backpropagated through (deliberate) or "
@@ -147,6 +151,25 @@ class LossKeepsGraph(Rule):
                     loss.backward()
                     step_loss = step_loss + loss
                 optimizer.step()
+        """)),
+        Invalid(dedent("""
+            import torch
+            from utils import amp_step
+            total = 0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                amp_step(loss, optimizer)
+                optimizer.zero_grad()
+                total += loss
+        """), fixed=dedent("""
+            import torch
+            from utils import amp_step
+            total = 0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                amp_step(loss, optimizer)
+                optimizer.zero_grad()
+                total += loss.detach()
         """)),
         Invalid(dedent("""
             total_loss = 0.0
