@@ -86,7 +86,7 @@ def loop_data(loop: Loop) -> set[str]:
     else:
         for node in walk(loop.body):
             if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and \
-                    dotted_name(node.value.func) == "next":
+                    (dotted_name(node.value.func) == "next" or method_call(node.value, "next", "__next__")):
                 for t in node.targets:
                     seed |= target_names(t.target)
     return _closure(seed, _assignments(loop.body)) if seed else set()

@@ -115,6 +115,8 @@ class BatchData:
                 # ``torch.from_numpy(x_np)``, ``tokenizer(texts)``: the batch in another form
                 return any(self.derives(a.value) for a in expr.args)
             if isinstance(func, cst.Attribute):
+                if func.attr.value in ("next", "__next__"):
+                    return True  # ``data_iter.next()``: the next batch
                 return func.attr.value not in ("to", "cuda") and self.derives(func.value)
             if isinstance(func, cst.Name):
                 if func.value == "next":

@@ -32,6 +32,18 @@ HOST_FUNCTIONS = frozenset({
     "builtins.list", "builtins.tuple", "builtins.dict", "builtins.sorted", "builtins.enumerate",
     "builtins.zip",
 })
+# ``torch.*`` calls that return something other than a tensor.
+NOT_TENSORS = frozenset({
+    "torch.cuda.*", "torch.backends.*", "torch.distributed.*", "torch.optim.*", "torch.nn.*",
+    "torch.utils.*", "torch.amp.*", "torch.autocast", "torch.jit.*", "torch.compile", "torch.load",
+    "torch.save", "torch.hub.*", "torch.onnx.*", "torch.profiler.*", "torch.fx.*", "torch.device",
+    "torch.Generator", "torch.Size", "torch.dtype", "torch.finfo", "torch.iinfo", "torch.no_grad",
+    "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled", "torch.manual_seed",
+    "torch.seed", "torch.initial_seed", "torch.is_tensor", "torch.is_floating_point",
+    "torch.get_default_dtype", "torch.set_default_dtype", "torch.set_float32_matmul_precision",
+    "torch.get_num_threads", "torch.set_num_threads", "torch.numel", "torch.accelerator.*",
+    "torch.mps.*", "torch.xpu.*", "torch.multiprocessing.*", "torch.testing.*", "torch.export.*",
+})
 _HOST_LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
                   cst.FormattedString, cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp,
                   cst.DictComp, cst.SetComp)
@@ -56,6 +68,7 @@ class ValueKinds:
         self.tensors: set[str] = set()
         self.host: set[str] = set()
         assigns: list[tuple[str, cst.BaseExpression]] = []
+        updates: list[tuple[str, cst.BaseExpression]] = []
         for node in walk(scope):
             if method_call(node, "backward"):  # ``loss.backward()``: ``loss`` is a tensor
                 assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
@@ -64,8 +77,10 @@ class ValueKinds:
             elif isinstance(node, cst.Assign) and len(node.targets) == 1 and \
                     isinstance(node.targets[0].target, cst.Name):
                 assigns.append((node.targets[0].target.value, node.value))
+            elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+                updates.append((node.target.value, node.value))
         values: dict[str, list[cst.BaseExpression]] = {}
-        for name, value in assigns:
+        for name, value in assigns + updates:  # ``s = 0.; s += mse(a, b)``: not a host value
             values.setdefault(name, []).append(value)
         for _ in range(3):
             before = len(self.tensors) + len(self.host)
@@ -103,7 +118,7 @@ class ValueKinds:
         if isinstance(expr, cst.Call):
             func = expr.func
             if self.ctx.matches(func, {"torch.*"}):
-                return not self.ctx.matches(func, {"torch.cuda.*", "torch.backends.*", "torch.distributed.*"})
+                return not self.ctx.matches(func, NOT_TENSORS) or self.ctx.matches(func, {"torch.nn.functional.*"})
             if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
                 return not module_function(ta, func) and not self.is_host(func.value) and \
                     not ta.is_module_like(func.value)

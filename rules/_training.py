@@ -40,7 +40,7 @@ Loop = cst.For | cst.While
 FunctionLike = cst.FunctionDef | cst.Lambda
 _OPT_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$|\d)", re.IGNORECASE)
 _SCHED_NAME = re.compile(r"sched|lr_", re.IGNORECASE)
-_LOSS_NAME = re.compile(r"loss", re.IGNORECASE)
+_LOSS_NAME = re.compile(r"loss|cost|objective", re.IGNORECASE)
 _MODEL_NAME = re.compile(r"model|net|encoder|decoder|generator|discriminator|classifier|backbone",
                          re.IGNORECASE)
 # Methods whose receiver is an nn.Module (or a wrapper of one), never a tensor.
@@ -201,8 +201,9 @@ class TrainingAnalysis:
 
     def hidden_step(self, node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
         """``(loss, optimizer)`` when ``node`` calls a loss-scaler-like callable of another module
-        with the loss and an optimizer (timm's ``loss_scaler(loss, optimizer, ...)``, an
-        ``amp_step(loss, opt)``): it does the backward and the step out of sight. A context
+        with the loss (a name such as ``loss``, ``train_loss``, ``cost``) and an optimizer
+        (timm's ``loss_scaler(loss, optimizer, ...)``, an ``amp_step(loss, opt)``): it does the
+        backward and the step out of sight. A context
         manager (apex's ``with amp.scale_loss(loss, opt) as s:``) is not one."""
         if not isinstance(node, cst.Call) or method_call(node, "backward", "step", "zero_grad"):
             return None
@@ -221,11 +222,8 @@ class TrainingAnalysis:
         if optimizer is None:
             return None
         for value in values:
-            if value is optimizer:
-                continue
             name = dotted_name(value)
-            if name is not None and _LOSS_NAME.search(name.rsplit(".", 1)[-1]) or \
-                    name is not None and is_tensor_expr(self, value):
+            if value is not optimizer and name is not None and _LOSS_NAME.search(name.rsplit(".", 1)[-1]):
                 return value, optimizer
         return None
 

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
 
 from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ._calls import dotted_name, method_call
+from ._calls import dotted_name, method_call, target_names
 from ._context import RuleContext
 from ._tensors import is_host_expr, module_function
 from ._training import TrainingAnalysis, analysis, cpu_only_script
 
 SYNC_METHODS = ("item", "tolist", "cpu", "numpy")
 CONVERTERS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool"}
+# Functions that turn data into pictures or files.
+_HOST_OUTPUT = re.compile(r"show|plot|save|draw|display|visuali[sz]e|imwrite|write_image|add_image|add_figure|"
+                          r"log_image|to_pil", re.IGNORECASE)
 
 
 def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Call, str]]:
@@ -29,7 +33,8 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Cal
             method = call.func.attr.value
             if ta.is_module_like(receiver) or is_host_expr(ta, receiver) or method == "cpu" and call.args:
                 continue
-            if method in ("tolist", "numpy", "cpu") and not _looks_like_tensor(ctx, ta, receiver):
+            if method in ("tolist", "numpy", "cpu") and (not _looks_like_tensor(ctx, ta, receiver) or
+                                                        _feeds_host_output(ctx, call)):
                 continue
             yield call, f".{method}()"
         elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and \
@@ -48,6 +53,54 @@ def _looks_like_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.Bas
     if ta.is_tensor_expr(receiver):
         return True
     return isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript, cst.Call))
+
+
+def _feeds_host_output(ctx: RuleContext, call: cst.Call) -> bool:
+    """Data copied for a picture, a file or an environment (``imshow(x.cpu())``,
+    ``save_image(x.cpu())``, ``a = q.argmax(1).cpu().numpy(); envs.step(a)``, a ``plot_*()``
+    helper's own ``.numpy()``): the transfer is what the code is for."""
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.Call) and _host_consumer(anc):
+            return True
+        if isinstance(anc, cst.Assign):
+            targets = {n for t in anc.targets for n in target_names(t.target)}
+            return any(_fed_to_host_output(ctx, name, anc) for name in targets)
+        if isinstance(anc, cst.FunctionDef):
+            return bool(_HOST_OUTPUT.search(anc.name.value))
+        if isinstance(anc, (cst.ClassDef, cst.Lambda, cst.BaseCompoundStatement)):
+            return False
+    return False
+
+
+def _host_consumer(call: cst.Call) -> bool:
+    name = dotted_name(call.func)
+    if name is None:
+        return False
+    parts = name.rsplit(".", 2)
+    if bool(_HOST_OUTPUT.search(parts[-1])):
+        return True
+    return parts[-1] == "step" and len(parts) > 1 and "env" in parts[-2].lower()  # ``envs.step(actions)``
+
+
+def _fed_to_host_output(ctx: RuleContext, name: str, assign: cst.Assign) -> bool:
+    """A later read of ``name`` in the same function (or module) is an argument of a picture,
+    file or environment call (``draw(y[0])``, ``plt.plot(y)``, ``envs.step(y)``): the value is
+    needed on the host, so copying it there is not a wasted sync."""
+    scope = ctx.enclosing(assign, cst.FunctionDef)
+    for read in ctx.memo("_names_by_value", _names_by_value).get(name, ()):
+        if ctx.enclosing(read, cst.FunctionDef) is not scope or ctx.is_inside(read, assign):
+            continue
+        consumer = next((a for a in ctx.ancestors(read) if isinstance(a, cst.Call) and _host_consumer(a)), None)
+        if consumer is not None and ctx.statement_of(consumer) is ctx.statement_of(read):
+            return True
+    return False
+
+
+def _names_by_value(ctx: RuleContext) -> dict[str, list[cst.Name]]:
+    out: dict[str, list[cst.Name]] = {}
+    for n in ctx.nodes(cst.Name):
+        out.setdefault(n.value, []).append(n)
+    return out
 
 
 def _contains_sync(expr: cst.CSTNode) -> bool:
@@ -203,6 +256,22 @@ class SyncInLoop(Rule):
                         self.optimizer.step()
                         if it == self.total_steps - 1:
                             final = self.evaluate()
+        """)),
+        Valid(dedent("""
+            import torch
+            # the copy is what the step needs: actions for the environment, pictures for a plot
+            for global_step in range(total_timesteps):
+                q_values = q_network(torch.as_tensor(obs, device="cuda"))
+                actions = torch.argmax(q_values, dim=1).cpu().numpy()
+                obs, rewards, dones, infos = envs.step(actions)
+                rb.add(obs, actions, rewards)
+                loss = td_loss(q_network, rb.sample(32))
+                loss.backward()
+                optimizer.step()
+                with torch.no_grad():
+                    y = q_network(probe).cpu().numpy()
+                plt.plot(y[0])
+                save_image(q_values.cpu(), "q.png")
         """)),
         Valid(dedent("""
             # a CPU-only program: host-device syncs do not exist

@@ -287,6 +287,8 @@ def _removal(ctx: RuleContext, call: cst.Call, what: str) -> Fix | None:
             stmt.trailing_whitespace.comment is None:
         target = guard
     edits = remove_statement(ctx, target)
+    if edits is None and target is not stmt:  # an ``elif`` cannot go as a whole: keep it, empty
+        edits = remove_statement(ctx, stmt)
     if edits is None:
         return None
     return Fix(f"remove `{what}`", edits, "unsafe")

@@ -11,7 +11,9 @@ from ._calls import dotted_name, get_arg, has_star_args, method_call
 from ._context import RuleContext
 from ._edits import add_kwarg
 from ._evalloops import loop_data
-from ._hostdata import built_on_host, cuda_tensor_type, host_tensor_name, in_cpu_branch, is_tokenizer_output
+from ._hostdata import (
+    built_on_host, cuda_tensor_type, host_tensor_name, in_cpu_branch, is_tokenizer_output, placed_by_framework,
+)
 from ._stepcode import BatchData, device_kind
 from ._tensors import mentions
 from ._training import TrainingAnalysis, analysis, cpu_only_script
@@ -135,7 +137,9 @@ class BlockingCopy(Rule):
         "`torch.device(...)`, or a name such as `device` or `local_rank`), or is a legacy CUDA "
         "tensor type (`x.type(torch.cuda.FloatTensor)`, also through a name bound to one).",
         "Copies in a branch that runs only off CUDA (the `else` of `if device_type == \"cuda\":`), "
-        "slices of a tensor already on the device, and CPU-only programs are not reported.",
+        "slices of a tensor already on the device, batches of a DataLoader handed to "
+        "`accelerator.prepare()` (already placed), copies under a periodic guard, and CPU-only "
+        "programs are not reported.",
         "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
         "batches (GP202), which the rule does not check.",
     )
@@ -210,6 +214,18 @@ class BlockingCopy(Rule):
                 x = train_data[i:i + 35].to(device)
                 loss = model(x).mean()
                 loss.backward()
+                optimizer.step()
+        """)),
+        Valid(dedent("""
+            import torch
+            from accelerate import Accelerator
+            # the prepared DataLoader already yields batches on the device
+            accelerator = Accelerator()
+            model, optimizer, train_dl = accelerator.prepare(model, optimizer, train_dl)
+            for step, batch in enumerate(train_dl):
+                batch = batch.to(accelerator.device)
+                loss = model(**batch).loss
+                accelerator.backward(loss)
                 optimizer.step()
         """)),
         Invalid(dedent("""
@@ -391,8 +407,9 @@ class BlockingCopy(Rule):
         for call in ctx.nodes(cst.Call):
             if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
                 continue
-            loop = ta.step_loop_of(call)
-            if loop is None or in_cpu_branch(ctx, call):
+            loop = ta.every_step_loop(call)
+            if loop is None or in_cpu_branch(ctx, call) or \
+                    isinstance(loop, cst.For) and placed_by_framework(ta, loop.iter):
                 continue
             if loop not in batch_data:
                 batch_data[loop] = BatchData(ctx, ta, loop)

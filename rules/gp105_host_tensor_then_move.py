@@ -133,6 +133,22 @@ class HostTensorThenMove(Rule):
                 loss.backward()
                 optimizer_D.step()
         """)),
+        Valid(dedent("""
+            import numpy as np
+            import torch
+            Tensor = torch.cuda.FloatTensor
+            # a sample grid every few hundred batches: not per step
+            def sample_image(n_row, batches_done):
+                z = Tensor(np.random.normal(0, 1, (n_row ** 2, 100)))
+                save_image(generator(z), "%d.png" % batches_done)
+
+            for i, (imgs, _) in enumerate(dataloader):
+                g_loss = loss_fn(discriminator(generator(imgs.cuda())))
+                g_loss.backward()
+                optimizer_G.step()
+                if i % 400 == 0:
+                    sample_image(10, i)
+        """)),
         Invalid(dedent("""
             import numpy as np
             import torch
@@ -228,7 +244,7 @@ class HostTensorThenMove(Rule):
         if not ta.step_loops or cpu_only_script(ctx):
             return
         for move in ctx.nodes(cst.Call):
-            if cuda_tensor_type(ctx, move.func) and _host_data_argument(ctx, ta, move) and ta.in_step_loop(move):
+            if cuda_tensor_type(ctx, move.func) and _host_data_argument(ctx, ta, move) and ta.every_step_loop(move) is not None:
                 yield Finding(move, f"`{ctx.code_for(move.func)}` (a CUDA tensor type) builds the tensor on "
                                     "the CPU from host data and copies it to the GPU on every step; "
                                     "create it on the device (`torch.randn(..., device=...)`, "
@@ -240,7 +256,7 @@ class HostTensorThenMove(Rule):
             factory = move.func.value
             if not isinstance(factory, cst.Call) or not ctx.is_call_to(factory, FACTORIES):
                 continue
-            if not ta.in_step_loop(move):
+            if not ta.every_step_loop(move) is not None:
                 continue
             if move.func.attr.value == "to":
                 dev = get_arg(move, "device", 0)
