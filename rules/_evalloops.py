@@ -123,24 +123,36 @@ def batch_model_call(ta: TrainingAnalysis, loop: Loop) -> cst.Call | None:
     return None
 
 
+def _mode_switches(ctx: RuleContext) -> dict[cst.CSTNode, list[tuple[int, str, str]]]:
+    """Per function (or the module): ``(position, model, "eval" | "train")`` for each
+    ``model.eval()``/``model.train()`` call directly in it, in source order (one pass per file)."""
+    order = ctx.preorder()
+    out: dict[cst.CSTNode, list[tuple[int, str, str]]] = {}
+    for node in ctx.nodes(cst.Call):
+        if method_call(node, "eval", "train") and not node.args:
+            assert isinstance(node.func, cst.Attribute)
+            name = dotted_name(node.func.value)
+            if name is not None:
+                scope = ctx.enclosing(node, cst.FunctionDef) or ctx.module
+                out.setdefault(scope, []).append((order[node], name, node.func.attr.value))
+    for calls in out.values():
+        calls.sort()
+    return out
+
+
 def _eval_before(ta: TrainingAnalysis, loop: Loop, model: str) -> bool:
     """``model.eval()`` earlier in the loop's function (or module), with no ``model.train()``
     between it and the loop."""
     ctx = ta.ctx
     scope = ctx.enclosing(loop, cst.FunctionDef) or ctx.module
-    order = ctx.preorder()
-    start = order[loop]
-    last_eval = last_train = -1
-    for node in walk(scope):
-        if method_call(node, "eval", "train") and not node.args:  # type: ignore[union-attr]
-            assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-            if dotted_name(node.func.value) != model or order[node] >= start:
-                continue
-            if node.func.attr.value == "eval":
-                last_eval = max(last_eval, order[node])
-            else:
-                last_train = max(last_train, order[node])
-    return last_eval > last_train
+    start = ctx.preorder()[loop]
+    mode = None
+    for pos, name, kind in ctx.memo("_mode_switches", _mode_switches).get(scope, ()):
+        if pos >= start:
+            break
+        if name == model:
+            mode = kind
+    return mode == "eval"
 
 
 def is_eval_loop(ta: TrainingAnalysis, loop: Loop) -> bool:

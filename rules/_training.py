@@ -46,8 +46,7 @@ _MODEL_NAME = re.compile(r"model|net|encoder|decoder|generator|discriminator|cla
 # Methods whose receiver is an nn.Module (or a wrapper of one), never a tensor.
 _MODULE_METHODS = ("eval", "train", "parameters", "named_parameters", "state_dict", "load_state_dict",
                    "modules", "named_modules", "children", "requires_grad_", "apply", "register_forward_hook")
-# Callables that take a loss and an optimizer without stepping: torch's own, Python's builtins.
-_NOT_STEPS = frozenset({"torch.*", *(f"builtins.{n}" for n in dir(builtins))})
+_BUILTIN_NAMES = frozenset(dir(builtins))
 # Loop kinds, as the messages name one iteration.
 TRAIN, EVAL, BATCH = "training step", "eval batch", "batch"
 
@@ -64,7 +63,7 @@ class TrainingAnalysis:
         self._fn_trains_flat: dict[cst.FunctionDef, bool] = {}
         text = ctx.source
         loops = ctx.nodes(cst.For, cst.While)
-        if "backward" in text or ".step(" in text or "DataLoader" in text or "optim" in text:
+        if "backward" in text or ".step(" in text or "DataLoader" in text or "optim" in text and "loss" in text:
             self.step_loops: list[Loop] = [loop for loop in loops if self._is_step_loop(loop)]
         else:  # nothing can make a step loop: skip the analysis (most library code)
             self.step_loops = []
@@ -203,8 +202,8 @@ class TrainingAnalysis:
         """``(loss, optimizer)`` when ``node`` calls a loss-scaler-like callable of another module
         with the loss (a name such as ``loss``, ``train_loss``, ``cost``) and an optimizer
         (timm's ``loss_scaler(loss, optimizer, ...)``, an ``amp_step(loss, opt)``): it does the
-        backward and the step out of sight. A context
-        manager (apex's ``with amp.scale_loss(loss, opt) as s:``) is not one."""
+        backward and the step out of sight. A context manager (apex's ``with
+        amp.scale_loss(loss, opt) as s:``) and a builtin (``print(loss, opt)``) are not one."""
         if not isinstance(node, cst.Call) or method_call(node, "backward", "step", "zero_grad"):
             return None
         cache: dict[cst.CSTNode, tuple | None] = self.__dict__.setdefault("_hidden_steps", {})
@@ -213,19 +212,21 @@ class TrainingAnalysis:
         return cache[node]
 
     def _hidden_step(self, node: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
-        if self._called_functions_list(node) or self.ctx.matches(node.func, _NOT_STEPS):
-            return None  # this module's own function is analysed through its body
-        if isinstance(self.ctx.parent(node), cst.WithItem):
-            return None
+        # Cheap syntactic tests first: most calls pass no optimizer.
         values = [a.value for a in node.args if not a.star]
-        optimizer = next((v for v in values if self.is_optimizer(v)), None)
-        if optimizer is None:
+        loss = next((v for v in values if _loss_named(v)), None)
+        if loss is None:
             return None
-        for value in values:
-            name = dotted_name(value)
-            if value is not optimizer and name is not None and _LOSS_NAME.search(name.rsplit(".", 1)[-1]):
-                return value, optimizer
-        return None
+        optimizer = next((v for v in values if v is not loss and self.is_optimizer(v)), None)
+        if optimizer is None or isinstance(self.ctx.parent(node), cst.WithItem):
+            return None
+        func = node.func
+        if isinstance(func, cst.Name) and func.value in _BUILTIN_NAMES and \
+                func.value not in self.ctx.import_aliases and func.value not in self.functions:
+            return None  # ``print(loss, optimizer)``
+        if self._called_functions_list(node) or self.ctx.matches(func, {"torch.*"}):
+            return None  # this module's own function is analysed through its body
+        return loss, optimizer
 
     def is_optimizer(self, expr: cst.BaseExpression) -> bool:
         name = dotted_name(expr)
@@ -491,6 +492,11 @@ class TrainingAnalysis:
                 if isinstance(value, cst.Call) and self._nn_class(value.func)
             }
         return self._criteria
+
+
+def _loss_named(expr: cst.BaseExpression) -> bool:
+    name = dotted_name(expr)
+    return name is not None and bool(_LOSS_NAME.search(name.rsplit(".", 1)[-1]))
 
 
 def _calls_by_name(ctx: RuleContext) -> dict[str, list[cst.Call]]:

@@ -244,11 +244,13 @@ class HostTensorThenMove(Rule):
         if not ta.step_loops or cpu_only_script(ctx):
             return
         for move in ctx.nodes(cst.Call):
-            if cuda_tensor_type(ctx, move.func) and _host_data_argument(ctx, ta, move) and ta.every_step_loop(move) is not None:
-                yield Finding(move, f"`{ctx.code_for(move.func)}` (a CUDA tensor type) builds the tensor on "
-                                    "the CPU from host data and copies it to the GPU on every step; "
-                                    "create it on the device (`torch.randn(..., device=...)`, "
-                                    "`torch.as_tensor(data, device=...)`)")
+            if cuda_tensor_type(ctx, move.func) and _host_data_argument(ctx, ta, move):
+                loop = ta.every_step_loop(move)
+                if loop is not None:
+                    yield Finding(move, f"`{ctx.code_for(move.func)}` (a CUDA tensor type) builds the tensor "
+                                        "on the CPU from host data and copies it to the GPU on every "
+                                        f"{ta.loop_kind(loop)}; create it on the device (`torch.randn(..., "
+                                        "device=...)`, `torch.as_tensor(data, device=...)`)")
                 continue
             if not method_call(move, "to", "cuda"):
                 continue
@@ -256,12 +258,13 @@ class HostTensorThenMove(Rule):
             factory = move.func.value
             if not isinstance(factory, cst.Call) or not ctx.is_call_to(factory, FACTORIES):
                 continue
-            if not ta.every_step_loop(move) is not None:
-                continue
             if move.func.attr.value == "to":
                 dev = get_arg(move, "device", 0)
                 if dev is None or device_kind(ctx, dev.value) in (None, "cpu"):
                     continue  # .to(other_tensor), .to(dtype), or a move to the CPU
+            loop = ta.every_step_loop(move)
+            if loop is None:
+                continue
             fix = None
             device = _move_target(ctx, move)
             if device is not None and not has_star_args(factory) and \
@@ -270,8 +273,8 @@ class HostTensorThenMove(Rule):
                 fix = Fix("create the tensor on the device",
                           (Replace(move, add_kwarg(factory, "device", device)),),
                           "unsafe" if random else "safe")
-            yield Finding(move, "tensor built on the CPU and copied to the device on every step (a "
-                                "synchronous host-to-device transfer); create it with device=", fix)
+            yield Finding(move, f"tensor built on the CPU and copied to the device on every {ta.loop_kind(loop)} "
+                                "(a synchronous host-to-device transfer); create it with device=", fix)
 
 
 def _host_data_argument(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> bool:

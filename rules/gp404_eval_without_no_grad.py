@@ -143,6 +143,17 @@ class EvalWithoutNoGrad(Rule):
                 net.train()
                 return net(x)
         """)),
+        Valid(dedent("""
+            import torch
+            # a compiler's warm-up run of a frozen script module, not the eval idiom
+            def ts_compile(fx_g, inps):
+                f = torch.jit.script(fx_g)
+                f = torch.jit.freeze(f.eval())
+                f(*inps)
+                return f
+
+            compiled = ts_compile(graph, example)
+        """)),
         Invalid(dedent("""
             import torch
             def predict(model, x):
@@ -269,6 +280,7 @@ class EvalWithoutNoGrad(Rule):
         ta = analysis(ctx)
         order = ctx.preorder()
         evals: dict[cst.CSTNode, list[tuple[int, str]]] = {}
+        statements: set[int] = set()
         for call in ctx.nodes(cst.Call):
             if method_call(call, "eval") and not call.args:
                 assert isinstance(call.func, cst.Attribute)
@@ -276,6 +288,8 @@ class EvalWithoutNoGrad(Rule):
                 if name is not None:
                     scope = ctx.enclosing(call, cst.FunctionDef, cst.Lambda, cst.ClassDef) or ctx.module
                     evals.setdefault(scope, []).append((order[call], name))
+                    if isinstance(ctx.parent(call), cst.Expr):
+                        statements.add(order[call])
         if not evals:
             return
         flagged: list[cst.CSTNode] = []
@@ -298,7 +312,9 @@ class EvalWithoutNoGrad(Rule):
                                 "wrap it in torch.no_grad()", fix)
         done = {ctx.enclosing(loop, cst.FunctionDef) or ctx.module for loop in flagged}
         for scope, names in evals.items():
-            if scope not in done and isinstance(scope, (cst.FunctionDef, cst.Module)):
+            # ``model.eval()`` as a statement of its own: the inference idiom (not ``freeze(f.eval())``)
+            names = [(pos, name) for pos, name in names if pos in statements]
+            if names and scope not in done and isinstance(scope, (cst.FunctionDef, cst.Module)):
                 found = _straight_line(ctx, ta, scope, names, order)
                 if found is not None:
                     yield found
