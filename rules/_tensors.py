@@ -9,6 +9,7 @@ and names assigned (in the same function) from such expressions.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -49,6 +50,21 @@ _HOST_LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.C
                   cst.DictComp, cst.SetComp)
 
 
+_BACKWARD_ENGINES = re.compile(r"accelerator|fabric|engine|deepspeed|trainer|amp|scaler", re.IGNORECASE)
+
+
+def backward_tensor(call: cst.Call) -> cst.BaseExpression | None:
+    """The tensor a ``.backward`` call backpropagates from: the receiver (``loss.backward()``),
+    or the argument of an engine's method (``accelerator.backward(loss)``, ``engine.backward(loss)``)."""
+    assert isinstance(call.func, cst.Attribute)
+    receiver = call.func.value
+    name = dotted_name(receiver)
+    first = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
+    if first is not None and name is not None and _BACKWARD_ENGINES.search(name.rsplit(".", 1)[-1]):
+        return first
+    return receiver
+
+
 def module_function(ta: TrainingAnalysis, func: cst.BaseExpression) -> bool:
     """``math.sqrt``, ``np.mean``, ``F.relu``: a function reached through an imported module
     (the chain's root is an import), not a method of a value."""
@@ -71,9 +87,10 @@ class ValueKinds:
         updates: list[tuple[str, cst.BaseExpression]] = []
         for node in walk(scope):
             if method_call(node, "backward"):  # ``loss.backward()``: ``loss`` is a tensor
-                assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                if isinstance(node.func.value, cst.Name):
-                    self.tensors.add(node.func.value.value)
+                assert isinstance(node, cst.Call)
+                seed = backward_tensor(node)
+                if isinstance(seed, cst.Name):
+                    self.tensors.add(seed.value)
             elif isinstance(node, cst.Assign) and len(node.targets) == 1 and \
                     isinstance(node.targets[0].target, cst.Name):
                 assigns.append((node.targets[0].target.value, node.value))
