@@ -23,7 +23,7 @@ from ._calls import dotted_name, literal_value, NOT_LITERAL
 from ._tree import walk
 
 # Roots of dotted names that hold a user's settings (``args.x``, ``self.cfg.x``).
-_CONFIG_ROOTS = frozenset({
+CONFIG_ROOTS = frozenset({
     "args", "opt", "opts", "options", "cfg", "config", "conf", "hparams", "hp", "flags", "FLAGS",
     "params", "settings", "hps", "train_config", "training_args",
 })
@@ -109,10 +109,9 @@ def flag_name(test: cst.BaseExpression) -> str | None:
         parts = name.split(".")
         if parts[0] == "self" and len(parts) > 1:
             parts = parts[1:]
-        if any(_DEVICE_WORD.search(p) for p in parts):
-            continue
-        if len(parts) >= 2 and parts[0] in _CONFIG_ROOTS:
-            return name
-        if len(parts) == 1 and _FLAG_WORD.search(parts[0]):
-            return name  # ``if debug:``, ``if sync_for_timing:``
+        last = parts[-1]
+        if _FLAG_WORD.search(last):
+            return name  # ``if debug:``, ``if args.sync_cuda:``, ``if sync_for_timing:``
+        if len(parts) >= 2 and parts[0] in CONFIG_ROOTS and not any(_DEVICE_WORD.search(p) for p in parts):
+            return name  # ``if args.x:``, but not ``if args.cuda:``
     return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 
@@ -14,6 +14,7 @@ from ._evalloops import loop_data
 from ._hostdata import (
     built_on_host, cuda_tensor_type, host_tensor_name, in_cpu_branch, is_tokenizer_output, placed_by_framework,
 )
+from ._script_facts import call_site_args
 from ._stepcode import BatchData, device_kind
 from ._tensors import mentions
 from ._training import TrainingAnalysis, analysis, cpu_only_script
@@ -58,23 +59,27 @@ def _preloaded_slice(ctx: RuleContext, expr: cst.BaseExpression, moving: set[str
 
 
 def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.For | cst.While,
-              batch: BatchData) -> tuple[str, bool | None] | None:
+              batch_data: Callable[[cst.For | cst.While], BatchData]) -> tuple[str, bool | None] | None:
     """What a per-step copy copies, or None when it is not a host-to-device copy of step data:
     ``("batch" | "preloaded <name>" | "built", tensor)`` where ``tensor`` is True when the
     receiver is provably a tensor, False when unknown, None when known not to be one."""
     assert isinstance(call.func, cst.Attribute)
     receiver = call.func.value
     if ctx.is_inside(call, loop):
+        batch = batch_data(loop)
         moving = loop_data(loop) | ta.counters(loop)
         if batch.holds(receiver):
             return "batch", (None if is_tokenizer_output(ta, receiver) else batch.is_tensor(receiver))
         name = _preloaded_slice(ctx, receiver, moving)
         return (f"preloaded {name}", True) if name else None
-    # In a helper called per step (``get_batch()``): a tensor built there, or a slice of a
-    # preloaded one by the helper's own values.
+    # In a helper called per step (``get_batch()``, ``self.train_step(batch)``): a batch the
+    # step loop passes in, a tensor built there, or a slice of a preloaded one.
     fn = ctx.enclosing(call, cst.FunctionDef)
     if fn is None:
         return None
+    passed = _passed_batch(ta, fn, receiver, batch_data)
+    if passed != "no":
+        return "batch", passed  # type: ignore[return-value]
     if built_on_host(ctx, receiver) and not ctx.is_call_to(receiver, {"torch.tensor"}) or \
             isinstance(receiver, cst.Name) and host_tensor_name(ctx, receiver.value, fn):
         return "built", True
@@ -83,6 +88,32 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
                          for t in a.targets) if n}
     name = _preloaded_slice(ctx, receiver, params | local)
     return (f"preloaded {name}", True) if name else None
+
+
+def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseExpression,
+                  batch_data: Callable[[cst.For | cst.While], BatchData]) -> bool | None | str:
+    """``def train_step(batch): batch.cuda()`` called as ``train_step(b)`` from step loops with
+    their batch data: whether that is provably a tensor (True/False, None when known not to be
+    one); the string "no" when it is not a batch the loops pass in."""
+    base: cst.BaseExpression = receiver
+    while isinstance(base, cst.Subscript):
+        base = base.value
+    if not isinstance(base, cst.Name):
+        return "no"
+    args = call_site_args(ta, fn, base.value)
+    if not args:
+        return "no"
+    tensor: bool | None = True
+    for arg in args:
+        loop = ta.step_loop_of(arg)
+        if loop is None or not ta.ctx.is_inside(arg, loop) or not batch_data(loop).holds(arg):
+            return "no"
+        data = batch_data(loop)
+        if is_tokenizer_output(ta, arg):
+            tensor = None
+        elif tensor is True and not (data.is_tensor(arg) if receiver is base else data.default_collate):
+            tensor = False  # a subscript of a default-collated batch is a tensor
+    return tensor
 
 
 def _message(what: str, kind: str) -> str:
@@ -228,6 +259,33 @@ class BlockingCopy(Rule):
                 accelerator.backward(loss)
                 optimizer.step()
         """)),
+        Invalid(dedent("""
+            import torch
+            class Trainer:
+                def train_step(self, images, labels):
+                    images = images.cuda()
+                    labels = labels.cuda()
+                    loss = self.criterion(self.model(images), labels)
+                    loss.backward()
+                    self.optimizer.step()
+
+                def fit(self, loader):
+                    for images, labels in loader:
+                        self.train_step(images, labels)
+        """), fixed=dedent("""
+            import torch
+            class Trainer:
+                def train_step(self, images, labels):
+                    images = images.cuda(non_blocking=True)
+                    labels = labels.cuda(non_blocking=True)
+                    loss = self.criterion(self.model(images), labels)
+                    loss.backward()
+                    self.optimizer.step()
+
+                def fit(self, loader):
+                    for images, labels in loader:
+                        self.train_step(images, labels)
+        """), count=2),
         Invalid(dedent("""
             import torch
             tokens = torch.tensor(encoded, dtype=torch.long)
@@ -403,7 +461,13 @@ class BlockingCopy(Rule):
         if cpu_only_script(ctx):
             return
         transformers = any(v.split(".")[0] in ("transformers", "tokenizers") for v in ctx.import_aliases.values())
-        batch_data: dict[cst.CSTNode, BatchData] = {}
+        cache: dict[cst.CSTNode, BatchData] = {}
+
+        def batch_data(loop: cst.For | cst.While) -> BatchData:
+            if loop not in cache:
+                cache[loop] = BatchData(ctx, ta, loop)
+            return cache[loop]
+
         for call in ctx.nodes(cst.Call):
             if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
                 continue
@@ -411,9 +475,7 @@ class BlockingCopy(Rule):
             if loop is None or in_cpu_branch(ctx, call) or \
                     isinstance(loop, cst.For) and placed_by_framework(ta, loop.iter):
                 continue
-            if loop not in batch_data:
-                batch_data[loop] = BatchData(ctx, ta, loop)
-            found = _classify(ctx, ta, call, loop, batch_data[loop])
+            found = _classify(ctx, ta, call, loop, batch_data)
             if found is None:
                 continue
             what, tensor = found

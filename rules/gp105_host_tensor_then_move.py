@@ -83,7 +83,7 @@ class HostTensorThenMove(Rule):
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#best-practices",
     )
-    keywords = (".to(", ".cuda(", "Tensor(")
+    keywords = (".to(", ".cuda(", "Tensor")
 
     examples = [
         Valid(dedent("""

@@ -36,7 +36,8 @@ def test_once_tests_pin_the_loop_counter(test, once):
 @pytest.mark.parametrize("test,flag", [
     ("args.sync_for_timing", "args.sync_for_timing"), ("self.cfg.debug and rank == 0", "self.cfg.debug"),
     ("profile", "profile"), ("args.cuda", None), ("use_cuda", None), ("torch.cuda.is_available()", None),
-    ("step % 10 == 0", None), ("done", None), ("config.distributed", None),
+    ("step % 10 == 0", None), ("done", None), ("config.distributed", None), ("args.sync_cuda", "args.sync_cuda"),
+    ("self.opt.benchmark_mode", "self.opt.benchmark_mode"),
 ])
 def test_flags_are_user_settings_not_device_checks(test, flag):
     assert flag_name(cst.parse_expression(test)) == flag
@@ -131,6 +132,8 @@ def test_call_site_guard_and_helper_tail():
 
 def test_cpu_only_scripts():
     assert cpu_only_script(ctx_for("import torch\nx = torch.ones(2)\n"))
+    assert cpu_only_script(ctx_for("import torch\ndevice = torch.device('cpu')\nx = torch.ones(2).to(device)\n"))
     for src in ("import torch\nx = torch.ones(2).cuda()\n", "import torch\nx = torch.ones(2).to(device)\n",
-                "import torch\n# runs on a GPU\n", "x = 1\n", "import torch\nfrom accelerate import Accelerator\n"):
+                "import torch\n# runs on a GPU\n", "x = 1\n", "import torch\nfrom accelerate import Accelerator\n",
+                "import torch\ndevice = torch.device(args.device)\n", "import torch\ndef f(x, device):\n    return x\n"):
         assert not cpu_only_script(ctx_for(src)), src
