@@ -50,9 +50,9 @@ def _optimizer_of(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> cst
         return None
     assert isinstance(call.func, cst.Attribute)
     receiver = call.func.value
-    if _bound_to_other(ctx, ta, receiver):
-        return None
     if ta.is_optimizer(receiver):
+        if _bound_to_other(ctx, ta, receiver):
+            return None
         return receiver if not call.args else None  # opt.step(closure): the closure zeroes
     if ta.is_scaler(receiver) and len(call.args) == 1 and call.args[0].keyword is None:
         opt = call.args[0].value
@@ -264,6 +264,28 @@ class MissingZeroGrad(Rule):
                     scaler.step(optimizer)
                     optimizer.zero_grad()
                     scaler.update()
+        """)),
+        Invalid(dedent("""
+            from torch.cuda.amp import GradScaler
+            scaler = GradScaler()
+            def step_fn(loss, optimizer):
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+
+            for x, y in loader:
+                step_fn(criterion(model(x), y), optimizer)
+        """), fixed=dedent("""
+            from torch.cuda.amp import GradScaler
+            scaler = GradScaler()
+            def step_fn(loss, optimizer):
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                optimizer.zero_grad()
+                scaler.update()
+
+            for x, y in loader:
+                step_fn(criterion(model(x), y), optimizer)
         """)),
         Invalid(dedent("""
             def train(model, loader, opt):
