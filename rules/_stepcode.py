@@ -7,11 +7,15 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._calls import dotted_name, literal_value, target_names
+from ._calls import dotted_name, literal_value, method_call, target_names
 from ._context import RuleContext
-from ._torchnames import NO_GRAD
+from ._evalloops import in_no_grad
+from ._hostdata import built_on_host, default_collate, is_tokenizer_output
+from ._tensors import is_tensor_expr
 from ._training import TrainingAnalysis
 from ._tree import walk
+
+__all__ = ["BatchData", "device_kind", "in_no_grad", "walk_with_callees"]
 
 
 # ---- the code of a step ---------------------------------------------------------------------
@@ -29,24 +33,6 @@ def walk_with_callees(ta: TrainingAnalysis, node: cst.CSTNode) -> Iterator[cst.C
                 if fn not in seen:
                     seen.add(fn)
                     todo.append(fn.body)
-
-
-# ---- gradient mode ------------------------------------------------------------------------
-def _is_no_grad_expr(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
-    func = expr.func if isinstance(expr, cst.Call) else expr
-    return ctx.matches(func, NO_GRAD)
-
-
-def in_no_grad(ctx: RuleContext, node: cst.CSTNode) -> bool:
-    """Inside ``with torch.no_grad()/inference_mode()/set_grad_enabled(...)`` or a function
-    decorated with one of them."""
-    for anc in ctx.ancestors(node):
-        if isinstance(anc, cst.With) and any(_is_no_grad_expr(ctx, i.item) for i in anc.items):
-            return True
-        if isinstance(anc, cst.FunctionDef) and any(
-                _is_no_grad_expr(ctx, d.decorator) for d in anc.decorators):
-            return True
-    return False
 
 
 # ---- devices and batch data ---------------------------------------------------------------
@@ -81,17 +67,24 @@ def device_kind(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
 
 class BatchData:
     """Which names in a step loop hold the batch read from the data source this step: the
-    ``for`` target and names derived from it (``x, y = batch``, ``inputs = batch["x"]``) or
-    returned by a helper of this module (``x, y = get_batch(...)``), never models."""
+    ``for`` target and names derived from it (``x, y = batch``, ``inputs = batch["x"]``,
+    ``torch.from_numpy(batch_np)``) or returned by a helper of this module (``x, y =
+    get_batch(...)``), never models. ``elements`` are the names that hold one field of a batch
+    (a tuple field, a subscript) rather than a whole batch."""
 
     def __init__(self, ctx: RuleContext, ta: TrainingAnalysis, loop: cst.For | cst.While) -> None:
         self.ctx, self.ta, self.loop = ctx, ta, loop
         self.names: set[str] = set()
+        self.elements: set[str] = set()
         if isinstance(loop, cst.For) and not _is_range(loop.iter):
-            self.names |= target_names(loop.target)
+            target: cst.BaseExpression = loop.target
+            self.names |= target_names(target)
             if isinstance(loop.iter, cst.Call) and dotted_name(loop.iter.func) == "enumerate" and \
-                    isinstance(loop.target, cst.Tuple) and loop.target.elements:
-                self.names -= target_names(loop.target.elements[0].value)  # the step index
+                    isinstance(target, cst.Tuple) and target.elements:
+                self.names -= target_names(target.elements[0].value)  # the step index
+                target = target.elements[-1].value if len(target.elements) == 2 else target
+            if isinstance(target, (cst.Tuple, cst.List)):
+                self.elements |= target_names(target)
         assigns = [n for n in walk(loop.body) if isinstance(n, cst.Assign)]
         for _ in range(3):
             before = len(self.names)
@@ -99,11 +92,15 @@ class BatchData:
                 if self.derives(a.value):
                     for t in a.targets:
                         self.names |= target_names(t.target)
+                        if isinstance(t.target, (cst.Tuple, cst.List)) or isinstance(a.value, cst.Subscript):
+                            self.elements |= target_names(t.target)
             if len(self.names) == before:
                 break
         self.names -= ta.model_names
         # Data is not called: ``net = build(cfg).to(device); net(x)`` is a model.
         self.names -= {dotted_name(n.func) for n in walk(loop.body) if isinstance(n, cst.Call)}
+        self.elements &= self.names
+        self.default_collate = isinstance(loop, cst.For) and default_collate(ta, loop.iter)
 
     def derives(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Name):
@@ -114,7 +111,12 @@ class BatchData:
             return bool(expr.elements) and all(self.derives(e.value) for e in expr.elements)
         if isinstance(expr, cst.Call):
             func = expr.func
+            if built_on_host(self.ctx, expr) or is_tokenizer_output(self.ta, expr):
+                # ``torch.from_numpy(x_np)``, ``tokenizer(texts)``: the batch in another form
+                return any(self.derives(a.value) for a in expr.args)
             if isinstance(func, cst.Attribute):
+                if func.attr.value in ("next", "__next__"):
+                    return True  # ``data_iter.next()``: the next batch
                 return func.attr.value not in ("to", "cuda") and self.derives(func.value)
             if isinstance(func, cst.Name):
                 if func.value == "next":
@@ -126,15 +128,13 @@ class BatchData:
                         self.ctx.enclosing(f, cst.ClassDef) is None for f in fns)
         return False
 
-    def holds(self, expr: cst.BaseExpression) -> bool:
-        """Is ``expr`` batch data? Also ``v`` in ``{k: v.to(d) for k, v in batch.items()}``."""
-        if self.derives(expr):
-            return True
+    def _comprehension_source(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+        """For ``v`` in ``{k: v.to(d) for k, v in batch.items()}``: ``batch.items()``."""
         base: cst.BaseExpression = expr
         while isinstance(base, (cst.Subscript, cst.Attribute)):
             base = base.value
         if not isinstance(base, cst.Name):
-            return False
+            return None
         for anc in self.ctx.ancestors(expr):
             if anc is self.loop:
                 break
@@ -142,9 +142,32 @@ class BatchData:
                 comp: cst.CompFor | None = anc.for_in
                 while comp is not None:
                     if base.value in target_names(comp.target):
-                        return self.derives(comp.iter)
+                        return comp.iter
                     comp = comp.inner_for_in
-        return False
+        return None
+
+    def holds(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` batch data? Also ``v`` in ``{k: v.to(d) for k, v in batch.items()}``."""
+        if self.derives(expr):
+            return True
+        source = self._comprehension_source(expr)
+        return source is not None and self.derives(source)
+
+    def is_tensor(self, expr: cst.BaseExpression) -> bool:
+        """Is the batch data ``expr`` provably a tensor? A tensor by its own evidence
+        (``torch.*`` results, tensor methods), or one field of a batch that a DataLoader with the
+        default collate function produced (a tuple field, a subscript, a dict value). A whole
+        batch is not: a collate function may return a dict or a tokenizer's BatchEncoding."""
+        if is_tensor_expr(self.ta, expr):
+            return True
+        if not self.default_collate:
+            return False
+        if isinstance(expr, cst.Subscript):
+            return self.derives(expr.value)
+        if isinstance(expr, cst.Name) and expr.value in self.elements:
+            return True
+        source = self._comprehension_source(expr)
+        return method_call(source, "values", "items") and self.derives(source.func.value)  # type: ignore[union-attr]
 
 
 def _is_range(expr: cst.BaseExpression) -> bool:

@@ -1,34 +1,54 @@
-"""The shared notion of a *training step loop* and of a *guarded logging block*.
-
-Every rule that asks "does this run once per step?" asks here, so the rules agree.
+"""The shared notion of a *training step loop*, an *eval loop* and of code that runs *on every
+step* of one. Every rule that asks "does this run once per step?" asks here, so the rules agree.
 
 A **step loop** is the innermost ``for``/``while`` whose body, directly or through functions of
-the same module that it calls, calls ``.backward()`` or an optimizer's ``.step()``, or which
-iterates a DataLoader. Code runs *per step* when it sits in a step loop's body, or inside a
-function that is called per step (``train_step(batch)`` called from a step loop).
+the same module that it calls, calls ``.backward()``, an optimizer's ``.step()`` or a
+loss-scaler-like callable given the loss and an optimizer (``loss_scaler(loss, optimizer)``),
+or which iterates a DataLoader.
 
-A **guarded logging block** is the body of an ``if`` whose test compares a modulo with
-``==`` (``if step % 100 == 0:``, ``if (i + 1) % args.log_every == 0 and rank == 0:``): it runs
-once every N steps, so a sync there is cheap.
+An **eval loop** is a loop over batches (a parameter, a generator, ``range()`` plus slicing...)
+that feeds each batch to a model in inference mode (``model.eval()`` before it, or under
+``torch.no_grad()``) and does not train; see ``_evalloops``.
+
+Code runs **on every step** of such a loop when it sits in its body, or inside a function called
+from there, with no rate-limiting ``if`` in between (``_guards``): ``if step % 100 == 0:``, ``if
+i == 0:``; for explicit syncs also a user's opt-in flag (``if args.sync_for_timing:``). A helper
+with its own loop called only under such a guard (``if step % eval_every == 0: evaluate()``) is
+not per step.
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 
+from . import _evalloops
 from ._calls import dotted_name, method_call
 from ._context import RuleContext
+from ._guards import CONFIG_ROOTS, flag_name, is_once_test, is_periodic_test
+from ._tensors import TENSOR_METHODS, is_tensor_expr
 from ._torchnames import DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, NN_MODULE_BASES, OPTIMIZERS
 from ._tree import SCOPES, walk
+
+__all__ = ["TENSOR_METHODS", "TrainingAnalysis", "analysis", "cpu_only_script", "is_periodic_test"]
 
 Loop = cst.For | cst.While
 FunctionLike = cst.FunctionDef | cst.Lambda
 _OPT_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$|\d)", re.IGNORECASE)
 _SCHED_NAME = re.compile(r"sched|lr_", re.IGNORECASE)
+_LOSS_NAME = re.compile(r"loss|cost|objective", re.IGNORECASE)
+_MODEL_NAME = re.compile(r"model|net|encoder|decoder|generator|discriminator|classifier|backbone",
+                         re.IGNORECASE)
+# Methods whose receiver is an nn.Module (or a wrapper of one), never a tensor.
+_MODULE_METHODS = ("eval", "train", "parameters", "named_parameters", "state_dict", "load_state_dict",
+                   "modules", "named_modules", "children", "requires_grad_", "apply", "register_forward_hook")
+_BUILTIN_NAMES = frozenset(dir(builtins))
+# Loop kinds, as the messages name one iteration.
+TRAIN, EVAL, BATCH = "training step", "eval batch", "batch"
 
 
 class TrainingAnalysis:
@@ -42,14 +62,20 @@ class TrainingAnalysis:
         # function -> True when it trains at its own top level (outside its own loops)
         self._fn_trains_flat: dict[cst.FunctionDef, bool] = {}
         text = ctx.source
-        if "backward" in text or ".step(" in text or "DataLoader" in text:
-            self.step_loops: list[Loop] = [
-                loop for loop in ctx.nodes(cst.For, cst.While) if self._is_step_loop(loop)
-            ]
+        loops = ctx.nodes(cst.For, cst.While)
+        if "backward" in text or ".step(" in text or "DataLoader" in text or \
+                "opt" in text and ("loss" in text or "cost" in text or "objective" in text):
+            self.step_loops: list[Loop] = [loop for loop in loops if self._is_step_loop(loop)]
         else:  # nothing can make a step loop: skip the analysis (most library code)
             self.step_loops = []
         self._step_loop_set = set(self.step_loops)
-        self._per_step_fn_cache: dict[cst.FunctionDef, Loop | None] = {}
+        if ".eval(" in text or "no_grad" in text or "inference_mode" in text:
+            self.eval_loops: list[Loop] = [
+                loop for loop in loops if loop not in self._step_loop_set and _evalloops.is_eval_loop(self, loop)]
+        else:
+            self.eval_loops = []
+        self._loop_set = self._step_loop_set | set(self.eval_loops)
+        self._per_step_fn_cache: dict[tuple[cst.FunctionDef, bool, bool], Loop | None] = {}
 
     # ---- bindings (computed on first use: most files never need them) ------------------
     @functools.cached_property
@@ -75,6 +101,34 @@ class TrainingAnalysis:
     @functools.cached_property
     def model_names(self) -> set[str]:
         return self._names_bound_to_models()
+
+    @functools.cached_property
+    def module_like_names(self) -> set[str]:
+        """Names that hold an nn.Module: models built here, receivers of module-only methods
+        (``net.eval()``, ``net.parameters()``), and parameters every call site binds to one."""
+        names = set(self.model_names)
+        for call in self.ctx.nodes(cst.Call):
+            if method_call(call, *_MODULE_METHODS):
+                assert isinstance(call.func, cst.Attribute)
+                name = dotted_name(call.func.value)
+                if name is not None and not (call.func.attr.value in ("train", "eval") and call.args):
+                    names.add(name)
+        for fn in self.ctx.nodes(cst.FunctionDef):
+            params = [p.name.value for p in fn.params.params]
+            offset = 1 if params and params[0] == "self" else 0
+            for index, param in enumerate(params[offset:]):
+                if param in names:
+                    continue
+                args = []
+                for call in self.calls_of(fn):
+                    arg = next((a for a in call.args if a.keyword and a.keyword.value == param), None)
+                    positional = [a for a in call.args if a.keyword is None and not a.star]
+                    if arg is None and index < len(positional):
+                        arg = positional[index]
+                    args.append(dotted_name(arg.value) if arg is not None else None)
+                if args and all(a in names for a in args):
+                    names.add(param)
+        return names
 
     def _assignments(self) -> Iterator[tuple[str, cst.BaseExpression]]:
         for node in self.ctx.nodes(cst.Assign):
@@ -125,15 +179,55 @@ class TrainingAnalysis:
             if not isinstance(call, cst.Call):
                 continue
             fname = dotted_name(call.func)
-            if fname in self.module_classes or self.ctx.matches(call.func, {"torch.nn.*"}):
+            if fname in self.module_classes or self._nn_class(call.func):
                 out.add(name)
         return out
+
+    def _nn_class(self, func: cst.BaseExpression) -> bool:
+        """A class of ``torch.nn`` (``nn.Linear``, ``nn.CrossEntropyLoss``), not a function of
+        ``torch.nn.functional``/``init``/``utils`` (``F.relu(x)`` returns a tensor)."""
+        name = dotted_name(func)
+        return name is not None and name.rsplit(".", 1)[-1][:1].isupper() and \
+            self.ctx.matches(func, {"torch.nn.*"}) and \
+            not self.ctx.matches(func, {"torch.nn.functional.*", "torch.nn.init.*", "torch.nn.utils.*"})
 
     # ---- signals ---------------------------------------------------------------------
     def is_backward_call(self, node: cst.CSTNode) -> bool:
         if method_call(node, "backward"):
             return True
-        return isinstance(node, cst.Call) and self.ctx.matches(node.func, {"torch.autograd.backward"})
+        if not isinstance(node, cst.Call):
+            return False
+        return self.ctx.matches(node.func, {"torch.autograd.backward"}) or self.hidden_step(node) is not None
+
+    def hidden_step(self, node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+        """``(loss, optimizer)`` when ``node`` calls a loss-scaler-like callable of another module
+        with the loss (a name such as ``loss``, ``train_loss``, ``cost``) and an optimizer
+        (timm's ``loss_scaler(loss, optimizer, ...)``, an ``amp_step(loss, opt)``): it does the
+        backward and the step out of sight. A context manager (apex's ``with
+        amp.scale_loss(loss, opt) as s:``) and a builtin (``print(loss, opt)``) are not one."""
+        if not isinstance(node, cst.Call) or method_call(node, "backward", "step", "zero_grad"):
+            return None
+        cache: dict[cst.CSTNode, tuple | None] = self.__dict__.setdefault("_hidden_steps", {})
+        if node not in cache:
+            cache[node] = self._hidden_step(node)
+        return cache[node]
+
+    def _hidden_step(self, node: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+        # Cheap syntactic tests first: most calls pass no optimizer.
+        values = [a.value for a in node.args if not a.star]
+        loss = next((v for v in values if _loss_named(v)), None)
+        if loss is None:
+            return None
+        optimizer = next((v for v in values if v is not loss and self.is_optimizer(v)), None)
+        if optimizer is None or isinstance(self.ctx.parent(node), cst.WithItem):
+            return None
+        func = node.func
+        if isinstance(func, cst.Name) and func.value in _BUILTIN_NAMES and \
+                func.value not in self.ctx.import_aliases and func.value not in self.functions:
+            return None  # ``print(loss, optimizer)``
+        if self._called_functions_list(node) or self.ctx.matches(func, {"torch.*"}):
+            return None  # this module's own function is analysed through its body
+        return loss, optimizer
 
     def is_optimizer(self, expr: cst.BaseExpression) -> bool:
         name = dotted_name(expr)
@@ -150,6 +244,8 @@ class TrainingAnalysis:
         return name is not None and (name in self._scaler_names or "scaler" in name.lower())
 
     def is_optimizer_step(self, node: cst.CSTNode) -> bool:
+        if self.hidden_step(node) is not None:
+            return True
         if not method_call(node, "step"):
             return False
         assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
@@ -205,9 +301,9 @@ class TrainingAnalysis:
         """In-module call sites of a function (``train(...)``) or method (``self.step(...)``)."""
         return self.ctx.memo("_calls_by_name", _calls_by_name).get(fn.name.value, [])
 
-    def _called_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
+    def _called_functions_list(self, node: cst.CSTNode) -> list[cst.FunctionDef]:
         if not isinstance(node, cst.Call):
-            return
+            return []
         func = node.func
         name = None
         if isinstance(func, cst.Name):
@@ -215,8 +311,10 @@ class TrainingAnalysis:
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and \
                 func.value.value in ("self", "cls"):
             name = func.attr.value
-        if name:
-            yield from self.functions.get(name, ())
+        return self.functions.get(name, []) if name else []
+
+    def _called_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
+        yield from self._called_functions_list(node)
 
     def _trains_flat(self, fn: cst.FunctionDef, seen: frozenset = frozenset()) -> bool:
         """Does ``fn`` do a training step at its own top level, outside its own loops?"""
@@ -239,62 +337,116 @@ class TrainingAnalysis:
     def _walk_outside_loops(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         return walk(node, stop_at=(cst.For, cst.While))
 
+    def trains(self, loop: Loop) -> bool:
+        """Does one iteration of ``loop`` do a training step (directly or through callees)?"""
+        cache: dict[cst.CSTNode, bool] = self.__dict__.setdefault("_trains_cache", {})
+        if loop not in cache:
+            cache[loop] = any(
+                self.is_backward_call(node) or self.is_optimizer_step(node) or
+                any(self._trains_flat(f) for f in self._called_functions(node))
+                for node in self._walk_outside_loops(loop.body))
+        return cache[loop]
+
     def _is_step_loop(self, loop: Loop) -> bool:
-        if isinstance(loop, cst.For) and self.is_dataloader(loop.iter):
-            return True
-        for node in self._walk_outside_loops(loop.body):
-            if self.is_backward_call(node) or self.is_optimizer_step(node):
-                return True
-            if any(self._trains_flat(f) for f in self._called_functions(node)):
-                return True
-        return False
+        return isinstance(loop, cst.For) and self.is_dataloader(loop.iter) or self.trains(loop)
 
     # ---- queries used by rules -------------------------------------------------------
-    def step_loop_of(self, node: cst.CSTNode) -> Loop | None:
-        """The step loop in which ``node`` runs once per step, or None."""
-        return self._step_loop_of(node, frozenset())
+    def loop_kind(self, loop: Loop) -> str:
+        """What one iteration is, in a message's words: a training step, an eval batch (a
+        model's forward on a batch, no training) or a batch of a plain data loop."""
+        if self.trains(loop):
+            return TRAIN
+        if loop in self.eval_loops or _evalloops.calls_a_model(self, loop):
+            return EVAL
+        return BATCH
 
-    def _step_loop_of(self, node: cst.CSTNode, seen: frozenset) -> Loop | None:
+    def step_loop_of(self, node: cst.CSTNode) -> Loop | None:
+        """The step or eval loop in one iteration of which ``node`` runs (directly or through a
+        function called there), guards ignored; None when there is none."""
+        return self._loop_of(node, frozenset(), guards=False, flags=False)
+
+    def every_step_loop(self, node: cst.CSTNode, *, flags: bool = False) -> Loop | None:
+        """The step or eval loop on *every* iteration of which ``node`` runs: no periodic or
+        once-per-loop guard between them, at the node or at any call site on the way; with
+        ``flags``, no opt-in flag either. None otherwise."""
+        return self._loop_of(node, frozenset(), guards=True, flags=flags)
+
+    def _loop_of(self, node: cst.CSTNode, seen: frozenset, guards: bool, flags: bool) -> Loop | None:
         child = node
+        pending: list[cst.If] = []
         for anc in self.ctx.ancestors(node):
-            if anc in self._step_loop_set:
+            if guards and isinstance(anc, cst.If) and child is anc.body:
+                if is_periodic_test(anc.test) or flags and flag_name(anc.test) is not None:
+                    return None
+                pending.append(anc)
+            if anc in self._loop_set:
                 assert isinstance(anc, (cst.For, cst.While))
                 # Only the body (and a while's test) run per step; a for's iterable runs once.
                 if child is anc.body or (isinstance(anc, cst.While) and child is anc.test):
+                    counters = self.counters(anc)
+                    if any(is_once_test(g.test, counters) for g in pending):
+                        return None
                     return anc
             if isinstance(anc, cst.FunctionDef):
-                return self._fn_called_per_step(anc, seen)
+                return self._fn_called_per_step(anc, seen, guards, flags)
             if isinstance(anc, (cst.ClassDef, cst.Lambda)):
                 return None
             child = anc
         return None
 
-    def _fn_called_per_step(self, fn: cst.FunctionDef, seen: frozenset) -> Loop | None:
-        if fn in self._per_step_fn_cache:
-            return self._per_step_fn_cache[fn]
+    def _fn_called_per_step(self, fn: cst.FunctionDef, seen: frozenset, guards: bool, flags: bool) -> Loop | None:
+        key = (fn, guards, flags)
+        if key in self._per_step_fn_cache:
+            return self._per_step_fn_cache[key]
         if fn in seen:
             return None
         result = None
         for call in self.calls_of(fn):
-            loop = self._step_loop_of(call, seen | {fn})
+            loop = self._loop_of(call, seen | {fn}, guards, flags)
             if loop is not None:
                 result = loop
                 break
-        self._per_step_fn_cache[fn] = result
+        self._per_step_fn_cache[key] = result
         return result
+
+    def counters(self, loop: Loop) -> set[str]:
+        """Names that count the iterations of ``loop``: an ``enumerate`` index, a ``range``
+        target, or a name incremented by one in its body (``step += 1``)."""
+        cache: dict[cst.CSTNode, set[str]] = self.__dict__.setdefault("_counters", {})
+        if loop in cache:
+            return cache[loop]
+        out: set[str] = set()
+        if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call):
+            func = dotted_name(loop.iter.func)
+            if func == "enumerate" and isinstance(loop.target, cst.Tuple) and loop.target.elements:
+                name = dotted_name(loop.target.elements[0].value)
+                out |= {name} if name else set()
+            elif func in ("range", "itertools.count", "count") and isinstance(loop.target, cst.Name):
+                out.add(loop.target.value)
+        for node in self._walk_outside_loops(loop.body):
+            if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign) and \
+                    isinstance(node.value, cst.Integer) and node.value.value == "1":
+                name = dotted_name(node.target)
+                out |= {name} if name else set()
+        cache[loop] = out
+        return out
 
     def in_step_loop(self, node: cst.CSTNode) -> bool:
         return self.step_loop_of(node) is not None
 
     def guard_of(self, node: cst.CSTNode) -> cst.If | None:
-        """The periodic ``if step % N == 0:`` whose body holds ``node``, if any, looking up to
-        the enclosing function or step loop."""
+        """The periodic (``if step % N == 0:``) or once-per-loop (``if i == 0:``) ``if`` whose
+        body holds ``node``, looking up to the enclosing function or step loop."""
         child = node
+        pending: list[cst.If] = []
         for anc in self.ctx.ancestors(node):
-            if isinstance(anc, cst.If) and child is anc.body and is_periodic_test(anc.test):
-                return anc
-            if isinstance(anc, (cst.For, cst.While, *SCOPES)) and anc in self._step_loop_set:
-                return None
+            if isinstance(anc, cst.If) and child is anc.body:
+                if is_periodic_test(anc.test):
+                    return anc
+                pending.append(anc)
+            if isinstance(anc, (cst.For, cst.While)) and anc in self._loop_set:
+                counters = self.counters(anc)
+                return next((g for g in pending if is_once_test(g.test, counters)), None)
             if isinstance(anc, SCOPES):
                 return None
             child = anc
@@ -304,35 +456,31 @@ class TrainingAnalysis:
         return self.guard_of(node) is not None
 
     def runs_every_step(self, node: cst.CSTNode) -> bool:
-        """Per step and not rate-limited by a periodic guard."""
-        return self.in_step_loop(node) and not self.in_guarded_block(node)
+        """Per step and not rate-limited by a periodic or once-per-loop guard."""
+        return self.every_step_loop(node) is not None
 
     def is_model(self, expr: cst.BaseExpression) -> bool:
         name = dotted_name(expr)
         return name is not None and name in self.model_names
 
+    def is_module_like(self, expr: cst.BaseExpression, by_name: bool = False) -> bool:
+        """An nn.Module by its bindings; with ``by_name``, also by its name (``net``,
+        ``self.encoder``, ``netG``) when this module defines no function of that name."""
+        name = dotted_name(expr)
+        if name is None:
+            return False
+        if name in self.module_like_names:
+            return True
+        if not by_name:
+            return False
+        last = name.rsplit(".", 1)[-1]
+        return bool(_MODEL_NAME.search(last)) and last not in self.functions and \
+            not (isinstance(expr, cst.Name) and expr.value in self.ctx.import_aliases)
+
     def is_tensor_expr(self, expr: cst.BaseExpression) -> bool:
         """Best-effort: does ``expr`` evaluate to a torch tensor? Used where a false positive
-        would be costly (``float(x)``), so it only says yes on clear evidence: tensor methods,
-        ``torch.*`` calls, calls of a model or loss module, names assigned from those, and
-        the receivers of ``.backward()``."""
-        scope: cst.CSTNode = self.ctx.enclosing(expr, cst.FunctionDef) or self.ctx.module
-        return self._tensorish(expr, self._tensor_names(scope))
-
-    def _tensorish(self, expr: cst.BaseExpression, names: set[str]) -> bool:
-        if isinstance(expr, cst.Call):
-            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in TENSOR_METHODS:
-                return True
-            if self.ctx.matches(expr.func, {"torch.*"}) and not self.ctx.matches(expr.func, {"torch.cuda.*"}):
-                return True
-            return self.is_model(expr.func) or self._is_criterion(expr.func)
-        if isinstance(expr, cst.BinaryOperation):
-            return self._tensorish(expr.left, names) or self._tensorish(expr.right, names)
-        if isinstance(expr, (cst.Subscript, cst.Attribute)):
-            return isinstance(expr, cst.Subscript) and self._tensorish(expr.value, names)
-        if isinstance(expr, cst.Name):
-            return expr.value in names
-        return False
+        would be costly (``float(x)``), so it only says yes on clear evidence (``_tensors``)."""
+        return is_tensor_expr(self, expr)
 
     def _is_criterion(self, func: cst.BaseExpression) -> bool:
         name = dotted_name(func)
@@ -342,64 +490,14 @@ class TrainingAnalysis:
         if not hasattr(self, "_criteria"):
             self._criteria = {
                 bound for bound, value in self._assignments()
-                if isinstance(value, cst.Call) and self.ctx.matches(value.func, {"torch.nn.*"})
+                if isinstance(value, cst.Call) and self._nn_class(value.func)
             }
         return self._criteria
 
-    def _tensor_names(self, scope: cst.CSTNode) -> set[str]:
-        """Names in one function (or module) scope that hold tensors; a small fixpoint over
-        its single-name assignments, cached per scope."""
-        cache: dict[cst.CSTNode, set[str]] = self.__dict__.setdefault("_tensor_cache", {})
-        if scope in cache:
-            return cache[scope]
-        names: set[str] = set()
-        assigns: list[tuple[str, cst.BaseExpression]] = []
-        for node in walk(scope):
-            if self.is_backward_call(node):
-                assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                if isinstance(node.func.value, cst.Name):
-                    names.add(node.func.value.value)
-            elif isinstance(node, cst.Assign) and len(node.targets) == 1 and \
-                    isinstance(node.targets[0].target, cst.Name):
-                assigns.append((node.targets[0].target.value, node.value))
-        for _ in range(3):
-            before = len(names)
-            for name, value in assigns:
-                if name not in names and self._tensorish(value, names):
-                    names.add(name)
-            if len(names) == before:
-                break
-        cache[scope] = names
-        return names
 
-
-TENSOR_METHODS = frozenset({
-    "sum", "mean", "max", "min", "norm", "std", "var", "argmax", "argmin", "abs", "detach",
-    "float", "double", "half", "sqrt", "exp", "log", "softmax", "log_softmax", "eq", "ne", "gt",
-    "lt", "ge", "le", "prod", "amax", "amin", "clone", "flatten", "view", "reshape",
-})
-
-
-def is_periodic_test(test: cst.BaseExpression) -> bool:
-    """``x % n == k`` anywhere in the test (possibly combined with ``and``/``or``/``not``)."""
-    for node in walk(test, into_scopes=True, include_self=True):
-        if isinstance(node, cst.Comparison) and any(
-            isinstance(t.operator, (cst.Equal,)) for t in node.comparisons
-        ):
-            sides: Iterable[cst.BaseExpression] = [node.left, *(t.comparator for t in node.comparisons)]
-            if any(_has_modulo(s) for s in sides):
-                return True
-        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not) and \
-                _has_modulo(node.expression):
-            return True  # ``if not step % 100:``
-    return False
-
-
-def _has_modulo(expr: cst.BaseExpression) -> bool:
-    return any(
-        isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
-        for n in walk(expr, into_scopes=True, include_self=True)
-    )
+def _loss_named(expr: cst.BaseExpression) -> bool:
+    name = dotted_name(expr)
+    return name is not None and bool(_LOSS_NAME.search(name.rsplit(".", 1)[-1]))
 
 
 def _calls_by_name(ctx: RuleContext) -> dict[str, list[cst.Call]]:
@@ -414,6 +512,53 @@ def _calls_by_name(ctx: RuleContext) -> dict[str, list[cst.Call]]:
                 func.value.value in ("self", "cls"):
             out.setdefault(func.attr.value, []).append(call)
     return out
+
+
+# Substrings that show a program may run on an accelerator.
+_ACCELERATOR_WORDS = ("cuda", "CUDA", "accelerat", "Accelerat", "mps", "xla", "gpu", "GPU", "device_map",
+                      "npu", "hpu", "xpu", "lightning", "Trainer", "deepspeed")
+
+
+def cpu_only_script(ctx: RuleContext) -> bool:
+    """A program that runs on the CPU only: it imports torch, names no accelerator anywhere
+    (code, strings or comments), and every device variable it reads (``device``, ``dev``) is
+    bound here to the CPU, not to a flag (``args.device``), a parameter or an import.
+    GPU-oriented findings mean nothing there. (A minimal local version of the script fact;
+    conservative: any doubt means "maybe a GPU".)"""
+    def compute(c: RuleContext) -> bool:
+        text = c.source
+        if any(word in text for word in _ACCELERATOR_WORDS):
+            return False
+        if not any(v == "torch" or v.startswith("torch.") for v in c.import_aliases.values()):
+            return False  # not a torch program we can see whole
+        loaded: set[str] = set()
+        cpu_bound: set[str] = set()
+        for name in c.nodes(cst.Name):
+            if not (name.value in ("device", "dev") or name.value.endswith("_device")):
+                continue
+            parent = c.parent(name)
+            if isinstance(parent, cst.Attribute) and parent.attr is name:
+                root = (dotted_name(parent) or "").split(".")
+                if root[0] in CONFIG_ROOTS or root[0] == "self" and len(root) > 2:
+                    return False  # ``args.device``: chosen by a flag
+                continue  # ``torch.device(...)``, ``x.device``
+            if isinstance(parent, cst.AssignTarget) and isinstance(c.parent(parent), cst.Assign) and \
+                    _cpu_device(c, c.parent(parent).value):  # type: ignore[union-attr]
+                cpu_bound.add(name.value)  # ``device = torch.device("cpu")``
+            elif isinstance(parent, (cst.AssignTarget, cst.Param, cst.AnnAssign, cst.ImportAlias, cst.AsName)):
+                return False  # a device chosen elsewhere (a flag, a caller, another module)
+            else:
+                loaded.add(name.value)
+        return loaded <= cpu_bound
+
+    return ctx.memo("cpu_only_script", compute)
+
+
+def _cpu_device(ctx: RuleContext, value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.SimpleString):
+        return value.evaluated_value == "cpu"
+    return isinstance(value, cst.Call) and ctx.matches(value.func, {"torch.device"}) and len(value.args) == 1 and \
+        _cpu_device(ctx, value.args[0].value)
 
 
 def analysis(ctx: RuleContext) -> TrainingAnalysis:

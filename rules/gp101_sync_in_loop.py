@@ -2,32 +2,39 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
 
 from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ._calls import dotted_name, method_call
+from ._calls import dotted_name, method_call, target_names
 from ._context import RuleContext
-from ._training import TrainingAnalysis, analysis
+from ._tensors import is_host_expr, module_function
+from ._training import TrainingAnalysis, analysis, cpu_only_script
 
 SYNC_METHODS = ("item", "tolist", "cpu", "numpy")
 CONVERTERS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool"}
+# Functions that turn data into pictures or files.
+_HOST_OUTPUT = re.compile(r"show|plot|save|draw|display|visuali[sz]e|imwrite|write_image|add_image|add_figure|"
+                          r"log_image|to_pil", re.IGNORECASE)
 
 
 def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Call, str]]:
     """Calls that copy a tensor to the host, with a short description. For chains such as
-    ``x.detach().cpu().numpy()`` only the first sync is reported."""
+    ``x.detach().cpu().numpy()`` only the first sync is reported. Receivers that are host values
+    (``np.sqrt``, ``arr.tolist()`` of a numpy array) or modules (``model.cpu()``) are not."""
     for call in ctx.nodes(cst.Call):
         if method_call(call, *SYNC_METHODS):
             assert isinstance(call.func, cst.Attribute)
             receiver = call.func.value
-            if _contains_sync(receiver):
+            if _contains_sync(receiver) or module_function(ta, call.func):
                 continue
             method = call.func.attr.value
-            if method == "cpu" and (ta.is_model(receiver) or call.args):
+            if ta.is_module_like(receiver) or is_host_expr(ta, receiver) or method == "cpu" and call.args:
                 continue
-            if method in ("tolist", "numpy", "cpu") and not _looks_like_tensor(ctx, ta, receiver):
+            if method in ("tolist", "numpy", "cpu") and (not _looks_like_tensor(ctx, ta, receiver) or
+                                                        _feeds_host_output(ctx, call)):
                 continue
             yield call, f".{method}()"
         elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and \
@@ -46,6 +53,54 @@ def _looks_like_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.Bas
     if ta.is_tensor_expr(receiver):
         return True
     return isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript, cst.Call))
+
+
+def _feeds_host_output(ctx: RuleContext, call: cst.Call) -> bool:
+    """Data copied for a picture, a file or an environment (``imshow(x.cpu())``,
+    ``save_image(x.cpu())``, ``a = q.argmax(1).cpu().numpy(); envs.step(a)``, a ``plot_*()``
+    helper's own ``.numpy()``): the transfer is what the code is for."""
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.Call) and _host_consumer(anc):
+            return True
+        if isinstance(anc, cst.Assign):
+            targets = {n for t in anc.targets for n in target_names(t.target)}
+            return any(_fed_to_host_output(ctx, name, anc) for name in targets)
+        if isinstance(anc, cst.FunctionDef):
+            return bool(_HOST_OUTPUT.search(anc.name.value))
+        if isinstance(anc, (cst.ClassDef, cst.Lambda, cst.BaseCompoundStatement)):
+            return False
+    return False
+
+
+def _host_consumer(call: cst.Call) -> bool:
+    name = dotted_name(call.func)
+    if name is None:
+        return False
+    parts = name.rsplit(".", 2)
+    if bool(_HOST_OUTPUT.search(parts[-1])):
+        return True
+    return parts[-1] == "step" and len(parts) > 1 and "env" in parts[-2].lower()  # ``envs.step(actions)``
+
+
+def _fed_to_host_output(ctx: RuleContext, name: str, assign: cst.Assign) -> bool:
+    """A later read of ``name`` in the same function (or module) is an argument of a picture,
+    file or environment call (``draw(y[0])``, ``plt.plot(y)``, ``envs.step(y)``): the value is
+    needed on the host, so copying it there is not a wasted sync."""
+    scope = ctx.enclosing(assign, cst.FunctionDef)
+    for read in ctx.memo("_names_by_value", _names_by_value).get(name, ()):
+        if ctx.enclosing(read, cst.FunctionDef) is not scope or ctx.is_inside(read, assign):
+            continue
+        consumer = next((a for a in ctx.ancestors(read) if isinstance(a, cst.Call) and _host_consumer(a)), None)
+        if consumer is not None and ctx.statement_of(consumer) is ctx.statement_of(read):
+            return True
+    return False
+
+
+def _names_by_value(ctx: RuleContext) -> dict[str, list[cst.Name]]:
+    out: dict[str, list[cst.Name]] = {}
+    for n in ctx.nodes(cst.Name):
+        out.setdefault(n.value, []).append(n)
+    return out
 
 
 def _contains_sync(expr: cst.CSTNode) -> bool:
@@ -83,13 +138,18 @@ class SyncInLoop(Rule):
     # `.item()` returns at once.
     gains_on = "cuda"
     limitations = (
-        "Only reads that run on every step of a step loop the rule recognises (a loop that calls "
-        "`.backward()` or an optimizer's `.step()`, or iterates a DataLoader, directly or through "
-        "functions of the same module) are reported; a loop driven from another module is not "
-        "seen.",
+        "Only reads that run on every iteration of a loop the rule recognises are reported: a "
+        "training loop (it calls `.backward()`, an optimizer's `.step()` or a loss scaler given "
+        "the loss and the optimizer, or iterates a DataLoader, directly or through functions of "
+        "the same module) or an eval loop (it feeds each batch it reads, from any iterable, to a "
+        "model in eval mode or under `no_grad`); a loop driven from another module is not seen.",
+        "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
+        "the read or at a call site of the function holding it, are not reported; CPU-only "
+        "programs (torch imported, no accelerator or device variable anywhere) are not checked.",
         "`.tolist()`, `.cpu()`, `.numpy()`, `float(x)` and `int(x)` are reported only when `x` is "
         "clearly a tensor in this file (tensor methods, `torch.*` calls, model or loss outputs); "
-        "a tensor returned by another module's function is missed.",
+        "`math`/`numpy` results and modules are not tensors, and a tensor returned by another "
+        "module's function is missed.",
         "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`, a helper from "
         "another module) are not seen; printing a tensor is GP102's business.",
         "The fix is offered only for a plain accumulator (`total += loss.item()`) whose every "
@@ -131,6 +191,102 @@ class SyncInLoop(Rule):
                 optimizer.step()
                 lr = float(args.lr)
         """)),
+        Valid(dedent("""
+            import torch
+            # a helper with its own loop, called only every N steps: not per step
+            def evaluate(model, val_batches):
+                total = torch.zeros((), device="cuda")
+                with torch.no_grad():
+                    for x, y in val_batches:
+                        total += criterion(model(x), y)
+                return total.item()
+
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % args.eval_every == 0:
+                    print("val", evaluate(model, val_batches))
+        """)),
+        Valid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+            from torchvision.utils import save_image
+            # a sync for the first eval batch only
+            def test(model, dataset):
+                model.eval()
+                with torch.no_grad():
+                    for i, (x, _) in enumerate(DataLoader(dataset, batch_size=64)):
+                        recon = model(x.cuda())
+                        if i == 0:
+                            save_image(recon.cpu(), "recon.png")
+                            first = recon[0].sum().item()
+        """)),
+        Valid(dedent("""
+            import math
+            import numpy as np
+            import torch
+            # math and numpy values are not tensors
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                side = int(math.sqrt(x.shape[1]))
+                scale = float(np.sqrt(dim))
+                arr = np.asarray(weights)
+                total = float(arr.sum())
+                vals = arr.tolist()
+                n = int(len(y) * 0.5)
+        """)),
+        Valid(dedent("""
+            import torch
+            class Trainer:
+                def evaluate(self):
+                    self.model.eval()
+                    correct = torch.zeros((), device="cuda")
+                    with torch.no_grad():
+                        for x, y in self.val_data:
+                            correct += (self.model(x).argmax(1) == y).sum()
+                    self.model.train()
+                    return correct.item()
+
+                def fit(self):
+                    for it, (x, y) in enumerate(self.train_data):
+                        self.model(x).sum().backward()
+                        self.optimizer.step()
+                        if it == self.total_steps - 1:
+                            final = self.evaluate()
+        """)),
+        Valid(dedent("""
+            import torch
+            # the copy is what the step needs: actions for the environment, pictures for a plot
+            for global_step in range(total_timesteps):
+                q_values = q_network(torch.as_tensor(obs, device="cuda"))
+                actions = torch.argmax(q_values, dim=1).cpu().numpy()
+                obs, rewards, dones, infos = envs.step(actions)
+                rb.add(obs, actions, rewards)
+                loss = td_loss(q_network, rb.sample(32))
+                loss.backward()
+                optimizer.step()
+                with torch.no_grad():
+                    y = q_network(probe).cpu().numpy()
+                plt.plot(y[0])
+                save_image(q_values.cpu(), "q.png")
+        """)),
+        Valid(dedent("""
+            # a CPU-only program: host-device syncs do not exist
+            import torch
+            model = torch.nn.Linear(3, 1).double()
+            opt = torch.optim.LBFGS(model.parameters())
+            for step in range(20):
+                def closure():
+                    opt.zero_grad()
+                    loss = ((model(x) - y) ** 2).mean()
+                    loss.backward()
+                    return loss
+                opt.step(closure)
+                print("loss", closure().item())
+        """)),
         Invalid(dedent("""
             for x, y in loader:
                 optimizer.zero_grad()
@@ -139,6 +295,82 @@ class SyncInLoop(Rule):
                 optimizer.step()
                 print("loss", loss.item())
         """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            for step in range(num_steps):
+                x, y = next(train_iter)
+                loss = criterion(model(x.cuda()), y.cuda())
+                loss_scaler(loss, optimizer, parameters=model.parameters())
+                optimizer.zero_grad()
+                print(step, loss.item())
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            def evaluate(model, data, bs=64):
+                model.eval()
+                total = 0.0
+                with torch.no_grad():
+                    for i in range(0, len(data), bs):
+                        x = data[i:i + bs].cuda()
+                        total += model(x).sum().item()
+                return total
+        """), fixed=dedent("""
+            import torch
+            def evaluate(model, data, bs=64):
+                model.eval()
+                total = 0.0
+                with torch.no_grad():
+                    for i in range(0, len(data), bs):
+                        x = data[i:i + bs].cuda()
+                        total += model(x).sum().detach()
+                return float(total)
+        """)),
+        Invalid(dedent("""
+            import torch
+            import torch.nn.functional as F
+            def batches(xs, ys, bs):
+                for i in range(0, len(xs), bs):
+                    yield xs[i:i + bs], ys[i:i + bs]
+
+            @torch.no_grad()
+            def validate(net, device):
+                for xb, yb in batches(X_val, Y_val, 256):
+                    out = net(xb.to(device))
+                    print(F.cross_entropy(out, yb.to(device)).item())
+            net = Net().to(device)
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            def run_eval(model, val_iter):
+                model.eval()
+                it = iter(val_iter)
+                n = 0
+                while True:
+                    try:
+                        batch = next(it)
+                    except StopIteration:
+                        break
+                    logits = model(batch["x"].cuda())
+                    n += int((logits.argmax(-1) == batch["y"].cuda()).sum())
+                return n
+        """), count=1),
+        Invalid(dedent("""
+            import torch
+            def evaluate(model, val_batches):
+                total = torch.zeros((), device="cuda")
+                with torch.no_grad():
+                    for x, y in val_batches:
+                        total += criterion(model(x), y)
+                return total.item()
+
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % args.log_every == 0:
+                    print("loss", loss.item())
+                val = evaluate(model, val_batches)  # every step, unguarded
+        """), count=1),
         Invalid(dedent("""
             def train_step(model, batch, opt):
                 loss = model(batch).mean()
@@ -154,8 +386,8 @@ class SyncInLoop(Rule):
         Invalid(dedent("""
             import torch
             for x, y in loader:
-                out = model(x)
-                loss = torch.nn.functional.cross_entropy(out, y)
+                out = model(x.cuda())
+                loss = torch.nn.functional.cross_entropy(out, y.cuda())
                 acc = float((out.argmax(1) == y).float().mean())
                 loss.backward()
                 optimizer.step()
@@ -225,18 +457,19 @@ class SyncInLoop(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not ta.step_loops:
+        if not (ta.step_loops or ta.eval_loops) or cpu_only_script(ctx):
             return
         for call, what in sync_calls(ctx, ta):
-            if not ta.runs_every_step(call):
+            loop = ta.every_step_loop(call)
+            if loop is None:
                 continue
             snippet = ctx.code_for(call)
             if len(snippet) > 40:
                 snippet = what
             yield Finding(
                 call,
-                f"`{snippet}` on every training step blocks the CPU until the GPU has finished all queued "
-                "work (host-device sync); accumulate on device and read it every N steps",
+                f"`{snippet}` on every {ta.loop_kind(loop)} blocks the CPU until the GPU has finished all "
+                "queued work (host-device sync); accumulate on device and read it every N steps",
                 _accumulator_fix(ctx, ta, call),
             )
 

@@ -11,7 +11,7 @@ from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, method_call, target_names
 from ._context import RuleContext
 from ._edits import single_expression_statement
-from ._training import TrainingAnalysis, analysis, is_periodic_test
+from ._training import TrainingAnalysis, analysis, cpu_only_script, is_periodic_test
 from ._tree import walk
 
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
@@ -122,8 +122,12 @@ class PrintInLoop(Rule):
         "Only calls the rule knows as logging are checked: `print`, `logging` and logger methods "
         "(names ending in `log`/`logger`), `tqdm.write`, tqdm's `set_postfix`/`set_description`, "
         "TensorBoard's `add_scalar` and `wandb.log`; other loggers are missed.",
-        "A value is reported only when it is clearly a tensor in this file; values already "
-        "converted on the host (`.item()`, `float(x)`) are GP101's business.",
+        "A value is reported only when it is clearly a tensor in this file (not a `math` or "
+        "`numpy` result); values already converted on the host (`.item()`, `float(x)`) are "
+        "GP101's business.",
+        "Only calls on every iteration of a training or eval loop (as GP101 sees them) count: "
+        "not under a periodic or once-per-loop guard, at the call or at a call site of its "
+        "function; CPU-only programs are not checked.",
         "`while` loops without an existing periodic guard, and statements that do more than log, "
         "are reported without a fix.",
     )
@@ -170,6 +174,70 @@ class PrintInLoop(Rule):
                 optimizer.step()
                 print(f"batch of {x.shape[0]} samples, {len(y)} labels")
         """)),
+        Valid(dedent("""
+            import torch
+            # a helper with its own loop, called every 100 steps only
+            def log_stats(model):
+                for name, p in model.named_parameters():
+                    print(name, p.grad.norm())
+
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    log_stats(model)
+        """)),
+        Valid(dedent("""
+            import math
+            import numpy as np
+            import torch
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+                print("grid", math.sqrt(x.shape[1]), np.mean(sizes))
+        """)),
+        Valid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+            def evaluate(model, dataset):
+                model.eval()
+                with torch.no_grad():
+                    for i, (x, y) in enumerate(DataLoader(dataset, batch_size=32)):
+                        out = model(x.cuda()).softmax(-1)
+                        if i == 0:
+                            print("first batch logits", out[:2])
+        """)),
+        Valid(dedent("""
+            # a CPU-only program
+            import torch
+            model = torch.nn.Linear(2, 1)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for step in range(100):
+                loss = (model(x) - y).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                print(step, loss)
+        """)),
+        Invalid(dedent("""
+            import torch
+            @torch.no_grad()
+            def evaluate(net, batches):
+                for xb, yb in batches:
+                    loss = torch.nn.functional.cross_entropy(net(xb.cuda()), yb.cuda())
+                    print("val loss", loss)
+        """), fixed=dedent("""
+            import torch
+            log_interval = 100  # steps between logs of tensor values (each one syncs with the GPU)
+            @torch.no_grad()
+            def evaluate(net, batches):
+                for step, (xb, yb) in enumerate(batches):
+                    loss = torch.nn.functional.cross_entropy(net(xb.cuda()), yb.cuda())
+                    if step % log_interval == 0:
+                        print("val loss", loss)
+        """)),
         Invalid(dedent("""
             for step, (x, y) in enumerate(loader):
                 loss = criterion(model(x), y)
@@ -193,7 +261,7 @@ class PrintInLoop(Rule):
 
             def train(model, loader, opt):
                 for images, labels in loader:
-                    loss = torch.nn.functional.cross_entropy(model(images), labels)
+                    loss = torch.nn.functional.cross_entropy(model(images.cuda()), labels.cuda())
                     opt.zero_grad()
                     loss.backward()
                     opt.step()
@@ -205,7 +273,7 @@ class PrintInLoop(Rule):
 
             def train(model, loader, opt):
                 for step, (images, labels) in enumerate(loader):
-                    loss = torch.nn.functional.cross_entropy(model(images), labels)
+                    loss = torch.nn.functional.cross_entropy(model(images.cuda()), labels.cuda())
                     opt.zero_grad()
                     loss.backward()
                     opt.step()
@@ -266,7 +334,7 @@ class PrintInLoop(Rule):
             import torch
             it = iter(loader)
             while True:
-                x = next(it)
+                x = next(it).cuda()
                 loss = model(x).mean()
                 loss.backward()
                 opt.step()
@@ -276,19 +344,22 @@ class PrintInLoop(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not ta.step_loops:
+        if not (ta.step_loops or ta.eval_loops) or cpu_only_script(ctx):
             return
         for call in ctx.nodes(cst.Call):
             tensor = printed_tensor(ctx, ta, call)
-            if tensor is None or not ta.runs_every_step(call):
+            if tensor is None:
+                continue
+            loop = ta.every_step_loop(call)
+            if loop is None:
                 continue
             what = ctx.code_for(tensor).strip()
             if len(what) > 30:
                 what = "a tensor"
             else:
                 what = f"`{what}`"
-            yield Finding(call, f"{what} is formatted for output on every training step, which copies it "
-                                "to the host and waits for the GPU; log it every N steps",
+            yield Finding(call, f"{what} is formatted for output on every {ta.loop_kind(loop)}, which copies "
+                                "it to the host and waits for the GPU; log it every N steps",
                           _guard_fix(ctx, ta, call))
 
 

@@ -2,20 +2,39 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
 
 from ._api import Finding, Fix, Invalid, Rule, Valid, dedent
+from ._calls import dotted_name, literal_value
 from ._context import RuleContext
 from ._edits import block_of, remove_statement, single_expression_statement
-from ._training import analysis
+from ._training import analysis, cpu_only_script
 
 SYNC_CALLS = {
     "torch.cuda.synchronize": "torch.cuda.synchronize()",
     "torch.cuda.empty_cache": "torch.cuda.empty_cache()",
 }
 _AVAILABLE = {"torch.cuda.is_available"}
+_DEVICE_FLAG = re.compile(r"cuda|gpu", re.IGNORECASE)
+
+
+def _device_check(ctx: RuleContext, test: cst.BaseExpression) -> bool:
+    """A side-effect-free test that only asks whether CUDA is in use: ``torch.cuda.is_available()``,
+    ``args.cuda``, ``use_gpu``, ``device.type == "cuda"``."""
+    if ctx.is_call_to(test, _AVAILABLE):
+        return True
+    name = dotted_name(test)
+    if name is not None:
+        return bool(_DEVICE_FLAG.search(name.rsplit(".", 1)[-1]))
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and \
+            isinstance(test.comparisons[0].operator, cst.Equal):
+        sides = (test.left, test.comparisons[0].comparator)
+        return any(literal_value(s) == "cuda" for s in sides) and \
+            all(dotted_name(s) is not None or literal_value(s) == "cuda" for s in sides)
+    return False
 
 
 class SyncCallInLoop(Rule):
@@ -31,7 +50,7 @@ class SyncCallInLoop(Rule):
     )
     fix_description = (
         "Remove the call (its comments move to the next statement); when it is the only statement "
-        "of an `if torch.cuda.is_available():` block, remove the whole `if`."
+        "of a CUDA check (`if torch.cuda.is_available():`, `if args.cuda:`), remove the whole `if`."
     )
     fix_safety = "unsafe"
     fix_safety_reason = (
@@ -46,9 +65,13 @@ class SyncCallInLoop(Rule):
         "Only `torch.cuda.synchronize()` and `torch.cuda.empty_cache()` (through any import "
         "alias) are recognised; stream or event synchronisation and "
         "`torch.accelerator.synchronize()` are not.",
-        "A call under a periodic guard (`if step % N == 0:`) is not reported.",
-        "The fix is offered only when the call is a statement of its own in a block (or the only "
-        "statement of an `if torch.cuda.is_available():`).",
+        "A call under a periodic guard (`if step % N == 0:`), a once-per-loop guard (`if i == 0:`) "
+        "or a user's opt-in flag (`if args.sync_for_timing:`, `if debug:`), at the call or at a "
+        "call site of the function holding it, is not reported: the user asked for that sync.",
+        "CPU-only programs (no accelerator named anywhere in the file) are not checked.",
+        "The fix is offered only when the call is a statement of its own in a block; when it is "
+        "the only statement of a CUDA check (`if torch.cuda.is_available():`, `if args.cuda:`) "
+        "the whole `if` goes.",
     )
     references = (
         "https://docs.pytorch.org/docs/stable/generated/torch.cuda.synchronize.html",
@@ -92,6 +115,42 @@ class SyncCallInLoop(Rule):
                 loss = model(x)
                 loss.backward()
                 cuda.synchronize()
+        """)),
+        Valid(dedent("""
+            import time
+            import torch
+            # an opt-in timing flag: the user asked for the sync
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if args.sync_for_timing:
+                    torch.cuda.synchronize()
+                print(step, time.time() - t0)
+        """)),
+        Valid(dedent("""
+            from torch import cuda
+            class Trainer:
+                def train_step(self, batch):
+                    loss = self.model(batch).mean()
+                    loss.backward()
+                    self.optimizer.step()
+                    if self.cfg.free_memory_each_step and self.rank == 0:
+                        cuda.empty_cache()
+
+                def fit(self):
+                    for batch in self.loader:
+                        self.train_step(batch)
+        """)),
+        Valid(dedent("""
+            import torch as th
+            def train(model, loader, opt, profile=False):
+                for x in loader:
+                    model(x).sum().backward()
+                    opt.step()
+                    opt.zero_grad()
+                    if profile:
+                        th.cuda.synchronize()
         """)),
         Invalid(dedent("""
             import torch
@@ -157,6 +216,23 @@ class SyncCallInLoop(Rule):
                         self.optimizer.zero_grad()
         """)),
         Invalid(dedent("""
+            import torch
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if args.cuda:
+                    torch.cuda.synchronize()
+                optimizer.zero_grad()
+        """), fixed=dedent("""
+            import torch
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+        """)),
+        Invalid(dedent("""
             import torch as th
             for x, y in loader:
                 loss = criterion(model(x), y)
@@ -183,13 +259,17 @@ class SyncCallInLoop(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not ta.step_loops:
+        if not ta.step_loops or cpu_only_script(ctx):
             return
         for call in ctx.nodes(cst.Call):
-            if not ctx.is_call_to(call, set(SYNC_CALLS)) or not ta.runs_every_step(call):
+            if not ctx.is_call_to(call, set(SYNC_CALLS)):
+                continue
+            # A user's opt-in flag (``if args.sync_for_timing:``) is a choice, not a per-step sync.
+            loop = ta.every_step_loop(call, flags=True)
+            if loop is None:
                 continue
             what = next(v for k, v in SYNC_CALLS.items() if ctx.matches(call.func, {k}))
-            yield Finding(call, f"`{what}` on every training step stalls the CPU until the GPU has "
+            yield Finding(call, f"`{what}` on every {ta.loop_kind(loop)} stalls the CPU until the GPU has "
                                 "drained its queue (and empty_cache forces re-allocation); remove it",
                           _removal(ctx, call, what))
 
@@ -203,10 +283,12 @@ def _removal(ctx: RuleContext, call: cst.Call, what: str) -> Fix | None:
     guard = ctx.parent(block) if block is not None else None
     # ``if torch.cuda.is_available(): torch.cuda.synchronize()`` goes as a whole.
     if isinstance(guard, cst.If) and guard.orelse is None and len(block.body) == 1 and \
-            ctx.is_call_to(guard.test, _AVAILABLE) and not stmt.leading_lines and \
+            _device_check(ctx, guard.test) and not stmt.leading_lines and \
             stmt.trailing_whitespace.comment is None:
         target = guard
     edits = remove_statement(ctx, target)
+    if edits is None and target is not stmt:  # an ``elif`` cannot go as a whole: keep it, empty
+        edits = remove_statement(ctx, stmt)
     if edits is None:
         return None
     return Fix(f"remove `{what}`", edits, "unsafe")

@@ -11,7 +11,8 @@ from ._calls import get_arg, has_star_args, method_call
 from ._context import RuleContext
 from ._edits import add_kwarg
 from ._stepcode import device_kind
-from ._training import analysis
+from ._hostdata import cuda_tensor_type
+from ._training import TrainingAnalysis, analysis, cpu_only_script
 
 DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor",
@@ -72,13 +73,17 @@ class HostTensorThenMove(Rule):
         "`.cuda()`) is recognised; a tensor built in one statement and moved in the next is not.",
         "A move that also changes the dtype, or passes `non_blocking`/`copy`, and a factory given "
         "`generator=`, `out=`, `pin_memory=` or `layout=` are reported without a fix.",
-        "Only code that runs per step in a recognised step loop is checked.",
+        "Only code that runs per step in a recognised step loop is checked; CPU-only programs "
+        "are not.",
+        "A legacy CUDA tensor type called with host data (`torch.cuda.FloatTensor(np_array)`, "
+        "also through `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`) is "
+        "reported without a fix; called with sizes it allocates on the device and is fine.",
     )
     references = (
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#best-practices",
     )
-    keywords = (".to(", ".cuda(")
+    keywords = (".to(", ".cuda(", "Tensor")
 
     examples = [
         Valid(dedent("""
@@ -117,6 +122,58 @@ class HostTensorThenMove(Rule):
                 loss.backward()
                 optimizer.step()
         """)),
+        Valid(dedent("""
+            import torch
+            # legacy typed tensors built from sizes are created on the device directly
+            Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+            for i, (imgs, _) in enumerate(dataloader):
+                valid = Tensor(imgs.size(0), 1).fill_(1.0)
+                buf = torch.cuda.FloatTensor(4, 4)
+                loss = adversarial_loss(discriminator(imgs.cuda()), valid)
+                loss.backward()
+                optimizer_D.step()
+        """)),
+        Valid(dedent("""
+            import numpy as np
+            import torch
+            Tensor = torch.cuda.FloatTensor
+            # a sample grid every few hundred batches: not per step
+            def sample_image(n_row, batches_done):
+                z = Tensor(np.random.normal(0, 1, (n_row ** 2, 100)))
+                save_image(generator(z), "%d.png" % batches_done)
+
+            for i, (imgs, _) in enumerate(dataloader):
+                g_loss = loss_fn(discriminator(generator(imgs.cuda())))
+                g_loss.backward()
+                optimizer_G.step()
+                if i % 400 == 0:
+                    sample_image(10, i)
+        """)),
+        Invalid(dedent("""
+            import numpy as np
+            import torch
+            cuda = torch.cuda.is_available()
+            Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+            for i, (imgs, _) in enumerate(dataloader):
+                z = Variable(Tensor(np.random.normal(0, 1, (imgs.shape[0], latent_dim))))
+                gen_imgs = generator(z)
+                g_loss = adversarial_loss(discriminator(gen_imgs), valid)
+                g_loss.backward()
+                optimizer_G.step()
+        """), fixed=None),
+        Invalid(dedent("""
+            from torch import cuda
+            def train_step(batch, opt):
+                labels_np = batch["labels"].numpy()
+                labels = cuda.LongTensor(labels_np)
+                ids = cuda.LongTensor([tok.id for tok in batch["tokens"]])
+                loss = model(batch["x"], labels, ids).mean()
+                loss.backward()
+                opt.step()
+
+            for batch in loader:
+                train_step(batch, opt)
+        """), fixed=None, count=2),
         Invalid(dedent("""
             import torch
             for x, y in loader:
@@ -184,21 +241,30 @@ class HostTensorThenMove(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not ta.step_loops:
+        if not ta.step_loops or cpu_only_script(ctx):
             return
         for move in ctx.nodes(cst.Call):
+            if cuda_tensor_type(ctx, move.func) and _host_data_argument(ctx, ta, move):
+                loop = ta.every_step_loop(move)
+                if loop is not None:
+                    yield Finding(move, f"`{ctx.code_for(move.func)}` (a CUDA tensor type) builds the tensor "
+                                        "on the CPU from host data and copies it to the GPU on every "
+                                        f"{ta.loop_kind(loop)}; create it on the device (`torch.randn(..., "
+                                        "device=...)`, `torch.as_tensor(data, device=...)`)")
+                continue
             if not method_call(move, "to", "cuda"):
                 continue
             assert isinstance(move.func, cst.Attribute)
             factory = move.func.value
             if not isinstance(factory, cst.Call) or not ctx.is_call_to(factory, FACTORIES):
                 continue
-            if not ta.in_step_loop(move):
-                continue
             if move.func.attr.value == "to":
                 dev = get_arg(move, "device", 0)
                 if dev is None or device_kind(ctx, dev.value) in (None, "cpu"):
                     continue  # .to(other_tensor), .to(dtype), or a move to the CPU
+            loop = ta.every_step_loop(move)
+            if loop is None:
+                continue
             fix = None
             device = _move_target(ctx, move)
             if device is not None and not has_star_args(factory) and \
@@ -207,5 +273,23 @@ class HostTensorThenMove(Rule):
                 fix = Fix("create the tensor on the device",
                           (Replace(move, add_kwarg(factory, "device", device)),),
                           "unsafe" if random else "safe")
-            yield Finding(move, "tensor built on the CPU and copied to the device on every step (a "
-                                "synchronous host-to-device transfer); create it with device=", fix)
+            yield Finding(move, f"tensor built on the CPU and copied to the device on every {ta.loop_kind(loop)} "
+                                "(a synchronous host-to-device transfer); create it with device=", fix)
+
+
+def _host_data_argument(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> bool:
+    """A legacy typed-tensor constructor given host data (``Tensor(np_array)``, ``Tensor([1.0,
+    2.0])``), not sizes (``Tensor(n, 1)``): one positional argument that is a list, a tuple, a
+    comprehension, a numpy result or a ``.numpy()``/``.tolist()`` value."""
+    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return False
+    arg = call.args[0].value
+    if isinstance(arg, (cst.List, cst.Tuple, cst.ListComp)):
+        return True
+    if isinstance(arg, cst.Call):
+        return ctx.matches(arg.func, {"numpy.*"}) or method_call(arg, "numpy", "tolist")
+    if isinstance(arg, cst.Name):
+        values = [v for name, v in ta._assignments() if name == arg.value]
+        return bool(values) and all(isinstance(v, cst.Call) and (
+            ctx.matches(v.func, {"numpy.*"}) or method_call(v, "numpy", "tolist")) for v in values)
+    return False

@@ -40,12 +40,19 @@ def _bound_to_other(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpres
 
 
 def _optimizer_of(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> cst.BaseExpression | None:
-    """The optimizer an ``opt.step()`` / ``scaler.step(opt)`` call steps."""
+    """The optimizer an ``opt.step()`` / ``scaler.step(opt)`` / ``loss_scaler(loss, opt)`` call
+    steps."""
+    hidden = ta.hidden_step(call)
+    if hidden is not None:
+        opt = hidden[1]
+        return opt if not _bound_to_other(ctx, ta, opt) else None
+    if not method_call(call, "step"):
+        return None
     assert isinstance(call.func, cst.Attribute)
     receiver = call.func.value
-    if _bound_to_other(ctx, ta, receiver):
-        return None
     if ta.is_optimizer(receiver):
+        if _bound_to_other(ctx, ta, receiver):
+            return None
         return receiver if not call.args else None  # opt.step(closure): the closure zeroes
     if ta.is_scaler(receiver) and len(call.args) == 1 and call.args[0].keyword is None:
         opt = call.args[0].value
@@ -80,14 +87,16 @@ class MissingZeroGrad(Rule):
         "None`, `p.grad.zero_()`), even one under a condition that never holds.",
         "Optimizers are recognised by their `torch.optim` constructor or by their name (`opt`, "
         "`optimizer`...); others are missed.",
-        "Only loops that also call `.backward()` are checked.",
+        "Only loops that also do a backward are checked: `.backward()`, or a callable of another "
+        "module given the loss and the optimizer (timm's `loss_scaler(loss, optimizer, ...)`, an "
+        "`amp_step(loss, opt)`), which counts as backward and step.",
     )
     references = (
         "https://docs.pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html",
         "https://docs.pytorch.org/tutorials/recipes/recipes/zeroing_out_gradients.html",
     )
     severity = "error"
-    keywords = (".step(",)
+    keywords = ("step(", "optim", "scaler")
 
     examples = [
         Valid(dedent("""
@@ -142,6 +151,59 @@ class MissingZeroGrad(Rule):
             for batch in data:
                 opt.zero_grad()
                 train_step(model, batch, opt)
+        """)),
+        Valid(dedent("""
+            import torch
+            from timm.utils import NativeScaler
+            # timm: the loss scaler does backward and step; zero_grad is there
+            loss_scaler = NativeScaler()
+            for x, y in loader:
+                with torch.autocast("cuda"):
+                    loss = criterion(model(x), y)
+                optimizer.zero_grad()
+                loss_scaler(loss, optimizer, clip_grad=1.0, parameters=model.parameters())
+        """)),
+        Valid(dedent("""
+            import torch
+            # a logging helper that receives the optimizer is not a step
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                print(loss, optimizer)
+                log_lr(loss.item(), optimizer.param_groups[0]["lr"])
+        """)),
+        Invalid(dedent("""
+            import torch
+            from timm.utils import NativeScaler
+            loss_scaler = NativeScaler()
+            for x, y in loader:
+                with torch.autocast("cuda"):
+                    loss = criterion(model(x), y)
+                loss_scaler(loss, optimizer, parameters=model.parameters())
+        """), fixed=dedent("""
+            import torch
+            from timm.utils import NativeScaler
+            loss_scaler = NativeScaler()
+            for x, y in loader:
+                with torch.autocast("cuda"):
+                    loss = criterion(model(x), y)
+                loss_scaler(loss, optimizer, parameters=model.parameters())
+                optimizer.zero_grad()
+        """)),
+        Invalid(dedent("""
+            import torch
+            from utils import amp_step
+            def train_epoch(model, batches, opt):
+                for x, y in batches:
+                    train_loss = model(x, y)
+                    amp_step(train_loss, opt)  # backward + step
+        """), fixed=dedent("""
+            import torch
+            from utils import amp_step
+            def train_epoch(model, batches, opt):
+                for x, y in batches:
+                    train_loss = model(x, y)
+                    amp_step(train_loss, opt)  # backward + step
+                    opt.zero_grad()
         """)),
         Invalid(dedent("""
             import torch
@@ -206,6 +268,28 @@ class MissingZeroGrad(Rule):
                     scaler.update()
         """)),
         Invalid(dedent("""
+            from torch.cuda.amp import GradScaler
+            scaler = GradScaler()
+            def step_fn(loss, optimizer):
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+
+            for x, y in loader:
+                step_fn(criterion(model(x), y), optimizer)
+        """), fixed=dedent("""
+            from torch.cuda.amp import GradScaler
+            scaler = GradScaler()
+            def step_fn(loss, optimizer):
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                optimizer.zero_grad()
+                scaler.update()
+
+            for x, y in loader:
+                step_fn(criterion(model(x), y), optimizer)
+        """)),
+        Invalid(dedent("""
             def train(model, loader, opt):
                 for x, y in loader:
                     loss = model(x).sum()
@@ -224,8 +308,6 @@ class MissingZeroGrad(Rule):
             return
         checked: dict[cst.CSTNode, tuple[bool, bool]] = {}
         for call in ctx.nodes(cst.Call):
-            if not method_call(call, "step"):
-                continue
             optimizer = _optimizer_of(ctx, ta, call)
             if optimizer is None:
                 continue

@@ -66,6 +66,21 @@ class ZeroGradKeepsTensors(Rule):
             counters.zero_grad(False)
         """)),
         Invalid(dedent("""
+            from timm.optim import create_optimizer_v2
+            optimizer = create_optimizer_v2(model, "adamw", lr=1e-3)
+            for step, (x, y) in enumerate(loader):
+                loss = loss_fn(model(x), y)
+                optimizer.zero_grad(False)
+                loss_scaler(loss, optimizer, parameters=model.parameters())
+        """), fixed=dedent("""
+            from timm.optim import create_optimizer_v2
+            optimizer = create_optimizer_v2(model, "adamw", lr=1e-3)
+            for step, (x, y) in enumerate(loader):
+                loss = loss_fn(model(x), y)
+                optimizer.zero_grad(True)
+                loss_scaler(loss, optimizer, parameters=model.parameters())
+        """)),
+        Invalid(dedent("""
             for x, y in loader:
                 optimizer.zero_grad(set_to_none=False)
                 loss = criterion(model(x), y)

@@ -11,6 +11,7 @@ from ._calls import dotted_name, method_call
 from ._context import RuleContext
 from ._edits import detached
 from ._stepcode import in_no_grad, walk_with_callees
+from ._tensors import backward_tensor
 from ._training import TrainingAnalysis, analysis
 from ._tree import walk
 
@@ -28,9 +29,14 @@ class _GradNames:
         self.names: set[str] = set()
         assigns: list[tuple[str, cst.BaseExpression]] = []
         for node in walk(scope):
-            if ta.is_backward_call(node) and isinstance(node, cst.Call) and \
-                    isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name):
-                self.names.add(node.func.value.value)
+            hidden = ta.hidden_step(node)
+            if hidden is not None and isinstance(hidden[0], cst.Name):
+                self.names.add(hidden[0].value)  # ``loss_scaler(loss, opt)``: ``loss`` had a graph
+            elif method_call(node, "backward"):
+                assert isinstance(node, cst.Call)
+                seed = backward_tensor(node)  # ``loss.backward()``, ``accelerator.backward(loss)``
+                if isinstance(seed, cst.Name):
+                    self.names.add(seed.value)
             elif isinstance(node, cst.Assign) and len(node.targets) == 1 and \
                     isinstance(node.targets[0].target, cst.Name) and not in_no_grad(ctx, node):
                 assigns.append((node.targets[0].target.value, node.value))
@@ -85,8 +91,9 @@ class LossKeepsGraph(Rule):
     # gains_on 'any': the retained graphs take memory (and allocator time) on every device.
     gains_on = "any"
     limitations = (
-        "Only accumulations in a step loop that calls `.backward()` are checked: `acc += x`, `acc "
-        "= acc + x` and `acc.append(x)`.",
+        "Only accumulations in a step loop that does a backward are checked (`loss.backward()`, "
+        "an engine's `accelerator.backward(loss)`, or a loss scaler of another module given the "
+        "loss and the optimizer): `acc += x`, `acc = acc + x` and `acc.append(x)`.",
         "Whether a value carries a graph is followed through names in the same function; a loss "
         "returned by another module's function is missed.",
         "Not reported when the accumulated value is later backpropagated through (deliberate) or "
@@ -120,6 +127,19 @@ class LossKeepsGraph(Rule):
                     losses = []
         """)),
         Valid(dedent("""
+            import torch.nn as nn
+            # deliberate, through an engine: accumulate micro-batch losses, backpropagate the sum
+            criterion = nn.CrossEntropyLoss()
+            total = 0
+            for i, (x, y) in enumerate(loader):
+                total = total + criterion(model(x), y)
+                if (i + 1) % 4 == 0:
+                    accelerator.backward(total)
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    total = 0
+        """)),
+        Valid(dedent("""
             import torch
             total = 0
             for x, y in loader:
@@ -147,6 +167,48 @@ class LossKeepsGraph(Rule):
                     loss.backward()
                     step_loss = step_loss + loss
                 optimizer.step()
+        """)),
+        Invalid(dedent("""
+            import torch
+            from utils import amp_step
+            total = 0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                amp_step(loss, optimizer)
+                optimizer.zero_grad()
+                total += loss
+        """), fixed=dedent("""
+            import torch
+            from utils import amp_step
+            total = 0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                amp_step(loss, optimizer)
+                optimizer.zero_grad()
+                total += loss.detach()
+        """)),
+        Invalid(dedent("""
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            total_loss = 0
+            for batch in train_dataloader:
+                outputs = model(**batch)
+                loss = outputs.loss
+                accelerator.backward(loss)
+                optimizer.step()
+                optimizer.zero_grad()
+                total_loss += loss
+        """), fixed=dedent("""
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            total_loss = 0
+            for batch in train_dataloader:
+                outputs = model(**batch)
+                loss = outputs.loss
+                accelerator.backward(loss)
+                optimizer.step()
+                optimizer.zero_grad()
+                total_loss += loss.detach()
         """)),
         Invalid(dedent("""
             total_loss = 0.0
@@ -278,8 +340,7 @@ def _backpropagated(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.CSTNode, 
     for node in walk(scope):
         if ta.is_backward_call(node):
             assert isinstance(node, cst.Call)
-            inside = node.func.value if isinstance(node.func, cst.Attribute) and \
-                node.func.attr.value == "backward" else node
+            inside = backward_tensor(node) if method_call(node, "backward") else node
             if _names_in(inside) & derived:
                 return True
     return False

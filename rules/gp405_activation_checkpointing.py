@@ -9,7 +9,10 @@ import libcst as cst
 from ._api import AddImport, Finding, Fix, InsertAfter, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, method_call
 from ._context import RuleContext
-from ._training import analysis
+from ._script_facts import trained_models
+from ._stepcode import in_no_grad
+from ._training import TrainingAnalysis, analysis, cpu_only_script
+from ._tree import walk
 
 
 def _hf_models(ctx: RuleContext) -> Iterator[tuple[cst.Assign, str]]:
@@ -26,10 +29,75 @@ def _hf_models(ctx: RuleContext) -> Iterator[tuple[cst.Assign, str]]:
                 yield assign, name
 
 
-def _block_loops(ctx: RuleContext) -> Iterator[tuple[cst.For, cst.Assign]]:
-    """``for block in self.blocks: x = block(x, ...)`` in the ``forward`` of an nn.Module class
-    of this module whose ``self.blocks`` is an ``nn.ModuleList``."""
-    classes = analysis(ctx).module_classes
+def _trained_names(ctx: RuleContext, ta: TrainingAnalysis) -> set[str]:
+    """Names of modules that train: their parameters feed an optimizer, or they are called
+    (outside ``no_grad``) in a loop that trains. A tokenizer or a frozen teacher is not."""
+    names = {m.name for m in trained_models(ctx)}
+    for loop in ta.step_loops:
+        if not ta.trains(loop):
+            continue
+        for node in walk(loop.body):
+            if isinstance(node, cst.Call) and ta.is_module_like(node.func, by_name=True) and \
+                    not in_no_grad(ctx, node):
+                names.add(dotted_name(node.func))  # type: ignore[arg-type]
+    return names
+
+
+def _classes_in(ta: TrainingAnalysis, expr: cst.CSTNode) -> set[str]:
+    """Module classes of this file instantiated in ``expr`` (``DDP(GPT(cfg).cuda())`` -> GPT)."""
+    return {dotted_name(n.func) for n in walk(expr, include_self=True, into_scopes=True)  # type: ignore[misc]
+            if isinstance(n, cst.Call) and dotted_name(n.func) in ta.module_classes}
+
+
+def _classes_of(ta: TrainingAnalysis, name: str) -> set[str] | None:
+    """The module classes a name is built from (through one helper function's ``return``),
+    or None when some of its values are built out of sight."""
+    values = [v for bound, v in ta._assignments() if bound == name]
+    if not values:
+        return None
+    out: set[str] = set()
+    for value in values:
+        found = _classes_in(ta, value)
+        if not found and isinstance(value, cst.Call):
+            for fn in ta._called_functions(value):
+                for ret in walk(fn.body):
+                    if isinstance(ret, cst.Return) and ret.value is not None:
+                        found |= _classes_in(ta, ret.value)
+        if not found:
+            return None
+        out |= found
+    return out
+
+
+def trained_classes(ctx: RuleContext, ta: TrainingAnalysis) -> set[str]:
+    """Module classes of this file whose instances train, with the classes they contain. When a
+    trained model is built out of sight (a parameter, another module's factory), the classes
+    this file never instantiates are taken to be it."""
+    result: set[str] = set()
+    unknown = False
+    for name in _trained_names(ctx, ta):
+        found = _classes_of(ta, name)
+        if found is None:
+            unknown = True
+        else:
+            result |= found
+    bodies = {c.name.value: c for c in ctx.nodes(cst.ClassDef)}
+    if unknown:
+        built = {dotted_name(c.func) for c in ctx.nodes(cst.Call) if ctx.enclosing(c, cst.ClassDef) is None}
+        result |= ta.module_classes - built
+    todo = list(result)
+    while todo:
+        cls = bodies.get(todo.pop())
+        for inner in _classes_in(ta, cls) if cls is not None else ():
+            if inner not in result:
+                result.add(inner)
+                todo.append(inner)
+    return result
+
+
+def _block_loops(ctx: RuleContext, classes: set[str]) -> Iterator[tuple[cst.For, cst.Assign]]:
+    """``for block in self.blocks: x = block(x, ...)`` in the ``forward`` of one of the nn.Module
+    ``classes`` of this module whose ``self.blocks`` is an ``nn.ModuleList``."""
     for loop in ctx.nodes(cst.For):
         fn = ctx.enclosing(loop, cst.FunctionDef)
         cls = ctx.enclosing(loop, cst.ClassDef)
@@ -103,6 +171,11 @@ class ActivationCheckpointing(Rule):
         "block(x)`), and Hugging Face models loaded with `from_pretrained`.",
         "The rule cannot tell whether memory limits the batch size, so a finding may cost speed "
         "for nothing.",
+        "Only modules that train get a fix: a Hugging Face model whose parameters feed an "
+        "optimizer or that is called outside `no_grad` in a training loop (never a tokenizer or a "
+        "frozen teacher), and block loops of classes whose instances train (with the classes they "
+        "contain); when the trained model is built out of sight, the classes this file never "
+        "instantiates are taken to be it. CPU-only programs are not checked.",
     )
     references = (
         "https://docs.pytorch.org/docs/stable/checkpoint.html",
@@ -161,6 +234,129 @@ class ActivationCheckpointing(Rule):
                 Net()(x).sum().backward()
                 opt.step()
         """)),
+        Valid(dedent("""
+            import torch
+            import torch.nn as nn
+            # a frozen feature extractor: it never trains, so nothing to checkpoint
+            class Features(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = nn.ModuleList([nn.Conv2d(3, 3, 3, padding=1) for _ in range(8)])
+                def forward(self, x):
+                    for layer in self.layers:
+                        x = layer(x)
+                    return x
+
+            vgg = Features().eval()
+            net = nn.Sequential(nn.Conv2d(3, 3, 3, padding=1))
+            opt = torch.optim.Adam(net.parameters())
+            for x in loader:
+                with torch.no_grad():
+                    target = vgg(x)
+                loss = ((vgg(net(x)) - target) ** 2).mean()
+                loss.backward()
+                opt.step()
+        """)),
+        Valid(dedent("""
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+            tokenizer = AutoTokenizer.from_pretrained("gpt2")
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            model.gradient_checkpointing_enable()
+            opt = torch.optim.AdamW(model.parameters())
+            for texts in loader:
+                loss = model(**tokenizer(texts, return_tensors="pt")).loss
+                loss.backward()
+                opt.step()
+        """)),
+        Invalid(dedent("""
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+            tokenizer = AutoTokenizer.from_pretrained("gpt2")
+            teacher = AutoModelForCausalLM.from_pretrained("gpt2-large").to("cuda")
+            student = AutoModelForCausalLM.from_pretrained("gpt2").to("cuda")
+            opt = torch.optim.AdamW(student.parameters(), lr=1e-4)
+            for texts in loader:
+                batch = tokenizer(texts, return_tensors="pt").to("cuda")
+                with torch.no_grad():
+                    target = teacher(**batch).logits
+                loss = kl(student(**batch).logits, target)
+                loss.backward()
+                opt.step()
+        """), fixed=dedent("""
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+            tokenizer = AutoTokenizer.from_pretrained("gpt2")
+            teacher = AutoModelForCausalLM.from_pretrained("gpt2-large").to("cuda")
+            student = AutoModelForCausalLM.from_pretrained("gpt2").to("cuda")
+            student.gradient_checkpointing_enable()
+            opt = torch.optim.AdamW(student.parameters(), lr=1e-4)
+            for texts in loader:
+                batch = tokenizer(texts, return_tensors="pt").to("cuda")
+                with torch.no_grad():
+                    target = teacher(**batch).logits
+                loss = kl(student(**batch).logits, target)
+                loss.backward()
+                opt.step()
+        """), count=1),
+        Invalid(dedent("""
+            import torch
+            from torch import nn
+
+            class Stack(nn.Module):
+                def __init__(self, depth):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([nn.Linear(64, 64) for _ in range(depth)])
+                def forward(self, h):
+                    for blk in self.blocks:
+                        h = blk(h)
+                    return h
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.body = Stack(12)
+                def forward(self, x):
+                    return self.body(x)
+
+            def build():
+                return Model().cuda()
+
+            model = build()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x in loader:
+                model(x).sum().backward()
+                opt.step()
+        """), fixed=dedent("""
+            import torch
+            from torch import nn
+            from torch.utils.checkpoint import checkpoint
+
+            class Stack(nn.Module):
+                def __init__(self, depth):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([nn.Linear(64, 64) for _ in range(depth)])
+                def forward(self, h):
+                    for blk in self.blocks:
+                        h = checkpoint(blk, h, use_reentrant=False) if self.training else blk(h)
+                    return h
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.body = Stack(12)
+                def forward(self, x):
+                    return self.body(x)
+
+            def build():
+                return Model().cuda()
+
+            model = build()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x in loader:
+                model(x).sum().backward()
+                opt.step()
+        """)),
         Invalid(dedent("""
             import torch
             import torch.nn as nn
@@ -176,7 +372,7 @@ class ActivationCheckpointing(Rule):
                     return x
 
             for x, mask in loader:
-                model(x, mask).sum().backward()
+                model(x.cuda(), mask.cuda()).sum().backward()
                 optimizer.step()
         """), fixed=dedent("""
             import torch
@@ -194,7 +390,7 @@ class ActivationCheckpointing(Rule):
                     return x
 
             for x, mask in loader:
-                model(x, mask).sum().backward()
+                model(x.cuda(), mask.cuda()).sum().backward()
                 optimizer.step()
         """)),
         Invalid(dedent("""
@@ -209,7 +405,7 @@ class ActivationCheckpointing(Rule):
                     return h
             def train(model, loader, opt, checkpoint):
                 for x in loader:
-                    model(x).sum().backward()
+                    model(x.cuda()).sum().backward()
                     opt.step()
         """), fixed=dedent("""
             from torch import nn
@@ -225,7 +421,7 @@ class ActivationCheckpointing(Rule):
                     return h
             def train(model, loader, opt, checkpoint):
                 for x in loader:
-                    model(x).sum().backward()
+                    model(x.cuda()).sum().backward()
                     opt.step()
         """)),
         Invalid(dedent("""
@@ -249,23 +445,28 @@ class ActivationCheckpointing(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not analysis(ctx).step_loops:
+        ta = analysis(ctx)
+        if not ta.step_loops or cpu_only_script(ctx):
             return
-        if not any(method_call(c, "gradient_checkpointing_enable") for c in ctx.nodes(cst.Call)):
-            for assign, name in _hf_models(ctx):
-                stmt = ctx.statement_of(assign)
-                assert stmt is not None
-                fix = Fix(f"enable gradient checkpointing on `{name}`",
-                          (InsertAfter(stmt, (cst.parse_statement(f"{name}.gradient_checkpointing_enable()\n"),)),),
-                          "unsafe")
-                yield Finding(assign.value, f"`{name}` keeps every layer's activations for backward; "
-                                            "gradient checkpointing trades ~30% compute for much less memory",
-                              fix)
+        trained = _trained_names(ctx, ta)
+        enabled = {dotted_name(c.func.value) for c in ctx.nodes(cst.Call)  # type: ignore[attr-defined]
+                   if method_call(c, "gradient_checkpointing_enable")}
+        for assign, name in _hf_models(ctx):
+            if name not in trained or name in enabled:
+                continue  # only a model that trains gets checkpointing (not a tokenizer, a teacher)
+            stmt = ctx.statement_of(assign)
+            assert stmt is not None
+            fix = Fix(f"enable gradient checkpointing on `{name}`",
+                      (InsertAfter(stmt, (cst.parse_statement(f"{name}.gradient_checkpointing_enable()\n"),)),),
+                      "unsafe")
+            yield Finding(assign.value, f"`{name}` keeps every layer's activations for backward; "
+                                        "gradient checkpointing trades ~30% compute for much less memory",
+                          fix)
         # ``checkpoint`` already bound in this module (a variable, a parameter): use the full path.
         taken = any(n.value == "checkpoint" for n in ctx.nodes(cst.Name))
         func = "torch.utils.checkpoint.checkpoint" if taken else "checkpoint"
         imp = AddImport("torch.utils.checkpoint") if taken else AddImport("torch.utils.checkpoint", "checkpoint")
-        for loop, assign in _block_loops(ctx):
+        for loop, assign in _block_loops(ctx, trained_classes(ctx, ta)):
             call = assign.value
             assert isinstance(call, cst.Call) and isinstance(loop.target, cst.Name)
             args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in call.args]

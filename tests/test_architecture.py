@@ -6,7 +6,9 @@ subpackage.
 The import graph is read with ``ast`` from every module of ``gpuperf_rewrite/``, ``rules/`` and
 ``runtime/`` (installed as ``gpuperf_rewrite.rules`` and ``gpuperf_rewrite.runtime``), with the
 imports inside functions and under ``TYPE_CHECKING`` included: a lazy import is still a
-dependency.
+dependency. Only the cycle check leaves out imports made for type annotations alone (under
+``if TYPE_CHECKING:``): they never run, so they cannot make an import-order cycle; the layering
+checks still count them.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class Module:
     tree: ast.Module
     imports: dict[str, int] = dataclasses.field(default_factory=dict)  # imported name -> first line
     string_imports: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+    run_imports: set[str] = dataclasses.field(default_factory=set)  # names imported outside TYPE_CHECKING
 
 
 def _module_name(path: Path, src: Path, pkg: str) -> str:
@@ -83,15 +86,31 @@ def _import_target(call: ast.Call) -> ast.expr | None:
     return None
 
 
+def _type_checking_only(mod: Module) -> set[int]:
+    """ids of the import statements under ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``)."""
+    found: set[int] = set()
+    for node in ast.walk(mod.tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            found.update(id(n) for stmt in node.body for n in ast.walk(stmt)
+                         if isinstance(n, (ast.Import, ast.ImportFrom)))
+    return found
+
+
 def _collect(mod: Module) -> None:
+    type_only = _type_checking_only(mod)
     for node in ast.walk(mod.tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 mod.imports.setdefault(alias.name, node.lineno)
+                if id(node) not in type_only:
+                    mod.run_imports.add(alias.name)
         elif isinstance(node, ast.ImportFrom):
             base = _absolute(mod, node.level, node.module)
             for alias in node.names:
-                mod.imports.setdefault(f"{base}.{alias.name}" if alias.name != "*" else base, node.lineno)
+                name = f"{base}.{alias.name}" if alias.name != "*" else base
+                mod.imports.setdefault(name, node.lineno)
+                if id(node) not in type_only:
+                    mod.run_imports.add(name)
         elif isinstance(node, ast.Call) and (arg := _import_target(node)) is not None:
             text = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else \
                 (arg.values[0].value if isinstance(arg, ast.JoinedStr) and arg.values and
@@ -203,8 +222,26 @@ def test_graph_sees_the_known_edges(graph):
     assert _cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
 
 
+def _run_edges(mods: dict[str, Module], edges: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """``edges`` less those made only by imports under ``TYPE_CHECKING`` (the command table and
+    dynamic imports, line 0, stay)."""
+    out = {}
+    for src, targets in edges.items():
+        run = {_resolve(name, mods) for name in mods[src].run_imports}
+        out[src] = {dst: line for dst, line in targets.items() if line == 0 or dst in run}
+    return out
+
+
+def test_type_only_imports_are_not_cycles(graph):
+    mods, edges = graph
+    assert f"{PKG}.rules._training" in edges[f"{PKG}.rules._tensors"]  # counted for layering
+    assert f"{PKG}.rules._training" not in _run_edges(mods, edges)[f"{PKG}.rules._tensors"]
+    assert f"{PKG}.rules._tensors" in _run_edges(mods, edges)[f"{PKG}.rules._training"]
+
+
 def test_no_import_cycles(graph):
     mods, edges = graph
+    edges = _run_edges(mods, edges)
     cycles = _cycles(edges)
     described = []
     for component in cycles:

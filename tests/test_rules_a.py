@@ -43,7 +43,7 @@ def test_two_unguarded_prints_share_one_interval_and_counter():
     src = textwrap.dedent("""
         import torch
         for x, y in loader:
-            loss = model(x).mean()
+            loss = model(x.cuda()).mean()
             loss.backward()
             opt.step()
             print(loss)

@@ -114,7 +114,7 @@ class Net(nn.Module):
 
 def train(model, loader, opt):
     for x in loader:
-        model(x).sum().backward()
+        model(x.cuda()).sum().backward()
         opt.step()
 '''
 

@@ -1,0 +1,139 @@
+"""How often code runs: guards (periodic, once per loop, opt-in flags), eval loops over any batch
+source, call-site guards, and messages that name the loop kind truthfully."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from gpuperf_rewrite.lint.engine import RuleSet, check_source
+from gpuperf_rewrite.rules._context import RuleContext
+from gpuperf_rewrite.rules._guards import flag_name, is_once_test
+from gpuperf_rewrite.rules._training import analysis, cpu_only_script
+
+
+def ctx_for(src: str) -> RuleContext:
+    src = textwrap.dedent(src)
+    return RuleContext(cst.parse_module(src), src)
+
+
+def messages(src: str, code: str) -> list[str]:
+    res = check_source(textwrap.dedent(src).encode(), "t.py", RuleSet((code,)), "none")
+    return [d.message for d in res.diagnostics if d.code == code]
+
+
+@pytest.mark.parametrize("test,once", [
+    ("i == 0", True), ("0 == i", True), ("i == len(loader) - 1", True), ("i < 3", True),
+    ("i == 0 and rank == 0", True), ("i > 3", False), ("i == j", True), ("epoch == 0", False),
+    ("i % 10 == 0", False), ("i < n_warm", False), ("self.step == 0", True),
+])
+def test_once_tests_pin_the_loop_counter(test, once):
+    assert is_once_test(cst.parse_expression(test), {"i", "self.step"}) is once
+
+
+@pytest.mark.parametrize("test,flag", [
+    ("args.sync_for_timing", "args.sync_for_timing"), ("self.cfg.debug and rank == 0", "self.cfg.debug"),
+    ("profile", "profile"), ("args.cuda", None), ("use_cuda", None), ("torch.cuda.is_available()", None),
+    ("step % 10 == 0", None), ("done", None), ("config.distributed", None), ("args.sync_cuda", "args.sync_cuda"),
+    ("self.opt.benchmark_mode", "self.opt.benchmark_mode"),
+])
+def test_flags_are_user_settings_not_device_checks(test, flag):
+    assert flag_name(cst.parse_expression(test)) == flag
+
+
+def test_eval_loops_over_any_batch_source_and_not_decoding_or_benchmarks():
+    ctx = ctx_for("""
+        import torch
+        def evaluate(model, data, bs):
+            model.eval()
+            for i in range(0, len(data), bs):
+                model(data[i:i + bs])
+
+        @torch.no_grad()
+        def validate(net, batches):
+            for x, y in batches:
+                net(x)
+
+        def generate(model, tokens, n):
+            model.eval()
+            for i in range(n):
+                logits = model(tokens[:, :i + 1])
+                tokens = torch.cat([tokens, logits.argmax(-1)], 1)
+
+        def bench(model, x):
+            model.eval()
+            for _ in range(100):
+                model(x)
+
+        def rnn_eval(model, source, hidden):
+            model.eval()
+            for i in range(0, source.size(0), 35):
+                data = source[i:i + 35]
+                output, hidden = model(data, hidden)
+    """)
+    ta = analysis(ctx)
+    heads = sorted(ctx.code_for(loop).splitlines()[0] for loop in ta.eval_loops)
+    assert heads == ["for i in range(0, len(data), bs):", "for i in range(0, source.size(0), 35):",
+                     "for x, y in batches:"]
+    assert ta.step_loops == []
+
+
+def test_messages_name_the_loop_kind():
+    src = """
+        import torch
+        from torch.utils.data import DataLoader
+        def evaluate(model, batches):
+            model.eval()
+            with torch.no_grad():
+                for x, y in batches:
+                    acc = (model(x.cuda()).argmax(1) == y.cuda()).float().mean().item()
+                    torch.cuda.synchronize()
+
+        for x, y in DataLoader(ds):
+            loss = model(x.cuda()).mean()
+            loss.backward()
+            opt.step()
+            print(loss.item())
+            torch.cuda.synchronize()
+    """
+    gp101 = messages(src, "GP101")
+    assert any("every eval batch" in m for m in gp101) and any("every training step" in m for m in gp101)
+    gp103 = messages(src, "GP103")
+    assert sorted("eval batch" in m for m in gp103) == [False, True]
+    assert len(gp101) == 2
+
+
+def test_call_site_guard_and_helper_tail():
+    ctx = ctx_for("""
+        import torch
+        def evaluate(model, batches):
+            total = 0
+            for x in batches:
+                total += model(x)
+            return total.item()
+
+        for step, (x, y) in enumerate(loader):
+            loss = model(x).mean()
+            loss.backward()
+            opt.step()
+            if step % 100 == 0:
+                evaluate(model, val)
+            if args.eval_each_step:
+                evaluate(model, val)
+    """)
+    ta = analysis(ctx)
+    item = next(c for c in ctx.nodes(cst.Call) if ctx.code_for(c) == "total.item()")
+    assert ta.step_loop_of(item) is not None  # guards ignored
+    assert ta.every_step_loop(item) is not None  # the flag is not a rate limit for syncs ...
+    assert ta.every_step_loop(item, flags=True) is None  # ... unless asked (explicit syncs)
+
+
+def test_cpu_only_scripts():
+    assert cpu_only_script(ctx_for("import torch\nx = torch.ones(2)\n"))
+    assert cpu_only_script(ctx_for("import torch\ndevice = torch.device('cpu')\nx = torch.ones(2).to(device)\n"))
+    for src in ("import torch\nx = torch.ones(2).cuda()\n", "import torch\nx = torch.ones(2).to(device)\n",
+                "import torch\n# runs on a GPU\n", "x = 1\n", "import torch\nfrom accelerate import Accelerator\n",
+                "import torch\ndevice = torch.device(args.device)\n", "import torch\ndef f(x, device):\n    return x\n"):
+        assert not cpu_only_script(ctx_for(src)), src
