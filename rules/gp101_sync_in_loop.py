@@ -132,6 +132,7 @@ class SyncInLoop(Rule):
                 lr = float(args.lr)
         """)),
         Invalid(dedent("""
+            import torch
             for x, y in loader:
                 optimizer.zero_grad()
                 loss = criterion(model(x), y)
@@ -140,6 +141,7 @@ class SyncInLoop(Rule):
                 print("loss", loss.item())
         """), fixed=None),
         Invalid(dedent("""
+            import torch
             def train_step(model, batch, opt):
                 loss = model(batch).mean()
                 loss.backward()
@@ -161,6 +163,7 @@ class SyncInLoop(Rule):
                 optimizer.step()
         """), count=1),
         Invalid(dedent("""
+            import torch
             def train(model, loader, optimizer):
                 total, correct = 0.0, 0
                 for x, y in loader:
@@ -170,6 +173,7 @@ class SyncInLoop(Rule):
                     total += loss.item()
                 return total, correct
         """), fixed=dedent("""
+            import torch
             def train(model, loader, optimizer):
                 total, correct = 0.0, 0
                 for x, y in loader:
@@ -180,6 +184,7 @@ class SyncInLoop(Rule):
                 return float(total), correct
         """)),
         Invalid(dedent("""
+            import torch
             correct = 0
             for x, y in loader:
                 out = model(x)
@@ -189,6 +194,7 @@ class SyncInLoop(Rule):
                 correct += (out.argmax(1) == y).sum().item()
             print("accuracy", correct / len(loader.dataset))
         """), fixed=dedent("""
+            import torch
             correct = 0
             for x, y in loader:
                 out = model(x)
@@ -199,6 +205,7 @@ class SyncInLoop(Rule):
             print("accuracy", int(correct) / len(loader.dataset))
         """)),
         Invalid(dedent("""
+            import torch
             running_loss = 0.0
             for step, (x, y) in enumerate(loader):
                 loss = criterion(model(x), y)
@@ -210,6 +217,7 @@ class SyncInLoop(Rule):
                     running_loss = 0.0
             print("epoch loss", running_loss)
         """), fixed=dedent("""
+            import torch
             running_loss = 0.0
             for step, (x, y) in enumerate(loader):
                 loss = criterion(model(x), y)

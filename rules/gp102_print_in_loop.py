@@ -171,6 +171,7 @@ class PrintInLoop(Rule):
                 print(f"batch of {x.shape[0]} samples, {len(y)} labels")
         """)),
         Invalid(dedent("""
+            import torch
             for step, (x, y) in enumerate(loader):
                 loss = criterion(model(x), y)
                 loss.backward()
@@ -179,6 +180,7 @@ class PrintInLoop(Rule):
                 if step % args.log_every == 0:
                     print("step", step)
         """), fixed=dedent("""
+            import torch
             for step, (x, y) in enumerate(loader):
                 loss = criterion(model(x), y)
                 loss.backward()
@@ -214,6 +216,7 @@ class PrintInLoop(Rule):
                         print(f"loss {loss:.4f}")
         """)),
         Invalid(dedent("""
+            import torch
             import logging
             logger = logging.getLogger(__name__)
 
@@ -226,6 +229,7 @@ class PrintInLoop(Rule):
                         logger.info("loss=%s", loss)
                         self.pbar.set_postfix(loss=loss)
         """), fixed=dedent("""
+            import torch
             import logging
             log_interval = 100  # steps between logs of tensor values (each one syncs with the GPU)
             logger = logging.getLogger(__name__)
@@ -242,6 +246,7 @@ class PrintInLoop(Rule):
                             self.pbar.set_postfix(loss=loss)
         """), count=2),
         Invalid(dedent("""
+            import torch
             from tqdm import tqdm
             step = 0
             for x, y in loader:
@@ -251,6 +256,7 @@ class PrintInLoop(Rule):
                 step += 1
                 tqdm.write(f"{step}: {loss}")
         """), fixed=dedent("""
+            import torch
             from tqdm import tqdm
             log_interval = 100  # steps between logs of tensor values (each one syncs with the GPU)
             step = 0

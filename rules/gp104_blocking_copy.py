@@ -101,6 +101,7 @@ class BlockingCopy(Rule):
                 optimizer.step()
         """)),
         Invalid(dedent("""
+            import torch
             for images, labels in loader:
                 images = images.to(device)
                 labels = labels.to(device)  # targets
@@ -108,6 +109,7 @@ class BlockingCopy(Rule):
                 loss.backward()
                 optimizer.step()
         """), fixed=dedent("""
+            import torch
             for images, labels in loader:
                 images = images.to(device, non_blocking=True)
                 labels = labels.to(device, non_blocking=True)  # targets
@@ -116,6 +118,7 @@ class BlockingCopy(Rule):
                 optimizer.step()
         """), count=2),
         Invalid(dedent("""
+            import torch
             def train(model, loader, opt):
                 for step, batch in enumerate(loader):
                     x, y = batch
@@ -124,6 +127,7 @@ class BlockingCopy(Rule):
                     loss.backward()
                     opt.step()
         """), fixed=dedent("""
+            import torch
             def train(model, loader, opt):
                 for step, batch in enumerate(loader):
                     x, y = batch
@@ -133,6 +137,7 @@ class BlockingCopy(Rule):
                     opt.step()
         """), count=2),
         Invalid(dedent("""
+            import torch
             def get_batch(data):
                 return data[:8], data[1:9]
 
@@ -143,6 +148,7 @@ class BlockingCopy(Rule):
                 loss.backward()
                 optimizer.step()
         """), fixed=dedent("""
+            import torch
             def get_batch(data):
                 return data[:8], data[1:9]
 
@@ -154,6 +160,7 @@ class BlockingCopy(Rule):
                 optimizer.step()
         """)),
         Invalid(dedent("""
+            import torch
             class Trainer:
                 def fit(self, loader):
                     for batch in loader:
@@ -162,6 +169,7 @@ class BlockingCopy(Rule):
                         loss.backward()
                         self.optimizer.step()
         """), fixed=dedent("""
+            import torch
             class Trainer:
                 def fit(self, loader):
                     for batch in loader:

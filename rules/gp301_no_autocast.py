@@ -225,6 +225,16 @@ class NoAutocast(Rule):
                 loss.backward()
                 optimizer.step()
         """)),
+        Valid(dedent("""
+            # no torch import: the user's own framework, whatever its names
+            from minigrad import DataLoader, Adam
+            model = Net()
+            opt = Adam(model.parameters())
+            for x, y in DataLoader(ds):
+                loss = model(x).mean()
+                loss.backward()
+                opt.step()
+        """)),
         Invalid(dedent("""
             import torch
             device = torch.device("cuda" if torch.cuda.is_available() else "cpu")

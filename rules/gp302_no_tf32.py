@@ -123,6 +123,15 @@ class NoTF32(Rule):
                 loss.backward()
                 opt.step()
         """)),
+        Valid(dedent("""
+            import numpy as np
+            from mygrad import Tensor  # an autograd library that is not torch
+            w = Tensor(np.zeros((4, 4)))
+            for x in batches:
+                loss = (x @ w).sum()
+                loss.backward()
+                optimizer.step()
+        """)),
         Invalid(dedent('''
             """Train an MLP."""
             from __future__ import annotations

@@ -190,6 +190,7 @@ class MissingZeroGrad(Rule):
                         self.log(loss)
         """)),
         Invalid(dedent("""
+            import torch
             for epoch in range(3):
                 optimizer.zero_grad()  # per epoch, not per step
                 for x, y in loader:
@@ -197,6 +198,7 @@ class MissingZeroGrad(Rule):
                     scaler.step(optimizer)
                     scaler.update()
         """), fixed=dedent("""
+            import torch
             for epoch in range(3):
                 optimizer.zero_grad()  # per epoch, not per step
                 for x, y in loader:
@@ -206,6 +208,7 @@ class MissingZeroGrad(Rule):
                     scaler.update()
         """)),
         Invalid(dedent("""
+            import torch
             def train(model, loader, opt):
                 for x, y in loader:
                     loss = model(x).sum()

@@ -65,12 +65,14 @@ class ZeroGradKeepsTensors(Rule):
             counters.zero_grad(False)
         """)),
         Invalid(dedent("""
+            import torch
             for x, y in loader:
                 optimizer.zero_grad(set_to_none=False)
                 loss = criterion(model(x), y)
                 loss.backward()
                 optimizer.step()
         """), fixed=dedent("""
+            import torch
             for x, y in loader:
                 optimizer.zero_grad(set_to_none=True)
                 loss = criterion(model(x), y)

@@ -149,6 +149,7 @@ class LossKeepsGraph(Rule):
                 optimizer.step()
         """)),
         Invalid(dedent("""
+            import torch
             total_loss = 0.0
             for step, (x, y) in enumerate(loader):
                 loss = model(x, y)
@@ -159,6 +160,7 @@ class LossKeepsGraph(Rule):
                 if step % 10 == 0:
                     print(total_loss.item() / (step + 1))
         """), fixed=dedent("""
+            import torch
             total_loss = 0.0
             for step, (x, y) in enumerate(loader):
                 loss = model(x, y)
@@ -201,6 +203,7 @@ class LossKeepsGraph(Rule):
                 return losses, running
         """), count=2),
         Invalid(dedent("""
+            import torch
             class Trainer:
                 def fit(self, loader):
                     self.total = 0
@@ -211,6 +214,7 @@ class LossKeepsGraph(Rule):
                         self.optimizer.zero_grad()
                         self.total += loss
         """), fixed=dedent("""
+            import torch
             class Trainer:
                 def fit(self, loader):
                     self.total = 0

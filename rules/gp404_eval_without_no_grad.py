@@ -126,6 +126,7 @@ class EvalWithoutNoGrad(Rule):
                 return total
         """)),
         Invalid(dedent("""
+            import torch
             class Trainer:
                 def validate(self):
                     self.model.eval()
@@ -134,7 +135,6 @@ class EvalWithoutNoGrad(Rule):
                             self.model(x)
         """), fixed=dedent("""
             import torch
-
             class Trainer:
                 def validate(self):
                     self.model.eval()
