@@ -6,122 +6,23 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._api import AddImport, Finding, Fix, InsertAfter, InsertBefore, Invalid, Replace, Rule, Valid, dedent
-from ._calls import dotted_name, get_arg, literal_value, method_call
-from ._context import RuleContext
-from ._script_facts import (
-    MODULE_CHAIN, device_name_at, device_type_expr, model_names_everywhere, names_in, scope_of,
+from ._api import Finding, Fix, InsertAfter, InsertBefore, Invalid, Replace, Rule, Valid, dedent
+from ._autocast import (
+    autocast_is_fp16, autocast_like_context, autocast_uses, forward_left_outside, forward_region, uses_bce,
+    wrap_in_autocast,
 )
-from ._torchnames import AUTOCAST, GRAD_SCALERS
+from ._calls import dotted_name, method_call
+from ._context import RuleContext
+from ._edits import torch_import, torch_name
+from ._script_facts import (
+    cpu_only, device_name_at, device_type_expr, framework_manages_precision, model_precision, scope_of,
+)
+from ._torchnames import GRAD_SCALERS
 from ._training import TrainingAnalysis, analysis
 from ._tree import walk
 
-FP16 = frozenset({"torch.float16", "torch.half"})
-LOW_PRECISION = FP16 | {"torch.bfloat16"}
-_FORBIDDEN_IN_FORWARD = ("backward", "step", "zero_grad")
-
-
-def _is_model_call(ctx: RuleContext, node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.Call) and dotted_name(node.func) in model_names_everywhere(ctx)
-
-
-def _model_in_low_precision(ctx: RuleContext) -> bool:
-    """``model.half()``, ``model.to(torch.bfloat16)``: the weights are already 16-bit."""
-    models = model_names_everywhere(ctx)
-    for call in ctx.nodes(cst.Call):
-        if not method_call(call, *MODULE_CHAIN):
-            continue
-        assert isinstance(call.func, cst.Attribute)
-        receiver = call.func.value
-        while isinstance(receiver, cst.Call) and method_call(receiver, *MODULE_CHAIN):
-            receiver = receiver.func.value  # type: ignore[attr-defined]
-        is_model = dotted_name(receiver) in models or (
-            isinstance(receiver, cst.Call) and dotted_name(receiver.func) in analysis(ctx).module_classes)
-        assign = ctx.enclosing(call, cst.Assign)
-        if assign is not None and any(dotted_name(t.target) in models for t in assign.targets) and \
-                ctx.is_inside(call, assign.value):
-            is_model = True
-        if not is_model:
-            continue
-        if call.func.attr.value in ("half", "bfloat16"):
-            return True
-        if call.func.attr.value == "to" and any(ctx.matches(a.value, LOW_PRECISION) for a in call.args):
-            return True
-    return False
-
-
-def _assigned_names(stmt: cst.CSTNode) -> set[str]:
-    out: set[str] = set()
-    if isinstance(stmt, cst.SimpleStatementLine):
-        for small in stmt.body:
-            if isinstance(small, cst.Assign):
-                for t in small.targets:
-                    out |= names_in(t.target) if not isinstance(t.target, cst.Attribute) else set()
-            elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and isinstance(small.target, cst.Name):
-                out.add(small.target.value)
-    return out
-
-
-def forward_region(ctx: RuleContext, ta: TrainingAnalysis,
-                   backward: cst.Call) -> tuple[list[cst.BaseStatement], int, int] | None:
-    """The statements of the step from the model call through the loss computation, which
-    end before the ``.backward()`` statement: ``(block statements, first, last)``."""
-    stmt = ctx.statement_of(backward)
-    block = ctx.parent(stmt) if stmt is not None else None
-    if not isinstance(block, cst.IndentedBlock) or not isinstance(backward.func, cst.Attribute):
-        return None
-    stmts = list(block.body)
-    index = next(i for i, s in enumerate(stmts) if s is stmt)
-    wanted = names_in(backward.func.value)
-    last = next((i for i in range(index - 1, -1, -1) if _assigned_names(stmts[i]) & wanted), None)
-    if last is None:
-        return None
-    first = None
-    for i in range(last, -1, -1):
-        s = stmts[i]
-        if not isinstance(s, cst.SimpleStatementLine) or any(
-            method_call(n, *_FORBIDDEN_IN_FORWARD) or isinstance(n, (cst.Return, cst.Yield))
-            for n in walk(s, into_scopes=True, include_self=True)
-        ):
-            break
-        if any(_is_model_call(ctx, n) for n in walk(s, into_scopes=True, include_self=True)):
-            first = i
-    if first is None:
-        return None
-    return stmts, first, last
-
-
-def _wrap(stmts: list[cst.BaseStatement], first: int, last: int, device_type: str) -> list[Replace]:
-    head = stmts[first]
-    assert isinstance(head, cst.SimpleStatementLine)
-    body = [head.with_changes(leading_lines=()), *stmts[first + 1:last + 1]]
-    with_node = cst.With(
-        items=[cst.WithItem(cst.parse_expression(
-            f"torch.autocast(device_type={device_type}, dtype=torch.bfloat16)"))],
-        body=cst.IndentedBlock(body=body),
-        leading_lines=head.leading_lines,
-    )
-    edits = [Replace(head, with_node)]
-    edits.extend(Replace(s, cst.RemoveFromParent()) for s in stmts[first + 1:last + 1])
-    return edits
-
-
-def _autocast_is_fp16(ctx: RuleContext, call: cst.Call) -> bool:
-    enabled = get_arg(call, "enabled")
-    if enabled is not None and literal_value(enabled.value) is False:
-        return False
-    dtype = get_arg(call, "dtype")
-    if ctx.matches(call.func, {"torch.cuda.amp.autocast"}):
-        return dtype is None or ctx.matches(dtype.value, FP16)
-    if ctx.matches(call.func, {"torch.cpu.amp.autocast"}):
-        return dtype is not None and ctx.matches(dtype.value, FP16)
-    if dtype is None:
-        dtype = get_arg(call, "dtype", 1)
-    if dtype is not None:
-        return ctx.matches(dtype.value, FP16)
-    device = get_arg(call, "device_type", 0)
-    # Without a dtype autocast picks float16 on CUDA (bfloat16 only on CPU).
-    return device is None or literal_value(device.value) != "cpu"
+_BCE_WHY = ("CUDA autocast refuses binary_cross_entropy / nn.BCELoss (it raises, whatever the dtype): "
+            "compute the loss on logits with BCEWithLogitsLoss (drop the final Sigmoid) before adding autocast")
 
 
 class NoAutocast(Rule):
@@ -232,6 +133,168 @@ class NoAutocast(Rule):
             opt = Adam(model.parameters())
             for x, y in DataLoader(ds):
                 loss = model(x).mean()
+                loss.backward()
+                opt.step()
+        """)),
+        Valid(dedent("""
+            from accelerate import Accelerator
+            import torch
+            accelerator = Accelerator(mixed_precision="bf16")  # Accelerate owns precision
+            model, optimizer, loader = accelerator.prepare(Net(), torch.optim.AdamW(params), loader)
+            for batch in loader:
+                loss = model(**batch).loss
+                accelerator.backward(loss)
+                optimizer.step()
+        """)),
+        Valid(dedent("""
+            import lightning as L
+            import torch
+            fabric = L.Fabric(accelerator="cuda", precision="bf16-mixed")
+            model, optimizer = fabric.setup(Net(), torch.optim.SGD(params, lr=0.1))
+            for x, y in fabric.setup_dataloaders(loader):
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                fabric.backward(loss)
+                optimizer.step()
+        """)),
+        Valid(dedent("""
+            import functools
+            import torch
+            amp = functools.partial(torch.autocast, device_type="cuda", dtype=torch.bfloat16)
+            for x, y in loader:
+                with amp():
+                    loss = criterion(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+        """)),
+        Valid(dedent("""
+            from contextlib import nullcontext
+            import torch
+            device_type = "cuda" if torch.cuda.is_available() else "cpu"
+            ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type, dtype=torch.bfloat16)
+            for step in range(max_iters):
+                X, Y = get_batch("train")
+                with ctx:
+                    logits, loss = model(X, Y)
+                loss.backward()
+                optimizer.step()
+        """)),
+        Valid(dedent("""
+            import torch
+
+            def train_epoch(model, loader, opt, autocast_ctx):  # a context factory passed in
+                for x, y in loader:
+                    with autocast_ctx():
+                        loss = model(x.cuda(), y.cuda())
+                    loss.backward()
+                    opt.step()
+        """)),
+        Valid(dedent("""
+            import torch
+            model = Net().to("cuda", dtype=torch.bfloat16)  # bf16 parameters: nothing to autocast
+            opt = torch.optim.AdamW(model.parameters())
+            for x, y in loader:
+                loss = model(x.to("cuda", torch.bfloat16)).float().mean()
+                loss.backward()
+                opt.step()
+        """)),
+        Valid(dedent("""
+            # CPU-only: float64 and LBFGS, no CUDA anywhere
+            import torch
+            import torch.nn as nn
+            torch.set_default_dtype(torch.float64)
+            seq = nn.LSTM(1, 51)
+            optimizer = torch.optim.LBFGS(seq.parameters(), lr=0.8)
+            for i in range(15):
+                def closure():
+                    optimizer.zero_grad()
+                    out, _ = seq(data)
+                    loss = nn.functional.mse_loss(out, target)
+                    loss.backward()
+                    return loss
+                optimizer.step(closure)
+        """)),
+        Invalid(dedent("""
+            import torch
+            import torch.nn as nn
+            device = torch.device("cuda")
+            netD = nn.Sequential(nn.Linear(784, 1), nn.Sigmoid()).to(device)
+            criterion = nn.BCELoss()
+            optD = torch.optim.Adam(netD.parameters())
+            for real, _ in loader:
+                real = real.to(device)
+                output = netD(real).view(-1)
+                errD = criterion(output, torch.ones_like(output))
+                errD.backward()
+                optD.step()
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            import torch.nn.functional as F
+
+            def loss_function(recon_x, x, mu, logvar):
+                bce = F.binary_cross_entropy(recon_x, x.view(-1, 784), reduction="sum")
+                return bce - 0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+
+            device = torch.device("cuda")
+            model = VAE().to(device)
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+            for data, _ in train_loader:
+                data = data.to(device)
+                recon, mu, logvar = model(data)
+                loss = loss_function(recon, data, mu, logvar)
+                loss.backward()
+                optimizer.step()
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            from torch import nn
+            device = torch.device("cuda")
+            encoder, head = Encoder().to(device), nn.Linear(512, 10).to(device)
+            criterion = nn.CrossEntropyLoss()  # a loss module is not a model
+            opt = torch.optim.SGD([*encoder.parameters(), *head.parameters()], lr=0.1)
+            for x, y in loader:
+                feats = encoder(x.to(device))
+                opt.zero_grad()
+                loss = criterion(head(feats), y.to(device))
+                loss.backward()
+                opt.step()
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            import torch.nn.functional as F
+            device = torch.device("cuda")
+            model = Net().to(device)
+            criterion = torch.nn.NLLLoss()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+            for data, target in loader:
+                output = model(data.to(device))
+                optimizer.zero_grad()
+                logp = F.log_softmax(output, dim=1)  # an F.* result is not a model
+                loss = criterion(logp, target.to(device))  # wrapping only this would be a no-op
+                loss.backward()
+                optimizer.step()
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch as th
+            device = th.device("cuda")
+            model = Net().to(device)
+            criterion = th.nn.MSELoss()
+            opt = th.optim.Adam(model.parameters())
+            for x, y in loader:
+                out = model(x.to(device))
+                loss = criterion(out, y.to(device))
+                loss.backward()
+                opt.step()
+        """), fixed=dedent("""
+            import torch as th
+            device = th.device("cuda")
+            model = Net().to(device)
+            criterion = th.nn.MSELoss()
+            opt = th.optim.Adam(model.parameters())
+            for x, y in loader:
+                with th.autocast(device_type=device.type, dtype=th.bfloat16):
+                    out = model(x.to(device))
+                    loss = criterion(out, y.to(device))
                 loss.backward()
                 opt.step()
         """)),
@@ -369,43 +432,52 @@ class NoAutocast(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not ta.step_loops or _model_in_low_precision(ctx):
+        if not ta.step_loops or cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx):
             return
         backwards = [c for c in ctx.nodes(cst.Call) if ta.is_backward_call(c) and ta.runs_every_step(c)]
         if not backwards:
             return
-        autocasts = [c for c in ctx.nodes(cst.Call) if ctx.is_call_to(c, AUTOCAST)]
-        if autocasts:
-            yield from self._check_fp16(ctx, ta, autocasts, backwards)
+        uses = autocast_uses(ctx)
+        if uses or autocast_like_context(ctx):
+            yield from self._check_fp16(ctx, ta, uses, backwards)
             return
         for backward in backwards:
-            region = forward_region(ctx, ta, backward)
-            fix = None
-            node: cst.CSTNode = backward
-            if region is not None:
-                stmts, first, last = region
-                node = stmts[first]
-                loop = ta.step_loop_of(backward)
-                device = device_name_at(ctx, stmts[first], near=loop)
-                if device is not None:
-                    dt = device_type_expr(ctx, device, stmts[first])
-                    fix = Fix("run forward and loss under bfloat16 autocast",
-                              (*_wrap(stmts, first, last, dt), AddImport("torch")), "unsafe")
-            yield Finding(node, "forward and loss run in float32 on every step (no autocast in this "
-                                "module): tensor cores run bfloat16 several times faster; use "
-                                "torch.autocast(device_type=..., dtype=torch.bfloat16)", fix)
+            yield self._float32_finding(ctx, ta, backward)
 
-    def _check_fp16(self, ctx: RuleContext, ta: TrainingAnalysis, autocasts: list[cst.Call],
+    def _float32_finding(self, ctx: RuleContext, ta: TrainingAnalysis, backward: cst.Call) -> Finding:
+        message = ("forward and loss run in float32 on every step (no autocast in this module): tensor "
+                   "cores run bfloat16 several times faster; use torch.autocast(device_type=..., "
+                   "dtype=torch.bfloat16)")
+        region = forward_region(ctx, backward)
+        if region is None:
+            return Finding(backward, message)
+        stmts, first, last = region
+        why = None
+        outside = forward_left_outside(ctx, ta, stmts, first)
+        if uses_bce(ctx) is not None:
+            why = _BCE_WHY
+        elif outside is not None:
+            why = (f"the forward `{ctx.code_for(outside.func)}(...)` runs before the loss statements, "
+                   "outside any region a fix could wrap; put it under the same autocast as the loss")
+        device = device_name_at(ctx, stmts[first], near=ta.step_loop_of(backward)) if why is None else None
+        fix = None
+        if device is not None:
+            dt = device_type_expr(ctx, device, stmts[first])
+            fix = Fix("run forward and loss under bfloat16 autocast",
+                      (*wrap_in_autocast(stmts, first, last, dt, torch_name(ctx)), *torch_import(ctx)), "unsafe")
+        return Finding(stmts[first], message + (f"; no automatic fix: {why}" if why else ""), fix)
+
+    def _check_fp16(self, ctx: RuleContext, ta: TrainingAnalysis, uses: list,
                     backwards: list[cst.Call]) -> Iterator[Finding]:
-        fp16 = [c for c in autocasts if _autocast_is_fp16(ctx, c)]
+        fp16 = [u for u in uses if autocast_is_fp16(ctx, u)]
         if not fp16:
             return
         if any(ctx.is_call_to(c, GRAD_SCALERS) for c in ctx.nodes(cst.Call)) or ta._scaler_names:
             return
         fix = _scaler_fix(ctx, ta, backwards) if len(backwards) == 1 else None
-        yield Finding(fp16[0], "float16 autocast without a GradScaler: small gradients underflow to zero "
-                               "and training silently degrades; scale the loss with torch.amp.GradScaler",
-                      fix)
+        yield Finding(fp16[0].node, "float16 autocast without a GradScaler: small gradients underflow to "
+                                    "zero and training silently degrades; scale the loss with "
+                                    "torch.amp.GradScaler", fix)
 
 
 def _scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call]) -> Fix | None:
@@ -446,6 +518,7 @@ def _scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call
     if device is None:
         return None
     dt = device_type_expr(ctx, device, outer)
+    torch = torch_name(ctx)
     assert isinstance(backward.func, cst.Attribute) and isinstance(step.func, cst.Attribute)
     loss = backward.func.value
     opt = step.func.value
@@ -455,9 +528,9 @@ def _scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call
             value=new_backward.func.value.with_changes(args=[cst.Arg(loss)])))  # type: ignore[attr-defined]
     new_step = cst.parse_expression("scaler.step(__opt__)").with_changes(args=[cst.Arg(opt)])
     return Fix("add a GradScaler for float16 autocast", (
-        InsertBefore(outer, (cst.parse_statement(f"scaler = torch.amp.GradScaler({dt})\n"),)),
+        InsertBefore(outer, (cst.parse_statement(f"scaler = {torch}.amp.GradScaler({dt})\n"),)),
         Replace(backward, new_backward),
         Replace(step, new_step),
         InsertAfter(step_stmt, (cst.parse_statement("scaler.update()\n"),)),
-        AddImport("torch"),
+        *torch_import(ctx),
     ), "unsafe")

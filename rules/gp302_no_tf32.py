@@ -6,10 +6,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._api import AddImport, Finding, Fix, Invalid, Rule, Valid, dedent
+from ._api import Finding, Fix, Invalid, Rule, Valid, dedent
+from ._calls import dotted_name, get_arg, method_call
 from ._context import RuleContext
-from ._edits import module_setting_edit
-from ._script_facts import assigns_to, first_use_of
+from ._edits import module_setting_edit, torch_import, torch_name
+from ._models import MODULE_CHAIN, is_model_constructor
+from ._script_facts import assigns_to, cpu_only, first_use_of, framework_trains, is_script, model_precision
 from ._training import analysis
 
 # Layers and functions that run float32 matrix multiplies. Convolutions are left out on purpose:
@@ -19,9 +21,12 @@ MATMUL_USERS = frozenset({
     "torch.nn.Transformer", "torch.nn.TransformerEncoder", "torch.nn.TransformerEncoderLayer",
     "torch.nn.TransformerDecoder", "torch.nn.TransformerDecoderLayer", "torch.nn.RNN", "torch.nn.LSTM",
     "torch.nn.GRU", "torch.nn.functional.linear", "torch.nn.functional.scaled_dot_product_attention",
-    "torch.matmul", "torch.mm", "torch.bmm", "torch.baddbmm", "torch.addmm", "torch.einsum",
-    "torchvision.models.*", "timm.create_model",
+    "torch.matmul", "torch.mm", "torch.bmm", "torch.baddbmm", "torch.addmm", "torch.addbmm", "torch.mv",
+    "torch.addmv", "torch.einsum", "torch.tensordot", "torch.inner", "torch.chain_matmul", "torch.linalg.matmul",
+    "torch.linalg.multi_dot", "torch.nn.functional.bilinear", "torch.nn.functional.multi_head_attention_forward",
 })
+# Tensor methods that multiply matrices (``x.bmm(y)``, ``q.matmul(k.transpose(-2, -1))``).
+MATMUL_METHODS = ("matmul", "mm", "bmm", "baddbmm", "addmm", "addbmm", "mv", "addmv", "tensordot", "inner")
 TF32_SETTINGS = frozenset({
     "torch.backends.cuda.matmul.allow_tf32", "torch.backends.cuda.matmul.fp32_precision",
     "torch.backends.fp32_precision",
@@ -29,20 +34,37 @@ TF32_SETTINGS = frozenset({
 SET_PRECISION = frozenset({"torch.set_float32_matmul_precision"})
 
 
-def _hf_model(ctx: RuleContext) -> cst.CSTNode | None:
-    """``AutoModel...from_pretrained(...)`` from transformers: a transformer, all matmuls."""
+def _matmul_operator(ctx: RuleContext) -> cst.CSTNode | None:
+    """``a @ b``, ``a @= b`` or a matmul tensor method (``x.bmm(y)``)."""
+    for node in ctx.nodes(cst.BinaryOperation, cst.AugAssign):
+        if isinstance(node.operator, (cst.MatrixMultiply, cst.MatrixMultiplyAssign)):
+            return node
     for call in ctx.nodes(cst.Call):
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "from_pretrained" and \
-                ctx.matches(call.func.value, {"transformers.*"}):
+        if method_call(call, *MATMUL_METHODS) and call.args and \
+                not ctx.matches(call.func, {"numpy.*", "torch.*"}):
             return call
     return None
 
 
-def _matmul_operator(ctx: RuleContext) -> cst.CSTNode | None:
-    for node in ctx.nodes(cst.BinaryOperation):
-        if isinstance(node.operator, cst.MatrixMultiply):
-            return node
+def _model_zoo(ctx: RuleContext) -> cst.CSTNode | None:
+    """A model from torchvision, timm, a Hugging Face ``from_pretrained`` or a model zoo picked by
+    name (``models.__dict__[arch]()``): all of them multiply matrices (a classifier head at
+    least)."""
+    module_classes = analysis(ctx).module_classes
+    for call in ctx.nodes(cst.Call):
+        if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in MODULE_CHAIN:
+            if dotted_name(call.func) not in module_classes and not ctx.matches(call.func, {"torch.nn.*"}) \
+                    and is_model_constructor(ctx, call):
+                return call
     return None
+
+
+def _tf32_chosen(ctx: RuleContext) -> bool:
+    """TF32 set anywhere: the global switch, a flag, or ``TrainingArguments(tf32=...)``."""
+    if first_use_of(ctx, SET_PRECISION) is not None or assigns_to(ctx, TF32_SETTINGS):
+        return True
+    return any(get_arg(c, "tf32") is not None for c in ctx.nodes(cst.Call)
+               if ctx.matches(c.func, {"transformers.*"}))
 
 
 class NoTF32(Rule):
@@ -91,7 +113,7 @@ class NoTF32(Rule):
             import torch
             import torch.nn as nn
             torch.set_float32_matmul_precision("high")
-            model = nn.Linear(8, 2)
+            model = nn.Linear(8, 2).cuda()
             for x, y in loader:
                 loss = crit(model(x), y)
                 loss.backward()
@@ -101,7 +123,7 @@ class NoTF32(Rule):
             import torch
             from torch import nn
             torch.backends.cuda.matmul.allow_tf32 = False  # the user chose full float32
-            model = nn.Linear(8, 2)
+            model = nn.Linear(8, 2).cuda()
             for x, y in loader:
                 loss = crit(model(x), y)
                 loss.backward()
@@ -117,7 +139,7 @@ class NoTF32(Rule):
         """)),
         Valid(dedent("""
             import torch
-            model = torch.nn.Conv2d(3, 8, 3)  # convolutions already use TF32 through cuDNN
+            model = torch.nn.Conv2d(3, 8, 3).cuda()  # convolutions already use TF32 through cuDNN
             for x, y in loader:
                 loss = model(x).mean()
                 loss.backward()
@@ -132,6 +154,171 @@ class NoTF32(Rule):
                 loss.backward()
                 optimizer.step()
         """)),
+        Valid(dedent("""
+            import torch
+            from torch import nn
+            device = torch.device("cuda")
+            model = nn.Sequential(nn.Linear(8, 8), nn.GELU(), nn.Linear(8, 2))
+            model.to(device, dtype=torch.bfloat16)  # bf16 weights: TF32 concerns float32 only
+            for x, y in loader:
+                loss = crit(model(x.to(device)), y.to(device))
+                loss.backward()
+                opt.step()
+        """)),
+        Valid(dedent("""
+            import torch
+            class Trainer:
+                def __init__(self, net):
+                    self.model = net.cuda().half()
+                    self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+                def fit(self, loader):
+                    for x in loader:
+                        self.model(x.cuda().half()).float().matmul(w).sum().backward()
+                        self.opt.step()
+        """)),
+        Valid(dedent("""
+            import torch
+            torch.set_default_dtype(torch.float64)  # a float64 program: no TF32 there
+            model = torch.nn.Linear(3, 1).to("cuda")
+            for x, y in loader:
+                torch.nn.functional.mse_loss(model(x.cuda()), y.cuda()).backward()
+                opt.step()
+        """)),
+        Valid(dedent("""
+            # a CPU-only program: no CUDA anywhere, full-batch LBFGS on a small network
+            import torch
+            import torch.nn as nn
+            net = nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 1))
+            opt = torch.optim.LBFGS(net.parameters())
+            x = torch.linspace(-1, 1, 100).unsqueeze(1)
+            for it in range(20):
+                def closure():
+                    opt.zero_grad()
+                    loss = ((net(x) - x.sin()) ** 2).mean()
+                    loss.backward()
+                    return loss
+                opt.step(closure)
+        """)),
+        Valid(dedent("""
+            from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+            model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")
+            args = TrainingArguments("out", bf16=True, tf32=True)
+            Trainer(model=model, args=args, train_dataset=ds).train()
+        """)),
+        Valid(dedent("""
+            import torch
+            from transformers import AutoModelForCausalLM
+            model = AutoModelForCausalLM.from_pretrained("gpt2", torch_dtype=torch.bfloat16).cuda()
+            for batch in loader:
+                model(**batch).loss.backward()
+                optimizer.step()
+        """)),
+        Invalid(dedent("""
+            import torch as th
+
+            class Attention(th.nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.w = th.nn.Parameter(th.randn(d, d))
+                def forward(self, q, k):
+                    scores = q.matmul(k.transpose(-2, -1))  # a tensor method, not torch.matmul
+                    return scores.softmax(-1).bmm(k.mm(self.w))
+
+            model = Attention(16).cuda()
+            opt = th.optim.Adam(model.parameters())
+            for q, k in loader:
+                model(q.cuda(), k.cuda()).sum().backward()
+                opt.step()
+        """), fixed=dedent("""
+            import torch as th
+            th.set_float32_matmul_precision("high")
+
+            class Attention(th.nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.w = th.nn.Parameter(th.randn(d, d))
+                def forward(self, q, k):
+                    scores = q.matmul(k.transpose(-2, -1))  # a tensor method, not torch.matmul
+                    return scores.softmax(-1).bmm(k.mm(self.w))
+
+            model = Attention(16).cuda()
+            opt = th.optim.Adam(model.parameters())
+            for q, k in loader:
+                model(q.cuda(), k.cuda()).sum().backward()
+                opt.step()
+        """)),
+        Invalid(dedent("""
+            # trainer.py: a module the entry script imports (no __main__, no top-level training)
+            import torch
+            from torch import nn
+
+            class Trainer:
+                def __init__(self, device):
+                    self.model = nn.Linear(64, 10).to(device)
+                    self.opt = torch.optim.AdamW(self.model.parameters())
+                def fit(self, loader):
+                    for x, y in loader:
+                        nn.functional.cross_entropy(self.model(x), y).backward()
+                        self.opt.step()
+        """), fixed=None),
+        Invalid(dedent("""
+            import argparse
+            import torch
+            import torchvision.models as models
+            args = argparse.ArgumentParser().parse_args()
+            model = models.__dict__[args.arch]().cuda()  # any torchvision model has a Linear head
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for images, target in train_loader:
+                torch.nn.functional.cross_entropy(model(images.cuda()), target.cuda()).backward()
+                optimizer.step()
+        """), fixed=dedent("""
+            import argparse
+            import torch
+            import torchvision.models as models
+            torch.set_float32_matmul_precision("high")
+            args = argparse.ArgumentParser().parse_args()
+            model = models.__dict__[args.arch]().cuda()  # any torchvision model has a Linear head
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for images, target in train_loader:
+                torch.nn.functional.cross_entropy(model(images.cuda()), target.cuda()).backward()
+                optimizer.step()
+        """)),
+        Invalid(dedent("""
+            import lightning as L
+            import torch
+            from torch import nn
+
+            class Classifier(L.LightningModule):
+                def __init__(self):
+                    super().__init__()
+                    self.head = nn.Linear(128, 10)
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    return nn.functional.cross_entropy(self.head(x), y)
+                def configure_optimizers(self):
+                    return torch.optim.Adam(self.parameters())
+
+            if __name__ == "__main__":
+                L.Trainer(accelerator="gpu", precision="bf16-mixed").fit(Classifier(), loader)
+        """), fixed=dedent("""
+            import lightning as L
+            import torch
+            from torch import nn
+            torch.set_float32_matmul_precision("high")
+
+            class Classifier(L.LightningModule):
+                def __init__(self):
+                    super().__init__()
+                    self.head = nn.Linear(128, 10)
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    return nn.functional.cross_entropy(self.head(x), y)
+                def configure_optimizers(self):
+                    return torch.optim.Adam(self.parameters())
+
+            if __name__ == "__main__":
+                L.Trainer(accelerator="gpu", precision="bf16-mixed").fit(Classifier(), loader)
+        """)),
         Invalid(dedent('''
             """Train an MLP."""
             from __future__ import annotations
@@ -139,7 +326,7 @@ class NoTF32(Rule):
             import torch
             import torch.nn as nn
 
-            model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+            model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)).cuda()
             for x, y in loader:
                 loss = crit(model(x), y)
                 loss.backward()
@@ -152,7 +339,7 @@ class NoTF32(Rule):
             import torch.nn as nn
             torch.set_float32_matmul_precision("high")
 
-            model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+            model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)).cuda()
             for x, y in loader:
                 loss = crit(model(x), y)
                 loss.backward()
@@ -168,6 +355,8 @@ class NoTF32(Rule):
                 for batch in loader:
                     model(*batch).sum().backward()
                     opt.step()
+            if __name__ == "__main__":
+                train(Attn().cuda(), loader, opt)
         """), fixed=dedent("""
             from torch import nn
             import torch.nn.functional as F
@@ -181,11 +370,13 @@ class NoTF32(Rule):
                 for batch in loader:
                     model(*batch).sum().backward()
                     opt.step()
+            if __name__ == "__main__":
+                train(Attn().cuda(), loader, opt)
         """)),
         Invalid(dedent("""
             import torch
             from transformers import AutoModelForCausalLM
-            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
             for batch in loader:
                 model(**batch).loss.backward()
                 optimizer.step()
@@ -193,14 +384,14 @@ class NoTF32(Rule):
             import torch
             from transformers import AutoModelForCausalLM
             torch.set_float32_matmul_precision("high")
-            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
             for batch in loader:
                 model(**batch).loss.backward()
                 optimizer.step()
         """)),
         Invalid(dedent("""
             import torch
-            w = torch.randn(8, 8, requires_grad=True)
+            w = torch.randn(8, 8, device="cuda", requires_grad=True)
             for x in batches:
                 loss = (x @ w).pow(2).mean()
                 loss.backward()
@@ -208,7 +399,7 @@ class NoTF32(Rule):
         """), fixed=dedent("""
             import torch
             torch.set_float32_matmul_precision("high")
-            w = torch.randn(8, 8, requires_grad=True)
+            w = torch.randn(8, 8, device="cuda", requires_grad=True)
             for x in batches:
                 loss = (x @ w).pow(2).mean()
                 loss.backward()
@@ -217,15 +408,21 @@ class NoTF32(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not analysis(ctx).step_loops:
+        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx) or model_precision(ctx):
             return
-        if first_use_of(ctx, SET_PRECISION) is not None or assigns_to(ctx, TF32_SETTINGS):
+        if _tf32_chosen(ctx):
             return
-        node = first_use_of(ctx, MATMUL_USERS) or _hf_model(ctx) or _matmul_operator(ctx)
+        node = first_use_of(ctx, MATMUL_USERS) or _model_zoo(ctx) or _matmul_operator(ctx)
         if node is None:
             return
-        edit = module_setting_edit(ctx, 'torch.set_float32_matmul_precision("high")')
+        message = ("float32 matmuls run without TF32 (no torch.set_float32_matmul_precision): tensor cores "
+                   "stay idle; set it to \"high\" after the imports")
+        if not is_script(ctx):
+            yield Finding(node, message + " of the training script; no automatic fix in a module that "
+                                          "others import (a global switch there changes every importer)")
+            return
+        torch = torch_name(ctx)
+        edit = module_setting_edit(ctx, f'{torch}.set_float32_matmul_precision("high")')
         fix = Fix("allow TF32 matmuls: torch.set_float32_matmul_precision(\"high\")",
-                  (edit, AddImport("torch")), "unsafe") if edit is not None else None
-        yield Finding(node, "float32 matmuls run without TF32 (no torch.set_float32_matmul_precision): "
-                            "tensor cores stay idle; set it to \"high\" after the imports", fix)
+                  (edit, *torch_import(ctx)), "unsafe") if edit is not None else None
+        yield Finding(node, message, fix)

@@ -6,13 +6,24 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._api import Finding, Fix, InsertAfter, Invalid, Rule, Valid, dedent
-from ._calls import dotted_name, method_call
+from ._api import Finding, Fix, InsertAfter, InsertBefore, Invalid, Rule, Valid, dedent
+from ._calls import dotted_name, get_arg, method_call
 from ._context import RuleContext
-from ._script_facts import model_build_statement, model_names_everywhere, trained_models
+from ._double_backward import double_backward_models
+from ._models import DATA_PARALLEL, WRAPPERS, strip_chain, wrapper_inner
+from ._script_facts import (
+    TrainedModel, cpu_only, framework_trains, model_build_statement, model_names_everywhere, trained_models,
+)
 from ._training import analysis
+from ._tree import walk
 
 COMPILERS = frozenset({"torch.compile", "torch._dynamo.optimize", "torch.jit.script", "torch.jit.trace"})
+_DOUBLE_BACKWARD_WHY = ("a second-order gradient (torch.autograd.grad(..., create_graph=True), e.g. a "
+                        "gradient penalty) runs through it, and compiled modules do not support double "
+                        "backward")
+_DATA_PARALLEL_WHY = ("it is wrapped in nn.DataParallel, whose per-step replicas would call the original "
+                      "module's compiled forward on every GPU; move to DistributedDataParallel and compile "
+                      "the module before wrapping it")
 
 
 def _compiles_somewhere(ctx: RuleContext) -> bool:
@@ -23,9 +34,71 @@ def _compiles_somewhere(ctx: RuleContext) -> bool:
         if method_call(call, "compile"):
             assert isinstance(call.func, cst.Attribute)
             receiver = call.func.value
-            if dotted_name(receiver) in models or dotted_name(receiver) is None:
-                return True  # ``model.compile()``, ``Net().compile()``
+            if dotted_name(receiver) in models or dotted_name(receiver) is None or \
+                    not any(a.keyword is None for a in call.args):
+                return True  # ``model.compile()``, ``Net().compile()`` (not ``re.compile(pattern)``)
+        if ctx.matches(call.func, {"transformers.*"}) and get_arg(call, "torch_compile") is not None:
+            return True  # TrainingArguments(torch_compile=...)
     return False
+
+
+def _wraps(ctx: RuleContext, name: str) -> list[tuple[cst.Assign, cst.Call, str | None]]:
+    """``x = Wrapper(inner, ...)`` assignments where ``x`` or ``inner`` is ``name``."""
+    out = []
+    for assign in ctx.nodes(cst.Assign):
+        info = wrapper_inner(ctx, assign.value)
+        if info is None:
+            continue
+        call, inner = info
+        if inner == name or any(dotted_name(t.target) == name for t in assign.targets):
+            out.append((assign, call, inner))
+    return out
+
+
+def _statement_in(ctx: RuleContext, node: cst.CSTNode, block: cst.CSTNode) -> cst.BaseStatement | None:
+    """The statement of ``block`` (an IndentedBlock or the Module) that holds ``node``."""
+    cur: cst.CSTNode | None = node
+    while cur is not None and ctx.parent(cur) is not block:
+        cur = ctx.parent(cur)
+    return cur  # type: ignore[return-value]
+
+
+def compile_fix(ctx: RuleContext, model: TrainedModel) -> tuple[Fix | None, str | None]:
+    """The fix that compiles ``model`` in place, or (None, why not). The inner module is compiled,
+    before any ``DistributedDataParallel``/FSDP wrap (compiling the wrapper is not the same)."""
+    wraps = _wraps(ctx, model.name)
+    if any(ctx.matches(call.func, DATA_PARALLEL) for _, call, _ in wraps):
+        return None, _DATA_PARALLEL_WHY
+    stmt = model_build_statement(ctx, model)
+    if stmt is None:
+        return None, None
+    name = model.name
+    anchor: cst.BaseStatement = stmt
+    before = False
+    for assign, _, inner in wraps:
+        if ctx.is_inside(assign, stmt):
+            if inner is None:
+                return None, "it is wrapped for distributed training around an expression, not a name"
+            name, before = inner, True
+    if before:
+        block = ctx.parent(stmt)
+        body = list(block.body) if isinstance(block, (cst.IndentedBlock, cst.Module)) else []
+        index = next((i for i, s in enumerate(body) if s is stmt), 0)
+        fn = ctx.enclosing(stmt, cst.FunctionDef)
+        if not any(_binds(s, name) for s in body[:index]) and \
+                not (fn is not None and name in {p.name.value for p in fn.params.params}):
+            return None, None  # the inner module is built inside the wrapping statement
+    db = double_backward_models(ctx)
+    if db is None or name in db or model.name in db:
+        return None, _DOUBLE_BACKWARD_WHY
+    line = (cst.parse_statement(f"{name}.compile()\n"),)
+    edit = InsertBefore(anchor, line) if before else InsertAfter(anchor, line)
+    return Fix(f"compile `{name}` in place with {name}.compile()", (edit,), "unsafe"), None
+
+
+def _binds(stmt: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(node, cst.Assign) and any(dotted_name(t.target) == name for t in node.targets)
+               for node in walk(stmt, include_self=True))
 
 
 class NoCompile(Rule):
@@ -92,7 +165,7 @@ class NoCompile(Rule):
         """)),
         Valid(dedent("""
             from torch import compile as tc
-            model = tc(Net())
+            model = tc(Net().cuda())
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
             for x in loader:
                 model(x).sum().backward()
@@ -111,6 +184,189 @@ class NoCompile(Rule):
             for x in loader:
                 x.sum().backward()
         """)),
+        Valid(dedent("""
+            # REINFORCE on CPU: nothing in the program reaches a GPU
+            import torch
+            import torch.nn as nn
+            policy = nn.Sequential(nn.Linear(4, 128), nn.ReLU(), nn.Linear(128, 2))
+            optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
+            for episode in range(1000):
+                loss = -torch.log_softmax(policy(torch.randn(4)), -1)[0]
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """)),
+        Invalid(dedent("""
+            import torch
+            from torch import autograd, nn
+
+            def gradient_penalty(D, real, fake):
+                alpha = torch.rand(real.size(0), 1, device=real.device)
+                mixed = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+                out = D(mixed)
+                grads = autograd.grad(outputs=out, inputs=mixed, grad_outputs=torch.ones_like(out),
+                                      create_graph=True)[0]
+                return ((grads.norm(2, dim=1) - 1) ** 2).mean()
+
+            generator = Generator().cuda()
+            discriminator = Discriminator().cuda()
+            opt_g = torch.optim.Adam(generator.parameters())
+            opt_d = torch.optim.Adam(discriminator.parameters())
+            for real in loader:
+                real = real.cuda()
+                fake = generator(torch.randn(real.size(0), 64, device="cuda"))
+                d_loss = discriminator(fake.detach()).mean() - discriminator(real).mean() \\
+                    + 10 * gradient_penalty(discriminator, real.data, fake.detach())
+                d_loss.backward()
+                opt_d.step()
+                g_loss = -discriminator(fake).mean()
+                g_loss.backward()
+                opt_g.step()
+        """), count=2, fixed=dedent("""
+            import torch
+            from torch import autograd, nn
+
+            def gradient_penalty(D, real, fake):
+                alpha = torch.rand(real.size(0), 1, device=real.device)
+                mixed = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+                out = D(mixed)
+                grads = autograd.grad(outputs=out, inputs=mixed, grad_outputs=torch.ones_like(out),
+                                      create_graph=True)[0]
+                return ((grads.norm(2, dim=1) - 1) ** 2).mean()
+
+            generator = Generator().cuda()
+            generator.compile()
+            discriminator = Discriminator().cuda()
+            opt_g = torch.optim.Adam(generator.parameters())
+            opt_d = torch.optim.Adam(discriminator.parameters())
+            for real in loader:
+                real = real.cuda()
+                fake = generator(torch.randn(real.size(0), 64, device="cuda"))
+                d_loss = discriminator(fake.detach()).mean() - discriminator(real).mean() \\
+                    + 10 * gradient_penalty(discriminator, real.data, fake.detach())
+                d_loss.backward()
+                opt_d.step()
+                g_loss = -discriminator(fake).mean()
+                g_loss.backward()
+                opt_g.step()
+        """)),
+        Invalid(dedent("""
+            import torch
+
+            class Trainer:
+                def __init__(self, model, lr):
+                    self.model = model  # injected
+                    self.optim = torch.optim.SGD(self.model.parameters(), lr=lr)
+
+                def r1_step(self, real):
+                    real.requires_grad_(True)
+                    score = self.model(real).sum()
+                    (g,) = torch.autograd.grad(score, real, create_graph=True)
+                    (g.pow(2).sum() + score).backward()
+                    self.optim.step()
+
+                def fit(self, loader):
+                    for x in loader:
+                        self.r1_step(x.cuda())
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            import torch.distributed as dist
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            def main(rank):
+                dist.init_process_group("nccl")
+                model = Net().to(rank)
+                model = DDP(model, device_ids=[rank])
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+                for x, y in loader:
+                    loss_fn(model(x.to(rank)), y.to(rank)).backward()
+                    optimizer.step()
+        """), fixed=dedent("""
+            import torch
+            import torch.distributed as dist
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            def main(rank):
+                dist.init_process_group("nccl")
+                model = Net().to(rank)
+                model.compile()
+                model = DDP(model, device_ids=[rank])
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+                for x, y in loader:
+                    loss_fn(model(x.to(rank)), y.to(rank)).backward()
+                    optimizer.step()
+        """)),
+        Invalid(dedent("""
+            import torch.nn.parallel
+            import torch.optim as optim
+
+            def worker(rank, model):
+                ddp_model = torch.nn.parallel.DistributedDataParallel(model.to(rank), device_ids=[rank])
+                opt = optim.Adam(ddp_model.parameters())
+                for x in loader:
+                    ddp_model(x.to(rank)).sum().backward()
+                    opt.step()
+        """), fixed=dedent("""
+            import torch.nn.parallel
+            import torch.optim as optim
+
+            def worker(rank, model):
+                model.compile()
+                ddp_model = torch.nn.parallel.DistributedDataParallel(model.to(rank), device_ids=[rank])
+                opt = optim.Adam(ddp_model.parameters())
+                for x in loader:
+                    ddp_model(x.to(rank)).sum().backward()
+                    opt.step()
+        """)),
+        Invalid(dedent("""
+            import torch
+            from torch import nn
+            model = Net().cuda()
+            if torch.cuda.device_count() > 1:
+                model = nn.DataParallel(model)
+            optimizer = torch.optim.Adam(model.parameters())
+            for x in loader:
+                model(x.cuda()).sum().backward()
+                optimizer.step()
+        """), fixed=None),
+        Invalid(dedent("""
+            import argparse
+            import torch
+            import torchvision.models as models
+            args = argparse.ArgumentParser().parse_args()
+            model = models.__dict__[args.arch](pretrained=True)
+            model = model.cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for images, target in loader:
+                torch.nn.functional.cross_entropy(model(images.cuda()), target.cuda()).backward()
+                optimizer.step()
+        """), fixed=dedent("""
+            import argparse
+            import torch
+            import torchvision.models as models
+            args = argparse.ArgumentParser().parse_args()
+            model = models.__dict__[args.arch](pretrained=True)
+            model = model.cuda()
+            model.compile()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for images, target in loader:
+                torch.nn.functional.cross_entropy(model(images.cuda()), target.cuda()).backward()
+                optimizer.step()
+        """)),
+        Invalid(dedent("""
+            import lightning.pytorch as pl
+            import torch
+
+            class LitModel(pl.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    return self(batch).sum()
+                def configure_optimizers(self):
+                    return torch.optim.AdamW(self.parameters(), lr=1e-3)
+
+            if __name__ == "__main__":
+                pl.Trainer(accelerator="cuda").fit(LitModel(), loader)
+        """), fixed=None),
         Invalid(dedent("""
             import torch
             import torch.nn as nn
@@ -205,21 +461,22 @@ class NoCompile(Rule):
                 return torch.optim.Adam(model.parameters())
             opt = make_opt(model)
             for x in loader:
-                model(x).sum().backward()
+                model(x.cuda()).sum().backward()
                 opt.step()
         """), fixed=None),
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not analysis(ctx).step_loops or _compiles_somewhere(ctx):
+        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx) or _compiles_somewhere(ctx):
             return
         for model in trained_models(ctx):
-            stmt = model_build_statement(ctx, model)
-            fix = None
-            if stmt is not None:
-                fix = Fix(f"compile `{model.name}` in place with {model.name}.compile()",
-                          (InsertAfter(stmt, (cst.parse_statement(f"{model.name}.compile()\n"),)),),
-                          "unsafe")
             node = model.optimizer if model.optimizer is not None else ctx.module
-            yield Finding(node, f"the trained model `{model.name}` is never compiled: every op runs as a "
-                                "separate eager kernel; call model.compile() after building it", fix)
+            if model.name == "self":  # the module builds its own optimizer (LightningModule)
+                yield Finding(node, "this module is never compiled: every op runs as a separate eager "
+                                    "kernel; compile the instance where it is built (model = "
+                                    "torch.compile(model) before trainer.fit) or in its setup")
+                continue
+            fix, why = compile_fix(ctx, model)
+            message = (f"the trained model `{model.name}` is never compiled: every op runs as a separate "
+                       "eager kernel; call model.compile() after building it")
+            yield Finding(node, message + (f"; no automatic fix: {why}" if why else ""), fix)

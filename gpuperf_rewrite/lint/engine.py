@@ -18,6 +18,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from gpuperf_rewrite.lint import noqa as noqa_mod
 from gpuperf_rewrite.lint.sourceio import decode_source
 from gpuperf_rewrite.lint.registry import all_rules
+from gpuperf_rewrite.rules._edits import add_imports
 from gpuperf_rewrite.rules._framework import (
     AddImport,
     Finding,
@@ -245,15 +246,8 @@ def apply_fixes(module: cst.Module, ctx: RuleContext, fixes: Iterable[Fix]) -> t
     if not applied:
         return module, []
     new_module = module.visit(_EditApplier(replace, before, after)) if (replace or before or after) else module
-    if imports:
-        # Imported here: libcst.codemod pulls in libcst.matchers, ~0.3 s that linting never needs.
-        from libcst.codemod import CodemodContext
-        from libcst.codemod.visitors import AddImportsVisitor
-
-        context = CodemodContext()
-        for imp in imports:
-            AddImportsVisitor.add_needed_import(context, imp.module, imp.name, imp.asname)
-        new_module = AddImportsVisitor(context).transform_module(new_module)
+    if imports:  # placed after the header's imports and environment lines, never twice
+        new_module = add_imports(new_module, imports)
     return new_module, applied
 
 
