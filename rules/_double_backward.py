@@ -53,11 +53,45 @@ def _compute(ctx: RuleContext) -> set[str] | None:
     outputs = _second_order_outputs(ctx)
     if outputs is None:
         return None
-    found: set[str] = set()
+    found: set[str] = input_gradient_models(ctx)
     for expr in outputs:
         if not _slice(ctx, expr, found, set(), 0):
             return None
     return found
+
+
+def input_gradient_models(ctx: RuleContext) -> set[str]:
+    """Models called on a tensor whose gradient the script asks for (``x.requires_grad =
+    True``, ``x.requires_grad_()``, ``Variable(x, requires_grad=True)``): derivatives with
+    respect to the inputs (a PINN's residual, a gradient penalty) are usually taken with
+    ``create_graph=True``, often in another module this file cannot see."""
+    wanting: set[str] = set()
+    for node in ctx.nodes(cst.Assign):
+        for t in node.targets:
+            if isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad" and \
+                    literal_value(node.value) is not False:
+                name = dotted_name(t.target.value)
+                if name:
+                    wanting.add(name)
+    for call in ctx.nodes(cst.Call):
+        flag = get_arg(call, "requires_grad")
+        marks = method_call(call, "requires_grad_") and not any(
+            literal_value(a.value) is False for a in call.args)
+        if flag is not None and literal_value(flag.value) is not False or marks:
+            parent = ctx.parent(call)
+            holder = call.func.value if marks and isinstance(call.func, cst.Attribute) else None
+            for name in ([dotted_name(holder)] if holder is not None else []):
+                if name:
+                    wanting.add(name)
+            if isinstance(parent, cst.Assign):
+                wanting |= {n for t in parent.targets for n in [dotted_name(t.target)] if n}
+    models = model_names_everywhere(ctx)
+    out: set[str] = set()
+    for call in ctx.nodes(cst.Call):
+        name = dotted_name(call.func)
+        if name in models and any(dotted_name(a.value) in wanting for a in call.args):
+            out.add(name)
+    return out
 
 
 def _slice(ctx: RuleContext, expr: cst.BaseExpression, found: set[str], seen: set, depth: int) -> bool:

@@ -186,11 +186,25 @@ def _converts_model(ctx: RuleContext, call: cst.Call, is_model_expr) -> bool:  #
     while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and \
             receiver.func.attr.value in ("to", "cuda", "cpu", "train", "float", "eval"):
         receiver = receiver.func.value
-    if is_model_expr(ctx, receiver):
+    if is_model_expr(ctx, receiver) or _instance_of_a_class(ctx, receiver):
         return True
     assign = ctx.enclosing(call, cst.Assign)
     return assign is not None and ctx.is_inside(call, assign.value) and \
         any(is_model_expr(ctx, t.target) for t in assign.targets)
+
+
+def _instance_of_a_class(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """``Net()``, or a name bound to ``Net(...)``: an object of a class (models are; tensors come
+    from functions) other than torch's legacy tensor types."""
+    from ._models import strip_chain
+
+    name = dotted_name(expr)
+    values = [expr] if name is None else [
+        strip_chain(n.value) for n in ctx.nodes(cst.Assign) for t in n.targets if dotted_name(t.target) == name]
+    values = [v for v in values if name is None or dotted_name(v) != name]  # ``model = model.to(...)``
+    return bool(values) and all(
+        isinstance(v, cst.Call) and (dotted_name(v.func) or "").rsplit(".", 1)[-1][:1].isupper() and
+        not ctx.matches(v.func, {"torch.*"}) for v in values)
 
 
 # ---- is_script ---------------------------------------------------------------------------------

@@ -168,13 +168,17 @@ def _to_device_arg(call: cst.Call) -> cst.BaseExpression | None:
 
 def device_name_at(ctx: RuleContext, at: cst.CSTNode, near: cst.CSTNode | None = None) -> str | None:
     """A name holding the script's device that is visible at ``at``: a name bound to
-    ``torch.device(...)`` in the same function or at module level, else the argument of a
-    ``.to(name)`` call in ``near`` (the step loop) when that name is visible at ``at``."""
+    ``torch.device(...)`` in the same function (before ``at``) or at module level (before ``at``
+    when ``at`` is at module level too), else the argument of a ``.to(name)`` call in ``near``
+    (the step loop) when that name is visible at ``at``."""
     fn = scope_of(ctx, at)
+    order = ctx.preorder()
     for scope in ([fn] if fn is not None else []) + [None]:
         for node in ctx.nodes(cst.Assign):
             if scope_of(ctx, node) is not scope or not _is_device_value(ctx, node.value):
                 continue
+            if scope is fn and order[node] > order[at]:
+                continue  # bound after the statements that would use it (a tutorial's later section)
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
                     name = t.target.value

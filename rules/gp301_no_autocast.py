@@ -275,6 +275,21 @@ class NoAutocast(Rule):
                 optimizer.step()
         """), fixed=None),
         Invalid(dedent("""
+            # a tutorial: the device is only defined in a later section
+            import torch
+            net = Net()
+            criterion = torch.nn.CrossEntropyLoss()
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.001)
+            for inputs, labels in trainloader:
+                optimizer.zero_grad()
+                outputs = net(inputs)
+                loss = criterion(outputs, labels)
+                loss.backward()
+                optimizer.step()
+            device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+            net.to(device)
+        """), fixed=None),
+        Invalid(dedent("""
             import torch as th
             device = th.device("cuda")
             model = Net().to(device)

@@ -10,6 +10,7 @@ from ._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ._calls import dotted_name, get_arg, method_call
 from ._context import RuleContext
 from ._edits import module_setting_edit, torch_import, torch_name
+from ._frameworks import frameworks
 from ._models import MODULE_CHAIN, is_model_constructor
 from ._script_facts import assigns_to, cpu_only, first_use_of, framework_trains, is_script, model_precision
 from ._training import analysis
@@ -262,6 +263,15 @@ class NoTF32(Rule):
                         self.opt.step()
         """), fixed=None),
         Invalid(dedent("""
+            import torch
+            from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+            (training_args,) = HfArgumentParser((TrainingArguments,)).parse_args_into_dataclasses()
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            trainer = Trainer(model=model, args=training_args, train_dataset=train_dataset)
+            if __name__ == "__main__":
+                trainer.train()  # the Trainer owns TF32: --tf32
+        """), fixed=None),
+        Invalid(dedent("""
             import argparse
             import torch
             import torchvision.models as models
@@ -417,6 +427,10 @@ class NoTF32(Rule):
             return
         message = ("float32 matmuls run without TF32 (no torch.set_float32_matmul_precision): tensor cores "
                    "stay idle; set it to \"high\" after the imports")
+        if "hf" in frameworks(ctx).kinds:
+            yield Finding(node, message + "; the Hugging Face Trainer sets it from its arguments: pass "
+                                          "TrainingArguments(tf32=True) (--tf32)")
+            return
         if not is_script(ctx):
             yield Finding(node, message + " of the training script; no automatic fix in a module that "
                                           "others import (a global switch there changes every importer)")

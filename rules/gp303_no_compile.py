@@ -10,6 +10,7 @@ from ._api import Finding, Fix, InsertAfter, InsertBefore, Invalid, Rule, Valid,
 from ._calls import dotted_name, get_arg, method_call
 from ._context import RuleContext
 from ._double_backward import double_backward_models
+from ._frameworks import frameworks
 from ._models import DATA_PARALLEL, WRAPPERS, strip_chain, wrapper_inner
 from ._script_facts import (
     TrainedModel, cpu_only, framework_trains, model_build_statement, model_names_everywhere, trained_models,
@@ -24,6 +25,23 @@ _DOUBLE_BACKWARD_WHY = ("a second-order gradient (torch.autograd.grad(..., creat
 _DATA_PARALLEL_WHY = ("it is wrapped in nn.DataParallel, whose per-step replicas would call the original "
                       "module's compiled forward on every GPU; move to DistributedDataParallel and compile "
                       "the module before wrapping it")
+
+
+_WRAPPING_FRAMEWORKS = frozenset({"accelerate", "fabric", "deepspeed"})
+_FRAMEWORK_WHY = ("the framework wraps and may compile the model itself (Accelerator(dynamo_backend=...), "
+                  "fabric.setup(torch.compile(model)), the DeepSpeed config): compile it through the framework")
+
+
+def _whole_model(ctx: RuleContext, model: TrainedModel) -> TrainedModel:
+    """``model_conv`` for an optimizer over ``model_conv.fc.parameters()`` (fine-tuning the head):
+    the model that runs forward is the one to compile."""
+    models = model_names_everywhere(ctx) - {model.name}
+    parts = model.name.split(".")
+    for i in range(1, len(parts)):
+        prefix = ".".join(parts[:i])
+        if prefix in models and prefix != "self":
+            return TrainedModel(prefix, model.optimizer)
+    return model
 
 
 def _compiles_somewhere(ctx: RuleContext) -> bool:
@@ -355,6 +373,57 @@ class NoCompile(Rule):
                 optimizer.step()
         """)),
         Invalid(dedent("""
+            import torch
+            import physics  # the PDE residual (autograd.grad(..., create_graph=True)) lives there
+
+            device = torch.device("cuda")
+            pinn = MLP([2, 64, 64, 1]).to(device)
+            optimizer = torch.optim.Adam(pinn.parameters())
+            collocation = torch.rand(4096, 2, device=device)
+            collocation.requires_grad = True  # derivatives with respect to the inputs
+            for it in range(10000):
+                optimizer.zero_grad()
+                residual = physics.burgers(pinn(collocation), collocation)
+                loss = residual.pow(2).mean()
+                loss.backward()
+                optimizer.step()
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            model = Net().to(accelerator.device)
+            optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            for batch in loader:
+                accelerator.backward(model(**batch).loss)
+                optimizer.step()
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            import torchvision
+            device = torch.device("cuda")
+            model = torchvision.models.resnet18(weights="DEFAULT")
+            model.fc = torch.nn.Linear(model.fc.in_features, 2)
+            model = model.to(device)
+            optimizer = torch.optim.SGD(model.fc.parameters(), lr=0.001)  # fine-tune the head only
+            for x, y in loader:
+                torch.nn.functional.cross_entropy(model(x.to(device)), y.to(device)).backward()
+                optimizer.step()
+        """), fixed=dedent("""
+            import torch
+            import torchvision
+            device = torch.device("cuda")
+            model = torchvision.models.resnet18(weights="DEFAULT")
+            model.fc = torch.nn.Linear(model.fc.in_features, 2)
+            model = model.to(device)
+            model.compile()
+            optimizer = torch.optim.SGD(model.fc.parameters(), lr=0.001)  # fine-tune the head only
+            for x, y in loader:
+                torch.nn.functional.cross_entropy(model(x.to(device)), y.to(device)).backward()
+                optimizer.step()
+        """)),
+        Invalid(dedent("""
             import lightning.pytorch as pl
             import torch
 
@@ -469,7 +538,12 @@ class NoCompile(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx) or _compiles_somewhere(ctx):
             return
+        seen: set[str] = set()
         for model in trained_models(ctx):
+            model = _whole_model(ctx, model)
+            if model.name in seen:
+                continue
+            seen.add(model.name)
             node = model.optimizer if model.optimizer is not None else ctx.module
             if model.name == "self":  # the module builds its own optimizer (LightningModule)
                 yield Finding(node, "this module is never compiled: every op runs as a separate eager "
@@ -477,6 +551,8 @@ class NoCompile(Rule):
                                     "torch.compile(model) before trainer.fit) or in its setup")
                 continue
             fix, why = compile_fix(ctx, model)
+            if fix is not None and frameworks(ctx).kinds & _WRAPPING_FRAMEWORKS:
+                fix, why = None, _FRAMEWORK_WHY
             message = (f"the trained model `{model.name}` is never compiled: every op runs as a separate "
                        "eager kernel; call model.compile() after building it")
             yield Finding(node, message + (f"; no automatic fix: {why}" if why else ""), fix)
