@@ -19,10 +19,10 @@ from ._context import RuleContext
 
 _LIGHTNING = ("lightning", "pytorch_lightning", "lightning_fabric")
 _HF = ("transformers", "trl", "setfit", "sentence_transformers")
-_PATTERNS = frozenset(f"{root}.*" for root in (*_LIGHTNING, *_HF, "accelerate", "deepspeed", "composer"))
+_PATTERNS = frozenset(f"{root}.*" for root in (*_LIGHTNING, *_HF, "accelerate", "deepspeed", "composer", "apex"))
 
 # What each kind of framework object owns.
-MANAGES_PRECISION = frozenset({"accelerate", "fabric", "lightning", "hf", "deepspeed", "composer"})
+MANAGES_PRECISION = frozenset({"accelerate", "fabric", "lightning", "hf", "deepspeed", "composer", "apex"})
 OWNS_LOOP = frozenset({"lightning", "hf", "composer"})
 PLACES_BATCHES = frozenset({"lightning", "hf", "composer"})  # plus prepared loaders (below)
 # Methods whose results the framework has moved to its device.
@@ -48,6 +48,8 @@ def _kind(qualname: str) -> str | None:
         return "hf"
     if qualname == "deepspeed.initialize":
         return "deepspeed"
+    if qualname in ("apex.amp.initialize", "apex.amp.scale_loss"):
+        return "apex"  # NVIDIA apex AMP (opt_level O1/O2)
     if root == "composer" and last == "Trainer":
         return "composer"
     return None
@@ -111,8 +113,8 @@ def framework_manages_precision(ctx: RuleContext) -> bool:
     """Does a framework own the program's precision? ``Accelerator(mixed_precision=...)`` (or
     ``accelerate launch --mixed_precision``), Lightning's ``Trainer``/``Fabric(precision=...)``
     or a ``LightningModule``, the Hugging Face ``Trainer``/``TrainingArguments(bf16=...)``,
-    ``deepspeed.initialize`` (its config) or Composer's ``Trainer``. Hand-written autocast
-    there fights the framework's own."""
+    ``deepspeed.initialize`` (its config), NVIDIA apex's ``amp.initialize`` or Composer's
+    ``Trainer``. Hand-written autocast there fights the framework's own."""
     return bool(frameworks(ctx).kinds & MANAGES_PRECISION)
 
 

@@ -256,11 +256,11 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
 
 def model_names_everywhere(ctx: RuleContext) -> set[str]:
     """Dotted names that hold a model somewhere: the optimizer's models, names assigned a model
-    (``_models.is_model_constructor``: not losses, not ``F.*`` results), and function
-    parameters every call site binds to one of those."""
+    (``_models.is_model_constructor``: not losses, not ``F.*`` results), receivers of
+    ``.parameters()``, and function parameters every call site binds to one of those."""
     def compute(c: RuleContext) -> set[str]:
         ta = analysis(c)
-        names = {m.name for m in trained_models(c)} | constructed_model_names(c)
+        names = {m.name for m in trained_models(c)} | constructed_model_names(c) | _parameter_holders(c)
         for _ in range(3):
             before = len(names)
             for fn in c.nodes(cst.FunctionDef):
@@ -277,6 +277,19 @@ def model_names_everywhere(ctx: RuleContext) -> set[str]:
 
 
 _strip_chain = strip_chain
+
+
+def _parameter_holders(ctx: RuleContext) -> set[str]:
+    """Receivers of ``.parameters()``/``.named_parameters()`` (gradient clipping, a hand-written
+    SGD update): modules, whatever built them (``model = model_lib.RNNModel(...)``)."""
+    out: set[str] = set()
+    for call in ctx.nodes(cst.Call):
+        if method_call(call, "parameters", "named_parameters") and not call.args:
+            assert isinstance(call.func, cst.Attribute)
+            name = dotted_name(call.func.value)
+            if name is not None and name != "self":
+                out.add(name)
+    return out
 
 
 def is_model_expr(ctx: RuleContext, expr: cst.BaseExpression) -> bool:

@@ -213,6 +213,16 @@ class NoAutocast(Rule):
                     return loss
                 optimizer.step(closure)
         """)),
+        Valid(dedent("""
+            import torch
+            from apex import amp  # NVIDIA apex owns mixed precision here
+            model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+            for x, y in loader:
+                loss = criterion(model(x.cuda()), y.cuda())
+                with amp.scale_loss(loss, optimizer) as scaled_loss:
+                    scaled_loss.backward()
+                optimizer.step()
+        """)),
         Invalid(dedent("""
             import torch
             import torch.nn as nn
@@ -289,6 +299,38 @@ class NoAutocast(Rule):
             device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
             net.to(device)
         """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            import model as model_lib  # the model class lives in another module
+            device = torch.device("cuda")
+            model = model_lib.RNNModel(ntokens, 200).to(device)
+            criterion = torch.nn.NLLLoss()
+            for i in range(0, train_data.size(0) - 1, 35):
+                data, targets = get_batch(train_data, i)
+                model.zero_grad()
+                output, hidden = model(data, hidden)
+                loss = criterion(output, targets)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+                for p in model.parameters():
+                    p.data.add_(p.grad, alpha=-lr)
+        """), fixed=dedent("""
+            import torch
+            import model as model_lib  # the model class lives in another module
+            device = torch.device("cuda")
+            model = model_lib.RNNModel(ntokens, 200).to(device)
+            criterion = torch.nn.NLLLoss()
+            for i in range(0, train_data.size(0) - 1, 35):
+                data, targets = get_batch(train_data, i)
+                model.zero_grad()
+                with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+                    output, hidden = model(data, hidden)
+                    loss = criterion(output, targets)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+                for p in model.parameters():
+                    p.data.add_(p.grad, alpha=-lr)
+        """)),
         Invalid(dedent("""
             import torch as th
             device = th.device("cuda")
