@@ -46,7 +46,8 @@ class NoAutocast(Rule):
         "device.type)` before the training loop and use `scaler.scale(loss).backward()`, "
         "`scaler.step(optimizer)`, `scaler.update()` - only in the simple shape (one backward, one "
         "optimizer step, no gradient clipping or `.grad` access, loops in one function); otherwise "
-        "report only."
+        "report only. Report only, too, when the file uses `binary_cross_entropy`/`nn.BCELoss` "
+        "(CUDA autocast raises on them) or the model's forward would stay outside the region."
     )
     fix_safety = "unsafe"
     fix_safety_reason = (
@@ -59,16 +60,26 @@ class NoAutocast(Rule):
     # CPU bfloat16 autocast is often slower (docs/benchmarks.md).
     gains_on = "cuda"
     limitations = (
-        "The fix needs the script's device variable (a name bound to `torch.device(...)`, or the "
-        "device the batch is moved to): the autocast uses `device.type`, or "
+        "The fix needs the script's device variable (a name bound to `torch.device(...)` before "
+        "the step, or the device the batch is moved to): the autocast uses `device.type`, or "
         "`torch.device(name).type` when the name may be a string or an ordinal. With no device "
         "variable in sight the rule reports without a fix, so rewrites run on CPU and CUDA alike.",
         "Any autocast in the module turns off the float32 finding, even one that covers only "
-        "evaluation.",
-        "A model already converted to 16 bit (`model.half()`, `model.to(torch.bfloat16)`) is not "
-        "reported.",
-        "The forward region is taken from the statements before `.backward()` in the same block; "
-        "a forward and loss computed in another function get no fix.",
+        "evaluation: a call, `functools.partial(torch.autocast, ...)`, a bare reference "
+        "(`amp = torch.autocast if ... else nullcontext`) or a `with` item named like one "
+        "(`with amp_ctx:`, a factory passed in as a parameter).",
+        "Not reported where a framework owns precision (`Accelerator`, Lightning's `Trainer`/"
+        "`Fabric`/`LightningModule`, the Hugging Face `Trainer`/`TrainingArguments`, DeepSpeed, "
+        "apex `amp.initialize`), on a model whose dtype the user chose (`.half()`, "
+        "`.to(torch.bfloat16)`, `torch_dtype=`, float64) or in a CPU-only program (a script that "
+        "names no GPU anywhere).",
+        "No fix when the file uses `binary_cross_entropy`/`nn.BCELoss` anywhere (CUDA autocast "
+        "raises on it whatever the dtype; moving to `BCEWithLogitsLoss` means removing the "
+        "model's final Sigmoid, which the rule cannot prove equivalent), or when a trained model's "
+        "forward runs before the statements a fix could wrap (the wrap would leave it in float32).",
+        "The forward region is taken from the statements before `.backward()` in the same block, "
+        "starting at a model call (loss modules and `F.*` results are not models); a forward and "
+        "loss computed in another function get no fix.",
         "The GradScaler is added only in the simple shape (one backward, one optimizer step, no "
         "gradient clipping or `.grad` access, the scaler created once before the outermost loop "
         "of the same function); otherwise the rule reports only.",

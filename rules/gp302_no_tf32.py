@@ -81,7 +81,8 @@ class NoTF32(Rule):
     )
     fix_description = (
         "Add `torch.set_float32_matmul_precision(\"high\")` once at module level, right after the "
-        "imports (adding `import torch` if needed). No effect on CPU."
+        "imports of a script (adding `import torch` only when torch is not imported under any "
+        "name; never above `os.environ[...]` lines). No effect on CPU."
     )
     fix_safety = "unsafe"
     fix_safety_reason = (
@@ -93,14 +94,18 @@ class NoTF32(Rule):
     # has no effect on CPU.
     gains_on = "cuda"
     limitations = (
-        "Any call of `torch.set_float32_matmul_precision` or assignment of a TF32 flag "
-        "(`torch.backends.cuda.matmul.allow_tf32`, `fp32_precision`) silences it, whatever the "
-        "value.",
+        "Any call of `torch.set_float32_matmul_precision`, assignment of a TF32 flag "
+        "(`torch.backends.cuda.matmul.allow_tf32`, `fp32_precision`) or "
+        "`TrainingArguments(tf32=...)` silences it, whatever the value.",
         "Matmul users are recognised by name (`nn.Linear`, attention, RNNs, `torch.matmul` and "
-        "friends, torchvision/timm/Hugging Face models, the `@` operator); a model from another "
-        "module is missed.",
-        "The setting goes right after the last top-level import; a module without one gets no "
-        "fix.",
+        "friends, the tensor methods `x.matmul`/`mm`/`bmm`/..., the `@` operator, torchvision/"
+        "timm/Hugging Face models and zoo models picked by name); a model from another module is "
+        "missed.",
+        "Not reported on a model whose dtype the user chose (bfloat16/float16/float64: TF32 "
+        "concerns float32 only) or in a CPU-only program.",
+        "The setting goes right after the last top-level import of a script; a library module "
+        "(no `__main__` guard, no training at module level) and a Hugging Face Trainer script "
+        "(`--tf32`) get the finding without a fix.",
         "On GPUs older than Ampere the setting changes nothing.",
     )
     references = (

@@ -134,7 +134,10 @@ class NoCompile(Rule):
         "Insert `model.compile()` right after the statement that builds or moves the model (the "
         "object whose `.parameters()` the optimizer receives). Unlike `model = torch.compile(model)` "
         "it compiles in place, so `state_dict()` keys stay unchanged and checkpoints still load. "
-        "Report only when that statement cannot be found."
+        "A model wrapped for distributed training is compiled before the wrap (`model.compile()` "
+        "then `model = DDP(model, ...)`). Report only when that statement cannot be found, for "
+        "`nn.DataParallel`, for models a second-order gradient runs through, and for models a "
+        "framework wraps."
     )
     fix_safety = "unsafe"
     fix_safety_reason = (
@@ -147,11 +150,20 @@ class NoCompile(Rule):
     # rarely pays back in a training run.
     gains_on = "cuda"
     limitations = (
-        "Any `torch.compile` or `.compile()` call in the module silences it.",
-        "The trained model is found through the optimizer's `.parameters()` argument; a model "
-        "whose parameters reach the optimizer through another module is missed.",
+        "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
+        "`re.compile`) or `TrainingArguments(torch_compile=...)` in the module silences it.",
+        "The trained model is found through the optimizer's `.parameters()` argument (the whole "
+        "model when that is a submodule's); a model whose parameters reach the optimizer through "
+        "another module is missed. A LightningModule that builds its own optimizer is reported "
+        "without a fix.",
         "The fix inserts `model.compile()` after the statement that builds or moves the model, in "
-        "the optimizer's block; when that statement is not there the rule reports only.",
+        "the optimizer's block, and before a `DistributedDataParallel`/FSDP wrap (the inner "
+        "module is compiled); when that statement is not there the rule reports only.",
+        "No fix for a model wrapped in `nn.DataParallel` (its replicas would call the original's "
+        "compiled forward), one a second-order gradient runs through (`autograd.grad(..., "
+        "create_graph=True)`, or any model called on a tensor that `requires_grad`, such as a "
+        "PINN whose residual is computed in another module), or one Accelerate, Fabric or "
+        "DeepSpeed wraps (compile it through the framework).",
         "Models with data-dependent control flow may gain nothing (graph breaks); the rule cannot "
         "tell.",
     )

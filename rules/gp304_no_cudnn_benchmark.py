@@ -92,8 +92,10 @@ class NoCudnnBenchmark(Rule):
     )
     fix_description = (
         "Add `torch.backends.cudnn.benchmark = True` once at module level, right after the imports "
-        "(adding `import torch` if needed). Not reported when the script sets cuDNN's `benchmark` or "
-        "`deterministic` flag itself or asks for deterministic algorithms."
+        "of a script (adding `import torch` only when torch is not imported under any name). Not "
+        "reported when the script sets cuDNN's `benchmark` or `deterministic` flag itself or asks "
+        "for deterministic algorithms, for every run; a choice made only under an opt-in flag is "
+        "reported without a fix."
     )
     fix_safety = "unsafe"
     fix_safety_reason = (
@@ -104,13 +106,18 @@ class NoCudnnBenchmark(Rule):
     # gains_on 'cuda': the setting selects cuDNN convolution algorithms, which only run on CUDA.
     gains_on = "cuda"
     limitations = (
-        "Convolutions are recognised through `torch.nn.Conv*`/`ConvTranspose*` and "
-        "`torch.nn.functional.conv*` in this module; a convolutional model built in another "
-        "module or by a model zoo is missed.",
+        "Convolutions are recognised through `torch.nn.Conv*`/`ConvTranspose*`, "
+        "`torch.nn.functional.conv*` and vision model zoos (torchvision, timm, a model picked "
+        "by name as `models.__dict__[arch]()`); a convolutional model built in another module is "
+        "missed.",
+        "A cuDNN choice made only under an opt-in flag (`if args.seed is not None: "
+        "cudnn.deterministic = True`, or in a function called only under one) is not a "
+        "file-wide choice: reported, without a fix.",
         "The rule does not know whether input shapes vary (variable-length audio, multi-scale "
         "training), where the fix costs time.",
-        "The setting goes right after the last top-level import; a module without one gets no "
-        "fix.",
+        "The setting goes right after the last top-level import of a script; a library module "
+        "(no `__main__` guard, no training at module level) gets the finding without a fix. Not "
+        "reported in a CPU-only program.",
     )
     references = (
         "https://docs.pytorch.org/docs/stable/backends.html#torch.backends.cudnn.benchmark",

@@ -49,10 +49,10 @@ class UnfusedOptimizer(Rule):
         "Only Adam, AdamW and SGD from `torch.optim` are checked; other optimizers with fused or "
         "foreach implementations are not.",
         "An explicit `foreach=` counts as a choice and silences it.",
-        "The fix needs the device the model is moved to (`model.to(device)`); without it the rule "
-        "reports only.",
-        "torch 2.13 also has fused CPU kernels for all three optimizers; the fix leaves them off, "
-        "as their gain is not established.",
+        "The fix needs the device the model is moved to (`model.to(device)`); without it (an "
+        "optimizer returned by a LightningModule's `configure_optimizers`) the rule reports only.",
+        "Not reported in a CPU-only program. torch 2.13 also has fused CPU kernels for all three "
+        "optimizers; the fix leaves them off, as their gain is not established.",
     )
     references = (
         "https://docs.pytorch.org/docs/stable/optim.html#algorithms",
