@@ -10,9 +10,13 @@ import re
 
 import libcst as cst
 
+from ._api import Fix, InsertAfter, InsertBefore, Replace
 from ._calls import dotted_name, get_arg, literal_value, method_call
 from ._context import RuleContext
-from ._script_facts import model_names_everywhere, names_in, trained_models
+from ._edits import torch_import, torch_name
+from ._script_facts import (
+    device_name_at, device_type_expr, model_names_everywhere, names_in, scope_of, trained_models,
+)
 from ._torchnames import AUTOCAST, NO_GRAD
 from ._training import TrainingAnalysis
 from ._tree import walk
@@ -25,6 +29,9 @@ _PARTIAL = frozenset({"functools.partial"})
 _AUTOCAST_LIKE = re.compile(r"autocast|(^|_)amp(_|$)|mixed_precision|precision_ctx", re.IGNORECASE)
 # CUDA autocast raises on these ("unsafe to autocast"), whatever the dtype.
 BCE_NAMES = ("BCELoss", "binary_cross_entropy")
+
+_BCE_WHY = ("CUDA autocast refuses binary_cross_entropy / nn.BCELoss (it raises, whatever the dtype): "
+            "compute the loss on logits with BCEWithLogitsLoss (drop the final Sigmoid) before adding autocast")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,11 +190,33 @@ def _under_no_grad(ctx: RuleContext, node: cst.CSTNode, stop: cst.CSTNode) -> bo
     return False
 
 
+def autocast_fix(ctx: RuleContext, ta: TrainingAnalysis,
+                 backward: cst.Call) -> tuple[cst.CSTNode, Fix | None, str | None]:
+    """Where to report the float32 step of ``backward``, the fix that wraps its forward and loss
+    in bfloat16 autocast, and why there is none when it cannot be made safely."""
+    region = forward_region(ctx, backward)
+    if region is None:
+        return backward, None, None
+    stmts, first, last = region
+    outside = forward_left_outside(ctx, ta, stmts, first)
+    if uses_bce(ctx) is not None:
+        return stmts[first], None, _BCE_WHY
+    if outside is not None:
+        return stmts[first], None, (f"the forward `{ctx.code_for(outside.func)}(...)` runs before the loss "
+                                    "statements, outside any region a fix could wrap; put it under the "
+                                    "same autocast as the loss")
+    device = device_name_at(ctx, stmts[first], near=ta.step_loop_of(backward))
+    if device is None:
+        return stmts[first], None, None
+    dt = device_type_expr(ctx, device, stmts[first])
+    return stmts[first], Fix("run forward and loss under bfloat16 autocast",
+                             (*wrap_in_autocast(stmts, first, last, dt, torch_name(ctx)), *torch_import(ctx)),
+                             "unsafe"), None
+
+
 def wrap_in_autocast(stmts: list[cst.BaseStatement], first: int, last: int, device_type: str,
                      torch: str) -> list:
     """Edits that put ``stmts[first:last + 1]`` under ``with torch.autocast(...)``."""
-    from ._api import Replace
-
     head = stmts[first]
     assert isinstance(head, cst.SimpleStatementLine)
     body = [head.with_changes(leading_lines=()), *stmts[first + 1:last + 1]]
@@ -200,3 +229,61 @@ def wrap_in_autocast(stmts: list[cst.BaseStatement], first: int, last: int, devi
     edits = [Replace(head, with_node)]
     edits.extend(Replace(s, cst.RemoveFromParent()) for s in stmts[first + 1:last + 1])
     return edits
+
+
+def scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call]) -> Fix | None:
+    """``scaler = torch.amp.GradScaler(device.type)`` before the outermost loop, and the scaled
+    backward and step, in the simple shape only (see GP301's limitations); else None."""
+    backward = backwards[0]
+    fn = scope_of(ctx, backward)
+    if not method_call(backward, "backward") or backward.args:
+        return None
+    steps = [c for c in ctx.nodes(cst.Call) if method_call(c, "step") and
+             ta.is_optimizer(c.func.value) and ta.in_step_loop(c)]  # type: ignore[attr-defined]
+    if len(steps) != 1 or steps[0].args or scope_of(ctx, steps[0]) is not fn:
+        return None
+    step = steps[0]
+    step_stmt = ctx.statement_of(step)
+    if not isinstance(step_stmt, cst.SimpleStatementLine) or len(step_stmt.body) != 1 or \
+            not isinstance(step_stmt.body[0], cst.Expr) or step_stmt.body[0].value is not step:
+        return None
+    body_root: cst.CSTNode = fn if fn is not None else ctx.module
+    for n in walk(body_root, into_scopes=True, include_self=True):
+        if isinstance(n, cst.Attribute) and n.attr.value in ("grad", "unscale_") or \
+                isinstance(n, cst.Call) and dotted_name(n.func) and \
+                str(dotted_name(n.func)).rsplit(".", 1)[-1].startswith("clip_grad"):
+            return None
+    # The outermost loop of the function holding the step loop: the scaler is created once.
+    loop = ta.step_loop_of(backward)
+    outer = None
+    for anc in [loop, *ctx.ancestors(loop)] if loop is not None else []:
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            break
+        if isinstance(anc, (cst.For, cst.While)):
+            outer = anc
+    if outer is None or ctx.enclosing(step, cst.For, cst.While) is None or not ctx.is_inside(step, outer):
+        return None
+    if fn is not None and any(ctx.enclosing(call, cst.For, cst.While) for call in ta.calls_of(fn)):
+        return None  # a function run per epoch would re-create the scaler, losing its scale
+    if any(n.value == "scaler" for n in ctx.nodes(cst.Name)):
+        return None
+    device = device_name_at(ctx, outer, near=loop)
+    if device is None:
+        return None
+    dt = device_type_expr(ctx, device, outer)
+    torch = torch_name(ctx)
+    assert isinstance(backward.func, cst.Attribute) and isinstance(step.func, cst.Attribute)
+    loss = backward.func.value
+    opt = step.func.value
+    new_backward = cst.parse_expression("scaler.scale(__loss__).backward()")
+    new_backward = new_backward.with_changes(
+        func=new_backward.func.with_changes(  # type: ignore[attr-defined]
+            value=new_backward.func.value.with_changes(args=[cst.Arg(loss)])))  # type: ignore[attr-defined]
+    new_step = cst.parse_expression("scaler.step(__opt__)").with_changes(args=[cst.Arg(opt)])
+    return Fix("add a GradScaler for float16 autocast", (
+        InsertBefore(outer, (cst.parse_statement(f"scaler = {torch}.amp.GradScaler({dt})\n"),)),
+        Replace(backward, new_backward),
+        Replace(step, new_step),
+        InsertAfter(step_stmt, (cst.parse_statement("scaler.update()\n"),)),
+        *torch_import(ctx),
+    ), "unsafe")

@@ -19,7 +19,7 @@ from ._frameworks import (  # noqa: F401 - the script-fact API, in one import
     framework_manages_precision, framework_places_batches, framework_prepared_names, framework_trains,
     placed_by_framework,
 )
-from ._models import MODULE_CHAIN, constructed_model_names, is_model_constructor, strip_chain
+from ._models import MODULE_CHAIN, constructed_model_names, is_model_constructor, strip_chain  # noqa: F401
 from ._program import cpu_only, is_script, model_precision  # noqa: F401 - script-fact API
 from ._torchnames import OPTIMIZERS
 from ._training import TrainingAnalysis, analysis

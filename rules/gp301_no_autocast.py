@@ -6,24 +6,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._api import Finding, Fix, InsertAfter, InsertBefore, Invalid, Replace, Rule, Valid, dedent
-from ._autocast import (
-    autocast_is_fp16, autocast_like_context, autocast_uses, forward_left_outside, forward_region, uses_bce,
-    wrap_in_autocast,
-)
-from ._calls import dotted_name, method_call
+from ._api import Finding, Invalid, Rule, Valid, dedent
+from ._autocast import autocast_fix, autocast_is_fp16, autocast_like_context, autocast_uses, scaler_fix
 from ._context import RuleContext
-from ._edits import torch_import, torch_name
-from ._script_facts import (
-    cpu_only, device_name_at, device_type_expr, framework_manages_precision, model_precision, scope_of,
-)
+from ._script_facts import cpu_only, framework_manages_precision, model_precision
 from ._torchnames import GRAD_SCALERS
 from ._training import TrainingAnalysis, analysis
-from ._tree import walk
-
-_BCE_WHY = ("CUDA autocast refuses binary_cross_entropy / nn.BCELoss (it raises, whatever the dtype): "
-            "compute the loss on logits with BCEWithLogitsLoss (drop the final Sigmoid) before adding autocast")
-
 
 class NoAutocast(Rule):
     code = "GP301"
@@ -180,8 +168,7 @@ class NoAutocast(Rule):
         Valid(dedent("""
             from contextlib import nullcontext
             import torch
-            device_type = "cuda" if torch.cuda.is_available() else "cpu"
-            ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type, dtype=torch.bfloat16)
+            ctx = nullcontext() if args.cpu else torch.amp.autocast("cuda", dtype=torch.bfloat16)
             for step in range(max_iters):
                 X, Y = get_batch("train")
                 with ctx:
@@ -209,19 +196,12 @@ class NoAutocast(Rule):
                 opt.step()
         """)),
         Valid(dedent("""
-            # CPU-only: float64 and LBFGS, no CUDA anywhere
-            import torch
-            import torch.nn as nn
-            torch.set_default_dtype(torch.float64)
-            seq = nn.LSTM(1, 51)
+            import torch  # CPU-only: no CUDA anywhere
+            seq = torch.nn.LSTM(1, 51)
             optimizer = torch.optim.LBFGS(seq.parameters(), lr=0.8)
             for i in range(15):
-                def closure():
-                    optimizer.zero_grad()
-                    out, _ = seq(data)
-                    loss = nn.functional.mse_loss(out, target)
-                    loss.backward()
-                    return loss
+                loss = torch.nn.functional.mse_loss(seq(data)[0], target)
+                loss.backward()
                 optimizer.step(closure)
         """)),
         Valid(dedent("""
@@ -296,15 +276,11 @@ class NoAutocast(Rule):
                 optimizer.step()
         """), fixed=None),
         Invalid(dedent("""
-            # a tutorial: the device is only defined in a later section
-            import torch
+            import torch  # a tutorial: the device is only defined in a later section
             net = Net()
-            criterion = torch.nn.CrossEntropyLoss()
             optimizer = torch.optim.SGD(net.parameters(), lr=0.001)
             for inputs, labels in trainloader:
-                optimizer.zero_grad()
-                outputs = net(inputs)
-                loss = criterion(outputs, labels)
+                loss = torch.nn.functional.cross_entropy(net(inputs), labels)
                 loss.backward()
                 optimizer.step()
             device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
@@ -316,31 +292,25 @@ class NoAutocast(Rule):
             device = torch.device("cuda")
             model = model_lib.RNNModel(ntokens, 200).to(device)
             criterion = torch.nn.NLLLoss()
-            for i in range(0, train_data.size(0) - 1, 35):
-                data, targets = get_batch(train_data, i)
+            for data, targets in batches:
                 model.zero_grad()
                 output, hidden = model(data, hidden)
                 loss = criterion(output, targets)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
-                for p in model.parameters():
-                    p.data.add_(p.grad, alpha=-lr)
         """), fixed=dedent("""
             import torch
             import model as model_lib  # the model class lives in another module
             device = torch.device("cuda")
             model = model_lib.RNNModel(ntokens, 200).to(device)
             criterion = torch.nn.NLLLoss()
-            for i in range(0, train_data.size(0) - 1, 35):
-                data, targets = get_batch(train_data, i)
+            for data, targets in batches:
                 model.zero_grad()
                 with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
                     output, hidden = model(data, hidden)
                     loss = criterion(output, targets)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
-                for p in model.parameters():
-                    p.data.add_(p.grad, alpha=-lr)
         """)),
         Invalid(dedent("""
             import torch as th
@@ -509,31 +479,12 @@ class NoAutocast(Rule):
         if uses or autocast_like_context(ctx):
             yield from self._check_fp16(ctx, ta, uses, backwards)
             return
-        for backward in backwards:
-            yield self._float32_finding(ctx, ta, backward)
-
-    def _float32_finding(self, ctx: RuleContext, ta: TrainingAnalysis, backward: cst.Call) -> Finding:
         message = ("forward and loss run in float32 on every step (no autocast in this module): tensor "
                    "cores run bfloat16 several times faster; use torch.autocast(device_type=..., "
                    "dtype=torch.bfloat16)")
-        region = forward_region(ctx, backward)
-        if region is None:
-            return Finding(backward, message)
-        stmts, first, last = region
-        why = None
-        outside = forward_left_outside(ctx, ta, stmts, first)
-        if uses_bce(ctx) is not None:
-            why = _BCE_WHY
-        elif outside is not None:
-            why = (f"the forward `{ctx.code_for(outside.func)}(...)` runs before the loss statements, "
-                   "outside any region a fix could wrap; put it under the same autocast as the loss")
-        device = device_name_at(ctx, stmts[first], near=ta.step_loop_of(backward)) if why is None else None
-        fix = None
-        if device is not None:
-            dt = device_type_expr(ctx, device, stmts[first])
-            fix = Fix("run forward and loss under bfloat16 autocast",
-                      (*wrap_in_autocast(stmts, first, last, dt, torch_name(ctx)), *torch_import(ctx)), "unsafe")
-        return Finding(stmts[first], message + (f"; no automatic fix: {why}" if why else ""), fix)
+        for backward in backwards:
+            node, fix, why = autocast_fix(ctx, ta, backward)
+            yield Finding(node, message + (f"; no automatic fix: {why}" if why else ""), fix)
 
     def _check_fp16(self, ctx: RuleContext, ta: TrainingAnalysis, uses: list,
                     backwards: list[cst.Call]) -> Iterator[Finding]:
@@ -542,63 +493,7 @@ class NoAutocast(Rule):
             return
         if any(ctx.is_call_to(c, GRAD_SCALERS) for c in ctx.nodes(cst.Call)) or ta._scaler_names:
             return
-        fix = _scaler_fix(ctx, ta, backwards) if len(backwards) == 1 else None
+        fix = scaler_fix(ctx, ta, backwards) if len(backwards) == 1 else None
         yield Finding(fp16[0].node, "float16 autocast without a GradScaler: small gradients underflow to "
                                     "zero and training silently degrades; scale the loss with "
                                     "torch.amp.GradScaler", fix)
-
-
-def _scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call]) -> Fix | None:
-    backward = backwards[0]
-    fn = scope_of(ctx, backward)
-    if not method_call(backward, "backward") or backward.args:
-        return None
-    steps = [c for c in ctx.nodes(cst.Call) if method_call(c, "step") and
-             ta.is_optimizer(c.func.value) and ta.in_step_loop(c)]  # type: ignore[attr-defined]
-    if len(steps) != 1 or steps[0].args or scope_of(ctx, steps[0]) is not fn:
-        return None
-    step = steps[0]
-    step_stmt = ctx.statement_of(step)
-    if not isinstance(step_stmt, cst.SimpleStatementLine) or len(step_stmt.body) != 1 or \
-            not isinstance(step_stmt.body[0], cst.Expr) or step_stmt.body[0].value is not step:
-        return None
-    body_root: cst.CSTNode = fn if fn is not None else ctx.module
-    for n in walk(body_root, into_scopes=True, include_self=True):
-        if isinstance(n, cst.Attribute) and n.attr.value in ("grad", "unscale_") or \
-                isinstance(n, cst.Call) and dotted_name(n.func) and \
-                str(dotted_name(n.func)).rsplit(".", 1)[-1].startswith("clip_grad"):
-            return None
-    # The outermost loop of the function holding the step loop: the scaler is created once.
-    loop = ta.step_loop_of(backward)
-    outer = None
-    for anc in [loop, *ctx.ancestors(loop)] if loop is not None else []:
-        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
-            break
-        if isinstance(anc, (cst.For, cst.While)):
-            outer = anc
-    if outer is None or ctx.enclosing(step, cst.For, cst.While) is None or not ctx.is_inside(step, outer):
-        return None
-    if fn is not None and any(ctx.enclosing(call, cst.For, cst.While) for call in ta.calls_of(fn)):
-        return None  # a function run per epoch would re-create the scaler, losing its scale
-    if any(n.value == "scaler" for n in ctx.nodes(cst.Name)):
-        return None
-    device = device_name_at(ctx, outer, near=loop)
-    if device is None:
-        return None
-    dt = device_type_expr(ctx, device, outer)
-    torch = torch_name(ctx)
-    assert isinstance(backward.func, cst.Attribute) and isinstance(step.func, cst.Attribute)
-    loss = backward.func.value
-    opt = step.func.value
-    new_backward = cst.parse_expression("scaler.scale(__loss__).backward()")
-    new_backward = new_backward.with_changes(
-        func=new_backward.func.with_changes(  # type: ignore[attr-defined]
-            value=new_backward.func.value.with_changes(args=[cst.Arg(loss)])))  # type: ignore[attr-defined]
-    new_step = cst.parse_expression("scaler.step(__opt__)").with_changes(args=[cst.Arg(opt)])
-    return Fix("add a GradScaler for float16 autocast", (
-        InsertBefore(outer, (cst.parse_statement(f"scaler = {torch}.amp.GradScaler({dt})\n"),)),
-        Replace(backward, new_backward),
-        Replace(step, new_step),
-        InsertAfter(step_stmt, (cst.parse_statement("scaler.update()\n"),)),
-        *torch_import(ctx),
-    ), "unsafe")
