@@ -17,7 +17,7 @@ from ._edits import torch_import, torch_name
 from ._script_facts import (
     device_name_at, device_type_expr, model_names_everywhere, names_in, scope_of, trained_models,
 )
-from ._torchnames import AUTOCAST, NO_GRAD
+from ._torchnames import AUTOCAST, GRAD_SCALERS, NO_GRAD
 from ._training import TrainingAnalysis
 from ._tree import walk
 
@@ -175,19 +175,45 @@ def forward_left_outside(ctx: RuleContext, ta: TrainingAnalysis, stmts: list[cst
         cur = parent
     for stmt in before:
         for call in _model_calls(ctx, stmt):
-            if dotted_name(call.func) in trained and not _under_no_grad(ctx, call, stmt):
+            if dotted_name(call.func) in trained and not _under_context(ctx, call, stmt):
                 return call
     return None
 
 
-def _under_no_grad(ctx: RuleContext, node: cst.CSTNode, stop: cst.CSTNode) -> bool:
+def _under_context(ctx: RuleContext, node: cst.CSTNode, stop: cst.CSTNode) -> bool:
+    """Inside a ``with torch.no_grad():`` (no gradients: not the trained forward) or an autocast
+    region (already in low precision), looking up to ``stop``."""
+    regions = {u.node for u in autocast_uses(ctx)}
     for anc in ctx.ancestors(node):
         if isinstance(anc, cst.With) and any(
+                i.item in regions or
                 ctx.matches(i.item.func if isinstance(i.item, cst.Call) else i.item, NO_GRAD) for i in anc.items):
             return True
         if anc is stop:
             break
     return False
+
+
+def loss_only_regions(ctx: RuleContext, ta: TrainingAnalysis) -> list[tuple[cst.With, cst.Call]]:
+    """The script's own autocast regions in a step that hold no model call (only the loss) while
+    a trained model's forward runs before them in float32: ``(region, that forward)``. Such a
+    region is a no-op for speed."""
+    calls = {u.node for u in autocast_uses(ctx) if isinstance(u.node, cst.Call)}
+    out = []
+    for region in ctx.nodes(cst.With):
+        block = ctx.parent(region)
+        if not any(i.item in calls for i in region.items) or not isinstance(block, cst.IndentedBlock) or \
+                ta.step_loop_of(region) is None or _model_calls(ctx, region.body):
+            continue
+        inner = [n for n in walk(region.body) if isinstance(n, cst.Call)]
+        if not inner or any(isinstance(c.func, cst.Name) and c.func.value in ta.functions or
+                            (dotted_name(c.func) or "").startswith("self.") for c in inner):
+            continue  # nothing computed, or a helper of this file that may run the model
+        stmts = list(block.body)
+        outside = forward_left_outside(ctx, ta, stmts, stmts.index(region))
+        if outside is not None:
+            out.append((region, outside))
+    return out
 
 
 def autocast_fix(ctx: RuleContext, ta: TrainingAnalysis,
@@ -229,6 +255,15 @@ def wrap_in_autocast(stmts: list[cst.BaseStatement], first: int, last: int, devi
     edits = [Replace(head, with_node)]
     edits.extend(Replace(s, cst.RemoveFromParent()) for s in stmts[first + 1:last + 1])
     return edits
+
+
+def fp16_without_scaler(ctx: RuleContext, ta: TrainingAnalysis, uses: list[AutocastUse],
+                        backwards: list[cst.Call]) -> tuple[cst.CSTNode, Fix | None] | None:
+    """The first float16 autocast when the file has no GradScaler, with the fix that adds one."""
+    fp16 = [u for u in uses if autocast_is_fp16(ctx, u)]
+    if not fp16 or any(ctx.is_call_to(c, GRAD_SCALERS) for c in ctx.nodes(cst.Call)) or ta._scaler_names:
+        return None
+    return fp16[0].node, scaler_fix(ctx, ta, backwards) if len(backwards) == 1 else None
 
 
 def scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call]) -> Fix | None:

@@ -7,11 +7,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ._api import Finding, Invalid, Rule, Valid, dedent
-from ._autocast import autocast_fix, autocast_is_fp16, autocast_like_context, autocast_uses, scaler_fix
+from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
 from ._context import RuleContext
 from ._script_facts import cpu_only, framework_manages_precision, model_precision
-from ._torchnames import GRAD_SCALERS
-from ._training import TrainingAnalysis, analysis
+from ._training import analysis
 
 class NoAutocast(Rule):
     code = "GP301"
@@ -52,8 +51,8 @@ class NoAutocast(Rule):
         "the step, or the device the batch is moved to): the autocast uses `device.type`, or "
         "`torch.device(name).type` when the name may be a string or an ordinal. With no device "
         "variable in sight the rule reports without a fix, so rewrites run on CPU and CUDA alike.",
-        "Any autocast in the module turns off the float32 finding, even one that covers only "
-        "evaluation: a call, `functools.partial(torch.autocast, ...)`, a bare reference "
+        "Any autocast in the module turns off the float32 finding (a region of the step that holds "
+        "only the loss, after the forward, is reported), even one that covers only evaluation: a call, `functools.partial(torch.autocast, ...)`, a bare reference "
         "(`amp = torch.autocast if ... else nullcontext`) or a `with` item named like one "
         "(`with amp_ctx:`, a factory passed in as a parameter).",
         "Not reported where a framework owns precision (`Accelerator`, Lightning's `Trainer`/"
@@ -137,22 +136,18 @@ class NoAutocast(Rule):
         """)),
         Valid(dedent("""
             from accelerate import Accelerator
-            import torch
             accelerator = Accelerator(mixed_precision="bf16")  # Accelerate owns precision
-            model, optimizer, loader = accelerator.prepare(Net(), torch.optim.AdamW(params), loader)
+            model, optimizer, loader = accelerator.prepare(Net(), make_optimizer(), loader)
             for batch in loader:
-                loss = model(**batch).loss
-                accelerator.backward(loss)
+                accelerator.backward(model(**batch).loss)
                 optimizer.step()
         """)),
         Valid(dedent("""
             import lightning as L
-            import torch
             fabric = L.Fabric(accelerator="cuda", precision="bf16-mixed")
-            model, optimizer = fabric.setup(Net(), torch.optim.SGD(params, lr=0.1))
+            model, optimizer = fabric.setup(Net(), make_optimizer())
             for x, y in fabric.setup_dataloaders(loader):
-                loss = torch.nn.functional.cross_entropy(model(x), y)
-                fabric.backward(loss)
+                fabric.backward(criterion(model(x), y))
                 optimizer.step()
         """)),
         Valid(dedent("""
@@ -161,8 +156,7 @@ class NoAutocast(Rule):
             amp = functools.partial(torch.autocast, device_type="cuda", dtype=torch.bfloat16)
             for x, y in loader:
                 with amp():
-                    loss = criterion(model(x.cuda()), y.cuda())
-                loss.backward()
+                    criterion(model(x.cuda()), y.cuda()).backward()
                 optimizer.step()
         """)),
         Valid(dedent("""
@@ -170,9 +164,8 @@ class NoAutocast(Rule):
             import torch
             ctx = nullcontext() if args.cpu else torch.amp.autocast("cuda", dtype=torch.bfloat16)
             for step in range(max_iters):
-                X, Y = get_batch("train")
                 with ctx:
-                    logits, loss = model(X, Y)
+                    logits, loss = model(*get_batch("train"))
                 loss.backward()
                 optimizer.step()
         """)),
@@ -191,8 +184,7 @@ class NoAutocast(Rule):
             model = Net().to("cuda", dtype=torch.bfloat16)  # bf16 parameters: nothing to autocast
             opt = torch.optim.AdamW(model.parameters())
             for x, y in loader:
-                loss = model(x.to("cuda", torch.bfloat16)).float().mean()
-                loss.backward()
+                model(x.to("cuda", torch.bfloat16)).float().mean().backward()
                 opt.step()
         """)),
         Valid(dedent("""
@@ -209,8 +201,7 @@ class NoAutocast(Rule):
             from apex import amp  # NVIDIA apex owns mixed precision here
             model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
             for x, y in loader:
-                loss = criterion(model(x.cuda()), y.cuda())
-                with amp.scale_loss(loss, optimizer) as scaled_loss:
+                with amp.scale_loss(criterion(model(x.cuda()), y.cuda()), optimizer) as scaled_loss:
                     scaled_loss.backward()
                 optimizer.step()
         """)),
@@ -312,6 +303,16 @@ class NoAutocast(Rule):
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
         """)),
+        Invalid(dedent("""
+            import torch
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                logits = model(x.cuda())
+                with torch.autocast("cuda", dtype=torch.bfloat16):  # the forward is outside
+                    loss = torch.nn.functional.cross_entropy(logits, y.cuda())
+                loss.backward()
+                optimizer.step()
+        """), fixed=None),
         Invalid(dedent("""
             import torch as th
             device = th.device("cuda")
@@ -477,7 +478,14 @@ class NoAutocast(Rule):
             return
         uses = autocast_uses(ctx)
         if uses or autocast_like_context(ctx):
-            yield from self._check_fp16(ctx, ta, uses, backwards)
+            for region, forward in loss_only_regions(ctx, ta):
+                yield Finding(region, f"this autocast region holds only the loss: the forward `"
+                                      f"{ctx.code_for(forward.func)}(...)` runs before it in float32")
+            unscaled = fp16_without_scaler(ctx, ta, uses, backwards)
+            if unscaled is not None:
+                yield Finding(unscaled[0], "float16 autocast without a GradScaler: small gradients underflow "
+                                           "to zero and training silently degrades; scale the loss with "
+                                           "torch.amp.GradScaler", unscaled[1])
             return
         message = ("forward and loss run in float32 on every step (no autocast in this module): tensor "
                    "cores run bfloat16 several times faster; use torch.autocast(device_type=..., "
@@ -485,15 +493,3 @@ class NoAutocast(Rule):
         for backward in backwards:
             node, fix, why = autocast_fix(ctx, ta, backward)
             yield Finding(node, message + (f"; no automatic fix: {why}" if why else ""), fix)
-
-    def _check_fp16(self, ctx: RuleContext, ta: TrainingAnalysis, uses: list,
-                    backwards: list[cst.Call]) -> Iterator[Finding]:
-        fp16 = [u for u in uses if autocast_is_fp16(ctx, u)]
-        if not fp16:
-            return
-        if any(ctx.is_call_to(c, GRAD_SCALERS) for c in ctx.nodes(cst.Call)) or ta._scaler_names:
-            return
-        fix = scaler_fix(ctx, ta, backwards) if len(backwards) == 1 else None
-        yield Finding(fp16[0].node, "float16 autocast without a GradScaler: small gradients underflow to "
-                                    "zero and training silently degrades; scale the loss with "
-                                    "torch.amp.GradScaler", fix)
