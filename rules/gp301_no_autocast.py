@@ -11,6 +11,8 @@ from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_
 from ._context import RuleContext
 from ._script_facts import cpu_only, framework_manages_precision, model_precision
 from ._training import analysis
+from ._workload import tensor_core_work
+
 
 class NoAutocast(Rule):
     code = "GP301"
@@ -32,9 +34,9 @@ class NoAutocast(Rule):
         "none). For float16 autocast without a scaler: create `scaler = torch.amp.GradScaler("
         "device.type)` before the training loop and use `scaler.scale(loss).backward()`, "
         "`scaler.step(optimizer)`, `scaler.update()` - only in the simple shape (one backward, one "
-        "optimizer step, no gradient clipping or `.grad` access, loops in one function); otherwise "
-        "report only. Report only, too, when the file uses `binary_cross_entropy`/`nn.BCELoss` "
-        "(CUDA autocast raises on them) or the model's forward would stay outside the region."
+        "optimizer step, no gradient clipping or `.grad` access, loops in one function); otherwise, "
+        "with `binary_cross_entropy`/`nn.BCELoss` in the file (CUDA autocast raises on them) or a "
+        "forward left outside the region, report only."
     )
     fix_safety = "unsafe"
     fix_safety_reason = (
@@ -47,26 +49,25 @@ class NoAutocast(Rule):
     # CPU bfloat16 autocast is often slower (docs/benchmarks.md).
     gains_on = "cuda"
     limitations = (
-        "The fix needs the script's device variable (a name bound to `torch.device(...)` before "
-        "the step, or the device the batch is moved to): the autocast uses `device.type`, or "
-        "`torch.device(name).type` when the name may be a string or an ordinal. With no device "
-        "variable in sight the rule reports without a fix, so rewrites run on CPU and CUDA alike.",
-        "Any autocast in the module turns off the float32 finding (a region of the step that holds "
-        "only the loss, after the forward, is reported), even one that covers only evaluation: a call, `functools.partial(torch.autocast, ...)`, a bare reference "
-        "(`amp = torch.autocast if ... else nullcontext`) or a `with` item named like one "
-        "(`with amp_ctx:`, a factory passed in as a parameter).",
-        "Not reported where a framework owns precision (`Accelerator`, Lightning's `Trainer`/"
-        "`Fabric`/`LightningModule`, the Hugging Face `Trainer`/`TrainingArguments`, DeepSpeed, "
-        "apex `amp.initialize`), on a model whose dtype the user chose (`.half()`, "
-        "`.to(torch.bfloat16)`, `torch_dtype=`, float64) or in a CPU-only program (a script that "
-        "names no GPU anywhere).",
-        "No fix when the file uses `binary_cross_entropy`/`nn.BCELoss` anywhere (CUDA autocast "
-        "raises on it whatever the dtype; moving to `BCEWithLogitsLoss` means removing the "
-        "model's final Sigmoid, which the rule cannot prove equivalent), or when a trained model's "
-        "forward runs before the statements a fix could wrap (the wrap would leave it in float32).",
+        "The fix needs the script's device variable (a `torch.device(...)` bound before the step, "
+        "or the device the batch is moved to): the autocast uses `device.type`, or "
+        "`torch.device(name).type` when the name may be a string or an ordinal; without one the "
+        "rule reports only, so rewrites run on CPU and CUDA alike.",
+        "Any autocast in the module turns off the float32 finding, even one for evaluation only: "
+        "a call, `functools.partial(torch.autocast, ...)`, a bare reference or a `with` item named "
+        "like one (`with amp_ctx:`, a factory passed in). A step region holding only the loss, "
+        "after the forward, is reported.",
+        "Not reported where a framework owns precision (Accelerate, Lightning, the Hugging Face "
+        "Trainer, DeepSpeed, apex), on a model whose dtype the user chose (`.half()`, bfloat16, "
+        "float64), in a CPU-only program, or where nothing multiplies matrices or convolves "
+        "(a simulation or a polynomial fit written in this file).",
+        "No fix when the file uses `binary_cross_entropy`/`nn.BCELoss` (CUDA autocast raises on "
+        "it; moving to `BCEWithLogitsLoss` means removing the model's final Sigmoid, which the rule "
+        "cannot prove equivalent), or when a trained model's forward runs before the statements a "
+        "fix could wrap.",
         "The forward region is taken from the statements before `.backward()` in the same block, "
-        "starting at a model call (loss modules and `F.*` results are not models); a forward and "
-        "loss computed in another function get no fix.",
+        "from a model call (loss modules and `F.*` results are not models) through the loss; a "
+        "forward and loss computed in another function get no fix.",
         "The GradScaler is added only in the simple shape (one backward, one optimizer step, no "
         "gradient clipping or `.grad` access, the scaler created once before the outermost loop "
         "of the same function); otherwise the rule reports only.",
@@ -143,14 +144,6 @@ class NoAutocast(Rule):
                 optimizer.step()
         """)),
         Valid(dedent("""
-            import lightning as L
-            fabric = L.Fabric(accelerator="cuda", precision="bf16-mixed")
-            model, optimizer = fabric.setup(Net(), make_optimizer())
-            for x, y in fabric.setup_dataloaders(loader):
-                fabric.backward(criterion(model(x), y))
-                optimizer.step()
-        """)),
-        Valid(dedent("""
             import functools
             import torch
             amp = functools.partial(torch.autocast, device_type="cuda", dtype=torch.bfloat16)
@@ -198,12 +191,17 @@ class NoAutocast(Rule):
         """)),
         Valid(dedent("""
             import torch
-            from apex import amp  # NVIDIA apex owns mixed precision here
-            model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
-            for x, y in loader:
-                with amp.scale_loss(criterion(model(x.cuda()), y.cuda()), optimizer) as scaled_loss:
-                    scaled_loss.backward()
-                optimizer.step()
+            class Springs(torch.nn.Module):  # a simulation: no matmul or convolution to speed up
+                def forward(self, steps):
+                    x, v = self.x0, torch.zeros_like(self.x0)
+                    for _ in range(steps):
+                        v, x = v - 0.01 * (x - x.mean(0)), x + 0.01 * v
+                    return x
+            system = Springs().cuda()
+            opt = torch.optim.Adam(system.parameters())
+            for epoch in range(100):
+                (system(50) - target).pow(2).mean().backward()
+                opt.step()
         """)),
         Invalid(dedent("""
             import torch
@@ -471,7 +469,8 @@ class NoAutocast(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not ta.step_loops or cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx):
+        if not ta.step_loops or cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx) or \
+                not tensor_core_work(ctx):
             return
         backwards = [c for c in ctx.nodes(cst.Call) if ta.is_backward_call(c) and ta.runs_every_step(c)]
         if not backwards:

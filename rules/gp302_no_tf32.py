@@ -7,57 +7,19 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ._api import Finding, Fix, Invalid, Rule, Valid, dedent
-from ._calls import dotted_name, get_arg, method_call
+from ._calls import get_arg
 from ._context import RuleContext
 from ._edits import module_setting_edit, torch_import, torch_name
 from ._frameworks import frameworks
-from ._models import MODULE_CHAIN, is_model_constructor
 from ._script_facts import assigns_to, cpu_only, first_use_of, framework_trains, is_script, model_precision
 from ._training import analysis
+from ._workload import MATMUL_USERS, matmul_operator, model_zoo
 
-# Layers and functions that run float32 matrix multiplies. Convolutions are left out on purpose:
-# cuDNN already allows TF32 for them by default (torch.backends.cudnn.allow_tf32 = True).
-MATMUL_USERS = frozenset({
-    "torch.nn.Linear", "torch.nn.LazyLinear", "torch.nn.Bilinear", "torch.nn.MultiheadAttention",
-    "torch.nn.Transformer", "torch.nn.TransformerEncoder", "torch.nn.TransformerEncoderLayer",
-    "torch.nn.TransformerDecoder", "torch.nn.TransformerDecoderLayer", "torch.nn.RNN", "torch.nn.LSTM",
-    "torch.nn.GRU", "torch.nn.functional.linear", "torch.nn.functional.scaled_dot_product_attention",
-    "torch.matmul", "torch.mm", "torch.bmm", "torch.baddbmm", "torch.addmm", "torch.addbmm", "torch.mv",
-    "torch.addmv", "torch.einsum", "torch.tensordot", "torch.inner", "torch.chain_matmul", "torch.linalg.matmul",
-    "torch.linalg.multi_dot", "torch.nn.functional.bilinear", "torch.nn.functional.multi_head_attention_forward",
-})
-# Tensor methods that multiply matrices (``x.bmm(y)``, ``q.matmul(k.transpose(-2, -1))``).
-MATMUL_METHODS = ("matmul", "mm", "bmm", "baddbmm", "addmm", "addbmm", "mv", "addmv", "tensordot", "inner")
 TF32_SETTINGS = frozenset({
     "torch.backends.cuda.matmul.allow_tf32", "torch.backends.cuda.matmul.fp32_precision",
     "torch.backends.fp32_precision",
 })
 SET_PRECISION = frozenset({"torch.set_float32_matmul_precision"})
-
-
-def _matmul_operator(ctx: RuleContext) -> cst.CSTNode | None:
-    """``a @ b``, ``a @= b`` or a matmul tensor method (``x.bmm(y)``)."""
-    for node in ctx.nodes(cst.BinaryOperation, cst.AugAssign):
-        if isinstance(node.operator, (cst.MatrixMultiply, cst.MatrixMultiplyAssign)):
-            return node
-    for call in ctx.nodes(cst.Call):
-        if method_call(call, *MATMUL_METHODS) and call.args and \
-                not ctx.matches(call.func, {"numpy.*", "torch.*"}):
-            return call
-    return None
-
-
-def _model_zoo(ctx: RuleContext) -> cst.CSTNode | None:
-    """A model from torchvision, timm, a Hugging Face ``from_pretrained`` or a model zoo picked by
-    name (``models.__dict__[arch]()``): all of them multiply matrices (a classifier head at
-    least)."""
-    module_classes = analysis(ctx).module_classes
-    for call in ctx.nodes(cst.Call):
-        if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in MODULE_CHAIN:
-            if dotted_name(call.func) not in module_classes and not ctx.matches(call.func, {"torch.nn.*"}) \
-                    and is_model_constructor(ctx, call):
-                return call
-    return None
 
 
 def _tf32_chosen(ctx: RuleContext) -> bool:
@@ -427,7 +389,7 @@ class NoTF32(Rule):
             return
         if _tf32_chosen(ctx):
             return
-        node = first_use_of(ctx, MATMUL_USERS) or _model_zoo(ctx) or _matmul_operator(ctx)
+        node = first_use_of(ctx, MATMUL_USERS) or model_zoo(ctx) or matmul_operator(ctx)
         if node is None:
             return
         message = ("float32 matmuls run without TF32 (no torch.set_float32_matmul_precision): tensor cores "

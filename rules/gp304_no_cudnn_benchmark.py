@@ -11,36 +11,14 @@ from ._calls import get_arg, literal_value
 from ._context import RuleContext
 from ._edits import module_setting_edit, torch_import, torch_name
 from ._frameworks import frameworks
-from ._models import is_model_constructor, strip_chain
-from ._script_facts import cpu_only, first_use_of, framework_trains, is_script
+from ._script_facts import cpu_only, framework_trains, is_script
 from ._training import analysis
+from ._workload import CONVOLUTIONS, convolution  # noqa: F401 - CONVOLUTIONS re-exported
 
-CONVOLUTIONS = frozenset({
-    "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d", "torch.nn.ConvTranspose1d",
-    "torch.nn.ConvTranspose2d", "torch.nn.ConvTranspose3d", "torch.nn.LazyConv1d", "torch.nn.LazyConv2d",
-    "torch.nn.LazyConv3d", "torch.nn.functional.conv1d", "torch.nn.functional.conv2d",
-    "torch.nn.functional.conv3d", "torch.nn.functional.conv_transpose1d",
-    "torch.nn.functional.conv_transpose2d", "torch.nn.functional.conv_transpose3d",
-})
-# Vision model zoos: their models convolve (ViTs too: a convolutional patch embedding).
-VISION_ZOOS = frozenset({"torchvision.models.*", "timm.*", "pretrainedmodels.*", "segmentation_models_pytorch.*"})
 # Settings that show the user chose cuDNN's algorithm selection (benchmarking picks algorithms
 # by timing, which is not deterministic).
 CUDNN_CHOICES = frozenset({"torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic"})
 DETERMINISM = frozenset({"torch.use_deterministic_algorithms"})
-
-
-def _convolution(ctx: RuleContext) -> cst.CSTNode | None:
-    """The first convolution layer or call, or a model from a vision zoo (``timm.create_model``,
-    ``torchvision.models.resnet50()``, ``models.__dict__[arch]()``)."""
-    node = first_use_of(ctx, CONVOLUTIONS)
-    if node is not None:
-        return node
-    for call in ctx.nodes(cst.Call):
-        if call is strip_chain(call) and is_model_constructor(ctx, call) and \
-                (ctx.matches(call.func, VISION_ZOOS) or not isinstance(call.func, (cst.Name, cst.Attribute))):
-            return call  # a zoo member, or one picked by name: ``models.__dict__[arch]()``
-    return None
 
 
 def _choices(ctx: RuleContext) -> list[tuple[cst.CSTNode, bool]]:
@@ -387,7 +365,7 @@ class NoCudnnBenchmark(Rule):
         choices = _choices(ctx)
         if any(not off or not _opt_in(ctx, node) for node, off in choices):
             return  # benchmark set on, or turned off for every run: the user's choice
-        node = _convolution(ctx)
+        node = convolution(ctx)
         if node is None:
             return
         message = ("convolutional model without torch.backends.cudnn.benchmark = True: cuDNN picks "

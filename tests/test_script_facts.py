@@ -33,6 +33,7 @@ def ctx_of(source: str) -> RuleContext:
     "from transformers import Seq2SeqTrainer\nSeq2SeqTrainer(model=m).train()\n",
     "import deepspeed\nengine, opt, _, _ = deepspeed.initialize(model=m, config=cfg)\n",
     "import lightning.pytorch as pl\nclass M(pl.LightningModule):\n    pass\n",
+    "from apex import amp\nmodel, opt = amp.initialize(model, opt, opt_level='O1')\n",
 ])
 def test_frameworks_that_own_precision(source):
     assert sf.framework_manages_precision(ctx_of(source))
@@ -251,3 +252,26 @@ def test_fixes_reuse_an_existing_torch_alias_and_keep_environment_lines_first():
     assert "th.backends.cudnn.benchmark = True" in lines
     assert "    with th.autocast(device_type=device.type, dtype=th.bfloat16):" in lines
     compile(fixed, "fixed", "exec")
+
+
+@pytest.mark.parametrize("header", [
+    "import lightning as L\nfabric = L.Fabric(precision='bf16-mixed')\n",
+    "from apex import amp\nmodel, opt = amp.initialize(model, opt, opt_level='O1')\n",
+])
+def test_gp301_leaves_framework_precision_alone(header):
+    body = textwrap.dedent("""\
+        import torch
+        device = torch.device("cuda")
+        model = torch.nn.Linear(4, 1).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))
+            loss.backward()
+            opt.step()
+    """)
+    from gpuperf_rewrite.lint.engine import RuleSet, check_source
+
+    def codes(src: str) -> list[str]:
+        return [d.code for d in check_source(src.encode(), "t.py", RuleSet(("GP301",))).diagnostics]
+    assert codes(body) == ["GP301"]
+    assert codes(header + body) == []
