@@ -261,16 +261,24 @@ def _is_import_stmt(stmt: cst.CSTNode) -> bool:
 
 def last_top_level_import(ctx: RuleContext) -> cst.BaseStatement | None:
     """The last import statement at module level (after any docstring and ``__future__``
-    imports by construction), or None when the module imports nothing."""
+    imports, and after the ``os.environ[...]`` lines that precede them, by construction) that
+    comes before the first training loop at module level (a tutorial imports more later), or
+    None when the module imports nothing there."""
+    from ._training import analysis
+
+    loops = {loop for loop in analysis(ctx).step_loops if ctx.enclosing(loop, cst.FunctionDef, cst.ClassDef) is None}
     last = None
     for stmt in ctx.module.body:
+        if loops and any(ctx.is_inside(loop, stmt) for loop in loops):
+            break
         if _is_import_stmt(stmt):
             last = stmt
     return last
 
 
 def module_setting_edit(ctx: RuleContext, code: str) -> InsertAfter | None:
-    """An edit that puts the statement ``code`` right after the imports, or None."""
+    """An edit that puts the statement ``code`` right after the imports (before the training),
+    or None."""
     anchor = last_top_level_import(ctx)
     if anchor is None:
         return None

@@ -275,3 +275,20 @@ def test_gp301_leaves_framework_precision_alone(header):
         return [d.code for d in check_source(src.encode(), "t.py", RuleSet(("GP301",))).diagnostics]
     assert codes(body) == ["GP301"]
     assert codes(header + body) == []
+
+
+def test_module_settings_go_before_a_top_level_training_loop():
+    """A tutorial imports more after its training loop: the setting must still come first."""
+    source = textwrap.dedent('''\
+        import torch
+        from torch import nn
+        model = nn.Linear(4, 4).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x in loader:
+            model(x.cuda()).sum().backward()
+            opt.step()
+        import matplotlib.pyplot as plt
+        plt.plot(losses)
+    ''')
+    lines = fix_text(source, ["GP302"]).splitlines()
+    assert lines.index('torch.set_float32_matmul_precision("high")') < lines.index("for x in loader:")
