@@ -1,8 +1,8 @@
 """What a training program computes, as far as the speed rules care: float32 matrix multiplies
 (TF32, autocast), convolutions (cuDNN benchmark, autocast), and models from zoos that do both.
 ``tensor_core_work`` says when a program provably does neither (a differentiable physics
-simulation, a polynomial fit on raw tensors): autocast has nothing to speed up there and only
-changes the numerics."""
+simulation, a polynomial fit on raw tensors): autocast lowers the precision of matmuls and
+convolutions only, so it has nothing to speed up there and the finding would be noise."""
 
 from __future__ import annotations
 
