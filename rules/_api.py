@@ -7,6 +7,7 @@ Rules are pure: they receive a parsed module wrapped in a :class:`RuleContext` a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import textwrap
 from collections.abc import Iterator, Mapping, Sequence
@@ -154,6 +155,20 @@ class Rule:
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every rule's ``check`` reports nothing on a file that imports neither torch nor a
+        torch framework (``RuleContext.uses_torch``): one gate for all rules, so no rule can
+        mistake a user's own ``DataLoader``/``Adam`` class for torch's."""
+        super().__init_subclass__(**kwargs)
+        check = cls.__dict__.get("check")
+        if check is not None and not getattr(check, "_torch_gated", False):
+            @functools.wraps(check)
+            def gated(self: Rule, ctx: RuleContext) -> Iterator[Finding]:
+                if ctx.uses_torch:
+                    yield from check(self, ctx)
+            gated._torch_gated = True  # type: ignore[attr-defined]
+            cls.check = gated  # type: ignore[method-assign]
 
     @classmethod
     def validate_metadata(cls) -> None:

@@ -11,6 +11,28 @@ import libcst as cst
 from ._names import NameResolution
 from ._tree import index
 
+# Top-level packages whose import makes a file a torch program: torch itself and the frameworks
+# that train torch models for the user. A file that imports none of them gets no finding from
+# any rule (a user's own ``DataLoader`` or ``Adam`` class with ``.item()`` is not torch).
+TORCH_IMPORT_ROOTS = frozenset({
+    "torch", "torchvision", "torchaudio", "torchtext", "torchdata", "torchmetrics", "functorch",
+    "lightning", "pytorch_lightning", "lightning_fabric", "accelerate", "transformers", "timm",
+    "diffusers", "peft", "trl", "deepspeed", "fairscale", "apex", "torch_xla", "ignite",
+    "composer", "fastai", "detectron2", "mmengine", "mmcv", "monai", "kornia", "torchrl",
+    "torch_geometric", "dgl", "segmentation_models_pytorch", "open_clip", "sentence_transformers",
+})
+
+
+def _import_roots(node: cst.Import | cst.ImportFrom) -> list[str]:
+    """The top-level packages an import statement loads (none for relative imports)."""
+    from ._calls import dotted_name
+
+    if isinstance(node, cst.ImportFrom):
+        if node.relative or node.module is None:
+            return []
+        return [(dotted_name(node.module) or "").split(".")[0]]
+    return [(dotted_name(alias.name) or "").split(".")[0] for alias in node.names]
+
 
 class RuleContext(NameResolution):
     """A parsed module plus lazily computed facts about it, shared by all rules on one file."""
@@ -74,3 +96,13 @@ class RuleContext(NameResolution):
 
     def code_for(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
+
+    @property
+    def uses_torch(self) -> bool:
+        """Does the file import torch or a torch training framework anywhere (at module level,
+        in a function, under ``try``)? Rules report nothing in a file that does not."""
+        if "_uses_torch" not in self._cache:
+            self._cache["_uses_torch"] = any(
+                root in TORCH_IMPORT_ROOTS
+                for node in self.nodes(cst.Import, cst.ImportFrom) for root in _import_roots(node))
+        return self._cache["_uses_torch"]

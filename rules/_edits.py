@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ._api import Edit, InsertAfter, Replace
+from ._api import AddImport, Edit, InsertAfter, Replace
 from ._calls import dotted_name
 from ._context import RuleContext
 from ._tree import walk
@@ -145,19 +145,108 @@ def detached(expr: cst.BaseExpression) -> cst.Call:
     return cst.Call(func=cst.Attribute(value=expr, attr=cst.Name("detach")))
 
 
-def torch_alias(ctx: RuleContext) -> str | None:
-    """The name ``torch`` is imported under at module level (``import torch as th`` -> ``th``),
-    or None when the module does not ``import torch`` (an ``AddImport("torch")`` is needed)."""
+def _module_level_imports(module: cst.Module) -> list[cst.Import | cst.ImportFrom]:
+    """Imports that bind names at module level: anywhere in the module body, also under
+    ``try:``/``if``, but not inside functions or classes."""
+    return [n for n in walk(module) if isinstance(n, (cst.Import, cst.ImportFrom))]
+
+
+def _import_alias(module: cst.Module, name: str) -> str | None:
     aliases = []
-    for stmt in ctx.module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Import):
-                    for alias in small.names:
-                        if dotted_name(alias.name) == "torch":
-                            aliases.append(alias.asname.name.value if alias.asname and
-                                           isinstance(alias.asname.name, cst.Name) else "torch")
-    return "torch" if "torch" in aliases else (aliases[0] if aliases else None)
+    for imp in _module_level_imports(module):
+        if isinstance(imp, cst.Import):
+            for alias in imp.names:
+                if dotted_name(alias.name) == name:
+                    aliases.append(alias.asname.name.value if alias.asname and
+                                   isinstance(alias.asname.name, cst.Name) else name)
+                elif alias.asname is None and (dotted_name(alias.name) or "").startswith(name + "."):
+                    aliases.append(name)  # ``import torch.nn`` binds ``torch`` too
+    return name if name in aliases else (aliases[0] if aliases else None)
+
+
+def torch_alias(ctx: RuleContext) -> str | None:
+    """The name ``torch`` is imported under at module level (``import torch as th`` -> ``th``;
+    ``import torch.nn`` binds ``torch``), or None when the module does not import it (the fix
+    then needs ``torch_import(ctx)``)."""
+    return ctx.memo("_torch_alias", lambda c: _import_alias(c.module, "torch"))
+
+
+def torch_name(ctx: RuleContext) -> str:
+    """The name generated code uses for torch: its existing alias, else ``torch`` (imported by
+    the edits of :func:`torch_import`)."""
+    return torch_alias(ctx) or "torch"
+
+
+def torch_import(ctx: RuleContext) -> tuple[Edit, ...]:
+    """The edits a fix that writes ``torch_name(ctx).…`` needs: none when torch is imported
+    under any alias, else an ``AddImport("torch")`` (placed by :func:`add_imports`)."""
+    return () if torch_alias(ctx) is not None else (AddImport("torch"),)
+
+
+# ---- adding imports -----------------------------------------------------------------------
+def _binds(existing: cst.Import | cst.ImportFrom, imp: AddImport) -> bool:
+    if imp.name is None:
+        return isinstance(existing, cst.Import) and any(
+            dotted_name(a.name) == imp.module and
+            (a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else None) == imp.asname
+            for a in existing.names)
+    if not isinstance(existing, cst.ImportFrom) or existing.relative or existing.module is None or \
+            dotted_name(existing.module) != imp.module or isinstance(existing.names, cst.ImportStar):
+        return isinstance(existing, cst.ImportFrom) and isinstance(existing.names, cst.ImportStar) and \
+            existing.module is not None and dotted_name(existing.module) == imp.module
+    return any(dotted_name(a.name) == imp.name and
+               (a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else None) == imp.asname
+               for a in existing.names)
+
+
+def _is_env_setup(stmt: cst.BaseStatement) -> bool:
+    """``os.environ[...] = ...``, ``os.environ.setdefault(...)``, ``os.putenv(...)``,
+    ``sys.path.insert(...)``: lines that must run before the imports that follow them."""
+    code = cst.Module(body=[stmt]).code if isinstance(stmt, cst.SimpleStatementLine) else ""
+    return any(word in code for word in ("os.environ", "putenv", "sys.path", "environ["))
+
+
+def _header_end(module: cst.Module) -> int:
+    """The index after the module's header: its docstring, imports and the environment lines
+    between them, ending at the last import or environment line (0: nothing)."""
+    end = 0
+    for i, stmt in enumerate(module.body):
+        if i == 0 and isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and \
+                isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString):
+            end = 1  # the docstring
+            continue
+        if _is_import_stmt(stmt) or _is_env_setup(stmt):
+            end = i + 1
+            continue
+        break
+    return end
+
+
+def add_imports(module: cst.Module, imports: list[AddImport]) -> cst.Module:
+    """Add the imports that are not bound at module level yet (under any spelling of the same
+    binding, also inside ``try:``), once each, after the module's header: after its last
+    import or environment line (``os.environ["PYTORCH_..."] = ...`` must run before torch is
+    imported), never above them. The statement after them gets a blank line."""
+    existing = _module_level_imports(module)
+    new: list[cst.SimpleStatementLine] = []
+    seen: set[AddImport] = set()
+    for imp in imports:
+        if imp in seen or any(_binds(e, imp) for e in existing):
+            continue
+        seen.add(imp)
+        if imp.name is None:
+            code = f"import {imp.module}" + (f" as {imp.asname}" if imp.asname else "")
+        else:
+            code = f"from {imp.module} import {imp.name}" + (f" as {imp.asname}" if imp.asname else "")
+        new.append(cst.parse_statement(code + "\n"))  # type: ignore[arg-type]
+    if not new:
+        return module
+    body = list(module.body)
+    at = _header_end(module)
+    if at < len(body) and not _is_import_stmt(body[at]) and \
+            not any(line.comment is None for line in body[at].leading_lines):
+        body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(), *body[at].leading_lines])
+    return module.with_changes(body=[*body[:at], *new, *body[at:]])
 
 
 # ---- module-level settings -----------------------------------------------------------------
@@ -172,16 +261,24 @@ def _is_import_stmt(stmt: cst.CSTNode) -> bool:
 
 def last_top_level_import(ctx: RuleContext) -> cst.BaseStatement | None:
     """The last import statement at module level (after any docstring and ``__future__``
-    imports by construction), or None when the module imports nothing."""
+    imports, and after the ``os.environ[...]`` lines that precede them, by construction) that
+    comes before the first training loop at module level (a tutorial imports more later), or
+    None when the module imports nothing there."""
+    from ._training import analysis
+
+    loops = {loop for loop in analysis(ctx).step_loops if ctx.enclosing(loop, cst.FunctionDef, cst.ClassDef) is None}
     last = None
     for stmt in ctx.module.body:
+        if loops and any(ctx.is_inside(loop, stmt) for loop in loops):
+            break
         if _is_import_stmt(stmt):
             last = stmt
     return last
 
 
 def module_setting_edit(ctx: RuleContext, code: str) -> InsertAfter | None:
-    """An edit that puts the statement ``code`` right after the imports, or None."""
+    """An edit that puts the statement ``code`` right after the imports (before the training),
+    or None."""
     anchor = last_top_level_import(ctx)
     if anchor is None:
         return None

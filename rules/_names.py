@@ -196,6 +196,15 @@ class NameResolution:
             return not parts and any(w == f"builtins.{root}" for w in names)
         return _matches(".".join([aliases[root], *reversed(parts)]), names)
 
+    def resolved_names(self, node: cst.CSTNode, names: Sequence[str] | set[str] | frozenset[str]) -> set[str]:
+        """The qualified names of ``node`` that match ``names`` (``mod.*`` patterns allowed):
+        ``matches`` when the caller needs to know which one (``transformers.Seq2SeqTrainer``)."""
+        if not self._could_match(node, names):
+            return set()
+        resolved = self._resolved_by_imports(node)
+        found = self.qualified_names(node) if resolved is None else resolved
+        return {qn for qn in found if _matches(qn, names)}
+
     def is_call_to(self, node: cst.CSTNode, names: Sequence[str] | set[str] | frozenset[str]) -> bool:
         return isinstance(node, cst.Call) and self.matches(node.func, names)
 

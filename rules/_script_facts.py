@@ -15,6 +15,11 @@ import libcst as cst
 
 from ._calls import dotted_name, get_arg, method_call, target_names
 from ._context import RuleContext
+from ._frameworks import (  # noqa: F401 - the script-fact API, in one import
+    framework_manages_precision, framework_places_batches, framework_prepared_names, framework_trains,
+    placed_by_framework,
+)
+from ._models import MODULE_CHAIN, constructed_model_names, is_model_constructor, strip_chain  # noqa: F401
 from ._torchnames import OPTIMIZERS
 from ._training import TrainingAnalysis, analysis
 from ._tree import walk
@@ -22,8 +27,6 @@ from ._tree import walk
 Scope = cst.FunctionDef | None  # None: module level
 
 TORCH_DEVICE = frozenset({"torch.device"})
-# Methods that return the module itself (or a moved copy) when chained after construction.
-MODULE_CHAIN = ("to", "cuda", "cpu", "train", "float", "half", "bfloat16", "double")
 
 
 # ---- scopes ----------------------------------------------------------------------------------
@@ -148,8 +151,10 @@ def is_device_object(ctx: RuleContext, name: str, at: cst.CSTNode, depth: int = 
 
 def device_type_expr(ctx: RuleContext, name: str, at: cst.CSTNode) -> str:
     """``device.type`` when ``name`` is a torch.device, else ``torch.device(name).type`` (which
-    accepts strings and ordinals too)."""
-    return f"{name}.type" if is_device_object(ctx, name, at) else f"torch.device({name}).type"
+    accepts strings and ordinals too; spelled with the file's torch alias)."""
+    from ._edits import torch_name
+
+    return f"{name}.type" if is_device_object(ctx, name, at) else f"{torch_name(ctx)}.device({name}).type"
 
 
 def _to_device_arg(call: cst.Call) -> cst.BaseExpression | None:
@@ -162,13 +167,17 @@ def _to_device_arg(call: cst.Call) -> cst.BaseExpression | None:
 
 def device_name_at(ctx: RuleContext, at: cst.CSTNode, near: cst.CSTNode | None = None) -> str | None:
     """A name holding the script's device that is visible at ``at``: a name bound to
-    ``torch.device(...)`` in the same function or at module level, else the argument of a
-    ``.to(name)`` call in ``near`` (the step loop) when that name is visible at ``at``."""
+    ``torch.device(...)`` in the same function (before ``at``) or at module level (before ``at``
+    when ``at`` is at module level too), else the argument of a ``.to(name)`` call in ``near``
+    (the step loop) when that name is visible at ``at``."""
     fn = scope_of(ctx, at)
+    order = ctx.preorder()
     for scope in ([fn] if fn is not None else []) + [None]:
         for node in ctx.nodes(cst.Assign):
             if scope_of(ctx, node) is not scope or not _is_device_value(ctx, node.value):
                 continue
+            if scope is fn and order[node] > order[at]:
+                continue  # bound after the statements that would use it (a tutorial's later section)
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
                     name = t.target.value
@@ -245,11 +254,12 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
 
 
 def model_names_everywhere(ctx: RuleContext) -> set[str]:
-    """Dotted names that hold a trained model somewhere: the optimizer's models, models built
-    from nn.Module classes, and function parameters every call site binds to one of those."""
+    """Dotted names that hold a model somewhere: the optimizer's models, names assigned a model
+    (``_models.is_model_constructor``: not losses, not ``F.*`` results), receivers of
+    ``.parameters()``, and function parameters every call site binds to one of those."""
     def compute(c: RuleContext) -> set[str]:
         ta = analysis(c)
-        names = {m.name for m in trained_models(c)} | set(ta.model_names)
+        names = {m.name for m in trained_models(c)} | constructed_model_names(c) | _parameter_holders(c)
         for _ in range(3):
             before = len(names)
             for fn in c.nodes(cst.FunctionDef):
@@ -265,11 +275,26 @@ def model_names_everywhere(ctx: RuleContext) -> set[str]:
     return ctx.memo("model_names_everywhere", compute)
 
 
-def _strip_chain(expr: cst.BaseExpression) -> cst.BaseExpression:
-    while isinstance(expr, cst.Call) and method_call(expr, *MODULE_CHAIN):
-        assert isinstance(expr.func, cst.Attribute)
-        expr = expr.func.value
-    return expr
+_strip_chain = strip_chain
+
+
+def _parameter_holders(ctx: RuleContext) -> set[str]:
+    """Receivers of ``.parameters()``/``.named_parameters()`` (gradient clipping, a hand-written
+    SGD update): modules, whatever built them (``model = model_lib.RNNModel(...)``)."""
+    out: set[str] = set()
+    for call in ctx.nodes(cst.Call):
+        if method_call(call, "parameters", "named_parameters") and not call.args:
+            assert isinstance(call.func, cst.Attribute)
+            name = dotted_name(call.func.value)
+            if name is not None and name != "self":
+                out.add(name)
+    return out
+
+
+def is_model_expr(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """A name holding a model (:func:`model_names_everywhere`) or an expression building one."""
+    name = dotted_name(strip_chain(expr))
+    return name in model_names_everywhere(ctx) if name is not None else is_model_constructor(ctx, expr)
 
 
 def _touches_model(stmt: cst.CSTNode, name: str) -> bool:

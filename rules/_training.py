@@ -29,12 +29,12 @@ import libcst as cst
 from . import _evalloops
 from ._calls import dotted_name, method_call
 from ._context import RuleContext
-from ._guards import CONFIG_ROOTS, flag_name, is_once_test, is_periodic_test
+from ._guards import flag_name, is_once_test, is_periodic_test
 from ._tensors import TENSOR_METHODS, is_tensor_expr
 from ._torchnames import DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, NN_MODULE_BASES, OPTIMIZERS
 from ._tree import SCOPES, walk
 
-__all__ = ["TENSOR_METHODS", "TrainingAnalysis", "analysis", "cpu_only_script", "is_periodic_test"]
+__all__ = ["TENSOR_METHODS", "TrainingAnalysis", "analysis", "is_periodic_test"]
 
 Loop = cst.For | cst.While
 FunctionLike = cst.FunctionDef | cst.Lambda
@@ -515,50 +515,6 @@ def _calls_by_name(ctx: RuleContext) -> dict[str, list[cst.Call]]:
 
 
 # Substrings that show a program may run on an accelerator.
-_ACCELERATOR_WORDS = ("cuda", "CUDA", "accelerat", "Accelerat", "mps", "xla", "gpu", "GPU", "device_map",
-                      "npu", "hpu", "xpu", "lightning", "Trainer", "deepspeed")
-
-
-def cpu_only_script(ctx: RuleContext) -> bool:
-    """A program that runs on the CPU only: it imports torch, names no accelerator anywhere
-    (code, strings or comments), and every device variable it reads (``device``, ``dev``) is
-    bound here to the CPU, not to a flag (``args.device``), a parameter or an import.
-    GPU-oriented findings mean nothing there. (A minimal local version of the script fact;
-    conservative: any doubt means "maybe a GPU".)"""
-    def compute(c: RuleContext) -> bool:
-        text = c.source
-        if any(word in text for word in _ACCELERATOR_WORDS):
-            return False
-        if not any(v == "torch" or v.startswith("torch.") for v in c.import_aliases.values()):
-            return False  # not a torch program we can see whole
-        loaded: set[str] = set()
-        cpu_bound: set[str] = set()
-        for name in c.nodes(cst.Name):
-            if not (name.value in ("device", "dev") or name.value.endswith("_device")):
-                continue
-            parent = c.parent(name)
-            if isinstance(parent, cst.Attribute) and parent.attr is name:
-                root = (dotted_name(parent) or "").split(".")
-                if root[0] in CONFIG_ROOTS or root[0] == "self" and len(root) > 2:
-                    return False  # ``args.device``: chosen by a flag
-                continue  # ``torch.device(...)``, ``x.device``
-            if isinstance(parent, cst.AssignTarget) and isinstance(c.parent(parent), cst.Assign) and \
-                    _cpu_device(c, c.parent(parent).value):  # type: ignore[union-attr]
-                cpu_bound.add(name.value)  # ``device = torch.device("cpu")``
-            elif isinstance(parent, (cst.AssignTarget, cst.Param, cst.AnnAssign, cst.ImportAlias, cst.AsName)):
-                return False  # a device chosen elsewhere (a flag, a caller, another module)
-            else:
-                loaded.add(name.value)
-        return loaded <= cpu_bound
-
-    return ctx.memo("cpu_only_script", compute)
-
-
-def _cpu_device(ctx: RuleContext, value: cst.BaseExpression) -> bool:
-    if isinstance(value, cst.SimpleString):
-        return value.evaluated_value == "cpu"
-    return isinstance(value, cst.Call) and ctx.matches(value.func, {"torch.device"}) and len(value.args) == 1 and \
-        _cpu_device(ctx, value.args[0].value)
 
 
 def analysis(ctx: RuleContext) -> TrainingAnalysis:

@@ -11,7 +11,8 @@ from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, method_call, target_names
 from ._context import RuleContext
 from ._tensors import is_host_expr, module_function
-from ._training import TrainingAnalysis, analysis, cpu_only_script
+from ._training import TrainingAnalysis, analysis
+from ._program import cpu_only
 
 SYNC_METHODS = ("item", "tolist", "cpu", "numpy")
 CONVERTERS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool"}
@@ -288,6 +289,8 @@ class SyncInLoop(Rule):
                 print("loss", closure().item())
         """)),
         Invalid(dedent("""
+            import torch
+            model.cuda()
             for x, y in loader:
                 optimizer.zero_grad()
                 loss = criterion(model(x), y)
@@ -372,6 +375,7 @@ class SyncInLoop(Rule):
                 val = evaluate(model, val_batches)  # every step, unguarded
         """), count=1),
         Invalid(dedent("""
+            import torch
             def train_step(model, batch, opt):
                 loss = model(batch).mean()
                 loss.backward()
@@ -393,6 +397,7 @@ class SyncInLoop(Rule):
                 optimizer.step()
         """), count=1),
         Invalid(dedent("""
+            import torch
             def train(model, loader, optimizer):
                 total, correct = 0.0, 0
                 for x, y in loader:
@@ -402,6 +407,7 @@ class SyncInLoop(Rule):
                     total += loss.item()
                 return total, correct
         """), fixed=dedent("""
+            import torch
             def train(model, loader, optimizer):
                 total, correct = 0.0, 0
                 for x, y in loader:
@@ -412,6 +418,8 @@ class SyncInLoop(Rule):
                 return float(total), correct
         """)),
         Invalid(dedent("""
+            import torch
+            model.cuda()
             correct = 0
             for x, y in loader:
                 out = model(x)
@@ -421,6 +429,8 @@ class SyncInLoop(Rule):
                 correct += (out.argmax(1) == y).sum().item()
             print("accuracy", correct / len(loader.dataset))
         """), fixed=dedent("""
+            import torch
+            model.cuda()
             correct = 0
             for x, y in loader:
                 out = model(x)
@@ -431,6 +441,8 @@ class SyncInLoop(Rule):
             print("accuracy", int(correct) / len(loader.dataset))
         """)),
         Invalid(dedent("""
+            import torch
+            model.cuda()
             running_loss = 0.0
             for step, (x, y) in enumerate(loader):
                 loss = criterion(model(x), y)
@@ -442,6 +454,8 @@ class SyncInLoop(Rule):
                     running_loss = 0.0
             print("epoch loss", running_loss)
         """), fixed=dedent("""
+            import torch
+            model.cuda()
             running_loss = 0.0
             for step, (x, y) in enumerate(loader):
                 loss = criterion(model(x), y)
@@ -457,7 +471,7 @@ class SyncInLoop(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not (ta.step_loops or ta.eval_loops) or cpu_only_script(ctx):
+        if not (ta.step_loops or ta.eval_loops) or cpu_only(ctx):
             return
         for call, what in sync_calls(ctx, ta):
             loop = ta.every_step_loop(call)

@@ -11,7 +11,8 @@ from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, method_call, target_names
 from ._context import RuleContext
 from ._edits import single_expression_statement
-from ._training import TrainingAnalysis, analysis, cpu_only_script, is_periodic_test
+from ._training import TrainingAnalysis, analysis, is_periodic_test
+from ._program import cpu_only
 from ._tree import walk
 
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
@@ -239,6 +240,8 @@ class PrintInLoop(Rule):
                         print("val loss", loss)
         """)),
         Invalid(dedent("""
+            import torch
+            model.cuda()
             for step, (x, y) in enumerate(loader):
                 loss = criterion(model(x), y)
                 loss.backward()
@@ -247,6 +250,8 @@ class PrintInLoop(Rule):
                 if step % args.log_every == 0:
                     print("step", step)
         """), fixed=dedent("""
+            import torch
+            model.cuda()
             for step, (x, y) in enumerate(loader):
                 loss = criterion(model(x), y)
                 loss.backward()
@@ -282,6 +287,7 @@ class PrintInLoop(Rule):
                         print(f"loss {loss:.4f}")
         """)),
         Invalid(dedent("""
+            import torch
             import logging
             logger = logging.getLogger(__name__)
 
@@ -294,6 +300,7 @@ class PrintInLoop(Rule):
                         logger.info("loss=%s", loss)
                         self.pbar.set_postfix(loss=loss)
         """), fixed=dedent("""
+            import torch
             import logging
             log_interval = 100  # steps between logs of tensor values (each one syncs with the GPU)
             logger = logging.getLogger(__name__)
@@ -310,7 +317,9 @@ class PrintInLoop(Rule):
                             self.pbar.set_postfix(loss=loss)
         """), count=2),
         Invalid(dedent("""
+            import torch
             from tqdm import tqdm
+            model.cuda()
             step = 0
             for x, y in loader:
                 loss = model(x).mean()
@@ -319,8 +328,10 @@ class PrintInLoop(Rule):
                 step += 1
                 tqdm.write(f"{step}: {loss}")
         """), fixed=dedent("""
+            import torch
             from tqdm import tqdm
             log_interval = 100  # steps between logs of tensor values (each one syncs with the GPU)
+            model.cuda()
             step = 0
             for x, y in loader:
                 loss = model(x).mean()
@@ -344,7 +355,7 @@ class PrintInLoop(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not (ta.step_loops or ta.eval_loops) or cpu_only_script(ctx):
+        if not (ta.step_loops or ta.eval_loops) or cpu_only(ctx):
             return
         for call in ctx.nodes(cst.Call):
             tensor = printed_tensor(ctx, ta, call)

@@ -11,7 +11,8 @@ from ._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ._calls import dotted_name, literal_value
 from ._context import RuleContext
 from ._edits import block_of, remove_statement, single_expression_statement
-from ._training import analysis, cpu_only_script
+from ._training import analysis
+from ._program import cpu_only
 
 SYNC_CALLS = {
     "torch.cuda.synchronize": "torch.cuda.synchronize()",
@@ -259,7 +260,7 @@ class SyncCallInLoop(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not ta.step_loops or cpu_only_script(ctx):
+        if not ta.step_loops or cpu_only(ctx):
             return
         for call in ctx.nodes(cst.Call):
             if not ctx.is_call_to(call, set(SYNC_CALLS)):

@@ -17,7 +17,8 @@ from ._hostdata import (
 from ._script_facts import call_site_args
 from ._stepcode import BatchData, device_kind
 from ._tensors import mentions
-from ._training import TrainingAnalysis, analysis, cpu_only_script
+from ._training import TrainingAnalysis, analysis
+from ._program import cpu_only
 from ._tree import walk
 
 
@@ -385,6 +386,7 @@ class BlockingCopy(Rule):
                 optimizer_D.step()
         """)),
         Invalid(dedent("""
+            import torch
             for images, labels in loader:
                 images = images.to(device)
                 labels = labels.to(device)  # targets
@@ -392,6 +394,7 @@ class BlockingCopy(Rule):
                 loss.backward()
                 optimizer.step()
         """), fixed=dedent("""
+            import torch
             for images, labels in loader:
                 images = images.to(device, non_blocking=True)
                 labels = labels.to(device, non_blocking=True)  # targets
@@ -400,6 +403,7 @@ class BlockingCopy(Rule):
                 optimizer.step()
         """), count=2),
         Invalid(dedent("""
+            import torch
             def train(model, loader, opt):
                 for step, batch in enumerate(loader):
                     x, y = batch
@@ -408,6 +412,7 @@ class BlockingCopy(Rule):
                     loss.backward()
                     opt.step()
         """), fixed=dedent("""
+            import torch
             def train(model, loader, opt):
                 for step, batch in enumerate(loader):
                     x, y = batch
@@ -417,6 +422,7 @@ class BlockingCopy(Rule):
                     opt.step()
         """), count=2),
         Invalid(dedent("""
+            import torch
             def get_batch(data):
                 return data[:8], data[1:9]
 
@@ -427,6 +433,7 @@ class BlockingCopy(Rule):
                 loss.backward()
                 optimizer.step()
         """), fixed=dedent("""
+            import torch
             def get_batch(data):
                 return data[:8], data[1:9]
 
@@ -438,6 +445,7 @@ class BlockingCopy(Rule):
                 optimizer.step()
         """)),
         Invalid(dedent("""
+            import torch
             class Trainer:
                 def fit(self, loader):
                     for batch in loader:
@@ -446,6 +454,7 @@ class BlockingCopy(Rule):
                         loss.backward()
                         self.optimizer.step()
         """), fixed=dedent("""
+            import torch
             class Trainer:
                 def fit(self, loader):
                     for batch in loader:
@@ -458,7 +467,7 @@ class BlockingCopy(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if cpu_only_script(ctx):
+        if cpu_only(ctx):
             return
         transformers = any(v.split(".")[0] in ("transformers", "tokenizers") for v in ctx.import_aliases.values())
         cache: dict[cst.CSTNode, BatchData] = {}

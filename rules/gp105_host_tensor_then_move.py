@@ -12,7 +12,8 @@ from ._context import RuleContext
 from ._edits import add_kwarg
 from ._stepcode import device_kind
 from ._hostdata import cuda_tensor_type
-from ._training import TrainingAnalysis, analysis, cpu_only_script
+from ._training import TrainingAnalysis, analysis
+from ._program import cpu_only
 
 DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor",
@@ -241,7 +242,7 @@ class HostTensorThenMove(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not ta.step_loops or cpu_only_script(ctx):
+        if not ta.step_loops or cpu_only(ctx):
             return
         for move in ctx.nodes(cst.Call):
             if cuda_tensor_type(ctx, move.func) and _host_data_argument(ctx, ta, move):

@@ -6,22 +6,16 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._api import AddImport, Finding, Fix, Invalid, Rule, Valid, dedent
+from ._api import Finding, Fix, Invalid, Rule, Valid, dedent
+from ._calls import get_arg
 from ._context import RuleContext
-from ._edits import module_setting_edit
-from ._script_facts import assigns_to, first_use_of
+from ._edits import module_setting_edit, torch_import, torch_name
+from ._frameworks import frameworks
+from ._program import cpu_only, is_script, model_precision
+from ._script_facts import assigns_to, first_use_of, framework_trains
 from ._training import analysis
+from ._workload import MATMUL_USERS, matmul_operator, model_zoo
 
-# Layers and functions that run float32 matrix multiplies. Convolutions are left out on purpose:
-# cuDNN already allows TF32 for them by default (torch.backends.cudnn.allow_tf32 = True).
-MATMUL_USERS = frozenset({
-    "torch.nn.Linear", "torch.nn.LazyLinear", "torch.nn.Bilinear", "torch.nn.MultiheadAttention",
-    "torch.nn.Transformer", "torch.nn.TransformerEncoder", "torch.nn.TransformerEncoderLayer",
-    "torch.nn.TransformerDecoder", "torch.nn.TransformerDecoderLayer", "torch.nn.RNN", "torch.nn.LSTM",
-    "torch.nn.GRU", "torch.nn.functional.linear", "torch.nn.functional.scaled_dot_product_attention",
-    "torch.matmul", "torch.mm", "torch.bmm", "torch.baddbmm", "torch.addmm", "torch.einsum",
-    "torchvision.models.*", "timm.create_model",
-})
 TF32_SETTINGS = frozenset({
     "torch.backends.cuda.matmul.allow_tf32", "torch.backends.cuda.matmul.fp32_precision",
     "torch.backends.fp32_precision",
@@ -29,20 +23,12 @@ TF32_SETTINGS = frozenset({
 SET_PRECISION = frozenset({"torch.set_float32_matmul_precision"})
 
 
-def _hf_model(ctx: RuleContext) -> cst.CSTNode | None:
-    """``AutoModel...from_pretrained(...)`` from transformers: a transformer, all matmuls."""
-    for call in ctx.nodes(cst.Call):
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "from_pretrained" and \
-                ctx.matches(call.func.value, {"transformers.*"}):
-            return call
-    return None
-
-
-def _matmul_operator(ctx: RuleContext) -> cst.CSTNode | None:
-    for node in ctx.nodes(cst.BinaryOperation):
-        if isinstance(node.operator, cst.MatrixMultiply):
-            return node
-    return None
+def _tf32_chosen(ctx: RuleContext) -> bool:
+    """TF32 set anywhere: the global switch, a flag, or ``TrainingArguments(tf32=...)``."""
+    if first_use_of(ctx, SET_PRECISION) is not None or assigns_to(ctx, TF32_SETTINGS):
+        return True
+    return any(get_arg(c, "tf32") is not None for c in ctx.nodes(cst.Call)
+               if ctx.matches(c.func, {"transformers.*"}))
 
 
 class NoTF32(Rule):
@@ -58,7 +44,8 @@ class NoTF32(Rule):
     )
     fix_description = (
         "Add `torch.set_float32_matmul_precision(\"high\")` once at module level, right after the "
-        "imports (adding `import torch` if needed). No effect on CPU."
+        "imports of a script (adding `import torch` only when torch is not imported under any "
+        "name; never above `os.environ[...]` lines). No effect on CPU."
     )
     fix_safety = "unsafe"
     fix_safety_reason = (
@@ -70,14 +57,18 @@ class NoTF32(Rule):
     # has no effect on CPU.
     gains_on = "cuda"
     limitations = (
-        "Any call of `torch.set_float32_matmul_precision` or assignment of a TF32 flag "
-        "(`torch.backends.cuda.matmul.allow_tf32`, `fp32_precision`) silences it, whatever the "
-        "value.",
+        "Any call of `torch.set_float32_matmul_precision`, assignment of a TF32 flag "
+        "(`torch.backends.cuda.matmul.allow_tf32`, `fp32_precision`) or "
+        "`TrainingArguments(tf32=...)` silences it, whatever the value.",
         "Matmul users are recognised by name (`nn.Linear`, attention, RNNs, `torch.matmul` and "
-        "friends, torchvision/timm/Hugging Face models, the `@` operator); a model from another "
-        "module is missed.",
-        "The setting goes right after the last top-level import; a module without one gets no "
-        "fix.",
+        "friends, the tensor methods `x.matmul`/`mm`/`bmm`/..., the `@` operator, torchvision/"
+        "timm/Hugging Face models and zoo models picked by name); a model from another module is "
+        "missed.",
+        "Not reported on a model whose dtype the user chose (bfloat16/float16/float64: TF32 "
+        "concerns float32 only) or in a CPU-only program.",
+        "The setting goes right after the last top-level import of a script; a library module "
+        "(no `__main__` guard, no training at module level) and a Hugging Face Trainer script "
+        "(`--tf32`) get the finding without a fix.",
         "On GPUs older than Ampere the setting changes nothing.",
     )
     references = (
@@ -91,7 +82,7 @@ class NoTF32(Rule):
             import torch
             import torch.nn as nn
             torch.set_float32_matmul_precision("high")
-            model = nn.Linear(8, 2)
+            model = nn.Linear(8, 2).cuda()
             for x, y in loader:
                 loss = crit(model(x), y)
                 loss.backward()
@@ -101,7 +92,7 @@ class NoTF32(Rule):
             import torch
             from torch import nn
             torch.backends.cuda.matmul.allow_tf32 = False  # the user chose full float32
-            model = nn.Linear(8, 2)
+            model = nn.Linear(8, 2).cuda()
             for x, y in loader:
                 loss = crit(model(x), y)
                 loss.backward()
@@ -117,11 +108,194 @@ class NoTF32(Rule):
         """)),
         Valid(dedent("""
             import torch
-            model = torch.nn.Conv2d(3, 8, 3)  # convolutions already use TF32 through cuDNN
+            model = torch.nn.Conv2d(3, 8, 3).cuda()  # convolutions already use TF32 through cuDNN
             for x, y in loader:
                 loss = model(x).mean()
                 loss.backward()
                 opt.step()
+        """)),
+        Valid(dedent("""
+            import numpy as np
+            from mygrad import Tensor  # an autograd library that is not torch
+            w = Tensor(np.zeros((4, 4)))
+            for x in batches:
+                loss = (x @ w).sum()
+                loss.backward()
+                optimizer.step()
+        """)),
+        Valid(dedent("""
+            import torch
+            from torch import nn
+            device = torch.device("cuda")
+            model = nn.Sequential(nn.Linear(8, 8), nn.GELU(), nn.Linear(8, 2))
+            model.to(device, dtype=torch.bfloat16)  # bf16 weights: TF32 concerns float32 only
+            for x, y in loader:
+                loss = crit(model(x.to(device)), y.to(device))
+                loss.backward()
+                opt.step()
+        """)),
+        Valid(dedent("""
+            import torch
+            class Trainer:
+                def __init__(self, net):
+                    self.model = net.cuda().half()
+                    self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+                def fit(self, loader):
+                    for x in loader:
+                        self.model(x.cuda().half()).float().matmul(w).sum().backward()
+                        self.opt.step()
+        """)),
+        Valid(dedent("""
+            import torch
+            torch.set_default_dtype(torch.float64)  # a float64 program: no TF32 there
+            model = torch.nn.Linear(3, 1).to("cuda")
+            for x, y in loader:
+                torch.nn.functional.mse_loss(model(x.cuda()), y.cuda()).backward()
+                opt.step()
+        """)),
+        Valid(dedent("""
+            # a CPU-only program: no CUDA anywhere, full-batch LBFGS on a small network
+            import torch
+            import torch.nn as nn
+            net = nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 1))
+            opt = torch.optim.LBFGS(net.parameters())
+            x = torch.linspace(-1, 1, 100).unsqueeze(1)
+            for it in range(20):
+                def closure():
+                    opt.zero_grad()
+                    loss = ((net(x) - x.sin()) ** 2).mean()
+                    loss.backward()
+                    return loss
+                opt.step(closure)
+        """)),
+        Valid(dedent("""
+            from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+            model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")
+            args = TrainingArguments("out", bf16=True, tf32=True)
+            Trainer(model=model, args=args, train_dataset=ds).train()
+        """)),
+        Valid(dedent("""
+            import torch
+            from transformers import AutoModelForCausalLM
+            model = AutoModelForCausalLM.from_pretrained("gpt2", torch_dtype=torch.bfloat16).cuda()
+            for batch in loader:
+                model(**batch).loss.backward()
+                optimizer.step()
+        """)),
+        Invalid(dedent("""
+            import torch as th
+
+            class Attention(th.nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.w = th.nn.Parameter(th.randn(d, d))
+                def forward(self, q, k):
+                    scores = q.matmul(k.transpose(-2, -1))  # a tensor method, not torch.matmul
+                    return scores.softmax(-1).bmm(k.mm(self.w))
+
+            model = Attention(16).cuda()
+            opt = th.optim.Adam(model.parameters())
+            for q, k in loader:
+                model(q.cuda(), k.cuda()).sum().backward()
+                opt.step()
+        """), fixed=dedent("""
+            import torch as th
+            th.set_float32_matmul_precision("high")
+
+            class Attention(th.nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.w = th.nn.Parameter(th.randn(d, d))
+                def forward(self, q, k):
+                    scores = q.matmul(k.transpose(-2, -1))  # a tensor method, not torch.matmul
+                    return scores.softmax(-1).bmm(k.mm(self.w))
+
+            model = Attention(16).cuda()
+            opt = th.optim.Adam(model.parameters())
+            for q, k in loader:
+                model(q.cuda(), k.cuda()).sum().backward()
+                opt.step()
+        """)),
+        Invalid(dedent("""
+            # trainer.py: a module the entry script imports (no __main__, no top-level training)
+            import torch
+            from torch import nn
+
+            class Trainer:
+                def __init__(self, device):
+                    self.model = nn.Linear(64, 10).to(device)
+                    self.opt = torch.optim.AdamW(self.model.parameters())
+                def fit(self, loader):
+                    for x, y in loader:
+                        nn.functional.cross_entropy(self.model(x), y).backward()
+                        self.opt.step()
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+            (training_args,) = HfArgumentParser((TrainingArguments,)).parse_args_into_dataclasses()
+            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            trainer = Trainer(model=model, args=training_args, train_dataset=train_dataset)
+            if __name__ == "__main__":
+                trainer.train()  # the Trainer owns TF32: --tf32
+        """), fixed=None),
+        Invalid(dedent("""
+            import argparse
+            import torch
+            import torchvision.models as models
+            args = argparse.ArgumentParser().parse_args()
+            model = models.__dict__[args.arch]().cuda()  # any torchvision model has a Linear head
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for images, target in train_loader:
+                torch.nn.functional.cross_entropy(model(images.cuda()), target.cuda()).backward()
+                optimizer.step()
+        """), fixed=dedent("""
+            import argparse
+            import torch
+            import torchvision.models as models
+            torch.set_float32_matmul_precision("high")
+            args = argparse.ArgumentParser().parse_args()
+            model = models.__dict__[args.arch]().cuda()  # any torchvision model has a Linear head
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for images, target in train_loader:
+                torch.nn.functional.cross_entropy(model(images.cuda()), target.cuda()).backward()
+                optimizer.step()
+        """)),
+        Invalid(dedent("""
+            import lightning as L
+            import torch
+            from torch import nn
+
+            class Classifier(L.LightningModule):
+                def __init__(self):
+                    super().__init__()
+                    self.head = nn.Linear(128, 10)
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    return nn.functional.cross_entropy(self.head(x), y)
+                def configure_optimizers(self):
+                    return torch.optim.Adam(self.parameters())
+
+            if __name__ == "__main__":
+                L.Trainer(accelerator="gpu", precision="bf16-mixed").fit(Classifier(), loader)
+        """), fixed=dedent("""
+            import lightning as L
+            import torch
+            from torch import nn
+            torch.set_float32_matmul_precision("high")
+
+            class Classifier(L.LightningModule):
+                def __init__(self):
+                    super().__init__()
+                    self.head = nn.Linear(128, 10)
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    return nn.functional.cross_entropy(self.head(x), y)
+                def configure_optimizers(self):
+                    return torch.optim.Adam(self.parameters())
+
+            if __name__ == "__main__":
+                L.Trainer(accelerator="gpu", precision="bf16-mixed").fit(Classifier(), loader)
         """)),
         Invalid(dedent('''
             """Train an MLP."""
@@ -130,7 +304,7 @@ class NoTF32(Rule):
             import torch
             import torch.nn as nn
 
-            model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+            model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)).cuda()
             for x, y in loader:
                 loss = crit(model(x), y)
                 loss.backward()
@@ -143,7 +317,7 @@ class NoTF32(Rule):
             import torch.nn as nn
             torch.set_float32_matmul_precision("high")
 
-            model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+            model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)).cuda()
             for x, y in loader:
                 loss = crit(model(x), y)
                 loss.backward()
@@ -159,6 +333,8 @@ class NoTF32(Rule):
                 for batch in loader:
                     model(*batch).sum().backward()
                     opt.step()
+            if __name__ == "__main__":
+                train(Attn().cuda(), loader, opt)
         """), fixed=dedent("""
             from torch import nn
             import torch.nn.functional as F
@@ -172,11 +348,13 @@ class NoTF32(Rule):
                 for batch in loader:
                     model(*batch).sum().backward()
                     opt.step()
+            if __name__ == "__main__":
+                train(Attn().cuda(), loader, opt)
         """)),
         Invalid(dedent("""
             import torch
             from transformers import AutoModelForCausalLM
-            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
             for batch in loader:
                 model(**batch).loss.backward()
                 optimizer.step()
@@ -184,14 +362,14 @@ class NoTF32(Rule):
             import torch
             from transformers import AutoModelForCausalLM
             torch.set_float32_matmul_precision("high")
-            model = AutoModelForCausalLM.from_pretrained("gpt2")
+            model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
             for batch in loader:
                 model(**batch).loss.backward()
                 optimizer.step()
         """)),
         Invalid(dedent("""
             import torch
-            w = torch.randn(8, 8, requires_grad=True)
+            w = torch.randn(8, 8, device="cuda", requires_grad=True)
             for x in batches:
                 loss = (x @ w).pow(2).mean()
                 loss.backward()
@@ -199,7 +377,7 @@ class NoTF32(Rule):
         """), fixed=dedent("""
             import torch
             torch.set_float32_matmul_precision("high")
-            w = torch.randn(8, 8, requires_grad=True)
+            w = torch.randn(8, 8, device="cuda", requires_grad=True)
             for x in batches:
                 loss = (x @ w).pow(2).mean()
                 loss.backward()
@@ -208,15 +386,25 @@ class NoTF32(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not analysis(ctx).step_loops:
+        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx) or model_precision(ctx):
             return
-        if first_use_of(ctx, SET_PRECISION) is not None or assigns_to(ctx, TF32_SETTINGS):
+        if _tf32_chosen(ctx):
             return
-        node = first_use_of(ctx, MATMUL_USERS) or _hf_model(ctx) or _matmul_operator(ctx)
+        node = first_use_of(ctx, MATMUL_USERS) or model_zoo(ctx) or matmul_operator(ctx)
         if node is None:
             return
-        edit = module_setting_edit(ctx, 'torch.set_float32_matmul_precision("high")')
+        message = ("float32 matmuls run without TF32 (no torch.set_float32_matmul_precision): tensor cores "
+                   "stay idle; set it to \"high\" after the imports")
+        if "hf" in frameworks(ctx).kinds:
+            yield Finding(node, message + "; the Hugging Face Trainer sets it from its arguments: pass "
+                                          "TrainingArguments(tf32=True) (--tf32)")
+            return
+        if not is_script(ctx):
+            yield Finding(node, message + " of the training script; no automatic fix in a module that "
+                                          "others import (a global switch there changes every importer)")
+            return
+        torch = torch_name(ctx)
+        edit = module_setting_edit(ctx, f'{torch}.set_float32_matmul_precision("high")')
         fix = Fix("allow TF32 matmuls: torch.set_float32_matmul_precision(\"high\")",
-                  (edit, AddImport("torch")), "unsafe") if edit is not None else None
-        yield Finding(node, "float32 matmuls run without TF32 (no torch.set_float32_matmul_precision): "
-                            "tensor cores stay idle; set it to \"high\" after the imports", fix)
+                  (edit, *torch_import(ctx)), "unsafe") if edit is not None else None
+        yield Finding(node, message, fix)

@@ -6,11 +6,14 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import get_arg, has_star_args, literal_value
 from ._context import RuleContext
-from ._edits import add_kwarg
-from ._script_facts import TrainedModel, _param_receivers, device_type_expr, model_device_name, visible_scope
+from ._edits import add_kwarg, torch_import
+from ._program import cpu_only
+from ._script_facts import (
+    TrainedModel, _param_receivers, device_type_expr, framework_trains, model_device_name, visible_scope,
+)
 from ._training import analysis
 
 FUSABLE = frozenset({
@@ -47,10 +50,10 @@ class UnfusedOptimizer(Rule):
         "Only Adam, AdamW and SGD from `torch.optim` are checked; other optimizers with fused or "
         "foreach implementations are not.",
         "An explicit `foreach=` counts as a choice and silences it.",
-        "The fix needs the device the model is moved to (`model.to(device)`); without it the rule "
-        "reports only.",
-        "torch 2.13 also has fused CPU kernels for all three optimizers; the fix leaves them off, "
-        "as their gain is not established.",
+        "The fix needs the device the model is moved to (`model.to(device)`); without it (an "
+        "optimizer returned by a LightningModule's `configure_optimizers`) the rule reports only.",
+        "Not reported in a CPU-only program. torch 2.13 also has fused CPU kernels for all three "
+        "optimizers; the fix leaves them off, as their gain is not established.",
     )
     references = (
         "https://docs.pytorch.org/docs/stable/optim.html#algorithms",
@@ -63,14 +66,14 @@ class UnfusedOptimizer(Rule):
             import torch
             opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
             for x in loader:
-                model(x).sum().backward()
+                model(x.cuda()).sum().backward()
                 opt.step()
         """)),
         Valid(dedent("""
             import torch
             opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=False)
             for x in loader:
-                model(x).sum().backward()
+                model(x.cuda()).sum().backward()
                 opt.step()
         """)),
         Valid(dedent("""
@@ -92,9 +95,53 @@ class UnfusedOptimizer(Rule):
             import torch
             opt = torch.optim.RMSprop(model.parameters())  # no fused implementation to switch to
             for x in loader:
-                model(x).sum().backward()
+                model(x.cuda()).sum().backward()
                 opt.step()
         """)),
+        Valid(dedent("""
+            # CPU-only: no CUDA anywhere in the program
+            import torch
+            net = torch.nn.Linear(10, 1)
+            opt = torch.optim.Adam(net.parameters())
+            for x, y in torch.utils.data.DataLoader(ds, batch_size=16):
+                torch.nn.functional.mse_loss(net(x), y).backward()
+                opt.step()
+        """)),
+        Invalid(dedent("""
+            import torch as th
+
+            class Trainer:
+                def __init__(self, model, device):
+                    self.model = model.to(device)  # injected
+                    self.opt = th.optim.AdamW(self.model.parameters(), lr=3e-4)
+
+                def fit(self, loader):
+                    for x, y in loader:
+                        th.nn.functional.cross_entropy(self.model(x), y).backward()
+                        self.opt.step()
+        """), fixed=dedent("""
+            import torch as th
+
+            class Trainer:
+                def __init__(self, model, device):
+                    self.model = model.to(device)  # injected
+                    self.opt = th.optim.AdamW(self.model.parameters(), lr=3e-4, fused=th.device(device).type == "cuda")
+
+                def fit(self, loader):
+                    for x, y in loader:
+                        th.nn.functional.cross_entropy(self.model(x), y).backward()
+                        self.opt.step()
+        """)),
+        Invalid(dedent("""
+            import pytorch_lightning as pl
+            from torch.optim import Adam
+
+            class Model(pl.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    return self(batch).mean()
+                def configure_optimizers(self):
+                    return Adam(self.parameters(), lr=1e-3)  # returned to the Trainer
+        """), fixed=None),
         Invalid(dedent("""
             import torch
             device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -167,7 +214,7 @@ class UnfusedOptimizer(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not analysis(ctx).step_loops:
+        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx):
             return
         for call in ctx.nodes(cst.Call):
             if not ctx.is_call_to(call, FUSABLE) or has_star_args(call):
@@ -193,6 +240,6 @@ def _fix(ctx: RuleContext, call: cst.Call) -> Fix | None:
         return None
     dt = device_type_expr(ctx, device, call)
     edits: tuple = (Replace(call, add_kwarg(call, "fused", f'{dt} == "cuda"')),)
-    if dt.startswith("torch."):
-        edits += (AddImport("torch"),)
+    if not dt.startswith(f"{device}."):
+        edits += torch_import(ctx)  # ``torch.device(dev).type``
     return Fix("use the fused implementation on CUDA", edits, "unsafe")

@@ -252,6 +252,7 @@ class MissingZeroGrad(Rule):
                         self.log(loss)
         """)),
         Invalid(dedent("""
+            import torch
             for epoch in range(3):
                 optimizer.zero_grad()  # per epoch, not per step
                 for x, y in loader:
@@ -259,6 +260,7 @@ class MissingZeroGrad(Rule):
                     scaler.step(optimizer)
                     scaler.update()
         """), fixed=dedent("""
+            import torch
             for epoch in range(3):
                 optimizer.zero_grad()  # per epoch, not per step
                 for x, y in loader:
@@ -290,6 +292,7 @@ class MissingZeroGrad(Rule):
                 step_fn(criterion(model(x), y), optimizer)
         """)),
         Invalid(dedent("""
+            import torch
             def train(model, loader, opt):
                 for x, y in loader:
                     loss = model(x).sum()

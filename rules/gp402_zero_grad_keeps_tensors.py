@@ -81,12 +81,14 @@ class ZeroGradKeepsTensors(Rule):
                 loss_scaler(loss, optimizer, parameters=model.parameters())
         """)),
         Invalid(dedent("""
+            import torch
             for x, y in loader:
                 optimizer.zero_grad(set_to_none=False)
                 loss = criterion(model(x), y)
                 loss.backward()
                 optimizer.step()
         """), fixed=dedent("""
+            import torch
             for x, y in loader:
                 optimizer.zero_grad(set_to_none=True)
                 loss = criterion(model(x), y)

@@ -211,6 +211,7 @@ class LossKeepsGraph(Rule):
                 total_loss += loss.detach()
         """)),
         Invalid(dedent("""
+            import torch
             total_loss = 0.0
             for step, (x, y) in enumerate(loader):
                 loss = model(x, y)
@@ -221,6 +222,7 @@ class LossKeepsGraph(Rule):
                 if step % 10 == 0:
                     print(total_loss.item() / (step + 1))
         """), fixed=dedent("""
+            import torch
             total_loss = 0.0
             for step, (x, y) in enumerate(loader):
                 loss = model(x, y)
@@ -263,6 +265,7 @@ class LossKeepsGraph(Rule):
                 return losses, running
         """), count=2),
         Invalid(dedent("""
+            import torch
             class Trainer:
                 def fit(self, loader):
                     self.total = 0
@@ -273,6 +276,7 @@ class LossKeepsGraph(Rule):
                         self.optimizer.zero_grad()
                         self.total += loss
         """), fixed=dedent("""
+            import torch
             class Trainer:
                 def fit(self, loader):
                     self.total = 0

@@ -174,6 +174,7 @@ class EvalWithoutNoGrad(Rule):
             print(predict(model, batch))
         """)),
         Invalid(dedent("""
+            import torch
             class Classifier:
                 # inference on one batch
                 def predict(self, x):
@@ -186,7 +187,6 @@ class EvalWithoutNoGrad(Rule):
             probs = clf.predict(x)
         """), fixed=dedent("""
             import torch
-
             class Classifier:
                 # inference on one batch
                 @torch.no_grad()
@@ -242,6 +242,7 @@ class EvalWithoutNoGrad(Rule):
                 return total
         """)),
         Invalid(dedent("""
+            import torch
             class Trainer:
                 def validate(self):
                     self.model.eval()
@@ -250,7 +251,6 @@ class EvalWithoutNoGrad(Rule):
                             self.model(x)
         """), fixed=dedent("""
             import torch
-
             class Trainer:
                 def validate(self):
                     self.model.eval()

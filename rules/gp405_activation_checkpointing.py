@@ -11,7 +11,8 @@ from ._calls import dotted_name, method_call
 from ._context import RuleContext
 from ._script_facts import trained_models
 from ._stepcode import in_no_grad
-from ._training import TrainingAnalysis, analysis, cpu_only_script
+from ._training import TrainingAnalysis, analysis
+from ._program import cpu_only
 from ._tree import walk
 
 
@@ -446,7 +447,7 @@ class ActivationCheckpointing(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not ta.step_loops or cpu_only_script(ctx):
+        if not ta.step_loops or cpu_only(ctx):
             return
         trained = _trained_names(ctx, ta)
         enabled = {dotted_name(c.func.value) for c in ctx.nodes(cst.Call)  # type: ignore[attr-defined]

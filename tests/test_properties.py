@@ -1,11 +1,20 @@
 """Property tests: Hypothesis composes training scripts from building blocks (import aliases,
 DataLoader forms, plain/enumerate/while loops at top level, in functions and in methods, guarded
 and unguarded ``.item()`` logging, ``total += loss.item()``, gradient accumulation, eval loops,
-comments and odd formatting). For every generated script:
+comments and odd formatting, a BCE loss (``nn.BCELoss`` after a Sigmoid, or
+``F.binary_cross_entropy``), a gradient penalty (``torch.autograd.grad(..., create_graph=True)``
+through the model), an ``nn.DataParallel`` wrap, and ``os.environ`` lines that must run before
+torch is imported). For every generated script:
 
-- the fixes (safe only, and all) re-parse, are idempotent and keep every comment;
+- the fixes (safe only, and all) re-parse, are idempotent, keep every comment and never put an
+  import above the environment lines;
 - the rewritten script still runs on CPU whenever the original does, and with safe fixes only
   its loss trajectory is identical to the original's (printed with ``repr``).
+
+Three failures happen only on CUDA or only with a working compiler, so the runner makes them
+happen on CPU too (``_EMULATION``): autocast refuses ``binary_cross_entropy`` (CUDA raises
+whatever the dtype), a compiled module cannot be differentiated twice (AOTAutograd), and
+compiling a ``DataParallel`` wrapper or the module inside one breaks on several GPUs.
 
 Scripts run in forks of one warm interpreter that has imported torch once, so each run costs
 milliseconds instead of a torch import."""
@@ -51,6 +60,10 @@ def scripts(draw: st.DrawFn) -> str:
     eval_loop = draw(st.booleans())
     comments = draw(st.booleans())
     odd = draw(st.booleans())  # blank lines, backslash continuations, trailing comments
+    loss_form = draw(st.sampled_from(["mse", "mse", "bce_module", "bce_functional"]))
+    penalty = draw(st.booleans())  # a gradient penalty: double backward through the model
+    wrap = draw(st.booleans())  # model = nn.DataParallel(model)
+    env_lines = draw(st.booleans())  # os.environ["PYTORCH_..."] before torch is imported
 
     def c() -> str:
         return f"  # c{next(n_comment)}" if comments and draw(st.booleans()) else ""
@@ -64,6 +77,8 @@ def scripts(draw: st.DrawFn) -> str:
 
     torch_import = "import torch" if tc == "torch" else f"import torch as {tc}"
     head = [f"# c{next(n_comment)} generated training script"] if comments else []
+    if env_lines:
+        head += ["import os", f'os.environ["{ENV_LINE_KEY}"] = "expandable_segments:True"']
     head += [torch_import + c()]
     if nn_form == "from":
         head.append("from torch import nn")
@@ -87,12 +102,18 @@ def scripts(draw: st.DrawFn) -> str:
         head.append(f'device = {tc}.device("cuda" if {tc}.cuda.is_available() else "cpu"){c()}')
     else:
         head.append(f'device = {tc}.device("cpu")')
+    target = f"{tc}.rand(24, 1, generator=g)" if loss_form != "mse" else f"{tc}.randn(24, 1, generator=g)"
+    layer = f"{nn}.Sequential({nn}.Linear(4, 1), {nn}.Sigmoid())" if loss_form == "bce_module" else f"{nn}.Linear(4, 1)"
     head += [
         f"g = {tc}.Generator().manual_seed(0)",
-        f"data = {tds}({tc}.randn(24, 4, generator=g), {tc}.randn(24, 1, generator=g))",
-        f"model = {nn}.Linear(4, 1).to(device)",
-        f"opt = {tc}.optim.SGD(model.parameters(), lr=0.05)",
+        f"data = {tds}({tc}.randn(24, 4, generator=g), {target})",
+        f"model = {layer}.to(device)",
     ]
+    if wrap:
+        head.append(f"model = {nn}.DataParallel(model)")
+    if loss_form == "bce_module":
+        head.append(f"criterion = {nn}.BCELoss()")
+    head.append(f"opt = {tc}.optim.SGD(model.parameters(), lr=0.05)")
     kw = "" if num_workers is None else f", num_workers={num_workers}"
     if odd:
         head.append(f"loader = {dl}(data, \\\n{indent_unit}batch_size=8{kw})" + c())
@@ -107,10 +128,19 @@ def scripts(draw: st.DrawFn) -> str:
         body.append("i += 1")
     body += comment_line()
     body.append("x, y = x.to(device), y.to(device)" + c())
-    if odd:
-        body.append(f"loss = {nn}.functional.mse_loss(model(x), \\\n{indent_unit}y)")
+    if loss_form == "bce_module":
+        loss_expr = "criterion(model(x), y)"
+    elif loss_form == "bce_functional":
+        loss_expr = f"{nn}.functional.binary_cross_entropy({tc}.sigmoid(model(x)), y)"
+    elif odd:
+        loss_expr = f"{nn}.functional.mse_loss(model(x), \\\n{indent_unit}y)"
     else:
-        body.append(f"loss = {nn}.functional.mse_loss(model(x), y){c()}")
+        loss_expr = f"{nn}.functional.mse_loss(model(x), y)"
+    body.append(f"loss = {loss_expr}" + ("" if "\\\n" in loss_expr else c()))
+    if penalty:
+        body += ["xg = x.clone().requires_grad_(True)",
+                 f"(gx,) = {tc}.autograd.grad(model(xg).sum(), xg, create_graph=True)",
+                 "loss = loss + 0.1 * gx.pow(2).mean()"]
     body.append("LOSSES.append(loss.detach().clone())")
     body.append(f"(loss / {grad_accum}).backward()" if grad_accum > 1 else "loss.backward()")
     if grad_accum > 1:
@@ -155,6 +185,9 @@ def scripts(draw: st.DrawFn) -> str:
     return "\n".join(_indent(line, indent_unit) for line in code) + "\n"
 
 
+ENV_LINE_KEY = "PYTORCH_CUDA_ALLOC_CONF"
+
+
 def _indent(line: str, unit: str) -> str:
     depth = len(line) - len(line.lstrip("@"))
     # Continuation lines carry the unit already; only leading @ mark nesting.
@@ -187,6 +220,12 @@ def test_fixes_reparse_are_idempotent_and_keep_comments(source, mode):
     assert _fix(fixed, mode) == fixed, "second pass changed the file"
     before, after = _comments(source), _comments(fixed)
     assert all(after.count(x) >= before.count(x) for x in set(before)), (before, after)
+    lines = fixed.splitlines()
+    if ENV_LINE_KEY in source:  # no import of torch above the lines that must precede it
+        env = next(i for i, ln in enumerate(lines) if ENV_LINE_KEY in ln)
+        assert not any("torch" in ln and ln.lstrip().startswith(("import", "from")) for ln in lines[:env]), fixed
+    top_level_torch_imports = [ln for ln in lines if ln.startswith(("import torch", "from torch"))]
+    assert len(top_level_torch_imports) == len(set(top_level_torch_imports)), fixed
 
 
 def test_generator_covers_the_rules():
@@ -205,12 +244,72 @@ def test_generator_covers_the_rules():
 
 # ---- running the scripts -------------------------------------------------------------------
 
+# Failures that CUDA or a working compiler would raise, raised on CPU with dynamo disabled too.
+_EMULATION = r"""
+import torch
+import torch.nn.functional as _F
+
+_compiled_params = set()  # ids of the parameters of modules compiled in place
+_orig_compile = torch.nn.Module.compile
+_orig_grad = torch.autograd.grad
+_orig_bce = _F.binary_cross_entropy
+_orig_dp_init = torch.nn.DataParallel.__init__
+_WRAPPERS = (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)
+
+
+def _compile(self, *args, **kwargs):
+    if isinstance(self, _WRAPPERS):
+        raise RuntimeError("emulated: compiling a DataParallel/DDP wrapper, not the module")
+    _compiled_params.update(id(p) for p in self.parameters())
+    return _orig_compile(self, *args, **kwargs)
+
+
+def _leaves(tensors):
+    seen, stack, out = set(), [t.grad_fn for t in tensors if t.grad_fn is not None], set()
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        if hasattr(fn, "variable"):
+            out.add(id(fn.variable))
+        stack.extend(f for f, _ in fn.next_functions)
+    return out
+
+
+def _grad(outputs, inputs, *args, **kwargs):
+    if kwargs.get("create_graph"):
+        outs = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
+        if _leaves(outs) & _compiled_params:
+            raise RuntimeError("emulated: double backward through a compiled module (AOTAutograd)")
+    return _orig_grad(outputs, inputs, *args, **kwargs)
+
+
+def _bce(*args, **kwargs):
+    if torch.is_autocast_enabled("cpu") or torch.is_autocast_enabled("cuda"):
+        raise RuntimeError("emulated: autocast refuses binary_cross_entropy (as CUDA does)")
+    return _orig_bce(*args, **kwargs)
+
+
+def _dp_init(self, module, *args, **kwargs):
+    if any(id(p) in _compiled_params for p in module.parameters()):
+        raise RuntimeError("emulated: DataParallel replicas of a module compiled in place")
+    _orig_dp_init(self, module, *args, **kwargs)
+
+
+torch.nn.Module.compile = _compile
+torch.autograd.grad = _grad
+_F.binary_cross_entropy = _bce
+torch.nn.DataParallel.__init__ = _dp_init
+"""
+
 SERVER = textwrap.dedent(r"""
     import json, os, runpy, signal, sys, time
     # model.compile() (GP303) must run, but compiling a 4-parameter model with inductor on CPU
     # would cost ~20 s per script: with dynamo disabled the call returns the model as it is.
     os.environ["TORCHDYNAMO_DISABLE"] = "1"
     import torch  # imported once; every script runs in a fork of this process
+    exec(EMULATION)
     torch.set_num_threads(1)  # no OpenMP pool in the parent: forking it stays safe
     # Warm up what a first training step imports lazily (optimizers pull in dynamo, ...), once.
     _m = torch.nn.Linear(4, 1)
@@ -224,6 +323,7 @@ SERVER = textwrap.dedent(r"""
         _l.backward(); _o.step(); _o.zero_grad()
         with torch.no_grad():
             _m(_x)
+    _compiled_params.clear()  # the warm-up's model is not the scripts'
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         req = json.loads(line)
@@ -259,7 +359,8 @@ class ScriptRunner:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.n = 0
-        self.proc = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE,
+        code = SERVER.replace("exec(EMULATION)", f"exec({_EMULATION!r})")
+        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, cwd=workdir)
         assert self.proc.stdout and json.loads(self.proc.stdout.readline()) == {"ready": True}
 
@@ -307,3 +408,49 @@ def test_rewritten_script_runs_and_safe_fixes_keep_the_loss_trajectory(script_ru
         rc_unsafe, out_unsafe = script_runner.run(unsafe)
         assert rc_unsafe == 0, f"unsafe fixes broke the script:\n{unsafe}\n{out_unsafe}"
         assert "LOSSES " in out_unsafe
+
+
+# ---- the emulated CUDA-only failures ----------------------------------------------------------
+
+_BASE = """
+import torch
+from torch import nn
+model = nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())
+x, y = torch.randn(8, 4), torch.rand(8, 1)
+"""
+
+
+@pytest.mark.parametrize("bad,good", [
+    ("with torch.autocast('cpu', dtype=torch.bfloat16):\n    nn.BCELoss()(model(x), y)\n",
+     "with torch.autocast('cpu', dtype=torch.bfloat16):\n    out = model(x)\nnn.BCELoss()(out.float(), y)\n"),
+    ("model.compile()\nxg = x.requires_grad_()\ntorch.autograd.grad(model(xg).sum(), xg, create_graph=True)\n",
+     "xg = x.requires_grad_()\ntorch.autograd.grad(model(xg).sum(), xg, create_graph=True)\n"),
+    ("model = nn.DataParallel(model)\nmodel.compile()\n", "model = nn.DataParallel(model)\n"),
+    ("model.compile()\nmodel = nn.DataParallel(model)\n", "model.compile()\nmodel(x)\n"),
+])
+def test_emulation_raises_what_cuda_or_the_compiler_would(script_runner, bad, good):
+    """Without these failures the property test could not see the fixes that break GANs, gradient
+    penalties and DataParallel scripts on a GPU."""
+    rc, out = script_runner.run(_BASE + bad)
+    assert rc != 0 and "emulated:" in out, out
+    rc, out = script_runner.run(_BASE + good)
+    assert rc == 0, out
+
+
+def test_generator_makes_the_scripts_fixes_used_to_break():
+    """BCE losses, gradient penalties and DataParallel wraps in scripts the precision rules
+    report on (a CUDA device in sight), so their unsafe fixes run on them."""
+    from hypothesis import find
+
+    seen: set[str] = set()
+
+    def fires(src: str) -> bool:
+        if 'torch.device("cuda"' not in src and '.device("cuda"' not in src:
+            return False
+        codes = {d.code for d in check_source(src.encode(), "gen.py", RuleSet(("GP301", "GP303")), "none").diagnostics}
+        for feature in ("binary_cross_entropy", "BCELoss", "create_graph=True", "DataParallel"):
+            if feature in src and codes:
+                seen.add(feature)
+        return len(seen) == 4
+
+    find(scripts(), fires, settings=settings(max_examples=500, database=None))

@@ -71,7 +71,7 @@ def _exec(source: str) -> dict:
 
 FP16_SCRIPT = '''
 import torch
-device = torch.device("cpu")
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # a CPU-only program gets no GP301
 torch.manual_seed(0)
 model = torch.nn.Linear(4, 2).to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -150,7 +150,7 @@ except ImportError:
 from torch import nn
 
 SEED = 0
-model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten(), nn.Linear(4, 2))
+model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten(), nn.Linear(4, 2)).to("cuda")
 for x in loader:
     model(x).sum().backward()
     opt.step()

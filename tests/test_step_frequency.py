@@ -11,7 +11,8 @@ import pytest
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.rules._context import RuleContext
 from gpuperf_rewrite.rules._guards import flag_name, is_once_test
-from gpuperf_rewrite.rules._training import analysis, cpu_only_script
+from gpuperf_rewrite.rules._program import cpu_only as cpu_only_script
+from gpuperf_rewrite.rules._training import analysis
 
 
 def ctx_for(src: str) -> RuleContext:
@@ -131,8 +132,9 @@ def test_call_site_guard_and_helper_tail():
 
 
 def test_cpu_only_scripts():
-    assert cpu_only_script(ctx_for("import torch\nx = torch.ones(2)\n"))
-    assert cpu_only_script(ctx_for("import torch\ndevice = torch.device('cpu')\nx = torch.ones(2).to(device)\n"))
+    main = "if __name__ == '__main__':\n    pass\n"  # a script (library modules get a caller's device)
+    assert cpu_only_script(ctx_for("import torch\nx = torch.ones(2)\n" + main))
+    assert cpu_only_script(ctx_for("import torch\ndevice = torch.device('cpu')\nx = torch.ones(2).to(device)\n" + main))
     for src in ("import torch\nx = torch.ones(2).cuda()\n", "import torch\nx = torch.ones(2).to(device)\n",
                 "import torch\n# runs on a GPU\n", "x = 1\n", "import torch\nfrom accelerate import Accelerator\n",
                 "import torch\ndevice = torch.device(args.device)\n", "import torch\ndef f(x, device):\n    return x\n"):

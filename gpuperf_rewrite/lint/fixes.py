@@ -1,5 +1,5 @@
-"""Applying the rules' fixes: a batch of non-overlapping edits per pass (imports added through
-LibCST's AddImportsVisitor), re-parsed and repeated until nothing more changes."""
+"""Applying the rules' fixes: a batch of non-overlapping edits per pass (imports added by
+``rules._edits.add_imports``), re-parsed and repeated until nothing more changes."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import libcst as cst
 
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse
 from gpuperf_rewrite.lint.sourceio import decode_source
+from gpuperf_rewrite.rules._edits import add_imports
 from gpuperf_rewrite.rules._framework import AddImport, Fix, InsertAfter, InsertBefore, Replace, RuleContext
 
 FixMode = Literal["none", "safe", "unsafe"]
@@ -90,18 +91,8 @@ def apply_fixes(module: cst.Module, ctx: RuleContext, fixes: Iterable[Fix]) -> t
     if not applied:
         return module, []
     new_module = module.visit(_EditApplier(replace, before, after)) if (replace or before or after) else module
-    return (_add_imports(new_module, imports) if imports else new_module), applied
-
-
-def _add_imports(module: cst.Module, imports: list[AddImport]) -> cst.Module:
-    # Imported here: libcst.codemod pulls in libcst.matchers, ~0.3 s that linting never needs.
-    from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor
-
-    context = CodemodContext()
-    for imp in imports:
-        AddImportsVisitor.add_needed_import(context, imp.module, imp.name, imp.asname)
-    return AddImportsVisitor(context).transform_module(module)
+    # Imports go after the header's imports and environment lines, never twice (rules/_edits.py).
+    return (add_imports(new_module, imports) if imports else new_module), applied
 
 
 @dataclasses.dataclass
