@@ -7,37 +7,85 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ._calls import NOT_LITERAL, dataloader_arg, has_star_args, literal_value
+from ._calls import NOT_LITERAL, dataloader_arg, dotted_name, has_star_args, literal_value
 from ._context import RuleContext
 from ._edits import set_or_add_kwarg
+from ._execution import execution
+from ._flow import object_flow
+from ._pickling import attribute_store_reason, unpicklable_reason
+from ._script_facts import assignments_in, visible_scope
 from ._torchnames import DATALOADERS
+
+ITERABLE_DATASETS = frozenset({"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"})
 
 
 def iterable_dataset_classes(ctx: RuleContext) -> set[str]:
-    """Classes of this module deriving from IterableDataset: workers would each replay the
-    whole stream unless the dataset shards itself, so no automatic fix is offered."""
-    return ctx.memo("iterable_datasets", lambda c: {
-        cls.name.value for cls in c.nodes(cst.ClassDef)
-        if any(c.matches(b.value, {"torch.utils.data.IterableDataset",
-                                   "torch.utils.data.dataset.IterableDataset"}) for b in cls.bases)
-    })
+    """Classes of this module deriving (directly or through each other) from IterableDataset:
+    workers would each replay the whole stream unless the dataset shards itself, so no automatic
+    fix is offered."""
+    def compute(c: RuleContext) -> set[str]:
+        classes = c.nodes(cst.ClassDef)
+        found: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for cls in classes:
+                if cls.name.value not in found and any(
+                        c.matches(b.value, ITERABLE_DATASETS) or dotted_name(b.value) in found
+                        for b in cls.bases):
+                    found.add(cls.name.value)
+                    changed = True
+        return found
+    return ctx.memo("iterable_datasets", compute)
 
 
 def _dataset_is_iterable(ctx: RuleContext, call: cst.Call) -> bool:
     arg = dataloader_arg(call, "dataset")
     if arg is None:
         return False
-    value = arg.value
     names = iterable_dataset_classes(ctx)
-    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
-        return value.func.value in names
-    if isinstance(value, cst.Name):
-        for assign in ctx.nodes(cst.Assign):
-            if any(isinstance(t.target, cst.Name) and t.target.value == value.value for t in assign.targets):
-                v = assign.value
-                if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in names:
-                    return True
+    values = [arg.value]
+    if isinstance(arg.value, cst.Name):
+        where = visible_scope(ctx, arg.value.value, call)
+        if where is not False:
+            values = [v for _, v in assignments_in(ctx, where, arg.value.value)]  # type: ignore[arg-type]
+    for value in values:
+        for branch in (value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,):
+            if isinstance(branch, cst.Call) and dotted_name(branch.func) in names:
+                return True
     return False
+
+
+SPAWN = ("under the spawn start method (macOS, Windows, and Python 3.14's forkserver default on "
+         "Linux) every worker re-imports the script")
+
+
+def spawn_hazard(ctx: RuleContext, call: cst.Call) -> str | None:
+    """Why worker processes could break this DataLoader, or None when they cannot: the loader
+    must be iterated only under ``if __name__ == "__main__":`` (or in functions called only
+    from there), and what workers receive must be picklable."""
+    ex = execution(ctx)
+    if not ex.has_main_guard:
+        return (f"the script has no `if __name__ == \"__main__\":` guard, and {SPAWN} and would run "
+                "the training again")
+    flow = object_flow(ctx, call)
+    sites = [u.site for u in flow.of_kind("iterate", "passed", "escape")] or [call]
+    if not all(ex.runs(site).guarded for site in sites):
+        return (f"the loader is iterated where `if __name__ == \"__main__\":` does not guard it, and "
+                f"{SPAWN} and would start it again")
+    for param in ("dataset", "collate_fn", "worker_init_fn"):
+        arg = dataloader_arg(call, param)
+        if arg is None:
+            continue
+        what = unpicklable_reason(ctx, arg.value)
+        if what is None and param == "dataset" and isinstance(arg.value, cst.Name):
+            where = visible_scope(ctx, arg.value.value, call)
+            if where is not False:
+                what = attribute_store_reason(ctx, arg.value.value, where)  # type: ignore[arg-type]
+        if what is not None:
+            holder = "the dataset holds" if param == "dataset" else f"`{param}` is (or holds)"
+            return f"{holder} {what}, which cannot be pickled into worker processes under spawn"
+    return None
 
 
 class DataloaderWorkers(Rule):
@@ -52,16 +100,18 @@ class DataloaderWorkers(Rule):
     )
     fix_description = (
         "Set `num_workers=min(8, os.cpu_count() or 1)` (the bound is the `max-workers` option) and "
-        "add `import os` if needed. Not offered for an `IterableDataset` of this module, whose "
-        "workers would each replay the stream."
+        "add `import os` if needed. Offered only where workers are safe under every start method: "
+        "the loader is iterated only under `if __name__ == \"__main__\":` (or in functions called "
+        "only from there), and the dataset, `collate_fn` and `worker_init_fn` hold nothing that "
+        "cannot be pickled (lambdas, functions or classes defined inside a function or under the "
+        "guard, generators, open files). Not offered for an `IterableDataset` of this module, whose "
+        "workers would each replay the stream. The message says why a fix is withheld."
     )
     fix_safety = "unsafe"
     fix_safety_reason = (
         "The dataset and collate code then run in worker processes: code that relies on global "
-        "state changed during training, on objects that cannot be pickled, or on the main "
-        "process's random state (augmentation without per-worker seeding) behaves differently, "
-        "and where workers are spawned the script must be import-safe (`if __name__ == "
-        "\"__main__\":`)."
+        "state changed during training, or on the main process's random state (augmentation "
+        "without per-worker seeding) behaves differently."
     )
     # gains_on 'any': preparing batches in parallel with the step helps on every device.
     gains_on = "any"
@@ -72,11 +122,19 @@ class DataloaderWorkers(Rule):
         "The fix is withheld for an `IterableDataset` subclass defined in this module; one "
         "imported from elsewhere is not recognised and gets the fix, and its workers would each "
         "replay the stream.",
+        "The fix is withheld when the loader may be iterated outside the `__main__` guard, "
+        "including code whose callers the file does not show (a library module's function): "
+        "such loaders are reported without a fix.",
+        "Unpicklable state is found when the file shows it (a lambda or local function passed to "
+        "the dataset, a dataset class of this module storing one on `self`, an open file); state "
+        "created inside an imported dataset class is not seen.",
         "Small in-memory datasets are reported too, although worker start-up can cost more than "
         "it saves there.",
     )
     references = (
         "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
+        "https://docs.pytorch.org/docs/stable/data.html#platform-specific-behaviors",
+        "https://docs.python.org/3/library/multiprocessing.html#the-spawn-and-forkserver-start-methods",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
     keywords = ("DataLoader",)
@@ -105,18 +163,38 @@ class DataloaderWorkers(Rule):
             loader = DataLoader(ds)
         """)),
         Valid(dedent("""
+            # A file without torch: the user's own DataLoader in a plain-Python project.
+            from mylib.loading import DataLoader
+            for batch in DataLoader(records, batch_size=4):
+                print(batch)
+        """)),
+        Valid(dedent("""
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, **loader_kwargs)
         """)),
         Invalid(dedent("""
             from torch.utils.data import DataLoader
-            loader = DataLoader(ds, batch_size=32, shuffle=True)
+
+            def main():
+                loader = DataLoader(ds, batch_size=32, shuffle=True)
+                for x in loader:
+                    step(x)
+
+            if __name__ == "__main__":
+                main()
         """), fixed=dedent("""
             from torch.utils.data import DataLoader
             import os
 
-            loader = DataLoader(ds, batch_size=32, shuffle=True, num_workers=min(8, os.cpu_count() or 1))
+            def main():
+                loader = DataLoader(ds, batch_size=32, shuffle=True, num_workers=min(8, os.cpu_count() or 1))
+                for x in loader:
+                    step(x)
+
+            if __name__ == "__main__":
+                main()
         """)),
+        # The loader is built at import time but iterated only from the guard: safe.
         Invalid(dedent("""
             import torch.utils.data as tud
             loader = tud.DataLoader(
@@ -124,6 +202,13 @@ class DataloaderWorkers(Rule):
                 batch_size=32,
                 num_workers=0,  # TODO speed up
             )
+
+            def train(model):
+                for x in loader:
+                    model(x).sum().backward()
+
+            if __name__ == "__main__":
+                train(Net())
         """), fixed=dedent("""
             import torch.utils.data as tud
             import os
@@ -133,23 +218,160 @@ class DataloaderWorkers(Rule):
                 batch_size=32,
                 num_workers=min(8, os.cpu_count() or 1),  # TODO speed up
             )
+
+            def train(model):
+                for x in loader:
+                    model(x).sum().backward()
+
+            if __name__ == "__main__":
+                train(Net())
         """)),
         Invalid(dedent("""
             from torch.utils.data import DataLoader as DL
-            loader = DL(ds, 64)
+
+            class Trainer:
+                def __init__(self, ds):
+                    self.loader = DL(ds, 64)
+
+                def fit(self):
+                    for x in self.loader:
+                        step(x)
+
+            if __name__ == "__main__":
+                Trainer(ds).fit()
         """), fixed=dedent("""
             from torch.utils.data import DataLoader as DL
             import os
 
-            loader = DL(ds, 64, num_workers=min(2, os.cpu_count() or 1))
+            class Trainer:
+                def __init__(self, ds):
+                    self.loader = DL(ds, 64, num_workers=min(2, os.cpu_count() or 1))
+
+                def fit(self):
+                    for x in self.loader:
+                        step(x)
+
+            if __name__ == "__main__":
+                Trainer(ds).fit()
         """), options={"max-workers": 2}),
+        # A top-level script: under spawn each worker would re-run the whole training.
+        Invalid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=32, shuffle=True)
+            for x in loader:
+                model(x).sum().backward()
+        """), fixed=None),
+        # A guard exists, but the loop runs at import time (above it).
+        Invalid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=32)
+            for x in loader:
+                model(x).sum().backward()
+            if __name__ == "__main__":
+                print("done")
+        """), fixed=None),
+        # A library function nobody in this file calls: its caller's guard is unknown.
+        Invalid(dedent("""
+            import torch
+            def make_loader(ds):
+                return torch.utils.data.DataLoader(ds, batch_size=8)
+            if __name__ == "__main__":
+                print("library self-test")
+        """), fixed=None),
+        # Called both from the guard and at import time.
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            def run(ds):
+                for x in DataLoader(ds, batch_size=8):
+                    step(x)
+            run(small_ds)
+            if __name__ == "__main__":
+                run(big_ds)
+        """), fixed=None),
+        # Things that cannot be pickled into a spawned worker.
+        Invalid(dedent("""
+            import torchvision.transforms as T
+            from torch.utils.data import DataLoader
+            from torchvision.datasets import MNIST
+
+            def main():
+                ds = MNIST("data", transform=T.Compose([T.ToTensor(), T.Lambda(lambda x: x * 2)]))
+                for x, y in DataLoader(ds, batch_size=64):
+                    step(x, y)
+
+            if __name__ == "__main__":
+                main()
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+
+            def main():
+                class Squares(Dataset):  # a local class: workers cannot import it
+                    def __len__(self):
+                        return 10
+                    def __getitem__(self, i):
+                        return torch.tensor(float(i * i))
+                for x in DataLoader(Squares(), batch_size=2):
+                    step(x)
+
+            if __name__ == "__main__":
+                main()
+        """), fixed=None),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+
+            def main(ds):
+                def collate(batch):  # a nested function
+                    return batch
+                loader = DataLoader(ds, batch_size=4, collate_fn=collate)
+                for b in loader:
+                    step(b)
+
+            if __name__ == "__main__":
+                main(load())
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch.utils.data as tud
+
+            class Texts(tud.Dataset):
+                def __init__(self, path):
+                    self.fh = open(path)
+                    self.tokenize = lambda s: s.split()
+
+            def main():
+                for batch in tud.DataLoader(Texts("corpus.txt"), batch_size=4, collate_fn=lambda b: b):
+                    step(batch)
+
+            if __name__ == "__main__":
+                main()
+        """), fixed=None),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader, TensorDataset
+
+            if __name__ == "__main__":
+                def double(x):  # defined under the guard: a spawned worker's re-import skips it
+                    return 2 * x
+                ds = TensorDataset(data)
+                ds.transform = double
+                for x in DataLoader(ds, batch_size=4):
+                    step(x)
+        """), fixed=None),
         Invalid(dedent("""
             import torch
             from torch.utils.data import DataLoader, IterableDataset
             class Stream(IterableDataset):
                 def __iter__(self):
                     yield from range(10)
-            loader = DataLoader(Stream(), batch_size=2)
+            class Shuffled(Stream):
+                pass
+            def main():
+                for x in DataLoader(Shuffled(), batch_size=2):
+                    step(x)
+            if __name__ == "__main__":
+                main()
         """), fixed=None),
     ]
 
@@ -159,15 +381,21 @@ class DataloaderWorkers(Rule):
             if not ctx.is_call_to(call, DATALOADERS) or has_star_args(call):
                 continue
             arg = dataloader_arg(call, "num_workers")
-            if arg is not None and literal_value(arg.value) not in (0, NOT_LITERAL) or \
-                    arg is not None and literal_value(arg.value) is NOT_LITERAL:
-                continue
+            if arg is not None and literal_value(arg.value) != 0:
+                continue  # a positive literal, or an expression the user chose
             what = "`num_workers` is 0" if arg is not None else "`num_workers` is not set (default 0)"
-            fix = None
-            if not _dataset_is_iterable(ctx, call):
-                value = f"min({max_workers}, os.cpu_count() or 1)"
-                fix = Fix(f"set num_workers={value}",
-                          (Replace(call, set_or_add_kwarg(call, "num_workers", value, arg)), AddImport("os")),
-                          "unsafe")
-            yield Finding(call, f"DataLoader loads every batch in the training process ({what}): the "
-                                "GPU idles while data is prepared; use worker processes", fix)
+            message = (f"DataLoader loads every batch in the training process ({what}): the GPU idles "
+                       "while data is prepared; use worker processes")
+            if _dataset_is_iterable(ctx, call):
+                yield Finding(call, message + " (no automatic fix: each worker of an IterableDataset "
+                                              "replays the whole stream unless the dataset shards it)")
+                continue
+            hazard = spawn_hazard(ctx, call)
+            if hazard is not None:
+                yield Finding(call, f"{message} (no automatic fix: {hazard})")
+                continue
+            value = f"min({max_workers}, os.cpu_count() or 1)"
+            fix = Fix(f"set num_workers={value}",
+                      (Replace(call, set_or_add_kwarg(call, "num_workers", value, arg)), AddImport("os")),
+                      "unsafe")
+            yield Finding(call, message, fix)
