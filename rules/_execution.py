@@ -45,14 +45,17 @@ def is_main_guard(test: cst.BaseExpression) -> bool:
 class Runs:
     """How a node runs. ``import_time``: it may run when the module is imported (so also in a
     spawned worker); ``guarded``: every way to reach it passes through the ``__main__`` guard;
-    ``repeated``: it may run more than once."""
+    ``repeated``: it may run more than once; ``unknown``: some way to reach it passes through a
+    function whose callers the file does not show (then the other answers are guesses on the
+    safe side)."""
 
     import_time: bool
     guarded: bool
     repeated: bool
+    unknown: bool = False
 
 
-_UNKNOWN = Runs(import_time=True, guarded=False, repeated=True)
+_UNKNOWN = Runs(import_time=True, guarded=False, repeated=True, unknown=True)
 
 
 class Execution:
@@ -79,6 +82,38 @@ class Execution:
             return _UNKNOWN
         outer = self._function_runs(scope, _depth)
         return dataclasses.replace(outer, repeated=outer.repeated or in_loop)
+
+    def repeated_after(self, node: cst.CSTNode, entries: list[cst.CSTNode], _depth: int = 0) -> bool:
+        """May ``node`` run more than once per evaluation of one of ``entries`` (the expressions
+        that create an object)? A loop that creates the object anew each time round does not
+        count; a loop between the object's creation and ``node`` does, and so does a function
+        whose callers cannot all be seen or that is called from more than one place."""
+        if _depth > _MAX_DEPTH:
+            return True
+        fn: cst.CSTNode | None = None
+        child: cst.CSTNode = node
+        for anc in self.ctx.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)) and child is anc.body:
+                fn = anc
+                break
+            if any(self.ctx.is_inside(e, anc) for e in entries):
+                return False  # the object is created in here: each pass gets a new one
+            if isinstance(anc, cst.For) and child is anc.body or \
+                    isinstance(anc, cst.While) and child in (anc.body, anc.test) or \
+                    isinstance(anc, _COMPREHENSIONS):
+                return True
+            child = anc
+        if fn is None:
+            return False
+        if isinstance(fn, cst.Lambda):
+            return True
+        refs = [r for r in self.references(fn) if not self.ctx.is_inside(r, fn)]
+        if len(refs) != 1:
+            return True
+        call = self.ctx.parent(refs[0])
+        if not (isinstance(call, cst.Call) and call.func is refs[0]):
+            return True
+        return self.repeated_after(call, entries, _depth + 1)
 
     def _locate(self, node: cst.CSTNode) -> tuple[cst.FunctionDef | cst.Lambda | None, bool, bool]:
         """The innermost function around ``node``; whether a loop (or comprehension) of that
@@ -123,6 +158,7 @@ class Execution:
                 import_time=any(p.import_time for p in parts),
                 guarded=all(p.guarded for p in parts),
                 repeated=recursive or len(parts) > 1 or any(p.repeated for p in parts),
+                unknown=any(p.unknown for p in parts),
             )
         self._fn_cache[fn] = result
         return result

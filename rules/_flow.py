@@ -58,8 +58,12 @@ class Alias:
 
 @dataclasses.dataclass
 class Flow:
+    """``entries``: the expressions that produce the object (its creation, and the calls of
+    functions that return it)."""
+
     uses: list[Use]
     aliases: list[Alias]
+    entries: list[cst.CSTNode]
 
     def of_kind(self, *kinds: UseKind) -> list[Use]:
         return [u for u in self.uses if u.kind in kinds]
@@ -83,6 +87,7 @@ class _Tracer:
         self.ctx = ctx
         self.uses: list[Use] = []
         self.aliases: list[Alias] = []
+        self.entries: list[cst.CSTNode] = []
         self._seen_aliases: set[tuple[int, str]] = set()
         self._seen_values: set[tuple[int, int | None]] = set()
         self._steps = 0
@@ -153,6 +158,7 @@ class _Tracer:
             return self.follow(call)
         if tail == "prepare" and "." in name and arg in positional:
             # accelerator.prepare(model, opt, loader): the result at the same position wraps it.
+            self.entries.append(call)
             return self.follow(call, positional.index(arg) if len(positional) > 1 else None)
         fn = self._callee(call)
         param = _param_for(fn, call, arg, _method_of(self.ctx, fn) is not None) if fn is not None else None
@@ -189,6 +195,7 @@ class _Tracer:
         for ref in refs:
             call = self.ctx.parent(ref)
             if isinstance(call, cst.Call) and call.func is ref:
+                self.entries.append(call)
                 self.follow(call, index)
             elif not self.ctx.is_inside(ref, fn):
                 self._escape(value, ref)
@@ -289,6 +296,7 @@ def object_flow(ctx: RuleContext, creation: cst.CSTNode) -> Flow:
     cache: dict[int, Flow] = ctx.memo("_object_flow", lambda c: {})
     if id(creation) not in cache:
         tracer = _Tracer(ctx)
+        tracer.entries.append(creation)
         tracer.follow(creation)
-        cache[id(creation)] = Flow(tracer.uses, tracer.aliases)
+        cache[id(creation)] = Flow(tracer.uses, tracer.aliases, tracer.entries)
     return cache[id(creation)]

@@ -12,6 +12,7 @@ from ._context import RuleContext
 from ._edits import set_or_add_kwarg
 from ._execution import execution
 from ._flow import object_flow
+from ._loader_iteration import takes_one_batch
 from ._pickling import attribute_store_reason, unpicklable_reason
 from ._script_facts import assignments_in, visible_scope
 from ._torchnames import DATALOADERS
@@ -70,9 +71,13 @@ def spawn_hazard(ctx: RuleContext, call: cst.Call) -> str | None:
                 "the training again")
     flow = object_flow(ctx, call)
     sites = [u.site for u in flow.of_kind("iterate", "passed", "escape")] or [call]
-    if not all(ex.runs(site).guarded for site in sites):
-        return (f"the loader is iterated where `if __name__ == \"__main__\":` does not guard it, and "
+    runs = [ex.runs(site) for site in sites]
+    if any(r.import_time and not r.unknown for r in runs):
+        return (f"the loader is iterated at import time, outside `if __name__ == \"__main__\":`, and "
                 f"{SPAWN} and would start it again")
+    if not all(r.guarded for r in runs):
+        return ("the file does not show that the loader is iterated only under `if __name__ == "
+                f"\"__main__\":` (it is reached from code whose callers are elsewhere), and {SPAWN}")
     for param in ("dataset", "collate_fn", "worker_init_fn"):
         arg = dataloader_arg(call, param)
         if arg is None:
@@ -129,7 +134,7 @@ class DataloaderWorkers(Rule):
         "the dataset, a dataset class of this module storing one on `self`, an open file); state "
         "created inside an imported dataset class is not seen.",
         "Small in-memory datasets are reported too, although worker start-up can cost more than "
-        "it saves there.",
+        "it saves there; a loader only asked for its first batch (`next(iter(loader))`) is not.",
     )
     references = (
         "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
@@ -171,6 +176,19 @@ class DataloaderWorkers(Rule):
         Valid(dedent("""
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, **loader_kwargs)
+        """)),
+        Valid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+            class ImageSampler:
+                def on_epoch_end(self, trainer):
+                    # one batch for a preview: worker start-up would cost more than it saves
+                    images, _ = next(iter(DataLoader(trainer.val_set, batch_size=16)))
+                    save(images)
+            def peek(ds):
+                for batch in DataLoader(ds, batch_size=4):
+                    print(batch.shape)
+                    break
         """)),
         Invalid(dedent("""
             from torch.utils.data import DataLoader
@@ -383,6 +401,8 @@ class DataloaderWorkers(Rule):
             arg = dataloader_arg(call, "num_workers")
             if arg is not None and literal_value(arg.value) != 0:
                 continue  # a positive literal, or an expression the user chose
+            if takes_one_batch(ctx, call):
+                continue  # one batch: starting workers costs more than loading it
             what = "`num_workers` is 0" if arg is not None else "`num_workers` is not set (default 0)"
             message = (f"DataLoader loads every batch in the training process ({what}): the GPU idles "
                        "while data is prepared; use worker processes")

@@ -10,6 +10,7 @@ from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import NOT_LITERAL, dataloader_arg, dotted_name, get_arg, has_star_args, literal_value
 from ._context import RuleContext
 from ._edits import add_kwarg
+from ._loader_iteration import iterated_repeatedly
 from ._torchnames import DATALOADERS
 
 # Calls that may appear in a num_workers expression we repeat in ``persistent_workers=``:
@@ -78,8 +79,11 @@ class DataloaderPersistentWorkers(Rule):
         "workers is GP201's business.",
         "A `num_workers` expression that may have side effects (a call the rule cannot prove "
         "pure) is reported without a fix.",
-        "A loader iterated only once (one epoch, one evaluation pass) gains nothing, and is "
-        "reported all the same.",
+        "Not reported when every iteration of the loader the file shows runs once (a single "
+        "pass, `itertools.cycle(loader)`, `it = iter(loader)` then `next(it)`), or when the loader "
+        "never runs out (a `RandomSampler`/`WeightedRandomSampler` drawing at least 10**8 samples "
+        "with replacement, an infinite sampler or `IterableDataset` of this module) and no loop "
+        "over it restarts; a loader handed to code the file does not show is reported.",
     )
     references = (
         "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader",
@@ -149,6 +153,129 @@ class DataloaderPersistentWorkers(Rule):
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, num_workers=pick_workers())
         """), fixed=None),
+        # Never exhausted, or iterated once: the workers start once whatever the setting.
+        Valid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader, RandomSampler
+            sampler = RandomSampler(ds, replacement=True, num_samples=int(1e10))
+            loader = DataLoader(ds, batch_size=32, sampler=sampler, num_workers=4)
+            it = iter(loader)
+            for step in range(100_000):
+                x = next(it)
+                model(x).sum().backward()
+        """)),
+        Valid(dedent("""
+            import itertools
+            import torch.utils.data as tud
+            def train(ds, steps):
+                batches = itertools.cycle(tud.DataLoader(ds, batch_size=8, num_workers=2))
+                for step in range(steps):
+                    model(next(batches)).sum().backward()
+        """)),
+        Valid(dedent("""
+            from torch.utils.data import DataLoader, IterableDataset
+            class Stream(IterableDataset):
+                def __iter__(self):
+                    while True:
+                        yield read_record()
+            class Trainer:
+                def __init__(self):
+                    self.loader = DataLoader(Stream(), batch_size=16, num_workers=4)
+                def fit(self, steps):
+                    for step, batch in enumerate(self.loader):
+                        if step == steps:
+                            break
+                        self.step(batch)
+            Trainer().fit(1000)
+        """)),
+        Valid(dedent("""
+            from torch.utils.data import DataLoader
+            def evaluate(model, ds):  # one pass, once
+                with torch.no_grad():
+                    return sum(model(x).sum() for x in DataLoader(ds, num_workers=4))
+            if __name__ == "__main__":
+                print(evaluate(Net(), test_ds))
+        """)),
+        Valid(dedent("""
+            # No torch here: the user's own DataLoader class.
+            class DataLoader:
+                def __init__(self, items, num_workers=1):
+                    self.items = items
+            for epoch in range(3):
+                for item in DataLoader([1, 2, 3], num_workers=2).items:
+                    print(item)
+        """)),
+        # Iterated again every epoch, directly or through a helper, or re-created on exhaustion.
+        Invalid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader, RandomSampler
+            sampler = RandomSampler(ds, replacement=True, num_samples=len(ds))  # an epoch's worth
+            loader = DataLoader(ds, sampler=sampler, num_workers=4)
+            for epoch in range(10):
+                for x in loader:
+                    model(x).sum().backward()
+        """), fixed=dedent("""
+            import torch
+            from torch.utils.data import DataLoader, RandomSampler
+            sampler = RandomSampler(ds, replacement=True, num_samples=len(ds))  # an epoch's worth
+            loader = DataLoader(ds, sampler=sampler, num_workers=4, persistent_workers=True)
+            for epoch in range(10):
+                for x in loader:
+                    model(x).sum().backward()
+        """)),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            def run_epoch(model, loader):
+                for x in loader:
+                    model(x).sum().backward()
+            def main():
+                train = DataLoader(ds, num_workers=2)
+                for epoch in range(5):
+                    run_epoch(model, train)
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            def run_epoch(model, loader):
+                for x in loader:
+                    model(x).sum().backward()
+            def main():
+                train = DataLoader(ds, num_workers=2, persistent_workers=True)
+                for epoch in range(5):
+                    run_epoch(model, train)
+        """)),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=8, num_workers=4)
+            it = iter(loader)
+            for step in range(10_000):
+                try:
+                    x = next(it)
+                except StopIteration:  # a new epoch: new workers
+                    it = iter(loader)
+                    x = next(it)
+                model(x).sum().backward()
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=8, num_workers=4, persistent_workers=True)
+            it = iter(loader)
+            for step in range(10_000):
+                try:
+                    x = next(it)
+                except StopIteration:  # a new epoch: new workers
+                    it = iter(loader)
+                    x = next(it)
+                model(x).sum().backward()
+        """)),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            import lightning as L
+            loader = DataLoader(ds, batch_size=8, num_workers=4)
+            L.Trainer(max_epochs=10).fit(model, loader)  # iterated where the file cannot see
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            import lightning as L
+            loader = DataLoader(ds, batch_size=8, num_workers=4, persistent_workers=True)
+            L.Trainer(max_epochs=10).fit(model, loader)  # iterated where the file cannot see
+        """)),
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
@@ -161,6 +288,8 @@ class DataloaderPersistentWorkers(Rule):
             value = literal_value(workers.value)
             if value is not NOT_LITERAL and not (isinstance(value, int) and value > 0):
                 continue
+            if not iterated_repeatedly(ctx, call):
+                continue  # one iterator for the whole run: the workers start once anyway
             fix = None
             if _always_positive(ctx, workers.value):
                 fix = Fix("add persistent_workers=True",
