@@ -28,7 +28,8 @@ _MAX_DEPTH = 4
 
 def iterated_repeatedly(ctx: RuleContext, call: cst.Call) -> bool:
     """May iterators over the DataLoader built by ``call`` be created more than once? True
-    when a loop or ``iter()`` over it may run again, when it goes where the file cannot follow,
+    when a loop or ``iter()`` over it may run again or there are several, when it goes where
+    the file cannot follow,
     or when nothing in the file iterates it; False when every iteration the file shows runs
     once (``cycle(loader)``, ``it = iter(loader)`` then ``next(it)``, a single pass) or the
     loader never runs out and no loop over it restarts."""
@@ -36,8 +37,8 @@ def iterated_repeatedly(ctx: RuleContext, call: cst.Call) -> bool:
     ex = execution(ctx)
     iterations = [u.site for u in flow.of_kind("iterate")]
     unknown = flow.of_kind("passed", "escape")
-    if any(ex.repeated_after(site, flow.entries) for site in iterations):
-        return True
+    if len(iterations) > 1 or any(ex.repeated_after(site, flow.entries) for site in iterations):
+        return True  # two loops over one loader, or one loop run again: new iterators
     if never_exhausted(ctx, call):
         return False  # one iterator serves the whole run
     return bool(unknown) or not iterations

@@ -12,6 +12,7 @@ from ._context import RuleContext
 from ._edits import set_or_add_kwarg
 from ._execution import execution
 from ._flow import object_flow
+from ._gpu_use import may_use_cuda
 from ._loader_iteration import takes_one_batch
 from ._pickling import attribute_store_reason, unpicklable_reason
 from ._script_facts import assignments_in, visible_scope
@@ -404,7 +405,8 @@ class DataloaderWorkers(Rule):
             if takes_one_batch(ctx, call):
                 continue  # one batch: starting workers costs more than loading it
             what = "`num_workers` is 0" if arg is not None else "`num_workers` is not set (default 0)"
-            message = (f"DataLoader loads every batch in the training process ({what}): the GPU idles "
+            waits = "the GPU idles" if may_use_cuda(ctx) else "each step waits"
+            message = (f"DataLoader loads every batch in the training process ({what}): {waits} "
                        "while data is prepared; use worker processes")
             if _dataset_is_iterable(ctx, call):
                 yield Finding(call, message + " (no automatic fix: each worker of an IterableDataset "

@@ -10,6 +10,7 @@ from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import NOT_LITERAL, dataloader_arg, dotted_name, get_arg, has_star_args, literal_value
 from ._context import RuleContext
 from ._edits import add_kwarg
+from ._gpu_use import may_use_cuda
 from ._loader_iteration import iterated_repeatedly
 from ._torchnames import DATALOADERS
 
@@ -266,6 +267,21 @@ class DataloaderPersistentWorkers(Rule):
                 model(x).sum().backward()
         """)),
         Invalid(dedent("""
+            import torch
+            testloader = torch.utils.data.DataLoader(testset, batch_size=4, num_workers=2)
+            images, labels = next(iter(testloader))  # a peek: workers start
+            correct = 0
+            for images, labels in testloader:  # a full pass: workers start again
+                correct += (model(images).argmax(1) == labels).sum().item()
+        """), fixed=dedent("""
+            import torch
+            testloader = torch.utils.data.DataLoader(testset, batch_size=4, num_workers=2, persistent_workers=True)
+            images, labels = next(iter(testloader))  # a peek: workers start
+            correct = 0
+            for images, labels in testloader:  # a full pass: workers start again
+                correct += (model(images).argmax(1) == labels).sum().item()
+        """)),
+        Invalid(dedent("""
             from torch.utils.data import DataLoader
             import lightning as L
             loader = DataLoader(ds, batch_size=8, num_workers=4)
@@ -300,5 +316,6 @@ class DataloaderPersistentWorkers(Rule):
                     expr = f"({expr})"
                 fix = Fix("add persistent_workers=<num_workers> > 0",
                           (Replace(call, add_kwarg(call, "persistent_workers", f"{expr} > 0")),), "safe")
-            yield Finding(call, "DataLoader workers are shut down and re-spawned every epoch (the GPU "
-                                "waits while they restart); set persistent_workers", fix)
+            who = "the GPU waits" if may_use_cuda(ctx) else "training waits"
+            yield Finding(call, f"DataLoader workers are shut down and re-spawned every epoch ({who} "
+                                "while they restart); set persistent_workers", fix)
