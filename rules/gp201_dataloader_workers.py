@@ -6,92 +6,15 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ._calls import NOT_LITERAL, dataloader_arg, dotted_name, has_star_args, literal_value
+from ._api import AddImport, Edit, Finding, Fix, Invalid, Rule, Valid, dedent
+from ._calls import dataloader_arg, literal_value
 from ._context import RuleContext
-from ._edits import set_or_add_kwarg
-from ._execution import execution
-from ._flow import object_flow
 from ._gpu_use import may_use_cuda
+from ._kwargs import call_keywords
+from ._loader_args import AMBIGUOUS, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
-from ._pickling import attribute_store_reason, unpicklable_reason
-from ._script_facts import assignments_in, visible_scope
 from ._torchnames import DATALOADERS
-
-ITERABLE_DATASETS = frozenset({"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"})
-
-
-def iterable_dataset_classes(ctx: RuleContext) -> set[str]:
-    """Classes of this module deriving (directly or through each other) from IterableDataset:
-    workers would each replay the whole stream unless the dataset shards itself, so no automatic
-    fix is offered."""
-    def compute(c: RuleContext) -> set[str]:
-        classes = c.nodes(cst.ClassDef)
-        found: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for cls in classes:
-                if cls.name.value not in found and any(
-                        c.matches(b.value, ITERABLE_DATASETS) or dotted_name(b.value) in found
-                        for b in cls.bases):
-                    found.add(cls.name.value)
-                    changed = True
-        return found
-    return ctx.memo("iterable_datasets", compute)
-
-
-def _dataset_is_iterable(ctx: RuleContext, call: cst.Call) -> bool:
-    arg = dataloader_arg(call, "dataset")
-    if arg is None:
-        return False
-    names = iterable_dataset_classes(ctx)
-    values = [arg.value]
-    if isinstance(arg.value, cst.Name):
-        where = visible_scope(ctx, arg.value.value, call)
-        if where is not False:
-            values = [v for _, v in assignments_in(ctx, where, arg.value.value)]  # type: ignore[arg-type]
-    for value in values:
-        for branch in (value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,):
-            if isinstance(branch, cst.Call) and dotted_name(branch.func) in names:
-                return True
-    return False
-
-
-SPAWN = ("under the spawn start method (macOS, Windows, and Python 3.14's forkserver default on "
-         "Linux) every worker re-imports the script")
-
-
-def spawn_hazard(ctx: RuleContext, call: cst.Call) -> str | None:
-    """Why worker processes could break this DataLoader, or None when they cannot: the loader
-    must be iterated only under ``if __name__ == "__main__":`` (or in functions called only
-    from there), and what workers receive must be picklable."""
-    ex = execution(ctx)
-    if not ex.has_main_guard:
-        return (f"the script has no `if __name__ == \"__main__\":` guard, and {SPAWN} and would run "
-                "the training again")
-    flow = object_flow(ctx, call)
-    sites = [u.site for u in flow.of_kind("iterate", "passed", "escape")] or [call]
-    runs = [ex.runs(site) for site in sites]
-    if any(r.import_time and not r.unknown for r in runs):
-        return (f"the loader is iterated at import time, outside `if __name__ == \"__main__\":`, and "
-                f"{SPAWN} and would start it again")
-    if not all(r.guarded for r in runs):
-        return ("the file does not show that the loader is iterated only under `if __name__ == "
-                f"\"__main__\":` (it is reached from code whose callers are elsewhere), and {SPAWN}")
-    for param in ("dataset", "collate_fn", "worker_init_fn"):
-        arg = dataloader_arg(call, param)
-        if arg is None:
-            continue
-        what = unpicklable_reason(ctx, arg.value)
-        if what is None and param == "dataset" and isinstance(arg.value, cst.Name):
-            where = visible_scope(ctx, arg.value.value, call)
-            if where is not False:
-                what = attribute_store_reason(ctx, arg.value.value, where)  # type: ignore[arg-type]
-        if what is not None:
-            holder = "the dataset holds" if param == "dataset" else f"`{param}` is (or holds)"
-            return f"{holder} {what}, which cannot be pickled into worker processes under spawn"
-    return None
+from ._worker_safety import dataset_is_iterable, spawn_hazard
 
 
 class DataloaderWorkers(Rule):
@@ -122,8 +45,13 @@ class DataloaderWorkers(Rule):
     # gains_on 'any': preparing batches in parallel with the step helps on every device.
     gains_on = "any"
     limitations = (
-        "A DataLoader built with `*args` or `**kwargs` is skipped (the worker count may hide "
-        "inside).",
+        "`**` dicts built in the same file are read (literals, `dict(...)`, conditional "
+        "definitions, `.update(...)`, `d[\"num_workers\"] = ...`, merges of other such dicts); a "
+        "DataLoader with `*args`, or a `**` dict the file cannot see into (`**vars(args)`, a "
+        "parameter, a dict handed to another function), is skipped. The fix edits the dict that "
+        "holds `num_workers`, or adds it to the dict literal when that is the dict's only "
+        "definition, and only when the dict feeds nothing but DataLoaders; otherwise the finding "
+        "comes without a fix.",
         "A `num_workers` given as a name or expression is trusted, even when it evaluates to 0.",
         "The fix is withheld for an `IterableDataset` subclass defined in this module; one "
         "imported from elsewhere is not recognised and gets the fix, and its workers would each "
@@ -177,6 +105,19 @@ class DataloaderWorkers(Rule):
         Valid(dedent("""
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, **loader_kwargs)
+        """)),
+        Valid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+            use_cuda = torch.cuda.is_available()
+            kwargs = {'num_workers': 1, 'pin_memory': True} if use_cuda else {}
+            train = DataLoader(ds, batch_size=64, **kwargs)
+            extra = dict(batch_size=8)
+            extra.update({"num_workers": 4})
+            test = DataLoader(ds, **extra)
+            cfg = {"batch_size": 8}
+            cfg["num_workers"] = args.workers
+            val = DataLoader(ds, **cfg)
         """)),
         Valid(dedent("""
             import torch
@@ -273,6 +214,80 @@ class DataloaderWorkers(Rule):
             if __name__ == "__main__":
                 Trainer(ds).fit()
         """), options={"max-workers": 2}),
+        # Keyword dicts built in the file: the fix edits the dict.
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+
+            def main(args):
+                loader_kwargs = {'batch_size': args.batch_size, 'num_workers': 0}
+                train = DataLoader(train_set, shuffle=True, **loader_kwargs)
+                for epoch in range(args.epochs):
+                    for x in train:
+                        step(x)
+
+            if __name__ == '__main__':
+                main(parse())
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            import os
+
+            def main(args):
+                loader_kwargs = {'batch_size': args.batch_size, 'num_workers': min(8, os.cpu_count() or 1)}
+                train = DataLoader(train_set, shuffle=True, **loader_kwargs)
+                for epoch in range(args.epochs):
+                    for x in train:
+                        step(x)
+
+            if __name__ == '__main__':
+                main(parse())
+        """)),
+        Invalid(dedent("""
+            import torch
+
+            def main():
+                opts = dict(batch_size=64, shuffle=True)
+                for x in torch.utils.data.DataLoader(ds, **opts):
+                    step(x)
+
+            if __name__ == "__main__":
+                main()
+        """), fixed=dedent("""
+            import torch
+            import os
+
+            def main():
+                opts = dict(batch_size=64, shuffle=True, num_workers=min(8, os.cpu_count() or 1))
+                for x in torch.utils.data.DataLoader(ds, **opts):
+                    step(x)
+
+            if __name__ == "__main__":
+                main()
+        """)),
+        Invalid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+
+            def main(cuda):
+                kwargs = {"pin_memory": True} if cuda else {"batch_size": 8}  # two shapes: ambiguous
+                for x in DataLoader(ds, **kwargs):
+                    step(x)
+
+            if __name__ == "__main__":
+                main(torch.cuda.is_available())
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+
+            def main():
+                kwargs = {"batch_size": 8}
+                for x in DataLoader(ds, **kwargs):
+                    step(x)
+                summary = RunSummary(**kwargs)  # the dict also goes elsewhere: not edited
+
+            if __name__ == "__main__":
+                main()
+        """), fixed=None),
         # A top-level script: under spawn each worker would re-run the whole training.
         Invalid(dedent("""
             import torch
@@ -397,27 +412,37 @@ class DataloaderWorkers(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         max_workers = int(ctx.options.get("max-workers", 8))
         for call in ctx.nodes(cst.Call):
-            if not ctx.is_call_to(call, DATALOADERS) or has_star_args(call):
+            if not ctx.is_call_to(call, DATALOADERS):
                 continue
-            arg = dataloader_arg(call, "num_workers")
-            if arg is not None and literal_value(arg.value) != 0:
-                continue  # a positive literal, or an expression the user chose
+            kw = call_keywords(ctx, call)
+            settings = settings_of(ctx, call, "num_workers")
+            if kw.opaque or any(literal_value(s.value) != 0 for s in settings):
+                continue  # unknown, a positive literal, or an expression the user chose
             if takes_one_batch(ctx, call):
                 continue  # one batch: starting workers costs more than loading it
-            what = "`num_workers` is 0" if arg is not None else "`num_workers` is not set (default 0)"
+            what = "`num_workers` is not set (default 0)" if not settings else \
+                "`num_workers` is 0" if not kw.may_be_unset("num_workers") or dataloader_arg(call, "num_workers") \
+                else "`num_workers` is 0 or not set"
             waits = "the GPU idles" if may_use_cuda(ctx) else "each step waits"
             message = (f"DataLoader loads every batch in the training process ({what}): {waits} "
                        "while data is prepared; use worker processes")
-            if _dataset_is_iterable(ctx, call):
+            if dataset_is_iterable(ctx, call):
                 yield Finding(call, message + " (no automatic fix: each worker of an IterableDataset "
                                               "replays the whole stream unless the dataset shards it)")
                 continue
             hazard = spawn_hazard(ctx, call)
-            if hazard is not None:
-                yield Finding(call, f"{message} (no automatic fix: {hazard})")
-                continue
             value = f"min({max_workers}, os.cpu_count() or 1)"
-            fix = Fix(f"set num_workers={value}",
-                      (Replace(call, set_or_add_kwarg(call, "num_workers", value, arg)), AddImport("os")),
-                      "unsafe")
-            yield Finding(call, message, fix)
+            edit = hazard or self._edit(ctx, call, settings, value)
+            if isinstance(edit, str):
+                yield Finding(call, f"{message} (no automatic fix: {edit})")
+                continue
+            yield Finding(call, message, Fix(f"set num_workers={value}", (edit, AddImport("os")), "unsafe"))
+
+    @staticmethod
+    def _edit(ctx: RuleContext, call: cst.Call, settings: list, value: str) -> Edit | str:
+        if not settings:
+            return new_key_edit(ctx, call, "num_workers", value)
+        if len(settings) == 1 and not call_keywords(ctx, call).may_be_unset("num_workers") or \
+                len(settings) == 1 and dataloader_arg(call, "num_workers") is not None:
+            return set_setting(ctx, call, settings[0], value)
+        return AMBIGUOUS

@@ -6,11 +6,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ._calls import dataloader_arg, has_star_args, literal_value
+from ._api import AddImport, Finding, Fix, Invalid, Rule, Valid, dedent
+from ._calls import literal_value
 from ._context import RuleContext
-from ._edits import set_or_add_kwarg
+from ._edits import torch_alias
 from ._gpu_use import may_use_cuda
+from ._kwargs import call_keywords
+from ._loader_args import AMBIGUOUS, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
 from ._torchnames import DATALOADERS
 
@@ -27,7 +29,7 @@ class DataloaderPinMemory(Rule):
     )
     fix_description = (
         "Add `pin_memory=torch.cuda.is_available()` (so the script still runs on machines without a "
-        "GPU), importing torch if needed."
+        "GPU; through torch's alias where it has one), importing torch if needed."
     )
     fix_safety = "safe"
     # gains_on 'cuda': pinned memory only speeds host-to-GPU copies; on CPU the fix evaluates to
@@ -41,7 +43,10 @@ class DataloaderPinMemory(Rule):
         "picks the device (Accelerate, Lightning, the Hugging Face Trainer). A device set only in "
         "another module is missed; a program that always runs on the CPU or MPS is not reported.",
         "`pin_memory` set to anything but a literal `False` is trusted.",
-        "A DataLoader built with `*args` or `**kwargs` is skipped.",
+        "`**` dicts built in the same file are read (see GP201); a DataLoader with `*args` or a "
+        "`**` dict the file cannot see into is skipped. The fix writes `pin_memory` next to "
+        "`num_workers` (or into the dict's only literal definition) when that dict feeds nothing "
+        "but DataLoaders, else the finding comes without a fix.",
         "A loader only asked for its first batch (`next(iter(loader))`) is not reported.",
     )
     references = (
@@ -148,13 +153,11 @@ class DataloaderPinMemory(Rule):
             import argparse
             import torch as th
             from torch.utils.data import DataLoader
-            import torch
-
             parser = argparse.ArgumentParser()
             parser.add_argument("--device", default="cpu")
             args = parser.parse_args()
             model = Net().to(th.device(args.device))
-            loader = DataLoader(ds, batch_size=8, pin_memory=torch.cuda.is_available())
+            loader = DataLoader(ds, batch_size=8, pin_memory=th.cuda.is_available())
         """)),
         Invalid(dedent("""
             import os
@@ -203,21 +206,78 @@ class DataloaderPinMemory(Rule):
                 for x in DataLoader(ds, batch_size=8, pin_memory=torch.cuda.is_available()):
                     model(x.to(device))
         """)),
+        # Keyword dicts: the fix writes next to num_workers.
+        Invalid(dedent("""
+            import torch
+            def main(args):
+                device = torch.device(args.device)
+                train_kwargs = {'batch_size': args.batch_size}
+                if args.cuda:
+                    cuda_kwargs = {'num_workers': 1,
+                                   'shuffle': True}
+                    train_kwargs.update(cuda_kwargs)
+                loader = torch.utils.data.DataLoader(ds, **train_kwargs)
+        """), fixed=dedent("""
+            import torch
+            def main(args):
+                device = torch.device(args.device)
+                train_kwargs = {'batch_size': args.batch_size}
+                if args.cuda:
+                    cuda_kwargs = {'num_workers': 1,
+                                   'shuffle': True,
+                                   'pin_memory': torch.cuda.is_available()}
+                    train_kwargs.update(cuda_kwargs)
+                loader = torch.utils.data.DataLoader(ds, **train_kwargs)
+        """)),
+        Invalid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+            kwargs = dict(batch_size=32, pin_memory=False)
+            if torch.cuda.is_available():
+                kwargs["num_workers"] = 4
+            loader = DataLoader(ds, **kwargs)
+        """), fixed=dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+            kwargs = dict(batch_size=32, pin_memory=torch.cuda.is_available())
+            if torch.cuda.is_available():
+                kwargs["num_workers"] = 4
+            loader = DataLoader(ds, **kwargs)
+        """)),
+        Valid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+            use_cuda = torch.cuda.is_available()
+            kwargs = {'num_workers': 1, 'pin_memory': True} if use_cuda else {}
+            loader = DataLoader(ds, batch_size=64, **kwargs)
+            opts = {}
+            opts.update(pin_memory=use_cuda)
+            loader2 = DataLoader(ds, **opts)
+        """)),
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        calls = [c for c in ctx.nodes(cst.Call) if ctx.is_call_to(c, DATALOADERS) and not has_star_args(c)]
+        calls = [c for c in ctx.nodes(cst.Call) if ctx.is_call_to(c, DATALOADERS)]
         if not calls or not may_use_cuda(ctx):
             return
         for call in calls:
+            settings = settings_of(ctx, call, "pin_memory")
+            if call_keywords(ctx, call).opaque or any(literal_value(s.value) is not False for s in settings):
+                continue  # unknown, or set to something the user chose
             if takes_one_batch(ctx, call):
                 continue
-            arg = dataloader_arg(call, "pin_memory")
-            if arg is not None and literal_value(arg.value) is not False:
+            alias = torch_alias(ctx)  # ``import torch as th`` -> ``th.cuda.is_available()``
+            value = f"{alias or 'torch'}.cuda.is_available()"
+            imports = () if alias is not None else (AddImport("torch"),)
+            message = ("DataLoader does not pin host memory: every host-to-GPU copy goes through a "
+                       "staging buffer and cannot overlap compute; set pin_memory")
+            if not settings:
+                edit = new_key_edit(ctx, call, "pin_memory", value)
+            elif len(settings) == 1:
+                edit = set_setting(ctx, call, settings[0], value)
+            else:
+                edit = AMBIGUOUS
+            if isinstance(edit, str):
+                yield Finding(call, f"{message} (no automatic fix: {edit})")
                 continue
-            value = "torch.cuda.is_available()"
-            fix = Fix(f"set pin_memory={value}",
-                      (Replace(call, set_or_add_kwarg(call, "pin_memory", value, arg)), AddImport("torch")),
-                      "safe")
-            yield Finding(call, "DataLoader does not pin host memory: every host-to-GPU copy goes through a "
-                                "staging buffer and cannot overlap compute; set pin_memory", fix)
+            yield Finding(call, message, Fix(f"set pin_memory={value}", (edit, *imports), "safe"))
