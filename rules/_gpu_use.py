@@ -50,6 +50,34 @@ def may_use_cuda(ctx: RuleContext) -> bool:
     return ctx.memo("may_use_cuda", _compute)
 
 
+def pinned_to_cpu(ctx: RuleContext) -> bool:
+    """A CPU-only program: nothing lets its data reach CUDA (:func:`may_use_cuda` is False) and
+    it names the CPU as its device (``torch.device("cpu")``, ``.to("cpu")``, ``device="cpu"``).
+    GPU-only advice (DataParallel, pinned memory) does not apply to it. (A minimal local
+    version of the whole-program ``cpu_only`` script fact; to unify at merge.)"""
+    def compute(c: RuleContext) -> bool:
+        if may_use_cuda(c):
+            return False
+        return any(_names_cpu(c, d, call) for call in c.nodes(cst.Call) for d in _device_args(c, call))
+    return ctx.memo("pinned_to_cpu", compute)
+
+
+def _names_cpu(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> bool:
+    value = literal_value(expr)
+    if isinstance(value, str):
+        return value.split(":")[0] == "cpu"
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(expr, cst.Call) and ctx.matches(expr.func, _DEVICE_CALLS) and expr.args:
+        return _names_cpu(ctx, expr.args[0].value, at, depth + 1)
+    if isinstance(expr, cst.Name):
+        where = visible_scope(ctx, expr.value, at)
+        if where is False:
+            return False
+        return any(_names_cpu(ctx, v, v, depth + 1) for v in _values(ctx, expr.value, where, at))
+    return False
+
+
 def _compute(ctx: RuleContext) -> bool:
     for s in ctx.nodes(cst.SimpleString):
         try:

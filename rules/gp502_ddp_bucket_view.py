@@ -77,6 +77,11 @@ class DdpBucketView(Rule):
                 pass
             model = DistributedDataParallel(model)
         """)),
+        Valid(dedent("""
+            # No torch here: another framework's DDP.
+            from paddle import DataParallel as DistributedDataParallel
+            model = DistributedDataParallel(model)
+        """)),
         Invalid(dedent("""
             from torch.nn.parallel import DistributedDataParallel as DDP
             model = DDP(model, device_ids=[local_rank])

@@ -171,6 +171,15 @@ class SamplerSetEpoch(Rule):
                 opt.step()
         """)),
         Valid(dedent("""
+            # No torch here: the user's own sampler and loader.
+            from mylib.data import DataLoader, DistributedSampler
+            sampler = DistributedSampler(records)
+            for epoch in range(3):
+                for batch in DataLoader(records, sampler=sampler):
+                    fit(batch).backward()
+                    opt.step()
+        """)),
+        Valid(dedent("""
             class DistributedSampler:  # the user's own sampler
                 pass
             sampler = DistributedSampler()
