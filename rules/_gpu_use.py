@@ -1,19 +1,22 @@
 """May this program put its data on a CUDA device? Pinned host memory (GP202) only speeds up copies
-to CUDA, so GP202 asks for evidence that the file's data can reach a CUDA device; the rules whose
-messages speak of an idle GPU ask the same question to word them truthfully.
+to CUDA, so GP202 asks for evidence that the file places tensors or modules on a device that can
+be CUDA; the rules whose messages speak of an idle GPU ask the same question to word them
+truthfully.
 
 Evidence, any of:
-- a ``"cuda..."`` or ``"nccl"`` string, ``.cuda()``, ``torch.cuda.*`` or ``torch.accelerator.*``;
-- a device chosen at run time and handed to ``.to(...)``, ``torch.device(...)``, a ``device=``
-  argument or DDP's ``device_ids``: a command-line or config value (``args.device``), an
-  environment variable or rank (``int(os.environ["LOCAL_RANK"])``, a CUDA ordinal), a
-  parameter named like a device, ``accelerator.device``;
-- a framework that picks the device itself (Accelerate's ``Accelerator``, Lightning's
-  ``Trainer``/``Fabric`` without ``accelerator="cpu"``, the Hugging Face ``Trainer``).
+- a placement on a device that may be CUDA: ``.cuda()``, ``.to(dev)``, ``device=dev``,
+  ``torch.set_default_device(dev)``, ``torch.cuda.set_device(i)``, DDP's ``device_ids``, where
+  ``dev`` is a ``"cuda..."`` string or ordinal, ``torch.device(...)`` of one, a value chosen at run
+  time (``args.device``, an environment variable, a rank, ``accelerator.device``,
+  ``torch.accelerator.current_accelerator()``), or a parameter named like a device;
+- legacy CUDA typed tensors (``torch.cuda.FloatTensor``) and the ``"nccl"`` backend;
+- a framework that places the model and batches itself (Accelerate's ``Accelerator``,
+  Lightning's ``Trainer``/``Fabric`` without ``accelerator="cpu"``, the Hugging Face ``Trainer``).
 
-A device the file shows to be the CPU (or MPS) is not evidence, nor is another tensor's
-``x.device``. (A whole-program ``cpu_only`` fact lives with the script facts; this is the narrower,
-CUDA-specific question GP202 needs. To unify at merge.)
+Naming CUDA without placing anything there (``print(torch.cuda.is_available())``, a device defined
+and never used) is not evidence, nor is a device the file shows to be the CPU or MPS, nor another
+tensor's ``x.device``. (A whole-program ``cpu_only`` fact lives with the script facts; this is the
+narrower, CUDA-specific question GP202 needs. To unify at merge.)
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ._script_facts import assignments_in, visible_scope
 
 _CUDA_MODULES = frozenset({"torch.cuda", "torch.cuda.*", "torch.accelerator", "torch.accelerator.*"})
 _DEVICE_CALLS = frozenset({"torch.device", "torch.set_default_device", "torch.cuda.set_device"})
+_PLACING_CALLS = frozenset({"torch.set_default_device", "torch.cuda.set_device"})
 _DDP = frozenset({"torch.nn.parallel.DistributedDataParallel",
                   "torch.nn.parallel.distributed.DistributedDataParallel"})
 # Frameworks that place the model and the batches on a GPU when there is one.
@@ -79,17 +83,11 @@ def _names_cpu(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, dept
 
 
 def _compute(ctx: RuleContext) -> bool:
-    for s in ctx.nodes(cst.SimpleString):
-        try:
-            value = s.evaluated_value
-        except Exception:  # noqa: BLE001 - odd literals (bytes with escapes) are not devices
-            continue
-        if isinstance(value, str) and (value.startswith("cuda") or value == "nccl"):
+    for s in ctx.nodes(cst.SimpleString):  # ``init_process_group("nccl")``: NCCL needs CUDA tensors
+        if s.value[1:-1] == "nccl":
             return True
-    if any(t.value.startswith("cuda") for t in ctx.nodes(cst.FormattedStringText)):
-        return True
-    for attr in ctx.nodes(cst.Attribute):
-        if attr.attr.value in ("cuda", "accelerator") and ctx.matches(attr, _CUDA_MODULES):
+    for attr in ctx.nodes(cst.Attribute):  # legacy typed tensors: ``x.type(torch.cuda.FloatTensor)``
+        if attr.attr.value.endswith("Tensor") and ctx.matches(attr, {"torch.cuda.*"}):
             return True
     for call in ctx.nodes(cst.Call):
         if method_call(call, "cuda"):
@@ -110,15 +108,16 @@ def _cpu_accelerator(call: cst.Call) -> bool:
 
 
 def _device_args(ctx: RuleContext, call: cst.Call) -> list[cst.BaseExpression]:
-    """The expressions a call takes as a device."""
+    """The devices a call places tensors or modules on: ``.to(dev)``, ``device=dev``,
+    ``torch.set_default_device(dev)``, ``torch.cuda.set_device(i)``, DDP's ``device_ids``."""
     out = []
     if method_call(call, "to"):
         first = get_arg(call, "device", 0)
         if first is not None:
             out.append(first.value)
-    elif ctx.matches(call.func, _DEVICE_CALLS) and call.args and not call.args[0].star:
+    elif ctx.matches(call.func, _PLACING_CALLS) and call.args and not call.args[0].star:
         out.append(call.args[0].value)
-    else:
+    elif not ctx.matches(call.func, {"torch.device"}):
         arg = get_arg(call, "device")
         if arg is not None:
             out.append(arg.value)

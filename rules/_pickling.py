@@ -24,6 +24,8 @@ _MAX_DEPTH = 6
 HANDLES = frozenset({"builtins.open", "io.open", "h5py.File", "lmdb.open", "sqlite3.connect",
                      "tarfile.open", "zipfile.ZipFile"})
 _HANDLE = "an open file or database handle"
+# Methods that use a function right away and do not keep it (datasets' map/filter, sorting).
+_EAGER_METHODS = frozenset({"map", "filter", "sort", "shuffle", "select", "apply", "sorted"})
 # Calls whose result does not hold their arguments (``sorted(files, key=lambda f: ...)``,
 # ``np.array(...)``, ``torch.tensor(...)``): what is passed to them is not sent to workers.
 _CONSUMING = frozenset({"numpy.*", "torch.*", "math.*", "os.*", "glob.*", "json.*",
@@ -39,8 +41,10 @@ def unpicklable_reason(ctx: RuleContext, expr: cst.BaseExpression) -> str | None
 
 
 def attribute_store_reason(ctx: RuleContext, name: str, scope: cst.FunctionDef | None) -> str | None:
-    """``ds.transform = lambda x: ...`` after the dataset is built: what unpicklable value is
-    stored into an attribute of ``name`` in ``scope``, or None."""
+    """What unpicklable value the file stores into the object ``name`` after building it, in
+    ``scope``: ``ds.transform = lambda x: ...``, ``ds.set_transform(local_fn)`` (a method given
+    a lambda or local function keeps it; the eager ``map``/``filter`` of a datasets library do
+    not), or None."""
     for node in ctx.nodes(cst.Assign):
         if scope_of(ctx, node) is not scope:
             continue
@@ -49,6 +53,15 @@ def attribute_store_reason(ctx: RuleContext, name: str, scope: cst.FunctionDef |
                 found = _reason(ctx, node.value, 1, follow_calls=False)
                 if found:
                     return found
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        if not isinstance(func, cst.Attribute) or dotted_name(func.value) != name or \
+                func.attr.value in _EAGER_METHODS or scope_of(ctx, call) is not scope:
+            continue
+        for arg in call.args:
+            found = _reason(ctx, arg.value, 1, follow_calls=False)
+            if found:
+                return found
     return None
 
 

@@ -56,7 +56,7 @@ def dataset_is_iterable(ctx: RuleContext, call: cst.Call) -> bool:
 
 
 SPAWN = ("under the spawn start method (macOS, Windows, and Python 3.14's forkserver default on "
-         "Linux) every worker re-imports the script")
+         "Linux) every worker re-imports the main script")
 
 
 def spawn_hazard(ctx: RuleContext, call: cst.Call) -> str | None:
@@ -65,8 +65,8 @@ def spawn_hazard(ctx: RuleContext, call: cst.Call) -> str | None:
     from there), and what workers receive must be picklable."""
     ex = execution(ctx)
     if not ex.has_main_guard:
-        return (f"the script has no `if __name__ == \"__main__\":` guard, and {SPAWN} and would run "
-                "the training again")
+        return (f"this file has no `if __name__ == \"__main__\":` guard, and {SPAWN} and would run "
+                "its top-level code again")
     flow = object_flow(ctx, call)
     sites = [u.site for u in flow.of_kind("iterate", "passed", "escape")] or [call]
     runs = [ex.runs(site) for site in sites]

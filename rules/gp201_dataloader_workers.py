@@ -383,6 +383,24 @@ class DataloaderWorkers(Rule):
                 main()
         """), fixed=None),
         Invalid(dedent("""
+            import torch
+            from datasets import load_dataset
+
+            def main(args):
+                dataset = load_dataset("imagefolder", data_dir=args.data, split="train")
+                augment = build_augmentations(args)
+
+                def transforms(examples):  # a closure, kept by the dataset
+                    return {"input": [augment(im) for im in examples["image"]]}
+
+                dataset.set_transform(transforms)
+                for batch in torch.utils.data.DataLoader(dataset, batch_size=16, shuffle=True):
+                    step(batch)
+
+            if __name__ == "__main__":
+                main(parse())
+        """), fixed=None),
+        Invalid(dedent("""
             from torch.utils.data import DataLoader, TensorDataset
 
             if __name__ == "__main__":

@@ -36,12 +36,14 @@ class DataloaderPinMemory(Rule):
     # `pin_memory=False`.
     gains_on = "cuda"
     limitations = (
-        "Reported only when the file shows that its data can reach a CUDA device: a `\"cuda\"` "
-        "string, `.cuda()`, `torch.cuda.*` or `torch.accelerator.*`, a device chosen at run time "
-        "(`args.device`, an environment variable or rank, a parameter named like a device, "
-        "`accelerator.device`) handed to `.to()`/`torch.device()`/`device=`, or a framework that "
-        "picks the device (Accelerate, Lightning, the Hugging Face Trainer). A device set only in "
-        "another module is missed; a program that always runs on the CPU or MPS is not reported.",
+        "Reported only when the file places something on a device that may be CUDA: `.cuda()`, "
+        "or `.to()`/`device=`/`set_default_device` with a `\"cuda\"` device, "
+        "`torch.accelerator.current_accelerator()`, or a device chosen at run time (`args.device`, "
+        "an environment variable or rank, a parameter named like a device, `accelerator.device`); "
+        "DDP `device_ids`, `\"nccl\"`, `torch.cuda.*Tensor`, or a framework that places batches "
+        "(Accelerate, Lightning, the Hugging Face Trainer) count too. Placement done only in "
+        "another module is missed; a program that only names CUDA, or always runs on the CPU or "
+        "MPS, is not reported.",
         "`pin_memory` set to anything but a literal `False` is trusted.",
         "`**` dicts built in the same file are read (see GP201); a DataLoader with `*args` or a "
         "`**` dict the file cannot see into is skipped. The fix writes `pin_memory` next to "
@@ -88,6 +90,19 @@ class DataloaderPinMemory(Rule):
         Valid(dedent("""
             import torch
             from torch.utils.data import DataLoader
+            # CUDA is named, but nothing is placed there: the tutorial trains on the CPU.
+            device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+            print(device)
+            trainloader = DataLoader(trainset, batch_size=4, shuffle=True, num_workers=2)
+            for epoch in range(2):
+                for inputs, labels in trainloader:
+                    loss = criterion(net(inputs), labels)
+                    loss.backward()
+                    optimizer.step()
+        """)),
+        Valid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader
             device = torch.device("mps" if torch.backends.mps.is_available() else "cpu")
             loader = DataLoader(ds, batch_size=8)
             for x in loader:
@@ -110,11 +125,13 @@ class DataloaderPinMemory(Rule):
             import torch
             from torch.utils.data import DataLoader
             device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = Net().to(device)
             loader = DataLoader(ds, batch_size=8, shuffle=True)
         """), fixed=dedent("""
             import torch
             from torch.utils.data import DataLoader
             device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = Net().to(device)
             loader = DataLoader(ds, batch_size=8, shuffle=True, pin_memory=torch.cuda.is_available())
         """)),
         Invalid(dedent("""
@@ -133,11 +150,13 @@ class DataloaderPinMemory(Rule):
             import torch
             from torch.utils.data import DataLoader
             device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else "cpu"
+            model = Net().to(device)
             loader = DataLoader(ds, batch_size=8)
         """), fixed=dedent("""
             import torch
             from torch.utils.data import DataLoader
             device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else "cpu"
+            model = Net().to(device)
             loader = DataLoader(ds, batch_size=8, pin_memory=torch.cuda.is_available())
         """)),
         Invalid(dedent("""
@@ -210,7 +229,7 @@ class DataloaderPinMemory(Rule):
         Invalid(dedent("""
             import torch
             def main(args):
-                device = torch.device(args.device)
+                model = Net().to(torch.device(args.device))
                 train_kwargs = {'batch_size': args.batch_size}
                 if args.cuda:
                     cuda_kwargs = {'num_workers': 1,
@@ -220,7 +239,7 @@ class DataloaderPinMemory(Rule):
         """), fixed=dedent("""
             import torch
             def main(args):
-                device = torch.device(args.device)
+                model = Net().to(torch.device(args.device))
                 train_kwargs = {'batch_size': args.batch_size}
                 if args.cuda:
                     cuda_kwargs = {'num_workers': 1,
@@ -234,6 +253,7 @@ class DataloaderPinMemory(Rule):
             from torch.utils.data import DataLoader
             kwargs = dict(batch_size=32, pin_memory=False)
             if torch.cuda.is_available():
+                model.cuda()
                 kwargs["num_workers"] = 4
             loader = DataLoader(ds, **kwargs)
         """), fixed=dedent("""
@@ -241,6 +261,7 @@ class DataloaderPinMemory(Rule):
             from torch.utils.data import DataLoader
             kwargs = dict(batch_size=32, pin_memory=torch.cuda.is_available())
             if torch.cuda.is_available():
+                model.cuda()
                 kwargs["num_workers"] = 4
             loader = DataLoader(ds, **kwargs)
         """)),
