@@ -11,7 +11,8 @@ Evidence, any of:
   ``torch.accelerator.current_accelerator()``), or a parameter named like a device;
 - legacy CUDA typed tensors (``torch.cuda.FloatTensor``) and the ``"nccl"`` backend;
 - a framework that places the model and batches itself (Accelerate's ``Accelerator``,
-  Lightning's ``Trainer``/``Fabric`` without ``accelerator="cpu"``, the Hugging Face ``Trainer``).
+  Lightning's ``Trainer``/``Fabric``/``LightningCLI`` without ``accelerator="cpu"``, a
+  ``LightningModule``/``LightningDataModule`` subclass, the Hugging Face ``Trainer``).
 
 Naming CUDA without placing anything there (``print(torch.cuda.is_available())``, a device defined
 and never used) is not evidence, nor is a device the file shows to be the CPU or MPS, nor another
@@ -39,6 +40,12 @@ _FRAMEWORKS = frozenset({
     "accelerate.Accelerator", "accelerate.accelerator.Accelerator", "lightning.Fabric",
     "lightning.fabric.Fabric", "lightning_fabric.Fabric", "lightning.Trainer", "lightning.pytorch.Trainer",
     "pytorch_lightning.Trainer", "transformers.Trainer", "transformers.Seq2SeqTrainer",
+    "lightning.pytorch.cli.LightningCLI", "pytorch_lightning.cli.LightningCLI", "lightning.pytorch.LightningCLI",
+})
+# Classes whose loaders and batches a framework places on its accelerator (a GPU when present).
+_FRAMEWORK_BASES = frozenset({
+    f"{pkg}.{cls}" for pkg in ("lightning", "lightning.pytorch", "pytorch_lightning")
+    for cls in ("LightningModule", "LightningDataModule")
 })
 _RUNTIME_CALLS = frozenset({"os.getenv", "os.environ.get", "torch.accelerator.current_accelerator",
                             "torch.cuda.current_device", "torch.accelerator.current_device_index"})
@@ -89,6 +96,8 @@ def _compute(ctx: RuleContext) -> bool:
     for attr in ctx.nodes(cst.Attribute):  # legacy typed tensors: ``x.type(torch.cuda.FloatTensor)``
         if attr.attr.value.endswith("Tensor") and ctx.matches(attr, {"torch.cuda.*"}):
             return True
+    if any(ctx.matches(b.value, _FRAMEWORK_BASES) for c in ctx.nodes(cst.ClassDef) for b in c.bases):
+        return True
     for call in ctx.nodes(cst.Call):
         if method_call(call, "cuda"):
             return True

@@ -213,6 +213,21 @@ class DataloaderPinMemory(Rule):
             model, opt, loader = accelerator.prepare(model, opt, loader)
         """)),
         Invalid(dedent("""
+            import lightning as L
+            from torch.utils.data import DataLoader
+            class Data(L.LightningDataModule):  # the Trainer moves batches to its GPU
+                def train_dataloader(self):
+                    return DataLoader(self.train_set, batch_size=32, num_workers=4)
+        """), fixed=dedent("""
+            import lightning as L
+            from torch.utils.data import DataLoader
+            import torch
+
+            class Data(L.LightningDataModule):  # the Trainer moves batches to its GPU
+                def train_dataloader(self):
+                    return DataLoader(self.train_set, batch_size=32, num_workers=4, pin_memory=torch.cuda.is_available())
+        """)),
+        Invalid(dedent("""
             import torch
             from torch.utils.data import DataLoader
             def train(model, device, ds):  # the caller picks the device
