@@ -83,11 +83,14 @@ class Execution:
         outer = self._function_runs(scope, _depth)
         return dataclasses.replace(outer, repeated=outer.repeated or in_loop)
 
-    def repeated_after(self, node: cst.CSTNode, entries: list[cst.CSTNode], _depth: int = 0) -> bool:
+    def repeated_after(self, node: cst.CSTNode, entries: list[cst.CSTNode],
+                       entered: dict[cst.FunctionDef, list[cst.Call]] | None = None, _depth: int = 0) -> bool:
         """May ``node`` run more than once per evaluation of one of ``entries`` (the expressions
         that create an object)? A loop that creates the object anew each time round does not
         count; a loop between the object's creation and ``node`` does, and so does a function
-        whose callers cannot all be seen or that is called from more than one place."""
+        whose callers cannot all be seen or that is called from more than one place. For a
+        function that receives the object as a parameter, only the calls that pass it
+        (``entered``) count: ``run(train_loader)`` and ``run(aux_loader)`` are one call each."""
         if _depth > _MAX_DEPTH:
             return True
         fn: cst.CSTNode | None = None
@@ -107,13 +110,15 @@ class Execution:
             return False
         if isinstance(fn, cst.Lambda):
             return True
-        refs = [r for r in self.references(fn) if not self.ctx.is_inside(r, fn)]
-        if len(refs) != 1:
+        calls = (entered or {}).get(fn)  # type: ignore[call-overload]
+        if calls is None:
+            refs = [r for r in self.references(fn) if not self.ctx.is_inside(r, fn)]
+            calls = [self.ctx.parent(r) for r in refs]
+            if any(not (isinstance(c, cst.Call) and c.func is r) for c, r in zip(calls, refs)):
+                return True
+        if len(calls) != 1:
             return True
-        call = self.ctx.parent(refs[0])
-        if not (isinstance(call, cst.Call) and call.func is refs[0]):
-            return True
-        return self.repeated_after(call, entries, _depth + 1)
+        return self.repeated_after(calls[0], entries, entered, _depth + 1)
 
     def _locate(self, node: cst.CSTNode) -> tuple[cst.FunctionDef | cst.Lambda | None, bool, bool]:
         """The innermost function around ``node``; whether a loop (or comprehension) of that

@@ -59,11 +59,14 @@ class Alias:
 @dataclasses.dataclass
 class Flow:
     """``entries``: the expressions that produce the object (its creation, and the calls of
-    functions that return it)."""
+    functions that return it); ``entered``: for a function that receives the object as a
+    parameter, the calls that pass it."""
 
     uses: list[Use]
     aliases: list[Alias]
     entries: list[cst.CSTNode]
+    # function -> the calls of it that hand it the object as an argument
+    entered: dict[cst.FunctionDef, list[cst.Call]] = dataclasses.field(default_factory=dict)
 
     def of_kind(self, *kinds: UseKind) -> list[Use]:
         return [u for u in self.uses if u.kind in kinds]
@@ -88,6 +91,7 @@ class _Tracer:
         self.uses: list[Use] = []
         self.aliases: list[Alias] = []
         self.entries: list[cst.CSTNode] = []
+        self.entered: dict[cst.FunctionDef, list[cst.Call]] = {}
         self._seen_aliases: set[tuple[int, str]] = set()
         self._seen_values: set[tuple[int, int | None]] = set()
         self._steps = 0
@@ -163,6 +167,7 @@ class _Tracer:
         fn = self._callee(call)
         param = _param_for(fn, call, arg, _method_of(self.ctx, fn) is not None) if fn is not None else None
         if fn is not None and param is not None:
+            self.entered.setdefault(fn, []).append(call)
             return self._alias(Alias(fn, param), call)
         keyword = arg.keyword.value if arg.keyword is not None else None
         self.uses.append(Use("passed", value, call, keyword))
@@ -298,5 +303,5 @@ def object_flow(ctx: RuleContext, creation: cst.CSTNode) -> Flow:
         tracer = _Tracer(ctx)
         tracer.entries.append(creation)
         tracer.follow(creation)
-        cache[id(creation)] = Flow(tracer.uses, tracer.aliases, tracer.entries)
+        cache[id(creation)] = Flow(tracer.uses, tracer.aliases, tracer.entries, tracer.entered)
     return cache[id(creation)]

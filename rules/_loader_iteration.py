@@ -37,7 +37,7 @@ def iterated_repeatedly(ctx: RuleContext, call: cst.Call) -> bool:
     ex = execution(ctx)
     iterations = [u.site for u in flow.of_kind("iterate")]
     unknown = flow.of_kind("passed", "escape")
-    if len(iterations) > 1 or any(ex.repeated_after(site, flow.entries) for site in iterations):
+    if len(iterations) > 1 or any(ex.repeated_after(site, flow.entries, flow.entered) for site in iterations):
         return True  # two loops over one loader, or one loop run again: new iterators
     if never_exhausted(ctx, call):
         return False  # one iterator serves the whole run

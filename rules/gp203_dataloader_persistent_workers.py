@@ -292,6 +292,17 @@ class DataloaderPersistentWorkers(Rule):
                 for item in DataLoader([1, 2, 3], num_workers=2).items:
                     print(item)
         """)),
+        Valid(dedent("""
+            from torch.utils.data import DataLoader, Subset
+            def validate(model, val_ds, extra):
+                def run(loader):
+                    for x in loader:
+                        model(x)
+                run(val_loader)
+                # built for this call and run once: persistent workers would outlive it unused
+                aux_loader = DataLoader(Subset(val_ds, extra), batch_size=64, num_workers=4)
+                run(aux_loader)
+        """)),
         # Iterated again every epoch, directly or through a helper, or re-created on exhaustion.
         Invalid(dedent("""
             import torch

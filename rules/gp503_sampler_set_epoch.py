@@ -81,19 +81,25 @@ def _trains(ctx: RuleContext, loop: cst.For, depth: int = 0) -> bool:
     return False
 
 
-def _epoch_loop(ctx: RuleContext, node: cst.CSTNode, depth: int = 0) -> cst.For | cst.While | None:
+def _epoch_loop(ctx: RuleContext, node: cst.CSTNode, flow: Flow, depth: int = 0) -> cst.For | cst.While | None:
     """The loop that runs ``node`` again and again: the nearest loop around it in its function,
-    else (when the function has exactly one caller in the file) the loop around that call."""
+    else (when the loader reaches the function through exactly one call, or the function has
+    exactly one caller in the file) the loop around that call."""
     child = node
     for anc in ctx.ancestors(node):
         if isinstance(anc, (cst.FunctionDef, cst.Lambda)) and child is anc.body:
             if isinstance(anc, cst.Lambda) or depth > _MAX_DEPTH:
                 return None
-            refs = [r for r in execution(ctx).references(anc) if not ctx.is_inside(r, anc)]
-            call = ctx.parent(refs[0]) if len(refs) == 1 else None
-            if not (isinstance(call, cst.Call) and call.func is refs[0]):
+            calls: list = flow.entered.get(anc) or []
+            if not calls:
+                refs = [r for r in execution(ctx).references(anc) if not ctx.is_inside(r, anc)]
+                calls = [ctx.parent(r) for r in refs if isinstance(ctx.parent(r), cst.Call)
+                         and ctx.parent(r).func is r]  # type: ignore[union-attr]
+                if len(calls) != len(refs):
+                    return None
+            if len(calls) != 1:
                 return None
-            return _epoch_loop(ctx, call, depth + 1)
+            return _epoch_loop(ctx, calls[0], flow, depth + 1)
         if isinstance(anc, (cst.For, cst.While)) and child is anc.body:
             return anc
         child = anc
@@ -461,7 +467,7 @@ class SamplerSetEpoch(Rule):
                 continue
             for loader_flow in loader_flows:
                 sites = [u.site for u in loader_flow.of_kind("iterate") if isinstance(u.site, cst.For)]
-                loops = [(site, _epoch_loop(ctx, site)) for site in sites if _trains(ctx, site)]
+                loops = [(site, _epoch_loop(ctx, site, loader_flow)) for site in sites if _trains(ctx, site)]
                 loops = [(site, loop) for site, loop in loops if loop is not None]
                 if loops:
                     pending.append((sampler, flow, loader_flow, loops[0][1]))
