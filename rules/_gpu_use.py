@@ -81,11 +81,12 @@ def _names_cpu(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, dept
         return False
     if isinstance(expr, cst.Call) and ctx.matches(expr.func, _DEVICE_CALLS) and expr.args:
         return _names_cpu(ctx, expr.args[0].value, at, depth + 1)
-    if isinstance(expr, cst.Name):
-        where = visible_scope(ctx, expr.value, at)
+    name = dotted_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    if name is not None and (isinstance(expr, cst.Name) or name.startswith("self.")):
+        where = visible_scope(ctx, name, at)
         if where is False:
             return False
-        return any(_names_cpu(ctx, v, v, depth + 1) for v in _values(ctx, expr.value, where, at))
+        return any(_names_cpu(ctx, v, v, depth + 1) for v in _values(ctx, name, where, at))
     return False
 
 
@@ -147,6 +148,9 @@ def _may_be_cuda(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, de
         return value.startswith("cuda")
     if isinstance(value, int) and not isinstance(value, bool):
         return True  # a CUDA ordinal
+    if isinstance(expr, cst.FormattedString):  # f"cuda:{rank}", f"{args.device}"
+        first = expr.parts[0] if expr.parts else None
+        return not isinstance(first, cst.FormattedStringText) or first.value.startswith("cuda")
     if not isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.IfExp, cst.BooleanOperation, cst.Subscript)):
         return False
     if isinstance(expr, (cst.IfExp, cst.BooleanOperation)):

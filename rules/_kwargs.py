@@ -14,11 +14,9 @@ import dataclasses
 
 import libcst as cst
 
-from ._api import Edit, InsertAfter, Replace
 from ._calls import dotted_name, get_arg, literal_value
 from ._context import RuleContext
-from ._edits import add_kwarg
-from ._execution import is_load
+from ._execution import execution, is_load
 from ._script_facts import assignments_in, binds, scope_of, visible_scope
 
 Holder = cst.Dict | cst.Call | cst.Assign  # a dict literal, a dict()/update()/the call, a d["k"] = v
@@ -36,6 +34,19 @@ class Setting:
     value: cst.BaseExpression
     holder: Holder
     dict_name: tuple[cst.CSTNode | None, str] | None
+    # The alternatives it lies on (one id per choice: a definition branch, a call site of a
+    # wrapper); two settings whose paths part ways at some choice never both apply.
+    path: tuple[int, ...] = ()
+
+
+def exclusive(settings: list[Setting]) -> bool:
+    """Does at most one of the settings apply on any path (each sits on its own alternative)?"""
+    for i, a in enumerate(settings):
+        for b in settings[i + 1:]:
+            common = next((k for k, (x, y) in enumerate(zip(a.path, b.path)) if x != y), None)
+            if common is None:  # one path extends the other: both may apply
+                return False
+    return True
 
 
 @dataclasses.dataclass
@@ -66,10 +77,11 @@ class _Reader:
         self.opaque = False
         self.definitions: list[tuple[Holder, tuple[cst.CSTNode | None, str] | None]] = []
         self._seen: set[tuple[int, str]] = set()
+        self._path: tuple[int, ...] = ()
 
     def add(self, key: str, value: cst.BaseExpression, holder: Holder,
             owner: tuple[cst.CSTNode | None, str] | None) -> None:
-        self.settings.setdefault(key, []).append(Setting(value, holder, owner))
+        self.settings.setdefault(key, []).append(Setting(value, holder, owner, self._path))
 
     # ---- a mapping expression -------------------------------------------------------------
     def mapping(self, expr: cst.BaseExpression, at: cst.CSTNode, owner: tuple[cst.CSTNode | None, str] | None,
@@ -118,24 +130,28 @@ class _Reader:
     def named(self, name: str, at: cst.CSTNode, depth: int, record: bool) -> set[str] | None:
         """The dict variable ``name`` seen from ``at``: its definitions (recorded as places a
         missing key may be added when ``record``) and what its uses change."""
-        where = visible_scope(self.ctx, name, at)
+        where = _binding_scope(self.ctx, name, at)
         if where is False:
             self.opaque = True
             return None
         scope = where if isinstance(where, cst.FunctionDef) else None
-        if scope is not None and name in _params(scope):
-            self.opaque = True
-            return None
         key = (id(scope), name)
         if key in self._seen:
             return set()
         self._seen.add(key)
         owner = (scope, name)
         alternatives: list[set[str]] = []
+        if scope is not None and name in _params(scope):
+            found = self.parameter(scope, name, depth, record)
+            if found is None:
+                return None
+            alternatives = found
         for stmt, value in assignments_in(self.ctx, scope, name):
             branches = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
             for branch in branches:
+                outer, self._path = self._path, (*self._path, id(branch))
                 keys = self.mapping(branch, stmt, owner, depth + 1, record)
+                self._path = outer
                 if keys is None:
                     return None
                 alternatives.append(keys)
@@ -150,6 +166,50 @@ class _Reader:
             if keys and _same_block_after(self.ctx, use, [s for s, _ in assignments_in(self.ctx, scope, name)]):
                 always |= keys
         return set.intersection(*(a | always for a in alternatives))
+
+    def parameter(self, fn: cst.FunctionDef, name: str, depth: int, record: bool) -> list[set[str]] | None:
+        """A dict parameter, read at every call site of its function in the file: the keywords
+        a ``**kwargs`` parameter collects (``make_loader(ds, batch_size=32)``), or the dict a
+        plain parameter is given. Opaque when a call site is not visible or passes ``*args``."""
+        refs = [r for r in execution(self.ctx).references(fn) if not self.ctx.is_inside(r, fn)]
+        calls = [self.ctx.parent(r) for r in refs]
+        if not calls or any(not (isinstance(c, cst.Call) and c.func is r) for c, r in zip(calls, refs)):
+            self.opaque = True
+            return None
+        star = fn.params.star_kwarg
+        collects = isinstance(star, cst.Param) and star.name.value == name
+        named = _params(fn) - ({name} if collects else set())
+        owner = (fn, name)
+        out: list[set[str]] = []
+        outer = self._path
+        for call in calls:
+            self._path = (*outer, id(call))
+            keys: set[str] = set()
+            if collects:
+                for arg in call.args:  # type: ignore[union-attr]
+                    if arg.star == "*":
+                        self.opaque = True
+                        return None
+                    if arg.star == "**":
+                        found = self.mapping(arg.value, call, None, depth + 1, False)
+                        if found is None:
+                            return None
+                        keys |= found
+                    elif arg.keyword is not None and arg.keyword.value not in named:
+                        self.add(arg.keyword.value, arg.value, call, owner)  # type: ignore[arg-type]
+                        keys.add(arg.keyword.value)
+                if record:
+                    self.definitions.append((call, owner))  # type: ignore[arg-type]
+            else:
+                arg = _argument_for(fn, call, name)  # type: ignore[arg-type]
+                found = self.mapping(arg.value, call, None, depth + 1, record) if arg is not None else None
+                if found is None:
+                    self.opaque = True
+                    return None
+                keys = found
+            out.append(keys)
+        self._path = outer
+        return out
 
     def mutation(self, use: cst.CSTNode, owner: tuple[cst.CSTNode | None, str], depth: int) -> set[str] | None:
         """What a use of the dict name changes: the keys it sets (empty for a read), or None
@@ -211,15 +271,80 @@ class _Reader:
                 isinstance(holder, cst.Call) and isinstance(holder.func, cst.Attribute) and \
                 holder.func.attr.value == "update":
             return set()  # merged into another dict: read
-        if isinstance(parent, cst.Call) and dotted_name(parent.func) in ("print", "len"):
-            return set()
+        if isinstance(parent, cst.Arg) and not parent.star and isinstance(holder, cst.Call):
+            callee = _plain_function(ctx, holder)
+            param = _parameter_of(callee, holder, parent) if callee is not None else None
+            if callee is not None and param is not None:
+                # Handed to a function of this file: what it does with its parameter counts.
+                for inner in dict_uses(ctx, callee, param):
+                    if self.mutation(inner, (callee, param), depth + 1) is None:
+                        return None
+                return set()
         if isinstance(parent, cst.Arg) and isinstance(ctx.parent(parent), cst.Call) and \
                 dotted_name(ctx.parent(parent).func) in ("print", "len", "str", "repr"):  # type: ignore[union-attr]
             return set()
-        if isinstance(parent, (cst.Comparison, cst.FormattedStringExpression)):
-            return set()
+        if isinstance(parent, (cst.Comparison, cst.FormattedStringExpression, cst.StarredDictElement)):
+            return set()  # read, or merged into another dict literal (``{**base, ...}``)
         self.opaque = True  # handed on: whoever receives it may change it
         return None
+
+
+def _plain_function(ctx: RuleContext, call: cst.Call) -> cst.FunctionDef | None:
+    """The one plain function of this file that ``name(...)`` calls, or None."""
+    if not isinstance(call.func, cst.Name):
+        return None
+    found = [f for f in ctx.nodes(cst.FunctionDef) if f.name.value == call.func.value]
+    if len(found) != 1:
+        return None
+    block = ctx.parent(found[0])
+    return None if isinstance(ctx.parent(block) if block is not None else None, cst.ClassDef) else found[0]
+
+
+def _parameter_of(fn: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | None:
+    if arg.keyword is not None:
+        return arg.keyword.value if arg.keyword.value in _params(fn) else None
+    params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    positional = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in positional):
+        return None
+    i = positional.index(arg)
+    return params[i] if i < len(params) else None
+
+
+def _assigned_name(ctx: RuleContext, node: cst.CSTNode | None) -> tuple[cst.CSTNode | None, str] | None:
+    """``(scope, name)`` when ``node`` is the whole value of ``name = node``."""
+    parent = ctx.parent(node) if node is not None else None
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+        return scope_of(ctx, parent), parent.targets[0].target.value
+    return None
+
+
+def _binding_scope(ctx: RuleContext, name: str, at: cst.CSTNode) -> cst.FunctionDef | None | bool:
+    """The function (or None: the module) whose binding of ``name`` is read at ``at``, ``**kw``
+    and ``*args`` parameters included; False when nothing binds it."""
+    fn: cst.FunctionDef | None = scope_of(ctx, at)
+    while fn is not None:
+        if name in _params(fn) or binds(ctx, fn, name):
+            return fn
+        fn = scope_of(ctx, fn)
+    return None if binds(ctx, None, name) else False
+
+
+def _argument_for(fn: cst.FunctionDef, call: cst.Call, name: str) -> cst.Arg | None:
+    """The argument of ``call`` bound to parameter ``name`` of ``fn`` (``self`` skipped for a
+    method); None when it is not visible (a default, ``*args``)."""
+    params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    is_method = params[:1] in (["self"], ["cls"])
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+        if arg.star:
+            return None
+    if name not in params:
+        return None
+    index = params.index(name) - (1 if is_method else 0)
+    positional = [a for a in call.args if a.keyword is None]
+    return positional[index] if 0 <= index < len(positional) else None
 
 
 def _subscript_key(sub: cst.Subscript) -> str | None:
@@ -322,6 +447,18 @@ def feeds_only(ctx: RuleContext, owner: tuple[cst.CSTNode | None, str], callees:
         elif isinstance(parent, cst.Arg) and isinstance(call, cst.Call) and \
                 dotted_name(call.func) in ("print", "len", "str", "repr"):
             continue
+        elif isinstance(parent, cst.Arg) and not parent.star and isinstance(call, cst.Call) and \
+                _plain_function(ctx, call) is not None:
+            callee = _plain_function(ctx, call)
+            param = _parameter_of(callee, call, parent)  # type: ignore[arg-type]
+            if param is None or not feeds_only(ctx, (callee, param), callees, depth + 1):
+                return False
+            fed = True
+        elif isinstance(parent, cst.StarredDictElement):
+            merged = _assigned_name(ctx, ctx.parent(parent))
+            if merged is None or not feeds_only(ctx, merged, callees, depth + 1):
+                return False
+            fed = True
         elif isinstance(parent, cst.Attribute) and parent.value is use:
             if parent.attr.value not in ("update", "setdefault", *_READ_METHODS) or parent.attr.value == "copy":
                 return False
@@ -329,62 +466,3 @@ def feeds_only(ctx: RuleContext, owner: tuple[cst.CSTNode | None, str], callees:
                   isinstance(parent, cst.AugAssign) and parent.target is use):
             return False
     return fed
-
-
-# ---- edits -------------------------------------------------------------------------------------
-def set_value(setting: Setting, code: str) -> Edit:
-    """Give the keyword a new value where this setting writes it."""
-    return Replace(setting.value, cst.parse_expression(code))
-
-
-def add_key(ctx: RuleContext, holder: Holder, key: str, code: str) -> Edit | None:
-    """Add ``key=code`` next to the other keywords ``holder`` sets: a new entry of the dict
-    literal, a keyword of the ``dict()``/``update()``/called function, or a ``d["key"] = code``
-    statement after ``d["k"] = v``."""
-    value = cst.parse_expression(code)
-    if isinstance(holder, cst.Dict):
-        return Replace(holder, _add_element(holder, key, value))
-    if isinstance(holder, cst.Call):
-        return Replace(holder, add_kwarg(holder, key, value))
-    target = holder.targets[0].target if len(holder.targets) == 1 else None
-    stmt = ctx.statement_of(holder)
-    if not isinstance(target, cst.Subscript) or stmt is None or not isinstance(ctx.parent(stmt),
-                                                                              (cst.IndentedBlock, cst.Module)):
-        return None
-    quote = _quote_of(target.slice[0].slice.value) if isinstance(target.slice[0].slice, cst.Index) else '"'
-    line = f"{ctx.code_for(target.value)}[{quote}{key}{quote}] = {code}\n"
-    return InsertAfter(stmt, (cst.parse_statement(line),))
-
-
-def _quote_of(node: cst.CSTNode) -> str:
-    if isinstance(node, cst.SimpleString) and node.value[-1:] in ("'", '"'):
-        return node.value[-1]
-    return '"'
-
-
-def _add_element(d: cst.Dict, key: str, value: cst.BaseExpression) -> cst.Dict:
-    """Append ``"key": value`` to a dict literal, following its layout (quotes, spacing, one
-    entry per line with or without a trailing comma)."""
-    elements = list(d.elements)
-    keys = [e.key for e in elements if isinstance(e, cst.DictElement)]
-    quote = _quote_of(keys[0]) if keys else '"'
-    new = cst.DictElement(key=cst.SimpleString(f"{quote}{key}{quote}"), value=value)
-    last_pair = next((e for e in reversed(elements) if isinstance(e, cst.DictElement)), None)
-    if last_pair is not None:
-        new = new.with_changes(whitespace_before_colon=last_pair.whitespace_before_colon,
-                               whitespace_after_colon=last_pair.whitespace_after_colon)
-    if not elements:
-        return d.with_changes(elements=[new])
-    last = elements[-1]
-    before_last = elements[-2].comma if len(elements) >= 2 else None
-    if isinstance(last.comma, cst.Comma):  # one entry per line, trailing comma
-        sep = before_last if isinstance(before_last, cst.Comma) else \
-            cst.Comma(whitespace_after=d.lbrace.whitespace_after)
-        elements[-1] = last.with_changes(comma=sep)
-        elements.append(new.with_changes(comma=last.comma))
-    else:
-        sep = before_last if isinstance(before_last, cst.Comma) else \
-            cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        elements[-1] = last.with_changes(comma=sep)
-        elements.append(new)
-    return d.with_changes(elements=elements)

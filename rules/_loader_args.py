@@ -8,8 +8,9 @@ import libcst as cst
 from ._api import Edit, Replace
 from ._calls import dataloader_arg
 from ._context import RuleContext
+from ._dict_edits import add_key, set_value
 from ._edits import add_kwarg
-from ._kwargs import Holder, Setting, add_key, call_keywords, feeds_only, set_value
+from ._kwargs import Holder, Setting, call_keywords, feeds_only
 from ._torchnames import DATALOADERS
 
 AMBIGUOUS = "the keyword dicts that reach this DataLoader would have to change in more than one place"

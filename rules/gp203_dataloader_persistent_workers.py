@@ -9,8 +9,9 @@ import libcst as cst
 from ._api import Edit, Finding, Fix, Invalid, Rule, Valid, dedent
 from ._calls import NOT_LITERAL, dotted_name, has_star_args, literal_value
 from ._context import RuleContext
+from ._dict_edits import add_key
 from ._gpu_use import may_use_cuda
-from ._kwargs import Setting, add_key, call_keywords
+from ._kwargs import Setting, call_keywords, exclusive
 from ._loader_args import AMBIGUOUS, SHARED, editable, settings_of
 from ._loader_iteration import iterated_repeatedly
 from ._torchnames import DATALOADERS
@@ -225,6 +226,55 @@ class DataloaderPersistentWorkers(Rule):
                 kw["persistent_workers"] = cfg.workers > 0
                 return DataLoader(cfg.ds, **kw)
         """)),
+        # Through a wrapper's **kwargs, a merged dict, a dict parameter.
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            def make_loader(ds, **kwargs):
+                return DataLoader(ds, shuffle=True, **kwargs)
+            def main():
+                base = {"batch_size": 32}
+                loader = make_loader(train_ds, **{**base, "num_workers": 4})
+                val = make_loader(val_ds, num_workers=2)
+                for epoch in range(3):
+                    for x in loader:
+                        step(x)
+                    for x in val:
+                        check(x)
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            def make_loader(ds, **kwargs):
+                return DataLoader(ds, shuffle=True, **kwargs)
+            def main():
+                base = {"batch_size": 32}
+                loader = make_loader(train_ds, **{**base, "num_workers": 4, "persistent_workers": True})
+                val = make_loader(val_ds, num_workers=2, persistent_workers=True)
+                for epoch in range(3):
+                    for x in loader:
+                        step(x)
+                    for x in val:
+                        check(x)
+        """)),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            def build(ds, loader_cfg):
+                return DataLoader(ds, **loader_cfg)
+            def main(args):
+                cfg = {"batch_size": args.bs, "num_workers": args.workers}
+                loader = build(train_ds, cfg)
+                for epoch in range(args.epochs):
+                    for x in loader:
+                        step(x)
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            def build(ds, loader_cfg):
+                return DataLoader(ds, **loader_cfg)
+            def main(args):
+                cfg = {"batch_size": args.bs, "num_workers": args.workers, "persistent_workers": args.workers > 0}
+                loader = build(train_ds, cfg)
+                for epoch in range(args.epochs):
+                    for x in loader:
+                        step(x)
+        """)),
         Invalid(dedent("""
             from torch.utils.data import DataLoader
             kw = {"num_workers": 4}
@@ -418,9 +468,8 @@ class DataloaderPersistentWorkers(Rule):
                ) -> tuple[Edit, ...] | str:
         """``persistent_workers`` next to every ``num_workers`` that may be positive; each place
         must be the only one that sets the worker count on its path."""
-        definitions = {id(h) for h, _ in call_keywords(ctx, call).definitions}
-        if len(workers) > 1 and not all(id(s.holder) in definitions for s in workers):
-            return AMBIGUOUS
+        if not exclusive(workers):
+            return AMBIGUOUS  # set twice on one path: which one holds is not visible
         edits: list[Edit] = []
         for setting in live:
             if _always_positive(ctx, setting.value):

@@ -8,8 +8,9 @@ import libcst as cst
 
 from ._api import Edit, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._context import RuleContext
+from ._dict_edits import add_key
 from ._edits import add_kwarg
-from ._kwargs import Keywords, add_key, call_keywords, feeds_only
+from ._kwargs import Keywords, call_keywords, feeds_only
 
 DDP = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
