@@ -46,9 +46,10 @@ class DataloaderWorkers(Rule):
     gains_on = "any"
     limitations = (
         "`**` dicts built in the same file are read (literals, `dict(...)`, conditional "
-        "definitions, `.update(...)`, `d[\"num_workers\"] = ...`, merges of other such dicts); a "
+        "definitions, `.update(...)`, `d[\"num_workers\"] = ...`, `{**base, ...}` merges, a "
+        "wrapper's `**kwargs` at its call sites, a dict parameter through its callers); a "
         "DataLoader with `*args`, or a `**` dict the file cannot see into (`**vars(args)`, a "
-        "parameter, a dict handed to another function), is skipped. The fix edits the dict that "
+        "config object, a dict handed to code elsewhere), is skipped. The fix edits the dict that "
         "holds `num_workers`, or adds it to the dict literal when that is the dict's only "
         "definition, and only when the dict feeds nothing but DataLoaders; otherwise the finding "
         "comes without a fix.",
