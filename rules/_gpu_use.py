@@ -1,23 +1,23 @@
 """May this program put its data on a CUDA device? Pinned host memory (GP202) only speeds up copies
-to CUDA, so GP202 asks for evidence that the file places tensors or modules on a device that can
-be CUDA; the rules whose messages speak of an idle GPU ask the same question to word them
-truthfully.
+to CUDA, so GP202 asks for evidence that the file's data can reach a CUDA device; the rules whose
+messages speak of an idle GPU ask the same question to word them truthfully.
 
 Evidence, any of:
-- a placement on a device that may be CUDA: ``.cuda()``, ``.to(dev)``, ``device=dev``,
-  ``torch.set_default_device(dev)``, ``torch.cuda.set_device(i)``, DDP's ``device_ids``, where
-  ``dev`` is a ``"cuda..."`` string or ordinal, ``torch.device(...)`` of one, a value chosen at run
-  time (``args.device``, an environment variable, a rank, ``accelerator.device``,
-  ``torch.accelerator.current_accelerator()``), or a parameter named like a device;
-- legacy CUDA typed tensors (``torch.cuda.FloatTensor``) and the ``"nccl"`` backend;
+- the file names CUDA: a ``"cuda..."`` device string (f-strings too) or ``"nccl"``, ``.cuda()``,
+  ``torch.cuda.*`` (legacy typed tensors included) or ``torch.accelerator.*``;
+- a placement on a device chosen at run time: ``.to(dev)``, ``device=dev``,
+  ``torch.set_default_device(dev)``, ``torch.cuda.set_device(i)`` or DDP's ``device_ids``, where
+  ``dev`` is a command-line or config value (``args.device``), an environment variable or a rank
+  (a CUDA ordinal), ``accelerator.device``, a parameter named like a device, or a helper that
+  picks one (``get_device()``);
 - a framework that places the model and batches itself (Accelerate's ``Accelerator``,
   Lightning's ``Trainer``/``Fabric``/``LightningCLI`` without ``accelerator="cpu"``, a
   ``LightningModule``/``LightningDataModule`` subclass, the Hugging Face ``Trainer``).
 
-Naming CUDA without placing anything there (``print(torch.cuda.is_available())``, a device defined
-and never used) is not evidence, nor is a device the file shows to be the CPU or MPS, nor another
-tensor's ``x.device``. (A whole-program ``cpu_only`` fact lives with the script facts; this is the
-narrower, CUDA-specific question GP202 needs. To unify at merge.)
+A device the file shows to be the CPU or MPS is not evidence, nor is another tensor's
+``x.device``, nor CUDA named only in a comment or docstring. (A whole-program ``cpu_only`` fact
+lives with the script facts; this is the narrower, CUDA-specific question GP202 needs. To unify
+at merge.)
 """
 
 from __future__ import annotations
@@ -91,11 +91,19 @@ def _names_cpu(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, dept
 
 
 def _compute(ctx: RuleContext) -> bool:
-    for s in ctx.nodes(cst.SimpleString):  # ``init_process_group("nccl")``: NCCL needs CUDA tensors
-        if s.value[1:-1] == "nccl":
+    for s in ctx.nodes(cst.SimpleString):
+        if isinstance(ctx.parent(s), cst.Expr):
+            continue  # a docstring: prose
+        try:
+            value = s.evaluated_value
+        except Exception:  # noqa: BLE001 - odd literals (bytes with escapes) are not devices
+            continue
+        if isinstance(value, str) and (value.startswith("cuda") or value == "nccl"):
             return True
-    for attr in ctx.nodes(cst.Attribute):  # legacy typed tensors: ``x.type(torch.cuda.FloatTensor)``
-        if attr.attr.value.endswith("Tensor") and ctx.matches(attr, {"torch.cuda.*"}):
+    if any(t.value.startswith("cuda") for t in ctx.nodes(cst.FormattedStringText)):
+        return True
+    for attr in ctx.nodes(cst.Attribute):  # torch.cuda.*, torch.accelerator.*
+        if attr.attr.value in ("cuda", "accelerator") and ctx.matches(attr, _CUDA_MODULES):
             return True
     if any(ctx.matches(b.value, _FRAMEWORK_BASES) for c in ctx.nodes(cst.ClassDef) for b in c.bases):
         return True

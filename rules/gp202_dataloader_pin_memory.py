@@ -36,14 +36,13 @@ class DataloaderPinMemory(Rule):
     # `pin_memory=False`.
     gains_on = "cuda"
     limitations = (
-        "Reported only when the file places something on a device that may be CUDA: `.cuda()`, "
-        "or `.to()`/`device=`/`set_default_device` with a `\"cuda\"` device, "
-        "`torch.accelerator.current_accelerator()`, or a device chosen at run time (`args.device`, "
-        "an environment variable or rank, a parameter named like a device, `accelerator.device`); "
-        "DDP `device_ids`, `\"nccl\"`, `torch.cuda.*Tensor`, or a framework that places batches "
-        "(Accelerate, Lightning, the Hugging Face Trainer) count too. Placement done only in "
-        "another module is missed; a program that only names CUDA, or always runs on the CPU or "
-        "MPS, is not reported.",
+        "Reported only when the file shows that its data can reach CUDA: it names CUDA (a "
+        "`\"cuda\"` string, `.cuda()`, `torch.cuda.*`, `torch.accelerator.*`, `\"nccl\"`), places "
+        "something on a device chosen at run time (`args.device`, an environment variable or "
+        "rank, a parameter named like a device, `accelerator.device`), or uses a framework that "
+        "places batches (Accelerate, Lightning, the Hugging Face Trainer). Placement done only in "
+        "another module is missed; a program that always runs on the CPU or MPS is not reported, "
+        "while one that names CUDA and still trains on the CPU is.",
         "`pin_memory` set to anything but a literal `False` is trusted.",
         "`**` dicts built in the same file are read (see GP201); a DataLoader with `*args` or a "
         "`**` dict the file cannot see into is skipped. The fix writes `pin_memory` next to "
@@ -90,14 +89,11 @@ class DataloaderPinMemory(Rule):
         Valid(dedent("""
             import torch
             from torch.utils.data import DataLoader
-            # CUDA is named, but nothing is placed there: the tutorial trains on the CPU.
-            device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
-            print(device)
-            trainloader = DataLoader(trainset, batch_size=4, shuffle=True, num_workers=2)
-            for epoch in range(2):
-                for inputs, labels in trainloader:
-                    loss = criterion(net(inputs), labels)
-                    loss.backward()
+            # "cuda" only in a comment and a docstring: still a CPU program.
+            def train(net, trainset):
+                \"\"\"Trains on the CPU; see the CUDA tutorial ("cuda") for the GPU version.\"\"\"
+                for inputs, labels in DataLoader(trainset, batch_size=4, shuffle=True):
+                    criterion(net(inputs.to("cpu")), labels).backward()
                     optimizer.step()
         """)),
         Valid(dedent("""
