@@ -233,5 +233,15 @@ def is_load(ctx: RuleContext, name: cst.Name) -> bool:
     return True
 
 
+def all_params(fn: cst.FunctionDef) -> set[str]:
+    """Every name a function's parameters bind, ``*args`` and ``**kwargs`` included."""
+    p = fn.params
+    names = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+    for star in (p.star_arg, p.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.add(star.name.value)
+    return names
+
+
 def execution(ctx: RuleContext) -> Execution:
     return ctx.memo("execution", Execution)

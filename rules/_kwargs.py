@@ -16,7 +16,7 @@ import libcst as cst
 
 from ._calls import dotted_name, get_arg, literal_value
 from ._context import RuleContext
-from ._execution import execution, is_load
+from ._execution import all_params, execution, is_load
 from ._script_facts import assignments_in, binds, scope_of, visible_scope
 
 Holder = cst.Dict | cst.Call | cst.Assign  # a dict literal, a dict()/update()/the call, a d["k"] = v
@@ -141,7 +141,7 @@ class _Reader:
         self._seen.add(key)
         owner = (scope, name)
         alternatives: list[set[str]] = []
-        if scope is not None and name in _params(scope):
+        if scope is not None and name in all_params(scope):
             found = self.parameter(scope, name, depth, record)
             if found is None:
                 return None
@@ -178,7 +178,7 @@ class _Reader:
             return None
         star = fn.params.star_kwarg
         collects = isinstance(star, cst.Param) and star.name.value == name
-        named = _params(fn) - ({name} if collects else set())
+        named = all_params(fn) - ({name} if collects else set())
         owner = (fn, name)
         out: list[set[str]] = []
         outer = self._path
@@ -302,7 +302,7 @@ def _plain_function(ctx: RuleContext, call: cst.Call) -> cst.FunctionDef | None:
 
 def _parameter_of(fn: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | None:
     if arg.keyword is not None:
-        return arg.keyword.value if arg.keyword.value in _params(fn) else None
+        return arg.keyword.value if arg.keyword.value in all_params(fn) else None
     params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
     positional = [a for a in call.args if a.keyword is None]
     if any(a.star for a in positional):
@@ -324,7 +324,7 @@ def _binding_scope(ctx: RuleContext, name: str, at: cst.CSTNode) -> cst.Function
     and ``*args`` parameters included; False when nothing binds it."""
     fn: cst.FunctionDef | None = scope_of(ctx, at)
     while fn is not None:
-        if name in _params(fn) or binds(ctx, fn, name):
+        if name in all_params(fn) or binds(ctx, fn, name):
             return fn
         fn = scope_of(ctx, fn)
     return None if binds(ctx, None, name) else False
@@ -353,14 +353,6 @@ def _subscript_key(sub: cst.Subscript) -> str | None:
     key = literal_value(sub.slice[0].slice.value)
     return key if isinstance(key, str) else None
 
-
-def _params(fn: cst.FunctionDef) -> set[str]:
-    p = fn.params
-    names = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
-    for star in (p.star_arg, p.star_kwarg):
-        if isinstance(star, cst.Param):
-            names.add(star.name.value)
-    return names
 
 
 def _same_block_after(ctx: RuleContext, use: cst.CSTNode, definitions: list[cst.CSTNode]) -> bool:

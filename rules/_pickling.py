@@ -15,7 +15,7 @@ import libcst as cst
 
 from ._calls import dotted_name
 from ._context import RuleContext
-from ._execution import execution
+from ._execution import all_params, execution
 from ._script_facts import assignments_in, scope_of
 from ._tree import walk
 
@@ -169,7 +169,7 @@ def _binding(ctx: RuleContext, name: str, at: cst.CSTNode
     around ``at`` that binds it; None when that is a parameter or nothing binds it."""
     fn: cst.FunctionDef | None = scope_of(ctx, at)
     while True:
-        if fn is not None and name in _params(fn):
+        if fn is not None and name in all_params(fn):
             return None
         values = [v for _, v in assignments_in(ctx, fn, name)]
         defs = [d for d in _definitions(ctx, name) if _def_scope(ctx, d) is fn]
@@ -189,14 +189,6 @@ def _definitions(ctx: RuleContext, name: str) -> list[cst.CSTNode]:
         return out
     return ctx.memo("_pickling_defs", collect).get(name, [])
 
-
-def _params(fn: cst.FunctionDef) -> set[str]:
-    p = fn.params
-    names = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
-    for star in (p.star_arg, p.star_kwarg):
-        if isinstance(star, cst.Param):
-            names.add(star.name.value)
-    return names
 
 
 def _def_scope(ctx: RuleContext, node: cst.CSTNode) -> cst.FunctionDef | None | bool:
