@@ -60,8 +60,10 @@ def add_kwarg(call: cst.Call, name: str, value: cst.BaseExpression | str) -> cst
             sep = args[-2].comma
         else:
             sep = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        args[-1] = last.with_changes(comma=sep)
-        args.append(new_arg)
+        # The space before the closing parenthesis (a line break in ``f(\n    a\n)``) moves to
+        # the new last argument.
+        args[-1] = last.with_changes(comma=sep, whitespace_after_arg=cst.SimpleWhitespace(""))
+        args.append(new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg))
     return call.with_changes(args=args)
 
 

@@ -6,10 +6,14 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ._calls import NOT_LITERAL, dataloader_arg, dotted_name, get_arg, has_star_args, literal_value
+from ._api import Edit, Finding, Fix, Invalid, Rule, Valid, dedent
+from ._calls import NOT_LITERAL, dotted_name, has_star_args, literal_value
 from ._context import RuleContext
-from ._edits import add_kwarg
+from ._dict_edits import add_key
+from ._gpu_use import may_use_cuda
+from ._kwargs import Setting, call_keywords, exclusive
+from ._loader_args import AMBIGUOUS, SHARED, editable, settings_of
+from ._loader_iteration import iterated_repeatedly
 from ._torchnames import DATALOADERS
 
 # Calls that may appear in a num_workers expression we repeat in ``persistent_workers=``:
@@ -78,8 +82,16 @@ class DataloaderPersistentWorkers(Rule):
         "workers is GP201's business.",
         "A `num_workers` expression that may have side effects (a call the rule cannot prove "
         "pure) is reported without a fix.",
-        "A loader iterated only once (one epoch, one evaluation pass) gains nothing, and is "
-        "reported all the same.",
+        "`**` dicts built in the same file are read (see GP201); a DataLoader with `*args` or a "
+        "`**` dict the file cannot see into is skipped. The fix adds `persistent_workers` next to "
+        "each `num_workers` that may be positive (a dict literal, `dict()`, `.update(...)`, "
+        "`d[\"num_workers\"] = ...`) when the dict feeds nothing but DataLoaders and each of those "
+        "places is the only one setting the worker count on its path.",
+        "Not reported when every iteration of the loader the file shows runs once (a single "
+        "pass, `itertools.cycle(loader)`, `it = iter(loader)` then `next(it)`), or when the loader "
+        "never runs out (a `RandomSampler`/`WeightedRandomSampler` drawing at least 10**8 samples "
+        "with replacement, an infinite sampler or `IterableDataset` of this module) and no loop "
+        "over it restarts; a loader handed to code the file does not show is reported.",
     )
     references = (
         "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader",
@@ -149,27 +161,335 @@ class DataloaderPersistentWorkers(Rule):
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, num_workers=pick_workers())
         """), fixed=None),
+        # Keyword dicts: persistent_workers goes next to num_workers, in the same dict.
+        Invalid(dedent("""
+            import torch
+            def main(args):
+                use_cuda = torch.cuda.is_available()
+                kwargs = {'num_workers': 1, 'pin_memory': True} if use_cuda else {}
+                train_loader = torch.utils.data.DataLoader(train_set, batch_size=64, shuffle=True, **kwargs)
+                test_loader = torch.utils.data.DataLoader(test_set, batch_size=1000, **kwargs)
+                for epoch in range(1, args.epochs + 1):
+                    train(model, train_loader)
+                    test(model, test_loader)
+            def train(model, loader):
+                for x, y in loader:
+                    model(x).sum().backward()
+            def test(model, loader):
+                for x, y in loader:
+                    model(x)
+        """), fixed=dedent("""
+            import torch
+            def main(args):
+                use_cuda = torch.cuda.is_available()
+                kwargs = {'num_workers': 1, 'pin_memory': True, 'persistent_workers': True} if use_cuda else {}
+                train_loader = torch.utils.data.DataLoader(train_set, batch_size=64, shuffle=True, **kwargs)
+                test_loader = torch.utils.data.DataLoader(test_set, batch_size=1000, **kwargs)
+                for epoch in range(1, args.epochs + 1):
+                    train(model, train_loader)
+                    test(model, test_loader)
+            def train(model, loader):
+                for x, y in loader:
+                    model(x).sum().backward()
+            def test(model, loader):
+                for x, y in loader:
+                    model(x)
+        """), count=2),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            opts = dict(batch_size=32)
+            opts.update(num_workers=args.workers, drop_last=True)
+            loader = DataLoader(ds, **opts)
+            for epoch in range(3):
+                for x in loader:
+                    step(x)
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            opts = dict(batch_size=32)
+            opts.update(num_workers=args.workers, drop_last=True, persistent_workers=args.workers > 0)
+            loader = DataLoader(ds, **opts)
+            for epoch in range(3):
+                for x in loader:
+                    step(x)
+        """)),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            def build(cfg):
+                kw = {"batch_size": cfg.bs}
+                kw["num_workers"] = cfg.workers
+                return DataLoader(cfg.ds, **kw)
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            def build(cfg):
+                kw = {"batch_size": cfg.bs}
+                kw["num_workers"] = cfg.workers
+                kw["persistent_workers"] = cfg.workers > 0
+                return DataLoader(cfg.ds, **kw)
+        """)),
+        # Through a wrapper's **kwargs, a merged dict, a dict parameter.
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            def make_loader(ds, **kwargs):
+                return DataLoader(ds, shuffle=True, **kwargs)
+            def main():
+                base = {"batch_size": 32}
+                loader = make_loader(train_ds, **{**base, "num_workers": 4})
+                val = make_loader(val_ds, num_workers=2)
+                for epoch in range(3):
+                    for x in loader:
+                        step(x)
+                    for x in val:
+                        check(x)
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            def make_loader(ds, **kwargs):
+                return DataLoader(ds, shuffle=True, **kwargs)
+            def main():
+                base = {"batch_size": 32}
+                loader = make_loader(train_ds, **{**base, "num_workers": 4, "persistent_workers": True})
+                val = make_loader(val_ds, num_workers=2, persistent_workers=True)
+                for epoch in range(3):
+                    for x in loader:
+                        step(x)
+                    for x in val:
+                        check(x)
+        """)),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            def build(ds, loader_cfg):
+                return DataLoader(ds, **loader_cfg)
+            def main(args):
+                cfg = {"batch_size": args.bs, "num_workers": args.workers}
+                loader = build(train_ds, cfg)
+                for epoch in range(args.epochs):
+                    for x in loader:
+                        step(x)
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            def build(ds, loader_cfg):
+                return DataLoader(ds, **loader_cfg)
+            def main(args):
+                cfg = {"batch_size": args.bs, "num_workers": args.workers, "persistent_workers": args.workers > 0}
+                loader = build(train_ds, cfg)
+                for epoch in range(args.epochs):
+                    for x in loader:
+                        step(x)
+        """)),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            kw = {"num_workers": 4}
+            if args.debug:
+                kw["num_workers"] = 0  # set twice: which one holds is not visible
+            loader = DataLoader(ds, **kw)
+            trainer.fit(loader)
+        """), fixed=None),
+        Valid(dedent("""
+            from torch.utils.data import DataLoader
+            kw = {"num_workers": 4, "persistent_workers": True}
+            loader = DataLoader(ds, **kw)
+            loader2 = DataLoader(ds, **{"num_workers": 0})
+            trainer.fit(loader, loader2)
+        """)),
+        # Never exhausted, or iterated once: the workers start once whatever the setting.
+        Valid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader, RandomSampler
+            sampler = RandomSampler(ds, replacement=True, num_samples=int(1e10))
+            loader = DataLoader(ds, batch_size=32, sampler=sampler, num_workers=4)
+            it = iter(loader)
+            for step in range(100_000):
+                x = next(it)
+                model(x).sum().backward()
+        """)),
+        Valid(dedent("""
+            import itertools
+            import torch.utils.data as tud
+            def train(ds, steps):
+                batches = itertools.cycle(tud.DataLoader(ds, batch_size=8, num_workers=2))
+                for step in range(steps):
+                    model(next(batches)).sum().backward()
+        """)),
+        Valid(dedent("""
+            from torch.utils.data import DataLoader, IterableDataset
+            class Stream(IterableDataset):
+                def __iter__(self):
+                    while True:
+                        yield read_record()
+            class Trainer:
+                def __init__(self):
+                    self.loader = DataLoader(Stream(), batch_size=16, num_workers=4)
+                def fit(self, steps):
+                    for step, batch in enumerate(self.loader):
+                        if step == steps:
+                            break
+                        self.step(batch)
+            Trainer().fit(1000)
+        """)),
+        Valid(dedent("""
+            from torch.utils.data import DataLoader
+            def evaluate(model, ds):  # one pass, once
+                with torch.no_grad():
+                    return sum(model(x).sum() for x in DataLoader(ds, num_workers=4))
+            if __name__ == "__main__":
+                print(evaluate(Net(), test_ds))
+        """)),
+        Valid(dedent("""
+            # No torch here: the user's own DataLoader class.
+            class DataLoader:
+                def __init__(self, items, num_workers=1):
+                    self.items = items
+            for epoch in range(3):
+                for item in DataLoader([1, 2, 3], num_workers=2).items:
+                    print(item)
+        """)),
+        Valid(dedent("""
+            from torch.utils.data import DataLoader, Subset
+            def validate(model, val_ds, extra):
+                def run(loader):
+                    for x in loader:
+                        model(x)
+                run(val_loader)
+                # built for this call and run once: persistent workers would outlive it unused
+                aux_loader = DataLoader(Subset(val_ds, extra), batch_size=64, num_workers=4)
+                run(aux_loader)
+        """)),
+        # Iterated again every epoch, directly or through a helper, or re-created on exhaustion.
+        Invalid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader, RandomSampler
+            sampler = RandomSampler(ds, replacement=True, num_samples=len(ds))  # an epoch's worth
+            loader = DataLoader(ds, sampler=sampler, num_workers=4)
+            for epoch in range(10):
+                for x in loader:
+                    model(x).sum().backward()
+        """), fixed=dedent("""
+            import torch
+            from torch.utils.data import DataLoader, RandomSampler
+            sampler = RandomSampler(ds, replacement=True, num_samples=len(ds))  # an epoch's worth
+            loader = DataLoader(ds, sampler=sampler, num_workers=4, persistent_workers=True)
+            for epoch in range(10):
+                for x in loader:
+                    model(x).sum().backward()
+        """)),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            def run_epoch(model, loader):
+                for x in loader:
+                    model(x).sum().backward()
+            def main():
+                train = DataLoader(ds, num_workers=2)
+                for epoch in range(5):
+                    run_epoch(model, train)
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            def run_epoch(model, loader):
+                for x in loader:
+                    model(x).sum().backward()
+            def main():
+                train = DataLoader(ds, num_workers=2, persistent_workers=True)
+                for epoch in range(5):
+                    run_epoch(model, train)
+        """)),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=8, num_workers=4)
+            it = iter(loader)
+            for step in range(10_000):
+                try:
+                    x = next(it)
+                except StopIteration:  # a new epoch: new workers
+                    it = iter(loader)
+                    x = next(it)
+                model(x).sum().backward()
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=8, num_workers=4, persistent_workers=True)
+            it = iter(loader)
+            for step in range(10_000):
+                try:
+                    x = next(it)
+                except StopIteration:  # a new epoch: new workers
+                    it = iter(loader)
+                    x = next(it)
+                model(x).sum().backward()
+        """)),
+        Invalid(dedent("""
+            import torch
+            testloader = torch.utils.data.DataLoader(testset, batch_size=4, num_workers=2)
+            images, labels = next(iter(testloader))  # a peek: workers start
+            correct = 0
+            for images, labels in testloader:  # a full pass: workers start again
+                correct += (model(images).argmax(1) == labels).sum().item()
+        """), fixed=dedent("""
+            import torch
+            testloader = torch.utils.data.DataLoader(testset, batch_size=4, num_workers=2, persistent_workers=True)
+            images, labels = next(iter(testloader))  # a peek: workers start
+            correct = 0
+            for images, labels in testloader:  # a full pass: workers start again
+                correct += (model(images).argmax(1) == labels).sum().item()
+        """)),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            import lightning as L
+            loader = DataLoader(ds, batch_size=8, num_workers=4)
+            L.Trainer(max_epochs=10).fit(model, loader)  # iterated where the file cannot see
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            import lightning as L
+            loader = DataLoader(ds, batch_size=8, num_workers=4, persistent_workers=True)
+            L.Trainer(max_epochs=10).fit(model, loader)  # iterated where the file cannot see
+        """)),
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         for call in ctx.nodes(cst.Call):
-            if not ctx.is_call_to(call, DATALOADERS) or has_star_args(call):
+            if not ctx.is_call_to(call, DATALOADERS):
                 continue
-            workers = dataloader_arg(call, "num_workers")
-            if workers is None or get_arg(call, "persistent_workers") is not None:
+            kw = call_keywords(ctx, call)
+            workers = settings_of(ctx, call, "num_workers")
+            if kw.opaque or not workers or kw.of("persistent_workers"):
                 continue
-            value = literal_value(workers.value)
-            if value is not NOT_LITERAL and not (isinstance(value, int) and value > 0):
+            live = [s for s in workers if _may_be_positive(s.value)]
+            if not live or not iterated_repeatedly(ctx, call):
+                continue  # no workers, or one iterator for the whole run: they start once anyway
+            who = "the GPU waits" if may_use_cuda(ctx) else "training waits"
+            message = (f"DataLoader workers are shut down and re-spawned every epoch ({who} while they "
+                       "restart); set persistent_workers")
+            edits = self._edits(ctx, call, workers, live)
+            if isinstance(edits, str):
+                yield Finding(call, f"{message} (no automatic fix: {edits})")
                 continue
-            fix = None
-            if _always_positive(ctx, workers.value):
-                fix = Fix("add persistent_workers=True",
-                          (Replace(call, add_kwarg(call, "persistent_workers", "True")),), "safe")
-            elif _pure(ctx, workers.value):
-                expr = ctx.code_for(workers.value).strip()
-                if isinstance(workers.value, (cst.BooleanOperation, cst.IfExp, cst.Comparison, cst.Lambda)):
+            always = all(_always_positive(ctx, s.value) for s in live)
+            description = "add persistent_workers=True" if always else "add persistent_workers=<num_workers> > 0"
+            yield Finding(call, message, Fix(description, edits, "safe"))
+
+    @staticmethod
+    def _edits(ctx: RuleContext, call: cst.Call, workers: list[Setting], live: list[Setting]
+               ) -> tuple[Edit, ...] | str:
+        """``persistent_workers`` next to every ``num_workers`` that may be positive; each place
+        must be the only one that sets the worker count on its path."""
+        if not exclusive(workers):
+            return AMBIGUOUS  # set twice on one path: which one holds is not visible
+        edits: list[Edit] = []
+        for setting in live:
+            if _always_positive(ctx, setting.value):
+                value = "True"
+            elif _pure(ctx, setting.value):
+                expr = ctx.code_for(setting.value).strip()
+                if isinstance(setting.value, (cst.BooleanOperation, cst.IfExp, cst.Comparison, cst.Lambda)):
                     expr = f"({expr})"
-                fix = Fix("add persistent_workers=<num_workers> > 0",
-                          (Replace(call, add_kwarg(call, "persistent_workers", f"{expr} > 0")),), "safe")
-            yield Finding(call, "DataLoader workers are shut down and re-spawned every epoch (the GPU "
-                                "waits while they restart); set persistent_workers", fix)
+                value = f"{expr} > 0"
+            else:
+                return "the worker count is an expression that may not be safe to evaluate twice"
+            if setting.holder is not call and not editable(ctx, setting):
+                return SHARED
+            edit = add_key(ctx, setting.holder, "persistent_workers", value)
+            if edit is None:
+                return AMBIGUOUS
+            edits.append(edit)
+        return tuple(edits)
+
+
+def _may_be_positive(expr: cst.BaseExpression) -> bool:
+    value = literal_value(expr)
+    return value is NOT_LITERAL or isinstance(value, int) and not isinstance(value, bool) and value > 0

@@ -8,6 +8,7 @@ import libcst as cst
 
 from ._api import Finding, Invalid, Rule, Valid, dedent
 from ._context import RuleContext
+from ._gpu_use import pinned_to_cpu
 
 DATA_PARALLEL = frozenset({
     "torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
@@ -38,6 +39,8 @@ class DataParallel(Rule):
         "No fix: moving to DistributedDataParallel changes how the script is launched "
         "(`torchrun`) and how data is split across processes.",
         "Reported also when the script runs on a single GPU, where DataParallel costs little.",
+        "Not reported in a CPU-only program (nothing lets its data reach CUDA, and it names the "
+        "CPU as its device), where DataParallel only calls the module.",
     )
     references = (
         "https://docs.pytorch.org/docs/stable/generated/torch.nn.DataParallel.html",
@@ -62,9 +65,30 @@ class DataParallel(Rule):
             # nn.DataParallel is mentioned in a comment only
             model = nn.Linear(4, 4)
         """)),
+        Valid(dedent("""
+            # A CPU-only program: DataParallel without GPUs just calls the module.
+            import torch
+            device = torch.device("cpu")
+            model = torch.nn.DataParallel(Net()).to(device)
+        """)),
+        Valid(dedent("""
+            # No torch here: a job scheduler's own DataParallel.
+            from scheduler.parallel import DataParallel
+            job = DataParallel(tasks, workers=4)
+        """)),
         Invalid(dedent("""
             import torch.nn as nn
             model = nn.DataParallel(Net()).cuda()
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch.nn as nn
+            def wrap(model):  # a library helper: its caller picks the device
+                return nn.DataParallel(model)
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            device = torch.accelerator.current_accelerator()
+            model = torch.nn.DataParallel(Net(), device_ids=[0, 1]).to(device)
         """), fixed=None),
         Invalid(dedent("""
             from torch.nn import DataParallel as DP
@@ -79,6 +103,8 @@ class DataParallel(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        if pinned_to_cpu(ctx):
+            return  # on the CPU DataParallel just calls the module: nothing to gain
         for call in ctx.nodes(cst.Call):
             if ctx.is_call_to(call, DATA_PARALLEL):
                 yield Finding(call, "nn.DataParallel funnels every step through one process and GPU 0; use "

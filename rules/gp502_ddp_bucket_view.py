@@ -6,10 +6,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ._calls import get_arg, has_star_args
+from ._api import Edit, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._context import RuleContext
+from ._dict_edits import add_key
 from ._edits import add_kwarg
+from ._kwargs import Keywords, call_keywords, feeds_only
 
 DDP = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
@@ -40,7 +41,10 @@ class DdpBucketView(Rule):
     # CPU).
     gains_on = "any"
     limitations = (
-        "A DistributedDataParallel call with `*args` or `**kwargs` is skipped.",
+        "`**` dicts built in the same file are read (literals, `dict(...)`, `.update(...)`, "
+        "`d[\"k\"] = v`); a call with `*args` or a `**` dict the file cannot see into is skipped. "
+        "The fix adds the keyword to the dict's only literal definition when the dict feeds "
+        "nothing but DistributedDataParallel.",
         "Code elsewhere that changes `.grad` in place is not inspected before the fix is offered.",
     )
     references = (
@@ -62,8 +66,21 @@ class DdpBucketView(Rule):
             model = DistributedDataParallel(model, **ddp_kwargs)
         """)),
         Valid(dedent("""
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            ddp_kwargs = dict(find_unused_parameters=False)
+            if args.bucket_view:
+                ddp_kwargs["gradient_as_bucket_view"] = True  # the user's own switch
+            model = DDP(model, device_ids=[rank], **ddp_kwargs)
+        """)),
+        Valid(dedent("""
             class DistributedDataParallel:  # the user's own class
                 pass
+            model = DistributedDataParallel(model)
+        """)),
+        Valid(dedent("""
+            # No torch here: another framework's DDP.
+            from paddle import DataParallel as DistributedDataParallel
             model = DistributedDataParallel(model)
         """)),
         Invalid(dedent("""
@@ -98,15 +115,42 @@ class DdpBucketView(Rule):
                 def setup(self):
                     self.model = torch.nn.parallel.DistributedDataParallel(self.model, gradient_as_bucket_view=True)
         """)),
+        Invalid(dedent("""
+            import torch
+            def wrap(model, rank, static):
+                ddp_kwargs = {"device_ids": [rank], "static_graph": static}
+                return torch.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)
+        """), fixed=dedent("""
+            import torch
+            def wrap(model, rank, static):
+                ddp_kwargs = {"device_ids": [rank], "static_graph": static, "gradient_as_bucket_view": True}
+                return torch.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)
+        """)),
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         for call in ctx.nodes(cst.Call):
-            if not ctx.is_call_to(call, DDP) or has_star_args(call):
+            if not ctx.is_call_to(call, DDP):
                 continue
-            if get_arg(call, "gradient_as_bucket_view") is not None:
+            kw = call_keywords(ctx, call)
+            if kw.opaque or kw.of("gradient_as_bucket_view"):
                 continue
-            fix = Fix("add gradient_as_bucket_view=True",
-                      (Replace(call, add_kwarg(call, "gradient_as_bucket_view", "True")),), "unsafe")
-            yield Finding(call, "DistributedDataParallel copies every gradient into its all-reduce bucket and "
-                                "back each step; pass gradient_as_bucket_view=True", fix)
+            message = ("DistributedDataParallel copies every gradient into its all-reduce bucket and back "
+                       "each step; pass gradient_as_bucket_view=True")
+            edit = self._edit(ctx, call, kw)
+            if edit is None:
+                yield Finding(call, message + " (no automatic fix: the keyword dicts that reach it are "
+                                              "built in more than one way or also used elsewhere)")
+                continue
+            yield Finding(call, message, Fix("add gradient_as_bucket_view=True", (edit,), "unsafe"))
+
+    @staticmethod
+    def _edit(ctx: RuleContext, call: cst.Call, kw: Keywords) -> Edit | None:
+        if not kw.has_star:
+            return Replace(call, add_kwarg(call, "gradient_as_bucket_view", "True"))
+        if len(kw.definitions) != 1:
+            return None
+        holder, owner = kw.definitions[0]
+        if owner is not None and not feeds_only(ctx, owner, DDP):
+            return None
+        return add_key(ctx, holder, "gradient_as_bucket_view", "True")

@@ -7,74 +7,20 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ._api import Finding, Fix, InsertBefore, Invalid, Rule, Valid, dedent
-from ._calls import dataloader_arg, dotted_name, get_arg, literal_value, method_call
+from ._calls import get_arg, literal_value
 from ._context import RuleContext
-from ._script_facts import call_site_args, scope_of, visible_scope
-from ._torchnames import DATALOADERS
-from ._training import TrainingAnalysis, analysis
+from ._epochs import certainly_distributed, epoch_loop, epoch_set, loaders_fed, trains
+from ._flow import Flow, object_flow
 
 DISTRIBUTED_SAMPLER = frozenset({
     "torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler",
 })
-_WRAPPERS = ("enumerate", "tqdm", "iter", "zip")
-
-
-def _iterated_name(expr: cst.BaseExpression) -> str | None:
-    """``loader`` in ``for b in loader`` / ``enumerate(loader)`` / ``tqdm(loader)``."""
-    while isinstance(expr, cst.Call):
-        fname = dotted_name(expr.func)
-        if not fname or fname.rsplit(".", 1)[-1] not in _WRAPPERS or not expr.args:
-            return None
-        expr = expr.args[0].value
-    return dotted_name(expr)
-
-
-def _epoch_loop(ctx: RuleContext, node: cst.CSTNode) -> cst.For | None:
-    """The nearest ``for <name> in ...`` around ``node`` in the same function."""
-    for anc in ctx.ancestors(node):
-        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            return None
-        if isinstance(anc, cst.For) and isinstance(anc.target, cst.Name) and anc.target.value != "_" \
-                and ctx.is_inside(node, anc.body):
-            return anc
-    return None
-
-
-def _epoch_loops_over(ctx: RuleContext, ta: TrainingAnalysis, loader: str, loader_stmt: cst.CSTNode) -> list[cst.For]:
-    """Epoch loops around the step loops that iterate ``loader`` (directly, or through a
-    function whose parameter every call site binds to it)."""
-    home = scope_of(ctx, loader_stmt)
-    out: list[cst.For] = []
-    for loop in ta.step_loops:
-        if not isinstance(loop, cst.For):
-            continue
-        name = _iterated_name(loop.iter)
-        if name is None:
-            continue
-        if name == loader and visible_scope(ctx, name, loop) is home:
-            found = _epoch_loop(ctx, loop)
-            if found is not None:
-                out.append(found)
-            continue
-        fn = scope_of(ctx, loop)
-        if fn is None or "." in name:
-            continue
-        args = call_site_args(ta, fn, name)
-        if not args:
-            continue
-        for call in ta.calls_of(fn):
-            if any(dotted_name(a.value) == loader for a in call.args) and \
-                    visible_scope(ctx, loader, call) is home:
-                found = _epoch_loop(ctx, loop) or _epoch_loop(ctx, call)
-                if found is not None:
-                    out.append(found)
-    return out
 
 
 class SamplerSetEpoch(Rule):
     code = "GP503"
     name = "sampler-set-epoch"
-    summary = "A `DistributedSampler` is never told the epoch (`sampler.set_epoch(epoch)`)."
+    summary = "A `DistributedSampler` of a training loader is never told the epoch (`sampler.set_epoch(epoch)`)."
     rationale = (
         "DistributedSampler shuffles with a seed derived from its epoch counter, which only "
         "`set_epoch` changes. Without it every epoch visits the data in exactly the same order on "
@@ -83,9 +29,11 @@ class SamplerSetEpoch(Rule):
     )
     fix_description = (
         "Insert `sampler.set_epoch(epoch)` (or `loader.sampler.set_epoch(epoch)` where the sampler "
-        "is not a visible name) as the first statement of the epoch loop that runs the step loop "
-        "over the sampler's DataLoader. Not reported when the script calls `set_epoch` anywhere, the "
-        "sampler has `shuffle=False`, or no epoch loop is found."
+        "is not a visible name) as the first statement of the epoch loop that runs the training "
+        "loop over the sampler's DataLoader, found through the functions and methods that carry "
+        "the loader; guarded by `if hasattr(..., \"set_epoch\"):` when the name may hold another "
+        "sampler. Each sampler is judged on its own: a `set_epoch` reaching another sampler does "
+        "not silence it."
     )
     fix_safety = "unsafe"
     fix_safety_reason = (
@@ -96,9 +44,15 @@ class SamplerSetEpoch(Rule):
     # gains_on 'any': reshuffling every epoch helps convergence on every device.
     gains_on = "any"
     limitations = (
-        "Any `.set_epoch(...)` call in the module silences it, even one on another sampler.",
-        "Only a DistributedSampler passed as `sampler=` to a DataLoader assigned to a name, "
-        "iterated by an epoch loop of this module, is checked.",
+        "Only a DistributedSampler handed to a DataLoader as `sampler=`, whose loader a training "
+        "loop of this file iterates inside an epoch loop, is checked; the loop may sit in "
+        "another function or method that the loader reaches through names, parameters, "
+        "return values and `self` attributes.",
+        "A `set_epoch(...)` call the file cannot tie to a particular sampler (its receiver is a "
+        "parameter or an object from elsewhere) silences the rule for the whole file, and so "
+        "does a sampler handed to code the file does not show (which may set its epoch).",
+        "No fix when the epoch loop is a `while` loop, its variable is `_`, or the sampler is "
+        "built inside it.",
     )
     references = (
         "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler",
@@ -132,6 +86,15 @@ class SamplerSetEpoch(Rule):
             for x in loader:  # a single pass: no epochs
                 model(x).sum().backward()
                 opt.step()
+        """)),
+        Valid(dedent("""
+            # No torch here: the user's own sampler and loader.
+            from mylib.data import DataLoader, DistributedSampler
+            sampler = DistributedSampler(records)
+            for epoch in range(3):
+                for batch in DataLoader(records, sampler=sampler):
+                    fit(batch).backward()
+                    opt.step()
         """)),
         Valid(dedent("""
             class DistributedSampler:  # the user's own sampler
@@ -214,62 +177,241 @@ class SamplerSetEpoch(Rule):
                     model(x).sum().backward()
                     opt.step()
         """)),
+        # Per sampler: set_epoch on one sampler does not cover another.
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader, DistributedSampler
+            def main():
+                text_sampler = DistributedSampler(text_ds)
+                image_sampler = DistributedSampler(image_ds)
+                text_loader = DataLoader(text_ds, sampler=text_sampler)
+                image_loader = DataLoader(image_ds, sampler=image_sampler)
+                for epoch in range(10):
+                    text_sampler.set_epoch(epoch)
+                    for (t, i) in zip(text_loader, image_loader):
+                        model(t, i).backward()
+                        opt.step()
+                    for i in image_loader:
+                        model(None, i).backward()
+                        opt.step()
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader, DistributedSampler
+            def main():
+                text_sampler = DistributedSampler(text_ds)
+                image_sampler = DistributedSampler(image_ds)
+                text_loader = DataLoader(text_ds, sampler=text_sampler)
+                image_loader = DataLoader(image_ds, sampler=image_sampler)
+                for epoch in range(10):
+                    image_sampler.set_epoch(epoch)
+                    text_sampler.set_epoch(epoch)
+                    for (t, i) in zip(text_loader, image_loader):
+                        model(t, i).backward()
+                        opt.step()
+                    for i in image_loader:
+                        model(None, i).backward()
+                        opt.step()
+        """), count=1),
+        # The sampler is built in another function; the loop is a method reached through self.
+        Invalid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+
+            class Trainer:
+                def __init__(self, model, train_data, optimizer):
+                    self.model = model
+                    self.train_data = train_data
+                    self.optimizer = optimizer
+
+                def _run_batch(self, source, targets):
+                    self.optimizer.zero_grad()
+                    torch.nn.functional.cross_entropy(self.model(source), targets).backward()
+                    self.optimizer.step()
+
+                def _run_epoch(self, epoch):
+                    for source, targets in self.train_data:
+                        self._run_batch(source, targets)
+
+                def train(self, max_epochs):
+                    for epoch in range(max_epochs):
+                        self._run_epoch(epoch)
+
+            def prepare_dataloader(dataset, batch_size):
+                return DataLoader(dataset, batch_size=batch_size, shuffle=False,
+                                  sampler=DistributedSampler(dataset))
+
+            def main(total_epochs):
+                train_data = prepare_dataloader(dataset, 32)
+                Trainer(model, train_data, optimizer).train(total_epochs)
+        """), fixed=dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+
+            class Trainer:
+                def __init__(self, model, train_data, optimizer):
+                    self.model = model
+                    self.train_data = train_data
+                    self.optimizer = optimizer
+
+                def _run_batch(self, source, targets):
+                    self.optimizer.zero_grad()
+                    torch.nn.functional.cross_entropy(self.model(source), targets).backward()
+                    self.optimizer.step()
+
+                def _run_epoch(self, epoch):
+                    for source, targets in self.train_data:
+                        self._run_batch(source, targets)
+
+                def train(self, max_epochs):
+                    for epoch in range(max_epochs):
+                        self.train_data.sampler.set_epoch(epoch)
+                        self._run_epoch(epoch)
+
+            def prepare_dataloader(dataset, batch_size):
+                return DataLoader(dataset, batch_size=batch_size, shuffle=False,
+                                  sampler=DistributedSampler(dataset))
+
+            def main(total_epochs):
+                train_data = prepare_dataloader(dataset, 32)
+                Trainer(model, train_data, optimizer).train(total_epochs)
+        """)),
+        # A conditional sampler: the call is guarded, the name may hold None.
+        Invalid(dedent("""
+            import torch.utils.data as tud
+            def main(args):
+                sampler = tud.DistributedSampler(ds) if args.distributed else None
+                loader = tud.DataLoader(ds, shuffle=sampler is None, sampler=sampler)
+                for epoch in range(args.epochs):
+                    for x in loader:
+                        loss = model(x).sum()
+                        loss.backward()
+                        optimizer.step()
+        """), fixed=dedent("""
+            import torch.utils.data as tud
+            def main(args):
+                sampler = tud.DistributedSampler(ds) if args.distributed else None
+                loader = tud.DataLoader(ds, shuffle=sampler is None, sampler=sampler)
+                for epoch in range(args.epochs):
+                    if hasattr(sampler, "set_epoch"):
+                        sampler.set_epoch(epoch)
+                    for x in loader:
+                        loss = model(x).sum()
+                        loss.backward()
+                        optimizer.step()
+        """)),
+        # A while loop over steps: reported, no fix (no epoch variable).
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader, DistributedSampler
+            sampler = DistributedSampler(ds)
+            loader = DataLoader(ds, sampler=sampler)
+            step = 0
+            while step < max_steps:
+                for x in loader:
+                    model(x).sum().backward()
+                    opt.step()
+                    step += 1
+        """), fixed=None),
+        Valid(dedent("""
+            from torch.utils.data import DataLoader, DistributedSampler
+
+            def build(ds):
+                sampler = DistributedSampler(ds)
+                return DataLoader(ds, sampler=sampler, batch_size=8), sampler
+
+            def main():
+                loader, sampler = build(ds)
+                for epoch in range(10):
+                    sampler.set_epoch(epoch)  # the sampler built in build()
+                    for x in loader:
+                        model(x).sum().backward()
+                        opt.step()
+        """)),
+        Valid(dedent("""
+            from torch.utils.data import DataLoader, DistributedSampler
+
+            def start_epoch(loader, epoch):
+                if hasattr(loader.sampler, "set_epoch"):
+                    loader.sampler.set_epoch(epoch)
+
+            def main():
+                loader = DataLoader(ds, sampler=DistributedSampler(ds))
+                val_loader = DataLoader(val_ds, sampler=DistributedSampler(val_ds))  # evaluation only
+                for epoch in range(10):
+                    start_epoch(loader, epoch)
+                    for x in loader:
+                        model(x).sum().backward()
+                        opt.step()
+                    with torch.no_grad():
+                        for x in val_loader:
+                            metric.update(model(x))
+        """)),
+        Valid(dedent("""
+            from torch.utils.data import DataLoader, DistributedSampler
+            loader = DataLoader(ds, sampler=DistributedSampler(ds))
+            for epoch in range(3):
+                hooks.before_epoch(epoch)  # whatever sets the epoch is not in this file
+                data.set_epoch(epoch)
+                for x in loader:
+                    model(x).sum().backward()
+                    opt.step()
+        """)),
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if any(method_call(c, "set_epoch") for c in ctx.nodes(cst.Call)):
+        samplers = [c for c in ctx.nodes(cst.Call) if ctx.is_call_to(c, DISTRIBUTED_SAMPLER)]
+        if not samplers:
             return
-        ta = analysis(ctx)
-        if not ta.step_loops:
-            return
-        for assign in ctx.nodes(cst.Assign):
-            call = assign.value
-            if not isinstance(call, cst.Call) or not ctx.is_call_to(call, DATALOADERS):
-                continue
-            arg = dataloader_arg(call, "sampler")
-            if arg is None or len(assign.targets) != 1:
-                continue
-            loader = dotted_name(assign.targets[0].target)
-            sampler_name, sampler_call = self._sampler(ctx, arg.value, assign)
-            if loader is None or sampler_call is None:
-                continue
-            shuffle = get_arg(sampler_call, "shuffle", 3)
+        explained: set[int] = set()
+        pending = []
+        for sampler in samplers:
+            shuffle = get_arg(sampler, "shuffle", 3)
             if shuffle is not None and literal_value(shuffle.value) is False:
                 continue
-            loops = _epoch_loops_over(ctx, ta, loader, assign)
-            if not loops:
+            flow = object_flow(ctx, sampler)
+            loaders = loaders_fed(ctx, flow)
+            loader_flows = [object_flow(ctx, call) for call in loaders]
+            told = epoch_set(ctx, flow, loader_flows)
+            if told is None:
                 continue
-            yield Finding(sampler_call, "DistributedSampler without set_epoch(epoch): every epoch sees the "
-                                        "same order; call sampler.set_epoch(epoch) at the start of each epoch",
-                          self._fix(ctx, loops[0], sampler_name, loader))
+            explained |= told
+            if told:
+                continue
+            for loader_flow in loader_flows:
+                sites = [u.site for u in loader_flow.of_kind("iterate") if isinstance(u.site, cst.For)]
+                loops = [(site, epoch_loop(ctx, site, loader_flow)) for site in sites if trains(ctx, site)]
+                loops = [(site, loop) for site, loop in loops if loop is not None]
+                if loops:
+                    pending.append((sampler, flow, loader_flow, loops[0][1]))
+                    break
+        # A set_epoch call on something the file cannot tie to a sampler may be this one's.
+        unexplained = [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Attribute)
+                       and c.func.attr.value == "set_epoch" and id(c) not in explained]
+        if unexplained:
+            return
+        for sampler, flow, loader_flow, loop in pending:
+            yield Finding(sampler, "DistributedSampler without set_epoch(epoch): every epoch sees the "
+                                   "same order; call sampler.set_epoch(epoch) at the start of each epoch",
+                          self._fix(ctx, sampler, flow, loader_flow, loop))
 
     @staticmethod
-    def _sampler(ctx: RuleContext, value: cst.BaseExpression,
-                 at: cst.CSTNode) -> tuple[str | None, cst.Call | None]:
-        if isinstance(value, cst.Call):
-            return None, value if ctx.is_call_to(value, DISTRIBUTED_SAMPLER) else None
-        name = dotted_name(value)
-        if name is None:
-            return None, None
-        where = visible_scope(ctx, name, at)
-        for node in ctx.nodes(cst.Assign):
-            if isinstance(node.value, cst.Call) and ctx.is_call_to(node.value, DISTRIBUTED_SAMPLER) and \
-                    any(dotted_name(t.target) == name for t in node.targets) and \
-                    (where is not False and scope_of(ctx, node) is where):
-                return name, node.value
-        return None, None
-
-    @staticmethod
-    def _fix(ctx: RuleContext, loop: cst.For, sampler: str | None, loader: str) -> Fix | None:
-        if not isinstance(loop.body, cst.IndentedBlock) or not loop.body.body:
+    def _fix(ctx: RuleContext, sampler: cst.Call, flow: Flow, loader_flow: Flow,
+             loop: cst.For | cst.While) -> Fix | None:
+        if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name) or \
+                loop.target.value == "_" or not isinstance(loop.body, cst.IndentedBlock) or not loop.body.body:
             return None
-        assert isinstance(loop.target, cst.Name)
-        if sampler is not None and visible_scope(ctx, sampler, loop) is not False:
-            target = sampler
-        elif visible_scope(ctx, loader, loop) is not False:
-            target = f"{loader}.sampler"
-        else:
+        if any(ctx.is_inside(e, loop) for e in (*flow.entries, *loader_flow.entries)):
+            return None  # built anew inside the epoch loop: the call would come before it exists
+        target = flow.alias_visible_at(ctx, loop.body.body[0])
+        if target is None:
+            loader = loader_flow.alias_visible_at(ctx, loop.body.body[0])
+            target = f"{loader}.sampler" if loader is not None else None
+        if target is None:
             return None
-        stmt = cst.parse_statement(f"{target}.set_epoch({loop.target.value})\n")
-        return Fix(f"call {target}.set_epoch({loop.target.value}) each epoch",
-                   (InsertBefore(loop.body.body[0], (stmt,)),), "unsafe")
+        epoch = loop.target.value
+        code = f"{target}.set_epoch({epoch})\n"
+        if not certainly_distributed(ctx, sampler, flow, loader_flow):
+            # The name may hold another sampler (``DistributedSampler(ds) if ddp else None``).
+            code = f"if hasattr({target}, \"set_epoch\"):\n    {code}"
+        stmt = cst.parse_statement(code)
+        return Fix(f"call {target}.set_epoch({epoch}) each epoch", (InsertBefore(loop.body.body[0], (stmt,)),),
+                   "unsafe")

@@ -240,11 +240,12 @@ from torch.utils.data import DataLoader
 loader = DataLoader(list(range(64)), batch_size=8, num_workers=0)
 model = torch.nn.Linear(1, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for batch in loader:
-    loss = model(batch.float()[:, None]).pow(2).mean()
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
+if __name__ == "__main__":  # GP201 adds workers only to guarded scripts
+    for batch in loader:
+        loss = model(batch.float()[:, None]).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
 """
 
 

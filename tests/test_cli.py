@@ -23,12 +23,13 @@ SLOW = textwrap.dedent("""\
     model = torch.nn.Linear(4, 1).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
-    for x, y in loader:
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        print("loss", loss.item())
+    if __name__ == "__main__":  # GP201 adds workers only to guarded scripts
+        for x, y in loader:
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            print("loss", loss.item())
 """)
 CLEAN = "import os\nprint(os.getcwd())\n"
 JSON_KEYS = {"path", "line", "column", "end_line", "end_column", "code", "name", "message", "severity", "fix"}
@@ -57,7 +58,7 @@ def test_findings_text_format_and_exit_1(proj):
     lines = res.output.splitlines()
     assert "train.py:7:10: GP201 DataLoader loads every batch" in res.output
     assert any(line.startswith("train.py:7:10: GP202 [*] ") for line in lines)
-    assert any(line.startswith("train.py:13:19: GP101 ") for line in lines)
+    assert any(line.startswith("train.py:14:23: GP101 ") for line in lines)
     assert "Found 3 errors." in res.output
 
 

@@ -110,7 +110,7 @@ def test_new_push_edits_summary_adds_new_and_deletes_stale(gh, repo, monkeypatch
     (old_comment,) = gh.comments
     # The author accepts the suggestion and adds a second, unpinned loader.
     second = SLOW_TRAIN.replace(
-        "loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)\n",
+        "    loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)\n",
         GP202_LINE + "\n")
     second += "val_loader = DataLoader(TensorDataset(torch.randn(8, 4), torch.randn(8, 1)))\n"
     head2 = commit(repo, {"train.py": second}, "accept suggestion, add validation loader")
@@ -162,8 +162,8 @@ def test_validated_run_proposes_only_passing_fixes_with_measurements(gh, repo):
     (comment,) = gh.writes()[0][2]["comments"]
     # The GP101 fix spans two lines: a multi-line suggestion.
     assert (comment["start_line"], comment["start_side"], comment["line"], comment["side"]) == (14, "RIGHT", 15, "RIGHT")
-    assert comment["body"].endswith("```suggestion\n    total += loss.detach()\n"
-                                    "print(\"mean loss\", float(total) / len(loader))\n```")
+    assert comment["body"].endswith("```suggestion\n        total += loss.detach()\n"
+                                    "    print(\"mean loss\", float(total) / len(loader))\n```")
     assert "Measured on this PR: **1.31x (95% CI 1.18x–1.44x)** faster" in comment["body"]
     summary = gh.writes()[0][2]["body"]
     assert "- GP101 at `train.py:14`: 1.31x (95% CI 1.18x–1.44x), passed" in summary
@@ -324,12 +324,12 @@ def test_parse_diff_added_lines_and_hunks():
 def test_fix_outside_the_diff_goes_to_the_summary(repo, monkeypatch):
     # The PR only adds the loop; the loader (and its fix) sit on unchanged lines far above, and
     # the GP101 fix touches a line outside the diff hunk.
-    head_text = SLOW_TRAIN.replace("    total += loss.item()\n", "")
-    base_text = head_text.replace("    opt.step()\n", "    opt.step()\n" + "    pass\n" * 0)
+    head_text = SLOW_TRAIN.replace("        total += loss.item()\n", "")
+    base_text = head_text
     git(repo, "checkout", "-q", "main")
     commit(repo, {"train.py": base_text + "\n" * 8 + "# end\n"}, "base loop")
     git(repo, "checkout", "-qb", "small")
-    lines = (base_text + "\n" * 8 + "# end\n").replace("    opt.step()\n", "    opt.step()\n    total += loss.item()\n")
+    lines = (base_text + "\n" * 8 + "# end\n").replace("        opt.step()\n", "        opt.step()\n        total += loss.item()\n")
     commit(repo, {"train.py": lines}, "accumulate")
 
     def passing(candidates):
@@ -380,7 +380,7 @@ def test_action_lint_step_prints_annotations(repo, tmp_path):
     _, steps = _action_steps()
     res = _run_step(steps["Lint (annotations)"], {"INPUT_PATHS": "train.py"}, repo)
     assert res.returncode == 0, res.stderr
-    assert "::warning file=train.py,line=14,col=14," in res.stdout and "title=GP101::" in res.stdout
+    assert "::warning file=train.py,line=14,col=18," in res.stdout and "title=GP101::" in res.stdout
     assert "exit-code=1" in (repo / "gh_output").read_text()
 
 

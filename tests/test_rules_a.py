@@ -24,7 +24,13 @@ def test_dataloader_fixes_converge_to_persistent_workers():
         import torch
         from torch.utils.data import DataLoader
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        loader = DataLoader(ds, batch_size=8)
+        def main():
+            loader = DataLoader(ds, batch_size=8)
+            for epoch in range(3):
+                for x in loader:
+                    step(x.to(device))
+        if __name__ == "__main__":
+            main()
     """)
     out = fix_text(src, ["GP201", "GP202", "GP203"])
     assert "num_workers=min(8, os.cpu_count() or 1)" in out

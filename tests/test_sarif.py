@@ -28,13 +28,14 @@ SLOW = textwrap.dedent("""\
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
     total = 0.0
-    for step, (x, y) in enumerate(loader):
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        total += loss.item()
-    print("mean loss", total / len(loader))""")  # no final newline: the last-line region case
+    if __name__ == "__main__":  # GP201 adds workers only to guarded scripts
+        for step, (x, y) in enumerate(loader):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            total += loss.item()
+        print("mean loss", total / len(loader))""")  # no final newline: the last-line region case
 
 
 def _sarif(tmp_path: Path, *args: str) -> dict:
@@ -103,7 +104,7 @@ def test_rules_carry_help_text_and_results_point_at_the_finding(tmp_path):
     assert set(by_rule) == {"GP101", "GP201", "GP202"}
     loc = by_rule["GP101"]["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"] == {"uri": "pkg/train.py", "uriBaseId": "%SRCROOT%"}
-    assert loc["region"]["startLine"] == 14 and loc["region"]["startColumn"] == 14
+    assert loc["region"]["startLine"] == 15 and loc["region"]["startColumn"] == 18
     assert rules[by_rule["GP101"]["ruleIndex"]]["id"] == "GP101"
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.resolve().as_uri() + "/"
 

@@ -17,24 +17,26 @@ BASE_TRAIN = textwrap.dedent("""\
 
     print("hello")
 """)
+# Guarded (GP201 adds workers only to scripts whose loop runs under `__main__`); the guard takes
+# the place of a blank line, so the findings keep their line numbers.
 SLOW_TRAIN = textwrap.dedent("""\
     import torch
     from torch.utils.data import DataLoader, TensorDataset
-
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    model = torch.nn.Linear(4, 1).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
-    total = 0.0
-    for step, (x, y) in enumerate(loader):
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        total += loss.item()
-    print("mean loss", total / len(loader))
+    if __name__ == "__main__":
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = torch.nn.Linear(4, 1).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8)
+        total = 0.0
+        for step, (x, y) in enumerate(loader):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            total += loss.item()
+        print("mean loss", total / len(loader))
 """)
-GP202_LINE = ('loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, '
+GP202_LINE = ('    loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randn(64, 1)), batch_size=8, '
               'pin_memory=torch.cuda.is_available())')
 
 

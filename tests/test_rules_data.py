@@ -1,0 +1,177 @@
+"""What the DataLoader and distributed rules' rewrites do when the rewritten script runs (on CPU):
+worker processes added by GP201 work under the spawn start method when the loop is guarded, the
+fix the rule withholds from an unguarded script would really break it, GP201-GP203 edit the
+``**kwargs`` dict that reaches the loader, and GP503's ``set_epoch`` makes each epoch reshuffle."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpuperf_rewrite.lint.engine import RuleSet, check_source, fix_text
+
+pytest.importorskip("torch")
+
+DATA_RULES = ["GP201", "GP202", "GP203"]
+
+
+def _run(path: Path, timeout: int = 240) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ""}
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=timeout,
+                          env=env, cwd=path.parent)
+
+
+def _codes(source: str, codes) -> list[str]:
+    res = check_source(source.encode(), "t.py", RuleSet(tuple(codes)), "none")
+    return [d.code for d in res.diagnostics]
+
+
+GUARDED = textwrap.dedent("""\
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+
+    def main():
+        torch.manual_seed(0)
+        ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        loader_kwargs = {"batch_size": 16, "shuffle": True,
+                         "multiprocessing_context": "spawn"}  # what macOS, Windows and 3.14 do
+        loader = DataLoader(ds, **loader_kwargs)
+        model = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(2):
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        print("done", float(loss))
+
+
+    if __name__ == "__main__":
+        main()
+""")
+
+
+@pytest.mark.slow
+def test_worker_fix_edits_the_kwargs_dict_and_runs_under_spawn(tmp_path):
+    fixed = check_source(GUARDED.encode(), "train.py",
+                         RuleSet(tuple(DATA_RULES), {"GP201": {"max-workers": 1}}), "unsafe").fixed
+    assert fixed is not None
+    out = fixed.decode()
+    # Written into the dict that reaches the loader, not beside it in the call.
+    assert '"num_workers": min(1, os.cpu_count() or 1)' in out and '"persistent_workers": True' in out
+    assert "DataLoader(ds, **loader_kwargs)" in out
+    assert _codes(out, DATA_RULES) == []
+    script = tmp_path / "train.py"
+    script.write_text(out)
+    proc = _run(script)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("done")
+
+
+UNGUARDED = textwrap.dedent("""\
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    ds = TensorDataset(torch.randn(32, 4))
+    loader = DataLoader(ds, batch_size=8, multiprocessing_context="spawn")
+    for (x,) in loader:
+        pass
+    print("done")
+""")
+
+
+@pytest.mark.slow
+def test_unguarded_script_gets_no_worker_fix_because_it_would_break_under_spawn(tmp_path):
+    res = check_source(UNGUARDED.encode(), "train.py", RuleSet(("GP201",)), "unsafe")
+    (diag,) = res.diagnostics
+    assert res.fixed is None and "__main__" in diag.message and "spawn" in diag.message
+    # The withheld fix, applied by hand: each spawned worker re-runs the script and fails.
+    script = tmp_path / "train.py"
+    script.write_text(UNGUARDED.replace("batch_size=8,", "batch_size=8, num_workers=1,"))
+    proc = _run(script)
+    assert proc.returncode != 0
+    assert "bootstrapping phase" in proc.stderr or "__main__" in proc.stderr, proc.stderr[-2000:]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+DDP_SCRIPT = textwrap.dedent("""\
+    import json
+    import os
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.utils.data import DataLoader, TensorDataset
+    from torch.utils.data.distributed import DistributedSampler
+
+
+    def build_loader(ds):
+        return DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds, num_replicas=1, rank=0))
+
+
+    class Trainer:
+        def __init__(self, model, loader):
+            self.model = DDP(model)
+            self.loader = loader
+            self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
+            self.orders = []
+
+        def run_epoch(self):
+            seen = []
+            for x, idx in self.loader:
+                seen += idx.tolist()
+                loss = self.model(x).pow(2).mean()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+            self.orders.append(seen)
+
+        def fit(self, epochs):
+            for epoch in range(epochs):
+                self.run_epoch()
+
+
+    def main():
+        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:PORT", rank=0, world_size=1)
+        ds = TensorDataset(torch.randn(32, 4), torch.arange(32))
+        trainer = Trainer(torch.nn.Linear(4, 1), build_loader(ds))
+        trainer.fit(3)
+        print(json.dumps(trainer.orders))
+        dist.destroy_process_group()
+
+
+    if __name__ == "__main__":
+        main()
+""")
+
+
+@pytest.mark.slow
+def test_set_epoch_fix_reshuffles_every_epoch(tmp_path):
+    source = DDP_SCRIPT.replace("PORT", str(_free_port()))
+    fixed = fix_text(source, ["GP502", "GP503"])
+    assert "self.loader.sampler.set_epoch(epoch)" in fixed
+    assert "DDP(model, gradient_as_bucket_view=True)" in fixed
+    assert fix_text(fixed, ["GP502", "GP503"]) == fixed
+    script = tmp_path / "train.py"
+    script.write_text(fixed)
+    proc = _run(script)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    orders = json.loads(proc.stdout.strip().splitlines()[-1])
+    # Without set_epoch a DistributedSampler repeats one order every epoch (torch's documented
+    # behaviour, the anti-pattern); the rewrite reshuffles each epoch and still covers the data.
+    assert len({tuple(o) for o in orders}) == 3
+    assert all(sorted(o) == list(range(32)) for o in orders)
