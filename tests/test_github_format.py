@@ -15,6 +15,7 @@ from gpuperf_rewrite.lint.reporters import format_github
 
 SLOW = textwrap.dedent("""\
     import torch
+    model = Net().cuda()
     for x, y in loader:
         loss = model(x).sum()
         loss.backward()
@@ -36,7 +37,7 @@ def test_cli_prints_one_annotation_per_finding(tmp_path):
     assert res.exit_code == 1
     lines = res.stdout.splitlines()
     assert lines == [
-        "::warning file=train.py,line=6,col=11,endLine=6,endColumn=22,title=GP101::GP101 sync-in-loop: "
+        "::warning file=train.py,line=7,col=11,endLine=7,endColumn=22,title=GP101::GP101 sync-in-loop: "
         + lines[0].split("GP101 sync-in-loop: ", 1)[1]
     ]
     assert ANNOTATION.match(lines[0])

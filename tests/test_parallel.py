@@ -42,7 +42,7 @@ def test_pool_results_stay_in_job_order(tmp_path):
     paths = []
     for i in range(60):
         p = tmp_path / f"f{i:02d}.py"
-        p.write_text("import torch\nfor x in loader:\n    loss.backward()\n    print(x.item())\n" * (1 + i % 5))
+        p.write_text("import torch\nmodel.cuda()\nfor x in loader:\n    loss.backward()\n    print(x.item())\n" * (1 + i % 5))
         paths.append(p)
     jobs = [parallel.Job(p.name, str(p), RuleSet(("GP101",)), "none", False) for p in paths]
     results = list(parallel.run_jobs(jobs, 2))
@@ -147,7 +147,7 @@ def test_files_that_need_no_parsing_start_no_pool(tmp_path, monkeypatch):
         p.write_text(f"def f{i}(a):\n    return [int(x) + {i} for x in a]\n")
         paths.append(p)
     train = tmp_path / "train.py"  # a few real candidates: fewer than a pool is worth
-    train.write_text("import torch\nfor x in loader:\n    loss.backward()\n    print(x.item())\n")
+    train.write_text("import torch\nmodel.cuda()\nfor x in loader:\n    loss.backward()\n    print(x.item())\n")
     paths.insert(50, train)
     jobs = [parallel.Job(p.name, str(p), RuleSet(("GP101", "GP102", "GP403")), "none", False) for p in paths]
     results = list(parallel.run_jobs(jobs, 2))
