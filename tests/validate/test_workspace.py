@@ -152,7 +152,7 @@ def _quiet(*a, **k) -> None:
 def test_apply_with_fake_runs_leaves_the_checkout_as_it_was(tmp_path, monkeypatch) -> None:
     pytest.importorskip("scipy")
     pytest.importorskip("git")
-    from _abfakes import FakeRunner, fake_rewriter, git_repo, repo_state
+    from tests.helpers.abfakes import FakeRunner, fake_rewriter, git_repo, repo_state
 
     from gpuperf_rewrite.validate.abtest import ABConfig
     from gpuperf_rewrite.validate.apply import run_apply
@@ -213,7 +213,7 @@ def test_apply_with_the_real_shim_leaves_the_checkout_as_it_was(tmp_path, monkey
     pytest.importorskip("torch")
     pytest.importorskip("scipy")
     pytest.importorskip("git")
-    from _abfakes import git_repo, repo_state
+    from tests.helpers.abfakes import git_repo, repo_state
 
     from gpuperf_rewrite.validate.abtest import ABConfig
     from gpuperf_rewrite.validate.apply import run_apply

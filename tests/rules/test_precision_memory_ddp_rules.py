@@ -29,7 +29,7 @@ def _run_script(path: Path, env_extra: dict[str, str]) -> str:
 
 
 def test_precision_fixes_together_keep_a_cpu_script_running(tmp_path, capsys):
-    source = (DATA / "rules_b_train_small.py").read_text()
+    source = (DATA / "train_small.py").read_text()
     fixed = fix_text(source, PRECISION_RULES)
     # Every rule rewrote something, each exactly once.
     assert fixed.count('torch.set_float32_matmul_precision("high")') == 1

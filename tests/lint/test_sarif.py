@@ -1,5 +1,5 @@
 """``--output-format sarif``: valid SARIF 2.1.0 (checked against the OASIS schema shipped in
-tests/data), rules with help text, results with locations, and each fix as a replacement that
+tests/lint/data), rules with help text, results with locations, and each fix as a replacement that
 really produces the fixed file."""
 
 from __future__ import annotations

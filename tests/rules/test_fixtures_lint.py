@@ -17,8 +17,8 @@ import pytest
 
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.lint.registry import all_rules, resolve_selection
+from tests.helpers.paths import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SCRIPTS = sorted(p for p in FIXTURES.glob("*.py"))
 
 
@@ -63,7 +63,7 @@ def test_combined_rewrite_parses_is_idempotent_and_runs(script, tmp_path):
     for helper in FIXTURES.glob("_*.py"):
         shutil.copy(helper, tmp_path)
     # torch.compile on a 2-core CPU costs a minute per script; the compile rewrite itself is
-    # exercised in-process by tests/test_rules_b.py, so here dynamo runs the model eagerly.
+    # exercised in-process by tests/rules/test_precision_memory_ddp_rules.py, so here dynamo runs the model eagerly.
     env = {**os.environ, "TORCHDYNAMO_DISABLE": "1", "OMP_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, str(target), "--size", "small", "--steps", "3", "--device", "cpu"],
                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)

@@ -20,8 +20,9 @@ from gpuperf_rewrite.integrations.github import bot as prbot
 from gpuperf_rewrite.integrations.github.diff import parse_diff
 from gpuperf_rewrite.integrations.github.report import Measurement
 from gpuperf_rewrite.integrations.github.review import SUMMARY_MARKER, UPDATE_MARKER, fix_marker
-from helpers.fakegithub import FakeGitHub
-from helpers.prbot import BASE_TRAIN, GP202_LINE, SLOW_TRAIN, TOKEN, actions_env, commit, git, make_repo
+from tests.helpers.fakegithub import FakeGitHub
+from tests.helpers.prbot import BASE_TRAIN, GP202_LINE, SLOW_TRAIN, TOKEN, actions_env, commit, git, make_repo
+from tests.helpers.paths import ROOT
 
 
 @pytest.fixture
@@ -345,7 +346,7 @@ def test_fix_outside_the_diff_goes_to_the_summary(repo, monkeypatch):
 
 
 # --- the composite action ------------------------------------------------------------------------
-ACTION = Path(__file__).resolve().parents[1] / "action.yml"
+ACTION = ROOT / "action.yml"
 
 
 def _action_steps() -> dict:

@@ -14,8 +14,8 @@ import pytest
 
 from gpuperf_rewrite.lint import parallel
 from gpuperf_rewrite.lint.engine import RuleSet
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_chunks_cover_every_job_once_in_order():

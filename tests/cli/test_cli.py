@@ -182,7 +182,7 @@ def test_yaml_error_names_line(proj):
 
 def test_syntax_error_reported_others_checked(proj):
     # Mentions what GP202 looks for, so it is parsed (a file no selected rule could fire on is
-    # skipped unparsed: tests/test_prefilter.py).
+    # skipped unparsed: tests/lint/test_prefilter.py).
     (proj / "bad.py").write_text("from torch.utils.data import DataLoader\ndef f(:\n")
     res = run(["bad.py", "train.py", "--select", "GP202"], proj)
     assert res.exit_code == 1

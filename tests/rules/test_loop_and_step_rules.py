@@ -10,6 +10,7 @@ import textwrap
 import libcst as cst
 
 from gpuperf_rewrite.lint.engine import RuleSet, check_source, fix_text
+from tests.helpers.paths import FIXTURES
 
 MINE = ("GP102", "GP103", "GP104", "GP105", "GP203", "GP401", "GP402", "GP403", "GP404")
 
@@ -137,14 +138,9 @@ def test_fixed_script_still_runs_on_cpu(tmp_path):
 
 def test_fixtures_get_exactly_the_expected_codes_of_these_rules():
     import re
-    from pathlib import Path
 
-    import pytest
-
-    root = Path(__file__).resolve().parents[1] / "fixtures"
-    scripts = sorted(root.glob("*.py")) if root.is_dir() else []
-    if not scripts:
-        pytest.skip("fixtures/ not merged into this checkout")
+    scripts = sorted(FIXTURES.glob("*.py"))
+    assert scripts, f"no fixtures in {FIXTURES}"
     for script in scripts:
         text = script.read_text(encoding="utf-8")
         match = re.search(r"Expected rule codes:([^\n]*)", text)

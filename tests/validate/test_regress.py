@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("scipy")
 pytest.importorskip("git")
 
-from _abfakes import FakeRunner, git_repo  # noqa: E402
+from tests.helpers.abfakes import FakeRunner, git_repo  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
 from gpuperf_rewrite.validate import abtest, gitops  # noqa: E402

@@ -15,16 +15,16 @@ import pytest
 pytest.importorskip("scipy")
 git = pytest.importorskip("git")
 
-from _abfakes import NOOPS, FakeRunner, fake_rewriter, git_repo, repo_state  # noqa: E402
+from tests.helpers.abfakes import NOOPS, FakeRunner, fake_rewriter, git_repo, repo_state  # noqa: E402
 
 from gpuperf_rewrite.validate import gitops  # noqa: E402
 from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
 from gpuperf_rewrite.validate.apply import ApplyOptions, run_apply  # noqa: E402
 from gpuperf_rewrite.validate.search import find_passing_subset  # noqa: E402
+from tests.helpers.paths import HELPERS, ROOT  # noqa: E402
 
 SCRIPT = "# fake: speed=100 noise=0.01\nprint('train')\n"
 CFG = ABConfig(runs=6, max_runs=6, min_runs=4, steps=5, warmup=1, bootstrap_resamples=300)
-HERE = Path(__file__).parent
 
 
 def _apply(path: Path, codes: tuple[str, ...], runner: FakeRunner | None = None, **kw) -> int:
@@ -165,13 +165,13 @@ def test_ctrl_c_during_validation_changes_nothing(repo, tmp_path) -> None:
 
 
 def _driver(script: Path, codes: str, runs: int = 4, crash: str | None = None) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env["TMPDIR"] = str(_tmpdir(script))  # what a SIGKILL leaves stays in pytest's temporary tree
     os.makedirs(env["TMPDIR"], exist_ok=True)
     env.pop(gitops.CRASH_ENV, None)
     if crash:
         env[gitops.CRASH_ENV] = crash
-    return subprocess.Popen([sys.executable, str(HERE / "_apply_driver.py"), str(script), codes, str(runs)],
+    return subprocess.Popen([sys.executable, str(HELPERS / "apply_driver.py"), str(script), codes, str(runs)],
                             cwd=script.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 

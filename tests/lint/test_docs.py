@@ -1,8 +1,6 @@
-from pathlib import Path
-
 from gpuperf_rewrite.lint.docgen import render
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_rules_md_is_up_to_date():

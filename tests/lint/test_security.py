@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from gpuperf_rewrite.cli import cli
 from gpuperf_rewrite.lint.config import ConfigError, load_config
+from tests.helpers.paths import ROOT
 
 HOSTILE_SCRIPT = """import os, pathlib
 pathlib.Path({marker!r}).write_text("imported")
@@ -105,7 +106,7 @@ def test_toml_config_is_data(tmp_path):
 
 
 def test_docs_say_what_runs_user_code():
-    text = (Path(__file__).resolve().parents[1] / "docs" / "safety.md").read_text()
+    text = (ROOT / "docs" / "safety.md").read_text()
     for command in ("profile", "ab", "--apply", "baseline", "regress", "pr-bot --validate"):
         assert f"`{command}`" in text, command
     assert "never imports or executes" in text

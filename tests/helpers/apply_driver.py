@@ -1,17 +1,13 @@
 """Run --apply with the fake runner and rewriter in a subprocess (for SIGINT/SIGKILL tests).
 
-usage: python _apply_driver.py SCRIPT CODES [RUNS]
+usage: PYTHONPATH=<repository root> python tests/helpers/apply_driver.py SCRIPT CODES [RUNS]
 """
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from _abfakes import FakeRunner, fake_rewriter  # noqa: E402
-
-from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
-from gpuperf_rewrite.validate.apply import run_apply  # noqa: E402
+from gpuperf_rewrite.validate.abtest import ABConfig
+from gpuperf_rewrite.validate.apply import run_apply
+from tests.helpers.abfakes import FakeRunner, fake_rewriter
 
 
 def main() -> int:

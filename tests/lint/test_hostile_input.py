@@ -58,7 +58,7 @@ def _good_was_processed(out: str, tree: Path, fixed: bool = False) -> None:
 # ---- files that are not valid Python --------------------------------------------------------
 
 # Files that could hold a finding (they mention torch) but cannot be parsed. A file that mentions
-# nothing any rule looks for is not parsed at all (tests/test_prefilter.py), so its syntax errors
+# nothing any rule looks for is not parsed at all (tests/lint/test_prefilter.py), so its syntax errors
 # are Python's and other linters' to report: see test_file_no_rule_can_touch_is_not_parsed.
 @pytest.mark.parametrize("name,content,message,line", [
     ("syntax.py", b"import torch\ndef f(:\n    pass\n", "SyntaxError", 2),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -12,16 +11,16 @@ pytest.importorskip("torch")
 pytest.importorskip("scipy")
 pytest.importorskip("git")
 
-from _abfakes import git_repo, repo_state  # noqa: E402
+from tests.helpers.abfakes import git_repo, repo_state  # noqa: E402
 
 from gpuperf_rewrite.validate import gitops  # noqa: E402
 from gpuperf_rewrite.validate.abtest import ABConfig, run_ab  # noqa: E402
 from gpuperf_rewrite.lint.api import load_settings  # noqa: E402
 from gpuperf_rewrite.validate.apply import run_apply  # noqa: E402
+from tests.helpers.paths import ROOT  # noqa: E402
 
 # `timing`: `make test` runs these after the parallel part, alone on the machine.
 pytestmark = [pytest.mark.slow, pytest.mark.timing]
-ROOT = Path(__file__).resolve().parents[1]
 
 # Step time dominated by a 5 ms sleep: steady enough for 4 runs per side to decide.
 TINY = """import time

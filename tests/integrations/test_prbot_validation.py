@@ -23,7 +23,7 @@ from gpuperf_rewrite.lint.engine import RuleSet
 from gpuperf_rewrite.lint.patches import finding_patches
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.validate.abtest import ABConfig
-from helpers.prbot import SLOW_TRAIN, commit, make_repo
+from tests.helpers.prbot import SLOW_TRAIN, commit, make_repo
 
 
 @pytest.fixture

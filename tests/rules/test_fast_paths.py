@@ -11,8 +11,8 @@ import pytest
 
 from gpuperf_rewrite.rules._context import RuleContext
 from gpuperf_rewrite.rules._tree import children_of
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 # Our rules and fixtures plus every syntax LibCST's nodes have that they may lack.
 SOURCES = sorted([*ROOT.glob("rules/*.py"), *ROOT.glob("fixtures/*.py")])
 EXTRA = '''

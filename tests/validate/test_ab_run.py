@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("scipy")
 
-from _abfakes import FakeRunner, fake_script  # noqa: E402
+from tests.helpers.abfakes import FakeRunner, fake_script  # noqa: E402
 
 from gpuperf_rewrite.validate.abtest import (  # noqa: E402
     VERDICTS,

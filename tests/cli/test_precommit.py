@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
 
 SLOW = textwrap.dedent("""\

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("scipy")
 git = pytest.importorskip("git")
 
-from _abfakes import FakeRunner, fake_rewriter, git_repo, repo_state  # noqa: E402
+from tests.helpers.abfakes import FakeRunner, fake_rewriter, git_repo, repo_state  # noqa: E402
 
 from gpuperf_rewrite.validate import gitops  # noqa: E402
 from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from gpuperf_rewrite.validate.workspace import sweep_stale
+from tests.helpers.paths import HELPERS, ROOT
 
-HERE = Path(__file__).parent
 MARK = "gpuperf-test-helper"  # in the command line of every helper process a test starts
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")
@@ -164,25 +164,25 @@ def slow_repo(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("scipy")
     pytest.importorskip("git")
-    from _abfakes import git_repo
+    from tests.helpers.abfakes import git_repo
 
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     repo = git_repo(tmp_path / "r", {"train.py": SLOW_TORCH})
     env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": os.pathsep.join(
-        [str(HERE), os.environ.get("PYTHONPATH", "")])}
+        [str(ROOT), os.environ.get("PYTHONPATH", "")])}
     return repo, Path(repo.working_tree_dir), tmp, env
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_killing_apply_ends_its_training_runs(slow_repo, tmp_path, sig) -> None:
-    from _abfakes import repo_state
+    from tests.helpers.abfakes import repo_state
 
     repo, root, tmp, env = slow_repo
     before = repo_state(repo)
     with open(tmp_path / "stderr.txt", "w") as err:
-        proc = subprocess.Popen([sys.executable, str(HERE / "_real_apply_driver.py"), "train.py"], cwd=root,
+        proc = subprocess.Popen([sys.executable, str(HELPERS / "real_apply_driver.py"), "train.py"], cwd=root,
                                 env=env, stdout=subprocess.DEVNULL, stderr=err)
         family = _running_helper(proc)
         assert any("gpuperf_rewrite.runtime" in _cmdline(p) for p in family)
@@ -203,7 +203,7 @@ def test_killing_apply_ends_its_training_runs(slow_repo, tmp_path, sig) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("command", ["ab", "baseline", "regress"])
 def test_sigterm_ends_ab_baseline_and_regress_like_ctrl_c(slow_repo, tmp_path, command) -> None:
-    from _abfakes import repo_state
+    from tests.helpers.abfakes import repo_state
 
     from gpuperf_rewrite.validate import gitops
 

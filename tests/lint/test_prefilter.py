@@ -11,7 +11,6 @@ rule that finds something there must pass the full prefilter on that text.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +18,8 @@ from gpuperf_rewrite.lint import engine
 from gpuperf_rewrite.lint.diagnostics import ERROR_CODES
 from gpuperf_rewrite.lint.engine import RuleSet, can_fire, check_source, rules_for
 from gpuperf_rewrite.lint.registry import all_rules
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 ALL = RuleSet(tuple(all_rules()))
 _IMPORT = re.compile(r"^\s*(import|from)\s+\S")
 

@@ -1,6 +1,6 @@
 """Run --apply on SCRIPT with the real runtime shim (for the process-lifetime tests).
 
-usage: python _real_apply_driver.py SCRIPT
+usage: python tests/helpers/real_apply_driver.py SCRIPT
 
 The rewrite only appends a comment; runs are long (many steps), so the test can kill the driver
 while a training run is in progress. Prints ``RUN k`` on stderr as each run starts.
