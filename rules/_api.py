@@ -80,7 +80,7 @@ class Finding:
 
 
 # --------------------------------------------------------------------------------------------
-# Embedded examples, turned into tests by tests/test_rule_examples.py.
+# Embedded examples, turned into tests by tests/rules/test_rule_examples.py.
 # --------------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Valid:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ._calls import dotted_name, get_arg, literal_value, method_call
+from ._callsites import call_site_args
 from ._context import RuleContext
-from ._script_facts import _params, assignments_in, call_site_args, model_names_everywhere, scope_of
+from ._script_facts import _params, assignments_in, model_names_everywhere, scope_of
 from ._training import analysis
 from ._tree import children_of
 
@@ -105,7 +106,7 @@ def _slice(ctx: RuleContext, expr: cst.BaseExpression, found: set[str], seen: se
         if isinstance(node, cst.Call):
             name = dotted_name(node.func)
             if name is not None and scope is not None and name in _params(scope):
-                args = call_site_args(analysis(ctx), scope, name)
+                args = call_site_args(ctx, scope, name)
                 if not args:
                     return False  # a callable passed in from outside
                 for arg in args:  # the models the call sites pass (and the parameter itself)
@@ -128,7 +129,7 @@ def _slice(ctx: RuleContext, expr: cst.BaseExpression, found: set[str], seen: se
                 if not _slice(ctx, value, found, seen, depth + 1):
                     return False
             if scope is not None and node.value in _params(scope):
-                args = call_site_args(analysis(ctx), scope, node.value)
+                args = call_site_args(ctx, scope, node.value)
                 if args is None:
                     return False
                 for arg in args:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ._calls import dotted_name, get_arg, literal_value, method_call, target_names
+from ._callsites import call_site_args
 from ._torchnames import DATALOADERS
 
 if TYPE_CHECKING:
@@ -152,9 +153,7 @@ def dataloader_calls(ta: TrainingAnalysis, expr: cst.BaseExpression, depth: int 
         return out
     fn = ctx.enclosing(expr, cst.FunctionDef)
     if isinstance(expr, cst.Name) and fn is not None:
-        from ._script_facts import call_site_args  # noqa: PLC0415 - _script_facts imports _training
-
-        args = call_site_args(ta, fn, expr.value)
+        args = call_site_args(ctx, fn, expr.value)
         if args:
             out = []
             for a in args:

@@ -2,7 +2,7 @@
 in the file stands for, through imports, aliases and local bindings.
 
 A cheap path reads the answer off the file's imports when that is exact; LibCST's scope
-analysis (costly on large files) answers the rest. tests/test_fast_paths.py checks they agree.
+analysis (costly on large files) answers the rest. tests/rules/test_fast_paths.py checks they agree.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class NameResolution:
         module-level imports that agree on its target (or, for a builtin, by nothing at all),
         which holds for nearly every ``torch``/``nn``/``DataLoader`` in real code; LibCST's scope
         analysis costs several parses' worth of time on a large file.
-        tests/test_fast_paths.py checks the two agree."""
+        tests/rules/test_fast_paths.py checks the two agree."""
         aliases = self.import_aliases
         if self._cache["_stars"]:
             return None

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ._calls import dotted_name, get_arg, method_call, target_names
+from ._callsites import call_site_args
 from ._context import RuleContext
 from ._frameworks import (  # noqa: F401 - the script-fact API, in one import
     framework_manages_precision, framework_places_batches, framework_prepared_names, framework_trains,
@@ -21,7 +22,6 @@ from ._frameworks import (  # noqa: F401 - the script-fact API, in one import
 )
 from ._models import MODULE_CHAIN, constructed_model_names, is_model_constructor, strip_chain  # noqa: F401
 from ._torchnames import OPTIMIZERS
-from ._training import TrainingAnalysis, analysis
 from ._tree import walk
 
 Scope = cst.FunctionDef | None  # None: module level
@@ -96,24 +96,6 @@ def _self_assignments(ctx: RuleContext, name: str) -> Iterator[tuple[cst.CSTNode
                 yield node, node.value
 
 
-def call_site_args(ta: TrainingAnalysis, fn: cst.FunctionDef, param: str) -> list[cst.BaseExpression] | None:
-    """The expressions every in-module call site passes for ``param``; None when a call site
-    passes nothing we can see (default, ``*args``) or there is no call site."""
-    params = [p.name.value for p in fn.params.params]
-    if param not in params:
-        return None
-    index = params.index(param) - (1 if params and params[0] == "self" else 0)
-    out = []
-    for call in ta.calls_of(fn):
-        if any(a.star for a in call.args):
-            return None
-        arg = get_arg(call, param, index if index >= 0 else None)
-        if arg is None:
-            return None
-        out.append(arg.value)
-    return out or None
-
-
 # ---- the device --------------------------------------------------------------------------------
 def _is_device_value(ctx: RuleContext, value: cst.BaseExpression) -> bool:
     if isinstance(value, cst.Call):
@@ -137,7 +119,7 @@ def is_device_object(ctx: RuleContext, name: str, at: cst.CSTNode, depth: int = 
     assert where is None or isinstance(where, cst.FunctionDef)
     values = [v for _, v in assignments_in(ctx, where, name)]
     if where is not None and name in _params(where):
-        args = call_site_args(analysis(ctx), where, name)
+        args = call_site_args(ctx, where, name)
         if not args:
             return False
         for arg in args:
@@ -258,7 +240,6 @@ def model_names_everywhere(ctx: RuleContext) -> set[str]:
     (``_models.is_model_constructor``: not losses, not ``F.*`` results), receivers of
     ``.parameters()``, and function parameters every call site binds to one of those."""
     def compute(c: RuleContext) -> set[str]:
-        ta = analysis(c)
         names = {m.name for m in trained_models(c)} | constructed_model_names(c) | _parameter_holders(c)
         for _ in range(3):
             before = len(names)
@@ -266,7 +247,7 @@ def model_names_everywhere(ctx: RuleContext) -> set[str]:
                 for p in fn.params.params:
                     if p.name.value in names:
                         continue
-                    args = call_site_args(ta, fn, p.name.value)
+                    args = call_site_args(c, fn, p.name.value)
                     if args and all(dotted_name(a) in names for a in args):
                         names.add(p.name.value)
             if len(names) == before:

@@ -22,7 +22,7 @@ def _child_fields(cls: type) -> tuple[str, ...] | None:
     """The fields of a node type that hold its children, in the order LibCST visits them
     (source order). Read once per type from its ``_visit_and_replace_children``, whose calls
     name each child field (``visit_required(self, "body", ...)``); None when that cannot be
-    read, and the walk falls back to ``node.children``. tests/test_fast_paths.py checks the
+    read, and the walk falls back to ``node.children``. tests/rules/test_fast_paths.py checks the
     result against LibCST's own visitor."""
     try:
         return _CHILD_FIELDS[cls]

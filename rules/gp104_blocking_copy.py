@@ -8,13 +8,13 @@ import libcst as cst
 
 from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import dotted_name, get_arg, has_star_args, method_call
+from ._callsites import call_site_args
 from ._context import RuleContext
 from ._edits import add_kwarg
 from ._evalloops import loop_data
 from ._hostdata import (
     built_on_host, cuda_tensor_type, host_tensor_name, in_cpu_branch, is_tokenizer_output, placed_by_framework,
 )
-from ._script_facts import call_site_args
 from ._stepcode import BatchData, device_kind
 from ._tensors import mentions
 from ._training import TrainingAnalysis, analysis
@@ -101,7 +101,7 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
         base = base.value
     if not isinstance(base, cst.Name):
         return "no"
-    args = call_site_args(ta, fn, base.value)
+    args = call_site_args(ta.ctx, fn, base.value)
     if not args:
         return "no"
     tensor: bool | None = True

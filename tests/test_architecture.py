@@ -1,7 +1,7 @@
 """The layering the README promises, checked on the source: imports flow one way (cli -> lint,
 validate, integrations; validate -> lint; lint, rules and runtime import nothing above them), no
-cycles, no import by string to hide one, no module over 500 lines, and a wheel that ships every
-subpackage.
+cycles, no import by string to hide one, no module over 500 lines, no function over 80 lines, and
+a wheel that ships every subpackage.
 
 The import graph is read with ``ast`` from every module of ``gpuperf_rewrite/``, ``rules/`` and
 ``runtime/`` (installed as ``gpuperf_rewrite.rules`` and ``gpuperf_rewrite.runtime``), with the
@@ -29,6 +29,10 @@ PKG = "gpuperf_rewrite"
 # Source folder -> the package it is installed as ([tool.setuptools.package-dir]).
 SOURCES = {ROOT / "gpuperf_rewrite": PKG, ROOT / "rules": f"{PKG}.rules", ROOT / "runtime": f"{PKG}.runtime"}
 MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+# "path:function" of the functions allowed over MAX_FUNCTION_LINES until they are split: the list
+# may only shrink (a stale entry fails too).
+LONG_FUNCTIONS: frozenset[str] = frozenset()
 # The one place allowed to import modules of the package by name: the CLI's lazy command table
 # (whose strings are read below and become edges of the graph like any import).
 LAZY_TABLE_MODULE = f"{PKG}.cli"
@@ -322,6 +326,21 @@ def test_no_module_over_500_lines(graph):
     over = sorted((n, p) for p, n in sizes.items() if n > MAX_MODULE_LINES)
     assert not over, f"modules over {MAX_MODULE_LINES} lines (all of them):\n  " + \
         "\n  ".join(f"{p}: {n}" for n, p in reversed(over))
+
+
+def test_no_function_over_80_lines(graph):
+    """Functions and methods, nested ones counted inside their parent too, decorators left out."""
+    mods, _ = graph
+    sizes = {}
+    for mod in mods.values():
+        for node in ast.walk(mod.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                key = f"{mod.path.relative_to(ROOT).as_posix()}:{node.name}"
+                sizes[key] = max(sizes.get(key, 0), node.end_lineno - node.lineno + 1)
+    over = {key for key, n in sizes.items() if n > MAX_FUNCTION_LINES}
+    assert over <= LONG_FUNCTIONS, f"functions over {MAX_FUNCTION_LINES} lines: split them:\n  " + \
+        "\n  ".join(f"{key}: {sizes[key]}" for key in sorted(over - LONG_FUNCTIONS))
+    assert LONG_FUNCTIONS <= over, f"no longer over the limit, drop from LONG_FUNCTIONS: {sorted(LONG_FUNCTIONS - over)}"
 
 
 def _packages_on_disk() -> set[str]:

@@ -65,7 +65,7 @@ class RuleSet:
 
 def can_fire(rule: type[Rule], text: str) -> bool:
     """The rule's declared text prefilter: one of its ``keywords`` occurs in the file and, unless
-    it declares none, one of its ``file_markers`` (tests/test_prefilter.py checks, on every rule
+    it declares none, one of its ``file_markers`` (tests/lint/test_prefilter.py checks, on every rule
     example and fixture, that a file with a finding always passes)."""
     markers = rule.file_markers
     return any(k in text for k in rule.keywords) and (markers is None or any(m in text for m in markers))

@@ -1,7 +1,7 @@
 """Pure statistics of the A/B test: the comparison, the decision rule and the sequential looks.
 
 Every rule is written once, over numpy arrays, so that the same code decides one real A/B and
-thousands of simulated ones (``tests/test_ab_stats.py``, ``scripts/ab_aa_rate.py``). No I/O.
+thousands of simulated ones (``tests/validate/test_ab_stats.py``, ``scripts/ab_aa_rate.py``). No I/O.
 Only the validation commands import this module (the lint path never pays for numpy or scipy).
 
 The decision, in one place (docs/validation.md explains it):

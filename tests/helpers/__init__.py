@@ -1,1 +1,1 @@
-"""Fakes and builders shared by the tests (importable as ``helpers.*``: pytest puts tests/ on sys.path)."""
+"""Fakes and builders shared by the tests (``from tests.helpers.abfakes import ...``)."""

@@ -1,0 +1,156 @@
+"""The lint fast paths must give exactly what LibCST's slow paths give: the shared index (child
+fields read directly) the nodes, parents and order of LibCST's visitor, and name resolution
+through the imports alone the qualified names of LibCST's scope analysis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from gpuperf_rewrite.rules._context import RuleContext
+from gpuperf_rewrite.rules._tree import children_of
+from tests.helpers.paths import ROOT
+
+# Our rules and fixtures plus every syntax LibCST's nodes have that they may lack.
+SOURCES = sorted([*ROOT.glob("rules/*.py"), *ROOT.glob("fixtures/*.py")])
+EXTRA = '''
+@dec(1)
+async def f(a, /, b: int = 2, *args, c, d=3, **kw) -> "T":
+    async with a as (x, y), b:
+        async for i in b:
+            yield [j async for j in i if j] or {k: v for k, v in x} or {*s} or (g for g in y)
+    x = lambda q, *r: q if r else -q
+    y: list[int] = [*a, 1 + 2 * 3 ** -4 @ m, not b, a < b <= c is not d]
+    z = a[1:2, ::3][...] ; w = f"{a!r:>{b}} {{}}" f'{c=}'
+    global gg
+    del x, y[0]
+    try:
+        raise E from e
+    except* (A, B) as exc:
+        pass
+    else:
+        return
+    finally:
+        assert x, "m"
+    match p:
+        case {"k": [1, *rest]} | Point(x=0) if rest:
+            pass
+        case _:
+            nonlocal_ = (yield)
+    while (n := n - 1):
+        continue
+    type Alias[T: int, *Ts, **P] = dict[T, P]
+from . import (a as b, c)
+from ..m import *
+import os.path as p, sys
+class C[T](B, metaclass=M):
+    x: int
+    def g[U](self) -> U: ...
+print(*a, sep="", **k); a += 1; a //= 2
+'''
+
+
+SHADOWING = '''
+import torch
+import torch.nn as nn
+import torch.distributed
+from torch.utils.data import DataLoader
+from torch import optim as opt, cuda
+import numpy as np
+from . import sibling
+from .pkg import thing
+def f(np, *, DataLoader=None):
+    import os.path
+    import numpy as torch
+    cuda = 1; cuda += torch.ones(1)
+    x = torch.cuda.synchronize(); y = float(x); z = len(y)
+    return nn.Linear(2, 2), DataLoader, os.path.join, sibling.x, thing.y, opt.SGD, cuda.Stream
+class M(nn.Module):
+    torch = 1
+    def forward(self, x):
+        print = 3
+        return torch.relu(x) + print + self.torch
+for (a, [b, *float]) in pairs:
+    pass
+[lambda n: n for n in range(3)]
+try:
+    import yaml
+except ImportError:
+    yaml = None
+yaml.safe_load, np.zeros, max(1, 2)
+'''
+
+
+def _visitor_index(module: cst.Module) -> tuple[list[int], dict[int, int]]:
+    order: list[int] = []
+    parents: dict[int, int] = {}
+
+    class V(cst.CSTVisitor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stack: list[cst.CSTNode] = []
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            order.append(id(node))
+            if self.stack:
+                parents[id(node)] = id(self.stack[-1])
+            self.stack.append(node)
+            return True
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            self.stack.pop()
+
+    module.visit(V())
+    return order, parents
+
+
+@pytest.mark.parametrize("source", [*SOURCES, "<extra>"], ids=lambda p: getattr(p, "name", p))
+def test_index_matches_libcst_visitor(source: Path | str) -> None:
+    text = EXTRA if source == "<extra>" else Path(source).read_text(encoding="utf-8")
+    module = cst.parse_module(text)
+    ctx = RuleContext(module, text)
+    order, parents = _visitor_index(module)
+    assert [id(n) for n in ctx.preorder()] == order
+    assert {id(k): id(v) for k, v in ctx._parents.items()} == parents
+    for node in (module, *ctx.nodes(cst.FunctionDef, cst.Call, cst.IfExp, cst.Decorator)):
+        assert [id(c) for c in children_of(node)] == [id(c) for c in node.children]
+
+
+@pytest.mark.parametrize("source", [*SOURCES, "<extra>", "<shadowing>"],
+                         ids=lambda p: getattr(p, "name", p))
+def test_import_resolution_matches_scope_analysis(source: Path | str) -> None:
+    text = {"<extra>": EXTRA, "<shadowing>": SHADOWING}.get(str(source)) or \
+        Path(source).read_text(encoding="utf-8")
+    ctx = RuleContext(cst.parse_module(text), text)
+    checked = 0
+    for node in ctx.nodes(cst.Name, cst.Attribute):
+        fast = ctx._resolved_by_imports(node)
+        if fast:
+            assert fast == ctx.qualified_names(node), ctx.code_for(node)
+        elif fast is not None:  # a function's local variable: no import or builtin name
+            assert all("<locals>" in q for q in ctx.qualified_names(node)), ctx.code_for(node)
+        checked += fast is not None
+    assert checked or source != "<shadowing>"
+
+
+def test_shadowed_or_ambiguous_names_take_the_scope_analysis() -> None:
+    ctx = RuleContext(cst.parse_module(SHADOWING), SHADOWING)
+    by_code = {}
+    for node in ctx.nodes(cst.Name, cst.Attribute):
+        by_code.setdefault(ctx.code_for(node), node)
+    resolved = {code: ctx._resolved_by_imports(n) for code, n in by_code.items()}
+    assert resolved["cuda.Stream"] == set()  # ``cuda = 1`` in f: a local variable there
+    assert resolved["print"] == set()  # ``print = 3`` in forward
+    assert resolved["torch.cuda.synchronize"] == {"numpy.cuda.synchronize"}  # f imports numpy as torch
+    assert resolved["torch.ones"] == {"numpy.ones"}
+    assert resolved["os.path.join"] == {"os.path.join"}
+    assert resolved["np.zeros"] == {"numpy.zeros"}  # ``np`` is a parameter only inside f
+    assert resolved["nn.Linear"] == {"torch.nn.Linear"}
+    assert resolved["opt.SGD"] == {"torch.optim.SGD"}
+    assert resolved["len"] == {"builtins.len"}
+    # ``torch = 1`` in M's body rebinds it inside M: conservatively left to scope analysis there.
+    for code in ("torch.relu", "np", "DataLoader", "sibling.x", "thing.y", "yaml.safe_load",
+                 "float", "n"):
+        assert resolved[code] is None, code

@@ -1,0 +1,102 @@
+"""End-to-end A/B and --apply with the real runtime shim (CPU, small; marked slow)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("scipy")
+pytest.importorskip("git")
+
+from tests.helpers.abfakes import git_repo, repo_state  # noqa: E402
+
+from gpuperf_rewrite.validate import gitops  # noqa: E402
+from gpuperf_rewrite.validate.abtest import ABConfig, run_ab  # noqa: E402
+from gpuperf_rewrite.lint.api import load_settings  # noqa: E402
+from gpuperf_rewrite.validate.apply import run_apply  # noqa: E402
+from tests.helpers.paths import ROOT  # noqa: E402
+
+# `timing`: `make test` runs these after the parallel part, alone on the machine.
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
+
+# Step time dominated by a 5 ms sleep: steady enough for 4 runs per side to decide.
+TINY = """import time
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x, y = torch.randn(64, 8), torch.randn(64, 1)
+for step in range(1000):
+    time.sleep(0.005)
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+CFG = dict(steps=10, warmup=2, timeout=120)
+
+
+def _quiet(*a, **k) -> None:
+    pass
+
+
+def test_aa_is_no_difference(tmp_path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(TINY)
+    res = run_ab(script, script, config=ABConfig(runs=4, max_runs=4, **CFG))
+    assert res.verdict == "no_difference", res.reason
+    assert res.loss["status"] == "passed" and res.loss["max_rel_diff"] == 0
+    assert res.fingerprint and res.fingerprint["device"] == "cpu"
+
+
+def _rewriter(old: str, new: str):
+    def rewrite(data: bytes, codes):
+        if codes is not None and "GPX" not in codes:
+            return None, {}
+        return data.decode().replace(old, new).encode(), {"GPX": 1}
+
+    return rewrite
+
+
+def test_slower_rewrite_is_rejected_and_nothing_is_committed(tmp_path) -> None:
+    repo = git_repo(tmp_path, {"train.py": TINY})
+    before = repo_state(repo)
+    rc = run_apply(str(tmp_path / "train.py"), config=ABConfig(runs=4, max_runs=4, **CFG),
+                   rewriter=_rewriter("time.sleep(0.005)", "time.sleep(0.012)"), echo=_quiet)
+    assert rc == 1
+    assert repo_state(repo) == before and not gitops.notes_map(repo)
+
+
+def test_loss_changing_rewrite_is_broken_and_nothing_is_committed(tmp_path) -> None:
+    repo = git_repo(tmp_path, {"train.py": TINY})
+    before = repo_state(repo)
+    out: list[str] = []
+    rc = run_apply(str(tmp_path / "train.py"), config=ABConfig(runs=4, max_runs=4, min_runs=2, **CFG),
+                   rewriter=_rewriter("lr=0.05", "lr=0.5"), echo=lambda m="", **k: out.append(str(m)))
+    assert rc == 1 and "BROKEN" in "\n".join(out) and "loss check failed" in "\n".join(out)
+    assert repo_state(repo) == before
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="DataLoader workers need a second core to help")
+def test_apply_commits_the_input_bound_fixture_with_a_note(tmp_path) -> None:
+    """The slow-data fixture: DataLoader workers (GP201) make it faster with an identical loss."""
+    repo = git_repo(tmp_path, {"train.py": (ROOT / "fixtures" / "input_bound.py").read_text()})
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    out: list[str] = []
+    try:
+        rc = run_apply("train.py", settings=load_settings(select=["GP201"]), script_args=["--size", "small", "--device", "cpu"],
+                       config=ABConfig(runs=5, max_runs=5, steps=8, warmup=2, timeout=300),
+                       echo=lambda m="", **k: out.append(str(m)))
+    finally:
+        os.chdir(cwd)
+    assert rc == 0, "\n".join(out)
+    note = [json.loads(line) for line in
+            repo.git.notes("--ref", "gpuperf", "show", "HEAD").splitlines()]
+    assert len(note) == 1 and note[0]["ab"]["speedup"] > 1 and note[0]["ab"]["verdict"] == "faster"
+    assert note[0]["ab"]["loss_check"]["status"] == "passed"
+    assert "GP201" in repo.head.commit.message and "num_workers=min(" in (tmp_path / "train.py").read_text()
