@@ -276,17 +276,16 @@ def _validate_and_write(ctx: _Context, ws: Any) -> int:
 def _profile_and_plan(ctx: _Context, a_path: Path) -> Clock | int:
     """One profile run of the original (same mirror, steps, warmup and timeout as the A/B runs),
     then the plan, printed; an exit code when the original cannot even be profiled."""
-    import time
-
+    from gpuperf_rewrite.validate import plan as planning
     from gpuperf_rewrite.validate.records import describe_failure, record_from_doc
 
     cfg = ctx.cfg
     ctx.echo("== profiling the original (one run) to plan the validation", err=True)
-    t0 = time.monotonic()
+    t0 = planning.now()
     assert ctx.runner is not None
     doc = ctx.runner(str(a_path), list(ctx.script_args), steps=cfg.steps, warmup=cfg.warmup,
                      timeout=cfg.timeout, seed=cfg.seed, cwd=None, env=None)
-    run_s = time.monotonic() - t0
+    run_s = planning.now() - t0
     rec = record_from_doc("A", 0, doc, seed=cfg.seed)
     if not rec.ok:
         ctx.echo(f"error: the original script (A) failed its profile run, nothing to compare against: "

@@ -31,6 +31,11 @@ PROBE = "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')"
 GainsOn = Callable[[str], str]
 
 
+def now() -> float:
+    """The clock of the plan and the budget (monotonic; replaced in tests)."""
+    return time.monotonic()
+
+
 def rule_gains_on(code: str) -> str:
     """``gains_on`` of the rule ``code`` ("any" or "cuda"); "any" for a code no rule has."""
     from gpuperf_rewrite.lint.registry import all_rules
@@ -180,7 +185,7 @@ class Clock:
     A/B that cannot finish within the budget, and computes the ETA for the progress line."""
 
     plan: Plan
-    start: float = field(default_factory=time.monotonic)
+    start: float = field(default_factory=lambda: now())
     abs_started: int = 0
     _durations: list[float] = field(default_factory=list)
     _last: float | None = None
@@ -191,7 +196,7 @@ class Clock:
         return sum(self._durations) / len(self._durations)
 
     def elapsed(self) -> float:
-        return time.monotonic() - self.start
+        return now() - self.start
 
     def left(self) -> float | None:
         return None if self.plan.budget_s is None else self.plan.budget_s - self.elapsed()
@@ -204,15 +209,15 @@ class Clock:
                               f"needs ~{_duration(need)} and {_duration(max(left, 0))} of the "
                               f"{_duration(self.plan.budget_s or 0)} budget is left", codes, phase)
         self.abs_started += 1
-        self._last = time.monotonic()
+        self._last = now()
 
     def wrap(self, progress: Callable[[Any], None] | None) -> Callable[[Any], None]:
         def on_event(ev: ProgressEvent) -> None:
-            now = time.monotonic()
+            t = now()
             if ev.phase == "done" and self._last is not None:
-                self._durations.append(now - self._last)
+                self._durations.append(t - self._last)
             if ev.phase == "done" or self._last is None:
-                self._last = now
+                self._last = t
             remaining_runs = max(ev.total - ev.run + (1 if ev.phase == "start" else 0), 0)
             eta = remaining_runs * self.run_s()
             if progress is not None:
