@@ -276,7 +276,7 @@ def test_parse_duration() -> None:
     for bad in ("", "soon", "10x", "0", "-5m"):
         with pytest.raises(ValueError):
             planning.parse_duration(bad)
-    assert planning.max_abs(1) == 1 and planning.max_abs(4) == 10
+    assert planning.max_abs(1) == 1 and planning.max_abs(4) == 10 and planning.max_abs(4, lead_is_all=True) == 9
 
 
 def test_budget_option(tmp_path, monkeypatch) -> None:

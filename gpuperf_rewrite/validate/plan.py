@@ -102,12 +102,13 @@ def parse_duration(text: str) -> float:
     return value
 
 
-def max_abs(n: int) -> int:
+def max_abs(n: int, lead_is_all: bool = False) -> int:
     """The most A/Bs the search can run over ``n`` fixes: the first, a screening bisection (every
-    node of the binary tree once, plus the union) and a confirmation."""
+    node of the binary tree once, plus the union; its root is the first A/B when that tried all
+    the fixes) and a confirmation."""
     if n <= 1:
         return 1
-    return 1 + (2 * n - 1) + 1 + 1
+    return 1 + (2 * n - 1) + 1 + 1 - (1 if lead_is_all else 0)
 
 
 @dataclass
@@ -120,6 +121,10 @@ class Plan:
     run_s: float  # one run of the original, as profiled (process and mirror included)
     runs_per_side: int
     budget_s: float | None = None
+
+    @property
+    def worst_abs(self) -> int:
+        return max_abs(len(self.codes), self.lead == self.codes) if self.codes else 0
 
     @property
     def ab_s(self) -> float:
@@ -141,11 +146,11 @@ class Plan:
         lines.append(f"  1. A/B of {', '.join(self.lead)}{' (diagnosed first)' if diagnosed else ''}"
                      f": ~{_duration(self.ab_s)}; if faster, it is kept and committed")
         if len(self.codes) > 1:
-            more = max_abs(len(self.codes)) - 1
+            more = self.worst_abs - 1
             lines.append(f"  2. otherwise: screening A/Bs ({'all of ' + ', '.join(self.codes) + ', then ' if diagnosed else ''}"
                          f"halves down to single fixes) and a confirmation: up to {more} more, "
                          f"~{_duration(more * self.ab_s)}")
-        total = max_abs(len(self.codes)) * self.ab_s
+        total = self.worst_abs * self.ab_s
         lines.append(f"  estimate: ~{_duration(self.ab_s)} if the first A/B decides, at most ~{_duration(total)}"
                      + (f" (the budget stops it at {_duration(self.budget_s)})"
                         if self.budget_s and self.budget_s < total else ""))
@@ -155,7 +160,7 @@ class Plan:
         return {"device": self.device, "candidates": list(self.codes), "lead": list(self.lead),
                 "needs_gpu": list(self.needs_gpu), "diagnosis": [f.get("kind") for f in self.findings],
                 "run_s": round(self.run_s, 3), "ab_estimate_s": round(self.ab_s, 1),
-                "max_abs": max_abs(len(self.codes)) if self.codes else 0, "budget_s": self.budget_s}
+                "max_abs": self.worst_abs, "budget_s": self.budget_s}
 
 
 def make_plan(doc: Mapping[str, Any], run_s: float, codes: Sequence[str], runs_per_side: int, *,
