@@ -6,11 +6,12 @@
     python scripts/ab_aa_rate.py aa --trials 2000 --noise 0.02,0.05,0.10,0.20
     python scripts/ab_aa_rate.py power --trials 1000 --speedups 1.05,1.10,1.30 --noise 0.02,0.05,0.10,0.20
     # whole --apply runs with N fixes that do nothing, through the real search (validate/search.py)
-    python scripts/ab_aa_rate.py apply --applies 1000 --fixes 6 --noise 0.10 [--policy legacy]
+    python scripts/ab_aa_rate.py apply --applies 1000 --fixes 6 --noise 0.10 [--lead 2] [--policy legacy]
 
 Simulated runs draw throughput 100 * speedup * (1 + noise * N(0, 1)); every A/B of a simulated
---apply is a fresh simulated A/A decision at that A/B's level. `--policy legacy` replays the old
-search (every A/B at the full alpha, the best passing subset kept) for comparison.
+--apply is a fresh simulated A/A decision at that A/B's level. `--lead K`: the profile's diagnosis
+named the first K fixes, so the search tries them first (as --apply does). `--policy legacy`
+replays the old search (every A/B at the full alpha, the best passing subset kept) for comparison.
 """
 
 from __future__ import annotations
@@ -91,9 +92,15 @@ def legacy_choose(codes: tuple[str, ...], evaluate: Any, alpha: float) -> Outcom
 def cmd_apply(o: argparse.Namespace) -> None:
     cfg = _config(o)
     codes = tuple(f"N{i}" for i in range(1, o.fixes + 1))
-    policy = legacy_choose if o.policy == "legacy" else choose
-    print("| noise | --apply runs | committed | A/Bs per --apply (mean) | a screening A/B passed |")
-    print("|---|---|---|---|---|")
+    lead = codes[:o.lead]
+
+    def policy(codes: tuple[str, ...], evaluate: Any, alpha: float) -> Outcome:
+        if o.policy == "legacy":
+            return legacy_choose(codes, evaluate, alpha)
+        return choose(codes, evaluate, alpha, lead=lead)
+
+    print("| noise | diagnosed lead | --apply runs | committed | A/Bs per --apply (mean) | a screening A/B passed |")
+    print("|---|---|---|---|---|---|")
     for noise in _floats(o.noise):
         streams: dict[float, VerdictStream] = {}
 
@@ -109,7 +116,7 @@ def cmd_apply(o: argparse.Namespace) -> None:
             commits += bool(out.kept)
             screened += any(a.passed for a in out.attempts if a.phase == "screening")
         tests = sum(s.used for s in streams.values())
-        print(f"| {noise:.0%} | {o.applies} | {commits}/{o.applies} = {commits / o.applies:.1%} | "
+        print(f"| {noise:.0%} | {len(lead)} of {o.fixes} | {o.applies} | {commits}/{o.applies} = {commits / o.applies:.1%} | "
               f"{tests / o.applies:.1f} | {screened / o.applies:.1%} |", flush=True)
 
 
@@ -141,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trials", type=int, default=1000)
     p.add_argument("--applies", type=int, default=1000)
     p.add_argument("--fixes", type=int, default=6)
+    p.add_argument("--lead", type=int, default=0, help="apply: the first K fixes are the diagnosed lead")
     p.add_argument("--policy", choices=["current", "legacy"], default="current")
     p.add_argument("--noise", default="0.02,0.05,0.10,0.20")
     p.add_argument("--speedups", default="1.05,1.10,1.30")

@@ -8,12 +8,13 @@ from typing import Any
 import click
 
 from gpuperf_rewrite.cli.lintrun import LintOptions, run_lint
-from gpuperf_rewrite.cli.options import (DECISION, MEASUREMENT, SCRIPT_ARGS_KEY, config_from_options,
+from gpuperf_rewrite.cli.options import (DECISION, MEASUREMENT, SCRIPT_ARGS_KEY, Duration, config_from_options,
                                          decision_options, given, measurement_options)
 from gpuperf_rewrite.lint.reporters import FORMATS
 
 # Options that mean something only with --apply, and options that mean nothing with it.
-APPLY_ONLY = ("safe_only", "no_commit", "no_validate", "allow_dirty", "json_out", *MEASUREMENT, *DECISION)
+APPLY_ONLY = ("safe_only", "no_commit", "no_validate", "allow_dirty", "json_out", "budget", *MEASUREMENT,
+              *DECISION)
 LINT_ONLY = ("fix", "show_diff", "output_format", "output_file", "statistics", "quiet", "follow_symlinks", "jobs",
              "no_cache", "cache_dir")
 
@@ -48,6 +49,8 @@ LINT_ONLY = ("fix", "show_diff", "output_format", "output_file", "statistics", "
 @click.option("--no-commit", is_flag=True, help="--apply: write the validated rewrite, do not commit.")
 @click.option("--no-validate", is_flag=True, help="--apply: write the fixes unmeasured (like --fix).")
 @click.option("--allow-dirty", is_flag=True, help="--apply: accept uncommitted changes in the script.")
+@click.option("--budget", type=Duration(), default=None, metavar="DURATION",
+              help="--apply: time budget (900, 15m, 1h30m): start no A/B that cannot finish within it.")
 @measurement_options
 @decision_options
 @click.option("--json", "json_out", is_flag=True, help="--apply: print the result as JSON.")
@@ -119,7 +122,7 @@ def _apply(ctx: click.Context, paths: tuple[str, ...], settings: Any, opts: dict
     cfg = config_from_options(opts)
     options = ApplyOptions(safe_only=opts["safe_only"], no_commit=opts["no_commit"],
                            no_validate=opts["no_validate"], allow_dirty=opts["allow_dirty"],
-                           json_out=opts["json_out"])
+                           json_out=opts["json_out"], budget_s=opts["budget"])
     progress, close = console_progress()
     try:
         return run_apply(paths[0], settings=settings, script_args=ctx.meta.get(SCRIPT_ARGS_KEY, []), config=cfg,

@@ -105,6 +105,22 @@ def config_from_options(opts: Mapping[str, Any], *, decides: bool = False) -> An
     return cfg
 
 
+class Duration(click.ParamType):
+    """Seconds, from ``900``, ``90s``, ``15m`` or ``1h30m`` (``--budget``)."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        if isinstance(value, (int, float)):
+            return float(value)
+        from gpuperf_rewrite.validate.plan import parse_duration
+
+        try:
+            return parse_duration(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
 def given(ctx: click.Context, name: str) -> bool:
     """True when the user set option ``name`` (on the command line or through the environment)."""
     source = ctx.get_parameter_source(name)

@@ -5,8 +5,11 @@ in scratch mirrors of the checkout (:mod:`gpuperf_rewrite.validate.workspace`), 
 and imports resolve as they would and the runs' own writes stay out of it. Only the final step
 touches the working tree, through
 :func:`gpuperf_rewrite.validate.gitops.commit_file` (or an atomic write outside git / with --no-commit).
-Which fixes are kept, with the false-commit rate of the whole run at most alpha, is
-:mod:`gpuperf_rewrite.validate.search`.
+Before any A/B, one profile run of the original decides the plan (:mod:`gpuperf_rewrite.validate.plan`):
+the validation device (fixes that gain only on CUDA are not tried elsewhere, but listed as needing
+a GPU), the order of the candidates (what the diagnosis names first) and the time estimates behind
+``--budget`` and the ETA. Which fixes are kept, with the false-commit rate of the whole run at most
+alpha, is :mod:`gpuperf_rewrite.validate.search`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from gpuperf_rewrite.validate.console import format_table
 from gpuperf_rewrite.validate.lifetime import exit_code, returns_on_interrupt
 from gpuperf_rewrite.validate.notes import note_record
 from gpuperf_rewrite.validate.records import first_fingerprint
+from gpuperf_rewrite.validate.plan import NEEDS_GPU, Clock, GainsOn, Plan, make_plan, rule_gains_on
 from gpuperf_rewrite.validate.search import CONFIRMATION, Attempt, Outcome, alpha_plan, choose
 
 # (source bytes, fix codes or None for all) -> (rewritten bytes or None, {code: count})
@@ -44,6 +48,7 @@ class ApplyOptions:
     no_validate: bool = False
     allow_dirty: bool = False
     json_out: bool = False
+    budget_s: float | None = None  # --budget: start no A/B that cannot finish within it
 
 
 def _echo(message: str = "", err: bool = False) -> None:
@@ -63,7 +68,7 @@ def engine_rewriter(path: str, ruleset: Any, mode: str, echo: Echo) -> Rewriter:
 
 
 def commit_message(rel: str, codes: Sequence[str], decision: Attempt, dropped: dict[str, str],
-                   alpha: float) -> str:
+                   alpha: float, extra: Sequence[str] = ()) -> str:
     """The commit message: what was applied, the deciding A/B's numbers, what was dropped."""
     res = decision.result
     s = res.stats
@@ -78,6 +83,7 @@ def commit_message(rel: str, codes: Sequence[str], decision: Attempt, dropped: d
     ]
     if dropped:
         body.append("Dropped: " + "; ".join(f"{c} ({why})" for c, why in dropped.items()))
+    body.extend(extra)
     body.append("A/B statistics and per-run metrics: git notes --ref gpuperf show <this commit>")
     return head + "\n\n" + "\n".join(b for b in body if b) + "\n"
 
@@ -86,7 +92,8 @@ def commit_message(rel: str, codes: Sequence[str], decision: Attempt, dropped: d
 def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (),
               config: ABConfig | None = None, options: ApplyOptions = ApplyOptions(),
               runner: Runner | None = None, rewriter: Rewriter | None = None,
-              progress: Callable[[Any], None] | None = None, echo: Echo = _echo) -> int:
+              progress: Callable[[Any], None] | None = None, echo: Echo = _echo,
+              gains_on: GainsOn | None = None) -> int:
     """The --apply pipeline; returns the exit code (0 applied, 1 nothing passed, 2 error/refused)."""
     from gpuperf_rewrite.lint.sourceio import unified_diff
 
@@ -114,7 +121,7 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
         echo(unified_diff(rel, original, fixed))
     if options.no_validate:
         return _write_unvalidated(target, original, fixed, codes, json_out, echo)
-    _check_decidable(cfg, len(codes))
+    _check_decidable(cfg, 1)  # the least strict level any plan can have; the plan's own is checked later
 
     from gpuperf_rewrite.validate import abtest
     from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
@@ -122,7 +129,8 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
     with Workspace(prefix="gpuperf-apply-") as ws:  # every run in a scratch mirror of the checkout
         try:
             ctx = _Context(target, rel, original, codes, rewrite, cfg, tuple(script_args),
-                           ws.runner(runner or abtest.default_runner()), progress, repo, head, options, echo)
+                           ws.runner(runner or abtest.default_runner()), progress, repo, head, options, echo,
+                           gains_on or rule_gains_on)
             return _validate_and_write(ctx, ws)
         except WorkspaceError as exc:
             echo(f"error: {exc}", err=True)
@@ -205,6 +213,8 @@ class _Context:
     head: str | None
     options: ApplyOptions
     echo: Echo
+    gains_on: GainsOn = rule_gains_on
+    plan: Plan | None = None
 
     def say(self, message: str) -> None:
         """Human-readable status: stdout normally, stderr when stdout carries the JSON report."""
@@ -217,6 +227,16 @@ def _validate_and_write(ctx: _Context, ws: Any) -> int:
     json_out = ctx.options.json_out
     a_path = ws.add(target, original)
     sources: dict[frozenset[str], bytes] = {}
+    clock = _profile_and_plan(ctx, a_path)
+    if isinstance(clock, int):
+        return clock
+    plan = clock.plan
+    if not plan.codes:
+        ctx.say(f"Nothing can be validated on {plan.device}: every fix {NEEDS_GPU} "
+                f"({', '.join(plan.needs_gpu)}); {target} is unchanged and nothing was committed.")
+        return _emit(ctx, {**_report_base(ctx, Outcome(kept=())), "status": "needs_gpu"}, 1)
+    _check_decidable(cfg, len(plan.codes))
+    timed_progress = clock.wrap(progress)
 
     def build(subset: tuple[str, ...]) -> bytes:
         key = frozenset(subset)
@@ -225,11 +245,11 @@ def _validate_and_write(ctx: _Context, ws: Any) -> int:
             sources[key] = data if data is not None else original
         return sources[key]
 
-    def evaluate(subset: tuple[str, ...], cfg: ABConfig = cfg) -> ABResult:
+    def evaluate(subset: tuple[str, ...], cfg: ABConfig = cfg, phase: str = "") -> ABResult:
         data = build(subset)
         b_path = ws.add(target, data)
-        echo(f"== A/B: original vs rewrite with {', '.join(subset)}", err=True)
-        res = run_ab(a_path, b_path, script_args, config=cfg, runner=runner, progress=progress,
+        echo(f"== A/B {clock.abs_started} ({phase}): original vs rewrite with {', '.join(subset)}", err=True)
+        res = run_ab(a_path, b_path, script_args, config=cfg, runner=runner, progress=timed_progress,
                      source_a=original.decode(errors="replace"), source_b=data.decode(errors="replace"))
         if not json_out:
             echo(format_table(res))
@@ -237,9 +257,12 @@ def _validate_and_write(ctx: _Context, ws: Any) -> int:
             echo(f"   {res.verdict}: {res.reason}", err=True)
         return res
 
+    def evaluate_in_time(subset: tuple[str, ...], alpha: float, phase: str) -> ABResult:
+        clock.before_ab(subset, phase)  # OutOfBudget: the search stops and says what was not tried
+        return evaluate(subset, phase_config(cfg, alpha, phase), phase)
+
     try:
-        outcome = choose(ctx.codes, lambda subset, alpha, phase: evaluate(subset, phase_config(cfg, alpha, phase)),
-                         cfg.alpha)
+        outcome = choose(plan.codes, evaluate_in_time, cfg.alpha, lead=plan.lead)
     except ABError as exc:
         echo(f"error: {exc}", err=True)
         if exc.partial is not None and exc.partial.a:
@@ -250,6 +273,34 @@ def _validate_and_write(ctx: _Context, ws: Any) -> int:
     return _conclude(ctx, outcome, build)
 
 
+def _profile_and_plan(ctx: _Context, a_path: Path) -> Clock | int:
+    """One profile run of the original (same mirror, steps, warmup and timeout as the A/B runs),
+    then the plan, printed; an exit code when the original cannot even be profiled."""
+    from gpuperf_rewrite.validate import plan as planning
+    from gpuperf_rewrite.validate.records import describe_failure, record_from_doc
+
+    cfg = ctx.cfg
+    ctx.echo("== profiling the original (one run) to plan the validation", err=True)
+    t0 = planning.now()
+    assert ctx.runner is not None
+    doc = ctx.runner(str(a_path), list(ctx.script_args), steps=cfg.steps, warmup=cfg.warmup,
+                     timeout=cfg.timeout, seed=cfg.seed, cwd=None, env=None)
+    run_s = planning.now() - t0
+    rec = record_from_doc("A", 0, doc, seed=cfg.seed)
+    if not rec.ok:
+        ctx.echo(f"error: the original script (A) failed its profile run, nothing to compare against: "
+                 f"{describe_failure(rec)}", err=True)
+        tail = str(doc.get("stderr_tail") or "").strip()
+        if tail:
+            ctx.echo(tail[-2000:], err=True)
+        return 2
+    plan = make_plan(doc, run_s, ctx.codes, cfg.runs, gains_on=ctx.gains_on, budget_s=ctx.options.budget_s)
+    ctx.plan = plan
+    for line in plan.describe():
+        ctx.say(line)
+    return Clock(plan, start=t0)
+
+
 def phase_config(cfg: ABConfig, alpha: float, phase: str) -> ABConfig:
     """The A/B configuration of one phase of the search: its share of alpha; the confirmation
     also gets seeds of its own (fresh runs, not a replay of the screening's)."""
@@ -258,17 +309,25 @@ def phase_config(cfg: ABConfig, alpha: float, phase: str) -> ABConfig:
 
 def _conclude(ctx: _Context, outcome: Outcome, build: Callable[[tuple[str, ...]], bytes]) -> int:
     """Report, then write or commit the passing subset (or nothing)."""
-    report: dict[str, Any] = {
-        "status": "rejected", "script": ctx.rel, "rules_tried": list(ctx.codes),
-        "rules_applied": list(outcome.kept), "dropped": outcome.dropped,
-        "attempts": [a.to_json() for a in outcome.attempts], "alpha": ctx.cfg.alpha,
-        "commit": None, "validation": None,
-    }
+    report = _report_base(ctx, outcome)
     for c, why in outcome.dropped.items():
         ctx.say(f"dropped {c}: {why}")
+    for c, why in outcome.not_tried.items():
+        ctx.say(f"not decided {c}: {why}")
+    plan = ctx.plan
+    if plan is not None and plan.needs_gpu:
+        ctx.say(f"{NEEDS_GPU} (not tried on {plan.device}, not applied): {', '.join(plan.needs_gpu)}; "
+                f"run --apply where the script trains on CUDA to validate them")
+    if outcome.stopped:
+        ctx.say(outcome.stopped)
     if not outcome.kept or outcome.decision is None:
-        ctx.say(f"Nothing passed validation; {ctx.target} is unchanged and nothing was committed.")
-        report["validation"] = outcome.attempts[-1].result.to_json()
+        if outcome.stopped:
+            report["status"] = "budget_exhausted"
+            ctx.say(f"The time budget ran out before anything passed; {ctx.target} is unchanged and nothing "
+                    f"was committed (what was not decided is listed above, not judged).")
+        else:
+            ctx.say(f"Nothing passed validation; {ctx.target} is unchanged and nothing was committed.")
+        report["validation"] = outcome.attempts[-1].result.to_json() if outcome.attempts else None
         return _emit(ctx, report, 1)
     res = outcome.decision.result
     report["validation"] = res.to_json()
@@ -289,6 +348,29 @@ def _conclude(ctx: _Context, outcome: Outcome, build: Callable[[tuple[str, ...]]
     return _emit(ctx, report, 0)
 
 
+def _report_base(ctx: _Context, outcome: Outcome) -> dict[str, Any]:
+    plan = ctx.plan
+    return {
+        "status": "rejected", "script": ctx.rel, "rules_tried": list(plan.codes if plan else ctx.codes),
+        "rules_applied": list(outcome.kept), "dropped": outcome.dropped,
+        "needs_gpu": list(plan.needs_gpu) if plan else [], "not_tried": outcome.not_tried,
+        "stopped_by_budget": bool(outcome.stopped), "device": plan.device if plan else None,
+        "plan": plan.to_json() if plan else None,
+        "attempts": [a.to_json() for a in outcome.attempts], "alpha": ctx.cfg.alpha,
+        "commit": None, "validation": None,
+    }
+
+
+def _extra_lines(ctx: _Context, outcome: Outcome) -> list[str]:
+    """Commit-message lines for what was not judged: fixes needing a GPU, fixes not tried."""
+    out = []
+    if ctx.plan is not None and ctx.plan.needs_gpu:
+        out.append(f"Not applied, {NEEDS_GPU} (validated on {ctx.plan.device}): {', '.join(ctx.plan.needs_gpu)}")
+    if outcome.not_tried:
+        out.append("Not tried: " + ", ".join(outcome.not_tried))
+    return out
+
+
 def _commit(ctx: _Context, outcome: Outcome, res: ABResult, final: bytes, report: dict[str, Any]) -> int:
     from gpuperf_rewrite.lint.sourceio import WriteRefused
     from gpuperf_rewrite.validate import gitops
@@ -299,8 +381,11 @@ def _commit(ctx: _Context, outcome: Outcome, res: ABResult, final: bytes, report
                          fingerprint=first_fingerprint(res.b) or res.fingerprint, config=res.config,
                          script_args=ctx.script_args, rules=list(outcome.kept), ab=res.to_json(),
                          search={"decided_by": decision.phase, "alpha": ctx.cfg.alpha,
-                                 "attempts": [a.to_json() for a in outcome.attempts]})
-    message = commit_message(ctx.rel, outcome.kept, decision, outcome.dropped, ctx.cfg.alpha)
+                                 "attempts": [a.to_json() for a in outcome.attempts],
+                                 "plan": ctx.plan.to_json() if ctx.plan else None,
+                                 "needs_gpu": report["needs_gpu"], "not_tried": outcome.not_tried})
+    message = commit_message(ctx.rel, outcome.kept, decision, outcome.dropped, ctx.cfg.alpha,
+                             _extra_lines(ctx, outcome))
     try:
         done = gitops.commit_file(ctx.repo, ctx.rel, final, message, record, expected_head=ctx.head,
                                   expected_bytes=ctx.original)

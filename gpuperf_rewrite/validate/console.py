@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from gpuperf_rewrite.validate.abtest import ABResult, Progress, ProgressEvent
+from gpuperf_rewrite.validate.plan import eta_text
 from gpuperf_rewrite.validate.stats import look_alpha
 
 
@@ -72,7 +73,7 @@ def console_progress(stream: Any = None) -> tuple[Progress, Callable[[], None]]:
     state = {"width": 0}
 
     def show(ev: ProgressEvent) -> None:
-        est = f", speedup so far {ev.speedup:.3f}x" if ev.speedup else ""
+        est = (f", speedup so far {ev.speedup:.3f}x" if ev.speedup else "") + eta_text(ev)  # ETA: --apply
         if live:
             text = f"run {ev.run}/{ev.total}: {ev.side}{' ...' if ev.phase == 'start' else ' done'}{est}"
             click.echo("\r" + text.ljust(state["width"]), nl=False, file=out)

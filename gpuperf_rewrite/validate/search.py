@@ -4,17 +4,23 @@ Testing many subsets and keeping the best is a multiple-testing problem: with si
 nothing, one A/B per subset at the full alpha commits something far more often than alpha, and
 the best of several noisy speedups overstates the gain. So --apply spends its alpha in two halves:
 
-1. *First*: the whole set of fixes, one A/B at alpha/2 (at alpha when there is only one fix:
-   then no search can follow). If it is ``faster``, that is the decision.
-2. *Screening*: otherwise, a bisection over the fixes (:func:`find_passing_subset`), each A/B at
-   alpha. Its verdicts only *choose* a candidate subset; they never commit anything.
+1. *First*: one A/B at alpha/2 (at alpha when there is only one fix: then no search can
+   follow) of the *lead* subset: the fixes the profile's diagnosis names, when they are some but
+   not all of the candidates (:mod:`.plan`), else the whole set. If it is ``faster``, that is the
+   decision (the other fixes are reported as not tried: a later --apply tries them on top).
+2. *Screening*: otherwise, a bisection over the fixes (:func:`find_passing_subset`; after a
+   diagnosed lead, its top split is lead | the rest), each A/B at alpha, results already known
+   reused. Its verdicts only *choose* a candidate subset; they never commit anything.
 3. *Confirmation*: a fresh A/B of the chosen subset at alpha/2, with new runs. Only its verdict
    can commit, and it is what the note records (an unbiased estimate, not the best of several).
 
 A commit needs the first A/B or the confirmation to be a false ``faster``; each happens with
 probability at most alpha/2 when no fix helps, so a whole --apply commits a no-op at most alpha
-of the time, however many subsets the screening tried (docs/validation.md; simulated in
-docs/benchmarks.md).
+of the time, however many subsets the screening tried and whichever subset went first
+(docs/validation.md; simulated in docs/benchmarks.md).
+
+A time budget (``--budget``) can stop the search before an A/B starts: ``evaluate`` raises
+:class:`OutOfBudget`, and the outcome keeps nothing that was not decided, listing what was not tried.
 """
 
 from __future__ import annotations
@@ -26,6 +32,14 @@ FIRST, SCREENING, CONFIRMATION = "first", "screening", "confirmation"
 
 # (fixes, alpha, phase) -> the A/B result of the rewrite with those fixes (an ABResult)
 Evaluate = Callable[[tuple[str, ...], float, str], Any]
+
+
+class OutOfBudget(Exception):
+    """Raised by an ``evaluate`` callback instead of starting an A/B that cannot finish in time."""
+
+    def __init__(self, message: str, codes: Sequence[str] = (), phase: str = "") -> None:
+        super().__init__(message)
+        self.codes, self.phase = tuple(codes), phase
 
 
 @dataclass
@@ -50,6 +64,8 @@ class Outcome:
     attempts: list[Attempt] = field(default_factory=list)
     dropped: dict[str, str] = field(default_factory=dict)  # code -> why
     decision: Attempt | None = None  # the A/B whose verdict committed `kept` (first or confirmation)
+    not_tried: dict[str, str] = field(default_factory=dict)  # code -> why it was never decided on
+    stopped: str | None = None  # why the search stopped before its end (the time budget)
 
     def attempt_for(self, codes: Sequence[str]) -> Attempt | None:
         return next((a for a in self.attempts if set(a.codes) == set(codes)), None)
@@ -63,24 +79,53 @@ def alpha_plan(alpha: float, n_codes: int) -> dict[str, float]:
     return {FIRST: alpha / 2, SCREENING: alpha, CONFIRMATION: alpha / 2}
 
 
-def choose(codes: Sequence[str], evaluate: Evaluate, alpha: float) -> Outcome:
-    """First A/B, then (if needed) screening and a confirmatory A/B; see the module docstring."""
+def choose(codes: Sequence[str], evaluate: Evaluate, alpha: float, *,
+           lead: Sequence[str] | None = None) -> Outcome:
+    """First A/B (of ``lead`` when it is a proper, non-empty subset of ``codes``, else of all),
+    then (if needed) screening and a confirmatory A/B; see the module docstring. An
+    :class:`OutOfBudget` from ``evaluate`` ends the search with nothing kept that was not decided."""
     codes = tuple(codes)
+    first_set = tuple(c for c in codes if c in set(lead or ()))
+    if not first_set or len(first_set) == len(codes):
+        first_set = codes
     plan = alpha_plan(alpha, len(codes))
-    first = Attempt(codes, evaluate(codes, plan[FIRST], FIRST), FIRST, plan[FIRST])
+    log: list[Attempt] = []
+
+    def attempt(subset: tuple[str, ...], phase: str) -> Attempt:
+        a = Attempt(subset, evaluate(subset, plan[phase], phase), phase, plan[phase])
+        log.append(a)
+        return a
+
+    try:
+        return _search(codes, first_set, attempt, plan, log)
+    except OutOfBudget as exc:
+        out = Outcome(kept=(), attempts=log, stopped=str(exc))
+        for c in codes:
+            tested = [a for a in log if c in a.codes]
+            if tested:
+                a = min(tested, key=lambda a: len(a.codes))
+                out.not_tried[c] = f"undecided when the budget ran out (last: {_where(c, a)}: {_why(a)})"
+            else:
+                out.not_tried[c] = "not tried: the time budget ran out"
+        return out
+
+
+def _search(codes: tuple[str, ...], first_set: tuple[str, ...], attempt: Callable[[tuple[str, ...], str], Attempt],
+            plan: dict[str, float], log: list[Attempt]) -> Outcome:
+    first = attempt(first_set, FIRST)
     if first.passed:
-        return Outcome(kept=codes, attempts=[first], decision=first)
+        rest = {c: "not tried: the diagnosed fixes passed first and were kept; run --apply again to try "
+                   "this one on top" for c in codes if c not in first_set}
+        return Outcome(kept=first_set, attempts=log, decision=first, not_tried=rest)
     if len(codes) == 1:
-        return Outcome(kept=(), attempts=[first], dropped={codes[0]: _why(first)})
-    screened = find_passing_subset(codes, lambda s: evaluate(s, plan[SCREENING], SCREENING), first.result,
-                                   alpha=plan[SCREENING])
-    screened.attempts[0] = first
+        return Outcome(kept=(), attempts=log, dropped={codes[0]: _why(first)})
+    split = (first_set, tuple(c for c in codes if c not in first_set)) if first_set != codes else None
+    screened = find_passing_subset(codes, lambda s: attempt(s, SCREENING).result, alpha=plan[SCREENING],
+                                   known={frozenset(first_set): first}, split=split, log=log)
     if not screened.kept:
         return screened
     chosen = screened.kept
-    confirm = Attempt(chosen, evaluate(chosen, plan[CONFIRMATION], CONFIRMATION), CONFIRMATION,
-                      plan[CONFIRMATION])
-    screened.attempts.append(confirm)
+    confirm = attempt(chosen, CONFIRMATION)
     if confirm.passed:
         screened.decision = confirm
         return screened
@@ -90,37 +135,50 @@ def choose(codes: Sequence[str], evaluate: Evaluate, alpha: float) -> Outcome:
     return screened
 
 
+def _where(c: str, a: Attempt) -> str:
+    return f"{c} alone" if len(a.codes) == 1 else f"with {', '.join(a.codes)}"
+
+
 def _why(a: Attempt) -> str:
     return f"{a.result.verdict} ({a.result.reason})"
 
 
 def find_passing_subset(codes: Sequence[str], evaluate: Callable[[tuple[str, ...]], Any],
-                        first: Any = None, *, alpha: float | None = None) -> Outcome:
-    """Bisection over fixes: test the whole set; if it fails, test each half, splitting failing
-    halves down to single fixes (each suspect alone). Then the union of the passing parts is
-    tested; if it fails, the largest passing part (fastest on ties) is kept."""
-    out = Outcome(kept=())
-    cache: dict[frozenset[str], Any] = {}
+                        first: Any = None, *, alpha: float | None = None,
+                        known: dict[frozenset[str], Attempt] | None = None,
+                        split: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
+                        log: list[Attempt] | None = None) -> Outcome:
+    """Bisection over fixes: test the whole set; if it fails, test each half (``split`` gives the
+    top-level halves instead), splitting failing halves down to single fixes (each suspect alone).
+    Then the union of the passing parts is tested; if it fails, the largest passing part (fastest
+    on ties) is kept. ``first`` is the whole set's result and ``known`` earlier attempts, reused
+    instead of measured again; ``evaluate`` records its own attempts in ``log`` when one is given
+    (else they are recorded here)."""
+    out = Outcome(kept=(), attempts=log if log is not None else [])
+    cache: dict[frozenset[str], Any] = {k: a.result for k, a in (known or {}).items()}
+    if first is not None:
+        cache[frozenset(codes)] = first
 
     def run(subset: tuple[str, ...]) -> Any:
         key = frozenset(subset)
         if key not in cache:
-            cache[key] = first if (first is not None and set(subset) == set(codes)) else evaluate(subset)
-            out.attempts.append(Attempt(subset, cache[key], SCREENING, alpha))
+            cache[key] = evaluate(subset)
+            if log is None:
+                out.attempts.append(Attempt(subset, cache[key], SCREENING, alpha))
         return cache[key]
 
     passing: list[tuple[str, ...]] = []
 
-    def search(subset: tuple[str, ...]) -> None:
+    def search(subset: tuple[str, ...], halves: tuple[tuple[str, ...], ...] | None = None) -> None:
         if run(subset).verdict == "faster":
             passing.append(subset)
         elif len(subset) > 1:
             mid = len(subset) // 2
-            search(subset[:mid])
-            search(subset[mid:])
+            for half in halves or (subset[:mid], subset[mid:]):
+                search(half)
 
     codes = tuple(codes)
-    search(codes)
+    search(codes, split)
     if len(passing) > 1:
         union = tuple(c for c in codes if any(c in p for p in passing))
         if run(union).verdict == "faster":
@@ -130,10 +188,11 @@ def find_passing_subset(codes: Sequence[str], evaluate: Callable[[tuple[str, ...
             s = cache[frozenset(p)].stats
             return len(p), s.speedup if s else 0.0
         out.kept = max(passing, key=score)
+    tried = [(frozenset(k), r) for k, r in cache.items()]
     for c in codes:
         if c not in out.kept:
             # The smallest tested subset containing c explains why it was dropped.
-            a = min((a for a in out.attempts if c in a.codes), key=lambda a: len(a.codes))
-            where = f"{c} alone" if len(a.codes) == 1 else f"with {', '.join(a.codes)}"
-            out.dropped[c] = f"{where}: {_why(a)}"
+            key, res = min(((k, r) for k, r in tried if c in k), key=lambda kr: len(kr[0]))
+            sub = tuple(x for x in codes if x in key)
+            out.dropped[c] = f"{_where(c, Attempt(sub, res))}: {_why(Attempt(sub, res))}"
     return out
