@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("scipy")
 pytest.importorskip("git")
 
-from _abfakes import FAKE_FIXES, NOOPS, FakeRunner, fake_rewriter, git_repo, repo_state  # noqa: E402
+from tests.helpers.abfakes import FAKE_FIXES, NOOPS, FakeRunner, fake_rewriter, git_repo, repo_state  # noqa: E402
 
 from gpuperf_rewrite.validate import gitops  # noqa: E402
 from gpuperf_rewrite.validate import plan as planning  # noqa: E402
