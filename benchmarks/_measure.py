@@ -72,6 +72,7 @@ class Run:
     maxrss_mb: float
     tree_rss_mb: float | None
     stdout: str
+    load: float | None = None  # 1-minute load average when the run ended: how shared the machine was
 
 
 def measure(cmd: list[str], ok_codes: tuple[int, ...] = (0, 1), env: dict[str, str] | None = None) -> Run:
@@ -92,7 +93,8 @@ def measure(cmd: list[str], ok_codes: tuple[int, ...] = (0, 1), env: dict[str, s
         if data["rc"] not in ok_codes:
             raise RuntimeError(f"{cmd[0]} exited {data['rc']}:\n{stdout.read_text(errors='replace')[-2000:]}")
         return Run(data["wall"], data["cpu"], data["maxrss_mb"],
-                   peak[0] if psutil is not None else None, stdout.read_text(errors="replace"))
+                   peak[0] if psutil is not None else None, stdout.read_text(errors="replace"),
+                   os.getloadavg()[0])
 
 
 @dataclass
@@ -122,7 +124,12 @@ def run_rounds(contenders: list[Contender], repeat: int) -> None:
             run = measure(c.cmd, env=c.env)
             c.runs.append(run)
             print(f"round {rnd + 1}: {c.name}: wall {run.wall:.2f} s, CPU {run.cpu:.2f} s, "
-                  f"max RSS {run.maxrss_mb:.0f} MB", file=sys.stderr, flush=True)
+                  f"max RSS {run.maxrss_mb:.0f} MB, load {run.load:.1f}", file=sys.stderr, flush=True)
+
+
+def load_range(contenders: list[Contender]) -> str:
+    loads = [r.load for c in contenders for r in c.runs if r.load is not None]
+    return f"{min(loads):.1f}-{max(loads):.1f}" if loads else "?"
 
 
 def fmt(x: float | None, digits: int = 1) -> str:
