@@ -136,18 +136,10 @@ def fmt(x: float | None, digits: int = 1) -> str:
     return "" if x is None else f"{x:,.{digits}f}"
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def machine_line() -> str:
-    return (f"{cpu_model()}, {os.cpu_count()} cores; load average at start "
+    from gpuperf_rewrite.runtime.fingerprint import cpu_name  # stdlib-only module; the benchmark venv has us installed
+
+    return (f"{cpu_name()}, {os.cpu_count()} cores; load average at start "
             f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}; Python {platform.python_version()}")
 
 

@@ -144,25 +144,25 @@ def dataloader_calls(ta: TrainingAnalysis, expr: cst.BaseExpression, depth: int 
         return None
     values = [v for bound, v in ta._assignments() if bound == name]
     if values:
-        out: list[cst.Call] = []
-        for v in values:
-            found = dataloader_calls(ta, v, depth + 1)
-            if found is None:
-                return None
-            out += found
-        return out
+        return _all_dataloader_calls(ta, values, depth)
     fn = ctx.enclosing(expr, cst.FunctionDef)
     if isinstance(expr, cst.Name) and fn is not None:
         args = call_site_args(ctx, fn, expr.value)
         if args:
-            out = []
-            for a in args:
-                found = dataloader_calls(ta, a, depth + 1)
-                if found is None:
-                    return None
-                out += found
-            return out
+            return _all_dataloader_calls(ta, args, depth)
     return None
+
+
+def _all_dataloader_calls(ta: TrainingAnalysis, exprs: list[cst.BaseExpression], depth: int) -> list[cst.Call] | None:
+    """The DataLoader calls behind every one of ``exprs`` (each value a name is bound to, or each
+    argument passed for a parameter); None as soon as one of them cannot be seen."""
+    out: list[cst.Call] = []
+    for e in exprs:
+        found = dataloader_calls(ta, e, depth + 1)
+        if found is None:
+            return None
+        out += found
+    return out
 
 
 def default_collate(ta: TrainingAnalysis, iterable: cst.BaseExpression) -> bool:
