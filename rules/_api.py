@@ -142,11 +142,11 @@ class Rule:
     default_enabled: ClassVar[bool] = True
     # Source prefilter: the rule can only fire when one of these substrings occurs.
     keywords: ClassVar[tuple[str, ...]] = ("torch",)
-    # File prefilter, checked with ``keywords``: the rule can only fire in a file that mentions one
-    # of these (the packages whose names it resolves, or a call that makes a training step loop:
-    # ``.backward``, ``.step(``, a DataLoader). A file that holds none for any enabled rule is
-    # never parsed. None: ``keywords`` alone decide.
-    file_markers: ClassVar[tuple[str, ...] | None] = ("torch", "transformers", ".backward", ".step(", "DataLoader")
+    # File prefilter, checked with ``keywords`` and after the torch gate (the engine parses no file
+    # for which ``_torch_roots.may_import_torch`` is false: every rule reports nothing there, see
+    # ``__init_subclass__``): the rule can only fire in a file that mentions one of these. None:
+    # ``keywords`` alone decide.
+    file_markers: ClassVar[tuple[str, ...] | None] = None
     # Option name -> default value (``[tool.gpuperf.rules.CODE]``; lint/config.py checks the
     # configured value's type against the default's), and option name -> what it does.
     options: ClassVar[Mapping[str, Any]] = {}

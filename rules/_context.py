@@ -9,18 +9,12 @@ from typing import Any
 import libcst as cst
 
 from ._names import NameResolution
+from ._torch_roots import TORCH_IMPORT_ROOTS
 from ._tree import index
 
 # Top-level packages whose import makes a file a torch program: torch itself and the frameworks
 # that train torch models for the user. A file that imports none of them gets no finding from
 # any rule (a user's own ``DataLoader`` or ``Adam`` class with ``.item()`` is not torch).
-TORCH_IMPORT_ROOTS = frozenset({
-    "torch", "torchvision", "torchaudio", "torchtext", "torchdata", "torchmetrics", "functorch",
-    "lightning", "pytorch_lightning", "lightning_fabric", "accelerate", "transformers", "timm",
-    "diffusers", "peft", "trl", "deepspeed", "fairscale", "apex", "torch_xla", "ignite",
-    "composer", "fastai", "detectron2", "mmengine", "mmcv", "monai", "kornia", "torchrl",
-    "torch_geometric", "dgl", "segmentation_models_pytorch", "open_clip", "sentence_transformers",
-})
 
 
 def _import_roots(node: cst.Import | cst.ImportFrom) -> list[str]:

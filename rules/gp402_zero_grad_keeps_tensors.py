@@ -41,7 +41,6 @@ class ZeroGradKeepsTensors(Rule):
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
     keywords = ("zero_grad",)
-    file_markers = None  # `opt.zero_grad(set_to_none=False)` alone is the finding, no import needed
 
     examples = [
         Valid(dedent("""

@@ -55,7 +55,6 @@ class EvalWithoutNoGrad(Rule):
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
     keywords = (".eval()",)
-    file_markers = None  # an eval loop needs no torch name: `model.eval()` alone gates it
 
     examples = [
         Valid(dedent("""

@@ -23,6 +23,7 @@ from gpuperf_rewrite.lint.parsing import ParseFailure, parse, syntax_gate
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
 from gpuperf_rewrite.rules._framework import Finding, Fix, Rule, RuleContext
+from gpuperf_rewrite.rules._torch_roots import may_import_torch
 
 __all__ = ["ERROR_CODES", "INTERNAL_ERROR", "IO_ERROR", "SYNTAX_ERROR", "Diagnostic", "FileResult", "FixMode",
            "RuleSet", "check_source", "fix_text", "run_rules"]
@@ -84,7 +85,10 @@ def _prefilter_plan(codes: tuple[str, ...]) -> tuple[tuple[tuple[str, ...] | Non
 
 def rules_for(text: str, ruleset: RuleSet) -> list[Rule]:
     """The enabled rules that can fire on ``text`` (:func:`can_fire`, in code order); empty: the
-    file need not be parsed at all. On a tree of library code this runs on every file."""
+    file need not be parsed at all. On a tree of library code this runs on every file, and the
+    torch gate clears nearly all of it: no rule reports in a file that imports no torch package."""
+    if not may_import_torch(text):
+        return []
     found: dict[str, bool] = {}
 
     def has(needle: str) -> bool:

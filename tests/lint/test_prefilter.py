@@ -1,23 +1,27 @@
 """The text prefilter is safe: a file it drops could not have held a finding.
 
-A file is parsed only when, for some enabled rule, one of the rule's ``keywords`` and (unless it
-declares none) one of its ``file_markers`` occur in the text. The property is checked the hard
+A file is parsed only when it can import torch or a torch framework (the text form of the gate
+every rule passes through) and, for some enabled rule, one of the rule's ``keywords`` and (unless
+it declares none) one of its ``file_markers`` occur in the text. The property is checked the hard
 way: every rule example (valid and invalid, as written and with its imports removed, since a
 training loop needs no import to be found) and every fixture is linted with every rule gated by
-its keywords alone (each rule's own statement of what it needs), without the file markers; each
-rule that finds something there must pass the full prefilter on that text.
+its keywords alone (each rule's own statement of what it needs), without the file markers or the
+text gate; each rule that finds something there must pass the full prefilter on that text.
 """
 
 from __future__ import annotations
 
 import re
 
+import libcst as cst
 import pytest
 
 from gpuperf_rewrite.lint import engine
 from gpuperf_rewrite.lint.diagnostics import ERROR_CODES
 from gpuperf_rewrite.lint.engine import RuleSet, can_fire, check_source, rules_for
 from gpuperf_rewrite.lint.registry import all_rules
+from gpuperf_rewrite.rules._context import RuleContext
+from gpuperf_rewrite.rules._torch_roots import TORCH_IMPORT_ROOTS, may_import_torch
 from tests.helpers.paths import ROOT
 
 ALL = RuleSet(tuple(all_rules()))
@@ -38,7 +42,9 @@ def _cases() -> list:
             bare = _without_imports(ex.code)
             if bare != ex.code:
                 cases.append(pytest.param(bare, options, id=f"{code}-{kind}-{i}-no-imports"))
-    for path in sorted([*(ROOT / "fixtures").glob("*.py"), *(ROOT / "tests" / "data").glob("*.py")]):
+    data = sorted((ROOT / "tests").glob("*/data/*.py"))
+    assert data, "the tests' data scripts moved: point this at them"
+    for path in sorted([*(ROOT / "fixtures").glob("*.py"), *data]):
         cases.append(pytest.param(path.read_text(encoding="utf-8"), {}, id=path.name))
     return cases
 
@@ -46,6 +52,7 @@ def _cases() -> list:
 def _codes_found_without_prefilter(text: str, options: dict, monkeypatch: pytest.MonkeyPatch) -> set[str]:
     with monkeypatch.context() as m:
         m.setattr(engine, "can_fire", lambda rule, text: any(k in text for k in rule.keywords))
+        m.setattr(engine, "may_import_torch", lambda text: True)
         res = check_source(text.encode("utf-8"), "case.py", RuleSet(ALL.codes, options))
     return {d.code for d in res.diagnostics if d.code not in ERROR_CODES}
 
@@ -54,7 +61,7 @@ def _codes_found_without_prefilter(text: str, options: dict, monkeypatch: pytest
 def test_prefilter_never_drops_a_finding(text, options, monkeypatch):
     found = _codes_found_without_prefilter(text, options, monkeypatch)
     registry = all_rules()
-    dropped = sorted(c for c in found if not can_fire(registry[c], text))
+    dropped = sorted(c for c in found if not (may_import_torch(text) and can_fire(registry[c], text)))
     assert not dropped, f"the prefilter would hide {dropped} on:\n{text}"
     if found:
         assert rules_for(text, RuleSet(ALL.codes, options)), "the file would not be parsed"
@@ -77,8 +84,33 @@ def test_a_file_nothing_can_fire_on_is_not_parsed(monkeypatch):
 def test_markers_are_declared_by_the_rules():
     """The prefilter is the rules' own declaration, not a list kept in the engine: a rule that
     declares other markers is gated by them."""
-    rule = all_rules()["GP101"]
-    text = "for x in loader:\n    loss = f(x)\n    loss.backward()\n    print(loss.item())\n"
-    assert can_fire(rule, text)
-    assert not can_fire(rule, text.replace("backward", "go"))  # no marker left: no loop to find
-    assert all_rules()["GP404"].file_markers is None  # `model.eval()` is enough on its own
+    rule = all_rules()["GP402"]
+    text = "import torch\nfor x in loader:\n    opt.zero_grad(set_to_none=False)\n    f(x).backward()\n"
+    assert can_fire(rule, text) and rule in map(type, rules_for(text, ALL))
+    assert not can_fire(rule, text.replace("zero_grad", "clear"))  # its keyword is gone
+
+
+@pytest.mark.parametrize("root", sorted(TORCH_IMPORT_ROOTS))
+def test_every_import_of_a_torch_package_passes_the_gate(root):
+    """The text gate and the rules' own gate (imports parsed by LibCST) agree on every spelling of
+    an import: a file the rules would analyse is never dropped."""
+    for src in (f"import {root}\n", f"import os, {root}.sub as s\n", f"from {root} import x\n",
+                f"from {root}.sub.mod import (\n    x,\n)\n", f"def f():\n    import {root}\n",
+                f"try:\n    from {root} import x\nexcept ImportError:\n    pass\n", f"import \\\n    {root}\n",
+                f"from \\\n    {root} \\\n    import x\n", f"x = 1; import os, \\\n  json as j, {root}\n",
+                f"if True: import {root}.a.b\n"):
+        assert may_import_torch(src) and may_import_torch(src.replace("\n", "\r\n")), src
+        assert RuleContext(cst.parse_module(src), src).uses_torch, src
+
+
+@pytest.mark.parametrize("text", [
+    "import os\nKEY = 'Ctrl+S'\n",  # "trl" inside a word
+    "# decoded bytes are accelerated here\nimport json\n",  # "accelerate" inside a longer word
+    "import numpy as np\nx = obj.torch\ny = np.apex\n",  # attributes, not imports
+    "from .torch import helpers\n",  # a relative import is the user's own module
+    "import torchish\n",  # another package that only starts like one
+])
+def test_text_that_only_looks_like_a_torch_package_is_not_parsed(text):
+    assert not may_import_torch(text)
+    assert not RuleContext(cst.parse_module(text), text).uses_torch
+    assert not rules_for(text, ALL)

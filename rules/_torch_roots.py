@@ -1,0 +1,53 @@
+"""The packages that make a file torch code, and a text test for whether a file can import one.
+
+Every rule reports nothing in a file that imports none of these (``RuleContext.uses_torch``), so a
+file for which :func:`may_import_torch` is false cannot have a finding and is never parsed: an
+import statement spells its top-level package out as a whole word, on the logical line that holds
+its ``import`` keyword.
+"""
+
+from __future__ import annotations
+
+import re
+
+TORCH_IMPORT_ROOTS = frozenset({
+    "torch", "torchvision", "torchaudio", "torchtext", "torchdata", "torchmetrics", "functorch",
+    "lightning", "pytorch_lightning", "lightning_fabric", "accelerate", "transformers", "timm",
+    "diffusers", "peft", "trl", "deepspeed", "fairscale", "apex", "torch_xla", "ignite",
+    "composer", "fastai", "detectron2", "mmengine", "mmcv", "monai", "kornia", "torchrl",
+    "torch_geometric", "dgl", "segmentation_models_pytorch", "open_clip", "sentence_transformers",
+})
+
+_ROOTS = "(?:%s)(?!\\w)" % "|".join(sorted(TORCH_IMPORT_ROOTS, key=len, reverse=True))
+# A root as an import statement spells it: right after ``from`` (a relative import names no root),
+# or among the names after ``import``; a whole word each time ("Ctrl" is not ``trl``, "accelerated"
+# not ``accelerate``, ``x.torch`` not an import).
+_IMPORT_OF_A_ROOT = re.compile(
+    r"(?<![\w.])(?:from(?:\s|\\)+" + _ROOTS + r"|import(?:\s|\\)(?:[^\n;#]|\\\r?\n)*?(?<![\w.])" + _ROOTS + ")")
+
+
+def may_import_torch(text: str) -> bool:
+    """Can ``text`` import torch or a torch framework? One C-speed scan for the ``import`` keyword,
+    then each logical line that holds it (backslash continuations included) is searched for an
+    import of a root. It may say yes for a file that does not (an import in a string or a
+    comment): that file is parsed and the rules' own gate decides."""
+    find, rfind = text.find, text.rfind
+    at = find("import")
+    while at != -1:
+        start = rfind("\n", 0, at) + 1
+        while start > 1 and _continued(text, start - 1):  # the line before continues into this one
+            start = rfind("\n", 0, start - 1) + 1
+        end = find("\n", at)
+        while end != -1 and _continued(text, end):  # this line continues
+            end = find("\n", end + 1)
+        end = len(text) if end == -1 else end
+        if _IMPORT_OF_A_ROOT.search(text, start, end):
+            return True
+        at = find("import", end)
+    return False
+
+
+def _continued(text: str, newline: int) -> bool:
+    """Does the physical line that ends at ``text[newline]`` end with a backslash (LF or CRLF)?"""
+    before = text[max(newline - 2, 0):newline]
+    return before.endswith("\\") or before == "\\\r"
