@@ -85,7 +85,7 @@ class FixCheck:
 
 
 def check_fix(src: Path, rules: str, fixable: int, work: Path) -> FixCheck:
-    res = FixCheck(src.name, rules, fixable)
+    res = FixCheck(str(src), rules, fixable)
     work.mkdir(parents=True, exist_ok=True)
     target = work / src.name
     shutil.copyfile(src, target)
@@ -115,18 +115,17 @@ def check_fix(src: Path, rules: str, fixable: int, work: Path) -> FixCheck:
 def fixes_main(args: argparse.Namespace) -> dict:
     files = sorted(p for p in Path(args.dir).rglob("*.py") if p.is_file())
     diags = findings([str(p) for p in files])
-    fixable: dict[str, collections.Counter] = {}
+    fixable: dict[Path, collections.Counter] = {}  # by full path: a corpus holds many train.py
     for d in diags:
         if d.get("fix"):
-            fixable.setdefault(Path(d["path"]).name, collections.Counter())[d["code"]] += 1
-    by_name = {p.name: p for p in files}
+            fixable.setdefault(Path(d["path"]).resolve(), collections.Counter())[d["code"]] += 1
     checks: list[FixCheck] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for i, (name, codes) in enumerate(sorted(fixable.items())):
+        for i, (path, codes) in enumerate(sorted(fixable.items())):
             for code, n in sorted(codes.items()):
-                checks.append(check_fix(by_name[name], code, n, Path(tmp, f"{i}-{code}")))
-            checks.append(check_fix(by_name[name], "ALL", sum(codes.values()), Path(tmp, f"{i}-ALL")))
-            print(f"checked {name}", file=sys.stderr, flush=True)
+                checks.append(check_fix(path, code, n, Path(tmp, f"{i}-{code}")))
+            checks.append(check_fix(path, "ALL", sum(codes.values()), Path(tmp, f"{i}-ALL")))
+            print(f"checked {path}", file=sys.stderr, flush=True)
     single = [c for c in checks if c.rules != "ALL"]
     together = [c for c in checks if c.rules == "ALL"]
     summary = {
