@@ -4,8 +4,8 @@
     python benchmarks/chunk_model.py --corpus DIR
 
 The lint pool (``gpuperf_rewrite/lint/parallel.py``) cuts the files that need parsing into
-contiguous chunks (``plan_chunks``) and hands them to the workers in order, a new chunk whenever a
-worker is free. This replays that schedule with each file's cost taken as proportional to its
+contiguous chunks (``plan_chunks``) and hands them to the workers largest first, a new chunk
+whenever a worker is free (path order is shown too: what the pool did before). This replays that schedule with each file's cost taken as proportional to its
 size in bytes (LibCST's parse dominates and is roughly linear in the source), and reports the
 modelled speed-up over one worker and what bounds it: the largest single chunk, and the chunk
 that starts last. It says nothing about memory bandwidth, start-up or IPC; those need a machine
@@ -57,8 +57,8 @@ def main() -> None:
     total = sum(sizes)
     print(f"{corpus}: {len(sizes)} files need parsing, {total / 2**20:.1f} MB; largest file "
           f"{max(sizes) / 2**20:.2f} MB ({max(sizes) / total:.1%} of the work)\n")
-    print("| workers | chunks | largest chunk, % of work | modelled speed-up, chunks in path order | "
-          "largest chunks first | ideal |")
+    print("| workers | chunks | largest chunk, % of work | modelled speed-up, chunks in path order (before) | "
+          "largest chunks first (now) | ideal |")
     print("|---|---|---|---|---|---|")
     for workers in (1, 2, 4, 8, 16):
         chunks = [sum(sizes[i] for i in r) for r in plan_chunks(sizes, workers)]

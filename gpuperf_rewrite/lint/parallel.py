@@ -230,8 +230,12 @@ class _Scheduler:
     def __init__(self, jobs: Sequence[Job], todo: list[int], answered: dict[int, FileResult], workers: int,
                  check: Callable[[Job], FileResult]) -> None:
         self.jobs, self.workers, self.check = jobs, workers, check
-        self.pending = deque(tuple(todo[k] for k in chunk)
-                             for chunk in plan_chunks([_size(jobs[i]) for i in todo], workers))
+        sizes = [_size(jobs[i]) for i in todo]
+        chunks = plan_chunks(sizes, workers)
+        # Largest tasks first (LPT): a big file that starts last is what keeps one worker busy
+        # while the others idle; results still come out in job order (benchmarks/chunk_model.py).
+        chunks.sort(key=lambda r: sum(sizes[k] for k in r), reverse=True)
+        self.pending = deque(tuple(todo[k] for k in chunk) for chunk in chunks)
         self.suspects: deque[tuple[int, ...]] = deque()  # one file each, after a worker died
         self.results: dict[int, FileResult] = dict(answered)
         self.next_out = 0

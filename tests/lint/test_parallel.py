@@ -50,6 +50,24 @@ def test_pool_results_stay_in_job_order(tmp_path):
     assert [len(r.diagnostics) for r in results] == [1 + i % 5 for i in range(60)]
 
 
+def test_largest_tasks_go_first_and_results_keep_job_order(tmp_path):
+    """Longest-processing-time first: the one big file is the first task handed out, so no
+    worker is left running it alone at the end; the results still stream in job order."""
+    paths = []
+    for i in range(40):
+        p = tmp_path / f"f{i:02d}.py"
+        body = "import torch\nmodel.cuda()\nfor x in loader:\n    print(x.item())\n"
+        p.write_text(body * (400 if i == 33 else 1))
+        paths.append(p)
+    jobs = [parallel.Job(p.name, str(p), RuleSet(("GP101",)), "none", False) for p in paths]
+    sched = parallel._Scheduler(jobs, list(range(40)), {}, 2, parallel.check_job)
+    assert 33 in sched.pending[0]
+    first = [sum(parallel._size(jobs[i]) for i in task) for task in sched.pending]
+    assert first == sorted(first, reverse=True)
+    assert sorted(i for task in sched.pending for i in task) == list(range(40))
+    assert [r.path for r in parallel.run_jobs(jobs, 2)] == [p.name for p in paths]
+
+
 def _children(pid: int) -> set[int]:
     out = set()
     for entry in Path("/proc").iterdir():
