@@ -153,3 +153,19 @@ def repo_state(repo: Any) -> dict[str, Any]:
         "files": {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
                   if p.is_file() and ".git" not in p.relative_to(root).parts},
     }
+
+
+def apply_with_fakes(path: Path, codes: tuple[str, ...], *, runner: Any = None, config: Any = None,
+                     progress: Any = None, gains_on: Any = None, **options: Any) -> tuple[int, str]:
+    """``run_apply`` on a :class:`FakeRunner` (or ``runner``) and :func:`fake_rewriter`, with a small
+    fast A/B configuration unless ``config`` is given; ``options`` are ``ApplyOptions`` fields.
+    Returns the exit code and everything it printed."""
+    from gpuperf_rewrite.validate.abtest import ABConfig
+    from gpuperf_rewrite.validate.apply import ApplyOptions, run_apply
+
+    out: list[str] = []
+    config = config or ABConfig(runs=6, max_runs=6, min_runs=4, steps=5, warmup=1, bootstrap_resamples=300)
+    rc = run_apply(str(path), runner=runner or FakeRunner(), rewriter=fake_rewriter(codes), config=config,
+                   progress=progress, gains_on=gains_on, echo=lambda msg="", err=False, **_: out.append(str(msg)),
+                   options=ApplyOptions(**options))
+    return rc, "\n".join(out)

@@ -15,11 +15,10 @@ import pytest
 pytest.importorskip("scipy")
 git = pytest.importorskip("git")
 
-from tests.helpers.abfakes import NOOPS, FakeRunner, fake_rewriter, git_repo, repo_state  # noqa: E402
+from tests.helpers.abfakes import NOOPS, FakeRunner, git_repo, repo_state, apply_with_fakes  # noqa: E402
 
 from gpuperf_rewrite.validate import gitops  # noqa: E402
 from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
-from gpuperf_rewrite.validate.apply import ApplyOptions, run_apply  # noqa: E402
 from gpuperf_rewrite.validate.search import find_passing_subset  # noqa: E402
 from tests.helpers.paths import HELPERS, ROOT  # noqa: E402
 
@@ -28,11 +27,7 @@ CFG = ABConfig(runs=6, max_runs=6, min_runs=4, steps=5, warmup=1, bootstrap_resa
 
 
 def _apply(path: Path, codes: tuple[str, ...], runner: FakeRunner | None = None, **kw) -> int:
-    out: list[str] = []
-    config = kw.pop("config", CFG)
-    rc = run_apply(str(path), runner=runner or FakeRunner(), rewriter=fake_rewriter(codes), config=config,
-                   echo=lambda msg="", err=False, **_: out.append(str(msg)), options=ApplyOptions(**kw))
-    _apply.output = "\n".join(out)  # type: ignore[attr-defined]
+    rc, _apply.output = apply_with_fakes(path, codes, runner=runner, **{"config": CFG, **kw})  # type: ignore[attr-defined]
     return rc
 
 

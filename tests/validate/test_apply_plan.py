@@ -12,12 +12,11 @@ import pytest
 pytest.importorskip("scipy")
 pytest.importorskip("git")
 
-from tests.helpers.abfakes import FAKE_FIXES, NOOPS, FakeRunner, fake_rewriter, git_repo, repo_state  # noqa: E402
+from tests.helpers.abfakes import FAKE_FIXES, NOOPS, FakeRunner, git_repo, repo_state, apply_with_fakes  # noqa: E402
 
 from gpuperf_rewrite.validate import gitops  # noqa: E402
 from gpuperf_rewrite.validate import plan as planning  # noqa: E402
 from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
-from gpuperf_rewrite.validate.apply import ApplyOptions, run_apply  # noqa: E402
 from gpuperf_rewrite.validate.search import OutOfBudget, choose  # noqa: E402
 
 SCRIPT = "# fake: speed=100 noise=0.01\nprint('train')\n"
@@ -46,11 +45,8 @@ class DeviceRunner(FakeRunner):
 
 
 def _apply(path: Path, codes: tuple[str, ...], runner=None, progress=None, **kw) -> int:
-    out: list[str] = []
-    rc = run_apply(str(path), runner=runner or DeviceRunner(), rewriter=fake_rewriter(codes),
-                   config=kw.pop("config", CFG), gains_on=gains, progress=progress,
-                   echo=lambda msg="", err=False, **_: out.append(str(msg)), options=ApplyOptions(**kw))
-    _apply.output = "\n".join(out)  # type: ignore[attr-defined]
+    rc, _apply.output = apply_with_fakes(path, codes, runner=runner or DeviceRunner(), gains_on=gains,  # type: ignore[attr-defined]
+                                         progress=progress, **{"config": CFG, **kw})
     return rc
 
 

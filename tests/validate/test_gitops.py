@@ -13,21 +13,17 @@ import pytest
 pytest.importorskip("scipy")
 git = pytest.importorskip("git")
 
-from tests.helpers.abfakes import FakeRunner, fake_rewriter, git_repo, repo_state  # noqa: E402
+from tests.helpers.abfakes import FakeRunner, git_repo, repo_state, apply_with_fakes  # noqa: E402
 
 from gpuperf_rewrite.validate import gitops  # noqa: E402
 from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
-from gpuperf_rewrite.validate.apply import ApplyOptions, run_apply  # noqa: E402
 
 SCRIPT = "# fake: speed=100 noise=0.01\nprint('train')\n"
 CFG = ABConfig(runs=6, max_runs=6, min_runs=4, steps=5, warmup=1, bootstrap_resamples=300)
 
 
 def _apply(path: Path, runner: FakeRunner | None = None, codes=("X1",), **kw) -> int:
-    out: list[str] = []
-    rc = run_apply(str(path), runner=runner or FakeRunner(), rewriter=fake_rewriter(codes), config=CFG,
-                   echo=lambda msg="", err=False, **_: out.append(str(msg)), options=ApplyOptions(**kw))
-    _apply.output = "\n".join(out)  # type: ignore[attr-defined]
+    rc, _apply.output = apply_with_fakes(path, codes, runner=runner, config=CFG, **kw)  # type: ignore[attr-defined]
     return rc
 
 
