@@ -382,9 +382,14 @@ class SyncInLoop(Rule):
             snippet = ctx.code_for(call)
             if len(snippet) > 40:
                 snippet = what
+            fix = accumulator_fix(ctx, ta, call)
+            # The advice fits the code: a running total can stay on the device; any other read
+            # (a value the CPU computes with, a condition) can only be made rarer or avoided.
+            advice = ("accumulate on device and read it every N steps" if fix is not None else
+                      "read it only every N steps, or keep the work that needs it on the device")
             yield Finding(
                 call,
                 f"`{snippet}` on every {ta.loop_kind(loop)} blocks the CPU until the GPU has finished all "
-                "queued work (host-device sync); accumulate on device and read it every N steps",
-                accumulator_fix(ctx, ta, call),
+                f"queued work (host-device sync); {advice}",
+                fix,
             )

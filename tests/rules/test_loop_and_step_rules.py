@@ -147,3 +147,15 @@ def test_fixtures_get_exactly_the_expected_codes_of_these_rules():
         expected = set(match.group(1).split()) if match else set()
         got = set(_codes(text))
         assert got == expected & set(MINE), f"{script.name}: got {sorted(got)}"
+
+
+def test_gp101_advice_fits_how_the_value_is_used():
+    """A running total can stay on the device ("accumulate"); a value the CPU computes with can
+    only be read less often or the work moved to the device: the message says which."""
+    head = "import torch\nmodel.cuda()\ntotal = 0.0\nfor x, y in loader:\n    loss = criterion(model(x), y)\n" \
+           "    loss.backward()\n    optimizer.step()\n"
+    total = check_source((head + "    total += loss.item()\n").encode(), "t.py", RuleSet(("GP101",)))
+    used = check_source((head + "    host = cpu_metric(loss.cpu(), y)\n").encode(), "t.py", RuleSet(("GP101",)))
+    [acc], [other] = total.diagnostics, used.diagnostics
+    assert "accumulate on device" in acc.message and acc.fix is not None
+    assert "accumulate" not in other.message and "keep the work that needs it on the device" in other.message
