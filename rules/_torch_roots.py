@@ -22,15 +22,18 @@ _ROOTS = "(?:%s)(?!\\w)" % "|".join(sorted(TORCH_IMPORT_ROOTS, key=len, reverse=
 # A root as an import statement spells it: right after ``from`` (a relative import names no root),
 # or among the names after ``import``; a whole word each time ("Ctrl" is not ``trl``, "accelerated"
 # not ``accelerate``, ``x.torch`` not an import).
-_IMPORT_OF_A_ROOT = re.compile(
-    r"(?<![\w.])(?:from(?:\s|\\)+" + _ROOTS + r"|import(?:\s|\\)(?:[^\n;#]|\\\r?\n)*?(?<![\w.])" + _ROOTS + ")")
+_FROM_A_ROOT = re.compile(r"(?<![\w.])from(?:\s|\\)+" + _ROOTS)
+_A_ROOT = re.compile(r"(?<![\w.])" + _ROOTS)
+# Where the names after an ``import`` keyword end: a statement separator, a comment, or the next
+# ``import`` (so the spans searched never overlap and the work stays linear in the text).
+_IMPORT_OR_END = re.compile(r"(?<![\w.])import(?!\w)|[;#]")
 
 
 def may_import_torch(text: str) -> bool:
     """Can ``text`` import torch or a torch framework? One C-speed scan for the ``import`` keyword,
     then each logical line that holds it (backslash continuations included) is searched for an
-    import of a root. It may say yes for a file that does not (an import in a string or a
-    comment): that file is parsed and the rules' own gate decides."""
+    import of a root, in time linear in the line. It may say yes for a file that does not (an
+    import in a string or a comment): that file is parsed and the rules' own gate decides."""
     find, rfind = text.find, text.rfind
     at = find("import")
     while at != -1:
@@ -41,10 +44,21 @@ def may_import_torch(text: str) -> bool:
         while end != -1 and _continued(text, end):  # this line continues
             end = find("\n", end + 1)
         end = len(text) if end == -1 else end
-        if _IMPORT_OF_A_ROOT.search(text, start, end):
+        if _FROM_A_ROOT.search(text, start, end) or _imports_a_root(text, start, end):
             return True
         at = find("import", end)
     return False
+
+
+def _imports_a_root(text: str, start: int, end: int) -> bool:
+    """Does a root follow an ``import`` keyword between ``start`` and ``end``, before the
+    statement, a comment or the next ``import`` begins?"""
+    names_from = None
+    for m in _IMPORT_OR_END.finditer(text, start, end):
+        if names_from is not None and _A_ROOT.search(text, names_from, m.start()):
+            return True
+        names_from = m.end() if m.group() == "import" else None
+    return names_from is not None and _A_ROOT.search(text, names_from, end) is not None
 
 
 def _continued(text: str, newline: int) -> bool:
