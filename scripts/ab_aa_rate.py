@@ -160,7 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
-    o = p.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    script_args = argv[argv.index("--") + 1:] if "--" in argv else []  # the script's own options
+    o = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    o.args = [*o.args, *script_args]
     np.seterr(all="ignore")
     if o.mode == "real" and not o.script:
         p.error("real needs SCRIPT")
