@@ -103,3 +103,16 @@ def test_every_benchmark_fixture_gets_a_rewrite_that_parses(name):
     fixed, applied = gains.rewrite(path.read_bytes(), str(path))
     assert applied and fixed != path.read_bytes()
     compile(fixed, str(path), "exec")
+
+
+def test_ab_aa_rate_passes_options_after_the_separator_to_the_script(monkeypatch):
+    """`real SCRIPT --trials N -- --size small`: the options after `--` are the script's own
+    (argparse alone refused them), the ones before are the tool's."""
+    spec = importlib.util.spec_from_file_location("ab_aa_rate", ROOT / "scripts" / "ab_aa_rate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    seen = {}
+    monkeypatch.setitem(module.main.__globals__, "cmd_real", lambda o: seen.update(vars(o)))
+    assert module.main(["real", "train.py", "--trials", "3", "--", "--size", "small", "--device", "cpu"]) == 0
+    assert seen["script"] == "train.py" and seen["trials"] == 3
+    assert seen["args"] == ["--size", "small", "--device", "cpu"]
