@@ -25,7 +25,8 @@ WATCH_ENV = "GPUPERF_WATCH_PID"
 POLL_S = 0.5
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Is ``pid`` a process (ours to signal or not)? A zombie still counts: it has a pid."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -53,7 +54,7 @@ def _wait_any(pids: list[int]) -> None:
         while not poller.poll():
             pass
         return
-    while all(_alive(p) for p in pids):
+    while all(pid_alive(p) for p in pids):
         time.sleep(POLL_S)
 
 

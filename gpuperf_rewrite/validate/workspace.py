@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from gpuperf_rewrite.runtime.parentwatch import pid_alive
+
 Runner = Callable[..., Mapping[str, Any]]
 
 MAX_ENTRIES = 5000  # entries per mirror, beyond the directories a run must see as real ones
@@ -80,12 +82,8 @@ def _owner_alive(token: str) -> bool:
         here = "-"
     if ns not in ("-", here):
         return True  # made in another pid namespace (a container sharing /tmp): cannot tell
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_alive(pid):
         return False
-    except PermissionError:
-        return True
     return start in ("-", _process_token(pid).split(":")[2])
 
 

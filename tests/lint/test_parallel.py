@@ -15,6 +15,7 @@ import pytest
 from gpuperf_rewrite.lint import parallel
 from gpuperf_rewrite.lint.engine import RuleSet
 from tests.helpers.paths import ROOT
+from tests.helpers.processes import running
 
 
 
@@ -81,15 +82,6 @@ def _children(pid: int) -> set[int]:
     return out
 
 
-def _alive(pid: int) -> bool:
-    """Running (a zombie waiting to be reaped by its new parent counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the workers")
 def test_workers_die_when_the_parent_is_killed(tmp_path):
@@ -110,9 +102,9 @@ def test_workers_die_when_the_parent_is_killed(tmp_path):
         os.kill(proc.pid, signal.SIGKILL)  # the parent alone: no Ctrl-C to the group, no cleanup
         proc.wait(timeout=30)
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and any(_alive(w) for w in workers):
+        while time.monotonic() < deadline and any(running(w) for w in workers):
             time.sleep(0.05)
-        left = [w for w in workers if _alive(w)]
+        left = [w for w in workers if running(w)]
         assert not left, f"workers {left} outlived their parent"
     finally:
         try:  # never leave our own processes behind, whatever the outcome
@@ -142,11 +134,11 @@ def test_parent_pid_watch_fallback_ends_an_orphan():
     child = int(out.stdout.strip())
     try:
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and _alive(child):
+        while time.monotonic() < deadline and running(child):
             time.sleep(0.05)
-        assert not _alive(child), "the orphan kept running"
+        assert not running(child), "the orphan kept running"
     finally:
-        if _alive(child):
+        if running(child):
             os.kill(child, signal.SIGKILL)
 
 

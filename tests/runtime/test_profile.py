@@ -13,6 +13,7 @@ import torch
 
 from gpuperf_rewrite.validate import profiling
 from gpuperf_rewrite.validate.profiling import run_profile
+from tests.helpers.processes import running
 
 
 CONTRACT_KEYS = {
@@ -27,26 +28,11 @@ FINGERPRINT_KEYS = {"device", "device_name", "torch", "cuda", "python", "cpu_cou
 Make = Callable[..., Path]
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie is dead for our purposes (it only waits to be reaped by its parent).
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 def dies_soon(pid: int, within_s: float = 5.0) -> bool:
     """SIGKILL to a process group returns before every member is gone: on a loaded machine a
     killed grandchild can take a moment to die. A leftover that is never killed still fails."""
     deadline = time.monotonic() + within_s
-    while pid_alive(pid):
+    while running(pid):
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)
