@@ -38,7 +38,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu_proof_stages as st  # noqa: E402  (a sibling file: scripts/ is not a package)
@@ -63,7 +63,7 @@ SIZES: dict[str, dict[str, Any]] = {
 EXPECTED_S = {"env": 30, "apply_over_budget": 90, "shim": 150, "ncu": 450}
 
 
-def log_to(path: Path):
+def log_to(path: Path) -> Callable[[str], None]:
     def log(message: str) -> None:
         line = f"[{time.strftime('%H:%M:%S')}] {message}"
         print(line, file=sys.stderr, flush=True)
@@ -99,7 +99,7 @@ def plan_stages(args: argparse.Namespace) -> list[str]:
     return stages + ([] if args.no_ncu else ["ncu"])
 
 
-def run_stage(stage: str, out: Path, args: argparse.Namespace, log: Any) -> None:
+def run_stage(stage: str, out: Path, args: argparse.Namespace, log: Callable[[str], None]) -> None:
     kind, _, name = stage.partition(":")
     cfg = {**SIZES[args.size], **({"budget": args.budget} if args.budget else {})}
     script_args = ["--size", args.size, "--device", args.device]
