@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         expected = budget + EXPECTED_S["apply_over_budget"] if kind in ("fixture", "harmful") else EXPECTED_S[kind]
         if args.time_limit is not None and time.monotonic() - start + expected > args.time_limit:
             log(f"{stage}: not started (expected ~{expected:.0f} s, past --time-limit); run again to resume")
-            break
+            continue  # a shorter stage further on may still fit
         log(f"{stage}: running")
         t0 = time.monotonic()
         try:
