@@ -137,7 +137,9 @@ def fixture_row(name: str, rep: dict[str, Any]) -> dict[str, Any]:
             "status": status, "rules_tried": list(rep.get("rules_tried") or []),
             "dropped": rep.get("dropped") or {}, "not_tried": rep.get("not_tried") or {},
             "needs_gpu": list(rep.get("needs_gpu") or []), "abs": len(rep.get("attempts") or []),
-            "wall_s": rep.get("wall_s"), "error": rep.get("error")}
+            "wall_s": rep.get("wall_s"), "error": rep.get("error"),
+            # the last A/B's numbers also when they decided nothing (a search the budget stopped)
+            "last_ab": {k: val.get(k) for k in ("verdict", "speedup", "ci95", "reason")} if val else None}
 
 
 def geomean(rows: list[dict[str, Any]]) -> tuple[float | None, list[str], dict[str, str]]:

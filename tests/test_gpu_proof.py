@@ -98,7 +98,10 @@ def test_geomean_counts_kept_rewrites_and_unchanged_scripts_and_leaves_out_the_u
     assert rows[0]["speedup"] == 4.0 and rows[0]["ci95"] == [3.6, 4.4] and rows[0]["verdict"] == "faster"
     assert rows[0]["rules_kept"] == ["GP201"] and rows[0]["needs_gpu_before"] == ["GP301"]
     assert rows[1]["verdict"] == "slower" and rows[1]["rules_kept"] == []
-    assert rows[2]["verdict"] == "needs_gpu" and rows[2]["speedup"] is None
+    assert rows[2]["verdict"] == "needs_gpu" and rows[2]["speedup"] is None and rows[2]["last_ab"] is None
+    stopped = gp.fixture_row("e", {**_report("rejected", 1.01), "status": "budget_exhausted"})
+    assert stopped["verdict"] == "budget_exhausted" and stopped["speedup"] is None  # decided nothing
+    assert stopped["last_ab"]["speedup"] == 1.01 and stopped["last_ab"]["verdict"] == "slower"
     geo, over, excluded = gp.geomean(rows)
     assert geo == 2.0  # sqrt(4.0 x 1.0): the rejected script is delivered unchanged
     assert over == ["a", "b"] and excluded == {"c": "needs_gpu", "d": "budget_exhausted"}
