@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,30 @@ def test_make_gpu_wheels_fetches_py312_manylinux_wheels_and_builds_the_project()
         assert part in line, part
     run = subprocess.run(["make", "-n", "gpu-proof"], capture_output=True, text=True, cwd=ROOT).stdout
     assert "bash scripts/gpu_proof.sh --out bench-results/gpu-proof" in run
+
+
+def test_ncu_stage_profiles_the_fixture_before_and_after_its_rewrite(tmp_path, monkeypatch):
+    """The stage's own plumbing with a stand-in ncu on PATH (the real one needs a GPU): the
+    original and the rewritten fixture each profiled once, the CSV read into top kernels."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gpu_proof_stages as st
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    calls = tmp_path / "calls.txt"
+    fake = tmp_path / "bin" / "ncu"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\ncat <<'CSV'\n{NCU_CSV}CSV\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    res = st.ncu_top_kernels("cuda", "cnn_item_logging", "full", {"steps": 60, "skip": 300, "count": 300,
+                                                                   "timeout": 60}, log=lambda m: None)
+    assert res["ncu"] == str(fake) and "GP301" in res["rules_applied"]
+    for label in ("before", "after"):
+        assert res[label]["top"][0]["kernel"] == "sm90_gemm" and res[label]["kernels_profiled"] == 3
+    lines = calls.read_text().splitlines()
+    assert len(lines) == 2 and lines[0].endswith("cnn_item_logging.py --size full --device cuda --steps 60")
+    assert lines[1].endswith("cnn_item_logging__rewritten.py --size full --device cuda --steps 60")
+    assert "--launch-skip 300 --launch-count 300" in lines[0] and "--clock-control none" in lines[0]
+    assert st.ncu_top_kernels("cpu", "cnn_item_logging", "small", {}, log=lambda m: None) == {
+        "skipped": "ncu profiles CUDA kernels; this run is on the CPU"}
