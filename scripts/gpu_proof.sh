@@ -11,6 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 case "$PY" in /*) ;; */*) PY="$PWD/$PY" ;; esac  # still valid after the cd / below
+# GitPython refuses to import without a git binary unless told to be quiet; without git the proof
+# runs --apply with --no-commit (gpu_proof_stages._scratch_repo).
+export GIT_PYTHON_REFRESH="${GIT_PYTHON_REFRESH:-quiet}"
 NEEDS="import gpuperf_rewrite.validate.apply, gpuperf_rewrite.runtime, libcst, git, scipy, torch"
 
 # From /: in the repository root the source folder gpuperf_rewrite/ (without runtime/ and rules/)

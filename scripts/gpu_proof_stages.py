@@ -65,11 +65,11 @@ def _scratch_repo(tmp: Path, script: Path, with_siblings: bool) -> tuple[Path, b
     else:
         work.mkdir()
         shutil.copy(script, work / script.name)
+    if shutil.which("git") is None:
+        return work / script.name, False
     try:
         import git  # noqa: F401  (GitPython: what --apply commits with)
     except ImportError:
-        return work / script.name, False
-    if shutil.which("git") is None:
         return work / script.name, False
     for args in (["init", "-q"], ["config", "user.name", "gpu-proof"], ["config", "user.email", "gpu-proof@example.invalid"],
                  ["config", "commit.gpgsign", "false"], ["add", "-A"], ["commit", "-q", "-m", "fixtures"]):
