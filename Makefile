@@ -8,7 +8,7 @@ TORCH  := torch==2.13.0
 PYTEST_ARGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: demo test lint docs bench-lint bench-lint-mixed bench clean
+.PHONY: demo test lint docs bench-lint bench-lint-mixed bench gpu-proof gpu-wheels clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,18 @@ bench-lint-mixed: $(VENV)/.bench $(TORCHFIX_VENV)/bin/torchfix
 #   make bench BENCH_ARGS="--size full --device cuda"
 bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/rewrite_gains.py $(BENCH_ARGS)
+
+# The proof on a CUDA machine (issue 23, docs/benchmarks.md "GPU proof"): resumable stages into
+# GPU_PROOF_OUT; a machine without the project installs it from .whl/ (no network).
+GPU_PROOF_OUT ?= bench-results/gpu-proof
+GPU_PROOF_ARGS ?=
+gpu-proof:
+	PYTHON="$(or $(GPU_PYTHON),python3)" bash scripts/gpu_proof.sh --out $(GPU_PROOF_OUT) $(GPU_PROOF_ARGS)
+
+# Wheels for a Python 3.12 manylinux GPU machine that has torch, scipy, click and pyyaml but no
+# index: libcst, GitPython (+ gitdb, smmap) and the project itself, built from this working tree.
+gpu-wheels:
+	rm -f .whl/gpuperf_rewrite-*.whl .whl/libcst-*.whl .whl/gitpython-*.whl .whl/gitdb-*.whl .whl/smmap-*.whl && $(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl libcst gitpython gitdb smmap && $(PYTHON) -m pip wheel -q --no-deps . -w .whl
 
 clean:
 	rm -rf $(VENV) $(TORCHFIX_VENV) build *.egg-info .pytest_cache

@@ -5,7 +5,7 @@ The script times its own steps (perf_counter over the steps after its warmup) an
 difference is the shim (hooks on optimizer.step, backward, DataLoader.__next__). Runs are
 interleaved (plain, shim, shim, plain, ...) so machine-load drift hits both arms alike.
 
-    python benchmarks/shim_overhead.py [--runs 7] [--steps 300] [--size medium]
+    python benchmarks/shim_overhead.py [--runs 7] [--steps 300] [--size medium] [--device cuda]
 
 Prints per-run numbers, the median steps/s of each arm and the ratio shim/plain
 (overhead = 1 - ratio). ``--size tiny`` is the worst case: sub-millisecond steps.
@@ -38,23 +38,28 @@ import os, sys, time
 import torch, torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 steps, warmup, width, batch = (int(os.environ[k]) for k in ("B_STEPS", "B_WARMUP", "B_WIDTH", "B_BATCH"))
+device = torch.device(os.environ.get("B_DEVICE", "cpu"))
+sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(256, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10))
+model = nn.Sequential(nn.Linear(256, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)).to(device)
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 data = TensorDataset(torch.randn(batch * 64, 256), torch.randint(0, 10, (batch * 64,)))
 loader = DataLoader(data, batch_size=batch, shuffle=True)
 done, t0, c0 = 0, None, None
 while done < steps:
     for x, y in loader:
+        x, y = x.to(device), y.to(device)
         loss = nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
         done += 1
         if done == warmup:
+            sync()
             t0, c0 = time.perf_counter(), time.process_time()
         if done >= steps:
             break
+sync()
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 print(f"BENCH steps_per_s={(steps - warmup) / wall:.6f} cpu_steps_per_s={(steps - warmup) / cpu:.6f}")
 '''
@@ -255,39 +260,30 @@ def print_costs() -> None:
           f"{(b - a) / 0.02 / 1e3:.2f} ms")
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runs", type=int, default=7, help="runs per arm (interleaved)")
-    p.add_argument("--steps", type=int, default=300, help="steps per run, warmup included")
-    p.add_argument("--warmup", type=int, default=30)
-    p.add_argument("--size", choices=sorted(SIZES), default="medium")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (1 = least noise)")
-    p.add_argument("--costs-only", action="store_true", help="only the in-process per-step costs")
-    ns = p.parse_args()
-    if ns.costs_only:
-        print_costs()
-        return
-
+def end_to_end(runs: int, steps: int, warmup: int, size: str, threads: int = 1, device: str = "cpu",
+               log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The workload run ``runs`` times per arm, plain and under the shim, interleaved; the medians
+    of both arms (wall-clock and CPU-time steps/s) and the overhead (1 - shim/plain)."""
     from gpuperf_rewrite.validate.profiling import _stage_runtime  # the same staged package profile uses
 
-    width, batch = SIZES[ns.size]
+    width, batch = SIZES[size]
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         script = tmp / "workload.py"
         script.write_text(WORKLOAD)
         stage = _stage_runtime(tmp / "stage")
-        env = {**os.environ, "B_STEPS": str(ns.steps), "B_WARMUP": str(ns.warmup), "B_WIDTH": str(width),
-               "B_BATCH": str(batch), "OMP_NUM_THREADS": str(ns.threads), "PYTHONHASHSEED": "0",
-               "PYTHONPATH": str(stage)}
+        env = {**os.environ, "B_STEPS": str(steps), "B_WARMUP": str(warmup), "B_WIDTH": str(width),
+               "B_BATCH": str(batch), "B_DEVICE": device, "OMP_NUM_THREADS": str(threads),
+               "PYTHONHASHSEED": "0", "PYTHONPATH": str(stage)}
         plain_cmd = [sys.executable, str(script)]
         # Limit above the script's own length: the script ends by itself in both arms.
         shim_cmd = [sys.executable, "-m", "gpuperf_rewrite.runtime", "--out", str(tmp / "out.json"),
-                    "--steps", str(ns.steps + 10), "--warmup", str(ns.warmup), str(script)]
+                    "--steps", str(steps + 10), "--warmup", str(warmup), str(script)]
         plain: list[tuple[float, float]] = []
         shim: list[tuple[float, float]] = []
-        print(f"workload: MLP width {width}, batch {batch}, {ns.steps} steps ({ns.warmup} warmup), "
-              f"{ns.threads} torch thread(s), {ns.runs} interleaved runs per arm")
-        for i in range(ns.runs):
+        log(f"workload: MLP width {width}, batch {batch} on {device}, {steps} steps ({warmup} warmup), "
+            f"{threads} torch thread(s), {runs} interleaved runs per arm")
+        for i in range(runs):
             # Alternate which arm goes first, so a drift in machine load favours neither.
             if i % 2 == 0:
                 plain.append(run_once(plain_cmd, env))
@@ -295,17 +291,37 @@ def main() -> None:
             else:
                 shim.append(run_once(shim_cmd, env))
                 plain.append(run_once(plain_cmd, env))
-            print(f"  run {i + 1}: plain {plain[-1][0]:9.2f} steps/s (cpu {plain[-1][1]:9.2f})"
-                  f"   shim {shim[-1][0]:9.2f} steps/s (cpu {shim[-1][1]:9.2f})")
-        # Wall clock is the issue's measure; CPU time is also printed because on a shared,
-        # loaded machine it is far less noisy (time spent descheduled is not counted).
-        for k, label in ((0, "wall-clock"), (1, "CPU-time")):
-            mp = statistics.median(r[k] for r in plain)
-            ms = statistics.median(r[k] for r in shim)
-            ratio = ms / mp
-            print(f"{label:10s} median steps/s: plain {mp:.2f}, shim {ms:.2f}; "
-                  f"ratio shim/plain {ratio:.4f} -> overhead {100 * (1 - ratio):+.2f}%"
-                  f" (plain step {1e3 / mp:.3f} ms)")
+            log(f"  run {i + 1}: plain {plain[-1][0]:9.2f} steps/s (cpu {plain[-1][1]:9.2f})"
+                f"   shim {shim[-1][0]:9.2f} steps/s (cpu {shim[-1][1]:9.2f})")
+    out: dict[str, Any] = {"workload": {"model": "MLP", "width": width, "batch": batch, "device": device,
+                                        "steps": steps, "warmup": warmup, "threads": threads, "runs": runs},
+                           "plain": [r[0] for r in plain], "shim": [r[0] for r in shim]}
+    # Wall clock is the issue's measure; CPU time is also printed because on a shared,
+    # loaded machine it is far less noisy (time spent descheduled is not counted).
+    for k, label in ((0, "wall-clock"), (1, "CPU-time")):
+        mp = statistics.median(r[k] for r in plain)
+        ms = statistics.median(r[k] for r in shim)
+        ratio = ms / mp
+        out[label] = {"plain_steps_per_s": mp, "shim_steps_per_s": ms, "ratio": ratio,
+                      "overhead_pct": 100 * (1 - ratio), "plain_step_ms": 1e3 / mp}
+        log(f"{label:10s} median steps/s: plain {mp:.2f}, shim {ms:.2f}; "
+            f"ratio shim/plain {ratio:.4f} -> overhead {100 * (1 - ratio):+.2f}%"
+            f" (plain step {1e3 / mp:.3f} ms)")
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", type=int, default=7, help="runs per arm (interleaved)")
+    p.add_argument("--steps", type=int, default=300, help="steps per run, warmup included")
+    p.add_argument("--warmup", type=int, default=30)
+    p.add_argument("--size", choices=sorted(SIZES), default="medium")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (1 = least noise)")
+    p.add_argument("--device", default="cpu", help="torch device of the workload (cpu, cuda)")
+    p.add_argument("--costs-only", action="store_true", help="only the in-process per-step costs")
+    ns = p.parse_args()
+    if not ns.costs_only:
+        end_to_end(ns.runs, ns.steps, ns.warmup, ns.size, ns.threads, ns.device)
     print_costs()
 
 
