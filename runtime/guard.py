@@ -61,12 +61,19 @@ class Guard:
         self._busy = threading.local()
 
     # -- decisions --------------------------------------------------------------------------
-    def _protected(self, real: str) -> bool:
+    def _protected(self, real: str, strict: bool = True) -> bool:
+        """Is ``real`` the user's? Not strict (a path the script spelled outside the mirror):
+        files inside dot-directories other than .git are not, like ``~/.cache`` when the
+        checkout is a home directory (the tool never compares dot-entries either)."""
         if any(_inside(real, a) for a in self.allow):
             return False
         if "__pycache__" in real.split(os.sep):  # bytecode and numba caches: never compared
             return False
-        return any(_inside(real, p) for p in self.protect)
+        for p in self.protect:
+            if _inside(real, p):
+                inner = real[len(p):].strip(os.sep).split(os.sep)[:-1]
+                return strict or not any(d.startswith(".") and d != ".git" for d in inner)
+        return False
 
     def check(self, event: str, path: Any, *, content: bool, entry: bool = False, dir_fd: Any = None) -> None:
         """Let the operation ``event`` on ``path`` go on (after a private copy when needed) or raise."""
@@ -80,11 +87,14 @@ class Guard:
                 return  # cannot tell where (not Linux); the operation that opened dir_fd was checked
         ap = os.path.abspath(p)
         judged = os.path.dirname(ap) if entry else ap
-        if not self._protected(os.path.realpath(judged)):
+        root = next((r for r in self.roots if _inside(ap, r)), None)  # spelled inside the mirror
+        if not self._protected(os.path.realpath(judged), strict=root is not None):
             return
-        root = next((r for r in self.roots if _inside(ap, r)), None)
         if root is not None and ".." not in p.split(os.sep):
-            self._privatize(root, ap, content=content, entry=entry)
+            try:
+                self._privatize(root, ap, content=content, entry=entry)
+            except OSError:
+                pass  # no private copy (disk full?): refused below, never written through the link
             if not self._protected(os.path.realpath(judged)):
                 return
         self._refuse(event, p, os.path.realpath(ap))
@@ -130,6 +140,8 @@ class Guard:
         self._busy.on = True
         try:
             self._audit(event, args)
+        except (TypeError, ValueError, IndexError):
+            pass  # arguments of an unexpected shape: not a path we can judge (compared after the run)
         finally:
             self._busy.on = False
 
