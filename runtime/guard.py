@@ -133,7 +133,7 @@ class Guard:
 
     # -- the hook -----------------------------------------------------------------------------
     def audit(self, event: str, args: tuple[Any, ...]) -> None:
-        if not self.active or (event not in _TARGET and event not in _ENTRY):
+        if not self.active:
             return
         if getattr(self._busy, "on", False):
             return  # our own copies and renames
@@ -203,7 +203,13 @@ def install_from_env(torch: Any = None, *, allow: Iterable[str] = (),
         return None
     cfg = json.loads(raw)
     guard = Guard(cfg["scratch"], cfg.get("protect", ()), cfg.get("log"), allow)
-    sys.addaudithook(guard.audit)  # cannot be removed: made inert by the undo
+    events = frozenset(_TARGET) | frozenset(_ENTRY)
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:  # runs for every audit event: keep it cheap
+        if event in events:
+            guard.audit(event, args)
+
+    sys.addaudithook(hook)  # cannot be removed: made inert by the undo
     undo: list[Callable[[], None]] = []
     if torch is not None:
         for owner, name in ((torch, "save"), (getattr(torch, "serialization", None), "save"),
