@@ -15,7 +15,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import amp, compilation, ddp, diagnosis, fingerprint, memory, nvml, schema
+from . import amp, compilation, ddp, diagnosis, fingerprint, guard, memory, nvml, schema
 from .dataloader import DataWait
 from .dataloader import install as install_dataloader
 from .hooks import (
@@ -268,6 +268,9 @@ def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed
             raise Terminated()
 
     signal.signal(signal.SIGTERM, on_sigterm)
+    # Writes that would change the user's files are refused (or get a private copy) from here on;
+    # the shim's own result and trace go where the tool asked.
+    guarded = guard.install_from_env(torch, allow=[os.path.dirname(out), trace_dir or ""])
     undo = [
         install_optimizer_hooks(torch, session.on_step, session.check_stop),
         install_backward_hooks(torch, session.loss),
@@ -275,6 +278,8 @@ def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed
         session.reads.install(torch),
         amp.install(torch, session.amp),
     ]
+    if guarded is not None:
+        undo.append(guarded)
     if world_size > 1:  # all-reduce timing: only a launched world has more than one process
         undo.append(ddp.install(torch, session.comm))
     if os.environ.get(amp.FP32_ENV) == "1":  # the fp32 reference run of --precision-check

@@ -52,7 +52,10 @@ def profile(ctx: click.Context, script: Path, steps: int, warmup: int, timeout: 
             probe_time: float, probe_max_batch: int, script_args: tuple[str, ...]) -> None:
     """Measure SCRIPT's training steps: throughput, where the time goes, what to fix first.
 
-    Arguments after `--` are passed to the script unchanged.
+    Arguments after `--` are passed to the script unchanged. SCRIPT runs where it is, as
+    `python SCRIPT` would: what it writes (checkpoints, logs) lands in your files, as its own
+    doing. (`ab`, `--apply`, `baseline` and `regress` run it in a scratch copy of the checkout
+    instead, where no write of the script reaches your files.)
     """
     if nproc_per_node > 1 and launcher is None:
         raise click.UsageError("--nproc-per-node needs --launcher torchrun")

@@ -14,6 +14,7 @@ alpha, is :mod:`gpuperf_rewrite.validate.search`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from dataclasses import dataclass, replace
@@ -97,10 +98,15 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
     """The --apply pipeline; returns the exit code (0 applied, 1 nothing passed, 2 error/refused)."""
     from gpuperf_rewrite.lint.sourceio import unified_diff
 
+    from gpuperf_rewrite.validate.checkout import CheckoutRefused, apply_lock, script_target
+
     cfg = config or ABConfig()
-    target = Path(path)
-    if not target.is_file():
+    if not Path(path).is_file():
         raise ApplyError(f"{path}: not a file (--apply takes one training script)")
+    try:
+        target = script_target(path)  # a symbolic link: its target, if git and the write agree on it
+    except CheckoutRefused as exc:
+        raise ApplyError(str(exc)) from None
     original = target.read_bytes()
     json_out = options.json_out
     rewrite = rewriter or _engine_rewriter_for(target, settings, options, echo)
@@ -126,7 +132,15 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
     from gpuperf_rewrite.validate import abtest
     from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
 
-    with Workspace(prefix="gpuperf-apply-") as ws:  # every run in a scratch mirror of the checkout
+    with contextlib.ExitStack() as stack:
+        try:
+            if repo is not None:
+                stack.enter_context(apply_lock(repo))  # one --apply per repository at a time
+        except CheckoutRefused as exc:
+            echo(f"refused: {exc}", err=True)
+            return 2
+        ws = stack.enter_context(Workspace(prefix="gpuperf-apply-",  # every run in a scratch mirror
+                                           warn=lambda m: echo(f"warning: {m}", err=True)))
         try:
             ctx = _Context(target, rel, original, codes, rewrite, cfg, tuple(script_args),
                            ws.runner(runner or abtest.default_runner()), progress, repo, head, options, echo,

@@ -12,11 +12,15 @@ Every run gets a fresh *mirror*: a temporary directory tree laid out like the sc
   own place, so ``Path(__file__).with_name(...)``, ``open("data/x.csv")`` and sibling imports
   resolve as they would in the checkout.
 
-After each run the originals behind the mirror are compared with a snapshot taken before the
-first run; a difference stops the validation (:class:`WorkspaceError`) naming the paths, because
-it means the script wrote into the checkout (through a symlink or an absolute path) or something
-else changed it while we were measuring. The run directory is deleted after each run, so no
-run sees what an earlier one left behind (a checkpoint to resume from, say).
+Inside the run, the shim's guard (``runtime/guard.py``) sees the script's writes before they
+happen: one through a mirror symlink gets a private copy first, one that would still land in the
+user's files (an absolute path into the checkout) is refused and logged, and the validation stops
+(:class:`WorkspaceError`) naming the path. After each run the originals are also compared with a
+snapshot taken before the first run, for what the guard cannot see: a change to an original the
+run reaches only through a mirror symlink stops the validation too; any other change (an editor
+saving README.md) was not the script's doing and is a warning naming the file. The tool's own
+output (``> apply.log``, ``| tee apply.log``) never counts. The run directory is deleted after
+each run, so no run sees what an earlier one left behind (a checkpoint to resume from, say).
 
 This module imports nothing else of the package: ``profiling`` uses its helpers.
 """
@@ -24,16 +28,20 @@ This module imports nothing else of the package: ``profiling`` uses its helpers.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import stat
+import sys
 import tempfile
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from gpuperf_rewrite.runtime.guard import GUARD_ENV
 from gpuperf_rewrite.runtime.parentwatch import pid_alive
+from gpuperf_rewrite.validate.ownoutput import own_output_files
 
 Runner = Callable[..., Mapping[str, Any]]
 
@@ -160,12 +168,28 @@ def _inside(path: Path, base: Path) -> bool:
     return path == base or base in path.parents
 
 
-def _stamp(path: str) -> tuple[int, int] | None:
+def _visible(name: str) -> bool:
+    return not (name.startswith(".") or name == "__pycache__")
+
+
+def _stamp(path: str) -> Any:
+    """A file's size and mtime; a directory's entries (dot-entries such as an editor's swap file
+    excepted, so not its mtime); None when it is gone."""
+    try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            return frozenset(n for n in os.listdir(path) if _visible(n))
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
+
+
+def _identity(path: str) -> tuple[int, int] | None:
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return (st.st_size, st.st_mtime_ns) if not stat.S_ISDIR(st.st_mode) else (-1, st.st_mtime_ns)
+    return (st.st_dev, st.st_ino)
 
 
 @dataclass
@@ -176,7 +200,8 @@ class Mirror:
     base: Path  # the mirrored directory
     cwd: Path  # where runs start (inside base)
     entries: list[_Entry] = field(default_factory=list)
-    snapshot: dict[str, tuple[int, int] | None] = field(default_factory=dict)
+    snapshot: dict[str, Any] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)  # snapshot path -> how the mirror holds it
 
     @classmethod
     def plan(cls, script: Path, cwd: Path) -> "Mirror":
@@ -199,6 +224,7 @@ class Mirror:
                 children = []
             if not rel:
                 self.snapshot[str(src)] = _stamp(str(src))
+                self.kinds[str(src)] = "dir"
             else:
                 if src not in must and used + len(children) > MAX_ENTRIES:
                     self._add(rel, src, "link")
@@ -229,6 +255,7 @@ class Mirror:
         parts = Path(rel).parts
         if not any(p in UNCHECKED or p.startswith(".") for p in parts):
             self.snapshot[str(src)] = _stamp(str(src))
+            self.kinds[str(src)] = kind
 
     def materialize(self, dest: Path, source: bytes) -> tuple[Path, Path]:
         """Lay the mirror out under ``dest`` with ``source`` as the script; (script, cwd) there."""
@@ -253,9 +280,47 @@ class Mirror:
             os.chmod(script, stat.S_IMODE(os.stat(self.script).st_mode))
         return script, dest / self.cwd.relative_to(self.base)
 
-    def changed(self) -> list[str]:
-        """Originals that differ from the snapshot (size, mtime; a directory's entries)."""
-        return sorted(src for src, before in self.snapshot.items() if _stamp(src) != before)
+    def changed(self, ignore: frozenset[tuple[int, int]] = frozenset()) -> list[str]:
+        """Originals that differ from the snapshot (size, mtime; a directory's entries), except
+        the files ``ignore`` names by (device, inode): the tool's own output."""
+        return sorted(src for src, before in self.snapshot.items()
+                      if _stamp(src) != before and _identity(src) not in ignore)
+
+    def accept(self, srcs: list[str]) -> None:
+        """Take the current state of ``srcs`` as the new reference (each change is reported once)."""
+        for src in srcs:
+            self.snapshot[src] = _stamp(src)
+
+    def protected(self) -> list[str]:
+        """What the guard in a run must not let the script change: the mirrored tree, and where
+        its symlinks lead (a link in the checkout to a dataset elsewhere)."""
+        base = os.path.realpath(self.base)
+        out = [base]
+        for e in self.entries:
+            if e.kind == "link":
+                real = os.path.realpath(e.src)
+                if not _inside(Path(real), Path(base)) and real not in out:
+                    out.append(real)
+        return out
+
+
+def _shown(paths: list[str]) -> str:
+    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+def _refused(log: Path) -> list[str]:
+    """The paths the run's guard refused to let the script write (runtime/guard.py)."""
+    try:
+        lines = log.read_text().splitlines()
+    except OSError:
+        return []
+    out: list[str] = []
+    for line in lines:
+        with contextlib.suppress(ValueError, TypeError, KeyError):
+            real = str(json.loads(line)["real"])
+            if real not in out:
+                out.append(real)
+    return out
 
 
 def _chain(path: Path, base: Path) -> list[Path]:
@@ -277,12 +342,15 @@ class Workspace:
     bytes in a mirror of its own directory.
     """
 
-    def __init__(self, *, prefix: str = "gpuperf-run-", cwd: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, *, prefix: str = "gpuperf-run-", cwd: str | os.PathLike[str] | None = None,
+                 warn: Callable[[str], None] | None = None) -> None:
         self.cwd = Path(cwd if cwd is not None else os.getcwd()).resolve()
         self.root = make_scratch(prefix)
         self._stash: dict[str, Path] = {}  # stashed copy -> the original it stands in for
         self._mirrors: dict[Path, Mirror] = {}
         self._count = 0
+        self._warn = warn or (lambda m: print(f"warning: {m}", file=sys.stderr, flush=True))
+        self._own: frozenset[tuple[int, int]] | None = None  # the tool's own output files
 
     def add(self, original: str | os.PathLike[str], source: bytes | None = None) -> Path:
         orig = Path(original).resolve()
@@ -307,25 +375,47 @@ class Workspace:
             mirror = self.mirror(orig)
             self._count += 1
             dest = self.root / "runs" / str(self._count)
+            log = self.root / "guard" / f"{self._count}.jsonl"
+            log.parent.mkdir(exist_ok=True)
             copy, cwd = mirror.materialize(dest, given.read_bytes())
             env = dict(kw.get("env") or os.environ)
             env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written through a symlink either
+            env[GUARD_ENV] = json.dumps({"scratch": str(dest), "protect": mirror.protected(), "log": str(log)})
             try:
                 doc = base(str(copy), args, **{**kw, "cwd": str(cwd), "env": env})
             finally:
                 _rmtree(dest)
-            changed = mirror.changed()
-            if changed:
-                shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
-                raise WorkspaceError(
-                    f"files in your checkout changed during a run of {orig.name}: {shown}. Either the "
-                    f"script wrote there (through an absolute path, or into a file or directory too "
-                    f"big to copy into the scratch mirror) or something else changed them meanwhile; "
-                    f"the measurement cannot be trusted and nothing was written or committed. See "
-                    f"docs/validation.md (What a run may touch).")
+            self._check(orig, mirror, _refused(log))
             return doc
 
         return run
+
+    def _check(self, orig: Path, mirror: Mirror, refused: list[str]) -> None:
+        """After a run: the script's refused writes and the originals' changes (module docstring)."""
+        if refused:
+            raise WorkspaceError(
+                f"{orig.name} tried to write outside its scratch copy of your checkout: {_shown(refused)}. "
+                f"The write was refused before it happened (your files are unchanged); the run "
+                f"ended there, so nothing was measured, written or committed. Make the script "
+                f"write relative to its directory or working directory (the scratch copy), or to a "
+                f"place outside the checkout. See docs/validation.md (What a run may touch).")
+        if self._own is None:
+            self._own = own_output_files()
+        changed = mirror.changed(self._own)
+        linked = [c for c in changed if mirror.kinds.get(c) == "link"]
+        if linked:
+            raise WorkspaceError(
+                f"{_shown(linked)} changed during a run of {orig.name}. The run reaches "
+                f"{'it' if len(linked) == 1 else 'them'} only through a link of the scratch mirror "
+                f"(too big to copy), and no write of the script's Python code went there: native "
+                f"code in the script (other than torch.save) or another program changed "
+                f"{'it' if len(linked) == 1 else 'them'}. The measurement cannot be trusted; nothing "
+                f"was written or committed. See docs/validation.md (What a run may touch).")
+        if changed:
+            self._warn(f"{_shown(changed)} changed during a run of {orig.name}, not by the script (the "
+                       f"runs see a copy); measuring goes on, but if the runs read "
+                       f"{'it' if len(changed) == 1 else 'them'}, A and B may not have seen the same.")
+            mirror.accept(changed)
 
     def cleanup(self) -> None:
         _rmtree(self.root)

@@ -40,6 +40,21 @@ def plain_runner(script, args, *, cwd=None, env=None, **kw):
     return json.loads(p.stdout)
 
 
+GUARDED = ("import os, runpy, sys\n"
+           "from gpuperf_rewrite.runtime import guard\n"
+           "guard.install_from_env()\n"
+           "sys.argv = sys.argv[1:]\n"
+           "sys.path[0] = os.path.dirname(sys.argv[0])\n"
+           "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+
+
+def guarded_runner(script, args, *, cwd=None, env=None, **kw):
+    """`python script args` with the shim's write guard installed, as the real shim does."""
+    p = subprocess.run([sys.executable, "-c", GUARDED, str(script), *args], cwd=cwd, env=env,
+                       capture_output=True, text=True, timeout=120)
+    return {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr}
+
+
 def checkout(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): (p.read_bytes() if p.is_file() else b"<dir>")
             for p in sorted(root.rglob("*")) if ".git" not in p.relative_to(root).parts}
@@ -87,7 +102,9 @@ def test_the_bytes_under_test_replace_the_script(tree) -> None:
     assert (tree / "sub" / "train.py").read_text() == SCRIPT
 
 
-def test_a_write_that_reaches_the_checkout_stops_the_measurement(tree, monkeypatch) -> None:
+def test_an_unguarded_write_through_a_mirror_link_stops_the_measurement(tree, monkeypatch) -> None:
+    """What the guard cannot see (here: no guard at all, as for native code) is still caught
+    afterwards when it changed an original the run reaches only through a mirror link."""
     monkeypatch.setattr(workspace, "COPY_FILE_MAX", 100)  # big.bin is reachable only by a symlink
     (tree / "sub" / "big.bin").write_bytes(b"\0" * 1000)
     (tree / "sub" / "train.py").write_text(
@@ -95,9 +112,116 @@ def test_a_write_that_reaches_the_checkout_stops_the_measurement(tree, monkeypat
     with Workspace() as ws, pytest.raises(WorkspaceError, match=r"big\.bin.*nothing was written"):
         ws.runner(plain_runner)(ws.add(tree / "sub" / "train.py"), [])
 
-    (tree / "sub" / "train.py").write_text(f"open({str(tree / 'abs.txt')!r}, 'w').write('x')\nprint('{{}}')\n")
-    with Workspace() as ws, pytest.raises(WorkspaceError, match="abs|repo"):
-        ws.runner(plain_runner)(ws.add(tree / "sub" / "train.py"), [])
+
+WRITES_THROUGH_LINKS = """import json, os
+from pathlib import Path
+here = Path(__file__).parent
+open(here / "big.bin", "wb").write(b"new")                 # truncating write through a link
+with open(here / "big2.bin", "ab") as fh:                   # appending one: sees the old bytes
+    fh.write(b"+")
+size2 = (here / "big2.bin").stat().st_size
+os.makedirs("dataset/cache", exist_ok=True)                 # inside a directory linked as a whole
+open("dataset/cache/x.pt", "wb").write(b"x")
+open("dataset/0.txt", "a").write("more")
+os.remove("dataset/1.txt")
+os.rename("dataset/2.txt", "dataset/2b.txt")
+os.utime(here / "big2.bin")
+print(json.dumps({"size2": size2, "big": (here / "big.bin").read_text()}))
+"""
+
+
+def test_writes_through_mirror_links_get_private_copies(tree, monkeypatch) -> None:
+    monkeypatch.setattr(workspace, "COPY_FILE_MAX", 100)  # files over the copy limit are links
+    monkeypatch.setattr(workspace, "MAX_ENTRIES", 20)  # dataset/ is past the entry budget: a link
+    (tree / "sub" / "big.bin").write_bytes(b"\0" * 1000)
+    (tree / "sub" / "big2.bin").write_bytes(b"\1" * 1000)
+    (tree / "dataset").mkdir()
+    for i in range(30):
+        (tree / "dataset" / f"{i}.txt").write_text(str(i))
+    (tree / "sub" / "train.py").write_text(WRITES_THROUGH_LINKS)
+    before = checkout(tree)
+    stamps = {p: os.stat(p).st_mtime_ns for p in (tree / "sub" / "big2.bin", tree / "dataset")}
+    with Workspace() as ws:
+        mirror = ws.mirror(tree / "sub" / "train.py")
+        kinds = {e.rel: e.kind for e in mirror.entries}
+        assert kinds["sub/big.bin"] == kinds["sub/big2.bin"] == kinds["dataset"] == "link"
+        doc = ws.runner(guarded_runner)(ws.add(tree / "sub" / "train.py"), [])
+    assert doc["rc"] == 0, doc["stderr"]
+    assert json.loads(doc["stdout"]) == {"size2": 1001, "big": "new"}  # ran as in the checkout
+    assert checkout(tree) == before  # byte for byte, and no file added or removed
+    assert stamps == {p: os.stat(p).st_mtime_ns for p in stamps}
+
+
+def test_a_write_into_the_checkout_by_absolute_path_is_refused_before_it_happens(tree) -> None:
+    ckpt = tree / "ckpt.pt"
+    ckpt.write_bytes(b"the user's checkpoint")
+    (tree / "sub" / "train.py").write_text(
+        f"try:\n    open({str(ckpt)!r}, 'wb').write(b'overwritten')\nexcept Exception:\n    pass\n"
+        f"open('after.txt', 'w').write('the script went on')\nprint('{{}}')\n")
+    warnings: list[str] = []
+    with Workspace(warn=warnings.append) as ws, \
+            pytest.raises(WorkspaceError, match=r"ckpt\.pt.*refused before it happened"):
+        ws.runner(guarded_runner)(ws.add(tree / "sub" / "train.py"), [])
+    assert ckpt.read_bytes() == b"the user's checkpoint" and not warnings
+
+    (tree / "sub" / "train.py").write_text(f"import os\nos.remove({str(ckpt)!r})\n")
+    with Workspace() as ws, pytest.raises(WorkspaceError, match=r"ckpt\.pt"):
+        ws.runner(guarded_runner)(ws.add(tree / "sub" / "train.py"), [])
+    assert ckpt.read_bytes() == b"the user's checkpoint"
+
+
+def test_a_change_the_script_did_not_make_is_a_warning_naming_the_file(tree) -> None:
+    (tree / "README.md").write_text("read me\n")
+
+    def editor_meanwhile(script, args, **kw):  # an editor saves README.md and leaves a swap file
+        (tree / "README.md").write_text("read me, edited\n")
+        (tree / ".README.md.swp").write_bytes(b"swap")
+        (tree / "sub" / ".train.py.swp").write_bytes(b"swap")
+        os.utime(tree / "existing.log", ns=(1, 1))  # `touch`
+        return plain_runner(script, args, **kw)
+
+    warnings: list[str] = []
+    with Workspace(warn=warnings.append) as ws:
+        path = ws.add(tree / "sub" / "train.py")
+        ws.runner(editor_meanwhile)(path, [])
+        ws.runner(plain_runner)(path, [])  # nothing new: nothing more to say
+    assert len(warnings) == 1, warnings
+    assert "README.md" in warnings[0] and "existing.log" in warnings[0] and "not by the script" in warnings[0]
+    assert ".swp" not in warnings[0] and str(tree) + "," not in warnings[0]
+
+
+TOOL = """import sys
+from pathlib import Path
+from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
+
+def noisy(script, args, **kw):  # the tool reports progress while the runs go on
+    for i in range(20):
+        print("progress", i, flush=True)
+        print("status", i, file=sys.stderr, flush=True)
+    return {}
+
+with Workspace() as ws:
+    run = ws.runner(noisy)
+    path = ws.add(sys.argv[1])
+    try:
+        run(path, []); run(path, [])
+    except WorkspaceError as exc:
+        print("ERROR", exc, flush=True)
+        sys.exit(2)
+print("DONE", flush=True)
+"""
+
+
+@pytest.mark.parametrize("how", ["> apply.log 2>&1", "2>&1 | tee apply.log", "| tee -a apply.log"])
+def test_the_tools_own_output_in_the_checkout_never_counts(tree, tmp_path, how) -> None:
+    (tree / "tool.py").write_text(TOOL)
+    (tree / "apply.log").write_text("")  # as the shell creates it before the tool starts
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    p = subprocess.run(f"{sys.executable} tool.py sub/train.py {how}", shell=True, cwd=tree, env=env,
+                       capture_output=True, text=True, timeout=120)
+    log = (tree / "apply.log").read_text()
+    assert p.returncode == 0, log + p.stdout
+    assert "DONE" in log and "changed during" not in log + p.stdout + p.stderr
 
 
 def test_big_directories_are_linked_not_copied(tree, monkeypatch) -> None:
