@@ -6,7 +6,6 @@ import json
 import math
 import os
 import random
-import runpy
 import signal
 import sys
 import threading
@@ -15,7 +14,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import amp, compilation, ddp, diagnosis, fingerprint, memory, nvml, schema
+from . import amp, compilation, ddp, diagnosis, entry, fingerprint, memory, nvml, schema
 from .dataloader import DataWait
 from .dataloader import install as install_dataloader
 from .hooks import (
@@ -251,14 +250,15 @@ def write_json_atomic(path: str | Path, doc: dict[str, Any]) -> None:
     os.replace(tmp, path)  # readers never see a half-written file
 
 
-def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed: int,
-        trace_dir: str | None) -> int:
-    """Run ``script`` under the shim, write the JSON to ``out``; return the process exit code."""
+def run(script: str | None, args: list[str], *, out: str, steps: int, warmup: int, seed: int,
+        trace_dir: str | None, module: str | None = None) -> int:
+    """Run ``script`` (or ``module``, as ``python -m`` does; ``script`` is then its file, if
+    known) under the shim, write the JSON to ``out``; return the process exit code."""
     import torch  # the user's torch, imported before their script like any `import torch` would
 
     rank = int(os.environ.get("RANK", "0"))
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    script = os.path.abspath(script)
+    script = os.path.abspath(script) if script is not None else f"-m {module}"
     session = Session(torch, steps=steps, warmup=warmup, trace_dir=trace_dir, rank=rank)
     running = [True]
 
@@ -305,12 +305,15 @@ def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed
 
     session.finish_now = finish_now
     seed_everything(seed, torch)
+    try:
+        script = entry.prepare(script, module)  # sys.path as `python` sets it; the file that runs
+    except BaseException as exc:  # noqa: BLE001 - as `python -m`: a message, exit status 1
+        return finish("crashed", 1, entry.spec_error(module, exc))
     sys.argv = [script, *args]
-    sys.path[0] = os.path.dirname(script)  # what `python script.py` puts first
     status, exit_code, error = "completed", 0, None
     session.clock.start()
     try:
-        runpy.run_path(script, run_name="__main__")
+        entry.execute(script, module)
     except StopProfiling:
         pass
     except Terminated:
@@ -324,6 +327,7 @@ def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed
             status, exit_code, error = "crashed", code, f"SystemExit({exc.code!r})"
     except BaseException as exc:  # noqa: BLE001 - any script failure is a result, not our crash
         print_script_traceback(exc, script)
+        entry.print_hint(exc, script, module)
         status, exit_code, error = "crashed", 1, f"{type(exc).__name__}: {exc}"[:2000]
     return finish(status, exit_code, error)
 
