@@ -266,8 +266,7 @@ def run_profile(
         doc["process_wall_time_s"] = wall
         doc["timeout_s"] = timeout
         doc["launcher"] = launcher
-        if module is not None:
-            doc["module"] = module
+        doc["module"] = module
         if launcher is not None and len(docs) < nproc_per_node and doc["status"] != "timeout":
             doc["status"] = "crashed"
             doc["error"] = doc.get("error") or f"only {len(docs)} of {nproc_per_node} ranks wrote a result"
