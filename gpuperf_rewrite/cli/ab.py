@@ -60,6 +60,8 @@ def ab(ctx: click.Context, script_a: str | None, script_b: str | None, script_ar
                          runner=ws.runner(default_runner()),
                          source_a=Path(script_a).read_text(errors="replace"),
                          source_b=Path(script_b).read_text(errors="replace"))
+            if modules:  # name what the user gave, not the scratch copies
+                res.script_a, res.script_b = eps[0].label, eps[1].label
     except WorkspaceError as exc:
         close()
         click.echo(f"error: {exc}", err=True)

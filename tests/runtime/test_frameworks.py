@@ -71,3 +71,14 @@ def test_launcher_args_are_checked_before_anything_runs() -> None:
     res = CliRunner().invoke(profile, [str(FRAMEWORKS / "accelerate_loop.py"), "--launcher", "accelerate",
                                        "--launcher-args", "--config_file 'unclosed"])
     assert res.exit_code == 2 and "--launcher-args" in res.output
+
+
+def test_lightning_loss_is_the_loss_the_module_logged(tmp_path: Path) -> None:
+    """Lightning runs training_step and backward() inside the optimizer's step (a closure): each
+    step's recorded loss must still be that step's, the one the module logs."""
+    pytest.importorskip("lightning")
+    doc = run_profile(FRAMEWORKS / "lightning_fit.py", ["--steps", "5"], steps=10, warmup=1, timeout=300,
+                      cwd=tmp_path, env=OFFLINE)
+    assert doc["status"] == "completed" and doc["total_steps"] == 5, doc["stderr_tail"]
+    final = float(doc["stdout_tail"].split("done: 5 steps, final loss ")[1].split()[0])
+    assert doc["loss"][-1] == pytest.approx(final, abs=1e-4)

@@ -107,7 +107,8 @@ def test_ab_baseline_and_regress_take_modules(tmp_path, monkeypatch) -> None:
     cli_runner = CliRunner()
     r = cli_runner.invoke(cli, ["ab", "-m", "pkg.train", "-m", "pkg.fast", *OPTS, "--json", "-", "--", "--lr", "1"])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout)["verdict"] == "faster"
+    doc = json.loads(r.stdout)
+    assert doc["verdict"] == "faster" and doc["scripts"] == {"a": "-m pkg.train", "b": "-m pkg.fast"}
     assert {s["module"] for s in runner.seen} == {"pkg.train", "pkg.fast"}
     assert all(s["package"] and s["args"] == ["--lr", "1"] for s in runner.seen)
     r = cli_runner.invoke(cli, ["ab", "-m", "pkg.train", *OPTS])
