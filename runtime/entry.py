@@ -94,9 +94,8 @@ def relative_import_hint(exc: BaseException, script: str) -> str | None:
         return ("gpuperf runtime: the script uses package-relative imports; run it as a module "
                 "(-m PACKAGE.MODULE, from the directory that holds the package)")
     root = module_root(str(Path(script).resolve()), name)
-    return (f"gpuperf runtime: {Path(script).name} is part of package '{name.rsplit('.', 1)[0]}' and uses "
-            f"package-relative imports; run it as a module, like `python -m {name}`: "
-            f"-m {name} (from {root})")
+    return (f"gpuperf runtime: {Path(script).name} is module {name} of a package and uses package-relative "
+            f"imports, so it runs only as `python -m {name}` (from {root}): give -m {name} instead of its path")
 
 
 def print_hint(exc: BaseException, script: str, module: str | None) -> None:

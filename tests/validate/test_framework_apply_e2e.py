@@ -28,7 +28,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timing,
               pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="DataLoader workers need a second core")]
 
 FIXTURE = (ROOT / "fixtures" / "frameworks" / "hf_trainer_input_bound.py").read_text()
-ARGS = ["--latency-ms", "20", "--batch-size", "8"]  # ~160 ms of reading per step, little compute
+# ~480 ms of (sleeping) reads per step against ~0.1 s of compute on a quiet core: workers win
+# even when other load slows the compute several times.
+ARGS = ["--latency-ms", "60", "--batch-size", "8"]
 CFG = ABConfig(runs=4, max_runs=5, steps=6, warmup=2, timeout=300)
 ANCHOR = "            seed=0,\n"  # the last TrainingArguments keyword of the fixture
 
@@ -37,7 +39,7 @@ def _num_workers(data: bytes, codes):
     """The TrainingArguments edit GP201 makes for a Trainer (written by hand here)."""
     if codes is not None and "GP201" not in codes:
         return None, {}
-    return data.decode().replace(ANCHOR, ANCHOR + "            dataloader_num_workers=2,\n").encode(), {"GP201": 1}
+    return data.decode().replace(ANCHOR, ANCHOR + "            dataloader_num_workers=4,\n").encode(), {"GP201": 1}
 
 
 def _apply(tmp_path, monkeypatch, **kw):
@@ -45,6 +47,9 @@ def _apply(tmp_path, monkeypatch, **kw):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    # One compute thread in both arms: OpenMP spin-waits on a shared 2-core machine would
+    # otherwise swamp the step with noise (the workers' gain is in sleeping reads, not compute).
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     out: list[str] = []
     rc = run_apply("train.py", script_args=ARGS, config=CFG, echo=lambda m="", **k: out.append(str(m)), **kw)
     return repo, rc, "\n".join(out)
