@@ -1,7 +1,10 @@
-"""``python -m gpuperf_rewrite.runtime [options] SCRIPT [-- SCRIPT_ARGS...]``
+"""``python -m gpuperf_rewrite.runtime [options] (SCRIPT | -m MODULE [FILE]) [-- SCRIPT_ARGS...]``
 
 The child side of ``gpuperf-rewrite profile``; also usable by hand. argparse only: this must
-run where click and libcst are not installed.
+run where click and libcst are not installed. ``-m MODULE`` runs a module as ``python -m MODULE``
+does (package-relative imports work); with FILE, the module must be that file, and the directory
+it is imported from (FILE's package root) goes first on ``sys.path``: how a scratch copy of a
+package is run instead of the checkout's.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         i = argv.index("--")
         argv, script_args = argv[:i], argv[i + 1 :]
     p = argparse.ArgumentParser(prog="python -m gpuperf_rewrite.runtime")
-    p.add_argument("script")
+    p.add_argument("script", nargs="?", default=None,
+                   help="the script; with -m, the module's file (optional)")
+    p.add_argument("-m", "--module", default=None, help="run this module as `python -m` does")
     p.add_argument("--out", required=True, help="where to write the JSON document")
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--warmup", type=int, default=10)
@@ -28,6 +33,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     ns = p.parse_args(argv)
     if ns.steps < 1 or ns.warmup < 0:
         p.error("--steps must be >= 1 and --warmup >= 0")
+    if ns.script is None and ns.module is None:
+        p.error("give a SCRIPT or -m MODULE")
     return ns, script_args
 
 
@@ -39,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from .session import run  # imports torch: after argument errors are reported
 
     return run(ns.script, script_args, out=out, steps=ns.steps, warmup=ns.warmup,
-               seed=ns.seed, trace_dir=ns.trace)
+               seed=ns.seed, trace_dir=ns.trace, module=ns.module)
 
 
 if __name__ == "__main__":

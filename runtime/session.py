@@ -6,7 +6,6 @@ import json
 import math
 import os
 import random
-import runpy
 import signal
 import sys
 import threading
@@ -15,7 +14,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import amp, compilation, ddp, diagnosis, fingerprint, guard, memory, nvml, schema
+from . import amp, compilation, ddp, diagnosis, entry, fingerprint, guard, memory, nvml, schema
 from .dataloader import DataWait
 from .dataloader import install as install_dataloader
 from .hooks import (
@@ -251,23 +250,9 @@ def write_json_atomic(path: str | Path, doc: dict[str, Any]) -> None:
     os.replace(tmp, path)  # readers never see a half-written file
 
 
-def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed: int,
-        trace_dir: str | None) -> int:
-    """Run ``script`` under the shim, write the JSON to ``out``; return the process exit code."""
-    import torch  # the user's torch, imported before their script like any `import torch` would
-
-    rank = int(os.environ.get("RANK", "0"))
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    script = os.path.abspath(script)
-    session = Session(torch, steps=steps, warmup=warmup, trace_dir=trace_dir, rank=rank)
-    running = [True]
-
-    def on_sigterm(signum: int, frame: Any) -> None:
-        if running[0]:
-            running[0] = False
-            raise Terminated()
-
-    signal.signal(signal.SIGTERM, on_sigterm)
+def _install_hooks(torch: Any, session: Session, out: str, trace_dir: str | None,
+                   world_size: int) -> list[Any]:
+    """Everything the shim hooks into torch (and the write guard); returns the undo functions."""
     # Writes that would change the user's files are refused (or get a private copy) from here on;
     # the shim's own result and trace go where the tool asked.
     guarded = guard.install_from_env(torch, allow=[os.path.dirname(out), trace_dir or ""])
@@ -284,6 +269,28 @@ def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed
         undo.append(ddp.install(torch, session.comm))
     if os.environ.get(amp.FP32_ENV) == "1":  # the fp32 reference run of --precision-check
         undo.append(amp.force_fp32(torch))
+    return undo
+
+
+def run(script: str | None, args: list[str], *, out: str, steps: int, warmup: int, seed: int,
+        trace_dir: str | None, module: str | None = None) -> int:
+    """Run ``script`` (or ``module``, as ``python -m`` does; ``script`` is then its file, if
+    known) under the shim, write the JSON to ``out``; return the process exit code."""
+    import torch  # the user's torch, imported before their script like any `import torch` would
+
+    rank = int(os.environ.get("RANK", "0"))
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    script = os.path.abspath(script) if script is not None else f"-m {module}"
+    session = Session(torch, steps=steps, warmup=warmup, trace_dir=trace_dir, rank=rank)
+    running = [True]
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        if running[0]:
+            running[0] = False
+            raise Terminated()
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    undo = _install_hooks(torch, session, out, trace_dir, world_size)
     t0 = time.perf_counter()
 
     def finish(status: str, exit_code: int, error: str | None) -> int:
@@ -310,12 +317,15 @@ def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed
 
     session.finish_now = finish_now
     seed_everything(seed, torch)
+    try:
+        script = entry.prepare(script, module)  # sys.path as `python` sets it; the file that runs
+    except BaseException as exc:  # noqa: BLE001 - as `python -m`: a message, exit status 1
+        return finish("crashed", 1, entry.spec_error(module, exc))
     sys.argv = [script, *args]
-    sys.path[0] = os.path.dirname(script)  # what `python script.py` puts first
     status, exit_code, error = "completed", 0, None
     session.clock.start()
     try:
-        runpy.run_path(script, run_name="__main__")
+        entry.execute(script, module)
     except StopProfiling:
         pass
     except Terminated:
@@ -329,6 +339,7 @@ def run(script: str, args: list[str], *, out: str, steps: int, warmup: int, seed
             status, exit_code, error = "crashed", code, f"SystemExit({exc.code!r})"
     except BaseException as exc:  # noqa: BLE001 - any script failure is a result, not our crash
         print_script_traceback(exc, script)
+        entry.print_hint(exc, script, module)
         status, exit_code, error = "crashed", 1, f"{type(exc).__name__}: {exc}"[:2000]
     return finish(status, exit_code, error)
 

@@ -6,21 +6,27 @@ from typing import Any
 
 import click
 
-from gpuperf_rewrite.cli.options import (config_from_options, decision_options, json_option, measurement_options,
-                                         write_json)
+from gpuperf_rewrite.cli.options import (config_from_options, decision_options, existing_script, json_option,
+                                         measurement_options, resolve_module_option, write_json)
 from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
 
 
 @click.command("ab", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("script_a", type=click.Path(exists=True, dir_okay=False))
-@click.argument("script_b", type=click.Path(exists=True, dir_okay=False))
+@click.argument("script_a", required=False)
+@click.argument("script_b", required=False)
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("-m", "--module", "modules", multiple=True, metavar="MODULE",
+              help="Give twice (A, then B) instead of SCRIPT_A SCRIPT_B: run each module as "
+                   "`python -m MODULE` does; all arguments then go to both modules.")
 @measurement_options
 @decision_options
 @json_option("The full A/B result as JSON.")
 @exits_on_interrupt
-def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_path: str | None, **opts: Any) -> None:
-    """Run SCRIPT_A and SCRIPT_B alternately under the runtime shim and decide whether B is faster.
+@click.pass_context
+def ab(ctx: click.Context, script_a: str | None, script_b: str | None, script_args: tuple[str, ...],
+       modules: tuple[str, ...], json_path: str | None, **opts: Any) -> None:
+    """Run SCRIPT_A and SCRIPT_B (or -m MODULE_A -m MODULE_B) alternately under the runtime shim and
+    decide whether B is faster.
 
     \b
     Verdicts: faster (exit 0); slower, no_difference, broken, unchecked (exit 1); errors exit 2.
@@ -32,16 +38,30 @@ def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_path: st
     from gpuperf_rewrite.validate.console import console_progress, format_table
     from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
 
+    if modules and len(modules) != 2:
+        raise click.UsageError("-m: give two modules (A, then B), or two scripts")
+    if modules:  # every positional argument is the modules'
+        eps = [resolve_module_option(m) for m in modules]
+        script_args = tuple(a for a in (script_a, script_b) if a is not None) + tuple(script_args)
+        script_a, script_b = str(eps[0].path), str(eps[1].path)
+    else:
+        script_a, script_b = existing_script(ctx, "script_a", script_a), existing_script(ctx, "script_b", script_b)
     cfg = config_from_options(opts, decides=True)
     for warning in check_decidable(cfg):
         click.echo(f"warning: {warning}", err=True)
     progress, close = console_progress()
     try:
         with Workspace(prefix="gpuperf-ab-") as ws:  # each run in a scratch mirror of its script's checkout
-            res = run_ab(script_a, script_b, script_args, config=cfg, progress=progress,
+            a, b = script_a, script_b
+            if modules:
+                a = str(ws.add(eps[0].path, module=(eps[0].module, eps[0].root)))
+                b = str(ws.add(eps[1].path, module=(eps[1].module, eps[1].root)))
+            res = run_ab(a, b, script_args, config=cfg, progress=progress,
                          runner=ws.runner(default_runner()),
                          source_a=Path(script_a).read_text(errors="replace"),
                          source_b=Path(script_b).read_text(errors="replace"))
+            if modules:  # name what the user gave, not the scratch copies
+                res.script_a, res.script_b = eps[0].label, eps[1].label
     except WorkspaceError as exc:
         close()
         click.echo(f"error: {exc}", err=True)

@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from gpuperf_rewrite.cli.options import config_from_options, json_option, measurement_options, write_json
+from gpuperf_rewrite.cli.options import (config_from_options, json_option, measurement_options, module_option,
+                                         script_entry, write_json)
 from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
 
 
@@ -20,23 +21,28 @@ def _errors() -> tuple[type[BaseException], ...]:
 
 
 @click.command("baseline", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("script", type=click.Path(exists=True, dir_okay=False))
+@click.argument("script", required=False)
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@module_option
 @measurement_options
 @json_option("The stored record as JSON.")
 @exits_on_interrupt
-def baseline(script: str, script_args: tuple[str, ...], json_path: str | None, **opts: Any) -> None:
-    """Measure SCRIPT as committed at HEAD and store the result in HEAD's note (refs/notes/gpuperf).
+@click.pass_context
+def baseline(ctx: click.Context, script: str | None, module: str | None, script_args: tuple[str, ...],
+             json_path: str | None, **opts: Any) -> None:
+    """Measure SCRIPT (or -m MODULE) as committed at HEAD and store the result in HEAD's note
+    (refs/notes/gpuperf).
 
     Re-recording on HEAD is also how an intended slowdown is accepted.
     """
     from gpuperf_rewrite.validate.baseline import record_baseline
     from gpuperf_rewrite.validate.console import console_progress
 
+    script, mod, script_args = script_entry(ctx, script, module, script_args)
     cfg = config_from_options(opts)
     progress, close = console_progress()
     try:
-        rec = record_baseline(script, script_args, config=cfg, progress=progress, echo=click.echo)
+        rec = record_baseline(script, script_args, config=cfg, progress=progress, echo=click.echo, module=mod)
     except _errors() as exc:
         close()
         click.echo(f"error: {exc}", err=True)
@@ -71,8 +77,9 @@ def _show_history(script: str, plot: str | None, json_path: str | None) -> None:
 
 
 @click.command("regress", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("script", type=click.Path(exists=True, dir_okay=False))
+@click.argument("script", required=False)
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@module_option
 @click.option("--threshold", type=click.FloatRange(0, 1), default=0.05, show_default=True,
               help="Fail when throughput dropped by more than this fraction (significantly).")
 @click.option("--history", "show_history", is_flag=True, help="Show recorded throughput over commits; no run.")
@@ -83,13 +90,16 @@ def _show_history(script: str, plot: str | None, json_path: str | None) -> None:
 @measurement_options
 @json_option("The result (with --history: the rows) as JSON.")
 @exits_on_interrupt
-def regress(script: str, script_args: tuple[str, ...], threshold: float, show_history: bool, plot: str | None,
-            json_path: str | None, **opts: Any) -> None:
-    """Measure the working tree's SCRIPT against the nearest ancestor commit with a comparable
-    baseline note. Exit 1 on a significant drop beyond --threshold, 0 otherwise, 2 without a baseline."""
+@click.pass_context
+def regress(ctx: click.Context, script: str | None, module: str | None, script_args: tuple[str, ...],
+            threshold: float, show_history: bool, plot: str | None, json_path: str | None, **opts: Any) -> None:
+    """Measure the working tree's SCRIPT (or -m MODULE) against the nearest ancestor commit with a
+    comparable baseline note. Exit 1 on a significant drop beyond --threshold, 0 otherwise, 2 without
+    a baseline."""
     from gpuperf_rewrite.validate.baseline import check_regression
     from gpuperf_rewrite.validate.console import console_progress
 
+    script, mod, script_args = script_entry(ctx, script, module, script_args)
     try:
         if show_history:
             _show_history(script, plot, json_path)
@@ -97,7 +107,8 @@ def regress(script: str, script_args: tuple[str, ...], threshold: float, show_hi
         cfg = config_from_options(opts)
         progress, close = console_progress()
         try:
-            res = check_regression(script, script_args, threshold=threshold, config=cfg, progress=progress)
+            res = check_regression(script, script_args, threshold=threshold, config=cfg, progress=progress,
+                                   module=mod)
         finally:
             close()
     except _errors() as exc:

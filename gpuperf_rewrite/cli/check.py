@@ -9,11 +9,12 @@ import click
 
 from gpuperf_rewrite.cli.lintrun import LintOptions, run_lint
 from gpuperf_rewrite.cli.options import (DECISION, MEASUREMENT, SCRIPT_ARGS_KEY, Duration, config_from_options,
-                                         decision_options, given, measurement_options)
+                                         decision_options, given, measurement_options, module_option,
+                                         resolve_module_option)
 from gpuperf_rewrite.lint.reporters import FORMATS
 
 # Options that mean something only with --apply, and options that mean nothing with it.
-APPLY_ONLY = ("safe_only", "no_commit", "no_validate", "allow_dirty", "json_out", "budget", *MEASUREMENT,
+APPLY_ONLY = ("safe_only", "no_commit", "no_validate", "allow_dirty", "json_out", "budget", "module", *MEASUREMENT,
               *DECISION)
 LINT_ONLY = ("fix", "show_diff", "output_format", "output_file", "statistics", "quiet", "follow_symlinks", "jobs",
              "no_cache", "cache_dir")
@@ -51,6 +52,7 @@ LINT_ONLY = ("fix", "show_diff", "output_format", "output_file", "statistics", "
 @click.option("--allow-dirty", is_flag=True, help="--apply: accept uncommitted changes in the script.")
 @click.option("--budget", type=Duration(), default=None, metavar="DURATION",
               help="--apply: time budget (900, 15m, 1h30m): start no A/B that cannot finish within it.")
+@module_option
 @measurement_options
 @decision_options
 @click.option("--json", "json_out", is_flag=True, help="--apply: print the result as JSON.")
@@ -113,6 +115,14 @@ def _apply(ctx: click.Context, paths: tuple[str, ...], settings: Any, opts: dict
     from gpuperf_rewrite.validate.console import console_progress
     from gpuperf_rewrite.validate.apply import ApplyError, ApplyOptions, run_apply
 
+    module = None
+    if opts["module"] is not None:  # -m pkg.train: the module's file is linted, rewritten and run as -m
+        if paths:
+            click.echo("error: --apply takes one training script: a path or -m MODULE, not both (arguments "
+                       "for the module go after --)", err=True)
+            return 2
+        ep = resolve_module_option(opts["module"])
+        paths, module = (str(ep.path),), (ep.module, ep.root)
     if len(paths) != 1:
         click.echo("error: --apply takes exactly one training script", err=True)
         return 2
@@ -126,7 +136,7 @@ def _apply(ctx: click.Context, paths: tuple[str, ...], settings: Any, opts: dict
     progress, close = console_progress()
     try:
         return run_apply(paths[0], settings=settings, script_args=ctx.meta.get(SCRIPT_ARGS_KEY, []), config=cfg,
-                         options=options, progress=progress, echo=click.echo)
+                         options=options, progress=progress, echo=click.echo, module=module)
     except ApplyError as exc:
         click.echo(f"error: {exc}", err=True)
         return 2

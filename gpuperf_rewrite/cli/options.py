@@ -126,3 +126,38 @@ def given(ctx: click.Context, name: str) -> bool:
     source = ctx.get_parameter_source(name)
     return source is not None and source not in (click.core.ParameterSource.DEFAULT,
                                                   click.core.ParameterSource.DEFAULT_MAP)
+
+
+def module_option(f: F) -> F:
+    """``-m MODULE``: run a module as ``python -m MODULE`` does (package-relative imports work)."""
+    return click.option("-m", "--module", default=None, metavar="MODULE",
+                        help="Run MODULE as `python -m MODULE` does, from the current directory (or "
+                             "PYTHONPATH), instead of a SCRIPT; all arguments then go to the module.")(f)
+
+
+def existing_script(ctx: click.Context, name: str, value: str | None) -> str:
+    """``value`` checked as the SCRIPT argument would have been (an existing file)."""
+    param = next(p for p in ctx.command.params if p.name == name)
+    if value is None:
+        raise click.UsageError(f"Missing argument '{name.upper()}' (or -m MODULE).", ctx)
+    return str(click.Path(exists=True, dir_okay=False).convert(value, param, ctx))
+
+
+def resolve_module_option(module: str) -> Any:
+    """The :class:`~gpuperf_rewrite.validate.entrypoint.EntryPoint` of ``-m MODULE``; UsageError if none."""
+    from gpuperf_rewrite.validate.entrypoint import EntryPointError, resolve_module
+
+    try:
+        return resolve_module(module)
+    except EntryPointError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def script_entry(ctx: click.Context, script: str | None, module: str | None,
+                 script_args: tuple[str, ...]) -> tuple[str, tuple[str, Any] | None, tuple[str, ...]]:
+    """(the file to run, (module, its sys.path root) or None, the script's arguments). With -m,
+    every positional argument is the module's, as after ``python -m MODULE``."""
+    if module is None:
+        return existing_script(ctx, "script", script), None, tuple(script_args)
+    ep = resolve_module_option(module)
+    return str(ep.path), (ep.module, ep.root), (*(() if script is None else (script,)), *script_args)

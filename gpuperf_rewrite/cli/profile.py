@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from gpuperf_rewrite.cli.options import given, json_option, write_json
+from gpuperf_rewrite.cli.options import given, json_option, module_option, script_entry, write_json
 from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.report import format_report
 from gpuperf_rewrite.runtime.schema import OK_STATUSES
@@ -14,7 +14,8 @@ from gpuperf_rewrite.validate.profiling import LAUNCHERS, run_profile
 
 
 @click.command("profile", context_settings={"ignore_unknown_options": True})
-@click.argument("script", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("script", required=False)
+@module_option
 @click.option("--steps", type=click.IntRange(min=1), default=50, show_default=True,
               help="Optimizer steps to measure after warmup.")
 @click.option("--warmup", type=click.IntRange(min=0), default=10, show_default=True,
@@ -29,9 +30,12 @@ from gpuperf_rewrite.validate.profiling import LAUNCHERS, run_profile
 @click.option("--python", "python", type=str, default=None,
               help="Interpreter to run the script with (default: this one).")
 @click.option("--launcher", type=click.Choice(LAUNCHERS), default=None,
-              help="Run under a distributed launcher; every rank is measured.")
+              help="Run under a launcher (torchrun, or `accelerate launch`); every rank is measured.")
 @click.option("--nproc-per-node", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Processes per node for --launcher torchrun.")
+              help="Processes per node for --launcher (accelerate's --num_processes).")
+@click.option("--launcher-args", default=None, metavar="ARGS",
+              help="Options for the launcher, passed through as one string, e.g. "
+                   "--launcher-args='--config_file acc.yaml --mixed_precision bf16'.")
 @click.option("--precision-check", is_flag=True,
               help="When the run uses float16/bfloat16 autocast or a GradScaler, run it again with both "
                    "off and compare the losses step by step (a second run).")
@@ -46,30 +50,44 @@ from gpuperf_rewrite.validate.profiling import LAUNCHERS, run_profile
               help="Largest value --probe-batch tries.")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def profile(ctx: click.Context, script: Path, steps: int, warmup: int, timeout: float, seed: int,
-            json_path: str | None, trace_dir: Path | None, python: str | None, launcher: str | None,
-            nproc_per_node: int, precision_check: bool, probe_batch: bool, batch_arg: str,
-            probe_time: float, probe_max_batch: int, script_args: tuple[str, ...]) -> None:
-    """Measure SCRIPT's training steps: throughput, where the time goes, what to fix first.
+def profile(ctx: click.Context, script: str | None, module: str | None, steps: int, warmup: int,
+            timeout: float, seed: int, json_path: str | None, trace_dir: Path | None, python: str | None,
+            launcher: str | None, nproc_per_node: int, launcher_args: str | None, precision_check: bool,
+            probe_batch: bool, batch_arg: str, probe_time: float, probe_max_batch: int,
+            script_args: tuple[str, ...]) -> None:
+    """Measure SCRIPT's (or -m MODULE's) training steps: throughput, where the time goes, what to
+    fix first.
 
     Arguments after `--` are passed to the script unchanged. SCRIPT runs where it is, as
     `python SCRIPT` would: what it writes (checkpoints, logs) lands in your files, as its own
     doing. (`ab`, `--apply`, `baseline` and `regress` run it in a scratch copy of the checkout
     instead, where no write of the script reaches your files.)
     """
+    import shlex
+
+    from gpuperf_rewrite.validate.profiling import check_launcher_args
+
+    path, mod, script_args = script_entry(ctx, script, module, script_args)
     if nproc_per_node > 1 and launcher is None:
-        raise click.UsageError("--nproc-per-node needs --launcher torchrun")
+        raise click.UsageError("--nproc-per-node needs --launcher")
+    try:
+        extra = shlex.split(launcher_args or "")
+    except ValueError as exc:
+        raise click.UsageError(f"--launcher-args: {exc}") from exc
+    why = check_launcher_args(launcher, extra)
+    if why:
+        raise click.UsageError(why)
     if not probe_batch:
         for name in ("batch_arg", "probe_time", "probe_max_batch"):
             if given(ctx, name):
                 raise click.UsageError(f"--{name.replace('_', '-')} needs --probe-batch")
     run_kwargs = dict(steps=steps, warmup=warmup, seed=seed, python=python, launcher=launcher,
-                      nproc_per_node=nproc_per_node)
-    doc = run_profile(script, script_args, timeout=timeout, trace_dir=trace_dir, **run_kwargs)
+                      nproc_per_node=nproc_per_node, launcher_args=extra, module=mod[0] if mod else None)
+    doc = run_profile(path, script_args, timeout=timeout, trace_dir=trace_dir, **run_kwargs)
     if precision_check:
         from gpuperf_rewrite.validate.precision import precision_check as check
 
-        doc["amp"]["precision_check"] = check(doc, str(script), script_args, run=run_profile,
+        doc["amp"]["precision_check"] = check(doc, path, script_args, run=run_profile,
                                               timeout=timeout, **run_kwargs)
         doc["diagnosis"] = diagnose(doc) if doc.get("measured_steps") else []
     to_stderr = json_path == "-"  # stdout carries only the JSON with `--json -`
@@ -77,7 +95,7 @@ def profile(ctx: click.Context, script: Path, steps: int, warmup: int, timeout: 
     if probe_batch:
         from gpuperf_rewrite.validate.batchprobe import format_probe, probe
 
-        doc["batch_probe"] = probe(str(script), script_args, doc, arg=batch_arg, time_limit=probe_time,
+        doc["batch_probe"] = probe(path, script_args, doc, arg=batch_arg, time_limit=probe_time,
                                    max_size=probe_max_batch, run=run_profile, timeout=timeout,
                                    **run_kwargs)
         click.echo("", err=to_stderr)

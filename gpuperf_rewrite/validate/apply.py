@@ -94,8 +94,9 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
               config: ABConfig | None = None, options: ApplyOptions = ApplyOptions(),
               runner: Runner | None = None, rewriter: Rewriter | None = None,
               progress: Callable[[Any], None] | None = None, echo: Echo = _echo,
-              gains_on: GainsOn | None = None) -> int:
-    """The --apply pipeline; returns the exit code (0 applied, 1 nothing passed, 2 error/refused)."""
+              gains_on: GainsOn | None = None, module: tuple[str, Path] | None = None) -> int:
+    """The --apply pipeline; returns the exit code (0 applied, 1 nothing passed, 2 error/refused).
+    With ``module`` (name, sys.path root), ``path`` is its file and every run is ``python -m name``."""
     from gpuperf_rewrite.lint.sourceio import unified_diff
 
     from gpuperf_rewrite.validate.checkout import CheckoutRefused, apply_lock, script_target
@@ -144,7 +145,7 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
         try:
             ctx = _Context(target, rel, original, codes, rewrite, cfg, tuple(script_args),
                            ws.runner(runner or abtest.default_runner()), progress, repo, head, options, echo,
-                           gains_on or rule_gains_on)
+                           gains_on or rule_gains_on, module=module)
             return _validate_and_write(ctx, ws)
         except WorkspaceError as exc:
             echo(f"error: {exc}", err=True)
@@ -229,6 +230,7 @@ class _Context:
     echo: Echo
     gains_on: GainsOn = rule_gains_on
     plan: Plan | None = None
+    module: tuple[str, Path] | None = None  # run as `python -m` (name, sys.path root)
 
     def say(self, message: str) -> None:
         """Human-readable status: stdout normally, stderr when stdout carries the JSON report."""
@@ -239,7 +241,7 @@ def _validate_and_write(ctx: _Context, ws: Any) -> int:
     target, original, rewrite, cfg = ctx.target, ctx.original, ctx.rewrite, ctx.cfg
     script_args, runner, progress, echo = ctx.script_args, ctx.runner, ctx.progress, ctx.echo
     json_out = ctx.options.json_out
-    a_path = ws.add(target, original)
+    a_path = ws.add(target, original, module=ctx.module)
     sources: dict[frozenset[str], bytes] = {}
     clock = _profile_and_plan(ctx, a_path)
     if isinstance(clock, int):
@@ -261,7 +263,7 @@ def _validate_and_write(ctx: _Context, ws: Any) -> int:
 
     def evaluate(subset: tuple[str, ...], cfg: ABConfig = cfg, phase: str = "") -> ABResult:
         data = build(subset)
-        b_path = ws.add(target, data)
+        b_path = ws.add(target, data, module=ctx.module)
         echo(f"== A/B {clock.abs_started} ({phase}): original vs rewrite with {', '.join(subset)}", err=True)
         res = run_ab(a_path, b_path, script_args, config=cfg, runner=runner, progress=timed_progress,
                      source_a=original.decode(errors="replace"), source_b=data.decode(errors="replace"))

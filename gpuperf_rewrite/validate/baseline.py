@@ -37,8 +37,10 @@ def repo_and_rel(script: str) -> tuple[Any, str]:
 
 
 def record_baseline(script: str, script_args: Sequence[str] = (), *, config: ABConfig | None = None,
-                    runner: Any = None, progress: Any = None, echo: Echo = _echo) -> dict[str, Any]:
-    """Measure the script as committed at HEAD and store the record in HEAD's note."""
+                    runner: Any = None, progress: Any = None, echo: Echo = _echo,
+                    module: tuple[str, Path] | None = None) -> dict[str, Any]:
+    """Measure the script as committed at HEAD and store the record in HEAD's note. With ``module``
+    (name, sys.path root), ``script`` is that module's file and runs as ``python -m name``."""
     from gpuperf_rewrite.validate import gitops
     from gpuperf_rewrite.validate.abtest import default_runner, measure
     from gpuperf_rewrite.validate.workspace import Workspace
@@ -55,7 +57,7 @@ def record_baseline(script: str, script_args: Sequence[str] = (), *, config: ABC
     if target.read_bytes() != committed:  # measure HEAD's version, not the edited working copy
         echo(f"note: {rel} differs from HEAD; measuring the committed version", err=True)
     with Workspace(prefix="gpuperf-baseline-") as ws:  # runs in a scratch mirror of the checkout
-        runs = measure(ws.add(target, committed), script_args, config=cfg,
+        runs = measure(ws.add(target, committed, module=module), script_args, config=cfg,
                        runner=ws.runner(runner or default_runner()), progress=progress, side="A")
     unit = common_unit(runs)
     rec = note_record(rel, "baseline", samples=values(runs, unit), unit=unit,
@@ -112,8 +114,10 @@ def _no_baseline(rel: str, why: str) -> BaselineError:
 
 
 def check_regression(script: str, script_args: Sequence[str] = (), *, threshold: float = 0.05,
-                     config: ABConfig | None = None, runner: Any = None, progress: Any = None) -> dict[str, Any]:
-    """Measure the working tree's script and compare with the nearest comparable baseline."""
+                     config: ABConfig | None = None, runner: Any = None, progress: Any = None,
+                     module: tuple[str, Path] | None = None) -> dict[str, Any]:
+    """Measure the working tree's script and compare with the nearest comparable baseline (with
+    ``module``, run as ``python -m``, as :func:`record_baseline`)."""
     from gpuperf_rewrite.validate.abtest import default_runner, measure
     from gpuperf_rewrite.validate.stats import compare
     from gpuperf_rewrite.validate.workspace import Workspace
@@ -123,7 +127,8 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
     if not has_comparable_baseline(repo, rel, cfg, script_args):  # before spending time on measuring
         raise _no_baseline(rel, "the same --steps/--warmup and script arguments; nothing was measured")
     with Workspace(prefix="gpuperf-regress-") as ws:  # runs in a scratch mirror of the checkout
-        runs = measure(script, script_args, config=cfg, runner=ws.runner(runner or default_runner()),
+        target = ws.add(Path(script), module=module) if module is not None else script
+        runs = measure(target, script_args, config=cfg, runner=ws.runner(runner or default_runner()),
                        progress=progress)
     fp = first_fingerprint(runs) or {}
     unit = common_unit(runs)

@@ -32,7 +32,7 @@ from gpuperf_rewrite.validate.workspace import scratch_dir, with_pythonpath
 TERM_GRACE_S = 5.0  # SIGTERM -> SIGKILL escalation for the process group
 STDERR_TAIL_CHARS = 4000
 STDOUT_TAIL_CHARS = 2000
-LAUNCHERS = ("torchrun",)
+LAUNCHERS = ("torchrun", "accelerate")
 SHIM = "gpuperf_rewrite.runtime.parentwatch"  # the shim, plus a watcher ending the run when we are gone
 WATCH_ENV = "GPUPERF_WATCH_PID"  # = runtime.parentwatch.WATCH_ENV (read there without importing us)
 
@@ -148,18 +148,48 @@ def _run_in_group(cmd: list[str], cwd: str | Path | None, env: dict[str, str], s
 
 
 def _command(python: str, script: Path, args: Sequence[str], out: Path, *, steps: int, warmup: int,
-             seed: int, trace_dir: str | Path | None, launcher: str | None, nproc: int) -> list[str]:
+             seed: int, trace_dir: str | Path | None, launcher: str | None, nproc: int,
+             module: str | None = None, launcher_args: Sequence[str] = ()) -> list[str]:
     shim = ["--out", str(out), "--steps", str(steps), "--warmup", str(warmup), "--seed", str(seed)]
     if trace_dir is not None:
         shim += ["--trace", str(Path(trace_dir).resolve())]
+    if module is not None:  # run as `python -m module`; the file pins which copy is measured
+        shim += ["--module", module]
     tail = [str(script), "--", *args]
     if launcher is None:
         return [python, "-m", SHIM, *shim, *tail]
-    if launcher != "torchrun":
-        raise ValueError(f"unknown launcher {launcher!r}; expected one of {LAUNCHERS}")
-    return [python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
-            "--nproc-per-node", str(nproc), "-m", SHIM, "--rank-suffix",
-            *shim, *tail]
+    if launcher == "torchrun":
+        return [python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
+                "--nproc-per-node", str(nproc), *launcher_args, "-m", SHIM, "--rank-suffix",
+                *shim, *tail]
+    if launcher == "accelerate":  # `accelerate launch`: its config and flags, then the shim as a module
+        return [python, "-m", "accelerate.commands.launch", "--num_processes", str(nproc), *launcher_args,
+                "--module", SHIM, "--rank-suffix", *shim, *tail]
+    raise ValueError(f"unknown launcher {launcher!r}; expected one of {LAUNCHERS}")
+
+
+# Launcher flags that the tool sets itself: given in --launcher-args they would contradict it.
+OWN_LAUNCHER_FLAGS = {
+    "torchrun": ("--nproc-per-node", "--nproc_per_node", "--standalone", "--nnodes", "-m", "--module",
+                 "--no-python", "--no_python"),
+    "accelerate": ("--num_processes", "--num-processes", "-m", "--module", "--no_python", "--no-python"),
+}
+
+
+def check_launcher_args(launcher: str | None, launcher_args: Sequence[str]) -> str | None:
+    """Why ``launcher_args`` cannot be passed to ``launcher`` (None when they can)."""
+    if not launcher_args:
+        return None
+    if launcher is None:
+        return "--launcher-args needs --launcher"
+    if not launcher_args[0].startswith("-"):
+        return f"{launcher_args[0]!r} in --launcher-args: only the launcher's options go there"
+    for arg in launcher_args:
+        flag = arg.split("=", 1)[0]
+        if flag in OWN_LAUNCHER_FLAGS[launcher]:
+            what = "--nproc-per-node" if "proc" in flag else "the tool"
+            return f"{flag} in --launcher-args: set by {what}, not passed through"
+    return None
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -183,8 +213,13 @@ def run_profile(
     env: Mapping[str, str] | None = None,
     launcher: str | None = None,
     nproc_per_node: int = 1,
+    module: str | None = None,
+    launcher_args: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Profile ``script`` under the runtime shim and return the JSON document (see docs/runtime.md).
+
+    With ``module``, the script runs as ``python -m module`` would, ``script`` being the module's
+    file (its package root goes first on ``sys.path``). ``launcher_args`` go to the launcher.
 
     Never hangs: past ``timeout`` seconds the child's process group gets SIGTERM, then SIGKILL.
     On KeyboardInterrupt the group is ended and the interrupt re-raised.
@@ -197,7 +232,8 @@ def run_profile(
         stage = _stage_runtime(tmp / "stage")
         out = tmp / "result.json"
         cmd = _command(python or sys.executable, script_path, args, out, steps=steps, warmup=warmup,
-                       seed=seed, trace_dir=trace_dir, launcher=launcher, nproc=nproc_per_node)
+                       seed=seed, trace_dir=trace_dir, launcher=launcher, nproc=nproc_per_node,
+                       module=module, launcher_args=[str(a) for a in launcher_args])
         child_env = with_pythonpath(env, stage)
         if env is not None and "PATH" not in child_env:
             child_env["PATH"] = os.environ.get("PATH", "")
@@ -230,6 +266,7 @@ def run_profile(
         doc["process_wall_time_s"] = wall
         doc["timeout_s"] = timeout
         doc["launcher"] = launcher
+        doc["module"] = module
         if launcher is not None and len(docs) < nproc_per_node and doc["status"] != "timeout":
             doc["status"] = "crashed"
             doc["error"] = doc.get("error") or f"only {len(docs)} of {nproc_per_node} ranks wrote a result"

@@ -204,10 +204,12 @@ class Mirror:
     kinds: dict[str, str] = field(default_factory=dict)  # snapshot path -> how the mirror holds it
 
     @classmethod
-    def plan(cls, script: Path, cwd: Path) -> "Mirror":
+    def plan(cls, script: Path, cwd: Path, root: Path | None = None) -> "Mirror":
         script = script.resolve()
         here = script.parent
         base = _git_root(here) or here  # never above the working tree (or the script's directory)
+        if root is not None and not _inside(root, base):
+            base = root  # a module (-m) needs its package root: where its imports resolve
         run_cwd = cwd if _inside(cwd, base) else here
         m = cls(script, base, run_cwd)
         m._walk({base, *_chain(here, base), *_chain(run_cwd, base)})
@@ -323,6 +325,17 @@ def _refused(log: Path) -> list[str]:
     return out
 
 
+def _name_originals(doc: Mapping[str, Any], dest: Path, base: Path) -> Mapping[str, Any]:
+    """Messages of a run in a mirror name the user's files, not the scratch copies."""
+    if not isinstance(doc, dict):
+        return doc
+    out = dict(doc)
+    for key in ("stderr_tail", "stdout_tail", "error"):
+        if isinstance(out.get(key), str):
+            out[key] = out[key].replace(str(dest), str(base))
+    return out
+
+
 def _chain(path: Path, base: Path) -> list[Path]:
     """``path`` and its ancestors up to ``base``: the directories a run must see as real."""
     if not _inside(path, base):
@@ -347,25 +360,31 @@ class Workspace:
         self.cwd = Path(cwd if cwd is not None else os.getcwd()).resolve()
         self.root = make_scratch(prefix)
         self._stash: dict[str, Path] = {}  # stashed copy -> the original it stands in for
+        self._modules: dict[str, tuple[str, Path]] = {}  # stashed copy -> (module, its sys.path root)
         self._mirrors: dict[Path, Mirror] = {}
         self._count = 0
         self._warn = warn or (lambda m: print(f"warning: {m}", file=sys.stderr, flush=True))
         self._own: frozenset[tuple[int, int]] | None = None  # the tool's own output files
 
-    def add(self, original: str | os.PathLike[str], source: bytes | None = None) -> Path:
+    def add(self, original: str | os.PathLike[str], source: bytes | None = None,
+            module: tuple[str, Path] | None = None) -> Path:
+        """Stash ``source`` to run in place of ``original``; with ``module`` (name, sys.path root),
+        every run of it is ``python -m name`` in the mirror."""
         orig = Path(original).resolve()
         self._count += 1
         path = self.root / "src" / str(self._count) / orig.name
         path.parent.mkdir(parents=True)
         path.write_bytes(orig.read_bytes() if source is None else source)
         self._stash[str(path)] = orig
-        self.mirror(orig)
+        if module is not None:
+            self._modules[str(path)] = module
+        self.mirror(orig, module[1] if module else None)
         return path
 
-    def mirror(self, original: Path) -> Mirror:
+    def mirror(self, original: Path, root: Path | None = None) -> Mirror:
         orig = original.resolve()
         if orig not in self._mirrors:
-            self._mirrors[orig] = Mirror.plan(orig, self.cwd)
+            self._mirrors[orig] = Mirror.plan(orig, self.cwd, root)
         return self._mirrors[orig]
 
     def runner(self, base: Runner) -> Runner:
@@ -381,10 +400,14 @@ class Workspace:
             env = dict(kw.get("env") or os.environ)
             env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written through a symlink either
             env[GUARD_ENV] = json.dumps({"scratch": str(dest), "protect": mirror.protected(), "log": str(log)})
+            module = self._modules.get(str(given))
+            if module is not None:
+                kw = {**kw, "module": module[0]}
             try:
                 doc = base(str(copy), args, **{**kw, "cwd": str(cwd), "env": env})
             finally:
                 _rmtree(dest)
+            doc = _name_originals(doc, dest, mirror.base)
             self._check(orig, mirror, _refused(log))
             return doc
 

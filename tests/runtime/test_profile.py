@@ -45,7 +45,7 @@ def test_step_limit_document_has_every_contract_field(make_script: Make) -> None
     assert CONTRACT_KEYS <= set(doc)
     # A run where the shim wrote nothing still carries every key a real run has.
     assert set(profiling.empty_document("x.py", [], "crashed")) | {"command", "process_wall_time_s",
-                                                                  "timeout_s", "launcher"} >= set(doc)
+                                                                  "timeout_s", "launcher", "module"} >= set(doc)
     assert doc["status"] == "step_limit" and doc["exit_code"] == 0
     assert doc["schema_version"] == 1 and doc["args"] == ["--lr", "1"]
     assert (doc["warmup_steps"], doc["measured_steps"], doc["total_steps"]) == (2, 6, 8)
