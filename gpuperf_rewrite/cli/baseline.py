@@ -19,6 +19,10 @@ def _errors() -> tuple[type[BaseException], ...]:
     return BaselineError, ABError, GitRefused, GitUnavailable, WorkspaceError
 
 
+def _warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
 @click.command("baseline", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
@@ -53,7 +57,7 @@ def _show_history(script: str, plot: str | None, json_path: str | None) -> None:
     from gpuperf_rewrite.validate.baseline import history, plot_history, repo_and_rel
 
     repo, rel = repo_and_rel(script)
-    rows = history(repo, rel)
+    rows = history(repo, rel, _warn)
     err = json_path == "-"  # then stdout carries only the JSON
     if not rows:
         click.echo(f"No recorded measurements of {rel} on HEAD or its ancestors.", err=err)
@@ -97,7 +101,8 @@ def regress(script: str, script_args: tuple[str, ...], threshold: float, show_hi
         cfg = config_from_options(opts)
         progress, close = console_progress()
         try:
-            res = check_regression(script, script_args, threshold=threshold, config=cfg, progress=progress)
+            res = check_regression(script, script_args, threshold=threshold, config=cfg, progress=progress,
+                                   warn=_warn)
         finally:
             close()
     except _errors() as exc:

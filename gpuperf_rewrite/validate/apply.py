@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 from gpuperf_rewrite.validate.abtest import ABConfig, ABError, ABResult, Runner, run_ab
 from gpuperf_rewrite.validate.console import format_table
 from gpuperf_rewrite.validate.lifetime import exit_code, returns_on_interrupt
-from gpuperf_rewrite.validate.notes import note_record
+from gpuperf_rewrite.validate.notes import check_notes_ref, note_record
 from gpuperf_rewrite.validate.records import first_fingerprint
 from gpuperf_rewrite.validate.plan import NEEDS_GPU, Clock, GainsOn, Plan, make_plan, rule_gains_on
 from gpuperf_rewrite.validate.search import CONFIRMATION, Attempt, Outcome, alpha_plan, choose
@@ -164,6 +164,7 @@ def _git_preflight(target: Path, options: ApplyOptions, echo: Echo) -> tuple[Any
         return None, None, None
     try:
         rel = gitops.preflight(repo, target, allow_dirty=options.allow_dirty)
+        check_notes_ref(repo)  # the commit's note goes there: a broken ref would fail after measuring
     except gitops.GitRefused as exc:
         echo(f"refused: {exc}", err=True)
         return 2

@@ -177,8 +177,8 @@ def parse_note(text: str) -> list[dict[str, Any]]:
         return records
     try:  # a note that is one (possibly pretty-printed) JSON document
         doc = json.loads(text)
-        return [doc] if isinstance(doc, dict) else [d for d in doc if isinstance(d, dict)]
-    except ValueError:
+        return [d for d in (doc if isinstance(doc, list) else [doc]) if isinstance(d, dict)]
+    except (ValueError, RecursionError):
         pass
     for line in text.splitlines():
         line = line.strip()
@@ -186,7 +186,7 @@ def parse_note(text: str) -> list[dict[str, Any]]:
             continue
         try:
             doc = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue  # a foreign line (someone's free-text note): keep our records readable
         if isinstance(doc, dict):
             records.append(doc)
@@ -201,7 +201,7 @@ def merge_note(existing: str, record: dict[str, Any]) -> str:
     for line in keep:
         try:
             doc = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not ours to judge: kept as it was
             out.append(line)
             continue
         if isinstance(doc, dict) and doc.get("key") == record.get("key"):
@@ -478,12 +478,12 @@ def _move_refs(repo: Any, branch_ref: str, head: str, commit: str, record: dict[
 # finding baselines
 
 
-def ancestors_with_notes(repo: Any, start: str = "HEAD", limit: int = 1000) -> Iterator[tuple[Any, list[dict]]]:
-    """(commit, records) for ``start`` and its first-parent ancestors that carry a gpuperf note,
-    nearest first."""
+def ancestor_notes(repo: Any, start: str = "HEAD", limit: int = 1000) -> Iterator[tuple[Any, str]]:
+    """(commit, note text) for ``start`` and its first-parent ancestors that carry a gpuperf note,
+    nearest first; :func:`gpuperf_rewrite.validate.notes.ancestors_with_notes` reads the records."""
     noted = notes_map(repo)
     if not noted:
         return
     for c in repo.iter_commits(start, first_parent=True, max_count=limit):
         if c.hexsha in noted:
-            yield c, parse_note(repo.git.cat_file("-p", noted[c.hexsha], strip_newline_in_stdout=False))
+            yield c, repo.git.cat_file("-p", noted[c.hexsha], strip_newline_in_stdout=False)
