@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from gpuperf_rewrite.cli.options import config_from_options, json_option, measurement_options, write_json
+from gpuperf_rewrite.cli.options import (ALPHA, FiniteFloat, config_from_options, json_option, measurement_options,
+                                         write_json)
 from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
 
 
@@ -77,12 +78,12 @@ def _show_history(script: str, plot: str | None, json_path: str | None) -> None:
 @click.command("regress", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-@click.option("--threshold", type=click.FloatRange(0, 1), default=0.05, show_default=True,
+@click.option("--threshold", type=FiniteFloat(0, 1), default=0.05, show_default=True,
               help="Fail when throughput dropped by more than this fraction (significantly).")
 @click.option("--history", "show_history", is_flag=True, help="Show recorded throughput over commits; no run.")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
               help="With --history: also write a PNG plot (needs matplotlib).")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+@click.option("--alpha", type=ALPHA, default=None,
               help="Significance level [default: 0.05].")
 @measurement_options
 @json_option("The result (with --history: the rows) as JSON.")

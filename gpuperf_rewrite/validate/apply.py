@@ -60,6 +60,10 @@ def engine_rewriter(path: str, ruleset: Any, mode: str, echo: Echo) -> Rewriter:
 
     def rewrite(data: bytes, codes: Sequence[str] | None) -> tuple[bytes | None, dict[str, int]]:
         res = check_source(data, path, ruleset, mode, fix_codes=codes)  # type: ignore[arg-type]
+        if res.error:  # what `check` reports and exits 2 on (E999...), never "no fixes to apply"
+            lines = [f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}" for d in res.diagnostics]
+            raise ApplyError("\n".join(lines) + "\nthe file cannot be checked, so --apply cannot rewrite it; "
+                                                 "nothing was changed")
         for w in res.warnings:
             echo(f"warning: {w}", err=True)
         return res.fixed, dict(res.applied)
@@ -121,7 +125,9 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
         echo(unified_diff(rel, original, fixed))
     if options.no_validate:
         return _write_unvalidated(target, original, fixed, codes, json_out, echo)
-    _check_decidable(cfg, 1)  # the least strict level any plan can have; the plan's own is checked later
+    # Before the profile run: at the least strict level the plan can give (only fixes that gain on
+    # CUDA can drop out, on a CPU); the plan's own level is checked again once it is known.
+    _check_decidable(cfg, sum((gains_on or rule_gains_on)(c) != "cuda" for c in codes))
 
     from gpuperf_rewrite.validate import abtest
     from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
