@@ -18,7 +18,6 @@ import datetime as _dt
 import json
 import os
 import signal
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -253,26 +252,22 @@ def _rev(repo: Any, ref: str) -> str | None:
 
 
 def _hash_blob(repo: Any, data: bytes, path_hint: str | None = None) -> str:
-    with tempfile.NamedTemporaryFile(delete=False) as fh:
-        fh.write(data)
-        tmp = fh.name
-    try:
-        args = ["-w"] + (["--path", path_hint] if path_hint else ["--no-filters"]) + [tmp]
+    from gpuperf_rewrite.validate.workspace import scratch_dir
+
+    with scratch_dir("gpuperf-blob-") as tmp:  # swept like every scratch directory after a SIGKILL
+        (tmp / "blob").write_bytes(data)
+        args = ["-w"] + (["--path", path_hint] if path_hint else ["--no-filters"]) + [str(tmp / "blob")]
         return repo.git.hash_object(*args)
-    finally:
-        os.unlink(tmp)
 
 
 @contextlib.contextmanager
 def _temp_index(repo: Any) -> Iterator[dict[str, str]]:
-    fd, tmp = tempfile.mkstemp(prefix="gpuperf-index-")
-    os.close(fd)
-    os.unlink(tmp)  # git wants to create it itself
-    try:
-        yield {"GIT_INDEX_FILE": tmp}
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    """A private index file for git, in a scratch directory marked with our pid: when a SIGKILL
+    lands in the commit window, the next run's sweep removes it."""
+    from gpuperf_rewrite.validate.workspace import scratch_dir
+
+    with scratch_dir("gpuperf-index-") as tmp:
+        yield {"GIT_INDEX_FILE": str(tmp / "index")}  # git creates it (and its .lock) itself
 
 
 def _note_commit(repo: Any, old_notes: str | None, target: str, text: str) -> str:
