@@ -13,7 +13,8 @@ from gpuperf_rewrite.cli.options import ALPHA, FiniteFloat
 @click.command("pr-bot", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--base", metavar="REF", help="The PR's base (default: from the Actions event / GITHUB_BASE_REF).")
 @click.option("--repo", metavar="OWNER/NAME", help="Repository (default: GITHUB_REPOSITORY).")
-@click.option("--pr", "pr_number", type=click.IntRange(1, 2**31 - 1), help="PR number (default: from the event payload).")
+@click.option("--pr", "pr_number", type=click.IntRange(1, 2**31 - 1),
+              help="PR number (default: from the event payload).")
 @click.option("--api-url", metavar="URL", help="GitHub API URL, for GitHub Enterprise "
               "(default: GITHUB_API_URL, else https://api.github.com).")
 @click.option("--validate", "validate_script", metavar="SCRIPT",
