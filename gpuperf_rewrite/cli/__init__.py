@@ -7,6 +7,8 @@ Exit codes: 0 clean/passed, 1 findings/rejected, 2 usage or internal error.
 from __future__ import annotations
 
 import importlib
+import os
+import signal
 import sys
 import traceback
 
@@ -42,6 +44,12 @@ class DefaultGroup(click.Group):
         module_name, attr = target.split(":")
         return getattr(importlib.import_module(module_name), attr)
 
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:  # click would exit 1, which reads as "findings" or "regression"
+            _quiet_after_broken_pipe()
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args or args[0] not in LAZY_COMMANDS and args[0] not in ("--help", "-h", "--version"):
             args = ["check", *args]
@@ -62,6 +70,19 @@ def cli() -> None:
     gpuperf-rewrite PATH --diff        show the fixes as a unified diff
     gpuperf-rewrite train.py --apply   rewrite, A/B-validate and commit what is faster
     """
+
+
+def _quiet_after_broken_pipe() -> None:
+    """The reader went away (``... | head -1``): stop as a CLI killed by SIGPIPE would, with exit
+    128 + SIGPIPE, no message, and nothing more written (the final flush must not fail again)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass  # not a real file (a test runner's capture): nothing to flush to a closed pipe
+    os.close(devnull)
+    raise SystemExit(128 + signal.SIGPIPE)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from gpuperf_rewrite.cli.options import (config_from_options, json_option, measurement_options, module_option,
-                                         script_entry, write_json)
+from gpuperf_rewrite.cli.options import (ALPHA, FiniteFloat, config_from_options, json_option, measurement_options,
+                                         module_option, script_entry, write_json)
 from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
 
 
@@ -18,6 +18,10 @@ def _errors() -> tuple[type[BaseException], ...]:
     from gpuperf_rewrite.validate.workspace import WorkspaceError
 
     return BaselineError, ABError, GitRefused, GitUnavailable, WorkspaceError
+
+
+def _warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
 
 
 @click.command("baseline", context_settings={"help_option_names": ["-h", "--help"]})
@@ -59,7 +63,7 @@ def _show_history(script: str, plot: str | None, json_path: str | None) -> None:
     from gpuperf_rewrite.validate.baseline import history, plot_history, repo_and_rel
 
     repo, rel = repo_and_rel(script)
-    rows = history(repo, rel)
+    rows = history(repo, rel, _warn)
     err = json_path == "-"  # then stdout carries only the JSON
     if not rows:
         click.echo(f"No recorded measurements of {rel} on HEAD or its ancestors.", err=err)
@@ -80,12 +84,12 @@ def _show_history(script: str, plot: str | None, json_path: str | None) -> None:
 @click.argument("script", required=False)
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @module_option
-@click.option("--threshold", type=click.FloatRange(0, 1), default=0.05, show_default=True,
+@click.option("--threshold", type=FiniteFloat(0, 1), default=0.05, show_default=True,
               help="Fail when throughput dropped by more than this fraction (significantly).")
 @click.option("--history", "show_history", is_flag=True, help="Show recorded throughput over commits; no run.")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
               help="With --history: also write a PNG plot (needs matplotlib).")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+@click.option("--alpha", type=ALPHA, default=None,
               help="Significance level [default: 0.05].")
 @measurement_options
 @json_option("The result (with --history: the rows) as JSON.")
@@ -108,7 +112,7 @@ def regress(ctx: click.Context, script: str | None, module: str | None, script_a
         progress, close = console_progress()
         try:
             res = check_regression(script, script_args, threshold=threshold, config=cfg, progress=progress,
-                                   module=mod)
+                                   module=mod, warn=_warn)
         finally:
             close()
     except _errors() as exc:

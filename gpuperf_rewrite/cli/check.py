@@ -40,7 +40,7 @@ LINT_ONLY = ("fix", "show_diff", "output_format", "output_file", "statistics", "
 @click.option("--exclude", multiple=True, help="Extra gitignore-style patterns to exclude.")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
 @click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links to directories.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPU count).")
+@click.option("-j", "--jobs", type=click.IntRange(1, 1024), default=None, help="Worker processes (default: CPU count).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the lint cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Lint cache directory [default: $GPUPERF_CACHE_DIR, else .gpuperf_cache/ in the project root].")

@@ -17,6 +17,32 @@ MEASUREMENT = ("runs", "max_runs", "steps", "warmup", "timeout", "seed")
 DECISION = ("alpha", "min_speedup", "loss_rtol", "allow_unchecked_loss")
 
 
+class FiniteFloat(click.FloatRange):
+    """A ``click.FloatRange`` that also refuses nan and inf (nan compares false with every bound,
+    so a plain FloatRange lets it through: ``--timeout nan`` would disable the timeout)."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        import math
+
+        number = click.types.FloatParamType.convert(self, value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+# Ranges shared by every command, so that no value reaches the code that would overflow on it.
+MAX_RUNS = 1000  # per side: more would take days and only grows the statistics' memory
+MAX_STEPS = 1_000_000
+MAX_SECONDS = 30 * 24 * 3600  # timeouts and budgets: 30 days
+SEED_MAX = 2**31 - 1  # seed + run index + 1000 must stay a valid PYTHONHASHSEED / numpy seed (< 2**32)
+RUNS = click.IntRange(2, MAX_RUNS)
+STEPS = click.IntRange(1, MAX_STEPS)
+WARMUP = click.IntRange(0, MAX_STEPS)
+SEED = click.IntRange(0, SEED_MAX)
+TIMEOUT = FiniteFloat(1, MAX_SECONDS)
+ALPHA = FiniteFloat(0, 1, min_open=True, max_open=True)
+
+
 def _stack(f: F, opts: list[Callable[[F], F]]) -> F:
     for opt in reversed(opts):
         f = opt(f)
@@ -26,17 +52,17 @@ def _stack(f: F, opts: list[Callable[[F], F]]) -> F:
 def measurement_options(f: F) -> F:
     """How each side is run: shared by ab, --apply, baseline and regress (None = ABConfig's default)."""
     return _stack(f, [
-        click.option("--runs", type=click.IntRange(min=2), default=None,
+        click.option("--runs", type=RUNS, default=None,
                      help="Planned runs per side [default: 10]; fewer when decisive early."),
-        click.option("--max-runs", type=click.IntRange(min=2), default=None,
-                     help="Most runs per side when the result is borderline [default: 2x --runs]."),
-        click.option("--steps", type=click.IntRange(min=1), default=None,
+        click.option("--max-runs", type=click.IntRange(2, 2 * MAX_RUNS), default=None,
+                     help="Most runs per side when the result is borderline, at least --runs [default: 2x --runs]."),
+        click.option("--steps", type=STEPS, default=None,
                      help="Measured optimizer steps per run [default: 30]."),
-        click.option("--warmup", type=click.IntRange(min=0), default=None,
+        click.option("--warmup", type=WARMUP, default=None,
                      help="Warmup steps per run, not measured [default: 5]."),
-        click.option("--timeout", type=click.FloatRange(min=1), default=None,
+        click.option("--timeout", type=TIMEOUT, default=None,
                      help="Seconds before a run is killed [default: 600]."),
-        click.option("--seed", type=int, default=None,
+        click.option("--seed", type=SEED, default=None,
                      help="Base seed: pair k of runs uses seed+k on both sides; also orders the pairs [default: 0]."),
     ])
 
@@ -44,11 +70,11 @@ def measurement_options(f: F) -> F:
 def decision_options(f: F) -> F:
     """How the A/B is decided: ab and --apply."""
     return _stack(f, [
-        click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+        click.option("--alpha", type=ALPHA, default=None,
                      help="Significance level [default: 0.05]."),
-        click.option("--min-speedup", type=click.FloatRange(min=1), default=None,
+        click.option("--min-speedup", type=FiniteFloat(1, 100), default=None,
                      help="Faster means the 95% CI's lower end of the speedup is at least this [default: 1.02]."),
-        click.option("--loss-rtol", type=click.FloatRange(min=0), default=None,
+        click.option("--loss-rtol", type=FiniteFloat(min=0), default=None,
                      help="Relative tolerance on the end-of-window loss, on top of 3 seed-to-seed sd "
                           "[default: 0.02, 0.10 for bf16/fp16 rewrites]."),
         click.option("--allow-unchecked-loss", is_flag=True, default=None,
@@ -93,8 +119,13 @@ def config_from_options(opts: Mapping[str, Any], *, decides: bool = False) -> An
     for name in (*MEASUREMENT, *DECISION):
         if opts.get(name) is not None:
             kw[name] = opts[name]
+    if "runs" in kw and "max_runs" in kw and kw["max_runs"] < kw["runs"]:
+        raise click.UsageError(f"--max-runs {kw['max_runs']} is below --runs {kw['runs']}: --max-runs is "
+                               f"the most runs per side, --runs the planned number")
     if "runs" in kw and "max_runs" not in kw:
         kw["max_runs"] = 2 * kw["runs"]  # room to settle a borderline result
+    if "max_runs" in kw and "runs" not in kw:
+        kw["runs"] = min(ABConfig.runs, kw["max_runs"])  # the default plan fits within the user's cap
     try:
         cfg = ABConfig(**kw)
     except ValueError as exc:
@@ -116,9 +147,12 @@ class Duration(click.ParamType):
         from gpuperf_rewrite.validate.plan import parse_duration
 
         try:
-            return parse_duration(str(value))
+            seconds = parse_duration(str(value))
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
+        if not seconds <= MAX_SECONDS:  # inf too: "9" * 400 seconds parses as inf
+            self.fail(f"{value!r} is more than {MAX_SECONDS // 86400} days", param, ctx)
+        return seconds
 
 
 def given(ctx: click.Context, name: str) -> bool:

@@ -7,25 +7,28 @@ from pathlib import Path
 
 import click
 
+from gpuperf_rewrite.cli.options import ALPHA, FiniteFloat
+
 
 @click.command("pr-bot", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--base", metavar="REF", help="The PR's base (default: from the Actions event / GITHUB_BASE_REF).")
 @click.option("--repo", metavar="OWNER/NAME", help="Repository (default: GITHUB_REPOSITORY).")
-@click.option("--pr", "pr_number", type=click.IntRange(min=1), help="PR number (default: from the event payload).")
+@click.option("--pr", "pr_number", type=click.IntRange(1, 2**31 - 1),
+              help="PR number (default: from the event payload).")
 @click.option("--api-url", metavar="URL", help="GitHub API URL, for GitHub Enterprise "
               "(default: GITHUB_API_URL, else https://api.github.com).")
 @click.option("--validate", "validate_script", metavar="SCRIPT",
               help="A/B-validate each fix by running SCRIPT (on a GPU runner; runs the PR's code) and "
                    "propose only fixes that passed. Script arguments go after `--`.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), metavar="P",
+@click.option("--alpha", type=ALPHA, metavar="P",
               help="With --validate: the chance, per review, of proposing any fix that does not really "
                    "help (default 0.05); split over the fixes validated (Bonferroni).")
 @click.option("--dry-run", is_flag=True, help="Print the review as JSON instead of posting it (no token needed).")
 @click.option("--fail-on-findings", is_flag=True, help="Exit 1 when findings remain on changed lines.")
-@click.option("--retries", type=click.IntRange(min=0), default=3, show_default=True,
+@click.option("--retries", type=click.IntRange(0, 100), default=3, show_default=True,
               help="Retries of a failed API call (5xx, rate limits), with exponential backoff.")
-@click.option("--retry-backoff", type=click.FloatRange(min=0), default=1.0, show_default=True, hidden=True)
-@click.option("--write-interval", type=click.FloatRange(min=0), default=1.0, show_default=True, hidden=True,
+@click.option("--retry-backoff", type=FiniteFloat(0, 3600), default=1.0, show_default=True, hidden=True)
+@click.option("--write-interval", type=FiniteFloat(0, 3600), default=1.0, show_default=True, hidden=True,
               help="Seconds between write requests (GitHub asks integrations to space them).")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def pr_bot(base: str | None, repo: str | None, pr_number: int | None, api_url: str | None,

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from gpuperf_rewrite.cli.options import given, json_option, module_option, script_entry, write_json
+from gpuperf_rewrite.cli.options import (MAX_SECONDS, SEED, STEPS, WARMUP, FiniteFloat, given, json_option, module_option,
+                                         script_entry, write_json)
 from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.report import format_report
 from gpuperf_rewrite.runtime.schema import OK_STATUSES
@@ -16,13 +17,13 @@ from gpuperf_rewrite.validate.profiling import LAUNCHERS, run_profile
 @click.command("profile", context_settings={"ignore_unknown_options": True})
 @click.argument("script", required=False)
 @module_option
-@click.option("--steps", type=click.IntRange(min=1), default=50, show_default=True,
+@click.option("--steps", type=STEPS, default=50, show_default=True,
               help="Optimizer steps to measure after warmup.")
-@click.option("--warmup", type=click.IntRange(min=0), default=10, show_default=True,
+@click.option("--warmup", type=WARMUP, default=10, show_default=True,
               help="Optimizer steps to run before measuring (compilation, allocator warm-up).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600, show_default=True,
+@click.option("--timeout", type=FiniteFloat(0, MAX_SECONDS, min_open=True), default=600, show_default=True,
               help="Seconds before the script's process group is stopped.")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed for random, numpy and torch before the script starts.")
 @json_option("The run's JSON document (docs/runtime.md).")
 @click.option("--trace", "trace_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -31,7 +32,7 @@ from gpuperf_rewrite.validate.profiling import LAUNCHERS, run_profile
               help="Interpreter to run the script with (default: this one).")
 @click.option("--launcher", type=click.Choice(LAUNCHERS), default=None,
               help="Run under a launcher (torchrun, or `accelerate launch`); every rank is measured.")
-@click.option("--nproc-per-node", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=1, show_default=True,
               help="Processes per node for --launcher (accelerate's --num_processes).")
 @click.option("--launcher-args", default=None, metavar="ARGS",
               help="Options for the launcher, passed through as one string, e.g. "
@@ -44,9 +45,9 @@ from gpuperf_rewrite.validate.profiling import LAUNCHERS, run_profile
                    "--probe-max-batch stops it; report steps/s and samples/s per size (advice only).")
 @click.option("--batch-arg", default="--batch-size", show_default=True,
               help="The script's batch-size argument for --probe-batch (give its start value after --).")
-@click.option("--probe-time", type=click.FloatRange(min=1), default=300, show_default=True,
+@click.option("--probe-time", type=FiniteFloat(1, MAX_SECONDS), default=300, show_default=True,
               help="Seconds for all --probe-batch runs together.")
-@click.option("--probe-max-batch", type=click.IntRange(min=1), default=65536, show_default=True,
+@click.option("--probe-max-batch", type=click.IntRange(1, 2**31 - 1), default=65536, show_default=True,
               help="Largest value --probe-batch tries.")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context

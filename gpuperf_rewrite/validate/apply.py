@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 from gpuperf_rewrite.validate.abtest import ABConfig, ABError, ABResult, Runner, run_ab
 from gpuperf_rewrite.validate.console import format_table
 from gpuperf_rewrite.validate.lifetime import exit_code, returns_on_interrupt
-from gpuperf_rewrite.validate.notes import note_record
+from gpuperf_rewrite.validate.notes import check_notes_ref, note_record
 from gpuperf_rewrite.validate.records import first_fingerprint
 from gpuperf_rewrite.validate.plan import NEEDS_GPU, Clock, GainsOn, Plan, make_plan, rule_gains_on
 from gpuperf_rewrite.validate.search import CONFIRMATION, Attempt, Outcome, alpha_plan, choose
@@ -61,6 +61,10 @@ def engine_rewriter(path: str, ruleset: Any, mode: str, echo: Echo) -> Rewriter:
 
     def rewrite(data: bytes, codes: Sequence[str] | None) -> tuple[bytes | None, dict[str, int]]:
         res = check_source(data, path, ruleset, mode, fix_codes=codes)  # type: ignore[arg-type]
+        if res.error:  # what `check` reports and exits 2 on (E999...), never "no fixes to apply"
+            lines = [f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}" for d in res.diagnostics]
+            raise ApplyError("\n".join(lines) + "\nthe file cannot be checked, so --apply cannot rewrite it; "
+                                                 "nothing was changed")
         for w in res.warnings:
             echo(f"warning: {w}", err=True)
         return res.fixed, dict(res.applied)
@@ -128,7 +132,9 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
         echo(unified_diff(rel, original, fixed))
     if options.no_validate:
         return _write_unvalidated(target, original, fixed, codes, json_out, echo)
-    _check_decidable(cfg, 1)  # the least strict level any plan can have; the plan's own is checked later
+    # Before the profile run: at the least strict level the plan can give (only fixes that gain on
+    # CUDA can drop out, on a CPU); the plan's own level is checked again once it is known.
+    _check_decidable(cfg, sum((gains_on or rule_gains_on)(c) != "cuda" for c in codes))
 
     from gpuperf_rewrite.validate import abtest
     from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
@@ -179,6 +185,7 @@ def _git_preflight(target: Path, options: ApplyOptions, echo: Echo) -> tuple[Any
         return None, None, None
     try:
         rel = gitops.preflight(repo, target, allow_dirty=options.allow_dirty)
+        check_notes_ref(repo)  # the commit's note goes there: a broken ref would fail after measuring
     except gitops.GitRefused as exc:
         echo(f"refused: {exc}", err=True)
         return 2

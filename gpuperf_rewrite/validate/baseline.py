@@ -10,14 +10,33 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from gpuperf_rewrite.validate.config import ABConfig
-from gpuperf_rewrite.validate.notes import note_record
+from gpuperf_rewrite.validate.notes import check_notes_ref, note_record
 from gpuperf_rewrite.validate.records import common_unit, first_fingerprint, values
 
 Echo = Callable[..., None]
 
 
+Warn = Callable[[str], None]
+
+
 def _echo(message: str = "", err: bool = False) -> None:
     print(message, file=sys.stderr if err else sys.stdout, flush=True)
+
+
+def _warn(message: str) -> None:
+    _echo(f"warning: {message}", err=True)
+
+
+def once(warn: Warn) -> Warn:
+    """``warn`` that says each message once (the notes are read more than once per command)."""
+    seen: set[str] = set()
+
+    def say(message: str) -> None:
+        if message not in seen:
+            seen.add(message)
+            warn(message)
+
+    return say
 
 
 class BaselineError(Exception):
@@ -48,9 +67,10 @@ def record_baseline(script: str, script_args: Sequence[str] = (), *, config: ABC
     cfg = config or ABConfig()
     repo, rel = repo_and_rel(script)
     gitops.check_identity(repo)  # the note is a commit: know who writes it before measuring
+    check_notes_ref(repo)
     head = gitops.head_sha(repo)
-    try:
-        committed = repo.git.show(f"{head}:{rel}", stdout_as_string=False)
+    try:  # the exact bytes: GitPython would strip the final newline
+        committed = repo.git.show(f"{head}:{rel}", stdout_as_string=False, strip_newline_in_stdout=False)
     except Exception as exc:
         raise BaselineError(f"{rel} is not committed at HEAD; commit it first") from exc
     target = Path(script)
@@ -88,23 +108,25 @@ def comparable(rec: dict[str, Any], rel: str, env_hash: str | None, cfg: ABConfi
 
 
 def find_baseline(repo: Any, rel: str, env_hash: str | None, cfg: ABConfig, script_args: Sequence[str],
-                  unit: str) -> tuple[Any, dict[str, Any]] | None:
-    from gpuperf_rewrite.validate.gitops import ancestors_with_notes, latest_by_key
+                  unit: str, warn: Warn = _warn) -> tuple[Any, dict[str, Any]] | None:
+    from gpuperf_rewrite.validate.gitops import latest_by_key
+    from gpuperf_rewrite.validate.notes import ancestors_with_notes
 
-    for commit, records in ancestors_with_notes(repo):
+    for commit, records in ancestors_with_notes(repo, warn=warn):
         for rec in latest_by_key(records).values():
             if comparable(rec, rel, env_hash, cfg, script_args, unit):
                 return commit, rec
     return None
 
 
-def has_comparable_baseline(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence[str]) -> bool:
+def has_comparable_baseline(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence[str],
+                            warn: Warn = _warn) -> bool:
     """Whether HEAD or an ancestor has a note measured the same way: what ``regress`` needs,
     checked before it measures anything (the environment and the unit are known only after a run)."""
-    from gpuperf_rewrite.validate.gitops import ancestors_with_notes
+    from gpuperf_rewrite.validate.notes import ancestors_with_notes
 
     return any(same_measurement(rec, rel, cfg, script_args)
-               for _, records in ancestors_with_notes(repo) for rec in records)
+               for _, records in ancestors_with_notes(repo, warn=warn) for rec in records)
 
 
 def _no_baseline(rel: str, why: str) -> BaselineError:
@@ -115,16 +137,19 @@ def _no_baseline(rel: str, why: str) -> BaselineError:
 
 def check_regression(script: str, script_args: Sequence[str] = (), *, threshold: float = 0.05,
                      config: ABConfig | None = None, runner: Any = None, progress: Any = None,
-                     module: tuple[str, Path] | None = None) -> dict[str, Any]:
+                     module: tuple[str, Path] | None = None, warn: Warn = _warn) -> dict[str, Any]:
     """Measure the working tree's script and compare with the nearest comparable baseline (with
-    ``module``, run as ``python -m``, as :func:`record_baseline`)."""
+    ``module``, run as ``python -m``, as :func:`record_baseline`). Corrupted note records are
+    skipped, each with a warning naming its commit."""
     from gpuperf_rewrite.validate.abtest import default_runner, measure
     from gpuperf_rewrite.validate.stats import compare
     from gpuperf_rewrite.validate.workspace import Workspace
 
     cfg = config or ABConfig()
+    warn = once(warn)
     repo, rel = repo_and_rel(script)
-    if not has_comparable_baseline(repo, rel, cfg, script_args):  # before spending time on measuring
+    check_notes_ref(repo)
+    if not has_comparable_baseline(repo, rel, cfg, script_args, warn):  # before spending time on measuring
         raise _no_baseline(rel, "the same --steps/--warmup and script arguments; nothing was measured")
     with Workspace(prefix="gpuperf-regress-") as ws:  # runs in a scratch mirror of the checkout
         target = ws.add(Path(script), module=module) if module is not None else script
@@ -133,7 +158,7 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
     fp = first_fingerprint(runs) or {}
     unit = common_unit(runs)
     current = values(runs, unit)
-    found = find_baseline(repo, rel, fp.get("env_hash"), cfg, script_args, unit)
+    found = find_baseline(repo, rel, fp.get("env_hash"), cfg, script_args, unit, warn)
     if found is None:
         raise _no_baseline(rel, f"the same environment fingerprint, --steps/--warmup, script arguments "
                                 f"and unit ({unit})")
@@ -151,11 +176,14 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
     }
 
 
-def history(repo: Any, rel: str) -> list[dict[str, Any]]:
-    from gpuperf_rewrite.validate.gitops import ancestors_with_notes, latest_by_key
+def history(repo: Any, rel: str, warn: Warn = _warn) -> list[dict[str, Any]]:
+    """One row per noted commit and environment, nearest first (corrupted records skipped with a warning)."""
+    from gpuperf_rewrite.validate.gitops import latest_by_key
+    from gpuperf_rewrite.validate.notes import ancestors_with_notes
 
+    check_notes_ref(repo)
     rows = []
-    for commit, records in ancestors_with_notes(repo):
+    for commit, records in ancestors_with_notes(repo, warn=warn):
         for rec in latest_by_key(records).values():
             if rec.get("script") != rel or not samples_of(rec):
                 continue

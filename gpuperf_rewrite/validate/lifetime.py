@@ -15,7 +15,8 @@ import os
 import signal
 import sys
 import threading
-from typing import Any, Callable, Iterator, TypeVar
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 INTERRUPTED = "Interrupted: nothing was changed."
@@ -71,6 +72,28 @@ def deferred_signals(redeliver: bool = True) -> Iterator[list[int]]:
         if redeliver:
             for s in caught:
                 os.kill(os.getpid(), s)
+
+
+def private_tmpdir(scratch: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """Environment entries that give a run its own ``TMPDIR`` inside ``scratch``, so what the
+    processes we end cannot clean up (the ``pymp-*`` folders of DataLoader workers) goes with the
+    scratch directory, or with the sweep after a SIGKILL of the tool. TorchInductor's cache, which
+    lives under the temporary directory and is meant to outlive a run, keeps its usual place."""
+    import getpass
+    import re
+    import tempfile
+
+    user_tmp = env.get("TMPDIR") or tempfile.gettempdir()
+    tmp = scratch / "tmp"
+    tmp.mkdir(exist_ok=True)
+    out = {"TMPDIR": str(tmp)}
+    if "TORCHINDUCTOR_CACHE_DIR" not in env:  # torch's own default, from the user's TMPDIR
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):
+            user = f"uid_{os.getuid()}"
+        out["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(user_tmp, "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user))
+    return out
 
 
 def returns_on_interrupt(fn: F) -> F:

@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence
 from gpuperf_rewrite.runtime.schema import empty_document
 from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.merge import merge_ranks
+from gpuperf_rewrite.validate.lifetime import private_tmpdir
 from gpuperf_rewrite.validate.workspace import scratch_dir, with_pythonpath
 
 TERM_GRACE_S = 5.0  # SIGTERM -> SIGKILL escalation for the process group
@@ -240,6 +241,7 @@ def run_profile(
         child_env.setdefault("PYTHONHASHSEED", str(seed))  # same str/bytes hashing in both A/B arms
         child_env["PYTHONUNBUFFERED"] = "1"  # complete tails even when the child is killed
         child_env[WATCH_ENV] = str(os.getpid())
+        child_env.update(private_tmpdir(tmp, child_env))  # no pymp-* left behind by ended workers
         stdout_path, stderr_path = tmp / "stdout.txt", tmp / "stderr.txt"
         returncode, finished, wall = _run_in_group(cmd, cwd, child_env, stdout_path, stderr_path, timeout)
 

@@ -49,6 +49,7 @@ MAX_ENTRIES = 5000  # entries per mirror, beyond the directories a run must see 
 COPY_FILE_MAX = 4 << 20  # regular files up to this size are copied (protected from in-place writes)
 COPY_TOTAL_MAX = 32 << 20  # ... as long as the copies of one mirror stay under this total
 OWNER_FILE = ".gpuperf-owner"  # "pidns:pid:starttime" of the process that made a scratch directory
+OLD_INDEX_S = 3600  # a bare gpuperf-index-* file (older versions' temporary index) this old is dead
 UNCHECKED = (".git", "__pycache__")  # changed by git and by Python all the time; never compared
 
 
@@ -102,6 +103,10 @@ def sweep_stale(tmp: str | None = None) -> list[Path]:
     with contextlib.suppress(OSError):
         for d in root.glob("gpuperf-*"):
             try:
+                if _old_index_file(d):
+                    d.unlink()
+                    removed.append(d)
+                    continue
                 if d.is_symlink() or not d.is_dir() or d.stat().st_uid != os.getuid():
                     continue
                 token = (d / OWNER_FILE).read_text().strip()
@@ -111,6 +116,16 @@ def sweep_stale(tmp: str | None = None) -> list[Path]:
                 _rmtree(d)
                 removed.append(d)
     return removed
+
+
+def _old_index_file(path: Path) -> bool:
+    """A temporary git index left as a plain file by a SIGKILLed older version (no owner to ask;
+    a live one exists for the seconds of a commit)."""
+    import time
+
+    st = path.lstat()
+    return (path.name.startswith("gpuperf-index-") and stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid()
+            and time.time() - st.st_mtime > OLD_INDEX_S)
 
 
 def make_scratch(prefix: str) -> Path:
@@ -246,7 +261,8 @@ class Mirror:
                     size = 0
                 if is_dir and (path in must or not (e.name.startswith(".") or e.name == "__pycache__")):
                     queue.append((path, r))
-                elif is_file and size <= COPY_FILE_MAX and copied + size <= COPY_TOTAL_MAX:
+                elif (is_file and size <= COPY_FILE_MAX and copied + size <= COPY_TOTAL_MAX
+                      and len(self.entries) < MAX_ENTRIES):  # the budget covers directories that must be real too
                     copied += size
                     self._add(r, path, "copy")
                 else:
