@@ -1,0 +1,156 @@
+"""Cost of the scratch mirror for a script with many small files beside it (docs/benchmarks.md).
+
+    python benchmarks/mirror_scale.py [--files 20000] [--runs 4] [--before REF] [--no-apply]
+
+A tiny CPU torch script (a Linear layer, ``zero_grad(set_to_none=False)`` for GP402 to fix) in a
+fresh git repository, once alone and once with ``--files`` small files beside it; on each:
+
+* ``ab train.py train.py --runs R --max-runs R``: wall seconds, and the number of runs, so the
+  per-run cost of the mirror shows as the difference between the two trees;
+* ``train.py --apply --unsafe-fixes --select GP402`` with the same few runs: wall seconds, the
+  plan's estimate for the first A/B (``ab_estimate_s`` in the JSON), and the highest ETA the progress
+  line showed, against what the A/B took.
+
+With ``--before REF`` the same commands also run with the package as it was at git REF (exported
+to a temporary directory and put first on PYTHONPATH, the runtime shim included), side by side in
+one session. The 1-minute load average is printed with each row: this machine may be shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = """import torch
+
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(64, 8)
+for step in range(100000):
+    opt.zero_grad(set_to_none=False)
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    opt.step()
+"""
+AB_OPTS = ["--steps", "10", "--warmup", "2"]
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def make_repo(where: Path, files: int) -> Path:
+    where.mkdir(parents=True)
+    (where / "train.py").write_text(SCRIPT)
+    for i in range(files):
+        (where / f"shard_{i:05d}.txt").write_text(f"{i}\n")
+    _git(where, "init", "-q")
+    for k, v in (("user.name", "bench"), ("user.email", "bench@example.invalid"), ("commit.gpgsign", "false")):
+        _git(where, "config", k, v)
+    _git(where, "add", "train.py")  # the shards stay untracked: the mirror holds them all the same
+    _git(where, "commit", "-q", "-m", "tiny")
+    return where
+
+
+def export(ref: str, dest: Path) -> Path:
+    """The package at ``ref``, laid out as installed (rules/ and runtime/ inside gpuperf_rewrite/)."""
+    tar = dest / "src.tar"
+    with open(tar, "wb") as fh:
+        subprocess.run(["git", "archive", ref, "gpuperf_rewrite", "rules", "runtime"], cwd=ROOT, check=True, stdout=fh)
+    with tarfile.open(tar) as tf:
+        tf.extractall(dest / "src", filter="data")
+    pkg = dest / "src" / "gpuperf_rewrite"
+    (dest / "src" / "rules").rename(pkg / "rules")
+    (dest / "src" / "runtime").rename(pkg / "runtime")
+    return dest / "src"
+
+
+def tool(path: Path | None, repo: Path, args: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    env = dict(os.environ)
+    if path is not None:
+        env["PYTHONPATH"] = str(path)
+    env["COLUMNS"] = "200"
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "gpuperf_rewrite", *args], cwd=repo, env=env,
+                       capture_output=True, text=True)
+    return time.monotonic() - t0, p
+
+
+def _seconds(text: str) -> float:
+    total = 0.0
+    for n, unit in re.findall(r"(\d+(?:\.\d+)?)(h|m|s)", text):
+        total += float(n) * {"h": 3600, "m": 60, "s": 1}[unit]
+    return total
+
+
+def row_ab(label: str, path: Path | None, repo: Path, files: int, runs: int) -> str:
+    load = os.getloadavg()[0]
+    wall, p = tool(path, repo, ["ab", "train.py", "train.py", "--runs", str(runs), "--max-runs", str(runs),
+                                *AB_OPTS, "--json", "-"])
+    try:
+        doc = json.loads(p.stdout[p.stdout.index("{"):])
+        n = len(doc["a"]["runs"]) + len(doc["b"]["runs"]) if isinstance(doc.get("a"), dict) else 2 * runs
+    except (ValueError, KeyError, TypeError):
+        n = 2 * runs
+    if p.returncode == 2:
+        return f"| {label} | ab | {files} | error: {p.stderr.strip()[-200:]} |"
+    return f"| {label} | ab | {files} | {n} runs | {wall:.1f} | - | - | {load:.1f} |"
+
+
+def row_apply(label: str, path: Path | None, repo: Path, files: int, runs: int) -> str:
+    load = os.getloadavg()[0]
+    _git(repo, "reset", "-q", "--hard", "HEAD")
+    wall, p = tool(path, repo, ["train.py", "--apply", "--unsafe-fixes", "--select", "GP402", "--no-commit",
+                                "--runs", str(runs), "--max-runs", str(runs), *AB_OPTS, "--json"])
+    _git(repo, "reset", "-q", "--hard", "HEAD")
+    try:
+        doc = json.loads(p.stdout[p.stdout.index("{"):])
+    except ValueError:
+        return f"| {label} | --apply | {files} | exit {p.returncode}: {p.stderr.strip()[-300:]} |"
+    plan = doc.get("plan") or {}
+    etas = [_seconds(m.group(1)) for m in re.finditer(r"ETA ([0-9hms.]+) for this A/B", p.stderr)]
+    ab_s = sum(float((a.get("result") or a).get("elapsed_s") or 0) for a in doc.get("attempts") or [])
+    return (f"| {label} | --apply | {files} | {doc.get('status', '?')}, plan run {plan.get('run_s', '?')} s "
+            f"| {wall:.1f} | ~{plan.get('ab_estimate_s', '?')} s (first ETA {max(etas, default=0):.0f} s) "
+            f"| {ab_s:.1f} | {load:.1f} |")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--files", type=int, default=20000)
+    p.add_argument("--runs", type=int, default=4)
+    p.add_argument("--before", default=None, help="git ref to compare with (e.g. main)")
+    p.add_argument("--no-apply", action="store_true")
+    o = p.parse_args()
+    with tempfile.TemporaryDirectory(prefix="gpuperf-mirror-scale-") as tmp:
+        t = Path(tmp)
+        trees = [("this tree", None)]
+        if o.before:
+            (t / "before").mkdir()
+            trees.insert(0, (f"at {o.before}", export(o.before, t / "before")))
+        repos = {n: make_repo(t / f"repo{n}", n) for n in (0, o.files)}
+        print(f"{o.files} small files beside a tiny CPU torch script; --runs {o.runs} --max-runs {o.runs} "
+              f"{' '.join(AB_OPTS)}; python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+        print("| code | command | files | runs / result | wall s | plan estimate of the A/B | A/B took s "
+              "| load 1m |")
+        print("|---|---|---|---|---|---|---|---|")
+        for n, repo in repos.items():
+            for label, path in trees:
+                print(row_ab(label, path, repo, n, o.runs), flush=True)
+                if not o.no_apply:
+                    print(row_apply(label, path, repo, n, o.runs), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
