@@ -249,8 +249,9 @@ def _validate_and_write(ctx: _Context, ws: Any) -> int:
     script_args, runner, progress, echo = ctx.script_args, ctx.runner, ctx.progress, ctx.echo
     json_out = ctx.options.json_out
     a_path = ws.add(target, original, module=ctx.module)
+    setup_s = ws.prepare(a_path)  # the mirror, once: not in the profile run's time, which stands for every run
     sources: dict[frozenset[str], bytes] = {}
-    clock = _profile_and_plan(ctx, a_path)
+    clock = _profile_and_plan(ctx, a_path, setup_s)
     if isinstance(clock, int):
         return clock
     plan = clock.plan
@@ -296,7 +297,7 @@ def _validate_and_write(ctx: _Context, ws: Any) -> int:
     return _conclude(ctx, outcome, build)
 
 
-def _profile_and_plan(ctx: _Context, a_path: Path) -> Clock | int:
+def _profile_and_plan(ctx: _Context, a_path: Path, setup_s: float = 0.0) -> Clock | int:
     """One profile run of the original (same mirror, steps, warmup and timeout as the A/B runs),
     then the plan, printed; an exit code when the original cannot even be profiled."""
     from gpuperf_rewrite.validate import plan as planning
@@ -317,7 +318,8 @@ def _profile_and_plan(ctx: _Context, a_path: Path) -> Clock | int:
         if tail:
             ctx.echo(tail[-2000:], err=True)
         return 2
-    plan = make_plan(doc, run_s, ctx.codes, cfg.runs, gains_on=ctx.gains_on, budget_s=ctx.options.budget_s)
+    plan = make_plan(doc, run_s, ctx.codes, cfg.runs, gains_on=ctx.gains_on, budget_s=ctx.options.budget_s,
+                     setup_s=setup_s)
     ctx.plan = plan
     for line in plan.describe():
         ctx.say(line)
