@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
 import libcst as cst
 
 if TYPE_CHECKING:
-    from ._context import RuleContext
+    from .analysis.syntax.context import RuleContext
 
 FixSafety = Literal["safe", "unsafe", "none"]
 Severity = Literal["error", "warning", "info"]

@@ -221,7 +221,7 @@ def test_graph_sees_the_known_edges(graph):
     """The reader itself works: lazy imports inside functions, relative imports, the command table."""
     _, edges = graph
     assert f"{PKG}.validate.apply" in edges[f"{PKG}.cli.check"]  # imported inside a function
-    assert f"{PKG}.rules._api" in edges[f"{PKG}.rules.gp101_sync_in_loop"]  # relative import
+    assert f"{PKG}.rules._api" in edges[f"{PKG}.rules.loop.gp101_sync_in_loop"]  # relative import
     assert f"{PKG}.cli.baseline" in edges[f"{PKG}.cli"]  # the lazy command table
     assert _cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
 
@@ -238,9 +238,9 @@ def _run_edges(mods: dict[str, Module], edges: dict[str, dict[str, int]]) -> dic
 
 def test_type_only_imports_are_not_cycles(graph):
     mods, edges = graph
-    assert f"{PKG}.rules._training" in edges[f"{PKG}.rules._tensors"]  # counted for layering
-    assert f"{PKG}.rules._training" not in _run_edges(mods, edges)[f"{PKG}.rules._tensors"]
-    assert f"{PKG}.rules._tensors" in _run_edges(mods, edges)[f"{PKG}.rules._training"]
+    assert f"{PKG}.rules.analysis.model.training" in edges[f"{PKG}.rules.analysis.model.tensors"]  # counted for layering
+    assert f"{PKG}.rules.analysis.model.training" not in _run_edges(mods, edges)[f"{PKG}.rules.analysis.model.tensors"]
+    assert f"{PKG}.rules.analysis.model.tensors" in _run_edges(mods, edges)[f"{PKG}.rules.analysis.model.training"]
 
 
 def test_no_import_cycles(graph):
@@ -363,7 +363,10 @@ def test_wheel_ships_every_subpackage_and_module(tmp_path):
     assert out.returncode == 0, out.stderr
     (wheel,) = (tmp_path / "dist").glob("gpuperf_rewrite-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {"cli", "lint", "validate", "integrations", "integrations.github", "rules", "runtime"}
+    expected = {"cli", "lint", "validate", "integrations", "integrations.github", "rules", "runtime",
+                "rules.analysis", "rules.analysis.syntax", "rules.analysis.model", "rules.analysis.facts",
+                "rules.analysis.fixes", "rules.loop", "rules.data", "rules.precision", "rules.memory",
+                "rules.distributed"}
     assert {p for p in _packages_on_disk() if p != PKG} == {f"{PKG}.{e}" for e in expected}, \
         "a new subpackage: add it to [tool.setuptools] packages and to this test"
     for package in sorted(_packages_on_disk()):
