@@ -6,11 +6,11 @@ from __future__ import annotations
 import libcst as cst
 
 from .._api import Edit, Replace
-from ..analysis.syntax.calls import dataloader_arg
-from ..analysis.syntax.context import RuleContext
+from ..analysis.facts.kwargs import Holder, Setting, call_keywords, feeds_only
 from ..analysis.fixes.dict_edits import add_key, set_value
 from ..analysis.fixes.edits import add_kwarg
-from ..analysis.facts.kwargs import Holder, Setting, call_keywords, feeds_only
+from ..analysis.syntax.calls import dataloader_arg
+from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.torch_names import DATALOADERS
 
 AMBIGUOUS = "the keyword dicts that reach this DataLoader would have to change in more than one place"

@@ -8,11 +8,11 @@ import math
 
 import libcst as cst
 
-from ..analysis.syntax.calls import dataloader_arg, dotted_name, get_arg, literal_value
-from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.execution import execution
 from ..analysis.facts.flow import object_flow
 from ..analysis.facts.script_facts import assignments_in, visible_scope
+from ..analysis.syntax.calls import dataloader_arg, dotted_name, get_arg, literal_value
+from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 
 RANDOM_SAMPLERS = frozenset({"torch.utils.data.RandomSampler", "torch.utils.data.sampler.RandomSampler"})

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.syntax.calls import dotted_name
-from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.execution import all_params, execution
 from ..analysis.facts.script_facts import assignments_in, scope_of
+from ..analysis.syntax.calls import dotted_name
+from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 
 _MAX_DEPTH = 6

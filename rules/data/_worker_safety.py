@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.syntax.calls import dataloader_arg, dotted_name
-from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.execution import execution
 from ..analysis.facts.flow import object_flow
-from ._pickling import attribute_store_reason, unpicklable_reason
 from ..analysis.facts.script_facts import assignments_in, visible_scope
+from ..analysis.syntax.calls import dataloader_arg, dotted_name
+from ..analysis.syntax.context import RuleContext
+from ._pickling import attribute_store_reason, unpicklable_reason
 
 ITERABLE_DATASETS = frozenset({"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"})
 

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import AddImport, Edit, Finding, Fix, Invalid, Rule, Valid, dedent
-from ..analysis.syntax.calls import dataloader_arg, literal_value
-from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
+from ..analysis.syntax.calls import dataloader_arg, literal_value
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.torch_names import DATALOADERS
 from ._loader_args import AMBIGUOUS, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
-from ..analysis.syntax.torch_names import DATALOADERS
 from ._worker_safety import dataset_is_iterable, spawn_hazard
 
 

@@ -7,14 +7,14 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import AddImport, Finding, Fix, Invalid, Rule, Valid, dedent
-from ..analysis.syntax.calls import literal_value
-from ..analysis.syntax.context import RuleContext
-from ..analysis.fixes.edits import torch_alias
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
+from ..analysis.fixes.edits import torch_alias
+from ..analysis.syntax.calls import literal_value
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.torch_names import DATALOADERS
 from ._loader_args import AMBIGUOUS, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
-from ..analysis.syntax.torch_names import DATALOADERS
 
 
 class DataloaderPinMemory(Rule):

@@ -7,14 +7,14 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Edit, Finding, Fix, Invalid, Rule, Valid, dedent
-from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, has_star_args, literal_value
-from ..analysis.syntax.context import RuleContext
-from ..analysis.fixes.dict_edits import add_key
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import Setting, call_keywords, exclusive
+from ..analysis.fixes.dict_edits import add_key
+from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, has_star_args, literal_value
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.torch_names import DATALOADERS
 from ._loader_args import AMBIGUOUS, SHARED, editable, settings_of
 from ._loader_iteration import iterated_repeatedly
-from ..analysis.syntax.torch_names import DATALOADERS
 
 # Calls that may appear in a num_workers expression we repeat in ``persistent_workers=``:
 # pure, cheap, no side effects.

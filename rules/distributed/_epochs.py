@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.syntax.calls import dataloader_arg, dotted_name
-from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.execution import execution
 from ..analysis.facts.flow import Flow
 from ..analysis.facts.script_facts import assignments_in
-from ..analysis.syntax.torch_names import DATALOADERS
 from ..analysis.model.training import analysis
+from ..analysis.syntax.calls import dataloader_arg, dotted_name
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.torch_names import DATALOADERS
 from ..analysis.syntax.tree import walk
 
 _MAX_DEPTH = 6

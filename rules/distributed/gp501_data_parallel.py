@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Invalid, Rule, Valid, dedent
-from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.gpu_use import pinned_to_cpu
+from ..analysis.syntax.context import RuleContext
 
 DATA_PARALLEL = frozenset({
     "torch.nn.DataParallel", "torch.nn.parallel.DataParallel",

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Edit, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ..analysis.syntax.context import RuleContext
+from ..analysis.facts.kwargs import Keywords, call_keywords, feeds_only
 from ..analysis.fixes.dict_edits import add_key
 from ..analysis.fixes.edits import add_kwarg
-from ..analysis.facts.kwargs import Keywords, call_keywords, feeds_only
+from ..analysis.syntax.context import RuleContext
 
 DDP = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",

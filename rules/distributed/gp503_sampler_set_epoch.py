@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, InsertBefore, Invalid, Rule, Valid, dedent
+from ..analysis.facts.flow import Flow, object_flow
 from ..analysis.syntax.calls import get_arg, literal_value
 from ..analysis.syntax.context import RuleContext
 from ._epochs import certainly_distributed, epoch_loop, epoch_set, loaders_fed, trains
-from ..analysis.facts.flow import Flow, object_flow
 
 DISTRIBUTED_SAMPLER = frozenset({
     "torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler",

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.syntax.calls import dotted_name, method_call, target_names
 from ..analysis.syntax.context import RuleContext
-from ..analysis.model.tensors import is_host_expr, module_function
 
 if TYPE_CHECKING:
     from ..analysis.model.training import TrainingAnalysis

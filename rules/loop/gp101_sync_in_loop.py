@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ._accumulators import accumulator_fix
 from .._api import Finding, Invalid, Rule, Valid, dedent
-from ..analysis.syntax.context import RuleContext
-from ._host_syncs import sync_calls
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.training import analysis
+from ..analysis.syntax.context import RuleContext
+from ._accumulators import accumulator_fix
+from ._host_syncs import sync_calls
 
 
 class SyncInLoop(Rule):

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ..analysis.syntax.calls import dotted_name, method_call, target_names
-from ..analysis.syntax.context import RuleContext
+from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import single_expression_statement
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
-from ..analysis.facts.program import cpu_only
+from ..analysis.syntax.calls import dotted_name, method_call, target_names
+from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
-from ..analysis.syntax.calls import dotted_name, literal_value
-from ..analysis.syntax.context import RuleContext
+from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import block_of, remove_statement, single_expression_statement
 from ..analysis.model.training import analysis
-from ..analysis.facts.program import cpu_only
+from ..analysis.syntax.calls import dotted_name, literal_value
+from ..analysis.syntax.context import RuleContext
 
 SYNC_CALLS = {
     "torch.cuda.synchronize": "torch.cuda.synchronize()",

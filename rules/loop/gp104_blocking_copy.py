@@ -7,9 +7,7 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call
-from ..analysis.syntax.callsites import call_site_args
-from ..analysis.syntax.context import RuleContext
+from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.eval_loops import loop_data
 from ..analysis.model.host_data import (
@@ -18,7 +16,9 @@ from ..analysis.model.host_data import (
 from ..analysis.model.step_code import BatchData, device_kind
 from ..analysis.model.tensors import mentions
 from ..analysis.model.training import TrainingAnalysis, analysis
-from ..analysis.facts.program import cpu_only
+from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call
+from ..analysis.syntax.callsites import call_site_args
+from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 
 

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ..analysis.facts.program import cpu_only
+from ..analysis.fixes.edits import add_kwarg
+from ..analysis.model.host_data import cuda_tensor_type
+from ..analysis.model.step_code import device_kind
+from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import get_arg, has_star_args, method_call
 from ..analysis.syntax.context import RuleContext
-from ..analysis.fixes.edits import add_kwarg
-from ..analysis.model.step_code import device_kind
-from ..analysis.model.host_data import cuda_tensor_type
-from ..analysis.model.training import TrainingAnalysis, analysis
-from ..analysis.facts.program import cpu_only
 
 DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor",

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, InsertAfter, Invalid, Rule, Valid, dedent
-from ..analysis.syntax.calls import dotted_name, method_call
-from ..analysis.syntax.context import RuleContext
 from ..analysis.fixes.edits import block_of
 from ..analysis.model.step_code import walk_with_callees
-from ..analysis.syntax.torch_names import OPTIMIZERS
 from ..analysis.model.training import TrainingAnalysis, analysis
+from ..analysis.syntax.calls import dotted_name, method_call
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.torch_names import OPTIMIZERS
 
 
 def zeroes_grads(node: cst.CSTNode) -> bool:

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ..analysis.syntax.calls import get_arg, literal_value, method_call
-from ..analysis.syntax.context import RuleContext
 from ..analysis.fixes.edits import set_arg_value
 from ..analysis.model.training import analysis
+from ..analysis.syntax.calls import get_arg, literal_value, method_call
+from ..analysis.syntax.context import RuleContext
 
 
 class ZeroGradKeepsTensors(Rule):

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ..analysis.syntax.calls import dotted_name, method_call
-from ..analysis.syntax.context import RuleContext
 from ..analysis.fixes.edits import detached
 from ..analysis.model.step_code import in_no_grad, walk_with_callees
 from ..analysis.model.tensors import backward_tensor
 from ..analysis.model.training import TrainingAnalysis, analysis
+from ..analysis.syntax.calls import dotted_name, method_call
+from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 
 # Results of these methods no longer hold the autograd graph (or are not tensors).
@@ -59,7 +59,7 @@ class _GradNames:
             return expr.attr.value not in ("data", "grad", "shape", "dtype", "device") and self.carries(expr.value)
         if isinstance(expr, cst.Call):
             func = expr.func
-            if self.ta.is_model(func) or self.ta._is_criterion(func):
+            if self.ta.is_model(func) or self.ta.is_criterion(func):
                 return True
             if isinstance(func, cst.Attribute) and not self.ctx.matches(func, {"torch.*"}):
                 return func.attr.value not in _CUTS_GRAPH and self.carries(func.value)

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ..analysis.syntax.calls import dotted_name, method_call
-from ..analysis.syntax.context import RuleContext
 from ..analysis.fixes.edits import torch_alias
 from ..analysis.model.step_code import in_no_grad, walk_with_callees
-from ..analysis.syntax.torch_names import NO_GRAD
 from ..analysis.model.training import TrainingAnalysis, analysis
+from ..analysis.syntax.calls import dotted_name, method_call
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.torch_names import NO_GRAD
 from ..analysis.syntax.tree import walk
 
 _GRAD_APIS = {"torch.autograd.grad", "torch.autograd.backward", "torch.enable_grad",

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import AddImport, Finding, Fix, InsertAfter, Invalid, Replace, Rule, Valid, dedent
-from ..analysis.syntax.calls import dotted_name, method_call
-from ..analysis.syntax.context import RuleContext
+from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import trained_models
 from ..analysis.model.step_code import in_no_grad
 from ..analysis.model.training import TrainingAnalysis, analysis
-from ..analysis.facts.program import cpu_only
+from ..analysis.syntax.calls import dotted_name, method_call
+from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 
 

@@ -11,14 +11,14 @@ import re
 import libcst as cst
 
 from .._api import Fix, InsertAfter, InsertBefore, Replace
-from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, method_call
-from ..analysis.syntax.context import RuleContext
-from ..analysis.fixes.edits import torch_import, torch_name
 from ..analysis.facts.script_facts import (
     device_name_at, device_type_expr, model_names_everywhere, names_in, scope_of, trained_models,
 )
-from ..analysis.syntax.torch_names import AUTOCAST, GRAD_SCALERS, NO_GRAD
+from ..analysis.fixes.edits import torch_import, torch_name
 from ..analysis.model.training import TrainingAnalysis
+from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, method_call
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.torch_names import AUTOCAST, GRAD_SCALERS, NO_GRAD
 from ..analysis.syntax.tree import walk
 
 FP16 = frozenset({"torch.float16", "torch.half"})

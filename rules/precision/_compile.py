@@ -8,13 +8,13 @@ from __future__ import annotations
 import libcst as cst
 
 from .._api import Fix, InsertAfter, InsertBefore
+from ..analysis.facts.frameworks import frameworks
+from ..analysis.facts.script_facts import TrainedModel, model_build_statement, model_names_everywhere
+from ..analysis.model.models import DATA_PARALLEL, wrapper_inner
 from ..analysis.syntax.calls import dotted_name
 from ..analysis.syntax.context import RuleContext
-from ._double_backward import double_backward_models
-from ..analysis.facts.frameworks import frameworks
-from ..analysis.model.models import DATA_PARALLEL, wrapper_inner
-from ..analysis.facts.script_facts import TrainedModel, model_build_statement, model_names_everywhere
 from ..analysis.syntax.tree import walk
+from ._double_backward import double_backward_models
 
 _DOUBLE_BACKWARD_WHY = ("a second-order gradient (torch.autograd.grad(..., create_graph=True), e.g. a "
                         "gradient penalty) runs through it, and compiled modules do not support double "

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.facts.script_facts import _params, assignments_in, model_names_everywhere, scope_of
+from ..analysis.model.training import analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
-from ..analysis.facts.script_facts import _params, assignments_in, model_names_everywhere, scope_of
-from ..analysis.model.training import analysis
 from ..analysis.syntax.tree import children_of
 
 _GRAD_FUNCS = frozenset({

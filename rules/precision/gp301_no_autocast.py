@@ -7,12 +7,12 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Invalid, Rule, Valid, dedent
-from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
-from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.program import cpu_only, model_precision
 from ..analysis.facts.script_facts import framework_manages_precision
-from ..analysis.model.training import analysis
 from ..analysis.facts.workload import tensor_core_work
+from ..analysis.model.training import analysis
+from ..analysis.syntax.context import RuleContext
+from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
 
 
 class NoAutocast(Rule):

@@ -7,14 +7,14 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
-from ..analysis.syntax.calls import get_arg
-from ..analysis.syntax.context import RuleContext
-from ..analysis.fixes.edits import module_setting_edit, torch_import, torch_name
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.program import cpu_only, is_script, model_precision
 from ..analysis.facts.script_facts import assigns_to, first_use_of, framework_trains
-from ..analysis.model.training import analysis
 from ..analysis.facts.workload import MATMUL_USERS, matmul_operator, model_zoo
+from ..analysis.fixes.edits import module_setting_edit, torch_import, torch_name
+from ..analysis.model.training import analysis
+from ..analysis.syntax.calls import get_arg
+from ..analysis.syntax.context import RuleContext
 
 TF32_SETTINGS = frozenset({
     "torch.backends.cuda.matmul.allow_tf32", "torch.backends.cuda.matmul.fp32_precision",

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Invalid, Rule, Valid, dedent
-from ..analysis.syntax.calls import dotted_name, get_arg, method_call
-from ._compile import compile_fix, whole_model
-from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import framework_trains, model_names_everywhere, trained_models
 from ..analysis.model.training import analysis
+from ..analysis.syntax.calls import dotted_name, get_arg, method_call
+from ..analysis.syntax.context import RuleContext
+from ._compile import compile_fix, whole_model
 
 COMPILERS = frozenset({"torch.compile", "torch._dynamo.optimize", "torch.jit.script", "torch.jit.trace"})
 

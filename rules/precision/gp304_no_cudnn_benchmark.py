@@ -7,14 +7,14 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
-from ..analysis.syntax.calls import get_arg, literal_value
-from ..analysis.syntax.context import RuleContext
-from ..analysis.fixes.edits import module_setting_edit, torch_import, torch_name
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.program import cpu_only, is_script
 from ..analysis.facts.script_facts import framework_trains
-from ..analysis.model.training import analysis
 from ..analysis.facts.workload import CONVOLUTIONS, convolution  # noqa: F401 - CONVOLUTIONS re-exported
+from ..analysis.fixes.edits import module_setting_edit, torch_import, torch_name
+from ..analysis.model.training import analysis
+from ..analysis.syntax.calls import get_arg, literal_value
+from ..analysis.syntax.context import RuleContext
 
 # Settings that show the user chose cuDNN's algorithm selection (benchmarking picks algorithms
 # by timing, which is not deterministic).

@@ -7,14 +7,14 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ..analysis.syntax.calls import get_arg, has_star_args, literal_value
-from ..analysis.syntax.context import RuleContext
-from ..analysis.fixes.edits import add_kwarg, torch_import
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import (
     TrainedModel, _param_receivers, device_type_expr, framework_trains, model_device_name, visible_scope,
 )
+from ..analysis.fixes.edits import add_kwarg, torch_import
 from ..analysis.model.training import analysis
+from ..analysis.syntax.calls import get_arg, has_star_args, literal_value
+from ..analysis.syntax.context import RuleContext
 
 FUSABLE = frozenset({
     "torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD", "torch.optim.adam.Adam",

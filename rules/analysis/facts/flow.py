@@ -17,11 +17,11 @@ from typing import Literal
 
 import libcst as cst
 
+from ..model.training import analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from .execution import execution, is_load
 from .script_facts import binds, scope_of
-from ..model.training import analysis
 
 UseKind = Literal["iterate", "attribute", "passed", "escape"]
 # Builtins and helpers whose result iterates its argument when it is iterated.

@@ -16,6 +16,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call, target_names
 from ..syntax.context import RuleContext
+from ..syntax.tree import walk
 
 _LIGHTNING = ("lightning", "pytorch_lightning", "lightning_fabric")
 _HF = ("transformers", "trl", "setfit", "sentence_transformers")
@@ -190,8 +191,6 @@ def _loop_source(expr: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def _placed_in(ctx: RuleContext, scope: cst.FunctionDef | None) -> set[str]:
-    from ..syntax.tree import walk
-
     placed: set[str] = set()
     if scope is not None:
         cls = ctx.enclosing(scope, cst.ClassDef)

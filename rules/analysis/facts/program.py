@@ -8,11 +8,13 @@ import re
 
 import libcst as cst
 
+from ..model.models import strip_chain
+from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..syntax.context import RuleContext
-from .frameworks import frameworks
-from ..model.training import analysis
 from ..syntax.tree import walk
+from .frameworks import frameworks
+from .script_facts import is_model_expr
 
 # ---- cpu_only ---------------------------------------------------------------------------------
 # Words in identifiers and strings that name an accelerator (``torch.cuda``, ``ngpu``, "mps",
@@ -153,8 +155,6 @@ def model_precision(ctx: RuleContext) -> str | None:
 
 
 def _model_precision(ctx: RuleContext) -> str | None:
-    from .script_facts import is_model_expr
-
     for call in ctx.nodes(cst.Call):
         if ctx.matches(call.func, {"torch.set_default_dtype"}) and call.args:
             found = _dtype_of(ctx, call.args[0].value)
@@ -196,8 +196,6 @@ def _converts_model(ctx: RuleContext, call: cst.Call, is_model_expr) -> bool:  #
 def _instance_of_a_class(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
     """``Net()``, or a name bound to ``Net(...)``: an object of a class (models are; tensors come
     from functions) other than torch's legacy tensor types."""
-    from ..model.models import strip_chain
-
     name = dotted_name(expr)
     values = [expr] if name is None else [
         strip_chain(n.value) for n in ctx.nodes(cst.Assign) for t in n.targets if dotted_name(t.target) == name]

@@ -13,16 +13,17 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ..model.models import MODULE_CHAIN, constructed_model_names, is_model_constructor, strip_chain  # noqa: F401
 from ..syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..syntax.callsites import call_site_args
 from ..syntax.context import RuleContext
+from ..syntax.imports import torch_name
+from ..syntax.torch_names import LR_SCHEDULERS, OPTIMIZERS
+from ..syntax.tree import walk
 from .frameworks import (  # noqa: F401 - the script-fact API, in one import
     framework_manages_precision, framework_places_batches, framework_prepared_names, framework_trains,
     placed_by_framework,
 )
-from ..model.models import MODULE_CHAIN, constructed_model_names, is_model_constructor, strip_chain  # noqa: F401
-from ..syntax.torch_names import OPTIMIZERS
-from ..syntax.tree import walk
 
 Scope = cst.FunctionDef | None  # None: module level
 
@@ -134,8 +135,6 @@ def is_device_object(ctx: RuleContext, name: str, at: cst.CSTNode, depth: int = 
 def device_type_expr(ctx: RuleContext, name: str, at: cst.CSTNode) -> str:
     """``device.type`` when ``name`` is a torch.device, else ``torch.device(name).type`` (which
     accepts strings and ordinals too; spelled with the file's torch alias)."""
-    from ..fixes.edits import torch_name
-
     return f"{name}.type" if is_device_object(ctx, name, at) else f"{torch_name(ctx)}.device({name}).type"
 
 
@@ -214,8 +213,6 @@ def _param_receivers(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0)
 
 
 def optimizer_calls(ctx: RuleContext) -> list[cst.Call]:
-    from ..syntax.torch_names import LR_SCHEDULERS
-
     return [c for c in ctx.nodes(cst.Call)
             if ctx.matches(c.func, OPTIMIZERS) and not ctx.matches(c.func, LR_SCHEDULERS)
             and c.args and not c.args[0].star]

@@ -10,11 +10,13 @@ import builtins
 
 import libcst as cst
 
-from ..syntax.calls import dotted_name, method_call
-from ..syntax.context import RuleContext
 from ..model.models import MODULE_CHAIN, is_model_constructor, strip_chain
 from ..model.training import analysis
+from ..syntax.calls import dotted_name, method_call
+from ..syntax.context import RuleContext
 from ..syntax.tree import walk
+from .script_facts import first_use_of
+from .script_facts import model_names_everywhere as names
 
 # Layers and functions that run float32 matrix multiplies. Convolutions are left out on purpose:
 # cuDNN already allows TF32 for them by default (torch.backends.cudnn.allow_tf32 = True).
@@ -110,12 +112,8 @@ def tensor_core_work(ctx: RuleContext) -> bool:
 
 
 def first_use(ctx: RuleContext, names: frozenset[str]) -> cst.CSTNode | None:
-    from .script_facts import first_use_of
-
     return first_use_of(ctx, names)
 
 
 def model_names_everywhere(ctx: RuleContext) -> set[str]:
-    from .script_facts import model_names_everywhere as names
-
     return names(ctx)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ..._api import Edit, InsertAfter, Replace
+from ..facts.kwargs import Holder, Setting
 from ..syntax.context import RuleContext
 from .edits import add_kwarg
-from ..facts.kwargs import Holder, Setting
 
 
 def set_value(setting: Setting, code: str) -> Edit:

@@ -9,8 +9,10 @@ from __future__ import annotations
 import libcst as cst
 
 from ..._api import AddImport, Edit, InsertAfter, Replace
+from ..model.training import analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
+from ..syntax.imports import module_level_imports, torch_alias, torch_name
 from ..syntax.tree import walk
 
 
@@ -147,38 +149,6 @@ def detached(expr: cst.BaseExpression) -> cst.Call:
     return cst.Call(func=cst.Attribute(value=expr, attr=cst.Name("detach")))
 
 
-def _module_level_imports(module: cst.Module) -> list[cst.Import | cst.ImportFrom]:
-    """Imports that bind names at module level: anywhere in the module body, also under
-    ``try:``/``if``, but not inside functions or classes."""
-    return [n for n in walk(module) if isinstance(n, (cst.Import, cst.ImportFrom))]
-
-
-def _import_alias(module: cst.Module, name: str) -> str | None:
-    aliases = []
-    for imp in _module_level_imports(module):
-        if isinstance(imp, cst.Import):
-            for alias in imp.names:
-                if dotted_name(alias.name) == name:
-                    aliases.append(alias.asname.name.value if alias.asname and
-                                   isinstance(alias.asname.name, cst.Name) else name)
-                elif alias.asname is None and (dotted_name(alias.name) or "").startswith(name + "."):
-                    aliases.append(name)  # ``import torch.nn`` binds ``torch`` too
-    return name if name in aliases else (aliases[0] if aliases else None)
-
-
-def torch_alias(ctx: RuleContext) -> str | None:
-    """The name ``torch`` is imported under at module level (``import torch as th`` -> ``th``;
-    ``import torch.nn`` binds ``torch``), or None when the module does not import it (the fix
-    then needs ``torch_import(ctx)``)."""
-    return ctx.memo("_torch_alias", lambda c: _import_alias(c.module, "torch"))
-
-
-def torch_name(ctx: RuleContext) -> str:
-    """The name generated code uses for torch: its existing alias, else ``torch`` (imported by
-    the edits of :func:`torch_import`)."""
-    return torch_alias(ctx) or "torch"
-
-
 def torch_import(ctx: RuleContext) -> tuple[Edit, ...]:
     """The edits a fix that writes ``torch_name(ctx).…`` needs: none when torch is imported
     under any alias, else an ``AddImport("torch")`` (placed by :func:`add_imports`)."""
@@ -229,7 +199,7 @@ def add_imports(module: cst.Module, imports: list[AddImport]) -> cst.Module:
     binding, also inside ``try:``), once each, after the module's header: after its last
     import or environment line (``os.environ["PYTORCH_..."] = ...`` must run before torch is
     imported), never above them. The statement after them gets a blank line."""
-    existing = _module_level_imports(module)
+    existing = module_level_imports(module)
     new: list[cst.SimpleStatementLine] = []
     seen: set[AddImport] = set()
     for imp in imports:
@@ -266,8 +236,6 @@ def last_top_level_import(ctx: RuleContext) -> cst.BaseStatement | None:
     imports, and after the ``os.environ[...]`` lines that precede them, by construction) that
     comes before the first training loop at module level (a tutorial imports more later), or
     None when the module imports nothing there."""
-    from ..model.training import analysis
-
     loops = {loop for loop in analysis(ctx).step_loops if ctx.enclosing(loop, cst.FunctionDef, cst.ClassDef) is None}
     last = None
     for stmt in ctx.module.body:

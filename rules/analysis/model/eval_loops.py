@@ -12,18 +12,28 @@ x = data[i:i + bs]``, and leaves out autoregressive decoding (``model(tokens[:, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call, target_names
-from .tensors import mentions
 from ..syntax.torch_names import NO_GRAD
-from ..syntax.tree import walk
+from ..syntax.tree import Loop, walk
+from .tensors import mentions
 
 if TYPE_CHECKING:
     from ..syntax.context import RuleContext
-    from .training import Loop, TrainingAnalysis
+
+
+class TrainingQueries(Protocol):
+    """What eval-loop detection asks of ``training.TrainingAnalysis``, which runs it while it
+    is built (so this module cannot import that one)."""
+
+    @property
+    def ctx(self) -> RuleContext: ...
+    def calls_of(self, fn: cst.FunctionDef) -> list[cst.Call]: ...
+    def trains(self, loop: Loop) -> bool: ...
+    def is_module_like(self, expr: cst.BaseExpression, by_name: bool = False) -> bool: ...
 
 
 # ---- gradient mode ------------------------------------------------------------------------
@@ -44,7 +54,7 @@ def in_no_grad(ctx: RuleContext, node: cst.CSTNode) -> bool:
     return False
 
 
-def called_only_under_no_grad(ta: TrainingAnalysis, fn: cst.FunctionDef) -> bool:
+def called_only_under_no_grad(ta: TrainingQueries, fn: cst.FunctionDef) -> bool:
     calls = ta.calls_of(fn)
     return bool(calls) and all(in_no_grad(ta.ctx, c) for c in calls)
 
@@ -92,17 +102,17 @@ def loop_data(loop: Loop) -> set[str]:
     return _closure(seed, _assignments(loop.body)) if seed else set()
 
 
-def _model_calls(ta: TrainingAnalysis, loop: Loop) -> list[cst.Call]:
+def _model_calls(ta: TrainingQueries, loop: Loop) -> list[cst.Call]:
     """Calls of a module in one iteration (outside nested loops and functions)."""
     return [n for n in walk(loop.body, stop_at=(cst.For, cst.While))
             if isinstance(n, cst.Call) and ta.is_module_like(n.func, by_name=True)]
 
 
-def calls_a_model(ta: TrainingAnalysis, loop: Loop) -> bool:
+def calls_a_model(ta: TrainingQueries, loop: Loop) -> bool:
     return bool(_model_calls(ta, loop))
 
 
-def batch_model_call(ta: TrainingAnalysis, loop: Loop) -> cst.Call | None:
+def batch_model_call(ta: TrainingQueries, loop: Loop) -> cst.Call | None:
     """A model call in ``loop`` fed with the iteration's own data (not the model's output)."""
     calls = _model_calls(ta, loop)
     if not calls:
@@ -140,7 +150,7 @@ def _mode_switches(ctx: RuleContext) -> dict[cst.CSTNode, list[tuple[int, str, s
     return out
 
 
-def _eval_before(ta: TrainingAnalysis, loop: Loop, model: str) -> bool:
+def _eval_before(ta: TrainingQueries, loop: Loop, model: str) -> bool:
     """``model.eval()`` earlier in the loop's function (or module), with no ``model.train()``
     between it and the loop."""
     ctx = ta.ctx
@@ -155,7 +165,7 @@ def _eval_before(ta: TrainingAnalysis, loop: Loop, model: str) -> bool:
     return mode == "eval"
 
 
-def is_eval_loop(ta: TrainingAnalysis, loop: Loop) -> bool:
+def is_eval_loop(ta: TrainingQueries, loop: Loop) -> bool:
     if ta.trains(loop):
         return False
     call = batch_model_call(ta, loop)

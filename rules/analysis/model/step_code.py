@@ -9,11 +9,11 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name, literal_value, method_call, target_names
 from ..syntax.context import RuleContext
+from ..syntax.tree import walk
 from .eval_loops import in_no_grad
 from .host_data import built_on_host, default_collate, is_tokenizer_output
 from .tensors import is_tensor_expr
 from .training import TrainingAnalysis
-from ..syntax.tree import walk
 
 __all__ = ["BatchData", "device_kind", "in_no_grad", "walk_with_callees"]
 

@@ -18,7 +18,7 @@ from ..syntax.calls import dotted_name, method_call
 from ..syntax.tree import walk
 
 if TYPE_CHECKING:
-    from .training import TrainingAnalysis
+    from .training_objects import TrainingObjects
 
 TENSOR_METHODS = frozenset({
     "sum", "mean", "max", "min", "norm", "std", "var", "argmax", "argmin", "abs", "detach",
@@ -65,7 +65,7 @@ def backward_tensor(call: cst.Call) -> cst.BaseExpression | None:
     return receiver
 
 
-def module_function(ta: TrainingAnalysis, func: cst.BaseExpression) -> bool:
+def module_function(ta: TrainingObjects, func: cst.BaseExpression) -> bool:
     """``math.sqrt``, ``np.mean``, ``F.relu``: a function reached through an imported module
     (the chain's root is an import), not a method of a value."""
     root = func
@@ -79,7 +79,7 @@ class ValueKinds:
     """Tensor and host names of one scope (a function, or the module): a small fixpoint over
     its single-name assignments."""
 
-    def __init__(self, ta: TrainingAnalysis, scope: cst.CSTNode) -> None:
+    def __init__(self, ta: TrainingObjects, scope: cst.CSTNode) -> None:
         self.ta, self.ctx = ta, ta.ctx
         self.tensors: set[str] = set()
         self.host: set[str] = set()
@@ -139,7 +139,7 @@ class ValueKinds:
             if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
                 return not module_function(ta, func) and not self.is_host(func.value) and \
                     not ta.is_module_like(func.value)
-            return ta.is_model(func) or ta._is_criterion(func)
+            return ta.is_model(func) or ta.is_criterion(func)
         if isinstance(expr, cst.BinaryOperation):
             if self.is_host(expr.left) and self.is_host(expr.right):
                 return False
@@ -151,7 +151,7 @@ class ValueKinds:
         return False
 
 
-def kinds_at(ta: TrainingAnalysis, expr: cst.CSTNode) -> ValueKinds:
+def kinds_at(ta: TrainingObjects, expr: cst.CSTNode) -> ValueKinds:
     """The value kinds of the scope ``expr`` is in (cached per scope)."""
     scope: cst.CSTNode = ta.ctx.enclosing(expr, cst.FunctionDef) or ta.ctx.module
     cache: dict[cst.CSTNode, ValueKinds] = ta.__dict__.setdefault("_kinds_cache", {})
@@ -160,11 +160,11 @@ def kinds_at(ta: TrainingAnalysis, expr: cst.CSTNode) -> ValueKinds:
     return cache[scope]
 
 
-def is_tensor_expr(ta: TrainingAnalysis, expr: cst.BaseExpression) -> bool:
+def is_tensor_expr(ta: TrainingObjects, expr: cst.BaseExpression) -> bool:
     return kinds_at(ta, expr).is_tensor(expr)
 
 
-def is_host_expr(ta: TrainingAnalysis, expr: cst.BaseExpression) -> bool:
+def is_host_expr(ta: TrainingObjects, expr: cst.BaseExpression) -> bool:
     return kinds_at(ta, expr).is_host(expr)
 
 

@@ -25,18 +25,17 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from . import eval_loops as _evalloops
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.callsites import called_name, calls_of
 from ..syntax.context import RuleContext
+from ..syntax.tree import SCOPES, Loop, walk
+from . import eval_loops as _evalloops
 from .guards import flag_name, is_once_test, is_periodic_test
 from .tensors import TENSOR_METHODS, is_tensor_expr
 from .training_objects import TrainingObjects
-from ..syntax.tree import SCOPES, walk
 
-__all__ = ["TENSOR_METHODS", "TrainingAnalysis", "analysis", "is_periodic_test"]
+__all__ = ["TENSOR_METHODS", "Loop", "TrainingAnalysis", "analysis", "is_periodic_test"]
 
-Loop = cst.For | cst.While
 _LOSS_NAME = re.compile(r"loss|cost|objective", re.IGNORECASE)
 _BUILTIN_NAMES = frozenset(dir(builtins))
 # Loop kinds, as the messages name one iteration.

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ..syntax.callsites import bound_arg, calls_of
 from ..syntax.calls import dotted_name, method_call
+from ..syntax.callsites import bound_arg, calls_of
 from ..syntax.context import RuleContext
 from ..syntax.torch_names import DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, NN_MODULE_BASES, OPTIMIZERS
 
@@ -211,7 +211,7 @@ class TrainingObjects:
         return bool(_MODEL_NAME.search(last)) and last not in self.functions and \
             not (isinstance(expr, cst.Name) and expr.value in self.ctx.import_aliases)
 
-    def _is_criterion(self, func: cst.BaseExpression) -> bool:
+    def is_criterion(self, func: cst.BaseExpression) -> bool:
         name = dotted_name(func)
         return name is not None and name in self._criterion_names()
 

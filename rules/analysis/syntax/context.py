@@ -8,6 +8,7 @@ from typing import Any
 
 import libcst as cst
 
+from .calls import dotted_name
 from .names import NameResolution
 from .torch_roots import TORCH_IMPORT_ROOTS
 from .tree import index
@@ -19,8 +20,6 @@ from .tree import index
 
 def _import_roots(node: cst.Import | cst.ImportFrom) -> list[str]:
     """The top-level packages an import statement loads (none for relative imports)."""
-    from .calls import dotted_name
-
     if isinstance(node, cst.ImportFrom):
         if node.relative or node.module is None:
             return []

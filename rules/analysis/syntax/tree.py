@@ -12,6 +12,7 @@ import libcst as cst
 
 # Nested scopes: a walk that stays in one function does not enter these.
 SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+Loop = cst.For | cst.While  # a loop statement
 
 _VISIT_FIELD_RE = re.compile(r'visit_\w+\(\s*self,\s*"(\w+)"')
 _CHILD_FIELDS: dict[type, tuple[str, ...] | None] = {}
