@@ -70,13 +70,30 @@ class Fix:
 
 
 @dataclasses.dataclass(frozen=True)
+class NoFix:
+    """Why a finding that could have a fix gets none: what a fix builder returns instead of an
+    edit or a fix. Reporters show it after the message, one way (``lint.diagnostics.Diagnostic.text``)."""
+
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Finding:
-    """One problem at one node. ``code`` is filled in by the engine from the rule."""
+    """One problem at one node. ``code`` is filled in by the engine from the rule.
+    ``no_fix_reason``: why there is no fix, when the rule says (never with a fix)."""
 
     node: cst.CSTNode
     message: str
     fix: Fix | None = None
     severity: Severity | None = None  # None: the rule's default
+    no_fix_reason: str | None = None
+
+    @classmethod
+    def of(cls, node: cst.CSTNode, message: str, outcome: Fix | NoFix | None) -> Finding:
+        """A finding with a fix builder's outcome: the fix, why there is none, or neither."""
+        if isinstance(outcome, NoFix):
+            return cls(node, message, no_fix_reason=outcome.reason)
+        return cls(node, message, outcome)
 
 
 # --------------------------------------------------------------------------------------------

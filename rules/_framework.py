@@ -16,6 +16,7 @@ from ._api import (
     InsertAfter,
     InsertBefore,
     Invalid,
+    NoFix,
     Replace,
     Rule,
     Severity,
@@ -28,7 +29,7 @@ from .analysis.syntax.torch_roots import may_import_torch
 from .analysis.syntax.tree import children_of, walk
 
 __all__ = [
-    "AddImport", "Edit", "Finding", "Fix", "FixSafety", "InsertAfter", "InsertBefore", "Invalid",
+    "AddImport", "Edit", "Finding", "Fix", "FixSafety", "InsertAfter", "InsertBefore", "Invalid", "NoFix",
     "Replace", "Rule", "RuleContext", "Severity", "Valid", "add_imports", "children_of", "dedent",
     "may_import_torch", "walk",
 ]

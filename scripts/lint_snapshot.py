@@ -7,7 +7,9 @@ The corpus: every file under fixtures/, tests/rules/data and tests/lint/data, li
 (``--output-format json``, ``--diff --unsafe-fixes`` and the text report, all rules, no cache); and every embedded
 rule example, linted in-process with its own rule (and its options) and with all rules: the JSON
 diagnostics and the unsafe-fixed source. ``--compare`` ignores only the keys named with
-``--ignore-key`` (a new JSON field) and reports any other difference byte for byte.
+``--ignore-key`` (a new JSON field), or folds one back into the message (``--glue-key
+no_fix_reason``: the message with its reason, as the text report shows it), and reports any
+other difference byte for byte (JSON documents are then re-indented alike on both sides).
 """
 
 from __future__ import annotations
@@ -63,30 +65,47 @@ def snapshot_examples(out: Path) -> None:
         (out / f"examples__{code}.txt").write_text("".join(parts))
 
 
-def _strip(text: str, keys: set[str]) -> str:
-    """Drop ``"key": value`` pairs of the ignored keys from every JSON document in ``text``."""
-    if not keys:
+def _strip(text: str, keys: set[str], glue: str | None) -> str:
+    """Drop the ignored keys from every JSON document in ``text`` (documents sit between the
+    ``===``/``---`` marker lines); with ``glue``, put that key's value back into the message the
+    way the text report shows it, to compare against a snapshot from before the key existed."""
+    if not keys and glue is None:
         return text
-    out = []
-    for line in text.splitlines(keepends=True):
+    out, chunk = [], []
+
+    def flush() -> None:
+        body = "".join(chunk)
         try:
-            data = json.loads(line)
+            data = json.loads(body)
         except ValueError:
+            out.append(body)
+        else:
+            out.append(json.dumps(_drop(data, keys, glue), indent=2) + "\n")
+        chunk.clear()
+
+    for line in text.splitlines(keepends=True):
+        if line.startswith(("===", "---", "exit ")):
+            flush()
             out.append(line)
-            continue
-        out.append(json.dumps(_drop(data, keys)) + "\n")
+        else:
+            chunk.append(line)
+    flush()
     return "".join(out)
 
 
-def _drop(data: object, keys: set[str]) -> object:
+def _drop(data: object, keys: set[str], glue: str | None) -> object:
     if isinstance(data, dict):
-        return {k: _drop(v, keys) for k, v in data.items() if k not in keys}
+        if glue is not None and glue in data:
+            if data[glue]:
+                data = {**data, "message": f"{data['message']} (no automatic fix: {data[glue]})"}
+            data = {k: v for k, v in data.items() if k != glue}
+        return {k: _drop(v, keys, glue) for k, v in data.items() if k not in keys}
     if isinstance(data, list):
-        return [_drop(v, keys) for v in data]
+        return [_drop(v, keys, glue) for v in data]
     return data
 
 
-def compare(base: Path, new: Path, keys: set[str]) -> int:
+def compare(base: Path, new: Path, keys: set[str], glue: str | None = None) -> int:
     names = sorted({p.name for p in base.iterdir()} | {p.name for p in new.iterdir()})
     bad = 0
     for name in names:
@@ -95,7 +114,7 @@ def compare(base: Path, new: Path, keys: set[str]) -> int:
             print(f"only in {'new' if b.exists() else 'base'}: {name}")
             bad += 1
             continue
-        ta, tb = _strip(a.read_text(), keys), _strip(b.read_text(), keys)
+        ta, tb = _strip(a.read_text(), keys, None), _strip(b.read_text(), keys, glue)
         if ta != tb:
             bad += 1
             sys.stdout.writelines(difflib.unified_diff(ta.splitlines(True), tb.splitlines(True), str(a), str(b)))
@@ -108,9 +127,10 @@ def main() -> int:
     ap.add_argument("out", nargs="?", type=Path)
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("BASE", "NEW"))
     ap.add_argument("--ignore-key", action="append", default=[], help="JSON key to leave out of --compare")
+    ap.add_argument("--glue-key", help="JSON key of NEW to fold back into its message, as the text report shows it")
     args = ap.parse_args()
     if args.compare:
-        return compare(*args.compare, set(args.ignore_key))
+        return compare(*args.compare, set(args.ignore_key), args.glue_key)
     if args.out is None:
         ap.error("give OUT_DIR or --compare BASE NEW")
     args.out.mkdir(parents=True, exist_ok=True)

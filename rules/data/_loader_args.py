@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .._api import Edit, Replace
+from .._api import Edit, NoFix, Replace
 from ..analysis.facts.kwargs import Holder, Setting, call_keywords, feeds_only
 from ..analysis.fixes.dict_edits import add_key, set_value
 from ..analysis.fixes.edits import add_kwarg
@@ -13,8 +13,8 @@ from ..analysis.syntax.calls import dataloader_arg
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.torch_names import DATALOADERS
 
-AMBIGUOUS = "the keyword dicts that reach this DataLoader would have to change in more than one place"
-SHARED = "the keyword dict that reaches this DataLoader is also used elsewhere"
+AMBIGUOUS = NoFix("the keyword dicts that reach this DataLoader would have to change in more than one place")
+SHARED = NoFix("the keyword dict that reaches this DataLoader is also used elsewhere")
 
 
 def settings_of(ctx: RuleContext, call: cst.Call, name: str) -> list[Setting]:
@@ -32,14 +32,14 @@ def editable(ctx: RuleContext, setting_or_owner: Setting | tuple[cst.CSTNode | N
     return owner is None or feeds_only(ctx, owner, DATALOADERS)
 
 
-def set_setting(ctx: RuleContext, call: cst.Call, setting: Setting, code: str) -> Edit | str:
+def set_setting(ctx: RuleContext, call: cst.Call, setting: Setting, code: str) -> Edit | NoFix:
     """An edit that gives this one setting a new value, or why not."""
     if setting.holder is call:
         return Replace(setting.value, cst.parse_expression(code))
     return set_value(setting, code) if editable(ctx, setting) else SHARED
 
 
-def new_key_edit(ctx: RuleContext, call: cst.Call, name: str, code: str) -> Edit | str:
+def new_key_edit(ctx: RuleContext, call: cst.Call, name: str, code: str) -> Edit | NoFix:
     """An edit that passes ``name=code`` to the DataLoader where nothing sets it yet: in the
     call when it has no ``**`` dicts; else next to ``num_workers`` when exactly one place sets
     that; else in the one dict literal the call's dict starts from. A reason otherwise."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .._api import NoFix
 from ..analysis.facts.execution import execution
 from ..analysis.facts.flow import object_flow
 from ..analysis.facts.script_facts import assignments_in, visible_scope
@@ -59,23 +60,23 @@ SPAWN = ("under the spawn start method (macOS, Windows, and Python 3.14's forkse
          "Linux) every worker re-imports the main script")
 
 
-def spawn_hazard(ctx: RuleContext, call: cst.Call) -> str | None:
-    """Why worker processes could break this DataLoader, or None when they cannot: the loader
-    must be iterated only under ``if __name__ == "__main__":`` (or in functions called only
-    from there), and what workers receive must be picklable."""
+def spawn_hazard(ctx: RuleContext, call: cst.Call) -> NoFix | None:
+    """Why worker processes could break this DataLoader (so no fix adds them), or None when they
+    cannot: the loader must be iterated only under ``if __name__ == "__main__":`` (or in functions
+    called only from there), and what workers receive must be picklable."""
     ex = execution(ctx)
     if not ex.has_main_guard:
-        return (f"this file has no `if __name__ == \"__main__\":` guard, and {SPAWN} and would run "
-                "its top-level code again")
+        return NoFix(f"this file has no `if __name__ == \"__main__\":` guard, and {SPAWN} and would run "
+                     "its top-level code again")
     flow = object_flow(ctx, call)
     sites = [u.site for u in flow.of_kind("iterate", "passed", "escape")] or [call]
     runs = [ex.runs(site) for site in sites]
     if any(r.import_time and not r.unknown for r in runs):
-        return (f"the loader is iterated at import time, outside `if __name__ == \"__main__\":`, and "
-                f"{SPAWN} and would start it again")
+        return NoFix(f"the loader is iterated at import time, outside `if __name__ == \"__main__\":`, and "
+                     f"{SPAWN} and would start it again")
     if not all(r.guarded for r in runs):
-        return ("the file does not show that the loader is iterated only under `if __name__ == "
-                f"\"__main__\":` (it is reached from code whose callers are elsewhere), and {SPAWN}")
+        return NoFix("the file does not show that the loader is iterated only under `if __name__ == "
+                     f"\"__main__\":` (it is reached from code whose callers are elsewhere), and {SPAWN}")
     for param in ("dataset", "collate_fn", "worker_init_fn"):
         arg = dataloader_arg(call, param)
         if arg is None:
@@ -87,5 +88,5 @@ def spawn_hazard(ctx: RuleContext, call: cst.Call) -> str | None:
                 what = attribute_store_reason(ctx, arg.value.value, where)  # type: ignore[arg-type]
         if what is not None:
             holder = "the dataset holds" if param == "dataset" else f"`{param}` is (or holds)"
-            return f"{holder} {what}, which cannot be pickled into worker processes under spawn"
+            return NoFix(f"{holder} {what}, which cannot be pickled into worker processes under spawn")
     return None

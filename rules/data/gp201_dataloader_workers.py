@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import AddImport, Edit, Finding, Fix, Invalid, Rule, Valid, dedent
+from .._api import AddImport, Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.syntax.calls import dataloader_arg, literal_value
@@ -446,19 +446,19 @@ class DataloaderWorkers(Rule):
             message = (f"DataLoader loads every batch in the training process ({what}): {waits} "
                        "while data is prepared; use worker processes")
             if dataset_is_iterable(ctx, call):
-                yield Finding(call, message + " (no automatic fix: each worker of an IterableDataset "
-                                              "replays the whole stream unless the dataset shards it)")
+                yield Finding(call, message, no_fix_reason="each worker of an IterableDataset replays "
+                                                           "the whole stream unless the dataset shards it")
                 continue
             hazard = spawn_hazard(ctx, call)
             value = f"min({max_workers}, os.cpu_count() or 1)"
             edit = hazard or self._edit(ctx, call, settings, value)
-            if isinstance(edit, str):
-                yield Finding(call, f"{message} (no automatic fix: {edit})")
+            if isinstance(edit, NoFix):
+                yield Finding.of(call, message, edit)
                 continue
             yield Finding(call, message, Fix(f"set num_workers={value}", (edit, AddImport("os")), "unsafe"))
 
     @staticmethod
-    def _edit(ctx: RuleContext, call: cst.Call, settings: list, value: str) -> Edit | str:
+    def _edit(ctx: RuleContext, call: cst.Call, settings: list, value: str) -> Edit | NoFix:
         if not settings:
             return new_key_edit(ctx, call, "num_workers", value)
         if len(settings) == 1 and not call_keywords(ctx, call).may_be_unset("num_workers") or \

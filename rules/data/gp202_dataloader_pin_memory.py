@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import AddImport, Finding, Fix, Invalid, Rule, Valid, dedent
+from .._api import AddImport, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.fixes.edits import torch_alias
@@ -309,7 +309,7 @@ class DataloaderPinMemory(Rule):
                 edit = set_setting(ctx, call, settings[0], value)
             else:
                 edit = AMBIGUOUS
-            if isinstance(edit, str):
-                yield Finding(call, f"{message} (no automatic fix: {edit})")
+            if isinstance(edit, NoFix):
+                yield Finding.of(call, message, edit)
                 continue
             yield Finding(call, message, Fix(f"set pin_memory={value}", (edit, *imports), "safe"))

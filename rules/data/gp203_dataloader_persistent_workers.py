@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import Edit, Finding, Fix, Invalid, Rule, Valid, dedent
+from .._api import Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import Setting, call_keywords, exclusive
 from ..analysis.fixes.dict_edits import add_key
@@ -456,8 +456,8 @@ class DataloaderPersistentWorkers(Rule):
             message = (f"DataLoader workers are shut down and re-spawned every epoch ({who} while they "
                        "restart); set persistent_workers")
             edits = self._edits(ctx, call, workers, live)
-            if isinstance(edits, str):
-                yield Finding(call, f"{message} (no automatic fix: {edits})")
+            if isinstance(edits, NoFix):
+                yield Finding.of(call, message, edits)
                 continue
             always = all(_always_positive(ctx, s.value) for s in live)
             description = "add persistent_workers=True" if always else "add persistent_workers=<num_workers> > 0"
@@ -465,7 +465,7 @@ class DataloaderPersistentWorkers(Rule):
 
     @staticmethod
     def _edits(ctx: RuleContext, call: cst.Call, workers: list[Setting], live: list[Setting]
-               ) -> tuple[Edit, ...] | str:
+               ) -> tuple[Edit, ...] | NoFix:
         """``persistent_workers`` next to every ``num_workers`` that may be positive; each place
         must be the only one that sets the worker count on its path."""
         if not exclusive(workers):
@@ -480,7 +480,7 @@ class DataloaderPersistentWorkers(Rule):
                     expr = f"({expr})"
                 value = f"{expr} > 0"
             else:
-                return "the worker count is an expression that may not be safe to evaluate twice"
+                return NoFix("the worker count is an expression that may not be safe to evaluate twice")
             if setting.holder is not call and not editable(ctx, setting):
                 return SHARED
             edit = add_key(ctx, setting.holder, "persistent_workers", value)

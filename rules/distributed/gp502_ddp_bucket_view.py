@@ -139,8 +139,8 @@ class DdpBucketView(Rule):
                        "each step; pass gradient_as_bucket_view=True")
             edit = self._edit(ctx, call, kw)
             if edit is None:
-                yield Finding(call, message + " (no automatic fix: the keyword dicts that reach it are "
-                                              "built in more than one way or also used elsewhere)")
+                yield Finding(call, message, no_fix_reason="the keyword dicts that reach it are built in "
+                                                           "more than one way or also used elsewhere")
                 continue
             yield Finding(call, message, Fix("add gradient_as_bucket_view=True", (edit,), "unsafe"))
 

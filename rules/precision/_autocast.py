@@ -10,7 +10,7 @@ import re
 
 import libcst as cst
 
-from .._api import Fix, InsertAfter, InsertBefore, Replace
+from .._api import Fix, InsertAfter, InsertBefore, NoFix, Replace
 from ..analysis.facts.script_facts import (
     device_name_at, device_type_expr, model_names_everywhere, names_in, scope_of, trained_models,
 )
@@ -217,27 +217,27 @@ def loss_only_regions(ctx: RuleContext, ta: TrainingAnalysis) -> list[tuple[cst.
 
 
 def autocast_fix(ctx: RuleContext, ta: TrainingAnalysis,
-                 backward: cst.Call) -> tuple[cst.CSTNode, Fix | None, str | None]:
+                 backward: cst.Call) -> tuple[cst.CSTNode, Fix | NoFix | None]:
     """Where to report the float32 step of ``backward``, the fix that wraps its forward and loss
-    in bfloat16 autocast, and why there is none when it cannot be made safely."""
+    in bfloat16 autocast, or why there is none when it cannot be made safely."""
     region = forward_region(ctx, backward)
     if region is None:
-        return backward, None, None
+        return backward, None
     stmts, first, last = region
     outside = forward_left_outside(ctx, ta, stmts, first)
     if uses_bce(ctx) is not None:
-        return stmts[first], None, _BCE_WHY
+        return stmts[first], NoFix(_BCE_WHY)
     if outside is not None:
-        return stmts[first], None, (f"the forward `{ctx.code_for(outside.func)}(...)` runs before the loss "
-                                    "statements, outside any region a fix could wrap; put it under the "
-                                    "same autocast as the loss")
+        return stmts[first], NoFix(f"the forward `{ctx.code_for(outside.func)}(...)` runs before the loss "
+                                   "statements, outside any region a fix could wrap; put it under the "
+                                   "same autocast as the loss")
     device = device_name_at(ctx, stmts[first], near=ta.step_loop_of(backward))
     if device is None:
-        return stmts[first], None, None
+        return stmts[first], None
     dt = device_type_expr(ctx, device, stmts[first])
     return stmts[first], Fix("run forward and loss under bfloat16 autocast",
                              (*wrap_in_autocast(stmts, first, last, dt, torch_name(ctx)), *torch_import(ctx)),
-                             "unsafe"), None
+                             "unsafe")
 
 
 def wrap_in_autocast(stmts: list[cst.BaseStatement], first: int, last: int, device_type: str,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .._api import Fix, InsertAfter, InsertBefore
+from .._api import Fix, InsertAfter, InsertBefore, NoFix
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.script_facts import TrainedModel, model_build_statement, model_names_everywhere
 from ..analysis.model.models import DATA_PARALLEL, wrapper_inner
@@ -54,22 +54,22 @@ def _wraps(ctx: RuleContext, name: str) -> list[tuple[cst.Assign, cst.Call, str 
     return out
 
 
-def compile_fix(ctx: RuleContext, model: TrainedModel) -> tuple[Fix | None, str | None]:
-    """The fix that compiles ``model`` in place, or (None, why not). The inner module is compiled,
+def compile_fix(ctx: RuleContext, model: TrainedModel) -> Fix | NoFix | None:
+    """The fix that compiles ``model`` in place, why not, or None when it cannot say. The inner module is compiled,
     before any ``DistributedDataParallel``/FSDP wrap (compiling the wrapper is not the same)."""
     wraps = _wraps(ctx, model.name)
     if any(ctx.matches(call.func, DATA_PARALLEL) for _, call, _ in wraps):
-        return None, _DATA_PARALLEL_WHY
+        return NoFix(_DATA_PARALLEL_WHY)
     stmt = model_build_statement(ctx, model)
     if stmt is None:
-        return None, None
+        return None
     name = model.name
     anchor: cst.BaseStatement = stmt
     before = False
     for assign, _, inner in wraps:
         if ctx.is_inside(assign, stmt):
             if inner is None:
-                return None, "it is wrapped for distributed training around an expression, not a name"
+                return NoFix("it is wrapped for distributed training around an expression, not a name")
             name, before = inner, True
     if before:
         block = ctx.parent(stmt)
@@ -78,15 +78,15 @@ def compile_fix(ctx: RuleContext, model: TrainedModel) -> tuple[Fix | None, str 
         fn = ctx.enclosing(stmt, cst.FunctionDef)
         if not any(_binds(s, name) for s in body[:index]) and \
                 not (fn is not None and name in {p.name.value for p in fn.params.params}):
-            return None, None  # the inner module is built inside the wrapping statement
+            return None  # the inner module is built inside the wrapping statement
     db = double_backward_models(ctx)
     if db is None or name in db or model.name in db:
-        return None, _DOUBLE_BACKWARD_WHY
+        return NoFix(_DOUBLE_BACKWARD_WHY)
     if frameworks(ctx).kinds & _WRAPPING_FRAMEWORKS:
-        return None, _FRAMEWORK_WHY
+        return NoFix(_FRAMEWORK_WHY)
     line = (cst.parse_statement(f"{name}.compile()\n"),)
     edit = InsertBefore(anchor, line) if before else InsertAfter(anchor, line)
-    return Fix(f"compile `{name}` in place with {name}.compile()", (edit,), "unsafe"), None
+    return Fix(f"compile `{name}` in place with {name}.compile()", (edit,), "unsafe")
 
 
 def _binds(stmt: cst.CSTNode, name: str) -> bool:

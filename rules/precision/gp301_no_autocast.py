@@ -491,5 +491,5 @@ class NoAutocast(Rule):
                    "cores run bfloat16 several times faster; use torch.autocast(device_type=..., "
                    "dtype=torch.bfloat16)")
         for backward in backwards:
-            node, fix, why = autocast_fix(ctx, ta, backward)
-            yield Finding(node, message + (f"; no automatic fix: {why}" if why else ""), fix)
+            node, outcome = autocast_fix(ctx, ta, backward)
+            yield Finding.of(node, message, outcome)

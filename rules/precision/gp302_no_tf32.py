@@ -8,7 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.frameworks import frameworks
-from ..analysis.facts.program import cpu_only, is_script, model_precision
+from ..analysis.facts.program import IMPORTED_MODULE, cpu_only, is_script, model_precision
 from ..analysis.facts.script_facts import assigns_to, first_use_of, framework_trains
 from ..analysis.facts.workload import MATMUL_USERS, matmul_operator, model_zoo
 from ..analysis.fixes.edits import module_setting_edit, torch_import, torch_name
@@ -400,8 +400,7 @@ class NoTF32(Rule):
                                           "TrainingArguments(tf32=True) (--tf32)")
             return
         if not is_script(ctx):
-            yield Finding(node, message + " of the training script; no automatic fix in a module that "
-                                          "others import (a global switch there changes every importer)")
+            yield Finding(node, message + " of the training script", no_fix_reason=IMPORTED_MODULE)
             return
         torch = torch_name(ctx)
         edit = module_setting_edit(ctx, f'{torch}.set_float32_matmul_precision("high")')

@@ -476,7 +476,7 @@ class NoCompile(Rule):
                                     "kernel; compile the instance where it is built (model = "
                                     "torch.compile(model) before trainer.fit) or in its setup")
                 continue
-            fix, why = compile_fix(ctx, model)
+            outcome = compile_fix(ctx, model)
             message = (f"the trained model `{model.name}` is never compiled: every op runs as a separate "
                        "eager kernel; call model.compile() after building it")
-            yield Finding(node, message + (f"; no automatic fix: {why}" if why else ""), fix)
+            yield Finding.of(node, message, outcome)

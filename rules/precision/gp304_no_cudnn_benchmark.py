@@ -8,7 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.frameworks import frameworks
-from ..analysis.facts.program import cpu_only, is_script
+from ..analysis.facts.program import IMPORTED_MODULE, cpu_only, is_script
 from ..analysis.facts.script_facts import framework_trains
 from ..analysis.facts.workload import CONVOLUTIONS, convolution  # noqa: F401 - CONVOLUTIONS re-exported
 from ..analysis.fixes.edits import module_setting_edit, torch_import, torch_name
@@ -373,14 +373,11 @@ class NoCudnnBenchmark(Rule):
                    "convolution algorithms by heuristics instead of timing them")
         if choices:
             yield Finding(node, message + "; cuDNN determinism is chosen only under an opt-in flag, so "
-                                          "the default run could benchmark (no automatic fix: set "
-                                          "benchmark = True outside that branch if the inputs have "
-                                          "fixed shapes)")
+                                          "the default run could benchmark",
+                          no_fix_reason="set benchmark = True outside that branch if the inputs have fixed shapes")
             return
         if not is_script(ctx):
-            yield Finding(node, message + "; set it in the training script (no automatic fix in a module "
-                                          "that others import: a global switch there changes every "
-                                          "importer)")
+            yield Finding(node, message + "; set it in the training script", no_fix_reason=IMPORTED_MODULE)
             return
         edit = module_setting_edit(ctx, f"{torch_name(ctx)}.backends.cudnn.benchmark = True")
         fix = Fix("let cuDNN benchmark convolution algorithms", (edit, *torch_import(ctx)),

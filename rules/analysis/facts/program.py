@@ -206,6 +206,10 @@ def _instance_of_a_class(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
 
 
 # ---- is_script ---------------------------------------------------------------------------------
+# Why a rule that sets a global switch (TF32, cuDNN benchmark) gives no fix where ``is_script`` is false.
+IMPORTED_MODULE = "this module is imported by others, and a global switch there changes every importer"
+
+
 def is_script(ctx: RuleContext) -> bool:
     """Does running the file train (a script), as opposed to a module others import? True with
     an ``if __name__ == "__main__":`` guard, a step loop at module level, a module-level call of
