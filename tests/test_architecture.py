@@ -373,6 +373,45 @@ def test_layer_check_fails_on_an_upward_import(tmp_path):
     assert sorted(src for src, _, _ in wrong) == sorted(_module_name(copy / w, copy, RULES) for w in UPWARD), wrong
 
 
+def _private_defined(tree: ast.Module) -> set[str]:
+    """Private names a module defines itself: functions, classes, and attributes it assigns."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            out.add(node.attr)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+    return {name for name in out if name.startswith("_")}
+
+
+def test_rules_reach_facts_one_typed_way(graph):
+    """Per-file facts through ``ctx.fact(compute)`` only: no string-keyed memo, no cache kept in
+    another object's ``__dict__``, no private member of another module's object."""
+    mods, _ = graph
+    wrong = []
+    for mod in mods.values():
+        if not mod.name.startswith(RULES):
+            continue
+        own = _private_defined(mod.tree)
+        for node in ast.walk(mod.tree):
+            where = _where(mods, mod.name, getattr(node, "lineno", 0))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "memo":
+                wrong.append(f"{where}: string-keyed memo {ast.unparse(node.func)}")
+            elif isinstance(node, ast.Attribute) and node.attr == "__dict__" and _is_setdefault(node, mod.tree):
+                wrong.append(f"{where}: a cache in {ast.unparse(node)}")
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")) \
+                    and node.attr not in own:
+                wrong.append(f"{where}: another module's private member {ast.unparse(node)}")
+    assert not wrong, "\n  ".join(["facts reached another way:", *wrong])
+
+
+def _is_setdefault(attr: ast.Attribute, tree: ast.Module) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.value is attr and n.attr == "setdefault" for n in ast.walk(tree))
+
+
 def test_no_import_by_string_outside_the_command_table(graph):
     mods, _ = graph
     wrong = []

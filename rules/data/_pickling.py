@@ -187,7 +187,7 @@ def _definitions(ctx: RuleContext, name: str) -> list[cst.CSTNode]:
         for node in c.nodes(cst.FunctionDef, cst.ClassDef):
             out.setdefault(node.name.value, []).append(node)
         return out
-    return ctx.memo("_pickling_defs", collect).get(name, [])
+    return ctx.fact(collect).get(name, [])
 
 
 

@@ -36,7 +36,7 @@ def iterable_dataset_classes(ctx: RuleContext) -> set[str]:
                     found.add(cls.name.value)
                     changed = True
         return found
-    return ctx.memo("iterable_datasets", compute)
+    return ctx.fact(compute)
 
 
 def dataset_is_iterable(ctx: RuleContext, call: cst.Call) -> bool:

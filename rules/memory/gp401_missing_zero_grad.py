@@ -33,10 +33,10 @@ def zeroes_grads(node: cst.CSTNode) -> bool:
 def _bound_to_other(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression) -> bool:
     """Named like an optimizer but assigned from something else (the user's own ``Adam()``)."""
     name = dotted_name(expr)
-    if name is None or name in ta._optimizer_names:
+    if name is None or name in ta.optimizer_names:
         return False
     return any(bound == name and isinstance(value, cst.Call) and not ctx.matches(value.func, OPTIMIZERS)
-               for bound, value in ta._assignments())
+               for bound, value in ta.assignments())
 
 
 def _optimizer_of(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> cst.BaseExpression | None:

@@ -53,14 +53,14 @@ def _classes_in(ta: TrainingAnalysis, expr: cst.CSTNode) -> set[str]:
 def _classes_of(ta: TrainingAnalysis, name: str) -> set[str] | None:
     """The module classes a name is built from (through one helper function's ``return``),
     or None when some of its values are built out of sight."""
-    values = [v for bound, v in ta._assignments() if bound == name]
+    values = [v for bound, v in ta.assignments() if bound == name]
     if not values:
         return None
     out: set[str] = set()
     for value in values:
         found = _classes_in(ta, value)
         if not found and isinstance(value, cst.Call):
-            for fn in ta._called_functions(value):
+            for fn in ta.called_functions(value):
                 for ret in walk(fn.body):
                     if isinstance(ret, cst.Return) and ret.value is not None:
                         found |= _classes_in(ta, ret.value)

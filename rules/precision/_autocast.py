@@ -65,7 +65,7 @@ def autocast_uses(ctx: RuleContext) -> list[AutocastUse]:
             else:
                 out.append(AutocastUse(node, node, ()))
         return out
-    return ctx.memo("autocast_uses", compute)
+    return ctx.fact(compute)
 
 
 def autocast_like_context(ctx: RuleContext) -> bool:
@@ -261,7 +261,7 @@ def fp16_without_scaler(ctx: RuleContext, ta: TrainingAnalysis, uses: list[Autoc
                         backwards: list[cst.Call]) -> tuple[cst.CSTNode, Fix | None] | None:
     """The first float16 autocast when the file has no GradScaler, with the fix that adds one."""
     fp16 = [u for u in uses if autocast_is_fp16(ctx, u)]
-    if not fp16 or any(ctx.is_call_to(c, GRAD_SCALERS) for c in ctx.nodes(cst.Call)) or ta._scaler_names:
+    if not fp16 or any(ctx.is_call_to(c, GRAD_SCALERS) for c in ctx.nodes(cst.Call)) or ta.scaler_names:
         return None
     return fp16[0].node, scaler_fix(ctx, ta, backwards) if len(backwards) == 1 else None
 

@@ -47,7 +47,7 @@ def _second_order_outputs(ctx: RuleContext) -> list[cst.BaseExpression] | None:
 def double_backward_models(ctx: RuleContext) -> set[str] | None:
     """Dotted names of the models a second-order gradient runs through (empty: none); None
     when the slice cannot tell, and every model must be assumed."""
-    return ctx.memo("double_backward_models", _compute)
+    return ctx.fact(_compute)
 
 
 def _compute(ctx: RuleContext) -> set[str] | None:

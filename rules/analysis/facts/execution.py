@@ -244,4 +244,4 @@ def all_params(fn: cst.FunctionDef) -> set[str]:
 
 
 def execution(ctx: RuleContext) -> Execution:
-    return ctx.memo("execution", Execution)
+    return ctx.fact(Execution)

@@ -298,7 +298,7 @@ def _binds_between(ctx: RuleContext, fn: cst.FunctionDef, outer: cst.CSTNode, na
 
 def object_flow(ctx: RuleContext, creation: cst.CSTNode) -> Flow:
     """Follow the object the expression ``creation`` evaluates to (memoised per node)."""
-    cache: dict[int, Flow] = ctx.memo("_object_flow", lambda c: {})
+    cache: dict[int, Flow] = ctx.fact(lambda c: {})
     if id(creation) not in cache:
         tracer = _Tracer(ctx)
         tracer.entries.append(creation)

@@ -79,7 +79,7 @@ class Frameworks:
 
 
 def frameworks(ctx: RuleContext) -> Frameworks:
-    return ctx.memo("frameworks", _frameworks)
+    return ctx.fact(_frameworks)
 
 
 def _frameworks(ctx: RuleContext) -> Frameworks:
@@ -129,7 +129,7 @@ def framework_prepared_names(ctx: RuleContext) -> frozenset[str]:
     """Dotted names bound to what ``accelerator.prepare(...)``, ``prepare_data_loader(...)``
     or ``fabric.setup_dataloaders(...)`` returned: models and optimizers wrapped, data loaders
     that yield batches already on the device (unless ``Accelerator(device_placement=False)``)."""
-    return ctx.memo("framework_prepared", _prepared_names)
+    return ctx.fact(_prepared_names)
 
 
 def _places(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
@@ -176,7 +176,7 @@ def placed_by_framework(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
     if not isinstance(root, cst.Name):
         return False
     scope = ctx.enclosing(expr, cst.FunctionDef)
-    cache: dict = ctx.memo("_placed_by_scope", lambda _c: {})
+    cache: dict = ctx.fact(lambda _c: {})
     if scope not in cache:
         cache[scope] = _placed_in(ctx, scope)
     return root.value in cache[scope]

@@ -58,7 +58,7 @@ _MAX_DEPTH = 4
 
 def may_use_cuda(ctx: RuleContext) -> bool:
     """Can the file's data reach a CUDA device? (See the module docstring.)"""
-    return ctx.memo("may_use_cuda", _compute)
+    return ctx.fact(_compute)
 
 
 def pinned_to_cpu(ctx: RuleContext) -> bool:
@@ -71,7 +71,7 @@ def pinned_to_cpu(ctx: RuleContext) -> bool:
         if may_use_cuda(c):
             return False
         return any(_names_cpu(c, d, call) for call in c.nodes(cst.Call) for d in _device_args(c, call))
-    return ctx.memo("pinned_to_cpu", compute)
+    return ctx.fact(compute)
 
 
 def _names_cpu(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> bool:

@@ -390,7 +390,7 @@ def dict_uses(ctx: RuleContext, scope: cst.FunctionDef | None, name: str) -> lis
 
 def call_keywords(ctx: RuleContext, call: cst.Call) -> Keywords:
     """The keywords ``call`` receives, explicit and through ``**`` dicts (memoised)."""
-    cache: dict[int, Keywords] = ctx.memo("_call_keywords", lambda c: {})
+    cache: dict[int, Keywords] = ctx.fact(lambda c: {})
     if id(call) in cache:
         return cache[id(call)]
     reader = _Reader(ctx)

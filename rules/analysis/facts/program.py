@@ -58,7 +58,7 @@ def cpu_only(ctx: RuleContext) -> bool:
     framework picks the device, and every device the file names (``.to(...)``, ``device=...``,
     ``torch.device(...)``) is provably the CPU. GPU-oriented rules (autocast, TF32, compile,
     cuDNN, fused optimizers, pinned memory, non-blocking copies) have nothing to gain there."""
-    return ctx.memo("cpu_only", _cpu_only)
+    return ctx.fact(_cpu_only)
 
 
 def _cpu_only(ctx: RuleContext) -> bool:
@@ -151,7 +151,7 @@ def model_precision(ctx: RuleContext) -> str | None:
     ``.to(device, dtype=...)`` (directly, chained on the constructor, or through a name bound to
     the dtype), ``from_pretrained(..., torch_dtype=...)``, layers built with ``dtype=`` or
     ``torch.set_default_dtype(...)``. Autocast and TF32 only concern float32 models."""
-    return ctx.memo("model_precision", _model_precision)
+    return ctx.fact(_model_precision)
 
 
 def _model_precision(ctx: RuleContext) -> str | None:
@@ -216,7 +216,7 @@ def is_script(ctx: RuleContext) -> bool:
     a function or method of this file that trains, ``parse_args()`` at module level, or a
     module-level ``.fit(...)``. Global switches (TF32, cuDNN benchmark) belong in scripts: set
     at import time of a library module they change every program that imports it."""
-    return ctx.memo("is_script", _is_script)
+    return ctx.fact(_is_script)
 
 
 def _module_level(ctx: RuleContext) -> list[cst.CSTNode]:

@@ -229,7 +229,7 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
                     seen.add(name)
                     out.append(TrainedModel(name, opt))
         return out
-    return ctx.memo("trained_models", compute)
+    return ctx.fact(compute)
 
 
 def model_names_everywhere(ctx: RuleContext) -> set[str]:
@@ -250,7 +250,7 @@ def model_names_everywhere(ctx: RuleContext) -> set[str]:
             if len(names) == before:
                 break
         return names
-    return ctx.memo("model_names_everywhere", compute)
+    return ctx.fact(compute)
 
 
 _strip_chain = strip_chain

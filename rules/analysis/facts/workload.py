@@ -108,7 +108,7 @@ def tensor_core_work(ctx: RuleContext) -> bool:
                     and not c.matches(call.func, {"torch.*"}):
                 return True  # ``model(x)`` with ``model`` a parameter, an import, a global from elsewhere
         return False
-    return ctx.memo("tensor_core_work", compute)
+    return ctx.fact(compute)
 
 
 def first_use(ctx: RuleContext, names: frozenset[str]) -> cst.CSTNode | None:

@@ -157,7 +157,7 @@ def _eval_before(ta: TrainingQueries, loop: Loop, model: str) -> bool:
     scope = ctx.enclosing(loop, cst.FunctionDef) or ctx.module
     start = ctx.preorder()[loop]
     mode = None
-    for pos, name, kind in ctx.memo("_mode_switches", _mode_switches).get(scope, ()):
+    for pos, name, kind in ctx.fact(_mode_switches).get(scope, ()):
         if pos >= start:
             break
         if name == model:

@@ -54,7 +54,7 @@ def _values_of(ctx: RuleContext, name: str) -> list[cst.BaseExpression]:
                 if isinstance(t.target, cst.Name):
                     out.setdefault(t.target.value, []).append(node.value)
         return out
-    return ctx.memo("_values_by_name", compute).get(name, [])
+    return ctx.fact(compute).get(name, [])
 
 
 # ---- CPU-only branches ---------------------------------------------------------------------------
@@ -142,7 +142,7 @@ def dataloader_calls(ta: TrainingAnalysis, expr: cst.BaseExpression, depth: int 
     name = dotted_name(expr)
     if name is None:
         return None
-    values = [v for bound, v in ta._assignments() if bound == name]
+    values = [v for bound, v in ta.assignments() if bound == name]
     if values:
         return _all_dataloader_calls(ta, values, depth)
     fn = ctx.enclosing(expr, cst.FunctionDef)

@@ -55,7 +55,7 @@ def loss_classes(ctx: RuleContext) -> set[str]:
                     (dotted_name(b.value) or "").endswith("Loss") for b in cls.bases):
                 out.add(name)
         return out
-    return ctx.memo("loss_classes", compute)
+    return ctx.fact(compute)
 
 
 def _in_zoo(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
@@ -106,7 +106,7 @@ def constructed_model_names(ctx: RuleContext) -> set[str]:
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             out |= {n for t in targets for n in [dotted_name(t)] if n is not None}
         return out
-    return ctx.memo("constructed_model_names", compute)
+    return ctx.fact(compute)
 
 
 def wrapper_inner(ctx: RuleContext, value: cst.BaseExpression) -> tuple[cst.Call, str | None] | None:

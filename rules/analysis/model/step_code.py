@@ -29,7 +29,7 @@ def walk_with_callees(ta: TrainingAnalysis, node: cst.CSTNode) -> Iterator[cst.C
         cur = todo.pop()
         for n in walk(cur, into_scopes=True):
             yield n
-            for fn in ta._called_functions(n):
+            for fn in ta.called_functions(n):
                 if fn not in seen:
                     seen.add(fn)
                     todo.append(fn.body)

@@ -18,6 +18,7 @@ from ..syntax.calls import dotted_name, method_call
 from ..syntax.tree import walk
 
 if TYPE_CHECKING:
+    from ..syntax.context import RuleContext
     from .training_objects import TrainingObjects
 
 TENSOR_METHODS = frozenset({
@@ -151,10 +152,14 @@ class ValueKinds:
         return False
 
 
+def _kinds_by_scope(ctx: RuleContext) -> dict[cst.CSTNode, ValueKinds]:
+    return {}  # filled by kinds_at, one scope at a time
+
+
 def kinds_at(ta: TrainingObjects, expr: cst.CSTNode) -> ValueKinds:
     """The value kinds of the scope ``expr`` is in (cached per scope)."""
     scope: cst.CSTNode = ta.ctx.enclosing(expr, cst.FunctionDef) or ta.ctx.module
-    cache: dict[cst.CSTNode, ValueKinds] = ta.__dict__.setdefault("_kinds_cache", {})
+    cache = ta.ctx.fact(_kinds_by_scope)
     if scope not in cache:
         cache[scope] = ValueKinds(ta, scope)
     return cache[scope]

@@ -43,7 +43,7 @@ TRAIN, EVAL, BATCH = "training step", "eval batch", "batch"
 
 
 class TrainingAnalysis(TrainingObjects):
-    """Computed once per file (``ctx.memo``) and shared by all rules. What the names hold
+    """Computed once per file (``ctx.fact``) and shared by all rules. What the names hold
     (optimizers, loaders, models) comes from ``TrainingObjects``; this class finds the loops."""
 
     def __init__(self, ctx: RuleContext) -> None:
@@ -53,6 +53,9 @@ class TrainingAnalysis(TrainingObjects):
             self.functions.setdefault(fn.name.value, []).append(fn)
         # function -> True when it trains at its own top level (outside its own loops)
         self._fn_trains_flat: dict[cst.FunctionDef, bool] = {}
+        self._hidden_steps: dict[cst.CSTNode, tuple[cst.BaseExpression, cst.BaseExpression] | None] = {}
+        self._trains_cache: dict[cst.CSTNode, bool] = {}
+        self._counters: dict[cst.CSTNode, set[str]] = {}
         text = ctx.source
         loops = ctx.nodes(cst.For, cst.While)
         if "backward" in text or ".step(" in text or "DataLoader" in text or \
@@ -85,7 +88,7 @@ class TrainingAnalysis(TrainingObjects):
         amp.scale_loss(loss, opt) as s:``) and a builtin (``print(loss, opt)``) are not one."""
         if not isinstance(node, cst.Call) or method_call(node, "backward", "step", "zero_grad"):
             return None
-        cache: dict[cst.CSTNode, tuple | None] = self.__dict__.setdefault("_hidden_steps", {})
+        cache = self._hidden_steps
         if node not in cache:
             cache[node] = self._hidden_step(node)
         return cache[node]
@@ -124,7 +127,8 @@ class TrainingAnalysis(TrainingObjects):
         name = called_name(node)
         return self.functions.get(name, []) if name else []
 
-    def _called_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
+    def called_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
+        """This module's functions that ``node`` calls by name (``train(...)``, ``self.step(...)``)."""
         yield from self._called_functions_list(node)
 
     def _trains_flat(self, fn: cst.FunctionDef, seen: frozenset = frozenset()) -> bool:
@@ -138,7 +142,7 @@ class TrainingAnalysis(TrainingObjects):
             if self.is_backward_call(node) or self.is_optimizer_step(node):
                 result = True
                 break
-            if any(self._trains_flat(f, seen | {fn}) for f in self._called_functions(node)):
+            if any(self._trains_flat(f, seen | {fn}) for f in self.called_functions(node)):
                 result = True
                 break
         self._fn_trains_flat[fn] = result
@@ -150,11 +154,11 @@ class TrainingAnalysis(TrainingObjects):
 
     def trains(self, loop: Loop) -> bool:
         """Does one iteration of ``loop`` do a training step (directly or through callees)?"""
-        cache: dict[cst.CSTNode, bool] = self.__dict__.setdefault("_trains_cache", {})
+        cache = self._trains_cache
         if loop not in cache:
             cache[loop] = any(
                 self.is_backward_call(node) or self.is_optimizer_step(node) or
-                any(self._trains_flat(f) for f in self._called_functions(node))
+                any(self._trains_flat(f) for f in self.called_functions(node))
                 for node in self._walk_outside_loops(loop.body))
         return cache[loop]
 
@@ -223,7 +227,7 @@ class TrainingAnalysis(TrainingObjects):
     def counters(self, loop: Loop) -> set[str]:
         """Names that count the iterations of ``loop``: an ``enumerate`` index, a ``range``
         target, or a name incremented by one in its body (``step += 1``)."""
-        cache: dict[cst.CSTNode, set[str]] = self.__dict__.setdefault("_counters", {})
+        cache = self._counters
         if loop in cache:
             return cache[loop]
         out: set[str] = set()
@@ -283,4 +287,4 @@ def _loss_named(expr: cst.BaseExpression) -> bool:
 
 def analysis(ctx: RuleContext) -> TrainingAnalysis:
     """The file's training analysis, computed on first use and shared by all rules."""
-    return ctx.memo("training", TrainingAnalysis)
+    return ctx.fact(TrainingAnalysis)

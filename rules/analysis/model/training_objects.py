@@ -36,7 +36,7 @@ class TrainingObjects:
     functions: dict[str, list[cst.FunctionDef]]  # this module's functions by name
 
     @functools.cached_property
-    def _optimizer_names(self) -> set[str]:
+    def optimizer_names(self) -> set[str]:
         return self._names_bound_to(OPTIMIZERS, exclude=LR_SCHEDULERS)
 
     @functools.cached_property
@@ -44,7 +44,7 @@ class TrainingObjects:
         return self._names_bound_to(LR_SCHEDULERS)
 
     @functools.cached_property
-    def _scaler_names(self) -> set[str]:
+    def scaler_names(self) -> set[str]:
         return self._names_bound_to(GRAD_SCALERS)
 
     @functools.cached_property
@@ -80,7 +80,8 @@ class TrainingObjects:
                     names.add(param)
         return names
 
-    def _assignments(self) -> Iterator[tuple[str, cst.BaseExpression]]:
+    def assignments(self) -> Iterator[tuple[str, cst.BaseExpression]]:
+        """(dotted target, value) of every assignment to a name or attribute in the file."""
         for node in self.ctx.nodes(cst.Assign):
             for target in node.targets:
                 name = dotted_name(target.target)
@@ -94,7 +95,7 @@ class TrainingObjects:
     def _names_bound_to(self, names: frozenset[str], exclude: frozenset[str] = frozenset()) -> set[str]:
         """Dotted names (``opt``, ``self.optimizer``) assigned from a call to one of ``names``."""
         out: set[str] = set()
-        for name, value in self._assignments():
+        for name, value in self.assignments():
             if isinstance(value, cst.Call) and self.ctx.matches(value.func, names):
                 if exclude and self.ctx.matches(value.func, exclude):
                     continue
@@ -120,7 +121,7 @@ class TrainingObjects:
 
     def _names_bound_to_models(self) -> set[str]:
         out: set[str] = set()
-        for name, value in self._assignments():
+        for name, value in self.assignments():
             call = value
             # model = Net().to(device) / Net().cuda()
             while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and \
@@ -145,7 +146,7 @@ class TrainingObjects:
         name = dotted_name(expr)
         if name is None:
             return False
-        if name in self._optimizer_names:
+        if name in self.optimizer_names:
             return True
         if name in self._scheduler_names or _SCHED_NAME.search(name.rsplit(".", 1)[-1]):
             return False
@@ -153,7 +154,7 @@ class TrainingObjects:
 
     def is_scaler(self, expr: cst.BaseExpression) -> bool:
         name = dotted_name(expr)
-        return name is not None and (name in self._scaler_names or "scaler" in name.lower())
+        return name is not None and (name in self.scaler_names or "scaler" in name.lower())
 
     def is_dataloader(self, expr: cst.BaseExpression) -> bool:
         """A DataLoader call, a name bound to one, or ``enumerate``/``zip``/``tqdm`` of one."""
@@ -213,12 +214,9 @@ class TrainingObjects:
 
     def is_criterion(self, func: cst.BaseExpression) -> bool:
         name = dotted_name(func)
-        return name is not None and name in self._criterion_names()
+        return name is not None and name in self._criterion_names
 
+    @functools.cached_property
     def _criterion_names(self) -> set[str]:
-        if not hasattr(self, "_criteria"):
-            self._criteria = {
-                bound for bound, value in self._assignments()
-                if isinstance(value, cst.Call) and self._nn_class(value.func)
-            }
-        return self._criteria
+        return {bound for bound, value in self.assignments()
+                if isinstance(value, cst.Call) and self._nn_class(value.func)}

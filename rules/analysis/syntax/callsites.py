@@ -1,6 +1,6 @@
 """Call sites of the file's own functions (``train(...)``, ``self.step(...)``) and the
 arguments they pass for a parameter: how the rules follow a value or a loop from a function
-to its callers. The calls are grouped by name in one pass per file (``ctx.memo``)."""
+to its callers. The calls are grouped by name in one pass per file (``ctx.fact``)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _calls_by_name(ctx: RuleContext) -> dict[str, list[cst.Call]]:
 
 def calls_of(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
     """In-module call sites of a function (``train(...)``) or method (``self.step(...)``)."""
-    return ctx.memo("_calls_by_name", _calls_by_name).get(fn.name.value, [])
+    return ctx.fact(_calls_by_name).get(fn.name.value, [])
 
 
 def positional_index(fn: cst.FunctionDef, param: str) -> int | None:

@@ -1,10 +1,11 @@
 """The per-file context a rule sees: the parsed module, its one shared index (parents, nodes by
-type, source order), per-file memos, and name resolution (mixed in from ``_names``)."""
+type, source order), per-file facts (``fact``), and name resolution (mixed in from ``_names``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from types import CodeType
+from typing import Any, TypeVar
 
 import libcst as cst
 
@@ -12,6 +13,8 @@ from .calls import dotted_name
 from .names import NameResolution
 from .torch_roots import TORCH_IMPORT_ROOTS
 from .tree import index
+
+T = TypeVar("T")
 
 # Top-level packages whose import makes a file a torch program: torch itself and the frameworks
 # that train torch models for the user. A file that imports none of them gets no finding from
@@ -37,6 +40,7 @@ class RuleContext(NameResolution):
         self.options: Mapping[str, Any] = {}
         self._parents, self._by_type, self._order = index(module)
         self._cache: dict[str, Any] = {}
+        self._facts: dict[CodeType | Callable[..., Any], Any] = {}
 
     # ---- tree navigation -------------------------------------------------------------
     def nodes(self, *types: type) -> list[Any]:
@@ -81,11 +85,14 @@ class RuleContext(NameResolution):
     def is_inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
         return node is container or any(a is container for a in self.ancestors(node))
 
-    def memo(self, key: str, factory: Any) -> Any:
-        """Compute a per-file fact once, whichever rule asks first."""
-        if key not in self._cache:
-            self._cache[key] = factory(self)
-        return self._cache[key]
+    def fact(self, compute: Callable[[RuleContext], T]) -> T:
+        """The per-file fact ``compute`` computes, computed once, whichever rule asks first. The
+        fact is the function (or class) itself: by its code, so a function nested in a helper is
+        one fact for every call. The facts it depends on are the ones it asks for in turn."""
+        key = getattr(compute, "__code__", compute)
+        if key not in self._facts:
+            self._facts[key] = compute(self)
+        return self._facts[key]
 
     def code_for(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)

@@ -33,7 +33,7 @@ def torch_alias(ctx: RuleContext) -> str | None:
     """The name ``torch`` is imported under at module level (``import torch as th`` -> ``th``;
     ``import torch.nn`` binds ``torch``), or None when the module does not import it (a fix
     then adds one: ``fixes.edits.torch_import``)."""
-    return ctx.memo("_torch_alias", lambda c: import_alias(c.module, "torch"))
+    return ctx.fact(lambda c: import_alias(c.module, "torch"))
 
 
 def torch_name(ctx: RuleContext) -> str:

@@ -48,7 +48,7 @@ def _matches(qualname: str, names: Any) -> bool:
 class NameResolution:
     """Mixed into :class:`RuleContext`: the name-resolution half of a rule's view of a file.
     Relies on the context's ``module``, ``_parents``, ``_cache``, ``nodes``, ``ancestors``,
-    ``enclosing`` and ``memo``."""
+    ``enclosing`` and ``fact``."""
 
     module: cst.Module
     _parents: dict[cst.CSTNode, cst.CSTNode]
@@ -60,7 +60,7 @@ class NameResolution:
     if TYPE_CHECKING:
         def nodes(self, *types: type) -> list[Any]: ...
         def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]: ...
-        def memo(self, key: str, factory: Any) -> Any: ...
+        def fact(self, compute: Any) -> Any: ...
 
     def _ensure_metadata(self) -> None:
         if self._wrapper is None:
@@ -102,7 +102,7 @@ class NameResolution:
             top = self._parents[top]
         if isinstance(self._parents.get(top), (cst.ImportAlias, cst.ImportFrom, cst.AsName)):
             return None  # the import statement itself, which scope analysis leaves unnamed
-        bound: _Bindings = self.memo("_bindings", _bindings)
+        bound: _Bindings = self.fact(_bindings)
         if root in bound.unsafe:
             return None
         scopes = bound.scoped.get(root)
