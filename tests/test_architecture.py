@@ -388,7 +388,7 @@ def _private_defined(tree: ast.Module) -> set[str]:
 
 def test_rules_reach_facts_one_typed_way(graph):
     """Per-file facts through ``ctx.fact(compute)`` only: no string-keyed memo, no cache kept in
-    another object's ``__dict__``, no private member of another module's object."""
+    another object's ``__dict__``, no private member of another module or its objects."""
     mods, _ = graph
     wrong = []
     for mod in mods.values():
@@ -405,6 +405,10 @@ def test_rules_reach_facts_one_typed_way(graph):
                     and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")) \
                     and node.attr not in own:
                 wrong.append(f"{where}: another module's private member {ast.unparse(node)}")
+            elif isinstance(node, ast.ImportFrom):
+                base = _absolute(mod, node.level, node.module)
+                wrong += [f"{where}: imports the private {base}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and f"{base}.{a.name}" not in mods]
     assert not wrong, "\n  ".join(["facts reached another way:", *wrong])
 
 

@@ -13,6 +13,7 @@ from ..analysis.model.step_code import in_no_grad
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.torch_names import MODULE_CHAIN
 from ..analysis.syntax.tree import walk
 
 
@@ -20,7 +21,7 @@ def _hf_models(ctx: RuleContext) -> Iterator[tuple[cst.Assign, str]]:
     """``model = AutoModel...from_pretrained(...)`` with the class from transformers."""
     for assign in ctx.nodes(cst.Assign):
         call = assign.value
-        while isinstance(call, cst.Call) and method_call(call, "to", "cuda", "train"):
+        while isinstance(call, cst.Call) and method_call(call, *MODULE_CHAIN):
             call = call.func.value  # type: ignore[attr-defined]
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and \
                 call.func.attr.value == "from_pretrained" and ctx.matches(call.func.value, {"transformers.*"}) \

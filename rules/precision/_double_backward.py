@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.facts.script_facts import _params, assignments_in, model_names_everywhere, scope_of
+from ..analysis.facts.script_facts import assignments_in, model_names_everywhere, param_names, scope_of
 from ..analysis.model.training import analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..analysis.syntax.callsites import call_site_args
@@ -105,7 +105,7 @@ def _slice(ctx: RuleContext, expr: cst.BaseExpression, found: set[str], seen: se
     for node in _graph_nodes(expr):
         if isinstance(node, cst.Call):
             name = dotted_name(node.func)
-            if name is not None and scope is not None and name in _params(scope):
+            if name is not None and scope is not None and name in param_names(scope):
                 args = call_site_args(ctx, scope, name)
                 if not args:
                     return False  # a callable passed in from outside
@@ -128,7 +128,7 @@ def _slice(ctx: RuleContext, expr: cst.BaseExpression, found: set[str], seen: se
             for _, value in assignments_in(ctx, scope, node.value):
                 if not _slice(ctx, value, found, seen, depth + 1):
                     return False
-            if scope is not None and node.value in _params(scope):
+            if scope is not None and node.value in param_names(scope):
                 args = call_site_args(ctx, scope, node.value)
                 if args is None:
                     return False

@@ -9,7 +9,7 @@ import libcst as cst
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import (
-    TrainedModel, _param_receivers, device_type_expr, framework_trains, model_device_name, visible_scope,
+    TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, visible_scope,
 )
 from ..analysis.fixes.edits import add_kwarg, torch_import
 from ..analysis.model.training import analysis
@@ -232,7 +232,7 @@ def _fix(ctx: RuleContext, call: cst.Call) -> Fix | None:
         return None
     if "sparse=True" in ctx.source.replace(" ", "") or not call.args:
         return None  # sparse gradients have no fused kernels
-    models = set(_param_receivers(ctx, call.args[0].value))
+    models = set(param_receivers(ctx, call.args[0].value))
     if len(models) != 1:
         return None
     device = model_device_name(ctx, TrainedModel(models.pop(), call))

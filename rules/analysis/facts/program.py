@@ -12,6 +12,7 @@ from ..model.models import strip_chain
 from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..syntax.context import RuleContext
+from ..syntax.torch_names import MODULE_CHAIN
 from ..syntax.tree import walk
 from .frameworks import frameworks
 from .script_facts import is_model_expr
@@ -184,7 +185,7 @@ def _converts_model(ctx: RuleContext, call: cst.Call, is_model_expr) -> bool:  #
     assert isinstance(call.func, cst.Attribute)
     receiver = call.func.value
     while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and \
-            receiver.func.attr.value in ("to", "cuda", "cpu", "train", "float", "eval"):
+            receiver.func.attr.value in MODULE_CHAIN:
         receiver = receiver.func.value
     if is_model_expr(ctx, receiver) or _instance_of_a_class(ctx, receiver):
         return True

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ..model.models import MODULE_CHAIN, constructed_model_names, is_model_constructor, strip_chain  # noqa: F401
+from ..model.models import constructed_model_names, is_model_constructor, strip_chain  # noqa: F401
 from ..syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..syntax.callsites import call_site_args
 from ..syntax.context import RuleContext
 from ..syntax.imports import torch_name
-from ..syntax.torch_names import LR_SCHEDULERS, OPTIMIZERS
+from ..syntax.torch_names import LR_SCHEDULERS, MODULE_CHAIN, OPTIMIZERS
 from ..syntax.tree import walk
 from .frameworks import (  # noqa: F401 - the script-fact API, in one import
     framework_manages_precision, framework_places_batches, framework_prepared_names, framework_trains,
@@ -54,14 +54,15 @@ def assignments_in(ctx: RuleContext, scope: Scope, name: str) -> list[tuple[cst.
     return out
 
 
-def _params(fn: cst.FunctionDef) -> list[str]:
+def param_names(fn: cst.FunctionDef) -> list[str]:
+    """The names of ``fn``'s parameters, positional and keyword-only (not ``*args``/``**kw``)."""
     return [p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)]
 
 
 def binds(ctx: RuleContext, scope: Scope, name: str) -> bool:
     """Is ``name`` bound directly in ``scope`` (assignment, tuple unpacking, for target,
     parameter)?"""
-    if scope is not None and name in _params(scope):
+    if scope is not None and name in param_names(scope):
         return True
     for node in ctx.nodes(cst.Assign):
         if scope_of(ctx, node) is scope and any(name in target_names(t.target) for t in node.targets):
@@ -119,7 +120,7 @@ def is_device_object(ctx: RuleContext, name: str, at: cst.CSTNode, depth: int = 
         return bool(values) and all(_is_device_value(ctx, v) for v in values)
     assert where is None or isinstance(where, cst.FunctionDef)
     values = [v for _, v in assignments_in(ctx, where, name)]
-    if where is not None and name in _params(where):
+    if where is not None and name in param_names(where):
         args = call_site_args(ctx, where, name)
         if not args:
             return False
@@ -193,7 +194,7 @@ class TrainedModel:
     optimizer: cst.Call | None  # the optimizer constructor it feeds, if found
 
 
-def _param_receivers(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) -> list[str]:
+def param_receivers(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) -> list[str]:
     """Models whose ``.parameters()`` / ``.named_parameters()`` feed ``expr``."""
     out = []
     for call in _calls_in(expr):
@@ -208,7 +209,7 @@ def _param_receivers(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0)
             where = visible_scope(ctx, name, expr)
             if where is not False:
                 for _, value in assignments_in(ctx, where if isinstance(where, cst.FunctionDef) else None, name):
-                    out.extend(_param_receivers(ctx, value, depth + 1))
+                    out.extend(param_receivers(ctx, value, depth + 1))
     return out
 
 
@@ -224,7 +225,7 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
         out: list[TrainedModel] = []
         seen: set[str] = set()
         for opt in optimizer_calls(c):
-            for name in _param_receivers(c, opt.args[0].value):
+            for name in param_receivers(c, opt.args[0].value):
                 if name not in seen:
                     seen.add(name)
                     out.append(TrainedModel(name, opt))

@@ -10,13 +10,13 @@ import builtins
 
 import libcst as cst
 
-from ..model.models import MODULE_CHAIN, is_model_constructor, strip_chain
+from ..model.models import is_model_constructor, strip_chain
 from ..model.training import analysis
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.context import RuleContext
+from ..syntax.torch_names import MODULE_CHAIN
 from ..syntax.tree import walk
-from .script_facts import first_use_of
-from .script_facts import model_names_everywhere as names
+from .script_facts import first_use_of, model_names_everywhere
 
 # Layers and functions that run float32 matrix multiplies. Convolutions are left out on purpose:
 # cuDNN already allows TF32 for them by default (torch.backends.cudnn.allow_tf32 = True).
@@ -69,7 +69,7 @@ def model_zoo(ctx: RuleContext) -> cst.CSTNode | None:
 def convolution(ctx: RuleContext) -> cst.CSTNode | None:
     """The first convolution layer or call, or a model from a vision zoo (``timm.create_model``,
     ``torchvision.models.resnet50()``, ``models.__dict__[arch]()``)."""
-    node = first_use(ctx, CONVOLUTIONS)
+    node = first_use_of(ctx, CONVOLUTIONS)
     if node is not None:
         return node
     for call in ctx.nodes(cst.Call):
@@ -85,7 +85,7 @@ def tensor_core_work(ctx: RuleContext) -> bool:
     this file (whose bodies build nothing from elsewhere), and no callable passed in from outside
     called in a step."""
     def compute(c: RuleContext) -> bool:
-        if first_use(c, MATMUL_USERS | CONVOLUTIONS) or matmul_operator(c) or model_zoo(c) or convolution(c):
+        if first_use_of(c, MATMUL_USERS | CONVOLUTIONS) or matmul_operator(c) or model_zoo(c) or convolution(c):
             return True
         ta = analysis(c)
         classes = {cls.name.value: cls for cls in c.nodes(cst.ClassDef) if cls.name.value in ta.module_classes}
@@ -109,11 +109,3 @@ def tensor_core_work(ctx: RuleContext) -> bool:
                 return True  # ``model(x)`` with ``model`` a parameter, an import, a global from elsewhere
         return False
     return ctx.fact(compute)
-
-
-def first_use(ctx: RuleContext, names: frozenset[str]) -> cst.CSTNode | None:
-    return first_use_of(ctx, names)
-
-
-def model_names_everywhere(ctx: RuleContext) -> set[str]:
-    return names(ctx)

@@ -10,10 +10,9 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.context import RuleContext
+from ..syntax.torch_names import MODULE_CHAIN
 from .training import analysis
 
-# Methods that return the module itself (or a moved copy) when chained after construction.
-MODULE_CHAIN = ("to", "cuda", "cpu", "train", "float", "half", "bfloat16", "double")
 
 DATA_PARALLEL = frozenset({
     "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel",

@@ -18,7 +18,8 @@ import libcst as cst
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.callsites import bound_arg, calls_of
 from ..syntax.context import RuleContext
-from ..syntax.torch_names import DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, NN_MODULE_BASES, OPTIMIZERS
+from ..syntax.torch_names import (DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, MODULE_CHAIN, NN_MODULE_BASES,
+                                  OPTIMIZERS)
 
 _OPT_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$|\d)", re.IGNORECASE)
 _SCHED_NAME = re.compile(r"sched|lr_", re.IGNORECASE)
@@ -125,7 +126,7 @@ class TrainingObjects:
             call = value
             # model = Net().to(device) / Net().cuda()
             while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and \
-                    call.func.attr.value in ("to", "cuda", "cpu", "train", "float", "half", "bfloat16"):
+                    call.func.attr.value in MODULE_CHAIN:
                 call = call.func.value
             if not isinstance(call, cst.Call):
                 continue

@@ -22,3 +22,7 @@ NO_GRAD = frozenset({
     "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode",
     "torch.set_grad_enabled",
 })
+
+# nn.Module methods that return the module itself (or a moved or cast copy), so that
+# ``Net().to(device).train()`` is still the model: the one list every "is this a model" asks.
+MODULE_CHAIN = ("to", "cuda", "cpu", "train", "eval", "float", "half", "bfloat16", "double")
