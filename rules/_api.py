@@ -160,7 +160,7 @@ class Rule:
     # Source prefilter: the rule can only fire when one of these substrings occurs.
     keywords: ClassVar[tuple[str, ...]] = ("torch",)
     # File prefilter, checked with ``keywords`` and after the torch gate (the engine parses no file
-    # for which ``_torch_roots.may_import_torch`` is false: every rule reports nothing there, see
+    # for which ``torch_roots.may_import_torch`` is false: every rule reports nothing there, see
     # ``__init_subclass__``): the rule can only fire in a file that mentions one of these. None:
     # ``keywords`` alone decide.
     file_markers: ClassVar[tuple[str, ...] | None] = None

@@ -1,5 +1,5 @@
 """DataLoader arguments as the DataLoader rules see them: given positionally, by keyword, or
-through ``**`` dicts built in the file (``_kwargs``), and where a fix may write one."""
+through ``**`` dicts built in the file (``kwargs``), and where a fix may write one."""
 
 from __future__ import annotations
 

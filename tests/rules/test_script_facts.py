@@ -1,4 +1,4 @@
-"""The program-level script facts other rules ask for (rules/_script_facts.py and rules/_program.py):
+"""The program-level script facts other rules ask for (rules/analysis/facts/script_facts.py and program.py):
 framework-managed precision and placement, CPU-only programs, the model's chosen dtype, scripts
 versus library modules, and where fixes add imports."""
 

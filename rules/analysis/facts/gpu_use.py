@@ -64,7 +64,7 @@ def may_use_cuda(ctx: RuleContext) -> bool:
 def pinned_to_cpu(ctx: RuleContext) -> bool:
     """A CPU-only program: nothing lets its data reach CUDA (:func:`may_use_cuda` is False) and
     it names the CPU as its device (``torch.device("cpu")``, ``.to("cpu")``, ``device="cpu"``).
-    GPU-only advice (DataParallel, pinned memory) does not apply to it. Not ``_program.cpu_only``:
+    GPU-only advice (DataParallel, pinned memory) does not apply to it. Not ``program.cpu_only``:
     that fact counts a ``DataParallel`` name as a sign of a GPU, which is the very call GP501
     asks about; this one needs the CPU named as the device instead."""
     def compute(c: RuleContext) -> bool:

@@ -235,7 +235,7 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
 
 def model_names_everywhere(ctx: RuleContext) -> set[str]:
     """Dotted names that hold a model somewhere: the optimizer's models, names assigned a model
-    (``_models.is_model_constructor``: not losses, not ``F.*`` results), receivers of
+    (``models.is_model_constructor``: not losses, not ``F.*`` results), receivers of
     ``.parameters()``, and function parameters every call site binds to one of those."""
     def compute(c: RuleContext) -> set[str]:
         names = {m.name for m in trained_models(c)} | constructed_model_names(c) | _parameter_holders(c)

@@ -1,4 +1,4 @@
-"""Edits that write a keyword where ``_kwargs`` found the others: into a dict literal, a
+"""Edits that write a keyword where ``kwargs`` found the others: into a dict literal, a
 ``dict()``/``update()`` call or the called function's arguments, or as a ``d["k"] = v`` line."""
 
 from __future__ import annotations

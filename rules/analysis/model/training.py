@@ -8,10 +8,10 @@ or which iterates a DataLoader.
 
 An **eval loop** is a loop over batches (a parameter, a generator, ``range()`` plus slicing...)
 that feeds each batch to a model in inference mode (``model.eval()`` before it, or under
-``torch.no_grad()``) and does not train; see ``_evalloops``.
+``torch.no_grad()``) and does not train; see ``eval_loops``.
 
 Code runs **on every step** of such a loop when it sits in its body, or inside a function called
-from there, with no rate-limiting ``if`` in between (``_guards``): ``if step % 100 == 0:``, ``if
+from there, with no rate-limiting ``if`` in between (``guards``): ``if step % 100 == 0:``, ``if
 i == 0:``; for explicit syncs also a user's opt-in flag (``if args.sync_for_timing:``). A helper
 with its own loop called only under such a guard (``if step % eval_every == 0: evaluate()``) is
 not per step.
@@ -276,7 +276,7 @@ class TrainingAnalysis(TrainingObjects):
 
     def is_tensor_expr(self, expr: cst.BaseExpression) -> bool:
         """Best-effort: does ``expr`` evaluate to a torch tensor? Used where a false positive
-        would be costly (``float(x)``), so it only says yes on clear evidence (``_tensors``)."""
+        would be costly (``float(x)``), so it only says yes on clear evidence (``tensors``)."""
         return is_tensor_expr(self, expr)
 
 

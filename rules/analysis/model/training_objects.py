@@ -3,7 +3,7 @@ DataLoaders, models (nn.Module instances and subclasses) and criteria. Read from
 assignments and, for a function's parameters, from what its in-module call sites pass.
 Each set is computed on first use: most files never need them.
 
-``TrainingObjects`` is the half of ``_training.TrainingAnalysis`` that answers these questions;
+``TrainingObjects`` is the half of ``training.TrainingAnalysis`` that answers these questions;
 the other half finds the loops.
 """
 

@@ -1,5 +1,5 @@
 """Helpers that read syntax: call arguments, literals, dotted names, assignment targets.
-The helpers that edit call arguments are in ``_edits``."""
+The helpers that edit call arguments are in ``fixes.edits``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The per-file context a rule sees: the parsed module, its one shared index (parents, nodes by
-type, source order), per-file facts (``fact``), and name resolution (mixed in from ``_names``)."""
+type, source order), per-file facts (``fact``), and name resolution (mixed in from ``names``)."""
 
 from __future__ import annotations
 
