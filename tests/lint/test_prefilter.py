@@ -20,8 +20,8 @@ from gpuperf_rewrite.lint import engine
 from gpuperf_rewrite.lint.diagnostics import ERROR_CODES
 from gpuperf_rewrite.lint.engine import RuleSet, can_fire, check_source, rules_for
 from gpuperf_rewrite.lint.registry import all_rules
-from gpuperf_rewrite.rules._context import RuleContext
-from gpuperf_rewrite.rules._torch_roots import TORCH_IMPORT_ROOTS, may_import_torch
+from gpuperf_rewrite.rules.analysis.syntax.context import RuleContext
+from gpuperf_rewrite.rules.analysis.syntax.torch_roots import TORCH_IMPORT_ROOTS, may_import_torch
 from tests.helpers.paths import ROOT
 
 ALL = RuleSet(tuple(all_rules()))

@@ -10,7 +10,7 @@ import pytest
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.rules._api import Invalid
-from gpuperf_rewrite.rules._context import RuleContext
+from gpuperf_rewrite.rules.analysis.syntax.context import RuleContext
 
 ALL = RuleSet(tuple(all_rules()))
 
