@@ -97,8 +97,16 @@ def bad_fixture_names() -> list[str]:
 # --------------------------------------------------------------------------------------------
 # Snapshots
 # --------------------------------------------------------------------------------------------
+_LINTED: dict[tuple[str, str], FileResult] = {}
+
+
 def lint(case: Case, mode: str = "none") -> FileResult:
-    return check_source(case.code.encode("utf-8"), "example.py", case.ruleset(), mode)
+    """The case linted with its own rule (and options); once per case and mode, as the snapshot
+    and the guarantee tests both need it (callers must not modify the result)."""
+    key = (case.id, mode)
+    if key not in _LINTED:
+        _LINTED[key] = check_source(case.code.encode("utf-8"), "example.py", case.ruleset(), mode)
+    return _LINTED[key]
 
 
 def unified(old: str, new: str, name: str) -> str:
