@@ -138,9 +138,8 @@ def render_snapshot(case: Case) -> str:
         body.append(f"message: {d.message}")
         if d.fix is not None:
             body.append(f"fix: {d.fix['safety']}: {d.fix['description']}")
-        reason = getattr(d, "no_fix_reason", None)
-        if reason:
-            body.append(f"no fix: {reason}")
+        if d.no_fix_reason:
+            body.append(f"no fix: {d.no_fix_reason}")
     name = case.path.name if case.path else "example.py"
     tail = ["=== fix diff (all fixes, unsafe included)"]
     tail.append(unified(case.code, fixed.decode("utf-8"), name).rstrip("\n") if fixed is not None else "<no fix>")
