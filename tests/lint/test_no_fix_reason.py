@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from gpuperf_rewrite.lint.diagnostics import Diagnostic
-from gpuperf_rewrite.lint.engine import RuleSet, check_source
+from gpuperf_rewrite.lint.engine import check_source
 from gpuperf_rewrite.lint.reporters import format_github, format_json, format_sarif, format_text
 from tests.helpers.rule_cases import all_cases
 
