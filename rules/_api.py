@@ -168,6 +168,8 @@ class Rule:
     # configured value's type against the default's), and option name -> what it does.
     options: ClassVar[Mapping[str, Any]] = {}
     option_descriptions: ClassVar[Mapping[str, str]] = {}
+    # One to three teaching examples (docs/rules.md shows the first valid and invalid one); the
+    # regression cases live in tests/rules/fixtures/<CODE>/ with reviewed snapshots.
     examples: ClassVar[Sequence[Valid | Invalid]] = ()
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:  # pragma: no cover - abstract

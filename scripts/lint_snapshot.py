@@ -5,8 +5,9 @@
 
 The corpus: every file under fixtures/, tests/rules/data and tests/lint/data, linted by the CLI
 (``--output-format json``, ``--diff --unsafe-fixes`` and the text report, all rules, no cache); and every embedded
-rule example, linted in-process with its own rule (and its options) and with all rules: the JSON
-diagnostics and the unsafe-fixed source. ``--compare`` ignores only the keys named with
+rule example and rule fixture case (tests/rules/fixtures), linted in-process with its own rule
+(and its options) and with all rules: the JSON diagnostics and the unsafe-fixed source.
+``--compare`` ignores only the keys named with
 ``--ignore-key`` (a new JSON field), or folds one back into the message (``--glue-key
 no_fix_reason``: the message with its reason, as the text report shows it), and reports any
 other difference byte for byte (JSON documents are then re-indented alike on both sides).
@@ -46,23 +47,32 @@ def snapshot_cli(out: Path) -> None:
 
 
 def snapshot_examples(out: Path) -> None:
+    """Every rule case (kept examples and tests/rules/fixtures), keyed by its content, not by
+    where it is written, so moving an example into a fixture changes nothing here."""
+    import hashlib
+
+    sys.path.insert(0, str(ROOT))  # tests.helpers, when run as a script
     from gpuperf_rewrite.lint.engine import RuleSet, check_source
     from gpuperf_rewrite.lint.registry import all_rules
     from gpuperf_rewrite.lint.reporters import format_json
+    from tests.helpers.rule_cases import all_cases
 
     every = tuple(all_rules())
-    for code, rule in all_rules().items():
+    by_rule: dict[str, list[tuple[str, str]]] = {code: [] for code in every}
+    for case in all_cases():
+        opts = {case.rule: dict(case.options)} if case.options else {}
+        key = json.dumps([case.kind, case.code, opts], sort_keys=True)
         parts = []
-        for i, ex in enumerate(rule.examples):
-            opts = {code: dict(ex.options)} if ex.options else {}
-            for label, codes in (("own", (code,)), ("all", every)):
-                rs = RuleSet(codes, opts)
-                found = check_source(ex.code.encode(), "example.py", rs, "none")
-                fixed = check_source(ex.code.encode(), "example.py", rs, "unsafe")
-                parts.append(f"=== {type(ex).__name__} {i} {label}\n{format_json(found.diagnostics)}\n"
-                             f"--- error {found.error!r}\n--- fixed\n"
-                             f"{fixed.fixed.decode() if fixed.fixed is not None else '<none>'}\n")
-        (out / f"examples__{code}.txt").write_text("".join(parts))
+        for label, codes in (("own", (case.rule,)), ("all", every)):
+            rs = RuleSet(codes, opts)
+            found = check_source(case.code.encode(), "example.py", rs, "none")
+            fixed = check_source(case.code.encode(), "example.py", rs, "unsafe")
+            parts.append(f"=== {case.kind} {hashlib.sha256(key.encode()).hexdigest()[:12]} {label}\n"
+                         f"{format_json(found.diagnostics)}\n--- error {found.error!r}\n--- fixed\n"
+                         f"{fixed.fixed.decode() if fixed.fixed is not None else '<none>'}\n")
+        by_rule[case.rule].append((key, "".join(parts)))
+    for code, cases in by_rule.items():
+        (out / f"examples__{code}.txt").write_text("".join(text for _, text in sorted(cases)))
 
 
 def _strip(text: str, keys: set[str], glue: str | None) -> str:

@@ -54,51 +54,9 @@ class DataParallel(Rule):
             from torch.nn.parallel import DistributedDataParallel as DDP
             model = DDP(model, device_ids=[local_rank])
         """)),
-        Valid(dedent("""
-            class DataParallel:  # the user's own wrapper
-                def __init__(self, m):
-                    self.m = m
-            model = DataParallel(model)
-        """)),
-        Valid(dedent("""
-            import torch.nn as nn
-            # nn.DataParallel is mentioned in a comment only
-            model = nn.Linear(4, 4)
-        """)),
-        Valid(dedent("""
-            # A CPU-only program: DataParallel without GPUs just calls the module.
-            import torch
-            device = torch.device("cpu")
-            model = torch.nn.DataParallel(Net()).to(device)
-        """)),
-        Valid(dedent("""
-            # No torch here: a job scheduler's own DataParallel.
-            from scheduler.parallel import DataParallel
-            job = DataParallel(tasks, workers=4)
-        """)),
         Invalid(dedent("""
             import torch.nn as nn
             model = nn.DataParallel(Net()).cuda()
-        """), fixed=None),
-        Invalid(dedent("""
-            import torch.nn as nn
-            def wrap(model):  # a library helper: its caller picks the device
-                return nn.DataParallel(model)
-        """), fixed=None),
-        Invalid(dedent("""
-            import torch
-            device = torch.accelerator.current_accelerator()
-            model = torch.nn.DataParallel(Net(), device_ids=[0, 1]).to(device)
-        """), fixed=None),
-        Invalid(dedent("""
-            from torch.nn import DataParallel as DP
-            def build():
-                return DP(Net(), device_ids=[0, 1])
-        """), fixed=None),
-        Invalid(dedent("""
-            import torch
-            if torch.cuda.device_count() > 1:
-                model = torch.nn.parallel.DataParallel(model)
         """), fixed=None),
     ]
 

@@ -57,74 +57,12 @@ class DdpBucketView(Rule):
             from torch.nn.parallel import DistributedDataParallel as DDP
             model = DDP(model, device_ids=[rank], gradient_as_bucket_view=True)
         """)),
-        Valid(dedent("""
-            from torch.nn.parallel import DistributedDataParallel as DDP
-            model = DDP(model, gradient_as_bucket_view=False)  # deliberate
-        """)),
-        Valid(dedent("""
-            from torch.nn.parallel import DistributedDataParallel
-            model = DistributedDataParallel(model, **ddp_kwargs)
-        """)),
-        Valid(dedent("""
-            import torch
-            from torch.nn.parallel import DistributedDataParallel as DDP
-            ddp_kwargs = dict(find_unused_parameters=False)
-            if args.bucket_view:
-                ddp_kwargs["gradient_as_bucket_view"] = True  # the user's own switch
-            model = DDP(model, device_ids=[rank], **ddp_kwargs)
-        """)),
-        Valid(dedent("""
-            class DistributedDataParallel:  # the user's own class
-                pass
-            model = DistributedDataParallel(model)
-        """)),
-        Valid(dedent("""
-            # No torch here: another framework's DDP.
-            from paddle import DataParallel as DistributedDataParallel
-            model = DistributedDataParallel(model)
-        """)),
         Invalid(dedent("""
             from torch.nn.parallel import DistributedDataParallel as DDP
             model = DDP(model, device_ids=[local_rank])
         """), fixed=dedent("""
             from torch.nn.parallel import DistributedDataParallel as DDP
             model = DDP(model, device_ids=[local_rank], gradient_as_bucket_view=True)
-        """)),
-        Invalid(dedent("""
-            import torch.nn.parallel
-            model = torch.nn.parallel.DistributedDataParallel(
-                model,
-                device_ids=[rank],  # one GPU per process
-            )
-        """), fixed=dedent("""
-            import torch.nn.parallel
-            model = torch.nn.parallel.DistributedDataParallel(
-                model,
-                device_ids=[rank],  # one GPU per process
-                gradient_as_bucket_view=True,
-            )
-        """)),
-        Invalid(dedent("""
-            import torch
-            class Trainer:
-                def setup(self):
-                    self.model = torch.nn.parallel.DistributedDataParallel(self.model)
-        """), fixed=dedent("""
-            import torch
-            class Trainer:
-                def setup(self):
-                    self.model = torch.nn.parallel.DistributedDataParallel(self.model, gradient_as_bucket_view=True)
-        """)),
-        Invalid(dedent("""
-            import torch
-            def wrap(model, rank, static):
-                ddp_kwargs = {"device_ids": [rank], "static_graph": static}
-                return torch.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)
-        """), fixed=dedent("""
-            import torch
-            def wrap(model, rank, static):
-                ddp_kwargs = {"device_ids": [rank], "static_graph": static, "gradient_as_bucket_view": True}
-                return torch.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)
         """)),
     ]
 

@@ -7,10 +7,15 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, InsertBefore, Invalid, Rule, Valid, dedent
+from ..analysis.facts.execution import execution
 from ..analysis.facts.flow import Flow, object_flow
-from ..analysis.syntax.calls import get_arg, literal_value
+from ..analysis.facts.script_facts import assignments_in
+from ..analysis.model.training import analysis
+from ..analysis.syntax.calls import dataloader_arg, dotted_name, get_arg, literal_value
 from ..analysis.syntax.context import RuleContext
-from ._epochs import certainly_distributed, epoch_loop, epoch_set, loaders_fed, trains
+from ..analysis.syntax.torch_names import DATALOADERS
+from ..analysis.syntax.tree import walk
+
 
 DISTRIBUTED_SAMPLER = frozenset({
     "torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler",
@@ -70,41 +75,6 @@ class SamplerSetEpoch(Rule):
                     model(x).sum().backward()
                     opt.step()
         """)),
-        Valid(dedent("""
-            from torch.utils.data import DataLoader, DistributedSampler
-            sampler = DistributedSampler(ds, shuffle=False)  # evaluation order
-            loader = DataLoader(ds, sampler=sampler)
-            for epoch in range(10):
-                for x in loader:
-                    model(x).sum().backward()
-                    opt.step()
-        """)),
-        Valid(dedent("""
-            from torch.utils.data import DataLoader, DistributedSampler
-            sampler = DistributedSampler(ds)
-            loader = DataLoader(ds, sampler=sampler)
-            for x in loader:  # a single pass: no epochs
-                model(x).sum().backward()
-                opt.step()
-        """)),
-        Valid(dedent("""
-            # No torch here: the user's own sampler and loader.
-            from mylib.data import DataLoader, DistributedSampler
-            sampler = DistributedSampler(records)
-            for epoch in range(3):
-                for batch in DataLoader(records, sampler=sampler):
-                    fit(batch).backward()
-                    opt.step()
-        """)),
-        Valid(dedent("""
-            class DistributedSampler:  # the user's own sampler
-                pass
-            sampler = DistributedSampler()
-            loader = DataLoader(ds, sampler=sampler)
-            for epoch in range(3):
-                for x in loader:
-                    model(x).sum().backward()
-        """)),
         Invalid(dedent("""
             from torch.utils.data import DataLoader
             from torch.utils.data.distributed import DistributedSampler
@@ -132,228 +102,6 @@ class SamplerSetEpoch(Rule):
                         loss = model(x).sum()
                         loss.backward()
                         opt.step()
-        """)),
-        Invalid(dedent("""
-            import torch.utils.data as tud
-
-            def train_one_epoch(model, loader, opt):
-                for x, y in loader:
-                    model(x).sum().backward()
-                    opt.step()
-
-            def main():
-                train_loader = tud.DataLoader(ds, batch_size=8, sampler=tud.DistributedSampler(ds))
-                for ep in range(5):
-                    train_one_epoch(model, train_loader, opt)
-        """), fixed=dedent("""
-            import torch.utils.data as tud
-
-            def train_one_epoch(model, loader, opt):
-                for x, y in loader:
-                    model(x).sum().backward()
-                    opt.step()
-
-            def main():
-                train_loader = tud.DataLoader(ds, batch_size=8, sampler=tud.DistributedSampler(ds))
-                for ep in range(5):
-                    train_loader.sampler.set_epoch(ep)
-                    train_one_epoch(model, train_loader, opt)
-        """)),
-        Invalid(dedent("""
-            from torch.utils.data import DataLoader, DistributedSampler
-            sampler = DistributedSampler(ds)
-            loader = DataLoader(ds, None, False, sampler)
-            for epoch in range(10):
-                for i, (x, y) in enumerate(loader):
-                    model(x).sum().backward()
-                    opt.step()
-        """), fixed=dedent("""
-            from torch.utils.data import DataLoader, DistributedSampler
-            sampler = DistributedSampler(ds)
-            loader = DataLoader(ds, None, False, sampler)
-            for epoch in range(10):
-                sampler.set_epoch(epoch)
-                for i, (x, y) in enumerate(loader):
-                    model(x).sum().backward()
-                    opt.step()
-        """)),
-        # Per sampler: set_epoch on one sampler does not cover another.
-        Invalid(dedent("""
-            from torch.utils.data import DataLoader, DistributedSampler
-            def main():
-                text_sampler = DistributedSampler(text_ds)
-                image_sampler = DistributedSampler(image_ds)
-                text_loader = DataLoader(text_ds, sampler=text_sampler)
-                image_loader = DataLoader(image_ds, sampler=image_sampler)
-                for epoch in range(10):
-                    text_sampler.set_epoch(epoch)
-                    for (t, i) in zip(text_loader, image_loader):
-                        model(t, i).backward()
-                        opt.step()
-                    for i in image_loader:
-                        model(None, i).backward()
-                        opt.step()
-        """), fixed=dedent("""
-            from torch.utils.data import DataLoader, DistributedSampler
-            def main():
-                text_sampler = DistributedSampler(text_ds)
-                image_sampler = DistributedSampler(image_ds)
-                text_loader = DataLoader(text_ds, sampler=text_sampler)
-                image_loader = DataLoader(image_ds, sampler=image_sampler)
-                for epoch in range(10):
-                    image_sampler.set_epoch(epoch)
-                    text_sampler.set_epoch(epoch)
-                    for (t, i) in zip(text_loader, image_loader):
-                        model(t, i).backward()
-                        opt.step()
-                    for i in image_loader:
-                        model(None, i).backward()
-                        opt.step()
-        """), count=1),
-        # The sampler is built in another function; the loop is a method reached through self.
-        Invalid(dedent("""
-            import torch
-            from torch.utils.data import DataLoader
-            from torch.utils.data.distributed import DistributedSampler
-
-            class Trainer:
-                def __init__(self, model, train_data, optimizer):
-                    self.model = model
-                    self.train_data = train_data
-                    self.optimizer = optimizer
-
-                def _run_batch(self, source, targets):
-                    self.optimizer.zero_grad()
-                    torch.nn.functional.cross_entropy(self.model(source), targets).backward()
-                    self.optimizer.step()
-
-                def _run_epoch(self, epoch):
-                    for source, targets in self.train_data:
-                        self._run_batch(source, targets)
-
-                def train(self, max_epochs):
-                    for epoch in range(max_epochs):
-                        self._run_epoch(epoch)
-
-            def prepare_dataloader(dataset, batch_size):
-                return DataLoader(dataset, batch_size=batch_size, shuffle=False,
-                                  sampler=DistributedSampler(dataset))
-
-            def main(total_epochs):
-                train_data = prepare_dataloader(dataset, 32)
-                Trainer(model, train_data, optimizer).train(total_epochs)
-        """), fixed=dedent("""
-            import torch
-            from torch.utils.data import DataLoader
-            from torch.utils.data.distributed import DistributedSampler
-
-            class Trainer:
-                def __init__(self, model, train_data, optimizer):
-                    self.model = model
-                    self.train_data = train_data
-                    self.optimizer = optimizer
-
-                def _run_batch(self, source, targets):
-                    self.optimizer.zero_grad()
-                    torch.nn.functional.cross_entropy(self.model(source), targets).backward()
-                    self.optimizer.step()
-
-                def _run_epoch(self, epoch):
-                    for source, targets in self.train_data:
-                        self._run_batch(source, targets)
-
-                def train(self, max_epochs):
-                    for epoch in range(max_epochs):
-                        self.train_data.sampler.set_epoch(epoch)
-                        self._run_epoch(epoch)
-
-            def prepare_dataloader(dataset, batch_size):
-                return DataLoader(dataset, batch_size=batch_size, shuffle=False,
-                                  sampler=DistributedSampler(dataset))
-
-            def main(total_epochs):
-                train_data = prepare_dataloader(dataset, 32)
-                Trainer(model, train_data, optimizer).train(total_epochs)
-        """)),
-        # A conditional sampler: the call is guarded, the name may hold None.
-        Invalid(dedent("""
-            import torch.utils.data as tud
-            def main(args):
-                sampler = tud.DistributedSampler(ds) if args.distributed else None
-                loader = tud.DataLoader(ds, shuffle=sampler is None, sampler=sampler)
-                for epoch in range(args.epochs):
-                    for x in loader:
-                        loss = model(x).sum()
-                        loss.backward()
-                        optimizer.step()
-        """), fixed=dedent("""
-            import torch.utils.data as tud
-            def main(args):
-                sampler = tud.DistributedSampler(ds) if args.distributed else None
-                loader = tud.DataLoader(ds, shuffle=sampler is None, sampler=sampler)
-                for epoch in range(args.epochs):
-                    if hasattr(sampler, "set_epoch"):
-                        sampler.set_epoch(epoch)
-                    for x in loader:
-                        loss = model(x).sum()
-                        loss.backward()
-                        optimizer.step()
-        """)),
-        # A while loop over steps: reported, no fix (no epoch variable).
-        Invalid(dedent("""
-            from torch.utils.data import DataLoader, DistributedSampler
-            sampler = DistributedSampler(ds)
-            loader = DataLoader(ds, sampler=sampler)
-            step = 0
-            while step < max_steps:
-                for x in loader:
-                    model(x).sum().backward()
-                    opt.step()
-                    step += 1
-        """), fixed=None),
-        Valid(dedent("""
-            from torch.utils.data import DataLoader, DistributedSampler
-
-            def build(ds):
-                sampler = DistributedSampler(ds)
-                return DataLoader(ds, sampler=sampler, batch_size=8), sampler
-
-            def main():
-                loader, sampler = build(ds)
-                for epoch in range(10):
-                    sampler.set_epoch(epoch)  # the sampler built in build()
-                    for x in loader:
-                        model(x).sum().backward()
-                        opt.step()
-        """)),
-        Valid(dedent("""
-            from torch.utils.data import DataLoader, DistributedSampler
-
-            def start_epoch(loader, epoch):
-                if hasattr(loader.sampler, "set_epoch"):
-                    loader.sampler.set_epoch(epoch)
-
-            def main():
-                loader = DataLoader(ds, sampler=DistributedSampler(ds))
-                val_loader = DataLoader(val_ds, sampler=DistributedSampler(val_ds))  # evaluation only
-                for epoch in range(10):
-                    start_epoch(loader, epoch)
-                    for x in loader:
-                        model(x).sum().backward()
-                        opt.step()
-                    with torch.no_grad():
-                        for x in val_loader:
-                            metric.update(model(x))
-        """)),
-        Valid(dedent("""
-            from torch.utils.data import DataLoader, DistributedSampler
-            loader = DataLoader(ds, sampler=DistributedSampler(ds))
-            for epoch in range(3):
-                hooks.before_epoch(epoch)  # whatever sets the epoch is not in this file
-                data.set_epoch(epoch)
-                for x in loader:
-                    model(x).sum().backward()
-                    opt.step()
         """)),
     ]
 
@@ -415,3 +163,111 @@ class SamplerSetEpoch(Rule):
         stmt = cst.parse_statement(code)
         return Fix(f"call {target}.set_epoch({epoch}) each epoch", (InsertBefore(loop.body.body[0], (stmt,)),),
                    "unsafe")
+
+
+# --------------------------------------------------------------------------------------------
+# Where a DistributedSampler is told the epoch, and where its training loop's epochs turn:
+# the DataLoaders a sampler feeds, the ``set_epoch`` calls that reach it (directly or through its
+# loader), the training loops over the loader and the loop that runs them epoch after epoch.
+# --------------------------------------------------------------------------------------------
+_MAX_DEPTH = 6
+
+
+def loaders_fed(ctx: RuleContext, flow: Flow) -> list[cst.Call]:
+    """The DataLoader calls the sampler is handed to as ``sampler=`` (or 4th positional)."""
+    out = []
+    for use in flow.of_kind("passed"):
+        call = use.site
+        if isinstance(call, cst.Call) and ctx.is_call_to(call, DATALOADERS):
+            arg = dataloader_arg(call, "sampler")
+            if arg is not None and ctx.is_inside(use.node, arg):
+                out.append(call)
+    return out
+
+
+def calls_set_epoch(ctx: RuleContext, attribute: cst.Attribute) -> bool:
+    """``<x>.set_epoch(...)``, ``<x>.sampler.set_epoch(...)``, ... starting at ``attribute``."""
+    cur: cst.CSTNode = attribute
+    while isinstance(cur, cst.Attribute):
+        parent = ctx.parent(cur)
+        if cur.attr.value == "set_epoch":
+            return isinstance(parent, cst.Call) and parent.func is cur
+        if not (isinstance(parent, cst.Attribute) and parent.value is cur):
+            return False
+        cur = parent
+    return False
+
+
+def epoch_set(ctx: RuleContext, sampler: Flow, loaders: list[Flow]) -> set[int] | None:
+    """The ``set_epoch`` calls that reach this sampler (ids), or None when the sampler goes
+    where the file cannot follow (it may be told the epoch there)."""
+    found: set[int] = set()
+    for flow in (sampler, *loaders):
+        for use in flow.of_kind("attribute"):
+            if calls_set_epoch(ctx, use.site):  # type: ignore[arg-type]
+                found.add(id(ctx.parent(top_attribute(ctx, use.site))))
+    others = [u for u in sampler.of_kind("passed", "escape")
+              if not (isinstance(u.site, cst.Call) and ctx.is_call_to(u.site, DATALOADERS))]
+    return None if others else found
+
+
+def top_attribute(ctx: RuleContext, node: cst.CSTNode) -> cst.CSTNode:
+    while isinstance(ctx.parent(node), cst.Attribute):
+        node = ctx.parent(node)  # type: ignore[assignment]
+    return node
+
+
+def trains(ctx: RuleContext, loop: cst.For, depth: int = 0) -> bool:
+    """Does the loop body (outside nested loops) take a training step, directly or through
+    functions of this module it calls?"""
+    ta = analysis(ctx)
+    for node in walk(loop.body, stop_at=(cst.For, cst.While)):
+        if ta.is_backward_call(node) or ta.is_optimizer_step(node):
+            return True
+        if isinstance(node, cst.Call) and depth < 3:
+            name = node.func.attr.value if isinstance(node.func, cst.Attribute) else dotted_name(node.func)
+            for fn in ta.functions.get(name or "", []):
+                if any(ta.is_backward_call(n) or ta.is_optimizer_step(n) for n in walk(fn.body)):
+                    return True
+    return False
+
+
+def epoch_loop(ctx: RuleContext, node: cst.CSTNode, flow: Flow, depth: int = 0) -> cst.For | cst.While | None:
+    """The loop that runs ``node`` again and again: the nearest loop around it in its function,
+    else (when the loader reaches the function through exactly one call, or the function has
+    exactly one caller in the file) the loop around that call."""
+    child = node
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda)) and child is anc.body:
+            if isinstance(anc, cst.Lambda) or depth > _MAX_DEPTH:
+                return None
+            calls: list = flow.entered.get(anc) or []
+            if not calls:
+                refs = [r for r in execution(ctx).references(anc) if not ctx.is_inside(r, anc)]
+                calls = [ctx.parent(r) for r in refs if isinstance(ctx.parent(r), cst.Call)
+                         and ctx.parent(r).func is r]  # type: ignore[union-attr]
+                if len(calls) != len(refs):
+                    return None
+            if len(calls) != 1:
+                return None
+            return epoch_loop(ctx, calls[0], flow, depth + 1)
+        if isinstance(anc, (cst.For, cst.While)) and child is anc.body:
+            return anc
+        child = anc
+    return None
+
+
+def certainly_distributed(ctx: RuleContext, sampler: cst.Call, flow: Flow, loader_flow: Flow) -> bool:
+    """Does every name on the way always hold this sampler (or its loader): the sampler built
+    by a plain assignment or argument, each name holding it or its loader bound once?"""
+    if not isinstance(ctx.parent(sampler), (cst.Assign, cst.Arg)):
+        return False
+    for alias in (*flow.aliases, *loader_flow.aliases):
+        if alias.name.startswith("self."):
+            count = sum(1 for a in ctx.nodes(cst.Assign) if ctx.is_inside(a, alias.scope)
+                        for t in a.targets if dotted_name(t.target) == alias.name)
+        else:
+            count = len(assignments_in(ctx, alias.scope, alias.name))  # type: ignore[arg-type]
+        if count > 1:
+            return False
+    return True

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
-from .._api import Finding, Invalid, Rule, Valid, dedent
+import libcst as cst
+
+from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.program import cpu_only
-from ..analysis.model.training import analysis
+from ..analysis.model.tensors import is_host_expr, module_function
+from ..analysis.model.training import TrainingAnalysis, analysis
+from ..analysis.syntax.calls import dotted_name, method_call, target_names
 from ..analysis.syntax.context import RuleContext
-from ._accumulators import accumulator_fix
-from ._host_syncs import sync_calls
 
 
 class SyncInLoop(Rule):
@@ -74,122 +77,6 @@ class SyncInLoop(Rule):
                 if step % 100 == 0:
                     print(f"step {step} loss {loss.item():.4f}")
         """)),
-        Valid(dedent("""
-            # not a training loop: no backward, no optimizer step, no DataLoader
-            values = [t.item() for t in tensors]
-            for t in tensors:
-                print(t.item())
-        """)),
-        Valid(dedent("""
-            for x, y in loader:
-                loss = criterion(model(x), y)
-                loss.backward()
-                optimizer.step()
-            print("final", loss.item())
-        """)),
-        Valid(dedent("""
-            for x, y in loader:
-                loss = criterion(model(x), y)
-                loss.backward()
-                optimizer.step()
-                lr = float(args.lr)
-        """)),
-        Valid(dedent("""
-            import torch
-            # a helper with its own loop, called only every N steps: not per step
-            def evaluate(model, val_batches):
-                total = torch.zeros((), device="cuda")
-                with torch.no_grad():
-                    for x, y in val_batches:
-                        total += criterion(model(x), y)
-                return total.item()
-
-            for step, (x, y) in enumerate(loader):
-                loss = criterion(model(x), y)
-                loss.backward()
-                optimizer.step()
-                if step % args.eval_every == 0:
-                    print("val", evaluate(model, val_batches))
-        """)),
-        Valid(dedent("""
-            import torch
-            from torch.utils.data import DataLoader
-            from torchvision.utils import save_image
-            # a sync for the first eval batch only
-            def test(model, dataset):
-                model.eval()
-                with torch.no_grad():
-                    for i, (x, _) in enumerate(DataLoader(dataset, batch_size=64)):
-                        recon = model(x.cuda())
-                        if i == 0:
-                            save_image(recon.cpu(), "recon.png")
-                            first = recon[0].sum().item()
-        """)),
-        Valid(dedent("""
-            import math
-            import numpy as np
-            import torch
-            # math and numpy values are not tensors
-            for step, (x, y) in enumerate(loader):
-                loss = criterion(model(x.cuda()), y.cuda())
-                loss.backward()
-                optimizer.step()
-                side = int(math.sqrt(x.shape[1]))
-                scale = float(np.sqrt(dim))
-                arr = np.asarray(weights)
-                total = float(arr.sum())
-                vals = arr.tolist()
-                n = int(len(y) * 0.5)
-        """)),
-        Valid(dedent("""
-            import torch
-            class Trainer:
-                def evaluate(self):
-                    self.model.eval()
-                    correct = torch.zeros((), device="cuda")
-                    with torch.no_grad():
-                        for x, y in self.val_data:
-                            correct += (self.model(x).argmax(1) == y).sum()
-                    self.model.train()
-                    return correct.item()
-
-                def fit(self):
-                    for it, (x, y) in enumerate(self.train_data):
-                        self.model(x).sum().backward()
-                        self.optimizer.step()
-                        if it == self.total_steps - 1:
-                            final = self.evaluate()
-        """)),
-        Valid(dedent("""
-            import torch
-            # the copy is what the step needs: actions for the environment, pictures for a plot
-            for global_step in range(total_timesteps):
-                q_values = q_network(torch.as_tensor(obs, device="cuda"))
-                actions = torch.argmax(q_values, dim=1).cpu().numpy()
-                obs, rewards, dones, infos = envs.step(actions)
-                rb.add(obs, actions, rewards)
-                loss = td_loss(q_network, rb.sample(32))
-                loss.backward()
-                optimizer.step()
-                with torch.no_grad():
-                    y = q_network(probe).cpu().numpy()
-                plt.plot(y[0])
-                save_image(q_values.cpu(), "q.png")
-        """)),
-        Valid(dedent("""
-            # a CPU-only program: host-device syncs do not exist
-            import torch
-            model = torch.nn.Linear(3, 1).double()
-            opt = torch.optim.LBFGS(model.parameters())
-            for step in range(20):
-                def closure():
-                    opt.zero_grad()
-                    loss = ((model(x) - y) ** 2).mean()
-                    loss.backward()
-                    return loss
-                opt.step(closure)
-                print("loss", closure().item())
-        """)),
         Invalid(dedent("""
             import torch
             model.cuda()
@@ -199,15 +86,6 @@ class SyncInLoop(Rule):
                 loss.backward()
                 optimizer.step()
                 print("loss", loss.item())
-        """), fixed=None),
-        Invalid(dedent("""
-            import torch
-            for step in range(num_steps):
-                x, y = next(train_iter)
-                loss = criterion(model(x.cuda()), y.cuda())
-                loss_scaler(loss, optimizer, parameters=model.parameters())
-                optimizer.zero_grad()
-                print(step, loss.item())
         """), fixed=None),
         Invalid(dedent("""
             import torch
@@ -229,145 +107,6 @@ class SyncInLoop(Rule):
                         x = data[i:i + bs].cuda()
                         total += model(x).sum().detach()
                 return float(total)
-        """)),
-        Invalid(dedent("""
-            import torch
-            import torch.nn.functional as F
-            def batches(xs, ys, bs):
-                for i in range(0, len(xs), bs):
-                    yield xs[i:i + bs], ys[i:i + bs]
-
-            @torch.no_grad()
-            def validate(net, device):
-                for xb, yb in batches(X_val, Y_val, 256):
-                    out = net(xb.to(device))
-                    print(F.cross_entropy(out, yb.to(device)).item())
-            net = Net().to(device)
-        """), fixed=None),
-        Invalid(dedent("""
-            import torch
-            def run_eval(model, val_iter):
-                model.eval()
-                it = iter(val_iter)
-                n = 0
-                while True:
-                    try:
-                        batch = next(it)
-                    except StopIteration:
-                        break
-                    logits = model(batch["x"].cuda())
-                    n += int((logits.argmax(-1) == batch["y"].cuda()).sum())
-                return n
-        """), count=1),
-        Invalid(dedent("""
-            import torch
-            def evaluate(model, val_batches):
-                total = torch.zeros((), device="cuda")
-                with torch.no_grad():
-                    for x, y in val_batches:
-                        total += criterion(model(x), y)
-                return total.item()
-
-            for step, (x, y) in enumerate(loader):
-                loss = criterion(model(x), y)
-                loss.backward()
-                optimizer.step()
-                if step % args.log_every == 0:
-                    print("loss", loss.item())
-                val = evaluate(model, val_batches)  # every step, unguarded
-        """), count=1),
-        Invalid(dedent("""
-            import torch
-            def train_step(model, batch, opt):
-                loss = model(batch).mean()
-                loss.backward()
-                opt.step()
-                return loss.item()
-
-            def main():
-                for epoch in range(3):
-                    for batch in data:
-                        value = train_step(model, batch, opt)
-        """), fixed=None),
-        Invalid(dedent("""
-            import torch
-            for x, y in loader:
-                out = model(x.cuda())
-                loss = torch.nn.functional.cross_entropy(out, y.cuda())
-                acc = float((out.argmax(1) == y).float().mean())
-                loss.backward()
-                optimizer.step()
-        """), count=1),
-        Invalid(dedent("""
-            import torch
-            def train(model, loader, optimizer):
-                total, correct = 0.0, 0
-                for x, y in loader:
-                    loss = criterion(model(x), y)
-                    loss.backward()
-                    optimizer.step()
-                    total += loss.item()
-                return total, correct
-        """), fixed=dedent("""
-            import torch
-            def train(model, loader, optimizer):
-                total, correct = 0.0, 0
-                for x, y in loader:
-                    loss = criterion(model(x), y)
-                    loss.backward()
-                    optimizer.step()
-                    total += loss.detach()
-                return float(total), correct
-        """)),
-        Invalid(dedent("""
-            import torch
-            model.cuda()
-            correct = 0
-            for x, y in loader:
-                out = model(x)
-                loss = criterion(out, y)
-                loss.backward()
-                optimizer.step()
-                correct += (out.argmax(1) == y).sum().item()
-            print("accuracy", correct / len(loader.dataset))
-        """), fixed=dedent("""
-            import torch
-            model.cuda()
-            correct = 0
-            for x, y in loader:
-                out = model(x)
-                loss = criterion(out, y)
-                loss.backward()
-                optimizer.step()
-                correct += (out.argmax(1) == y).sum().detach()
-            print("accuracy", int(correct) / len(loader.dataset))
-        """)),
-        Invalid(dedent("""
-            import torch
-            model.cuda()
-            running_loss = 0.0
-            for step, (x, y) in enumerate(loader):
-                loss = criterion(model(x), y)
-                loss.backward()
-                optimizer.step()
-                running_loss += loss.item()
-                if step % 10 == 0:
-                    print(f"loss {running_loss / 10:.3f}")
-                    running_loss = 0.0
-            print("epoch loss", running_loss)
-        """), fixed=dedent("""
-            import torch
-            model.cuda()
-            running_loss = 0.0
-            for step, (x, y) in enumerate(loader):
-                loss = criterion(model(x), y)
-                loss.backward()
-                optimizer.step()
-                running_loss += loss.detach()
-                if step % 10 == 0:
-                    print(f"loss {float(running_loss) / 10:.3f}")
-                    running_loss = 0.0
-            print("epoch loss", float(running_loss))
         """)),
     ]
 
@@ -393,3 +132,216 @@ class SyncInLoop(Rule):
                 f"queued work (host-device sync); {advice}",
                 fix,
             )
+
+
+# --------------------------------------------------------------------------------------------
+# Which calls copy a tensor to the host (GP101): ``.item()``, ``.tolist()``, ``.cpu()``,
+# ``.numpy()`` and ``float()``/``int()``/``bool()`` of a tensor, less the copies whose data is
+# what the code is for (a picture, a file, an environment's actions).
+# --------------------------------------------------------------------------------------------
+SYNC_METHODS = ("item", "tolist", "cpu", "numpy")
+CONVERTERS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool"}
+# Functions that turn data into pictures or files.
+_HOST_OUTPUT = re.compile(r"show|plot|save|draw|display|visuali[sz]e|imwrite|write_image|add_image|add_figure|"
+                          r"log_image|to_pil", re.IGNORECASE)
+
+
+def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Call, str]]:
+    """Calls that copy a tensor to the host, with a short description. For chains such as
+    ``x.detach().cpu().numpy()`` only the first sync is reported. Receivers that are host values
+    (``np.sqrt``, ``arr.tolist()`` of a numpy array) or modules (``model.cpu()``) are not."""
+    for call in ctx.nodes(cst.Call):
+        if method_call(call, *SYNC_METHODS):
+            assert isinstance(call.func, cst.Attribute)
+            receiver = call.func.value
+            if _contains_sync(receiver) or module_function(ta, call.func):
+                continue
+            method = call.func.attr.value
+            if ta.is_module_like(receiver) or is_host_expr(ta, receiver) or method == "cpu" and call.args:
+                continue
+            if method in ("tolist", "numpy", "cpu") and (not _looks_like_tensor(ctx, ta, receiver) or
+                                                        _feeds_host_output(ctx, call)):
+                continue
+            yield call, f".{method}()"
+        elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and \
+                len(call.args) == 1 and not call.args[0].star:
+            arg = call.args[0].value
+            if _contains_sync(arg) or not ta.is_tensor_expr(arg):
+                continue
+            if not ctx.matches(call.func, set(CONVERTERS)):
+                continue
+            yield call, f"{call.func.value}()"
+
+
+def _looks_like_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression) -> bool:
+    # ``.tolist()``/``.numpy()``/``.cpu()`` exist on other types too (numpy arrays, modules), so ask
+    # for evidence of a tensor; ``.item()`` is specific enough on its own inside a training step.
+    if ta.is_tensor_expr(receiver):
+        return True
+    return isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript, cst.Call))
+
+
+def _feeds_host_output(ctx: RuleContext, call: cst.Call) -> bool:
+    """Data copied for a picture, a file or an environment (``imshow(x.cpu())``,
+    ``save_image(x.cpu())``, ``a = q.argmax(1).cpu().numpy(); envs.step(a)``, a ``plot_*()``
+    helper's own ``.numpy()``): the transfer is what the code is for."""
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.Call) and _host_consumer(anc):
+            return True
+        if isinstance(anc, cst.Assign):
+            targets = {n for t in anc.targets for n in target_names(t.target)}
+            return any(_fed_to_host_output(ctx, name, anc) for name in targets)
+        if isinstance(anc, cst.FunctionDef):
+            return bool(_HOST_OUTPUT.search(anc.name.value))
+        if isinstance(anc, (cst.ClassDef, cst.Lambda, cst.BaseCompoundStatement)):
+            return False
+    return False
+
+
+def _host_consumer(call: cst.Call) -> bool:
+    name = dotted_name(call.func)
+    if name is None:
+        return False
+    parts = name.rsplit(".", 2)
+    if bool(_HOST_OUTPUT.search(parts[-1])):
+        return True
+    return parts[-1] == "step" and len(parts) > 1 and "env" in parts[-2].lower()  # ``envs.step(actions)``
+
+
+def _fed_to_host_output(ctx: RuleContext, name: str, assign: cst.Assign) -> bool:
+    """A later read of ``name`` in the same function (or module) is an argument of a picture,
+    file or environment call (``draw(y[0])``, ``plt.plot(y)``, ``envs.step(y)``): the value is
+    needed on the host, so copying it there is not a wasted sync."""
+    scope = ctx.enclosing(assign, cst.FunctionDef)
+    for read in ctx.fact(_names_by_value).get(name, ()):
+        if ctx.enclosing(read, cst.FunctionDef) is not scope or ctx.is_inside(read, assign):
+            continue
+        consumer = next((a for a in ctx.ancestors(read) if isinstance(a, cst.Call) and _host_consumer(a)), None)
+        if consumer is not None and ctx.statement_of(consumer) is ctx.statement_of(read):
+            return True
+    return False
+
+
+def _names_by_value(ctx: RuleContext) -> dict[str, list[cst.Name]]:
+    out: dict[str, list[cst.Name]] = {}
+    for n in ctx.nodes(cst.Name):
+        out.setdefault(n.value, []).append(n)
+    return out
+
+
+def _contains_sync(expr: cst.CSTNode) -> bool:
+    if method_call(expr, *SYNC_METHODS):
+        return True
+    return any(_contains_sync(c) for c in expr.children if isinstance(c, cst.BaseExpression | cst.Attribute | cst.Arg))
+
+
+# --------------------------------------------------------------------------------------------
+# GP101's fix: ``acc += loss.item()`` whose every read is rate-limited keeps ``acc`` on the
+# device (``acc += loss.detach()``) and converts it where it is read (``float(acc)``).
+# --------------------------------------------------------------------------------------------
+def _already_converted(ctx: RuleContext, name: cst.Name) -> bool:
+    arg = ctx.parent(name)
+    call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+    return isinstance(call, cst.Call) and len(call.args) == 1 and isinstance(call.func, cst.Name) \
+        and call.func.value == "float" and arg.keyword is None and not arg.star
+
+
+def _binding_position(ctx: RuleContext, name: cst.Name) -> str:
+    """"store" for a plain assignment target (tuple unpacking included), "other" for a name inside
+    a more complex target (subscript, attribute), "load" otherwise."""
+    child: cst.CSTNode = name
+    plain = True
+    for anc in ctx.ancestors(name):
+        if isinstance(anc, cst.AssignTarget) or \
+                isinstance(anc, (cst.For, cst.CompFor)) and child is anc.target or \
+                isinstance(anc, cst.AnnAssign) and child is anc.target or \
+                isinstance(anc, cst.AsName):
+            return "store" if plain else "other"
+        if isinstance(anc, (cst.BaseStatement, cst.BaseSmallStatement)):
+            return "load"
+        if not isinstance(anc, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
+            plain = False
+        child = anc
+    return "load"
+
+
+def _counts_matches(expr: cst.CSTNode) -> bool:
+    """Does ``expr`` sum a comparison (``(pred == y).sum()``, ``pred.eq(y).sum()``)?"""
+    if isinstance(expr, cst.Comparison) or method_call(expr, "eq", "ne", "gt", "lt", "ge", "le"):
+        return True
+    return any(_counts_matches(c) for c in expr.children)
+
+
+def _assigned_literal(ctx: RuleContext, name: cst.Name) -> cst.BaseExpression | None:
+    """The value bound to ``name`` by ``name = v`` or ``a, name = u, v``, else None."""
+    parent = ctx.parent(name)
+    if isinstance(parent, cst.AssignTarget):
+        assign = ctx.parent(parent)
+        return assign.value if isinstance(assign, cst.Assign) else None
+    element = parent
+    tup = ctx.parent(element) if isinstance(element, cst.Element) else None
+    target = ctx.parent(tup) if isinstance(tup, cst.Tuple) else None
+    assign = ctx.parent(target) if isinstance(target, cst.AssignTarget) else None
+    if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Tuple) and isinstance(tup, cst.Tuple):
+        index = next(i for i, e in enumerate(tup.elements) if e is element)
+        if index < len(assign.value.elements):
+            return assign.value.elements[index].value
+    return None
+
+
+def accumulator_fix(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Fix | None:
+    """``acc += loss.item()`` whose reads are all rate-limited: keep ``acc`` on the device."""
+    if not method_call(call, "item"):
+        return None
+    aug = None
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.AugAssign):
+            aug = anc
+            break
+        if isinstance(anc, (cst.BaseStatement, cst.BaseSmallStatement)):
+            return None
+    if not isinstance(aug, cst.AugAssign) or not isinstance(aug.operator, cst.AddAssign):
+        return None
+    # The synced value must feed the addition directly (``acc += loss.item()`` or ``* n``).
+    if not ctx.is_inside(call, aug.value):
+        return None
+    acc = dotted_name(aug.target)
+    if acc is None or "." in acc:
+        return None
+    loop = ta.step_loop_of(call)
+    scope: cst.CSTNode = ctx.enclosing(aug, cst.FunctionDef) or ctx.module
+    reads: list[cst.Name] = []
+    inits: list[cst.BaseExpression | None] = []
+    for name in ctx.nodes(cst.Name):
+        if name.value != acc or name is aug.target:
+            continue
+        if (ctx.enclosing(name, cst.FunctionDef) or ctx.module) is not scope:
+            continue
+        parent = ctx.parent(name)
+        if isinstance(parent, cst.AugAssign) and parent.target is name:
+            return None  # a second accumulation into the same name: leave it alone
+        target = _binding_position(ctx, name)
+        if target == "store":
+            inits.append(_assigned_literal(ctx, name))
+            continue  # ``acc = 0.0``, ``acc, n = 0.0, 0``, ``for acc in ...``
+        if target == "other":
+            return None  # ``acc[i] = ...``/``acc.x = ...``: not a plain float accumulator
+        if isinstance(parent, (cst.Attribute,)) and parent.attr is name:
+            continue
+        if isinstance(parent, cst.NameItem):  # ``global acc`` / ``nonlocal acc``: not a read
+            continue
+        if _already_converted(ctx, name):  # ``float(acc)`` works on a tensor as it is
+            continue
+        in_loop = loop is not None and ctx.is_inside(name, loop)
+        if in_loop and not ta.in_guarded_block(name):
+            return None  # read every step: keeping it on device would move the sync, not remove it
+        reads.append(name)
+    assert isinstance(call.func, cst.Attribute)
+    edits = [Replace(call, call.with_changes(func=call.func.with_changes(attr=cst.Name("detach"))))]
+    # Convert back to what the script had: a counter of matches (``correct += (p == y).sum().item()``
+    # from ``correct = 0``) stays an int; anything else (a loss) is a float.
+    counts = _counts_matches(call.func.value)
+    convert = "int" if counts and inits and all(isinstance(v, cst.Integer) for v in inits) else "float"
+    for name in reads:
+        edits.append(Replace(name, cst.Call(func=cst.Name(convert), args=[cst.Arg(cst.Name(acc))])))
+    return Fix(f"accumulate `{acc}` on the device and convert where it is read", tuple(edits), "unsafe")

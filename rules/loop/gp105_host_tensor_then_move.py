@@ -95,61 +95,6 @@ class HostTensorThenMove(Rule):
                 loss.backward()
                 optimizer.step()
         """)),
-        Valid(dedent("""
-            import torch
-            weights = torch.ones(10).to(device)  # once, before the loop
-            for x, y in loader:
-                loss = criterion(model(x), y)
-                loss.backward()
-                optimizer.step()
-        """)),
-        Valid(dedent("""
-            import numpy as np
-            # not torch: a user's own zeros
-            def zeros(n):
-                return np.zeros(n)
-            for x, y in loader:
-                pad = zeros(4).to(device)
-                loss = model(x).sum()
-                loss.backward()
-                optimizer.step()
-        """)),
-        Valid(dedent("""
-            import torch
-            for x, y in loader:
-                m = torch.ones(8).to("cpu")
-                h = torch.zeros(8).to(x)  # like another tensor: device and dtype
-                loss = model(x).sum()
-                loss.backward()
-                optimizer.step()
-        """)),
-        Valid(dedent("""
-            import torch
-            # legacy typed tensors built from sizes are created on the device directly
-            Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
-            for i, (imgs, _) in enumerate(dataloader):
-                valid = Tensor(imgs.size(0), 1).fill_(1.0)
-                buf = torch.cuda.FloatTensor(4, 4)
-                loss = adversarial_loss(discriminator(imgs.cuda()), valid)
-                loss.backward()
-                optimizer_D.step()
-        """)),
-        Valid(dedent("""
-            import numpy as np
-            import torch
-            Tensor = torch.cuda.FloatTensor
-            # a sample grid every few hundred batches: not per step
-            def sample_image(n_row, batches_done):
-                z = Tensor(np.random.normal(0, 1, (n_row ** 2, 100)))
-                save_image(generator(z), "%d.png" % batches_done)
-
-            for i, (imgs, _) in enumerate(dataloader):
-                g_loss = loss_fn(discriminator(generator(imgs.cuda())))
-                g_loss.backward()
-                optimizer_G.step()
-                if i % 400 == 0:
-                    sample_image(10, i)
-        """)),
         Invalid(dedent("""
             import numpy as np
             import torch
@@ -162,19 +107,6 @@ class HostTensorThenMove(Rule):
                 g_loss.backward()
                 optimizer_G.step()
         """), fixed=None),
-        Invalid(dedent("""
-            from torch import cuda
-            def train_step(batch, opt):
-                labels_np = batch["labels"].numpy()
-                labels = cuda.LongTensor(labels_np)
-                ids = cuda.LongTensor([tok.id for tok in batch["tokens"]])
-                loss = model(batch["x"], labels, ids).mean()
-                loss.backward()
-                opt.step()
-
-            for batch in loader:
-                train_step(batch, opt)
-        """), fixed=None, count=2),
         Invalid(dedent("""
             import torch
             for x, y in loader:
@@ -190,54 +122,6 @@ class HostTensorThenMove(Rule):
                 loss.backward()
                 optimizer.step()
         """)),
-        Invalid(dedent("""
-            import torch as th
-            def step(model, x, opt):
-                pos = th.arange(x.shape[1]).cuda()
-                mask = th.tensor([1.0, 0.0], dtype=th.float32).to(device=x.device)
-                loss = model(x, pos, mask).mean()
-                loss.backward()
-                opt.step()
-
-            for epoch in range(3):
-                for x in batches:
-                    step(model, x, opt)
-        """), fixed=dedent("""
-            import torch as th
-            def step(model, x, opt):
-                pos = th.arange(x.shape[1], device="cuda")
-                mask = th.tensor([1.0, 0.0], dtype=th.float32, device=x.device)
-                loss = model(x, pos, mask).mean()
-                loss.backward()
-                opt.step()
-
-            for epoch in range(3):
-                for x in batches:
-                    step(model, x, opt)
-        """), count=2),
-        Invalid(dedent("""
-            from torch import randn
-            for x, y in loader:
-                noise = randn(x.shape).to(device)  # augmentation noise
-                loss = model(x + noise).sum()
-                loss.backward()
-                optimizer.step()
-        """), fixed=dedent("""
-            from torch import randn
-            for x, y in loader:
-                noise = randn(x.shape, device=device)  # augmentation noise
-                loss = model(x + noise).sum()
-                loss.backward()
-                optimizer.step()
-        """)),
-        Invalid(dedent("""
-            import torch
-            for x, y in loader:
-                scale = torch.full((4,), 0.5).to(device, torch.float16)
-                loss = model(x * scale).sum()
-                loss.backward()
-                optimizer.step()
-        """), fixed=None),
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:

@@ -50,20 +50,6 @@ class ZeroGradKeepsTensors(Rule):
                 loss.backward()
                 optimizer.step()
         """)),
-        Valid(dedent("""
-            for x, y in loader:
-                optimizer.zero_grad(set_to_none=True)
-                model.zero_grad(set_to_none=args.free_grads)
-        """)),
-        Valid(dedent("""
-            class Buffer:
-                def zero_grad(self, set_to_none=False):  # a definition, not a call
-                    pass
-        """)),
-        Valid(dedent("""
-            # a user's own object with a zero_grad method that is not a torch module or optimizer
-            counters.zero_grad(False)
-        """)),
         Invalid(dedent("""
             from timm.optim import create_optimizer_v2
             optimizer = create_optimizer_v2(model, "adamw", lr=1e-3)
@@ -78,51 +64,6 @@ class ZeroGradKeepsTensors(Rule):
                 loss = loss_fn(model(x), y)
                 optimizer.zero_grad(True)
                 loss_scaler(loss, optimizer, parameters=model.parameters())
-        """)),
-        Invalid(dedent("""
-            import torch
-            for x, y in loader:
-                optimizer.zero_grad(set_to_none=False)
-                loss = criterion(model(x), y)
-                loss.backward()
-                optimizer.step()
-        """), fixed=dedent("""
-            import torch
-            for x, y in loader:
-                optimizer.zero_grad(set_to_none=True)
-                loss = criterion(model(x), y)
-                loss.backward()
-                optimizer.step()
-        """)),
-        Invalid(dedent("""
-            import torch.nn as nn
-            class Trainer:
-                def __init__(self):
-                    self.model = nn.Linear(4, 2)
-                def step(self, x):
-                    self.model.zero_grad(False)  # legacy
-        """), fixed=dedent("""
-            import torch.nn as nn
-            class Trainer:
-                def __init__(self):
-                    self.model = nn.Linear(4, 2)
-                def step(self, x):
-                    self.model.zero_grad(True)  # legacy
-        """)),
-        Invalid(dedent("""
-            from torch import optim
-            opt = optim.SGD(params, lr=0.1)
-            def reset():
-                opt.zero_grad(
-                    set_to_none=False,
-                )
-        """), fixed=dedent("""
-            from torch import optim
-            opt = optim.SGD(params, lr=0.1)
-            def reset():
-                opt.zero_grad(
-                    set_to_none=True,
-                )
         """)),
     ]
 

@@ -6,13 +6,23 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import Finding, Invalid, Rule, Valid, dedent
+from .._api import Finding, Fix, InsertAfter, InsertBefore, Invalid, NoFix, Rule, Valid, dedent
+from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.program import cpu_only
-from ..analysis.facts.script_facts import framework_trains, model_names_everywhere, trained_models
+from ..analysis.facts.script_facts import (
+    TrainedModel,
+    framework_trains,
+    model_build_statement,
+    model_names_everywhere,
+    trained_models,
+)
+from ..analysis.model.models import DATA_PARALLEL, wrapper_inner
 from ..analysis.model.training import analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
 from ..analysis.syntax.context import RuleContext
-from ._compile import compile_fix, whole_model
+from ..analysis.syntax.tree import walk
+from ._double_backward import double_backward_models
+
 
 COMPILERS = frozenset({"torch.compile", "torch._dynamo.optimize", "torch.jit.script", "torch.jit.trace"})
 
@@ -98,48 +108,6 @@ class NoCompile(Rule):
                 model(x).sum().backward()
                 opt.step()
         """)),
-        Valid(dedent("""
-            import torch
-            model = Net().cuda()
-            model.compile(mode="max-autotune")
-            opt = torch.optim.Adam(model.parameters())
-            for x in loader:
-                model(x).sum().backward()
-                opt.step()
-        """)),
-        Valid(dedent("""
-            from torch import compile as tc
-            model = tc(Net().cuda())
-            opt = torch.optim.SGD(model.parameters(), lr=0.1)
-            for x in loader:
-                model(x).sum().backward()
-                opt.step()
-        """)),
-        Valid(dedent("""
-            # no training loop: an optimizer factory in a library
-            import torch
-            def build_optimizer(model):
-                return torch.optim.AdamW(model.parameters(), lr=1e-3)
-        """)),
-        Valid(dedent("""
-            # the built-in compile() of Python source is not a model compiler, but no optimizer
-            # means no identified model: nothing to report
-            code = compile("x + 1", "<s>", "eval")
-            for x in loader:
-                x.sum().backward()
-        """)),
-        Valid(dedent("""
-            # REINFORCE on CPU: nothing in the program reaches a GPU
-            import torch
-            import torch.nn as nn
-            policy = nn.Sequential(nn.Linear(4, 128), nn.ReLU(), nn.Linear(128, 2))
-            optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
-            for episode in range(1000):
-                loss = -torch.log_softmax(policy(torch.randn(4)), -1)[0]
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-        """)),
         Invalid(dedent("""
             import torch
             from torch import autograd, nn
@@ -194,271 +162,6 @@ class NoCompile(Rule):
                 g_loss.backward()
                 opt_g.step()
         """)),
-        Invalid(dedent("""
-            import torch
-
-            class Trainer:
-                def __init__(self, model, lr):
-                    self.model = model  # injected
-                    self.optim = torch.optim.SGD(self.model.parameters(), lr=lr)
-
-                def r1_step(self, real):
-                    real.requires_grad_(True)
-                    score = self.model(real).sum()
-                    (g,) = torch.autograd.grad(score, real, create_graph=True)
-                    (g.pow(2).sum() + score).backward()
-                    self.optim.step()
-
-                def fit(self, loader):
-                    for x in loader:
-                        self.r1_step(x.cuda())
-        """), fixed=None),
-        Invalid(dedent("""
-            import torch
-            import torch.distributed as dist
-            from torch.nn.parallel import DistributedDataParallel as DDP
-
-            def main(rank):
-                dist.init_process_group("nccl")
-                model = Net().to(rank)
-                model = DDP(model, device_ids=[rank])
-                optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-                for x, y in loader:
-                    loss_fn(model(x.to(rank)), y.to(rank)).backward()
-                    optimizer.step()
-        """), fixed=dedent("""
-            import torch
-            import torch.distributed as dist
-            from torch.nn.parallel import DistributedDataParallel as DDP
-
-            def main(rank):
-                dist.init_process_group("nccl")
-                model = Net().to(rank)
-                model.compile()
-                model = DDP(model, device_ids=[rank])
-                optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-                for x, y in loader:
-                    loss_fn(model(x.to(rank)), y.to(rank)).backward()
-                    optimizer.step()
-        """)),
-        Invalid(dedent("""
-            import torch.nn.parallel
-            import torch.optim as optim
-
-            def worker(rank, model):
-                ddp_model = torch.nn.parallel.DistributedDataParallel(model.to(rank), device_ids=[rank])
-                opt = optim.Adam(ddp_model.parameters())
-                for x in loader:
-                    ddp_model(x.to(rank)).sum().backward()
-                    opt.step()
-        """), fixed=dedent("""
-            import torch.nn.parallel
-            import torch.optim as optim
-
-            def worker(rank, model):
-                model.compile()
-                ddp_model = torch.nn.parallel.DistributedDataParallel(model.to(rank), device_ids=[rank])
-                opt = optim.Adam(ddp_model.parameters())
-                for x in loader:
-                    ddp_model(x.to(rank)).sum().backward()
-                    opt.step()
-        """)),
-        Invalid(dedent("""
-            import torch
-            from torch import nn
-            model = Net().cuda()
-            if torch.cuda.device_count() > 1:
-                model = nn.DataParallel(model)
-            optimizer = torch.optim.Adam(model.parameters())
-            for x in loader:
-                model(x.cuda()).sum().backward()
-                optimizer.step()
-        """), fixed=None),
-        Invalid(dedent("""
-            import argparse
-            import torch
-            import torchvision.models as models
-            args = argparse.ArgumentParser().parse_args()
-            model = models.__dict__[args.arch](pretrained=True)
-            model = model.cuda()
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            for images, target in loader:
-                torch.nn.functional.cross_entropy(model(images.cuda()), target.cuda()).backward()
-                optimizer.step()
-        """), fixed=dedent("""
-            import argparse
-            import torch
-            import torchvision.models as models
-            args = argparse.ArgumentParser().parse_args()
-            model = models.__dict__[args.arch](pretrained=True)
-            model = model.cuda()
-            model.compile()
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            for images, target in loader:
-                torch.nn.functional.cross_entropy(model(images.cuda()), target.cuda()).backward()
-                optimizer.step()
-        """)),
-        Invalid(dedent("""
-            import torch
-            import physics  # the PDE residual (autograd.grad(..., create_graph=True)) lives there
-
-            device = torch.device("cuda")
-            pinn = MLP([2, 64, 64, 1]).to(device)
-            optimizer = torch.optim.Adam(pinn.parameters())
-            collocation = torch.rand(4096, 2, device=device)
-            collocation.requires_grad = True  # derivatives with respect to the inputs
-            for it in range(10000):
-                optimizer.zero_grad()
-                residual = physics.burgers(pinn(collocation), collocation)
-                loss = residual.pow(2).mean()
-                loss.backward()
-                optimizer.step()
-        """), fixed=None),
-        Invalid(dedent("""
-            import torch
-            from accelerate import Accelerator
-            accelerator = Accelerator()
-            model = Net().to(accelerator.device)
-            optimizer = torch.optim.AdamW(model.parameters(), fused=True)
-            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
-            for batch in loader:
-                accelerator.backward(model(**batch).loss)
-                optimizer.step()
-        """), fixed=None),
-        Invalid(dedent("""
-            import torch
-            import torchvision
-            device = torch.device("cuda")
-            model = torchvision.models.resnet18(weights="DEFAULT")
-            model.fc = torch.nn.Linear(model.fc.in_features, 2)
-            model = model.to(device)
-            optimizer = torch.optim.SGD(model.fc.parameters(), lr=0.001)  # fine-tune the head only
-            for x, y in loader:
-                torch.nn.functional.cross_entropy(model(x.to(device)), y.to(device)).backward()
-                optimizer.step()
-        """), fixed=dedent("""
-            import torch
-            import torchvision
-            device = torch.device("cuda")
-            model = torchvision.models.resnet18(weights="DEFAULT")
-            model.fc = torch.nn.Linear(model.fc.in_features, 2)
-            model = model.to(device)
-            model.compile()
-            optimizer = torch.optim.SGD(model.fc.parameters(), lr=0.001)  # fine-tune the head only
-            for x, y in loader:
-                torch.nn.functional.cross_entropy(model(x.to(device)), y.to(device)).backward()
-                optimizer.step()
-        """)),
-        Invalid(dedent("""
-            import lightning.pytorch as pl
-            import torch
-
-            class LitModel(pl.LightningModule):
-                def training_step(self, batch, batch_idx):
-                    return self(batch).sum()
-                def configure_optimizers(self):
-                    return torch.optim.AdamW(self.parameters(), lr=1e-3)
-
-            if __name__ == "__main__":
-                pl.Trainer(accelerator="cuda").fit(LitModel(), loader)
-        """), fixed=None),
-        Invalid(dedent("""
-            import torch
-            import torch.nn as nn
-
-            def main():
-                device = torch.device("cuda")
-                model = Net()
-                model.to(device)  # move
-                optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-                for epoch in range(2):
-                    for x, y in loader:
-                        loss = nn.functional.mse_loss(model(x), y)
-                        loss.backward()
-                        optimizer.step()
-        """), fixed=dedent("""
-            import torch
-            import torch.nn as nn
-
-            def main():
-                device = torch.device("cuda")
-                model = Net()
-                model.to(device)  # move
-                model.compile()
-                optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-                for epoch in range(2):
-                    for x, y in loader:
-                        loss = nn.functional.mse_loss(model(x), y)
-                        loss.backward()
-                        optimizer.step()
-        """)),
-        Invalid(dedent("""
-            from torch import optim
-
-            def compile(model):  # the user's own function, not torch.compile
-                return model
-
-            class Trainer:
-                def __init__(self, device):
-                    self.model = Net().to(device)
-                    self.opt = optim.SGD(self.model.parameters(), lr=0.1)
-
-                def fit(self, loader):
-                    for x, y in loader:
-                        self.opt.zero_grad()
-                        self.model(x).sum().backward()
-                        self.opt.step()
-        """), fixed=dedent("""
-            from torch import optim
-
-            def compile(model):  # the user's own function, not torch.compile
-                return model
-
-            class Trainer:
-                def __init__(self, device):
-                    self.model = Net().to(device)
-                    self.model.compile()
-                    self.opt = optim.SGD(self.model.parameters(), lr=0.1)
-
-                def fit(self, loader):
-                    for x, y in loader:
-                        self.opt.zero_grad()
-                        self.model(x).sum().backward()
-                        self.opt.step()
-        """)),
-        Invalid(dedent("""
-            import torch
-            if torch.cuda.is_available():
-                net = Net().cuda()
-            else:
-                net = Net()
-            params = [p for p in net.parameters() if p.requires_grad]
-            opt = torch.optim.SGD(params, lr=0.1)
-            for x in loader:
-                net(x).sum().backward()
-                opt.step()
-        """), fixed=dedent("""
-            import torch
-            if torch.cuda.is_available():
-                net = Net().cuda()
-            else:
-                net = Net()
-            net.compile()
-            params = [p for p in net.parameters() if p.requires_grad]
-            opt = torch.optim.SGD(params, lr=0.1)
-            for x in loader:
-                net(x).sum().backward()
-                opt.step()
-        """)),
-        Invalid(dedent("""
-            import torch
-            def make_opt(model):
-                return torch.optim.Adam(model.parameters())
-            opt = make_opt(model)
-            for x in loader:
-                model(x.cuda()).sum().backward()
-                opt.step()
-        """), fixed=None),
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
@@ -480,3 +183,87 @@ class NoCompile(Rule):
             message = (f"the trained model `{model.name}` is never compiled: every op runs as a separate "
                        "eager kernel; call model.compile() after building it")
             yield Finding.of(node, message, outcome)
+
+
+# --------------------------------------------------------------------------------------------
+# Where GP303 may compile a model in place, and why not when it may not: the inner module
+# before a ``DistributedDataParallel``/FSDP wrap, never one inside ``nn.DataParallel``, never one
+# a second-order gradient runs through, never one a framework wraps, and the whole model when
+# the optimizer only holds a submodule's parameters.
+# --------------------------------------------------------------------------------------------
+_DOUBLE_BACKWARD_WHY = ("a second-order gradient (torch.autograd.grad(..., create_graph=True), e.g. a "
+                        "gradient penalty) runs through it, and compiled modules do not support double "
+                        "backward")
+_DATA_PARALLEL_WHY = ("it is wrapped in nn.DataParallel, whose per-step replicas would call the original "
+                      "module's compiled forward on every GPU; move to DistributedDataParallel and compile "
+                      "the module before wrapping it")
+
+
+_WRAPPING_FRAMEWORKS = frozenset({"accelerate", "fabric", "deepspeed"})
+_FRAMEWORK_WHY = ("the framework wraps and may compile the model itself (Accelerator(dynamo_backend=...), "
+                  "fabric.setup(torch.compile(model)), the DeepSpeed config): compile it through the framework")
+
+
+def whole_model(ctx: RuleContext, model: TrainedModel) -> TrainedModel:
+    """``model_conv`` for an optimizer over ``model_conv.fc.parameters()`` (fine-tuning the head):
+    the model that runs forward is the one to compile."""
+    models = model_names_everywhere(ctx) - {model.name}
+    parts = model.name.split(".")
+    for i in range(1, len(parts)):
+        prefix = ".".join(parts[:i])
+        if prefix in models and prefix != "self":
+            return TrainedModel(prefix, model.optimizer)
+    return model
+
+
+def _wraps(ctx: RuleContext, name: str) -> list[tuple[cst.Assign, cst.Call, str | None]]:
+    """``x = Wrapper(inner, ...)`` assignments where ``x`` or ``inner`` is ``name``."""
+    out = []
+    for assign in ctx.nodes(cst.Assign):
+        info = wrapper_inner(ctx, assign.value)
+        if info is None:
+            continue
+        call, inner = info
+        if inner == name or any(dotted_name(t.target) == name for t in assign.targets):
+            out.append((assign, call, inner))
+    return out
+
+
+def compile_fix(ctx: RuleContext, model: TrainedModel) -> Fix | NoFix | None:
+    """The fix that compiles ``model`` in place, why not, or None when it cannot say. The inner module is compiled,
+    before any ``DistributedDataParallel``/FSDP wrap (compiling the wrapper is not the same)."""
+    wraps = _wraps(ctx, model.name)
+    if any(ctx.matches(call.func, DATA_PARALLEL) for _, call, _ in wraps):
+        return NoFix(_DATA_PARALLEL_WHY)
+    stmt = model_build_statement(ctx, model)
+    if stmt is None:
+        return None
+    name = model.name
+    anchor: cst.BaseStatement = stmt
+    before = False
+    for assign, _, inner in wraps:
+        if ctx.is_inside(assign, stmt):
+            if inner is None:
+                return NoFix("it is wrapped for distributed training around an expression, not a name")
+            name, before = inner, True
+    if before:
+        block = ctx.parent(stmt)
+        body = list(block.body) if isinstance(block, (cst.IndentedBlock, cst.Module)) else []
+        index = next((i for i, s in enumerate(body) if s is stmt), 0)
+        fn = ctx.enclosing(stmt, cst.FunctionDef)
+        if not any(_binds(s, name) for s in body[:index]) and \
+                not (fn is not None and name in {p.name.value for p in fn.params.params}):
+            return None  # the inner module is built inside the wrapping statement
+    db = double_backward_models(ctx)
+    if db is None or name in db or model.name in db:
+        return NoFix(_DOUBLE_BACKWARD_WHY)
+    if frameworks(ctx).kinds & _WRAPPING_FRAMEWORKS:
+        return NoFix(_FRAMEWORK_WHY)
+    line = (cst.parse_statement(f"{name}.compile()\n"),)
+    edit = InsertBefore(anchor, line) if before else InsertAfter(anchor, line)
+    return Fix(f"compile `{name}` in place with {name}.compile()", (edit,), "unsafe")
+
+
+def _binds(stmt: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(node, cst.Assign) and any(dotted_name(t.target) == name for t in node.targets)
+               for node in walk(stmt, include_self=True))

@@ -69,44 +69,6 @@ class UnfusedOptimizer(Rule):
                 model(x.cuda()).sum().backward()
                 opt.step()
         """)),
-        Valid(dedent("""
-            import torch
-            opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=False)
-            for x in loader:
-                model(x.cuda()).sum().backward()
-                opt.step()
-        """)),
-        Valid(dedent("""
-            class Adam:  # the user's own optimizer
-                def __init__(self, params, lr):
-                    self.params = list(params)
-            opt = Adam(model.parameters(), lr=0.1)
-            for x in loader:
-                model(x).sum().backward()
-                opt.step()
-        """)),
-        Valid(dedent("""
-            # an optimizer factory, no training loop in this file
-            import torch
-            def build(model):
-                return torch.optim.Adam(model.parameters())
-        """)),
-        Valid(dedent("""
-            import torch
-            opt = torch.optim.RMSprop(model.parameters())  # no fused implementation to switch to
-            for x in loader:
-                model(x.cuda()).sum().backward()
-                opt.step()
-        """)),
-        Valid(dedent("""
-            # CPU-only: no CUDA anywhere in the program
-            import torch
-            net = torch.nn.Linear(10, 1)
-            opt = torch.optim.Adam(net.parameters())
-            for x, y in torch.utils.data.DataLoader(ds, batch_size=16):
-                torch.nn.functional.mse_loss(net(x), y).backward()
-                opt.step()
-        """)),
         Invalid(dedent("""
             import torch as th
 
@@ -132,85 +94,6 @@ class UnfusedOptimizer(Rule):
                         th.nn.functional.cross_entropy(self.model(x), y).backward()
                         self.opt.step()
         """)),
-        Invalid(dedent("""
-            import pytorch_lightning as pl
-            from torch.optim import Adam
-
-            class Model(pl.LightningModule):
-                def training_step(self, batch, batch_idx):
-                    return self(batch).mean()
-                def configure_optimizers(self):
-                    return Adam(self.parameters(), lr=1e-3)  # returned to the Trainer
-        """), fixed=None),
-        Invalid(dedent("""
-            import torch
-            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-            model = Net().to(device)
-            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
-            for x, y in loader:
-                loss = model(x.to(device)).sum()
-                loss.backward()
-                optimizer.step()
-        """), fixed=dedent("""
-            import torch
-            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-            model = Net().to(device)
-            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1, fused=device.type == "cuda")
-            for x, y in loader:
-                loss = model(x.to(device)).sum()
-                loss.backward()
-                optimizer.step()
-        """)),
-        Invalid(dedent("""
-            from torch import optim
-
-            def main(args):
-                dev = args.device
-                net = Net()
-                net.to(dev)
-                opt = optim.SGD(
-                    net.parameters(),
-                    lr=0.1,
-                    momentum=0.9,
-                )
-                for x in loader:
-                    net(x).sum().backward()
-                    opt.step()
-        """), fixed=dedent("""
-            from torch import optim
-            import torch
-
-            def main(args):
-                dev = args.device
-                net = Net()
-                net.to(dev)
-                opt = optim.SGD(
-                    net.parameters(),
-                    lr=0.1,
-                    momentum=0.9,
-                    fused=torch.device(dev).type == "cuda",
-                )
-                for x in loader:
-                    net(x).sum().backward()
-                    opt.step()
-        """)),
-        Invalid(dedent("""
-            import torch.optim as O
-            model = Net().cuda()
-            opt = O.Adam(model.parameters())
-            for x in loader:
-                model(x).sum().backward()
-                opt.step()
-        """), fixed=None),
-        Invalid(dedent("""
-            import torch
-            device = torch.device("cuda")
-            model = Net().to(device)
-            opt = torch.optim.Adam(model.parameters(), differentiable=True)
-            for x in loader:
-                model(x).sum().backward()
-                opt.step()
-        """), fixed=None),
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:

@@ -6,19 +6,17 @@ from __future__ import annotations
 import json
 
 from gpuperf_rewrite.lint.diagnostics import Diagnostic
-from gpuperf_rewrite.lint.engine import RuleSet, check_source
-from gpuperf_rewrite.lint.registry import all_rules
+from gpuperf_rewrite.lint.engine import check_source
 from gpuperf_rewrite.lint.reporters import format_github, format_json, format_sarif, format_text
-from gpuperf_rewrite.rules._api import Invalid
+from tests.helpers.rule_cases import all_cases
 
 
 def _example_diagnostics() -> list[Diagnostic]:
     out = []
-    for code, rule in all_rules().items():
-        for ex in rule.examples:
-            if isinstance(ex, Invalid):
-                rs = RuleSet((code,), {code: dict(ex.options)} if ex.options else {})
-                out += [d for d in check_source(ex.code.encode(), "example.py", rs).diagnostics if d.code == code]
+    for case in all_cases():  # kept examples and rule fixtures
+        if case.kind == "invalid":
+            found = check_source(case.code.encode(), "example.py", case.ruleset()).diagnostics
+            out += [d for d in found if d.code == case.rule]
     return out
 
 
