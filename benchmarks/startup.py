@@ -1,0 +1,144 @@
+"""Start-up of one pre-commit lint, measured as hyperfine does: warm-up runs, then many runs,
+median (and mean, sd, min, max). Uses ``hyperfine`` when it is on PATH, else the same procedure
+with subprocess (the cases interleaved round by round, so machine load hits them alike).
+
+Cases, each the pre-commit hook's own command (``gpuperf-rewrite check --force-exclude FILE``) in
+a throwaway project with a ``[tool.gpuperf]`` table:
+
+* ``python -c pass``: the interpreter's own floor (site, the editable-install finder);
+* a file that imports no torch package (the torch gate skips it: nothing but the CLI is imported);
+* one training script (``fixtures/cnn_item_logging.py``), cold (``--no-cache``) and with a warm cache.
+
+Targets (issue 20 item 7, on a quiet 2-core machine): <= 150 ms for the non-torch file,
+<= 400 ms for the training script. Prints a markdown table for docs/benchmarks.md.
+
+    .venv/bin/python benchmarks/startup.py [--runs 30] [--warmup 3] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+PLAIN = '"""Not training code."""\nimport os\n\n\ndef main():\n    print(os.getcwd())\n'
+PYPROJECT = '[project]\nname = "demo"\n\n[tool.gpuperf]\nexclude = ["build/"]\n'
+
+
+def gp_command() -> list[str]:
+    exe = shutil.which("gpuperf-rewrite", path=str(BIN))
+    return [exe] if exe else [sys.executable, "-m", "gpuperf_rewrite"]
+
+
+def cases(project: Path) -> list[tuple[str, list[str]]]:
+    gp = [*gp_command(), "check", "--force-exclude"]
+    return [
+        ("python -c pass (floor)", [sys.executable, "-c", "pass"]),
+        ("non-torch file", [*gp, "util.py"]),
+        ("training script, no cache", [*gp, "--no-cache", "train.py"]),
+        ("training script, warm cache", [*gp, "train.py"]),
+    ]
+
+
+def make_project(tmp: Path) -> Path:
+    project = tmp / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(PYPROJECT)
+    (project / "util.py").write_text(PLAIN)
+    shutil.copy(ROOT / "fixtures" / "cnn_item_logging.py", project / "train.py")
+    return project
+
+
+def run_once(cmd: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    rc = subprocess.call(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    if rc not in (0, 1):
+        raise RuntimeError(f"{' '.join(cmd)} exited {rc}")
+    return wall
+
+
+def with_subprocess(todo: list[tuple[str, list[str]]], cwd: Path, runs: int, warmup: int) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {name: [] for name, _ in todo}
+    for _ in range(warmup):
+        for _, cmd in todo:
+            run_once(cmd, cwd)
+    for _ in range(runs):
+        for name, cmd in todo:
+            times[name].append(run_once(cmd, cwd))
+    return times
+
+
+def with_hyperfine(todo: list[tuple[str, list[str]]], cwd: Path, runs: int, warmup: int,
+                   exe: str) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, cmd in todo:
+            out = Path(tmp, "h.json")
+            subprocess.run([exe, "-N", "--warmup", str(warmup), "--runs", str(runs), "-i", "--export-json",
+                            str(out), subprocess.list2cmdline(cmd)], cwd=cwd, check=True, capture_output=True)
+            times[name] = json.loads(out.read_text())["results"][0]["times"]
+    return times
+
+
+def imports_libcst(cmd: list[str], cwd: Path) -> bool:
+    """Whether the run imports LibCST (``-X importtime`` of the same command)."""
+    py = cmd if cmd[0] == sys.executable else [sys.executable, "-m", "gpuperf_rewrite", *cmd[1:]]
+    out = subprocess.run([py[0], "-X", "importtime", *py[1:]], cwd=cwd, capture_output=True, text=True)
+    return any(line.split("|")[-1].strip() == "libcst" for line in out.stderr.splitlines())
+
+
+def table(todo: list[tuple[str, list[str]]], times: dict[str, list[float]], cwd: Path) -> str:
+    rows = ["| case | median ms | mean ± sd ms | min ms | max ms | runs | imports LibCST |",
+            "|---|---|---|---|---|---|---|"]
+    for name, cmd in todo:
+        t = [x * 1000 for x in times[name]]
+        sd = statistics.stdev(t) if len(t) > 1 else 0.0
+        lib = "" if cmd[0] == sys.executable else ("yes" if imports_libcst(cmd, cwd) else "no")
+        rows.append(f"| {name} | **{statistics.median(t):.0f}** | {statistics.mean(t):.0f} ± {sd:.0f} | "
+                    f"{min(t):.0f} | {max(t):.0f} | {len(t)} | {lib} |")
+    return "\n".join(rows)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--no-hyperfine", action="store_true", help="measure with subprocess even if hyperfine is there")
+    ap.add_argument("--json", type=Path, help="write the raw times (seconds) here")
+    args = ap.parse_args()
+    hyperfine = None if args.no_hyperfine else shutil.which("hyperfine")
+    with tempfile.TemporaryDirectory() as tmp:
+        project = make_project(Path(tmp))
+        todo = cases(project)
+        load_before = os.getloadavg()
+        start = datetime.datetime.now(datetime.timezone.utc)
+        times = (with_hyperfine(todo, project, args.runs, args.warmup, hyperfine) if hyperfine
+                 else with_subprocess(todo, project, args.runs, args.warmup))
+        load_after = os.getloadavg()
+        print(f"## Start-up ({start:%Y-%m-%d %H:%M} UTC)\n")
+        print(f"- {'hyperfine' if hyperfine else 'subprocess, hyperfine-style'}: {args.warmup} warm-up runs, "
+              f"{args.runs} runs per case; command `{' '.join(gp_command()[-1:])} check --force-exclude FILE`")
+        print(f"- {os.cpu_count()} cores, Python {platform.python_version()}; 1/5/15-min load average "
+              f"before {', '.join(f'{x:.1f}' for x in load_before)}, after "
+              f"{', '.join(f'{x:.1f}' for x in load_after)}\n")
+        print(table(todo, times, project))
+        if args.json:
+            args.json.write_text(json.dumps({"date": start.isoformat(), "load": [load_before, load_after],
+                                             "times_s": times}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
