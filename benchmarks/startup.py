@@ -63,11 +63,24 @@ def make_project(tmp: Path) -> Path:
     return project
 
 
+def bytecode_env(cache: Path) -> dict[str, str]:
+    """Bytecode cached, as in an installed package (pip compiles it; an editable install writes
+    it on first import), though this environment may say PYTHONDONTWRITEBYTECODE: compiling our
+    modules on every run would cost more than the rest of the start-up. Cached under ``cache``,
+    not beside the sources."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(cache)
+    return env
+
+
+ENV: dict[str, str] | None = None  # set by main()
+
+
 def run_once(cmd: list[str], cwd: Path) -> tuple[float, float]:
     """Wall and CPU (user + sys) seconds of one run: CPU is what a loaded machine blurs least."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    rc = subprocess.call(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rc = subprocess.call(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if rc not in (0, 1):
@@ -97,7 +110,8 @@ def with_hyperfine(todo: list[tuple[str, list[str]]], cwd: Path, runs: int, warm
         for name, cmd in todo:
             out = Path(tmp, "h.json")
             subprocess.run([exe, "-N", "--warmup", str(warmup), "--runs", str(runs), "-i", "--export-json",
-                            str(out), subprocess.list2cmdline(cmd)], cwd=cwd, check=True, capture_output=True)
+                            str(out), subprocess.list2cmdline(cmd)], cwd=cwd, check=True, capture_output=True,
+                           env=ENV)
             times[name] = json.loads(out.read_text())["results"][0]["times"]
     return times
 
@@ -105,7 +119,7 @@ def with_hyperfine(todo: list[tuple[str, list[str]]], cwd: Path, runs: int, warm
 def imports_libcst(cmd: list[str], cwd: Path) -> bool:
     """Whether the run imports LibCST (``-X importtime`` of the same command)."""
     py = cmd if cmd[1:2] == ["-m"] else [str(Path(cmd[0]).parent / "python"), "-m", "gpuperf_rewrite", *cmd[1:]]
-    out = subprocess.run([py[0], "-X", "importtime", *py[1:]], cwd=cwd, capture_output=True, text=True)
+    out = subprocess.run([py[0], "-X", "importtime", *py[1:]], cwd=cwd, capture_output=True, text=True, env=ENV)
     return any(line.split("|")[-1].strip() == "libcst" for line in out.stderr.splitlines())
 
 
@@ -130,11 +144,16 @@ def main() -> int:
     ap.add_argument("--no-hyperfine", action="store_true", help="measure with subprocess even if hyperfine is there")
     ap.add_argument("--baseline", type=Path, metavar="BIN_DIR",
                     help="also run another install's gpuperf-rewrite (its venv's bin/), interleaved")
+    ap.add_argument("--no-bytecode-cache", action="store_true",
+                    help="keep the environment's PYTHONDONTWRITEBYTECODE (every run compiles our modules)")
     ap.add_argument("--json", type=Path, help="write the raw times (seconds) here")
     args = ap.parse_args()
     hyperfine = None if args.no_hyperfine else shutil.which("hyperfine")
+    global ENV
     with tempfile.TemporaryDirectory() as tmp:
         project = make_project(Path(tmp))
+        if not args.no_bytecode_cache:
+            ENV = bytecode_env(Path(tmp, "pycache"))
         todo = cases(args.baseline)
         load_before = os.getloadavg()
         start = datetime.datetime.now(datetime.timezone.utc)
@@ -146,7 +165,8 @@ def main() -> int:
         print(f"## Start-up ({start:%Y-%m-%d %H:%M} UTC)\n")
         print(f"- {'hyperfine' if hyperfine else 'subprocess, hyperfine-style'}: {args.warmup} warm-up runs, "
               f"{args.runs} runs per case{', interleaved' if not hyperfine else ''}; "
-              f"command `gpuperf-rewrite check --force-exclude FILE` (the pre-commit hook's)")
+              f"command `gpuperf-rewrite check --force-exclude FILE` (the pre-commit hook's); bytecode "
+              f"{'not cached (PYTHONDONTWRITEBYTECODE as set)' if ENV is None else 'cached, as installed'}")
         print(f"- {os.cpu_count()} cores, Python {platform.python_version()}; 1/5/15-min load average "
               f"before {', '.join(f'{x:.1f}' for x in load_before)}, after "
               f"{', '.join(f'{x:.1f}' for x in load_after)}\n")
