@@ -101,6 +101,8 @@ def _quick(job: Job, data: bytes) -> tuple[FileResult | None, str | None]:
     from gpuperf_rewrite.lint.engine import needs_parsing  # LibCST and the rules: only from here on
 
     if not needs_parsing(data, job.ruleset):
+        if key is not None and job.cache is not None and job.mode == "none":
+            job.cache.store(key, [])  # torch code no selected rule can fire on: next time, no engine
         return _trimmed(FileResult(job.path, [], original=data), job), key
     return None, key
 

@@ -60,6 +60,7 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "util.py").write_text('import os\n\n\ndef here():\n    return os.getcwd()  # torch.cuda\n')
     (tmp_path / "skipped.py").write_text("# gpuperf: skip-file\nimport torch\nprint(torch.ones(1).item())\n")
     (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "model.py").write_text("import torch.nn as nn\n\n\nclass Net(nn.Module):\n    pass\n")
     return tmp_path
 
 
@@ -88,6 +89,14 @@ def test_a_training_script_is_analysed_and_then_answered_from_the_cache(project)
     warm = lint(project, "check", "train.py", "util.py")
     assert warm["exit"] == 1
     assert heavy(warm["modules"]) == []  # an unchanged script: the cached result, nothing parsed
+
+
+def test_torch_code_no_rule_can_fire_on_is_cached_too(project):
+    """It imports torch, so the engine decides (and imports the rules); the answer is cached."""
+    cold = lint(project, "check", "model.py")
+    assert cold["exit"] == 0 and "gpuperf_rewrite.lint.engine" in cold["modules"]
+    warm = lint(project, "check", "model.py")
+    assert warm["exit"] == 0 and heavy(warm["modules"]) == []
 
 
 def test_the_rule_index_is_up_to_date():
