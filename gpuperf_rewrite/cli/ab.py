@@ -23,7 +23,7 @@ def ab(script_a: str, script_b: str, script_args: tuple[str, ...], json_path: st
     """Run SCRIPT_A and SCRIPT_B alternately under the runtime shim and decide whether B is faster.
 
     \b
-    Verdicts: faster (exit 0); slower, no_difference, broken, unchecked (exit 1); errors exit 2.
+    Verdicts: faster (exit 0); slower, no_difference, broken, unchecked, too_short (exit 1); errors exit 2.
     Arguments after `--` go to both scripts. See docs/validation.md.
     """
     from pathlib import Path

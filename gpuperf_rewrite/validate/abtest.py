@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 from gpuperf_rewrite.validate.config import ABConfig
 from gpuperf_rewrite.validate.losscheck import loss_check, rtol_for
 from gpuperf_rewrite.validate.records import (OK_STATUSES, RunRecord, common_unit, describe_failure,
-                                              record_from_doc, step_mismatch, values)
+                                              record_from_doc, step_mismatch, too_short, values)
 from gpuperf_rewrite.validate.stats import Stats, compare, decide, look_alpha, stop_reason, undecidable_reason
 
 __all__ = ["ABConfig", "ABConfigError", "ABError", "ABResult", "ProgressEvent", "RunRecord", "Runner",
@@ -28,7 +28,8 @@ __all__ = ["ABConfig", "ABConfigError", "ABError", "ABResult", "ProgressEvent", 
 # faster: significant, the CI's lower end at or above --min-speedup, and the loss check passed.
 # unchecked: measured faster, but the loss could not be compared (and --allow-unchecked-loss was
 # not given): never committed. broken: B failed, did less work than A, or changed the loss.
-VERDICTS = ("faster", "slower", "no_difference", "broken", "unchecked")
+# too_short: the scripts end by themselves before a window a verdict can rest on (no verdict).
+VERDICTS = ("faster", "slower", "no_difference", "broken", "unchecked", "too_short")
 NOISY_CV = 0.10  # coefficient of variation above which a side is called too noisy to decide
 
 Runner = Callable[..., Mapping[str, Any]]
@@ -170,6 +171,7 @@ class _Loop:
         self.unit = "samples/s"
         self.done = 0
         self.extended = False  # becomes True once the plan is extended for a borderline result
+        self.short: str | None = None  # why the runs are too short to judge, once they are
         self.t0 = time.monotonic()
 
     def planned(self) -> int:
@@ -235,7 +237,8 @@ def run_ab(script_a: str | Path, script_b: str | Path, script_args: Sequence[str
     if any(r.unit != loop.unit for r in loop.a + loop.b if r.ok):
         warnings.append("only one side knows its batch size (samples/s); both sides were compared in "
                         "steps/s: check the DataLoader of both scripts")
-    verdict, reason = _verdict(loop.stats, cfg, broken_reason, lc)
+    verdict, reason = _verdict(loop.stats, cfg, broken_reason, lc, loop.short)
+    warnings.extend(_ended_early(loop))
     if loop.stats is not None:
         for side, value in (("A", loop.stats.cv_a), ("B", loop.stats.cv_b)):
             if value > NOISY_CV:
@@ -247,9 +250,11 @@ def run_ab(script_a: str | Path, script_b: str | Path, script_args: Sequence[str
 
 
 def _verdict(stats: Stats | None, cfg: ABConfig, broken_reason: str | None,
-             lc: dict[str, Any]) -> tuple[str, str]:
+             lc: dict[str, Any], short: str | None = None) -> tuple[str, str]:
     if broken_reason:
         return "broken", broken_reason
+    if short:
+        return "too_short", f"no verdict: {short}"
     if lc["status"] == "failed":
         return "broken", f"loss check failed: {lc['reason']}"
     assert stats is not None
@@ -281,6 +286,10 @@ def _run_pairs(loop: _Loop, rtol: float) -> tuple[str, str | None]:
         broken_reason = broken_reason or step_mismatch(recs["A"], recs["B"])
         if broken_reason:
             return "broken", broken_reason
+        # Runs end where the script ends: more of them cannot lengthen the window.
+        loop.short = too_short(recs["A"], cfg.warmup) or too_short(recs["B"], cfg.warmup)
+        if loop.short:
+            return "too_short", None
         n = k + 1
         if n < 2:
             continue
@@ -294,6 +303,16 @@ def _run_pairs(loop: _Loop, rtol: float) -> tuple[str, str | None]:
         if reason:
             return reason, None
     return "max_runs", None
+
+
+def _ended_early(loop: _Loop) -> list[str]:
+    """A warning when the scripts ended by themselves (a window shorter than --steps, still judged)."""
+    early = [r for r in loop.a + loop.b if r.ok and r.ended_early]
+    if not early or loop.short:
+        return []
+    fewest = min(r.measured_steps for r in early)
+    return [f"{len(early)} of {len(loop.a) + len(loop.b)} runs ended by themselves before --steps "
+            f"{loop.cfg.steps} (the shortest measured {fewest} steps): the verdict rests on that shorter window"]
 
 
 def _fingerprint(a: list[RunRecord], b: list[RunRecord]) -> dict[str, Any] | None:
@@ -342,4 +361,7 @@ def measure(script: str | Path, script_args: Sequence[str] = (), *, config: ABCo
             progress(ProgressEvent(i + 1, cfg.runs, side, None, "done", rec))
         if not rec.ok:
             raise ABError(f"run {i + 1} of {script} {describe_failure(rec)}")
+        short = too_short(rec, cfg.warmup)
+        if short:
+            raise ABError(f"{script}: too few steps to measure, no baseline or comparison rests on it: {short}")
     return out

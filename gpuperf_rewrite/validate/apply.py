@@ -277,7 +277,7 @@ def _profile_and_plan(ctx: _Context, a_path: Path) -> Clock | int:
     """One profile run of the original (same mirror, steps, warmup and timeout as the A/B runs),
     then the plan, printed; an exit code when the original cannot even be profiled."""
     from gpuperf_rewrite.validate import plan as planning
-    from gpuperf_rewrite.validate.records import describe_failure, record_from_doc
+    from gpuperf_rewrite.validate.records import describe_failure, record_from_doc, too_short
 
     cfg = ctx.cfg
     ctx.echo("== profiling the original (one run) to plan the validation", err=True)
@@ -294,6 +294,10 @@ def _profile_and_plan(ctx: _Context, a_path: Path) -> Clock | int:
         if tail:
             ctx.echo(tail[-2000:], err=True)
         return 2
+    short = too_short(rec, cfg.warmup)  # every A/B run would end there too: nothing could be judged
+    if short:
+        ctx.say(f"No A/B can judge this script: {short}. {ctx.target} is unchanged and nothing was committed.")
+        return _emit(ctx, {**_report_base(ctx, Outcome(kept=())), "status": "too_short", "reason": short}, 1)
     plan = make_plan(doc, run_s, ctx.codes, cfg.runs, gains_on=ctx.gains_on, budget_s=ctx.options.budget_s)
     ctx.plan = plan
     for line in plan.describe():
