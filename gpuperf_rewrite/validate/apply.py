@@ -250,7 +250,8 @@ def _validate_and_write(ctx: _Context, ws: Any) -> int:
         b_path = ws.add(target, data)
         echo(f"== A/B {clock.abs_started} ({phase}): original vs rewrite with {', '.join(subset)}", err=True)
         res = run_ab(a_path, b_path, script_args, config=cfg, runner=runner, progress=timed_progress,
-                     source_a=original.decode(errors="replace"), source_b=data.decode(errors="replace"))
+                     source_a=original.decode(errors="replace"), source_b=data.decode(errors="replace"),
+                     may_extend=clock.may_extend)
         if not json_out:
             echo(format_table(res))
         else:
@@ -298,7 +299,8 @@ def _profile_and_plan(ctx: _Context, a_path: Path) -> Clock | int:
     if short:
         ctx.say(f"No A/B can judge this script: {short}. {ctx.target} is unchanged and nothing was committed.")
         return _emit(ctx, {**_report_base(ctx, Outcome(kept=())), "status": "too_short", "reason": short}, 1)
-    plan = make_plan(doc, run_s, ctx.codes, cfg.runs, gains_on=ctx.gains_on, budget_s=ctx.options.budget_s)
+    plan = make_plan(doc, run_s, ctx.codes, cfg.runs, gains_on=ctx.gains_on, budget_s=ctx.options.budget_s,
+                     max_runs_per_side=cfg.max_runs)
     ctx.plan = plan
     for line in plan.describe():
         ctx.say(line)
