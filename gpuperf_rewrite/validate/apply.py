@@ -117,9 +117,9 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
     codes = tuple(sorted(applied))
     echo(f"{path}: {sum(applied.values())} fix(es) from {', '.join(f'{c} x{n}' for c, n in sorted(applied.items()))}",
          err=json_out)
-    if not json_out:
-        echo(unified_diff(rel, original, fixed))
     if options.no_validate:
+        if not json_out:
+            echo(unified_diff(rel, original, fixed))
         return _write_unvalidated(target, original, fixed, codes, json_out, echo)
     _check_decidable(cfg, 1)  # the least strict level any plan can have; the plan's own is checked later
 
@@ -244,6 +244,11 @@ def _validate_and_write(ctx: _Context, ws: Any) -> int:
             data, _ = rewrite(original, list(subset))
             sources[key] = data if data is not None else original
         return sources[key]
+
+    if not json_out:  # the diff of what will be tried; fixes that need a GPU are only listed (plan)
+        from gpuperf_rewrite.lint.sourceio import unified_diff
+
+        echo(unified_diff(ctx.rel, original, build(plan.codes)))
 
     def evaluate(subset: tuple[str, ...], cfg: ABConfig = cfg, phase: str = "") -> ABResult:
         data = build(subset)

@@ -57,3 +57,18 @@ def test_the_clock_pays_for_an_extension_only_within_the_budget(monkeypatch) -> 
     assert clock.may_extend(10) and not clock.may_extend(11)
     assert planning.Clock(planning.make_plan(DOC, 10.0, ("X1",), 4, gains_on=lambda c: "any"),
                           start=1000.0).may_extend(10_000)
+
+
+def test_apply_shows_the_diff_of_what_it_tries_and_only_lists_the_fixes_needing_a_gpu(tmp_path) -> None:
+    pytest.importorskip("git")
+    from tests.helpers.abfakes import FAKE_FIXES, apply_with_fakes, git_repo
+
+    FAKE_FIXES.setdefault("GPUX", lambda s: {**s, "speed": str(float(s.get("speed", 100)) * 0.3)})
+    git_repo(tmp_path, {"train.py": "# fake: speed=100 noise=0.01\nprint('train')\n"})
+    rc, out = apply_with_fakes(tmp_path / "train.py", ("X1", "GPUX"),
+                               gains_on=lambda c: "cuda" if c == "GPUX" else "any")
+    assert rc == 0
+    diff = [ln for ln in out.splitlines() if ln.startswith(("+", "-"))]
+    assert "+# fixed by X1" in diff and not any("GPUX" in ln for ln in diff)  # only what is tried
+    assert out.index("Plan: validating on cpu") < out.index("+# fixed by X1") < out.index("== A/B 1")
+    assert "needs a GPU to validate (not tried on cpu): GPUX" in out  # listed, no diff
