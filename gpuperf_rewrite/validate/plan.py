@@ -172,7 +172,8 @@ class Plan:
         return {"device": self.device, "candidates": list(self.codes), "lead": list(self.lead),
                 "needs_gpu": list(self.needs_gpu), "diagnosis": [f.get("kind") for f in self.findings],
                 "run_s": round(self.run_s, 3), "ab_estimate_s": round(self.ab_s, 1),
-                "ab_max_estimate_s": round(self.ab_max_s, 1), "max_estimate_s": round(self.worst_abs * self.ab_max_s, 1),
+                "ab_max_estimate_s": round(self.ab_max_s, 1),
+                "max_estimate_s": round(self.worst_abs * self.ab_max_s, 1),
                 "max_abs": self.worst_abs, "budget_s": self.budget_s}
 
 
