@@ -241,6 +241,8 @@ def run_ab(script_a: str | Path, script_b: str | Path, script_args: Sequence[str
     loop.may_extend = may_extend
     stopped, broken_reason = _run_pairs(loop, rtol)
     lc = loss_check(loop.a, loop.b, rtol=rtol, atol=cfg.loss_atol)
+    if loop.stats is None:  # stopped before any comparison (broken, too short): still one unit
+        loop.unit = common_unit(loop.a + loop.b)
     if any(r.unit != loop.unit for r in loop.a + loop.b if r.ok):
         warnings.append("only one side knows its batch size (samples/s); both sides were compared in "
                         "steps/s: check the DataLoader of both scripts")

@@ -81,3 +81,10 @@ def test_apply_commits_nothing_on_a_script_that_ends_after_3_steps(tmp_path) -> 
     doc = json.loads(out[out.index("\n{") + 1:])
     assert doc["status"] == "too_short" and doc["rules_applied"] == [] and doc["commit"] is None
     assert "No A/B can judge this script" in out and "nothing was committed" in out
+
+
+def test_no_unit_warning_when_the_test_stops_before_comparing(tmp_path) -> None:
+    a = fake_script(tmp_path / "a.py", speed=100, nobatch=1)
+    res = run_ab(a, a, config=CFG, runner=ShimLikeRunner(total=3))
+    assert res.verdict == "too_short" and res.unit == "steps/s"
+    assert not any("batch size" in w for w in res.warnings)
