@@ -12,7 +12,7 @@ from gpuperf_rewrite import __version__
 from gpuperf_rewrite.lint.diagnostics import ERROR_NAMES, Diagnostic
 
 if TYPE_CHECKING:
-    from gpuperf_rewrite.lint.engine import RuleSet
+    from gpuperf_rewrite.lint.prefilter import RuleSet
     from gpuperf_rewrite.lint.patches import Patch
 
 # A finding's identity for attaching its fix: (path, line, column, code).
@@ -36,7 +36,7 @@ def format_text(diags: Sequence[Diagnostic], unsafe: bool) -> str:
     lines = []
     for d in diags:
         mark = " [*]" if fix_applicable(d, unsafe) else ""
-        lines.append(f"{d.path}:{d.line}:{d.column}: {d.code}{mark} {d.message}")
+        lines.append(f"{d.path}:{d.line}:{d.column}: {d.code}{mark} {d.text}")
     return "\n".join(lines)
 
 
@@ -90,7 +90,7 @@ def format_github(diags: Sequence[Diagnostic]) -> str:
         level = LEVELS["github"][d.severity]
         props = (f"file={_escape_prop(d.path)},line={d.line},col={d.column},endLine={d.end_line},"
                  f"endColumn={d.end_column},title={_escape_prop(d.code)}")
-        out.append(f"::{level} {props}::{_escape_data(f'{d.code} {d.name}: {d.message}')}")
+        out.append(f"::{level} {props}::{_escape_data(f'{d.code} {d.name}: {d.text}')}")
     return "\n".join(out)
 
 
@@ -156,7 +156,7 @@ def _sarif_result(d: Diagnostic, rule_index: int, patch: Patch | None) -> dict[s
         "ruleId": d.code,
         "ruleIndex": rule_index,
         "level": LEVELS["sarif"][d.severity],
-        "message": {"text": d.message},
+        "message": {"text": d.text},
         "locations": [{"physicalLocation": {
             "artifactLocation": _artifact(d.path),
             "region": {"startLine": d.line, "startColumn": d.column,
@@ -167,6 +167,8 @@ def _sarif_result(d: Diagnostic, rule_index: int, patch: Patch | None) -> dict[s
         res["properties"] = {"fixSafety": d.fix["safety"], "fixDescription": d.fix["description"]}
         if patch is not None:
             res["fixes"] = [_sarif_fix(patch)]
+    if d.no_fix_reason is not None:
+        res["properties"] = {"noFixReason": d.no_fix_reason}
     return res
 
 
