@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -75,15 +76,35 @@ def export(ref: str, dest: Path) -> Path:
     return dest / "src"
 
 
-def tool(path: Path | None, repo: Path, args: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+class Ran:
+    def __init__(self, rc: int, stdout: str, lines: list[tuple[float, str]]) -> None:
+        self.returncode, self.stdout, self.lines = rc, stdout, lines
+        self.stderr = "".join(line for _, line in lines)
+
+    def after(self, prefix: str, end: float) -> float | None:
+        """Seconds from the first stderr line starting with ``prefix`` to ``end``."""
+        return next((end - t for t, line in self.lines if line.startswith(prefix)), None)
+
+
+def tool(path: Path | None, repo: Path, args: list[str]) -> tuple[float, Ran]:
+    """Runs the tool; stderr lines are time-stamped as they come (when the plan was printed)."""
     env = dict(os.environ)
     if path is not None:
         env["PYTHONPATH"] = str(path)
     env["COLUMNS"] = "200"
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "gpuperf_rewrite", *args], cwd=repo, env=env,
-                       capture_output=True, text=True)
-    return time.monotonic() - t0, p
+    p = subprocess.Popen([sys.executable, "-m", "gpuperf_rewrite", *args], cwd=repo, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[tuple[float, str]] = []
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(p.stdout.read() if p.stdout else ""))
+    reader.start()
+    assert p.stderr is not None
+    for line in p.stderr:
+        lines.append((time.monotonic() - t0, line))
+    rc = p.wait()
+    reader.join()
+    return time.monotonic() - t0, Ran(rc, "".join(out), lines)
 
 
 def _seconds(text: str) -> float:
@@ -99,7 +120,7 @@ def row_ab(label: str, path: Path | None, repo: Path, files: int, runs: int) -> 
                                 *AB_OPTS, "--json", "-"])
     try:
         doc = json.loads(p.stdout[p.stdout.index("{"):])
-        n = len(doc["a"]["runs"]) + len(doc["b"]["runs"]) if isinstance(doc.get("a"), dict) else 2 * runs
+        n = int(doc["runs"]["a"]) + int(doc["runs"]["b"])
     except (ValueError, KeyError, TypeError):
         n = 2 * runs
     if p.returncode == 2:
@@ -119,10 +140,11 @@ def row_apply(label: str, path: Path | None, repo: Path, files: int, runs: int) 
         return f"| {label} | --apply | {files} | exit {p.returncode}: {p.stderr.strip()[-300:]} |"
     plan = doc.get("plan") or {}
     etas = [_seconds(m.group(1)) for m in re.finditer(r"ETA ([0-9hms.]+) for this A/B", p.stderr)]
-    ab_s = sum(float((a.get("result") or a).get("elapsed_s") or 0) for a in doc.get("attempts") or [])
-    return (f"| {label} | --apply | {files} | {doc.get('status', '?')}, plan run {plan.get('run_s', '?')} s "
-            f"| {wall:.1f} | ~{plan.get('ab_estimate_s', '?')} s (first ETA {max(etas, default=0):.0f} s) "
-            f"| {ab_s:.1f} | {load:.1f} |")
+    ab_s = p.after("== A/B 1", wall)  # from the first A/B's start to the end (one fix: one A/B)
+    setup = next((line.strip() for _, line in p.lines if "set-up:" in line), "")
+    return (f"| {label} | --apply | {files} | {doc.get('status', '?')}, profile run {plan.get('run_s', '?')} s"
+            f"{'; ' + setup if setup else ''} | {wall:.1f} | ~{plan.get('ab_estimate_s', '?')} s "
+            f"(first ETA {max(etas, default=0):.0f} s) | {ab_s or 0:.1f} | {load:.1f} |")
 
 
 def main() -> int:
