@@ -380,12 +380,12 @@ def _chain(path: Path, base: Path) -> list[Path]:
 
 
 class Workspace:
-    """Runs scripts in fresh mirrors of their surroundings (see the module docstring).
+    """Runs scripts in mirrors of their surroundings, as fresh for every run (module docstring).
 
     ``add(original, source)`` stashes the bytes to test and returns a path to give to
-    ``run_ab``/``measure``; ``runner(base)`` wraps a runner so that every call runs in a new
-    mirror of the original's surroundings. A path that was not ``add``-ed runs as its current
-    bytes in a mirror of its own directory.
+    ``run_ab``/``measure``; ``runner(base)`` wraps a runner so that every call runs in the
+    original's mirror, put back to its laid-out state first. A path that was not ``add``-ed runs
+    as its current bytes in a mirror of its own directory.
     """
 
     def __init__(self, *, prefix: str = "gpuperf-run-", cwd: str | os.PathLike[str] | None = None,
