@@ -44,6 +44,23 @@ for step in range(100000):
     opt.step()
 """
 AB_OPTS = ["--steps", "10", "--warmup", "2"]
+ALONE = """import json, sys, time
+from gpuperf_rewrite.validate.workspace import Workspace
+t0 = time.perf_counter()
+out = {}
+with Workspace() as ws:
+    path = ws.add(sys.argv[1])
+    out["plan_s"] = time.perf_counter() - t0
+    run = ws.runner(lambda script, args, **kw: {})
+    out["runs_s"] = []
+    for _ in range(int(sys.argv[2])):
+        t = time.perf_counter()
+        run(path, [])
+        out["runs_s"].append(time.perf_counter() - t)
+    t = time.perf_counter()
+out["cleanup_s"] = time.perf_counter() - t
+print(json.dumps(out))
+"""
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -114,6 +131,21 @@ def _seconds(text: str) -> float:
     return total
 
 
+def row_alone(label: str, path: Path | None, repo: Path, files: int, runs: int) -> str:
+    """The mirror alone: a workspace whose runner does nothing, ``runs`` runs."""
+    env = dict(os.environ, **({"PYTHONPATH": str(path)} if path is not None else {}))
+    load = os.getloadavg()[0]
+    p = subprocess.run([sys.executable, "-c", ALONE, str(repo / "train.py"), str(runs)], env=env, cwd=repo,
+                       capture_output=True, text=True)
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError:
+        return f"| {label} | {files} | error: {p.stderr.strip()[-300:]} |"
+    per_run = " / ".join(f"{t:.2f}" for t in doc["runs_s"])
+    return (f"| {label} | {files} | {doc['plan_s']:.2f} | {per_run} | {sum(doc['runs_s']):.1f} "
+            f"| {doc['cleanup_s']:.2f} | {load:.1f} |")
+
+
 def row_ab(label: str, path: Path | None, repo: Path, files: int, runs: int) -> str:
     load = os.getloadavg()[0]
     wall, p = tool(path, repo, ["ab", "train.py", "train.py", "--runs", str(runs), "--max-runs", str(runs),
@@ -153,6 +185,8 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=4)
     p.add_argument("--before", default=None, help="git ref to compare with (e.g. main)")
     p.add_argument("--no-apply", action="store_true")
+    p.add_argument("--alone-only", action="store_true", help="only the mirror with a runner that does nothing")
+    p.add_argument("--no-empty", action="store_true", help="skip the commands in the tree without the files")
     o = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="gpuperf-mirror-scale-") as tmp:
         t = Path(tmp)
@@ -160,7 +194,15 @@ def main() -> int:
         if o.before:
             (t / "before").mkdir()
             trees.insert(0, (f"at {o.before}", export(o.before, t / "before")))
-        repos = {n: make_repo(t / f"repo{n}", n) for n in (0, o.files)}
+        repos = {n: make_repo(t / f"repo{n}", n) for n in ((o.files,) if o.no_empty else (0, o.files))}
+        print(f"The mirror alone ({o.runs * 2} runs of a runner that does nothing), seconds:")
+        print("| code | files | plan (walk, snapshot) | each run (lay out or reset, run, check) | all runs "
+              "| clean-up | load 1m |")
+        print("|---|---|---|---|---|---|---|")
+        for label, path in trees:
+            print(row_alone(label, path, repos[o.files], o.files, 2 * o.runs), flush=True)
+        if o.alone_only:
+            return 0
         print(f"{o.files} small files beside a tiny CPU torch script; --runs {o.runs} --max-runs {o.runs} "
               f"{' '.join(AB_OPTS)}; python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
         print("| code | command | files | runs / result | wall s | plan estimate of the A/B | A/B took s "
