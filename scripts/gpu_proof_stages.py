@@ -89,8 +89,8 @@ def apply_fixture(script: Path, script_args: list[str], cfg: dict[str, Any], log
     profiles: list[dict[str, Any]] = []
     base = default_runner()
 
-    def runner(path: str, args: Any, **kw: Any) -> Any:
-        doc = base(path, args, **kw)
+    def runner(request: Any) -> Any:
+        doc = base(request)
         if not profiles:
             profiles.append(dict(doc))
         return doc

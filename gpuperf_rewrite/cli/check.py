@@ -80,11 +80,10 @@ def check(ctx: click.Context, paths: tuple[str, ...], **opts: Any) -> None:
                      follow_symlinks=opts["follow_symlinks"])
     for note in found.skipped:
         click.echo(f"warning: {note}", err=True)
-    fix, show_diff, unsafe = opts["fix"], opts["show_diff"], opts["unsafe_fixes"]
-    mode = "unsafe" if unsafe and (fix or show_diff) else ("safe" if fix or show_diff else "none")
+    fix, show_diff = opts["fix"], opts["show_diff"]
     from gpuperf_rewrite.lint.cache import cache_dir
 
-    lint_opts = LintOptions(mode=mode, write=fix, show_diff=show_diff, unsafe=unsafe,
+    lint_opts = LintOptions(level="unsafe" if opts["unsafe_fixes"] else "safe", write=fix, show_diff=show_diff,
                             output_format=opts["output_format"], output_file=opts["output_file"],
                             quiet=opts["quiet"], statistics=opts["statistics"], jobs=opts["jobs"],
                             cache_dir=None if opts["no_cache"] else cache_dir(settings.root, opts["cache_dir"]))
@@ -130,7 +129,7 @@ def _apply(ctx: click.Context, paths: tuple[str, ...], settings: Any, opts: dict
         click.echo(f"{paths[0]}: excluded by configuration; nothing to apply.")
         return 0
     cfg = config_from_options(opts)
-    options = ApplyOptions(safe_only=opts["safe_only"], no_commit=opts["no_commit"],
+    options = ApplyOptions(level="safe" if opts["safe_only"] else "unsafe", no_commit=opts["no_commit"],
                            no_validate=opts["no_validate"], allow_dirty=opts["allow_dirty"],
                            json_out=opts["json_out"], budget_s=opts["budget"])
     progress, close = console_progress()

@@ -4,25 +4,32 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from gpuperf_rewrite.lint.fixes import FixMode
 
 
 @dataclasses.dataclass(frozen=True)
 class LintOptions:
     """What to do with the files once found: report, write fixes, print a diff."""
 
-    mode: str  # "none" | "safe" | "unsafe"
+    level: FixMode  # the fixes --fix and --diff apply, and the report offers: "safe" or "unsafe"
     write: bool
     show_diff: bool
-    unsafe: bool
     output_format: str
     output_file: str | None
     quiet: bool
     statistics: bool
     jobs: int | None
     cache_dir: Path | None = None  # None: no cache
+
+    @property
+    def mode(self) -> FixMode:
+        """The fixes this run computes: none unless it writes them or prints their diff."""
+        return self.level if self.write or self.show_diff else "none"
 
 
 def run_lint(found: Any, settings: Any, opts: LintOptions) -> int:
@@ -31,7 +38,7 @@ def run_lint(found: Any, settings: Any, opts: LintOptions) -> int:
     from gpuperf_rewrite.lint.diagnostics import ERROR_CODES
 
     try:
-        run = lint_paths(found, settings, mode=opts.mode, write=opts.write,  # type: ignore[arg-type]
+        run = lint_paths(found, settings, mode=opts.mode, write=opts.write,
                          diff=opts.show_diff, jobs=opts.jobs, cache_dir=opts.cache_dir, warn=_warn)
     except KeyboardInterrupt:
         click.echo("Interrupted: files already written are complete; the others are untouched.", err=True)
@@ -72,7 +79,7 @@ def _report(run: Any, errors: list[Any], opts: LintOptions, emit: Any) -> None:
     if opts.show_diff:
         emit("".join(run.diffs).rstrip("\n"))
         # A diff has no room for them, but files that could not be checked must not pass silently.
-        emit(reporters.format_text(errors, opts.unsafe), err=True)
+        emit(reporters.format_text(errors, opts.level), err=True)
         if not opts.quiet:
             n = len(run.diffs)
             emit(f"Would fix {n} file{'s' if n != 1 else ''}." if n else "No fixes available.", err=True)
@@ -84,8 +91,8 @@ def _report(run: Any, errors: list[Any], opts: LintOptions, emit: Any) -> None:
         patches = reporters.collect_patches(((j.path, j.fs_path, j.ruleset) for j in run.jobs), diags)
         emit(reporters.format_sarif(diags, patches))
     elif opts.statistics:
-        emit(reporters.statistics(diags, opts.unsafe))
+        emit(reporters.statistics(diags, opts.level))
     else:
-        emit(reporters.format_text(diags, opts.unsafe))
+        emit(reporters.format_text(diags, opts.level))
         if not opts.quiet:
-            emit(reporters.summary(diags, opts.unsafe, run.fixed))
+            emit(reporters.summary(diags, opts.level, run.fixed))

@@ -64,10 +64,10 @@ class FakeAB:
 SEEN: list[tuple[str, bool, bool]] = []
 
 
-def _record_run(script, args, **kw):
+def _record_run(request):
     """What a run sees: its own name, its siblings, its cwd; it writes a checkpoint there."""
-    script = Path(script)
-    SEEN.append((script.name, (script.parent / ".gpuperf.yaml").is_file(), Path(kw["cwd"]) == script.parent))
+    script = Path(request.script)
+    SEEN.append((script.name, (script.parent / ".gpuperf.yaml").is_file(), Path(request.cwd) == script.parent))
     (script.parent / "checkpoint.pt").write_text("written by the run")
     return {}
 
@@ -89,10 +89,10 @@ class _FlatWorkspace:
 
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def add(self, original, source):
+    def add(self, version):
         self.n += 1
-        path = self.dir / f"{self.n}_{Path(original).name}"
-        path.write_bytes(source)
+        path = self.dir / f"{self.n}_{version.original.name}"
+        path.write_bytes(version.source)
         return path
 
     def runner(self, base):

@@ -46,13 +46,15 @@ def _measure(ab: tuple[Any, Callable[..., Any], Callable[[], Any]], config: Any,
     """One A/B of one fix at ``config.alpha``, each run in a scratch mirror of the checkout
     (siblings and relative paths resolve; nothing is written into it); a crashed measurement
     rejects the fix."""
+    from gpuperf_rewrite.validate.runs import ScriptVersion
     from gpuperf_rewrite.validate.workspace import Workspace
 
     _, run_ab, default_runner = ab
     candidate = c.patch.apply(c.original)
     try:
         with Workspace(prefix="gpuperf-bot-", cwd=cwd) as ws:
-            a, b = ws.add(script, c.original.encode()), ws.add(script, candidate.encode())
+            a = ws.add(ScriptVersion(script, c.original.encode()))
+            b = ws.add(ScriptVersion(script, candidate.encode()))
             res = run_ab(a, b, list(script_args), config=config, runner=ws.runner(default_runner()),
                          source_a=c.original, source_b=candidate)
     except Exception as exc:  # never propose what could not be measured
