@@ -23,6 +23,7 @@ from gpuperf_rewrite.lint.engine import RuleSet
 from gpuperf_rewrite.lint.patches import finding_patches
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.validate.abtest import ABConfig
+from gpuperf_rewrite.validate.runs import run_request
 from tests.helpers.prbot import SLOW_TRAIN, commit, make_repo
 
 
@@ -48,7 +49,7 @@ class FakeAB:
 
     def __call__(self, a, b, args, *, config, runner, source_a, source_b, **kw):
         for side in (a, b) if self.run_sides else ():
-            runner(side, args)
+            runner(run_request(side, args))
         effect = next((e for text, e in self.effects.items() if text in source_b), 1.0)
         draw = [100 * (1 + self.noise * self.rng.gauss(0, 1)) for _ in range(config.runs)]
         side_b = [100 * effect * (1 + self.noise * self.rng.gauss(0, 1)) for _ in range(config.runs)]
