@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
 import libcst as cst
 
 if TYPE_CHECKING:
-    from ._context import RuleContext
+    from .analysis.syntax.context import RuleContext
 
 FixSafety = Literal["safe", "unsafe", "none"]
 Severity = Literal["error", "warning", "info"]
@@ -70,13 +70,30 @@ class Fix:
 
 
 @dataclasses.dataclass(frozen=True)
+class NoFix:
+    """Why a finding that could have a fix gets none: what a fix builder returns instead of an
+    edit or a fix. Reporters show it after the message, one way (``lint.diagnostics.Diagnostic.text``)."""
+
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Finding:
-    """One problem at one node. ``code`` is filled in by the engine from the rule."""
+    """One problem at one node. ``code`` is filled in by the engine from the rule.
+    ``no_fix_reason``: why there is no fix, when the rule says (never with a fix)."""
 
     node: cst.CSTNode
     message: str
     fix: Fix | None = None
     severity: Severity | None = None  # None: the rule's default
+    no_fix_reason: str | None = None
+
+    @classmethod
+    def of(cls, node: cst.CSTNode, message: str, outcome: Fix | NoFix | None) -> Finding:
+        """A finding with a fix builder's outcome: the fix, why there is none, or neither."""
+        if isinstance(outcome, NoFix):
+            return cls(node, message, no_fix_reason=outcome.reason)
+        return cls(node, message, outcome)
 
 
 # --------------------------------------------------------------------------------------------
@@ -143,7 +160,7 @@ class Rule:
     # Source prefilter: the rule can only fire when one of these substrings occurs.
     keywords: ClassVar[tuple[str, ...]] = ("torch",)
     # File prefilter, checked with ``keywords`` and after the torch gate (the engine parses no file
-    # for which ``_torch_roots.may_import_torch`` is false: every rule reports nothing there, see
+    # for which ``torch_roots.may_import_torch`` is false: every rule reports nothing there, see
     # ``__init_subclass__``): the rule can only fire in a file that mentions one of these. None:
     # ``keywords`` alone decide.
     file_markers: ClassVar[tuple[str, ...] | None] = None
@@ -151,6 +168,8 @@ class Rule:
     # configured value's type against the default's), and option name -> what it does.
     options: ClassVar[Mapping[str, Any]] = {}
     option_descriptions: ClassVar[Mapping[str, str]] = {}
+    # One to three teaching examples (docs/rules.md shows the first valid and invalid one); the
+    # regression cases live in tests/rules/fixtures/<CODE>/ with reviewed snapshots.
     examples: ClassVar[Sequence[Valid | Invalid]] = ()
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:  # pragma: no cover - abstract

@@ -1,9 +1,10 @@
 """The public rule API in one import, for the engine and for code outside ``rules/``:
 ``from gpuperf_rewrite.rules._framework import Rule, RuleContext, Fix, ...``.
 
-It lives in three modules by concern: ``_api`` (what a rule declares, reports and fixes),
-``_context`` (the per-file context a rule sees) and ``_names`` (name resolution); ``_tree``
-holds the shared walk.
+It lives in modules by concern: ``_api`` (what a rule declares, reports and fixes),
+``analysis.syntax.context`` (the per-file context a rule sees), ``analysis.syntax.tree`` (the
+shared walk), ``analysis.syntax.torch_roots`` (the torch gate) and ``analysis.fixes.edits``
+(imports a fix adds).
 """
 
 from ._api import (
@@ -15,16 +16,20 @@ from ._api import (
     InsertAfter,
     InsertBefore,
     Invalid,
+    NoFix,
     Replace,
     Rule,
     Severity,
     Valid,
     dedent,
 )
-from ._context import RuleContext
-from ._tree import children_of, walk
+from .analysis.fixes.edits import add_imports
+from .analysis.syntax.context import RuleContext
+from .analysis.syntax.torch_roots import may_import_torch
+from .analysis.syntax.tree import children_of, walk
 
 __all__ = [
-    "AddImport", "Edit", "Finding", "Fix", "FixSafety", "InsertAfter", "InsertBefore", "Invalid",
-    "Replace", "Rule", "RuleContext", "Severity", "Valid", "children_of", "dedent", "walk",
+    "AddImport", "Edit", "Finding", "Fix", "FixSafety", "InsertAfter", "InsertBefore", "Invalid", "NoFix",
+    "Replace", "Rule", "RuleContext", "Severity", "Valid", "add_imports", "children_of", "dedent",
+    "may_import_torch", "walk",
 ]

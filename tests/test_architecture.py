@@ -6,9 +6,13 @@ a wheel that ships every subpackage.
 The import graph is read with ``ast`` from every module of ``gpuperf_rewrite/``, ``rules/`` and
 ``runtime/`` (installed as ``gpuperf_rewrite.rules`` and ``gpuperf_rewrite.runtime``), with the
 imports inside functions and under ``TYPE_CHECKING`` included: a lazy import is still a
-dependency. Only the cycle check leaves out imports made for type annotations alone (under
-``if TYPE_CHECKING:``): they never run, so they cannot make an import-order cycle; the layering
-checks still count them.
+dependency, and so is one made for type annotations alone (under ``if TYPE_CHECKING:``): a cycle
+hidden behind one is still a cycle for a reader.
+
+Inside ``rules/`` the layers are folders (``RULE_LAYERS``): ``analysis/syntax`` -> the rule API
+(``_api``) -> ``analysis/model`` -> ``analysis/facts`` -> ``analysis/fixes`` -> the rule families
+(``loop``, ``data``, ...: side by side, none imports another) -> ``_framework``, the one import for
+code outside ``rules/``. A module imports its own layer and the ones before it, never a later one.
 """
 
 from __future__ import annotations
@@ -63,9 +67,9 @@ def _module_name(path: Path, src: Path, pkg: str) -> str:
     return ".".join([pkg, *parts])
 
 
-def _load() -> dict[str, Module]:
+def _load(sources: dict[Path, str]) -> dict[str, Module]:
     mods = {}
-    for src, pkg in SOURCES.items():
+    for src, pkg in sources.items():
         for path in sorted(src.rglob("*.py")):
             name = _module_name(path, src, pkg)
             mods[name] = Module(name, path, path.name == "__init__.py", ast.parse(path.read_text(), str(path)))
@@ -140,9 +144,9 @@ def _resolve(name: str, mods: dict[str, Module]) -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def graph() -> tuple[dict[str, Module], dict[str, dict[str, int]]]:
-    mods = _load()
+def build_graph(sources: dict[Path, str]) -> tuple[dict[str, Module], dict[str, dict[str, int]]]:
+    """Every module of ``sources`` and its imports of our modules (module -> {module: line})."""
+    mods = _load(sources)
     edges: dict[str, dict[str, int]] = {}
     for mod in mods.values():
         _collect(mod)
@@ -161,6 +165,11 @@ def graph() -> tuple[dict[str, Module], dict[str, dict[str, int]]]:
                     out.setdefault(target, 0)
         edges[mod.name] = out
     return mods, edges
+
+
+@pytest.fixture(scope="module")
+def graph() -> tuple[dict[str, Module], dict[str, dict[str, int]]]:
+    return build_graph(SOURCES)
 
 
 def _cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
@@ -221,7 +230,7 @@ def test_graph_sees_the_known_edges(graph):
     """The reader itself works: lazy imports inside functions, relative imports, the command table."""
     _, edges = graph
     assert f"{PKG}.validate.apply" in edges[f"{PKG}.cli.check"]  # imported inside a function
-    assert f"{PKG}.rules._api" in edges[f"{PKG}.rules.gp101_sync_in_loop"]  # relative import
+    assert f"{PKG}.rules._api" in edges[f"{PKG}.rules.loop.gp101_sync_in_loop"]  # relative import
     assert f"{PKG}.cli.baseline" in edges[f"{PKG}.cli"]  # the lazy command table
     assert _cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
 
@@ -236,16 +245,16 @@ def _run_edges(mods: dict[str, Module], edges: dict[str, dict[str, int]]) -> dic
     return out
 
 
-def test_type_only_imports_are_not_cycles(graph):
+def test_type_only_imports_count(graph):
     mods, edges = graph
-    assert f"{PKG}.rules._training" in edges[f"{PKG}.rules._tensors"]  # counted for layering
-    assert f"{PKG}.rules._training" not in _run_edges(mods, edges)[f"{PKG}.rules._tensors"]
-    assert f"{PKG}.rules._tensors" in _run_edges(mods, edges)[f"{PKG}.rules._training"]
+    api = f"{PKG}.rules._api"
+    assert f"{PKG}.rules.analysis.syntax.context" in edges[api]  # under TYPE_CHECKING: still an edge
+    assert f"{PKG}.rules.analysis.syntax.context" not in _run_edges(mods, edges)[api]
 
 
 def test_no_import_cycles(graph):
+    """Also none through imports for type annotations only."""
     mods, edges = graph
-    edges = _run_edges(mods, edges)
     cycles = _cycles(edges)
     described = []
     for component in cycles:
@@ -276,6 +285,135 @@ def test_layers_import_one_way(graph):
             if bad:
                 wrong.append(f"{src} imports {dst} ({_where(mods, src, line)})")
     assert not wrong, "imports against the layering:\n  " + "\n  ".join(sorted(wrong))
+
+
+RULES = f"{PKG}.rules"
+FAMILY = "family"  # stands for each family package of rules/ (every subpackage but analysis)
+# The layers of rules/, first to last: (rank, module prefix). A module belongs to the longest
+# prefix that names it; it may import its own layer and earlier ranks, never a later rank, and
+# never another prefix of its own rank (the families sit side by side).
+RULE_LAYERS: tuple[tuple[int, str], ...] = (
+    (0, f"{RULES}.analysis.syntax"),  # the tree, names, calls: RuleContext
+    (1, f"{RULES}._api"),  # what a rule declares and reports, how a fix is expressed
+    (2, f"{RULES}.analysis.model"),  # the training model: step and eval loops, tensors
+    (3, f"{RULES}.analysis.facts"),  # program facts: devices, frameworks, workload, flow
+    (4, f"{RULES}.analysis.fixes"),  # shared fix builders
+    (5, FAMILY),  # the rules, with the helpers only their family uses
+    (6, f"{RULES}._framework"),  # the rule API in one import, for code outside rules/
+    (6, f"{RULES}.analysis"),  # package docstrings
+    (6, RULES),
+)
+
+
+def _families(mods: dict[str, Module]) -> list[str]:
+    return sorted(name for name, mod in mods.items() if mod.is_package and name.count(".") == 2 and
+                  name.startswith(RULES + ".") and name != f"{RULES}.analysis")
+
+
+def rule_layer(name: str, layers: tuple[tuple[int, str], ...], families: list[str]) -> tuple[int, str] | None:
+    """(rank, prefix) of the layer ``name`` belongs to, None outside rules/."""
+    expanded = [(rank, fam) for rank, prefix in layers if prefix == FAMILY for fam in families] + \
+        [(rank, prefix) for rank, prefix in layers if prefix != FAMILY]
+    found = [(rank, prefix) for rank, prefix in expanded if name == prefix or name.startswith(prefix + ".")]
+    return max(found, key=lambda f: len(f[1])) if found else None
+
+
+def upward_imports(edges: dict[str, dict[str, int]], layers: tuple[tuple[int, str], ...],
+                   families: list[str]) -> list[tuple[str, str, int]]:
+    """The imports (source, target, line) against ``layers``: to a later rank, or to another
+    prefix of the same rank."""
+    wrong = []
+    for src, targets in edges.items():
+        here = rule_layer(src, layers, families)
+        for dst, line in targets.items():
+            there = rule_layer(dst, layers, families)
+            if here is None or there is None:
+                continue
+            if there[0] > here[0] or there[0] == here[0] and there[1] != here[1]:
+                wrong.append((src, dst, line))
+    return sorted(wrong)
+
+
+def test_rules_layers_import_downward(graph):
+    mods, edges = graph
+    families = _families(mods)
+    assert {f"{RULES}.{f}" for f in ("loop", "data", "precision", "memory", "distributed")} <= set(families)
+    unplaced = [name for name in mods if name.startswith(RULES) and rule_layer(name, RULE_LAYERS, families) is None]
+    assert not unplaced, f"modules of rules/ in no layer: {unplaced}"
+    wrong = upward_imports(edges, RULE_LAYERS, families)
+    assert not wrong, "imports against the layers of rules/ (RULE_LAYERS):\n  " + "\n  ".join(
+        f"{src} imports {dst} ({_where(mods, src, line)})" for src, dst, line in wrong)
+
+
+def test_layer_check_on_a_synthetic_graph():
+    layers = ((0, "r.low"), (1, "r.mid"), (2, FAMILY))
+    edges = {"r.low.a": {"r.low.b": 1}, "r.mid.c": {"r.low.a": 2}, "r.f1.x": {"r.mid.c": 3, "r.f2.y": 4},
+             "r.low.b": {"r.mid.c": 5}, "r.f2.y": {}}
+    assert upward_imports(edges, layers, ["r.f1", "r.f2"]) == [("r.f1.x", "r.f2.y", 4), ("r.low.b", "r.mid.c", 5)]
+
+
+# One upward import of each kind, added to a copy of rules/.
+UPWARD = {
+    "analysis/syntax/calls.py": "def _late():\n    from ..model.training import analysis\n",  # inside a function
+    "analysis/model/models.py": "if TYPE_CHECKING:\n    from ..facts.program import cpu_only\n",  # type-only
+    "analysis/facts/flow.py": "from ..fixes import edits\n",
+    "_api.py": "from .analysis.model import training\n",
+    "loop/gp101_sync_in_loop.py": "from ..data import _pickling\n",  # another family
+}
+
+
+def test_layer_check_fails_on_an_upward_import(tmp_path):
+    """The check on a copy of rules/ with upward imports added: it names exactly those."""
+    copy = tmp_path / "rules"
+    shutil.copytree(ROOT / "rules", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    for where, added in UPWARD.items():
+        (copy / where).write_text((copy / where).read_text() + "\n" + added)
+    mods, edges = build_graph({copy: RULES})
+    wrong = upward_imports(edges, RULE_LAYERS, _families(mods))
+    assert sorted(src for src, _, _ in wrong) == sorted(_module_name(copy / w, copy, RULES) for w in UPWARD), wrong
+
+
+def _private_defined(tree: ast.Module) -> set[str]:
+    """Private names a module defines itself: functions, classes, and attributes it assigns."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            out.add(node.attr)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+    return {name for name in out if name.startswith("_")}
+
+
+def test_rules_reach_facts_one_typed_way(graph):
+    """Per-file facts through ``ctx.fact(compute)`` only: no string-keyed memo, no cache kept in
+    another object's ``__dict__``, no private member of another module or its objects."""
+    mods, _ = graph
+    wrong = []
+    for mod in mods.values():
+        if not mod.name.startswith(RULES):
+            continue
+        own = _private_defined(mod.tree)
+        for node in ast.walk(mod.tree):
+            where = _where(mods, mod.name, getattr(node, "lineno", 0))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "memo":
+                wrong.append(f"{where}: string-keyed memo {ast.unparse(node.func)}")
+            elif isinstance(node, ast.Attribute) and node.attr == "__dict__" and _is_setdefault(node, mod.tree):
+                wrong.append(f"{where}: a cache in {ast.unparse(node)}")
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")) \
+                    and node.attr not in own:
+                wrong.append(f"{where}: another module's private member {ast.unparse(node)}")
+            elif isinstance(node, ast.ImportFrom):
+                base = _absolute(mod, node.level, node.module)
+                wrong += [f"{where}: imports the private {base}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and f"{base}.{a.name}" not in mods]
+    assert not wrong, "\n  ".join(["facts reached another way:", *wrong])
+
+
+def _is_setdefault(attr: ast.Attribute, tree: ast.Module) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.value is attr and n.attr == "setdefault" for n in ast.walk(tree))
 
 
 def test_no_import_by_string_outside_the_command_table(graph):
@@ -363,7 +501,10 @@ def test_wheel_ships_every_subpackage_and_module(tmp_path):
     assert out.returncode == 0, out.stderr
     (wheel,) = (tmp_path / "dist").glob("gpuperf_rewrite-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {"cli", "lint", "validate", "integrations", "integrations.github", "rules", "runtime"}
+    expected = {"cli", "lint", "validate", "integrations", "integrations.github", "rules", "runtime",
+                "rules.analysis", "rules.analysis.syntax", "rules.analysis.model", "rules.analysis.facts",
+                "rules.analysis.fixes", "rules.loop", "rules.data", "rules.precision", "rules.memory",
+                "rules.distributed"}
     assert {p for p in _packages_on_disk() if p != PKG} == {f"{PKG}.{e}" for e in expected}, \
         "a new subpackage: add it to [tool.setuptools] packages and to this test"
     for package in sorted(_packages_on_disk()):

@@ -39,6 +39,12 @@ class Diagnostic:
     message: str
     severity: str
     fix: dict[str, str] | None  # {"safety": "safe"|"unsafe", "description": str}
+    no_fix_reason: str | None = None  # why there is no fix, when the rule says
+
+    @property
+    def text(self) -> str:
+        """The message as every reporter shows it: with the reason for no fix, when there is one."""
+        return f"{self.message} (no automatic fix: {self.no_fix_reason})" if self.no_fix_reason else self.message
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -49,7 +55,8 @@ class Diagnostic:
         fix = data["fix"]
         return cls(str(data["path"]), int(data["line"]), int(data["column"]), int(data["end_line"]),
                    int(data["end_column"]), str(data["code"]), str(data["name"]), str(data["message"]),
-                   str(data["severity"]), None if fix is None else {k: str(v) for k, v in fix.items()})
+                   str(data["severity"]), None if fix is None else {k: str(v) for k, v in fix.items()},
+                   None if data.get("no_fix_reason") is None else str(data["no_fix_reason"]))
 
 
 def file_error(path: str, message: str, line: int = 1, col: int = 1, code: str = SYNTAX_ERROR) -> Diagnostic:
@@ -70,7 +77,7 @@ def from_findings(module: cst.Module, path: str, found: Found) -> list[Diagnosti
         fix = {"safety": f.fix.safety, "description": f.fix.description} if f.fix else None
         out.append(Diagnostic(path, rng.start.line, rng.start.column + 1, rng.end.line,
                               rng.end.column + 1, cls.code, cls.name, f.message,
-                              f.severity or cls.severity, fix))
+                              f.severity or cls.severity, fix, f.no_fix_reason))
     return out
 
 

@@ -22,8 +22,7 @@ from gpuperf_rewrite.lint.fixes import FixMode, fix_allowed, fix_to_fixpoint
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse, syntax_gate
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
-from gpuperf_rewrite.rules._framework import Finding, Fix, Rule, RuleContext
-from gpuperf_rewrite.rules._torch_roots import may_import_torch
+from gpuperf_rewrite.rules._framework import Finding, Fix, Rule, RuleContext, may_import_torch
 
 __all__ = ["ERROR_CODES", "INTERNAL_ERROR", "IO_ERROR", "SYNTAX_ERROR", "Diagnostic", "FileResult", "FixMode",
            "RuleSet", "check_source", "fix_text", "run_rules"]

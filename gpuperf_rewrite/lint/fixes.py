@@ -1,5 +1,5 @@
 """Applying the rules' fixes: a batch of non-overlapping edits per pass (imports added by
-``rules._edits.add_imports``), re-parsed and repeated until nothing more changes."""
+``rules.analysis.fixes.edits.add_imports``), re-parsed and repeated until nothing more changes."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import libcst as cst
 
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse
 from gpuperf_rewrite.lint.sourceio import decode_source
-from gpuperf_rewrite.rules._edits import add_imports
-from gpuperf_rewrite.rules._framework import AddImport, Fix, InsertAfter, InsertBefore, Replace, RuleContext
+from gpuperf_rewrite.rules._framework import AddImport, Fix, InsertAfter, InsertBefore, Replace, RuleContext, add_imports
 
 FixMode = Literal["none", "safe", "unsafe"]
 MAX_FIX_PASSES = 10
@@ -91,7 +90,7 @@ def apply_fixes(module: cst.Module, ctx: RuleContext, fixes: Iterable[Fix]) -> t
     if not applied:
         return module, []
     new_module = module.visit(_EditApplier(replace, before, after)) if (replace or before or after) else module
-    # Imports go after the header's imports and environment lines, never twice (rules/_edits.py).
+    # Imports go after the header's imports and environment lines, never twice (rules/analysis/fixes/edits.py).
     return (add_imports(new_module, imports) if imports else new_module), applied
 
 

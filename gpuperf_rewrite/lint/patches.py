@@ -167,7 +167,7 @@ def finding_patches(source: bytes, path: str, ruleset: RuleSet, mode: FixMode = 
     for s in singles:
         d = s.diagnostic
         assert d.fix is not None
-        p = patch_from_texts(path, text, s.fixed_text, code=d.code, name=d.name, message=d.message,
+        p = patch_from_texts(path, text, s.fixed_text, code=d.code, name=d.name, message=d.text,
                              line=d.line, column=d.column, safety=d.fix["safety"],
                              description=d.fix["description"])
         if p is not None:

@@ -6,6 +6,7 @@ import functools
 import importlib
 import pkgutil
 from collections.abc import Iterable
+from types import ModuleType
 
 from gpuperf_rewrite import rules as rules_pkg
 from gpuperf_rewrite.rules._api import Rule
@@ -17,12 +18,10 @@ class SelectionError(ValueError):
 
 @functools.cache
 def all_rules() -> dict[str, type[Rule]]:
-    """Every rule class by code, sorted by code. Modules starting with ``_`` are support code."""
+    """Every rule class by code, sorted by code. Rules live in the family packages of ``rules``
+    (every subpackage but ``analysis``); modules starting with ``_`` are support code."""
     found: dict[str, type[Rule]] = {}
-    for info in pkgutil.iter_modules(rules_pkg.__path__):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{rules_pkg.__name__}.{info.name}")
+    for module in _rule_modules():
         for obj in vars(module).values():
             if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and \
                     obj.__module__ == module.__name__ and hasattr(obj, "code"):
@@ -31,6 +30,18 @@ def all_rules() -> dict[str, type[Rule]]:
                     raise RuntimeError(f"duplicate rule code {obj.code}")
                 found[obj.code] = obj
     return dict(sorted(found.items()))
+
+
+def _rule_modules() -> list[ModuleType]:
+    modules = []
+    for family in pkgutil.iter_modules(rules_pkg.__path__):
+        if not family.ispkg or family.name.startswith("_") or family.name == rules_pkg.ANALYSIS:
+            continue
+        package = importlib.import_module(f"{rules_pkg.__name__}.{family.name}")
+        for info in pkgutil.iter_modules(package.__path__):
+            if not info.name.startswith("_"):
+                modules.append(importlib.import_module(f"{package.__name__}.{info.name}"))
+    return modules
 
 
 def rule_by_name_or_code(key: str) -> type[Rule] | None:

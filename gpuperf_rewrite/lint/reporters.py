@@ -38,7 +38,7 @@ def format_text(diags: Sequence[Diagnostic], level: FixMode) -> str:
     lines = []
     for d in diags:
         mark = " [*]" if fix_applicable(d, level) else ""
-        lines.append(f"{d.path}:{d.line}:{d.column}: {d.code}{mark} {d.message}")
+        lines.append(f"{d.path}:{d.line}:{d.column}: {d.code}{mark} {d.text}")
     return "\n".join(lines)
 
 
@@ -92,7 +92,7 @@ def format_github(diags: Sequence[Diagnostic]) -> str:
         level = LEVELS["github"][d.severity]
         props = (f"file={_escape_prop(d.path)},line={d.line},col={d.column},endLine={d.end_line},"
                  f"endColumn={d.end_column},title={_escape_prop(d.code)}")
-        out.append(f"::{level} {props}::{_escape_data(f'{d.code} {d.name}: {d.message}')}")
+        out.append(f"::{level} {props}::{_escape_data(f'{d.code} {d.name}: {d.text}')}")
     return "\n".join(out)
 
 
@@ -158,7 +158,7 @@ def _sarif_result(d: Diagnostic, rule_index: int, patch: Patch | None) -> dict[s
         "ruleId": d.code,
         "ruleIndex": rule_index,
         "level": LEVELS["sarif"][d.severity],
-        "message": {"text": d.message},
+        "message": {"text": d.text},
         "locations": [{"physicalLocation": {
             "artifactLocation": _artifact(d.path),
             "region": {"startLine": d.line, "startColumn": d.column,
@@ -169,6 +169,8 @@ def _sarif_result(d: Diagnostic, rule_index: int, patch: Patch | None) -> dict[s
         res["properties"] = {"fixSafety": d.fix["safety"], "fixDescription": d.fix["description"]}
         if patch is not None:
             res["fixes"] = [_sarif_fix(patch)]
+    if d.no_fix_reason is not None:
+        res["properties"] = {"noFixReason": d.no_fix_reason}
     return res
 
 

@@ -32,7 +32,8 @@ SLOW = textwrap.dedent("""\
             print("loss", loss.item())
 """)
 CLEAN = "import os\nprint(os.getcwd())\n"
-JSON_KEYS = {"path", "line", "column", "end_line", "end_column", "code", "name", "message", "severity", "fix"}
+JSON_KEYS = {"path", "line", "column", "end_line", "end_column", "code", "name", "message", "severity", "fix",
+             "no_fix_reason"}
 
 
 def run(args, cwd: Path):

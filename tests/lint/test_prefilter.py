@@ -20,9 +20,10 @@ from gpuperf_rewrite.lint import engine
 from gpuperf_rewrite.lint.diagnostics import ERROR_CODES
 from gpuperf_rewrite.lint.engine import RuleSet, can_fire, check_source, rules_for
 from gpuperf_rewrite.lint.registry import all_rules
-from gpuperf_rewrite.rules._context import RuleContext
-from gpuperf_rewrite.rules._torch_roots import TORCH_IMPORT_ROOTS, may_import_torch
+from gpuperf_rewrite.rules.analysis.syntax.context import RuleContext
+from gpuperf_rewrite.rules.analysis.syntax.torch_roots import TORCH_IMPORT_ROOTS, may_import_torch
 from tests.helpers.paths import ROOT
+from tests.helpers.rule_cases import all_cases
 
 ALL = RuleSet(tuple(all_rules()))
 _IMPORT = re.compile(r"^\s*(import|from)\s+\S")
@@ -34,14 +35,12 @@ def _without_imports(code: str) -> str:
 
 def _cases() -> list:
     cases = []
-    for code, rule in all_rules().items():
-        for i, ex in enumerate(rule.examples):
-            kind = type(ex).__name__.lower()
-            options = {code: dict(ex.options)} if ex.options else {}
-            cases.append(pytest.param(ex.code, options, id=f"{code}-{kind}-{i}"))
-            bare = _without_imports(ex.code)
-            if bare != ex.code:
-                cases.append(pytest.param(bare, options, id=f"{code}-{kind}-{i}-no-imports"))
+    for case in all_cases():  # kept examples and rule fixtures
+        options = {case.rule: dict(case.options)} if case.options else {}
+        cases.append(pytest.param(case.code, options, id=case.id))
+        bare = _without_imports(case.code)
+        if bare != case.code:
+            cases.append(pytest.param(bare, options, id=f"{case.id}-no-imports"))
     data = sorted((ROOT / "tests").glob("*/data/*.py"))
     assert data, "the tests' data scripts moved: point this at them"
     for path in sorted([*(ROOT / "fixtures").glob("*.py"), *data]):

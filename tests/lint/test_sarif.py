@@ -150,16 +150,15 @@ def test_noqa_suppressed_finding_is_absent(tmp_path):
 
 
 def _single_fix_examples():
-    from gpuperf_rewrite.rules._framework import Invalid
+    from tests.helpers.rule_cases import all_cases
 
-    for code, rule in all_rules().items():
-        for i, ex in enumerate(rule.examples):
-            if isinstance(ex, Invalid) and ex.fixed is not None and not ex.options:
-                # Examples with several findings have their fixes applied together by the
-                # engine; a single finding's patch must then reproduce the expected source.
-                found = check_source(ex.code.encode(), "ex.py", RuleSet((code,)), "none").diagnostics
-                if len(found) == 1:
-                    yield pytest.param(code, ex, id=f"{code}-{i}")
+    for ex in all_cases():  # kept examples and rule fixtures
+        if ex.kind == "invalid" and not ex.options and ex.fixed is not None:
+            # Examples with several findings have their fixes applied together by the
+            # engine; a single finding's patch must then reproduce the expected source.
+            found = check_source(ex.code.encode(), "ex.py", RuleSet((ex.rule,)), "none").diagnostics
+            if len(found) == 1:
+                yield pytest.param(ex.rule, ex, id=ex.id)
 
 
 @pytest.mark.parametrize("code,ex", list(_single_fix_examples()))

@@ -9,8 +9,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from gpuperf_rewrite.rules._context import RuleContext
-from gpuperf_rewrite.rules._tree import children_of
+from gpuperf_rewrite.rules.analysis.syntax.context import RuleContext
+from gpuperf_rewrite.rules.analysis.syntax.tree import children_of
 from tests.helpers.paths import ROOT
 
 # Our rules and fixtures plus every syntax LibCST's nodes have that they may lack.

@@ -1,6 +1,7 @@
 """A rule's metadata is its documentation, so it must be complete and agree with what the rule
 does: the declared ``fix_safety`` with every Fix its examples make it emit (Fixit infers it;
-here it is written by hand, so this test is what keeps the two in step), ``fix_safety_reason``
+here it is written by hand, so this test is what keeps the two in step; examples means the kept
+ones and the rule's fixtures under tests/rules/fixtures), ``fix_safety_reason``
 with ``fix_safety``, and the documented fields with their declared shapes."""
 
 from __future__ import annotations
@@ -9,26 +10,30 @@ import pytest
 
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.lint.registry import all_rules
-from gpuperf_rewrite.rules._api import Invalid, Rule
+from gpuperf_rewrite.rules._api import Rule
+from tests.helpers.rule_cases import Case, all_cases
 
 RULES = list(all_rules().items())
 
 
-def _run(code: str, ex: Invalid, mode: str):
+def _invalid(code: str) -> list[Case]:
+    return [c for c in all_cases() if c.rule == code and c.kind == "invalid"]
+
+
+def _run(code: str, ex: Case, mode: str):
     rs = RuleSet((code,), {code: dict(ex.options)} if ex.options else {})
     return check_source(ex.code.encode(), "example.py", rs, mode)
 
 
-def _emitted(code: str, ex: Invalid) -> list[dict[str, str] | None]:
+def _emitted(code: str, ex: Case) -> list[dict[str, str] | None]:
     """The fix (or None) of each finding the rule reports on an example."""
     return [d.fix for d in _run(code, ex, "none").diagnostics if d.code == code]
 
 
 @pytest.mark.parametrize("code,rule", RULES, ids=[c for c, _ in RULES])
 def test_fix_safety_agrees_with_every_emitted_fix(code: str, rule: type[Rule]):
-    invalid = [e for e in rule.examples if isinstance(e, Invalid)]
     fixes = []
-    for ex in invalid:
+    for ex in _invalid(code):
         emitted = _emitted(code, ex)
         assert emitted, f"{code} did not fire on:\n{ex.code}"
         if ex.fixed is None:
@@ -51,8 +56,8 @@ def test_safe_mode_applies_exactly_the_safe_fixes(code: str, rule: type[Rule]):
     """``--fix`` without ``--unsafe-fixes``: an example whose fixes are all safe is fixed as in
     its ``fixed``; one whose fixes are all unsafe is left alone."""
     checked = 0
-    for ex in rule.examples:
-        if not isinstance(ex, Invalid) or ex.fixed is None:
+    for ex in _invalid(code):
+        if ex.fixed is None:
             continue
         safeties = {f["safety"] for f in _emitted(code, ex) if f is not None}
         result = _run(code, ex, "safe")

@@ -1,4 +1,4 @@
-"""The program-level script facts other rules ask for (rules/_script_facts.py and rules/_program.py):
+"""The program-level script facts other rules ask for (rules/analysis/facts/script_facts.py and program.py):
 framework-managed precision and placement, CPU-only programs, the model's chosen dtype, scripts
 versus library modules, and where fixes add imports."""
 
@@ -10,11 +10,11 @@ import libcst as cst
 import pytest
 
 from gpuperf_rewrite.lint.engine import fix_text
-from gpuperf_rewrite.rules import _program as program
-from gpuperf_rewrite.rules import _script_facts as sf
+from gpuperf_rewrite.rules.analysis.facts import program as program
+from gpuperf_rewrite.rules.analysis.facts import script_facts as sf
 from gpuperf_rewrite.rules._api import AddImport
-from gpuperf_rewrite.rules._context import RuleContext
-from gpuperf_rewrite.rules._edits import add_imports, torch_alias
+from gpuperf_rewrite.rules.analysis.syntax.context import RuleContext
+from gpuperf_rewrite.rules.analysis.fixes.edits import add_imports, torch_alias
 
 
 def ctx_of(source: str) -> RuleContext:

@@ -9,10 +9,10 @@ import libcst as cst
 import pytest
 
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
-from gpuperf_rewrite.rules._context import RuleContext
-from gpuperf_rewrite.rules._guards import flag_name, is_once_test
-from gpuperf_rewrite.rules._program import cpu_only as cpu_only_script
-from gpuperf_rewrite.rules._training import analysis
+from gpuperf_rewrite.rules.analysis.syntax.context import RuleContext
+from gpuperf_rewrite.rules.analysis.model.guards import flag_name, is_once_test
+from gpuperf_rewrite.rules.analysis.facts.program import cpu_only as cpu_only_script
+from gpuperf_rewrite.rules.analysis.model.training import analysis
 
 
 def ctx_for(src: str) -> RuleContext:

@@ -9,8 +9,8 @@ import pytest
 
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.lint.registry import all_rules
-from gpuperf_rewrite.rules._api import Invalid
-from gpuperf_rewrite.rules._context import RuleContext
+from gpuperf_rewrite.rules.analysis.syntax.context import RuleContext
+from tests.helpers.rule_cases import all_cases
 
 ALL = RuleSet(tuple(all_rules()))
 
@@ -88,8 +88,7 @@ def test_gate_wraps_every_rule():
 
 def test_every_invalid_example_imports_torch():
     """Examples must look like real torch code; without an import the gate hides them."""
-    for code, rule in all_rules().items():
-        for i, ex in enumerate(rule.examples):
-            if isinstance(ex, Invalid):
-                assert RuleContext(cst.parse_module(ex.code), ex.code).uses_torch, \
-                    f"{code} invalid example {i} imports neither torch nor a torch framework"
+    for case in all_cases():  # kept examples and rule fixtures
+        if case.kind == "invalid":
+            assert RuleContext(cst.parse_module(case.code), case.code).uses_torch, \
+                f"{case.id}: an invalid case that imports neither torch nor a torch framework"

@@ -6,9 +6,9 @@ import textwrap
 
 import libcst as cst
 
-from gpuperf_rewrite.rules._context import RuleContext
-from gpuperf_rewrite.rules._torchnames import DATALOADERS
-from gpuperf_rewrite.rules._training import analysis, is_periodic_test
+from gpuperf_rewrite.rules.analysis.syntax.context import RuleContext
+from gpuperf_rewrite.rules.analysis.syntax.torch_names import DATALOADERS
+from gpuperf_rewrite.rules.analysis.model.training import analysis, is_periodic_test
 
 
 def ctx_for(src: str) -> RuleContext:

@@ -98,7 +98,7 @@ def _findings_table(report: Report, head_sha: str) -> list[str]:
         status = _STATUS_TEXT[r.status]
         if r.measurement is not None:
             status += f"; A/B: {r.measurement.describe()}"
-        lines.append(f"| {d.code} `{d.name}` | `{_cell(d.path)}:{d.line}` | {_cell(d.message)} | {_cell(status)} |")
+        lines.append(f"| {d.code} `{d.name}` | `{_cell(d.path)}:{d.line}` | {_cell(d.text)} | {_cell(status)} |")
     return lines
 
 

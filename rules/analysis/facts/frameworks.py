@@ -1,0 +1,224 @@
+"""Training frameworks that own part of the work the rules check: precision (Accelerate's
+``mixed_precision``, Lightning's and Fabric's ``precision``, the Hugging Face Trainer's
+``bf16``/``fp16``, DeepSpeed's config), device placement of batches (``accelerator.prepare``,
+``fabric.setup_dataloaders``, the trainers) and the training loop itself (Lightning, the
+Hugging Face Trainer, Composer).
+
+Frameworks are recognised through qualified names (``from accelerate import Accelerator as
+A`` resolves like ``accelerate.Accelerator``). A framework recognised by mistake silences a
+finding; it never makes a fix."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+
+from ..syntax.calls import dotted_name, get_arg, literal_value, method_call, target_names
+from ..syntax.context import RuleContext
+from ..syntax.tree import walk
+
+_LIGHTNING = ("lightning", "pytorch_lightning", "lightning_fabric")
+_HF = ("transformers", "trl", "setfit", "sentence_transformers")
+_PATTERNS = frozenset(f"{root}.*" for root in (*_LIGHTNING, *_HF, "accelerate", "deepspeed", "composer", "apex"))
+
+# What each kind of framework object owns.
+MANAGES_PRECISION = frozenset({"accelerate", "fabric", "lightning", "hf", "deepspeed", "composer", "apex"})
+OWNS_LOOP = frozenset({"lightning", "hf", "composer"})
+PLACES_BATCHES = frozenset({"lightning", "hf", "composer"})  # plus prepared loaders (below)
+# Methods whose results the framework has moved to its device.
+_PREPARE = ("prepare", "prepare_data_loader", "setup_dataloaders")
+# Per-batch methods of framework-owned classes, and the parameter holding the placed batch.
+_STEP_METHODS = {
+    "lightning": (("training_step", "validation_step", "test_step", "predict_step"), "batch"),
+    "hf": (("compute_loss", "training_step", "prediction_step"), "inputs"),
+}
+
+
+def _kind(qualname: str) -> str | None:
+    root, _, rest = qualname.partition(".")
+    last = qualname.rsplit(".", 1)[-1]
+    if root == "accelerate" and last == "Accelerator":
+        return "accelerate"
+    if root in _LIGHTNING and last == "Fabric":
+        return "fabric"
+    if root in _LIGHTNING and last in ("Trainer", "LightningModule"):
+        return "lightning"
+    if root in _HF and (last.endswith("Trainer") or last.endswith("TrainingArguments") or
+                        root == "trl" and last.endswith("Config")):
+        return "hf"
+    if qualname == "deepspeed.initialize":
+        return "deepspeed"
+    if qualname in ("apex.amp.initialize", "apex.amp.scale_loss"):
+        return "apex"  # NVIDIA apex AMP (opt_level O1/O2)
+    if root == "composer" and last == "Trainer":
+        return "composer"
+    return None
+
+
+def _kind_of(ctx: RuleContext, node: cst.BaseExpression) -> str | None:
+    for qn in sorted(ctx.resolved_names(node, _PATTERNS)):
+        kind = _kind(qn)
+        if kind is not None:
+            return kind
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Frameworks:
+    """What the file builds: framework calls by kind, framework-derived classes by kind, and
+    the dotted names bound to framework objects."""
+
+    calls: dict[str, list[cst.Call]]
+    classes: dict[str, list[cst.ClassDef]]
+    objects: dict[str, str]  # dotted name -> kind (``accelerator`` -> "accelerate")
+
+    @property
+    def kinds(self) -> set[str]:
+        return set(self.calls) | set(self.classes)
+
+
+def frameworks(ctx: RuleContext) -> Frameworks:
+    return ctx.fact(_frameworks)
+
+
+def _frameworks(ctx: RuleContext) -> Frameworks:
+    calls: dict[str, list[cst.Call]] = {}
+    objects: dict[str, str] = {}
+    for call in ctx.nodes(cst.Call):
+        kind = _kind_of(ctx, call.func)
+        if kind is None:
+            continue
+        calls.setdefault(kind, []).append(call)
+        assign = ctx.parent(call)
+        if isinstance(assign, cst.Assign) and assign.value is call:
+            for t in assign.targets:
+                for name in target_names(t.target):
+                    objects[name] = kind
+    classes: dict[str, list[cst.ClassDef]] = {}
+    names: dict[str, str] = {}
+    for _ in range(3):  # subclasses of subclasses defined in the same file
+        for cls in ctx.nodes(cst.ClassDef):
+            if cls.name.value in names:
+                continue
+            for base in cls.bases:
+                kind = _kind_of(ctx, base.value) or names.get(dotted_name(base.value) or "")
+                if kind in ("lightning", "hf"):
+                    names[cls.name.value] = kind
+                    classes.setdefault(kind, []).append(cls)
+                    break
+    return Frameworks(calls, classes, objects)
+
+
+def framework_manages_precision(ctx: RuleContext) -> bool:
+    """Does a framework own the program's precision? ``Accelerator(mixed_precision=...)`` (or
+    ``accelerate launch --mixed_precision``), Lightning's ``Trainer``/``Fabric(precision=...)``
+    or a ``LightningModule``, the Hugging Face ``Trainer``/``TrainingArguments(bf16=...)``,
+    ``deepspeed.initialize`` (its config), NVIDIA apex's ``amp.initialize`` or Composer's
+    ``Trainer``. Hand-written autocast there fights the framework's own."""
+    return bool(frameworks(ctx).kinds & MANAGES_PRECISION)
+
+
+def framework_trains(ctx: RuleContext) -> bool:
+    """Does a framework run the training loop (Lightning, the Hugging Face Trainer,
+    Composer)? Such files train without a step loop of their own."""
+    return bool(frameworks(ctx).kinds & OWNS_LOOP)
+
+
+def framework_prepared_names(ctx: RuleContext) -> frozenset[str]:
+    """Dotted names bound to what ``accelerator.prepare(...)``, ``prepare_data_loader(...)``
+    or ``fabric.setup_dataloaders(...)`` returned: models and optimizers wrapped, data loaders
+    that yield batches already on the device (unless ``Accelerator(device_placement=False)``)."""
+    return ctx.fact(_prepared_names)
+
+
+def _places(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
+    fw = frameworks(ctx)
+    name = dotted_name(receiver) or ""
+    kind = fw.objects.get(name)
+    if kind is None:  # ``self.accelerator`` built in another module
+        last = name.rsplit(".", 1)[-1].lower()
+        kind = "accelerate" if "accelerator" in last else "fabric" if "fabric" in last else None
+    if kind == "accelerate":
+        return not any(literal_value(arg.value) is False
+                       for call in fw.calls.get("accelerate", [])
+                       for arg in [get_arg(call, "device_placement")] if arg is not None)
+    return kind == "fabric"
+
+
+def _prepared_names(ctx: RuleContext) -> frozenset[str]:
+    out: set[str] = set()
+    for assign in ctx.nodes(cst.Assign):
+        value = assign.value
+        if method_call(value, *_PREPARE) and _places(ctx, value.func.value):  # type: ignore[attr-defined]
+            for t in assign.targets:
+                out |= target_names(t.target)
+    return frozenset(out)
+
+
+def framework_places_batches(ctx: RuleContext) -> bool:
+    """Does a framework move the batches to the device for the user? Lightning and the
+    Hugging Face Trainer always do; Accelerate and Fabric do for the data loaders they
+    prepared (see :func:`placed_by_framework` for which names)."""
+    return bool(frameworks(ctx).kinds & PLACES_BATCHES) or bool(framework_prepared_names(ctx))
+
+
+def placed_by_framework(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` (``batch``, ``x`` after ``x, y = batch``, ``batch["input_ids"]``) a batch the
+    framework already placed on the device? True for the targets of a loop over a prepared
+    data loader (through ``enumerate``/``tqdm``/``zip``), the ``batch`` parameter of a
+    LightningModule's ``*_step`` methods, the ``inputs`` of a Hugging Face Trainer subclass's
+    ``compute_loss``/``training_step``, and names unpacked, indexed or read from those in the
+    same function."""
+    root: cst.BaseExpression = expr
+    while isinstance(root, (cst.Subscript, cst.Attribute)):
+        root = root.value
+    if not isinstance(root, cst.Name):
+        return False
+    scope = ctx.enclosing(expr, cst.FunctionDef)
+    cache: dict = ctx.fact(lambda _c: {})
+    if scope not in cache:
+        cache[scope] = _placed_in(ctx, scope)
+    return root.value in cache[scope]
+
+
+def _loop_source(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``enumerate(tqdm(loader))`` -> ``loader``."""
+    while isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").rsplit(".", 1)[-1] in \
+            ("enumerate", "tqdm", "iter", "zip") and expr.args:
+        expr = expr.args[0].value
+    return expr
+
+
+def _placed_in(ctx: RuleContext, scope: cst.FunctionDef | None) -> set[str]:
+    placed: set[str] = set()
+    if scope is not None:
+        cls = ctx.enclosing(scope, cst.ClassDef)
+        fw = frameworks(ctx)
+        for kind, (methods, param) in _STEP_METHODS.items():
+            if cls is not None and cls in fw.classes.get(kind, []) and scope.name.value in methods:
+                if any(p.name.value == param for p in scope.params.params):
+                    placed.add(param)
+    prepared = framework_prepared_names(ctx)
+    body = scope.body if scope is not None else ctx.module
+    nodes = list(walk(body))
+    for node in nodes:
+        if isinstance(node, cst.For) and dotted_name(_loop_source(node.iter)) in prepared:
+            targets = node.target
+            if isinstance(node.iter, cst.Call) and isinstance(targets, cst.Tuple) and \
+                    (dotted_name(node.iter.func) or "").endswith("enumerate") and len(targets.elements) == 2:
+                targets = targets.elements[1].value  # ``for i, batch in enumerate(loader)``
+            placed |= target_names(targets)
+    for _ in range(3):  # x, y = batch; ids = batch["input_ids"]
+        before = len(placed)
+        for node in nodes:
+            if isinstance(node, cst.Assign):
+                src: cst.BaseExpression = node.value
+                while isinstance(src, (cst.Subscript, cst.Attribute)):
+                    src = src.value
+                if isinstance(src, cst.Name) and src.value in placed:
+                    for t in node.targets:
+                        placed |= target_names(t.target)
+        if len(placed) == before:
+            break
+    return placed

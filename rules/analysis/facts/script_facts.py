@@ -1,0 +1,368 @@
+"""Facts about a training script that several rules need to place a fix correctly: which name
+holds the device, which object is the trained model and where it is
+built, and which names are visible where.
+
+Everything is best effort and conservative: a helper answers ``None`` when it is not sure, and
+the rule then reports without a fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ..model.models import constructed_model_names, is_model_constructor, strip_chain  # noqa: F401
+from ..syntax.calls import dotted_name, get_arg, method_call, target_names
+from ..syntax.callsites import call_site_args
+from ..syntax.context import RuleContext
+from ..syntax.imports import torch_name
+from ..syntax.torch_names import LR_SCHEDULERS, MODULE_CHAIN, OPTIMIZERS
+from ..syntax.tree import walk
+from .frameworks import (  # noqa: F401 - the script-fact API, in one import
+    framework_manages_precision, framework_places_batches, framework_prepared_names, framework_trains,
+    placed_by_framework,
+)
+
+Scope = cst.FunctionDef | None  # None: module level
+
+TORCH_DEVICE = frozenset({"torch.device"})
+
+
+# ---- scopes ----------------------------------------------------------------------------------
+def scope_of(ctx: RuleContext, node: cst.CSTNode) -> Scope:
+    return ctx.enclosing(node, cst.FunctionDef)
+
+
+def _class_of(ctx: RuleContext, node: cst.CSTNode) -> cst.ClassDef | None:
+    return ctx.enclosing(node, cst.ClassDef)
+
+
+def assignments_in(ctx: RuleContext, scope: Scope, name: str) -> list[tuple[cst.CSTNode, cst.BaseExpression]]:
+    """``(statement-level node, value)`` for every ``name = value`` directly in ``scope``."""
+    out = []
+    for node in ctx.nodes(cst.Assign):
+        if scope_of(ctx, node) is not scope:
+            continue
+        for t in node.targets:
+            if dotted_name(t.target) == name:
+                out.append((node, node.value))
+    for node in ctx.nodes(cst.AnnAssign):
+        if node.value is not None and scope_of(ctx, node) is scope and dotted_name(node.target) == name:
+            out.append((node, node.value))
+    return out
+
+
+def param_names(fn: cst.FunctionDef) -> list[str]:
+    """The names of ``fn``'s parameters, positional and keyword-only (not ``*args``/``**kw``)."""
+    return [p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)]
+
+
+def binds(ctx: RuleContext, scope: Scope, name: str) -> bool:
+    """Is ``name`` bound directly in ``scope`` (assignment, tuple unpacking, for target,
+    parameter)?"""
+    if scope is not None and name in param_names(scope):
+        return True
+    for node in ctx.nodes(cst.Assign):
+        if scope_of(ctx, node) is scope and any(name in target_names(t.target) for t in node.targets):
+            return True
+    for node in ctx.nodes(cst.AnnAssign, cst.For):
+        if scope_of(ctx, node) is scope and name in target_names(node.target):
+            return True
+    return False
+
+
+def visible_scope(ctx: RuleContext, name: str, at: cst.CSTNode) -> Scope | bool:
+    """Where ``name`` (a plain name, or ``self.x``) read at ``at`` is bound: the enclosing
+    function, the module (None), or False when it is bound nowhere we can see."""
+    fn = scope_of(ctx, at)
+    if name.startswith("self."):
+        cls = _class_of(ctx, at)
+        if cls is None or fn is None:
+            return False
+        return fn if any(_class_of(ctx, a) is cls for a, _ in _self_assignments(ctx, name)) else False
+    if "." in name:  # ``args.device``: visible where ``args`` is
+        return visible_scope(ctx, name.split(".", 1)[0], at)
+    if fn is not None and binds(ctx, fn, name):
+        return fn
+    if binds(ctx, None, name):
+        return None
+    return False
+
+
+def _self_assignments(ctx: RuleContext, name: str) -> Iterator[tuple[cst.CSTNode, cst.BaseExpression]]:
+    for node in ctx.nodes(cst.Assign):
+        for t in node.targets:
+            if dotted_name(t.target) == name:
+                yield node, node.value
+
+
+# ---- the device --------------------------------------------------------------------------------
+def _is_device_value(ctx: RuleContext, value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.Call):
+        return ctx.matches(value.func, TORCH_DEVICE)
+    if isinstance(value, cst.IfExp):
+        return _is_device_value(ctx, value.body) and _is_device_value(ctx, value.orelse)
+    return False
+
+
+def is_device_object(ctx: RuleContext, name: str, at: cst.CSTNode, depth: int = 0) -> bool:
+    """Is ``name``, read at ``at``, always a ``torch.device`` (so ``name.type`` works)?"""
+    if depth > 3:
+        return False
+    where = visible_scope(ctx, name, at)
+    if where is False:
+        return False
+    if name.startswith("self."):
+        cls = _class_of(ctx, at)
+        values = [v for a, v in _self_assignments(ctx, name) if _class_of(ctx, a) is cls]
+        return bool(values) and all(_is_device_value(ctx, v) for v in values)
+    assert where is None or isinstance(where, cst.FunctionDef)
+    values = [v for _, v in assignments_in(ctx, where, name)]
+    if where is not None and name in param_names(where):
+        args = call_site_args(ctx, where, name)
+        if not args:
+            return False
+        for arg in args:
+            arg_name = dotted_name(arg)
+            if not (_is_device_value(ctx, arg) or
+                    arg_name is not None and is_device_object(ctx, arg_name, arg, depth + 1)):
+                return False
+        return all(_is_device_value(ctx, v) for v in values)
+    return bool(values) and all(_is_device_value(ctx, v) for v in values)
+
+
+def device_type_expr(ctx: RuleContext, name: str, at: cst.CSTNode) -> str:
+    """``device.type`` when ``name`` is a torch.device, else ``torch.device(name).type`` (which
+    accepts strings and ordinals too; spelled with the file's torch alias)."""
+    return f"{name}.type" if is_device_object(ctx, name, at) else f"{torch_name(ctx)}.device({name}).type"
+
+
+def _to_device_arg(call: cst.Call) -> cst.BaseExpression | None:
+    """The device argument of ``x.to(device)`` / ``x.to(device=device)`` (not a dtype)."""
+    if not method_call(call, "to"):
+        return None
+    arg = get_arg(call, "device", 0)
+    return arg.value if arg is not None else None
+
+
+def device_name_at(ctx: RuleContext, at: cst.CSTNode, near: cst.CSTNode | None = None) -> str | None:
+    """A name holding the script's device that is visible at ``at``: a name bound to
+    ``torch.device(...)`` in the same function (before ``at``) or at module level (before ``at``
+    when ``at`` is at module level too), else the argument of a ``.to(name)`` call in ``near``
+    (the step loop) when that name is visible at ``at``."""
+    fn = scope_of(ctx, at)
+    order = ctx.preorder()
+    for scope in ([fn] if fn is not None else []) + [None]:
+        for node in ctx.nodes(cst.Assign):
+            if scope_of(ctx, node) is not scope or not _is_device_value(ctx, node.value):
+                continue
+            if scope is fn and order[node] > order[at]:
+                continue  # bound after the statements that would use it (a tutorial's later section)
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    name = t.target.value
+                    if visible_scope(ctx, name, at) is scope:
+                        return name
+    if near is not None:
+        for call in _calls_in(near):
+            dev = _to_device_arg(call)
+            name = dotted_name(dev) if dev is not None else None
+            if name and visible_scope(ctx, name, at) is not False and _looks_like_device(ctx, name, at):
+                return name
+    return None
+
+
+def _calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
+    """The calls in ``node`` (itself included), outside nested functions, in source order."""
+    return (n for n in walk(node, include_self=True) if isinstance(n, cst.Call))
+
+
+def _looks_like_device(ctx: RuleContext, name: str, at: cst.CSTNode) -> bool:
+    if is_device_object(ctx, name, at):
+        return True
+    # A parameter or variable named like a device (``device``, ``dev``, ``local_rank``).
+    last = name.rsplit(".", 1)[-1].lower()
+    return "device" in last or last in ("dev", "rank", "local_rank")
+
+
+# ---- the trained model ---------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class TrainedModel:
+    name: str  # dotted name: ``model`` or ``self.model``
+    optimizer: cst.Call | None  # the optimizer constructor it feeds, if found
+
+
+def param_receivers(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) -> list[str]:
+    """Models whose ``.parameters()`` / ``.named_parameters()`` feed ``expr``."""
+    out = []
+    for call in _calls_in(expr):
+        if method_call(call, "parameters", "named_parameters"):
+            assert isinstance(call.func, cst.Attribute)
+            name = dotted_name(call.func.value)
+            if name is not None:
+                out.append(name)
+    if not out and depth == 0:
+        name = dotted_name(expr)
+        if name is not None:
+            where = visible_scope(ctx, name, expr)
+            if where is not False:
+                for _, value in assignments_in(ctx, where if isinstance(where, cst.FunctionDef) else None, name):
+                    out.extend(param_receivers(ctx, value, depth + 1))
+    return out
+
+
+def optimizer_calls(ctx: RuleContext) -> list[cst.Call]:
+    return [c for c in ctx.nodes(cst.Call)
+            if ctx.matches(c.func, OPTIMIZERS) and not ctx.matches(c.func, LR_SCHEDULERS)
+            and c.args and not c.args[0].star]
+
+
+def trained_models(ctx: RuleContext) -> list[TrainedModel]:
+    """Objects whose parameters an optimizer updates, in source order, without duplicates."""
+    def compute(c: RuleContext) -> list[TrainedModel]:
+        out: list[TrainedModel] = []
+        seen: set[str] = set()
+        for opt in optimizer_calls(c):
+            for name in param_receivers(c, opt.args[0].value):
+                if name not in seen:
+                    seen.add(name)
+                    out.append(TrainedModel(name, opt))
+        return out
+    return ctx.fact(compute)
+
+
+def model_names_everywhere(ctx: RuleContext) -> set[str]:
+    """Dotted names that hold a model somewhere: the optimizer's models, names assigned a model
+    (``models.is_model_constructor``: not losses, not ``F.*`` results), receivers of
+    ``.parameters()``, and function parameters every call site binds to one of those."""
+    def compute(c: RuleContext) -> set[str]:
+        names = {m.name for m in trained_models(c)} | constructed_model_names(c) | _parameter_holders(c)
+        for _ in range(3):
+            before = len(names)
+            for fn in c.nodes(cst.FunctionDef):
+                for p in fn.params.params:
+                    if p.name.value in names:
+                        continue
+                    args = call_site_args(c, fn, p.name.value)
+                    if args and all(dotted_name(a) in names for a in args):
+                        names.add(p.name.value)
+            if len(names) == before:
+                break
+        return names
+    return ctx.fact(compute)
+
+
+_strip_chain = strip_chain
+
+
+def _parameter_holders(ctx: RuleContext) -> set[str]:
+    """Receivers of ``.parameters()``/``.named_parameters()`` (gradient clipping, a hand-written
+    SGD update): modules, whatever built them (``model = model_lib.RNNModel(...)``)."""
+    out: set[str] = set()
+    for call in ctx.nodes(cst.Call):
+        if method_call(call, "parameters", "named_parameters") and not call.args:
+            assert isinstance(call.func, cst.Attribute)
+            name = dotted_name(call.func.value)
+            if name is not None and name != "self":
+                out.add(name)
+    return out
+
+
+def is_model_expr(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """A name holding a model (:func:`model_names_everywhere`) or an expression building one."""
+    name = dotted_name(strip_chain(expr))
+    return name in model_names_everywhere(ctx) if name is not None else is_model_constructor(ctx, expr)
+
+
+def _touches_model(stmt: cst.CSTNode, name: str) -> bool:
+    """Does a statement bind ``name`` or move it (``model.to(device)``, ``model.cuda()``)?"""
+    for cur in walk(stmt, include_self=True):
+        if isinstance(cur, (cst.Assign, cst.AnnAssign)):
+            targets = [t.target for t in cur.targets] if isinstance(cur, cst.Assign) else [cur.target]
+            if any(dotted_name(t) == name for t in targets):
+                return True
+        if isinstance(cur, cst.Call) and method_call(cur, "to", "cuda"):
+            assert isinstance(cur.func, cst.Attribute)
+            if dotted_name(_strip_chain(cur.func.value)) == name:
+                return True
+    return False
+
+
+def model_build_statement(ctx: RuleContext, model: TrainedModel) -> cst.BaseStatement | None:
+    """The last statement before the optimizer's statement, in the same block, that builds or
+    moves the model; None when it is not there (the model comes from elsewhere)."""
+    if model.optimizer is None:
+        return None
+    opt_stmt = ctx.statement_of(model.optimizer)
+    if opt_stmt is None:
+        return None
+    block = ctx.parent(opt_stmt)
+    if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return None
+    stmts = list(block.body)
+    index = next(i for i, s in enumerate(stmts) if s is opt_stmt)
+    for stmt in reversed(stmts[:index]):
+        if _touches_model(stmt, model.name):
+            return stmt
+    return None
+
+
+def model_device_name(ctx: RuleContext, model: TrainedModel) -> str | None:
+    """The name of the device the model is moved to with ``.to(name)``, if exactly one."""
+    names: set[str] = set()
+    opt_scope = scope_of(ctx, model.optimizer) if model.optimizer is not None else None
+    for call in ctx.nodes(cst.Call):
+        if not method_call(call, "to"):
+            continue
+        assert isinstance(call.func, cst.Attribute)
+        receiver = dotted_name(_strip_chain(call.func.value))
+        assigned = None
+        stmt = ctx.enclosing(call, cst.Assign)
+        if stmt is not None and stmt.value is _outermost_chain(ctx, call):
+            assigned = [dotted_name(t.target) for t in stmt.targets]
+        if receiver != model.name and not (assigned and model.name in assigned):
+            continue
+        if scope_of(ctx, call) is not opt_scope:
+            continue
+        dev = _to_device_arg(call)
+        name = dotted_name(dev) if dev is not None else None
+        if name is None:
+            return None
+        names.add(name)
+    return names.pop() if len(names) == 1 else None
+
+
+def _outermost_chain(ctx: RuleContext, call: cst.Call) -> cst.CSTNode:
+    cur: cst.CSTNode = call
+    while True:
+        parent = ctx.parent(cur)
+        if isinstance(parent, cst.Attribute) and isinstance(ctx.parent(parent), cst.Call):
+            cur = ctx.parent(parent)  # type: ignore[assignment]
+            continue
+        return cur
+
+
+def names_in(expr: cst.CSTNode) -> set[str]:
+    """Plain names read in ``expr`` (attribute names after a dot are not names)."""
+    nodes = list(walk(expr, into_scopes=True, include_self=True))
+    attrs = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
+    return {n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in attrs}
+
+
+# ---- module-wide evidence ------------------------------------------------------------------------
+def first_use_of(ctx: RuleContext, names: frozenset[str]) -> cst.CSTNode | None:
+    """The first call (in source order) of a function resolving to one of ``names``."""
+    order = ctx.preorder()
+    calls = [node for node in ctx.nodes(cst.Call) if ctx.matches(node.func, names)]
+    return min(calls, key=order.__getitem__, default=None)
+
+
+def assigns_to(ctx: RuleContext, names: frozenset[str]) -> bool:
+    """Is one of the attributes ``names`` (``torch.backends.cudnn.benchmark``) assigned?"""
+    for node in ctx.nodes(cst.Assign):
+        for t in node.targets:
+            if isinstance(t.target, cst.Attribute) and ctx.matches(t.target, names):
+                return True
+    return False

@@ -1,0 +1,117 @@
+"""Conditions that make code inside a loop run less often than once per iteration.
+
+Three kinds of ``if`` are told apart, each from the test's shape alone:
+
+- **periodic**: a modulo compared with ``==`` (``if step % 100 == 0:``, ``if not i % n:``):
+  once every N iterations;
+- **once**: the loop's own counter compared with ``==`` or bounded with ``<``/``<=``
+  (``if i == 0:``, ``if batch_idx == len(loader) - 1:``, ``if i < 4:``): a bounded number of
+  iterations per loop;
+- **opt-in flag**: a user's setting that does not change while the loop runs (``if
+  args.sync_for_timing:``, ``if cfg.debug and rank == 0:``), which is neither a device check
+  (``if args.cuda:``) nor a tensor.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import libcst as cst
+
+from ..syntax.calls import dotted_name, literal_value, NOT_LITERAL
+from ..syntax.tree import walk
+
+# Roots of dotted names that hold a user's settings (``args.x``, ``self.cfg.x``).
+CONFIG_ROOTS = frozenset({
+    "args", "opt", "opts", "options", "cfg", "config", "conf", "hparams", "hp", "flags", "FLAGS",
+    "params", "settings", "hps", "train_config", "training_args",
+})
+# Words that make a condition a device or runtime check rather than an opt-in.
+_DEVICE_WORD = re.compile(r"cuda|gpu|device|cpu|mps|xla|tpu|distributed|ddp|rank|world|amp|fp16|bf16|"
+                          r"half|available", re.IGNORECASE)
+_FLAG_WORD = re.compile(r"sync|timing|time|profil|debug|verbose|benchmark|bench|measure|trace|check|"
+                        r"empty_cache|clear_cache|free|memory|mem|log|print|report|detect|anomal",
+                        re.IGNORECASE)
+
+
+def is_periodic_test(test: cst.BaseExpression) -> bool:
+    """``x % n == k`` anywhere in the test (possibly combined with ``and``/``or``/``not``)."""
+    for node in walk(test, into_scopes=True, include_self=True):
+        if isinstance(node, cst.Comparison) and any(
+            isinstance(t.operator, cst.Equal) for t in node.comparisons
+        ):
+            sides: Iterable[cst.BaseExpression] = [node.left, *(t.comparator for t in node.comparisons)]
+            if any(_has_modulo(s) for s in sides):
+                return True
+        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not) and \
+                _has_modulo(node.expression):
+            return True  # ``if not step % 100:``
+    return False
+
+
+def _has_modulo(expr: cst.BaseExpression) -> bool:
+    return any(
+        isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
+        for n in walk(expr, into_scopes=True, include_self=True)
+    )
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """``a and b and c`` -> [a, b, c]; anything else -> [test]."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjuncts(test.left) + _conjuncts(test.right)
+    return [test]
+
+
+def _names_read(expr: cst.CSTNode) -> set[str]:
+    """Plain and dotted names read in ``expr`` (``i``, ``self.step``)."""
+    out: set[str] = set()
+    for n in walk(expr, into_scopes=True, include_self=True):
+        name = dotted_name(n) if isinstance(n, (cst.Name, cst.Attribute)) else None
+        if name is not None:
+            out.add(name)
+    return out
+
+
+def is_once_test(test: cst.BaseExpression, counters: set[str]) -> bool:
+    """A conjunct that pins one of the loop's ``counters``: ``i == 0``, ``i == n - 1``,
+    ``i < 3``, ``0 == i`` (not ``i > 3``, and not ``i == j`` when ``j`` also moves)."""
+    if not counters:
+        return False
+    for part in _conjuncts(test):
+        if not isinstance(part, cst.Comparison) or len(part.comparisons) != 1:
+            continue
+        op = part.comparisons[0].operator
+        left, right = part.left, part.comparisons[0].comparator
+        left_counter = dotted_name(left) in counters
+        right_counter = dotted_name(right) in counters
+        if left_counter == right_counter:
+            continue
+        other = right if left_counter else left
+        if _names_read(other) & counters or _has_modulo(other):
+            continue
+        if isinstance(op, (cst.Equal, cst.Is)):
+            return True
+        bounded = (cst.LessThan, cst.LessThanEqual) if left_counter else (cst.GreaterThan, cst.GreaterThanEqual)
+        if isinstance(op, bounded) and literal_value(other) is not NOT_LITERAL:
+            return True  # ``i < 4``: the first few iterations only
+    return False
+
+
+def flag_name(test: cst.BaseExpression) -> str | None:
+    """The dotted name of a user's opt-in setting that the test requires to be true
+    (``args.sync_for_timing``, ``cfg.debug`` in ``cfg.debug and rank == 0``), or None."""
+    for part in _conjuncts(test):
+        name = dotted_name(part)
+        if name is None:
+            continue
+        parts = name.split(".")
+        if parts[0] == "self" and len(parts) > 1:
+            parts = parts[1:]
+        last = parts[-1]
+        if _FLAG_WORD.search(last):
+            return name  # ``if debug:``, ``if args.sync_cuda:``, ``if sync_for_timing:``
+        if len(parts) >= 2 and parts[0] in CONFIG_ROOTS and not any(_DEVICE_WORD.search(p) for p in parts):
+            return name  # ``if args.x:``, but not ``if args.cuda:``
+    return None

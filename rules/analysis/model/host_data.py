@@ -1,0 +1,206 @@
+"""Where a tensor lives before a copy: host tensors built or preloaded by the script, legacy
+typed-tensor classes (``torch.cuda.FloatTensor``), CPU-only branches, and which DataLoaders
+collate with the default collate function (whose batch elements are tensors)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ..syntax.calls import dotted_name, get_arg, literal_value, method_call, target_names
+from ..syntax.callsites import call_site_args
+from ..syntax.torch_names import DATALOADERS
+
+if TYPE_CHECKING:
+    from ..syntax.context import RuleContext
+    from .training import TrainingAnalysis
+
+# Calls that build a tensor in host memory from host data (unless given ``device=``).
+HOST_BUILDERS = frozenset({
+    "torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.stack", "torch.cat", "torch.LongTensor",
+    "torch.FloatTensor", "torch.IntTensor", "torch.ByteTensor", "torch.BoolTensor", "torch.DoubleTensor",
+    "torch.HalfTensor", "torch.Tensor", "torch.frombuffer", "torch.from_dlpack",
+})
+_CUDA_TYPE = re.compile(r"^torch\.cuda\.[A-Za-z]*Tensor$")
+_TOKENIZER_NAME = re.compile(r"tokeni[sz]er|processor|feature_extractor", re.IGNORECASE)
+
+
+# ---- legacy typed tensors ------------------------------------------------------------------------
+def cuda_tensor_type(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """``torch.cuda.FloatTensor`` (any alias), the string ``"torch.cuda.FloatTensor"``, or a
+    name bound to one of them in some branch (``Tensor = torch.cuda.FloatTensor if cuda else
+    torch.FloatTensor``)."""
+    value = literal_value(expr)
+    if isinstance(value, str):
+        return bool(_CUDA_TYPE.match(value))
+    if isinstance(expr, cst.IfExp):
+        return cuda_tensor_type(ctx, expr.body, depth) or cuda_tensor_type(ctx, expr.orelse, depth)
+    if isinstance(expr, cst.Attribute) and expr.attr.value.endswith("Tensor") and \
+            ctx.matches(expr, {"torch.cuda.*"}):
+        return True
+    if isinstance(expr, cst.Name) and depth < 3:
+        return any(cuda_tensor_type(ctx, v, depth + 1) for v in _values_of(ctx, expr.value))
+    return False
+
+
+def _values_of(ctx: RuleContext, name: str) -> list[cst.BaseExpression]:
+    """Values assigned to a plain ``name`` anywhere in the file (one index per file)."""
+    def compute(c: RuleContext) -> dict[str, list[cst.BaseExpression]]:
+        out: dict[str, list[cst.BaseExpression]] = {}
+        for node in c.nodes(cst.Assign):
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    out.setdefault(t.target.value, []).append(node.value)
+        return out
+    return ctx.fact(compute).get(name, [])
+
+
+# ---- CPU-only branches ---------------------------------------------------------------------------
+def _cuda_test(test: cst.BaseExpression) -> bool | None:
+    """True when the test holds on CUDA only (``device_type == "cuda"``, ``torch.cuda.
+    is_available()``), False when it holds off CUDA only (``device == "cpu"``, ``not ...``),
+    None when it says nothing about the device."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _cuda_test(test.expression)
+        return None if inner is None else not inner
+    if isinstance(test, cst.Call) and dotted_name(test.func) in ("torch.cuda.is_available", "cuda.is_available"):
+        return True
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = test.comparisons[0].operator
+        sides = [literal_value(test.left), literal_value(test.comparisons[0].comparator)]
+        words = [s for s in sides if isinstance(s, str)]
+        if len(words) != 1:
+            return None
+        if isinstance(op, (cst.Equal, cst.Is)):
+            return True if words[0].startswith("cuda") else False if words[0] in ("cpu", "mps") else None
+        if isinstance(op, (cst.NotEqual, cst.IsNot)):
+            return False if words[0].startswith("cuda") else None
+    return None
+
+
+def in_cpu_branch(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """Inside the branch of an ``if`` that runs only when the device is not CUDA (the ``else``
+    of ``if device_type == "cuda":``, the body of ``if device == "cpu":``)."""
+    child = node
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, cst.If):
+            kind = _cuda_test(anc.test)
+            if kind is True and child is anc.orelse or kind is False and child is anc.body:
+                return True
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        child = anc
+    return False
+
+
+# ---- host tensors ----------------------------------------------------------------------------------
+def built_on_host(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """A tensor built in host memory by this expression: ``torch.from_numpy(...)``,
+    ``torch.stack([...])``, ``torch.tensor(data)`` without ``device=`` (nor a chained move)."""
+    return isinstance(expr, cst.Call) and ctx.matches(expr.func, HOST_BUILDERS) and \
+        get_arg(expr, "device") is None and not any(a.star == "**" for a in expr.args)
+
+
+def host_tensor_name(ctx: RuleContext, name: str, scope: cst.CSTNode) -> bool:
+    """Every assignment of ``name`` in ``scope`` (a function, or the module) builds a host tensor."""
+    values = [v for v in _values_of(ctx, name)
+              if (ctx.enclosing(v, cst.FunctionDef) or ctx.module) is scope]
+    return bool(values) and all(built_on_host(ctx, v) for v in values)
+
+
+def is_tokenizer_output(ta: TrainingAnalysis, expr: cst.BaseExpression) -> bool:
+    """``tokenizer(texts, return_tensors="pt")`` and the like: a BatchEncoding, not a tensor
+    (its ``.to()`` took no ``non_blocking`` in older transformers)."""
+    while isinstance(expr, cst.Call) and method_call(expr, "to", "cuda"):
+        expr = expr.func.value  # type: ignore[attr-defined]
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value in ("encode_plus", "batch_encode_plus", "pad", "__call__"):
+        func = func.value
+    name = dotted_name(func)
+    return name is not None and bool(_TOKENIZER_NAME.search(name.rsplit(".", 1)[-1]))
+
+
+# ---- DataLoaders and their collate function ---------------------------------------------------
+def dataloader_calls(ta: TrainingAnalysis, expr: cst.BaseExpression, depth: int = 0) -> list[cst.Call] | None:
+    """The ``DataLoader(...)`` constructions ``expr`` iterates (through ``enumerate``/``tqdm``,
+    names and call-site arguments), or None when one of them cannot be seen."""
+    ctx = ta.ctx
+    if depth > 4:
+        return None
+    if isinstance(expr, cst.Call):
+        if ctx.matches(expr.func, DATALOADERS):
+            return [expr]
+        fname = dotted_name(expr.func)
+        if fname and fname.rsplit(".", 1)[-1] in ("enumerate", "tqdm", "iter"):
+            first = next((a.value for a in expr.args if a.keyword is None and not a.star), None)
+            return dataloader_calls(ta, first, depth + 1) if first is not None else None
+        return None
+    name = dotted_name(expr)
+    if name is None:
+        return None
+    values = [v for bound, v in ta.assignments() if bound == name]
+    if values:
+        return _all_dataloader_calls(ta, values, depth)
+    fn = ctx.enclosing(expr, cst.FunctionDef)
+    if isinstance(expr, cst.Name) and fn is not None:
+        args = call_site_args(ctx, fn, expr.value)
+        if args:
+            return _all_dataloader_calls(ta, args, depth)
+    return None
+
+
+def _all_dataloader_calls(ta: TrainingAnalysis, exprs: list[cst.BaseExpression], depth: int) -> list[cst.Call] | None:
+    """The DataLoader calls behind every one of ``exprs`` (each value a name is bound to, or each
+    argument passed for a parameter); None as soon as one of them cannot be seen."""
+    out: list[cst.Call] = []
+    for e in exprs:
+        found = dataloader_calls(ta, e, depth + 1)
+        if found is None:
+            return None
+        out += found
+    return out
+
+
+def default_collate(ta: TrainingAnalysis, iterable: cst.BaseExpression) -> bool:
+    """Every DataLoader behind ``iterable`` collates with the default function, so each element
+    of a batch (a tuple field, a dict value) is a tensor or something without ``.to()``."""
+    calls = dataloader_calls(ta, iterable)
+    if not calls:
+        return False
+    for call in calls:
+        if get_arg(call, "collate_fn", 6) is not None:
+            return False
+        if any(a.star == "**" for a in call.args) and "collate_fn" in ta.ctx.source:
+            return False
+        if any(a.star == "*" for a in call.args):
+            return False
+    return True
+
+
+def placed_by_framework(ta: TrainingAnalysis, iterable: cst.BaseExpression) -> bool:
+    """Batches of a DataLoader handed to a framework that moves them to the device itself
+    (``loader = accelerator.prepare(loader)``, Lightning Fabric's ``setup_dataloaders``): a
+    ``.to(device)`` of them is a no-op. (A minimal local version of the framework fact.)"""
+    ctx = ta.ctx
+    while isinstance(iterable, cst.Call) and dotted_name(iterable.func) in ("enumerate", "tqdm", "tqdm.tqdm", "iter"):
+        first = next((a.value for a in iterable.args if a.keyword is None and not a.star), None)
+        if first is None:
+            return False
+        iterable = first
+    name = dotted_name(iterable)
+    if name is None:
+        return False
+    for node in ctx.nodes(cst.Assign):
+        if not any(name in target_names(t.target) for t in node.targets):
+            continue
+        value = node.value
+        if method_call(value, "prepare", "prepare_data_loader", "setup_dataloaders"):
+            receiver = dotted_name(value.func.value)  # type: ignore[union-attr]
+            if receiver and ("accelerator" in receiver.lower() or "fabric" in receiver.lower() or
+                             ctx.matches(value.func.value, {"accelerate.*", "lightning.*"})):  # type: ignore[union-attr]
+                return True
+    return False

@@ -1,0 +1,179 @@
+"""Helpers for rules that look at the statements of a step loop: the code a step runs (with the
+functions it calls), no-grad contexts, device arguments and batch data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ..syntax.calls import dotted_name, literal_value, method_call, target_names
+from ..syntax.context import RuleContext
+from ..syntax.tree import walk
+from .eval_loops import in_no_grad
+from .host_data import built_on_host, default_collate, is_tokenizer_output
+from .tensors import is_tensor_expr
+from .training import TrainingAnalysis
+
+__all__ = ["BatchData", "device_kind", "in_no_grad", "walk_with_callees"]
+
+
+# ---- the code of a step ---------------------------------------------------------------------
+
+
+def walk_with_callees(ta: TrainingAnalysis, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Nodes below ``node`` plus the bodies of in-module functions it calls (transitively)."""
+    seen: set[cst.CSTNode] = set()
+    todo = [node]
+    while todo:
+        cur = todo.pop()
+        for n in walk(cur, into_scopes=True):
+            yield n
+            for fn in ta.called_functions(n):
+                if fn not in seen:
+                    seen.add(fn)
+                    todo.append(fn.body)
+
+
+# ---- devices and batch data ---------------------------------------------------------------
+_DEVICE_NAMES = ("device", "dev", "rank", "local_rank", "gpu", "gpu_id", "device_id")
+
+
+def device_kind(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
+    """``"cuda"``, ``"cpu"`` or ``"unknown"`` when ``expr`` looks like a device argument of
+    ``.to()``; None when it does not look like a device at all (a dtype, another tensor)."""
+    value = literal_value(expr)
+    if isinstance(value, str):
+        if value.startswith("cuda"):
+            return "cuda"
+        return "cpu" if value.startswith("cpu") else None
+    if isinstance(expr, cst.FormattedString):
+        first = expr.parts[0] if expr.parts else None
+        if isinstance(first, cst.FormattedStringText) and first.value.startswith("cuda"):
+            return "cuda"
+        return None
+    if isinstance(expr, cst.Call) and ctx.matches(expr.func, {"torch.device"}):
+        return device_kind(ctx, expr.args[0].value) or "unknown" if expr.args else None
+    name = dotted_name(expr)
+    if name is None:
+        return None
+    last = name.rsplit(".", 1)[-1].lower()
+    if "cpu" in last:
+        return "cpu"
+    if last in _DEVICE_NAMES or last.endswith("_device") or last.startswith("device"):
+        return "unknown"
+    return None
+
+
+class BatchData:
+    """Which names in a step loop hold the batch read from the data source this step: the
+    ``for`` target and names derived from it (``x, y = batch``, ``inputs = batch["x"]``,
+    ``torch.from_numpy(batch_np)``) or returned by a helper of this module (``x, y =
+    get_batch(...)``), never models. ``elements`` are the names that hold one field of a batch
+    (a tuple field, a subscript) rather than a whole batch."""
+
+    def __init__(self, ctx: RuleContext, ta: TrainingAnalysis, loop: cst.For | cst.While) -> None:
+        self.ctx, self.ta, self.loop = ctx, ta, loop
+        self.names: set[str] = set()
+        self.elements: set[str] = set()
+        if isinstance(loop, cst.For) and not _is_range(loop.iter):
+            target: cst.BaseExpression = loop.target
+            self.names |= target_names(target)
+            if isinstance(loop.iter, cst.Call) and dotted_name(loop.iter.func) == "enumerate" and \
+                    isinstance(target, cst.Tuple) and target.elements:
+                self.names -= target_names(target.elements[0].value)  # the step index
+                target = target.elements[-1].value if len(target.elements) == 2 else target
+            if isinstance(target, (cst.Tuple, cst.List)):
+                self.elements |= target_names(target)
+        assigns = [n for n in walk(loop.body) if isinstance(n, cst.Assign)]
+        for _ in range(3):
+            before = len(self.names)
+            for a in assigns:
+                if self.derives(a.value):
+                    for t in a.targets:
+                        self.names |= target_names(t.target)
+                        if isinstance(t.target, (cst.Tuple, cst.List)) or isinstance(a.value, cst.Subscript):
+                            self.elements |= target_names(t.target)
+            if len(self.names) == before:
+                break
+        self.names -= ta.model_names
+        # Data is not called: ``net = build(cfg).to(device); net(x)`` is a model.
+        self.names -= {dotted_name(n.func) for n in walk(loop.body) if isinstance(n, cst.Call)}
+        self.elements &= self.names
+        self.default_collate = isinstance(loop, cst.For) and default_collate(ta, loop.iter)
+
+    def derives(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Name):
+            return expr.value in self.names
+        if isinstance(expr, (cst.Subscript, cst.Attribute)):
+            return self.derives(expr.value)
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return bool(expr.elements) and all(self.derives(e.value) for e in expr.elements)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if built_on_host(self.ctx, expr) or is_tokenizer_output(self.ta, expr):
+                # ``torch.from_numpy(x_np)``, ``tokenizer(texts)``: the batch in another form
+                return any(self.derives(a.value) for a in expr.args)
+            if isinstance(func, cst.Attribute):
+                if func.attr.value in ("next", "__next__"):
+                    return True  # ``data_iter.next()``: the next batch
+                return func.attr.value not in ("to", "cuda") and self.derives(func.value)
+            if isinstance(func, cst.Name):
+                if func.value == "next":
+                    return True
+                fns = self.ta.functions.get(func.value, ())
+                # a plain helper of this module (not a class, a model or a method)
+                return bool(fns) and func.value not in self.ta.module_classes and \
+                    not self.ta.is_model(func) and all(
+                        self.ctx.enclosing(f, cst.ClassDef) is None for f in fns)
+        return False
+
+    def _comprehension_source(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+        """For ``v`` in ``{k: v.to(d) for k, v in batch.items()}``: ``batch.items()``."""
+        base: cst.BaseExpression = expr
+        while isinstance(base, (cst.Subscript, cst.Attribute)):
+            base = base.value
+        if not isinstance(base, cst.Name):
+            return None
+        for anc in self.ctx.ancestors(expr):
+            if anc is self.loop:
+                break
+            if isinstance(anc, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+                comp: cst.CompFor | None = anc.for_in
+                while comp is not None:
+                    if base.value in target_names(comp.target):
+                        return comp.iter
+                    comp = comp.inner_for_in
+        return None
+
+    def holds(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` batch data? Also ``v`` in ``{k: v.to(d) for k, v in batch.items()}``."""
+        if self.derives(expr):
+            return True
+        source = self._comprehension_source(expr)
+        return source is not None and self.derives(source)
+
+    def is_tensor(self, expr: cst.BaseExpression) -> bool:
+        """Is the batch data ``expr`` provably a tensor? A tensor by its own evidence
+        (``torch.*`` results, tensor methods), or one field of a batch that a DataLoader with the
+        default collate function produced (a tuple field, a subscript, a dict value). A whole
+        batch is not: a collate function may return a dict or a tokenizer's BatchEncoding."""
+        if is_tensor_expr(self.ta, expr):
+            return True
+        if not self.default_collate:
+            return False
+        if isinstance(expr, cst.Subscript):
+            return self.derives(expr.value)
+        if isinstance(expr, cst.Name) and expr.value in self.elements:
+            return True
+        source = self._comprehension_source(expr)
+        return method_call(source, "values", "items") and self.derives(source.func.value)  # type: ignore[union-attr]
+
+
+def _is_range(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and dotted_name(expr.func) in ("range", "itertools.count")
+
+
+# ---- statement edits ----------------------------------------------------------------------
+
+

@@ -1,0 +1,181 @@
+"""What kind of value an expression holds: a torch tensor, a host value (a Python number, a
+numpy array, a string), or unknown. Used where a wrong "tensor" costs a false alarm
+(``int(math.sqrt(n))``) or a broken fix (``non_blocking=True`` on a tokenizer's output).
+
+Evidence is local and syntactic, resolved through the file's imports: ``torch.*`` calls, tensor
+methods on a receiver that is not a module or a host value, outputs of models and loss modules,
+and names assigned (in the same function) from such expressions.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ..syntax.calls import dotted_name, method_call
+from ..syntax.tree import walk
+
+if TYPE_CHECKING:
+    from ..syntax.context import RuleContext
+    from .training_objects import TrainingObjects
+
+TENSOR_METHODS = frozenset({
+    "sum", "mean", "max", "min", "norm", "std", "var", "argmax", "argmin", "abs", "detach",
+    "float", "double", "half", "sqrt", "exp", "log", "softmax", "log_softmax", "eq", "ne", "gt",
+    "lt", "ge", "le", "prod", "amax", "amin", "clone", "flatten", "view", "reshape",
+})
+# Calls of these return host values (Python numbers, numpy arrays, strings), never tensors.
+HOST_FUNCTIONS = frozenset({
+    "math.*", "numpy.*", "random.*", "statistics.*", "time.*", "os.*", "sys.*", "json.*",
+    "sklearn.*", "scipy.*", "pandas.*", "builtins.len", "builtins.range", "builtins.str",
+    "builtins.round", "builtins.int", "builtins.float", "builtins.bool", "builtins.repr",
+    "builtins.list", "builtins.tuple", "builtins.dict", "builtins.sorted", "builtins.enumerate",
+    "builtins.zip",
+})
+# ``torch.*`` calls that return something other than a tensor.
+NOT_TENSORS = frozenset({
+    "torch.cuda.*", "torch.backends.*", "torch.distributed.*", "torch.optim.*", "torch.nn.*",
+    "torch.utils.*", "torch.amp.*", "torch.autocast", "torch.jit.*", "torch.compile", "torch.load",
+    "torch.save", "torch.hub.*", "torch.onnx.*", "torch.profiler.*", "torch.fx.*", "torch.device",
+    "torch.Generator", "torch.Size", "torch.dtype", "torch.finfo", "torch.iinfo", "torch.no_grad",
+    "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled", "torch.manual_seed",
+    "torch.seed", "torch.initial_seed", "torch.is_tensor", "torch.is_floating_point",
+    "torch.get_default_dtype", "torch.set_default_dtype", "torch.set_float32_matmul_precision",
+    "torch.get_num_threads", "torch.set_num_threads", "torch.numel", "torch.accelerator.*",
+    "torch.mps.*", "torch.xpu.*", "torch.multiprocessing.*", "torch.testing.*", "torch.export.*",
+})
+_HOST_LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+                  cst.FormattedString, cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp,
+                  cst.DictComp, cst.SetComp)
+
+
+_BACKWARD_ENGINES = re.compile(r"accelerator|fabric|engine|deepspeed|trainer|amp|scaler", re.IGNORECASE)
+
+
+def backward_tensor(call: cst.Call) -> cst.BaseExpression | None:
+    """The tensor a ``.backward`` call backpropagates from: the receiver (``loss.backward()``),
+    or the argument of an engine's method (``accelerator.backward(loss)``, ``engine.backward(loss)``)."""
+    assert isinstance(call.func, cst.Attribute)
+    receiver = call.func.value
+    name = dotted_name(receiver)
+    first = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
+    if first is not None and name is not None and _BACKWARD_ENGINES.search(name.rsplit(".", 1)[-1]):
+        return first
+    return receiver
+
+
+def module_function(ta: TrainingObjects, func: cst.BaseExpression) -> bool:
+    """``math.sqrt``, ``np.mean``, ``F.relu``: a function reached through an imported module
+    (the chain's root is an import), not a method of a value."""
+    root = func
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    return isinstance(func, cst.Attribute) and isinstance(root, cst.Name) and \
+        root.value in ta.ctx.import_aliases
+
+
+class ValueKinds:
+    """Tensor and host names of one scope (a function, or the module): a small fixpoint over
+    its single-name assignments."""
+
+    def __init__(self, ta: TrainingObjects, scope: cst.CSTNode) -> None:
+        self.ta, self.ctx = ta, ta.ctx
+        self.tensors: set[str] = set()
+        self.host: set[str] = set()
+        assigns: list[tuple[str, cst.BaseExpression]] = []
+        updates: list[tuple[str, cst.BaseExpression]] = []
+        for node in walk(scope):
+            if method_call(node, "backward"):  # ``loss.backward()``: ``loss`` is a tensor
+                assert isinstance(node, cst.Call)
+                seed = backward_tensor(node)
+                if isinstance(seed, cst.Name):
+                    self.tensors.add(seed.value)
+            elif isinstance(node, cst.Assign) and len(node.targets) == 1 and \
+                    isinstance(node.targets[0].target, cst.Name):
+                assigns.append((node.targets[0].target.value, node.value))
+            elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+                updates.append((node.target.value, node.value))
+        values: dict[str, list[cst.BaseExpression]] = {}
+        for name, value in assigns + updates:  # ``s = 0.; s += mse(a, b)``: not a host value
+            values.setdefault(name, []).append(value)
+        for _ in range(3):
+            before = len(self.tensors) + len(self.host)
+            for name, value in assigns:
+                if name not in self.tensors and self.is_tensor(value):
+                    self.tensors.add(name)
+            for name, vals in values.items():
+                if name not in self.host and name not in self.tensors and all(self.is_host(v) for v in vals):
+                    self.host.add(name)
+            if len(self.tensors) + len(self.host) == before:
+                break
+
+    def is_host(self, expr: cst.BaseExpression) -> bool:
+        """Clearly not a tensor: a literal, a host function's result, a host name."""
+        if isinstance(expr, _HOST_LITERALS):
+            return True
+        if isinstance(expr, cst.Name):
+            return expr.value in self.host
+        if isinstance(expr, cst.UnaryOperation):
+            return self.is_host(expr.expression)
+        if isinstance(expr, cst.BinaryOperation):
+            return self.is_host(expr.left) and self.is_host(expr.right)
+        if isinstance(expr, cst.Call):
+            if self.ctx.matches(expr.func, HOST_FUNCTIONS):
+                return True
+            if isinstance(expr.func, cst.Attribute) and not module_function(self.ta, expr.func):
+                return self.is_host(expr.func.value)  # a host value's method: ``arr.mean()``
+        if isinstance(expr, cst.Subscript):
+            return self.is_host(expr.value)
+        return False
+
+    def is_tensor(self, expr: cst.BaseExpression) -> bool:
+        """Clear evidence of a tensor."""
+        ta = self.ta
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if self.ctx.matches(func, {"torch.*"}):
+                return not self.ctx.matches(func, NOT_TENSORS) or self.ctx.matches(func, {"torch.nn.functional.*"})
+            if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
+                return not module_function(ta, func) and not self.is_host(func.value) and \
+                    not ta.is_module_like(func.value)
+            return ta.is_model(func) or ta.is_criterion(func)
+        if isinstance(expr, cst.BinaryOperation):
+            if self.is_host(expr.left) and self.is_host(expr.right):
+                return False
+            return self.is_tensor(expr.left) or self.is_tensor(expr.right)
+        if isinstance(expr, cst.Subscript):
+            return self.is_tensor(expr.value)
+        if isinstance(expr, cst.Name):
+            return expr.value in self.tensors
+        return False
+
+
+def _kinds_by_scope(ctx: RuleContext) -> dict[cst.CSTNode, ValueKinds]:
+    return {}  # filled by kinds_at, one scope at a time
+
+
+def kinds_at(ta: TrainingObjects, expr: cst.CSTNode) -> ValueKinds:
+    """The value kinds of the scope ``expr`` is in (cached per scope)."""
+    scope: cst.CSTNode = ta.ctx.enclosing(expr, cst.FunctionDef) or ta.ctx.module
+    cache = ta.ctx.fact(_kinds_by_scope)
+    if scope not in cache:
+        cache[scope] = ValueKinds(ta, scope)
+    return cache[scope]
+
+
+def is_tensor_expr(ta: TrainingObjects, expr: cst.BaseExpression) -> bool:
+    return kinds_at(ta, expr).is_tensor(expr)
+
+
+def is_host_expr(ta: TrainingObjects, expr: cst.BaseExpression) -> bool:
+    return kinds_at(ta, expr).is_host(expr)
+
+
+def mentions(expr: cst.CSTNode, names: set[str]) -> bool:
+    """Does ``expr`` read one of ``names`` (plain or dotted)?"""
+    for n in walk(expr, into_scopes=True, include_self=True):
+        if isinstance(n, (cst.Name, cst.Attribute)) and dotted_name(n) in names:
+            return True
+    return False

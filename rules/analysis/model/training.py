@@ -1,0 +1,290 @@
+"""The shared notion of a *training step loop*, an *eval loop* and of code that runs *on every
+step* of one. Every rule that asks "does this run once per step?" asks here, so the rules agree.
+
+A **step loop** is the innermost ``for``/``while`` whose body, directly or through functions of
+the same module that it calls, calls ``.backward()``, an optimizer's ``.step()`` or a
+loss-scaler-like callable given the loss and an optimizer (``loss_scaler(loss, optimizer)``),
+or which iterates a DataLoader.
+
+An **eval loop** is a loop over batches (a parameter, a generator, ``range()`` plus slicing...)
+that feeds each batch to a model in inference mode (``model.eval()`` before it, or under
+``torch.no_grad()``) and does not train; see ``eval_loops``.
+
+Code runs **on every step** of such a loop when it sits in its body, or inside a function called
+from there, with no rate-limiting ``if`` in between (``guards``): ``if step % 100 == 0:``, ``if
+i == 0:``; for explicit syncs also a user's opt-in flag (``if args.sync_for_timing:``). A helper
+with its own loop called only under such a guard (``if step % eval_every == 0: evaluate()``) is
+not per step.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ..syntax.calls import dotted_name, method_call
+from ..syntax.callsites import called_name, calls_of
+from ..syntax.context import RuleContext
+from ..syntax.tree import SCOPES, Loop, walk
+from . import eval_loops as _evalloops
+from .guards import flag_name, is_once_test, is_periodic_test
+from .tensors import TENSOR_METHODS, is_tensor_expr
+from .training_objects import TrainingObjects
+
+__all__ = ["TENSOR_METHODS", "Loop", "TrainingAnalysis", "analysis", "is_periodic_test"]
+
+_LOSS_NAME = re.compile(r"loss|cost|objective", re.IGNORECASE)
+_BUILTIN_NAMES = frozenset(dir(builtins))
+# Loop kinds, as the messages name one iteration.
+TRAIN, EVAL, BATCH = "training step", "eval batch", "batch"
+
+
+class TrainingAnalysis(TrainingObjects):
+    """Computed once per file (``ctx.fact``) and shared by all rules. What the names hold
+    (optimizers, loaders, models) comes from ``TrainingObjects``; this class finds the loops."""
+
+    def __init__(self, ctx: RuleContext) -> None:
+        self.ctx = ctx
+        self.functions: dict[str, list[cst.FunctionDef]] = {}
+        for fn in ctx.nodes(cst.FunctionDef):
+            self.functions.setdefault(fn.name.value, []).append(fn)
+        # function -> True when it trains at its own top level (outside its own loops)
+        self._fn_trains_flat: dict[cst.FunctionDef, bool] = {}
+        self._hidden_steps: dict[cst.CSTNode, tuple[cst.BaseExpression, cst.BaseExpression] | None] = {}
+        self._trains_cache: dict[cst.CSTNode, bool] = {}
+        self._counters: dict[cst.CSTNode, set[str]] = {}
+        text = ctx.source
+        loops = ctx.nodes(cst.For, cst.While)
+        if "backward" in text or ".step(" in text or "DataLoader" in text or \
+                "opt" in text and ("loss" in text or "cost" in text or "objective" in text):
+            self.step_loops: list[Loop] = [loop for loop in loops if self._is_step_loop(loop)]
+        else:  # nothing can make a step loop: skip the analysis (most library code)
+            self.step_loops = []
+        self._step_loop_set = set(self.step_loops)
+        if ".eval(" in text or "no_grad" in text or "inference_mode" in text:
+            self.eval_loops: list[Loop] = [
+                loop for loop in loops if loop not in self._step_loop_set and _evalloops.is_eval_loop(self, loop)]
+        else:
+            self.eval_loops = []
+        self._loop_set = self._step_loop_set | set(self.eval_loops)
+        self._per_step_fn_cache: dict[tuple[cst.FunctionDef, bool, bool], Loop | None] = {}
+
+    # ---- signals ---------------------------------------------------------------------
+    def is_backward_call(self, node: cst.CSTNode) -> bool:
+        if method_call(node, "backward"):
+            return True
+        if not isinstance(node, cst.Call):
+            return False
+        return self.ctx.matches(node.func, {"torch.autograd.backward"}) or self.hidden_step(node) is not None
+
+    def hidden_step(self, node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+        """``(loss, optimizer)`` when ``node`` calls a loss-scaler-like callable of another module
+        with the loss (a name such as ``loss``, ``train_loss``, ``cost``) and an optimizer
+        (timm's ``loss_scaler(loss, optimizer, ...)``, an ``amp_step(loss, opt)``): it does the
+        backward and the step out of sight. A context manager (apex's ``with
+        amp.scale_loss(loss, opt) as s:``) and a builtin (``print(loss, opt)``) are not one."""
+        if not isinstance(node, cst.Call) or method_call(node, "backward", "step", "zero_grad"):
+            return None
+        cache = self._hidden_steps
+        if node not in cache:
+            cache[node] = self._hidden_step(node)
+        return cache[node]
+
+    def _hidden_step(self, node: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+        # Cheap syntactic tests first: most calls pass no optimizer.
+        values = [a.value for a in node.args if not a.star]
+        loss = next((v for v in values if _loss_named(v)), None)
+        if loss is None:
+            return None
+        optimizer = next((v for v in values if v is not loss and self.is_optimizer(v)), None)
+        if optimizer is None or isinstance(self.ctx.parent(node), cst.WithItem):
+            return None
+        func = node.func
+        if isinstance(func, cst.Name) and func.value in _BUILTIN_NAMES and \
+                func.value not in self.ctx.import_aliases and func.value not in self.functions:
+            return None  # ``print(loss, optimizer)``
+        if self._called_functions_list(node) or self.ctx.matches(func, {"torch.*"}):
+            return None  # this module's own function is analysed through its body
+        return loss, optimizer
+
+    def is_optimizer_step(self, node: cst.CSTNode) -> bool:
+        if self.hidden_step(node) is not None:
+            return True
+        if not method_call(node, "step"):
+            return False
+        assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+        receiver = node.func.value
+        return self.is_optimizer(receiver) or self.is_scaler(receiver)
+
+    def calls_of(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """In-module call sites of a function (``train(...)``) or method (``self.step(...)``)."""
+        return calls_of(self.ctx, fn)
+
+    def _called_functions_list(self, node: cst.CSTNode) -> list[cst.FunctionDef]:
+        name = called_name(node)
+        return self.functions.get(name, []) if name else []
+
+    def called_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
+        """This module's functions that ``node`` calls by name (``train(...)``, ``self.step(...)``)."""
+        yield from self._called_functions_list(node)
+
+    def _trains_flat(self, fn: cst.FunctionDef, seen: frozenset = frozenset()) -> bool:
+        """Does ``fn`` do a training step at its own top level, outside its own loops?"""
+        if fn in self._fn_trains_flat:
+            return self._fn_trains_flat[fn]
+        if fn in seen:
+            return False
+        result = False
+        for node in self._walk_outside_loops(fn.body):
+            if self.is_backward_call(node) or self.is_optimizer_step(node):
+                result = True
+                break
+            if any(self._trains_flat(f, seen | {fn}) for f in self.called_functions(node)):
+                result = True
+                break
+        self._fn_trains_flat[fn] = result
+        return result
+
+    @staticmethod
+    def _walk_outside_loops(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        return walk(node, stop_at=(cst.For, cst.While))
+
+    def trains(self, loop: Loop) -> bool:
+        """Does one iteration of ``loop`` do a training step (directly or through callees)?"""
+        cache = self._trains_cache
+        if loop not in cache:
+            cache[loop] = any(
+                self.is_backward_call(node) or self.is_optimizer_step(node) or
+                any(self._trains_flat(f) for f in self.called_functions(node))
+                for node in self._walk_outside_loops(loop.body))
+        return cache[loop]
+
+    def _is_step_loop(self, loop: Loop) -> bool:
+        return isinstance(loop, cst.For) and self.is_dataloader(loop.iter) or self.trains(loop)
+
+    # ---- queries used by rules -------------------------------------------------------
+    def loop_kind(self, loop: Loop) -> str:
+        """What one iteration is, in a message's words: a training step, an eval batch (a
+        model's forward on a batch, no training) or a batch of a plain data loop."""
+        if self.trains(loop):
+            return TRAIN
+        if loop in self.eval_loops or _evalloops.calls_a_model(self, loop):
+            return EVAL
+        return BATCH
+
+    def step_loop_of(self, node: cst.CSTNode) -> Loop | None:
+        """The step or eval loop in one iteration of which ``node`` runs (directly or through a
+        function called there), guards ignored; None when there is none."""
+        return self._loop_of(node, frozenset(), guards=False, flags=False)
+
+    def every_step_loop(self, node: cst.CSTNode, *, flags: bool = False) -> Loop | None:
+        """The step or eval loop on *every* iteration of which ``node`` runs: no periodic or
+        once-per-loop guard between them, at the node or at any call site on the way; with
+        ``flags``, no opt-in flag either. None otherwise."""
+        return self._loop_of(node, frozenset(), guards=True, flags=flags)
+
+    def _loop_of(self, node: cst.CSTNode, seen: frozenset, guards: bool, flags: bool) -> Loop | None:
+        child = node
+        pending: list[cst.If] = []
+        for anc in self.ctx.ancestors(node):
+            if guards and isinstance(anc, cst.If) and child is anc.body:
+                if is_periodic_test(anc.test) or flags and flag_name(anc.test) is not None:
+                    return None
+                pending.append(anc)
+            if anc in self._loop_set:
+                assert isinstance(anc, (cst.For, cst.While))
+                # Only the body (and a while's test) run per step; a for's iterable runs once.
+                if child is anc.body or (isinstance(anc, cst.While) and child is anc.test):
+                    counters = self.counters(anc)
+                    if any(is_once_test(g.test, counters) for g in pending):
+                        return None
+                    return anc
+            if isinstance(anc, cst.FunctionDef):
+                return self._fn_called_per_step(anc, seen, guards, flags)
+            if isinstance(anc, (cst.ClassDef, cst.Lambda)):
+                return None
+            child = anc
+        return None
+
+    def _fn_called_per_step(self, fn: cst.FunctionDef, seen: frozenset, guards: bool, flags: bool) -> Loop | None:
+        key = (fn, guards, flags)
+        if key in self._per_step_fn_cache:
+            return self._per_step_fn_cache[key]
+        if fn in seen:
+            return None
+        result = None
+        for call in self.calls_of(fn):
+            loop = self._loop_of(call, seen | {fn}, guards, flags)
+            if loop is not None:
+                result = loop
+                break
+        self._per_step_fn_cache[key] = result
+        return result
+
+    def counters(self, loop: Loop) -> set[str]:
+        """Names that count the iterations of ``loop``: an ``enumerate`` index, a ``range``
+        target, or a name incremented by one in its body (``step += 1``)."""
+        cache = self._counters
+        if loop in cache:
+            return cache[loop]
+        out: set[str] = set()
+        if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call):
+            func = dotted_name(loop.iter.func)
+            if func == "enumerate" and isinstance(loop.target, cst.Tuple) and loop.target.elements:
+                name = dotted_name(loop.target.elements[0].value)
+                out |= {name} if name else set()
+            elif func in ("range", "itertools.count", "count") and isinstance(loop.target, cst.Name):
+                out.add(loop.target.value)
+        for node in self._walk_outside_loops(loop.body):
+            if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign) and \
+                    isinstance(node.value, cst.Integer) and node.value.value == "1":
+                name = dotted_name(node.target)
+                out |= {name} if name else set()
+        cache[loop] = out
+        return out
+
+    def in_step_loop(self, node: cst.CSTNode) -> bool:
+        return self.step_loop_of(node) is not None
+
+    def guard_of(self, node: cst.CSTNode) -> cst.If | None:
+        """The periodic (``if step % N == 0:``) or once-per-loop (``if i == 0:``) ``if`` whose
+        body holds ``node``, looking up to the enclosing function or step loop."""
+        child = node
+        pending: list[cst.If] = []
+        for anc in self.ctx.ancestors(node):
+            if isinstance(anc, cst.If) and child is anc.body:
+                if is_periodic_test(anc.test):
+                    return anc
+                pending.append(anc)
+            if isinstance(anc, (cst.For, cst.While)) and anc in self._loop_set:
+                counters = self.counters(anc)
+                return next((g for g in pending if is_once_test(g.test, counters)), None)
+            if isinstance(anc, SCOPES):
+                return None
+            child = anc
+        return None
+
+    def in_guarded_block(self, node: cst.CSTNode) -> bool:
+        return self.guard_of(node) is not None
+
+    def runs_every_step(self, node: cst.CSTNode) -> bool:
+        """Per step and not rate-limited by a periodic or once-per-loop guard."""
+        return self.every_step_loop(node) is not None
+
+    def is_tensor_expr(self, expr: cst.BaseExpression) -> bool:
+        """Best-effort: does ``expr`` evaluate to a torch tensor? Used where a false positive
+        would be costly (``float(x)``), so it only says yes on clear evidence (``tensors``)."""
+        return is_tensor_expr(self, expr)
+
+
+def _loss_named(expr: cst.BaseExpression) -> bool:
+    name = dotted_name(expr)
+    return name is not None and bool(_LOSS_NAME.search(name.rsplit(".", 1)[-1]))
+
+
+def analysis(ctx: RuleContext) -> TrainingAnalysis:
+    """The file's training analysis, computed on first use and shared by all rules."""
+    return ctx.fact(TrainingAnalysis)

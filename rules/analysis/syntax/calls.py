@@ -1,0 +1,88 @@
+"""Helpers that read syntax: call arguments, literals, dotted names, assignment targets.
+The helpers that edit call arguments are in ``fixes.edits``."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+# Positional order of torch.utils.data.DataLoader's parameters (stable since torch 1.x).
+DATALOADER_PARAMS = (
+    "dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers", "collate_fn",
+    "pin_memory", "drop_last", "timeout", "worker_init_fn", "multiprocessing_context", "generator",
+)
+
+
+def has_star_args(call: cst.Call) -> bool:
+    """``f(*a)`` or ``f(**kw)``: any keyword may hide inside, so rules must not guess."""
+    return any(a.star in ("*", "**") for a in call.args)
+
+
+def get_arg(call: cst.Call, keyword: str, position: int | None = None) -> cst.Arg | None:
+    """The argument bound to ``keyword``, given by keyword or at ``position`` (0-based)."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg
+    if position is not None:
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if len(positional) > position:
+            return positional[position]
+    return None
+
+
+def dataloader_arg(call: cst.Call, name: str) -> cst.Arg | None:
+    return get_arg(call, name, DATALOADER_PARAMS.index(name) if name in DATALOADER_PARAMS else None)
+
+
+def literal_value(expr: cst.BaseExpression) -> object:
+    """The Python value of a simple literal (ints, bools, None, strings), else a sentinel."""
+    if isinstance(expr, cst.Integer):
+        return int(expr.value, 0)
+    if isinstance(expr, cst.Float):
+        return float(expr.value)
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[expr.value]
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value
+    return NOT_LITERAL
+
+
+class _NotLiteral:
+    def __repr__(self) -> str:
+        return "NOT_LITERAL"
+
+
+NOT_LITERAL = _NotLiteral()
+
+
+def dotted_name(expr: cst.BaseExpression) -> str | None:
+    """``a.b.c`` for Name/Attribute chains, else None."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        base = dotted_name(expr.value)
+        return None if base is None else f"{base}.{expr.attr.value}"
+    return None
+
+
+def target_names(target: cst.CSTNode) -> set[str]:
+    """Names bound by an assignment, ``for`` or comprehension target: plain names and dotted
+    attribute chains (``self.step``), tuples, lists and starred elements unpacked; subscripts
+    bind no name."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: set[str] = set()
+        for el in target.elements:
+            out |= target_names(el.value)
+        return out
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    name = dotted_name(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+    return {name} if name is not None else set()
+
+
+def method_call(node: cst.CSTNode, *names: str) -> bool:
+    """``<anything>.name(...)`` for one of ``names``."""
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in names
+    )

@@ -1,0 +1,69 @@
+"""Call sites of the file's own functions (``train(...)``, ``self.step(...)``) and the
+arguments they pass for a parameter: how the rules follow a value or a loop from a function
+to its callers. The calls are grouped by name in one pass per file (``ctx.fact``)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .calls import get_arg
+from .context import RuleContext
+
+
+def called_name(node: cst.CSTNode) -> str | None:
+    """The function a call of this module may reach by name: ``name(...)``, ``self.name(...)``
+    or ``cls.name(...)``; None for anything else."""
+    if not isinstance(node, cst.Call):
+        return None
+    func = node.func
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+        return func.attr.value
+    return None
+
+
+def _calls_by_name(ctx: RuleContext) -> dict[str, list[cst.Call]]:
+    """Calls ``name(...)``, ``self.name(...)`` and ``cls.name(...)`` by name, in source order:
+    one pass over the calls instead of one per function asked about."""
+    out: dict[str, list[cst.Call]] = {}
+    for call in ctx.nodes(cst.Call):
+        name = called_name(call)
+        if name is not None:
+            out.setdefault(name, []).append(call)
+    return out
+
+
+def calls_of(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
+    """In-module call sites of a function (``train(...)``) or method (``self.step(...)``)."""
+    return ctx.fact(_calls_by_name).get(fn.name.value, [])
+
+
+def positional_index(fn: cst.FunctionDef, param: str) -> int | None:
+    """Where call sites pass ``param`` (one of ``fn``'s parameters) positionally: its index,
+    ``self`` not counted; None for ``self`` itself."""
+    params = [p.name.value for p in fn.params.params]
+    index = params.index(param) - (1 if params[0] == "self" else 0)
+    return index if index >= 0 else None
+
+
+def bound_arg(call: cst.Call, fn: cst.FunctionDef, param: str) -> cst.Arg | None:
+    """The argument ``call`` (a call site of ``fn``) passes for ``param``, by keyword or by
+    position; None when it passes none we can see."""
+    return get_arg(call, param, positional_index(fn, param))
+
+
+def call_site_args(ctx: RuleContext, fn: cst.FunctionDef, param: str) -> list[cst.BaseExpression] | None:
+    """The expressions every in-module call site passes for ``param``; None when a call site
+    passes nothing we can see (default, ``*args``) or there is no call site."""
+    if param not in [p.name.value for p in fn.params.params]:
+        return None
+    out = []
+    for call in calls_of(ctx, fn):
+        if any(a.star for a in call.args):
+            return None
+        arg = bound_arg(call, fn, param)
+        if arg is None:
+            return None
+        out.append(arg.value)
+    return out or None

@@ -1,0 +1,108 @@
+"""The per-file context a rule sees: the parsed module, its one shared index (parents, nodes by
+type, source order), per-file facts (``fact``), and name resolution (mixed in from ``names``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from types import CodeType
+from typing import Any, TypeVar
+
+import libcst as cst
+
+from .calls import dotted_name
+from .names import NameResolution
+from .torch_roots import TORCH_IMPORT_ROOTS
+from .tree import index
+
+T = TypeVar("T")
+
+# Top-level packages whose import makes a file a torch program: torch itself and the frameworks
+# that train torch models for the user. A file that imports none of them gets no finding from
+# any rule (a user's own ``DataLoader`` or ``Adam`` class with ``.item()`` is not torch).
+
+
+def _import_roots(node: cst.Import | cst.ImportFrom) -> list[str]:
+    """The top-level packages an import statement loads (none for relative imports)."""
+    if isinstance(node, cst.ImportFrom):
+        if node.relative or node.module is None:
+            return []
+        return [(dotted_name(node.module) or "").split(".")[0]]
+    return [(dotted_name(alias.name) or "").split(".")[0] for alias in node.names]
+
+
+class RuleContext(NameResolution):
+    """A parsed module plus lazily computed facts about it, shared by all rules on one file."""
+
+    def __init__(self, module: cst.Module, source: str, path: str = "<string>") -> None:
+        self.module = module
+        self.source = source
+        self.path = path
+        self.options: Mapping[str, Any] = {}
+        self._parents, self._by_type, self._order = index(module)
+        self._cache: dict[str, Any] = {}
+        self._facts: dict[CodeType | Callable[..., Any], Any] = {}
+
+    # ---- tree navigation -------------------------------------------------------------
+    def nodes(self, *types: type) -> list[Any]:
+        """All nodes of the given types, in source order within each type."""
+        if len(types) == 1:
+            return self._by_type.get(types[0], [])
+        out: list[Any] = []
+        for t in types:
+            out.extend(self._by_type.get(t, []))
+        return out
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self._parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        cur = self._parents.get(node)
+        while cur is not None:
+            yield cur
+            cur = self._parents.get(cur)
+
+    def enclosing(self, node: cst.CSTNode, *types: type) -> Any | None:
+        for anc in self.ancestors(node):
+            if isinstance(anc, types):
+                return anc
+        return None
+
+    def statement_of(self, node: cst.CSTNode) -> cst.BaseStatement | None:
+        """The innermost statement (simple line or compound) holding ``node``."""
+        cur: cst.CSTNode | None = node
+        while cur is not None:
+            if isinstance(cur, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return cur  # type: ignore[return-value]
+            cur = self._parents.get(cur)
+        return None
+
+    def preorder(self) -> dict[cst.CSTNode, int]:
+        """Every node's position in source (pre-)order."""
+        if "_preorder" not in self._cache:
+            self._cache["_preorder"] = {n: i for i, n in enumerate(self._order)}
+        return self._cache["_preorder"]
+
+    def is_inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+        return node is container or any(a is container for a in self.ancestors(node))
+
+    def fact(self, compute: Callable[[RuleContext], T]) -> T:
+        """The per-file fact ``compute`` computes, computed once, whichever rule asks first. The
+        fact is the function (or class) itself: by its code, so a function nested in a helper is
+        one fact for every call. The facts it depends on are the ones it asks for in turn."""
+        key = getattr(compute, "__code__", compute)
+        if key not in self._facts:
+            self._facts[key] = compute(self)
+        return self._facts[key]
+
+    def code_for(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    @property
+    def uses_torch(self) -> bool:
+        """Does the file import torch or a torch training framework anywhere (at module level,
+        in a function, under ``try``)? Rules report nothing in a file that does not."""
+        if "_uses_torch" not in self._cache:
+            self._cache["_uses_torch"] = any(
+                root in TORCH_IMPORT_ROOTS
+                for node in self.nodes(cst.Import, cst.ImportFrom) for root in _import_roots(node))
+        return self._cache["_uses_torch"]

@@ -1,0 +1,294 @@
+"""Name resolution: which qualified name (``torch.utils.data.DataLoader``) a Name or Attribute
+in the file stands for, through imports, aliases and local bindings.
+
+A cheap path reads the answer off the file's imports when that is exact; LibCST's scope
+analysis (costly on large files) answers the rest. tests/rules/test_fast_paths.py checks they agree.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, QualifiedNameProvider, ScopeProvider
+
+from .calls import dotted_name
+
+try:  # libcst >= 1.2 resolves some metadata lazily
+    from libcst._metadata_dependent import LazyValue
+except ImportError:  # pragma: no cover
+    class LazyValue:  # type: ignore[no-redef]
+        pass
+
+def _dotted(expr: cst.BaseExpression) -> str:
+    """The dotted name of an import's module or alias (always a Name/Attribute chain)."""
+    return dotted_name(expr) or ""
+
+
+def _split_chain(node: cst.CSTNode) -> tuple[cst.Name | None, list[str]]:
+    """``a.b.c`` -> (the Name ``a``, ["c", "b"]); (None, ...) when the chain does not start
+    with a plain name (``f().x``)."""
+    parts: list[str] = []
+    cur: cst.CSTNode = node
+    while isinstance(cur, cst.Attribute):
+        parts.append(cur.attr.value)
+        cur = cur.value
+    return (cur if isinstance(cur, cst.Name) else None), parts
+
+
+def _matches(qualname: str, names: Any) -> bool:
+    """``qualname`` is one of ``names``; ``mod.*`` stands for any member of ``mod``."""
+    return any(qualname == want or (want.endswith(".*") and qualname.startswith(want[:-1]))
+               for want in names)
+
+
+class NameResolution:
+    """Mixed into :class:`RuleContext`: the name-resolution half of a rule's view of a file.
+    Relies on the context's ``module``, ``_parents``, ``_cache``, ``nodes``, ``ancestors``,
+    ``enclosing`` and ``fact``."""
+
+    module: cst.Module
+    _parents: dict[cst.CSTNode, cst.CSTNode]
+    _cache: dict[str, Any]
+    _wrapper: MetadataWrapper | None = None
+    _qualnames: Mapping[cst.CSTNode, Any] | None = None
+    _scopes: Mapping[cst.CSTNode, Any] | None = None
+
+    if TYPE_CHECKING:
+        def nodes(self, *types: type) -> list[Any]: ...
+        def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]: ...
+        def fact(self, compute: Any) -> Any: ...
+
+    def _ensure_metadata(self) -> None:
+        if self._wrapper is None:
+            # unsafe_skip_copy keeps node identity, so indexes and fixes refer to the same nodes.
+            self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._qualnames = self._wrapper.resolve(QualifiedNameProvider)
+            self._scopes = self._wrapper.resolve(ScopeProvider)
+
+    def qualified_names(self, node: cst.CSTNode) -> set[str]:
+        """Qualified names of a Name/Attribute/Call-func node, through imports and aliases.
+        A name bound locally (a user's own ``DataLoader`` class) resolves to itself, not torch."""
+        self._ensure_metadata()
+        assert self._qualnames is not None
+        qns: Any = self._qualnames.get(node, ())
+        if isinstance(qns, LazyValue):  # libcst >= 1.2 computes some metadata on demand
+            qns = qns()
+        return {q.name for q in qns}
+
+    def _resolved_by_imports(self, node: cst.CSTNode) -> set[str] | None:
+        """The qualified names of ``node`` read off the imports alone, or None when only scope
+        analysis can tell. Exact when the root name is bound by nothing but absolute,
+        module-level imports that agree on its target (or, for a builtin, by nothing at all),
+        which holds for nearly every ``torch``/``nn``/``DataLoader`` in real code; LibCST's scope
+        analysis costs several parses' worth of time on a large file.
+        tests/rules/test_fast_paths.py checks the two agree."""
+        aliases = self.import_aliases
+        if self._cache["_stars"]:
+            return None
+        cur, parts = _split_chain(node)
+        if cur is None:
+            return None
+        root = cur.value
+        holder = self._parents.get(cur)
+        if holder is not None and cur is not getattr(holder, "value", cur) and \
+                isinstance(holder, (cst.Attribute, cst.Arg, cst.MatchKeywordElement)):
+            return None  # ``x.name``, ``f(name=...)``: a member or keyword, not a variable
+        top: cst.CSTNode = node
+        while isinstance(self._parents.get(top), cst.Attribute):
+            top = self._parents[top]
+        if isinstance(self._parents.get(top), (cst.ImportAlias, cst.ImportFrom, cst.AsName)):
+            return None  # the import statement itself, which scope analysis leaves unnamed
+        bound: _Bindings = self.fact(_bindings)
+        if root in bound.unsafe:
+            return None
+        scopes = bound.scoped.get(root)
+        if scopes:
+            inner = self._body_scope(cur)
+            if isinstance(inner, (cst.FunctionDef, cst.Lambda)) and inner in scopes:
+                # A function's binding makes the name local in all of its body (no global/
+                # nonlocal here: those are unsafe). One kind of binding only, or ask LibCST.
+                if len(scopes[inner]) != 1:
+                    return None
+                target = next(iter(scopes[inner]))
+                return set() if target is None else {".".join([target, *reversed(parts)])}
+            if any(a in scopes for a in self.ancestors(node)):
+                return None
+        if root in bound.targets:
+            return {".".join([bound.targets[root], *reversed(parts)])}
+        if not parts and root in _BUILTINS and root not in aliases:
+            return {f"builtins.{root}"}
+        return None
+
+    def _body_scope(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The innermost function, lambda, class or comprehension whose own namespace ``node``
+        is looked up in first (decorators, defaults and annotations belong to the outer one);
+        None at module level."""
+        child = node
+        for anc in self.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                if child is anc.body:
+                    return anc
+            elif isinstance(anc, _COMPREHENSIONS):
+                return anc
+            child = anc
+        return None
+
+    def scope(self, node: cst.CSTNode) -> Any:
+        self._ensure_metadata()
+        assert self._scopes is not None
+        value = self._scopes.get(node)
+        return value() if isinstance(value, LazyValue) else value
+
+    def matches(self, node: cst.CSTNode, names: Sequence[str] | set[str] | frozenset[str]) -> bool:
+        """True when ``node`` resolves to one of ``names``; a name ending in ``.*`` matches any
+        member of that module. A cheap syntactic expansion through the file's imports rules out
+        almost every node first; only candidates pay for the full scope analysis, which also
+        rejects names shadowed by a local binding."""
+        if not self._could_match(node, names):
+            return False
+        resolved = self._resolved_by_imports(node)
+        found = self.qualified_names(node) if resolved is None else resolved
+        return any(_matches(qn, names) for qn in found)
+
+    @property
+    def import_aliases(self) -> dict[str, str]:
+        """Local name -> dotted name it was imported as (``nn`` -> ``torch.nn``); ``*`` maps to
+        the list of star-imported modules when present."""
+        if "_aliases" not in self._cache:
+            aliases: dict[str, str] = {}
+            stars = False
+            for imp in self.nodes(cst.Import):
+                for alias in imp.names:
+                    full = _dotted(alias.name)
+                    if alias.asname is not None:
+                        local = _dotted(alias.asname.name)
+                        aliases[local] = full
+                    else:
+                        root = full.split(".")[0]
+                        aliases[root] = root
+            for imp in self.nodes(cst.ImportFrom):
+                mod = "." * len(imp.relative) + (_dotted(imp.module) if imp.module is not None else "")
+                if isinstance(imp.names, cst.ImportStar):
+                    stars = True
+                    continue
+                for alias in imp.names:
+                    name = _dotted(alias.name)
+                    local = _dotted(alias.asname.name) if alias.asname is not None else name
+                    aliases[local] = f"{mod}.{name}" if mod and not mod.endswith(".") else f"{mod}{name}"
+            self._cache["_aliases"] = aliases
+            self._cache["_stars"] = stars
+        return self._cache["_aliases"]
+
+    def _could_match(self, node: cst.CSTNode, names: Any) -> bool:
+        aliases = self.import_aliases
+        if self._cache["_stars"]:
+            return True  # ``from x import *`` can bind anything: let the scope analysis decide
+        cur, parts = _split_chain(node)
+        if cur is None:
+            return False
+        root = cur.value
+        if root not in aliases:
+            # Not imported: only a builtin (``builtins.float``) can match.
+            return not parts and any(w == f"builtins.{root}" for w in names)
+        return _matches(".".join([aliases[root], *reversed(parts)]), names)
+
+    def resolved_names(self, node: cst.CSTNode, names: Sequence[str] | set[str] | frozenset[str]) -> set[str]:
+        """The qualified names of ``node`` that match ``names`` (``mod.*`` patterns allowed):
+        ``matches`` when the caller needs to know which one (``transformers.Seq2SeqTrainer``)."""
+        if not self._could_match(node, names):
+            return set()
+        resolved = self._resolved_by_imports(node)
+        found = self.qualified_names(node) if resolved is None else resolved
+        return {qn for qn in found if _matches(qn, names)}
+
+    def is_call_to(self, node: cst.CSTNode, names: Sequence[str] | set[str] | frozenset[str]) -> bool:
+        return isinstance(node, cst.Call) and self.matches(node.func, names)
+
+
+_BUILTINS = frozenset(dir(builtins))
+# Parents whose ``name`` (MatchMapping: ``rest``) field binds; a Param's default does not.
+_BINDING_PARENTS = (cst.AsName, cst.Param, cst.NameItem, cst.MatchAs, cst.MatchStar, cst.MatchMapping,
+                    *(getattr(cst, n) for n in ("TypeVar", "TypeVarTuple", "ParamSpec") if hasattr(cst, n)))
+# Parents whose ``target`` (or ``name``) field binds.
+_TARGET_PARENTS = (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr,
+                   cst.Del)
+_NAME_PARENTS = (cst.FunctionDef, cst.ClassDef, *((cst.TypeAlias,) if hasattr(cst, "TypeAlias") else ()))
+_UNPACKING = (cst.Element, cst.StarredElement, cst.Tuple, cst.List)
+
+
+_FUNCTION_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+@dataclasses.dataclass
+class _Bindings:
+    """Where each name is bound, as far as the import-only resolution needs to know."""
+
+    targets: dict[str, str]  # name -> what the module-level absolute imports bind it to
+    unsafe: set[str]  # names only scope analysis can resolve anywhere in the file
+    # name -> function/class/comprehension rebinding it -> import targets (None: not an import)
+    scoped: dict[str, dict[cst.CSTNode, set[str | None]]]
+
+
+def _bindings(ctx: NameResolution) -> _Bindings:
+    unsafe: set[str] = set()
+    scoped: dict[str, dict[cst.CSTNode, set[str | None]]] = {}
+
+    def bind(name: str, scope: cst.CSTNode | None, target: str | None = None) -> None:
+        if scope is None:  # module level (or global/nonlocal/walrus): rebinds it everywhere
+            unsafe.add(name)
+        else:
+            scoped.setdefault(name, {}).setdefault(scope, set()).add(target)
+
+    for name in ctx.nodes(cst.Name):
+        child: cst.CSTNode = name
+        parent = ctx.parent(name)
+        while isinstance(parent, _UNPACKING):
+            child, parent = parent, ctx.parent(parent)
+        if isinstance(parent, (cst.NameItem, cst.NamedExpr)):
+            bind(name.value, None)
+        elif isinstance(parent, cst.CompFor) and parent.target is child:
+            bind(name.value, ctx.enclosing(name, *_COMPREHENSIONS))
+        elif isinstance(parent, _NAME_PARENTS) and parent.name is child:
+            bind(name.value, ctx.enclosing(parent, *_FUNCTION_SCOPES))
+        elif isinstance(parent, _BINDING_PARENTS) and (getattr(parent, "name", None) is child or
+                                                        getattr(parent, "rest", None) is child) or \
+                isinstance(parent, _TARGET_PARENTS) and getattr(parent, "target", None) is child:
+            if ctx.enclosing(name, cst.Import, cst.ImportFrom) is None:  # imports: below
+                bind(name.value, ctx.enclosing(name, *_FUNCTION_SCOPES))
+    module_level: dict[str, set[str]] = {}
+    nested: list[tuple[str, str, cst.CSTNode]] = []
+    for imp in ctx.nodes(cst.Import, cst.ImportFrom):
+        scope = ctx.enclosing(imp, *_FUNCTION_SCOPES)
+        pairs: list[tuple[str, str]] = []
+        if isinstance(imp, cst.ImportFrom):
+            if isinstance(imp.names, cst.ImportStar):
+                continue
+            mod = _dotted(imp.module) if imp.module is not None else ""
+            for alias in imp.names:
+                name = _dotted(alias.name)
+                local = _dotted(alias.asname.name) if alias.asname is not None else name
+                pairs.append((local, f"{mod}.{name}"))
+                if imp.relative:
+                    unsafe.add(local)  # LibCST names relative imports its own way
+        else:
+            for alias in imp.names:
+                full = _dotted(alias.name)
+                local = _dotted(alias.asname.name) if alias.asname is not None else full.split(".")[0]
+                pairs.append((local, full if alias.asname is not None else local))
+        for local, target in pairs:
+            if scope is None:
+                module_level.setdefault(local, set()).add(target)
+            else:
+                nested.append((local, target, scope))
+    targets = {n: next(iter(t)) for n, t in module_level.items() if len(t) == 1}
+    unsafe |= {n for n, t in module_level.items() if len(t) > 1}
+    for local, target, scope in nested:
+        bind(local, scope, target)
+    return _Bindings(targets, unsafe, scoped)
+
+

@@ -1,0 +1,28 @@
+"""Qualified names of the torch APIs the rules recognise, in one place.
+
+Names are matched through LibCST's qualified-name resolution, so ``from torch.utils.data import
+DataLoader as DL`` and ``torch.utils.data.DataLoader`` resolve the same, while a user's own class
+called ``DataLoader`` resolves to itself and never matches.
+"""
+
+DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+OPTIMIZERS = frozenset({"torch.optim.*"})
+LR_SCHEDULERS = frozenset({"torch.optim.lr_scheduler.*", "torch.optim.swa_utils.*"})
+GRAD_SCALERS = frozenset({
+    "torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.amp.grad_scaler.GradScaler",
+    "torch.cpu.amp.GradScaler",
+})
+NN_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+AUTOCAST = frozenset({
+    "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
+    "torch.amp.autocast_mode.autocast",
+})
+NO_GRAD = frozenset({
+    "torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+    "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode",
+    "torch.set_grad_enabled",
+})
+
+# nn.Module methods that return the module itself (or a moved or cast copy), so that
+# ``Net().to(device).train()`` is still the model: the one list every "is this a model" asks.
+MODULE_CHAIN = ("to", "cuda", "cpu", "train", "eval", "float", "half", "bfloat16", "double")

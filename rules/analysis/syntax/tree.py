@@ -1,0 +1,108 @@
+"""Fast tree access shared by the context and the rules: a node's children, the one
+pre-order index built per file, and the one walk every helper uses."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from collections.abc import Iterator
+
+import libcst as cst
+
+# Nested scopes: a walk that stays in one function does not enter these.
+SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+Loop = cst.For | cst.While  # a loop statement
+
+_VISIT_FIELD_RE = re.compile(r'visit_\w+\(\s*self,\s*"(\w+)"')
+_CHILD_FIELDS: dict[type, tuple[str, ...] | None] = {}
+_DEFAULT = cst.MaybeSentinel.DEFAULT
+
+
+def _child_fields(cls: type) -> tuple[str, ...] | None:
+    """The fields of a node type that hold its children, in the order LibCST visits them
+    (source order). Read once per type from its ``_visit_and_replace_children``, whose calls
+    name each child field (``visit_required(self, "body", ...)``); None when that cannot be
+    read, and the walk falls back to ``node.children``. tests/rules/test_fast_paths.py checks the
+    result against LibCST's own visitor."""
+    try:
+        return _CHILD_FIELDS[cls]
+    except KeyError:
+        pass
+    try:
+        found = _VISIT_FIELD_RE.findall(inspect.getsource(cls._visit_and_replace_children))
+        names = {f.name for f in dataclasses.fields(cls)}
+        fields: tuple[str, ...] | None = tuple(f for f in dict.fromkeys(found) if f in names)
+    except (OSError, TypeError):
+        fields = None
+    _CHILD_FIELDS[cls] = fields
+    return fields
+
+
+def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node.children`` without its cost. LibCST computes ``children`` by running a visitor
+    that rebuilds (and re-validates) the node; reading the child fields directly is several
+    times faster and returns the same nodes in the same order."""
+    fields = _CHILD_FIELDS.get(type(node), _DEFAULT)
+    if fields is _DEFAULT:
+        fields = _child_fields(type(node))
+    if fields is None:
+        return list(node.children)
+    kids: list[cst.CSTNode] = []
+    for name in fields:
+        value = getattr(node, name)
+        # A child field holds a node, a sequence of nodes, None or MaybeSentinel.DEFAULT.
+        # Exact type tests: isinstance on LibCST's abstract node classes is slow.
+        if value is None or value is _DEFAULT:
+            continue
+        if type(value) is tuple or type(value) is list:
+            kids.extend(value)
+        else:
+            kids.append(value)
+    return kids
+
+
+def walk(node: cst.CSTNode, *, into_scopes: bool = False, include_self: bool = False,
+         stop_at: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
+    """The nodes below ``node`` in source (pre-)order, ``node`` itself first when
+    ``include_self``. Nested functions, classes and lambdas are yielded but not entered unless
+    ``into_scopes``; nodes of the ``stop_at`` types are yielded but not entered either."""
+    barrier = stop_at if into_scopes else (*SCOPES, *stop_at)
+    if include_self:
+        stack = [node]
+    else:
+        stack = children_of(node)
+        stack.reverse()
+    while stack:
+        cur = stack.pop()
+        yield cur
+        if barrier and isinstance(cur, barrier):
+            continue
+        kids = children_of(cur)
+        kids.reverse()
+        stack.extend(kids)
+
+
+def index(module: cst.Module) -> tuple[dict[cst.CSTNode, cst.CSTNode], dict[type, list[cst.CSTNode]],
+                                       list[cst.CSTNode]]:
+    """One pre-order walk of the file that records parents, groups the nodes by type and keeps
+    source order, so every rule shares a single walk of the tree instead of walking it itself."""
+    parents: dict[cst.CSTNode, cst.CSTNode] = {}
+    by_type: dict[type, list[cst.CSTNode]] = {}
+    order: list[cst.CSTNode] = []
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        group = by_type.get(type(node))
+        if group is None:
+            by_type[type(node)] = [node]
+        else:
+            group.append(node)
+        kids = children_of(node)
+        if kids:
+            for kid in kids:
+                parents[kid] = node
+            kids.reverse()
+            stack.extend(kids)
+    return parents, by_type, order

@@ -1,0 +1,92 @@
+"""Can a DataLoader get worker processes without breaking the script? Workers each replay an
+``IterableDataset`` that does not shard itself; and under the ``spawn``/``forkserver`` start methods
+every worker re-imports the main script (so the loader must be iterated only under
+``if __name__ == "__main__":``) and receives the dataset, ``collate_fn`` and ``worker_init_fn``
+pickled (so they must be picklable)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .._api import NoFix
+from ..analysis.facts.execution import execution
+from ..analysis.facts.flow import object_flow
+from ..analysis.facts.script_facts import assignments_in, visible_scope
+from ..analysis.syntax.calls import dataloader_arg, dotted_name
+from ..analysis.syntax.context import RuleContext
+from ._pickling import attribute_store_reason, unpicklable_reason
+
+ITERABLE_DATASETS = frozenset({"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"})
+
+
+def iterable_dataset_classes(ctx: RuleContext) -> set[str]:
+    """Classes of this module deriving (directly or through each other) from IterableDataset:
+    workers would each replay the whole stream unless the dataset shards itself, so no automatic
+    fix is offered."""
+    def compute(c: RuleContext) -> set[str]:
+        classes = c.nodes(cst.ClassDef)
+        found: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for cls in classes:
+                if cls.name.value not in found and any(
+                        c.matches(b.value, ITERABLE_DATASETS) or dotted_name(b.value) in found
+                        for b in cls.bases):
+                    found.add(cls.name.value)
+                    changed = True
+        return found
+    return ctx.fact(compute)
+
+
+def dataset_is_iterable(ctx: RuleContext, call: cst.Call) -> bool:
+    arg = dataloader_arg(call, "dataset")
+    if arg is None:
+        return False
+    names = iterable_dataset_classes(ctx)
+    values = [arg.value]
+    if isinstance(arg.value, cst.Name):
+        where = visible_scope(ctx, arg.value.value, call)
+        if where is not False:
+            values = [v for _, v in assignments_in(ctx, where, arg.value.value)]  # type: ignore[arg-type]
+    for value in values:
+        for branch in (value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,):
+            if isinstance(branch, cst.Call) and dotted_name(branch.func) in names:
+                return True
+    return False
+
+
+SPAWN = ("under the spawn start method (macOS, Windows, and Python 3.14's forkserver default on "
+         "Linux) every worker re-imports the main script")
+
+
+def spawn_hazard(ctx: RuleContext, call: cst.Call) -> NoFix | None:
+    """Why worker processes could break this DataLoader (so no fix adds them), or None when they
+    cannot: the loader must be iterated only under ``if __name__ == "__main__":`` (or in functions
+    called only from there), and what workers receive must be picklable."""
+    ex = execution(ctx)
+    if not ex.has_main_guard:
+        return NoFix(f"this file has no `if __name__ == \"__main__\":` guard, and {SPAWN} and would run "
+                     "its top-level code again")
+    flow = object_flow(ctx, call)
+    sites = [u.site for u in flow.of_kind("iterate", "passed", "escape")] or [call]
+    runs = [ex.runs(site) for site in sites]
+    if any(r.import_time and not r.unknown for r in runs):
+        return NoFix(f"the loader is iterated at import time, outside `if __name__ == \"__main__\":`, and "
+                     f"{SPAWN} and would start it again")
+    if not all(r.guarded for r in runs):
+        return NoFix("the file does not show that the loader is iterated only under `if __name__ == "
+                     f"\"__main__\":` (it is reached from code whose callers are elsewhere), and {SPAWN}")
+    for param in ("dataset", "collate_fn", "worker_init_fn"):
+        arg = dataloader_arg(call, param)
+        if arg is None:
+            continue
+        what = unpicklable_reason(ctx, arg.value)
+        if what is None and param == "dataset" and isinstance(arg.value, cst.Name):
+            where = visible_scope(ctx, arg.value.value, call)
+            if where is not False:
+                what = attribute_store_reason(ctx, arg.value.value, where)  # type: ignore[arg-type]
+        if what is not None:
+            holder = "the dataset holds" if param == "dataset" else f"`{param}` is (or holds)"
+            return NoFix(f"{holder} {what}, which cannot be pickled into worker processes under spawn")
+    return None

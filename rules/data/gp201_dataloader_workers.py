@@ -1,0 +1,150 @@
+"""GP201 dataloader-workers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .._api import AddImport, Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
+from ..analysis.facts.gpu_use import may_use_cuda
+from ..analysis.facts.kwargs import call_keywords
+from ..analysis.syntax.calls import dataloader_arg, literal_value
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.torch_names import DATALOADERS
+from ._loader_args import AMBIGUOUS, new_key_edit, set_setting, settings_of
+from ._loader_iteration import takes_one_batch
+from ._worker_safety import dataset_is_iterable, spawn_hazard
+
+
+class DataloaderWorkers(Rule):
+    code = "GP201"
+    name = "dataloader-workers"
+    summary = "A DataLoader loads batches in the training process (`num_workers` missing or 0)."
+    rationale = (
+        "With `num_workers=0` every batch is read, decoded, augmented and collated by the same "
+        "Python process that drives the GPU, one after the other: while a batch is prepared the "
+        "GPU sits idle, and while the GPU works no data is prepared. Worker processes prepare the "
+        "next batches in parallel, so the step time becomes max(load, compute) instead of their sum."
+    )
+    fix_description = (
+        "Set `num_workers=min(8, os.cpu_count() or 1)` (the bound is the `max-workers` option) and "
+        "add `import os` if needed. Offered only where workers are safe under every start method: "
+        "the loader is iterated only under `if __name__ == \"__main__\":` (or in functions called "
+        "only from there), and the dataset, `collate_fn` and `worker_init_fn` hold nothing that "
+        "cannot be pickled (lambdas, functions or classes defined inside a function or under the "
+        "guard, generators, open files). Not offered for an `IterableDataset` of this module, whose "
+        "workers would each replay the stream. The message says why a fix is withheld."
+    )
+    fix_safety = "unsafe"
+    fix_safety_reason = (
+        "The dataset and collate code then run in worker processes: code that relies on global "
+        "state changed during training, or on the main process's random state (augmentation "
+        "without per-worker seeding) behaves differently."
+    )
+    # gains_on 'any': preparing batches in parallel with the step helps on every device.
+    gains_on = "any"
+    limitations = (
+        "`**` dicts built in the same file are read (literals, `dict(...)`, conditional "
+        "definitions, `.update(...)`, `d[\"num_workers\"] = ...`, `{**base, ...}` merges, a "
+        "wrapper's `**kwargs` at its call sites, a dict parameter through its callers); a "
+        "DataLoader with `*args`, or a `**` dict the file cannot see into (`**vars(args)`, a "
+        "config object, a dict handed to code elsewhere), is skipped. The fix edits the dict that "
+        "holds `num_workers`, or adds it to the dict literal when that is the dict's only "
+        "definition, and only when the dict feeds nothing but DataLoaders; otherwise the finding "
+        "comes without a fix.",
+        "A `num_workers` given as a name or expression is trusted, even when it evaluates to 0.",
+        "The fix is withheld for an `IterableDataset` subclass defined in this module; one "
+        "imported from elsewhere is not recognised and gets the fix, and its workers would each "
+        "replay the stream.",
+        "The fix is withheld when the loader may be iterated outside the `__main__` guard, "
+        "including code whose callers the file does not show (a library module's function): "
+        "such loaders are reported without a fix.",
+        "Unpicklable state is found when the file shows it (a lambda or local function passed to "
+        "the dataset, a dataset class of this module storing one on `self`, an open file); state "
+        "created inside an imported dataset class is not seen.",
+        "Small in-memory datasets are reported too, although worker start-up can cost more than "
+        "it saves there; a loader only asked for its first batch (`next(iter(loader))`) is not.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
+        "https://docs.pytorch.org/docs/stable/data.html#platform-specific-behaviors",
+        "https://docs.python.org/3/library/multiprocessing.html#the-spawn-and-forkserver-start-methods",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+    )
+    keywords = ("DataLoader",)
+    options = {"max-workers": 8}
+    option_descriptions = {
+        "max-workers": (
+            "Upper bound of the worker count the fix sets: `min(<max-workers>, os.cpu_count() "
+            "or 1)`."
+        ),
+    }
+
+    examples = [
+        Valid(dedent("""
+            import os
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=32, num_workers=4)
+        """)),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+
+            def main():
+                loader = DataLoader(ds, batch_size=32, shuffle=True)
+                for x in loader:
+                    step(x)
+
+            if __name__ == "__main__":
+                main()
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            import os
+
+            def main():
+                loader = DataLoader(ds, batch_size=32, shuffle=True, num_workers=min(8, os.cpu_count() or 1))
+                for x in loader:
+                    step(x)
+
+            if __name__ == "__main__":
+                main()
+        """)),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        max_workers = int(ctx.options.get("max-workers", 8))
+        for call in ctx.nodes(cst.Call):
+            if not ctx.is_call_to(call, DATALOADERS):
+                continue
+            kw = call_keywords(ctx, call)
+            settings = settings_of(ctx, call, "num_workers")
+            if kw.opaque or any(literal_value(s.value) != 0 for s in settings):
+                continue  # unknown, a positive literal, or an expression the user chose
+            if takes_one_batch(ctx, call):
+                continue  # one batch: starting workers costs more than loading it
+            what = "`num_workers` is not set (default 0)" if not settings else \
+                "`num_workers` is 0" if not kw.may_be_unset("num_workers") or dataloader_arg(call, "num_workers") \
+                else "`num_workers` is 0 or not set"
+            waits = "the GPU idles" if may_use_cuda(ctx) else "each step waits"
+            message = (f"DataLoader loads every batch in the training process ({what}): {waits} "
+                       "while data is prepared; use worker processes")
+            if dataset_is_iterable(ctx, call):
+                yield Finding(call, message, no_fix_reason="each worker of an IterableDataset replays "
+                                                           "the whole stream unless the dataset shards it")
+                continue
+            hazard = spawn_hazard(ctx, call)
+            value = f"min({max_workers}, os.cpu_count() or 1)"
+            edit = hazard or self._edit(ctx, call, settings, value)
+            if isinstance(edit, NoFix):
+                yield Finding.of(call, message, edit)
+                continue
+            yield Finding(call, message, Fix(f"set num_workers={value}", (edit, AddImport("os")), "unsafe"))
+
+    @staticmethod
+    def _edit(ctx: RuleContext, call: cst.Call, settings: list, value: str) -> Edit | NoFix:
+        if not settings:
+            return new_key_edit(ctx, call, "num_workers", value)
+        if len(settings) == 1 and not call_keywords(ctx, call).may_be_unset("num_workers") or \
+                len(settings) == 1 and dataloader_arg(call, "num_workers") is not None:
+            return set_setting(ctx, call, settings[0], value)
+        return AMBIGUOUS

@@ -1,0 +1,106 @@
+"""GP202 dataloader-pin-memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .._api import AddImport, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
+from ..analysis.facts.gpu_use import may_use_cuda
+from ..analysis.facts.kwargs import call_keywords
+from ..analysis.fixes.edits import torch_alias
+from ..analysis.syntax.calls import literal_value
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.torch_names import DATALOADERS
+from ._loader_args import AMBIGUOUS, new_key_edit, set_setting, settings_of
+from ._loader_iteration import takes_one_batch
+
+
+class DataloaderPinMemory(Rule):
+    code = "GP202"
+    name = "dataloader-pin-memory"
+    summary = "A DataLoader feeding a model that may run on CUDA does not pin host memory."
+    rationale = (
+        "Copies from pageable host memory to the GPU go through a staging buffer and cannot overlap "
+        "with compute: the driver first copies into pinned memory, then DMAs it. With "
+        "`pin_memory=True` the loader hands out batches already in page-locked memory, the copy runs "
+        "at full PCIe/NVLink bandwidth and, with `non_blocking=True`, overlaps with the previous step."
+    )
+    fix_description = (
+        "Add `pin_memory=torch.cuda.is_available()` (so the script still runs on machines without a "
+        "GPU; through torch's alias where it has one), importing torch if needed."
+    )
+    fix_safety = "safe"
+    # gains_on 'cuda': pinned memory only speeds host-to-GPU copies; on CPU the fix evaluates to
+    # `pin_memory=False`.
+    gains_on = "cuda"
+    limitations = (
+        "Reported only when the file shows that its data can reach CUDA: it names CUDA (a "
+        "`\"cuda\"` string, `.cuda()`, `torch.cuda.*`, `torch.accelerator.*`, `\"nccl\"`), places "
+        "something on a device chosen at run time (`args.device`, an environment variable or "
+        "rank, a parameter named like a device, `accelerator.device`), or uses a framework that "
+        "places batches (Accelerate, Lightning, the Hugging Face Trainer). Placement done only in "
+        "another module is missed; a program that always runs on the CPU or MPS is not reported, "
+        "while one that names CUDA and still trains on the CPU is.",
+        "`pin_memory` set to anything but a literal `False` is trusted.",
+        "`**` dicts built in the same file are read (see GP201); a DataLoader with `*args` or a "
+        "`**` dict the file cannot see into is skipped. The fix writes `pin_memory` next to "
+        "`num_workers` (or into the dict's only literal definition) when that dict feeds nothing "
+        "but DataLoaders, else the finding comes without a fix.",
+        "A loader only asked for its first batch (`next(iter(loader))`) is not reported.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/data.html#memory-pinning",
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+    )
+    keywords = ("DataLoader",)
+
+    examples = [
+        Valid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            loader = DataLoader(ds, batch_size=8, pin_memory=True)
+        """)),
+        Invalid(dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = Net().to(device)
+            loader = DataLoader(ds, batch_size=8, shuffle=True)
+        """), fixed=dedent("""
+            import torch
+            from torch.utils.data import DataLoader
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            model = Net().to(device)
+            loader = DataLoader(ds, batch_size=8, shuffle=True, pin_memory=torch.cuda.is_available())
+        """)),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        calls = [c for c in ctx.nodes(cst.Call) if ctx.is_call_to(c, DATALOADERS)]
+        if not calls or not may_use_cuda(ctx):
+            return
+        for call in calls:
+            settings = settings_of(ctx, call, "pin_memory")
+            if call_keywords(ctx, call).opaque or any(literal_value(s.value) is not False for s in settings):
+                continue  # unknown, or set to something the user chose
+            if takes_one_batch(ctx, call):
+                continue
+            alias = torch_alias(ctx)  # ``import torch as th`` -> ``th.cuda.is_available()``
+            value = f"{alias or 'torch'}.cuda.is_available()"
+            imports = () if alias is not None else (AddImport("torch"),)
+            message = ("DataLoader does not pin host memory: every host-to-GPU copy goes through a "
+                       "staging buffer and cannot overlap compute; set pin_memory")
+            if not settings:
+                edit = new_key_edit(ctx, call, "pin_memory", value)
+            elif len(settings) == 1:
+                edit = set_setting(ctx, call, settings[0], value)
+            else:
+                edit = AMBIGUOUS
+            if isinstance(edit, NoFix):
+                yield Finding.of(call, message, edit)
+                continue
+            yield Finding(call, message, Fix(f"set pin_memory={value}", (edit, *imports), "safe"))

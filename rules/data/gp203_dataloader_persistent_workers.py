@@ -1,0 +1,167 @@
+"""GP203 dataloader-persistent-workers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .._api import Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
+from ..analysis.facts.gpu_use import may_use_cuda
+from ..analysis.facts.kwargs import Setting, call_keywords, exclusive
+from ..analysis.fixes.dict_edits import add_key
+from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, has_star_args, literal_value
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.torch_names import DATALOADERS
+from ._loader_args import AMBIGUOUS, SHARED, editable, settings_of
+from ._loader_iteration import iterated_repeatedly
+
+# Calls that may appear in a num_workers expression we repeat in ``persistent_workers=``:
+# pure, cheap, no side effects.
+_PURE_CALLS = {"min", "max", "int", "len", "abs", "os.cpu_count", "multiprocessing.cpu_count",
+               "len", "round"}
+
+
+def _pure(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """Can ``expr`` be evaluated a second time without side effects?"""
+    if literal_value(expr) is not NOT_LITERAL or isinstance(expr, cst.Name):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return _pure(ctx, expr.value)
+    if isinstance(expr, cst.Subscript):
+        return _pure(ctx, expr.value) and all(
+            isinstance(s.slice, cst.Index) and _pure(ctx, s.slice.value) for s in expr.slice)
+    if isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
+        return _pure(ctx, expr.left) and _pure(ctx, expr.right)
+    if isinstance(expr, cst.UnaryOperation):
+        return _pure(ctx, expr.expression)
+    if isinstance(expr, cst.Call):
+        name = dotted_name(expr.func)
+        ok = name in _PURE_CALLS or any(q in _PURE_CALLS or q.startswith("builtins.") and q[9:] in _PURE_CALLS
+                                        for q in ctx.qualified_names(expr.func))
+        return ok and not has_star_args(expr) and all(_pure(ctx, a.value) for a in expr.args)
+    return False
+
+
+def _always_positive(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """A positive literal, or ``min(<positive>, os.cpu_count() or 1)`` (GP201's fix)."""
+    value = literal_value(expr)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value > 0
+    if isinstance(expr, cst.Call) and dotted_name(expr.func) == "min" and len(expr.args) == 2 and \
+            not has_star_args(expr):
+        first, second = expr.args[0].value, expr.args[1].value
+        bound = literal_value(first)
+        return isinstance(bound, int) and bound > 0 and isinstance(second, cst.BooleanOperation) and \
+            isinstance(second.operator, cst.Or) and isinstance(literal_value(second.right), int) and \
+            literal_value(second.right) > 0  # type: ignore[operator]
+    return False
+
+
+class DataloaderPersistentWorkers(Rule):
+    code = "GP203"
+    name = "dataloader-persistent-workers"
+    summary = "A DataLoader with worker processes shuts them down and restarts them every epoch."
+    rationale = (
+        "Without `persistent_workers=True` a DataLoader with `num_workers > 0` kills its worker "
+        "processes at the end of every pass and forks new ones at the start of the next: each epoch "
+        "(and each validation pass) begins with the workers re-importing, re-pickling the dataset "
+        "and refilling the prefetch queue while the GPU waits. Keeping them alive removes that stall."
+    )
+    fix_description = (
+        "Add `persistent_workers=True` when `num_workers` is a positive literal (or GP201's "
+        "`min(N, os.cpu_count() or 1)`); for another expression add `persistent_workers=<expr> > 0`, "
+        "since `persistent_workers=True` with zero workers raises ValueError. Report only when the "
+        "expression is not safe to evaluate twice."
+    )
+    fix_safety = "safe"
+    # gains_on 'any': restarting worker processes costs time on every device.
+    gains_on = "any"
+    limitations = (
+        "Reported only when `num_workers` is given and may be positive; a DataLoader without "
+        "workers is GP201's business.",
+        "A `num_workers` expression that may have side effects (a call the rule cannot prove "
+        "pure) is reported without a fix.",
+        "`**` dicts built in the same file are read (see GP201); a DataLoader with `*args` or a "
+        "`**` dict the file cannot see into is skipped. The fix adds `persistent_workers` next to "
+        "each `num_workers` that may be positive (a dict literal, `dict()`, `.update(...)`, "
+        "`d[\"num_workers\"] = ...`) when the dict feeds nothing but DataLoaders and each of those "
+        "places is the only one setting the worker count on its path.",
+        "Not reported when every iteration of the loader the file shows runs once (a single "
+        "pass, `itertools.cycle(loader)`, `it = iter(loader)` then `next(it)`), or when the loader "
+        "never runs out (a `RandomSampler`/`WeightedRandomSampler` drawing at least 10**8 samples "
+        "with replacement, an infinite sampler or `IterableDataset` of this module) and no loop "
+        "over it restarts; a loader handed to code the file does not show is reported.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader",
+        "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
+    )
+    keywords = ("DataLoader",)
+
+    examples = [
+        Valid(dedent("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=32, num_workers=4, persistent_workers=True)
+        """)),
+        Invalid(dedent("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=32, shuffle=True, num_workers=4)
+        """), fixed=dedent("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=32, shuffle=True, num_workers=4, persistent_workers=True)
+        """)),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        for call in ctx.nodes(cst.Call):
+            if not ctx.is_call_to(call, DATALOADERS):
+                continue
+            kw = call_keywords(ctx, call)
+            workers = settings_of(ctx, call, "num_workers")
+            if kw.opaque or not workers or kw.of("persistent_workers"):
+                continue
+            live = [s for s in workers if _may_be_positive(s.value)]
+            if not live or not iterated_repeatedly(ctx, call):
+                continue  # no workers, or one iterator for the whole run: they start once anyway
+            who = "the GPU waits" if may_use_cuda(ctx) else "training waits"
+            message = (f"DataLoader workers are shut down and re-spawned every epoch ({who} while they "
+                       "restart); set persistent_workers")
+            edits = self._edits(ctx, call, workers, live)
+            if isinstance(edits, NoFix):
+                yield Finding.of(call, message, edits)
+                continue
+            always = all(_always_positive(ctx, s.value) for s in live)
+            description = "add persistent_workers=True" if always else "add persistent_workers=<num_workers> > 0"
+            yield Finding(call, message, Fix(description, edits, "safe"))
+
+    @staticmethod
+    def _edits(ctx: RuleContext, call: cst.Call, workers: list[Setting], live: list[Setting]
+               ) -> tuple[Edit, ...] | NoFix:
+        """``persistent_workers`` next to every ``num_workers`` that may be positive; each place
+        must be the only one that sets the worker count on its path."""
+        if not exclusive(workers):
+            return AMBIGUOUS  # set twice on one path: which one holds is not visible
+        edits: list[Edit] = []
+        for setting in live:
+            if _always_positive(ctx, setting.value):
+                value = "True"
+            elif _pure(ctx, setting.value):
+                expr = ctx.code_for(setting.value).strip()
+                if isinstance(setting.value, (cst.BooleanOperation, cst.IfExp, cst.Comparison, cst.Lambda)):
+                    expr = f"({expr})"
+                value = f"{expr} > 0"
+            else:
+                return NoFix("the worker count is an expression that may not be safe to evaluate twice")
+            if setting.holder is not call and not editable(ctx, setting):
+                return SHARED
+            edit = add_key(ctx, setting.holder, "persistent_workers", value)
+            if edit is None:
+                return AMBIGUOUS
+            edits.append(edit)
+        return tuple(edits)
+
+
+def _may_be_positive(expr: cst.BaseExpression) -> bool:
+    value = literal_value(expr)
+    return value is NOT_LITERAL or isinstance(value, int) and not isinstance(value, bool) and value > 0

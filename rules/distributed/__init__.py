@@ -1,0 +1,1 @@
+"""Distributed rules (GP5xx): DataParallel, DDP bucket views, DistributedSampler epochs."""

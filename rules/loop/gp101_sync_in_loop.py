@@ -1,0 +1,347 @@
+"""GP101 sync-in-loop."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ..analysis.facts.program import cpu_only
+from ..analysis.model.tensors import is_host_expr, module_function
+from ..analysis.model.training import TrainingAnalysis, analysis
+from ..analysis.syntax.calls import dotted_name, method_call, target_names
+from ..analysis.syntax.context import RuleContext
+
+
+class SyncInLoop(Rule):
+    code = "GP101"
+    name = "sync-in-loop"
+    summary = ("`.item()`, `.tolist()`, `.cpu()`, `.numpy()` or `float()`/`int()` of a tensor on every "
+               "training step, outside a guarded logging block.")
+    rationale = (
+        "CUDA runs asynchronously: Python queues kernels and races ahead while the GPU works. Reading a "
+        "tensor's value on the host forces the CPU to wait until every queued kernel has finished (a "
+        "host-device synchronisation), then the GPU waits while Python queues the next step. Once per "
+        "step this removes all overlap between CPU and GPU; on small and medium models it commonly costs "
+        "10-40% of throughput."
+    )
+    fix_description = (
+        "Where the value only feeds an accumulator (`total += loss.item()`) that is read in a guarded "
+        "logging block (`if step % N == 0:`) or after the loop, accumulate on the device "
+        "(`total += loss.detach()`) and convert with `float(...)` where it is read (`int(...)` for a counter of "
+        "matches such as `correct += (pred == y).sum().item()`). Otherwise report only: "
+        "move the read under `if step % N == 0:`."
+    )
+    fix_safety = "unsafe"
+    fix_safety_reason = (
+        "The accumulator becomes a tensor on the device, summed in the tensor's dtype (usually "
+        "float32) instead of a Python float (float64), so long sums round slightly differently; "
+        "it is converted back with `float(...)`/`int(...)` only where the rule sees it read."
+    )
+    # gains_on 'cuda': a host-device sync only costs where the device runs asynchronously; on CPU
+    # `.item()` returns at once.
+    gains_on = "cuda"
+    limitations = (
+        "Only reads that run on every iteration of a loop the rule recognises are reported: a "
+        "training loop (it calls `.backward()`, an optimizer's `.step()` or a loss scaler given "
+        "the loss and the optimizer, or iterates a DataLoader, directly or through functions of "
+        "the same module) or an eval loop (it feeds each batch it reads, from any iterable, to a "
+        "model in eval mode or under `no_grad`); a loop driven from another module is not seen.",
+        "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
+        "the read or at a call site of the function holding it, are not reported; CPU-only "
+        "programs (torch imported, no accelerator or device variable anywhere) are not checked.",
+        "`.tolist()`, `.cpu()`, `.numpy()`, `float(x)` and `int(x)` are reported only when `x` is "
+        "clearly a tensor in this file (tensor methods, `torch.*` calls, model or loss outputs); "
+        "`math`/`numpy` results and modules are not tensors, and a tensor returned by another "
+        "module's function is missed.",
+        "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`, a helper from "
+        "another module) are not seen; printing a tensor is GP102's business.",
+        "The fix is offered only for a plain accumulator (`total += loss.item()`) whose every "
+        "read is rate-limited; everything else is reported without a fix.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html",
+    )
+    keywords = (".item(", ".tolist(", ".cpu(", ".numpy(", "float(", "int(")
+
+    examples = [
+        Valid(dedent("""
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    print(f"step {step} loss {loss.item():.4f}")
+        """)),
+        Invalid(dedent("""
+            import torch
+            model.cuda()
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                print("loss", loss.item())
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            def evaluate(model, data, bs=64):
+                model.eval()
+                total = 0.0
+                with torch.no_grad():
+                    for i in range(0, len(data), bs):
+                        x = data[i:i + bs].cuda()
+                        total += model(x).sum().item()
+                return total
+        """), fixed=dedent("""
+            import torch
+            def evaluate(model, data, bs=64):
+                model.eval()
+                total = 0.0
+                with torch.no_grad():
+                    for i in range(0, len(data), bs):
+                        x = data[i:i + bs].cuda()
+                        total += model(x).sum().detach()
+                return float(total)
+        """)),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        ta = analysis(ctx)
+        if not (ta.step_loops or ta.eval_loops) or cpu_only(ctx):
+            return
+        for call, what in sync_calls(ctx, ta):
+            loop = ta.every_step_loop(call)
+            if loop is None:
+                continue
+            snippet = ctx.code_for(call)
+            if len(snippet) > 40:
+                snippet = what
+            fix = accumulator_fix(ctx, ta, call)
+            # The advice fits the code: a running total can stay on the device; any other read
+            # (a value the CPU computes with, a condition) can only be made rarer or avoided.
+            advice = ("accumulate on device and read it every N steps" if fix is not None else
+                      "read it only every N steps, or keep the work that needs it on the device")
+            yield Finding(
+                call,
+                f"`{snippet}` on every {ta.loop_kind(loop)} blocks the CPU until the GPU has finished all "
+                f"queued work (host-device sync); {advice}",
+                fix,
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# Which calls copy a tensor to the host (GP101): ``.item()``, ``.tolist()``, ``.cpu()``,
+# ``.numpy()`` and ``float()``/``int()``/``bool()`` of a tensor, less the copies whose data is
+# what the code is for (a picture, a file, an environment's actions).
+# --------------------------------------------------------------------------------------------
+SYNC_METHODS = ("item", "tolist", "cpu", "numpy")
+CONVERTERS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool"}
+# Functions that turn data into pictures or files.
+_HOST_OUTPUT = re.compile(r"show|plot|save|draw|display|visuali[sz]e|imwrite|write_image|add_image|add_figure|"
+                          r"log_image|to_pil", re.IGNORECASE)
+
+
+def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Call, str]]:
+    """Calls that copy a tensor to the host, with a short description. For chains such as
+    ``x.detach().cpu().numpy()`` only the first sync is reported. Receivers that are host values
+    (``np.sqrt``, ``arr.tolist()`` of a numpy array) or modules (``model.cpu()``) are not."""
+    for call in ctx.nodes(cst.Call):
+        if method_call(call, *SYNC_METHODS):
+            assert isinstance(call.func, cst.Attribute)
+            receiver = call.func.value
+            if _contains_sync(receiver) or module_function(ta, call.func):
+                continue
+            method = call.func.attr.value
+            if ta.is_module_like(receiver) or is_host_expr(ta, receiver) or method == "cpu" and call.args:
+                continue
+            if method in ("tolist", "numpy", "cpu") and (not _looks_like_tensor(ctx, ta, receiver) or
+                                                        _feeds_host_output(ctx, call)):
+                continue
+            yield call, f".{method}()"
+        elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and \
+                len(call.args) == 1 and not call.args[0].star:
+            arg = call.args[0].value
+            if _contains_sync(arg) or not ta.is_tensor_expr(arg):
+                continue
+            if not ctx.matches(call.func, set(CONVERTERS)):
+                continue
+            yield call, f"{call.func.value}()"
+
+
+def _looks_like_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression) -> bool:
+    # ``.tolist()``/``.numpy()``/``.cpu()`` exist on other types too (numpy arrays, modules), so ask
+    # for evidence of a tensor; ``.item()`` is specific enough on its own inside a training step.
+    if ta.is_tensor_expr(receiver):
+        return True
+    return isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript, cst.Call))
+
+
+def _feeds_host_output(ctx: RuleContext, call: cst.Call) -> bool:
+    """Data copied for a picture, a file or an environment (``imshow(x.cpu())``,
+    ``save_image(x.cpu())``, ``a = q.argmax(1).cpu().numpy(); envs.step(a)``, a ``plot_*()``
+    helper's own ``.numpy()``): the transfer is what the code is for."""
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.Call) and _host_consumer(anc):
+            return True
+        if isinstance(anc, cst.Assign):
+            targets = {n for t in anc.targets for n in target_names(t.target)}
+            return any(_fed_to_host_output(ctx, name, anc) for name in targets)
+        if isinstance(anc, cst.FunctionDef):
+            return bool(_HOST_OUTPUT.search(anc.name.value))
+        if isinstance(anc, (cst.ClassDef, cst.Lambda, cst.BaseCompoundStatement)):
+            return False
+    return False
+
+
+def _host_consumer(call: cst.Call) -> bool:
+    name = dotted_name(call.func)
+    if name is None:
+        return False
+    parts = name.rsplit(".", 2)
+    if bool(_HOST_OUTPUT.search(parts[-1])):
+        return True
+    return parts[-1] == "step" and len(parts) > 1 and "env" in parts[-2].lower()  # ``envs.step(actions)``
+
+
+def _fed_to_host_output(ctx: RuleContext, name: str, assign: cst.Assign) -> bool:
+    """A later read of ``name`` in the same function (or module) is an argument of a picture,
+    file or environment call (``draw(y[0])``, ``plt.plot(y)``, ``envs.step(y)``): the value is
+    needed on the host, so copying it there is not a wasted sync."""
+    scope = ctx.enclosing(assign, cst.FunctionDef)
+    for read in ctx.fact(_names_by_value).get(name, ()):
+        if ctx.enclosing(read, cst.FunctionDef) is not scope or ctx.is_inside(read, assign):
+            continue
+        consumer = next((a for a in ctx.ancestors(read) if isinstance(a, cst.Call) and _host_consumer(a)), None)
+        if consumer is not None and ctx.statement_of(consumer) is ctx.statement_of(read):
+            return True
+    return False
+
+
+def _names_by_value(ctx: RuleContext) -> dict[str, list[cst.Name]]:
+    out: dict[str, list[cst.Name]] = {}
+    for n in ctx.nodes(cst.Name):
+        out.setdefault(n.value, []).append(n)
+    return out
+
+
+def _contains_sync(expr: cst.CSTNode) -> bool:
+    if method_call(expr, *SYNC_METHODS):
+        return True
+    return any(_contains_sync(c) for c in expr.children if isinstance(c, cst.BaseExpression | cst.Attribute | cst.Arg))
+
+
+# --------------------------------------------------------------------------------------------
+# GP101's fix: ``acc += loss.item()`` whose every read is rate-limited keeps ``acc`` on the
+# device (``acc += loss.detach()``) and converts it where it is read (``float(acc)``).
+# --------------------------------------------------------------------------------------------
+def _already_converted(ctx: RuleContext, name: cst.Name) -> bool:
+    arg = ctx.parent(name)
+    call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+    return isinstance(call, cst.Call) and len(call.args) == 1 and isinstance(call.func, cst.Name) \
+        and call.func.value == "float" and arg.keyword is None and not arg.star
+
+
+def _binding_position(ctx: RuleContext, name: cst.Name) -> str:
+    """"store" for a plain assignment target (tuple unpacking included), "other" for a name inside
+    a more complex target (subscript, attribute), "load" otherwise."""
+    child: cst.CSTNode = name
+    plain = True
+    for anc in ctx.ancestors(name):
+        if isinstance(anc, cst.AssignTarget) or \
+                isinstance(anc, (cst.For, cst.CompFor)) and child is anc.target or \
+                isinstance(anc, cst.AnnAssign) and child is anc.target or \
+                isinstance(anc, cst.AsName):
+            return "store" if plain else "other"
+        if isinstance(anc, (cst.BaseStatement, cst.BaseSmallStatement)):
+            return "load"
+        if not isinstance(anc, (cst.Tuple, cst.List, cst.Element, cst.StarredElement)):
+            plain = False
+        child = anc
+    return "load"
+
+
+def _counts_matches(expr: cst.CSTNode) -> bool:
+    """Does ``expr`` sum a comparison (``(pred == y).sum()``, ``pred.eq(y).sum()``)?"""
+    if isinstance(expr, cst.Comparison) or method_call(expr, "eq", "ne", "gt", "lt", "ge", "le"):
+        return True
+    return any(_counts_matches(c) for c in expr.children)
+
+
+def _assigned_literal(ctx: RuleContext, name: cst.Name) -> cst.BaseExpression | None:
+    """The value bound to ``name`` by ``name = v`` or ``a, name = u, v``, else None."""
+    parent = ctx.parent(name)
+    if isinstance(parent, cst.AssignTarget):
+        assign = ctx.parent(parent)
+        return assign.value if isinstance(assign, cst.Assign) else None
+    element = parent
+    tup = ctx.parent(element) if isinstance(element, cst.Element) else None
+    target = ctx.parent(tup) if isinstance(tup, cst.Tuple) else None
+    assign = ctx.parent(target) if isinstance(target, cst.AssignTarget) else None
+    if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Tuple) and isinstance(tup, cst.Tuple):
+        index = next(i for i, e in enumerate(tup.elements) if e is element)
+        if index < len(assign.value.elements):
+            return assign.value.elements[index].value
+    return None
+
+
+def accumulator_fix(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Fix | None:
+    """``acc += loss.item()`` whose reads are all rate-limited: keep ``acc`` on the device."""
+    if not method_call(call, "item"):
+        return None
+    aug = None
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.AugAssign):
+            aug = anc
+            break
+        if isinstance(anc, (cst.BaseStatement, cst.BaseSmallStatement)):
+            return None
+    if not isinstance(aug, cst.AugAssign) or not isinstance(aug.operator, cst.AddAssign):
+        return None
+    # The synced value must feed the addition directly (``acc += loss.item()`` or ``* n``).
+    if not ctx.is_inside(call, aug.value):
+        return None
+    acc = dotted_name(aug.target)
+    if acc is None or "." in acc:
+        return None
+    loop = ta.step_loop_of(call)
+    scope: cst.CSTNode = ctx.enclosing(aug, cst.FunctionDef) or ctx.module
+    reads: list[cst.Name] = []
+    inits: list[cst.BaseExpression | None] = []
+    for name in ctx.nodes(cst.Name):
+        if name.value != acc or name is aug.target:
+            continue
+        if (ctx.enclosing(name, cst.FunctionDef) or ctx.module) is not scope:
+            continue
+        parent = ctx.parent(name)
+        if isinstance(parent, cst.AugAssign) and parent.target is name:
+            return None  # a second accumulation into the same name: leave it alone
+        target = _binding_position(ctx, name)
+        if target == "store":
+            inits.append(_assigned_literal(ctx, name))
+            continue  # ``acc = 0.0``, ``acc, n = 0.0, 0``, ``for acc in ...``
+        if target == "other":
+            return None  # ``acc[i] = ...``/``acc.x = ...``: not a plain float accumulator
+        if isinstance(parent, (cst.Attribute,)) and parent.attr is name:
+            continue
+        if isinstance(parent, cst.NameItem):  # ``global acc`` / ``nonlocal acc``: not a read
+            continue
+        if _already_converted(ctx, name):  # ``float(acc)`` works on a tensor as it is
+            continue
+        in_loop = loop is not None and ctx.is_inside(name, loop)
+        if in_loop and not ta.in_guarded_block(name):
+            return None  # read every step: keeping it on device would move the sync, not remove it
+        reads.append(name)
+    assert isinstance(call.func, cst.Attribute)
+    edits = [Replace(call, call.with_changes(func=call.func.with_changes(attr=cst.Name("detach"))))]
+    # Convert back to what the script had: a counter of matches (``correct += (p == y).sum().item()``
+    # from ``correct = 0``) stays an int; anything else (a loss) is a float.
+    counts = _counts_matches(call.func.value)
+    convert = "int" if counts and inits and all(isinstance(v, cst.Integer) for v in inits) else "float"
+    for name in reads:
+        edits.append(Replace(name, cst.Call(func=cst.Name(convert), args=[cst.Arg(cst.Name(acc))])))
+    return Fix(f"accumulate `{acc}` on the device and convert where it is read", tuple(edits), "unsafe")

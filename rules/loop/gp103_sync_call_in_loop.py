@@ -1,0 +1,145 @@
+"""GP103 sync-call-in-loop."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
+from ..analysis.facts.program import cpu_only
+from ..analysis.fixes.edits import block_of, remove_statement, single_expression_statement
+from ..analysis.model.training import analysis
+from ..analysis.syntax.calls import dotted_name, literal_value
+from ..analysis.syntax.context import RuleContext
+
+SYNC_CALLS = {
+    "torch.cuda.synchronize": "torch.cuda.synchronize()",
+    "torch.cuda.empty_cache": "torch.cuda.empty_cache()",
+}
+_AVAILABLE = {"torch.cuda.is_available"}
+_DEVICE_FLAG = re.compile(r"cuda|gpu", re.IGNORECASE)
+
+
+def _device_check(ctx: RuleContext, test: cst.BaseExpression) -> bool:
+    """A side-effect-free test that only asks whether CUDA is in use: ``torch.cuda.is_available()``,
+    ``args.cuda``, ``use_gpu``, ``device.type == "cuda"``."""
+    if ctx.is_call_to(test, _AVAILABLE):
+        return True
+    name = dotted_name(test)
+    if name is not None:
+        return bool(_DEVICE_FLAG.search(name.rsplit(".", 1)[-1]))
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and \
+            isinstance(test.comparisons[0].operator, cst.Equal):
+        sides = (test.left, test.comparisons[0].comparator)
+        return any(literal_value(s) == "cuda" for s in sides) and \
+            all(dotted_name(s) is not None or literal_value(s) == "cuda" for s in sides)
+    return False
+
+
+class SyncCallInLoop(Rule):
+    code = "GP103"
+    name = "sync-call-in-loop"
+    summary = "`torch.cuda.synchronize()` or `torch.cuda.empty_cache()` on every training step."
+    rationale = (
+        "`torch.cuda.synchronize()` blocks the CPU until every queued kernel has finished, so the GPU "
+        "drains and then idles while Python queues the next step. `torch.cuda.empty_cache()` also "
+        "synchronises and returns the caching allocator's free blocks to the driver, so the next step "
+        "pays for `cudaMalloc` again. Neither makes training correct or faster; once per step they "
+        "typically cost 5-30% of throughput."
+    )
+    fix_description = (
+        "Remove the call (its comments move to the next statement); when it is the only statement "
+        "of a CUDA check (`if torch.cuda.is_available():`, `if args.cuda:`), remove the whole `if`."
+    )
+    fix_safety = "unsafe"
+    fix_safety_reason = (
+        "Code that times steps with `time.time()` around the call measures something else "
+        "afterwards (queued GPU work is no longer waited for), and without `empty_cache()` the "
+        "allocator keeps freed blocks, so other processes on the same GPU see less free memory."
+    )
+    # gains_on 'cuda': both calls act on the CUDA device; without one there is nothing to wait for
+    # or release.
+    gains_on = "cuda"
+    limitations = (
+        "Only `torch.cuda.synchronize()` and `torch.cuda.empty_cache()` (through any import "
+        "alias) are recognised; stream or event synchronisation and "
+        "`torch.accelerator.synchronize()` are not.",
+        "A call under a periodic guard (`if step % N == 0:`), a once-per-loop guard (`if i == 0:`) "
+        "or a user's opt-in flag (`if args.sync_for_timing:`, `if debug:`), at the call or at a "
+        "call site of the function holding it, is not reported: the user asked for that sync.",
+        "CPU-only programs (no accelerator named anywhere in the file) are not checked.",
+        "The fix is offered only when the call is a statement of its own in a block; when it is "
+        "the only statement of a CUDA check (`if torch.cuda.is_available():`, `if args.cuda:`) "
+        "the whole `if` goes.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/generated/torch.cuda.synchronize.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.cuda.empty_cache.html",
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#memory-management",
+    )
+    keywords = ("synchronize", "empty_cache")
+
+    examples = [
+        Valid(dedent("""
+            import torch
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+            torch.cuda.synchronize()  # once, after training
+        """)),
+        Invalid(dedent("""
+            import torch
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                torch.cuda.synchronize()
+                optimizer.zero_grad()
+        """), fixed=dedent("""
+            import torch
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+        """)),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        ta = analysis(ctx)
+        if not ta.step_loops or cpu_only(ctx):
+            return
+        for call in ctx.nodes(cst.Call):
+            if not ctx.is_call_to(call, set(SYNC_CALLS)):
+                continue
+            # A user's opt-in flag (``if args.sync_for_timing:``) is a choice, not a per-step sync.
+            loop = ta.every_step_loop(call, flags=True)
+            if loop is None:
+                continue
+            what = next(v for k, v in SYNC_CALLS.items() if ctx.matches(call.func, {k}))
+            yield Finding(call, f"`{what}` on every {ta.loop_kind(loop)} stalls the CPU until the GPU has "
+                                "drained its queue (and empty_cache forces re-allocation); remove it",
+                          _removal(ctx, call, what))
+
+
+def _removal(ctx: RuleContext, call: cst.Call, what: str) -> Fix | None:
+    stmt = single_expression_statement(ctx, call)
+    if stmt is None:
+        return None
+    target: cst.SimpleStatementLine | cst.BaseCompoundStatement = stmt
+    block = block_of(ctx, stmt)
+    guard = ctx.parent(block) if block is not None else None
+    # ``if torch.cuda.is_available(): torch.cuda.synchronize()`` goes as a whole.
+    if isinstance(guard, cst.If) and guard.orelse is None and len(block.body) == 1 and \
+            _device_check(ctx, guard.test) and not stmt.leading_lines and \
+            stmt.trailing_whitespace.comment is None:
+        target = guard
+    edits = remove_statement(ctx, target)
+    if edits is None and target is not stmt:  # an ``elif`` cannot go as a whole: keep it, empty
+        edits = remove_statement(ctx, stmt)
+    if edits is None:
+        return None
+    return Fix(f"remove `{what}`", edits, "unsafe")

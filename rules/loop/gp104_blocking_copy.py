@@ -1,0 +1,252 @@
+"""GP104 blocking-copy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import libcst as cst
+
+from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ..analysis.facts.program import cpu_only
+from ..analysis.fixes.edits import add_kwarg
+from ..analysis.model.eval_loops import loop_data
+from ..analysis.model.host_data import (
+    built_on_host, cuda_tensor_type, host_tensor_name, in_cpu_branch, is_tokenizer_output, placed_by_framework,
+)
+from ..analysis.model.step_code import BatchData, device_kind
+from ..analysis.model.tensors import mentions
+from ..analysis.model.training import TrainingAnalysis, analysis
+from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call
+from ..analysis.syntax.callsites import call_site_args
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import walk
+
+
+def host_to_device_copy(ctx: RuleContext, call: cst.Call) -> bool:
+    """``x.to(<device>)`` / ``x.to(device=...)`` / ``x.cuda()`` that does not name the CPU, or
+    ``x.type(torch.cuda.FloatTensor)`` (through a name bound to a CUDA tensor type), that does
+    not already choose ``non_blocking``."""
+    if has_star_args(call) or get_arg(call, "non_blocking") is not None:
+        return False
+    assert isinstance(call.func, cst.Attribute)
+    method = call.func.attr.value
+    if method == "cuda":
+        return all(a.keyword is None or a.keyword.value == "device" for a in call.args) and len(call.args) <= 1
+    if method == "type":
+        arg = get_arg(call, "dtype", 0)
+        return len(call.args) == 1 and arg is not None and cuda_tensor_type(ctx, arg.value)
+    dev = get_arg(call, "device", 0)
+    if dev is None or device_kind(ctx, dev.value) in (None, "cpu"):
+        return False
+    # .to(device) or .to(device, dtype) / .to(device, dtype=...); not .to(other_tensor) or copy=
+    return all(a.keyword is None or a.keyword.value in ("device", "dtype") for a in call.args) and \
+        len(call.args) <= 2
+
+
+def _preloaded_slice(ctx: RuleContext, expr: cst.BaseExpression, moving: set[str]) -> str | None:
+    """``tokens[:, i:i + n]``: a slice, by something that changes every step (``moving``), of a
+    tensor built in host memory outside the step (at module level, or in the function before
+    the loop). Returns the tensor's name."""
+    if not isinstance(expr, cst.Subscript) or not isinstance(expr.value, cst.Name):
+        return None
+    if not any(mentions(el, moving) for el in expr.slice):
+        return None
+    name = expr.value.value
+    fn = ctx.enclosing(expr, cst.FunctionDef)
+    for scope in ([fn] if fn is not None else []) + [ctx.module]:
+        if host_tensor_name(ctx, name, scope):
+            return name
+    return None
+
+
+def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.For | cst.While,
+              batch_data: Callable[[cst.For | cst.While], BatchData]) -> tuple[str, bool | None] | None:
+    """What a per-step copy copies, or None when it is not a host-to-device copy of step data:
+    ``("batch" | "preloaded <name>" | "built", tensor)`` where ``tensor`` is True when the
+    receiver is provably a tensor, False when unknown, None when known not to be one."""
+    assert isinstance(call.func, cst.Attribute)
+    receiver = call.func.value
+    if ctx.is_inside(call, loop):
+        batch = batch_data(loop)
+        moving = loop_data(loop) | ta.counters(loop)
+        if batch.holds(receiver):
+            return "batch", (None if is_tokenizer_output(ta, receiver) else batch.is_tensor(receiver))
+        name = _preloaded_slice(ctx, receiver, moving)
+        return (f"preloaded {name}", True) if name else None
+    # In a helper called per step (``get_batch()``, ``self.train_step(batch)``): a batch the
+    # step loop passes in, a tensor built there, or a slice of a preloaded one.
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    if fn is None:
+        return None
+    passed = _passed_batch(ta, fn, receiver, batch_data)
+    if passed != "no":
+        return "batch", passed  # type: ignore[return-value]
+    if built_on_host(ctx, receiver) and not ctx.is_call_to(receiver, {"torch.tensor"}) or \
+            isinstance(receiver, cst.Name) and host_tensor_name(ctx, receiver.value, fn):
+        return "built", True
+    params = {p.name.value for p in fn.params.params}
+    local = {n for n in (dotted_name(t.target) for a in walk(fn.body) if isinstance(a, cst.Assign)
+                         for t in a.targets) if n}
+    name = _preloaded_slice(ctx, receiver, params | local)
+    return (f"preloaded {name}", True) if name else None
+
+
+def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseExpression,
+                  batch_data: Callable[[cst.For | cst.While], BatchData]) -> bool | None | str:
+    """``def train_step(batch): batch.cuda()`` called as ``train_step(b)`` from step loops with
+    their batch data: whether that is provably a tensor (True/False, None when known not to be
+    one); the string "no" when it is not a batch the loops pass in."""
+    base: cst.BaseExpression = receiver
+    while isinstance(base, cst.Subscript):
+        base = base.value
+    if not isinstance(base, cst.Name):
+        return "no"
+    args = call_site_args(ta.ctx, fn, base.value)
+    if not args:
+        return "no"
+    tensor: bool | None = True
+    for arg in args:
+        loop = ta.step_loop_of(arg)
+        if loop is None or not ta.ctx.is_inside(arg, loop) or not batch_data(loop).holds(arg):
+            return "no"
+        data = batch_data(loop)
+        if is_tokenizer_output(ta, arg):
+            tensor = None
+        elif tensor is True and not (data.is_tensor(arg) if receiver is base else data.default_collate):
+            tensor = False  # a subscript of a default-collated batch is a tensor
+    return tensor
+
+
+def _message(what: str, kind: str) -> str:
+    if what.startswith("preloaded "):
+        name = what.split(" ", 1)[1]
+        return (f"`{name}` is a CPU tensor loaded before the loop and a slice of it is copied to the "
+                f"device on every {kind}, blocking the CPU: move it to the device once, before the "
+                "loop (if it fits), or at least add non_blocking=True")
+    if what == "built":
+        return (f"a tensor built on the CPU is copied to the device on every {kind} and the CPU waits "
+                "for the copy; add non_blocking=True (after .pin_memory() it overlaps with compute)")
+    return (f"blocking host-to-device copy of the batch on every {kind}: the CPU waits for the copy "
+            "instead of queueing work; add non_blocking=True (with pinned memory it overlaps with "
+            "compute)")
+
+
+class BlockingCopy(Rule):
+    code = "GP104"
+    name = "blocking-copy"
+    summary = "A batch is copied to the GPU with `.to(device)`/`.cuda()` without `non_blocking=True`."
+    rationale = (
+        "A host-to-device copy without `non_blocking=True` makes the CPU wait until the copy has "
+        "finished before it may queue the forward pass, so the copy cannot overlap with the GPU "
+        "still working on the previous step or with Python preparing the next. With pinned memory "
+        "(`DataLoader(pin_memory=True)`) and `non_blocking=True` the copy runs asynchronously on the "
+        "copy engine; CUDA's stream ordering guarantees the kernels that use it still see the data."
+    )
+    fix_description = (
+        "Add `non_blocking=True` to the host-to-device copy of step data. Never for copies to the "
+        "CPU, for models, or for objects known not to be tensors (a tokenizer's BatchEncoding). "
+        "For a slice of a preloaded host tensor the message suggests moving the whole tensor once, "
+        "before the loop. On CPU the argument is a no-op."
+    )
+    fix_safety = "unsafe"
+    fix_safety_reason = (
+        "Safe where the copied object is provably a tensor (a `torch.*` result, a tensor method's "
+        "result, or one field of a batch from a DataLoader with the default collate function). A "
+        "whole batch of unknown type (a custom collate function's output) gets the fix as unsafe: "
+        "another object's `.to()` may not take `non_blocking`; a tokenizer's output, or any "
+        "unknown batch in a file that uses transformers, gets no fix."
+    )
+    # gains_on 'cuda': only a host-to-GPU copy can run asynchronously; on CPU the argument is a no-
+    # op.
+    gains_on = "cuda"
+    limitations = (
+        "Three kinds of per-step copies are reported: the batch (names bound by the step loop's "
+        "`for` target or derived from it, a tokenizer's output of it, names returned by a helper "
+        "of this module), a slice of a tensor loaded into host memory before the loop and indexed "
+        "by the step (`tokens[:, i:i + n]`), and a tensor built on the host (`torch.from_numpy`, "
+        "`torch.stack`) in a helper called every step; tensors from other sources are not.",
+        "A copy is recognised only when its target looks like a device (a `\"cuda\"` literal, "
+        "`torch.device(...)`, or a name such as `device` or `local_rank`), or is a legacy CUDA "
+        "tensor type (`x.type(torch.cuda.FloatTensor)`, also through a name bound to one).",
+        "Copies in a branch that runs only off CUDA (the `else` of `if device_type == \"cuda\":`), "
+        "slices of a tensor already on the device, batches of a DataLoader handed to "
+        "`accelerator.prepare()` (already placed), copies under a periodic guard, and CPU-only "
+        "programs are not reported.",
+        "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
+        "batches (GP202), which the rule does not check.",
+    )
+    references = (
+        "https://docs.pytorch.org/tutorials/intermediate/pinmem_nonblock.html",
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers",
+        "https://docs.pytorch.org/docs/stable/generated/torch.Tensor.to.html",
+    )
+    keywords = (".to(", ".cuda(", ".type(")
+
+    examples = [
+        Valid(dedent("""
+            for x, y in loader:
+                x = x.to(device, non_blocking=True)
+                y = y.cuda(non_blocking=True)
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+        """)),
+        Invalid(dedent("""
+            import torch
+            class Trainer:
+                def train_step(self, images, labels):
+                    images = images.cuda()
+                    labels = labels.cuda()
+                    loss = self.criterion(self.model(images), labels)
+                    loss.backward()
+                    self.optimizer.step()
+
+                def fit(self, loader):
+                    for images, labels in loader:
+                        self.train_step(images, labels)
+        """), fixed=dedent("""
+            import torch
+            class Trainer:
+                def train_step(self, images, labels):
+                    images = images.cuda(non_blocking=True)
+                    labels = labels.cuda(non_blocking=True)
+                    loss = self.criterion(self.model(images), labels)
+                    loss.backward()
+                    self.optimizer.step()
+
+                def fit(self, loader):
+                    for images, labels in loader:
+                        self.train_step(images, labels)
+        """), count=2),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        ta = analysis(ctx)
+        if cpu_only(ctx):
+            return
+        transformers = any(v.split(".")[0] in ("transformers", "tokenizers") for v in ctx.import_aliases.values())
+        cache: dict[cst.CSTNode, BatchData] = {}
+
+        def batch_data(loop: cst.For | cst.While) -> BatchData:
+            if loop not in cache:
+                cache[loop] = BatchData(ctx, ta, loop)
+            return cache[loop]
+
+        for call in ctx.nodes(cst.Call):
+            if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
+                continue
+            loop = ta.every_step_loop(call)
+            if loop is None or in_cpu_branch(ctx, call) or \
+                    isinstance(loop, cst.For) and placed_by_framework(ta, loop.iter):
+                continue
+            found = _classify(ctx, ta, call, loop, batch_data)
+            if found is None:
+                continue
+            what, tensor = found
+            fix = None
+            # ``non_blocking`` is an argument of Tensor.to/cuda/type; other objects' ``.to()``
+            # (a tokenizer's BatchEncoding in older transformers) may not take it.
+            if tensor is True or tensor is False and not transformers:
+                fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),),
+                          "safe" if tensor else "unsafe")
+            yield Finding(call, _message(what, ta.loop_kind(loop)), fix)

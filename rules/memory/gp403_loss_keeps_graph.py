@@ -1,0 +1,210 @@
+"""GP403 loss-keeps-graph."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ..analysis.fixes.edits import detached
+from ..analysis.model.step_code import in_no_grad, walk_with_callees
+from ..analysis.model.tensors import backward_tensor
+from ..analysis.model.training import TrainingAnalysis, analysis
+from ..analysis.syntax.calls import dotted_name, method_call
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import walk
+
+# Results of these methods no longer hold the autograd graph (or are not tensors).
+_CUTS_GRAPH = frozenset({"item", "detach", "tolist", "numpy", "__float__", "argmax", "argmin", "eq",
+                         "ne", "gt", "lt", "ge", "le", "size", "dim", "numel"})
+
+
+class _GradNames:
+    """Names of one scope holding tensors that require grad: receivers of ``.backward()``
+    and names assigned from model or criterion calls or from other such names."""
+
+    def __init__(self, ctx: RuleContext, ta: TrainingAnalysis, scope: cst.CSTNode) -> None:
+        self.ctx, self.ta = ctx, ta
+        self.names: set[str] = set()
+        assigns: list[tuple[str, cst.BaseExpression]] = []
+        for node in walk(scope):
+            hidden = ta.hidden_step(node)
+            if hidden is not None and isinstance(hidden[0], cst.Name):
+                self.names.add(hidden[0].value)  # ``loss_scaler(loss, opt)``: ``loss`` had a graph
+            elif method_call(node, "backward"):
+                assert isinstance(node, cst.Call)
+                seed = backward_tensor(node)  # ``loss.backward()``, ``accelerator.backward(loss)``
+                if isinstance(seed, cst.Name):
+                    self.names.add(seed.value)
+            elif isinstance(node, cst.Assign) and len(node.targets) == 1 and \
+                    isinstance(node.targets[0].target, cst.Name) and not in_no_grad(ctx, node):
+                assigns.append((node.targets[0].target.value, node.value))
+        for _ in range(4):
+            before = len(self.names)
+            for name, value in assigns:
+                if name not in self.names and self.carries(value):
+                    self.names.add(name)
+            if len(self.names) == before:
+                break
+
+    def carries(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Name):
+            return expr.value in self.names
+        if isinstance(expr, cst.BinaryOperation):
+            return self.carries(expr.left) or self.carries(expr.right)
+        if isinstance(expr, cst.Subscript):
+            return self.carries(expr.value)
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value not in ("data", "grad", "shape", "dtype", "device") and self.carries(expr.value)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if self.ta.is_model(func) or self.ta.is_criterion(func):
+                return True
+            if isinstance(func, cst.Attribute) and not self.ctx.matches(func, {"torch.*"}):
+                return func.attr.value not in _CUTS_GRAPH and self.carries(func.value)
+            if self.ctx.matches(func, {"torch.*"}) and not self.ctx.matches(func, {"torch.cuda.*"}):
+                return any(self.carries(a.value) for a in expr.args)
+        return False
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    return {n.value for n in walk(node, into_scopes=True, include_self=True) if isinstance(n, cst.Name)}
+
+
+class LossKeepsGraph(Rule):
+    code = "GP403"
+    name = "loss-keeps-graph"
+    summary = "A loss tensor is accumulated across steps together with its autograd graph."
+    rationale = (
+        "`total += loss` (or `losses.append(loss)`) keeps a reference to `loss` and, through its "
+        "`grad_fn`, to that step's autograd graph; the sum's own graph then chains every step's "
+        "graph together. Memory grows every step until the accumulator is reset (with all saved "
+        "activations, when the loss is accumulated before its backward), the allocator fragments, "
+        "and long runs go out of memory. Only the value is wanted."
+    )
+    fix_description = (
+        "Accumulate `loss.detach()` instead: the same values, without the graph. Not offered where "
+        "the accumulated value is later backpropagated through (deliberate)."
+    )
+    fix_safety = "safe"
+    # gains_on 'any': the retained graphs take memory (and allocator time) on every device.
+    gains_on = "any"
+    limitations = (
+        "Only accumulations in a step loop that does a backward are checked (`loss.backward()`, "
+        "an engine's `accelerator.backward(loss)`, or a loss scaler of another module given the "
+        "loss and the optimizer): `acc += x`, `acc = acc + x` and `acc.append(x)`.",
+        "Whether a value carries a graph is followed through names in the same function; a loss "
+        "returned by another module's function is missed.",
+        "Not reported when the accumulated value is later backpropagated through (deliberate) or "
+        "reset every step.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/notes/faq.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.Tensor.detach.html",
+    )
+    keywords = ("+", "append(")
+
+    examples = [
+        Valid(dedent("""
+            total = 0.0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                total += loss.item()
+                history.append(loss.detach())
+        """)),
+        Invalid(dedent("""
+            import torch
+            from utils import amp_step
+            total = 0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                amp_step(loss, optimizer)
+                optimizer.zero_grad()
+                total += loss
+        """), fixed=dedent("""
+            import torch
+            from utils import amp_step
+            total = 0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                amp_step(loss, optimizer)
+                optimizer.zero_grad()
+                total += loss.detach()
+        """)),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        ta = analysis(ctx)
+        grads: dict[cst.CSTNode, _GradNames] = {}
+        for loop in ta.step_loops:
+            if not any(ta.is_backward_call(n) for n in walk_with_callees(ta, loop.body)):
+                continue
+            scope: cst.CSTNode = ctx.enclosing(loop, cst.FunctionDef) or ctx.module
+            if scope not in grads:
+                grads[scope] = _GradNames(ctx, ta, scope)
+            for acc, value, stmt in _accumulations(loop):
+                if ta.step_loop_of(stmt) is not loop or in_no_grad(ctx, stmt):
+                    continue
+                if not grads[scope].carries(value) or _backpropagated(ctx, ta, scope, acc) or \
+                        _reset_every_step(ctx, ta, loop, acc, stmt):
+                    continue
+                fix = Fix("accumulate a detached value", (Replace(value, detached(value)),), "safe")
+                yield Finding(value, f"`{acc}` accumulates the loss with its autograd graph: every step's graph "
+                                     "stays alive, so memory grows each step; accumulate loss.detach()", fix)
+
+
+def _accumulations(loop: cst.For | cst.While) -> Iterator[tuple[str, cst.BaseExpression, cst.CSTNode]]:
+    """``acc += x``, ``acc = acc + x``, ``acc.append(x)`` in a loop body: (acc, x, statement)."""
+    for node in walk(loop.body):
+        if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign):
+            acc = dotted_name(node.target)
+            if acc is not None:
+                yield acc, node.value, node
+        elif isinstance(node, cst.Assign) and len(node.targets) == 1 and \
+                isinstance(node.value, cst.BinaryOperation) and isinstance(node.value.operator, cst.Add):
+            acc = dotted_name(node.targets[0].target)
+            if acc is None:
+                continue
+            if dotted_name(node.value.left) == acc:
+                yield acc, node.value.right, node
+            elif dotted_name(node.value.right) == acc:
+                yield acc, node.value.left, node
+        elif method_call(node, "append") and isinstance(node, cst.Call) and len(node.args) == 1 and \
+                node.args[0].keyword is None and not node.args[0].star:
+            assert isinstance(node.func, cst.Attribute)
+            acc = dotted_name(node.func.value)
+            if acc is not None:
+                yield acc, node.args[0].value, node
+
+
+def _backpropagated(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.CSTNode, acc: str) -> bool:
+    """Is ``acc`` (or a name computed from it) backpropagated through somewhere in the scope?"""
+    base = acc.split(".")[0] if not acc.startswith("self.") else acc.split(".")[1]
+    derived = {base}
+    for node in walk(scope):
+        if isinstance(node, cst.Assign) and _names_in(node.value) & derived:
+            for t in node.targets:
+                derived |= _names_in(t.target)
+    for node in walk(scope):
+        if ta.is_backward_call(node):
+            assert isinstance(node, cst.Call)
+            inside = backward_tensor(node) if method_call(node, "backward") else node
+            if _names_in(inside) & derived:
+                return True
+    return False
+
+
+def _reset_every_step(ctx: RuleContext, ta: TrainingAnalysis, loop: cst.CSTNode, acc: str,
+                      stmt: cst.CSTNode) -> bool:
+    """``acc = 0`` in the loop body (or in an enclosing step loop: micro-batches of one step)
+    outside a periodic guard: the graph lives one step only."""
+    loops = [loop] + [a for a in ctx.ancestors(loop) if a in ta.step_loops]
+    for lp in loops:
+        for node in walk(lp.body):  # type: ignore[attr-defined]
+            if isinstance(node, cst.Assign) and node is not stmt and \
+                    any(dotted_name(t.target) == acc for t in node.targets) and not ta.in_guarded_block(node):
+                return True
+    return False

@@ -1,0 +1,249 @@
+"""GP404 eval-without-no-grad."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ..analysis.fixes.edits import torch_alias
+from ..analysis.model.step_code import in_no_grad, walk_with_callees
+from ..analysis.model.training import TrainingAnalysis, analysis
+from ..analysis.syntax.calls import dotted_name, method_call
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.torch_names import NO_GRAD
+from ..analysis.syntax.tree import walk
+
+_GRAD_APIS = {"torch.autograd.grad", "torch.autograd.backward", "torch.enable_grad",
+              "torch.autograd.functional.*", "torch.func.*"}
+
+
+class EvalWithoutNoGrad(Rule):
+    code = "GP404"
+    name = "eval-without-no-grad"
+    summary = "An evaluation loop or forward (model in eval mode, no backward) runs with autograd enabled."
+    rationale = (
+        "`model.eval()` only switches dropout and batch-norm to inference behaviour; it does not "
+        "turn off autograd. Without `torch.no_grad()` every forward pass records the graph and keeps "
+        "the activations it would need for a backward that never comes: evaluation uses several "
+        "times the memory it needs (limiting the batch size) and spends time on graph bookkeeping."
+    )
+    fix_description = (
+        "Wrap the loop in `with torch.no_grad():` (the body moves one level in; comments are kept), "
+        "adding `import torch` if needed; a straight-line helper gets `@torch.no_grad()`."
+    )
+    fix_safety = "safe"
+    # gains_on 'any': recording the graph and keeping activations costs time and memory on every
+    # device.
+    gains_on = "any"
+    limitations = (
+        "The loop must come after `model.eval()` in the same function and call that model; "
+        "evaluation in a function that receives a model already in eval mode is missed.",
+        "A straight-line forward after `model.eval()` (a `predict()` helper) is reported when the "
+        "function never uses autograd and no caller may backpropagate through its output; it is "
+        "fixed with `@torch.no_grad()` only when its callers are in this file (module-level code: "
+        "the statement is wrapped).",
+        "A loop that calls `.backward()`, steps an optimizer, or uses autograd APIs (saliency "
+        "maps, `requires_grad_`) is not reported.",
+        "The fix uses `torch.no_grad()`; `torch.inference_mode()` can be faster still but forbids "
+        "later autograd use of the outputs.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/generated/torch.no_grad.html",
+        "https://docs.pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+    )
+    keywords = (".eval()",)
+
+    examples = [
+        Valid(dedent("""
+            import torch
+            @torch.no_grad()
+            def evaluate(model, loader):
+                model.eval()
+                correct = 0
+                for x, y in loader:
+                    correct += (model(x).argmax(1) == y).sum()
+                return correct
+        """)),
+        Invalid(dedent("""
+            import torch
+            def predict(model, x):
+                model.eval()
+                logits = model(x)
+                return logits.argmax(-1)
+
+            print(predict(model, batch))
+        """), fixed=dedent("""
+            import torch
+            @torch.no_grad()
+            def predict(model, x):
+                model.eval()
+                logits = model(x)
+                return logits.argmax(-1)
+
+            print(predict(model, batch))
+        """)),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        ta = analysis(ctx)
+        order = ctx.preorder()
+        evals: dict[cst.CSTNode, list[tuple[int, str]]] = {}
+        statements: set[int] = set()
+        for call in ctx.nodes(cst.Call):
+            if method_call(call, "eval") and not call.args:
+                assert isinstance(call.func, cst.Attribute)
+                name = dotted_name(call.func.value)
+                if name is not None:
+                    scope = ctx.enclosing(call, cst.FunctionDef, cst.Lambda, cst.ClassDef) or ctx.module
+                    evals.setdefault(scope, []).append((order[call], name))
+                    if isinstance(ctx.parent(call), cst.Expr):
+                        statements.add(order[call])
+        if not evals:
+            return
+        flagged: list[cst.CSTNode] = []
+        for loop in ctx.nodes(cst.For, cst.While):
+            if any(ctx.is_inside(loop, f) for f in flagged):
+                continue
+            model = self._eval_model(ctx, ta, loop, evals, order)
+            if model is None:
+                continue
+            flagged.append(loop)
+            alias = torch_alias(ctx)
+            new = cst.With(
+                items=[cst.WithItem(cst.parse_expression(f"{alias or 'torch'}.no_grad()"))],
+                body=cst.IndentedBlock(body=[loop.with_changes(leading_lines=[])]),
+                leading_lines=loop.leading_lines,
+            )
+            fix = Fix("wrap the loop in torch.no_grad()", (Replace(loop, new),) + ((AddImport("torch"),) if alias is None else ()), "safe")
+            yield Finding(loop, f"evaluation loop runs `{model}` in eval mode with autograd on: every forward "
+                                "records a graph and keeps activations for a backward that never comes; "
+                                "wrap it in torch.no_grad()", fix)
+        done = {ctx.enclosing(loop, cst.FunctionDef) or ctx.module for loop in flagged}
+        for scope, names in evals.items():
+            # ``model.eval()`` as a statement of its own: the inference idiom (not ``freeze(f.eval())``)
+            names = [(pos, name) for pos, name in names if pos in statements]
+            if names and scope not in done and isinstance(scope, (cst.FunctionDef, cst.Module)):
+                found = _straight_line(ctx, ta, scope, names, order)
+                if found is not None:
+                    yield found
+
+    @staticmethod
+    def _eval_model(ctx: RuleContext, ta: TrainingAnalysis, loop: cst.For | cst.While,
+                    evals: dict[cst.CSTNode, list[tuple[int, str]]], order: dict[cst.CSTNode, int]) -> str | None:
+        scope = ctx.enclosing(loop, cst.FunctionDef, cst.Lambda, cst.ClassDef) or ctx.module
+        start = order[loop]
+        models = {name for pos, name in evals.get(scope, ()) if pos < start}
+        if not models or in_no_grad(ctx, loop):
+            return None
+        called = {dotted_name(n.func) for n in walk(loop.body) if isinstance(n, cst.Call)}
+        used = sorted(m for m in models if m in called)
+        if not used:
+            return None
+        model = used[0]
+        # model.train() between the eval() and the loop: not in eval mode any more
+        for n in walk(scope):
+            if method_call(n, "train") and isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and \
+                    dotted_name(n.func.value) == model and \
+                    max(p for p, m in evals[scope] if m == model and p < start) < order[n] < start:
+                return None
+        for n in walk_with_callees(ta, loop.body):
+            if ta.is_backward_call(n) or ta.is_optimizer_step(n):
+                return None
+            if isinstance(n, cst.With) and any(
+                    ctx.matches(i.item.func if isinstance(i.item, cst.Call) else i.item, NO_GRAD) for i in n.items):
+                return None
+            if isinstance(n, cst.Call) and ctx.matches(n.func, _GRAD_APIS):
+                return None
+            if isinstance(n, cst.Name) and n.value in ("requires_grad_", "requires_grad", "retain_grad"):
+                return None
+        for n in walk(scope):
+            if isinstance(n, cst.Call) and ctx.matches(n.func, {"torch.set_grad_enabled"}):
+                return None
+        fn = scope if isinstance(scope, cst.FunctionDef) else None
+        if fn is not None and any(in_no_grad(ctx, c) for c in ta.calls_of(fn)):
+            return None  # called under no_grad by its caller
+        return model
+
+
+def _uses_autograd(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.CSTNode) -> bool:
+    """Does ``scope`` (outside nested functions) backpropagate, step, or use autograd APIs?"""
+    for n in walk(scope):
+        if ta.is_backward_call(n) or ta.is_optimizer_step(n):
+            return True
+        if isinstance(n, cst.Call) and ctx.matches(n.func, _GRAD_APIS | {"torch.set_grad_enabled"}):
+            return True
+        if isinstance(n, cst.Name) and n.value in ("requires_grad_", "requires_grad", "retain_grad", "grad"):
+            return True
+    return False
+
+
+def _callers(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
+    """Every call in the file that may call ``fn``: ``fn(...)`` or ``<anything>.fn(...)``."""
+    name = fn.name.value
+    return [c for c in ctx.nodes(cst.Call)
+            if isinstance(c.func, cst.Name) and c.func.value == name or
+            isinstance(c.func, cst.Attribute) and c.func.attr.value == name]
+
+
+def _straight_line(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.FunctionDef | cst.Module,
+                   evals: list[tuple[int, str]], order: dict[cst.CSTNode, int]) -> Finding | None:
+    """``model.eval(); out = model(x)`` outside any loop, in a function (or the module) that
+    never uses autograd and whose callers do not either."""
+    calls: list[tuple[cst.Call, str]] = []
+    for n in walk(scope):
+        if not isinstance(n, cst.Call) or in_no_grad(ctx, n):
+            continue
+        name = dotted_name(n.func)
+        loop = ctx.enclosing(n, cst.For, cst.While)
+        if name is None or loop is not None and ctx.is_inside(loop, scope):
+            continue  # loops are checked above
+        last_eval = max((p for p, m in evals if m == name and p < order[n]), default=None)
+        if last_eval is None or _trained_between(ctx, scope, name, last_eval, order[n], order):
+            continue
+        calls.append((n, name))
+    if not calls or _uses_autograd(ctx, ta, scope):
+        return None
+    call, model = calls[0]
+    alias = torch_alias(ctx)
+    imports = (AddImport("torch"),) if alias is None else ()
+    if isinstance(scope, cst.FunctionDef):
+        if scope.asynchronous is not None:
+            return None
+        callers = _callers(ctx, scope)
+        if any(in_no_grad(ctx, c) for c in callers) and all(in_no_grad(ctx, c) for c in callers):
+            return None  # called under no_grad by its callers
+        if any(_uses_autograd(ctx, ta, ctx.enclosing(c, cst.FunctionDef) or ctx.module) for c in callers):
+            return None  # a caller may backpropagate through the output
+        fix = None
+        if callers:  # otherwise the output may be backpropagated out of sight
+            deco = cst.Decorator(decorator=cst.parse_expression(f"{alias or 'torch'}.no_grad()"))
+            fix = Fix("decorate the function with torch.no_grad()",
+                      (Replace(scope, scope.with_changes(decorators=[deco, *scope.decorators])), *imports), "safe")
+        return Finding(call, f"`{model}` runs in eval mode with autograd on in `{scope.name.value}()`: the "
+                             "forward records a graph and keeps activations for a backward that never "
+                             "comes; decorate it with @torch.no_grad()", fix)
+    edits: list = []
+    for c, _ in calls:
+        stmt = ctx.statement_of(c)
+        if not isinstance(stmt, cst.SimpleStatementLine) or ctx.parent(stmt) is not scope:
+            edits = []
+            break
+        if any(isinstance(e, Replace) and e.node is stmt for e in edits):
+            continue
+        wrapped = cst.With(items=[cst.WithItem(cst.parse_expression(f"{alias or 'torch'}.no_grad()"))],
+                           body=cst.IndentedBlock(body=[stmt.with_changes(leading_lines=[])]),
+                           leading_lines=stmt.leading_lines)
+        edits.append(Replace(stmt, wrapped))
+    fix = Fix("run the forward under torch.no_grad()", (*edits, *imports), "safe") if edits else None
+    return Finding(call, f"`{model}` runs in eval mode with autograd on: the forward records a graph and "
+                         "keeps activations for a backward that never comes; run it under torch.no_grad()", fix)
+
+
+def _trained_between(ctx: RuleContext, scope: cst.CSTNode, model: str, start: int, end: int,
+                     order: dict[cst.CSTNode, int]) -> bool:
+    """``model.train()`` between positions ``start`` and ``end`` in ``scope``."""
+    return any(method_call(n, "train") and isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+               and dotted_name(n.func.value) == model and start < order[n] < end for n in walk(scope))

@@ -1,0 +1,324 @@
+"""What GP301 needs to know about autocast in a file: whether the script already uses it (a
+call, ``functools.partial(torch.autocast, ...)``, ``nullcontext() if ... else autocast(...)``,
+a context factory handed to the loop), in which dtype, and which forward region a fix may wrap
+(the model's forward inside, no op that autocast refuses)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import libcst as cst
+
+from .._api import Fix, InsertAfter, InsertBefore, NoFix, Replace
+from ..analysis.facts.script_facts import (
+    device_name_at, device_type_expr, model_names_everywhere, names_in, scope_of, trained_models,
+)
+from ..analysis.fixes.edits import torch_import, torch_name
+from ..analysis.model.training import TrainingAnalysis
+from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, method_call
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.torch_names import AUTOCAST, GRAD_SCALERS, NO_GRAD
+from ..analysis.syntax.tree import walk
+
+FP16 = frozenset({"torch.float16", "torch.half"})
+_FORBIDDEN_IN_FORWARD = ("backward", "step", "zero_grad")
+_PARTIAL = frozenset({"functools.partial"})
+# A ``with`` item named like an autocast context (``with self.amp_ctx:``, ``with autocast_ctx():``
+# for a factory passed in as a parameter or built in another module).
+_AUTOCAST_LIKE = re.compile(r"autocast|(^|_)amp(_|$)|mixed_precision|precision_ctx", re.IGNORECASE)
+# CUDA autocast raises on these ("unsafe to autocast"), whatever the dtype.
+BCE_NAMES = ("BCELoss", "binary_cross_entropy")
+
+_BCE_WHY = ("CUDA autocast refuses binary_cross_entropy / nn.BCELoss (it raises, whatever the dtype): "
+            "compute the loss on logits with BCEWithLogitsLoss (drop the final Sigmoid) before adding autocast")
+
+
+@dataclasses.dataclass(frozen=True)
+class AutocastUse:
+    node: cst.CSTNode  # where to report
+    func: cst.BaseExpression  # the autocast callable
+    args: tuple[cst.Arg, ...]  # the arguments it is (or will be) called with, when known
+
+
+def autocast_uses(ctx: RuleContext) -> list[AutocastUse]:
+    """Every reference to an autocast API: calls, ``partial(autocast, ...)`` (with the bound
+    arguments), and bare references (``amp = torch.autocast if args.amp else nullcontext``)."""
+    def compute(c: RuleContext) -> list[AutocastUse]:
+        out: list[AutocastUse] = []
+        aliases = {local for local, full in c.import_aliases.items() if full.endswith("autocast")}
+        candidates = [n for n in c.nodes(cst.Attribute) if n.attr.value == "autocast"] + \
+            [n for n in c.nodes(cst.Name) if n.value in aliases]
+        for node in candidates:
+            if not c.matches(node, AUTOCAST):
+                continue
+            parent = c.parent(node)
+            if isinstance(parent, cst.Call) and parent.func is node:
+                out.append(AutocastUse(parent, node, tuple(parent.args)))
+                continue
+            arg = parent if isinstance(parent, cst.Arg) else None
+            call = c.parent(arg) if arg is not None else None
+            if isinstance(call, cst.Call) and c.matches(call.func, _PARTIAL) and call.args and call.args[0] is arg:
+                out.append(AutocastUse(call, node, tuple(call.args[1:])))
+            elif isinstance(parent, cst.Attribute) and parent.value is node:
+                continue  # ``torch.autocast.__enter__``: not a use of its own
+            else:
+                out.append(AutocastUse(node, node, ()))
+        return out
+    return ctx.fact(compute)
+
+
+def autocast_like_context(ctx: RuleContext) -> bool:
+    """A ``with`` item that reads like an autocast context made elsewhere (a parameter, another
+    module): ``with amp_ctx:``, ``with self.autocast():``."""
+    for item in ctx.nodes(cst.WithItem):
+        expr = item.item.func if isinstance(item.item, cst.Call) else item.item
+        name = dotted_name(expr)
+        if name is not None and _AUTOCAST_LIKE.search(name.rsplit(".", 1)[-1]):
+            return True
+    return False
+
+
+def autocast_is_fp16(ctx: RuleContext, use: AutocastUse) -> bool:
+    """Does this autocast run in float16 (float16 needs a GradScaler)? Only calls and partials
+    whose arguments are known say yes."""
+    if isinstance(use.node, (cst.Name, cst.Attribute)):
+        return False  # a bare reference: the call's arguments are elsewhere
+    call = cst.Call(func=use.func, args=use.args)
+    enabled = get_arg(call, "enabled")
+    if enabled is not None and literal_value(enabled.value) is False:
+        return False
+    dtype = get_arg(call, "dtype")
+    if ctx.matches(use.func, {"torch.cuda.amp.autocast"}):
+        return dtype is None or ctx.matches(dtype.value, FP16)
+    if ctx.matches(use.func, {"torch.cpu.amp.autocast"}):
+        return dtype is not None and ctx.matches(dtype.value, FP16)
+    if dtype is None:
+        dtype = get_arg(call, "dtype", 1)
+    if dtype is not None:
+        return ctx.matches(dtype.value, FP16)
+    device = get_arg(call, "device_type", 0)
+    # Without a dtype autocast picks float16 on CUDA (bfloat16 only on CPU).
+    return device is None or literal_value(device.value) != "cpu"
+
+
+def uses_bce(ctx: RuleContext) -> cst.CSTNode | None:
+    """A use of ``binary_cross_entropy``/``BCELoss`` anywhere in the file (a loss helper, a
+    criterion attribute, a model that computes its own loss): CUDA autocast raises on it."""
+    for node in ctx.nodes(cst.Name):
+        if node.value in BCE_NAMES:
+            return node
+    return None
+
+
+# ---- the forward region ----------------------------------------------------------------------
+def _assigned_names(stmt: cst.CSTNode) -> set[str]:
+    out: set[str] = set()
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                for t in small.targets:
+                    out |= names_in(t.target) if not isinstance(t.target, cst.Attribute) else set()
+            elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and isinstance(small.target, cst.Name):
+                out.add(small.target.value)
+    return out
+
+
+def _model_calls(ctx: RuleContext, node: cst.CSTNode) -> list[cst.Call]:
+    models = model_names_everywhere(ctx)
+    return [n for n in walk(node, into_scopes=True, include_self=True)
+            if isinstance(n, cst.Call) and dotted_name(n.func) in models]
+
+
+def forward_region(ctx: RuleContext, backward: cst.Call) -> tuple[list[cst.BaseStatement], int, int] | None:
+    """The statements of the step from the model call through the loss computation, which
+    end before the ``.backward()`` statement: ``(block statements, first, last)``."""
+    stmt = ctx.statement_of(backward)
+    block = ctx.parent(stmt) if stmt is not None else None
+    if not isinstance(block, cst.IndentedBlock) or not isinstance(backward.func, cst.Attribute):
+        return None
+    stmts = list(block.body)
+    index = next(i for i, s in enumerate(stmts) if s is stmt)
+    wanted = names_in(backward.func.value)
+    last = next((i for i in range(index - 1, -1, -1) if _assigned_names(stmts[i]) & wanted), None)
+    if last is None:
+        return None
+    first = None
+    for i in range(last, -1, -1):
+        s = stmts[i]
+        if not isinstance(s, cst.SimpleStatementLine) or any(
+            method_call(n, *_FORBIDDEN_IN_FORWARD) or isinstance(n, (cst.Return, cst.Yield))
+            for n in walk(s, into_scopes=True, include_self=True)
+        ):
+            break
+        if _model_calls(ctx, s):
+            first = i
+    if first is None:
+        return None
+    return stmts, first, last
+
+
+def forward_left_outside(ctx: RuleContext, ta: TrainingAnalysis, stmts: list[cst.BaseStatement],
+                         first: int) -> cst.Call | None:
+    """A call of a trained model that runs in the same step before the region (with gradients):
+    wrapping only the rest would leave that forward in float32 (``feats = encoder(x)`` above a
+    region that holds only the head and the loss)."""
+    trained = {m.name for m in trained_models(ctx)} or model_names_everywhere(ctx)
+    loop = ta.step_loop_of(stmts[first])
+    before: list[cst.CSTNode] = list(stmts[:first])
+    cur: cst.CSTNode | None = ctx.parent(stmts[first])
+    while cur is not None and cur is not loop:  # statements before the enclosing blocks, too
+        parent = ctx.parent(cur)
+        if isinstance(cur, cst.BaseStatement) and isinstance(parent, (cst.IndentedBlock, cst.Module)):
+            body = list(parent.body)
+            before.extend(body[:next(i for i, s in enumerate(body) if s is cur)])
+        cur = parent
+    for stmt in before:
+        for call in _model_calls(ctx, stmt):
+            if dotted_name(call.func) in trained and not _under_context(ctx, call, stmt):
+                return call
+    return None
+
+
+def _under_context(ctx: RuleContext, node: cst.CSTNode, stop: cst.CSTNode) -> bool:
+    """Inside a ``with torch.no_grad():`` (no gradients: not the trained forward) or an autocast
+    region (already in low precision), looking up to ``stop``."""
+    regions = {u.node for u in autocast_uses(ctx)}
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, cst.With) and any(
+                i.item in regions or
+                ctx.matches(i.item.func if isinstance(i.item, cst.Call) else i.item, NO_GRAD) for i in anc.items):
+            return True
+        if anc is stop:
+            break
+    return False
+
+
+def loss_only_regions(ctx: RuleContext, ta: TrainingAnalysis) -> list[tuple[cst.With, cst.Call]]:
+    """The script's own autocast regions in a step that hold no model call (only the loss) while
+    a trained model's forward runs before them in float32: ``(region, that forward)``. Such a
+    region is a no-op for speed."""
+    calls = {u.node for u in autocast_uses(ctx) if isinstance(u.node, cst.Call)}
+    out = []
+    for region in ctx.nodes(cst.With):
+        block = ctx.parent(region)
+        if not any(i.item in calls for i in region.items) or not isinstance(block, cst.IndentedBlock) or \
+                ta.step_loop_of(region) is None or _model_calls(ctx, region.body):
+            continue
+        inner = [n for n in walk(region.body) if isinstance(n, cst.Call)]
+        if not inner or any(isinstance(c.func, cst.Name) and c.func.value in ta.functions or
+                            (dotted_name(c.func) or "").startswith("self.") for c in inner):
+            continue  # nothing computed, or a helper of this file that may run the model
+        stmts = list(block.body)
+        outside = forward_left_outside(ctx, ta, stmts, stmts.index(region))
+        if outside is not None:
+            out.append((region, outside))
+    return out
+
+
+def autocast_fix(ctx: RuleContext, ta: TrainingAnalysis,
+                 backward: cst.Call) -> tuple[cst.CSTNode, Fix | NoFix | None]:
+    """Where to report the float32 step of ``backward``, the fix that wraps its forward and loss
+    in bfloat16 autocast, or why there is none when it cannot be made safely."""
+    region = forward_region(ctx, backward)
+    if region is None:
+        return backward, None
+    stmts, first, last = region
+    outside = forward_left_outside(ctx, ta, stmts, first)
+    if uses_bce(ctx) is not None:
+        return stmts[first], NoFix(_BCE_WHY)
+    if outside is not None:
+        return stmts[first], NoFix(f"the forward `{ctx.code_for(outside.func)}(...)` runs before the loss "
+                                   "statements, outside any region a fix could wrap; put it under the "
+                                   "same autocast as the loss")
+    device = device_name_at(ctx, stmts[first], near=ta.step_loop_of(backward))
+    if device is None:
+        return stmts[first], None
+    dt = device_type_expr(ctx, device, stmts[first])
+    return stmts[first], Fix("run forward and loss under bfloat16 autocast",
+                             (*wrap_in_autocast(stmts, first, last, dt, torch_name(ctx)), *torch_import(ctx)),
+                             "unsafe")
+
+
+def wrap_in_autocast(stmts: list[cst.BaseStatement], first: int, last: int, device_type: str,
+                     torch: str) -> list:
+    """Edits that put ``stmts[first:last + 1]`` under ``with torch.autocast(...)``."""
+    head = stmts[first]
+    assert isinstance(head, cst.SimpleStatementLine)
+    body = [head.with_changes(leading_lines=()), *stmts[first + 1:last + 1]]
+    with_node = cst.With(
+        items=[cst.WithItem(cst.parse_expression(
+            f"{torch}.autocast(device_type={device_type}, dtype={torch}.bfloat16)"))],
+        body=cst.IndentedBlock(body=body),
+        leading_lines=head.leading_lines,
+    )
+    edits = [Replace(head, with_node)]
+    edits.extend(Replace(s, cst.RemoveFromParent()) for s in stmts[first + 1:last + 1])
+    return edits
+
+
+def fp16_without_scaler(ctx: RuleContext, ta: TrainingAnalysis, uses: list[AutocastUse],
+                        backwards: list[cst.Call]) -> tuple[cst.CSTNode, Fix | None] | None:
+    """The first float16 autocast when the file has no GradScaler, with the fix that adds one."""
+    fp16 = [u for u in uses if autocast_is_fp16(ctx, u)]
+    if not fp16 or any(ctx.is_call_to(c, GRAD_SCALERS) for c in ctx.nodes(cst.Call)) or ta.scaler_names:
+        return None
+    return fp16[0].node, scaler_fix(ctx, ta, backwards) if len(backwards) == 1 else None
+
+
+def scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call]) -> Fix | None:
+    """``scaler = torch.amp.GradScaler(device.type)`` before the outermost loop, and the scaled
+    backward and step, in the simple shape only (see GP301's limitations); else None."""
+    backward = backwards[0]
+    fn = scope_of(ctx, backward)
+    if not method_call(backward, "backward") or backward.args:
+        return None
+    steps = [c for c in ctx.nodes(cst.Call) if method_call(c, "step") and
+             ta.is_optimizer(c.func.value) and ta.in_step_loop(c)]  # type: ignore[attr-defined]
+    if len(steps) != 1 or steps[0].args or scope_of(ctx, steps[0]) is not fn:
+        return None
+    step = steps[0]
+    step_stmt = ctx.statement_of(step)
+    if not isinstance(step_stmt, cst.SimpleStatementLine) or len(step_stmt.body) != 1 or \
+            not isinstance(step_stmt.body[0], cst.Expr) or step_stmt.body[0].value is not step:
+        return None
+    body_root: cst.CSTNode = fn if fn is not None else ctx.module
+    for n in walk(body_root, into_scopes=True, include_self=True):
+        if isinstance(n, cst.Attribute) and n.attr.value in ("grad", "unscale_") or \
+                isinstance(n, cst.Call) and dotted_name(n.func) and \
+                str(dotted_name(n.func)).rsplit(".", 1)[-1].startswith("clip_grad"):
+            return None
+    # The outermost loop of the function holding the step loop: the scaler is created once.
+    loop = ta.step_loop_of(backward)
+    outer = None
+    for anc in [loop, *ctx.ancestors(loop)] if loop is not None else []:
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            break
+        if isinstance(anc, (cst.For, cst.While)):
+            outer = anc
+    if outer is None or ctx.enclosing(step, cst.For, cst.While) is None or not ctx.is_inside(step, outer):
+        return None
+    if fn is not None and any(ctx.enclosing(call, cst.For, cst.While) for call in ta.calls_of(fn)):
+        return None  # a function run per epoch would re-create the scaler, losing its scale
+    if any(n.value == "scaler" for n in ctx.nodes(cst.Name)):
+        return None
+    device = device_name_at(ctx, outer, near=loop)
+    if device is None:
+        return None
+    dt = device_type_expr(ctx, device, outer)
+    torch = torch_name(ctx)
+    assert isinstance(backward.func, cst.Attribute) and isinstance(step.func, cst.Attribute)
+    loss = backward.func.value
+    opt = step.func.value
+    new_backward = cst.parse_expression("scaler.scale(__loss__).backward()")
+    new_backward = new_backward.with_changes(
+        func=new_backward.func.with_changes(  # type: ignore[attr-defined]
+            value=new_backward.func.value.with_changes(args=[cst.Arg(loss)])))  # type: ignore[attr-defined]
+    new_step = cst.parse_expression("scaler.step(__opt__)").with_changes(args=[cst.Arg(opt)])
+    return Fix("add a GradScaler for float16 autocast", (
+        InsertBefore(outer, (cst.parse_statement(f"scaler = {torch}.amp.GradScaler({dt})\n"),)),
+        Replace(backward, new_backward),
+        Replace(step, new_step),
+        InsertAfter(step_stmt, (cst.parse_statement("scaler.update()\n"),)),
+        *torch_import(ctx),
+    ), "unsafe")

@@ -1,0 +1,159 @@
+"""GP301 no-autocast."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .._api import Finding, Invalid, Rule, Valid, dedent
+from ..analysis.facts.program import cpu_only, model_precision
+from ..analysis.facts.script_facts import framework_manages_precision
+from ..analysis.facts.workload import tensor_core_work
+from ..analysis.model.training import analysis
+from ..analysis.syntax.context import RuleContext
+from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
+
+
+class NoAutocast(Rule):
+    code = "GP301"
+    name = "no-autocast"
+    summary = ("A training step runs forward and loss in float32 (no `torch.autocast` anywhere in the "
+               "module), or under float16 autocast without a `GradScaler`.")
+    rationale = (
+        "Tensor cores run bfloat16/float16 matrix multiplies and convolutions several times faster "
+        "than float32 (about 2-3x on A100/H100 even against TF32), and half-width activations halve "
+        "the memory traffic of every elementwise kernel. `torch.autocast` runs each op in the "
+        "cheapest safe precision while weights and optimizer state stay float32. float16 (unlike "
+        "bfloat16) has a narrow exponent range: without a `GradScaler` small gradients underflow "
+        "to zero and training silently stalls."
+    )
+    fix_description = (
+        "Wrap the step's forward and loss statements (from the model call through the loss, "
+        "stopping before `.backward()`) in `with torch.autocast(device_type=device.type, "
+        "dtype=torch.bfloat16):`, using the script's device variable (report only when there is "
+        "none). For float16 autocast without a scaler: create `scaler = torch.amp.GradScaler("
+        "device.type)` before the training loop and use `scaler.scale(loss).backward()`, "
+        "`scaler.step(optimizer)`, `scaler.update()` - only in the simple shape (one backward, one "
+        "optimizer step, no gradient clipping or `.grad` access, loops in one function); otherwise, "
+        "with `binary_cross_entropy`/`nn.BCELoss` in the file (CUDA autocast raises on them) or a "
+        "forward left outside the region, report only."
+    )
+    fix_safety = "unsafe"
+    fix_safety_reason = (
+        "Ops inside the autocast region run in bfloat16 (or float16): the loss trajectory changes "
+        "slightly, code that checks dtypes or custom ops may break, and a GradScaler skips the "
+        "steps whose gradients overflow. A/B validation checks the loss trajectory before a "
+        "rewrite is kept."
+    )
+    # gains_on 'cuda': the gain comes from tensor cores and half-width memory traffic on CUDA; on
+    # CPU bfloat16 autocast is often slower (docs/benchmarks.md).
+    gains_on = "cuda"
+    limitations = (
+        "The fix needs the script's device variable (a `torch.device(...)` bound before the step, "
+        "or the device the batch is moved to): the autocast uses `device.type`, or "
+        "`torch.device(name).type` when the name may be a string or an ordinal; without one the "
+        "rule reports only, so rewrites run on CPU and CUDA alike.",
+        "Any autocast in the module turns off the float32 finding, even one for evaluation only: "
+        "a call, `functools.partial(torch.autocast, ...)`, a bare reference or a `with` item named "
+        "like one (`with amp_ctx:`, a factory passed in). A step region holding only the loss, "
+        "after the forward, is reported.",
+        "Not reported where a framework owns precision (Accelerate, Lightning, the Hugging Face "
+        "Trainer, DeepSpeed, apex), on a model whose dtype the user chose (`.half()`, bfloat16, "
+        "float64), in a CPU-only program, or where nothing multiplies matrices or convolves "
+        "(a simulation or a polynomial fit written in this file).",
+        "No fix when the file uses `binary_cross_entropy`/`nn.BCELoss` (CUDA autocast raises on "
+        "it; moving to `BCEWithLogitsLoss` means removing the model's final Sigmoid, which the rule "
+        "cannot prove equivalent), or when a trained model's forward runs before the statements a "
+        "fix could wrap.",
+        "The forward region is taken from the statements before `.backward()` in the same block, "
+        "from a model call (loss modules and `F.*` results are not models) through the loss; a "
+        "forward and loss computed in another function get no fix.",
+        "The GradScaler is added only in the simple shape (one backward, one optimizer step, no "
+        "gradient clipping or `.grad` access, the scaler created once before the outermost loop "
+        "of the same function); otherwise the rule reports only.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/amp.html",
+        "https://docs.pytorch.org/docs/stable/amp.html#gradient-scaling",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/amp_recipe.html",
+    )
+    keywords = ("backward",)
+
+    examples = [
+        Valid(dedent("""
+            import torch
+            device = torch.device("cuda")
+            for x, y in loader:
+                with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+                    loss = criterion(model(x.to(device)), y.to(device))
+                loss.backward()
+                optimizer.step()
+        """)),
+        Invalid(dedent("""
+            import torch
+            import torch.nn as nn
+            device = torch.device("cuda")
+            netD = nn.Sequential(nn.Linear(784, 1), nn.Sigmoid()).to(device)
+            criterion = nn.BCELoss()
+            optD = torch.optim.Adam(netD.parameters())
+            for real, _ in loader:
+                real = real.to(device)
+                output = netD(real).view(-1)
+                errD = criterion(output, torch.ones_like(output))
+                errD.backward()
+                optD.step()
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            import model as model_lib  # the model class lives in another module
+            device = torch.device("cuda")
+            model = model_lib.RNNModel(ntokens, 200).to(device)
+            criterion = torch.nn.NLLLoss()
+            for data, targets in batches:
+                model.zero_grad()
+                output, hidden = model(data, hidden)
+                loss = criterion(output, targets)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        """), fixed=dedent("""
+            import torch
+            import model as model_lib  # the model class lives in another module
+            device = torch.device("cuda")
+            model = model_lib.RNNModel(ntokens, 200).to(device)
+            criterion = torch.nn.NLLLoss()
+            for data, targets in batches:
+                model.zero_grad()
+                with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+                    output, hidden = model(data, hidden)
+                    loss = criterion(output, targets)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        """)),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        ta = analysis(ctx)
+        if not ta.step_loops or cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx) or \
+                not tensor_core_work(ctx):
+            return
+        backwards = [c for c in ctx.nodes(cst.Call) if ta.is_backward_call(c) and ta.runs_every_step(c)]
+        if not backwards:
+            return
+        uses = autocast_uses(ctx)
+        if uses or autocast_like_context(ctx):
+            for region, forward in loss_only_regions(ctx, ta):
+                yield Finding(region, f"this autocast region holds only the loss: the forward `"
+                                      f"{ctx.code_for(forward.func)}(...)` runs before it in float32")
+            unscaled = fp16_without_scaler(ctx, ta, uses, backwards)
+            if unscaled is not None:
+                yield Finding(unscaled[0], "float16 autocast without a GradScaler: small gradients underflow "
+                                           "to zero and training silently degrades; scale the loss with "
+                                           "torch.amp.GradScaler", unscaled[1])
+            return
+        message = ("forward and loss run in float32 on every step (no autocast in this module): tensor "
+                   "cores run bfloat16 several times faster; use torch.autocast(device_type=..., "
+                   "dtype=torch.bfloat16)")
+        for backward in backwards:
+            node, outcome = autocast_fix(ctx, ta, backward)
+            yield Finding.of(node, message, outcome)

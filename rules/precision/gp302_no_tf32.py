@@ -1,0 +1,148 @@
+"""GP302 no-tf32."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
+from ..analysis.facts.frameworks import frameworks
+from ..analysis.facts.program import IMPORTED_MODULE, cpu_only, is_script, model_precision
+from ..analysis.facts.script_facts import assigns_to, first_use_of, framework_trains
+from ..analysis.facts.workload import MATMUL_USERS, matmul_operator, model_zoo
+from ..analysis.fixes.edits import module_setting_edit, torch_import, torch_name
+from ..analysis.model.training import analysis
+from ..analysis.syntax.calls import get_arg
+from ..analysis.syntax.context import RuleContext
+
+TF32_SETTINGS = frozenset({
+    "torch.backends.cuda.matmul.allow_tf32", "torch.backends.cuda.matmul.fp32_precision",
+    "torch.backends.fp32_precision",
+})
+SET_PRECISION = frozenset({"torch.set_float32_matmul_precision"})
+
+
+def _tf32_chosen(ctx: RuleContext) -> bool:
+    """TF32 set anywhere: the global switch, a flag, or ``TrainingArguments(tf32=...)``."""
+    if first_use_of(ctx, SET_PRECISION) is not None or assigns_to(ctx, TF32_SETTINGS):
+        return True
+    return any(get_arg(c, "tf32") is not None for c in ctx.nodes(cst.Call)
+               if ctx.matches(c.func, {"transformers.*"}))
+
+
+class NoTF32(Rule):
+    code = "GP302"
+    name = "no-tf32"
+    summary = ("A model that multiplies float32 matrices (Linear, attention, matmul) trains without "
+               "`torch.set_float32_matmul_precision`, so matmuls run in full float32.")
+    rationale = (
+        "By default PyTorch computes float32 matrix multiplies in true float32, which on Ampere and "
+        "newer GPUs bypasses the tensor cores: TF32 (10-bit mantissa, float32 range) runs the same "
+        "matmuls up to ~8x faster on A100/H100 with a precision loss that training tolerates. It is "
+        "one line, and it also speeds up the float32 parts that autocast leaves alone."
+    )
+    fix_description = (
+        "Add `torch.set_float32_matmul_precision(\"high\")` once at module level, right after the "
+        "imports of a script (adding `import torch` only when torch is not imported under any "
+        "name; never above `os.environ[...]` lines). No effect on CPU."
+    )
+    fix_safety = "unsafe"
+    fix_safety_reason = (
+        "TF32 rounds matmul inputs to a 10-bit mantissa: results differ from full float32 (around "
+        "1e-3 relative), which training tolerates but tests that compare against float32 results "
+        "may not."
+    )
+    # gains_on 'cuda': TF32 runs on the tensor cores of Ampere and newer NVIDIA GPUs; the setting
+    # has no effect on CPU.
+    gains_on = "cuda"
+    limitations = (
+        "Any call of `torch.set_float32_matmul_precision`, assignment of a TF32 flag "
+        "(`torch.backends.cuda.matmul.allow_tf32`, `fp32_precision`) or "
+        "`TrainingArguments(tf32=...)` silences it, whatever the value.",
+        "Matmul users are recognised by name (`nn.Linear`, attention, RNNs, `torch.matmul` and "
+        "friends, the tensor methods `x.matmul`/`mm`/`bmm`/..., the `@` operator, torchvision/"
+        "timm/Hugging Face models and zoo models picked by name); a model from another module is "
+        "missed.",
+        "Not reported on a model whose dtype the user chose (bfloat16/float16/float64: TF32 "
+        "concerns float32 only) or in a CPU-only program.",
+        "The setting goes right after the last top-level import of a script; a library module "
+        "(no `__main__` guard, no training at module level) and a Hugging Face Trainer script "
+        "(`--tf32`) get the finding without a fix.",
+        "On GPUs older than Ampere the setting changes nothing.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/generated/torch.set_float32_matmul_precision.html",
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices",
+    )
+    keywords = ("torch",)
+
+    examples = [
+        Valid(dedent("""
+            import torch
+            import torch.nn as nn
+            torch.set_float32_matmul_precision("high")
+            model = nn.Linear(8, 2).cuda()
+            for x, y in loader:
+                loss = crit(model(x), y)
+                loss.backward()
+                opt.step()
+        """)),
+        Invalid(dedent("""
+            import torch as th
+
+            class Attention(th.nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.w = th.nn.Parameter(th.randn(d, d))
+                def forward(self, q, k):
+                    scores = q.matmul(k.transpose(-2, -1))  # a tensor method, not torch.matmul
+                    return scores.softmax(-1).bmm(k.mm(self.w))
+
+            model = Attention(16).cuda()
+            opt = th.optim.Adam(model.parameters())
+            for q, k in loader:
+                model(q.cuda(), k.cuda()).sum().backward()
+                opt.step()
+        """), fixed=dedent("""
+            import torch as th
+            th.set_float32_matmul_precision("high")
+
+            class Attention(th.nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.w = th.nn.Parameter(th.randn(d, d))
+                def forward(self, q, k):
+                    scores = q.matmul(k.transpose(-2, -1))  # a tensor method, not torch.matmul
+                    return scores.softmax(-1).bmm(k.mm(self.w))
+
+            model = Attention(16).cuda()
+            opt = th.optim.Adam(model.parameters())
+            for q, k in loader:
+                model(q.cuda(), k.cuda()).sum().backward()
+                opt.step()
+        """)),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx) or model_precision(ctx):
+            return
+        if _tf32_chosen(ctx):
+            return
+        node = first_use_of(ctx, MATMUL_USERS) or model_zoo(ctx) or matmul_operator(ctx)
+        if node is None:
+            return
+        message = ("float32 matmuls run without TF32 (no torch.set_float32_matmul_precision): tensor cores "
+                   "stay idle; set it to \"high\" after the imports")
+        if "hf" in frameworks(ctx).kinds:
+            yield Finding(node, message + "; the Hugging Face Trainer sets it from its arguments: pass "
+                                          "TrainingArguments(tf32=True) (--tf32)")
+            return
+        if not is_script(ctx):
+            yield Finding(node, message + " of the training script", no_fix_reason=IMPORTED_MODULE)
+            return
+        torch = torch_name(ctx)
+        edit = module_setting_edit(ctx, f'{torch}.set_float32_matmul_precision("high")')
+        fix = Fix("allow TF32 matmuls: torch.set_float32_matmul_precision(\"high\")",
+                  (edit, *torch_import(ctx)), "unsafe") if edit is not None else None
+        yield Finding(node, message, fix)

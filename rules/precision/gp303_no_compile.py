@@ -1,0 +1,269 @@
+"""GP303 no-compile."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .._api import Finding, Fix, InsertAfter, InsertBefore, Invalid, NoFix, Rule, Valid, dedent
+from ..analysis.facts.frameworks import frameworks
+from ..analysis.facts.program import cpu_only
+from ..analysis.facts.script_facts import (
+    TrainedModel,
+    framework_trains,
+    model_build_statement,
+    model_names_everywhere,
+    trained_models,
+)
+from ..analysis.model.models import DATA_PARALLEL, wrapper_inner
+from ..analysis.model.training import analysis
+from ..analysis.syntax.calls import dotted_name, get_arg, method_call
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import walk
+from ._double_backward import double_backward_models
+
+
+COMPILERS = frozenset({"torch.compile", "torch._dynamo.optimize", "torch.jit.script", "torch.jit.trace"})
+
+
+def _compiles_somewhere(ctx: RuleContext) -> bool:
+    models = model_names_everywhere(ctx)
+    for call in ctx.nodes(cst.Call):
+        if ctx.matches(call.func, COMPILERS):
+            return True
+        if method_call(call, "compile"):
+            assert isinstance(call.func, cst.Attribute)
+            receiver = call.func.value
+            if dotted_name(receiver) in models or dotted_name(receiver) is None or \
+                    not any(a.keyword is None for a in call.args):
+                return True  # ``model.compile()``, ``Net().compile()`` (not ``re.compile(pattern)``)
+        if ctx.matches(call.func, {"transformers.*"}) and get_arg(call, "torch_compile") is not None:
+            return True  # TrainingArguments(torch_compile=...)
+    return False
+
+
+class NoCompile(Rule):
+    code = "GP303"
+    name = "no-compile"
+    summary = "The trained model is never compiled (no `torch.compile` / `model.compile()`)."
+    rationale = (
+        "In eager mode every operator is a separate kernel launch that reads its inputs from and "
+        "writes its outputs to GPU memory, with Python overhead in between. `torch.compile` traces "
+        "the model and fuses chains of elementwise ops, normalisations and activations into a few "
+        "generated kernels, removing memory round trips and launch overhead: typically 1.3-2x "
+        "faster training steps after a one-time compilation."
+    )
+    fix_description = (
+        "Insert `model.compile()` right after the statement that builds or moves the model (the "
+        "object whose `.parameters()` the optimizer receives). Unlike `model = torch.compile(model)` "
+        "it compiles in place, so `state_dict()` keys stay unchanged and checkpoints still load. "
+        "A model wrapped for distributed training is compiled before the wrap (`model.compile()` "
+        "then `model = DDP(model, ...)`). Report only when that statement cannot be found, for "
+        "`nn.DataParallel`, for models a second-order gradient runs through, and for models a "
+        "framework wraps."
+    )
+    fix_safety = "unsafe"
+    fix_safety_reason = (
+        "Compiled kernels fuse and reorder floating-point operations, so numerics change "
+        "slightly; compilation costs seconds to minutes at start-up (and again when input shapes "
+        "change) that a short run may not win back, and code it cannot trace falls back to eager "
+        "or fails."
+    )
+    # gains_on 'cuda': the fused generated kernels are a GPU gain; on CPU the compilation time
+    # rarely pays back in a training run.
+    gains_on = "cuda"
+    limitations = (
+        "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
+        "`re.compile`) or `TrainingArguments(torch_compile=...)` in the module silences it.",
+        "The trained model is found through the optimizer's `.parameters()` argument (the whole "
+        "model when that is a submodule's); a model whose parameters reach the optimizer through "
+        "another module is missed. A LightningModule that builds its own optimizer is reported "
+        "without a fix.",
+        "The fix inserts `model.compile()` after the statement that builds or moves the model, in "
+        "the optimizer's block, and before a `DistributedDataParallel`/FSDP wrap (the inner "
+        "module is compiled); when that statement is not there the rule reports only.",
+        "No fix for a model wrapped in `nn.DataParallel` (its replicas would call the original's "
+        "compiled forward), one a second-order gradient runs through (`autograd.grad(..., "
+        "create_graph=True)`, or any model called on a tensor that `requires_grad`, such as a "
+        "PINN whose residual is computed in another module), or one Accelerate, Fabric or "
+        "DeepSpeed wraps (compile it through the framework).",
+        "Models with data-dependent control flow may gain nothing (graph breaks); the rule cannot "
+        "tell.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/generated/torch.compile.html",
+        "https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.compile",
+        "https://docs.pytorch.org/tutorials/intermediate/torch_compile_tutorial.html",
+    )
+    keywords = ("torch",)
+
+    examples = [
+        Valid(dedent("""
+            import torch
+            model = Net().cuda()
+            model = torch.compile(model)
+            opt = torch.optim.Adam(model.parameters())
+            for x in loader:
+                model(x).sum().backward()
+                opt.step()
+        """)),
+        Invalid(dedent("""
+            import torch
+            from torch import autograd, nn
+
+            def gradient_penalty(D, real, fake):
+                alpha = torch.rand(real.size(0), 1, device=real.device)
+                mixed = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+                out = D(mixed)
+                grads = autograd.grad(outputs=out, inputs=mixed, grad_outputs=torch.ones_like(out),
+                                      create_graph=True)[0]
+                return ((grads.norm(2, dim=1) - 1) ** 2).mean()
+
+            generator = Generator().cuda()
+            discriminator = Discriminator().cuda()
+            opt_g = torch.optim.Adam(generator.parameters())
+            opt_d = torch.optim.Adam(discriminator.parameters())
+            for real in loader:
+                real = real.cuda()
+                fake = generator(torch.randn(real.size(0), 64, device="cuda"))
+                d_loss = discriminator(fake.detach()).mean() - discriminator(real).mean() \\
+                    + 10 * gradient_penalty(discriminator, real.data, fake.detach())
+                d_loss.backward()
+                opt_d.step()
+                g_loss = -discriminator(fake).mean()
+                g_loss.backward()
+                opt_g.step()
+        """), count=2, fixed=dedent("""
+            import torch
+            from torch import autograd, nn
+
+            def gradient_penalty(D, real, fake):
+                alpha = torch.rand(real.size(0), 1, device=real.device)
+                mixed = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+                out = D(mixed)
+                grads = autograd.grad(outputs=out, inputs=mixed, grad_outputs=torch.ones_like(out),
+                                      create_graph=True)[0]
+                return ((grads.norm(2, dim=1) - 1) ** 2).mean()
+
+            generator = Generator().cuda()
+            generator.compile()
+            discriminator = Discriminator().cuda()
+            opt_g = torch.optim.Adam(generator.parameters())
+            opt_d = torch.optim.Adam(discriminator.parameters())
+            for real in loader:
+                real = real.cuda()
+                fake = generator(torch.randn(real.size(0), 64, device="cuda"))
+                d_loss = discriminator(fake.detach()).mean() - discriminator(real).mean() \\
+                    + 10 * gradient_penalty(discriminator, real.data, fake.detach())
+                d_loss.backward()
+                opt_d.step()
+                g_loss = -discriminator(fake).mean()
+                g_loss.backward()
+                opt_g.step()
+        """)),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx) or _compiles_somewhere(ctx):
+            return
+        seen: set[str] = set()
+        for model in trained_models(ctx):
+            model = whole_model(ctx, model)
+            if model.name in seen:
+                continue
+            seen.add(model.name)
+            node = model.optimizer if model.optimizer is not None else ctx.module
+            if model.name == "self":  # the module builds its own optimizer (LightningModule)
+                yield Finding(node, "this module is never compiled: every op runs as a separate eager "
+                                    "kernel; compile the instance where it is built (model = "
+                                    "torch.compile(model) before trainer.fit) or in its setup")
+                continue
+            outcome = compile_fix(ctx, model)
+            message = (f"the trained model `{model.name}` is never compiled: every op runs as a separate "
+                       "eager kernel; call model.compile() after building it")
+            yield Finding.of(node, message, outcome)
+
+
+# --------------------------------------------------------------------------------------------
+# Where GP303 may compile a model in place, and why not when it may not: the inner module
+# before a ``DistributedDataParallel``/FSDP wrap, never one inside ``nn.DataParallel``, never one
+# a second-order gradient runs through, never one a framework wraps, and the whole model when
+# the optimizer only holds a submodule's parameters.
+# --------------------------------------------------------------------------------------------
+_DOUBLE_BACKWARD_WHY = ("a second-order gradient (torch.autograd.grad(..., create_graph=True), e.g. a "
+                        "gradient penalty) runs through it, and compiled modules do not support double "
+                        "backward")
+_DATA_PARALLEL_WHY = ("it is wrapped in nn.DataParallel, whose per-step replicas would call the original "
+                      "module's compiled forward on every GPU; move to DistributedDataParallel and compile "
+                      "the module before wrapping it")
+
+
+_WRAPPING_FRAMEWORKS = frozenset({"accelerate", "fabric", "deepspeed"})
+_FRAMEWORK_WHY = ("the framework wraps and may compile the model itself (Accelerator(dynamo_backend=...), "
+                  "fabric.setup(torch.compile(model)), the DeepSpeed config): compile it through the framework")
+
+
+def whole_model(ctx: RuleContext, model: TrainedModel) -> TrainedModel:
+    """``model_conv`` for an optimizer over ``model_conv.fc.parameters()`` (fine-tuning the head):
+    the model that runs forward is the one to compile."""
+    models = model_names_everywhere(ctx) - {model.name}
+    parts = model.name.split(".")
+    for i in range(1, len(parts)):
+        prefix = ".".join(parts[:i])
+        if prefix in models and prefix != "self":
+            return TrainedModel(prefix, model.optimizer)
+    return model
+
+
+def _wraps(ctx: RuleContext, name: str) -> list[tuple[cst.Assign, cst.Call, str | None]]:
+    """``x = Wrapper(inner, ...)`` assignments where ``x`` or ``inner`` is ``name``."""
+    out = []
+    for assign in ctx.nodes(cst.Assign):
+        info = wrapper_inner(ctx, assign.value)
+        if info is None:
+            continue
+        call, inner = info
+        if inner == name or any(dotted_name(t.target) == name for t in assign.targets):
+            out.append((assign, call, inner))
+    return out
+
+
+def compile_fix(ctx: RuleContext, model: TrainedModel) -> Fix | NoFix | None:
+    """The fix that compiles ``model`` in place, why not, or None when it cannot say. The inner module is compiled,
+    before any ``DistributedDataParallel``/FSDP wrap (compiling the wrapper is not the same)."""
+    wraps = _wraps(ctx, model.name)
+    if any(ctx.matches(call.func, DATA_PARALLEL) for _, call, _ in wraps):
+        return NoFix(_DATA_PARALLEL_WHY)
+    stmt = model_build_statement(ctx, model)
+    if stmt is None:
+        return None
+    name = model.name
+    anchor: cst.BaseStatement = stmt
+    before = False
+    for assign, _, inner in wraps:
+        if ctx.is_inside(assign, stmt):
+            if inner is None:
+                return NoFix("it is wrapped for distributed training around an expression, not a name")
+            name, before = inner, True
+    if before:
+        block = ctx.parent(stmt)
+        body = list(block.body) if isinstance(block, (cst.IndentedBlock, cst.Module)) else []
+        index = next((i for i, s in enumerate(body) if s is stmt), 0)
+        fn = ctx.enclosing(stmt, cst.FunctionDef)
+        if not any(_binds(s, name) for s in body[:index]) and \
+                not (fn is not None and name in {p.name.value for p in fn.params.params}):
+            return None  # the inner module is built inside the wrapping statement
+    db = double_backward_models(ctx)
+    if db is None or name in db or model.name in db:
+        return NoFix(_DOUBLE_BACKWARD_WHY)
+    if frameworks(ctx).kinds & _WRAPPING_FRAMEWORKS:
+        return NoFix(_FRAMEWORK_WHY)
+    line = (cst.parse_statement(f"{name}.compile()\n"),)
+    edit = InsertBefore(anchor, line) if before else InsertAfter(anchor, line)
+    return Fix(f"compile `{name}` in place with {name}.compile()", (edit,), "unsafe")
+
+
+def _binds(stmt: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(node, cst.Assign) and any(dotted_name(t.target) == name for t in node.targets)
+               for node in walk(stmt, include_self=True))

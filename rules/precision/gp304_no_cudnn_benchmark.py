@@ -1,0 +1,160 @@
+"""GP304 no-cudnn-benchmark."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
+from ..analysis.facts.frameworks import frameworks
+from ..analysis.facts.program import IMPORTED_MODULE, cpu_only, is_script
+from ..analysis.facts.script_facts import framework_trains
+from ..analysis.facts.workload import CONVOLUTIONS, convolution  # noqa: F401 - CONVOLUTIONS re-exported
+from ..analysis.fixes.edits import module_setting_edit, torch_import, torch_name
+from ..analysis.model.training import analysis
+from ..analysis.syntax.calls import get_arg, literal_value
+from ..analysis.syntax.context import RuleContext
+
+# Settings that show the user chose cuDNN's algorithm selection (benchmarking picks algorithms
+# by timing, which is not deterministic).
+CUDNN_CHOICES = frozenset({"torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic"})
+DETERMINISM = frozenset({"torch.use_deterministic_algorithms"})
+
+
+def _choices(ctx: RuleContext) -> list[tuple[cst.CSTNode, bool]]:
+    """Every place the script chooses cuDNN's algorithm selection, with whether the choice is
+    one that benchmarking would override (``benchmark = False``, ``deterministic = True``,
+    ``use_deterministic_algorithms(True)``, Lightning's ``Trainer(benchmark=/deterministic=)``)."""
+    out: list[tuple[cst.CSTNode, bool]] = []
+    for node in ctx.nodes(cst.Assign):
+        for t in node.targets:
+            if isinstance(t.target, cst.Attribute) and ctx.matches(t.target, CUDNN_CHOICES):
+                value = literal_value(node.value)
+                off = value is False if t.target.attr.value == "benchmark" else value is True
+                out.append((node, off))
+    for call in ctx.nodes(cst.Call):
+        if ctx.matches(call.func, DETERMINISM):
+            out.append((call, bool(call.args) and literal_value(call.args[0].value) is not False))
+    for call in frameworks(ctx).calls.get("lightning", []):
+        for kw in ("benchmark", "deterministic"):
+            if get_arg(call, kw) is not None:
+                out.append((call, False))
+    return out
+
+
+def _opt_in(ctx: RuleContext, node: cst.CSTNode, depth: int = 0) -> bool:
+    """Does ``node`` run only when the user opts in (under an ``if`` in its function, or in a
+    function that every in-module call site calls under one)? ``if args.seed is not None:
+    cudnn.deterministic = True`` leaves the default run without a choice."""
+    fn = ctx.enclosing(node, cst.FunctionDef)
+    for anc in ctx.ancestors(node):
+        if anc is fn:
+            break
+        if isinstance(anc, cst.If):
+            return True
+    if fn is None or depth > 3:
+        return False
+    calls = analysis(ctx).calls_of(fn)
+    return bool(calls) and all(_opt_in(ctx, call, depth + 1) for call in calls)
+
+
+class NoCudnnBenchmark(Rule):
+    code = "GP304"
+    name = "no-cudnn-benchmark"
+    summary = "A convolutional model trains without `torch.backends.cudnn.benchmark = True`."
+    rationale = (
+        "cuDNN has many algorithms for each convolution, whose speed depends on shapes and "
+        "hardware. By default PyTorch picks one by heuristics; with `cudnn.benchmark = True` it "
+        "times the candidates on the first call for each input shape and caches the fastest, "
+        "often 10-30% faster convolutions for fixed-size inputs."
+    )
+    fix_description = (
+        "Add `torch.backends.cudnn.benchmark = True` once at module level, right after the imports "
+        "of a script (adding `import torch` only when torch is not imported under any name). Not "
+        "reported when the script sets cuDNN's `benchmark` or `deterministic` flag itself or asks "
+        "for deterministic algorithms, for every run; a choice made only under an opt-in flag is "
+        "reported without a fix."
+    )
+    fix_safety = "unsafe"
+    fix_safety_reason = (
+        "With input shapes that change from step to step the benchmarking repeats for every new "
+        "shape and costs more than it saves; the algorithms chosen may also differ between runs, "
+        "so results are not bitwise reproducible."
+    )
+    # gains_on 'cuda': the setting selects cuDNN convolution algorithms, which only run on CUDA.
+    gains_on = "cuda"
+    limitations = (
+        "Convolutions are recognised through `torch.nn.Conv*`/`ConvTranspose*`, "
+        "`torch.nn.functional.conv*` and vision model zoos (torchvision, timm, a model picked "
+        "by name as `models.__dict__[arch]()`); a convolutional model built in another module is "
+        "missed.",
+        "A cuDNN choice made only under an opt-in flag (`if args.seed is not None: "
+        "cudnn.deterministic = True`, or in a function called only under one) is not a "
+        "file-wide choice: reported, without a fix.",
+        "The rule does not know whether input shapes vary (variable-length audio, multi-scale "
+        "training), where the fix costs time.",
+        "The setting goes right after the last top-level import of a script; a library module "
+        "(no `__main__` guard, no training at module level) gets the finding without a fix. Not "
+        "reported in a CPU-only program.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/backends.html#torch.backends.cudnn.benchmark",
+        "https://docs.pytorch.org/docs/stable/notes/randomness.html",
+        "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
+    )
+    keywords = ("Conv", "conv", "timm", "models")
+
+    examples = [
+        Valid(dedent("""
+            import torch
+            import torch.nn as nn
+            torch.backends.cudnn.benchmark = True
+            model = nn.Conv2d(3, 8, 3).cuda()
+            for x in loader:
+                model(x).mean().backward()
+                opt.step()
+        """)),
+        Invalid(dedent("""
+            import timm
+            import torch
+            model = timm.create_model("resnet50", pretrained=True).cuda()
+            optimizer = torch.optim.AdamW(model.parameters())
+            for x, y in loader:
+                torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()
+                optimizer.step()
+        """), fixed=dedent("""
+            import timm
+            import torch
+            torch.backends.cudnn.benchmark = True
+            model = timm.create_model("resnet50", pretrained=True).cuda()
+            optimizer = torch.optim.AdamW(model.parameters())
+            for x, y in loader:
+                torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()
+                optimizer.step()
+        """)),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx):
+            return
+        choices = _choices(ctx)
+        if any(not off or not _opt_in(ctx, node) for node, off in choices):
+            return  # benchmark set on, or turned off for every run: the user's choice
+        node = convolution(ctx)
+        if node is None:
+            return
+        message = ("convolutional model without torch.backends.cudnn.benchmark = True: cuDNN picks "
+                   "convolution algorithms by heuristics instead of timing them")
+        if choices:
+            yield Finding(node, message + "; cuDNN determinism is chosen only under an opt-in flag, so "
+                                          "the default run could benchmark",
+                          no_fix_reason="set benchmark = True outside that branch if the inputs have fixed shapes")
+            return
+        if not is_script(ctx):
+            yield Finding(node, message + "; set it in the training script", no_fix_reason=IMPORTED_MODULE)
+            return
+        edit = module_setting_edit(ctx, f"{torch_name(ctx)}.backends.cudnn.benchmark = True")
+        fix = Fix("let cuDNN benchmark convolution algorithms", (edit, *torch_import(ctx)),
+                  "unsafe") if edit is not None else None
+        yield Finding(node, message, fix)

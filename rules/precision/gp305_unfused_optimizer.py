@@ -1,0 +1,128 @@
+"""GP305 unfused-optimizer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ..analysis.facts.program import cpu_only
+from ..analysis.facts.script_facts import (
+    TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, visible_scope,
+)
+from ..analysis.fixes.edits import add_kwarg, torch_import
+from ..analysis.model.training import analysis
+from ..analysis.syntax.calls import get_arg, has_star_args, literal_value
+from ..analysis.syntax.context import RuleContext
+
+FUSABLE = frozenset({
+    "torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD", "torch.optim.adam.Adam",
+    "torch.optim.adamw.AdamW", "torch.optim.sgd.SGD",
+})
+
+
+class UnfusedOptimizer(Rule):
+    code = "GP305"
+    name = "unfused-optimizer"
+    summary = "An Adam, AdamW or SGD optimizer is built without choosing `fused=` (or `foreach=`)."
+    rationale = (
+        "The default implementation updates parameters with a handful of multi-tensor kernels per "
+        "step, each reading and writing every parameter, gradient and optimizer state from memory. "
+        "`fused=True` does the whole update in one kernel per group of tensors, cutting the "
+        "optimizer step's memory traffic and launches; on models with many parameters the "
+        "optimizer step gets several times faster."
+    )
+    fix_description = (
+        "When the model whose parameters are optimized is moved to a device variable "
+        "(`model.to(device)`), add `fused=device.type == \"cuda\"` so the script still runs on CPU; "
+        "otherwise report only. Not offered with `differentiable=True` or sparse embeddings."
+    )
+    fix_safety = "unsafe"
+    fix_safety_reason = (
+        "The fused kernel orders the update's floating-point operations differently, so "
+        "parameters drift from the unfused results in the last bits."
+    )
+    # gains_on 'cuda': the fix enables fusion only on CUDA (`fused=device.type == "cuda"`), where
+    # the gain is established.
+    gains_on = "cuda"
+    limitations = (
+        "Only Adam, AdamW and SGD from `torch.optim` are checked; other optimizers with fused or "
+        "foreach implementations are not.",
+        "An explicit `foreach=` counts as a choice and silences it.",
+        "The fix needs the device the model is moved to (`model.to(device)`); without it (an "
+        "optimizer returned by a LightningModule's `configure_optimizers`) the rule reports only.",
+        "Not reported in a CPU-only program. torch 2.13 also has fused CPU kernels for all three "
+        "optimizers; the fix leaves them off, as their gain is not established.",
+    )
+    references = (
+        "https://docs.pytorch.org/docs/stable/optim.html#algorithms",
+        "https://docs.pytorch.org/docs/stable/generated/torch.optim.AdamW.html",
+    )
+    keywords = ("Adam", "SGD")
+
+    examples = [
+        Valid(dedent("""
+            import torch
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+            for x in loader:
+                model(x.cuda()).sum().backward()
+                opt.step()
+        """)),
+        Invalid(dedent("""
+            import torch as th
+
+            class Trainer:
+                def __init__(self, model, device):
+                    self.model = model.to(device)  # injected
+                    self.opt = th.optim.AdamW(self.model.parameters(), lr=3e-4)
+
+                def fit(self, loader):
+                    for x, y in loader:
+                        th.nn.functional.cross_entropy(self.model(x), y).backward()
+                        self.opt.step()
+        """), fixed=dedent("""
+            import torch as th
+
+            class Trainer:
+                def __init__(self, model, device):
+                    self.model = model.to(device)  # injected
+                    self.opt = th.optim.AdamW(self.model.parameters(), lr=3e-4, fused=th.device(device).type == "cuda")
+
+                def fit(self, loader):
+                    for x, y in loader:
+                        th.nn.functional.cross_entropy(self.model(x), y).backward()
+                        self.opt.step()
+        """)),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx):
+            return
+        for call in ctx.nodes(cst.Call):
+            if not ctx.is_call_to(call, FUSABLE) or has_star_args(call):
+                continue
+            if get_arg(call, "fused") is not None or get_arg(call, "foreach") is not None:
+                continue
+            yield Finding(call, "optimizer without fused=: its update runs as many separate kernels over "
+                                "every parameter; use the fused implementation on CUDA",
+                          _fix(ctx, call))
+
+
+def _fix(ctx: RuleContext, call: cst.Call) -> Fix | None:
+    differentiable = get_arg(call, "differentiable")
+    if differentiable is not None and literal_value(differentiable.value) is not False:
+        return None
+    if "sparse=True" in ctx.source.replace(" ", "") or not call.args:
+        return None  # sparse gradients have no fused kernels
+    models = set(param_receivers(ctx, call.args[0].value))
+    if len(models) != 1:
+        return None
+    device = model_device_name(ctx, TrainedModel(models.pop(), call))
+    if device is None or visible_scope(ctx, device, call) is False:
+        return None
+    dt = device_type_expr(ctx, device, call)
+    edits: tuple = (Replace(call, add_kwarg(call, "fused", f'{dt} == "cuda"')),)
+    if not dt.startswith(f"{device}."):
+        edits += torch_import(ctx)  # ``torch.device(dev).type``
+    return Fix("use the fused implementation on CUDA", edits, "unsafe")
