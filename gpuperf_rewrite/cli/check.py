@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,6 +12,9 @@ from gpuperf_rewrite.cli.options import (DECISION, MEASUREMENT, SCRIPT_ARGS_KEY,
                                          decision_options, given, measurement_options, module_option,
                                          resolve_module_option)
 from gpuperf_rewrite.lint.reporters import FORMATS
+
+if TYPE_CHECKING:
+    from gpuperf_rewrite.lint.api import Settings
 
 # Options that mean something only with --apply, and options that mean nothing with it.
 APPLY_ONLY = ("safe_only", "no_commit", "no_validate", "allow_dirty", "json_out", "budget", "module", *MEASUREMENT,
@@ -107,7 +110,7 @@ def _flag(ctx: click.Context, name: str) -> str:
     return max(param.opts, key=len)
 
 
-def _apply(ctx: click.Context, paths: tuple[str, ...], settings: Any, opts: dict[str, Any]) -> int:
+def _apply(ctx: click.Context, paths: tuple[str, ...], settings: Settings, opts: dict[str, Any]) -> int:
     """``check --apply SCRIPT``: the click side of :func:`gpuperf_rewrite.validate.apply.run_apply`."""
     from pathlib import Path
 

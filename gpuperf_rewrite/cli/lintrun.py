@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Callable
 
 import click
 
 if TYPE_CHECKING:
+    from gpuperf_rewrite.lint.api import LintRun, Settings
+    from gpuperf_rewrite.lint.diagnostics import Diagnostic
+    from gpuperf_rewrite.lint.discovery import Discovery
     from gpuperf_rewrite.lint.fixes import FixMode
+
+    Emit = Callable[..., None]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,7 +37,7 @@ class LintOptions:
         return self.level if self.write or self.show_diff else "none"
 
 
-def run_lint(found: Any, settings: Any, opts: LintOptions) -> int:
+def run_lint(found: Discovery, settings: Settings, opts: LintOptions) -> int:
     """Lint, fix or diff the discovered files; print the report; return the exit code."""
     from gpuperf_rewrite.lint.api import lint_paths
     from gpuperf_rewrite.lint.diagnostics import ERROR_CODES
@@ -72,7 +77,7 @@ def _warn(message: str) -> None:
     click.echo(message if message.startswith("error: ") else f"warning: {message}", err=True)
 
 
-def _report(run: Any, errors: list[Any], opts: LintOptions, emit: Any) -> None:
+def _report(run: LintRun, errors: list[Diagnostic], opts: LintOptions, emit: Emit) -> None:
     from gpuperf_rewrite.lint import reporters
 
     diags = run.diagnostics
