@@ -133,7 +133,8 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
 
     fixed, applied = rewrite(original, None)
     if fixed is None or not applied:
-        echo(f"{path}: no fixes to apply ({'safe fixes only' if options.level == 'safe' else 'safe and unsafe fixes'}).")
+        which = "safe fixes only" if options.level == "safe" else "safe and unsafe fixes"
+        echo(f"{path}: no fixes to apply ({which}).")
         return 0
     codes = tuple(sorted(applied))
     echo(f"{path}: {sum(applied.values())} fix(es) from {', '.join(f'{c} x{n}' for c, n in sorted(applied.items()))}",
@@ -182,7 +183,8 @@ def _engine_rewriter_for(target: Path, settings: Settings | None, options: Apply
     return engine_rewriter(str(target), settings.ruleset_for(target.resolve()), options.level, echo)
 
 
-def _git_preflight(target: Path, options: ApplyOptions, echo: Echo) -> tuple[Repo | None, str | None, str | None] | int:
+def _git_preflight(target: Path, options: ApplyOptions,
+                   echo: Echo) -> tuple[Repo | None, str | None, str | None] | int:
     """(repo, path in the repo, HEAD) when the result will be committed, (None, None, None) when
     not; an exit code when the repository's state is refused."""
     if options.no_commit or options.no_validate:
