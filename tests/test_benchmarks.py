@@ -116,3 +116,13 @@ def test_ab_aa_rate_passes_options_after_the_separator_to_the_script(monkeypatch
     assert module.main(["real", "train.py", "--trials", "3", "--", "--size", "small", "--device", "cpu"]) == 0
     assert seen["script"] == "train.py" and seen["trials"] == 3
     assert seen["args"] == ["--size", "small", "--device", "cpu"]
+
+
+def test_startup_benchmark_runs_every_case_once(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "startup.py"), "--runs", "1", "--warmup", "0",
+                          "--no-hyperfine", "--json", str(tmp_path / "s.json")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in out.stdout.splitlines() if line.startswith("| ")}
+    assert rows["non-torch file"].endswith("| no |") and rows["training script, no cache"].endswith("| yes |")
+    assert "training script, warm cache" in rows and "python -c pass (floor)" in rows

@@ -10,7 +10,6 @@ import importlib
 import os
 import signal
 import sys
-import traceback
 
 import click
 
@@ -94,5 +93,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
     except Exception:  # an internal error is exit 2, with the traceback for the bug report
+        import traceback  # only here: every run would pay for its import
+
         click.echo("internal error:\n" + traceback.format_exc(), err=True)
         sys.exit(2)

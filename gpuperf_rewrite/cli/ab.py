@@ -29,7 +29,7 @@ def ab(ctx: click.Context, script_a: str | None, script_b: str | None, script_ar
     decide whether B is faster.
 
     \b
-    Verdicts: faster (exit 0); slower, no_difference, broken, unchecked (exit 1); errors exit 2.
+    Verdicts: faster (exit 0); slower, no_difference, broken, unchecked, too_short (exit 1); errors exit 2.
     Arguments after `--` go to both scripts. See docs/validation.md.
     """
 

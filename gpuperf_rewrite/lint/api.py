@@ -18,9 +18,8 @@ from gpuperf_rewrite.lint.config import Config, ConfigError, find_config, load_c
 from gpuperf_rewrite.lint.discovery import (DEFAULT_EXCLUDE, Discovery, compile_patterns, excluded_anywhere,
                                             is_excluded)
 from gpuperf_rewrite.lint.diagnostics import IO_ERROR, Diagnostic, file_error
-from gpuperf_rewrite.lint.engine import RuleSet
-from gpuperf_rewrite.lint.fixes import FixMode
 from gpuperf_rewrite.lint.parallel import Job, display_path, run_jobs
+from gpuperf_rewrite.lint.prefilter import FixMode, RuleSet
 from gpuperf_rewrite.lint.registry import SelectionError, codes_matching, resolve_selection
 from gpuperf_rewrite.lint import sourceio
 from gpuperf_rewrite.lint.sourceio import WriteRefused, unified_diff

@@ -4,8 +4,8 @@ and options are unchanged, checked by the same tool, is not parsed again.
 One small JSON file per entry under ``.gpuperf_cache/`` (or ``--cache-dir``,
 ``GPUPERF_CACHE_DIR``). The entry's name is a hash of everything the result depends on: the
 file's content and displayed path, the rule codes and options in force for it, and the tool
-itself (version, Python and LibCST versions, and a hash of the engine's and rules' source, so an
-edited rule in a development install never reuses stale results). Entries are written to a
+itself (version, Python and LibCST versions, and a hash of the lint and rules packages' source,
+so an edited rule in a development install never reuses stale results). Entries are written to a
 temporary file and renamed into place, so concurrent runs only ever see whole entries; an entry
 that does not read back as exactly what was stored (truncated, edited, another key: each entry
 carries its key and a checksum of its content) is ignored and rewritten.
@@ -43,20 +43,30 @@ def cache_dir(root: Path, option: str | None = None) -> Path:
 
 
 def tool_fingerprint() -> str:
-    """What, besides the input, decides a result: our version and source, Python's, LibCST's."""
-    import libcst
-
+    """What, besides the input, decides a result: our version and source, Python's, LibCST's.
+    LibCST's version file is read, not imported: a run answered from the cache or cleared by the
+    torch gate never pays for importing LibCST."""
     from gpuperf_rewrite import __version__
     from gpuperf_rewrite import rules as rules_pkg
 
-    libcst_version = getattr(libcst, "LIBCST_VERSION", "?")
-    h = hashlib.sha256(f"{FORMAT}|{__version__}|{sys.version_info[:2]}|{libcst_version}".encode())
+    h = hashlib.sha256(f"{FORMAT}|{__version__}|{sys.version_info[:2]}|".encode())
+    h.update(_libcst_version_file())
     lint_dir = Path(__file__).resolve().parent
-    for folder in (lint_dir, Path(rules_pkg.__file__).resolve().parent):
-        for path in sorted(folder.glob("*.py")):
-            h.update(path.name.encode())
+    for folder in (lint_dir, *(Path(p).resolve() for p in rules_pkg.__path__)):
+        for path in sorted(folder.rglob("*.py")):
+            h.update(path.relative_to(folder).as_posix().encode())
             h.update(path.read_bytes())
     return h.hexdigest()[:16]
+
+
+def _libcst_version_file() -> bytes:
+    import importlib.util
+
+    spec = importlib.util.find_spec("libcst")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        with contextlib.suppress(OSError):
+            return Path(folder, "_version.py").read_bytes()
+    return b"?"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,7 +8,6 @@ apply fixes to a fixpoint (:mod:`.fixes`) and report the unsuppressed findings
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -18,49 +17,15 @@ import libcst as cst
 from gpuperf_rewrite.lint import noqa as noqa_mod
 from gpuperf_rewrite.lint.diagnostics import (ERROR_CODES, INTERNAL_ERROR, IO_ERROR, SYNTAX_ERROR,
                                               Diagnostic, file_error, suppressed_findings, visible)
-from gpuperf_rewrite.lint.fixes import FixMode, fix_allowed, fix_to_fixpoint
+from gpuperf_rewrite.lint.fixes import fix_allowed, fix_to_fixpoint
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse, syntax_gate
+from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
 from gpuperf_rewrite.rules._framework import Finding, Fix, Rule, RuleContext, may_import_torch
 
 __all__ = ["ERROR_CODES", "INTERNAL_ERROR", "IO_ERROR", "SYNTAX_ERROR", "Diagnostic", "FileResult", "FixMode",
            "RuleSet", "check_source", "fix_text", "run_rules"]
-
-
-@dataclasses.dataclass
-class FileResult:
-    path: str
-    diagnostics: list[Diagnostic]
-    original: bytes | None = None
-    fixed: bytes | None = None  # set only when fixes changed the file
-    applied: dict[str, int] = dataclasses.field(default_factory=dict)  # code -> fixes applied
-    error: bool = False  # E999/E902/E001: the file could not be checked
-    warnings: list[str] = dataclasses.field(default_factory=list)
-    parsed: bool = False  # went past the prefilter to the parsers (else: nothing could fire)
-    cached: bool = False  # answered from the lint cache, not analysed in this run
-
-    def failed(self, diag: Diagnostic) -> FileResult:
-        self.diagnostics.append(diag)
-        self.error = True
-        return self
-
-
-@dataclasses.dataclass(frozen=True)
-class RuleSet:
-    """The enabled rules and their options; cheap to pickle into worker processes."""
-
-    codes: tuple[str, ...]
-    options: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
-
-    def instantiate(self) -> list[Rule]:
-        registry = all_rules()
-        return [registry[c]() for c in self.codes]
-
-    def options_for(self, rule: type[Rule]) -> dict[str, Any]:
-        merged = dict(rule.options)
-        merged.update(self.options.get(rule.code, {}))
-        return merged
 
 
 def can_fire(rule: type[Rule], text: str) -> bool:

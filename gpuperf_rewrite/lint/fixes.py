@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from typing import Any, Literal
+from typing import Any
 
 import libcst as cst
 
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse
+from gpuperf_rewrite.lint.prefilter import FixMode
 from gpuperf_rewrite.lint.sourceio import decode_source
 from gpuperf_rewrite.rules._framework import AddImport, Fix, InsertAfter, InsertBefore, Replace, RuleContext, add_imports
 
-FixMode = Literal["none", "safe", "unsafe"]
 MAX_FIX_PASSES = 10
 
 # (module, its text) -> the rules' context on it and the fixes to apply now, with their rule codes.

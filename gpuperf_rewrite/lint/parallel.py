@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING
 
 from gpuperf_rewrite.lint.cache import Cache
 from gpuperf_rewrite.lint.diagnostics import ERROR_CODES, INTERNAL_ERROR, IO_ERROR, Diagnostic, file_error
-from gpuperf_rewrite.lint.engine import FileResult, RuleSet, check_source, needs_parsing
-from gpuperf_rewrite.lint.fixes import FixMode
+from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet, passes_torch_gate
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -85,9 +84,12 @@ def _answers(cached: list[Diagnostic], job: Job) -> bool:
 
 
 def _quick(job: Job, data: bytes) -> tuple[FileResult | None, str | None]:
-    """A result that needs no parsing (a cached result that answers the job, or nothing any rule
-    could fire on) or None; and the cache key when the cache was consulted. The cache comes
-    first: on a warm tree it spares the prefilter's text search too."""
+    """A result that needs no parsing (nothing any rule could fire on, or a cached result that
+    answers the job) or None; and the cache key when the cache was consulted. The torch gate
+    comes first: a file it clears is never cached (nothing was analysed) and needs neither the
+    cache nor the engine, so a run over library code imports neither LibCST nor the rules."""
+    if not passes_torch_gate(data):
+        return _trimmed(FileResult(job.path, [], original=data), job), None
     key = None
     if job.cache is not None:
         key = job.cache.key(job.path, data, job.cache_salt)
@@ -96,7 +98,11 @@ def _quick(job: Job, data: bytes) -> tuple[FileResult | None, str | None]:
             hit = FileResult(job.path, cached, original=data, cached=True,
                              error=any(d.code in ERROR_CODES for d in cached))
             return _trimmed(hit, job), key
+    from gpuperf_rewrite.lint.engine import needs_parsing  # LibCST and the rules: only from here on
+
     if not needs_parsing(data, job.ruleset):
+        if key is not None and job.cache is not None and job.mode == "none":
+            job.cache.store(key, [])  # torch code no selected rule can fire on: next time, no engine
         return _trimmed(FileResult(job.path, [], original=data), job), key
     return None, key
 
@@ -117,6 +123,8 @@ def check_job(job: Job) -> FileResult:
     quick, key = _quick(job, data)
     if quick is not None:
         return quick
+    from gpuperf_rewrite.lint.engine import check_source
+
     result = check_source(data, job.path, job.ruleset, job.mode, job.fix_codes)
     if key is not None and job.cache is not None and job.mode == "none" and result.parsed:
         job.cache.store(key, result.diagnostics)

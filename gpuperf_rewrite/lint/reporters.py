@@ -12,8 +12,8 @@ from gpuperf_rewrite import __version__
 from gpuperf_rewrite.lint.diagnostics import ERROR_NAMES, Diagnostic
 
 if TYPE_CHECKING:
-    from gpuperf_rewrite.lint.engine import RuleSet
     from gpuperf_rewrite.lint.fixes import FixMode
+    from gpuperf_rewrite.lint.prefilter import RuleSet
     from gpuperf_rewrite.lint.patches import Patch
 
 # A finding's identity for attaching its fix: (path, line, column, code).

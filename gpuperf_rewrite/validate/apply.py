@@ -139,9 +139,9 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
     codes = tuple(sorted(applied))
     echo(f"{path}: {sum(applied.values())} fix(es) from {', '.join(f'{c} x{n}' for c, n in sorted(applied.items()))}",
          err=json_out)
-    if not json_out:
-        echo(unified_diff(rel, original, fixed))
     if options.no_validate:
+        if not json_out:
+            echo(unified_diff(rel, original, fixed))
         return _write_unvalidated(target, original, fixed, codes, json_out, echo)
     # Before the profile run: at the least strict level the plan can give (only fixes that gain on
     # CUDA can drop out, on a CPU); the plan's own level is checked again once it is known.
@@ -280,12 +280,17 @@ def _validate_and_write(ctx: _Context, ws: Workspace) -> int:
             sources[key] = data if data is not None else original
         return sources[key]
 
+    if not json_out:  # the diff of what will be tried; fixes that need a GPU are only listed (plan)
+        from gpuperf_rewrite.lint.sourceio import unified_diff
+
+        echo(unified_diff(ctx.rel, original, build(plan.codes)))
+
     def evaluate(subset: tuple[str, ...], cfg: ABConfig = cfg, phase: str = "") -> ABResult:
         b = ScriptVersion(target, build(subset), ctx.module)
         b_path = ws.add(b)
         echo(f"== A/B {clock.abs_started} ({phase}): original vs rewrite with {', '.join(subset)}", err=True)
         res = run_ab(a_path, b_path, script_args, config=cfg, runner=runner, progress=timed_progress,
-                     source_a=a.text, source_b=b.text)
+                     source_a=a.text, source_b=b.text, may_extend=clock.may_extend)
         if not json_out:
             echo(format_table(res))
         else:
@@ -312,7 +317,7 @@ def _profile_and_plan(ctx: _Context, a_path: Path) -> Clock | int:
     """One profile run of the original (same mirror, steps, warmup and timeout as the A/B runs),
     then the plan, printed; an exit code when the original cannot even be profiled."""
     from gpuperf_rewrite.validate import plan as planning
-    from gpuperf_rewrite.validate.records import describe_failure, record_from_doc
+    from gpuperf_rewrite.validate.records import describe_failure, record_from_doc, too_short
 
     cfg = ctx.cfg
     ctx.echo("== profiling the original (one run) to plan the validation", err=True)
@@ -327,7 +332,12 @@ def _profile_and_plan(ctx: _Context, a_path: Path) -> Clock | int:
         if tail:
             ctx.echo(tail[-2000:], err=True)
         return 2
-    plan = make_plan(doc, run_s, ctx.codes, cfg.runs, gains_on=ctx.gains_on, budget_s=ctx.options.budget_s)
+    short = too_short(rec, cfg.warmup)  # every A/B run would end there too: nothing could be judged
+    if short:
+        ctx.say(f"No A/B can judge this script: {short}. {ctx.target} is unchanged and nothing was committed.")
+        return _emit(ctx, {**_report_base(ctx, Outcome(kept=())), "status": "too_short", "reason": short}, 1)
+    plan = make_plan(doc, run_s, ctx.codes, cfg.runs, gains_on=ctx.gains_on, budget_s=ctx.options.budget_s,
+                     max_runs_per_side=cfg.max_runs)
     ctx.plan = plan
     for line in plan.describe():
         ctx.say(line)

@@ -199,7 +199,7 @@ def test_no_op_fixes_are_proposed_in_at_most_alpha_of_reviews(repo, monkeypatch)
     k = len(candidates)
     assert k >= 5
     validate = ab_validator("train.py", [], repo)
-    reviews = 1000
+    reviews = 300  # enough: the bound below is 0.088 and the unsplit A/Bs reach about 0.23
     proposed_any = uncontrolled_any = 0
     for _ in range(reviews):
         first = len(fake.calls)

@@ -1,0 +1,70 @@
+"""What a run knows about a file before anything is parsed: the rule set in force, the result
+record, and the torch gate.
+
+Kept free of LibCST and of the rules (imports cost 0.2-0.5 s, most of a pre-commit run): a run
+whose files all fail the gate (no torch package imported: most library code) never imports them.
+:mod:`.engine` goes on from here for the files that pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from gpuperf_rewrite.lint import noqa as noqa_mod
+from gpuperf_rewrite.lint.diagnostics import Diagnostic
+from gpuperf_rewrite.lint.registry import all_rules
+from gpuperf_rewrite.lint.sourceio import decode_source
+from gpuperf_rewrite.rules.analysis.syntax.torch_roots import may_import_torch
+
+if TYPE_CHECKING:
+    from gpuperf_rewrite.rules._api import Rule
+
+FixMode = Literal["none", "safe", "unsafe"]
+
+
+@dataclasses.dataclass
+class FileResult:
+    path: str
+    diagnostics: list[Diagnostic]
+    original: bytes | None = None
+    fixed: bytes | None = None  # set only when fixes changed the file
+    applied: dict[str, int] = dataclasses.field(default_factory=dict)  # code -> fixes applied
+    error: bool = False  # E999/E902/E001: the file could not be checked
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    parsed: bool = False  # went past the prefilter to the parsers (else: nothing could fire)
+    cached: bool = False  # answered from the lint cache, not analysed in this run
+
+    def failed(self, diag: Diagnostic) -> FileResult:
+        self.diagnostics.append(diag)
+        self.error = True
+        return self
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleSet:
+    """The enabled rules and their options; cheap to pickle into worker processes."""
+
+    codes: tuple[str, ...]
+    options: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+
+    def instantiate(self) -> list[Rule]:
+        registry = all_rules()
+        return [registry[c]() for c in self.codes]
+
+    def options_for(self, rule: type[Rule]) -> dict[str, Any]:
+        merged = dict(rule.options)
+        merged.update(self.options.get(rule.code, {}))
+        return merged
+
+
+def passes_torch_gate(data: bytes) -> bool:
+    """False when no rule can report in ``data`` whatever the selection: it skips itself
+    (``gpuperf: skip-file``) or imports no torch package (:func:`may_import_torch`). True also for
+    bytes that do not decode: the engine reports those."""
+    try:
+        text = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return True
+    return not noqa_mod.skips_file(text) and may_import_torch(text)
