@@ -45,17 +45,18 @@ for step in range(100000):
 """
 AB_OPTS = ["--steps", "10", "--warmup", "2"]
 ALONE = """import json, sys, time
+from gpuperf_rewrite.validate.runs import ScriptVersion, run_request
 from gpuperf_rewrite.validate.workspace import Workspace
 t0 = time.perf_counter()
 out = {}
 with Workspace() as ws:
-    path = ws.add(sys.argv[1])
+    path = ws.add(ScriptVersion.read(sys.argv[1]))
     out["plan_s"] = time.perf_counter() - t0
-    run = ws.runner(lambda script, args, **kw: {})
+    run = ws.runner(lambda request: {})
     out["runs_s"] = []
     for _ in range(int(sys.argv[2])):
         t = time.perf_counter()
-        run(path, [])
+        run(run_request(path))
         out["runs_s"].append(time.perf_counter() - t)
     t = time.perf_counter()
 out["cleanup_s"] = time.perf_counter() - t

@@ -20,6 +20,7 @@ from gpuperf_rewrite.validate.config import ABConfig
 from gpuperf_rewrite.validate.losscheck import loss_check, rtol_for
 from gpuperf_rewrite.validate.records import (OK_STATUSES, RunRecord, common_unit, describe_failure,
                                               record_from_doc, step_mismatch, too_short, values)
+from gpuperf_rewrite.validate.runs import Runner, measured_run
 from gpuperf_rewrite.validate.stats import (Stats, compare, decide, look_alpha, look_schedule, stop_reason,
                                             undecidable_reason)
 
@@ -33,7 +34,6 @@ __all__ = ["ABConfig", "ABConfigError", "ABError", "ABResult", "ProgressEvent", 
 VERDICTS = ("faster", "slower", "no_difference", "broken", "unchecked", "too_short")
 NOISY_CV = 0.10  # coefficient of variation above which a side is called too noisy to decide
 
-Runner = Callable[..., Mapping[str, Any]]
 Progress = Callable[["ProgressEvent"], None]
 MayExtend = Callable[[int], bool]  # may a borderline A/B run this many more runs (both sides)?
 
@@ -53,9 +53,9 @@ class ProgressEvent:
 
 
 def default_runner() -> Runner:
-    from gpuperf_rewrite.validate.profiling import run_profile
+    from gpuperf_rewrite.validate.profiling import profile_runner
 
-    return run_profile
+    return profile_runner
 
 
 def pair_orders(pairs: int, seed: int = 0) -> list[tuple[str, str]]:
@@ -190,8 +190,7 @@ class _Loop:
         runs = self.a if side == "A" else self.b
         self.event(self.done + 1, side, "start")
         cfg = self.cfg
-        doc = self.run(self.scripts[side], self.args, steps=cfg.steps, warmup=cfg.warmup,
-                       timeout=cfg.timeout, seed=seed, cwd=self.cwd, env=self.env)
+        doc = self.run(measured_run(self.scripts[side], self.args, cfg, seed, cwd=self.cwd, env=self.env))
         rec = record_from_doc(side, len(runs), doc, seed=seed)
         runs.append(rec)
         self.done += 1
@@ -375,8 +374,7 @@ def measure(script: str | Path, script_args: Sequence[str] = (), *, config: ABCo
     for i in range(cfg.runs):
         if progress:
             progress(ProgressEvent(i + 1, cfg.runs, side, None, "start"))
-        doc = run(str(script), list(script_args), steps=cfg.steps, warmup=cfg.warmup, timeout=cfg.timeout,
-                  seed=cfg.seed + i, cwd=cwd, env=env)
+        doc = run(measured_run(script, script_args, cfg, cfg.seed + i, cwd=cwd, env=env))
         rec = record_from_doc(side, i, doc, seed=cfg.seed + i)
         out.append(rec)
         if progress:

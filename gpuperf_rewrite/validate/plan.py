@@ -22,16 +22,21 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from gpuperf_rewrite.validate.abtest import ProgressEvent
+from gpuperf_rewrite.validate.abtest import Progress, ProgressEvent
+from gpuperf_rewrite.validate.runs import RunDoc
 from gpuperf_rewrite.validate.search import OutOfBudget
+
+if TYPE_CHECKING:
+    from gpuperf_rewrite.rules._api import GainsOn  # the rule attribute: "any" | "cuda"
 
 NEEDS_GPU = "needs a GPU to validate"
 SETUP_SHOWN_S = 1.0  # a scratch mirror's one-time set-up this long is worth a line in the plan
 PROBE = "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')"
 
-GainsOn = Callable[[str], str]
+# A rule code -> where its fix gains (the rule's ``gains_on``); injectable for tests.
+GainsOnOf = Callable[[str], "GainsOn"]
 
 
 def now() -> float:
@@ -39,7 +44,7 @@ def now() -> float:
     return time.monotonic()
 
 
-def rule_gains_on(code: str) -> str:
+def rule_gains_on(code: str) -> GainsOn:
     """``gains_on`` of the rule ``code`` ("any" or "cuda"); "any" for a code no rule has."""
     from gpuperf_rewrite.lint.registry import all_rules
 
@@ -47,7 +52,7 @@ def rule_gains_on(code: str) -> str:
     return getattr(rule, "gains_on", "any") if rule is not None else "any"
 
 
-def validation_device(doc: Mapping[str, Any], python: str | None = None) -> str:
+def validation_device(doc: RunDoc, python: str | None = None) -> str:
     """"cuda" or "cpu" (or another torch device type): where the A/B runs will train. From the
     profile document's fingerprint (or its ``gpu`` block); without either, whether torch in the
     interpreter that runs the script sees CUDA ("cpu" when that cannot be told)."""
@@ -182,8 +187,8 @@ class Plan:
                 "max_abs": self.worst_abs, "budget_s": self.budget_s}
 
 
-def make_plan(doc: Mapping[str, Any], run_s: float, codes: Sequence[str], runs_per_side: int, *,
-              gains_on: GainsOn = rule_gains_on, budget_s: float | None = None,
+def make_plan(doc: RunDoc, run_s: float, codes: Sequence[str], runs_per_side: int, *,
+              gains_on: GainsOnOf = rule_gains_on, budget_s: float | None = None,
               python: str | None = None, max_runs_per_side: int | None = None, setup_s: float = 0.0) -> Plan:
     device = validation_device(doc, python)
     needs_gpu = tuple(c for c in codes if device != "cuda" and gains_on(c) == "cuda")
@@ -240,7 +245,7 @@ class Clock:
         left = self.left()
         return left is None or runs * self.run_s() <= left
 
-    def wrap(self, progress: Callable[[Any], None] | None) -> Callable[[Any], None]:
+    def wrap(self, progress: Progress | None) -> Progress:
         def on_event(ev: ProgressEvent) -> None:
             t = now()
             if ev.phase == "done" and self._last is not None:
@@ -255,7 +260,7 @@ class Clock:
         return on_event
 
 
-def eta_text(ev: Any) -> str:
+def eta_text(ev: ProgressEvent) -> str:
     """`` [A/B 2, ETA 1m20s, budget left 9m]`` for a :class:`PlanProgress`, "" for other events."""
     eta = getattr(ev, "eta_s", None)
     if eta is None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from gpuperf_rewrite.runtime.schema import OK_STATUSES  # the shim's statuses, defined once
+from gpuperf_rewrite.validate.runs import RunDoc
 
 SAMPLES, STEPS = "samples/s", "steps/s"
 # A run that ends by itself must still have finished its warm-up and measured at least this many
@@ -17,7 +18,7 @@ SAMPLES, STEPS = "samples/s", "steps/s"
 MIN_MEASURED_STEPS = 5
 
 
-def skipped_steps(doc: Mapping[str, Any]) -> list[int]:
+def skipped_steps(doc: RunDoc) -> list[int]:
     """Indices into ``loss`` of steps whose optimizer step GradScaler skipped (inf/NaN gradients).
     The shim closes a step at every iteration, skipped or not, so indices align across the two
     sides; it reports them as ``amp.skipped_steps``."""
@@ -62,7 +63,7 @@ class RunRecord:
         return d
 
 
-def record_from_doc(side: str, index: int, doc: Mapping[str, Any], seed: int | None = None) -> RunRecord:
+def record_from_doc(side: str, index: int, doc: RunDoc, seed: int | None = None) -> RunRecord:
     sps = doc.get("samples_per_s")
     steps = doc.get("steps_per_s")
     mem = doc.get("memory") or {}

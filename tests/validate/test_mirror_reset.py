@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf_rewrite.validate import workspace
+from gpuperf_rewrite.validate.runs import ScriptVersion, run_request
 from gpuperf_rewrite.validate.workspace import Workspace
 
 FILES = 300
@@ -78,17 +79,17 @@ class Counting:
 def test_a_second_run_makes_no_entry_the_first_left_alone(tree, monkeypatch) -> None:
     seen: list[dict[str, object]] = []
 
-    def runner(script, args, *, cwd=None, **kw):  # reads, writes nothing
-        seen.append(state(Path(cwd)))
+    def runner(request):  # reads, writes nothing
+        seen.append(state(Path(request.cwd)))
         return {}
 
     with Workspace() as ws:
-        path = ws.add(tree / "train.py")
+        path = ws.add(ScriptVersion.read(tree / "train.py"))
         run = ws.runner(runner)
-        run(path, [])
+        run(run_request(path))
         counting = Counting(monkeypatch)
-        run(path, [])
-        run(path, [])
+        run(run_request(path))
+        run(run_request(path))
     assert counting.n <= 5, counting.n  # not one per file beside the script (there are over 300)
     assert len(seen[0]) > FILES and seen[0] == seen[1] == seen[2]
 
@@ -118,11 +119,11 @@ print("{}")
 """
 
 
-def guarded(script, args, *, cwd=None, env=None, **kw):
+def guarded(request):
     """The script under the shim's write guard, as the real runs are."""
     code = ("import runpy, sys\nfrom gpuperf_rewrite.runtime import guard\nguard.install_from_env()\n"
             "sys.argv = sys.argv[1:]\nrunpy.run_path(sys.argv[0], run_name='__main__')\n")
-    p = subprocess.run([sys.executable, "-c", code, str(script), *args], cwd=cwd, env=env,
+    p = subprocess.run([sys.executable, "-c", code, request.script, *request.args], cwd=request.cwd, env=request.env,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     return {}
@@ -137,18 +138,18 @@ def test_what_a_run_changed_is_put_back_before_the_next_run(tree, tmp_path) -> N
     seen: list[dict[str, object]] = []
     (tree / "train.py").write_text(CHANGES)
 
-    def record(script, args, *, cwd=None, **kw):
-        seen.append(state(Path(cwd)))
+    def record(request):
+        seen.append(state(Path(request.cwd)))
         return {}
 
     with Workspace() as ws:
-        path = ws.add(tree / "train.py", (tree / "train.py").read_bytes())
-        first = ws.add(tree / "train.py", b"print('{}')\n")  # the same mirror, other bytes
-        ws.runner(record)(first, [])
-        ws.runner(guarded)(path, [])
-        ws.runner(record)(first, [])
-        ws.runner(guarded)(path, [])  # what the guard copied in the first run is a link again
-        ws.runner(record)(first, [])
+        path = run_request(ws.add(ScriptVersion.read(tree / "train.py")))
+        first = run_request(ws.add(ScriptVersion(tree / "train.py", b"print('{}')\n")))  # same mirror, other bytes
+        ws.runner(record)(first)
+        ws.runner(guarded)(path)
+        ws.runner(record)(first)
+        ws.runner(guarded)(path)  # what the guard copied in the first run is a link again
+        ws.runner(record)(first)
         made = ws.mirror(tree / "train.py").made_last
     assert seen[0] == expected
     assert seen[1] == expected, {k: (seen[1].get(k), v) for k, v in expected.items() if seen[1].get(k) != v}
@@ -160,7 +161,8 @@ def test_what_a_run_changed_is_put_back_before_the_next_run(tree, tmp_path) -> N
 
 def test_a_change_made_in_the_same_clock_tick_is_still_seen(tree) -> None:
     """An in-process runner writes the moment it is called: no time for the clock to move on."""
-    def write(script, args, *, cwd=None, **kw):
+    def write(request):
+        cwd = request.cwd
         out = {"before": Path(cwd, "shard_007.txt").read_text(), "left": Path(cwd, "left.txt").exists()}
         Path(cwd, "shard_007.txt").write_text("8\n")  # same size
         Path(cwd, "left.txt").write_text("x")
@@ -168,22 +170,22 @@ def test_a_change_made_in_the_same_clock_tick_is_still_seen(tree) -> None:
 
     with Workspace() as ws:
         run = ws.runner(write)
-        path = ws.add(tree / "train.py")
-        docs = [run(path, []) for _ in range(3)]
+        path = run_request(ws.add(ScriptVersion.read(tree / "train.py")))
+        docs = [run(path) for _ in range(3)]
     assert docs == [{"before": "7\n", "left": False}] * 3
 
 
 def test_a_changed_original_is_copied_again_as_a_fresh_mirror_would(tree) -> None:
-    def editor(script, args, *, cwd=None, **kw):
-        doc = {"readme": Path(cwd, "shard_010.txt").read_text()}
+    def editor(request):
+        doc = {"readme": Path(request.cwd, "shard_010.txt").read_text()}
         if doc["readme"] != "edited\n":
             (tree / "shard_010.txt").write_text("edited\n")  # an editor saves it during the first run
         return doc
 
     warnings: list[str] = []
     with Workspace(warn=warnings.append) as ws:
-        run, path = ws.runner(editor), ws.add(tree / "train.py")
-        docs = [run(path, []) for _ in range(2)]
+        run, path = ws.runner(editor), run_request(ws.add(ScriptVersion.read(tree / "train.py")))
+        docs = [run(path) for _ in range(2)]
     assert docs == [{"readme": "10\n"}, {"readme": "edited\n"}]
     assert len(warnings) == 1 and "shard_010.txt" in warnings[0]
 
@@ -197,10 +199,10 @@ def test_the_guard_protects_what_was_resolved_once(tree) -> None:
 
 
 def test_the_guard_sees_a_workspace_runs_in_one_place(tree) -> None:
-    def where(script, args, *, cwd=None, env=None, **kw):
-        return {"scratch": json.loads(env["GPUPERF_GUARD"])["scratch"], "cwd": cwd}
+    def where(request):
+        return {"scratch": json.loads(request.env["GPUPERF_GUARD"])["scratch"], "cwd": request.cwd}
 
     with Workspace() as ws:
-        run, path = ws.runner(where), ws.add(tree / "train.py")
-        a, b = run(path, []), run(path, [])
+        run, path = ws.runner(where), run_request(ws.add(ScriptVersion.read(tree / "train.py")))
+        a, b = run(path), run(path)
     assert a == b and Path(a["cwd"]).is_relative_to(a["scratch"])

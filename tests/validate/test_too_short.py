@@ -26,8 +26,9 @@ class ShimLikeRunner(FakeRunner):
         super().__init__()
         self.total = total
 
-    def __call__(self, script, args, *, steps, warmup, **kw):
-        doc = super().__call__(script, args, steps=steps, warmup=warmup, **kw)
+    def __call__(self, request):
+        doc = super().__call__(request)
+        steps, warmup = request.steps, request.warmup
         if self.total < warmup + steps:
             warm = warmup if self.total > warmup else 1
             doc.update(status="completed", ended_early=True, warmup_steps=warm, measured_steps=self.total - warm)
