@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.forkrun import run_scripts
+from tests.helpers.forkrun import shared_runs
 
 pytest.importorskip("torch")
 
@@ -37,13 +37,14 @@ def test_every_fixture_is_covered():
     assert scripts == set(SINGLE_PROCESS) | {"ddp_train.py"}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def small_runs(tmp_path_factory):
-    """Every fixture run once, forked from one interpreter that imported torch (tests/helpers/forkrun.py)."""
+    """Every fixture run once per session, forked from one interpreter that imported torch
+    (tests/helpers/forkrun.py)."""
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
     args = ["--size", "small", "--steps", str(STEPS), "--device", "cpu"]
-    return run_scripts({s: (FIXTURES / s, args, FIXTURES.parent) for s in SINGLE_PROCESS}, env,
-                       tmp_path_factory.mktemp("fixture_runs"))
+    return shared_runs("small_runs", tmp_path_factory,
+                       lambda work: {s: (FIXTURES / s, args, FIXTURES.parent) for s in SINGLE_PROCESS}, env)
 
 
 @pytest.mark.parametrize("script", SINGLE_PROCESS)

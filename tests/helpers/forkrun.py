@@ -72,3 +72,24 @@ def run_scripts(jobs: dict[str, tuple[Path, list[str], Path]], env: dict[str, st
                             Path(job["stderr"]).read_text() if Path(job["stderr"]).exists()
                             else f"the driver died: {driver.stderr[-3000:]}")
     return results
+
+
+def shared_runs(key: str, tmp_path_factory, jobs, env: dict[str, str]) -> dict[str, Ran]:
+    """``run_scripts`` once per test session, whichever xdist worker asks first: the others wait
+    on a lock and read its results (a module fixture would run once per worker). ``jobs`` is
+    called with a fresh directory and returns the jobs, so only the first asker builds them."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # shared by the workers
+    done = root / f"forkrun-{key}.json"
+    with open(root / f"forkrun-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            work = root / f"forkrun-{key}"
+            work.mkdir(exist_ok=True)
+            results = run_scripts(jobs(work), env, work / "logs")
+            tmp = done.with_suffix(".tmp")
+            tmp.write_text(json.dumps({k: vars(v) for k, v in results.items()}))
+            tmp.replace(done)
+    return {k: Ran(**v) for k, v in json.loads(done.read_text()).items()}
