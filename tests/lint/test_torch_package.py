@@ -23,7 +23,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 FULL = os.environ.get("GPUPERF_TORCH_FULL") == "1"
-STRIDE = 1 if FULL else 100
+STRIDE = 1 if FULL else 50
 # Generous bounds for the 2-core CI machine (measured: docs/safety.md).
 MAX_SECONDS = 1200 if FULL else 300
 MAX_RSS_BYTES = 4 * 2**30
