@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.forkrun import shared_runs
+
 pytest.importorskip("torch")
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -35,10 +37,19 @@ def test_every_fixture_is_covered():
     assert scripts == set(SINGLE_PROCESS) | {"ddp_train.py"}
 
 
+@pytest.fixture
+def small_runs(tmp_path_factory):
+    """Every fixture run once per session, forked from one interpreter that imported torch
+    (tests/helpers/forkrun.py)."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    args = ["--size", "small", "--steps", str(STEPS), "--device", "cpu"]
+    return shared_runs("small_runs", tmp_path_factory,
+                       lambda work: {s: (FIXTURES / s, args, FIXTURES.parent) for s in SINGLE_PROCESS}, env)
+
+
 @pytest.mark.parametrize("script", SINGLE_PROCESS)
-def test_fixture_runs_small_on_cpu(script):
-    proc = _run([sys.executable, str(FIXTURES / script), "--size", "small",
-                 "--steps", str(STEPS), "--device", "cpu"])
+def test_fixture_runs_small_on_cpu(script, small_runs):
+    proc = small_runs[script]
     assert proc.returncode == 0, proc.stderr[-3000:]
     match = re.search(r"^done: (\d+) steps, final loss (\S+)", proc.stdout, re.MULTILINE)
     assert match, proc.stdout[-2000:]

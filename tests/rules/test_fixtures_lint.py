@@ -17,6 +17,7 @@ import pytest
 
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.lint.registry import all_rules, resolve_selection
+from tests.helpers.forkrun import shared_runs
 from tests.helpers.paths import FIXTURES
 
 SCRIPTS = sorted(p for p in FIXTURES.glob("*.py"))
@@ -44,10 +45,38 @@ def test_every_rule_fires_on_some_fixture():
     assert fired == set(all_rules())
 
 
+REWRITTEN = [p for p in SCRIPTS if p.name not in ("optimized.py", "ddp_train.py")]
+
+
+@pytest.fixture
+def rewritten_runs(tmp_path_factory):
+    """Every fixture's combined rewrite run for 3 steps on CPU, each in its own directory (with
+    the fixtures' helpers), once per session, forked from one interpreter that imported torch."""
+    # torch.compile on a 2-core CPU costs a minute per script; the compile rewrite itself is
+    # exercised in-process by tests/rules/test_precision_memory_ddp_rules.py, so here dynamo runs the model eagerly.
+    env = {**os.environ, "TORCHDYNAMO_DISABLE": "1", "OMP_NUM_THREADS": "1"}
+    return shared_runs("rewritten_runs", tmp_path_factory, _rewrite_jobs, env)
+
+
+def _rewrite_jobs(root: Path) -> dict:
+    rules = RuleSet(tuple(resolve_selection()))
+    jobs = {}
+    for script in REWRITTEN:
+        fixed = check_source(script.read_bytes(), script.name, rules, "unsafe").fixed
+        if fixed is None:
+            continue  # the test fails on that before it looks for a run
+        work = root / script.stem
+        work.mkdir()
+        (work / script.name).write_bytes(fixed)
+        for helper in FIXTURES.glob("_*.py"):
+            shutil.copy(helper, work)
+        jobs[script.name] = (work / script.name, ["--size", "small", "--steps", "3", "--device", "cpu"], work)
+    return jobs
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("script", [p for p in SCRIPTS if p.name not in ("optimized.py", "ddp_train.py")],
-                         ids=lambda p: p.name)
-def test_combined_rewrite_parses_is_idempotent_and_runs(script, tmp_path):
+@pytest.mark.parametrize("script", REWRITTEN, ids=lambda p: p.name)
+def test_combined_rewrite_parses_is_idempotent_and_runs(script, rewritten_runs):
     rules = RuleSet(tuple(resolve_selection()))
     res = check_source(script.read_bytes(), script.name, rules, "unsafe")
     assert res.fixed is not None and not res.warnings, res.warnings
@@ -58,14 +87,6 @@ def test_combined_rewrite_parses_is_idempotent_and_runs(script, tmp_path):
     for line in script.read_text().splitlines():
         if line.lstrip().startswith("#"):
             assert line.strip() in res.fixed.decode()
-    target = tmp_path / script.name
-    target.write_bytes(res.fixed)
-    for helper in FIXTURES.glob("_*.py"):
-        shutil.copy(helper, tmp_path)
-    # torch.compile on a 2-core CPU costs a minute per script; the compile rewrite itself is
-    # exercised in-process by tests/rules/test_precision_memory_ddp_rules.py, so here dynamo runs the model eagerly.
-    env = {**os.environ, "TORCHDYNAMO_DISABLE": "1", "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, str(target), "--size", "small", "--steps", "3", "--device", "cpu"],
-                         capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    out = rewritten_runs[script.name]  # this same rewrite, run
     assert out.returncode == 0, out.stderr[-3000:]
     assert "done:" in out.stdout

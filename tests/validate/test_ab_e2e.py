@@ -20,9 +20,11 @@ from gpuperf_rewrite.validate.apply import run_apply  # noqa: E402
 from tests.helpers.paths import ROOT  # noqa: E402
 
 # `timing`: `make test` runs those after the parallel part, alone on the machine: the tests whose
-# verdict needs a speed difference to stand out of the noise. The A/A and the broken-loss tests
-# run with the rest: other tests' load only adds noise, which cannot turn an A/A into a difference
-# (the pairs alternate which side goes first) and does not touch a loss check.
+# verdict needs a speed difference to stand out of the noise. The A/A, the slower and the
+# broken-loss tests run with the rest: other tests' load only adds noise, which cannot turn an A/A
+# into a difference (the pairs alternate which side goes first), cannot make 70 ms more sleep per
+# run look faster (noise can only turn "slower" into "no difference": both reject, exit 1,
+# nothing committed) and does not touch a loss check.
 pytestmark = [pytest.mark.slow]
 
 # Step time dominated by a 5 ms sleep: steady enough for 4 runs per side to decide.
@@ -65,7 +67,6 @@ def _rewriter(old: str, new: str):
     return rewrite
 
 
-@pytest.mark.timing
 def test_slower_rewrite_is_rejected_and_nothing_is_committed(tmp_path) -> None:
     repo = git_repo(tmp_path, {"train.py": TINY})
     before = repo_state(repo)
