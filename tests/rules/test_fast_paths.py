@@ -83,6 +83,22 @@ yaml.safe_load, np.zeros, max(1, 2)
 '''
 
 
+LOCAL_CALLS = '''
+import torch
+from torch.utils.data import DataLoader
+
+def make_dataset(n):
+    return [torch.ones(1)] * n
+
+class Holder:
+    pass
+
+loader = DataLoader(make_dataset(8), batch_size=2)
+holder = Holder()
+undefined_thing(1)
+'''
+
+
 def _visitor_index(module: cst.Module) -> tuple[list[int], dict[int, int]]:
     order: list[int] = []
     parents: dict[int, int] = {}
@@ -118,10 +134,10 @@ def test_index_matches_libcst_visitor(source: Path | str) -> None:
         assert [id(c) for c in children_of(node)] == [id(c) for c in node.children]
 
 
-@pytest.mark.parametrize("source", [*SOURCES, "<extra>", "<shadowing>"],
+@pytest.mark.parametrize("source", [*SOURCES, "<extra>", "<shadowing>", "<local-calls>"],
                          ids=lambda p: getattr(p, "name", p))
 def test_import_resolution_matches_scope_analysis(source: Path | str) -> None:
-    text = {"<extra>": EXTRA, "<shadowing>": SHADOWING}.get(str(source)) or \
+    text = {"<extra>": EXTRA, "<shadowing>": SHADOWING, "<local-calls>": LOCAL_CALLS}.get(str(source)) or \
         Path(source).read_text(encoding="utf-8")
     ctx = RuleContext(cst.parse_module(text), text)
     checked = 0
@@ -133,6 +149,9 @@ def test_import_resolution_matches_scope_analysis(source: Path | str) -> None:
             assert all("<locals>" in q for q in ctx.qualified_names(node)), ctx.code_for(node)
         checked += fast is not None
     assert checked or source != "<shadowing>"
+    for name in ctx.nodes(cst.Name):  # a name ruled out as a builtin is not one for LibCST either
+        if not ctx._could_match(name, {f"builtins.{name.value}"}):
+            assert f"builtins.{name.value}" not in ctx.qualified_names(name), ctx.code_for(name)
 
 
 def test_shadowed_or_ambiguous_names_take_the_scope_analysis() -> None:
@@ -154,3 +173,16 @@ def test_shadowed_or_ambiguous_names_take_the_scope_analysis() -> None:
     for code in ("torch.relu", "np", "DataLoader", "sibling.x", "thing.y", "yaml.safe_load",
                  "float", "n"):
         assert resolved[code] is None, code
+
+
+def test_a_name_the_builtins_lack_is_never_a_builtin_without_scope_analysis() -> None:
+    """``make_dataset(...)``, ``Holder()``: asking whether a file's own function is the builtin
+    of that name is answered from the builtins module, as LibCST answers it, and a training
+    script whose rules ask it (GP201's pickling check) is not charged a scope analysis."""
+    ctx = RuleContext(cst.parse_module(LOCAL_CALLS), LOCAL_CALLS)
+    calls = {ctx.code_for(c.func): c.func for c in ctx.nodes(cst.Call)}
+    for code in ("make_dataset", "Holder", "undefined_thing"):
+        assert not ctx.matches(calls[code], {f"builtins.{code}"}), code
+    assert ctx._wrapper is None  # no scope analysis was needed
+    for code in ("make_dataset", "Holder", "undefined_thing"):  # and LibCST agrees
+        assert not any(q.startswith("builtins.") for q in ctx.qualified_names(calls[code])), code
