@@ -4,12 +4,16 @@ through the imports alone the qualified names of LibCST's scope analysis."""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import re
 from pathlib import Path
 
 import libcst as cst
 import pytest
 
 from gpuperf_rewrite.rules.analysis.syntax.context import RuleContext
+from gpuperf_rewrite.rules.analysis.syntax import tree
 from gpuperf_rewrite.rules.analysis.syntax.tree import children_of
 from tests.helpers.paths import ROOT
 
@@ -186,3 +190,33 @@ def test_a_name_the_builtins_lack_is_never_a_builtin_without_scope_analysis() ->
     assert ctx._wrapper is None  # no scope analysis was needed
     for code in ("make_dataset", "Holder", "undefined_thing"):  # and LibCST agrees
         assert not any(q.startswith("builtins.") for q in ctx.qualified_names(calls[code])), code
+
+
+def _node_classes(cls: type = cst.CSTNode) -> set[type]:
+    found = set()
+    for sub in cls.__subclasses__():
+        if dataclasses.is_dataclass(sub) and not inspect.isabstract(sub):
+            found.add(sub)
+        found |= _node_classes(sub)
+    return found
+
+
+def test_child_fields_are_read_without_libcst_source(monkeypatch) -> None:
+    """Every node type's child fields, in visiting order, come from its compiled code, not its
+    source: the same fields as the ``visit_*(self, "field", ...)`` calls of the source name, and
+    none is left to the slow ``node.children`` fallback when the source is not read at all."""
+    classes = sorted(_node_classes(), key=lambda c: c.__qualname__)
+    assert len(classes) > 100
+    call = re.compile(r'visit_\w+\(\s*self,\s*"(\w+)"')
+    from_source = {}
+    for cls in classes:
+        names = {f.name for f in dataclasses.fields(cls)}
+        found = call.findall(inspect.getsource(cls._visit_and_replace_children))
+        from_source[cls] = tuple(f for f in dict.fromkeys(found) if f in names)
+
+    def no_source(obj: object) -> str:
+        raise OSError("source not available")
+
+    monkeypatch.setattr(inspect, "getsource", no_source)
+    monkeypatch.setattr(tree, "_CHILD_FIELDS", {})
+    assert {cls: tree._child_fields(cls) for cls in classes} == from_source
