@@ -86,11 +86,13 @@ def test_files_the_torch_gate_clears_import_no_parser_and_no_rule(project, args)
     res = lint(project, *args)
     assert res["exit"] == 0
     assert heavy(res["modules"]) == []
+    assert "tempfile" not in res["modules"]  # the cache writes without it; only --fix's writes need it
 
 
 def test_a_training_script_is_analysed_and_then_answered_from_the_cache(project):
     cold = lint(project, "check", "train.py", "util.py")
     assert cold["exit"] == 1 and "libcst" in cold["modules"]  # the probe sees a real analysis
+    assert "tempfile" not in cold["modules"]  # a cache entry was written, without tempfile
     warm = lint(project, "check", "train.py", "util.py")
     assert warm["exit"] == 1
     assert heavy(warm["modules"]) == []  # an unchanged script: the cached result, nothing parsed
