@@ -155,10 +155,10 @@ def memory_findings(mem: dict[str, Any]) -> list[dict[str, Any]]:
             severity = 0.35 + 0.55 * min(1.0, max(0.0, math.log10(1e5 / max(left, 1.0)) / 2))
         out.append(_finding("memory_growth", severity,
                             f"memory grows by {growth / 2**20:.2f} MiB per step ({what}, steadily over the "
-                            f"window){oom}. Usually tensors kept across steps with their autograd graph "
-                            "(GP403: keep loss.detach() or loss.item()), other references kept from step to "
-                            "step (lists of outputs, caches: GP402-style retention), or forward passes with "
-                            "autograd on for logging or evaluation (GP404)"))
+                            f"window){oom}{_unseen_by_heap(mem)}. Usually tensors kept across steps with their "
+                            "autograd graph (GP403: keep loss.detach() or loss.item()), other references kept "
+                            "from step to step (lists of outputs, caches: GP402-style retention), or forward "
+                            "passes with autograd on for logging or evaluation (GP404)"))
     checked, kept = mem.get("loss_graphs_checked") or 0, mem.get("loss_graphs_retained") or 0
     if checked >= RETAINED_MIN_STEPS and kept >= RETAINED_MIN * checked:
         out.append(_finding("retained_graphs", 0.35,
@@ -175,6 +175,15 @@ def memory_findings(mem: dict[str, Any]) -> list[dict[str, Any]]:
                             "changes the optimisation (scale the learning rate, e.g. linearly with warm-up, "
                             "and validate the loss); `profile --probe-batch` measures it"))
     return out
+
+
+def _unseen_by_heap(mem: dict[str, Any]) -> str:
+    """Why RSS grows while the C heap's live bytes do not, when that is the case."""
+    heap = [v for v in mem.get("heap_per_step") or [] if v is not None]
+    if mem.get("growth_source") != "rss" or len(heap) < 2:
+        return ""
+    return (f"; the C heap's live bytes moved {(heap[-1] - heap[0]) / 2**20:+.1f} MiB: the growth is freed "
+            "memory the allocator cannot reuse, pinned by objects the script keeps every step")
 
 
 def _window(doc: dict[str, Any]) -> tuple[int, int]:

@@ -1,7 +1,8 @@
 """Optimizer-step and backward() hooks: the step boundaries and the loss trajectory.
 
 Steps come from torch's *global* optimizer hooks, so the script is not edited. Losses are the
-tensors ``backward()`` is called on, cloned on device (no host sync) and read once at the end.
+tensors ``backward()`` is called on, cloned on device (no host sync) and read once at the end
+(CPU losses are read at once: no sync there, and no tensor kept per step).
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ class LossRecorder:
             value = value.clone()
         if self.first_device is None:
             self.first_device = value.device
+        if value.device.type == "cpu":
+            # Read now (no sync on CPU): a tensor kept per step would pin a freed block of the C
+            # heap at every step, and the RSS would grow by megabytes per step for the shim's sake.
+            value = _item(value)
         if not self.pending:
             self.first_backward_t = time.perf_counter()
         self.pending.append(value)
@@ -90,13 +95,15 @@ class LossRecorder:
 
     def values(self, torch: Any) -> list[float | None]:
         """One float per step: the mean loss of that step's backward() calls (one host read)."""
-        flat = [t.float().reshape(()) for step in self.per_step for t in step]
-        if not flat:
-            return [None] * len(self.per_step)
-        try:
-            nums = torch.stack([t.to(flat[0].device) for t in flat]).cpu().tolist()
-        except Exception:  # mixed devices or odd tensor subclasses: read one by one
-            nums = [float(t) for t in flat]
+        flat = [t if isinstance(t, float) else t.float().reshape(()) for step in self.per_step for t in step]
+        tensors = [t for t in flat if not isinstance(t, float)]
+        if tensors:
+            try:
+                read = iter(torch.stack([t.to(tensors[0].device) for t in tensors]).cpu().tolist())
+            except Exception:  # mixed devices or odd tensor subclasses: read one by one
+                read = iter([float(t) for t in tensors])
+            flat = [t if isinstance(t, float) else next(read) for t in flat]
+        nums = flat
         out: list[float | None] = []
         i = 0
         for step in self.per_step:
@@ -104,6 +111,12 @@ class LossRecorder:
             out.append(sum(nums[i : i + n]) / n if n else None)
             i += n
         return out
+
+
+def _item(t: Any) -> float:
+    """``t.item()`` without the script's host-read counter (which wraps ``torch.Tensor.item``)."""
+    base = type(t).__mro__[-2]  # torch._C.TensorBase, under the Python-level wrappers
+    return float(base.item(t)) if hasattr(base, "item") else float(t.item())
 
 
 def install_backward_hooks(torch: Any, rec: LossRecorder) -> Callable[[], None]:

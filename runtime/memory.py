@@ -3,8 +3,9 @@
 Per step, at the optimizer-step boundary (no sync: none of these reads waits for the GPU):
 * ``heap``: bytes in use in the C heap (glibc ``mallinfo2``: in-use chunks plus mmapped blocks),
   where torch's CPU tensors live. Unlike RSS it does not count memory the allocator has freed
-  but kept, so it is flat for a script that frees what it allocates (RSS can climb for a hundred
-  steps with no leak at all: glibc keeps freed 4 MiB blocks);
+  but kept, so it is flat for a script that frees what it allocates (RSS can climb for tens of
+  steps with no leak at all: glibc keeps freed 4 MiB blocks). It is also flat where small objects
+  kept every step pin freed blocks that can then never be reused, so RSS is judged as well;
 * ``rss``: the process RSS from ``/proc/self/statm`` (one ``pread`` on a descriptor kept open);
 * ``allocated``: on CUDA, the caching allocator's ``allocated_bytes.all.current`` (host counters).
 Each read is timed; when a series' reads would cost more than ``READ_BUDGET`` of the step time, the
@@ -248,8 +249,11 @@ def collect(torch: Any, cuda_used: bool, tracker: MemoryTracker | None = None, s
     out["heap_per_step"] = series["heap"] if tracker.series["heap"] else None
     heap_ok = (sum(v is not None for v in series["heap"]) >= MIN_POINTS
                and _heap_is_the_allocator(series["heap"], series["rss"]))
-    # Leak verdicts from exact counters: the device allocator, then the C heap; RSS only without one.
-    names = ["heap" if heap_ok else "rss"]
+    # Leak verdicts: the device allocator, then the C heap (exact counters), then RSS. RSS counts
+    # too, held to growth throughout the window: the heap counter misses memory the allocator cannot
+    # hand back (freed blocks pinned by small objects the script keeps every step), and an RSS that
+    # grows for the whole window runs out like any leak; a climb that levels off is not one.
+    names = ["heap", "rss"] if heap_ok else ["rss"]
     if cuda is not None and tracker.allocated:
         out["allocated_per_step"] = series["allocated"]
         names.insert(0, "allocated")
@@ -258,7 +262,7 @@ def collect(torch: Any, cuda_used: bool, tracker: MemoryTracker | None = None, s
         out["steady_allocated_bytes"] = steady
         out["batch_size_factor"] = batch_size_factor(cuda["peak_allocated"], steady,
                                                      cuda["free"] + cuda["reserved"])
-    fits = [(name, fit_growth(series[name], MIN_GROWTH[name])) for name in names]
+    fits = [(name, fit_growth(series[name], MIN_GROWTH[name], throughout=name == "rss")) for name in names]
     # Report the series that grows steadily (device memory first); else the primary one's slope.
     source, fit = next(((n, f) for n, f in fits if f["steady"]), fits[0])
     if fit["slope"] is not None:

@@ -85,12 +85,13 @@ def apply_fixture(script: Path, script_args: list[str], cfg: dict[str, Any], log
     from gpuperf_rewrite.lint.api import load_settings
     from gpuperf_rewrite.validate.abtest import ABConfig, default_runner
     from gpuperf_rewrite.validate.apply import ApplyError, ApplyOptions, run_apply
+    from gpuperf_rewrite.validate.runs import RunDoc, RunRequest
 
     profiles: list[dict[str, Any]] = []
     base = default_runner()
 
-    def runner(path: str, args: Any, **kw: Any) -> Any:
-        doc = base(path, args, **kw)
+    def runner(request: RunRequest) -> RunDoc:
+        doc = base(request)
         if not profiles:
             profiles.append(dict(doc))
         return doc

@@ -29,13 +29,13 @@ def ab(ctx: click.Context, script_a: str | None, script_b: str | None, script_ar
     decide whether B is faster.
 
     \b
-    Verdicts: faster (exit 0); slower, no_difference, broken, unchecked (exit 1); errors exit 2.
+    Verdicts: faster (exit 0); slower, no_difference, broken, unchecked, too_short (exit 1); errors exit 2.
     Arguments after `--` go to both scripts. See docs/validation.md.
     """
-    from pathlib import Path
 
     from gpuperf_rewrite.validate.abtest import ABError, check_decidable, default_runner, run_ab
     from gpuperf_rewrite.validate.console import console_progress, format_table
+    from gpuperf_rewrite.validate.runs import ScriptVersion
     from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
 
     if modules and len(modules) != 2:
@@ -53,13 +53,12 @@ def ab(ctx: click.Context, script_a: str | None, script_b: str | None, script_ar
     try:
         with Workspace(prefix="gpuperf-ab-") as ws:  # each run in a scratch mirror of its script's checkout
             a, b = script_a, script_b
+            source_a, source_b = (ScriptVersion.read(s).text for s in (script_a, script_b))
             if modules:
-                a = str(ws.add(eps[0].path, module=(eps[0].module, eps[0].root)))
-                b = str(ws.add(eps[1].path, module=(eps[1].module, eps[1].root)))
+                va, vb = (ScriptVersion.read(ep.path, (ep.module, ep.root)) for ep in eps)
+                a, b, source_a, source_b = str(ws.add(va)), str(ws.add(vb)), va.text, vb.text
             res = run_ab(a, b, script_args, config=cfg, progress=progress,
-                         runner=ws.runner(default_runner()),
-                         source_a=Path(script_a).read_text(errors="replace"),
-                         source_b=Path(script_b).read_text(errors="replace"))
+                         runner=ws.runner(default_runner()), source_a=source_a, source_b=source_b)
             if modules:  # name what the user gave, not the scratch copies
                 res.script_a, res.script_b = eps[0].label, eps[1].label
     except WorkspaceError as exc:

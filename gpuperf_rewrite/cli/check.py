@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,6 +12,9 @@ from gpuperf_rewrite.cli.options import (DECISION, MEASUREMENT, SCRIPT_ARGS_KEY,
                                          decision_options, given, measurement_options, module_option,
                                          resolve_module_option)
 from gpuperf_rewrite.lint.reporters import FORMATS
+
+if TYPE_CHECKING:
+    from gpuperf_rewrite.lint.api import Settings
 
 # Options that mean something only with --apply, and options that mean nothing with it.
 APPLY_ONLY = ("safe_only", "no_commit", "no_validate", "allow_dirty", "json_out", "budget", "module", *MEASUREMENT,
@@ -80,11 +83,10 @@ def check(ctx: click.Context, paths: tuple[str, ...], **opts: Any) -> None:
                      follow_symlinks=opts["follow_symlinks"])
     for note in found.skipped:
         click.echo(f"warning: {note}", err=True)
-    fix, show_diff, unsafe = opts["fix"], opts["show_diff"], opts["unsafe_fixes"]
-    mode = "unsafe" if unsafe and (fix or show_diff) else ("safe" if fix or show_diff else "none")
+    fix, show_diff = opts["fix"], opts["show_diff"]
     from gpuperf_rewrite.lint.cache import cache_dir
 
-    lint_opts = LintOptions(mode=mode, write=fix, show_diff=show_diff, unsafe=unsafe,
+    lint_opts = LintOptions(level="unsafe" if opts["unsafe_fixes"] else "safe", write=fix, show_diff=show_diff,
                             output_format=opts["output_format"], output_file=opts["output_file"],
                             quiet=opts["quiet"], statistics=opts["statistics"], jobs=opts["jobs"],
                             cache_dir=None if opts["no_cache"] else cache_dir(settings.root, opts["cache_dir"]))
@@ -108,7 +110,7 @@ def _flag(ctx: click.Context, name: str) -> str:
     return max(param.opts, key=len)
 
 
-def _apply(ctx: click.Context, paths: tuple[str, ...], settings: Any, opts: dict[str, Any]) -> int:
+def _apply(ctx: click.Context, paths: tuple[str, ...], settings: Settings, opts: dict[str, Any]) -> int:
     """``check --apply SCRIPT``: the click side of :func:`gpuperf_rewrite.validate.apply.run_apply`."""
     from pathlib import Path
 
@@ -130,7 +132,7 @@ def _apply(ctx: click.Context, paths: tuple[str, ...], settings: Any, opts: dict
         click.echo(f"{paths[0]}: excluded by configuration; nothing to apply.")
         return 0
     cfg = config_from_options(opts)
-    options = ApplyOptions(safe_only=opts["safe_only"], no_commit=opts["no_commit"],
+    options = ApplyOptions(level="safe" if opts["safe_only"] else "unsafe", no_commit=opts["no_commit"],
                            no_validate=opts["no_validate"], allow_dirty=opts["allow_dirty"],
                            json_out=opts["json_out"], budget_s=opts["budget"])
     progress, close = console_progress()

@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Callable
 
 import click
+
+if TYPE_CHECKING:
+    from gpuperf_rewrite.lint.api import LintRun, Settings
+    from gpuperf_rewrite.lint.diagnostics import Diagnostic
+    from gpuperf_rewrite.lint.discovery import Discovery
+    from gpuperf_rewrite.lint.fixes import FixMode
+
+    Emit = Callable[..., None]
 
 
 @dataclasses.dataclass(frozen=True)
 class LintOptions:
     """What to do with the files once found: report, write fixes, print a diff."""
 
-    mode: str  # "none" | "safe" | "unsafe"
+    level: FixMode  # the fixes --fix and --diff apply, and the report offers: "safe" or "unsafe"
     write: bool
     show_diff: bool
-    unsafe: bool
     output_format: str
     output_file: str | None
     quiet: bool
@@ -24,14 +31,19 @@ class LintOptions:
     jobs: int | None
     cache_dir: Path | None = None  # None: no cache
 
+    @property
+    def mode(self) -> FixMode:
+        """The fixes this run computes: none unless it writes them or prints their diff."""
+        return self.level if self.write or self.show_diff else "none"
 
-def run_lint(found: Any, settings: Any, opts: LintOptions) -> int:
+
+def run_lint(found: Discovery, settings: Settings, opts: LintOptions) -> int:
     """Lint, fix or diff the discovered files; print the report; return the exit code."""
     from gpuperf_rewrite.lint.api import lint_paths
     from gpuperf_rewrite.lint.diagnostics import ERROR_CODES
 
     try:
-        run = lint_paths(found, settings, mode=opts.mode, write=opts.write,  # type: ignore[arg-type]
+        run = lint_paths(found, settings, mode=opts.mode, write=opts.write,
                          diff=opts.show_diff, jobs=opts.jobs, cache_dir=opts.cache_dir, warn=_warn)
     except KeyboardInterrupt:
         click.echo("Interrupted: files already written are complete; the others are untouched.", err=True)
@@ -65,14 +77,14 @@ def _warn(message: str) -> None:
     click.echo(message if message.startswith("error: ") else f"warning: {message}", err=True)
 
 
-def _report(run: Any, errors: list[Any], opts: LintOptions, emit: Any) -> None:
+def _report(run: LintRun, errors: list[Diagnostic], opts: LintOptions, emit: Emit) -> None:
     from gpuperf_rewrite.lint import reporters
 
     diags = run.diagnostics
     if opts.show_diff:
         emit("".join(run.diffs).rstrip("\n"))
         # A diff has no room for them, but files that could not be checked must not pass silently.
-        emit(reporters.format_text(errors, opts.unsafe), err=True)
+        emit(reporters.format_text(errors, opts.level), err=True)
         if not opts.quiet:
             n = len(run.diffs)
             emit(f"Would fix {n} file{'s' if n != 1 else ''}." if n else "No fixes available.", err=True)
@@ -84,8 +96,8 @@ def _report(run: Any, errors: list[Any], opts: LintOptions, emit: Any) -> None:
         patches = reporters.collect_patches(((j.path, j.fs_path, j.ruleset) for j in run.jobs), diags)
         emit(reporters.format_sarif(diags, patches))
     elif opts.statistics:
-        emit(reporters.statistics(diags, opts.unsafe))
+        emit(reporters.statistics(diags, opts.level))
     else:
-        emit(reporters.format_text(diags, opts.unsafe))
+        emit(reporters.format_text(diags, opts.level))
         if not opts.quiet:
-            emit(reporters.summary(diags, opts.unsafe, run.fixed))
+            emit(reporters.summary(diags, opts.level, run.fixed))

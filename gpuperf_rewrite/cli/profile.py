@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -11,7 +12,8 @@ from gpuperf_rewrite.cli.options import (MAX_SECONDS, SEED, STEPS, WARMUP, Finit
 from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.report import format_report
 from gpuperf_rewrite.runtime.schema import OK_STATUSES
-from gpuperf_rewrite.validate.profiling import LAUNCHERS, run_profile
+from gpuperf_rewrite.validate.profiling import LAUNCHERS, profile_runner
+from gpuperf_rewrite.validate.runs import run_request
 
 
 @click.command("profile", context_settings={"ignore_unknown_options": True})
@@ -82,23 +84,23 @@ def profile(ctx: click.Context, script: str | None, module: str | None, steps: i
         for name in ("batch_arg", "probe_time", "probe_max_batch"):
             if given(ctx, name):
                 raise click.UsageError(f"--{name.replace('_', '-')} needs --probe-batch")
-    run_kwargs = dict(steps=steps, warmup=warmup, seed=seed, python=python, launcher=launcher,
-                      nproc_per_node=nproc_per_node, launcher_args=extra, module=mod[0] if mod else None)
-    doc = run_profile(path, script_args, timeout=timeout, trace_dir=trace_dir, **run_kwargs)
+    request = run_request(path, script_args, steps=steps, warmup=warmup, timeout=timeout, seed=seed,
+                          python=python, trace_dir=None if trace_dir is None else str(trace_dir),
+                          launcher=launcher, nproc_per_node=nproc_per_node, launcher_args=tuple(extra),
+                          module=mod[0] if mod else None)
+    doc: dict[str, Any] = dict(profile_runner(request))
     if precision_check:
         from gpuperf_rewrite.validate.precision import precision_check as check
 
-        doc["amp"]["precision_check"] = check(doc, path, script_args, run=run_profile,
-                                              timeout=timeout, **run_kwargs)
+        doc["amp"]["precision_check"] = check(doc, request, run=profile_runner)  # type: ignore[arg-type]
         doc["diagnosis"] = diagnose(doc) if doc.get("measured_steps") else []
     to_stderr = json_path == "-"  # stdout carries only the JSON with `--json -`
     click.echo(format_report(doc), err=to_stderr)
     if probe_batch:
         from gpuperf_rewrite.validate.batchprobe import format_probe, probe
 
-        doc["batch_probe"] = probe(path, script_args, doc, arg=batch_arg, time_limit=probe_time,
-                                   max_size=probe_max_batch, run=run_profile, timeout=timeout,
-                                   **run_kwargs)
+        doc["batch_probe"] = probe(request, doc, arg=batch_arg, time_limit=probe_time,  # type: ignore[arg-type]
+                                   max_size=probe_max_batch, run=profile_runner)
         click.echo("", err=to_stderr)
         click.echo(format_probe(doc["batch_probe"]), err=to_stderr)
     if json_path is not None:

@@ -165,11 +165,10 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     return result
 
 
-def fix_text(source: str, codes: Iterable[str] | None = None, *, unsafe: bool = True,
+def fix_text(source: str, codes: Iterable[str] | None = None, *, mode: FixMode = "unsafe",
              options: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     """Convenience for the A/B validator and tests: the source with the chosen rules' fixes."""
     selected = tuple(codes) if codes is not None else tuple(
         c for c, r in all_rules().items() if r.default_enabled)
-    res = check_source(source.encode("utf-8"), "<string>", RuleSet(selected, options or {}),
-                       "unsafe" if unsafe else "safe")
+    res = check_source(source.encode("utf-8"), "<string>", RuleSet(selected, options or {}), mode)
     return res.fixed.decode("utf-8") if res.fixed is not None else source

@@ -12,6 +12,7 @@ from gpuperf_rewrite import __version__
 from gpuperf_rewrite.lint.diagnostics import ERROR_NAMES, Diagnostic
 
 if TYPE_CHECKING:
+    from gpuperf_rewrite.lint.fixes import FixMode
     from gpuperf_rewrite.lint.prefilter import RuleSet
     from gpuperf_rewrite.lint.patches import Patch
 
@@ -28,19 +29,20 @@ LEVELS = {
 DOCS_URL = "https://github.com/gpuperf/gpuperf-rewrite/blob/main/docs/rules.md"
 
 
-def fix_applicable(d: Diagnostic, unsafe: bool) -> bool:
-    return d.fix is not None and (d.fix["safety"] == "safe" or unsafe)
+def fix_applicable(d: Diagnostic, level: FixMode) -> bool:
+    """Would ``--fix`` at ``level`` apply this finding's fix? (Safe fixes are always offered.)"""
+    return d.fix is not None and (d.fix["safety"] == "safe" or level == "unsafe")
 
 
-def format_text(diags: Sequence[Diagnostic], unsafe: bool) -> str:
+def format_text(diags: Sequence[Diagnostic], level: FixMode) -> str:
     lines = []
     for d in diags:
-        mark = " [*]" if fix_applicable(d, unsafe) else ""
+        mark = " [*]" if fix_applicable(d, level) else ""
         lines.append(f"{d.path}:{d.line}:{d.column}: {d.code}{mark} {d.text}")
     return "\n".join(lines)
 
 
-def summary(diags: Sequence[Diagnostic], unsafe: bool, fixed: int = 0) -> str:
+def summary(diags: Sequence[Diagnostic], level: FixMode, fixed: int = 0) -> str:
     n = len(diags)
     parts = []
     if fixed:
@@ -49,8 +51,8 @@ def summary(diags: Sequence[Diagnostic], unsafe: bool, fixed: int = 0) -> str:
         parts.append("All checks passed!" if not fixed else "No errors remain.")
         return "\n".join(parts)
     parts.append(f"Found {n} error{'s' if n != 1 else ''}.")
-    fixable = sum(1 for d in diags if fix_applicable(d, unsafe))
-    hidden = sum(1 for d in diags if d.fix is not None and not fix_applicable(d, unsafe))
+    fixable = sum(1 for d in diags if fix_applicable(d, level))
+    hidden = sum(1 for d in diags if d.fix is not None and not fix_applicable(d, level))
     if fixable:
         parts.append(f"[*] {fixable} fixable with the `--fix` option.")
     if hidden:
@@ -59,9 +61,9 @@ def summary(diags: Sequence[Diagnostic], unsafe: bool, fixed: int = 0) -> str:
     return "\n".join(parts)
 
 
-def statistics(diags: Sequence[Diagnostic], unsafe: bool) -> str:
+def statistics(diags: Sequence[Diagnostic], level: FixMode) -> str:
     counts = Counter(d.code for d in diags)
-    fixable = {d.code for d in diags if fix_applicable(d, unsafe)}
+    fixable = {d.code for d in diags if fix_applicable(d, level)}
     names = {d.code: d.name for d in diags}
     width = max((len(str(c)) for c in counts.values()), default=1)
     return "\n".join(

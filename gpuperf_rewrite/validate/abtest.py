@@ -19,8 +19,10 @@ from typing import Any, Callable, Mapping, Sequence
 from gpuperf_rewrite.validate.config import ABConfig
 from gpuperf_rewrite.validate.losscheck import loss_check, rtol_for
 from gpuperf_rewrite.validate.records import (OK_STATUSES, RunRecord, common_unit, describe_failure,
-                                              record_from_doc, step_mismatch, values)
-from gpuperf_rewrite.validate.stats import Stats, compare, decide, look_alpha, stop_reason, undecidable_reason
+                                              record_from_doc, step_mismatch, too_short, values)
+from gpuperf_rewrite.validate.runs import Runner, measured_run
+from gpuperf_rewrite.validate.stats import (Stats, compare, decide, look_alpha, look_schedule, stop_reason,
+                                            undecidable_reason)
 
 __all__ = ["ABConfig", "ABConfigError", "ABError", "ABResult", "ProgressEvent", "RunRecord", "Runner",
            "VERDICTS", "measure", "run_ab", "OK_STATUSES"]
@@ -28,11 +30,12 @@ __all__ = ["ABConfig", "ABConfigError", "ABError", "ABResult", "ProgressEvent", 
 # faster: significant, the CI's lower end at or above --min-speedup, and the loss check passed.
 # unchecked: measured faster, but the loss could not be compared (and --allow-unchecked-loss was
 # not given): never committed. broken: B failed, did less work than A, or changed the loss.
-VERDICTS = ("faster", "slower", "no_difference", "broken", "unchecked")
+# too_short: the scripts end by themselves before a window a verdict can rest on (no verdict).
+VERDICTS = ("faster", "slower", "no_difference", "broken", "unchecked", "too_short")
 NOISY_CV = 0.10  # coefficient of variation above which a side is called too noisy to decide
 
-Runner = Callable[..., Mapping[str, Any]]
 Progress = Callable[["ProgressEvent"], None]
+MayExtend = Callable[[int], bool]  # may a borderline A/B run this many more runs (both sides)?
 
 
 class ABConfigError(ValueError):
@@ -50,9 +53,9 @@ class ProgressEvent:
 
 
 def default_runner() -> Runner:
-    from gpuperf_rewrite.validate.profiling import run_profile
+    from gpuperf_rewrite.validate.profiling import profile_runner
 
-    return run_profile
+    return profile_runner
 
 
 def pair_orders(pairs: int, seed: int = 0) -> list[tuple[str, str]]:
@@ -170,6 +173,8 @@ class _Loop:
         self.unit = "samples/s"
         self.done = 0
         self.extended = False  # becomes True once the plan is extended for a borderline result
+        self.short: str | None = None  # why the runs are too short to judge, once they are
+        self.may_extend: MayExtend | None = None
         self.t0 = time.monotonic()
 
     def planned(self) -> int:
@@ -185,8 +190,7 @@ class _Loop:
         runs = self.a if side == "A" else self.b
         self.event(self.done + 1, side, "start")
         cfg = self.cfg
-        doc = self.run(self.scripts[side], self.args, steps=cfg.steps, warmup=cfg.warmup,
-                       timeout=cfg.timeout, seed=seed, cwd=self.cwd, env=self.env)
+        doc = self.run(measured_run(self.scripts[side], self.args, cfg, seed, cwd=self.cwd, env=self.env))
         rec = record_from_doc(side, len(runs), doc, seed=seed)
         runs.append(rec)
         self.done += 1
@@ -222,20 +226,29 @@ def check_decidable(cfg: ABConfig) -> list[str]:
 def run_ab(script_a: str | Path, script_b: str | Path, script_args: Sequence[str] = (), *,
            config: ABConfig | None = None, runner: Runner | None = None, cwd: str | Path | None = None,
            env: Mapping[str, str] | None = None, progress: Progress | None = None,
-           source_a: str | None = None, source_b: str | None = None) -> ABResult:
+           source_a: str | None = None, source_b: str | None = None,
+           may_extend: MayExtend | None = None) -> ABResult:
     """Run A and B alternately until the sequential rule stops, then decide. Raises ABConfigError
-    (before running anything) when ``config`` can never reach a verdict, ABError when A fails."""
+    (before running anything) when ``config`` can never reach a verdict, ABError when A fails.
+    ``may_extend`` (a time budget) can refuse a borderline result's extension: the test stops at
+    that final look, undecided (stopping earlier than planned keeps the error rate at most alpha)."""
     cfg = config or ABConfig()
     warnings = check_decidable(cfg)
     loop = _Loop({"A": str(script_a), "B": str(script_b)}, script_args, cfg, runner or default_runner(),
                  cwd, env, progress)
     rtol = rtol_for(cfg.loss_rtol, cfg.precision, source_a, source_b)
+    loop.may_extend = may_extend
     stopped, broken_reason = _run_pairs(loop, rtol)
     lc = loss_check(loop.a, loop.b, rtol=rtol, atol=cfg.loss_atol)
+    if loop.stats is None:  # stopped before any comparison (broken, too short): still one unit
+        loop.unit = common_unit(loop.a + loop.b)
     if any(r.unit != loop.unit for r in loop.a + loop.b if r.ok):
         warnings.append("only one side knows its batch size (samples/s); both sides were compared in "
                         "steps/s: check the DataLoader of both scripts")
-    verdict, reason = _verdict(loop.stats, cfg, broken_reason, lc)
+    verdict, reason = _verdict(loop.stats, cfg, broken_reason, lc, loop.short)
+    if stopped == "budget" and verdict == "no_difference":
+        reason += "; borderline, and the time budget left no room to extend it to --max-runs (undecided)"
+    warnings.extend(_ended_early(loop))
     if loop.stats is not None:
         for side, value in (("A", loop.stats.cv_a), ("B", loop.stats.cv_b)):
             if value > NOISY_CV:
@@ -247,9 +260,11 @@ def run_ab(script_a: str | Path, script_b: str | Path, script_args: Sequence[str
 
 
 def _verdict(stats: Stats | None, cfg: ABConfig, broken_reason: str | None,
-             lc: dict[str, Any]) -> tuple[str, str]:
+             lc: dict[str, Any], short: str | None = None) -> tuple[str, str]:
     if broken_reason:
         return "broken", broken_reason
+    if short:
+        return "too_short", f"no verdict: {short}"
     if lc["status"] == "failed":
         return "broken", f"loss check failed: {lc['reason']}"
     assert stats is not None
@@ -281,6 +296,10 @@ def _run_pairs(loop: _Loop, rtol: float) -> tuple[str, str | None]:
         broken_reason = broken_reason or step_mismatch(recs["A"], recs["B"])
         if broken_reason:
             return "broken", broken_reason
+        # Runs end where the script ends: more of them cannot lengthen the window.
+        loop.short = too_short(recs["A"], cfg.warmup) or too_short(recs["B"], cfg.warmup)
+        if loop.short:
+            return "too_short", None
         n = k + 1
         if n < 2:
             continue
@@ -290,10 +309,31 @@ def _run_pairs(loop: _Loop, rtol: float) -> tuple[str, str | None]:
             return "loss_check", None
         reason = stop_reason(loop.stats, cfg, n)  # type: ignore[arg-type]
         if n >= cfg.runs and not reason:
+            if not _extension_allowed(loop, n):
+                return "budget", None
             loop.extended = True
         if reason:
             return reason, None
     return "max_runs", None
+
+
+def _extension_allowed(loop: _Loop, n: int) -> bool:
+    """At a final look that wants more runs: whether ``may_extend`` pays for those up to the next look."""
+    finals = look_schedule(loop.cfg)[1]
+    if loop.may_extend is None or n not in finals:
+        return True
+    nxt = min([f for f in finals if f > n] or [loop.cfg.max_runs])
+    return loop.may_extend(2 * (nxt - n))
+
+
+def _ended_early(loop: _Loop) -> list[str]:
+    """A warning when the scripts ended by themselves (a window shorter than --steps, still judged)."""
+    early = [r for r in loop.a + loop.b if r.ok and r.ended_early]
+    if not early or loop.short:
+        return []
+    fewest = min(r.measured_steps for r in early)
+    return [f"{len(early)} of {len(loop.a) + len(loop.b)} runs ended by themselves before --steps "
+            f"{loop.cfg.steps} (the shortest measured {fewest} steps): the verdict rests on that shorter window"]
 
 
 def _fingerprint(a: list[RunRecord], b: list[RunRecord]) -> dict[str, Any] | None:
@@ -334,12 +374,14 @@ def measure(script: str | Path, script_args: Sequence[str] = (), *, config: ABCo
     for i in range(cfg.runs):
         if progress:
             progress(ProgressEvent(i + 1, cfg.runs, side, None, "start"))
-        doc = run(str(script), list(script_args), steps=cfg.steps, warmup=cfg.warmup, timeout=cfg.timeout,
-                  seed=cfg.seed + i, cwd=cwd, env=env)
+        doc = run(measured_run(script, script_args, cfg, cfg.seed + i, cwd=cwd, env=env))
         rec = record_from_doc(side, i, doc, seed=cfg.seed + i)
         out.append(rec)
         if progress:
             progress(ProgressEvent(i + 1, cfg.runs, side, None, "done", rec))
         if not rec.ok:
             raise ABError(f"run {i + 1} of {script} {describe_failure(rec)}")
+        short = too_short(rec, cfg.warmup)
+        if short:
+            raise ABError(f"{script}: too few steps to measure, no baseline or comparison rests on it: {short}")
     return out

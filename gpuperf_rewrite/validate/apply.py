@@ -19,15 +19,25 @@ import json
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from gpuperf_rewrite.validate.abtest import ABConfig, ABError, ABResult, Runner, run_ab
+from gpuperf_rewrite.validate.abtest import ABConfig, ABError, ABResult, run_ab
 from gpuperf_rewrite.validate.console import format_table
 from gpuperf_rewrite.validate.lifetime import exit_code, returns_on_interrupt
 from gpuperf_rewrite.validate.notes import check_notes_ref, note_record
 from gpuperf_rewrite.validate.records import first_fingerprint
-from gpuperf_rewrite.validate.plan import NEEDS_GPU, Clock, GainsOn, Plan, make_plan, rule_gains_on
+from gpuperf_rewrite.validate.plan import NEEDS_GPU, Clock, GainsOnOf, Plan, make_plan, rule_gains_on
+from gpuperf_rewrite.validate.runs import Runner, ScriptVersion, measured_run
 from gpuperf_rewrite.validate.search import CONFIRMATION, Attempt, Outcome, alpha_plan, choose
+
+if TYPE_CHECKING:
+    from git import Repo
+
+    from gpuperf_rewrite.lint.api import Settings
+    from gpuperf_rewrite.lint.engine import RuleSet
+    from gpuperf_rewrite.lint.fixes import FixMode
+    from gpuperf_rewrite.validate.abtest import Progress
+    from gpuperf_rewrite.validate.workspace import Workspace
 
 # (source bytes, fix codes or None for all) -> (rewritten bytes or None, {code: count})
 Rewriter = Callable[[bytes, "Sequence[str] | None"], "tuple[bytes | None, dict[str, int]]"]
@@ -44,7 +54,7 @@ class ApplyError(Exception):
 class ApplyOptions:
     """What --apply may do: which fixes, whether to measure, whether to commit."""
 
-    safe_only: bool = False
+    level: FixMode = "unsafe"  # --safe-only: "safe"
     no_commit: bool = False
     no_validate: bool = False
     allow_dirty: bool = False
@@ -56,11 +66,11 @@ def _echo(message: str = "", err: bool = False) -> None:
     print(message, file=sys.stderr if err else sys.stdout, flush=True)
 
 
-def engine_rewriter(path: str, ruleset: Any, mode: str, echo: Echo) -> Rewriter:
+def engine_rewriter(path: str, ruleset: RuleSet, mode: FixMode, echo: Echo) -> Rewriter:
     from gpuperf_rewrite.lint.engine import check_source
 
     def rewrite(data: bytes, codes: Sequence[str] | None) -> tuple[bytes | None, dict[str, int]]:
-        res = check_source(data, path, ruleset, mode, fix_codes=codes)  # type: ignore[arg-type]
+        res = check_source(data, path, ruleset, mode, fix_codes=codes)
         if res.error:  # what `check` reports and exits 2 on (E999...), never "no fixes to apply"
             lines = [f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}" for d in res.diagnostics]
             raise ApplyError("\n".join(lines) + "\nthe file cannot be checked, so --apply cannot rewrite it; "
@@ -94,11 +104,11 @@ def commit_message(rel: str, codes: Sequence[str], decision: Attempt, dropped: d
 
 
 @returns_on_interrupt  # SIGTERM like Ctrl-C: same cleanup, exit 143 (130 for Ctrl-C), nothing committed
-def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (),
+def run_apply(path: str, *, settings: Settings | None = None, script_args: Sequence[str] = (),
               config: ABConfig | None = None, options: ApplyOptions = ApplyOptions(),
               runner: Runner | None = None, rewriter: Rewriter | None = None,
-              progress: Callable[[Any], None] | None = None, echo: Echo = _echo,
-              gains_on: GainsOn | None = None, module: tuple[str, Path] | None = None) -> int:
+              progress: Progress | None = None, echo: Echo = _echo,
+              gains_on: GainsOnOf | None = None, module: tuple[str, Path] | None = None) -> int:
     """The --apply pipeline; returns the exit code (0 applied, 1 nothing passed, 2 error/refused).
     With ``module`` (name, sys.path root), ``path`` is its file and every run is ``python -m name``."""
     from gpuperf_rewrite.lint.sourceio import unified_diff
@@ -123,14 +133,15 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
 
     fixed, applied = rewrite(original, None)
     if fixed is None or not applied:
-        echo(f"{path}: no fixes to apply ({'safe fixes only' if options.safe_only else 'safe and unsafe fixes'}).")
+        which = "safe fixes only" if options.level == "safe" else "safe and unsafe fixes"
+        echo(f"{path}: no fixes to apply ({which}).")
         return 0
     codes = tuple(sorted(applied))
     echo(f"{path}: {sum(applied.values())} fix(es) from {', '.join(f'{c} x{n}' for c, n in sorted(applied.items()))}",
          err=json_out)
-    if not json_out:
-        echo(unified_diff(rel, original, fixed))
     if options.no_validate:
+        if not json_out:
+            echo(unified_diff(rel, original, fixed))
         return _write_unvalidated(target, original, fixed, codes, json_out, echo)
     # Before the profile run: at the least strict level the plan can give (only fixes that gain on
     # CUDA can drop out, on a CPU); the plan's own level is checked again once it is known.
@@ -161,7 +172,7 @@ def run_apply(path: str, *, settings: Any = None, script_args: Sequence[str] = (
             return exit_code(exc)
 
 
-def _engine_rewriter_for(target: Path, settings: Any, options: ApplyOptions, echo: Echo) -> Rewriter:
+def _engine_rewriter_for(target: Path, settings: Settings | None, options: ApplyOptions, echo: Echo) -> Rewriter:
     if settings is None:
         from gpuperf_rewrite.lint.api import SettingsError, load_settings
 
@@ -169,11 +180,11 @@ def _engine_rewriter_for(target: Path, settings: Any, options: ApplyOptions, ech
             settings = load_settings()
         except SettingsError as exc:
             raise ApplyError(str(exc)) from exc
-    mode = "safe" if options.safe_only else "unsafe"
-    return engine_rewriter(str(target), settings.ruleset_for(target.resolve()), mode, echo)
+    return engine_rewriter(str(target), settings.ruleset_for(target.resolve()), options.level, echo)
 
 
-def _git_preflight(target: Path, options: ApplyOptions, echo: Echo) -> tuple[Any, str | None, str | None] | int:
+def _git_preflight(target: Path, options: ApplyOptions,
+                   echo: Echo) -> tuple[Repo | None, str | None, str | None] | int:
     """(repo, path in the repo, HEAD) when the result will be committed, (None, None, None) when
     not; an exit code when the repository's state is refused."""
     if options.no_commit or options.no_validate:
@@ -229,13 +240,13 @@ class _Context:
     rewrite: Rewriter
     cfg: ABConfig
     script_args: tuple[str, ...]
-    runner: Runner | None
-    progress: Callable[[Any], None] | None
-    repo: Any
+    runner: Runner  # already wrapped to run in the workspace's mirrors
+    progress: Progress | None
+    repo: Repo | None  # None: the result is not committed
     head: str | None
     options: ApplyOptions
     echo: Echo
-    gains_on: GainsOn = rule_gains_on
+    gains_on: GainsOnOf = rule_gains_on
     plan: Plan | None = None
     module: tuple[str, Path] | None = None  # run as `python -m` (name, sys.path root)
 
@@ -244,11 +255,12 @@ class _Context:
         self.echo(message, err=self.options.json_out)
 
 
-def _validate_and_write(ctx: _Context, ws: Any) -> int:
+def _validate_and_write(ctx: _Context, ws: Workspace) -> int:
     target, original, rewrite, cfg = ctx.target, ctx.original, ctx.rewrite, ctx.cfg
     script_args, runner, progress, echo = ctx.script_args, ctx.runner, ctx.progress, ctx.echo
     json_out = ctx.options.json_out
-    a_path = ws.add(target, original, module=ctx.module)
+    a = ScriptVersion(target, original, ctx.module)
+    a_path = ws.add(a)
     sources: dict[frozenset[str], bytes] = {}
     clock = _profile_and_plan(ctx, a_path)
     if isinstance(clock, int):
@@ -268,12 +280,17 @@ def _validate_and_write(ctx: _Context, ws: Any) -> int:
             sources[key] = data if data is not None else original
         return sources[key]
 
+    if not json_out:  # the diff of what will be tried; fixes that need a GPU are only listed (plan)
+        from gpuperf_rewrite.lint.sourceio import unified_diff
+
+        echo(unified_diff(ctx.rel, original, build(plan.codes)))
+
     def evaluate(subset: tuple[str, ...], cfg: ABConfig = cfg, phase: str = "") -> ABResult:
-        data = build(subset)
-        b_path = ws.add(target, data, module=ctx.module)
+        b = ScriptVersion(target, build(subset), ctx.module)
+        b_path = ws.add(b)
         echo(f"== A/B {clock.abs_started} ({phase}): original vs rewrite with {', '.join(subset)}", err=True)
         res = run_ab(a_path, b_path, script_args, config=cfg, runner=runner, progress=timed_progress,
-                     source_a=original.decode(errors="replace"), source_b=data.decode(errors="replace"))
+                     source_a=a.text, source_b=b.text, may_extend=clock.may_extend)
         if not json_out:
             echo(format_table(res))
         else:
@@ -300,14 +317,12 @@ def _profile_and_plan(ctx: _Context, a_path: Path) -> Clock | int:
     """One profile run of the original (same mirror, steps, warmup and timeout as the A/B runs),
     then the plan, printed; an exit code when the original cannot even be profiled."""
     from gpuperf_rewrite.validate import plan as planning
-    from gpuperf_rewrite.validate.records import describe_failure, record_from_doc
+    from gpuperf_rewrite.validate.records import describe_failure, record_from_doc, too_short
 
     cfg = ctx.cfg
     ctx.echo("== profiling the original (one run) to plan the validation", err=True)
     t0 = planning.now()
-    assert ctx.runner is not None
-    doc = ctx.runner(str(a_path), list(ctx.script_args), steps=cfg.steps, warmup=cfg.warmup,
-                     timeout=cfg.timeout, seed=cfg.seed, cwd=None, env=None)
+    doc = ctx.runner(measured_run(a_path, ctx.script_args, cfg, cfg.seed))
     run_s = planning.now() - t0
     rec = record_from_doc("A", 0, doc, seed=cfg.seed)
     if not rec.ok:
@@ -317,7 +332,12 @@ def _profile_and_plan(ctx: _Context, a_path: Path) -> Clock | int:
         if tail:
             ctx.echo(tail[-2000:], err=True)
         return 2
-    plan = make_plan(doc, run_s, ctx.codes, cfg.runs, gains_on=ctx.gains_on, budget_s=ctx.options.budget_s)
+    short = too_short(rec, cfg.warmup)  # every A/B run would end there too: nothing could be judged
+    if short:
+        ctx.say(f"No A/B can judge this script: {short}. {ctx.target} is unchanged and nothing was committed.")
+        return _emit(ctx, {**_report_base(ctx, Outcome(kept=())), "status": "too_short", "reason": short}, 1)
+    plan = make_plan(doc, run_s, ctx.codes, cfg.runs, gains_on=ctx.gains_on, budget_s=ctx.options.budget_s,
+                     max_runs_per_side=cfg.max_runs)
     ctx.plan = plan
     for line in plan.describe():
         ctx.say(line)

@@ -7,11 +7,15 @@ import statistics
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from gpuperf_rewrite.validate.config import ABConfig
 from gpuperf_rewrite.validate.notes import check_notes_ref, note_record
 from gpuperf_rewrite.validate.records import common_unit, first_fingerprint, values
+from gpuperf_rewrite.validate.runs import Runner, ScriptVersion
+
+if TYPE_CHECKING:
+    from gpuperf_rewrite.validate.abtest import Progress
 
 Echo = Callable[..., None]
 
@@ -56,7 +60,7 @@ def repo_and_rel(script: str) -> tuple[Any, str]:
 
 
 def record_baseline(script: str, script_args: Sequence[str] = (), *, config: ABConfig | None = None,
-                    runner: Any = None, progress: Any = None, echo: Echo = _echo,
+                    runner: Runner | None = None, progress: Progress | None = None, echo: Echo = _echo,
                     module: tuple[str, Path] | None = None) -> dict[str, Any]:
     """Measure the script as committed at HEAD and store the record in HEAD's note. With ``module``
     (name, sys.path root), ``script`` is that module's file and runs as ``python -m name``."""
@@ -77,7 +81,7 @@ def record_baseline(script: str, script_args: Sequence[str] = (), *, config: ABC
     if target.read_bytes() != committed:  # measure HEAD's version, not the edited working copy
         echo(f"note: {rel} differs from HEAD; measuring the committed version", err=True)
     with Workspace(prefix="gpuperf-baseline-") as ws:  # runs in a scratch mirror of the checkout
-        runs = measure(ws.add(target, committed, module=module), script_args, config=cfg,
+        runs = measure(ws.add(ScriptVersion(target, committed, module)), script_args, config=cfg,
                        runner=ws.runner(runner or default_runner()), progress=progress, side="A")
     unit = common_unit(runs)
     rec = note_record(rel, "baseline", samples=values(runs, unit), unit=unit,
@@ -136,7 +140,7 @@ def _no_baseline(rel: str, why: str) -> BaselineError:
 
 
 def check_regression(script: str, script_args: Sequence[str] = (), *, threshold: float = 0.05,
-                     config: ABConfig | None = None, runner: Any = None, progress: Any = None,
+                     config: ABConfig | None = None, runner: Runner | None = None, progress: Progress | None = None,
                      module: tuple[str, Path] | None = None, warn: Warn = _warn) -> dict[str, Any]:
     """Measure the working tree's script and compare with the nearest comparable baseline (with
     ``module``, run as ``python -m``, as :func:`record_baseline`). Corrupted note records are
@@ -152,7 +156,7 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
     if not has_comparable_baseline(repo, rel, cfg, script_args, warn):  # before spending time on measuring
         raise _no_baseline(rel, "the same --steps/--warmup and script arguments; nothing was measured")
     with Workspace(prefix="gpuperf-regress-") as ws:  # runs in a scratch mirror of the checkout
-        target = ws.add(Path(script), module=module) if module is not None else script
+        target = ws.add(ScriptVersion.read(script, module)) if module is not None else script
         runs = measure(target, script_args, config=cfg, runner=ws.runner(runner or default_runner()),
                        progress=progress)
     fp = first_fingerprint(runs) or {}

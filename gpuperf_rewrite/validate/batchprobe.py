@@ -14,11 +14,11 @@ import time
 from typing import Any, Callable, Mapping, Sequence
 
 from gpuperf_rewrite.runtime.schema import OK_STATUSES
+from gpuperf_rewrite.validate.runs import RunDoc, Runner, RunRequest
 
 OOM_MARKERS = ("out of memory", "outofmemoryerror", "can't allocate memory", "cannot allocate memory")
 MIN_RUN_S = 5.0  # a run with less time left than this is not started
 
-Runner = Callable[..., Mapping[str, Any]]
 
 
 def get_arg(args: Sequence[str], name: str) -> int | None:
@@ -47,12 +47,12 @@ def set_arg(args: Sequence[str], name: str, value: int) -> list[str]:
     return [*out, name, str(value)]
 
 
-def is_oom(doc: Mapping[str, Any]) -> bool:
+def is_oom(doc: RunDoc) -> bool:
     text = f"{doc.get('error') or ''}\n{doc.get('stderr_tail') or ''}".lower()
     return doc.get("status") == "crashed" and any(m in text for m in OOM_MARKERS)
 
 
-def entry(value: int, doc: Mapping[str, Any]) -> dict[str, Any]:
+def entry(value: int, doc: RunDoc) -> dict[str, Any]:
     mem = doc.get("memory") or {}
     sps = doc.get("steps_per_s")
     samples = doc.get("samples_per_s")
@@ -73,10 +73,11 @@ def entry(value: int, doc: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def probe(script: str, args: Sequence[str], base: Mapping[str, Any], *, arg: str, time_limit: float,
-          max_size: int, run: Runner, clock: Callable[[], float] = time.monotonic,
-          **run_kwargs: Any) -> dict[str, Any]:
-    """Grow ``arg`` from the value of the profiled run ``base`` by doubling; see the module doc."""
+def probe(request: RunRequest, base: RunDoc, *, arg: str, time_limit: float, max_size: int, run: Runner,
+          clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    """Grow ``arg`` from the value of the profiled run ``base`` (the result of ``request``) by
+    doubling; see the module doc. The probe's runs trace nothing."""
+    args = request.args
     start = get_arg(args, arg)
     source = "argument"
     if start is None:
@@ -90,7 +91,7 @@ def probe(script: str, args: Sequence[str], base: Mapping[str, Any], *, arg: str
     deadline = clock() + time_limit
     sizes = result["sizes"]
     sizes.append(entry(start, base))
-    doc: Mapping[str, Any] = base
+    doc: RunDoc = base
     value = start
     while True:
         last = sizes[-1]
@@ -112,8 +113,8 @@ def probe(script: str, args: Sequence[str], base: Mapping[str, Any], *, arg: str
             result["stopped"] = "time_limit"
             break
         value *= 2
-        timeout = min(left, run_kwargs.get("timeout") or left)
-        doc = run(script, set_arg(args, arg, value), **{**run_kwargs, "timeout": timeout})
+        timeout = min(left, request.timeout or left)
+        doc = run(request.replace(args=tuple(set_arg(args, arg, value)), timeout=timeout, trace_dir=None))
         sizes.append(entry(value, doc))
         if doc.get("status") == "timeout" and clock() >= deadline - 1:
             result["stopped"] = "time_limit"

@@ -9,9 +9,11 @@ One short profile run of the original (in the same scratch mirror the A/B uses) 
 * the **diagnosis** (runtime/diagnosis.py): the rule codes its findings name, most severe finding
   first, go first, and they form the *lead* subset the search tries first
   (:func:`gpuperf_rewrite.validate.search.choose`), so a clear win costs one A/B;
-* the **time of one run**, from which each A/B is estimated (``2 x --runs`` runs), the plan is
-  printed up front, ``--budget`` stops the search before an A/B that cannot finish in time, and
-  the progress line shows an ETA (refined with the runs' measured durations as they come in).
+* the **time of one run**, from which each A/B is estimated (``2 x --runs`` runs, and up to
+  ``2 x --max-runs`` when a borderline result extends it: the "at most" covers that), the plan is
+  printed up front, ``--budget`` stops the search before an A/B that cannot finish in time and
+  stops an extension the budget cannot pay for, and the progress line shows an ETA (refined with
+  the runs' measured durations as they come in).
 """
 
 from __future__ import annotations
@@ -20,15 +22,20 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from gpuperf_rewrite.validate.abtest import ProgressEvent
+from gpuperf_rewrite.validate.abtest import Progress, ProgressEvent
+from gpuperf_rewrite.validate.runs import RunDoc
 from gpuperf_rewrite.validate.search import OutOfBudget
+
+if TYPE_CHECKING:
+    from gpuperf_rewrite.rules._api import GainsOn  # the rule attribute: "any" | "cuda"
 
 NEEDS_GPU = "needs a GPU to validate"
 PROBE = "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')"
 
-GainsOn = Callable[[str], str]
+# A rule code -> where its fix gains (the rule's ``gains_on``); injectable for tests.
+GainsOnOf = Callable[[str], "GainsOn"]
 
 
 def now() -> float:
@@ -36,7 +43,7 @@ def now() -> float:
     return time.monotonic()
 
 
-def rule_gains_on(code: str) -> str:
+def rule_gains_on(code: str) -> GainsOn:
     """``gains_on`` of the rule ``code`` ("any" or "cuda"); "any" for a code no rule has."""
     from gpuperf_rewrite.lint.registry import all_rules
 
@@ -44,7 +51,7 @@ def rule_gains_on(code: str) -> str:
     return getattr(rule, "gains_on", "any") if rule is not None else "any"
 
 
-def validation_device(doc: Mapping[str, Any], python: str | None = None) -> str:
+def validation_device(doc: RunDoc, python: str | None = None) -> str:
     """"cuda" or "cpu" (or another torch device type): where the A/B runs will train. From the
     profile document's fingerprint (or its ``gpu`` block); without either, whether torch in the
     interpreter that runs the script sees CUDA ("cpu" when that cannot be told)."""
@@ -121,6 +128,7 @@ class Plan:
     run_s: float  # one run of the original, as profiled (process and mirror included)
     runs_per_side: int
     budget_s: float | None = None
+    max_runs_per_side: int | None = None  # --max-runs: a borderline A/B extends up to it (None: runs_per_side)
 
     @property
     def worst_abs(self) -> int:
@@ -129,6 +137,15 @@ class Plan:
     @property
     def ab_s(self) -> float:
         return 2 * self.runs_per_side * self.run_s
+
+    @property
+    def ab_max_s(self) -> float:
+        """An A/B extended to --max-runs (a borderline result)."""
+        return 2 * max(self.max_runs_per_side or 0, self.runs_per_side) * self.run_s
+
+    def _upto(self, planned: float, most: float) -> str:
+        return f"~{_duration(planned)}" + (f" (up to ~{_duration(most)} if extended to --max-runs)"
+                                           if most > planned else "")
 
     def describe(self) -> list[str]:
         lines = [f"Plan: validating on {self.device}; one run of the original took {self.run_s:.1f} s, "
@@ -144,13 +161,13 @@ class Plan:
             return lines
         diagnosed = self.lead != self.codes
         lines.append(f"  1. A/B of {', '.join(self.lead)}{' (diagnosed first)' if diagnosed else ''}"
-                     f": ~{_duration(self.ab_s)}; if faster, it is kept and committed")
+                     f": {self._upto(self.ab_s, self.ab_max_s)}; if faster, it is kept and committed")
         if len(self.codes) > 1:
             more = self.worst_abs - 1
             lines.append(f"  2. otherwise: screening A/Bs ({'all of ' + ', '.join(self.codes) + ', then ' if diagnosed else ''}"
                          f"halves down to single fixes) and a confirmation: up to {more} more, "
-                         f"~{_duration(more * self.ab_s)}")
-        total = self.worst_abs * self.ab_s
+                         f"{self._upto(more * self.ab_s, more * self.ab_max_s)}")
+        total = self.worst_abs * self.ab_max_s  # every A/B extended: the real upper bound
         lines.append(f"  estimate: ~{_duration(self.ab_s)} if the first A/B decides, at most ~{_duration(total)}"
                      + (f" (the budget stops it at {_duration(self.budget_s)})"
                         if self.budget_s and self.budget_s < total else ""))
@@ -160,19 +177,21 @@ class Plan:
         return {"device": self.device, "candidates": list(self.codes), "lead": list(self.lead),
                 "needs_gpu": list(self.needs_gpu), "diagnosis": [f.get("kind") for f in self.findings],
                 "run_s": round(self.run_s, 3), "ab_estimate_s": round(self.ab_s, 1),
+                "ab_max_estimate_s": round(self.ab_max_s, 1),
+                "max_estimate_s": round(self.worst_abs * self.ab_max_s, 1),
                 "max_abs": self.worst_abs, "budget_s": self.budget_s}
 
 
-def make_plan(doc: Mapping[str, Any], run_s: float, codes: Sequence[str], runs_per_side: int, *,
-              gains_on: GainsOn = rule_gains_on, budget_s: float | None = None,
-              python: str | None = None) -> Plan:
+def make_plan(doc: RunDoc, run_s: float, codes: Sequence[str], runs_per_side: int, *,
+              gains_on: GainsOnOf = rule_gains_on, budget_s: float | None = None,
+              python: str | None = None, max_runs_per_side: int | None = None) -> Plan:
     device = validation_device(doc, python)
     needs_gpu = tuple(c for c in codes if device != "cuda" and gains_on(c) == "cuda")
     usable = [c for c in codes if c not in needs_gpu]
     findings = [dict(f) for f in doc.get("diagnosis") or ()]
     ordered, named = diagnosed_order(usable, findings)
     return Plan(device, tuple(ordered), tuple(named) or tuple(ordered), needs_gpu, findings, run_s,
-                runs_per_side, budget_s)
+                runs_per_side, budget_s, max_runs_per_side)
 
 
 @dataclass
@@ -216,7 +235,12 @@ class Clock:
         self.abs_started += 1
         self._last = now()
 
-    def wrap(self, progress: Callable[[Any], None] | None) -> Callable[[Any], None]:
+    def may_extend(self, runs: int) -> bool:
+        """Whether ``runs`` more runs of a borderline A/B fit in what is left of the budget."""
+        left = self.left()
+        return left is None or runs * self.run_s() <= left
+
+    def wrap(self, progress: Progress | None) -> Progress:
         def on_event(ev: ProgressEvent) -> None:
             t = now()
             if ev.phase == "done" and self._last is not None:
@@ -231,7 +255,7 @@ class Clock:
         return on_event
 
 
-def eta_text(ev: Any) -> str:
+def eta_text(ev: ProgressEvent) -> str:
     """`` [A/B 2, ETA 1m20s, budget left 9m]`` for a :class:`PlanProgress`, "" for other events."""
     eta = getattr(ev, "eta_s", None)
     if eta is None:

@@ -8,23 +8,22 @@ Per-step losses are compared with the A/B's bf16/fp16 tolerance (``runtime.amp.c
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from gpuperf_rewrite.runtime.amp import FP32_ENV, compare_to_reference, uses_low_precision
 from gpuperf_rewrite.runtime.schema import OK_STATUSES
+from gpuperf_rewrite.validate.runs import RunDoc, Runner, RunRequest
 
-Runner = Callable[..., Mapping[str, Any]]
 
-
-def precision_check(doc: Mapping[str, Any], script: str, args: Sequence[str], *, run: Runner,
-                    env: Mapping[str, str] | None = None, **run_kwargs: Any) -> dict[str, Any]:
+def precision_check(doc: RunDoc, request: RunRequest, *, run: Runner) -> dict[str, Any]:
+    """``doc`` is the result of ``request``; the reference is the same request in fp32 (no trace)."""
     if not uses_low_precision(doc.get("amp")):
         return {"status": "skipped",
                 "reason": "the run entered no float16/bfloat16 autocast and used no GradScaler"}
     if doc.get("status") not in OK_STATUSES:
         return {"status": "skipped", "reason": f"the profiled run did not finish ({doc.get('status')})"}
-    ref_env = {**(os.environ if env is None else env), FP32_ENV: "1"}
-    ref = run(script, list(args), env=ref_env, **run_kwargs)
+    ref_env = {**(os.environ if request.env is None else request.env), FP32_ENV: "1"}
+    ref = run(request.replace(env=ref_env, trace_dir=None))
     if ref.get("status") not in OK_STATUSES:
         return {"status": "reference_failed",
                 "reason": f"{ref.get('status')}: {ref.get('error') or (ref.get('stderr_tail') or '')[-300:]}"}

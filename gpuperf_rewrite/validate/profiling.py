@@ -28,6 +28,7 @@ from gpuperf_rewrite.runtime.schema import empty_document
 from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.merge import merge_ranks
 from gpuperf_rewrite.validate.lifetime import private_tmpdir
+from gpuperf_rewrite.validate.runs import RunDoc, RunRequest
 from gpuperf_rewrite.validate.workspace import scratch_dir, with_pythonpath
 
 TERM_GRACE_S = 5.0  # SIGTERM -> SIGKILL escalation for the process group
@@ -274,3 +275,13 @@ def run_profile(
             doc["error"] = doc.get("error") or f"only {len(docs)} of {nproc_per_node} ranks wrote a result"
         doc["diagnosis"] = diagnose(doc) if doc.get("measured_steps") else []
         return doc
+
+
+def profile_runner(request: RunRequest) -> RunDoc:
+    """The real :class:`~gpuperf_rewrite.validate.runs.Runner`: :func:`run_profile` of the request."""
+    doc = run_profile(request.script, request.args, steps=request.steps, warmup=request.warmup,
+                      timeout=request.timeout, seed=request.seed, python=request.python,
+                      trace_dir=request.trace_dir, cwd=request.cwd, env=request.env, launcher=request.launcher,
+                      nproc_per_node=request.nproc_per_node, module=request.module,
+                      launcher_args=request.launcher_args)
+    return doc  # type: ignore[return-value]  # the shim's document: a superset of RunDoc's keys

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from gpuperf_rewrite.runtime.schema import OK_STATUSES  # the shim's statuses, defined once
+from gpuperf_rewrite.validate.runs import RunDoc
 
 SAMPLES, STEPS = "samples/s", "steps/s"
+# A run that ends by itself must still have finished its warm-up and measured at least this many
+# steps for a verdict: steps inside the warm-up carry one-off costs (first-call allocation, caches,
+# compilation, autotuning) that a rewrite can move either way, and the throughput of one or two
+# steps, like a loss check over two steps, says next to nothing.
+MIN_MEASURED_STEPS = 5
 
 
-def skipped_steps(doc: Mapping[str, Any]) -> list[int]:
+def skipped_steps(doc: RunDoc) -> list[int]:
     """Indices into ``loss`` of steps whose optimizer step GradScaler skipped (inf/NaN gradients).
     The shim closes a step at every iteration, skipped or not, so indices align across the two
     sides; it reports them as ``amp.skipped_steps``."""
@@ -39,6 +45,7 @@ class RunRecord:
     ended_early: bool = False  # the script stopped by itself before warmup + steps
     seed: int | None = None
     skipped_steps: list[int] = field(default_factory=list)
+    warmup_steps: int | None = None  # steps run before the measured window (fewer when it ended early)
 
     @property
     def ok(self) -> bool:
@@ -56,7 +63,7 @@ class RunRecord:
         return d
 
 
-def record_from_doc(side: str, index: int, doc: Mapping[str, Any], seed: int | None = None) -> RunRecord:
+def record_from_doc(side: str, index: int, doc: RunDoc, seed: int | None = None) -> RunRecord:
     sps = doc.get("samples_per_s")
     steps = doc.get("steps_per_s")
     mem = doc.get("memory") or {}
@@ -79,6 +86,7 @@ def record_from_doc(side: str, index: int, doc: Mapping[str, Any], seed: int | N
         fingerprint=doc.get("fingerprint"), stderr_tail=str(doc.get("stderr_tail") or ""),
         ended_early=bool(doc.get("ended_early")), seed=seed,
         skipped_steps=skipped_steps(doc),
+        warmup_steps=doc["warmup_steps"] if isinstance(doc.get("warmup_steps"), int) else None,
     )
 
 
@@ -114,6 +122,21 @@ def step_mismatch(a: RunRecord, b: RunRecord) -> str | None:
         return (f"B run {b.index + 1} ended by itself before the step limit while A's ran to it "
                 f"({b.measured_steps} measured steps)")
     return None
+
+
+def too_short(rec: RunRecord, warmup: int) -> str | None:
+    """Why ``rec`` (a run that ended by itself) measured too little for a verdict, or None."""
+    if not rec.ok or not rec.ended_early:
+        return None
+    warmed = rec.warmup_steps if rec.warmup_steps is not None else warmup
+    if rec.measured_steps >= MIN_MEASURED_STEPS and warmed >= warmup:
+        return None
+    return (f"{rec.side} run {rec.index + 1}: the script ended by itself after {warmed + rec.measured_steps} "
+            f"optimizer steps ({rec.measured_steps} measured, {warmed} as warm-up) where --warmup {warmup} was "
+            f"asked. A verdict needs each run to finish its {warmup} warm-up steps and measure at least "
+            f"{MIN_MEASURED_STEPS} more ({warmup + MIN_MEASURED_STEPS} in all): warm-up steps carry one-off "
+            f"costs a rewrite can move either way, and a few steps' throughput and loss say next to nothing. "
+            f"Let the script run longer (its own options after `--`) or lower --warmup")
 
 
 def _last_line(text: str) -> str:

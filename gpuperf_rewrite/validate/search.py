@@ -26,12 +26,15 @@ A time budget (``--budget``) can stop the search before an A/B starts: ``evaluat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+if TYPE_CHECKING:
+    from gpuperf_rewrite.validate.abtest import ABResult
 
 FIRST, SCREENING, CONFIRMATION = "first", "screening", "confirmation"
 
-# (fixes, alpha, phase) -> the A/B result of the rewrite with those fixes (an ABResult)
-Evaluate = Callable[[tuple[str, ...], float, str], Any]
+# (fixes, alpha, phase) -> the A/B result of the rewrite with those fixes
+Evaluate = Callable[[tuple[str, ...], float, str], "ABResult"]
 
 
 class OutOfBudget(Exception):
@@ -45,7 +48,7 @@ class OutOfBudget(Exception):
 @dataclass
 class Attempt:
     codes: tuple[str, ...]
-    result: Any  # ABResult
+    result: ABResult
     phase: str = SCREENING
     alpha: float | None = None
 
@@ -143,8 +146,8 @@ def _why(a: Attempt) -> str:
     return f"{a.result.verdict} ({a.result.reason})"
 
 
-def find_passing_subset(codes: Sequence[str], evaluate: Callable[[tuple[str, ...]], Any],
-                        first: Any = None, *, alpha: float | None = None,
+def find_passing_subset(codes: Sequence[str], evaluate: Callable[[tuple[str, ...]], ABResult],
+                        first: ABResult | None = None, *, alpha: float | None = None,
                         known: dict[frozenset[str], Attempt] | None = None,
                         split: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
                         log: list[Attempt] | None = None) -> Outcome:
@@ -155,11 +158,11 @@ def find_passing_subset(codes: Sequence[str], evaluate: Callable[[tuple[str, ...
     instead of measured again; ``evaluate`` records its own attempts in ``log`` when one is given
     (else they are recorded here)."""
     out = Outcome(kept=(), attempts=log if log is not None else [])
-    cache: dict[frozenset[str], Any] = {k: a.result for k, a in (known or {}).items()}
+    cache: dict[frozenset[str], ABResult] = {k: a.result for k, a in (known or {}).items()}
     if first is not None:
         cache[frozenset(codes)] = first
 
-    def run(subset: tuple[str, ...]) -> Any:
+    def run(subset: tuple[str, ...]) -> ABResult:
         key = frozenset(subset)
         if key not in cache:
             cache[key] = evaluate(subset)

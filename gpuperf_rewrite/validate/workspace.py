@@ -42,8 +42,7 @@ from typing import Any, Callable, Iterator, Mapping
 from gpuperf_rewrite.runtime.guard import GUARD_ENV
 from gpuperf_rewrite.runtime.parentwatch import pid_alive
 from gpuperf_rewrite.validate.ownoutput import own_output_files
-
-Runner = Callable[..., Mapping[str, Any]]
+from gpuperf_rewrite.validate.runs import RunDoc, Runner, RunRequest, ScriptVersion
 
 MAX_ENTRIES = 5000  # entries per mirror, beyond the directories a run must see as real ones
 COPY_FILE_MAX = 4 << 20  # regular files up to this size are copied (protected from in-place writes)
@@ -341,7 +340,7 @@ def _refused(log: Path) -> list[str]:
     return out
 
 
-def _name_originals(doc: Mapping[str, Any], dest: Path, base: Path) -> Mapping[str, Any]:
+def _name_originals(doc: RunDoc, dest: Path, base: Path) -> RunDoc:
     """Messages of a run in a mirror name the user's files, not the scratch copies."""
     if not isinstance(doc, dict):
         return doc
@@ -349,7 +348,7 @@ def _name_originals(doc: Mapping[str, Any], dest: Path, base: Path) -> Mapping[s
     for key in ("stderr_tail", "stdout_tail", "error"):
         if isinstance(out.get(key), str):
             out[key] = out[key].replace(str(dest), str(base))
-    return out
+    return out  # type: ignore[return-value]  # the same keys
 
 
 def _chain(path: Path, base: Path) -> list[Path]:
@@ -365,8 +364,9 @@ def _chain(path: Path, base: Path) -> list[Path]:
 class Workspace:
     """Runs scripts in fresh mirrors of their surroundings (see the module docstring).
 
-    ``add(original, source)`` stashes the bytes to test and returns a path to give to
-    ``run_ab``/``measure``; ``runner(base)`` wraps a runner so that every call runs in a new
+    ``add(version)`` stashes a :class:`ScriptVersion` (the original and the bytes to test) and
+    returns a path to give to ``run_ab``/``measure``; each run materializes those bytes, never
+    reading them back; ``runner(base)`` wraps a runner so that every call runs in a new
     mirror of the original's surroundings. A path that was not ``add``-ed runs as its current
     bytes in a mirror of its own directory.
     """
@@ -375,26 +375,22 @@ class Workspace:
                  warn: Callable[[str], None] | None = None) -> None:
         self.cwd = Path(cwd if cwd is not None else os.getcwd()).resolve()
         self.root = make_scratch(prefix)
-        self._stash: dict[str, Path] = {}  # stashed copy -> the original it stands in for
-        self._modules: dict[str, tuple[str, Path]] = {}  # stashed copy -> (module, its sys.path root)
+        self._stash: dict[str, ScriptVersion] = {}  # stashed copy -> the version it holds
         self._mirrors: dict[Path, Mirror] = {}
         self._count = 0
         self._warn = warn or (lambda m: print(f"warning: {m}", file=sys.stderr, flush=True))
         self._own: frozenset[tuple[int, int]] | None = None  # the tool's own output files
 
-    def add(self, original: str | os.PathLike[str], source: bytes | None = None,
-            module: tuple[str, Path] | None = None) -> Path:
-        """Stash ``source`` to run in place of ``original``; with ``module`` (name, sys.path root),
-        every run of it is ``python -m name`` in the mirror."""
-        orig = Path(original).resolve()
+    def add(self, version: ScriptVersion) -> Path:
+        """Stash ``version`` to run in place of its original; with a module (name, sys.path root),
+        every run of it is ``python -m name`` in the mirror. The path names it in runs."""
+        orig = version.original.resolve()
         self._count += 1
         path = self.root / "src" / str(self._count) / orig.name
         path.parent.mkdir(parents=True)
-        path.write_bytes(orig.read_bytes() if source is None else source)
-        self._stash[str(path)] = orig
-        if module is not None:
-            self._modules[str(path)] = module
-        self.mirror(orig, module[1] if module else None)
+        path.write_bytes(version.source)  # for messages and tools that open the path; runs use the bytes
+        self._stash[str(path)] = version
+        self.mirror(orig, version.module[1] if version.module else None)
         return path
 
     def mirror(self, original: Path, root: Path | None = None) -> Mirror:
@@ -404,23 +400,25 @@ class Workspace:
         return self._mirrors[orig]
 
     def runner(self, base: Runner) -> Runner:
-        def run(script: str | os.PathLike[str], args: Any, **kw: Any) -> Mapping[str, Any]:
+        def run(request: RunRequest) -> RunDoc:
+            script = request.script
             given = Path(script) if Path(script).is_absolute() else self.cwd / script
-            orig = self._stash.get(str(given), given)
+            version = self._stash.get(str(given))
+            orig = version.original.resolve() if version is not None else given
             mirror = self.mirror(orig)
             self._count += 1
             dest = self.root / "runs" / str(self._count)
             log = self.root / "guard" / f"{self._count}.jsonl"
             log.parent.mkdir(exist_ok=True)
-            copy, cwd = mirror.materialize(dest, given.read_bytes())
-            env = dict(kw.get("env") or os.environ)
+            copy, cwd = mirror.materialize(dest, version.source if version is not None else given.read_bytes())
+            env = dict(request.env or os.environ)
             env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written through a symlink either
             env[GUARD_ENV] = json.dumps({"scratch": str(dest), "protect": mirror.protected(), "log": str(log)})
-            module = self._modules.get(str(given))
-            if module is not None:
-                kw = {**kw, "module": module[0]}
+            module = version.module if version is not None else None
+            inside = request.replace(script=str(copy), cwd=str(cwd), env=env,
+                                     module=module[0] if module is not None else request.module)
             try:
-                doc = base(str(copy), args, **{**kw, "cwd": str(cwd), "env": env})
+                doc = base(inside)
             finally:
                 _rmtree(dest)
             doc = _name_originals(doc, dest, mirror.base)

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gpuperf_rewrite.validate.runs import RunRequest
+
 FP = {"device": "cpu", "device_name": "fake", "torch": "x", "cuda": None, "python": "3", "cpu_count": 2,
       "platform": "test", "env_hash": "e" * 64}
 
@@ -53,8 +55,8 @@ class FakeRunner:
         self.env_hash = env_hash
         self.counts: dict[str, int] = {}
 
-    def __call__(self, script: str, args: list[str], *, steps: int, warmup: int, timeout: float, seed: int,
-                 cwd: Any = None, env: Any = None) -> dict[str, Any]:
+    def __call__(self, request: RunRequest) -> dict[str, Any]:
+        script, steps, warmup, seed = request.script, request.steps, request.warmup, request.seed
         s = spec(script)
         self.calls.append(str(script))
         self.seeds.append(seed)

@@ -23,6 +23,7 @@ from gpuperf_rewrite.lint.engine import RuleSet
 from gpuperf_rewrite.lint.patches import finding_patches
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.validate.abtest import ABConfig
+from gpuperf_rewrite.validate.runs import run_request
 from tests.helpers.prbot import SLOW_TRAIN, commit, make_repo
 
 
@@ -48,7 +49,7 @@ class FakeAB:
 
     def __call__(self, a, b, args, *, config, runner, source_a, source_b, **kw):
         for side in (a, b) if self.run_sides else ():
-            runner(side, args)
+            runner(run_request(side, args))
         effect = next((e for text, e in self.effects.items() if text in source_b), 1.0)
         draw = [100 * (1 + self.noise * self.rng.gauss(0, 1)) for _ in range(config.runs)]
         side_b = [100 * effect * (1 + self.noise * self.rng.gauss(0, 1)) for _ in range(config.runs)]
@@ -64,10 +65,10 @@ class FakeAB:
 SEEN: list[tuple[str, bool, bool]] = []
 
 
-def _record_run(script, args, **kw):
+def _record_run(request):
     """What a run sees: its own name, its siblings, its cwd; it writes a checkpoint there."""
-    script = Path(script)
-    SEEN.append((script.name, (script.parent / ".gpuperf.yaml").is_file(), Path(kw["cwd"]) == script.parent))
+    script = Path(request.script)
+    SEEN.append((script.name, (script.parent / ".gpuperf.yaml").is_file(), Path(request.cwd) == script.parent))
     (script.parent / "checkpoint.pt").write_text("written by the run")
     return {}
 
@@ -89,10 +90,10 @@ class _FlatWorkspace:
 
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def add(self, original, source):
+    def add(self, version):
         self.n += 1
-        path = self.dir / f"{self.n}_{Path(original).name}"
-        path.write_bytes(source)
+        path = self.dir / f"{self.n}_{version.original.name}"
+        path.write_bytes(version.source)
         return path
 
     def runner(self, base):

@@ -32,7 +32,7 @@ def test_every_reporter_shows_the_reason_the_same_way():
     d = next(d for d in _example_diagnostics() if d.code == "GP303" and d.no_fix_reason)
     shown = f"{d.message} (no automatic fix: {d.no_fix_reason})"
     assert d.text == shown
-    assert format_text([d], unsafe=True).endswith(f"GP303 {shown}")
+    assert format_text([d], "unsafe").endswith(f"GP303 {shown}")
     assert format_github([d]).endswith(f"GP303 {d.name}: {shown}".replace("%", "%25"))
     result = json.loads(format_sarif([d]))["runs"][0]["results"][0]
     assert result["message"]["text"] == shown and result["properties"]["noFixReason"] == d.no_fix_reason

@@ -9,7 +9,7 @@ from gpuperf_rewrite.lint.engine import RuleSet, check_source, fix_text
 
 
 def _fix(src: str, unsafe: bool) -> str:
-    return fix_text(textwrap.dedent(src), ["GP104"], unsafe=unsafe)
+    return fix_text(textwrap.dedent(src), ["GP104"], mode="unsafe" if unsafe else "safe")
 
 
 def _found(src: str, code: str = "GP104"):

@@ -43,7 +43,7 @@ def test_dataloader_fixes_converge_to_persistent_workers():
 def test_safe_mode_does_not_add_persistent_workers_without_workers():
     # GP201's fix is unsafe: in safe mode there are no workers, so GP203 must stay quiet.
     src = "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n"
-    assert fix_text(src, ["GP201", "GP203"], unsafe=False) == src
+    assert fix_text(src, ["GP201", "GP203"], mode="safe") == src
 
 
 def test_two_unguarded_prints_share_one_interval_and_counter():

@@ -78,6 +78,35 @@ def test_script_that_keeps_only_values_is_not_diagnosed(make_script: Make) -> No
     assert not {"memory_growth", "retained_graphs"} & set(_kinds(doc))
 
 
+def test_kept_loss_copies_grow_rss_that_the_heap_misses_and_point_at_gp403(make_script: Make) -> None:
+    # losses.append(loss * 1.0): each kept copy (and its graph's nodes) is small, but it pins a freed
+    # block of the C heap every step, so RSS grows steadily while the heap's live bytes stay flat.
+    raw = LEAK.format(backward="loss.backward()", keep="kept.append(loss * 1.0)")
+    doc = run_profile(make_script(raw=raw), steps=30, warmup=3, timeout=240)
+    assert doc["status"] == "step_limit", doc["stderr_tail"]
+    mem = doc["memory"]
+    assert mem["growth_steady"] and mem["growth_bytes_per_step"] >= 1 << 20, mem["rss_per_step"]
+    growth = _kinds(doc)["memory_growth"]
+    assert growth["rules"][0] == "GP403" and "out of memory in ~" in growth["evidence"]
+
+
+CACHES = {
+    # the last 8 batches' worth of 4 MiB tensors kept: RSS climbs, then levels off
+    "bounded_cache": "kept.append(torch.randn(1024, 1024)); del kept[:-8]",
+    # one 64 MiB buffer created mid-window and kept: RSS steps up once
+    "steps_up_once": "kept.append(torch.ones(64 << 20, dtype=torch.uint8)) if step == 18 else None",
+}
+
+
+@pytest.mark.parametrize("case", sorted(CACHES))
+def test_memory_that_levels_off_or_steps_up_once_is_not_a_leak(make_script: Make, case: str) -> None:
+    raw = LEAK.format(backward="loss.backward()", keep=CACHES[case])
+    doc = run_profile(make_script(raw=raw), steps=30, warmup=3, timeout=240)
+    assert doc["status"] == "step_limit", doc["stderr_tail"]
+    assert doc["memory"]["growth_steady"] is False, doc["memory"]["rss_per_step"]
+    assert doc["memory"]["steps_to_oom"] is None and "memory_growth" not in _kinds(doc)
+
+
 OVERFLOW = """
 import torch
 torch.manual_seed(0)

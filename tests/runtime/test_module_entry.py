@@ -11,7 +11,8 @@ from click.testing import CliRunner
 
 from gpuperf_rewrite.cli.profile import profile
 from gpuperf_rewrite.runtime import entry
-from gpuperf_rewrite.validate.profiling import run_profile
+from gpuperf_rewrite.validate.profiling import profile_runner, run_profile
+from gpuperf_rewrite.validate.runs import ScriptVersion, run_request
 from gpuperf_rewrite.validate.workspace import Workspace
 
 TRAIN = """import sys
@@ -65,8 +66,8 @@ def test_the_scratch_copy_runs_as_the_module_not_the_checkouts_file(package: Pat
     """In a mirror, `-m pkg.train` must import the copy under test and its mirrored siblings."""
     copy_source = TRAIN.replace("print(\"mark\"", "print(\"rewritten\", MARK, \"mark\"").encode()
     with Workspace(cwd=package) as ws:
-        copy = ws.add(package / "pkg" / "train.py", copy_source, module=("pkg.train", package))
-        doc = ws.runner(run_profile)(str(copy), ["x"], steps=2, warmup=0, timeout=120, seed=0)
+        copy = ws.add(ScriptVersion(package / "pkg" / "train.py", copy_source, ("pkg.train", package)))
+        doc = ws.runner(profile_runner)(run_request(copy, ["x"], steps=2, warmup=0, timeout=120, seed=0))
     assert doc["status"] == "step_limit", doc["stderr_tail"]
     assert "rewritten checkout mark checkout args ['x'] package pkg" in doc["stdout_tail"]
     assert (package / "pkg" / "train.py").read_text() == TRAIN

@@ -13,6 +13,7 @@ from gpuperf_rewrite.cli.profile import profile
 from gpuperf_rewrite.runtime.amp import FP32_ENV
 from gpuperf_rewrite.validate import batchprobe
 from gpuperf_rewrite.validate.precision import precision_check
+from gpuperf_rewrite.validate.runs import RunRequest, run_request
 
 GiB = 1 << 30
 
@@ -40,10 +41,11 @@ class FakeRunner:
         self.calls: list[list[str]] = []
         self.oom_at = oom_at
 
-    def __call__(self, script: str, args: list[str], **kw: Any) -> dict[str, Any]:
+    def __call__(self, request: RunRequest) -> dict[str, Any]:
+        args = list(request.args)
         self.calls.append(args)
         value = batchprobe.get_arg(args, "--bs")
-        assert value is not None and kw["timeout"] > 0
+        assert value is not None and request.timeout > 0
         if self.oom_at is not None and value >= self.oom_at:
             return _doc(value, status="crashed", stderr="torch.OutOfMemoryError: CUDA out of memory.")
         return _doc(value, factor=512 / value)  # activations of `value` fit 512/value times
@@ -51,8 +53,8 @@ class FakeRunner:
 
 def test_probe_doubles_and_stops_before_the_next_size_would_not_fit() -> None:
     run = FakeRunner()
-    res = batchprobe.probe("t.py", ["--bs", "64"], _doc(64, factor=8.0), arg="--bs", time_limit=600,
-                           max_size=1 << 16, run=run, timeout=60)
+    res = batchprobe.probe(run_request("t.py", ["--bs", "64"], timeout=60), _doc(64, factor=8.0), arg="--bs",
+                           time_limit=600, max_size=1 << 16, run=run)
     # At 256 the activations still fit twice; at 512 once: 1024 is not tried.
     assert [s["value"] for s in res["sizes"]] == [64, 128, 256, 512]
     assert res["stopped"] == "near_limit"
@@ -62,28 +64,28 @@ def test_probe_doubles_and_stops_before_the_next_size_would_not_fit() -> None:
 
 
 def test_probe_reports_an_out_of_memory_crash() -> None:
-    res = batchprobe.probe("t.py", ["--bs", "64"], _doc(64, factor=None), arg="--bs", time_limit=600,
-                           max_size=1 << 16, run=FakeRunner(oom_at=256), timeout=60)
+    res = batchprobe.probe(run_request("t.py", ["--bs", "64"], timeout=60), _doc(64, factor=None), arg="--bs",
+                           time_limit=600, max_size=1 << 16, run=FakeRunner(oom_at=256))
     assert [(s["value"], s["oom"]) for s in res["sizes"]] == [(64, False), (128, False), (256, True)]
     assert res["stopped"] == "oom" and res["best"] == 128
     assert "out of memory" in batchprobe.format_probe(res)
 
 
 def test_probe_stops_at_max_size_and_at_the_time_limit() -> None:
-    res = batchprobe.probe("t.py", ["--bs", "8"], _doc(8), arg="--bs", time_limit=600, max_size=32,
-                           run=FakeRunner(), timeout=60)
+    res = batchprobe.probe(run_request("t.py", ["--bs", "8"], timeout=60), _doc(8), arg="--bs", time_limit=600,
+                           max_size=32, run=FakeRunner())
     assert [s["value"] for s in res["sizes"]] == [8, 16, 32] and res["stopped"] == "max_size"
     now = [0.0]
 
-    def slow(*a: Any, **kw: Any) -> dict[str, Any]:
+    def slow(request: RunRequest) -> dict[str, Any]:
         now[0] += 50.0
-        return FakeRunner()(*a, **kw)
+        return FakeRunner()(request)
 
-    res = batchprobe.probe("t.py", ["--bs", "8"], _doc(8), arg="--bs", time_limit=120, max_size=1 << 20,
-                           run=slow, clock=lambda: now[0], timeout=600)
+    res = batchprobe.probe(run_request("t.py", ["--bs", "8"], timeout=600), _doc(8), arg="--bs", time_limit=120,
+                           max_size=1 << 20, run=slow, clock=lambda: now[0])
     # Runs start with 120, 70 and 20 s left; after the third, none is left.
     assert res["stopped"] == "time_limit" and len(res["sizes"]) == 4
-    res = batchprobe.probe("t.py", [], {**_doc(8), "batch_size": None}, arg="--bs", time_limit=60,
+    res = batchprobe.probe(run_request("t.py"), {**_doc(8), "batch_size": None}, arg="--bs", time_limit=60,
                            max_size=64, run=FakeRunner())
     assert res["error"] and "pass --bs N" in res["error"] and res["sizes"] == []
 
@@ -91,16 +93,16 @@ def test_probe_stops_at_max_size_and_at_the_time_limit() -> None:
 def test_precision_check_runs_an_fp32_reference_only_for_low_precision_runs() -> None:
     seen: list[dict[str, str]] = []
 
-    def run(script: str, args: list[str], *, env: dict[str, str], **kw: Any) -> dict[str, Any]:
-        seen.append(env)
+    def run(request: RunRequest) -> dict[str, Any]:
+        seen.append(dict(request.env or {}))
         return {"status": "step_limit", "loss": [1.0, 0.9, 0.8, 0.7], "steps_per_s": 5.0}
 
     lowp = {"status": "step_limit", "loss": [1.01, 0.91, 0.95, 0.9], "amp": {"autocast_dtypes": ["bfloat16"]}}
-    res = precision_check(lowp, "t.py", [], run=run, env={"PATH": "/bin"}, steps=4)
+    res = precision_check(lowp, run_request("t.py", env={"PATH": "/bin"}, steps=4), run=run)
     assert seen == [{"PATH": "/bin", FP32_ENV: "1"}]
     assert res["status"] == "drift" and res["steps_compared"] == 4 and res["reference_steps_per_s"] == 5.0
     fp32 = {"status": "step_limit", "loss": [1.0], "amp": {"autocast_dtypes": [], "gradscaler": False}}
-    assert precision_check(fp32, "t.py", [], run=run)["status"] == "skipped" and len(seen) == 1
+    assert precision_check(fp32, run_request("t.py"), run=run)["status"] == "skipped" and len(seen) == 1
 
 
 # -- real runs on CPU ---------------------------------------------------------------------------------

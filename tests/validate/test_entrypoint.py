@@ -18,6 +18,7 @@ from gpuperf_rewrite.cli import cli  # noqa: E402
 from gpuperf_rewrite.validate import abtest  # noqa: E402
 from gpuperf_rewrite.validate.baseline import check_regression, record_baseline  # noqa: E402
 from gpuperf_rewrite.validate.entrypoint import EntryPointError, resolve_module  # noqa: E402
+from gpuperf_rewrite.validate.runs import RunRequest, ScriptVersion, run_request  # noqa: E402
 from gpuperf_rewrite.validate.workspace import Workspace  # noqa: E402
 from gpuperf_rewrite.validate.apply import run_apply  # noqa: E402
 from tests.helpers.abfakes import FakeRunner, fake_rewriter, git_repo  # noqa: E402
@@ -36,11 +37,11 @@ class ModuleRunner(FakeRunner):
         super().__init__(seed)
         self.seen: list[dict[str, Any]] = []
 
-    def __call__(self, script: str, args: list[str], *, module: str | None = None, **kw: Any) -> dict[str, Any]:
-        copy = Path(script)
-        self.seen.append({"module": module, "copy": copy, "args": list(args), "cwd": kw.get("cwd"),
+    def __call__(self, request: RunRequest) -> dict[str, Any]:
+        copy = Path(request.script)
+        self.seen.append({"module": request.module, "copy": copy, "args": list(request.args), "cwd": request.cwd,
                           "package": (copy.parent / "__init__.py").is_file() and (copy.parent / "model.py").is_file()})
-        return super().__call__(script, args, **kw)
+        return super().__call__(request)
 
 
 def test_resolve_module_finds_the_file_python_m_runs(tmp_path, monkeypatch) -> None:
@@ -137,10 +138,11 @@ def test_run_messages_name_the_users_file_not_the_scratch_copy(tmp_path) -> None
     script = tmp_path / "train.py"
     script.write_text("print('x')\n")
 
-    def failing(copy: str, args: list[str], **kw: Any) -> dict[str, Any]:
+    def failing(request: RunRequest) -> dict[str, Any]:
+        copy = request.script
         return {"status": "crashed", "stderr_tail": f'  File "{copy}", line 1\nboom', "error": f"{copy}: boom"}
 
     with Workspace(cwd=tmp_path) as ws:
-        doc = ws.runner(failing)(str(ws.add(script)), [])
+        doc = ws.runner(failing)(run_request(ws.add(ScriptVersion.read(script))))
     assert f'File "{script}", line 1' in doc["stderr_tail"] and doc["error"] == f"{script}: boom"
     assert str(ws.root) not in doc["stderr_tail"]

@@ -104,9 +104,9 @@ def test_baseline_on_a_clean_checkout_does_not_say_the_script_differs(tmp_path, 
     measured: list[bytes] = []
 
     class Recording(FakeRunner):
-        def __call__(self, script, *a, **k):
-            measured.append(Path(script).read_bytes())
-            return super().__call__(script, *a, **k)
+        def __call__(self, request):
+            measured.append(Path(request.script).read_bytes())
+            return super().__call__(request)
 
     record_baseline("train.py", config=ABConfig(runs=3, max_runs=3, steps=2, warmup=1), runner=Recording(),
                     echo=lambda m="", err=False: said.append(str(m)))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpuperf_rewrite.validate import workspace
+from gpuperf_rewrite.validate.runs import ScriptVersion, run_request
 from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError, sweep_stale
 
 SCRIPT = """import json, os, sys
@@ -32,10 +33,10 @@ print(json.dumps({"K": K, "lr": cfg["lr"], "data": data, "cwd": os.getcwd(), "fi
 """
 
 
-def plain_runner(script, args, *, cwd=None, env=None, **kw):
+def plain_runner(request):
     """`python script args` in ``cwd``: the smallest runner, without the shim."""
-    p = subprocess.run([sys.executable, str(script), *args], cwd=cwd, env=env, capture_output=True,
-                       text=True, timeout=120)
+    p = subprocess.run([sys.executable, request.script, *request.args], cwd=request.cwd, env=request.env,
+                       capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 
@@ -48,9 +49,10 @@ GUARDED = ("import os, runpy, sys\n"
            "runpy.run_path(sys.argv[0], run_name='__main__')\n")
 
 
-def guarded_runner(script, args, *, cwd=None, env=None, **kw):
+def guarded_runner(request):
     """`python script args` with the shim's write guard installed, as the real shim does."""
-    p = subprocess.run([sys.executable, "-c", GUARDED, str(script), *args], cwd=cwd, env=env,
+    p = subprocess.run([sys.executable, "-c", GUARDED, request.script, *request.args], cwd=request.cwd,
+                       env=request.env,
                        capture_output=True, text=True, timeout=120)
     return {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr}
 
@@ -80,10 +82,10 @@ def tree(tmp_path, monkeypatch):
 def test_runs_see_the_checkout_and_write_only_to_scratch(tree, tmp_path) -> None:
     before = checkout(tree)
     with Workspace(prefix="gpuperf-apply-") as ws:
-        path = ws.add(tree / "sub" / "train.py")
+        path = ws.add(ScriptVersion.read(tree / "sub" / "train.py"))
         run = ws.runner(plain_runner)
-        first = run(path, ["--x"], steps=1)
-        second = run(path, ["--x"], steps=1)
+        first = run(run_request(path, ["--x"], steps=1))
+        second = run(run_request(path, ["--x"], steps=1))
         root = ws.root
     assert first["K"] == 7 and first["lr"] == 0.5 and first["data"] == "1,2,3" and first["argv"] == ["--x"]
     assert Path(first["file"]).name == "train.py" and Path(first["file"]).parent.name == "sub"
@@ -97,8 +99,8 @@ def test_runs_see_the_checkout_and_write_only_to_scratch(tree, tmp_path) -> None
 
 def test_the_bytes_under_test_replace_the_script(tree) -> None:
     with Workspace() as ws:
-        path = ws.add(tree / "sub" / "train.py", SCRIPT.replace('"K": K', '"K": K + 1').encode())
-        assert ws.runner(plain_runner)(path, [])["K"] == 8
+        path = ws.add(ScriptVersion(tree / "sub" / "train.py", SCRIPT.replace('"K": K', '"K": K + 1').encode()))
+        assert ws.runner(plain_runner)(run_request(path))["K"] == 8
     assert (tree / "sub" / "train.py").read_text() == SCRIPT
 
 
@@ -110,7 +112,7 @@ def test_an_unguarded_write_through_a_mirror_link_stops_the_measurement(tree, mo
     (tree / "sub" / "train.py").write_text(
         "from pathlib import Path\nPath(__file__).with_name('big.bin').write_bytes(b'new')\nprint('{}')\n")
     with Workspace() as ws, pytest.raises(WorkspaceError, match=r"big\.bin.*nothing was written"):
-        ws.runner(plain_runner)(ws.add(tree / "sub" / "train.py"), [])
+        ws.runner(plain_runner)(run_request(ws.add(ScriptVersion.read(tree / "sub" / "train.py"))))
 
 
 WRITES_THROUGH_LINKS = """import json, os
@@ -145,7 +147,7 @@ def test_writes_through_mirror_links_get_private_copies(tree, monkeypatch) -> No
         mirror = ws.mirror(tree / "sub" / "train.py")
         kinds = {e.rel: e.kind for e in mirror.entries}
         assert kinds["sub/big.bin"] == kinds["sub/big2.bin"] == kinds["dataset"] == "link"
-        doc = ws.runner(guarded_runner)(ws.add(tree / "sub" / "train.py"), [])
+        doc = ws.runner(guarded_runner)(run_request(ws.add(ScriptVersion.read(tree / "sub" / "train.py"))))
     assert doc["rc"] == 0, doc["stderr"]
     assert json.loads(doc["stdout"]) == {"size2": 1001, "big": "new"}  # ran as in the checkout
     assert checkout(tree) == before  # byte for byte, and no file added or removed
@@ -161,30 +163,30 @@ def test_a_write_into_the_checkout_by_absolute_path_is_refused_before_it_happens
     warnings: list[str] = []
     with Workspace(warn=warnings.append) as ws, \
             pytest.raises(WorkspaceError, match=r"ckpt\.pt.*refused before it happened"):
-        ws.runner(guarded_runner)(ws.add(tree / "sub" / "train.py"), [])
+        ws.runner(guarded_runner)(run_request(ws.add(ScriptVersion.read(tree / "sub" / "train.py"))))
     assert ckpt.read_bytes() == b"the user's checkpoint" and not warnings
 
     (tree / "sub" / "train.py").write_text(f"import os\nos.remove({str(ckpt)!r})\n")
     with Workspace() as ws, pytest.raises(WorkspaceError, match=r"ckpt\.pt"):
-        ws.runner(guarded_runner)(ws.add(tree / "sub" / "train.py"), [])
+        ws.runner(guarded_runner)(run_request(ws.add(ScriptVersion.read(tree / "sub" / "train.py"))))
     assert ckpt.read_bytes() == b"the user's checkpoint"
 
 
 def test_a_change_the_script_did_not_make_is_a_warning_naming_the_file(tree) -> None:
     (tree / "README.md").write_text("read me\n")
 
-    def editor_meanwhile(script, args, **kw):  # an editor saves README.md and leaves a swap file
+    def editor_meanwhile(request):  # an editor saves README.md and leaves a swap file
         (tree / "README.md").write_text("read me, edited\n")
         (tree / ".README.md.swp").write_bytes(b"swap")
         (tree / "sub" / ".train.py.swp").write_bytes(b"swap")
         os.utime(tree / "existing.log", ns=(1, 1))  # `touch`
-        return plain_runner(script, args, **kw)
+        return plain_runner(request)
 
     warnings: list[str] = []
     with Workspace(warn=warnings.append) as ws:
-        path = ws.add(tree / "sub" / "train.py")
-        ws.runner(editor_meanwhile)(path, [])
-        ws.runner(plain_runner)(path, [])  # nothing new: nothing more to say
+        path = ws.add(ScriptVersion.read(tree / "sub" / "train.py"))
+        ws.runner(editor_meanwhile)(run_request(path))
+        ws.runner(plain_runner)(run_request(path))  # nothing new: nothing more to say
     assert len(warnings) == 1, warnings
     assert "README.md" in warnings[0] and "existing.log" in warnings[0] and "not by the script" in warnings[0]
     assert ".swp" not in warnings[0] and str(tree) + "," not in warnings[0]
@@ -192,9 +194,10 @@ def test_a_change_the_script_did_not_make_is_a_warning_naming_the_file(tree) -> 
 
 TOOL = """import sys
 from pathlib import Path
+from gpuperf_rewrite.validate.runs import ScriptVersion, run_request
 from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
 
-def noisy(script, args, **kw):  # the tool reports progress while the runs go on
+def noisy(request):  # the tool reports progress while the runs go on
     for i in range(20):
         print("progress", i, flush=True)
         print("status", i, file=sys.stderr, flush=True)
@@ -202,9 +205,9 @@ def noisy(script, args, **kw):  # the tool reports progress while the runs go on
 
 with Workspace() as ws:
     run = ws.runner(noisy)
-    path = ws.add(sys.argv[1])
+    path = ws.add(ScriptVersion.read(sys.argv[1]))
     try:
-        run(path, []); run(path, [])
+        run(run_request(path)); run(run_request(path))
     except WorkspaceError as exc:
         print("ERROR", exc, flush=True)
         sys.exit(2)
@@ -287,12 +290,12 @@ def test_apply_with_fake_runs_leaves_the_checkout_as_it_was(tmp_path, monkeypatc
     monkeypatch.chdir(root)
 
     class Writing(FakeRunner):  # reads beside __file__, writes beside it and into its cwd
-        def __call__(self, script, args, **kw):
-            json.loads(Path(script).with_name("settings.json").read_text())
-            Path(script).with_name("ckpt.pt").write_text("x")
-            with open(Path(kw.get("cwd") or ".") / "run.log", "a") as fh:
+        def __call__(self, request):
+            json.loads(Path(request.script).with_name("settings.json").read_text())
+            Path(request.script).with_name("ckpt.pt").write_text("x")
+            with open(Path(request.cwd or ".") / "run.log", "a") as fh:
                 fh.write("more\n")
-            return super().__call__(script, args, **kw)
+            return super().__call__(request)
 
     cfg = ABConfig(runs=6, max_runs=6, min_runs=4, steps=5, warmup=1, bootstrap_resamples=300)
     before = repo_state(repo)

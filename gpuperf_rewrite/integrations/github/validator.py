@@ -19,10 +19,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gpuperf_rewrite.integrations.github.errors import BotError
 from gpuperf_rewrite.integrations.github.report import Candidate, Measurement, Validator
+
+if TYPE_CHECKING:
+    from gpuperf_rewrite.validate.abtest import ABConfig, ABResult
+    from gpuperf_rewrite.validate.runs import Runner
+
+# (ABConfig, run_ab, default_runner): the A/B module, imported only when validating.
+ABApi = tuple["type[ABConfig]", Callable[..., "ABResult"], Callable[[], "Runner"]]
 
 
 def per_test_alpha(family_alpha: float, tests: int) -> float:
@@ -31,7 +38,7 @@ def per_test_alpha(family_alpha: float, tests: int) -> float:
     return family_alpha / max(tests, 1)
 
 
-def _ab_api() -> tuple[Any, Callable[..., Any], Callable[[], Any]]:
+def _ab_api() -> ABApi:
     """``(ABConfig, run_ab, default_runner)``, imported only when validating (scipy, torch)."""
     try:
         from gpuperf_rewrite.validate.abtest import ABConfig, default_runner, run_ab
@@ -41,18 +48,20 @@ def _ab_api() -> tuple[Any, Callable[..., Any], Callable[[], Any]]:
     return ABConfig, run_ab, default_runner
 
 
-def _measure(ab: tuple[Any, Callable[..., Any], Callable[[], Any]], config: Any, script: Path,
+def _measure(ab: ABApi, config: ABConfig, script: Path,
              script_args: Sequence[str], cwd: Path, c: Candidate) -> Measurement:
     """One A/B of one fix at ``config.alpha``, each run in a scratch mirror of the checkout
     (siblings and relative paths resolve; nothing is written into it); a crashed measurement
     rejects the fix."""
+    from gpuperf_rewrite.validate.runs import ScriptVersion
     from gpuperf_rewrite.validate.workspace import Workspace
 
     _, run_ab, default_runner = ab
     candidate = c.patch.apply(c.original)
     try:
         with Workspace(prefix="gpuperf-bot-", cwd=cwd) as ws:
-            a, b = ws.add(script, c.original.encode()), ws.add(script, candidate.encode())
+            a = ws.add(ScriptVersion(script, c.original.encode()))
+            b = ws.add(ScriptVersion(script, candidate.encode()))
             res = run_ab(a, b, list(script_args), config=config, runner=ws.runner(default_runner()),
                          source_a=c.original, source_b=candidate)
     except Exception as exc:  # never propose what could not be measured
