@@ -261,8 +261,9 @@ def _validate_and_write(ctx: _Context, ws: Workspace) -> int:
     json_out = ctx.options.json_out
     a = ScriptVersion(target, original, ctx.module)
     a_path = ws.add(a)
+    setup_s = ws.prepare(a_path)  # the mirror, once: not in the profile run's time, which stands for every run
     sources: dict[frozenset[str], bytes] = {}
-    clock = _profile_and_plan(ctx, a_path)
+    clock = _profile_and_plan(ctx, a_path, setup_s)
     if isinstance(clock, int):
         return clock
     plan = clock.plan
@@ -313,7 +314,7 @@ def _validate_and_write(ctx: _Context, ws: Workspace) -> int:
     return _conclude(ctx, outcome, build)
 
 
-def _profile_and_plan(ctx: _Context, a_path: Path) -> Clock | int:
+def _profile_and_plan(ctx: _Context, a_path: Path, setup_s: float = 0.0) -> Clock | int:
     """One profile run of the original (same mirror, steps, warmup and timeout as the A/B runs),
     then the plan, printed; an exit code when the original cannot even be profiled."""
     from gpuperf_rewrite.validate import plan as planning
@@ -337,7 +338,7 @@ def _profile_and_plan(ctx: _Context, a_path: Path) -> Clock | int:
         ctx.say(f"No A/B can judge this script: {short}. {ctx.target} is unchanged and nothing was committed.")
         return _emit(ctx, {**_report_base(ctx, Outcome(kept=())), "status": "too_short", "reason": short}, 1)
     plan = make_plan(doc, run_s, ctx.codes, cfg.runs, gains_on=ctx.gains_on, budget_s=ctx.options.budget_s,
-                     max_runs_per_side=cfg.max_runs)
+                     max_runs_per_side=cfg.max_runs, setup_s=setup_s)
     ctx.plan = plan
     for line in plan.describe():
         ctx.say(line)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from gpuperf_rewrite.rules._api import GainsOn  # the rule attribute: "any" | "cuda"
 
 NEEDS_GPU = "needs a GPU to validate"
+SETUP_SHOWN_S = 1.0  # a scratch mirror's one-time set-up this long is worth a line in the plan
 PROBE = "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')"
 
 # A rule code -> where its fix gains (the rule's ``gains_on``); injectable for tests.
@@ -125,10 +126,11 @@ class Plan:
     lead: tuple[str, ...]  # what the first A/B tries (the diagnosed ones, or all)
     needs_gpu: tuple[str, ...]
     findings: list[dict[str, Any]]
-    run_s: float  # one run of the original, as profiled (process and mirror included)
+    run_s: float  # one run of the original, as profiled (process and the mirror's reset included)
     runs_per_side: int
     budget_s: float | None = None
     max_runs_per_side: int | None = None  # --max-runs: a borderline A/B extends up to it (None: runs_per_side)
+    setup_s: float = 0.0  # the scratch mirror's set-up, once before the profile run (not in run_s)
 
     @property
     def worst_abs(self) -> int:
@@ -151,6 +153,9 @@ class Plan:
         lines = [f"Plan: validating on {self.device}; one run of the original took {self.run_s:.1f} s, "
                  f"so an A/B of {self.runs_per_side}+{self.runs_per_side} runs takes ~{_duration(self.ab_s)}"
                  + (f"; budget {_duration(self.budget_s)}" if self.budget_s else "")]
+        if self.setup_s >= SETUP_SHOWN_S:
+            lines.append(f"  set-up: the scratch copy of the checkout took {_duration(self.setup_s)}, once; "
+                         f"each run then only puts back what the last one changed")
         if self.needs_gpu:
             lines.append(f"  {NEEDS_GPU} (not tried on {self.device}): {', '.join(self.needs_gpu)}")
         for f in self.findings[:3]:
@@ -184,14 +189,14 @@ class Plan:
 
 def make_plan(doc: RunDoc, run_s: float, codes: Sequence[str], runs_per_side: int, *,
               gains_on: GainsOnOf = rule_gains_on, budget_s: float | None = None,
-              python: str | None = None, max_runs_per_side: int | None = None) -> Plan:
+              python: str | None = None, max_runs_per_side: int | None = None, setup_s: float = 0.0) -> Plan:
     device = validation_device(doc, python)
     needs_gpu = tuple(c for c in codes if device != "cuda" and gains_on(c) == "cuda")
     usable = [c for c in codes if c not in needs_gpu]
     findings = [dict(f) for f in doc.get("diagnosis") or ()]
     ordered, named = diagnosed_order(usable, findings)
     return Plan(device, tuple(ordered), tuple(named) or tuple(ordered), needs_gpu, findings, run_s,
-                runs_per_side, budget_s, max_runs_per_side)
+                runs_per_side, budget_s, max_runs_per_side, setup_s)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Scratch places to run a user's script without touching the checkout (docs/validation.md,
 "What a run may touch").
 
-Every run gets a fresh *mirror*: a temporary directory tree laid out like the script's surroundings
+Every script runs in a *mirror*: a temporary directory tree laid out like the script's surroundings
 (the git working tree that holds it, or else the script's own directory), where
 
 * directories up to a budget are real directories, so files the script creates land in scratch;
@@ -19,8 +19,10 @@ user's files (an absolute path into the checkout) is refused and logged, and the
 snapshot taken before the first run, for what the guard cannot see: a change to an original the
 run reaches only through a mirror symlink stops the validation too; any other change (an editor
 saving README.md) was not the script's doing and is a warning naming the file. The tool's own
-output (``> apply.log``, ``| tee apply.log``) never counts. The run directory is deleted after
-each run, so no run sees what an earlier one left behind (a checkpoint to resume from, say).
+output (``> apply.log``, ``| tee apply.log``) never counts. A mirror is laid out once per
+workspace and, before every later run, put back in place to the state it was laid out in
+(``layout.py``: only what a run changed is made again), so no run sees what an earlier one left
+behind (a checkpoint to resume from, say), and a tree of 20,000 files costs its copies once.
 
 This module imports nothing else of the package: ``profiling`` uses its helpers.
 """
@@ -34,6 +36,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +44,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from gpuperf_rewrite.runtime.guard import GUARD_ENV
 from gpuperf_rewrite.runtime.parentwatch import pid_alive
+from gpuperf_rewrite.validate.layout import Layout
 from gpuperf_rewrite.validate.ownoutput import own_output_files
 from gpuperf_rewrite.validate.runs import RunDoc, Runner, RunRequest, ScriptVersion
 
@@ -120,8 +124,6 @@ def sweep_stale(tmp: str | None = None) -> list[Path]:
 def _old_index_file(path: Path) -> bool:
     """A temporary git index left as a plain file by a SIGKILLed older version (no owner to ask;
     a live one exists for the seconds of a commit)."""
-    import time
-
     st = path.lstat()
     return (path.name.startswith("gpuperf-index-") and stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid()
             and time.time() - st.st_mtime > OLD_INDEX_S)
@@ -208,7 +210,7 @@ def _identity(path: str) -> tuple[int, int] | None:
 
 @dataclass
 class Mirror:
-    """The plan of one script's surroundings; :meth:`materialize` lays it out for one run."""
+    """The plan of one script's surroundings; :meth:`prepare` lays it out for a run."""
 
     script: Path  # the original (resolved)
     base: Path  # the mirrored directory
@@ -216,6 +218,9 @@ class Mirror:
     entries: list[_Entry] = field(default_factory=list)
     snapshot: dict[str, Any] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)  # snapshot path -> how the mirror holds it
+    plan_s: float = 0.0  # how long planning took (walking the tree, the snapshot)
+    _layout: Layout | None = field(default=None, repr=False)
+    _protect: list[str] | None = field(default=None, repr=False)
 
     @classmethod
     def plan(cls, script: Path, cwd: Path, root: Path | None = None) -> "Mirror":
@@ -225,8 +230,10 @@ class Mirror:
         if root is not None and not _inside(root, base):
             base = root  # a module (-m) needs its package root: where its imports resolve
         run_cwd = cwd if _inside(cwd, base) else here
+        t0 = time.perf_counter()
         m = cls(script, base, run_cwd)
         m._walk({base, *_chain(here, base), *_chain(run_cwd, base)})
+        m.plan_s = time.perf_counter() - t0
         return m
 
     def _walk(self, must: set[Path]) -> None:
@@ -275,27 +282,31 @@ class Mirror:
             self.kinds[str(src)] = kind
 
     def materialize(self, dest: Path, source: bytes) -> tuple[Path, Path]:
-        """Lay the mirror out under ``dest`` with ``source`` as the script; (script, cwd) there."""
-        dest.mkdir(parents=True)
-        for e in self.entries:
-            p = dest / e.rel
-            if e.kind == "dir":
-                p.mkdir()
-                continue
-            if e.kind == "copy":
-                try:
-                    shutil.copy2(e.src, p)
-                    continue
-                except FileNotFoundError:
-                    continue  # gone since the plan: gone here too (and reported as changed)
-                except OSError:
-                    pass  # unreadable: the link fails to read just as the original would
-            os.symlink(e.src, p)
-        script = dest / self.script.relative_to(self.base)
-        script.write_bytes(source)
-        with contextlib.suppress(OSError):
-            os.chmod(script, stat.S_IMODE(os.stat(self.script).st_mode))
+        """Lay the mirror out afresh under ``dest`` with ``source`` as the script; (script, cwd) there."""
+        self._layout = None
+        return self.prepare(dest, source)
+
+    def prepare(self, dest: Path, source: bytes) -> tuple[Path, Path]:
+        """(script, cwd) under ``dest`` for a run of ``source``: laid out on the first call, put
+        back in place to that state on later ones (layout.py)."""
+        if self._layout is None or self._layout.dest != dest:
+            self._layout = Layout(dest, self.entries, self.script.relative_to(self.base).as_posix(), _rmtree)
+        try:
+            mode = stat.S_IMODE(os.stat(self.script).st_mode)
+        except OSError:
+            mode = 0o644
+        script = self._layout.prepare(source, mode)
         return script, dest / self.cwd.relative_to(self.base)
+
+    @property
+    def setup_s(self) -> float:
+        """Time spent once on this mirror: planning it and laying it out."""
+        return self.plan_s + (self._layout.setup_s if self._layout is not None else 0.0)
+
+    @property
+    def made_last(self) -> int:
+        """Entries made for the last run (all of them the first time, then what a run changed)."""
+        return self._layout.made_last if self._layout is not None else 0
 
     def changed(self, ignore: frozenset[tuple[int, int]] = frozenset()) -> list[str]:
         """Originals that differ from the snapshot (size, mtime; a directory's entries), except
@@ -307,17 +318,23 @@ class Mirror:
         """Take the current state of ``srcs`` as the new reference (each change is reported once)."""
         for src in srcs:
             self.snapshot[src] = _stamp(src)
+        if self._layout is not None:
+            self._layout.mark_stale(srcs)  # a fresh mirror would copy the new content
 
     def protected(self) -> list[str]:
         """What the guard in a run must not let the script change: the mirrored tree, and where
-        its symlinks lead (a link in the checkout to a dataset elsewhere)."""
+        its symlinks lead (a link in the checkout to a dataset elsewhere). Resolved once."""
+        if self._protect is not None:
+            return self._protect
         base = os.path.realpath(self.base)
-        out = [base]
+        out, seen = [base], {base}
         for e in self.entries:
             if e.kind == "link":
                 real = os.path.realpath(e.src)
-                if not _inside(Path(real), Path(base)) and real not in out:
+                if not _inside(Path(real), Path(base)) and real not in seen:
+                    seen.add(real)
                     out.append(real)
+        self._protect = out
         return out
 
 
@@ -362,13 +379,13 @@ def _chain(path: Path, base: Path) -> list[Path]:
 
 
 class Workspace:
-    """Runs scripts in fresh mirrors of their surroundings (see the module docstring).
+    """Runs scripts in mirrors of their surroundings, as fresh for every run (module docstring).
 
     ``add(version)`` stashes a :class:`ScriptVersion` (the original and the bytes to test) and
-    returns a path to give to ``run_ab``/``measure``; each run materializes those bytes, never
-    reading them back; ``runner(base)`` wraps a runner so that every call runs in a new
-    mirror of the original's surroundings. A path that was not ``add``-ed runs as its current
-    bytes in a mirror of its own directory.
+    returns a path to give to ``run_ab``/``measure``; each run lays those bytes out, never
+    reading them back; ``runner(base)`` wraps a runner so that every call runs in the original's
+    mirror, put back to its laid-out state first. A path that was not ``add``-ed runs as its
+    current bytes in a mirror of its own directory.
     """
 
     def __init__(self, *, prefix: str = "gpuperf-run-", cwd: str | os.PathLike[str] | None = None,
@@ -407,25 +424,35 @@ class Workspace:
             orig = version.original.resolve() if version is not None else given
             mirror = self.mirror(orig)
             self._count += 1
-            dest = self.root / "runs" / str(self._count)
+            dest = self._home(mirror)
             log = self.root / "guard" / f"{self._count}.jsonl"
             log.parent.mkdir(exist_ok=True)
-            copy, cwd = mirror.materialize(dest, version.source if version is not None else given.read_bytes())
+            copy, cwd = mirror.prepare(dest, version.source if version is not None else given.read_bytes())
             env = dict(request.env or os.environ)
             env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written through a symlink either
             env[GUARD_ENV] = json.dumps({"scratch": str(dest), "protect": mirror.protected(), "log": str(log)})
             module = version.module if version is not None else None
             inside = request.replace(script=str(copy), cwd=str(cwd), env=env,
                                      module=module[0] if module is not None else request.module)
-            try:
-                doc = base(inside)
-            finally:
-                _rmtree(dest)
+            doc = base(inside)  # the mirror stays: the next run puts back what this one changed
             doc = _name_originals(doc, dest, mirror.base)
             self._check(orig, mirror, _refused(log))
             return doc
 
         return run
+
+    def _home(self, mirror: Mirror) -> Path:
+        """Where a mirror is laid out: one place per mirror for the workspace's lifetime."""
+        return self.root / "mirrors" / str(next(i for i, m in enumerate(self._mirrors.values()) if m is mirror))
+
+    def prepare(self, script: str | os.PathLike[str]) -> float:
+        """Lay out the mirror of an ``add``-ed script now (not in the first run, whose time then
+        stands for every run); the seconds its set-up took, planning included."""
+        given = Path(script) if Path(script).is_absolute() else self.cwd / script
+        version = self._stash.get(str(given))
+        mirror = self.mirror(version.original if version is not None else given)
+        mirror.prepare(self._home(mirror), version.source if version is not None else given.read_bytes())
+        return mirror.setup_s
 
     def _check(self, orig: Path, mirror: Mirror, refused: list[str]) -> None:
         """After a run: the script's refused writes and the originals' changes (module docstring)."""
