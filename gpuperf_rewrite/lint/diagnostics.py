@@ -68,16 +68,15 @@ def from_findings(module: cst.Module, path: str, found: Found) -> list[Diagnosti
     """One Diagnostic per finding, in the order of ``found``, suppressed ones included."""
     if not found:
         return []
-    from libcst.metadata import MetadataWrapper, PositionProvider
+    from gpuperf_rewrite.lint.positions import node_spans
 
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    spans = node_spans(module, (f.node for _, f in found))
     out = []
     for cls, f in found:
-        rng = positions[f.node]
+        line, col, end_line, end_col = spans[f.node]
         fix = {"safety": f.fix.safety, "description": f.fix.description} if f.fix else None
-        out.append(Diagnostic(path, rng.start.line, rng.start.column + 1, rng.end.line,
-                              rng.end.column + 1, cls.code, cls.name, f.message,
-                              f.severity or cls.severity, fix, f.no_fix_reason))
+        out.append(Diagnostic(path, line, col + 1, end_line, end_col + 1, cls.code, cls.name,
+                              f.message, f.severity or cls.severity, fix, f.no_fix_reason))
     return out
 
 

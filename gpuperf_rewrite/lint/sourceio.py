@@ -6,7 +6,6 @@ import contextlib
 import io
 import os
 import stat
-import tempfile
 import tokenize
 from pathlib import Path
 
@@ -42,6 +41,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, expected: bytes |
         raise WriteRefused(f"{path}: file is read-only, not modified")
     if expected is not None and path.read_bytes() != expected:
         raise WriteRefused(f"{path}: file changed on disk during the run, not modified")
+    import tempfile  # only here: its import (with random's) would cost every lint ~7 ms
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".gpuperf-tmp")
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpuperf_rewrite.cli import cli
+from gpuperf_rewrite.lint import cache as cache_mod
 from gpuperf_rewrite.lint import engine
 from gpuperf_rewrite.lint.cache import ENV_VAR, Cache
 from gpuperf_rewrite.lint.diagnostics import Diagnostic
@@ -275,6 +276,21 @@ def test_concurrent_writers_and_readers_never_see_a_partial_entry(tmp_path):
     assert results == [0, 0, 0, 0]
     assert all(cache.load(cache.key("f.py", f"content {k}".encode(), Cache.salt(["GP101"], {}))) for k in range(8))
     assert not list(tmp_path.rglob("*.tmp"))  # every temporary file was renamed into place
+
+
+def test_entries_are_written_as_mkstemp_would_without_importing_tempfile(tmp_path):
+    """Private (0600), exclusive, no temporary file left (tests/cli/test_startup_imports.py
+    checks that a lint run no longer imports tempfile for it)."""
+    cache, _ = Cache.open(tmp_path)
+    key = cache.key("f.py", b"x", Cache.salt(["GP101"], {}))
+    cache.store(key, [])
+    entries = [p for p in (tmp_path / cache.fingerprint).rglob("*") if p.is_file()]
+    assert entries and all(p.stat().st_mode & 0o777 == 0o600 for p in entries)
+    assert not [p for p in tmp_path.rglob(".*") if p.name.startswith(".probe-") or p.suffix == ".tmp"]
+    fd, name = cache_mod._new_file(tmp_path, ".x-")
+    os.close(fd)
+    with pytest.raises(FileExistsError):  # exclusive creation: an existing name is never reused
+        os.close(os.open(name, cache_mod._NEW_FILE_FLAGS, 0o600))
 
 
 @pytest.mark.slow

@@ -4,12 +4,16 @@ through the imports alone the qualified names of LibCST's scope analysis."""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import re
 from pathlib import Path
 
 import libcst as cst
 import pytest
 
 from gpuperf_rewrite.rules.analysis.syntax.context import RuleContext
+from gpuperf_rewrite.rules.analysis.syntax import tree
 from gpuperf_rewrite.rules.analysis.syntax.tree import children_of
 from tests.helpers.paths import ROOT
 
@@ -83,6 +87,22 @@ yaml.safe_load, np.zeros, max(1, 2)
 '''
 
 
+LOCAL_CALLS = '''
+import torch
+from torch.utils.data import DataLoader
+
+def make_dataset(n):
+    return [torch.ones(1)] * n
+
+class Holder:
+    pass
+
+loader = DataLoader(make_dataset(8), batch_size=2)
+holder = Holder()
+undefined_thing(1)
+'''
+
+
 def _visitor_index(module: cst.Module) -> tuple[list[int], dict[int, int]]:
     order: list[int] = []
     parents: dict[int, int] = {}
@@ -118,10 +138,10 @@ def test_index_matches_libcst_visitor(source: Path | str) -> None:
         assert [id(c) for c in children_of(node)] == [id(c) for c in node.children]
 
 
-@pytest.mark.parametrize("source", [*SOURCES, "<extra>", "<shadowing>"],
+@pytest.mark.parametrize("source", [*SOURCES, "<extra>", "<shadowing>", "<local-calls>"],
                          ids=lambda p: getattr(p, "name", p))
 def test_import_resolution_matches_scope_analysis(source: Path | str) -> None:
-    text = {"<extra>": EXTRA, "<shadowing>": SHADOWING}.get(str(source)) or \
+    text = {"<extra>": EXTRA, "<shadowing>": SHADOWING, "<local-calls>": LOCAL_CALLS}.get(str(source)) or \
         Path(source).read_text(encoding="utf-8")
     ctx = RuleContext(cst.parse_module(text), text)
     checked = 0
@@ -133,6 +153,9 @@ def test_import_resolution_matches_scope_analysis(source: Path | str) -> None:
             assert all("<locals>" in q for q in ctx.qualified_names(node)), ctx.code_for(node)
         checked += fast is not None
     assert checked or source != "<shadowing>"
+    for name in ctx.nodes(cst.Name):  # a name ruled out as a builtin is not one for LibCST either
+        if not ctx._could_match(name, {f"builtins.{name.value}"}):
+            assert f"builtins.{name.value}" not in ctx.qualified_names(name), ctx.code_for(name)
 
 
 def test_shadowed_or_ambiguous_names_take_the_scope_analysis() -> None:
@@ -154,3 +177,46 @@ def test_shadowed_or_ambiguous_names_take_the_scope_analysis() -> None:
     for code in ("torch.relu", "np", "DataLoader", "sibling.x", "thing.y", "yaml.safe_load",
                  "float", "n"):
         assert resolved[code] is None, code
+
+
+def test_a_name_the_builtins_lack_is_never_a_builtin_without_scope_analysis() -> None:
+    """``make_dataset(...)``, ``Holder()``: asking whether a file's own function is the builtin
+    of that name is answered from the builtins module, as LibCST answers it, and a training
+    script whose rules ask it (GP201's pickling check) is not charged a scope analysis."""
+    ctx = RuleContext(cst.parse_module(LOCAL_CALLS), LOCAL_CALLS)
+    calls = {ctx.code_for(c.func): c.func for c in ctx.nodes(cst.Call)}
+    for code in ("make_dataset", "Holder", "undefined_thing"):
+        assert not ctx.matches(calls[code], {f"builtins.{code}"}), code
+    assert ctx._wrapper is None  # no scope analysis was needed
+    for code in ("make_dataset", "Holder", "undefined_thing"):  # and LibCST agrees
+        assert not any(q.startswith("builtins.") for q in ctx.qualified_names(calls[code])), code
+
+
+def _node_classes(cls: type = cst.CSTNode) -> set[type]:
+    found = set()
+    for sub in cls.__subclasses__():
+        if dataclasses.is_dataclass(sub) and not inspect.isabstract(sub):
+            found.add(sub)
+        found |= _node_classes(sub)
+    return found
+
+
+def test_child_fields_are_read_without_libcst_source(monkeypatch) -> None:
+    """Every node type's child fields, in visiting order, come from its compiled code, not its
+    source: the same fields as the ``visit_*(self, "field", ...)`` calls of the source name, and
+    none is left to the slow ``node.children`` fallback when the source is not read at all."""
+    classes = sorted(_node_classes(), key=lambda c: c.__qualname__)
+    assert len(classes) > 100
+    call = re.compile(r'visit_\w+\(\s*self,\s*"(\w+)"')
+    from_source = {}
+    for cls in classes:
+        names = {f.name for f in dataclasses.fields(cls)}
+        found = call.findall(inspect.getsource(cls._visit_and_replace_children))
+        from_source[cls] = tuple(f for f in dict.fromkeys(found) if f in names)
+
+    def no_source(obj: object) -> str:
+        raise OSError("source not available")
+
+    monkeypatch.setattr(inspect, "getsource", no_source)
+    monkeypatch.setattr(tree, "_CHILD_FIELDS", {})
+    assert {cls: tree._child_fields(cls) for cls in classes} == from_source

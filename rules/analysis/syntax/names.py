@@ -192,8 +192,10 @@ class NameResolution:
             return False
         root = cur.value
         if root not in aliases:
-            # Not imported: only a builtin (``builtins.float``) can match.
-            return not parts and any(w == f"builtins.{root}" for w in names)
+            # Not imported: only a builtin (``builtins.float``) can match, and only a name the
+            # builtins module has (LibCST's rule too), so a user's ``make_dataset()`` never
+            # costs the file a scope analysis.
+            return not parts and root in _BUILTINS and any(w == f"builtins.{root}" for w in names)
         return _matches(".".join([aliases[root], *reversed(parts)]), names)
 
     def resolved_names(self, node: cst.CSTNode, names: Sequence[str] | set[str] | frozenset[str]) -> set[str]:

@@ -1,0 +1,94 @@
+"""Where the nodes that findings point at are in the file: the ranges LibCST's
+``PositionProvider`` gives (syntactic start and end; 1-based lines, 0-based columns), for a
+fraction of its cost.
+
+``PositionProvider`` builds two position objects per node and splits every token on newlines
+while it generates the module's code; on a training script that is the largest cost after
+LibCST's import and the rules. Here the code generation records each node's span as token
+indexes (two ints), and only the spans asked about become lines and columns, in one pass over the
+tokens that stops at the last one needed. The rules of the original are kept exactly: a node's
+range may be hoisted from its children's (``record_syntactic_position``), the first range
+recorded for a node wins, and a token's newlines are counted token by token
+(``\\r\\n``, ``\\r`` or ``\\n``). tests/lint/test_positions.py compares every node of the corpus
+with ``PositionProvider``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+
+Span = tuple[int, int, int, int]  # line, column, end line, end column
+_NEWLINE = re.compile(r"\r\n?|\n")
+
+
+@dataclass
+class _SpanState(CodegenState):
+    """Code generation that records ``node -> (first token, end token)`` indexes."""
+
+    spans: dict[cst.CSTNode, tuple[int, int]] = field(default_factory=dict)
+    starts: list[int] = field(default_factory=list)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self.starts.append(len(self.tokens))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self.starts.pop()
+        if node not in self.spans:  # a syntactic range recorded inside wins
+            self.spans[node] = (start, len(self.tokens))
+
+    def pop_trailing_newline(self) -> None:
+        # PositionProvider's state drops the token but not the position it reached: keep the
+        # token so that the module's own end is counted the same way.
+        pass
+
+    @contextmanager
+    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
+                                  end_node: cst.CSTNode | None = None) -> Iterator[None]:
+        start = len(self.tokens)
+        try:
+            yield
+        finally:
+            end = len(self.tokens)
+            if start_node is not None:
+                start = self.spans[start_node][0]
+            if end_node is not None:
+                end = self.spans[end_node][1]
+            self.spans[node] = (start, end)
+
+
+def node_spans(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[cst.CSTNode, Span]:
+    """``node -> (line, column, end line, end column)`` for each of ``nodes`` (nodes of
+    ``module``), as ``PositionProvider`` would give them."""
+    state = _SpanState(default_indent=module.default_indent, default_newline=module.default_newline)
+    module._codegen(state)
+    wanted = {node: state.spans[node] for node in nodes}
+    at = _positions_at(state.tokens, {i for span in wanted.values() for i in span})
+    return {node: (*at[start], *at[end]) for node, (start, end) in wanted.items()}
+
+
+def _positions_at(tokens: list[str], indexes: set[int]) -> dict[int, tuple[int, int]]:
+    """(line, column) reached after the first ``i`` tokens, for each ``i`` in ``indexes``."""
+    out: dict[int, tuple[int, int]] = {}
+    todo = sorted(indexes)
+    line, column, k = 1, 0, 0
+    for i, token in enumerate(tokens):
+        while k < len(todo) and todo[k] == i:
+            out[i] = (line, column)
+            k += 1
+        if k == len(todo):
+            return out
+        if "\n" in token or "\r" in token:
+            segments = _NEWLINE.split(token)
+            line += len(segments) - 1
+            column = len(segments[-1])
+        else:
+            column += len(token)
+    for i in todo[k:]:  # the end of the last token
+        out[i] = (line, column)
+    return out

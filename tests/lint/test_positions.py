@@ -1,0 +1,67 @@
+"""Finding positions (gpuperf_rewrite/lint/positions.py) are LibCST's PositionProvider ranges,
+for every node of the lint corpus (scripts/lint_snapshot.py's files) and for the layouts that
+make positions hard (CRLF and lone CR newlines, tabs, no trailing newline, decorators, comments,
+semicolons)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from gpuperf_rewrite.lint.positions import node_spans
+from tests.helpers.paths import ROOT
+
+SOURCES = sorted(p for d in ("fixtures", "tests/rules/data", "tests/lint/data")
+                 for p in (ROOT / d).rglob("*.py") if "__pycache__" not in p.parts)
+LAYOUTS = {
+    "crlf": "import torch\r\n\r\n@dec\r\ndef f(x):  # c\r\n    return (x +\r\n            1)\r\n",
+    "lone-cr": "import torch\rx = [1,\r  2]; y = 3\r",
+    "no-trailing-newline": "import torch\nif x:\n\tprint(torch.ones(1)\n\t      .item())",
+    "empty": "",
+    "comments-only": "# a\n\n# b\n",
+    "strings": 's = """a\nb\r\nc""" + f"{x!r}\\n"\nt = (\'\'\'\n\'\'\')\n',
+}
+
+
+def _all_nodes(module: cst.Module) -> list[cst.CSTNode]:
+    nodes: list[cst.CSTNode] = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            nodes.append(node)
+            return True
+
+    module.visit(Collect())
+    return nodes
+
+
+def _check(text: str) -> int:
+    module = cst.parse_module(text)
+    nodes = _all_nodes(module)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    got = node_spans(module, nodes)
+    for node in nodes:
+        rng = expected[node]
+        assert got[node] == (rng.start.line, rng.start.column, rng.end.line, rng.end.column), \
+            module.code_for_node(node)
+    return len(nodes)
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_layouts_match_position_provider(name: str) -> None:
+    assert _check(LAYOUTS[name])
+
+
+def test_every_corpus_node_matches_position_provider() -> None:
+    assert len(SOURCES) > 10
+    assert sum(_check(path.read_text(encoding="utf-8")) for path in SOURCES) > 10_000
+
+
+def test_only_the_nodes_asked_for_and_each_once() -> None:
+    module = cst.parse_module("import torch\nx = torch.ones(1)\nprint(x.item())\n")
+    call = module.body[2].body[0].value
+    assert node_spans(module, [call, call]) == {call: (3, 0, 3, 15)}
+    assert node_spans(module, []) == {}
