@@ -152,6 +152,10 @@ class Rule:
     options: ClassVar[Mapping[str, Any]] = {}
     option_descriptions: ClassVar[Mapping[str, str]] = {}
     examples: ClassVar[Sequence[Valid | Invalid]] = ()
+    # The training frameworks (and versions) whose configuration the rule reads, and the examples
+    # about them (also in ``examples``); set by ``_framework_docs.documented``.
+    frameworks: ClassVar[tuple[str, ...]] = ()
+    framework_examples: ClassVar[Sequence[Valid | Invalid]] = ()
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -9,6 +9,7 @@ import libcst as cst
 from ._api import AddImport, Edit, Finding, Fix, Invalid, Rule, Valid, dedent
 from ._calls import dataloader_arg, literal_value
 from ._context import RuleContext
+from ._framework_fixes import FRAMEWORK_KEYWORDS, documented, framework_findings
 from ._gpu_use import may_use_cuda
 from ._kwargs import call_keywords
 from ._loader_args import AMBIGUOUS, new_key_edit, set_setting, settings_of
@@ -17,6 +18,7 @@ from ._torchnames import DATALOADERS
 from ._worker_safety import dataset_is_iterable, spawn_hazard
 
 
+@documented
 class DataloaderWorkers(Rule):
     code = "GP201"
     name = "dataloader-workers"
@@ -72,7 +74,7 @@ class DataloaderWorkers(Rule):
         "https://docs.python.org/3/library/multiprocessing.html#the-spawn-and-forkserver-start-methods",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("DataLoader",)
+    keywords = ("DataLoader", *FRAMEWORK_KEYWORDS)
     options = {"max-workers": 8}
     option_descriptions = {
         "max-workers": (
@@ -429,6 +431,7 @@ class DataloaderWorkers(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        yield from framework_findings(ctx, self.code)
         max_workers = int(ctx.options.get("max-workers", 8))
         for call in ctx.nodes(cst.Call):
             if not ctx.is_call_to(call, DATALOADERS):

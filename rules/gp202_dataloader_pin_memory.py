@@ -10,6 +10,7 @@ from ._api import AddImport, Finding, Fix, Invalid, Rule, Valid, dedent
 from ._calls import literal_value
 from ._context import RuleContext
 from ._edits import torch_alias
+from ._framework_fixes import FRAMEWORK_KEYWORDS, documented, framework_findings
 from ._gpu_use import may_use_cuda
 from ._kwargs import call_keywords
 from ._loader_args import AMBIGUOUS, new_key_edit, set_setting, settings_of
@@ -17,6 +18,7 @@ from ._loader_iteration import takes_one_batch
 from ._torchnames import DATALOADERS
 
 
+@documented
 class DataloaderPinMemory(Rule):
     code = "GP202"
     name = "dataloader-pin-memory"
@@ -55,7 +57,7 @@ class DataloaderPinMemory(Rule):
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("DataLoader",)
+    keywords = ("DataLoader", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
@@ -289,6 +291,7 @@ class DataloaderPinMemory(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        yield from framework_findings(ctx, self.code)
         calls = [c for c in ctx.nodes(cst.Call) if ctx.is_call_to(c, DATALOADERS)]
         if not calls or not may_use_cuda(ctx):
             return

@@ -10,6 +10,7 @@ from ._api import Edit, Finding, Fix, Invalid, Rule, Valid, dedent
 from ._calls import NOT_LITERAL, dotted_name, has_star_args, literal_value
 from ._context import RuleContext
 from ._dict_edits import add_key
+from ._framework_fixes import FRAMEWORK_KEYWORDS, documented, framework_findings
 from ._gpu_use import may_use_cuda
 from ._kwargs import Setting, call_keywords, exclusive
 from ._loader_args import AMBIGUOUS, SHARED, editable, settings_of
@@ -58,6 +59,7 @@ def _always_positive(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
     return False
 
 
+@documented
 class DataloaderPersistentWorkers(Rule):
     code = "GP203"
     name = "dataloader-persistent-workers"
@@ -97,7 +99,7 @@ class DataloaderPersistentWorkers(Rule):
         "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader",
         "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
     )
-    keywords = ("DataLoader",)
+    keywords = ("DataLoader", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
@@ -442,6 +444,7 @@ class DataloaderPersistentWorkers(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        yield from framework_findings(ctx, self.code)
         for call in ctx.nodes(cst.Call):
             if not ctx.is_call_to(call, DATALOADERS):
                 continue

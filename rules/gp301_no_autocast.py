@@ -9,12 +9,14 @@ import libcst as cst
 from ._api import Finding, Invalid, Rule, Valid, dedent
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
 from ._context import RuleContext
+from ._framework_fixes import FRAMEWORK_KEYWORDS, documented, framework_findings
 from ._program import cpu_only, model_precision
 from ._script_facts import framework_manages_precision
 from ._training import analysis
 from ._workload import tensor_core_work
 
 
+@documented
 class NoAutocast(Rule):
     code = "GP301"
     name = "no-autocast"
@@ -78,7 +80,7 @@ class NoAutocast(Rule):
         "https://docs.pytorch.org/docs/stable/amp.html#gradient-scaling",
         "https://docs.pytorch.org/tutorials/recipes/recipes/amp_recipe.html",
     )
-    keywords = ("backward",)
+    keywords = ("backward", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
@@ -469,6 +471,7 @@ class NoAutocast(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        yield from framework_findings(ctx, self.code)
         ta = analysis(ctx)
         if not ta.step_loops or cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx) or \
                 not tensor_core_work(ctx):

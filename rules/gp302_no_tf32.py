@@ -10,7 +10,7 @@ from ._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ._calls import get_arg
 from ._context import RuleContext
 from ._edits import module_setting_edit, torch_import, torch_name
-from ._frameworks import frameworks
+from ._framework_fixes import FRAMEWORK_KEYWORDS, documented, hf_tf32
 from ._program import cpu_only, is_script, model_precision
 from ._script_facts import assigns_to, first_use_of, framework_trains
 from ._training import analysis
@@ -31,6 +31,7 @@ def _tf32_chosen(ctx: RuleContext) -> bool:
                if ctx.matches(c.func, {"transformers.*"}))
 
 
+@documented
 class NoTF32(Rule):
     code = "GP302"
     name = "no-tf32"
@@ -75,7 +76,7 @@ class NoTF32(Rule):
         "https://docs.pytorch.org/docs/stable/generated/torch.set_float32_matmul_precision.html",
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices",
     )
-    keywords = ("torch",)
+    keywords = ("torch", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
@@ -391,13 +392,11 @@ class NoTF32(Rule):
         if _tf32_chosen(ctx):
             return
         node = first_use_of(ctx, MATMUL_USERS) or model_zoo(ctx) or matmul_operator(ctx)
-        if node is None:
-            return
         message = ("float32 matmuls run without TF32 (no torch.set_float32_matmul_precision): tensor cores "
                    "stay idle; set it to \"high\" after the imports")
-        if "hf" in frameworks(ctx).kinds:
-            yield Finding(node, message + "; the Hugging Face Trainer sets it from its arguments: pass "
-                                          "TrainingArguments(tf32=True) (--tf32)")
+        hf = hf_tf32(ctx, node, message)  # a Hugging Face Trainer sets TF32 from its arguments
+        if hf is not None or node is None:
+            yield from hf or ()
             return
         if not is_script(ctx):
             yield Finding(node, message + " of the training script; no automatic fix in a module that "

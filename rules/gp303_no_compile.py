@@ -10,6 +10,9 @@ from ._api import Finding, Invalid, Rule, Valid, dedent
 from ._calls import dotted_name, get_arg, method_call
 from ._compile import compile_fix, whole_model
 from ._context import RuleContext
+from ._framework_fixes import (
+    FRAMEWORK_KEYWORDS, accelerate_compile_fix, compile_chosen, documented, framework_findings, lightning_compile_fix,
+)
 from ._program import cpu_only
 from ._script_facts import framework_trains, model_names_everywhere, trained_models
 from ._training import analysis
@@ -33,6 +36,7 @@ def _compiles_somewhere(ctx: RuleContext) -> bool:
     return False
 
 
+@documented
 class NoCompile(Rule):
     code = "GP303"
     name = "no-compile"
@@ -86,7 +90,7 @@ class NoCompile(Rule):
         "https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.compile",
         "https://docs.pytorch.org/tutorials/intermediate/torch_compile_tutorial.html",
     )
-    keywords = ("torch",)
+    keywords = ("torch", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
@@ -316,17 +320,6 @@ class NoCompile(Rule):
         """), fixed=None),
         Invalid(dedent("""
             import torch
-            from accelerate import Accelerator
-            accelerator = Accelerator()
-            model = Net().to(accelerator.device)
-            optimizer = torch.optim.AdamW(model.parameters(), fused=True)
-            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
-            for batch in loader:
-                accelerator.backward(model(**batch).loss)
-                optimizer.step()
-        """), fixed=None),
-        Invalid(dedent("""
-            import torch
             import torchvision
             device = torch.device("cuda")
             model = torchvision.models.resnet18(weights="DEFAULT")
@@ -462,8 +455,10 @@ class NoCompile(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx) or _compiles_somewhere(ctx):
+        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx) or _compiles_somewhere(ctx) or \
+                compile_chosen(ctx):
             return
+        yield from framework_findings(ctx, self.code)
         seen: set[str] = set()
         for model in trained_models(ctx):
             model = whole_model(ctx, model)
@@ -474,9 +469,13 @@ class NoCompile(Rule):
             if model.name == "self":  # the module builds its own optimizer (LightningModule)
                 yield Finding(node, "this module is never compiled: every op runs as a separate eager "
                                     "kernel; compile the instance where it is built (model = "
-                                    "torch.compile(model) before trainer.fit) or in its setup")
+                                    "torch.compile(model) before trainer.fit) or in its setup",
+                              lightning_compile_fix(ctx))
                 continue
             fix, why = compile_fix(ctx, model)
             message = (f"the trained model `{model.name}` is never compiled: every op runs as a separate "
                        "eager kernel; call model.compile() after building it")
+            if fix is None and (fw_fix := accelerate_compile_fix(ctx)) is not None:
+                fix, why = fw_fix, None  # Accelerate compiles what it prepares
+                message += ", or let Accelerate compile it: Accelerator(dynamo_backend=\"inductor\")"
             yield Finding(node, message + (f"; no automatic fix: {why}" if why else ""), fix)

@@ -10,6 +10,7 @@ from ._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ._calls import get_arg, literal_value
 from ._context import RuleContext
 from ._edits import module_setting_edit, torch_import, torch_name
+from ._framework_fixes import documented, lightning_benchmark_fix
 from ._frameworks import frameworks
 from ._program import cpu_only, is_script
 from ._script_facts import framework_trains
@@ -59,6 +60,7 @@ def _opt_in(ctx: RuleContext, node: cst.CSTNode, depth: int = 0) -> bool:
     return bool(calls) and all(_opt_in(ctx, call, depth + 1) for call in calls)
 
 
+@documented
 class NoCudnnBenchmark(Rule):
     code = "GP304"
     name = "no-cudnn-benchmark"
@@ -376,6 +378,11 @@ class NoCudnnBenchmark(Rule):
                                           "the default run could benchmark (no automatic fix: set "
                                           "benchmark = True outside that branch if the inputs have "
                                           "fixed shapes)")
+            return
+        lightning = lightning_benchmark_fix(ctx)  # Lightning sets the flag from Trainer(benchmark=...)
+        if lightning is not False:
+            yield Finding(node, message.replace("torch.backends.cudnn.benchmark = True", "Trainer(benchmark=True)"),
+                          lightning or None)
             return
         if not is_script(ctx):
             yield Finding(node, message + "; set it in the training script (no automatic fix in a module "

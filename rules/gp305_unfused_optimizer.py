@@ -10,6 +10,7 @@ from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._calls import get_arg, has_star_args, literal_value
 from ._context import RuleContext
 from ._edits import add_kwarg, torch_import
+from ._framework_fixes import FRAMEWORK_KEYWORDS, documented, framework_findings
 from ._program import cpu_only
 from ._script_facts import (
     TrainedModel, _param_receivers, device_type_expr, framework_trains, model_device_name, visible_scope,
@@ -22,6 +23,7 @@ FUSABLE = frozenset({
 })
 
 
+@documented
 class UnfusedOptimizer(Rule):
     code = "GP305"
     name = "unfused-optimizer"
@@ -59,7 +61,7 @@ class UnfusedOptimizer(Rule):
         "https://docs.pytorch.org/docs/stable/optim.html#algorithms",
         "https://docs.pytorch.org/docs/stable/generated/torch.optim.AdamW.html",
     )
-    keywords = ("Adam", "SGD")
+    keywords = ("Adam", "SGD", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
@@ -214,6 +216,7 @@ class UnfusedOptimizer(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        yield from framework_findings(ctx, self.code)
         if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx):
             return
         for call in ctx.nodes(cst.Call):

@@ -10,6 +10,7 @@ from ._api import Edit, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ._context import RuleContext
 from ._dict_edits import add_key
 from ._edits import add_kwarg
+from ._framework_fixes import documented, framework_findings
 from ._kwargs import Keywords, call_keywords, feeds_only
 
 DDP = frozenset({
@@ -17,6 +18,7 @@ DDP = frozenset({
 })
 
 
+@documented
 class DdpBucketView(Rule):
     code = "GP502"
     name = "ddp-bucket-view"
@@ -50,7 +52,7 @@ class DdpBucketView(Rule):
     references = (
         "https://docs.pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html",
     )
-    keywords = ("DistributedDataParallel",)
+    keywords = ("DistributedDataParallel", "DDPStrategy", "ddp")
 
     examples = [
         Valid(dedent("""
@@ -129,6 +131,7 @@ class DdpBucketView(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        yield from framework_findings(ctx, self.code)
         for call in ctx.nodes(cst.Call):
             if not ctx.is_call_to(call, DDP):
                 continue

@@ -48,18 +48,31 @@ def rule_markdown(rule: type[Rule], level: int = 1) -> str:
     if rule.options:
         lines += ["", "**Options** (`[tool.gpuperf.rules.%s]`):" % rule.code, ""]
         lines += [f"- `{k}` (default `{v!r}`): {rule.option_descriptions[k]}" for k, v in rule.options.items()]
+    if rule.frameworks:
+        lines += ["", "**Frameworks understood**:", ""] + [f"- {item}" for item in rule.frameworks]
     lines += ["", "**Limitations**:", ""] + [f"- {item}" for item in rule.limitations]
-    invalid = [e for e in rule.examples if isinstance(e, Invalid)]
-    valid = [e for e in rule.examples if isinstance(e, Valid)]
+    lines += _examples(rule.examples, "")
+    if rule.framework_examples and rule.framework_examples[0] not in rule.examples[:1]:
+        lines += _examples(rule.framework_examples, "In a framework's configuration")
+    lines += ["", "**References**:", ""] + [f"- <{url}>" for url in rule.references]
+    return "\n".join(lines) + "\n"
+
+
+def _examples(examples: Any, title: str) -> list[str]:
+    """The first flagged example (with its fix) and the first one not flagged."""
+    lines: list[str] = []
+    invalid = [e for e in examples if isinstance(e, Invalid)]
+    valid = [e for e in examples if isinstance(e, Valid)]
+    prefix = f"{title}, " if title else ""
     if invalid:
         ex = invalid[0]
-        lines += ["", "**Example**:", "", "```python", ex.code.rstrip("\n"), "```"]
+        lines += ["", f"**{prefix}{'e' if title else 'E'}xample**:", "", "```python", ex.code.rstrip("\n"), "```"]
         if ex.fixed is not None:
             lines += ["", "Fixed:", "", "```python", ex.fixed.rstrip("\n"), "```"]
     if valid:
-        lines += ["", "**Not flagged**:", "", "```python", valid[0].code.rstrip("\n"), "```"]
-    lines += ["", "**References**:", ""] + [f"- <{url}>" for url in rule.references]
-    return "\n".join(lines) + "\n"
+        lines += ["", f"**{prefix}{'n' if title else 'N'}ot flagged**:", "", "```python",
+                  valid[0].code.rstrip("\n"), "```"]
+    return lines
 
 
 def rule_record(rule: type[Rule]) -> dict[str, Any]:
@@ -71,6 +84,7 @@ def rule_record(rule: type[Rule]) -> dict[str, Any]:
         "gains_on": rule.gains_on,
         "limitations": list(rule.limitations),
         "references": list(rule.references),
+        "frameworks": list(rule.frameworks),
         "options": {k: {"default": v, "description": rule.option_descriptions[k]}
                     for k, v in rule.options.items()},
     }
