@@ -1,6 +1,8 @@
 """An Accelerate loop with hand-written gradient accumulation and no mixed precision.
 
     accelerate launch --num_processes 2 accelerate_slow.py
+
+Expected rule codes (--select ALL): GP201, GP202, GP301, GP302, GP303, GP305, GP502, GP504, GP505
 """
 import torch
 from accelerate import Accelerator, DistributedDataParallelKwargs

@@ -1,4 +1,7 @@
-"""A plain DDP loop that accumulates gradients by hand without no_sync, searching for unused parameters."""
+"""A plain DDP loop that accumulates gradients by hand without no_sync, searching for unused parameters.
+
+Expected rule codes (--select ALL): GP104 x2, GP301, GP302, GP303, GP305, GP504, GP505
+"""
 import os
 
 import torch

@@ -1,4 +1,7 @@
-"""Configured on the command line through HfArgumentParser: the file cannot see the settings."""
+"""Configured on the command line through HfArgumentParser: the file cannot see the settings.
+
+Expected rule codes (--select ALL): GP302 (without a fix: --tf32 may be given)
+"""
 from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
 
 parser = HfArgumentParser(TrainingArguments)

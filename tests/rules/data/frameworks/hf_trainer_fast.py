@@ -1,4 +1,7 @@
-"""The same fine-tune with the fast settings: bf16, TF32, compile, worker processes, fused AdamW."""
+"""The same fine-tune with the fast settings: bf16, TF32, compile, worker processes, fused AdamW.
+
+Expected rule codes (--select ALL): none
+"""
 import torch
 from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
 

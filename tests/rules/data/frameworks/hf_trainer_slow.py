@@ -1,6 +1,8 @@
 """Fine-tune a small BERT classifier with the Hugging Face Trainer, on every slow default.
 
     torchrun --nproc_per_node 2 hf_trainer_slow.py
+
+Expected rule codes (--select ALL): GP106 x2, GP201, GP301, GP302, GP303, GP305, GP505
 """
 import torch
 from torch import nn

@@ -1,4 +1,7 @@
-"""The same Lightning module with the fast settings."""
+"""The same Lightning module with the fast settings.
+
+Expected rule codes (--select ALL): none
+"""
 import lightning as L
 import torch
 from lightning.pytorch.strategies import DDPStrategy

@@ -1,4 +1,7 @@
-"""A small convolutional classifier trained by Lightning on every slow default, under DDP."""
+"""A small convolutional classifier trained by Lightning on every slow default, under DDP.
+
+Expected rule codes (--select ALL): GP106, GP201, GP202, GP301, GP302, GP303, GP304, GP305, GP502, GP505
+"""
 import lightning as L
 import torch
 from torch import nn
