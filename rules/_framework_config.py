@@ -185,6 +185,22 @@ def in_training_step(ctx: RuleContext, node: cst.CSTNode) -> bool:
     return fn is not None and fn.name.value == "training_step" and cls in framework_config(ctx).lightning_modules
 
 
+def trains_with(ctx: RuleContext, cfg: ConfigCall) -> bool:
+    """Does the code around an ``Accelerator(...)`` train (a ``backward`` call in the same class,
+    in the same function or a function of this file it calls, or anywhere for one built at module
+    level)? An accelerator built only to gather metrics or test a utility trains nothing."""
+    owner = ctx.enclosing(cfg.call, cst.ClassDef) or ctx.enclosing(cfg.call, cst.FunctionDef)
+    backwards = [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward"]
+    if owner is None:
+        return bool(backwards)
+    scopes = [owner]
+    if isinstance(owner, cst.FunctionDef):
+        local = {fn.name.value: fn for fn in ctx.nodes(cst.FunctionDef)}
+        scopes += [local[c.func.value] for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and
+                   c.func.value in local and ctx.is_inside(c, owner)]
+    return any(ctx.is_inside(b, s) for b in backwards for s in scopes)
+
+
 def lightning_import_root(ctx: RuleContext, cfg: ConfigCall) -> str:
     """``lightning.pytorch`` or ``pytorch_lightning``: where the script's Lightning lives."""
     return "pytorch_lightning" if cfg.qualname.startswith("pytorch_lightning") else "lightning.pytorch"

@@ -41,7 +41,9 @@ _doc("GP301", (HF, LIGHTNING, ACCELERATE), (
     "Framework scripts: `TrainingArguments` with neither `bf16` nor `fp16` gets `bf16=True`; a Lightning "
     "`Trainer` with no or a 32/64-bit `precision` gets `precision=\"bf16-mixed\"`; `Accelerator()` without "
     "`mixed_precision` (or with \"no\") gets `mixed_precision=\"bf16\"`, and the message says the launch "
-    "configuration may set it instead (nothing is reported when the file names ACCELERATE_MIXED_PRECISION). "
+    "configuration may set it instead (nothing is reported when the file names ACCELERATE_MIXED_PRECISION, "
+    "when another Accelerator of the file chose a precision, or when no `backward` runs in the Accelerator's "
+    "class, function, the functions of this file it calls, or (module level) anywhere in the file). "
     "TRL configs default to bfloat16 and are reported only with an explicit `bf16=False`; configurations "
     "on the CPU (`use_cpu=True`, `accelerator=\"cpu\"`, `Accelerator(cpu=True)`) are not reported.",
 ), [
@@ -71,11 +73,24 @@ _doc("GP301", (HF, LIGHTNING, ACCELERATE), (
     Invalid(dedent("""
         from accelerate import Accelerator
         accelerator = Accelerator()
-        model, optimizer = accelerator.prepare(model, optimizer)
+        model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+        for batch in loader:
+            accelerator.backward(model(**batch).loss)
+            optimizer.step()
     """), fixed=dedent("""
         from accelerate import Accelerator
         accelerator = Accelerator(mixed_precision="bf16")
-        model, optimizer = accelerator.prepare(model, optimizer)
+        model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+        for batch in loader:
+            accelerator.backward(model(**batch).loss)
+            optimizer.step()
+    """)),
+    Valid(dedent("""
+        from accelerate import Accelerator
+        def gather_metrics(model, loader):  # evaluates only: nothing trains here
+            accelerator = Accelerator()
+            model, loader = accelerator.prepare(model, loader)
+            return [accelerator.gather(model(**batch).logits) for batch in loader]
     """)),
     Valid(dedent("""
         from trl import SFTConfig, SFTTrainer  # TRL configs train in bfloat16 unless fp16
@@ -194,8 +209,9 @@ _doc("GP303", (HF, LIGHTNING, ACCELERATE), (
 
 _LOADER = (
     "Hugging Face Trainer scripts: `dataloader_num_workers` missing or 0 (GP201), `dataloader_pin_memory=False` "
-    "(GP202; the default is True), `dataloader_persistent_workers` off while workers are set (GP203) are "
-    "fixed on the `TrainingArguments`. Lightning loaders are the `DataLoader(...)` calls of "
+    "(GP202; the default is True), `dataloader_persistent_workers` off while `dataloader_num_workers` is "
+    "surely positive (GP203: a positive literal or `min(8, os.cpu_count() or 1)`; the Trainer passes the flag "
+    "as it is and the DataLoader raises without workers) are fixed on the `TrainingArguments`. Lightning loaders are the `DataLoader(...)` calls of "
     "`train_dataloader()` or handed to `fit`, checked like any DataLoader.",
 )
 _doc("GP201", (HF, LIGHTNING), _LOADER, [

@@ -20,7 +20,7 @@ from ._execution import execution
 from ._framework_config import KEYWORDS as FRAMEWORK_KEYWORDS
 from ._framework_config import (
     ConfigCall, accelerators, framework_config, hf_args, lightning_import_root, lightning_trainers, on_cpu,
-    qualname_of,
+    qualname_of, trains_with,
 )
 from ._framework_docs import documented
 from ._frameworks import frameworks
@@ -72,9 +72,12 @@ def precision(ctx: RuleContext) -> Iterator[Finding]:
                                f"{'unset: 32-true' if value is None else repr(value)}): tensor cores run "
                                "bfloat16 several times faster; pass precision=\"bf16-mixed\"",
                           "precision", '"bf16-mixed"')
+    # Accelerate's state is shared: an Accelerator() built after one with mixed_precision reuses it.
+    chosen = any(c.sets("mixed_precision") for c in framework_config(ctx).of("accelerate"))
     for cfg in accelerators(ctx):
         value = cfg.value("mixed_precision", None)
-        if on_cpu(cfg) or value not in (None, "no") or "ACCELERATE_MIXED_PRECISION" in ctx.source:
+        if on_cpu(cfg) or value not in (None, "no") or "ACCELERATE_MIXED_PRECISION" in ctx.source or \
+                value is None and chosen or not trains_with(ctx, cfg):
             continue
         message = ("Accelerator() trains in float32 (mixed_precision "
                    f"{'unset' if value is None else 'no'}): tensor cores run bfloat16 several times "
@@ -185,11 +188,31 @@ def hf_loader(ctx: RuleContext, code: str) -> Iterator[Finding]:
         elif code == "GP202" and cfg.value("dataloader_pin_memory", True) is False and not on_cpu(cfg):
             yield _report(cfg, f"{name} turns pinned memory off (dataloader_pin_memory=False): every batch "
                                "is copied to the GPU from pageable memory", "dataloader_pin_memory", "True", "safe")
-        elif code == "GP203" and workers not in (0, None) and \
+        elif code == "GP203" and _positive(cfg, "dataloader_num_workers") and \
                 cfg.value("dataloader_persistent_workers", False) is False:
             yield _report(cfg, f"{name} restarts its loader workers every epoch (dataloader_persistent_workers "
                                "off): each epoch pays the workers' start-up again", "dataloader_persistent_workers",
                           "True", "safe")
+
+
+def _positive(cfg: ConfigCall, name: str) -> bool:
+    """Is ``name`` surely a positive integer (``4``, ``min(8, os.cpu_count() or 1)``)? The Trainer
+    passes ``persistent_workers`` to the DataLoader as it is, which raises with no workers."""
+    settings = cfg.keywords.of(name)
+    return len(settings) == 1 and _positive_expr(settings[0].value)
+
+
+def _positive_expr(expr: cst.BaseExpression) -> bool:
+    value = literal_value(expr)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value > 0
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
+        return _positive_expr(expr.right)  # ``os.cpu_count() or 1``
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("min", "max") and \
+            expr.args and all(not a.star for a in expr.args):
+        results = [_positive_expr(a.value) for a in expr.args]
+        return all(results) if expr.func.value == "min" else any(results)
+    return False
 
 
 def _spawn_hazard(ctx: RuleContext) -> str | None:
