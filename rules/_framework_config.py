@@ -17,8 +17,9 @@ import dataclasses
 
 import libcst as cst
 
-from ._calls import NOT_LITERAL, dotted_name, get_arg, literal_value
+from ._calls import NOT_LITERAL, get_arg, literal_value
 from ._context import RuleContext
+from ._frameworks import frameworks
 from ._kwargs import Keywords, call_keywords
 
 _LIGHTNING_ROOTS = ("lightning", "pytorch_lightning")
@@ -130,9 +131,8 @@ def _framework_config(ctx: RuleContext) -> FrameworkConfig:
         kind = _kind(qn)
         if kind is not None:
             calls.append(ConfigCall(kind, call, qn, call_keywords(ctx, call)))
-    modules = tuple(cls for cls in ctx.nodes(cst.ClassDef)
-                    if any(ctx.resolved_names(b.value, frozenset({"lightning.*", "pytorch_lightning.*"}))
-                           and (dotted_name(b.value) or "").endswith("LightningModule") for b in cls.bases))
+    # LightningModule subclasses, through aliases and in-file subclasses of subclasses.
+    modules = tuple(frameworks(ctx).classes.get("lightning", []))
     return FrameworkConfig(tuple(calls), blind, modules)
 
 

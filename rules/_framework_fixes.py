@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from ._api import AddImport, Edit, Finding, Fix, InsertBefore, Replace
-from ._calls import NOT_LITERAL, dotted_name, get_arg, literal_value
+from ._calls import dotted_name, get_arg, literal_value
 from ._context import RuleContext
 from ._edits import set_or_add_kwarg
 from ._execution import execution
@@ -303,5 +303,5 @@ def framework_findings(ctx: RuleContext, code: str) -> Iterator[Finding]:
     yield from _BY_CODE[code](ctx)
 
 
-__all__ = ["FRAMEWORK_KEYWORDS", "NOT_LITERAL", "accelerate_compile_fix", "compile_chosen", "documented", "framework_findings", "hf_tf32", "lightning_benchmark_fix",
-           "lightning_compile_fix"]
+__all__ = ["FRAMEWORK_KEYWORDS", "accelerate_compile_fix", "compile_chosen", "ddp_kwarg_calls", "documented",
+           "framework_findings", "hf_tf32", "lightning_benchmark_fix", "lightning_compile_fix", "set_keyword"]

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ._calls import literal_value, method_call
+from ._calls import get_arg, literal_value, method_call
 from ._context import RuleContext
 from ._edits import set_or_add_kwarg
 from ._framework_config import KEYWORDS, hf_args, in_training_step, on_cpu
@@ -96,8 +96,17 @@ class SyncedLogging(Rule):
                 def training_step(self, batch, batch_idx):
                     loss = self.net(batch).mean()
                     self.log("loss", loss, prog_bar=True)
+                    self.log_dict({"a": loss}, on_step=True, on_epoch=False, sync_dist=True)
                     return loss
-        """), fixed=None),
+        """), fixed=dedent("""
+            import pytorch_lightning as pl
+            class Lit(pl.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    loss = self.net(batch).mean()
+                    self.log("loss", loss, prog_bar=True)
+                    self.log_dict({"a": loss}, on_step=False, on_epoch=True, sync_dist=True)
+                    return loss
+        """), count=2),
         Invalid(dedent("""
             from transformers import TrainingArguments
             args = TrainingArguments(output_dir="out", logging_steps=500)
@@ -148,9 +157,8 @@ def _lightning(ctx: RuleContext) -> Iterator[Finding]:
         if kw.get("on_step", True) is False:
             continue
         if kw.get("sync_dist") is True:
-            new = set_or_add_kwarg(call, "on_step", "False", None)
-            new = set_or_add_kwarg(new, "on_epoch", "True", next(
-                (a for a in new.args if a.keyword is not None and a.keyword.value == "on_epoch"), None))
+            new = set_or_add_kwarg(call, "on_step", "False", get_arg(call, "on_step"))
+            new = set_or_add_kwarg(new, "on_epoch", "True", get_arg(new, "on_epoch"))
             yield Finding(call, "self.log(..., sync_dist=True) in training_step all-reduces the value across "
                                 "ranks on every step (on_step defaults to True there); log it per epoch: "
                                 "on_step=False, on_epoch=True",
