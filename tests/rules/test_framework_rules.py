@@ -114,3 +114,17 @@ def test_lightning_ddp_strategy_fixes_converge() -> None:
     assert "DDPStrategy(gradient_as_bucket_view=True)" in fixed or \
         "DDPStrategy(find_unused_parameters=False, gradient_as_bucket_view=True)" in fixed
     assert lint(fixed, fix="unsafe").fixed is None
+
+
+def test_settings_read_through_dicts_and_expressions() -> None:
+    src = ("from transformers import TrainingArguments\ncommon = dict(output_dir='o', bf16=True)\n"
+           "args = TrainingArguments(**common, dataloader_num_workers=4)\n")
+    res = lint(src)
+    codes = {d.code: d for d in res.diagnostics}
+    assert "GP301" not in codes and "GP201" not in codes  # bf16 in the dict, workers given
+    assert codes["GP203"].fix is None  # the dict could hold it: report only
+    # Workers that may be 0: persistent_workers=True would make the DataLoader raise.
+    assert "GP203" not in _codes("from transformers import TrainingArguments\n"
+                                 "a = TrainingArguments(output_dir='o', dataloader_num_workers=cli.workers)\n")
+    src = "from accelerate import Accelerator\nacc = Accelerator(mixed_precision=args.mixed_precision)\n"
+    assert "GP301" not in _codes(src + "acc.backward(loss)\n")
