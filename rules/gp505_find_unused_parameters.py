@@ -38,8 +38,8 @@ class FindUnusedParameters(Rule):
         "forward to mark the parameters that will get no gradient, and must wait for the whole backward "
         "before it can tell a bucket is complete, which delays the overlap of communication with "
         "computation. Models whose parameters all take part in every step pay for nothing; the Hugging "
-        "Face Trainer turns the search on by default (transformers 5.x: unless activation checkpointing "
-        "is on; 4.x: for models that are not a `PreTrainedModel`)."
+        "Face Trainer turns the search on whenever `ddp_find_unused_parameters` is unset, except for a "
+        "`PreTrainedModel` with gradient (activation) checkpointing on (transformers 4.x to 5.24)."
     )
     fix_description = (
         "Set `find_unused_parameters=False` (DDP, `DDPStrategy`, `DistributedDataParallelKwargs`), "
