@@ -74,7 +74,8 @@ class NoAutocast(Rule):
         "The GradScaler is added only in the simple shape (one backward, one optimizer step, no "
         "gradient clipping or `.grad` access, the scaler created once before the outermost loop "
         "of the same function); otherwise the rule reports only.",
-        "Framework scripts: `TrainingArguments` with neither `bf16` nor `fp16` gets `bf16=True`; a Lightning "
+        "Framework scripts: `TrainingArguments` with neither `bf16` nor `fp16` gets `bf16=torch.cuda.is_bf16_supported("
+        "including_emulation=False)` (`bf16=True` raises without a bfloat16 GPU, on a CPU too); a Lightning "
         "`Trainer` with no or a 32/64-bit `precision` gets `precision=\"bf16-mixed\"`; `Accelerator()` without "
         "`mixed_precision` (or with \"no\") gets `mixed_precision=\"bf16\"`, and the message says the launch "
         "configuration may set it instead (nothing is reported when the file names ACCELERATE_MIXED_PRECISION, "

@@ -20,9 +20,10 @@ from ..facts.framework_config import (
     qualname_of, trains_with,
 )
 from ..facts.frameworks import frameworks
+from ..facts.program import IMPORTED_MODULE, is_script
 from ..syntax.calls import dotted_name, get_arg, literal_value
 from ..syntax.context import RuleContext
-from .edits import set_or_add_kwarg
+from .edits import module_setting_edit, set_or_add_kwarg, torch_import, torch_name
 
 _LAUNCH = ("or let the launch configuration choose it (`accelerate launch --mixed_precision bf16`, "
            "the ACCELERATE_MIXED_PRECISION variable)")
@@ -62,8 +63,9 @@ def precision(ctx: RuleContext) -> Iterator[Finding]:
         if on_cpu(cfg) or cfg.trl and not cfg.sets("bf16"):  # TRL: bf16 unless fp16
             continue
         if cfg.value("bf16", False) is False and cfg.value("fp16", False) is False:
-            yield _report(cfg, f"{_hf_name(cfg)} trains in float32 (bf16 and fp16 off): tensor cores run "
-                               "bfloat16 several times faster; pass bf16=True (--bf16)", "bf16", "True")
+            yield Finding.of(cfg.call, f"{_hf_name(cfg)} trains in float32 (bf16 and fp16 off): tensor cores "
+                                       "run bfloat16 several times faster; pass bf16=True (--bf16) on a GPU "
+                                       "with bfloat16", _hf_bf16_fix(ctx, cfg))
     for cfg in lightning_trainers(ctx):
         value = cfg.value("precision", None)
         if not on_cpu(cfg) and (value is None or value in _FP32_LIGHTNING):
@@ -84,6 +86,15 @@ def precision(ctx: RuleContext) -> Iterator[Finding]:
         yield _report(cfg, message + (" " + _LAUNCH if value is None else ""), "mixed_precision", '"bf16"')
 
 
+def _hf_bf16_fix(ctx: RuleContext, cfg: ConfigCall) -> Fix | NoFix:
+    """``bf16=torch.cuda.is_bf16_supported(including_emulation=False)``, not ``bf16=True``:
+    TrainingArguments raises on ``bf16=True`` without a bfloat16 GPU (on a CPU unless
+    ``use_cpu``), and emulated bfloat16 on an older GPU is slower than float32."""
+    value = f"{torch_name(ctx)}.cuda.is_bf16_supported(including_emulation=False)"
+    fix = set_keyword(cfg, "bf16", value, "set bf16 where the GPU has bfloat16")
+    return Fix(fix.description, (*fix.edits, *torch_import(ctx)), fix.safety) if isinstance(fix, Fix) else fix
+
+
 # ---- GP302 TF32 --------------------------------------------------------------------------------
 def hf_tf32(ctx: RuleContext, node: cst.CSTNode | None, message: str) -> list[Finding] | None:
     """None when no Hugging Face Trainer configures this file (the plain rule decides); else the
@@ -95,9 +106,25 @@ def hf_tf32(ctx: RuleContext, node: cst.CSTNode | None, message: str) -> list[Fi
             return None
         return [] if node is None else [Finding(node, message + "; the Hugging Face Trainer sets it from its "
                                                 "arguments: pass TrainingArguments(tf32=True) (--tf32)")]
-    return [_report(cfg, f"{_hf_name(cfg)} leaves TF32 off (tf32 unset): float32 matmuls outside "
-                         "autocast keep tensor cores idle; pass tf32=True (--tf32)", "tf32", "True")
-            for cfg in hf_args(ctx) if not on_cpu(cfg) and not cfg.sets("tf32")]
+    # Not ``tf32=True``: TrainingArguments raises with it on a CPU or a GPU older than Ampere, so
+    # such a rewrite would stop the script there; the Trainer leaves an unset tf32 alone.
+    found = [cfg for cfg in hf_args(ctx) if not on_cpu(cfg) and not cfg.sets("tf32")]
+    fix = matmul_precision_fix(ctx)
+    return [Finding.of(cfg.call, f"{_hf_name(cfg)} leaves TF32 off (tf32 unset): float32 matmuls outside "
+                                 "autocast keep tensor cores idle; set torch.set_float32_matmul_precision"
+                                 "(\"high\") after the imports (tf32=True, --tf32, would raise on a CPU or a "
+                                 "pre-Ampere GPU)", fix if i == 0 else None)
+            for i, cfg in enumerate(found)]
+
+
+def matmul_precision_fix(ctx: RuleContext) -> Fix | NoFix | None:
+    """``torch.set_float32_matmul_precision("high")`` right after the imports of the training
+    script: TF32 where the GPU has it, nothing elsewhere (any device, any framework)."""
+    if not is_script(ctx):
+        return NoFix(IMPORTED_MODULE)
+    edit = module_setting_edit(ctx, f'{torch_name(ctx)}.set_float32_matmul_precision("high")')
+    return Fix("allow TF32 matmuls: torch.set_float32_matmul_precision(\"high\")",
+               (edit, *torch_import(ctx)), "unsafe") if edit is not None else None
 
 
 def hf_kinds(ctx: RuleContext) -> set[str]:
@@ -304,4 +331,4 @@ def framework_findings(ctx: RuleContext, code: str) -> Iterator[Finding]:
 
 
 __all__ = ["FRAMEWORK_KEYWORDS", "accelerate_compile_fix", "compile_chosen", "ddp_kwarg_calls",
-           "framework_findings", "hf_tf32", "lightning_benchmark_fix", "lightning_compile_fix", "set_keyword"]
+           "framework_findings", "hf_tf32", "matmul_precision_fix", "lightning_benchmark_fix", "lightning_compile_fix", "set_keyword"]
