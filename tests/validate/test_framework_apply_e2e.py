@@ -77,7 +77,6 @@ def test_trainer_gp201_fix_from_the_rules_is_validated_and_committed(tmp_path, m
     settings = load_settings(select=["GP201"])
     ruleset = settings.ruleset_for((ROOT / "fixtures" / "frameworks" / "hf_trainer_input_bound.py").resolve())
     res = check_source(FIXTURE.encode(), "train.py", ruleset, "unsafe", fix_codes=None)
-    if not res.applied.get("GP201"):
-        pytest.xfail("GP201 has no TrainingArguments fix in this tree yet (issue 22 item 1)")
+    assert res.applied.get("GP201") == 1, res  # dataloader_num_workers on the TrainingArguments
     repo, rc, out = _apply(tmp_path, monkeypatch, settings=settings)
     _assert_committed(repo, rc, out, tmp_path)
