@@ -171,6 +171,10 @@ class Rule:
     # One to three teaching examples (docs/rules.md shows the first valid and invalid one); the
     # regression cases live in tests/rules/fixtures/<CODE>/ with reviewed snapshots.
     examples: ClassVar[Sequence[Valid | Invalid]] = ()
+    # The training frameworks (and versions) whose configuration the rule reads, and the examples
+    # about them (also in ``examples``); docs/rules.md shows the first framework example apart.
+    frameworks: ClassVar[tuple[str, ...]] = ()
+    framework_examples: ClassVar[Sequence[Valid | Invalid]] = ()
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -7,8 +7,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import AddImport, Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
+from ..analysis.facts.framework_docs import BLIND, HF, LIGHTNING
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
+from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import dataloader_arg, literal_value
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.torch_names import DATALOADERS
@@ -65,14 +67,21 @@ class DataloaderWorkers(Rule):
         "created inside an imported dataset class is not seen.",
         "Small in-memory datasets are reported too, although worker start-up can cost more than "
         "it saves there; a loader only asked for its first batch (`next(iter(loader))`) is not.",
+        "Hugging Face Trainer scripts: `dataloader_num_workers` missing or 0 (GP201), `dataloader_pin_memory=False` "
+        "(GP202; the default is True), `dataloader_persistent_workers` off while `dataloader_num_workers` is "
+        "surely positive (GP203: a positive literal or `min(8, os.cpu_count() or 1)`; the Trainer passes the flag "
+        "as it is and the DataLoader raises without workers) are fixed on the `TrainingArguments`. Lightning loaders are the `DataLoader(...)` calls of "
+        "`train_dataloader()` or handed to `fit`, checked like any DataLoader.",
+        BLIND,
     )
+    frameworks = (HF, LIGHTNING)
     references = (
         "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
         "https://docs.pytorch.org/docs/stable/data.html#platform-specific-behaviors",
         "https://docs.python.org/3/library/multiprocessing.html#the-spawn-and-forkserver-start-methods",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("DataLoader",)
+    keywords = ("DataLoader", *FRAMEWORK_KEYWORDS)
     options = {"max-workers": 8}
     option_descriptions = {
         "max-workers": (
@@ -109,9 +118,24 @@ class DataloaderWorkers(Rule):
             if __name__ == "__main__":
                 main()
         """)),
+        Invalid(dedent("""
+            from transformers import Trainer, TrainingArguments
+            args = TrainingArguments(output_dir="out", bf16=True)
+            if __name__ == "__main__":
+                Trainer(model=model, args=args, train_dataset=ds).train()
+        """), fixed=dedent("""
+            from transformers import Trainer, TrainingArguments
+            import os
+
+            args = TrainingArguments(output_dir="out", bf16=True, dataloader_num_workers=min(8, os.cpu_count() or 1))
+            if __name__ == "__main__":
+                Trainer(model=model, args=args, train_dataset=ds).train()
+        """)),
     ]
+    framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        yield from framework_findings(ctx, self.code)
         max_workers = int(ctx.options.get("max-workers", 8))
         for call in ctx.nodes(cst.Call):
             if not ctx.is_call_to(call, DATALOADERS):

@@ -7,9 +7,11 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import AddImport, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
+from ..analysis.facts.framework_docs import BLIND, HF, LIGHTNING
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.fixes.edits import torch_alias
+from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import literal_value
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.torch_names import DATALOADERS
@@ -49,13 +51,20 @@ class DataloaderPinMemory(Rule):
         "`num_workers` (or into the dict's only literal definition) when that dict feeds nothing "
         "but DataLoaders, else the finding comes without a fix.",
         "A loader only asked for its first batch (`next(iter(loader))`) is not reported.",
+        "Hugging Face Trainer scripts: `dataloader_num_workers` missing or 0 (GP201), `dataloader_pin_memory=False` "
+        "(GP202; the default is True), `dataloader_persistent_workers` off while `dataloader_num_workers` is "
+        "surely positive (GP203: a positive literal or `min(8, os.cpu_count() or 1)`; the Trainer passes the flag "
+        "as it is and the DataLoader raises without workers) are fixed on the `TrainingArguments`. Lightning loaders are the `DataLoader(...)` calls of "
+        "`train_dataloader()` or handed to `fit`, checked like any DataLoader.",
+        BLIND,
     )
+    frameworks = (HF, LIGHTNING)
     references = (
         "https://docs.pytorch.org/docs/stable/data.html#memory-pinning",
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("DataLoader",)
+    keywords = ("DataLoader", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
@@ -77,9 +86,18 @@ class DataloaderPinMemory(Rule):
             model = Net().to(device)
             loader = DataLoader(ds, batch_size=8, shuffle=True, pin_memory=torch.cuda.is_available())
         """)),
+        Invalid(dedent("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_pin_memory=False)
+        """), fixed=dedent("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_pin_memory=True)
+        """)),
     ]
+    framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        yield from framework_findings(ctx, self.code)
         calls = [c for c in ctx.nodes(cst.Call) if ctx.is_call_to(c, DATALOADERS)]
         if not calls or not may_use_cuda(ctx):
             return

@@ -7,9 +7,11 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
+from ..analysis.facts.framework_docs import BLIND, HF, LIGHTNING
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import Setting, call_keywords, exclusive
 from ..analysis.fixes.dict_edits import add_key
+from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, has_star_args, literal_value
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.torch_names import DATALOADERS
@@ -92,12 +94,19 @@ class DataloaderPersistentWorkers(Rule):
         "never runs out (a `RandomSampler`/`WeightedRandomSampler` drawing at least 10**8 samples "
         "with replacement, an infinite sampler or `IterableDataset` of this module) and no loop "
         "over it restarts; a loader handed to code the file does not show is reported.",
+        "Hugging Face Trainer scripts: `dataloader_num_workers` missing or 0 (GP201), `dataloader_pin_memory=False` "
+        "(GP202; the default is True), `dataloader_persistent_workers` off while `dataloader_num_workers` is "
+        "surely positive (GP203: a positive literal or `min(8, os.cpu_count() or 1)`; the Trainer passes the flag "
+        "as it is and the DataLoader raises without workers) are fixed on the `TrainingArguments`. Lightning loaders are the `DataLoader(...)` calls of "
+        "`train_dataloader()` or handed to `fit`, checked like any DataLoader.",
+        BLIND,
     )
+    frameworks = (HF, LIGHTNING)
     references = (
         "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader",
         "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
     )
-    keywords = ("DataLoader",)
+    keywords = ("DataLoader", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
@@ -111,9 +120,18 @@ class DataloaderPersistentWorkers(Rule):
             from torch.utils.data import DataLoader
             loader = DataLoader(ds, batch_size=32, shuffle=True, num_workers=4, persistent_workers=True)
         """)),
+        Invalid(dedent("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=4)
+        """), fixed=dedent("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", dataloader_num_workers=4, dataloader_persistent_workers=True)
+        """)),
     ]
+    framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        yield from framework_findings(ctx, self.code)
         for call in ctx.nodes(cst.Call):
             if not ctx.is_call_to(call, DATALOADERS):
                 continue

@@ -7,9 +7,11 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Edit, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ..analysis.facts.framework_docs import ACCELERATE, BLIND, LIGHTNING, TORCH
 from ..analysis.facts.kwargs import Keywords, call_keywords, feeds_only
 from ..analysis.fixes.dict_edits import add_key
 from ..analysis.fixes.edits import add_kwarg
+from ..analysis.fixes.frameworks import framework_findings
 from ..analysis.syntax.context import RuleContext
 
 DDP = frozenset({
@@ -46,11 +48,18 @@ class DdpBucketView(Rule):
         "The fix adds the keyword to the dict's only literal definition when the dict feeds "
         "nothing but DistributedDataParallel.",
         "Code elsewhere that changes `.grad` in place is not inspected before the fix is offered.",
+        "Lightning `strategy=\"ddp\"` (and the other DDP strategy names) becomes "
+        "`DDPStrategy(gradient_as_bucket_view=True)`; `DDPStrategy(...)` and Accelerate's "
+        "`DistributedDataParallelKwargs(...)` get the keyword. An `Accelerator` without DDP keyword handlers "
+        "is not reported (the file cannot tell whether it is launched on several processes), nor the Hugging "
+        "Face Trainer (it has no such argument).",
+        BLIND,
     )
+    frameworks = (TORCH, LIGHTNING, ACCELERATE)
     references = (
         "https://docs.pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html",
     )
-    keywords = ("DistributedDataParallel",)
+    keywords = ("DistributedDataParallel", "DDPStrategy", "ddp")
 
     examples = [
         Valid(dedent("""
@@ -64,9 +73,20 @@ class DdpBucketView(Rule):
             from torch.nn.parallel import DistributedDataParallel as DDP
             model = DDP(model, device_ids=[local_rank], gradient_as_bucket_view=True)
         """)),
+        Invalid(dedent("""
+            import lightning as L
+            trainer = L.Trainer(devices=4, strategy="ddp")
+        """), fixed=dedent("""
+            import lightning as L
+            from lightning.pytorch.strategies import DDPStrategy
+
+            trainer = L.Trainer(devices=4, strategy=DDPStrategy(gradient_as_bucket_view=True))
+        """)),
     ]
+    framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        yield from framework_findings(ctx, self.code)
         for call in ctx.nodes(cst.Call):
             if not ctx.is_call_to(call, DDP):
                 continue

@@ -7,11 +7,12 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ..analysis.facts.frameworks import iterates_placed_batches
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.eval_loops import loop_data
 from ..analysis.model.host_data import (
-    built_on_host, cuda_tensor_type, host_tensor_name, in_cpu_branch, is_tokenizer_output, placed_by_framework,
+    built_on_host, cuda_tensor_type, host_tensor_name, in_cpu_branch, is_tokenizer_output,
 )
 from ..analysis.model.step_code import BatchData, device_kind
 from ..analysis.model.tensors import mentions
@@ -237,7 +238,7 @@ class BlockingCopy(Rule):
                 continue
             loop = ta.every_step_loop(call)
             if loop is None or in_cpu_branch(ctx, call) or \
-                    isinstance(loop, cst.For) and placed_by_framework(ta, loop.iter):
+                    isinstance(loop, cst.For) and iterates_placed_batches(ctx, loop.iter):
                 continue
             found = _classify(ctx, ta, call, loop, batch_data)
             if found is None:

@@ -7,10 +7,12 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Invalid, Rule, Valid, dedent
+from ..analysis.facts.framework_docs import ACCELERATE, BLIND, HF, LIGHTNING
 from ..analysis.facts.program import cpu_only, model_precision
 from ..analysis.facts.script_facts import framework_manages_precision
 from ..analysis.facts.workload import tensor_core_work
 from ..analysis.model.training import analysis
+from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.context import RuleContext
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
 
@@ -72,13 +74,24 @@ class NoAutocast(Rule):
         "The GradScaler is added only in the simple shape (one backward, one optimizer step, no "
         "gradient clipping or `.grad` access, the scaler created once before the outermost loop "
         "of the same function); otherwise the rule reports only.",
+        "Framework scripts: `TrainingArguments` with neither `bf16` nor `fp16` gets `bf16=torch.cuda.is_bf16_supported("
+        "including_emulation=False)` (`bf16=True` raises without a bfloat16 GPU, on a CPU too); a Lightning "
+        "`Trainer` with no or a 32/64-bit `precision` gets `precision=\"bf16-mixed\"`; `Accelerator()` without "
+        "`mixed_precision` (or with \"no\") gets `mixed_precision=\"bf16\"`, and the message says the launch "
+        "configuration may set it instead (nothing is reported when the file names ACCELERATE_MIXED_PRECISION, "
+        "when another Accelerator of the file chose a precision, or when no `backward` runs in the Accelerator's "
+        "class, function, the functions of this file it calls, or (module level) anywhere in the file). "
+        "TRL configs default to bfloat16 and are reported only with an explicit `bf16=False`; configurations "
+        "on the CPU (`use_cpu=True`, `accelerator=\"cpu\"`, `Accelerator(cpu=True)`) are not reported.",
+        BLIND,
     )
+    frameworks = (HF, LIGHTNING, ACCELERATE)
     references = (
         "https://docs.pytorch.org/docs/stable/amp.html",
         "https://docs.pytorch.org/docs/stable/amp.html#gradient-scaling",
         "https://docs.pytorch.org/tutorials/recipes/recipes/amp_recipe.html",
     )
-    keywords = ("backward",)
+    keywords = ("backward", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
@@ -133,6 +146,7 @@ class NoAutocast(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        yield from framework_findings(ctx, self.code)
         ta = analysis(ctx)
         if not ta.step_loops or cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx) or \
                 not tensor_core_work(ctx):

@@ -6,13 +6,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
-from ..analysis.facts.frameworks import frameworks
+from .._api import Finding, Invalid, Rule, Valid, dedent
+from ..analysis.facts.framework_docs import ACCELERATE, BLIND, HF, LIGHTNING
 from ..analysis.facts.program import IMPORTED_MODULE, cpu_only, is_script, model_precision
 from ..analysis.facts.script_facts import assigns_to, first_use_of, framework_trains
 from ..analysis.facts.workload import MATMUL_USERS, matmul_operator, model_zoo
-from ..analysis.fixes.edits import module_setting_edit, torch_import, torch_name
 from ..analysis.model.training import analysis
+from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, hf_tf32, matmul_precision_fix
 from ..analysis.syntax.calls import get_arg
 from ..analysis.syntax.context import RuleContext
 
@@ -70,12 +70,18 @@ class NoTF32(Rule):
         "(no `__main__` guard, no training at module level) and a Hugging Face Trainer script "
         "(`--tf32`) get the finding without a fix.",
         "On GPUs older than Ampere the setting changes nothing.",
+        "A Hugging Face Trainer script is reported at its `TrainingArguments` (any `tf32` value given is the "
+        "user's choice) and, like Lightning and Accelerate scripts, gets `torch.set_float32_matmul_precision("
+        "\"high\")` after the imports, not `tf32=True`: transformers (4.x to 5.24) raises on `tf32=True` on a "
+        "CPU or a pre-Ampere GPU, and leaves an unset `tf32` alone.",
+        BLIND,
     )
+    frameworks = (HF, LIGHTNING, ACCELERATE)
     references = (
         "https://docs.pytorch.org/docs/stable/generated/torch.set_float32_matmul_precision.html",
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices",
     )
-    keywords = ("torch",)
+    keywords = ("torch", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
@@ -122,7 +128,22 @@ class NoTF32(Rule):
                 model(q.cuda(), k.cuda()).sum().backward()
                 opt.step()
         """)),
+        Invalid(dedent("""
+            from transformers import Trainer, TrainingArguments
+            args = TrainingArguments(output_dir="out", bf16=True)
+            if __name__ == "__main__":
+                Trainer(model=model, args=args).train()
+        """), fixed=dedent("""
+            from transformers import Trainer, TrainingArguments
+            import torch
+
+            torch.set_float32_matmul_precision("high")
+            args = TrainingArguments(output_dir="out", bf16=True)
+            if __name__ == "__main__":
+                Trainer(model=model, args=args).train()
+        """)),
     ]
+    framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx) or model_precision(ctx):
@@ -130,19 +151,13 @@ class NoTF32(Rule):
         if _tf32_chosen(ctx):
             return
         node = first_use_of(ctx, MATMUL_USERS) or model_zoo(ctx) or matmul_operator(ctx)
-        if node is None:
-            return
         message = ("float32 matmuls run without TF32 (no torch.set_float32_matmul_precision): tensor cores "
                    "stay idle; set it to \"high\" after the imports")
-        if "hf" in frameworks(ctx).kinds:
-            yield Finding(node, message + "; the Hugging Face Trainer sets it from its arguments: pass "
-                                          "TrainingArguments(tf32=True) (--tf32)")
+        hf = hf_tf32(ctx, node, message)  # a Hugging Face Trainer sets TF32 from its arguments
+        if hf is not None or node is None:
+            yield from hf or ()
             return
         if not is_script(ctx):
             yield Finding(node, message + " of the training script", no_fix_reason=IMPORTED_MODULE)
             return
-        torch = torch_name(ctx)
-        edit = module_setting_edit(ctx, f'{torch}.set_float32_matmul_precision("high")')
-        fix = Fix("allow TF32 matmuls: torch.set_float32_matmul_precision(\"high\")",
-                  (edit, *torch_import(ctx)), "unsafe") if edit is not None else None
-        yield Finding(node, message, fix)
+        yield Finding.of(node, message, matmul_precision_fix(ctx))

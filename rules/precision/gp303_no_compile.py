@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, InsertAfter, InsertBefore, Invalid, NoFix, Rule, Valid, dedent
+from ..analysis.facts.framework_docs import ACCELERATE, BLIND, HF, LIGHTNING
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import (
@@ -18,6 +19,9 @@ from ..analysis.facts.script_facts import (
 )
 from ..analysis.model.models import DATA_PARALLEL, wrapper_inner
 from ..analysis.model.training import analysis
+from ..analysis.fixes.frameworks import (
+    FRAMEWORK_KEYWORDS, accelerate_compile_fix, compile_chosen, framework_findings, lightning_compile_fix,
+)
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
@@ -90,13 +94,20 @@ class NoCompile(Rule):
         "DeepSpeed wraps (compile it through the framework).",
         "Models with data-dependent control flow may gain nothing (graph breaks); the rule cannot "
         "tell.",
+        "A Hugging Face Trainer script gets `torch_compile=True` (any `torch_compile` given is the user's "
+        "choice); a Lightning module gets `model.compile()` "
+        "before the statement `trainer.fit(model, ...)` (no fix when the model passed is not a plain name); "
+        "an Accelerate script is silent when `Accelerator(dynamo_backend=...)` or a `TorchDynamoPlugin` "
+        "compiles, and otherwise gets `model.compile()` like a plain script.",
+        BLIND,
     )
+    frameworks = (HF, LIGHTNING, ACCELERATE)
     references = (
         "https://docs.pytorch.org/docs/stable/generated/torch.compile.html",
         "https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.compile",
         "https://docs.pytorch.org/tutorials/intermediate/torch_compile_tutorial.html",
     )
-    keywords = ("torch",)
+    keywords = ("torch", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
@@ -162,11 +173,21 @@ class NoCompile(Rule):
                 g_loss.backward()
                 opt_g.step()
         """)),
+        Invalid(dedent("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", bf16=True)
+        """), fixed=dedent("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", bf16=True, torch_compile=True)
+        """)),
     ]
+    framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx) or _compiles_somewhere(ctx):
+        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx) or _compiles_somewhere(ctx) or \
+                compile_chosen(ctx):
             return
+        yield from framework_findings(ctx, self.code)
         seen: set[str] = set()
         for model in trained_models(ctx):
             model = whole_model(ctx, model)
@@ -177,11 +198,15 @@ class NoCompile(Rule):
             if model.name == "self":  # the module builds its own optimizer (LightningModule)
                 yield Finding(node, "this module is never compiled: every op runs as a separate eager "
                                     "kernel; compile the instance where it is built (model = "
-                                    "torch.compile(model) before trainer.fit) or in its setup")
+                                    "torch.compile(model) before trainer.fit) or in its setup",
+                              lightning_compile_fix(ctx))
                 continue
             outcome = compile_fix(ctx, model)
             message = (f"the trained model `{model.name}` is never compiled: every op runs as a separate "
                        "eager kernel; call model.compile() after building it")
+            if not isinstance(outcome, Fix) and (fw_fix := accelerate_compile_fix(ctx)) is not None:
+                outcome = fw_fix  # Accelerate compiles what it prepares
+                message += ", or let Accelerate compile it: Accelerator(dynamo_backend=\"inductor\")"
             yield Finding.of(node, message, outcome)
 
 

@@ -7,12 +7,14 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
+from ..analysis.facts.framework_docs import BLIND, LIGHTNING
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.program import IMPORTED_MODULE, cpu_only, is_script
 from ..analysis.facts.script_facts import framework_trains
 from ..analysis.facts.workload import CONVOLUTIONS, convolution  # noqa: F401 - CONVOLUTIONS re-exported
 from ..analysis.fixes.edits import module_setting_edit, torch_import, torch_name
 from ..analysis.model.training import analysis
+from ..analysis.fixes.frameworks import lightning_benchmark_fix
 from ..analysis.syntax.calls import get_arg, literal_value
 from ..analysis.syntax.context import RuleContext
 
@@ -97,7 +99,12 @@ class NoCudnnBenchmark(Rule):
         "The setting goes right after the last top-level import of a script; a library module "
         "(no `__main__` guard, no training at module level) gets the finding without a fix. Not "
         "reported in a CPU-only program.",
+        "A Lightning script gets `Trainer(benchmark=True)` instead of the module-level switch (Lightning's "
+        "`benchmark=None` leaves cuDNN's flag as it is, and `deterministic=True` forces it off); any "
+        "`benchmark`/`deterministic` given to the Trainer is the user's choice.",
+        BLIND,
     )
+    frameworks = (LIGHTNING,)
     references = (
         "https://docs.pytorch.org/docs/stable/backends.html#torch.backends.cudnn.benchmark",
         "https://docs.pytorch.org/docs/stable/notes/randomness.html",
@@ -133,7 +140,31 @@ class NoCudnnBenchmark(Rule):
                 torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()
                 optimizer.step()
         """)),
+        Invalid(dedent("""
+            import lightning as L
+            from torch import nn
+            class Lit(L.LightningModule):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 8, 3)
+                def training_step(self, batch, batch_idx):
+                    return self.conv(batch).sum()
+            trainer = L.Trainer(accelerator="gpu")
+            trainer.fit(Lit())
+        """), fixed=dedent("""
+            import lightning as L
+            from torch import nn
+            class Lit(L.LightningModule):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(3, 8, 3)
+                def training_step(self, batch, batch_idx):
+                    return self.conv(batch).sum()
+            trainer = L.Trainer(accelerator="gpu", benchmark=True)
+            trainer.fit(Lit())
+        """)),
     ]
+    framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx):
@@ -150,6 +181,11 @@ class NoCudnnBenchmark(Rule):
             yield Finding(node, message + "; cuDNN determinism is chosen only under an opt-in flag, so "
                                           "the default run could benchmark",
                           no_fix_reason="set benchmark = True outside that branch if the inputs have fixed shapes")
+            return
+        lightning = lightning_benchmark_fix(ctx)  # Lightning sets the flag from Trainer(benchmark=...)
+        if lightning is not None:
+            yield Finding.of(node, message.replace("torch.backends.cudnn.benchmark = True", "Trainer(benchmark=True)"),
+                             lightning)
             return
         if not is_script(ctx):
             yield Finding(node, message + "; set it in the training script", no_fix_reason=IMPORTED_MODULE)

@@ -7,12 +7,14 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ..analysis.facts.framework_docs import BLIND, HF
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import (
     TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, visible_scope,
 )
 from ..analysis.fixes.edits import add_kwarg, torch_import
 from ..analysis.model.training import analysis
+from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import get_arg, has_star_args, literal_value
 from ..analysis.syntax.context import RuleContext
 
@@ -54,12 +56,19 @@ class UnfusedOptimizer(Rule):
         "optimizer returned by a LightningModule's `configure_optimizers`) the rule reports only.",
         "Not reported in a CPU-only program. torch 2.13 also has fused CPU kernels for all three "
         "optimizers; the fix leaves them off, as their gain is not established.",
+        "Hugging Face Trainer: `optim` unset is reported for transformers up to 4.53 and torch < 2.8, which "
+        "default to the unfused \"adamw_torch\" (from 4.54 with torch >= 2.8 the default is already "
+        "\"adamw_torch_fused\": the fix then only makes it explicit); `optim=\"adamw_torch\"`/\"adamw_hf\" is "
+        "always reported. Other optimizers are left alone. Lightning's `configure_optimizers` and Accelerate "
+        "loops build torch optimizers, checked like a plain script's.",
+        BLIND,
     )
+    frameworks = (HF,)
     references = (
         "https://docs.pytorch.org/docs/stable/optim.html#algorithms",
         "https://docs.pytorch.org/docs/stable/generated/torch.optim.AdamW.html",
     )
-    keywords = ("Adam", "SGD")
+    keywords = ("Adam", "SGD", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
@@ -94,9 +103,18 @@ class UnfusedOptimizer(Rule):
                         th.nn.functional.cross_entropy(self.model(x), y).backward()
                         self.opt.step()
         """)),
+        Invalid(dedent("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", optim="adamw_torch")
+        """), fixed=dedent("""
+            from transformers import TrainingArguments
+            args = TrainingArguments(output_dir="out", optim="adamw_torch_fused")
+        """)),
     ]
+    framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        yield from framework_findings(ctx, self.code)
         if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx):
             return
         for call in ctx.nodes(cst.Call):

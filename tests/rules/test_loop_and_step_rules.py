@@ -159,3 +159,29 @@ def test_gp101_advice_fits_how_the_value_is_used():
     [acc], [other] = total.diagnostics, used.diagnostics
     assert "accumulate on device" in acc.message and acc.fix is not None
     assert "accumulate" not in other.message and "keep the work that needs it on the device" in other.message
+
+
+_PREPARED_LOOP = textwrap.dedent("""
+    import torch
+    from accelerate import Accelerator
+
+    {name} = Accelerator({args})
+    device = {name}.device
+    model = torch.nn.Linear(8, 2).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+    loader = torch.utils.data.DataLoader(data, batch_size=8, pin_memory=True)
+    model, optimizer, loader = {name}.prepare(model, optimizer, loader)
+    for (x,) in loader:
+        x = x.to(device)
+        {name}.backward(model(x).sum())
+        optimizer.step()
+        optimizer.zero_grad()
+""")
+
+
+def test_gp104_trusts_accelerate_placement_only_when_it_places():
+    # A prepared loader yields batches already on the device (the copy is a no-op), whatever the
+    # Accelerator's variable is called; with device_placement=False the copy is real.
+    for name in ("accelerator", "acc"):
+        assert _codes(_PREPARED_LOOP.format(name=name, args=""), ("GP104",)) == []
+        assert _codes(_PREPARED_LOOP.format(name=name, args="device_placement=False"), ("GP104",)) == ["GP104"]

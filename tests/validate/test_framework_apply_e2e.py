@@ -32,14 +32,6 @@ FIXTURE = (ROOT / "fixtures" / "frameworks" / "hf_trainer_input_bound.py").read_
 # even when other load slows the compute several times.
 ARGS = ["--latency-ms", "60", "--batch-size", "8"]
 CFG = ABConfig(runs=4, max_runs=5, steps=6, warmup=2, timeout=300)
-ANCHOR = "            seed=0,\n"  # the last TrainingArguments keyword of the fixture
-
-
-def _num_workers(data: bytes, codes):
-    """The TrainingArguments edit GP201 makes for a Trainer (written by hand here)."""
-    if codes is not None and "GP201" not in codes:
-        return None, {}
-    return data.decode().replace(ANCHOR, ANCHOR + "            dataloader_num_workers=4,\n").encode(), {"GP201": 1}
 
 
 def _apply(tmp_path, monkeypatch, **kw):
@@ -77,10 +69,10 @@ def _engine_fix(settings) -> bytes | None:
 @pytest.mark.timing
 def test_trainer_num_workers_rewrite_is_validated_and_committed(tmp_path, monkeypatch) -> None:
     """One A/B of its kind in the serial timing group: the engine's own GP201 fix for
-    TrainingArguments (issue 22 item 1) where it exists, else the same edit written by hand."""
+    TrainingArguments (issue 22 item 1) is validated and committed like the plain-loop case."""
     settings = load_settings(select=["GP201"])
-    kw = {"settings": settings} if _engine_fix(settings) is not None else {"rewriter": _num_workers}
-    repo, rc, out = _apply(tmp_path, monkeypatch, **kw)
+    assert _engine_fix(settings) is not None  # dataloader_num_workers on the TrainingArguments
+    repo, rc, out = _apply(tmp_path, monkeypatch, settings=settings)
     _assert_committed(repo, rc, out, tmp_path)
 
 
@@ -88,6 +80,4 @@ def test_trainer_gp201_fix_from_the_rules_sets_dataloader_num_workers() -> None:
     """The engine's fix is the kind of edit the A/B above measures (a lint, nothing run: a second
     A/B of the same rewrite would only repeat the first in the serial timing group)."""
     fixed = _engine_fix(load_settings(select=["GP201"]))
-    if fixed is None:
-        pytest.xfail("GP201 has no TrainingArguments fix in this tree yet (issue 22 item 1)")
-    assert b"dataloader_num_workers=" in fixed and b"TrainingArguments(" in fixed
+    assert fixed is not None and b"dataloader_num_workers=" in fixed and b"TrainingArguments(" in fixed

@@ -182,12 +182,24 @@ def placed_by_framework(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
     return root.value in cache[scope]
 
 
-def _loop_source(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """``enumerate(tqdm(loader))`` -> ``loader``."""
+def iterates_placed_batches(ctx: RuleContext, iterable: cst.BaseExpression) -> bool:
+    """Does a loop over ``iterable`` get batches the framework already put on the device: a data
+    loader that ``accelerator.prepare``, ``prepare_data_loader`` or ``fabric.setup_dataloaders``
+    returned (not with ``Accelerator(device_placement=False)``), through ``enumerate``/``tqdm``/
+    ``iter``, or a ``zip`` of such loaders only? A ``.to(device)`` of those batches is a no-op."""
+    prepared = framework_prepared_names(ctx)
+    return all(dotted_name(src) in prepared for src in _loop_sources(iterable))
+
+
+def _loop_sources(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """``enumerate(tqdm(loader))`` -> ``[loader]``; ``zip(a, b)`` -> ``[a, b]``."""
     while isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").rsplit(".", 1)[-1] in \
-            ("enumerate", "tqdm", "iter", "zip") and expr.args:
+            ("enumerate", "tqdm", "iter") and expr.args:
         expr = expr.args[0].value
-    return expr
+    if isinstance(expr, cst.Call) and dotted_name(expr.func) == "zip" and expr.args and \
+            not any(a.star or a.keyword is not None for a in expr.args):
+        return [s for a in expr.args for s in _loop_sources(a.value)]
+    return [expr]
 
 
 def _placed_in(ctx: RuleContext, scope: cst.FunctionDef | None) -> set[str]:
@@ -199,11 +211,10 @@ def _placed_in(ctx: RuleContext, scope: cst.FunctionDef | None) -> set[str]:
             if cls is not None and cls in fw.classes.get(kind, []) and scope.name.value in methods:
                 if any(p.name.value == param for p in scope.params.params):
                     placed.add(param)
-    prepared = framework_prepared_names(ctx)
     body = scope.body if scope is not None else ctx.module
     nodes = list(walk(body))
     for node in nodes:
-        if isinstance(node, cst.For) and dotted_name(_loop_source(node.iter)) in prepared:
+        if isinstance(node, cst.For) and iterates_placed_batches(ctx, node.iter):
             targets = node.target
             if isinstance(node.iter, cst.Call) and isinstance(targets, cst.Tuple) and \
                     (dotted_name(node.iter.func) or "").endswith("enumerate") and len(targets.elements) == 2:

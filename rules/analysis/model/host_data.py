@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ..syntax.calls import dotted_name, get_arg, literal_value, method_call, target_names
+from ..syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..syntax.callsites import call_site_args
 from ..syntax.torch_names import DATALOADERS
 
@@ -179,28 +179,3 @@ def default_collate(ta: TrainingAnalysis, iterable: cst.BaseExpression) -> bool:
         if any(a.star == "*" for a in call.args):
             return False
     return True
-
-
-def placed_by_framework(ta: TrainingAnalysis, iterable: cst.BaseExpression) -> bool:
-    """Batches of a DataLoader handed to a framework that moves them to the device itself
-    (``loader = accelerator.prepare(loader)``, Lightning Fabric's ``setup_dataloaders``): a
-    ``.to(device)`` of them is a no-op. (A minimal local version of the framework fact.)"""
-    ctx = ta.ctx
-    while isinstance(iterable, cst.Call) and dotted_name(iterable.func) in ("enumerate", "tqdm", "tqdm.tqdm", "iter"):
-        first = next((a.value for a in iterable.args if a.keyword is None and not a.star), None)
-        if first is None:
-            return False
-        iterable = first
-    name = dotted_name(iterable)
-    if name is None:
-        return False
-    for node in ctx.nodes(cst.Assign):
-        if not any(name in target_names(t.target) for t in node.targets):
-            continue
-        value = node.value
-        if method_call(value, "prepare", "prepare_data_loader", "setup_dataloaders"):
-            receiver = dotted_name(value.func.value)  # type: ignore[union-attr]
-            if receiver and ("accelerator" in receiver.lower() or "fabric" in receiver.lower() or
-                             ctx.matches(value.func.value, {"accelerate.*", "lightning.*"})):  # type: ignore[union-attr]
-                return True
-    return False

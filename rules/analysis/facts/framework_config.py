@@ -1,0 +1,210 @@
+"""The framework layer: how a script configures precision, TF32, compile, the data loader, the
+optimizer and DDP when a framework runs the training, and where a fix would go.
+
+Understood (read from their sources): the Hugging Face ``TrainingArguments`` and
+``Seq2SeqTrainingArguments`` (transformers 4.x-5.24) and the TRL configs that inherit them
+(``SFTConfig``, ``DPOConfig``, ``GRPOConfig``, ... TRL 0.x-1.16, with their own defaults), the
+Lightning ``Trainer`` and ``LightningModule`` (``lightning``/``pytorch_lightning`` 2.0-2.6) and
+Accelerate's ``Accelerator`` (0.2x-1.15). Objects are recognised through qualified names
+(``from transformers import TrainingArguments as TA`` resolves), never by spelling.
+
+A configuration the file cannot see into (``HfArgumentParser``, ``LightningCLI``, a YAML file,
+``**vars(args)``) is *blind*: rules report nothing about the settings it may hold."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+
+from ..syntax.calls import NOT_LITERAL, get_arg, literal_value
+from ..syntax.context import RuleContext
+from .frameworks import frameworks
+from .kwargs import Keywords, call_keywords
+
+_LIGHTNING_ROOTS = ("lightning", "pytorch_lightning")
+_PATTERNS = frozenset({"transformers.*", "trl.*", "lightning.*", "pytorch_lightning.*", "accelerate.*"})
+# TRL configs that subclass TrainingArguments (trl/trainer/*_config.py; ModelConfig and
+# ScriptArguments do not).
+TRL_CONFIGS = frozenset({
+    "SFTConfig", "DPOConfig", "GRPOConfig", "KTOConfig", "RewardConfig", "RLOOConfig", "ORPOConfig",
+    "CPOConfig", "PPOConfig", "OnlineDPOConfig", "GKDConfig", "BCOConfig", "PRMConfig", "NashMDConfig",
+    "XPOConfig", "DistillationConfig",
+})
+_HF_ARGS = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments"})
+# Where a configuration comes from outside the file.
+_BLIND = frozenset({
+    "transformers.HfArgumentParser", "transformers.hf_argparser.HfArgumentParser", "trl.TrlParser",
+    "lightning.pytorch.cli.LightningCLI", "lightning.pytorch.LightningCLI", "pytorch_lightning.cli.LightningCLI",
+    "lightning.LightningCLI",
+})
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigCall:
+    """One framework configuration call: ``TrainingArguments(...)`` ("hf"), Lightning's
+    ``Trainer(...)`` ("lightning") or ``Accelerator(...)`` ("accelerate")."""
+
+    framework: str
+    call: cst.Call
+    qualname: str
+    keywords: Keywords
+
+    @property
+    def trl(self) -> bool:
+        return self.qualname.split(".")[0] == "trl"
+
+    @property
+    def opaque(self) -> bool:
+        """May a source the file cannot see into (``**vars(args)``, ``*a``) set any keyword?"""
+        return self.keywords.opaque
+
+    def sets(self, name: str) -> bool:
+        """Is ``name`` passed on some path (explicitly or through a ``**`` dict of the file)?"""
+        return bool(self.keywords.of(name)) or name in self.keywords.explicit
+
+    def value(self, name: str, default: object = None) -> object:
+        """The literal value ``name`` receives: ``default`` when nothing sets it, NOT_LITERAL
+        when it is an expression or set in several places."""
+        settings = self.keywords.of(name)
+        if not settings:
+            return default
+        values = {repr(literal_value(s.value)) for s in settings}
+        return literal_value(settings[0].value) if len(values) == 1 else NOT_LITERAL
+
+    def arg(self, name: str) -> cst.Arg | None:
+        return get_arg(self.call, name)
+
+    @property
+    def fixable(self) -> bool:
+        """Can a fix add or set a keyword on the call itself (no ``**`` dict to edit instead)?"""
+        return not self.keywords.has_star and not self.opaque
+
+
+def _kind(qualname: str) -> str | None:
+    root = qualname.split(".")[0]
+    last = qualname.rsplit(".", 1)[-1]
+    if root == "transformers" and last in _HF_ARGS or root == "trl" and last in TRL_CONFIGS:
+        return "hf"
+    if root in _LIGHTNING_ROOTS and last == "Trainer" and "fabric" not in qualname:
+        return "lightning"
+    if root == "accelerate" and last == "Accelerator":
+        return "accelerate"
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class FrameworkConfig:
+    """Every configuration call in the file, by framework, and whether some configuration comes
+    from where the file cannot see (``blind``)."""
+
+    calls: tuple[ConfigCall, ...]
+    blind: bool
+    lightning_modules: tuple[cst.ClassDef, ...]
+
+    def of(self, framework: str) -> list[ConfigCall]:
+        return [c for c in self.calls if c.framework == framework]
+
+
+def framework_config(ctx: RuleContext) -> FrameworkConfig:
+    return ctx.fact(_framework_config)
+
+
+def qualname_of(ctx: RuleContext, func: cst.BaseExpression, patterns: frozenset[str] = _PATTERNS) -> str | None:
+    found = sorted(ctx.resolved_names(func, patterns))
+    return found[0] if found else None
+
+
+def _framework_config(ctx: RuleContext) -> FrameworkConfig:
+    calls: list[ConfigCall] = []
+    blind = False
+    subclasses = _config_subclasses(ctx)
+    for call in ctx.nodes(cst.Call):
+        qn = qualname_of(ctx, call.func)
+        if qn is None and isinstance(call.func, cst.Name) and call.func.value in subclasses:
+            qn = subclasses[call.func.value]
+        if qn is None:
+            continue
+        if ctx.matches(call.func, _BLIND):
+            blind = True
+            continue
+        kind = _kind(qn)
+        if kind is not None:
+            calls.append(ConfigCall(kind, call, qn, call_keywords(ctx, call)))
+    # LightningModule subclasses, through aliases and in-file subclasses of subclasses.
+    modules = tuple(frameworks(ctx).classes.get("lightning", []))
+    return FrameworkConfig(tuple(calls), blind, modules)
+
+
+def _config_subclasses(ctx: RuleContext) -> dict[str, str]:
+    """``class MyArgs(TrainingArguments)`` in the file: its name -> the framework class."""
+    out: dict[str, str] = {}
+    for cls in ctx.nodes(cst.ClassDef):
+        for base in cls.bases:
+            qn = qualname_of(ctx, base.value)
+            if qn is not None and _kind(qn) == "hf":
+                out[cls.name.value] = qn
+    return out
+
+
+# ---- questions the rules ask ------------------------------------------------------------------
+def visible(ctx: RuleContext, framework: str) -> list[ConfigCall]:
+    """The calls of ``framework`` whose settings the file shows: none when some configuration
+    comes from outside the file (the setting may well be there), none that is opaque."""
+    fc = framework_config(ctx)
+    return [] if fc.blind else [c for c in fc.of(framework) if not c.opaque]
+
+
+def hf_args(ctx: RuleContext) -> list[ConfigCall]:
+    """The ``TrainingArguments``-family calls whose settings the file shows."""
+    return visible(ctx, "hf")
+
+
+def lightning_trainers(ctx: RuleContext) -> list[ConfigCall]:
+    return visible(ctx, "lightning")
+
+
+def accelerators(ctx: RuleContext) -> list[ConfigCall]:
+    return visible(ctx, "accelerate")
+
+
+def on_cpu(cfg: ConfigCall) -> bool:
+    """Is the framework told to train on the CPU (``use_cpu``/``no_cuda``, ``accelerator="cpu"``,
+    ``Accelerator(cpu=True)``)?"""
+    if cfg.framework == "hf":
+        return cfg.value("use_cpu") is True or cfg.value("no_cuda") is True
+    if cfg.framework == "lightning":
+        return cfg.value("accelerator") == "cpu"
+    return cfg.value("cpu") is True
+
+
+def in_training_step(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """Is ``node`` inside a LightningModule's ``training_step``?"""
+    fn = ctx.enclosing(node, cst.FunctionDef)
+    cls = ctx.enclosing(fn, cst.ClassDef) if fn is not None else None
+    return fn is not None and fn.name.value == "training_step" and cls in framework_config(ctx).lightning_modules
+
+
+def trains_with(ctx: RuleContext, cfg: ConfigCall) -> bool:
+    """Does the code around an ``Accelerator(...)`` train (a ``backward`` call in the same class,
+    in the same function or a function of this file it calls, or anywhere for one built at module
+    level)? An accelerator built only to gather metrics or test a utility trains nothing."""
+    owner = ctx.enclosing(cfg.call, cst.ClassDef) or ctx.enclosing(cfg.call, cst.FunctionDef)
+    backwards = [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward"]
+    if owner is None:
+        return bool(backwards)
+    scopes = [owner]
+    if isinstance(owner, cst.FunctionDef):
+        local = {fn.name.value: fn for fn in ctx.nodes(cst.FunctionDef)}
+        scopes += [local[c.func.value] for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and
+                   c.func.value in local and ctx.is_inside(c, owner)]
+    return any(ctx.is_inside(b, s) for b in backwards for s in scopes)
+
+
+def lightning_import_root(ctx: RuleContext, cfg: ConfigCall) -> str:
+    """``lightning.pytorch`` or ``pytorch_lightning``: where the script's Lightning lives."""
+    return "pytorch_lightning" if cfg.qualname.startswith("pytorch_lightning") else "lightning.pytorch"
+
+
+# Source prefilter words of the framework configurations (rules add them to their ``keywords``).
+KEYWORDS = ("Trainer", "TrainingArguments", "Accelerator", "Config")

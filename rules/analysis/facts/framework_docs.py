@@ -1,0 +1,16 @@
+"""What the framework layer understands, in the words the rules' metadata and docs/rules.md use:
+which configurations (and which versions) are read, and what is left unseen. Each rule module
+names the frameworks its concept covers (``Rule.frameworks``) from these."""
+
+from __future__ import annotations
+
+HF = ("Hugging Face `TrainingArguments`/`Seq2SeqTrainingArguments` (transformers 4.x to 5.24) and the TRL "
+      "configs that inherit them (`SFTConfig`, `DPOConfig`, `GRPOConfig`, ...; TRL up to 1.16, with their own "
+      "defaults)")
+LIGHTNING = "Lightning `Trainer` and `LightningModule` (`lightning` / `pytorch_lightning` 2.0 to 2.6)"
+ACCELERATE = "Accelerate `Accelerator` and its `DistributedDataParallelKwargs` (accelerate 0.2x to 1.15)"
+TORCH = "PyTorch `DistributedDataParallel` (torch 2.x)"
+BLIND = ("A configuration the file cannot see into (`HfArgumentParser`, TRL's `TrlParser`, `LightningCLI` "
+         "and its YAML, `**vars(args)` passed to the configuration call) is not reported at all: the setting "
+         "may well be there. Settings passed through a `**dict` built in the file are read; the fix then "
+         "reports only.")

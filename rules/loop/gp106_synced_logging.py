@@ -1,0 +1,150 @@
+"""GP106 synced-logging."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ..analysis.facts.framework_config import KEYWORDS, hf_args, in_training_step, on_cpu
+from ..analysis.facts.framework_docs import BLIND, HF, LIGHTNING
+from ..analysis.fixes.edits import set_or_add_kwarg
+from ..analysis.fixes.frameworks import set_keyword
+from ..analysis.syntax.calls import get_arg, literal_value, method_call
+from ..analysis.syntax.context import RuleContext
+
+
+class SyncedLogging(Rule):
+    code = "GP106"
+    name = "synced-logging"
+    summary = ("A logged value is reduced across ranks or read to the host on every training step: Lightning "
+               "`self.log(..., sync_dist=True)` or `prog_bar=True` in `training_step`, the Hugging Face "
+               "Trainer's per-step NaN/Inf check of the loss (`logging_nan_inf_filter`), a very small "
+               "`logging_steps`.")
+    rationale = (
+        "Reading a CUDA value on the host waits for every queued kernel: the GPU drains and the next "
+        "step starts cold. `sync_dist=True` adds an all-reduce across ranks, on every step when the value "
+        "is logged per step (`on_step` defaults to True in `training_step`). Lightning reads the "
+        "progress-bar values with `.item()` on every refresh; the Hugging Face Trainer tests the loss "
+        "with `torch.isnan(loss) or torch.isinf(loss)` on every step while `logging_nan_inf_filter` is on "
+        "(the default), and reads the loss at every `logging_steps`."
+    )
+    fix_description = (
+        "`self.log(..., sync_dist=True)` in `training_step`: add `on_step=False, on_epoch=True` (reduced "
+        "once per epoch). `TrainingArguments`: `logging_nan_inf_filter=False`. A `prog_bar=True` value and "
+        "a small `logging_steps` are reported only (raise the progress bar's `refresh_rate` or "
+        "`logging_steps`)."
+    )
+    fix_safety = "unsafe"
+    fix_safety_reason = (
+        "What is logged changes, not the training: an epoch average instead of per-step values; with "
+        "the NaN/Inf filter off a non-finite loss enters the logged average instead of being skipped."
+    )
+    # gains_on 'cuda': the cost is the device sync (and the collective) that stalls the CUDA queue; on
+    # a CPU a scalar read waits for nothing.
+    gains_on = "cuda"
+    limitations = (
+        "Only `self.log`/`self.log_dict` written in `training_step` itself are seen (not in helpers it "
+        "calls); `validation_step` logs run once per validation batch and are not reported.",
+        "`logging_steps` below the `min-logging-steps` option (as an integer; a float below 1 is a "
+        "ratio of the run and is left alone) is reported; the Trainer reads the loss only then.",
+        "Plain loops: a host read of a logged value every step is GP101/GP103's concern; an "
+        "all-reduce written by hand for logging is not recognised yet.",
+        BLIND,
+    )
+    references = (
+        "https://lightning.ai/docs/pytorch/stable/extensions/logging.html#automatic-logging",
+        "https://lightning.ai/docs/pytorch/stable/advanced/speed.html",
+        "https://huggingface.co/docs/transformers/main_classes/trainer#transformers.TrainingArguments",
+        "https://docs.pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
+    )
+    frameworks = (HF, LIGHTNING)
+    keywords = ("sync_dist", "prog_bar", *KEYWORDS)
+    options = {"min-logging-steps": 10}
+    option_descriptions = {"min-logging-steps": "a `logging_steps` below this is reported"}
+
+    examples = [
+        Invalid(dedent("""
+            import lightning as L
+            class Lit(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    loss = self.net(batch).mean()
+                    self.log("train_loss", loss, sync_dist=True)
+                    return loss
+        """), fixed=dedent("""
+            import lightning as L
+            class Lit(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    loss = self.net(batch).mean()
+                    self.log("train_loss", loss, sync_dist=True, on_step=False, on_epoch=True)
+                    return loss
+        """)),
+        Valid(dedent("""
+            import lightning as L
+            class Lit(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    loss = self.net(batch).mean()
+                    self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True)
+                    return loss
+                def validation_step(self, batch, batch_idx):
+                    self.log("val_loss", self.net(batch).mean(), sync_dist=True, prog_bar=True)
+        """)),
+        Invalid(dedent("""
+            import pytorch_lightning as pl
+            class Lit(pl.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    loss = self.net(batch).mean()
+                    self.log("loss", loss, prog_bar=True)
+                    self.log_dict({"a": loss}, on_step=True, on_epoch=False, sync_dist=True)
+                    return loss
+        """), fixed=dedent("""
+            import pytorch_lightning as pl
+            class Lit(pl.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    loss = self.net(batch).mean()
+                    self.log("loss", loss, prog_bar=True)
+                    self.log_dict({"a": loss}, on_step=False, on_epoch=True, sync_dist=True)
+                    return loss
+        """), count=2),
+    ]
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        yield from _lightning(ctx)
+        least = int(ctx.options.get("min-logging-steps", 10))
+        for cfg in hf_args(ctx):
+            if on_cpu(cfg):
+                continue
+            name = cfg.qualname.rsplit(".", 1)[-1]
+            if cfg.value("logging_nan_inf_filter", True) is not False:
+                fix = set_keyword(cfg, "logging_nan_inf_filter", "False", "set logging_nan_inf_filter=False")
+                yield Finding.of(cfg.call, f"{name} checks the loss for NaN/Inf on every step "
+                                        "(logging_nan_inf_filter on): a host sync per step; pass "
+                                        "logging_nan_inf_filter=False", fix)
+            steps = cfg.value("logging_steps", 10 if cfg.trl else 500)
+            if isinstance(steps, (int, float)) and not isinstance(steps, bool) and 1 <= steps < least and \
+                    cfg.value("logging_strategy", "steps") == "steps":
+                yield Finding(cfg.call, f"{name}(logging_steps={steps}) reads the loss on the host every "
+                                        f"{steps} step(s); log every {least} steps or more")
+
+
+def _lightning(ctx: RuleContext) -> Iterator[Finding]:
+    for call in ctx.nodes(cst.Call):
+        if not (method_call(call, "log", "log_dict") and isinstance(call.func, cst.Attribute) and
+                isinstance(call.func.value, cst.Name) and call.func.value.value == "self") or \
+                any(a.star for a in call.args) or not in_training_step(ctx, call):
+            continue
+        kw = {a.keyword.value: literal_value(a.value) for a in call.args if a.keyword is not None}
+        if kw.get("on_step", True) is False:
+            continue
+        if kw.get("sync_dist") is True:
+            new = set_or_add_kwarg(call, "on_step", "False", get_arg(call, "on_step"))
+            new = set_or_add_kwarg(new, "on_epoch", "True", get_arg(new, "on_epoch"))
+            yield Finding(call, "self.log(..., sync_dist=True) in training_step all-reduces the value across "
+                                "ranks on every step (on_step defaults to True there); log it per epoch: "
+                                "on_step=False, on_epoch=True",
+                          Fix("log per epoch: on_step=False, on_epoch=True", (Replace(call, new),), "unsafe"))
+        elif kw.get("prog_bar") is True:
+            yield Finding(call, "prog_bar=True in training_step: the progress bar reads the value with .item() "
+                                "on every refresh, a host sync per step; log it per epoch or raise the "
+                                "progress bar's refresh_rate")
