@@ -234,9 +234,10 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
 
 
 def model_names_everywhere(ctx: RuleContext) -> set[str]:
-    """Dotted names that hold a model somewhere: the optimizer's models, names assigned a model
-    (``models.is_model_constructor``: not losses, not ``F.*`` results), receivers of
-    ``.parameters()``, and function parameters every call site binds to one of those."""
+    """Dotted names that hold a model anywhere in the file: ``models.constructed_model_names``
+    (the one answer to "which names hold a model", see ``model.models``) widened by the
+    optimizer's models, receivers of ``.parameters()``, and function parameters every call site
+    binds to one of those. It lives here, not in ``model/``, because it needs the trained models."""
     def compute(c: RuleContext) -> set[str]:
         names = {m.name for m in trained_models(c)} | constructed_model_names(c) | _parameter_holders(c)
         for _ in range(3):
