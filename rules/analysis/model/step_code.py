@@ -28,7 +28,7 @@ def walk_with_callees(ta: TrainingAnalysis, node: cst.CSTNode) -> Iterator[cst.C
     todo = [node]
     while todo:
         cur = todo.pop()
-        for n in walk(cur, into_scopes=True):
+        for n in walk(cur, into_nested=True):
             yield n
             for fn in ta.called_functions(n):
                 if fn not in seen:
