@@ -10,7 +10,7 @@ import libcst as cst
 
 from ..analysis.facts.execution import execution
 from ..analysis.facts.flow import object_flow
-from ..analysis.facts.script_facts import assignments_in, visible_scope
+from ..analysis.facts.script_facts import assignments_in, binding_body
 from ..analysis.syntax.calls import dataloader_arg, dotted_name, get_arg, literal_value
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
@@ -84,7 +84,7 @@ def _all_values(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, tes
         return _all_values(ctx, expr.body, at, test, depth + 1) and \
             _all_values(ctx, expr.orelse, at, test, depth + 1)
     if isinstance(expr, cst.Name):
-        where = visible_scope(ctx, expr.value, at)
+        where = binding_body(ctx, expr.value, at)
         if where is False:
             return False
         values = [v for _, v in assignments_in(ctx, where, expr.value)]  # type: ignore[arg-type]

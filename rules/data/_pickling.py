@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.facts.execution import all_params, execution
-from ..analysis.facts.script_facts import assignments_in, scope_of
+from ..analysis.facts.script_facts import assignments_in, body_of
 from ..analysis.syntax.calls import dotted_name
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
@@ -46,7 +46,7 @@ def attribute_store_reason(ctx: RuleContext, name: str, scope: cst.FunctionDef |
     a lambda or local function keeps it; the eager ``map``/``filter`` of a datasets library do
     not), or None."""
     for node in ctx.nodes(cst.Assign):
-        if scope_of(ctx, node) is not scope:
+        if body_of(ctx, node) is not scope:
             continue
         for t in node.targets:
             if isinstance(t.target, cst.Attribute) and dotted_name(t.target.value) == name:
@@ -56,7 +56,7 @@ def attribute_store_reason(ctx: RuleContext, name: str, scope: cst.FunctionDef |
     for call in ctx.nodes(cst.Call):
         func = call.func
         if not isinstance(func, cst.Attribute) or dotted_name(func.value) != name or \
-                func.attr.value in _EAGER_METHODS or scope_of(ctx, call) is not scope:
+                func.attr.value in _EAGER_METHODS or body_of(ctx, call) is not scope:
             continue
         for arg in call.args:
             found = _reason(ctx, arg.value, 1, follow_calls=False)
@@ -141,7 +141,7 @@ def _instance_reason(ctx: RuleContext, call: cst.Call, depth: int) -> str | None
     found = _local_definition(ctx, cls)
     if found:
         return f"an instance of {found}"
-    for node in walk(cls.body, into_scopes=True):
+    for node in walk(cls.body, into_nested=True):
         if isinstance(node, cst.Assign) and any(
                 isinstance(t.target, cst.Attribute) and dotted_name(t.target.value) == "self"
                 for t in node.targets):
@@ -167,7 +167,7 @@ def _binding(ctx: RuleContext, name: str, at: cst.CSTNode
              ) -> tuple[list[cst.BaseExpression], list[cst.CSTNode]] | None:
     """The values assigned to ``name`` and the defs/classes named ``name`` in the innermost scope
     around ``at`` that binds it; None when that is a parameter or nothing binds it."""
-    fn: cst.FunctionDef | None = scope_of(ctx, at)
+    fn: cst.FunctionDef | None = body_of(ctx, at)
     while True:
         if fn is not None and name in all_params(fn):
             return None
@@ -177,7 +177,7 @@ def _binding(ctx: RuleContext, name: str, at: cst.CSTNode
             return values, defs
         if fn is None:
             return None
-        fn = scope_of(ctx, fn)
+        fn = body_of(ctx, fn)
 
 
 def _definitions(ctx: RuleContext, name: str) -> list[cst.CSTNode]:
@@ -196,4 +196,4 @@ def _def_scope(ctx: RuleContext, node: cst.CSTNode) -> cst.FunctionDef | None | 
     block = ctx.parent(node)
     if isinstance(ctx.parent(block) if block is not None else None, cst.ClassDef):
         return False
-    return scope_of(ctx, node)
+    return body_of(ctx, node)

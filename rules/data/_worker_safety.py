@@ -11,7 +11,7 @@ import libcst as cst
 from .._api import NoFix
 from ..analysis.facts.execution import execution
 from ..analysis.facts.flow import object_flow
-from ..analysis.facts.script_facts import assignments_in, visible_scope
+from ..analysis.facts.script_facts import assignments_in, binding_body
 from ..analysis.syntax.calls import dataloader_arg, dotted_name
 from ..analysis.syntax.context import RuleContext
 from ._pickling import attribute_store_reason, unpicklable_reason
@@ -46,7 +46,7 @@ def dataset_is_iterable(ctx: RuleContext, call: cst.Call) -> bool:
     names = iterable_dataset_classes(ctx)
     values = [arg.value]
     if isinstance(arg.value, cst.Name):
-        where = visible_scope(ctx, arg.value.value, call)
+        where = binding_body(ctx, arg.value.value, call)
         if where is not False:
             values = [v for _, v in assignments_in(ctx, where, arg.value.value)]  # type: ignore[arg-type]
     for value in values:
@@ -83,7 +83,7 @@ def spawn_hazard(ctx: RuleContext, call: cst.Call) -> NoFix | None:
             continue
         what = unpicklable_reason(ctx, arg.value)
         if what is None and param == "dataset" and isinstance(arg.value, cst.Name):
-            where = visible_scope(ctx, arg.value.value, call)
+            where = binding_body(ctx, arg.value.value, call)
             if where is not False:
                 what = attribute_store_reason(ctx, arg.value.value, where)  # type: ignore[arg-type]
         if what is not None:

@@ -264,10 +264,10 @@ def certainly_distributed(ctx: RuleContext, sampler: cst.Call, flow: Flow, loade
         return False
     for alias in (*flow.aliases, *loader_flow.aliases):
         if alias.name.startswith("self."):
-            count = sum(1 for a in ctx.nodes(cst.Assign) if ctx.is_inside(a, alias.scope)
+            count = sum(1 for a in ctx.nodes(cst.Assign) if ctx.is_inside(a, alias.owner)
                         for t in a.targets if dotted_name(t.target) == alias.name)
         else:
-            count = len(assignments_in(ctx, alias.scope, alias.name))  # type: ignore[arg-type]
+            count = len(assignments_in(ctx, alias.owner, alias.name))  # type: ignore[arg-type]
         if count > 1:
             return False
     return True

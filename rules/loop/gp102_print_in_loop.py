@@ -75,7 +75,7 @@ def _formatted(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
 
 def _has_sync(expr: cst.CSTNode) -> bool:
     """Already converted on the host (GP101's business): ``.item()``, ``float(x)``..."""
-    for node in [expr, *walk(expr, into_scopes=True)]:
+    for node in [expr, *walk(expr, into_nested=True)]:
         if method_call(node, *_SYNCS):
             return True
         if isinstance(node, cst.Call) and dotted_name(node.func) in ("float", "int", "bool"):

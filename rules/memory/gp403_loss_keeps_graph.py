@@ -69,7 +69,7 @@ class _GradNames:
 
 
 def _names_in(node: cst.CSTNode) -> set[str]:
-    return {n.value for n in walk(node, into_scopes=True, include_self=True) if isinstance(n, cst.Name)}
+    return {n.value for n in walk(node, into_nested=True, include_self=True) if isinstance(n, cst.Name)}
 
 
 class LossKeepsGraph(Rule):

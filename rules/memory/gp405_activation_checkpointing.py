@@ -47,7 +47,7 @@ def _trained_names(ctx: RuleContext, ta: TrainingAnalysis) -> set[str]:
 
 def _classes_in(ta: TrainingAnalysis, expr: cst.CSTNode) -> set[str]:
     """Module classes of this file instantiated in ``expr`` (``DDP(GPT(cfg).cuda())`` -> GPT)."""
-    return {dotted_name(n.func) for n in walk(expr, include_self=True, into_scopes=True)  # type: ignore[misc]
+    return {dotted_name(n.func) for n in walk(expr, include_self=True, into_nested=True)  # type: ignore[misc]
             if isinstance(n, cst.Call) and dotted_name(n.func) in ta.module_classes}
 
 

@@ -12,7 +12,7 @@ import libcst as cst
 
 from .._api import Fix, InsertAfter, InsertBefore, NoFix, Replace
 from ..analysis.facts.script_facts import (
-    device_name_at, device_type_expr, model_names_everywhere, names_in, scope_of, trained_models,
+    device_name_at, device_type_expr, model_names_everywhere, names_in, body_of, trained_models,
 )
 from ..analysis.fixes.edits import torch_import, torch_name
 from ..analysis.model.training import TrainingAnalysis
@@ -126,7 +126,7 @@ def _assigned_names(stmt: cst.CSTNode) -> set[str]:
 
 def _model_calls(ctx: RuleContext, node: cst.CSTNode) -> list[cst.Call]:
     models = model_names_everywhere(ctx)
-    return [n for n in walk(node, into_scopes=True, include_self=True)
+    return [n for n in walk(node, into_nested=True, include_self=True)
             if isinstance(n, cst.Call) and dotted_name(n.func) in models]
 
 
@@ -148,7 +148,7 @@ def forward_region(ctx: RuleContext, backward: cst.Call) -> tuple[list[cst.BaseS
         s = stmts[i]
         if not isinstance(s, cst.SimpleStatementLine) or any(
             method_call(n, *_FORBIDDEN_IN_FORWARD) or isinstance(n, (cst.Return, cst.Yield))
-            for n in walk(s, into_scopes=True, include_self=True)
+            for n in walk(s, into_nested=True, include_self=True)
         ):
             break
         if _model_calls(ctx, s):
@@ -270,12 +270,12 @@ def scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call]
     """``scaler = torch.amp.GradScaler(device.type)`` before the outermost loop, and the scaled
     backward and step, in the simple shape only (see GP301's limitations); else None."""
     backward = backwards[0]
-    fn = scope_of(ctx, backward)
+    fn = body_of(ctx, backward)
     if not method_call(backward, "backward") or backward.args:
         return None
     steps = [c for c in ctx.nodes(cst.Call) if method_call(c, "step") and
              ta.is_optimizer(c.func.value) and ta.in_step_loop(c)]  # type: ignore[attr-defined]
-    if len(steps) != 1 or steps[0].args or scope_of(ctx, steps[0]) is not fn:
+    if len(steps) != 1 or steps[0].args or body_of(ctx, steps[0]) is not fn:
         return None
     step = steps[0]
     step_stmt = ctx.statement_of(step)
@@ -283,7 +283,7 @@ def scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call]
             not isinstance(step_stmt.body[0], cst.Expr) or step_stmt.body[0].value is not step:
         return None
     body_root: cst.CSTNode = fn if fn is not None else ctx.module
-    for n in walk(body_root, into_scopes=True, include_self=True):
+    for n in walk(body_root, into_nested=True, include_self=True):
         if isinstance(n, cst.Attribute) and n.attr.value in ("grad", "unscale_") or \
                 isinstance(n, cst.Call) and dotted_name(n.func) and \
                 str(dotted_name(n.func)).rsplit(".", 1)[-1].startswith("clip_grad"):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.facts.script_facts import assignments_in, model_names_everywhere, param_names, scope_of
+from ..analysis.facts.script_facts import assignments_in, model_names_everywhere, param_names, body_of
 from ..analysis.model.training import analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..analysis.syntax.callsites import call_site_args
@@ -101,7 +101,7 @@ def _slice(ctx: RuleContext, expr: cst.BaseExpression, found: set[str], seen: se
         return False
     models = model_names_everywhere(ctx)
     functions = analysis(ctx).functions
-    scope = scope_of(ctx, expr)
+    scope = body_of(ctx, expr)
     for node in _graph_nodes(expr):
         if isinstance(node, cst.Call):
             name = dotted_name(node.func)

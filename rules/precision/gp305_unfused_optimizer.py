@@ -10,7 +10,7 @@ from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import BLIND, HF
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import (
-    TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, visible_scope,
+    TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, binding_body,
 )
 from ..analysis.fixes.edits import add_kwarg, torch_import
 from ..analysis.model.training import analysis
@@ -137,7 +137,7 @@ def _fix(ctx: RuleContext, call: cst.Call) -> Fix | None:
     if len(models) != 1:
         return None
     device = model_device_name(ctx, TrainedModel(models.pop(), call))
-    if device is None or visible_scope(ctx, device, call) is False:
+    if device is None or binding_body(ctx, device, call) is False:
         return None
     dt = device_type_expr(ctx, device, call)
     edits: tuple = (Replace(call, add_kwarg(call, "fused", f'{dt} == "cuda"')),)

@@ -75,12 +75,12 @@ class Execution:
     # ---- the question rules ask ------------------------------------------------------------
     def runs(self, node: cst.CSTNode, _depth: int = 0) -> Runs:
         """How ``node`` runs, following its enclosing function to that function's callers."""
-        scope, in_loop, in_guard = self._locate(node)
-        if scope is None:
+        fn, in_loop, in_guard = self._locate(node)
+        if fn is None:
             return Runs(import_time=not in_guard, guarded=in_guard, repeated=in_loop)
-        if isinstance(scope, cst.Lambda) or _depth > _MAX_DEPTH:
+        if isinstance(fn, cst.Lambda) or _depth > _MAX_DEPTH:
             return _UNKNOWN
-        outer = self._function_runs(scope, _depth)
+        outer = self._function_runs(fn, _depth)
         return dataclasses.replace(outer, repeated=outer.repeated or in_loop)
 
     def repeated_after(self, node: cst.CSTNode, entries: list[cst.CSTNode],

@@ -21,7 +21,7 @@ from ..model.training import analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from .execution import execution, is_load
-from .script_facts import binds, scope_of
+from .script_facts import binds, body_of
 
 UseKind = Literal["iterate", "attribute", "passed", "escape"]
 # Builtins and helpers whose result iterates its argument when it is iterated.
@@ -49,10 +49,10 @@ class Use:
 
 @dataclasses.dataclass(frozen=True)
 class Alias:
-    """A name that holds the object: ``name`` bound in ``scope`` (a function, None for the
-    module) or ``self.<attr>`` in ``scope`` (the class)."""
+    """A name that holds the object: ``name`` bound in ``owner`` (a function, None for the
+    module) or ``self.<attr>`` in ``owner`` (the class)."""
 
-    scope: cst.CSTNode | None
+    owner: cst.CSTNode | None
     name: str
 
 
@@ -73,13 +73,13 @@ class Flow:
 
     def alias_visible_at(self, ctx: RuleContext, node: cst.CSTNode) -> str | None:
         """A name holding the object that can be read at ``node``."""
-        fn = scope_of(ctx, node)
+        fn = body_of(ctx, node)
         cls = ctx.enclosing(node, cst.ClassDef)
         for alias in self.aliases:
             if alias.name.startswith("self."):
-                if cls is not None and alias.scope is cls and fn is not None:
+                if cls is not None and alias.owner is cls and fn is not None:
                     return alias.name
-            elif alias.scope is fn and fn is not None or alias.scope is None and (
+            elif alias.owner is fn and fn is not None or alias.owner is None and (
                     fn is None or not binds(ctx, fn, alias.name)):
                 return alias.name
         return None
@@ -188,10 +188,10 @@ class _Tracer:
             return self._alias(Alias(cls, name), target)
         if "." in name:
             return self._escape(value, target)
-        return self._alias(Alias(scope_of(self.ctx, target), name), target)
+        return self._alias(Alias(body_of(self.ctx, target), name), target)
 
     def _returned(self, value: cst.CSTNode, ret: cst.Return, index: int | None) -> None:
-        fn = scope_of(self.ctx, ret)
+        fn = body_of(self.ctx, ret)
         if fn is None:
             return self._escape(value, ret)
         refs = execution(self.ctx).references(fn)
@@ -207,7 +207,7 @@ class _Tracer:
 
     # ---- names -----------------------------------------------------------------------------
     def _alias(self, alias: Alias, at: cst.CSTNode) -> None:
-        key = (id(alias.scope), alias.name)
+        key = (id(alias.owner), alias.name)
         if key in self._seen_aliases:
             return
         self._seen_aliases.add(key)
@@ -221,18 +221,18 @@ class _Tracer:
             attr = alias.name.split(".", 1)[1]
             for node in ctx.nodes(cst.Attribute):
                 if node.attr.value == attr and dotted_name(node.value) == "self" and \
-                        alias.scope is not None and ctx.is_inside(node, alias.scope) and _attr_load(ctx, node):
+                        alias.owner is not None and ctx.is_inside(node, alias.owner) and _attr_load(ctx, node):
                     yield node
             return
         for name in ctx.nodes(cst.Name):
             if name.value != alias.name or not is_load(ctx, name):
                 continue
-            fn = scope_of(ctx, name)
-            if alias.scope is None:
+            fn = body_of(ctx, name)
+            if alias.owner is None:
                 if fn is None or not _binds_upwards(ctx, fn, alias.name):
                     yield name
-            elif fn is not None and (fn is alias.scope or ctx.is_inside(fn, alias.scope) and
-                                     not _binds_between(ctx, fn, alias.scope, alias.name)):
+            elif fn is not None and (fn is alias.owner or ctx.is_inside(fn, alias.owner) and
+                                     not _binds_between(ctx, fn, alias.owner, alias.name)):
                 yield name
 
     def _callee(self, call: cst.Call) -> cst.FunctionDef | None:
@@ -283,7 +283,7 @@ def _binds_upwards(ctx: RuleContext, fn: cst.FunctionDef | None, name: str) -> b
     while fn is not None:
         if binds(ctx, fn, name):
             return True
-        fn = scope_of(ctx, fn)
+        fn = body_of(ctx, fn)
     return False
 
 
@@ -292,7 +292,7 @@ def _binds_between(ctx: RuleContext, fn: cst.FunctionDef, outer: cst.CSTNode, na
     while cur is not None and cur is not outer:
         if binds(ctx, cur, name):
             return True
-        cur = scope_of(ctx, cur)
+        cur = body_of(ctx, cur)
     return False
 
 

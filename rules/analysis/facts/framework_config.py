@@ -193,12 +193,12 @@ def trains_with(ctx: RuleContext, cfg: ConfigCall) -> bool:
     backwards = [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward"]
     if owner is None:
         return bool(backwards)
-    scopes = [owner]
+    regions = [owner]
     if isinstance(owner, cst.FunctionDef):
         local = {fn.name.value: fn for fn in ctx.nodes(cst.FunctionDef)}
-        scopes += [local[c.func.value] for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and
+        regions += [local[c.func.value] for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and
                    c.func.value in local and ctx.is_inside(c, owner)]
-    return any(ctx.is_inside(b, s) for b in backwards for s in scopes)
+    return any(ctx.is_inside(b, s) for b in backwards for s in regions)
 
 
 def lightning_import_root(ctx: RuleContext, cfg: ConfigCall) -> str:

@@ -175,11 +175,11 @@ def placed_by_framework(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
         root = root.value
     if not isinstance(root, cst.Name):
         return False
-    scope = ctx.enclosing(expr, cst.FunctionDef)
+    fn_body = ctx.enclosing(expr, cst.FunctionDef)
     cache: dict = ctx.fact(lambda _c: {})
-    if scope not in cache:
-        cache[scope] = _placed_in(ctx, scope)
-    return root.value in cache[scope]
+    if fn_body not in cache:
+        cache[fn_body] = _placed_in(ctx, fn_body)
+    return root.value in cache[fn_body]
 
 
 def iterates_placed_batches(ctx: RuleContext, iterable: cst.BaseExpression) -> bool:
@@ -202,16 +202,16 @@ def _loop_sources(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [expr]
 
 
-def _placed_in(ctx: RuleContext, scope: cst.FunctionDef | None) -> set[str]:
+def _placed_in(ctx: RuleContext, fn_body: cst.FunctionDef | None) -> set[str]:
     placed: set[str] = set()
-    if scope is not None:
-        cls = ctx.enclosing(scope, cst.ClassDef)
+    if fn_body is not None:
+        cls = ctx.enclosing(fn_body, cst.ClassDef)
         fw = frameworks(ctx)
         for kind, (methods, param) in _STEP_METHODS.items():
-            if cls is not None and cls in fw.classes.get(kind, []) and scope.name.value in methods:
-                if any(p.name.value == param for p in scope.params.params):
+            if cls is not None and cls in fw.classes.get(kind, []) and fn_body.name.value in methods:
+                if any(p.name.value == param for p in fn_body.params.params):
                     placed.add(param)
-    body = scope.body if scope is not None else ctx.module
+    body = fn_body.body if fn_body is not None else ctx.module
     nodes = list(walk(body))
     for node in nodes:
         if isinstance(node, cst.For) and iterates_placed_batches(ctx, node.iter):

@@ -28,7 +28,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..syntax.context import RuleContext
-from .script_facts import assignments_in, visible_scope
+from .script_facts import assignments_in, binding_body
 
 _CUDA_MODULES = frozenset({"torch.cuda", "torch.cuda.*", "torch.accelerator", "torch.accelerator.*"})
 _DEVICE_CALLS = frozenset({"torch.device", "torch.set_default_device", "torch.cuda.set_device"})
@@ -84,7 +84,7 @@ def _names_cpu(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, dept
         return _names_cpu(ctx, expr.args[0].value, at, depth + 1)
     name = dotted_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
     if name is not None and (isinstance(expr, cst.Name) or name.startswith("self.")):
-        where = visible_scope(ctx, name, at)
+        where = binding_body(ctx, name, at)
         if where is False:
             return False
         return any(_names_cpu(ctx, v, v, depth + 1) for v in _values(ctx, name, where, at))
@@ -178,7 +178,7 @@ def _may_be_cuda(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, de
             return True  # ``args.device``, ``accelerator.device``: chosen at run time
         if not name.startswith("self."):
             return False  # ``x.device`` of another tensor, ``torch.float64``: not evidence
-    where = visible_scope(ctx, name, at)
+    where = binding_body(ctx, name, at)
     if where is False:
         return bool(_DEVICE_NAME.search(name.rsplit(".", 1)[-1])) and not name.startswith("self.")
     values = _values(ctx, name, where, at)

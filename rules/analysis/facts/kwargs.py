@@ -17,7 +17,7 @@ import libcst as cst
 from ..syntax.calls import dotted_name, get_arg, literal_value
 from ..syntax.context import RuleContext
 from .execution import all_params, execution, is_load
-from .script_facts import assignments_in, binds, scope_of, visible_scope
+from .script_facts import assignments_in, binds, body_of, binding_body
 
 Holder = cst.Dict | cst.Call | cst.Assign  # a dict literal, a dict()/update()/the call, a d["k"] = v
 _READ_METHODS = frozenset({"get", "items", "keys", "values", "copy", "__contains__"})
@@ -54,7 +54,7 @@ class Keywords:
     """What a call receives by keyword. ``opaque``: something the file cannot see into may pass
     any keyword; ``unset_paths``: some path passes the call a dict that does not set the
     keyword (per keyword, see :meth:`may_be_unset`); ``definitions``: the dict literals (or
-    ``dict()`` calls) a ``**name`` of the call may start from, with the name's scope and name."""
+    ``dict()`` calls) a ``**name`` of the call may start from, with the name's function body and name."""
 
     explicit: dict[str, cst.Arg]
     settings: dict[str, list[Setting]]
@@ -130,23 +130,23 @@ class _Reader:
     def named(self, name: str, at: cst.CSTNode, depth: int, record: bool) -> set[str] | None:
         """The dict variable ``name`` seen from ``at``: its definitions (recorded as places a
         missing key may be added when ``record``) and what its uses change."""
-        where = _binding_scope(self.ctx, name, at)
+        where = _binding_body(self.ctx, name, at)
         if where is False:
             self.opaque = True
             return None
-        scope = where if isinstance(where, cst.FunctionDef) else None
-        key = (id(scope), name)
+        fn_body = where if isinstance(where, cst.FunctionDef) else None
+        key = (id(fn_body), name)
         if key in self._seen:
             return set()
         self._seen.add(key)
-        owner = (scope, name)
+        owner = (fn_body, name)
         alternatives: list[set[str]] = []
-        if scope is not None and name in all_params(scope):
-            found = self.parameter(scope, name, depth, record)
+        if fn_body is not None and name in all_params(fn_body):
+            found = self.parameter(fn_body, name, depth, record)
             if found is None:
                 return None
             alternatives = found
-        for stmt, value in assignments_in(self.ctx, scope, name):
+        for stmt, value in assignments_in(self.ctx, fn_body, name):
             branches = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
             for branch in branches:
                 outer, self._path = self._path, (*self._path, id(branch))
@@ -159,11 +159,11 @@ class _Reader:
             self.opaque = True
             return None
         always: set[str] = set()
-        for use in dict_uses(self.ctx, scope, name):
+        for use in dict_uses(self.ctx, fn_body, name):
             keys = self.mutation(use, owner, depth)
             if keys is None:
                 return None
-            if keys and _same_block_after(self.ctx, use, [s for s, _ in assignments_in(self.ctx, scope, name)]):
+            if keys and _same_block_after(self.ctx, use, [s for s, _ in assignments_in(self.ctx, fn_body, name)]):
                 always |= keys
         return set.intersection(*(a | always for a in alternatives))
 
@@ -312,21 +312,21 @@ def _parameter_of(fn: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | No
 
 
 def _assigned_name(ctx: RuleContext, node: cst.CSTNode | None) -> tuple[cst.CSTNode | None, str] | None:
-    """``(scope, name)`` when ``node`` is the whole value of ``name = node``."""
+    """``(fn_body, name)`` when ``node`` is the whole value of ``name = node``."""
     parent = ctx.parent(node) if node is not None else None
     if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-        return scope_of(ctx, parent), parent.targets[0].target.value
+        return body_of(ctx, parent), parent.targets[0].target.value
     return None
 
 
-def _binding_scope(ctx: RuleContext, name: str, at: cst.CSTNode) -> cst.FunctionDef | None | bool:
+def _binding_body(ctx: RuleContext, name: str, at: cst.CSTNode) -> cst.FunctionDef | None | bool:
     """The function (or None: the module) whose binding of ``name`` is read at ``at``, ``**kw``
     and ``*args`` parameters included; False when nothing binds it."""
-    fn: cst.FunctionDef | None = scope_of(ctx, at)
+    fn: cst.FunctionDef | None = body_of(ctx, at)
     while fn is not None:
         if name in all_params(fn) or binds(ctx, fn, name):
             return fn
-        fn = scope_of(ctx, fn)
+        fn = body_of(ctx, fn)
     return None if binds(ctx, None, name) else False
 
 
@@ -368,22 +368,22 @@ def _same_block_after(ctx: RuleContext, use: cst.CSTNode, definitions: list[cst.
     return order[stmt] > order[definition]
 
 
-def dict_uses(ctx: RuleContext, scope: cst.FunctionDef | None, name: str) -> list[cst.Name]:
-    """Reads of the dict variable ``name`` bound in ``scope`` (and in functions nested there
+def dict_uses(ctx: RuleContext, fn_body: cst.FunctionDef | None, name: str) -> list[cst.Name]:
+    """Reads of the dict variable ``name`` bound in ``fn_body`` (and in functions nested there
     that do not rebind it; module-level names: anywhere not rebound)."""
     out = []
     for node in ctx.nodes(cst.Name):
         if node.value != name or not is_load(ctx, node):
             continue
-        fn = scope_of(ctx, node)
+        fn = body_of(ctx, node)
         cur = fn
         hidden = False
-        while cur is not None and cur is not scope:
+        while cur is not None and cur is not fn_body:
             if binds(ctx, cur, name):
                 hidden = True
                 break
-            cur = scope_of(ctx, cur)
-        if not hidden and cur is scope:
+            cur = body_of(ctx, cur)
+        if not hidden and cur is fn_body:
             out.append(node)
     return out
 
@@ -418,9 +418,9 @@ def feeds_only(ctx: RuleContext, owner: tuple[cst.CSTNode | None, str], callees:
     to it changes nothing else."""
     if depth > _MAX_DEPTH:
         return False
-    scope, name = owner
+    fn_body, name = owner
     fed = False
-    for use in dict_uses(ctx, scope, name):  # type: ignore[arg-type]
+    for use in dict_uses(ctx, fn_body, name):  # type: ignore[arg-type]
         parent = ctx.parent(use)
         call = ctx.parent(parent) if isinstance(parent, cst.Arg) else None
         if isinstance(parent, cst.Arg) and parent.star == "**":
@@ -431,7 +431,7 @@ def feeds_only(ctx: RuleContext, owner: tuple[cst.CSTNode | None, str], callees:
                 isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and \
                 call.func.attr.value == "update" and isinstance(call.func.value, cst.Name):
             target = call.func.value.value
-            where = visible_scope(ctx, target, call)
+            where = binding_body(ctx, target, call)
             if where is False or not feeds_only(
                     ctx, (where if isinstance(where, cst.FunctionDef) else None, target), callees, depth + 1):
                 return False

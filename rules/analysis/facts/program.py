@@ -263,7 +263,7 @@ def _training_functions(ctx: RuleContext) -> set[str]:
         for fn in ctx.nodes(cst.FunctionDef):
             if fn.name.value in names:
                 continue
-            for node in walk(fn.body, into_scopes=True):
+            for node in walk(fn.body, into_nested=True):
                 if isinstance(node, cst.Call):
                     func = node.func
                     called = func.value if isinstance(func, cst.Name) else \

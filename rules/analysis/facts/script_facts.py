@@ -25,13 +25,16 @@ from .frameworks import (  # noqa: F401 - the script-fact API, in one import
     placed_by_framework,
 )
 
-Scope = cst.FunctionDef | None  # None: module level
+# A function body: the function whose local names a node reads and binds (None: module level).
+# Not LibCST's Scope (``RuleContext.libcst_scope``) and not a loop region.
+FunctionBody = cst.FunctionDef | None
 
 TORCH_DEVICE = frozenset({"torch.device"})
 
 
-# ---- scopes ----------------------------------------------------------------------------------
-def scope_of(ctx: RuleContext, node: cst.CSTNode) -> Scope:
+# ---- function bodies ------------------------------------------------------------------------
+def body_of(ctx: RuleContext, node: cst.CSTNode) -> FunctionBody:
+    """The function body ``node`` is in."""
     return ctx.enclosing(node, cst.FunctionDef)
 
 
@@ -39,17 +42,17 @@ def _class_of(ctx: RuleContext, node: cst.CSTNode) -> cst.ClassDef | None:
     return ctx.enclosing(node, cst.ClassDef)
 
 
-def assignments_in(ctx: RuleContext, scope: Scope, name: str) -> list[tuple[cst.CSTNode, cst.BaseExpression]]:
-    """``(statement-level node, value)`` for every ``name = value`` directly in ``scope``."""
+def assignments_in(ctx: RuleContext, fn_body: FunctionBody, name: str) -> list[tuple[cst.CSTNode, cst.BaseExpression]]:
+    """``(statement-level node, value)`` for every ``name = value`` directly in ``fn_body``."""
     out = []
     for node in ctx.nodes(cst.Assign):
-        if scope_of(ctx, node) is not scope:
+        if body_of(ctx, node) is not fn_body:
             continue
         for t in node.targets:
             if dotted_name(t.target) == name:
                 out.append((node, node.value))
     for node in ctx.nodes(cst.AnnAssign):
-        if node.value is not None and scope_of(ctx, node) is scope and dotted_name(node.target) == name:
+        if node.value is not None and body_of(ctx, node) is fn_body and dotted_name(node.target) == name:
             out.append((node, node.value))
     return out
 
@@ -59,31 +62,31 @@ def param_names(fn: cst.FunctionDef) -> list[str]:
     return [p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)]
 
 
-def binds(ctx: RuleContext, scope: Scope, name: str) -> bool:
-    """Is ``name`` bound directly in ``scope`` (assignment, tuple unpacking, for target,
+def binds(ctx: RuleContext, fn_body: FunctionBody, name: str) -> bool:
+    """Is ``name`` bound directly in ``fn_body`` (assignment, tuple unpacking, for target,
     parameter)?"""
-    if scope is not None and name in param_names(scope):
+    if fn_body is not None and name in param_names(fn_body):
         return True
     for node in ctx.nodes(cst.Assign):
-        if scope_of(ctx, node) is scope and any(name in target_names(t.target) for t in node.targets):
+        if body_of(ctx, node) is fn_body and any(name in target_names(t.target) for t in node.targets):
             return True
     for node in ctx.nodes(cst.AnnAssign, cst.For):
-        if scope_of(ctx, node) is scope and name in target_names(node.target):
+        if body_of(ctx, node) is fn_body and name in target_names(node.target):
             return True
     return False
 
 
-def visible_scope(ctx: RuleContext, name: str, at: cst.CSTNode) -> Scope | bool:
+def binding_body(ctx: RuleContext, name: str, at: cst.CSTNode) -> FunctionBody | bool:
     """Where ``name`` (a plain name, or ``self.x``) read at ``at`` is bound: the enclosing
     function, the module (None), or False when it is bound nowhere we can see."""
-    fn = scope_of(ctx, at)
+    fn = body_of(ctx, at)
     if name.startswith("self."):
         cls = _class_of(ctx, at)
         if cls is None or fn is None:
             return False
         return fn if any(_class_of(ctx, a) is cls for a, _ in _self_assignments(ctx, name)) else False
     if "." in name:  # ``args.device``: visible where ``args`` is
-        return visible_scope(ctx, name.split(".", 1)[0], at)
+        return binding_body(ctx, name.split(".", 1)[0], at)
     if fn is not None and binds(ctx, fn, name):
         return fn
     if binds(ctx, None, name):
@@ -111,7 +114,7 @@ def is_device_object(ctx: RuleContext, name: str, at: cst.CSTNode, depth: int = 
     """Is ``name``, read at ``at``, always a ``torch.device`` (so ``name.type`` works)?"""
     if depth > 3:
         return False
-    where = visible_scope(ctx, name, at)
+    where = binding_body(ctx, name, at)
     if where is False:
         return False
     if name.startswith("self."):
@@ -152,24 +155,24 @@ def device_name_at(ctx: RuleContext, at: cst.CSTNode, near: cst.CSTNode | None =
     ``torch.device(...)`` in the same function (before ``at``) or at module level (before ``at``
     when ``at`` is at module level too), else the argument of a ``.to(name)`` call in ``near``
     (the step loop) when that name is visible at ``at``."""
-    fn = scope_of(ctx, at)
+    fn = body_of(ctx, at)
     order = ctx.preorder()
-    for scope in ([fn] if fn is not None else []) + [None]:
+    for fn_body in ([fn] if fn is not None else []) + [None]:
         for node in ctx.nodes(cst.Assign):
-            if scope_of(ctx, node) is not scope or not _is_device_value(ctx, node.value):
+            if body_of(ctx, node) is not fn_body or not _is_device_value(ctx, node.value):
                 continue
-            if scope is fn and order[node] > order[at]:
+            if fn_body is fn and order[node] > order[at]:
                 continue  # bound after the statements that would use it (a tutorial's later section)
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
                     name = t.target.value
-                    if visible_scope(ctx, name, at) is scope:
+                    if binding_body(ctx, name, at) is fn_body:
                         return name
     if near is not None:
         for call in _calls_in(near):
             dev = _to_device_arg(call)
             name = dotted_name(dev) if dev is not None else None
-            if name and visible_scope(ctx, name, at) is not False and _looks_like_device(ctx, name, at):
+            if name and binding_body(ctx, name, at) is not False and _looks_like_device(ctx, name, at):
                 return name
     return None
 
@@ -206,7 +209,7 @@ def param_receivers(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) 
     if not out and depth == 0:
         name = dotted_name(expr)
         if name is not None:
-            where = visible_scope(ctx, name, expr)
+            where = binding_body(ctx, name, expr)
             if where is not False:
                 for _, value in assignments_in(ctx, where if isinstance(where, cst.FunctionDef) else None, name):
                     out.extend(param_receivers(ctx, value, depth + 1))
@@ -234,9 +237,10 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
 
 
 def model_names_everywhere(ctx: RuleContext) -> set[str]:
-    """Dotted names that hold a model somewhere: the optimizer's models, names assigned a model
-    (``models.is_model_constructor``: not losses, not ``F.*`` results), receivers of
-    ``.parameters()``, and function parameters every call site binds to one of those."""
+    """Dotted names that hold a model anywhere in the file: ``models.constructed_model_names``
+    (the one answer to "which names hold a model", see ``model.models``) widened by the
+    optimizer's models, receivers of ``.parameters()``, and function parameters every call site
+    binds to one of those. It lives here, not in ``model/``, because it needs the trained models."""
     def compute(c: RuleContext) -> set[str]:
         names = {m.name for m in trained_models(c)} | constructed_model_names(c) | _parameter_holders(c)
         for _ in range(3):
@@ -312,7 +316,7 @@ def model_build_statement(ctx: RuleContext, model: TrainedModel) -> cst.BaseStat
 def model_device_name(ctx: RuleContext, model: TrainedModel) -> str | None:
     """The name of the device the model is moved to with ``.to(name)``, if exactly one."""
     names: set[str] = set()
-    opt_scope = scope_of(ctx, model.optimizer) if model.optimizer is not None else None
+    opt_body = body_of(ctx, model.optimizer) if model.optimizer is not None else None
     for call in ctx.nodes(cst.Call):
         if not method_call(call, "to"):
             continue
@@ -324,7 +328,7 @@ def model_device_name(ctx: RuleContext, model: TrainedModel) -> str | None:
             assigned = [dotted_name(t.target) for t in stmt.targets]
         if receiver != model.name and not (assigned and model.name in assigned):
             continue
-        if scope_of(ctx, call) is not opt_scope:
+        if body_of(ctx, call) is not opt_body:
             continue
         dev = _to_device_arg(call)
         name = dotted_name(dev) if dev is not None else None
@@ -346,7 +350,7 @@ def _outermost_chain(ctx: RuleContext, call: cst.Call) -> cst.CSTNode:
 
 def names_in(expr: cst.CSTNode) -> set[str]:
     """Plain names read in ``expr`` (attribute names after a dot are not names)."""
-    nodes = list(walk(expr, into_scopes=True, include_self=True))
+    nodes = list(walk(expr, into_nested=True, include_self=True))
     attrs = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
     return {n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in attrs}
 

@@ -90,7 +90,7 @@ def tensor_core_work(ctx: RuleContext) -> bool:
         ta = analysis(c)
         classes = {cls.name.value: cls for cls in c.nodes(cst.ClassDef) if cls.name.value in ta.module_classes}
         for cls in classes.values():
-            for call in (n for n in walk(cls, into_scopes=True) if isinstance(n, cst.Call)):
+            for call in (n for n in walk(cls, into_nested=True) if isinstance(n, cst.Call)):
                 name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
                 if name[:1].isupper() and name not in classes and not c.matches(call.func, {"torch.*"}):
                     return True  # a submodule built from another module's class

@@ -113,7 +113,7 @@ def _comment_lines(stmt: cst.SimpleStatementLine | cst.BaseCompoundStatement) ->
 
 
 def has_inner_comments(ctx: RuleContext, stmt: cst.CSTNode) -> bool:
-    return any(isinstance(n, cst.Comment) for n in walk(stmt, into_scopes=True)) and \
+    return any(isinstance(n, cst.Comment) for n in walk(stmt, into_nested=True)) and \
         not isinstance(stmt, cst.SimpleStatementLine)
 
 

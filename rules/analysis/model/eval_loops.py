@@ -143,8 +143,8 @@ def _mode_switches(ctx: RuleContext) -> dict[cst.CSTNode, list[tuple[int, str, s
             assert isinstance(node.func, cst.Attribute)
             name = dotted_name(node.func.value)
             if name is not None:
-                scope = ctx.enclosing(node, cst.FunctionDef) or ctx.module
-                out.setdefault(scope, []).append((order[node], name, node.func.attr.value))
+                fn_body = ctx.enclosing(node, cst.FunctionDef) or ctx.module
+                out.setdefault(fn_body, []).append((order[node], name, node.func.attr.value))
     for calls in out.values():
         calls.sort()
     return out
@@ -154,10 +154,10 @@ def _eval_before(ta: TrainingQueries, loop: Loop, model: str) -> bool:
     """``model.eval()`` earlier in the loop's function (or module), with no ``model.train()``
     between it and the loop."""
     ctx = ta.ctx
-    scope = ctx.enclosing(loop, cst.FunctionDef) or ctx.module
+    fn_body = ctx.enclosing(loop, cst.FunctionDef) or ctx.module
     start = ctx.preorder()[loop]
     mode = None
-    for pos, name, kind in ctx.fact(_mode_switches).get(scope, ()):
+    for pos, name, kind in ctx.fact(_mode_switches).get(fn_body, ()):
         if pos >= start:
             break
         if name == model:

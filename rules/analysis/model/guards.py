@@ -37,7 +37,7 @@ _FLAG_WORD = re.compile(r"sync|timing|time|profil|debug|verbose|benchmark|bench|
 
 def is_periodic_test(test: cst.BaseExpression) -> bool:
     """``x % n == k`` anywhere in the test (possibly combined with ``and``/``or``/``not``)."""
-    for node in walk(test, into_scopes=True, include_self=True):
+    for node in walk(test, into_nested=True, include_self=True):
         if isinstance(node, cst.Comparison) and any(
             isinstance(t.operator, cst.Equal) for t in node.comparisons
         ):
@@ -53,7 +53,7 @@ def is_periodic_test(test: cst.BaseExpression) -> bool:
 def _has_modulo(expr: cst.BaseExpression) -> bool:
     return any(
         isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
-        for n in walk(expr, into_scopes=True, include_self=True)
+        for n in walk(expr, into_nested=True, include_self=True)
     )
 
 
@@ -67,7 +67,7 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
 def _names_read(expr: cst.CSTNode) -> set[str]:
     """Plain and dotted names read in ``expr`` (``i``, ``self.step``)."""
     out: set[str] = set()
-    for n in walk(expr, into_scopes=True, include_self=True):
+    for n in walk(expr, into_nested=True, include_self=True):
         name = dotted_name(n) if isinstance(n, (cst.Name, cst.Attribute)) else None
         if name is not None:
             out.add(name)

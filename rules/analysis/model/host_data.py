@@ -103,10 +103,10 @@ def built_on_host(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
         get_arg(expr, "device") is None and not any(a.star == "**" for a in expr.args)
 
 
-def host_tensor_name(ctx: RuleContext, name: str, scope: cst.CSTNode) -> bool:
-    """Every assignment of ``name`` in ``scope`` (a function, or the module) builds a host tensor."""
+def host_tensor_name(ctx: RuleContext, name: str, fn_body: cst.CSTNode) -> bool:
+    """Every assignment of ``name`` in ``fn_body`` (a function, or the module) builds a host tensor."""
     values = [v for v in _values_of(ctx, name)
-              if (ctx.enclosing(v, cst.FunctionDef) or ctx.module) is scope]
+              if (ctx.enclosing(v, cst.FunctionDef) or ctx.module) is fn_body]
     return bool(values) and all(built_on_host(ctx, v) for v in values)
 
 

@@ -2,7 +2,23 @@
 file, a ``torch.nn`` layer, a torchvision/timm/Hugging Face model, one picked by name from a
 model zoo) and the wrappers that hold one (``DataParallel``, ``DistributedDataParallel``,
 FSDP). Loss modules (``nn.CrossEntropyLoss()``, a user's ``class FocalLoss(nn.Module)``),
-``nn.Parameter`` and ``F.*`` results are not models."""
+``nn.Parameter`` and ``F.*`` results are not models.
+
+This module is the one answer to "which names hold a model". It has two named facts, because
+two questions really differ:
+
+- :func:`constructed_model_names`: names assigned a *trainable model* (by
+  :func:`is_model_constructor`; losses excluded, zoo and Hugging Face models included). What
+  the rules that move, compile or wrap a model ask.
+- :func:`assigned_module_names`: names assigned *any module* built by a direct call of this
+  file's ``nn.Module`` subclasses or a ``torch.nn`` class, losses included. What the training
+  model asks to tell a module call from a tensor (a loss module is not a tensor either).
+
+The program layer widens the first one: ``facts.script_facts.model_names_everywhere`` adds the
+optimizer's models, ``.parameters()`` receivers and the function parameters they reach; it
+lives there because it needs the trained models. ``TrainingObjects.module_like_names`` widens
+the second one by use (``net.eval()``).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +26,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.context import RuleContext
-from ..syntax.torch_names import MODULE_CHAIN
-from .training import analysis
+from ..syntax.torch_names import MODULE_CHAIN, NN_MODULE_BASES
 
 
 DATA_PARALLEL = frozenset({
@@ -40,6 +55,52 @@ def strip_chain(expr: cst.BaseExpression) -> cst.BaseExpression:
         assert isinstance(expr.func, cst.Attribute)
         expr = expr.func.value
     return expr
+
+
+def module_subclasses(ctx: RuleContext) -> set[str]:
+    """Classes of this file that derive (transitively) from ``torch.nn.Module``."""
+    def compute(c: RuleContext) -> set[str]:
+        classes = {cls.name.value: cls for cls in c.nodes(cst.ClassDef)}
+        result: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for name, cls in classes.items():
+                if name in result:
+                    continue
+                for base in cls.bases:
+                    if c.matches(base.value, NN_MODULE_BASES) or dotted_name(base.value) in result:
+                        result.add(name)
+                        changed = True
+                        break
+        return result
+    return ctx.fact(compute)
+
+
+def is_nn_class(ctx: RuleContext, func: cst.BaseExpression) -> bool:
+    """A class of ``torch.nn`` (``nn.Linear``, ``nn.CrossEntropyLoss``), not a function of
+    ``torch.nn.functional``/``init``/``utils`` (``F.relu(x)`` returns a tensor)."""
+    name = dotted_name(func)
+    return name is not None and name.rsplit(".", 1)[-1][:1].isupper() and \
+        ctx.matches(func, {"torch.nn.*"}) and \
+        not ctx.matches(func, {"torch.nn.functional.*", "torch.nn.init.*", "torch.nn.utils.*"})
+
+
+def assignments(ctx: RuleContext) -> list[tuple[str, cst.BaseExpression]]:
+    """(dotted target, value) of every assignment to a name or attribute in the file."""
+    def compute(c: RuleContext) -> list[tuple[str, cst.BaseExpression]]:
+        out: list[tuple[str, cst.BaseExpression]] = []
+        for node in c.nodes(cst.Assign):
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name is not None:
+                    out.append((name, node.value))
+        for ann in c.nodes(cst.AnnAssign):
+            name = dotted_name(ann.target)
+            if name is not None and ann.value is not None:
+                out.append((name, ann.value))
+        return out
+    return ctx.fact(compute)
 
 
 def loss_classes(ctx: RuleContext) -> set[str]:
@@ -71,7 +132,7 @@ def is_model_constructor(ctx: RuleContext, call: cst.BaseExpression) -> bool:
     if ctx.matches(func, WRAPPERS):
         return True
     name = dotted_name(func)
-    if name is not None and name in analysis(ctx).module_classes:
+    if name is not None and name in module_subclasses(ctx):
         return name not in loss_classes(ctx)
     for qn in ctx.resolved_names(func, {"torch.nn.*"}):
         last = qn.rsplit(".", 1)[-1]
@@ -96,14 +157,25 @@ def is_model_constructor(ctx: RuleContext, call: cst.BaseExpression) -> bool:
 
 
 def constructed_model_names(ctx: RuleContext) -> set[str]:
-    """Dotted names (``model``, ``self.net``) assigned a model somewhere in the file."""
+    """Dotted names (``model``, ``self.net``) assigned a trainable model somewhere in the file
+    (:func:`is_model_constructor`)."""
     def compute(c: RuleContext) -> set[str]:
+        return {name for name, value in assignments(c) if is_model_constructor(c, value)}
+    return ctx.fact(compute)
+
+
+def assigned_module_names(ctx: RuleContext) -> set[str]:
+    """Dotted names assigned any module by a direct call (``Net().to(device)``,
+    ``nn.CrossEntropyLoss()``): a subclass of ``nn.Module`` in this file or a ``torch.nn``
+    class. Losses count (unlike :func:`constructed_model_names`): the training model asks this
+    to know that calling the name runs a module, not a tensor operation."""
+    def compute(c: RuleContext) -> set[str]:
+        classes = module_subclasses(c)
         out: set[str] = set()
-        for node in c.nodes(cst.Assign, cst.AnnAssign):
-            if node.value is None or not is_model_constructor(c, node.value):
-                continue
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            out |= {n for t in targets for n in [dotted_name(t)] if n is not None}
+        for name, value in assignments(c):
+            call = strip_chain(value)
+            if isinstance(call, cst.Call) and (dotted_name(call.func) in classes or is_nn_class(c, call.func)):
+                out.add(name)
         return out
     return ctx.fact(compute)
 

@@ -12,6 +12,7 @@ from ..syntax.context import RuleContext
 from ..syntax.tree import walk
 from .eval_loops import in_no_grad
 from .host_data import built_on_host, default_collate, is_tokenizer_output
+from .models import assigned_module_names
 from .tensors import is_tensor_expr
 from .training import TrainingAnalysis
 
@@ -27,7 +28,7 @@ def walk_with_callees(ta: TrainingAnalysis, node: cst.CSTNode) -> Iterator[cst.C
     todo = [node]
     while todo:
         cur = todo.pop()
-        for n in walk(cur, into_scopes=True):
+        for n in walk(cur, into_nested=True):
             yield n
             for fn in ta.called_functions(n):
                 if fn not in seen:
@@ -96,7 +97,7 @@ class BatchData:
                             self.elements |= target_names(t.target)
             if len(self.names) == before:
                 break
-        self.names -= ta.model_names
+        self.names -= assigned_module_names(ta.ctx)
         # Data is not called: ``net = build(cfg).to(device); net(x)`` is a model.
         self.names -= {dotted_name(n.func) for n in walk(loop.body) if isinstance(n, cst.Call)}
         self.elements &= self.names

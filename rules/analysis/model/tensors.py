@@ -77,16 +77,16 @@ def module_function(ta: TrainingObjects, func: cst.BaseExpression) -> bool:
 
 
 class ValueKinds:
-    """Tensor and host names of one scope (a function, or the module): a small fixpoint over
+    """Tensor and host names of one function body (a function, or the module): a small fixpoint over
     its single-name assignments."""
 
-    def __init__(self, ta: TrainingObjects, scope: cst.CSTNode) -> None:
+    def __init__(self, ta: TrainingObjects, fn_body: cst.CSTNode) -> None:
         self.ta, self.ctx = ta, ta.ctx
         self.tensors: set[str] = set()
         self.host: set[str] = set()
         assigns: list[tuple[str, cst.BaseExpression]] = []
         updates: list[tuple[str, cst.BaseExpression]] = []
-        for node in walk(scope):
+        for node in walk(fn_body):
             if method_call(node, "backward"):  # ``loss.backward()``: ``loss`` is a tensor
                 assert isinstance(node, cst.Call)
                 seed = backward_tensor(node)
@@ -152,17 +152,17 @@ class ValueKinds:
         return False
 
 
-def _kinds_by_scope(ctx: RuleContext) -> dict[cst.CSTNode, ValueKinds]:
-    return {}  # filled by kinds_at, one scope at a time
+def _kinds_by_body(ctx: RuleContext) -> dict[cst.CSTNode, ValueKinds]:
+    return {}  # filled by kinds_at, one function body at a time
 
 
 def kinds_at(ta: TrainingObjects, expr: cst.CSTNode) -> ValueKinds:
-    """The value kinds of the scope ``expr`` is in (cached per scope)."""
-    scope: cst.CSTNode = ta.ctx.enclosing(expr, cst.FunctionDef) or ta.ctx.module
-    cache = ta.ctx.fact(_kinds_by_scope)
-    if scope not in cache:
-        cache[scope] = ValueKinds(ta, scope)
-    return cache[scope]
+    """The value kinds of the function body ``expr`` is in (cached per body)."""
+    fn_body: cst.CSTNode = ta.ctx.enclosing(expr, cst.FunctionDef) or ta.ctx.module
+    cache = ta.ctx.fact(_kinds_by_body)
+    if fn_body not in cache:
+        cache[fn_body] = ValueKinds(ta, fn_body)
+    return cache[fn_body]
 
 
 def is_tensor_expr(ta: TrainingObjects, expr: cst.BaseExpression) -> bool:
@@ -175,7 +175,7 @@ def is_host_expr(ta: TrainingObjects, expr: cst.BaseExpression) -> bool:
 
 def mentions(expr: cst.CSTNode, names: set[str]) -> bool:
     """Does ``expr`` read one of ``names`` (plain or dotted)?"""
-    for n in walk(expr, into_scopes=True, include_self=True):
+    for n in walk(expr, into_nested=True, include_self=True):
         if isinstance(n, (cst.Name, cst.Attribute)) and dotted_name(n) in names:
             return True
     return False

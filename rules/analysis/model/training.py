@@ -28,7 +28,7 @@ import libcst as cst
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.callsites import called_name, calls_of
 from ..syntax.context import RuleContext
-from ..syntax.tree import SCOPES, Loop, walk
+from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
 from .guards import flag_name, is_once_test, is_periodic_test
 from .tensors import TENSOR_METHODS, is_tensor_expr
@@ -262,7 +262,7 @@ class TrainingAnalysis(TrainingObjects):
             if isinstance(anc, (cst.For, cst.While)) and anc in self._loop_set:
                 counters = self.counters(anc)
                 return next((g for g in pending if is_once_test(g.test, counters)), None)
-            if isinstance(anc, SCOPES):
+            if isinstance(anc, NESTED_DEFS):
                 return None
             child = anc
         return None

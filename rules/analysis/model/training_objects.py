@@ -1,7 +1,8 @@
 """What the names of a training script hold: optimizers, LR schedulers, loss scalers,
 DataLoaders, models (nn.Module instances and subclasses) and criteria. Read from the file's
 assignments and, for a function's parameters, from what its in-module call sites pass.
-Each set is computed on first use: most files never need them.
+Each set is computed on first use: most files never need them. Which names hold a model is
+answered once, in ``models`` (this mixin derives ``is_model`` and ``module_classes`` from it).
 
 ``TrainingObjects`` is the half of ``training.TrainingAnalysis`` that answers these questions;
 the other half finds the loops.
@@ -18,8 +19,8 @@ import libcst as cst
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.callsites import bound_arg, calls_of
 from ..syntax.context import RuleContext
-from ..syntax.torch_names import (DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, MODULE_CHAIN, NN_MODULE_BASES,
-                                  OPTIMIZERS)
+from ..syntax.torch_names import DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
+from .models import assigned_module_names, assignments, is_nn_class, module_subclasses
 
 _OPT_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$|\d)", re.IGNORECASE)
 _SCHED_NAME = re.compile(r"sched|lr_", re.IGNORECASE)
@@ -52,19 +53,15 @@ class TrainingObjects:
     def dataloader_names(self) -> set[str]:
         return self._names_bound_to(DATALOADERS)
 
-    @functools.cached_property
+    @property
     def module_classes(self) -> set[str]:
-        return self._module_subclasses()
-
-    @functools.cached_property
-    def model_names(self) -> set[str]:
-        return self._names_bound_to_models()
+        return module_subclasses(self.ctx)
 
     @functools.cached_property
     def module_like_names(self) -> set[str]:
         """Names that hold an nn.Module: models built here, receivers of module-only methods
         (``net.eval()``, ``net.parameters()``), and parameters every call site binds to one."""
-        names = set(self.model_names)
+        names = set(assigned_module_names(self.ctx))
         for call in self.ctx.nodes(cst.Call):
             if method_call(call, *_MODULE_METHODS):
                 assert isinstance(call.func, cst.Attribute)
@@ -83,15 +80,7 @@ class TrainingObjects:
 
     def assignments(self) -> Iterator[tuple[str, cst.BaseExpression]]:
         """(dotted target, value) of every assignment to a name or attribute in the file."""
-        for node in self.ctx.nodes(cst.Assign):
-            for target in node.targets:
-                name = dotted_name(target.target)
-                if name is not None:
-                    yield name, node.value
-        for node in self.ctx.nodes(cst.AnnAssign):
-            name = dotted_name(node.target)
-            if name is not None and node.value is not None:
-                yield name, node.value
+        return iter(assignments(self.ctx))
 
     def _names_bound_to(self, names: frozenset[str], exclude: frozenset[str] = frozenset()) -> set[str]:
         """Dotted names (``opt``, ``self.optimizer``) assigned from a call to one of ``names``."""
@@ -102,46 +91,6 @@ class TrainingObjects:
                     continue
                 out.add(name)
         return out
-
-    def _module_subclasses(self) -> set[str]:
-        """Classes of this module that derive (transitively) from ``torch.nn.Module``."""
-        classes = {c.name.value: c for c in self.ctx.nodes(cst.ClassDef)}
-        result: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for name, cls in classes.items():
-                if name in result:
-                    continue
-                for base in cls.bases:
-                    if self.ctx.matches(base.value, NN_MODULE_BASES) or dotted_name(base.value) in result:
-                        result.add(name)
-                        changed = True
-                        break
-        return result
-
-    def _names_bound_to_models(self) -> set[str]:
-        out: set[str] = set()
-        for name, value in self.assignments():
-            call = value
-            # model = Net().to(device) / Net().cuda()
-            while isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and \
-                    call.func.attr.value in MODULE_CHAIN:
-                call = call.func.value
-            if not isinstance(call, cst.Call):
-                continue
-            fname = dotted_name(call.func)
-            if fname in self.module_classes or self._nn_class(call.func):
-                out.add(name)
-        return out
-
-    def _nn_class(self, func: cst.BaseExpression) -> bool:
-        """A class of ``torch.nn`` (``nn.Linear``, ``nn.CrossEntropyLoss``), not a function of
-        ``torch.nn.functional``/``init``/``utils`` (``F.relu(x)`` returns a tensor)."""
-        name = dotted_name(func)
-        return name is not None and name.rsplit(".", 1)[-1][:1].isupper() and \
-            self.ctx.matches(func, {"torch.nn.*"}) and \
-            not self.ctx.matches(func, {"torch.nn.functional.*", "torch.nn.init.*", "torch.nn.utils.*"})
 
     def is_optimizer(self, expr: cst.BaseExpression) -> bool:
         name = dotted_name(expr)
@@ -196,8 +145,9 @@ class TrainingObjects:
         return found
 
     def is_model(self, expr: cst.BaseExpression) -> bool:
+        """A name assigned a module (``models.assigned_module_names``: losses included)."""
         name = dotted_name(expr)
-        return name is not None and name in self.model_names
+        return name is not None and name in assigned_module_names(self.ctx)
 
     def is_module_like(self, expr: cst.BaseExpression, by_name: bool = False) -> bool:
         """An nn.Module by its bindings; with ``by_name``, also by its name (``net``,
@@ -220,4 +170,4 @@ class TrainingObjects:
     @functools.cached_property
     def _criterion_names(self) -> set[str]:
         return {bound for bound, value in self.assignments()
-                if isinstance(value, cst.Call) and self._nn_class(value.func)}
+                if isinstance(value, cst.Call) and is_nn_class(self.ctx, value.func)}

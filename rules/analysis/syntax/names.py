@@ -55,7 +55,7 @@ class NameResolution:
     _cache: dict[str, Any]
     _wrapper: MetadataWrapper | None = None
     _qualnames: Mapping[cst.CSTNode, Any] | None = None
-    _scopes: Mapping[cst.CSTNode, Any] | None = None
+    _libcst_scopes: Mapping[cst.CSTNode, Any] | None = None
 
     if TYPE_CHECKING:
         def nodes(self, *types: type) -> list[Any]: ...
@@ -67,7 +67,7 @@ class NameResolution:
             # unsafe_skip_copy keeps node identity, so indexes and fixes refer to the same nodes.
             self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
             self._qualnames = self._wrapper.resolve(QualifiedNameProvider)
-            self._scopes = self._wrapper.resolve(ScopeProvider)
+            self._libcst_scopes = self._wrapper.resolve(ScopeProvider)
 
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
         """Qualified names of a Name/Attribute/Call-func node, through imports and aliases.
@@ -105,17 +105,17 @@ class NameResolution:
         bound: _Bindings = self.fact(_bindings)
         if root in bound.unsafe:
             return None
-        scopes = bound.scoped.get(root)
-        if scopes:
-            inner = self._body_scope(cur)
-            if isinstance(inner, (cst.FunctionDef, cst.Lambda)) and inner in scopes:
+        namespaces = bound.by_namespace.get(root)
+        if namespaces:
+            inner = self._namespace_of(cur)
+            if isinstance(inner, (cst.FunctionDef, cst.Lambda)) and inner in namespaces:
                 # A function's binding makes the name local in all of its body (no global/
                 # nonlocal here: those are unsafe). One kind of binding only, or ask LibCST.
-                if len(scopes[inner]) != 1:
+                if len(namespaces[inner]) != 1:
                     return None
-                target = next(iter(scopes[inner]))
+                target = next(iter(namespaces[inner]))
                 return set() if target is None else {".".join([target, *reversed(parts)])}
-            if any(a in scopes for a in self.ancestors(node)):
+            if any(a in namespaces for a in self.ancestors(node)):
                 return None
         if root in bound.targets:
             return {".".join([bound.targets[root], *reversed(parts)])}
@@ -123,7 +123,7 @@ class NameResolution:
             return {f"builtins.{root}"}
         return None
 
-    def _body_scope(self, node: cst.CSTNode) -> cst.CSTNode | None:
+    def _namespace_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The innermost function, lambda, class or comprehension whose own namespace ``node``
         is looked up in first (decorators, defaults and annotations belong to the outer one);
         None at module level."""
@@ -137,10 +137,11 @@ class NameResolution:
             child = anc
         return None
 
-    def scope(self, node: cst.CSTNode) -> Any:
+    def libcst_scope(self, node: cst.CSTNode) -> Any:
+        """LibCST's ``Scope`` object for ``node`` (name resolution); not a function body."""
         self._ensure_metadata()
-        assert self._scopes is not None
-        value = self._scopes.get(node)
+        assert self._libcst_scopes is not None
+        value = self._libcst_scopes.get(node)
         return value() if isinstance(value, LazyValue) else value
 
     def matches(self, node: cst.CSTNode, names: Sequence[str] | set[str] | frozenset[str]) -> bool:
@@ -222,7 +223,7 @@ _NAME_PARENTS = (cst.FunctionDef, cst.ClassDef, *((cst.TypeAlias,) if hasattr(cs
 _UNPACKING = (cst.Element, cst.StarredElement, cst.Tuple, cst.List)
 
 
-_FUNCTION_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+_NAMESPACE_OWNERS = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
@@ -233,18 +234,18 @@ class _Bindings:
     targets: dict[str, str]  # name -> what the module-level absolute imports bind it to
     unsafe: set[str]  # names only scope analysis can resolve anywhere in the file
     # name -> function/class/comprehension rebinding it -> import targets (None: not an import)
-    scoped: dict[str, dict[cst.CSTNode, set[str | None]]]
+    by_namespace: dict[str, dict[cst.CSTNode, set[str | None]]]
 
 
 def _bindings(ctx: NameResolution) -> _Bindings:
     unsafe: set[str] = set()
-    scoped: dict[str, dict[cst.CSTNode, set[str | None]]] = {}
+    by_namespace: dict[str, dict[cst.CSTNode, set[str | None]]] = {}
 
-    def bind(name: str, scope: cst.CSTNode | None, target: str | None = None) -> None:
-        if scope is None:  # module level (or global/nonlocal/walrus): rebinds it everywhere
+    def bind(name: str, namespace: cst.CSTNode | None, target: str | None = None) -> None:
+        if namespace is None:  # module level (or global/nonlocal/walrus): rebinds it everywhere
             unsafe.add(name)
         else:
-            scoped.setdefault(name, {}).setdefault(scope, set()).add(target)
+            by_namespace.setdefault(name, {}).setdefault(namespace, set()).add(target)
 
     for name in ctx.nodes(cst.Name):
         child: cst.CSTNode = name
@@ -256,16 +257,16 @@ def _bindings(ctx: NameResolution) -> _Bindings:
         elif isinstance(parent, cst.CompFor) and parent.target is child:
             bind(name.value, ctx.enclosing(name, *_COMPREHENSIONS))
         elif isinstance(parent, _NAME_PARENTS) and parent.name is child:
-            bind(name.value, ctx.enclosing(parent, *_FUNCTION_SCOPES))
+            bind(name.value, ctx.enclosing(parent, *_NAMESPACE_OWNERS))
         elif isinstance(parent, _BINDING_PARENTS) and (getattr(parent, "name", None) is child or
                                                         getattr(parent, "rest", None) is child) or \
                 isinstance(parent, _TARGET_PARENTS) and getattr(parent, "target", None) is child:
             if ctx.enclosing(name, cst.Import, cst.ImportFrom) is None:  # imports: below
-                bind(name.value, ctx.enclosing(name, *_FUNCTION_SCOPES))
+                bind(name.value, ctx.enclosing(name, *_NAMESPACE_OWNERS))
     module_level: dict[str, set[str]] = {}
     nested: list[tuple[str, str, cst.CSTNode]] = []
     for imp in ctx.nodes(cst.Import, cst.ImportFrom):
-        scope = ctx.enclosing(imp, *_FUNCTION_SCOPES)
+        namespace = ctx.enclosing(imp, *_NAMESPACE_OWNERS)
         pairs: list[tuple[str, str]] = []
         if isinstance(imp, cst.ImportFrom):
             if isinstance(imp.names, cst.ImportStar):
@@ -283,14 +284,14 @@ def _bindings(ctx: NameResolution) -> _Bindings:
                 local = _dotted(alias.asname.name) if alias.asname is not None else full.split(".")[0]
                 pairs.append((local, full if alias.asname is not None else local))
         for local, target in pairs:
-            if scope is None:
+            if namespace is None:
                 module_level.setdefault(local, set()).add(target)
             else:
-                nested.append((local, target, scope))
+                nested.append((local, target, namespace))
     targets = {n: next(iter(t)) for n, t in module_level.items() if len(t) == 1}
     unsafe |= {n for n, t in module_level.items() if len(t) > 1}
-    for local, target, scope in nested:
-        bind(local, scope, target)
-    return _Bindings(targets, unsafe, scoped)
+    for local, target, namespace in nested:
+        bind(local, namespace, target)
+    return _Bindings(targets, unsafe, by_namespace)
 
 

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-# Nested scopes: a walk that stays in one function does not enter these.
-SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+# Nested definitions (not LibCST scopes, not function bodies): a walk that stays in one
+# function does not enter these.
+NESTED_DEFS = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 Loop = cst.For | cst.While  # a loop statement
 
 _CHILD_FIELDS: dict[type, tuple[str, ...] | None] = {}
@@ -61,12 +62,12 @@ def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
     return kids
 
 
-def walk(node: cst.CSTNode, *, into_scopes: bool = False, include_self: bool = False,
+def walk(node: cst.CSTNode, *, into_nested: bool = False, include_self: bool = False,
          stop_at: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
     """The nodes below ``node`` in source (pre-)order, ``node`` itself first when
     ``include_self``. Nested functions, classes and lambdas are yielded but not entered unless
-    ``into_scopes``; nodes of the ``stop_at`` types are yielded but not entered either."""
-    barrier = stop_at if into_scopes else (*SCOPES, *stop_at)
+    ``into_nested``; nodes of the ``stop_at`` types are yielded but not entered either."""
+    barrier = stop_at if into_nested else (*NESTED_DEFS, *stop_at)
     if include_self:
         stack = [node]
     else:
