@@ -70,7 +70,10 @@ def _rewriter(old: str, new: str):
 def test_slower_rewrite_is_rejected_and_nothing_is_committed(tmp_path) -> None:
     repo = git_repo(tmp_path, {"train.py": TINY})
     before = repo_state(repo)
-    rc = run_apply(str(tmp_path / "train.py"), config=ABConfig(runs=4, max_runs=4, **CFG),
+    # The fewest runs that can still decide (3+3 at alpha 0.1, one look), so a tool that took the
+    # slower side for the faster one could commit it and fail here.
+    rc = run_apply(str(tmp_path / "train.py"), config=ABConfig(runs=3, max_runs=3, alpha=0.1, early_stop=False,
+                                                                bootstrap_resamples=300, **CFG),
                    rewriter=_rewriter("time.sleep(0.005)", "time.sleep(0.012)"), echo=_quiet)
     assert rc == 1
     assert repo_state(repo) == before and not gitops.notes_map(repo)
@@ -96,7 +99,10 @@ def test_apply_commits_the_input_bound_fixture_with_a_note(tmp_path) -> None:
     out: list[str] = []
     try:
         rc = run_apply("train.py", settings=load_settings(select=["GP201"]), script_args=["--size", "small", "--device", "cpu"],
-                       config=ABConfig(runs=5, max_runs=5, steps=8, warmup=2, timeout=300),
+                       # the fewest runs that can decide (3+3 at alpha 0.1, one look): each run starts
+                       # torch and its loader workers, the gain is large (see fixtures/input_bound.py)
+                       config=ABConfig(runs=3, max_runs=3, steps=6, warmup=2, timeout=300, alpha=0.1,
+                                       early_stop=False, bootstrap_resamples=300),
                        echo=lambda m="", **k: out.append(str(m)))
     finally:
         os.chdir(cwd)
