@@ -19,6 +19,10 @@ import statistics
 from typing import Any, Sequence
 
 MIN_POINTS = 6
+# RSS (``throughout``) needs a longer window: glibc keeps freed blocks, so even a script that keeps
+# only small detached values can climb in RSS for tens of steps; in a shorter window RSS growth is
+# not judged at all (the heap series, exact where it exists, still is).
+MIN_POINTS_THROUGHOUT = 20
 MAX_POINTS = 160  # pairwise slopes are O(n^2): subsample long windows evenly
 NOISE_RATIO_MIN = 4.0  # total growth over the window vs the residual spread
 HALF_SLOPE_MIN = 0.3  # each half must grow at >= this share of the overall slope
@@ -64,7 +68,7 @@ def fit_growth(values: Sequence[float | None], min_total_bytes: float, *,
     """
     pts = _thin([(float(i), float(v)) for i, v in enumerate(values) if v is not None])
     out: dict[str, Any] = {"slope": None, "steady": False, "total": None, "noise": None, "points": len(pts)}
-    if len(pts) < MIN_POINTS:
+    if len(pts) < (MIN_POINTS_THROUGHOUT if throughout else MIN_POINTS):
         return out
     slope, intercept = theil_sen(pts)
     residuals = [y - (slope * x + intercept) for x, y in pts]

@@ -386,3 +386,17 @@ def test_report_without_distributed_or_amp_has_no_such_sections() -> None:
     text = report.format_report({"status": "step_limit", "script": "t.py", "measured_steps": 0,
                                  "amp": {"autocast_dtypes": [], "gradscaler": False}, "distributed": None})
     assert "Distributed" not in text and "Mixed precision" not in text
+
+
+def test_rss_growth_is_not_judged_on_a_window_shorter_than_its_minimum() -> None:
+    # The same steady 2 MiB/step RSS climb: too few steps to tell from the allocator keeping freed
+    # blocks (not judged), enough steps to call a leak.
+    from gpuperf_rewrite.runtime.growth import MIN_POINTS_THROUGHOUT, fit_growth
+
+    def series(n: int) -> list[float]:
+        return [300e6 + 2 * 2**20 * i + (i % 3) * 1e4 for i in range(n)]
+
+    short = fit_growth(series(MIN_POINTS_THROUGHOUT - 1), 1 << 20, throughout=True)
+    assert short["steady"] is False and short["slope"] is None
+    assert fit_growth(series(MIN_POINTS_THROUGHOUT - 1), 1 << 20)["steady"] is True  # heap: judged
+    assert fit_growth(series(30), 1 << 20, throughout=True)["steady"] is True
