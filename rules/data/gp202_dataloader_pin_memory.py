@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import AddImport, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
-from ..analysis.facts.framework_docs import BLIND, HF, LIGHTNING
+from ..analysis.facts.framework_docs import BLIND, FRAMEWORK_LOADERS, HF, LIGHTNING
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.fixes.edits import torch_alias
@@ -51,11 +51,7 @@ class DataloaderPinMemory(Rule):
         "`num_workers` (or into the dict's only literal definition) when that dict feeds nothing "
         "but DataLoaders, else the finding comes without a fix.",
         "A loader only asked for its first batch (`next(iter(loader))`) is not reported.",
-        "Hugging Face Trainer scripts: `dataloader_num_workers` missing or 0 (GP201), `dataloader_pin_memory=False` "
-        "(GP202; the default is True), `dataloader_persistent_workers` off while `dataloader_num_workers` is "
-        "surely positive (GP203: a positive literal or `min(8, os.cpu_count() or 1)`; the Trainer passes the flag "
-        "as it is and the DataLoader raises without workers) are fixed on the `TrainingArguments`. Lightning loaders are the `DataLoader(...)` calls of "
-        "`train_dataloader()` or handed to `fit`, checked like any DataLoader.",
+        FRAMEWORK_LOADERS,
         BLIND,
     )
     frameworks = (HF, LIGHTNING)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
-from ..analysis.facts.framework_docs import BLIND, HF, LIGHTNING
+from ..analysis.facts.framework_docs import BLIND, FRAMEWORK_LOADERS, HF, LIGHTNING
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import Setting, call_keywords, exclusive
 from ..analysis.fixes.dict_edits import add_key
@@ -94,11 +94,7 @@ class DataloaderPersistentWorkers(Rule):
         "never runs out (a `RandomSampler`/`WeightedRandomSampler` drawing at least 10**8 samples "
         "with replacement, an infinite sampler or `IterableDataset` of this module) and no loop "
         "over it restarts; a loader handed to code the file does not show is reported.",
-        "Hugging Face Trainer scripts: `dataloader_num_workers` missing or 0 (GP201), `dataloader_pin_memory=False` "
-        "(GP202; the default is True), `dataloader_persistent_workers` off while `dataloader_num_workers` is "
-        "surely positive (GP203: a positive literal or `min(8, os.cpu_count() or 1)`; the Trainer passes the flag "
-        "as it is and the DataLoader raises without workers) are fixed on the `TrainingArguments`. Lightning loaders are the `DataLoader(...)` calls of "
-        "`train_dataloader()` or handed to `fit`, checked like any DataLoader.",
+        FRAMEWORK_LOADERS,
         BLIND,
     )
     frameworks = (HF, LIGHTNING)

@@ -10,6 +10,13 @@ HF = ("Hugging Face `TrainingArguments`/`Seq2SeqTrainingArguments` (transformers
 LIGHTNING = "Lightning `Trainer` and `LightningModule` (`lightning` / `pytorch_lightning` 2.0 to 2.6)"
 ACCELERATE = "Accelerate `Accelerator` and its `DistributedDataParallelKwargs` (accelerate 0.2x to 1.15)"
 TORCH = "PyTorch `DistributedDataParallel` (torch 2.x)"
+# The loader settings of GP201, GP202 and GP203 share one limitation text (they are read together).
+FRAMEWORK_LOADERS = (
+    "Hugging Face Trainer scripts: `dataloader_num_workers` missing or 0 (GP201), `dataloader_pin_memory=False` "
+    "(GP202; the default is True), `dataloader_persistent_workers` off while `dataloader_num_workers` is "
+    "surely positive (GP203: a positive literal or `min(8, os.cpu_count() or 1)`; the Trainer passes the flag "
+    "as it is and the DataLoader raises without workers) are fixed on the `TrainingArguments`. Lightning loaders "
+    "are the `DataLoader(...)` calls of `train_dataloader()` or handed to `fit`, checked like any DataLoader.")
 BLIND = ("A configuration the file cannot see into (`HfArgumentParser`, TRL's `TrlParser`, `LightningCLI` "
          "and its YAML, `**vars(args)` passed to the configuration call) is not reported at all: the setting "
          "may well be there. Settings passed through a `**dict` built in the file are read; the fix then "
