@@ -40,6 +40,7 @@ import signal
 import sys
 import time
 import traceback
+import uuid
 from pathlib import Path
 from typing import Any, Callable
 
@@ -371,7 +372,8 @@ def run_stages(out: Path, args: argparse.Namespace, stages: list[str], clock: Cl
         finally:
             clock.in_stage = False
         took = now() - t0
-        clock.ratios.append(took / cost.estimate(stage, cfg))
+        if stage.startswith(("ab:", "profile:")):  # the run-time model's stages calibrate it
+            clock.ratios.append(took / cost.estimate(stage, cfg))
         state["stages"][stage] = round(took, 1)
         _checkpoint(out, args, stages, state, log)
         log(f"{stage}: done in {took:.0f} s (estimate x{clock.scale():.2f})")
@@ -406,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     log = log_to(out / "gpu_proof.log")
     clock = Clock(args.budget or SIZES[args.size]["budget"])
     state: dict[str, Any] = {"t0": clock.start, "stages": {}, "session": {
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "budget_s": clock.budget,
+        "id": uuid.uuid4().hex[:12], "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "budget_s": clock.budget,
         "command": "python scripts/gpu_proof.py " + " ".join(args.argv),
         "install_s": float(os.environ["GPU_PROOF_INSTALL_S"]) if os.environ.get("GPU_PROOF_INSTALL_S") else None}}
     log(f"budget {clock.budget:.0f} s; stages: {', '.join(stages)}")

@@ -97,13 +97,13 @@ def resume_from(root: Path, out: Path, env: dict[str, Any], log: Callable[[str],
 
 def merge_sessions(out: Path, earlier: list[dict[str, Any]]) -> None:
     mine = read_json(out / SESSIONS) or []
-    known = {s.get("started") for s in mine}
-    write_json(out / SESSIONS, [s for s in earlier if s.get("started") not in known] + mine)
+    known = {s.get("id") for s in mine}
+    write_json(out / SESSIONS, [s for s in earlier if s.get("id") not in known] + mine)
 
 
 def record_session(out: Path, entry: dict[str, Any]) -> None:
-    """Add or update (by ``started``) this session's entry in ``sessions.json``."""
-    sessions = [s for s in read_json(out / SESSIONS) or [] if s.get("started") != entry["started"]]
+    """Add or update (by ``id``) this session's entry in ``sessions.json``."""
+    sessions = [s for s in read_json(out / SESSIONS) or [] if s.get("id") != entry["id"]]
     write_json(out / SESSIONS, [*sessions, entry])
 
 
