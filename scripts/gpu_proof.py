@@ -63,7 +63,7 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {"budget": 510,
              "ab": {"runs": 3, "alpha": 0.1, "warmup": 5, "steps": 15, "timeout": 180,
                     "per_fixture": {"input_bound": (2, 6)}},
-             "apply": {"runs": 4, "max_runs": 4, "warmup": 5, "steps": 15, "timeout": 180, "budget": 150},
+             "apply": {"runs": 4, "max_runs": 4, "warmup": 5, "steps": 15, "timeout": 180, "budget": 120},
              "shim": {"runs": 3, "steps": 300, "warmup": 30, "size": "medium"},
              "ncu": {"steps": 40, "skip": 300, "count": 100, "timeout": 150}},
     "small": {"budget": 1800, "run_s": 8.0, "other_s": {"env": 10.0, "shim": 30.0, "ncu": 5.0},
@@ -321,22 +321,22 @@ class Clock:
 
 
 def _prewarm_if_due(stage: str, stages: list[str], out: Path, args: argparse.Namespace, cfg: dict[str, Any],
-                    clock: Clock, state: dict[str, Any], log: Callable[[str], None]) -> None:
+                    clock: Clock, state: dict[str, Any], log: Callable[[str], None], stage_s: float = 0.0) -> None:
     """Before the first pending A/B on CUDA: compile every pending rewrite at once (once per
-    session: the caches live on the machine), if it fits."""
+    session: the caches live on the machine), if it and that A/B (``stage_s``) fit."""
     if args.device != "cuda" or not stage.startswith("ab:") or "prewarm" in state:
         return
     names = [s[3:] for s in stages if s.startswith("ab:") and (s in args.redo or not (out / stage_files(s)[0]).exists())]
     est = cost.prewarm_s(names) * clock.scale()
-    state["prewarm"] = {"skipped": "no time"} if est > clock.left() - RESERVE_S else None
+    state["prewarm"] = {"skipped": "no time"} if est + stage_s > clock.left() - RESERVE_S else None
     if state["prewarm"] is None:
         log(f"prewarm: compiling the rewrites of {', '.join(names)} at once (~{est:.0f} s)")
-        clock.in_stage = True
         try:
             state["prewarm"] = st.prewarm(names, ["--size", args.size, "--device", args.device],
                                           min(cfg["ab"]["timeout"], clock.left() - RESERVE_S), log)
-        finally:
-            clock.in_stage = False
+        except Exception as exc:  # noqa: BLE001  only a head start: the A/Bs compile for themselves
+            state["prewarm"] = {"error": f"{type(exc).__name__}: {exc}"}
+            log(f"prewarm: FAILED ({type(exc).__name__}: {exc}); the A/Bs compile cold")
 
 
 def run_stages(out: Path, args: argparse.Namespace, stages: list[str], clock: Clock,
@@ -351,11 +351,11 @@ def run_stages(out: Path, args: argparse.Namespace, stages: list[str], clock: Cl
             log(f"{stage}: not started (expected ~{est:.0f} s, {max(0, clock.left()):.0f} s of the budget left); "
                 "run again to resume")
             continue  # a shorter stage further on may still fit
-        _prewarm_if_due(stage, stages, out, args, cfg, clock, state, log)
-        log(f"{stage}: running (expected ~{est:.0f} s)")
-        t0 = now()
         clock.in_stage = True
         try:
+            _prewarm_if_due(stage, stages, out, args, cfg, clock, state, log, est)
+            log(f"{stage}: running (expected ~{est:.0f} s)")
+            t0 = now()
             run_stage(stage, out, args, cfg, clock.left() - RESERVE_S, log)
         except BudgetStop:
             log(f"{stage}: stopped at the end of the budget; nothing written, it runs again next time")

@@ -324,3 +324,31 @@ def test_table_renders_the_fixtures_the_geomean_and_what_is_left(tmp_path):
     assert "| `gpt_fp32` | GP201, GP301 | **faster** | 3.00x | 2.70-3.30 |" in md
     assert "**1.73x**" in md and "Stages left: ncu." in md and "ab:gpt_fp32 61 s" in md
     assert table.main([str(tmp_path / "missing.json")]) == 2
+
+
+def test_prewarm_compiles_only_the_pending_rewrites_once_per_session_and_its_failure_is_no_stage_failure(
+        tmp_path, monkeypatch):
+    gp = _load()
+    calls = []
+    monkeypatch.setattr(gp.st, "prewarm", lambda names, args, timeout, log: calls.append(names) or {"wall_s": 1})
+    args = gp.parse_args(["--out", str(tmp_path), "--fixtures", "gpt_fp32,cnn_item_logging,input_bound"])
+    stages = gp.plan_stages(args)
+    gp.write_json(tmp_path / "ab-gpt_fp32.json", {"verdict": "faster"})  # done in an earlier session
+    clock, state, cfg = gp.Clock(510), {}, gp.size_config(args)
+    gp._prewarm_if_due("ab:cnn_item_logging", stages, tmp_path, args, cfg, clock, state, print, 50)
+    gp._prewarm_if_due("ab:input_bound", stages, tmp_path, args, cfg, clock, state, print, 50)
+    assert calls == [["cnn_item_logging", "input_bound"]] and state["prewarm"] == {"wall_s": 1}
+
+    late = {}  # too little left for the prewarm and the A/B after it: the A/B compiles cold
+    gp._prewarm_if_due("ab:cnn_item_logging", stages, tmp_path, args, cfg, gp.Clock(100), late, print, 50)
+    assert late["prewarm"] == {"skipped": "no time"} and len(calls) == 1
+
+    def boom(*a):
+        raise RuntimeError("no compiler")
+    monkeypatch.setattr(gp.st, "prewarm", boom)
+    failed = {}
+    gp._prewarm_if_due("ab:cnn_item_logging", stages, tmp_path, args, cfg, gp.Clock(510), failed, print, 50)
+    assert failed["prewarm"] == {"error": "RuntimeError: no compiler"}
+    cpu = gp.parse_args(["--out", str(tmp_path), "--device", "cpu"])
+    gp._prewarm_if_due("ab:gpt_fp32", stages, tmp_path, cpu, cfg, gp.Clock(510), {}, print, 50)
+    assert len(calls) == 1  # nothing to warm on the CPU dry run
