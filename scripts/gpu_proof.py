@@ -326,7 +326,8 @@ def _prewarm_if_due(stage: str, stages: list[str], out: Path, args: argparse.Nam
     session: the caches live on the machine), if it and that A/B (``stage_s``) fit."""
     if args.device != "cuda" or not stage.startswith("ab:") or "prewarm" in state:
         return
-    names = [s[3:] for s in stages if s.startswith("ab:") and (s in args.redo or not (out / stage_files(s)[0]).exists())]
+    names = [s[3:] for s in stages
+             if s.startswith("ab:") and (s in args.redo or not (out / stage_files(s)[0]).exists())]
     est = cost.prewarm_s(names) * clock.scale()
     state["prewarm"] = {"skipped": "no time"} if est + stage_s > clock.left() - RESERVE_S else None
     if state["prewarm"] is None:
@@ -408,7 +409,8 @@ def main(argv: list[str] | None = None) -> int:
     log = log_to(out / "gpu_proof.log")
     clock = Clock(args.budget or SIZES[args.size]["budget"])
     state: dict[str, Any] = {"t0": clock.start, "stages": {}, "session": {
-        "id": uuid.uuid4().hex[:12], "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "budget_s": clock.budget,
+        "id": uuid.uuid4().hex[:12], "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "budget_s": clock.budget,
         "command": "python scripts/gpu_proof.py " + " ".join(args.argv),
         "install_s": float(os.environ["GPU_PROOF_INSTALL_S"]) if os.environ.get("GPU_PROOF_INSTALL_S") else None}}
     log(f"budget {clock.budget:.0f} s; stages: {', '.join(stages)}")

@@ -58,7 +58,8 @@ def harmful_table(doc: dict[str, Any]) -> list[str]:
              "|---|---|---|---|---|---|---|"]
     for h in rows:
         kept = ", ".join(h["harmful_kept"]) or "no"
-        lines.append(f"| `{h['name']}` | {', '.join(h['harmful_rules']) or '-'} | {', '.join(h['harmful_offered']) or 'no'} "
+        lines.append(f"| `{h['name']}` | {', '.join(h['harmful_rules']) or '-'} "
+                     f"| {', '.join(h['harmful_offered']) or 'no'} "
                      f"| {'**' + kept + '**' if h['harmful_kept'] else kept} | {h.get('status')} "
                      f"| {', '.join(h['rules_kept']) or '-'} | {', '.join(str(v) for v in h['verdicts']) or '-'} |")
     return lines
@@ -77,12 +78,14 @@ def other_lines(doc: dict[str, Any]) -> list[str]:
     ncu = doc.get("ncu") or {}
     if ncu:
         lines.append(f"ncu: {ncu['skipped']}" if "skipped" in ncu else
-                     f"ncu ({ncu.get('fixture')}): total kernel time before {_num((ncu.get('before') or {}).get('total_us'))} us, "
+                     f"ncu ({ncu.get('fixture')}): total kernel time before "
+                     f"{_num((ncu.get('before') or {}).get('total_us'))} us, "
                      f"after {_num((ncu.get('after') or {}).get('total_us'))} us.")
     for s in doc.get("sessions") or []:
         stages = ", ".join(f"{k} {v:.0f} s" for k, v in (s.get("stages") or {}).items())
         lines.append(f"Session {s.get('started')} on {s.get('device')}: {s.get('elapsed_s')} s of a "
-                     f"{s.get('budget_s')} s budget (install {s.get('install_s', '-')} s): {stages or 'nothing finished'}.")
+                     f"{s.get('budget_s')} s budget (install {s.get('install_s') or '-'} s): "
+                     f"{stages or 'nothing finished'}.")
     left = doc.get("stages_left") or []
     lines.append(f"Stages left: {', '.join(left)}." if left else "Every stage is done.")
     return lines
