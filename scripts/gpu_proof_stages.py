@@ -7,6 +7,7 @@ what is proven on the GPU is exactly what a user's ``--apply --unsafe-fixes`` do
 
 from __future__ import annotations
 
+import atexit
 import csv
 import glob
 import importlib.util
@@ -64,6 +65,7 @@ def work_dir() -> Path:
     compiles and the A/Bs run the very same files at the same paths, so inductor's caches hit."""
     if "dir" not in _WORK:
         root = Path(tempfile.mkdtemp(prefix="gpu-proof-work-"))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
         shutil.copytree(FIXTURES, root / "fixtures", ignore=shutil.ignore_patterns("__pycache__", "harmful"))
         _WORK["dir"] = root / "fixtures"
     return _WORK["dir"]
