@@ -4,64 +4,81 @@
     python scripts/gpu_proof.py --out DIR --device cpu --size small    # the CPU dry run (in the test suite)
     make gpu-proof                                                     # installs from .whl/ when needed, then runs it
 
-Stages run in this order; each writes its file into DIR (atomically) as soon as it ends, and a
-second invocation skips every stage whose file is there, so a run cut off by a lease resumes
-where it stopped (``--redo STAGE`` runs one again):
+Stages run most valuable first; each writes its file into DIR (atomically) as soon as it ends, and
+a later invocation skips every stage whose file is there (``--redo STAGE`` runs one again):
 
     env            env.json: device (as torch names it), torch, CUDA, date
-    fixture:NAME   apply-NAME.json: ``--apply --unsafe-fixes --json --budget B`` on the fixture in a
-                   scratch git repository (profile, plan, A/B search, commit), and profile-NAME.json:
-                   the profile document of the original (the first run --apply makes)
-    harmful:NAME   harmful-NAME.json: the same on a harmful-fix class (fixtures/harmful/): a
-                   Sigmoid+BCELoss GAN, a gradient-penalty critic, a DataParallel model
+    ab:NAME        ab-NAME.json: the fixture against its full ``--fix --unsafe-fixes`` rewrite, one
+                   A/B (``gpuperf-rewrite ab``): the speedups and their geometric mean. On CUDA a
+                   ``prewarm`` first compiles every pending rewrite at once (inductor's caches)
+    harmful:NAME   harmful-NAME.json: ``--apply --unsafe-fixes`` on a harmful-fix class
+                   (fixtures/harmful/): a Sigmoid+BCELoss GAN, a gradient-penalty critic, DataParallel
     shim           shim-overhead.json: benchmarks/shim_overhead.py's workload with and without the shim
+    profile:NAME   profile-NAME.json: the profile document of the fixture on the device
+    apply:NAME     apply-NAME.json: ``--apply --unsafe-fixes`` on the fixture (profile, plan, search,
+                   commit in a scratch repository: what --apply keeps); --no-apply leaves them out
     ncu            ncu.json: Nsight Compute's top kernels of one fixture before and after its rewrite
-                   (optional; skipped with the reason without CUDA or ncu; --no-ncu leaves it out)
+                   (skipped with the reason without CUDA or ncu; --no-ncu leaves it out)
 
-After every stage, DIR/<gpu>-<date>.json summarises what is there: ``device``, ``torch``,
-``cuda``, ``fixtures`` (``name``, ``speedup``, ``ci95``, ``verdict``, ``rules_kept``,
-``needs_gpu_before``, ...), ``geomean_speedup``, ``harmful``, ``shim_overhead``, ``ncu``.
+``--budget SECONDS`` (default: one ~9-minute device call at --size full) bounds the invocation: a
+stage whose estimate (scripts/gpu_proof_cost.py, scaled by how the stages run so far compared with
+theirs) does not fit in what is left is not started, and one still running at the deadline is
+stopped and runs again next time. After every stage DIR/<gpu>-<date>.json summarises what is done
+(``fixtures``, ``geomean_speedup``, ...) and what is not (``stages_left``), and ``--archive`` (a
+.tgz) holds the whole folder; ``--resume-from`` continues an earlier session's (gpu_proof_store.py).
 
-Exit codes: 0 every stage done and no harmful fix kept; 1 stages left (``--time-limit`` stopped it:
-run the same command again) or a harmful fix was kept; 2 usage or set-up error.
+Exit codes: 0 every stage done and no harmful fix kept; 1 stages left (run again: it resumes) or a
+harmful fix kept; 2 usage or set-up error.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import re
+import signal
 import sys
-import tempfile
 import time
 import traceback
+import uuid
 from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import gpu_proof_stages as st  # noqa: E402  (a sibling file: scripts/ is not a package)
+import gpu_proof_cost as cost  # noqa: E402  (sibling files: scripts/ is not a package)
+import gpu_proof_stages as st  # noqa: E402
+from gpu_proof_store import (folder_name, read_json, record_session, resume_from, slug,  # noqa: E402
+                             write_archive, write_json)
 
-FIXTURES = ("cnn_item_logging", "resnet_no_amp", "gpt_fp32", "input_bound", "loss_accumulation", "ddp_train")
+# Most valuable first: the largest expected GPU gains and the cheapest A/Bs lead; input_bound (its
+# gain is CPU-side, its runs the longest) comes last.
+FIXTURES = ("gpt_fp32", "cnn_item_logging", "resnet_no_amp", "loss_accumulation", "ddp_train", "input_bound")
 HARMFUL = ("gan_bce", "wgan_gp", "dataparallel")
 NCU_FIXTURE = "cnn_item_logging"
-# Per size: the A/B of each --apply, its time budget, the shim workload and the ncu window. 4+4
-# runs, no extension, is the fewest that can decide at alpha/2 (every B run beats every A run:
-# p = 1/70); a sequential extension would lower the per-look level below what 4+4 can reach and
-# make every A/B run 5+5 or more. "full" is sized for an H100 inside a 10-minute call: the
-# budget stops the search before an A/B whose estimate does not fit.
+# ab: 3+3 runs at alpha 0.1 (one-sided p of 3+3 is at least 1/20 = 0.05 = alpha/2, so every B run
+# must beat every A run): the six A/Bs fit ~7 minutes of an H100 (gpu_proof_cost.py); 4+4 at
+# alpha 0.05 (--ab-runs 4) costs ~2 minutes more. apply: --apply's own 4+4 at alpha 0.05 (what a
+# user's --apply commits with), each bounded by its budget.
 SIZES: dict[str, dict[str, Any]] = {
-    "full": {"runs": 4, "max_runs": 4, "steps": 30, "warmup": 10, "timeout": 240, "budget": 240,
-             "shim": {"runs": 5, "steps": 300, "warmup": 30, "size": "medium"},
-             "ncu": {"steps": 60, "skip": 300, "count": 300, "timeout": 200}},
-    "small": {"runs": 4, "max_runs": 4, "steps": 3, "warmup": 1, "timeout": 120, "budget": 120,
+    "full": {"budget": 510,
+             "ab": {"runs": 3, "alpha": 0.1, "warmup": 5, "steps": 15, "timeout": 180,
+                    "per_fixture": {"input_bound": (2, 6)}},
+             "apply": {"runs": 4, "max_runs": 4, "warmup": 5, "steps": 15, "timeout": 180, "budget": 120},
+             "shim": {"runs": 3, "steps": 300, "warmup": 30, "size": "medium"},
+             "ncu": {"steps": 40, "skip": 300, "count": 100, "timeout": 150}},
+    "small": {"budget": 1800, "run_s": 8.0, "other_s": {"env": 10.0, "shim": 30.0, "ncu": 5.0},
+              "ab": {"runs": 3, "alpha": 0.1, "warmup": 1, "steps": 3, "timeout": 120},
+              "apply": {"runs": 4, "max_runs": 4, "warmup": 1, "steps": 3, "timeout": 120, "budget": 120},
               "shim": {"runs": 1, "steps": 20, "warmup": 5, "size": "tiny"},
               "ncu": {"steps": 4, "skip": 0, "count": 50, "timeout": 120}},
 }
-# Seconds a stage is expected to take at most, for --time-limit; --apply stages: the budget plus
-# the rewrites and an A/B running past its estimate (one is only started when its estimate fits).
-EXPECTED_S = {"env": 30, "apply_over_budget": 60, "shim": 150, "ncu": 450}
+RESERVE_S = 15.0  # kept free at the end of the budget: the summary and the archive
+now = time.monotonic  # the budget's clock (replaced in tests)
+
+
+class BudgetStop(KeyboardInterrupt):
+    """Raised in the stage running when the budget ends: its processes are ended (the runners
+    treat it as Ctrl-C), nothing of it is written, and it runs again next time."""
 
 
 def log_to(path: Path) -> Callable[[str], None]:
@@ -73,90 +90,109 @@ def log_to(path: Path) -> Callable[[str], None]:
     return log
 
 
-def write_json(path: Path, doc: Any) -> None:
-    """Atomically: a reader (or a resumed run) never sees half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=2, default=str)
-        fh.write("\n")
-    os.replace(tmp, path)
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def stage_files(stage: str) -> list[str]:
     kind, _, name = stage.partition(":")
-    return {"env": ["env.json"], "fixture": [f"apply-{name}.json", f"profile-{name}.json"],
-            "harmful": [f"harmful-{name}.json"], "shim": ["shim-overhead.json"], "ncu": ["ncu.json"]}[kind]
+    return [{"env": "env.json", "ab": f"ab-{name}.json", "harmful": f"harmful-{name}.json",
+             "shim": "shim-overhead.json", "profile": f"profile-{name}.json", "apply": f"apply-{name}.json",
+             "ncu": "ncu.json"}[kind]]
 
 
 def plan_stages(args: argparse.Namespace) -> list[str]:
-    stages = ["env", *(f"fixture:{n}" for n in args.fixtures), *(f"harmful:{n}" for n in args.harmful), "shim"]
-    return stages + ([] if args.no_ncu else ["ncu"])
+    return ["env", *(f"ab:{n}" for n in args.fixtures), *(f"harmful:{n}" for n in args.harmful), "shim",
+            *(f"profile:{n}" for n in args.fixtures), *([] if args.no_apply else [f"apply:{n}" for n in args.fixtures]),
+            *([] if args.no_ncu else ["ncu"])]
 
 
-def run_stage(stage: str, out: Path, args: argparse.Namespace, log: Callable[[str], None]) -> None:
+def size_config(args: argparse.Namespace) -> dict[str, Any]:
+    cfg = {k: (dict(v) if isinstance(v, dict) else v) for k, v in SIZES[args.size].items()}
+    if args.ab_runs:
+        cfg["ab"].update(runs=args.ab_runs, alpha=0.05 if args.ab_runs >= 4 else 0.1)
+    if args.apply_budget:
+        cfg["apply"]["budget"] = args.apply_budget
+    return cfg
+
+
+def run_stage(stage: str, out: Path, args: argparse.Namespace, cfg: dict[str, Any], left_s: float,
+              log: Callable[[str], None]) -> None:
     kind, _, name = stage.partition(":")
-    cfg = {**SIZES[args.size], **({"budget": args.budget} if args.budget else {})}
     script_args = ["--size", args.size, "--device", args.device]
     if kind == "env":
         write_json(out / "env.json", {**st.environment(args.device), "size": args.size})
-    elif kind in ("fixture", "harmful"):
-        script = (st.FIXTURES if kind == "fixture" else st.HARMFUL) / f"{name}.py"
-        report, profile = st.apply_fixture(script, script_args, cfg, log, with_siblings=kind == "fixture")
+    elif kind == "ab":
+        try:
+            doc = st.ab_fixture(name, script_args, cfg["ab"], log)
+        except Exception as exc:  # noqa: BLE001  the original fails there: a result, not a retry
+            doc = {"name": name, "verdict": "error", "reason": f"{type(exc).__name__}: {exc}"}
+        write_json(out / f"ab-{name}.json", doc)
+    elif kind in ("apply", "harmful"):
+        script = (st.FIXTURES if kind == "apply" else st.HARMFUL) / f"{name}.py"
+        # Never plan past the deadline: --apply starts no A/B that cannot end within its budget.
+        acfg = {**cfg["apply"], "budget": max(1.0, min(cfg["apply"]["budget"], left_s - cost.APPLY_OVER_BUDGET_S))}
+        report, profile = st.apply_fixture(script, script_args, acfg, log, with_siblings=kind == "apply")
         if kind == "harmful":
             report["harmful_rules"] = st.harmful_rules(script)
-            write_json(out / f"harmful-{name}.json", report)
-            return
-        if profile is None:  # --apply ran nothing (no fix): profile the fixture on its own
-            profile = st.profile_directly(script, script_args, cfg)
-        write_json(out / f"profile-{name}.json", profile)
-        write_json(out / f"apply-{name}.json", report)  # last: its presence marks the stage done
+        elif profile is not None and not (out / f"profile-{name}.json").exists():
+            write_json(out / f"profile-{name}.json", profile)
+        write_json(out / f"{kind}-{name}.json", report)
+    elif kind == "profile":
+        w, s = cost.steps_for(name, cfg["ab"])
+        doc = st.profile_directly(st.FIXTURES / f"{name}.py", script_args,
+                                  {"steps": s, "warmup": w, "timeout": cfg["ab"]["timeout"]})
+        write_json(out / f"profile-{name}.json", doc)
     elif kind == "shim":
         write_json(out / "shim-overhead.json", st.shim_overhead(args.device, cfg["shim"], log))
     elif kind == "ncu":
         write_json(out / "ncu.json", st.ncu_top_kernels(args.device, NCU_FIXTURE, args.size, cfg["ncu"], log))
 
 
-def fixture_row(name: str, rep: dict[str, Any]) -> dict[str, Any]:
-    """One entry of ``fixtures``: the deciding A/B of --apply (the commit's when a rewrite was
-    kept, else its last), what was kept, what a CPU-only run would have listed as needing a GPU."""
-    status = rep.get("status", "error")
-    val = rep.get("validation") or {}
-    judged = status in ("committed", "written", "rejected") and bool(val)
-    return {"name": name, "speedup": val.get("speedup") if judged else None,
-            "ci95": val.get("ci95") if judged else None,
-            "verdict": val.get("verdict") if judged else status,
-            "rules_kept": list(rep.get("rules_applied") or []),
-            "needs_gpu_before": list(rep.get("needs_gpu_before") or []),
-            "status": status, "rules_tried": list(rep.get("rules_tried") or []),
-            "dropped": rep.get("dropped") or {}, "not_tried": rep.get("not_tried") or {},
-            "needs_gpu": list(rep.get("needs_gpu") or []), "abs": len(rep.get("attempts") or []),
-            "wall_s": rep.get("wall_s"), "error": rep.get("error"),
-            # the last A/B's numbers also when they decided nothing (a search the budget stopped)
-            "last_ab": {k: val.get(k) for k in ("verdict", "speedup", "ci95", "reason")} if val else None}
+JUDGED = ("faster", "slower", "no_difference")
+
+
+def fixture_row(name: str, ab: dict[str, Any], apply: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One entry of ``fixtures``: the A/B of the fixture against its full rewrite; ``rules_kept``
+    is what that A/B lets be committed (all of the rewrite's rules when it is ``faster``, else
+    none); ``apply`` what ``--apply`` kept, once its stage ran."""
+    verdict = ab.get("verdict") or "error"
+    judged = verdict in JUDGED
+    applied = list(ab.get("rules_applied") or [])
+    row = {"name": name, "speedup": ab.get("speedup") if judged else None,
+           "ci95": ab.get("ci95") if judged else None, "verdict": verdict,
+           "rules_kept": applied if verdict == "faster" else [],
+           "needs_gpu_before": list(ab.get("needs_gpu_before") or []), "rules_applied": applied,
+           "p_value": ab.get("p_value"), "alpha": ab.get("alpha"), "runs": ab.get("runs"),
+           "median_before": (ab.get("a") or {}).get("median"), "median_after": (ab.get("b") or {}).get("median"),
+           "unit": ab.get("unit"), "loss_check": (ab.get("loss_check") or {}).get("status"),
+           "wall_s": ab.get("wall_s"), "reason": ab.get("reason")}
+    if apply is not None:
+        val = apply.get("validation") or {}
+        row["apply"] = {"status": apply.get("status"), "rules_kept": list(apply.get("rules_applied") or []),
+                        "verdict": val.get("verdict"), "speedup": val.get("speedup"), "ci95": val.get("ci95"),
+                        "wall_s": apply.get("wall_s")}
+    return row
 
 
 def geomean(rows: list[dict[str, Any]]) -> tuple[float | None, list[str], dict[str, str]]:
-    """The geometric mean of what --apply delivered: a kept rewrite counts its measured speedup, a
-    script left unchanged after a judged A/B counts 1.0; a fixture that was not judged (needs a
-    GPU, budget ran out, error) is left out and listed, never counted as a pass."""
+    """The geometric mean of what the validated rewrites deliver: a ``faster`` fixture counts its
+    measured speedup, a ``slower`` or ``no_difference`` one 1.0 (nothing would be committed: the
+    script stays as it is); one that was not judged (``broken``, an error) is left out and listed,
+    never counted as a pass."""
     over, excluded, logs = [], {}, []
     for r in rows:
-        if r["status"] in ("committed", "written") and r["speedup"]:
+        if r["verdict"] == "faster" and r["speedup"]:
             logs.append(math.log(r["speedup"]))
-        elif r["status"] == "rejected" and r["speedup"] is not None:
+        elif r["verdict"] in JUDGED and r["speedup"] is not None:
             logs.append(0.0)
         else:
-            excluded[r["name"]] = r["status"]
+            excluded[r["name"]] = r["verdict"]
             continue
         over.append(r["name"])
     return (round(math.exp(sum(logs) / len(logs)), 4) if logs else None), over, excluded
+
+
+def measured_geomean(rows: list[dict[str, Any]]) -> float | None:
+    """The geometric mean of every judged A/B's point estimate, slower ones included."""
+    logs = [math.log(r["speedup"]) for r in rows if r["verdict"] in JUDGED and r["speedup"]]
+    return round(math.exp(sum(logs) / len(logs)), 4) if logs else None
 
 
 def harmful_row(name: str, rep: dict[str, Any]) -> dict[str, Any]:
@@ -170,25 +206,32 @@ def harmful_row(name: str, rep: dict[str, Any]) -> dict[str, Any]:
             "error": rep.get("error")}
 
 
+def _names(out: Path, prefix: str, first: list[str]) -> list[str]:
+    return list(first) + [p.stem[len(prefix):] for p in sorted(out.glob(f"{prefix}*.json"))
+                          if p.stem[len(prefix):] not in first]
+
+
 def summarise(out: Path, args: argparse.Namespace, stages: list[str]) -> tuple[Path | None, dict[str, Any]]:
     env = read_json(out / "env.json")
     if env is None:
         return None, {}
-    names = list(args.fixtures) + [p.stem[6:] for p in sorted(out.glob("apply-*.json")) if p.stem[6:] not in args.fixtures]
-    bad = list(args.harmful) + [p.stem[8:] for p in sorted(out.glob("harmful-*.json")) if p.stem[8:] not in args.harmful]
-    rows = [fixture_row(n, rep) for n in names if (rep := read_json(out / f"apply-{n}.json")) is not None]
-    harm = [harmful_row(n, rep) for n in bad if (rep := read_json(out / f"harmful-{n}.json")) is not None]
+    rows = [fixture_row(n, ab, read_json(out / f"apply-{n}.json"))
+            for n in _names(out, "ab-", args.fixtures) if (ab := read_json(out / f"ab-{n}.json")) is not None]
+    harm = [harmful_row(n, rep) for n in _names(out, "harmful-", args.harmful)
+            if (rep := read_json(out / f"harmful-{n}.json")) is not None]
     geo, over, excluded = geomean(rows)
     done = {s: all((out / f).exists() for f in stage_files(s)) for s in stages}
     doc = {"device": env["device"], "torch": env["torch"], "cuda": env["cuda"], "date": env["date"],
            "size": env.get("size"), "python": env.get("python"), "gpu_count": env.get("gpu_count"),
            "fixtures": rows, "geomean_speedup": geo, "geomean_over": over, "geomean_excluded": excluded,
+           "geomean_measured": measured_geomean(rows),
            "harmful": harm, "harmful_fixes_kept": {h["name"]: h["harmful_kept"] for h in harm if h["harmful_kept"]},
            "shim_overhead": read_json(out / "shim-overhead.json"), "ncu": read_json(out / "ncu.json"),
+           "profiles": sorted(p.stem[8:] for p in out.glob("profile-*.json")),
            "stages_done": [s for s, ok in done.items() if ok], "stages_left": [s for s, ok in done.items() if not ok],
+           "sessions": read_json(out / "sessions.json") or [],
            "command": "python scripts/gpu_proof.py " + " ".join(args.argv)}
-    slug = re.sub(r"[^a-z0-9]+", "-", env["device"].lower()).strip("-")
-    path = out / f"{slug}-{env['date']}.json"
+    path = out / f"{slug(env['device'])}-{env['date']}.json"
     write_json(path, doc)
     return path, doc
 
@@ -215,12 +258,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--out", type=Path, required=True, help="results directory (created; resumed when it exists)")
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     p.add_argument("--size", choices=sorted(SIZES), default="full")
-    p.add_argument("--fixtures", default=",".join(FIXTURES), help="comma-separated fixtures (default: the six)")
+    p.add_argument("--fixtures", default=",".join(FIXTURES), help="comma-separated fixtures, in this order")
     p.add_argument("--harmful", default=",".join(HARMFUL), help="comma-separated harmful-fix classes")
-    p.add_argument("--budget", type=float, default=None, help="seconds per --apply (default: the size's)")
-    p.add_argument("--time-limit", type=float, default=None,
-                   help="seconds: start no stage that is not expected to end within this (then exit 1)")
+    p.add_argument("--budget", type=float, default=None,
+                   help="seconds for this invocation (default: the size's; 510 at --size full)")
+    p.add_argument("--apply-budget", type=float, default=None, help="seconds per --apply (default: the size's)")
+    p.add_argument("--ab-runs", type=int, choices=[3, 4, 5, 6], default=None,
+                   help="runs per side of each fixture's A/B (3: alpha 0.1, the default; 4 or more: alpha 0.05)")
+    p.add_argument("--resume-from", type=Path, default=None, metavar="ROOT",
+                   help="an earlier session's results (a folder, or a folder of them: benchmarks/results/gpu-proof)")
+    p.add_argument("--archive", type=Path, default=None, metavar="FILE.tgz",
+                   help="rewrite this archive of DIR after every stage")
     p.add_argument("--redo", action="append", default=[], metavar="STAGE", help="run STAGE again (repeatable)")
+    p.add_argument("--no-apply", action="store_true", help="leave out the fixtures' --apply stages")
     p.add_argument("--no-ncu", action="store_true", help="leave out the optional ncu stage")
     args = p.parse_args(argv)
     args.argv = argv
@@ -231,7 +281,116 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if unknown:
             p.error(f"--{attr}: no {', '.join(unknown)} in {where} (known: {', '.join(known)})")
         setattr(args, attr, names)
+    if args.budget is not None and args.budget <= 0:
+        p.error("--budget must be positive")
     return args
+
+
+class Clock:
+    """The invocation's deadline, the estimates' calibration, and the alarm that stops a stage
+    still running at the deadline."""
+
+    def __init__(self, budget: float) -> None:
+        self.start, self.budget = now(), budget
+        self.deadline = self.start + budget
+        self.ratios: list[float] = []
+        self.in_stage = self.expired = False
+
+    def left(self) -> float:
+        return self.deadline - now()
+
+    def scale(self) -> float:
+        """Measured / estimated over the stages run so far (median, within 0.5-3)."""
+        if not self.ratios:
+            return 1.0
+        r = sorted(self.ratios)[len(self.ratios) // 2]
+        return min(3.0, max(0.5, r))
+
+    def arm(self) -> None:
+        def ring(signum: int, frame: Any) -> None:
+            self.expired = True
+            if self.in_stage:
+                raise BudgetStop()
+        if hasattr(signal, "setitimer"):
+            signal.signal(signal.SIGALRM, ring)
+            signal.setitimer(signal.ITIMER_REAL, max(0.01, self.left()))
+
+    def disarm(self) -> None:
+        if hasattr(signal, "setitimer"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _prewarm_if_due(stage: str, stages: list[str], out: Path, args: argparse.Namespace, cfg: dict[str, Any],
+                    clock: Clock, state: dict[str, Any], log: Callable[[str], None], stage_s: float = 0.0) -> None:
+    """Before the first pending A/B on CUDA: compile every pending rewrite at once (once per
+    session: the caches live on the machine), if it and that A/B (``stage_s``) fit."""
+    if args.device != "cuda" or not stage.startswith("ab:") or "prewarm" in state:
+        return
+    names = [s[3:] for s in stages
+             if s.startswith("ab:") and (s in args.redo or not (out / stage_files(s)[0]).exists())]
+    est = cost.prewarm_s(names) * clock.scale()
+    state["prewarm"] = {"skipped": "no time"} if est + stage_s > clock.left() - RESERVE_S else None
+    if state["prewarm"] is None:
+        log(f"prewarm: compiling the rewrites of {', '.join(names)} at once (~{est:.0f} s)")
+        try:
+            state["prewarm"] = st.prewarm(names, ["--size", args.size, "--device", args.device],
+                                          min(cfg["ab"]["timeout"], clock.left() - RESERVE_S), log)
+        except Exception as exc:  # noqa: BLE001  only a head start: the A/Bs compile for themselves
+            state["prewarm"] = {"error": f"{type(exc).__name__}: {exc}"}
+            log(f"prewarm: FAILED ({type(exc).__name__}: {exc}); the A/Bs compile cold")
+
+
+def run_stages(out: Path, args: argparse.Namespace, stages: list[str], clock: Clock,
+               log: Callable[[str], None], state: dict[str, Any]) -> None:
+    cfg = size_config(args)
+    for stage in stages:
+        if stage not in args.redo and all((out / f).exists() for f in stage_files(stage)):
+            log(f"{stage}: done before, skipped")
+            continue
+        est = cost.estimate(stage, cfg) * clock.scale()
+        if clock.expired or est > clock.left() - RESERVE_S:
+            log(f"{stage}: not started (expected ~{est:.0f} s, {max(0, clock.left()):.0f} s of the budget left); "
+                "run again to resume")
+            continue  # a shorter stage further on may still fit
+        clock.in_stage = True
+        try:
+            _prewarm_if_due(stage, stages, out, args, cfg, clock, state, log, est)
+            log(f"{stage}: running (expected ~{est:.0f} s)")
+            t0 = now()
+            run_stage(stage, out, args, cfg, clock.left() - RESERVE_S, log)
+        except BudgetStop:
+            log(f"{stage}: stopped at the end of the budget; nothing written, it runs again next time")
+            break
+        except KeyboardInterrupt:
+            if not clock.expired:
+                raise
+            log(f"{stage}: stopped at the end of the budget; nothing written, it runs again next time")
+            break
+        except Exception as exc:  # noqa: BLE001  one broken stage must not lose the others' results
+            log(f"{stage}: FAILED ({type(exc).__name__}: {exc}); nothing written, it runs again next time\n"
+                + traceback.format_exc())
+            continue
+        finally:
+            clock.in_stage = False
+        took = now() - t0
+        if stage.startswith(("ab:", "profile:")):  # the run-time model's stages calibrate it
+            clock.ratios.append(took / cost.estimate(stage, cfg))
+        state["stages"][stage] = round(took, 1)
+        _checkpoint(out, args, stages, state, log)
+        log(f"{stage}: done in {took:.0f} s (estimate x{clock.scale():.2f})")
+
+
+def _checkpoint(out: Path, args: argparse.Namespace, stages: list[str], state: dict[str, Any],
+                log: Callable[[str], None]) -> tuple[Path | None, dict[str, Any]]:
+    """sessions.json, the summary and the archive, after every stage: what a lease cut off keeps."""
+    env = read_json(out / "env.json")
+    if env is not None:
+        record_session(out, {**state["session"], "device": env["device"], "elapsed_s": round(now() - state["t0"], 1),
+                             "stages": state["stages"], "prewarm": state.get("prewarm")})
+    path, doc = summarise(out, args, stages)
+    if args.archive is not None and env is not None:
+        write_archive(out, args.archive, folder_name(env))
+    return path, doc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,40 +401,42 @@ def main(argv: list[str] | None = None) -> int:
     if why:
         print(f"error: {why}", file=sys.stderr)
         return 2
-    log = log_to(out / "gpu_proof.log")
-    stages, start = plan_stages(args), time.monotonic()
-    budget = args.budget or SIZES[args.size]["budget"]
+    stages = plan_stages(args)
     unknown = [s for s in args.redo if s not in stages]
     if unknown:
         print(f"error: --redo {', '.join(unknown)}: not a stage of this run ({', '.join(stages)})", file=sys.stderr)
         return 2
-    for stage in stages:
-        files = [out / f for f in stage_files(stage)]
-        if stage not in args.redo and all(f.exists() for f in files):
-            log(f"{stage}: done before, skipped")
-            continue
-        kind = stage.partition(":")[0]
-        expected = budget + EXPECTED_S["apply_over_budget"] if kind in ("fixture", "harmful") else EXPECTED_S[kind]
-        if args.time_limit is not None and time.monotonic() - start + expected > args.time_limit:
-            log(f"{stage}: not started (expected ~{expected:.0f} s, past --time-limit); run again to resume")
-            continue  # a shorter stage further on may still fit
-        log(f"{stage}: running")
-        t0 = time.monotonic()
-        try:
-            run_stage(stage, out, args, log)
-        except Exception as exc:  # noqa: BLE001  one broken stage must not lose the others' results
-            log(f"{stage}: FAILED ({type(exc).__name__}: {exc}); nothing written, it runs again next time\n"
-                + traceback.format_exc())
-            continue
-        path, _ = summarise(out, args, stages)
-        log(f"{stage}: done in {time.monotonic() - t0:.0f} s -> {path.name if path else '?'}")
-    path, doc = summarise(out, args, stages)
+    log = log_to(out / "gpu_proof.log")
+    clock = Clock(args.budget or SIZES[args.size]["budget"])
+    state: dict[str, Any] = {"t0": clock.start, "stages": {}, "session": {
+        "id": uuid.uuid4().hex[:12], "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "budget_s": clock.budget,
+        "command": "python scripts/gpu_proof.py " + " ".join(args.argv),
+        "install_s": float(os.environ["GPU_PROOF_INSTALL_S"]) if os.environ.get("GPU_PROOF_INSTALL_S") else None}}
+    log(f"budget {clock.budget:.0f} s; stages: {', '.join(stages)}")
+    clock.arm()
+    try:
+        if args.resume_from is not None:
+            _resume(out, args, log)
+        run_stages(out, args, stages, clock, log, state)
+    finally:
+        clock.disarm()
+    path, doc = _checkpoint(out, args, stages, state, log)
     left = doc.get("stages_left", stages)
     log(f"summary: {path}; geomean speedup {doc.get('geomean_speedup')} over {doc.get('geomean_over')}; "
-        f"stages left: {', '.join(left) or 'none'}")
+        f"{now() - clock.start:.0f} s of {clock.budget:.0f}; stages left: {', '.join(left) or 'none'}")
     if doc.get("harmful_fixes_kept"):
         log(f"HARMFUL FIX KEPT: {doc['harmful_fixes_kept']}")
     return 1 if left or doc.get("harmful_fixes_kept") else 0
+
+
+def _resume(out: Path, args: argparse.Namespace, log: Callable[[str], None]) -> None:
+    """The earlier session's files of this device and size into DIR (its ``env.json`` too, whose
+    date names the summary file, so a resumed proof keeps one summary)."""
+    mine = read_json(out / "env.json") or {**st.environment(args.device), "size": args.size}
+    resume_from(args.resume_from, out, mine, log)
+    if not (out / "env.json").exists():
+        write_json(out / "env.json", mine)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ what is proven on the GPU is exactly what a user's ``--apply --unsafe-fixes`` do
 
 from __future__ import annotations
 
+import atexit
 import csv
 import glob
 import importlib.util
@@ -54,6 +55,77 @@ def environment(device: str) -> dict[str, Any]:
     else:
         doc["device"] = f"cpu ({doc['cpu']})"
     return doc
+
+
+_WORK: dict[str, Path] = {}  # this process's copy of fixtures/ with the rewrites (prewarm and ab share it)
+
+
+def work_dir() -> Path:
+    """One copy of ``fixtures/`` per process, the rewrites beside the originals: the ``prewarm``
+    compiles and the A/Bs run the very same files at the same paths, so inductor's caches hit."""
+    if "dir" not in _WORK:
+        root = Path(tempfile.mkdtemp(prefix="gpu-proof-work-"))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        shutil.copytree(FIXTURES, root / "fixtures", ignore=shutil.ignore_patterns("__pycache__", "harmful"))
+        _WORK["dir"] = root / "fixtures"
+    return _WORK["dir"]
+
+
+def rewritten(name: str) -> tuple[Path, Path, list[str]]:
+    """(original, its full ``--fix --unsafe-fixes`` rewrite, the rules applied) in :func:`work_dir`."""
+    work = work_dir()
+    original, fixed_path = work / f"{name}.py", work / f"{name}__rewritten.py"
+    fixed, applied = _benchmark("rewrite_gains").rewrite(original.read_bytes(), str(original))
+    if not fixed_path.exists() or fixed_path.read_bytes() != fixed:
+        fixed_path.write_bytes(fixed)
+    return original, fixed_path, sorted(applied)
+
+
+def ab_fixture(name: str, script_args: list[str], ab: dict[str, Any], log: Log) -> dict[str, Any]:
+    """The fixture against its full unsafe rewrite (what ``gpuperf-rewrite ab ORIGINAL REWRITE``
+    decides, as benchmarks/rewrite_gains.py does): the A/B's JSON, the rules applied, the fixes a
+    CPU-only ``--apply`` would list as needing a GPU, and the stage's wall time."""
+    from gpuperf_rewrite.validate.abtest import run_ab
+    from gpuperf_rewrite.validate.config import ABConfig
+
+    t0 = time.monotonic()
+    original, fixed, applied = rewritten(name)
+    warmup, steps = ab.get("per_fixture", {}).get(name, (ab["warmup"], ab["steps"]))
+    cfg = ABConfig(runs=ab["runs"], max_runs=ab["runs"], min_runs=ab["runs"], steps=steps, warmup=warmup,
+                   timeout=ab["timeout"], alpha=ab["alpha"])
+
+    def progress(ev: Any) -> None:
+        if getattr(ev, "phase", "") == "done":
+            log(f"  run {ev.run}/{ev.total} ({ev.side}) speedup so far {ev.speedup}")
+
+    res = run_ab(original, fixed, script_args, config=cfg, cwd=original.parent, progress=progress,
+                 source_a=original.read_text(), source_b=fixed.read_text()).to_json()
+    res.update(name=name, rules_applied=applied, needs_gpu_before=needs_gpu_on_cpu({"rules_tried": applied}),
+               script_args=script_args, wall_s=round(time.monotonic() - t0, 1))
+    return res
+
+
+def prewarm(names: list[str], script_args: list[str], timeout: float, log: Log) -> dict[str, Any]:
+    """Compile every rewrite in ``names`` once, all at the same time (a few steps each, under the
+    shim like the A/B's runs), so that each A/B's rewritten runs find inductor's caches warm and
+    the cold compiles overlap instead of adding up. Measures nothing that is reported."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gpuperf_rewrite.validate.profiling import run_profile
+
+    def one(name: str) -> tuple[str, dict[str, Any]]:
+        _, fixed, _ = rewritten(name)
+        t0 = time.monotonic()
+        doc = run_profile(fixed, script_args, steps=2, warmup=1, timeout=timeout, cwd=fixed.parent)
+        return name, {"status": doc.get("status"), "wall_s": round(time.monotonic() - t0, 1),
+                      "error": doc.get("error")}
+
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+        done = dict(pool.map(one, names))
+    summary = ", ".join(f"{n} {d['wall_s']} s ({d['status']})" for n, d in done.items())
+    log(f"  prewarm: {summary}")
+    return {"fixtures": done, "wall_s": round(time.monotonic() - t0, 1)}
 
 
 def _scratch_repo(tmp: Path, script: Path, with_siblings: bool) -> tuple[Path, bool]:

@@ -6,8 +6,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
+import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -33,44 +36,60 @@ def _run(out: Path, *extra: str, timeout: float = 400) -> subprocess.CompletedPr
 def test_cpu_dry_run_runs_every_stage_writes_the_results_and_resumes(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "proof"
-    # One fixture and one harmful class keep it to five short processes; --budget 1 lets the
-    # fixture's --apply profile and plan, then stop before an A/B (a CPU A/B takes minutes).
-    args = ("--fixtures", "loss_accumulation", "--harmful", "gan_bce", "--budget", "1")
+    # One fixture and one harmful class keep it to a dozen short processes; --apply-budget 1 lets
+    # each --apply profile and plan, then stop before an A/B (a CPU --apply A/B takes minutes).
+    args = ("--fixtures", "loss_accumulation", "--harmful", "gan_bce", "--apply-budget", "1",
+            "--archive", str(tmp_path / "proof.tgz"))
     proc = _run(out, *args)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    for name in ("env.json", "apply-loss_accumulation.json", "profile-loss_accumulation.json",
-                 "harmful-gan_bce.json", "shim-overhead.json", "ncu.json"):
+    for name in ("env.json", "ab-loss_accumulation.json", "apply-loss_accumulation.json",
+                 "profile-loss_accumulation.json", "harmful-gan_bce.json", "shim-overhead.json", "ncu.json",
+                 "sessions.json"):
         assert (out / name).is_file(), name
     [results] = out.glob("cpu-*-20*.json")
     doc = json.loads(results.read_text())
     assert doc["device"].startswith("cpu") and doc["torch"] and "cuda" in doc
     [row] = doc["fixtures"]
     assert ROW_KEYS <= set(row) and row["name"] == "loss_accumulation"
-    # Not judged is never a pass: no speedup, out of the geometric mean, which has nothing to average.
-    assert row["verdict"] == "budget_exhausted" and row["speedup"] is None and row["ci95"] is None
-    assert "geomean_speedup" in doc and doc["geomean_speedup"] is None
-    assert doc["geomean_excluded"] == {"loss_accumulation": "budget_exhausted"}
+    # The A/B of the full rewrite decided (3+3 at alpha 0.1) and its loss check ran.
+    assert row["verdict"] in ("faster", "slower", "no_difference") and row["speedup"] > 0
+    assert len(row["ci95"]) == 2 and row["runs"]["a"] == row["runs"]["b"] == 3 and row["loss_check"] == "passed"
+    assert {"GP201", "GP301", "GP303"} <= set(row["rules_applied"])
     assert {"GP301", "GP303"} <= set(row["needs_gpu_before"]) and "GP201" not in row["needs_gpu_before"]
+    assert doc["geomean_over"] == ["loss_accumulation"] and doc["geomean_speedup"] > 0
+    # --apply stopped by its budget before an A/B: not judged, and said so.
+    assert row["apply"]["status"] == "budget_exhausted" and row["apply"]["rules_kept"] == []
     profile = json.loads((out / "profile-loss_accumulation.json").read_text())
     assert profile["fingerprint"]["device"] == "cpu" and profile["measured_steps"] > 0
     [harm] = doc["harmful"]
     assert harm["harmful_rules"] == ["GP301"] and harm["harmful_kept"] == [] and harm["status"] == "needs_gpu"
     assert doc["shim_overhead"]["wall-clock"]["plain_steps_per_s"] > 0
     assert "CPU" in doc["ncu"]["skipped"]
-    assert doc["stages_left"] == [] and len(doc["stages_done"]) == 5
+    assert doc["stages_left"] == [] and len(doc["stages_done"]) == 7
+    [session] = doc["sessions"]
+    assert set(session["stages"]) == set(doc["stages_done"])
+    with tarfile.open(tmp_path / "proof.tgz") as tar:  # one top folder: <device>-<size>
+        names = tar.getnames()
+    assert {n.split("/")[0] for n in names} == {f"{_slug(doc['device'])}-small"}
+    assert {n.split("/")[1] for n in names} >= {"env.json", "ab-loss_accumulation.json", "sessions.json", results.name}
 
-    stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("*.json") if p != results}
+    stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("*.json") if p != results and p.name != "sessions.json"}
     again = _run(out, *args, timeout=60)
     assert again.returncode == 0, again.stderr[-2000:]
-    assert again.stderr.count("done before, skipped") == 5
-    assert stamps == {p.name: p.stat().st_mtime_ns for p in out.glob("*.json") if p != results}
+    assert again.stderr.count("done before, skipped") == 7
+    assert stamps == {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")
+                      if p != results and p.name != "sessions.json"}
 
     mixed = _run(out, "--size", "full", timeout=60)  # another size into the same DIR: refused
     assert mixed.returncode == 2 and "holds results for --device cpu --size small" in mixed.stderr
 
 
-def test_time_limit_starts_no_stage_that_cannot_finish_and_says_to_resume(tmp_path):
-    proc = _run(tmp_path / "proof", "--time-limit", "0", timeout=60)
+def _slug(device):
+    return re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-")
+
+
+def test_a_budget_too_small_for_any_stage_starts_none_and_says_to_resume(tmp_path):
+    proc = _run(tmp_path / "proof", "--budget", "0.001", timeout=60)
     assert proc.returncode == 1
     assert "env: not started" in proc.stderr and "run again to resume" in proc.stderr
     assert not list((tmp_path / "proof").glob("*.json"))
@@ -79,34 +98,41 @@ def test_time_limit_starts_no_stage_that_cannot_finish_and_says_to_resume(tmp_pa
 def test_unknown_fixture_and_redo_are_usage_errors(tmp_path):
     proc = _run(tmp_path / "p", "--fixtures", "no_such_fixture", timeout=60)
     assert proc.returncode == 2 and "no no_such_fixture" in proc.stderr
-    proc = _run(tmp_path / "p", "--redo", "fixture:nope", "--time-limit", "0", timeout=60)
+    proc = _run(tmp_path / "p", "--redo", "ab:nope", "--budget", "0.001", timeout=60)
     assert proc.returncode == 2 and "not a stage of this run" in proc.stderr
 
 
+def _ab(verdict, speedup=None, applied=("GP201", "GP301")):
+    return {"verdict": verdict, "speedup": speedup, "ci95": [speedup * 0.9, speedup * 1.1] if speedup else None,
+            "rules_applied": list(applied), "needs_gpu_before": ["GP301"], "p_value": 0.05, "alpha": 0.1,
+            "runs": {"a": 3, "b": 3}, "a": {"median": 100.0}, "b": {"median": 100.0 * (speedup or 1)},
+            "unit": "samples/s", "loss_check": {"status": "passed"}}
+
+
+def test_geomean_counts_faster_fixtures_and_unchanged_ones_and_leaves_out_the_unjudged():
+    gp = _load()
+    rows = [gp.fixture_row("a", _ab("faster", 4.0)), gp.fixture_row("b", _ab("slower", 0.8)),
+            gp.fixture_row("c", _ab("broken", 3.0)), gp.fixture_row("d", {"verdict": "error", "reason": "boom"})]
+    assert rows[0]["speedup"] == 4.0 and rows[0]["ci95"] == [3.6, 4.4] and rows[0]["verdict"] == "faster"
+    assert rows[0]["rules_kept"] == ["GP201", "GP301"] and rows[0]["needs_gpu_before"] == ["GP301"]
+    assert rows[1]["verdict"] == "slower" and rows[1]["rules_kept"] == []  # nothing committed
+    assert rows[2]["speedup"] is None and rows[2]["rules_kept"] == []  # broken: never a speedup
+    geo, over, excluded = gp.geomean(rows)
+    assert geo == 2.0  # sqrt(4.0 x 1.0): the slower rewrite is not committed, the script unchanged
+    assert over == ["a", "b"] and excluded == {"c": "broken", "d": "error"}
+    assert gp.measured_geomean(rows) == round((4.0 * 0.8) ** 0.5, 4)
+    assert gp.geomean([rows[2]]) == (None, [], {"c": "broken"})
+    applied = gp.fixture_row("a", _ab("faster", 4.0), {"status": "committed", "rules_applied": ["GP301"],
+                                                      "validation": {"verdict": "faster", "speedup": 3.0}})
+    assert applied["apply"]["rules_kept"] == ["GP301"] and applied["apply"]["speedup"] == 3.0
+
+
 def _report(status, speedup=None, kept=(), tried=("GP201",), needs_gpu=()):
+    """An --apply --json report (the harmful and apply stages' files)."""
     val = {"verdict": {"committed": "faster", "rejected": "slower"}.get(status), "speedup": speedup,
            "ci95": [speedup * 0.9, speedup * 1.1] if speedup else None} if speedup else None
     return {"status": status, "validation": val, "rules_applied": list(kept), "rules_tried": list(tried),
-            "needs_gpu": list(needs_gpu), "needs_gpu_before": ["GP301"], "attempts": [{}] if val else []}
-
-
-def test_geomean_counts_kept_rewrites_and_unchanged_scripts_and_leaves_out_the_unjudged():
-    gp = _load()
-    rows = [gp.fixture_row("a", _report("committed", 4.0, kept=("GP201",))),
-            gp.fixture_row("b", _report("rejected", 0.8)),
-            gp.fixture_row("c", _report("needs_gpu")),
-            gp.fixture_row("d", _report("budget_exhausted"))]
-    assert rows[0]["speedup"] == 4.0 and rows[0]["ci95"] == [3.6, 4.4] and rows[0]["verdict"] == "faster"
-    assert rows[0]["rules_kept"] == ["GP201"] and rows[0]["needs_gpu_before"] == ["GP301"]
-    assert rows[1]["verdict"] == "slower" and rows[1]["rules_kept"] == []
-    assert rows[2]["verdict"] == "needs_gpu" and rows[2]["speedup"] is None and rows[2]["last_ab"] is None
-    stopped = gp.fixture_row("e", {**_report("rejected", 1.01), "status": "budget_exhausted"})
-    assert stopped["verdict"] == "budget_exhausted" and stopped["speedup"] is None  # decided nothing
-    assert stopped["last_ab"]["speedup"] == 1.01 and stopped["last_ab"]["verdict"] == "slower"
-    geo, over, excluded = gp.geomean(rows)
-    assert geo == 2.0  # sqrt(4.0 x 1.0): the rejected script is delivered unchanged
-    assert over == ["a", "b"] and excluded == {"c": "needs_gpu", "d": "budget_exhausted"}
-    assert gp.geomean([rows[2]]) == (None, [], {"c": "needs_gpu"})
+            "needs_gpu": list(needs_gpu), "attempts": [{}] if val else []}
 
 
 def test_harmful_row_reports_a_kept_harmful_fix():
@@ -147,6 +173,10 @@ def test_make_gpu_wheels_fetches_py312_manylinux_wheels_and_builds_the_project()
         assert part in line, part
     run = subprocess.run(["make", "-n", "gpu-proof"], capture_output=True, text=True, cwd=ROOT).stdout
     assert "bash scripts/gpu_proof.sh --out bench-results/gpu-proof" in run
+    # The install there: offline, only .whl/, by name (one version of each), nothing of the machine's touched.
+    sh = (ROOT / "scripts" / "gpu_proof.sh").read_text()
+    assert "pip install -q --disable-pip-version-check --no-index --find-links .whl --no-deps" in sh
+    assert 'WHEELS="gpuperf-rewrite libcst GitPython gitdb smmap"' in sh
 
 
 def test_ncu_stage_profiles_the_fixture_before_and_after_its_rewrite(tmp_path, monkeypatch):
@@ -174,3 +204,151 @@ def test_ncu_stage_profiles_the_fixture_before_and_after_its_rewrite(tmp_path, m
     assert "--launch-skip 300 --launch-count 300" in lines[0] and "--clock-control none" in lines[0]
     assert st.ncu_top_kernels("cpu", "cnn_item_logging", "small", {}, log=lambda m: None) == {
         "skipped": "ncu profiles CUDA kernels; this run is on the CPU"}
+
+
+# Budget and resume, in process: every stage is a stand-in that writes its file and advances a fake
+# clock by a set number of seconds, so what fits in the budget is exact and nothing runs.
+FAKE_S = {"env": 2, "ab": 40, "harmful": 60, "shim": 20, "profile": 5, "apply": 60, "ncu": 1}
+
+
+def _fake_proof(monkeypatch, device="cpu (Fake CPU)", date="2026-01-01"):
+    gp = _load()
+    clock = [1000.0]
+    ran = []
+
+    def run_stage(stage, out, args, cfg, left_s, log):
+        kind = stage.partition(":")[0]
+        clock[0] += FAKE_S[kind]
+        ran.append(stage)
+        doc = ({"device": device, "device_type": "cpu", "size": "small", "torch": "2.x", "cuda": None,
+                "date": date} if kind == "env" else
+               _ab("faster", 2.0) if kind == "ab" else {"status": "rejected", "rules_applied": []})
+        gp.write_json(out / gp.stage_files(stage)[0], doc)
+
+    monkeypatch.setattr(gp, "run_stage", run_stage)
+    monkeypatch.setattr(gp, "now", lambda: clock[0])
+    return gp, ran
+
+
+def test_budget_stops_before_a_stage_that_cannot_fit_and_a_later_session_resumes_from_the_archive(
+        tmp_path, monkeypatch):
+    gp, ran = _fake_proof(monkeypatch)
+    first, archive = tmp_path / "session1", tmp_path / "out1" / "proof.tgz"
+    common = ["--device", "cpu", "--size", "small", "--fixtures", "gpt_fp32,cnn_item_logging", "--harmful", "gan_bce"]
+    # Small-size estimates: env 10, ab 49, harmful/apply 150, shim 30, profile 8, ncu 5 s; 15 s reserved.
+    code = gp.main(["--out", str(first), "--budget", "150", "--archive", str(archive), *common])
+    assert code == 1  # stages left: run again
+    assert ran == ["env", "ab:gpt_fp32", "ab:cnn_item_logging", "shim", "profile:gpt_fp32",
+                   "profile:cnn_item_logging", "ncu"]  # the A/Bs first; what cannot fit is skipped, not cut
+    [summary] = first.glob("cpu-fake-cpu-2026-01-01.json")
+    doc = json.loads(summary.read_text())
+    assert doc["stages_left"] == ["harmful:gan_bce", "apply:gpt_fp32", "apply:cnn_item_logging"]
+    assert doc["geomean_speedup"] == 2.0 and [r["name"] for r in doc["fixtures"]] == ["gpt_fp32", "cnn_item_logging"]
+    log = (first / "gpu_proof.log").read_text()
+    assert "harmful:gan_bce: not started (expected ~" in log and "run again to resume" in log
+
+    # What the next session carries in: the archive unpacked under benchmarks/results/gpu-proof/,
+    # next to another GPU's folder, which must not be merged.
+    committed = tmp_path / "benchmarks" / "results" / "gpu-proof"
+    committed.mkdir(parents=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(committed)
+    (committed / "nvidia-h200-small").mkdir()
+    gp.write_json(committed / "nvidia-h200-small" / "env.json", {"device": "NVIDIA H200", "device_type": "cpu",
+                                                                "size": "small", "date": "2026-01-02"})
+    gp.write_json(committed / "nvidia-h200-small" / "harmful-gan_bce.json", {"status": "committed"})
+    ran.clear()
+    second = tmp_path / "session2"
+    monkeypatch.setattr(gp.st, "environment", lambda device: {"device": "cpu (Fake CPU)", "device_type": "cpu",
+                                                             "torch": "2.x", "cuda": None, "date": "2026-01-05"})
+    code = gp.main(["--out", str(second), "--budget", "1000", "--resume-from", str(committed), *common])
+    assert code == 0
+    assert ran == ["harmful:gan_bce", "apply:gpt_fp32", "apply:cnn_item_logging"]  # only what was left
+    [summary] = second.glob("cpu-fake-cpu-*.json")  # the first session's date: one summary, rewritten
+    doc = json.loads(summary.read_text())
+    assert summary.name == "cpu-fake-cpu-2026-01-01.json" and doc["stages_left"] == []
+    assert doc["harmful"][0]["status"] == "rejected"  # its own, not the H200 folder's
+    assert [list(s["stages"]) for s in doc["sessions"]] == [
+        ["env", "ab:gpt_fp32", "ab:cnn_item_logging", "shim", "profile:gpt_fp32", "profile:cnn_item_logging", "ncu"],
+        ["harmful:gan_bce", "apply:gpt_fp32", "apply:cnn_item_logging"]]
+
+
+def test_a_stage_still_running_at_the_deadline_is_stopped_and_not_recorded(tmp_path, monkeypatch):
+    gp = _load()
+    started = []
+
+    def slow_stage(stage, out, args, cfg, left_s, log):
+        started.append(stage)
+        time.sleep(30)  # interrupted by the budget's alarm after ~0.5 s
+        gp.write_json(out / "env.json", {})
+
+    monkeypatch.setattr(gp, "run_stage", slow_stage)
+    monkeypatch.setattr(gp, "RESERVE_S", 0.0)
+    monkeypatch.setattr(gp.cost, "estimate", lambda stage, cfg: 0.01)
+    t0 = time.monotonic()
+    code = gp.main(["--out", str(tmp_path / "p"), "--device", "cpu", "--size", "small", "--budget", "0.5"])
+    assert code == 1 and started == ["env"] and time.monotonic() - t0 < 20
+    assert not (tmp_path / "p" / "env.json").exists()
+    assert "env: stopped at the end of the budget" in (tmp_path / "p" / "gpu_proof.log").read_text()
+
+
+def test_the_core_ab_stage_is_sized_for_one_lease_on_an_h100():
+    """The sizing contract of issue 23's lease: the six fixtures' A/Bs (and the prewarm compile)
+    are estimated at ~7 minutes of an H100, inside the default budget of one ~9-minute call."""
+    gp = _load()
+    cfg = gp.SIZES["full"]
+    core = sum(gp.cost.estimate(f"ab:{n}", cfg) for n in gp.FIXTURES) + gp.cost.prewarm_s(list(gp.FIXTURES))
+    assert 300 < core <= 7.5 * 60 and core < cfg["budget"] - gp.RESERVE_S
+    assert cfg["budget"] <= 540  # one call of at most 10 minutes, the install and the archive around it
+    for stage in gp.plan_stages(gp.parse_args(["--out", "x"])):
+        assert gp.cost.estimate(stage, cfg) > 0, stage
+
+
+def test_table_renders_the_fixtures_the_geomean_and_what_is_left(tmp_path):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gpu_proof_table as table
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    gp = _load()
+    rows = [gp.fixture_row("gpt_fp32", _ab("faster", 3.0)), gp.fixture_row("input_bound", _ab("no_difference", 1.01))]
+    geo, over, excluded = gp.geomean(rows)
+    doc = {"device": "NVIDIA H100 80GB HBM3", "torch": "2.11.0", "cuda": "13.0", "date": "2026-11-27", "size": "full",
+           "fixtures": rows, "geomean_speedup": geo, "geomean_over": over, "geomean_excluded": excluded,
+           "harmful": [], "stages_left": ["ncu"], "sessions": [{"started": "t", "device": "H100", "elapsed_s": 500,
+                                                                 "budget_s": 510, "stages": {"ab:gpt_fp32": 61.2}}]}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(doc))
+    md = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_proof_table.py"), str(path)],
+                        capture_output=True, text=True).stdout
+    assert "| `gpt_fp32` | GP201, GP301 | **faster** | 3.00x | 2.70-3.30 |" in md
+    assert "**1.73x**" in md and "Stages left: ncu." in md and "ab:gpt_fp32 61 s" in md
+    assert table.main([str(tmp_path / "missing.json")]) == 2
+
+
+def test_prewarm_compiles_only_the_pending_rewrites_once_per_session_and_its_failure_is_no_stage_failure(
+        tmp_path, monkeypatch):
+    gp = _load()
+    calls = []
+    monkeypatch.setattr(gp.st, "prewarm", lambda names, args, timeout, log: calls.append(names) or {"wall_s": 1})
+    args = gp.parse_args(["--out", str(tmp_path), "--fixtures", "gpt_fp32,cnn_item_logging,input_bound"])
+    stages = gp.plan_stages(args)
+    gp.write_json(tmp_path / "ab-gpt_fp32.json", {"verdict": "faster"})  # done in an earlier session
+    clock, state, cfg = gp.Clock(510), {}, gp.size_config(args)
+    gp._prewarm_if_due("ab:cnn_item_logging", stages, tmp_path, args, cfg, clock, state, print, 50)
+    gp._prewarm_if_due("ab:input_bound", stages, tmp_path, args, cfg, clock, state, print, 50)
+    assert calls == [["cnn_item_logging", "input_bound"]] and state["prewarm"] == {"wall_s": 1}
+
+    late = {}  # too little left for the prewarm and the A/B after it: the A/B compiles cold
+    gp._prewarm_if_due("ab:cnn_item_logging", stages, tmp_path, args, cfg, gp.Clock(100), late, print, 50)
+    assert late["prewarm"] == {"skipped": "no time"} and len(calls) == 1
+
+    def boom(*a):
+        raise RuntimeError("no compiler")
+    monkeypatch.setattr(gp.st, "prewarm", boom)
+    failed = {}
+    gp._prewarm_if_due("ab:cnn_item_logging", stages, tmp_path, args, cfg, gp.Clock(510), failed, print, 50)
+    assert failed["prewarm"] == {"error": "RuntimeError: no compiler"}
+    cpu = gp.parse_args(["--out", str(tmp_path), "--device", "cpu"])
+    gp._prewarm_if_due("ab:gpt_fp32", stages, tmp_path, cpu, cfg, gp.Clock(510), {}, print, 50)
+    assert len(calls) == 1  # nothing to warm on the CPU dry run
