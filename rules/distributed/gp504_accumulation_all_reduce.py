@@ -205,6 +205,7 @@ def _assigned_to(ctx: RuleContext, call: cst.Call) -> set[str]:
 
 def _prepared_models(ctx: RuleContext, ta: TrainingAnalysis, accelerator: str) -> set[str]:
     """Names bound to models by ``model, opt = accelerator.prepare(model, opt)``."""
+    called = {dotted_name(c.func) for c in ctx.nodes(cst.Call)}
     out: set[str] = set()
     for call in ctx.nodes(cst.Call):
         if not (method_call(call, "prepare") and dotted_name(call.func.value) == accelerator):
@@ -216,6 +217,8 @@ def _prepared_models(ctx: RuleContext, ta: TrainingAnalysis, accelerator: str) -
         elements = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
         args = [a.value for a in call.args if not a.star]
         for el, arg in zip(elements, args):
-            if ta.is_module_like(arg, by_name=True) and isinstance(el, (cst.Name, cst.Attribute)):
-                out.add(dotted_name(el) or "")
-    return out - {""}
+            name = dotted_name(el) if isinstance(el, (cst.Name, cst.Attribute)) else None
+            # A model by its bindings or name, or the one prepared object the file calls (a forward).
+            if name is not None and (ta.is_module_like(arg, by_name=True) or name in called):
+                out.add(name)
+    return out

@@ -86,7 +86,7 @@ class LoggedCollective:
     is reported: the collective, or the call of a helper of the file that runs one."""
 
     node: cst.Call
-    what: str  # ``dist.all_reduce``, ``accelerator.gather``, ``reduce_tensor() (all_reduce)``
+    what: str  # as written: ``dist.all_reduce``, ``accelerator.gather``, ``reduce_tensor() (all_reduce)``
     logged_under: cst.If | None  # the periodic guard under which the result is logged, if any
     host_reads: frozenset[cst.Call]  # ``.item()``/``float()`` reads of the result on the way to the log
 
@@ -129,9 +129,9 @@ def _collective(ctx: RuleContext, call: cst.Call) -> tuple[str, str | None] | No
             arg = get_arg(call, keyword, position)
             if arg is None or not isinstance(arg.value, cst.Name):
                 return None  # ``all_reduce(p.grad)``: fills something the step uses, or nothing we can follow
-            return f"dist.{last}", arg.value.value
+            return ctx.code_for(func), arg.value.value
     if ctx.matches(func, _RETURNING):
-        return f"accelerate.utils.{last}", None
+        return ctx.code_for(func), None
     if not isinstance(func, cst.Attribute):
         return None
     receiver = dotted_name(func.value)
