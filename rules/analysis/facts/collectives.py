@@ -31,7 +31,7 @@ from ..model.guards import flag_name, is_once_test, is_periodic_test
 from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name, get_arg
 from ..syntax.context import RuleContext
-from .framework_config import in_training_step
+from .framework_config import framework_config, in_training_step
 from .frameworks import frameworks
 
 _DIST = ("torch.distributed", "torch.distributed.distributed_c10d")
@@ -100,6 +100,8 @@ def _logged_collectives(ctx: RuleContext) -> list[LoggedCollective]:
     if not any(w in ctx.source for w in ("reduce", "gather")):
         return []
     ta = analysis(ctx)
+    if not ta.step_loops and not framework_config(ctx).lightning_modules:
+        return []  # no training step to run on (library code): skip the flow analysis
     out: list[LoggedCollective] = []
     for call in ctx.nodes(cst.Call):
         found = _collective(ctx, call)
