@@ -70,6 +70,8 @@ _SYNC_FUNCTIONS = frozenset({"builtins.float", "builtins.int"})
 # ``self.log_dict``, ``print_rank_0``, a meter's ``update`` (below).
 _SINK = re.compile(r"^(print\w*|\w+_print|log|logs|log_\w+|\w+_log|info|debug|warning|warn|add_scalars?|"
                    r"add_histogram|set_postfix(_str)?|set_description(_str)?|write)$")
+# Names the pattern above takes for logging that compute instead (``dist.log_prob(x)``).
+_MATH_LOGS = frozenset({"log_prob", "log_softmax", "log_sigmoid", "log_normal_", "log_det", "log_abs_det_jacobian"})
 _METER = re.compile(r"meter|avg|average|metric|stat|tracker|logger|losses|history|record", re.IGNORECASE)
 _NOT_SINKS = frozenset({"torch.*", "math.*", "numpy.*"})
 # In-place scalings of the reduced value (``rt.div_(world_size)``): still the same value.
@@ -291,7 +293,7 @@ class _Flow:
         parts = name.rsplit(".", 1)
         if parts[-1] == "update" and len(parts) == 2:
             return bool(_METER.search(parts[0].rsplit(".", 1)[-1]))  # ``losses.update(v)``: an average meter
-        return bool(_SINK.match(parts[-1]))
+        return bool(_SINK.match(parts[-1])) and parts[-1] not in _MATH_LOGS
 
     def _note_guard(self, call: cst.Call) -> None:
         guard = self.ta.guard_of(call)
