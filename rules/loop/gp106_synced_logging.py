@@ -124,6 +124,8 @@ class SyncedLogging(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from _collectives(ctx)
+        if not any(k in ctx.source for k in _FRAMEWORK_WORDS):
+            return  # matched only for "reduce"/"gather": no framework configuration to read
         yield from _lightning(ctx)
         least = int(ctx.options.get("min-logging-steps", 10))
         for cfg in hf_args(ctx):
@@ -164,6 +166,7 @@ def _lightning(ctx: RuleContext) -> Iterator[Finding]:
                                 "progress bar's refresh_rate")
 
 
+_FRAMEWORK_WORDS = ("sync_dist", "prog_bar", *KEYWORDS)
 _NO_FIX = ("every rank must run a collective in the same order, so moving it under a log interval is safe "
            "only when that condition is the same on every rank")
 

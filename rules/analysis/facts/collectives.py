@@ -50,6 +50,7 @@ _RETURNING = frozenset({
 })
 _FRAMEWORK_METHODS = {"accelerate": ("gather", "gather_for_metrics", "reduce", "gather_object"),
                       "fabric": ("all_reduce", "all_gather")}
+_METHOD_NAMES = frozenset({"all_gather", *(m for ms in _FRAMEWORK_METHODS.values() for m in ms)})
 # Methods of a value that derive another value from it (or read it) without using it.
 _PASS_METHODS = frozenset({
     "item", "tolist", "cpu", "numpy", "detach", "mean", "sum", "float", "double", "clone", "div",
@@ -101,15 +102,14 @@ def logged_collectives(ctx: RuleContext) -> list[LoggedCollective]:
 def _logged_collectives(ctx: RuleContext) -> list[LoggedCollective]:
     if not any(w in ctx.source for w in ("reduce", "gather")):
         return []
+    candidates = [(call, found) for call in ctx.nodes(cst.Call) if (found := _collective(ctx, call)) is not None]
+    if not candidates:
+        return []
     ta = analysis(ctx)
     if not ta.step_loops and not framework_config(ctx).lightning_modules:
         return []  # no training step to run on (library code): skip the flow analysis
     out: list[LoggedCollective] = []
-    for call in ctx.nodes(cst.Call):
-        found = _collective(ctx, call)
-        if found is None:
-            continue
-        what, result = found
+    for call, (what, result) in candidates:
         flow = _Flow(ctx, ta)
         verdict = flow.name_logged(result, call, 0) if isinstance(result, str) else flow.expr_logged(call, 0)
         if verdict is True and _per_step(ctx, ta, call):
@@ -136,7 +136,7 @@ def _collective(ctx: RuleContext, call: cst.Call) -> tuple[str, str | None] | No
             return ctx.code_for(func), arg.value.value
     if ctx.matches(func, _RETURNING):
         return ctx.code_for(func), None
-    if not isinstance(func, cst.Attribute):
+    if not isinstance(func, cst.Attribute) or last not in _METHOD_NAMES:
         return None
     receiver = dotted_name(func.value)
     if receiver == "self" and last == "all_gather" and in_training_step(ctx, call):
