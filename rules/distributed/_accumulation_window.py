@@ -132,13 +132,16 @@ def no_sync_fix(ctx: RuleContext, ta: TrainingAnalysis, loop: Loop, window: Wind
     if any(isinstance(n, _IMPURE) and not (isinstance(n, cst.Call) and dotted_name(n.func) == "len")
            for n in walk(test, into_nested=True, include_self=True)):
         return NoFix("the optimizer step's condition calls code; evaluating it earlier could change it")
-    changed = set().union(*(_assigned(s) for s in body[start:body.index(window.guard)]))
+    between = body[start:body.index(window.guard)]
+    bumped = {n for n in _names(test) if _incremented_once(between, n)}  # ``micro += 1`` after the forward
+    changed = set().union(*(_assigned(s) for s in between)) - bumped
     if changed & _names(test):
         return NoFix("the optimizer step's condition changes between the forward and the step")
     if _steps_outside(ctx, ta, loop):
         return NoFix("an optimizer step outside the loop would use gradients never all-reduced")
     sync_expr = cst.parse_expression(context)
-    cond = test.deep_clone()
+    # Evaluated before the increment, the condition reads ``micro + 1`` where the step reads ``micro``.
+    cond = test.visit(_Bump(bumped)) if bumped else test.deep_clone()
     on_sync, off_sync = (sync_expr, cst.parse_expression("contextlib.nullcontext()"))
     item = cst.IfExp(test=cond, body=on_sync, orelse=off_sync) if window.skips else \
         cst.IfExp(test=cond, body=off_sync, orelse=on_sync)
@@ -150,6 +153,33 @@ def no_sync_fix(ctx: RuleContext, ta: TrainingAnalysis, loop: Loop, window: Wind
     edits = [Replace(first, new)] + [Replace(s, cst.RemoveFromParent()) for s in stmts[1:]]
     return Fix(f"skip the all-reduce of non-stepping micro-batches with {context}",
                (*edits, AddImport("contextlib")), "unsafe")
+
+
+def _incremented_once(stmts: list[cst.BaseStatement], name: str) -> bool:
+    """``name`` is assigned in ``stmts`` only by one statement of their own, ``name += 1``."""
+    bumps = [s for s in stmts if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and
+             isinstance(s.body[0], cst.AugAssign) and isinstance(s.body[0].operator, cst.AddAssign) and
+             isinstance(s.body[0].target, cst.Name) and s.body[0].target.value == name and
+             isinstance(s.body[0].value, cst.Integer) and s.body[0].value.value == "1"]
+    others = [s for s in stmts if s not in bumps and name in _assigned(s)]
+    return len(bumps) == 1 and not others
+
+
+class _Bump(cst.CSTTransformer):
+    """``micro`` -> ``(micro + 1)`` for the names in ``names`` (plain names only)."""
+
+    def __init__(self, names: set[str]) -> None:
+        super().__init__()
+        self.names = names
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+        return updated.with_changes(attr=original.attr)  # ``args.micro`` is not ``micro``
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        if original.value not in self.names:
+            return updated
+        return cst.BinaryOperation(updated, cst.Add(), cst.Integer("1"),
+                                   lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
 def _uses_model(ctx: RuleContext, stmt: cst.CSTNode, model: str) -> bool:

@@ -64,7 +64,8 @@ class AccumulationAllReduce(Rule):
         "Accelerator, silences the rule, even if used elsewhere.",
         "The fix needs one wrapped model (one `DistributedDataParallel(...)` or prepared model name), the "
         "forward written in the loop before one backward, a stepping condition without calls (but "
-        "`len`) that nothing changes between the forward and the step, and no optimizer step outside "
+        "`len`) that nothing changes between the forward and the step (but one `counter += 1`, which the "
+        "fix's copy of the condition adds: `(micro + 1) == accum`), and no optimizer step outside "
         "the loop (a last partial window stepped after it would use gradients never all-reduced).",
         BLIND,
     )

@@ -84,14 +84,33 @@ def _run(source: str, tmp_path, name: str) -> dict:
     return json.loads(out.read_text())
 
 
-def test_no_sync_fix_all_reduces_once_per_window_with_the_same_weights(tmp_path):
-    res = check_source(SCRIPT.encode(), "ddp_accum.py", GP504, "unsafe")
+# The same loop with a counter bumped after the backward: the fix reads ``micro + 1``.
+COUNTER = SCRIPT.replace("    for i, (x, y) in enumerate(loader):", "    micro = 0\n    for x, y in loader:").replace(
+    "        loss.backward()\n        if (i + 1) % accum == 0:",
+    "        loss.backward()\n        micro += 1\n        if micro == accum:\n            micro = 0")
+VARIANTS = {
+    "modulo": (SCRIPT, "with contextlib.nullcontext() if (i + 1) % accum == 0 else model.no_sync():"),
+    "counter": (COUNTER, "with contextlib.nullcontext() if (micro + 1) == accum else model.no_sync():"),
+}
+
+
+def _fixed(script: str, expected: str) -> str:
+    res = check_source(script.encode(), "ddp_accum.py", GP504, "unsafe")
     assert not res.error and res.fixed is not None, res
     fixed = res.fixed.decode()
-    assert "with contextlib.nullcontext() if (i + 1) % accum == 0 else model.no_sync():" in fixed
+    assert expected in fixed
     assert "        # the loss of one micro-batch\n" in fixed  # the comment moved with its statement
     again = check_source(res.fixed, "ddp_accum.py", GP504, "unsafe")
     assert again.fixed is None and not again.diagnostics  # idempotent: the rule is satisfied
-    before, after = _run(SCRIPT, tmp_path, "before"), _run(fixed, tmp_path, "after")
-    assert before["calls"] == 8 and after["calls"] == 2  # one bucket: one all-reduce per backward
-    assert after["weight"] == pytest.approx(before["weight"], abs=1e-6)
+    return fixed
+
+
+def test_no_sync_fix_all_reduces_once_per_window_with_the_same_weights(tmp_path):
+    assert "micro += 1" in COUNTER and "if micro == accum:" in COUNTER  # the variant was written
+    fixed = {name: _fixed(script, expected) for name, (script, expected) in VARIANTS.items()}
+    before = _run(SCRIPT, tmp_path, "before")  # both variants step on the same micro-batches
+    assert before["calls"] == 8  # one bucket: one all-reduce per backward
+    for name, source in fixed.items():
+        after = _run(source, tmp_path, name)
+        assert after["calls"] == 2, name
+        assert after["weight"] == pytest.approx(before["weight"], abs=1e-6), name
