@@ -17,7 +17,8 @@ accumulated from it, a few levels deep) must end in a logging call. Anything els
 scheduler's ``step(loss)``) means the reduction feeds the computation: not reported.
 
 GP106 reports these; GP101 leaves alone the host reads (``.item()``, ``float()``) on the way to the
-log, which the same change (reduce and read only when logging) removes: one finding per cost.
+log and GP102 the prints of the result, which the same change (reduce and read only when logging)
+removes: one finding per cost.
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ class LoggedCollective:
     what: str  # as written: ``dist.all_reduce``, ``accelerator.gather``, ``reduce_tensor() (all_reduce)``
     logged_under: cst.If | None  # the periodic guard under which the result is logged, if any
     host_reads: frozenset[cst.Call]  # ``.item()``/``float()`` reads of the result on the way to the log
+    sinks: frozenset[cst.Call]  # the logging calls it reaches (``print(...)``, ``wandb.log(...)``)
 
 
 def logged_collectives(ctx: RuleContext) -> list[LoggedCollective]:
@@ -113,7 +115,7 @@ def _logged_collectives(ctx: RuleContext) -> list[LoggedCollective]:
         flow = _Flow(ctx, ta)
         verdict = flow.name_logged(result, call, 0) if isinstance(result, str) else flow.expr_logged(call, 0)
         if verdict is True and _per_step(ctx, ta, call):
-            out.append(LoggedCollective(call, what, flow.guard, frozenset(flow.syncs)))
+            out.append(LoggedCollective(call, what, flow.guard, frozenset(flow.syncs), frozenset(flow.sinks)))
         elif verdict == _RETURNED:
             out.extend(_through_helper(ctx, ta, call, what))
     return out
@@ -181,7 +183,7 @@ def _through_helper(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, what
         flow = _Flow(ctx, ta)
         if flow.expr_logged(site, 0) is True and _per_step(ctx, ta, site):
             out.append(LoggedCollective(site, f"{fn.name.value}() ({what.rsplit('.', 1)[-1]})", flow.guard,
-                                        frozenset(flow.syncs)))
+                                        frozenset(flow.syncs), frozenset(flow.sinks)))
     return out
 
 
@@ -192,6 +194,7 @@ class _Flow:
     def __init__(self, ctx: RuleContext, ta: TrainingAnalysis) -> None:
         self.ctx, self.ta = ctx, ta
         self.syncs: set[cst.Call] = set()
+        self.sinks: set[cst.Call] = set()
         self.guard: cst.If | None = None
 
     def name_logged(self, name: str, after: cst.CSTNode, depth: int) -> bool | str:
@@ -242,6 +245,7 @@ class _Flow:
                 call = ctx.parent(parent)
                 assert isinstance(call, cst.Call)
                 if self._sink(call):
+                    self.sinks.add(call)
                     self._note_guard(call)
                     return True
                 if not self.ctx.matches(call.func, _PASS_FUNCTIONS):
