@@ -56,7 +56,7 @@ _METHOD_NAMES = frozenset({"all_gather", *(m for ms in _FRAMEWORK_METHODS.values
 _PASS_METHODS = frozenset({
     "item", "tolist", "cpu", "numpy", "detach", "mean", "sum", "float", "double", "clone", "div",
     "max", "min", "std", "var", "squeeze", "view", "reshape", "flatten", "nanmean", "abs", "sqrt",
-    "exp", "to", "tolist", "__format__", "format", "keys", "values", "items", "get",
+    "exp", "to", "__format__", "format", "keys", "values", "items", "get",
 })
 _SYNC_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 # Functions that derive a value from their argument: builtins, numpy and torch reductions.
@@ -257,7 +257,7 @@ class _Flow:
             if isinstance(parent, (cst.Assign, cst.AugAssign)) and parent.value is child:
                 return self._assigned(parent, depth)
             if isinstance(parent, cst.Return):
-                return _RETURNED if depth == 0 else False
+                return _RETURNED  # the collective's own function returns it: followed to its call sites
             if isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation, cst.FormattedStringExpression,
                                    cst.FormattedString, cst.ConcatenatedString, cst.Element, cst.DictElement,
                                    cst.Dict, cst.List, cst.Tuple, cst.CompFor, cst.ListComp, cst.GeneratorExp,
