@@ -210,6 +210,6 @@ def _assigned(stmt: cst.CSTNode) -> set[str]:
 def _steps_outside(ctx: RuleContext, ta: TrainingAnalysis, loop: Loop) -> bool:
     """An optimizer step in the same function (or module) but outside ``loop``: a last, partial
     window stepped after the loop."""
-    scope = ctx.enclosing(loop, cst.FunctionDef)
+    owner = ctx.enclosing(loop, cst.FunctionDef)
     return any(ta.is_optimizer_step(c) and not ctx.is_inside(c, loop) and
-               ctx.enclosing(c, cst.FunctionDef) is scope for c in ctx.nodes(cst.Call))
+               ctx.enclosing(c, cst.FunctionDef) is owner for c in ctx.nodes(cst.Call))

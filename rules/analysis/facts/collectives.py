@@ -202,14 +202,14 @@ class _Flow:
         if depth > _DEPTH:
             return False
         ctx = self.ctx
-        scope = ctx.enclosing(after, cst.FunctionDef)
+        owner = ctx.enclosing(after, cst.FunctionDef)
         order = ctx.preorder()
         start = order[after]
         loop = self.ta.step_loop_of(after) if isinstance(after, cst.AugAssign) else None
         if loop is not None:
             start = order[loop]  # an accumulator: read at the top of the next step too
         reads = [n for n in ctx.nodes(cst.Name) if n.value == name and order[n] > start and
-                 ctx.enclosing(n, cst.FunctionDef) is scope and _is_read(ctx, n) and not ctx.is_inside(n, after)]
+                 ctx.enclosing(n, cst.FunctionDef) is owner and _is_read(ctx, n) and not ctx.is_inside(n, after)]
         if not reads:
             return False  # nothing reads it: not a logging use we can show
         verdict: bool | str = True
