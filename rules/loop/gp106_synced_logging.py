@@ -173,7 +173,11 @@ _NO_FIX = ("every rank must run a collective in the same order, so moving it und
 
 def _collectives(ctx: RuleContext) -> Iterator[Finding]:
     for found in logged_collectives(ctx):
-        where = (f"reduce it under `if {ctx.code_for(found.logged_under.test)}:`, where it is logged"
-                 if found.logged_under is not None else "reduce and log it only every N steps")
+        if found.accumulated:
+            where = "sum it locally and reduce the total once, where it is logged"
+        elif found.logged_under is not None:
+            where = f"reduce it under `if {ctx.code_for(found.logged_under.test)}:`, where it is logged"
+        else:
+            where = "reduce and log it only every N steps"
         yield Finding(found.node, f"`{found.what}` runs on every training step, across all ranks, for a value "
                                   f"that is only logged; {where}", no_fix_reason=_NO_FIX)

@@ -94,6 +94,7 @@ class LoggedCollective:
     logged_under: cst.If | None  # the periodic guard under which the result is logged, if any
     host_reads: frozenset[cst.Call]  # ``.item()``/``float()`` reads of the result on the way to the log
     sinks: frozenset[cst.Call]  # the logging calls it reaches (``print(...)``, ``wandb.log(...)``)
+    accumulated: bool = False  # it feeds a running total (``total += r.item()``) that is logged
 
 
 def logged_collectives(ctx: RuleContext) -> list[LoggedCollective]:
@@ -115,7 +116,8 @@ def _logged_collectives(ctx: RuleContext) -> list[LoggedCollective]:
         flow = _Flow(ctx, ta)
         verdict = flow.name_logged(result, call, 0) if isinstance(result, str) else flow.expr_logged(call, 0)
         if verdict is True and _per_step(ctx, ta, call):
-            out.append(LoggedCollective(call, what, flow.guard, frozenset(flow.syncs), frozenset(flow.sinks)))
+            out.append(LoggedCollective(call, what, flow.guard, frozenset(flow.syncs), frozenset(flow.sinks),
+                                        flow.accumulated))
         elif verdict == _RETURNED:
             out.extend(_through_helper(ctx, ta, call, what))
     return out
@@ -183,7 +185,8 @@ def _through_helper(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, what
         flow = _Flow(ctx, ta)
         if flow.expr_logged(site, 0) is True and _per_step(ctx, ta, site):
             out.append(LoggedCollective(site, f"{fn.name.value}() ({what.rsplit('.', 1)[-1]})", flow.guard,
-                                        frozenset(flow.syncs), frozenset(flow.sinks)))
+                                        frozenset(flow.syncs), frozenset(flow.sinks),
+                                        flow.accumulated))
     return out
 
 
@@ -195,6 +198,7 @@ class _Flow:
         self.ctx, self.ta = ctx, ta
         self.syncs: set[cst.Call] = set()
         self.sinks: set[cst.Call] = set()
+        self.accumulated = False
         self.guard: cst.If | None = None
 
     def name_logged(self, name: str, after: cst.CSTNode, depth: int) -> bool | str:
@@ -255,6 +259,7 @@ class _Flow:
                 child = call
                 continue
             if isinstance(parent, (cst.Assign, cst.AugAssign)) and parent.value is child:
+                self.accumulated |= isinstance(parent, cst.AugAssign)
                 return self._assigned(parent, depth)
             if isinstance(parent, cst.Return):
                 return _RETURNED  # the collective's own function returns it: followed to its call sites
