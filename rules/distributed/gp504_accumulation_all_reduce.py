@@ -6,13 +6,14 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import Finding, Invalid, Rule, Valid, dedent
+from .._api import Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_docs import ACCELERATE, BLIND, TORCH
-from ..analysis.model.guards import is_periodic_test
-from ..analysis.model.training import analysis
-from ..analysis.syntax.calls import method_call
+from ..analysis.facts.frameworks import frameworks
+from ..analysis.model.training import TrainingAnalysis, analysis
+from ..analysis.syntax.calls import dotted_name, method_call, target_names
 from ..analysis.syntax.context import RuleContext
+from ._accumulation_window import accumulation_window, no_sync_fix
 
 DDP = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
@@ -33,23 +34,39 @@ class AccumulationAllReduce(Rule):
         "accumulation window by a factor of N."
     )
     fix_description = (
-        "Reported only: run the backward of every micro-batch but the last of each window under "
-        "`with model.no_sync():`, or with Accelerate create `Accelerator(gradient_accumulation_steps=N)` "
-        "and put the step under `with accelerator.accumulate(model):` (which also scales and steps "
-        "for you)."
+        "Under DDP, and under Accelerate, run the forward and backward of the loop (the statements from "
+        "the model's forward through the backward) under `with contextlib.nullcontext() if <steps> else "
+        "model.no_sync():` (`accelerator.no_sync(model)` with Accelerate), where `<steps>` is the "
+        "script's own condition for stepping: the micro-batches that do not step skip the all-reduce, "
+        "the stepping one all-reduces the accumulated gradients. Reported only when that cannot be done "
+        "exactly (see the reason with each finding). Accelerate's own "
+        "`Accelerator(gradient_accumulation_steps=N)` with `with accelerator.accumulate(model):` is not "
+        "written: it also scales the loss and skips the optimizer and scheduler steps itself, a restructure "
+        "of the loop."
     )
-    fix_safety = "none"
+    fix_safety = "unsafe"
+    fix_safety_reason = (
+        "The gradients are summed locally and all-reduced once per window instead of averaged after "
+        "every micro-batch: the same sum, rounded in another order; with FSDP or DeepSpeed behind an "
+        "Accelerate launch config, `no_sync` keeps unsharded gradients and uses more memory."
+    )
     # gains_on 'any': the all-reduce is communication on every backend (NCCL on GPUs, gloo on CPUs).
     gains_on = "any"
     limitations = (
-        "The accumulation is recognised when the optimizer step is under a periodic `if` (`% n == k`) in "
-        "the loop whose backward runs every iteration; accumulation through a counter compared with "
-        "`==` is not.",
+        "The accumulation is recognised when the backward runs on every iteration of the loop and the "
+        "optimizer steps under a periodic `if` (`if (i + 1) % n == 0:`, `... or last`), a counter reset "
+        "where it steps (`micro += 1` ... `if micro == accum: ...; micro = 0`) or after an "
+        "`if step % n != 0: continue`; accumulation over an inner loop of micro-batches is not.",
         "DDP is recognised when the file wraps a model in `DistributedDataParallel`; an Accelerate loop "
         "is assumed distributed (the launch decides; on one process nothing is all-reduced and the "
         "finding costs nothing to follow).",
         "Any `no_sync` or `accumulate(` in the file, or `gradient_accumulation_steps` given to the "
         "Accelerator, silences the rule, even if used elsewhere.",
+        "The fix needs one wrapped model (one `DistributedDataParallel(...)` or prepared model name), the "
+        "forward written in the loop before one backward, a stepping condition without calls (but "
+        "`len`) that nothing changes between the forward and the step (but one `counter += 1`, which the "
+        "fix's copy of the condition adds: `(micro + 1) == accum`), and no optimizer step outside "
+        "the loop (a last partial window stepped after it would use gradients never all-reduced).",
         BLIND,
     )
     references = (
@@ -58,7 +75,7 @@ class AccumulationAllReduce(Rule):
         "https://huggingface.co/docs/accelerate/usage_guides/gradient_accumulation",
     )
     frameworks = (TORCH, ACCELERATE)
-    keywords = ("%",)
+    keywords = ("backward", "%")
 
     examples = [
         Invalid(dedent("""
@@ -71,7 +88,20 @@ class AccumulationAllReduce(Rule):
                 if (i + 1) % accum == 0:
                     optimizer.step()
                     optimizer.zero_grad()
-        """), fixed=None),
+        """), fixed=dedent("""
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            import contextlib
+
+            model = DDP(net, device_ids=[rank])
+            for i, (x, y) in enumerate(loader):
+                with contextlib.nullcontext() if (i + 1) % accum == 0 else model.no_sync():
+                    loss = criterion(model(x), y) / accum
+                    loss.backward()
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+        """)),
         Valid(dedent("""
             import contextlib
             import torch
@@ -89,19 +119,38 @@ class AccumulationAllReduce(Rule):
             from accelerate import Accelerator
             accelerator = Accelerator()
             model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
-            for step, batch in enumerate(loader):
+            micro = 0
+            for batch in loader:
+                micro += 1
                 accelerator.backward(model(**batch).loss / 4)
-                if step % 4 == 3:
+                if micro == 4:
                     optimizer.step()
                     optimizer.zero_grad()
-        """), fixed=None),
+                    micro = 0
+        """), fixed=dedent("""
+            from accelerate import Accelerator
+            import contextlib
+
+            accelerator = Accelerator()
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            micro = 0
+            for batch in loader:
+                micro += 1
+                with contextlib.nullcontext() if micro == 4 else accelerator.no_sync(model):
+                    accelerator.backward(model(**batch).loss / 4)
+                if micro == 4:
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    micro = 0
+        """)),
     ]
+    framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         fc = framework_config(ctx)
-        ddp = any(ctx.is_call_to(c, DDP) for c in ctx.nodes(cst.Call))
+        ddp_calls = [c for c in ctx.nodes(cst.Call) if ctx.is_call_to(c, DDP)]
         accelerate = bool(fc.of("accelerate")) and not fc.blind
-        if not (ddp or accelerate) or any(method_call(c, "no_sync", "accumulate") for c in ctx.nodes(cst.Call)):
+        if not (ddp_calls or accelerate) or any(method_call(c, "no_sync", "accumulate") for c in ctx.nodes(cst.Call)):
             return
         if accelerate and any(c.opaque or c.sets("gradient_accumulation_steps") for c in fc.of("accelerate")):
             return
@@ -110,15 +159,67 @@ class AccumulationAllReduce(Rule):
             backwards = [c for c in ctx.nodes(cst.Call) if ctx.is_inside(c, loop) and _backward(ta, c)
                          and ta.guard_of(c) is None]
             stepped = [c for c in ctx.nodes(cst.Call) if ctx.is_inside(c, loop) and ta.is_optimizer_step(c)]
-            guards = [ta.guard_of(c) for c in stepped]
-            if not backwards or not stepped or not all(g is not None and is_periodic_test(g.test) for g in guards):
+            window = accumulation_window(ctx, ta, loop, stepped) if backwards and stepped else None
+            if window is None:
                 continue
-            how = ("wrap the other micro-batches' backward in `with model.no_sync():`" if ddp else
-                   "use Accelerator(gradient_accumulation_steps=N) and `with accelerator.accumulate(model):`")
-            yield Finding(backwards[0], "gradients are accumulated by hand, but every backward all-reduces "
-                                        "them across ranks although the optimizer steps only every few "
-                                        f"micro-batches; {how}")
+            target = _no_sync_target(ctx, ta, ddp_calls)
+            if isinstance(target, NoFix):
+                outcome: Fix | NoFix = target
+            elif len(backwards) != 1:
+                outcome = NoFix("several backward calls per micro-batch")
+            else:
+                outcome = no_sync_fix(ctx, ta, loop, window, backwards[0], *target)
+            how = ("run the other micro-batches' forward and backward under `model.no_sync()`" if ddp_calls else
+                   "run the other micro-batches under `accelerator.no_sync(model)`, or use "
+                   "Accelerator(gradient_accumulation_steps=N) and `with accelerator.accumulate(model):`")
+            yield Finding.of(backwards[0], "gradients are accumulated by hand, but every backward all-reduces "
+                                           "them across ranks although the optimizer steps only every few "
+                                           f"micro-batches; {how}", outcome)
 
 
 def _backward(ta, call: cst.Call) -> bool:  # type: ignore[no-untyped-def]
     return ta.is_backward_call(call) or method_call(call, "backward")
+
+
+def _no_sync_target(ctx: RuleContext, ta: TrainingAnalysis, ddp_calls: list[cst.Call]) -> tuple[str, str] | NoFix:
+    """(the no-sync context to enter, the wrapped model's name), or why there is none."""
+    if ddp_calls:
+        names = {n for c in ddp_calls for n in _assigned_to(ctx, c)}
+        if len(names) != 1 or len(ddp_calls) != len([c for c in ddp_calls if _assigned_to(ctx, c)]):
+            return NoFix("the DistributedDataParallel model is not one name the fix can call no_sync() on")
+        model = names.pop()
+        return f"{model}.no_sync()", model
+    accelerators = {n for n, kind in frameworks(ctx).objects.items() if kind == "accelerate"}
+    models = {m for a in accelerators for m in _prepared_models(ctx, ta, a)}
+    if len(accelerators) != 1 or len(models) != 1:
+        return NoFix("the prepared model is not one name the fix can pass to accelerator.no_sync()")
+    accelerator, model = accelerators.pop(), models.pop()
+    return f"{accelerator}.no_sync({model})", model
+
+
+def _assigned_to(ctx: RuleContext, call: cst.Call) -> set[str]:
+    parent = ctx.parent(call)
+    if isinstance(parent, cst.Assign) and parent.value is call:
+        return {n for t in parent.targets for n in target_names(t.target)}
+    return set()
+
+
+def _prepared_models(ctx: RuleContext, ta: TrainingAnalysis, accelerator: str) -> set[str]:
+    """Names bound to models by ``model, opt = accelerator.prepare(model, opt)``."""
+    called = {dotted_name(c.func) for c in ctx.nodes(cst.Call)}
+    out: set[str] = set()
+    for call in ctx.nodes(cst.Call):
+        if not (method_call(call, "prepare") and dotted_name(call.func.value) == accelerator):
+            continue
+        parent = ctx.parent(call)
+        if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
+            continue
+        target = parent.targets[0].target
+        elements = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+        args = [a.value for a in call.args if not a.star]
+        for el, arg in zip(elements, args):
+            name = dotted_name(el) if isinstance(el, (cst.Name, cst.Attribute)) else None
+            # A model by its bindings or name, or the one prepared object the file calls (a forward).
+            if name is not None and (ta.is_module_like(arg, by_name=True) or name in called):
+                out.add(name)
+    return out

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.training import TrainingAnalysis, analysis
@@ -57,7 +58,8 @@ class SyncInLoop(Rule):
         "`math`/`numpy` results and modules are not tensors, and a tensor returned by another "
         "module's function is missed.",
         "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`, a helper from "
-        "another module) are not seen; printing a tensor is GP102's business.",
+        "another module) are not seen; printing a tensor is GP102's business, and a read of a "
+        "collective's result that is only logged is GP106's (one finding, at the collective).",
         "The fix is offered only for a plain accumulator (`total += loss.item()`) whose every "
         "read is rate-limited; everything else is reported without a fix.",
     )
@@ -114,9 +116,11 @@ class SyncInLoop(Rule):
         ta = analysis(ctx)
         if not (ta.step_loops or ta.eval_loops) or cpu_only(ctx):
             return
+        # A read of a collective's result on its way to a log is GP106's (one change removes both).
+        claimed = {r for found in logged_collectives(ctx) for r in found.host_reads}
         for call, what in sync_calls(ctx, ta):
             loop = ta.every_step_loop(call)
-            if loop is None:
+            if loop is None or call in claimed:
                 continue
             snippet = ctx.code_for(call)
             if len(snippet) > 40:

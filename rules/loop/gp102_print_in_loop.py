@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import single_expression_statement
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
@@ -125,7 +126,8 @@ class PrintInLoop(Rule):
         "TensorBoard's `add_scalar` and `wandb.log`; other loggers are missed.",
         "A value is reported only when it is clearly a tensor in this file (not a `math` or "
         "`numpy` result); values already converted on the host (`.item()`, `float(x)`) are "
-        "GP101's business.",
+        "GP101's business, and a collective's result that is only logged is GP106's (one finding, at "
+        "the collective).",
         "Only calls on every iteration of a training or eval loop (as GP101 sees them) count: "
         "not under a periodic or once-per-loop guard, at the call or at a call site of its "
         "function; CPU-only programs are not checked.",
@@ -170,8 +172,10 @@ class PrintInLoop(Rule):
         ta = analysis(ctx)
         if not (ta.step_loops or ta.eval_loops) or cpu_only(ctx):
             return
+        # A print of a collective's result that is only logged is GP106's (one change removes both).
+        claimed = {c for found in logged_collectives(ctx) for c in found.sinks}
         for call in ctx.nodes(cst.Call):
-            tensor = printed_tensor(ctx, ta, call)
+            tensor = printed_tensor(ctx, ta, call) if call not in claimed else None
             if tensor is None:
                 continue
             loop = ta.every_step_loop(call)

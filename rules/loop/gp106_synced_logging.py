@@ -8,7 +8,8 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.framework_config import KEYWORDS, hf_args, in_training_step, on_cpu
-from ..analysis.facts.framework_docs import BLIND, HF, LIGHTNING
+from ..analysis.facts.collectives import logged_collectives
+from ..analysis.facts.framework_docs import ACCELERATE, BLIND, HF, LIGHTNING, TORCH
 from ..analysis.fixes.edits import set_or_add_kwarg
 from ..analysis.fixes.frameworks import set_keyword
 from ..analysis.syntax.calls import get_arg, literal_value, method_call
@@ -18,23 +19,29 @@ from ..analysis.syntax.context import RuleContext
 class SyncedLogging(Rule):
     code = "GP106"
     name = "synced-logging"
-    summary = ("A logged value is reduced across ranks or read to the host on every training step: Lightning "
-               "`self.log(..., sync_dist=True)` or `prog_bar=True` in `training_step`, the Hugging Face "
-               "Trainer's per-step NaN/Inf check of the loss (`logging_nan_inf_filter`), a very small "
-               "`logging_steps`.")
+    summary = ("A logged value is reduced across ranks or read to the host on every training step: a "
+               "hand-written `dist.all_reduce`/`all_gather`, `accelerator.gather`/`reduce` or Lightning "
+               "`self.all_gather` whose result is only logged, Lightning `self.log(..., sync_dist=True)` or "
+               "`prog_bar=True` in `training_step`, the Hugging Face Trainer's per-step NaN/Inf check of the "
+               "loss (`logging_nan_inf_filter`), a very small `logging_steps`.")
     rationale = (
-        "Reading a CUDA value on the host waits for every queued kernel: the GPU drains and the next "
-        "step starts cold. `sync_dist=True` adds an all-reduce across ranks, on every step when the value "
-        "is logged per step (`on_step` defaults to True in `training_step`). Lightning reads the "
-        "progress-bar values with `.item()` on every refresh; the Hugging Face Trainer tests the loss "
-        "with `torch.isnan(loss) or torch.isinf(loss)` on every step while `logging_nan_inf_filter` is on "
-        "(the default), and reads the loss at every `logging_steps`."
+        "A collective (all-reduce, gather) is communication between every rank on every step, and reading "
+        "its result on the host (`.item()`) waits for every queued kernel: the GPU drains and the next "
+        "step starts cold. For a value that is only printed or logged, both are wasted on all the steps "
+        "whose value nobody reads, or that could be reduced once per log interval. `sync_dist=True` adds "
+        "an all-reduce across ranks, on every step when the value is logged per step (`on_step` defaults "
+        "to True in `training_step`). Lightning reads the progress-bar values with `.item()` on every "
+        "refresh; the Hugging Face Trainer tests the loss with `torch.isnan(loss) or torch.isinf(loss)` on "
+        "every step while `logging_nan_inf_filter` is on (the default), and reads the loss at every "
+        "`logging_steps`. GP101 does not report the `.item()`/`float()` of a value that GP106 reports: "
+        "reducing and reading it only when logging removes both costs with one change, and the collective "
+        "is the larger one."
     )
     fix_description = (
         "`self.log(..., sync_dist=True)` in `training_step`: add `on_step=False, on_epoch=True` (reduced "
-        "once per epoch). `TrainingArguments`: `logging_nan_inf_filter=False`. A `prog_bar=True` value and "
-        "a small `logging_steps` are reported only (raise the progress bar's `refresh_rate` or "
-        "`logging_steps`)."
+        "once per epoch). `TrainingArguments`: `logging_nan_inf_filter=False`. A hand-written collective, a "
+        "`prog_bar=True` value and a small `logging_steps` are reported only (move the reduction under the "
+        "script's log interval, raise the progress bar's `refresh_rate` or `logging_steps`)."
     )
     fix_safety = "unsafe"
     fix_safety_reason = (
@@ -42,29 +49,61 @@ class SyncedLogging(Rule):
         "the NaN/Inf filter off a non-finite loss enters the logged average instead of being skipped."
     )
     # gains_on 'cuda': the cost is the device sync (and the collective) that stalls the CUDA queue; on
-    # a CPU a scalar read waits for nothing.
+    # a CPU a scalar read waits for nothing. (A gloo collective costs on CPU too, but those findings
+    # have no fix for validation to measure.)
     gains_on = "cuda"
     limitations = (
         "Only `self.log`/`self.log_dict` written in `training_step` itself are seen (not in helpers it "
         "calls); `validation_step` logs run once per validation batch and are not reported.",
         "`logging_steps` below the `min-logging-steps` option (as an integer; a float below 1 is a "
         "ratio of the run and is left alone) is reported; the Trainer reads the loss only then.",
-        "Plain loops: a host read of a logged value every step is GP101/GP103's concern; an "
-        "all-reduce written by hand for logging is not recognised yet.",
+        "Plain loops: a collective is reported only when every read of its result (through "
+        "`.item()`, arithmetic, f-strings, dicts and names assigned or accumulated from it, a few levels "
+        "deep, and through one helper of the file that returns it) ends in a logging call (`print`, "
+        "`logging`, a `*log*`/`*print*` function or method, wandb, mlflow, `add_scalar`, a progress bar's "
+        "`set_postfix`, a meter's `update`); a helper from another module (`utils.reduce_dict`) is not "
+        "seen. Collectives under a periodic or once guard, or an opt-in flag, and in eval loops are not "
+        "reported.",
+        "A hand-written collective gets no fix: every rank must run it in the same order, so moving it "
+        "under a condition is safe only when the condition is the same on every rank, which the rule "
+        "cannot prove.",
         BLIND,
     )
     references = (
+        "https://docs.pytorch.org/docs/stable/distributed.html#collective-functions",
+        "https://huggingface.co/docs/accelerate/package_reference/accelerator#accelerate.Accelerator.gather",
         "https://lightning.ai/docs/pytorch/stable/extensions/logging.html#automatic-logging",
         "https://lightning.ai/docs/pytorch/stable/advanced/speed.html",
         "https://huggingface.co/docs/transformers/main_classes/trainer#transformers.TrainingArguments",
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
     )
-    frameworks = (HF, LIGHTNING)
-    keywords = ("sync_dist", "prog_bar", *KEYWORDS)
+    frameworks = (TORCH, ACCELERATE, HF, LIGHTNING)
+    keywords = ("sync_dist", "prog_bar", "reduce", "gather", *KEYWORDS)
     options = {"min-logging-steps": 10}
     option_descriptions = {"min-logging-steps": "a `logging_steps` below this is reported"}
 
     examples = [
+        Invalid(dedent("""
+            import torch.distributed as dist
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                reduced = loss.detach().clone()
+                dist.all_reduce(reduced)
+                print(f"step {step} loss {reduced.item() / world_size:.4f}")
+        """), fixed=None),
+        Valid(dedent("""
+            import torch.distributed as dist
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % log_every == 0:
+                    reduced = loss.detach().clone()
+                    dist.all_reduce(reduced)
+                    print(f"step {step} loss {reduced.item() / world_size:.4f}")
+        """)),
         Invalid(dedent("""
             import lightning as L
             class Lit(L.LightningModule):
@@ -80,36 +119,13 @@ class SyncedLogging(Rule):
                     self.log("train_loss", loss, sync_dist=True, on_step=False, on_epoch=True)
                     return loss
         """)),
-        Valid(dedent("""
-            import lightning as L
-            class Lit(L.LightningModule):
-                def training_step(self, batch, batch_idx):
-                    loss = self.net(batch).mean()
-                    self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True)
-                    return loss
-                def validation_step(self, batch, batch_idx):
-                    self.log("val_loss", self.net(batch).mean(), sync_dist=True, prog_bar=True)
-        """)),
-        Invalid(dedent("""
-            import pytorch_lightning as pl
-            class Lit(pl.LightningModule):
-                def training_step(self, batch, batch_idx):
-                    loss = self.net(batch).mean()
-                    self.log("loss", loss, prog_bar=True)
-                    self.log_dict({"a": loss}, on_step=True, on_epoch=False, sync_dist=True)
-                    return loss
-        """), fixed=dedent("""
-            import pytorch_lightning as pl
-            class Lit(pl.LightningModule):
-                def training_step(self, batch, batch_idx):
-                    loss = self.net(batch).mean()
-                    self.log("loss", loss, prog_bar=True)
-                    self.log_dict({"a": loss}, on_step=False, on_epoch=True, sync_dist=True)
-                    return loss
-        """), count=2),
     ]
+    framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        yield from _collectives(ctx)
+        if not any(k in ctx.source for k in _FRAMEWORK_WORDS):
+            return  # matched only for "reduce"/"gather": no framework configuration to read
         yield from _lightning(ctx)
         least = int(ctx.options.get("min-logging-steps", 10))
         for cfg in hf_args(ctx):
@@ -148,3 +164,20 @@ def _lightning(ctx: RuleContext) -> Iterator[Finding]:
             yield Finding(call, "prog_bar=True in training_step: the progress bar reads the value with .item() "
                                 "on every refresh, a host sync per step; log it per epoch or raise the "
                                 "progress bar's refresh_rate")
+
+
+_FRAMEWORK_WORDS = ("sync_dist", "prog_bar", *KEYWORDS)
+_NO_FIX = ("every rank must run a collective in the same order, so moving it under a log interval is safe "
+           "only when that condition is the same on every rank")
+
+
+def _collectives(ctx: RuleContext) -> Iterator[Finding]:
+    for found in logged_collectives(ctx):
+        if found.accumulated:
+            where = "sum it locally and reduce the total once, where it is logged"
+        elif found.logged_under is not None:
+            where = f"reduce it under `if {ctx.code_for(found.logged_under.test)}:`, where it is logged"
+        else:
+            where = "reduce and log it only every N steps"
+        yield Finding(found.node, f"`{found.what}` runs on every training step, across all ranks, for a value "
+                                  f"that is only logged; {where}", no_fix_reason=_NO_FIX)
