@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from gpuperf_rewrite.cli.options import (ALPHA, FiniteFloat, config_from_options, json_option, measurement_options,
-                                         module_option, script_entry, write_json)
+from gpuperf_rewrite.cli.options import (ALPHA, FiniteFloat, config_from_options, json_option, launcher_options,
+                                         measurement_options, module_option, script_entry, write_json)
 from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
 
 
@@ -29,6 +29,7 @@ def _warn(message: str) -> None:
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @module_option
 @measurement_options
+@launcher_options
 @json_option("The stored record as JSON.")
 @exits_on_interrupt
 @click.pass_context
@@ -92,6 +93,7 @@ def _show_history(script: str, plot: str | None, json_path: str | None) -> None:
 @click.option("--alpha", type=ALPHA, default=None,
               help="Significance level [default: 0.05].")
 @measurement_options
+@launcher_options
 @json_option("The result (with --history: the rows) as JSON.")
 @exits_on_interrupt
 @click.pass_context
