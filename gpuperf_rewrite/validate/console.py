@@ -55,7 +55,8 @@ def format_table(res: ABResult) -> str:
     else:
         lines.append(f"loss      {lc.get('status')}: {lc.get('reason')}")
     if res.config.launcher:  # per-step time: the slowest rank's; loss: rank 0's (docs/validation.md)
-        lines.append(f"launcher  every run under {res.config.launcher}, {res.config.nproc_per_node} process(es) "
+        n = res.config.nproc_per_node
+        lines.append(f"launcher  every run under {res.config.launcher}, {n} process{'es' if n > 1 else ''} "
                      f"per node; step time = the slowest rank's")
     lines.append(f"stopped   {res.stopped} after {len(res.a)}+{len(res.b)} runs in {res.elapsed_s:.1f} s")
     for w in res.warnings:

@@ -97,7 +97,7 @@ def test_ab_runs_both_sides_under_the_launcher_and_records_it(repo, tmp_path, mo
     doc = json.loads((tmp_path / "out.json").read_text())
     assert doc["launcher"] == RECORDED and doc["config"]["launcher"] == "torchrun"
     assert {run["world_size"] for side in "ab" for run in doc[side]["runs"]} == {2}
-    assert "every run under torchrun, 2 process(es) per node; step time = the slowest rank's" in r.output
+    assert "every run under torchrun, 2 processes per node; step time = the slowest rank's" in r.output
 
 
 def test_apply_profiles_and_ab_tests_under_the_launcher_and_notes_it(tmp_path, monkeypatch) -> None:
