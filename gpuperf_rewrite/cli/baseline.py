@@ -72,9 +72,11 @@ def _show_history(script: str, plot: str | None, json_path: str | None) -> None:
         click.echo(f"{'commit':<9} {'date':<20} {'median':>14} {'unit':<10} {'runs':>4} "
                    f"{'env':<8} {'kind':<8} summary", err=err)
         for r in rows:
+            launch = r.get("launcher")  # measured under a launcher: not comparable with plain rows
+            tag = f"[{launch['name']} x{launch['nproc_per_node']}] " if launch else ""
             click.echo(f"{r['commit'][:8]:<9} {r['date'][:19]:<20} {r['median']:>14,.2f} "
                        f"{r['unit'] or '':<10} {r['runs']:>4} {r['env']:<8} {r['kind'] or '':<8} "
-                       f"{r['summary'][:50]}", err=err)
+                       f"{tag}{r['summary'][:50]}", err=err)
     if json_path is not None:
         write_json(json_path, rows)
     if plot and rows:

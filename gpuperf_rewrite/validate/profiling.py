@@ -27,7 +27,8 @@ from typing import Any, Mapping, Sequence
 from gpuperf_rewrite.runtime.schema import empty_document
 from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.merge import merge_ranks
-from gpuperf_rewrite.validate.launchers import LAUNCHERS, OWN_LAUNCHER_FLAGS, check_launcher_args  # noqa: F401 (re-exported)
+from gpuperf_rewrite.validate.launchers import (LAUNCHERS, OWN_LAUNCHER_FLAGS,  # noqa: F401 (re-exported)
+                                               check_launcher_args)
 from gpuperf_rewrite.validate.lifetime import private_tmpdir
 from gpuperf_rewrite.validate.runs import RunDoc, RunRequest
 from gpuperf_rewrite.validate.workspace import scratch_dir, with_pythonpath

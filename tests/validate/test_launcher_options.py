@@ -162,6 +162,8 @@ def test_regress_cli_refuses_a_baseline_from_another_launcher(repo, monkeypatch)
                                  "--warmup", "1", "--json", "-"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["launcher"] == RECORDED
+    r = CliRunner().invoke(cli, ["regress", "train.py", "--history"])
+    assert r.exit_code == 0 and "baseline [torchrun x2] initial" in r.output, r.output
 
 
 def test_a_malformed_launcher_in_a_note_is_reported_not_used() -> None:
