@@ -401,7 +401,7 @@ def _report_base(ctx: _Context, outcome: Outcome) -> dict[str, Any]:
         "stopped_by_budget": bool(outcome.stopped), "device": plan.device if plan else None,
         "plan": plan.to_json() if plan else None,
         "attempts": [a.to_json() for a in outcome.attempts], "alpha": ctx.cfg.alpha,
-        "commit": None, "validation": None,
+        "launcher": ctx.cfg.launch, "commit": None, "validation": None,
     }
 
 

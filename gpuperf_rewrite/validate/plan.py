@@ -152,7 +152,8 @@ class Plan:
                                            if most > planned else "")
 
     def describe(self) -> list[str]:
-        under = f" under {self.launcher} ({self.world_size} processes)" if self.launcher else ""
+        n = self.world_size
+        under = f" under {self.launcher} ({n} process{'es' if n > 1 else ''})" if self.launcher else ""
         lines = [f"Plan: validating on {self.device}{under}; one run of the original took {self.run_s:.1f} s, "
                  f"so an A/B of {self.runs_per_side}+{self.runs_per_side} runs takes ~{_duration(self.ab_s)}"
                  + (f"; budget {_duration(self.budget_s)}" if self.budget_s else "")]

@@ -110,7 +110,7 @@ def test_apply_profiles_and_ab_tests_under_the_launcher_and_notes_it(tmp_path, m
     assert r.exit_code == 0, r.output
     assert runner.launches() == {("torchrun", 2, ("--master-port=29555",))}  # the plan's profile run too
     doc = json.loads(r.stdout)
-    assert doc["status"] == "committed" and doc["validation"]["launcher"] == RECORDED
+    assert doc["status"] == "committed" and doc["validation"]["launcher"] == doc["launcher"] == RECORDED
     assert doc["plan"]["launcher"] == "torchrun" and doc["plan"]["world_size"] == 2
     assert "Plan: validating on cpu under torchrun (2 processes)" in r.stderr
     (note,) = gitops.parse_note(gitops.read_note(repo, doc["commit"]))
