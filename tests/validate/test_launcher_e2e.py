@@ -28,6 +28,20 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "CUDA_VISIBLE_DEVICES": ""}
 FEW = ["--runs", "2", "--max-runs", "2", "--steps", "3", "--warmup", "1", "--timeout", "240"]
+# A tiny gloo DDP loop (fixtures/ddp_train.py's CNN costs seconds per run on a CPU; start-up is
+# what this measures); the scripts are copied out of the checkout, so each run's mirror is small.
+TINY_DDP = """import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(16, 8)
+for step in range(100):
+    loss = model(x).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
 
 
 @pytest.fixture
@@ -49,8 +63,9 @@ def _ab(tmp_path: Path, script: Path, launch: list[str], script_args: list[str])
 
 
 def test_ab_under_torchrun_measures_both_gloo_ranks_of_every_run(tmp_path, offline) -> None:
-    doc = _ab(tmp_path, FIXTURES / "ddp_train.py", ["--launcher", "torchrun", "--nproc-per-node", "2"],
-              ["--size", "small", "--steps", "100", "--device", "cpu"])
+    script = tmp_path / "ddp.py"
+    script.write_text(TINY_DDP)
+    doc = _ab(tmp_path, script, ["--launcher", "torchrun", "--nproc-per-node", "2"], [])
     assert doc["launcher"] == {"name": "torchrun", "nproc_per_node": 2, "args": []}
     assert {run["world_size"] for run in doc["a"]["runs"] + doc["b"]["runs"]} == {2}
 
@@ -58,18 +73,19 @@ def test_ab_under_torchrun_measures_both_gloo_ranks_of_every_run(tmp_path, offli
 def test_ab_under_accelerate_launch_passes_its_flags(tmp_path, offline, monkeypatch) -> None:
     pytest.importorskip("accelerate")
     monkeypatch.chdir(tmp_path)
-    doc = _ab(tmp_path, FIXTURES / "frameworks" / "accelerate_loop.py",
-              ["--launcher", "accelerate", "--launcher-args", "--cpu"], ["--steps", "200"])
+    script = tmp_path / "accelerate_loop.py"
+    script.write_text((FIXTURES / "frameworks" / "accelerate_loop.py").read_text())
+    doc = _ab(tmp_path, script, ["--launcher", "accelerate", "--launcher-args", "--cpu"], ["--steps", "200"])
     assert doc["launcher"] == {"name": "accelerate", "nproc_per_node": 1, "args": ["--cpu"]}
     assert doc["unit"] == "samples/s" and doc["a"]["median"] > 0
 
 
 def test_baseline_under_torchrun_is_noted_and_regress_refuses_another_launch(tmp_path, offline,
                                                                                monkeypatch) -> None:
-    repo = git_repo(tmp_path / "r", {"train.py": (FIXTURES / "ddp_train.py").read_text()})
+    repo = git_repo(tmp_path / "r", {"train.py": TINY_DDP})
     monkeypatch.chdir(repo.working_tree_dir)
     launch = ["--launcher", "torchrun", "--nproc-per-node", "2"]
-    args = ["--", "--size", "small", "--steps", "100", "--device", "cpu"]
+    args: list[str] = []
     r = CliRunner().invoke(cli, ["baseline", "train.py", *launch, *FEW, *args])
     assert r.exit_code == 0, r.output
     (note,) = gitops.parse_note(gitops.read_note(repo, repo.head.commit.hexsha))
