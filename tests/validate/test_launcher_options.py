@@ -115,6 +115,8 @@ def test_apply_profiles_and_ab_tests_under_the_launcher_and_notes_it(tmp_path, m
     assert "Plan: validating on cpu under torchrun (2 processes)" in r.stderr
     (note,) = gitops.parse_note(gitops.read_note(repo, doc["commit"]))
     assert note["launcher"] == RECORDED and note["key"].endswith("@torchrun:2:--master-port=29555")
+    assert ("Every run launched with --launcher torchrun --nproc-per-node 2 --launcher-args --master-port=29555"
+            in repo.head.commit.message)
 
 
 def test_baseline_notes_the_launcher_and_regress_compares_like_with_like(repo) -> None:
