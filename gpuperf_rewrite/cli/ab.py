@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from gpuperf_rewrite.cli.options import (config_from_options, decision_options, existing_script, json_option,
-                                         measurement_options, resolve_module_option, write_json)
+                                         launcher_options, measurement_options, resolve_module_option, write_json)
 from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
 
 
@@ -19,6 +19,7 @@ from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
               help="Give twice (A, then B) instead of SCRIPT_A SCRIPT_B: run each module as "
                    "`python -m MODULE` does; all arguments then go to both modules.")
 @measurement_options
+@launcher_options
 @decision_options
 @json_option("The full A/B result as JSON.")
 @exits_on_interrupt

@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from gpuperf_rewrite.cli.options import (ALPHA, FiniteFloat, config_from_options, json_option, measurement_options,
-                                         module_option, script_entry, write_json)
+from gpuperf_rewrite.cli.options import (ALPHA, FiniteFloat, config_from_options, json_option, launcher_options,
+                                         measurement_options, module_option, script_entry, write_json)
 from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
 
 
@@ -29,6 +29,7 @@ def _warn(message: str) -> None:
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @module_option
 @measurement_options
+@launcher_options
 @json_option("The stored record as JSON.")
 @exits_on_interrupt
 @click.pass_context
@@ -71,9 +72,11 @@ def _show_history(script: str, plot: str | None, json_path: str | None) -> None:
         click.echo(f"{'commit':<9} {'date':<20} {'median':>14} {'unit':<10} {'runs':>4} "
                    f"{'env':<8} {'kind':<8} summary", err=err)
         for r in rows:
+            launch = r.get("launcher")  # measured under a launcher: not comparable with plain rows
+            tag = f"[{launch['name']} x{launch['nproc_per_node']}] " if launch else ""
             click.echo(f"{r['commit'][:8]:<9} {r['date'][:19]:<20} {r['median']:>14,.2f} "
                        f"{r['unit'] or '':<10} {r['runs']:>4} {r['env']:<8} {r['kind'] or '':<8} "
-                       f"{r['summary'][:50]}", err=err)
+                       f"{tag}{r['summary'][:50]}", err=err)
     if json_path is not None:
         write_json(json_path, rows)
     if plot and rows:
@@ -92,6 +95,7 @@ def _show_history(script: str, plot: str | None, json_path: str | None) -> None:
 @click.option("--alpha", type=ALPHA, default=None,
               help="Significance level [default: 0.05].")
 @measurement_options
+@launcher_options
 @json_option("The result (with --history: the rows) as JSON.")
 @exits_on_interrupt
 @click.pass_context

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gpuperf_rewrite.cli.lintrun import LintOptions, run_lint
-from gpuperf_rewrite.cli.options import (DECISION, MEASUREMENT, SCRIPT_ARGS_KEY, Duration, config_from_options,
-                                         decision_options, given, measurement_options, module_option,
-                                         resolve_module_option)
+from gpuperf_rewrite.cli.options import (DECISION, LAUNCH, MEASUREMENT, SCRIPT_ARGS_KEY, Duration,
+                                         config_from_options, decision_options, given, launcher_options,
+                                         measurement_options, module_option, resolve_module_option)
 from gpuperf_rewrite.lint.reporters import FORMATS
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 # Options that mean something only with --apply, and options that mean nothing with it.
 APPLY_ONLY = ("safe_only", "no_commit", "no_validate", "allow_dirty", "json_out", "budget", "module", *MEASUREMENT,
-              *DECISION)
+              *LAUNCH, *DECISION)
 LINT_ONLY = ("fix", "show_diff", "output_format", "output_file", "statistics", "quiet", "follow_symlinks", "jobs",
              "no_cache", "cache_dir")
 
@@ -57,6 +57,7 @@ LINT_ONLY = ("fix", "show_diff", "output_format", "output_file", "statistics", "
               help="--apply: time budget (900, 15m, 1h30m): start no A/B that cannot finish within it.")
 @module_option
 @measurement_options
+@launcher_options
 @decision_options
 @click.option("--json", "json_out", is_flag=True, help="--apply: print the result as JSON.")
 @click.pass_context

@@ -15,6 +15,7 @@ SCRIPT_ARGS_KEY = "gpuperf.script_args"
 # mean nothing without --apply.
 MEASUREMENT = ("runs", "max_runs", "steps", "warmup", "timeout", "seed")
 DECISION = ("alpha", "min_speedup", "loss_rtol", "allow_unchecked_loss")
+LAUNCH = ("launcher", "nproc_per_node", "launcher_args")
 
 
 class FiniteFloat(click.FloatRange):
@@ -65,6 +66,37 @@ def measurement_options(f: F) -> F:
         click.option("--seed", type=SEED, default=None,
                      help="Base seed: pair k of runs uses seed+k on both sides; also orders the pairs [default: 0]."),
     ])
+
+
+def launcher_options(f: F) -> F:
+    """``--launcher``, ``--nproc-per-node``, ``--launcher-args``: the same on profile, ab, --apply,
+    baseline and regress (checked by :func:`launch_from_options`)."""
+    from gpuperf_rewrite.validate.launchers import LAUNCHERS
+
+    return _stack(f, [
+        click.option("--launcher", type=click.Choice(LAUNCHERS), default=None,
+                     help="Run under a launcher (torchrun, or `accelerate launch`); every rank is measured."),
+        click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=1, show_default=True,
+                     help="Processes per node for --launcher (accelerate's --num_processes)."),
+        click.option("--launcher-args", default=None, metavar="ARGS",
+                     help="Options for the launcher, passed through as one string, e.g. "
+                          "--launcher-args='--config_file acc.yaml --mixed_precision bf16'."),
+    ])
+
+
+def launch_from_options(opts: Mapping[str, Any]) -> dict[str, Any]:
+    """The launcher options as ``ABConfig``/``RunRequest`` fields; UsageError on a bad combination."""
+    from gpuperf_rewrite.validate.launchers import launch_problem, split_launcher_args
+
+    launcher, nproc = opts.get("launcher"), opts.get("nproc_per_node") or 1
+    try:
+        args = split_launcher_args(opts.get("launcher_args"))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    why = launch_problem(launcher, nproc, args)
+    if why:
+        raise click.UsageError(why)
+    return {"launcher": launcher, "nproc_per_node": nproc, "launcher_args": args}
 
 
 def decision_options(f: F) -> F:
@@ -126,6 +158,7 @@ def config_from_options(opts: Mapping[str, Any], *, decides: bool = False) -> An
         kw["max_runs"] = 2 * kw["runs"]  # room to settle a borderline result
     if "max_runs" in kw and "runs" not in kw:
         kw["runs"] = min(ABConfig.runs, kw["max_runs"])  # the default plan fits within the user's cap
+    kw.update(launch_from_options(opts))
     try:
         cfg = ABConfig(**kw)
     except ValueError as exc:

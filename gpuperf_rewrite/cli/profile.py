@@ -7,12 +7,13 @@ from typing import Any
 
 import click
 
-from gpuperf_rewrite.cli.options import (MAX_SECONDS, SEED, STEPS, WARMUP, FiniteFloat, given, json_option, module_option,
-                                         script_entry, write_json)
+from gpuperf_rewrite.cli.options import (MAX_SECONDS, SEED, STEPS, WARMUP, FiniteFloat, given, json_option,
+                                         launch_from_options, launcher_options, module_option, script_entry,
+                                         write_json)
 from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.report import format_report
 from gpuperf_rewrite.runtime.schema import OK_STATUSES
-from gpuperf_rewrite.validate.profiling import LAUNCHERS, profile_runner
+from gpuperf_rewrite.validate.profiling import profile_runner
 from gpuperf_rewrite.validate.runs import run_request
 
 
@@ -32,13 +33,7 @@ from gpuperf_rewrite.validate.runs import run_request
               help="Write a torch.profiler trace of a few steps after the measured window here.")
 @click.option("--python", "python", type=str, default=None,
               help="Interpreter to run the script with (default: this one).")
-@click.option("--launcher", type=click.Choice(LAUNCHERS), default=None,
-              help="Run under a launcher (torchrun, or `accelerate launch`); every rank is measured.")
-@click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=1, show_default=True,
-              help="Processes per node for --launcher (accelerate's --num_processes).")
-@click.option("--launcher-args", default=None, metavar="ARGS",
-              help="Options for the launcher, passed through as one string, e.g. "
-                   "--launcher-args='--config_file acc.yaml --mixed_precision bf16'.")
+@launcher_options
 @click.option("--precision-check", is_flag=True,
               help="When the run uses float16/bfloat16 autocast or a GradScaler, run it again with both "
                    "off and compare the losses step by step (a second run).")
@@ -66,28 +61,16 @@ def profile(ctx: click.Context, script: str | None, module: str | None, steps: i
     doing. (`ab`, `--apply`, `baseline` and `regress` run it in a scratch copy of the checkout
     instead, where no write of the script reaches your files.)
     """
-    import shlex
-
-    from gpuperf_rewrite.validate.profiling import check_launcher_args
-
     path, mod, script_args = script_entry(ctx, script, module, script_args)
-    if nproc_per_node > 1 and launcher is None:
-        raise click.UsageError("--nproc-per-node needs --launcher")
-    try:
-        extra = shlex.split(launcher_args or "")
-    except ValueError as exc:
-        raise click.UsageError(f"--launcher-args: {exc}") from exc
-    why = check_launcher_args(launcher, extra)
-    if why:
-        raise click.UsageError(why)
+    launch = launch_from_options({"launcher": launcher, "nproc_per_node": nproc_per_node,
+                                  "launcher_args": launcher_args})
     if not probe_batch:
         for name in ("batch_arg", "probe_time", "probe_max_batch"):
             if given(ctx, name):
                 raise click.UsageError(f"--{name.replace('_', '-')} needs --probe-batch")
     request = run_request(path, script_args, steps=steps, warmup=warmup, timeout=timeout, seed=seed,
                           python=python, trace_dir=None if trace_dir is None else str(trace_dir),
-                          launcher=launcher, nproc_per_node=nproc_per_node, launcher_args=tuple(extra),
-                          module=mod[0] if mod else None)
+                          module=mod[0] if mod else None, **launch)
     doc: dict[str, Any] = dict(profile_runner(request))
     if precision_check:
         from gpuperf_rewrite.validate.precision import precision_check as check

@@ -129,6 +129,7 @@ class ABResult:
             "warnings": self.warnings,
             "elapsed_s": self.elapsed_s,
             "config": dict(asdict(self.config)),
+            "launcher": self.config.launch,  # every run of both sides; null: plain python
             "scripts": {"a": self.script_a, "b": self.script_b},
         }
 

@@ -401,13 +401,16 @@ def _report_base(ctx: _Context, outcome: Outcome) -> dict[str, Any]:
         "stopped_by_budget": bool(outcome.stopped), "device": plan.device if plan else None,
         "plan": plan.to_json() if plan else None,
         "attempts": [a.to_json() for a in outcome.attempts], "alpha": ctx.cfg.alpha,
-        "commit": None, "validation": None,
+        "launcher": ctx.cfg.launch, "commit": None, "validation": None,
     }
 
 
 def _extra_lines(ctx: _Context, outcome: Outcome) -> list[str]:
-    """Commit-message lines for what was not judged: fixes needing a GPU, fixes not tried."""
-    out = []
+    """Commit-message lines for what was not judged (fixes needing a GPU, fixes not tried) and
+    how the runs were launched."""
+    from gpuperf_rewrite.validate.launchers import describe_launch
+
+    out = [f"Every run launched with {describe_launch(ctx.cfg.launch)}"] if ctx.cfg.launcher else []
     if ctx.plan is not None and ctx.plan.needs_gpu:
         out.append(f"Not applied, {NEEDS_GPU} (validated on {ctx.plan.device}): {', '.join(ctx.plan.needs_gpu)}")
     if outcome.not_tried:

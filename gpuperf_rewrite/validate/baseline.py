@@ -96,10 +96,21 @@ def samples_of(rec: dict[str, Any]) -> list[float]:
     return [float(x) for x in rec.get("samples") or [] if x]
 
 
-def same_measurement(rec: dict[str, Any], rel: str, cfg: ABConfig, script_args: Sequence[str]) -> bool:
-    """Measured the same way: script path, --steps/--warmup, script arguments, at least 2 samples."""
+def same_measurement(rec: dict[str, Any], rel: str, cfg: ABConfig, script_args: Sequence[str], *,
+                     launch: bool = True) -> bool:
+    """Measured the same way: script path, --steps/--warmup, script arguments, at least 2 samples,
+    and (unless ``launch`` is False) the same launcher, processes per node and launcher flags."""
     return (rec.get("script") == rel and rec.get("steps") == cfg.steps and rec.get("warmup") == cfg.warmup
-            and list(rec.get("args") or []) == list(script_args) and len(samples_of(rec)) >= 2)
+            and list(rec.get("args") or []) == list(script_args) and len(samples_of(rec)) >= 2
+            and (not launch or same_launch(rec.get("launcher"), cfg.launch)))
+
+
+def same_launch(recorded: Any, wanted: dict[str, Any] | None) -> bool:
+    """A record's launcher (missing or null: plain python) is the one asked for."""
+    if not recorded or not wanted:
+        return not recorded and not wanted
+    return (recorded.get("name"), recorded.get("nproc_per_node"), list(recorded.get("args") or [])) == (
+        wanted["name"], wanted["nproc_per_node"], list(wanted["args"]))
 
 
 def comparable(rec: dict[str, Any], rel: str, env_hash: str | None, cfg: ABConfig,
@@ -133,6 +144,22 @@ def has_comparable_baseline(repo: Any, rel: str, cfg: ABConfig, script_args: Seq
                for _, records in ancestors_with_notes(repo, warn=warn) for rec in records)
 
 
+def _refuse_other_launch(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence[str], warn: Warn) -> None:
+    """A baseline measured the same way but under another launcher (or none, or another process
+    count) is no baseline for this run: say which, so the user can compare like with like."""
+    from gpuperf_rewrite.validate.launchers import describe_launch
+    from gpuperf_rewrite.validate.notes import ancestors_with_notes
+
+    for commit, records in ancestors_with_notes(repo, warn=warn):
+        for rec in records:
+            if same_measurement(rec, rel, cfg, script_args, launch=False):
+                raise BaselineError(
+                    f"no comparable baseline for {rel}: the baseline on {commit.hexsha[:12]} was measured "
+                    f"with {describe_launch(rec.get('launcher'))}, this run with {describe_launch(cfg.launch)}; "
+                    f"per-step times under another launcher or process count are not comparable. Run regress "
+                    f"as the baseline was, or record a baseline this way. Nothing was measured.")
+
+
 def _no_baseline(rel: str, why: str) -> BaselineError:
     return BaselineError(
         f"no comparable baseline for {rel}: no ancestor commit has a gpuperf note for this script "
@@ -154,6 +181,7 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
     repo, rel = repo_and_rel(script)
     check_notes_ref(repo)
     if not has_comparable_baseline(repo, rel, cfg, script_args, warn):  # before spending time on measuring
+        _refuse_other_launch(repo, rel, cfg, script_args, warn)
         raise _no_baseline(rel, "the same --steps/--warmup and script arguments; nothing was measured")
     with Workspace(prefix="gpuperf-regress-") as ws:  # runs in a scratch mirror of the checkout
         target = ws.add(ScriptVersion.read(script, module)) if module is not None else script
@@ -176,7 +204,7 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
         "script": rel, "unit": unit, "baseline_median": s.median_a, "current_median": s.median_b,
         "change": change, "ci95": list(s.ci95), "p_value": s.p_slower, "threshold": threshold,
         "alpha": cfg.alpha, "baseline": base, "current": current, "fingerprint": fp,
-        "stats": asdict(s),
+        "launcher": cfg.launch, "stats": asdict(s),
     }
 
 
@@ -196,7 +224,8 @@ def history(repo: Any, rel: str, warn: Warn = _warn) -> list[dict[str, Any]]:
                          "summary": commit.summary, "kind": rec.get("kind"), "median": statistics.median(samples),
                          "runs": len(samples), "unit": rec.get("unit"),
                          "env": str((rec.get("fingerprint") or {}).get("env_hash", ""))[:8],
-                         "device": (rec.get("fingerprint") or {}).get("device_name")})
+                         "device": (rec.get("fingerprint") or {}).get("device_name"),
+                         "launcher": rec.get("launcher")})
     return rows
 
 

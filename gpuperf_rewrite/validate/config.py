@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from gpuperf_rewrite.validate.launchers import launch_json, launch_problem
 
 
 @dataclass
@@ -23,6 +26,10 @@ class ABConfig:
     bootstrap_resamples: int = 2000
     early_stop: bool = True
     allow_unchecked_loss: bool = False  # let `faster` stand when no loss could be compared
+    # Every run (both sides, baselines, the plan's profile run) under this launcher (None: python).
+    launcher: str | None = None
+    nproc_per_node: int = 1
+    launcher_args: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.runs < 2:
@@ -33,3 +40,12 @@ class ABConfig:
             raise ValueError("--alpha must be between 0 and 1")
         if self.min_speedup < 1:
             raise ValueError("--min-speedup must be >= 1 (1.02 means at least 2% faster)")
+        self.launcher_args = tuple(str(a) for a in self.launcher_args)
+        why = launch_problem(self.launcher, self.nproc_per_node, self.launcher_args)
+        if why:
+            raise ValueError(why)
+
+    @property
+    def launch(self) -> dict[str, Any] | None:
+        """How the runs are launched, as JSON output and notes record it (None: plain python)."""
+        return launch_json(self.launcher, self.nproc_per_node, self.launcher_args)

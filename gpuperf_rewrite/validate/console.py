@@ -54,6 +54,10 @@ def format_table(res: ABResult) -> str:
                      f"rtol {lc['rtol']:g} + {lc['spread_k']:g} x seed sd {lc['a_seed_sd']:.3g})")
     else:
         lines.append(f"loss      {lc.get('status')}: {lc.get('reason')}")
+    if res.config.launcher:  # per-step time: the slowest rank's; loss: rank 0's (docs/validation.md)
+        n = res.config.nproc_per_node
+        lines.append(f"launcher  every run under {res.config.launcher}, {n} process{'es' if n > 1 else ''} "
+                     f"per node; step time = the slowest rank's")
     lines.append(f"stopped   {res.stopped} after {len(res.a)}+{len(res.b)} runs in {res.elapsed_s:.1f} s")
     for w in res.warnings:
         lines.append(f"warning: {w}")

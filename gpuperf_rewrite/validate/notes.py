@@ -20,8 +20,9 @@ def note_record(rel: str, kind: str, *, samples: Sequence[float], unit: str,
 
     fp = dict(fingerprint or {})
     values = [float(x) for x in samples]
+    launch = config.launch
     return {
-        "key": record_key(rel, fp),
+        "key": record_key(rel, fp) + launch_key(launch),
         "kind": kind,
         "script": rel,
         "recorded_at": now_iso(),
@@ -34,14 +35,25 @@ def note_record(rel: str, kind: str, *, samples: Sequence[float], unit: str,
         "warmup": config.warmup,
         "seed": config.seed,
         "args": list(script_args),
+        "launcher": launch,
         **extra,
     }
+
+
+def launch_key(launch: Mapping[str, Any] | None) -> str:
+    """The key's suffix for runs under a launcher (none for plain python, so older keys stay):
+    a baseline under torchrun and one without are two records, neither replaces the other."""
+    if not launch:
+        return ""
+    args = " ".join(str(a) for a in launch.get("args") or ())
+    return f"@{launch.get('name')}:{launch.get('nproc_per_node')}" + (f":{args}" if args else "")
 
 
 # --------------------------------------------------------------------------------------------
 # reading notes back: they travel through remotes, so every record is untrusted input
 
 _NUMBER = "a number"
+_LAUNCH = "null or an object with `name` (a string) and `nproc_per_node` (an integer)"
 # field -> (what it must be, required): the fields readers use to select and compare records.
 # A missing optional field only makes a record match nothing; a wrong type would crash a reader.
 _FIELDS: dict[str, tuple[str, bool]] = {
@@ -50,6 +62,7 @@ _FIELDS: dict[str, tuple[str, bool]] = {
     "warmup": ("an integer", False), "args": ("a list of strings", False), "fingerprint": ("an object", False),
     "kind": ("a string", False), "recorded_at": ("a string", False), "tool": ("a string", False),
     "commit": ("a string", False), "median": (_NUMBER, False), "seed": ("an integer", False),
+    "launcher": (_LAUNCH, False),
 }
 
 
@@ -68,6 +81,10 @@ def _fits(value: Any, what: str) -> bool:
         return isinstance(value, dict)
     if what == "a list of strings":
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if what == _LAUNCH:
+        return value is None or (isinstance(value, dict) and isinstance(value.get("name"), str)
+                                 and _fits(value.get("nproc_per_node"), "an integer")
+                                 and _fits(value.get("args", []), "a list of strings"))
     if what == _NUMBER:
         return value is None or _is_number(value)
     return isinstance(value, list) and all(_is_number(v) and v > 0 for v in value)

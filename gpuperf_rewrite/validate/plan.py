@@ -131,6 +131,8 @@ class Plan:
     budget_s: float | None = None
     max_runs_per_side: int | None = None  # --max-runs: a borderline A/B extends up to it (None: runs_per_side)
     setup_s: float = 0.0  # the scratch mirror's set-up, once before the profile run (not in run_s)
+    launcher: str | None = None  # every run under it (its start-up is in run_s)
+    world_size: int = 1
 
     @property
     def worst_abs(self) -> int:
@@ -150,7 +152,9 @@ class Plan:
                                            if most > planned else "")
 
     def describe(self) -> list[str]:
-        lines = [f"Plan: validating on {self.device}; one run of the original took {self.run_s:.1f} s, "
+        n = self.world_size
+        under = f" under {self.launcher} ({n} process{'es' if n > 1 else ''})" if self.launcher else ""
+        lines = [f"Plan: validating on {self.device}{under}; one run of the original took {self.run_s:.1f} s, "
                  f"so an A/B of {self.runs_per_side}+{self.runs_per_side} runs takes ~{_duration(self.ab_s)}"
                  + (f"; budget {_duration(self.budget_s)}" if self.budget_s else "")]
         if self.setup_s >= SETUP_SHOWN_S:
@@ -184,7 +188,8 @@ class Plan:
                 "run_s": round(self.run_s, 3), "ab_estimate_s": round(self.ab_s, 1),
                 "ab_max_estimate_s": round(self.ab_max_s, 1),
                 "max_estimate_s": round(self.worst_abs * self.ab_max_s, 1),
-                "max_abs": self.worst_abs, "budget_s": self.budget_s}
+                "max_abs": self.worst_abs, "budget_s": self.budget_s, "launcher": self.launcher,
+                "world_size": self.world_size}
 
 
 def make_plan(doc: RunDoc, run_s: float, codes: Sequence[str], runs_per_side: int, *,
@@ -196,7 +201,8 @@ def make_plan(doc: RunDoc, run_s: float, codes: Sequence[str], runs_per_side: in
     findings = [dict(f) for f in doc.get("diagnosis") or ()]
     ordered, named = diagnosed_order(usable, findings)
     return Plan(device, tuple(ordered), tuple(named) or tuple(ordered), needs_gpu, findings, run_s,
-                runs_per_side, budget_s, max_runs_per_side, setup_s)
+                runs_per_side, budget_s, max_runs_per_side, setup_s, doc.get("launcher"),
+                int(doc.get("world_size") or 1))
 
 
 @dataclass

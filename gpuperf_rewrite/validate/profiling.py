@@ -27,6 +27,8 @@ from typing import Any, Mapping, Sequence
 from gpuperf_rewrite.runtime.schema import empty_document
 from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.merge import merge_ranks
+from gpuperf_rewrite.validate.launchers import (LAUNCHERS, OWN_LAUNCHER_FLAGS,  # noqa: F401 (re-exported)
+                                               check_launcher_args)
 from gpuperf_rewrite.validate.lifetime import private_tmpdir
 from gpuperf_rewrite.validate.runs import RunDoc, RunRequest
 from gpuperf_rewrite.validate.workspace import scratch_dir, with_pythonpath
@@ -34,7 +36,6 @@ from gpuperf_rewrite.validate.workspace import scratch_dir, with_pythonpath
 TERM_GRACE_S = 5.0  # SIGTERM -> SIGKILL escalation for the process group
 STDERR_TAIL_CHARS = 4000
 STDOUT_TAIL_CHARS = 2000
-LAUNCHERS = ("torchrun", "accelerate")
 SHIM = "gpuperf_rewrite.runtime.parentwatch"  # the shim, plus a watcher ending the run when we are gone
 WATCH_ENV = "GPUPERF_WATCH_PID"  # = runtime.parentwatch.WATCH_ENV (read there without importing us)
 
@@ -168,30 +169,6 @@ def _command(python: str, script: Path, args: Sequence[str], out: Path, *, steps
         return [python, "-m", "accelerate.commands.launch", "--num_processes", str(nproc), *launcher_args,
                 "--module", SHIM, "--rank-suffix", *shim, *tail]
     raise ValueError(f"unknown launcher {launcher!r}; expected one of {LAUNCHERS}")
-
-
-# Launcher flags that the tool sets itself: given in --launcher-args they would contradict it.
-OWN_LAUNCHER_FLAGS = {
-    "torchrun": ("--nproc-per-node", "--nproc_per_node", "--standalone", "--nnodes", "-m", "--module",
-                 "--no-python", "--no_python"),
-    "accelerate": ("--num_processes", "--num-processes", "-m", "--module", "--no_python", "--no-python"),
-}
-
-
-def check_launcher_args(launcher: str | None, launcher_args: Sequence[str]) -> str | None:
-    """Why ``launcher_args`` cannot be passed to ``launcher`` (None when they can)."""
-    if not launcher_args:
-        return None
-    if launcher is None:
-        return "--launcher-args needs --launcher"
-    if not launcher_args[0].startswith("-"):
-        return f"{launcher_args[0]!r} in --launcher-args: only the launcher's options go there"
-    for arg in launcher_args:
-        flag = arg.split("=", 1)[0]
-        if flag in OWN_LAUNCHER_FLAGS[launcher]:
-            what = "--nproc-per-node" if "proc" in flag else "the tool"
-            return f"{flag} in --launcher-args: set by {what}, not passed through"
-    return None
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

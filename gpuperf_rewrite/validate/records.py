@@ -46,6 +46,7 @@ class RunRecord:
     seed: int | None = None
     skipped_steps: list[int] = field(default_factory=list)
     warmup_steps: int | None = None  # steps run before the measured window (fewer when it ended early)
+    world_size: int = 1  # ranks measured (under a launcher: the step time is the slowest rank's)
 
     @property
     def ok(self) -> bool:
@@ -87,6 +88,7 @@ def record_from_doc(side: str, index: int, doc: RunDoc, seed: int | None = None)
         ended_early=bool(doc.get("ended_early")), seed=seed,
         skipped_steps=skipped_steps(doc),
         warmup_steps=doc["warmup_steps"] if isinstance(doc.get("warmup_steps"), int) else None,
+        world_size=doc["world_size"] if isinstance(doc.get("world_size"), int) else 1,
     )
 
 

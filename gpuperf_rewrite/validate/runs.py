@@ -69,9 +69,10 @@ def run_request(script: str, args: Sequence[str] = (), **fields: Any) -> RunRequ
 
 def measured_run(script: str | Path, args: Sequence[str], cfg: ABConfig, seed: int, *,
                  cwd: str | Path | None = None, env: Mapping[str, str] | None = None) -> RunRequest:
-    """One run of an A/B, baseline or plan profile: ``cfg``'s steps, warmup and timeout."""
+    """One run of an A/B, baseline or plan profile: ``cfg``'s steps, warmup, timeout and launcher."""
     return run_request(str(script), args, steps=cfg.steps, warmup=cfg.warmup, timeout=cfg.timeout, seed=seed,
-                       cwd=None if cwd is None else str(cwd), env=env)
+                       cwd=None if cwd is None else str(cwd), env=env, launcher=cfg.launcher,
+                       nproc_per_node=cfg.nproc_per_node, launcher_args=tuple(cfg.launcher_args))
 
 
 class RunDoc(TypedDict, total=False):
@@ -96,6 +97,8 @@ class RunDoc(TypedDict, total=False):
     gpu: dict[str, Any] | None
     fingerprint: dict[str, Any] | None
     diagnosis: list[dict[str, Any]]
+    launcher: str | None  # under a launcher: merged over ranks (the slowest rank's step times, rank 0's loss)
+    world_size: int
 
 
 class Runner(Protocol):
