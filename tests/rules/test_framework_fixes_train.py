@@ -43,6 +43,8 @@ SCRIPTS: dict[Path, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {
     FIXTURES / "frameworks" / "hf_trainer_input_bound.py": ((), ("--steps", "3", "--latency-ms", "0")),
     FIXTURES / "frameworks" / "lightning_fit.py": ((), ("--steps", "3")),
     FIXTURES / "frameworks" / "accelerate_loop.py": ((), ("--steps", "3")),
+    FIXTURES / "frameworks" / "lightning_input_bound.py": ((), ("--steps", "3", "--latency-ms", "0")),
+    FIXTURES / "frameworks" / "accelerate_input_bound.py": ((), ("--steps", "3", "--latency-ms", "0")),
 }
 # Every script runs its compile calls with TORCHDYNAMO_DISABLE=1 (the call and its settings run,
 # the model runs eagerly): inductor on the CPU costs ~20 s of one core even for the accelerate
