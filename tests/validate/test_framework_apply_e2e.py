@@ -9,7 +9,6 @@ cannot be judged on a CPU and must be reported as needing a GPU, not committed."
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -35,13 +34,14 @@ FIXTURE = (FRAMEWORKS / "hf_trainer_input_bound.py").read_text()
 # ~480 ms of (sleeping) reads per step against ~0.1 s of compute on a quiet core: workers win
 # even when other load slows the compute several times.
 ARGS = ["--latency-ms", "60", "--batch-size", "8"]
-# The fewest runs that can decide (3+3 at alpha 0.1, one look; each run imports transformers):
-# only a complete separation of the sides passes, which the gain above gives with room to spare.
-CFG = ABConfig(runs=3, max_runs=3, steps=4, warmup=2, timeout=300, alpha=0.1, early_stop=False,
+# The fewest runs that can decide: 2+2 at alpha 0.2, one look (Mann-Whitney's smallest p with 2+2
+# is 1/6). Each run is mostly the framework's import (~3-6 s of CPU), so every run saved counts;
+# only a complete separation of the sides passes, which the ~2x gains here give with room to spare.
+CFG = ABConfig(runs=2, max_runs=2, steps=4, warmup=2, timeout=300, alpha=0.2, early_stop=False,
                bootstrap_resamples=300)
 
 
-def _apply(tmp_path, monkeypatch, fixture: str = FIXTURE, args: list[str] = ARGS, config: ABConfig = CFG, **kw):
+def _apply(tmp_path, monkeypatch, fixture: str = FIXTURE, args: list[str] = ARGS, **kw):
     repo = git_repo(tmp_path, {"train.py": fixture})
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -50,16 +50,16 @@ def _apply(tmp_path, monkeypatch, fixture: str = FIXTURE, args: list[str] = ARGS
     # otherwise swamp the step with noise (the workers' gain is in sleeping reads, not compute).
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     out: list[str] = []
-    rc = run_apply("train.py", script_args=args, config=config, echo=lambda m="", **k: out.append(str(m)), **kw)
+    rc = run_apply("train.py", script_args=args, config=CFG, echo=lambda m="", **k: out.append(str(m)), **kw)
     return repo, rc, "\n".join(out)
 
 
-def _assert_committed(repo, rc, out, tmp_path, written: str = "dataloader_num_workers=", config: ABConfig = CFG) -> None:
+def _assert_committed(repo, rc, out, tmp_path, written: str = "dataloader_num_workers=") -> None:
     assert rc == 0, out
     (note,) = [json.loads(line) for line in repo.git.notes("--ref", "gpuperf", "show", "HEAD").splitlines()]
     assert note["ab"]["verdict"] == "faster" and note["ab"]["speedup"] > 1
     assert note["ab"]["loss_check"]["status"] == "passed"  # the same batches, the same losses
-    assert note["ab"]["a"]["runs"][0]["measured_steps"] == config.steps  # the framework's steps were counted
+    assert note["ab"]["a"]["runs"][0]["measured_steps"] == CFG.steps  # the framework's steps were counted
     assert "GP201" in repo.head.commit.message
     assert written in (tmp_path / "train.py").read_text()
 
@@ -96,10 +96,6 @@ def test_trainer_gp201_fix_from_the_rules_sets_dataloader_num_workers() -> None:
 # cost 8 x 25 ms of sleeping reads per step against milliseconds of compute, so two workers halve
 # the step; shorter than the Trainer's because the runs' cost is mostly the framework's import.
 LOOP_ARGS = ["--latency-ms", "25", "--batch-size", "8"]
-# Each run is ~85% the framework's import (Lightning ~6 s of CPU): 2+2 runs at alpha 0.2 (the
-# fewest that can decide: Mann-Whitney's smallest p with 2+2 is 1/6) instead of the Trainer's 3+3
-# at 0.1 keeps the two tests near a minute together; the ~2x gain separates the sides every time.
-LOOP_CFG = dataclasses.replace(CFG, runs=2, max_runs=2, alpha=0.2)
 LOOPS = [("lightning_input_bound.py", "lightning"), ("accelerate_input_bound.py", "accelerate")]
 
 
@@ -118,17 +114,17 @@ def test_loader_workers_rewrite_is_validated_and_committed(fixture: str, framewo
     old_logs.mkdir(parents=True)
     (old_logs / "metrics.csv").write_text("epoch,step,train_loss\n")
     repo, rc, out = _apply(tmp_path, monkeypatch, fixture=(FRAMEWORKS / fixture).read_text(), args=LOOP_ARGS,
-                           config=LOOP_CFG, settings=load_settings(select=["GP201", "GP301"]))
-    _assert_committed(repo, rc, out, tmp_path, "num_workers=", LOOP_CFG)
+                           settings=load_settings(select=["GP201", "GP301"]))
+    _assert_committed(repo, rc, out, tmp_path, "num_workers=")
     (note,) = [json.loads(line) for line in repo.git.notes("--ref", "gpuperf", "show", "HEAD").splitlines()]
     for run in note["ab"]["a"]["runs"] + note["ab"]["b"]["runs"]:  # each stopped by the shim at --steps
         assert run["status"] == "step_limit" and not run["ended_early"], run
-        assert run["measured_steps"] == LOOP_CFG.steps and run["unit"] == "samples/s"  # batch size found
-        assert len(run["loss"]) == LOOP_CFG.warmup + LOOP_CFG.steps  # each step's loss, through the wrappers
+        assert run["measured_steps"] == CFG.steps and run["unit"] == "samples/s"  # batch size found
+        assert len(run["loss"]) == CFG.warmup + CFG.steps  # each step's loss, through the wrappers
         assert all(v is not None and math.isfinite(v) and v > 0 for v in run["loss"]), run["loss"]
     assert note["rules"] == ["GP201"] and note["search"]["needs_gpu"] == ["GP301"]
     assert "needs a GPU" in repo.head.commit.message and "GP301" in repo.head.commit.message
     text = (tmp_path / "train.py").read_text()
     assert "bf16" not in text and "precision=" not in text  # the GP301 fix was not written
     assert sorted(p.name for p in (tmp_path / "lightning_logs").iterdir()) == ["version_0"]
-    assert not repo.untracked_files or repo.untracked_files == ["lightning_logs/version_0/metrics.csv"]
+    assert repo.untracked_files == ["lightning_logs/version_0/metrics.csv"]
