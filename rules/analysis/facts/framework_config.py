@@ -14,6 +14,7 @@ A configuration the file cannot see into (``HfArgumentParser``, ``LightningCLI``
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 import libcst as cst
 
@@ -49,6 +50,8 @@ class ConfigCall:
     call: cst.Call
     qualname: str
     keywords: Keywords
+    # Field defaults of the file's own ``@dataclass`` subclass the call builds (``bf16: bool = True``).
+    defaults: Mapping[str, cst.BaseExpression] = dataclasses.field(default_factory=dict)
 
     @property
     def trl(self) -> bool:
@@ -60,15 +63,16 @@ class ConfigCall:
         return self.keywords.opaque
 
     def sets(self, name: str) -> bool:
-        """Is ``name`` passed on some path (explicitly or through a ``**`` dict of the file)?"""
-        return bool(self.keywords.of(name)) or name in self.keywords.explicit
+        """Is ``name`` passed on some path (explicitly or through a ``**`` dict of the file), or
+        given a default by the file's own subclass?"""
+        return bool(self.keywords.of(name)) or name in self.keywords.explicit or name in self.defaults
 
     def value(self, name: str, default: object = None) -> object:
         """The literal value ``name`` receives: ``default`` when nothing sets it, NOT_LITERAL
         when it is an expression or set in several places."""
         settings = self.keywords.of(name)
         if not settings:
-            return default
+            return literal_value(self.defaults[name]) if name in self.defaults else default
         values = {repr(literal_value(s.value)) for s in settings}
         return literal_value(settings[0].value) if len(values) == 1 else NOT_LITERAL
 
@@ -121,8 +125,9 @@ def _framework_config(ctx: RuleContext) -> FrameworkConfig:
     subclasses = _config_subclasses(ctx)
     for call in ctx.nodes(cst.Call):
         qn = qualname_of(ctx, call.func)
-        if qn is None and isinstance(call.func, cst.Name) and call.func.value in subclasses:
-            qn = subclasses[call.func.value]
+        defaults: Mapping[str, cst.BaseExpression] = {}
+        if isinstance(call.func, cst.Name) and call.func.value in subclasses:
+            qn, defaults = subclasses[call.func.value]
         if qn is None:
             continue
         if ctx.matches(call.func, _BLIND):
@@ -130,20 +135,54 @@ def _framework_config(ctx: RuleContext) -> FrameworkConfig:
             continue
         kind = _kind(qn)
         if kind is not None:
-            calls.append(ConfigCall(kind, call, qn, call_keywords(ctx, call)))
+            calls.append(ConfigCall(kind, call, qn, call_keywords(ctx, call), defaults))
     # LightningModule subclasses, through aliases and in-file subclasses of subclasses.
     modules = tuple(frameworks(ctx).classes.get("lightning", []))
     return FrameworkConfig(tuple(calls), blind, modules)
 
 
-def _config_subclasses(ctx: RuleContext) -> dict[str, str]:
-    """``class MyArgs(TrainingArguments)`` in the file: its name -> the framework class."""
-    out: dict[str, str] = {}
-    for cls in ctx.nodes(cst.ClassDef):
-        for base in cls.bases:
-            qn = qualname_of(ctx, base.value)
-            if qn is not None and _kind(qn) == "hf":
-                out[cls.name.value] = qn
+def _config_subclasses(ctx: RuleContext) -> dict[str, tuple[str, dict[str, cst.BaseExpression]]]:
+    """``class MyArgs(TrainingArguments)`` in the file (also a subclass of such a subclass, and one
+    named like the framework's class: ``class TrainingArguments(transformers.TrainingArguments)``):
+    its name -> the framework class and the field defaults it and its in-file bases set."""
+    out: dict[str, tuple[str, dict[str, cst.BaseExpression]]] = {}
+    classes = list(ctx.nodes(cst.ClassDef))
+    for _ in range(3):  # subclasses of subclasses, in any order
+        for cls in classes:
+            if cls.name.value in out:
+                continue
+            for base in cls.bases:
+                qn = qualname_of(ctx, base.value)
+                if qn is not None and _kind(qn) == "hf":
+                    inherited: dict[str, cst.BaseExpression] = {}
+                elif isinstance(base.value, cst.Name) and base.value.value in out and base.value.value != cls.name.value:
+                    qn, inherited = out[base.value.value]
+                else:
+                    continue
+                out[cls.name.value] = (qn, {**inherited, **_field_defaults(ctx, cls)})
+                break
+    return out
+
+
+def _field_defaults(ctx: RuleContext, cls: cst.ClassDef) -> dict[str, cst.BaseExpression]:
+    """``bf16: bool = True`` and ``optim: str = field(default="adamw_torch")`` in a ``@dataclass``
+    body: the dataclass ``__init__`` takes them as the defaults (a plain subclass's class attributes
+    are overwritten by the base's ``__init__``, so they set nothing)."""
+    dataclass = any(ctx.matches(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator,
+                                {"dataclasses.dataclass"}) for d in cls.decorators)
+    out: dict[str, cst.BaseExpression] = {}
+    if not dataclass or not isinstance(cls.body, cst.IndentedBlock):
+        return out
+    for stmt in cls.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+                value = small.value
+                if isinstance(value, cst.Call) and ctx.matches(value.func, {"dataclasses.field"}):
+                    arg = get_arg(value, "default")
+                    value = arg.value if arg is not None else value  # default_factory: not a literal
+                out[small.target.value] = value
     return out
 
 
