@@ -105,6 +105,7 @@ class FrameworkConfig:
     calls: tuple[ConfigCall, ...]
     blind: bool
     lightning_modules: tuple[cst.ClassDef, ...]
+    blind_kinds: frozenset[str] = frozenset()  # "hf" (HfArgumentParser, TrlParser), "lightning" (LightningCLI)
 
     def of(self, framework: str) -> list[ConfigCall]:
         return [c for c in self.calls if c.framework == framework]
@@ -122,6 +123,7 @@ def qualname_of(ctx: RuleContext, func: cst.BaseExpression, patterns: frozenset[
 def _framework_config(ctx: RuleContext) -> FrameworkConfig:
     calls: list[ConfigCall] = []
     blind = False
+    blind_kinds: set[str] = set()
     subclasses = _config_subclasses(ctx)
     for call in ctx.nodes(cst.Call):
         qn = qualname_of(ctx, call.func)
@@ -132,13 +134,14 @@ def _framework_config(ctx: RuleContext) -> FrameworkConfig:
             continue
         if ctx.matches(call.func, _BLIND):
             blind = True
+            blind_kinds.add("lightning" if qn.split(".")[0] in _LIGHTNING_ROOTS else "hf")
             continue
         kind = _kind(qn)
         if kind is not None:
             calls.append(ConfigCall(kind, call, qn, call_keywords(ctx, call), defaults))
     # LightningModule subclasses, through aliases and in-file subclasses of subclasses.
     modules = tuple(frameworks(ctx).classes.get("lightning", []))
-    return FrameworkConfig(tuple(calls), blind, modules)
+    return FrameworkConfig(tuple(calls), blind, modules, frozenset(blind_kinds))
 
 
 def _config_subclasses(ctx: RuleContext) -> dict[str, tuple[str, dict[str, cst.BaseExpression]]]:
@@ -192,6 +195,14 @@ def visible(ctx: RuleContext, framework: str) -> list[ConfigCall]:
     comes from outside the file (the setting may well be there), none that is opaque."""
     fc = framework_config(ctx)
     return [] if fc.blind else [c for c in fc.of(framework) if not c.opaque]
+
+
+def out_of_sight(ctx: RuleContext, framework: str) -> bool:
+    """May a setting of ``framework`` come from where the file cannot see: a ``LightningCLI`` (its
+    YAML, its ``trainer_defaults``, the command line) for "lightning", ``HfArgumentParser`` for
+    "hf", or a call of it fed ``**vars(args)``?"""
+    fc = framework_config(ctx)
+    return framework in fc.blind_kinds or any(c.opaque for c in fc.of(framework))
 
 
 def hf_args(ctx: RuleContext) -> list[ConfigCall]:
