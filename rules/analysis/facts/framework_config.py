@@ -24,7 +24,8 @@ from .frameworks import frameworks
 from .kwargs import Keywords, call_keywords
 
 _LIGHTNING_ROOTS = ("lightning", "pytorch_lightning")
-_PATTERNS = frozenset({"transformers.*", "trl.*", "lightning.*", "pytorch_lightning.*", "accelerate.*"})
+_PATTERNS = frozenset({"transformers.*", "trl.*", "lightning.*", "pytorch_lightning.*", "lightning_fabric.*",
+                       "accelerate.*"})
 # TRL configs that subclass TrainingArguments (trl/trainer/*_config.py; ModelConfig and
 # ScriptArguments do not).
 TRL_CONFIGS = frozenset({
@@ -44,7 +45,8 @@ _BLIND = frozenset({
 @dataclasses.dataclass(frozen=True)
 class ConfigCall:
     """One framework configuration call: ``TrainingArguments(...)`` ("hf"), Lightning's
-    ``Trainer(...)`` ("lightning") or ``Accelerator(...)`` ("accelerate")."""
+    ``Trainer(...)`` ("lightning"), Lightning's ``Fabric(...)`` ("fabric") or ``Accelerator(...)``
+    ("accelerate")."""
 
     framework: str
     call: cst.Call
@@ -92,6 +94,8 @@ def _kind(qualname: str) -> str | None:
         return "hf"
     if root in _LIGHTNING_ROOTS and last == "Trainer" and "fabric" not in qualname:
         return "lightning"
+    if root in (*_LIGHTNING_ROOTS, "lightning_fabric") and last == "Fabric":
+        return "fabric"
     if root == "accelerate" and last == "Accelerator":
         return "accelerate"
     return None
@@ -223,7 +227,7 @@ def on_cpu(cfg: ConfigCall) -> bool:
     ``Accelerator(cpu=True)``)?"""
     if cfg.framework == "hf":
         return cfg.value("use_cpu") is True or cfg.value("no_cuda") is True
-    if cfg.framework == "lightning":
+    if cfg.framework in ("lightning", "fabric"):
         return cfg.value("accelerator") == "cpu"
     return cfg.value("cpu") is True
 
@@ -257,4 +261,4 @@ def lightning_import_root(ctx: RuleContext, cfg: ConfigCall) -> str:
 
 
 # Source prefilter words of the framework configurations (rules add them to their ``keywords``).
-KEYWORDS = ("Trainer", "TrainingArguments", "Accelerator", "Config")
+KEYWORDS = ("Trainer", "TrainingArguments", "Accelerator", "Config", "Fabric")

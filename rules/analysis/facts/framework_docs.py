@@ -8,6 +8,7 @@ HF = ("Hugging Face `TrainingArguments`/`Seq2SeqTrainingArguments` (transformers
       "configs that inherit them (`SFTConfig`, `DPOConfig`, `GRPOConfig`, ...; TRL up to 1.16, with their own "
       "defaults)")
 LIGHTNING = "Lightning `Trainer` and `LightningModule` (`lightning` / `pytorch_lightning` 2.0 to 2.6)"
+FABRIC = "Lightning `Fabric` (`lightning.fabric` / `lightning_fabric` 2.0 to 2.6): its `precision`"
 ACCELERATE = "Accelerate `Accelerator` and its `DistributedDataParallelKwargs` (accelerate 0.2x to 1.15)"
 TORCH = "PyTorch `DistributedDataParallel` (torch 2.x)"
 # The loader settings of GP201, GP202 and GP203 share one limitation text (they are read together).

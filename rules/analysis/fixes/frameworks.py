@@ -17,7 +17,7 @@ from ..facts.execution import execution
 from ..facts.framework_config import KEYWORDS as FRAMEWORK_KEYWORDS
 from ..facts.framework_config import (
     ConfigCall, accelerators, framework_config, hf_args, lightning_import_root, lightning_trainers, on_cpu,
-    qualname_of, trains_with,
+    qualname_of, trains_with, visible,
 )
 from ..facts.frameworks import frameworks
 from ..facts.program import IMPORTED_MODULE, is_script
@@ -72,6 +72,14 @@ def precision(ctx: RuleContext) -> Iterator[Finding]:
             yield _report(cfg, "the Lightning Trainer trains in float32 (precision "
                                f"{'unset: 32-true' if value is None else repr(value)}): tensor cores run "
                                "bfloat16 several times faster; pass precision=\"bf16-mixed\"",
+                          "precision", '"bf16-mixed"')
+    for cfg in visible(ctx, "fabric"):
+        value = cfg.value("precision", None)
+        if not on_cpu(cfg) and (value is None or value in _FP32_LIGHTNING) and trains_with(ctx, cfg):
+            yield _report(cfg, "Fabric trains in float32 (precision "
+                               f"{'unset: 32-true' if value is None else repr(value)}): tensor cores run "
+                               "bfloat16 several times faster; pass precision=\"bf16-mixed\" (Fabric then "
+                               "runs the forward of the modules it set up under autocast)",
                           "precision", '"bf16-mixed"')
     # Accelerate's state is shared: an Accelerator() built after one with mixed_precision reuses it.
     chosen = any(c.sets("mixed_precision") for c in framework_config(ctx).of("accelerate"))
