@@ -21,7 +21,7 @@ import libcst as cst
 from ..syntax.calls import NOT_LITERAL, get_arg, literal_value
 from ..syntax.context import RuleContext
 from .frameworks import frameworks
-from .kwargs import Keywords, call_keywords
+from .kwargs import Keywords, call_keywords, feeds_only
 
 _LIGHTNING_ROOTS = ("lightning", "pytorch_lightning")
 _PATTERNS = frozenset({"transformers.*", "trl.*", "lightning.*", "pytorch_lightning.*", "lightning_fabric.*",
@@ -54,6 +54,9 @@ class ConfigCall:
     keywords: Keywords
     # Field defaults of the file's own ``@dataclass`` subclass the call builds (``bf16: bool = True``).
     defaults: Mapping[str, cst.BaseExpression] = dataclasses.field(default_factory=dict)
+    # The ``**`` dicts of the call (function body, name) that feed nothing but this framework's
+    # configuration: a fix may write a keyword into them.
+    private_dicts: frozenset[tuple[cst.CSTNode | None, str]] = frozenset()
 
     @property
     def trl(self) -> bool:
@@ -142,10 +145,20 @@ def _framework_config(ctx: RuleContext) -> FrameworkConfig:
             continue
         kind = _kind(qn)
         if kind is not None:
-            calls.append(ConfigCall(kind, call, qn, call_keywords(ctx, call), defaults))
+            keywords = call_keywords(ctx, call)
+            calls.append(ConfigCall(kind, call, qn, keywords, defaults, _private_dicts(ctx, call, keywords)))
     # LightningModule subclasses, through aliases and in-file subclasses of subclasses.
     modules = tuple(frameworks(ctx).classes.get("lightning", []))
     return FrameworkConfig(tuple(calls), blind, modules, frozenset(blind_kinds))
+
+
+def _private_dicts(ctx: RuleContext, call: cst.Call, keywords: Keywords) -> frozenset[tuple[cst.CSTNode | None, str]]:
+    if not keywords.has_star or keywords.opaque:
+        return frozenset()
+    owners = {owner for _, owner in keywords.definitions if owner is not None}
+    owners |= {s.dict_name for settings in keywords.settings.values() for s in settings if s.dict_name is not None}
+    callees = frozenset(ctx.resolved_names(call.func, _PATTERNS))
+    return frozenset(o for o in owners if callees and feeds_only(ctx, o, callees))
 
 
 def _config_subclasses(ctx: RuleContext) -> dict[str, tuple[str, dict[str, cst.BaseExpression]]]:

@@ -20,5 +20,6 @@ FRAMEWORK_LOADERS = (
     "are the `DataLoader(...)` calls of `train_dataloader()` or handed to `fit`, checked like any DataLoader.")
 BLIND = ("A configuration the file cannot see into (`HfArgumentParser`, TRL's `TrlParser`, `LightningCLI` "
          "and its YAML, `**vars(args)` passed to the configuration call) is not reported at all: the setting "
-         "may well be there. Settings passed through a `**dict` built in the file are read; the fix then "
-         "reports only.")
+         "may well be there. Settings passed through a `**dict` built in the file are read: a missing keyword is "
+         "added to the call (no dict sets it, so no duplicate can arise), a value set in the one dict that feeds "
+         "only the configuration is changed there, anything else is reported without a fix.")

@@ -23,6 +23,7 @@ from ..facts.frameworks import frameworks
 from ..facts.program import IMPORTED_MODULE, is_script
 from ..syntax.calls import dotted_name, get_arg, literal_value
 from ..syntax.context import RuleContext
+from .dict_edits import set_value
 from .edits import module_setting_edit, set_or_add_kwarg, torch_import, torch_name
 
 _LAUNCH = ("or let the launch configuration choose it (`accelerate launch --mixed_precision bf16`, "
@@ -37,16 +38,32 @@ _DDP_STRATEGIES = {"ddp": "", "ddp_find_unused_parameters_false": "", "ddp_spawn
 
 
 _DICTS = NoFix("the keyword dicts that reach the call may set it")
+_SHARED = NoFix("the keyword dict that reaches the call is also used elsewhere")
 
 
 def set_keyword(cfg: ConfigCall, name: str, value: str, description: str, safety: str = "unsafe") -> Fix | NoFix:
-    """A fix that sets ``name=value`` on the configuration call (replacing the value it has), or
-    NoFix when the call takes a ``**`` dict that may hold it."""
+    """A fix that sets ``name=value`` on the configuration call (replacing the value it has). With
+    ``**`` dicts the file can see into: added to the call when no dict sets it (no duplicate
+    keyword can arise), changed in the one dict that sets it when that dict feeds only this
+    configuration; NoFix otherwise."""
     existing = cfg.arg(name)
     if existing is None and not cfg.fixable:
-        return _DICTS
+        edit = _dict_edit(cfg, name, value)
+        return edit if isinstance(edit, NoFix) else Fix(description, (edit,), safety)
     return Fix(description, (Replace(cfg.call, set_or_add_kwarg(cfg.call, name, value, existing)),),
                safety)  # type: ignore[arg-type]
+
+
+def _dict_edit(cfg: ConfigCall, name: str, value: str) -> Edit | NoFix:
+    if cfg.opaque:
+        return _DICTS
+    settings = cfg.keywords.of(name)
+    if not settings:
+        return Replace(cfg.call, set_or_add_kwarg(cfg.call, name, value, None))
+    only = settings[0]
+    if len(settings) != 1 or only.holder is cfg.call:
+        return _DICTS
+    return set_value(only, value) if only.dict_name in cfg.private_dicts else _SHARED
 
 
 def _report(cfg: ConfigCall, message: str, name: str, value: str, safety: str = "unsafe") -> Finding:
