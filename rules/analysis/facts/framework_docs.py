@@ -17,7 +17,9 @@ FRAMEWORK_LOADERS = (
     "(GP202; the default is True), `dataloader_persistent_workers` off while `dataloader_num_workers` is "
     "surely positive (GP203: a positive literal or `min(8, os.cpu_count() or 1)`; the Trainer passes the flag "
     "as it is and the DataLoader raises without workers) are fixed on the `TrainingArguments`. Lightning loaders "
-    "are the `DataLoader(...)` calls of `train_dataloader()` or handed to `fit`, checked like any DataLoader.")
+    "are the `DataLoader(...)` calls of `train_dataloader()` or handed to `fit`, checked like any DataLoader; a "
+    "`*_dataloader()` hook of a LightningModule/LightningDataModule counts as run under `if __name__ == "
+    "\"__main__\":` when every `trainer.fit/validate/test/predict(...)` (or `LightningCLI(...)`) of the file runs there.")
 BLIND = ("A configuration the file cannot see into (`HfArgumentParser`, TRL's `TrlParser`, `LightningCLI` "
          "and its YAML, `**vars(args)` passed to the configuration call) is not reported at all: the setting "
          "may well be there. Settings passed through a `**dict` built in the file are read: a missing keyword is "
