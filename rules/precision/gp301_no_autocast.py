@@ -159,10 +159,12 @@ class NoAutocast(Rule):
         if uses or autocast_like_context(ctx):
             for region, forward in loss_only_regions(ctx, ta):
                 yield Finding(region, f"this autocast region holds only the loss: the forward `"
-                                      f"{ctx.code_for(forward.func)}(...)` runs before it in float32")
+                                      f"{ctx.code_for(forward.func)}(...)` runs before it in float32",
+                              no_fix_reason="the statements between the forward and the region may depend on "
+                                            "float32 outputs: move the forward under the autocast by hand")
             unscaled = fp16_without_scaler(ctx, ta, uses, backwards)
             if unscaled is not None:
-                yield Finding(unscaled[0], "float16 autocast without a GradScaler: small gradients underflow "
+                yield Finding.of(unscaled[0], "float16 autocast without a GradScaler: small gradients underflow "
                                            "to zero and training silently degrades; scale the loss with "
                                            "torch.amp.GradScaler", unscaled[1])
             return

@@ -17,6 +17,7 @@ from ..analysis.fixes.edits import module_setting_edit, torch_import, torch_name
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import lightning_benchmark_fix
 from ..analysis.syntax.calls import get_arg, literal_value
+from ..analysis.fixes.framework_blind import unseen_settings
 from ..analysis.syntax.context import RuleContext
 
 # Settings that show the user chose cuDNN's algorithm selection (benchmarking picks algorithms
@@ -184,7 +185,10 @@ class NoCudnnBenchmark(Rule):
                           no_fix_reason="set benchmark = True outside that branch if the inputs have fixed shapes")
             return
         if out_of_sight(ctx, "lightning"):
-            return  # Trainer(benchmark=...) may be set in a LightningCLI config or trainer_defaults
+            # LightningCLI without a visible Trainer: reported, naming the flag, unless trainer_defaults
+            # may set it; Trainer(**vars(args)): the script's own arguments may.
+            yield from unseen_settings(ctx, self.code, node)
+            return
         lightning = lightning_benchmark_fix(ctx)  # Lightning sets the flag from Trainer(benchmark=...)
         if lightning is not None:
             yield Finding.of(node, message.replace("torch.backends.cudnn.benchmark = True", "Trainer(benchmark=True)"),

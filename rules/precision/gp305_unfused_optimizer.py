@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ..analysis.facts.framework_docs import BLIND, HF
+from .._api import Finding, Fix, Invalid, NoFix, Replace, Rule, Valid, dedent
+from ..analysis.facts.framework_config import framework_config
+from ..analysis.facts.framework_docs import BLIND, HF, LIGHTNING
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import (
     TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, binding_body,
@@ -122,25 +123,43 @@ class UnfusedOptimizer(Rule):
                 continue
             if get_arg(call, "fused") is not None or get_arg(call, "foreach") is not None:
                 continue
-            yield Finding(call, "optimizer without fused=: its update runs as many separate kernels over "
-                                "every parameter; use the fused implementation on CUDA",
-                          _fix(ctx, call))
+            yield Finding.of(call, "optimizer without fused=: its update runs as many separate kernels over "
+                                   "every parameter; use the fused implementation on CUDA", _fix(ctx, call))
 
 
-def _fix(ctx: RuleContext, call: cst.Call) -> Fix | None:
+def _fix(ctx: RuleContext, call: cst.Call) -> Fix | NoFix:
     differentiable = get_arg(call, "differentiable")
     if differentiable is not None and literal_value(differentiable.value) is not False:
-        return None
-    if "sparse=True" in ctx.source.replace(" ", "") or not call.args:
-        return None  # sparse gradients have no fused kernels
+        return NoFix("differentiable=True has no fused implementation")
+    if "sparse=True" in ctx.source.replace(" ", ""):
+        return NoFix("the file has sparse gradients (sparse=True), which have no fused kernels")
+    if not call.args:
+        return NoFix("the parameters are not passed positionally, where the fix looks for the model")
+    module_self = _lightning_self(ctx, call)
+    if module_self is not None:  # Lightning calls configure_optimizers with the module on its device
+        return Fix("use the fused implementation on CUDA", (
+            Replace(call, add_kwarg(call, "fused", f'{module_self}.device.type == "cuda"')),), "unsafe")
     models = set(param_receivers(ctx, call.args[0].value))
     if len(models) != 1:
-        return None
+        return NoFix("the optimized parameters are not those of one model the file names")
     device = model_device_name(ctx, TrainedModel(models.pop(), call))
     if device is None or binding_body(ctx, device, call) is False:
-        return None
+        return NoFix("the device the model is moved to is not visible where the optimizer is built, and "
+                     "`fused=True` on a device without fused kernels would fail")
     dt = device_type_expr(ctx, device, call)
     edits: tuple = (Replace(call, add_kwarg(call, "fused", f'{dt} == "cuda"')),)
     if not dt.startswith(f"{device}."):
         edits += torch_import(ctx)  # ``torch.device(dev).type``
     return Fix("use the fused implementation on CUDA", edits, "unsafe")
+
+
+def _lightning_self(ctx: RuleContext, call: cst.Call) -> str | None:
+    """The first parameter's name when ``call`` is in ``configure_optimizers`` of a LightningModule:
+    Lightning moves the module to its accelerator before calling it, so ``self.device`` is where
+    the parameters live."""
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    cls = ctx.enclosing(fn, cst.ClassDef) if fn is not None else None
+    if fn is None or fn.name.value != "configure_optimizers" or cls not in framework_config(ctx).lightning_modules:
+        return None
+    params = fn.params.params
+    return params[0].name.value if params else None

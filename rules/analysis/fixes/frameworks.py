@@ -24,6 +24,7 @@ from ..facts.program import IMPORTED_MODULE, is_script
 from ..syntax.calls import dotted_name, get_arg, literal_value
 from ..syntax.context import RuleContext
 from .dict_edits import set_value
+from .framework_blind import unseen_settings
 from .edits import module_setting_edit, set_or_add_kwarg, torch_import, torch_name
 
 _LAUNCH = ("or let the launch configuration choose it (`accelerate launch --mixed_precision bf16`, "
@@ -129,8 +130,10 @@ def hf_tf32(ctx: RuleContext, node: cst.CSTNode | None, message: str) -> list[Fi
     if not fc.of("hf"):
         if "hf" not in hf_kinds(ctx):
             return None
-        return [] if node is None else [Finding(node, message + "; the Hugging Face Trainer sets it from its "
-                                                "arguments: pass TrainingArguments(tf32=True) (--tf32)")]
+        # The parsed TrainingArguments leave an unset tf32 alone and apply `--tf32 False` after this
+        # line: the module-level setting is the same fix as with visible arguments.
+        return [] if node is None else [Finding.of(node, message + " (or pass --tf32 to the TrainingArguments "
+                                                   "parsed from the command line)", matmul_precision_fix(ctx))]
     # Not ``tf32=True``: TrainingArguments raises with it on a CPU or a GPU older than Ampere, so
     # such a rewrite would stop the script there; the Trainer leaves an unset tf32 alone.
     found = [cfg for cfg in hf_args(ctx) if not on_cpu(cfg) and not cfg.sets("tf32")]
@@ -353,6 +356,8 @@ _BY_CODE: dict[str, Callable[[RuleContext], Iterator[Finding]]] = {
 def framework_findings(ctx: RuleContext, code: str) -> Iterator[Finding]:
     """The findings of rule ``code`` in the file's framework configurations."""
     yield from _BY_CODE[code](ctx)
+    if code != "GP304":
+        yield from unseen_settings(ctx, code)  # settings a parser takes from outside the file
 
 
 __all__ = ["FRAMEWORK_KEYWORDS", "accelerate_compile_fix", "compile_chosen", "ddp_kwarg_calls",

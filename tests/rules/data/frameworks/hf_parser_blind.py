@@ -1,6 +1,7 @@
 """Configured on the command line through HfArgumentParser: the file cannot see the settings.
 
-Expected rule codes (--select ALL): GP302 (without a fix: --tf32 may be given)
+Expected rule codes (--select ALL): GP201 GP301 GP303 (the Trainer's slow defaults, reported without a
+fix: the run must pass --dataloader_num_workers, --bf16, --torch_compile) GP302 (the module-level setting)
 """
 from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
 
