@@ -141,7 +141,9 @@ class SyncedLogging(Rule):
             if isinstance(steps, (int, float)) and not isinstance(steps, bool) and 1 <= steps < least and \
                     cfg.value("logging_strategy", "steps") == "steps":
                 yield Finding(cfg.call, f"{name}(logging_steps={steps}) reads the loss on the host every "
-                                        f"{steps} step(s); log every {least} steps or more")
+                                        f"{steps} step(s); log every {least} steps or more",
+                              no_fix_reason="how often the loss is logged is the user's choice: pick the "
+                                            "interval by hand (logging_steps)")
 
 
 def _lightning(ctx: RuleContext) -> Iterator[Finding]:
@@ -163,7 +165,9 @@ def _lightning(ctx: RuleContext) -> Iterator[Finding]:
         elif kw.get("prog_bar") is True:
             yield Finding(call, "prog_bar=True in training_step: the progress bar reads the value with .item() "
                                 "on every refresh, a host sync per step; log it per epoch or raise the "
-                                "progress bar's refresh_rate")
+                                "progress bar's refresh_rate",
+                          no_fix_reason="per epoch or a slower progress bar changes what the user watches: "
+                                        "a choice (on_step=False, or TQDMProgressBar(refresh_rate=N))")
 
 
 _FRAMEWORK_WORDS = ("sync_dist", "prog_bar", *KEYWORDS)

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
+from .._api import Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.framework_config import out_of_sight
 from ..analysis.facts.framework_docs import BLIND, LIGHTNING
 from ..analysis.facts.frameworks import frameworks
@@ -15,7 +15,7 @@ from ..analysis.facts.script_facts import framework_trains
 from ..analysis.facts.workload import CONVOLUTIONS, convolution  # noqa: F401 - CONVOLUTIONS re-exported
 from ..analysis.fixes.edits import module_setting_edit, torch_import, torch_name
 from ..analysis.model.training import analysis
-from ..analysis.fixes.frameworks import lightning_benchmark_fix
+from ..analysis.fixes.frameworks import NO_TOP_IMPORT, lightning_benchmark_fix
 from ..analysis.syntax.calls import get_arg, literal_value
 from ..analysis.fixes.framework_blind import unseen_settings
 from ..analysis.syntax.context import RuleContext
@@ -199,5 +199,5 @@ class NoCudnnBenchmark(Rule):
             return
         edit = module_setting_edit(ctx, f"{torch_name(ctx)}.backends.cudnn.benchmark = True")
         fix = Fix("let cuDNN benchmark convolution algorithms", (edit, *torch_import(ctx)),
-                  "unsafe") if edit is not None else None
-        yield Finding(node, message, fix)
+                  "unsafe") if edit is not None else NoFix(NO_TOP_IMPORT)
+        yield Finding.of(node, message, fix)

@@ -38,6 +38,8 @@ _DDP_STRATEGIES = {"ddp": "", "ddp_find_unused_parameters_false": "", "ddp_spawn
                    "ddp_find_unused_parameters_true": "find_unused_parameters=True, "}
 
 
+NO_TOP_IMPORT = "the file has no top-level import after which a module-level setting could go"
+_ONE_SETTING = "the one module-level setting, fixed at the first of these arguments, covers them all"
 _DICTS = NoFix("the keyword dicts that reach the call may set it")
 _SHARED = NoFix("the keyword dict that reaches the call is also used elsewhere")
 
@@ -141,18 +143,18 @@ def hf_tf32(ctx: RuleContext, node: cst.CSTNode | None, message: str) -> list[Fi
     return [Finding.of(cfg.call, f"{_hf_name(cfg)} leaves TF32 off (tf32 unset): float32 matmuls outside "
                                  "autocast keep tensor cores idle; set torch.set_float32_matmul_precision"
                                  "(\"high\") after the imports (tf32=True, --tf32, would raise on a CPU or a "
-                                 "pre-Ampere GPU)", fix if i == 0 else None)
+                                 "pre-Ampere GPU)", fix if i == 0 else NoFix(_ONE_SETTING))
             for i, cfg in enumerate(found)]
 
 
-def matmul_precision_fix(ctx: RuleContext) -> Fix | NoFix | None:
+def matmul_precision_fix(ctx: RuleContext) -> Fix | NoFix:
     """``torch.set_float32_matmul_precision("high")`` right after the imports of the training
     script: TF32 where the GPU has it, nothing elsewhere (any device, any framework)."""
     if not is_script(ctx):
         return NoFix(IMPORTED_MODULE)
     edit = module_setting_edit(ctx, f'{torch_name(ctx)}.set_float32_matmul_precision("high")')
     return Fix("allow TF32 matmuls: torch.set_float32_matmul_precision(\"high\")",
-               (edit, *torch_import(ctx)), "unsafe") if edit is not None else None
+               (edit, *torch_import(ctx)), "unsafe") if edit is not None else NoFix(NO_TOP_IMPORT)
 
 
 def hf_kinds(ctx: RuleContext) -> set[str]:
