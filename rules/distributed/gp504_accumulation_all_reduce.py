@@ -8,7 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.framework_config import framework_config
-from ..analysis.facts.framework_docs import ACCELERATE, BLIND, TORCH
+from ..analysis.facts.framework_docs import ACCELERATE, TORCH, blind_silent
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, method_call, target_names
@@ -69,7 +69,7 @@ class AccumulationAllReduce(Rule):
         "`len`) that nothing changes between the forward and the step (but one `counter += 1`, which the "
         "fix's copy of the condition adds: `(micro + 1) == accum`), and no optimizer step outside "
         "the loop (a last partial window stepped after it would use gradients never all-reduced).",
-        BLIND,
+        blind_silent("with `Accelerator(**vars(args))`, or a file configured by `HfArgumentParser`/`LightningCLI`, what the launch sets (a DeepSpeed or FSDP plugin, its accumulation) is out of sight"),
     )
     references = (
         "https://docs.pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html#"

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Invalid, Rule, Valid, dedent
-from ..analysis.facts.framework_docs import ACCELERATE, BLIND, FABRIC, HF, LIGHTNING
+from ..analysis.facts.framework_docs import ACCELERATE, FABRIC, HF, LIGHTNING, blind_reported
 from ..analysis.facts.program import cpu_only, model_precision
 from ..analysis.facts.script_facts import framework_manages_precision
 from ..analysis.facts.workload import tensor_core_work
@@ -84,7 +84,7 @@ class NoAutocast(Rule):
         "class, function, the functions of this file it calls, or (module level) anywhere in the file). "
         "TRL configs default to bfloat16 and are reported only with an explicit `bf16=False`; configurations "
         "on the CPU (`use_cpu=True`, `accelerator=\"cpu\"`, `Accelerator(cpu=True)`) are not reported.",
-        BLIND,
+        blind_reported("`--bf16`; none for TRL configs, which train in bfloat16 unless fp16; `--trainer.precision bf16-mixed` for LightningCLI"),
     )
     frameworks = (HF, LIGHTNING, FABRIC, ACCELERATE)
     references = (

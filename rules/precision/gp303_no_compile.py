@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, InsertAfter, InsertBefore, Invalid, NoFix, Rule, Valid, dedent
-from ..analysis.facts.framework_docs import ACCELERATE, BLIND, HF, LIGHTNING
+from ..analysis.facts.framework_docs import ACCELERATE, HF, LIGHTNING, blind_reported
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import (
@@ -99,7 +99,7 @@ class NoCompile(Rule):
         "before the statement `trainer.fit(model, ...)` (no fix when the model passed is not a plain name); "
         "an Accelerate script is silent when `Accelerator(dynamo_backend=...)` or a `TorchDynamoPlugin` "
         "compiles, and otherwise gets `model.compile()` like a plain script.",
-        BLIND,
+        blind_reported("`--torch_compile`; a LightningModule fitted by LightningCLI is reported without a fix, to compile in its `configure_model()`; an `Accelerator(**vars(args))` may set `dynamo_backend` and is not reported"),
     )
     frameworks = (HF, LIGHTNING, ACCELERATE)
     references = (

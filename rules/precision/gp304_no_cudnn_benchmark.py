@@ -8,7 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.framework_config import out_of_sight
-from ..analysis.facts.framework_docs import BLIND, LIGHTNING
+from ..analysis.facts.framework_docs import LIGHTNING, blind_reported
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.program import IMPORTED_MODULE, cpu_only, is_script
 from ..analysis.facts.script_facts import framework_trains
@@ -104,7 +104,7 @@ class NoCudnnBenchmark(Rule):
         "A Lightning script gets `Trainer(benchmark=True)` instead of the module-level switch (Lightning's "
         "`benchmark=None` leaves cuDNN's flag as it is, and `deterministic=True` forces it off); any "
         "`benchmark`/`deterministic` given to the Trainer is the user's choice.",
-        BLIND,
+        blind_reported("`--trainer.benchmark true` for LightningCLI"),
     )
     frameworks = (LIGHTNING,)
     references = (

@@ -8,7 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, NoFix, Replace, Rule, Valid, dedent
 from ..analysis.facts.framework_config import framework_config
-from ..analysis.facts.framework_docs import BLIND, HF, LIGHTNING
+from ..analysis.facts.framework_docs import HF, LIGHTNING, blind_silent
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import (
     TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, binding_body,
@@ -53,8 +53,10 @@ class UnfusedOptimizer(Rule):
         "Only Adam, AdamW and SGD from `torch.optim` are checked; other optimizers with fused or "
         "foreach implementations are not.",
         "An explicit `foreach=` counts as a choice and silences it.",
-        "The fix needs the device the model is moved to (`model.to(device)`); without it (an "
-        "optimizer returned by a LightningModule's `configure_optimizers`) the rule reports only.",
+        "The fix needs the device the model is moved to (`model.to(device)`), or a LightningModule's "
+        "`configure_optimizers`, where Lightning has moved the module to its accelerator first "
+        "(`fused=self.device.type == \"cuda\"`); otherwise (an Accelerate optimizer built before "
+        "`prepare`, parameters of several models) the finding says why it has no fix.",
         "Not reported in a CPU-only program. torch 2.13 also has fused CPU kernels for all three "
         "optimizers; the fix leaves them off, as their gain is not established.",
         "Hugging Face Trainer: `optim` unset is reported for transformers up to 4.53 and torch < 2.8, which "
@@ -62,9 +64,9 @@ class UnfusedOptimizer(Rule):
         "\"adamw_torch_fused\": the fix then only makes it explicit); `optim=\"adamw_torch\"`/\"adamw_hf\" is "
         "always reported. Other optimizers are left alone. Lightning's `configure_optimizers` and Accelerate "
         "loops build torch optimizers, checked like a plain script's.",
-        BLIND,
+        blind_silent("from transformers 4.54 with torch >= 2.8 the default `optim` is already the fused AdamW, and `--optim` may well be given; Lightning and Accelerate optimizers are built in code and checked as usual"),
     )
-    frameworks = (HF,)
+    frameworks = (HF, LIGHTNING)
     references = (
         "https://docs.pytorch.org/docs/stable/optim.html#algorithms",
         "https://docs.pytorch.org/docs/stable/generated/torch.optim.AdamW.html",

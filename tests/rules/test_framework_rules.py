@@ -89,7 +89,7 @@ def test_configuration_out_of_sight_gets_no_framework_finding() -> None:
     # (tests/rules/test_unseen_configuration.py); GP302 as in any module (no __main__ guard here).
     res = lint((DATA / "hf_parser_blind.py").read_bytes())
     assert sorted((d.code, d.fix is None) for d in res.diagnostics) == [
-        ("GP201", True), ("GP301", True), ("GP302", True), ("GP303", True)]
+        ("GP106", True), ("GP201", True), ("GP301", True), ("GP302", True), ("GP303", True)]
     assert all(d.no_fix_reason for d in res.diagnostics)
 
 

@@ -26,6 +26,8 @@ HF_UNSEEN = {
     "GP301": (("bf16", "fp16"), "--bf16", "trains in float32 (bf16 and fp16 default to off)"),
     "GP303": (("torch_compile", "torch_compile_backend"), "--torch_compile",
               "runs the model eagerly (torch_compile defaults to off)"),
+    "GP106": (("logging_nan_inf_filter",), "--logging_nan_inf_filter False",
+              "checks the loss for NaN/Inf on every step, a host sync (logging_nan_inf_filter defaults to on)"),
     "GP201": (("dataloader_num_workers",), "--dataloader_num_workers 4",
               "loads batches in the training process (dataloader_num_workers defaults to 0)"),
 }
@@ -85,11 +87,10 @@ def _parsed_classes(ctx: RuleContext, call: cst.Call) -> list[cst.BaseExpression
         if len(bound) != 1:
             return None
         value = bound[0]
-    if isinstance(value, (cst.Tuple, cst.List)):
-        if any(isinstance(e, cst.StarredElement) for e in value.elements):
-            return None
-        return [e.value for e in value.elements]
-    return [value]
+    classes = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
+    if isinstance(value, (cst.Tuple, cst.List)) and any(isinstance(e, cst.StarredElement) for e in value.elements):
+        return None
+    return classes if all(isinstance(c, (cst.Name, cst.Attribute)) for c in classes) else None
 
 
 def _sets_default(ctx: RuleContext, classes: list[cst.BaseExpression], names: tuple[str, ...]) -> bool:
