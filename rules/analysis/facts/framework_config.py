@@ -9,7 +9,8 @@ Accelerate's ``Accelerator`` (0.2x-1.15). Objects are recognised through qualifi
 (``from transformers import TrainingArguments as TA`` resolves), never by spelling.
 
 A configuration the file cannot see into (``HfArgumentParser``, ``LightningCLI``, a YAML file,
-``**vars(args)``) is *blind*: rules report nothing about the settings it may hold."""
+``**vars(args)``) is *blind*: rules read nothing there; where a parser surely keeps a slow framework
+default, ``fixes.framework_blind`` reports it without a fix (framework_docs says which rule does what)."""
 
 from __future__ import annotations
 
