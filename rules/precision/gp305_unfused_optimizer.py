@@ -64,7 +64,7 @@ class UnfusedOptimizer(Rule):
         "\"adamw_torch_fused\": the fix then only makes it explicit); `optim=\"adamw_torch\"`/\"adamw_hf\" is "
         "always reported. Other optimizers are left alone. Lightning's `configure_optimizers` and Accelerate "
         "loops build torch optimizers, checked like a plain script's.",
-        blind_silent("from transformers 4.54 with torch >= 2.8 the default `optim` is already the fused AdamW, and `--optim` may well be given; Lightning and Accelerate optimizers are built in code and checked as usual"),
+        blind_silent("from transformers 4.54 with torch >= 2.8 the default `optim` is already the fused AdamW, and `--optim` may well be given (but where `HfArgumentParser` fills the file's own `@dataclass` subclass whose `optim` defaults to an unfused AdamW, that default is reported and fixed); Lightning and Accelerate optimizers are built in code and checked as usual"),
     )
     frameworks = (HF, LIGHTNING)
     references = (

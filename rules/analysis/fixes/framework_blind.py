@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ..._api import Finding
+from ..._api import Finding, Fix, Replace
 from ..facts.framework_config import TRL_CONFIGS, config_subclasses, framework_config, qualname_of
 from ..facts.frameworks import framework_trains
 from ..facts.program import cpu_only
@@ -31,6 +31,8 @@ HF_UNSEEN = {
     "GP201": (("dataloader_num_workers",), "--dataloader_num_workers 4",
               "loads batches in the training process (dataloader_num_workers defaults to 0)"),
 }
+# transformers < 4.54 (or torch < 2.8) default to the unfused "adamw_torch"; later ones to the fused one.
+UNFUSED_ADAMW = frozenset({"adamw_torch", "adamw_hf"})
 LIGHTNING_UNSEEN = {
     "GP301": ("precision", "--trainer.precision bf16-mixed", "trains in float32 (precision defaults to 32-true)"),
     "GP304": ("benchmark", "--trainer.benchmark true",
@@ -50,7 +52,9 @@ def unseen_settings(ctx: RuleContext, code: str, node: cst.CSTNode | None = None
         if kind in seen or fc.of(kind):
             continue  # a visible configuration call: the rules read that one
         seen.add(kind)
-        if kind == "hf" and code in HF_UNSEEN:
+        if kind == "hf" and code == "GP305":
+            yield from _own_unfused_default(ctx, call, qualname)
+        elif kind == "hf" and code in HF_UNSEEN:
             names, flag, what = HF_UNSEEN[code]
             classes = _parsed_classes(ctx, call)
             if classes is None or _sets_default(ctx, classes, names) or \
@@ -67,6 +71,23 @@ def unseen_settings(ctx: RuleContext, code: str, node: cst.CSTNode | None = None
                                         f"unless its config or command line says otherwise: pass {flag}",
                           no_fix_reason=f"the Trainer settings are not in this file: set {name} in the "
                                         f"LightningCLI config or pass {flag}")
+
+
+def _own_unfused_default(ctx: RuleContext, call: cst.Call, qualname: str) -> Iterator[Finding]:
+    """The file's own ``@dataclass`` subclass, filled by the parser, defaults ``optim`` to an unfused
+    AdamW: every run that does not pass ``--optim`` steps it one kernel per parameter."""
+    subclasses = config_subclasses(ctx)
+    for cls in _parsed_classes(ctx, call) or ():
+        if not (isinstance(cls, cst.Name) and cls.value in subclasses):
+            continue
+        default = subclasses[cls.value][1].get("optim")
+        value = literal_value(default) if default is not None else None
+        if default is None or value not in UNFUSED_ADAMW:
+            continue
+        yield Finding(default, f"`{cls.value}` defaults optim to {value!r} for every run that does not pass --optim "
+                               f"({_last(qualname)}): AdamW steps one kernel per parameter; default it to "
+                               "\"adamw_torch_fused\"", Fix('default optim to "adamw_torch_fused"', (
+                                   Replace(default, cst.SimpleString('"adamw_torch_fused"')),), "unsafe"))
 
 
 def _last(qualname: str) -> str:

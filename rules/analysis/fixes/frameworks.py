@@ -24,14 +24,13 @@ from ..facts.program import IMPORTED_MODULE, is_script
 from ..syntax.calls import dotted_name, get_arg, literal_value
 from ..syntax.context import RuleContext
 from .dict_edits import set_value
+from .framework_blind import UNFUSED_ADAMW as _UNFUSED_ADAMW
 from .framework_blind import unseen_settings
 from .edits import module_setting_edit, set_or_add_kwarg, torch_import, torch_name
 
 _LAUNCH = ("or let the launch configuration choose it (`accelerate launch --mixed_precision bf16`, "
            "the ACCELERATE_MIXED_PRECISION variable)")
 _FP32_LIGHTNING = frozenset({32, "32", "32-true", 64, "64", "64-true"})
-# transformers < 4.54 (or torch < 2.8) default to the unfused "adamw_torch"; later ones to the fused one.
-_UNFUSED_ADAMW = frozenset({"adamw_torch", "adamw_hf"})
 # strategy string -> the DDPStrategy arguments it stands for
 _DDP_STRATEGIES = {"ddp": "", "ddp_find_unused_parameters_false": "", "ddp_spawn": 'start_method="spawn", ',
                    "ddp_notebook": 'start_method="fork", ',
