@@ -16,6 +16,7 @@ MODULES = (
     'analysis/facts/workload.py',
     'analysis/fixes/dict_edits.py',
     'analysis/fixes/edits.py',
+    'analysis/fixes/framework_blind.py',
     'analysis/fixes/frameworks.py',
     'analysis/model/eval_loops.py',
     'analysis/model/guards.py',

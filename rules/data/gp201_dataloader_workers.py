@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import AddImport, Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
-from ..analysis.facts.framework_docs import BLIND, FRAMEWORK_LOADERS, HF, LIGHTNING
+from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_reported
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
@@ -68,7 +68,7 @@ class DataloaderWorkers(Rule):
         "Small in-memory datasets are reported too, although worker start-up can cost more than "
         "it saves there; a loader only asked for its first batch (`next(iter(loader))`) is not.",
         FRAMEWORK_LOADERS,
-        BLIND,
+        blind_reported("`--dataloader_num_workers`"),
     )
     frameworks = (HF, LIGHTNING)
     references = (

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import AddImport, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
-from ..analysis.facts.framework_docs import BLIND, FRAMEWORK_LOADERS, HF, LIGHTNING
+from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_silent
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.fixes.edits import torch_alias
@@ -52,7 +52,7 @@ class DataloaderPinMemory(Rule):
         "but DataLoaders, else the finding comes without a fix.",
         "A loader only asked for its first batch (`next(iter(loader))`) is not reported.",
         FRAMEWORK_LOADERS,
-        BLIND,
+        blind_silent("the Trainer pins host memory by default (`dataloader_pin_memory=True`), so only an explicit False is slow"),
     )
     frameworks = (HF, LIGHTNING)
     references = (

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
-from ..analysis.facts.framework_docs import BLIND, FRAMEWORK_LOADERS, HF, LIGHTNING
+from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_silent
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import Setting, call_keywords, exclusive
 from ..analysis.fixes.dict_edits import add_key
@@ -95,7 +95,7 @@ class DataloaderPersistentWorkers(Rule):
         "with replacement, an infinite sampler or `IterableDataset` of this module) and no loop "
         "over it restarts; a loader handed to code the file does not show is reported.",
         FRAMEWORK_LOADERS,
-        BLIND,
+        blind_silent("persistent workers matter only with loader workers, whose number is out of sight too"),
     )
     frameworks = (HF, LIGHTNING)
     references = (

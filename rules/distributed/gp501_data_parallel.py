@@ -66,4 +66,6 @@ class DataParallel(Rule):
         for call in ctx.nodes(cst.Call):
             if ctx.is_call_to(call, DATA_PARALLEL):
                 yield Finding(call, "nn.DataParallel funnels every step through one process and GPU 0; use "
-                                    "DistributedDataParallel with one process per GPU")
+                                    "DistributedDataParallel with one process per GPU",
+                              no_fix_reason="DistributedDataParallel needs one process per GPU (a launcher, "
+                                            "init_process_group, a DistributedSampler): a restructure, not a rewrite")

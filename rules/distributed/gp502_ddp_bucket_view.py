@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Edit, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ..analysis.facts.framework_docs import ACCELERATE, BLIND, LIGHTNING, TORCH
+from ..analysis.facts.framework_docs import ACCELERATE, LIGHTNING, TORCH, blind_silent
 from ..analysis.facts.kwargs import Keywords, call_keywords, feeds_only
 from ..analysis.fixes.dict_edits import add_key
 from ..analysis.fixes.edits import add_kwarg
@@ -53,7 +53,7 @@ class DdpBucketView(Rule):
         "`DistributedDataParallelKwargs(...)` get the keyword. An `Accelerator` without DDP keyword handlers "
         "is not reported (the file cannot tell whether it is launched on several processes), nor the Hugging "
         "Face Trainer (it has no such argument).",
-        BLIND,
+        blind_silent("a Lightning strategy from a LightningCLI config or `Trainer(**vars(args))` may well be `DDPStrategy(gradient_as_bucket_view=True)`; `DDPStrategy(...)` and `DistributedDataParallelKwargs(...)` calls in the file are checked as usual"),
     )
     frameworks = (TORCH, LIGHTNING, ACCELERATE)
     references = (

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import Finding, Fix, InsertBefore, Invalid, Rule, Valid, dedent
+from .._api import Finding, Fix, NoFix, InsertBefore, Invalid, Rule, Valid, dedent
 from ..analysis.facts.execution import execution
 from ..analysis.facts.flow import Flow, object_flow
 from ..analysis.facts.script_facts import assignments_in
@@ -137,24 +137,25 @@ class SamplerSetEpoch(Rule):
         if unexplained:
             return
         for sampler, flow, loader_flow, loop in pending:
-            yield Finding(sampler, "DistributedSampler without set_epoch(epoch): every epoch sees the "
-                                   "same order; call sampler.set_epoch(epoch) at the start of each epoch",
+            yield Finding.of(sampler, "DistributedSampler without set_epoch(epoch): every epoch sees the "
+                                      "same order; call sampler.set_epoch(epoch) at the start of each epoch",
                           self._fix(ctx, sampler, flow, loader_flow, loop))
 
     @staticmethod
     def _fix(ctx: RuleContext, sampler: cst.Call, flow: Flow, loader_flow: Flow,
-             loop: cst.For | cst.While) -> Fix | None:
+             loop: cst.For | cst.While) -> Fix | NoFix | None:
         if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name) or \
                 loop.target.value == "_" or not isinstance(loop.body, cst.IndentedBlock) or not loop.body.body:
-            return None
+            return NoFix("the epoch loop has no named epoch variable (`for epoch in ...:`) to pass to set_epoch")
         if any(ctx.is_inside(e, loop) for e in (*flow.entries, *loader_flow.entries)):
-            return None  # built anew inside the epoch loop: the call would come before it exists
+            # built anew inside the epoch loop: the call would come before it exists
+            return NoFix("the sampler or its loader is built inside the epoch loop, after where the call would go")
         target = flow.alias_visible_at(ctx, loop.body.body[0])
         if target is None:
             loader = loader_flow.alias_visible_at(ctx, loop.body.body[0])
             target = f"{loader}.sampler" if loader is not None else None
         if target is None:
-            return None
+            return NoFix("no name for the sampler (or its loader) is visible at the top of the epoch loop")
         epoch = loop.target.value
         code = f"{target}.set_epoch({epoch})\n"
         if not certainly_distributed(ctx, sampler, flow, loader_flow):

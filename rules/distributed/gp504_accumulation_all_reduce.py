@@ -8,7 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.framework_config import framework_config
-from ..analysis.facts.framework_docs import ACCELERATE, BLIND, TORCH
+from ..analysis.facts.framework_docs import ACCELERATE, TORCH, blind_silent
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, method_call, target_names
@@ -60,14 +60,16 @@ class AccumulationAllReduce(Rule):
         "DDP is recognised when the file wraps a model in `DistributedDataParallel`; an Accelerate loop "
         "is assumed distributed (the launch decides; on one process nothing is all-reduced and the "
         "finding costs nothing to follow).",
-        "Any `no_sync` or `accumulate(` in the file, or `gradient_accumulation_steps` given to the "
-        "Accelerator, silences the rule, even if used elsewhere.",
+        "Any `no_sync` or `accumulate(` in the file silences the rule, even if used elsewhere. "
+        "`Accelerator(gradient_accumulation_steps=N)` (or a `gradient_accumulation_plugin`, or "
+        "`accelerator.gradient_accumulation_steps = N`) alone does not: outside `accelerator.accumulate(model)` "
+        "every backward still all-reduces, and the finding says so.",
         "The fix needs one wrapped model (one `DistributedDataParallel(...)` or prepared model name), the "
         "forward written in the loop before one backward, a stepping condition without calls (but "
         "`len`) that nothing changes between the forward and the step (but one `counter += 1`, which the "
         "fix's copy of the condition adds: `(micro + 1) == accum`), and no optimizer step outside "
         "the loop (a last partial window stepped after it would use gradients never all-reduced).",
-        BLIND,
+        blind_silent("with `Accelerator(**vars(args))`, or a file configured by `HfArgumentParser`/`LightningCLI`, what the launch sets (a DeepSpeed or FSDP plugin, its accumulation) is out of sight"),
     )
     references = (
         "https://docs.pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html#"
@@ -152,8 +154,9 @@ class AccumulationAllReduce(Rule):
         accelerate = bool(fc.of("accelerate")) and not fc.blind
         if not (ddp_calls or accelerate) or any(method_call(c, "no_sync", "accumulate") for c in ctx.nodes(cst.Call)):
             return
-        if accelerate and any(c.opaque or c.sets("gradient_accumulation_steps") for c in fc.of("accelerate")):
-            return
+        if accelerate and any(c.opaque for c in fc.of("accelerate")):
+            return  # the launch's own configuration may be anything (DeepSpeed accumulates itself)
+        declared = accelerate and _declares_accumulation(ctx, fc.of("accelerate"))
         ta = analysis(ctx)
         for loop in ta.step_loops:
             backwards = [c for c in ctx.nodes(cst.Call) if ctx.is_inside(c, loop) and _backward(ta, c)
@@ -169,12 +172,31 @@ class AccumulationAllReduce(Rule):
                 outcome = NoFix("several backward calls per micro-batch")
             else:
                 outcome = no_sync_fix(ctx, ta, loop, window, backwards[0], *target)
-            how = ("run the other micro-batches' forward and backward under `model.no_sync()`" if ddp_calls else
-                   "run the other micro-batches under `accelerator.no_sync(model)`, or use "
-                   "Accelerator(gradient_accumulation_steps=N) and `with accelerator.accumulate(model):`")
-            yield Finding.of(backwards[0], "gradients are accumulated by hand, but every backward all-reduces "
-                                           "them across ranks although the optimizer steps only every few "
-                                           f"micro-batches; {how}", outcome)
+            yield Finding.of(backwards[0], _message(bool(ddp_calls), declared), outcome)
+
+
+def _message(ddp: bool, declared: bool) -> str:
+    if declared:  # accelerator.backward divides the loss by N, nothing else happens outside accumulate()
+        return ("Accelerator(gradient_accumulation_steps=N) is set, but the loop never enters `with "
+                "accelerator.accumulate(model):`, so every backward still all-reduces the gradients across ranks "
+                "(accelerator.backward only divides the loss by N) although the optimizer steps only every few "
+                "micro-batches; wrap the step in `with accelerator.accumulate(model):` and let it step every "
+                "batch, or run the other micro-batches under `accelerator.no_sync(model)`")
+    how = ("run the other micro-batches' forward and backward under `model.no_sync()`" if ddp else
+           "run the other micro-batches under `accelerator.no_sync(model)`, or use "
+           "Accelerator(gradient_accumulation_steps=N) and `with accelerator.accumulate(model):`")
+    return ("gradients are accumulated by hand, but every backward all-reduces them across ranks although the "
+            f"optimizer steps only every few micro-batches; {how}")
+
+
+def _declares_accumulation(ctx: RuleContext, calls: list) -> bool:  # type: ignore[type-arg]
+    """Does the file give Accelerate an accumulation count other than a literal 1 (the keyword, or
+    ``accelerator.gradient_accumulation_steps = n``)?"""
+    if any(c.sets("gradient_accumulation_plugin") or c.sets("gradient_accumulation_steps") and
+           c.value("gradient_accumulation_steps", 1) != 1 for c in calls):
+        return True
+    return any(isinstance(t.target, cst.Attribute) and t.target.attr.value == "gradient_accumulation_steps"
+               for a in ctx.nodes(cst.Assign) for t in a.targets)
 
 
 def _backward(ta, call: cst.Call) -> bool:  # type: ignore[no-untyped-def]

@@ -8,7 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.framework_config import hf_args, lightning_trainers
-from ..analysis.facts.framework_docs import ACCELERATE, BLIND, HF, LIGHTNING, TORCH
+from ..analysis.facts.framework_docs import ACCELERATE, HF, LIGHTNING, TORCH, blind_silent
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.fixes.edits import set_arg_value
 from ..analysis.fixes.frameworks import ddp_kwarg_calls, set_keyword
@@ -62,7 +62,7 @@ class FindUnusedParameters(Rule):
         "its text) and turns no activation checkpointing on; TRL configs (gradient checkpointing on by "
         "default) are not reported.",
         "A `find_unused_parameters` reaching DDP through a `**` dict is reported without a fix.",
-        BLIND,
+        blind_silent("the Trainer turns `ddp_find_unused_parameters` on only for a distributed run of a model without gradient checkpointing, and neither the launch nor `--ddp_find_unused_parameters` is in sight"),
     )
     references = (
         "https://docs.pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html",

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
@@ -130,11 +130,11 @@ class SyncInLoop(Rule):
             # (a value the CPU computes with, a condition) can only be made rarer or avoided.
             advice = ("accumulate on device and read it every N steps" if fix is not None else
                       "read it only every N steps, or keep the work that needs it on the device")
-            yield Finding(
+            yield Finding.of(
                 call,
                 f"`{snippet}` on every {ta.loop_kind(loop)} blocks the CPU until the GPU has finished all "
                 f"queued work (host-device sync); {advice}",
-                fix,
+                fix if fix is not None else NoFix(_HOST_USE),
             )
 
 
@@ -144,6 +144,8 @@ class SyncInLoop(Rule):
 # what the code is for (a picture, a file, an environment's actions).
 # --------------------------------------------------------------------------------------------
 SYNC_METHODS = ("item", "tolist", "cpu", "numpy")
+_HOST_USE = ("the host value is used in the step (a condition, an argument, a computation), not only summed "
+             "into a running total that could stay on the device")
 CONVERTERS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool"}
 # Functions that turn data into pictures or files.
 _HOST_OUTPUT = re.compile(r"show|plot|save|draw|display|visuali[sz]e|imwrite|write_image|add_image|add_figure|"

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import single_expression_statement
@@ -186,24 +186,24 @@ class PrintInLoop(Rule):
                 what = "a tensor"
             else:
                 what = f"`{what}`"
-            yield Finding(call, f"{what} is formatted for output on every {ta.loop_kind(loop)}, which copies "
+            yield Finding.of(call, f"{what} is formatted for output on every {ta.loop_kind(loop)}, which copies "
                                 "it to the host and waits for the GPU; log it every N steps",
                           _guard_fix(ctx, ta, call))
 
 
 # ---- the fix ------------------------------------------------------------------------------
-def _guard_fix(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Fix | None:
+def _guard_fix(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Fix | NoFix:
     stmt = single_expression_statement(ctx, call)
     loop = ta.step_loop_of(call)
     if stmt is None or loop is None or not ctx.is_inside(call, loop):
-        return None
+        return NoFix("the output call is not a statement of its own in the step loop that an `if` could guard")
     test = _existing_guard(ctx, ta, loop, stmt)
     edits: list = []
     if test is None:
         counter, counter_edits = _step_counter(ctx, loop)
         interval, interval_edits = _interval(ctx, stmt)
         if counter is None or interval is None:
-            return None
+            return NoFix("the loop has no step counter, or `log_interval` is taken, for an `if step % N == 0:` guard")
         test = f"{counter} % {interval} == 0"
         edits += [*counter_edits, *interval_edits]
     guarded = cst.If(test=cst.parse_expression(test),

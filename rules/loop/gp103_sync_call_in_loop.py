@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
+from .._api import Finding, Fix, NoFix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import block_of, remove_statement, single_expression_statement
 from ..analysis.model.training import analysis
@@ -120,15 +120,15 @@ class SyncCallInLoop(Rule):
             if loop is None:
                 continue
             what = next(v for k, v in SYNC_CALLS.items() if ctx.matches(call.func, {k}))
-            yield Finding(call, f"`{what}` on every {ta.loop_kind(loop)} stalls the CPU until the GPU has "
+            yield Finding.of(call, f"`{what}` on every {ta.loop_kind(loop)} stalls the CPU until the GPU has "
                                 "drained its queue (and empty_cache forces re-allocation); remove it",
                           _removal(ctx, call, what))
 
 
-def _removal(ctx: RuleContext, call: cst.Call, what: str) -> Fix | None:
+def _removal(ctx: RuleContext, call: cst.Call, what: str) -> Fix | NoFix:
     stmt = single_expression_statement(ctx, call)
     if stmt is None:
-        return None
+        return NoFix(f"`{what}` is not a statement of its own that can be removed")
     target: cst.SimpleStatementLine | cst.BaseCompoundStatement = stmt
     block = block_of(ctx, stmt)
     guard = ctx.parent(block) if block is not None else None
@@ -141,5 +141,5 @@ def _removal(ctx: RuleContext, call: cst.Call, what: str) -> Fix | None:
     if edits is None and target is not stmt:  # an ``elif`` cannot go as a whole: keep it, empty
         edits = remove_statement(ctx, stmt)
     if edits is None:
-        return None
+        return NoFix(f"removing `{what}` would leave an empty block")
     return Fix(f"remove `{what}`", edits, "unsafe")

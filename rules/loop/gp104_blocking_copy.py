@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
-from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import add_kwarg
@@ -246,10 +246,12 @@ class BlockingCopy(Rule):
             if found is None:
                 continue
             what, tensor = found
-            fix = None
+            fix: Fix | NoFix = NoFix(
+                "what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)"
+                if tensor is False else "the copied value may not be a tensor whose `.to()` takes non_blocking")
             # ``non_blocking`` is an argument of Tensor.to/cuda/type; other objects' ``.to()``
             # (a tokenizer's BatchEncoding in older transformers) may not take it.
             if tensor is True or tensor is False and not transformers:
                 fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),),
                           "safe" if tensor else "unsafe")
-            yield Finding(call, _message(what, ta.loop_kind(loop)), fix)
+            yield Finding.of(call, _message(what, ta.loop_kind(loop)), fix)

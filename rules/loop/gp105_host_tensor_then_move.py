@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.host_data import cuda_tensor_type
@@ -135,7 +135,10 @@ class HostTensorThenMove(Rule):
                     yield Finding(move, f"`{ctx.code_for(move.func)}` (a CUDA tensor type) builds the tensor "
                                         "on the CPU from host data and copies it to the GPU on every "
                                         f"{ta.loop_kind(loop)}; create it on the device (`torch.randn(..., "
-                                        "device=...)`, `torch.as_tensor(data, device=...)`)")
+                                        "device=...)`, `torch.as_tensor(data, device=...)`)",
+                                  no_fix_reason="the legacy tensor type fixes the dtype as well as the device: "
+                                                "which torch.as_tensor(..., dtype=, device=) call replaces it "
+                                                "is left to the user")
                 continue
             if not method_call(move, "to", "cuda"):
                 continue
@@ -150,7 +153,8 @@ class HostTensorThenMove(Rule):
             loop = ta.every_step_loop(move)
             if loop is None:
                 continue
-            fix = None
+            fix: Fix | NoFix = NoFix("the target device is not one expression the factory could take as device=, "
+                                     "or the factory call already has `**` arguments or device/generator/out/pin_memory/layout")
             device = _move_target(ctx, move)
             if device is not None and not has_star_args(factory) and \
                     not any(get_arg(factory, k) is not None for k in _BLOCKING_KWARGS):
@@ -158,7 +162,7 @@ class HostTensorThenMove(Rule):
                 fix = Fix("create the tensor on the device",
                           (Replace(move, add_kwarg(factory, "device", device)),),
                           "unsafe" if random else "safe")
-            yield Finding(move, f"tensor built on the CPU and copied to the device on every {ta.loop_kind(loop)} "
+            yield Finding.of(move, f"tensor built on the CPU and copied to the device on every {ta.loop_kind(loop)} "
                                 "(a synchronous host-to-device transfer); create it with device=", fix)
 
 

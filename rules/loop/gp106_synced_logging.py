@@ -9,10 +9,11 @@ import libcst as cst
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.framework_config import KEYWORDS, hf_args, in_training_step, on_cpu
 from ..analysis.facts.collectives import logged_collectives
-from ..analysis.facts.framework_docs import ACCELERATE, BLIND, HF, LIGHTNING, TORCH
+from ..analysis.facts.framework_docs import ACCELERATE, HF, LIGHTNING, TORCH, blind_reported
 from ..analysis.fixes.edits import set_or_add_kwarg
 from ..analysis.fixes.frameworks import set_keyword
 from ..analysis.syntax.calls import get_arg, literal_value, method_call
+from ..analysis.fixes.framework_blind import unseen_settings
 from ..analysis.syntax.context import RuleContext
 
 
@@ -67,7 +68,7 @@ class SyncedLogging(Rule):
         "A hand-written collective gets no fix: every rank must run it in the same order, so moving it "
         "under a condition is safe only when the condition is the same on every rank, which the rule "
         "cannot prove.",
-        BLIND,
+        blind_reported("`--logging_nan_inf_filter False`; a small `--logging_steps` cannot be seen and is not reported"),
     )
     references = (
         "https://docs.pytorch.org/docs/stable/distributed.html#collective-functions",
@@ -127,6 +128,7 @@ class SyncedLogging(Rule):
         if not any(k in ctx.source for k in _FRAMEWORK_WORDS):
             return  # matched only for "reduce"/"gather": no framework configuration to read
         yield from _lightning(ctx)
+        yield from unseen_settings(ctx, self.code)  # HfArgumentParser keeps logging_nan_inf_filter on
         least = int(ctx.options.get("min-logging-steps", 10))
         for cfg in hf_args(ctx):
             if on_cpu(cfg):
@@ -141,7 +143,9 @@ class SyncedLogging(Rule):
             if isinstance(steps, (int, float)) and not isinstance(steps, bool) and 1 <= steps < least and \
                     cfg.value("logging_strategy", "steps") == "steps":
                 yield Finding(cfg.call, f"{name}(logging_steps={steps}) reads the loss on the host every "
-                                        f"{steps} step(s); log every {least} steps or more")
+                                        f"{steps} step(s); log every {least} steps or more",
+                              no_fix_reason="how often the loss is logged is the user's choice: pick the "
+                                            "interval by hand (logging_steps)")
 
 
 def _lightning(ctx: RuleContext) -> Iterator[Finding]:
@@ -163,7 +167,9 @@ def _lightning(ctx: RuleContext) -> Iterator[Finding]:
         elif kw.get("prog_bar") is True:
             yield Finding(call, "prog_bar=True in training_step: the progress bar reads the value with .item() "
                                 "on every refresh, a host sync per step; log it per epoch or raise the "
-                                "progress bar's refresh_rate")
+                                "progress bar's refresh_rate",
+                          no_fix_reason="per epoch or a slower progress bar changes what the user watches: "
+                                        "a choice (on_step=False, or TQDMProgressBar(refresh_rate=N))")
 
 
 _FRAMEWORK_WORDS = ("sync_dist", "prog_bar", *KEYWORDS)

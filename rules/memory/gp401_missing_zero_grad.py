@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import Finding, Fix, InsertAfter, Invalid, Rule, Valid, dedent
+from .._api import Finding, Fix, NoFix, InsertAfter, Invalid, Rule, Valid, dedent
 from ..analysis.fixes.edits import block_of
 from ..analysis.model.step_code import walk_with_callees
 from ..analysis.model.training import TrainingAnalysis, analysis
@@ -148,11 +148,12 @@ class MissingZeroGrad(Rule):
             if zeroes or not backward:
                 continue
             receiver = ctx.code_for(optimizer).strip()
-            fix = None
+            fix: Fix | NoFix = NoFix("the step is not a statement of its own in a block, after which "
+                                     "zero_grad() could go")
             stmt = ctx.statement_of(call)
             if isinstance(stmt, cst.SimpleStatementLine) and block_of(ctx, stmt) is not None:
                 new = cst.parse_statement(f"{receiver}.zero_grad()\n")
                 fix = Fix(f"insert {receiver}.zero_grad() after the step", (InsertAfter(stmt, (new,)),), "unsafe")
-            yield Finding(call, f"`{receiver}` steps but the training loop never zeroes gradients: each "
+            yield Finding.of(call, f"`{receiver}` steps but the training loop never zeroes gradients: each "
                                 "backward adds to all previous gradients, so every update uses their "
                                 "running sum; call zero_grad() every step", fix)

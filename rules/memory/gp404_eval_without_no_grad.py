@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import AddImport, Finding, Fix, Invalid, Replace, Rule, Valid, dedent
+from .._api import AddImport, Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.fixes.edits import torch_alias
 from ..analysis.model.step_code import in_no_grad, walk_with_callees
 from ..analysis.model.training import TrainingAnalysis, analysis
@@ -217,12 +217,13 @@ def _straight_line(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.FunctionDe
             return None  # called under no_grad by its callers
         if any(_uses_autograd(ctx, ta, ctx.enclosing(c, cst.FunctionDef) or ctx.module) for c in callers):
             return None  # a caller may backpropagate through the output
-        fix = None
+        fix: Fix | NoFix = NoFix(f"nothing in this file calls `{scope.name.value}()`: a caller elsewhere may "
+                                 "backpropagate through its output")
         if callers:  # otherwise the output may be backpropagated out of sight
             deco = cst.Decorator(decorator=cst.parse_expression(f"{alias or 'torch'}.no_grad()"))
             fix = Fix("decorate the function with torch.no_grad()",
                       (Replace(scope, scope.with_changes(decorators=[deco, *scope.decorators])), *imports), "safe")
-        return Finding(call, f"`{model}` runs in eval mode with autograd on in `{scope.name.value}()`: the "
+        return Finding.of(call, f"`{model}` runs in eval mode with autograd on in `{scope.name.value}()`: the "
                              "forward records a graph and keeps activations for a backward that never "
                              "comes; decorate it with @torch.no_grad()", fix)
     edits: list = []
@@ -237,8 +238,9 @@ def _straight_line(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.FunctionDe
                            body=cst.IndentedBlock(body=[stmt.with_changes(leading_lines=[])]),
                            leading_lines=stmt.leading_lines)
         edits.append(Replace(stmt, wrapped))
-    fix = Fix("run the forward under torch.no_grad()", (*edits, *imports), "safe") if edits else None
-    return Finding(call, f"`{model}` runs in eval mode with autograd on: the forward records a graph and "
+    fix = Fix("run the forward under torch.no_grad()", (*edits, *imports), "safe") if edits else \
+        NoFix("the forward calls are not all statements directly in this body that `with torch.no_grad():` could wrap")
+    return Finding.of(call, f"`{model}` runs in eval mode with autograd on: the forward records a graph and "
                          "keeps activations for a backward that never comes; run it under torch.no_grad()", fix)
 
 

@@ -30,6 +30,10 @@ _AUTOCAST_LIKE = re.compile(r"autocast|(^|_)amp(_|$)|mixed_precision|precision_c
 # CUDA autocast raises on these ("unsafe to autocast"), whatever the dtype.
 BCE_NAMES = ("BCELoss", "binary_cross_entropy")
 
+_NO_REGION = ("the forward and the loss are not statements of the backward's own block, right before it, "
+              "that one `with torch.autocast(...)` could wrap")
+_NO_DEVICE = ("no device variable (`device = torch.device(...)`, `.to(device)`) is visible there to give "
+              "autocast its device_type")
 _BCE_WHY = ("CUDA autocast refuses binary_cross_entropy / nn.BCELoss (it raises, whatever the dtype): "
             "compute the loss on logits with BCEWithLogitsLoss (drop the final Sigmoid) before adding autocast")
 
@@ -222,7 +226,7 @@ def autocast_fix(ctx: RuleContext, ta: TrainingAnalysis,
     in bfloat16 autocast, or why there is none when it cannot be made safely."""
     region = forward_region(ctx, backward)
     if region is None:
-        return backward, None
+        return backward, NoFix(_NO_REGION)
     stmts, first, last = region
     outside = forward_left_outside(ctx, ta, stmts, first)
     if uses_bce(ctx) is not None:
@@ -233,7 +237,7 @@ def autocast_fix(ctx: RuleContext, ta: TrainingAnalysis,
                                    "same autocast as the loss")
     device = device_name_at(ctx, stmts[first], near=ta.step_loop_of(backward))
     if device is None:
-        return stmts[first], None
+        return stmts[first], NoFix(_NO_DEVICE)
     dt = device_type_expr(ctx, device, stmts[first])
     return stmts[first], Fix("run forward and loss under bfloat16 autocast",
                              (*wrap_in_autocast(stmts, first, last, dt, torch_name(ctx)), *torch_import(ctx)),
@@ -258,36 +262,37 @@ def wrap_in_autocast(stmts: list[cst.BaseStatement], first: int, last: int, devi
 
 
 def fp16_without_scaler(ctx: RuleContext, ta: TrainingAnalysis, uses: list[AutocastUse],
-                        backwards: list[cst.Call]) -> tuple[cst.CSTNode, Fix | None] | None:
+                        backwards: list[cst.Call]) -> tuple[cst.CSTNode, Fix | NoFix] | None:
     """The first float16 autocast when the file has no GradScaler, with the fix that adds one."""
     fp16 = [u for u in uses if autocast_is_fp16(ctx, u)]
     if not fp16 or any(ctx.is_call_to(c, GRAD_SCALERS) for c in ctx.nodes(cst.Call)) or ta.scaler_names:
         return None
-    return fp16[0].node, scaler_fix(ctx, ta, backwards) if len(backwards) == 1 else None
+    return fp16[0].node, scaler_fix(ctx, ta, backwards) if len(backwards) == 1 else \
+        NoFix("several backward calls per step: which one the scaler should scale is not clear")
 
 
-def scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call]) -> Fix | None:
+def scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call]) -> Fix | NoFix:
     """``scaler = torch.amp.GradScaler(device.type)`` before the outermost loop, and the scaled
-    backward and step, in the simple shape only (see GP301's limitations); else None."""
+    backward and step, in the simple shape only (see GP301's limitations); else why not."""
     backward = backwards[0]
     fn = body_of(ctx, backward)
     if not method_call(backward, "backward") or backward.args:
-        return None
+        return NoFix("the backward is not a plain `loss.backward()` the fix could scale")
     steps = [c for c in ctx.nodes(cst.Call) if method_call(c, "step") and
              ta.is_optimizer(c.func.value) and ta.in_step_loop(c)]  # type: ignore[attr-defined]
     if len(steps) != 1 or steps[0].args or body_of(ctx, steps[0]) is not fn:
-        return None
+        return NoFix("not one plain `optimizer.step()` beside the backward for `scaler.step(optimizer)`")
     step = steps[0]
     step_stmt = ctx.statement_of(step)
     if not isinstance(step_stmt, cst.SimpleStatementLine) or len(step_stmt.body) != 1 or \
             not isinstance(step_stmt.body[0], cst.Expr) or step_stmt.body[0].value is not step:
-        return None
+        return NoFix("the optimizer step is not a statement of its own that `scaler.step` could replace")
     body_root: cst.CSTNode = fn if fn is not None else ctx.module
     for n in walk(body_root, into_nested=True, include_self=True):
         if isinstance(n, cst.Attribute) and n.attr.value in ("grad", "unscale_") or \
                 isinstance(n, cst.Call) and dotted_name(n.func) and \
                 str(dotted_name(n.func)).rsplit(".", 1)[-1].startswith("clip_grad"):
-            return None
+            return NoFix("the step reads or clips gradients, which must be unscaled first (scaler.unscale_)")
     # The outermost loop of the function holding the step loop: the scaler is created once.
     loop = ta.step_loop_of(backward)
     outer = None
@@ -297,14 +302,14 @@ def scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call]
         if isinstance(anc, (cst.For, cst.While)):
             outer = anc
     if outer is None or ctx.enclosing(step, cst.For, cst.While) is None or not ctx.is_inside(step, outer):
-        return None
+        return NoFix("no loop holds both the step and a place to create the scaler once")
     if fn is not None and any(ctx.enclosing(call, cst.For, cst.While) for call in ta.calls_of(fn)):
-        return None  # a function run per epoch would re-create the scaler, losing its scale
+        return NoFix("the step's function runs in a loop: a scaler created there would lose its scale each call")
     if any(n.value == "scaler" for n in ctx.nodes(cst.Name)):
-        return None
+        return NoFix("the name `scaler` is already used in this file")
     device = device_name_at(ctx, outer, near=loop)
     if device is None:
-        return None
+        return NoFix(_NO_DEVICE)
     dt = device_type_expr(ctx, device, outer)
     torch = torch_name(ctx)
     assert isinstance(backward.func, cst.Attribute) and isinstance(step.func, cst.Attribute)

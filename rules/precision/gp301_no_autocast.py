@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Invalid, Rule, Valid, dedent
-from ..analysis.facts.framework_docs import ACCELERATE, BLIND, FABRIC, HF, LIGHTNING
+from ..analysis.facts.framework_docs import ACCELERATE, FABRIC, HF, LIGHTNING, blind_reported
 from ..analysis.facts.program import cpu_only, model_precision
 from ..analysis.facts.script_facts import framework_manages_precision
 from ..analysis.facts.workload import tensor_core_work
@@ -84,7 +84,7 @@ class NoAutocast(Rule):
         "class, function, the functions of this file it calls, or (module level) anywhere in the file). "
         "TRL configs default to bfloat16 and are reported only with an explicit `bf16=False`; configurations "
         "on the CPU (`use_cpu=True`, `accelerator=\"cpu\"`, `Accelerator(cpu=True)`) are not reported.",
-        BLIND,
+        blind_reported("`--bf16`; none for TRL configs, which train in bfloat16 unless fp16; `--trainer.precision bf16-mixed` for LightningCLI"),
     )
     frameworks = (HF, LIGHTNING, FABRIC, ACCELERATE)
     references = (
@@ -159,10 +159,12 @@ class NoAutocast(Rule):
         if uses or autocast_like_context(ctx):
             for region, forward in loss_only_regions(ctx, ta):
                 yield Finding(region, f"this autocast region holds only the loss: the forward `"
-                                      f"{ctx.code_for(forward.func)}(...)` runs before it in float32")
+                                      f"{ctx.code_for(forward.func)}(...)` runs before it in float32",
+                              no_fix_reason="the statements between the forward and the region may depend on "
+                                            "float32 outputs: move the forward under the autocast by hand")
             unscaled = fp16_without_scaler(ctx, ta, uses, backwards)
             if unscaled is not None:
-                yield Finding(unscaled[0], "float16 autocast without a GradScaler: small gradients underflow "
+                yield Finding.of(unscaled[0], "float16 autocast without a GradScaler: small gradients underflow "
                                            "to zero and training silently degrades; scale the loss with "
                                            "torch.amp.GradScaler", unscaled[1])
             return

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Invalid, Rule, Valid, dedent
-from ..analysis.facts.framework_docs import ACCELERATE, BLIND, HF, LIGHTNING
+from ..analysis.facts.framework_docs import ACCELERATE, HF, LIGHTNING
 from ..analysis.facts.program import IMPORTED_MODULE, cpu_only, is_script, model_precision
 from ..analysis.facts.script_facts import assigns_to, first_use_of, framework_trains
 from ..analysis.facts.workload import MATMUL_USERS, matmul_operator, model_zoo
@@ -67,14 +67,18 @@ class NoTF32(Rule):
         "Not reported on a model whose dtype the user chose (bfloat16/float16/float64: TF32 "
         "concerns float32 only) or in a CPU-only program.",
         "The setting goes right after the last top-level import of a script; a library module "
-        "(no `__main__` guard, no training at module level) and a Hugging Face Trainer script "
-        "(`--tf32`) get the finding without a fix.",
+        "(no `__main__` guard, no training at module level) gets the finding without a fix.",
         "On GPUs older than Ampere the setting changes nothing.",
         "A Hugging Face Trainer script is reported at its `TrainingArguments` (any `tf32` value given is the "
         "user's choice) and, like Lightning and Accelerate scripts, gets `torch.set_float32_matmul_precision("
         "\"high\")` after the imports, not `tf32=True`: transformers (4.x to 5.24) raises on `tf32=True` on a "
         "CPU or a pre-Ampere GPU, and leaves an unset `tf32` alone.",
-        BLIND,
+        "A configuration the file cannot see into changes little: with `HfArgumentParser`/`TrlParser` and no "
+        "`TrainingArguments` call in the file, the finding and its fix are the same, `torch.set_float32_matmul_"
+        "precision(\"high\")` after the imports (the parsed arguments leave an unset `tf32` alone and apply an "
+        "explicit `--tf32 False` after it), and `LightningCLI` or Lightning and Accelerate configured by "
+        "`**vars(args)` take TF32 from torch alone; only `TrainingArguments(**vars(args))`, or a parser beside a "
+        "`TrainingArguments` call, is not reported (its `tf32` may well be set).",
     )
     frameworks = (HF, LIGHTNING, ACCELERATE)
     references = (

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, InsertAfter, InsertBefore, Invalid, NoFix, Rule, Valid, dedent
-from ..analysis.facts.framework_docs import ACCELERATE, BLIND, HF, LIGHTNING
+from ..analysis.facts.framework_docs import ACCELERATE, HF, LIGHTNING, blind_reported
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import (
@@ -99,7 +99,7 @@ class NoCompile(Rule):
         "before the statement `trainer.fit(model, ...)` (no fix when the model passed is not a plain name); "
         "an Accelerate script is silent when `Accelerator(dynamo_backend=...)` or a `TorchDynamoPlugin` "
         "compiles, and otherwise gets `model.compile()` like a plain script.",
-        BLIND,
+        blind_reported("`--torch_compile`; a LightningModule fitted by LightningCLI is reported without a fix, to compile in its `configure_model()`; an `Accelerator(**vars(args))` may set `dynamo_backend` and is not reported"),
     )
     frameworks = (HF, LIGHTNING, ACCELERATE)
     references = (
@@ -196,10 +196,10 @@ class NoCompile(Rule):
             seen.add(model.name)
             node = model.optimizer if model.optimizer is not None else ctx.module
             if model.name == "self":  # the module builds its own optimizer (LightningModule)
-                yield Finding(node, "this module is never compiled: every op runs as a separate eager "
-                                    "kernel; compile the instance where it is built (model = "
-                                    "torch.compile(model) before trainer.fit) or in its setup",
-                              lightning_compile_fix(ctx))
+                yield Finding.of(node, "this module is never compiled: every op runs as a separate eager "
+                                       "kernel; compile the instance where it is built (model = "
+                                       "torch.compile(model) before trainer.fit) or in its setup",
+                                 lightning_compile_fix(ctx) or NoFix(_NO_FIT_WHY))
                 continue
             outcome = compile_fix(ctx, model)
             message = (f"the trained model `{model.name}` is never compiled: every op runs as a separate "
@@ -224,6 +224,8 @@ _DATA_PARALLEL_WHY = ("it is wrapped in nn.DataParallel, whose per-step replicas
                       "the module before wrapping it")
 
 
+_NO_FIT_WHY = ("the module is not bound to a name handed to `trainer.fit(...)` in this file (LightningCLI, a "
+               "factory or a config builds it): compile it in its `configure_model()` hook or where it is built")
 _WRAPPING_FRAMEWORKS = frozenset({"accelerate", "fabric", "deepspeed"})
 _FRAMEWORK_WHY = ("the framework wraps and may compile the model itself (Accelerator(dynamo_backend=...), "
                   "fabric.setup(torch.compile(model)), the DeepSpeed config): compile it through the framework")
@@ -254,15 +256,15 @@ def _wraps(ctx: RuleContext, name: str) -> list[tuple[cst.Assign, cst.Call, str 
     return out
 
 
-def compile_fix(ctx: RuleContext, model: TrainedModel) -> Fix | NoFix | None:
-    """The fix that compiles ``model`` in place, why not, or None when it cannot say. The inner module is compiled,
+def compile_fix(ctx: RuleContext, model: TrainedModel) -> Fix | NoFix:
+    """The fix that compiles ``model`` in place, or why not. The inner module is compiled,
     before any ``DistributedDataParallel``/FSDP wrap (compiling the wrapper is not the same)."""
     wraps = _wraps(ctx, model.name)
     if any(ctx.matches(call.func, DATA_PARALLEL) for _, call, _ in wraps):
         return NoFix(_DATA_PARALLEL_WHY)
     stmt = model_build_statement(ctx, model)
     if stmt is None:
-        return None
+        return NoFix(f"no one statement of this file builds `{model.name}` for `{model.name}.compile()` to follow")
     name = model.name
     anchor: cst.BaseStatement = stmt
     before = False
@@ -278,7 +280,8 @@ def compile_fix(ctx: RuleContext, model: TrainedModel) -> Fix | NoFix | None:
         fn = ctx.enclosing(stmt, cst.FunctionDef)
         if not any(_binds(s, name) for s in body[:index]) and \
                 not (fn is not None and name in {p.name.value for p in fn.params.params}):
-            return None  # the inner module is built inside the wrapping statement
+            return NoFix("the inner module is built inside the statement that wraps it for distributed "
+                         "training, where no compile() call can go between")
     db = double_backward_models(ctx)
     if db is None or name in db or model.name in db:
         return NoFix(_DOUBLE_BACKWARD_WHY)

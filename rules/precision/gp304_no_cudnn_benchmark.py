@@ -6,17 +6,18 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
+from .._api import Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.framework_config import out_of_sight
-from ..analysis.facts.framework_docs import BLIND, LIGHTNING
+from ..analysis.facts.framework_docs import LIGHTNING, blind_reported
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.program import IMPORTED_MODULE, cpu_only, is_script
 from ..analysis.facts.script_facts import framework_trains
 from ..analysis.facts.workload import CONVOLUTIONS, convolution  # noqa: F401 - CONVOLUTIONS re-exported
 from ..analysis.fixes.edits import module_setting_edit, torch_import, torch_name
 from ..analysis.model.training import analysis
-from ..analysis.fixes.frameworks import lightning_benchmark_fix
+from ..analysis.fixes.frameworks import NO_TOP_IMPORT, lightning_benchmark_fix
 from ..analysis.syntax.calls import get_arg, literal_value
+from ..analysis.fixes.framework_blind import unseen_settings
 from ..analysis.syntax.context import RuleContext
 
 # Settings that show the user chose cuDNN's algorithm selection (benchmarking picks algorithms
@@ -103,7 +104,7 @@ class NoCudnnBenchmark(Rule):
         "A Lightning script gets `Trainer(benchmark=True)` instead of the module-level switch (Lightning's "
         "`benchmark=None` leaves cuDNN's flag as it is, and `deterministic=True` forces it off); any "
         "`benchmark`/`deterministic` given to the Trainer is the user's choice.",
-        BLIND,
+        blind_reported("`--trainer.benchmark true` for LightningCLI"),
     )
     frameworks = (LIGHTNING,)
     references = (
@@ -184,7 +185,10 @@ class NoCudnnBenchmark(Rule):
                           no_fix_reason="set benchmark = True outside that branch if the inputs have fixed shapes")
             return
         if out_of_sight(ctx, "lightning"):
-            return  # Trainer(benchmark=...) may be set in a LightningCLI config or trainer_defaults
+            # LightningCLI without a visible Trainer: reported, naming the flag, unless trainer_defaults
+            # may set it; Trainer(**vars(args)): the script's own arguments may.
+            yield from unseen_settings(ctx, self.code, node)
+            return
         lightning = lightning_benchmark_fix(ctx)  # Lightning sets the flag from Trainer(benchmark=...)
         if lightning is not None:
             yield Finding.of(node, message.replace("torch.backends.cudnn.benchmark = True", "Trainer(benchmark=True)"),
@@ -195,5 +199,5 @@ class NoCudnnBenchmark(Rule):
             return
         edit = module_setting_edit(ctx, f"{torch_name(ctx)}.backends.cudnn.benchmark = True")
         fix = Fix("let cuDNN benchmark convolution algorithms", (edit, *torch_import(ctx)),
-                  "unsafe") if edit is not None else None
-        yield Finding(node, message, fix)
+                  "unsafe") if edit is not None else NoFix(NO_TOP_IMPORT)
+        yield Finding.of(node, message, fix)

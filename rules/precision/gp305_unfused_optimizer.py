@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ..analysis.facts.framework_docs import BLIND, HF
+from .._api import Finding, Fix, Invalid, NoFix, Replace, Rule, Valid, dedent
+from ..analysis.facts.framework_config import framework_config
+from ..analysis.facts.framework_docs import HF, LIGHTNING, blind_silent
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import (
     TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, binding_body,
@@ -52,8 +53,10 @@ class UnfusedOptimizer(Rule):
         "Only Adam, AdamW and SGD from `torch.optim` are checked; other optimizers with fused or "
         "foreach implementations are not.",
         "An explicit `foreach=` counts as a choice and silences it.",
-        "The fix needs the device the model is moved to (`model.to(device)`); without it (an "
-        "optimizer returned by a LightningModule's `configure_optimizers`) the rule reports only.",
+        "The fix needs the device the model is moved to (`model.to(device)`), or a LightningModule's "
+        "`configure_optimizers`, where Lightning has moved the module to its accelerator first "
+        "(`fused=self.device.type == \"cuda\"`); otherwise (an Accelerate optimizer built before "
+        "`prepare`, parameters of several models) the finding says why it has no fix.",
         "Not reported in a CPU-only program. torch 2.13 also has fused CPU kernels for all three "
         "optimizers; the fix leaves them off, as their gain is not established.",
         "Hugging Face Trainer: `optim` unset is reported for transformers up to 4.53 and torch < 2.8, which "
@@ -61,9 +64,9 @@ class UnfusedOptimizer(Rule):
         "\"adamw_torch_fused\": the fix then only makes it explicit); `optim=\"adamw_torch\"`/\"adamw_hf\" is "
         "always reported. Other optimizers are left alone. Lightning's `configure_optimizers` and Accelerate "
         "loops build torch optimizers, checked like a plain script's.",
-        BLIND,
+        blind_silent("from transformers 4.54 with torch >= 2.8 the default `optim` is already the fused AdamW, and `--optim` may well be given (but where `HfArgumentParser` fills the file's own `@dataclass` subclass whose `optim` defaults to an unfused AdamW, that default is reported and fixed); Lightning and Accelerate optimizers are built in code and checked as usual"),
     )
-    frameworks = (HF,)
+    frameworks = (HF, LIGHTNING)
     references = (
         "https://docs.pytorch.org/docs/stable/optim.html#algorithms",
         "https://docs.pytorch.org/docs/stable/generated/torch.optim.AdamW.html",
@@ -122,25 +125,43 @@ class UnfusedOptimizer(Rule):
                 continue
             if get_arg(call, "fused") is not None or get_arg(call, "foreach") is not None:
                 continue
-            yield Finding(call, "optimizer without fused=: its update runs as many separate kernels over "
-                                "every parameter; use the fused implementation on CUDA",
-                          _fix(ctx, call))
+            yield Finding.of(call, "optimizer without fused=: its update runs as many separate kernels over "
+                                   "every parameter; use the fused implementation on CUDA", _fix(ctx, call))
 
 
-def _fix(ctx: RuleContext, call: cst.Call) -> Fix | None:
+def _fix(ctx: RuleContext, call: cst.Call) -> Fix | NoFix:
     differentiable = get_arg(call, "differentiable")
     if differentiable is not None and literal_value(differentiable.value) is not False:
-        return None
-    if "sparse=True" in ctx.source.replace(" ", "") or not call.args:
-        return None  # sparse gradients have no fused kernels
+        return NoFix("differentiable=True has no fused implementation")
+    if "sparse=True" in ctx.source.replace(" ", ""):
+        return NoFix("the file has sparse gradients (sparse=True), which have no fused kernels")
+    if not call.args:
+        return NoFix("the parameters are not passed positionally, where the fix looks for the model")
+    module_self = _lightning_self(ctx, call)
+    if module_self is not None:  # Lightning calls configure_optimizers with the module on its device
+        return Fix("use the fused implementation on CUDA", (
+            Replace(call, add_kwarg(call, "fused", f'{module_self}.device.type == "cuda"')),), "unsafe")
     models = set(param_receivers(ctx, call.args[0].value))
     if len(models) != 1:
-        return None
+        return NoFix("the optimized parameters are not those of one model the file names")
     device = model_device_name(ctx, TrainedModel(models.pop(), call))
     if device is None or binding_body(ctx, device, call) is False:
-        return None
+        return NoFix("the device the model is moved to is not visible where the optimizer is built, and "
+                     "`fused=True` on a device without fused kernels would fail")
     dt = device_type_expr(ctx, device, call)
     edits: tuple = (Replace(call, add_kwarg(call, "fused", f'{dt} == "cuda"')),)
     if not dt.startswith(f"{device}."):
         edits += torch_import(ctx)  # ``torch.device(dev).type``
     return Fix("use the fused implementation on CUDA", edits, "unsafe")
+
+
+def _lightning_self(ctx: RuleContext, call: cst.Call) -> str | None:
+    """The first parameter's name when ``call`` is in ``configure_optimizers`` of a LightningModule:
+    Lightning moves the module to its accelerator before calling it, so ``self.device`` is where
+    the parameters live."""
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    cls = ctx.enclosing(fn, cst.ClassDef) if fn is not None else None
+    if fn is None or fn.name.value != "configure_optimizers" or cls not in framework_config(ctx).lightning_modules:
+        return None
+    params = fn.params.params
+    return params[0].name.value if params else None

@@ -9,7 +9,8 @@ Accelerate's ``Accelerator`` (0.2x-1.15). Objects are recognised through qualifi
 (``from transformers import TrainingArguments as TA`` resolves), never by spelling.
 
 A configuration the file cannot see into (``HfArgumentParser``, ``LightningCLI``, a YAML file,
-``**vars(args)``) is *blind*: rules report nothing about the settings it may hold."""
+``**vars(args)``) is *blind*: rules read nothing there; where a parser surely keeps a slow framework
+default, ``fixes.framework_blind`` reports it without a fix (framework_docs says which rule does what)."""
 
 from __future__ import annotations
 
@@ -113,6 +114,8 @@ class FrameworkConfig:
     blind: bool
     lightning_modules: tuple[cst.ClassDef, ...]
     blind_kinds: frozenset[str] = frozenset()  # "hf" (HfArgumentParser, TrlParser), "lightning" (LightningCLI)
+    # The calls that take configuration from outside the file: (kind, the call, its qualified name).
+    blind_calls: tuple[tuple[str, cst.Call, str], ...] = ()
 
     def of(self, framework: str) -> list[ConfigCall]:
         return [c for c in self.calls if c.framework == framework]
@@ -131,7 +134,8 @@ def _framework_config(ctx: RuleContext) -> FrameworkConfig:
     calls: list[ConfigCall] = []
     blind = False
     blind_kinds: set[str] = set()
-    subclasses = _config_subclasses(ctx)
+    blind_calls: list[tuple[str, cst.Call, str]] = []
+    subclasses = config_subclasses(ctx)
     for call in ctx.nodes(cst.Call):
         qn = qualname_of(ctx, call.func)
         defaults: Mapping[str, cst.BaseExpression] = {}
@@ -142,6 +146,7 @@ def _framework_config(ctx: RuleContext) -> FrameworkConfig:
         if ctx.matches(call.func, _BLIND):
             blind = True
             blind_kinds.add("lightning" if qn.split(".")[0] in _LIGHTNING_ROOTS else "hf")
+            blind_calls.append(("lightning" if qn.split(".")[0] in _LIGHTNING_ROOTS else "hf", call, qn))
             continue
         kind = _kind(qn)
         if kind is not None:
@@ -149,7 +154,7 @@ def _framework_config(ctx: RuleContext) -> FrameworkConfig:
             calls.append(ConfigCall(kind, call, qn, keywords, defaults, _private_dicts(ctx, call, keywords)))
     # LightningModule subclasses, through aliases and in-file subclasses of subclasses.
     modules = tuple(frameworks(ctx).classes.get("lightning", []))
-    return FrameworkConfig(tuple(calls), blind, modules, frozenset(blind_kinds))
+    return FrameworkConfig(tuple(calls), blind, modules, frozenset(blind_kinds), tuple(blind_calls))
 
 
 def _private_dicts(ctx: RuleContext, call: cst.Call, keywords: Keywords) -> frozenset[tuple[cst.CSTNode | None, str]]:
@@ -159,6 +164,11 @@ def _private_dicts(ctx: RuleContext, call: cst.Call, keywords: Keywords) -> froz
     owners |= {s.dict_name for settings in keywords.settings.values() for s in settings if s.dict_name is not None}
     callees = frozenset(ctx.resolved_names(call.func, _PATTERNS))
     return frozenset(o for o in owners if callees and feeds_only(ctx, o, callees))
+
+
+def config_subclasses(ctx: RuleContext) -> dict[str, tuple[str, dict[str, cst.BaseExpression]]]:
+    """The file's own subclasses of ``TrainingArguments``-family classes (see ``_config_subclasses``)."""
+    return ctx.fact(_config_subclasses)
 
 
 def _config_subclasses(ctx: RuleContext) -> dict[str, tuple[str, dict[str, cst.BaseExpression]]]:
@@ -274,4 +284,4 @@ def lightning_import_root(ctx: RuleContext, cfg: ConfigCall) -> str:
 
 
 # Source prefilter words of the framework configurations (rules add them to their ``keywords``).
-KEYWORDS = ("Trainer", "TrainingArguments", "Accelerator", "Config", "Fabric")
+KEYWORDS = ("Trainer", "TrainingArguments", "Accelerator", "Config", "Fabric", "HfArgumentParser", "TrlParser", "LightningCLI")

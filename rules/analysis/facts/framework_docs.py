@@ -20,8 +20,32 @@ FRAMEWORK_LOADERS = (
     "are the `DataLoader(...)` calls of `train_dataloader()` or handed to `fit`, checked like any DataLoader; a "
     "`*_dataloader()` hook of a LightningModule/LightningDataModule counts as run under `if __name__ == "
     "\"__main__\":` when every `trainer.fit/validate/test/predict(...)` (or `LightningCLI(...)`) of the file runs there.")
-BLIND = ("A configuration the file cannot see into (`HfArgumentParser`, TRL's `TrlParser`, `LightningCLI` "
-         "and its YAML, `**vars(args)` passed to the configuration call) is not reported at all: the setting "
-         "may well be there. Settings passed through a `**dict` built in the file are read: a missing keyword is "
-         "added to the call (no dict sets it, so no duplicate can arise), a value set in the one dict that feeds "
-         "only the configuration is changed there, anything else is reported without a fix.")
+_OUT_OF_SIGHT = ("A configuration the file cannot see into (`HfArgumentParser`, TRL's `TrlParser`, `LightningCLI` "
+                 "and its YAML, `**vars(args)` passed to the configuration call)")
+_DICTS = ("Settings passed through a `**dict` built in the file are read: a missing keyword is added to the call "
+          "(no dict sets it, so no duplicate can arise), a value set in the one dict that feeds only the "
+          "configuration is changed there, anything else is reported without a fix.")
+
+
+def blind_reported(flags: str) -> str:
+    """The limitation of a rule that reports a slow framework default a parser leaves in place."""
+    return (f"{_OUT_OF_SIGHT}: where the parsed `TrainingArguments` (or LightningCLI's `Trainer`) keep the "
+            "framework's slow default and the file sets nothing else (no configuration call of its own, no default "
+            "in its own `@dataclass` subclass, no `trainer_defaults` entry that may set it), the finding is reported "
+            f"at the parser without a fix, its reason naming the flag a run must pass ({flags}); behind "
+            "`**vars(args)` the script's own options decide, and nothing is reported. " + _DICTS)
+
+
+def blind_silent(why: str) -> str:
+    """The limitation of a rule that reports nothing about a configuration out of sight."""
+    return f"{_OUT_OF_SIGHT} is not reported: {why}. " + _DICTS
+
+
+# The overview docs/rules.md shows above the rules (each rule's limitations say its own part).
+BLIND = (f"{_OUT_OF_SIGHT}: where the parser keeps the framework's slow default and the file sets nothing else, "
+         "the finding is reported at the parser without a fix, its reason naming the flag a run must pass (GP201 "
+         "`--dataloader_num_workers`, GP301 `--bf16` or `--trainer.precision bf16-mixed`, GP303 `--torch_compile`, "
+         "GP304 `--trainer.benchmark true`, GP106 `--logging_nan_inf_filter False`); GP302 keeps its module-level "
+         "fix; GP202, GP203, GP305, GP502, GP504 and GP505 report nothing there (the default is fast, or the "
+         "setting may well be there). Behind `**vars(args)` the script's own options decide: nothing is reported. "
+         + _DICTS)

@@ -24,19 +24,21 @@ from ..facts.program import IMPORTED_MODULE, is_script
 from ..syntax.calls import dotted_name, get_arg, literal_value
 from ..syntax.context import RuleContext
 from .dict_edits import set_value
+from .framework_blind import UNFUSED_ADAMW as _UNFUSED_ADAMW
+from .framework_blind import unseen_settings
 from .edits import module_setting_edit, set_or_add_kwarg, torch_import, torch_name
 
 _LAUNCH = ("or let the launch configuration choose it (`accelerate launch --mixed_precision bf16`, "
            "the ACCELERATE_MIXED_PRECISION variable)")
 _FP32_LIGHTNING = frozenset({32, "32", "32-true", 64, "64", "64-true"})
-# transformers < 4.54 (or torch < 2.8) default to the unfused "adamw_torch"; later ones to the fused one.
-_UNFUSED_ADAMW = frozenset({"adamw_torch", "adamw_hf"})
 # strategy string -> the DDPStrategy arguments it stands for
 _DDP_STRATEGIES = {"ddp": "", "ddp_find_unused_parameters_false": "", "ddp_spawn": 'start_method="spawn", ',
                    "ddp_notebook": 'start_method="fork", ',
                    "ddp_find_unused_parameters_true": "find_unused_parameters=True, "}
 
 
+NO_TOP_IMPORT = "the file has no top-level import after which a module-level setting could go"
+_ONE_SETTING = "the one module-level setting, fixed at the first of these arguments, covers them all"
 _DICTS = NoFix("the keyword dicts that reach the call may set it")
 _SHARED = NoFix("the keyword dict that reaches the call is also used elsewhere")
 
@@ -129,8 +131,10 @@ def hf_tf32(ctx: RuleContext, node: cst.CSTNode | None, message: str) -> list[Fi
     if not fc.of("hf"):
         if "hf" not in hf_kinds(ctx):
             return None
-        return [] if node is None else [Finding(node, message + "; the Hugging Face Trainer sets it from its "
-                                                "arguments: pass TrainingArguments(tf32=True) (--tf32)")]
+        # The parsed TrainingArguments leave an unset tf32 alone and apply `--tf32 False` after this
+        # line: the module-level setting is the same fix as with visible arguments.
+        return [] if node is None else [Finding.of(node, message + " (or pass --tf32 to the TrainingArguments "
+                                                   "parsed from the command line)", matmul_precision_fix(ctx))]
     # Not ``tf32=True``: TrainingArguments raises with it on a CPU or a GPU older than Ampere, so
     # such a rewrite would stop the script there; the Trainer leaves an unset tf32 alone.
     found = [cfg for cfg in hf_args(ctx) if not on_cpu(cfg) and not cfg.sets("tf32")]
@@ -138,18 +142,18 @@ def hf_tf32(ctx: RuleContext, node: cst.CSTNode | None, message: str) -> list[Fi
     return [Finding.of(cfg.call, f"{_hf_name(cfg)} leaves TF32 off (tf32 unset): float32 matmuls outside "
                                  "autocast keep tensor cores idle; set torch.set_float32_matmul_precision"
                                  "(\"high\") after the imports (tf32=True, --tf32, would raise on a CPU or a "
-                                 "pre-Ampere GPU)", fix if i == 0 else None)
+                                 "pre-Ampere GPU)", fix if i == 0 else NoFix(_ONE_SETTING))
             for i, cfg in enumerate(found)]
 
 
-def matmul_precision_fix(ctx: RuleContext) -> Fix | NoFix | None:
+def matmul_precision_fix(ctx: RuleContext) -> Fix | NoFix:
     """``torch.set_float32_matmul_precision("high")`` right after the imports of the training
     script: TF32 where the GPU has it, nothing elsewhere (any device, any framework)."""
     if not is_script(ctx):
         return NoFix(IMPORTED_MODULE)
     edit = module_setting_edit(ctx, f'{torch_name(ctx)}.set_float32_matmul_precision("high")')
     return Fix("allow TF32 matmuls: torch.set_float32_matmul_precision(\"high\")",
-               (edit, *torch_import(ctx)), "unsafe") if edit is not None else None
+               (edit, *torch_import(ctx)), "unsafe") if edit is not None else NoFix(NO_TOP_IMPORT)
 
 
 def hf_kinds(ctx: RuleContext) -> set[str]:
@@ -353,6 +357,8 @@ _BY_CODE: dict[str, Callable[[RuleContext], Iterator[Finding]]] = {
 def framework_findings(ctx: RuleContext, code: str) -> Iterator[Finding]:
     """The findings of rule ``code`` in the file's framework configurations."""
     yield from _BY_CODE[code](ctx)
+    if code != "GP304":
+        yield from unseen_settings(ctx, code)  # settings a parser takes from outside the file
 
 
 __all__ = ["FRAMEWORK_KEYWORDS", "accelerate_compile_fix", "compile_chosen", "ddp_kwarg_calls",

@@ -1,0 +1,142 @@
+"""Findings on a configuration the file cannot see into: ``HfArgumentParser``/``TrlParser``
+(the ``TrainingArguments`` come from the command line or a JSON/YAML file) and ``LightningCLI``
+(the ``Trainer`` settings come from its YAML, ``trainer_defaults`` and the command line).
+
+Where the framework's own default is the slow one and the file sets nothing else (no visible
+configuration call, no default of its own ``@dataclass`` subclass, no ``trainer_defaults`` entry),
+the setting is reported at the parser without a fix: the no-fix reason names the flag a run must
+pass. Everything else about such a configuration is not reported (the setting may well be there);
+docs/rules.md says which, per rule (``framework_docs``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ..._api import Finding, Fix, Replace
+from ..facts.framework_config import TRL_CONFIGS, config_subclasses, framework_config, qualname_of
+from ..facts.frameworks import framework_trains
+from ..facts.program import cpu_only
+from ..syntax.calls import NOT_LITERAL, get_arg, literal_value
+from ..syntax.context import RuleContext
+
+# code -> (the settings that decide it, the flag to pass, what the default does)
+HF_UNSEEN = {
+    "GP301": (("bf16", "fp16"), "--bf16", "trains in float32 (bf16 and fp16 default to off)"),
+    "GP303": (("torch_compile", "torch_compile_backend"), "--torch_compile",
+              "runs the model eagerly (torch_compile defaults to off)"),
+    "GP106": (("logging_nan_inf_filter",), "--logging_nan_inf_filter False",
+              "checks the loss for NaN/Inf on every step, a host sync (logging_nan_inf_filter defaults to on)"),
+    "GP201": (("dataloader_num_workers",), "--dataloader_num_workers 4",
+              "loads batches in the training process (dataloader_num_workers defaults to 0)"),
+}
+# transformers < 4.54 (or torch < 2.8) default to the unfused "adamw_torch"; later ones to the fused one.
+UNFUSED_ADAMW = frozenset({"adamw_torch", "adamw_hf"})
+LIGHTNING_UNSEEN = {
+    "GP301": ("precision", "--trainer.precision bf16-mixed", "trains in float32 (precision defaults to 32-true)"),
+    "GP304": ("benchmark", "--trainer.benchmark true",
+              "leaves cuDNN benchmarking off (benchmark defaults to the session's torch.backends.cudnn.benchmark, "
+              "False)"),
+}
+
+
+def unseen_settings(ctx: RuleContext, code: str, node: cst.CSTNode | None = None) -> Iterator[Finding]:
+    """Rule ``code``'s finding on the file's parser when the slow default surely applies unless a
+    run passes the flag. ``node``: where to report instead of the parser call (GP304's convolution)."""
+    fc = framework_config(ctx)
+    if not framework_trains(ctx) or cpu_only(ctx):
+        return
+    seen: set[str] = set()
+    for kind, call, qualname in fc.blind_calls:
+        if kind in seen or fc.of(kind):
+            continue  # a visible configuration call: the rules read that one
+        seen.add(kind)
+        if kind == "hf" and code == "GP305":
+            yield from _own_unfused_default(ctx, call, qualname)
+        elif kind == "hf" and code in HF_UNSEEN:
+            names, flag, what = HF_UNSEEN[code]
+            classes = _parsed_classes(ctx, call)
+            if classes is None or _sets_default(ctx, classes, names) or \
+                    code == "GP301" and (qualname.startswith("trl.") or _trl(ctx, classes)):
+                continue  # unreadable, the file's own default, or TRL's bf16 default
+            yield Finding(node or call, f"the TrainingArguments come from the command line ({_last(qualname)}), "
+                                        f"where the Trainer {what}: pass {flag}",
+                          no_fix_reason=f"the settings are not in this file: a run must pass {flag}")
+        elif kind == "lightning" and code in LIGHTNING_UNSEEN:
+            name, flag, what = LIGHTNING_UNSEEN[code]
+            if _trainer_default_may_set(call, name):
+                continue
+            yield Finding(node or call, f"the Trainer is configured by LightningCLI, whose Trainer {what} "
+                                        f"unless its config or command line says otherwise: pass {flag}",
+                          no_fix_reason=f"the Trainer settings are not in this file: set {name} in the "
+                                        f"LightningCLI config or pass {flag}")
+
+
+def _own_unfused_default(ctx: RuleContext, call: cst.Call, qualname: str) -> Iterator[Finding]:
+    """The file's own ``@dataclass`` subclass, filled by the parser, defaults ``optim`` to an unfused
+    AdamW: every run that does not pass ``--optim`` steps it one kernel per parameter."""
+    subclasses = config_subclasses(ctx)
+    for cls in _parsed_classes(ctx, call) or ():
+        if not (isinstance(cls, cst.Name) and cls.value in subclasses):
+            continue
+        default = subclasses[cls.value][1].get("optim")
+        value = literal_value(default) if default is not None else None
+        if default is None or value not in UNFUSED_ADAMW:
+            continue
+        yield Finding(default, f"`{cls.value}` defaults optim to {value!r} for every run that does not pass --optim "
+                               f"({_last(qualname)}): AdamW steps one kernel per parameter; default it to "
+                               "\"adamw_torch_fused\"", Fix('default optim to "adamw_torch_fused"', (
+                                   Replace(default, cst.SimpleString('"adamw_torch_fused"')),), "unsafe"))
+
+
+def _last(qualname: str) -> str:
+    return qualname.rsplit(".", 1)[-1]
+
+
+def _parsed_classes(ctx: RuleContext, call: cst.Call) -> list[cst.BaseExpression] | None:
+    """The dataclasses the parser fills (its first argument, a class or a tuple/list of them, also
+    through one name bound to such a tuple), or None when the file does not show them."""
+    arg = get_arg(call, "dataclass_types", 0)
+    if arg is None or arg.star:
+        return None
+    value = arg.value
+    if isinstance(value, cst.Name) and value.value not in config_subclasses(ctx) and \
+            qualname_of(ctx, value) is None:
+        bound = [a.value for a in ctx.nodes(cst.Assign) if len(a.targets) == 1 and
+                 isinstance(a.targets[0].target, cst.Name) and a.targets[0].target.value == value.value]
+        if len(bound) != 1:
+            return None
+        value = bound[0]
+    classes = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
+    if isinstance(value, (cst.Tuple, cst.List)) and any(isinstance(e, cst.StarredElement) for e in value.elements):
+        return None
+    return classes if all(isinstance(c, (cst.Name, cst.Attribute)) for c in classes) else None
+
+
+def _sets_default(ctx: RuleContext, classes: list[cst.BaseExpression], names: tuple[str, ...]) -> bool:
+    """Does one of the file's own ``@dataclass`` subclasses among ``classes`` give a default to one of ``names``?"""
+    subclasses = config_subclasses(ctx)
+    return any(isinstance(c, cst.Name) and c.value in subclasses and set(names) & set(subclasses[c.value][1])
+               for c in classes)
+
+
+def _trl(ctx: RuleContext, classes: list[cst.BaseExpression]) -> bool:
+    """Is one of ``classes`` a TRL config (or the file's subclass of one), whose bf16 defaults to on?"""
+    subclasses = config_subclasses(ctx)
+    for c in classes:
+        qn = subclasses[c.value][0] if isinstance(c, cst.Name) and c.value in subclasses else qualname_of(ctx, c)
+        if qn is not None and qn.split(".")[0] == "trl" and _last(qn) in TRL_CONFIGS:
+            return True
+    return False
+
+
+def _trainer_default_may_set(call: cst.Call, name: str) -> bool:
+    """Do ``LightningCLI(trainer_defaults=...)`` set ``name``, or may they (not a dict literal)?"""
+    arg = get_arg(call, "trainer_defaults")
+    if arg is None:
+        return False
+    if not isinstance(arg.value, cst.Dict):
+        return True
+    return any(not isinstance(e, cst.DictElement) or literal_value(e.key) in (name, NOT_LITERAL)
+               for e in arg.value.elements)
