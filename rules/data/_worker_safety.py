@@ -10,9 +10,11 @@ import libcst as cst
 
 from .._api import NoFix
 from ..analysis.facts.execution import execution
+from ..analysis.facts.framework_config import qualname_of
+from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.flow import object_flow
 from ..analysis.facts.script_facts import assignments_in, binding_body
-from ..analysis.syntax.calls import dataloader_arg, dotted_name
+from ..analysis.syntax.calls import dataloader_arg, dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
 from ._pickling import attribute_store_reason, unpicklable_reason
 
@@ -74,7 +76,7 @@ def spawn_hazard(ctx: RuleContext, call: cst.Call) -> NoFix | None:
     if any(r.import_time and not r.unknown for r in runs):
         return NoFix(f"the loader is iterated at import time, outside `if __name__ == \"__main__\":`, and "
                      f"{SPAWN} and would start it again")
-    if not all(r.guarded for r in runs):
+    if not all(r.guarded for r in runs) and not _lightning_hook_run_guarded(ctx, call):
         return NoFix("the file does not show that the loader is iterated only under `if __name__ == "
                      f"\"__main__\":` (it is reached from code whose callers are elsewhere), and {SPAWN}")
     for param in ("dataset", "collate_fn", "worker_init_fn"):
@@ -90,3 +92,26 @@ def spawn_hazard(ctx: RuleContext, call: cst.Call) -> NoFix | None:
             holder = "the dataset holds" if param == "dataset" else f"`{param}` is (or holds)"
             return NoFix(f"{holder} {what}, which cannot be pickled into worker processes under spawn")
     return None
+
+
+_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"})
+_ENTRIES = ("fit", "validate", "test", "predict")
+_LIGHTNING = frozenset({"lightning.*", "pytorch_lightning.*"})
+
+
+def _lightning_hook_run_guarded(ctx: RuleContext, call: cst.Call) -> bool:
+    """Is ``call`` in a ``*_dataloader()`` hook of a LightningModule or LightningDataModule of this
+    file, and does every ``trainer.fit/validate/test/predict(...)`` (or ``LightningCLI(...)``) of the
+    file run under ``if __name__ == "__main__":``? Lightning calls the hooks only from there."""
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    cls = ctx.enclosing(fn, cst.ClassDef) if fn is not None else None
+    if fn is None or cls is None or fn.name.value not in _HOOKS or not any(
+            (qualname_of(ctx, b.value, _LIGHTNING) or "").rsplit(".", 1)[-1] in ("LightningModule", "LightningDataModule")
+            or cls in frameworks(ctx).classes.get("lightning", []) for b in cls.bases):
+        return False
+    objects = frameworks(ctx).objects
+    entries = [c for c in ctx.nodes(cst.Call)
+               if method_call(c, *_ENTRIES) and objects.get(dotted_name(c.func.value) or "") == "lightning"  # type: ignore[attr-defined]
+               or (qualname_of(ctx, c.func, _LIGHTNING) or "").endswith("LightningCLI")]
+    ex = execution(ctx)
+    return bool(entries) and all(ex.runs(c).guarded for c in entries)

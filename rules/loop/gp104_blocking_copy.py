@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ..analysis.facts.frameworks import iterates_placed_batches
+from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.eval_loops import loop_data
@@ -171,7 +171,8 @@ class BlockingCopy(Rule):
         "tensor type (`x.type(torch.cuda.FloatTensor)`, also through a name bound to one).",
         "Copies in a branch that runs only off CUDA (the `else` of `if device_type == \"cuda\":`), "
         "slices of a tensor already on the device, batches of a DataLoader handed to "
-        "`accelerator.prepare()` (already placed), copies under a periodic guard, and CPU-only "
+        "`accelerator.prepare()` (already placed; also read through `iter()`, `itertools.cycle()` "
+        "or a generator of the file, with `next()`), copies under a periodic guard, and CPU-only "
         "programs are not reported.",
         "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
         "batches (GP202), which the rule does not check.",
@@ -238,7 +239,8 @@ class BlockingCopy(Rule):
                 continue
             loop = ta.every_step_loop(call)
             if loop is None or in_cpu_branch(ctx, call) or \
-                    isinstance(loop, cst.For) and iterates_placed_batches(ctx, loop.iter):
+                    isinstance(loop, cst.For) and iterates_placed_batches(ctx, loop.iter) or \
+                    placed_by_framework(ctx, call.func.value):  # type: ignore[attr-defined]
                 continue
             found = _classify(ctx, ta, call, loop, batch_data)
             if found is None:

@@ -11,7 +11,7 @@ from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import trained_models
 from ..analysis.model.step_code import in_no_grad
 from ..analysis.model.training import TrainingAnalysis, analysis
-from ..analysis.syntax.calls import dotted_name, method_call
+from ..analysis.syntax.calls import dotted_name, literal_value, method_call
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.torch_names import MODULE_CHAIN
 from ..analysis.syntax.tree import walk
@@ -35,12 +35,16 @@ def _trained_names(ctx: RuleContext, ta: TrainingAnalysis) -> set[str]:
     """Names of modules that train: their parameters feed an optimizer, or they are called
     (outside ``no_grad``) in a loop that trains. A tokenizer or a frozen teacher is not."""
     names = {m.name for m in trained_models(ctx)}
+    # ``vae.requires_grad_(False)``: a frozen encoder called in the loop keeps no activations
+    # for backward (the diffusers fine-tune scripts' VAE and text encoder).
+    frozen = {dotted_name(c.func.value) for c in ctx.nodes(cst.Call)  # type: ignore[attr-defined]
+              if method_call(c, "requires_grad_") and len(c.args) == 1 and literal_value(c.args[0].value) is False}
     for loop in ta.step_loops:
         if not ta.trains(loop):
             continue
         for node in walk(loop.body):
             if isinstance(node, cst.Call) and ta.is_module_like(node.func, by_name=True) and \
-                    not in_no_grad(ctx, node):
+                    not in_no_grad(ctx, node) and dotted_name(node.func) not in frozen:
                 names.add(dotted_name(node.func))  # type: ignore[arg-type]
     return names
 
@@ -174,8 +178,8 @@ class ActivationCheckpointing(Rule):
         "The rule cannot tell whether memory limits the batch size, so a finding may cost speed "
         "for nothing.",
         "Only modules that train get a fix: a Hugging Face model whose parameters feed an "
-        "optimizer or that is called outside `no_grad` in a training loop (never a tokenizer or a "
-        "frozen teacher), and block loops of classes whose instances train (with the classes they "
+        "optimizer or that is called outside `no_grad` in a training loop (never a tokenizer, a "
+        "frozen teacher, or a model frozen with `.requires_grad_(False)`), and block loops of classes whose instances train (with the classes they "
         "contain); when the trained model is built out of sight, the classes this file never "
         "instantiates are taken to be it. CPU-only programs are not checked.",
     )

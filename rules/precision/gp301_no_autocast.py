@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Invalid, Rule, Valid, dedent
-from ..analysis.facts.framework_docs import ACCELERATE, BLIND, HF, LIGHTNING
+from ..analysis.facts.framework_docs import ACCELERATE, BLIND, FABRIC, HF, LIGHTNING
 from ..analysis.facts.program import cpu_only, model_precision
 from ..analysis.facts.script_facts import framework_manages_precision
 from ..analysis.facts.workload import tensor_core_work
@@ -76,7 +76,8 @@ class NoAutocast(Rule):
         "of the same function); otherwise the rule reports only.",
         "Framework scripts: `TrainingArguments` with neither `bf16` nor `fp16` gets `bf16=torch.cuda.is_bf16_supported("
         "including_emulation=False)` (`bf16=True` raises without a bfloat16 GPU, on a CPU too); a Lightning "
-        "`Trainer` with no or a 32/64-bit `precision` gets `precision=\"bf16-mixed\"`; `Accelerator()` without "
+        "`Trainer` with no or a 32/64-bit `precision` gets `precision=\"bf16-mixed\"`, and so does a Lightning `Fabric` "
+        "whose loop runs `backward` (its set-up modules then run under autocast); `Accelerator()` without "
         "`mixed_precision` (or with \"no\") gets `mixed_precision=\"bf16\"`, and the message says the launch "
         "configuration may set it instead (nothing is reported when the file names ACCELERATE_MIXED_PRECISION, "
         "when another Accelerator of the file chose a precision, or when no `backward` runs in the Accelerator's "
@@ -85,7 +86,7 @@ class NoAutocast(Rule):
         "on the CPU (`use_cpu=True`, `accelerator=\"cpu\"`, `Accelerator(cpu=True)`) are not reported.",
         BLIND,
     )
-    frameworks = (HF, LIGHTNING, ACCELERATE)
+    frameworks = (HF, LIGHTNING, FABRIC, ACCELERATE)
     references = (
         "https://docs.pytorch.org/docs/stable/amp.html",
         "https://docs.pytorch.org/docs/stable/amp.html#gradient-scaling",

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
+from ..analysis.facts.framework_config import out_of_sight
 from ..analysis.facts.framework_docs import BLIND, LIGHTNING
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.program import IMPORTED_MODULE, cpu_only, is_script
@@ -182,6 +183,8 @@ class NoCudnnBenchmark(Rule):
                                           "the default run could benchmark",
                           no_fix_reason="set benchmark = True outside that branch if the inputs have fixed shapes")
             return
+        if out_of_sight(ctx, "lightning"):
+            return  # Trainer(benchmark=...) may be set in a LightningCLI config or trainer_defaults
         lightning = lightning_benchmark_fix(ctx)  # Lightning sets the flag from Trainer(benchmark=...)
         if lightning is not None:
             yield Finding.of(node, message.replace("torch.backends.cudnn.benchmark = True", "Trainer(benchmark=True)"),

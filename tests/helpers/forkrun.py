@@ -16,8 +16,10 @@ from pathlib import Path
 # (sys.argv, sys.path[0] and the working directory as `python SCRIPT` sets them), its output
 # in files; the parent only waits, so the children start from an interpreter with no threads.
 _DRIVER = r"""
-import json, os, runpy, sys
+import importlib, json, os, runpy, sys
 import torch  # noqa: F401  (the shared start-up)
+for name in json.loads(sys.argv[2]):  # more shared start-up: frameworks every script imports
+    importlib.import_module(name)
 jobs = json.loads(sys.argv[1])
 for job in jobs:
     pid = os.fork()
@@ -56,13 +58,15 @@ class Ran:
 
 
 def run_scripts(jobs: dict[str, tuple[Path, list[str], Path]], env: dict[str, str], logs: Path,
-                timeout: float = 600) -> dict[str, Ran]:
-    """``jobs``: name -> (script, args, working directory). Returns each script's result by name."""
+                timeout: float = 600, preload: tuple[str, ...] = ()) -> dict[str, Ran]:
+    """``jobs``: name -> (script, args, working directory); ``preload``: modules imported once
+    before the first fork, besides torch. Returns each script's result by name."""
     logs.mkdir(parents=True, exist_ok=True)
     spec = [{"script": str(script), "args": args, "cwd": str(cwd), "stdout": str(logs / f"{name}.out"),
              "stderr": str(logs / f"{name}.err"), "rc": str(logs / f"{name}.rc")}
             for name, (script, args, cwd) in jobs.items()]
-    driver = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(spec)], env=env, timeout=timeout,
+    driver = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(spec), json.dumps(list(preload))],
+                            env=env, timeout=timeout,
                             capture_output=True, text=True, check=False)
     results = {}
     for name, job in zip(jobs, spec):
@@ -74,7 +78,8 @@ def run_scripts(jobs: dict[str, tuple[Path, list[str], Path]], env: dict[str, st
     return results
 
 
-def shared_runs(key: str, tmp_path_factory, jobs, env: dict[str, str]) -> dict[str, Ran]:
+def shared_runs(key: str, tmp_path_factory, jobs, env: dict[str, str], preload: tuple[str, ...] = (),
+                timeout: float = 600) -> dict[str, Ran]:
     """``run_scripts`` once per test session, whichever xdist worker asks first: the others wait
     on a lock and read its results (a module fixture would run once per worker). ``jobs`` is
     called with a fresh directory and returns the jobs, so only the first asker builds them."""
@@ -88,7 +93,7 @@ def shared_runs(key: str, tmp_path_factory, jobs, env: dict[str, str]) -> dict[s
         if not done.exists():
             work = root / f"forkrun-{key}"
             work.mkdir(exist_ok=True)
-            results = run_scripts(jobs(work), env, work / "logs")
+            results = run_scripts(jobs(work), env, work / "logs", timeout=timeout, preload=preload)
             tmp = done.with_suffix(".tmp")
             tmp.write_text(json.dumps({k: vars(v) for k, v in results.items()}))
             tmp.replace(done)

@@ -10,15 +10,15 @@ never defines) kept for its findings."""
 
 from __future__ import annotations
 
+import functools
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.lint.registry import resolve_selection
+from tests.helpers.forkrun import shared_runs
 from tests.helpers.paths import FIXTURES, ROOT
 
 pytest.importorskip("torch")
@@ -43,29 +43,52 @@ SCRIPTS: dict[Path, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {
     FIXTURES / "frameworks" / "hf_trainer_input_bound.py": ((), ("--steps", "3", "--latency-ms", "0")),
     FIXTURES / "frameworks" / "lightning_fit.py": ((), ("--steps", "3")),
     FIXTURES / "frameworks" / "accelerate_loop.py": ((), ("--steps", "3")),
+    FIXTURES / "frameworks" / "lightning_input_bound.py": ((), ("--steps", "3", "--latency-ms", "0")),
+    FIXTURES / "frameworks" / "accelerate_input_bound.py": ((), ("--steps", "3", "--latency-ms", "0")),
 }
 # Every script runs its compile calls with TORCHDYNAMO_DISABLE=1 (the call and its settings run,
 # the model runs eagerly): inductor on the CPU costs ~20 s of one core even for the accelerate
 # MLP, and minutes for a BERT. A real inductor compile on the CPU is run, cheaply, by
 # tests/rules/test_precision_memory_ddp_rules.py::test_model_compile_in_place_keeps_state_dict_keys_and_outputs.
 ALL = RuleSet(tuple(resolve_selection(select=["ALL"])))
+# The scripts run forked from one interpreter that imported torch and the three frameworks once
+# (tests/helpers/forkrun.py): each framework's import (~3-6 s of CPU) is paid once, not per script.
+FRAMEWORKS = ("transformers", "lightning", "accelerate")
+
+
+@functools.cache
+def _rewrite(script: Path) -> tuple[str, dict[str, int]]:
+    """The script after every fix, then the hardware/budget replacements."""
+    res = check_source(script.read_bytes(), script.name, ALL, "unsafe")
+    assert not res.error and res.fixed is not None, res
+    fixed = res.fixed.decode()
+    for old, new in SCRIPTS[script][0]:
+        assert old in fixed, f"{old!r} is no longer in the rewritten {script.name}"
+        fixed = fixed.replace(old, new)
+    return fixed, dict(res.applied)
+
+
+@pytest.fixture
+def fixed_runs(tmp_path_factory: pytest.TempPathFactory):
+    def jobs(work: Path) -> dict[str, tuple[Path, list[str], Path]]:
+        out = {}
+        for script, (_, argv) in SCRIPTS.items():
+            (work / script.stem).mkdir(exist_ok=True)
+            path = work / script.stem / script.name
+            path.write_text(_rewrite(script)[0], encoding="utf-8")
+            out[script.name] = (path, list(argv), path.parent)
+        return out
+
+    scratch = tmp_path_factory.mktemp("fixtrain")
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TORCHDYNAMO_DISABLE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+           "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor"), "HF_HOME": str(scratch / "hf")}
+    return shared_runs("framework_fixes_train", tmp_path_factory, jobs, env, preload=FRAMEWORKS, timeout=900)
 
 
 @pytest.mark.parametrize("script", list(SCRIPTS), ids=lambda p: p.name)
-def test_fixed_framework_script_trains_on_cpu(script: Path, tmp_path: Path) -> None:
-    res = check_source(script.read_bytes(), script.name, ALL, "unsafe")
-    assert not res.error and res.fixed is not None, res
-    assert sum(res.applied.values()) >= 3, res.applied  # the rewrite changed the configuration
-    fixed = res.fixed.decode()
-    replacements, argv = SCRIPTS[script]
-    for old, new in replacements:
-        assert old in fixed, f"{old!r} is no longer in the rewritten {script.name}"
-        fixed = fixed.replace(old, new)
-    path = tmp_path / script.name
-    path.write_text(fixed, encoding="utf-8")
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TORCHDYNAMO_DISABLE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
-           "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "HF_HOME": str(tmp_path / "hf")}
-    proc = subprocess.run([sys.executable, str(path), *argv], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, f"{sorted(res.applied)}\n{fixed}\n{proc.stderr[-4000:]}"
+def test_fixed_framework_script_trains_on_cpu(script: Path, fixed_runs) -> None:
+    fixed, applied = _rewrite(script)
+    assert sum(applied.values()) >= 3, applied  # the rewrite changed the configuration
+    proc = fixed_runs[script.name]
+    assert proc.returncode == 0, f"{sorted(applied)}\n{fixed}\n{proc.stderr[-4000:]}"

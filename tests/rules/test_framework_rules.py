@@ -125,7 +125,12 @@ def test_settings_read_through_dicts_and_expressions() -> None:
     res = lint(src)
     codes = {d.code: d for d in res.diagnostics}
     assert "GP301" not in codes and "GP201" not in codes  # bf16 in the dict, workers given
-    assert codes["GP203"].fix is None  # the dict could hold it: report only
+    # No dict sets it (the file shows every dict in full): the keyword goes on the call.
+    fixed = lint(src, fix="safe").fixed
+    assert fixed is not None and b"dataloader_num_workers=4, dataloader_persistent_workers=True)" in fixed
+    # Unless a source the file cannot see into may set it: then report only.
+    blind = lint(src.replace("**common", "**common, **vars(cli)"))
+    assert [d.fix for d in blind.diagnostics if d.code == "GP203"] in ([], [None])
     # Workers that may be 0: persistent_workers=True would make the DataLoader raise.
     assert "GP203" not in _codes("from transformers import TrainingArguments\n"
                                  "a = TrainingArguments(output_dir='o', dataloader_num_workers=cli.workers)\n")

@@ -14,16 +14,18 @@ A configuration the file cannot see into (``HfArgumentParser``, ``LightningCLI``
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 import libcst as cst
 
 from ..syntax.calls import NOT_LITERAL, get_arg, literal_value
 from ..syntax.context import RuleContext
 from .frameworks import frameworks
-from .kwargs import Keywords, call_keywords
+from .kwargs import Keywords, call_keywords, feeds_only
 
 _LIGHTNING_ROOTS = ("lightning", "pytorch_lightning")
-_PATTERNS = frozenset({"transformers.*", "trl.*", "lightning.*", "pytorch_lightning.*", "accelerate.*"})
+_PATTERNS = frozenset({"transformers.*", "trl.*", "lightning.*", "pytorch_lightning.*", "lightning_fabric.*",
+                       "accelerate.*"})
 # TRL configs that subclass TrainingArguments (trl/trainer/*_config.py; ModelConfig and
 # ScriptArguments do not).
 TRL_CONFIGS = frozenset({
@@ -43,12 +45,18 @@ _BLIND = frozenset({
 @dataclasses.dataclass(frozen=True)
 class ConfigCall:
     """One framework configuration call: ``TrainingArguments(...)`` ("hf"), Lightning's
-    ``Trainer(...)`` ("lightning") or ``Accelerator(...)`` ("accelerate")."""
+    ``Trainer(...)`` ("lightning"), Lightning's ``Fabric(...)`` ("fabric") or ``Accelerator(...)``
+    ("accelerate")."""
 
     framework: str
     call: cst.Call
     qualname: str
     keywords: Keywords
+    # Field defaults of the file's own ``@dataclass`` subclass the call builds (``bf16: bool = True``).
+    defaults: Mapping[str, cst.BaseExpression] = dataclasses.field(default_factory=dict)
+    # The ``**`` dicts of the call (function body, name) that feed nothing but this framework's
+    # configuration: a fix may write a keyword into them.
+    private_dicts: frozenset[tuple[cst.CSTNode | None, str]] = frozenset()
 
     @property
     def trl(self) -> bool:
@@ -60,15 +68,16 @@ class ConfigCall:
         return self.keywords.opaque
 
     def sets(self, name: str) -> bool:
-        """Is ``name`` passed on some path (explicitly or through a ``**`` dict of the file)?"""
-        return bool(self.keywords.of(name)) or name in self.keywords.explicit
+        """Is ``name`` passed on some path (explicitly or through a ``**`` dict of the file), or
+        given a default by the file's own subclass?"""
+        return bool(self.keywords.of(name)) or name in self.keywords.explicit or name in self.defaults
 
     def value(self, name: str, default: object = None) -> object:
         """The literal value ``name`` receives: ``default`` when nothing sets it, NOT_LITERAL
         when it is an expression or set in several places."""
         settings = self.keywords.of(name)
         if not settings:
-            return default
+            return literal_value(self.defaults[name]) if name in self.defaults else default
         values = {repr(literal_value(s.value)) for s in settings}
         return literal_value(settings[0].value) if len(values) == 1 else NOT_LITERAL
 
@@ -88,6 +97,8 @@ def _kind(qualname: str) -> str | None:
         return "hf"
     if root in _LIGHTNING_ROOTS and last == "Trainer" and "fabric" not in qualname:
         return "lightning"
+    if root in (*_LIGHTNING_ROOTS, "lightning_fabric") and last == "Fabric":
+        return "fabric"
     if root == "accelerate" and last == "Accelerator":
         return "accelerate"
     return None
@@ -101,6 +112,7 @@ class FrameworkConfig:
     calls: tuple[ConfigCall, ...]
     blind: bool
     lightning_modules: tuple[cst.ClassDef, ...]
+    blind_kinds: frozenset[str] = frozenset()  # "hf" (HfArgumentParser, TrlParser), "lightning" (LightningCLI)
 
     def of(self, framework: str) -> list[ConfigCall]:
         return [c for c in self.calls if c.framework == framework]
@@ -118,32 +130,79 @@ def qualname_of(ctx: RuleContext, func: cst.BaseExpression, patterns: frozenset[
 def _framework_config(ctx: RuleContext) -> FrameworkConfig:
     calls: list[ConfigCall] = []
     blind = False
+    blind_kinds: set[str] = set()
     subclasses = _config_subclasses(ctx)
     for call in ctx.nodes(cst.Call):
         qn = qualname_of(ctx, call.func)
-        if qn is None and isinstance(call.func, cst.Name) and call.func.value in subclasses:
-            qn = subclasses[call.func.value]
+        defaults: Mapping[str, cst.BaseExpression] = {}
+        if isinstance(call.func, cst.Name) and call.func.value in subclasses:
+            qn, defaults = subclasses[call.func.value]
         if qn is None:
             continue
         if ctx.matches(call.func, _BLIND):
             blind = True
+            blind_kinds.add("lightning" if qn.split(".")[0] in _LIGHTNING_ROOTS else "hf")
             continue
         kind = _kind(qn)
         if kind is not None:
-            calls.append(ConfigCall(kind, call, qn, call_keywords(ctx, call)))
+            keywords = call_keywords(ctx, call)
+            calls.append(ConfigCall(kind, call, qn, keywords, defaults, _private_dicts(ctx, call, keywords)))
     # LightningModule subclasses, through aliases and in-file subclasses of subclasses.
     modules = tuple(frameworks(ctx).classes.get("lightning", []))
-    return FrameworkConfig(tuple(calls), blind, modules)
+    return FrameworkConfig(tuple(calls), blind, modules, frozenset(blind_kinds))
 
 
-def _config_subclasses(ctx: RuleContext) -> dict[str, str]:
-    """``class MyArgs(TrainingArguments)`` in the file: its name -> the framework class."""
-    out: dict[str, str] = {}
-    for cls in ctx.nodes(cst.ClassDef):
-        for base in cls.bases:
-            qn = qualname_of(ctx, base.value)
-            if qn is not None and _kind(qn) == "hf":
-                out[cls.name.value] = qn
+def _private_dicts(ctx: RuleContext, call: cst.Call, keywords: Keywords) -> frozenset[tuple[cst.CSTNode | None, str]]:
+    if not keywords.has_star or keywords.opaque:
+        return frozenset()
+    owners = {owner for _, owner in keywords.definitions if owner is not None}
+    owners |= {s.dict_name for settings in keywords.settings.values() for s in settings if s.dict_name is not None}
+    callees = frozenset(ctx.resolved_names(call.func, _PATTERNS))
+    return frozenset(o for o in owners if callees and feeds_only(ctx, o, callees))
+
+
+def _config_subclasses(ctx: RuleContext) -> dict[str, tuple[str, dict[str, cst.BaseExpression]]]:
+    """``class MyArgs(TrainingArguments)`` in the file (also a subclass of such a subclass, and one
+    named like the framework's class: ``class TrainingArguments(transformers.TrainingArguments)``):
+    its name -> the framework class and the field defaults it and its in-file bases set."""
+    out: dict[str, tuple[str, dict[str, cst.BaseExpression]]] = {}
+    classes = list(ctx.nodes(cst.ClassDef))
+    for _ in range(3):  # subclasses of subclasses, in any order
+        for cls in classes:
+            if cls.name.value in out:
+                continue
+            for base in cls.bases:
+                qn = qualname_of(ctx, base.value)
+                if qn is not None and _kind(qn) == "hf":
+                    inherited: dict[str, cst.BaseExpression] = {}
+                elif isinstance(base.value, cst.Name) and base.value.value in out and base.value.value != cls.name.value:
+                    qn, inherited = out[base.value.value]
+                else:
+                    continue
+                out[cls.name.value] = (qn, {**inherited, **_field_defaults(ctx, cls)})
+                break
+    return out
+
+
+def _field_defaults(ctx: RuleContext, cls: cst.ClassDef) -> dict[str, cst.BaseExpression]:
+    """``bf16: bool = True`` and ``optim: str = field(default="adamw_torch")`` in a ``@dataclass``
+    body: the dataclass ``__init__`` takes them as the defaults (a plain subclass's class attributes
+    are overwritten by the base's ``__init__``, so they set nothing)."""
+    dataclass = any(ctx.matches(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator,
+                                {"dataclasses.dataclass"}) for d in cls.decorators)
+    out: dict[str, cst.BaseExpression] = {}
+    if not dataclass or not isinstance(cls.body, cst.IndentedBlock):
+        return out
+    for stmt in cls.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+                value = small.value
+                if isinstance(value, cst.Call) and ctx.matches(value.func, {"dataclasses.field"}):
+                    arg = get_arg(value, "default")
+                    value = arg.value if arg is not None else value  # default_factory: not a literal
+                out[small.target.value] = value
     return out
 
 
@@ -153,6 +212,14 @@ def visible(ctx: RuleContext, framework: str) -> list[ConfigCall]:
     comes from outside the file (the setting may well be there), none that is opaque."""
     fc = framework_config(ctx)
     return [] if fc.blind else [c for c in fc.of(framework) if not c.opaque]
+
+
+def out_of_sight(ctx: RuleContext, framework: str) -> bool:
+    """May a setting of ``framework`` come from where the file cannot see: a ``LightningCLI`` (its
+    YAML, its ``trainer_defaults``, the command line) for "lightning", ``HfArgumentParser`` for
+    "hf", or a call of it fed ``**vars(args)``?"""
+    fc = framework_config(ctx)
+    return framework in fc.blind_kinds or any(c.opaque for c in fc.of(framework))
 
 
 def hf_args(ctx: RuleContext) -> list[ConfigCall]:
@@ -173,7 +240,7 @@ def on_cpu(cfg: ConfigCall) -> bool:
     ``Accelerator(cpu=True)``)?"""
     if cfg.framework == "hf":
         return cfg.value("use_cpu") is True or cfg.value("no_cuda") is True
-    if cfg.framework == "lightning":
+    if cfg.framework in ("lightning", "fabric"):
         return cfg.value("accelerator") == "cpu"
     return cfg.value("cpu") is True
 
@@ -207,4 +274,4 @@ def lightning_import_root(ctx: RuleContext, cfg: ConfigCall) -> str:
 
 
 # Source prefilter words of the framework configurations (rules add them to their ``keywords``).
-KEYWORDS = ("Trainer", "TrainingArguments", "Accelerator", "Config")
+KEYWORDS = ("Trainer", "TrainingArguments", "Accelerator", "Config", "Fabric")

@@ -153,7 +153,35 @@ def _prepared_names(ctx: RuleContext) -> frozenset[str]:
         if method_call(value, *_PREPARE) and _places(ctx, value.func.value):  # type: ignore[attr-defined]
             for t in assign.targets:
                 out |= target_names(t.target)
+    if not out:
+        return frozenset()
+    generators = {fn.name.value for fn in ctx.nodes(cst.FunctionDef)
+                  if any(isinstance(n, (cst.Yield)) for n in walk(fn.body))}
+    for _ in range(3):  # ``self.dl = cycle(dl)`` after ``dl = accelerator.prepare(dl)``
+        before = len(out)
+        for assign in ctx.nodes(cst.Assign):
+            if _rewraps(ctx, assign.value, out, generators):
+                for t in assign.targets:
+                    out |= target_names(t.target)
+        if len(out) == before:
+            break
     return frozenset(out)
+
+
+def _rewraps(ctx: RuleContext, value: cst.BaseExpression, prepared: set[str], generators: set[str]) -> bool:
+    """``iter(dl)``, ``itertools.cycle(dl)`` or a generator function of this file called on a
+    prepared loader: it yields the prepared loader's (already placed) batches."""
+    if not isinstance(value, cst.Call) or not value.args or value.args[0].keyword is not None or \
+            dotted_name(value.args[0].value) not in prepared:
+        return False
+    return ctx.matches(value.func, {"builtins.iter", "itertools.cycle"}) or \
+        isinstance(value.func, cst.Name) and value.func.value in generators
+
+
+def next_of_prepared(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` ``next(dl)`` of a prepared loader (or of an iterator over one)?"""
+    return isinstance(expr, cst.Call) and bool(expr.args) and ctx.matches(expr.func, {"builtins.next"}) and \
+        dotted_name(expr.args[0].value) in framework_prepared_names(ctx)
 
 
 def framework_places_batches(ctx: RuleContext) -> bool:
@@ -173,6 +201,8 @@ def placed_by_framework(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
     root: cst.BaseExpression = expr
     while isinstance(root, (cst.Subscript, cst.Attribute)):
         root = root.value
+    if next_of_prepared(ctx, root):
+        return True
     if not isinstance(root, cst.Name):
         return False
     fn_body = ctx.enclosing(expr, cst.FunctionDef)
@@ -227,7 +257,7 @@ def _placed_in(ctx: RuleContext, fn_body: cst.FunctionDef | None) -> set[str]:
                 src: cst.BaseExpression = node.value
                 while isinstance(src, (cst.Subscript, cst.Attribute)):
                     src = src.value
-                if isinstance(src, cst.Name) and src.value in placed:
+                if isinstance(src, cst.Name) and src.value in placed or next_of_prepared(ctx, src):
                     for t in node.targets:
                         placed |= target_names(t.target)
         if len(placed) == before:

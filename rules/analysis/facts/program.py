@@ -214,8 +214,9 @@ IMPORTED_MODULE = "this module is imported by others, and a global switch there 
 def is_script(ctx: RuleContext) -> bool:
     """Does running the file train (a script), as opposed to a module others import? True with
     an ``if __name__ == "__main__":`` guard, a step loop at module level, a module-level call of
-    a function or method of this file that trains, ``parse_args()`` at module level, or a
-    module-level ``.fit(...)``. Global switches (TF32, cuDNN benchmark) belong in scripts: set
+    a function or method of this file that trains, ``parse_args()`` at module level, a
+    module-level ``.fit(...)``, or a module-level ``trainer.train()`` of a framework trainer the
+    file builds (``trainer = Trainer(...)``, the Hugging Face notebooks-turned-scripts). Global switches (TF32, cuDNN benchmark) belong in scripts: set
     at import time of a library module they change every program that imports it."""
     return ctx.fact(_is_script)
 
@@ -240,6 +241,9 @@ def _is_script(ctx: RuleContext) -> bool:
         name = func.value if isinstance(func, cst.Name) else \
             func.attr.value if isinstance(func, cst.Attribute) else None
         if name in trains or name in ("parse_args", "fit"):
+            return True
+        if name == "train" and isinstance(func, cst.Attribute) and \
+                frameworks(ctx).objects.get(dotted_name(func.value) or "") in ("hf", "lightning", "composer"):
             return True
     return False
 

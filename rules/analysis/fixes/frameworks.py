@@ -17,12 +17,13 @@ from ..facts.execution import execution
 from ..facts.framework_config import KEYWORDS as FRAMEWORK_KEYWORDS
 from ..facts.framework_config import (
     ConfigCall, accelerators, framework_config, hf_args, lightning_import_root, lightning_trainers, on_cpu,
-    qualname_of, trains_with,
+    qualname_of, trains_with, visible,
 )
 from ..facts.frameworks import frameworks
 from ..facts.program import IMPORTED_MODULE, is_script
 from ..syntax.calls import dotted_name, get_arg, literal_value
 from ..syntax.context import RuleContext
+from .dict_edits import set_value
 from .edits import module_setting_edit, set_or_add_kwarg, torch_import, torch_name
 
 _LAUNCH = ("or let the launch configuration choose it (`accelerate launch --mixed_precision bf16`, "
@@ -37,16 +38,32 @@ _DDP_STRATEGIES = {"ddp": "", "ddp_find_unused_parameters_false": "", "ddp_spawn
 
 
 _DICTS = NoFix("the keyword dicts that reach the call may set it")
+_SHARED = NoFix("the keyword dict that reaches the call is also used elsewhere")
 
 
 def set_keyword(cfg: ConfigCall, name: str, value: str, description: str, safety: str = "unsafe") -> Fix | NoFix:
-    """A fix that sets ``name=value`` on the configuration call (replacing the value it has), or
-    NoFix when the call takes a ``**`` dict that may hold it."""
+    """A fix that sets ``name=value`` on the configuration call (replacing the value it has). With
+    ``**`` dicts the file can see into: added to the call when no dict sets it (no duplicate
+    keyword can arise), changed in the one dict that sets it when that dict feeds only this
+    configuration; NoFix otherwise."""
     existing = cfg.arg(name)
     if existing is None and not cfg.fixable:
-        return _DICTS
+        edit = _dict_edit(cfg, name, value)
+        return edit if isinstance(edit, NoFix) else Fix(description, (edit,), safety)
     return Fix(description, (Replace(cfg.call, set_or_add_kwarg(cfg.call, name, value, existing)),),
                safety)  # type: ignore[arg-type]
+
+
+def _dict_edit(cfg: ConfigCall, name: str, value: str) -> Edit | NoFix:
+    if cfg.opaque:
+        return _DICTS
+    settings = cfg.keywords.of(name)
+    if not settings:
+        return Replace(cfg.call, set_or_add_kwarg(cfg.call, name, value, None))
+    only = settings[0]
+    if len(settings) != 1 or only.holder is cfg.call:
+        return _DICTS
+    return set_value(only, value) if only.dict_name in cfg.private_dicts else _SHARED
 
 
 def _report(cfg: ConfigCall, message: str, name: str, value: str, safety: str = "unsafe") -> Finding:
@@ -72,6 +89,14 @@ def precision(ctx: RuleContext) -> Iterator[Finding]:
             yield _report(cfg, "the Lightning Trainer trains in float32 (precision "
                                f"{'unset: 32-true' if value is None else repr(value)}): tensor cores run "
                                "bfloat16 several times faster; pass precision=\"bf16-mixed\"",
+                          "precision", '"bf16-mixed"')
+    for cfg in visible(ctx, "fabric"):
+        value = cfg.value("precision", None)
+        if not on_cpu(cfg) and (value is None or value in _FP32_LIGHTNING) and trains_with(ctx, cfg):
+            yield _report(cfg, "Fabric trains in float32 (precision "
+                               f"{'unset: 32-true' if value is None else repr(value)}): tensor cores run "
+                               "bfloat16 several times faster; pass precision=\"bf16-mixed\" (Fabric then "
+                               "runs the forward of the modules it set up under autocast)",
                           "precision", '"bf16-mixed"')
     # Accelerate's state is shared: an Accelerator() built after one with mixed_precision reuses it.
     chosen = any(c.sets("mixed_precision") for c in framework_config(ctx).of("accelerate"))
