@@ -20,6 +20,8 @@ import pytest
 SHARED_SETUP = {
     "tests/test_fixtures_run.py": "every fixture run once, forked from one interpreter",
     "tests/rules/test_fixtures_lint.py": "every combined rewrite run once, forked from one interpreter",
+    "tests/rules/test_framework_fixes_train.py": "every fixed framework script run once, forked from one "
+                                                 "interpreter that imported the frameworks",
     "tests/lint/test_properties.py": "one script-running interpreter (module fixture)",
 }
 
