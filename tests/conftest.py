@@ -6,8 +6,10 @@ the workers so that both end together: a scheduling policy only, no test's outco
   (tests/helpers/forkrun.py) instead of running other tests. (xdist's own ``xdist_group`` marker
   does not group under pytest 9, which no longer lets xdist rename the tests; the scheduler below
   does it from the module's path.)
-- Tests marked ``slow`` are handed out first: a minute-long test started last would leave the
-  other worker idle for that minute.
+- Otherwise tests go out in collection order, each its own unit. (Handing the ``slow`` tests out
+  first ran the A/Bs beside each other and beside the GPU-proof dry run: the A/A said "slower",
+  a --apply A/B that must find its 2x "no difference", and an RSS-growth check missed its growth,
+  2026-11-26 at load 2-3. Spread through the run, they meet lighter tests.)
 """
 
 from __future__ import annotations
@@ -26,14 +28,10 @@ SHARED_SETUP = {
 }
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: slow first
-
-
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which plain `pytest` may lack
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadgroup``: each test is a unit of work, except that a SHARED_SETUP module is one
-    unit; the units go out in collection order (slow first), the shared-set-up modules before."""
+    unit; the units go out in collection order, the shared-set-up modules first."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling

@@ -1,6 +1,6 @@
 """The parallel suite's scheduling policy (tests/conftest.py) keeps up with the tests: every module
 whose tests share forked runs (tests/helpers/forkrun.py) is one unit of work, other tests are
-units of their own, and slow tests are handed out first."""
+units of their own."""
 
 from __future__ import annotations
 
@@ -37,15 +37,3 @@ def test_scheduler_groups_shared_set_ups_and_keeps_other_tests_apart() -> None:
     assert sched._split_scope("tests/x/test_y.py::test_a") == "tests/x/test_y.py::test_a"
     assert sched._split_scope("tests/x/test_y.py::test_b") == "tests/x/test_y.py::test_b"
 
-
-def test_slow_tests_are_handed_out_first_in_collection_order() -> None:
-    class Item:
-        def __init__(self, name: str, slow: bool) -> None:
-            self.name, self.slow = name, slow
-
-        def get_closest_marker(self, name: str) -> object | None:
-            return object() if name == "slow" and self.slow else None
-
-    items = [Item("a", False), Item("b", True), Item("c", False), Item("d", True)]
-    conftest.pytest_collection_modifyitems(None, items)  # type: ignore[arg-type]
-    assert [i.name for i in items] == ["b", "d", "a", "c"]
