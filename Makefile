@@ -34,15 +34,13 @@ $(VENV)/.test: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.demo
 	@bash scripts/demo.sh "$(BIN)"
 
-# The suite runs in parallel over the cores; the tests that measure speed (`timing`) run
-# afterwards, apart from the CPU-heavy rest, so its load cannot blur their A/B decisions. They
-# run side by side: each one's gain (DataLoader workers over sleeping reads, ~2x) stands far out
-# of the noise one other A/B adds (2026-11-26, two at a time on 2 cores: speedups 1.9-2.1, every
-# 2+2 or 3+3 completely separated). loadgroup keeps the tests that share an expensive set-up on
-# one worker (tests/conftest.py says which, and why).
+# The suite runs in parallel over the cores, except the tests that measure speed: they run
+# afterwards, alone, so other tests' load cannot blur their A/B decisions (two at a time, the
+# input-bound fixture's 3+3 A/B once found no difference: its workers need the second core).
+# loadgroup keeps the tests that share an expensive set-up on one worker (tests/conftest.py).
 test: $(VENV)/.test
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not timing" $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -n $(JOBS) -m timing $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m timing $(PYTEST_ARGS)
 
 lint: $(VENV)/.base
 	$(BIN)/gpuperf-rewrite gpuperf_rewrite rules runtime

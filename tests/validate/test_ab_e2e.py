@@ -19,9 +19,8 @@ from gpuperf_rewrite.lint.api import load_settings  # noqa: E402
 from gpuperf_rewrite.validate.apply import run_apply  # noqa: E402
 from tests.helpers.paths import ROOT  # noqa: E402
 
-# `timing`: `make test` runs those after the parallel part, apart from the CPU-heavy rest (side by
-# side with each other: see the Makefile): the tests whose verdict needs a speed difference to
-# stand out of the noise. The A/A, the slower and the
+# `timing`: `make test` runs those after the parallel part, alone on the machine: the tests whose
+# verdict needs a speed difference to stand out of the noise. The A/A, the slower and the
 # broken-loss tests run with the rest: other tests' load only adds noise, which cannot turn an A/A
 # into a difference (the pairs alternate which side goes first), cannot make 70 ms more sleep per
 # run look faster (noise can only turn "slower" into "no difference": both reject, exit 1,
