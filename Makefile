@@ -35,9 +35,11 @@ demo: $(VENV)/.demo
 	@bash scripts/demo.sh "$(BIN)"
 
 # The suite runs in parallel over the cores, except the tests that measure speed: they run
-# afterwards, alone, so other tests' load cannot blur their A/B decisions.
+# afterwards, alone, so other tests' load cannot blur their A/B decisions (two at a time, the
+# input-bound fixture's 3+3 A/B once found no difference: its workers need the second core).
+# loadgroup keeps the tests that share an expensive set-up on one worker (tests/conftest.py).
 test: $(VENV)/.test
-	$(BIN)/python -m pytest -n $(JOBS) -m "not timing" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not timing" $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -m timing $(PYTEST_ARGS)
 
 lint: $(VENV)/.base

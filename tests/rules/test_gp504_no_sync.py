@@ -74,14 +74,31 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _run(source: str, tmp_path, name: str) -> dict:
-    path, out = tmp_path / f"{name}.py", tmp_path / f"{name}.json"
-    path.write_text(source, encoding="utf-8")
+# One interpreter imports torch once and forks the two ranks of each version from it (spawning
+# them, as the scripts' own __main__ does, costs three torch imports per version): each version's
+# train() is loaded from its file and run under DDP on gloo, the versions one after another.
+DRIVER = """
+import importlib.util, json, sys
+import torch.multiprocessing as mp
+for name, path, port, out in json.loads(sys.argv[1]):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # not __main__: defines train(), spawns nothing
+    mp.start_processes(module.train, args=(2, port, out), nprocs=2, start_method="fork")
+"""
+
+
+def _run_all(sources: dict[str, str], tmp_path) -> dict[str, dict]:
+    jobs = []
+    for name, source in sources.items():
+        path, out = tmp_path / f"{name}.py", tmp_path / f"{name}.json"
+        path.write_text(source, encoding="utf-8")
+        jobs.append([name, str(path), _free_port(), str(out)])
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, str(path), str(_free_port()), str(out)], cwd=tmp_path, env=env,
+    proc = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(jobs)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(out.read_text())
+    return {name: json.loads((tmp_path / f"{name}.json").read_text()) for name in sources}
 
 
 # The same loop with a counter bumped after the backward: the fix reads ``micro + 1``.
@@ -108,9 +125,10 @@ def _fixed(script: str, expected: str) -> str:
 def test_no_sync_fix_all_reduces_once_per_window_with_the_same_weights(tmp_path):
     assert "micro += 1" in COUNTER and "if micro == accum:" in COUNTER  # the variant was written
     fixed = {name: _fixed(script, expected) for name, (script, expected) in VARIANTS.items()}
-    before = _run(SCRIPT, tmp_path, "before")  # both variants step on the same micro-batches
+    assert all(source.endswith(SCRIPT[SCRIPT.index("\n\nif __name__"):]) for source in fixed.values())
+    ran = _run_all({"before": SCRIPT, **fixed}, tmp_path)
+    before = ran.pop("before")  # both variants step on the same micro-batches
     assert before["calls"] == 8  # one bucket: one all-reduce per backward
-    for name, source in fixed.items():
-        after = _run(source, tmp_path, name)
+    for name, after in ran.items():
         assert after["calls"] == 2, name
         assert after["weight"] == pytest.approx(before["weight"], abs=1e-6), name

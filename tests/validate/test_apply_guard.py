@@ -124,6 +124,7 @@ sys.exit(run_apply("train.py", rewriter=rewrite, config=cfg))
 
 
 @pytest.mark.slow
+@pytest.mark.timing  # it commits only on a 'faster' verdict: with the A/Bs, apart from the heavy tests
 def test_a_checkpoint_over_the_copy_limit_is_unchanged_after_apply(tmp_path) -> None:
     """The real shim, a real torch.save and a plain open(..., "wb") of files over the copy limit,
     with --apply's output going to a log in the checkout: committed, the user's files unchanged."""

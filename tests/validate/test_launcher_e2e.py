@@ -1,6 +1,7 @@
 """ab, baseline and regress under a real launcher on CPU (torchrun with two gloo ranks, ``accelerate
 launch --cpu``), and the launched processes ending with the tool. Launcher start-up costs seconds
-per run: the fewest runs that exercise each path (2+2, alpha 0.5; the verdict is not the point)."""
+per run: the fewest runs that exercise each path (2+2, alpha 0.5; the verdict is not the point), one
+real run of each command per launcher (ab under torchrun, baseline under accelerate)."""
 
 from __future__ import annotations
 
@@ -70,31 +71,32 @@ def test_ab_under_torchrun_measures_both_gloo_ranks_of_every_run(tmp_path, offli
     assert {run["world_size"] for run in doc["a"]["runs"] + doc["b"]["runs"]} == {2}
 
 
-def test_ab_under_accelerate_launch_passes_its_flags(tmp_path, offline, monkeypatch) -> None:
+def test_baseline_under_accelerate_launch_is_noted_and_regress_refuses_another_launch(tmp_path, offline,
+                                                                                       monkeypatch) -> None:
+    """``accelerate launch --cpu`` through the validation path (a scratch mirror, the runs' note);
+    ab, --apply and regress hand the launch to the same runner (tests/validate/test_launcher_options.py
+    checks every command's requests with fake runs; the ab above, a real torchrun one)."""
     pytest.importorskip("accelerate")
-    monkeypatch.chdir(tmp_path)
-    script = tmp_path / "accelerate_loop.py"
-    script.write_text((FIXTURES / "frameworks" / "accelerate_loop.py").read_text())
-    doc = _ab(tmp_path, script, ["--launcher", "accelerate", "--launcher-args", "--cpu"], ["--steps", "200"])
-    assert doc["launcher"] == {"name": "accelerate", "nproc_per_node": 1, "args": ["--cpu"]}
-    assert doc["unit"] == "samples/s" and doc["a"]["median"] > 0
-
-
-def test_baseline_under_torchrun_is_noted_and_regress_refuses_another_launch(tmp_path, offline,
-                                                                               monkeypatch) -> None:
-    repo = git_repo(tmp_path / "r", {"train.py": TINY_DDP})
+    # A run that was not launched by `accelerate launch --cpu` fails (and the baseline with it).
+    guard = 'import os\nassert os.environ.get("ACCELERATE_USE_CPU") == "True", "not launched with --cpu"\n'
+    script = (FIXTURES / "frameworks" / "accelerate_loop.py").read_text().replace("import argparse\n",
+                                                                              "import argparse\n" + guard, 1)
+    assert guard in script
+    repo = git_repo(tmp_path / "r", {"train.py": script})
     monkeypatch.chdir(repo.working_tree_dir)
-    launch = ["--launcher", "torchrun", "--nproc-per-node", "2"]
-    args: list[str] = []
+    launch = ["--launcher", "accelerate", "--launcher-args", "--cpu"]
+    args = ["--", "--steps", "200"]
     r = CliRunner().invoke(cli, ["baseline", "train.py", *launch, *FEW, *args])
     assert r.exit_code == 0, r.output
     (note,) = gitops.parse_note(gitops.read_note(repo, repo.head.commit.hexsha))
-    assert note["launcher"] == {"name": "torchrun", "nproc_per_node": 2, "args": []}
-    assert [run["world_size"] for run in note["runs"]] == [2, 2]
+    assert note["launcher"] == {"name": "accelerate", "nproc_per_node": 1, "args": ["--cpu"]}
+    assert [run["status"] for run in note["runs"]] == ["step_limit", "step_limit"], note["runs"]
+    assert note["unit"] == "samples/s" and all(s > 0 for s in note["samples"])
     before = repo_state(repo)
-    for other in ([], ["--launcher", "torchrun"]):  # plain python, one rank: refused before measuring
+    for other in ([], ["--launcher", "torchrun"]):  # plain python, torchrun: refused before measuring
         r = CliRunner().invoke(cli, ["regress", "train.py", *other, *FEW, *args])
-        assert r.exit_code == 2 and "measured with --launcher torchrun --nproc-per-node 2" in r.output, r.output
+        assert r.exit_code == 2, r.output
+        assert "measured with --launcher accelerate --nproc-per-node 1 --launcher-args --cpu" in r.output, r.output
         assert "Nothing was measured" in r.output
     assert repo_state(repo) == before
 

@@ -1,0 +1,44 @@
+"""How the parallel part of the suite (``make test``: ``-n 2 --dist loadgroup``) is spread over
+the workers so that both end together: a scheduling policy only, no test's outcome depends on it.
+
+- The tests of a module that share one expensive set-up run on one worker: split over two
+  workers, each pays the set-up (a module fixture), or one waits on the other's lock
+  (tests/helpers/forkrun.py) instead of running other tests. (xdist's own ``xdist_group`` marker
+  does not group under pytest 9, which no longer lets xdist rename the tests; the scheduler below
+  does it from the module's path.)
+- Otherwise tests go out in collection order, each its own unit. (Handing the ``slow`` tests out
+  first ran the A/Bs beside each other and beside the GPU-proof dry run: the A/A said "slower",
+  a --apply A/B that must find its 2x "no difference", and an RSS-growth check missed its growth,
+  2026-11-26 at load 2-3. Spread through the run, they meet lighter tests.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+# module path (from the rootdir) -> the set-up its tests share
+SHARED_SETUP = {
+    "tests/test_fixtures_run.py": "every fixture run once, forked from one interpreter",
+    "tests/rules/test_fixtures_lint.py": "every combined rewrite run once, forked from one interpreter",
+    "tests/rules/test_framework_fixes_train.py": "every fixed framework script run once, forked from one "
+                                                 "interpreter that imported the frameworks",
+    "tests/lint/test_properties.py": "one script-running interpreter (module fixture)",
+}
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which plain `pytest` may lack
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: each test is a unit of work, except that a SHARED_SETUP module is one
+    unit; the units go out in collection order, the shared-set-up modules first."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedSetupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path in SHARED_SETUP else nodeid
+
+    return SharedSetupScheduling(config, log)
