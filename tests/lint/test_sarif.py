@@ -134,7 +134,9 @@ def test_findings_without_a_fix_have_no_fixes(tmp_path):
     finally:
         os.chdir(old)
     (result,) = json.loads(res.stdout)["runs"][0]["results"]
-    assert result["ruleId"] == "GP101" and "fixes" not in result and "properties" not in result
+    assert result["ruleId"] == "GP101" and "fixes" not in result
+    # Every finding without a fix says why (tests/rules/test_every_finding_says_why.py).
+    assert set(result["properties"]) == {"noFixReason"} and result["properties"]["noFixReason"]
 
 
 def test_noqa_suppressed_finding_is_absent(tmp_path):
