@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -46,6 +47,10 @@ def run_lint(found: Discovery, settings: Settings, opts: LintOptions) -> int:
         run = lint_paths(found, settings, mode=opts.mode, write=opts.write,
                          diff=opts.show_diff, jobs=opts.jobs, cache_dir=opts.cache_dir, warn=_warn)
     except KeyboardInterrupt:
+        # A Ctrl-C that lands inside multiprocessing's Finalize() leaves a half-built finalizer whose
+        # weakref callback fails at shutdown ("Exception ignored in: <Finalize ...>"): noise after
+        # a clean stop, so the interpreter's unraisable-exception report is muted from here on.
+        sys.unraisablehook = lambda _unraisable: None
         click.echo("Interrupted: files already written are complete; the others are untouched.", err=True)
         return 130
     diags = run.diagnostics

@@ -104,7 +104,9 @@ def test_interrupted_fix_leaves_each_file_original_or_fixed(tmp_path, expected):
         n_fixed, leftovers = _check_tree(work, originals, fixed)
         outcomes.append((sig.name, proc.returncode, n_fixed))
         if sig == signal.SIGINT:
-            assert proc.returncode in (130, 0, 1), err.decode()
+            # -SIGINT: the signal landed while the interpreter was shutting down, after the run's own
+            # handler; a shell reports it as 130 all the same.
+            assert proc.returncode in (130, -signal.SIGINT, 0, 1), err.decode()
             if proc.returncode == 130:
                 assert b"Interrupted" in err
             assert leftovers == []  # Ctrl-C cleans up its temporary file
