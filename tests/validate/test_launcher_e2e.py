@@ -22,7 +22,8 @@ from gpuperf_rewrite.cli import cli  # noqa: E402
 from gpuperf_rewrite.validate import gitops  # noqa: E402
 from tests.helpers.abfakes import git_repo, repo_state  # noqa: E402
 from tests.helpers.paths import FIXTURES  # noqa: E402
-from tests.validate.test_process_lifetime import MARK, _assert_all_gone, _descendants, slow_repo  # noqa: E402,F401
+from tests.validate.test_process_lifetime import (  # noqa: E402,F401
+    MARK, _assert_all_gone, _cmdline, _descendants, _wait_for, slow_repo)
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")]
 
@@ -116,7 +117,7 @@ def test_the_launcher_and_every_rank_end_with_the_run(slow_repo, monkeypatch, ho
         if seen:  # the waits of the clean-up
             return real_wait(proc, deadline)
         _wait_for_both_ranks(proc.pid)
-        seen.update({p: _cmd(p) for p in _descendants(proc.pid)})
+        seen.update({p: _cmdline(p) for p in _descendants(proc.pid)})
         if how == "ctrl-c":
             raise KeyboardInterrupt
         return False
@@ -137,19 +138,7 @@ def test_the_launcher_and_every_rank_end_with_the_run(slow_repo, monkeypatch, ho
     _assert_all_gone(set(seen))
 
 
-def _cmd(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return fh.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def _wait_for_both_ranks(pid: int, timeout: float = 180) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while sum(MARK in _cmd(p) for p in _descendants(pid)) < 2:
-        assert time.monotonic() < deadline, "the two ranks never started"
-        time.sleep(0.1)
+    both = _wait_for(lambda: sum(MARK in _cmdline(p) for p in _descendants(pid)) >= 2, timeout)
+    assert both, "the two ranks never started"
     assert os.path.exists(f"/proc/{pid}")
