@@ -12,6 +12,7 @@ import importlib
 import os
 import signal
 import sys
+from typing import Any
 
 import click
 
@@ -51,6 +52,21 @@ class DefaultGroup(click.Group):
         except BrokenPipeError:  # click would exit 1, which reads as "findings" or "regression"
             _quiet_after_broken_pipe()
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Click's own errors (a usage error, a bad option value) in the tool's one style,
+        ``error: ...`` as every command prints its own (ruff's), not click's ``Error: ...``."""
+        if not kwargs.get("standalone_mode", True):
+            return super().main(*args, **kwargs)
+        try:
+            code = super().main(*args, **{**kwargs, "standalone_mode": False})
+        except click.ClickException as exc:
+            _show_click_error(exc)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args or args[0] not in LAZY_COMMANDS and args[0] not in ("--help", "-h", "--version"):
             args = ["check", *args]
@@ -71,6 +87,17 @@ def cli() -> None:
     gpuperf-rewrite PATH --diff        show the fixes as a unified diff
     gpuperf-rewrite train.py --apply   rewrite, A/B-validate and commit what is faster
     """
+
+
+def _show_click_error(exc: click.ClickException) -> None:
+    """What click's ``exc.show()`` prints, with the message as ``error: ...``."""
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and ctx is not None:
+        hint = ""
+        if ctx.command.get_help_option(ctx) is not None:
+            hint = f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.\n"
+        click.echo(f"{ctx.get_usage()}\n{hint}", err=True, color=ctx.color)
+    click.echo(f"error: {exc.format_message()}", err=True)
 
 
 def _quiet_after_broken_pipe() -> None:

@@ -19,13 +19,16 @@ if TYPE_CHECKING:
 # Options that mean something only with --apply, and options that mean nothing with it.
 APPLY_ONLY = ("safe_only", "no_commit", "no_validate", "allow_dirty", "json_out", "budget", "module", *MEASUREMENT,
               *LAUNCH, *DECISION)
-LINT_ONLY = ("fix", "show_diff", "output_format", "output_file", "statistics", "quiet", "follow_symlinks", "jobs",
-             "no_cache", "cache_dir")
+LINT_ONLY = ("fix", "fix_only", "exit_non_zero_on_fix", "show_diff", "output_format", "output_file", "statistics",
+             "quiet", "follow_symlinks", "jobs", "no_cache", "cache_dir")
 
 
 @click.command("check", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @click.option("--fix", is_flag=True, help="Apply fixes in place (safe ones; add --unsafe-fixes for all).")
+@click.option("--fix-only", is_flag=True,
+              help="Apply fixes, but do not report or exit non-zero for findings that remain (implies --fix).")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix changed a file, even if nothing remains.")
 @click.option("--unsafe-fixes", is_flag=True,
               help="Include unsafe fixes in --fix/--diff (with --apply they are tried by default).")
 @click.option("--diff", "show_diff", is_flag=True, help="Print the diff the fixes would make; change nothing.")
@@ -84,12 +87,13 @@ def check(ctx: click.Context, paths: tuple[str, ...], **opts: Any) -> None:
                      follow_symlinks=opts["follow_symlinks"])
     for note in found.skipped:
         click.echo(f"warning: {note}", err=True)
-    fix, show_diff = opts["fix"], opts["show_diff"]
+    fix, show_diff = opts["fix"] or opts["fix_only"], opts["show_diff"]
     from gpuperf_rewrite.lint.cache import cache_dir
 
     lint_opts = LintOptions(level="unsafe" if opts["unsafe_fixes"] else "safe", write=fix, show_diff=show_diff,
                             output_format=opts["output_format"], output_file=opts["output_file"],
                             quiet=opts["quiet"], statistics=opts["statistics"], jobs=opts["jobs"],
+                            fix_only=opts["fix_only"], exit_non_zero_on_fix=opts["exit_non_zero_on_fix"],
                             cache_dir=None if opts["no_cache"] else cache_dir(settings.root, opts["cache_dir"]))
     ctx.exit(run_lint(found, settings, lint_opts))
 

@@ -31,6 +31,10 @@ class LintOptions:
     statistics: bool
     jobs: int | None
     cache_dir: Path | None = None  # None: no cache
+    # ruff's pair: --fix-only writes fixes and reports only what it fixed (and files it could not
+    # check), so a fix hook beside a lint hook prints each finding once (the lint hook's report).
+    fix_only: bool = False
+    exit_non_zero_on_fix: bool = False
 
     @property
     def mode(self) -> FixMode:
@@ -75,6 +79,10 @@ def run_lint(found: Discovery, settings: Settings, opts: LintOptions) -> int:
         return 2  # nothing could be checked at all
     if opts.show_diff and run.diffs:
         return 1
+    if opts.exit_non_zero_on_fix and run.fixed:
+        return 1
+    if opts.fix_only:
+        return 1 if errors else 0
     return 1 if diags else 0
 
 
@@ -100,6 +108,10 @@ def _report(run: LintRun, errors: list[Diagnostic], opts: LintOptions, emit: Emi
     elif opts.output_format == "sarif":
         patches = reporters.collect_patches(((j.path, j.fs_path, j.ruleset) for j in run.jobs), diags)
         emit(reporters.format_sarif(diags, patches))
+    elif opts.fix_only:
+        emit(reporters.format_text(errors, opts.level), err=True)
+        if not opts.quiet and run.fixed:
+            emit(f"Fixed {run.fixed} error{'s' if run.fixed != 1 else ''}.")
     elif opts.statistics:
         emit(reporters.statistics(diags, opts.level))
     else:

@@ -99,6 +99,29 @@ def test_diff_changes_nothing_and_fix_writes(proj):
     assert res.exit_code == 0 and "All checks passed!" in res.output
 
 
+def test_fix_only_reports_what_it_fixed_and_not_what_remains(proj):
+    """ruff's --fix-only: beside a lint hook, a fix hook prints no finding (each is printed once)."""
+    res = run(["train.py", "--fix-only", "--select", "GP101,GP202"], proj)
+    assert res.exit_code == 0, res.output  # GP101 remains (unsafe fix), but that is the lint hook's to say
+    assert res.output.strip() == "Fixed 1 error."
+    assert "pin_memory=torch.cuda.is_available()" in (proj / "train.py").read_text()
+    res = run(["train.py", "--fix-only", "--exit-non-zero-on-fix", "--select", "GP101,GP202"], proj)
+    assert res.exit_code == 0 and res.output == ""  # nothing left to fix, nothing changed
+    (proj / "train.py").write_text(SLOW)
+    res = run(["train.py", "--fix-only", "--exit-non-zero-on-fix", "--select", "GP202"], proj)
+    assert res.exit_code == 1 and "Fixed 1 error." in res.output
+    (proj / "bad.py").write_text("import torch\ndef f(:\n")
+    res = run(["bad.py", "--fix-only"], proj)
+    assert res.exit_code == 2 and "E999" in res.output  # a file it could not check is never silent
+
+
+def test_click_errors_use_the_tools_error_style(proj):
+    for args in (["--bogus", "train.py"], ["ab"], ["train.py", "--runs", "3"]):
+        res = run(args, proj)
+        assert res.exit_code == 2, (args, res.output)
+        assert "\nerror: " in res.output and "Error:" not in res.output, res.output
+
+
 def test_fixed_script_still_runs(proj):
     res = run(["train.py", "--fix", "--unsafe-fixes"], proj)
     assert res.exit_code in (0, 1)

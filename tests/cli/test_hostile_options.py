@@ -40,7 +40,7 @@ def calls(tmp_path, monkeypatch) -> list:
 def _refused(args: list[str], calls: list) -> str:
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 2, (args, r.output)
-    assert "Usage:" in r.output and ("Invalid value" in r.output or "Error:" in r.output), (args, r.output)
+    assert "Usage:" in r.output and ("Invalid value" in r.output or "error:" in r.output), (args, r.output)
     assert "Traceback" not in r.output and "internal error" not in r.output, (args, r.output)
     assert not calls
     return r.output

@@ -5,6 +5,7 @@ never torch) and runs it in a throwaway git repository holding a slow training s
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -52,7 +53,33 @@ def test_hook_definitions_are_what_the_readme_promises():
     for h in hooks.values():
         assert h["language"] == "python" and h["types"] == ["python"]
         assert h.get("pass_filenames", True) is True and "additional_dependencies" not in h
-    assert "--fix" in hooks["gpuperf-fix"]["entry"] and "--fix" not in hooks["gpuperf-lint"]["entry"]
+    assert "--fix-only" in hooks["gpuperf-fix"]["entry"] and "--fix" not in hooks["gpuperf-lint"]["entry"]
+
+
+def _readme_configs() -> list[dict]:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Integrations: pre-commit"):]
+    return [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", section, re.S)
+            if "repos:" in block]
+
+
+def test_readme_snippet_pins_the_release_tag_of_this_version():
+    """The snippet's ``rev`` is ``v`` + the package version, and where the clone has release tags
+    (``git tag -l 'v*'``) that tag is one of them."""
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    remote = [repo for config in _readme_configs() for repo in config["repos"] if repo["repo"] != "local"]
+    assert remote and {repo["rev"] for repo in remote} == {f"v{version}"}
+    tags = subprocess.run(["git", "tag", "-l", "v*"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    assert not tags or f"v{version}" in tags, f"README pins v{version}; the repository's tags are {tags}"
+
+
+def test_readme_local_hooks_match_the_published_ones():
+    hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    local = [h for config in _readme_configs() for repo in config["repos"] if repo["repo"] == "local"
+             for h in repo["hooks"]]
+    assert {h["id"] for h in local} == set(hooks)
+    for h in local:
+        assert h["entry"] == hooks[h["id"]]["entry"] and h["types"] == hooks[h["id"]]["types"]
 
 
 @pytest.fixture(scope="module")
@@ -123,11 +150,13 @@ def test_hooks_fail_with_the_expected_codes_then_pass_once_fixed(user_repo, hook
     assert "vendor/old_train.py:" not in out  # excluded by its config, though passed in
     assert "Failed" in out
 
-    # The fix hook applies the safe fix (GP202) and fails because it changed the file.
+    # The fix hook applies the safe fix (GP202) and fails because it changed the file; it reports
+    # only what it fixed, so the finding left (GP101, unsafe) is printed by gpuperf-lint alone.
     res = _run("gpuperf-fix", user_repo, hook_repo, pre_commit_home, "train.py")
     out = res.stdout + res.stderr
     assert res.returncode == 1, out
     assert "files were modified by this hook" in out
+    assert "Fixed 1 error." in out and "GP101" not in out and "GP202" not in out
     fixed = (user_repo / "train.py").read_text()
     assert "pin_memory=torch.cuda.is_available()" in fixed
     assert "loss.item()" in fixed  # the unsafe GP101 fix is not the hook's to apply
