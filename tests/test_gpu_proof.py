@@ -222,7 +222,8 @@ def _fake_proof(monkeypatch, device="cpu (Fake CPU)", date="2026-01-01"):
         ran.append(stage)
         doc = ({"device": device, "device_type": "cpu", "size": "small", "torch": "2.x", "cuda": None,
                 "date": date} if kind == "env" else
-               _ab("faster", 2.0) if kind == "ab" else {"status": "rejected", "rules_applied": []})
+               _ab("faster", 2.0) if kind == "ab" else {"status": "step_limit"} if kind == "profile" else
+               {"status": "rejected", "rules_applied": []})
         gp.write_json(out / gp.stage_files(stage)[0], doc)
 
     monkeypatch.setattr(gp, "run_stage", run_stage)
@@ -242,10 +243,10 @@ def test_budget_stops_before_a_stage_that_cannot_fit_and_a_later_session_resumes
                    "profile:cnn_item_logging", "ncu"]  # the A/Bs first; what cannot fit is skipped, not cut
     [summary] = first.glob("cpu-fake-cpu-2026-01-01.json")
     doc = json.loads(summary.read_text())
-    assert doc["stages_left"] == ["harmful:gan_bce", "apply:gpt_fp32", "apply:cnn_item_logging"]
+    assert doc["stages_left"] == ["apply:gpt_fp32", "apply:cnn_item_logging", "harmful:gan_bce"]
     assert doc["geomean_speedup"] == 2.0 and [r["name"] for r in doc["fixtures"]] == ["gpt_fp32", "cnn_item_logging"]
     log = (first / "gpu_proof.log").read_text()
-    assert "harmful:gan_bce: not started (expected ~" in log and "run again to resume" in log
+    assert "apply:gpt_fp32: not started (expected ~" in log and "run again to resume" in log
 
     # What the next session carries in: the archive unpacked under benchmarks/results/gpu-proof/,
     # next to another GPU's folder, which must not be merged.
@@ -263,14 +264,14 @@ def test_budget_stops_before_a_stage_that_cannot_fit_and_a_later_session_resumes
                                                              "torch": "2.x", "cuda": None, "date": "2026-01-05"})
     code = gp.main(["--out", str(second), "--budget", "1000", "--resume-from", str(committed), *common])
     assert code == 0
-    assert ran == ["harmful:gan_bce", "apply:gpt_fp32", "apply:cnn_item_logging"]  # only what was left
+    assert ran == ["apply:gpt_fp32", "apply:cnn_item_logging", "harmful:gan_bce"]  # only what was left
     [summary] = second.glob("cpu-fake-cpu-*.json")  # the first session's date: one summary, rewritten
     doc = json.loads(summary.read_text())
     assert summary.name == "cpu-fake-cpu-2026-01-01.json" and doc["stages_left"] == []
     assert doc["harmful"][0]["status"] == "rejected"  # its own, not the H200 folder's
     assert [list(s["stages"]) for s in doc["sessions"]] == [
         ["env", "ab:gpt_fp32", "ab:cnn_item_logging", "shim", "profile:gpt_fp32", "profile:cnn_item_logging", "ncu"],
-        ["harmful:gan_bce", "apply:gpt_fp32", "apply:cnn_item_logging"]]
+        ["apply:gpt_fp32", "apply:cnn_item_logging", "harmful:gan_bce"]]
 
 
 def test_a_stage_still_running_at_the_deadline_is_stopped_and_not_recorded(tmp_path, monkeypatch):
@@ -352,3 +353,97 @@ def test_prewarm_compiles_only_the_pending_rewrites_once_per_session_and_its_fai
     cpu = gp.parse_args(["--out", str(tmp_path), "--device", "cpu"])
     gp._prewarm_if_due("ab:gpt_fp32", stages, tmp_path, cpu, cfg, gp.Clock(510), {}, print, 50)
     assert len(calls) == 1  # nothing to warm on the CPU dry run
+
+
+# What the H100 session recorded for every profile stage (issue 30): the shim's module not found
+# from the project's root, exit 1 after 0.2 s.
+CRASHED_PROFILE = {"schema_version": 1, "status": "crashed", "exit_code": 1, "error": "the shim wrote no result",
+                   "measured_steps": 0, "stderr_tail": "/usr/bin/python3: Error while finding module specification "
+                   "for 'gpuperf_rewrite.runtime.parentwatch' (ModuleNotFoundError: No module named "
+                   "'gpuperf_rewrite.runtime')\n"}
+
+
+def test_a_stage_that_crashes_is_an_error_in_the_summary_and_runs_again_next_time(tmp_path, monkeypatch):
+    gp, ran = _fake_proof(monkeypatch)
+    crash = {"on": True}
+    fake = gp.run_stage
+
+    def crashing(stage, out, args, cfg, left_s, log):
+        fake(stage, out, args, cfg, left_s, log)
+        if stage == "profile:gpt_fp32" and crash["on"]:
+            gp.write_json(out / "profile-gpt_fp32.json", CRASHED_PROFILE)  # a document, but of a crash
+        if stage == "ab:cnn_item_logging" and crash["on"]:
+            gp.write_json(out / "ab-cnn_item_logging.json", {"verdict": "error", "reason": "RuntimeError: boom"})
+
+    monkeypatch.setattr(gp, "run_stage", crashing)
+    out = tmp_path / "p"
+    common = ["--out", str(out), "--device", "cpu", "--size", "small", "--fixtures", "gpt_fp32,cnn_item_logging",
+              "--harmful", "", "--no-apply", "--budget", "1000"]
+    assert gp.main(common) == 1  # not done: run again
+    [summary] = out.glob("cpu-fake-cpu-*.json")
+    doc = json.loads(summary.read_text())
+    assert set(doc["stages_failed"]) == {"profile:gpt_fp32", "ab:cnn_item_logging"}
+    assert "No module named 'gpuperf_rewrite.runtime'" in doc["stages_failed"]["profile:gpt_fp32"]
+    assert "crashed (exit 1)" in doc["stages_failed"]["profile:gpt_fp32"]
+    assert "RuntimeError: boom" in doc["stages_failed"]["ab:cnn_item_logging"]
+    assert {"profile:gpt_fp32", "ab:cnn_item_logging"} <= set(doc["stages_left"])
+    assert not {"profile:gpt_fp32", "ab:cnn_item_logging"} & set(doc["stages_done"])
+    assert doc["profiles"] == ["cnn_item_logging"]  # the crashed profile is no profile
+    [row] = [r for r in doc["fixtures"] if r["name"] == "cnn_item_logging"]
+    assert row["verdict"] == "error" and doc["geomean_excluded"] == {"cnn_item_logging": "error"}
+    [session] = doc["sessions"]
+    assert set(session["failed"]) == {"profile:gpt_fp32", "ab:cnn_item_logging"}
+    assert "profile:gpt_fp32" not in session["stages"]
+    log = (out / "gpu_proof.log").read_text()
+    assert "profile:gpt_fp32: FAILED in 5 s (crashed (exit 1)" in log and "ERROR profile:gpt_fp32:" in log
+
+    ran.clear()
+    crash["on"] = False  # fixed: the next invocation runs exactly the failed stages again
+    assert gp.main(common) == 0
+    assert ran == ["ab:cnn_item_logging", "profile:gpt_fp32"]
+    doc = json.loads(summary.read_text())
+    assert doc["stages_failed"] == {} and doc["stages_left"] == [] and doc["profiles"] == ["cnn_item_logging", "gpt_fp32"]
+    assert "profile:gpt_fp32: failed before (crashed (exit 1)" in (out / "gpu_proof.log").read_text()
+
+
+def test_stage_failure_reads_each_kind_of_document():
+    gp = _load()
+    assert gp.stage_failure("profile:x", {"status": "step_limit", "error": None}) is None
+    assert gp.stage_failure("profile:x", {"status": "timeout", "error": "ran past the 180 s timeout"})
+    assert gp.stage_failure("profile:x", {"status": "no_steps"})
+    assert gp.stage_failure("ab:x", _ab("broken", 2.0)) is None  # a rewrite that broke the script: a result
+    assert gp.stage_failure("ab:x", _ab("faster", 2.0)) is None
+    assert gp.stage_failure("apply:x", _report("error")) and gp.stage_failure("harmful:x", {"status": "crashed"})
+    assert gp.stage_failure("apply:x", _report("rejected", 0.9)) is None
+    assert gp.stage_failure("script:x", {"status": "error", "error": "error: no such file"})
+    assert gp.stage_failure("ncu", {"skipped": "ncu was not found"}) is None
+    assert "no kernel rows" in gp.stage_failure("ncu", {"before": {"error": "no kernel rows"}, "after": {}})
+    assert gp.stage_failure("env", []) == "its file is not a JSON object"
+
+
+def test_the_committed_h100_results_resume_a_session_on_that_gpu_at_ab_input_bound(tmp_path, monkeypatch):
+    """benchmarks/results/gpu-proof/ as committed (issue 30): a session on the same GPU copies its
+    files, skips env and the five A/Bs done there, and starts with ab:input_bound; the crashed
+    profiles were taken out, so every profile stage runs."""
+    committed = ROOT / "benchmarks" / "results" / "gpu-proof"
+    env = json.loads((committed / "nvidia-h100-80gb-hbm3-full" / "env.json").read_text())
+    gp = _load()
+    ran = []
+    monkeypatch.setattr(gp, "run_stage", lambda stage, *a: ran.append(stage))
+    monkeypatch.setattr(gp.st, "environment", lambda device: {**env, "date": "2026-12-01"})
+    monkeypatch.setattr(gp.st, "prewarm", lambda names, *a: ran.append(f"prewarm {','.join(names)}") or {})
+    monkeypatch.setattr(gp, "check_device", lambda args, out: None)
+    out = tmp_path / "gpu-proof"
+    code = gp.main(["--out", str(out), "--resume-from", str(committed), "--budget", "100000"])
+    assert code == 1  # the stand-in stages write nothing
+    log = (out / "gpu_proof.log").read_text()
+    for stage in ("env", "ab:gpt_fp32", "ab:cnn_item_logging", "ab:resnet_no_amp", "ab:loss_accumulation",
+                  "ab:ddp_train"):
+        assert f"{stage}: done before, skipped" in log
+    assert ran[:2] == ["prewarm input_bound", "ab:input_bound"]
+    assert ran[2:8] == [f"apply:{n}" for n in gp.FIXTURES]  # the user's own command next
+    assert {f"profile:{n}" for n in gp.FIXTURES} <= set(ran) and ran[-1] == "ncu"
+    doc = json.loads((out / "nvidia-h100-80gb-hbm3-2026-11-27.json").read_text())  # the first session's name
+    assert doc["geomean_over"] == ["gpt_fp32", "cnn_item_logging", "resnet_no_amp", "loss_accumulation", "ddp_train"]
+    assert 3.0 < doc["geomean_speedup"] < 3.4 and doc["stages_failed"] == {}
+    assert len(doc["sessions"]) == 3 and doc["sessions"][0]["budget_s"] == 510.0
