@@ -45,8 +45,8 @@ for step in range(100000):
 """
 AB_OPTS = ["--steps", "10", "--warmup", "2"]
 ALONE = """import json, sys, time
-from gpuperf_rewrite.validate.runs import ScriptVersion, run_request
-from gpuperf_rewrite.validate.workspace import Workspace
+from gpuperf_rewrite.validate.run.runs import ScriptVersion, run_request
+from gpuperf_rewrite.validate.run.workspace import Workspace
 t0 = time.perf_counter()
 out = {}
 with Workspace() as ws:

@@ -264,7 +264,7 @@ def end_to_end(runs: int, steps: int, warmup: int, size: str, threads: int = 1, 
                log: Callable[[str], None] = print) -> dict[str, Any]:
     """The workload run ``runs`` times per arm, plain and under the shim, interleaved; the medians
     of both arms (wall-clock and CPU-time steps/s) and the overhead (1 - shim/plain)."""
-    from gpuperf_rewrite.validate.profiling import _stage_runtime  # the same staged package profile uses
+    from gpuperf_rewrite.validate.run.profiling import _stage_runtime  # the same staged package profile uses
 
     width, batch = SIZES[size]
     with tempfile.TemporaryDirectory() as tmp_s:

@@ -2,10 +2,10 @@
 
     # real runs: SCRIPT against itself, fresh processes under the shim
     python scripts/ab_aa_rate.py real SCRIPT --trials 10 [--runs 6 --steps 10 --warmup 2] [-- script args]
-    # simulated A/Bs through the same decision code (validate/simulate.py)
+    # simulated A/Bs through the same decision code (validate/judge/simulate.py)
     python scripts/ab_aa_rate.py aa --trials 2000 --noise 0.02,0.05,0.10,0.20
     python scripts/ab_aa_rate.py power --trials 1000 --speedups 1.05,1.10,1.30 --noise 0.02,0.05,0.10,0.20
-    # whole --apply runs with N fixes that do nothing, through the real search (validate/search.py)
+    # whole --apply runs with N fixes that do nothing, through the real search (validate/judge/search.py)
     python scripts/ab_aa_rate.py apply --applies 1000 --fixes 6 --noise 0.10 [--lead 2] [--policy legacy]
 
 Simulated runs draw throughput 100 * speedup * (1 + noise * N(0, 1)); every A/B of a simulated
@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from gpuperf_rewrite.validate.config import ABConfig
-from gpuperf_rewrite.validate.search import Attempt, Outcome, choose, find_passing_subset
-from gpuperf_rewrite.validate.simulate import simulate
-from gpuperf_rewrite.validate.stats import VERDICT_NAMES
+from gpuperf_rewrite.validate.run.config import ABConfig
+from gpuperf_rewrite.validate.judge.search import Attempt, Outcome, choose, find_passing_subset
+from gpuperf_rewrite.validate.judge.simulate import simulate
+from gpuperf_rewrite.validate.judge.stats import VERDICT_NAMES
 
 
 def _floats(text: str) -> list[float]:
@@ -121,7 +121,7 @@ def cmd_apply(o: argparse.Namespace) -> None:
 
 
 def cmd_real(o: argparse.Namespace) -> None:
-    from gpuperf_rewrite.validate.abtest import run_ab
+    from gpuperf_rewrite.validate.judge.abtest import run_ab
 
     cfg = replace(_config(o), steps=o.steps, warmup=o.warmup)
     verdicts, times, runs = [], [], []

@@ -1,7 +1,7 @@
 """The stages of ``scripts/gpu_proof.py``: each returns the JSON document its file gets.
 
 Every measurement goes through the package's own API (``validate.apply.run_apply`` with the
-engine's rewriter, the runtime shim through ``validate.profiling``), never a re-implementation:
+engine's rewriter, the runtime shim through ``validate.run.profiling``), never a re-implementation:
 what is proven on the GPU is exactly what a user's ``--apply --unsafe-fixes`` does.
 """
 
@@ -85,8 +85,8 @@ def ab_fixture(name: str, script_args: list[str], ab: dict[str, Any], log: Log) 
     """The fixture against its full unsafe rewrite (what ``gpuperf-rewrite ab ORIGINAL REWRITE``
     decides, as benchmarks/rewrite_gains.py does): the A/B's JSON, the rules applied, the fixes a
     CPU-only ``--apply`` would list as needing a GPU, and the stage's wall time."""
-    from gpuperf_rewrite.validate.abtest import run_ab
-    from gpuperf_rewrite.validate.config import ABConfig
+    from gpuperf_rewrite.validate.judge.abtest import run_ab
+    from gpuperf_rewrite.validate.run.config import ABConfig
 
     t0 = time.monotonic()
     original, fixed, applied = rewritten(name)
@@ -111,7 +111,7 @@ def prewarm(names: list[str], script_args: list[str], timeout: float, log: Log) 
     the cold compiles overlap instead of adding up. Measures nothing that is reported."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from gpuperf_rewrite.validate.profiling import run_profile
+    from gpuperf_rewrite.validate.run.profiling import run_profile
 
     def one(name: str) -> tuple[str, dict[str, Any]]:
         _, fixed, _ = rewritten(name)
@@ -203,9 +203,9 @@ def apply_in(target: Path, cwd: Path, committed: bool, script_args: list[str], c
     """--apply of ``target`` run from ``cwd`` (where the user would type the command): (the
     report plus what the proof adds, the profile document of its first run)."""
     from gpuperf_rewrite.lint.api import load_settings
-    from gpuperf_rewrite.validate.abtest import ABConfig, default_runner
+    from gpuperf_rewrite.validate.judge.abtest import ABConfig, default_runner
     from gpuperf_rewrite.validate.apply import ApplyError, ApplyOptions, run_apply
-    from gpuperf_rewrite.validate.runs import RunDoc, RunRequest
+    from gpuperf_rewrite.validate.run.runs import RunDoc, RunRequest
 
     profiles: list[dict[str, Any]] = []
     base = default_runner()
@@ -273,7 +273,7 @@ def needs_gpu_on_cpu(report: dict[str, Any]) -> list[str]:
 
 def profile_directly(script: Path, script_args: list[str], cfg: dict[str, Any]) -> dict[str, Any]:
     """A profile run of its own, for a script --apply did not run (nothing to fix)."""
-    from gpuperf_rewrite.validate.profiling import run_profile
+    from gpuperf_rewrite.validate.run.profiling import run_profile
 
     return run_profile(script, script_args, steps=cfg["steps"], warmup=cfg["warmup"], timeout=cfg["timeout"],
                        cwd=script.parent)

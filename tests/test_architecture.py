@@ -481,6 +481,47 @@ def test_no_function_over_80_lines(graph):
     assert LONG_FUNCTIONS <= over, f"no longer over the limit, drop from LONG_FUNCTIONS: {sorted(LONG_FUNCTIONS - over)}"
 
 
+VALIDATE = f"{PKG}.validate"
+# The stages of validate/, first to last: running a script, judging A against B, recording in
+# git, and on top the orchestrator (apply.py) with its plan and console. Same rule as rules/.
+VALIDATE_STAGES: tuple[tuple[int, str], ...] = (
+    (0, f"{VALIDATE}.run"),  # one run under the shim: request, mirror, launcher, lifetime
+    (1, f"{VALIDATE}.judge"),  # records, loss check, statistics, the A/B, which fixes to keep
+    (2, f"{VALIDATE}.record"),  # git: commits, hooks, notes, baselines and regressions
+    (3, VALIDATE),  # apply.py, plan.py, console.py
+)
+MAX_MODULES_PER_FOLDER = 16
+
+
+def test_validate_stages_import_downward(graph):
+    mods, edges = graph
+    stages = {prefix for _, prefix in VALIDATE_STAGES}
+    assert {name for name, mod in mods.items() if mod.is_package and name.startswith(VALIDATE)} == stages
+    wrong = upward_imports(edges, VALIDATE_STAGES, [])
+    assert not wrong, "imports against the stages of validate/ (VALIDATE_STAGES):\n  " + "\n  ".join(
+        f"{src} imports {dst} ({_where(mods, src, line)})" for src, dst, line in wrong)
+
+
+def test_stage_check_fails_on_an_upward_import(tmp_path):
+    copy = tmp_path / "validate"
+    shutil.copytree(ROOT / "gpuperf_rewrite" / "validate", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    added = {"run/runs.py": "def _late():\n    from gpuperf_rewrite.validate.judge import abtest\n",
+             "judge/stats.py": "from gpuperf_rewrite.validate.record import notes\n",
+             "record/notes.py": "from gpuperf_rewrite.validate import apply\n"}
+    for where, text in added.items():
+        (copy / where).write_text((copy / where).read_text() + "\n" + text)
+    mods, edges = build_graph({copy: VALIDATE})
+    wrong = upward_imports(edges, VALIDATE_STAGES, [])
+    assert sorted(src for src, _, _ in wrong) == sorted(_module_name(copy / w, copy, VALIDATE) for w in added)
+
+
+def test_no_validate_folder_over_16_modules():
+    root = ROOT / "gpuperf_rewrite" / "validate"
+    crowded = {str(folder.relative_to(ROOT)): n for folder in [root, *(p for p in root.iterdir() if p.is_dir())]
+               if (n := len([m for m in folder.glob("*.py") if m.name != "__init__.py"])) > MAX_MODULES_PER_FOLDER}
+    assert not crowded, f"folders of validate/ over {MAX_MODULES_PER_FOLDER} modules: {crowded}"
+
+
 def _packages_on_disk() -> set[str]:
     return {_module_name(init, src, pkg) for src, pkg in SOURCES.items() for init in src.rglob("__init__.py")}
 
@@ -501,7 +542,7 @@ def test_wheel_ships_every_subpackage_and_module(tmp_path):
     assert out.returncode == 0, out.stderr
     (wheel,) = (tmp_path / "dist").glob("gpuperf_rewrite-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {"cli", "lint", "validate", "integrations", "integrations.github", "rules", "runtime",
+    expected = {"cli", "lint", "validate", "validate.run", "validate.judge", "validate.record", "integrations", "integrations.github", "rules", "runtime",
                 "rules.analysis", "rules.analysis.syntax", "rules.analysis.model", "rules.analysis.facts",
                 "rules.analysis.fixes", "rules.loop", "rules.data", "rules.precision", "rules.memory",
                 "rules.distributed"}

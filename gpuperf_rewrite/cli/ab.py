@@ -8,7 +8,7 @@ import click
 
 from gpuperf_rewrite.cli.options import (config_from_options, decision_options, existing_script, json_option,
                                          launcher_options, measurement_options, resolve_module_option, write_json)
-from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
+from gpuperf_rewrite.validate.run.lifetime import exits_on_interrupt
 
 
 @click.command("ab", context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,10 +34,10 @@ def ab(ctx: click.Context, script_a: str | None, script_b: str | None, script_ar
     Arguments after `--` go to both scripts. See docs/validation.md.
     """
 
-    from gpuperf_rewrite.validate.abtest import ABError, check_decidable, default_runner, run_ab
+    from gpuperf_rewrite.validate.judge.abtest import ABError, check_decidable, default_runner, run_ab
     from gpuperf_rewrite.validate.console import console_progress, format_table
-    from gpuperf_rewrite.validate.runs import ScriptVersion
-    from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
+    from gpuperf_rewrite.validate.run.runs import ScriptVersion
+    from gpuperf_rewrite.validate.run.workspace import Workspace, WorkspaceError
 
     if modules and len(modules) != 2:
         raise click.UsageError("-m: give two modules (A, then B), or two scripts")

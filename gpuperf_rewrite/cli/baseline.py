@@ -1,4 +1,4 @@
-"""``baseline`` and ``regress``: thin click commands over :mod:`gpuperf_rewrite.validate.baseline`."""
+"""``baseline`` and ``regress``: thin click commands over :mod:`gpuperf_rewrite.validate.record.baseline`."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import click
 
 from gpuperf_rewrite.cli.options import (ALPHA, FiniteFloat, config_from_options, json_option, launcher_options,
                                          measurement_options, module_option, script_entry, write_json)
-from gpuperf_rewrite.validate.lifetime import exits_on_interrupt
+from gpuperf_rewrite.validate.run.lifetime import exits_on_interrupt
 
 
 def _errors() -> tuple[type[BaseException], ...]:
-    from gpuperf_rewrite.validate.abtest import ABError
-    from gpuperf_rewrite.validate.baseline import BaselineError
-    from gpuperf_rewrite.validate.gitops import GitRefused, GitUnavailable
-    from gpuperf_rewrite.validate.workspace import WorkspaceError
+    from gpuperf_rewrite.validate.judge.abtest import ABError
+    from gpuperf_rewrite.validate.record.baseline import BaselineError
+    from gpuperf_rewrite.validate.record.gitops import GitRefused, GitUnavailable
+    from gpuperf_rewrite.validate.run.workspace import WorkspaceError
 
     return BaselineError, ABError, GitRefused, GitUnavailable, WorkspaceError
 
@@ -40,7 +40,7 @@ def baseline(ctx: click.Context, script: str | None, module: str | None, script_
 
     Re-recording on HEAD is also how an intended slowdown is accepted.
     """
-    from gpuperf_rewrite.validate.baseline import record_baseline
+    from gpuperf_rewrite.validate.record.baseline import record_baseline
     from gpuperf_rewrite.validate.console import console_progress
 
     script, mod, script_args = script_entry(ctx, script, module, script_args)
@@ -61,7 +61,7 @@ def baseline(ctx: click.Context, script: str | None, module: str | None, script_
 
 
 def _show_history(script: str, plot: str | None, json_path: str | None) -> None:
-    from gpuperf_rewrite.validate.baseline import history, plot_history, repo_and_rel
+    from gpuperf_rewrite.validate.record.baseline import history, plot_history, repo_and_rel
 
     repo, rel = repo_and_rel(script)
     rows = history(repo, rel, _warn)
@@ -104,7 +104,7 @@ def regress(ctx: click.Context, script: str | None, module: str | None, script_a
     """Measure the working tree's SCRIPT (or -m MODULE) against the nearest ancestor commit with a
     comparable baseline note. Exit 1 on a significant drop beyond --threshold, 0 otherwise, 2 without
     a baseline."""
-    from gpuperf_rewrite.validate.baseline import check_regression
+    from gpuperf_rewrite.validate.record.baseline import check_regression
     from gpuperf_rewrite.validate.console import console_progress
 
     script, mod, script_args = script_entry(ctx, script, module, script_args)

@@ -71,7 +71,7 @@ def measurement_options(f: F) -> F:
 def launcher_options(f: F) -> F:
     """``--launcher``, ``--nproc-per-node``, ``--launcher-args``: the same on profile, ab, --apply,
     baseline and regress (checked by :func:`launch_from_options`)."""
-    from gpuperf_rewrite.validate.launchers import LAUNCHERS
+    from gpuperf_rewrite.validate.run.launchers import LAUNCHERS
 
     return _stack(f, [
         click.option("--launcher", type=click.Choice(LAUNCHERS), default=None,
@@ -86,7 +86,7 @@ def launcher_options(f: F) -> F:
 
 def launch_from_options(opts: Mapping[str, Any]) -> dict[str, Any]:
     """The launcher options as ``ABConfig``/``RunRequest`` fields; UsageError on a bad combination."""
-    from gpuperf_rewrite.validate.launchers import launch_problem, split_launcher_args
+    from gpuperf_rewrite.validate.run.launchers import launch_problem, split_launcher_args
 
     launcher, nproc = opts.get("launcher"), opts.get("nproc_per_node") or 1
     try:
@@ -144,8 +144,8 @@ def write_json(path: str, doc: Any) -> None:
 def config_from_options(opts: Mapping[str, Any], *, decides: bool = False) -> Any:
     """An ``ABConfig`` from option values (None means the default); UsageError when inconsistent,
     or, with ``decides`` (an A/B verdict), when the configuration can never reach one."""
-    from gpuperf_rewrite.validate.abtest import ABConfig
-    from gpuperf_rewrite.validate.stats import undecidable_reason
+    from gpuperf_rewrite.validate.judge.abtest import ABConfig
+    from gpuperf_rewrite.validate.judge.stats import undecidable_reason
 
     kw: dict[str, Any] = {}
     for name in (*MEASUREMENT, *DECISION):
@@ -211,8 +211,8 @@ def existing_script(ctx: click.Context, name: str, value: str | None) -> str:
 
 
 def resolve_module_option(module: str) -> Any:
-    """The :class:`~gpuperf_rewrite.validate.entrypoint.EntryPoint` of ``-m MODULE``; UsageError if none."""
-    from gpuperf_rewrite.validate.entrypoint import EntryPointError, resolve_module
+    """The :class:`~gpuperf_rewrite.validate.run.entrypoint.EntryPoint` of ``-m MODULE``; UsageError if none."""
+    from gpuperf_rewrite.validate.run.entrypoint import EntryPointError, resolve_module
 
     try:
         return resolve_module(module)

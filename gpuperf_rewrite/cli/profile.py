@@ -13,8 +13,8 @@ from gpuperf_rewrite.cli.options import (MAX_SECONDS, SEED, STEPS, WARMUP, Finit
 from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.report import format_report
 from gpuperf_rewrite.runtime.schema import OK_STATUSES
-from gpuperf_rewrite.validate.profiling import profile_runner
-from gpuperf_rewrite.validate.runs import run_request
+from gpuperf_rewrite.validate.run.profiling import profile_runner
+from gpuperf_rewrite.validate.run.runs import run_request
 
 
 @click.command("profile", context_settings={"ignore_unknown_options": True})
@@ -73,14 +73,14 @@ def profile(ctx: click.Context, script: str | None, module: str | None, steps: i
                           module=mod[0] if mod else None, **launch)
     doc: dict[str, Any] = dict(profile_runner(request))
     if precision_check:
-        from gpuperf_rewrite.validate.precision import precision_check as check
+        from gpuperf_rewrite.validate.run.precision import precision_check as check
 
         doc["amp"]["precision_check"] = check(doc, request, run=profile_runner)  # type: ignore[arg-type]
         doc["diagnosis"] = diagnose(doc) if doc.get("measured_steps") else []
     to_stderr = json_path == "-"  # stdout carries only the JSON with `--json -`
     click.echo(format_report(doc), err=to_stderr)
     if probe_batch:
-        from gpuperf_rewrite.validate.batchprobe import format_probe, probe
+        from gpuperf_rewrite.validate.run.batchprobe import format_probe, probe
 
         doc["batch_probe"] = probe(request, doc, arg=batch_arg, time_limit=probe_time,  # type: ignore[arg-type]
                                    max_size=probe_max_batch, run=profile_runner)

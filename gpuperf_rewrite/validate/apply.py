@@ -1,15 +1,15 @@
 """``gpuperf-rewrite train.py --apply``: rewrite, A/B-validate, keep what passed, commit it with a note.
 
 Nothing is written until validation has finished: the original and each candidate rewrite run
-in scratch mirrors of the checkout (:mod:`gpuperf_rewrite.validate.workspace`), so sibling files
+in scratch mirrors of the checkout (:mod:`gpuperf_rewrite.validate.run.workspace`), so sibling files
 and imports resolve as they would and the runs' own writes stay out of it. Only the final step
 touches the working tree, through
-:func:`gpuperf_rewrite.validate.gitops.commit_file` (or an atomic write outside git / with --no-commit).
+:func:`gpuperf_rewrite.validate.record.gitops.commit_file` (or an atomic write outside git / with --no-commit).
 Before any A/B, one profile run of the original decides the plan (:mod:`gpuperf_rewrite.validate.plan`):
 the validation device (fixes that gain only on CUDA are not tried elsewhere, but listed as needing
 a GPU), the order of the candidates (what the diagnosis names first) and the time estimates behind
 ``--budget`` and the ETA. Which fixes are kept, with the false-commit rate of the whole run at most
-alpha, is :mod:`gpuperf_rewrite.validate.search`.
+alpha, is :mod:`gpuperf_rewrite.validate.judge.search`.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from gpuperf_rewrite.validate.abtest import ABConfig, ABError, ABResult, run_ab
+from gpuperf_rewrite.validate.judge.abtest import ABConfig, ABError, ABResult, run_ab
 from gpuperf_rewrite.validate.console import format_table
-from gpuperf_rewrite.validate.lifetime import exit_code, returns_on_interrupt
-from gpuperf_rewrite.validate.notes import check_notes_ref, note_record
-from gpuperf_rewrite.validate.records import first_fingerprint
+from gpuperf_rewrite.validate.run.lifetime import exit_code, returns_on_interrupt
+from gpuperf_rewrite.validate.record.notes import check_notes_ref, note_record
+from gpuperf_rewrite.validate.judge.records import first_fingerprint
 from gpuperf_rewrite.validate.plan import NEEDS_GPU, Clock, GainsOnOf, Plan, make_plan, rule_gains_on
-from gpuperf_rewrite.validate.runs import Runner, ScriptVersion, measured_run
-from gpuperf_rewrite.validate.search import CONFIRMATION, Attempt, Outcome, alpha_plan, choose
+from gpuperf_rewrite.validate.run.runs import Runner, ScriptVersion, measured_run
+from gpuperf_rewrite.validate.judge.search import CONFIRMATION, Attempt, Outcome, alpha_plan, choose
 
 if TYPE_CHECKING:
     from git import Repo
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from gpuperf_rewrite.lint.api import Settings
     from gpuperf_rewrite.lint.engine import RuleSet
     from gpuperf_rewrite.lint.fixes import FixMode
-    from gpuperf_rewrite.validate.abtest import Progress
-    from gpuperf_rewrite.validate.workspace import Workspace
+    from gpuperf_rewrite.validate.judge.abtest import Progress
+    from gpuperf_rewrite.validate.run.workspace import Workspace
 
 # (source bytes, fix codes or None for all) -> (rewritten bytes or None, {code: count})
 Rewriter = Callable[[bytes, "Sequence[str] | None"], "tuple[bytes | None, dict[str, int]]"]
@@ -113,7 +113,7 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
     With ``module`` (name, sys.path root), ``path`` is its file and every run is ``python -m name``."""
     from gpuperf_rewrite.lint.sourceio import unified_diff
 
-    from gpuperf_rewrite.validate.checkout import CheckoutRefused, apply_lock, script_target
+    from gpuperf_rewrite.validate.record.checkout import CheckoutRefused, apply_lock, script_target
 
     cfg = config or ABConfig()
     if not Path(path).is_file():
@@ -147,8 +147,8 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
     # CUDA can drop out, on a CPU); the plan's own level is checked again once it is known.
     _check_decidable(cfg, sum((gains_on or rule_gains_on)(c) != "cuda" for c in codes))
 
-    from gpuperf_rewrite.validate import abtest
-    from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
+    from gpuperf_rewrite.validate.judge import abtest
+    from gpuperf_rewrite.validate.run.workspace import Workspace, WorkspaceError
 
     with contextlib.ExitStack() as stack:
         try:
@@ -189,7 +189,7 @@ def _git_preflight(target: Path, options: ApplyOptions,
     not; an exit code when the repository's state is refused."""
     if options.no_commit or options.no_validate:
         return None, None, None
-    from gpuperf_rewrite.validate import gitops
+    from gpuperf_rewrite.validate.record import gitops
 
     repo = gitops.find_repo(target)
     if repo is None:
@@ -205,7 +205,7 @@ def _git_preflight(target: Path, options: ApplyOptions,
 
 def _check_decidable(cfg: ABConfig, n_codes: int) -> None:
     """Refuse before measuring when an A/B that can commit (at its share of alpha) can never decide."""
-    from gpuperf_rewrite.validate.stats import undecidable_reason
+    from gpuperf_rewrite.validate.judge.stats import undecidable_reason
 
     level = min(alpha_plan(cfg.alpha, n_codes).values())
     why = undecidable_reason(cfg, alpha=level)
@@ -318,7 +318,7 @@ def _profile_and_plan(ctx: _Context, a_path: Path, setup_s: float = 0.0) -> Cloc
     """One profile run of the original (same mirror, steps, warmup and timeout as the A/B runs),
     then the plan, printed; an exit code when the original cannot even be profiled."""
     from gpuperf_rewrite.validate import plan as planning
-    from gpuperf_rewrite.validate.records import describe_failure, record_from_doc, too_short
+    from gpuperf_rewrite.validate.judge.records import describe_failure, record_from_doc, too_short
 
     cfg = ctx.cfg
     ctx.echo("== profiling the original (one run) to plan the validation", err=True)
@@ -408,7 +408,7 @@ def _report_base(ctx: _Context, outcome: Outcome) -> dict[str, Any]:
 def _extra_lines(ctx: _Context, outcome: Outcome) -> list[str]:
     """Commit-message lines for what was not judged (fixes needing a GPU, fixes not tried) and
     how the runs were launched."""
-    from gpuperf_rewrite.validate.launchers import describe_launch
+    from gpuperf_rewrite.validate.run.launchers import describe_launch
 
     out = [f"Every run launched with {describe_launch(ctx.cfg.launch)}"] if ctx.cfg.launcher else []
     if ctx.plan is not None and ctx.plan.needs_gpu:
@@ -420,7 +420,7 @@ def _extra_lines(ctx: _Context, outcome: Outcome) -> list[str]:
 
 def _commit(ctx: _Context, outcome: Outcome, res: ABResult, final: bytes, report: dict[str, Any]) -> int:
     from gpuperf_rewrite.lint.sourceio import WriteRefused
-    from gpuperf_rewrite.validate import gitops
+    from gpuperf_rewrite.validate.record import gitops
 
     decision = outcome.decision
     assert decision is not None

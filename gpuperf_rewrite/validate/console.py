@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from gpuperf_rewrite.validate.abtest import ABResult, Progress, ProgressEvent
+from gpuperf_rewrite.validate.judge.abtest import ABResult, Progress, ProgressEvent
 from gpuperf_rewrite.validate.plan import eta_text
-from gpuperf_rewrite.validate.stats import look_alpha
+from gpuperf_rewrite.validate.judge.stats import look_alpha
 
 
 def _fmt_bytes(n: int | None) -> str:

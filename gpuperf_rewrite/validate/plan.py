@@ -8,7 +8,7 @@ One short profile run of the original (in the same scratch mirror the A/B uses) 
   to validate", never committed unmeasured;
 * the **diagnosis** (runtime/diagnosis.py): the rule codes its findings name, most severe finding
   first, go first, and they form the *lead* subset the search tries first
-  (:func:`gpuperf_rewrite.validate.search.choose`), so a clear win costs one A/B;
+  (:func:`gpuperf_rewrite.validate.judge.search.choose`), so a clear win costs one A/B;
 * the **time of one run**, from which each A/B is estimated (``2 x --runs`` runs, and up to
   ``2 x --max-runs`` when a borderline result extends it: the "at most" covers that), the plan is
   printed up front, ``--budget`` stops the search before an A/B that cannot finish in time and
@@ -24,9 +24,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from gpuperf_rewrite.validate.abtest import Progress, ProgressEvent
-from gpuperf_rewrite.validate.runs import RunDoc
-from gpuperf_rewrite.validate.search import OutOfBudget
+from gpuperf_rewrite.validate.judge.abtest import Progress, ProgressEvent
+from gpuperf_rewrite.validate.run.runs import RunDoc
+from gpuperf_rewrite.validate.judge.search import OutOfBudget
 
 if TYPE_CHECKING:
     from gpuperf_rewrite.rules._api import GainsOn  # the rule attribute: "any" | "cuda"

@@ -31,7 +31,7 @@ def calls(tmp_path, monkeypatch) -> list:
         seen.append(args)
         raise AssertionError("a run started for an invalid option value")
 
-    for target in ("gpuperf_rewrite.validate.abtest.default_runner", "gpuperf_rewrite.validate.profiling.run_profile",
+    for target in ("gpuperf_rewrite.validate.judge.abtest.default_runner", "gpuperf_rewrite.validate.run.profiling.run_profile",
                    "gpuperf_rewrite.cli.profile.run_profile"):
         monkeypatch.setattr(target, lambda *a, **k: runner(*a, **k), raising=False)
     return seen

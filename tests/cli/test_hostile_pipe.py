@@ -34,7 +34,7 @@ def test_findings_to_a_closed_pipe_exit_quietly(tmp_path) -> None:
 
 def test_regress_history_to_a_closed_pipe_is_not_a_regression(tmp_path) -> None:
     pytest.importorskip("git")
-    from gpuperf_rewrite.validate import gitops
+    from gpuperf_rewrite.validate.record import gitops
     from tests.helpers.abfakes import git_repo
 
     repo = git_repo(tmp_path, {"train.py": "print('train')\n"})

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpuperf_rewrite.validate.runs import RunRequest
+from gpuperf_rewrite.validate.run.runs import RunRequest
 
 FP = {"device": "cpu", "device_name": "fake", "torch": "x", "cuda": None, "python": "3", "cpu_count": 2,
       "platform": "test", "env_hash": "e" * 64}
@@ -162,7 +162,7 @@ def apply_with_fakes(path: Path, codes: tuple[str, ...], *, runner: Any = None, 
     """``run_apply`` on a :class:`FakeRunner` (or ``runner``) and :func:`fake_rewriter`, with a small
     fast A/B configuration unless ``config`` is given; ``options`` are ``ApplyOptions`` fields.
     Returns the exit code and everything it printed."""
-    from gpuperf_rewrite.validate.abtest import ABConfig
+    from gpuperf_rewrite.validate.judge.abtest import ABConfig
     from gpuperf_rewrite.validate.apply import ApplyOptions, run_apply
 
     out: list[str] = []

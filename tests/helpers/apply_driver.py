@@ -5,7 +5,7 @@ usage: PYTHONPATH=<repository root> python tests/helpers/apply_driver.py SCRIPT 
 
 import sys
 
-from gpuperf_rewrite.validate.abtest import ABConfig
+from gpuperf_rewrite.validate.judge.abtest import ABConfig
 from gpuperf_rewrite.validate.apply import run_apply
 from tests.helpers.abfakes import FakeRunner, fake_rewriter
 

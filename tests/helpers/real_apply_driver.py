@@ -8,7 +8,7 @@ while a training run is in progress. Prints ``RUN k`` on stderr as each run star
 
 import sys
 
-from gpuperf_rewrite.validate.abtest import ABConfig
+from gpuperf_rewrite.validate.judge.abtest import ABConfig
 from gpuperf_rewrite.validate.apply import run_apply
 
 

@@ -1,5 +1,5 @@
 """The PR bot's A/B validator (``pr-bot --validate``) with a fake A/B module in place of
-gpuperf_rewrite.validate.abtest: each fix measured alone in a scratch mirror of the checkout, and the review's
+gpuperf_rewrite.validate.judge.abtest: each fix measured alone in a scratch mirror of the checkout, and the review's
 false-proposal rate held at alpha by splitting it over the fixes validated (Bonferroni)."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from gpuperf_rewrite.integrations.github.validator import ab_validator, per_test
 from gpuperf_rewrite.lint.engine import RuleSet
 from gpuperf_rewrite.lint.patches import finding_patches
 from gpuperf_rewrite.lint.registry import all_rules
-from gpuperf_rewrite.validate.abtest import ABConfig
-from gpuperf_rewrite.validate.runs import run_request
+from gpuperf_rewrite.validate.judge.abtest import ABConfig
+from gpuperf_rewrite.validate.run.runs import run_request
 from tests.helpers.prbot import SLOW_TRAIN, commit, make_repo
 
 
@@ -74,7 +74,7 @@ def _record_run(request):
 
 
 class _FlatWorkspace:
-    """A stand-in for validate.workspace.Workspace that writes both sides into one temp dir."""
+    """A stand-in for validate.run.workspace.Workspace that writes both sides into one temp dir."""
 
     def __init__(self, **kw) -> None:
         import tempfile
@@ -102,11 +102,11 @@ class _FlatWorkspace:
 
 def _install(monkeypatch, run_ab) -> None:
     """Replace the A/B module the validator imports by one with the real ABConfig and ``run_ab``."""
-    fake = types.ModuleType("gpuperf_rewrite.validate.abtest")
+    fake = types.ModuleType("gpuperf_rewrite.validate.judge.abtest")
     fake.ABConfig = ABConfig
     fake.run_ab = run_ab
     fake.default_runner = lambda: _record_run
-    monkeypatch.setitem(sys.modules, "gpuperf_rewrite.validate.abtest", fake)
+    monkeypatch.setitem(sys.modules, "gpuperf_rewrite.validate.judge.abtest", fake)
 
 
 def _candidates(text: str, path: str = "train.py", rules: tuple[str, ...] | None = None) -> list[Candidate]:
@@ -194,7 +194,7 @@ def test_no_op_fixes_are_proposed_in_at_most_alpha_of_reviews(repo, monkeypatch)
     _install(monkeypatch, fake)
     # Thousands of A/Bs: keep the sides in one directory instead of a scratch mirror per A/B
     # (the mirror is tested above; here only the decisions matter).
-    monkeypatch.setattr("gpuperf_rewrite.validate.workspace.Workspace", _FlatWorkspace)
+    monkeypatch.setattr("gpuperf_rewrite.validate.run.workspace.Workspace", _FlatWorkspace)
     candidates = _candidates(SLOW_TRAIN)
     k = len(candidates)
     assert k >= 5

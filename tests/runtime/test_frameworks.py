@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpuperf_rewrite.cli.profile import profile
-from gpuperf_rewrite.validate.profiling import check_launcher_args, run_profile
+from gpuperf_rewrite.validate.run.profiling import check_launcher_args, run_profile
 from tests.helpers.paths import ROOT
 
 FRAMEWORKS = ROOT / "fixtures" / "frameworks"

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from gpuperf_rewrite.runtime.guard import GUARD_ENV
-from gpuperf_rewrite.validate.profiling import run_profile
+from gpuperf_rewrite.validate.run.profiling import run_profile
 
 SCRIPT = """import torch
 from pathlib import Path

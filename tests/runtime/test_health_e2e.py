@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpuperf_rewrite.cli.profile import profile
-from gpuperf_rewrite.validate.profiling import run_profile
+from gpuperf_rewrite.validate.run.profiling import run_profile
 
 Make = Callable[..., Path]
 

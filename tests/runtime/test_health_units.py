@@ -300,7 +300,7 @@ def test_compare_to_reference() -> None:
 def test_precision_rtol_is_the_ab_low_precision_tolerance() -> None:
     import importlib
 
-    for name in ("gpuperf_rewrite.validate.losscheck", "gpuperf_rewrite.validate.abtest"):
+    for name in ("gpuperf_rewrite.validate.judge.losscheck", "gpuperf_rewrite.validate.judge.abtest"):
         try:
             mod = importlib.import_module(name)
         except ImportError:

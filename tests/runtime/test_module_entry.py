@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from gpuperf_rewrite.cli.profile import profile
 from gpuperf_rewrite.runtime import entry
-from gpuperf_rewrite.validate.profiling import profile_runner, run_profile
-from gpuperf_rewrite.validate.runs import ScriptVersion, run_request
-from gpuperf_rewrite.validate.workspace import Workspace
+from gpuperf_rewrite.validate.run.profiling import profile_runner, run_profile
+from gpuperf_rewrite.validate.run.runs import ScriptVersion, run_request
+from gpuperf_rewrite.validate.run.workspace import Workspace
 
 TRAIN = """import sys
 import torch

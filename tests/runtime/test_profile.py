@@ -11,8 +11,8 @@ from typing import Callable
 import pytest
 import torch
 
-from gpuperf_rewrite.validate import profiling
-from gpuperf_rewrite.validate.profiling import run_profile
+from gpuperf_rewrite.validate.run import profiling
+from gpuperf_rewrite.validate.run.profiling import run_profile
 from tests.helpers.processes import running
 
 

@@ -246,7 +246,8 @@ def test_nvml_sampler_with_a_fake_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_schema_is_defined_once_and_session_fills_only_its_keys() -> None:
     from gpuperf_rewrite.runtime import schema
-    from gpuperf_rewrite.validate import abtest, profiling
+    from gpuperf_rewrite.validate.judge import abtest
+    from gpuperf_rewrite.validate.run import profiling
     from gpuperf_rewrite.cli import profile as profile_cli
 
     assert profiling.empty_document is schema.empty_document

@@ -13,8 +13,8 @@ pytest.importorskip("git")
 
 from tests.helpers.abfakes import git_repo, repo_state  # noqa: E402
 
-from gpuperf_rewrite.validate import gitops  # noqa: E402
-from gpuperf_rewrite.validate.abtest import ABConfig, run_ab  # noqa: E402
+from gpuperf_rewrite.validate.record import gitops  # noqa: E402
+from gpuperf_rewrite.validate.judge.abtest import ABConfig, run_ab  # noqa: E402
 from gpuperf_rewrite.lint.api import load_settings  # noqa: E402
 from gpuperf_rewrite.validate.apply import run_apply  # noqa: E402
 from tests.helpers.paths import ROOT  # noqa: E402

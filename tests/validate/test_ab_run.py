@@ -1,4 +1,4 @@
-"""The A/B run loop (validate/abtest.py) with a fake runner: order, seeds, stopping, verdicts,
+"""The A/B run loop (validate/judge/abtest.py) with a fake runner: order, seeds, stopping, verdicts,
 and the defects of issue 12 (early exit, units, loss check, first side)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ pytest.importorskip("scipy")
 
 from tests.helpers.abfakes import FakeRunner, fake_script  # noqa: E402
 
-from gpuperf_rewrite.validate.abtest import (  # noqa: E402
+from gpuperf_rewrite.validate.judge.abtest import (  # noqa: E402
     VERDICTS,
     ABConfig,
     ABConfigError,

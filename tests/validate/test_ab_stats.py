@@ -1,4 +1,4 @@
-"""The statistical core of the A/B validator (validate/stats.py): comparison, decision rule,
+"""The statistical core of the A/B validator (validate/judge/stats.py): comparison, decision rule,
 sequential looks, and simulated error rates and power through the same array rules."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("scipy")
 
-from gpuperf_rewrite.validate.config import ABConfig  # noqa: E402
-from gpuperf_rewrite.validate.stats import (  # noqa: E402
+from gpuperf_rewrite.validate.run.config import ABConfig  # noqa: E402
+from gpuperf_rewrite.validate.judge.stats import (  # noqa: E402
     bootstrap_ratio_ci,
     compare,
     decide,
@@ -132,7 +132,7 @@ def test_only_the_level_rejects() -> None:
     assert decide(s, 0.005, 1.02) == "faster" and decide(s, 0.002, 1.02) == "no_difference"
 
 
-# -- simulated decisions (validate/simulate.py runs them through the same array rules) ---------
+# -- simulated decisions (validate/judge/simulate.py runs them through the same array rules) ---------
 
 SIM = dict(bootstrap_resamples=400)
 
@@ -142,7 +142,7 @@ def test_aa_false_positive_rate_at_10pct_noise(min_speedup) -> None:
     """400 sequential A/A decisions at 10% run-to-run noise (with early looks and extensions):
     faster-or-slower at most alpha. With min_speedup 1.0 the decision rests on the tests alone,
     so without the split of alpha over the looks this rate is ~11%."""
-    from gpuperf_rewrite.validate.simulate import simulate
+    from gpuperf_rewrite.validate.judge.simulate import simulate
 
     sim = simulate(ABConfig(min_speedup=min_speedup, **SIM), speedup=1.0, noise=0.10, trials=400, seed=3)
     assert sim.positives <= 0.05
@@ -150,7 +150,7 @@ def test_aa_false_positive_rate_at_10pct_noise(min_speedup) -> None:
 
 
 def test_single_look_false_positive_rate_is_at_most_alpha() -> None:
-    from gpuperf_rewrite.validate.simulate import simulate
+    from gpuperf_rewrite.validate.judge.simulate import simulate
 
     cfg = ABConfig(runs=10, max_runs=10, early_stop=False, min_speedup=1.0, **SIM)
     sim = simulate(cfg, speedup=1.0, noise=0.05, trials=600, seed=4)
@@ -160,7 +160,7 @@ def test_single_look_false_positive_rate_is_at_most_alpha() -> None:
 def test_a_true_gain_below_min_speedup_is_rarely_called_faster() -> None:
     """A real but small gain (1.01x, clearly significant at 1% noise) is not `faster` at
     --min-speedup 1.02: the lower bound of the CI has to clear it, not the p-value alone."""
-    from gpuperf_rewrite.validate.simulate import simulate
+    from gpuperf_rewrite.validate.judge.simulate import simulate
 
     sim = simulate(ABConfig(**SIM), speedup=1.01, noise=0.01, trials=300, seed=5)
     assert sim.faster <= 0.05
@@ -169,7 +169,7 @@ def test_a_true_gain_below_min_speedup_is_rarely_called_faster() -> None:
 @pytest.mark.parametrize("speedup,noise,power", [(1.30, 0.05, 0.95), (1.10, 0.02, 0.95), (1.10, 0.05, 0.90),
                                                  (1.30, 0.10, 0.95)])
 def test_power_of_the_default_configuration(speedup, noise, power) -> None:
-    from gpuperf_rewrite.validate.simulate import simulate
+    from gpuperf_rewrite.validate.judge.simulate import simulate
 
     sim = simulate(ABConfig(**SIM), speedup=speedup, noise=noise, trials=300, seed=6)
     assert sim.faster >= power
@@ -178,7 +178,7 @@ def test_power_of_the_default_configuration(speedup, noise, power) -> None:
 
 
 def test_clear_results_stop_at_the_first_look() -> None:
-    from gpuperf_rewrite.validate.simulate import simulate
+    from gpuperf_rewrite.validate.judge.simulate import simulate
 
     sim = simulate(ABConfig(**SIM), speedup=1.30, noise=0.02, trials=200, seed=8)
     assert sim.faster == 1.0 and (sim.runs_per_side == 5).all()

@@ -17,9 +17,9 @@ git = pytest.importorskip("git")
 
 from tests.helpers.abfakes import NOOPS, FakeRunner, git_repo, repo_state, apply_with_fakes  # noqa: E402
 
-from gpuperf_rewrite.validate import gitops  # noqa: E402
-from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
-from gpuperf_rewrite.validate.search import find_passing_subset  # noqa: E402
+from gpuperf_rewrite.validate.record import gitops  # noqa: E402
+from gpuperf_rewrite.validate.judge.abtest import ABConfig  # noqa: E402
+from gpuperf_rewrite.validate.judge.search import find_passing_subset  # noqa: E402
 from tests.helpers.paths import HELPERS, ROOT  # noqa: E402
 
 SCRIPT = "# fake: speed=100 noise=0.01\nprint('train')\n"
@@ -248,7 +248,7 @@ def test_check_apply_cli_uses_the_engine_and_options(tmp_path, monkeypatch) -> N
     """`gpuperf-rewrite train.py --apply ...`: real rules (GP201), fake measurements."""
     from click.testing import CliRunner
 
-    from gpuperf_rewrite.validate import abtest
+    from gpuperf_rewrite.validate.judge import abtest
     from gpuperf_rewrite.cli import cli
 
     repo = git_repo(tmp_path, {"train.py": LOADER_SCRIPT})
@@ -322,8 +322,8 @@ def aa_pools():
     min_speedup 1.0: the decision rests on the tests alone, the hardest case for the search."""
     from dataclasses import replace
 
-    from gpuperf_rewrite.validate.simulate import simulate
-    from gpuperf_rewrite.validate.stats import VERDICT_NAMES
+    from gpuperf_rewrite.validate.judge.simulate import simulate
+    from gpuperf_rewrite.validate.judge.stats import VERDICT_NAMES
 
     cfg = ABConfig(min_speedup=1.0, bootstrap_resamples=100)
     return {level: [VERDICT_NAMES[int(v)] for v in simulate(replace(cfg, alpha=level), speedup=1.0, noise=0.10,
@@ -337,7 +337,7 @@ def test_false_commit_rate_of_a_whole_apply_is_at_most_alpha(aa_pools) -> None:
     time. Each A/B's verdict is drawn from simulated A/A decisions at that A/B's level."""
     import random as _random
 
-    from gpuperf_rewrite.validate.search import choose
+    from gpuperf_rewrite.validate.judge.search import choose
 
     rng = _random.Random(0)
     commits, screened_positive, tests = 0, 0, 0
@@ -356,7 +356,7 @@ def test_false_commit_rate_of_a_whole_apply_is_at_most_alpha(aa_pools) -> None:
 
 
 def test_a_screening_pass_commits_only_after_a_fresh_confirmation() -> None:
-    from gpuperf_rewrite.validate.search import choose
+    from gpuperf_rewrite.validate.judge.search import choose
 
     calls = []
 

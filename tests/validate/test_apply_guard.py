@@ -16,7 +16,9 @@ git = pytest.importorskip("git")
 from tests.helpers.abfakes import FakeRunner, apply_with_fakes, git_repo, repo_state  # noqa: E402
 from tests.helpers.paths import HELPERS, ROOT  # noqa: E402
 
-from gpuperf_rewrite.validate import checkout, workspace  # noqa: E402
+from gpuperf_rewrite.validate.record import checkout  # noqa: E402
+
+from gpuperf_rewrite.validate.run import workspace
 from gpuperf_rewrite.validate.apply import ApplyError  # noqa: E402
 
 SCRIPT = "# fake: speed=100 noise=0.01\nprint('train')\n"
@@ -110,7 +112,7 @@ for step in range(1000):
 """
 
 DRIVER = """import sys
-from gpuperf_rewrite.validate.abtest import ABConfig
+from gpuperf_rewrite.validate.judge.abtest import ABConfig
 from gpuperf_rewrite.validate.apply import run_apply
 
 def rewrite(data, codes):

@@ -14,10 +14,10 @@ pytest.importorskip("git")
 
 from tests.helpers.abfakes import FAKE_FIXES, NOOPS, FakeRunner, git_repo, repo_state, apply_with_fakes  # noqa: E402
 
-from gpuperf_rewrite.validate import gitops  # noqa: E402
+from gpuperf_rewrite.validate.record import gitops  # noqa: E402
 from gpuperf_rewrite.validate import plan as planning  # noqa: E402
-from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
-from gpuperf_rewrite.validate.search import OutOfBudget, choose  # noqa: E402
+from gpuperf_rewrite.validate.judge.abtest import ABConfig  # noqa: E402
+from gpuperf_rewrite.validate.judge.search import OutOfBudget, choose  # noqa: E402
 
 SCRIPT = "# fake: speed=100 noise=0.01\nprint('train')\n"
 CFG = ABConfig(runs=6, max_runs=6, min_runs=4, steps=5, warmup=1, bootstrap_resamples=300)
@@ -162,8 +162,8 @@ def test_false_commit_rate_with_a_diagnosed_lead_is_at_most_alpha() -> None:
     from dataclasses import replace
     from types import SimpleNamespace
 
-    from gpuperf_rewrite.validate.simulate import simulate
-    from gpuperf_rewrite.validate.stats import VERDICT_NAMES
+    from gpuperf_rewrite.validate.judge.simulate import simulate
+    from gpuperf_rewrite.validate.judge.stats import VERDICT_NAMES
 
     cfg = ABConfig(min_speedup=1.0, bootstrap_resamples=100)
     pools = {lvl: [VERDICT_NAMES[int(v)] for v in simulate(replace(cfg, alpha=lvl), noise=0.10, trials=600,
@@ -296,7 +296,7 @@ def test_budget_option(tmp_path, monkeypatch) -> None:
 def test_the_mirror_set_up_is_not_taken_for_the_time_of_every_run(repo, tmp_path, monkeypatch) -> None:
     """A tree of many files takes long to mirror, once (issue 20, item 6: 227 s against an ETA of a
     minute): the profile run's time, which stands for every run, leaves it out; the plan names it."""
-    from gpuperf_rewrite.validate import layout
+    from gpuperf_rewrite.validate.run import layout
 
     clock, runner = _clocked(monkeypatch)
     lay_out = layout.Layout._lay_out

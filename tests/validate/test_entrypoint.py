@@ -15,11 +15,11 @@ pytest.importorskip("git")
 from click.testing import CliRunner  # noqa: E402
 
 from gpuperf_rewrite.cli import cli  # noqa: E402
-from gpuperf_rewrite.validate import abtest  # noqa: E402
-from gpuperf_rewrite.validate.baseline import check_regression, record_baseline  # noqa: E402
-from gpuperf_rewrite.validate.entrypoint import EntryPointError, resolve_module  # noqa: E402
-from gpuperf_rewrite.validate.runs import RunRequest, ScriptVersion, run_request  # noqa: E402
-from gpuperf_rewrite.validate.workspace import Workspace  # noqa: E402
+from gpuperf_rewrite.validate.judge import abtest  # noqa: E402
+from gpuperf_rewrite.validate.record.baseline import check_regression, record_baseline  # noqa: E402
+from gpuperf_rewrite.validate.run.entrypoint import EntryPointError, resolve_module  # noqa: E402
+from gpuperf_rewrite.validate.run.runs import RunRequest, ScriptVersion, run_request  # noqa: E402
+from gpuperf_rewrite.validate.run.workspace import Workspace  # noqa: E402
 from gpuperf_rewrite.validate.apply import run_apply  # noqa: E402
 from tests.helpers.abfakes import FakeRunner, fake_rewriter, git_repo  # noqa: E402
 

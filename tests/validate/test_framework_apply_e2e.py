@@ -22,7 +22,7 @@ pytest.importorskip("git")
 from tests.helpers.abfakes import git_repo  # noqa: E402
 
 from gpuperf_rewrite.lint.api import load_settings  # noqa: E402
-from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
+from gpuperf_rewrite.validate.judge.abtest import ABConfig  # noqa: E402
 from gpuperf_rewrite.validate.apply import run_apply  # noqa: E402
 from tests.helpers.paths import ROOT  # noqa: E402
 

@@ -15,8 +15,8 @@ git = pytest.importorskip("git")
 
 from tests.helpers.abfakes import FakeRunner, git_repo, repo_state, apply_with_fakes  # noqa: E402
 
-from gpuperf_rewrite.validate import gitops  # noqa: E402
-from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
+from gpuperf_rewrite.validate.record import gitops  # noqa: E402
+from gpuperf_rewrite.validate.judge.abtest import ABConfig  # noqa: E402
 
 SCRIPT = "# fake: speed=100 noise=0.01\nprint('train')\n"
 CFG = ABConfig(runs=6, max_runs=6, min_runs=4, steps=5, warmup=1, bootstrap_resamples=300)
@@ -137,7 +137,7 @@ def no_identity(repo, monkeypatch):
 
 
 def test_missing_identity_is_refused_before_measuring(no_identity) -> None:
-    from gpuperf_rewrite.validate.baseline import record_baseline
+    from gpuperf_rewrite.validate.record.baseline import record_baseline
 
     repo = no_identity
     runner, before = FakeRunner(), repo_state(repo)
@@ -186,7 +186,7 @@ def test_a_notes_race_that_never_ends_leaves_the_branch_unmoved(repo, monkeypatc
 
 
 def test_a_bare_repository_is_a_clear_error(tmp_path) -> None:
-    from gpuperf_rewrite.validate.baseline import BaselineError, check_regression, record_baseline
+    from gpuperf_rewrite.validate.record.baseline import BaselineError, check_regression, record_baseline
 
     git.Repo.init(tmp_path / "b.git", bare=True)
     script = tmp_path / "b.git" / "train.py"  # a script inside a bare repository's directory
@@ -209,7 +209,7 @@ def test_a_bisect_in_progress_is_refused(repo) -> None:
 
 
 def test_regress_checks_for_a_baseline_before_measuring(repo, monkeypatch) -> None:
-    from gpuperf_rewrite.validate.baseline import BaselineError, check_regression, record_baseline
+    from gpuperf_rewrite.validate.record.baseline import BaselineError, check_regression, record_baseline
 
     monkeypatch.chdir(repo.working_tree_dir)
     runner = FakeRunner()
@@ -228,7 +228,7 @@ def test_has_comparable_baseline_needs_two_samples_and_the_same_settings(repo) -
     head = repo.head.commit.hexsha
     rec = {"key": "k", "script": "train.py", "steps": 5, "warmup": 1, "args": ["--x"], "samples": [1.0]}
     gitops.store_note(repo, head, rec)
-    from gpuperf_rewrite.validate.baseline import has_comparable_baseline
+    from gpuperf_rewrite.validate.record.baseline import has_comparable_baseline
 
     cfg = ABConfig(steps=5, warmup=1)
     assert not has_comparable_baseline(repo, "train.py", cfg, ["--x"])

@@ -13,8 +13,8 @@ pytest.importorskip("git")
 from click.testing import CliRunner  # noqa: E402
 
 from gpuperf_rewrite.cli import cli  # noqa: E402
-from gpuperf_rewrite.validate import abtest  # noqa: E402
-from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
+from gpuperf_rewrite.validate.judge import abtest  # noqa: E402
+from gpuperf_rewrite.validate.judge.abtest import ABConfig  # noqa: E402
 from gpuperf_rewrite.validate.apply import ApplyError  # noqa: E402
 from tests.helpers.abfakes import FakeRunner, apply_with_fakes, git_repo  # noqa: E402
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_rewrite.validate import workspace
+from gpuperf_rewrite.validate.run import workspace
 from tests.helpers.paths import HELPERS, ROOT
 
 SELF_KILLING_LOADER = """import os
@@ -37,7 +37,7 @@ if __name__ == "__main__":
 
 def test_dataloader_workers_leave_no_pymp_folders_in_the_users_tmpdir(tmp_path) -> None:
     pytest.importorskip("torch")
-    from gpuperf_rewrite.validate.profiling import run_profile
+    from gpuperf_rewrite.validate.run.profiling import run_profile
 
     user_tmp = tmp_path / "usertmp"
     user_tmp.mkdir()
@@ -50,7 +50,7 @@ def test_dataloader_workers_leave_no_pymp_folders_in_the_users_tmpdir(tmp_path) 
 
 
 def test_private_tmpdir_keeps_the_inductor_cache_where_torch_puts_it(tmp_path) -> None:
-    from gpuperf_rewrite.validate.lifetime import private_tmpdir
+    from gpuperf_rewrite.validate.run.lifetime import private_tmpdir
 
     out = private_tmpdir(tmp_path, {"TMPDIR": "/u/tmp"})
     assert out["TMPDIR"] == str(tmp_path / "tmp") and (tmp_path / "tmp").is_dir()
@@ -61,7 +61,7 @@ def test_private_tmpdir_keeps_the_inductor_cache_where_torch_puts_it(tmp_path) -
 def test_sigkill_in_the_commit_window_leaves_nothing_the_sweep_misses(tmp_path) -> None:
     pytest.importorskip("scipy")
     pytest.importorskip("git")
-    from gpuperf_rewrite.validate import gitops
+    from gpuperf_rewrite.validate.record import gitops
     from tests.helpers.abfakes import git_repo
 
     repo_dir = tmp_path / "repo"
@@ -94,8 +94,8 @@ def test_sweep_removes_an_old_bare_index_file_of_an_older_version(tmp_path) -> N
 def test_baseline_on_a_clean_checkout_does_not_say_the_script_differs(tmp_path, monkeypatch) -> None:
     pytest.importorskip("scipy")
     pytest.importorskip("git")
-    from gpuperf_rewrite.validate.abtest import ABConfig
-    from gpuperf_rewrite.validate.baseline import record_baseline
+    from gpuperf_rewrite.validate.judge.abtest import ABConfig
+    from gpuperf_rewrite.validate.record.baseline import record_baseline
     from tests.helpers.abfakes import FakeRunner, git_repo
 
     monkeypatch.chdir(tmp_path)

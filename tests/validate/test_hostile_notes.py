@@ -15,7 +15,8 @@ pytest.importorskip("git")
 from click.testing import CliRunner  # noqa: E402
 
 from gpuperf_rewrite.cli import cli  # noqa: E402
-from gpuperf_rewrite.validate import abtest, gitops  # noqa: E402
+from gpuperf_rewrite.validate.judge import abtest  # noqa: E402
+from gpuperf_rewrite.validate.record import gitops
 from tests.helpers.abfakes import FakeRunner, apply_with_fakes, git_repo  # noqa: E402
 
 FAST = "# fake: speed=100 noise=0.01\n"
@@ -83,7 +84,7 @@ def test_only_a_corrupted_note_means_no_baseline_not_a_traceback(repo) -> None:
 
 
 def test_schema_accepts_what_the_tool_writes_and_names_what_is_wrong() -> None:
-    from gpuperf_rewrite.validate.notes import checked_records, record_problem
+    from gpuperf_rewrite.validate.record.notes import checked_records, record_problem
 
     assert record_problem(GOOD) is None
     assert record_problem(42) == "a number where a record (a JSON object) belongs"

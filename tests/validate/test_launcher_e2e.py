@@ -19,7 +19,7 @@ pytest.importorskip("git")
 from click.testing import CliRunner  # noqa: E402
 
 from gpuperf_rewrite.cli import cli  # noqa: E402
-from gpuperf_rewrite.validate import gitops  # noqa: E402
+from gpuperf_rewrite.validate.record import gitops  # noqa: E402
 from tests.helpers.abfakes import git_repo, repo_state  # noqa: E402
 from tests.helpers.paths import FIXTURES  # noqa: E402
 from tests.validate.test_process_lifetime import (  # noqa: E402,F401
@@ -107,7 +107,7 @@ def test_the_launcher_and_every_rank_end_with_the_run(slow_repo, monkeypatch, ho
     """Past --timeout, or on Ctrl-C (SIGTERM of ab, baseline, regress and --apply takes the same
     path), the launcher's group is ended and the ranks, each in its own session under torchrun,
     end with it, with what they started. The run's first wait ends once both ranks' helpers run."""
-    from gpuperf_rewrite.validate import profiling
+    from gpuperf_rewrite.validate.run import profiling
 
     repo, root, tmp, env = slow_repo
     seen: dict[int, str] = {}

@@ -15,11 +15,12 @@ pytest.importorskip("git")
 from click.testing import CliRunner  # noqa: E402
 
 from gpuperf_rewrite.cli import cli  # noqa: E402
-from gpuperf_rewrite.validate import abtest, gitops  # noqa: E402
-from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
-from gpuperf_rewrite.validate.baseline import BaselineError, check_regression, record_baseline  # noqa: E402
-from gpuperf_rewrite.validate.notes import record_problem  # noqa: E402
-from gpuperf_rewrite.validate.runs import RunRequest  # noqa: E402
+from gpuperf_rewrite.validate.judge import abtest  # noqa: E402
+from gpuperf_rewrite.validate.record import gitops
+from gpuperf_rewrite.validate.judge.abtest import ABConfig  # noqa: E402
+from gpuperf_rewrite.validate.record.baseline import BaselineError, check_regression, record_baseline  # noqa: E402
+from gpuperf_rewrite.validate.record.notes import record_problem  # noqa: E402
+from gpuperf_rewrite.validate.run.runs import RunRequest  # noqa: E402
 from tests.helpers.abfakes import FakeRunner, git_repo  # noqa: E402
 from tests.validate.test_apply import LOADER_SCRIPT  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The loss check (validate/losscheck.py): coverage of A's whole window, the end-of-window level
+"""The loss check (validate/judge/losscheck.py): coverage of A's whole window, the end-of-window level
 judged against A's seed-to-seed spread, and GradScaler-skipped steps."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 import random
 
-from gpuperf_rewrite.validate.losscheck import SPREAD_K, loss_check
-from gpuperf_rewrite.validate.records import RunRecord, record_from_doc
+from gpuperf_rewrite.validate.judge.losscheck import SPREAD_K, loss_check
+from gpuperf_rewrite.validate.judge.records import RunRecord, record_from_doc
 
 REF = [2.0 * 0.95 ** i for i in range(20)]
 

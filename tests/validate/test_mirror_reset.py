@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_rewrite.validate import workspace
-from gpuperf_rewrite.validate.runs import ScriptVersion, run_request
-from gpuperf_rewrite.validate.workspace import Workspace
+from gpuperf_rewrite.validate.run import workspace
+from gpuperf_rewrite.validate.run.runs import ScriptVersion, run_request
+from gpuperf_rewrite.validate.run.workspace import Workspace
 
 FILES = 300
 

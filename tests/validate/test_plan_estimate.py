@@ -10,7 +10,7 @@ pytest.importorskip("scipy")
 from tests.helpers.abfakes import FakeRunner, fake_script  # noqa: E402
 
 from gpuperf_rewrite.validate import plan as planning  # noqa: E402
-from gpuperf_rewrite.validate.abtest import ABConfig, run_ab  # noqa: E402
+from gpuperf_rewrite.validate.judge.abtest import ABConfig, run_ab  # noqa: E402
 
 DOC = {"fingerprint": {"device": "cpu"}, "diagnosis": []}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_rewrite.validate.workspace import sweep_stale
+from gpuperf_rewrite.validate.run.workspace import sweep_stale
 from tests.helpers.paths import HELPERS, ROOT
 
 MARK = "gpuperf-test-helper"  # in the command line of every helper process a test starts
@@ -205,7 +205,7 @@ def test_killing_apply_ends_its_training_runs(slow_repo, tmp_path, sig) -> None:
 def test_sigterm_ends_ab_baseline_and_regress_like_ctrl_c(slow_repo, tmp_path, command) -> None:
     from tests.helpers.abfakes import repo_state
 
-    from gpuperf_rewrite.validate import gitops
+    from gpuperf_rewrite.validate.record import gitops
 
     repo, root, tmp, env = slow_repo
     opts = ["--runs", "5", "--steps", "100000", "--warmup", "1", "--timeout", "300"]
@@ -227,7 +227,7 @@ def test_sigterm_ends_ab_baseline_and_regress_like_ctrl_c(slow_repo, tmp_path, c
 
 
 def test_sigterm_handler_is_scoped_and_maps_to_143() -> None:
-    from gpuperf_rewrite.validate import lifetime
+    from gpuperf_rewrite.validate.run import lifetime
 
     old = signal.getsignal(signal.SIGTERM)
 

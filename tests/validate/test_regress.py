@@ -12,10 +12,12 @@ pytest.importorskip("git")
 from tests.helpers.abfakes import FakeRunner, git_repo  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
-from gpuperf_rewrite.validate import abtest, gitops  # noqa: E402
-from gpuperf_rewrite.validate.abtest import ABConfig  # noqa: E402
+from gpuperf_rewrite.validate.judge import abtest  # noqa: E402
+
+from gpuperf_rewrite.validate.record import gitops
+from gpuperf_rewrite.validate.judge.abtest import ABConfig  # noqa: E402
 from gpuperf_rewrite.cli import cli  # noqa: E402
-from gpuperf_rewrite.validate.baseline import (  # noqa: E402
+from gpuperf_rewrite.validate.record.baseline import (  # noqa: E402
     BaselineError,
     check_regression,
     comparable,

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gpuperf_rewrite.validate import profiling
-from gpuperf_rewrite.validate.abtest import ABConfig, measure, run_ab
+from gpuperf_rewrite.validate.run import profiling
+from gpuperf_rewrite.validate.judge.abtest import ABConfig, measure, run_ab
 from gpuperf_rewrite.validate.apply import ApplyOptions, run_apply
-from gpuperf_rewrite.validate.runs import RunRequest, ScriptVersion, run_request
-from gpuperf_rewrite.validate.workspace import Workspace
+from gpuperf_rewrite.validate.run.runs import RunRequest, ScriptVersion, run_request
+from gpuperf_rewrite.validate.run.workspace import Workspace
 from tests.helpers.abfakes import FakeRunner, fake_rewriter, fake_script
 
 CFG = dict(steps=4, warmup=1, timeout=30.0, bootstrap_resamples=200)

@@ -12,8 +12,8 @@ pytest.importorskip("git")
 
 from tests.helpers.abfakes import FakeRunner, apply_with_fakes, fake_script, git_repo, repo_state  # noqa: E402
 
-from gpuperf_rewrite.validate.abtest import ABConfig, ABError, measure, run_ab  # noqa: E402
-from gpuperf_rewrite.validate.records import MIN_MEASURED_STEPS  # noqa: E402
+from gpuperf_rewrite.validate.judge.abtest import ABConfig, ABError, measure, run_ab  # noqa: E402
+from gpuperf_rewrite.validate.judge.records import MIN_MEASURED_STEPS  # noqa: E402
 
 CFG = ABConfig(runs=6, max_runs=12, min_runs=4, steps=30, warmup=5, bootstrap_resamples=300)
 

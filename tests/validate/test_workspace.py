@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_rewrite.validate import workspace
-from gpuperf_rewrite.validate.runs import ScriptVersion, run_request
-from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError, sweep_stale
+from gpuperf_rewrite.validate.run import workspace
+from gpuperf_rewrite.validate.run.runs import ScriptVersion, run_request
+from gpuperf_rewrite.validate.run.workspace import Workspace, WorkspaceError, sweep_stale
 
 SCRIPT = """import json, os, sys
 from pathlib import Path
@@ -194,8 +194,8 @@ def test_a_change_the_script_did_not_make_is_a_warning_naming_the_file(tree) -> 
 
 TOOL = """import sys
 from pathlib import Path
-from gpuperf_rewrite.validate.runs import ScriptVersion, run_request
-from gpuperf_rewrite.validate.workspace import Workspace, WorkspaceError
+from gpuperf_rewrite.validate.run.runs import ScriptVersion, run_request
+from gpuperf_rewrite.validate.run.workspace import Workspace, WorkspaceError
 
 def noisy(request):  # the tool reports progress while the runs go on
     for i in range(20):
@@ -281,7 +281,7 @@ def test_apply_with_fake_runs_leaves_the_checkout_as_it_was(tmp_path, monkeypatc
     pytest.importorskip("git")
     from tests.helpers.abfakes import FakeRunner, fake_rewriter, git_repo, repo_state
 
-    from gpuperf_rewrite.validate.abtest import ABConfig
+    from gpuperf_rewrite.validate.judge.abtest import ABConfig
     from gpuperf_rewrite.validate.apply import run_apply
 
     root = tmp_path / "r"
@@ -342,7 +342,7 @@ def test_apply_with_the_real_shim_leaves_the_checkout_as_it_was(tmp_path, monkey
     pytest.importorskip("git")
     from tests.helpers.abfakes import git_repo, repo_state
 
-    from gpuperf_rewrite.validate.abtest import ABConfig
+    from gpuperf_rewrite.validate.judge.abtest import ABConfig
     from gpuperf_rewrite.validate.apply import run_apply
 
     root = tmp_path / "r"

@@ -1,7 +1,7 @@
 """The A/B validator behind ``pr-bot --validate SCRIPT``: runs the PR's code.
 
 Each fix is measured alone: the script as it is at the PR head (A) against the same script with
-that one fix (B), through :func:`gpuperf_rewrite.validate.abtest.run_ab`; a fix passes when the
+that one fix (B), through :func:`gpuperf_rewrite.validate.judge.abtest.run_ab`; a fix passes when the
 verdict is ``faster`` (which includes the loss check). A review validates several fixes, and a
 fix that does nothing still passes one A/B now and then (at rate alpha); proposing every fix
 that passed would make a false proposal k times likelier with k fixes. So the review's alpha is
@@ -25,8 +25,8 @@ from gpuperf_rewrite.integrations.github.errors import BotError
 from gpuperf_rewrite.integrations.github.report import Candidate, Measurement, Validator
 
 if TYPE_CHECKING:
-    from gpuperf_rewrite.validate.abtest import ABConfig, ABResult
-    from gpuperf_rewrite.validate.runs import Runner
+    from gpuperf_rewrite.validate.judge.abtest import ABConfig, ABResult
+    from gpuperf_rewrite.validate.run.runs import Runner
 
 # (ABConfig, run_ab, default_runner): the A/B module, imported only when validating.
 ABApi = tuple["type[ABConfig]", Callable[..., "ABResult"], Callable[[], "Runner"]]
@@ -41,7 +41,7 @@ def per_test_alpha(family_alpha: float, tests: int) -> float:
 def _ab_api() -> ABApi:
     """``(ABConfig, run_ab, default_runner)``, imported only when validating (scipy, torch)."""
     try:
-        from gpuperf_rewrite.validate.abtest import ABConfig, default_runner, run_ab
+        from gpuperf_rewrite.validate.judge.abtest import ABConfig, default_runner, run_ab
     except ImportError as exc:
         raise BotError(f"--validate needs the A/B module and its extra (pip install "
                        f"'gpuperf-rewrite[validate]'): {exc}") from exc
@@ -53,8 +53,8 @@ def _measure(ab: ABApi, config: ABConfig, script: Path,
     """One A/B of one fix at ``config.alpha``, each run in a scratch mirror of the checkout
     (siblings and relative paths resolve; nothing is written into it); a crashed measurement
     rejects the fix."""
-    from gpuperf_rewrite.validate.runs import ScriptVersion
-    from gpuperf_rewrite.validate.workspace import Workspace
+    from gpuperf_rewrite.validate.run.runs import ScriptVersion
+    from gpuperf_rewrite.validate.run.workspace import Workspace
 
     _, run_ab, default_runner = ab
     candidate = c.patch.apply(c.original)

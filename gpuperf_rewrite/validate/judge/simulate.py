@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpuperf_rewrite.validate.config import ABConfig
-from gpuperf_rewrite.validate.stats import (FASTER, KEEP_GOING, SLOWER, compare_batch, look_alpha,
+from gpuperf_rewrite.validate.run.config import ABConfig
+from gpuperf_rewrite.validate.judge.stats import (FASTER, KEEP_GOING, SLOWER, compare_batch, look_alpha,
                                             look_schedule, stop_codes, verdict_codes)
 
 

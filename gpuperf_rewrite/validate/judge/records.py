@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from gpuperf_rewrite.runtime.schema import OK_STATUSES  # the shim's statuses, defined once
-from gpuperf_rewrite.validate.runs import RunDoc
+from gpuperf_rewrite.validate.run.runs import RunDoc
 
 SAMPLES, STEPS = "samples/s", "steps/s"
 # A run that ends by itself must still have finished its warm-up and measured at least this many

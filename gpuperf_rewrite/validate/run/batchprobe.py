@@ -14,7 +14,7 @@ import time
 from typing import Any, Callable, Mapping, Sequence
 
 from gpuperf_rewrite.runtime.schema import OK_STATUSES
-from gpuperf_rewrite.validate.runs import RunDoc, Runner, RunRequest
+from gpuperf_rewrite.validate.run.runs import RunDoc, Runner, RunRequest
 
 OOM_MARKERS = ("out of memory", "outofmemoryerror", "can't allocate memory", "cannot allocate memory")
 MIN_RUN_S = 5.0  # a run with less time left than this is not started

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from gpuperf_rewrite.validate.config import ABConfig
+from gpuperf_rewrite.validate.run.config import ABConfig
 
 
 def note_record(rel: str, kind: str, *, samples: Sequence[float], unit: str,
@@ -16,7 +16,7 @@ def note_record(rel: str, kind: str, *, samples: Sequence[float], unit: str,
     were measured, and ``extra`` fields of the kind (``runs`` for a baseline; ``rules`` and the
     full A/B result ``ab`` for --apply)."""
     from gpuperf_rewrite import __version__
-    from gpuperf_rewrite.validate.gitops import now_iso, record_key
+    from gpuperf_rewrite.validate.record.gitops import now_iso, record_key
 
     fp = dict(fingerprint or {})
     values = [float(x) for x in samples]
@@ -152,7 +152,7 @@ def ancestors_with_notes(repo: Any, start: str = "HEAD", limit: int = 1000, *,
     """(commit, records) for ``start`` and its first-parent ancestors that carry a gpuperf note,
     nearest first. Only records that match the schema (:func:`checked_records`): notes come from
     remotes, so anything else is skipped, and ``warn`` is told on which commit."""
-    from gpuperf_rewrite.validate.gitops import ancestor_notes
+    from gpuperf_rewrite.validate.record.gitops import ancestor_notes
 
     for commit, text in ancestor_notes(repo, start, limit):
         records, problems = checked_records(text)
@@ -166,7 +166,7 @@ def ancestors_with_notes(repo: Any, start: str = "HEAD", limit: int = 1000, *,
 def check_notes_ref(repo: Any) -> None:
     """Refuse (GitRefused) when ``refs/notes/gpuperf`` exists but is not a commit: notes could be
     neither read nor written, and a run would be measured for nothing. Checked before measuring."""
-    from gpuperf_rewrite.validate.gitops import NOTES_REF, GitRefused, _git_module
+    from gpuperf_rewrite.validate.record.gitops import NOTES_REF, GitRefused, _git_module
 
     git = _git_module()
     try:

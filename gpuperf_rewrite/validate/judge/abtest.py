@@ -2,7 +2,7 @@
 whether B is faster than A *and still trains the same*.
 
 The runner is injectable (``runner=``) so the statistics and the decision logic are testable with
-synthetic numbers; the default runner is :func:`gpuperf_rewrite.validate.profiling.run_profile`.
+synthetic numbers; the default runner is :func:`gpuperf_rewrite.validate.run.profiling.run_profile`.
 The statistics live in :mod:`.stats`, the loss comparison in :mod:`.losscheck`, tables and the
 progress line in :mod:`.console`.
 """
@@ -16,12 +16,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from gpuperf_rewrite.validate.config import ABConfig
-from gpuperf_rewrite.validate.losscheck import loss_check, rtol_for
-from gpuperf_rewrite.validate.records import (OK_STATUSES, RunRecord, common_unit, describe_failure,
+from gpuperf_rewrite.validate.run.config import ABConfig
+from gpuperf_rewrite.validate.judge.losscheck import loss_check, rtol_for
+from gpuperf_rewrite.validate.judge.records import (OK_STATUSES, RunRecord, common_unit, describe_failure,
                                               record_from_doc, step_mismatch, too_short, values)
-from gpuperf_rewrite.validate.runs import Runner, measured_run
-from gpuperf_rewrite.validate.stats import (Stats, compare, decide, look_alpha, look_schedule, stop_reason,
+from gpuperf_rewrite.validate.run.runs import Runner, measured_run
+from gpuperf_rewrite.validate.judge.stats import (Stats, compare, decide, look_alpha, look_schedule, stop_reason,
                                             undecidable_reason)
 
 __all__ = ["ABConfig", "ABConfigError", "ABError", "ABResult", "ProgressEvent", "RunRecord", "Runner",
@@ -53,7 +53,7 @@ class ProgressEvent:
 
 
 def default_runner() -> Runner:
-    from gpuperf_rewrite.validate.profiling import profile_runner
+    from gpuperf_rewrite.validate.run.profiling import profile_runner
 
     return profile_runner
 

@@ -3,8 +3,8 @@
 
 Every measuring path (A/B, baseline, regress, ``--apply``, ``profile --precision-check``, the
 batch-size probe) calls a :class:`Runner`; the real one is
-:func:`gpuperf_rewrite.validate.profiling.profile_runner`, tests pass
-fakes, and :class:`gpuperf_rewrite.validate.workspace.Workspace` wraps one to run in a mirror.
+:func:`gpuperf_rewrite.validate.run.profiling.profile_runner`, tests pass
+fakes, and :class:`gpuperf_rewrite.validate.run.workspace.Workspace` wraps one to run in a mirror.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, TypedDict
 
 if TYPE_CHECKING:
-    from gpuperf_rewrite.validate.config import ABConfig
+    from gpuperf_rewrite.validate.run.config import ABConfig
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""A scratch mirror laid out once and put back in place between runs (validate/workspace.py).
+"""A scratch mirror laid out once and put back in place between runs (validate/run/workspace.py).
 
 Laying a mirror out makes one filesystem entry per entry of its plan (a copy, a symlink or a real
 directory): with 20,000 small files beside a script that took seconds per run, and as long again

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 if TYPE_CHECKING:
-    from gpuperf_rewrite.validate.config import ABConfig
+    from gpuperf_rewrite.validate.run.config import ABConfig
 
 FASTER, SLOWER, NO_DIFFERENCE = 1, -1, 0
 VERDICT_NAMES = {FASTER: "faster", SLOWER: "slower", NO_DIFFERENCE: "no_difference"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpuperf_rewrite.validate.launchers import launch_json, launch_problem
+from gpuperf_rewrite.validate.run.launchers import launch_json, launch_problem
 
 
 @dataclass

@@ -9,13 +9,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from gpuperf_rewrite.validate.config import ABConfig
-from gpuperf_rewrite.validate.notes import check_notes_ref, note_record
-from gpuperf_rewrite.validate.records import common_unit, first_fingerprint, values
-from gpuperf_rewrite.validate.runs import Runner, ScriptVersion
+from gpuperf_rewrite.validate.run.config import ABConfig
+from gpuperf_rewrite.validate.record.notes import check_notes_ref, note_record
+from gpuperf_rewrite.validate.judge.records import common_unit, first_fingerprint, values
+from gpuperf_rewrite.validate.run.runs import Runner, ScriptVersion
 
 if TYPE_CHECKING:
-    from gpuperf_rewrite.validate.abtest import Progress
+    from gpuperf_rewrite.validate.judge.abtest import Progress
 
 Echo = Callable[..., None]
 
@@ -48,7 +48,7 @@ class BaselineError(Exception):
 
 
 def repo_and_rel(script: str) -> tuple[Any, str]:
-    from gpuperf_rewrite.validate import gitops
+    from gpuperf_rewrite.validate.record import gitops
 
     repo = gitops.find_repo(script)
     if repo is None:
@@ -64,9 +64,9 @@ def record_baseline(script: str, script_args: Sequence[str] = (), *, config: ABC
                     module: tuple[str, Path] | None = None) -> dict[str, Any]:
     """Measure the script as committed at HEAD and store the record in HEAD's note. With ``module``
     (name, sys.path root), ``script`` is that module's file and runs as ``python -m name``."""
-    from gpuperf_rewrite.validate import gitops
-    from gpuperf_rewrite.validate.abtest import default_runner, measure
-    from gpuperf_rewrite.validate.workspace import Workspace
+    from gpuperf_rewrite.validate.record import gitops
+    from gpuperf_rewrite.validate.judge.abtest import default_runner, measure
+    from gpuperf_rewrite.validate.run.workspace import Workspace
 
     cfg = config or ABConfig()
     repo, rel = repo_and_rel(script)
@@ -124,8 +124,8 @@ def comparable(rec: dict[str, Any], rel: str, env_hash: str | None, cfg: ABConfi
 
 def find_baseline(repo: Any, rel: str, env_hash: str | None, cfg: ABConfig, script_args: Sequence[str],
                   unit: str, warn: Warn = _warn) -> tuple[Any, dict[str, Any]] | None:
-    from gpuperf_rewrite.validate.gitops import latest_by_key
-    from gpuperf_rewrite.validate.notes import ancestors_with_notes
+    from gpuperf_rewrite.validate.record.gitops import latest_by_key
+    from gpuperf_rewrite.validate.record.notes import ancestors_with_notes
 
     for commit, records in ancestors_with_notes(repo, warn=warn):
         for rec in latest_by_key(records).values():
@@ -138,7 +138,7 @@ def has_comparable_baseline(repo: Any, rel: str, cfg: ABConfig, script_args: Seq
                             warn: Warn = _warn) -> bool:
     """Whether HEAD or an ancestor has a note measured the same way: what ``regress`` needs,
     checked before it measures anything (the environment and the unit are known only after a run)."""
-    from gpuperf_rewrite.validate.notes import ancestors_with_notes
+    from gpuperf_rewrite.validate.record.notes import ancestors_with_notes
 
     return any(same_measurement(rec, rel, cfg, script_args)
                for _, records in ancestors_with_notes(repo, warn=warn) for rec in records)
@@ -147,8 +147,8 @@ def has_comparable_baseline(repo: Any, rel: str, cfg: ABConfig, script_args: Seq
 def _refuse_other_launch(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence[str], warn: Warn) -> None:
     """A baseline measured the same way but under another launcher (or none, or another process
     count) is no baseline for this run: say which, so the user can compare like with like."""
-    from gpuperf_rewrite.validate.launchers import describe_launch
-    from gpuperf_rewrite.validate.notes import ancestors_with_notes
+    from gpuperf_rewrite.validate.run.launchers import describe_launch
+    from gpuperf_rewrite.validate.record.notes import ancestors_with_notes
 
     for commit, records in ancestors_with_notes(repo, warn=warn):
         for rec in records:
@@ -172,9 +172,9 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
     """Measure the working tree's script and compare with the nearest comparable baseline (with
     ``module``, run as ``python -m``, as :func:`record_baseline`). Corrupted note records are
     skipped, each with a warning naming its commit."""
-    from gpuperf_rewrite.validate.abtest import default_runner, measure
-    from gpuperf_rewrite.validate.stats import compare
-    from gpuperf_rewrite.validate.workspace import Workspace
+    from gpuperf_rewrite.validate.judge.abtest import default_runner, measure
+    from gpuperf_rewrite.validate.judge.stats import compare
+    from gpuperf_rewrite.validate.run.workspace import Workspace
 
     cfg = config or ABConfig()
     warn = once(warn)
@@ -210,8 +210,8 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
 
 def history(repo: Any, rel: str, warn: Warn = _warn) -> list[dict[str, Any]]:
     """One row per noted commit and environment, nearest first (corrupted records skipped with a warning)."""
-    from gpuperf_rewrite.validate.gitops import latest_by_key
-    from gpuperf_rewrite.validate.notes import ancestors_with_notes
+    from gpuperf_rewrite.validate.record.gitops import latest_by_key
+    from gpuperf_rewrite.validate.record.notes import ancestors_with_notes
 
     check_notes_ref(repo)
     rows = []

@@ -21,7 +21,7 @@ import math
 import statistics
 from typing import Any, Sequence
 
-from gpuperf_rewrite.validate.records import RunRecord
+from gpuperf_rewrite.validate.judge.records import RunRecord
 
 # Relative tolerance on the end-of-window loss. fp32 rewrites (workers, pinned memory, fused
 # optimizers, TF32, compile) change the arithmetic a little; autocast to bf16/fp16 changes it more.

@@ -44,9 +44,9 @@ from typing import Any, Callable, Iterator, Mapping
 
 from gpuperf_rewrite.runtime.guard import GUARD_ENV
 from gpuperf_rewrite.runtime.parentwatch import pid_alive
-from gpuperf_rewrite.validate.layout import Layout
-from gpuperf_rewrite.validate.ownoutput import own_output_files
-from gpuperf_rewrite.validate.runs import RunDoc, Runner, RunRequest, ScriptVersion
+from gpuperf_rewrite.validate.run.layout import Layout
+from gpuperf_rewrite.validate.run.ownoutput import own_output_files
+from gpuperf_rewrite.validate.run.runs import RunDoc, Runner, RunRequest, ScriptVersion
 
 MAX_ENTRIES = 5000  # entries per mirror, beyond the directories a run must see as real ones
 COPY_FILE_MAX = 4 << 20  # regular files up to this size are copied (protected from in-place writes)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 if TYPE_CHECKING:
-    from gpuperf_rewrite.validate.abtest import ABResult
+    from gpuperf_rewrite.validate.judge.abtest import ABResult
 
 FIRST, SCREENING, CONFIRMATION = "first", "screening", "confirmation"
 

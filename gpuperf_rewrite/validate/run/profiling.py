@@ -27,11 +27,11 @@ from typing import Any, Mapping, Sequence
 from gpuperf_rewrite.runtime.schema import empty_document
 from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.merge import merge_ranks
-from gpuperf_rewrite.validate.launchers import (LAUNCHERS, OWN_LAUNCHER_FLAGS,  # noqa: F401 (re-exported)
+from gpuperf_rewrite.validate.run.launchers import (LAUNCHERS, OWN_LAUNCHER_FLAGS,  # noqa: F401 (re-exported)
                                                check_launcher_args)
-from gpuperf_rewrite.validate.lifetime import private_tmpdir
-from gpuperf_rewrite.validate.runs import RunDoc, RunRequest
-from gpuperf_rewrite.validate.workspace import scratch_dir, with_pythonpath
+from gpuperf_rewrite.validate.run.lifetime import private_tmpdir
+from gpuperf_rewrite.validate.run.runs import RunDoc, RunRequest
+from gpuperf_rewrite.validate.run.workspace import scratch_dir, with_pythonpath
 
 TERM_GRACE_S = 5.0  # SIGTERM -> SIGKILL escalation for the process group
 STDERR_TAIL_CHARS = 4000
@@ -255,7 +255,7 @@ def run_profile(
 
 
 def profile_runner(request: RunRequest) -> RunDoc:
-    """The real :class:`~gpuperf_rewrite.validate.runs.Runner`: :func:`run_profile` of the request."""
+    """The real :class:`~gpuperf_rewrite.validate.run.runs.Runner`: :func:`run_profile` of the request."""
     doc = run_profile(request.script, request.args, steps=request.steps, warmup=request.warmup,
                       timeout=request.timeout, seed=request.seed, python=request.python,
                       trace_dir=request.trace_dir, cwd=request.cwd, env=request.env, launcher=request.launcher,

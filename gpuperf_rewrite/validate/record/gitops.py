@@ -126,7 +126,7 @@ def check_index_flags(repo: Any, rel: str) -> None:
 def preflight(repo: Any, path: str | os.PathLike[str], *, allow_dirty: bool = False) -> str:
     """Refuse (GitRefused) unless ``path`` can be committed cleanly; return its repo-relative path.
     Everything a commit needs is checked here, before anything is measured."""
-    from gpuperf_rewrite.validate import githooks
+    from gpuperf_rewrite.validate.record import githooks
 
     check_worktree(repo)
     check_index_lock(repo)
@@ -252,7 +252,7 @@ def _rev(repo: Any, ref: str) -> str | None:
 
 
 def _hash_blob(repo: Any, data: bytes, path_hint: str | None = None) -> str:
-    from gpuperf_rewrite.validate.workspace import scratch_dir
+    from gpuperf_rewrite.validate.run.workspace import scratch_dir
 
     with scratch_dir("gpuperf-blob-") as tmp:  # swept like every scratch directory after a SIGKILL
         (tmp / "blob").write_bytes(data)
@@ -264,7 +264,7 @@ def _hash_blob(repo: Any, data: bytes, path_hint: str | None = None) -> str:
 def _temp_index(repo: Any) -> Iterator[dict[str, str]]:
     """A private index file for git, in a scratch directory marked with our pid: when a SIGKILL
     lands in the commit window, the next run's sweep removes it."""
-    from gpuperf_rewrite.validate.workspace import scratch_dir
+    from gpuperf_rewrite.validate.run.workspace import scratch_dir
 
     with scratch_dir("gpuperf-index-") as tmp:
         yield {"GIT_INDEX_FILE": str(tmp / "index")}  # git creates it (and its .lock) itself
@@ -370,7 +370,7 @@ def commit_file(repo: Any, rel: str, new_bytes: bytes, message: str, record: dic
 
     Order: blob and tree first, nothing visible. Then, with Ctrl-C and SIGTERM held: the
     working-tree file (atomic rename); the pre-commit, prepare-commit-msg and commit-msg hooks, as
-    ``git commit --only`` runs them (:mod:`gpuperf_rewrite.validate.githooks`); the commit, signed
+    ``git commit --only`` runs them (:mod:`gpuperf_rewrite.validate.record.githooks`); the commit, signed
     when ``commit.gpgSign`` says so; its index entry; last the branch and notes refs in one
     transaction, rebuilt on top of the notes ref when someone else moved it meanwhile. On any error
     before the refs move (a hook refusing included) the file and its index entry are put back, so
@@ -378,8 +378,8 @@ def commit_file(repo: Any, rel: str, new_bytes: bytes, message: str, record: dic
     changes nothing.
     """
     from gpuperf_rewrite.lint.sourceio import atomic_write
-    from gpuperf_rewrite.validate import githooks
-    from gpuperf_rewrite.validate.lifetime import deferred_signals
+    from gpuperf_rewrite.validate.record import githooks
+    from gpuperf_rewrite.validate.run.lifetime import deferred_signals
 
     git = _git_module()
     check_index_lock(repo)
@@ -429,7 +429,7 @@ def _commit_as_git_would(repo: Any, path: Path, new_bytes: bytes, tree: str, hea
                          env: dict[str, str]) -> str:
     """Hooks, then the commit object (signed if configured). A hook may refuse, never change
     what is committed: that must be what was measured."""
-    from gpuperf_rewrite.validate import githooks
+    from gpuperf_rewrite.validate.record import githooks
 
     git = _git_module()
     index_file = env["GIT_INDEX_FILE"]
@@ -475,7 +475,7 @@ def _move_refs(repo: Any, branch_ref: str, head: str, commit: str, record: dict[
 
 def ancestor_notes(repo: Any, start: str = "HEAD", limit: int = 1000) -> Iterator[tuple[Any, str]]:
     """(commit, note text) for ``start`` and its first-parent ancestors that carry a gpuperf note,
-    nearest first; :func:`gpuperf_rewrite.validate.notes.ancestors_with_notes` reads the records."""
+    nearest first; :func:`gpuperf_rewrite.validate.record.notes.ancestors_with_notes` reads the records."""
     noted = notes_map(repo)
     if not noted:
         return

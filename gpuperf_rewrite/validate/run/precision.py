@@ -12,7 +12,7 @@ from typing import Any
 
 from gpuperf_rewrite.runtime.amp import FP32_ENV, compare_to_reference, uses_low_precision
 from gpuperf_rewrite.runtime.schema import OK_STATUSES
-from gpuperf_rewrite.validate.runs import RunDoc, Runner, RunRequest
+from gpuperf_rewrite.validate.run.runs import RunDoc, Runner, RunRequest
 
 
 def precision_check(doc: RunDoc, request: RunRequest, *, run: Runner) -> dict[str, Any]:

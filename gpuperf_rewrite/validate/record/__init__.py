@@ -1,0 +1,1 @@
+"""Recording in git: commits, hooks, notes (refs/notes/gpuperf), baselines and regressions."""
