@@ -67,7 +67,10 @@ SIZES: dict[str, dict[str, Any]] = {
     "full": {"budget": 510,
              "ab": {"runs": 3, "alpha": 0.1, "warmup": 5, "steps": 15, "timeout": 180,
                     "per_fixture": {"input_bound": (2, 6)}},
-             "apply": {"runs": 4, "max_runs": 4, "warmup": 5, "steps": 15, "timeout": 180, "budget": 120},
+             # 240 s: the first 4+4 A/B of every fixture but input_bound ends inside it on an H100
+             # (~100-175 s, gpu_proof_cost.apply_s); input_bound at 2 + 6 steps needs ~280 s.
+             "apply": {"runs": 4, "max_runs": 4, "warmup": 5, "steps": 15, "timeout": 180, "budget": 240,
+                       "per_fixture": {"input_bound": (2, 6)}, "per_fixture_budget": {"input_bound": 300}},
              "shim": {"runs": 3, "steps": 300, "warmup": 30, "size": "medium"},
              "ncu": {"steps": 40, "skip": 300, "count": 100, "timeout": 150}},
     "small": {"budget": 1800, "run_s": 8.0, "other_s": {"env": 10.0, "shim": 30.0, "ncu": 5.0},
@@ -151,7 +154,7 @@ def size_config(args: argparse.Namespace) -> dict[str, Any]:
     if args.ab_runs:
         cfg["ab"].update(runs=args.ab_runs, alpha=0.05 if args.ab_runs >= 4 else 0.1)
     if args.apply_budget:
-        cfg["apply"]["budget"] = args.apply_budget
+        cfg["apply"].update(budget=args.apply_budget, per_fixture_budget={})
     return cfg
 
 
@@ -170,7 +173,9 @@ def run_stage(stage: str, out: Path, args: argparse.Namespace, cfg: dict[str, An
     elif kind in ("apply", "harmful"):
         script = (st.FIXTURES if kind == "apply" else st.HARMFUL) / f"{name}.py"
         # Never plan past the deadline: --apply starts no A/B that cannot end within its budget.
-        acfg = {**cfg["apply"], "budget": max(1.0, min(cfg["apply"]["budget"], left_s - cost.APPLY_OVER_BUDGET_S))}
+        w, s = cost.steps_for(name, cfg["apply"])
+        acfg = {**cfg["apply"], "warmup": w, "steps": s,
+                "budget": max(1.0, min(cost.budget_for(name, cfg["apply"]), left_s - cost.APPLY_OVER_BUDGET_S))}
         report, profile = st.apply_fixture(script, script_args, acfg, log, with_siblings=kind == "apply")
         if kind == "harmful":
             report["harmful_rules"] = st.harmful_rules(script)

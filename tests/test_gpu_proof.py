@@ -293,16 +293,27 @@ def test_a_stage_still_running_at_the_deadline_is_stopped_and_not_recorded(tmp_p
     assert "env: stopped at the end of the budget" in (tmp_path / "p" / "gpu_proof.log").read_text()
 
 
-def test_the_core_ab_stage_is_sized_for_one_lease_on_an_h100():
-    """The sizing contract of issue 23's lease: the six fixtures' A/Bs (and the prewarm compile)
-    are estimated at ~7 minutes of an H100, inside the default budget of one ~9-minute call."""
+def test_the_cost_model_reproduces_the_h100_runs_it_was_fitted_to():
+    """Issue 30: the model was 1.6-2.25x low on the H100. Re-fitted (gpu_proof_cost.py), it gives
+    every measured A/B stage, run and prewarm of benchmarks/results/gpu-proof/ within 15%, and the
+    next call's first stages (the prewarm and ab:input_bound) fit one default budget."""
     gp = _load()
-    cfg = gp.SIZES["full"]
-    core = sum(gp.cost.estimate(f"ab:{n}", cfg) for n in gp.FIXTURES) + gp.cost.prewarm_s(list(gp.FIXTURES))
-    assert 300 < core <= 7.5 * 60 and core < cfg["budget"] - gp.RESERVE_S
-    assert cfg["budget"] <= 540  # one call of at most 10 minutes, the install and the archive around it
+    cfg, cost = gp.SIZES["full"], gp.cost
+    folder = ROOT / "benchmarks" / "results" / "gpu-proof" / "nvidia-h100-80gb-hbm3-full"
+    for path in folder.glob("ab-*.json"):
+        doc = json.loads(path.read_text())
+        assert doc["wall_s"] == pytest.approx(cost.estimate(f"ab:{doc['name']}", cfg), rel=0.15), doc["name"]
+    for name, (a, b) in cost.MEASURED_H100.items():
+        w, s = cost.steps_for(name, cfg["ab"])
+        assert cost.run_s(name, w, s) == pytest.approx(a, rel=0.15), name
+        assert cost.run_s(name, w, s, rewritten=True) == pytest.approx(b, rel=0.15), name
+    prewarms = [s["prewarm"] for s in json.loads((folder / "sessions.json").read_text())]
+    for p in prewarms:
+        assert p["wall_s"] == pytest.approx(cost.prewarm_s(list(p["fixtures"])), rel=0.15)
+    first = cost.prewarm_s(["input_bound"]) + cost.estimate("ab:input_bound", cfg)
+    assert first < cfg["budget"] - gp.RESERVE_S
     for stage in gp.plan_stages(gp.parse_args(["--out", "x"])):
-        assert gp.cost.estimate(stage, cfg) > 0, stage
+        assert 0 < cost.estimate(stage, cfg) <= cfg["budget"] - gp.RESERVE_S, stage  # each fits one call
 
 
 def test_table_renders_the_fixtures_the_geomean_and_what_is_left(tmp_path):
@@ -447,3 +458,95 @@ def test_the_committed_h100_results_resume_a_session_on_that_gpu_at_ab_input_bou
     assert doc["geomean_over"] == ["gpt_fp32", "cnn_item_logging", "resnet_no_amp", "loss_accumulation", "ddp_train"]
     assert 3.0 < doc["geomean_speedup"] < 3.4 and doc["stages_failed"] == {}
     assert len(doc["sessions"]) == 3 and doc["sessions"][0]["budget_s"] == 510.0
+
+
+TINY_TRAIN = """import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def main():
+    data = TensorDataset(torch.randn(256, 8), torch.randn(256, 1))
+    loader = DataLoader(data, batch_size=16, shuffle=True)
+    model = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for epoch in range(100):
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _git_repo(path: Path, files: dict[str, str]) -> str:
+    path.mkdir(parents=True)
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    for args in (["init", "-q"], ["config", "user.name", "t"], ["config", "user.email", "t@example.invalid"],
+                 ["config", "commit.gpgsign", "false"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
+        subprocess.run(["git", *args], cwd=path, check=True, capture_output=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.mark.slow
+def test_scripts_manifest_runs_apply_on_each_script_as_a_resumable_stage(tmp_path):
+    """--scripts: two scripts in their own git repositories, each ``--apply --unsafe-fixes`` in a
+    scratch copy of its folder (the repositories are left as they were), recorded as
+    script-NAME.json like an apply: stage, in the summary, skipped when resumed. Cheap: one has
+    nothing to fix, the other's budget of 1 s stops --apply after its profile run, before an A/B."""
+    pytest.importorskip("torch")
+    pytest.importorskip("git")
+    heads = {"one": _git_repo(tmp_path / "one", {"train.py": TINY_TRAIN}),
+             "two": _git_repo(tmp_path / "two", {"src/run.py": "print('nothing to fix here')\n"})}
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text("- folder: one\n  script: train.py\n  arguments: [--lr, '0.01']\n  budget: 1\n"
+                        "- {folder: two, script: src/run.py, name: second}\n")
+    out = tmp_path / "proof"
+    args = ["--out", str(out), "--device", "cpu", "--size", "small", "--scripts", str(manifest),
+            "--only", "script", "--budget", "300"]
+    gp = _load()
+    assert gp.main(args) == 0
+    first, second = (json.loads((out / f"script-{n}.json").read_text()) for n in ("one-train", "second"))
+    assert first["status"] == "budget_exhausted" and "GP201" in first["rules_tried"], first
+    assert first["script_args"] == ["--lr", "0.01"] and first["config"]["budget"] == 1.0
+    assert second["status"] == "nothing_to_fix" and second["name"] == "second"
+    [summary] = out.glob("cpu-*-20*.json")
+    doc = json.loads(summary.read_text())
+    assert [(r["name"], r["status"], r["script"]) for r in doc["scripts"]] == [
+        ("one-train", "budget_exhausted", "train.py"), ("second", "nothing_to_fix", "src/run.py")]
+    assert doc["stages_done"] == ["env", "script:one-train", "script:second"] and doc["stages_left"] == []
+    for name, head in heads.items():  # the user's repositories: untouched
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=tmp_path / name, capture_output=True,
+                                text=True).stdout
+        now_head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path / name, capture_output=True,
+                                  text=True).stdout.strip()
+        assert status == "" and now_head == head
+    log_before = (out / "gpu_proof.log").read_text()
+    assert gp.main(args) == 0  # resumed: nothing runs again
+    log = (out / "gpu_proof.log").read_text()[len(log_before):]
+    assert "script:one-train: done before, skipped" in log and "script:second: done before, skipped" in log
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[]", "non-empty list"),
+    ("- {folder: nowhere, script: t.py}", "does not exist"),
+    ("- {folder: one, script: missing.py}", "no script"),
+    ("- {folder: one, script: ../x.py}", "inside its folder"),
+    ("- {folder: one, script: t.py, budget: 0}", "'budget' must be a positive"),
+    ("- {folder: one, script: t.py, steps: 3}", "unknown key(s) steps"),
+    ("- {folder: one, script: t.py}\n- {folder: one, script: t.py}", "both named 'one-t'"),
+])
+def test_a_bad_manifest_is_a_usage_error_that_names_the_entry(tmp_path, text, message):
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "t.py").write_text("")
+    (tmp_path / "x.py").write_text("")
+    manifest = tmp_path / "m.yml"
+    manifest.write_text(text)
+    proc = _run(tmp_path / "p", "--scripts", str(manifest), "--budget", "0.001", timeout=60)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
