@@ -5,30 +5,40 @@
     make gpu-proof                                                     # installs from .whl/ when needed, then runs it
 
 Stages run most valuable first; each writes its file into DIR (atomically) as soon as it ends, and
-a later invocation skips every stage whose file is there (``--redo STAGE`` runs one again):
+a later invocation skips every stage whose file is there and records a result (``--redo STAGE``
+runs one again). A stage whose file records a crash or an error (a profile that crashed or timed
+out, an A/B or ``--apply`` that ended in an error, ncu's error) is not done: the summary lists it
+under ``stages_failed``, the log says ERROR, and the next invocation runs it again:
 
     env            env.json: device (as torch names it), torch, CUDA, date
     ab:NAME        ab-NAME.json: the fixture against its full ``--fix --unsafe-fixes`` rewrite, one
                    A/B (``gpuperf-rewrite ab``): the speedups and their geometric mean. On CUDA a
                    ``prewarm`` first compiles every pending rewrite at once (inductor's caches)
+    script:NAME    script-NAME.json: ``--apply --unsafe-fixes`` on a script of ``--scripts
+                   MANIFEST`` (not a fixture) in a scratch copy of its folder
+                   (scripts/gpu_proof_manifest.py)
+    apply:NAME     apply-NAME.json: ``--apply --unsafe-fixes`` on the fixture, what a user runs
+                   (profile, plan, search, commit in a scratch repository: what --apply keeps);
+                   its first run is the fixture's profile; --no-apply leaves them out
     harmful:NAME   harmful-NAME.json: ``--apply --unsafe-fixes`` on a harmful-fix class
                    (fixtures/harmful/): a Sigmoid+BCELoss GAN, a gradient-penalty critic, DataParallel
     shim           shim-overhead.json: benchmarks/shim_overhead.py's workload with and without the shim
-    profile:NAME   profile-NAME.json: the profile document of the fixture on the device
-    apply:NAME     apply-NAME.json: ``--apply --unsafe-fixes`` on the fixture (profile, plan, search,
-                   commit in a scratch repository: what --apply keeps); --no-apply leaves them out
+    profile:NAME   profile-NAME.json: the profile document of the fixture on the device (when its
+                   --apply did not write one)
     ncu            ncu.json: Nsight Compute's top kernels of one fixture before and after its rewrite
                    (skipped with the reason without CUDA or ncu; --no-ncu leaves it out)
 
-``--budget SECONDS`` (default: one ~9-minute device call at --size full) bounds the invocation: a
-stage whose estimate (scripts/gpu_proof_cost.py, scaled by how the stages run so far compared with
-theirs) does not fit in what is left is not started, and one still running at the deadline is
+``--only KINDS`` keeps some kinds of stage (``env`` always runs). ``--budget SECONDS`` (default: one
+~9-minute device call at --size full) bounds the invocation: a stage whose estimate
+(scripts/gpu_proof_cost.py, fitted to the H100 runs, scaled by how the stages run so far compared
+with theirs) does not fit in what is left is not started, and one still running at the deadline is
 stopped and runs again next time. After every stage DIR/<gpu>-<date>.json summarises what is done
-(``fixtures``, ``geomean_speedup``, ...) and what is not (``stages_left``), and ``--archive`` (a
-.tgz) holds the whole folder; ``--resume-from`` continues an earlier session's (gpu_proof_store.py).
+(``fixtures``, ``geomean_speedup``, ``scripts``, ...) and what is not (``stages_left``,
+``stages_failed``), and ``--archive`` (a .tgz) holds the whole folder; ``--resume-from`` continues
+an earlier session's (gpu_proof_store.py).
 
-Exit codes: 0 every stage done and no harmful fix kept; 1 stages left (run again: it resumes) or a
-harmful fix kept; 2 usage or set-up error.
+Exit codes: 0 every stage done and no harmful fix kept; 1 stages left or failed (run again: it
+resumes) or a harmful fix kept; 2 usage or set-up error (a bad manifest included).
 """
 
 from __future__ import annotations
@@ -50,7 +60,7 @@ import gpu_proof_stages as st  # noqa: E402
 from gpu_proof_store import (folder_name, read_json, record_session, resume_from, slug,  # noqa: E402
                              write_archive, write_json)
 
-from gpu_proof_manifest import ManifestError, read_manifest  # noqa: E402
+from gpu_proof_manifest import ManifestError, ScriptEntry, read_manifest  # noqa: E402
 
 from gpuperf_rewrite.runtime.schema import OK_STATUSES  # noqa: E402  (standard library only)
 
@@ -60,9 +70,10 @@ FIXTURES = ("gpt_fp32", "cnn_item_logging", "resnet_no_amp", "loss_accumulation"
 HARMFUL = ("gan_bce", "wgan_gp", "dataparallel")
 NCU_FIXTURE = "cnn_item_logging"
 # ab: 3+3 runs at alpha 0.1 (one-sided p of 3+3 is at least 1/20 = 0.05 = alpha/2, so every B run
-# must beat every A run): the six A/Bs fit ~7 minutes of an H100 (gpu_proof_cost.py); 4+4 at
-# alpha 0.05 (--ab-runs 4) costs ~2 minutes more. apply: --apply's own 4+4 at alpha 0.05 (what a
-# user's --apply commits with), each bounded by its budget.
+# must beat every A run): the six A/Bs took ~10 minutes of an H100 over two calls, ~12 with the
+# prewarm (gpu_proof_cost.py, fitted to them); 4+4 at alpha 0.05 (--ab-runs 4) costs ~4 minutes
+# more. apply: --apply's own 4+4 at alpha 0.05 (what a user's --apply commits with), each bounded
+# by its budget.
 SIZES: dict[str, dict[str, Any]] = {
     "full": {"budget": 510,
              "ab": {"runs": 3, "alpha": 0.1, "warmup": 5, "steps": 15, "timeout": 180,
@@ -71,11 +82,13 @@ SIZES: dict[str, dict[str, Any]] = {
              # (~100-175 s, gpu_proof_cost.apply_s); input_bound at 2 + 6 steps needs ~280 s.
              "apply": {"runs": 4, "max_runs": 4, "warmup": 5, "steps": 15, "timeout": 180, "budget": 240,
                        "per_fixture": {"input_bound": (2, 6)}, "per_fixture_budget": {"input_bound": 300}},
+             "harmful": {"budget": 120},  # what --apply decides of a harmful class in 2 minutes
              "shim": {"runs": 3, "steps": 300, "warmup": 30, "size": "medium"},
              "ncu": {"steps": 40, "skip": 300, "count": 100, "timeout": 150}},
     "small": {"budget": 1800, "run_s": 8.0, "other_s": {"env": 10.0, "shim": 30.0, "ncu": 5.0},
               "ab": {"runs": 3, "alpha": 0.1, "warmup": 1, "steps": 3, "timeout": 120},
               "apply": {"runs": 4, "max_runs": 4, "warmup": 1, "steps": 3, "timeout": 120, "budget": 120},
+              "harmful": {"budget": 120},
               "shim": {"runs": 1, "steps": 20, "warmup": 5, "size": "tiny"},
               "ncu": {"steps": 4, "skip": 0, "count": 50, "timeout": 120}},
 }
@@ -155,6 +168,7 @@ def size_config(args: argparse.Namespace) -> dict[str, Any]:
         cfg["ab"].update(runs=args.ab_runs, alpha=0.05 if args.ab_runs >= 4 else 0.1)
     if args.apply_budget:
         cfg["apply"].update(budget=args.apply_budget, per_fixture_budget={})
+        cfg["harmful"]["budget"] = args.apply_budget
     return cfg
 
 
@@ -174,8 +188,9 @@ def run_stage(stage: str, out: Path, args: argparse.Namespace, cfg: dict[str, An
         script = (st.FIXTURES if kind == "apply" else st.HARMFUL) / f"{name}.py"
         # Never plan past the deadline: --apply starts no A/B that cannot end within its budget.
         w, s = cost.steps_for(name, cfg["apply"])
+        budget = cost.budget_for(name, cfg["apply"]) if kind == "apply" else cfg["harmful"]["budget"]
         acfg = {**cfg["apply"], "warmup": w, "steps": s,
-                "budget": max(1.0, min(cost.budget_for(name, cfg["apply"]), left_s - cost.APPLY_OVER_BUDGET_S))}
+                "budget": max(1.0, min(budget, left_s - cost.APPLY_OVER_BUDGET_S))}
         report, profile = st.apply_fixture(script, script_args, acfg, log, with_siblings=kind == "apply")
         if kind == "harmful":
             report["harmful_rules"] = st.harmful_rules(script)
@@ -252,7 +267,7 @@ def _apply_summary(rep: dict[str, Any]) -> dict[str, Any]:
             "wall_s": rep.get("wall_s")}
 
 
-def script_row(entry: Any, rep: dict[str, Any]) -> dict[str, Any]:
+def script_row(entry: ScriptEntry, rep: dict[str, Any]) -> dict[str, Any]:
     """One entry of ``scripts``: what ``--apply --unsafe-fixes`` kept of a manifest's script."""
     return {"name": entry.name, "folder": str(entry.folder), "script": entry.script,
             "arguments": list(entry.arguments), **_apply_summary(rep), "rules_tried": rep.get("rules_tried") or [],

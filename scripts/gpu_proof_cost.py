@@ -154,8 +154,10 @@ def estimate(stage: str, cfg: dict[str, Any]) -> float:
         return flat if flat else run_s(name, w, s)
     if kind == "apply" and not flat:
         return apply_s(name, cfg["apply"])
-    if kind in ("apply", "harmful"):
+    if kind == "apply":
         return cfg["apply"]["budget"] + APPLY_OVER_BUDGET_S
+    if kind == "harmful":
+        return cfg["harmful"]["budget"] + APPLY_OVER_BUDGET_S
     raise ValueError(f"no estimate for stage {stage!r}")
 
 

@@ -22,7 +22,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from gpu_proof_manifest import ScriptEntry
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
@@ -178,7 +181,7 @@ def apply_fixture(script: Path, script_args: list[str], cfg: dict[str, Any], log
     return report, profile
 
 
-def apply_external(entry: Any, cfg: dict[str, Any], log: Log) -> dict[str, Any]:
+def apply_external(entry: ScriptEntry, cfg: dict[str, Any], log: Log) -> dict[str, Any]:
     """A manifest's script (``gpu_proof_manifest.ScriptEntry``): ``--apply --unsafe-fixes`` run
     from the top of a scratch copy of its folder (the folder itself is never changed), committed
     there as for the user; the report adds the entry and the diff of what was committed."""

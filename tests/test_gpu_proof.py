@@ -65,9 +65,12 @@ def test_cpu_dry_run_runs_every_stage_writes_the_results_and_resumes(tmp_path):
     assert harm["harmful_rules"] == ["GP301"] and harm["harmful_kept"] == [] and harm["status"] == "needs_gpu"
     assert doc["shim_overhead"]["wall-clock"]["plain_steps_per_s"] > 0
     assert "CPU" in doc["ncu"]["skipped"]
-    assert doc["stages_left"] == [] and len(doc["stages_done"]) == 7
+    assert doc["stages_left"] == [] and len(doc["stages_done"]) == 7 and doc["stages_failed"] == {}
     [session] = doc["sessions"]
-    assert set(session["stages"]) == set(doc["stages_done"])
+    # --apply (before the profile stage) ran the fixture first: its profile is that run's.
+    assert set(session["stages"]) == set(doc["stages_done"]) - {"profile:loss_accumulation"}
+    assert "profile:loss_accumulation: done before, skipped" in proc.stderr
+    assert profile["exit_code"] == 0 and not profile["script"].startswith(str(ROOT))  # a copy, not the checkout
     with tarfile.open(tmp_path / "proof.tgz") as tar:  # one top folder: <device>-<size>
         names = tar.getnames()
     assert {n.split("/")[0] for n in names} == {f"{_slug(doc['device'])}-small"}
@@ -336,6 +339,14 @@ def test_table_renders_the_fixtures_the_geomean_and_what_is_left(tmp_path):
     assert "| `gpt_fp32` | GP201, GP301 | **faster** | 3.00x | 2.70-3.30 |" in md
     assert "**1.73x**" in md and "Stages left: ncu." in md and "ab:gpt_fp32 61 s" in md
     assert table.main([str(tmp_path / "missing.json")]) == 2
+    doc.update(stages_failed={"profile:gpt_fp32": "crashed (exit 1): the shim wrote no result"},
+               scripts=[{"name": "mine-train", "script": "train.py", "folder": "/w/mine", "rules_tried": ["GP201"],
+                         "status": "committed", "rules_kept": ["GP201"], "verdict": "faster", "speedup": 1.5}])
+    doc["sessions"][0]["failed"] = {"profile:gpt_fp32": {"wall_s": 0.2, "reason": "crashed"}}
+    md = table.render(doc)
+    assert "**Error** in `profile:gpt_fp32` (not done; it runs again next time): crashed (exit 1)" in md
+    assert "| `mine-train` (train.py) | /w/mine | GP201 | committed | GP201 | faster | 1.50x |" in md
+    assert "ab:gpt_fp32 61 s; failed: profile:gpt_fp32 0.2 s." in md
 
 
 def test_prewarm_compiles_only_the_pending_rewrites_once_per_session_and_its_failure_is_no_stage_failure(
@@ -482,18 +493,6 @@ if __name__ == "__main__":
 """
 
 
-def _git_repo(path: Path, files: dict[str, str]) -> str:
-    path.mkdir(parents=True)
-    for name, text in files.items():
-        (path / name).parent.mkdir(parents=True, exist_ok=True)
-        (path / name).write_text(text)
-    for args in (["init", "-q"], ["config", "user.name", "t"], ["config", "user.email", "t@example.invalid"],
-                 ["config", "commit.gpgsign", "false"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
-        subprocess.run(["git", *args], cwd=path, check=True, capture_output=True)
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
 @pytest.mark.slow
 def test_scripts_manifest_runs_apply_on_each_script_as_a_resumable_stage(tmp_path):
     """--scripts: two scripts in their own git repositories, each ``--apply --unsafe-fixes`` in a
@@ -502,8 +501,11 @@ def test_scripts_manifest_runs_apply_on_each_script_as_a_resumable_stage(tmp_pat
     nothing to fix, the other's budget of 1 s stops --apply after its profile run, before an A/B."""
     pytest.importorskip("torch")
     pytest.importorskip("git")
-    heads = {"one": _git_repo(tmp_path / "one", {"train.py": TINY_TRAIN}),
-             "two": _git_repo(tmp_path / "two", {"src/run.py": "print('nothing to fix here')\n"})}
+    from tests.helpers.abfakes import git_repo, repo_state
+
+    repos = [git_repo(tmp_path / "one", {"train.py": TINY_TRAIN}),
+             git_repo(tmp_path / "two", {"src/run.py": "print('nothing to fix here')\n"})]
+    before = [repo_state(r) for r in repos]
     manifest = tmp_path / "manifest.yaml"
     manifest.write_text("- folder: one\n  script: train.py\n  arguments: [--lr, '0.01']\n  budget: 1\n"
                         "- {folder: two, script: src/run.py, name: second}\n")
@@ -521,12 +523,7 @@ def test_scripts_manifest_runs_apply_on_each_script_as_a_resumable_stage(tmp_pat
     assert [(r["name"], r["status"], r["script"]) for r in doc["scripts"]] == [
         ("one-train", "budget_exhausted", "train.py"), ("second", "nothing_to_fix", "src/run.py")]
     assert doc["stages_done"] == ["env", "script:one-train", "script:second"] and doc["stages_left"] == []
-    for name, head in heads.items():  # the user's repositories: untouched
-        status = subprocess.run(["git", "status", "--porcelain"], cwd=tmp_path / name, capture_output=True,
-                                text=True).stdout
-        now_head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path / name, capture_output=True,
-                                  text=True).stdout.strip()
-        assert status == "" and now_head == head
+    assert [repo_state(r) for r in repos] == before  # the user's repositories: untouched
     log_before = (out / "gpu_proof.log").read_text()
     assert gp.main(args) == 0  # resumed: nothing runs again
     log = (out / "gpu_proof.log").read_text()[len(log_before):]
