@@ -264,7 +264,8 @@ def end_to_end(runs: int, steps: int, warmup: int, size: str, threads: int = 1, 
                log: Callable[[str], None] = print) -> dict[str, Any]:
     """The workload run ``runs`` times per arm, plain and under the shim, interleaved; the medians
     of both arms (wall-clock and CPU-time steps/s) and the overhead (1 - shim/plain)."""
-    from gpuperf_rewrite.validate.run.profiling import _stage_runtime  # the same staged package profile uses
+    # The same staged package and entry file that profile uses (never -m: see profiling.py).
+    from gpuperf_rewrite.validate.run.profiling import _stage_runtime, shim_command
 
     width, batch = SIZES[size]
     with tempfile.TemporaryDirectory() as tmp_s:
@@ -277,7 +278,7 @@ def end_to_end(runs: int, steps: int, warmup: int, size: str, threads: int = 1, 
                "PYTHONHASHSEED": "0", "PYTHONPATH": str(stage)}
         plain_cmd = [sys.executable, str(script)]
         # Limit above the script's own length: the script ends by itself in both arms.
-        shim_cmd = [sys.executable, "-m", "gpuperf_rewrite.runtime", "--out", str(tmp / "out.json"),
+        shim_cmd = [*shim_command(stage), "--out", str(tmp / "out.json"),
                     "--steps", str(steps + 10), "--warmup", str(warmup), str(script)]
         plain: list[tuple[float, float]] = []
         shim: list[tuple[float, float]] = []

@@ -22,7 +22,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from gpu_proof_manifest import ScriptEntry
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
@@ -137,16 +140,32 @@ def _scratch_repo(tmp: Path, script: Path, with_siblings: bool) -> tuple[Path, b
     else:
         work.mkdir()
         shutil.copy(script, work / script.name)
+    return work / script.name, _git_committed(work, "fixtures")
+
+
+def _git(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=work, check=True, capture_output=True, text=True)
+
+
+def _git_committed(work: Path, message: str) -> bool:
+    """Make ``work`` a git repository whose HEAD holds all of it (a fresh one unless it is the
+    top of one already; then only its uncommitted files are committed), so --apply commits
+    there as for a user; False when git or GitPython is missing (--apply then runs --no-commit)."""
     if shutil.which("git") is None:
-        return work / script.name, False
+        return False
     try:
         import git  # noqa: F401  (GitPython: what --apply commits with)
     except ImportError:
-        return work / script.name, False
-    for args in (["init", "-q"], ["config", "user.name", "gpu-proof"], ["config", "user.email", "gpu-proof@example.invalid"],
-                 ["config", "commit.gpgsign", "false"], ["add", "-A"], ["commit", "-q", "-m", "fixtures"]):
-        subprocess.run(["git", *args], cwd=work, check=True, capture_output=True)
-    return work / script.name, True
+        return False
+    if not (work / ".git").exists():
+        _git(work, "init", "-q")
+    for key, value in (("user.name", "gpu-proof"), ("user.email", "gpu-proof@example.invalid"),
+                       ("commit.gpgsign", "false")):
+        _git(work, "config", key, value)
+    _git(work, "add", "-A")
+    if _git(work, "status", "--porcelain").stdout.strip():
+        _git(work, "commit", "-q", "-m", message)
+    return True
 
 
 def apply_fixture(script: Path, script_args: list[str], cfg: dict[str, Any], log: Log,
@@ -154,6 +173,38 @@ def apply_fixture(script: Path, script_args: list[str], cfg: dict[str, Any], log
     """``gpuperf-rewrite SCRIPT --apply --unsafe-fixes --json --budget B -- ARGS`` in a scratch
     repository, through the API: (the --apply report plus what the proof adds, the profile
     document of the original: the first run --apply makes, which plans the validation)."""
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="gpu-proof-") as tmp:
+        target, committed = _scratch_repo(Path(tmp), script, with_siblings)
+        report, profile = apply_in(target, target.parent, committed, script_args, cfg, log)
+    report["wall_s"] = round(time.monotonic() - t0, 1)
+    return report, profile
+
+
+def apply_external(entry: ScriptEntry, cfg: dict[str, Any], log: Log) -> dict[str, Any]:
+    """A manifest's script (``gpu_proof_manifest.ScriptEntry``): ``--apply --unsafe-fixes`` run
+    from the top of a scratch copy of its folder (the folder itself is never changed), committed
+    there as for the user; the report adds the entry and the diff of what was committed."""
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="gpu-proof-script-") as tmp:
+        work = Path(tmp) / entry.folder.name
+        shutil.copytree(entry.folder, work, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        if (work / ".git").is_file():  # a worktree's or submodule's link: commits would land in the original
+            (work / ".git").unlink()
+        committed = _git_committed(work, "gpu-proof: the script as given")
+        base = _git(work, "rev-parse", "HEAD").stdout.strip() if committed else None
+        report, _ = apply_in(work / entry.script, work, committed, list(entry.arguments), cfg, log)
+        if committed and report.get("status") == "committed":
+            report["diff"] = _git(work, "diff", f"{base}..HEAD").stdout[-20000:]
+    report.update(name=entry.name, folder=str(entry.folder), script=entry.script,
+                  wall_s=round(time.monotonic() - t0, 1))
+    return report
+
+
+def apply_in(target: Path, cwd: Path, committed: bool, script_args: list[str], cfg: dict[str, Any],
+             log: Log) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """--apply of ``target`` run from ``cwd`` (where the user would type the command): (the
+    report plus what the proof adds, the profile document of its first run)."""
     from gpuperf_rewrite.lint.api import load_settings
     from gpuperf_rewrite.validate.judge.abtest import ABConfig, default_runner
     from gpuperf_rewrite.validate.apply import ApplyError, ApplyOptions, run_apply
@@ -179,15 +230,17 @@ def apply_fixture(script: Path, script_args: list[str], cfg: dict[str, Any], log
     ab = ABConfig(runs=cfg["runs"], max_runs=cfg["max_runs"], steps=cfg["steps"], warmup=cfg["warmup"],
                   timeout=cfg["timeout"])
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="gpu-proof-") as tmp:
-        target, committed = _scratch_repo(Path(tmp), script, with_siblings)
-        try:
-            code = run_apply(str(target), settings=load_settings(isolated=True), script_args=script_args,
-                             config=ab, options=ApplyOptions(json_out=True, budget_s=cfg["budget"],
-                                                             no_commit=not committed),
-                             runner=runner, echo=echo)
-        except ApplyError as exc:
-            code, messages = 2, [*messages, f"error: {exc}"]
+    here = os.getcwd()
+    os.chdir(cwd)  # the runs start where the user's command would: never in this project's root
+    try:
+        code = run_apply(str(target), settings=load_settings(isolated=True), script_args=script_args,
+                         config=ab, options=ApplyOptions(json_out=True, budget_s=cfg["budget"],
+                                                         no_commit=not committed),
+                         runner=runner, echo=echo)
+    except ApplyError as exc:
+        code, messages = 2, [*messages, f"error: {exc}"]
+    finally:
+        os.chdir(here)
     if code in (130, 143):  # run_apply's exit codes for Ctrl-C / SIGTERM
         raise KeyboardInterrupt  # stop the proof; the stage is not recorded, so it runs again
     report = _report_from(messages, code)
@@ -225,7 +278,8 @@ def profile_directly(script: Path, script_args: list[str], cfg: dict[str, Any]) 
     """A profile run of its own, for a script --apply did not run (nothing to fix)."""
     from gpuperf_rewrite.validate.run.profiling import run_profile
 
-    return run_profile(script, script_args, steps=cfg["steps"], warmup=cfg["warmup"], timeout=cfg["timeout"])
+    return run_profile(script, script_args, steps=cfg["steps"], warmup=cfg["warmup"], timeout=cfg["timeout"],
+                       cwd=script.parent)
 
 
 def harmful_rules(script: Path) -> list[str]:

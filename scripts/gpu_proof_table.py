@@ -3,7 +3,8 @@
     python scripts/gpu_proof_table.py benchmarks/results/gpu-proof/<gpu>-<size>/<gpu>-<date>.json
 
 Prints: a header line (device, torch, CUDA, date), the fixtures' A/B table and geometric means,
-the harmful-fix classes, the shim overhead, the sessions with their wall times, and what is left.
+the harmful-fix classes, the manifest's scripts, the shim overhead, the sessions with their wall
+times, what is left and every stage that failed (an error: it runs again).
 """
 
 from __future__ import annotations
@@ -50,19 +51,33 @@ def fixtures_table(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-def harmful_table(doc: dict[str, Any]) -> list[str]:
-    rows = doc.get("harmful") or []
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     if not rows:
         return []
-    lines = ["| harmful-fix class | harmful rule | offered | kept | `--apply` status | rules kept | verdicts |",
-             "|---|---|---|---|---|---|---|"]
-    for h in rows:
-        kept = ", ".join(h["harmful_kept"]) or "no"
-        lines.append(f"| `{h['name']}` | {', '.join(h['harmful_rules']) or '-'} "
-                     f"| {', '.join(h['harmful_offered']) or 'no'} "
-                     f"| {'**' + kept + '**' if h['harmful_kept'] else kept} | {h.get('status')} "
-                     f"| {', '.join(h['rules_kept']) or '-'} | {', '.join(str(v) for v in h['verdicts']) or '-'} |")
-    return lines
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def _join(items: Any, empty: str = "-") -> str:
+    return ", ".join(str(i) for i in items or []) or empty
+
+
+def harmful_table(doc: dict[str, Any]) -> list[str]:
+    rows = []
+    for h in doc.get("harmful") or []:
+        kept = _join(h["harmful_kept"], "no")
+        rows.append([f"`{h['name']}`", _join(h["harmful_rules"]), _join(h["harmful_offered"], "no"),
+                     f"**{kept}**" if h["harmful_kept"] else kept, str(h.get("status")), _join(h["rules_kept"]),
+                     _join(h["verdicts"])])
+    return _table(["harmful-fix class", "harmful rule", "offered", "kept", "`--apply` status", "rules kept",
+                   "verdicts"], rows)
+
+
+def scripts_table(doc: dict[str, Any]) -> list[str]:
+    """The manifest's scripts (``--scripts``): what ``--apply --unsafe-fixes`` kept of each."""
+    rows = [[f"`{r['name']}` ({r['script']})", r["folder"], _join(r.get("rules_tried")), str(r.get("status")),
+             _join(r.get("rules_kept")), r.get("verdict") or "-", _x(r.get("speedup"))]
+            for r in doc.get("scripts") or []]
+    return _table(["script", "folder", "rules tried", "`--apply` status", "rules kept", "verdict", "speedup"], rows)
 
 
 def other_lines(doc: dict[str, Any]) -> list[str]:
@@ -83,11 +98,14 @@ def other_lines(doc: dict[str, Any]) -> list[str]:
                      f"after {_num((ncu.get('after') or {}).get('total_us'))} us.")
     for s in doc.get("sessions") or []:
         stages = ", ".join(f"{k} {v:.0f} s" for k, v in (s.get("stages") or {}).items())
+        failed = ", ".join(f"{k} {(v.get('wall_s') or 0):.1f} s" for k, v in (s.get("failed") or {}).items())
         lines.append(f"Session {s.get('started')} on {s.get('device')}: {s.get('elapsed_s')} s of a "
                      f"{s.get('budget_s')} s budget (install {s.get('install_s') or '-'} s): "
-                     f"{stages or 'nothing finished'}.")
+                     f"{stages or 'nothing finished'}" + (f"; failed: {failed}" if failed else "") + ".")
     left = doc.get("stages_left") or []
     lines.append(f"Stages left: {', '.join(left)}." if left else "Every stage is done.")
+    for stage, why in (doc.get("stages_failed") or {}).items():
+        lines.append(f"**Error** in `{stage}` (not done; it runs again next time): {why}")
     return lines
 
 
@@ -95,9 +113,9 @@ def render(doc: dict[str, Any]) -> str:
     head = (f"**{doc.get('device')}**, torch {doc.get('torch')}, CUDA {doc.get('cuda')}, "
             f"Python {doc.get('python')}, {doc.get('date')}, --size {doc.get('size')}")
     parts = [head, "", *fixtures_table(doc)]
-    harm = harmful_table(doc)
-    if harm:
-        parts += ["", *harm]
+    for extra in (harmful_table(doc), scripts_table(doc)):
+        if extra:
+            parts += ["", *extra]
     parts += ["", *other_lines(doc)]
     return "\n".join(parts) + "\n"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 
 from gpuperf_rewrite.cli.profile import profile
 from gpuperf_rewrite.runtime import entry
+from gpuperf_rewrite.validate.run import profiling
 from gpuperf_rewrite.validate.run.profiling import profile_runner, run_profile
 from gpuperf_rewrite.validate.run.runs import ScriptVersion, run_request
 from gpuperf_rewrite.validate.run.workspace import Workspace
@@ -92,3 +94,52 @@ def test_module_root_and_a_module_that_resolves_elsewhere(tmp_path: Path, monkey
             entry.prepare_module("pkgx.train", str(other / "pkgx" / "train.py"))
     finally:
         sys.modules.pop("pkgx", None)
+
+
+# A site hook that takes the dev venv's editable-install finder away from a child, so the child
+# finds gpuperf_rewrite only on sys.path, as with a regular install (the wheel on a GPU machine):
+# with the finder, any gpuperf_rewrite.runtime resolves through it and the shadowing cannot show.
+NO_EDITABLE = """import sys
+sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
+sys.path_hooks[:] = [h for h in sys.path_hooks if not getattr(h, "__module__", "").startswith("__editable__")]
+sys.path_importer_cache.clear()
+"""
+
+
+def test_a_folder_named_gpuperf_rewrite_in_the_working_directory_does_not_shadow_the_shim(
+        package: Path, tmp_path: Path) -> None:
+    """Issue 30: from this project's root (or any folder holding a ``gpuperf_rewrite/`` without
+    ``runtime/``), ``python -m gpuperf_rewrite.runtime.parentwatch`` imported that folder and every
+    run crashed: "No module named 'gpuperf_rewrite.runtime'", exit 1. The script as a file and as
+    a module, the user's own sibling imports still from the working directory."""
+    (package / "gpuperf_rewrite").mkdir()
+    (package / "gpuperf_rewrite" / "__init__.py").write_text("")
+    (package / "helper.py").write_text("MARK = 'cwd helper'\n")
+    (package / "train.py").write_text(TRAIN.replace("from .model import make, MARK", "from pkg.model import make\n"
+                                                    "from helper import MARK"))
+    site = tmp_path / "no-editable"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(NO_EDITABLE)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    as_file = run_profile(package / "train.py", steps=2, warmup=0, cwd=package, env=env)
+    assert "No module named 'gpuperf_rewrite.runtime'" not in as_file["stderr_tail"]
+    assert as_file["status"] == "step_limit", as_file["stderr_tail"]
+    assert "mark cwd helper" in as_file["stdout_tail"]
+    as_module = run_profile(package / "pkg" / "train.py", ["y"], steps=2, warmup=0, cwd=package, env=env,
+                            module="pkg.train")
+    assert as_module["status"] == "step_limit", as_module["stderr_tail"]
+    assert "mark checkout args ['y'] package pkg" in as_module["stdout_tail"]
+
+
+@pytest.mark.parametrize("launcher", [None, "torchrun", "accelerate"])
+def test_every_launch_starts_the_shim_from_its_staged_file_never_with_python_m(tmp_path: Path, launcher) -> None:
+    """The ranks under torchrun and accelerate inherit the working directory too: each starts the
+    staged entry file as its training script (a real torchrun run: tests/validate/test_launcher_e2e.py)."""
+    stage = profiling._stage_runtime(tmp_path / "stage")
+    cmd = profiling._command("py", stage, tmp_path / "t.py", ["--a"], tmp_path / "o.json", steps=2, warmup=1,
+                             seed=0, trace_dir=None, launcher=launcher, nproc=2)
+    boot = str(stage / profiling.BOOT)
+    assert cmd.count(boot) == 1 and profiling.SHIM not in cmd and "gpuperf_rewrite.runtime" not in cmd
+    assert cmd[cmd.index(boot) + 1:][-3:] == [str(tmp_path / "t.py"), "--", "--a"]
+    assert (launcher is not None) == ("--rank-suffix" in cmd)
+    assert f"run_module({profiling.SHIM!r}" in (stage / profiling.BOOT).read_text()

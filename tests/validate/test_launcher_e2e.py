@@ -133,7 +133,7 @@ def test_the_launcher_and_every_rank_end_with_the_run(slow_repo, monkeypatch, ho
         assert doc["status"] == "timeout"
     monkeypatch.undo()
     assert sum(MARK in cmd for cmd in seen.values()) == 2  # one helper per rank
-    assert sum("gpuperf_rewrite.runtime.parentwatch" in cmd and "torch.distributed.run" not in cmd
+    assert sum(profiling.BOOT in cmd and "torch.distributed.run" not in cmd
                for cmd in seen.values()) >= 2  # the ranks (and their watchers)
     _assert_all_gone(set(seen))
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuperf_rewrite.validate.run.profiling import BOOT
 from gpuperf_rewrite.validate.run.workspace import sweep_stale
 from tests.helpers.paths import HELPERS, ROOT
 
@@ -185,7 +186,7 @@ def test_killing_apply_ends_its_training_runs(slow_repo, tmp_path, sig) -> None:
         proc = subprocess.Popen([sys.executable, str(HELPERS / "real_apply_driver.py"), "train.py"], cwd=root,
                                 env=env, stdout=subprocess.DEVNULL, stderr=err)
         family = _running_helper(proc)
-        assert any("gpuperf_rewrite.runtime" in _cmdline(p) for p in family)
+        assert any(BOOT in _cmdline(p) for p in family)  # the shim's staged entry file
         proc.send_signal(sig)
         rc = proc.wait(timeout=60)
     assert rc == (143 if sig == signal.SIGTERM else -signal.SIGKILL), (tmp_path / "stderr.txt").read_text()

@@ -1,11 +1,16 @@
 """Engine-side runner for the runtime shim: ``run_profile`` never hangs and always returns a dict.
 
-The script runs under the shim (``python -m gpuperf_rewrite.runtime.parentwatch``, the shim plus
-a watcher) in a child process of the chosen interpreter, in its own session (so the whole process
-group can be ended), with stdin from /dev/null and stdout/stderr going to files (a chatty script
-cannot fill a pipe and deadlock). The child imports a staged copy of the runtime package under an
-empty ``gpuperf_rewrite`` package, so it needs neither libcst nor click, nor an installed
-gpuperf-rewrite.
+The script runs under the shim (``gpuperf_rewrite.runtime.parentwatch``, the shim plus a watcher)
+in a child process of the chosen interpreter, in its own session (so the whole process group can
+be ended), with stdin from /dev/null and stdout/stderr going to files (a chatty script cannot fill
+a pipe and deadlock). The child imports a staged copy of the runtime package under an empty
+``gpuperf_rewrite`` package, so it needs neither libcst nor click, nor an installed
+gpuperf-rewrite. It starts as ``python STAGE/gpuperf_rewrite_shim.py``, a file, never as ``python
+-m``: ``-m`` puts the working directory first on ``sys.path``, and a folder there named
+``gpuperf_rewrite`` (this project's own checkout, a user's fork) would be imported instead of the
+staged copy (``No module named 'gpuperf_rewrite.runtime'``); a file puts its own folder first, on
+every Python version. The shim then sets ``sys.path`` as ``python SCRIPT`` or ``python -m MODULE``
+would for the user's code.
 
 The run dies with the tool, however the tool ends: on SIGINT/SIGTERM (and any exception) its
 process group is ended here; on SIGKILL the kernel kills the child (PR_SET_PDEATHSIG, Linux) and
@@ -38,10 +43,18 @@ STDERR_TAIL_CHARS = 4000
 STDOUT_TAIL_CHARS = 2000
 SHIM = "gpuperf_rewrite.runtime.parentwatch"  # the shim, plus a watcher ending the run when we are gone
 WATCH_ENV = "GPUPERF_WATCH_PID"  # = runtime.parentwatch.WATCH_ENV (read there without importing us)
+BOOT = "gpuperf_rewrite_shim.py"  # beside the staged package: what the child runs (see the docstring)
+BOOT_SOURCE = f"""# Starts the gpuperf-rewrite runtime shim from the staged package beside this file. Run as a
+# file, so this folder, not the working directory, is first on sys.path (see profiling.py).
+import runpy
+
+runpy.run_module({SHIM!r}, run_name="__main__", alter_sys=True)
+"""
 
 
 def _stage_runtime(dest: Path) -> Path:
-    """Copy the runtime package to ``dest/gpuperf_rewrite/runtime`` with an empty parent package."""
+    """Copy the runtime package to ``dest/gpuperf_rewrite/runtime`` with an empty parent package,
+    and the shim's entry file to ``dest/`` (:func:`shim_command`)."""
     import gpuperf_rewrite.runtime as rt  # cheap: the package __init__ imports nothing
 
     pkg = dest / "gpuperf_rewrite"
@@ -49,7 +62,15 @@ def _stage_runtime(dest: Path) -> Path:
     (pkg / "__init__.py").write_text("")
     shutil.copytree(Path(rt.__file__).parent, pkg / "runtime",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (dest / BOOT).write_text(BOOT_SOURCE)
     return dest
+
+
+def shim_command(stage: Path, python: str | None = None) -> list[str]:
+    """``python -m gpuperf_rewrite.runtime.parentwatch``, started so that the working directory
+    cannot shadow the staged package (``stage`` from :func:`_stage_runtime`, on PYTHONPATH too).
+    Without ``GPUPERF_WATCH_PID`` in its environment it is the plain shim."""
+    return [python or sys.executable, str(stage / BOOT)]
 
 
 def _tail(path: Path, chars: int) -> str:
@@ -150,8 +171,8 @@ def _run_in_group(cmd: list[str], cwd: str | Path | None, env: dict[str, str], s
     return returncode, finished, time.monotonic() - t0
 
 
-def _command(python: str, script: Path, args: Sequence[str], out: Path, *, steps: int, warmup: int,
-             seed: int, trace_dir: str | Path | None, launcher: str | None, nproc: int,
+def _command(python: str, stage: Path, script: Path, args: Sequence[str], out: Path, *, steps: int,
+             warmup: int, seed: int, trace_dir: str | Path | None, launcher: str | None, nproc: int,
              module: str | None = None, launcher_args: Sequence[str] = ()) -> list[str]:
     shim = ["--out", str(out), "--steps", str(steps), "--warmup", str(warmup), "--seed", str(seed)]
     if trace_dir is not None:
@@ -159,15 +180,17 @@ def _command(python: str, script: Path, args: Sequence[str], out: Path, *, steps
     if module is not None:  # run as `python -m module`; the file pins which copy is measured
         shim += ["--module", module]
     tail = [str(script), "--", *args]
+    python, boot = shim_command(stage, python)
     if launcher is None:
-        return [python, "-m", SHIM, *shim, *tail]
+        return [python, boot, *shim, *tail]
+    # The launchers start each rank as `python BOOT ...` (a training script), not with -m: the same
+    # reason as above, the ranks inherit the working directory.
     if launcher == "torchrun":
         return [python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
-                "--nproc-per-node", str(nproc), *launcher_args, "-m", SHIM, "--rank-suffix",
-                *shim, *tail]
-    if launcher == "accelerate":  # `accelerate launch`: its config and flags, then the shim as a module
+                "--nproc-per-node", str(nproc), *launcher_args, boot, "--rank-suffix", *shim, *tail]
+    if launcher == "accelerate":  # `accelerate launch`: its config and flags, then the shim's file
         return [python, "-m", "accelerate.commands.launch", "--num_processes", str(nproc), *launcher_args,
-                "--module", SHIM, "--rank-suffix", *shim, *tail]
+                boot, "--rank-suffix", *shim, *tail]
     raise ValueError(f"unknown launcher {launcher!r}; expected one of {LAUNCHERS}")
 
 
@@ -210,7 +233,7 @@ def run_profile(
     with scratch_dir("gpuperf-profile-") as tmp:
         stage = _stage_runtime(tmp / "stage")
         out = tmp / "result.json"
-        cmd = _command(python or sys.executable, script_path, args, out, steps=steps, warmup=warmup,
+        cmd = _command(python or sys.executable, stage, script_path, args, out, steps=steps, warmup=warmup,
                        seed=seed, trace_dir=trace_dir, launcher=launcher, nproc=nproc_per_node,
                        module=module, launcher_args=[str(a) for a in launcher_args])
         child_env = with_pythonpath(env, stage)
