@@ -26,8 +26,8 @@ from gpuperf_rewrite.validate.console import format_table
 from gpuperf_rewrite.validate.run.lifetime import exit_code, returns_on_interrupt
 from gpuperf_rewrite.validate.record.notes import check_notes_ref, note_record
 from gpuperf_rewrite.validate.judge.records import first_fingerprint
-from gpuperf_rewrite.validate.plan import (NEEDS_GPU, NOT_MEASURABLE, Clock, GainsOnOf, Plan, fix_units, make_plan,
-                                           rule_gains_on, smallest_runs, with_units)
+from gpuperf_rewrite.validate.plan import (NEEDS_GPU, NOT_MEASURABLE, Clock, GainsOnOf, Plan, fit_budget, fix_units,
+                                           make_plan, rule_gains_on, smallest_runs, with_units)
 from gpuperf_rewrite.validate.run.runs import Runner, ScriptVersion, measured_run
 from gpuperf_rewrite.validate.judge.search import CONFIRMATION, Attempt, Outcome, alpha_plan, choose_units
 
@@ -368,12 +368,12 @@ def _profile_and_plan(ctx: _Context, a_path: Path, setup_s: float = 0.0,
     if short:
         ctx.say(f"No A/B can judge this script: {short}. {ctx.target} is unchanged and nothing was committed.")
         return _emit(ctx, {**_report_base(ctx, Outcome(kept=())), "status": "too_short", "reason": short}, 1)
-    level = min(alpha_plan(cfg.alpha, len(ctx.codes)).values())  # the strictest A/B the search may run
     plan = make_plan(doc, run_s, ctx.codes, cfg.runs, gains_on=ctx.gains_on, budget_s=ctx.options.budget_s,
-                     max_runs_per_side=cfg.max_runs, setup_s=setup_s,
-                     min_runs_per_side=smallest_runs(cfg, level))
-    if build is not None and plan.codes:
+                     max_runs_per_side=cfg.max_runs, setup_s=setup_s)
+    if build is not None and plan.codes:  # building the rewrites takes time too: before the budget fit
         plan = with_units(plan, fix_units(plan.codes, build, ctx.original))
+    level = min(alpha_plan(cfg.alpha, len(plan.search_units)).values())  # the strictest A/B the search runs
+    plan = fit_budget(plan, smallest_runs(cfg, level), spent_s=planning.now() - t0)
     ctx.plan = plan
     for line in plan.describe():
         ctx.say(line)

@@ -230,6 +230,7 @@ class Plan:
     needs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # code -> the fixes it needs to act
     asked_runs_per_side: int | None = None  # --runs, when the budget lowered runs_per_side
     min_runs_per_side: int = 2  # the fewest runs an A/B may plan (the statistics' minimum)
+    spent_s: float | None = None  # of the budget, when the plan was made (None: the profile run's run_s)
 
     @property
     def search_units(self) -> tuple[tuple[str, ...], ...]:
@@ -248,7 +249,8 @@ class Plan:
         """How many A/Bs of the planned size the budget left after the profile run pays for."""
         if self.budget_s is None:
             return None
-        return max(0, int((self.budget_s - self.run_s) // self.ab_s)) if self.ab_s > 0 else 0
+        spent = self.run_s if self.spent_s is None else self.spent_s
+        return max(0, int((self.budget_s - spent) // self.ab_s)) if self.ab_s > 0 else 0
 
     def budget_choice(self) -> str | None:
         """What the budget made the plan do, in words (None without a budget, or when it fits)."""
@@ -259,7 +261,7 @@ class Plan:
         if k == 0:
             return (f"the budget cannot pay for even the smallest A/B ({self.min_runs_per_side}+"
                     f"{self.min_runs_per_side} runs, ~{_duration(smallest)}, the fewest the statistics can "
-                    f"decide on) after the profile run: nothing will be tried; raise --budget")
+                    f"decide on) in what is left: nothing will be tried; raise --budget")
         parts = []
         if self.asked_runs_per_side is not None:
             parts.append(f"--runs {self.asked_runs_per_side} lowered to {self.runs_per_side} per side, "
@@ -374,18 +376,21 @@ def with_units(plan: Plan, units: Units) -> Plan:
     return plan
 
 
-def fit_budget(plan: Plan, smallest: int) -> Plan:
-    """Fewer runs per side when one A/B of ``--runs`` would not fit in what the budget leaves after
-    the profile run (:data:`BUDGET_FILL` of it): as many as fit, never fewer than ``smallest``, and
-    no extension (its looks would lower every look's level for runs the budget cannot pay)."""
+def fit_budget(plan: Plan, smallest: int, spent_s: float | None = None) -> Plan:
+    """Fewer runs per side when one A/B of ``--runs`` would not fit in what the budget leaves
+    (:data:`BUDGET_FILL` of it) after ``spent_s`` (the profile run's time when None): as many as
+    fit, never fewer than ``smallest``, and no extension (its looks would lower every look's
+    level for runs the budget cannot pay)."""
     plan.min_runs_per_side = min(smallest, plan.runs_per_side)
+    plan.spent_s = spent_s
     if plan.budget_s is None or plan.run_s <= 0:
         return plan
-    fit = int((plan.budget_s - plan.run_s) * BUDGET_FILL // (2 * plan.run_s))
-    if fit >= plan.runs_per_side:
-        return plan
-    plan.asked_runs_per_side = plan.runs_per_side
-    plan.runs_per_side = plan.max_runs_per_side = max(fit, plan.min_runs_per_side)
+    spent = plan.run_s if spent_s is None else spent_s
+    fit = int((plan.budget_s - spent) * BUDGET_FILL // (2 * plan.run_s))
+    runs = max(fit, plan.min_runs_per_side)
+    if runs < plan.runs_per_side:
+        plan.asked_runs_per_side = plan.runs_per_side
+        plan.runs_per_side = plan.max_runs_per_side = runs
     return plan
 
 

@@ -250,3 +250,23 @@ def test_under_a_launcher_of_several_processes_they_are_measured(tmp_path) -> No
 def test_the_rules_say_which_gain_needs_several_processes() -> None:
     assert all(planning.rule_needs_ranks(c) for c in ("GP502", "GP503", "GP504", "GP505"))
     assert not any(planning.rule_needs_ranks(c) for c in ("GP201", "GP203", "GP301", "NOPE"))
+
+
+def test_the_budget_fit_counts_what_was_spent_and_never_goes_below_the_minimum() -> None:
+    doc = {"fingerprint": {"device": "cpu"}, "diagnosis": []}
+    plan = planning.make_plan(doc, 10.0, ("X1",), 10, gains_on=lambda c: "any", budget_s=180.0,
+                              max_runs_per_side=20, min_runs_per_side=5)
+    assert (plan.runs_per_side, plan.max_runs_per_side, plan.asked_runs_per_side) == (8, 8, 10)
+    # 30 s spent building rewrites as well: two runs fewer fit
+    later = planning.fit_budget(planning.make_plan(doc, 10.0, ("X1",), 10, gains_on=lambda c: "any",
+                                                   budget_s=180.0, max_runs_per_side=20), 5, spent_s=40.0)
+    assert later.runs_per_side == 6 and later.affordable_abs == 1
+    roomy = planning.make_plan(doc, 10.0, ("X1",), 10, gains_on=lambda c: "any", budget_s=900.0,
+                               max_runs_per_side=20, min_runs_per_side=5)
+    assert (roomy.runs_per_side, roomy.max_runs_per_side, roomy.budget_choice()) == (10, 20, None)
+    tight = planning.make_plan(doc, 10.0, ("X1",), 5, gains_on=lambda c: "any", budget_s=60.0,
+                               min_runs_per_side=5)
+    assert tight.runs_per_side == 5 and tight.asked_runs_per_side is None and tight.affordable_abs == 0
+    assert planning.smallest_runs(ABConfig(), 0.025) == 5
+    assert planning.smallest_runs(ABConfig(min_runs=3), 0.025) == 5  # 4+4 with a look at 3: no p < 0.0125
+    assert planning.smallest_runs(ABConfig(min_runs=4), 0.025) == 4  # one look at 4+4: p 0.014 < 0.025
