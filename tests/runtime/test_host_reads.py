@@ -69,3 +69,31 @@ def test_the_report_and_diagnosis_say_what_was_counted() -> None:
     assert "in the training step" in latent["evidence"] and "data loading not counted" in latent["evidence"]
     assert "would each sync if those tensors lived on a GPU" in report.READS_COUNTED["cpu_would_sync"]
     assert "a host sync each" in report.READS_COUNTED["device"]
+
+
+def test_reads_of_device_tensors_and_of_cpu_tensors_are_told_apart() -> None:
+    """In process, with a tensor that says it is not on the CPU (no GPU needed)."""
+    import torch
+
+    from runtime.syncs import HostReadCounter
+
+    class OnDevice(torch.Tensor):
+        is_cpu = False
+
+    counter = HostReadCounter()
+    undo = counter.install(torch)
+    try:
+        dev, host = torch.Tensor._make_subclass(OnDevice, torch.tensor(2.0)), torch.tensor(3.0)
+        dev.item()
+        host.item()
+        assert (counter.count, counter.cpu) == (1, 1)
+        counter.loading += 1  # a DataLoader producing a batch
+        dev.item(), host.tolist()
+        counter.loading -= 1
+        assert (counter.count, counter.cpu) == (1, 1)
+        counter.device_run = True  # CUDA is up: a CPU tensor's read is no sync and no longer stands for one
+        host.item()
+        dev.item()
+        assert (counter.count, counter.cpu) == (2, 1)
+    finally:
+        undo()
