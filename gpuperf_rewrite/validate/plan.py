@@ -246,7 +246,7 @@ class Plan:
 
     @property
     def affordable_abs(self) -> int | None:
-        """How many A/Bs of the planned size the budget left after the profile run pays for."""
+        """How many A/Bs of the planned size what is left of the budget pays for."""
         if self.budget_s is None:
             return None
         spent = self.run_s if self.spent_s is None else self.spent_s
