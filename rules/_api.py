@@ -151,6 +151,10 @@ class Rule:
     # Where the speed or memory gain exists: "cuda" when it needs a CUDA device (on CPU the fix
     # is a no-op or costs time), "any" when it holds on every device. Each rule says why.
     gains_on: ClassVar[GainsOn]
+    # True when the gain exists only in a job of several processes (DDP ranks): in one process the
+    # code the fix changes does not run or has nothing to act on, so a single-process A/B cannot
+    # show it (``--apply`` lists such fixes as not measurable without a multi-process launcher).
+    gains_only_with_ranks: ClassVar[bool] = False
     # Known false negatives and false positives, one sentence each.
     limitations: ClassVar[tuple[str, ...]] = ()
     # https URLs that document the problem and the fix (PyTorch documentation first).
@@ -207,6 +211,8 @@ class Rule:
             raise ValueError(f"{cls.code}: fix_safety_reason is required exactly when fix_safety is 'unsafe'")
         if getattr(cls, "gains_on", None) not in ("any", "cuda"):
             raise ValueError(f"{cls.code}: gains_on must be 'any' or 'cuda'")
+        if not isinstance(cls.gains_only_with_ranks, bool):
+            raise ValueError(f"{cls.code}: gains_only_with_ranks must be True or False")
         for attr in ("limitations", "references"):
             value = getattr(cls, attr)
             if not isinstance(value, tuple) or not value or \

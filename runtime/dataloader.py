@@ -30,6 +30,7 @@ class DataWait:
         self.batches = 0
         self.first_batch_size: int | None = None
         self.check_stop: Callable[[], None] = lambda: None
+        self.reads: Any = None  # the HostReadCounter: reads while a batch is produced are not the step's
 
 
 def install(torch: Any, state: DataWait) -> Callable[[], None]:
@@ -41,11 +42,16 @@ def install(torch: Any, state: DataWait) -> Callable[[], None]:
 
     def __next__(self: Any) -> Any:
         state.check_stop()  # a script that swallowed StopProfiling is stopped at its next batch
+        reads = state.reads
+        if reads is not None:
+            reads.loading += 1
         t0 = perf()
         try:
             data = orig_next(self)
         finally:
             state.wait_s += perf() - t0
+            if reads is not None:
+                reads.loading -= 1
         n = batch_size_of(data)
         state.batches += 1
         if n is not None:

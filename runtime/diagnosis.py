@@ -83,8 +83,9 @@ def diagnose(doc: dict[str, Any]) -> list[dict[str, Any]]:
     if not cuda and reads is not None and reads >= SYNCS_MIN:
         # Cheap on CPU, so low severity; named because each one is a sync on a GPU.
         out.append(_finding("latent_syncs", min(0.5, 0.05 * reads),
-                            f"{reads:.3g} tensor reads to Python per step (.item()/print/...): "
-                            "cheap on CPU, a host sync each on CUDA"))
+                            f"{reads:.3g} tensor reads to Python per step in the training step "
+                            "(.item()/print/...; data loading not counted): cheap on CPU, "
+                            "a host sync each once those tensors live on a GPU"))
 
     gpu = doc.get("gpu") or {}
     util = gpu.get("utilization_pct_mean")

@@ -5,6 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 
+# What host_reads_per_step counted (runtime/syncs.py), said beside the number.
+READS_COUNTED = {
+    "device": "(reads of device tensors: a host sync each)",
+    "cpu_would_sync": "(CPU run: reads in the training step, which would each sync if those tensors "
+                      "lived on a GPU; data loading and loader workers not counted)",
+}
+
+
 def fmt_bytes(n: Any) -> str:
     if n is None:
         return "n/a"
@@ -66,6 +74,10 @@ def format_report(doc: dict[str, Any]) -> str:
         stall = doc.get("input_stall_fraction")
         lines.append(f"Input stall: {'n/a (no DataLoader)' if stall is None else f'{stall:.1%}'}"
                      f"   host syncs/step: {_num(doc.get('syncs_per_step'), '.2f') if doc.get('syncs_per_step') is not None else 'n/a (CPU)'}")
+        reads = doc.get("host_reads_per_step")
+        if reads is not None:
+            lines.append(f"Tensor reads to Python/step: {reads:.2f} " + READS_COUNTED.get(
+                str(doc.get("host_reads_counted")), "(.item()/print/...)"))
     lines.extend(memory_section(doc.get("memory") or {}))
     gpu = doc.get("gpu")
     if gpu:

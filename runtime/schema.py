@@ -62,6 +62,7 @@ def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, A
         "input_stall_fraction": None,
         "syncs_per_step": None,
         "host_reads_per_step": None,
+        "host_reads_counted": None,
         "memory": empty_memory(),
         "gpu": None,
         "loss": [],

@@ -24,7 +24,7 @@ from .hooks import (
     install_backward_hooks,
     install_optimizer_hooks,
 )
-from .syncs import HostReadCounter, SyncCounter
+from .syncs import CPU_READS, DEVICE_READS, HostReadCounter, SyncCounter
 from .timing import StepClock, summarize
 from .trace import TRACE_STEPS, Tracer
 
@@ -55,6 +55,7 @@ class Session:
         self.data.check_stop = self.check_stop
         self.syncs = SyncCounter()
         self.reads = HostReadCounter()
+        self.data.reads = self.reads  # reads while a batch is produced belong to the input pipeline
         self.mem = memory.MemoryTracker()
         self.amp = amp.AmpRecorder()
         self.amp.step_index = lambda: self.steps_done - 1  # update() follows the step it belongs to
@@ -63,7 +64,8 @@ class Session:
         self.wait_at: list[float] = [0.0]
         self.samples_at: list[int] = [0]
         self.syncs_at: list[int] = [0]
-        self.reads_at: list[int] = [0]
+        self.reads_at: list[int] = [0]  # of device tensors
+        self.cpu_reads_at: list[int] = [0]  # of CPU tensors in the training step
         # Host seconds from the previous boundary to the step's first backward(): data + forward.
         self.before_bwd: list[float | None] = [None]
         self.steps_done = 0
@@ -85,6 +87,7 @@ class Session:
         self.samples_at.append(self.data.samples)
         self.syncs_at.append(self.syncs.count)
         self.reads_at.append(self.reads.count)
+        self.cpu_reads_at.append(self.reads.cpu)
         fb = self.loss.first_backward_t
         self.before_bwd.append(None if fb is None else fb - self.clock.host[-2])
         self.loss.close_step()
@@ -118,6 +121,7 @@ class Session:
 
     def _enable_cuda(self) -> None:
         self.cuda = True
+        self.reads.device_run = True
         self.clock.use_cuda(self.torch)
         self.mem.use_cuda(self.torch)
         try:
@@ -141,6 +145,16 @@ class Session:
         checked = self.loss.retained[start:end]
         mem["loss_graphs_checked"], mem["loss_graphs_retained"] = len(checked), sum(checked)
         return mem
+
+    def _reads(self, start: int, end: int, device: str) -> float | None:
+        """Tensor reads per step: of device tensors on an accelerator run; on a CPU run, of the
+        CPU tensors the step reads (each a sync once they live on a GPU)."""
+        if end <= start:
+            return None
+        reads = self.reads_at[end] - self.reads_at[start]
+        if device == "cpu":
+            reads += self.cpu_reads_at[end] - self.cpu_reads_at[start]
+        return reads / (end - start)
 
     def _backwards(self, start: int, end: int) -> list[int]:
         return [len(self.loss.per_step[i]) for i in range(start, min(end, len(self.loss.per_step)))]
@@ -202,7 +216,8 @@ class Session:
             "before_backward_s": summarize(
                 [v for v in self.before_bwd[start + 1 : end + 1] if v is not None]),
             "syncs_per_step": syncs,
-            "host_reads_per_step": (self.reads_at[end] - self.reads_at[start]) / m if m > 0 else None,
+            "host_reads_per_step": self._reads(start, end, device),
+            "host_reads_counted": CPU_READS if device == "cpu" else DEVICE_READS,
             "memory": self._memory(start, end),
             "amp": self.amp.document(torch, start, end, self.steps_done),
             "distributed": ddp.document(self.comm, per_step, start, self._backwards(start, end), summarize),

@@ -21,6 +21,8 @@ GAINS_TEXT = {
     "cuda": "on CUDA devices only; on CPU there is nothing to gain (the rewrite is a no-op or costs time).",
     "any": "on any device, CPU and CUDA alike.",
 }
+RANKS_TEXT = (" Only in a job of several processes (DDP ranks): a run of one process cannot show it, so "
+              "`--apply` measures it only under a launcher with more than one process.")
 
 
 def anchor(rule: type[Rule]) -> str:
@@ -38,7 +40,7 @@ def rule_markdown(rule: type[Rule], level: int = 1) -> str:
         "",
         f"**Why it is slow**: {rule.rationale}",
         "",
-        f"**Where it gains**: {GAINS_TEXT[rule.gains_on]}",
+        f"**Where it gains**: {GAINS_TEXT[rule.gains_on]}" + (RANKS_TEXT if rule.gains_only_with_ranks else ""),
         "",
         f"**Fix**: {rule.fix_description}",
         "",
@@ -84,6 +86,7 @@ def rule_record(rule: type[Rule]) -> dict[str, Any]:
         "severity": rule.severity, "summary": rule.summary,
         "fix_safety_reason": rule.fix_safety_reason or None,
         "gains_on": rule.gains_on,
+        "gains_only_with_ranks": rule.gains_only_with_ranks,
         "limitations": list(rule.limitations),
         "references": list(rule.references),
         "frameworks": list(rule.frameworks),

@@ -26,9 +26,10 @@ from gpuperf_rewrite.validate.console import format_table
 from gpuperf_rewrite.validate.run.lifetime import exit_code, returns_on_interrupt
 from gpuperf_rewrite.validate.record.notes import check_notes_ref, note_record
 from gpuperf_rewrite.validate.judge.records import first_fingerprint
-from gpuperf_rewrite.validate.plan import NEEDS_GPU, Clock, GainsOnOf, Plan, make_plan, rule_gains_on
+from gpuperf_rewrite.validate.plan import (NEEDS_GPU, NOT_MEASURABLE, Clock, GainsOnOf, Plan, fit_budget, fix_units,
+                                           make_plan, rule_gains_on, smallest_runs, with_units)
 from gpuperf_rewrite.validate.run.runs import Runner, ScriptVersion, measured_run
-from gpuperf_rewrite.validate.judge.search import CONFIRMATION, Attempt, Outcome, alpha_plan, choose
+from gpuperf_rewrite.validate.judge.search import CONFIRMATION, Attempt, Outcome, alpha_plan, choose_units
 
 if TYPE_CHECKING:
     from git import Repo
@@ -263,16 +264,6 @@ def _validate_and_write(ctx: _Context, ws: Workspace) -> int:
     a_path = ws.add(a)
     setup_s = ws.prepare(a_path)  # the mirror, once: not in the profile run's time, which stands for every run
     sources: dict[frozenset[str], bytes] = {}
-    clock = _profile_and_plan(ctx, a_path, setup_s)
-    if isinstance(clock, int):
-        return clock
-    plan = clock.plan
-    if not plan.codes:
-        ctx.say(f"Nothing can be validated on {plan.device}: every fix {NEEDS_GPU} "
-                f"({', '.join(plan.needs_gpu)}); {target} is unchanged and nothing was committed.")
-        return _emit(ctx, {**_report_base(ctx, Outcome(kept=())), "status": "needs_gpu"}, 1)
-    _check_decidable(cfg, len(plan.codes))
-    timed_progress = clock.wrap(progress)
 
     def build(subset: tuple[str, ...]) -> bytes:
         key = frozenset(subset)
@@ -280,6 +271,15 @@ def _validate_and_write(ctx: _Context, ws: Workspace) -> int:
             data, _ = rewrite(original, list(subset))
             sources[key] = data if data is not None else original
         return sources[key]
+
+    clock = _profile_and_plan(ctx, a_path, setup_s, build)
+    if isinstance(clock, int):
+        return clock
+    plan = clock.plan
+    if not plan.codes:
+        return _nothing_measurable(ctx, plan)
+    _check_decidable(cfg, len(plan.search_units))
+    timed_progress = clock.wrap(progress)
 
     if not json_out:  # the diff of what will be tried; fixes that need a GPU are only listed (plan)
         from gpuperf_rewrite.lint.sourceio import unified_diff
@@ -298,12 +298,25 @@ def _validate_and_write(ctx: _Context, ws: Workspace) -> int:
             echo(f"   {res.verdict}: {res.reason}", err=True)
         return res
 
+    measured: dict[bytes, tuple[tuple[str, ...], ABResult]] = {}  # the screening's results, by source
+
     def evaluate_in_time(subset: tuple[str, ...], alpha: float, phase: str) -> ABResult:
+        data = build(subset)
+        if data == original:  # never an A/B of the original against itself
+            return unmeasured(cfg, f"the rewrite with {', '.join(subset)} is the original, byte for byte: "
+                                   f"nothing to measure")
+        if phase != CONFIRMATION and data in measured:  # the confirmation alone measures again, by design
+            codes, res = measured[data]
+            return replace(res, reason=f"{res.reason} (the rewrite with {', '.join(subset)} is the same source as "
+                                       f"with {', '.join(codes)}: that A/B's result, not measured again)")
         clock.before_ab(subset, phase)  # OutOfBudget: the search stops and says what was not tried
-        return evaluate(subset, phase_config(cfg, alpha, phase), phase)
+        res = evaluate(subset, phase_config(cfg, alpha, phase, plan), phase)
+        if phase != CONFIRMATION:
+            measured[data] = (subset, res)
+        return res
 
     try:
-        outcome = choose(plan.codes, evaluate_in_time, cfg.alpha, lead=plan.lead)
+        outcome = choose_units(plan.search_units, evaluate_in_time, cfg.alpha, lead=plan.lead)
     except ABError as exc:
         echo(f"error: {exc}", err=True)
         if exc.partial is not None and exc.partial.a:
@@ -314,9 +327,27 @@ def _validate_and_write(ctx: _Context, ws: Workspace) -> int:
     return _conclude(ctx, outcome, build)
 
 
-def _profile_and_plan(ctx: _Context, a_path: Path, setup_s: float = 0.0) -> Clock | int:
+def unmeasured(cfg: ABConfig, reason: str) -> ABResult:
+    """The result of an A/B not run because B is A: no difference, with certainty and no runs."""
+    return ABResult("no_difference", reason, None, [], [], {"status": "skipped", "reason": reason}, {}, None,
+                    "samples/s", "not_measured", [], 0.0, cfg)
+
+
+def _nothing_measurable(ctx: _Context, plan: Plan) -> int:
+    """Every fix needs a GPU, several processes, or changes nothing: exit 1, nothing changed."""
+    why = [f"{c} ({NEEDS_GPU})" for c in plan.needs_gpu]
+    why += [f"{c} ({reason})" for c, reason in {**plan.not_measurable, **plan.inert}.items()]
+    ctx.say(f"Nothing can be validated here ({NOT_MEASURABLE}): {'; '.join(why)}. "
+            f"{ctx.target} is unchanged and nothing was committed.")
+    status = "needs_gpu" if not plan.not_measurable and not plan.inert else "not_measurable"
+    return _emit(ctx, {**_report_base(ctx, Outcome(kept=())), "status": status}, 1)
+
+
+def _profile_and_plan(ctx: _Context, a_path: Path, setup_s: float = 0.0,
+                      build: Callable[[tuple[str, ...]], bytes] | None = None) -> Clock | int:
     """One profile run of the original (same mirror, steps, warmup and timeout as the A/B runs),
-    then the plan, printed; an exit code when the original cannot even be profiled."""
+    then the plan (what is measured together found with ``build``), printed; an exit code when
+    the original cannot even be profiled."""
     from gpuperf_rewrite.validate import plan as planning
     from gpuperf_rewrite.validate.judge.records import describe_failure, record_from_doc, too_short
 
@@ -339,16 +370,24 @@ def _profile_and_plan(ctx: _Context, a_path: Path, setup_s: float = 0.0) -> Cloc
         return _emit(ctx, {**_report_base(ctx, Outcome(kept=())), "status": "too_short", "reason": short}, 1)
     plan = make_plan(doc, run_s, ctx.codes, cfg.runs, gains_on=ctx.gains_on, budget_s=ctx.options.budget_s,
                      max_runs_per_side=cfg.max_runs, setup_s=setup_s)
+    if build is not None and plan.codes:  # building the rewrites takes time too: before the budget fit
+        plan = with_units(plan, fix_units(plan.codes, build, ctx.original))
+    level = min(alpha_plan(cfg.alpha, len(plan.search_units)).values())  # the strictest A/B the search runs
+    plan = fit_budget(plan, smallest_runs(cfg, level), spent_s=planning.now() - t0)
     ctx.plan = plan
     for line in plan.describe():
         ctx.say(line)
     return Clock(plan, start=t0)
 
 
-def phase_config(cfg: ABConfig, alpha: float, phase: str) -> ABConfig:
-    """The A/B configuration of one phase of the search: its share of alpha; the confirmation
-    also gets seeds of its own (fresh runs, not a replay of the screening's)."""
-    return replace(cfg, alpha=alpha, seed=cfg.seed + (1000 if phase == CONFIRMATION else 0))
+def phase_config(cfg: ABConfig, alpha: float, phase: str, plan: Plan | None = None) -> ABConfig:
+    """The A/B configuration of one phase of the search: its share of alpha, the plan's runs (fewer
+    when the budget asked for it); the confirmation also gets seeds of its own (fresh runs, not a
+    replay of the screening's)."""
+    out = replace(cfg, alpha=alpha, seed=cfg.seed + (1000 if phase == CONFIRMATION else 0))
+    if plan is not None and plan.runs_per_side != cfg.runs:
+        out = replace(out, runs=plan.runs_per_side, max_runs=max(plan.max_runs_per_side or 0, plan.runs_per_side))
+    return out
 
 
 def _conclude(ctx: _Context, outcome: Outcome, build: Callable[[tuple[str, ...]], bytes]) -> int:
@@ -362,6 +401,8 @@ def _conclude(ctx: _Context, outcome: Outcome, build: Callable[[tuple[str, ...]]
     if plan is not None and plan.needs_gpu:
         ctx.say(f"{NEEDS_GPU} (not tried on {plan.device}, not applied): {', '.join(plan.needs_gpu)}; "
                 f"run --apply where the script trains on CUDA to validate them")
+    for c, why in ({**plan.not_measurable, **plan.inert} if plan is not None else {}).items():
+        ctx.say(f"{NOT_MEASURABLE} (not tried, not applied) {c}: {why}")
     if outcome.stopped:
         ctx.say(outcome.stopped)
     if not outcome.kept or outcome.decision is None:
@@ -398,6 +439,7 @@ def _report_base(ctx: _Context, outcome: Outcome) -> dict[str, Any]:
         "status": "rejected", "script": ctx.rel, "rules_tried": list(plan.codes if plan else ctx.codes),
         "rules_applied": list(outcome.kept), "dropped": outcome.dropped,
         "needs_gpu": list(plan.needs_gpu) if plan else [], "not_tried": outcome.not_tried,
+        "not_measurable": plan.to_json()["not_measurable"] if plan else {},
         "stopped_by_budget": bool(outcome.stopped), "device": plan.device if plan else None,
         "plan": plan.to_json() if plan else None,
         "attempts": [a.to_json() for a in outcome.attempts], "alpha": ctx.cfg.alpha,
@@ -413,6 +455,8 @@ def _extra_lines(ctx: _Context, outcome: Outcome) -> list[str]:
     out = [f"Every run launched with {describe_launch(ctx.cfg.launch)}"] if ctx.cfg.launcher else []
     if ctx.plan is not None and ctx.plan.needs_gpu:
         out.append(f"Not applied, {NEEDS_GPU} (validated on {ctx.plan.device}): {', '.join(ctx.plan.needs_gpu)}")
+    if ctx.plan is not None and (ctx.plan.not_measurable or ctx.plan.inert):
+        out.append(f"Not applied, {NOT_MEASURABLE}: {', '.join({**ctx.plan.not_measurable, **ctx.plan.inert})}")
     if outcome.not_tried:
         out.append("Not tried: " + ", ".join(outcome.not_tried))
     return out
@@ -430,7 +474,8 @@ def _commit(ctx: _Context, outcome: Outcome, res: ABResult, final: bytes, report
                          search={"decided_by": decision.phase, "alpha": ctx.cfg.alpha,
                                  "attempts": [a.to_json() for a in outcome.attempts],
                                  "plan": ctx.plan.to_json() if ctx.plan else None,
-                                 "needs_gpu": report["needs_gpu"], "not_tried": outcome.not_tried})
+                                 "needs_gpu": report["needs_gpu"], "not_tried": outcome.not_tried,
+                                 "not_measurable": report["not_measurable"]})
     message = commit_message(ctx.rel, outcome.kept, decision, outcome.dropped, ctx.cfg.alpha,
                              _extra_lines(ctx, outcome))
     try:

@@ -9,11 +9,21 @@ One short profile run of the original (in the same scratch mirror the A/B uses) 
 * the **diagnosis** (runtime/diagnosis.py): the rule codes its findings name, most severe finding
   first, go first, and they form the *lead* subset the search tries first
   (:func:`gpuperf_rewrite.validate.judge.search.choose`), so a clear win costs one A/B;
+* the **launch**: fixes whose gain exists only between several processes (a rule's
+  ``gains_only_with_ranks``: DDP buckets, gradient all-reduce, the unused-parameter search) cannot
+  act in runs of one process; without a launcher of several processes they are listed as "not
+  measurable here" with the reason, never screened;
 * the **time of one run**, from which each A/B is estimated (``2 x --runs`` runs, and up to
   ``2 x --max-runs`` when a borderline result extends it: the "at most" covers that), the plan is
-  printed up front, ``--budget`` stops the search before an A/B that cannot finish in time and
-  stops an extension the budget cannot pay for, and the progress line shows an ETA (refined with
-  the runs' measured durations as they come in).
+  printed up front, and ``--budget`` shapes the search (:func:`fit_budget`): fewer runs per side
+  (never below what the statistics need) when one A/B of ``--runs`` would not fit, no screening
+  A/B that leaves no room for its confirmation, no A/B or extension that cannot finish in time,
+  and no run that would end the whole --apply more than :data:`OVERRUN` past the budget; the
+  progress line shows an ETA (refined with the runs' measured durations as they come in).
+
+Which fixes are measured together is decided by building them (:func:`fix_units`): a fix whose
+rewrite alone is the original needs another fix first (GP203's persistent workers need GP201's
+workers) and is screened with it; a fix that changes nothing at all is not measured.
 """
 
 from __future__ import annotations
@@ -26,12 +36,21 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from gpuperf_rewrite.validate.judge.abtest import Progress, ProgressEvent
 from gpuperf_rewrite.validate.run.runs import RunDoc
-from gpuperf_rewrite.validate.judge.search import OutOfBudget
+from gpuperf_rewrite.validate.judge.search import SCREENING, OutOfBudget
 
 if TYPE_CHECKING:
+    from gpuperf_rewrite.validate.run.config import ABConfig
     from gpuperf_rewrite.rules._api import GainsOn  # the rule attribute: "any" | "cuda"
 
 NEEDS_GPU = "needs a GPU to validate"
+NOT_MEASURABLE = "not measurable here"
+NEEDS_RANKS = ("its gain exists only between several processes (DDP ranks) and every run here is one "
+               "process: run --apply with --launcher torchrun --nproc-per-node 2 (or more) to measure it")
+INERT = "changes nothing in this script, alone or with the other fixes tried: nothing to measure"
+# The budget: the runs are fitted to this share of what is left (slower runs than the profile
+# run eat the rest), and no run starts that would end the --apply more than OVERRUN past it.
+BUDGET_FILL = 0.95
+OVERRUN = 0.05
 SETUP_SHOWN_S = 1.0  # a scratch mirror's one-time set-up this long is worth a line in the plan
 PROBE = "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')"
 
@@ -50,6 +69,14 @@ def rule_gains_on(code: str) -> GainsOn:
 
     rule = all_rules().get(code)
     return getattr(rule, "gains_on", "any") if rule is not None else "any"
+
+
+def rule_needs_ranks(code: str) -> bool:
+    """Whether the rule ``code``'s gain exists only in a job of several processes."""
+    from gpuperf_rewrite.lint.registry import all_rules
+
+    rule = all_rules().get(code)
+    return bool(getattr(rule, "gains_only_with_ranks", False)) if rule is not None else False
 
 
 def validation_device(doc: RunDoc, python: str | None = None) -> str:
@@ -119,6 +146,70 @@ def max_abs(n: int, lead_is_all: bool = False) -> int:
     return 1 + (2 * n - 1) + 1 + 1 - (1 if lead_is_all else 0)
 
 
+Build = Callable[[tuple[str, ...]], bytes]  # fix codes -> the rewritten source (the original if none act)
+
+
+@dataclass
+class Units:
+    """The fixes grouped by what building them shows (:func:`fix_units`)."""
+
+    units: tuple[tuple[str, ...], ...]  # each measured as one: a fix and the fixes it needs
+    inert: dict[str, str]  # code -> why it is not measured at all
+    needs: dict[str, tuple[str, ...]]  # code -> the fixes without which it changes nothing
+
+
+def fix_units(codes: Sequence[str], build: Build, original: bytes) -> Units:
+    """Which fixes must be measured together, found by building them. A fix whose rewrite alone
+    is the original needs another fix to act (GP203 sets persistent workers on the workers GP201
+    adds): it joins the unit of the first fix ``d`` (in ``codes``' order) for which the pair's
+    rewrite differs from ``d``'s alone, or of all the others when no single one does. A fix that
+    changes nothing even with all the others is inert: measuring it would compare a version with
+    itself."""
+    codes = tuple(codes)
+    group = {c: c for c in codes}  # union-find: code -> a code of its unit
+
+    def root(c: str) -> str:
+        while group[c] != c:
+            c = group[c]
+        return c
+
+    def join(c: str, ds: Sequence[str]) -> None:
+        for d in ds:
+            group[root(d)] = root(c)
+
+    inert: dict[str, str] = {}
+    needs: dict[str, tuple[str, ...]] = {}
+    for c in codes:
+        if build((c,)) != original:
+            continue
+        others = tuple(d for d in codes if d != c)
+        if not others or build(others) == build(codes):
+            inert[c] = INERT
+            continue
+        partner = next((d for d in others if build(tuple(x for x in codes if x in (c, d))) != build((d,))), None)
+        needs[c] = (partner,) if partner is not None else others
+        join(c, needs[c])
+    units: dict[str, list[str]] = {}
+    for c in codes:
+        if c not in inert:
+            units.setdefault(root(c), []).append(c)
+    return Units(tuple(tuple(u) for u in units.values()), inert, needs)
+
+
+def smallest_runs(cfg: ABConfig, alpha: float) -> int:
+    """The fewest runs per side an A/B may plan: ``cfg.min_runs`` (the statistics look no earlier,
+    and the loss check needs that many seeds for its spread) and enough for the one-sided test to
+    reach significance at ``alpha`` with no extension; ``cfg.runs`` when nothing fewer does."""
+    from dataclasses import replace
+
+    from gpuperf_rewrite.validate.judge.stats import undecidable_reason
+
+    for n in range(max(2, cfg.min_runs), cfg.runs):
+        if undecidable_reason(replace(cfg, runs=n, max_runs=n, min_runs=min(cfg.min_runs, n)), alpha=alpha) is None:
+            return n
+    return cfg.runs
+
+
 @dataclass
 class Plan:
     device: str
@@ -133,10 +224,53 @@ class Plan:
     setup_s: float = 0.0  # the scratch mirror's set-up, once before the profile run (not in run_s)
     launcher: str | None = None  # every run under it (its start-up is in run_s)
     world_size: int = 1
+    not_measurable: dict[str, str] = field(default_factory=dict)  # code -> why (ranks); needs_gpu apart
+    units: tuple[tuple[str, ...], ...] = ()  # what is measured together (fix_units); () = each code alone
+    inert: dict[str, str] = field(default_factory=dict)  # code -> why it is not measured (no change)
+    needs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # code -> the fixes it needs to act
+    asked_runs_per_side: int | None = None  # --runs, when the budget lowered runs_per_side
+    min_runs_per_side: int = 2  # the fewest runs an A/B may plan (the statistics' minimum)
+    spent_s: float | None = None  # of the budget, when the plan was made (None: the profile run's run_s)
+
+    @property
+    def search_units(self) -> tuple[tuple[str, ...], ...]:
+        return self.units or tuple((c,) for c in self.codes)
+
+    @property
+    def lead_is_all(self) -> bool:
+        return set(self.lead) == set(self.codes)
 
     @property
     def worst_abs(self) -> int:
-        return max_abs(len(self.codes), self.lead == self.codes) if self.codes else 0
+        return max_abs(len(self.search_units), self.lead_is_all) if self.codes else 0
+
+    @property
+    def affordable_abs(self) -> int | None:
+        """How many A/Bs of the planned size what is left of the budget pays for."""
+        if self.budget_s is None:
+            return None
+        spent = self.run_s if self.spent_s is None else self.spent_s
+        return max(0, int((self.budget_s - spent) // self.ab_s)) if self.ab_s > 0 else 0
+
+    def budget_choice(self) -> str | None:
+        """What the budget made the plan do, in words (None without a budget, or when it fits)."""
+        k = self.affordable_abs
+        if k is None or not self.codes:
+            return None
+        smallest = 2 * self.min_runs_per_side * self.run_s
+        if k == 0:
+            return (f"the budget cannot pay for even the smallest A/B ({self.min_runs_per_side}+"
+                    f"{self.min_runs_per_side} runs, ~{_duration(smallest)}, the fewest the statistics can "
+                    f"decide on) in what is left: nothing will be tried; raise --budget")
+        parts = []
+        if self.asked_runs_per_side is not None:
+            parts.append(f"--runs {self.asked_runs_per_side} lowered to {self.runs_per_side} per side, "
+                         f"with no extension, so that an A/B fits")
+        if k < self.worst_abs:
+            parts.append(f"it pays for {k} A/B{'s' if k > 1 else ''} of the up to {self.worst_abs}: "
+                         + ("only the first (the most promising: " + ", ".join(self.lead) + ")" if k < 3 else
+                            "the first, then screening only while a confirmation still fits"))
+        return "; ".join(parts) or None
 
     @property
     def ab_s(self) -> float:
@@ -157,11 +291,22 @@ class Plan:
         lines = [f"Plan: validating on {self.device}{under}; one run of the original took {self.run_s:.1f} s, "
                  f"so an A/B of {self.runs_per_side}+{self.runs_per_side} runs takes ~{_duration(self.ab_s)}"
                  + (f"; budget {_duration(self.budget_s)}" if self.budget_s else "")]
+        choice = self.budget_choice()
+        if choice:
+            lines.append(f"  budget: {choice}")
         if self.setup_s >= SETUP_SHOWN_S:
             lines.append(f"  set-up: the scratch copy of the checkout took {_duration(self.setup_s)}, once; "
                          f"each run then only puts back what the last one changed")
         if self.needs_gpu:
             lines.append(f"  {NEEDS_GPU} (not tried on {self.device}): {', '.join(self.needs_gpu)}")
+        for code, why in {**self.not_measurable, **self.inert}.items():
+            lines.append(f"  {NOT_MEASURABLE}, not tried: {code}: {why}")
+        for unit in self.search_units:
+            if len(unit) > 1:
+                needy = [c for c in unit if c in self.needs]
+                lines.append(f"  measured together: {' + '.join(unit)} ("
+                             + "; ".join(f"{c} changes nothing without {', '.join(self.needs[c])}" for c in needy)
+                             + ")")
         for f in self.findings[:3]:
             named = [c for c in f.get("rules") or () if c in self.codes]
             lines.append(f"  diagnosis: {f.get('evidence') or f.get('kind')}"
@@ -171,7 +316,7 @@ class Plan:
         diagnosed = self.lead != self.codes
         lines.append(f"  1. A/B of {', '.join(self.lead)}{' (diagnosed first)' if diagnosed else ''}"
                      f": {self._upto(self.ab_s, self.ab_max_s)}; if faster, it is kept and committed")
-        if len(self.codes) > 1:
+        if len(self.search_units) > 1:
             more = self.worst_abs - 1
             lines.append(f"  2. otherwise: screening A/Bs ({'all of ' + ', '.join(self.codes) + ', then ' if diagnosed else ''}"
                          f"halves down to single fixes) and a confirmation: up to {more} more, "
@@ -189,20 +334,64 @@ class Plan:
                 "ab_max_estimate_s": round(self.ab_max_s, 1),
                 "max_estimate_s": round(self.worst_abs * self.ab_max_s, 1),
                 "max_abs": self.worst_abs, "budget_s": self.budget_s, "launcher": self.launcher,
-                "world_size": self.world_size}
+                "world_size": self.world_size, "runs_per_side": self.runs_per_side,
+                "max_runs_per_side": max(self.max_runs_per_side or 0, self.runs_per_side),
+                "asked_runs_per_side": self.asked_runs_per_side or self.runs_per_side,
+                "affordable_abs": self.affordable_abs, "budget_choice": self.budget_choice(),
+                "not_measurable": {**{c: NEEDS_GPU for c in self.needs_gpu}, **self.not_measurable,
+                                   **self.inert},
+                "units": [list(u) for u in self.search_units]}
 
 
 def make_plan(doc: RunDoc, run_s: float, codes: Sequence[str], runs_per_side: int, *,
               gains_on: GainsOnOf = rule_gains_on, budget_s: float | None = None,
-              python: str | None = None, max_runs_per_side: int | None = None, setup_s: float = 0.0) -> Plan:
+              python: str | None = None, max_runs_per_side: int | None = None, setup_s: float = 0.0,
+              needs_ranks: Callable[[str], bool] = rule_needs_ranks,
+              min_runs_per_side: int | None = None) -> Plan:
+    """The plan from the profile run's document. Without ``min_runs_per_side`` (the statistics'
+    minimum, :func:`smallest_runs`) the budget never lowers ``runs_per_side``."""
     device = validation_device(doc, python)
+    world_size = int(doc.get("world_size") or 1)
     needs_gpu = tuple(c for c in codes if device != "cuda" and gains_on(c) == "cuda")
-    usable = [c for c in codes if c not in needs_gpu]
+    one_process = {c: NEEDS_RANKS for c in codes if c not in needs_gpu and world_size < 2 and needs_ranks(c)}
+    usable = [c for c in codes if c not in needs_gpu and c not in one_process]
     findings = [dict(f) for f in doc.get("diagnosis") or ()]
     ordered, named = diagnosed_order(usable, findings)
-    return Plan(device, tuple(ordered), tuple(named) or tuple(ordered), needs_gpu, findings, run_s,
-                runs_per_side, budget_s, max_runs_per_side, setup_s, doc.get("launcher"),
-                int(doc.get("world_size") or 1))
+    plan = Plan(device, tuple(ordered), tuple(named) or tuple(ordered), needs_gpu, findings, run_s,
+                runs_per_side, budget_s, max_runs_per_side, setup_s, doc.get("launcher"), world_size,
+                not_measurable=one_process)
+    return fit_budget(plan, runs_per_side if min_runs_per_side is None else min_runs_per_side)
+
+
+def with_units(plan: Plan, units: Units) -> Plan:
+    """``plan`` measuring ``units``: inert fixes leave the candidates, the lead covers whole units."""
+    live = {c for u in units.units for c in u}
+    plan.codes = tuple(c for c in plan.codes if c in live)
+    lead = {c for u in units.units if set(u) & set(plan.lead) for c in u}
+    plan.lead = tuple(c for c in plan.codes if c in lead) or plan.codes
+    order = {c: i for i, c in enumerate(plan.codes)}
+    plan.units = tuple(sorted((tuple(sorted(u, key=order.__getitem__)) for u in units.units),
+                              key=lambda u: order[u[0]]))
+    plan.inert, plan.needs = dict(units.inert), dict(units.needs)
+    return plan
+
+
+def fit_budget(plan: Plan, smallest: int, spent_s: float | None = None) -> Plan:
+    """Fewer runs per side when one A/B of ``--runs`` would not fit in what the budget leaves
+    (:data:`BUDGET_FILL` of it) after ``spent_s`` (the profile run's time when None): as many as
+    fit, never fewer than ``smallest``, and no extension (its looks would lower every look's
+    level for runs the budget cannot pay)."""
+    plan.min_runs_per_side = min(smallest, plan.runs_per_side)
+    plan.spent_s = spent_s
+    if plan.budget_s is None or plan.run_s <= 0:
+        return plan
+    spent = plan.run_s if spent_s is None else spent_s
+    fit = int((plan.budget_s - spent) * BUDGET_FILL // (2 * plan.run_s))
+    runs = max(fit, plan.min_runs_per_side)
+    if runs < plan.runs_per_side:
+        plan.asked_runs_per_side = plan.runs_per_side
+        plan.runs_per_side = plan.max_runs_per_side = runs
+    return plan
 
 
 @dataclass
@@ -212,6 +401,8 @@ class PlanProgress(ProgressEvent):
     ab: int = 0
     eta_s: float | None = None
     budget_left_s: float | None = None
+    runs_per_side: int = 0
+    fitted: bool = False  # the budget lowered --runs (plan.budget_choice says how)
 
 
 @dataclass
@@ -224,6 +415,7 @@ class Clock:
     abs_started: int = 0
     _durations: list[float] = field(default_factory=list)
     _last: float | None = None
+    _current: tuple[tuple[str, ...], str] = ((), "")
 
     def run_s(self) -> float:
         if not self._durations:
@@ -238,13 +430,29 @@ class Clock:
 
     def before_ab(self, codes: Sequence[str], phase: str) -> None:
         need = 2 * self.plan.runs_per_side * self.run_s()
+        # A screening pass commits nothing without the confirmation after it: start one only
+        # while the budget also pays for that confirmation.
+        then = need if phase == SCREENING else 0.0
         left = self.left()
-        if left is not None and need > left:
+        if left is not None and need + then > left:
+            also = f" and its confirmation another ~{_duration(then)}" if then else ""
             raise OutOfBudget(f"the time budget stops the search: the next A/B ({phase}: {', '.join(codes)}) "
-                              f"needs ~{_duration(need)} and {_duration(max(left, 0))} of the "
+                              f"needs ~{_duration(need)}{also}, and {_duration(max(left, 0))} of the "
                               f"{_duration(self.plan.budget_s or 0)} budget is left", codes, phase)
         self.abs_started += 1
+        self._current = (tuple(codes), phase)
         self._last = now()
+
+    def before_run(self) -> None:
+        """Refuse a run that would end the --apply more than :data:`OVERRUN` past its budget (runs
+        slower than estimated): the A/B stops there, undecided, and so does the search."""
+        budget, left = self.plan.budget_s, self.left()
+        if budget is None or left is None or self.run_s() <= left + OVERRUN * budget:
+            return
+        codes, phase = self._current
+        raise OutOfBudget(f"the time budget stops the search during the A/B of {', '.join(codes)} ({phase}): "
+                          f"its runs take longer than planned (~{self.run_s():.1f} s each), and the next "
+                          f"would end past the {_duration(budget)} budget; that A/B is undecided", codes, phase)
 
     def may_extend(self, runs: int) -> bool:
         """Whether ``runs`` more runs of a borderline A/B fit in what is left of the budget."""
@@ -253,6 +461,8 @@ class Clock:
 
     def wrap(self, progress: Progress | None) -> Progress:
         def on_event(ev: ProgressEvent) -> None:
+            if ev.phase == "start":
+                self.before_run()
             t = now()
             if ev.phase == "done" and self._last is not None:
                 self._durations.append(t - self._last)
@@ -261,7 +471,9 @@ class Clock:
             remaining_runs = max(ev.total - ev.run + (1 if ev.phase == "start" else 0), 0)
             eta = remaining_runs * self.run_s()
             if progress is not None:
-                progress(PlanProgress(**vars(ev), ab=self.abs_started, eta_s=eta, budget_left_s=self.left()))
+                progress(PlanProgress(**vars(ev), ab=self.abs_started, eta_s=eta, budget_left_s=self.left(),
+                                      runs_per_side=self.plan.runs_per_side,
+                                      fitted=self.plan.asked_runs_per_side is not None))
 
         return on_event
 
@@ -272,5 +484,6 @@ def eta_text(ev: ProgressEvent) -> str:
     if eta is None:
         return ""
     left = getattr(ev, "budget_left_s", None)
-    return (f" [A/B {ev.ab}, ETA {_duration(eta)} for this A/B"
+    fitted = f", {ev.runs_per_side}+{ev.runs_per_side} runs to fit the budget" if getattr(ev, "fitted", False) else ""
+    return (f" [A/B {ev.ab}{fitted}, ETA {_duration(eta)} for this A/B"
             + (f", budget left {_duration(max(left, 0))}" if left is not None else "") + "]")

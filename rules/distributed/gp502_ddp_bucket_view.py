@@ -42,6 +42,8 @@ class DdpBucketView(Rule):
     # gains_on 'any': DDP copies gradients into its buckets for every backend (NCCL on GPU, gloo on
     # CPU).
     gains_on = "any"
+    # Only DDP has buckets: a script run as one process does not build DistributedDataParallel.
+    gains_only_with_ranks = True
     limitations = (
         "`**` dicts built in the same file are read (literals, `dict(...)`, `.update(...)`, "
         "`d[\"k\"] = v`); a call with `*args` or a `**` dict the file cannot see into is skipped. "

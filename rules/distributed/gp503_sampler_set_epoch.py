@@ -48,6 +48,8 @@ class SamplerSetEpoch(Rule):
     )
     # gains_on 'any': reshuffling every epoch helps convergence on every device.
     gains_on = "any"
+    # A DistributedSampler splits and shuffles the data for several ranks; a one-process run does not use it.
+    gains_only_with_ranks = True
     limitations = (
         "Only a DistributedSampler handed to a DataLoader as `sampler=`, whose loader a training "
         "loop of this file iterates inside an epoch loop, is checked; the loop may sit in "

@@ -52,6 +52,8 @@ class AccumulationAllReduce(Rule):
     )
     # gains_on 'any': the all-reduce is communication on every backend (NCCL on GPUs, gloo on CPUs).
     gains_on = "any"
+    # The all-reduce it skips only exists between several ranks.
+    gains_only_with_ranks = True
     limitations = (
         "The accumulation is recognised when the backward runs on every iteration of the loop and the "
         "optimizer steps under a periodic `if` (`if (i + 1) % n == 0:`, `... or last`), a counter reset "

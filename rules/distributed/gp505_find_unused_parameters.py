@@ -54,6 +54,8 @@ class FindUnusedParameters(Rule):
     )
     # gains_on 'any': the graph traversal runs on the host for every backend.
     gains_on = "any"
+    # The search runs inside DDP's backward, which only a multi-process job builds.
+    gains_only_with_ranks = True
     limitations = (
         "Whether the model really has unused parameters is not checked: the finding is the cost, the fix "
         "is for models that use every parameter.",

@@ -98,7 +98,7 @@ def fake_script(path: Path, **kv: Any) -> Path:
 
 # -- --apply helpers ----------------------------------------------------------------------------
 
-# Fake "rules" for --apply tests: each rewrites the `# fake:` line of a script.
+# Fake "rules" for --apply tests: each rewrites the `# fake:` line of a script (None: nothing to fix).
 FAKE_FIXES = {
     "X1": lambda s: {**s, "speed": str(float(s.get("speed", 100)) * 1.5)},  # a real speedup
     "X2": lambda s: {**s, "speed": str(float(s.get("speed", 100)) * 1.0)},  # neutral
@@ -116,8 +116,17 @@ def fake_rewriter(available: tuple[str, ...]):
         for i, line in enumerate(lines):
             if line.startswith("# fake:"):
                 s = dict(kv.split("=", 1) for kv in line[len("# fake:"):].split())
-                for c in chosen:
-                    s = FAKE_FIXES[c](s)
+                acted: list[str] = []
+                while True:  # as the engine: passes until none acts (a fix may need another's change)
+                    before = len(acted)
+                    for c in chosen:  # a fix returning None finds nothing to fix (yet)
+                        fixed = None if c in acted else FAKE_FIXES[c](s)
+                        if fixed is not None:
+                            s = fixed
+                            acted.append(c)
+                    if len(acted) == before:
+                        break
+                chosen = [c for c in chosen if c in acted]
                 lines[i] = "# fake: " + " ".join(f"{k}={v}" for k, v in s.items()) + "\n"
         new = "".join(lines).encode()
         if chosen:

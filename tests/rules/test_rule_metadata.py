@@ -107,6 +107,7 @@ def _broken(**attrs):
     ({"fix_safety": "unsafe"}, "fix_safety_reason"),
     ({"fix_safety_reason": "why"}, "fix_safety_reason"),
     ({"gains_on": "gpu"}, "gains_on"),
+    ({"gains_only_with_ranks": "yes"}, "gains_only_with_ranks"),
     ({"limitations": ()}, "limitations"),
     ({"limitations": ["a list"]}, "limitations"),
     ({"references": ("docs.pytorch.org",)}, "https"),

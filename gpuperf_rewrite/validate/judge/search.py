@@ -113,6 +113,26 @@ def choose(codes: Sequence[str], evaluate: Evaluate, alpha: float, *,
         return out
 
 
+def choose_units(units: Sequence[tuple[str, ...]], evaluate: Evaluate, alpha: float, *,
+                 lead: Sequence[str] | None = None) -> Outcome:
+    """:func:`choose` over units of fixes measured as one (a fix and the fixes it needs to act,
+    :func:`gpuperf_rewrite.validate.plan.fix_units`): no subset tried splits a unit, alpha is
+    shared among the units, and the outcome names the fixes again."""
+    by_label = {"+".join(u): tuple(u) for u in units}
+
+    def flat(labels: Sequence[str]) -> tuple[str, ...]:
+        return tuple(c for label in labels for c in by_label[label])
+
+    leading = [label for label, u in by_label.items() if set(u) & set(lead or ())]
+    out = choose(tuple(by_label), lambda s, a, p: evaluate(flat(s), a, p), alpha, lead=leading)
+    for a in out.attempts:  # the decision is one of them
+        a.codes = flat(a.codes)
+    out.kept = flat(out.kept)
+    out.dropped = {c: why for label, why in out.dropped.items() for c in by_label[label]}
+    out.not_tried = {c: why for label, why in out.not_tried.items() for c in by_label[label]}
+    return out
+
+
 def _search(codes: tuple[str, ...], first_set: tuple[str, ...], attempt: Callable[[tuple[str, ...], str], Attempt],
             plan: dict[str, float], log: list[Attempt]) -> Outcome:
     first = attempt(first_set, FIRST)
