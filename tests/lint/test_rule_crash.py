@@ -135,3 +135,22 @@ def test_a_crash_is_not_cached(monkeypatch, tmp_path):
     monkeypatch.undo()  # the rule fixed: its findings come back
     res, _ = _cli(tmp_path, "--cache-dir", str(cache), "--output-format", "json")
     assert res.exit_code == 1 and VICTIM in [d["code"] for d in json.loads(res.stdout)]
+
+
+def test_a_fix_that_cannot_be_applied_costs_only_that_rules_fixes(monkeypatch, healthy):
+    """A malformed edit (a bug of the rule that made it) raises while the fixes are applied: that
+    rule's fixes are dropped with a warning, the other rules' are made."""
+    from gpuperf_rewrite.rules._api import Finding, Fix, Replace
+
+    rule = all_rules()[VICTIM]
+    real = rule.check
+
+    def malformed(self, ctx):  # noqa: ANN001, ANN202
+        for finding in real(self, ctx):
+            yield Finding(finding.node, finding.message, Fix("broken", (Replace(finding.node, "not a node"),), "safe"))
+
+    monkeypatch.setattr(rule, "check", malformed)
+    res = check_source(SCRIPT.read_bytes(), "train.py", ALL, "unsafe")
+    assert not res.error and res.fixed is not None and VICTIM not in res.applied and res.applied.get("GP502") == 1
+    assert any(f"fix by {VICTIM} could not be applied" in w for w in res.warnings), res.warnings
+    cst.parse_module(res.fixed.decode())
