@@ -74,6 +74,10 @@ def test_every_mutation_runs_and_the_plan_is_fixed():
     assert sum(len(chains) for chains in PLAN.values()) == len(MUTATIONS) * PER_MUTATION + len(CHAINS)
     assert {c for chains in PLAN.values() for chain in chains for c in chain} == set(MUTATIONS)
     assert CHAINS == compositions(count=24, length=3, seed=27)  # the same mutants on every run
+    sources = {seed: path.read_text(encoding="utf-8") for seed, path in SEEDS.items()}
+    for name in MUTATIONS:  # each mutation changes the code of some seed it runs on (none is a no-op)
+        planned = [seed for seed, chains in PLAN.items() if (name,) in chains]
+        assert any(mutate(sources[seed], (name,)) != sources[seed] for seed in planned), name
 
 
 @pytest.mark.parametrize("seed", list(SEEDS))
