@@ -45,7 +45,7 @@ class LintOptions:
 def run_lint(found: Discovery, settings: Settings, opts: LintOptions) -> int:
     """Lint, fix or diff the discovered files; print the report; return the exit code."""
     from gpuperf_rewrite.lint.api import lint_paths
-    from gpuperf_rewrite.lint.diagnostics import ERROR_CODES
+    from gpuperf_rewrite.lint.diagnostics import ERROR_CODES, INTERNAL_ERROR
 
     try:
         run = lint_paths(found, settings, mode=opts.mode, write=opts.write,
@@ -77,6 +77,8 @@ def run_lint(found: Discovery, settings: Settings, opts: LintOptions) -> int:
         return 2  # asked to write and could not: the run did not do its job
     if errors and len(errors) == len(diags) and run.checked == 0:
         return 2  # nothing could be checked at all
+    if any(d.code == INTERNAL_ERROR for d in errors):
+        return 2  # a bug of the tool (a rule raised, a worker died): an internal error, whatever else was found
     if opts.show_diff and run.diffs:
         return 1
     if opts.exit_non_zero_on_fix and run.fixed:

@@ -15,6 +15,7 @@ from typing import Any
 import libcst as cst
 
 from gpuperf_rewrite.lint import noqa as noqa_mod
+from gpuperf_rewrite.lint.crashes import crash_diagnostic
 from gpuperf_rewrite.lint.diagnostics import (ERROR_CODES, INTERNAL_ERROR, IO_ERROR, SYNTAX_ERROR,
                                               Diagnostic, file_error, suppressed_findings, visible)
 from gpuperf_rewrite.lint.fixes import fix_allowed, fix_to_fixpoint
@@ -79,30 +80,30 @@ def needs_parsing(data: bytes, ruleset: RuleSet) -> bool:
     return not noqa_mod.skips_file(text) and bool(rules_for(text, ruleset))
 
 
-class _RuleCrash(Exception):
-    def __init__(self, code: str, exc: Exception) -> None:
-        super().__init__(f"{code}: {type(exc).__name__}: {exc}")
-        self.code = code
-
-
-def run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule],
-              ruleset: RuleSet) -> tuple[RuleContext, list[tuple[type[Rule], Finding]]]:
-    """Every rule's findings on ``module``, in rule order, sharing one context."""
+def run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule], ruleset: RuleSet,
+              during: str = "") -> tuple[RuleContext, list[tuple[type[Rule], Finding]], dict[str, Diagnostic]]:
+    """Every rule's findings on ``module``, in rule order, sharing one context, and the E001 of
+    each rule that raised, by rule code (:mod:`.crashes`): a rule that raises loses only its own findings
+    (those it yielded before raising too: they may be half of what it would report)."""
     ctx = RuleContext(module, text, path)
     found: list[tuple[type[Rule], Finding]] = []
+    crashes: dict[str, Diagnostic] = {}
     for rule in rules:
         cls = type(rule)
         if not can_fire(cls, text):  # a fix pass may have removed the keyword
             continue
         ctx.options = ruleset.options_for(cls)
+        mine: list[tuple[type[Rule], Finding]] = []
         try:
             for finding in rule.check(ctx):
-                found.append((cls, finding))
+                mine.append((cls, finding))
         except RecursionError:
-            raise
-        except Exception as exc:  # one rule's bug must not hide the other files' results
-            raise _RuleCrash(cls.code, exc) from exc
-    return ctx, found
+            raise  # the file is nested too deeply for the analysis: no rule can check it
+        except Exception as exc:  # one rule's bug must not hide the other rules' results
+            crashes[cls.code] = crash_diagnostic(cls.code, exc, ctx, path, during)
+            continue
+        found.extend(mine)
+    return ctx, found, crashes
 
 
 def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none",
@@ -111,14 +112,13 @@ def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none
     fixes applied to those rules (used by ``--apply`` to validate subsets of fixes).
 
     Never raises for bad input: whatever goes wrong with this file becomes an error diagnostic
-    (E999 unparsable, E001 a rule crashed) so that a run over many files still finishes."""
+    (E999 unparsable, E001 a rule crashed) so that a run over many files still finishes. A rule
+    that raises costs only its own findings: the file gets its E001 (and ``error``) beside the
+    other rules' findings, and their fixes are applied."""
     try:
         return _check_source(data, path, ruleset, mode, fix_codes)
     except RecursionError:
         diag = file_error(path, "nested too deeply to analyse (RecursionError); file not checked")
-    except _RuleCrash as exc:
-        diag = file_error(path, f"internal error in rule {exc}; file not checked (please report "
-                                f"this with the file)", code=INTERNAL_ERROR)
     except Exception as exc:  # LibCST or the engine failed on this file
         diag = file_error(path, f"internal error: {type(exc).__name__}: {exc}; file not checked "
                                 f"(please report this with the file)", code=INTERNAL_ERROR)
@@ -145,11 +145,14 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         module = parse(data, path)
     except ParseFailure as exc:
         return result.failed(exc.diag)
+    fix_crashes: dict[str, Diagnostic] = {}  # rule code -> its first crash while fixes were computed
     if mode != "none":
         allowed = set(fix_codes) if fix_codes is not None else None
 
         def find_fixes(module: cst.Module, text: str) -> tuple[RuleContext, list[tuple[str, Fix]]]:
-            ctx, found = run_rules(module, text, path, rules, ruleset)
+            ctx, found, crashes = run_rules(module, text, path, rules, ruleset, "while its fixes were computed")
+            for code, crash in crashes.items():
+                fix_crashes.setdefault(code, crash)
             hidden = suppressed_findings(module, text, found)
             return ctx, [(cls.code, f.fix) for i, (cls, f) in enumerate(found)
                          if f.fix is not None and i not in hidden and fix_allowed(f.fix, mode)
@@ -160,8 +163,13 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         result.applied, result.warnings = outcome.applied, outcome.warnings
         if outcome.data != data:
             result.fixed = outcome.data
-    _, found = run_rules(module, text, path, rules, ruleset)
+    _, found, crashes = run_rules(module, text, path, rules, ruleset)
     result.diagnostics = visible(module, text, path, found)
+    # A rule that raised only on a version of the file its fixes passed through is reported too.
+    crashes = {**fix_crashes, **crashes}
+    if crashes:
+        result.error = True  # not every rule checked the file
+        result.diagnostics = sorted([*result.diagnostics, *crashes.values()], key=lambda d: (d.line, d.column, d.code))
     return result
 
 

@@ -1,5 +1,7 @@
 """Applying the rules' fixes: a batch of non-overlapping edits per pass (imports added by
-``rules.analysis.fixes.edits.add_imports``), re-parsed and repeated until nothing more changes."""
+``rules.analysis.fixes.edits.add_imports``), re-parsed and repeated until nothing more changes.
+A rule whose edits produce invalid code, or cannot be applied at all, loses its fixes (with a
+warning); the other rules' fixes are still made."""
 
 from __future__ import annotations
 
@@ -94,6 +96,19 @@ def apply_fixes(module: cst.Module, ctx: RuleContext, fixes: Iterable[Fix]) -> t
     return (add_imports(new_module, imports) if imports else new_module), applied
 
 
+def _unappliable(module: cst.Module, ctx: RuleContext, todo: list[tuple[str, Fix]]) -> set[str]:
+    """The rules whose fixes, applied alone, raise (a malformed edit: a bug of that rule)."""
+    bad = set()
+    for code in {code for code, _ in todo}:
+        try:
+            _ = apply_fixes(module, ctx, [fix for c, fix in todo if c == code])[0].bytes  # generates the code
+        except RecursionError:
+            raise
+        except Exception:  # noqa: BLE001
+            bad.add(code)
+    return bad
+
+
 @dataclasses.dataclass
 class FixOutcome:
     """Where :func:`fix_to_fixpoint` stopped: the last module that parsed, and what it took."""
@@ -110,13 +125,24 @@ def fix_to_fixpoint(module: cst.Module, data: bytes, text: str, path: str, find_
     (at most :data:`MAX_FIX_PASSES`). A pass whose result does not parse is dropped with a
     warning and the last good state kept: a fix never leaves broken code behind."""
     out = FixOutcome(module, data, text, {}, [])
+    broken: set[str] = set()  # rules whose edits could not be applied: their fixes are skipped
     for _ in range(MAX_FIX_PASSES):
         ctx, todo = find_fixes(out.module, out.text)
+        todo = [(code, fix) for code, fix in todo if code not in broken]
         if not todo:
             break
         code_of = {id(fix): code for code, fix in todo}
-        new_module, applied = apply_fixes(out.module, ctx, [fix for _, fix in todo])
-        new_bytes = new_module.bytes
+        try:
+            new_module, applied = apply_fixes(out.module, ctx, [fix for _, fix in todo])
+            new_bytes = new_module.bytes
+        except RecursionError:
+            raise  # the file is too deep to rewrite at all (reported for the file)
+        except Exception as exc:  # noqa: BLE001 - a rule's edits broke the rewrite: drop that rule's fixes only
+            culprits = _unappliable(out.module, ctx, todo) or {code for code, _ in todo}
+            broken |= culprits
+            out.warnings.append(f"{path}: fix by {', '.join(sorted(culprits))} could not be applied "
+                                f"({type(exc).__name__}: {exc}); the other rules' fixes were (please report this)")
+            continue
         if new_bytes == out.data:
             break
         try:

@@ -103,7 +103,7 @@ def fix_each(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "safe") -
         module = parse(data, path)
     except ParseFailure:
         return text, []
-    ctx, found = run_rules(module, text, path, rules, ruleset)
+    ctx, found, _ = run_rules(module, text, path, rules, ruleset)  # a rule that raised offers no fix
     diags = from_findings(module, path, found)  # one position pass for both uses
     hidden = suppressed(diags, noqa_mod.noqa_map(text)) if diags else set()
     out: list[SingleFix] = []

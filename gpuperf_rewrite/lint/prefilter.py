@@ -31,7 +31,7 @@ class FileResult:
     original: bytes | None = None
     fixed: bytes | None = None  # set only when fixes changed the file
     applied: dict[str, int] = dataclasses.field(default_factory=dict)  # code -> fixes applied
-    error: bool = False  # E999/E902/E001: the file could not be checked
+    error: bool = False  # E999/E902/E001: the file could not be checked, or not by every rule (a rule raised)
     warnings: list[str] = dataclasses.field(default_factory=list)
     parsed: bool = False  # went past the prefilter to the parsers (else: nothing could fire)
     cached: bool = False  # answered from the lint cache, not analysed in this run

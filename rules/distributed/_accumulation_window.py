@@ -20,7 +20,7 @@ from ..analysis.model.guards import is_periodic_test
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, target_names
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.tree import Loop, walk
+from ..analysis.syntax.tree import Loop, suite_statements, walk
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,10 +76,8 @@ def _counter_reset(guard: cst.If, counters: set[str]) -> bool:
 
 
 def _only_continue(stmt: cst.If) -> bool:
-    body = stmt.body
-    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
-    small = [s for line in lines for s in getattr(line, "body", [None])]
-    return len(small) == 1 and isinstance(small[0], cst.Continue)
+    body = suite_statements(stmt.body)
+    return len(body) == 1 and isinstance(body[0], cst.Continue)
 
 
 def _has_modulo(expr: cst.CSTNode) -> bool:

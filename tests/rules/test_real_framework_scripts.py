@@ -1,9 +1,11 @@
 """The held-out check, kept: public framework training scripts (Hugging Face Trainer/Seq2Seq/TRL,
 Lightning Trainer/Fabric/LightningCLI, Accelerate loops, a diffusers fine-tune), condensed and
-rewritten in tests/rules/data/frameworks/real/ with their source named in each header. Every
-finding (position, code, message, fix or reason for none) is compared with the reviewed snapshot
-real/FINDINGS.snap, so a rule change that adds or drops one shows as a diff to review; the
-combined unsafe rewrite of each script must re-parse and be idempotent. Lint only, in process.
+rewritten in tests/rules/data/frameworks/real/, and well-known plain PyTorch training scripts
+(nanoGPT's train.py, build-nanogpt's train_gpt2.py) in tests/rules/data/real/, with their source
+named in each header. Every finding (position, code, message, fix or reason for none) is compared
+with the reviewed snapshot FINDINGS.snap of each folder, so a rule change that adds or drops one
+shows as a diff to review; the combined unsafe rewrite of each script must re-parse and be
+idempotent. Lint only, in process.
 
 Rewrite the snapshot with ``python -m pytest tests/rules/test_real_framework_scripts.py
 --update-snapshots`` and read ``git diff``."""
@@ -20,9 +22,10 @@ import pytest
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.lint.registry import resolve_selection
 
-REAL = Path(__file__).parent / "data" / "frameworks" / "real"
-SNAPSHOT = REAL / "FINDINGS.snap"
-SCRIPTS = sorted(REAL.glob("*.py"))
+DATA = Path(__file__).parent / "data"
+# folder -> the fewest scripts it may hold (a held-out set must not shrink unnoticed)
+FOLDERS = {DATA / "frameworks" / "real": 25, DATA / "real": 2}
+SCRIPTS = sorted(p for folder in FOLDERS for p in folder.glob("*.py"))
 ALL = RuleSet(tuple(resolve_selection(select=["ALL"])))
 
 
@@ -39,15 +42,18 @@ def _update(config: pytest.Config) -> bool:
     return bool(config.getoption("--update-snapshots", default=False) or os.environ.get("GPUPERF_UPDATE_SNAPSHOTS"))
 
 
-def test_real_framework_scripts_match_the_reviewed_findings(request: pytest.FixtureRequest) -> None:
-    assert len(SCRIPTS) >= 25, "the held-out set shrank"
-    text = "".join(_render(p) for p in SCRIPTS)
+@pytest.mark.parametrize("folder", list(FOLDERS), ids=lambda p: p.relative_to(DATA).as_posix())
+def test_real_scripts_match_the_reviewed_findings(folder: Path, request: pytest.FixtureRequest) -> None:
+    scripts = sorted(folder.glob("*.py"))
+    assert len(scripts) >= FOLDERS[folder], "the held-out set shrank"
+    text = "".join(_render(p) for p in scripts)
+    snapshot = folder / "FINDINGS.snap"
     if _update(request.config):
-        SNAPSHOT.write_text(text)
-    assert SNAPSHOT.exists(), "FINDINGS.snap is missing: run with --update-snapshots and review it"
-    expected = SNAPSHOT.read_text()
+        snapshot.write_text(text)
+    assert snapshot.exists(), "FINDINGS.snap is missing: run with --update-snapshots and review it"
+    expected = snapshot.read_text()
     diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), "FINDINGS.snap", "now"))
-    assert not diff, "findings on the real framework scripts changed; review, then --update-snapshots:\n" + diff
+    assert not diff, f"findings on the real scripts of {folder.name} changed; review, then --update-snapshots:\n" + diff
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import Any
 
 import libcst as cst
 
@@ -42,17 +43,30 @@ def _class_of(ctx: RuleContext, node: cst.CSTNode) -> cst.ClassDef | None:
     return ctx.enclosing(node, cst.ClassDef)
 
 
+def _binders_by_body(ctx: RuleContext) -> dict[tuple[FunctionBody, type], list[Any]]:
+    """The file's assignments and for loops by (function body, node type), each list in source
+    order: found once per file, so a look-up for one name reads one body's bindings instead of
+    walking up from every assignment of the file (quadratic on a long file)."""
+    out: dict[tuple[FunctionBody, type], list[Any]] = {}
+    for node in ctx.nodes(cst.Assign, cst.AnnAssign, cst.For):
+        out.setdefault((body_of(ctx, node), type(node)), []).append(node)
+    return out
+
+
+def binders_in(ctx: RuleContext, fn_body: FunctionBody, kind: type) -> list[Any]:
+    """The ``kind`` nodes (Assign, AnnAssign, For) directly in ``fn_body``, in source order."""
+    return ctx.fact(_binders_by_body).get((fn_body, kind), [])
+
+
 def assignments_in(ctx: RuleContext, fn_body: FunctionBody, name: str) -> list[tuple[cst.CSTNode, cst.BaseExpression]]:
     """``(statement-level node, value)`` for every ``name = value`` directly in ``fn_body``."""
     out = []
-    for node in ctx.nodes(cst.Assign):
-        if body_of(ctx, node) is not fn_body:
-            continue
+    for node in binders_in(ctx, fn_body, cst.Assign):
         for t in node.targets:
             if dotted_name(t.target) == name:
                 out.append((node, node.value))
-    for node in ctx.nodes(cst.AnnAssign):
-        if node.value is not None and body_of(ctx, node) is fn_body and dotted_name(node.target) == name:
+    for node in binders_in(ctx, fn_body, cst.AnnAssign):
+        if node.value is not None and dotted_name(node.target) == name:
             out.append((node, node.value))
     return out
 
@@ -67,13 +81,10 @@ def binds(ctx: RuleContext, fn_body: FunctionBody, name: str) -> bool:
     parameter)?"""
     if fn_body is not None and name in param_names(fn_body):
         return True
-    for node in ctx.nodes(cst.Assign):
-        if body_of(ctx, node) is fn_body and any(name in target_names(t.target) for t in node.targets):
-            return True
-    for node in ctx.nodes(cst.AnnAssign, cst.For):
-        if body_of(ctx, node) is fn_body and name in target_names(node.target):
-            return True
-    return False
+    if any(name in target_names(t.target) for node in binders_in(ctx, fn_body, cst.Assign) for t in node.targets):
+        return True
+    return any(name in target_names(node.target) for kind in (cst.AnnAssign, cst.For)
+               for node in binders_in(ctx, fn_body, kind))
 
 
 def binding_body(ctx: RuleContext, name: str, at: cst.CSTNode) -> FunctionBody | bool:
@@ -158,8 +169,8 @@ def device_name_at(ctx: RuleContext, at: cst.CSTNode, near: cst.CSTNode | None =
     fn = body_of(ctx, at)
     order = ctx.preorder()
     for fn_body in ([fn] if fn is not None else []) + [None]:
-        for node in ctx.nodes(cst.Assign):
-            if body_of(ctx, node) is not fn_body or not _is_device_value(ctx, node.value):
+        for node in binders_in(ctx, fn_body, cst.Assign):
+            if not _is_device_value(ctx, node.value):
                 continue
             if fn_body is fn and order[node] > order[at]:
                 continue  # bound after the statements that would use it (a tutorial's later section)

@@ -62,6 +62,23 @@ def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
     return kids
 
 
+def suite_statements(suite: cst.BaseSuite | cst.Module) -> list[cst.BaseStatement | cst.BaseSmallStatement]:
+    """The statements directly in a block, whatever its shape: each compound statement and each
+    small statement of the simple lines of an indented block (or a module), the small statements
+    of a one-line suite (``if ddp: model.sync = last``). A block's ``body`` holds lines in one
+    shape and small statements in the other, and a compound line's ``body`` is a suite, not a
+    sequence: code that iterates ``.body`` twice down crashes on the shape it did not expect."""
+    if isinstance(suite, cst.SimpleStatementSuite):
+        return list(suite.body)
+    out: list[cst.BaseStatement | cst.BaseSmallStatement] = []
+    for line in suite.body:
+        if isinstance(line, cst.SimpleStatementLine):
+            out.extend(line.body)
+        else:
+            out.append(line)
+    return out
+
+
 def walk(node: cst.CSTNode, *, into_nested: bool = False, include_self: bool = False,
          stop_at: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
     """The nodes below ``node`` in source (pre-)order, ``node`` itself first when
