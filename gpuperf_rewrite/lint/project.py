@@ -1,0 +1,195 @@
+"""The user's own modules: which files a checked file imports, resolved as Python would, without
+running anything.
+
+A module name is looked up, in order, in the importing file's folder (``sys.path[0]`` of a
+script run from there), the project root (the nearest folder above with ``pyproject.toml``,
+``setup.py``, ``setup.cfg`` or ``.git``; else the file's own folder) and ``<root>/src`` (a
+``src/`` layout installed in development mode). In each, a package (``name/__init__.py``) wins
+over a module (``name.py``), as in CPython's path finder; a folder without ``__init__.py`` is a
+namespace package that submodules can be found in. Relative imports are read from the
+importer's package. Only files under the project root are first-party: nothing resolves into
+site-packages (or any installed package), whatever the paths say.
+
+Imports are found with :mod:`ast` (every ``import``/``from ... import`` in the file, also inside
+functions and under ``try``), which reads a file in well under a millisecond: the walk over a
+project must be cheap enough for a one-file pre-commit run. LibCST's ``FullRepoManager`` was
+measured for this and is not used; docs/architecture.md says why.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import os
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+# Folders that hold installed code or tool state, never the user's modules.
+_NOT_FIRST_PARTY = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox",
+                              "node_modules", "__pycache__", ".git", ".eggs", "build", "dist"})
+MAX_DEPTH = 3
+MAX_MODULES = 64  # a project's import graph is cut here: start-up stays bounded on a large repo
+
+
+def find_project_root(path: Path) -> Path:
+    """The nearest folder at or above ``path`` holding a project marker (``pyproject.toml``,
+    ``setup.py``, ``setup.cfg``, ``.git``); the file's own folder when there is none."""
+    start = Path(os.path.abspath(path))
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        if any(os.path.exists(os.path.join(candidate, marker)) for marker in ROOT_MARKERS):
+            return candidate
+    return folder
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return False
+    return not any(part in _NOT_FIRST_PARTY for part in rel.parts[:-1])
+
+
+def search_roots(importer: Path, root: Path) -> list[Path]:
+    """Where an absolute import of ``importer`` is looked for, in order (see the module doc)."""
+    out: list[Path] = []
+    for folder in (Path(os.path.abspath(importer)).parent, Path(os.path.abspath(root)),
+                   Path(os.path.abspath(root)) / "src"):
+        if folder not in out and folder.is_dir():
+            out.append(folder)
+    return out
+
+
+def _lookup(base: Path, parts: list[str]) -> Path | None:
+    """``parts`` (``["models", "resnet"]``) below ``base``: the package's ``__init__.py`` or the
+    module file; None when it is not there."""
+    folder = base
+    for i, part in enumerate(parts):
+        if not part.isidentifier():
+            return None
+        package = folder / part
+        init = package / "__init__.py"
+        if init.is_file():
+            if i == len(parts) - 1:
+                return init
+            folder = package
+            continue
+        module = folder / f"{part}.py"
+        if i == len(parts) - 1 and module.is_file():
+            return module
+        if package.is_dir():  # a namespace package: its submodules can still be found
+            if i == len(parts) - 1:
+                return None  # nothing to read in a namespace package itself
+            folder = package
+            continue
+        return None
+    return (base / "__init__.py") if (base / "__init__.py").is_file() else None
+
+
+def resolve_import(module: str, level: int, importer: Path, root: Path) -> Path | None:
+    """The first-party file ``import module`` (``level`` 0) or ``from .module import``
+    (``level`` dots) in ``importer`` loads; None when it is not a file under ``root`` (the
+    standard library, an installed package, a missing module)."""
+    root = Path(os.path.abspath(root))
+    parts = module.split(".") if module else []
+    if level > 0:
+        base = Path(os.path.abspath(importer)).parent
+        for _ in range(level - 1):
+            base = base.parent
+        if not parts:
+            candidates = [base / "__init__.py"] if (base / "__init__.py").is_file() else []
+        else:
+            found = _lookup(base, parts)
+            candidates = [found] if found is not None else []
+    else:
+        if not parts:
+            return None
+        candidates = [p for p in (_lookup(folder, parts) for folder in search_roots(importer, root))
+                      if p is not None]
+    for path in candidates:
+        if _inside(path, root):
+            return path
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class ImportedModule:
+    """One first-party import of a file: the module as the importer's code names it (``engine``,
+    ``models.resnet``, ``.utils``: relative names keep their dots, as LibCST's qualified names
+    do) and the file it resolves to."""
+
+    name: str
+    path: Path
+
+
+def _written(module: str | None, level: int) -> str:
+    return "." * level + (module or "")
+
+
+def import_requests(source: str | bytes) -> Iterator[tuple[str, int, tuple[str, ...]]]:
+    """Every import in ``source``: ``(module, level, names)``; ``names`` are the names a
+    ``from`` import takes (empty for ``import x``). Nothing for a file that does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, 0, ()
+        elif isinstance(node, ast.ImportFrom):
+            yield node.module or "", node.level, tuple(a.name for a in node.names if a.name != "*")
+
+
+def imported_modules(importer: Path, root: Path, source: str | bytes | None = None) -> list[ImportedModule]:
+    """The first-party modules ``importer`` imports directly, each once, in source order. For
+    ``from pkg import name`` both ``pkg`` and, when ``name`` is a submodule, ``pkg.name``."""
+    if source is None:
+        try:
+            source = Path(importer).read_bytes()
+        except OSError:
+            return []
+    out: dict[str, ImportedModule] = {}
+    importer = Path(os.path.abspath(importer))
+    for module, level, names in import_requests(source):
+        written = _written(module, level)
+        if written in out:
+            continue
+        path = resolve_import(module, level, importer, root)
+        if path is not None:
+            out[written] = ImportedModule(written, path)
+        for name in names:
+            sub_written = f"{written}.{name}" if module else f"{written}{name}"
+            if sub_written in out:
+                continue
+            sub = resolve_import(f"{module}.{name}" if module else name, level, importer, root)
+            if sub is not None and sub != path:
+                out[sub_written] = ImportedModule(sub_written, sub)
+    return list(out.values())
+
+
+def first_party_modules(entry: Path, root: Path | None = None, max_depth: int = MAX_DEPTH) -> list[Path]:
+    """The first-party modules ``entry`` reaches through imports, breadth first, at most
+    ``max_depth`` imports away (and at most ``MAX_MODULES``), each once, the entry excluded;
+    an import cycle ends where it returns to a module already seen."""
+    entry = Path(os.path.abspath(entry))
+    root = find_project_root(entry) if root is None else Path(os.path.abspath(root))
+    seen = {entry}
+    out: list[Path] = []
+    queue: deque[tuple[Path, int]] = deque([(entry, 0)])
+    while queue:
+        path, depth = queue.popleft()
+        if depth >= max_depth:
+            continue
+        for imported in imported_modules(path, root):
+            if imported.path in seen:
+                continue
+            seen.add(imported.path)
+            out.append(imported.path)
+            if len(out) >= MAX_MODULES:
+                return out
+            queue.append((imported.path, depth + 1))
+    return out
+
