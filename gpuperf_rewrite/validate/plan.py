@@ -133,6 +133,7 @@ class Plan:
     setup_s: float = 0.0  # the scratch mirror's set-up, once before the profile run (not in run_s)
     launcher: str | None = None  # every run under it (its start-up is in run_s)
     world_size: int = 1
+    files: dict[str, list[str]] = field(default_factory=dict)  # code -> the files it fixes (several: said)
 
     @property
     def worst_abs(self) -> int:
@@ -169,6 +170,10 @@ class Plan:
         if not self.codes:
             return lines
         diagnosed = self.lead != self.codes
+        spread = sorted({f for c in self.codes for f in self.files.get(c, ())})
+        if len(spread) > 1:  # one candidate = one set of codes, applied in every file
+            lines.append(f"  fixes in {len(spread)} files, measured together as one version: "
+                         + "; ".join(f"{c} in {', '.join(self.files[c])}" for c in self.codes if c in self.files))
         lines.append(f"  1. A/B of {', '.join(self.lead)}{' (diagnosed first)' if diagnosed else ''}"
                      f": {self._upto(self.ab_s, self.ab_max_s)}; if faster, it is kept and committed")
         if len(self.codes) > 1:
@@ -189,12 +194,13 @@ class Plan:
                 "ab_max_estimate_s": round(self.ab_max_s, 1),
                 "max_estimate_s": round(self.worst_abs * self.ab_max_s, 1),
                 "max_abs": self.worst_abs, "budget_s": self.budget_s, "launcher": self.launcher,
-                "world_size": self.world_size}
+                "world_size": self.world_size, "files": {c: list(fs) for c, fs in self.files.items()}}
 
 
 def make_plan(doc: RunDoc, run_s: float, codes: Sequence[str], runs_per_side: int, *,
               gains_on: GainsOnOf = rule_gains_on, budget_s: float | None = None,
-              python: str | None = None, max_runs_per_side: int | None = None, setup_s: float = 0.0) -> Plan:
+              python: str | None = None, max_runs_per_side: int | None = None, setup_s: float = 0.0,
+              files: Mapping[str, Sequence[str]] | None = None) -> Plan:
     device = validation_device(doc, python)
     needs_gpu = tuple(c for c in codes if device != "cuda" and gains_on(c) == "cuda")
     usable = [c for c in codes if c not in needs_gpu]
@@ -202,7 +208,7 @@ def make_plan(doc: RunDoc, run_s: float, codes: Sequence[str], runs_per_side: in
     ordered, named = diagnosed_order(usable, findings)
     return Plan(device, tuple(ordered), tuple(named) or tuple(ordered), needs_gpu, findings, run_s,
                 runs_per_side, budget_s, max_runs_per_side, setup_s, doc.get("launcher"),
-                int(doc.get("world_size") or 1))
+                int(doc.get("world_size") or 1), {c: list(fs) for c, fs in (files or {}).items()})
 
 
 @dataclass

@@ -20,7 +20,7 @@ import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 NOTES_REF = "refs/notes/gpuperf"
 ZERO = "0" * 40
@@ -134,21 +134,31 @@ def preflight(repo: Any, path: str | os.PathLike[str], *, allow_dirty: bool = Fa
     if op:
         raise GitRefused(f"{op} is in progress{' on a detached HEAD' if repo.head.is_detached else ''}; "
                          f"finish it (or abort it) first, then run --apply again. Nothing was changed.")
-    rel = relpath(repo, path)
     if head_sha(repo) is None:
+        rel = relpath(repo, path)
         raise GitRefused(f"{rel} is not committed (the repository has no commits yet); "
                          f"`git add {rel} && git commit` first, or use --no-commit. Nothing was changed.")
+    rel = check_file(repo, path, allow_dirty=allow_dirty)
+    check_identity(repo)
+    try:
+        githooks.check_signing(repo)
+    except githooks.HookRefused as exc:
+        raise GitRefused(str(exc)) from None
+    return rel
+
+
+def check_file(repo: Any, path: str | os.PathLike[str], *, allow_dirty: bool = False) -> str:
+    """Refuse (GitRefused) a file a commit must not take as it is: outside the working tree, not
+    tracked, flagged to hide local edits, or with uncommitted changes (unless ``allow_dirty``);
+    its repo-relative path. :func:`preflight` checks the script with it, --apply each module it
+    would rewrite."""
+    rel = relpath(repo, path)
     try:
         repo.head.commit.tree[rel]
     except KeyError:
         raise GitRefused(f"{rel} is not tracked by git; `git add {rel} && git commit` first, or use "
                          f"--no-commit to only write the file. Nothing was changed.") from None
     check_index_flags(repo, rel)
-    check_identity(repo)
-    try:
-        githooks.check_signing(repo)
-    except githooks.HookRefused as exc:
-        raise GitRefused(str(exc)) from None
     if not allow_dirty and repo.git.diff("HEAD", "--name-only", "--", rel).strip():
         raise GitRefused(f"{rel} has uncommitted changes; commit or stash them first (the rewrite must "
                          f"be a commit of its own), or pass --allow-dirty to include them in the "
@@ -364,60 +374,90 @@ class CommitResult:
 NOTES_RETRIES = 5
 
 
+@dataclass(frozen=True)
+class FileChange:
+    """One file of a commit: its path in the repository, the bytes to commit, and the bytes it
+    must hold now (what was read and measured against; anything else is refused, not overwritten)."""
+
+    rel: str
+    new: bytes
+    expected: bytes
+
+
 def commit_file(repo: Any, rel: str, new_bytes: bytes, message: str, record: dict[str, Any], *,
                 expected_head: str, expected_bytes: bytes) -> CommitResult:
-    """Commit ``new_bytes`` as ``rel`` on top of HEAD and attach ``record`` under refs/notes/gpuperf.
+    """:func:`commit_files` for one file."""
+    return commit_files(repo, [FileChange(rel, new_bytes, expected_bytes)], message, record,
+                        expected_head=expected_head)
 
-    Order: blob and tree first, nothing visible. Then, with Ctrl-C and SIGTERM held: the
-    working-tree file (atomic rename); the pre-commit, prepare-commit-msg and commit-msg hooks, as
-    ``git commit --only`` runs them (:mod:`gpuperf_rewrite.validate.record.githooks`); the commit, signed
-    when ``commit.gpgSign`` says so; its index entry; last the branch and notes refs in one
-    transaction, rebuilt on top of the notes ref when someone else moved it meanwhile. On any error
-    before the refs move (a hook refusing included) the file and its index entry are put back, so
-    the repository is exactly as it was. ``post-commit`` runs afterwards; like git, its exit status
-    changes nothing.
+
+def commit_files(repo: Any, changes: Sequence[FileChange], message: str, record: dict[str, Any], *,
+                 expected_head: str) -> CommitResult:
+    """Commit every file of ``changes`` in one commit on top of HEAD and attach ``record`` under
+    refs/notes/gpuperf.
+
+    Order: blobs and tree first, nothing visible. Then, with Ctrl-C and SIGTERM held: the
+    working-tree files, as one set (:func:`gpuperf_rewrite.lint.sourceio.atomic_write_set`: every
+    new file prepared, then the renames; a signal that arrives before the last rename puts every
+    file back and nothing is committed); the pre-commit, prepare-commit-msg and commit-msg hooks,
+    as ``git commit --only`` runs them (:mod:`gpuperf_rewrite.validate.record.githooks`); the commit,
+    signed when ``commit.gpgSign`` says so; the files' index entries; last the branch and notes refs
+    in one transaction, rebuilt on top of the notes ref when someone else moved it meanwhile. On any
+    error before the refs move (a hook refusing included) the files and their index entries are
+    put back, so the repository is exactly as it was. A signal after the files were written is
+    honoured once the commit is complete. ``post-commit`` runs afterwards; like git, its exit
+    status changes nothing.
     """
-    from gpuperf_rewrite.lint.sourceio import atomic_write
+    from gpuperf_rewrite.lint.sourceio import atomic_write_set
     from gpuperf_rewrite.validate.record import githooks
-    from gpuperf_rewrite.validate.run.lifetime import deferred_signals
+    from gpuperf_rewrite.validate.run.lifetime import Terminated, deferred_signals
 
     git = _git_module()
+    if not changes:
+        raise ValueError("commit_files needs at least one change")
     check_index_lock(repo)
     if head_sha(repo) != expected_head:
         raise GitRefused("HEAD moved while we were measuring; nothing was changed. Run --apply again.")
-    path = Path(repo.working_tree_dir) / rel
+    root = Path(repo.working_tree_dir)
     head = expected_head
     branch_ref = "HEAD" if repo.head.is_detached else repo.head.ref.path
-    mode = f"{repo.head.commit.tree[rel].mode:o}"
-    blob = _hash_blob(repo, new_bytes, rel)
-    with _temp_index(repo) as env:  # HEAD + the rewrite: the tree to commit, and the hooks' index
+    rels = [c.rel for c in changes]
+    shown = ", ".join(rels)
+    with _temp_index(repo) as env:  # HEAD + the rewrites: the tree to commit, and the hooks' index
         repo.git.read_tree(head, env=env)
-        repo.git.update_index("--add", "--cacheinfo", f"{mode},{blob},{rel}", env=env)
+        for c in changes:
+            mode = f"{repo.head.commit.tree[c.rel].mode:o}"
+            repo.git.update_index("--add", "--cacheinfo", f"{mode},{_hash_blob(repo, c.new, c.rel)},{c.rel}", env=env)
         tree = repo.git.write_tree(env=env)
         _crash_point("after_objects")
-        old_entry = repo.git.ls_files("-s", "--", rel).split()  # [mode, blob, stage, path]
+        old_entries = {rel: repo.git.ls_files("-s", "--", rel).split() for rel in rels}  # [mode, blob, stage, path]
         with deferred_signals(redeliver=False) as caught:
+
+            def between(i: int) -> None:  # after the i-th file is replaced
+                if i < len(changes) - 1:
+                    _crash_point("between_writes")
+                    _interrupt_point("between_writes")
+                if caught:  # before the set is complete: every file goes back, nothing is committed
+                    raise Terminated() if signal.SIGTERM in caught else KeyboardInterrupt()
+
             wrote = False
             try:
-                atomic_write(path, new_bytes, expected=expected_bytes)
+                atomic_write_set([(root / c.rel, c.new, c.expected) for c in changes], after_each=between)
                 wrote = True
                 _crash_point("after_write")
                 _interrupt_point("after_write")
-                commit = _commit_as_git_would(repo, path, new_bytes, tree, head, message, env)
+                commit = _commit_as_git_would(repo, [(root / c.rel, c.new) for c in changes], tree, head,
+                                              message, env)
                 record = {**record, "commit": commit}
-                repo.git.update_index("--", rel)
+                repo.git.update_index("--", *rels)
                 _crash_point("after_index")
                 _move_refs(repo, branch_ref, head, commit, record, message)
             except BaseException as exc:
-                if wrote:  # roll back: old bytes, old index entry
-                    with contextlib.suppress(Exception):
-                        atomic_write(path, expected_bytes)
-                    with contextlib.suppress(git.GitCommandError):
-                        if old_entry:
-                            repo.git.update_index("--cacheinfo", f"{old_entry[0]},{old_entry[1]},{rel}")
-                        repo.git.update_index("--refresh", "-q")
+                if wrote:  # roll back: old bytes, old index entries
+                    _restore(repo, root, changes, old_entries)
                 if isinstance(exc, githooks.HookRefused):
-                    raise GitRefused(f"{exc}\nNothing was committed; {rel} is as it was.") from None
+                    raise GitRefused(f"{exc}\nNothing was committed; {shown} "
+                                     f"{'is' if len(rels) == 1 else 'are'} as it was.") from None
                 raise
             _crash_point("after_ref")
     with contextlib.suppress(githooks.HookRefused):
@@ -425,7 +465,22 @@ def commit_file(repo: Any, rel: str, new_bytes: bytes, message: str, record: dic
     return CommitResult(commit, branch_ref, record, signals=tuple(caught))
 
 
-def _commit_as_git_would(repo: Any, path: Path, new_bytes: bytes, tree: str, head: str, message: str,
+def _restore(repo: Any, root: Path, changes: Sequence[FileChange], old_entries: dict[str, list[str]]) -> None:
+    """Put the files written by :func:`commit_files` back, with their index entries."""
+    from gpuperf_rewrite.lint.sourceio import atomic_write
+
+    git = _git_module()
+    for c in changes:
+        with contextlib.suppress(Exception):
+            atomic_write(root / c.rel, c.expected)
+    with contextlib.suppress(git.GitCommandError):
+        for rel, entry in old_entries.items():
+            if entry:
+                repo.git.update_index("--cacheinfo", f"{entry[0]},{entry[1]},{rel}")
+        repo.git.update_index("--refresh", "-q")
+
+
+def _commit_as_git_would(repo: Any, files: Sequence[tuple[Path, bytes]], tree: str, head: str, message: str,
                          env: dict[str, str]) -> str:
     """Hooks, then the commit object (signed if configured). A hook may refuse, never change
     what is committed: that must be what was measured."""
@@ -434,11 +489,13 @@ def _commit_as_git_would(repo: Any, path: Path, new_bytes: bytes, tree: str, hea
     git = _git_module()
     index_file = env["GIT_INDEX_FILE"]
     githooks.run_hook(repo, "pre-commit", index_file=index_file)
-    if path.read_bytes() != new_bytes or repo.git.write_tree(env=env) != tree:
+    changed = [path.name for path, data in files if path.read_bytes() != data]
+    if changed or repo.git.write_tree(env=env) != tree:
+        names = ", ".join(changed or [path.name for path, _ in files])
         raise githooks.HookRefused(
-            f"the pre-commit hook changed {path.name} or what is staged (a formatter, say), so the "
-            f"commit would not be what was measured. Run that tool on the original script and "
-            f"commit it first, or use --no-commit and commit the result yourself.")
+            f"the pre-commit hook changed {names} or what is staged (a formatter, say), so the commit "
+            f"would not be what was measured. Run that tool on the original files and commit them "
+            f"first, or use --no-commit and commit the result yourself.")
     message = githooks.edit_message(repo, message, index_file)
     try:
         return repo.git.commit_tree(tree, "-p", head, *githooks.commit_tree_args(repo), "-m", message)
