@@ -152,7 +152,8 @@ def _shown(path: Path, repo: Repo | None) -> str:
             return Path(os.path.abspath(path)).relative_to(Path(repo.working_tree_dir).resolve()).as_posix()
         except ValueError:
             pass
-    return os.path.relpath(path)
+    shown = os.path.relpath(path)  # outside git: as a path from here, unless that climbs out
+    return str(Path(os.path.abspath(path))) if shown.startswith("..") else shown
 
 
 def _module_file(path: Path, rel: str, entry: Path, rewriter_for: RewriterFor, repo: Repo | None,

@@ -457,7 +457,7 @@ def commit_files(repo: Any, changes: Sequence[FileChange], message: str, record:
                     _restore(repo, root, changes, old_entries)
                 if isinstance(exc, githooks.HookRefused):
                     raise GitRefused(f"{exc}\nNothing was committed; {shown} "
-                                     f"{'is' if len(rels) == 1 else 'are'} as it was.") from None
+                                     f"{'is as it was' if len(rels) == 1 else 'are as they were'}.") from None
                 raise
             _crash_point("after_ref")
     with contextlib.suppress(githooks.HookRefused):

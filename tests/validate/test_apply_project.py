@@ -1,0 +1,216 @@
+"""``--apply`` across a project: the entry script and the first-party modules it runs are rewritten,
+measured together as one version and committed in one commit (fake runs; one real e2e, slow)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("scipy")
+git = pytest.importorskip("git")
+
+from tests.helpers.abfakes import (FakeRunner, apply_with_fakes, fake_rewriter, git_repo,  # noqa: E402
+                                   project_rewriters, repo_state)
+from tests.helpers.paths import HELPERS, ROOT  # noqa: E402
+
+from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write_set  # noqa: E402
+from gpuperf_rewrite.validate.judge.abtest import ABConfig  # noqa: E402
+from gpuperf_rewrite.validate.record import gitops  # noqa: E402
+from gpuperf_rewrite.validate.run.runs import ScriptVersion, run_request  # noqa: E402
+from gpuperf_rewrite.validate.run.workspace import Workspace  # noqa: E402
+
+CFG = ABConfig(runs=6, max_runs=6, min_runs=4, steps=5, warmup=1, bootstrap_resamples=300)
+# main.py builds and calls engine.train_one_epoch; the fake runner reads engine.py's `# fake:` line
+# from the run's mirror, so a fix there is only measured if the mirror holds B's engine.py.
+MAIN = "# fake: speed=100 noise=0.01 modules=engine\nimport engine\n\nengine.train_one_epoch()\n"
+ENGINE = "# fake: speed=100\ndef train_one_epoch():\n    pass\n"
+
+
+@pytest.fixture
+def project(tmp_path):
+    return git_repo(tmp_path, {"main.py": MAIN, "engine.py": ENGINE, "notes.txt": "x\n"})
+
+
+def _apply(tmp_path: Path, per_file: dict[str, tuple[str, ...]], **kw) -> int:
+    rc, _apply.output = apply_with_fakes(tmp_path / "main.py", per_file, **{"config": CFG, **kw})  # type: ignore[attr-defined]
+    return rc
+
+
+def _note(repo) -> dict:
+    (rec,) = gitops.parse_note(gitops.read_note(repo, repo.head.commit.hexsha))
+    return rec
+
+
+def test_fixes_in_both_files_are_validated_together_and_committed_in_one_commit(project, tmp_path) -> None:
+    head = project.head.commit.hexsha
+    assert _apply(tmp_path, {"main.py": ("X2",), "engine.py": ("X1",)}, json_out=True) == 0, _apply.output
+    new = project.head.commit
+    assert new.parents[0].hexsha == head and sorted(new.stats.files) == ["engine.py", "main.py"]
+    assert "in main.py, engine.py" in new.message.splitlines()[0]
+    assert "Files: main.py (X2); engine.py (X1)" in new.message
+    assert "speed=150" in (tmp_path / "engine.py").read_text()  # the gain came from engine.py's fix
+    assert "# fixed by X2" in (tmp_path / "main.py").read_text()
+    assert project.git.status("--porcelain") == ""
+    rec = _note(project)
+    assert rec["script"] == "main.py" and rec["rules"] == ["X1", "X2"] and rec["ab"]["verdict"] == "faster"
+    assert rec["files"] == [{"path": "main.py", "rules": ["X2"]}, {"path": "engine.py", "rules": ["X1"]}]
+    doc = json.loads(_apply.output[_apply.output.index("{"):])
+    assert doc["status"] == "committed" and doc["plan"]["files"] == {"X1": ["engine.py"], "X2": ["main.py"]}
+    by_path = {f["path"]: f for f in doc["files"]}
+    assert by_path["engine.py"]["rules_applied"] == ["X1"] and by_path["engine.py"]["role"] == "module"
+    assert by_path["main.py"]["status"] == "rewritten" and by_path["main.py"]["role"] == "script"
+
+
+def test_a_rejected_project_rewrite_leaves_both_files_untouched(project, tmp_path) -> None:
+    before = repo_state(project)
+    assert _apply(tmp_path, {"main.py": ("X2",), "engine.py": ("SLOW",)}) == 1
+    assert "main.py, engine.py are unchanged and nothing was committed" in _apply.output
+    assert repo_state(project) == before and not gitops.notes_map(project)
+
+
+def test_a_subset_is_a_set_of_codes_across_files(project, tmp_path) -> None:
+    """LOSS in main.py breaks training, X1 in engine.py is faster: the search drops main.py's fix
+    and commits engine.py alone, like it would two fixes of one file."""
+    assert _apply(tmp_path, {"main.py": ("LOSS",), "engine.py": ("X1",)}) == 0, _apply.output
+    assert list(project.head.commit.stats.files) == ["engine.py"]
+    assert (tmp_path / "main.py").read_text() == MAIN
+    assert "dropped LOSS: LOSS alone: broken" in _apply.output
+    assert "main.py: unchanged" in _apply.output and "engine.py: X1" in _apply.output
+
+
+def test_the_mirror_holds_the_version_s_modules_and_a_runs_the_originals(tmp_path) -> None:
+    """A version's companions replace the user's files in its runs only; the next run of
+    another version (A) sees the original again, also where the mirror holds the file as a link."""
+    big = "# fake: speed=100\n" + "#" * (5 << 20) + "\n"  # over the copy limit: a link in the mirror
+    for name, text in (("main.py", MAIN), ("engine.py", ENGINE), ("big.py", big)):
+        (tmp_path / name).write_text(text)
+    seen: list[tuple[str, str]] = []
+
+    def runner(request):
+        here = Path(request.script).parent
+        seen.append(((here / "engine.py").read_text(), (here / "big.py").read_text()[:18]))
+        return {"status": "step_limit"}
+
+    with Workspace(cwd=tmp_path) as ws:
+        run = ws.runner(runner)
+        a = ws.add(ScriptVersion(tmp_path / "main.py", MAIN.encode()))
+        b = ws.add(ScriptVersion(tmp_path / "main.py", MAIN.encode(),
+                                 companions=((tmp_path / "engine.py", b"B engine\n"), (tmp_path / "big.py", b"B big\n"))))
+        for path in (a, b, a, b, a):
+            run(run_request(str(path)))
+    a_seen, b_seen = (ENGINE, big[:18]), ("B engine\n", "B big\n")
+    assert seen == [a_seen, b_seen, a_seen, b_seen, a_seen]
+    assert (tmp_path / "engine.py").read_text() == ENGINE and (tmp_path / "big.py").read_text() == big
+
+
+def test_a_module_with_uncommitted_changes_is_not_rewritten_and_said(project, tmp_path) -> None:
+    (tmp_path / "engine.py").write_text(ENGINE + "# my edit\n")
+    assert _apply(tmp_path, {"main.py": ("X1",), "engine.py": ("X1",)}) == 0, _apply.output
+    assert list(project.head.commit.stats.files) == ["main.py"]
+    assert "engine.py: has fixes (X1) but is not rewritten: engine.py has uncommitted changes" in _apply.output
+    assert "Not rewritten: engine.py" in project.head.commit.message
+    assert (tmp_path / "engine.py").read_text() == ENGINE + "# my edit\n"
+
+
+def test_a_module_another_script_imports_is_rewritten_only_where_the_fix_is_the_same(project, tmp_path) -> None:
+    (tmp_path / "evaluate.py").write_text("import engine\n\nif __name__ == '__main__':\n    engine.train_one_epoch()\n")
+    project.index.add(["evaluate.py"])
+    project.index.commit("an evaluation script")
+    from gpuperf_rewrite.validate.apply import run_apply
+
+    same = project_rewriters({"main.py": ("X2",), "engine.py": ("X1",)})
+    lines: list[str] = []
+    echo = lambda m="", **k: lines.append(str(m))  # noqa: E731
+    assert run_apply(str(tmp_path / "main.py"), runner=FakeRunner(), config=CFG, rewriter_for=same, echo=echo) == 0
+    assert "engine.py: X1 (also imported by evaluate.py: validated through main.py only)" in "\n".join(lines)
+    project.git.reset("--hard", "HEAD~1")
+
+    def differs(file: Path, entry: Path):  # engine.py's fix would not be the same from evaluate.py
+        if file.name == "engine.py":
+            return fake_rewriter(("X1",) if entry.name == "main.py" else ("X2",))
+        return same(file, entry)
+
+    lines.clear()
+    assert run_apply(str(tmp_path / "main.py"), runner=FakeRunner(), config=CFG, rewriter_for=differs, echo=echo) == 1
+    text = "\n".join(lines)
+    assert "engine.py: has fixes (X1) that differ when evaluate.py imports it" in text
+    assert (tmp_path / "engine.py").read_text() == ENGINE  # main.py's neutral fix alone: rejected
+
+
+def test_without_git_both_files_are_written_as_a_set(tmp_path) -> None:
+    (tmp_path / "main.py").write_text(MAIN)
+    (tmp_path / "engine.py").write_text(ENGINE)
+    assert _apply(tmp_path, {"main.py": ("X2",), "engine.py": ("X1",)}) == 0, _apply.output
+    assert "speed=150" in (tmp_path / "engine.py").read_text() and "fixed by X2" in (tmp_path / "main.py").read_text()
+    assert f"Wrote {tmp_path / 'main.py'}, {tmp_path / 'engine.py'}" in _apply.output
+
+
+# -- writing a set of files -----------------------------------------------------------------------
+
+
+def test_atomic_write_set_puts_every_file_back_when_one_cannot_be_written(tmp_path) -> None:
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("a\n")
+    b.write_text("b\n")
+    with pytest.raises(WriteRefused):  # checked before anything is written
+        atomic_write_set([(a, b"A\n", b"a\n"), (b, b"B\n", b"changed meanwhile\n")])
+    assert (a.read_text(), b.read_text()) == ("a\n", "b\n")
+
+    def interrupted(i: int) -> None:
+        if i == 0:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):  # between the renames
+        atomic_write_set([(a, b"A\n", b"a\n"), (b, b"B\n", b"b\n")], after_each=interrupted)
+    assert (a.read_text(), b.read_text()) == ("a\n", "b\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py", "b.py"]  # no temporary left
+    atomic_write_set([(a, b"A\n", b"a\n"), (b, b"B\n", b"b\n")])
+    assert (a.read_text(), b.read_text()) == ("A\n", "B\n")
+
+
+def _driver(script: Path, codes: str, crash: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env["TMPDIR"] = str(script.parent.with_name(script.parent.name + "-tmp"))
+    os.makedirs(env["TMPDIR"], exist_ok=True)
+    env[gitops.CRASH_ENV] = crash
+    return subprocess.Popen([sys.executable, str(HELPERS / "apply_driver.py"), str(script), codes, "4"],
+                            cwd=script.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("point", ["sigint_between_writes", "sigterm_between_writes", "between_writes"])
+def test_an_interrupt_between_the_two_writes_leaves_both_files_as_they_were(project, tmp_path, point) -> None:
+    before = repo_state(project)
+    proc = _driver(tmp_path / "main.py", "main.py=X2;engine.py=X1", point)
+    _, err = proc.communicate(timeout=120)
+    if point == "between_writes":
+        # SIGKILL cannot be caught: main.py is new, engine.py old (its new bytes still in the
+        # prepared temporary), refs and notes untouched; `git checkout` of the modified files and
+        # removing the temporary undo it (docs/safety.md).
+        assert proc.returncode == -signal.SIGKILL
+        after = repo_state(project)
+        assert after["head"] == before["head"] and after["refs"] == before["refs"]
+        (tmp,) = tmp_path.glob(".engine.py.*.gpuperf-tmp")
+        assert after["status"] == f" M main.py\n?? {tmp.name}"
+        project.git.checkout("--", "main.py")
+        tmp.unlink()
+    else:
+        assert proc.returncode == (130 if point.startswith("sigint") else 143), err
+        assert "nothing was changed" in err
+    assert repo_state(project) == before
+
+
+def test_a_hook_refusing_a_two_file_commit_puts_both_back(project, tmp_path) -> None:
+    hook = tmp_path / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho 'no thanks' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    before = repo_state(project)
+    assert _apply(tmp_path, {"main.py": ("X2",), "engine.py": ("X1",)}) == 2
+    assert "no thanks" in _apply.output
+    assert "Nothing was committed; main.py, engine.py are as they were" in _apply.output
+    assert repo_state(project) == before
