@@ -7,7 +7,7 @@ finished: the original and each candidate rewrite run in scratch mirrors of the 
 (:mod:`gpuperf_rewrite.validate.run.workspace`) that hold the version's copy of every changed file,
 so sibling files and imports resolve as they would and the runs' own writes stay out of it. Only
 the final step touches the working tree, through
-:func:`gpuperf_rewrite.validate.record.gitops.commit_files` (or an atomic write of the set of files
+:func:`gpuperf_rewrite.validate.record.commit.commit_files` (or an atomic write of the set of files
 outside git / with --no-commit).
 Before any A/B, one profile run of the original decides the plan (:mod:`gpuperf_rewrite.validate.plan`):
 the validation device (fixes that gain only on CUDA are not tried elsewhere, but listed as needing
@@ -117,8 +117,8 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
               rewriter_for: RewriterFor | None = None, modules: Sequence[Path] | None = None) -> int:
     """The --apply pipeline; returns the exit code (0 applied, 1 nothing passed, 2 error/refused).
     With ``module`` (name, sys.path root), ``path`` is its file and every run is ``python -m name``.
-    ``rewriter`` (every file) or ``rewriter_for`` (per file and entry) replace the engine's fixes,
-    ``modules`` the import walk that finds the project's modules (tests)."""
+    ``rewriter`` (the script's only) or ``rewriter_for`` (per file and entry) replace the engine's
+    fixes, ``modules`` the import walk that finds the project's modules (tests)."""
     from gpuperf_rewrite.lint.sourceio import unified_diff
 
     from gpuperf_rewrite.validate.record.checkout import CheckoutRefused, apply_lock, script_target
@@ -133,7 +133,8 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
     original = target.read_bytes()
     json_out = options.json_out
     if rewriter_for is None:
-        rewriter_for = (lambda _file, _entry: rewriter) if rewriter else _engine_rewriters(settings, options, echo)
+        rewriter_for = (lambda file, _entry: rewriter if file == target else (lambda _d, _c: (None, {}))) \
+            if rewriter else _engine_rewriters(settings, options, echo)
     where = _git_preflight(target, options, echo)
     if isinstance(where, int):
         return where
@@ -239,21 +240,9 @@ def _check_decidable(cfg: ABConfig, n_codes: int) -> None:
         raise ApplyError(why + share)
 
 
-def _write_files(changed: list[tuple[ProjectFile, bytes]], echo: Echo) -> bool:
-    """Write the changed files as one set (all new, or on any error or interrupt all as they were)."""
-    from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write_set
-
-    try:
-        atomic_write_set([(f.path, new, f.original) for f, new in changed])
-    except (WriteRefused, OSError) as exc:
-        echo(f"error: {exc}", err=True)
-        return False
-    return True
-
-
 def _write_unvalidated(project: ChangeSet, codes: tuple[str, ...], json_out: bool, echo: Echo) -> int:
     changed = project.changed(codes)
-    if not _write_files(changed, echo):
+    if not project.write(codes, echo):
         return 2
     echo(f"Wrote {', '.join(str(f.path) for f, _ in changed)} without validation: nothing was measured, "
          f"nothing committed.", err=json_out)
@@ -415,28 +404,16 @@ def _conclude(ctx: _Context, outcome: Outcome) -> int:
     changed = ctx.project.changed(outcome.kept)
     if ctx.repo is not None and ctx.head is not None and not ctx.options.no_commit:
         return _commit(ctx, outcome, res, changed, report)
-    if not _write_files(changed, ctx.echo):
+    if not ctx.project.write(outcome.kept, ctx.echo):
         return 2
     report["status"] = "written"
     why = "--no-commit" if ctx.options.no_commit else "not inside a git repository"
     shown = str(ctx.target) if len(changed) == 1 else ", ".join(f.rel for f, _ in changed)
     ctx.say(f"Wrote {shown} ({', '.join(outcome.kept)}, {res.stats.speedup:.3f}x); "  # type: ignore[union-attr]
             f"not committed ({why}).")
-    _say_files(ctx, outcome.kept)
+    for line in ctx.project.describe(outcome.kept):
+        ctx.say(line)
     return _emit(ctx, report, 0)
-
-
-def _say_files(ctx: _Context, kept: Sequence[str]) -> None:
-    """Per file, when the change spans several: which fixes went where."""
-    applied = ctx.project.applied_in(kept)
-    if len(ctx.project.files) > 1 or ctx.project.skipped:
-        for f in ctx.project.files:
-            codes = applied.get(f.rel) or ()
-            ctx.say(f"  {f.rel}: {', '.join(codes) if codes else 'unchanged'}"
-                    + (f" (also imported by {', '.join(f.also_imported_by)}: validated through "
-                       f"{ctx.project.entry.rel} only)" if f.also_imported_by and codes else ""))
-        for rel, why in ctx.project.skipped.items():
-            ctx.say(f"  {rel}: {why}")
 
 
 def _report_base(ctx: _Context, outcome: Outcome) -> dict[str, Any]:
@@ -471,7 +448,7 @@ def _extra_lines(ctx: _Context, outcome: Outcome) -> list[str]:
 def _commit(ctx: _Context, outcome: Outcome, res: ABResult, changed: list[tuple[ProjectFile, bytes]],
             report: dict[str, Any]) -> int:
     from gpuperf_rewrite.lint.sourceio import WriteRefused
-    from gpuperf_rewrite.validate.record import gitops
+    from gpuperf_rewrite.validate.record import commit, gitops
 
     decision = outcome.decision
     assert decision is not None
@@ -488,7 +465,7 @@ def _commit(ctx: _Context, outcome: Outcome, res: ABResult, changed: list[tuple[
     message = commit_message(ctx.rel, outcome.kept, decision, outcome.dropped, ctx.cfg.alpha,
                              _extra_lines(ctx, outcome), files=files if len(files) > 1 else None)
     try:
-        done = gitops.commit_files(ctx.repo, [gitops.FileChange(f.rel, new, f.original) for f, new in changed],
+        done = commit.commit_files(ctx.repo, [commit.FileChange(f.rel, new, f.original) for f, new in changed],
                                    message, record, expected_head=ctx.head)
     except (gitops.GitRefused, WriteRefused) as exc:
         ctx.echo(f"refused: {exc}", err=True)
@@ -496,7 +473,8 @@ def _commit(ctx: _Context, outcome: Outcome, res: ABResult, changed: list[tuple[
     report.update(status="committed", commit=done.commit)
     ctx.say(f"Committed {done.commit[:12]} on {done.branch}: {', '.join(outcome.kept)} "
             f"({res.stats.speedup:.3f}x); note under {gitops.NOTES_REF}.")  # type: ignore[union-attr]
-    _say_files(ctx, outcome.kept)
+    for line in ctx.project.describe(outcome.kept):
+        ctx.say(line)
     if done.exit_code:
         ctx.echo("Interrupted, after the commit had completed (commit and note are in place).", err=True)
         return _emit(ctx, report, done.exit_code)

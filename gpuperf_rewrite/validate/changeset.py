@@ -107,6 +107,28 @@ class ChangeSet:
         return ScriptVersion(self.entry.path, built[self.entry.path][0], module,
                              tuple((f.path, built[f.path][0]) for f in self.files[1:]))
 
+    def write(self, subset: Sequence[str], echo: Callable[..., None]) -> bool:
+        """Write the files ``subset`` changes as one set: all new, or (an error, an interrupt)
+        all as they were; False after saying why on ``echo``."""
+        from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write_set
+
+        try:
+            atomic_write_set([(f.path, new, f.original) for f, new in self.changed(subset)])
+        except (WriteRefused, OSError) as exc:
+            echo(f"error: {exc}", err=True)
+            return False
+        return True
+
+    def describe(self, kept: Sequence[str]) -> list[str]:
+        """Per file, when the change spans several: which fixes went where, and what was left out."""
+        if len(self.files) == 1 and not self.skipped:
+            return []
+        applied = self.applied_in(kept)
+        out = [f"  {f.rel}: {', '.join(applied[f.rel]) or 'unchanged'}"
+               + (f" (also imported by {', '.join(f.also_imported_by)}: validated through {self.entry.rel} "
+                  f"only)" if f.also_imported_by and applied[f.rel] else "") for f in self.files]
+        return out + [f"  {rel}: {why}" for rel, why in self.skipped.items()]
+
     def to_json(self, kept: Sequence[str] = ()) -> list[dict[str, Any]]:
         applied = self.applied_in(kept) if kept else {}
         out = [dict(f.to_json(applied.get(f.rel)), role="script" if i == 0 else "module")

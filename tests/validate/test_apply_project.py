@@ -214,3 +214,67 @@ def test_a_hook_refusing_a_two_file_commit_puts_both_back(project, tmp_path) -> 
     assert "no thanks" in _apply.output
     assert "Nothing was committed; main.py, engine.py are as they were" in _apply.output
     assert repo_state(project) == before
+
+
+# -- the real runtime shim --------------------------------------------------------------------------
+
+REAL_MAIN = """import torch
+
+import engine
+
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x, y = torch.randn(64, 8), torch.randn(64, 1)
+for step in range(1000):
+    engine.train_step(model, opt, x, y)
+"""
+REAL_ENGINE = """import time
+
+import torch
+
+
+def train_step(model, opt, x, y):
+    time.sleep(0.03)  # what the fix below removes: a stand-in for a per-step cost in the module
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def _real_fixes(file: Path, entry: Path):
+    def rewrite(data: bytes, codes):
+        if file.name == "engine.py" and (codes is None or "GPX" in codes):
+            return data.replace(b"time.sleep(0.03)", b"time.sleep(0.003)"), {"GPX": 1}
+        if file.name == "main.py" and (codes is None or "GPY" in codes):
+            return data + b"# checked\n", {"GPY": 1}
+        return None, {}
+
+    return rewrite
+
+
+@pytest.mark.slow
+@pytest.mark.timing
+def test_real_runs_import_the_rewritten_module_from_the_mirror_and_commit_both(tmp_path) -> None:
+    """Real runs under the shim: only engine.py's fix can make B faster, so a `faster` verdict
+    means B's runs imported B's engine.py from the scratch mirror; both files land in one commit."""
+    pytest.importorskip("torch")
+    from gpuperf_rewrite.validate.apply import run_apply
+
+    repo = git_repo(tmp_path, {"main.py": REAL_MAIN, "engine.py": REAL_ENGINE})
+    out: list[str] = []
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        rc = run_apply("main.py", rewriter_for=_real_fixes, echo=lambda m="", **k: out.append(str(m)),
+                       config=ABConfig(runs=3, max_runs=3, steps=8, warmup=2, timeout=300, alpha=0.2,
+                                       early_stop=False, bootstrap_resamples=300))
+    finally:
+        os.chdir(cwd)
+    assert rc == 0, "\n".join(out)
+    assert sorted(repo.head.commit.stats.files) == ["engine.py", "main.py"]
+    assert "time.sleep(0.003)" in (tmp_path / "engine.py").read_text()
+    rec = _note(repo)
+    assert rec["ab"]["speedup"] > 1.5 and rec["ab"]["loss_check"]["status"] == "passed"
+    assert repo.git.status("--porcelain") == ""

@@ -1,10 +1,9 @@
 """Git plumbing for ``--apply``, ``baseline`` and ``regress`` (GitPython, imported lazily).
 
-Commits are made without touching the user's index for anything but the one file: the new tree
-is HEAD's tree plus the rewritten blob (built in a temporary index), so other staged work stays
-staged and uncommitted. The branch and ``refs/notes/gpuperf`` move together in one
-``git update-ref --stdin`` transaction, *after* every object exists, so an interrupt leaves either
-the old refs or the complete new commit with its note.
+The commit of --apply's files is :mod:`gpuperf_rewrite.validate.record.commit`; the branch and
+``refs/notes/gpuperf`` move together in one ``git update-ref --stdin`` transaction here
+(:func:`_move_refs`), *after* every object exists, so an interrupt leaves either the old refs or
+the complete new commit with its note.
 
 Notes are JSON Lines: one measurement record per line, keyed by script path and environment
 fingerprint, so several measurements coexist on one commit and ``cat_sort_uniq`` can merge
@@ -17,10 +16,8 @@ import contextlib
 import datetime as _dt
 import json
 import os
-import signal
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
 NOTES_REF = "refs/notes/gpuperf"
 ZERO = "0" * 40
@@ -343,165 +340,7 @@ def store_note(repo: Any, commit: str, record: dict[str, Any]) -> None:
     raise GitRefused(f"{NOTES_REF} kept changing under us; try again")
 
 
-# --------------------------------------------------------------------------------------------
-# the commit
-
-
-def _crash_point(name: str) -> None:
-    if os.environ.get(CRASH_ENV) == name:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _interrupt_point(name: str) -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        if os.environ.get(CRASH_ENV) == f"{sig.name.lower()}_{name}":
-            os.kill(os.getpid(), sig)
-
-
-@dataclass
-class CommitResult:
-    commit: str
-    branch: str
-    note_record: dict[str, Any]
-    signals: tuple[int, ...] = ()  # Ctrl-C / SIGTERM that arrived during the critical section (which completed)
-
-    @property
-    def exit_code(self) -> int:
-        """130 / 143 when interrupted during the commit (like an interrupt anywhere else), else 0."""
-        return 0 if not self.signals else 128 + (signal.SIGTERM if signal.SIGTERM in self.signals else signal.SIGINT)
-
-
 NOTES_RETRIES = 5
-
-
-@dataclass(frozen=True)
-class FileChange:
-    """One file of a commit: its path in the repository, the bytes to commit, and the bytes it
-    must hold now (what was read and measured against; anything else is refused, not overwritten)."""
-
-    rel: str
-    new: bytes
-    expected: bytes
-
-
-def commit_file(repo: Any, rel: str, new_bytes: bytes, message: str, record: dict[str, Any], *,
-                expected_head: str, expected_bytes: bytes) -> CommitResult:
-    """:func:`commit_files` for one file."""
-    return commit_files(repo, [FileChange(rel, new_bytes, expected_bytes)], message, record,
-                        expected_head=expected_head)
-
-
-def commit_files(repo: Any, changes: Sequence[FileChange], message: str, record: dict[str, Any], *,
-                 expected_head: str) -> CommitResult:
-    """Commit every file of ``changes`` in one commit on top of HEAD and attach ``record`` under
-    refs/notes/gpuperf.
-
-    Order: blobs and tree first, nothing visible. Then, with Ctrl-C and SIGTERM held: the
-    working-tree files, as one set (:func:`gpuperf_rewrite.lint.sourceio.atomic_write_set`: every
-    new file prepared, then the renames; a signal that arrives before the last rename puts every
-    file back and nothing is committed); the pre-commit, prepare-commit-msg and commit-msg hooks,
-    as ``git commit --only`` runs them (:mod:`gpuperf_rewrite.validate.record.githooks`); the commit,
-    signed when ``commit.gpgSign`` says so; the files' index entries; last the branch and notes refs
-    in one transaction, rebuilt on top of the notes ref when someone else moved it meanwhile. On any
-    error before the refs move (a hook refusing included) the files and their index entries are
-    put back, so the repository is exactly as it was. A signal after the files were written is
-    honoured once the commit is complete. ``post-commit`` runs afterwards; like git, its exit
-    status changes nothing.
-    """
-    from gpuperf_rewrite.lint.sourceio import atomic_write_set
-    from gpuperf_rewrite.validate.record import githooks
-    from gpuperf_rewrite.validate.run.lifetime import Terminated, deferred_signals
-
-    git = _git_module()
-    if not changes:
-        raise ValueError("commit_files needs at least one change")
-    check_index_lock(repo)
-    if head_sha(repo) != expected_head:
-        raise GitRefused("HEAD moved while we were measuring; nothing was changed. Run --apply again.")
-    root = Path(repo.working_tree_dir)
-    head = expected_head
-    branch_ref = "HEAD" if repo.head.is_detached else repo.head.ref.path
-    rels = [c.rel for c in changes]
-    shown = ", ".join(rels)
-    with _temp_index(repo) as env:  # HEAD + the rewrites: the tree to commit, and the hooks' index
-        repo.git.read_tree(head, env=env)
-        for c in changes:
-            mode = f"{repo.head.commit.tree[c.rel].mode:o}"
-            repo.git.update_index("--add", "--cacheinfo", f"{mode},{_hash_blob(repo, c.new, c.rel)},{c.rel}", env=env)
-        tree = repo.git.write_tree(env=env)
-        _crash_point("after_objects")
-        old_entries = {rel: repo.git.ls_files("-s", "--", rel).split() for rel in rels}  # [mode, blob, stage, path]
-        with deferred_signals(redeliver=False) as caught:
-
-            def between(i: int) -> None:  # after the i-th file is replaced
-                if i < len(changes) - 1:
-                    _crash_point("between_writes")
-                    _interrupt_point("between_writes")
-                if caught:  # before the set is complete: every file goes back, nothing is committed
-                    raise Terminated() if signal.SIGTERM in caught else KeyboardInterrupt()
-
-            wrote = False
-            try:
-                atomic_write_set([(root / c.rel, c.new, c.expected) for c in changes], after_each=between)
-                wrote = True
-                _crash_point("after_write")
-                _interrupt_point("after_write")
-                commit = _commit_as_git_would(repo, [(root / c.rel, c.new) for c in changes], tree, head,
-                                              message, env)
-                record = {**record, "commit": commit}
-                repo.git.update_index("--", *rels)
-                _crash_point("after_index")
-                _move_refs(repo, branch_ref, head, commit, record, message)
-            except BaseException as exc:
-                if wrote:  # roll back: old bytes, old index entries
-                    _restore(repo, root, changes, old_entries)
-                if isinstance(exc, githooks.HookRefused):
-                    raise GitRefused(f"{exc}\nNothing was committed; {shown} "
-                                     f"{'is as it was' if len(rels) == 1 else 'are as they were'}.") from None
-                raise
-            _crash_point("after_ref")
-    with contextlib.suppress(githooks.HookRefused):
-        githooks.run_hook(repo, "post-commit")
-    return CommitResult(commit, branch_ref, record, signals=tuple(caught))
-
-
-def _restore(repo: Any, root: Path, changes: Sequence[FileChange], old_entries: dict[str, list[str]]) -> None:
-    """Put the files written by :func:`commit_files` back, with their index entries."""
-    from gpuperf_rewrite.lint.sourceio import atomic_write
-
-    git = _git_module()
-    for c in changes:
-        with contextlib.suppress(Exception):
-            atomic_write(root / c.rel, c.expected)
-    with contextlib.suppress(git.GitCommandError):
-        for rel, entry in old_entries.items():
-            if entry:
-                repo.git.update_index("--cacheinfo", f"{entry[0]},{entry[1]},{rel}")
-        repo.git.update_index("--refresh", "-q")
-
-
-def _commit_as_git_would(repo: Any, files: Sequence[tuple[Path, bytes]], tree: str, head: str, message: str,
-                         env: dict[str, str]) -> str:
-    """Hooks, then the commit object (signed if configured). A hook may refuse, never change
-    what is committed: that must be what was measured."""
-    from gpuperf_rewrite.validate.record import githooks
-
-    git = _git_module()
-    index_file = env["GIT_INDEX_FILE"]
-    githooks.run_hook(repo, "pre-commit", index_file=index_file)
-    changed = [path.name for path, data in files if path.read_bytes() != data]
-    if changed or repo.git.write_tree(env=env) != tree:
-        names = ", ".join(changed or [path.name for path, _ in files])
-        raise githooks.HookRefused(
-            f"the pre-commit hook changed {names} or what is staged (a formatter, say), so the commit "
-            f"would not be what was measured. Run that tool on the original files and commit them "
-            f"first, or use --no-commit and commit the result yourself.")
-    message = githooks.edit_message(repo, message, index_file)
-    try:
-        return repo.git.commit_tree(tree, "-p", head, *githooks.commit_tree_args(repo), "-m", message)
-    except git.GitCommandError as exc:
-        err = str(exc.stderr or "").strip()
-        raise githooks.HookRefused(f"creating the commit failed{' (commit.gpgsign is set)' if githooks.signs_commits(repo) else ''}: {err}") from None
 
 
 def _move_refs(repo: Any, branch_ref: str, head: str, commit: str, record: dict[str, Any], message: str) -> None:

@@ -26,7 +26,7 @@ import shutil
 import stat
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Protocol
+from typing import Callable, Iterable, Protocol
 
 TICK_S = 0.02  # longer than one tick of the kernel's coarse clock (10 ms at HZ=100)
 COARSE_TICK_S = 2.0  # file systems whose time stamps are whole seconds (FAT: 2 s)
@@ -73,15 +73,16 @@ class Layout:
         self.setup_s = 0.0  # how long laying it out took
         self._touched: set[str] = set()  # directories whose entries we changed: recorded again
         self._written: set[str] = set()  # companions the last run saw: made again from the plan first
+        self._srcs: dict[str, str] | None = None  # original (real path) -> planned file
 
     def _path(self, rel: str) -> str:
         return os.path.join(self.dest, rel) if rel else str(self.dest)
 
     # -- one run ------------------------------------------------------------------------------
-    def prepare(self, source: bytes, mode: int, companions: Mapping[str, tuple[bytes, int]] | None = None) -> Path:
+    def prepare(self, source: bytes, mode: int, companions: Iterable[tuple[Path, bytes]] = ()) -> Path:
         """Lay the mirror out (first run) or put back what the last run changed, then write the
-        script's bytes, and each of ``companions`` (path in the mirror -> bytes and mode: other
-        files this run sees in place of the originals' copies); the script's path."""
+        script's bytes, and each of ``companions`` (an original of the plan and the bytes this
+        run sees in its place); the script's path."""
         t0 = time.perf_counter()
         first = not self.laid
         self._touched = set()
@@ -96,9 +97,10 @@ class Layout:
                 self.made[d] = _lsig(self._path(d))
             # After the record: a companion's directory is not taken as laid out with it, and the
             # next prepare makes each companion again from the plan (so a run of A never sees B's).
-            for rel, (data, cmode) in (companions or {}).items():
+            for original, data in companions:
+                rel = self._rel_of(original)
                 self._written.add(rel)
-                self._write_new(rel, data, cmode)
+                self._write_new(rel, data, stat.S_IMODE(os.stat(self.entries[rel].src).st_mode))
         except BaseException:
             self.laid = False  # in an unknown state: the next run lays it out afresh
             raise
@@ -206,10 +208,7 @@ class Layout:
         made = 0
         for rel in sorted(self._written):
             self._remove(self._path(rel))
-            if rel in self.entries:
-                made += self._make(rel)
-            else:
-                self._touched.add(posixpath.dirname(rel))
+            made += self._make(rel)
         self._written = set()
         return made
 
@@ -234,12 +233,20 @@ class Layout:
                 done.update(r for r in self.real if r == rel or r.startswith(rel + "/"))
         return made
 
+    def _rel_of(self, original: Path) -> str:
+        """The planned file (a copy or a link) standing for ``original``, in a real directory of
+        the mirror: in a linked one, replacing it would reach the user's file."""
+        if self._srcs is None:
+            self._srcs = {os.path.realpath(e.src): r for r, e in self.entries.items() if e.kind != "dir"}
+        rel = self._srcs.get(os.path.realpath(original))
+        if rel is None or posixpath.dirname(rel) not in self.real:
+            raise ValueError(f"{original}: not a file of the mirror's real directories; a run cannot see "
+                             f"another version of it")
+        return rel
+
     def _write_new(self, rel: str, data: bytes, mode: int) -> None:
         """``data`` as a new regular file at ``rel``, never written through what was there (a
-        link to the original). Only inside a real directory of the mirror: in a linked one, the
-        removal would reach the user's file."""
-        if posixpath.dirname(rel) not in self.real or rel == self.script_rel:
-            raise ValueError(f"{rel}: not a file in a real directory of the mirror; not written")
+        link to the original)."""
         p = self._path(rel)
         self._remove(p)
         fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

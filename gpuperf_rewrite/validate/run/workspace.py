@@ -200,13 +200,6 @@ def _stamp(path: str) -> Any:
     return (st.st_size, st.st_mtime_ns)
 
 
-def _mode(path: Path) -> int:
-    try:
-        return stat.S_IMODE(os.stat(path).st_mode)
-    except OSError:
-        return 0o644
-
-
 def _identity(path: str) -> tuple[int, int] | None:
     try:
         st = os.stat(path)
@@ -231,8 +224,7 @@ class Mirror:
 
     @classmethod
     def plan(cls, script: Path, cwd: Path, root: Path | None = None, companions: Iterable[Path] = ()) -> "Mirror":
-        """The mirror of ``script``'s surroundings; ``companions`` are files the runs may see
-        replaced (a version's rewritten modules): their directories are real ones in it."""
+        """The plan; the directories of ``companions`` (files a version replaces) are real ones."""
         script = script.resolve()
         here = script.parent
         base = _git_root(here) or here  # never above the working tree (or the script's directory)
@@ -301,20 +293,16 @@ class Mirror:
 
     def prepare(self, dest: Path, source: bytes,
                 companions: Iterable[tuple[Path, bytes]] = ()) -> tuple[Path, Path]:
-        """(script, cwd) under ``dest`` for a run of ``source`` (and of ``companions``: other
-        files of the tree, with the bytes this run sees): laid out on the first call, put back in
-        place to that state on later ones (layout.py)."""
+        """(script, cwd) under ``dest`` for a run of ``source`` and ``companions`` (files, bytes):
+        laid out on the first call, put back in place to that state on later ones (layout.py)."""
         if self._layout is None or self._layout.dest != dest:
             self._layout = Layout(dest, self.entries, self.script.relative_to(self.base).as_posix(), _rmtree)
-        others = {Path(p).resolve().relative_to(self.base).as_posix(): (data, _mode(Path(p)))
-                  for p, data in companions}
-        script = self._layout.prepare(source, _mode(self.script), others)
+        try:
+            mode = stat.S_IMODE(os.stat(self.script).st_mode)
+        except OSError:
+            mode = 0o644
+        script = self._layout.prepare(source, mode, companions)
         return script, dest / self.cwd.relative_to(self.base)
-
-    def holds(self, companions: Iterable[Path]) -> bool:
-        """Whether every one of ``companions`` lies in a real directory of this mirror."""
-        real = {self.base, *(Path(e.src) for e in self.entries if e.kind == "dir")}
-        return all(Path(c).resolve().parent in real for c in companions)
 
     @property
     def setup_s(self) -> float:
@@ -429,11 +417,9 @@ class Workspace:
         return path
 
     def mirror(self, original: Path, root: Path | None = None, companions: list[Path] | None = None) -> Mirror:
-        """The mirror of ``original`` (planned on first use; again when ``companions`` must be
-        replaced in directories it holds only as links)."""
+        """The mirror of ``original``, planned on first use (with the first version's companions)."""
         orig = original.resolve()
-        held = self._mirrors.get(orig)
-        if held is None or (companions and not held.holds(companions)):
+        if orig not in self._mirrors:
             self._mirrors[orig] = Mirror.plan(orig, self.cwd, root, companions or ())
         return self._mirrors[orig]
 
@@ -448,8 +434,8 @@ class Workspace:
             dest = self._home(mirror)
             log = self.root / "guard" / f"{self._count}.jsonl"
             log.parent.mkdir(exist_ok=True)
-            copy, cwd = (mirror.prepare(dest, version.source, version.companions) if version is not None
-                         else mirror.prepare(dest, given.read_bytes()))
+            copy, cwd = mirror.prepare(dest, version.source if version is not None else given.read_bytes(),
+                                       version.companions if version is not None else ())
             env = dict(request.env or os.environ)
             env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written through a symlink either
             env[GUARD_ENV] = json.dumps({"scratch": str(dest), "protect": mirror.protected(), "log": str(log)})
@@ -473,10 +459,8 @@ class Workspace:
         given = Path(script) if Path(script).is_absolute() else self.cwd / script
         version = self._stash.get(str(given))
         mirror = self.mirror(version.original if version is not None else given)
-        if version is not None:
-            mirror.prepare(self._home(mirror), version.source, version.companions)
-        else:
-            mirror.prepare(self._home(mirror), given.read_bytes())
+        mirror.prepare(self._home(mirror), version.source if version is not None else given.read_bytes(),
+                       version.companions if version is not None else ())
         return mirror.setup_s
 
     def _check(self, orig: Path, mirror: Mirror, refused: list[str]) -> None:
