@@ -204,6 +204,8 @@ def _engine_rewriters(settings: Settings | None, options: ApplyOptions, echo: Ec
     chosen = settings
 
     def rewriter_for(file: Path, entry: Path) -> Rewriter:
+        if file != entry and chosen.is_excluded(file):  # a module the configuration excludes: no fixes
+            return lambda _data, _codes: (None, {})
         return engine_rewriter(str(file), chosen.ruleset_for(file.resolve()), options.level, echo)
 
     return rewriter_for

@@ -71,8 +71,9 @@ class FakeRunner:
             time.sleep(float(s["sleep"]))
         status = s.get("status", "step_limit")
         speed = float(s.get("speed", 100)) * (1 + float(s.get("noise", 0.02)) * self.rng.gauss(0, 1))
-        if "fast_if" in s:  # a real rewrite (by the engine) made this text appear: 1.5x faster
-            body = "".join(ln for ln in Path(script).read_text().splitlines(True) if not ln.startswith("# fake:"))
+        if "fast_if" in s:  # a real rewrite (by the engine) made this text appear (or a module's): 1.5x faster
+            files = [Path(script)] + [Path(script).with_name(f"{m}.py") for m in filter(None, s.get("modules", "").split(","))]
+            body = "".join(ln for f in files for ln in f.read_text().splitlines(True) if not ln.startswith("# fake:"))
             speed *= 1.5 if s["fast_if"] in body else 1.0
         if "seq" in s:  # explicit throughputs, cycled: seq=100,102,98
             seq = [float(v) for v in s["seq"].split(",")]

@@ -278,3 +278,54 @@ def test_real_runs_import_the_rewritten_module_from_the_mirror_and_commit_both(t
     rec = _note(repo)
     assert rec["ab"]["speedup"] > 1.5 and rec["ab"]["loss_check"]["status"] == "passed"
     assert repo.git.status("--porcelain") == ""
+
+
+CLI_MAIN = """# fake: speed=100 noise=0.01 modules=engine fast_if=non_blocking=True
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+import engine
+
+model = torch.nn.Linear(8, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,))), batch_size=8)
+if __name__ == "__main__":
+    for epoch in range(2):
+        engine.train_one_epoch(model, loader, optimizer, "cpu")
+"""
+CLI_ENGINE = """import torch
+
+
+def train_one_epoch(model, loader, optimizer, device):
+    for x, y in loader:
+        x = x.to(device)
+        y = y.to(device)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_cli_apply_rewrites_the_script_and_its_module_with_the_real_rules(tmp_path, monkeypatch) -> None:
+    """`gpuperf-rewrite main.py --apply`: the rules fix main.py (GP201) and engine.py (GP104);
+    the fake runs are faster only when B's engine.py is in the run's mirror."""
+    from click.testing import CliRunner
+
+    from gpuperf_rewrite.cli import cli
+    from gpuperf_rewrite.validate import apply
+    from gpuperf_rewrite.validate.judge import abtest
+
+    repo = git_repo(tmp_path, {"main.py": CLI_MAIN, "engine.py": CLI_ENGINE})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(abtest, "default_runner", lambda: FakeRunner(3))
+    monkeypatch.setattr(apply, "rule_gains_on", lambda code: "any")  # GP104 gains on CUDA: tried here anyway
+    r = CliRunner().invoke(cli, ["main.py", "--apply", "--select", "GP104,GP201", "--runs", "6", "--steps", "3",
+                                 "--warmup", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["status"] == "committed" and doc["rules_applied"] == ["GP104", "GP201"]
+    assert {f["path"]: f["rules_applied"] for f in doc["files"]} == {"main.py": ["GP201"], "engine.py": ["GP104"]}
+    assert sorted(repo.head.commit.stats.files) == ["engine.py", "main.py"]
+    assert "non_blocking=True" in (tmp_path / "engine.py").read_text()
+    assert "num_workers=" in (tmp_path / "main.py").read_text()
