@@ -88,25 +88,29 @@ def test_the_mirror_holds_the_version_s_modules_and_a_runs_the_originals(tmp_pat
     """A version's companions replace the user's files in its runs only; the next run of
     another version (A) sees the original again, also where the mirror holds the file as a link."""
     big = "# fake: speed=100\n" + "#" * (5 << 20) + "\n"  # over the copy limit: a link in the mirror
-    for name, text in (("main.py", MAIN), ("engine.py", ENGINE), ("big.py", big)):
+    (tmp_path / "models").mkdir()
+    files = {"main.py": MAIN, "engine.py": ENGINE, "big.py": big, "models/__init__.py": "net = 1\n"}
+    for name, text in files.items():
         (tmp_path / name).write_text(text)
-    seen: list[tuple[str, str]] = []
+    seen: list[tuple[str, ...]] = []
 
     def runner(request):
         here = Path(request.script).parent
-        seen.append(((here / "engine.py").read_text(), (here / "big.py").read_text()[:18]))
+        seen.append(tuple((here / name).read_text()[:18] for name in list(files)[1:]))
         return {"status": "step_limit"}
 
     with Workspace(cwd=tmp_path) as ws:
         run = ws.runner(runner)
-        a = ws.add(ScriptVersion(tmp_path / "main.py", MAIN.encode()))
+        b_files = {name: f"B {name}\n" for name in list(files)[1:]}
+        a = ws.add(ScriptVersion(tmp_path / "main.py", MAIN.encode(),  # A's companions: the originals
+                                 companions=tuple((tmp_path / n, files[n].encode()) for n in b_files)))
         b = ws.add(ScriptVersion(tmp_path / "main.py", MAIN.encode(),
-                                 companions=((tmp_path / "engine.py", b"B engine\n"), (tmp_path / "big.py", b"B big\n"))))
+                                 companions=tuple((tmp_path / n, t.encode()) for n, t in b_files.items())))
         for path in (a, b, a, b, a):
             run(run_request(str(path)))
-    a_seen, b_seen = (ENGINE, big[:18]), ("B engine\n", "B big\n")
+    a_seen, b_seen = tuple(files[n][:18] for n in b_files), tuple(t[:18] for t in b_files.values())
     assert seen == [a_seen, b_seen, a_seen, b_seen, a_seen]
-    assert (tmp_path / "engine.py").read_text() == ENGINE and (tmp_path / "big.py").read_text() == big
+    assert {n: (tmp_path / n).read_text() for n in files} == files
 
 
 def test_a_module_with_uncommitted_changes_is_not_rewritten_and_said(project, tmp_path) -> None:

@@ -249,14 +249,7 @@ class Layout:
         link to the original)."""
         p = self._path(rel)
         self._remove(p)
-        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
+        _write_fd(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), data, mode)
 
     def _write_script(self, source: bytes, mode: int) -> None:
         """The bytes under test, written in place when the run left the file as it was (so its
@@ -277,10 +270,15 @@ class Layout:
             self._remove(p)
             fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             self._touched.add(posixpath.dirname(self.script_rel))
-        try:
-            view = memoryview(source)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
+        _write_fd(fd, source, mode)
+
+
+def _write_fd(fd: int, data: bytes, mode: int) -> None:
+    """All of ``data`` to the open file ``fd``, then its mode; closes ``fd``."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
