@@ -23,6 +23,7 @@ from ..analysis.fixes.frameworks import (
     FRAMEWORK_KEYWORDS, accelerate_compile_fix, compile_chosen, framework_findings, lightning_compile_fix,
 )
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
+from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._double_backward import double_backward_models
@@ -184,7 +185,7 @@ class NoCompile(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx) or _compiles_somewhere(ctx) or \
+        if not program_trains(ctx) or cpu_only(ctx) or _compiles_somewhere(ctx) or \
                 compile_chosen(ctx):
             return
         yield from framework_findings(ctx, self.code)

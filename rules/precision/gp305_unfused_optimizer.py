@@ -17,12 +17,10 @@ from ..analysis.fixes.edits import add_kwarg, torch_import
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import get_arg, has_star_args, literal_value
+from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.torch_names import FUSABLE
 
-FUSABLE = frozenset({
-    "torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD", "torch.optim.adam.Adam",
-    "torch.optim.adamw.AdamW", "torch.optim.sgd.SGD",
-})
 
 
 class UnfusedOptimizer(Rule):
@@ -118,7 +116,7 @@ class UnfusedOptimizer(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
-        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx):
+        if not program_trains(ctx) or cpu_only(ctx):
             return
         for call in ctx.nodes(cst.Call):
             if not ctx.is_call_to(call, FUSABLE) or has_star_args(call):

@@ -16,7 +16,7 @@ from .models import assigned_module_names
 from .tensors import is_tensor_expr
 from .training import TrainingAnalysis
 
-__all__ = ["BatchData", "device_kind", "in_no_grad", "walk_with_callees"]
+__all__ = ["BatchData", "device_kind", "in_no_grad", "walk_with_callees", "zeroes_grads"]
 
 
 # ---- the code of a step ---------------------------------------------------------------------
@@ -34,6 +34,21 @@ def walk_with_callees(ta: TrainingAnalysis, node: cst.CSTNode) -> Iterator[cst.C
                 if fn not in seen:
                     seen.add(fn)
                     todo.append(fn.body)
+
+
+def zeroes_grads(node: cst.CSTNode) -> bool:
+    """``*.zero_grad(...)``, ``p.grad = None``/``p.grad = g`` or ``p.grad.zero_()``."""
+    if method_call(node, "zero_grad"):
+        return True
+    if isinstance(node, cst.Assign):
+        return any(isinstance(t.target, cst.Attribute) and t.target.attr.value == "grad" for t in node.targets)
+    if method_call(node, "zero_", "detach_", "fill_"):
+        assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+        recv = node.func.value
+        while isinstance(recv, cst.Attribute) and recv.attr.value == "data":
+            recv = recv.value
+        return isinstance(recv, cst.Attribute) and recv.attr.value == "grad"
+    return False
 
 
 # ---- devices and batch data ---------------------------------------------------------------
