@@ -19,6 +19,7 @@ from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import get_arg, has_star_args, literal_value
 from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.project import project_calls
 from ..analysis.syntax.torch_names import FUSABLE
 
 
@@ -125,6 +126,14 @@ class UnfusedOptimizer(Rule):
                 continue
             yield Finding.of(call, "optimizer without fused=: its update runs as many separate kernels over "
                                    "every parameter; use the fused implementation on CUDA", _fix(ctx, call))
+        for built in project_calls(ctx):  # ``build_optimizer(config, model)`` of another module
+            line = built.facts.unfused_optimizer_line
+            if built.facts.returns_optimizer and line is not None and not built.module.trains:
+                yield Finding.of(built.call, f"optimizer built by `{built.name}` without fused=: its update runs as "
+                                             f"many separate kernels over every parameter; use the fused "
+                                             f"implementation on CUDA",
+                                 NoFix(f"the optimizer is built in another module: add fused= at "
+                                       f"{built.module.path}:{line}"))
 
 
 def _fix(ctx: RuleContext, call: cst.Call) -> Fix | NoFix:

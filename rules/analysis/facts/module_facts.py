@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
-from ..model.models import is_model_constructor, module_subclasses, strip_chain
+from ..model.models import is_model_constructor, loss_classes, module_subclasses, strip_chain
 from ..model.step_code import walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name, get_arg, method_call
@@ -42,7 +42,9 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     models = _model_returning(ctx, ta)
     for name, fn in _functions(ctx):
         functions[name] = _function_facts(ctx, ta, fn, fn in models, line_of)
-    return ModuleFacts(functions, frozenset(workload))
+    classes = module_subclasses(ctx) - loss_classes(ctx)
+    return ModuleFacts(functions, frozenset(workload), frozenset(c for c in classes if "." not in c),
+                       any(f.trains for f in functions.values()))
 
 
 def _functions(ctx: RuleContext) -> Iterator[tuple[str, cst.FunctionDef]]:

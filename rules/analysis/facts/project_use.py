@@ -10,7 +10,7 @@ import libcst as cst
 
 from ..model.training import analysis
 from ..syntax.context import RuleContext
-from ..syntax.project import ModuleFacts, ProjectCall, project_calls, project_module
+from ..syntax.project import ModuleFacts, ProjectCall, project_calls, project_class, project_module
 from .frameworks import framework_trains
 
 
@@ -29,12 +29,13 @@ def program_trains(ctx: RuleContext) -> bool:
 def project_model(ctx: RuleContext, kind: str) -> cst.Call | None:
     """The first call of this file that builds a model with another of the user's modules whose
     models compute ``kind`` (``syntax.project.MATMUL``/``CONV``): a model-returning function
-    (``models.build_model(args)``, ``create_model(...)``) or a model picked from the module by
-    name (``models.__dict__[args.arch]()``, ``getattr(models, name)()``)."""
+    (``models.build_model(args)``, ``create_model(...)``), one of its model classes (``GPT(config)``)
+    or a model picked from the module by name (``models.__dict__[args.arch]()``,
+    ``getattr(models, name)()``)."""
     if not ctx.project:
         return None
     for call in ctx.nodes(cst.Call):
-        module = _picked_from(ctx, call)
+        module = _picked_from(ctx, call) or project_class(ctx, call)
         if module is None:
             pc = next((p for p in project_calls(ctx) if p.call is call), None)
             module = pc.module if pc is not None and pc.facts.returns_model else None

@@ -58,17 +58,19 @@ class ModuleFacts:
     the user's other modules) compute."""
 
     functions: Mapping[str, FunctionFacts] = dataclasses.field(default_factory=dict)
-    workload: frozenset[str] = frozenset()  # MATMUL/CONV in its own source
+    workload: frozenset[str] = frozenset()  # MATMUL/CONV in its source and its imports' models
+    models: frozenset[str] = frozenset()  # its model classes (``nn.Module`` subclasses, no losses)
+    trains: bool = False  # one of its functions runs a training step
     path: str = ""  # where the module is, as a message names it (set by the engine)
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
-                "workload": sorted(self.workload)}
+                "workload": sorted(self.workload), "models": sorted(self.models), "trains": self.trains}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
         return cls({k: FunctionFacts.from_json(v) for k, v in doc["functions"].items()},
-                   frozenset(doc["workload"]))
+                   frozenset(doc["workload"]), frozenset(doc["models"]), bool(doc["trains"]))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
@@ -110,6 +112,20 @@ def project_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | 
     for qn in ctx.qualified_names(expr):
         if qn in ctx.project:
             return ctx.project[qn]
+    return None
+
+
+def project_class(ctx: RuleContext, node: cst.CSTNode) -> ModuleFacts | None:
+    """The module whose model class ``node`` instantiates (``GPT(config)`` imported from
+    ``model``); None otherwise."""
+    if not ctx.project or not isinstance(node, cst.Call) or \
+            not isinstance(node.func, (cst.Name, cst.Attribute)):
+        return None
+    for qn in ctx.qualified_names(node.func):
+        module, _, name = qn.rpartition(".")
+        facts = ctx.project.get(module)
+        if facts is not None and name in facts.models:
+            return facts
     return None
 
 

@@ -28,8 +28,6 @@ class Trainer:
         for it in range(self.config.max_iters):
             batch = next(self.data)
             self.run_step(batch)
-            x, y = self.train_loader.next_batch()
-            self.run_step((x.to(self.device), y.to(self.device)))
 
 
 if __name__ == "__main__":
