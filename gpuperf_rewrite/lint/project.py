@@ -287,27 +287,47 @@ def _module_facts(path: Path, root: Path, depth: int, on_way: frozenset[Path], s
         return memo
     facts = _load_facts(store, key)
     if facts is None:
-        facts = _compute_facts(data, str(path), children)
+        facts = _compute_facts(path, data, sha, children)
         _store_facts(store, key, facts)
     _FACTS_MEMO[(path, depth)] = (key, facts)
     return key, facts
 
 
-def _compute_facts(data: bytes, path: str, children: dict[str, Any]) -> Any:
-    """Parse the module with LibCST and read its facts (``rules``' ``module_facts``); an
-    unparsable module offers nothing."""
+_PARSED: dict[Path, tuple[str, Any]] = {}  # path -> (content hash, (module, text) or None)
+
+
+def _parsed(path: Path, data: bytes, sha: str) -> Any:
+    """The module parsed with LibCST, once per content per process (a folder lint asks for a
+    module's facts from every file importing it, at different depths); None when unparsable."""
+    got = _PARSED.get(path)
+    if got is not None and got[0] == sha:
+        return got[1]
     import libcst as cst
 
-    from gpuperf_rewrite.lint.positions import node_spans
     from gpuperf_rewrite.lint.sourceio import decode_source
-    from gpuperf_rewrite.rules._framework import ModuleFacts, RuleContext, module_facts
 
     try:
         text = decode_source(data)
-        module = cst.parse_module(text)
-    except Exception:  # noqa: BLE001 - a module we cannot read offers no facts; the import stays unresolved
+        parsed: Any = (cst.parse_module(text), text)
+    except Exception:  # noqa: BLE001 - a module we cannot read offers no facts
+        parsed = None
+    if len(_PARSED) >= MAX_MODULES:
+        _PARSED.pop(next(iter(_PARSED)))
+    _PARSED[path] = (sha, parsed)
+    return parsed
+
+
+def _compute_facts(path: Path, data: bytes, sha: str, children: dict[str, Any]) -> Any:
+    """The module's facts (``rules``' ``module_facts``), read with the facts of its own imports;
+    an unparsable module offers nothing (its import stays unresolved)."""
+    from gpuperf_rewrite.lint.positions import node_spans
+    from gpuperf_rewrite.rules._framework import ModuleFacts, RuleContext, module_facts
+
+    parsed = _parsed(path, data, sha)
+    if parsed is None:
         return ModuleFacts()
-    ctx = RuleContext(module, text, path, project=children)
+    module, text = parsed
+    ctx = RuleContext(module, text, str(path), project=children)
     lines: dict[Any, int] = {}
 
     def line_of(node: Any) -> int:
