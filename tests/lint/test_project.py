@@ -137,3 +137,36 @@ def test_first_party_modules_are_depth_limited_cycle_safe_and_never_run(tmp_path
     assert not marker.exists()
     (root / "main.py").write_text("import broken\n")
     assert first_party_modules(root / "main.py") == [root / "broken.py"]  # listed, its imports unread
+
+
+def test_a_cached_result_follows_the_modules_whose_facts_it_used(tmp_path: Path, monkeypatch) -> None:
+    """The lint cache keys a result on the contents of the first-party modules the file imports:
+    engine.py's result (no GP401: utils.zero_grad zeroes) is not reused once utils.py stops
+    zeroing, and the facts themselves are kept by content hash beside the results."""
+    import shutil
+
+    from gpuperf_rewrite.lint.api import lint_paths, load_settings
+    from gpuperf_rewrite.lint.discovery import discover
+
+    tree = tmp_path / "engine_split"
+    shutil.copytree(Path(__file__).parents[1] / "rules/projects/engine_split", tree)
+    monkeypatch.chdir(tree)
+    settings = load_settings(isolated=True)
+    found = discover(["."], settings.root, settings.exclude)
+
+    def run():  # type: ignore[no-untyped-def]
+        return lint_paths(found, settings, jobs=1, cache_dir=tree / ".gpuperf_cache")
+
+    def codes(result, name: str) -> list[str]:  # type: ignore[no-untyped-def]
+        return [d.code for d in result.diagnostics if d.path.endswith(name)]
+
+    first, second = run(), run()
+    assert "GP401" not in codes(first, "engine.py")
+    assert second.parsed == 0 and second.diagnostics == first.diagnostics
+    assert list((tree / ".gpuperf_cache").glob("*/facts/*/*.json"))  # facts kept by content hash
+    utils = tree / "utils.py"
+    utils.write_text(utils.read_text().replace("        p.grad = None", "        print(p.grad)"))
+    third = run()
+    assert "GP401" in codes(third, "engine.py")  # engine.py's cached result was not reused
+    assert third.parsed >= 2  # engine.py and main.py (both import utils) analysed again
+    assert codes(third, "main.py") == codes(first, "main.py")
