@@ -176,6 +176,13 @@ class BlockingCopy(Rule):
     # gains_on 'cuda': only a host-to-GPU copy can run asynchronously; on CPU the argument is a no-
     # op.
     gains_on = "cuda"
+    across_modules = (
+        "The batch is followed out of a loader class of the user's other modules whose method "
+        "returns one (`x, y = train_loader.next_batch()`, a generator), and into a per-step helper "
+        "of this file that unpacks it (`self.run_step(batch)` with `x, y = batch`). Not followed: a "
+        "copy inside a function of another module (reported when that module is checked, where its "
+        "own loop is visible)."
+    )
     limitations = (
         "Three kinds of per-step copies are reported: the batch (names bound by the step loop's "
         "`for` target or derived from it, a tokenizer's output of it, names returned by a helper "

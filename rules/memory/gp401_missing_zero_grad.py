@@ -75,15 +75,16 @@ class MissingZeroGrad(Rule):
     )
     # gains_on 'any': a correctness bug: the wrong gradients are wrong on every device.
     gains_on = "any"
+    across_modules = (
+        "A call into a helper of the user's other modules that zeroes gradients (`utils.zero_grad(params)` "
+        "setting `p.grad = None`, a `clear_grads(optimizer)`), up to 3 imports deep, counts as zeroing. Not "
+        "followed: a helper of an installed package, or one reached through an object's method."
+    )
     limitations = (
         "Any zeroing in the loop or in the functions it calls counts (`zero_grad()`, `p.grad = "
         "None`, `p.grad.zero_()`), even one under a condition that never holds.",
         "Optimizers are recognised by their `torch.optim` constructor or by their name (`opt`, "
         "`optimizer`...); others are missed.",
-        "Across modules: a call into a helper of the user's other modules that zeroes gradients "
-        "(`optimizer.zero_grad()`, `p.grad = None`), at any depth the imports are followed (3), "
-        "counts; a helper of an installed package, or one reached only through an object's "
-        "method, does not.",
         "Only loops that also do a backward are checked: `.backward()`, or a callable of another "
         "module given the loss and the optimizer (timm's `loss_scaler(loss, optimizer, ...)`, an "
         "`amp_step(loss, opt)`), which counts as backward and step.",

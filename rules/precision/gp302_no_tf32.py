@@ -58,6 +58,14 @@ class NoTF32(Rule):
     # gains_on 'cuda': TF32 runs on the tensor cores of Ampere and newer NVIDIA GPUs; the setting
     # has no effect on CPU.
     gains_on = "cuda"
+    across_modules = (
+        "A script that hands its model to a training function of the user's other modules "
+        "(`engine.train_one_epoch(model, loader, optimizer, device)`) trains; a model built there "
+        "(`models.build_model(args)`, `create_model(...)`, `models.__dict__[args.arch]()`, an "
+        "imported model class) counts as matmul work when that module or the user's modules it "
+        "imports use linear, attention or matmul layers; reported in the script, where the setting "
+        "goes. Not followed: imports more than 3 levels deep, a setting made in another module."
+    )
     limitations = (
         "Any call of `torch.set_float32_matmul_precision`, assignment of a TF32 flag "
         "(`torch.backends.cuda.matmul.allow_tf32`, `fp32_precision`) or "

@@ -78,6 +78,13 @@ class NoCompile(Rule):
     # gains_on 'cuda': the fused generated kernels are a GPU gain; on CPU the compilation time
     # rarely pays back in a training run.
     gains_on = "cuda"
+    across_modules = (
+        "A script that hands its model to a training function of the user's other modules trains; "
+        "the trained model is found through a parameter-group helper of those modules "
+        "(`add_weight_decay(model, wd)`, `get_params_groups(model)`) or an optimizer builder "
+        "(`build_optimizer(config, model)`), and reported where it is built or handed to training. "
+        "Not followed: a compile done inside another module."
+    )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
         "`re.compile`) or `TrainingArguments(torch_compile=...)` in the module silences it.",

@@ -90,6 +90,13 @@ class NoCudnnBenchmark(Rule):
     )
     # gains_on 'cuda': the setting selects cuDNN convolution algorithms, which only run on CUDA.
     gains_on = "cuda"
+    across_modules = (
+        "A script that hands its model to a training function of the user's other modules trains; a "
+        "model built there (`models.build_model(args)`, `models.__dict__[arch]()`, an imported "
+        "model class) counts as convolutional when that module or the user's modules it imports use "
+        "convolution layers; reported in the script. Not followed: imports more than 3 levels deep, "
+        "a setting made in another module."
+    )
     limitations = (
         "Convolutions are recognised through `torch.nn.Conv*`/`ConvTranspose*`, "
         "`torch.nn.functional.conv*` and vision model zoos (torchvision, timm, a model picked "

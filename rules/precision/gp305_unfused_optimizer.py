@@ -48,6 +48,13 @@ class UnfusedOptimizer(Rule):
     # gains_on 'cuda': the fix enables fusion only on CUDA (`fused=device.type == "cuda"`), where
     # the gain is established.
     gains_on = "cuda"
+    across_modules = (
+        "A script that hands its optimizer to a training function of the user's other modules "
+        "trains; an optimizer built by a function of another module (`build_optimizer(config, "
+        "model)`) without `fused=` is reported once, at the call, without a fix, naming the file "
+        "and line to change (the builder's module is not reported unless it trains itself). Not "
+        "followed: `fused=` passed in from a configuration out of sight."
+    )
     limitations = (
         "Only Adam, AdamW and SGD from `torch.optim` are checked; other optimizers with fused or "
         "foreach implementations are not.",
