@@ -109,7 +109,7 @@ def project_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | 
     """The first-party module ``expr`` names (``models`` in ``models.__dict__[arch]``)."""
     if not ctx.project:
         return None
-    for qn in ctx.qualified_names(expr):
+    for qn in _names(ctx, expr):
         if qn in ctx.project:
             return ctx.project[qn]
     return None
@@ -121,7 +121,7 @@ def project_class(ctx: RuleContext, node: cst.CSTNode) -> ModuleFacts | None:
     if not ctx.project or not isinstance(node, cst.Call) or \
             not isinstance(node.func, (cst.Name, cst.Attribute)):
         return None
-    for qn in ctx.qualified_names(node.func):
+    for qn in _names(ctx, node.func):
         module, _, name = qn.rpartition(".")
         facts = ctx.project.get(module)
         if facts is not None and name in facts.models:
@@ -139,7 +139,7 @@ def project_function(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
     if node in memo:
         return memo[node]
     found = None
-    for qn in sorted(ctx.qualified_names(node.func)):
+    for qn in sorted(_names(ctx, node.func)):
         module, _, name = qn.rpartition(".")
         while module and found is None:
             facts = ctx.project.get(module)
@@ -157,6 +157,16 @@ def project_function(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
 
 def _project_calls(ctx: RuleContext) -> dict[cst.Call, ProjectCall | None]:
     return {}
+
+
+def _patterns(ctx: RuleContext) -> frozenset[str]:
+    return frozenset(p for module in ctx.project for p in (module, f"{module}.*"))
+
+
+def _names(ctx: RuleContext, node: cst.CSTNode) -> set[str]:
+    """The qualified names of ``node`` in the user's imported modules: read off the imports when
+    that is exact, so a file pays for LibCST's scope analysis only where it must."""
+    return ctx.resolved_names(node, ctx.fact(_patterns))
 
 
 def project_calls(ctx: RuleContext) -> list[ProjectCall]:
