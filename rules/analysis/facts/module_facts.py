@@ -186,7 +186,7 @@ def _role(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, param: st
                 dotted_name(it.func) not in ("range", "len") else None
             if dotted_name(it) == param or inner is not None and dotted_name(inner) == param:
                 uses.add(LOADER)
-    for role in (OPTIMIZER, SCALER, LOADER, MODEL, DEVICE):
+    for role in (SCALER, OPTIMIZER, LOADER, MODEL, DEVICE):  # a scaler also steps
         if role in uses:
             return role
     return None
