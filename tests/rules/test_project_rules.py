@@ -16,7 +16,7 @@ import pytest
 from gpuperf_rewrite.lint import project as project_mod
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.lint.registry import all_rules
-from tests.helpers.rule_cases import unified
+from tests.helpers.rule_cases import diagnostic_lines, unified
 
 PROJECTS = Path(__file__).parent / "projects"
 NAMES = sorted(p.name for p in PROJECTS.iterdir() if p.is_dir())
@@ -53,12 +53,7 @@ def render(root: Path) -> str:
     fixed = _lint(root, mode="unsafe")
     for rel, res in _lint(root).items():
         for d in res.diagnostics:  # type: ignore[attr-defined]
-            lines.append(f"--- {rel}:{d.line}:{d.column} {d.code} {d.name}")
-            lines.append(f"message: {d.message}")
-            if d.fix is not None:
-                lines.append(f"fix: {d.fix['safety']}: {d.fix['description']}")
-            if d.no_fix_reason:
-                lines.append(f"no fix: {d.no_fix_reason}")
+            lines += diagnostic_lines(d, f"{rel}:{d.line}:{d.column} {d.code} {d.name}")
     lines.append("=== fix diff (all fixes, unsafe included; each file's fixes touch only that file)")
     for rel, res in fixed.items():
         if res.fixed is not None:  # type: ignore[attr-defined]
