@@ -337,8 +337,8 @@ def _compute_facts(path: Path, data: bytes, sha: str, children: dict[str, Any]) 
 
     try:
         return module_facts(ctx, line_of)
-    except RecursionError:
-        return ModuleFacts()
+    except Exception:  # noqa: BLE001 - (RecursionError too) a module the analysis cannot read
+        return ModuleFacts()  # offers nothing: the checked file is checked as if it were alone
 
 
 def _load_facts(store: Path | None, key: str) -> Any:

@@ -170,3 +170,19 @@ def test_a_cached_result_follows_the_modules_whose_facts_it_used(tmp_path: Path,
     assert "GP401" in codes(third, "engine.py")  # engine.py's cached result was not reused
     assert third.parsed >= 2  # engine.py and main.py (both import utils) analysed again
     assert codes(third, "main.py") == codes(first, "main.py")
+
+
+def test_a_module_the_analysis_cannot_read_offers_nothing(tmp_path: Path) -> None:
+    from gpuperf_rewrite.lint.engine import RuleSet, check_source
+    from gpuperf_rewrite.lint.registry import all_rules
+
+    root = _tree(tmp_path, {
+        "pyproject.toml": "",
+        "broken.py": "def (:\n",
+        "deep.py": "import torch\n" + "x = " + "(" * 400 + "1" + ")" * 400 + "\n",
+        "main.py": "import torch\nimport broken\nimport deep\nfor x in loader:\n"
+                   "    model(x).backward()\n    opt.step()\n",
+    })
+    res = check_source((root / "main.py").read_bytes(), "main.py", RuleSet(tuple(all_rules()), {}),
+                       fs_path=str(root / "main.py"))
+    assert not res.error and [d.code for d in res.diagnostics] == ["GP401"]
