@@ -156,3 +156,16 @@ def test_each_module_is_parsed_once_in_a_folder_lint(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(project_mod, "_parsed", counting)
     _lint_now(PROJECTS / "engine_split", False, "none")
     assert parsed and len(parsed) == len(set(parsed))
+
+
+def test_a_model_picked_by_name_from_the_users_models_package(tmp_path: Path) -> None:
+    """(b) ``models.__dict__[args.arch]()`` and ``getattr(models, name)()``: the package's models
+    (resnet.py, imported by models/__init__.py) convolve and multiply matrices."""
+    root = tmp_path / "engine_split"
+    shutil.copytree(PROJECTS / "engine_split", root)
+    main = root / "main.py"
+    for pick in ("models.__dict__[args.arch](num_classes=10)", "getattr(models, args.arch)(num_classes=10)"):
+        main.write_text((PROJECTS / "engine_split/main.py").read_text().replace(
+            "models.build_model(args.arch, num_classes=10)", pick))
+        found = _lint_now(root, False, "none")["main.py"].diagnostics  # type: ignore[attr-defined]
+        assert {"GP302", "GP304"} <= {d.code for d in found}, pick
