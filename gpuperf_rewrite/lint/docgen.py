@@ -53,6 +53,7 @@ def rule_markdown(rule: type[Rule], level: int = 1) -> str:
     if rule.frameworks:
         lines += ["", "**Frameworks understood**:", ""] + [f"- {item}" for item in rule.frameworks]
     lines += ["", "**Limitations**:", ""] + [f"- {item}" for item in rule.limitations]
+    lines += ["", f"**Across modules**: {rule.across_modules}"]
     lines += _examples(rule.examples, "")
     if rule.framework_examples and rule.framework_examples[0] not in rule.examples[:1]:
         lines += _examples(rule.framework_examples, "In a framework's configuration")
@@ -85,6 +86,7 @@ def rule_record(rule: type[Rule]) -> dict[str, Any]:
         "fix_safety_reason": rule.fix_safety_reason or None,
         "gains_on": rule.gains_on,
         "limitations": list(rule.limitations),
+        "across_modules": rule.across_modules,
         "references": list(rule.references),
         "frameworks": list(rule.frameworks),
         "options": {k: {"default": v, "description": rule.option_descriptions[k]}

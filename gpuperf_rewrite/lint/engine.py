@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import libcst as cst
@@ -19,6 +20,7 @@ from gpuperf_rewrite.lint.diagnostics import (ERROR_CODES, INTERNAL_ERROR, IO_ER
                                               Diagnostic, file_error, suppressed_findings, visible)
 from gpuperf_rewrite.lint.fixes import fix_allowed, fix_to_fixpoint
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse, syntax_gate
+from gpuperf_rewrite.lint.project import project_facts
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
@@ -86,9 +88,11 @@ class _RuleCrash(Exception):
 
 
 def run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule],
-              ruleset: RuleSet) -> tuple[RuleContext, list[tuple[type[Rule], Finding]]]:
-    """Every rule's findings on ``module``, in rule order, sharing one context."""
-    ctx = RuleContext(module, text, path)
+              ruleset: RuleSet, project: Mapping[str, Any] | None = None
+              ) -> tuple[RuleContext, list[tuple[type[Rule], Finding]]]:
+    """Every rule's findings on ``module``, in rule order, sharing one context; ``project``: the
+    facts of the user's modules the file imports (``lint.project.project_facts``)."""
+    ctx = RuleContext(module, text, path, project)
     found: list[tuple[type[Rule], Finding]] = []
     for rule in rules:
         cls = type(rule)
@@ -106,14 +110,17 @@ def run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule],
 
 
 def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none",
-                 fix_codes: Iterable[str] | None = None) -> FileResult:
+                 fix_codes: Iterable[str] | None = None, *, fs_path: str | None = None,
+                 facts_store: Path | None = None) -> FileResult:
     """Lint (and with ``mode`` safe/unsafe, fix) one file's bytes. ``fix_codes`` restricts the
-    fixes applied to those rules (used by ``--apply`` to validate subsets of fixes).
+    fixes applied to those rules (used by ``--apply`` to validate subsets of fixes). With
+    ``fs_path`` (where the file is), the rules also see facts about the user's modules it imports
+    (issue 27), kept in ``facts_store`` by content hash when given.
 
     Never raises for bad input: whatever goes wrong with this file becomes an error diagnostic
     (E999 unparsable, E001 a rule crashed) so that a run over many files still finishes."""
     try:
-        return _check_source(data, path, ruleset, mode, fix_codes)
+        return _check_source(data, path, ruleset, mode, fix_codes, fs_path, facts_store)
     except RecursionError:
         diag = file_error(path, "nested too deeply to analyse (RecursionError); file not checked")
     except _RuleCrash as exc:
@@ -126,7 +133,8 @@ def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none
 
 
 def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
-                  fix_codes: Iterable[str] | None) -> FileResult:
+                  fix_codes: Iterable[str] | None, fs_path: str | None = None,
+                  facts_store: Path | None = None) -> FileResult:
     result = FileResult(path, [], original=data)
     try:
         text = decode_source(data)
@@ -145,11 +153,12 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         module = parse(data, path)
     except ParseFailure as exc:
         return result.failed(exc.diag)
+    project = project_facts(fs_path, data, store=facts_store).modules if fs_path else {}
     if mode != "none":
         allowed = set(fix_codes) if fix_codes is not None else None
 
         def find_fixes(module: cst.Module, text: str) -> tuple[RuleContext, list[tuple[str, Fix]]]:
-            ctx, found = run_rules(module, text, path, rules, ruleset)
+            ctx, found = run_rules(module, text, path, rules, ruleset, project)
             hidden = suppressed_findings(module, text, found)
             return ctx, [(cls.code, f.fix) for i, (cls, f) in enumerate(found)
                          if f.fix is not None and i not in hidden and fix_allowed(f.fix, mode)
@@ -160,7 +169,7 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         result.applied, result.warnings = outcome.applied, outcome.warnings
         if outcome.data != data:
             result.fixed = outcome.data
-    _, found = run_rules(module, text, path, rules, ruleset)
+    _, found = run_rules(module, text, path, rules, ruleset, project)
     result.diagnostics = visible(module, text, path, found)
     return result
 

@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import hashlib
+import json
 import os
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 # Folders that hold installed code or tool state, never the user's modules.
@@ -193,3 +196,200 @@ def first_party_modules(entry: Path, root: Path | None = None, max_depth: int = 
             queue.append((imported.path, depth + 1))
     return out
 
+
+
+# ---- the facts the rules see -------------------------------------------------------------------
+# Per process: a repo lint reads and parses each module once (per worker), whichever files import
+# it. Keyed by the module's path and depth; checked against its content hash, so an edited module
+# is read again.
+_FACTS_MEMO: dict[tuple[Path, int], tuple[str, Any]] = {}
+
+
+def _content(path: Path) -> tuple[bytes, str] | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def is_first_party(path: Path) -> tuple[bool, Path]:
+    """Is ``path`` the user's own code (not under site-packages, a venv...)? And its project root."""
+    path = Path(os.path.abspath(path))
+    root = find_project_root(path)
+    return _inside(path, root), root
+
+
+@dataclasses.dataclass
+class ProjectFacts:
+    """What the rules see of a checked file's first-party imports: ``modules`` (ModuleFacts by
+    the module's name as the file writes it) and ``key``, a hash of every module content those
+    facts were computed from (the lint cache keys a result on it)."""
+
+    modules: dict[str, Any]
+    key: str
+    used: list[Path]
+
+
+def project_facts(fs_path: str | Path, data: bytes, max_depth: int = MAX_DEPTH,
+                  store: Path | None = None) -> ProjectFacts:
+    """The facts of the first-party modules the file at ``fs_path`` (content ``data``) imports,
+    each computed with the facts of its own imports, ``max_depth`` imports deep; cycles end at a
+    module already on the way. Nothing (and key "") for a file outside the user's code or one
+    importing none of its modules. ``store``: a folder where facts are kept by content hash
+    across runs (the lint cache)."""
+    path = Path(os.path.abspath(fs_path))
+    first_party, root = is_first_party(path)
+    if not first_party:
+        return ProjectFacts({}, "", [])
+    modules: dict[str, Any] = {}
+    keys: list[str] = []
+    used: list[Path] = []
+    for imported in imported_modules(path, root, data):
+        if imported.path == path:
+            continue
+        got = _module_facts(imported.path, root, max_depth - 1, frozenset({path}), store, used)
+        if got is not None:
+            key, facts = got
+            modules[imported.name] = dataclasses.replace(facts, path=_shown(imported.path, path))
+            keys.append(f"{imported.name}={key}")
+    return ProjectFacts(modules, hashlib.sha256("\n".join(keys).encode()).hexdigest() if keys else "", used)
+
+
+def _shown(module: Path, importer: Path) -> str:
+    """The module's path as a message shows it: relative to the importer's folder when below it."""
+    try:
+        return module.relative_to(importer.parent).as_posix()
+    except ValueError:
+        return os.path.relpath(module, importer.parent).replace(os.sep, "/")
+
+
+def _module_facts(path: Path, root: Path, depth: int, on_way: frozenset[Path], store: Path | None,
+                  used: list[Path]) -> tuple[str, Any] | None:
+    got = _content(path)
+    if got is None:
+        return None
+    data, sha = got
+    used.append(path)
+    child_keys: list[str] = []
+    children: dict[str, Any] = {}
+    if depth > 0:
+        for imported in imported_modules(path, root, data):
+            if imported.path in on_way or imported.path == path:
+                continue  # an import cycle: the module already on the way is not read again
+            sub = _module_facts(imported.path, root, depth - 1, on_way | {path}, store, used)
+            if sub is not None:
+                children[imported.name] = sub[1]
+                child_keys.append(f"{imported.name}={sub[0]}")
+    key = hashlib.sha256("\n".join([sha, *child_keys]).encode()).hexdigest()
+    memo = _FACTS_MEMO.get((path, depth))
+    if memo is not None and memo[0] == key:
+        return memo
+    facts = _load_facts(store, key)
+    if facts is None:
+        facts = _compute_facts(path, data, sha, children)
+        _store_facts(store, key, facts)
+    _FACTS_MEMO[(path, depth)] = (key, facts)
+    return key, facts
+
+
+_PARSED: dict[Path, tuple[str, Any]] = {}  # path -> (content hash, (module, text) or None)
+
+
+def _parsed(path: Path, data: bytes, sha: str) -> Any:
+    """The module parsed with LibCST, once per content per process (a folder lint asks for a
+    module's facts from every file importing it, at different depths); None when unparsable."""
+    got = _PARSED.get(path)
+    if got is not None and got[0] == sha:
+        return got[1]
+    import libcst as cst
+
+    from gpuperf_rewrite.lint.sourceio import decode_source
+
+    try:
+        text = decode_source(data)
+        parsed: Any = (cst.parse_module(text), text)
+    except Exception:  # noqa: BLE001 - a module we cannot read offers no facts
+        parsed = None
+    if len(_PARSED) >= MAX_MODULES:
+        _PARSED.pop(next(iter(_PARSED)))
+    _PARSED[path] = (sha, parsed)
+    return parsed
+
+
+def _compute_facts(path: Path, data: bytes, sha: str, children: dict[str, Any]) -> Any:
+    """The module's facts (``rules``' ``module_facts``), read with the facts of its own imports;
+    an unparsable module offers nothing (its import stays unresolved)."""
+    from gpuperf_rewrite.lint.positions import node_spans
+    from gpuperf_rewrite.rules._framework import ModuleFacts, RuleContext, module_facts
+
+    parsed = _parsed(path, data, sha)
+    if parsed is None:
+        return ModuleFacts()
+    module, text = parsed
+    ctx = RuleContext(module, text, str(path), project=children)
+    lines: dict[Any, int] = {}
+
+    def line_of(node: Any) -> int:
+        if node not in lines:
+            lines.update({n: span[0] for n, span in node_spans(module, [node]).items()})
+        return lines[node]
+
+    try:
+        return module_facts(ctx, line_of)
+    except Exception:  # noqa: BLE001 - (RecursionError too) a module the analysis cannot read
+        return ModuleFacts()  # offers nothing: the checked file is checked as if it were alone
+
+
+def _load_facts(store: Path | None, key: str) -> Any:
+    if store is None:
+        return None
+    try:
+        doc = json.loads((store / key[:2] / f"{key[2:]}.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    from gpuperf_rewrite.rules._framework import ModuleFacts
+
+    try:
+        return ModuleFacts.from_json(doc)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _store_facts(store: Path | None, key: str, facts: Any) -> None:
+    if store is None:
+        return
+    import contextlib
+
+    from gpuperf_rewrite.lint.cache import write_atomic
+
+    with contextlib.suppress(OSError):
+        (store / key[:2]).mkdir(parents=True, exist_ok=True)
+        write_atomic(store / key[:2] / f"{key[2:]}.json", json.dumps(facts.to_json()).encode())
+
+
+def dependency_key(fs_path: str | Path, data: bytes, max_depth: int = MAX_DEPTH) -> str:
+    """A hash of the contents of the first-party modules the file imports (``max_depth``
+    deep): what a cached lint result of the file is keyed on besides its own bytes. Reads the
+    files and scans their imports; parses nothing with LibCST. "" when there are none."""
+    path = Path(os.path.abspath(fs_path))
+    first_party, root = is_first_party(path)
+    if not first_party:
+        return ""
+    parts: list[str] = []
+    seen = {path}
+    queue: deque[tuple[Path, bytes, int]] = deque([(path, data, 0)])
+    while queue:
+        current, content, depth = queue.popleft()
+        if depth >= max_depth:
+            continue
+        for imported in imported_modules(current, root, content):
+            if imported.path in seen:
+                continue
+            seen.add(imported.path)
+            got = _content(imported.path)
+            if got is None:
+                continue
+            parts.append(f"{imported.path}={got[1]}")
+            queue.append((imported.path, got[0], depth + 1))
+    return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest() if parts else ""

@@ -137,3 +137,52 @@ def test_first_party_modules_are_depth_limited_cycle_safe_and_never_run(tmp_path
     assert not marker.exists()
     (root / "main.py").write_text("import broken\n")
     assert first_party_modules(root / "main.py") == [root / "broken.py"]  # listed, its imports unread
+
+
+def test_a_cached_result_follows_the_modules_whose_facts_it_used(tmp_path: Path, monkeypatch) -> None:
+    """The lint cache keys a result on the contents of the first-party modules the file imports:
+    engine.py's result (no GP401: utils.zero_grad zeroes) is not reused once utils.py stops
+    zeroing, and the facts themselves are kept by content hash beside the results."""
+    import shutil
+
+    from gpuperf_rewrite.lint.api import lint_paths, load_settings
+    from gpuperf_rewrite.lint.discovery import discover
+
+    tree = tmp_path / "engine_split"
+    shutil.copytree(Path(__file__).parents[1] / "rules/projects/engine_split", tree)
+    monkeypatch.chdir(tree)
+    settings = load_settings(isolated=True)
+    found = discover(["."], settings.root, settings.exclude)
+
+    def run():  # type: ignore[no-untyped-def]
+        return lint_paths(found, settings, jobs=1, cache_dir=tree / ".gpuperf_cache")
+
+    def codes(result, name: str) -> list[str]:  # type: ignore[no-untyped-def]
+        return [d.code for d in result.diagnostics if d.path.endswith(name)]
+
+    first, second = run(), run()
+    assert "GP401" not in codes(first, "engine.py")
+    assert second.parsed == 0 and second.diagnostics == first.diagnostics
+    assert list((tree / ".gpuperf_cache").glob("*/facts/*/*.json"))  # facts kept by content hash
+    utils = tree / "utils.py"
+    utils.write_text(utils.read_text().replace("        p.grad = None", "        print(p.grad)"))
+    third = run()
+    assert "GP401" in codes(third, "engine.py")  # engine.py's cached result was not reused
+    assert third.parsed >= 2  # engine.py and main.py (both import utils) analysed again
+    assert codes(third, "main.py") == codes(first, "main.py")
+
+
+def test_a_module_the_analysis_cannot_read_offers_nothing(tmp_path: Path) -> None:
+    from gpuperf_rewrite.lint.engine import RuleSet, check_source
+    from gpuperf_rewrite.lint.registry import all_rules
+
+    root = _tree(tmp_path, {
+        "pyproject.toml": "",
+        "broken.py": "def (:\n",
+        "deep.py": "import torch\n" + "x = " + "(" * 400 + "1" + ")" * 400 + "\n",
+        "main.py": "import torch\nimport broken\nimport deep\nfor x in loader:\n"
+                   "    model(x).backward()\n    opt.step()\n",
+    })
+    res = check_source((root / "main.py").read_bytes(), "main.py", RuleSet(tuple(all_rules()), {}),
+                       fs_path=str(root / "main.py"))
+    assert not res.error and [d.code for d in res.diagnostics] == ["GP401"]
