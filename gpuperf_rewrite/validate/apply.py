@@ -71,7 +71,7 @@ def engine_rewriter(path: str, ruleset: RuleSet, mode: FixMode, echo: Echo) -> R
     from gpuperf_rewrite.lint.engine import check_source
 
     def rewrite(data: bytes, codes: Sequence[str] | None) -> tuple[bytes | None, dict[str, int]]:
-        res = check_source(data, path, ruleset, mode, fix_codes=codes)
+        res = check_source(data, path, ruleset, mode, fix_codes=codes, fs_path=path)  # + its imports' facts
         if res.error:  # what `check` reports and exits 2 on (E999...), never "no fixes to apply"
             lines = [f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}" for d in res.diagnostics]
             raise ApplyError("\n".join(lines) + "\nthe file cannot be checked, so --apply cannot rewrite it; "
@@ -191,9 +191,9 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
 
 
 def _engine_rewriters(settings: Settings | None, options: ApplyOptions, echo: Echo) -> RewriterFor:
-    """Each file's rules and fixes from the configuration that applies to it. A module's fixes
-    depend on its own bytes and settings only (the entry it is run from is not an input of the
-    rules yet), so they are the same for every entry point that imports it."""
+    """Each file's rules and fixes from the configuration that applies to it. A file's fixes
+    depend on its bytes, its settings and the facts of the modules *it* imports, never on who
+    imports it, so a module's fixes are the same for every entry point that runs it."""
     if settings is None:
         from gpuperf_rewrite.lint.api import SettingsError, load_settings
 

@@ -333,3 +333,29 @@ def test_cli_apply_rewrites_the_script_and_its_module_with_the_real_rules(tmp_pa
     assert sorted(repo.head.commit.stats.files) == ["engine.py", "main.py"]
     assert "non_blocking=True" in (tmp_path / "engine.py").read_text()
     assert "num_workers=" in (tmp_path / "main.py").read_text()
+
+
+def test_no_validate_rewrites_the_script_and_its_modules_with_the_project_facts(tmp_path, monkeypatch) -> None:
+    """The engine_split project (tests/rules/projects): main.py's fixes come from the facts of
+    models/ and utils.py, engine.py's autocast from its own loop; --apply main.py writes both,
+    exactly as `--fix --unsafe-fixes` on the two files would, and nothing else."""
+    import shutil
+
+    from gpuperf_rewrite.lint.api import load_settings
+    from gpuperf_rewrite.validate.apply import ApplyOptions, run_apply
+
+    src = ROOT / "tests" / "rules" / "projects" / "engine_split"
+    shutil.copytree(src, tmp_path / "p")
+    monkeypatch.chdir(tmp_path / "p")
+    out: list[str] = []
+    rc = run_apply("main.py", settings=load_settings(),
+                   options=ApplyOptions(no_validate=True, json_out=True), echo=lambda m="", **k: out.append(str(m)))
+    assert rc == 0, out
+    doc = json.loads(out[-1])
+    assert doc["status"] == "written_unvalidated"
+    assert {f["path"]: sorted(f["rules"]) for f in doc["files"]} == {
+        "main.py": ["GP302", "GP303", "GP304", "GP305"], "engine.py": ["GP301"]}
+    assert "torch.autocast(" in (tmp_path / "p" / "engine.py").read_text()
+    assert "model.compile()" in (tmp_path / "p" / "main.py").read_text()
+    for unchanged in ("utils.py", "models/__init__.py", "models/resnet.py"):
+        assert (tmp_path / "p" / unchanged).read_bytes() == (src / unchanged).read_bytes()
