@@ -109,11 +109,16 @@ class ChangeSet:
 
     def write(self, subset: Sequence[str], echo: Callable[..., None]) -> bool:
         """Write the files ``subset`` changes as one set: all new, or (an error, an interrupt)
-        all as they were; False after saying why on ``echo``."""
+        all as they were; False after saying why on ``echo``. Ctrl-C and SIGTERM are held while
+        the files are replaced and raised between two renames, so the undo is never cut short
+        (one that lands after the last rename's check finds the set complete and is let go)."""
         from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write_set
+        from gpuperf_rewrite.validate.run.lifetime import deferred_signals, raise_caught
 
         try:
-            atomic_write_set([(f.path, new, f.original) for f, new in self.changed(subset)])
+            with deferred_signals(redeliver=False) as caught:
+                atomic_write_set([(f.path, new, f.original) for f, new in self.changed(subset)],
+                                 after_each=lambda _i: raise_caught(caught))
         except (WriteRefused, OSError) as exc:
             echo(f"error: {exc}", err=True)
             return False

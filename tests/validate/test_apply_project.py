@@ -359,3 +359,23 @@ def test_no_validate_rewrites_the_script_and_its_modules_with_the_project_facts(
     assert "model.compile()" in (tmp_path / "p" / "main.py").read_text()
     for unchanged in ("utils.py", "models/__init__.py", "models/resnet.py"):
         assert (tmp_path / "p" / unchanged).read_bytes() == (src / unchanged).read_bytes()
+
+
+def test_no_commit_interrupted_between_the_two_writes_leaves_both_files(project, tmp_path, monkeypatch) -> None:
+    """--no-commit writes the set itself: a Ctrl-C delivered right after the first rename is
+    raised before the second, and main.py gets its old bytes back."""
+    import gpuperf_rewrite.lint.sourceio as sourceio
+
+    real, calls = os.replace, []
+
+    def replace_then_ctrl_c(src, dst):
+        real(src, dst)
+        calls.append(dst)
+        if len(calls) == 1 and str(dst).endswith("main.py"):
+            os.kill(os.getpid(), signal.SIGINT)  # held by the write; raised between the renames
+
+    monkeypatch.setattr(sourceio.os, "replace", replace_then_ctrl_c)
+    before = repo_state(project)
+    assert _apply(tmp_path, {"main.py": ("X2",), "engine.py": ("X1",)}, no_commit=True) == 130
+    assert "Interrupted: nothing was changed." in _apply.output
+    assert repo_state(project) == before

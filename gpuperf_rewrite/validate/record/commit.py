@@ -73,7 +73,7 @@ def commit_files(repo: Any, changes: Sequence[FileChange], message: str, record:
     """
     from gpuperf_rewrite.lint.sourceio import atomic_write_set
     from gpuperf_rewrite.validate.record import githooks
-    from gpuperf_rewrite.validate.run.lifetime import Terminated, deferred_signals
+    from gpuperf_rewrite.validate.run.lifetime import deferred_signals, raise_caught
 
     git = _git_module()
     if not changes:
@@ -100,8 +100,7 @@ def commit_files(repo: Any, changes: Sequence[FileChange], message: str, record:
                 if i < len(changes) - 1:
                     _crash_point("between_writes")
                     _interrupt_point("between_writes")
-                if caught:  # before the set is complete: every file goes back, nothing is committed
-                    raise Terminated() if signal.SIGTERM in caught else KeyboardInterrupt()
+                raise_caught(caught)  # before the set is complete: every file goes back, nothing is committed
 
             wrote = False
             try:
