@@ -222,6 +222,11 @@ def _git_preflight(target: Path, options: ApplyOptions,
     repo = gitops.find_repo(target)
     if repo is None:
         return None, None, None
+    from gpuperf_rewrite.validate.record.commit import recover_interrupted
+
+    done = recover_interrupted(repo)  # what an --apply killed in its commit left, undone
+    if done:
+        echo(f"Put back {', '.join(done)}, left rewritten by an --apply killed before its commit existed.", err=True)
     try:
         rel = gitops.preflight(repo, target, allow_dirty=options.allow_dirty)
         check_notes_ref(repo)  # the commit's note goes there: a broken ref would fail after measuring

@@ -187,26 +187,33 @@ def _driver(script: Path, codes: str, crash: str) -> subprocess.Popen:
                             cwd=script.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-@pytest.mark.parametrize("point", ["sigint_between_writes", "sigterm_between_writes", "between_writes"])
+@pytest.mark.parametrize("point", ["sigint_between_writes", "sigterm_between_writes", "between_writes",
+                                   "after_index"])
 def test_an_interrupt_between_the_two_writes_leaves_both_files_as_they_were(project, tmp_path, point) -> None:
     before = repo_state(project)
     proc = _driver(tmp_path / "main.py", "main.py=X2;engine.py=X1", point)
     _, err = proc.communicate(timeout=120)
     if point == "between_writes":
         # SIGKILL cannot be caught: main.py is new, engine.py old (its new bytes still in the
-        # prepared temporary), refs and notes untouched; `git checkout` of the modified files and
-        # removing the temporary undo it (docs/safety.md).
+        # prepared temporary), refs and notes untouched. The next --apply in the repository puts
+        # main.py back from the commit's journal before anything else (docs/safety.md).
         assert proc.returncode == -signal.SIGKILL
         after = repo_state(project)
         assert after["head"] == before["head"] and after["refs"] == before["refs"]
         (tmp,) = tmp_path.glob(".engine.py.*.gpuperf-tmp")
         assert after["status"] == f" M main.py\n?? {tmp.name}"
-        project.git.checkout("--", "main.py")
-        tmp.unlink()
+        assert _apply(tmp_path, {"main.py": ("SLOW",)}) == 1, _apply.output  # rejected: it only cleans up
+        assert "Put back main.py, left rewritten by an --apply killed before its commit existed" in _apply.output
+    elif point == "after_index":  # killed with both files written and staged, before the refs moved
+        assert proc.returncode == -signal.SIGKILL
+        assert repo_state(project)["status"] == "M  engine.py\nM  main.py"
+        assert _apply(tmp_path, {"main.py": ("SLOW",)}) == 1
+        assert "Put back main.py, engine.py" in _apply.output
     else:
         assert proc.returncode == (130 if point.startswith("sigint") else 143), err
         assert "nothing was changed" in err
     assert repo_state(project) == before
+    assert not (tmp_path / ".git" / "gpuperf-apply-journal.json").exists()
 
 
 def test_a_hook_refusing_a_two_file_commit_puts_both_back(project, tmp_path) -> None:

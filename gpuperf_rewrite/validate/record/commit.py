@@ -94,6 +94,7 @@ def commit_files(repo: Any, changes: Sequence[FileChange], message: str, record:
         tree = repo.git.write_tree(env=env)
         _crash_point("after_objects")
         old_entries = {rel: repo.git.ls_files("-s", "--", rel).split() for rel in rels}  # [mode, blob, stage, path]
+        journal = _write_journal(repo, branch_ref, head, changes, old_entries)  # what a SIGKILL leaves is undone
         with deferred_signals(redeliver=False) as caught:
 
             def between(i: int) -> None:  # after the i-th file is replaced
@@ -114,9 +115,11 @@ def commit_files(repo: Any, changes: Sequence[FileChange], message: str, record:
                 repo.git.update_index("--", *rels)
                 _crash_point("after_index")
                 _move_refs(repo, branch_ref, head, commit, record, message)
+                journal.unlink()
             except BaseException as exc:
                 if wrote:  # roll back: old bytes, old index entries
                     _restore(repo, root, changes, old_entries)
+                journal.unlink(missing_ok=True)
                 if isinstance(exc, githooks.HookRefused):
                     raise GitRefused(f"{exc}\nNothing was committed; {shown} "
                                      f"{'is as it was' if len(rels) == 1 else 'are as they were'}.") from None
@@ -125,6 +128,81 @@ def commit_files(repo: Any, changes: Sequence[FileChange], message: str, record:
     with contextlib.suppress(githooks.HookRefused):
         githooks.run_hook(repo, "post-commit")
     return CommitResult(commit, branch_ref, record, signals=tuple(caught))
+
+
+JOURNAL = "gpuperf-apply-journal.json"  # in the git directory while a commit replaces the files
+
+
+def _write_journal(repo: Any, branch_ref: str, head: str, changes: Sequence[FileChange],
+                   old_entries: dict[str, list[str]]) -> Path:
+    """Record, before any file is replaced, how to undo it: each file's old bytes (as a blob),
+    a hash of its new bytes and its old index entry. Removed once the refs moved or the files were
+    put back; found by the next --apply after a SIGKILL (:func:`recover_interrupted`)."""
+    import hashlib
+    import json
+
+    from gpuperf_rewrite.lint.sourceio import atomic_write
+
+    doc = {"branch": branch_ref, "head": head, "files": [
+        {"rel": c.rel, "old": _hash_blob(repo, c.expected), "new_sha256": hashlib.sha256(c.new).hexdigest(),
+         "index": old_entries.get(c.rel, [])[:2]} for c in changes]}
+    path = Path(repo.git_dir) / JOURNAL
+    path.touch()
+    atomic_write(path, json.dumps(doc).encode())  # written whole, or not at all
+    return path
+
+
+def recover_interrupted(repo: Any) -> list[str]:
+    """Undo what a commit killed between replacing the files and moving the refs left: while the
+    branch still points where it did, every file that holds exactly the new bytes gets its old
+    bytes and index entry back (a file edited since is left alone), and the temporaries of files
+    not yet replaced go. Nothing while another --apply holds the lock (its commit is running).
+    The files put back."""
+    from gpuperf_rewrite.validate.record.checkout import CheckoutRefused, apply_lock
+
+    if not (Path(repo.git_dir) / JOURNAL).exists():
+        return []
+    try:
+        with apply_lock(repo):
+            return _undo_journal(repo)
+    except CheckoutRefused:
+        return []
+
+
+def _undo_journal(repo: Any) -> list[str]:
+    import hashlib
+    import json
+
+    from gpuperf_rewrite.lint.sourceio import atomic_write
+    from gpuperf_rewrite.validate.record.gitops import _rev
+
+    path = Path(repo.git_dir) / JOURNAL
+    try:
+        doc = json.loads(path.read_text())
+        files, branch, head = list(doc["files"]), str(doc["branch"]), str(doc["head"])
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, KeyError, TypeError):  # not one we wrote whole: nothing to trust
+        path.unlink(missing_ok=True)
+        return []
+    root, done = Path(repo.working_tree_dir), []
+    if _rev(repo, branch) == head:  # the refs never moved: the commit did not happen
+        for e in files:
+            file = root / str(e["rel"])
+            for tmp in file.parent.glob(f".{file.name}.*.gpuperf-tmp"):
+                tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                now = file.read_bytes()
+                if hashlib.sha256(now).hexdigest() == e["new_sha256"]:
+                    old = repo.git.cat_file("blob", e["old"], stdout_as_string=False, strip_newline_in_stdout=False)
+                    atomic_write(file, old, expected=now)
+                    if len(e.get("index") or ()) == 2:
+                        repo.git.update_index("--cacheinfo", f"{e['index'][0]},{e['index'][1]},{e['rel']}")
+                    done.append(str(e["rel"]))
+        with contextlib.suppress(Exception):
+            repo.git.update_index("--refresh", "-q")
+    path.unlink(missing_ok=True)
+    return done
 
 
 def _restore(repo: Any, root: Path, changes: Sequence[FileChange], old_entries: dict[str, list[str]]) -> None:
