@@ -25,7 +25,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from gpuperf_rewrite.validate.changeset import ChangeSet, ProjectFile, Rewriter, RewriterFor, collect
+from gpuperf_rewrite.validate.changeset import (ChangeSet, ProjectFile, Rewriter, RewriterFor, collect, no_fixes,
+                                                script_only)
 from gpuperf_rewrite.validate.judge.abtest import ABConfig, ABError, ABResult, run_ab
 from gpuperf_rewrite.validate.console import format_table
 from gpuperf_rewrite.validate.run.lifetime import exit_code, returns_on_interrupt
@@ -92,10 +93,10 @@ def commit_message(rel: str, codes: Sequence[str], decision: Attempt, dropped: d
     where = ", ".join(files) if files else rel
     head = f"gpuperf: {', '.join(codes)} in {where} ({s.speedup:.2f}x faster)" if s else f"gpuperf: {where}"
     how = "a confirmatory A/B with fresh runs" if decision.phase == CONFIRMATION else "one A/B of all the fixes"
+    per_file = "; ".join(f"{r} ({', '.join(c)})" for r, c in (files or {}).items())
     body = [
         f"Rules applied: {', '.join(codes)}",
-        f"Files: {'; '.join(f'{r} ({chr(44).join(c)})' for r, c in files.items())}, measured together "
-        f"as one version" if files and len(files) > 1 else "",
+        f"Files: {per_file}, measured together as one version" if files and len(files) > 1 else "",
         f"Measured speedup: {s.speedup:.3f}x, at least {s.ci95[0]:.3f}x (95% CI {s.ci95[0]:.3f}-{s.ci95[1]:.3f}, "
         f"p={s.p_faster:.3g}, {s.n_a}+{s.n_b} runs, {res.unit})" if s else "",
         f"Decided by {how} at alpha {decision.alpha:g} (false-commit rate of the whole --apply <= {alpha:g})",
@@ -133,8 +134,7 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
     original = target.read_bytes()
     json_out = options.json_out
     if rewriter_for is None:
-        rewriter_for = (lambda file, _entry: rewriter if file == target else (lambda _d, _c: (None, {}))) \
-            if rewriter else _engine_rewriters(settings, options, echo)
+        rewriter_for = script_only(rewriter, target) if rewriter else _engine_rewriters(settings, options, echo)
     where = _git_preflight(target, options, echo)
     if isinstance(where, int):
         return where
@@ -154,7 +154,7 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
     codes = project.codes
     if not codes:
         which = "safe fixes only" if options.level == "safe" else "safe and unsafe fixes"
-        echo(f"{path}: no fixes to apply ({which}{', in it or the modules it runs' if len(project.files) > 1 or project.skipped else ''}).")
+        echo(f"{path}: no fixes to apply ({which}).")
         return 0
     if options.no_validate:
         if not json_out:
@@ -205,7 +205,7 @@ def _engine_rewriters(settings: Settings | None, options: ApplyOptions, echo: Ec
 
     def rewriter_for(file: Path, entry: Path) -> Rewriter:
         if file != entry and chosen.is_excluded(file):  # a module the configuration excludes: no fixes
-            return lambda _data, _codes: (None, {})
+            return no_fixes
         return engine_rewriter(str(file), chosen.ruleset_for(file.resolve()), options.level, echo)
 
     return rewriter_for
@@ -286,8 +286,7 @@ class _Context:
     def unchanged(self) -> str:
         """What a run that writes nothing leaves as it was, for its closing line."""
         files = self.project.files
-        return f"{self.target} is unchanged" if len(files) == 1 else \
-            f"{', '.join(f.rel for f in files)} are unchanged"
+        return f"{self.target} is unchanged" if len(files) == 1 else f"{', '.join(f.rel for f in files)} are unchanged"
 
     def say(self, message: str) -> None:
         """Human-readable status: stdout normally, stderr when stdout carries the JSON report."""

@@ -35,6 +35,16 @@ RewriterFor = Callable[[Path, Path], Rewriter]
 MAX_SCANNED = 2000  # project files looked at for other entry points; beyond, the check says so
 
 
+def no_fixes(data: bytes, codes: Sequence[str] | None) -> tuple[bytes | None, dict[str, int]]:
+    """The rewriter of a file that gets no fixes."""
+    return None, {}
+
+
+def script_only(rewriter: Rewriter, script: Path) -> RewriterFor:
+    """``rewriter`` for the script, no fixes for its modules."""
+    return lambda file, _entry: rewriter if file == script else no_fixes
+
+
 class ModuleRefused(Exception):
     """A module that --apply will not rewrite; the message says why."""
 
