@@ -7,7 +7,10 @@ a throwaway project with a ``[tool.gpuperf]`` table:
 
 * ``python -c pass``: the interpreter's own floor (site, the editable-install finder);
 * a file that imports no torch package (the torch gate skips it: nothing but the CLI is imported);
-* one training script (``fixtures/cnn_item_logging.py``), cold (``--no-cache``) and with a warm cache.
+* one training script (``fixtures/cnn_item_logging.py``), cold (``--no-cache``) and with a warm cache;
+* ``main.py`` of a project whose step, model and helpers are its own modules
+  (tests/rules/projects/engine_split: engine.py, models/, utils.py), cold and warm: the start-up
+  counts the modules it imports (issue 27).
 
 ``--baseline BIN_DIR`` runs another install's ``gpuperf-rewrite`` in the same rounds (before/after).
 
@@ -50,7 +53,9 @@ def cases(baseline: Path | None = None) -> list[tuple[str, list[str]]]:
         gp = [*gp_command(bin_dir), "check", "--force-exclude"]
         todo += [(f"non-torch file{label}", [*gp, "util.py"]),
                  (f"training script, no cache{label}", [*gp, "--no-cache", "train.py"]),
-                 (f"training script, warm cache{label}", [*gp, "train.py"])]
+                 (f"training script, warm cache{label}", [*gp, "train.py"]),
+                 (f"main.py + its modules, no cache{label}", [*gp, "--no-cache", "split/main.py"]),
+                 (f"main.py + its modules, warm cache{label}", [*gp, "split/main.py"])]
     return todo
 
 
@@ -60,6 +65,10 @@ def make_project(tmp: Path) -> Path:
     (project / "pyproject.toml").write_text(PYPROJECT)
     (project / "util.py").write_text(PLAIN)
     shutil.copy(ROOT / "fixtures" / "cnn_item_logging.py", project / "train.py")
+    # A training script whose step, model and helpers live in its own modules (issue 27): the
+    # start-up counts reading and analysing the modules it imports.
+    shutil.copytree(ROOT / "tests" / "rules" / "projects" / "engine_split", project / "split",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     return project
 
 

@@ -157,6 +157,10 @@ class Rule:
     gains_only_with_ranks: ClassVar[bool] = False
     # Known false negatives and false positives, one sentence each.
     limitations: ClassVar[tuple[str, ...]] = ()
+    # What the rule follows into the user's other modules (issue 27: the facts the engine passes
+    # in ``RuleContext.project``) and what it does not.
+    across_modules: ClassVar[str] = (
+        "Reads the checked file only: calls into the user's other modules are not followed.")
     # https URLs that document the problem and the fix (PyTorch documentation first).
     references: ClassVar[tuple[str, ...]] = ()
     severity: ClassVar[Severity] = "warning"
@@ -213,6 +217,8 @@ class Rule:
             raise ValueError(f"{cls.code}: gains_on must be 'any' or 'cuda'")
         if not isinstance(cls.gains_only_with_ranks, bool):
             raise ValueError(f"{cls.code}: gains_only_with_ranks must be True or False")
+        if not isinstance(cls.across_modules, str) or not cls.across_modules.strip():
+            raise ValueError(f"{cls.code}: across_modules must say what the rule follows across modules")
         for attr in ("limitations", "references"):
             value = getattr(cls, attr)
             if not isinstance(value, tuple) or not value or \

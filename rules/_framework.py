@@ -4,7 +4,8 @@
 It lives in modules by concern: ``_api`` (what a rule declares, reports and fixes),
 ``analysis.syntax.context`` (the per-file context a rule sees), ``analysis.syntax.tree`` (the
 shared walk), ``analysis.syntax.torch_roots`` (the torch gate) and ``analysis.fixes.edits``
-(imports a fix adds).
+(imports a fix adds); ``analysis.facts.module_facts`` (what one of the user's modules offers
+the files importing it: issue 27).
 """
 
 from ._api import (
@@ -23,13 +24,15 @@ from ._api import (
     Valid,
     dedent,
 )
+from .analysis.facts.module_facts import module_facts
 from .analysis.fixes.edits import add_imports
 from .analysis.syntax.context import RuleContext
+from .analysis.syntax.project import ModuleFacts
 from .analysis.syntax.torch_roots import may_import_torch
 from .analysis.syntax.tree import children_of, walk
 
 __all__ = [
-    "AddImport", "Edit", "Finding", "Fix", "FixSafety", "InsertAfter", "InsertBefore", "Invalid", "NoFix",
-    "Replace", "Rule", "RuleContext", "Severity", "Valid", "add_imports", "children_of", "dedent",
-    "may_import_torch", "walk",
+    "AddImport", "Edit", "Finding", "Fix", "FixSafety", "InsertAfter", "InsertBefore", "Invalid", "ModuleFacts",
+    "NoFix", "Replace", "Rule", "RuleContext", "Severity", "Valid", "add_imports", "children_of", "dedent",
+    "may_import_torch", "module_facts", "walk",
 ]

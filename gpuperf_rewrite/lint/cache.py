@@ -87,7 +87,7 @@ class Cache:
             (directory / fingerprint).mkdir(parents=True, exist_ok=True)
             for name, text in (("CACHEDIR.TAG", _TAG), (".gitignore", "*\n")):
                 if not (directory / name).exists():
-                    _write_atomic(directory / name, text.encode())
+                    write_atomic(directory / name, text.encode())
             fd, probe = _new_file(directory / fingerprint, ".probe-")
             os.close(fd)
             os.unlink(probe)
@@ -105,6 +105,10 @@ class Cache:
         h = hashlib.sha256(f"{salt}\0{path}\0".encode("utf-8", "surrogatepass"))
         h.update(data)
         return h.hexdigest()
+
+    def facts_dir(self) -> Path:
+        """Where the facts of the user's modules are kept by content hash (``lint.project``)."""
+        return Path(os.path.join(self.directory, self.fingerprint, "facts"))
 
     def _entry(self, key: str) -> Path:
         return Path(os.path.join(self.directory, self.fingerprint, key[:2], f"{key[2:]}.json"))
@@ -129,7 +133,7 @@ class Cache:
         entry = self._entry(key)
         with contextlib.suppress(OSError):
             entry.parent.mkdir(exist_ok=True)
-            _write_atomic(entry, json.dumps(doc, separators=(",", ":")).encode())
+            write_atomic(entry, json.dumps(doc, separators=(",", ":")).encode())
 
 
 def _digest(payload: Any) -> str:
@@ -137,7 +141,7 @@ def _digest(payload: Any) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     """Write a temporary file beside ``path`` and rename it into place: readers never see half an
     entry, and of two concurrent writers of the same key one whole entry wins. No fsync: an
     entry lost or torn by a power cut is only a cache miss."""

@@ -55,6 +55,7 @@ def rule_markdown(rule: type[Rule], level: int = 1) -> str:
     if rule.frameworks:
         lines += ["", "**Frameworks understood**:", ""] + [f"- {item}" for item in rule.frameworks]
     lines += ["", "**Limitations**:", ""] + [f"- {item}" for item in rule.limitations]
+    lines += ["", f"**Across modules**: {rule.across_modules}"]
     lines += _examples(rule.examples, "")
     if rule.framework_examples and rule.framework_examples[0] not in rule.examples[:1]:
         lines += _examples(rule.framework_examples, "In a framework's configuration")
@@ -88,6 +89,7 @@ def rule_record(rule: type[Rule]) -> dict[str, Any]:
         "gains_on": rule.gains_on,
         "gains_only_with_ranks": rule.gains_only_with_ranks,
         "limitations": list(rule.limitations),
+        "across_modules": rule.across_modules,
         "references": list(rule.references),
         "frameworks": list(rule.frameworks),
         "options": {k: {"default": v, "description": rule.option_descriptions[k]}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import libcst as cst
@@ -20,6 +21,7 @@ from gpuperf_rewrite.lint.diagnostics import (ERROR_CODES, INTERNAL_ERROR, IO_ER
                                               Diagnostic, file_error, suppressed_findings, visible)
 from gpuperf_rewrite.lint.fixes import fix_allowed, fix_to_fixpoint
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse, syntax_gate
+from gpuperf_rewrite.lint.project import project_facts
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
@@ -81,11 +83,13 @@ def needs_parsing(data: bytes, ruleset: RuleSet) -> bool:
 
 
 def run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule], ruleset: RuleSet,
-              during: str = "") -> tuple[RuleContext, list[tuple[type[Rule], Finding]], dict[str, Diagnostic]]:
+              during: str = "", project: Mapping[str, Any] | None = None
+              ) -> tuple[RuleContext, list[tuple[type[Rule], Finding]], dict[str, Diagnostic]]:
     """Every rule's findings on ``module``, in rule order, sharing one context, and the E001 of
     each rule that raised, by rule code (:mod:`.crashes`): a rule that raises loses only its own findings
-    (those it yielded before raising too: they may be half of what it would report)."""
-    ctx = RuleContext(module, text, path)
+    (those it yielded before raising too: they may be half of what it would report). ``project``:
+    the facts of the user's modules the file imports (``lint.project.project_facts``)."""
+    ctx = RuleContext(module, text, path, project)
     found: list[tuple[type[Rule], Finding]] = []
     crashes: dict[str, Diagnostic] = {}
     for rule in rules:
@@ -107,16 +111,19 @@ def run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule], r
 
 
 def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none",
-                 fix_codes: Iterable[str] | None = None) -> FileResult:
+                 fix_codes: Iterable[str] | None = None, *, fs_path: str | None = None,
+                 facts_store: Path | None = None) -> FileResult:
     """Lint (and with ``mode`` safe/unsafe, fix) one file's bytes. ``fix_codes`` restricts the
-    fixes applied to those rules (used by ``--apply`` to validate subsets of fixes).
+    fixes applied to those rules (used by ``--apply`` to validate subsets of fixes). With
+    ``fs_path`` (where the file is), the rules also see facts about the user's modules it imports
+    (issue 27), kept in ``facts_store`` by content hash when given.
 
     Never raises for bad input: whatever goes wrong with this file becomes an error diagnostic
     (E999 unparsable, E001 a rule crashed) so that a run over many files still finishes. A rule
     that raises costs only its own findings: the file gets its E001 (and ``error``) beside the
     other rules' findings, and their fixes are applied."""
     try:
-        return _check_source(data, path, ruleset, mode, fix_codes)
+        return _check_source(data, path, ruleset, mode, fix_codes, fs_path, facts_store)
     except RecursionError:
         diag = file_error(path, "nested too deeply to analyse (RecursionError); file not checked")
     except Exception as exc:  # LibCST or the engine failed on this file
@@ -126,7 +133,8 @@ def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none
 
 
 def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
-                  fix_codes: Iterable[str] | None) -> FileResult:
+                  fix_codes: Iterable[str] | None, fs_path: str | None = None,
+                  facts_store: Path | None = None) -> FileResult:
     result = FileResult(path, [], original=data)
     try:
         text = decode_source(data)
@@ -146,11 +154,13 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     except ParseFailure as exc:
         return result.failed(exc.diag)
     fix_crashes: dict[str, Diagnostic] = {}  # rule code -> its first crash while fixes were computed
+    project = project_facts(fs_path, data, store=facts_store).modules if fs_path else {}
     if mode != "none":
         allowed = set(fix_codes) if fix_codes is not None else None
 
         def find_fixes(module: cst.Module, text: str) -> tuple[RuleContext, list[tuple[str, Fix]]]:
-            ctx, found, crashes = run_rules(module, text, path, rules, ruleset, "while its fixes were computed")
+            ctx, found, crashes = run_rules(module, text, path, rules, ruleset, "while its fixes were computed",
+                                            project)
             for code, crash in crashes.items():
                 fix_crashes.setdefault(code, crash)
             hidden = suppressed_findings(module, text, found)
@@ -163,7 +173,7 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         result.applied, result.warnings = outcome.applied, outcome.warnings
         if outcome.data != data:
             result.fixed = outcome.data
-    _, found, crashes = run_rules(module, text, path, rules, ruleset)
+    _, found, crashes = run_rules(module, text, path, rules, ruleset, project=project)
     result.diagnostics = visible(module, text, path, found)
     # A rule that raised only on a version of the file its fixes passed through is reported too.
     crashes = {**fix_crashes, **crashes}

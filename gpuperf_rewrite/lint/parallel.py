@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from gpuperf_rewrite.lint.cache import Cache
 from gpuperf_rewrite.lint.diagnostics import ERROR_CODES, INTERNAL_ERROR, IO_ERROR, Diagnostic, file_error
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet, passes_torch_gate
+from gpuperf_rewrite.lint.project import dependency_key
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -92,7 +93,8 @@ def _quick(job: Job, data: bytes) -> tuple[FileResult | None, str | None]:
         return _trimmed(FileResult(job.path, [], original=data), job), None
     key = None
     if job.cache is not None:
-        key = job.cache.key(job.path, data, job.cache_salt)
+        # A result read through the user's other modules (issue 27) depends on their content too.
+        key = job.cache.key(job.path, data, job.cache_salt + dependency_key(job.fs_path, data))
         cached = job.cache.load(key)
         if cached is not None and _answers(cached, job):
             hit = FileResult(job.path, cached, original=data, cached=True,
@@ -125,7 +127,8 @@ def check_job(job: Job) -> FileResult:
         return quick
     from gpuperf_rewrite.lint.engine import check_source
 
-    result = check_source(data, job.path, job.ruleset, job.mode, job.fix_codes)
+    result = check_source(data, job.path, job.ruleset, job.mode, job.fix_codes, fs_path=job.fs_path,
+                          facts_store=job.cache.facts_dir() if job.cache is not None else None)
     if key is not None and job.cache is not None and job.mode == "none" and result.parsed:
         job.cache.store(key, result.diagnostics)
     return _trimmed(result, job)

@@ -8,6 +8,7 @@ import os
 import stat
 import tokenize
 from pathlib import Path
+from typing import Callable, Sequence
 
 
 class WriteRefused(Exception):
@@ -26,35 +27,83 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, expected: bytes |
     old or the new content, never a mix: write a temporary file in the same directory, fsync,
     copy the mode, then ``os.replace``. With ``expected``, refuse when the file no longer holds
     exactly those bytes (somebody edited it while we worked)."""
+    real, mode = _writable(path, expected)
+    tmp = _prepared(real, data, mode)
+    try:
+        os.replace(tmp, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_set(changes: Sequence[tuple[str | os.PathLike[str], bytes, bytes]], *,
+                     after_each: Callable[[int], None] | None = None) -> None:
+    """Replace several files as one change: ``changes`` are (path, new bytes, the bytes it must
+    hold now). Every file is checked and every new file prepared first (a temporary beside it,
+    fsynced, with its mode), so the only steps left are the renames; if a check fails nothing is
+    touched. ``after_each(i)`` runs after the i-th rename (the caller's interrupt check): when it
+    or a rename raises, the files already replaced get their old bytes back (atomically, each)
+    and the temporaries are removed, so the set is all old or all new. Only a SIGKILL between two
+    renames can leave a mix; docs/safety.md says how that is found and undone."""
+    checked = [(*_writable(path, expected), data, expected) for path, data, expected in changes]
+    prepared: list[tuple[Path, str, bytes]] = []  # (file, its temporary, its old bytes)
+    done: list[tuple[Path, bytes]] = []
+    try:
+        for real, mode, data, expected in checked:
+            prepared.append((real, _prepared(real, data, mode), expected))
+        for i, (real, tmp, expected) in enumerate(prepared):
+            os.replace(tmp, real)
+            done.append((real, expected))
+            if after_each is not None:
+                after_each(i)
+    except BaseException:
+        for real, old in reversed(done):
+            with contextlib.suppress(OSError, WriteRefused):
+                atomic_write(real, old)
+        for _real, tmp, _old in prepared:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # gone already where it was renamed
+        raise
+
+
+def _writable(path: str | os.PathLike[str], expected: bytes | None) -> tuple[Path, int]:
+    """The file to replace (through symbolic links) and its permission bits; WriteRefused when it
+    must not be written."""
     # Write through a symbolic link to its target: replacing the link itself with a regular
     # file would silently detach it.
-    path = Path(os.path.realpath(path))
+    real = Path(os.path.realpath(path))
     try:
-        st = path.stat()
+        st = real.stat()
     except FileNotFoundError as exc:
-        raise WriteRefused(f"{path}: file disappeared before it could be written") from exc
+        raise WriteRefused(f"{real}: file disappeared before it could be written") from exc
     # Check the mode bits as well as access(): root may write anything, but a file somebody
     # made read-only is a request not to change it.
     if not stat.S_ISREG(st.st_mode):
-        raise WriteRefused(f"{path}: not a regular file, not modified")
-    if not os.access(path, os.W_OK) or not st.st_mode & 0o222:
-        raise WriteRefused(f"{path}: file is read-only, not modified")
-    if expected is not None and path.read_bytes() != expected:
-        raise WriteRefused(f"{path}: file changed on disk during the run, not modified")
+        raise WriteRefused(f"{real}: not a regular file, not modified")
+    if not os.access(real, os.W_OK) or not st.st_mode & 0o222:
+        raise WriteRefused(f"{real}: file is read-only, not modified")
+    if expected is not None and real.read_bytes() != expected:
+        raise WriteRefused(f"{real}: file changed on disk during the run, not modified")
+    return real, stat.S_IMODE(st.st_mode)
+
+
+def _prepared(real: Path, data: bytes, mode: int) -> str:
+    """A temporary file beside ``real`` holding ``data`` (flushed to disk, with ``mode``)."""
     import tempfile  # only here: its import (with random's) would cost every lint ~7 ms
 
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".gpuperf-tmp")
+    fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".gpuperf-tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        os.replace(tmp, path)
+        os.chmod(tmp, mode)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    return tmp
 
 
 def unified_diff(path: str, before: bytes | str, after: bytes | str) -> str:

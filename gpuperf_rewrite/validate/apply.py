@@ -1,10 +1,14 @@
 """``gpuperf-rewrite train.py --apply``: rewrite, A/B-validate, keep what passed, commit it with a note.
 
-Nothing is written until validation has finished: the original and each candidate rewrite run
-in scratch mirrors of the checkout (:mod:`gpuperf_rewrite.validate.run.workspace`), so sibling files
-and imports resolve as they would and the runs' own writes stay out of it. Only the final step
-touches the working tree, through
-:func:`gpuperf_rewrite.validate.record.gitops.commit_file` (or an atomic write outside git / with --no-commit).
+The script and the first-party modules it runs are rewritten together
+(:mod:`gpuperf_rewrite.validate.changeset`): one candidate is one set of rule codes applied in
+every file, measured as one version of the project. Nothing is written until validation has
+finished: the original and each candidate rewrite run in scratch mirrors of the checkout
+(:mod:`gpuperf_rewrite.validate.run.workspace`) that hold the version's copy of every changed file,
+so sibling files and imports resolve as they would and the runs' own writes stay out of it. Only
+the final step touches the working tree, through
+:func:`gpuperf_rewrite.validate.record.commit.commit_files` (or an atomic write of the set of files
+outside git / with --no-commit).
 Before any A/B, one profile run of the original decides the plan (:mod:`gpuperf_rewrite.validate.plan`):
 the validation device (fixes that gain only on CUDA are not tried elsewhere, but listed as needing
 a GPU), the order of the candidates (what the diagnosis names first) and the time estimates behind
@@ -21,6 +25,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from gpuperf_rewrite.validate.changeset import (ChangeSet, ProjectFile, Rewriter, RewriterFor, collect, no_fixes,
+                                                script_only)
 from gpuperf_rewrite.validate.judge.abtest import ABConfig, ABError, ABResult, run_ab
 from gpuperf_rewrite.validate.console import format_table
 from gpuperf_rewrite.validate.run.lifetime import exit_code, returns_on_interrupt
@@ -28,8 +34,10 @@ from gpuperf_rewrite.validate.record.notes import check_notes_ref, note_record
 from gpuperf_rewrite.validate.judge.records import first_fingerprint
 from gpuperf_rewrite.validate.plan import (NEEDS_GPU, NOT_MEASURABLE, Clock, GainsOnOf, Plan, fit_budget, fix_units,
                                            make_plan, rule_gains_on, smallest_runs, with_units)
-from gpuperf_rewrite.validate.run.runs import Runner, ScriptVersion, measured_run
-from gpuperf_rewrite.validate.judge.search import CONFIRMATION, Attempt, Outcome, alpha_plan, choose_units
+from gpuperf_rewrite.validate.run.runs import Runner, measured_run
+from gpuperf_rewrite.validate.judge.abtest import unmeasured
+from gpuperf_rewrite.validate.judge.search import (CONFIRMATION, Outcome, alpha_plan, choose_units,
+                                                  phase_config)
 
 if TYPE_CHECKING:
     from git import Repo
@@ -39,10 +47,6 @@ if TYPE_CHECKING:
     from gpuperf_rewrite.lint.fixes import FixMode
     from gpuperf_rewrite.validate.judge.abtest import Progress
     from gpuperf_rewrite.validate.run.workspace import Workspace
-
-# (source bytes, fix codes or None for all) -> (rewritten bytes or None, {code: count})
-Rewriter = Callable[[bytes, "Sequence[str] | None"], "tuple[bytes | None, dict[str, int]]"]
-
 
 Echo = Callable[..., None]
 
@@ -71,7 +75,7 @@ def engine_rewriter(path: str, ruleset: RuleSet, mode: FixMode, echo: Echo) -> R
     from gpuperf_rewrite.lint.engine import check_source
 
     def rewrite(data: bytes, codes: Sequence[str] | None) -> tuple[bytes | None, dict[str, int]]:
-        res = check_source(data, path, ruleset, mode, fix_codes=codes)
+        res = check_source(data, path, ruleset, mode, fix_codes=codes, fs_path=path)  # + its imports' facts
         if res.error:  # what `check` reports and exits 2 on (E999...), never "no fixes to apply"
             lines = [f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}" for d in res.diagnostics]
             raise ApplyError("\n".join(lines) + "\nthe file cannot be checked, so --apply cannot rewrite it; "
@@ -83,35 +87,17 @@ def engine_rewriter(path: str, ruleset: RuleSet, mode: FixMode, echo: Echo) -> R
     return rewrite
 
 
-def commit_message(rel: str, codes: Sequence[str], decision: Attempt, dropped: dict[str, str],
-                   alpha: float, extra: Sequence[str] = ()) -> str:
-    """The commit message: what was applied, the deciding A/B's numbers, what was dropped."""
-    res = decision.result
-    s = res.stats
-    head = f"gpuperf: {', '.join(codes)} in {rel} ({s.speedup:.2f}x faster)" if s else f"gpuperf: {rel}"
-    how = "a confirmatory A/B with fresh runs" if decision.phase == CONFIRMATION else "one A/B of all the fixes"
-    body = [
-        f"Rules applied: {', '.join(codes)}",
-        f"Measured speedup: {s.speedup:.3f}x, at least {s.ci95[0]:.3f}x (95% CI {s.ci95[0]:.3f}-{s.ci95[1]:.3f}, "
-        f"p={s.p_faster:.3g}, {s.n_a}+{s.n_b} runs, {res.unit})" if s else "",
-        f"Decided by {how} at alpha {decision.alpha:g} (false-commit rate of the whole --apply <= {alpha:g})",
-        f"Loss check: {res.loss.get('status')}",
-    ]
-    if dropped:
-        body.append("Dropped: " + "; ".join(f"{c} ({why})" for c, why in dropped.items()))
-    body.extend(extra)
-    body.append("A/B statistics and per-run metrics: git notes --ref gpuperf show <this commit>")
-    return head + "\n\n" + "\n".join(b for b in body if b) + "\n"
-
-
 @returns_on_interrupt  # SIGTERM like Ctrl-C: same cleanup, exit 143 (130 for Ctrl-C), nothing committed
 def run_apply(path: str, *, settings: Settings | None = None, script_args: Sequence[str] = (),
               config: ABConfig | None = None, options: ApplyOptions = ApplyOptions(),
               runner: Runner | None = None, rewriter: Rewriter | None = None,
               progress: Progress | None = None, echo: Echo = _echo,
-              gains_on: GainsOnOf | None = None, module: tuple[str, Path] | None = None) -> int:
+              gains_on: GainsOnOf | None = None, module: tuple[str, Path] | None = None,
+              rewriter_for: RewriterFor | None = None, modules: Sequence[Path] | None = None) -> int:
     """The --apply pipeline; returns the exit code (0 applied, 1 nothing passed, 2 error/refused).
-    With ``module`` (name, sys.path root), ``path`` is its file and every run is ``python -m name``."""
+    With ``module`` (name, sys.path root), ``path`` is its file and every run is ``python -m name``.
+    ``rewriter`` (the script's only) or ``rewriter_for`` (per file and entry) replace the engine's
+    fixes, ``modules`` the import walk that finds the project's modules (tests)."""
     from gpuperf_rewrite.lint.sourceio import unified_diff
 
     from gpuperf_rewrite.validate.record.checkout import CheckoutRefused, apply_lock, script_target
@@ -125,25 +111,34 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
         raise ApplyError(str(exc)) from None
     original = target.read_bytes()
     json_out = options.json_out
-    rewrite = rewriter or _engine_rewriter_for(target, settings, options, echo)
+    if rewriter_for is None:
+        rewriter_for = script_only(rewriter, target) if rewriter else _engine_rewriters(settings, options, echo)
     where = _git_preflight(target, options, echo)
     if isinstance(where, int):
         return where
     repo, rel, head = where
     rel = rel or str(path)
 
+    rewrite = rewriter_for(target, target)
     fixed, applied = rewrite(original, None)
-    if fixed is None or not applied:
+    project = collect(ProjectFile(target, rel, original, rewrite, dict(applied) if fixed is not None else {}),
+                      rewriter_for, repo=repo, allow_dirty=options.allow_dirty, modules=modules)
+    for f in project.files:
+        if f.found:
+            echo(f"{path if f is project.entry else f.rel}: {sum(f.found.values())} fix(es) from "
+                 f"{', '.join(f'{c} x{n}' for c, n in sorted(f.found.items()))}", err=json_out)
+    for other, why in project.skipped.items():
+        echo(f"{other}: {why}", err=True)
+    codes = project.codes
+    if not codes:
         which = "safe fixes only" if options.level == "safe" else "safe and unsafe fixes"
         echo(f"{path}: no fixes to apply ({which}).")
         return 0
-    codes = tuple(sorted(applied))
-    echo(f"{path}: {sum(applied.values())} fix(es) from {', '.join(f'{c} x{n}' for c, n in sorted(applied.items()))}",
-         err=json_out)
     if options.no_validate:
         if not json_out:
-            echo(unified_diff(rel, original, fixed))
-        return _write_unvalidated(target, original, fixed, codes, json_out, echo)
+            for f, new in project.changed(codes):
+                echo(unified_diff(f.rel, f.original, new))
+        return _write_unvalidated(project, codes, json_out, echo)
     # Before the profile run: at the least strict level the plan can give (only fixes that gain on
     # CUDA can drop out, on a CPU); the plan's own level is checked again once it is known.
     _check_decidable(cfg, sum((gains_on or rule_gains_on)(c) != "cuda" for c in codes))
@@ -161,7 +156,7 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
         ws = stack.enter_context(Workspace(prefix="gpuperf-apply-",  # every run in a scratch mirror
                                            warn=lambda m: echo(f"warning: {m}", err=True)))
         try:
-            ctx = _Context(target, rel, original, codes, rewrite, cfg, tuple(script_args),
+            ctx = _Context(target, rel, project, cfg, tuple(script_args),
                            ws.runner(runner or abtest.default_runner()), progress, repo, head, options, echo,
                            gains_on or rule_gains_on, module=module)
             return _validate_and_write(ctx, ws)
@@ -173,7 +168,10 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
             return exit_code(exc)
 
 
-def _engine_rewriter_for(target: Path, settings: Settings | None, options: ApplyOptions, echo: Echo) -> Rewriter:
+def _engine_rewriters(settings: Settings | None, options: ApplyOptions, echo: Echo) -> RewriterFor:
+    """Each file's rules and fixes from the configuration that applies to it. A file's fixes
+    depend on its bytes, its settings and the facts of the modules *it* imports, never on who
+    imports it, so a module's fixes are the same for every entry point that runs it."""
     if settings is None:
         from gpuperf_rewrite.lint.api import SettingsError, load_settings
 
@@ -181,7 +179,14 @@ def _engine_rewriter_for(target: Path, settings: Settings | None, options: Apply
             settings = load_settings()
         except SettingsError as exc:
             raise ApplyError(str(exc)) from exc
-    return engine_rewriter(str(target), settings.ruleset_for(target.resolve()), options.level, echo)
+    chosen = settings
+
+    def rewriter_for(file: Path, entry: Path) -> Rewriter:
+        if file != entry and chosen.is_excluded(file):  # a module the configuration excludes: no fixes
+            return no_fixes
+        return engine_rewriter(str(file), chosen.ruleset_for(file.resolve()), options.level, echo)
+
+    return rewriter_for
 
 
 def _git_preflight(target: Path, options: ApplyOptions,
@@ -195,6 +200,11 @@ def _git_preflight(target: Path, options: ApplyOptions,
     repo = gitops.find_repo(target)
     if repo is None:
         return None, None, None
+    from gpuperf_rewrite.validate.record.commit import recover_interrupted
+
+    done = recover_interrupted(repo)  # what an --apply killed in its commit left, undone
+    if done:
+        echo(f"Put back {', '.join(done)}, left rewritten by an --apply killed before its commit existed.", err=True)
     try:
         rel = gitops.preflight(repo, target, allow_dirty=options.allow_dirty)
         check_notes_ref(repo)  # the commit's note goes there: a broken ref would fail after measuring
@@ -215,18 +225,15 @@ def _check_decidable(cfg: ABConfig, n_codes: int) -> None:
         raise ApplyError(why + share)
 
 
-def _write_unvalidated(target: Path, original: bytes, fixed: bytes, codes: tuple[str, ...], json_out: bool,
-                       echo: Echo) -> int:
-    from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write
-
-    try:
-        atomic_write(target, fixed, expected=original)
-    except (WriteRefused, OSError) as exc:
-        echo(f"error: {exc}", err=True)
+def _write_unvalidated(project: ChangeSet, codes: tuple[str, ...], json_out: bool, echo: Echo) -> int:
+    changed = project.changed(codes)
+    if not project.write(codes, echo):
         return 2
-    echo(f"Wrote {target} without validation: nothing was measured, nothing committed.", err=json_out)
+    echo(f"Wrote {', '.join(str(f.path) for f, _ in changed)} without validation: nothing was measured, "
+         f"nothing committed.", err=json_out)
     if json_out:
-        echo(json.dumps({"status": "written_unvalidated", "rules": list(codes)}, indent=2))
+        echo(json.dumps({"status": "written_unvalidated", "rules": list(codes), "files": project.to_json(codes)},
+                        indent=2))
     return 0
 
 
@@ -236,9 +243,7 @@ class _Context:
 
     target: Path
     rel: str
-    original: bytes
-    codes: tuple[str, ...]
-    rewrite: Rewriter
+    project: ChangeSet  # the script and the modules it runs that have fixes (entry first)
     cfg: ABConfig
     script_args: tuple[str, ...]
     runner: Runner  # already wrapped to run in the workspace's mirrors
@@ -251,27 +256,30 @@ class _Context:
     plan: Plan | None = None
     module: tuple[str, Path] | None = None  # run as `python -m` (name, sys.path root)
 
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return self.project.codes
+
+    @property
+    def unchanged(self) -> str:
+        """What a run that writes nothing leaves as it was, for its closing line."""
+        files = self.project.files
+        return f"{self.target} is unchanged" if len(files) == 1 else f"{', '.join(f.rel for f in files)} are unchanged"
+
     def say(self, message: str) -> None:
         """Human-readable status: stdout normally, stderr when stdout carries the JSON report."""
         self.echo(message, err=self.options.json_out)
 
 
 def _validate_and_write(ctx: _Context, ws: Workspace) -> int:
-    target, original, rewrite, cfg = ctx.target, ctx.original, ctx.rewrite, ctx.cfg
+    cfg, project = ctx.cfg, ctx.project
     script_args, runner, progress, echo = ctx.script_args, ctx.runner, ctx.progress, ctx.echo
     json_out = ctx.options.json_out
-    a = ScriptVersion(target, original, ctx.module)
+    a = project.version((), ctx.module)  # every module as read: A runs exactly what B is compared with
     a_path = ws.add(a)
     setup_s = ws.prepare(a_path)  # the mirror, once: not in the profile run's time, which stands for every run
-    sources: dict[frozenset[str], bytes] = {}
-
-    def build(subset: tuple[str, ...]) -> bytes:
-        key = frozenset(subset)
-        if key not in sources:
-            data, _ = rewrite(original, list(subset))
-            sources[key] = data if data is not None else original
-        return sources[key]
-
+    build = project.source_key  # every file of a version, as one key: identical versions compare equal
+    original = build(())
     clock = _profile_and_plan(ctx, a_path, setup_s, build)
     if isinstance(clock, int):
         return clock
@@ -284,10 +292,11 @@ def _validate_and_write(ctx: _Context, ws: Workspace) -> int:
     if not json_out:  # the diff of what will be tried; fixes that need a GPU are only listed (plan)
         from gpuperf_rewrite.lint.sourceio import unified_diff
 
-        echo(unified_diff(ctx.rel, original, build(plan.codes)))
+        for f, new in project.changed(plan.codes):
+            echo(unified_diff(f.rel, f.original, new))
 
     def evaluate(subset: tuple[str, ...], cfg: ABConfig = cfg, phase: str = "") -> ABResult:
-        b = ScriptVersion(target, build(subset), ctx.module)
+        b = project.version(subset, ctx.module)
         b_path = ws.add(b)
         echo(f"== A/B {clock.abs_started} ({phase}): original vs rewrite with {', '.join(subset)}", err=True)
         res = run_ab(a_path, b_path, script_args, config=cfg, runner=runner, progress=timed_progress,
@@ -310,7 +319,7 @@ def _validate_and_write(ctx: _Context, ws: Workspace) -> int:
             return replace(res, reason=f"{res.reason} (the rewrite with {', '.join(subset)} is the same source as "
                                        f"with {', '.join(codes)}: that A/B's result, not measured again)")
         clock.before_ab(subset, phase)  # OutOfBudget: the search stops and says what was not tried
-        res = evaluate(subset, phase_config(cfg, alpha, phase, plan), phase)
+        res = evaluate(subset, phase_config(cfg, alpha, phase, plan.runs_per_side, plan.max_runs_per_side), phase)
         if phase != CONFIRMATION:
             measured[data] = (subset, res)
         return res
@@ -324,13 +333,7 @@ def _validate_and_write(ctx: _Context, ws: Workspace) -> int:
             if tail:
                 echo(tail[-2000:], err=True)
         return 2
-    return _conclude(ctx, outcome, build)
-
-
-def unmeasured(cfg: ABConfig, reason: str) -> ABResult:
-    """The result of an A/B not run because B is A: no difference, with certainty and no runs."""
-    return ABResult("no_difference", reason, None, [], [], {"status": "skipped", "reason": reason}, {}, None,
-                    "samples/s", "not_measured", [], 0.0, cfg)
+    return _conclude(ctx, outcome)
 
 
 def _nothing_measurable(ctx: _Context, plan: Plan) -> int:
@@ -338,7 +341,7 @@ def _nothing_measurable(ctx: _Context, plan: Plan) -> int:
     why = [f"{c} ({NEEDS_GPU})" for c in plan.needs_gpu]
     why += [f"{c} ({reason})" for c, reason in {**plan.not_measurable, **plan.inert}.items()]
     ctx.say(f"Nothing can be validated here ({NOT_MEASURABLE}): {'; '.join(why)}. "
-            f"{ctx.target} is unchanged and nothing was committed.")
+            f"{ctx.unchanged} and nothing was committed.")
     status = "needs_gpu" if not plan.not_measurable and not plan.inert else "not_measurable"
     return _emit(ctx, {**_report_base(ctx, Outcome(kept=())), "status": status}, 1)
 
@@ -366,12 +369,12 @@ def _profile_and_plan(ctx: _Context, a_path: Path, setup_s: float = 0.0,
         return 2
     short = too_short(rec, cfg.warmup)  # every A/B run would end there too: nothing could be judged
     if short:
-        ctx.say(f"No A/B can judge this script: {short}. {ctx.target} is unchanged and nothing was committed.")
+        ctx.say(f"No A/B can judge this script: {short}. {ctx.unchanged} and nothing was committed.")
         return _emit(ctx, {**_report_base(ctx, Outcome(kept=())), "status": "too_short", "reason": short}, 1)
     plan = make_plan(doc, run_s, ctx.codes, cfg.runs, gains_on=ctx.gains_on, budget_s=ctx.options.budget_s,
-                     max_runs_per_side=cfg.max_runs, setup_s=setup_s)
+                     max_runs_per_side=cfg.max_runs, setup_s=setup_s, files=ctx.project.where())
     if build is not None and plan.codes:  # building the rewrites takes time too: before the budget fit
-        plan = with_units(plan, fix_units(plan.codes, build, ctx.original))
+        plan = with_units(plan, fix_units(plan.codes, build, build(())))
     level = min(alpha_plan(cfg.alpha, len(plan.search_units)).values())  # the strictest A/B the search runs
     plan = fit_budget(plan, smallest_runs(cfg, level), spent_s=planning.now() - t0)
     ctx.plan = plan
@@ -380,17 +383,7 @@ def _profile_and_plan(ctx: _Context, a_path: Path, setup_s: float = 0.0,
     return Clock(plan, start=t0)
 
 
-def phase_config(cfg: ABConfig, alpha: float, phase: str, plan: Plan | None = None) -> ABConfig:
-    """The A/B configuration of one phase of the search: its share of alpha, the plan's runs (fewer
-    when the budget asked for it); the confirmation also gets seeds of its own (fresh runs, not a
-    replay of the screening's)."""
-    out = replace(cfg, alpha=alpha, seed=cfg.seed + (1000 if phase == CONFIRMATION else 0))
-    if plan is not None and plan.runs_per_side != cfg.runs:
-        out = replace(out, runs=plan.runs_per_side, max_runs=max(plan.max_runs_per_side or 0, plan.runs_per_side))
-    return out
-
-
-def _conclude(ctx: _Context, outcome: Outcome, build: Callable[[tuple[str, ...]], bytes]) -> int:
+def _conclude(ctx: _Context, outcome: Outcome) -> int:
     """Report, then write or commit the passing subset (or nothing)."""
     report = _report_base(ctx, outcome)
     for c, why in outcome.dropped.items():
@@ -408,28 +401,27 @@ def _conclude(ctx: _Context, outcome: Outcome, build: Callable[[tuple[str, ...]]
     if not outcome.kept or outcome.decision is None:
         if outcome.stopped:
             report["status"] = "budget_exhausted"
-            ctx.say(f"The time budget ran out before anything passed; {ctx.target} is unchanged and nothing "
+            ctx.say(f"The time budget ran out before anything passed; {ctx.unchanged} and nothing "
                     f"was committed (what was not decided is listed above, not judged).")
         else:
-            ctx.say(f"Nothing passed validation; {ctx.target} is unchanged and nothing was committed.")
+            ctx.say(f"Nothing passed validation; {ctx.unchanged} and nothing was committed.")
         report["validation"] = outcome.attempts[-1].result.to_json() if outcome.attempts else None
         return _emit(ctx, report, 1)
     res = outcome.decision.result
     report["validation"] = res.to_json()
-    final = build(outcome.kept)
+    report["files"] = ctx.project.to_json(outcome.kept)
+    changed = ctx.project.changed(outcome.kept)
     if ctx.repo is not None and ctx.head is not None and not ctx.options.no_commit:
-        return _commit(ctx, outcome, res, final, report)
-    from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write
-
-    try:
-        atomic_write(ctx.target, final, expected=ctx.original)
-    except (WriteRefused, OSError) as exc:
-        ctx.echo(f"error: {exc}", err=True)
+        return _commit(ctx, outcome, res, changed, report)
+    if not ctx.project.write(outcome.kept, ctx.echo):
         return 2
     report["status"] = "written"
     why = "--no-commit" if ctx.options.no_commit else "not inside a git repository"
-    ctx.say(f"Wrote {ctx.target} ({', '.join(outcome.kept)}, {res.stats.speedup:.3f}x); "  # type: ignore[union-attr]
+    shown = str(ctx.target) if len(changed) == 1 else ", ".join(f.rel for f, _ in changed)
+    ctx.say(f"Wrote {shown} ({', '.join(outcome.kept)}, {res.stats.speedup:.3f}x); "  # type: ignore[union-attr]
             f"not committed ({why}).")
+    for line in ctx.project.describe(outcome.kept):
+        ctx.say(line)
     return _emit(ctx, report, 0)
 
 
@@ -444,6 +436,7 @@ def _report_base(ctx: _Context, outcome: Outcome) -> dict[str, Any]:
         "plan": plan.to_json() if plan else None,
         "attempts": [a.to_json() for a in outcome.attempts], "alpha": ctx.cfg.alpha,
         "launcher": ctx.cfg.launch, "commit": None, "validation": None,
+        "files": ctx.project.to_json(),
     }
 
 
@@ -459,15 +452,20 @@ def _extra_lines(ctx: _Context, outcome: Outcome) -> list[str]:
         out.append(f"Not applied, {NOT_MEASURABLE}: {', '.join({**ctx.plan.not_measurable, **ctx.plan.inert})}")
     if outcome.not_tried:
         out.append("Not tried: " + ", ".join(outcome.not_tried))
+    for rel, why in ctx.project.skipped.items():
+        out.append(f"Not rewritten: {rel} ({why})")
     return out
 
 
-def _commit(ctx: _Context, outcome: Outcome, res: ABResult, final: bytes, report: dict[str, Any]) -> int:
+def _commit(ctx: _Context, outcome: Outcome, res: ABResult, changed: list[tuple[ProjectFile, bytes]],
+            report: dict[str, Any]) -> int:
     from gpuperf_rewrite.lint.sourceio import WriteRefused
-    from gpuperf_rewrite.validate.record import gitops
+    from gpuperf_rewrite.validate.record import commit, gitops
 
     decision = outcome.decision
     assert decision is not None
+    applied = ctx.project.applied_in(outcome.kept)
+    files = {f.rel: applied[f.rel] for f, _ in changed}
     record = note_record(ctx.rel, "apply", samples=res.samples("B"), unit=res.unit,
                          fingerprint=first_fingerprint(res.b) or res.fingerprint, config=res.config,
                          script_args=ctx.script_args, rules=list(outcome.kept), ab=res.to_json(),
@@ -475,18 +473,21 @@ def _commit(ctx: _Context, outcome: Outcome, res: ABResult, final: bytes, report
                                  "attempts": [a.to_json() for a in outcome.attempts],
                                  "plan": ctx.plan.to_json() if ctx.plan else None,
                                  "needs_gpu": report["needs_gpu"], "not_tried": outcome.not_tried,
-                                 "not_measurable": report["not_measurable"]})
-    message = commit_message(ctx.rel, outcome.kept, decision, outcome.dropped, ctx.cfg.alpha,
-                             _extra_lines(ctx, outcome))
+                                 "not_measurable": report["not_measurable"]},
+                         files=[{"path": rel, "rules": list(codes)} for rel, codes in files.items()])
+    message = commit.commit_message(ctx.rel, outcome.kept, decision, outcome.dropped, ctx.cfg.alpha,
+                             _extra_lines(ctx, outcome), files=files if len(files) > 1 else None)
     try:
-        done = gitops.commit_file(ctx.repo, ctx.rel, final, message, record, expected_head=ctx.head,
-                                  expected_bytes=ctx.original)
+        done = commit.commit_files(ctx.repo, [commit.FileChange(f.rel, new, f.original) for f, new in changed],
+                                   message, record, expected_head=ctx.head)
     except (gitops.GitRefused, WriteRefused) as exc:
         ctx.echo(f"refused: {exc}", err=True)
         return 2
     report.update(status="committed", commit=done.commit)
     ctx.say(f"Committed {done.commit[:12]} on {done.branch}: {', '.join(outcome.kept)} "
             f"({res.stats.speedup:.3f}x); note under {gitops.NOTES_REF}.")  # type: ignore[union-attr]
+    for line in ctx.project.describe(outcome.kept):
+        ctx.say(line)
     if done.exit_code:
         ctx.echo("Interrupted, after the commit had completed (commit and note are in place).", err=True)
         return _emit(ctx, report, done.exit_code)

@@ -231,6 +231,7 @@ class Plan:
     asked_runs_per_side: int | None = None  # --runs, when the budget lowered runs_per_side
     min_runs_per_side: int = 2  # the fewest runs an A/B may plan (the statistics' minimum)
     spent_s: float | None = None  # of the budget, when the plan was made (None: the profile run's run_s)
+    files: dict[str, list[str]] = field(default_factory=dict)  # code -> the files it fixes (several: said)
 
     @property
     def search_units(self) -> tuple[tuple[str, ...], ...]:
@@ -314,6 +315,10 @@ class Plan:
         if not self.codes:
             return lines
         diagnosed = self.lead != self.codes
+        spread = sorted({f for c in self.codes for f in self.files.get(c, ())})
+        if len(spread) > 1:  # one candidate = one set of codes, applied in every file
+            lines.append(f"  fixes in {len(spread)} files, measured together as one version: "
+                         + "; ".join(f"{c} in {', '.join(self.files[c])}" for c in self.codes if c in self.files))
         lines.append(f"  1. A/B of {', '.join(self.lead)}{' (diagnosed first)' if diagnosed else ''}"
                      f": {self._upto(self.ab_s, self.ab_max_s)}; if faster, it is kept and committed")
         if len(self.search_units) > 1:
@@ -340,14 +345,15 @@ class Plan:
                 "affordable_abs": self.affordable_abs, "budget_choice": self.budget_choice(),
                 "not_measurable": {**{c: NEEDS_GPU for c in self.needs_gpu}, **self.not_measurable,
                                    **self.inert},
-                "units": [list(u) for u in self.search_units]}
+                "units": [list(u) for u in self.search_units],
+                "files": {c: list(fs) for c, fs in self.files.items()}}
 
 
 def make_plan(doc: RunDoc, run_s: float, codes: Sequence[str], runs_per_side: int, *,
               gains_on: GainsOnOf = rule_gains_on, budget_s: float | None = None,
               python: str | None = None, max_runs_per_side: int | None = None, setup_s: float = 0.0,
               needs_ranks: Callable[[str], bool] = rule_needs_ranks,
-              min_runs_per_side: int | None = None) -> Plan:
+              min_runs_per_side: int | None = None, files: Mapping[str, Sequence[str]] | None = None) -> Plan:
     """The plan from the profile run's document. Without ``min_runs_per_side`` (the statistics'
     minimum, :func:`smallest_runs`) the budget never lowers ``runs_per_side``."""
     device = validation_device(doc, python)
@@ -359,7 +365,7 @@ def make_plan(doc: RunDoc, run_s: float, codes: Sequence[str], runs_per_side: in
     ordered, named = diagnosed_order(usable, findings)
     plan = Plan(device, tuple(ordered), tuple(named) or tuple(ordered), needs_gpu, findings, run_s,
                 runs_per_side, budget_s, max_runs_per_side, setup_s, doc.get("launcher"), world_size,
-                not_measurable=one_process)
+                not_measurable=one_process, files={c: list(fs) for c, fs in (files or {}).items()})
     return fit_budget(plan, runs_per_side if min_runs_per_side is None else min_runs_per_side)
 
 

@@ -17,7 +17,7 @@ from ..analysis.model.host_data import (
 from ..analysis.model.step_code import BatchData, device_kind
 from ..analysis.model.tensors import mentions
 from ..analysis.model.training import TrainingAnalysis, analysis
-from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call
+from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
@@ -102,6 +102,9 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
         base = base.value
     if not isinstance(base, cst.Name):
         return "no"
+    param = _unpacked_param(fn, base.value)
+    if param is not None and param != base.value:
+        base = cst.Name(param)  # ``x, y = batch`` in the helper: the batch passed in, unpacked
     args = call_site_args(ta.ctx, fn, base.value)
     if not args:
         return "no"
@@ -116,6 +119,19 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
         elif tensor is True and not (data.is_tensor(arg) if receiver is base else data.default_collate):
             tensor = False  # a subscript of a default-collated batch is a tensor
     return tensor
+
+
+def _unpacked_param(fn: cst.FunctionDef, name: str) -> str | None:
+    """The parameter of ``fn`` that ``name`` first holds a field of (``x, y = batch``, ``x =
+    batch[0]``, ``x = batch["x"]``); ``name`` itself when it is one; None otherwise."""
+    params = {p.name.value for p in fn.params.params}
+    if name in params:
+        return name
+    for a in walk(fn.body):
+        if isinstance(a, cst.Assign) and any(name in target_names(t.target) for t in a.targets):
+            source = dotted_name(a.value.value if isinstance(a.value, cst.Subscript) else a.value)
+            return source if source in params else None
+    return None
 
 
 def _message(what: str, kind: str) -> str:
@@ -160,6 +176,13 @@ class BlockingCopy(Rule):
     # gains_on 'cuda': only a host-to-GPU copy can run asynchronously; on CPU the argument is a no-
     # op.
     gains_on = "cuda"
+    across_modules = (
+        "The batch is followed out of a loader class of the user's other modules whose method "
+        "returns one (`x, y = train_loader.next_batch()`, a generator), and into a per-step helper "
+        "of this file that unpacks it (`self.run_step(batch)` with `x, y = batch`). Not followed: a "
+        "copy inside a function of another module (reported when that module is checked, where its "
+        "own loop is visible)."
+    )
     limitations = (
         "Three kinds of per-step copies are reported: the batch (names bound by the step loop's "
         "`for` target or derived from it, a tokenizer's output of it, names returned by a helper "

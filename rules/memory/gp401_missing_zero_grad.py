@@ -8,26 +8,19 @@ import libcst as cst
 
 from .._api import Finding, Fix, NoFix, InsertAfter, Invalid, Rule, Valid, dedent
 from ..analysis.fixes.edits import block_of
-from ..analysis.model.step_code import walk_with_callees
+from ..analysis.model.step_code import walk_with_callees, zeroes_grads
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.project import project_function
 from ..analysis.syntax.torch_names import OPTIMIZERS
 
 
-def zeroes_grads(node: cst.CSTNode) -> bool:
-    """``*.zero_grad(...)``, ``p.grad = None``/``p.grad = g`` or ``p.grad.zero_()``."""
-    if method_call(node, "zero_grad"):
-        return True
-    if isinstance(node, cst.Assign):
-        return any(isinstance(t.target, cst.Attribute) and t.target.attr.value == "grad" for t in node.targets)
-    if method_call(node, "zero_", "detach_", "fill_"):
-        assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-        recv = node.func.value
-        while isinstance(recv, cst.Attribute) and recv.attr.value == "data":
-            recv = recv.value
-        return isinstance(recv, cst.Attribute) and recv.attr.value == "grad"
-    return False
+def _zeroes_elsewhere(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """A call of a helper in another of the user's modules that zeroes gradients
+    (``utils.zero_grad(model.parameters())`` setting ``p.grad = None``, a ``clear_grads(opt)``)."""
+    found = project_function(ctx, node)
+    return found is not None and found.facts.zeroes_grads
 
 
 def _bound_to_other(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression) -> bool:
@@ -82,6 +75,11 @@ class MissingZeroGrad(Rule):
     )
     # gains_on 'any': a correctness bug: the wrong gradients are wrong on every device.
     gains_on = "any"
+    across_modules = (
+        "A call into a helper of the user's other modules that zeroes gradients (`utils.zero_grad(params)` "
+        "setting `p.grad = None`, a `clear_grads(optimizer)`), up to 3 imports deep, counts as zeroing. Not "
+        "followed: a helper of an installed package, or one reached through an object's method."
+    )
     limitations = (
         "Any zeroing in the loop or in the functions it calls counts (`zero_grad()`, `p.grad = "
         "None`, `p.grad.zero_()`), even one under a condition that never holds.",
@@ -141,7 +139,7 @@ class MissingZeroGrad(Rule):
             if loop not in checked:
                 zeroes = backward = False
                 for node in walk_with_callees(ta, loop.body):
-                    zeroes = zeroes or zeroes_grads(node)
+                    zeroes = zeroes or zeroes_grads(node) or _zeroes_elsewhere(ctx, node)
                     backward = backward or ta.is_backward_call(node)
                 checked[loop] = (zeroes, backward)
             zeroes, backward = checked[loop]

@@ -51,6 +51,11 @@ class NoAutocast(Rule):
     # gains_on 'cuda': the gain comes from tensor cores and half-width memory traffic on CUDA; on
     # CPU bfloat16 autocast is often slower (docs/benchmarks.md).
     gains_on = "cuda"
+    across_modules = (
+        "Reported where the forward runs: in the module whose loop does the forward and the "
+        "backward (`engine.py`), never in the script that calls it (`main.py`). Not followed: an "
+        "autocast entered in another module around the call of this file\"s step."
+    )
     limitations = (
         "The fix needs the script's device variable (a `torch.device(...)` bound before the step, "
         "or the device the batch is moved to): the autocast uses `device.type`, or "

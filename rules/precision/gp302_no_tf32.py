@@ -14,7 +14,9 @@ from ..analysis.facts.workload import MATMUL_USERS, matmul_operator, model_zoo
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, hf_tf32, matmul_precision_fix
 from ..analysis.syntax.calls import get_arg
+from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.project import MATMUL
 
 TF32_SETTINGS = frozenset({
     "torch.backends.cuda.matmul.allow_tf32", "torch.backends.cuda.matmul.fp32_precision",
@@ -56,6 +58,14 @@ class NoTF32(Rule):
     # gains_on 'cuda': TF32 runs on the tensor cores of Ampere and newer NVIDIA GPUs; the setting
     # has no effect on CPU.
     gains_on = "cuda"
+    across_modules = (
+        "A script that hands its model to a training function of the user's other modules "
+        "(`engine.train_one_epoch(model, loader, optimizer, device)`) trains; a model built there "
+        "(`models.build_model(args)`, `create_model(...)`, `models.__dict__[args.arch]()`, an "
+        "imported model class) counts as matmul work when that module or the user's modules it "
+        "imports use linear, attention or matmul layers; reported in the script, where the setting "
+        "goes. Not followed: imports more than 3 levels deep, a setting made in another module."
+    )
     limitations = (
         "Any call of `torch.set_float32_matmul_precision`, assignment of a TF32 flag "
         "(`torch.backends.cuda.matmul.allow_tf32`, `fp32_precision`) or "
@@ -150,11 +160,11 @@ class NoTF32(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx) or model_precision(ctx):
+        if not program_trains(ctx) or cpu_only(ctx) or model_precision(ctx):
             return
         if _tf32_chosen(ctx):
             return
-        node = first_use_of(ctx, MATMUL_USERS) or model_zoo(ctx) or matmul_operator(ctx)
+        node = first_use_of(ctx, MATMUL_USERS) or model_zoo(ctx) or matmul_operator(ctx) or project_model(ctx, MATMUL)
         message = ("float32 matmuls run without TF32 (no torch.set_float32_matmul_precision): tensor cores "
                    "stay idle; set it to \"high\" after the imports")
         hf = hf_tf32(ctx, node, message)  # a Hugging Face Trainer sets TF32 from its arguments

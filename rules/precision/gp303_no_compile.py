@@ -23,6 +23,7 @@ from ..analysis.fixes.frameworks import (
     FRAMEWORK_KEYWORDS, accelerate_compile_fix, compile_chosen, framework_findings, lightning_compile_fix,
 )
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
+from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._double_backward import double_backward_models
@@ -77,6 +78,13 @@ class NoCompile(Rule):
     # gains_on 'cuda': the fused generated kernels are a GPU gain; on CPU the compilation time
     # rarely pays back in a training run.
     gains_on = "cuda"
+    across_modules = (
+        "A script that hands its model to a training function of the user's other modules trains; "
+        "the trained model is found through a parameter-group helper of those modules "
+        "(`add_weight_decay(model, wd)`, `get_params_groups(model)`) or an optimizer builder "
+        "(`build_optimizer(config, model)`), and reported where it is built or handed to training. "
+        "Not followed: a compile done inside another module."
+    )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
         "`re.compile`) or `TrainingArguments(torch_compile=...)` in the module silences it.",
@@ -184,7 +192,7 @@ class NoCompile(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx) or _compiles_somewhere(ctx) or \
+        if not program_trains(ctx) or cpu_only(ctx) or _compiles_somewhere(ctx) or \
                 compile_chosen(ctx):
             return
         yield from framework_findings(ctx, self.code)

@@ -18,7 +18,9 @@ from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import NO_TOP_IMPORT, lightning_benchmark_fix
 from ..analysis.syntax.calls import get_arg, literal_value
 from ..analysis.fixes.framework_blind import unseen_settings
+from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.project import CONV
 
 # Settings that show the user chose cuDNN's algorithm selection (benchmarking picks algorithms
 # by timing, which is not deterministic).
@@ -88,6 +90,13 @@ class NoCudnnBenchmark(Rule):
     )
     # gains_on 'cuda': the setting selects cuDNN convolution algorithms, which only run on CUDA.
     gains_on = "cuda"
+    across_modules = (
+        "A script that hands its model to a training function of the user's other modules trains; a "
+        "model built there (`models.build_model(args)`, `models.__dict__[arch]()`, an imported "
+        "model class) counts as convolutional when that module or the user's modules it imports use "
+        "convolution layers; reported in the script. Not followed: imports more than 3 levels deep, "
+        "a setting made in another module."
+    )
     limitations = (
         "Convolutions are recognised through `torch.nn.Conv*`/`ConvTranspose*`, "
         "`torch.nn.functional.conv*` and vision model zoos (torchvision, timm, a model picked "
@@ -169,12 +178,12 @@ class NoCudnnBenchmark(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx):
+        if not program_trains(ctx) or cpu_only(ctx):
             return
         choices = _choices(ctx)
         if any(not off or not _opt_in(ctx, node) for node, off in choices):
             return  # benchmark set on, or turned off for every run: the user's choice
-        node = convolution(ctx)
+        node = convolution(ctx) or project_model(ctx, CONV)
         if node is None:
             return
         message = ("convolutional model without torch.backends.cudnn.benchmark = True: cuDNN picks "

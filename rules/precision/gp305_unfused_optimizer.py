@@ -17,12 +17,11 @@ from ..analysis.fixes.edits import add_kwarg, torch_import
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import get_arg, has_star_args, literal_value
+from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.project import project_calls
+from ..analysis.syntax.torch_names import FUSABLE
 
-FUSABLE = frozenset({
-    "torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD", "torch.optim.adam.Adam",
-    "torch.optim.adamw.AdamW", "torch.optim.sgd.SGD",
-})
 
 
 class UnfusedOptimizer(Rule):
@@ -49,6 +48,13 @@ class UnfusedOptimizer(Rule):
     # gains_on 'cuda': the fix enables fusion only on CUDA (`fused=device.type == "cuda"`), where
     # the gain is established.
     gains_on = "cuda"
+    across_modules = (
+        "A script that hands its optimizer to a training function of the user's other modules "
+        "trains; an optimizer built by a function of another module (`build_optimizer(config, "
+        "model)`) without `fused=` is reported once, at the call, without a fix, naming the file "
+        "and line to change (the builder's module is not reported unless it trains itself). Not "
+        "followed: `fused=` passed in from a configuration out of sight."
+    )
     limitations = (
         "Only Adam, AdamW and SGD from `torch.optim` are checked; other optimizers with fused or "
         "foreach implementations are not.",
@@ -118,7 +124,7 @@ class UnfusedOptimizer(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
-        if not (analysis(ctx).step_loops or framework_trains(ctx)) or cpu_only(ctx):
+        if not program_trains(ctx) or cpu_only(ctx):
             return
         for call in ctx.nodes(cst.Call):
             if not ctx.is_call_to(call, FUSABLE) or has_star_args(call):
@@ -127,6 +133,14 @@ class UnfusedOptimizer(Rule):
                 continue
             yield Finding.of(call, "optimizer without fused=: its update runs as many separate kernels over "
                                    "every parameter; use the fused implementation on CUDA", _fix(ctx, call))
+        for built in project_calls(ctx):  # ``build_optimizer(config, model)`` of another module
+            line = built.facts.unfused_optimizer_line
+            if built.facts.returns_optimizer and line is not None and not built.module.trains:
+                yield Finding.of(built.call, f"optimizer built by `{built.name}` without fused=: its update runs as "
+                                             f"many separate kernels over every parameter; use the fused "
+                                             f"implementation on CUDA",
+                                 NoFix(f"the optimizer is built in another module: add fused= at "
+                                       f"{built.module.path}:{line}"))
 
 
 def _fix(ctx: RuleContext, call: cst.Call) -> Fix | NoFix:

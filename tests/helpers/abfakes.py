@@ -7,7 +7,9 @@ test is deterministic. loss scales the loss trajectory (1.0 = the reference traj
 lossnoise=0.05 moves each run's trajectory by a factor drawn from the run's *seed* (so the A and
 B of one pair, which share a seed, draw the same factor). stop=N ends the script by itself after N
 measured steps; nobatch=1 reports no batch size (steps/s only); noloss=1 records no loss;
-skip=3,4 marks those steps as skipped by GradScaler (their loss is non-finite).
+skip=3,4 marks those steps as skipped by GradScaler (their loss is non-finite). modules=engine,utils
+reads the ``# fake:`` line of each named module beside the script (in the run's mirror, so the
+version under test): its speed (over 100) multiplies the script's, its loss scales the loss.
 """
 
 from __future__ import annotations
@@ -26,7 +28,12 @@ FP = {"device": "cpu", "device_name": "fake", "torch": "x", "cuda": None, "pytho
 def spec(path: str | Path) -> dict[str, str]:
     for line in Path(path).read_text().splitlines():
         if line.startswith("# fake:"):
-            return dict(kv.split("=", 1) for kv in line[len("# fake:"):].split())
+            s = dict(kv.split("=", 1) for kv in line[len("# fake:"):].split())
+            for name in filter(None, s.get("modules", "").split(",")):
+                m = spec(Path(path).with_name(f"{name}.py"))
+                s["speed"] = str(float(s.get("speed", 100)) * float(m.get("speed", 100)) / 100)
+                s["loss"] = str(float(s.get("loss", 1.0)) * float(m.get("loss", 1.0)))
+            return s
     return {}
 
 
@@ -64,8 +71,9 @@ class FakeRunner:
             time.sleep(float(s["sleep"]))
         status = s.get("status", "step_limit")
         speed = float(s.get("speed", 100)) * (1 + float(s.get("noise", 0.02)) * self.rng.gauss(0, 1))
-        if "fast_if" in s:  # a real rewrite (by the engine) made this text appear: 1.5x faster
-            body = "".join(ln for ln in Path(script).read_text().splitlines(True) if not ln.startswith("# fake:"))
+        if "fast_if" in s:  # a real rewrite (by the engine) made this text appear (or a module's): 1.5x faster
+            files = [Path(script)] + [Path(script).with_name(f"{m}.py") for m in filter(None, s.get("modules", "").split(","))]
+            body = "".join(ln for f in files for ln in f.read_text().splitlines(True) if not ln.startswith("# fake:"))
             speed *= 1.5 if s["fast_if"] in body else 1.0
         if "seq" in s:  # explicit throughputs, cycled: seq=100,102,98
             seq = [float(v) for v in s["seq"].split(",")]
@@ -136,6 +144,15 @@ def fake_rewriter(available: tuple[str, ...]):
     return rewrite
 
 
+def project_rewriters(per_file: dict[str, tuple[str, ...]]):
+    """``rewriter_for`` for ``run_apply``: each file (by name) gets :func:`fake_rewriter` with its
+    own fixes; a file not named has none."""
+    def rewriter_for(file: Path, entry: Path):
+        return fake_rewriter(per_file.get(Path(file).name, ()))
+
+    return rewriter_for
+
+
 def git_repo(path: Path, files: dict[str, str]) -> Any:
     """A repository with ``files`` committed, and a test identity."""
     import git
@@ -166,17 +183,17 @@ def repo_state(repo: Any) -> dict[str, Any]:
     }
 
 
-def apply_with_fakes(path: Path, codes: tuple[str, ...], *, runner: Any = None, config: Any = None,
-                     progress: Any = None, gains_on: Any = None, **options: Any) -> tuple[int, str]:
-    """``run_apply`` on a :class:`FakeRunner` (or ``runner``) and :func:`fake_rewriter`, with a small
-    fast A/B configuration unless ``config`` is given; ``options`` are ``ApplyOptions`` fields.
-    Returns the exit code and everything it printed."""
+def apply_with_fakes(path: Path, codes: tuple[str, ...] | dict[str, tuple[str, ...]], *, runner: Any = None,
+                     config: Any = None, progress: Any = None, gains_on: Any = None, **options: Any) -> tuple[int, str]:
+    """``run_apply`` on a :class:`FakeRunner` (or ``runner``) and :func:`fake_rewriter` (``codes``
+    per file name: :func:`project_rewriters`), with a small fast A/B configuration unless ``config``
+    is given; ``options`` are ``ApplyOptions`` fields. Returns the exit code and everything it printed."""
     from gpuperf_rewrite.validate.judge.abtest import ABConfig
     from gpuperf_rewrite.validate.apply import ApplyOptions, run_apply
 
     out: list[str] = []
     config = config or ABConfig(runs=6, max_runs=6, min_runs=4, steps=5, warmup=1, bootstrap_resamples=300)
-    rc = run_apply(str(path), runner=runner or FakeRunner(), rewriter=fake_rewriter(codes), config=config,
-                   progress=progress, gains_on=gains_on, echo=lambda msg="", err=False, **_: out.append(str(msg)),
-                   options=ApplyOptions(**options))
+    fixes = {"rewriter_for": project_rewriters(codes)} if isinstance(codes, dict) else {"rewriter": fake_rewriter(codes)}
+    rc = run_apply(str(path), runner=runner or FakeRunner(), config=config, progress=progress, gains_on=gains_on,
+                   echo=lambda msg="", err=False, **_: out.append(str(msg)), options=ApplyOptions(**options), **fixes)
     return rc, "\n".join(out)

@@ -119,6 +119,16 @@ def unified(old: str, new: str, name: str) -> str:
     return "".join(difflib.unified_diff(lines(old), lines(new), f"a/{name}", f"b/{name}"))
 
 
+def diagnostic_lines(d: Any, head: str) -> list[str]:
+    """One finding in a snapshot: ``--- head``, its message, its fix or why there is none."""
+    lines = [f"--- {head}", f"message: {d.message}"]
+    if d.fix is not None:
+        lines.append(f"fix: {d.fix['safety']}: {d.fix['description']}")
+    if d.no_fix_reason:
+        lines.append(f"no fix: {d.no_fix_reason}")
+    return lines
+
+
 def render_snapshot(case: Case) -> str:
     """What the rule reports on ``case`` and what its fixes do, as a reviewable text."""
     found = lint(case)
@@ -132,14 +142,8 @@ def render_snapshot(case: Case) -> str:
         f"findings: {len(found.diagnostics)}",
         f"error: {str(found.error).lower()}",
     ]
-    body = []
-    for d in found.diagnostics:
-        body.append(f"--- {d.line}:{d.column}-{d.end_line}:{d.end_column} {d.code} {d.name} [{d.severity}]")
-        body.append(f"message: {d.message}")
-        if d.fix is not None:
-            body.append(f"fix: {d.fix['safety']}: {d.fix['description']}")
-        if d.no_fix_reason:
-            body.append(f"no fix: {d.no_fix_reason}")
+    body = [line for d in found.diagnostics for line in diagnostic_lines(
+        d, f"{d.line}:{d.column}-{d.end_line}:{d.end_column} {d.code} {d.name} [{d.severity}]")]
     name = case.path.name if case.path else "example.py"
     tail = ["=== fix diff (all fixes, unsafe included)"]
     tail.append(unified(case.code, fixed.decode("utf-8"), name).rstrip("\n") if fixed is not None else "<no fix>")

@@ -386,3 +386,9 @@ def measure(script: str | Path, script_args: Sequence[str] = (), *, config: ABCo
         if short:
             raise ABError(f"{script}: too few steps to measure, no baseline or comparison rests on it: {short}")
     return out
+
+
+def unmeasured(cfg: ABConfig, reason: str) -> ABResult:
+    """The result of an A/B not run because B is A: no difference, with certainty and no runs."""
+    return ABResult("no_difference", reason, None, [], [], {"status": "skipped", "reason": reason}, {}, None,
+                    "samples/s", "not_measured", [], 0.0, cfg)

@@ -25,8 +25,10 @@ A time budget (``--budget``) can stop the search before an A/B starts: ``evaluat
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from gpuperf_rewrite.validate.run.config import ABConfig
 
 if TYPE_CHECKING:
     from gpuperf_rewrite.validate.judge.abtest import ABResult
@@ -218,4 +220,15 @@ def find_passing_subset(codes: Sequence[str], evaluate: Callable[[tuple[str, ...
             key, res = min(((k, r) for k, r in tried if c in k), key=lambda kr: len(kr[0]))
             sub = tuple(x for x in codes if x in key)
             out.dropped[c] = f"{_where(c, Attempt(sub, res))}: {_why(Attempt(sub, res))}"
+    return out
+
+
+def phase_config(cfg: ABConfig, alpha: float, phase: str, runs: int | None = None,
+                 max_runs: int | None = None) -> ABConfig:
+    """The A/B configuration of one phase of the search: its share of alpha, the plan's runs (fewer
+    when the budget asked for it: ``runs``, ``max_runs``); the confirmation also gets seeds of its
+    own (fresh runs, not a replay of the screening's)."""
+    out = replace(cfg, alpha=alpha, seed=cfg.seed + (1000 if phase == CONFIRMATION else 0))
+    if runs is not None and runs != cfg.runs:
+        out = replace(out, runs=runs, max_runs=max(max_runs or 0, runs))
     return out

@@ -1,6 +1,6 @@
 """What ``git commit`` does around a commit that ``commit-tree`` alone would skip: the
 ``pre-commit``, ``prepare-commit-msg``, ``commit-msg`` and ``post-commit`` hooks, and signing when
-``commit.gpgSign`` is set. :func:`gpuperf_rewrite.validate.record.gitops.commit_file` calls these so a
+``commit.gpgSign`` is set. :func:`gpuperf_rewrite.validate.record.commit.commit_files` calls these so a
 commit made by ``--apply`` passes the same gates as one made by hand (docs/validation.md, "Git").
 
 Hooks run as ``git commit --only <script>`` runs them: from the top of the working tree, with

@@ -1,10 +1,9 @@
 """Git plumbing for ``--apply``, ``baseline`` and ``regress`` (GitPython, imported lazily).
 
-Commits are made without touching the user's index for anything but the one file: the new tree
-is HEAD's tree plus the rewritten blob (built in a temporary index), so other staged work stays
-staged and uncommitted. The branch and ``refs/notes/gpuperf`` move together in one
-``git update-ref --stdin`` transaction, *after* every object exists, so an interrupt leaves either
-the old refs or the complete new commit with its note.
+The commit of --apply's files is :mod:`gpuperf_rewrite.validate.record.commit`; the branch and
+``refs/notes/gpuperf`` move together in one ``git update-ref --stdin`` transaction here
+(:func:`_move_refs`), *after* every object exists, so an interrupt leaves either the old refs or
+the complete new commit with its note.
 
 Notes are JSON Lines: one measurement record per line, keyed by script path and environment
 fingerprint, so several measurements coexist on one commit and ``cat_sort_uniq`` can merge
@@ -17,8 +16,6 @@ import contextlib
 import datetime as _dt
 import json
 import os
-import signal
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -134,21 +131,31 @@ def preflight(repo: Any, path: str | os.PathLike[str], *, allow_dirty: bool = Fa
     if op:
         raise GitRefused(f"{op} is in progress{' on a detached HEAD' if repo.head.is_detached else ''}; "
                          f"finish it (or abort it) first, then run --apply again. Nothing was changed.")
-    rel = relpath(repo, path)
     if head_sha(repo) is None:
+        rel = relpath(repo, path)
         raise GitRefused(f"{rel} is not committed (the repository has no commits yet); "
                          f"`git add {rel} && git commit` first, or use --no-commit. Nothing was changed.")
+    rel = check_file(repo, path, allow_dirty=allow_dirty)
+    check_identity(repo)
+    try:
+        githooks.check_signing(repo)
+    except githooks.HookRefused as exc:
+        raise GitRefused(str(exc)) from None
+    return rel
+
+
+def check_file(repo: Any, path: str | os.PathLike[str], *, allow_dirty: bool = False) -> str:
+    """Refuse (GitRefused) a file a commit must not take as it is: outside the working tree, not
+    tracked, flagged to hide local edits, or with uncommitted changes (unless ``allow_dirty``);
+    its repo-relative path. :func:`preflight` checks the script with it, --apply each module it
+    would rewrite."""
+    rel = relpath(repo, path)
     try:
         repo.head.commit.tree[rel]
     except KeyError:
         raise GitRefused(f"{rel} is not tracked by git; `git add {rel} && git commit` first, or use "
                          f"--no-commit to only write the file. Nothing was changed.") from None
     check_index_flags(repo, rel)
-    check_identity(repo)
-    try:
-        githooks.check_signing(repo)
-    except githooks.HookRefused as exc:
-        raise GitRefused(str(exc)) from None
     if not allow_dirty and repo.git.diff("HEAD", "--name-only", "--", rel).strip():
         raise GitRefused(f"{rel} has uncommitted changes; commit or stash them first (the rewrite must "
                          f"be a commit of its own), or pass --allow-dirty to include them in the "
@@ -333,118 +340,7 @@ def store_note(repo: Any, commit: str, record: dict[str, Any]) -> None:
     raise GitRefused(f"{NOTES_REF} kept changing under us; try again")
 
 
-# --------------------------------------------------------------------------------------------
-# the commit
-
-
-def _crash_point(name: str) -> None:
-    if os.environ.get(CRASH_ENV) == name:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _interrupt_point(name: str) -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        if os.environ.get(CRASH_ENV) == f"{sig.name.lower()}_{name}":
-            os.kill(os.getpid(), sig)
-
-
-@dataclass
-class CommitResult:
-    commit: str
-    branch: str
-    note_record: dict[str, Any]
-    signals: tuple[int, ...] = ()  # Ctrl-C / SIGTERM that arrived during the critical section (which completed)
-
-    @property
-    def exit_code(self) -> int:
-        """130 / 143 when interrupted during the commit (like an interrupt anywhere else), else 0."""
-        return 0 if not self.signals else 128 + (signal.SIGTERM if signal.SIGTERM in self.signals else signal.SIGINT)
-
-
 NOTES_RETRIES = 5
-
-
-def commit_file(repo: Any, rel: str, new_bytes: bytes, message: str, record: dict[str, Any], *,
-                expected_head: str, expected_bytes: bytes) -> CommitResult:
-    """Commit ``new_bytes`` as ``rel`` on top of HEAD and attach ``record`` under refs/notes/gpuperf.
-
-    Order: blob and tree first, nothing visible. Then, with Ctrl-C and SIGTERM held: the
-    working-tree file (atomic rename); the pre-commit, prepare-commit-msg and commit-msg hooks, as
-    ``git commit --only`` runs them (:mod:`gpuperf_rewrite.validate.record.githooks`); the commit, signed
-    when ``commit.gpgSign`` says so; its index entry; last the branch and notes refs in one
-    transaction, rebuilt on top of the notes ref when someone else moved it meanwhile. On any error
-    before the refs move (a hook refusing included) the file and its index entry are put back, so
-    the repository is exactly as it was. ``post-commit`` runs afterwards; like git, its exit status
-    changes nothing.
-    """
-    from gpuperf_rewrite.lint.sourceio import atomic_write
-    from gpuperf_rewrite.validate.record import githooks
-    from gpuperf_rewrite.validate.run.lifetime import deferred_signals
-
-    git = _git_module()
-    check_index_lock(repo)
-    if head_sha(repo) != expected_head:
-        raise GitRefused("HEAD moved while we were measuring; nothing was changed. Run --apply again.")
-    path = Path(repo.working_tree_dir) / rel
-    head = expected_head
-    branch_ref = "HEAD" if repo.head.is_detached else repo.head.ref.path
-    mode = f"{repo.head.commit.tree[rel].mode:o}"
-    blob = _hash_blob(repo, new_bytes, rel)
-    with _temp_index(repo) as env:  # HEAD + the rewrite: the tree to commit, and the hooks' index
-        repo.git.read_tree(head, env=env)
-        repo.git.update_index("--add", "--cacheinfo", f"{mode},{blob},{rel}", env=env)
-        tree = repo.git.write_tree(env=env)
-        _crash_point("after_objects")
-        old_entry = repo.git.ls_files("-s", "--", rel).split()  # [mode, blob, stage, path]
-        with deferred_signals(redeliver=False) as caught:
-            wrote = False
-            try:
-                atomic_write(path, new_bytes, expected=expected_bytes)
-                wrote = True
-                _crash_point("after_write")
-                _interrupt_point("after_write")
-                commit = _commit_as_git_would(repo, path, new_bytes, tree, head, message, env)
-                record = {**record, "commit": commit}
-                repo.git.update_index("--", rel)
-                _crash_point("after_index")
-                _move_refs(repo, branch_ref, head, commit, record, message)
-            except BaseException as exc:
-                if wrote:  # roll back: old bytes, old index entry
-                    with contextlib.suppress(Exception):
-                        atomic_write(path, expected_bytes)
-                    with contextlib.suppress(git.GitCommandError):
-                        if old_entry:
-                            repo.git.update_index("--cacheinfo", f"{old_entry[0]},{old_entry[1]},{rel}")
-                        repo.git.update_index("--refresh", "-q")
-                if isinstance(exc, githooks.HookRefused):
-                    raise GitRefused(f"{exc}\nNothing was committed; {rel} is as it was.") from None
-                raise
-            _crash_point("after_ref")
-    with contextlib.suppress(githooks.HookRefused):
-        githooks.run_hook(repo, "post-commit")
-    return CommitResult(commit, branch_ref, record, signals=tuple(caught))
-
-
-def _commit_as_git_would(repo: Any, path: Path, new_bytes: bytes, tree: str, head: str, message: str,
-                         env: dict[str, str]) -> str:
-    """Hooks, then the commit object (signed if configured). A hook may refuse, never change
-    what is committed: that must be what was measured."""
-    from gpuperf_rewrite.validate.record import githooks
-
-    git = _git_module()
-    index_file = env["GIT_INDEX_FILE"]
-    githooks.run_hook(repo, "pre-commit", index_file=index_file)
-    if path.read_bytes() != new_bytes or repo.git.write_tree(env=env) != tree:
-        raise githooks.HookRefused(
-            f"the pre-commit hook changed {path.name} or what is staged (a formatter, say), so the "
-            f"commit would not be what was measured. Run that tool on the original script and "
-            f"commit it first, or use --no-commit and commit the result yourself.")
-    message = githooks.edit_message(repo, message, index_file)
-    try:
-        return repo.git.commit_tree(tree, "-p", head, *githooks.commit_tree_args(repo), "-m", message)
-    except git.GitCommandError as exc:
-        err = str(exc.stderr or "").strip()
-        raise githooks.HookRefused(f"creating the commit failed{' (commit.gpgsign is set)' if githooks.signs_commits(repo) else ''}: {err}") from None
 
 
 def _move_refs(repo: Any, branch_ref: str, head: str, commit: str, record: dict[str, Any], message: str) -> None:

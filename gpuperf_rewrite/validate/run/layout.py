@@ -72,26 +72,35 @@ class Layout:
         self.made_last = 0  # entries made by the last prepare (tests, benchmarks)
         self.setup_s = 0.0  # how long laying it out took
         self._touched: set[str] = set()  # directories whose entries we changed: recorded again
+        self._written: set[str] = set()  # companions the last run saw: made again from the plan first
+        self._srcs: dict[str, str] | None = None  # original (real path) -> planned file
 
     def _path(self, rel: str) -> str:
         return os.path.join(self.dest, rel) if rel else str(self.dest)
 
     # -- one run ------------------------------------------------------------------------------
-    def prepare(self, source: bytes, mode: int) -> Path:
+    def prepare(self, source: bytes, mode: int, companions: Iterable[tuple[Path, bytes]] = ()) -> Path:
         """Lay the mirror out (first run) or put back what the last run changed, then write the
-        script's bytes; the script's path."""
+        script's bytes, and each of ``companions`` (an original of the plan and the bytes this
+        run sees in its place); the script's path."""
         t0 = time.perf_counter()
         first = not self.laid
         self._touched = set()
         try:
             try:
-                self.made_last = self._lay_out() if first else self._reset()
+                self.made_last = self._lay_out() if first else self._restore_written() + self._reset()
             except OSError:  # the run left something we could not put back (or removed it all)
                 first, self._touched = True, set()
                 self.made_last = self._lay_out()
             self._write_script(source, mode)
             for d in self._touched:
                 self.made[d] = _lsig(self._path(d))
+            # After the record: a companion's directory is not taken as laid out with it, and the
+            # next prepare makes each companion again from the plan (so a run of A never sees B's).
+            for original, data in companions:
+                rel = self._rel_of(original)
+                self._written.add(rel)
+                self._write_new(rel, data, stat.S_IMODE(os.stat(self.entries[rel].src).st_mode))
         except BaseException:
             self.laid = False  # in an unknown state: the next run lays it out afresh
             raise
@@ -100,7 +109,7 @@ class Layout:
             root = self.made[""] or (0, 0, 0, 1, 1)
             if root[3] % 1_000_000 == 0 and root[4] % 1_000_000 == 0:  # time stamps in whole ms or coarser
                 self.tick = COARSE_TICK_S
-        if self._touched or self.made_last:
+        if self._touched or self.made_last or companions:
             time.sleep(self.tick)
         if first and not self.setup_s:
             self.setup_s = time.perf_counter() - t0
@@ -113,6 +122,7 @@ class Layout:
 
     # -- laying out ---------------------------------------------------------------------------
     def _lay_out(self) -> int:
+        self._written = set()
         if os.path.lexists(self.dest):
             self.remove(self.dest)
         self.dest.mkdir(parents=True)
@@ -193,6 +203,15 @@ class Layout:
         self.stale = set()
         return made
 
+    def _restore_written(self) -> int:
+        """Make the companions of the last run again as the plan has them (a copy or a link)."""
+        made = 0
+        for rel in sorted(self._written):
+            self._remove(self._path(rel))
+            made += self._make(rel)
+        self._written = set()
+        return made
+
     def _relist(self, d: str, done: set[str]) -> int:
         """Compare a changed directory's entries with the plan: remove what the run added, make
         again what it removed or replaced."""
@@ -214,6 +233,24 @@ class Layout:
                 done.update(r for r in self.real if r == rel or r.startswith(rel + "/"))
         return made
 
+    def _rel_of(self, original: Path) -> str:
+        """The planned file (a copy or a link) standing for ``original``, in a real directory of
+        the mirror: in a linked one, replacing it would reach the user's file."""
+        if self._srcs is None:
+            self._srcs = {os.path.realpath(e.src): r for r, e in self.entries.items() if e.kind != "dir"}
+        rel = self._srcs.get(os.path.realpath(original))
+        if rel is None or posixpath.dirname(rel) not in self.real:
+            raise ValueError(f"{original}: not a file of the mirror's real directories; a run cannot see "
+                             f"another version of it")
+        return rel
+
+    def _write_new(self, rel: str, data: bytes, mode: int) -> None:
+        """``data`` as a new regular file at ``rel``, never written through what was there (a
+        link to the original)."""
+        p = self._path(rel)
+        self._remove(p)
+        _write_fd(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), data, mode)
+
     def _write_script(self, source: bytes, mode: int) -> None:
         """The bytes under test, written in place when the run left the file as it was (so its
         directory needs no new look), else as a new file."""
@@ -233,10 +270,15 @@ class Layout:
             self._remove(p)
             fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             self._touched.add(posixpath.dirname(self.script_rel))
-        try:
-            view = memoryview(source)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
+        _write_fd(fd, source, mode)
+
+
+def _write_fd(fd: int, data: bytes, mode: int) -> None:
+    """All of ``data`` to the open file ``fd``, then its mode; closes ``fd``."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)

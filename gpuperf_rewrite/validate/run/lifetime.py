@@ -74,6 +74,13 @@ def deferred_signals(redeliver: bool = True) -> Iterator[list[int]]:
                 os.kill(os.getpid(), s)
 
 
+def raise_caught(caught: list[int]) -> None:
+    """Inside :func:`deferred_signals` (``redeliver=False``): raise what a held signal would have
+    raised (Terminated for SIGTERM, else KeyboardInterrupt), where the caller can still undo."""
+    if caught:
+        raise Terminated() if signal.SIGTERM in caught else KeyboardInterrupt()
+
+
 def private_tmpdir(scratch: Path, env: Mapping[str, str]) -> dict[str, str]:
     """Environment entries that give a run its own ``TMPDIR`` inside ``scratch``, so what the
     processes we end cannot clean up (the ``pymp-*`` folders of DataLoader workers) goes with the

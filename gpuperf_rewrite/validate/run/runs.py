@@ -44,11 +44,14 @@ class RunRequest:
 @dataclass(frozen=True)
 class ScriptVersion:
     """A version of a script to measure: the user's file it stands in for and its bytes (read or
-    rewritten once); with ``module`` (name, sys.path root) it runs as ``python -m name``."""
+    rewritten once); with ``module`` (name, sys.path root) it runs as ``python -m name``.
+    ``companions`` are other files of the checkout (the modules the script imports) with the
+    bytes this version's runs see in their place: --apply's version B of a whole project."""
 
     original: Path
     source: bytes
     module: tuple[str, Path] | None = None
+    companions: tuple[tuple[Path, bytes], ...] = ()
 
     @classmethod
     def read(cls, original: str | Path, module: tuple[str, Path] | None = None) -> ScriptVersion:
@@ -58,8 +61,9 @@ class ScriptVersion:
 
     @property
     def text(self) -> str:
-        """The source as text, for the loss check's precision detection."""
-        return self.source.decode(errors="replace")
+        """The source as text, for the loss check's precision detection (the companions' too:
+        an autocast added in an imported module changes the precision as much)."""
+        return "\n".join(b.decode(errors="replace") for b in (self.source, *(data for _, data in self.companions)))
 
 
 def run_request(script: str, args: Sequence[str] = (), **fields: Any) -> RunRequest:

@@ -40,7 +40,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from gpuperf_rewrite.runtime.guard import GUARD_ENV
 from gpuperf_rewrite.runtime.parentwatch import pid_alive
@@ -223,16 +223,21 @@ class Mirror:
     _protect: list[str] | None = field(default=None, repr=False)
 
     @classmethod
-    def plan(cls, script: Path, cwd: Path, root: Path | None = None) -> "Mirror":
+    def plan(cls, script: Path, cwd: Path, root: Path | None = None, companions: Iterable[Path] = ()) -> "Mirror":
+        """The plan; the directories of ``companions`` (files a version replaces) are real ones."""
         script = script.resolve()
         here = script.parent
         base = _git_root(here) or here  # never above the working tree (or the script's directory)
         if root is not None and not _inside(root, base):
             base = root  # a module (-m) needs its package root: where its imports resolve
+        dirs = [Path(c).resolve().parent for c in companions]
+        for d in dirs:
+            if not _inside(d, base):
+                base = Path(os.path.commonpath([base, d]))
         run_cwd = cwd if _inside(cwd, base) else here
         t0 = time.perf_counter()
         m = cls(script, base, run_cwd)
-        m._walk({base, *_chain(here, base), *_chain(run_cwd, base)})
+        m._walk({base, *_chain(here, base), *_chain(run_cwd, base), *(p for d in dirs for p in _chain(d, base))})
         m.plan_s = time.perf_counter() - t0
         return m
 
@@ -286,16 +291,17 @@ class Mirror:
         self._layout = None
         return self.prepare(dest, source)
 
-    def prepare(self, dest: Path, source: bytes) -> tuple[Path, Path]:
-        """(script, cwd) under ``dest`` for a run of ``source``: laid out on the first call, put
-        back in place to that state on later ones (layout.py)."""
+    def prepare(self, dest: Path, source: bytes,
+                companions: Iterable[tuple[Path, bytes]] = ()) -> tuple[Path, Path]:
+        """(script, cwd) under ``dest`` for a run of ``source`` and ``companions`` (files, bytes):
+        laid out on the first call, put back in place to that state on later ones (layout.py)."""
         if self._layout is None or self._layout.dest != dest:
             self._layout = Layout(dest, self.entries, self.script.relative_to(self.base).as_posix(), _rmtree)
         try:
             mode = stat.S_IMODE(os.stat(self.script).st_mode)
         except OSError:
             mode = 0o644
-        script = self._layout.prepare(source, mode)
+        script = self._layout.prepare(source, mode, companions)
         return script, dest / self.cwd.relative_to(self.base)
 
     @property
@@ -407,13 +413,14 @@ class Workspace:
         path.parent.mkdir(parents=True)
         path.write_bytes(version.source)  # for messages and tools that open the path; runs use the bytes
         self._stash[str(path)] = version
-        self.mirror(orig, version.module[1] if version.module else None)
+        self.mirror(orig, version.module[1] if version.module else None, [p for p, _ in version.companions])
         return path
 
-    def mirror(self, original: Path, root: Path | None = None) -> Mirror:
+    def mirror(self, original: Path, root: Path | None = None, companions: list[Path] | None = None) -> Mirror:
+        """The mirror of ``original``, planned on first use (with the first version's companions)."""
         orig = original.resolve()
         if orig not in self._mirrors:
-            self._mirrors[orig] = Mirror.plan(orig, self.cwd, root)
+            self._mirrors[orig] = Mirror.plan(orig, self.cwd, root, companions or ())
         return self._mirrors[orig]
 
     def runner(self, base: Runner) -> Runner:
@@ -427,7 +434,8 @@ class Workspace:
             dest = self._home(mirror)
             log = self.root / "guard" / f"{self._count}.jsonl"
             log.parent.mkdir(exist_ok=True)
-            copy, cwd = mirror.prepare(dest, version.source if version is not None else given.read_bytes())
+            copy, cwd = mirror.prepare(dest, version.source if version is not None else given.read_bytes(),
+                                       version.companions if version is not None else ())
             env = dict(request.env or os.environ)
             env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written through a symlink either
             env[GUARD_ENV] = json.dumps({"scratch": str(dest), "protect": mirror.protected(), "log": str(log)})
@@ -451,7 +459,8 @@ class Workspace:
         given = Path(script) if Path(script).is_absolute() else self.cwd / script
         version = self._stash.get(str(given))
         mirror = self.mirror(version.original if version is not None else given)
-        mirror.prepare(self._home(mirror), version.source if version is not None else given.read_bytes())
+        mirror.prepare(self._home(mirror), version.source if version is not None else given.read_bytes(),
+                       version.companions if version is not None else ())
         return mirror.setup_s
 
     def _check(self, orig: Path, mirror: Mirror, refused: list[str]) -> None:

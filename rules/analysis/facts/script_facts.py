@@ -19,6 +19,7 @@ from ..syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..syntax.callsites import call_site_args
 from ..syntax.context import RuleContext
 from ..syntax.imports import torch_name
+from ..syntax.project import project_calls, project_function
 from ..syntax.torch_names import LR_SCHEDULERS, MODULE_CHAIN, OPTIMIZERS
 from ..syntax.tree import walk
 from .frameworks import (  # noqa: F401 - the script-fact API, in one import
@@ -217,6 +218,8 @@ def param_receivers(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) 
             name = dotted_name(call.func.value)
             if name is not None:
                 out.append(name)
+        elif (helper := _params_helper(ctx, call)) is not None:
+            out.append(helper)
     if not out and depth == 0:
         name = dotted_name(expr)
         if name is not None:
@@ -225,6 +228,16 @@ def param_receivers(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) 
                 for _, value in assignments_in(ctx, where if isinstance(where, cst.FunctionDef) else None, name):
                     out.extend(param_receivers(ctx, value, depth + 1))
     return out
+
+
+def _params_helper(ctx: RuleContext, call: cst.Call) -> str | None:
+    """The model whose parameters a helper of the user's other modules gathers
+    (``add_weight_decay(model, wd)``, ``get_params_groups(model)``); None for anything else."""
+    found = project_function(ctx, call)
+    if found is None or found.facts.params_of is None:
+        return None
+    arg = found.arg_for(found.facts.params_of)
+    return dotted_name(arg) if arg is not None else None
 
 
 def optimizer_calls(ctx: RuleContext) -> list[cst.Call]:
@@ -243,6 +256,10 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
                 if name not in seen:
                     seen.add(name)
                     out.append(TrainedModel(name, opt))
+        for built in project_calls(c):  # ``build_optimizer(config, model)`` of another module
+            if built.facts.returns_optimizer and (name := _params_helper(c, built.call)) and name not in seen:
+                seen.add(name)
+                out.append(TrainedModel(name, built.call))
         return out
     return ctx.fact(compute)
 

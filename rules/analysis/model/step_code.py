@@ -9,6 +9,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name, literal_value, method_call, target_names
 from ..syntax.context import RuleContext
+from ..syntax.project import batch_methods
 from ..syntax.tree import walk
 from .eval_loops import in_no_grad
 from .host_data import built_on_host, default_collate, is_tokenizer_output
@@ -16,7 +17,7 @@ from .models import assigned_module_names
 from .tensors import is_tensor_expr
 from .training import TrainingAnalysis
 
-__all__ = ["BatchData", "device_kind", "in_no_grad", "walk_with_callees"]
+__all__ = ["BatchData", "device_kind", "in_no_grad", "walk_with_callees", "zeroes_grads"]
 
 
 # ---- the code of a step ---------------------------------------------------------------------
@@ -34,6 +35,21 @@ def walk_with_callees(ta: TrainingAnalysis, node: cst.CSTNode) -> Iterator[cst.C
                 if fn not in seen:
                     seen.add(fn)
                     todo.append(fn.body)
+
+
+def zeroes_grads(node: cst.CSTNode) -> bool:
+    """``*.zero_grad(...)``, ``p.grad = None``/``p.grad = g`` or ``p.grad.zero_()``."""
+    if method_call(node, "zero_grad"):
+        return True
+    if isinstance(node, cst.Assign):
+        return any(isinstance(t.target, cst.Attribute) and t.target.attr.value == "grad" for t in node.targets)
+    if method_call(node, "zero_", "detach_", "fill_"):
+        assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+        recv = node.func.value
+        while isinstance(recv, cst.Attribute) and recv.attr.value == "data":
+            recv = recv.value
+        return isinstance(recv, cst.Attribute) and recv.attr.value == "grad"
+    return False
 
 
 # ---- devices and batch data ---------------------------------------------------------------
@@ -116,8 +132,8 @@ class BatchData:
                 # ``torch.from_numpy(x_np)``, ``tokenizer(texts)``: the batch in another form
                 return any(self.derives(a.value) for a in expr.args)
             if isinstance(func, cst.Attribute):
-                if func.attr.value in ("next", "__next__"):
-                    return True  # ``data_iter.next()``: the next batch
+                if func.attr.value in ("next", "__next__") or func.attr.value in batch_methods(self.ctx):
+                    return True  # ``data_iter.next()``, a loader of the user's ``next_batch()``: the next batch
                 return func.attr.value not in ("to", "cuda") and self.derives(func.value)
             if isinstance(func, cst.Name):
                 if func.value == "next":

@@ -33,10 +33,14 @@ def _import_roots(node: cst.Import | cst.ImportFrom) -> list[str]:
 class RuleContext(NameResolution):
     """A parsed module plus lazily computed facts about it, shared by all rules on one file."""
 
-    def __init__(self, module: cst.Module, source: str, path: str = "<string>") -> None:
+    def __init__(self, module: cst.Module, source: str, path: str = "<string>",
+                 project: Mapping[str, Any] | None = None) -> None:
         self.module = module
         self.source = source
         self.path = path
+        # The user's imported modules' facts (``syntax.project.ModuleFacts``), by module name as
+        # this file writes it; empty when the file is checked alone.
+        self.project: Mapping[str, Any] = project or {}
         self.options: Mapping[str, Any] = {}
         self._parents, self._by_type, self._order = index(module)
         self._cache: dict[str, Any] = {}

@@ -26,3 +26,8 @@ NO_GRAD = frozenset({
 # nn.Module methods that return the module itself (or a moved or cast copy), so that
 # ``Net().to(device).train()`` is still the model: the one list every "is this a model" asks.
 MODULE_CHAIN = ("to", "cuda", "cpu", "train", "eval", "float", "half", "bfloat16", "double")
+# Optimizers with a fused implementation (GP305).
+FUSABLE = frozenset({
+    "torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD", "torch.optim.adam.Adam",
+    "torch.optim.adamw.AdamW", "torch.optim.sgd.SGD",
+})

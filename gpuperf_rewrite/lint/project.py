@@ -1,0 +1,395 @@
+"""The user's own modules: which files a checked file imports, resolved as Python would, without
+running anything.
+
+A module name is looked up, in order, in the importing file's folder (``sys.path[0]`` of a
+script run from there), the project root (the nearest folder above with ``pyproject.toml``,
+``setup.py``, ``setup.cfg`` or ``.git``; else the file's own folder) and ``<root>/src`` (a
+``src/`` layout installed in development mode). In each, a package (``name/__init__.py``) wins
+over a module (``name.py``), as in CPython's path finder; a folder without ``__init__.py`` is a
+namespace package that submodules can be found in. Relative imports are read from the
+importer's package. Only files under the project root are first-party: nothing resolves into
+site-packages (or any installed package), whatever the paths say.
+
+Imports are found with :mod:`ast` (every ``import``/``from ... import`` in the file, also inside
+functions and under ``try``), which reads a file in well under a millisecond: the walk over a
+project must be cheap enough for a one-file pre-commit run. LibCST's ``FullRepoManager`` was
+measured for this and is not used; docs/architecture.md says why.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import json
+import os
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+# Folders that hold installed code or tool state, never the user's modules.
+_NOT_FIRST_PARTY = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox",
+                              "node_modules", "__pycache__", ".git", ".eggs", "build", "dist"})
+MAX_DEPTH = 3
+MAX_MODULES = 64  # a project's import graph is cut here: start-up stays bounded on a large repo
+
+
+def find_project_root(path: Path) -> Path:
+    """The nearest folder at or above ``path`` holding a project marker (``pyproject.toml``,
+    ``setup.py``, ``setup.cfg``, ``.git``); the file's own folder when there is none."""
+    start = Path(os.path.abspath(path))
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        if any(os.path.exists(os.path.join(candidate, marker)) for marker in ROOT_MARKERS):
+            return candidate
+    return folder
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return False
+    return not any(part in _NOT_FIRST_PARTY for part in rel.parts[:-1])
+
+
+def search_roots(importer: Path, root: Path) -> list[Path]:
+    """Where an absolute import of ``importer`` is looked for, in order (see the module doc)."""
+    out: list[Path] = []
+    for folder in (Path(os.path.abspath(importer)).parent, Path(os.path.abspath(root)),
+                   Path(os.path.abspath(root)) / "src"):
+        if folder not in out and folder.is_dir():
+            out.append(folder)
+    return out
+
+
+def _lookup(base: Path, parts: list[str]) -> Path | None:
+    """``parts`` (``["models", "resnet"]``) below ``base``: the package's ``__init__.py`` or the
+    module file; None when it is not there."""
+    folder = base
+    for i, part in enumerate(parts):
+        if not part.isidentifier():
+            return None
+        package = folder / part
+        init = package / "__init__.py"
+        if init.is_file():
+            if i == len(parts) - 1:
+                return init
+            folder = package
+            continue
+        module = folder / f"{part}.py"
+        if i == len(parts) - 1 and module.is_file():
+            return module
+        if package.is_dir():  # a namespace package: its submodules can still be found
+            if i == len(parts) - 1:
+                return None  # nothing to read in a namespace package itself
+            folder = package
+            continue
+        return None
+    return (base / "__init__.py") if (base / "__init__.py").is_file() else None
+
+
+def resolve_import(module: str, level: int, importer: Path, root: Path) -> Path | None:
+    """The first-party file ``import module`` (``level`` 0) or ``from .module import``
+    (``level`` dots) in ``importer`` loads; None when it is not a file under ``root`` (the
+    standard library, an installed package, a missing module)."""
+    root = Path(os.path.abspath(root))
+    parts = module.split(".") if module else []
+    if level > 0:
+        base = Path(os.path.abspath(importer)).parent
+        for _ in range(level - 1):
+            base = base.parent
+        if not parts:
+            candidates = [base / "__init__.py"] if (base / "__init__.py").is_file() else []
+        else:
+            found = _lookup(base, parts)
+            candidates = [found] if found is not None else []
+    else:
+        if not parts:
+            return None
+        candidates = [p for p in (_lookup(folder, parts) for folder in search_roots(importer, root))
+                      if p is not None]
+    for path in candidates:
+        if _inside(path, root):
+            return path
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class ImportedModule:
+    """One first-party import of a file: the module as the importer's code names it (``engine``,
+    ``models.resnet``, ``.utils``: relative names keep their dots, as LibCST's qualified names
+    do) and the file it resolves to."""
+
+    name: str
+    path: Path
+
+
+def _written(module: str | None, level: int) -> str:
+    return "." * level + (module or "")
+
+
+def import_requests(source: str | bytes) -> Iterator[tuple[str, int, tuple[str, ...]]]:
+    """Every import in ``source``: ``(module, level, names)``; ``names`` are the names a
+    ``from`` import takes (empty for ``import x``). Nothing for a file that does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, 0, ()
+        elif isinstance(node, ast.ImportFrom):
+            yield node.module or "", node.level, tuple(a.name for a in node.names if a.name != "*")
+
+
+def imported_modules(importer: Path, root: Path, source: str | bytes | None = None) -> list[ImportedModule]:
+    """The first-party modules ``importer`` imports directly, each once, in source order. For
+    ``from pkg import name`` both ``pkg`` and, when ``name`` is a submodule, ``pkg.name``."""
+    if source is None:
+        try:
+            source = Path(importer).read_bytes()
+        except OSError:
+            return []
+    out: dict[str, ImportedModule] = {}
+    importer = Path(os.path.abspath(importer))
+    for module, level, names in import_requests(source):
+        written = _written(module, level)
+        if written in out:
+            continue
+        path = resolve_import(module, level, importer, root)
+        if path is not None:
+            out[written] = ImportedModule(written, path)
+        for name in names:
+            sub_written = f"{written}.{name}" if module else f"{written}{name}"
+            if sub_written in out:
+                continue
+            sub = resolve_import(f"{module}.{name}" if module else name, level, importer, root)
+            if sub is not None and sub != path:
+                out[sub_written] = ImportedModule(sub_written, sub)
+    return list(out.values())
+
+
+def first_party_modules(entry: Path, root: Path | None = None, max_depth: int = MAX_DEPTH) -> list[Path]:
+    """The first-party modules ``entry`` reaches through imports, breadth first, at most
+    ``max_depth`` imports away (and at most ``MAX_MODULES``), each once, the entry excluded;
+    an import cycle ends where it returns to a module already seen."""
+    entry = Path(os.path.abspath(entry))
+    root = find_project_root(entry) if root is None else Path(os.path.abspath(root))
+    seen = {entry}
+    out: list[Path] = []
+    queue: deque[tuple[Path, int]] = deque([(entry, 0)])
+    while queue:
+        path, depth = queue.popleft()
+        if depth >= max_depth:
+            continue
+        for imported in imported_modules(path, root):
+            if imported.path in seen:
+                continue
+            seen.add(imported.path)
+            out.append(imported.path)
+            if len(out) >= MAX_MODULES:
+                return out
+            queue.append((imported.path, depth + 1))
+    return out
+
+
+
+# ---- the facts the rules see -------------------------------------------------------------------
+# Per process: a repo lint reads and parses each module once (per worker), whichever files import
+# it. Keyed by the module's path and depth; checked against its content hash, so an edited module
+# is read again.
+_FACTS_MEMO: dict[tuple[Path, int], tuple[str, Any]] = {}
+
+
+def _content(path: Path) -> tuple[bytes, str] | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def is_first_party(path: Path) -> tuple[bool, Path]:
+    """Is ``path`` the user's own code (not under site-packages, a venv...)? And its project root."""
+    path = Path(os.path.abspath(path))
+    root = find_project_root(path)
+    return _inside(path, root), root
+
+
+@dataclasses.dataclass
+class ProjectFacts:
+    """What the rules see of a checked file's first-party imports: ``modules`` (ModuleFacts by
+    the module's name as the file writes it) and ``key``, a hash of every module content those
+    facts were computed from (the lint cache keys a result on it)."""
+
+    modules: dict[str, Any]
+    key: str
+    used: list[Path]
+
+
+def project_facts(fs_path: str | Path, data: bytes, max_depth: int = MAX_DEPTH,
+                  store: Path | None = None) -> ProjectFacts:
+    """The facts of the first-party modules the file at ``fs_path`` (content ``data``) imports,
+    each computed with the facts of its own imports, ``max_depth`` imports deep; cycles end at a
+    module already on the way. Nothing (and key "") for a file outside the user's code or one
+    importing none of its modules. ``store``: a folder where facts are kept by content hash
+    across runs (the lint cache)."""
+    path = Path(os.path.abspath(fs_path))
+    first_party, root = is_first_party(path)
+    if not first_party:
+        return ProjectFacts({}, "", [])
+    modules: dict[str, Any] = {}
+    keys: list[str] = []
+    used: list[Path] = []
+    for imported in imported_modules(path, root, data):
+        if imported.path == path:
+            continue
+        got = _module_facts(imported.path, root, max_depth - 1, frozenset({path}), store, used)
+        if got is not None:
+            key, facts = got
+            modules[imported.name] = dataclasses.replace(facts, path=_shown(imported.path, path))
+            keys.append(f"{imported.name}={key}")
+    return ProjectFacts(modules, hashlib.sha256("\n".join(keys).encode()).hexdigest() if keys else "", used)
+
+
+def _shown(module: Path, importer: Path) -> str:
+    """The module's path as a message shows it: relative to the importer's folder when below it."""
+    try:
+        return module.relative_to(importer.parent).as_posix()
+    except ValueError:
+        return os.path.relpath(module, importer.parent).replace(os.sep, "/")
+
+
+def _module_facts(path: Path, root: Path, depth: int, on_way: frozenset[Path], store: Path | None,
+                  used: list[Path]) -> tuple[str, Any] | None:
+    got = _content(path)
+    if got is None:
+        return None
+    data, sha = got
+    used.append(path)
+    child_keys: list[str] = []
+    children: dict[str, Any] = {}
+    if depth > 0:
+        for imported in imported_modules(path, root, data):
+            if imported.path in on_way or imported.path == path:
+                continue  # an import cycle: the module already on the way is not read again
+            sub = _module_facts(imported.path, root, depth - 1, on_way | {path}, store, used)
+            if sub is not None:
+                children[imported.name] = sub[1]
+                child_keys.append(f"{imported.name}={sub[0]}")
+    key = hashlib.sha256("\n".join([sha, *child_keys]).encode()).hexdigest()
+    memo = _FACTS_MEMO.get((path, depth))
+    if memo is not None and memo[0] == key:
+        return memo
+    facts = _load_facts(store, key)
+    if facts is None:
+        facts = _compute_facts(path, data, sha, children)
+        _store_facts(store, key, facts)
+    _FACTS_MEMO[(path, depth)] = (key, facts)
+    return key, facts
+
+
+_PARSED: dict[Path, tuple[str, Any]] = {}  # path -> (content hash, (module, text) or None)
+
+
+def _parsed(path: Path, data: bytes, sha: str) -> Any:
+    """The module parsed with LibCST, once per content per process (a folder lint asks for a
+    module's facts from every file importing it, at different depths); None when unparsable."""
+    got = _PARSED.get(path)
+    if got is not None and got[0] == sha:
+        return got[1]
+    import libcst as cst
+
+    from gpuperf_rewrite.lint.sourceio import decode_source
+
+    try:
+        text = decode_source(data)
+        parsed: Any = (cst.parse_module(text), text)
+    except Exception:  # noqa: BLE001 - a module we cannot read offers no facts
+        parsed = None
+    if len(_PARSED) >= MAX_MODULES:
+        _PARSED.pop(next(iter(_PARSED)))
+    _PARSED[path] = (sha, parsed)
+    return parsed
+
+
+def _compute_facts(path: Path, data: bytes, sha: str, children: dict[str, Any]) -> Any:
+    """The module's facts (``rules``' ``module_facts``), read with the facts of its own imports;
+    an unparsable module offers nothing (its import stays unresolved)."""
+    from gpuperf_rewrite.lint.positions import node_spans
+    from gpuperf_rewrite.rules._framework import ModuleFacts, RuleContext, module_facts
+
+    parsed = _parsed(path, data, sha)
+    if parsed is None:
+        return ModuleFacts()
+    module, text = parsed
+    ctx = RuleContext(module, text, str(path), project=children)
+    lines: dict[Any, int] = {}
+
+    def line_of(node: Any) -> int:
+        if node not in lines:
+            lines.update({n: span[0] for n, span in node_spans(module, [node]).items()})
+        return lines[node]
+
+    try:
+        return module_facts(ctx, line_of)
+    except Exception:  # noqa: BLE001 - (RecursionError too) a module the analysis cannot read
+        return ModuleFacts()  # offers nothing: the checked file is checked as if it were alone
+
+
+def _load_facts(store: Path | None, key: str) -> Any:
+    if store is None:
+        return None
+    try:
+        doc = json.loads((store / key[:2] / f"{key[2:]}.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    from gpuperf_rewrite.rules._framework import ModuleFacts
+
+    try:
+        return ModuleFacts.from_json(doc)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _store_facts(store: Path | None, key: str, facts: Any) -> None:
+    if store is None:
+        return
+    import contextlib
+
+    from gpuperf_rewrite.lint.cache import write_atomic
+
+    with contextlib.suppress(OSError):
+        (store / key[:2]).mkdir(parents=True, exist_ok=True)
+        write_atomic(store / key[:2] / f"{key[2:]}.json", json.dumps(facts.to_json()).encode())
+
+
+def dependency_key(fs_path: str | Path, data: bytes, max_depth: int = MAX_DEPTH) -> str:
+    """A hash of the contents of the first-party modules the file imports (``max_depth``
+    deep): what a cached lint result of the file is keyed on besides its own bytes. Reads the
+    files and scans their imports; parses nothing with LibCST. "" when there are none."""
+    path = Path(os.path.abspath(fs_path))
+    first_party, root = is_first_party(path)
+    if not first_party:
+        return ""
+    parts: list[str] = []
+    seen = {path}
+    queue: deque[tuple[Path, bytes, int]] = deque([(path, data, 0)])
+    while queue:
+        current, content, depth = queue.popleft()
+        if depth >= max_depth:
+            continue
+        for imported in imported_modules(current, root, content):
+            if imported.path in seen:
+                continue
+            seen.add(imported.path)
+            got = _content(imported.path)
+            if got is None:
+                continue
+            parts.append(f"{imported.path}={got[1]}")
+            queue.append((imported.path, got[0], depth + 1))
+    return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest() if parts else ""

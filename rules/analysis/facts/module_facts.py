@@ -1,0 +1,199 @@
+"""What one of the user's modules offers the files that import it (issue 27), from its source
+alone: which functions train, zero gradients, build a model, an optimizer's parameter groups or
+a loader, and yield batches, and what its models compute. Plain data
+(``syntax.project.ModuleFacts``), so the lint engine caches it by the module's content hash.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+import libcst as cst
+
+from ..model.models import is_model_constructor, loss_classes, module_subclasses, strip_chain
+from ..model.step_code import walk_with_callees, zeroes_grads
+from ..model.training import TrainingAnalysis, analysis
+from ..syntax.calls import dotted_name, get_arg, method_call
+from ..syntax.context import RuleContext
+from ..syntax.project import (CONV, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, FunctionFacts, ModuleFacts,
+                              project_function)
+from ..syntax.torch_names import AUTOCAST, FUSABLE, LR_SCHEDULERS, OPTIMIZERS
+from ..syntax.tree import walk
+from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
+from .script_facts import first_use_of
+
+_BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
+LineOf = Callable[[cst.CSTNode], int]
+
+
+def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFacts:
+    """The facts of the module ``ctx`` holds; ``line_of`` gives a node's line (the engine's
+    positions: the rules do not compute positions)."""
+    ta = analysis(ctx)
+    workload = set()
+    if first_use_of(ctx, MATMUL_USERS) is not None or matmul_operator(ctx) is not None:
+        workload.add(MATMUL)
+    if first_use_of(ctx, CONVOLUTIONS) is not None or convolution(ctx) is not None:
+        workload.add(CONV)
+    for imported in ctx.project.values():  # models built from the user's other modules
+        workload |= imported.workload
+    functions: dict[str, FunctionFacts] = {}
+    models = _model_returning(ctx, ta)
+    for name, fn in _functions(ctx):
+        functions[name] = _function_facts(ctx, ta, fn, fn in models, line_of)
+    classes = module_subclasses(ctx) - loss_classes(ctx)
+    return ModuleFacts(functions, frozenset(workload), frozenset(c for c in classes if "." not in c),
+                       any(f.trains for f in functions.values()))
+
+
+def _functions(ctx: RuleContext) -> Iterator[tuple[str, cst.FunctionDef]]:
+    """The module's functions (``name``) and its classes' methods (``Class.name``)."""
+    for stmt in ctx.module.body:
+        if isinstance(stmt, cst.FunctionDef):
+            yield stmt.name.value, stmt
+        elif isinstance(stmt, cst.ClassDef):
+            for inner in stmt.body.body:
+                if isinstance(inner, cst.FunctionDef):
+                    yield f"{stmt.name.value}.{inner.name.value}", inner
+
+
+def _params(fn: cst.FunctionDef) -> tuple[str, ...]:
+    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    return tuple(names[1:] if names and names[0] in ("self", "cls") else names)
+
+
+def _returns(fn: cst.FunctionDef) -> list[cst.BaseExpression]:
+    return [n.value for n in walk(fn.body) if isinstance(n, cst.Return) and n.value is not None]
+
+
+def _assigned(fn: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
+    return [n.value for n in walk(fn.body) if isinstance(n, cst.Assign)
+            and any(dotted_name(t.target) == name for t in n.targets)]
+
+
+def _values(fn: cst.FunctionDef, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """``expr`` and, for a local name, what the function assigns it."""
+    name = dotted_name(expr)
+    return [expr, *(_assigned(fn, name) if name is not None else [])]
+
+
+def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> set[cst.FunctionDef]:
+    """Functions that return a model: a model class of this module or a model library, a model
+    picked by name (``globals()[arch](...)``, ``MODELS[name]()``, in a module that defines or
+    imports its models), or the result of another such function."""
+    classes = module_subclasses(ctx)
+    picks = bool(classes) or any(isinstance(n, cst.ImportFrom) and n.relative for n in walk(ctx.module))
+    found: set[cst.FunctionDef] = set()
+    fns = dict(_functions(ctx))
+    by_name = {name: fn for name, fn in fns.items() if "." not in name}
+    for _ in range(3):
+        before = len(found)
+        for fn in fns.values():
+            if fn in found:
+                continue
+            for value in (v for r in _returns(fn) for v in _values(fn, r)):
+                call = strip_chain(value)
+                if not isinstance(call, cst.Call):
+                    continue
+                callee = dotted_name(call.func)
+                imported = project_function(ctx, call)
+                if callee in classes or is_model_constructor(ctx, call) or \
+                        picks and isinstance(call.func, cst.Subscript) or \
+                        callee in by_name and by_name[callee] in found or \
+                        imported is not None and imported.facts.returns_model:
+                    found.add(fn)
+                    break
+        if len(found) == before:
+            break
+    return found
+
+
+def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, returns_model: bool,
+                    line_of: LineOf) -> FunctionFacts:
+    params = _params(fn)
+    trains = zeroes = autocast = False
+    unfused: int | None = None
+    for node in walk_with_callees(ta, fn.body):
+        trains = trains or ta.is_backward_call(node) or ta.is_optimizer_step(node)
+        zeroes = zeroes or zeroes_grads(node)
+        if isinstance(node, cst.Call):
+            autocast = autocast or ctx.matches(node.func, AUTOCAST)
+            imported = project_function(ctx, node)  # a helper of the user's other modules
+            if imported is not None:
+                trains = trains or imported.facts.trains
+                zeroes = zeroes or imported.facts.zeroes_grads
+                autocast = autocast or imported.facts.autocast
+    returns = [v for r in _returns(fn) for v in _values(fn, r)]
+    optimizer = next((strip_chain(v) for v in returns if isinstance(strip_chain(v), cst.Call)
+                      and ctx.matches(strip_chain(v).func, OPTIMIZERS)  # type: ignore[union-attr]
+                      and not ctx.matches(strip_chain(v).func, LR_SCHEDULERS)), None)  # type: ignore[union-attr]
+    for call in (n for n in walk(fn.body) if isinstance(n, cst.Call)):
+        if ctx.matches(call.func, FUSABLE) and get_arg(call, "fused") is None and get_arg(call, "foreach") is None \
+                and not any(a.star for a in call.args):
+            unfused = line_of(call)
+    params_of = _params_of(fn, params, returns)
+    return FunctionFacts(
+        params=params,
+        trains=trains,
+        zeroes_grads=zeroes,
+        autocast=autocast,
+        roles=tuple((p, role) for p in params if (role := _role(ctx, ta, fn, p)) is not None),
+        returns_model=returns_model,
+        returns_optimizer=optimizer is not None,
+        params_of=params_of,
+        unfused_optimizer_line=unfused if optimizer is not None else None,
+        builds_loader=any(ta.is_dataloader(strip_chain(v)) or isinstance(strip_chain(v), cst.Call) and
+                          ctx.matches(strip_chain(v).func, {"torch.utils.data.DataLoader"})  # type: ignore[union-attr]
+                          for v in returns),
+        yields_batches=_yields_batches(fn),
+        line=line_of(fn),
+    )
+
+
+def _params_of(fn: cst.FunctionDef, params: tuple[str, ...], returns: list[cst.BaseExpression]) -> str | None:
+    """The parameter whose ``.parameters()``/``.named_parameters()`` the function gathers and
+    returns (as parameter groups or inside an optimizer): ``add_weight_decay(model, wd)``."""
+    if not returns:
+        return None
+    holders = {dotted_name(n.func.value) for n in walk(fn.body, into_nested=True)  # type: ignore[union-attr]
+               if method_call(n, "parameters", "named_parameters")}
+    found = [p for p in params if p in holders]
+    return found[0] if len(found) == 1 else None
+
+
+def _role(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, param: str) -> str | None:
+    """What a training function's parameter is handed, read off how the body uses it."""
+    uses: set[str] = set()
+    steps = set(ta.step_loops)
+    for node in walk(fn.body, into_nested=True):
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and dotted_name(func.value) == param:
+                uses.add({"step": OPTIMIZER, "zero_grad": OPTIMIZER, "scale": SCALER, "unscale_": SCALER,
+                          "parameters": MODEL, "named_parameters": MODEL, "train": MODEL,
+                          "eval": MODEL}.get(func.attr.value, ""))
+            elif dotted_name(func) == param:
+                uses.add(MODEL)
+            if method_call(node, "to", "cuda") and any(dotted_name(a.value) == param for a in node.args):
+                uses.add(DEVICE)
+            if any(a.keyword is not None and a.keyword.value == "device" and dotted_name(a.value) == param
+                   for a in node.args):
+                uses.add(DEVICE)
+        elif isinstance(node, cst.For) and node in steps:
+            it = node.iter
+            inner = it.args[0].value if isinstance(it, cst.Call) and it.args and \
+                dotted_name(it.func) not in ("range", "len") else None
+            if dotted_name(it) == param or inner is not None and dotted_name(inner) == param:
+                uses.add(LOADER)
+    for role in (SCALER, OPTIMIZER, LOADER, MODEL, DEVICE):  # a scaler also steps
+        if role in uses:
+            return role
+    return None
+
+
+def _yields_batches(fn: cst.FunctionDef) -> bool:
+    """A generator, or a method named like ``next_batch`` that returns something."""
+    if any(isinstance(n, cst.Yield) for n in walk(fn.body)):
+        return True
+    return bool(_BATCH_METHOD.match(fn.name.value)) and bool(_returns(fn))

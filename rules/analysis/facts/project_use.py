@@ -1,0 +1,55 @@
+"""How the checked file uses the user's other modules (issue 27): the calls into a training
+function of another module (``engine.train_one_epoch(model, loader, optimizer, device)``), the
+models built there and what they compute. Read through the facts the engine computed for each
+imported module (``syntax.project``); empty when the file is checked alone.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..model.training import analysis
+from ..syntax.context import RuleContext
+from ..syntax.project import ModuleFacts, ProjectCall, project_calls, project_class, project_module
+from .frameworks import framework_trains
+
+
+def training_calls(ctx: RuleContext) -> list[ProjectCall]:
+    """Calls of this file into a function of the user's other modules that runs a training step:
+    the file trains through them (``main.py`` calling ``engine.train_one_epoch``)."""
+    return [pc for pc in project_calls(ctx) if pc.facts.trains]
+
+
+def program_trains(ctx: RuleContext) -> bool:
+    """Does the program train here: a step loop of this file, a framework's fit, or a call into a
+    training function of another of the user's modules?"""
+    return bool(analysis(ctx).step_loops) or framework_trains(ctx) or bool(training_calls(ctx))
+
+
+def project_model(ctx: RuleContext, kind: str) -> cst.Call | None:
+    """The first call of this file that builds a model with another of the user's modules whose
+    models compute ``kind`` (``syntax.project.MATMUL``/``CONV``): a model-returning function
+    (``models.build_model(args)``, ``create_model(...)``), one of its model classes (``GPT(config)``)
+    or a model picked from the module by name (``models.__dict__[args.arch]()``,
+    ``getattr(models, name)()``)."""
+    if not ctx.project:
+        return None
+    for call in ctx.nodes(cst.Call):
+        module = _picked_from(ctx, call) or project_class(ctx, call)
+        if module is None:
+            pc = next((p for p in project_calls(ctx) if p.call is call), None)
+            module = pc.module if pc is not None and pc.facts.returns_model else None
+        if module is not None and kind in module.workload:
+            return call
+    return None
+
+
+def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:
+    func = call.func
+    if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Attribute) and \
+            func.value.attr.value == "__dict__":
+        return project_module(ctx, func.value.value)
+    if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "getattr" \
+            and func.args:
+        return project_module(ctx, func.args[0].value)
+    return None

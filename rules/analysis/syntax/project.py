@@ -1,0 +1,191 @@
+"""Facts about the user's other modules, as the checked file sees them (issue 27).
+
+The lint engine resolves the checked file's first-party imports (``gpuperf_rewrite.lint.project``)
+and hands the rules one :class:`ModuleFacts` per imported module (``RuleContext.project``), keyed
+by the module as this file names it: ``engine``, ``models.resnet``, or ``.utils`` for a relative
+import (LibCST's qualified names keep the dots). The facts are computed from each module's source
+alone (``facts.module_facts``), plain data so the engine can cache them by content hash.
+A call of this file is read through them with :func:`project_function`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import libcst as cst
+
+from .context import RuleContext
+
+# What a parameter of a training function is handed (``roles``).
+MODEL, OPTIMIZER, LOADER, DEVICE, SCALER = "model", "optimizer", "loader", "device", "scaler"
+# What a model computes (``ModuleFacts.workload``): float32 matmuls, convolutions.
+MATMUL, CONV = "matmul", "conv"
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionFacts:
+    """One function (``name``) or method (``Class.name``) of a module."""
+
+    params: tuple[str, ...] = ()  # as a call passes them positionally (``self`` left out)
+    trains: bool = False  # runs a training step (backward, optimizer step) itself or in a callee
+    zeroes_grads: bool = False  # ``zero_grad()``, ``p.grad = None``... in its body or a callee
+    autocast: bool = False  # its forward runs under autocast
+    roles: tuple[tuple[str, str], ...] = ()  # (parameter, MODEL/OPTIMIZER/LOADER/DEVICE/SCALER)
+    returns_model: bool = False
+    returns_optimizer: bool = False
+    params_of: str | None = None  # the parameter whose ``.parameters()`` its result holds
+    unfused_optimizer_line: int | None = None  # an optimizer built without fused= (GP305)
+    builds_loader: bool = False
+    yields_batches: bool = False  # a generator or ``next_batch()``-style method: returns a batch
+    line: int = 0
+
+    def role_of(self, role: str) -> str | None:
+        return next((p for p, r in self.roles if r == role), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> FunctionFacts:
+        return cls(**{**doc, "params": tuple(doc["params"]), "roles": tuple(tuple(r) for r in doc["roles"])})
+
+
+@dataclasses.dataclass(frozen=True)
+class ModuleFacts:
+    """One first-party module: its functions and what the models it defines (or imports from
+    the user's other modules) compute."""
+
+    functions: Mapping[str, FunctionFacts] = dataclasses.field(default_factory=dict)
+    workload: frozenset[str] = frozenset()  # MATMUL/CONV in its source and its imports' models
+    models: frozenset[str] = frozenset()  # its model classes (``nn.Module`` subclasses, no losses)
+    trains: bool = False  # one of its functions runs a training step
+    path: str = ""  # where the module is, as a message names it (set by the engine)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"functions": {k: v.to_json() for k, v in self.functions.items()},
+                "workload": sorted(self.workload), "models": sorted(self.models), "trains": self.trains}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
+        return cls({k: FunctionFacts.from_json(v) for k, v in doc["functions"].items()},
+                   frozenset(doc["workload"]), frozenset(doc["models"]), bool(doc["trains"]))
+
+    def batch_methods(self) -> set[str]:
+        """Names of the methods of its classes that return a batch (``next_batch``)."""
+        return {name.rsplit(".", 1)[1] for name, f in self.functions.items() if "." in name and f.yields_batches}
+
+
+@dataclasses.dataclass(frozen=True)
+class ProjectCall:
+    """A call of this file into a function of another first-party module."""
+
+    module: ModuleFacts
+    name: str
+    facts: FunctionFacts
+    call: cst.Call
+
+    def arg_for(self, param: str | None) -> cst.BaseExpression | None:
+        """The expression this call passes for the callee's ``param`` (by keyword or position)."""
+        if param is None:
+            return None
+        for arg in self.call.args:
+            if arg.keyword is not None and arg.keyword.value == param:
+                return arg.value
+        positional = [a for a in self.call.args if a.keyword is None]
+        if any(a.star for a in positional):
+            return None
+        index = self.facts.params.index(param) if param in self.facts.params else None
+        return positional[index].value if index is not None and index < len(positional) else None
+
+    @property
+    def where(self) -> str:
+        """``engine.py:12``: where the callee is, for a message."""
+        return f"{self.module.path}:{self.facts.line}"
+
+
+def project_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
+    """The first-party module ``expr`` names (``models`` in ``models.__dict__[arch]``)."""
+    if not ctx.project:
+        return None
+    for qn in _names(ctx, expr):
+        if qn in ctx.project:
+            return ctx.project[qn]
+    return None
+
+
+def project_class(ctx: RuleContext, node: cst.CSTNode) -> ModuleFacts | None:
+    """The module whose model class ``node`` instantiates (``GPT(config)`` imported from
+    ``model``); None otherwise."""
+    if not ctx.project or not isinstance(node, cst.Call) or \
+            not isinstance(node.func, (cst.Name, cst.Attribute)):
+        return None
+    for qn in _names(ctx, node.func):
+        module, _, name = qn.rpartition(".")
+        facts = ctx.project.get(module)
+        if facts is not None and name in facts.models:
+            return facts
+    return None
+
+
+def project_function(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
+    """The function of another first-party module ``node`` calls (``engine.train_one_epoch(...)``,
+    ``build_model(...)`` imported from ``models``, ``trainpkg.loop.fit(...)``); None otherwise."""
+    if not ctx.project or not isinstance(node, cst.Call) or \
+            not isinstance(node.func, (cst.Name, cst.Attribute)):
+        return None
+    memo: dict[cst.Call, ProjectCall | None] = ctx.fact(_project_calls)
+    if node in memo:
+        return memo[node]
+    found = None
+    for qn in sorted(_names(ctx, node.func)):
+        module, _, name = qn.rpartition(".")
+        while module and found is None:
+            facts = ctx.project.get(module)
+            fn = facts.functions.get(name) if facts is not None else None
+            if fn is not None:
+                assert facts is not None
+                found = ProjectCall(facts, name, fn, node)
+            module, _, head = module.rpartition(".")
+            name = f"{head}.{name}"
+        if found is not None:
+            break
+    memo[node] = found
+    return found
+
+
+def _project_calls(ctx: RuleContext) -> dict[cst.Call, ProjectCall | None]:
+    return {}
+
+
+def _patterns(ctx: RuleContext) -> frozenset[str]:
+    return frozenset(p for module in ctx.project for p in (module, f"{module}.*"))
+
+
+def _names(ctx: RuleContext, node: cst.CSTNode) -> set[str]:
+    """The qualified names of ``node`` in the user's imported modules: read off the imports when
+    that is exact, so a file pays for LibCST's scope analysis only where it must."""
+    return ctx.resolved_names(node, ctx.fact(_patterns))
+
+
+def project_calls(ctx: RuleContext) -> list[ProjectCall]:
+    """Every call of the file into another first-party module's function, in source order."""
+    if not ctx.project:
+        return []
+    return ctx.fact(_all_project_calls)
+
+
+def _all_project_calls(ctx: RuleContext) -> list[ProjectCall]:
+    return [pc for call in ctx.nodes(cst.Call) if (pc := project_function(ctx, call)) is not None]
+
+
+def batch_methods(ctx: RuleContext) -> frozenset[str]:
+    """Method names that return a batch in a class of the user's imported modules."""
+    if not ctx.project:
+        return frozenset()
+    return ctx.fact(_batch_methods)
+
+
+def _batch_methods(ctx: RuleContext) -> frozenset[str]:
+    return frozenset(m for facts in ctx.project.values() for m in facts.batch_methods())

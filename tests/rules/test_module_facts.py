@@ -1,0 +1,110 @@
+"""The facts one of the user's modules offers its importers (rules/analysis/facts/module_facts.py),
+read from its source alone: no files, no imports of its own resolved here (those come from the
+lint layer through ``RuleContext.project``)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from gpuperf_rewrite.rules._framework import ModuleFacts, RuleContext, module_facts
+from gpuperf_rewrite.rules.analysis.syntax.project import CONV, MATMUL, FunctionFacts
+
+
+def facts(source: str, project: dict[str, ModuleFacts] | None = None) -> ModuleFacts:
+    source = textwrap.dedent(source)
+    return module_facts(RuleContext(cst.parse_module(source), source, "m.py", project))
+
+
+def test_a_training_function_and_what_its_parameters_are() -> None:
+    got = facts("""
+        import torch
+
+        def train_one_epoch(model, loader, optimizer, device, scaler, epoch):
+            for x, y in loader:
+                with torch.autocast("cuda"):
+                    loss = model(x.to(device)).sum()
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+
+        def evaluate(model, loader):
+            for x in range(3):
+                model(x)
+    """).functions
+    step = got["train_one_epoch"]
+    assert step.trains and step.zeroes_grads and step.autocast
+    assert dict(step.roles) == {"model": "model", "loader": "loader", "optimizer": "optimizer",
+                                "device": "device", "scaler": "scaler"}
+    assert step.params == ("model", "loader", "optimizer", "device", "scaler", "epoch")
+    assert not got["evaluate"].trains and not got["evaluate"].zeroes_grads
+
+
+def test_builders_of_models_parameter_groups_optimizers_loaders_and_batches() -> None:
+    got = facts("""
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3)
+                self.fc = nn.Linear(8, 2)
+
+        def resnet(n=10):
+            return Net()
+
+        def build_model(arch):
+            return globals()[arch]()
+
+        def get_params_groups(model):
+            return [{"params": [p for p in model.parameters() if p.ndim > 1]}]
+
+        def build_optimizer(config, model):
+            opt = torch.optim.AdamW(model.parameters(), lr=config.lr)
+            return opt
+
+        def make_loader(ds):
+            return DataLoader(ds, batch_size=8)
+
+        def zero_grad(params):
+            for p in params:
+                p.grad = None
+
+        class Loader:
+            def next_batch(self):
+                return self.x, self.y
+
+            def __iter__(self):
+                while True:
+                    yield self.next_batch()
+    """)
+    f = got.functions
+    assert got.workload == {CONV, MATMUL} and got.models == {"Net"}
+    assert f["resnet"].returns_model and f["build_model"].returns_model
+    assert f["get_params_groups"].params_of == "model" and not f["get_params_groups"].returns_model
+    assert f["build_optimizer"].returns_optimizer and f["build_optimizer"].params_of == "model"
+    assert f["build_optimizer"].unfused_optimizer_line is not None
+    assert f["make_loader"].builds_loader
+    assert f["zero_grad"].zeroes_grads and not f["zero_grad"].trains
+    assert f["Loader.next_batch"].yields_batches and f["Loader.__iter__"].yields_batches
+    assert got.batch_methods() == {"next_batch", "__iter__"}
+    assert ModuleFacts.from_json(got.to_json()) == got  # what the lint cache stores
+
+
+def test_helpers_of_its_own_imports_count() -> None:
+    utils = ModuleFacts({"clear": FunctionFacts(params=("opt",), zeroes_grads=True)}, frozenset({MATMUL}))
+    got = facts("""
+        from .utils import clear
+
+        def fit(model, loader, opt):
+            for x in loader:
+                model(x).backward()
+                opt.step()
+                clear(opt)
+    """, {".utils": utils})
+    assert got.functions["fit"].trains and got.functions["fit"].zeroes_grads
+    assert got.workload == {MATMUL}  # what the modules it imports compute
