@@ -159,6 +159,9 @@ class Session:
         start, end = self.window()
         m = end - start
         per_step, source = self.clock.durations(start, end) if m > 0 else ([], "host")
+        # The warm-up's steps on the same clock where it has one (the first interval starts at the
+        # script's start: imports, set-up and compilation), for the HTML report's time series.
+        warm = self.clock.durations(0, start)[0] if start > 0 else []
         total = sum(per_step)
         host_window = self.clock.host[end] - self.clock.host[start] if m > 0 else 0.0
         samples = self.samples_at[end] - self.samples_at[start] if m > 0 else 0
@@ -197,6 +200,7 @@ class Session:
             "samples_per_s": samples / total if total > 0 and samples > 0 else None,
             "wall_time_s": wall_s,
             "step_time_s": summarize(per_step),
+            "warmup_step_time_s": warm,
             "timing_source": source,
             "input_stall_fraction": stall,
             "before_backward_s": summarize(

@@ -60,6 +60,8 @@ class ApplyOptions:
     allow_dirty: bool = False
     json_out: bool = False
     budget_s: float | None = None  # --budget: start no A/B that cannot finish within it
+    # Receives the JSON report (what --json prints) once it is final: --html renders it.
+    report_sink: Callable[[dict[str, Any]], None] | None = None
 
 
 def _echo(message: str = "", err: bool = False) -> None:
@@ -224,8 +226,9 @@ def _write_unvalidated(target: Path, original: bytes, fixed: bytes, codes: tuple
         echo(f"error: {exc}", err=True)
         return 2
     echo(f"Wrote {target} without validation: nothing was measured, nothing committed.", err=json_out)
+    report = {"status": "written_unvalidated", "rules": list(codes)}
     if json_out:
-        echo(json.dumps({"status": "written_unvalidated", "rules": list(codes)}, indent=2))
+        echo(json.dumps(report, indent=2))
     return 0
 
 
@@ -376,6 +379,9 @@ def _conclude(ctx: _Context, outcome: Outcome, build: Callable[[tuple[str, ...]]
     res = outcome.decision.result
     report["validation"] = res.to_json()
     final = build(outcome.kept)
+    from gpuperf_rewrite.lint.sourceio import unified_diff
+
+    report["diff"] = unified_diff(ctx.rel, ctx.original, final)  # what is written or committed
     if ctx.repo is not None and ctx.head is not None and not ctx.options.no_commit:
         return _commit(ctx, outcome, res, final, report)
     from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write
@@ -401,7 +407,7 @@ def _report_base(ctx: _Context, outcome: Outcome) -> dict[str, Any]:
         "stopped_by_budget": bool(outcome.stopped), "device": plan.device if plan else None,
         "plan": plan.to_json() if plan else None,
         "attempts": [a.to_json() for a in outcome.attempts], "alpha": ctx.cfg.alpha,
-        "launcher": ctx.cfg.launch, "commit": None, "validation": None,
+        "launcher": ctx.cfg.launch, "commit": None, "validation": None, "diff": None,
     }
 
 
@@ -449,6 +455,8 @@ def _commit(ctx: _Context, outcome: Outcome, res: ABResult, final: bytes, report
 
 
 def _emit(ctx: _Context, report: dict[str, Any], code: int) -> int:
+    if ctx.options.report_sink is not None:
+        ctx.options.report_sink(report)
     if ctx.options.json_out:
         ctx.echo(json.dumps(report, indent=2))
     return code
