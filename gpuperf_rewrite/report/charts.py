@@ -58,7 +58,11 @@ def to_svg(fig: Any, chart_id: str) -> str:
         fig.tight_layout()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    text = text[text.index("<svg"):]
+    start, end = text.find("<metadata>"), text.find("</metadata>")
+    if 0 <= start < end:  # RDF about the file's creator: bytes no reader needs
+        text = text[:start] + text[end + len("</metadata>"):]
+    return text
 
 
 def finite(v: Any) -> float | None:
@@ -122,7 +126,7 @@ def bytes_axis(ax: Any) -> None:
     def fmt(v: float, _pos: Any) -> str:
         for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
             if abs(v) >= size:
-                return f"{v / size:.1f} {unit}"
+                return f"{v / size:.4g} {unit}"
         return f"{v:.0f} B"
 
     ax.yaxis.set_major_formatter(FuncFormatter(fmt))

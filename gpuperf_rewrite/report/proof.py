@@ -49,8 +49,10 @@ def _chart(rows: list[Mapping[str, Any]]) -> str:
         sp = [float(f["speedup"]) for f in drawn]
         err = [[max(0.0, s - (f.get("ci95") or [s, s])[0]) for s, f in zip(sp, drawn)],
                [max(0.0, (f.get("ci95") or [s, s])[1] - s) for s, f in zip(sp, drawn)]]
-        ax.barh(ys, sp, xerr=err, color=[charts.COLORS["B"] if f.get("verdict") == "faster" else "#999" for f in drawn],
-                gid="speedup")
+        bars = ax.barh(ys, sp, xerr=err, color=[charts.COLORS["B"] if f.get("verdict") == "faster" else "#999"
+                                                for f in drawn])
+        for i, bar in enumerate(bars):  # one id per bar: a test (or a reader) finds each fixture
+            bar.set_gid(f"speedup-{i}")
         ax.axvline(1.0, color="#555", linewidth=1, gid="parity")
         ax.set_yticks(ys, [str(f.get("name")) for f in drawn])
         ax.set_xlabel("speedup (after / before throughput), 95% CI")

@@ -1,0 +1,236 @@
+"""The HTML report on real documents of every command (built in-process with fake runs): each
+chart is there with one point per run or per step, the verdict says what the text report says,
+and hostile data (NaN/inf losses, a crashed run, one run per side, 100,000 steps, HTML in a
+path or message) neither breaks the page nor bloats it."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import pytest
+
+pytest.importorskip("matplotlib")
+pytest.importorskip("scipy")
+pytest.importorskip("git")
+
+from click.testing import CliRunner  # noqa: E402
+
+from gpuperf_rewrite.cli import cli  # noqa: E402
+from gpuperf_rewrite.report.charts import MAX_POINTS  # noqa: E402
+from gpuperf_rewrite.report.errors import MissingExtra, ReportError  # noqa: E402
+from gpuperf_rewrite.report.render import kind_of, render_html  # noqa: E402
+from tests.helpers import reportdocs  # noqa: E402
+from tests.helpers.htmlpage import Dom  # noqa: E402
+
+pytestmark = pytest.mark.xdist_group("report-docs")
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("docs")
+    (tmp / "ab").mkdir(), (tmp / "apply").mkdir(), (tmp / "reg").mkdir()
+    baseline, regress, rows = reportdocs.regress_docs(tmp / "reg")
+    return {"ab": reportdocs.ab_doc(tmp / "ab"), "apply": reportdocs.apply_doc(tmp / "apply"),
+            "baseline": baseline, "regress": regress, "history": rows, "profile": reportdocs.profile_doc(),
+            "proof": reportdocs.proof_doc()}
+
+
+def test_every_document_kind_is_recognised(docs) -> None:
+    assert {kind: kind_of(doc) for kind, doc in docs.items()} == {k: k for k in docs}
+    with pytest.raises(ReportError, match="not a document"):
+        kind_of({"something": "else"})
+
+
+def test_ab_page_draws_every_run_and_step_and_says_the_verdict(docs) -> None:
+    from gpuperf_rewrite.validate.console import format_ab, verdict_line
+
+    doc = docs["ab"]
+    dom = Dom(render_html(doc))
+    assert dom.text("verdict") == verdict_line(doc).replace("verdict   ", "")
+    assert dom.text("verdict").startswith("FASTER: B is ")
+    assert dom.text("num-speedup") == f"{doc['speedup']:.3f}x"
+    assert dom.text("num-loss-check") == doc["loss_check"]["status"] == "passed"
+    assert dom.text("text-report") == " ".join(format_ab(doc).split())
+    for side in "ab":
+        assert dom.points(f"throughput-{side}") == len(doc[side]["samples"]) == doc["runs"][side]
+        assert f"median-{side}" in dom.ids
+        for run in doc[side]["runs"]:
+            i = run["index"]
+            assert dom.points(f"steps-{side}-{i}") == reportdocs.WARMUP + reportdocs.STEPS
+            assert dom.points(f"loss-{side}-{i}") == len(run["loss"])
+            assert dom.points(f"mem-{side}-{i}") == reportdocs.STEPS
+    assert {"ci-band", "min-speedup", "warmup", "loss-tolerance", "loss-b-end"} <= set(dom.ids)
+
+
+def test_apply_page_lists_subsets_decisions_and_the_escaped_diff(docs) -> None:
+    doc = docs["apply"]
+    assert doc["status"] == "committed" and doc["diff"]
+    html = render_html(doc)
+    dom = Dom(html)
+    assert "committed: X1 as " in dom.text("verdict")
+    rows = [n for n in dom.ids["attempts-table"].walk() if n.tag == "tr"]
+    assert len(rows) == 1 + len(doc["attempts"])
+    decisions = dom.text("decisions-table")
+    assert "X1 applied" in decisions and "SLOW dropped" in decisions
+    assert "print('<b>hi</b>')" in dom.text("diff-text") and "<b>hi</b>" not in html  # shown, not rendered
+    assert dom.points("throughput-b") == doc["validation"]["runs"]["b"]
+
+
+def test_regress_and_baseline_pages_draw_the_history_over_commits(docs) -> None:
+    regress = docs["regress"]
+    dom = Dom(render_html(regress))
+    assert dom.text("verdict").startswith("REGRESSION: train.py -")
+    assert dom.points("history-0") == len(regress["history"]) == 3
+    assert dom.points("current") == 1 and dom.points("current-runs") == len(regress["current"])
+    assert "threshold" in dom.ids and dom.points("steps-a-0") == reportdocs.WARMUP + reportdocs.STEPS
+    base = Dom(render_html(docs["baseline"]))
+    assert base.text("verdict").startswith("Baseline for train.py on ")
+    assert base.points("history-0") == 3
+    rows = Dom(render_html(docs["history"]))
+    assert rows.points("history-0") == 3 and "current" not in rows.ids
+
+
+def test_profile_page_links_each_finding_to_its_rules_documented_in_the_page(docs) -> None:
+    doc = docs["profile"]
+    html = render_html(doc)
+    dom = Dom(html)
+    kinds = [f["kind"] for f in doc["diagnosis"]]
+    assert "input_bound" in kinds and dom.text("verdict").startswith("step_limit: ")
+    for finding in doc["diagnosis"]:
+        for code in finding["rules"]:
+            assert f'href="#rule-{code}"' in html and f"rule-{code}" in dom.ids
+    assert "GP201" in dom.text("rule-GP201") and "num_workers" in dom.text("rule-GP201")
+    assert dom.points("steps") == reportdocs.STEPS and dom.points("steps-warmup") == 3
+    assert dom.points("loss") == len(doc["loss"]) and dom.points("mem-rss") == reportdocs.STEPS
+    assert "GROWING" in dom.text("memory-diagnosis")
+
+
+def test_proof_page_has_one_bar_per_fixture(docs) -> None:
+    dom = Dom(render_html(docs["proof"]))
+    assert dom.with_prefix("speedup-") == ["speedup-0", "speedup-1", "speedup-2"]
+    assert dom.text("verdict") == "2 of 3 fixtures faster after --apply on NVIDIA H100 80GB HBM3"
+
+
+def test_nothing_is_fetched_and_no_script_runs(docs) -> None:
+    for doc in docs.values():
+        html = render_html(doc)
+        assert "<script" not in html and "default-src 'none'" in html and "@import" not in html
+        links = [v for n in Dom(html).root.walk() for k, v in n.attrs.items() if k in ("src", "href", "xlink:href")]
+        assert links and all(v.startswith("#") for v in links), links  # in-page anchors and SVG defs only
+
+
+# -- hostile data -------------------------------------------------------------------------------
+
+def test_nan_and_inf_losses_are_gaps_not_errors(docs) -> None:
+    doc = copy.deepcopy(docs["ab"])
+    run = doc["b"]["runs"][0]
+    run["loss"][2], run["loss"][3], run["loss"][4] = math.nan, math.inf, None
+    dom = Dom(render_html(json.loads(json.dumps(doc))))  # NaN/Infinity survive Python's json
+    assert dom.points("loss-b-0") == len(run["loss"]) - 3
+    assert "B run 1: 3" in dom.root.text()
+
+
+def test_a_crashed_run_is_marked_and_listed(docs) -> None:
+    doc = copy.deepcopy(docs["ab"])
+    crashed = doc["b"]["runs"][1]
+    crashed.update(status="crashed", throughput=None, error="RuntimeError: <oops> & 'boom'", loss=[], step_times_s=[])
+    doc["b"]["samples"] = [r["throughput"] for r in doc["b"]["runs"] if r["throughput"]]
+    html = render_html(doc)
+    dom = Dom(html)
+    assert dom.points("throughput-b") == len(doc["b"]["runs"]) - 1 and dom.points("failed-b") == 1
+    assert "RuntimeError: <oops> & 'boom'" in dom.text("failed-runs") and "<oops>" not in html
+
+
+def test_one_run_per_side_still_draws(docs) -> None:
+    doc = copy.deepcopy(docs["ab"])  # as an A/B stopped after one pair (B broken) would save it
+    for side in "ab":
+        doc[side]["runs"] = doc[side]["runs"][:1]
+        doc[side]["samples"] = doc[side]["samples"][:1]
+    doc.update(speedup=None, ci95=None, p_value=None, p_values=None)
+    dom = Dom(render_html(doc))
+    assert dom.points("throughput-a") == dom.points("throughput-b") == 1
+    assert dom.text("num-speedup") == "n/a"
+
+
+def test_100000_steps_are_down_sampled_into_a_small_page(docs) -> None:
+    doc = copy.deepcopy(docs["ab"])
+    n = 100_000
+    for side in "ab":
+        for run in doc[side]["runs"]:
+            run["step_times_s"] = [0.01 + (i % 7) * 1e-4 for i in range(n)]
+            run["loss"] = [2.0 / (1 + i / 1000) for i in range(n)]
+            run["memory"]["rss_per_step"] = [(100 << 20) + i for i in range(n)]
+    html = render_html(doc)
+    assert len(html.encode()) < 2_000_000, len(html)
+    dom = Dom(html)
+    assert dom.points("steps-a-0") <= MAX_POINTS and dom.points("loss-b-0") == MAX_POINTS
+    assert "steps-a-0-band" in dom.ids  # the min-max range of each bin is drawn behind the mean
+
+
+def test_html_in_paths_and_messages_is_escaped(docs) -> None:
+    doc = copy.deepcopy(docs["ab"])
+    evil = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    doc["scripts"] = {"a": f"/tmp/{evil}/a.py", "b": f"/tmp/{evil}.py"}
+    doc["reason"] += evil
+    doc["warnings"] = [evil]
+    doc["overhead"] = {evil: evil, "setup_s": 1.5}  # another branch's key: shown, never trusted
+    html = render_html(doc)
+    assert "<script" not in html and "<img" not in html
+    dom = Dom(html)
+    assert dom.text("verdict").endswith(evil) and evil in dom.text("overhead-table")
+
+
+# -- the commands -------------------------------------------------------------------------------
+
+def test_report_command_renders_a_saved_document_and_refuses_others(docs, tmp_path) -> None:
+    saved = tmp_path / "result.json"
+    saved.write_text(json.dumps(docs["regress"]))
+    res = CliRunner().invoke(cli, ["report", str(saved)])
+    assert res.exit_code == 0, res.output
+    page = tmp_path / "result.html"
+    assert Dom(page.read_text()).text("verdict").startswith("REGRESSION")
+    (tmp_path / "x.json").write_text('{"nothing": 1}')
+    res = CliRunner().invoke(cli, ["report", str(tmp_path / "x.json"), "-o", str(tmp_path / "x.html")])
+    assert res.exit_code == 2 and "not a document" in res.output and not (tmp_path / "x.html").exists()
+    (tmp_path / "y.json").write_text("{not json")
+    assert CliRunner().invoke(cli, ["report", str(tmp_path / "y.json")]).exit_code == 2
+
+
+def test_a_failed_render_keeps_the_previous_page(docs, tmp_path, monkeypatch) -> None:
+    from gpuperf_rewrite.report import render
+
+    saved, page = tmp_path / "r.json", tmp_path / "r.html"
+    saved.write_text(json.dumps(docs["history"]))
+    page.write_text("old page")
+
+    def broken(doc):
+        raise ReportError("cannot draw")
+
+    monkeypatch.setattr(render, "render_html", broken)
+    res = CliRunner().invoke(cli, ["report", str(saved), "-o", str(page)])
+    assert res.exit_code == 2 and page.read_text() == "old page"
+
+
+def test_missing_extra_is_a_usage_error_naming_the_pip_command(docs, tmp_path, monkeypatch) -> None:
+    from gpuperf_rewrite.report import charts
+
+    def no_matplotlib():
+        raise MissingExtra()
+
+    monkeypatch.setattr(charts, "pyplot", no_matplotlib)
+    saved = tmp_path / "r.json"
+    saved.write_text(json.dumps(docs["history"]))
+    res = CliRunner().invoke(cli, ["report", str(saved)])
+    assert res.exit_code == 2 and 'pip install "gpuperf-rewrite[report]"' in res.output
+
+
+def test_regress_history_html_flag(docs, tmp_path, monkeypatch) -> None:
+    repo_dir = tmp_path / "repo"
+    repo_dir.mkdir()
+    baseline, _, _ = reportdocs.regress_docs(repo_dir)
+    monkeypatch.chdir(repo_dir)
+    res = CliRunner().invoke(cli, ["regress", "train.py", "--history", "--html", "h.html"])
+    assert res.exit_code == 0, res.output
+    assert Dom((repo_dir / "h.html").read_text()).points("history-0") == 3
