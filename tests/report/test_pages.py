@@ -1,13 +1,22 @@
 """The HTML report on real documents of every command (built in-process with fake runs): each
 chart is there with one point per run or per step, the verdict says what the text report says,
 and hostile data (NaN/inf losses, a crashed run, one run per side, 100,000 steps, HTML in a
-path or message) neither breaks the page nor bloats it."""
+path or message) neither breaks the page nor bloats it. Then each kind of page opened in headless
+Chromium, as a person would open it from disk: no console error, every chart in the DOM the
+browser built with its points, the verdict as the JSON says, and a screenshot. Chromium is
+Debian's ``chromium`` package, installed by ``make test`` (its ``browser`` step) where it can be;
+those tests are skipped, saying so, where no browser exists. One module: the documents are built
+once (tests/report/conftest.py; tests/conftest.py keeps the module on one worker)."""
 
 from __future__ import annotations
 
 import copy
 import json
 import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -20,21 +29,10 @@ from click.testing import CliRunner  # noqa: E402
 from gpuperf_rewrite.cli import cli  # noqa: E402
 from gpuperf_rewrite.report.charts import MAX_POINTS  # noqa: E402
 from gpuperf_rewrite.report.errors import MissingExtra, ReportError  # noqa: E402
-from gpuperf_rewrite.report.render import kind_of, render_html  # noqa: E402
+from gpuperf_rewrite.report.render import kind_of, render_html, write_html  # noqa: E402
 from tests.helpers import reportdocs  # noqa: E402
 from tests.helpers.htmlpage import Dom  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("report-docs")
-
-
-@pytest.fixture(scope="module")
-def docs(tmp_path_factory) -> dict:
-    tmp = tmp_path_factory.mktemp("docs")
-    (tmp / "ab").mkdir(), (tmp / "apply").mkdir(), (tmp / "reg").mkdir()
-    baseline, regress, rows = reportdocs.regress_docs(tmp / "reg")
-    return {"ab": reportdocs.ab_doc(tmp / "ab"), "apply": reportdocs.apply_doc(tmp / "apply"),
-            "baseline": baseline, "regress": regress, "history": rows, "profile": reportdocs.profile_doc(),
-            "proof": reportdocs.proof_doc()}
 
 
 def test_every_document_kind_is_recognised(docs) -> None:
@@ -234,3 +232,76 @@ def test_regress_history_html_flag(docs, tmp_path, monkeypatch) -> None:
     res = CliRunner().invoke(cli, ["regress", "train.py", "--history", "--html", "h.html"])
     assert res.exit_code == 0, res.output
     assert Dom((repo_dir / "h.html").read_text()).points("history-0") == 3
+
+
+# -- in a browser --------------------------------------------------------------------------------
+
+BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+needs_browser = pytest.mark.skipif(BROWSER is None, reason="no Chromium on this machine (make test installs "
+                                                           "Debian's chromium package when it runs as root: make browser)")
+FLAGS = ["--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
+         "--no-first-run", "--disable-extensions", "--disable-background-networking", "--mute-audio"]
+
+
+def open_page(path: Path, *action: str, tmp: Path) -> tuple[str, list[str]]:
+    """(stdout, the console messages) of one headless Chromium run on ``path``."""
+    env = {**os.environ, "HOME": str(tmp)}  # its profile and crash reports go there, not to ~
+    out = subprocess.run([BROWSER, *FLAGS, f"--user-data-dir={tmp / 'profile'}", *action, path.as_uri()],
+                         capture_output=True, text=True, timeout=120, env=env)
+    console = [ln for ln in out.stderr.splitlines() if ":CONSOLE" in ln]
+    return out.stdout, console
+
+
+@pytest.fixture(scope="module")
+def pages(docs, tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("pages")
+    out = {}
+    for kind, doc in docs.items():
+        write_html(tmp / f"{kind}.html", doc)
+        out[kind] = (tmp / f"{kind}.html", doc)
+    return out
+
+
+@needs_browser
+def test_the_console_check_sees_an_error(tmp_path) -> None:
+    """The check below can fail: a page that logs an error is caught."""
+    page = tmp_path / "bad.html"
+    page.write_text('<!DOCTYPE html><p id="x">hi</p><script>console.error("boom-control")</script>')
+    dom, console = open_page(page, "--dump-dom", tmp=tmp_path)
+    assert Dom(dom).text("x") == "hi" and any("boom-control" in c for c in console)
+
+
+@needs_browser
+@pytest.mark.parametrize("kind", ["ab", "apply", "baseline", "regress", "history", "profile", "proof"])
+def test_page_renders_in_chromium(pages, kind, tmp_path) -> None:
+    path, doc = pages[kind]
+    dumped, console = open_page(path, "--dump-dom", tmp=tmp_path)
+    assert not console, console
+    dom = Dom(dumped)
+    assert dom.root.walk() and "verdict" in dom.ids
+    charts = dom.with_prefix("chart-")
+    assert charts, "no chart on the page"
+    if kind == "ab":
+        from gpuperf_rewrite.validate.console import verdict_line
+
+        assert dom.text("verdict") == verdict_line(doc).replace("verdict   ", "")
+        for side in "ab":
+            assert dom.points(f"throughput-{side}") == len(doc[side]["samples"])
+            assert dom.points(f"loss-{side}-0") == len(doc[side]["runs"][0]["loss"])
+        assert {"chart-throughput", "chart-step-times", "chart-loss", "chart-memory"} <= set(charts)
+    elif kind in ("regress", "baseline", "history"):
+        assert dom.points("history-0") == len(doc if kind == "history" else doc["history"])
+    elif kind == "apply":
+        assert doc["rules_applied"][0] in dom.text("verdict") and dom.points("throughput-b") == doc["validation"]["runs"]["b"]
+    elif kind == "profile":
+        assert dom.points("steps") == doc["measured_steps"]
+    else:
+        assert len(dom.with_prefix("speedup-")) == len(doc["fixtures"])
+
+
+@needs_browser
+def test_screenshot_of_the_ab_page(pages, tmp_path) -> None:
+    path, _ = pages["ab"]
+    shot = tmp_path / "ab.png"
+    _, console = open_page(path, f"--screenshot={shot}", "--window-size=1100,1800", tmp=tmp_path)
+    assert not console and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
