@@ -35,11 +35,21 @@ def kind_of(doc: Any) -> str:
 
 
 def render_html(doc: Any) -> str:
-    """The page of ``doc`` (any document :func:`kind_of` knows), as one self-contained HTML string."""
+    """The page of ``doc`` (any document :func:`kind_of` knows), as one self-contained HTML string;
+    ReportError when it is none, or lacks what its kind always has."""
+    kind = kind_of(doc)
+    try:
+        return _render(kind, doc)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        # A document edited by hand or cut short: say which key, never a traceback.
+        raise ReportError(f"the {kind} document lacks or garbles a key the page needs: {type(exc).__name__}: "
+                          f"{exc}") from exc
+
+
+def _render(kind: str, doc: Any) -> str:
     from gpuperf_rewrite.report import ab, apply, history, profile, proof
     from gpuperf_rewrite.report.page import Page
 
-    kind = kind_of(doc)
     name = "" if isinstance(doc, list) else str(doc.get("script") or (doc.get("scripts") or {}).get("b")
                                                  or doc.get("name") or doc.get("device") or "")
     page = Page(f"gpuperf-rewrite {kind}{': ' + name if name else ''}", kind)

@@ -59,7 +59,8 @@ def format_ab(doc: Mapping[str, Any]) -> str:
     if _get(doc, "memory", "ratio"):
         lines.append(f"memory    B/A peak {doc['memory']['ratio']:.2f}")
     lc = doc.get("loss_check") or {}
-    if lc.get("status") == "passed":
+    numbers = ("steps_compared", "b_end_loss", "a_end_loss", "tolerance", "rtol", "spread_k", "a_seed_sd")
+    if lc.get("status") == "passed" and all(lc.get(k) is not None for k in numbers):
         lines.append(f"loss      passed: {lc['steps_compared']} steps covered; end-of-window loss "
                      f"{lc['b_end_loss']:.6g} vs {lc['a_end_loss']:.6g} (tolerance {lc['tolerance']:.3g}: "
                      f"rtol {lc['rtol']:g} + {lc['spread_k']:g} x seed sd {lc['a_seed_sd']:.3g})")

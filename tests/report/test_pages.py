@@ -180,6 +180,16 @@ def test_html_in_paths_and_messages_is_escaped(docs) -> None:
     assert dom.text("verdict").endswith(evil) and evil in dom.text("overhead-table")
 
 
+def test_a_garbled_document_is_a_report_error_not_a_traceback(docs) -> None:
+    doc = copy.deepcopy(docs["ab"])
+    doc.update(loss_check="x", runs=3, ci95="zz", memory=[1], warnings=7)
+    doc["a"]["runs"] = "zz"
+    try:
+        Dom(render_html(doc))
+    except ReportError as exc:
+        assert "ab document" in str(exc)
+
+
 # -- the commands -------------------------------------------------------------------------------
 
 def test_report_command_renders_a_saved_document_and_refuses_others(docs, tmp_path) -> None:
