@@ -51,7 +51,7 @@ def _shrink(png: Path, out: Path) -> None:
         shutil.copyfile(png, out)
         return
     with Image.open(png) as im:
-        im.convert("RGB").quantize(colors=64).save(out, optimize=True)
+        im.convert("RGB").quantize(colors=128).save(out, optimize=True)
 
 
 if __name__ == "__main__":

@@ -146,23 +146,13 @@ def step_times(doc: Doc, prefix: str) -> list[str]:
             _per_side(ax, runs[side], side, times, f"{prefix}steps-{side.lower()}", start)
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("ms per step")
-        _top_clip(ax, [v for rs in runs.values() for r in rs for v in times(r) if v is not None])
+        charts.clip_outliers(ax, [v for rs in runs.values() for r in rs for v in times(r) if v is not None])
         ax.legend(fontsize=7, ncol=4, loc="upper right")
         svg = charts.to_svg(fig, f"{prefix}chart-step-times")
     note = "" if any(r.get("warmup_step_times_s") for rs in runs.values() for r in rs) else \
         " The warm-up's own step times are not in this document (recorded since this version)."
     return [chart(svg, "Seconds between optimizer steps; the shaded steps are the warm-up, which no statistic "
                        "uses (first-call allocation, compilation)." + note)]
-
-
-def _top_clip(ax: Any, values: list[float]) -> None:
-    """Keep the y range on the steady steps: the first step (imports, compilation) can be 100x
-    the others; what is cut off is said in the caption, not hidden."""
-    if len(values) >= 4:
-        high = sorted(values)[int(0.98 * (len(values) - 1))]
-        if max(values) > 3 * high > 0:
-            ax.set_ylim(0, 3 * high)
-            ax.annotate(f"clipped: max {max(values):,.0f}", xy=(0.01, 0.93), xycoords="axes fraction", fontsize=7)
 
 
 def _loss(doc: Doc, prefix: str) -> list[str]:

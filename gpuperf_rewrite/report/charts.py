@@ -130,3 +130,15 @@ def bytes_axis(ax: Any) -> None:
         return f"{v:.0f} B"
 
     ax.yaxis.set_major_formatter(FuncFormatter(fmt))
+
+
+def clip_outliers(ax: Any, values: Sequence[float]) -> None:
+    """Keep the y range on the steady steps: the first step (imports, compilation) can be 100x
+    the others. What is cut off is written on the chart, not hidden."""
+    vals = sorted(v for v in values if finite(v) is not None)
+    if len(vals) >= 10:
+        high = vals[int(0.9 * (len(vals) - 1))]
+        if vals[-1] > 3 * high > 0:
+            ax.set_ylim(0, 3 * high)
+            ax.annotate(f"y axis cut at {3 * high:,.0f}: the slowest step took {vals[-1]:,.0f}", xy=(0.01, 0.93),
+                        xycoords="axes fraction", fontsize=7)

@@ -79,6 +79,7 @@ def _steps(doc: Doc) -> str:
             charts.series(ax, xs, ys, "steps-warmup", color="#999", linewidth=1)
         xs, ys = charts.points([None if charts.finite(v) is None else v * 1e3 for v in measured], first)
         charts.series(ax, xs, ys, "steps", color=charts.COLORS["A"], linewidth=1, label="measured")
+        charts.clip_outliers(ax, [v * 1e3 for v in [*warm, *measured] if charts.finite(v) is not None])
         ax.set_xlabel("optimizer step")
         ax.set_ylabel(f"ms per step ({doc.get('timing_source') or 'host'} clock)")
         ax.legend(fontsize=7)

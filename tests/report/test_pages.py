@@ -30,6 +30,7 @@ from gpuperf_rewrite.cli import cli  # noqa: E402
 from gpuperf_rewrite.report.charts import MAX_POINTS  # noqa: E402
 from gpuperf_rewrite.report.errors import MissingExtra, ReportError  # noqa: E402
 from gpuperf_rewrite.report.render import kind_of, render_html, write_html  # noqa: E402
+from gpuperf_rewrite.validate.console import format_ab  # noqa: E402
 from tests.helpers import reportdocs  # noqa: E402
 from tests.helpers.htmlpage import Dom  # noqa: E402
 
@@ -232,6 +233,51 @@ def test_missing_extra_is_a_usage_error_naming_the_pip_command(docs, tmp_path, m
     saved.write_text(json.dumps(docs["history"]))
     res = CliRunner().invoke(cli, ["report", str(saved)])
     assert res.exit_code == 2 and 'pip install "gpuperf-rewrite[report]"' in res.output
+
+
+def test_html_flag_on_ab_profile_baseline_and_apply(docs, tmp_path, monkeypatch) -> None:
+    """The real commands, on fake runs (each run in the command's own scratch mirror)."""
+    from gpuperf_rewrite.cli import profile as profile_cmd
+    from gpuperf_rewrite.validate import apply as apply_mod
+    from gpuperf_rewrite.validate.judge import abtest
+    from tests.helpers.abfakes import fake_script, git_repo
+
+    monkeypatch.setattr(abtest, "default_runner", lambda: reportdocs.SeriesRunner())
+    monkeypatch.chdir(tmp_path)
+    fake_script(tmp_path / "a.py", speed=100, noise=0.01)
+    fake_script(tmp_path / "b.py", speed=150, noise=0.01)
+    small = ["--runs", "4", "--max-runs", "4", "--steps", "12", "--warmup", "3"]
+    res = CliRunner().invoke(cli, ["ab", "a.py", "b.py", *small, "--html", "ab.html", "--json", "ab.json"])
+    assert res.exit_code == 0, res.output
+    dom = Dom((tmp_path / "ab.html").read_text())
+    assert dom.text("verdict").startswith("FASTER") and dom.points("throughput-b") == 4
+    assert dom.text("text-report") == " ".join(format_ab(json.loads((tmp_path / "ab.json").read_text())).split())
+
+    monkeypatch.setattr(profile_cmd, "profile_runner", lambda request: reportdocs.profile_doc())
+    res = CliRunner().invoke(cli, ["profile", "a.py", "--html", "p.html"])
+    assert res.exit_code == 0, res.output
+    assert Dom((tmp_path / "p.html").read_text()).points("steps") == reportdocs.STEPS
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git_repo(repo, {"train.py": "# fake: speed=100 noise=0.01\n"})
+    monkeypatch.chdir(repo)
+    res = CliRunner().invoke(cli, ["baseline", "train.py", *small[:2], *small[4:], "--html", "b.html",
+                                   "--json", "b.json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads((repo / "b.json").read_text())["history"][0]["runs"] == 4  # the page's data, in --json
+    assert Dom((repo / "b.html").read_text()).points("history-0") == 1
+
+    def fake_apply(path, *, options, **kw):  # what run_apply hands --html: its --json report
+        options.report_sink(docs["apply"])
+        return 0
+
+    monkeypatch.setattr(apply_mod, "run_apply", fake_apply)
+    res = CliRunner().invoke(cli, ["train.py", "--apply", "--html", "apply.html"])
+    assert res.exit_code == 0, res.output
+    assert "committed" in Dom((repo / "apply.html").read_text()).text("verdict")
+    res = CliRunner().invoke(cli, ["train.py", "--html", "x.html"])
+    assert res.exit_code == 2 and "only used with --apply" in res.output
 
 
 def test_regress_history_html_flag(docs, tmp_path, monkeypatch) -> None:
