@@ -77,6 +77,18 @@ def test_apply_page_lists_subsets_decisions_and_the_escaped_diff(docs) -> None:
     assert dom.points("throughput-b") == doc["validation"]["runs"]["b"]
 
 
+def test_notes_keep_no_per_step_series(docs) -> None:
+    """The page's series are in --json, not in refs/notes/gpuperf (a note stays small)."""
+    from gpuperf_rewrite.validate.record.gitops import merge_note
+
+    rec = docs["baseline"]
+    assert rec["runs"][0]["step_times_s"]  # what --json and the page get
+    (stored,) = [json.loads(line) for line in merge_note("", rec).splitlines()]
+    assert stored["runs"] and not any(k in run for run in stored["runs"]
+                                      for k in ("step_times_s", "warmup_step_times_s", "memory"))
+    assert stored["samples"] == rec["samples"] and stored["runs"][0]["loss"] == rec["runs"][0]["loss"]
+
+
 def test_regress_and_baseline_pages_draw_the_history_over_commits(docs) -> None:
     regress = docs["regress"]
     dom = Dom(render_html(regress))

@@ -100,6 +100,8 @@ def record_from_doc(side: str, index: int, doc: RunDoc, seed: int | None = None)
     )
 
 
+# The run record's fields for the HTML report only: left out of git notes (gitops.without_series).
+REPORT_ONLY = ("step_times_s", "warmup_step_times_s", "memory")
 # The ``memory`` keys of the shim's document a run record keeps (docs/runtime.md).
 REPORTED_MEMORY = ("allocated_per_step", "rss_per_step", "heap_per_step", "sample_stride", "peak_allocated_bytes",
                    "peak_reserved_bytes", "peak_rss_bytes", "device_total_bytes", "growth_bytes_per_step",
