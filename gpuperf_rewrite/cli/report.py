@@ -33,4 +33,6 @@ def report(result: str, output: str | None) -> None:
         if result == "-":
             raise click.UsageError("-o PATH is needed when RESULT is read from stdin")
         output = str(Path(result).with_suffix(".html"))
+    if result != "-" and Path(output).resolve() == Path(result).resolve():
+        raise click.UsageError(f"the page would replace {result} itself: give -o PATH")
     write_html(output, doc, label="")

@@ -217,6 +217,10 @@ def test_report_command_renders_a_saved_document_and_refuses_others(docs, tmp_pa
     assert res.exit_code == 2 and "not a document" in res.output and not (tmp_path / "x.html").exists()
     (tmp_path / "y.json").write_text("{not json")
     assert CliRunner().invoke(cli, ["report", str(tmp_path / "y.json")]).exit_code == 2
+    same = tmp_path / "result.html"  # a document saved as .html: never rendered over itself
+    same.write_text(json.dumps(docs["regress"]))
+    res = CliRunner().invoke(cli, ["report", str(same)])
+    assert res.exit_code == 2 and "give -o PATH" in res.output and json.loads(same.read_text())
 
 
 def test_a_failed_render_keeps_the_previous_page(docs, tmp_path, monkeypatch) -> None:
