@@ -220,6 +220,7 @@ def memory(doc: Doc, prefix: str) -> list[str]:
             for side in "AB":
                 _per_side(ax, runs[side], side, lambda r: charts.carry_forward(_memory_series(r)[1]),
                           f"{prefix}mem-{side.lower()}", lambda r: int(r.get("warmup_steps") or 0))
+            _peak_lines(ax, doc, prefix)
             charts.bytes_axis(ax)
             ax.set_xlabel("optimizer step")
             ax.set_ylabel(name)
@@ -237,3 +238,15 @@ def memory(doc: Doc, prefix: str) -> list[str]:
                            or f"{side}: nothing to say", f"{prefix}memory-diagnosis-{side.lower()}"))
     return out
 
+
+def _peak_lines(ax: Any, doc: Doc, prefix: str) -> None:
+    """Each side's device peaks (median over its runs), dotted: reserved is what the allocator
+    held, allocated what tensors used; on a CPU there are none (RSS is the series itself)."""
+    for side in "AB":
+        for key, style in (("peak_allocated_bytes", "dotted"), ("peak_reserved_bytes", "dashdot")):
+            vals = [v for r in _runs(doc, side) for v in [charts.finite((r.get("memory") or {}).get(key))]
+                    if v is not None]
+            if vals:
+                ax.axhline(statistics.median(vals), linestyle=style, linewidth=1, color=charts.COLORS[side],
+                           gid=f"{prefix}{key.split('_')[1]}-{side.lower()}",
+                           label=f"{side} peak {key.split('_')[1]}")

@@ -63,6 +63,19 @@ def test_ab_page_draws_every_run_and_step_and_says_the_verdict(docs) -> None:
     assert {"ci-band", "min-speedup", "warmup", "loss-tolerance", "loss-b-end"} <= set(dom.ids)
 
 
+def test_ab_page_on_cuda_draws_device_memory_and_its_peaks(docs) -> None:
+    doc = copy.deepcopy(docs["ab"])
+    for side in "ab":
+        for run in doc[side]["runs"]:
+            run["memory"].update(peak_allocated_bytes=200 << 20, peak_reserved_bytes=300 << 20,
+                                 allocated_per_step=[150 << 20, None] * (reportdocs.STEPS // 2),
+                                 sample_stride={"allocated": 2})
+    dom = Dom(render_html(doc))
+    assert {"allocated-a", "reserved-a", "allocated-b", "reserved-b"} <= set(dom.ids)
+    assert dom.points("mem-a-0") == reportdocs.STEPS  # every second step read, carried over between reads
+    assert "device allocated" in dom.text("chart-memory")
+
+
 def test_apply_page_lists_subsets_decisions_and_the_escaped_diff(docs) -> None:
     doc = docs["apply"]
     assert doc["status"] == "committed" and doc["diff"]
