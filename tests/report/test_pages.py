@@ -145,6 +145,25 @@ def test_nothing_is_fetched_and_no_script_runs(docs) -> None:
         assert links and all(v.startswith("#") for v in links), links  # in-page anchors and SVG defs only
 
 
+PROOF = sorted(p for p in (Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gpu-proof").glob("*/*.json")
+               if p.name not in ("env.json", "sessions.json"))  # the GPU proof's results (not its bookkeeping)
+
+
+@pytest.mark.parametrize("path", PROOF, ids=[p.name for p in PROOF])
+def test_the_gpu_proof_results_render(path) -> None:
+    """The real H100 documents in the repository (an older A/B shape: no per-step times)."""
+    from gpuperf_rewrite.report.render import load
+
+    doc = load(path)
+    dom = Dom(render_html(doc))
+    if kind_of(doc) == "ab":
+        assert dom.text("verdict").startswith(doc["verdict"].upper())
+        assert dom.points("throughput-b") == len(doc["b"]["samples"])
+        assert "no per-step times" in dom.text("step-times")
+    else:
+        assert len(dom.with_prefix("speedup-")) == len(doc["fixtures"])
+
+
 # -- hostile data -------------------------------------------------------------------------------
 
 def test_nan_and_inf_losses_are_gaps_not_errors(docs) -> None:
