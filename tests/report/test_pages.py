@@ -186,6 +186,18 @@ def test_a_crashed_run_is_marked_and_listed(docs) -> None:
     assert "RuntimeError: <oops> & 'boom'" in dom.text("failed-runs") and "<oops>" not in html
 
 
+def test_a_crashed_profile_says_so_and_escapes_its_stderr() -> None:
+    from gpuperf_rewrite.runtime.schema import empty_document
+
+    doc = empty_document("<b>train</b>.py", [], "crashed")
+    doc.update(exit_code=1, error="RuntimeError: <i>CUDA</i> out of memory", stderr_tail="<script>x</script>\nboom")
+    html = render_html(doc)
+    dom = Dom(html)
+    assert dom.text("verdict") == "crashed: RuntimeError: <i>CUDA</i> out of memory"
+    assert "<script>x</script>" in dom.text("text-report") and "<script" not in html and "<b>train" not in html
+    assert "No step was measured." in dom.text("step-times")
+
+
 def test_one_run_per_side_still_draws(docs) -> None:
     doc = copy.deepcopy(docs["ab"])  # as an A/B stopped after one pair (B broken) would save it
     for side in "ab":
