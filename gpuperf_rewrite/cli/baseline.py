@@ -83,8 +83,11 @@ def _show_history(script: str, plot: str | None, json_path: str | None, html_pat
                        f"{tag}{r['summary'][:50]}", err=err)
     if json_path is not None:
         write_json(json_path, rows)
-    if html_path is not None and rows:
-        write_html(html_path, rows)
+    if html_path is not None:
+        if rows:
+            write_html(html_path, rows)
+        else:
+            click.echo(f"--html: no page written to {html_path}: nothing recorded to draw", err=True)
     if plot and rows:
         plot_history(rows, plot, click.echo)
 

@@ -39,10 +39,10 @@ class Page:
     kind: str
     parts: list[str] = field(default_factory=list)
 
-    def verdict(self, text: str, tone: str, numbers: Mapping[str, str] = {}) -> None:
+    def verdict(self, text: str, tone: str, numbers: Mapping[str, str] | None = None) -> None:
         """The headline: ``text`` in words (as the text report says it), then the numbers."""
         nums = "".join(f'<div><b id="num-{esc(k.lower().replace(" ", "-"))}">{esc(v)}</b>{esc(k)}</div>'
-                       for k, v in numbers.items())
+                       for k, v in (numbers or {}).items())
         self.parts.append(f'<p class="verdict {esc(tone)}" id="verdict">{esc(text)}</p>'
                           + (f'<div class="numbers">{nums}</div>' if nums else ""))
 

@@ -32,6 +32,10 @@ def render(page: Page, doc: Doc) -> None:
     page.section("step-times", "Time per step", _steps(doc))
     page.section("loss", "Loss per step", _loss(doc))
     page.section("memory", "Memory per step", _memory(doc))
+    if isinstance(doc.get("batch_probe"), Mapping):  # --probe-batch: printed after the report, so here too
+        from gpuperf_rewrite.validate.run.batchprobe import format_probe
+
+        page.section("batch-probe", "Batch-size probe", pre(format_probe(doc["batch_probe"]), "batch-probe-text"))
 
 
 def _rule_docs(codes: list[str]) -> str:

@@ -99,6 +99,9 @@ def profile_doc(steps: int = STEPS) -> dict[str, Any]:
                          sample_stride={"rss": 1}, growth_bytes_per_step=float(1 << 20), growth_source="rss",
                          growth_steady=True, available_bytes=8 << 30, steps_to_oom=8192.0)
     doc["diagnosis"] = diagnose(doc)
+    doc["batch_probe"] = {"arg": "--batch-size", "start": 32, "stopped": "memory", "error": None,
+                          "sizes": [{"value": 32, "peak_reserved_bytes": None, "peak_rss_bytes": 1 << 28,
+                                     "steps_per_s": 10.0, "samples_per_s": 320.0, "status": "step_limit"}]}
     return doc
 
 

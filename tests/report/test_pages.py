@@ -129,6 +129,7 @@ def test_profile_page_links_each_finding_to_its_rules_documented_in_the_page(doc
     assert dom.points("steps") == reportdocs.STEPS and dom.points("steps-warmup") == 3
     assert dom.points("loss") == len(doc["loss"]) and dom.points("mem-rss") == reportdocs.STEPS
     assert "GROWING" in dom.text("memory-diagnosis")
+    assert dom.text("batch-probe-text").startswith("Batch-size probe (--batch-size, from 32; stopped: memory)")
 
 
 def test_proof_page_has_one_bar_per_fixture(docs) -> None:
