@@ -210,6 +210,19 @@ def test_one_run_per_side_still_draws(docs) -> None:
     assert dom.text("num-speedup") == "n/a"
 
 
+def test_many_runs_per_side_are_drawn_as_their_median(docs) -> None:
+    from gpuperf_rewrite.report.ab import MAX_RUN_LINES
+
+    doc = copy.deepcopy(docs["ab"])
+    for side in "ab":
+        runs = doc[side]["runs"]
+        doc[side]["runs"] = [{**runs[i % len(runs)], "index": i} for i in range(MAX_RUN_LINES + 2)]
+    dom = Dom(render_html(doc))
+    assert dom.points("throughput-a") == MAX_RUN_LINES + 2  # every run is still a point
+    assert dom.points("steps-a-median") == reportdocs.WARMUP + reportdocs.STEPS and "steps-a-0" not in dom.ids
+    assert dom.points("loss-b-median") == len(doc["b"]["runs"][0]["loss"])
+
+
 def test_100000_steps_are_down_sampled_into_a_small_page(docs) -> None:
     doc = copy.deepcopy(docs["ab"])
     n = 100_000
