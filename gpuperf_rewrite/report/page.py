@@ -64,12 +64,17 @@ class Page:
                   "(static SVG, nothing fetched).</footer></body></html>\n")
 
 
+def _attr(name: str, value: str) -> str:
+    """`` name="value"`` (escaped), or nothing for an empty value."""
+    return f' {name}="{esc(value)}"' if value else ""
+
+
 def pre(text: str, anchor: str = "") -> str:
-    return f'<pre{f" id={chr(34)}{esc(anchor)}{chr(34)}" if anchor else ""}>{esc(text)}</pre>'
+    return f"<pre{_attr('id', anchor)}>{esc(text)}</pre>"
 
 
 def para(text: str, cls: str = "") -> str:
-    return f'<p{f" class={chr(34)}{cls}{chr(34)}" if cls else ""}>{esc(text)}</p>'
+    return f"<p{_attr('class', cls)}>{esc(text)}</p>"
 
 
 def missing(what: str) -> str:
@@ -79,14 +84,15 @@ def missing(what: str) -> str:
 
 def chart(svg: str, caption: str = "") -> str:
     """An SVG from :func:`gpuperf_rewrite.report.charts.to_svg` (trusted: matplotlib escapes its text)."""
-    return f"<figure>{svg}{f'<figcaption class={chr(34)}note{chr(34)}>{esc(caption)}</figcaption>' if caption else ''}</figure>"
+    caption_html = f'<figcaption class="note">{esc(caption)}</figcaption>' if caption else ""
+    return f"<figure>{svg}{caption_html}</figure>"
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]], anchor: str = "", raw: bool = False) -> str:
     """A table of escaped cells (``raw``: cells are already HTML, built by the caller from escaped parts)."""
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{c if raw else esc(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table{f" id={chr(34)}{esc(anchor)}{chr(34)}" if anchor else ""}><tr>{head}</tr>{body}</table>'
+    return f"<table{_attr('id', anchor)}><tr>{head}</tr>{body}</table>"
 
 
 def plain(value: Any) -> str:
