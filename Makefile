@@ -8,7 +8,7 @@ TORCH  := torch==2.13.0
 PYTEST_ARGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: demo test lint docs bench-lint bench-lint-mixed bench gpu-proof gpu-wheels clean
+.PHONY: demo test browser screenshot lint docs bench-lint bench-lint-mixed bench gpu-proof gpu-wheels clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,9 +38,23 @@ demo: $(VENV)/.demo
 # afterwards, alone, so other tests' load cannot blur their A/B decisions (two at a time, the
 # input-bound fixture's 3+3 A/B once found no difference: its workers need the second core).
 # loadgroup keeps the tests that share an expensive set-up on one worker (tests/conftest.py).
-test: $(VENV)/.test
+test: $(VENV)/.test browser
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not timing" $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -m timing $(PYTEST_ARGS)
+
+# Headless Chromium for the report's browser tests (tests/report/test_pages.py): Debian's package,
+# installed when we run as root and none is found. Never fails the build: without a browser those
+# tests are skipped, saying why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ; } || \
+	  echo "note: no Chromium (not root, or apt-get failed): the report's browser tests will be skipped"
+
+# docs/report.png, the README's picture of a real page: an A/B of two fake scripts rendered and
+# photographed by headless Chromium.
+screenshot: $(VENV)/.test browser
+	$(BIN)/python scripts/report_screenshot.py docs/report.png
 
 lint: $(VENV)/.base
 	$(BIN)/gpuperf-rewrite gpuperf_rewrite rules runtime

@@ -57,6 +57,7 @@ def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, A
         "samples_per_s": None,
         "wall_time_s": None,
         "step_time_s": empty_summary(),
+        "warmup_step_time_s": [],
         "timing_source": None,
         "before_backward_s": empty_summary(),
         "input_stall_fraction": None,

@@ -159,6 +159,12 @@ class Session:
     def _backwards(self, start: int, end: int) -> list[int]:
         return [len(self.loss.per_step[i]) for i in range(start, min(end, len(self.loss.per_step)))]
 
+    def _device(self) -> str:
+        """Where the script trained: the loss's device, else CUDA when the shim saw it started."""
+        if self.loss.first_device is not None:
+            return self.loss.first_device.type
+        return "cuda" if self.cuda else "cpu"
+
     def build(self, script: str, args: list[str], status: str, exit_code: int,
               error: str | None, wall_s: float, world_size: int, rank: int, seed: int) -> dict[str, Any]:
         torch = self.torch
@@ -173,6 +179,9 @@ class Session:
         start, end = self.window()
         m = end - start
         per_step, source = self.clock.durations(start, end) if m > 0 else ([], "host")
+        # The warm-up's steps on the same clock where it has one (the first interval starts at the
+        # script's start: imports, set-up and compilation), for the HTML report's time series.
+        warm = self.clock.durations(0, start)[0] if start > 0 else []
         total = sum(per_step)
         host_window = self.clock.host[end] - self.clock.host[start] if m > 0 else 0.0
         samples = self.samples_at[end] - self.samples_at[start] if m > 0 else 0
@@ -187,11 +196,7 @@ class Session:
         except Exception as exc:
             print(f"gpuperf runtime: could not read losses: {exc}", file=sys.stderr)
             losses = [None] * self.steps_done
-        device = "cpu"
-        if self.loss.first_device is not None:
-            device = self.loss.first_device.type
-        elif self.cuda:
-            device = "cuda"
+        device = self._device()
         gpu = None
         if self.sampler is not None and m > 0:
             gpu = self.sampler.summary(self.clock.host[start], self.clock.host[end], m)
@@ -211,6 +216,7 @@ class Session:
             "samples_per_s": samples / total if total > 0 and samples > 0 else None,
             "wall_time_s": wall_s,
             "step_time_s": summarize(per_step),
+            "warmup_step_time_s": warm,
             "timing_source": source,
             "input_stall_fraction": stall,
             "before_backward_s": summarize(

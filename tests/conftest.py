@@ -25,6 +25,7 @@ SHARED_SETUP = {
     "tests/rules/test_framework_fixes_train.py": "every fixed framework script run once, forked from one "
                                                  "interpreter that imported the frameworks",
     "tests/lint/test_properties.py": "one script-running interpreter (module fixture)",
+    "tests/report/test_pages.py": "the documents of every command, built once (tests/report/conftest.py)",
 }
 
 

@@ -29,6 +29,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "baseline": "gpuperf_rewrite.cli.baseline:baseline",
     "regress": "gpuperf_rewrite.cli.baseline:regress",
     "pr-bot": "gpuperf_rewrite.cli.pr_bot:pr_bot",
+    "report": "gpuperf_rewrite.cli.report:report",
 }
 
 

@@ -6,8 +6,9 @@ from typing import Any
 
 import click
 
-from gpuperf_rewrite.cli.options import (config_from_options, decision_options, existing_script, json_option,
-                                         launcher_options, measurement_options, resolve_module_option, write_json)
+from gpuperf_rewrite.cli.options import (check_html, config_from_options, decision_options, existing_script,
+                                         html_option, json_option, launcher_options, measurement_options,
+                                         resolve_module_option, write_html, write_json)
 from gpuperf_rewrite.validate.run.lifetime import exits_on_interrupt
 
 
@@ -22,10 +23,11 @@ from gpuperf_rewrite.validate.run.lifetime import exits_on_interrupt
 @launcher_options
 @decision_options
 @json_option("The full A/B result as JSON.")
+@html_option("the A/B result")
 @exits_on_interrupt
 @click.pass_context
 def ab(ctx: click.Context, script_a: str | None, script_b: str | None, script_args: tuple[str, ...],
-       modules: tuple[str, ...], json_path: str | None, **opts: Any) -> None:
+       modules: tuple[str, ...], json_path: str | None, html_path: str | None, **opts: Any) -> None:
     """Run SCRIPT_A and SCRIPT_B (or -m MODULE_A -m MODULE_B) alternately under the runtime shim and
     decide whether B is faster.
 
@@ -48,6 +50,7 @@ def ab(ctx: click.Context, script_a: str | None, script_b: str | None, script_ar
     else:
         script_a, script_b = existing_script(ctx, "script_a", script_a), existing_script(ctx, "script_b", script_b)
     cfg = config_from_options(opts, decides=True)
+    check_html(html_path)
     for warning in check_decidable(cfg):
         click.echo(f"warning: {warning}", err=True)
     progress, close = console_progress()
@@ -79,4 +82,6 @@ def ab(ctx: click.Context, script_a: str | None, script_b: str | None, script_ar
     click.echo(format_table(res), err=json_path == "-")  # stdout carries only the JSON with `--json -`
     if json_path is not None:
         write_json(json_path, res.to_json())
+    if html_path is not None:
+        write_html(html_path, res.to_json())
     raise SystemExit(0 if res.verdict == "faster" else 1)

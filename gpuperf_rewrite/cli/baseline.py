@@ -6,8 +6,9 @@ from typing import Any
 
 import click
 
-from gpuperf_rewrite.cli.options import (ALPHA, FiniteFloat, config_from_options, json_option, launcher_options,
-                                         measurement_options, module_option, script_entry, write_json)
+from gpuperf_rewrite.cli.options import (ALPHA, FiniteFloat, check_html, config_from_options, html_option,
+                                         json_option, launcher_options, measurement_options, module_option,
+                                         script_entry, write_html, write_json)
 from gpuperf_rewrite.validate.run.lifetime import exits_on_interrupt
 
 
@@ -30,21 +31,23 @@ def _warn(message: str) -> None:
 @module_option
 @measurement_options
 @launcher_options
-@json_option("The stored record as JSON.")
+@json_option("The stored record (and the recorded history, as `history`) as JSON.")
+@html_option("the record and the history over commits")
 @exits_on_interrupt
 @click.pass_context
 def baseline(ctx: click.Context, script: str | None, module: str | None, script_args: tuple[str, ...],
-             json_path: str | None, **opts: Any) -> None:
+             json_path: str | None, html_path: str | None, **opts: Any) -> None:
     """Measure SCRIPT (or -m MODULE) as committed at HEAD and store the result in HEAD's note
     (refs/notes/gpuperf).
 
     Re-recording on HEAD is also how an intended slowdown is accepted.
     """
-    from gpuperf_rewrite.validate.record.baseline import record_baseline
+    from gpuperf_rewrite.validate.record.baseline import describe_baseline, history, record_baseline, repo_and_rel
     from gpuperf_rewrite.validate.console import console_progress
 
     script, mod, script_args = script_entry(ctx, script, module, script_args)
     cfg = config_from_options(opts)
+    check_html(html_path)
     progress, close = console_progress()
     try:
         rec = record_baseline(script, script_args, config=cfg, progress=progress, echo=click.echo, module=mod)
@@ -53,14 +56,15 @@ def baseline(ctx: click.Context, script: str | None, module: str | None, script_
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
     close()
-    click.echo(f"Baseline for {rec['script']} on {rec['commit'][:12]}: median {rec['median']:,.2f} "
-               f"{rec['unit']} over {len(rec['samples'])} runs (stored in refs/notes/gpuperf).",
-               err=json_path == "-")
+    click.echo(describe_baseline(rec), err=json_path == "-")
+    doc = {**rec, "history": history(*repo_and_rel(script), _warn)}  # the note itself stays as it was
     if json_path is not None:
-        write_json(json_path, rec)
+        write_json(json_path, doc)
+    if html_path is not None:
+        write_html(html_path, doc)
 
 
-def _show_history(script: str, plot: str | None, json_path: str | None) -> None:
+def _show_history(script: str, plot: str | None, json_path: str | None, html_path: str | None) -> None:
     from gpuperf_rewrite.validate.record.baseline import history, plot_history, repo_and_rel
 
     repo, rel = repo_and_rel(script)
@@ -79,6 +83,11 @@ def _show_history(script: str, plot: str | None, json_path: str | None) -> None:
                        f"{tag}{r['summary'][:50]}", err=err)
     if json_path is not None:
         write_json(json_path, rows)
+    if html_path is not None:
+        if rows:
+            write_html(html_path, rows)
+        else:
+            click.echo(f"--html: no page written to {html_path}: nothing recorded to draw", err=True)
     if plot and rows:
         plot_history(rows, plot, click.echo)
 
@@ -97,20 +106,23 @@ def _show_history(script: str, plot: str | None, json_path: str | None) -> None:
 @measurement_options
 @launcher_options
 @json_option("The result (with --history: the rows) as JSON.")
+@html_option("the result and the history over commits")
 @exits_on_interrupt
 @click.pass_context
 def regress(ctx: click.Context, script: str | None, module: str | None, script_args: tuple[str, ...],
-            threshold: float, show_history: bool, plot: str | None, json_path: str | None, **opts: Any) -> None:
+            threshold: float, show_history: bool, plot: str | None, json_path: str | None, html_path: str | None,
+            **opts: Any) -> None:
     """Measure the working tree's SCRIPT (or -m MODULE) against the nearest ancestor commit with a
     comparable baseline note. Exit 1 on a significant drop beyond --threshold, 0 otherwise, 2 without
     a baseline."""
-    from gpuperf_rewrite.validate.record.baseline import check_regression
+    from gpuperf_rewrite.validate.record.baseline import check_regression, describe_regression
     from gpuperf_rewrite.validate.console import console_progress
 
     script, mod, script_args = script_entry(ctx, script, module, script_args)
+    check_html(html_path)
     try:
         if show_history:
-            _show_history(script, plot, json_path)
+            _show_history(script, plot, json_path, html_path)
             raise SystemExit(0)
         cfg = config_from_options(opts)
         progress, close = console_progress()
@@ -122,12 +134,9 @@ def regress(ctx: click.Context, script: str | None, module: str | None, script_a
     except _errors() as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
-    verb = "REGRESSION" if res["regressed"] else "ok"
-    click.echo(f"{verb}: {res['script']} {res['change']:+.1%} vs baseline {res['baseline_commit'][:12]} "
-               f"({res['baseline_summary'][:60]}): median {res['current_median']:,.2f} vs "
-               f"{res['baseline_median']:,.2f} {res['unit']}, 95% CI of ratio "
-               f"{res['ci95'][0]:.3f}-{res['ci95'][1]:.3f}, p={res['p_value']:.3g} "
-               f"(threshold -{threshold:.0%}, alpha {res['alpha']:g})", err=json_path == "-")
+    click.echo(describe_regression(res), err=json_path == "-")
     if json_path is not None:
         write_json(json_path, res)
+    if html_path is not None:
+        write_html(html_path, res)
     raise SystemExit(1 if res["regressed"] else 0)

@@ -8,16 +8,18 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gpuperf_rewrite.cli.lintrun import LintOptions, run_lint
-from gpuperf_rewrite.cli.options import (DECISION, LAUNCH, MEASUREMENT, SCRIPT_ARGS_KEY, Duration,
-                                         config_from_options, decision_options, given, launcher_options,
-                                         measurement_options, module_option, resolve_module_option)
+from gpuperf_rewrite.cli.options import (DECISION, LAUNCH, MEASUREMENT, SCRIPT_ARGS_KEY, Duration, check_html,
+                                         config_from_options, decision_options, given, html_option,
+                                         launcher_options, measurement_options, module_option,
+                                         resolve_module_option, write_html)
 from gpuperf_rewrite.lint.reporters import FORMATS
 
 if TYPE_CHECKING:
     from gpuperf_rewrite.lint.api import Settings
 
 # Options that mean something only with --apply, and options that mean nothing with it.
-APPLY_ONLY = ("safe_only", "no_commit", "no_validate", "allow_dirty", "json_out", "budget", "module", *MEASUREMENT,
+APPLY_ONLY = ("safe_only", "no_commit", "no_validate", "allow_dirty", "json_out", "html_path", "budget", "module",
+              *MEASUREMENT,
               *LAUNCH, *DECISION)
 LINT_ONLY = ("fix", "fix_only", "exit_non_zero_on_fix", "show_diff", "output_format", "output_file", "statistics",
              "quiet", "follow_symlinks", "jobs", "no_cache", "cache_dir")
@@ -63,6 +65,7 @@ LINT_ONLY = ("fix", "fix_only", "exit_non_zero_on_fix", "show_diff", "output_for
 @launcher_options
 @decision_options
 @click.option("--json", "json_out", is_flag=True, help="--apply: print the result as JSON.")
+@html_option("--apply's result (the subsets tried, the decisions, the diff, the deciding A/B)")
 @click.pass_context
 def check(ctx: click.Context, paths: tuple[str, ...], **opts: Any) -> None:
     """Lint PATHS (files or directories) for slow PyTorch training patterns."""
@@ -137,15 +140,23 @@ def _apply(ctx: click.Context, paths: tuple[str, ...], settings: Settings, opts:
         click.echo(f"{paths[0]}: excluded by configuration; nothing to apply.")
         return 0
     cfg = config_from_options(opts)
+    check_html(opts["html_path"])
+    reports: list[dict[str, Any]] = []
     options = ApplyOptions(level="safe" if opts["safe_only"] else "unsafe", no_commit=opts["no_commit"],
                            no_validate=opts["no_validate"], allow_dirty=opts["allow_dirty"],
-                           json_out=opts["json_out"], budget_s=opts["budget"])
+                           json_out=opts["json_out"], budget_s=opts["budget"], report_sink=reports.append)
     progress, close = console_progress()
     try:
-        return run_apply(paths[0], settings=settings, script_args=ctx.meta.get(SCRIPT_ARGS_KEY, []), config=cfg,
+        code = run_apply(paths[0], settings=settings, script_args=ctx.meta.get(SCRIPT_ARGS_KEY, []), config=cfg,
                          options=options, progress=progress, echo=click.echo, module=module)
     except ApplyError as exc:
         click.echo(f"error: {exc}", err=True)
         return 2
     finally:
         close()
+    if opts["html_path"] is not None:
+        if reports:
+            write_html(opts["html_path"], reports[-1])
+        else:
+            click.echo(f"--html: no page written to {opts['html_path']}: nothing was measured", err=True)
+    return code

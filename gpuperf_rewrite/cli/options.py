@@ -123,22 +123,52 @@ def json_option(help_text: str) -> Callable[[F], F]:
 def write_json(path: str, doc: Any) -> None:
     """Write ``doc`` as JSON to ``path`` atomically (readers never see half a file), or to stdout for ``-``."""
     import json
-    from pathlib import Path
 
-    from gpuperf_rewrite.lint.sourceio import WriteRefused, atomic_write
+    from gpuperf_rewrite.lint.sourceio import WriteRefused, write_output
 
     text = json.dumps(doc, indent=2, default=str) + "\n"
     if path == "-":
         click.echo(text, nl=False)
         return
-    target = Path(path)
     try:
-        if not target.exists():  # atomic_write replaces an existing file: give it one to replace
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.touch()
-        atomic_write(target, text.encode())
+        write_output(path, text.encode())
     except (WriteRefused, OSError) as exc:
         raise click.ClickException(f"cannot write {path}: {exc}") from exc
+
+
+def html_option(what: str) -> Callable[[F], F]:
+    """``--html PATH``: the same on profile, ab, --apply, baseline and regress."""
+    return click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None, metavar="PATH",
+                        help=f"Also write {what} as one self-contained HTML page with charts (needs the "
+                             "report extra: pip install 'gpuperf-rewrite[report]').")
+
+
+def check_html(html_path: str | None) -> None:
+    """Before anything is measured: --html needs matplotlib (exit 2 naming the pip command)."""
+    if html_path is None:
+        return
+    from gpuperf_rewrite.report.charts import pyplot
+    from gpuperf_rewrite.report.errors import ReportError
+
+    try:
+        pyplot()
+    except ReportError as exc:
+        click.echo(f"error: --html: {exc}", err=True)
+        raise SystemExit(2) from None
+
+
+def write_html(path: str, doc: Any, *, label: str = "--html: ") -> None:
+    """Render ``doc`` (a command's JSON document) to ``path``; a failure is an error (exit 2)
+    that loses nothing the command already wrote."""
+    from gpuperf_rewrite.report.errors import ReportError
+    from gpuperf_rewrite.report.render import write_html as write_page
+
+    try:
+        size = write_page(path, doc)
+    except ReportError as exc:
+        click.echo(f"error: {label}{exc}", err=True)
+        raise SystemExit(2) from None
+    click.echo(f"Wrote {path} ({size / 1024:,.0f} KiB)", err=True)
 
 
 def config_from_options(opts: Mapping[str, Any], *, decides: bool = False) -> Any:

@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from gpuperf_rewrite.cli.options import (MAX_SECONDS, SEED, STEPS, WARMUP, FiniteFloat, given, json_option,
-                                         launch_from_options, launcher_options, module_option, script_entry,
-                                         write_json)
+from gpuperf_rewrite.cli.options import (MAX_SECONDS, SEED, STEPS, WARMUP, FiniteFloat, check_html, given,
+                                         html_option, json_option, launch_from_options, launcher_options,
+                                         module_option, script_entry, write_html, write_json)
 from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.report import format_report
 from gpuperf_rewrite.runtime.schema import OK_STATUSES
@@ -29,6 +29,7 @@ from gpuperf_rewrite.validate.run.runs import run_request
 @click.option("--seed", type=SEED, default=0, show_default=True,
               help="Seed for random, numpy and torch before the script starts.")
 @json_option("The run's JSON document (docs/runtime.md).")
+@html_option("the report")
 @click.option("--trace", "trace_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write a torch.profiler trace of a few steps after the measured window here.")
 @click.option("--python", "python", type=str, default=None,
@@ -49,7 +50,7 @@ from gpuperf_rewrite.validate.run.runs import run_request
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def profile(ctx: click.Context, script: str | None, module: str | None, steps: int, warmup: int,
-            timeout: float, seed: int, json_path: str | None, trace_dir: Path | None, python: str | None,
+            timeout: float, seed: int, json_path: str | None, html_path: str | None, trace_dir: Path | None, python: str | None,
             launcher: str | None, nproc_per_node: int, launcher_args: str | None, precision_check: bool,
             probe_batch: bool, batch_arg: str, probe_time: float, probe_max_batch: int,
             script_args: tuple[str, ...]) -> None:
@@ -68,6 +69,7 @@ def profile(ctx: click.Context, script: str | None, module: str | None, steps: i
         for name in ("batch_arg", "probe_time", "probe_max_batch"):
             if given(ctx, name):
                 raise click.UsageError(f"--{name.replace('_', '-')} needs --probe-batch")
+    check_html(html_path)
     request = run_request(path, script_args, steps=steps, warmup=warmup, timeout=timeout, seed=seed,
                           python=python, trace_dir=None if trace_dir is None else str(trace_dir),
                           module=mod[0] if mod else None, **launch)
@@ -88,4 +90,6 @@ def profile(ctx: click.Context, script: str | None, module: str | None, steps: i
         click.echo(format_probe(doc["batch_probe"]), err=to_stderr)
     if json_path is not None:
         write_json(json_path, doc)
+    if html_path is not None:
+        write_html(html_path, doc)
     raise SystemExit(0 if doc["status"] in OK_STATUSES else 1)

@@ -22,6 +22,17 @@ def decode_source(data: bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
+def write_output(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write a report the tool produces (``--json PATH``, ``--html PATH``) atomically, creating it
+    and its folder when missing: readers never see half a file. WriteRefused / OSError as
+    :func:`atomic_write`."""
+    target = Path(path)
+    if not target.exists():  # atomic_write replaces an existing file: give it one to replace
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.touch()
+    atomic_write(target, data)
+
+
 def atomic_write(path: str | os.PathLike[str], data: bytes, *, expected: bytes | None = None) -> None:
     """Replace ``path`` with ``data`` so that a crash or Ctrl-C at any moment leaves either the
     old or the new content, never a mix: write a temporary file in the same directory, fsync,

@@ -25,9 +25,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from gpuperf_rewrite.validate.changeset import (ChangeSet, ProjectFile, Rewriter, RewriterFor, collect, no_fixes,
+from gpuperf_rewrite.validate.changeset import (ChangeSet, ProjectFile, Rewriter, RewriterFor, collect,
                                                 script_only)
-from gpuperf_rewrite.validate.judge.abtest import ABConfig, ABError, ABResult, run_ab
+from gpuperf_rewrite.validate.judge.abtest import ABConfig, ABError, ABResult, run_ab, unmeasured
 from gpuperf_rewrite.validate.console import format_table
 from gpuperf_rewrite.validate.run.lifetime import exit_code, returns_on_interrupt
 from gpuperf_rewrite.validate.record.notes import check_notes_ref, note_record
@@ -35,7 +35,7 @@ from gpuperf_rewrite.validate.judge.records import first_fingerprint
 from gpuperf_rewrite.validate.plan import (NEEDS_GPU, NOT_MEASURABLE, Clock, GainsOnOf, Plan, fit_budget, fix_units,
                                            make_plan, rule_gains_on, smallest_runs, with_units)
 from gpuperf_rewrite.validate.run.runs import Runner, measured_run
-from gpuperf_rewrite.validate.judge.abtest import unmeasured
+from gpuperf_rewrite.validate.rewriting import ApplyError, engine_rewriters
 from gpuperf_rewrite.validate.judge.search import (CONFIRMATION, Outcome, alpha_plan, choose_units,
                                                   phase_config)
 
@@ -43,16 +43,11 @@ if TYPE_CHECKING:
     from git import Repo
 
     from gpuperf_rewrite.lint.api import Settings
-    from gpuperf_rewrite.lint.engine import RuleSet
     from gpuperf_rewrite.lint.fixes import FixMode
     from gpuperf_rewrite.validate.judge.abtest import Progress
     from gpuperf_rewrite.validate.run.workspace import Workspace
 
 Echo = Callable[..., None]
-
-
-class ApplyError(Exception):
-    """Usage problems and refusals: exit 2, nothing changed."""
 
 
 @dataclass(frozen=True)
@@ -65,26 +60,12 @@ class ApplyOptions:
     allow_dirty: bool = False
     json_out: bool = False
     budget_s: float | None = None  # --budget: start no A/B that cannot finish within it
+    # Receives the JSON report (what --json prints) once it is final: --html renders it.
+    report_sink: Callable[[dict[str, Any]], None] | None = None
 
 
 def _echo(message: str = "", err: bool = False) -> None:
     print(message, file=sys.stderr if err else sys.stdout, flush=True)
-
-
-def engine_rewriter(path: str, ruleset: RuleSet, mode: FixMode, echo: Echo) -> Rewriter:
-    from gpuperf_rewrite.lint.engine import check_source
-
-    def rewrite(data: bytes, codes: Sequence[str] | None) -> tuple[bytes | None, dict[str, int]]:
-        res = check_source(data, path, ruleset, mode, fix_codes=codes, fs_path=path)  # + its imports' facts
-        if res.error:  # what `check` reports and exits 2 on (E999...), never "no fixes to apply"
-            lines = [f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}" for d in res.diagnostics]
-            raise ApplyError("\n".join(lines) + "\nthe file cannot be checked, so --apply cannot rewrite it; "
-                                                 "nothing was changed")
-        for w in res.warnings:
-            echo(f"warning: {w}", err=True)
-        return res.fixed, dict(res.applied)
-
-    return rewrite
 
 
 @returns_on_interrupt  # SIGTERM like Ctrl-C: same cleanup, exit 143 (130 for Ctrl-C), nothing committed
@@ -112,7 +93,7 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
     original = target.read_bytes()
     json_out = options.json_out
     if rewriter_for is None:
-        rewriter_for = script_only(rewriter, target) if rewriter else _engine_rewriters(settings, options, echo)
+        rewriter_for = script_only(rewriter, target) if rewriter else engine_rewriters(settings, options.level, echo)
     where = _git_preflight(target, options, echo)
     if isinstance(where, int):
         return where
@@ -166,27 +147,6 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
         except KeyboardInterrupt as exc:  # SIGTERM too (lifetime.Terminated)
             echo("Interrupted: nothing was changed.", err=True)
             return exit_code(exc)
-
-
-def _engine_rewriters(settings: Settings | None, options: ApplyOptions, echo: Echo) -> RewriterFor:
-    """Each file's rules and fixes from the configuration that applies to it. A file's fixes
-    depend on its bytes, its settings and the facts of the modules *it* imports, never on who
-    imports it, so a module's fixes are the same for every entry point that runs it."""
-    if settings is None:
-        from gpuperf_rewrite.lint.api import SettingsError, load_settings
-
-        try:
-            settings = load_settings()
-        except SettingsError as exc:
-            raise ApplyError(str(exc)) from exc
-    chosen = settings
-
-    def rewriter_for(file: Path, entry: Path) -> Rewriter:
-        if file != entry and chosen.is_excluded(file):  # a module the configuration excludes: no fixes
-            return no_fixes
-        return engine_rewriter(str(file), chosen.ruleset_for(file.resolve()), options.level, echo)
-
-    return rewriter_for
 
 
 def _git_preflight(target: Path, options: ApplyOptions,
@@ -411,6 +371,9 @@ def _conclude(ctx: _Context, outcome: Outcome) -> int:
     report["validation"] = res.to_json()
     report["files"] = ctx.project.to_json(outcome.kept)
     changed = ctx.project.changed(outcome.kept)
+    from gpuperf_rewrite.lint.sourceio import unified_diff
+
+    report["diff"] = "".join(unified_diff(f.rel, f.original, new) for f, new in changed)  # written or committed
     if ctx.repo is not None and ctx.head is not None and not ctx.options.no_commit:
         return _commit(ctx, outcome, res, changed, report)
     if not ctx.project.write(outcome.kept, ctx.echo):
@@ -435,7 +398,7 @@ def _report_base(ctx: _Context, outcome: Outcome) -> dict[str, Any]:
         "stopped_by_budget": bool(outcome.stopped), "device": plan.device if plan else None,
         "plan": plan.to_json() if plan else None,
         "attempts": [a.to_json() for a in outcome.attempts], "alpha": ctx.cfg.alpha,
-        "launcher": ctx.cfg.launch, "commit": None, "validation": None,
+        "launcher": ctx.cfg.launch, "commit": None, "validation": None, "diff": None,
         "files": ctx.project.to_json(),
     }
 
@@ -495,6 +458,8 @@ def _commit(ctx: _Context, outcome: Outcome, res: ABResult, changed: list[tuple[
 
 
 def _emit(ctx: _Context, report: dict[str, Any], code: int) -> int:
+    if ctx.options.report_sink is not None:
+        ctx.options.report_sink(report)
     if ctx.options.json_out:
         ctx.echo(json.dumps(report, indent=2))
     return code

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from gpuperf_rewrite.validate.judge.abtest import ABResult, Progress, ProgressEvent
 from gpuperf_rewrite.validate.plan import eta_text
-from gpuperf_rewrite.validate.judge.stats import look_alpha
 
 
 def _fmt_bytes(n: int | None) -> str:
@@ -29,40 +28,61 @@ def _pct(v: float | None) -> str:
 
 
 def format_table(res: ABResult) -> str:
-    s = res.stats
-    lines = [f"{'':<10}{'median ' + res.unit:>20}{'IQR':>12}{'CV':>8}{'runs':>6}{'peak memory':>14}"]
-    for side, runs in (("A", res.a), ("B", res.b)):
+    return format_ab(res.to_json())
+
+
+def _get(doc: Mapping[str, Any], *keys: str) -> Any:
+    """``doc[k1][k2]...``, None where a level is missing (a saved document may be partial)."""
+    for key in keys:
+        doc = doc.get(key) if isinstance(doc, Mapping) else None  # type: ignore[assignment]
+    return doc
+
+
+def format_ab(doc: Mapping[str, Any]) -> str:
+    """The A/B result table from its JSON document (``ABResult.to_json``): the terminal's table
+    and the HTML report's text say the same thing."""
+    unit = doc.get("unit") or ""
+    lines = [f"{'':<10}{'median ' + unit:>20}{'IQR':>12}{'CV':>8}{'runs':>6}{'peak memory':>14}"]
+    for side in ("A", "B"):
         key = side.lower()
-        med = getattr(s, f"median_{key}") if s else None
-        spread = getattr(s, f"iqr_{key}") if s else None
-        var = getattr(s, f"cv_{key}") if s else None
-        mem = res.memory.get(f"{key}_peak_bytes")
-        lines.append(f"{side + ' ' + Path(getattr(res, 'script_' + key)).name[:8]:<10}"
-                     f"{_num(med):>20}{_num(spread):>12}{_pct(var):>8}{len(runs):>6}{_fmt_bytes(mem):>14}")
-    if s:
-        lines.append(f"speedup   {s.speedup:.3f}x  (95% CI {s.ci95[0]:.3f}-{s.ci95[1]:.3f}; faster needs "
-                     f"the lower end >= {res.config.min_speedup:g})")
-        lines.append(f"p-values  faster: Mann-Whitney {s.p_mw_faster:.3g}, Welch {s.p_welch_faster:.3g}"
-                     f" | slower: Mann-Whitney {s.p_mw_slower:.3g}, Welch {s.p_welch_slower:.3g}"
-                     f"  (alpha {res.config.alpha:g}, {look_alpha(res.config):.3g} per look)")
-    if res.memory.get("ratio"):
-        lines.append(f"memory    B/A peak {res.memory['ratio']:.2f}")
-    lc = res.loss
-    if lc.get("status") == "passed":
+        mem = _get(doc, "memory", f"{key}_peak_bytes")
+        name = Path(str(_get(doc, "scripts", key) or "")).name[:8]
+        lines.append(f"{side + ' ' + name:<10}{_num(_get(doc, key, 'median')):>20}{_num(_get(doc, key, 'iqr')):>12}"
+                     f"{_pct(_get(doc, key, 'cv')):>8}{len(_get(doc, key, 'runs') or []):>6}{_fmt_bytes(mem):>14}")
+    ci, p = doc.get("ci95"), doc.get("p_values")
+    if doc.get("speedup") is not None and ci and p:
+        lines.append(f"speedup   {doc['speedup']:.3f}x  (95% CI {ci[0]:.3f}-{ci[1]:.3f}; faster needs "
+                     f"the lower end >= {doc.get('min_speedup'):g})")
+        lines.append(f"p-values  faster: Mann-Whitney {p['mann_whitney_faster']:.3g}, Welch {p['welch_faster']:.3g}"
+                     f" | slower: Mann-Whitney {p['mann_whitney_slower']:.3g}, Welch {p['welch_slower']:.3g}"
+                     f"  (alpha {doc.get('alpha'):g}, {doc.get('alpha_per_look'):.3g} per look)")
+    if _get(doc, "memory", "ratio"):
+        lines.append(f"memory    B/A peak {doc['memory']['ratio']:.2f}")
+    lc = doc.get("loss_check") or {}
+    numbers = ("steps_compared", "b_end_loss", "a_end_loss", "tolerance", "rtol", "spread_k", "a_seed_sd")
+    if lc.get("status") == "passed" and all(lc.get(k) is not None for k in numbers):
         lines.append(f"loss      passed: {lc['steps_compared']} steps covered; end-of-window loss "
                      f"{lc['b_end_loss']:.6g} vs {lc['a_end_loss']:.6g} (tolerance {lc['tolerance']:.3g}: "
                      f"rtol {lc['rtol']:g} + {lc['spread_k']:g} x seed sd {lc['a_seed_sd']:.3g})")
     else:
         lines.append(f"loss      {lc.get('status')}: {lc.get('reason')}")
-    if res.config.launcher:  # per-step time: the slowest rank's; loss: rank 0's (docs/validation.md)
-        n = res.config.nproc_per_node
-        lines.append(f"launcher  every run under {res.config.launcher}, {n} process{'es' if n > 1 else ''} "
+    launcher = _get(doc, "config", "launcher")
+    if launcher:  # per-step time: the slowest rank's; loss: rank 0's (docs/validation.md)
+        n = _get(doc, "config", "nproc_per_node") or 1
+        lines.append(f"launcher  every run under {launcher}, {n} process{'es' if n > 1 else ''} "
                      f"per node; step time = the slowest rank's")
-    lines.append(f"stopped   {res.stopped} after {len(res.a)}+{len(res.b)} runs in {res.elapsed_s:.1f} s")
-    for w in res.warnings:
+    runs = doc.get("runs") or {}
+    lines.append(f"stopped   {runs.get('stopped')} after {runs.get('a')}+{runs.get('b')} runs in "
+                 f"{doc.get('elapsed_s') or 0:.1f} s")
+    for w in doc.get("warnings") or []:
         lines.append(f"warning: {w}")
-    lines.append(f"verdict   {res.verdict.upper()}: {res.reason}")
+    lines.append(verdict_line(doc))
     return "\n".join(lines)
+
+
+def verdict_line(doc: Mapping[str, Any]) -> str:
+    """The A/B's verdict in words: the table's last line and the HTML page's headline."""
+    return f"verdict   {str(doc.get('verdict')).upper()}: {doc.get('reason')}"
 
 
 def console_progress(stream: Any = None) -> tuple[Progress, Callable[[], None]]:

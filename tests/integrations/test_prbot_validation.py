@@ -59,7 +59,17 @@ class FakeAB:
                            "source_a": Path(a).read_text(), "source_b": Path(b).read_text()})
         stats = types.SimpleNamespace(speedup=statistics.fmean(side_b) / statistics.fmean(draw), ci95=(0.9, 1.1))
         verdict = "faster" if p < config.alpha else "no_difference"
-        return types.SimpleNamespace(verdict=verdict, reason=f"p={p:.3g}", stats=stats)
+
+        def to_json() -> dict:  # the keys of ABResult.to_json an HTML page of the A/B draws
+            runs = {k: [{"side": k.upper(), "index": i, "status": "completed", "throughput": v}
+                        for i, v in enumerate(vals)] for k, vals in (("a", draw), ("b", side_b))}
+            return {"verdict": verdict, "reason": f"p={p:.3g}", "speedup": stats.speedup, "ci95": list(stats.ci95),
+                    "p_value": p, "unit": "samples/s", "loss_check": {"status": "passed"},
+                    "runs": {"a": config.runs, "b": config.runs, "stopped": "max_runs"},
+                    "a": {"median": statistics.median(draw), "samples": draw, "runs": runs["a"]},
+                    "b": {"median": statistics.median(side_b), "samples": side_b, "runs": runs["b"]}}
+
+        return types.SimpleNamespace(verdict=verdict, reason=f"p={p:.3g}", stats=stats, to_json=to_json)
 
 
 SEEN: list[tuple[str, bool, bool]] = []
@@ -102,7 +112,10 @@ class _FlatWorkspace:
 
 def _install(monkeypatch, run_ab) -> None:
     """Replace the A/B module the validator imports by one with the real ABConfig and ``run_ab``."""
+    from gpuperf_rewrite.validate.judge import abtest as real
+
     fake = types.ModuleType("gpuperf_rewrite.validate.judge.abtest")
+    fake.__dict__.update({k: v for k, v in vars(real).items() if not k.startswith("__")})  # ABResult... for --html
     fake.ABConfig = ABConfig
     fake.run_ab = run_ab
     fake.default_runner = lambda: _record_run
@@ -172,6 +185,29 @@ def test_cli_alpha_sets_the_family_wise_level(repo, monkeypatch):
     assert [c["alpha"] for c in fake.calls] == [pytest.approx(0.1 / 3)] * 3
     assert "each A/B at alpha=0.0333 (Bonferroni)" in res.stderr
     assert "at most 0.1." in json.loads(res.stdout)["body"]
+
+
+def test_review_draws_the_speedups_and_links_the_html_pages(repo, monkeypatch, tmp_path):
+    pytest.importorskip("matplotlib")
+    from tests.helpers.htmlpage import Dom
+
+    fake = FakeAB(effects={"num_workers": 1.5}, noise=0.01)
+    _install(monkeypatch, fake)
+    env = {"GITHUB_SERVER_URL": "https://github.example", "GITHUB_REPOSITORY": "o/r", "GITHUB_RUN_ID": "77",
+           "GPUPERF_REPORT_ARTIFACT": "gpuperf-report"}
+    res = CliRunner().invoke(cli, ["pr-bot", "--base", "main", "--dry-run", "--validate", "train.py", "--html",
+                                   str(tmp_path / "pages")], env=env)
+    assert res.exit_code == 0, res.output
+    body = json.loads(res.stdout)["body"]
+    chart = body[body.index("```mermaid"):]
+    assert "xychart-beta" in chart and chart.count('"GP') == len(fake.calls) and "line [1, 1, 1]" in chart
+    assert "`gpuperf-report` artifact of [this workflow run](https://github.example/o/r/actions/runs/77)" in body
+    pages = sorted((tmp_path / "pages").glob("*.html"))
+    assert len(pages) == len(fake.calls)
+    dom = Dom(pages[0].read_text())
+    assert dom.points("throughput-a") == dom.points("throughput-b") == ABConfig().runs  # one point per run
+    res = CliRunner().invoke(cli, ["pr-bot", "--base", "main", "--dry-run", "--html", str(tmp_path / "x")])
+    assert res.exit_code == 2 and "--html needs --validate" in res.output
 
 
 def test_cli_alpha_without_validate_is_a_usage_error(repo):

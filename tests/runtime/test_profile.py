@@ -53,6 +53,7 @@ def test_step_limit_document_has_every_contract_field(make_script: Make) -> None
     assert doc["batch_size"] == 8
     st = doc["step_time_s"]
     assert len(st["per_step"]) == 6 and all(t > 0 for t in st["per_step"])
+    assert len(doc["warmup_step_time_s"]) == 2 and all(t > 0 for t in doc["warmup_step_time_s"])  # the page's warm-up
     assert st["p10"] <= st["median"] <= st["p90"]
     assert doc["steps_per_s"] == pytest.approx(6 / sum(st["per_step"]))
     assert doc["samples_per_s"] == pytest.approx(8 * doc["steps_per_s"])

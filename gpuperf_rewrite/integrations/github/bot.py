@@ -122,8 +122,10 @@ def run(cwd: Path, env: Mapping[str, str], *, base: str | None = None, repo: str
         pr: int | None = None, api_url: str | None = None, dry_run: bool = False,
         validator: Validator | None = None, retries: int = 3, backoff: float = 1.0,
         write_interval: float = 1.0, echo: Callable[[str], None] = print,
-        log: Callable[[str], None] = print) -> tuple[Report, ReviewPlan, PostResult | None]:
-    """The whole bot: context, diff, analysis, review; posted, or printed as JSON with ``dry_run``."""
+        log: Callable[[str], None] = print,
+        pages: Callable[[Report], str] | None = None) -> tuple[Report, ReviewPlan, PostResult | None]:
+    """The whole bot: context, diff, analysis, review; posted, or printed as JSON with ``dry_run``.
+    ``pages`` writes the HTML pages of the measurements and says (markdown) where they will be."""
     ctx = context_from_env(env, cwd, base=base, repo=repo, pr=pr, api_url=api_url)
     gh: tuple[Any, Any] | None = None
     if not dry_run:
@@ -137,6 +139,8 @@ def run(cwd: Path, env: Mapping[str, str], *, base: str | None = None, repo: str
     files = changed_files(cwd, ctx.base, ctx.head)
     log(f"{len(files)} changed Python file{'s' if len(files) != 1 else ''} against {ctx.base}")
     report = analyze(cwd, ctx.head, files, validator=validator)
+    if pages is not None:
+        report.pages = pages(report)
     plan = build_review(report, ctx.head_sha)
     if gh is None:
         echo(json.dumps(plan.to_json(), indent=2))

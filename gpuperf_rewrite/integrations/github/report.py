@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from gpuperf_rewrite.lint.engine import Diagnostic
 from gpuperf_rewrite.lint.patches import Patch
@@ -25,6 +26,8 @@ class Measurement:
     detail: str = ""
     confidence: float = 0.95
     alpha: float | None = None
+    # The A/B's JSON document (``ABResult.to_json``), for an HTML page of the measurement.
+    result: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         if self.speedup is None:
@@ -65,6 +68,7 @@ class Report:
     validated: bool
     preexisting: int = 0  # findings in changed files on lines the PR did not touch
     skipped: list[str] = dataclasses.field(default_factory=list)
+    pages: str = ""  # where the HTML pages of the measurements are (markdown), when they were written
 
     @property
     def proposed(self) -> list[Row]:

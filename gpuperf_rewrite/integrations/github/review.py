@@ -5,6 +5,7 @@ run find the bot's own summary and suggestions again."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Any
 
@@ -116,7 +117,30 @@ def _measurements(report: Report) -> list[str]:
         verdict = "passed" if r.measurement.passed else "rejected"
         lines.append(f"- {r.diag.code} at `{r.diag.path}:{r.diag.line}`: {r.measurement.describe()}, "
                      f"{verdict}" + (f" ({r.measurement.detail})" if r.measurement.detail else ""))
+    lines += ["", *speedup_chart(measured)]
+    if report.pages:
+        lines += ["", report.pages]
     return lines + _multiple_testing(report)
+
+
+def _label(text: str) -> str:
+    """A Mermaid axis label: no quote, bracket or newline can end it early."""
+    return re.sub(r'["\[\]\n\r`]', "", text)[:40]
+
+
+def speedup_chart(measured: list[Row]) -> list[str]:
+    """A Mermaid bar chart of each measured fix's speedup (B/A median throughput) with the line
+    at 1x: GitHub draws ```mermaid blocks in comments (xychart-beta)."""
+    pairs = [(f"{r.diag.code} {r.diag.path.rsplit('/', 1)[-1]}:{r.diag.line}", r.measurement.speedup)
+             for r in measured if r.measurement is not None and r.measurement.speedup is not None
+             and math.isfinite(r.measurement.speedup)]
+    if not pairs:
+        return []
+    top = max(1.0, *(s for _, s in pairs)) * 1.15
+    names = ", ".join(f'"{_label(n)}"' for n, _ in pairs)
+    return ["```mermaid", "xychart-beta", '    title "Speedup per fix (B/A median throughput; 1 = unchanged)"',
+            f"    x-axis [{names}]", f'    y-axis "speedup (x)" 0 --> {top:.2f}',
+            f"    bar [{', '.join(f'{s:.3f}' for _, s in pairs)}]", f"    line [{', '.join('1' for _ in pairs)}]", "```"]
 
 
 def _multiple_testing(report: Report) -> list[str]:

@@ -68,7 +68,8 @@ def _measure(ab: ABApi, config: ABConfig, script: Path,
         return Measurement(False, detail=f"validation failed: {type(exc).__name__}: {exc}", alpha=config.alpha)
     s = res.stats
     return Measurement(res.verdict == "faster", s.speedup if s else None, s.ci95[0] if s else None,
-                       s.ci95[1] if s else None, detail=f"{res.verdict}: {res.reason}", alpha=config.alpha)
+                       s.ci95[1] if s else None, detail=f"{res.verdict}: {res.reason}", alpha=config.alpha,
+                       result=res.to_json())
 
 
 def ab_validator(script: str, script_args: Sequence[str], cwd: Path, *, alpha: float | None = None,

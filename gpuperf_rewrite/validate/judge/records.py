@@ -47,6 +47,11 @@ class RunRecord:
     skipped_steps: list[int] = field(default_factory=list)
     warmup_steps: int | None = None  # steps run before the measured window (fewer when it ended early)
     world_size: int = 1  # ranks measured (under a launcher: the step time is the slowest rank's)
+    # For the HTML report only (never a statistic): the measured window's per-step seconds, the
+    # warm-up's, and the shim's memory series, peaks and growth/headroom numbers.
+    step_times_s: list[float] = field(default_factory=list, repr=False)
+    warmup_step_times_s: list[float] = field(default_factory=list, repr=False)
+    memory: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -89,7 +94,23 @@ def record_from_doc(side: str, index: int, doc: RunDoc, seed: int | None = None)
         skipped_steps=skipped_steps(doc),
         warmup_steps=doc["warmup_steps"] if isinstance(doc.get("warmup_steps"), int) else None,
         world_size=doc["world_size"] if isinstance(doc.get("world_size"), int) else 1,
+        step_times_s=_numbers((doc.get("step_time_s") or {}).get("per_step")),
+        warmup_step_times_s=_numbers(doc.get("warmup_step_time_s")),
+        memory={k: mem[k] for k in REPORTED_MEMORY if mem.get(k) is not None},
     )
+
+
+# The run record's fields for the HTML report only: left out of git notes (gitops.without_series).
+REPORT_ONLY = ("step_times_s", "warmup_step_times_s", "memory")
+# The ``memory`` keys of the shim's document a run record keeps (docs/runtime.md).
+REPORTED_MEMORY = ("allocated_per_step", "rss_per_step", "heap_per_step", "sample_stride", "peak_allocated_bytes",
+                   "peak_reserved_bytes", "peak_rss_bytes", "device_total_bytes", "growth_bytes_per_step",
+                   "growth_source", "growth_steady", "steps_to_oom", "available_bytes", "batch_size_factor",
+                   "fragmentation_bytes")
+
+
+def _numbers(series: Any) -> list[float]:
+    return [float(v) for v in series or [] if isinstance(v, (int, float)) and not isinstance(v, bool)]
 
 
 def common_unit(runs: Sequence[RunRecord]) -> str:

@@ -205,7 +205,25 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
         "change": change, "ci95": list(s.ci95), "p_value": s.p_slower, "threshold": threshold,
         "alpha": cfg.alpha, "baseline": base, "current": current, "fingerprint": fp,
         "launcher": cfg.launch, "stats": asdict(s),
+        "runs": [r.to_json() for r in runs],  # per-step times, losses and memory for --html
+        "history": history(repo, rel, warn),  # the recorded medians over commits, nearest first
     }
+
+
+def describe_regression(res: dict[str, Any]) -> str:
+    """``regress``'s one-line verdict (the text report and the HTML page say it the same way)."""
+    verb = "REGRESSION" if res["regressed"] else "ok"
+    return (f"{verb}: {res['script']} {res['change']:+.1%} vs baseline {res['baseline_commit'][:12]} "
+            f"({res['baseline_summary'][:60]}): median {res['current_median']:,.2f} vs "
+            f"{res['baseline_median']:,.2f} {res['unit']}, 95% CI of ratio "
+            f"{res['ci95'][0]:.3f}-{res['ci95'][1]:.3f}, p={res['p_value']:.3g} "
+            f"(threshold -{res['threshold']:.0%}, alpha {res['alpha']:g})")
+
+
+def describe_baseline(rec: dict[str, Any]) -> str:
+    """``baseline``'s one-line summary of the record it stored."""
+    return (f"Baseline for {rec['script']} on {rec['commit'][:12]}: median {rec['median']:,.2f} "
+            f"{rec['unit']} over {len(rec['samples'])} runs (stored in refs/notes/gpuperf).")
 
 
 def history(repo: Any, rel: str, warn: Warn = _warn) -> list[dict[str, Any]]:

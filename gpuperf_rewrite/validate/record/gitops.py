@@ -213,8 +213,21 @@ def merge_note(existing: str, record: dict[str, Any]) -> str:
         if isinstance(doc, dict) and doc.get("key") == record.get("key"):
             continue
         out.append(line)
-    out.append(json.dumps(record, sort_keys=False, separators=(",", ":")))
+    out.append(json.dumps(without_series(record), sort_keys=False, separators=(",", ":")))
     return "\n".join(sorted(out)) + "\n"
+
+
+def without_series(doc: Any) -> Any:
+    """``doc`` with every run record's per-step series (REPORT_ONLY: for the HTML page of the
+    command that measured them) left out: a note stays a few KiB however long the runs were."""
+    from gpuperf_rewrite.validate.judge.records import REPORT_ONLY
+
+    if isinstance(doc, list):
+        return [without_series(v) for v in doc]
+    if not isinstance(doc, dict):
+        return doc
+    is_run = {"side", "index", "status"} <= doc.keys()
+    return {k: without_series(v) for k, v in doc.items() if not (is_run and k in REPORT_ONLY)}
 
 
 def latest_by_key(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
