@@ -40,6 +40,7 @@ class LintOptions:
 
 def run_lint(found: Discovery, settings: Settings, opts: LintOptions) -> int:
     """Lint, fix or diff the discovered files; print the report; return the exit code."""
+    from gpuperf_rewrite.lint import reporters
     from gpuperf_rewrite.lint.api import lint_paths
     from gpuperf_rewrite.lint.diagnostics import ERROR_CODES
 
@@ -75,7 +76,7 @@ def run_lint(found: Discovery, settings: Settings, opts: LintOptions) -> int:
         return 2  # nothing could be checked at all
     if opts.show_diff and run.diffs:
         return 1
-    return 1 if diags else 0
+    return 1 if any(not reporters.is_note(d) for d in diags) else 0
 
 
 def _warn(message: str) -> None:

@@ -89,6 +89,7 @@ def run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule],
               ruleset: RuleSet) -> tuple[RuleContext, list[tuple[type[Rule], Finding]]]:
     """Every rule's findings on ``module``, in rule order, sharing one context."""
     ctx = RuleContext(module, text, path)
+    ctx.environment = ruleset.environment
     found: list[tuple[type[Rule], Finding]] = []
     for rule in rules:
         cls = type(rule)

@@ -38,6 +38,8 @@ class RuleContext(NameResolution):
         self.source = source
         self.path = path
         self.options: Mapping[str, Any] = {}
+        # Installed package versions the linter read for the rules ({} = unknown; see lint/environment.py).
+        self.environment: Mapping[str, str] = {}
         self._parents, self._by_type, self._order = index(module)
         self._cache: dict[str, Any] = {}
         self._facts: dict[CodeType | Callable[..., Any], Any] = {}
