@@ -141,7 +141,7 @@ class SyncedLogging(Rule):
         yield from unseen_settings(ctx, self.code)  # HfArgumentParser keeps logging_nan_inf_filter on
         least = int(ctx.options.get("min-logging-steps", 10))
         for cfg in hf_args(ctx):
-            if on_cpu(cfg):
+            if on_cpu(cfg, ctx):
                 continue
             name = cfg.qualname.rsplit(".", 1)[-1]
             if cfg.value("logging_nan_inf_filter", True) is not False:

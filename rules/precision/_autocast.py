@@ -180,11 +180,18 @@ def forward_region(ctx: RuleContext, backward: cst.Call) -> tuple[list[cst.BaseS
             first = i
     if first is None:
         loss = ctx.code_for(backward.func.value)
+        above = [c for s in stmts[:top] for c in _model_calls(ctx, s) + _parameter_forwards(ctx, s)]
+        if above:
+            head = ctx.code_for(stmts[top - 1]).strip().splitlines()[0]
+            return (f"the forward `{ctx.code_for(above[0].func)}(...)` runs above `{head}`, which one "
+                    f"`with torch.autocast(...)` around the forward and `{loss}` must not hold: move that "
+                    "line above the forward (or below the loss) first")
         calls = [n for s in stmts[top:last + 1] for n in walk(s, include_self=True)
-                 if isinstance(n, cst.Call) and not method_call(n, "to", "cuda", "float", "long")]
-        named = f" (`{ctx.code_for(calls[0].func)}(...)` may run one in a helper or another module)" if calls else ""
+                 if isinstance(n, cst.Call) and not method_call(n, "to", "cuda", "float", "long", "view")]
+        calls.sort(key=lambda c: bool(_LOSS_LIKE.search(ctx.code_for(c.func))))  # a model before a loss
+        named = f" (`{ctx.code_for(calls[0].func)}(...)` may be one, or run one, defined elsewhere)" if calls else ""
         return (f"the statements that compute `{loss}` right before the backward call no model this file "
-                f"knows{named}: the autocast belongs around the forward where it runs")
+                f"knows{named}: the autocast belongs around the forward, where the model is known")
     return stmts, first, last
 
 

@@ -301,7 +301,8 @@ def compile_fix(ctx: RuleContext, model: TrainedModel) -> Fix | NoFix:
     test, imports = _on_cuda(ctx, model, anchor)
     line = (cst.parse_statement(f"if {test}:\n    {name}.compile()\n" if test else f"{name}.compile()\n"),)
     edit = InsertBefore(anchor, line) if before else InsertAfter(anchor, line)
-    return Fix(f"compile `{name}` in place with {name}.compile() where it runs on CUDA", (edit, *imports), "unsafe")
+    where = " where it runs on CUDA" if test else ""
+    return Fix(f"compile `{name}` in place with {name}.compile(){where}", (edit, *imports), "unsafe")
 
 
 def _on_cuda(ctx: RuleContext, model: TrainedModel, anchor: cst.BaseStatement) -> tuple[str, tuple[Edit, ...]]:

@@ -250,15 +250,15 @@ _CPU_ACCELERATORS = frozenset({f"{root}.accelerators.{mod}CPUAccelerator"
                                             "lightning_fabric") for mod in ("", "cpu.")})
 
 
-def on_cpu(cfg: ConfigCall, ctx: RuleContext | None = None) -> bool:
+def on_cpu(cfg: ConfigCall, ctx: RuleContext) -> bool:
     """Is the framework told to train on the CPU (``use_cpu``/``no_cuda``, ``accelerator="cpu"``
-    or, given ``ctx`` to resolve it, ``accelerator=CPUAccelerator()``, ``Accelerator(cpu=True)``)?
+    or ``accelerator=CPUAccelerator()``, ``Accelerator(cpu=True)``)?
     Only a literal says so: ``accelerator=args.accelerator`` may be anything at run time."""
     if cfg.framework == "hf":
         return cfg.value("use_cpu") is True or cfg.value("no_cuda") is True
     if cfg.framework in ("lightning", "fabric"):
         settings = cfg.keywords.of("accelerator")
-        if ctx is not None and len(settings) == 1 and isinstance(settings[0].value, cst.Call) and \
+        if len(settings) == 1 and isinstance(settings[0].value, cst.Call) and \
                 ctx.matches(settings[0].value.func, _CPU_ACCELERATORS):
             return True
         return cfg.value("accelerator") == "cpu"

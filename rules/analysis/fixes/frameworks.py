@@ -80,7 +80,7 @@ def _hf_name(cfg: ConfigCall) -> str:
 # ---- GP301 precision --------------------------------------------------------------------------
 def precision(ctx: RuleContext) -> Iterator[Finding]:
     for cfg in hf_args(ctx):
-        if on_cpu(cfg) or cfg.trl and not cfg.sets("bf16"):  # TRL: bf16 unless fp16
+        if on_cpu(cfg, ctx) or cfg.trl and not cfg.sets("bf16"):  # TRL: bf16 unless fp16
             continue
         if cfg.value("bf16", False) is False and cfg.value("fp16", False) is False:
             yield Finding.of(cfg.call, f"{_hf_name(cfg)} trains in float32 (bf16 and fp16 off): tensor cores "
@@ -88,14 +88,14 @@ def precision(ctx: RuleContext) -> Iterator[Finding]:
                                        "with bfloat16", _hf_bf16_fix(ctx, cfg))
     for cfg in lightning_trainers(ctx):
         value = cfg.value("precision", None)
-        if not on_cpu(cfg) and (value is None or value in _FP32_LIGHTNING):
+        if not on_cpu(cfg, ctx) and (value is None or value in _FP32_LIGHTNING):
             yield _report(cfg, "the Lightning Trainer trains in float32 (precision "
                                f"{'unset: 32-true' if value is None else repr(value)}): tensor cores run "
                                "bfloat16 several times faster; pass precision=\"bf16-mixed\"",
                           "precision", '"bf16-mixed"')
     for cfg in visible(ctx, "fabric"):
         value = cfg.value("precision", None)
-        if not on_cpu(cfg) and (value is None or value in _FP32_LIGHTNING) and trains_with(ctx, cfg):
+        if not on_cpu(cfg, ctx) and (value is None or value in _FP32_LIGHTNING) and trains_with(ctx, cfg):
             yield _report(cfg, "Fabric trains in float32 (precision "
                                f"{'unset: 32-true' if value is None else repr(value)}): tensor cores run "
                                "bfloat16 several times faster; pass precision=\"bf16-mixed\" (Fabric then "
@@ -105,7 +105,7 @@ def precision(ctx: RuleContext) -> Iterator[Finding]:
     chosen = any(c.sets("mixed_precision") for c in framework_config(ctx).of("accelerate"))
     for cfg in accelerators(ctx):
         value = cfg.value("mixed_precision", None)
-        if on_cpu(cfg) or value not in (None, "no") or "ACCELERATE_MIXED_PRECISION" in ctx.source or \
+        if on_cpu(cfg, ctx) or value not in (None, "no") or "ACCELERATE_MIXED_PRECISION" in ctx.source or \
                 value is None and chosen or not trains_with(ctx, cfg):
             continue
         message = ("Accelerator() trains in float32 (mixed_precision "
@@ -144,7 +144,7 @@ def hf_tf32(ctx: RuleContext, node: cst.CSTNode | None, message: str) -> list[Fi
                                                    "parsed from the command line)", matmul_precision_fix(ctx))]
     # Not ``tf32=True``: TrainingArguments raises with it on a CPU or a GPU older than Ampere, so
     # such a rewrite would stop the script there; the Trainer leaves an unset tf32 alone.
-    found = [cfg for cfg in hf_args(ctx) if not on_cpu(cfg) and not cfg.sets("tf32")]
+    found = [cfg for cfg in hf_args(ctx) if not on_cpu(cfg, ctx) and not cfg.sets("tf32")]
     fix = matmul_precision_fix(ctx)
     return [Finding.of(cfg.call, f"{_hf_name(cfg)} leaves TF32 off (tf32 unset): float32 matmuls outside "
                                  "autocast keep tensor cores idle; set torch.set_float32_matmul_precision"
@@ -185,7 +185,7 @@ def compile_chosen(ctx: RuleContext) -> bool:
 
 def hf_compile(ctx: RuleContext) -> Iterator[Finding]:
     for cfg in hf_args(ctx):
-        if not on_cpu(cfg) and cfg.value("torch_compile", False) is False:
+        if not on_cpu(cfg, ctx) and cfg.value("torch_compile", False) is False:
             # Not ``torch_compile=True``: on a CPU compiling costs more than it wins (a small
             # Trainer run took 3x as long), so the fix compiles where CUDA is.
             yield Finding.of(cfg.call, f"{_hf_name(cfg)} runs the model eagerly (torch_compile off): every op "
@@ -252,7 +252,7 @@ def hf_loader(ctx: RuleContext, code: str) -> Iterator[Finding]:
                 finding = Finding(finding.node, finding.message, Fix(
                     finding.fix.description, (*finding.fix.edits, AddImport("os")), "unsafe"))
             yield finding
-        elif code == "GP202" and cfg.value("dataloader_pin_memory", True) is False and not on_cpu(cfg):
+        elif code == "GP202" and cfg.value("dataloader_pin_memory", True) is False and not on_cpu(cfg, ctx):
             yield _report(cfg, f"{name} turns pinned memory off (dataloader_pin_memory=False): every batch "
                                "is copied to the GPU from pageable memory", "dataloader_pin_memory", "True", "safe")
         elif code == "GP203" and _positive(cfg, "dataloader_num_workers") and \
@@ -308,7 +308,7 @@ def lightning_benchmark_fix(ctx: RuleContext) -> Fix | NoFix | None:
 def hf_optimizer(ctx: RuleContext) -> Iterator[Finding]:
     for cfg in hf_args(ctx):
         optim = cfg.value("optim", None)
-        if on_cpu(cfg):
+        if on_cpu(cfg, ctx):
             continue
         if optim is None:
             finding = _unset_optim(ctx, cfg)
@@ -322,9 +322,9 @@ def hf_optimizer(ctx: RuleContext) -> Iterator[Finding]:
 # transformers 4.54 (huggingface/transformers#37358) defaults optim to "adamw_torch_fused" with torch >= 2.8.
 _FUSED_DEFAULT = {"transformers": (4, 54), "torch": (2, 8)}
 _UNSET_OPTIM_UNKNOWN = ("leaves optim unset: transformers >= 4.54 with torch >= 2.8 default to the fused AdamW, "
-                       "older releases to the unfused \"adamw_torch\" (one kernel per parameter), and neither is "
-                       "installed where gpuperf-rewrite runs to tell which; with older ones pass "
-                       "optim=\"adamw_torch_fused\"")
+                        "older releases to the unfused \"adamw_torch\" (one kernel per parameter); with older ones "
+                        "pass optim=\"adamw_torch_fused\"")
+_VERSIONS_UNKNOWN = "transformers and torch are not both installed where gpuperf-rewrite runs, to tell which default applies"
 
 
 def _unset_optim(ctx: RuleContext, cfg: ConfigCall) -> Finding | None:
@@ -333,7 +333,8 @@ def _unset_optim(ctx: RuleContext, cfg: ConfigCall) -> Finding | None:
     report prints once per run) when the versions are unknown here."""
     installed = {p: installed_version(ctx, p) for p in _FUSED_DEFAULT}
     if any(v is None for v in installed.values()):
-        return Finding(cfg.call, f"{_hf_name(cfg)} {_UNSET_OPTIM_UNKNOWN}", severity="info")
+        return Finding(cfg.call, f"{_hf_name(cfg)} {_UNSET_OPTIM_UNKNOWN}", severity="info",
+                       no_fix_reason=_VERSIONS_UNKNOWN)
     if all(installed[p] >= least for p, least in _FUSED_DEFAULT.items()):  # type: ignore[operator]
         return None
     versions = ", ".join(f"{p} {ctx.environment[p]}" for p in _FUSED_DEFAULT)
