@@ -148,6 +148,16 @@ def _parameter_forwards(ctx: RuleContext, node: cst.CSTNode) -> list[cst.Call]:
             not assignments_in(ctx, fn, n.func.value)]
 
 
+def _loss_text(ctx: RuleContext, backward: cst.Call) -> str:
+    """The loss a backward differentiates: ``loss`` for ``loss.backward()`` and for
+    ``scaler.scale(loss).backward()``."""
+    assert isinstance(backward.func, cst.Attribute)
+    receiver = backward.func.value
+    if isinstance(receiver, cst.Call) and receiver.args:
+        receiver = receiver.args[0].value
+    return ctx.code_for(receiver)
+
+
 def forward_region(ctx: RuleContext, backward: cst.Call) -> tuple[list[cst.BaseStatement], int, int] | str:
     """The statements of the step from the model call (a model of this file, or a parameter the
     caller passes it in) through the loss computation, which end before the ``.backward()``
@@ -155,7 +165,8 @@ def forward_region(ctx: RuleContext, backward: cst.Call) -> tuple[list[cst.BaseS
     stmt = ctx.statement_of(backward)
     block = ctx.parent(stmt) if stmt is not None else None
     if not isinstance(backward.func, cst.Attribute):
-        return "the backward is not a `loss.backward()` call whose loss statements a fix could find"
+        return (f"the backward runs inside `{ctx.code_for(backward.func)}(...)`, a helper: the statements "
+                "that compute its loss are not `loss.backward()`'s own block that a fix could wrap")
     if not isinstance(block, cst.IndentedBlock):
         return "the backward shares its line with the loop or `if` header: there is no block of statements to wrap"
     stmts = list(block.body)
@@ -163,7 +174,10 @@ def forward_region(ctx: RuleContext, backward: cst.Call) -> tuple[list[cst.BaseS
     wanted = names_in(backward.func.value)
     last = next((i for i in range(index - 1, -1, -1) if _assigned_names(stmts[i]) & wanted), None)
     if last is None:
-        loss = ctx.code_for(backward.func.value)
+        loss = _loss_text(ctx, backward)
+        if not isinstance(cst.parse_expression(loss), cst.Name):
+            return (f"the loss `{loss}` is computed inside the backward's own statement: the fix wraps statements, so "
+                    "it needs `loss = ...` on a line of its own before `loss.backward()`")
         return (f"`{loss}` is not computed by a statement of the backward's own block, before it, that one "
                 "`with torch.autocast(...)` could wrap")
     first = None
@@ -179,16 +193,19 @@ def forward_region(ctx: RuleContext, backward: cst.Call) -> tuple[list[cst.BaseS
         if _model_calls(ctx, s) or _parameter_forwards(ctx, s):
             first = i
     if first is None:
-        loss = ctx.code_for(backward.func.value)
+        loss = _loss_text(ctx, backward)
         above = [c for s in stmts[:top] for c in _model_calls(ctx, s) + _parameter_forwards(ctx, s)]
         if above:
             head = ctx.code_for(stmts[top - 1]).strip().splitlines()[0]
             return (f"the forward `{ctx.code_for(above[0].func)}(...)` runs above `{head}`, which one "
                     f"`with torch.autocast(...)` around the forward and `{loss}` must not hold: move that "
                     "line above the forward (or below the loss) first")
-        calls = [n for s in stmts[top:last + 1] for n in walk(s, include_self=True)
-                 if isinstance(n, cst.Call) and not method_call(n, "to", "cuda", "float", "long", "view")]
-        calls.sort(key=lambda c: bool(_LOSS_LIKE.search(ctx.code_for(c.func))))  # a model before a loss
+        # The callables of the loss statement itself (``criterion(model(x), y)``, ``compute_loss(...)``),
+        # a model before a loss function; not methods of results (``.mean()``) or batch moves.
+        calls = [n for n in walk(stmts[last], include_self=True) if isinstance(n, cst.Call) and
+                 dotted_name(n.func) is not None and not method_call(n, "to", "cuda", "float", "long", "view") and
+                 not ctx.matches(n.func, {"torch.*"})]
+        calls.sort(key=lambda c: bool(_LOSS_LIKE.search(ctx.code_for(c.func))))
         named = f" (`{ctx.code_for(calls[0].func)}(...)` may be one, or run one, defined elsewhere)" if calls else ""
         return (f"the statements that compute `{loss}` right before the backward call no model this file "
                 f"knows{named}: the autocast belongs around the forward, where the model is known")
