@@ -16,10 +16,9 @@ Evidence, any of:
   every framework configuration of the file says CPU (``framework_config.framework_on_cpu``).
 
 A device the file shows to be the CPU or MPS is not evidence, nor is another tensor's
-``x.device``, nor CUDA named only in a comment or docstring. (A whole-program ``cpu_only`` fact
-lives with the script facts; this is the narrower, CUDA-specific question GP202 needs. To unify
-at merge.)
-"""
+``x.device``, nor CUDA named only in a comment or docstring. This is the narrower, CUDA-specific
+question GP202 needs; ``program.cpu_only``, the one "CPU-only program" answer every GPU-only rule
+asks, asks it for framework scripts."""
 
 from __future__ import annotations
 
