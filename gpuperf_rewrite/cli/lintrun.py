@@ -44,6 +44,7 @@ class LintOptions:
 
 def run_lint(found: Discovery, settings: Settings, opts: LintOptions) -> int:
     """Lint, fix or diff the discovered files; print the report; return the exit code."""
+    from gpuperf_rewrite.lint import reporters
     from gpuperf_rewrite.lint.api import lint_paths
     from gpuperf_rewrite.lint.diagnostics import ERROR_CODES, INTERNAL_ERROR
 
@@ -85,7 +86,7 @@ def run_lint(found: Discovery, settings: Settings, opts: LintOptions) -> int:
         return 1
     if opts.fix_only:
         return 1 if errors else 0
-    return 1 if diags else 0
+    return 1 if any(not reporters.is_note(d) for d in diags) else 0
 
 
 def _warn(message: str) -> None:

@@ -18,6 +18,7 @@ from gpuperf_rewrite.lint.config import Config, ConfigError, find_config, load_c
 from gpuperf_rewrite.lint.discovery import (DEFAULT_EXCLUDE, Discovery, compile_patterns, excluded_anywhere,
                                             is_excluded)
 from gpuperf_rewrite.lint.diagnostics import IO_ERROR, Diagnostic, file_error
+from gpuperf_rewrite.lint.environment import installed_versions
 from gpuperf_rewrite.lint.parallel import Job, display_path, run_jobs
 from gpuperf_rewrite.lint.prefilter import FixMode, RuleSet
 from gpuperf_rewrite.lint.registry import SelectionError, codes_matching, resolve_selection
@@ -79,7 +80,7 @@ def load_settings(*, config_path: str | Path | None = None, isolated: bool = Fal
     except (ConfigError, SelectionError) as exc:
         raise SettingsError(str(exc)) from exc
     excludes = (*(cfg.exclude if cfg.exclude is not None else DEFAULT_EXCLUDE), *cfg.extend_exclude, *exclude)
-    return Settings(cfg, RuleSet(tuple(codes), cfg.rule_options), tuple(excludes))
+    return Settings(cfg, RuleSet(tuple(codes), cfg.rule_options, installed_versions()), tuple(excludes))
 
 
 def ruleset_for(path: Path, base: RuleSet, per_file_ignores: dict[str, list[str]], root: Path) -> RuleSet:
@@ -96,7 +97,7 @@ def ruleset_for(path: Path, base: RuleSet, per_file_ignores: dict[str, list[str]
             drop |= codes_matching(codes)
     if not drop:
         return base
-    return RuleSet(tuple(c for c in base.codes if c not in drop), base.options)
+    return dataclasses.replace(base, codes=tuple(c for c in base.codes if c not in drop))
 
 
 @dataclasses.dataclass
@@ -132,7 +133,8 @@ def lint_paths(found: Discovery, settings: Settings, *, mode: FixMode = "none", 
         ruleset = settings.ruleset_for(p)
         salt = salts.get(id(ruleset))
         if salt is None:
-            salt = salts[id(ruleset)] = Cache.salt(ruleset.codes, ruleset.options) if cache else ""
+            salt = salts[id(ruleset)] = Cache.salt(ruleset.codes, [ruleset.options, ruleset.environment]) \
+                if cache else ""
         run.jobs.append(Job(display_path(p, cwd), str(p), ruleset, mode, keep_source=diff or write,
                             cache=cache, cache_salt=salt))
     fs_path = {j.path: j.fs_path for j in run.jobs}

@@ -9,7 +9,7 @@ from typing import Any
 
 from gpuperf_rewrite.lint.registry import all_rules, rule_modules
 from gpuperf_rewrite.rules._api import Invalid, Rule, Valid
-from gpuperf_rewrite.rules.analysis.facts.framework_docs import ACCELERATE, BLIND, HF, LIGHTNING
+from gpuperf_rewrite.rules.analysis.facts.framework_docs import ACCELERATE, BLIND, CPU_ONLY, HF, LIGHTNING
 
 SAFETY_TEXT = {
     "safe": "**safe**: same values and behaviour by construction; applied by `--fix`.",
@@ -110,6 +110,8 @@ def render() -> str:
         *(f"- {fw}" for fw in (HF, LIGHTNING, ACCELERATE)),
         "",
         BLIND,
+        "",
+        CPU_ONLY,
         "",
         "| code | name | fix | gains on | default | summary |",
         "| --- | --- | --- | --- | --- | --- |",

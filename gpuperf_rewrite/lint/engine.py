@@ -90,6 +90,7 @@ def run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule], r
     (those it yielded before raising too: they may be half of what it would report). ``project``:
     the facts of the user's modules the file imports (``lint.project.project_facts``)."""
     ctx = RuleContext(module, text, path, project)
+    ctx.environment = ruleset.environment
     found: list[tuple[type[Rule], Finding]] = []
     crashes: dict[str, Diagnostic] = {}
     for rule in rules:

@@ -44,10 +44,13 @@ class FileResult:
 
 @dataclasses.dataclass(frozen=True)
 class RuleSet:
-    """The enabled rules and their options; cheap to pickle into worker processes."""
+    """The enabled rules and their options; cheap to pickle into worker processes.
+    ``environment``: installed package versions some rules read (``lint.environment``); empty
+    means unknown."""
 
     codes: tuple[str, ...]
     options: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    environment: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def instantiate(self) -> list[Rule]:
         registry = all_rules()

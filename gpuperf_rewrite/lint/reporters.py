@@ -34,15 +34,30 @@ def fix_applicable(d: Diagnostic, level: FixMode) -> bool:
     return d.fix is not None and (d.fix["safety"] == "safe" or level == "unsafe")
 
 
+def is_note(d: Diagnostic) -> bool:
+    """A note (severity info): what the linter cannot judge here, not a finding: the text report
+    prints each note once per run, and notes alone do not fail the run."""
+    return d.severity == "info"
+
+
 def format_text(diags: Sequence[Diagnostic], level: FixMode) -> str:
     lines = []
+    notes: dict[tuple[str, str], list[Diagnostic]] = {}
     for d in diags:
+        if is_note(d):
+            notes.setdefault((d.code, d.text), []).append(d)
+            continue
         mark = " [*]" if fix_applicable(d, level) else ""
         lines.append(f"{d.path}:{d.line}:{d.column}: {d.code}{mark} {d.text}")
+    for (code, text), where in notes.items():
+        places = ", ".join(f"{d.path}:{d.line}" for d in where[:3]) + (f" and {len(where) - 3} more"
+                                                                     if len(where) > 3 else "")
+        lines.append(f"note: {code} {text} (at {places})")
     return "\n".join(lines)
 
 
 def summary(diags: Sequence[Diagnostic], level: FixMode, fixed: int = 0) -> str:
+    diags = [d for d in diags if not is_note(d)]
     n = len(diags)
     parts = []
     if fixed:

@@ -10,6 +10,7 @@ MODULES = (
     'analysis/facts/framework_docs.py',
     'analysis/facts/frameworks.py',
     'analysis/facts/gpu_use.py',
+    'analysis/facts/installed.py',
     'analysis/facts/kwargs.py',
     'analysis/facts/module_facts.py',
     'analysis/facts/program.py',

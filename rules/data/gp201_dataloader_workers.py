@@ -103,8 +103,9 @@ class DataloaderWorkers(Rule):
             if __name__ == "__main__":
                 main()
         """), fixed=dedent("""
-            from torch.utils.data import DataLoader
             import os
+
+            from torch.utils.data import DataLoader
 
             def main():
                 loader = DataLoader(ds, batch_size=32, shuffle=True, num_workers=min(8, os.cpu_count() or 1))
@@ -120,9 +121,9 @@ class DataloaderWorkers(Rule):
             if __name__ == "__main__":
                 Trainer(model=model, args=args, train_dataset=ds).train()
         """), fixed=dedent("""
-            from transformers import Trainer, TrainingArguments
             import os
 
+            from transformers import Trainer, TrainingArguments
             args = TrainingArguments(output_dir="out", bf16=True, dataloader_num_workers=min(8, os.cpu_count() or 1))
             if __name__ == "__main__":
                 Trainer(model=model, args=args, train_dataset=ds).train()

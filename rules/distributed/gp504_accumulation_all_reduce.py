@@ -93,10 +93,10 @@ class AccumulationAllReduce(Rule):
                     optimizer.step()
                     optimizer.zero_grad()
         """), fixed=dedent("""
-            import torch
-            from torch.nn.parallel import DistributedDataParallel as DDP
             import contextlib
 
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
             model = DDP(net, device_ids=[rank])
             for i, (x, y) in enumerate(loader):
                 with contextlib.nullcontext() if (i + 1) % accum == 0 else model.no_sync():
@@ -132,9 +132,9 @@ class AccumulationAllReduce(Rule):
                     optimizer.zero_grad()
                     micro = 0
         """), fixed=dedent("""
-            from accelerate import Accelerator
             import contextlib
 
+            from accelerate import Accelerator
             accelerator = Accelerator()
             model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
             micro = 0

@@ -9,9 +9,11 @@ import libcst as cst
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.framework_config import KEYWORDS, hf_args, in_training_step, on_cpu
 from ..analysis.facts.collectives import logged_collectives
+from ..analysis.facts.program import cpu_only
 from ..analysis.facts.framework_docs import ACCELERATE, HF, LIGHTNING, TORCH, blind_reported
 from ..analysis.fixes.edits import set_or_add_kwarg
 from ..analysis.fixes.frameworks import set_keyword
+from ..analysis.model.guards import flag_name, is_once_test, is_periodic_test
 from ..analysis.syntax.calls import get_arg, literal_value, method_call
 from ..analysis.fixes.framework_blind import unseen_settings
 from ..analysis.syntax.context import RuleContext
@@ -22,8 +24,8 @@ class SyncedLogging(Rule):
     name = "synced-logging"
     summary = ("A logged value is reduced across ranks or read to the host on every training step: a "
                "hand-written `dist.all_reduce`/`all_gather`, `accelerator.gather`/`reduce` or Lightning "
-               "`self.all_gather` whose result is only logged, Lightning `self.log(..., sync_dist=True)` or "
-               "`prog_bar=True` in `training_step`, the Hugging Face Trainer's per-step NaN/Inf check of the "
+               "`self.all_gather` whose result is only logged, Lightning `self.log(..., sync_dist=True)`, "
+               "`prog_bar=True` or `self.log(name, x.item())` in `training_step`, the Hugging Face Trainer's per-step NaN/Inf check of the "
                "loss (`logging_nan_inf_filter`), a very small `logging_steps`.")
     rationale = (
         "A collective (all-reduce, gather) is communication between every rank on every step, and reading "
@@ -40,13 +42,18 @@ class SyncedLogging(Rule):
     )
     fix_description = (
         "`self.log(..., sync_dist=True)` in `training_step`: add `on_step=False, on_epoch=True` (reduced "
-        "once per epoch). `TrainingArguments`: `logging_nan_inf_filter=False`. A hand-written collective, a "
+        "once per epoch). `self.log(name, x.item())` (or a `self.log_dict` value `x.item()`) in `training_step`: "
+        "log `x` itself; Lightning detaches and clones a logged tensor, converts it to float32, accumulates it "
+        "on the device and reads it on the host only when a logger writes (every `log_every_n_steps`) or the "
+        "progress bar refreshes (`prog_bar=True`), whatever `on_step`/`on_epoch` say. `TrainingArguments`: `logging_nan_inf_filter=False`. A hand-written collective, a "
         "`prog_bar=True` value and a small `logging_steps` are reported only (move the reduction under the "
         "script's log interval, raise the progress bar's `refresh_rate` or `logging_steps`)."
     )
     fix_safety = "unsafe"
     fix_safety_reason = (
-        "What is logged changes, not the training: an epoch average instead of per-step values; with "
+        "What is logged changes, not the training: an epoch average instead of per-step values; a "
+        "logged tensor is averaged in float32 on the device instead of from Python floats (an integer "
+        "tensor gets Lightning's one-time 'needs to be floating' warning); with "
         "the NaN/Inf filter off a non-finite loss enters the logged average instead of being skipped."
     )
     # gains_on 'cuda': the cost is the device sync (and the collective) that stalls the CUDA queue; on
@@ -55,7 +62,10 @@ class SyncedLogging(Rule):
     gains_on = "cuda"
     limitations = (
         "Only `self.log`/`self.log_dict` written in `training_step` itself are seen (not in helpers it "
-        "calls); `validation_step` logs run once per validation batch and are not reported.",
+        "calls); `validation_step` logs run once per validation batch and are not reported. A `.item()` "
+        "is reported only written in the logged value itself (not a name assigned from it), not under a "
+        "periodic (`if batch_idx % 100 == 0:`), once (`if batch_idx == 0:`) or opt-in-flag `if`, and not "
+        "in a CPU-only program (`Trainer(accelerator=\"cpu\")`).",
         "`logging_steps` below the `min-logging-steps` option (as an integer; a float below 1 is a "
         "ratio of the run and is left alone) is reported; the Trainer reads the loss only then.",
         "Plain loops: a collective is reported only when every read of its result (through "
@@ -79,7 +89,7 @@ class SyncedLogging(Rule):
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
     )
     frameworks = (TORCH, ACCELERATE, HF, LIGHTNING)
-    keywords = ("sync_dist", "prog_bar", "reduce", "gather", *KEYWORDS)
+    keywords = ("sync_dist", "prog_bar", "reduce", "gather", "LightningModule", *KEYWORDS)
     options = {"min-logging-steps": 10}
     option_descriptions = {"min-logging-steps": "a `logging_steps` below this is reported"}
 
@@ -131,7 +141,7 @@ class SyncedLogging(Rule):
         yield from unseen_settings(ctx, self.code)  # HfArgumentParser keeps logging_nan_inf_filter on
         least = int(ctx.options.get("min-logging-steps", 10))
         for cfg in hf_args(ctx):
-            if on_cpu(cfg):
+            if on_cpu(cfg, ctx):
                 continue
             name = cfg.qualname.rsplit(".", 1)[-1]
             if cfg.value("logging_nan_inf_filter", True) is not False:
@@ -154,6 +164,8 @@ def _lightning(ctx: RuleContext) -> Iterator[Finding]:
                 isinstance(call.func.value, cst.Name) and call.func.value.value == "self") or \
                 any(a.star for a in call.args) or not in_training_step(ctx, call):
             continue
+        if not _rare(ctx, call) and not cpu_only(ctx):
+            yield from _host_reads(ctx, call)
         kw = {a.keyword.value: literal_value(a.value) for a in call.args if a.keyword is not None}
         if kw.get("on_step", True) is False:
             continue
@@ -172,7 +184,50 @@ def _lightning(ctx: RuleContext) -> Iterator[Finding]:
                                         "a choice (on_step=False, or TQDMProgressBar(refresh_rate=N))")
 
 
-_FRAMEWORK_WORDS = ("sync_dist", "prog_bar", *KEYWORDS)
+def _rare(ctx: RuleContext, call: cst.Call) -> bool:
+    """Is the log call under an ``if`` of ``training_step`` that runs it rarely: periodic
+    (``batch_idx % 100 == 0``), once (``batch_idx == 0``) or an opt-in flag (``self.hparams.debug``)?"""
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    counters = {p.name.value for p in fn.params.params[2:3]} if fn is not None else set()  # batch_idx
+    for anc in ctx.ancestors(call):
+        if anc is fn:
+            return False
+        if isinstance(anc, cst.If) and (is_periodic_test(anc.test) or is_once_test(anc.test, counters) or
+                                        flag_name(anc.test) is not None):
+            return True
+    return False
+
+
+def _logged_values(call: cst.Call) -> list[cst.BaseExpression]:
+    """What ``self.log(name, value)`` or ``self.log_dict({name: value, ...})`` logs."""
+    if method_call(call, "log"):
+        arg = get_arg(call, "value", 1)
+        return [arg.value] if arg is not None else []
+    arg = get_arg(call, "dictionary", 0)
+    if arg is None or not isinstance(arg.value, cst.Dict):
+        return []
+    return [e.value for e in arg.value.elements if isinstance(e, cst.DictElement)]
+
+
+def _host_reads(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
+    """``self.log("train_loss", loss.item())`` in ``training_step``: ``.item()`` waits for the step's
+    queued kernels on every step, while ``self.log`` takes the tensor and reads it only when a
+    logger or the progress bar needs it."""
+    for value in _logged_values(call):
+        if not (method_call(value, "item") and isinstance(value, cst.Call) and not value.args):
+            continue
+        assert isinstance(value.func, cst.Attribute)
+        tensor = value.func.value
+        prog_bar = get_arg(call, "prog_bar")
+        bar = " (with prog_bar=True the progress bar still reads it at every refresh)" if \
+            prog_bar is not None and literal_value(prog_bar.value) is True else ""
+        yield Finding(value, f"`{ctx.code_for(value)}` in training_step reads the value on the host on every "
+                             "step (a host-device sync); log the tensor itself: self.log detaches it and reads "
+                             f"it only when a logger or the progress bar needs it{bar}",
+                      Fix(f"log the tensor: {ctx.code_for(tensor)}", (Replace(value, tensor),), "unsafe"))
+
+
+_FRAMEWORK_WORDS = ("sync_dist", "prog_bar", "LightningModule", *KEYWORDS)
 _NO_FIX = ("every rank must run a collective in the same order, so moving it under a log interval is safe "
            "only when that condition is the same on every rank")
 

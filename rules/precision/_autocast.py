@@ -12,7 +12,8 @@ import libcst as cst
 
 from .._api import Fix, InsertAfter, InsertBefore, NoFix, Replace
 from ..analysis.facts.script_facts import (
-    device_name_at, device_type_expr, model_names_everywhere, names_in, body_of, trained_models,
+    assignments_in, body_of, device_name_at, device_type_expr, model_names_everywhere, names_in, param_names,
+    trained_models,
 )
 from ..analysis.fixes.edits import torch_import, torch_name
 from ..analysis.model.training import TrainingAnalysis
@@ -30,8 +31,8 @@ _AUTOCAST_LIKE = re.compile(r"autocast|(^|_)amp(_|$)|mixed_precision|precision_c
 # CUDA autocast raises on these ("unsafe to autocast"), whatever the dtype.
 BCE_NAMES = ("BCELoss", "binary_cross_entropy")
 
-_NO_REGION = ("the forward and the loss are not statements of the backward's own block, right before it, "
-              "that one `with torch.autocast(...)` could wrap")
+# A parameter named like a loss function is not the forward a region must start at.
+_LOSS_LIKE = re.compile(r"loss|criterion|(^|_)crit(_|$)", re.IGNORECASE)
 _NO_DEVICE = ("no device variable (`device = torch.device(...)`, `.to(device)`) is visible there to give "
               "autocast its device_type")
 _BCE_WHY = ("CUDA autocast refuses binary_cross_entropy / nn.BCELoss (it raises, whatever the dtype): "
@@ -134,31 +135,80 @@ def _model_calls(ctx: RuleContext, node: cst.CSTNode) -> list[cst.Call]:
             if isinstance(n, cst.Call) and dotted_name(n.func) in models]
 
 
-def forward_region(ctx: RuleContext, backward: cst.Call) -> tuple[list[cst.BaseStatement], int, int] | None:
-    """The statements of the step from the model call through the loss computation, which
-    end before the ``.backward()`` statement: ``(block statements, first, last)``."""
+def _parameter_forwards(ctx: RuleContext, node: cst.CSTNode) -> list[cst.Call]:
+    """Calls of a parameter of the enclosing function, never rebound there and not named like a
+    loss (``out = model(x)`` in ``def train_one_epoch(model, loader, optimizer, device)``): the
+    caller, maybe in another module, passes the model in."""
+    fn = body_of(ctx, node)
+    if fn is None:
+        return []
+    params = {p for p in param_names(fn) if p not in ("self", "cls") and not _LOSS_LIKE.search(p)}
+    return [n for n in walk(node, into_nested=True, include_self=True)
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value in params and
+            not assignments_in(ctx, fn, n.func.value)]
+
+
+def _loss_text(ctx: RuleContext, backward: cst.Call) -> str:
+    """The loss a backward differentiates: ``loss`` for ``loss.backward()`` and for
+    ``scaler.scale(loss).backward()``."""
+    assert isinstance(backward.func, cst.Attribute)
+    receiver = backward.func.value
+    if isinstance(receiver, cst.Call) and receiver.args:
+        receiver = receiver.args[0].value
+    return ctx.code_for(receiver)
+
+
+def forward_region(ctx: RuleContext, backward: cst.Call) -> tuple[list[cst.BaseStatement], int, int] | str:
+    """The statements of the step from the model call (a model of this file, or a parameter the
+    caller passes it in) through the loss computation, which end before the ``.backward()``
+    statement: ``(block statements, first, last)``; else why no such region is there."""
     stmt = ctx.statement_of(backward)
     block = ctx.parent(stmt) if stmt is not None else None
-    if not isinstance(block, cst.IndentedBlock) or not isinstance(backward.func, cst.Attribute):
-        return None
+    if not isinstance(backward.func, cst.Attribute):
+        return (f"the backward runs inside `{ctx.code_for(backward.func)}(...)`, a helper: the statements "
+                "that compute its loss are not `loss.backward()`'s own block that a fix could wrap")
+    if not isinstance(block, cst.IndentedBlock):
+        return "the backward shares its line with the loop or `if` header: there is no block of statements to wrap"
     stmts = list(block.body)
     index = next(i for i, s in enumerate(stmts) if s is stmt)
     wanted = names_in(backward.func.value)
     last = next((i for i in range(index - 1, -1, -1) if _assigned_names(stmts[i]) & wanted), None)
     if last is None:
-        return None
+        loss = _loss_text(ctx, backward)
+        if not isinstance(cst.parse_expression(loss), cst.Name):
+            return (f"the loss `{loss}` is computed inside the backward's own statement: the fix wraps statements, so "
+                    "it needs `loss = ...` on a line of its own before `loss.backward()`")
+        return (f"`{loss}` is not computed by a statement of the backward's own block, before it, that one "
+                "`with torch.autocast(...)` could wrap")
     first = None
+    top = 0  # the first statement a region could start at
     for i in range(last, -1, -1):
         s = stmts[i]
         if not isinstance(s, cst.SimpleStatementLine) or any(
             method_call(n, *_FORBIDDEN_IN_FORWARD) or isinstance(n, (cst.Return, cst.Yield))
             for n in walk(s, into_nested=True, include_self=True)
         ):
+            top = i + 1
             break
-        if _model_calls(ctx, s):
+        if _model_calls(ctx, s) or _parameter_forwards(ctx, s):
             first = i
     if first is None:
-        return None
+        loss = _loss_text(ctx, backward)
+        above = [c for s in stmts[:top] for c in _model_calls(ctx, s) + _parameter_forwards(ctx, s)]
+        if above:
+            head = ctx.code_for(stmts[top - 1]).strip().splitlines()[0]
+            return (f"the forward `{ctx.code_for(above[0].func)}(...)` runs above `{head}`, which one "
+                    f"`with torch.autocast(...)` around the forward and `{loss}` must not hold: move that "
+                    "line above the forward (or below the loss) first")
+        # The callables of the loss statement itself (``criterion(model(x), y)``, ``compute_loss(...)``),
+        # a model before a loss function; not methods of results (``.mean()``) or batch moves.
+        calls = [n for n in walk(stmts[last], include_self=True) if isinstance(n, cst.Call) and
+                 dotted_name(n.func) is not None and not method_call(n, "to", "cuda", "float", "long", "view") and
+                 not ctx.matches(n.func, {"torch.*"})]
+        calls.sort(key=lambda c: bool(_LOSS_LIKE.search(ctx.code_for(c.func))))
+        named = f" (`{ctx.code_for(calls[0].func)}(...)` may be one, or run one, defined elsewhere)" if calls else ""
+        return (f"the statements that compute `{loss}` right before the backward call no model this file "
+                f"knows{named}: the autocast belongs around the forward, where the model is known")
     return stmts, first, last
 
 
@@ -225,8 +275,8 @@ def autocast_fix(ctx: RuleContext, ta: TrainingAnalysis,
     """Where to report the float32 step of ``backward``, the fix that wraps its forward and loss
     in bfloat16 autocast, or why there is none when it cannot be made safely."""
     region = forward_region(ctx, backward)
-    if region is None:
-        return backward, NoFix(_NO_REGION)
+    if isinstance(region, str):
+        return backward, NoFix(region)
     stmts, first, last = region
     outside = forward_left_outside(ctx, ta, stmts, first)
     if uses_bce(ctx) is not None:
@@ -236,12 +286,32 @@ def autocast_fix(ctx: RuleContext, ta: TrainingAnalysis,
                                    "statements, outside any region a fix could wrap; put it under the "
                                    "same autocast as the loss")
     device = device_name_at(ctx, stmts[first], near=ta.step_loop_of(backward))
-    if device is None:
+    dt = device_type_expr(ctx, device, stmts[first]) if device is not None else _input_device_type(ctx, stmts, first)
+    if dt is None:
         return stmts[first], NoFix(_NO_DEVICE)
-    dt = device_type_expr(ctx, device, stmts[first])
     return stmts[first], Fix("run forward and loss under bfloat16 autocast",
                              (*wrap_in_autocast(stmts, first, last, dt, torch_name(ctx)), *torch_import(ctx)),
                              "unsafe")
+
+
+def _input_device_type(ctx: RuleContext, stmts: list[cst.BaseStatement], first: int) -> str | None:
+    """``x.device.type`` when the forward's first argument ``x`` is a tensor the same block moved
+    to CUDA just before (``x = x.cuda()``; a ``.to(dev)`` names the device itself): the forward
+    runs where its input is."""
+    forwards = _model_calls(ctx, stmts[first]) or _parameter_forwards(ctx, stmts[first])
+    arg = get_arg(forwards[0], "", 0) if forwards else None
+    if arg is None or arg.keyword is not None or not isinstance(arg.value, cst.Name):
+        return None
+    name = arg.value.value
+    for stmt in reversed(stmts[:first]):
+        if name not in _assigned_names(stmt):
+            continue
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        moved = isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+            isinstance(small.targets[0].target, cst.Name) and isinstance(small.value, cst.Call) and \
+            method_call(small.value, "cuda")
+        return f"{name}.device.type" if moved else None
+    return None
 
 
 def wrap_in_autocast(stmts: list[cst.BaseStatement], first: int, last: int, device_type: str,

@@ -75,7 +75,13 @@ class NoAutocast(Rule):
         "fix could wrap.",
         "The forward region is taken from the statements before `.backward()` in the same block, "
         "from a model call (loss modules and `F.*` results are not models) through the loss; a "
-        "forward and loss computed in another function get no fix.",
+        "forward and loss computed in another function get no fix, and the reason says which call "
+        "computes the loss. In a step function of a helper module (`def train_one_epoch(model, "
+        "loader, optimizer, device)` in `engine.py`) a call of a parameter the function never "
+        "rebinds (not one named like a loss: `criterion`, `loss_fn`) counts as the model's forward: "
+        "the caller passes the model in. Its autocast takes `torch.device(device).type` for a device "
+        "parameter (a string or a torch.device), or `x.device.type` when the forward's input `x` was "
+        "just moved with `x = x.cuda()`.",
         "The GradScaler is added only in the simple shape (one backward, one optimizer step, no "
         "gradient clipping or `.grad` access, the scaler created once before the outermost loop "
         "of the same function); otherwise the rule reports only.",

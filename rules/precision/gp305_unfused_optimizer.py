@@ -65,10 +65,14 @@ class UnfusedOptimizer(Rule):
         "`prepare`, parameters of several models) the finding says why it has no fix.",
         "Not reported in a CPU-only program. torch 2.13 also has fused CPU kernels for all three "
         "optimizers; the fix leaves them off, as their gain is not established.",
-        "Hugging Face Trainer: `optim` unset is reported for transformers up to 4.53 and torch < 2.8, which "
-        "default to the unfused \"adamw_torch\" (from 4.54 with torch >= 2.8 the default is already "
-        "\"adamw_torch_fused\": the fix then only makes it explicit); `optim=\"adamw_torch\"`/\"adamw_hf\" is "
-        "always reported. Other optimizers are left alone. Lightning's `configure_optimizers` and Accelerate "
+        "Hugging Face Trainer: `optim` unset defaults to the unfused \"adamw_torch\" up to transformers 4.53 "
+        "or with torch < 2.8, and to \"adamw_torch_fused\" from 4.54 with torch >= 2.8 (transformers#37358). "
+        "The rule reads the versions installed where gpuperf-rewrite runs (their dist-info metadata, read by "
+        "the linter, never imported): nothing is reported when they default to the fused AdamW, a warning "
+        "with the fix when they do not; when either is not installed there (the linter in an environment of "
+        "its own, as under pre-commit) the finding is a note (severity info): the text report prints it once "
+        "per run, with where it applies, and a run with notes only still passes. `optim=\"adamw_torch\"`/"
+        "\"adamw_hf\" is always reported. Other optimizers are left alone. Lightning's `configure_optimizers` and Accelerate "
         "loops build torch optimizers, checked like a plain script's.",
         blind_silent("from transformers 4.54 with torch >= 2.8 the default `optim` is already the fused AdamW, and `--optim` may well be given (but where `HfArgumentParser` fills the file's own `@dataclass` subclass whose `optim` defaults to an unfused AdamW, that default is reported and fixed); Lightning and Accelerate optimizers are built in code and checked as usual"),
     )

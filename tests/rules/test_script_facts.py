@@ -293,3 +293,71 @@ def test_module_settings_go_before_a_top_level_training_loop():
     ''')
     lines = fix_text(source, ["GP302"]).splitlines()
     assert lines.index('torch.set_float32_matmul_precision("high")') < lines.index("for x in loader:")
+
+
+def _added(source: str, *imports: AddImport) -> str:
+    out = add_imports(cst.parse_module(textwrap.dedent(source)), list(imports)).code
+    cst.parse_module(out)
+    return out
+
+
+def test_a_standard_library_import_goes_after_the_last_one_not_after_local_imports():
+    out = _added('''\
+        """Doc."""
+        import argparse
+
+        import torch
+        from models import build_model
+
+        x = 1
+    ''', AddImport("os"))
+    assert out.startswith('"""Doc."""\nimport argparse\nimport os\n\nimport torch\nfrom models import build_model\n')
+
+
+def test_a_standard_library_import_goes_first_when_there_is_none_keeping_future_docstring_and_comments():
+    out = _added('''\
+        """Doc."""
+        from __future__ import annotations
+
+        # third party
+        import torch
+        from models import build_model
+    ''', AddImport("contextlib"))
+    assert out == ('"""Doc."""\nfrom __future__ import annotations\n\nimport contextlib\n\n# third party\n'
+                   'import torch\nfrom models import build_model\n')
+    out = _added("import torch\nx = 1\n", AddImport("os"))
+    assert out == "import os\n\nimport torch\nx = 1\n"
+
+
+def test_a_third_party_import_goes_after_the_last_third_party_one_before_the_projects_own():
+    out = _added('''\
+        import os
+
+        import numpy as np
+        from models import build_model
+        from .utils import helper
+
+        x = 1
+    ''', AddImport("torch"))
+    assert out == ("import os\n\nimport numpy as np\nimport torch\n\nfrom models import build_model\n"
+                   "from .utils import helper\n\nx = 1\n")
+    # No third-party import yet: after the standard library, a section of its own.
+    out = _added("import argparse\nfrom models import build_model\n\nx = 1\n", AddImport("torch"))
+    assert out == "import argparse\n\nimport torch\n\nfrom models import build_model\n\nx = 1\n"
+
+
+def test_imports_of_two_sections_each_go_to_their_own_and_below_environment_lines():
+    out = _added('''\
+        import os
+        os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+        from models import build_model
+        x = 1
+    ''', AddImport("torch"), AddImport("contextlib"))
+    lines = out.splitlines()
+    assert lines[:2] == ["import os", "import contextlib"]
+    env = lines.index('os.environ["CUDA_VISIBLE_DEVICES"] = "0"')
+    assert env == 2 and lines.index("import torch") > env  # torch still imported after the variable
+    assert lines.index("import torch") < lines.index("from models import build_model")
+    # A module without imports: after its docstring, stdlib first.
+    assert _added('"""Doc."""\nx = 1\n', AddImport("torch"), AddImport("os")) == \
+        '"""Doc."""\nimport os\n\nimport torch\n\nx = 1\n'

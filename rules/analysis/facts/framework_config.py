@@ -245,14 +245,35 @@ def accelerators(ctx: RuleContext) -> list[ConfigCall]:
     return visible(ctx, "accelerate")
 
 
-def on_cpu(cfg: ConfigCall) -> bool:
-    """Is the framework told to train on the CPU (``use_cpu``/``no_cuda``, ``accelerator="cpu"``,
-    ``Accelerator(cpu=True)``)?"""
+_CPU_ACCELERATORS = frozenset({f"{root}.accelerators.{mod}CPUAccelerator"
+                               for root in ("lightning.pytorch", "pytorch_lightning", "lightning.fabric",
+                                            "lightning_fabric") for mod in ("", "cpu.")})
+
+
+def on_cpu(cfg: ConfigCall, ctx: RuleContext) -> bool:
+    """Is the framework told to train on the CPU (``use_cpu``/``no_cuda``, ``accelerator="cpu"``
+    or ``accelerator=CPUAccelerator()``, ``Accelerator(cpu=True)``)?
+    Only a literal says so: ``accelerator=args.accelerator`` may be anything at run time."""
     if cfg.framework == "hf":
         return cfg.value("use_cpu") is True or cfg.value("no_cuda") is True
     if cfg.framework in ("lightning", "fabric"):
+        settings = cfg.keywords.of("accelerator")
+        if len(settings) == 1 and isinstance(settings[0].value, cst.Call) and \
+                ctx.matches(settings[0].value.func, _CPU_ACCELERATORS):
+            return True
         return cfg.value("accelerator") == "cpu"
     return cfg.value("cpu") is True
+
+
+def framework_on_cpu(ctx: RuleContext) -> bool:
+    """Does every framework that could place this program's work on a device keep it on the CPU?
+    True when the file configures at least one framework, every configuration call it makes is
+    visible and says CPU (:func:`on_cpu`), and no configuration comes from outside the file
+    (``LightningCLI``, ``HfArgumentParser``). The framework side of ``program.cpu_only``."""
+    def compute(c: RuleContext) -> bool:
+        fc = framework_config(c)
+        return bool(fc.calls) and not fc.blind and all(not cfg.opaque and on_cpu(cfg, c) for cfg in fc.calls)
+    return ctx.fact(compute)
 
 
 def in_training_step(ctx: RuleContext, node: cst.CSTNode) -> bool:

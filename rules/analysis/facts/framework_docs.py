@@ -49,3 +49,14 @@ BLIND = (f"{_OUT_OF_SIGHT}: where the parser keeps the framework's slow default 
          "fix; GP202, GP203, GP305, GP502, GP504 and GP505 report nothing there (the default is fast, or the "
          "setting may well be there). Behind `**vars(args)` the script's own options decide: nothing is reported. "
          + _DICTS)
+
+# What "a CPU-only program" means wherever a rule says it is not reported there (one fact,
+# ``program.cpu_only``, answers it for every GPU-only rule; GP202 asks ``gpu_use.may_use_cuda``).
+CPU_ONLY = ("**CPU-only programs**: the GPU-only rules (GP101-GP105, GP202, GP301-GP305, GP405) report nothing in a "
+            "program that can never reach a GPU: a plain script that names no accelerator and only the CPU as its "
+            "device, or a framework script whose every configuration says CPU and certainly so - Lightning "
+            "`Trainer(accelerator=\"cpu\")` or `accelerator=CPUAccelerator()`, `Fabric(accelerator=\"cpu\")`, "
+            "`Accelerator(cpu=True)`, `TrainingArguments(use_cpu=True)` or `no_cuda=True` - with no `.cuda()`, "
+            "`\"cuda\"` device or device parameter elsewhere in the file. A value chosen at run time "
+            "(`accelerator=args.accelerator`, even with a CPU default) or a configuration out of sight is not certain: "
+            "those programs are checked.")

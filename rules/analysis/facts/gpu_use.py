@@ -12,13 +12,13 @@ Evidence, any of:
   picks one (``get_device()``);
 - a framework that places the model and batches itself (Accelerate's ``Accelerator``,
   Lightning's ``Trainer``/``Fabric``/``LightningCLI`` without ``accelerator="cpu"``, a
-  ``LightningModule``/``LightningDataModule`` subclass, the Hugging Face ``Trainer``).
+  ``LightningModule``/``LightningDataModule`` subclass, the Hugging Face ``Trainer``), unless
+  every framework configuration of the file says CPU (``framework_config.framework_on_cpu``).
 
 A device the file shows to be the CPU or MPS is not evidence, nor is another tensor's
-``x.device``, nor CUDA named only in a comment or docstring. (A whole-program ``cpu_only`` fact
-lives with the script facts; this is the narrower, CUDA-specific question GP202 needs. To unify
-at merge.)
-"""
+``x.device``, nor CUDA named only in a comment or docstring. This is the narrower, CUDA-specific
+question GP202 needs; ``program.cpu_only``, the one "CPU-only program" answer every GPU-only rule
+asks, asks it for framework scripts."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..syntax.context import RuleContext
+from .framework_config import framework_config, framework_on_cpu, on_cpu
 from .script_facts import assignments_in, binding_body
 
 _CUDA_MODULES = frozenset({"torch.cuda", "torch.cuda.*", "torch.accelerator", "torch.accelerator.*"})
@@ -106,24 +107,19 @@ def _compute(ctx: RuleContext) -> bool:
     for attr in ctx.nodes(cst.Attribute):  # torch.cuda.*, torch.accelerator.*
         if attr.attr.value in ("cuda", "accelerator") and ctx.matches(attr, _CUDA_MODULES):
             return True
-    if any(ctx.matches(b.value, _FRAMEWORK_BASES) for c in ctx.nodes(cst.ClassDef) for b in c.bases):
+    # A framework places the work on its accelerator, unless every configuration says CPU.
+    by_framework = not framework_on_cpu(ctx)
+    if by_framework and any(ctx.matches(b.value, _FRAMEWORK_BASES) for c in ctx.nodes(cst.ClassDef) for b in c.bases):
         return True
+    on_cpu_calls = {id(cfg.call) for cfg in framework_config(ctx).calls if on_cpu(cfg, ctx)}
     for call in ctx.nodes(cst.Call):
         if method_call(call, "cuda"):
             return True
-        if ctx.matches(call.func, _FRAMEWORKS) and not _cpu_accelerator(call):
+        if by_framework and ctx.matches(call.func, _FRAMEWORKS) and id(call) not in on_cpu_calls:
             return True
         if any(_may_be_cuda(ctx, d, call) for d in _device_args(ctx, call)):
             return True
     return False
-
-
-def _cpu_accelerator(call: cst.Call) -> bool:
-    arg = get_arg(call, "accelerator") or get_arg(call, "cpu")
-    if arg is None:
-        return False
-    value = literal_value(arg.value)
-    return value == "cpu" or (arg.keyword is not None and arg.keyword.value == "cpu" and value is True)
 
 
 def _device_args(ctx: RuleContext, call: cst.Call) -> list[cst.BaseExpression]:

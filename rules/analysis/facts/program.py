@@ -14,7 +14,9 @@ from ..syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..syntax.context import RuleContext
 from ..syntax.torch_names import MODULE_CHAIN
 from ..syntax.tree import walk
+from .framework_config import framework_on_cpu
 from .frameworks import frameworks
+from .gpu_use import may_use_cuda
 from .script_facts import is_model_expr
 
 # ---- cpu_only ---------------------------------------------------------------------------------
@@ -57,13 +59,21 @@ def cpu_only(ctx: RuleContext) -> bool:
     it CUDA models and batches), no identifier or string names a GPU (``cuda``, ``gpu``,
     ``mps``, ``nccl``, ``DataParallel``, ...; comments and docstrings do not count), no
     framework picks the device, and every device the file names (``.to(...)``, ``device=...``,
-    ``torch.device(...)``) is provably the CPU. GPU-oriented rules (autocast, TF32, compile,
+    ``torch.device(...)``) is provably the CPU; or, where a framework picks the device, when
+    every framework configuration says CPU (``Trainer(accelerator="cpu")``, ``Fabric(accelerator=
+    "cpu")``, ``Accelerator(cpu=True)``, ``TrainingArguments(use_cpu=True)`` or ``no_cuda=True``:
+    ``framework_config.framework_on_cpu``) and nothing else can reach CUDA
+    (``gpu_use.may_use_cuda``). The one answer every GPU-only rule asks. GPU-oriented rules (autocast, TF32, compile,
     cuDNN, fused optimizers, pinned memory, non-blocking copies) have nothing to gain there."""
     return ctx.fact(_cpu_only)
 
 
 def _cpu_only(ctx: RuleContext) -> bool:
-    if frameworks(ctx).kinds or not is_script(ctx):
+    if frameworks(ctx).kinds:
+        # The framework picks the device: CPU-only when every configuration says so and nothing
+        # else in the file can reach CUDA (a ``.cuda()``, a ``"cuda"`` device, a device parameter).
+        return framework_on_cpu(ctx) and not may_use_cuda(ctx)
+    if not is_script(ctx):
         return False
     if any(_mentions_gpu(n.value) for n in ctx.nodes(cst.Name)):
         return False

@@ -6,6 +6,9 @@ losing something (then the rule reports without a fix)."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
+
 import libcst as cst
 
 from ..._api import AddImport, Edit, InsertAfter, Replace
@@ -13,6 +16,7 @@ from ..model.training import analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.imports import module_level_imports, torch_alias, torch_name
+from ..syntax.torch_roots import TORCH_IMPORT_ROOTS
 from ..syntax.tree import walk
 
 
@@ -155,6 +159,14 @@ def torch_import(ctx: RuleContext) -> tuple[Edit, ...]:
     return () if torch_alias(ctx) is not None else (AddImport("torch"),)
 
 
+def cuda_query(ctx: RuleContext, call: str = "is_available()") -> tuple[str, tuple[Edit, ...]]:
+    """``torch.cuda.<call>`` in the file's torch alias, and the import it needs: the value a fix
+    writes for a setting that pays only on a GPU (bfloat16, compile), so that the rewritten
+    script does on a CPU what it did before (``bf16=torch.cuda.is_bf16_supported(...)``,
+    ``torch_compile=torch.cuda.is_available()``)."""
+    return f"{torch_name(ctx)}.cuda.{call}", torch_import(ctx)
+
+
 # ---- adding imports -----------------------------------------------------------------------
 def _binds(existing: cst.Import | cst.ImportFrom, imp: AddImport) -> bool:
     if imp.name is None:
@@ -194,13 +206,55 @@ def _header_end(module: cst.Module) -> int:
     return end
 
 
+# Packages that are surely installed ones, not the project's own modules: the torch family and the
+# libraries training scripts import most. Any other absolute import may be the project's own
+# (``from models import build_model``) and sorts last, with the local ones.
+_THIRD_PARTY = TORCH_IMPORT_ROOTS | frozenset({
+    "numpy", "scipy", "pandas", "sklearn", "matplotlib", "PIL", "cv2", "tqdm", "wandb", "mlflow", "yaml",
+    "datasets", "tokenizers", "safetensors", "huggingface_hub", "tensorboard", "tensorboardX", "einops",
+    "hydra", "omegaconf", "requests", "h5py", "click", "rich", "jax", "tensorflow",
+})
+# isort's sections, in their order in a file.
+_FUTURE, _STDLIB, _THIRD, _LOCAL = range(4)
+
+
+def _section(module: str | None, relative: bool = False) -> int:
+    root = (module or "").split(".")[0]
+    if relative or not root:
+        return _LOCAL
+    if root == "__future__":
+        return _FUTURE
+    if root in sys.stdlib_module_names:
+        return _STDLIB
+    return _THIRD if root in _THIRD_PARTY else _LOCAL
+
+
+def _stmt_section(stmt: cst.BaseStatement) -> int:
+    """The section of an import statement (of the first import in a ``try:`` block)."""
+    while isinstance(stmt, cst.Try):
+        stmt = stmt.body.body[0]  # type: ignore[union-attr,assignment]
+    small = stmt.body[0]  # type: ignore[union-attr]
+    if isinstance(small, cst.ImportFrom):
+        return _section(dotted_name(small.module) if small.module else None, bool(small.relative))
+    assert isinstance(small, cst.Import)
+    return min(_section(dotted_name(a.name)) for a in small.names)
+
+
+def _blank(lines: Sequence[cst.EmptyLine]) -> bool:
+    return bool(lines) and lines[0].comment is None
+
+
 def add_imports(module: cst.Module, imports: list[AddImport]) -> cst.Module:
     """Add the imports that are not bound at module level yet (under any spelling of the same
-    binding, also inside ``try:``), once each, after the module's header: after its last
-    import or environment line (``os.environ["PYTORCH_..."] = ...`` must run before torch is
-    imported), never above them. The statement after them gets a blank line."""
+    binding, also inside ``try:``), once each, in the module's header and in isort's section
+    order (``__future__``, standard library, third party, the project's own): a standard-library
+    import right after the header's last one (before the first other import when there is none),
+    a third-party one after the last standard-library or known third-party import and after the
+    environment lines (``os.environ["PYTORCH_..."] = ...`` must run before torch is imported),
+    never above them. A new section is set off by a blank line; docstring and comments stay where
+    they are."""
     existing = module_level_imports(module)
-    new: list[cst.SimpleStatementLine] = []
+    groups: dict[int, list[cst.SimpleStatementLine]] = {}
     seen: set[AddImport] = set()
     for imp in imports:
         if imp in seen or any(_binds(e, imp) for e in existing):
@@ -210,15 +264,42 @@ def add_imports(module: cst.Module, imports: list[AddImport]) -> cst.Module:
             code = f"import {imp.module}" + (f" as {imp.asname}" if imp.asname else "")
         else:
             code = f"from {imp.module} import {imp.name}" + (f" as {imp.asname}" if imp.asname else "")
-        new.append(cst.parse_statement(code + "\n"))  # type: ignore[arg-type]
-    if not new:
-        return module
+        groups.setdefault(min(_section(imp.module), _THIRD), []).append(
+            cst.parse_statement(code + "\n"))  # type: ignore[arg-type]
     body = list(module.body)
-    at = _header_end(module)
-    if at < len(body) and not _is_import_stmt(body[at]) and \
-            not any(line.comment is None for line in body[at].leading_lines):
+    for section in sorted(groups, reverse=True):  # later positions first: earlier indexes stay valid
+        body = _insert_section(body, _header_end(module.with_changes(body=body)), section, groups[section])
+    return module.with_changes(body=body)
+
+
+def _insert_section(body: list[cst.BaseStatement], end: int, section: int,
+                    new: list[cst.SimpleStatementLine]) -> list[cst.BaseStatement]:
+    """``body`` with ``new`` (imports of one ``section``) in place within the header ``body[:end]``."""
+    header = [(i, _stmt_section(s)) for i, s in enumerate(body[:end]) if _is_import_stmt(s)]
+    after = [i for i, sec in header if sec <= section]
+    later = [i for i, sec in header if sec > section and sec != _FUTURE]
+    if section >= _THIRD:  # below the environment lines, which must run before torch is imported
+        after += [i for i, s in enumerate(body[:end]) if _is_env_setup(s)]
+    if after:
+        at = max(after) + 1
+        prev = body[at - 1]
+        if not _is_import_stmt(prev) or _stmt_section(prev) != section:
+            new = [new[0].with_changes(leading_lines=[cst.EmptyLine()]), *new[1:]]  # a new section
+    elif later:
+        at = later[0]  # the first import of a later section: take its place, before its comments
+        lines = list(body[at].leading_lines)
+        blanks = 0
+        while blanks < len(lines) and lines[blanks].comment is None:
+            blanks += 1
+        new = [new[0].with_changes(leading_lines=lines[:blanks]), *new[1:]]
+        body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(), *lines[blanks:]])
+        return [*body[:at], *new, *body[at:]]
+    else:
+        at = end
+    if at < len(body) and not _blank(body[at].leading_lines) and not _is_env_setup(body[at]) and \
+            not (_is_import_stmt(body[at]) and _stmt_section(body[at]) == section):
         body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(), *body[at].leading_lines])
-    return module.with_changes(body=[*body[:at], *new, *body[at:]])
+    return [*body[:at], *new, *body[at:]]
 
 
 # ---- module-level settings -----------------------------------------------------------------

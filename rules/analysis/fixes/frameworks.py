@@ -20,13 +20,14 @@ from ..facts.framework_config import (
     qualname_of, trains_with, visible,
 )
 from ..facts.frameworks import frameworks
+from ..facts.installed import installed_version
 from ..facts.program import IMPORTED_MODULE, is_script
 from ..syntax.calls import dotted_name, get_arg, literal_value
 from ..syntax.context import RuleContext
 from .dict_edits import set_value
 from .framework_blind import UNFUSED_ADAMW as _UNFUSED_ADAMW
 from .framework_blind import unseen_settings
-from .edits import module_setting_edit, set_or_add_kwarg, torch_import, torch_name
+from .edits import cuda_query, module_setting_edit, set_or_add_kwarg, torch_import, torch_name
 
 _LAUNCH = ("or let the launch configuration choose it (`accelerate launch --mixed_precision bf16`, "
            "the ACCELERATE_MIXED_PRECISION variable)")
@@ -79,7 +80,7 @@ def _hf_name(cfg: ConfigCall) -> str:
 # ---- GP301 precision --------------------------------------------------------------------------
 def precision(ctx: RuleContext) -> Iterator[Finding]:
     for cfg in hf_args(ctx):
-        if on_cpu(cfg) or cfg.trl and not cfg.sets("bf16"):  # TRL: bf16 unless fp16
+        if on_cpu(cfg, ctx) or cfg.trl and not cfg.sets("bf16"):  # TRL: bf16 unless fp16
             continue
         if cfg.value("bf16", False) is False and cfg.value("fp16", False) is False:
             yield Finding.of(cfg.call, f"{_hf_name(cfg)} trains in float32 (bf16 and fp16 off): tensor cores "
@@ -87,14 +88,14 @@ def precision(ctx: RuleContext) -> Iterator[Finding]:
                                        "with bfloat16", _hf_bf16_fix(ctx, cfg))
     for cfg in lightning_trainers(ctx):
         value = cfg.value("precision", None)
-        if not on_cpu(cfg) and (value is None or value in _FP32_LIGHTNING):
+        if not on_cpu(cfg, ctx) and (value is None or value in _FP32_LIGHTNING):
             yield _report(cfg, "the Lightning Trainer trains in float32 (precision "
                                f"{'unset: 32-true' if value is None else repr(value)}): tensor cores run "
                                "bfloat16 several times faster; pass precision=\"bf16-mixed\"",
                           "precision", '"bf16-mixed"')
     for cfg in visible(ctx, "fabric"):
         value = cfg.value("precision", None)
-        if not on_cpu(cfg) and (value is None or value in _FP32_LIGHTNING) and trains_with(ctx, cfg):
+        if not on_cpu(cfg, ctx) and (value is None or value in _FP32_LIGHTNING) and trains_with(ctx, cfg):
             yield _report(cfg, "Fabric trains in float32 (precision "
                                f"{'unset: 32-true' if value is None else repr(value)}): tensor cores run "
                                "bfloat16 several times faster; pass precision=\"bf16-mixed\" (Fabric then "
@@ -104,7 +105,7 @@ def precision(ctx: RuleContext) -> Iterator[Finding]:
     chosen = any(c.sets("mixed_precision") for c in framework_config(ctx).of("accelerate"))
     for cfg in accelerators(ctx):
         value = cfg.value("mixed_precision", None)
-        if on_cpu(cfg) or value not in (None, "no") or "ACCELERATE_MIXED_PRECISION" in ctx.source or \
+        if on_cpu(cfg, ctx) or value not in (None, "no") or "ACCELERATE_MIXED_PRECISION" in ctx.source or \
                 value is None and chosen or not trains_with(ctx, cfg):
             continue
         message = ("Accelerator() trains in float32 (mixed_precision "
@@ -117,9 +118,15 @@ def _hf_bf16_fix(ctx: RuleContext, cfg: ConfigCall) -> Fix | NoFix:
     """``bf16=torch.cuda.is_bf16_supported(including_emulation=False)``, not ``bf16=True``:
     TrainingArguments raises on ``bf16=True`` without a bfloat16 GPU (on a CPU unless
     ``use_cpu``), and emulated bfloat16 on an older GPU is slower than float32."""
-    value = f"{torch_name(ctx)}.cuda.is_bf16_supported(including_emulation=False)"
-    fix = set_keyword(cfg, "bf16", value, "set bf16 where the GPU has bfloat16")
-    return Fix(fix.description, (*fix.edits, *torch_import(ctx)), fix.safety) if isinstance(fix, Fix) else fix
+    return _cuda_keyword(cfg, "bf16", cuda_query(ctx, "is_bf16_supported(including_emulation=False)"),
+                         "set bf16 where the GPU has bfloat16")
+
+
+def _cuda_keyword(cfg: ConfigCall, name: str, query: tuple[str, tuple[Edit, ...]], description: str) -> Fix | NoFix:
+    """``name=<torch.cuda query>`` on the configuration call, with the import the query needs."""
+    value, imports = query
+    fix = set_keyword(cfg, name, value, description)
+    return Fix(fix.description, (*fix.edits, *imports), fix.safety) if isinstance(fix, Fix) else fix
 
 
 # ---- GP302 TF32 --------------------------------------------------------------------------------
@@ -137,7 +144,7 @@ def hf_tf32(ctx: RuleContext, node: cst.CSTNode | None, message: str) -> list[Fi
                                                    "parsed from the command line)", matmul_precision_fix(ctx))]
     # Not ``tf32=True``: TrainingArguments raises with it on a CPU or a GPU older than Ampere, so
     # such a rewrite would stop the script there; the Trainer leaves an unset tf32 alone.
-    found = [cfg for cfg in hf_args(ctx) if not on_cpu(cfg) and not cfg.sets("tf32")]
+    found = [cfg for cfg in hf_args(ctx) if not on_cpu(cfg, ctx) and not cfg.sets("tf32")]
     fix = matmul_precision_fix(ctx)
     return [Finding.of(cfg.call, f"{_hf_name(cfg)} leaves TF32 off (tf32 unset): float32 matmuls outside "
                                  "autocast keep tensor cores idle; set torch.set_float32_matmul_precision"
@@ -178,10 +185,12 @@ def compile_chosen(ctx: RuleContext) -> bool:
 
 def hf_compile(ctx: RuleContext) -> Iterator[Finding]:
     for cfg in hf_args(ctx):
-        if not on_cpu(cfg) and cfg.value("torch_compile", False) is False:
-            yield _report(cfg, f"{_hf_name(cfg)} runs the model eagerly (torch_compile off): every op is "
-                               "a separate kernel; pass torch_compile=True (--torch_compile)",
-                          "torch_compile", "True")
+        if not on_cpu(cfg, ctx) and cfg.value("torch_compile", False) is False:
+            # Not ``torch_compile=True``: on a CPU compiling costs more than it wins (a small
+            # Trainer run took 3x as long), so the fix compiles where CUDA is.
+            yield Finding.of(cfg.call, f"{_hf_name(cfg)} runs the model eagerly (torch_compile off): every op "
+                                       "is a separate kernel; pass torch_compile=True (--torch_compile) on a GPU",
+                             _cuda_keyword(cfg, "torch_compile", cuda_query(ctx), "compile the model where CUDA is"))
 
 
 def accelerate_compile_fix(ctx: RuleContext) -> Fix | None:
@@ -194,7 +203,8 @@ def accelerate_compile_fix(ctx: RuleContext) -> Fix | None:
 
 
 def lightning_compile_fix(ctx: RuleContext) -> Fix | None:
-    """``model.compile()`` before the statement ``trainer.fit(model, ...)``."""
+    """``if torch.cuda.is_available(): model.compile()`` before the statement ``trainer.fit(model, ...)``
+    (on a CPU compiling costs more than it wins)."""
     trainers = _trainer_names(ctx)
     for call in ctx.nodes(cst.Call):
         func = call.func
@@ -208,9 +218,10 @@ def lightning_compile_fix(ctx: RuleContext) -> Fix | None:
         stmt = ctx.statement_of(call)
         if arg is None or not isinstance(arg.value, cst.Name) or not isinstance(stmt, cst.SimpleStatementLine):
             return None
-        new = cst.parse_statement(f"{arg.value.value}.compile()\n")
-        return Fix(f"compile the model: {arg.value.value}.compile() before fit", (InsertBefore(stmt, (new,)),),
-                   "unsafe")
+        test, imports = cuda_query(ctx)
+        new = cst.parse_statement(f"if {test}:\n    {arg.value.value}.compile()\n")
+        return Fix(f"compile the model where CUDA is: {arg.value.value}.compile() before fit",
+                   (InsertBefore(stmt, (new,)), *imports), "unsafe")
     return None
 
 
@@ -241,7 +252,7 @@ def hf_loader(ctx: RuleContext, code: str) -> Iterator[Finding]:
                 finding = Finding(finding.node, finding.message, Fix(
                     finding.fix.description, (*finding.fix.edits, AddImport("os")), "unsafe"))
             yield finding
-        elif code == "GP202" and cfg.value("dataloader_pin_memory", True) is False and not on_cpu(cfg):
+        elif code == "GP202" and cfg.value("dataloader_pin_memory", True) is False and not on_cpu(cfg, ctx):
             yield _report(cfg, f"{name} turns pinned memory off (dataloader_pin_memory=False): every batch "
                                "is copied to the GPU from pageable memory", "dataloader_pin_memory", "True", "safe")
         elif code == "GP203" and _positive(cfg, "dataloader_num_workers") and \
@@ -297,16 +308,39 @@ def lightning_benchmark_fix(ctx: RuleContext) -> Fix | NoFix | None:
 def hf_optimizer(ctx: RuleContext) -> Iterator[Finding]:
     for cfg in hf_args(ctx):
         optim = cfg.value("optim", None)
-        if on_cpu(cfg):
+        if on_cpu(cfg, ctx):
             continue
         if optim is None:
-            yield _report(cfg, f"{_hf_name(cfg)} leaves optim unset: transformers up to 4.53 (and any "
-                               "release with torch < 2.8) use the unfused \"adamw_torch\", one kernel per "
-                               "parameter; pass optim=\"adamw_torch_fused\" (the default from 4.54 with "
-                               "torch >= 2.8)", "optim", '"adamw_torch_fused"')
+            finding = _unset_optim(ctx, cfg)
+            if finding is not None:
+                yield finding
         elif optim in _UNFUSED_ADAMW:
             yield _report(cfg, f"{_hf_name(cfg)}(optim={optim!r}) steps AdamW one kernel per parameter; pass "
                                "optim=\"adamw_torch_fused\"", "optim", '"adamw_torch_fused"')
+
+
+# transformers 4.54 (huggingface/transformers#37358) defaults optim to "adamw_torch_fused" with torch >= 2.8.
+_FUSED_DEFAULT = {"transformers": (4, 54), "torch": (2, 8)}
+_UNSET_OPTIM_UNKNOWN = ("leaves optim unset: transformers >= 4.54 with torch >= 2.8 default to the fused AdamW, "
+                        "older releases to the unfused \"adamw_torch\" (one kernel per parameter); with older ones "
+                        "pass optim=\"adamw_torch_fused\"")
+_VERSIONS_UNKNOWN = "transformers and torch are not both installed where gpuperf-rewrite runs, to tell which default applies"
+
+
+def _unset_optim(ctx: RuleContext, cfg: ConfigCall) -> Finding | None:
+    """``optim`` unset: nothing when the installed transformers and torch default to the fused
+    AdamW; a finding with the fix when they surely do not; a note (severity info, which the text
+    report prints once per run) when the versions are unknown here."""
+    installed = {p: installed_version(ctx, p) for p in _FUSED_DEFAULT}
+    if any(v is None for v in installed.values()):
+        return Finding(cfg.call, f"{_hf_name(cfg)} {_UNSET_OPTIM_UNKNOWN}", severity="info",
+                       no_fix_reason=_VERSIONS_UNKNOWN)
+    if all(installed[p] >= least for p, least in _FUSED_DEFAULT.items()):  # type: ignore[operator]
+        return None
+    versions = ", ".join(f"{p} {ctx.environment[p]}" for p in _FUSED_DEFAULT)
+    return _report(cfg, f"{_hf_name(cfg)} leaves optim unset: with the installed {versions} it defaults to the "
+                        "unfused \"adamw_torch\", one kernel per parameter; pass optim=\"adamw_torch_fused\" (the "
+                        "default from transformers 4.54 with torch >= 2.8)", "optim", '"adamw_torch_fused"')
 
 
 # ---- GP502 DDP bucket view ---------------------------------------------------------------------

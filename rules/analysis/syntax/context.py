@@ -42,6 +42,8 @@ class RuleContext(NameResolution):
         # this file writes it; empty when the file is checked alone.
         self.project: Mapping[str, Any] = project or {}
         self.options: Mapping[str, Any] = {}
+        # Installed package versions the linter read for the rules ({} = unknown; see lint/environment.py).
+        self.environment: Mapping[str, str] = {}
         self._parents, self._by_type, self._order = index(module)
         self._cache: dict[str, Any] = {}
         self._facts: dict[CodeType | Callable[..., Any], Any] = {}
