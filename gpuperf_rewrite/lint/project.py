@@ -146,14 +146,30 @@ def import_requests(source: str | bytes) -> Iterator[tuple[str, int, tuple[str, 
             yield node.module or "", node.level, tuple(a.name for a in node.names if a.name != "*")
 
 
+_IMPORTS_MEMO: dict[tuple[Path, Path], tuple[int, list[ImportedModule]]] = {}
+
+
 def imported_modules(importer: Path, root: Path, source: str | bytes | None = None) -> list[ImportedModule]:
     """The first-party modules ``importer`` imports directly, each once, in source order. For
-    ``from pkg import name`` both ``pkg`` and, when ``name`` is a submodule, ``pkg.name``."""
+    ``from pkg import name`` both ``pkg`` and, when ``name`` is a submodule, ``pkg.name``.
+    Remembered per content in the process (a folder lint asks again for every importer)."""
     if source is None:
         try:
             source = Path(importer).read_bytes()
         except OSError:
             return []
+    key, digest = (Path(os.path.abspath(importer)), Path(os.path.abspath(root))), hash(source)
+    memo = _IMPORTS_MEMO.get(key)
+    if memo is not None and memo[0] == digest:
+        return memo[1]
+    found = _imported_modules(importer, root, source)
+    if len(_IMPORTS_MEMO) >= 4 * MAX_MODULES:
+        _IMPORTS_MEMO.pop(next(iter(_IMPORTS_MEMO)))
+    _IMPORTS_MEMO[key] = (digest, found)
+    return found
+
+
+def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[ImportedModule]:
     out: dict[str, ImportedModule] = {}
     importer = Path(os.path.abspath(importer))
     for module, level, names in import_requests(source):
@@ -320,6 +336,8 @@ def _parsed(path: Path, data: bytes, sha: str) -> Any:
 def _compute_facts(path: Path, data: bytes, sha: str, children: dict[str, Any]) -> Any:
     """The module's facts (``rules``' ``module_facts``), read with the facts of its own imports;
     an unparsable module offers nothing (its import stays unresolved)."""
+    import libcst as cst
+
     from gpuperf_rewrite.lint.positions import node_spans
     from gpuperf_rewrite.rules._framework import ModuleFacts, RuleContext, module_facts
 
@@ -331,6 +349,9 @@ def _compute_facts(path: Path, data: bytes, sha: str, children: dict[str, Any]) 
     lines: dict[Any, int] = {}
 
     def line_of(node: Any) -> int:
+        if not lines:  # one code generation for every line the facts may ask for
+            wanted = [*ctx.nodes(cst.FunctionDef), *ctx.nodes(cst.Call)]
+            lines.update({n: span[0] for n, span in node_spans(module, wanted).items()})
         if node not in lines:
             lines.update({n: span[0] for n, span in node_spans(module, [node]).items()})
         return lines[node]
