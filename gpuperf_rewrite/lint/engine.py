@@ -20,7 +20,7 @@ from gpuperf_rewrite.lint.diagnostics import (ERROR_CODES, INTERNAL_ERROR, IO_ER
                                               Diagnostic, file_error, suppressed_findings, visible)
 from gpuperf_rewrite.lint.fixes import fix_allowed, fix_to_fixpoint
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse, syntax_gate
-from gpuperf_rewrite.lint.project import project_facts
+from gpuperf_rewrite.lint.project import parsed_before, project_facts, remember_parse
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
@@ -150,10 +150,13 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     if diag is not None:
         return result.failed(diag)
     try:
-        module = parse(data, path)
+        module = (parsed_before(fs_path, data) if fs_path else None) or parse(data, path)
     except ParseFailure as exc:
         return result.failed(exc.diag)
-    project = project_facts(fs_path, data, store=facts_store).modules if fs_path else {}
+    project: Mapping[str, Any] = {}
+    if fs_path:  # the user's modules it imports (issue 27); its own parse kept for their importers
+        remember_parse(fs_path, data, module, text)
+        project = project_facts(fs_path, data, store=facts_store).modules
     if mode != "none":
         allowed = set(fix_codes) if fix_codes is not None else None
 

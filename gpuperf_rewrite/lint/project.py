@@ -23,6 +23,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -132,18 +133,31 @@ def _written(module: str | None, level: int) -> str:
 
 
 def import_requests(source: str | bytes) -> Iterator[tuple[str, int, tuple[str, ...]]]:
-    """Every import in ``source``: ``(module, level, names)``; ``names`` are the names a
-    ``from`` import takes (empty for ``import x``). Nothing for a file that does not parse."""
+    """Every import statement in ``source``: ``(module, level, names)``; ``names`` are the names a
+    ``from`` import takes (empty for ``import x``). Nothing for a file that does not parse. Only
+    statements are visited (imports are statements, also inside functions, ``if`` and ``try``),
+    not the expressions that make most of a tree."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return
-    for node in ast.walk(tree):
+    stack: list[ast.AST] = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, 0, ()
         elif isinstance(node, ast.ImportFrom):
             yield node.module or "", node.level, tuple(a.name for a in node.names if a.name != "*")
+        else:
+            for field in _STATEMENT_FIELDS:
+                inner = getattr(node, field, None)
+                if isinstance(inner, list):
+                    stack.extend(reversed(inner))
+
+
+# The fields of a statement (or an except handler, a match case) that hold statements.
+_STATEMENT_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 _IMPORTS_MEMO: dict[tuple[Path, Path], tuple[int, list[ImportedModule]]] = {}
@@ -169,7 +183,27 @@ def imported_modules(importer: Path, root: Path, source: str | bytes | None = No
     return found
 
 
+_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)|import[ \t]+([^\n#;]+))", re.MULTILINE)
+
+
+def _may_import_first_party(importer: Path, root: Path, source: bytes) -> bool:
+    """A cheap look at the import lines before parsing: does one import relatively, or name a
+    top-level module that exists as a file or folder where it would be looked for? Most files
+    import only installed packages and need no parse at all."""
+    roots = search_roots(importer, root)
+    tops: set[str] = set()
+    for m in _IMPORT_LINE.finditer(source):
+        if m.group(1):
+            return True  # ``from . import x``
+        names = [m.group(2)] if m.group(3) is None else [n.split()[0] for n in m.group(3).split(b",") if n.split()]
+        tops.update(n.split(b".")[0].decode("ascii", "replace") for n in names if n)
+    return any(os.path.exists(os.path.join(folder, top)) or os.path.exists(os.path.join(folder, f"{top}.py"))
+               for top in tops if top.isidentifier() for folder in roots)
+
+
 def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[ImportedModule]:
+    if not _may_import_first_party(importer, root, source.encode() if isinstance(source, str) else source):
+        return []
     out: dict[str, ImportedModule] = {}
     importer = Path(os.path.abspath(importer))
     for module, level, names in import_requests(source):
@@ -216,9 +250,9 @@ def first_party_modules(entry: Path, root: Path | None = None, max_depth: int = 
 
 # ---- the facts the rules see -------------------------------------------------------------------
 # Per process: a repo lint reads and parses each module once (per worker), whichever files import
-# it. Keyed by the module's path and depth; checked against its content hash, so an edited module
-# is read again.
-_FACTS_MEMO: dict[tuple[Path, int], tuple[str, Any]] = {}
+# it. Keyed by the hash of the module's content and of its imports' facts (the depth it was
+# reached at matters only through those), so an edited module is read again.
+_FACTS_MEMO: dict[str, Any] = {}
 
 
 def _content(path: Path) -> tuple[bytes, str] | None:
@@ -298,23 +332,48 @@ def _module_facts(path: Path, root: Path, depth: int, on_way: frozenset[Path], s
                 children[imported.name] = sub[1]
                 child_keys.append(f"{imported.name}={sub[0]}")
     key = hashlib.sha256("\n".join([sha, *child_keys]).encode()).hexdigest()
-    memo = _FACTS_MEMO.get((path, depth))
-    if memo is not None and memo[0] == key:
-        return memo
-    facts = _load_facts(store, key)
-    if facts is None:
-        facts = _compute_facts(path, data, sha, children)
-        _store_facts(store, key, facts)
-    _FACTS_MEMO[(path, depth)] = (key, facts)
+    facts = _FACTS_MEMO.get(key)
+    if facts is not None:
+        if store is not None and not (store / key[:2] / f"{key[2:]}.json").exists():
+            _store_facts(store, key, facts)  # known to this process, not yet to this cache
+    else:
+        facts = _load_facts(store, key)
+        if facts is None:
+            facts = _compute_facts(path, data, sha, children)
+            _store_facts(store, key, facts)
+        if len(_FACTS_MEMO) >= 4 * MAX_MODULES:
+            _FACTS_MEMO.pop(next(iter(_FACTS_MEMO)))
+        _FACTS_MEMO[key] = facts
     return key, facts
 
 
 _PARSED: dict[Path, tuple[str, Any]] = {}  # path -> (content hash, (module, text) or None)
 
 
+def parsed_before(fs_path: str | Path, data: bytes) -> Any:
+    """The LibCST module of this very content of ``fs_path`` when this process parsed it already
+    (as an imported module's facts or as a checked file): a folder lint parses each file once."""
+    got = _PARSED.get(Path(os.path.abspath(fs_path)))
+    if got is not None and got[1] is not None and got[0] == hashlib.sha256(data).hexdigest():
+        return got[1][0]
+    return None
+
+
+def remember_parse(fs_path: str | Path, data: bytes, module: Any, text: str) -> None:
+    """Keep the engine's parse of a checked file for the files importing it."""
+    _keep(Path(os.path.abspath(fs_path)), hashlib.sha256(data).hexdigest(), (module, text))
+
+
+def _keep(path: Path, sha: str, parsed: Any) -> None:
+    if len(_PARSED) >= MAX_MODULES and path not in _PARSED:
+        _PARSED.pop(next(iter(_PARSED)))
+    _PARSED[path] = (sha, parsed)
+
+
 def _parsed(path: Path, data: bytes, sha: str) -> Any:
-    """The module parsed with LibCST, once per content per process (a folder lint asks for a
-    module's facts from every file importing it, at different depths); None when unparsable."""
+    """The module parsed with LibCST (from its bytes, as the engine parses a checked file), once
+    per content per process (a folder lint asks for a module's facts from every file importing
+    it, at different depths); None when unparsable."""
     got = _PARSED.get(path)
     if got is not None and got[0] == sha:
         return got[1]
@@ -323,13 +382,10 @@ def _parsed(path: Path, data: bytes, sha: str) -> Any:
     from gpuperf_rewrite.lint.sourceio import decode_source
 
     try:
-        text = decode_source(data)
-        parsed: Any = (cst.parse_module(text), text)
+        parsed: Any = (cst.parse_module(data), decode_source(data))
     except Exception:  # noqa: BLE001 - a module we cannot read offers no facts
         parsed = None
-    if len(_PARSED) >= MAX_MODULES:
-        _PARSED.pop(next(iter(_PARSED)))
-    _PARSED[path] = (sha, parsed)
+    _keep(path, sha, parsed)
     return parsed
 
 

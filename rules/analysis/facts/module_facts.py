@@ -40,9 +40,11 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
         workload |= imported.workload
     functions: dict[str, FunctionFacts] = {}
     models = _model_returning(ctx, ta)
-    for name, fn in _functions(ctx):
-        functions[name] = _function_facts(ctx, ta, fn, fn in models, line_of)
     classes = module_subclasses(ctx) - loss_classes(ctx)
+    for name, fn in _functions(ctx):
+        # A model's own methods (``forward``) run no training step: not walked for one.
+        in_model = "." in name and name.split(".", 1)[0] in classes
+        functions[name] = _function_facts(ctx, ta, fn, fn in models, line_of, in_model)
     return ModuleFacts(functions, frozenset(workload), frozenset(c for c in classes if "." not in c),
                        any(f.trains for f in functions.values()))
 
@@ -63,8 +65,27 @@ def _params(fn: cst.FunctionDef) -> tuple[str, ...]:
     return tuple(names[1:] if names and names[0] in ("self", "cls") else names)
 
 
-def _returns(fn: cst.FunctionDef) -> list[cst.BaseExpression]:
-    return [n.value for n in walk(fn.body) if isinstance(n, cst.Return) and n.value is not None]
+def _shapes(ctx: RuleContext) -> dict[cst.FunctionDef, tuple[list[cst.BaseExpression], bool]]:
+    return {}
+
+
+def _shape(ctx: RuleContext, fn: cst.FunctionDef) -> tuple[list[cst.BaseExpression], bool]:
+    """What ``fn`` returns, and whether it yields: one walk of its body (nested functions not
+    entered), once per function of the module (a per-file fact)."""
+    memo = ctx.fact(_shapes)
+    got = memo.get(fn)
+    if got is None:
+        returns, yields = [], False
+        for n in walk(fn.body):
+            if isinstance(n, cst.Return) and n.value is not None:
+                returns.append(n.value)
+            yields = yields or isinstance(n, cst.Yield)
+        got = memo[fn] = (returns, yields)
+    return got
+
+
+def _returns(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.BaseExpression]:
+    return _shape(ctx, fn)[0]
 
 
 def _assigned(fn: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
@@ -92,7 +113,7 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> set[cst.Function
         for fn in fns.values():
             if fn in found:
                 continue
-            for value in (v for r in _returns(fn) for v in _values(fn, r)):
+            for value in (v for r in _returns(ctx, fn) for v in _values(fn, r)):
                 call = strip_chain(value)
                 if not isinstance(call, cst.Call):
                     continue
@@ -110,14 +131,14 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> set[cst.Function
 
 
 def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, returns_model: bool,
-                    line_of: LineOf) -> FunctionFacts:
+                    line_of: LineOf, in_model: bool = False) -> FunctionFacts:
     params = _params(fn)
     trains = zeroes = autocast = False
     # What the module's text cannot hold is not looked for (most helpers train nothing).
     src, imported_any = ctx.source, bool(ctx.project)
-    look_train = imported_any or "backward" in src or "step" in src or "loss" in src
-    look_zero = imported_any or "grad" in src
-    look_autocast = imported_any or "autocast" in src
+    look_train = not in_model and (imported_any or "backward" in src or "step" in src or "loss" in src)
+    look_zero = not in_model and (imported_any or "grad" in src)
+    look_autocast = not in_model and (imported_any or "autocast" in src)
     if look_train or look_zero or look_autocast:
         for node in walk_with_callees(ta, fn.body):
             if look_train and not trains:
@@ -132,7 +153,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
                     trains = trains or imported.facts.trains
                     zeroes = zeroes or imported.facts.zeroes_grads
                     autocast = autocast or imported.facts.autocast
-    returns = [v for r in _returns(fn) for v in _values(fn, r)]
+    returns = [v for r in _returns(ctx, fn) for v in _values(fn, r)]
     built = [c for c in (strip_chain(v) for v in returns) if isinstance(c, cst.Call)]
     optimizer = next((c for c in built if ctx.matches(c.func, OPTIMIZERS)
                       and not ctx.matches(c.func, LR_SCHEDULERS)), None)
@@ -154,8 +175,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         unfused_optimizer_line=unfused,
         builds_loader=any(ta.is_dataloader(v) for v in returns) or
         any(ctx.matches(c.func, DATALOADERS) for c in built),
-        yields_batches=_yields_batches(fn),
-        line=line_of(fn),
+        yields_batches=_yields_batches(ctx, fn),
     )
 
 
@@ -213,8 +233,7 @@ def _roles(ta: TrainingAnalysis, fn: cst.FunctionDef, params: tuple[str, ...]) -
     return tuple(out)
 
 
-def _yields_batches(fn: cst.FunctionDef) -> bool:
+def _yields_batches(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
     """A generator, or a method named like ``next_batch`` that returns something."""
-    if any(isinstance(n, cst.Yield) for n in walk(fn.body)):
-        return True
-    return bool(_BATCH_METHOD.match(fn.name.value)) and bool(_returns(fn))
+    returns, yields = _shape(ctx, fn)
+    return yields or bool(_BATCH_METHOD.match(fn.name.value)) and bool(returns)
