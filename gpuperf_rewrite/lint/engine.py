@@ -20,7 +20,7 @@ from gpuperf_rewrite.lint.diagnostics import (ERROR_CODES, INTERNAL_ERROR, IO_ER
                                               Diagnostic, file_error, suppressed_findings, visible)
 from gpuperf_rewrite.lint.fixes import fix_allowed, fix_to_fixpoint
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse, syntax_gate
-from gpuperf_rewrite.lint.project import parsed_before, project_facts, remember_parse
+from gpuperf_rewrite.lint.project import is_first_party, parsed_before, project_facts, remember_parse
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
@@ -154,7 +154,9 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     except ParseFailure as exc:
         return result.failed(exc.diag)
     project: Mapping[str, Any] = {}
-    if fs_path:  # the user's modules it imports (issue 27); its own parse kept for their importers
+    if fs_path and is_first_party(fs_path)[0]:
+        # The user's modules it imports (issue 27); its own parse kept for its importers. Never
+        # for installed code: kept trees cost every later garbage collection.
         remember_parse(fs_path, data, module, text)
         project = project_facts(fs_path, data, store=facts_store).modules
     if mode != "none":

@@ -348,6 +348,9 @@ def _module_facts(path: Path, root: Path, depth: int, on_way: frozenset[Path], s
 
 
 _PARSED: dict[Path, tuple[str, Any]] = {}  # path -> (content hash, (module, text) or None)
+# Few: a folder lint meets a module and its importers close together (sorted paths), and every
+# tree kept alive costs each later garbage collection a walk over its nodes.
+_KEEP_PARSED = 16
 
 
 def parsed_before(fs_path: str | Path, data: bytes) -> Any:
@@ -365,7 +368,7 @@ def remember_parse(fs_path: str | Path, data: bytes, module: Any, text: str) -> 
 
 
 def _keep(path: Path, sha: str, parsed: Any) -> None:
-    if len(_PARSED) >= MAX_MODULES and path not in _PARSED:
+    if len(_PARSED) >= _KEEP_PARSED and path not in _PARSED:
         _PARSED.pop(next(iter(_PARSED)))
     _PARSED[path] = (sha, parsed)
 
