@@ -253,6 +253,7 @@ def first_party_modules(entry: Path, root: Path | None = None, max_depth: int = 
 # it. Keyed by the hash of the module's content and of its imports' facts (the depth it was
 # reached at matters only through those), so an edited module is read again.
 _FACTS_MEMO: dict[str, Any] = {}
+_CONTEXTS: dict[str, Any] = {}  # content key -> a checked file's RuleContext (``remember_facts``)
 
 
 def _content(path: Path) -> tuple[bytes, str] | None:
@@ -279,6 +280,7 @@ class ProjectFacts:
     modules: dict[str, Any]
     key: str
     used: list[Path]
+    child_keys: list[str] = dataclasses.field(default_factory=list)  # ``name=key`` per import
 
 
 def project_facts(fs_path: str | Path, data: bytes, max_depth: int = MAX_DEPTH,
@@ -303,7 +305,20 @@ def project_facts(fs_path: str | Path, data: bytes, max_depth: int = MAX_DEPTH,
             key, facts = got
             modules[imported.name] = dataclasses.replace(facts, path=_shown(imported.path, path))
             keys.append(f"{imported.name}={key}")
-    return ProjectFacts(modules, hashlib.sha256("\n".join(keys).encode()).hexdigest() if keys else "", used)
+    return ProjectFacts(modules, hashlib.sha256("\n".join(keys).encode()).hexdigest() if keys else "", used,
+                        keys)
+
+
+def remember_facts(fs_path: str | Path, data: bytes, imports: ProjectFacts, ctx: Any) -> None:
+    """Keep the context the rules just used on a checked file (its parse, index and training
+    analysis built): a file of the same run importing it reads its facts off that context, by
+    the same content key, instead of analysing it again. Only the last few are kept."""
+    key = hashlib.sha256("\n".join([hashlib.sha256(data).hexdigest(), *imports.child_keys]).encode()).hexdigest()
+    if key in _FACTS_MEMO:
+        return
+    if len(_CONTEXTS) >= _KEEP_PARSED:
+        _CONTEXTS.pop(next(iter(_CONTEXTS)))
+    _CONTEXTS[key] = ctx
 
 
 def _shown(module: Path, importer: Path) -> str:
@@ -339,12 +354,17 @@ def _module_facts(path: Path, root: Path, depth: int, on_way: frozenset[Path], s
     else:
         facts = _load_facts(store, key)
         if facts is None:
-            facts = _compute_facts(path, data, sha, children)
+            checked = _CONTEXTS.pop(key, None)
+            facts = _facts_of(checked) if checked is not None else _compute_facts(path, data, sha, children)
             _store_facts(store, key, facts)
-        if len(_FACTS_MEMO) >= 4 * MAX_MODULES:
-            _FACTS_MEMO.pop(next(iter(_FACTS_MEMO)))
-        _FACTS_MEMO[key] = facts
+        _memo_facts(key, facts)
     return key, facts
+
+
+def _memo_facts(key: str, facts: Any) -> None:
+    if len(_FACTS_MEMO) >= 4 * MAX_MODULES:
+        _FACTS_MEMO.pop(next(iter(_FACTS_MEMO)))
+    _FACTS_MEMO[key] = facts
 
 
 _PARSED: dict[Path, tuple[str, Any]] = {}  # path -> (content hash, (module, text) or None)
@@ -395,30 +415,41 @@ def _parsed(path: Path, data: bytes, sha: str) -> Any:
 def _compute_facts(path: Path, data: bytes, sha: str, children: dict[str, Any]) -> Any:
     """The module's facts (``rules``' ``module_facts``), read with the facts of its own imports;
     an unparsable module offers nothing (its import stays unresolved)."""
-    import libcst as cst
-
-    from gpuperf_rewrite.lint.positions import node_spans
-    from gpuperf_rewrite.rules._framework import ModuleFacts, RuleContext, module_facts
+    from gpuperf_rewrite.rules._framework import ModuleFacts, RuleContext
 
     parsed = _parsed(path, data, sha)
     if parsed is None:
         return ModuleFacts()
     module, text = parsed
-    ctx = RuleContext(module, text, str(path), project=children)
+    return _facts_of(RuleContext(module, text, str(path), project=children))
+
+
+def _facts_of(ctx: Any) -> Any:
+    from gpuperf_rewrite.rules._framework import ModuleFacts, module_facts
+
+    try:
+        return module_facts(ctx, _line_finder(ctx))
+    except Exception:  # noqa: BLE001 - (RecursionError too) a module the analysis cannot read
+        return ModuleFacts()  # offers nothing: the checked file is checked as if it were alone
+
+
+def _line_finder(ctx: Any) -> Any:
+    """A node's line in ``ctx``'s module: one code generation for every line the facts may ask."""
+    import libcst as cst
+
+    from gpuperf_rewrite.lint.positions import node_spans
+
     lines: dict[Any, int] = {}
 
     def line_of(node: Any) -> int:
-        if not lines:  # one code generation for every line the facts may ask for
+        if not lines:
             wanted = [*ctx.nodes(cst.FunctionDef), *ctx.nodes(cst.Call)]
-            lines.update({n: span[0] for n, span in node_spans(module, wanted).items()})
+            lines.update({n: span[0] for n, span in node_spans(ctx.module, wanted).items()})
         if node not in lines:
-            lines.update({n: span[0] for n, span in node_spans(module, [node]).items()})
+            lines.update({n: span[0] for n, span in node_spans(ctx.module, [node]).items()})
         return lines[node]
 
-    try:
-        return module_facts(ctx, line_of)
-    except Exception:  # noqa: BLE001 - (RecursionError too) a module the analysis cannot read
-        return ModuleFacts()  # offers nothing: the checked file is checked as if it were alone
+    return line_of
 
 
 def _load_facts(store: Path | None, key: str) -> Any:
