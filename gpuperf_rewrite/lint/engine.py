@@ -21,7 +21,8 @@ from gpuperf_rewrite.lint.diagnostics import (ERROR_CODES, INTERNAL_ERROR, IO_ER
                                               Diagnostic, file_error, suppressed_findings, visible)
 from gpuperf_rewrite.lint.fixes import fix_allowed, fix_to_fixpoint
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse, syntax_gate
-from gpuperf_rewrite.lint.project import project_facts
+from gpuperf_rewrite.lint.project import is_first_party
+from gpuperf_rewrite.lint.project_facts import parsed_before, project_facts, remember_facts, remember_parse
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
@@ -151,11 +152,17 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     if diag is not None:
         return result.failed(diag)
     try:
-        module = parse(data, path)
+        module = (parsed_before(fs_path, data) if fs_path else None) or parse(data, path)
     except ParseFailure as exc:
         return result.failed(exc.diag)
     fix_crashes: dict[str, Diagnostic] = {}  # rule code -> its first crash while fixes were computed
-    project = project_facts(fs_path, data, store=facts_store).modules if fs_path else {}
+    imports = None
+    if fs_path and is_first_party(fs_path)[0]:
+        # The user's modules it imports (issue 27); its own parse kept for its importers. Never
+        # for installed code: kept trees cost every later garbage collection.
+        remember_parse(fs_path, data, module, text)
+        imports = project_facts(fs_path, data, store=facts_store)
+    project: Mapping[str, Any] = imports.modules if imports is not None else {}
     if mode != "none":
         allowed = set(fix_codes) if fix_codes is not None else None
 
@@ -174,8 +181,10 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         result.applied, result.warnings = outcome.applied, outcome.warnings
         if outcome.data != data:
             result.fixed = outcome.data
-    _, found, crashes = run_rules(module, text, path, rules, ruleset, project=project)
+    ctx, found, crashes = run_rules(module, text, path, rules, ruleset, project=project)
     result.diagnostics = visible(module, text, path, found)
+    if imports is not None and fs_path and result.fixed is None and not crashes:  # the context is of ``data``
+        remember_facts(fs_path, data, imports, ctx)
     # A rule that raised only on a version of the file its fixes passed through is reported too.
     crashes = {**fix_crashes, **crashes}
     if crashes:

@@ -23,6 +23,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +31,7 @@ from typing import Any
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 # Folders that hold installed code or tool state, never the user's modules.
-_NOT_FIRST_PARTY = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox",
+NOT_FIRST_PARTY = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox",
                               "node_modules", "__pycache__", ".git", ".eggs", "build", "dist"})
 MAX_DEPTH = 3
 MAX_MODULES = 64  # a project's import graph is cut here: start-up stays bounded on a large repo
@@ -52,7 +53,7 @@ def _inside(path: Path, root: Path) -> bool:
         rel = path.relative_to(root)
     except ValueError:
         return False
-    return not any(part in _NOT_FIRST_PARTY for part in rel.parts[:-1])
+    return not any(part in NOT_FIRST_PARTY for part in rel.parts[:-1])
 
 
 def search_roots(importer: Path, root: Path) -> list[Path]:
@@ -132,28 +133,77 @@ def _written(module: str | None, level: int) -> str:
 
 
 def import_requests(source: str | bytes) -> Iterator[tuple[str, int, tuple[str, ...]]]:
-    """Every import in ``source``: ``(module, level, names)``; ``names`` are the names a
-    ``from`` import takes (empty for ``import x``). Nothing for a file that does not parse."""
+    """Every import statement in ``source``: ``(module, level, names)``; ``names`` are the names a
+    ``from`` import takes (empty for ``import x``). Nothing for a file that does not parse. Only
+    statements are visited (imports are statements, also inside functions, ``if`` and ``try``),
+    not the expressions that make most of a tree."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return
-    for node in ast.walk(tree):
+    stack: list[ast.AST] = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, 0, ()
         elif isinstance(node, ast.ImportFrom):
             yield node.module or "", node.level, tuple(a.name for a in node.names if a.name != "*")
+        else:
+            for field in _STATEMENT_FIELDS:
+                inner = getattr(node, field, None)
+                if isinstance(inner, list):
+                    stack.extend(reversed(inner))
+
+
+# The fields of a statement (or an except handler, a match case) that hold statements.
+_STATEMENT_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+_IMPORTS_MEMO: dict[tuple[Path, Path], tuple[int, list[ImportedModule]]] = {}
 
 
 def imported_modules(importer: Path, root: Path, source: str | bytes | None = None) -> list[ImportedModule]:
     """The first-party modules ``importer`` imports directly, each once, in source order. For
-    ``from pkg import name`` both ``pkg`` and, when ``name`` is a submodule, ``pkg.name``."""
+    ``from pkg import name`` both ``pkg`` and, when ``name`` is a submodule, ``pkg.name``.
+    Remembered per content in the process (a folder lint asks again for every importer)."""
     if source is None:
         try:
             source = Path(importer).read_bytes()
         except OSError:
             return []
+    key, digest = (Path(os.path.abspath(importer)), Path(os.path.abspath(root))), hash(source)
+    memo = _IMPORTS_MEMO.get(key)
+    if memo is not None and memo[0] == digest:
+        return memo[1]
+    found = _imported_modules(importer, root, source)
+    if len(_IMPORTS_MEMO) >= 4 * MAX_MODULES:
+        _IMPORTS_MEMO.pop(next(iter(_IMPORTS_MEMO)))
+    _IMPORTS_MEMO[key] = (digest, found)
+    return found
+
+
+_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)|import[ \t]+([^\n#;]+))", re.MULTILINE)
+
+
+def _may_import_first_party(importer: Path, root: Path, source: bytes) -> bool:
+    """A cheap look at the import lines before parsing: does one import relatively, or name a
+    top-level module that exists as a file or folder where it would be looked for? Most files
+    import only installed packages and need no parse at all."""
+    roots = search_roots(importer, root)
+    tops: set[str] = set()
+    for m in _IMPORT_LINE.finditer(source):
+        if m.group(1):
+            return True  # ``from . import x``
+        names = [m.group(2)] if m.group(3) is None else [n.split()[0] for n in m.group(3).split(b",") if n.split()]
+        tops.update(n.split(b".")[0].decode("ascii", "replace") for n in names if n)
+    return any(os.path.exists(os.path.join(folder, top)) or os.path.exists(os.path.join(folder, f"{top}.py"))
+               for top in tops if top.isidentifier() for folder in roots)
+
+
+def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[ImportedModule]:
+    if not _may_import_first_party(importer, root, source.encode() if isinstance(source, str) else source):
+        return []
     out: dict[str, ImportedModule] = {}
     importer = Path(os.path.abspath(importer))
     for module, level, names in import_requests(source):
@@ -198,14 +248,7 @@ def first_party_modules(entry: Path, root: Path | None = None, max_depth: int = 
 
 
 
-# ---- the facts the rules see -------------------------------------------------------------------
-# Per process: a repo lint reads and parses each module once (per worker), whichever files import
-# it. Keyed by the module's path and depth; checked against its content hash, so an edited module
-# is read again.
-_FACTS_MEMO: dict[tuple[Path, int], tuple[str, Any]] = {}
-
-
-def _content(path: Path) -> tuple[bytes, str] | None:
+def content_of(path: Path) -> tuple[bytes, str] | None:
     try:
         data = path.read_bytes()
     except OSError:
@@ -218,154 +261,6 @@ def is_first_party(path: Path) -> tuple[bool, Path]:
     path = Path(os.path.abspath(path))
     root = find_project_root(path)
     return _inside(path, root), root
-
-
-@dataclasses.dataclass
-class ProjectFacts:
-    """What the rules see of a checked file's first-party imports: ``modules`` (ModuleFacts by
-    the module's name as the file writes it) and ``key``, a hash of every module content those
-    facts were computed from (the lint cache keys a result on it)."""
-
-    modules: dict[str, Any]
-    key: str
-    used: list[Path]
-
-
-def project_facts(fs_path: str | Path, data: bytes, max_depth: int = MAX_DEPTH,
-                  store: Path | None = None) -> ProjectFacts:
-    """The facts of the first-party modules the file at ``fs_path`` (content ``data``) imports,
-    each computed with the facts of its own imports, ``max_depth`` imports deep; cycles end at a
-    module already on the way. Nothing (and key "") for a file outside the user's code or one
-    importing none of its modules. ``store``: a folder where facts are kept by content hash
-    across runs (the lint cache)."""
-    path = Path(os.path.abspath(fs_path))
-    first_party, root = is_first_party(path)
-    if not first_party:
-        return ProjectFacts({}, "", [])
-    modules: dict[str, Any] = {}
-    keys: list[str] = []
-    used: list[Path] = []
-    for imported in imported_modules(path, root, data):
-        if imported.path == path:
-            continue
-        got = _module_facts(imported.path, root, max_depth - 1, frozenset({path}), store, used)
-        if got is not None:
-            key, facts = got
-            modules[imported.name] = dataclasses.replace(facts, path=_shown(imported.path, path))
-            keys.append(f"{imported.name}={key}")
-    return ProjectFacts(modules, hashlib.sha256("\n".join(keys).encode()).hexdigest() if keys else "", used)
-
-
-def _shown(module: Path, importer: Path) -> str:
-    """The module's path as a message shows it: relative to the importer's folder when below it."""
-    try:
-        return module.relative_to(importer.parent).as_posix()
-    except ValueError:
-        return os.path.relpath(module, importer.parent).replace(os.sep, "/")
-
-
-def _module_facts(path: Path, root: Path, depth: int, on_way: frozenset[Path], store: Path | None,
-                  used: list[Path]) -> tuple[str, Any] | None:
-    got = _content(path)
-    if got is None:
-        return None
-    data, sha = got
-    used.append(path)
-    child_keys: list[str] = []
-    children: dict[str, Any] = {}
-    if depth > 0:
-        for imported in imported_modules(path, root, data):
-            if imported.path in on_way or imported.path == path:
-                continue  # an import cycle: the module already on the way is not read again
-            sub = _module_facts(imported.path, root, depth - 1, on_way | {path}, store, used)
-            if sub is not None:
-                children[imported.name] = sub[1]
-                child_keys.append(f"{imported.name}={sub[0]}")
-    key = hashlib.sha256("\n".join([sha, *child_keys]).encode()).hexdigest()
-    memo = _FACTS_MEMO.get((path, depth))
-    if memo is not None and memo[0] == key:
-        return memo
-    facts = _load_facts(store, key)
-    if facts is None:
-        facts = _compute_facts(path, data, sha, children)
-        _store_facts(store, key, facts)
-    _FACTS_MEMO[(path, depth)] = (key, facts)
-    return key, facts
-
-
-_PARSED: dict[Path, tuple[str, Any]] = {}  # path -> (content hash, (module, text) or None)
-
-
-def _parsed(path: Path, data: bytes, sha: str) -> Any:
-    """The module parsed with LibCST, once per content per process (a folder lint asks for a
-    module's facts from every file importing it, at different depths); None when unparsable."""
-    got = _PARSED.get(path)
-    if got is not None and got[0] == sha:
-        return got[1]
-    import libcst as cst
-
-    from gpuperf_rewrite.lint.sourceio import decode_source
-
-    try:
-        text = decode_source(data)
-        parsed: Any = (cst.parse_module(text), text)
-    except Exception:  # noqa: BLE001 - a module we cannot read offers no facts
-        parsed = None
-    if len(_PARSED) >= MAX_MODULES:
-        _PARSED.pop(next(iter(_PARSED)))
-    _PARSED[path] = (sha, parsed)
-    return parsed
-
-
-def _compute_facts(path: Path, data: bytes, sha: str, children: dict[str, Any]) -> Any:
-    """The module's facts (``rules``' ``module_facts``), read with the facts of its own imports;
-    an unparsable module offers nothing (its import stays unresolved)."""
-    from gpuperf_rewrite.lint.positions import node_spans
-    from gpuperf_rewrite.rules._framework import ModuleFacts, RuleContext, module_facts
-
-    parsed = _parsed(path, data, sha)
-    if parsed is None:
-        return ModuleFacts()
-    module, text = parsed
-    ctx = RuleContext(module, text, str(path), project=children)
-    lines: dict[Any, int] = {}
-
-    def line_of(node: Any) -> int:
-        if node not in lines:
-            lines.update({n: span[0] for n, span in node_spans(module, [node]).items()})
-        return lines[node]
-
-    try:
-        return module_facts(ctx, line_of)
-    except Exception:  # noqa: BLE001 - (RecursionError too) a module the analysis cannot read
-        return ModuleFacts()  # offers nothing: the checked file is checked as if it were alone
-
-
-def _load_facts(store: Path | None, key: str) -> Any:
-    if store is None:
-        return None
-    try:
-        doc = json.loads((store / key[:2] / f"{key[2:]}.json").read_bytes())
-    except (OSError, ValueError):
-        return None
-    from gpuperf_rewrite.rules._framework import ModuleFacts
-
-    try:
-        return ModuleFacts.from_json(doc)
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
-def _store_facts(store: Path | None, key: str, facts: Any) -> None:
-    if store is None:
-        return
-    import contextlib
-
-    from gpuperf_rewrite.lint.cache import write_atomic
-
-    with contextlib.suppress(OSError):
-        (store / key[:2]).mkdir(parents=True, exist_ok=True)
-        write_atomic(store / key[:2] / f"{key[2:]}.json", json.dumps(facts.to_json()).encode())
 
 
 def dependency_key(fs_path: str | Path, data: bytes, max_depth: int = MAX_DEPTH) -> str:
@@ -387,7 +282,7 @@ def dependency_key(fs_path: str | Path, data: bytes, max_depth: int = MAX_DEPTH)
             if imported.path in seen:
                 continue
             seen.add(imported.path)
-            got = _content(imported.path)
+            got = content_of(imported.path)
             if got is None:
                 continue
             parts.append(f"{imported.path}={got[1]}")

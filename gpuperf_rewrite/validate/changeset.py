@@ -275,10 +275,10 @@ def other_entry_points(entry: Path, modules: Sequence[Path], root: Path) -> tupl
 
 
 def _python_files(root: Path) -> Iterator[Path]:
-    from gpuperf_rewrite.lint.project import _NOT_FIRST_PARTY  # the same folders the resolver skips
+    from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY  # the same folders the resolver skips
 
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in _NOT_FIRST_PARTY and not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if d not in NOT_FIRST_PARTY and not d.startswith("."))
         for name in sorted(files):
             if name.endswith(".py"):
                 yield Path(folder) / name

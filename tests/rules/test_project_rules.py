@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_rewrite.lint import project as project_mod
+from gpuperf_rewrite.lint import project_facts as project_mod
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.lint.registry import all_rules
 from tests.helpers.rule_cases import diagnostic_lines, unified

@@ -18,7 +18,7 @@ from ..syntax.calls import dotted_name, get_arg, method_call
 from ..syntax.context import RuleContext
 from ..syntax.project import (CONV, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, FunctionFacts, ModuleFacts,
                               project_function)
-from ..syntax.torch_names import AUTOCAST, FUSABLE, LR_SCHEDULERS, OPTIMIZERS
+from ..syntax.torch_names import AUTOCAST, DATALOADERS, FUSABLE, LR_SCHEDULERS, OPTIMIZERS
 from ..syntax.tree import walk
 from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
 from .script_facts import first_use_of
@@ -40,9 +40,11 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
         workload |= imported.workload
     functions: dict[str, FunctionFacts] = {}
     models = _model_returning(ctx, ta)
-    for name, fn in _functions(ctx):
-        functions[name] = _function_facts(ctx, ta, fn, fn in models, line_of)
     classes = module_subclasses(ctx) - loss_classes(ctx)
+    for name, fn in _functions(ctx):
+        # A model's own methods (``forward``) run no training step: not walked for one.
+        in_model = "." in name and name.split(".", 1)[0] in classes
+        functions[name] = _function_facts(ctx, ta, fn, fn in models, line_of, in_model)
     return ModuleFacts(functions, frozenset(workload), frozenset(c for c in classes if "." not in c),
                        any(f.trains for f in functions.values()))
 
@@ -63,8 +65,27 @@ def _params(fn: cst.FunctionDef) -> tuple[str, ...]:
     return tuple(names[1:] if names and names[0] in ("self", "cls") else names)
 
 
-def _returns(fn: cst.FunctionDef) -> list[cst.BaseExpression]:
-    return [n.value for n in walk(fn.body) if isinstance(n, cst.Return) and n.value is not None]
+def _shapes(ctx: RuleContext) -> dict[cst.FunctionDef, tuple[list[cst.BaseExpression], bool]]:
+    return {}
+
+
+def _shape(ctx: RuleContext, fn: cst.FunctionDef) -> tuple[list[cst.BaseExpression], bool]:
+    """What ``fn`` returns, and whether it yields: one walk of its body (nested functions not
+    entered), once per function of the module (a per-file fact)."""
+    memo = ctx.fact(_shapes)
+    got = memo.get(fn)
+    if got is None:
+        returns, yields = [], False
+        for n in walk(fn.body):
+            if isinstance(n, cst.Return) and n.value is not None:
+                returns.append(n.value)
+            yields = yields or isinstance(n, cst.Yield)
+        got = memo[fn] = (returns, yields)
+    return got
+
+
+def _returns(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.BaseExpression]:
+    return _shape(ctx, fn)[0]
 
 
 def _assigned(fn: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
@@ -92,7 +113,7 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> set[cst.Function
         for fn in fns.values():
             if fn in found:
                 continue
-            for value in (v for r in _returns(fn) for v in _values(fn, r)):
+            for value in (v for r in _returns(ctx, fn) for v in _values(fn, r)):
                 call = strip_chain(value)
                 if not isinstance(call, cst.Call):
                     continue
@@ -110,44 +131,51 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> set[cst.Function
 
 
 def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, returns_model: bool,
-                    line_of: LineOf) -> FunctionFacts:
+                    line_of: LineOf, in_model: bool = False) -> FunctionFacts:
     params = _params(fn)
     trains = zeroes = autocast = False
+    # What the module's text cannot hold is not looked for (most helpers train nothing).
+    src, imported_any = ctx.source, bool(ctx.project)
+    look_train = not in_model and (imported_any or "backward" in src or "step" in src or "loss" in src)
+    look_zero = not in_model and (imported_any or "grad" in src)
+    look_autocast = not in_model and (imported_any or "autocast" in src)
+    if look_train or look_zero or look_autocast:
+        for node in walk_with_callees(ta, fn.body):
+            if look_train and not trains:
+                trains = ta.is_backward_call(node) or ta.is_optimizer_step(node)
+            if look_zero and not zeroes:
+                zeroes = zeroes_grads(node)
+            if isinstance(node, cst.Call):
+                if look_autocast and not autocast:
+                    autocast = ctx.matches(node.func, AUTOCAST)
+                imported = project_function(ctx, node) if imported_any else None  # the user's other modules
+                if imported is not None:
+                    trains = trains or imported.facts.trains
+                    zeroes = zeroes or imported.facts.zeroes_grads
+                    autocast = autocast or imported.facts.autocast
+    returns = [v for r in _returns(ctx, fn) for v in _values(fn, r)]
+    built = [c for c in (strip_chain(v) for v in returns) if isinstance(c, cst.Call)]
+    optimizer = next((c for c in built if ctx.matches(c.func, OPTIMIZERS)
+                      and not ctx.matches(c.func, LR_SCHEDULERS)), None)
     unfused: int | None = None
-    for node in walk_with_callees(ta, fn.body):
-        trains = trains or ta.is_backward_call(node) or ta.is_optimizer_step(node)
-        zeroes = zeroes or zeroes_grads(node)
-        if isinstance(node, cst.Call):
-            autocast = autocast or ctx.matches(node.func, AUTOCAST)
-            imported = project_function(ctx, node)  # a helper of the user's other modules
-            if imported is not None:
-                trains = trains or imported.facts.trains
-                zeroes = zeroes or imported.facts.zeroes_grads
-                autocast = autocast or imported.facts.autocast
-    returns = [v for r in _returns(fn) for v in _values(fn, r)]
-    optimizer = next((strip_chain(v) for v in returns if isinstance(strip_chain(v), cst.Call)
-                      and ctx.matches(strip_chain(v).func, OPTIMIZERS)  # type: ignore[union-attr]
-                      and not ctx.matches(strip_chain(v).func, LR_SCHEDULERS)), None)  # type: ignore[union-attr]
-    for call in (n for n in walk(fn.body) if isinstance(n, cst.Call)):
-        if ctx.matches(call.func, FUSABLE) and get_arg(call, "fused") is None and get_arg(call, "foreach") is None \
-                and not any(a.star for a in call.args):
-            unfused = line_of(call)
-    params_of = _params_of(fn, params, returns)
+    if optimizer is not None:
+        for call in (n for n in walk(fn.body) if isinstance(n, cst.Call)):
+            if ctx.matches(call.func, FUSABLE) and get_arg(call, "fused") is None and \
+                    get_arg(call, "foreach") is None and not any(a.star for a in call.args):
+                unfused = line_of(call)
     return FunctionFacts(
         params=params,
         trains=trains,
         zeroes_grads=zeroes,
         autocast=autocast,
-        roles=tuple((p, role) for p in params if (role := _role(ctx, ta, fn, p)) is not None),
+        roles=_roles(ta, fn, params) if trains or zeroes else (),
         returns_model=returns_model,
         returns_optimizer=optimizer is not None,
-        params_of=params_of,
-        unfused_optimizer_line=unfused if optimizer is not None else None,
-        builds_loader=any(ta.is_dataloader(strip_chain(v)) or isinstance(strip_chain(v), cst.Call) and
-                          ctx.matches(strip_chain(v).func, {"torch.utils.data.DataLoader"})  # type: ignore[union-attr]
-                          for v in returns),
-        yields_batches=_yields_batches(fn),
-        line=line_of(fn),
+        params_of=_params_of(fn, params, returns),
+        unfused_optimizer_line=unfused,
+        builds_loader=any(ta.is_dataloader(v) for v in returns) or
+        any(ctx.matches(c.func, DATALOADERS) for c in built),
+        yields_batches=_yields_batches(ctx, fn),
     )
 
 
@@ -162,38 +190,50 @@ def _params_of(fn: cst.FunctionDef, params: tuple[str, ...], returns: list[cst.B
     return found[0] if len(found) == 1 else None
 
 
-def _role(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, param: str) -> str | None:
-    """What a training function's parameter is handed, read off how the body uses it."""
-    uses: set[str] = set()
+_METHOD_ROLES = {"step": OPTIMIZER, "zero_grad": OPTIMIZER, "scale": SCALER, "unscale_": SCALER,
+                 "parameters": MODEL, "named_parameters": MODEL, "train": MODEL, "eval": MODEL}
+
+
+def _roles(ta: TrainingAnalysis, fn: cst.FunctionDef, params: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """What a training function's parameters are handed, read off how the body uses them: the
+    receiver of ``.step()`` an optimizer, of ``.scale()`` a scaler, what a step loop iterates a
+    loader, what is called or ``.train()``-ed a model, what ``.to()`` is given a device."""
+    uses: dict[str, set[str]] = {p: set() for p in params}
     steps = set(ta.step_loops)
+
+    def use(expr: cst.BaseExpression | None, role: str) -> None:
+        name = dotted_name(expr) if expr is not None else None
+        if name in uses and role:
+            uses[name].add(role)
+
     for node in walk(fn.body, into_nested=True):
         if isinstance(node, cst.Call):
             func = node.func
-            if isinstance(func, cst.Attribute) and dotted_name(func.value) == param:
-                uses.add({"step": OPTIMIZER, "zero_grad": OPTIMIZER, "scale": SCALER, "unscale_": SCALER,
-                          "parameters": MODEL, "named_parameters": MODEL, "train": MODEL,
-                          "eval": MODEL}.get(func.attr.value, ""))
-            elif dotted_name(func) == param:
-                uses.add(MODEL)
-            if method_call(node, "to", "cuda") and any(dotted_name(a.value) == param for a in node.args):
-                uses.add(DEVICE)
-            if any(a.keyword is not None and a.keyword.value == "device" and dotted_name(a.value) == param
-                   for a in node.args):
-                uses.add(DEVICE)
+            if isinstance(func, cst.Attribute):
+                use(func.value, _METHOD_ROLES.get(func.attr.value, ""))
+            else:
+                use(func, MODEL)
+            if method_call(node, "to", "cuda"):
+                for a in node.args:
+                    use(a.value, DEVICE)
+            for a in node.args:
+                if a.keyword is not None and a.keyword.value == "device":
+                    use(a.value, DEVICE)
         elif isinstance(node, cst.For) and node in steps:
             it = node.iter
-            inner = it.args[0].value if isinstance(it, cst.Call) and it.args and \
-                dotted_name(it.func) not in ("range", "len") else None
-            if dotted_name(it) == param or inner is not None and dotted_name(inner) == param:
-                uses.add(LOADER)
-    for role in (SCALER, OPTIMIZER, LOADER, MODEL, DEVICE):  # a scaler also steps
-        if role in uses:
-            return role
-    return None
+            use(it, LOADER)
+            if isinstance(it, cst.Call) and it.args and dotted_name(it.func) not in ("range", "len"):
+                use(it.args[0].value, LOADER)
+    out = []
+    for p in params:
+        # a scaler also steps (``scaler.step(opt)``)
+        role = next((r for r in (SCALER, OPTIMIZER, LOADER, MODEL, DEVICE) if r in uses[p]), None)
+        if role is not None:
+            out.append((p, role))
+    return tuple(out)
 
 
-def _yields_batches(fn: cst.FunctionDef) -> bool:
+def _yields_batches(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
     """A generator, or a method named like ``next_batch`` that returns something."""
-    if any(isinstance(n, cst.Yield) for n in walk(fn.body)):
-        return True
-    return bool(_BATCH_METHOD.match(fn.name.value)) and bool(_returns(fn))
+    returns, yields = _shape(ctx, fn)
+    return yields or bool(_BATCH_METHOD.match(fn.name.value)) and bool(returns)

@@ -272,12 +272,11 @@ def _bindings(ctx: NameResolution) -> _Bindings:
             if isinstance(imp.names, cst.ImportStar):
                 continue
             mod = _dotted(imp.module) if imp.module is not None else ""
+            dots = "." * len(imp.relative)  # LibCST keeps a relative import's dots: ``.x.y``, ``..up``
             for alias in imp.names:
                 name = _dotted(alias.name)
                 local = _dotted(alias.asname.name) if alias.asname is not None else name
-                pairs.append((local, f"{mod}.{name}"))
-                if imp.relative:
-                    unsafe.add(local)  # LibCST names relative imports its own way
+                pairs.append((local, f"{dots}{mod}.{name}" if mod else f"{dots}{name}"))
         else:
             for alias in imp.names:
                 full = _dotted(alias.name)

@@ -39,7 +39,6 @@ class FunctionFacts:
     unfused_optimizer_line: int | None = None  # an optimizer built without fused= (GP305)
     builds_loader: bool = False
     yields_batches: bool = False  # a generator or ``next_batch()``-style method: returns a batch
-    line: int = 0
 
     def role_of(self, role: str) -> str | None:
         return next((p for p, r in self.roles if r == role), None)
@@ -98,11 +97,6 @@ class ProjectCall:
             return None
         index = self.facts.params.index(param) if param in self.facts.params else None
         return positional[index].value if index is not None and index < len(positional) else None
-
-    @property
-    def where(self) -> str:
-        """``engine.py:12``: where the callee is, for a message."""
-        return f"{self.module.path}:{self.facts.line}"
 
 
 def project_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
