@@ -88,7 +88,7 @@ def throughput(doc: Doc, prefix: str) -> list[str]:
             if need is not None:
                 ax.hlines(a_med * need, 0.7, 1.3, linestyles="dashed", color="#555", gid=f"{prefix}min-speedup",
                           label=f"--min-speedup {need:g}x")
-            ax.legend(loc="lower right", fontsize=8)
+            ax.legend(loc="best", fontsize=8)
         scripts = doc.get("scripts") or {}
         ax.set_xticks([0, 1], [f"A {_name(scripts.get('a'))}", f"B {_name(scripts.get('b'))}"])
         ax.set_xlim(-0.6, 1.6)
@@ -151,7 +151,7 @@ def step_times(doc: Doc, prefix: str) -> list[str]:
         svg = charts.to_svg(fig, f"{prefix}chart-step-times")
     note = "" if any(r.get("warmup_step_times_s") for rs in runs.values() for r in rs) else \
         " The warm-up's own step times are not in this document (recorded since this version)."
-    return [chart(svg, "Seconds between optimizer steps; the shaded steps are the warm-up, which no statistic "
+    return [chart(svg, "Milliseconds between optimizer steps; the shaded steps are the warm-up, which no statistic "
                        "uses (first-call allocation, compilation)." + note)]
 
 
