@@ -11,9 +11,9 @@ its stdin/stdout, one JSON object a line:
   ``{"pid": N, "returncode": R}`` once it has ended and its process group is gone.
 
 Besides torch and the shim it imports ``torch._dynamo``, which every script imports anyway when
-it builds its first optimizer (``torch.optim.Optimizer.__init__``), and which costs seconds. It
-is started in the runs' working directory, as a fresh run's interpreter is (torch computes a few
-paths from it at import).
+it builds its first optimizer (``torch.optim.Optimizer.__init__``), and which costs seconds. The
+one value torch computes at import from the working directory (dynamo's debug directory) is
+computed again in each child, in the run's working directory.
 
 The child becomes what ``python -m gpuperf_rewrite.runtime.parentwatch ARGV`` would be: its own
 session, stdin from /dev/null, stdout/stderr to the given files, no other descriptor, the run's
@@ -75,7 +75,8 @@ def _become_run(req: dict[str, Any], proto: tuple[int, int]) -> None:
     import tempfile
 
     tempfile.tempdir = None  # found again from the run's own TMPDIR
-    from gpuperf_rewrite.runtime import phases
+    _recompute_import_time_paths()
+    from . import phases
 
     phases.reset()
     phases.mark("shim")
@@ -117,6 +118,18 @@ def _exit(code: Any) -> None:
     os._exit(code & 0xFF)
 
 
+def _recompute_import_time_paths() -> None:
+    """What torch computed at import from the server's working directory, computed again in the
+    run's (dynamo's debug directory is the one such value in torch's modules)."""
+    config = sys.modules.get("torch._dynamo.config")
+    default = getattr(config, "default_debug_dir_root", None)
+    if config is not None and callable(default):
+        try:
+            config.debug_dir_root = default()
+        except Exception:
+            pass
+
+
 def _reap(pid: int) -> int:
     """Wait for the run's process without reaping it, kill what is left of its group (the pid,
     its group id, stays reserved until then), reap it; its return code as subprocess gives it."""
@@ -146,7 +159,7 @@ def serve() -> None:
     import torch  # noqa: F401 - the point of the server
     import argparse  # noqa: F401 - what the shim's __main__ imports (it runs afresh in every child)
 
-    import gpuperf_rewrite.runtime.session  # noqa: F401 - the shim's modules, as a fresh run imports them first
+    from . import session  # noqa: F401 - the shim's modules, as a fresh run imports them first
     import torch._dynamo  # noqa: F401 - what every optimizer's constructor imports: seconds per run
 
     _send(proto_out, {"ready": True, "pid": os.getpid(), "torch": torch.__version__})

@@ -91,7 +91,7 @@ def start(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> int | No
 
 
 if __name__ == "__main__":
-    from gpuperf_rewrite.runtime import phases
+    from . import phases
 
     if "shim" not in phases.MARKS:  # a run forked from the warm interpreter marked its fork already
         phases.mark("shim")  # the process runs: interpreter start-up is behind us

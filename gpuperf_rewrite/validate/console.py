@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from gpuperf_rewrite.validate.judge import overhead
 from gpuperf_rewrite.validate.judge.abtest import ABResult, Progress, ProgressEvent
 from gpuperf_rewrite.validate.plan import eta_text
 from gpuperf_rewrite.validate.judge.stats import look_alpha
@@ -59,10 +60,21 @@ def format_table(res: ABResult) -> str:
         lines.append(f"launcher  every run under {res.config.launcher}, {n} process{'es' if n > 1 else ''} "
                      f"per node; step time = the slowest rank's")
     lines.append(f"stopped   {res.stopped} after {len(res.a)}+{len(res.b)} runs in {res.elapsed_s:.1f} s")
+    ov = res.overhead()
+    lines.append(f"time      {overhead.describe(ov)}")
+    if ov["startup"]["message"]:
+        lines.append(f"start-up  {ov['startup']['message']} (the verdict is on steady-state throughput)")
     for w in res.warnings:
         lines.append(f"warning: {w}")
     lines.append(f"verdict   {res.verdict.upper()}: {res.reason}")
     return "\n".join(lines)
+
+
+def _time_text(ev: ProgressEvent) -> str:
+    """``, measured 3.1 s of 113 s`` once a run has measured something."""
+    if not ev.measured_s or ev.elapsed_s is None:
+        return ""
+    return f", measured {ev.measured_s:.1f} s of {ev.elapsed_s:.0f} s"
 
 
 def console_progress(stream: Any = None) -> tuple[Progress, Callable[[], None]]:
@@ -77,7 +89,7 @@ def console_progress(stream: Any = None) -> tuple[Progress, Callable[[], None]]:
     state = {"width": 0}
 
     def show(ev: ProgressEvent) -> None:
-        est = (f", speedup so far {ev.speedup:.3f}x" if ev.speedup else "") + eta_text(ev)  # ETA: --apply
+        est = (f", speedup so far {ev.speedup:.3f}x" if ev.speedup else "") + _time_text(ev) + eta_text(ev)  # ETA: --apply
         if live:
             text = f"run {ev.run}/{ev.total}: {ev.side}{' ...' if ev.phase == 'start' else ' done'}{est}"
             click.echo("\r" + text.ljust(state["width"]), nl=False, file=out)

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from gpuperf_rewrite.runtime.schema import OK_STATUSES  # the shim's statuses, defined once
+from gpuperf_rewrite.validate.judge.overhead import run_phases
 from gpuperf_rewrite.validate.run.runs import RunDoc
 
 SAMPLES, STEPS = "samples/s", "steps/s"
@@ -47,6 +48,7 @@ class RunRecord:
     skipped_steps: list[int] = field(default_factory=list)
     warmup_steps: int | None = None  # steps run before the measured window (fewer when it ended early)
     world_size: int = 1  # ranks measured (under a launcher: the step time is the slowest rank's)
+    phases: dict[str, Any] | None = None  # where the run's wall time went (overhead.run_phases)
 
     @property
     def ok(self) -> bool:
@@ -89,6 +91,7 @@ def record_from_doc(side: str, index: int, doc: RunDoc, seed: int | None = None)
         skipped_steps=skipped_steps(doc),
         warmup_steps=doc["warmup_steps"] if isinstance(doc.get("warmup_steps"), int) else None,
         world_size=doc["world_size"] if isinstance(doc.get("world_size"), int) else 1,
+        phases=run_phases(doc),
     )
 
 

@@ -313,10 +313,9 @@ def _start_run(cmd: list[str], cwd: str | Path | None, env: dict[str, str], stdo
         stage = staged_runtime()
         try:
             where = str(cwd if cwd is not None else os.getcwd())
-            server = warmstart.server_for(cmd[0], env, user_hash_seed or "0", where, stage, _die_with_us(),
-                                          stage.parent)
-            f = warmstart.run_forked(server, cmd[3:], where, env,
-                                     stdout_path, stderr_path, timeout, t0, TERM_GRACE_S)
+            server = warmstart.server_for(cmd[0], env, user_hash_seed or "0", stage, _die_with_us(), stage.parent)
+            f = warmstart.run_forked(server, cmd[3:], where, env,  # the timeout counts from the fork
+                                     stdout_path, stderr_path, timeout, time.monotonic(), TERM_GRACE_S)
             return _Started(f.returncode, f.finished, time.monotonic() - t0, spawn, time.time(), "fork", None,
                             f.server_start_s)
         except warmstart.NotForked as exc:

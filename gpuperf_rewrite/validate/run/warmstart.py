@@ -159,7 +159,7 @@ def _key(python: str, env: Mapping[str, str]) -> tuple[str, tuple[tuple[str, str
     return python, tuple(sorted(server_env(env).items()))
 
 
-def _start(python: str, env: Mapping[str, str], hash_seed: str, cwd: str, stage: Path, preexec: Any,
+def _start(python: str, env: Mapping[str, str], hash_seed: str, stage: Path, preexec: Any,
            log: Path) -> _Server:
     senv = server_env(env)
     senv["PYTHONPATH"] = os.pathsep.join(p for p in (str(stage), _user_pythonpath(env, stage)) if p)
@@ -167,7 +167,7 @@ def _start(python: str, env: Mapping[str, str], hash_seed: str, cwd: str, stage:
     t0 = time.monotonic()
     with open(log, "wb") as err:
         proc = subprocess.Popen([python, "-m", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=err, env=senv, cwd=cwd, start_new_session=True,
+                                stderr=err, env=senv, cwd=str(stage), start_new_session=True,
                                 preexec_fn=preexec)
     server = _Server(proc, python, log=log)
     msg = server.receive(time.monotonic() + READY_TIMEOUT_S)
@@ -190,15 +190,16 @@ def _tail(path: Path, chars: int = 800) -> str:
         return "no output"
 
 
-def server_for(python: str, env: Mapping[str, str], hash_seed: str, cwd: str, stage: Path, preexec: Any,
+def server_for(python: str, env: Mapping[str, str], hash_seed: str, stage: Path, preexec: Any,
                log_dir: Path) -> _Server:
-    """The warm interpreter for runs of ``python`` in ``cwd`` with ``env`` (less the per-run
-    keys) and ``PYTHONHASHSEED`` ``hash_seed``, started now if there is none."""
-    key = (*_key(python, env), hash_seed, cwd)
+    """The warm interpreter for runs of ``python`` with ``env`` (less the per-run keys) and
+    ``PYTHONHASHSEED`` ``hash_seed``, started now if there is none (in ``stage``: every child
+    changes to its run's working directory)."""
+    key = (*_key(python, env), hash_seed)
     server = _SERVERS.get(key)
     if server is None or (server.dead is None and server.proc.poll() is not None):
         log = log_dir / f"forkserver-{len(_SERVERS)}.log"
-        server = _SERVERS[key] = _start(python, env, hash_seed, cwd, stage, preexec, log)
+        server = _SERVERS[key] = _start(python, env, hash_seed, stage, preexec, log)
     return server
 
 

@@ -45,6 +45,7 @@ from typing import Any, Callable, Iterator, Mapping
 from gpuperf_rewrite.runtime.guard import GUARD_ENV
 from gpuperf_rewrite.runtime.parentwatch import pid_alive
 from gpuperf_rewrite.validate.run.layout import Layout
+from gpuperf_rewrite.validate.run.lifetime import compile_caches
 from gpuperf_rewrite.validate.run.ownoutput import own_output_files
 from gpuperf_rewrite.validate.run.runs import RunDoc, Runner, RunRequest, ScriptVersion
 
@@ -397,6 +398,8 @@ class Workspace:
         self._count = 0
         self._warn = warn or (lambda m: print(f"warning: {m}", file=sys.stderr, flush=True))
         self._own: frozenset[tuple[int, int]] | None = None  # the tool's own output files
+        self.started = time.monotonic()
+        self.run_phases: list[dict[str, Any] | None] = []  # each run's phases, in order (docs/validation.md)
 
     def add(self, version: ScriptVersion) -> Path:
         """Stash ``version`` to run in place of its original; with a module (name, sys.path root),
@@ -430,11 +433,13 @@ class Workspace:
             copy, cwd = mirror.prepare(dest, version.source if version is not None else given.read_bytes())
             env = dict(request.env or os.environ)
             env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written through a symlink either
+            env.update(compile_caches(self.root / "compiled", version.source if version is not None else given.read_bytes(), env))
             env[GUARD_ENV] = json.dumps({"scratch": str(dest), "protect": mirror.protected(), "log": str(log)})
             module = version.module if version is not None else None
             inside = request.replace(script=str(copy), cwd=str(cwd), env=env,
                                      module=module[0] if module is not None else request.module)
             doc = base(inside)  # the mirror stays: the next run puts back what this one changed
+            self.run_phases.append(doc.get("phases") if isinstance(doc, dict) else None)
             doc = _name_originals(doc, dest, mirror.base)
             self._check(orig, mirror, _refused(log))
             return doc
