@@ -195,7 +195,8 @@ def test_killing_apply_ends_its_training_runs(slow_repo, tmp_path, sig) -> None:
         assert "Interrupted: nothing was changed." in (tmp_path / "stderr.txt").read_text()
         assert not list(tmp.iterdir())
     else:  # SIGKILL leaves the scratch behind; the next run sweeps it
-        assert sorted(p.name.split("-")[1] for p in tmp.iterdir()) == ["apply", "profile"]
+        # the workspace, the run's scratch, and the runtime staged once for the tool's runs
+        assert sorted(p.name.split("-")[1] for p in tmp.iterdir()) == ["apply", "profile", "stage"]
         sweep_stale(str(tmp))
         assert not list(tmp.iterdir())
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,8 @@ state = {
     "argv": sys.argv[1:],
     "tmpdir": __import__("tempfile").gettempdir() == os.environ.get("TMPDIR"),
     "main": __name__,
+    "threads": torch.get_num_threads(),
+    "hash": hash("gpuperf"),
 }
 print("STATE " + __import__("json").dumps(state), flush=True)
 torch._gpuperf_test_counter = state["torch_counter"] + 1
@@ -151,7 +154,12 @@ def test_forked_runs_share_no_state_and_see_what_a_fresh_interpreter_sees(tmp_pa
         assert s["cwd_first_on_path"] and s["argv"] == ["--flag"] and s["tmpdir"] and s["main"] == "__main__"
     assert states[0]["random"] == states[1]["random"] and states[0]["torch_rand"] == states[1]["torch_rand"]
     assert states[2]["torch_rand"] != states[0]["torch_rand"]  # the seed, not the server, decides
-    assert _state(fresh) == states[0]  # a forked run sees what a fresh interpreter sees
+    # Every forked run hashes strings alike (the warm interpreter's PYTHONHASHSEED, fixed at its
+    # start), so both sides of an A/B still do; a fresh run's follows the pair's seed.
+    assert states[0].pop("hash") == states[1].pop("hash") == states[2].pop("hash")
+    fresh_state = _state(fresh)
+    fresh_state.pop("hash")
+    assert fresh_state == states[0]  # otherwise a forked run sees what a fresh interpreter sees
     assert docs[0]["loss"] == docs[1]["loss"] == fresh["loss"]
 
 
@@ -170,3 +178,36 @@ def test_a_forked_run_is_ended_at_its_timeout_with_its_whole_group(tmp_path: Pat
 
     assert _wait_for(lambda: not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2],
                      30), "the run's child outlived it"
+
+
+@LINUX
+def test_ctrl_c_during_a_forked_run_ends_its_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pidfile = tmp_path / "pid"
+    script = tmp_path / "sleep.py"
+    script.write_text(f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
+    real = warmstart._Server.receive
+    calls = []
+
+    def interrupted(self, deadline):  # type: ignore[no-untyped-def]
+        calls.append(deadline)
+        if len(calls) == 2:  # the run has started (the first answer was its pid): Ctrl-C now
+            for _ in range(600):
+                if pidfile.exists():
+                    break
+                time.sleep(0.05)
+            raise KeyboardInterrupt
+        return real(self, deadline)
+
+    profile_runner(run_request(str(script), cwd=str(tmp_path), steps=2, warmup=0, timeout=5))  # warm
+    pidfile.unlink(missing_ok=True)
+    calls.clear()
+    monkeypatch.setattr(warmstart._Server, "receive", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        profile_runner(run_request(str(script), cwd=str(tmp_path), steps=2, warmup=0, timeout=120))
+    from tests.validate.test_process_lifetime import _wait_for
+
+    pid = int(pidfile.read_text())
+    assert _wait_for(lambda: not Path(f"/proc/{pid}").exists(), 30), "the forked run outlived Ctrl-C"
+    monkeypatch.undo()
+    again = profile_runner(run_request(str(script), cwd=str(tmp_path), steps=2, warmup=0, timeout=3))
+    assert again["phases"]["start"] == "fork"  # the warm interpreter serves the next run
