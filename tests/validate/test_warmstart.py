@@ -211,3 +211,24 @@ def test_ctrl_c_during_a_forked_run_ends_its_group(tmp_path: Path, monkeypatch: 
     monkeypatch.undo()
     again = profile_runner(run_request(str(script), cwd=str(tmp_path), steps=2, warmup=0, timeout=3))
     assert again["phases"]["start"] == "fork"  # the warm interpreter serves the next run
+
+
+def test_each_version_has_its_own_compile_caches_shared_by_its_runs(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("print('a')\n")
+    seen: list[dict[str, str]] = []
+
+    def runner(request):  # type: ignore[no-untyped-def]
+        seen.append(dict(request.env))
+        return {}
+
+    with Workspace(cwd=tmp_path) as ws:
+        a = ws.add(ScriptVersion.read(tmp_path / "train.py"))
+        b = ws.add(ScriptVersion(tmp_path / "train.py", b"print('b')\n"))
+        run = ws.runner(runner)
+        for path in (a, b, a, b):
+            run(run_request(str(path)))
+        run(run_request(str(a), env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": "/mine"}))
+    dirs = [(e["TORCHINDUCTOR_CACHE_DIR"], e["TRITON_CACHE_DIR"]) for e in seen]
+    assert dirs[0] == dirs[2] and dirs[1] == dirs[3] and dirs[0] != dirs[1]
+    assert all(d.startswith(str(ws.root)) for pair in dirs[:4] for d in pair)
+    assert dirs[4][0] == "/mine" and dirs[4][1] == dirs[0][1]  # a cache the user set is theirs

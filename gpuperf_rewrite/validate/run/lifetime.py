@@ -106,8 +106,7 @@ def compile_caches(root: Path, source: bytes, env: Mapping[str, str]) -> dict[st
     out = {}
     for key, sub in (("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("TRITON_CACHE_DIR", "triton")):
         if key not in env:
-            (home / sub).mkdir(parents=True, exist_ok=True)
-            out[key] = str(home / sub)
+            out[key] = str(home / sub)  # made by torch / Triton when they first write
     return out
 
 
