@@ -29,6 +29,7 @@ request is refused when any of that is no longer true. The server exits when its
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -162,6 +163,11 @@ def serve() -> None:
     from . import session  # noqa: F401 - the shim's modules, as a fresh run imports them first
     import torch._dynamo  # noqa: F401 - what every optimizer's constructor imports: seconds per run
 
+    # What the imports made is moved out of the collector's reach, as pre-forking servers do: a
+    # child's full collection would otherwise walk (and so copy, page by page) the whole inherited
+    # heap, at a random moment of its measured window. The script's own objects are collected as usual.
+    gc.collect()
+    gc.freeze()
     _send(proto_out, {"ready": True, "pid": os.getpid(), "torch": torch.__version__})
     reader = os.fdopen(proto_in, "rb", buffering=0, closefd=False)  # a child closes it by number
     for line in iter(reader.readline, b""):
