@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-SCRIPT_ARGS = ["--", "--size", "small", "--device", "cpu"]
+SCRIPT_ARGS = ["--", "--size", "small", "--device", "cpu"]  # --script-args replaces the fixtures' own
 
 
 def measured_s(ab: dict) -> float:
@@ -84,7 +84,10 @@ def main() -> int:
     p.add_argument("--opts", default="--runs 4 --max-runs 4 --steps 10 --warmup 2")
     p.add_argument("--apply", action="store_true", help="items are fixtures for --apply")
     p.add_argument("--out", default=None, help="directory for the JSON results")
+    p.add_argument("--script-args", default=None, help="the scripts' arguments (default: --size small --device cpu)")
     o = p.parse_args()
+    if o.script_args is not None:
+        SCRIPT_ARGS[:] = ["--", *shlex.split(o.script_args)]
     out_dir = Path(o.out or tempfile.mkdtemp(prefix="abwall-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     base_env = dict(os.environ, PYTHONPATH=os.pathsep.join([o.before, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))

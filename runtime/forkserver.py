@@ -157,6 +157,10 @@ def serve() -> None:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
+    # Anything in the imports that asks whether CUDA is there asks NVML, which leaves the CUDA
+    # driver uninitialised (a child of a process that ran cuInit cannot use CUDA). Children get
+    # their run's own environment back before anything runs.
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     import torch  # noqa: F401 - the point of the server
     import argparse  # noqa: F401 - what the shim's __main__ imports (it runs afresh in every child)
 
