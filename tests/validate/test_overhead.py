@@ -84,3 +84,19 @@ def test_describe_names_the_fresh_starts_and_their_reason() -> None:
     assert text.startswith("measured 1.0 s of 20 s (5.0%)")
     assert "0 of 3 runs forked" in text and "fresh interpreter because GPUPERF_FORK=0" in text
     assert ov["phases_s"]["tool"] == 20.0 - ov["runs_s"]
+
+
+def test_the_progress_line_says_how_much_was_measured(tmp_path: Path) -> None:
+    import io
+
+    from gpuperf_rewrite.validate.console import console_progress
+
+    a = fake_script(tmp_path / "a.py", speed=100, noise=0.01)
+    out = io.StringIO()
+    show, close = console_progress(out)
+    run_ab(a, a, config=ABConfig(runs=2, max_runs=2, min_speedup=1.0, alpha=0.5, steps=4, warmup=1,
+                                 bootstrap_resamples=50), runner=Phased(), progress=show)
+    close()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("run 1/4: ") and "measured 1.0 s of " in lines[0]
+    assert "measured 4.0 s of " in lines[-1]
