@@ -91,6 +91,10 @@ def start(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> int | No
 
 
 if __name__ == "__main__":
+    from . import phases
+
+    if "shim" not in phases.MARKS:  # a run forked from the warm interpreter marked its fork already
+        phases.mark("shim")  # the process runs: interpreter start-up is behind us
     start()
     import runpy
 

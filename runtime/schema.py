@@ -79,6 +79,7 @@ def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, A
         "ranks": None,
         "distributed": None,
         "batch_probe": None,
+        "phases": None,
     }
 
 

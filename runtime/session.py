@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import amp, compilation, ddp, diagnosis, entry, fingerprint, guard, memory, nvml, schema
+from . import amp, compilation, ddp, diagnosis, entry, fingerprint, guard, memory, nvml, phases, schema
 from .dataloader import DataWait
 from .dataloader import install as install_dataloader
 from .hooks import (
@@ -73,6 +73,8 @@ class Session:
         self.cuda = False
         self.sampler: nvml.Sampler | None = None
         self.finish_now: Any = None
+        self.device = phases.DeviceStart()
+        self.epoch_minus_perf = time.time() - time.perf_counter()  # turns a boundary into wall-clock time
 
     # -- hot path: keep it to appends and one timestamp -------------------------------------
     def on_step(self, skipped: bool = False) -> None:
@@ -238,10 +240,18 @@ class Session:
             "rank": rank,
             "world_size": world_size,
             "ranks": None,
+            "phases": self._phases(start, end, per_step),
         }
         doc = schema.fill(schema.empty_document(script, args, status), **values)
         doc["diagnosis"] = diagnosis.diagnose(doc)
         return doc
+
+
+    def _phases(self, start: int, end: int, per_step: list[float]) -> dict[str, Any]:
+        comp = compilation.collect()
+        med = summarize(per_step)["median"] if per_step else None
+        return phases.document(self.clock.host, lambda t: t + self.epoch_minus_perf, (start, end), med,
+                               comp.get("time_s") if comp else None, self.device.seconds, time.time())
 
 
 def print_script_traceback(exc: BaseException, script: str) -> None:
@@ -283,6 +293,7 @@ def _install_hooks(torch: Any, session: Session, out: str, trace_dir: str | None
         install_dataloader(torch, session.data),
         session.reads.install(torch),
         amp.install(torch, session.amp),
+        session.device.install(torch),
     ]
     if guarded is not None:
         undo.append(guarded)

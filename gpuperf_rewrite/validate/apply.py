@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -139,7 +140,7 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
         try:
             ctx = _Context(target, rel, project, cfg, tuple(script_args),
                            ws.runner(runner or abtest.default_runner()), progress, repo, head, options, echo,
-                           gains_on or rule_gains_on, module=module)
+                           gains_on or rule_gains_on, module=module, workspace=ws)
             return _validate_and_write(ctx, ws)
         except WorkspaceError as exc:
             echo(f"error: {exc}", err=True)
@@ -215,6 +216,7 @@ class _Context:
     gains_on: GainsOnOf = rule_gains_on
     plan: Plan | None = None
     module: tuple[str, Path] | None = None  # run as `python -m` (name, sys.path root)
+    workspace: Workspace | None = None  # where the runs ran: their phases, for the report's `overhead`
 
     @property
     def codes(self) -> tuple[str, ...]:
@@ -458,6 +460,13 @@ def _commit(ctx: _Context, outcome: Outcome, res: ABResult, changed: list[tuple[
 
 
 def _emit(ctx: _Context, report: dict[str, Any], code: int) -> int:
+    if ctx.workspace is not None:  # where the time went, every run of this --apply (judge/overhead.py)
+        from gpuperf_rewrite.validate.judge import overhead
+
+        ws = ctx.workspace
+        report["overhead"] = overhead.summary([overhead.run_phases({"phases": p}) for p in ws.run_phases],
+                                              time.monotonic() - ws.started)
+        ctx.say(f"Time: {overhead.describe(report['overhead'])}")
     if ctx.options.report_sink is not None:
         ctx.options.report_sink(report)
     if ctx.options.json_out:

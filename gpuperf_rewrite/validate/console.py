@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from gpuperf_rewrite.validate.judge import overhead
 from gpuperf_rewrite.validate.judge.abtest import ABResult, Progress, ProgressEvent
 from gpuperf_rewrite.validate.plan import eta_text
 
@@ -74,6 +75,12 @@ def format_ab(doc: Mapping[str, Any]) -> str:
     runs = doc.get("runs") or {}
     lines.append(f"stopped   {runs.get('stopped')} after {runs.get('a')}+{runs.get('b')} runs in "
                  f"{doc.get('elapsed_s') or 0:.1f} s")
+    ov = doc.get("overhead")
+    if ov and "phases_s" in ov:  # absent from documents written before the time breakdown
+        lines.append(f"time      {overhead.describe(ov)}")
+        message = (ov.get("startup") or {}).get("message")
+        if message:
+            lines.append(f"start-up  {message} (the verdict is on steady-state throughput)")
     for w in doc.get("warnings") or []:
         lines.append(f"warning: {w}")
     lines.append(verdict_line(doc))
@@ -83,6 +90,13 @@ def format_ab(doc: Mapping[str, Any]) -> str:
 def verdict_line(doc: Mapping[str, Any]) -> str:
     """The A/B's verdict in words: the table's last line and the HTML page's headline."""
     return f"verdict   {str(doc.get('verdict')).upper()}: {doc.get('reason')}"
+
+
+def _time_text(ev: ProgressEvent) -> str:
+    """``, measured 3.1 s of 113 s`` once a run has measured something."""
+    if not ev.measured_s or ev.elapsed_s is None:
+        return ""
+    return f", measured {ev.measured_s:.1f} s of {ev.elapsed_s:.0f} s"
 
 
 def console_progress(stream: Any = None) -> tuple[Progress, Callable[[], None]]:
@@ -97,7 +111,7 @@ def console_progress(stream: Any = None) -> tuple[Progress, Callable[[], None]]:
     state = {"width": 0}
 
     def show(ev: ProgressEvent) -> None:
-        est = (f", speedup so far {ev.speedup:.3f}x" if ev.speedup else "") + eta_text(ev)  # ETA: --apply
+        est = (f", speedup so far {ev.speedup:.3f}x" if ev.speedup else "") + _time_text(ev) + eta_text(ev)  # ETA: --apply
         if live:
             text = f"run {ev.run}/{ev.total}: {ev.side}{' ...' if ev.phase == 'start' else ' done'}{est}"
             click.echo("\r" + text.ljust(state["width"]), nl=False, file=out)

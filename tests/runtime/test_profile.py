@@ -305,6 +305,7 @@ def test_ctrl_c_ends_the_child_group(make_script: Make, tmp_path: Path,
         return real_wait(proc, deadline)
 
     monkeypatch.setattr(profiling, "_wait", interrupted_wait)
+    monkeypatch.setenv("GPUPERF_FORK", "0")  # a fresh interpreter; the forked run: tests/validate/test_warmstart.py
     with pytest.raises(KeyboardInterrupt):
         run_profile(make_script(raw=raw), steps=2, warmup=1, timeout=60)
     assert dies_soon(int(pidfile.read_text()))

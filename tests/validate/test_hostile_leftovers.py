@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_rewrite.validate.run import workspace
+from gpuperf_rewrite.validate.run import scratch, workspace
 from tests.helpers.paths import HELPERS, ROOT
 
 SELF_KILLING_LOADER = """import os
@@ -83,7 +83,7 @@ def test_sweep_removes_an_old_bare_index_file_of_an_older_version(tmp_path) -> N
     for f in (old, fresh):
         f.write_bytes(b"DIRC")
     (tmp_path / "gpuperf-index-abc123.lock").write_bytes(b"")
-    long_ago = time.time() - 2 * workspace.OLD_INDEX_S
+    long_ago = time.time() - 2 * scratch.OLD_INDEX_S
     for f in (old, tmp_path / "gpuperf-index-abc123.lock"):
         os.utime(f, (long_ago, long_ago))
     workspace.sweep_stale(str(tmp_path))

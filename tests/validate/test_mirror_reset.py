@@ -9,6 +9,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ def tree(tmp_path, monkeypatch):
     for i in range(60):
         (root / "many" / f"{i}.txt").write_text(str(i))
     monkeypatch.chdir(root)
-    monkeypatch.setattr(workspace.tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     return root
 

@@ -6,11 +6,12 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from gpuperf_rewrite.validate.run import workspace
+from gpuperf_rewrite.validate.run import scratch, workspace
 from gpuperf_rewrite.validate.run.runs import ScriptVersion, run_request
 from gpuperf_rewrite.validate.run.workspace import Workspace, WorkspaceError, sweep_stale
 
@@ -74,7 +75,7 @@ def tree(tmp_path, monkeypatch):
     (root / "data" / "x.csv").write_text("1,2,3")
     (root / "existing.log").write_text("old\n")
     monkeypatch.chdir(root)  # `gpuperf-rewrite sub/train.py --apply` from the repository root
-    monkeypatch.setattr(workspace.tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     return root
 
@@ -253,12 +254,12 @@ def test_outside_git_the_script_directory_is_mirrored(tmp_path, monkeypatch) -> 
 def test_stale_scratch_of_a_dead_process_is_swept(tmp_path) -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     pid = int(dead.stdout)
-    mine = workspace._process_token(os.getpid())
+    mine = scratch._process_token(os.getpid())
     stale, live, foreign = tmp_path / "gpuperf-apply-a", tmp_path / "gpuperf-apply-b", tmp_path / "gpuperf-apply-c"
     for d in (stale, live, foreign):
         (d / "runs").mkdir(parents=True)
-    (stale / workspace.OWNER_FILE).write_text(f"{mine.split(':')[0]}:{pid}:1\n")
-    (live / workspace.OWNER_FILE).write_text(mine)
+    (stale / scratch.OWNER_FILE).write_text(f"{mine.split(':')[0]}:{pid}:1\n")
+    (live / scratch.OWNER_FILE).write_text(mine)
     assert sweep_stale(str(tmp_path)) == [stale]
     assert not stale.exists() and live.exists() and foreign.exists()
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from gpuperf_rewrite.validate.run.config import ABConfig
+from gpuperf_rewrite.validate.judge import overhead
 from gpuperf_rewrite.validate.judge.losscheck import loss_check, rtol_for
 from gpuperf_rewrite.validate.judge.records import (OK_STATUSES, RunRecord, common_unit, describe_failure,
                                               record_from_doc, step_mismatch, too_short, values)
@@ -50,6 +51,8 @@ class ProgressEvent:
     speedup: float | None
     phase: str  # "start" | "done"
     record: RunRecord | None = None
+    measured_s: float | None = None  # measured windows so far, all runs of this A/B
+    elapsed_s: float | None = None  # wall time of this A/B so far
 
 
 def default_runner() -> Runner:
@@ -131,7 +134,17 @@ class ABResult:
             "config": dict(asdict(self.config)),
             "launcher": self.config.launch,  # every run of both sides; null: plain python
             "scripts": {"a": self.script_a, "b": self.script_b},
+            "overhead": self.overhead(),
         }
+
+    def overhead(self) -> dict[str, Any]:
+        """Where the A/B's wall time went, and B's extra start-up (judge/overhead.py)."""
+        out = overhead.summary([r.phases for r in self.a + self.b], self.elapsed_s)
+        s = self.stats
+        out["startup"] = overhead.startup_cost([r.phases for r in self.a], [r.phases for r in self.b],
+                                               _median_steps(self.a), _median_steps(self.b))
+        out["startup"]["message"] = overhead.startup_line(out["startup"], s.speedup if s else None)
+        return out
 
 
 class ABError(RuntimeError):
@@ -151,6 +164,11 @@ def _side_json(runs: list[RunRecord], s: Stats | None, side: str, unit: str) -> 
         "samples": ok,
         "runs": [r.to_json() for r in runs],
     }
+
+
+def _median_steps(runs: list[RunRecord]) -> float | None:
+    ok = [r.steps_per_s for r in runs if r.ok and r.steps_per_s]
+    return statistics.median(ok) if ok else None
 
 
 def _memory(a: list[RunRecord], b: list[RunRecord]) -> dict[str, Any]:
@@ -184,8 +202,9 @@ class _Loop:
 
     def event(self, run: int, side: str, phase: str, rec: RunRecord | None = None) -> None:
         if self.progress:
+            measured = sum((r.phases or {}).get("measured") or 0.0 for r in self.a + self.b)
             self.progress(ProgressEvent(run, self.planned(), side, self.stats.speedup if self.stats else None,
-                                        phase, rec))
+                                        phase, rec, measured, time.monotonic() - self.t0))
 
     def one(self, side: str, seed: int) -> RunRecord:
         runs = self.a if side == "A" else self.b

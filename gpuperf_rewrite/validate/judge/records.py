@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from gpuperf_rewrite.runtime.schema import OK_STATUSES  # the shim's statuses, defined once
+from gpuperf_rewrite.validate.judge.overhead import run_phases
 from gpuperf_rewrite.validate.run.runs import RunDoc
 
 SAMPLES, STEPS = "samples/s", "steps/s"
@@ -52,6 +53,7 @@ class RunRecord:
     step_times_s: list[float] = field(default_factory=list, repr=False)
     warmup_step_times_s: list[float] = field(default_factory=list, repr=False)
     memory: dict[str, Any] = field(default_factory=dict, repr=False)
+    phases: dict[str, Any] | None = None  # where the run's wall time went (overhead.run_phases)
 
     @property
     def ok(self) -> bool:
@@ -97,6 +99,7 @@ def record_from_doc(side: str, index: int, doc: RunDoc, seed: int | None = None)
         step_times_s=_numbers((doc.get("step_time_s") or {}).get("per_step")),
         warmup_step_times_s=_numbers(doc.get("warmup_step_time_s")),
         memory={k: mem[k] for k in REPORTED_MEMORY if mem.get(k) is not None},
+        phases=run_phases(doc),
     )
 
 

@@ -103,6 +103,20 @@ def private_tmpdir(scratch: Path, env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def compile_caches(root: Path, source: bytes, env: Mapping[str, str]) -> dict[str, str]:
+    """Environment entries giving Inductor and Triton one cache pair per version of the script
+    (by its bytes) under ``root``: the runs of a version reuse what its first run compiled, and no
+    version sees another's (or an earlier session's) kernels. A cache directory the user set is kept."""
+    import hashlib
+
+    home = root / hashlib.sha256(source).hexdigest()[:16]
+    out = {}
+    for key, sub in (("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("TRITON_CACHE_DIR", "triton")):
+        if key not in env:
+            out[key] = str(home / sub)  # made by torch / Triton when they first write
+    return out
+
+
 def returns_on_interrupt(fn: F) -> F:
     """For functions that return an exit code (``run_apply``): Ctrl-C or SIGTERM anywhere in the
     call returns 130 / 143 after the function's own cleanup ran, with a message."""

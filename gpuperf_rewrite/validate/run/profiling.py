@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -34,9 +35,11 @@ from gpuperf_rewrite.runtime.diagnosis import diagnose
 from gpuperf_rewrite.runtime.merge import merge_ranks
 from gpuperf_rewrite.validate.run.launchers import (LAUNCHERS, OWN_LAUNCHER_FLAGS,  # noqa: F401 (re-exported)
                                                check_launcher_args)
+from gpuperf_rewrite.validate.run import warmstart
 from gpuperf_rewrite.validate.run.lifetime import private_tmpdir
+from gpuperf_rewrite.validate.run.warmstart import fresh_reason
 from gpuperf_rewrite.validate.run.runs import RunDoc, RunRequest
-from gpuperf_rewrite.validate.run.workspace import scratch_dir, with_pythonpath
+from gpuperf_rewrite.validate.run.workspace import _rmtree, make_scratch, scratch_dir, with_pythonpath
 
 TERM_GRACE_S = 5.0  # SIGTERM -> SIGKILL escalation for the process group
 STDERR_TAIL_CHARS = 4000
@@ -50,6 +53,21 @@ import runpy
 
 runpy.run_module({SHIM!r}, run_name="__main__", alter_sys=True)
 """
+
+
+_STAGED: list[Path] = []  # this process's staged runtime (the package cannot change while we run)
+
+
+def staged_runtime() -> Path:
+    """A staged copy of the runtime package, made once per process and removed at its exit (a
+    SIGKILLed tool's copy is swept by the next one, like any scratch directory)."""
+    if not _STAGED or not (_STAGED[0] / "gpuperf_rewrite" / "runtime").is_dir():
+        import atexit
+
+        root = make_scratch("gpuperf-stage-")
+        _STAGED[:] = [_stage_runtime(root / "stage")]
+        atexit.register(_rmtree, root)
+    return _STAGED[0]
 
 
 def _stage_runtime(dest: Path) -> Path:
@@ -231,7 +249,7 @@ def run_profile(
         script_path = (Path(cwd) if cwd is not None else Path.cwd()) / script_path
     args = [str(a) for a in script_args]
     with scratch_dir("gpuperf-profile-") as tmp:
-        stage = _stage_runtime(tmp / "stage")
+        stage = staged_runtime()
         out = tmp / "result.json"
         cmd = _command(python or sys.executable, stage, script_path, args, out, steps=steps, warmup=warmup,
                        seed=seed, trace_dir=trace_dir, launcher=launcher, nproc=nproc_per_node,
@@ -239,12 +257,15 @@ def run_profile(
         child_env = with_pythonpath(env, stage)
         if env is not None and "PATH" not in child_env:
             child_env["PATH"] = os.environ.get("PATH", "")
+        user_hash_seed = child_env.get("PYTHONHASHSEED")
         child_env.setdefault("PYTHONHASHSEED", str(seed))  # same str/bytes hashing in both A/B arms
         child_env["PYTHONUNBUFFERED"] = "1"  # complete tails even when the child is killed
         child_env[WATCH_ENV] = str(os.getpid())
         child_env.update(private_tmpdir(tmp, child_env))  # no pymp-* left behind by ended workers
         stdout_path, stderr_path = tmp / "stdout.txt", tmp / "stderr.txt"
-        returncode, finished, wall = _run_in_group(cmd, cwd, child_env, stdout_path, stderr_path, timeout)
+        start = _start_run(cmd, cwd, child_env, stdout_path, stderr_path, timeout, user_hash_seed,
+                           fresh_reason(script_path, launcher=launcher, trace=trace_dir is not None, env=env))
+        returncode, finished, wall = start.returncode, start.finished, start.wall
 
         if launcher is None:
             docs = [d for d in [_read_json(out)] if d is not None]
@@ -274,7 +295,57 @@ def run_profile(
             doc["status"] = "crashed"
             doc["error"] = doc.get("error") or f"only {len(docs)} of {nproc_per_node} ranks wrote a result"
         doc["diagnosis"] = diagnose(doc) if doc.get("measured_steps") else []
+        doc["phases"] = start.phases(doc.get("phases"))
         return doc
+
+
+@dataclass
+class _Started:
+    """How one run was started and ended, as the tool saw it."""
+
+    returncode: int
+    finished: bool
+    wall: float
+    spawn_epoch: float  # when the tool asked for the process
+    exit_epoch: float  # when it (and its group) had gone
+    path: str  # "fork" | "fresh"
+    fresh_because: str | None
+    server_start_s: float = 0.0
+
+    def phases(self, shim: dict[str, Any] | None) -> dict[str, Any]:
+        """The shim's phases plus the tool's: process start (interpreter start, or the fork, up to
+        the shim's first line; the warm interpreter's own start-up when this run waited for it)
+        and tear-down (result written to process gone)."""
+        out = dict(shim or {})
+        shim_at, end_at = out.get("shim_epoch"), out.get("end_epoch")
+        out.update(start=self.path, fresh_because=self.fresh_because, process_wall_s=self.wall,
+                   spawn_epoch=self.spawn_epoch, exit_epoch=self.exit_epoch,
+                   server_start_s=self.server_start_s,
+                   process_start_s=max(0.0, shim_at - self.spawn_epoch) if shim_at else None,
+                   teardown_s=max(0.0, self.exit_epoch - end_at) if end_at else None)
+        return out
+
+
+def _start_run(cmd: list[str], cwd: str | Path | None, env: dict[str, str], stdout_path: Path,
+               stderr_path: Path, timeout: float, user_hash_seed: str | None, fresh: str | None) -> _Started:
+    """Run ``cmd`` forked from a warm interpreter (warmstart.py) unless ``fresh`` says why it needs
+    a fresh one, or the warm interpreter cannot run it; the whole group is ended either way."""
+    spawn = time.time()
+    t0 = time.monotonic()
+    if fresh is None:
+        stage = staged_runtime()
+        try:
+            where = str(cwd if cwd is not None else os.getcwd())
+            server = warmstart.server_for(cmd[0], env, user_hash_seed or "0", stage, _die_with_us(), stage.parent)
+            shim_argv = cmd[len(shim_command(stage, cmd[0])):]  # what follows `python BOOT` (no launcher here)
+            f = warmstart.run_forked(server, shim_argv, where, env,  # the timeout counts from the fork
+                                     stdout_path, stderr_path, timeout, time.monotonic(), TERM_GRACE_S)
+            return _Started(f.returncode, f.finished, time.monotonic() - t0, spawn, time.time(), "fork", None,
+                            f.server_start_s)
+        except warmstart.NotForked as exc:
+            fresh = f"the warm interpreter could not run it ({exc})"
+    returncode, finished, wall = _run_in_group(cmd, cwd, env, stdout_path, stderr_path, timeout)
+    return _Started(returncode, finished, wall, spawn, time.time(), "fresh", fresh)
 
 
 def profile_runner(request: RunRequest) -> RunDoc:

@@ -59,6 +59,10 @@ class ScriptVersion:
         path = Path(original)
         return cls(path, path.read_bytes(), module)
 
+    def identity(self) -> bytes:
+        """Every file of this version (script and companions): equal for equal versions."""
+        return b"\0".join([self.source, *(str(p).encode() + b"\0" + data for p, data in self.companions)])
+
     @property
     def text(self) -> str:
         """The source as text, for the loss check's precision detection (the companions' too:

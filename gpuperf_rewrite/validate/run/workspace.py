@@ -32,27 +32,26 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import stat
 import sys
-import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from gpuperf_rewrite.runtime.guard import GUARD_ENV
-from gpuperf_rewrite.runtime.parentwatch import pid_alive
 from gpuperf_rewrite.validate.run.layout import Layout
+from gpuperf_rewrite.validate.run.lifetime import compile_caches
 from gpuperf_rewrite.validate.run.ownoutput import own_output_files
 from gpuperf_rewrite.validate.run.runs import RunDoc, Runner, RunRequest, ScriptVersion
+# The scratch directories live in scratch.py; these names stay importable from here.
+from gpuperf_rewrite.validate.run.scratch import (OWNER_FILE, _rmtree, make_scratch, scratch_dir,  # noqa: F401
+                                                  sweep_stale)
 
 MAX_ENTRIES = 5000  # entries per mirror, beyond the directories a run must see as real ones
 COPY_FILE_MAX = 4 << 20  # regular files up to this size are copied (protected from in-place writes)
 COPY_TOTAL_MAX = 32 << 20  # ... as long as the copies of one mirror stay under this total
-OWNER_FILE = ".gpuperf-owner"  # "pidns:pid:starttime" of the process that made a scratch directory
-OLD_INDEX_S = 3600  # a bare gpuperf-index-* file (older versions' temporary index) this old is dead
 UNCHECKED = (".git", "__pycache__")  # changed by git and by Python all the time; never compared
 
 
@@ -65,101 +64,6 @@ def with_pythonpath(env: Mapping[str, str] | None, *dirs: str | os.PathLike[str]
     out = dict(os.environ if env is None else env)
     out["PYTHONPATH"] = os.pathsep.join(p for p in (*map(str, dirs), out.get("PYTHONPATH", "")) if p)
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# scratch directories that a killed process cannot clean up: swept by the next one
-
-
-def _process_token(pid: int) -> str:
-    """Identifies a process across pid reuse: pid namespace, pid and start time (Linux /proc)."""
-    try:
-        ns = str(os.stat("/proc/self/ns/pid").st_ino) if pid == os.getpid() else "?"
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            start = fh.read().rsplit(b")", 1)[1].split()[19].decode()
-    except (OSError, IndexError):
-        ns, start = "-", "-"
-    return f"{ns}:{pid}:{start}"
-
-
-def _owner_alive(token: str) -> bool:
-    ns, pid_s, start = (token.split(":") + ["", "", ""])[:3]
-    try:
-        pid = int(pid_s)
-    except ValueError:
-        return True  # not ours to judge
-    try:
-        here = str(os.stat("/proc/self/ns/pid").st_ino)
-    except OSError:
-        here = "-"
-    if ns not in ("-", here):
-        return True  # made in another pid namespace (a container sharing /tmp): cannot tell
-    if not pid_alive(pid):
-        return False
-    return start in ("-", _process_token(pid).split(":")[2])
-
-
-def sweep_stale(tmp: str | None = None) -> list[Path]:
-    """Remove ``gpuperf-*`` scratch directories whose owner process is gone (it was SIGKILLed)."""
-    removed = []
-    root = Path(tmp or tempfile.gettempdir())
-    with contextlib.suppress(OSError):
-        for d in root.glob("gpuperf-*"):
-            try:
-                if _old_index_file(d):
-                    d.unlink()
-                    removed.append(d)
-                    continue
-                if d.is_symlink() or not d.is_dir() or d.stat().st_uid != os.getuid():
-                    continue
-                token = (d / OWNER_FILE).read_text().strip()
-            except OSError:
-                continue
-            if not _owner_alive(token):
-                _rmtree(d)
-                removed.append(d)
-    return removed
-
-
-def _old_index_file(path: Path) -> bool:
-    """A temporary git index left as a plain file by a SIGKILLed older version (no owner to ask;
-    a live one exists for the seconds of a commit)."""
-    st = path.lstat()
-    return (path.name.startswith("gpuperf-index-") and stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid()
-            and time.time() - st.st_mtime > OLD_INDEX_S)
-
-
-def make_scratch(prefix: str) -> Path:
-    """A new temporary directory marked with its owner, after sweeping dead owners' leftovers."""
-    sweep_stale()
-    path = Path(tempfile.mkdtemp(prefix=prefix))
-    (path / OWNER_FILE).write_text(_process_token(os.getpid()) + "\n")
-    return path
-
-
-@contextlib.contextmanager
-def scratch_dir(prefix: str) -> Iterator[Path]:
-    path = make_scratch(prefix)
-    try:
-        yield path
-    finally:
-        _rmtree(path)
-
-
-def _rmtree(path: Path) -> None:
-    """Remove a scratch tree even where the script took away write permission. Never follows
-    symlinks (shutil.rmtree unlinks them), so the originals behind a mirror are safe."""
-    def fix(func: Any, p: str, _exc: Any) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(p), stat.S_IRWXU)
-            if os.path.isdir(p) and not os.path.islink(p):
-                os.chmod(p, stat.S_IRWXU)
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                os.unlink(p)
-
-    if path.exists() or path.is_symlink():
-        shutil.rmtree(path, onerror=fix)
 
 
 # --------------------------------------------------------------------------------------------
@@ -403,6 +307,8 @@ class Workspace:
         self._count = 0
         self._warn = warn or (lambda m: print(f"warning: {m}", file=sys.stderr, flush=True))
         self._own: frozenset[tuple[int, int]] | None = None  # the tool's own output files
+        self.started = time.monotonic()
+        self.run_phases: list[dict[str, Any] | None] = []  # each run's phases, in order (docs/validation.md)
 
     def add(self, version: ScriptVersion) -> Path:
         """Stash ``version`` to run in place of its original; with a module (name, sys.path root),
@@ -438,11 +344,14 @@ class Workspace:
                                        version.companions if version is not None else ())
             env = dict(request.env or os.environ)
             env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written through a symlink either
+            env.update(compile_caches(self.root / "compiled", version.identity() if version is not None
+                                      else given.read_bytes(), env))
             env[GUARD_ENV] = json.dumps({"scratch": str(dest), "protect": mirror.protected(), "log": str(log)})
             module = version.module if version is not None else None
             inside = request.replace(script=str(copy), cwd=str(cwd), env=env,
                                      module=module[0] if module is not None else request.module)
             doc = base(inside)  # the mirror stays: the next run puts back what this one changed
+            self.run_phases.append(doc.get("phases") if isinstance(doc, dict) else None)
             doc = _name_originals(doc, dest, mirror.base)
             self._check(orig, mirror, _refused(log))
             return doc
