@@ -320,7 +320,8 @@ def _profile_and_plan(ctx: _Context, a_path: Path, setup_s: float = 0.0,
     ctx.echo("== profiling the original (one run) to plan the validation", err=True)
     t0 = planning.now()
     doc = ctx.runner(measured_run(a_path, ctx.script_args, cfg, cfg.seed))
-    run_s = planning.now() - t0
+    # The warm interpreter's own start (run/warmstart.py) is paid by this first run only: not per run.
+    run_s = max(0.0, planning.now() - t0 - float((doc.get("phases") or {}).get("server_start_s") or 0.0))
     rec = record_from_doc("A", 0, doc, seed=cfg.seed)
     if not rec.ok:
         ctx.echo(f"error: the original script (A) failed its profile run, nothing to compare against: "

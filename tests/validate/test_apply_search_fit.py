@@ -183,6 +183,30 @@ def test_a_two_minute_budget_tries_one_ab_with_fewer_runs(tmp_path, clock) -> No
     assert clock[0] - 1000 <= 120 * 1.10
 
 
+class WarmStartRecorder(Recorder):
+    """The profile run also waited ``server_s`` for the warm interpreter's own start, once."""
+
+    def __init__(self, clock: list[float], server_s: float) -> None:
+        super().__init__(clock, profile_s=10.0 + server_s)
+        self.server_s = server_s
+
+    def __call__(self, request):
+        first = not any(k == "run" for k, _ in self.events)
+        doc = super().__call__(request)
+        doc["phases"] = {"server_start_s": self.server_s if first else 0.0}
+        return doc
+
+
+def test_the_warm_interpreters_own_start_is_not_counted_per_run(tmp_path, clock) -> None:
+    # The profile run took 40 s, 30 of them starting the warm interpreter that every later run is
+    # forked from: the plan prices a run at 10 s, so 5+5 runs fit in the 110 s left of 2m30s
+    # (priced at 40 s a run, nothing would be tried).
+    runner = WarmStartRecorder(clock, server_s=30.0)
+    rc, doc = _apply(tmp_path, ("W",), runner, DEFAULTS, budget_s=150)
+    assert doc["plan"]["run_s"] == pytest.approx(10.0) and doc["plan"]["runs_per_side"] == 5
+    assert len(runner.abs()) == 1
+
+
 def test_a_progress_line_says_the_runs_were_fitted(tmp_path, clock) -> None:
     events = []
     runner = Recorder(clock)
