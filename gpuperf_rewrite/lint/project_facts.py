@@ -36,16 +36,18 @@ class ProjectFacts:
 
 
 def project_facts(fs_path: str | Path, data: bytes, max_depth: int = MAX_DEPTH,
-                  store: Path | None = None) -> ProjectFacts:
+                  store: Path | None = None, root: Path | None = None) -> ProjectFacts:
     """The facts of the first-party modules the file at ``fs_path`` (content ``data``) imports,
     each computed with the facts of its own imports, ``max_depth`` imports deep; cycles end at a
     module already on the way. Nothing (and key "") for a file outside the user's code or one
     importing none of its modules. ``store``: a folder where facts are kept by content hash
-    across runs (the lint cache)."""
+    across runs (the lint cache). ``root``: the file's project root when the caller knows the
+    file is first-party (``is_first_party``), so it is not looked up again."""
     path = Path(os.path.abspath(fs_path))
-    first_party, root = is_first_party(path)
-    if not first_party:
-        return ProjectFacts({}, "", [])
+    if root is None:
+        first_party, root = is_first_party(path)
+        if not first_party:
+            return ProjectFacts({}, "", [])
     modules: dict[str, Any] = {}
     keys: list[str] = []
     used: list[Path] = []
