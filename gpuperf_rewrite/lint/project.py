@@ -40,12 +40,16 @@ MAX_MODULES = 64  # a project's import graph is cut here: start-up stays bounded
 def find_project_root(path: Path) -> Path:
     """The nearest folder at or above ``path`` holding a project marker (``pyproject.toml``,
     ``setup.py``, ``setup.cfg``, ``.git``); the file's own folder when there is none."""
-    start = Path(os.path.abspath(path))
-    folder = start if start.is_dir() else start.parent
-    for candidate in (folder, *folder.parents):
-        if _has_marker(str(candidate)):
-            return candidate
-    return folder
+    start = os.path.abspath(path)
+    folder = start if os.path.isdir(start) else os.path.dirname(start)
+    candidate = folder
+    while True:
+        if _has_marker(candidate):
+            return Path(candidate)
+        above = os.path.dirname(candidate)
+        if above == candidate:
+            return Path(folder)
+        candidate = above
 
 
 # folder -> (its mtime, holds a marker): a repo lint asks for every file's root, and a folder's
@@ -196,7 +200,7 @@ def import_requests(source: str | bytes) -> Iterator[tuple[str, int, tuple[str, 
 _STATEMENT_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
-_IMPORTS_MEMO: dict[tuple[Path, Path], tuple[int, list[ImportedModule]]] = {}
+_IMPORTS_MEMO: dict[tuple[str, str], tuple[int, list[ImportedModule]]] = {}
 
 
 def imported_modules(importer: Path, root: Path, source: str | bytes | None = None) -> list[ImportedModule]:
@@ -208,7 +212,7 @@ def imported_modules(importer: Path, root: Path, source: str | bytes | None = No
             source = Path(importer).read_bytes()
         except OSError:
             return []
-    key, digest = (Path(os.path.abspath(importer)), Path(os.path.abspath(root))), hash(source)
+    key, digest = (os.path.abspath(importer), os.path.abspath(root)), hash(source)
     memo = _IMPORTS_MEMO.get(key)
     if memo is not None and memo[0] == digest:
         return memo[1]
