@@ -72,13 +72,9 @@ def _has_marker(folder: str) -> bool:
     return marked
 
 
-def _inside(path: Path, root: Path) -> bool:
-    return _inside_str(os.fspath(path), os.fspath(root))
-
-
-def _inside_str(path: str, root: str) -> bool:
-    """``_inside`` on absolute, normalised paths, without building Path objects (a repo lint
-    resolves every import of every file)."""
+def _inside(path: str, root: str) -> bool:
+    """Is ``path`` below ``root`` and outside installed code (``NOT_FIRST_PARTY``)? Absolute,
+    normalised paths, as strings: a repo lint asks for every import of every file."""
     prefix = root if root.endswith(os.sep) else root + os.sep
     if not path.startswith(prefix):
         return path == root
@@ -153,7 +149,7 @@ def _resolve(module: str, level: int, importer: str, root: str, roots: list[str]
                                   for folder in (roots if roots is not None else _search_roots(importer, root)))
                       if p is not None)
     for path in candidates:
-        if _inside_str(path, root):
+        if _inside(path, root):
             return path
     return None
 
@@ -313,9 +309,9 @@ def content_of(path: Path) -> tuple[bytes, str] | None:
 
 def is_first_party(path: Path) -> tuple[bool, Path]:
     """Is ``path`` the user's own code (not under site-packages, a venv...)? And its project root."""
-    path = Path(os.path.abspath(path))
-    root = find_project_root(path)
-    return _inside(path, root), root
+    absolute = os.path.abspath(path)
+    root = find_project_root(absolute)
+    return _inside(absolute, os.fspath(root)), root
 
 
 def dependency_key(fs_path: str | Path, data: bytes, max_depth: int = MAX_DEPTH) -> str:

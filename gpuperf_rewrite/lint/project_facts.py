@@ -68,6 +68,9 @@ def remember_facts(fs_path: str | Path, data: bytes, imports: ProjectFacts, ctx:
     analysis built): a file of the same run importing it reads its facts off that context, by
     the same content key, instead of analysing it again. Only the last few are kept."""
     key = hashlib.sha256("\n".join([hashlib.sha256(data).hexdigest(), *imports.child_keys]).encode()).hexdigest()
+    # Its kept parse is no longer needed by an importer: the context holds the module, or its
+    # facts are known already. Not kept, it costs no later garbage collection a walk.
+    _PARSED.pop(Path(os.path.abspath(fs_path)), None)
     if key in _FACTS_MEMO:
         return
     if len(_CONTEXTS) >= _KEEP_PARSED:
