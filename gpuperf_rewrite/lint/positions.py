@@ -40,7 +40,7 @@ class _SpanState(CodegenState):
     # The nodes asked about not generated yet: once none is left, the rest of the module's code
     # is not generated (a node's range is final when its own generation ends: LibCST records a
     # syntactic range only for the node being generated). Empty: the whole module.
-    pending: set[cst.CSTNode] = field(default_factory=set)
+    pending: set[int] = field(default_factory=set)  # their ids: a node's hash is a Python call
     done: bool = False
 
     def before_codegen(self, node: cst.CSTNode) -> None:
@@ -50,8 +50,8 @@ class _SpanState(CodegenState):
         start = self.starts.pop()
         if node not in self.spans:  # a syntactic range recorded inside wins
             self.spans[node] = (start, len(self.tokens))
-        if node in self.pending:
-            self.pending.discard(node)
+        if id(node) in self.pending:
+            self.pending.discard(id(node))
             if not self.pending:
                 self.done = True
                 raise _AllFound
@@ -82,7 +82,7 @@ def node_spans(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[cst.CST
     ``module``), as ``PositionProvider`` would give them."""
     nodes = list(nodes)
     state = _SpanState(default_indent=module.default_indent, default_newline=module.default_newline,
-                       pending=set(nodes))
+                       pending={id(node) for node in nodes})
     try:
         module._codegen(state)
     except _AllFound:
