@@ -55,8 +55,24 @@ def rules_for(text: str, ruleset: RuleSet) -> list[Rule]:
     """The enabled rules that can fire on ``text`` (:func:`can_fire`, in code order); empty: the
     file need not be parsed at all. On a tree of library code this runs on every file, and the
     torch gate clears nearly all of it: no rule reports in a file that imports no torch package."""
+    registry = all_rules()
+    last = _LAST_PLAN.get(ruleset.codes)
+    if last is not None and last[0] == text:  # the same file asked again (triage, then the check)
+        return [registry[code]() for code in last[1]]
+    codes = _fire_on(text, ruleset)
+    _LAST_PLAN.clear()
+    _LAST_PLAN[ruleset.codes] = (text, codes)
+    return [registry[code]() for code in codes]
+
+
+# codes -> (the text last asked about, the codes of the rules that can fire on it): a file's
+# rules are found before deciding to parse it and again when it is checked.
+_LAST_PLAN: dict[tuple[str, ...], tuple[str, tuple[str, ...]]] = {}
+
+
+def _fire_on(text: str, ruleset: RuleSet) -> tuple[str, ...]:
     if not may_import_torch(text):
-        return []
+        return ()
     found: dict[str, bool] = {}
 
     def has(needle: str) -> bool:
@@ -70,7 +86,7 @@ def rules_for(text: str, ruleset: RuleSet) -> list[Rule]:
         if markers is None or any(map(has, markers)):
             fire.update(cls for cls in group if any(map(has, cls.keywords)))
     registry = all_rules()
-    return [registry[code]() for code in ruleset.codes if registry[code] in fire]
+    return tuple(code for code in ruleset.codes if registry[code] in fire)
 
 
 def needs_parsing(data: bytes, ruleset: RuleSet) -> bool:
@@ -157,11 +173,12 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         return result.failed(exc.diag)
     fix_crashes: dict[str, Diagnostic] = {}  # rule code -> its first crash while fixes were computed
     imports = None
-    if fs_path and is_first_party(fs_path)[0]:
+    first_party, root = is_first_party(fs_path) if fs_path else (False, None)
+    if fs_path and first_party:
         # The user's modules it imports (issue 27); its own parse kept for its importers. Never
         # for installed code: kept trees cost every later garbage collection.
         remember_parse(fs_path, data, module, text)
-        imports = project_facts(fs_path, data, store=facts_store)
+        imports = project_facts(fs_path, data, store=facts_store, root=root)
     project: Mapping[str, Any] = imports.modules if imports is not None else {}
     if mode != "none":
         allowed = set(fix_codes) if fix_codes is not None else None

@@ -27,12 +27,21 @@ Span = tuple[int, int, int, int]  # line, column, end line, end column
 _NEWLINE = re.compile(r"\r\n?|\n")
 
 
+class _AllFound(Exception):
+    """Every node asked about has its range: code generation stops here."""
+
+
 @dataclass
 class _SpanState(CodegenState):
     """Code generation that records ``node -> (first token, end token)`` indexes."""
 
     spans: dict[cst.CSTNode, tuple[int, int]] = field(default_factory=dict)
     starts: list[int] = field(default_factory=list)
+    # The nodes asked about not generated yet: once none is left, the rest of the module's code
+    # is not generated (a node's range is final when its own generation ends: LibCST records a
+    # syntactic range only for the node being generated). Empty: the whole module.
+    pending: set[int] = field(default_factory=set)  # their ids: a node's hash is a Python call
+    done: bool = False
 
     def before_codegen(self, node: cst.CSTNode) -> None:
         self.starts.append(len(self.tokens))
@@ -41,6 +50,11 @@ class _SpanState(CodegenState):
         start = self.starts.pop()
         if node not in self.spans:  # a syntactic range recorded inside wins
             self.spans[node] = (start, len(self.tokens))
+        if id(node) in self.pending:
+            self.pending.discard(id(node))
+            if not self.pending:
+                self.done = True
+                raise _AllFound
 
     def pop_trailing_newline(self) -> None:
         # PositionProvider's state drops the token but not the position it reached: keep the
@@ -54,19 +68,25 @@ class _SpanState(CodegenState):
         try:
             yield
         finally:
-            end = len(self.tokens)
-            if start_node is not None:
-                start = self.spans[start_node][0]
-            if end_node is not None:
-                end = self.spans[end_node][1]
-            self.spans[node] = (start, end)
+            if not self.done:  # once generation stops early, the ranges still open are not needed
+                end = len(self.tokens)
+                if start_node is not None:
+                    start = self.spans[start_node][0]
+                if end_node is not None:
+                    end = self.spans[end_node][1]
+                self.spans[node] = (start, end)
 
 
 def node_spans(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[cst.CSTNode, Span]:
     """``node -> (line, column, end line, end column)`` for each of ``nodes`` (nodes of
     ``module``), as ``PositionProvider`` would give them."""
-    state = _SpanState(default_indent=module.default_indent, default_newline=module.default_newline)
-    module._codegen(state)
+    nodes = list(nodes)
+    state = _SpanState(default_indent=module.default_indent, default_newline=module.default_newline,
+                       pending={id(node) for node in nodes})
+    try:
+        module._codegen(state)
+    except _AllFound:
+        pass
     wanted = {node: state.spans[node] for node in nodes}
     at = _positions_at(state.tokens, {i for span in wanted.values() for i in span})
     return {node: (*at[start], *at[end]) for node, (start, end) in wanted.items()}

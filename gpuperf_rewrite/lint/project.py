@@ -40,78 +40,114 @@ MAX_MODULES = 64  # a project's import graph is cut here: start-up stays bounded
 def find_project_root(path: Path) -> Path:
     """The nearest folder at or above ``path`` holding a project marker (``pyproject.toml``,
     ``setup.py``, ``setup.cfg``, ``.git``); the file's own folder when there is none."""
-    start = Path(os.path.abspath(path))
-    folder = start if start.is_dir() else start.parent
-    for candidate in (folder, *folder.parents):
-        if any(os.path.exists(os.path.join(candidate, marker)) for marker in ROOT_MARKERS):
-            return candidate
-    return folder
+    start = os.path.abspath(path)
+    folder = start if os.path.isdir(start) else os.path.dirname(start)
+    candidate = folder
+    while True:
+        if _has_marker(candidate):
+            return Path(candidate)
+        above = os.path.dirname(candidate)
+        if above == candidate:
+            return Path(folder)
+        candidate = above
 
 
-def _inside(path: Path, root: Path) -> bool:
+# folder -> (its mtime, holds a marker): a repo lint asks for every file's root, and a folder's
+# mtime changes whenever an entry is added to or removed from it, so a marker made later is seen.
+_MARKED: dict[str, tuple[int, bool]] = {}
+
+
+def _has_marker(folder: str) -> bool:
     try:
-        rel = path.relative_to(root)
-    except ValueError:
+        mtime = os.stat(folder).st_mtime_ns
+    except OSError:
         return False
-    return not any(part in NOT_FIRST_PARTY for part in rel.parts[:-1])
+    got = _MARKED.get(folder)
+    if got is not None and got[0] == mtime:
+        return got[1]
+    marked = any(os.path.exists(os.path.join(folder, marker)) for marker in ROOT_MARKERS)
+    if len(_MARKED) >= 4 * MAX_MODULES:
+        _MARKED.pop(next(iter(_MARKED)))
+    _MARKED[folder] = (mtime, marked)
+    return marked
 
 
-def search_roots(importer: Path, root: Path) -> list[Path]:
-    """Where an absolute import of ``importer`` is looked for, in order (see the module doc)."""
-    out: list[Path] = []
-    for folder in (Path(os.path.abspath(importer)).parent, Path(os.path.abspath(root)),
-                   Path(os.path.abspath(root)) / "src"):
-        if folder not in out and folder.is_dir():
+def _inside(path: str, root: str) -> bool:
+    """Is ``path`` below ``root`` and outside installed code (``NOT_FIRST_PARTY``)? Absolute,
+    normalised paths, as strings: a repo lint asks for every import of every file."""
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    if not path.startswith(prefix):
+        return path == root
+    return not any(part in NOT_FIRST_PARTY for part in path[len(prefix):].split(os.sep)[:-1])
+
+
+def _search_roots(importer: str, root: str) -> list[str]:
+    """Where an absolute import of ``importer`` is looked for, in order (see the module doc);
+    absolute, normalised paths."""
+    out: list[str] = []
+    for folder in (os.path.dirname(importer), root, os.path.join(root, "src")):
+        if folder not in out and os.path.isdir(folder):
             out.append(folder)
     return out
 
 
-def _lookup(base: Path, parts: list[str]) -> Path | None:
+def _lookup(base: str, parts: list[str]) -> str | None:
     """``parts`` (``["models", "resnet"]``) below ``base``: the package's ``__init__.py`` or the
     module file; None when it is not there."""
     folder = base
     for i, part in enumerate(parts):
         if not part.isidentifier():
             return None
-        package = folder / part
-        init = package / "__init__.py"
-        if init.is_file():
+        package = os.path.join(folder, part)
+        init = os.path.join(package, "__init__.py")
+        if os.path.isfile(init):
             if i == len(parts) - 1:
                 return init
             folder = package
             continue
-        module = folder / f"{part}.py"
-        if i == len(parts) - 1 and module.is_file():
+        module = os.path.join(folder, f"{part}.py")
+        if i == len(parts) - 1 and os.path.isfile(module):
             return module
-        if package.is_dir():  # a namespace package: its submodules can still be found
+        if os.path.isdir(package):  # a namespace package: its submodules can still be found
             if i == len(parts) - 1:
                 return None  # nothing to read in a namespace package itself
             folder = package
             continue
         return None
-    return (base / "__init__.py") if (base / "__init__.py").is_file() else None
+    init = os.path.join(base, "__init__.py")
+    return init if os.path.isfile(init) else None
 
 
 def resolve_import(module: str, level: int, importer: Path, root: Path) -> Path | None:
     """The first-party file ``import module`` (``level`` 0) or ``from .module import``
     (``level`` dots) in ``importer`` loads; None when it is not a file under ``root`` (the
     standard library, an installed package, a missing module)."""
-    root = Path(os.path.abspath(root))
+    importer_abs, root_abs = os.path.abspath(importer), os.path.abspath(root)
+    found = _resolve(module, level, importer_abs, root_abs, None)
+    return Path(found) if found is not None else None
+
+
+def _resolve(module: str, level: int, importer: str, root: str, roots: list[str] | None) -> str | None:
+    """``resolve_import`` on absolute, normalised paths; ``roots``: ``_search_roots`` of the
+    importer when the caller has them."""
     parts = module.split(".") if module else []
     if level > 0:
-        base = Path(os.path.abspath(importer)).parent
+        base = os.path.dirname(importer)
         for _ in range(level - 1):
-            base = base.parent
+            base = os.path.dirname(base)
         if not parts:
-            candidates = [base / "__init__.py"] if (base / "__init__.py").is_file() else []
+            init = os.path.join(base, "__init__.py")
+            candidates = [init] if os.path.isfile(init) else []
         else:
             found = _lookup(base, parts)
             candidates = [found] if found is not None else []
     else:
         if not parts:
             return None
-        candidates = [p for p in (_lookup(folder, parts) for folder in search_roots(importer, root))
-                      if p is not None]
+        # Looked up root by root, the first one found wins (later roots are not searched).
+        candidates = (p for p in (_lookup(folder, parts)
+                                  for folder in (roots if roots is not None else _search_roots(importer, root)))
+                      if p is not None)
     for path in candidates:
         if _inside(path, root):
             return path
@@ -160,7 +196,7 @@ def import_requests(source: str | bytes) -> Iterator[tuple[str, int, tuple[str, 
 _STATEMENT_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
-_IMPORTS_MEMO: dict[tuple[Path, Path], tuple[int, list[ImportedModule]]] = {}
+_IMPORTS_MEMO: dict[tuple[str, str], tuple[int, list[ImportedModule]]] = {}
 
 
 def imported_modules(importer: Path, root: Path, source: str | bytes | None = None) -> list[ImportedModule]:
@@ -172,7 +208,7 @@ def imported_modules(importer: Path, root: Path, source: str | bytes | None = No
             source = Path(importer).read_bytes()
         except OSError:
             return []
-    key, digest = (Path(os.path.abspath(importer)), Path(os.path.abspath(root))), hash(source)
+    key, digest = (os.path.abspath(importer), os.path.abspath(root)), hash(source)
     memo = _IMPORTS_MEMO.get(key)
     if memo is not None and memo[0] == digest:
         return memo[1]
@@ -186,11 +222,10 @@ def imported_modules(importer: Path, root: Path, source: str | bytes | None = No
 _IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)|import[ \t]+([^\n#;]+))", re.MULTILINE)
 
 
-def _may_import_first_party(importer: Path, root: Path, source: bytes) -> bool:
+def _may_import_from(roots: list[str], source: bytes) -> bool:
     """A cheap look at the import lines before parsing: does one import relatively, or name a
-    top-level module that exists as a file or folder where it would be looked for? Most files
-    import only installed packages and need no parse at all."""
-    roots = search_roots(importer, root)
+    top-level module that exists as a file or folder in one of ``roots``? Most files import
+    only installed packages and need no parse at all."""
     tops: set[str] = set()
     for m in _IMPORT_LINE.finditer(source):
         if m.group(1):
@@ -202,22 +237,38 @@ def _may_import_first_party(importer: Path, root: Path, source: bytes) -> bool:
 
 
 def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[ImportedModule]:
-    if not _may_import_first_party(importer, root, source.encode() if isinstance(source, str) else source):
+    importer_abs, root_abs = os.path.abspath(importer), os.path.abspath(root)
+    roots = _search_roots(importer_abs, root_abs)
+    if not _may_import_from(roots, source.encode() if isinstance(source, str) else source):
         return []
     out: dict[str, ImportedModule] = {}
-    importer = Path(os.path.abspath(importer))
+    present: dict[str, bool] = {}
+
+    def resolve(name: str, level: int) -> Path | None:
+        # An absolute import whose top-level name is neither a file nor a folder in any place
+        # it is looked for resolves to nothing: most of a script's imports (torch, os) stop here.
+        if level == 0 and name:
+            top = name.split(".", 1)[0]
+            if top not in present:
+                present[top] = any(os.path.exists(os.path.join(folder, top))
+                                   or os.path.exists(os.path.join(folder, f"{top}.py")) for folder in roots)
+            if not present[top]:
+                return None
+        found = _resolve(name, level, importer_abs, root_abs, roots)
+        return Path(found) if found is not None else None
+
     for module, level, names in import_requests(source):
         written = _written(module, level)
         if written in out:
             continue
-        path = resolve_import(module, level, importer, root)
+        path = resolve(module, level)
         if path is not None:
             out[written] = ImportedModule(written, path)
         for name in names:
             sub_written = f"{written}.{name}" if module else f"{written}{name}"
             if sub_written in out:
                 continue
-            sub = resolve_import(f"{module}.{name}" if module else name, level, importer, root)
+            sub = resolve(f"{module}.{name}" if module else name, level)
             if sub is not None and sub != path:
                 out[sub_written] = ImportedModule(sub_written, sub)
     return list(out.values())
@@ -258,9 +309,9 @@ def content_of(path: Path) -> tuple[bytes, str] | None:
 
 def is_first_party(path: Path) -> tuple[bool, Path]:
     """Is ``path`` the user's own code (not under site-packages, a venv...)? And its project root."""
-    path = Path(os.path.abspath(path))
-    root = find_project_root(path)
-    return _inside(path, root), root
+    absolute = os.path.abspath(path)
+    root = find_project_root(absolute)
+    return _inside(absolute, os.fspath(root)), root
 
 
 def dependency_key(fs_path: str | Path, data: bytes, max_depth: int = MAX_DEPTH) -> str:

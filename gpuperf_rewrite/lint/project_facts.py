@@ -36,16 +36,18 @@ class ProjectFacts:
 
 
 def project_facts(fs_path: str | Path, data: bytes, max_depth: int = MAX_DEPTH,
-                  store: Path | None = None) -> ProjectFacts:
+                  store: Path | None = None, root: Path | None = None) -> ProjectFacts:
     """The facts of the first-party modules the file at ``fs_path`` (content ``data``) imports,
     each computed with the facts of its own imports, ``max_depth`` imports deep; cycles end at a
     module already on the way. Nothing (and key "") for a file outside the user's code or one
     importing none of its modules. ``store``: a folder where facts are kept by content hash
-    across runs (the lint cache)."""
+    across runs (the lint cache). ``root``: the file's project root when the caller knows the
+    file is first-party (``is_first_party``), so it is not looked up again."""
     path = Path(os.path.abspath(fs_path))
-    first_party, root = is_first_party(path)
-    if not first_party:
-        return ProjectFacts({}, "", [])
+    if root is None:
+        first_party, root = is_first_party(path)
+        if not first_party:
+            return ProjectFacts({}, "", [])
     modules: dict[str, Any] = {}
     keys: list[str] = []
     used: list[Path] = []
@@ -66,6 +68,9 @@ def remember_facts(fs_path: str | Path, data: bytes, imports: ProjectFacts, ctx:
     analysis built): a file of the same run importing it reads its facts off that context, by
     the same content key, instead of analysing it again. Only the last few are kept."""
     key = hashlib.sha256("\n".join([hashlib.sha256(data).hexdigest(), *imports.child_keys]).encode()).hexdigest()
+    # Its kept parse is no longer needed by an importer: the context holds the module, or its
+    # facts are known already. Not kept, it costs no later garbage collection a walk.
+    _PARSED.pop(Path(os.path.abspath(fs_path)), None)
     if key in _FACTS_MEMO:
         return
     if len(_CONTEXTS) >= _KEEP_PARSED:

@@ -65,3 +65,28 @@ def test_only_the_nodes_asked_for_and_each_once() -> None:
     call = module.body[2].body[0].value
     assert node_spans(module, [call, call]) == {call: (3, 0, 3, 15)}
     assert node_spans(module, []) == {}
+
+
+@pytest.mark.parametrize("name", ["crlf", "no-trailing-newline", "strings"])
+def test_a_few_nodes_asked_alone_match_position_provider(name: str) -> None:
+    # Generation stops once the nodes asked about are done: each node alone (an early one, a
+    # statement whose range is hoisted from its body, the last one) still gets its full range.
+    module = cst.parse_module(LAYOUTS[name])
+    nodes = _all_nodes(module)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    for node in nodes:
+        rng = expected[node]
+        assert node_spans(module, [node])[node] == (rng.start.line, rng.start.column, rng.end.line,
+                                                   rng.end.column), module.code_for_node(node)
+
+
+def test_generation_stops_after_the_last_node_asked_about(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuperf_rewrite.lint import positions
+
+    module = cst.parse_module("import torch\nx = torch.ones(1)\n" + "y = 1\n" * 200)
+    first = module.body[0]
+    generated: list[int] = []
+    real = positions._positions_at
+    monkeypatch.setattr(positions, "_positions_at", lambda toks, idx: (generated.append(len(toks)), real(toks, idx))[1])
+    assert node_spans(module, [first])[first] == (1, 0, 1, 12)
+    assert generated and generated[0] < 20  # the tokens of the first line, not of the 200 after it

@@ -19,7 +19,7 @@ from ..syntax.context import RuleContext
 from ..syntax.project import (CONV, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, FunctionFacts, ModuleFacts,
                               project_function)
 from ..syntax.torch_names import AUTOCAST, DATALOADERS, FUSABLE, LR_SCHEDULERS, OPTIMIZERS
-from ..syntax.tree import walk
+from ..syntax.tree import NESTED_DEFS, walk
 from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
 from .script_facts import first_use_of
 
@@ -65,23 +65,40 @@ def _params(fn: cst.FunctionDef) -> tuple[str, ...]:
     return tuple(names[1:] if names and names[0] in ("self", "cls") else names)
 
 
-def _shapes(ctx: RuleContext) -> dict[cst.FunctionDef, tuple[list[cst.BaseExpression], bool]]:
-    return {}
-
-
 def _shape(ctx: RuleContext, fn: cst.FunctionDef) -> tuple[list[cst.BaseExpression], bool]:
     """What ``fn`` returns, and whether it yields: one walk of its body (nested functions not
     entered), once per function of the module (a per-file fact)."""
-    memo = ctx.fact(_shapes)
-    got = memo.get(fn)
-    if got is None:
-        returns, yields = [], False
-        for n in walk(fn.body):
-            if isinstance(n, cst.Return) and n.value is not None:
-                returns.append(n.value)
-            yields = yields or isinstance(n, cst.Yield)
-        got = memo[fn] = (returns, yields)
-    return got
+    return ctx.fact(_shapes).get(fn, ([], False))
+
+
+def _shapes(ctx: RuleContext) -> dict[cst.FunctionDef, tuple[list[cst.BaseExpression], bool]]:
+    """Every function's returned values and whether it yields, from the file's index: each
+    ``return``/``yield`` belongs to the function whose body holds it, nested functions, classes
+    and lambdas not entered (as ``walk(fn.body)`` reads them)."""
+    shapes: dict[cst.FunctionDef, tuple[list[cst.BaseExpression], bool]] = {}
+    for node in ctx.nodes(cst.Return, cst.Yield):  # returns first, each type in source order
+        fn = _body_owner(ctx, node)
+        if fn is None:
+            continue
+        returns, yields = shapes.get(fn, ([], False))
+        if isinstance(node, cst.Return):
+            if node.value is not None:
+                returns.append(node.value)
+        else:
+            yields = True
+        shapes[fn] = (returns, yields)
+    return shapes
+
+
+def _body_owner(ctx: RuleContext, node: cst.CSTNode) -> cst.FunctionDef | None:
+    """The function whose body holds ``node`` without a nested function, class or lambda
+    between them; None otherwise (module level, a class body, a lambda, a default value)."""
+    child = node
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, NESTED_DEFS):
+            return anc if isinstance(anc, cst.FunctionDef) and anc.body is child else None
+        child = anc
+    return None
 
 
 def _returns(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.BaseExpression]:
@@ -99,12 +116,17 @@ def _values(fn: cst.FunctionDef, expr: cst.BaseExpression) -> list[cst.BaseExpre
     return [expr, *(_assigned(fn, name) if name is not None else [])]
 
 
+def _at_module_level(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """Outside every function, class and lambda (where ``walk(ctx.module)`` reaches)."""
+    return ctx.enclosing(node, *NESTED_DEFS) is None
+
+
 def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> set[cst.FunctionDef]:
     """Functions that return a model: a model class of this module or a model library, a model
     picked by name (``globals()[arch](...)``, ``MODELS[name]()``, in a module that defines or
     imports its models), or the result of another such function."""
     classes = module_subclasses(ctx)
-    picks = bool(classes) or any(isinstance(n, cst.ImportFrom) and n.relative for n in walk(ctx.module))
+    picks = bool(classes) or any(n.relative and _at_module_level(ctx, n) for n in ctx.nodes(cst.ImportFrom))
     found: set[cst.FunctionDef] = set()
     fns = dict(_functions(ctx))
     by_name = {name: fn for name, fn in fns.items() if "." not in name}
@@ -171,7 +193,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         roles=_roles(ta, fn, params) if trains or zeroes else (),
         returns_model=returns_model,
         returns_optimizer=optimizer is not None,
-        params_of=_params_of(fn, params, returns),
+        params_of=_params_of(fn, params, returns, src),
         unfused_optimizer_line=unfused,
         builds_loader=any(ta.is_dataloader(v) for v in returns) or
         any(ctx.matches(c.func, DATALOADERS) for c in built),
@@ -179,10 +201,11 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
     )
 
 
-def _params_of(fn: cst.FunctionDef, params: tuple[str, ...], returns: list[cst.BaseExpression]) -> str | None:
+def _params_of(fn: cst.FunctionDef, params: tuple[str, ...], returns: list[cst.BaseExpression],
+               source: str = "parameters") -> str | None:
     """The parameter whose ``.parameters()``/``.named_parameters()`` the function gathers and
     returns (as parameter groups or inside an optimizer): ``add_weight_decay(model, wd)``."""
-    if not returns:
+    if not returns or "parameters" not in source:  # what neither method call can be written without
         return None
     holders = {dotted_name(n.func.value) for n in walk(fn.body, into_nested=True)  # type: ignore[union-attr]
                if method_call(n, "parameters", "named_parameters")}
