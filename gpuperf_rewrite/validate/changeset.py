@@ -103,8 +103,7 @@ class ChangeSet:
     def source_key(self, subset: Sequence[str]) -> bytes:
         """Every file of the version ``subset`` builds, as one value: two subsets that build the
         same files compare equal (``--apply`` never measures one version twice, nor A against A)."""
-        built = self.build(subset)
-        return b"\0".join(str(f.path).encode() + b"\0" + built[f.path][0] for f in self.files)
+        return self.version(subset).identity()
 
     def changed(self, subset: Sequence[str]) -> list[tuple[ProjectFile, bytes]]:
         """The files ``subset`` changes, entry first, with their new bytes."""
