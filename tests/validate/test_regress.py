@@ -191,3 +191,41 @@ def test_ab_cli_refuses_a_configuration_that_cannot_decide(tmp_path, monkeypatch
     r = CliRunner().invoke(cli, ["ab", str(tmp_path / "a.py"), str(tmp_path / "a.py"), "--runs", "3",
                                  "--max-runs", "3", "--steps", "5"])
     assert r.exit_code == 2 and "can never reach significance" in r.output and not runner.calls
+
+
+class PathRunner(FakeRunner):
+    """Fake runs started by ``path`` ("fork" or "fresh"), recording the warm-interpreter switch
+    (GPUPERF_FORK) each run saw in the tool's environment."""
+
+    def __init__(self, seed: int, path: str) -> None:
+        super().__init__(seed)
+        self.path, self.switch = path, []
+
+    def __call__(self, request):
+        import os
+
+        self.switch.append(os.environ.get("GPUPERF_FORK"))
+        doc = super().__call__(request)
+        doc["phases"] = {"start": self.path}
+        return doc
+
+
+def test_regress_measures_the_way_its_baseline_was_measured(repo, monkeypatch) -> None:
+    """A tiny, Python-bound step can measure ~10% slower forked than fresh (docs/benchmarks.md):
+    regress starts its runs as the baseline's were started (a record without ``start`` is older
+    than forked runs, so fresh), and the tool's environment is left as it was."""
+    monkeypatch.delenv("GPUPERF_FORK", raising=False)
+    rec = record_baseline("train.py", config=CFG, runner=PathRunner(1, "fork"), echo=quiet)
+    assert rec["start"] == "fork"
+    forked = PathRunner(2, "fork")
+    res = check_regression("train.py", config=CFG, runner=forked)
+    assert set(forked.switch) == {None} and res["start"] == res["baseline_start"] == "fork"
+
+    repo.index.commit("an older kind of baseline")
+    record = {**rec, "commit": repo.head.commit.hexsha}
+    record.pop("start")
+    gitops.store_note(repo, repo.head.commit.hexsha, record)
+    fresh = PathRunner(3, "fresh")
+    res = check_regression("train.py", config=CFG, runner=fresh)
+    assert set(fresh.switch) == {"0"} and res["start"] == "fresh" and res["baseline_start"] is None
+    assert "GPUPERF_FORK" not in __import__("os").environ

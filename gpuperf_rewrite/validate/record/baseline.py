@@ -3,11 +3,13 @@ the working tree's script against the nearest ancestor with a comparable record)
 
 from __future__ import annotations
 
+import contextlib
+import os
 import statistics
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from gpuperf_rewrite.validate.run.config import ABConfig
 from gpuperf_rewrite.validate.record.notes import check_notes_ref, note_record
@@ -86,10 +88,30 @@ def record_baseline(script: str, script_args: Sequence[str] = (), *, config: ABC
     unit = common_unit(runs)
     rec = note_record(rel, "baseline", samples=values(runs, unit), unit=unit,
                       fingerprint=first_fingerprint(runs), config=cfg, script_args=script_args,
-                      runs=[r.to_json() for r in runs])
+                      runs=[r.to_json() for r in runs], start=start_path(runs))
     rec["commit"] = head
     gitops.store_note(repo, head, rec)
     return rec
+
+
+def start_path(runs: Sequence[Any]) -> str:
+    """How the runs were started: "fork" (from the warm interpreter), "fresh" or "mixed". A
+    tiny, Python-bound step can measure ~10% slower forked (docs/benchmarks.md), so regress
+    measures the way its baseline was measured."""
+    paths = {(r.phases or {}).get("start") or "fresh" for r in runs}
+    return paths.pop() if len(paths) == 1 else "mixed"
+
+
+def _baseline_start(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence[str], warn: Warn) -> str:
+    """The start path of the nearest record measured the same way (records made before forked
+    runs existed say none: they ran in fresh interpreters)."""
+    from gpuperf_rewrite.validate.record.notes import ancestors_with_notes
+
+    for _, records in ancestors_with_notes(repo, warn=warn):
+        for rec in records:
+            if same_measurement(rec, rel, cfg, script_args):
+                return str(rec.get("start") or "fresh")
+    return "fresh"
 
 
 def samples_of(rec: dict[str, Any]) -> list[float]:
@@ -160,6 +182,24 @@ def _refuse_other_launch(repo: Any, rel: str, cfg: ABConfig, script_args: Sequen
                     f"as the baseline was, or record a baseline this way. Nothing was measured.")
 
 
+@contextlib.contextmanager
+def _fresh_interpreters(on: bool) -> Iterator[None]:
+    """Every run in a fresh interpreter while ``on`` (the warm interpreter's switch, run/warmstart.py)."""
+    from gpuperf_rewrite.validate.run.warmstart import FORK_ENV
+
+    old = os.environ.get(FORK_ENV)
+    if on:
+        os.environ[FORK_ENV] = "0"
+    try:
+        yield
+    finally:
+        if on:
+            if old is None:
+                os.environ.pop(FORK_ENV, None)
+            else:
+                os.environ[FORK_ENV] = old
+
+
 def _no_baseline(rel: str, why: str) -> BaselineError:
     return BaselineError(
         f"no comparable baseline for {rel}: no ancestor commit has a gpuperf note for this script "
@@ -183,7 +223,8 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
     if not has_comparable_baseline(repo, rel, cfg, script_args, warn):  # before spending time on measuring
         _refuse_other_launch(repo, rel, cfg, script_args, warn)
         raise _no_baseline(rel, "the same --steps/--warmup and script arguments; nothing was measured")
-    with Workspace(prefix="gpuperf-regress-") as ws:  # runs in a scratch mirror of the checkout
+    fresh = _baseline_start(repo, rel, cfg, script_args, warn) != "fork"
+    with Workspace(prefix="gpuperf-regress-") as ws, _fresh_interpreters(fresh):  # like the baseline
         target = ws.add(ScriptVersion.read(script, module)) if module is not None else script
         runs = measure(target, script_args, config=cfg, runner=ws.runner(runner or default_runner()),
                        progress=progress)
@@ -204,7 +245,7 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
         "script": rel, "unit": unit, "baseline_median": s.median_a, "current_median": s.median_b,
         "change": change, "ci95": list(s.ci95), "p_value": s.p_slower, "threshold": threshold,
         "alpha": cfg.alpha, "baseline": base, "current": current, "fingerprint": fp,
-        "launcher": cfg.launch, "stats": asdict(s),
+        "launcher": cfg.launch, "stats": asdict(s), "start": start_path(runs), "baseline_start": rec.get("start"),
         "runs": [r.to_json() for r in runs],  # per-step times, losses and memory for --html
         "history": history(repo, rel, warn),  # the recorded medians over commits, nearest first
     }
