@@ -102,16 +102,14 @@ def start_path(runs: Sequence[Any]) -> str:
     return paths.pop() if len(paths) == 1 else "mixed"
 
 
-def _baseline_start(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence[str], warn: Warn) -> str:
-    """The start path of the nearest record measured the same way (records made before forked
-    runs existed say none: they ran in fresh interpreters)."""
+def nearest_comparable(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence[str],
+                       warn: Warn = _warn) -> dict[str, Any] | None:
+    """The nearest record (HEAD first, then ancestors) measured the same way, or None: what
+    ``regress`` needs, found before it measures (the environment and unit are known only after)."""
     from gpuperf_rewrite.validate.record.notes import ancestors_with_notes
 
-    for _, records in ancestors_with_notes(repo, warn=warn):
-        for rec in records:
-            if same_measurement(rec, rel, cfg, script_args):
-                return str(rec.get("start") or "fresh")
-    return "fresh"
+    return next((rec for _, records in ancestors_with_notes(repo, warn=warn) for rec in records
+                 if same_measurement(rec, rel, cfg, script_args)), None)
 
 
 def samples_of(rec: dict[str, Any]) -> list[float]:
@@ -158,12 +156,8 @@ def find_baseline(repo: Any, rel: str, env_hash: str | None, cfg: ABConfig, scri
 
 def has_comparable_baseline(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence[str],
                             warn: Warn = _warn) -> bool:
-    """Whether HEAD or an ancestor has a note measured the same way: what ``regress`` needs,
-    checked before it measures anything (the environment and the unit are known only after a run)."""
-    from gpuperf_rewrite.validate.record.notes import ancestors_with_notes
-
-    return any(same_measurement(rec, rel, cfg, script_args)
-               for _, records in ancestors_with_notes(repo, warn=warn) for rec in records)
+    """Whether HEAD or an ancestor has a note measured the same way (:func:`nearest_comparable`)."""
+    return nearest_comparable(repo, rel, cfg, script_args, warn) is not None
 
 
 def _refuse_other_launch(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence[str], warn: Warn) -> None:
@@ -220,10 +214,12 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
     warn = once(warn)
     repo, rel = repo_and_rel(script)
     check_notes_ref(repo)
-    if not has_comparable_baseline(repo, rel, cfg, script_args, warn):  # before spending time on measuring
+    nearest = nearest_comparable(repo, rel, cfg, script_args, warn)  # before spending time on measuring
+    if nearest is None:
         _refuse_other_launch(repo, rel, cfg, script_args, warn)
         raise _no_baseline(rel, "the same --steps/--warmup and script arguments; nothing was measured")
-    fresh = _baseline_start(repo, rel, cfg, script_args, warn) != "fork"
+    # Measured the way the baseline was: records older than forked runs say nothing (they ran fresh).
+    fresh = nearest.get("start", "fresh") != "fork"
     with Workspace(prefix="gpuperf-regress-") as ws, _fresh_interpreters(fresh):  # like the baseline
         target = ws.add(ScriptVersion.read(script, module)) if module is not None else script
         runs = measure(target, script_args, config=cfg, runner=ws.runner(runner or default_runner()),
