@@ -38,8 +38,9 @@ def ab(ctx: click.Context, script_a: str | None, script_b: str | None, script_ar
 
     from gpuperf_rewrite.validate.judge.abtest import ABError, check_decidable, default_runner, run_ab
     from gpuperf_rewrite.validate.console import console_progress, format_table
+    from gpuperf_rewrite.validate.run.profiling import prestart
     from gpuperf_rewrite.validate.run.runs import ScriptVersion
-    from gpuperf_rewrite.validate.run.workspace import Workspace, WorkspaceError
+    from gpuperf_rewrite.validate.run.workspace import Workspace, WorkspaceError, run_env
 
     if modules and len(modules) != 2:
         raise click.UsageError("-m: give two modules (A, then B), or two scripts")
@@ -49,6 +50,8 @@ def ab(ctx: click.Context, script_a: str | None, script_b: str | None, script_ar
         script_a, script_b = str(eps[0].path), str(eps[1].path)
     else:
         script_a, script_b = existing_script(ctx, "script_a", script_a), existing_script(ctx, "script_b", script_b)
+    # The runs' warm interpreter imports torch while the options are checked (the statistics import)
+    prestart(script_a, env=run_env(None), launcher=opts.get("launcher"))
     cfg = config_from_options(opts, decides=True)
     check_html(html_path)
     for warning in check_decidable(cfg):

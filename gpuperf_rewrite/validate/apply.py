@@ -92,6 +92,8 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
     except CheckoutRefused as exc:
         raise ApplyError(str(exc)) from None
     original = target.read_bytes()
+    if runner is None and not options.no_validate:
+        _prestart(target, cfg)
     json_out = options.json_out
     if rewriter_for is None:
         rewriter_for = script_only(rewriter, target) if rewriter else engine_rewriters(settings, options.level, echo)
@@ -148,6 +150,14 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
         except KeyboardInterrupt as exc:  # SIGTERM too (lifetime.Terminated)
             echo("Interrupted: nothing was changed.", err=True)
             return exit_code(exc)
+
+
+def _prestart(target: Path, cfg: ABConfig) -> None:
+    """Real runs ahead: their warm interpreter imports torch while the tool lints and plans."""
+    from gpuperf_rewrite.validate.run.profiling import prestart
+    from gpuperf_rewrite.validate.run.workspace import run_env
+
+    prestart(target, env=run_env(None), launcher=cfg.launcher)
 
 
 def _git_preflight(target: Path, options: ApplyOptions,

@@ -234,3 +234,63 @@ def test_each_version_has_its_own_compile_caches_shared_by_its_runs(tmp_path: Pa
     assert dirs[0] == dirs[2] and dirs[1] == dirs[3] and dirs[0] != dirs[1]
     assert all(d.startswith(str(ws.root)) for pair in dirs[:4] for d in pair)
     assert dirs[4][0] == "/mine" and dirs[4][1] == dirs[0][1]  # a cache the user set is theirs
+
+
+@LINUX
+def test_a_prestarted_interpreter_is_the_one_the_first_run_forks_from(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuperf_rewrite.validate.run.profiling import prestart
+    from gpuperf_rewrite.validate.run.workspace import run_env
+
+    # A key of its own (servers are kept per environment for the process's lifetime).
+    monkeypatch.setenv("GPUPERF_TEST_PRESTART", str(tmp_path))
+    (tmp_path / "train.py").write_text("print('hello')\n")
+    before = set(map(id, warmstart._SERVERS.values()))
+    assert prestart(tmp_path / "train.py", env=run_env(None))
+    started = [s for s in warmstart._SERVERS.values() if id(s) not in before]
+    assert len(started) == 1 and not started[0].ready  # started, not waited for
+    assert not prestart(tmp_path / "train.py", env=run_env(None))  # one is enough
+    time.sleep(1.0)  # the tool's own work
+    with Workspace(cwd=tmp_path) as ws:
+        path = ws.add(ScriptVersion.read(tmp_path / "train.py"))
+        doc = ws.runner(profile_runner)(run_request(str(path), steps=2, warmup=0, timeout=120))
+    assert doc["phases"]["start"] == "fork" and started[0].runs == 1, doc["stderr_tail"]
+    assert doc["phases"]["server_hidden_s"] >= 0.9  # the part of its start the tool did not wait for
+    started[0].close()
+
+
+@LINUX
+def test_a_wrong_prestart_guess_is_ended_by_the_first_run_and_never_delays_exit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuperf_rewrite.validate.run.profiling import prestart
+    from gpuperf_rewrite.validate.run.workspace import run_env
+
+    (tmp_path / "train.py").write_text("print('hello')\n")
+    assert prestart(tmp_path / "train.py", env={**run_env(None), "GPUPERF_TEST_GUESS": "wrong"})
+    guess = next(s for k, s in warmstart._SERVERS.items() if ("GPUPERF_TEST_GUESS", "wrong") in k[1])
+    monkeypatch.setenv("GPUPERF_TEST_PRESTART", "other " + str(tmp_path))
+    with Workspace(cwd=tmp_path) as ws:
+        path = ws.add(ScriptVersion.read(tmp_path / "train.py"))
+        doc = ws.runner(profile_runner)(run_request(str(path), steps=2, warmup=0, timeout=120))
+    assert doc["phases"]["start"] == "fork"
+    assert guess.proc.poll() is not None and guess not in warmstart._SERVERS.values()  # ended, unused
+    # A server still importing torch is killed at exit, not waited for.
+    assert prestart(tmp_path / "train.py", env={**run_env(None), "GPUPERF_TEST_GUESS": "exit"})
+    pending = next(s for k, s in warmstart._SERVERS.items() if ("GPUPERF_TEST_GUESS", "exit") in k[1])
+    t0 = time.monotonic()
+    pending.close()
+    assert time.monotonic() - t0 < 1.0 and pending.proc.poll() is not None
+    warmstart._drop_unused_prestarts()
+
+
+def test_prestart_does_nothing_when_the_runs_start_fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuperf_rewrite.validate.run.profiling import prestart
+
+    (tmp_path / "train.py").write_text("import os\nos.environ['OMP_NUM_THREADS'] = '1'\n")
+    count = len(warmstart._SERVERS)
+    assert not prestart(tmp_path / "train.py")
+    assert not prestart(tmp_path / "train.py", launcher="torchrun")
+    (tmp_path / "train.py").write_text("print('hello')\n")
+    monkeypatch.setenv(warmstart.FORK_ENV, "0")
+    assert not prestart(tmp_path / "train.py")
+    assert len(warmstart._SERVERS) == count

@@ -219,6 +219,32 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         return None
 
 
+def _child_env(env: Mapping[str, str] | None, stage: Path, seed: int) -> tuple[dict[str, str], str | None]:
+    """The environment of a run (less its private TMPDIR) and the user's own PYTHONHASHSEED, if any."""
+    child_env = with_pythonpath(env, stage)
+    if env is not None and "PATH" not in child_env:
+        child_env["PATH"] = os.environ.get("PATH", "")
+    user_hash_seed = child_env.get("PYTHONHASHSEED")
+    child_env.setdefault("PYTHONHASHSEED", str(seed))  # same str/bytes hashing in both A/B arms
+    child_env["PYTHONUNBUFFERED"] = "1"  # complete tails even when the child is killed
+    child_env[WATCH_ENV] = str(os.getpid())
+    return child_env, user_hash_seed
+
+
+def prestart(script: str | Path, *, env: Mapping[str, str] | None = None, python: str | None = None,
+             launcher: str | None = None) -> bool:
+    """Start the warm interpreter the runs of ``script`` will fork from (``env``: what they will
+    run with, as a :class:`Workspace` runner passes it), without waiting for it, so its start-up
+    overlaps the tool's own preparation. Nothing when the runs would start fresh; a guess that
+    turns out wrong costs nothing but the CPU (the first run that needs another server ends it)."""
+    if fresh_reason(script, launcher=launcher, env=env) is not None:
+        return False
+    stage = staged_runtime()
+    child_env, user_hash_seed = _child_env(env, stage, 0)
+    return warmstart.prestart(python or sys.executable, child_env, user_hash_seed or "0", stage, _die_with_us(),
+                              stage.parent)
+
+
 def run_profile(
     script: str | Path,
     script_args: Sequence[str] = (),
@@ -254,13 +280,7 @@ def run_profile(
         cmd = _command(python or sys.executable, stage, script_path, args, out, steps=steps, warmup=warmup,
                        seed=seed, trace_dir=trace_dir, launcher=launcher, nproc=nproc_per_node,
                        module=module, launcher_args=[str(a) for a in launcher_args])
-        child_env = with_pythonpath(env, stage)
-        if env is not None and "PATH" not in child_env:
-            child_env["PATH"] = os.environ.get("PATH", "")
-        user_hash_seed = child_env.get("PYTHONHASHSEED")
-        child_env.setdefault("PYTHONHASHSEED", str(seed))  # same str/bytes hashing in both A/B arms
-        child_env["PYTHONUNBUFFERED"] = "1"  # complete tails even when the child is killed
-        child_env[WATCH_ENV] = str(os.getpid())
+        child_env, user_hash_seed = _child_env(env, stage, seed)
         child_env.update(private_tmpdir(tmp, child_env))  # no pymp-* left behind by ended workers
         stdout_path, stderr_path = tmp / "stdout.txt", tmp / "stderr.txt"
         start = _start_run(cmd, cwd, child_env, stdout_path, stderr_path, timeout, user_hash_seed,
@@ -311,6 +331,7 @@ class _Started:
     path: str  # "fork" | "fresh"
     fresh_because: str | None
     server_start_s: float = 0.0
+    server_hidden_s: float = 0.0
 
     def phases(self, shim: dict[str, Any] | None) -> dict[str, Any]:
         """The shim's phases plus the tool's: process start (interpreter start, or the fork, up to
@@ -320,7 +341,7 @@ class _Started:
         shim_at, end_at = out.get("shim_epoch"), out.get("end_epoch")
         out.update(start=self.path, fresh_because=self.fresh_because, process_wall_s=self.wall,
                    spawn_epoch=self.spawn_epoch, exit_epoch=self.exit_epoch,
-                   server_start_s=self.server_start_s,
+                   server_start_s=self.server_start_s, server_hidden_s=self.server_hidden_s,
                    process_start_s=max(0.0, shim_at - self.spawn_epoch) if shim_at else None,
                    teardown_s=max(0.0, self.exit_epoch - end_at) if end_at else None)
         return out
@@ -341,7 +362,7 @@ def _start_run(cmd: list[str], cwd: str | Path | None, env: dict[str, str], stdo
             f = warmstart.run_forked(server, shim_argv, where, env,  # the timeout counts from the fork
                                      stdout_path, stderr_path, timeout, time.monotonic(), TERM_GRACE_S)
             return _Started(f.returncode, f.finished, time.monotonic() - t0, spawn, time.time(), "fork", None,
-                            f.server_start_s)
+                            f.server_start_s, f.server_hidden_s)
         except warmstart.NotForked as exc:
             fresh = f"the warm interpreter could not run it ({exc})"
     returncode, finished, wall = _run_in_group(cmd, cwd, env, stdout_path, stderr_path, timeout)

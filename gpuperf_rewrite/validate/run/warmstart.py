@@ -118,6 +118,9 @@ class _Server:
     runs: int = 0
     log: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    spawned_at: float = 0.0  # time.monotonic() when the process was started
+    ready: bool = False  # its "ready" answer was read (or it is dead)
+    hidden_s: float = 0.0  # of its start-up, what ran while the tool did its own work (prestart)
 
     def send(self, msg: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -142,6 +145,9 @@ class _Server:
         return json.loads(line)
 
     def close(self) -> None:
+        if self.proc.poll() is None and not self.ready:  # still importing: nothing to wait for
+            _signal_group(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
         if self.proc.poll() is None:
             try:
                 if self.proc.stdin is not None:
@@ -159,22 +165,30 @@ def _key(python: str, env: Mapping[str, str]) -> tuple[str, tuple[tuple[str, str
     return python, tuple(sorted(server_env(env).items()))
 
 
-def _start(python: str, env: Mapping[str, str], hash_seed: str, stage: Path, preexec: Any,
+def _spawn(python: str, env: Mapping[str, str], hash_seed: str, stage: Path, preexec: Any,
            log: Path) -> _Server:
+    """Start a warm interpreter; it is not ready until :func:`_await_ready` has read its answer."""
     senv = server_env(env)
     senv["PYTHONPATH"] = os.pathsep.join(p for p in (str(stage), _user_pythonpath(env, stage)) if p)
     senv["PYTHONHASHSEED"] = hash_seed  # fixed at interpreter start: every run it forks hashes alike
-    t0 = time.monotonic()
     with open(log, "wb") as err:
         proc = subprocess.Popen([python, "-m", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=err, env=senv, cwd=str(stage), start_new_session=True,
                                 preexec_fn=preexec)
-    server = _Server(proc, python, log=log)
-    msg = server.receive(time.monotonic() + READY_TIMEOUT_S)
+    return _Server(proc, python, log=log, spawned_at=time.monotonic())
+
+
+def _await_ready(server: _Server) -> _Server:
+    """Wait for the server's ``ready``; ``started_s`` is what the caller waited for it (all of its
+    start-up, or only the part a :func:`prestart` did not hide)."""
+    t0 = time.monotonic()
+    msg = server.receive(server.spawned_at + READY_TIMEOUT_S)
     if not msg or not msg.get("ready"):
-        server.dead = "the warm interpreter did not start: " + _tail(log)
+        server.dead = "the warm interpreter did not start: " + _tail(server.log) if server.log else "did not start"
         server.close()
+    server.ready = True
     server.started_s = time.monotonic() - t0
+    server.hidden_s = max(0.0, t0 - server.spawned_at)
     return server
 
 
@@ -194,13 +208,45 @@ def server_for(python: str, env: Mapping[str, str], hash_seed: str, stage: Path,
                log_dir: Path) -> _Server:
     """The warm interpreter for runs of ``python`` with ``env`` (less the per-run keys) and
     ``PYTHONHASHSEED`` ``hash_seed``, started now if there is none (in ``stage``: every child
-    changes to its run's working directory)."""
+    changes to its run's working directory); one a :func:`prestart` began is waited for."""
     key = (*_key(python, env), hash_seed)
     server = _SERVERS.get(key)
-    if server is None or (server.dead is None and server.proc.poll() is not None):
+    if server is None or (server.dead is None and server.ready and server.proc.poll() is not None):
+        _drop_unused_prestarts()
         log = log_dir / f"forkserver-{len(_SERVERS)}.log"
-        server = _SERVERS[key] = _start(python, env, hash_seed, stage, preexec, log)
+        server = _SERVERS[key] = _spawn(python, env, hash_seed, stage, preexec, log)
+    if not server.ready:
+        _await_ready(server)
     return server
+
+
+def prestart(python: str, env: Mapping[str, str], hash_seed: str, stage: Path, preexec: Any,
+             log_dir: Path) -> bool:
+    """Start the warm interpreter :func:`server_for` would start for these arguments now, without
+    waiting for it: its start-up (importing torch) then runs while the tool does its own work
+    (importing the statistics, linting, building versions) instead of before the first run.
+    False when one is already there or forking is off."""
+    key = (*_key(python, env), hash_seed)
+    if disabled() or key in _SERVERS:
+        return False
+    log = log_dir / f"forkserver-{len(_SERVERS)}.log"
+    _SERVERS[key] = _spawn(python, env, hash_seed, stage, preexec, log)
+    _PRESTARTED.add(key)
+    return True
+
+
+_PRESTARTED: set[tuple[Any, ...]] = set()
+
+
+def _drop_unused_prestarts() -> None:
+    """A run needs a server no prestart guessed: end the guessed ones no run has used, so their
+    start-up does not compete with the runs for the CPU."""
+    for key in list(_PRESTARTED):
+        server = _SERVERS.get(key)
+        if server is not None and server.runs == 0:
+            server.close()
+            del _SERVERS[key]
+    _PRESTARTED.clear()
 
 
 @dataclass
@@ -208,7 +254,8 @@ class Forked:
     returncode: int
     finished: bool
     pid: int
-    server_start_s: float  # starting the warm interpreter, when this run started it (else 0)
+    server_start_s: float  # waiting for the warm interpreter's start, when this run did (else 0)
+    server_hidden_s: float = 0.0  # the part of that start a prestart ran during the tool's own work
 
 
 class NotForked(Exception):
@@ -252,7 +299,7 @@ def run_forked(server: _Server, argv: list[str], cwd: str, env: Mapping[str, str
             server.receive(time.monotonic() + 5.0)
         raise
     code = int(done["returncode"]) if done and "returncode" in done else -signal.SIGKILL
-    return Forked(code, finished, pid, server.started_s if first else 0.0)
+    return Forked(code, finished, pid, server.started_s if first else 0.0, server.hidden_s if first else 0.0)
 
 
 def _signal_group(pgid: int, sig: int) -> None:

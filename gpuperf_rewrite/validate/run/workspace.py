@@ -66,6 +66,13 @@ def with_pythonpath(env: Mapping[str, str] | None, *dirs: str | os.PathLike[str]
     return out
 
 
+def run_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    """The environment a run in a workspace gets before its per-run entries (scratch, caches)."""
+    out = dict(env or os.environ)
+    out["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written through a symlink either
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # mirrors
 
@@ -342,8 +349,7 @@ class Workspace:
             log.parent.mkdir(exist_ok=True)
             copy, cwd = mirror.prepare(dest, version.source if version is not None else given.read_bytes(),
                                        version.companions if version is not None else ())
-            env = dict(request.env or os.environ)
-            env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written through a symlink either
+            env = run_env(request.env)
             env.update(compile_caches(self.root / "compiled", version.identity() if version is not None
                                       else given.read_bytes(), env))
             env[GUARD_ENV] = json.dumps({"scratch": str(dest), "protect": mirror.protected(), "log": str(log)})
