@@ -73,6 +73,10 @@ class Session:
         self.cuda = False
         self.sampler: nvml.Sampler | None = None
         self.finish_now: Any = None
+        # At the step limit, write the result and end the process at once instead of unwinding the
+        # script (its DataLoader workers' shutdown, finally blocks, a framework's teardown): nothing
+        # of that is measured. run() sets it for one-process, untraced runs.
+        self.exit_at_limit = False
         self.device = phases.DeviceStart()
         self.epoch_minus_perf = time.time() - time.perf_counter()  # turns a boundary into wall-clock time
 
@@ -99,6 +103,9 @@ class Session:
             self._trace_step(n)
         if n >= self.stop_at:
             self.stopping = True
+            if self.exit_at_limit and self.finish_now is not None and \
+                    threading.current_thread() is threading.main_thread():
+                self.finish_now()  # the result, then the process ends here: never returns
             raise StopProfiling()
 
     def _trace_step(self, n: int) -> None:
@@ -340,14 +347,17 @@ def run(script: str | None, args: list[str], *, out: str, steps: int, warmup: in
         return exit_code
 
     def finish_now() -> None:
-        # The script caught StopProfiling with a bare except: results first, then a hard exit,
-        # because a script that swallows BaseException cannot be stopped any other way.
+        # Results first, then a hard exit: at the step limit of a one-process run (nothing after
+        # it is measured), and for a script that caught StopProfiling with a bare except (one that
+        # swallows BaseException cannot be stopped any other way).
         code = finish("step_limit", 0, None)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
 
     session.finish_now = finish_now
+    # Under a launcher every rank must leave its collectives together: they unwind as before.
+    session.exit_at_limit = world_size == 1 and trace_dir is None
     seed_everything(seed, torch)
     try:
         script = entry.prepare(script, module)  # sys.path as `python` sets it; the file that runs

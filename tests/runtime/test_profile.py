@@ -117,6 +117,28 @@ def test_stop_cannot_be_swallowed(make_script: Make) -> None:
     assert doc["total_steps"] == 5 and "end of script" not in doc["stdout_tail"]
 
 
+def test_a_one_process_run_ends_at_its_step_limit_without_unwinding_the_script(make_script: Make,
+                                                                               tmp_path: Path) -> None:
+    # The script's clean-up after the window (here a slow `finally`, as a DataLoader's worker
+    # shutdown or a framework's teardown is) is not measured: the run writes its result and ends.
+    marker = tmp_path / "unwound"
+    raw = f"""
+    import time, torch
+    m = torch.nn.Linear(2, 1); opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    try:
+        for i in range(200):
+            loss = m(torch.ones(1, 2)).sum(); opt.zero_grad(); loss.backward(); opt.step()
+    finally:
+        time.sleep(5)
+        open({str(marker)!r}, "w").write("x")
+    """
+    doc = run_profile(make_script(raw=raw), steps=4, warmup=1)
+    assert doc["status"] == "step_limit" and doc["exit_code"] == 0, doc["stderr_tail"]
+    assert doc["measured_steps"] == 4 and len(doc["loss"]) == 5
+    assert not marker.exists() and doc["process_wall_time_s"] < 5
+    assert doc["phases"]["after_s"] < 1.0
+
+
 def test_timeout_ends_the_process_group(make_script: Make, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     # The script ignores SIGTERM and forks a sleeping child: escalation must reach both.

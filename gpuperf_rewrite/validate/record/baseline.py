@@ -68,9 +68,12 @@ def record_baseline(script: str, script_args: Sequence[str] = (), *, config: ABC
     (name, sys.path root), ``script`` is that module's file and runs as ``python -m name``."""
     from gpuperf_rewrite.validate.record import gitops
     from gpuperf_rewrite.validate.judge.abtest import default_runner, measure
-    from gpuperf_rewrite.validate.run.workspace import Workspace
+    from gpuperf_rewrite.validate.run.profiling import prestart
+    from gpuperf_rewrite.validate.run.workspace import Workspace, run_env
 
     cfg = config or ABConfig()
+    if runner is None:  # the runs' warm interpreter imports torch while git is read
+        prestart(script, env=run_env(None), launcher=cfg.launcher)
     repo, rel = repo_and_rel(script)
     gitops.check_identity(repo)  # the note is a commit: know who writes it before measuring
     check_notes_ref(repo)
