@@ -101,6 +101,7 @@ state = {
     "tmpdir": __import__("tempfile").gettempdir() == os.environ.get("TMPDIR"),
     "main": __name__,
     "threads": torch.get_num_threads(),
+    "gc": [__import__("gc").isenabled(), list(__import__("gc").get_threshold())],
     "hash": hash("gpuperf"),
 }
 print("STATE " + __import__("json").dumps(state), flush=True)
@@ -152,6 +153,7 @@ def test_forked_runs_share_no_state_and_see_what_a_fresh_interpreter_sees(tmp_pa
         assert s["torch_counter"] == 0 and s["helper_counter"] == 0  # nothing left on imported modules
         assert s["env"] is None and s["file"] is False  # no environment or file of an earlier run
         assert s["cwd_first_on_path"] and s["argv"] == ["--flag"] and s["tmpdir"] and s["main"] == "__main__"
+        assert s["gc"][0] is True  # the collector runs in the script (the warm interpreter imports without it)
     assert states[0]["random"] == states[1]["random"] and states[0]["torch_rand"] == states[1]["torch_rand"]
     assert states[2]["torch_rand"] != states[0]["torch_rand"]  # the seed, not the server, decides
     # Every forked run hashes strings alike (the warm interpreter's PYTHONHASHSEED, fixed at its
