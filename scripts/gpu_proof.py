@@ -231,6 +231,10 @@ def fixture_row(name: str, ab: dict[str, Any], apply: dict[str, Any] | None = No
            "median_before": (ab.get("a") or {}).get("median"), "median_after": (ab.get("b") or {}).get("median"),
            "unit": ab.get("unit"), "loss_check": (ab.get("loss_check") or {}).get("status"),
            "wall_s": ab.get("wall_s"), "reason": ab.get("reason")}
+    ov = ab.get("overhead") or {}
+    if ov:  # issue 28's figures on this GPU: the A/B's wall time and how much of it was measured
+        row["time"] = {k: ov.get(k) for k in ("wall_s", "measured_s", "measured_share", "server_start_s",
+                                              "server_start_hidden_s", "starts", "fresh_because")}
     if apply is not None:
         row["apply"] = _apply_summary(apply)
     return row

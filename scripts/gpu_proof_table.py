@@ -3,7 +3,7 @@
     python scripts/gpu_proof_table.py benchmarks/results/gpu-proof/<gpu>-<size>/<gpu>-<date>.json
 
 Prints: a header line (device, torch, CUDA, date), the fixtures' A/B table and geometric means,
-the harmful-fix classes, the manifest's scripts, the shim overhead, the sessions with their wall
+each A/B's wall time and measured share, the harmful-fix classes, the manifest's scripts, the shim overhead, the sessions with their wall
 times, what is left and every stage that failed (an error: it runs again).
 """
 
@@ -49,6 +49,25 @@ def fixtures_table(doc: dict[str, Any]) -> list[str]:
               + (f"; not judged, left out: {', '.join(f'{k} ({v})' for k, v in excluded.items())}" if excluded else "")
               + "."]
     return lines
+
+
+def time_table(doc: dict[str, Any]) -> list[str]:
+    """Each fixture's A/B: its wall time and the measured share (issue 28's targets on a GPU: at
+    most 35 s, at least 25%), and how its runs started."""
+    rows = []
+    for r in doc.get("fixtures", []):
+        t = r.get("time")
+        if not t:
+            continue
+        share = t.get("measured_share")
+        starts = ", ".join(f"{n} {k}" for k, n in sorted((t.get("starts") or {}).items())) or "-"
+        rows.append([f"`{r['name']}`", _num(t.get("wall_s")), _num(t.get("measured_s")),
+                     "-" if share is None else f"{share:.1%}", starts,
+                     _num(t.get("server_start_s")) + (f" (+{t['server_start_hidden_s']:.1f} hidden)"
+                                                      if t.get("server_start_hidden_s") else ""),
+                     "; ".join(t.get("fresh_because") or []) or "-"])
+    return _table(["fixture", "A/B wall s", "measured s", "measured share", "runs started", "warm interpreter "
+                   "start s", "fresh because"], rows)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -113,7 +132,7 @@ def render(doc: dict[str, Any]) -> str:
     head = (f"**{doc.get('device')}**, torch {doc.get('torch')}, CUDA {doc.get('cuda')}, "
             f"Python {doc.get('python')}, {doc.get('date')}, --size {doc.get('size')}")
     parts = [head, "", *fixtures_table(doc)]
-    for extra in (harmful_table(doc), scripts_table(doc)):
+    for extra in (time_table(doc), harmful_table(doc), scripts_table(doc)):
         if extra:
             parts += ["", *extra]
     parts += ["", *other_lines(doc)]

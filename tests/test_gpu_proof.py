@@ -347,6 +347,12 @@ def test_table_renders_the_fixtures_the_geomean_and_what_is_left(tmp_path):
     assert "**Error** in `profile:gpt_fp32` (not done; it runs again next time): crashed (exit 1)" in md
     assert "| `mine-train` (train.py) | /w/mine | GP201 | committed | GP201 | faster | 1.50x |" in md
     assert "ab:gpt_fp32 61 s; failed: profile:gpt_fp32 0.2 s." in md
+    assert "A/B wall s" not in md  # results from before the A/B JSON had `overhead`: no time table
+    timed = {**_ab("faster", 3.0), "overhead": {"wall_s": 31.5, "measured_s": 9.0, "measured_share": 0.2857,
+                                                "server_start_s": 4.0, "server_start_hidden_s": 1.5,
+                                                "starts": {"fork": 6}, "fresh_because": {}}}
+    doc["fixtures"] = [gp.fixture_row("gpt_fp32", timed)]
+    assert "| `gpt_fp32` | 31.5 | 9.0 | 28.6% | 6 fork | 4.0 (+1.5 hidden) | - |" in table.render(doc)
 
 
 def test_prewarm_compiles_only_the_pending_rewrites_once_per_session_and_its_failure_is_no_stage_failure(
