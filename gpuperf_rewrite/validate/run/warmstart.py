@@ -184,7 +184,7 @@ def _await_ready(server: _Server) -> _Server:
     t0 = time.monotonic()
     msg = server.receive(server.spawned_at + READY_TIMEOUT_S)
     if not msg or not msg.get("ready"):
-        server.dead = "the warm interpreter did not start: " + _tail(server.log) if server.log else "did not start"
+        server.dead = "the warm interpreter did not start: " + (_tail(server.log) if server.log else "no output")
         server.close()
     server.ready = True
     server.started_s = time.monotonic() - t0
