@@ -40,7 +40,7 @@ def ab(ctx: click.Context, script_a: str | None, script_b: str | None, script_ar
     from gpuperf_rewrite.validate.console import console_progress, format_table
     from gpuperf_rewrite.validate.run.profiling import prestart
     from gpuperf_rewrite.validate.run.runs import ScriptVersion
-    from gpuperf_rewrite.validate.run.workspace import Workspace, WorkspaceError, run_env
+    from gpuperf_rewrite.validate.run.workspace import Workspace, WorkspaceError
 
     if modules and len(modules) != 2:
         raise click.UsageError("-m: give two modules (A, then B), or two scripts")
@@ -51,7 +51,7 @@ def ab(ctx: click.Context, script_a: str | None, script_b: str | None, script_ar
     else:
         script_a, script_b = existing_script(ctx, "script_a", script_a), existing_script(ctx, "script_b", script_b)
     # The runs' warm interpreter imports torch while the options are checked (the statistics import)
-    prestart(script_a, env=run_env(None), launcher=opts.get("launcher"))
+    prestart(script_a, launcher=opts.get("launcher"))
     cfg = config_from_options(opts, decides=True)
     check_html(html_path)
     for warning in check_decidable(cfg):

@@ -155,9 +155,8 @@ def run_apply(path: str, *, settings: Settings | None = None, script_args: Seque
 def _prestart(target: Path, cfg: ABConfig) -> None:
     """Real runs ahead: their warm interpreter imports torch while the tool lints and plans."""
     from gpuperf_rewrite.validate.run.profiling import prestart
-    from gpuperf_rewrite.validate.run.workspace import run_env
 
-    prestart(target, env=run_env(None), launcher=cfg.launcher)
+    prestart(target, launcher=cfg.launcher)
 
 
 def _git_preflight(target: Path, options: ApplyOptions,

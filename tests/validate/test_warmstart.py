@@ -242,16 +242,15 @@ def test_each_version_has_its_own_compile_caches_shared_by_its_runs(tmp_path: Pa
 def test_a_prestarted_interpreter_is_the_one_the_first_run_forks_from(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from gpuperf_rewrite.validate.run.profiling import prestart
-    from gpuperf_rewrite.validate.run.workspace import run_env
 
     # A key of its own (servers are kept per environment for the process's lifetime).
     monkeypatch.setenv("GPUPERF_TEST_PRESTART", str(tmp_path))
     (tmp_path / "train.py").write_text("print('hello')\n")
     before = set(map(id, warmstart._SERVERS.values()))
-    assert prestart(tmp_path / "train.py", env=run_env(None))
+    assert prestart(tmp_path / "train.py")
     started = [s for s in warmstart._SERVERS.values() if id(s) not in before]
     assert len(started) == 1 and not started[0].ready  # started, not waited for
-    assert not prestart(tmp_path / "train.py", env=run_env(None))  # one is enough
+    assert not prestart(tmp_path / "train.py")  # one is enough
     time.sleep(1.0)  # the tool's own work
     with Workspace(cwd=tmp_path) as ws:
         path = ws.add(ScriptVersion.read(tmp_path / "train.py"))
@@ -265,10 +264,9 @@ def test_a_prestarted_interpreter_is_the_one_the_first_run_forks_from(tmp_path: 
 def test_a_wrong_prestart_guess_is_ended_by_the_first_run_and_never_delays_exit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gpuperf_rewrite.validate.run.profiling import prestart
-    from gpuperf_rewrite.validate.run.workspace import run_env
 
     (tmp_path / "train.py").write_text("print('hello')\n")
-    assert prestart(tmp_path / "train.py", env={**run_env(None), "GPUPERF_TEST_GUESS": "wrong"})
+    assert prestart(tmp_path / "train.py", env={**os.environ, "GPUPERF_TEST_GUESS": "wrong"})
     guess = next(s for k, s in warmstart._SERVERS.items() if ("GPUPERF_TEST_GUESS", "wrong") in k[1])
     monkeypatch.setenv("GPUPERF_TEST_PRESTART", "other " + str(tmp_path))
     with Workspace(cwd=tmp_path) as ws:
@@ -277,7 +275,7 @@ def test_a_wrong_prestart_guess_is_ended_by_the_first_run_and_never_delays_exit(
     assert doc["phases"]["start"] == "fork"
     assert guess.proc.poll() is not None and guess not in warmstart._SERVERS.values()  # ended, unused
     # A server still importing torch is killed at exit, not waited for.
-    assert prestart(tmp_path / "train.py", env={**run_env(None), "GPUPERF_TEST_GUESS": "exit"})
+    assert prestart(tmp_path / "train.py", env={**os.environ, "GPUPERF_TEST_GUESS": "exit"})
     pending = next(s for k, s in warmstart._SERVERS.items() if ("GPUPERF_TEST_GUESS", "exit") in k[1])
     t0 = time.monotonic()
     pending.close()

@@ -69,11 +69,11 @@ def record_baseline(script: str, script_args: Sequence[str] = (), *, config: ABC
     from gpuperf_rewrite.validate.record import gitops
     from gpuperf_rewrite.validate.judge.abtest import default_runner, measure
     from gpuperf_rewrite.validate.run.profiling import prestart
-    from gpuperf_rewrite.validate.run.workspace import Workspace, run_env
+    from gpuperf_rewrite.validate.run.workspace import Workspace
 
     cfg = config or ABConfig()
     if runner is None:  # the runs' warm interpreter imports torch while git is read
-        prestart(script, env=run_env(None), launcher=cfg.launcher)
+        prestart(script, launcher=cfg.launcher)
     repo, rel = repo_and_rel(script)
     gitops.check_identity(repo)  # the note is a commit: know who writes it before measuring
     check_notes_ref(repo)

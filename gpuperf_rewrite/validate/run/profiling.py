@@ -39,7 +39,7 @@ from gpuperf_rewrite.validate.run import warmstart
 from gpuperf_rewrite.validate.run.lifetime import private_tmpdir
 from gpuperf_rewrite.validate.run.warmstart import fresh_reason
 from gpuperf_rewrite.validate.run.runs import RunDoc, RunRequest
-from gpuperf_rewrite.validate.run.workspace import _rmtree, make_scratch, scratch_dir, with_pythonpath
+from gpuperf_rewrite.validate.run.workspace import _rmtree, make_scratch, run_env, scratch_dir, with_pythonpath
 
 TERM_GRACE_S = 5.0  # SIGTERM -> SIGKILL escalation for the process group
 STDERR_TAIL_CHARS = 4000
@@ -231,12 +231,13 @@ def _child_env(env: Mapping[str, str] | None, stage: Path, seed: int) -> tuple[d
     return child_env, user_hash_seed
 
 
-def prestart(script: str | Path, *, env: Mapping[str, str] | None = None, python: str | None = None,
-             launcher: str | None = None) -> bool:
-    """Start the warm interpreter the runs of ``script`` will fork from (``env``: what they will
-    run with, as a :class:`Workspace` runner passes it), without waiting for it, so its start-up
-    overlaps the tool's own preparation. Nothing when the runs would start fresh; a guess that
-    turns out wrong costs nothing but the CPU (the first run that needs another server ends it)."""
+def prestart(script: str | Path, *, launcher: str | None = None, env: Mapping[str, str] | None = None,
+             python: str | None = None) -> bool:
+    """Start the warm interpreter that a :class:`Workspace`'s runs of ``script`` will fork from
+    (``env``: the environment their requests carry, default the tool's), without waiting for it,
+    so its start-up overlaps the tool's own preparation. Nothing when the runs would start fresh; a
+    guess that turns out wrong costs nothing but the CPU (the first run needing another ends it)."""
+    env = run_env(env)  # what the Workspace runner adds before the per-run entries
     if fresh_reason(script, launcher=launcher, env=env) is not None:
         return False
     stage = staged_runtime()
