@@ -9,10 +9,12 @@ import math
 import libcst as cst
 
 from ..analysis.facts.execution import execution
-from ..analysis.facts.flow import object_flow
+from ..analysis.facts.flow import Use, object_flow
+from ..analysis.facts.frameworks import OWNS_LOOP, frameworks
 from ..analysis.facts.script_facts import assignments_in, binding_body
 from ..analysis.syntax.calls import dataloader_arg, dotted_name, get_arg, literal_value
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.project import project_function
 from ..analysis.syntax.tree import walk
 
 RANDOM_SAMPLERS = frozenset({"torch.utils.data.RandomSampler", "torch.utils.data.sampler.RandomSampler"})
@@ -35,13 +37,49 @@ def iterated_repeatedly(ctx: RuleContext, call: cst.Call) -> bool:
     loader never runs out and no loop over it restarts."""
     flow = object_flow(ctx, call)
     ex = execution(ctx)
-    iterations = [u.site for u in flow.of_kind("iterate")]
+    endless = never_exhausted(ctx, call)
+    # ``except StopIteration: it = iter(loader)`` never runs when the loader never runs out.
+    iterations = [u.site for u in flow.of_kind("iterate") if not (endless and _on_exhaustion(ctx, u.site))]
     unknown = flow.of_kind("passed", "escape")
-    if len(iterations) > 1 or any(ex.repeated_after(site, flow.entries, flow.entered) for site in iterations):
+    # Handed once to code that reads it in one pass (an evaluation function of the user's other
+    # modules, ``trainer.test(model, loader)``): one iterator, like a single loop.
+    single = [u for u in unknown if _one_pass_call(ctx, u) and not ex.repeated_after(u.site, flow.entries, flow.entered)]
+    passes = iterations + [u.site for u in single]
+    if len(passes) > 1 or any(ex.repeated_after(site, flow.entries, flow.entered) for site in iterations):
         return True  # two loops over one loader, or one loop run again: new iterators
-    if never_exhausted(ctx, call):
+    if endless:
         return False  # one iterator serves the whole run
-    return bool(unknown) or not iterations
+    return len(unknown) > len(single) or not passes
+
+
+# Framework methods that iterate the loaders they are given once per call.
+_ONE_PASS_METHODS = frozenset({"test", "validate", "predict", "evaluate"})
+
+
+def _one_pass_call(ctx: RuleContext, use: Use) -> bool:
+    """Is ``use`` the loader handed to a call that iterates it once: a function of the user's other
+    modules that does not train (an evaluation), or a framework trainer's ``test``/``validate``/
+    ``predict``?"""
+    site = use.site
+    if use.kind != "passed" or not isinstance(site, cst.Call):
+        return False
+    found = project_function(ctx, site)
+    if found is not None:
+        return not found.facts.trains
+    if isinstance(site.func, cst.Attribute) and site.func.attr.value in _ONE_PASS_METHODS:
+        owner = dotted_name(site.func.value)
+        return owner is not None and frameworks(ctx).objects.get(owner) in OWNS_LOOP
+    return False
+
+
+def _on_exhaustion(ctx: RuleContext, site: cst.CSTNode) -> bool:
+    """Inside an ``except StopIteration:`` handler."""
+    for anc in ctx.ancestors(site):
+        if isinstance(anc, cst.ExceptHandler):
+            return anc.type is not None and dotted_name(anc.type) == "StopIteration"
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            return False
+    return False
 
 
 def takes_one_batch(ctx: RuleContext, call: cst.Call) -> bool:

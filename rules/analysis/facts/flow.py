@@ -155,7 +155,8 @@ class _Tracer:
         positional = [a for a in call.args if a.keyword is None]
         if tail in _READERS and "." not in name:
             return
-        if tail in _ITERATORS:
+        own = isinstance(call.func, cst.Name) and call.func.value in analysis(self.ctx).functions
+        if tail in _ITERATORS and not own:  # a ``def cycle(dl): while True: for x in dl: ...`` of the file is followed
             self.uses.append(Use("iterate", value, call))
             return
         if tail in _WRAPPERS:
