@@ -134,6 +134,195 @@ def _unpacked_param(fn: cst.FunctionDef, name: str) -> str | None:
     return None
 
 
+# ---- batches already on the device ------------------------------------------------------------------
+_PREFETCH = ("prefetch",)
+
+
+def _placed_source(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression, loop: cst.For | cst.While) -> bool:
+    """Does ``receiver`` hold a batch its source already put on the device: the loop's iterable,
+    the object whose ``next_batch()`` gave it or the helper that returned it is built or called
+    with a device (``DataLoaderLite(B, T, device=device)``, ``batches(n, device)``), or a helper
+    of this file returns tensors it moved or created there (``get_batch(split)`` ending in
+    ``x.to(device)``)? Then ``.to(device)`` is a no-op."""
+    return _placed(ctx, ta, receiver, loop, 0)
+
+
+def _placed(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, loop: cst.For | cst.While,
+            depth: int) -> bool:
+    if depth > 4:
+        return False
+    while isinstance(expr, (cst.Subscript, cst.Attribute)) and not isinstance(expr, cst.Call):
+        expr = expr.value
+    if isinstance(expr, cst.Call):
+        return _placing_call(ctx, ta, expr, loop, depth)
+    if not isinstance(expr, cst.Name):
+        return False
+    name = expr.value
+    if isinstance(loop, cst.For) and name in target_names(loop.target):
+        return _placing_iterable(ctx, ta, loop.iter, loop, depth)
+    values = []
+    for a in walk(loop.body):
+        if not isinstance(a, cst.Assign) or not any(name in target_names(t.target) for t in a.targets):
+            continue
+        value = _bound_value(a, name)
+        if value is None:
+            return False
+        if not method_call(value, "to", "cuda"):  # ``x = x.to(device)`` itself, or a second copy
+            values.append(value)
+    return bool(values) and all(_placed(ctx, ta, v, loop, depth + 1) for v in values)
+
+
+def _bound_value(assign: cst.Assign, name: str) -> cst.BaseExpression | None:
+    """What ``assign`` binds to ``name``: the value, or its element at the name's position in
+    ``a, b = u, v``; the whole value for ``x, y = f()`` (a batch unpacked)."""
+    for t in assign.targets:
+        target = t.target
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(assign.value, (cst.Tuple, cst.List)):
+            if len(target.elements) != len(assign.value.elements):
+                return None
+            for el, val in zip(target.elements, assign.value.elements):
+                if name in target_names(el.value):
+                    return val.value
+            continue
+        if name in target_names(target):
+            return assign.value
+    return None
+
+
+def _placing_iterable(ctx: RuleContext, ta: TrainingAnalysis, it: cst.BaseExpression, loop: cst.For | cst.While,
+                      depth: int) -> bool:
+    while isinstance(it, cst.Call) and (dotted_name(it.func) or "").rsplit(".", 1)[-1] in \
+            ("enumerate", "tqdm", "iter") and it.args:
+        it = it.args[0].value
+    if isinstance(it, cst.Call):
+        return _passes_device(ctx, it) or _returns_placed(ctx, ta, it)
+    name = dotted_name(it)
+    if name is None:
+        return False
+    values = [v for bound, v in ta.assignments() if bound == name]
+    return bool(values) and all(isinstance(v, cst.Call) and _placing_iterable(ctx, ta, v, loop, depth + 1)
+                                for v in values)
+
+
+def _placing_call(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.For | cst.While,
+                  depth: int) -> bool:
+    """``next(it)``, ``loader.next_batch()``, ``get_batch(...)``: a placed batch?"""
+    func = call.func
+    if isinstance(func, cst.Name) and func.value == "next" and call.args:
+        return _placing_iterable(ctx, ta, call.args[0].value, loop, depth + 1)
+    if isinstance(func, cst.Attribute) and not ctx.matches(func, {"torch.*"}):
+        if func.attr.value in ("to", "cuda"):
+            return False
+        owner = dotted_name(func.value)
+        if owner is not None and func.attr.value not in ("__getitem__",):
+            values = [v for bound, v in ta.assignments() if bound == owner]
+            if values and all(isinstance(v, cst.Call) and _passes_device(ctx, v) for v in values):
+                return True  # ``loader = DataLoaderLite(..., device=device)``; ``loader.next_batch()``
+        return False
+    if isinstance(func, cst.Name) and func.value in ta.functions:
+        return _passes_device(ctx, call) or _returns_placed(ctx, ta, call)
+    return False
+
+
+def _passes_device(ctx: RuleContext, call: cst.Call) -> bool:
+    """A call given a device that is not the CPU (``device=device``, ``make_batches(n, device)``):
+    what it builds or returns lives there. Not torch's own calls (a DataLoader takes no device)."""
+    if ctx.matches(call.func, {"torch.*"}):
+        return False
+    for arg in call.args:
+        if arg.star:
+            continue
+        if arg.keyword is not None and arg.keyword.value != "device":
+            continue
+        if device_kind(ctx, arg.value) in ("cuda", "unknown") and \
+                (arg.keyword is not None or "cpu" not in ctx.code_for(arg.value)):
+            return True
+    return False
+
+
+def _returns_placed(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> bool:
+    """A function of this file whose every return (or yield) gives tensors it moved to a device or
+    created there (``return x.to(device), y.to(device)``, ``yield torch.randn(n, device=device)``)."""
+    name = dotted_name(call.func)
+    fns = ta.functions.get(name or "", [])
+    if len(fns) != 1:
+        return False
+    fn = fns[0]
+    outs = [n.value for n in walk(fn.body) if isinstance(n, (cst.Return, cst.Yield)) and n.value is not None]
+    if not outs:
+        return False
+    for out in outs:
+        parts = [e.value for e in out.elements] if isinstance(out, (cst.Tuple, cst.List)) else [out]
+        if not parts or not all(_on_device(ctx, fn, p) for p in parts):
+            return False
+    return True
+
+
+def _on_device(ctx: RuleContext, fn: cst.FunctionDef, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    if isinstance(expr, cst.Call):
+        if method_call(expr, "to", "cuda"):
+            return method_call(expr, "cuda") or host_to_device_copy(ctx, expr) or \
+                get_arg(expr, "non_blocking") is not None and (get_arg(expr, "device", 0) is not None)
+        if ctx.matches(expr.func, {"torch.*"}):
+            dev = get_arg(expr, "device")
+            return dev is not None and device_kind(ctx, dev.value) in ("cuda", "unknown")
+        return False
+    if isinstance(expr, cst.Name) and depth < 3:
+        values = [a.value for a in walk(fn.body) if isinstance(a, cst.Assign)
+                  and any(expr.value in target_names(t.target) for t in a.targets)]
+        return bool(values) and all(_on_device(ctx, fn, v, depth + 1) for v in values)
+    return False
+
+
+def _without_prefetcher(ctx: RuleContext, call: cst.Call) -> bool:
+    """In the branch that runs only without the prefetcher (``if not args.prefetcher:``, the
+    ``else`` of ``if args.prefetcher:``): by default a prefetching loader moves the batches."""
+    child: cst.CSTNode = call
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.If):
+            test = anc.test
+            negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+            inner = test.expression if negated else test  # type: ignore[attr-defined]
+            name = (dotted_name(inner) or "").rsplit(".", 1)[-1].lower()
+            if any(w in name for w in _PREFETCH) and (negated and child is anc.body or
+                                                       not negated and child is anc.orelse):
+                return True
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        child = anc
+    return False
+
+
+# ---- a function that runs one training step, called from elsewhere ------------------------------
+_DATA_PARAM = ("batch", "data", "input", "sample", "image", "img", "x", "feature", "token", "target",
+               "label", "src", "tgt", "audio", "text", "mask")
+
+
+def _in_step_function(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, transformers: bool) -> Finding | None:
+    """``def train_step(self, batch): x = batch["x"].to(self.device); ...; loss.backward();
+    self.optimizer.step()`` whose loop is out of sight (a base class or trainer of another module):
+    a function that runs a whole training step runs once per step, and so does the copy of the
+    batch it is handed."""
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    if fn is None or ta.calls_of(fn) or ta.guard_of(call) is not None or not ta.steps_each_call(fn):
+        return None
+    receiver = call.func.value  # type: ignore[attr-defined]
+    if placed_by_framework(ctx, receiver):
+        return None
+    base: cst.BaseExpression = receiver
+    while isinstance(base, (cst.Subscript, cst.Attribute)):
+        base = base.value
+    if not isinstance(base, cst.Name):
+        return None
+    param = _unpacked_param(fn, base.value)
+    if param is None or param == "self" or not any(w in param.lower() for w in _DATA_PARAM):
+        return None
+    fix: Fix | NoFix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
+    if not transformers:
+        fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "unsafe")
+    return Finding.of(call, _message("batch", "training step"), fix)
+
+
 def _message(what: str, kind: str) -> str:
     if what.startswith("preloaded "):
         name = what.split(" ", 1)[1]
@@ -192,6 +381,16 @@ class BlockingCopy(Rule):
         "A copy is recognised only when its target looks like a device (a `\"cuda\"` literal, "
         "`torch.device(...)`, or a name such as `device` or `local_rank`), or is a legacy CUDA "
         "tensor type (`x.type(torch.cuda.FloatTensor)`, also through a name bound to one).",
+        "Batches their source already put on the device are not reported: the loop's iterable, the "
+        "object whose `next_batch()` returns them or the helper that returns them is built or called "
+        "with a device (`TokenStream(..., device=device)`, `batches(n, device)`), or a helper of this "
+        "file returns tensors it moved or created there (`get_batch()` ending in `x.to(device)`); "
+        "neither are copies in the branch that runs only without a prefetching loader (`if not "
+        "args.prefetcher:`).",
+        "A function that runs a whole training step (a backward and an optimizer step) and is "
+        "called from no loop of this file (`def train_step(self, batch)` driven by a trainer of "
+        "another module) runs once per step: the copies of the batch parameter it is handed are "
+        "reported, with an unsafe fix (the batch's type is not visible).",
         "Copies in a branch that runs only off CUDA (the `else` of `if device_type == \"cuda\":`), "
         "slices of a tensor already on the device, batches of a DataLoader handed to "
         "`accelerator.prepare()` (already placed; also read through `iter()`, `itertools.cycle()` "
@@ -261,10 +460,17 @@ class BlockingCopy(Rule):
             if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
                 continue
             loop = ta.every_step_loop(call)
-            if loop is None or in_cpu_branch(ctx, call) or \
+            if loop is None and not in_cpu_branch(ctx, call):
+                finding = _in_step_function(ctx, ta, call, transformers)
+                if finding is not None:
+                    yield finding
+                continue
+            if in_cpu_branch(ctx, call) or \
                     isinstance(loop, cst.For) and iterates_placed_batches(ctx, loop.iter) or \
                     placed_by_framework(ctx, call.func.value):  # type: ignore[attr-defined]
                 continue
+            if _placed_source(ctx, ta, call.func.value, loop) or _without_prefetcher(ctx, call):  # type: ignore[attr-defined]
+                continue  # already on the device: the copy is a no-op
             found = _classify(ctx, ta, call, loop, batch_data)
             if found is None:
                 continue

@@ -148,6 +148,13 @@ class TrainingAnalysis(TrainingObjects):
         self._fn_trains_flat[fn] = result
         return result
 
+    def steps_each_call(self, fn: cst.FunctionDef) -> bool:
+        """Does one call of ``fn`` run a whole training step at its own top level (outside its own
+        loops): a backward and an optimizer step, or a loss scaler doing both?"""
+        nodes = list(self._walk_outside_loops(fn.body))
+        return any(self.hidden_step(n) is not None for n in nodes) or \
+            any(self.is_backward_call(n) for n in nodes) and any(self.is_optimizer_step(n) for n in nodes)
+
     @staticmethod
     def _walk_outside_loops(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         return walk(node, stop_at=(cst.For, cst.While))
