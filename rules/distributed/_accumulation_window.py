@@ -63,16 +63,25 @@ def _window_of(ctx: RuleContext, ta: TrainingAnalysis, loop: Loop, step: cst.Cal
 
 
 def _counter_reset(guard: cst.If, counters: set[str]) -> bool:
-    """``if micro == accum:`` (or ``>=``) whose body sets ``micro = 0``."""
+    """``if micro == accum:`` (or ``>=``) whose body sets ``micro = 0``; or a distance from the
+    last step, ``if it - last_step >= accum:`` whose body sets ``last_step = it``: the state the
+    test reads is reset where the optimizer steps."""
     test = guard.test
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 or \
-            not isinstance(test.comparisons[0].operator, (cst.Equal, cst.GreaterThanEqual)):
+            not isinstance(test.comparisons[0].operator, (cst.Equal, cst.GreaterThanEqual, cst.GreaterThan)):
         return False
+    assigned = {name: n.value for n in walk(guard.body) if isinstance(n, cst.Assign)
+                for t in n.targets for name in target_names(t.target)}
     counter = dotted_name(test.left)
-    if counter not in counters:
-        return False
-    return any(isinstance(n, cst.Assign) and isinstance(n.value, cst.Integer) and n.value.value == "0" and
-               any(counter in target_names(t.target) for t in n.targets) for n in walk(guard.body))
+    if counter in counters and not isinstance(test.comparisons[0].operator, cst.GreaterThan):
+        value = assigned.get(counter)
+        return isinstance(value, cst.Integer) and value.value == "0"
+    left = test.left
+    if isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Subtract):
+        last = dotted_name(left.right)
+        return last is not None and last in assigned and \
+            dotted_name(assigned[last]) == dotted_name(left.left) is not None  # ``last_step = it``
+    return False
 
 
 def _only_continue(stmt: cst.If) -> bool:

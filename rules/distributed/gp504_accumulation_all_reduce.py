@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -10,6 +11,7 @@ from .._api import Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_docs import ACCELERATE, TORCH, blind_silent
 from ..analysis.facts.frameworks import frameworks
+from ..analysis.model.guards import is_periodic_test
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, method_call, target_names
 from ..analysis.syntax.context import RuleContext
@@ -57,11 +59,16 @@ class AccumulationAllReduce(Rule):
     limitations = (
         "The accumulation is recognised when the backward runs on every iteration of the loop and the "
         "optimizer steps under a periodic `if` (`if (i + 1) % n == 0:`, `... or last`), a counter reset "
-        "where it steps (`micro += 1` ... `if micro == accum: ...; micro = 0`) or after an "
-        "`if step % n != 0: continue`; accumulation over an inner loop of micro-batches is not.",
-        "DDP is recognised when the file wraps a model in `DistributedDataParallel`; an Accelerate loop "
-        "is assumed distributed (the launch decides; on one process nothing is all-reduced and the "
-        "finding costs nothing to follow).",
+        "where it steps (`micro += 1` ... `if micro == accum: ...; micro = 0`), a distance from the last "
+        "step (`if it - last_step >= accum: ...; last_step = it`), after an `if step % n != 0: continue`, "
+        "or in a loss scaler called every batch with a periodic `update_grad=` (reported without a fix); "
+        "accumulation over an inner loop of micro-batches is not.",
+        "DDP is recognised when the file wraps a model in `DistributedDataParallel`, or when the loop is "
+        "in a function handed its model (`def train_one_epoch(model, ...)`) in a file that takes part in "
+        "a distributed run (a `torch.distributed` call, a collective or world-size helper such as "
+        "`misc.all_reduce_mean`, the model's `.module`): the caller wraps it, so the finding has no fix "
+        "there. An Accelerate loop is assumed distributed (the launch decides; on one process nothing is "
+        "all-reduced and the finding costs nothing to follow).",
         "Any `no_sync` or `accumulate(` in the file silences the rule, even if used elsewhere. "
         "`Accelerator(gradient_accumulation_steps=N)` (or a `gradient_accumulation_plugin`, or "
         "`accelerator.gradient_accumulation_steps = N`) alone does not: outside `accelerator.accumulate(model)` "
@@ -154,7 +161,10 @@ class AccumulationAllReduce(Rule):
         fc = framework_config(ctx)
         ddp_calls = [c for c in ctx.nodes(cst.Call) if ctx.is_call_to(c, DDP)]
         accelerate = bool(fc.of("accelerate")) and not fc.blind
-        if not (ddp_calls or accelerate) or any(method_call(c, "no_sync", "accumulate") for c in ctx.nodes(cst.Call)):
+        # An engine module handed the model by its caller, in a program that runs distributed.
+        handed = not (ddp_calls or accelerate) and "backward" in ctx.source and distributed_hints(ctx)
+        if not (ddp_calls or accelerate or handed) or \
+                any(method_call(c, "no_sync", "accumulate") for c in ctx.nodes(cst.Call)):
             return
         if accelerate and any(c.opaque for c in fc.of("accelerate")):
             return  # the launch's own configuration may be anything (DeepSpeed accumulates itself)
@@ -164,8 +174,24 @@ class AccumulationAllReduce(Rule):
             backwards = [c for c in ctx.nodes(cst.Call) if ctx.is_inside(c, loop) and _backward(ta, c)
                          and ta.guard_of(c) is None]
             stepped = [c for c in ctx.nodes(cst.Call) if ctx.is_inside(c, loop) and ta.is_optimizer_step(c)]
+            model = _handed_model(ctx, loop) if handed else None
+            if handed and model is None:
+                continue
+            scaled = _periodic_update(ctx, ta, stepped)
+            if scaled is not None and ta.guard_of(scaled) is None:
+                # ``loss_scaler(loss, optimizer, update_grad=(i + 1) % accum == 0)``: backward and step in one call
+                yield Finding.of(scaled, _message(bool(ddp_calls) or handed, declared, model),
+                                 NoFix("the backward and the periodic step are one call (`update_grad=`): run the "
+                                       "micro-batches that do not step under `model.no_sync()` by hand"))
+                continue
             window = accumulation_window(ctx, ta, loop, stepped) if backwards and stepped else None
             if window is None:
+                continue
+            if model is not None:
+                yield Finding.of(backwards[0], _message(True, declared, model),
+                                 NoFix(f"`{model}` is wrapped in DistributedDataParallel by the caller, not in this "
+                                       f"file: enter `{model}.no_sync()` for the micro-batches that do not step "
+                                       "where it is DDP"))
                 continue
             target = _no_sync_target(ctx, ta, ddp_calls)
             if isinstance(target, NoFix):
@@ -177,13 +203,63 @@ class AccumulationAllReduce(Rule):
             yield Finding.of(backwards[0], _message(bool(ddp_calls), declared), outcome)
 
 
-def _message(ddp: bool, declared: bool) -> str:
+# Calls that only a program running on several processes makes: collectives, rank and world
+# queries, the helpers that wrap them (``misc.all_reduce_mean``, ``utils.is_dist_avail_and_initialized``).
+_DISTRIBUTED_CALL = re.compile(r"all_reduce|all_gather|reduce_(mean|dict|tensor|loss)|world_size|is_dist|"
+                               r"synchronize_between_processes|barrier|distributed", re.IGNORECASE)
+
+
+def distributed_hints(ctx: RuleContext) -> bool:
+    """Does the file take part in a distributed run it does not set up itself: a
+    ``torch.distributed`` call, a collective or world-size helper, a sampler's ``set_epoch``, or the
+    wrapped model's ``.module``?"""
+    for call in ctx.nodes(cst.Call):
+        name = dotted_name(call.func) or ""
+        if ctx.matches(call.func, {"torch.distributed.*"}) or _DISTRIBUTED_CALL.search(name.rsplit(".", 1)[-1]):
+            return True
+    return any(node.attr.value == "module" and (dotted_name(node.value) or "").rsplit(".", 1)[-1] in _MODEL_PARAMS
+               for node in ctx.nodes(cst.Attribute))
+
+
+_MODEL_PARAMS = frozenset({"model", "net", "network", "module", "ddp_model", "student", "generator"})
+
+
+def _handed_model(ctx: RuleContext, loop: cst.CSTNode) -> str | None:
+    """The model parameter of the function holding ``loop`` (``def train_one_epoch(model, ...)``),
+    when the loop calls it: the caller built, and may have wrapped, it."""
+    fn = ctx.enclosing(loop, cst.FunctionDef)
+    if fn is None:
+        return None
+    params = {p.name.value for p in fn.params.params} & _MODEL_PARAMS
+    called = {dotted_name(c.func) for c in ctx.nodes(cst.Call) if ctx.is_inside(c, loop)}
+    found = sorted(params & called)
+    return found[0] if found else None
+
+
+def _periodic_update(ctx: RuleContext, ta: TrainingAnalysis, stepped: list[cst.Call]) -> cst.Call | None:
+    """A loss scaler called every micro-batch with the loss and the optimizer that steps only when
+    its ``update_grad=`` keyword is a periodic test (timm-style ``NativeScaler``)."""
+    for call in stepped:
+        if ta.hidden_step(call) is None:
+            continue
+        update = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "update_grad"), None)
+        if update is not None and is_periodic_test(update):
+            return call
+    return None
+
+
+def _message(ddp: bool, declared: bool, model: str | None = None) -> str:
     if declared:  # accelerator.backward divides the loss by N, nothing else happens outside accumulate()
         return ("Accelerator(gradient_accumulation_steps=N) is set, but the loop never enters `with "
                 "accelerator.accumulate(model):`, so every backward still all-reduces the gradients across ranks "
                 "(accelerator.backward only divides the loss by N) although the optimizer steps only every few "
                 "micro-batches; wrap the step in `with accelerator.accumulate(model):` and let it step every "
                 "batch, or run the other micro-batches under `accelerator.no_sync(model)`")
+    if model is not None:
+        return ("gradients are accumulated by hand, but in a distributed run every backward all-reduces them across "
+                f"ranks although the optimizer steps only every few micro-batches; when `{model}` is "
+                "DistributedDataParallel (wrapped by the caller), run the other micro-batches' forward and backward "
+                f"under `{model}.no_sync()`")
     how = ("run the other micro-batches' forward and backward under `model.no_sync()`" if ddp else
            "run the other micro-batches under `accelerator.no_sync(model)`, or use "
            "Accelerator(gradient_accumulation_steps=N) and `with accelerator.accumulate(model):`")
