@@ -162,7 +162,7 @@ class AccumulationAllReduce(Rule):
         ddp_calls = [c for c in ctx.nodes(cst.Call) if ctx.is_call_to(c, DDP)]
         accelerate = bool(fc.of("accelerate")) and not fc.blind
         # An engine module handed the model by its caller, in a program that runs distributed.
-        handed = not (ddp_calls or accelerate) and "backward" in ctx.source and distributed_hints(ctx)
+        handed = not (ddp_calls or accelerate) and distributed_hints(ctx)
         if not (ddp_calls or accelerate or handed) or \
                 any(method_call(c, "no_sync", "accumulate") for c in ctx.nodes(cst.Call)):
             return
