@@ -10,9 +10,12 @@ import libcst as cst
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.program import cpu_only
+from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
+from ..analysis.model.host_data import HOST_BUILDERS
 from ..analysis.model.tensors import is_host_expr, module_function
-from ..analysis.model.training import TrainingAnalysis, analysis
-from ..analysis.syntax.calls import dotted_name, method_call, target_names
+from ..analysis.model.training import TENSOR_METHODS, TrainingAnalysis, analysis
+from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
+from ..analysis.syntax.tree import walk
 from ..analysis.syntax.context import RuleContext
 
 
@@ -56,7 +59,10 @@ class SyncInLoop(Rule):
         "`.tolist()`, `.cpu()`, `.numpy()`, `float(x)` and `int(x)` are reported only when `x` is "
         "clearly a tensor in this file (tensor methods, `torch.*` calls, model or loss outputs); "
         "`math`/`numpy` results and modules are not tensors, and a tensor returned by another "
-        "module's function is missed.",
+        "module's function is missed. Tensors in host memory are not reported: a torch factory's "
+        "result without `device=` (`torch.randperm(n).tolist()`), and the fields of a plain "
+        "DataLoader's batch read before the loop rebinds them (`ids.tolist()` ahead of "
+        "`x = x.to(device)`; not a prepared loader's, nor a `TensorDataset` of device tensors).",
         "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`, a helper from "
         "another module) are not seen; printing a tensor is GP102's business, and a read of a "
         "collective's result that is only logged is GP106's (one finding, at the collective).",
@@ -165,6 +171,8 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Cal
             method = call.func.attr.value
             if ta.is_module_like(receiver) or is_host_expr(ta, receiver) or method == "cpu" and call.args:
                 continue
+            if _host_tensor(ctx, ta, receiver, call):
+                continue  # a CPU tensor: reading it waits for nothing
             if method in ("tolist", "numpy", "cpu") and (not _looks_like_tensor(ctx, ta, receiver) or
                                                         _feeds_host_output(ctx, call)):
                 continue
@@ -177,6 +185,71 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Cal
             if not ctx.matches(call.func, set(CONVERTERS)):
                 continue
             yield call, f"{call.func.value}()"
+
+
+# torch calls that build a tensor in host memory unless given ``device=``.
+_FACTORIES = frozenset({
+    "torch.randperm", "torch.arange", "torch.randint", "torch.rand", "torch.randn", "torch.zeros", "torch.ones",
+    "torch.empty", "torch.full", "torch.linspace", "torch.eye", "torch.multinomial", "torch.bernoulli",
+} | HOST_BUILDERS)
+
+
+def _host_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression, call: cst.Call) -> bool:
+    """Is ``receiver`` a tensor in host memory: built by a torch factory without ``device=``
+    (``torch.randperm(n).tolist()``, also through a name the function only binds to such), or
+    a field of the batch a plain DataLoader loop yields, read before anything rebinds it
+    (``labels.tolist()`` ahead of ``labels = labels.to(device)``)?"""
+    if "set_default_device" in ctx.source:
+        return False
+    base: cst.BaseExpression = receiver
+    while isinstance(base, cst.Subscript) or isinstance(base, cst.Call) and method_call(base, *_SAME_PLACE):
+        base = base.value if isinstance(base, cst.Subscript) else base.func.value  # type: ignore[attr-defined]
+    if isinstance(base, cst.Call):
+        return _host_factory(ctx, base)
+    if not isinstance(base, cst.Name):
+        return False
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    values = [v for n, v in ta.assignments() if n == base.value and ctx.enclosing(v, cst.FunctionDef) is fn]
+    if values and all(isinstance(v, cst.Call) and _host_factory(ctx, v) for v in values):
+        return True
+    return _unmoved_batch(ctx, ta, base, call)
+
+
+# Tensor methods whose result lives where their receiver does.
+_SAME_PLACE = ("long", "int", "float", "view", "reshape", "flatten", "squeeze", "unsqueeze", "clone", "detach",
+               "contiguous", "numpy", "t", "permute", *TENSOR_METHODS)
+
+
+def _host_factory(ctx: RuleContext, call: cst.Call) -> bool:
+    return ctx.matches(call.func, _FACTORIES) and get_arg(call, "device") is None and \
+        not any(a.star == "**" for a in call.args)
+
+
+def _unmoved_batch(ctx: RuleContext, ta: TrainingAnalysis, name: cst.Name, call: cst.Call) -> bool:
+    loop = ctx.enclosing(call, cst.For)
+    while loop is not None and not (name.value in target_names(loop.target) and ta.is_dataloader(loop.iter)):
+        loop = ctx.enclosing(loop, cst.For)
+    if loop is None or iterates_placed_batches(ctx, loop.iter) or placed_by_framework(ctx, name) or \
+            _device_dataset(ctx):
+        return False
+    order = ctx.preorder()
+    here = order.get(ctx.statement_of(call), 0)
+    for node in walk(loop.body):
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and order.get(node, 0) < here:
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if any(name.value in target_names(t) for t in targets):
+                return False  # rebound (``x = x.to(device)``) before the read
+    return True
+
+
+def _device_dataset(ctx: RuleContext) -> bool:
+    """A ``TensorDataset`` of tensors moved to or made on the device: its loader's batches are there."""
+    for c in ctx.nodes(cst.Call):
+        if (dotted_name(c.func) or "").endswith("TensorDataset") and any(
+                method_call(n, "to", "cuda") or isinstance(n, cst.Arg) and n.keyword is not None and
+                n.keyword.value == "device" for a in c.args for n in [a, a.value, *walk(a.value, into_nested=True)]):
+            return True
+    return False
 
 
 def _looks_like_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression) -> bool:
