@@ -169,3 +169,15 @@ def test_a_model_picked_by_name_from_the_users_models_package(tmp_path: Path) ->
             "models.build_model(args.arch, num_classes=10)", pick))
         found = _lint_now(root, False, "none")["main.py"].diagnostics  # type: ignore[attr-defined]
         assert {"GP302", "GP304"} <= {d.code for d in found}, pick
+
+
+def test_an_engine_module_handed_a_ddp_model_and_a_test_loader_read_once() -> None:
+    """main.py wraps the model in DDP and hands it to engine.py's accumulating loop (GP504 there,
+    no fix: the wrap is the caller's); the test loader goes once to engine.evaluate, which does not
+    train: one pass, no GP203."""
+    results = _lint(PROJECTS / "ddp_engine")
+    codes = {rel: [d.code for d in res.diagnostics] for rel, res in results.items()}  # type: ignore[attr-defined]
+    assert codes["engine.py"] == ["GP504"]
+    assert "GP203" not in codes["main.py"]
+    finding = results["engine.py"].diagnostics[0]  # type: ignore[attr-defined]
+    assert "`model.no_sync()`" in finding.message and finding.no_fix_reason
