@@ -55,9 +55,21 @@ def _preloaded_slice(ctx: RuleContext, expr: cst.BaseExpression, moving: set[str
     name = expr.value.value
     fn = ctx.enclosing(expr, cst.FunctionDef)
     for scope in ([fn] if fn is not None else []) + [ctx.module]:
-        if host_tensor_name(ctx, name, scope):
+        if host_tensor_name(ctx, name, scope) or _loaded_off_device(ctx, name, scope):
             return name
     return None
+
+
+def _loaded_off_device(ctx: RuleContext, name: str, scope: cst.CSTNode) -> bool:
+    """Every assignment of ``name`` in ``scope`` is a call of the user's own loading code that is
+    given no device (``ids = corpus.get_data(path, batch_size)``): its data stays in host memory
+    (a slice of it copied with ``.to(device)`` every step says as much)."""
+    values = [a.value for a in ctx.nodes(cst.Assign) if (ctx.enclosing(a, cst.FunctionDef) or ctx.module) is scope
+              and any(isinstance(t.target, cst.Name) and t.target.value == name for t in a.targets)]
+    return bool(values) and all(
+        isinstance(v, cst.Call) and not ctx.matches(v.func, {"torch.*", "numpy.*"}) and
+        not method_call(v, "to", "cuda", "load", "view", "reshape") and not _passes_device(ctx, v) and
+        isinstance(v.func, cst.Attribute) and (dotted_name(v.func) or "").count(".") == 1 for v in values)
 
 
 def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.For | cst.While,
@@ -376,7 +388,7 @@ class BlockingCopy(Rule):
         "Three kinds of per-step copies are reported: the batch (names bound by the step loop's "
         "`for` target or derived from it, a tokenizer's output of it, names returned by a helper "
         "of this module), a slice of a tensor loaded into host memory before the loop and indexed "
-        "by the step (`tokens[:, i:i + n]`), and a tensor built on the host (`torch.from_numpy`, "
+        "by the step (`tokens[:, i:i + n]`; loaded by a `torch` builder, or by a method of the user's own reader given no device: `ids = corpus.get_data(path, bs)`), and a tensor built on the host (`torch.from_numpy`, "
         "`torch.stack`) in a helper called every step; tensors from other sources are not.",
         "A copy is recognised only when its target looks like a device (a `\"cuda\"` literal, "
         "`torch.device(...)`, or a name such as `device` or `local_rank`), or is a legacy CUDA "
