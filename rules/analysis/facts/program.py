@@ -160,7 +160,8 @@ def model_precision(ctx: RuleContext) -> str | None:
     """``"float16"``, ``"bfloat16"`` or ``"float64"`` when the user set the model's parameters to
     that dtype: ``model.half()``/``.bfloat16()``/``.double()``, ``model.to(torch.bfloat16)`` or
     ``.to(device, dtype=...)`` (directly, chained on the constructor, or through a name bound to
-    the dtype), ``from_pretrained(..., torch_dtype=...)``, layers built with ``dtype=`` or
+    the dtype), its parameters rebound by hand (``model.w.data = model.w.data.bfloat16()``),
+    ``from_pretrained(..., torch_dtype=...)``, layers built with ``dtype=`` or
     ``torch.set_default_dtype(...)``. Autocast and TF32 only concern float32 models."""
     return ctx.fact(_model_precision)
 
@@ -201,7 +202,18 @@ def _converts_model(ctx: RuleContext, call: cst.Call, is_model_expr) -> bool:  #
         return True
     assign = ctx.enclosing(call, cst.Assign)
     return assign is not None and ctx.is_inside(call, assign.value) and \
-        any(is_model_expr(ctx, t.target) for t in assign.targets)
+        any(is_model_expr(ctx, t.target) or _model_tensor(ctx, t.target, is_model_expr) for t in assign.targets)
+
+
+def _model_tensor(ctx: RuleContext, target: cst.BaseExpression, is_model_expr) -> bool:  # type: ignore[no-untyped-def]
+    """``model.blocks.data`` (``model.blocks.data = model.blocks.data.bfloat16()``): a parameter's
+    storage, rebound by hand in the model's dtype."""
+    if not (isinstance(target, cst.Attribute) and target.attr.value == "data"):
+        return False
+    root: cst.BaseExpression = target
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    return is_model_expr(ctx, root)
 
 
 def _instance_of_a_class(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
