@@ -115,6 +115,7 @@ class Printed:
     value: cst.BaseExpression
     read: bool
     message: cst.CSTNode | None
+    accumulated: bool = False  # read through a name the step assigns (``total += loss.item()``)
 
 
 def printed_tensor(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> cst.BaseExpression | None:
@@ -136,8 +137,9 @@ def printed_value(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Pri
         for part, message in _output_parts(ctx, value, call, None, 0):
             if ta.is_tensor_expr(part) and not _has_sync(part):
                 return Printed(part, False, message)
-            if host is None and _read_from_tensor(ctx, ta, part, call):
-                host = Printed(part, True, message)
+            how = _read_from_tensor(ctx, ta, part, call) if host is None else None
+            if how is not None:
+                host = Printed(part, True, message, how == "name")
     return host
 
 
@@ -189,12 +191,12 @@ def _compute_bindings(ctx: RuleContext) -> dict[str, list[tuple[cst.CSTNode, cst
     return out
 
 
-def _read_from_tensor(ctx: RuleContext, ta: TrainingAnalysis, part: cst.BaseExpression, call: cst.Call) -> bool:
-    """Is ``part`` a value read on the host from a tensor on this step: it holds ``x.item()`` (or
-    ``float(t)`` of a tensor), or reads a name that the same function assigns or accumulates from
-    one on every step (``train_loss += loss.item()``)?"""
+def _read_from_tensor(ctx: RuleContext, ta: TrainingAnalysis, part: cst.BaseExpression, call: cst.Call) -> str | None:
+    """Is ``part`` a value read on the host from a tensor on this step: "direct" when it holds
+    ``x.item()`` (or ``float(t)`` of a tensor), "name" when it reads a name that the same function
+    assigns or accumulates from one on every step (``train_loss += loss.item()``); else None."""
     if _reads_tensor(ta, part):
-        return True
+        return "direct"
     fn = ctx.enclosing(call, cst.FunctionDef)
     for node in [part, *walk(part, into_nested=True)]:
         if not isinstance(node, cst.Name):
@@ -202,8 +204,8 @@ def _read_from_tensor(ctx: RuleContext, ta: TrainingAnalysis, part: cst.BaseExpr
         for stmt, value in _bindings(ctx).get(node.value, ()):
             if ctx.enclosing(stmt, cst.FunctionDef) is fn and _reads_tensor(ta, value) and \
                     ta.every_step_loop(stmt) is not None:
-                return True
-    return False
+                return "name"
+    return None
 
 
 def _reads_tensor(ta: TrainingAnalysis, expr: cst.CSTNode) -> bool:
@@ -314,9 +316,15 @@ class PrintInLoop(Rule):
             else:
                 message = (f"{what} is formatted for output on every {ta.loop_kind(loop)}, which copies "
                            "it to the host and waits for the GPU; log it every N steps")
-            fix = _guard_fix(ctx, ta, call) if found.message is None else NoFix(
-                f"the value is formatted into a message by an earlier statement (`{_target(ctx, found.message)} = "
-                "...`), which reads it too: guard both")
+            if found.message is not None:
+                fix: Fix | NoFix = NoFix(
+                    f"the value is formatted into a message by an earlier statement (`{_target(ctx, found.message)} "
+                    "= ...`), which reads it too: guard both")
+            elif found.accumulated:
+                fix = NoFix("the value is a running total read from a tensor every step: keep the total on the "
+                            "device (GP101) and guard the output by hand")
+            else:
+                fix = _guard_fix(ctx, ta, call)
             yield Finding.of(call, message, fix)
 
 
