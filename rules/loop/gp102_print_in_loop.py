@@ -257,7 +257,9 @@ class PrintInLoop(Rule):
         "Only calls on every iteration of a training or eval loop (as GP101 sees them) count: "
         "not under a periodic or once-per-loop guard, at the call or at a call site of its "
         "function; a rank check (`if rank == 0:`, `if master_process:`) is no such guard, it runs "
-        "on every step of that rank. CPU-only programs are not checked.",
+        "on every step of that rank. Output in an `if` block that ends the loop or the run "
+        "(`sys.exit`, `raise`, `break`, `return`) happens at most once and is not reported. "
+        "CPU-only programs are not checked.",
         "`while` loops without an existing periodic guard, and statements that do more than log, "
         "are reported without a fix.",
     )
@@ -306,7 +308,7 @@ class PrintInLoop(Rule):
             if found is None:
                 continue
             loop = ta.every_step_loop(call)
-            if loop is None:
+            if loop is None or _before_leaving(ctx, call, loop):
                 continue
             what = ctx.code_for(found.value).strip()
             what = "a tensor" if len(what) > 30 else f"`{what}`"
@@ -326,6 +328,24 @@ class PrintInLoop(Rule):
             else:
                 fix = _guard_fix(ctx, ta, call)
             yield Finding.of(call, message, fix)
+
+
+def _before_leaving(ctx: RuleContext, call: cst.Call, loop: cst.CSTNode) -> bool:
+    """In an ``if`` block of the loop that ends the loop or the run (``if not math.isfinite(l):
+    print(...); sys.exit(1)``, ``raise``, ``break``, ``return``): it prints at most once."""
+    for anc in ctx.ancestors(call):
+        if anc is loop or isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if isinstance(anc, cst.IndentedBlock) and isinstance(ctx.parent(anc), (cst.If, cst.Else)):
+            last = anc.body[-1] if anc.body else None
+            small = last.body[-1] if isinstance(last, cst.SimpleStatementLine) and last.body else None
+            if isinstance(small, (cst.Raise, cst.Return, cst.Break)) or isinstance(small, cst.Expr) and \
+                    isinstance(small.value, cst.Call) and dotted_name(small.value.func) in _EXITS:
+                return True
+    return False
+
+
+_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 
 
 def _target(ctx: RuleContext, stmt: cst.CSTNode) -> str:
