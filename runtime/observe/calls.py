@@ -38,6 +38,13 @@ def _device_of(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tup
     return device, bool(nb)
 
 
+def _accelerator(torch: Any, device: Any) -> bool:
+    try:
+        return torch.device(device).type != "cpu" if not isinstance(device, int) else True
+    except Exception:
+        return False
+
+
 def _copies(torch: Any, obs: Observer, torch_dir: str, undo: list[Callable[[], None]]) -> None:
     tensor = torch.Tensor
     compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
@@ -51,7 +58,9 @@ def _copies(torch: Any, obs: Observer, torch_dir: str, undo: list[Callable[[], N
             frame = sys._getframe(1)
             if outside(frame):
                 device, nb = _device_of(torch, args, kwargs)
-                if device is not None:
+                # On a CUDA run only copies to an accelerator; on a CPU run every .to(device), each a
+                # host-to-device copy once the device is a GPU.
+                if device is not None and (obs.device != "cuda" or _accelerator(torch, device)):
                     obs.count("h2d", frame, nb)
         return orig_to(self, *args, **kwargs)
 

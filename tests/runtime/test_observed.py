@@ -320,3 +320,18 @@ def test_ddp_sampler_and_accumulation_under_torchrun(tmp_path: Path) -> None:
     _at(model["site"], script, "DDP")
     assert obs["accumulation"] == {"backward_per_opt_step": 2.0, "allreduce_per_opt_step": 2.0}
     assert obs["zero_grad"]["per_step"] == 1.0
+
+
+def test_what_counts_as_a_copy_to_the_device() -> None:
+    import torch
+
+    from gpuperf_rewrite.runtime.observe.calls import _accelerator, _device_of
+
+    cpu, x = torch.device("cpu"), torch.zeros(1)
+    assert _device_of(torch, (cpu,), {}) == (cpu, False)
+    assert _device_of(torch, ("cuda",), {"non_blocking": True}) == ("cuda", True)
+    assert _device_of(torch, (cpu, torch.float16, True), {}) == (cpu, True)
+    assert _device_of(torch, (x, True), {}) == (cpu, True)  # .to(other): other's device
+    assert _device_of(torch, (torch.float16,), {}) == (None, False)  # a dtype only: no copy
+    assert _device_of(torch, (), {"device": 0}) == (0, False)
+    assert _accelerator(torch, "cuda:1") and _accelerator(torch, 0) and not _accelerator(torch, cpu)
