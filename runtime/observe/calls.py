@@ -2,7 +2,8 @@
 (``Tensor.to(device)``/``.cuda()``), ``Tensor.cpu()`` in the training step, and the config files
 (YAML/JSON/TOML) the script opened.
 
-Calls from torch itself are not counted (the first frame above ours is torch's), nor calls made
+Calls from torch itself are not counted (the first frame above ours is torch's or generated
+code's, such as a compiled graph run by the eager backend), nor calls made
 while a DataLoader produces a batch or in a forked worker (the input pipeline's, not the step's),
 nor calls made while ``torch.compile`` traces (``is_compiling()`` first, so a compiled graph
 sees the original method). Config files are seen through an audit hook (the ``open`` event): it
@@ -51,7 +52,9 @@ def _copies(torch: Any, obs: Observer, torch_dir: str, undo: list[Callable[[], N
     orig_to, orig_cuda, orig_cpu = tensor.to, tensor.cuda, tensor.cpu
 
     def outside(frame: Any) -> bool:
-        return not frame.f_code.co_filename.startswith(torch_dir) and not obs.in_pipeline()
+        """Not torch's call, nor generated code's (a compiled graph run eagerly: ``<eval_with_key>``)."""
+        name = frame.f_code.co_filename
+        return not name.startswith(torch_dir) and name[:1] != "<" and not obs.in_pipeline()
 
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not compiling() and getattr(self, "is_cpu", False):
