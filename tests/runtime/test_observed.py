@@ -439,3 +439,34 @@ def test_a_nanogpt_shaped_project(tmp_path: Path) -> None:
     (copy,) = obs["h2d_copies"]
     _at(copy["site"], train, "COPY")
     assert copy["per_step"] == 4.0  # x and y, one batch per micro-step
+
+
+TWO_LOADERS = """\
+import torch, torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+model = nn.Linear(8, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+train = DataLoader(TensorDataset(torch.randn(256, 8), torch.randint(0, 2, (256,))), batch_size=8)  # TRAIN
+val = DataLoader(TensorDataset(torch.randn(32, 8), torch.randint(0, 2, (32,))), batch_size=8)  # VAL
+for epoch in range(100):
+    for i, (x, y) in enumerate(train):
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+        if i % 2 == 0:  # an evaluation between two training batches
+            with torch.no_grad():
+                for vx, vy in val:
+                    model(vx)
+"""
+
+
+def test_an_evaluation_loader_is_not_the_training_loader(tmp_path: Path) -> None:
+    script = tmp_path / "two.py"
+    script.write_text(TWO_LOADERS)
+    obs = _profile(script)
+    train, val = obs["loaders"]
+    _at(train["site"], script, "TRAIN")
+    _at(val["site"], script, "VAL")
+    assert (train["used_in_training"], train["iterations"]) == (True, 1)
+    assert val["used_in_training"] is False and val["iterations"] >= 2
