@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass
@@ -135,15 +133,28 @@ def build(sources: list[dict[str, str]], out: Path, mirrors: Path) -> None:
             git = git / ".git"
         if not git.is_dir():
             sys.exit(f"no mirror for {repo} under {mirrors} (fetch it, or pass --mirrors / set MIRRORS)")
-        archive = subprocess.run(["git", "--git-dir", str(git), "archive", "--format=tar", commit],
-                                 capture_output=True, check=True).stdout
+        listing = subprocess.run(["git", "--git-dir", str(git), "ls-tree", "-r", "-z", commit],
+                                 capture_output=True, check=True).stdout.decode()
+        wanted = []  # (blob, path): only the kinds of file build.sh writes; mirrors may lack other blobs
+        for entry in filter(None, listing.split("\0")):
+            meta, path = entry.split("\t", 1)
+            if meta.split()[1] == "blob" and KEEP.search(path):
+                wanted.append((meta.split()[2], path))
         shutil.rmtree(dest, ignore_errors=True)
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            members = [m for m in tar.getmembers() if m.isfile() and KEEP.search(m.name)]
-            try:
-                tar.extractall(dest, members=members, filter="data")
-            except TypeError:  # Python without extraction filters; the members are plain files
-                tar.extractall(dest, members=members)
+        blobs = subprocess.run(["git", "--git-dir", str(git), "cat-file", "--batch"], capture_output=True,
+                               input="".join(f"{b}\n" for b, _ in wanted).encode(), check=True).stdout
+        at = 0
+        for blob, path in wanted:
+            header_end = blobs.index(b"\n", at)
+            header = blobs[at:header_end].split()
+            at = header_end + 1
+            if header[-1] == b"missing":
+                continue
+            size = int(header[2])
+            target = dest / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(blobs[at:at + size])
+            at += size + 1
         stamp.write_text(commit + "\n")
         print(f"built {dest} ({sum(1 for _ in dest.rglob('*.py'))} .py files)", file=sys.stderr)
 
@@ -158,7 +169,7 @@ def find_gpr(explicit: str | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     sets_here = sorted(p.name for p in HERE.iterdir() if (p / "LABELS.tsv").is_file())
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sets", nargs="+", default=sets_here, help=f"label sets to score (default: {sets_here})")
+    ap.add_argument("--sets", nargs="+", default=sets_here, help=f"label sets: folder names here or paths (default: {sets_here})")
     ap.add_argument("--trees", type=Path, default=Path(os.environ.get("REALCORPUS_TREES", "/tmp/realcorpus-trees")),
                     help="where the source trees are built, one folder per set ($REALCORPUS_TREES)")
     ap.add_argument("--mirrors", type=Path, default=Path(os.environ.get("MIRRORS", "/work/.mirror")),
@@ -178,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     gpr = find_gpr(args.gpr)
     report = {}
     for name in args.sets:
-        folder = HERE / name
+        folder = Path(name) if (Path(name) / "LABELS.tsv").is_file() else HERE / name
+        name = folder.name
         sources, rows = read_table(folder / "SOURCES.tsv"), read_table(folder / "LABELS.tsv")
         tree = args.trees / name
         tree.mkdir(parents=True, exist_ok=True)
