@@ -228,10 +228,20 @@ def test_main_builds_runs_the_scorer_and_writes_json(tmp_path, capsys):
                       "gpr, tree, labels, sources = sys.argv[1:]\n"
                       "assert pathlib.Path(tree, 'o__r', 'train.py').is_file() and os.environ['SHOW_MISSES'] == '1'\n"
                       f"print({LISTING!r})\n")
+    gpr = tmp_path / "gpr"  # stands in for gpuperf-rewrite: the first lint must share the scorer's cache
+    gpr.write_text(f"#!{sys.executable}\nimport os, sys\n"
+                   f"open({str(tmp_path / 'linted')!r}, 'a').write(sys.argv[1] + ' ' + os.environ['GPUPERF_CACHE_DIR'])\n")
+    gpr.chmod(0o755)
     out = tmp_path / "r.json"
     assert score.main(["--sets", str(labels), "--trees", str(tmp_path / "trees"), "--mirrors", str(mirrors),
-                       "--scorer", str(scorer), "--gpr", "unused", "--json", str(out)]) == 0
+                       "--scorer", str(scorer), "--gpr", str(gpr), "--json", str(out)]) == 0
+    assert (tmp_path / "linted").read_text() == \
+        f"{tmp_path / 'trees' / 'setA' / 'o__r' / 'train.py'} {tmp_path / 'trees' / '.gpuperf_cache'}"
     printed = capsys.readouterr().out
     assert "### setA: 2 files, linted in place" in printed and "| **total** | **2/3** |" in printed
     report = json.loads(out.read_text())
     assert report["setA"]["total"]["false_alarms"] == 2 and report["setA"]["rules"]["GP104"]["unlabeled"] == 2
+    scorer.write_text("import sys\nsys.exit('Traceback: TimeoutExpired')\n")  # a crashed scorer is no score
+    assert score.main(["--sets", str(labels), "--trees", str(tmp_path / "trees"), "--mirrors", str(mirrors),
+                       "--scorer", str(scorer), "--gpr", str(gpr)]) == 2
+    assert "the shared scorer failed" in capsys.readouterr().out
