@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpr", help="the gpuperf-rewrite executable (default: the one beside this Python)")
     ap.add_argument("--scorer", type=Path, default=os.environ.get("REALCORPUS_SCORER"),
                     help="the shared scorer score.py ($REALCORPUS_SCORER; default: shared/realcorpus/score.py "
-                         "in a folder above this checkout)")
+                         "in a folder above this checkout or beside the mirrors' folder)")
     ap.add_argument("--json", type=Path, help="also write the per-rule figures here")
     ap.add_argument("--timeout", type=float, default=1800,
                     help="seconds per file for the first lint (the shared scorer allows 300, too few for some "
@@ -199,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
                          "tool's cache)")
     args = ap.parse_args(argv)
     if args.scorer is None:
-        args.scorer = next((p / "shared" / "realcorpus" / "score.py" for p in ROOT.parents
+        # shared/ sits above the checkout, and beside the mirrors' folder (the layout build.sh assumes)
+        args.scorer = next((p / "shared" / "realcorpus" / "score.py" for p in (*ROOT.parents, args.mirrors.parent)
                             if (p / "shared" / "realcorpus" / "score.py").is_file()), Path("score.py"))
     if not args.scorer.is_file():
         ap.error("the shared scorer was not found: pass --scorer PATH/score.py or set REALCORPUS_SCORER")
