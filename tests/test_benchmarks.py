@@ -217,6 +217,20 @@ def test_build_writes_the_kept_files_once(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git to make a mirror")
+def test_build_skips_blobs_the_mirror_lacks(tmp_path):
+    """Fetched mirrors can lack blobs (git archive then fails): the other files are still written."""
+    mirrors, commit = _mirror(tmp_path)
+    git = mirrors / "o+r" / "repo"
+    blob = subprocess.run(["git", "--git-dir", str(git), "rev-parse", f"{commit}:cfg.yaml"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (git / "objects" / blob[:2] / blob[2:]).unlink()
+    score.build([{"repo": "o/r", "commit": commit}], tmp_path / "trees", mirrors)
+    tree = tmp_path / "trees" / "o__r"
+    assert (tree / "train.py").read_text() == "import pkg.data\n" and (tree / "pkg" / "data.py").is_file()
+    assert not (tree / "cfg.yaml").exists()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git to make a mirror")
 def test_main_builds_runs_the_scorer_and_writes_json(tmp_path, capsys):
     mirrors, commit = _mirror(tmp_path)
     labels = tmp_path / "setA"
