@@ -1,0 +1,169 @@
+"""Static and run-time findings, merged once each, for ``profile`` and ``--apply``.
+
+The lint reads the entry script and the first-party modules it runs (parse only, as
+``gpuperf-rewrite train.py`` does); the run's ``observed`` document gives the run-time findings
+(:mod:`.runfindings`). Merged:
+
+* a static finding the run confirms (a run-time finding of the same code at its line, or, for the
+  model-wide codes GP301-GP304, anywhere) is kept once, at the static position, marked
+  ``static+run`` with the observed values;
+* a static finding the run disproves is dropped, with the reason: the object built at that line
+  had the setting (a config set it), no such object was built at that line (its branch did not
+  run), or the model-wide switch was on;
+* a run-time finding nothing static matches is kept (``run``).
+
+The lint command itself never runs code; this merge happens only where a run already took place.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from gpuperf_rewrite.validate.run.runfindings import CUDA_GAIN, RunFinding, from_observed
+
+MODEL_WIDE = frozenset({"GP301", "GP302", "GP303", "GP304"})
+LOADER_SETTING = {"GP201": "num_workers", "GP202": "pin_memory", "GP203": "persistent_workers"}
+
+
+def _abs(path: str | os.PathLike[str]) -> str:
+    return os.path.abspath(path)
+
+
+def _stack(site: Mapping[str, Any] | None) -> set[tuple[str, int]]:
+    if not site:
+        return set()
+    frames = site.get("stack") or [site]
+    return {(_abs(str(f["path"])), int(f["line"])) for f in frames} | {(_abs(str(site["path"])), int(site["line"]))}
+
+
+def static_findings(script: str | Path, warn: Callable[[str], None] = lambda m: None) -> list[RunFinding]:
+    """The lint's findings on the entry and the first-party modules it runs (parse only)."""
+    from gpuperf_rewrite.lint.api import SettingsError, load_settings
+    from gpuperf_rewrite.lint.diagnostics import ERROR_CODES
+    from gpuperf_rewrite.lint.engine import check_source
+    from gpuperf_rewrite.lint.project import find_project_root, first_party_modules
+
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        warn(f"static findings not merged: {exc}")
+        return []
+    entry = Path(script).resolve()
+    out = []
+    for path in [entry, *first_party_modules(entry, find_project_root(entry))]:
+        if path != entry and settings.is_excluded(path):
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        res = check_source(data, str(path), settings.ruleset_for(path), fs_path=str(path))
+        for d in res.diagnostics:
+            if d.code in ERROR_CODES:
+                continue
+            out.append(RunFinding(d.code, str(path), d.line, d.column, d.text, origin="static", name=d.name,
+                                  fix=d.fix))
+    return out
+
+
+def _here(objects: Sequence[Mapping[str, Any]], f: RunFinding) -> list[Mapping[str, Any]]:
+    at = (_abs(f.path), f.line)
+    return [o for o in objects if at in _stack(o.get("site"))]
+
+
+def disproved(f: RunFinding, observed: Mapping[str, Any]) -> str | None:
+    """Why the run shows static finding ``f`` does not hold; None when it does not say so."""
+    if f.code in LOADER_SETTING:
+        return _built_here(f, observed.get("loaders") or [], "DataLoader", LOADER_SETTING[f.code])
+    if f.code == "GP305":
+        return _built_here(f, observed.get("optimizers") or [], "optimizer", "fused", "foreach")
+    models = [m for m in observed.get("models") or [] if m.get("trained")]
+    switches = observed.get("switches") or {}
+    if f.code == "GP303" and models and all(m.get("compiled") for m in models):
+        return "the run's trained model was compiled"
+    if f.code == "GP301" and models and all(m.get("forward_autocast") for m in models):
+        return f"the run's model ran its forward under autocast ({models[0].get('forward_autocast')})"
+    if f.code == "GP304" and models and switches.get("cudnn_benchmark") is True:
+        return "torch.backends.cudnn.benchmark was on at the run's first step"
+    if f.code == "GP302" and models and switches.get("float32_matmul_precision") not in (None, "highest"):
+        return f"float32 matmul precision was '{switches.get('float32_matmul_precision')}' at the run's first step"
+    if f.code == "GP104":
+        copies = _here(observed.get("h2d_copies") or [], f)
+        if copies and all(c.get("non_blocking") for c in copies):
+            return "the run's copies at this line were non_blocking"
+    return None
+
+
+def _built_here(f: RunFinding, objects: Sequence[Mapping[str, Any]], what: str, *settings: str) -> str | None:
+    here = _here(objects, f)
+    if not here:
+        if objects:
+            return f"no {what} was built at this line during the run (a branch that did not run)"
+        return None
+    if all(any(o.get(s) for s in settings) for o in here):
+        values = ", ".join(f"{s}={here[0].get(s)!r}" for s in settings)
+        return f"the run's {what} built here had {values} (set where the code does not show it, e.g. a config)"
+    return None
+
+
+def merge(static: Sequence[RunFinding], run: Sequence[RunFinding],
+          observed: Mapping[str, Any] | None) -> tuple[list[RunFinding], list[dict[str, Any]]]:
+    """(kept findings, dropped static findings with ``reason``), each finding once."""
+    if not observed:
+        return sorted(static, key=_order), []
+    left = list(run)
+    kept: list[RunFinding] = []
+    dropped = []
+    for s in static:
+        why = disproved(s, observed)
+        if why is not None:
+            dropped.append({**s.to_json(), "reason": why})
+            continue
+        match = _match(s, left)
+        if match is not None:
+            left.remove(match)
+            s.origin, s.observed, s.config = "static+run", match.observed, match.config or s.config
+        kept.append(s)
+    kept += left
+    return sorted(kept, key=_order), dropped
+
+
+def _order(f: RunFinding) -> tuple[str, int, int, str]:
+    return (f.path, f.line, f.column, f.code)
+
+
+def _match(s: RunFinding, run: Sequence[RunFinding]) -> RunFinding | None:
+    same = [r for r in run if r.code == s.code]
+    for r in same:
+        if _abs(r.path) == _abs(s.path) and r.line == s.line:
+            return r
+    for r in same:
+        if (_abs(s.path), s.line) in r.stack:
+            return r
+    if s.code in MODEL_WIDE and same:
+        return same[0]
+    return None
+
+
+def profile_findings(doc: Mapping[str, Any], script: str | Path,
+                     warn: Callable[[str], None] = lambda m: None) -> tuple[list[RunFinding], list[dict[str, Any]]]:
+    """The merged findings of one profile document of ``script``."""
+    observed = doc.get("observed")
+    static = static_findings(script, warn)
+    device = ((observed or {}).get("switches") or {}).get("device") or (doc.get("fingerprint") or {}).get("device")
+    may_use_cuda = device == "cuda" or any(f.code in CUDA_GAIN for f in static)
+    run = from_observed(observed, may_use_cuda=may_use_cuda, entry=str(Path(script).resolve()))
+    return merge(static, run, observed)
+
+
+def format_findings(kept: Sequence[RunFinding], dropped: Sequence[Mapping[str, Any]]) -> str:
+    """The text report's section: lint-format lines, then what the run ruled out."""
+    if not kept and not dropped:
+        return ""
+    lines = ["Findings (the lint's, and what the run saw):"]
+    lines += [f"  {f.text()}" for f in kept]
+    for d in dropped:
+        lines.append(f"  ruled out by the run: {d['path']}:{d['line']}:{d['column']}: {d['code']}: {d['reason']}")
+    return "\n".join(lines)
