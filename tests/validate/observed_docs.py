@@ -30,7 +30,7 @@ def config_project_observed(root: Path = PROJECT, good: bool = False) -> dict[st
     train, data, optim, models = (root / n for n in ("train.py", "data.py", "optim.py", "models.py"))
     loader_site = site(data, "DataLoader(ds,", (train, "build_loader(cfg"))
     optim_site = site(optim, "cls(params", (train, "build_optimizer(model"))
-    model_site = site(models, "super().__init__()", (models, "return REGISTRY"), (train, "model = build("))
+    model_site = site(models, "super().__init__()", (models, "return REGISTRY"), (train, "model = build(cfg"))
     return {
         "schema": 1,
         "project_root": str(root),

@@ -22,7 +22,7 @@ def test_config_project_findings_sit_on_the_lines_that_built_each_object():
     at = {(f.code, f.path.rsplit("/", 1)[-1], f.line) for f in found}
     loader = line_of(PROJECT / "data.py", "DataLoader(ds,")
     opt = line_of(PROJECT / "optim.py", "cls(params")
-    model = line_of(PROJECT / "train.py", "model = build(")
+    model = line_of(PROJECT / "train.py", "model = build(cfg")
     assert {("GP201", "data.py", loader), ("GP202", "data.py", loader), ("GP305", "optim.py", opt),
             ("GP303", "train.py", model), ("GP304", "train.py", model)} <= at
     assert not any(code == "GP203" for code, _, _ in at)  # no workers: persistence is moot
