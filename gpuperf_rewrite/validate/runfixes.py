@@ -116,7 +116,7 @@ def run_time_fixes(project: ChangeSet, doc: Mapping[str, Any], entry: Path, *, r
     """After --apply's profile run: config files added to ``project`` and static fixes the run ruled
     out removed from it. Returns the JSON report's ``run_time`` block."""
     from gpuperf_rewrite.lint.project import find_project_root
-    from gpuperf_rewrite.validate.run.findingsmerge import merge, static_findings
+    from gpuperf_rewrite.validate.run.findingsmerge import fixes_in_code, merge, project_files, static_findings
 
     observed = doc.get("observed")
     if not observed:
@@ -124,7 +124,7 @@ def run_time_fixes(project: ChangeSet, doc: Mapping[str, Any], entry: Path, *, r
     static = static_findings(entry, lambda m: echo(f"warning: {m}", err=True))
     device = (observed.get("switches") or {}).get("device")
     run = from_observed(observed, may_use_cuda=device == "cuda" or any(s.code in CUDA_GAIN for s in static),
-                        entry=str(entry))
+                        entry=str(entry), fixes_in_code=fixes_in_code(project_files(entry)))
     _kept, dropped = merge(static, run, observed)
     root = Path(str(observed.get("project_root") or find_project_root(entry)))
     added = add_config_files(project, run, root, repo, allow_dirty, echo)

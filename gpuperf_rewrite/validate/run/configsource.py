@@ -137,11 +137,23 @@ def _argument(call: ast.Call, slot: tuple[int | None, str], method: bool) -> ast
     return None
 
 
+def _assignments(scope: ast.AST, name: str, before: int) -> list[ast.expr]:
+    """The values of ``name = VALUE`` in ``scope`` before line ``before``."""
+    return [n.value for n in ast.walk(scope) if isinstance(n, ast.Assign) and n.lineno < before
+            and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)]
+
+
 def _single_assignment(fn: ast.AST, name: str, before: int) -> ast.expr | None:
     """The value of ``name = VALUE`` when it is the name's only assignment in ``fn`` before ``before``."""
-    values = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) and n.lineno < before
-              and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)]
+    values = _assignments(fn, name, before)
     return values[0] if len(values) == 1 else None
+
+
+def _loaded(scope: ast.AST, name: str, before: int) -> bool:
+    """``name`` holds what a call returned (``cfg = yaml.safe_load(f)``, ``load_config(path)``):
+    a loaded config may be it. Not a dict built in the code (``dict(fused=True)``, ``{...}``)."""
+    values = _assignments(scope, name, before)
+    return bool(values) and all(isinstance(v, ast.Call) and _callee(v) != "dict" for v in values)
 
 
 def key_path(expr: ast.expr, site: Mapping[str, Any], cache: dict[str, ast.Module | None]) -> tuple[str, ...] | None:
@@ -161,15 +173,15 @@ def key_path(expr: ast.expr, site: Mapping[str, Any], cache: dict[str, ast.Modul
         keys = more + keys
         tree = _parse(str(frame["path"]), cache)
         fn = _enclosing_function(tree, int(frame["line"])) if tree is not None else None
-        if fn is None:
-            return keys  # module level: the name is the config itself
+        if fn is None:  # module level: a name loaded there is the config itself
+            return keys if keys and tree is not None and _loaded(tree, name.id, int(frame["line"])) else None
         local = _single_assignment(fn, name.id, int(frame["line"]))
         if local is not None and _index_path(local) is not None:
             expr = local
             continue
         slot = _param_slot(fn, name.id)
-        if slot is None:
-            return keys  # a local loaded in this function (cfg = yaml.safe_load(f)): the root
+        if slot is None:  # a local loaded in this function (cfg = yaml.safe_load(f)): the root
+            return keys if keys and _loaded(fn, name.id, int(frame["line"])) else None
         if hop + 1 >= len(frames):
             return None
         caller = frames[hop + 1]

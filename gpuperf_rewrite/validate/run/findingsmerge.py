@@ -43,7 +43,6 @@ def static_findings(script: str | Path, warn: Callable[[str], None] = lambda m: 
     from gpuperf_rewrite.lint.api import SettingsError, load_settings
     from gpuperf_rewrite.lint.diagnostics import ERROR_CODES
     from gpuperf_rewrite.lint.engine import check_source
-    from gpuperf_rewrite.lint.project import find_project_root, first_party_modules
 
     try:
         settings = load_settings()
@@ -52,7 +51,7 @@ def static_findings(script: str | Path, warn: Callable[[str], None] = lambda m: 
         return []
     entry = Path(script).resolve()
     out = []
-    for path in [entry, *first_party_modules(entry, find_project_root(entry))]:
+    for path in project_files(entry):
         if path != entry and settings.is_excluded(path):
             continue
         try:
@@ -66,6 +65,44 @@ def static_findings(script: str | Path, warn: Callable[[str], None] = lambda m: 
             out.append(RunFinding(d.code, str(path), d.line, d.column, d.text, origin="static", name=d.name,
                                   fix=d.fix))
     return out
+
+
+def project_files(entry: Path) -> list[Path]:
+    """The entry script and the first-party modules it runs (the lint's import walk)."""
+    from gpuperf_rewrite.lint.project import find_project_root, first_party_modules
+
+    return [entry, *first_party_modules(entry, find_project_root(entry))]
+
+
+def fixes_in_code(files: Sequence[Path]) -> frozenset[str]:
+    """The model-wide fixes the project's code applies somewhere (maybe on CUDA only, maybe
+    behind a flag): an ``autocast`` (GP301), TF32 or matmul precision set (GP302), a
+    ``torch.compile``/``.compile()`` (GP303), ``cudnn.benchmark`` assigned (GP304)."""
+    import ast
+
+    found: set[str] = set()
+    for path in files:
+        try:
+            tree = ast.parse(path.read_bytes(), str(path))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if name == "autocast":
+                    found.add("GP301")
+                elif name == "set_float32_matmul_precision":
+                    found.add("GP302")
+                elif name == "compile" and isinstance(node.func, ast.Attribute):
+                    found.add("GP303")
+            elif isinstance(node, (ast.Assign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Attribute) and t.attr == "allow_tf32":
+                        found.add("GP302")
+                    elif isinstance(t, ast.Attribute) and t.attr == "benchmark" and "cudnn" in ast.unparse(t.value):
+                        found.add("GP304")
+    return frozenset(found)
 
 
 def _here(objects: Sequence[Mapping[str, Any]], f: RunFinding) -> list[Mapping[str, Any]]:
@@ -126,7 +163,7 @@ def merge(static: Sequence[RunFinding], run: Sequence[RunFinding],
             left.remove(match)
             s.origin, s.observed, s.config = "static+run", match.observed, match.config or s.config
         kept.append(s)
-    kept += left
+    kept += [r for r in left if not r.confirm_only]
     return sorted(kept, key=_order), dropped
 
 
@@ -154,7 +191,9 @@ def profile_findings(doc: Mapping[str, Any], script: str | Path,
     static = static_findings(script, warn)
     device = ((observed or {}).get("switches") or {}).get("device") or (doc.get("fingerprint") or {}).get("device")
     may_use_cuda = device == "cuda" or any(f.code in CUDA_GAIN for f in static)
-    run = from_observed(observed, may_use_cuda=may_use_cuda, entry=str(Path(script).resolve()))
+    entry = Path(script).resolve()
+    run = from_observed(observed, may_use_cuda=may_use_cuda, entry=str(entry),
+                        fixes_in_code=fixes_in_code(project_files(entry)) if observed else frozenset())
     return merge(static, run, observed)
 
 

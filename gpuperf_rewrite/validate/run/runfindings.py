@@ -53,7 +53,11 @@ class RunFinding:
     origin: str = "run"  # run, static, static+run (confirmed)
     name: str = ""
     fix: dict[str, str] | None = None
+    passes_setting: bool = False  # the construction call passes the setting as an expression or via **
     stack: frozenset[tuple[str, int]] = frozenset()  # (absolute path, line) of the site's first-party frames
+    # Only confirms a static finding, never stands alone: a CUDA-gain fact of a CPU run where the
+    # code may choose otherwise on CUDA (fused=use_fused, an autocast the code enters on CUDA only).
+    confirm_only: bool = False
 
     @property
     def tag(self) -> str:
@@ -92,7 +96,7 @@ class _Sites:
 
 
 def from_observed(observed: Mapping[str, Any] | None, *, may_use_cuda: bool,
-                  entry: str | None = None) -> list[RunFinding]:
+                  entry: str | None = None, fixes_in_code: frozenset[str] = frozenset()) -> list[RunFinding]:
     """The run-time findings of one ``observed`` document, one per (code, path, line). A model's
     findings go to the entry script's line in its stack (``model = build(cfg)``, where a fix such
     as ``torch.compile`` belongs), not into the registry that instantiated it."""
@@ -106,6 +110,9 @@ def from_observed(observed: Mapping[str, Any] | None, *, may_use_cuda: bool,
     out += _models(observed.get("models") or [], observed.get("switches") or {}, sites, entry)
     out += _steps(observed, sites)
     out += _distributed(observed, sites)
+    if (observed.get("switches") or {}).get("device") != "cuda":
+        for f in out:
+            f.confirm_only = f.confirm_only or _cpu_unsure(f, fixes_in_code)
     seen: set[tuple[str, str, int]] = set()
     kept = []
     for f in out:
@@ -115,6 +122,28 @@ def from_observed(observed: Mapping[str, Any] | None, *, may_use_cuda: bool,
         seen.add(key)
         kept.append(f)
     return sorted(kept, key=lambda f: (f.path, f.line, f.code))
+
+
+MODEL_WIDE = frozenset({"GP301", "GP302", "GP303", "GP304"})
+DEVICE_CHOSEN = {"GP202": ("pin_memory",), "GP305": ("fused", "foreach")}
+
+
+def _cpu_unsure(f: RunFinding, fixes_in_code: frozenset[str]) -> bool:
+    """A CPU run's CUDA-gain finding the code may contradict on CUDA: a copy (the code may branch
+    on the device), a model-wide fix the project's code applies somewhere (autocast, compile), a
+    setting the construction call passes as an expression or an unread ``**`` mapping."""
+    if f.code == "GP104":
+        return True
+    if f.code in MODEL_WIDE:
+        return f.code in fixes_in_code
+    return f.code in DEVICE_CHOSEN and f.config is None and f.passes_setting
+
+
+def _passes(call: ast.Call | None, settings: Sequence[str]) -> bool:
+    """``call`` gives one of ``settings`` as an expression (not a literal), or has a ``**`` mapping."""
+    if call is None:
+        return False
+    return any(kw.arg is None or (kw.arg in settings and not isinstance(kw.value, ast.Constant)) for kw in call.keywords)
 
 
 def _finding(code: str, site: Mapping[str, Any], sites: _Sites, message: str, observed: dict[str, Any],
@@ -146,6 +175,7 @@ def _loaders(loaders: Sequence[Mapping[str, Any]], sites: _Sites, files: list) -
                            f"{ld.get('iterations')} times with persistent_workers=False"))
         for code, setting, message in wanted:
             f, call = _finding(code, site, sites, message, values, LOADER_CALLS)
+            f.passes_setting = _passes(call, (setting,))
             if call is not None:
                 f.config = locate(call, setting, site, files, sites.cache, agree={"batch_size": ld.get("batch_size")})
             out.append(f)
@@ -165,6 +195,7 @@ def _optimizers(optimizers: Sequence[Mapping[str, Any]], sites: _Sites, files: l
         values = {k: opt.get(k) for k in ("class", "fused", "foreach", "params", "param_groups")}
         f, call = _finding("GP305", site, sites, f"{name} runs its update parameter by parameter: the run's "
                                                  f"optimizer had neither fused nor foreach set", values)
+        f.passes_setting = _passes(call, ("fused", "foreach"))
         if call is not None:
             f.config = locate(call, "foreach", site, files, sites.cache)
         out.append(f)
