@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 from gpuperf_rewrite.validate.run.runfindings import CUDA_GAIN, RunFinding, from_observed
 
 MODEL_WIDE = frozenset({"GP301", "GP302", "GP303", "GP304"})
+ONE_PER_FILE = frozenset({"GP305"})
 LOADER_SETTING = {"GP201": "num_workers", "GP202": "pin_memory", "GP203": "persistent_workers"}
 
 
@@ -181,6 +182,9 @@ def _match(s: RunFinding, run: Sequence[RunFinding]) -> RunFinding | None:
             return r
     if s.code in MODEL_WIDE and same:
         return same[0]
+    in_file = [r for r in same if _abs(r.path) == _abs(s.path)]
+    if s.code in ONE_PER_FILE and len(in_file) == 1:  # the lint puts it on the model's line, the run on the optimizer's
+        return in_file[0]
     return None
 
 
