@@ -97,8 +97,8 @@ def _under_shim(n: int, step: Callable[[], None], extra: Callable[[Any], Callabl
     """One block of ``step`` with a fresh session's step and backward hooks plus ``extra(session)``."""
     import torch
 
-    from gpuperf_rewrite.runtime.hooks import install_backward_hooks, install_optimizer_hooks
-    from gpuperf_rewrite.runtime.session import Session
+    from gpuperf_rewrite.runtime.measure.hooks import install_backward_hooks, install_optimizer_hooks
+    from gpuperf_rewrite.runtime.process.session import Session
 
     s = Session(torch, steps=10**9, warmup=1, trace_dir=None, rank=0)
     s.clock.start()
@@ -118,7 +118,7 @@ def hook_cost_us(blocks: int = 8, n: int = 2000) -> tuple[float, float]:
     Returns (plain us/step, shim us/step)."""
     import torch
 
-    from gpuperf_rewrite.runtime.dataloader import install as install_dataloader
+    from gpuperf_rewrite.runtime.measure.dataloader import install as install_dataloader
 
     torch.set_num_threads(1)
     model = torch.nn.Linear(4, 1)
@@ -141,7 +141,7 @@ def hook_cost_us(blocks: int = 8, n: int = 2000) -> tuple[float, float]:
 
 def memory_read_us(n: int = 20000) -> dict[str, float]:
     """CPU cost of one step boundary's memory reads, per reader and together (us)."""
-    from gpuperf_rewrite.runtime import memory
+    from gpuperf_rewrite.runtime.memory import sampling as memory
 
     out: dict[str, float] = {}
     heap, rss = memory.heap_reader(), memory.rss_reader()
@@ -162,7 +162,7 @@ def amp_cost_us(blocks: int = 8, n: int = 1000) -> tuple[float, float]:
     all its hooks, including the GradScaler.step/update and autocast wrappers and the scale clone."""
     import torch
 
-    from gpuperf_rewrite.runtime import amp
+    from gpuperf_rewrite.runtime.measure import amp
 
     torch.set_num_threads(1)
     model = torch.nn.Linear(4, 1)
@@ -195,7 +195,7 @@ def ddp_cost_us(blocks: int = 6, n: int = 300, buckets: int = 4) -> tuple[float,
     import torch.distributed as dist
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-    from gpuperf_rewrite.runtime import ddp
+    from gpuperf_rewrite.runtime.measure import ddp
 
     torch.set_num_threads(1)
     _os.environ.setdefault("MASTER_ADDR", "127.0.0.1")

@@ -1,6 +1,6 @@
 """The profile result document, defined once: every key with its default, and the run statuses.
 
-The shim (``session.py``) fills a document from :func:`empty_document`; the engine
+The shim (``process/session.py``) fills a document from :func:`empty_document`; the engine
 (``validate/run/profiling.py``) returns the same empty document when the child wrote nothing. Keys
 are documented in ``docs/runtime.md``. Standard library only: the engine imports this without torch.
 """

@@ -10,8 +10,8 @@ import click
 from gpuperf_rewrite.cli.options import (MAX_SECONDS, SEED, STEPS, WARMUP, FiniteFloat, check_html, given,
                                          html_option, json_option, launch_from_options, launcher_options,
                                          module_option, script_entry, write_html, write_json)
-from gpuperf_rewrite.runtime.diagnosis import diagnose
-from gpuperf_rewrite.runtime.report import format_report
+from gpuperf_rewrite.runtime.diagnosis.bottlenecks import diagnose
+from gpuperf_rewrite.runtime.diagnosis.report import format_report
 from gpuperf_rewrite.runtime.schema import OK_STATUSES
 from gpuperf_rewrite.validate.run.profiling import profile_runner
 from gpuperf_rewrite.validate.run.runs import run_request

@@ -12,7 +12,7 @@ Doc = Mapping[str, Any]
 
 
 def render(page: Page, doc: Doc) -> None:
-    from gpuperf_rewrite.runtime.report import format_report
+    from gpuperf_rewrite.runtime.diagnosis.report import format_report
 
     status = str(doc.get("status"))
     diag = [f for f in doc.get("diagnosis") or [] if isinstance(f, Mapping)]
@@ -131,7 +131,7 @@ def _loss(doc: Doc) -> str:
 
 
 def _memory(doc: Doc) -> str:
-    from gpuperf_rewrite.runtime.report import memory_section
+    from gpuperf_rewrite.runtime.diagnosis.report import memory_section
 
     mem = doc.get("memory") or {}
     text = pre("\n".join(memory_section(dict(mem))) or "no memory numbers", "memory-diagnosis")

@@ -12,7 +12,7 @@ Every script runs in a *mirror*: a temporary directory tree laid out like the sc
   own place, so ``Path(__file__).with_name(...)``, ``open("data/x.csv")`` and sibling imports
   resolve as they would in the checkout.
 
-Inside the run, the shim's guard (``runtime/guard.py``) sees the script's writes before they
+Inside the run, the shim's guard (``runtime/process/guard.py``) sees the script's writes before they
 happen: one through a mirror symlink gets a private copy first, one that would still land in the
 user's files (an absolute path into the checkout) is refused and logged, and the validation stops
 (:class:`WorkspaceError`) naming the path. After each run the originals are also compared with a
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from gpuperf_rewrite.runtime.guard import GUARD_ENV
+from gpuperf_rewrite.runtime.process.guard import GUARD_ENV
 from gpuperf_rewrite.validate.run.layout import Layout
 from gpuperf_rewrite.validate.run.lifetime import compile_caches
 from gpuperf_rewrite.validate.run.ownoutput import own_output_files
@@ -260,7 +260,7 @@ def _shown(paths: list[str]) -> str:
 
 
 def _refused(log: Path) -> list[str]:
-    """The paths the run's guard refused to let the script write (runtime/guard.py)."""
+    """The paths the run's guard refused to let the script write (runtime/process/guard.py)."""
     try:
         lines = log.read_text().splitlines()
     except OSError:

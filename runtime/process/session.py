@@ -14,19 +14,23 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import amp, compilation, ddp, diagnosis, entry, fingerprint, guard, memory, nvml, phases, schema
-from .dataloader import DataWait
-from .dataloader import install as install_dataloader
-from .hooks import (
+from .. import schema
+from ..diagnosis import bottlenecks as diagnosis
+from ..measure import amp, compilation, ddp, fingerprint, nvml
+from ..measure.dataloader import DataWait
+from ..measure.dataloader import install as install_dataloader
+from ..measure.hooks import (
     LossRecorder,
     StopProfiling,
     Terminated,
     install_backward_hooks,
     install_optimizer_hooks,
 )
-from .syncs import CPU_READS, DEVICE_READS, HostReadCounter, SyncCounter
-from .timing import StepClock, summarize
-from .trace import TRACE_STEPS, Tracer
+from ..measure.syncs import CPU_READS, DEVICE_READS, HostReadCounter, SyncCounter
+from ..measure.timing import StepClock, summarize
+from ..measure.trace import TRACE_STEPS, Tracer
+from ..memory import sampling as memory
+from . import entry, guard, phases
 
 
 def seed_everything(seed: int, torch: Any) -> None:
