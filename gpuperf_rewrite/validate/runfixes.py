@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from gpuperf_rewrite.validate.changeset import ChangeSet, ProjectFile
 from gpuperf_rewrite.validate.run.configsource import ConfigEditError, edit_yaml
-from gpuperf_rewrite.validate.run.runfindings import CONFIG_FIXES, CUDA_GAIN, RunFinding, config_value, from_observed
+from gpuperf_rewrite.validate.run.runfindings import CONFIG_FIXES, RunFinding, config_value, from_observed
 
 if TYPE_CHECKING:
     from git import Repo
@@ -116,14 +116,14 @@ def run_time_fixes(project: ChangeSet, doc: Mapping[str, Any], entry: Path, *, r
     """After --apply's profile run: config files added to ``project`` and static fixes the run ruled
     out removed from it. Returns the JSON report's ``run_time`` block."""
     from gpuperf_rewrite.lint.project import find_project_root
-    from gpuperf_rewrite.validate.run.findingsmerge import fixes_in_code, merge, project_files, static_findings
+    from gpuperf_rewrite.validate.run.findingsmerge import (cuda_possible, fixes_in_code, merge, project_files,
+                                                            static_findings)
 
     observed = doc.get("observed")
     if not observed:
         return {"observed": False, "findings": [], "config_files": [], "ruled_out": {}}
     static = static_findings(entry, lambda m: echo(f"warning: {m}", err=True))
-    device = (observed.get("switches") or {}).get("device")
-    run = from_observed(observed, may_use_cuda=device == "cuda" or any(s.code in CUDA_GAIN for s in static),
+    run = from_observed(observed, may_use_cuda=cuda_possible(observed, entry, static),
                         entry=str(entry), fixes_in_code=fixes_in_code(project_files(entry)))
     _kept, dropped = merge(static, run, observed)
     root = Path(str(observed.get("project_root") or find_project_root(entry)))

@@ -74,3 +74,33 @@ def test_model_wide_switches_disprove_static_findings():
 def test_without_observation_the_static_findings_stand():
     kept, dropped = profile_findings({"fingerprint": {"device": "cpu"}}, PROJECT / "train.py")
     assert kept and all(f.origin == "static" for f in kept) and dropped == []
+
+
+NANOGPT = PROJECT.parent / "observed" / "nanogpt_like"
+
+
+def test_a_cpu_run_never_contradicts_code_that_chooses_otherwise_on_cuda():
+    """nanoGPT's shape: autocast, the fused AdamW and pinned non-blocking copies only on CUDA,
+    compile behind a flag, TF32 on. A CPU run sees none of them; no run-time finding may say the
+    code lacks them. The loss read every step (log_interval=1) is what the run rightly reports."""
+    train, model = NANOGPT / "train.py", NANOGPT / "model.py"
+    obs = {
+        "schema": 1, "project_root": str(NANOGPT), "loaders": [],
+        "optimizers": [{"site": site(model, "torch.optim.AdamW(groups", (model, "torch.optim.AdamW(groups"),
+                                     (train, "optimizer = model.configure_optimizers")),
+                        "class": "torch.optim.adamw.AdamW", "fused": None, "foreach": None, "params": 1, "param_groups": 2}],
+        "models": [{"site": site(train, "model = GPT(gptconf)"), "class": "model.GPT", "trained": True,
+                    "kinds": ["linear", "attention", "norm", "embedding"], "compiled": False,
+                    "param_dtype": "torch.float32", "forward_autocast": None, "ddp": False}],
+        "switches": {"float32_matmul_precision": "highest", "cudnn_benchmark": False, "device": "cpu"},
+        "zero_grad": {"per_step": 1.0, "set_to_none": True, "site": site(train, "optimizer.zero_grad(")},
+        "host_reads": [{"site": site(train, "lossf = loss.item()"), "op": "item", "per_step": 1.0, "device_tensor": True}],
+        "h2d_copies": [{"site": site(train, "x, y = x.to(device)"), "non_blocking": False, "per_step": 2.0}],
+        "config_files": [], "ddp": [], "samplers": [], "accumulation": None,
+    }
+    kept, dropped = profile_findings({"observed": obs}, train)
+    run_only = {(f.code, f.line) for f in kept if f.origin == "run"}
+    assert run_only == {("GP101", line_of(train, "lossf = loss.item()"))}
+    obs["switches"]["device"] = "cuda"  # the same facts on CUDA are the code's own choice there
+    kept, _ = profile_findings({"observed": obs}, train)
+    assert {"GP301", "GP303", "GP305", "GP104"} <= {f.code for f in kept if f.origin == "run"}

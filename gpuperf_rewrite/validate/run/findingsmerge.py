@@ -193,12 +193,22 @@ def profile_findings(doc: Mapping[str, Any], script: str | Path,
     """The merged findings of one profile document of ``script``."""
     observed = doc.get("observed")
     static = static_findings(script, warn)
-    device = ((observed or {}).get("switches") or {}).get("device") or (doc.get("fingerprint") or {}).get("device")
-    may_use_cuda = device == "cuda" or any(f.code in CUDA_GAIN for f in static)
     entry = Path(script).resolve()
-    run = from_observed(observed, may_use_cuda=may_use_cuda, entry=str(entry),
+    run = from_observed(observed, may_use_cuda=cuda_possible(observed, entry, static), entry=str(entry),
                         fixes_in_code=fixes_in_code(project_files(entry)) if observed else frozenset())
     return merge(static, run, observed)
+
+
+def cuda_possible(observed: Mapping[str, Any] | None, entry: Path, static: Sequence[RunFinding]) -> bool:
+    """Report CUDA-gain rules? The run was on CUDA, the lint reported one, or the lint's own
+    device fact says some file of the project may put its data on CUDA."""
+    if not observed:
+        return False
+    if (observed.get("switches") or {}).get("device") == "cuda" or any(f.code in CUDA_GAIN for f in static):
+        return True
+    from gpuperf_rewrite.lint.devicefacts import may_use_cuda
+
+    return any(may_use_cuda(p) for p in project_files(entry))
 
 
 def format_findings(kept: Sequence[RunFinding], dropped: Sequence[Mapping[str, Any]]) -> str:
