@@ -115,14 +115,25 @@ def run_time_fixes(project: ChangeSet, doc: Mapping[str, Any], entry: Path, *, r
                    allow_dirty: bool, echo: Echo) -> dict[str, Any]:
     """After --apply's profile run: config files added to ``project`` and static fixes the run ruled
     out removed from it. Returns the JSON report's ``run_time`` block."""
-    from gpuperf_rewrite.lint.project import find_project_root
-    from gpuperf_rewrite.validate.run.findingsmerge import (cuda_possible, fixes_in_code, merge, project_files,
-                                                            static_findings)
+    from gpuperf_rewrite.validate.run.findingsmerge import static_findings
 
     observed = doc.get("observed")
-    if not observed:
+    if not isinstance(observed, Mapping) or not observed:
         return {"observed": False, "findings": [], "config_files": [], "ruled_out": {}}
     static = static_findings(entry, lambda m: echo(f"warning: {m}", err=True))
+    try:
+        return _learn(project, observed, static, entry, repo=repo, allow_dirty=allow_dirty, echo=echo)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a malformed document: static fixes only
+        echo(f"warning: the run's observed document is malformed ({type(exc).__name__}: {exc}): "
+             f"run-time findings left out", err=True)
+        return {"observed": False, "findings": [], "config_files": [], "ruled_out": {}}
+
+
+def _learn(project: ChangeSet, observed: Mapping[str, Any], static: Sequence[RunFinding], entry: Path, *,
+           repo: Repo | None, allow_dirty: bool, echo: Echo) -> dict[str, Any]:
+    from gpuperf_rewrite.lint.project import find_project_root
+    from gpuperf_rewrite.validate.run.findingsmerge import cuda_possible, fixes_in_code, merge, project_files
+
     run = from_observed(observed, may_use_cuda=cuda_possible(observed, entry, static),
                         entry=str(entry), fixes_in_code=fixes_in_code(project_files(entry)))
     _kept, dropped = merge(static, run, observed)

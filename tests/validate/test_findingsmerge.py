@@ -104,3 +104,12 @@ def test_a_cpu_run_never_contradicts_code_that_chooses_otherwise_on_cuda():
     obs["switches"]["device"] = "cuda"  # the same facts on CUDA are the code's own choice there
     kept, _ = profile_findings({"observed": obs}, train)
     assert {"GP301", "GP303", "GP305", "GP104"} <= {f.code for f in kept if f.origin == "run"}
+
+
+def test_a_malformed_observed_document_leaves_the_lint_findings_and_says_so():
+    warnings = []
+    for bad in (["not", "an", "object"], {"loaders": [{"site": {"path": 3}, "used_in_training": True}]},
+                {"models": "x", "switches": {"device": "cpu"}}):
+        kept, dropped = profile_findings({"observed": bad}, PROJECT / "train.py", warn=warnings.append)
+        assert kept and all(f.origin == "static" for f in kept) and dropped == []
+    assert len(warnings) == 3 and all("run-time findings left out" in w for w in warnings)

@@ -249,15 +249,18 @@ def locate(call: ast.Call, setting: str, site: Mapping[str, Any], config_files: 
         keys = key_path(kw.value, site, cache)
         if keys is None:
             continue
+        found = []
         for f in files:
             mapping = _walk(load_config(f), keys)
             if not isinstance(mapping, Mapping):
                 continue
             if agree and any(k in mapping and mapping[k] != v for k, v in agree.items() if v is not None):
                 continue
-            if setting in mapping:
-                return ConfigKey(f, keys, setting, True, mapping[setting])
-            return ConfigKey(f, keys, setting, False)
+            found.append(ConfigKey(f, keys, setting, setting in mapping, mapping.get(setting)))
+        # Several configs (a base and an override): the one that sets the key decides its value.
+        present = [c for c in found if c.present]
+        if present or found:
+            return (present or found)[-1] if present else found[0]
     return None
 
 

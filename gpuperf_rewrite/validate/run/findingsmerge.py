@@ -193,10 +193,17 @@ def profile_findings(doc: Mapping[str, Any], script: str | Path,
     """The merged findings of one profile document of ``script``."""
     observed = doc.get("observed")
     static = static_findings(script, warn)
+    if observed is not None and not isinstance(observed, Mapping):
+        warn("the run's observed document is not an object: run-time findings left out")
+        observed = None
     entry = Path(script).resolve()
-    run = from_observed(observed, may_use_cuda=cuda_possible(observed, entry, static), entry=str(entry),
-                        fixes_in_code=fixes_in_code(project_files(entry)) if observed else frozenset())
-    return merge(static, run, observed)
+    try:
+        run = from_observed(observed, may_use_cuda=cuda_possible(observed, entry, static), entry=str(entry),
+                            fixes_in_code=fixes_in_code(project_files(entry)) if observed else frozenset())
+        return merge(static, run, observed)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a malformed document: the lint's stand
+        warn(f"the run's observed document is malformed ({type(exc).__name__}: {exc}): run-time findings left out")
+        return merge(static, [], None)
 
 
 def cuda_possible(observed: Mapping[str, Any] | None, entry: Path, static: Sequence[RunFinding]) -> bool:
