@@ -106,3 +106,21 @@ def test_distributed_facts():
 def test_nothing_observed_nothing_found():
     assert from_observed(None, may_use_cuda=True) == []
     assert from_observed({}, may_use_cuda=True) == []
+
+
+def test_model_findings_go_to_the_line_that_assigns_the_model(tmp_path):
+    from gpuperf_rewrite.validate.run.runfindings import model_site
+    from tests.validate.observed_docs import site
+
+    (tmp_path / "net.py").write_text("import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+                                     "        super().__init__()\n        self.fc = nn.Linear(2, 2)\n"
+                                     "def build():\n    return Net()\n")
+    (tmp_path / "trainer.py").write_text("from net import build\nclass Trainer:\n    def __init__(self):\n"
+                                         "        self.model = build()\n")
+    (tmp_path / "train.py").write_text("from trainer import Trainer\ntrainer = Trainer()\n")
+    s = site(tmp_path / "net.py", "super().__init__()", (tmp_path / "net.py", "return Net()"),
+             (tmp_path / "trainer.py", "self.model = build()"), (tmp_path / "train.py", "trainer = Trainer()"))
+    chosen = model_site(s, str(tmp_path / "train.py"))
+    assert (chosen["path"], chosen["line"]) == (str(tmp_path / "trainer.py"), 4)
+    flat = site(tmp_path / "net.py", "super().__init__()", (tmp_path / "net.py", "return Net()"))
+    assert model_site(flat, str(tmp_path / "train.py"))["line"] == 4  # no assignment, no entry frame: the site

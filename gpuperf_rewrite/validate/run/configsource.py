@@ -50,6 +50,11 @@ class ConfigKey:
         return {"file": shown, "key": self.dotted, "present": self.present, "value": self.value}
 
 
+def parse_cached(path: str, cache: dict[str, ast.Module | None]) -> ast.Module | None:
+    """``path`` parsed with ``ast`` once per ``cache``; None when it cannot be read or parsed."""
+    return _parse(path, cache)
+
+
 def _parse(path: str, cache: dict[str, ast.Module | None]) -> ast.Module | None:
     if path not in cache:
         try:

@@ -202,20 +202,45 @@ def _optimizers(optimizers: Sequence[Mapping[str, Any]], sites: _Sites, files: l
     return out
 
 
-def model_site(site: Mapping[str, Any] | None, entry: str | None) -> Mapping[str, Any] | None:
-    """The entry script's frame of a model's site (its outermost there), else the site itself."""
-    if not site or entry is None:
+def model_site(site: Mapping[str, Any] | None, entry: str | None,
+               cache: dict[str, ast.Module | None] | None = None) -> Mapping[str, Any] | None:
+    """Where the user's code made the model: the innermost frame of its site's stack whose line
+    assigns the result (``model = build(cfg)``, ``self.model = GPT(conf)``), past the model's own
+    ``super().__init__()`` and a registry's ``return REGISTRY[name](**kw)``; else the entry
+    script's frame; else the site itself."""
+    if not site:
         return site
-    want = os.path.abspath(entry)
-    frames = [f for f in site.get("stack") or () if os.path.abspath(str(f["path"])) == want]
-    return {**frames[-1], "stack": site.get("stack")} if frames else site
+    stack = list(site.get("stack") or [site])
+    cache = {} if cache is None else cache
+    for frame in stack:
+        if _assigns_at(str(frame["path"]), int(frame["line"]), cache):
+            return {**frame, "stack": stack}
+    if entry is not None:
+        want = os.path.abspath(entry)
+        frames = [f for f in stack if os.path.abspath(str(f["path"])) == want]
+        if frames:
+            return {**frames[-1], "stack": stack}
+    return site
+
+
+def _assigns_at(path: str, line: int, cache: dict[str, ast.Module | None]) -> bool:
+    """The statement at ``line`` of ``path`` is an assignment (``x = ...``, ``self.x: T = ...``)."""
+    from gpuperf_rewrite.validate.run.configsource import parse_cached
+
+    tree = parse_cached(path, cache)
+    if tree is None:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            return node.value is not None
+    return False
 
 
 def _models(models: Sequence[Mapping[str, Any]], switches: Mapping[str, Any], sites: _Sites,
             entry: str | None) -> list[RunFinding]:
     out = []
     for m in models:
-        site = model_site(m.get("site"), entry)
+        site = model_site(m.get("site"), entry, sites.cache)
         if not site or not m.get("trained"):
             continue
         kinds = set(m.get("kinds") or ())
