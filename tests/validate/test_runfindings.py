@@ -124,3 +124,8 @@ def test_model_findings_go_to_the_line_that_assigns_the_model(tmp_path):
     assert (chosen["path"], chosen["line"]) == (str(tmp_path / "trainer.py"), 4)
     flat = site(tmp_path / "net.py", "super().__init__()", (tmp_path / "net.py", "return Net()"))
     assert model_site(flat, str(tmp_path / "train.py"))["line"] == 4  # no assignment, no entry frame: the site
+
+
+def test_findings_carry_the_rule_name():
+    found = _by_code(from_observed(config_project_observed(), may_use_cuda=True))
+    assert found["GP201"].to_json()["name"] == "dataloader-workers"

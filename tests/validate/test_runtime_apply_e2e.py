@@ -48,7 +48,7 @@ def with_observed(base):
 def test_apply_writes_loader_workers_into_the_config_and_commits_with_a_note(tmp_path, monkeypatch):
     files = {p.name: p.read_text() for p in PROJECT.iterdir() if p.is_file() and p.suffix in (".py", ".yaml")}
     # 10 ms per sample read: ~160 ms of sleeping per batch against ~10 ms of compute.
-    files["config.yaml"] = files["config.yaml"].replace("read_latency_ms: 2.0", "read_latency_ms: 10.0")
+    files["config.yaml"] = files["config.yaml"].replace("read_latency_ms: 8.0", "read_latency_ms: 10.0")
     repo = git_repo(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")

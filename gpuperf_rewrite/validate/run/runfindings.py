@@ -150,7 +150,15 @@ def _finding(code: str, site: Mapping[str, Any], sites: _Sites, message: str, ob
              names: Sequence[str] = ()) -> tuple[RunFinding, ast.Call | None]:
     call, col = sites.position(site, names)
     stack = frozenset((os.path.abspath(str(f["path"])), int(f["line"])) for f in site.get("stack") or ())
-    return RunFinding(code, str(site["path"]), int(site["line"]), col, message, observed, stack=stack), call
+    return RunFinding(code, str(site["path"]), int(site["line"]), col, message, observed, stack=stack,
+                      name=_rule_name(code)), call
+
+
+def _rule_name(code: str) -> str:
+    from gpuperf_rewrite.lint.registry import rule_by_name_or_code
+
+    cls = rule_by_name_or_code(code)
+    return cls.name if cls is not None else ""
 
 
 def _loaders(loaders: Sequence[Mapping[str, Any]], sites: _Sites, files: list) -> list[RunFinding]:
