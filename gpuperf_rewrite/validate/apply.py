@@ -463,7 +463,7 @@ def _commit(ctx: _Context, outcome: Outcome, res: ABResult, changed: list[tuple[
                                  "not_measurable": report["not_measurable"]},
                          files=[{"path": rel, "rules": list(codes)} for rel, codes in files.items()])
     message = commit.commit_message(ctx.rel, outcome.kept, decision, outcome.dropped, ctx.cfg.alpha,
-                             _extra_lines(ctx, outcome), files=files if len(files) > 1 else None)
+                             _extra_lines(ctx, outcome), files=files if len(files) > 1 or ctx.rel not in files else None)
     try:
         done = commit.commit_files(ctx.repo, [commit.FileChange(f.rel, new, f.original) for f, new in changed],
                                    message, record, expected_head=ctx.head)

@@ -68,7 +68,7 @@ def test_loader_workers_written_into_the_config_validated_and_committed(tmp_path
     assert [line for line in after.splitlines() if line in old] == old
     assert "# slow storage" in after
     assert after.index("num_workers") > after.index("drop_last")  # appended to its own mapping
-    assert "GP201" in repo.head.commit.message
+    assert repo.head.commit.message.startswith("gpuperf: GP201 in config.yaml (")  # where the change is
     assert set(repo.head.commit.stats.files) == {"config.yaml"}
     (note,) = [json.loads(line) for line in repo.git.notes("--ref", "gpuperf", "show", "HEAD").splitlines()]
     assert note["ab"]["verdict"] == "faster"
