@@ -454,3 +454,15 @@ def test_profile_page_lists_findings_with_their_config_key_and_what_the_run_rule
     assert "<0>" in table and "<0>" not in html  # escaped
     assert "eval.py:4" in dom.text("findings-dropped") and "was built at this line" in dom.text("findings-dropped")
     assert "findings-table" not in render_html(docs["profile"])  # a document without findings: no section
+
+
+def test_apply_page_shows_what_the_profile_run_saw(docs) -> None:
+    doc = copy.deepcopy(docs["apply"])
+    doc["run_time"] = {"observed": True, "config_files": ["<cfg>.yaml"], "ruled_out": {"GP203": "eval.py:4: no loader"},
+                       "findings": [{"path": "data.py", "line": 30, "code": "GP201", "message": "num_workers=0",
+                                     "config": {"file": "config.yaml", "key": "loader.num_workers"}}]}
+    html = render_html(doc)
+    dom = Dom(html)
+    assert "data.py:30" in dom.text("run-time-findings") and "loader.num_workers in config.yaml" in dom.text("run-time-findings")
+    assert "GP203" in dom.text("run-time-ruled-out") and "<cfg>" not in html
+    assert "run-time-findings" not in render_html(docs["apply"])
