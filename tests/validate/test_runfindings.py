@@ -129,3 +129,21 @@ def test_model_findings_go_to_the_line_that_assigns_the_model(tmp_path):
 def test_findings_carry_the_rule_name():
     found = _by_code(from_observed(config_project_observed(), may_use_cuda=True))
     assert found["GP201"].to_json()["name"] == "dataloader-workers"
+
+
+def test_a_config_handed_in_by_a_library_is_the_root(tmp_path):
+    """Hydra's shape: main(cfg) is called by the library, so its parameter is the config."""
+    from tests.validate.observed_docs import site
+
+    (tmp_path / "train.py").write_text(
+        "from torch.utils.data import DataLoader\n\n\ndef main(cfg):\n"
+        "    loader = DataLoader(range(8), **cfg.data.loader)\n    return loader\n")
+    (tmp_path / "config.yaml").write_text("data:\n  loader:\n    batch_size: 4  # small\n")
+    doc = config_project_observed()
+    doc["loaders"][0]["site"] = site(tmp_path / "train.py", "DataLoader(range")
+    doc["loaders"][0]["batch_size"] = 4
+    doc["config_files"] = [{"path": str(tmp_path / "config.yaml"), "format": "yaml"}]
+    found = _by_code(from_observed(doc, may_use_cuda=True))
+    assert found["GP201"].config is not None and found["GP201"].config.dotted == "data.loader.num_workers"
+    doc["loaders"][0]["batch_size"] = 32  # the file's mapping disagrees with the run's loader: not named
+    assert _by_code(from_observed(doc, may_use_cuda=True))["GP201"].config is None

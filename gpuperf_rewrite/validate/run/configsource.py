@@ -187,8 +187,8 @@ def key_path(expr: ast.expr, site: Mapping[str, Any], cache: dict[str, ast.Modul
         slot = _param_slot(fn, name.id)
         if slot is None:  # a local loaded in this function (cfg = yaml.safe_load(f)): the root
             return keys if keys and _loaded(fn, name.id, int(frame["line"])) else None
-        if hop + 1 >= len(frames):
-            return None
+        if hop + 1 >= len(frames):  # the outermost first-party function, called by a library
+            return keys or None  # (Hydra's main(cfg)): its parameter is the config; the file check decides
         caller = frames[hop + 1]
         call = call_at(str(caller["path"]), int(caller["line"]), (fn.name,), cache)
         if call is None or _callee(call) != fn.name:
