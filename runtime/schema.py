@@ -35,6 +35,13 @@ def empty_amp() -> dict[str, Any]:
             "skipped_fraction": None, "scale_per_step": [], "precision_check": None}
 
 
+def empty_observed() -> dict[str, Any]:
+    """The ``observed`` key when nothing was observed (observe/observer.py fills it)."""
+    return {"schema": 1, "project_root": None, "loaders": [], "optimizers": [], "models": [], "scaler": None,
+            "switches": None, "zero_grad": None, "ddp": [], "samplers": [], "accumulation": None,
+            "host_reads": [], "h2d_copies": [], "config_files": [], "cost": {"per_step_s": None, "total_s": 0.0}}
+
+
 def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, Any]:
     """A document with every contract key at its 'nothing measured' value."""
     return {
@@ -80,6 +87,7 @@ def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, A
         "distributed": None,
         "batch_probe": None,
         "phases": None,
+        "observed": empty_observed(),
     }
 
 
