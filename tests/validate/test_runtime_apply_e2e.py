@@ -2,14 +2,12 @@
 (fixtures/config_project: model from a registry, optimizer via getattr, loader via **cfg, all
 from config.yaml), --apply commits a validated change that gives the loader workers, written into
 config.yaml, with its note. The runs are real (the runtime shim, tiny model, sleeping reads so the
-workers win on a loaded machine); until the shim records ``observed`` itself, the test adds the
-document of the contract's shape to the profile run (tests/validate/observed_docs.py)."""
+workers win on a loaded machine); the run-time finding comes from the shim's own ``observed``."""
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -22,7 +20,7 @@ from gpuperf_rewrite.lint.api import load_settings  # noqa: E402
 from gpuperf_rewrite.validate.apply import run_apply  # noqa: E402
 from gpuperf_rewrite.validate.judge.abtest import ABConfig, default_runner  # noqa: E402
 from tests.helpers.abfakes import git_repo  # noqa: E402
-from tests.validate.observed_docs import PROJECT, config_project_observed  # noqa: E402
+from tests.validate.observed_docs import PROJECT  # noqa: E402
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="DataLoader workers need a second core")]
@@ -30,18 +28,6 @@ pytestmark = [pytest.mark.slow,
 # The fewest runs that can decide: 2+2 at alpha 0.2, one look (as the framework e2e tests).
 CFG = ABConfig(runs=2, max_runs=2, steps=6, warmup=2, timeout=300, alpha=0.2, early_stop=False,
                bootstrap_resamples=300)
-
-
-def with_observed(base):
-    """The real runner; a document without ``observed`` (a shim that does not record it yet) gets
-    the hand-written one, with the run's own (mirror) paths."""
-    def run(request):
-        doc = base(request)
-        if isinstance(doc, dict) and not doc.get("observed") and doc.get("status") in ("completed", "step_limit"):
-            doc = {**doc, "observed": config_project_observed(Path(request.script).parent)}
-        return doc
-
-    return run
 
 
 @pytest.mark.timing
@@ -54,7 +40,7 @@ def test_apply_writes_loader_workers_into_the_config_and_commits_with_a_note(tmp
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     out: list[str] = []
     rc = run_apply("train.py", settings=load_settings(isolated=True), config=CFG,
-                   runner=with_observed(default_runner()), echo=lambda m="", **k: out.append(str(m)))
+                   runner=default_runner(), echo=lambda m="", **k: out.append(str(m)))
     text = "\n".join(out)
     assert rc == 0, text
     config = (tmp_path / "config.yaml").read_text()
@@ -64,3 +50,4 @@ def test_apply_writes_loader_workers_into_the_config_and_commits_with_a_note(tmp
     (note,) = [json.loads(line) for line in repo.git.notes("--ref", "gpuperf", "show", "HEAD").splitlines()]
     assert note["ab"]["verdict"] == "faster" and note["ab"]["loss_check"]["status"] == "passed"
     assert {"path": "config.yaml", "rules": ["GP201"]} in note["files"]
+    assert "config.yaml: " in text and "from the run (GP201 x1" in text

@@ -1,8 +1,8 @@
 """Issue 35's "Done when" for `profile`, for real on a CPU: on the config-driven project, GP201
 and GP202 at the DataLoader line, GP305 at the optimizer line, GP303 and GP304 at the model line,
 in the lint's format (CUDA-gain rules as the lint reports them for a script that may run on
-CUDA); with config_good.yaml none of GP201/GP202/GP203/GP305. Real runs of the shim; a shim that
-does not record ``observed`` yet gets the contract's document added (tests/validate/observed_docs.py)."""
+CUDA); with config_good.yaml none of GP201/GP202/GP203/GP305. Real runs of the shim, whose
+``observed`` document the findings come from."""
 
 from __future__ import annotations
 
@@ -17,23 +17,13 @@ pytest.importorskip("torch")
 from click.testing import CliRunner  # noqa: E402
 
 from gpuperf_rewrite.cli import profile as profile_cli  # noqa: E402
-from tests.validate.observed_docs import PROJECT, config_project_observed, line_of  # noqa: E402
+from tests.validate.observed_docs import PROJECT, line_of  # noqa: E402
 
 pytestmark = [pytest.mark.slow]
 
 
 @pytest.fixture
-def profile_with_observed(monkeypatch):
-    real = profile_cli.profile_runner
-
-    def run(request):
-        doc = real(request)
-        if not doc.get("observed") and doc.get("status") in ("completed", "step_limit"):
-            good = any("config_good" in a for a in request.args)
-            doc = {**doc, "observed": config_project_observed(Path(request.script).parent, good=good)}
-        return doc
-
-    monkeypatch.setattr(profile_cli, "profile_runner", run)
+def cpu_only(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
 
 
@@ -42,14 +32,16 @@ def _profile(tmp_path, *args):
     res = CliRunner().invoke(profile_cli.profile, [str(PROJECT / "train.py"), "--steps", "3", "--warmup", "1",
                                                   "--json", str(out), *args])
     assert res.exit_code == 0, res.output
-    return res.output, json.loads(out.read_text())
+    doc = json.loads(out.read_text())
+    assert doc["observed"]["loaders"], "the shim recorded no DataLoader"
+    return res.output, doc
 
 
 def _at(output: str) -> set[tuple[str, int, str]]:
     return {(m[1], int(m[2]), m[3]) for m in re.finditer(r"(\w+\.py):(\d+):\d+: (GP\d+) .*\(seen at run time\)", output)}
 
 
-def test_config_project_findings_at_the_lines_that_built_each_object(tmp_path, profile_with_observed):
+def test_config_project_findings_at_the_lines_that_built_each_object(tmp_path, cpu_only):
     output, doc = _profile(tmp_path)
     seen = _at(output)
     loader = line_of(PROJECT / "data.py", "DataLoader(ds,")
@@ -66,6 +58,6 @@ def test_config_project_findings_at_the_lines_that_built_each_object(tmp_path, p
     assert len(codes) == len(set(codes))  # once each
 
 
-def test_good_config_has_no_loader_or_optimizer_finding(tmp_path, profile_with_observed):
+def test_good_config_has_no_loader_or_optimizer_finding(tmp_path, cpu_only):
     output, doc = _profile(tmp_path, "--", "--config", str(PROJECT / "config_good.yaml"))
     assert not {"GP201", "GP202", "GP203", "GP305"} & {f["code"] for f in doc["findings"]}, output

@@ -26,7 +26,7 @@ OBSERVED = ROOT / "fixtures" / "observed"
 SNAPSHOT = Path(__file__).parent / "data" / "runtime_findings.snapshot"
 SCRIPTS = {
     "nanogpt_like": ("train.py", ["config/train_tiny.py"]),
-    "cnn_tutorial": ("train.py", ["--samples", "32", "--epochs", "100"]),
+    "cnn_tutorial": ("train.py", ["--samples", "16", "--epochs", "100"]),
 }
 
 
