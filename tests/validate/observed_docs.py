@@ -1,6 +1,6 @@
-"""Hand-written ``observed`` documents of the shim's contract (docs/runtime.md, "What the run
-built") for fixtures/config_project, as a CPU run of config.yaml and config_good.yaml would record
-them; tests use them until (and beside) the real shim's."""
+"""Hand-written ``observed`` documents of the shim's contract (docs/runtime.md, "The `observed`
+key") for fixtures/config_project, as a CPU run of config.yaml and config_good.yaml records them:
+the fast tests' input (the slow e2e tests use the shim's own)."""
 
 from __future__ import annotations
 

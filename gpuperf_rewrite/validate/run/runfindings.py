@@ -1,7 +1,7 @@
 """Findings from what the run saw (the shim's ``observed``), at the line that built the object.
 
 The shim records the objects a training run builds and the first-party line that built each
-(docs/runtime.md, "What the run built"). This module maps those facts to the lint's rule codes:
+(docs/runtime.md, "Observed objects" and "The `observed` key"). This module maps those facts to the lint's rule codes:
 
 | observed | rule codes |
 |---|---|
