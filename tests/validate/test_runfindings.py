@@ -147,3 +147,9 @@ def test_a_config_handed_in_by_a_library_is_the_root(tmp_path):
     assert found["GP201"].config is not None and found["GP201"].config.dotted == "data.loader.num_workers"
     doc["loaders"][0]["batch_size"] = 32  # the file's mapping disagrees with the run's loader: not named
     assert _by_code(from_observed(doc, may_use_cuda=True))["GP201"].config is None
+
+
+def test_gp305_config_key_is_fused_on_a_cuda_run():
+    doc = config_project_observed()
+    doc["switches"]["device"] = "cuda"
+    assert _by_code(from_observed(doc, may_use_cuda=True))["GP305"].config.dotted == "optim.kwargs.fused"

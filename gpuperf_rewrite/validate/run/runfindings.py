@@ -33,9 +33,10 @@ SEEN = "seen at run time"
 LOADER_CALLS = ("DataLoader",)
 FUSABLE = ("Adam", "AdamW", "SGD")
 CUDA_GAIN = frozenset({"GP101", "GP104", "GP202", "GP301", "GP302", "GP303", "GP304", "GP305"})
-# Config settings --apply may write for a finding (code -> (setting, value)); GP201's worker count
-# is chosen when written (:func:`config_value`).
-CONFIG_FIXES = {"GP201": "num_workers", "GP202": "pin_memory", "GP203": "persistent_workers", "GP305": "foreach"}
+# The codes whose setting --apply may write into a config (the key is the finding's: GP305's is
+# `fused` on a CUDA run, `foreach` elsewhere); GP201's worker count is chosen when written
+# (:func:`config_value`).
+CONFIG_FIXES = {"GP201": "num_workers", "GP202": "pin_memory", "GP203": "persistent_workers", "GP305": "fused/foreach"}
 MAX_WORKERS = 8  # GP201's own bound (its `max-workers` option's default)
 
 
@@ -106,7 +107,8 @@ def from_observed(observed: Mapping[str, Any] | None, *, may_use_cuda: bool,
     files = list(observed.get("config_files") or [])
     out: list[RunFinding] = []
     out += _loaders(observed.get("loaders") or [], sites, files)
-    out += _optimizers(observed.get("optimizers") or [], sites, files)
+    cuda_run = (observed.get("switches") or {}).get("device") == "cuda"
+    out += _optimizers(observed.get("optimizers") or [], sites, files, "fused" if cuda_run else "foreach")
     out += _models(observed.get("models") or [], observed.get("switches") or {}, sites, entry)
     out += _steps(observed, sites)
     out += _distributed(observed, sites)
@@ -194,7 +196,10 @@ def _short(cls: str | None) -> str:
     return (cls or "").rsplit(".", 1)[-1]
 
 
-def _optimizers(optimizers: Sequence[Mapping[str, Any]], sites: _Sites, files: list) -> list[RunFinding]:
+def _optimizers(optimizers: Sequence[Mapping[str, Any]], sites: _Sites, files: list,
+                setting: str) -> list[RunFinding]:
+    """GP305; its config key is ``fused`` on a CUDA run (foreach is CUDA's default already, fused
+    is the gain), ``foreach`` elsewhere (runs on every device)."""
     out = []
     for opt in optimizers:
         site, name = opt.get("site"), _short(opt.get("class"))
@@ -205,7 +210,7 @@ def _optimizers(optimizers: Sequence[Mapping[str, Any]], sites: _Sites, files: l
                                                  f"optimizer had neither fused nor foreach set", values)
         f.passes_setting = _passes(call, ("fused", "foreach"))
         if call is not None:
-            f.config = locate(call, "foreach", site, files, sites.cache)
+            f.config = locate(call, setting, site, files, sites.cache)
         out.append(f)
     return out
 
