@@ -122,6 +122,13 @@ def test_model_findings_go_to_the_line_that_assigns_the_model(tmp_path):
              (tmp_path / "trainer.py", "self.model = build()"), (tmp_path / "train.py", "trainer = Trainer()"))
     chosen = model_site(s, str(tmp_path / "train.py"))
     assert (chosen["path"], chosen["line"]) == (str(tmp_path / "trainer.py"), 4)
+    (tmp_path / "reg.py").write_text("from net import Net\nREG = {'net': Net}\ndef build(name):\n"
+                                     "    model = REG[name]()\n    return model\n")
+    (tmp_path / "main.py").write_text("from reg import build\nmodel = build('net')\n")
+    s = site(tmp_path / "net.py", "super().__init__()", (tmp_path / "reg.py", "model = REG[name]()"),
+             (tmp_path / "main.py", "model = build("))
+    chosen = model_site(s, str(tmp_path / "main.py"))  # the factory returns it: its caller holds the model
+    assert (chosen["path"], chosen["line"]) == (str(tmp_path / "main.py"), 2)
     flat = site(tmp_path / "net.py", "super().__init__()", (tmp_path / "net.py", "return Net()"))
     assert model_site(flat, str(tmp_path / "train.py"))["line"] == 4  # no assignment, no entry frame: the site
 

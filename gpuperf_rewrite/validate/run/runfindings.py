@@ -245,7 +245,20 @@ def _assigns_at(path: str, line: int, cache: dict[str, ast.Module | None]) -> bo
         return False
     for node in ast.walk(tree):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.lineno <= line <= (node.end_lineno or node.lineno):
-            return node.value is not None
+            return node.value is not None and not _returned(tree, node, line)
+    return False
+
+
+def _returned(tree: ast.Module, assign: ast.Assign | ast.AnnAssign, line: int) -> bool:
+    """A factory's ``model = REGISTRY[name](**kw)`` followed by ``return model``: the model is
+    held by its caller, not here."""
+    targets = assign.targets if isinstance(assign, ast.Assign) else [assign.target]
+    names = {t.id for t in targets if isinstance(t, ast.Name)}
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.lineno <= line <= (fn.end_lineno or fn.lineno):
+            returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
+            if any(isinstance(r.value, ast.Name) and r.value.id in names for r in returns):
+                return True
     return False
 
 
