@@ -2,7 +2,8 @@
 (``Tensor.to(device)``/``.cuda()``), ``Tensor.cpu()`` in the training step, and the config files
 (YAML/JSON/TOML) the script opened.
 
-Calls from torch itself are not counted (the first frame above ours is torch's), nor calls made
+Calls from torch itself are not counted (the first frame above ours is torch's or generated
+code's, such as a compiled graph run by the eager backend), nor calls made
 while a DataLoader produces a batch or in a forked worker (the input pipeline's, not the step's),
 nor calls made while ``torch.compile`` traces (``is_compiling()`` first, so a compiled graph
 sees the original method). Config files are seen through an audit hook (the ``open`` event): it
@@ -38,20 +39,31 @@ def _device_of(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tup
     return device, bool(nb)
 
 
+def _accelerator(torch: Any, device: Any) -> bool:
+    try:
+        return torch.device(device).type != "cpu" if not isinstance(device, int) else True
+    except Exception:
+        return False
+
+
 def _copies(torch: Any, obs: Observer, torch_dir: str, undo: list[Callable[[], None]]) -> None:
     tensor = torch.Tensor
     compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
     orig_to, orig_cuda, orig_cpu = tensor.to, tensor.cuda, tensor.cpu
 
     def outside(frame: Any) -> bool:
-        return not frame.f_code.co_filename.startswith(torch_dir) and not obs.in_pipeline()
+        """Not torch's call, nor generated code's (a compiled graph run eagerly: ``<eval_with_key>``)."""
+        name = frame.f_code.co_filename
+        return not name.startswith(torch_dir) and name[:1] != "<" and not obs.in_pipeline()
 
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not compiling() and getattr(self, "is_cpu", False):
             frame = sys._getframe(1)
             if outside(frame):
                 device, nb = _device_of(torch, args, kwargs)
-                if device is not None:
+                # On a CUDA run only copies to an accelerator; on a CPU run every .to(device), each a
+                # host-to-device copy once the device is a GPU.
+                if device is not None and (obs.device != "cuda" or _accelerator(torch, device)):
                     obs.count("h2d", frame, nb)
         return orig_to(self, *args, **kwargs)
 

@@ -76,15 +76,34 @@ def _loaders(torch: Any, obs: Observer, undo: list[Callable[[], None]]) -> None:
 
     def make_iter(orig: Any) -> Any:
         def __iter__(self: Any) -> Any:
+            it = orig(self)
             found = obs._loader_by_id.get(id(self))
             if found is not None:
                 found[1]["iterations"] += 1
                 obs.current_loader = found[1]
-            return orig(self)
+                try:  # on torch's iterator object: which loader its batches come from
+                    it._gpuperf_observed = found[1]
+                except Exception:
+                    pass
+            return it
         return __iter__
+
+    def make_next(orig: Any) -> Any:
+        def __next__(self: Any) -> Any:
+            # The loader whose batch came last is the one the next step boundary trains on (an
+            # evaluation loader iterated between two training batches does not take its place).
+            out = orig(self)
+            entry = getattr(self, "_gpuperf_observed", None)
+            if entry is not None:
+                obs.current_loader = entry
+            return out
+        return __next__
+
+    from torch.utils.data import dataloader as dl
 
     _patch(DataLoader, "__init__", make_init, undo)
     _patch(DataLoader, "__iter__", make_iter, undo)
+    _patch(dl._BaseDataLoaderIter, "__next__", make_next, undo)
 
 
 def _optimizers(torch: Any, obs: Observer, undo: list[Callable[[], None]]) -> None:

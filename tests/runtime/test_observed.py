@@ -320,3 +320,153 @@ def test_ddp_sampler_and_accumulation_under_torchrun(tmp_path: Path) -> None:
     _at(model["site"], script, "DDP")
     assert obs["accumulation"] == {"backward_per_opt_step": 2.0, "allreduce_per_opt_step": 2.0}
     assert obs["zero_grad"]["per_step"] == 1.0
+
+
+def test_what_counts_as_a_copy_to_the_device() -> None:
+    import torch
+
+    from gpuperf_rewrite.runtime.observe.calls import _accelerator, _device_of
+
+    cpu, x = torch.device("cpu"), torch.zeros(1)
+    assert _device_of(torch, (cpu,), {}) == (cpu, False)
+    assert _device_of(torch, ("cuda",), {"non_blocking": True}) == ("cuda", True)
+    assert _device_of(torch, (cpu, torch.float16, True), {}) == (cpu, True)
+    assert _device_of(torch, (x, True), {}) == (cpu, True)  # .to(other): other's device
+    assert _device_of(torch, (torch.float16,), {}) == (None, False)  # a dtype only: no copy
+    assert _device_of(torch, (), {"device": 0}) == (0, False)
+    assert _accelerator(torch, "cuda:1") and _accelerator(torch, 0) and not _accelerator(torch, cpu)
+
+
+GPT_MODEL = """\
+import torch, torch.nn as nn
+from torch.nn import functional as F
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).split(x.size(-1), dim=2)
+        return self.proj(F.scaled_dot_product_attention(q, k, v, is_causal=True))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab=32, d=16, layers=2):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.blocks = nn.ModuleList([CausalSelfAttention(d) for _ in range(layers)])
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.wte.weight = self.head.weight  # tied
+
+    def forward(self, idx, targets):
+        x = self.wte(idx)
+        for block in self.blocks:
+            x = x + block(x)
+        logits = self.head(self.ln(x))
+        return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+    def configure_optimizers(self, lr, device_type):
+        decay = [p for p in self.parameters() if p.dim() >= 2]
+        no_decay = [p for p in self.parameters() if p.dim() < 2]
+        groups = [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}]
+        extra = dict(fused=True) if device_type == "cuda" else dict()
+        return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), **extra)  # OPTIMIZER
+"""
+GPT_TRAIN = """\
+from contextlib import nullcontext
+import torch
+from model import GPT
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+device_type = "cuda" if "cuda" in device else "cpu"
+dtype = "bfloat16" if device_type == "cuda" else "float32"
+gradient_accumulation_steps, log_interval = 2, 1
+data = torch.randint(0, 32, (4096,))
+
+
+def get_batch():
+    ix = torch.randint(len(data) - 9, (4,))
+    x = torch.stack([data[i:i + 8] for i in ix])
+    y = torch.stack([data[i + 1:i + 9] for i in ix])
+    return x.to(device), y.to(device)  # COPY
+
+
+model = GPT()  # MODEL
+model.to(device)
+scaler = torch.amp.GradScaler(enabled=(dtype == "float16"))  # SCALER
+optimizer = model.configure_optimizers(1e-3, device_type)  # CONFIGURE
+ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type, dtype=torch.bfloat16)
+X, Y = get_batch()
+for iter_num in range(1000):
+    for micro_step in range(gradient_accumulation_steps):
+        with ctx:
+            logits, loss = model(X, Y)
+            loss = loss / gradient_accumulation_steps
+        X, Y = get_batch()
+        scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)  # ZERO
+    if iter_num % log_interval == 0:
+        lossf = loss.item() * gradient_accumulation_steps  # READ
+"""
+
+
+def test_a_nanogpt_shaped_project(tmp_path: Path) -> None:
+    """Hand-rolled batches (no DataLoader), the optimizer built by a model method, accumulation."""
+    (tmp_path / "model.py").write_text(GPT_MODEL)
+    train = tmp_path / "train.py"
+    train.write_text(GPT_TRAIN)
+    obs = _profile(train)
+    assert obs["loaders"] == []
+    (model,) = obs["models"]
+    _at(model["site"], train, "MODEL")
+    assert model["class"] == "model.GPT" and model["kinds"] == ["linear", "attention", "norm", "embedding"]
+    assert (model["compiled"], model["forward_autocast"], model["param_dtype"]) == (False, None, "torch.float32")
+    (opt,) = obs["optimizers"]
+    _at(opt["site"], tmp_path / "model.py", "OPTIMIZER")
+    _at(opt["site"]["stack"][1], train, "CONFIGURE")
+    assert (opt["fused"], opt["param_groups"]) == (None, 2)
+    assert obs["scaler"]["enabled"] is False
+    _at(obs["scaler"]["site"], train, "SCALER")
+    assert obs["accumulation"]["backward_per_opt_step"] == 2.0
+    _at(obs["zero_grad"]["site"], train, "ZERO")
+    (read,) = obs["host_reads"]
+    _at(read["site"], train, "READ")
+    (copy,) = obs["h2d_copies"]
+    _at(copy["site"], train, "COPY")
+    assert copy["per_step"] == 4.0  # x and y, one batch per micro-step
+
+
+TWO_LOADERS = """\
+import torch, torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+model = nn.Linear(8, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+train = DataLoader(TensorDataset(torch.randn(256, 8), torch.randint(0, 2, (256,))), batch_size=8)  # TRAIN
+val = DataLoader(TensorDataset(torch.randn(32, 8), torch.randint(0, 2, (32,))), batch_size=8)  # VAL
+for epoch in range(100):
+    for i, (x, y) in enumerate(train):
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+        if i % 2 == 0:  # an evaluation between two training batches
+            with torch.no_grad():
+                for vx, vy in val:
+                    model(vx)
+"""
+
+
+def test_an_evaluation_loader_is_not_the_training_loader(tmp_path: Path) -> None:
+    script = tmp_path / "two.py"
+    script.write_text(TWO_LOADERS)
+    obs = _profile(script)
+    train, val = obs["loaders"]
+    _at(train["site"], script, "TRAIN")
+    _at(val["site"], script, "VAL")
+    assert (train["used_in_training"], train["iterations"]) == (True, 1)
+    assert val["used_in_training"] is False and val["iterations"] >= 2
