@@ -1,11 +1,11 @@
 """What ``--apply`` learns from its profile run: fixes written into the config file the run read,
 and static fixes the run ruled out.
 
-A run-time finding whose setting comes from a YAML config (``loader.num_workers`` missing in
-config.yaml, :mod:`.run.configsource`) becomes one more file of the change set
+A run-time finding whose setting comes from a YAML or JSON config (``loader.num_workers`` missing
+in config.yaml, :mod:`.run.configsource`) becomes one more file of the change set
 (:class:`~gpuperf_rewrite.validate.changeset.ProjectFile`): its rewriter sets the keys of the
-chosen codes with a round-trip YAML writer (comments, order and quoting kept), so the plan, the
-A/B search, the commit and the note treat it exactly like a rewritten module. A static fix whose
+chosen codes with a round-trip YAML writer (comments, order and quoting kept; a JSON file only
+when its layout is ``json.dumps``'s, so nothing else changes), so the plan, the A/B search, the commit and the note treat it exactly like a rewritten module. A static fix whose
 every finding the run disproved (the object built there already had the setting, its branch never
 ran) is taken out of the candidates, with the reason in the JSON report.
 """
@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from gpuperf_rewrite.validate.changeset import ChangeSet, ProjectFile
-from gpuperf_rewrite.validate.run.configsource import ConfigEditError, edit_yaml
+from gpuperf_rewrite.validate.run.configsource import ConfigEditError, edit_config
 from gpuperf_rewrite.validate.run.runfindings import CONFIG_FIXES, RunFinding, config_value, from_observed
 
 if TYPE_CHECKING:
     from git import Repo
 
 Echo = Callable[..., None]
-YAML_SUFFIXES = (".yaml", ".yml")
+WRITABLE = (".yaml", ".yml", ".json")  # TOML is read, not written (no round-trip writer installed)
 Edit = tuple[tuple[str, ...], str, Any]  # (mapping keys, setting, value)
 
 
@@ -33,7 +33,7 @@ def config_edits(findings: Sequence[RunFinding], root: Path, cpu_count: int | No
     out: dict[str, dict[str, list[Edit]]] = {}
     for f in findings:
         cfg = f.config
-        if cfg is None or f.code not in CONFIG_FIXES or not cfg.file.endswith(YAML_SUFFIXES):
+        if cfg is None or f.code not in CONFIG_FIXES or not cfg.file.lower().endswith(WRITABLE):
             continue
         path = os.path.realpath(cfg.file)
         if not path.startswith(os.path.realpath(root) + os.sep):
@@ -45,7 +45,8 @@ def config_edits(findings: Sequence[RunFinding], root: Path, cpu_count: int | No
     return out
 
 
-def config_rewriter(edits: Mapping[str, Sequence[Edit]]) -> Callable[[bytes, Sequence[str] | None], tuple[bytes | None, dict[str, int]]]:
+def config_rewriter(path: str, edits: Mapping[str, Sequence[Edit]]
+                    ) -> Callable[[bytes, Sequence[str] | None], tuple[bytes | None, dict[str, int]]]:
     """A change-set rewriter for one config file: the chosen codes' keys set."""
     def rewrite(data: bytes, codes: Sequence[str] | None) -> tuple[bytes | None, dict[str, int]]:
         applied: dict[str, int] = {}
@@ -53,7 +54,7 @@ def config_rewriter(edits: Mapping[str, Sequence[Edit]]) -> Callable[[bytes, Seq
             if codes is not None and code not in codes:
                 continue
             for keys, name, value in code_edits:
-                data = edit_yaml(data, keys, name, value)
+                data = edit_config(path, data, keys, name, value)
                 applied[code] = applied.get(code, 0) + 1
         return (data, applied) if applied else (None, {})
 
@@ -69,7 +70,7 @@ def add_config_files(project: ChangeSet, findings: Sequence[RunFinding], root: P
         rel = os.path.relpath(path)
         try:
             original = target.read_bytes()
-            fixed, applied = config_rewriter(edits)(original, None)
+            fixed, applied = config_rewriter(path, edits)(original, None)
         except (OSError, ConfigEditError) as exc:
             echo(f"{rel}: not written ({exc})", err=True)
             continue
@@ -83,7 +84,7 @@ def add_config_files(project: ChangeSet, findings: Sequence[RunFinding], root: P
             except gitops.GitRefused as exc:
                 project.skipped[rel] = f"has run-time fixes ({', '.join(sorted(applied))}) but is not written: {exc}"
                 continue
-        f = ProjectFile(target, rel, original, config_rewriter(edits), dict(applied))
+        f = ProjectFile(target, rel, original, config_rewriter(path, edits), dict(applied))
         project.files.append(f)
         added.append(f)
     if added:

@@ -134,3 +134,14 @@ def test_config_edit_keeps_comments_and_order(tmp_path):
     assert out == ("# top\na: 1  # one\nloader:\n    batch_size: 16   # per step\n    drop_last: true\n"
                    "    num_workers: 4\nz: 'q'\n")
     assert edit_yaml(out.encode(), ("loader",), "num_workers", 2).decode().count("num_workers: 2") == 1
+
+
+def test_json_config_edit_keeps_order_and_layout_or_refuses():
+    from gpuperf_rewrite.validate.run.configsource import ConfigEditError, edit_json
+
+    text = b'{\n    "seed": 0,\n    "loader": {\n        "batch_size": 16\n    },\n    "z": [1, 2]\n}\n'
+    with pytest.raises(ConfigEditError, match="layout"):  # the inline list would be reformatted
+        edit_json(text, ("loader",), "num_workers", 2)
+    text = b'{\n  "seed": 0,\n  "loader": {\n    "batch_size": 16\n  },\n  "z": 1\n}\n'
+    out = edit_json(text, ("loader",), "num_workers", 2).decode()
+    assert out == '{\n  "seed": 0,\n  "loader": {\n    "batch_size": 16,\n    "num_workers": 2\n  },\n  "z": 1\n}\n'

@@ -306,6 +306,45 @@ def edit_yaml(data: bytes, keys: Sequence[str], name: str, value: Any) -> bytes:
     return out.getvalue()
 
 
+def edit_json(data: bytes, keys: Sequence[str], name: str, value: Any) -> bytes:
+    """``data`` with ``keys...name: value`` set, when the file is laid out as ``json.dumps`` with
+    its indent lays it out (key order kept, the key added last in its object); a JSON file in
+    another layout is refused rather than reformatted."""
+    try:
+        text = data.decode()
+        doc = json.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ConfigEditError(f"cannot parse as JSON: {exc}") from None
+    indent = _json_indent(text)
+    if json.dumps(doc, indent=indent, ensure_ascii=False) != text.rstrip("\n"):
+        raise ConfigEditError("its layout is not one this tool can keep (JSON is rewritten whole): edit it by hand")
+    node = doc
+    for k in keys:
+        if not isinstance(node, dict) or k not in node:
+            raise ConfigEditError(f"no object at `{'.'.join(keys)}`")
+        node = node[k]
+    if not isinstance(node, dict):
+        raise ConfigEditError(f"`{'.'.join(keys)}` is not an object")
+    node[name] = value
+    tail = text[len(text.rstrip("\n")):]
+    return (json.dumps(doc, indent=indent, ensure_ascii=False) + tail).encode()
+
+
+def _json_indent(text: str) -> int | None:
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" ")
+        if stripped:
+            return len(line) - len(stripped) or None
+    return None
+
+
+def edit_config(path: str, data: bytes, keys: Sequence[str], name: str, value: Any) -> bytes:
+    """A YAML or JSON config's bytes with the setting written (by the file's suffix)."""
+    if path.lower().endswith(".json"):
+        return edit_json(data, keys, name, value)
+    return edit_yaml(data, keys, name, value)
+
+
 def _match_indent(yaml: Any, data: bytes) -> None:
     """Indent as the file does (the first indented key's depth; two spaces when none)."""
     for line in data.decode(errors="replace").splitlines():
