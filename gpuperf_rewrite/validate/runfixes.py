@@ -5,8 +5,9 @@ A run-time finding whose setting comes from a YAML or JSON config (``loader.num_
 in config.yaml, :mod:`.run.configsource`) becomes one more file of the change set
 (:class:`~gpuperf_rewrite.validate.changeset.ProjectFile`): its rewriter sets the keys of the
 chosen codes with a round-trip YAML writer (comments, order and quoting kept; a JSON file only
-when its layout is ``json.dumps``'s, so nothing else changes), so the plan, the A/B search, the commit and the note treat it exactly like a rewritten module. A static fix whose
-every finding the run disproved (the object built there already had the setting, its branch never
+when its layout is ``json.dumps``'s, so nothing else changes), so the plan, the A/B search, the
+commit and the note treat it exactly like a rewritten module. A static fix whose every finding
+the run disproved (the object built there already had the setting, its branch never
 ran) is taken out of the candidates, with the reason in the JSON report.
 """
 
