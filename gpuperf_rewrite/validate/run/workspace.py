@@ -282,7 +282,22 @@ def _name_originals(doc: RunDoc, dest: Path, base: Path) -> RunDoc:
     for key in ("stderr_tail", "stdout_tail", "error"):
         if isinstance(out.get(key), str):
             out[key] = out[key].replace(str(dest), str(base))
+    if isinstance(out.get("observed"), dict):  # the lines that built each object: the user's files
+        out["observed"] = _rebased(out["observed"], (str(dest), str(dest.resolve())), str(base))
     return out  # type: ignore[return-value]  # the same keys
+
+
+def _rebased(value: Any, prefixes: tuple[str, ...], base: str) -> Any:
+    """``value`` with every string path under one of ``prefixes`` moved under ``base``."""
+    if isinstance(value, dict):
+        return {k: _rebased(v, prefixes, base) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rebased(v, prefixes, base) for v in value]
+    if isinstance(value, str):
+        for p in prefixes:
+            if value == p or value.startswith(p + os.sep):
+                return base + value[len(p):]
+    return value
 
 
 def _chain(path: Path, base: Path) -> list[Path]:
