@@ -1,0 +1,328 @@
+"""How the project runs a checked file (issue 34), read without running anything, for the rules
+(``rules``' ``syntax.launch.ProjectRuns``):
+
+- **entry scripts** of a module without an ``if __name__ == "__main__":`` guard of its own that
+  builds a DataLoader: the project's scripts that import it (directly or through the user's other
+  modules, as deep as the import walk goes). Under the spawn start method a worker re-imports the
+  *main script*, so whether workers are safe is the entry's guard, not the module's. A script is a
+  ``.py`` file with a ``__main__`` guard, or one that does work at import time (a loop, a ``with``
+  or a bare call at module level); tests (``test_*.py``, ``conftest.py``) are not scripts.
+  ``--apply`` names the entry itself: the script it runs.
+- **launch commands**: the lines of the project's shell scripts (``*.sh`` below the root: ``run.sh``,
+  ``scripts/train.sh``) that run the file (``python train.py``, ``torchrun ... train.py``,
+  ``accelerate launch train.py``, ``deepspeed``, ``python -m pkg.train``) and the arguments they
+  pass: flags such as ``--bf16 True`` that the file itself cannot show.
+
+Both are looked up only for files that can use them (a loader in a guardless module, a parser of
+the command line), bounded (``MAX_SCANNED`` Python files, ``MAX_SHELL`` scripts of at most
+``MAX_SHELL_BYTES``), and remembered per process; :func:`runs_key` is what the lint cache keys a
+result on besides the file's imports.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY, first_party_modules, imported_modules
+
+MAX_SCANNED = 2000  # Python files looked at for the scripts importing a module
+MAX_SHELL = 200  # shell scripts looked at for launch commands
+MAX_SHELL_BYTES = 256 << 10
+
+_WORK_AT_IMPORT = re.compile(rb"^(?:for|while|with|async)\b|^[A-Za-z_][\w.]*\(", re.MULTILINE)
+_PARSERS = (b"ArgumentParser", b"TrlParser", b"parse_args", b"LightningCLI")
+_SEPARATORS = frozenset({";", "&&", "||", "|", "&", ">", ">>", "<", "2>", "(", ")"})
+
+# root -> (the project's Python files, its shell scripts): a lint run meets the same project often.
+_FILES: dict[str, tuple[int, tuple[list[Path], list[Path]]]] = {}
+# (path, mtime_ns, size) -> what the file is as a script (``_ScriptInfo``)
+_SCRIPTS: dict[tuple[str, int, int], Any] = {}
+
+
+def needs_entries(data: bytes) -> bool:
+    """Does a file need its entry scripts: it builds a DataLoader and has no ``__main__`` guard?"""
+    return b"DataLoader" in data and b"__main__" not in data
+
+
+def needs_launches(data: bytes) -> bool:
+    """Does a file read the command line (a parser the launch scripts' flags feed)?"""
+    return any(p in data for p in _PARSERS)
+
+
+def project_runs(fs_path: str | Path, data: bytes, root: Path, entry: str | Path | None = None) -> tuple[Any, str]:
+    """The ``ProjectRuns`` of the file at ``fs_path`` (content ``data``) in the project at ``root``,
+    and a key of what it was read from ("" when nothing). ``entry``: the script that runs the file
+    (``--apply``'s), instead of the scripts found in the project."""
+    from gpuperf_rewrite.rules._framework import ProjectRuns
+
+    path = Path(os.path.abspath(fs_path))
+    entries = None
+    if entry is not None and Path(os.path.abspath(entry)) != path:
+        info = _script_info(Path(os.path.abspath(entry)), root)
+        entries = (_entry_of(info, path, root),) if info is not None else None
+    elif entry is None and needs_entries(data):
+        entries = tuple(_entry_of(info, path, root) for info in _scripts_running(path, root))
+    launches = launch_commands(path, root) if needs_launches(data) else ()
+    if entries is None and not launches:
+        return ProjectRuns(), ""
+    key = repr((entries, launches))
+    return ProjectRuns(entries, launches), hashlib.sha256(key.encode()).hexdigest()
+
+
+def runs_key(fs_path: str | Path, data: bytes) -> str:
+    """The lint cache's share of :func:`project_runs`: what the file's result depends on ("" for a
+    file that needs neither, or outside the user's code)."""
+    if not (needs_entries(data) or needs_launches(data)):
+        return ""
+    from gpuperf_rewrite.lint.project import is_first_party
+
+    first_party, root = is_first_party(Path(os.path.abspath(fs_path)))
+    return project_runs(fs_path, data, root)[1] if first_party else ""
+
+
+# ---- entry scripts -------------------------------------------------------------------------------
+class _ScriptInfo:
+    """A Python file as a script: its path, whether it has a ``__main__`` guard, whether it does
+    work at import time, and the names its import-time code calls."""
+
+    def __init__(self, path: Path, guarded: bool, works: bool, called: frozenset[str]) -> None:
+        self.path, self.guarded, self.works, self.called = path, guarded, works, called
+
+    @property
+    def is_script(self) -> bool:
+        name = self.path.name
+        return (self.guarded or self.works or name == "__main__.py") and not (
+            name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py")
+
+
+def _script_info(path: Path, root: Path) -> _ScriptInfo | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    got = _SCRIPTS.get(key)
+    if got is None:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        got = _read_script(path, data)
+        if len(_SCRIPTS) >= 4 * MAX_SCANNED:
+            _SCRIPTS.pop(next(iter(_SCRIPTS)))
+        _SCRIPTS[key] = got
+    return got
+
+
+def _read_script(path: Path, data: bytes) -> _ScriptInfo:
+    if b"__main__" not in data and not _WORK_AT_IMPORT.search(data):
+        return _ScriptInfo(path, False, False, frozenset())  # a library module: not parsed
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _ScriptInfo(path, False, False, frozenset())
+    guarded, works, called = False, False, set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.If) and _is_main_test(stmt.test):
+            guarded = True
+            continue
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)) or \
+                isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            works = True
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call):
+                root_name = node.func
+                while isinstance(root_name, ast.Attribute):
+                    root_name = root_name.value
+                if isinstance(root_name, ast.Name):
+                    called.add(root_name.id)
+    return _ScriptInfo(path, guarded, works, frozenset(called))
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    if isinstance(test, ast.BoolOp):
+        return any(_is_main_test(v) for v in test.values)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and \
+        any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
+
+
+def _entry_of(info: _ScriptInfo, module: Path, root: Path) -> Any:
+    """The script as the rules see it: does its import-time code call a name it imports from the
+    module, or from one of the user's modules that leads to it?"""
+    from gpuperf_rewrite.rules._framework import EntryScript
+
+    calls = False
+    if info.called:
+        try:
+            data = info.path.read_bytes()
+        except OSError:
+            data = b""
+        leading = {i.path for i in imported_modules(info.path, root, data)
+                   if i.path == module or module in first_party_modules(i.path, root)}
+        calls = bool(leading) and bool(info.called & _names_bound_from(data, info.path, root, leading))
+    return EntryScript(_shown(info.path, module), info.guarded, calls)
+
+
+def _names_bound_from(data: bytes, importer: Path, root: Path, modules: set[Path]) -> set[str]:
+    """The names ``importer``'s imports bind to ``modules`` (``import data``, ``from data import
+    build``, ``from pkg import data``)."""
+    from gpuperf_rewrite.lint.project import resolve_import
+
+    out: set[str] = set()
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return out
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if resolve_import(alias.name, 0, importer, root) in modules:
+                    out.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            base = resolve_import(node.module or "", node.level, importer, root)
+            for alias in node.names:
+                sub = resolve_import(f"{node.module}.{alias.name}" if node.module else alias.name, node.level,
+                                     importer, root)
+                if base in modules or sub in modules:
+                    out.add(alias.asname or alias.name)
+    return out
+
+
+def _scripts_running(module: Path, root: Path) -> list[_ScriptInfo]:
+    """The project's scripts that import ``module`` (at most ``MAX_SCANNED`` files looked at)."""
+    out = []
+    for path in _project_files(root)[0]:
+        if path == module:
+            continue
+        info = _script_info(path, root)
+        if info is not None and info.is_script and module in first_party_modules(path, root):
+            out.append(info)
+    return out
+
+
+def _shown(path: Path, module: Path) -> str:
+    try:
+        return path.relative_to(module.parent).as_posix()
+    except ValueError:
+        return os.path.relpath(path, module.parent).replace(os.sep, "/")
+
+
+# ---- launch scripts ------------------------------------------------------------------------------
+def launch_commands(path: Path, root: Path) -> tuple[Any, ...]:
+    """The command lines of the project's shell scripts that run ``path``."""
+    from gpuperf_rewrite.rules._framework import LaunchCommand
+
+    names = _names_for(path, root)
+    out = []
+    for script in _project_files(root)[1]:
+        try:
+            if script.stat().st_size > MAX_SHELL_BYTES:
+                continue
+            text = script.read_text(errors="replace")
+        except OSError:
+            continue
+        if not any(n in text for n in names):
+            continue
+        for line, command in _commands(text):
+            args = _args_after(command, path, root, script.parent, names)
+            if args is not None:
+                out.append(LaunchCommand(os.path.relpath(script, path.parent).replace(os.sep, "/"), line, args))
+    return tuple(out)
+
+
+def _names_for(path: Path, root: Path) -> tuple[str, ...]:
+    """How a command may name the file: its file name, and its module (``pkg.train``) for ``-m``."""
+    names = [path.name]
+    for base in (root, root / "src"):
+        try:
+            rel = path.with_suffix("").relative_to(base)
+        except ValueError:
+            continue
+        names.append(".".join(rel.parts))
+    return tuple(names)
+
+
+def _commands(text: str) -> Iterator[tuple[int, str]]:
+    """The script's logical lines (backslash continuations joined) with their first line."""
+    start, parts = 0, []
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not parts:
+            start = number
+        stripped = raw.rstrip()
+        if stripped.endswith("\\"):
+            parts.append(stripped[:-1])
+            continue
+        parts.append(stripped)
+        yield start, " ".join(parts)
+        parts = []
+    if parts:
+        yield start, " ".join(parts)
+
+
+def _args_after(command: str, path: Path, root: Path, folder: Path, names: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The arguments a command passes to ``path`` (None when it does not run it)."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        tokens = list(lexer)
+    except ValueError:  # unbalanced quotes: not a command we can read
+        return None
+    for i, token in enumerate(tokens):
+        if _runs(token, tokens[i - 1] if i else "", path, root, folder, names):
+            args = []
+            for arg in tokens[i + 1:]:
+                if arg in _SEPARATORS:
+                    break
+                args.append(arg)
+            return tuple(args)
+    return None
+
+
+def _runs(token: str, before: str, path: Path, root: Path, folder: Path, names: tuple[str, ...]) -> bool:
+    if before == "-m":
+        return token in names[1:]
+    if not token.endswith(".py") or os.path.basename(token) != path.name:
+        return False
+    if "$" in token or "{" in token:
+        return True  # ``$ROOT/train.py``: the file's name is all that can be read
+    candidates = [Path(token)] if os.path.isabs(token) else [root / token, folder / token, Path.cwd() / token]
+    return any(os.path.abspath(c) == str(path) for c in candidates)
+
+
+def _project_files(root: Path) -> tuple[list[Path], list[Path]]:
+    key = os.path.abspath(root)
+    try:
+        stamp = os.stat(key).st_mtime_ns  # a file added at the root is seen (deeper ones next run)
+    except OSError:
+        return [], []
+    got = _FILES.get(key)
+    if got is None or got[0] != stamp:
+        python: list[Path] = []
+        shell: list[Path] = []
+        for folder, dirs, files in os.walk(key):
+            dirs[:] = sorted(d for d in dirs if d not in NOT_FIRST_PARTY and not d.startswith("."))
+            for name in sorted(files):
+                if name.endswith(".py") and len(python) < MAX_SCANNED:
+                    python.append(Path(folder) / name)
+                elif name.endswith(".sh") and len(shell) < MAX_SHELL:
+                    shell.append(Path(folder) / name)
+            if len(python) >= MAX_SCANNED and len(shell) >= MAX_SHELL:
+                break
+        got = (stamp, (python, shell))
+        if len(_FILES) >= 16:
+            _FILES.pop(next(iter(_FILES)))
+        _FILES[key] = got
+    return got[1]
