@@ -196,3 +196,34 @@ def test_the_cache_sees_a_changed_launch_script(tmp_path) -> None:
     assert [d["code"] for d in json.loads(CliRunner().invoke(cli, [str(root / "train.py"), *cache]).stdout)] == ["GP301"]
     (root / "run.sh").write_text("python train.py --output_dir o --bf16 True\n")
     assert json.loads(CliRunner().invoke(cli, [str(root / "train.py"), *cache]).stdout) == []
+
+
+OPT_IN_AMP = dedent("""\
+    import argparse
+
+    import torch
+
+    from helpers import precision_context
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--use-amp", action="store_true")
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 10)).to(device)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    scope = precision_context(args.use_amp)
+    for x, y in loader:
+        with scope:
+            loss = torch.nn.functional.cross_entropy(model(x.to(device)), y.to(device))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""")
+
+
+def test_opt_in_amp_turned_on_by_the_launch_script_is_not_reported(tmp_path) -> None:
+    root = _project(tmp_path, {"train.py": OPT_IN_AMP, "scripts/run.sh": "torchrun --nproc_per_node 8 train.py --use_amp\n"})
+    assert _codes(root / "train.py", "GP301") == []
+    (root / "scripts" / "run.sh").write_text("python train.py --epochs 3\n")
+    (note,) = _lint(root / "train.py", "--select", "GP301")
+    assert note["severity"] == "info" and "opt-in" in note["message"] and "--use-amp" in note["message"]
