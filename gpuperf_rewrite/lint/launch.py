@@ -221,37 +221,45 @@ def _shown(path: Path, module: Path) -> str:
 
 # ---- launch scripts ------------------------------------------------------------------------------
 def launch_commands(path: Path, root: Path) -> tuple[Any, ...]:
-    """The command lines of the project's shell scripts that run ``path``."""
+    """The command lines of the project's shell scripts that run ``path``, or run a script that
+    imports it (``train_mem.py`` importing ``train.py``, whose parser reads the flags)."""
     from gpuperf_rewrite.rules._framework import LaunchCommand
 
-    names = _names_for(path, root)
     out = []
     for script in _project_files(root)[1]:
-        try:
-            if script.stat().st_size > MAX_SHELL_BYTES:
-                continue
-            text = script.read_text(errors="replace")
-        except OSError:
-            continue
-        if not any(n in text for n in names):
-            continue
-        for line, command in _commands(text):
-            args = _args_after(command, path, root, script.parent, names)
-            if args is not None:
+        for line, target, args in _shell_commands(script, root):
+            if target == path or path in first_party_modules(target, root):
                 out.append(LaunchCommand(os.path.relpath(script, path.parent).replace(os.sep, "/"), line, args))
     return tuple(out)
 
 
-def _names_for(path: Path, root: Path) -> tuple[str, ...]:
-    """How a command may name the file: its file name, and its module (``pkg.train``) for ``-m``."""
-    names = [path.name]
-    for base in (root, root / "src"):
-        try:
-            rel = path.with_suffix("").relative_to(base)
-        except ValueError:
-            continue
-        names.append(".".join(rel.parts))
-    return tuple(names)
+# (path, mtime_ns, size) -> the commands of a shell script that run a Python file of the project
+_SHELL: dict[tuple[str, int, int], list[tuple[int, Path, tuple[str, ...]]]] = {}
+
+
+def _shell_commands(script: Path, root: Path) -> list[tuple[int, Path, tuple[str, ...]]]:
+    try:
+        st = script.stat()
+    except OSError:
+        return []
+    key = (str(script), st.st_mtime_ns, st.st_size)
+    got = _SHELL.get(key)
+    if got is None:
+        got = []
+        if st.st_size <= MAX_SHELL_BYTES:
+            try:
+                text = script.read_text(errors="replace")
+            except OSError:
+                text = ""
+            if ".py" in text or " -m " in text:
+                for line, command in _commands(text):
+                    found = _target_and_args(command, root, script.parent)
+                    if found is not None:
+                        got.append((line, *found))
+        if len(_SHELL) >= 4 * MAX_SHELL:
+            _SHELL.pop(next(iter(_SHELL)))
+        _SHELL[key] = got
+    return got
 
 
 def _commands(text: str) -> Iterator[tuple[int, str]]:
@@ -271,8 +279,10 @@ def _commands(text: str) -> Iterator[tuple[int, str]]:
         yield start, " ".join(parts)
 
 
-def _args_after(command: str, path: Path, root: Path, folder: Path, names: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The arguments a command passes to ``path`` (None when it does not run it)."""
+def _target_and_args(command: str, root: Path, folder: Path) -> tuple[Path, tuple[str, ...]] | None:
+    """The project's Python file a command runs and the arguments it passes (None when none)."""
+    if ".py" not in command and "-m" not in command:
+        return None
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
@@ -281,25 +291,39 @@ def _args_after(command: str, path: Path, root: Path, folder: Path, names: tuple
     except ValueError:  # unbalanced quotes: not a command we can read
         return None
     for i, token in enumerate(tokens):
-        if _runs(token, tokens[i - 1] if i else "", path, root, folder, names):
+        target = _file_of(token, tokens[i - 1] if i else "", root, folder)
+        if target is not None:
             args = []
             for arg in tokens[i + 1:]:
                 if arg in _SEPARATORS:
                     break
                 args.append(arg)
-            return tuple(args)
+            return target, tuple(args)
     return None
 
 
-def _runs(token: str, before: str, path: Path, root: Path, folder: Path, names: tuple[str, ...]) -> bool:
+def _file_of(token: str, before: str, root: Path, folder: Path) -> Path | None:
+    """The project file ``token`` names: a ``.py`` path (from the root, the script's folder, or
+    with a ``$VAR/`` prefix: its tail from the root) or, after ``-m``, a module of the root or
+    ``src/``."""
     if before == "-m":
-        return token in names[1:]
-    if not token.endswith(".py") or os.path.basename(token) != path.name:
-        return False
-    if "$" in token or "{" in token:
-        return True  # ``$ROOT/train.py``: the file's name is all that can be read
-    candidates = [Path(token)] if os.path.isabs(token) else [root / token, folder / token, Path.cwd() / token]
-    return any(os.path.abspath(c) == str(path) for c in candidates)
+        if not all(part.isidentifier() for part in token.split(".")):
+            return None
+        rel = token.replace(".", os.sep) + ".py"
+        candidates = [root / rel, root / "src" / rel]
+    elif token.endswith(".py") and not token.startswith("-"):
+        if "$" in token or "{" in token or "~" in token:
+            tail = token.split("}")[-1].split("/", 1)[-1] if "/" in token else ""
+            candidates = [root / tail] if tail else []
+        else:
+            candidates = [Path(token)] if os.path.isabs(token) else [root / token, folder / token]
+    else:
+        return None
+    for c in candidates:
+        p = os.path.abspath(c)
+        if os.path.isfile(p) and (p + os.sep).startswith(os.path.abspath(root) + os.sep):
+            return Path(p)
+    return None
 
 
 def _project_files(root: Path) -> tuple[list[Path], list[Path]]:

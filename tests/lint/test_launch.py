@@ -227,3 +227,14 @@ def test_opt_in_amp_turned_on_by_the_launch_script_is_not_reported(tmp_path) -> 
     (root / "scripts" / "run.sh").write_text("python train.py --epochs 3\n")
     (note,) = _lint(root / "train.py", "--select", "GP301")
     assert note["severity"] == "info" and "opt-in" in note["message"] and "--use-amp" in note["message"]
+
+
+def test_a_launch_of_the_script_importing_the_file_counts(tmp_path) -> None:
+    """The launch runs a thin entry (``train_mem.py``: a patch, then ``train()``) that imports the
+    file whose parser reads the flags."""
+    entry = "from pkg.train import train\n\nif __name__ == '__main__':\n    train()\n"
+    root = _project(tmp_path, {"pkg/__init__.py": "", "pkg/train.py": HF_TRAIN, "pkg/train_mem.py": entry,
+                               "scripts/sft.sh": TORCHRUN.replace("train.py", "pkg/train_mem.py")})
+    assert _codes(root / "pkg" / "train.py", "GP201,GP301,GP302") == []
+    (root / "scripts" / "sft.sh").write_text(TORCHRUN.replace("train.py", "pkg/other.py"))
+    assert _codes(root / "pkg" / "train.py", "GP201,GP301,GP302") == ["GP201", "GP301", "GP302"]
