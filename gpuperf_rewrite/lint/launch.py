@@ -6,7 +6,8 @@
   modules, as deep as the import walk goes). Under the spawn start method a worker re-imports the
   *main script*, so whether workers are safe is the entry's guard, not the module's. A script is a
   ``.py`` file with a ``__main__`` guard, or one that does work at import time (a loop, a ``with``
-  or a bare call at module level); tests (``test_*.py``, ``conftest.py``) are not scripts.
+  or a bare call of a plain name, ``main()``, at module level) and that no other script imports;
+  tests (``test_*.py``, ``conftest.py``) are not scripts.
   ``--apply`` names the entry itself: the script it runs.
 - **launch commands**: the lines of the project's shell scripts (``*.sh`` below the root: ``run.sh``,
   ``scripts/train.sh``) that run the file (``python train.py``, ``torchrun ... train.py``,
@@ -30,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY, first_party_modules, imported_modules
+from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY, first_party_modules
 
 MAX_SCANNED = 2000  # Python files looked at for the scripts importing a module
 MAX_SHELL = 200  # shell scripts looked at for launch commands
@@ -67,7 +68,8 @@ def project_runs(fs_path: str | Path, data: bytes, root: Path, entry: str | Path
     if entry is not None and Path(os.path.abspath(entry)) != path:
         info = _script_info(Path(os.path.abspath(entry)), root)
         entries = (_entry_of(info, path, root),) if info is not None else None
-    elif entry is None and needs_entries(data):
+    elif entry is None and needs_entries(data) and not _read_script(path, data).works:
+        # (a file that does its work at import time is a script itself: its own guard is the one)
         entries = tuple(_entry_of(info, path, root) for info in _scripts_running(path, root))
     launches = launch_commands(path, root) if needs_launches(data) else ()
     if entries is None and not launches:
@@ -135,8 +137,9 @@ def _read_script(path: Path, data: bytes) -> _ScriptInfo:
             continue
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
             continue
+        # A loop, or ``main()``/``train(args)``: a library's ``registry.register(...)`` is not work.
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)) or \
-                isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name):
             works = True
         for node in ast.walk(stmt):
             if isinstance(node, ast.Call):
@@ -163,53 +166,79 @@ def _entry_of(info: _ScriptInfo, module: Path, root: Path) -> Any:
     module, or from one of the user's modules that leads to it?"""
     from gpuperf_rewrite.rules._framework import EntryScript
 
-    calls = False
-    if info.called:
-        try:
-            data = info.path.read_bytes()
-        except OSError:
-            data = b""
-        leading = {i.path for i in imported_modules(info.path, root, data)
-                   if i.path == module or module in first_party_modules(i.path, root)}
-        calls = bool(leading) and bool(info.called & _names_bound_from(data, info.path, root, leading))
+    calls = any(name in info.called and any(p == module or module in _reach(p, root) for p in paths)
+                for name, paths in _bindings(info, root).items())
     return EntryScript(_shown(info.path, module), info.guarded, calls)
 
 
-def _names_bound_from(data: bytes, importer: Path, root: Path, modules: set[Path]) -> set[str]:
-    """The names ``importer``'s imports bind to ``modules`` (``import data``, ``from data import
-    build``, ``from pkg import data``)."""
+# script info -> the names its imports bind to the user's modules, and those modules' files
+_BINDINGS: dict[Any, dict[str, set[Path]]] = {}
+
+
+def _bindings(info: _ScriptInfo, root: Path) -> dict[str, set[Path]]:
+    """``import data`` -> {"data": {data.py}}, ``from pkg import data, build`` -> {"data": {pkg/data.py,
+    pkg/__init__.py}, "build": {pkg/__init__.py}}: only names its import-time code calls."""
     from gpuperf_rewrite.lint.project import resolve_import
 
-    out: set[str] = set()
+    got = _BINDINGS.get(info)
+    if got is not None:
+        return got
+    got = {}
     try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return out
-    for node in ast.walk(tree):
+        tree = ast.parse(info.path.read_bytes()) if info.called else None
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if resolve_import(alias.name, 0, importer, root) in modules:
-                    out.add(alias.asname or alias.name.split(".")[0])
+                name = alias.asname or alias.name.split(".")[0]
+                found = resolve_import(alias.name, 0, info.path, root) if name in info.called else None
+                if found is not None:
+                    got.setdefault(name, set()).add(found)
         elif isinstance(node, ast.ImportFrom):
-            base = resolve_import(node.module or "", node.level, importer, root)
             for alias in node.names:
-                sub = resolve_import(f"{node.module}.{alias.name}" if node.module else alias.name, node.level,
-                                     importer, root)
-                if base in modules or sub in modules:
-                    out.add(alias.asname or alias.name)
-    return out
+                name = alias.asname or alias.name
+                if name not in info.called:
+                    continue
+                sub = f"{node.module}.{alias.name}" if node.module else alias.name
+                for found in (resolve_import(node.module or "", node.level, info.path, root),
+                              resolve_import(sub, node.level, info.path, root)):
+                    if found is not None:
+                        got.setdefault(name, set()).add(found)
+    if len(_BINDINGS) >= 4 * MAX_SCANNED:
+        _BINDINGS.pop(next(iter(_BINDINGS)))
+    _BINDINGS[info] = got
+    return got
 
 
 def _scripts_running(module: Path, root: Path) -> list[_ScriptInfo]:
     """The project's scripts that import ``module`` (at most ``MAX_SCANNED`` files looked at)."""
-    out = []
-    for path in _project_files(root)[0]:
-        if path == module:
-            continue
-        info = _script_info(path, root)
-        if info is not None and info.is_script and module in first_party_modules(path, root):
-            out.append(info)
-    return out
+    scripts = [info for info in (_script_info(p, root) for p in _project_files(root)[0] if p != module)
+               if info is not None and info.is_script]
+    # A file without a guard that another script imports is a module doing work at import time
+    # (a registry loop, a lazy config), not an entry.
+    imported = set().union(*(_reach(info.path, root) for info in scripts))
+    return [info for info in scripts if module in _reach(info.path, root)
+            and (info.guarded or info.path not in imported)]
+
+
+# (script, mtime_ns, size) -> the modules it reaches: a folder lint asks for each loader module.
+_REACHED: dict[tuple[str, int, int], frozenset[Path]] = {}
+
+
+def _reach(script: Path, root: Path) -> frozenset[Path]:
+    try:
+        st = script.stat()
+    except OSError:
+        return frozenset()
+    key = (str(script), st.st_mtime_ns, st.st_size)
+    got = _REACHED.get(key)
+    if got is None:
+        got = frozenset(first_party_modules(script, root))
+        if len(_REACHED) >= 4 * MAX_SCANNED:
+            _REACHED.pop(next(iter(_REACHED)))
+        _REACHED[key] = got
+    return got
 
 
 def _shown(path: Path, module: Path) -> str:
@@ -228,7 +257,7 @@ def launch_commands(path: Path, root: Path) -> tuple[Any, ...]:
     out = []
     for script in _project_files(root)[1]:
         for line, target, args in _shell_commands(script, root):
-            if target == path or path in first_party_modules(target, root):
+            if target == path or path in _reach(target, root):
                 out.append(LaunchCommand(os.path.relpath(script, path.parent).replace(os.sep, "/"), line, args))
     return tuple(out)
 
