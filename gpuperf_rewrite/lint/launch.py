@@ -213,13 +213,21 @@ def _bindings(info: _ScriptInfo, root: Path) -> dict[str, set[Path]]:
 
 def _scripts_running(module: Path, root: Path) -> list[_ScriptInfo]:
     """The project's scripts that import ``module`` (at most ``MAX_SCANNED`` files looked at)."""
-    scripts = [info for info in (_script_info(p, root) for p in _project_files(root)[0] if p != module)
+    return [info for info in _entries(root) if info.path != module and module in _reach(info.path, root)]
+
+
+def entry_scripts(root: Path) -> list[Path]:
+    """The project's scripts (see the module doc), at most ``MAX_SCANNED`` files looked at."""
+    return [info.path for info in _entries(root)]
+
+
+def _entries(root: Path) -> list[_ScriptInfo]:
+    scripts = [info for info in (_script_info(p, root) for p in _project_files(root)[0])
                if info is not None and info.is_script]
     # A file without a guard that another script imports is a module doing work at import time
     # (a registry loop, a lazy config), not an entry.
     imported = set().union(*(_reach(info.path, root) for info in scripts))
-    return [info for info in scripts if module in _reach(info.path, root)
-            and (info.guarded or info.path not in imported)]
+    return [info for info in scripts if info.guarded or info.path not in imported]
 
 
 # (script, mtime_ns, size) -> the modules it reaches: a folder lint asks for each loader module.

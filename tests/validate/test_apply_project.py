@@ -509,3 +509,23 @@ def test_real_runs_commit_the_loader_module_s_workers_fix(tmp_path) -> None:
     assert "data.py" in repo.head.commit.stats.files and "num_workers=" in (tmp_path / "data.py").read_text()
     rec = _note(repo)
     assert rec["ab"]["verdict"] == "faster" and rec["ab"]["loss_check"]["status"] == "passed"
+
+
+def test_apply_does_not_rewrite_the_loader_module_another_unguarded_script_runs(tmp_path, monkeypatch) -> None:
+    """evaluate.py runs data.py's loader at import time: the workers fix that is safe through
+    main.py would break it under spawn, so data.py is left alone and the reason names evaluate.py."""
+    from click.testing import CliRunner
+
+    from gpuperf_rewrite.cli import cli
+    from gpuperf_rewrite.validate.judge import abtest
+
+    evaluate = "import data\n\nfor x, y in data.build_loader(8):\n    print(x.shape)\n"
+    repo = git_repo(tmp_path, {"main.py": LOADER_MAIN, "data.py": LOADER_DATA, "engine.py": LOADER_ENGINE,
+                               "evaluate.py": evaluate})
+    head = repo.head.commit.hexsha
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(abtest, "default_runner", lambda: FakeRunner(3))
+    r = CliRunner().invoke(cli, ["main.py", "--apply", "--select", "GP201", "--runs", "6", "--steps", "3",
+                                 "--warmup", "1"])
+    assert "data.py: has fixes (GP201) that differ when evaluate.py imports it" in r.output, r.output
+    assert repo.head.commit.hexsha == head and (tmp_path / "data.py").read_text() == LOADER_DATA
