@@ -38,7 +38,9 @@ MAX_SHELL = 200  # shell scripts looked at for launch commands
 MAX_SHELL_BYTES = 256 << 10
 
 _WORK_AT_IMPORT = re.compile(rb"^(?:for|while|with|async)\b|^[A-Za-z_][\w.]*\(", re.MULTILINE)
-_PARSERS = (b"ArgumentParser", b"TrlParser", b"parse_args", b"LightningCLI")
+# Signs that a file reads its command line: argparse and the parsers built on it, and the others.
+_PARSERS = (b"ArgumentParser", b"TrlParser", b"parse_args", b"LightningCLI", b"tyro", b"fire.Fire",
+            b"simple_parsing", b"jsonargparse", b"sys.argv", b"click")
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", ">", ">>", "<", "2>", "(", ")"})
 
 # root -> (the project's Python files, its shell scripts): a lint run meets the same project often.

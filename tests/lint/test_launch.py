@@ -238,3 +238,25 @@ def test_a_launch_of_the_script_importing_the_file_counts(tmp_path) -> None:
     assert _codes(root / "pkg" / "train.py", "GP201,GP301,GP302") == []
     (root / "scripts" / "sft.sh").write_text(TORCHRUN.replace("train.py", "pkg/other.py"))
     assert _codes(root / "pkg" / "train.py", "GP201,GP301,GP302") == ["GP201", "GP301", "GP302"]
+
+
+LIGHTNING_CLI = dedent("""\
+    import lightning as L
+    from lightning.pytorch.cli import LightningCLI
+
+
+    class Net(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            return self.layer(batch).mean()
+
+
+    if __name__ == "__main__":
+        LightningCLI(Net)
+""")
+
+
+@pytest.mark.parametrize(("precision", "reported"), [("bf16-mixed", False), ("32-true", True)])
+def test_lightning_cli_precision_from_the_launch_script(tmp_path, precision, reported) -> None:
+    root = _project(tmp_path, {"cli.py": LIGHTNING_CLI,
+                               "run.sh": f"python cli.py fit --trainer.precision {precision} --trainer.devices 4\n"})
+    assert ("GP301" in _codes(root / "cli.py", "GP301")) is reported

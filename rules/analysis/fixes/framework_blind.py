@@ -68,7 +68,7 @@ def unseen_settings(ctx: RuleContext, code: str, node: cst.CSTNode | None = None
                           no_fix_reason=f"the settings are not in this file: a run must pass {flag}")
         elif kind == "lightning" and code in LIGHTNING_UNSEEN:
             name, flag, what = LIGHTNING_UNSEEN[code]
-            if _trainer_default_may_set(call, name) or launched_with(ctx, [f"--trainer.{name}"]) is not None:
+            if _trainer_default_may_set(call, name) or _lightning_launched_with(ctx, name):
                 continue
             yield Finding(node or call, f"the Trainer is configured by LightningCLI, whose Trainer {what} "
                                         f"unless its config or command line says otherwise: pass {flag}",
@@ -82,6 +82,19 @@ def _launched_with(ctx: RuleContext, code: str, names: tuple[str, ...]) -> bool:
     if code == "GP106":
         return any(c.value(n) is not None and not c.turns_on(n) for c in project_runs(ctx).launches for n in names)
     return launched_with(ctx, names) is not None
+
+
+# What leaves LightningCLI's slow default in place when a launch passes it anyway.
+_LIGHTNING_SLOW = {"precision": frozenset({"32", "32-true", "64", "64-true"}), "benchmark": frozenset({"false", "0"})}
+
+
+def _lightning_launched_with(ctx: RuleContext, name: str) -> bool:
+    """Does a launch script pass ``--trainer.<name>`` with a value other than the slow default?"""
+    for command in project_runs(ctx).launches:
+        value = command.value(f"--trainer.{name}")
+        if value and value.strip("'\"").lower() not in _LIGHTNING_SLOW.get(name, frozenset()):
+            return True
+    return False
 
 
 def _own_unfused_default(ctx: RuleContext, call: cst.Call, qualname: str) -> Iterator[Finding]:
