@@ -63,8 +63,37 @@ def project_runs(fs_path: str | Path, data: bytes, root: Path, entry: str | Path
     """The ``ProjectRuns`` of the file at ``fs_path`` (content ``data``) in the project at ``root``,
     and a key of what it was read from ("" when nothing). ``entry``: the script that runs the file
     (``--apply``'s), instead of the scripts found in the project."""
-    from gpuperf_rewrite.rules._framework import ProjectRuns
+    from gpuperf_rewrite.rules._framework import EntryScript, LaunchCommand, ProjectRuns
 
+    entries, launches = _runs(fs_path, data, root, entry)
+    if entries is None and not launches:
+        return ProjectRuns(), ""
+    return (ProjectRuns(tuple(EntryScript(*e) for e in entries) if entries is not None else None,
+                        tuple(LaunchCommand(*c) for c in launches)),
+            hashlib.sha256(repr((entries, launches)).encode()).hexdigest())
+
+
+def runs_key(fs_path: str | Path, data: bytes) -> str:
+    """The lint cache's share of :func:`project_runs`: what the file's result depends on ("" for a
+    file that needs neither, or outside the user's code). Plain data: a cache hit imports neither
+    LibCST nor the rules."""
+    if not (needs_entries(data) or needs_launches(data)):
+        return ""
+    from gpuperf_rewrite.lint.project import is_first_party
+
+    first_party, root = is_first_party(Path(os.path.abspath(fs_path)))
+    if not first_party:
+        return ""
+    entries, launches = _runs(fs_path, data, root, None)
+    return "" if entries is None and not launches else hashlib.sha256(repr((entries, launches)).encode()).hexdigest()
+
+
+_Entry = tuple[str, bool, bool]  # EntryScript's fields
+_Launch = tuple[str, int, tuple[str, ...]]  # LaunchCommand's fields
+
+
+def _runs(fs_path: str | Path, data: bytes, root: Path,
+          entry: str | Path | None) -> tuple[tuple[_Entry, ...] | None, tuple[_Launch, ...]]:
     path = Path(os.path.abspath(fs_path))
     entries = None
     if entry is not None and Path(os.path.abspath(entry)) != path:
@@ -73,22 +102,7 @@ def project_runs(fs_path: str | Path, data: bytes, root: Path, entry: str | Path
     elif entry is None and needs_entries(data) and not _read_script(path, data).works:
         # (a file that does its work at import time is a script itself: its own guard is the one)
         entries = tuple(_entry_of(info, path, root) for info in _scripts_running(path, root))
-    launches = launch_commands(path, root) if needs_launches(data) else ()
-    if entries is None and not launches:
-        return ProjectRuns(), ""
-    key = repr((entries, launches))
-    return ProjectRuns(entries, launches), hashlib.sha256(key.encode()).hexdigest()
-
-
-def runs_key(fs_path: str | Path, data: bytes) -> str:
-    """The lint cache's share of :func:`project_runs`: what the file's result depends on ("" for a
-    file that needs neither, or outside the user's code)."""
-    if not (needs_entries(data) or needs_launches(data)):
-        return ""
-    from gpuperf_rewrite.lint.project import is_first_party
-
-    first_party, root = is_first_party(Path(os.path.abspath(fs_path)))
-    return project_runs(fs_path, data, root)[1] if first_party else ""
+    return entries, launch_commands(path, root) if needs_launches(data) else ()
 
 
 # ---- entry scripts -------------------------------------------------------------------------------
@@ -163,14 +177,12 @@ def _is_main_test(test: ast.expr) -> bool:
         any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
 
 
-def _entry_of(info: _ScriptInfo, module: Path, root: Path) -> Any:
+def _entry_of(info: _ScriptInfo, module: Path, root: Path) -> _Entry:
     """The script as the rules see it: does its import-time code call a name it imports from the
     module, or from one of the user's modules that leads to it?"""
-    from gpuperf_rewrite.rules._framework import EntryScript
-
     calls = any(name in info.called and any(p == module or module in _reach(p, root) for p in paths)
                 for name, paths in _bindings(info, root).items())
-    return EntryScript(_shown(info.path, module), info.guarded, calls)
+    return _shown(info.path, module), info.guarded, calls
 
 
 # script info -> the names its imports bind to the user's modules, and those modules' files
@@ -259,16 +271,14 @@ def _shown(path: Path, module: Path) -> str:
 
 
 # ---- launch scripts ------------------------------------------------------------------------------
-def launch_commands(path: Path, root: Path) -> tuple[Any, ...]:
+def launch_commands(path: Path, root: Path) -> tuple[_Launch, ...]:
     """The command lines of the project's shell scripts that run ``path``, or run a script that
     imports it (``train_mem.py`` importing ``train.py``, whose parser reads the flags)."""
-    from gpuperf_rewrite.rules._framework import LaunchCommand
-
     out = []
     for script in _project_files(root)[1]:
         for line, target, args in _shell_commands(script, root):
             if target == path or path in _reach(target, root):
-                out.append(LaunchCommand(os.path.relpath(script, path.parent).replace(os.sep, "/"), line, args))
+                out.append((os.path.relpath(script, path.parent).replace(os.sep, "/"), line, args))
     return tuple(out)
 
 
