@@ -31,13 +31,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY, first_party_modules
+from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY
 
 MAX_SCANNED = 2000  # Python files looked at for the scripts importing a module
 MAX_SHELL = 200  # shell scripts looked at for launch commands
 MAX_SHELL_BYTES = 256 << 10
 
-_WORK_AT_IMPORT = re.compile(rb"^(?:for|while|with|async)\b|^[A-Za-z_][\w.]*\(", re.MULTILINE)
+# Work at import time, read off the lines at column 0 before any parse: a loop, a ``with``, or a
+# call of a plain name (``main()``); a file with neither (nor ``__main__``) is not parsed at all.
+_WORK_AT_IMPORT = re.compile(rb"^(?:for|while|with|async)\b|^[A-Za-z_]\w*\(", re.MULTILINE)
 # Signs that a file reads its command line: argparse and the parsers built on it, and the others.
 _PARSERS = (b"ArgumentParser", b"TrlParser", b"parse_args", b"LightningCLI", b"tyro", b"fire.Fire",
             b"simple_parsing", b"jsonargparse", b"sys.argv", b"click")
@@ -99,25 +101,53 @@ def _runs(fs_path: str | Path, data: bytes, root: Path,
     if entry is not None and Path(os.path.abspath(entry)) != path:
         info = _script_info(Path(os.path.abspath(entry)), root)
         entries = (_entry_of(info, path, root),) if info is not None else None
-    elif entry is None and needs_entries(data) and not _read_script(path, data).works:
+    elif entry is None and needs_entries(data) and not (_read_script(path, data) or (False, False))[1]:
         # (a file that does its work at import time is a script itself: its own guard is the one)
-        entries = tuple(_entry_of(info, path, root) for info in _scripts_running(path, root))
+        running = _scripts_running(path, root)
+        entries = tuple(_entry_of(info, path, root) for info in running) if running is not None else None
     return entries, launch_commands(path, root) if needs_launches(data) else ()
 
 
 # ---- entry scripts -------------------------------------------------------------------------------
 class _ScriptInfo:
-    """A Python file as a script: its path, whether it has a ``__main__`` guard, whether it does
-    work at import time, and the names its import-time code calls."""
+    """A Python file of the project: the words of its import statements (which modules it may
+    import) and, parsed only when asked (``details``), whether it has a ``__main__`` guard,
+    whether it does work at import time, and the names its import-time code calls."""
 
-    def __init__(self, path: Path, guarded: bool, works: bool, called: frozenset[str]) -> None:
-        self.path, self.guarded, self.works, self.called = path, guarded, works, called
+    def __init__(self, path: Path, words: frozenset[str], maybe_script: bool) -> None:
+        self.path, self.words, self.maybe_script = path, words, maybe_script
+        self._details: tuple[bool, bool, frozenset[str]] | None = None
+
+    def details(self) -> tuple[bool, bool, frozenset[str]]:
+        if self._details is None:
+            got = None
+            if self.maybe_script:
+                try:
+                    got = _read_script(self.path, self.path.read_bytes())
+                except OSError:
+                    pass
+            self._details = got or (False, False, frozenset())
+        return self._details
+
+    @property
+    def guarded(self) -> bool:
+        return self.details()[0]
+
+    @property
+    def works(self) -> bool:
+        return self.details()[1]
+
+    @property
+    def called(self) -> frozenset[str]:
+        return self.details()[2]
 
     @property
     def is_script(self) -> bool:
         name = self.path.name
-        return (self.guarded or self.works or name == "__main__.py") and not (
-            name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py")
+        if not self.maybe_script and name != "__main__.py" or \
+                name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
+            return False
+        return self.guarded or self.works or name == "__main__.py"
 
 
 def _script_info(path: Path, root: Path) -> _ScriptInfo | None:
@@ -132,20 +162,22 @@ def _script_info(path: Path, root: Path) -> _ScriptInfo | None:
             data = path.read_bytes()
         except OSError:
             return None
-        got = _read_script(path, data)
+        got = _ScriptInfo(path, _import_words(data), b"__main__" in data or bool(_WORK_AT_IMPORT.search(data)))
         if len(_SCRIPTS) >= 4 * MAX_SCANNED:
             _SCRIPTS.pop(next(iter(_SCRIPTS)))
         _SCRIPTS[key] = got
     return got
 
 
-def _read_script(path: Path, data: bytes) -> _ScriptInfo:
+def _read_script(path: Path, data: bytes) -> tuple[bool, bool, frozenset[str]] | None:
+    """(has a ``__main__`` guard, does work at import time, the names its import-time code calls);
+    None for a file that is surely not a script (not parsed) or does not parse."""
     if b"__main__" not in data and not _WORK_AT_IMPORT.search(data):
-        return _ScriptInfo(path, False, False, frozenset())  # a library module: not parsed
+        return None  # a library module: not parsed
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return _ScriptInfo(path, False, False, frozenset())
+        return None
     guarded, works, called = False, False, set()
     for stmt in tree.body:
         if isinstance(stmt, ast.If) and _is_main_test(stmt.test):
@@ -164,7 +196,7 @@ def _read_script(path: Path, data: bytes) -> _ScriptInfo:
                     root_name = root_name.value
                 if isinstance(root_name, ast.Name):
                     called.add(root_name.id)
-    return _ScriptInfo(path, guarded, works, frozenset(called))
+    return guarded, works, frozenset(called)
 
 
 def _is_main_test(test: ast.expr) -> bool:
@@ -180,7 +212,8 @@ def _is_main_test(test: ast.expr) -> bool:
 def _entry_of(info: _ScriptInfo, module: Path, root: Path) -> _Entry:
     """The script as the rules see it: does its import-time code call a name it imports from the
     module, or from one of the user's modules that leads to it?"""
-    calls = any(name in info.called and any(p == module or module in _reach(p, root) for p in paths)
+    reaching = _reaching(module, root)  # None (unknown): any call into the user's modules counts
+    calls = any(name in info.called and any(p == module or reaching is None or p in reaching for p in paths)
                 for name, paths in _bindings(info, root).items())
     return _shown(info.path, module), info.guarded, calls
 
@@ -225,42 +258,108 @@ def _bindings(info: _ScriptInfo, root: Path) -> dict[str, set[Path]]:
     return got
 
 
-def _scripts_running(module: Path, root: Path) -> list[_ScriptInfo]:
-    """The project's scripts that import ``module`` (at most ``MAX_SCANNED`` files looked at)."""
-    return [info for info in _entries(root) if info.path != module and module in _reach(info.path, root)]
+def _scripts_running(module: Path, root: Path) -> list[_ScriptInfo] | None:
+    """The project's scripts that import ``module`` (at most ``MAX_SCANNED`` files looked at);
+    None when finding them would cost more than ``MAX_PARSED`` parses (unknown)."""
+    reaching = _reaching(module, root)
+    if reaching is None:
+        return None
+    infos = _infos(root)
+    # A file without a guard that another file of the project imports is a module doing work at
+    # import time (a registry loop, a lazy config), not an entry.
+    return [info for info in infos if info.path in reaching and info.is_script
+            and (info.guarded or not _importers(info.path, root, infos))]
 
 
 def entry_scripts(root: Path) -> list[Path]:
     """The project's scripts (see the module doc), at most ``MAX_SCANNED`` files looked at."""
-    return [info.path for info in _entries(root)]
+    infos = _infos(root)
+    return [info.path for info in infos if info.is_script and (info.guarded or not _importers(info.path, root, infos))]
 
 
-def _entries(root: Path) -> list[_ScriptInfo]:
-    scripts = [info for info in (_script_info(p, root) for p in _project_files(root)[0])
-               if info is not None and info.is_script]
-    # A file without a guard that another script imports is a module doing work at import time
-    # (a registry loop, a lazy config), not an entry.
-    imported = set().union(*(_reach(info.path, root) for info in scripts))
-    return [info for info in scripts if info.guarded or info.path not in imported]
+def _infos(root: Path) -> list[_ScriptInfo]:
+    return [info for info in (_script_info(p, root) for p in _project_files(root)[0]) if info is not None]
 
 
-# (script, mtime_ns, size) -> the modules it reaches: a folder lint asks for each loader module.
-_REACHED: dict[tuple[str, int, int], frozenset[Path]] = {}
+_IMPORT_STATEMENT = re.compile(rb"^[ \t]*(?:from[ \t]+[.\w]+[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)",
+                               re.MULTILINE)
+_WORD = re.compile(rb"[A-Za-z_]\w*")
 
 
-def _reach(script: Path, root: Path) -> frozenset[Path]:
+def _import_words(data: bytes) -> frozenset[str]:
+    return frozenset(w.decode() for m in _IMPORT_STATEMENT.finditer(data) for w in _WORD.findall(m.group(0)))
+
+
+# (path, mtime_ns, size) -> the first-party files it imports directly
+_DIRECT: dict[tuple[str, int, int], frozenset[Path]] = {}
+
+
+MAX_PARSED = 40  # files parsed for one module's importers before the answer is "unknown"
+
+
+class _OverBudget(Exception):
+    pass
+
+
+def _direct_imports(path: Path, root: Path, budget: list[int] | None = None) -> frozenset[Path]:
+    from gpuperf_rewrite.lint.project import imported_modules
+
     try:
-        st = script.stat()
+        st = path.stat()
     except OSError:
         return frozenset()
-    key = (str(script), st.st_mtime_ns, st.st_size)
-    got = _REACHED.get(key)
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    got = _DIRECT.get(key)
     if got is None:
-        got = frozenset(first_party_modules(script, root))
-        if len(_REACHED) >= 4 * MAX_SCANNED:
-            _REACHED.pop(next(iter(_REACHED)))
-        _REACHED[key] = got
+        if budget is not None:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise _OverBudget
+        got = frozenset(i.path for i in imported_modules(path, root))
+        if len(_DIRECT) >= 4 * MAX_SCANNED:
+            _DIRECT.pop(next(iter(_DIRECT)))
+        _DIRECT[key] = got
     return got
+
+
+def _importers(target: Path, root: Path, infos: list[_ScriptInfo], budget: list[int] | None = None) -> list[Path]:
+    """The project files that import ``target`` directly: only files whose import statements
+    name its module (or its package, for ``__init__.py``) are parsed."""
+    word = target.parent.name if target.name == "__init__.py" else target.stem
+    return [info.path for info in infos
+            if info.path != target and word in info.words and target in _direct_imports(info.path, root, budget)]
+
+
+# (root, module) -> (the files' infos it was computed from, the files that reach the module)
+_REACHING: dict[tuple[str, Path], tuple[list[_ScriptInfo], frozenset[Path] | None]] = {}
+
+
+def _reaching(module: Path, root: Path) -> frozenset[Path] | None:
+    """The project files whose imports reach ``module`` (directly or through the user's other
+    modules, ``MAX_DEPTH`` imports deep, as the forward walk goes), found backwards from it."""
+    from gpuperf_rewrite.lint.project import MAX_DEPTH
+
+    infos = _infos(root)
+    key = (os.path.abspath(root), module)
+    got = _REACHING.get(key)
+    if got is not None and len(got[0]) == len(infos) and all(a is b for a, b in zip(got[0], infos)):
+        return got[1]  # no file changed since (an unchanged file keeps its info object)
+    found: set[Path] = set()
+    frontier = {module}
+    budget = [MAX_PARSED]  # a package imported everywhere (``from diffusers import ...``) costs a parse per file
+    try:
+        for _ in range(MAX_DEPTH):
+            frontier = {p for target in frontier for p in _importers(target, root, infos, budget)} - found - {module}
+            if not frontier:
+                break
+            found |= frontier
+        result: frozenset[Path] | None = frozenset(found)
+    except _OverBudget:
+        result = None
+    if len(_REACHING) >= 4 * MAX_SCANNED:
+        _REACHING.pop(next(iter(_REACHING)))
+    _REACHING[key] = (infos, result)
+    return result
 
 
 def _shown(path: Path, module: Path) -> str:
@@ -277,7 +376,7 @@ def launch_commands(path: Path, root: Path) -> tuple[_Launch, ...]:
     out = []
     for script in _project_files(root)[1]:
         for line, target, args in _shell_commands(script, root):
-            if target == path or path in _reach(target, root):
+            if target == path or target in (_reaching(path, root) or ()):
                 out.append((os.path.relpath(script, path.parent).replace(os.sep, "/"), line, args))
     return tuple(out)
 
