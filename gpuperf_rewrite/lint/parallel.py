@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from gpuperf_rewrite.lint.cache import Cache
 from gpuperf_rewrite.lint.diagnostics import ERROR_CODES, INTERNAL_ERROR, IO_ERROR, Diagnostic, file_error
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet, passes_torch_gate
+from gpuperf_rewrite.lint.launch import runs_key
 from gpuperf_rewrite.lint.project import dependency_key
 
 if TYPE_CHECKING:
@@ -94,7 +95,9 @@ def _quick(job: Job, data: bytes) -> tuple[FileResult | None, str | None]:
     key = None
     if job.cache is not None:
         # A result read through the user's other modules (issue 27) depends on their content too.
-        key = job.cache.key(job.path, data, job.cache_salt + dependency_key(job.fs_path, data))
+        # And on how the project runs it: its entry scripts, its launch scripts (issue 34).
+        key = job.cache.key(job.path, data, job.cache_salt + dependency_key(job.fs_path, data)
+                            + runs_key(job.fs_path, data))
         cached = job.cache.load(key)
         if cached is not None and _answers(cached, job):
             hit = FileResult(job.path, cached, original=data, cached=True,
@@ -150,9 +153,31 @@ PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 def _worker_init(parent: int | None = None) -> None:
     # Ctrl-C reaches the whole process group: only the parent reacts (and stops cleanly);
-    # workers finish or are dropped, they never write files.
+    # workers finish or are dropped, they never write files. A worker is born with SIGINT
+    # blocked (_sigint_blocked), so a Ctrl-C between its fork and this line stays pending; once
+    # it is ignored, unblocking discards it instead of raising KeyboardInterrupt in the
+    # worker's bootstrap (which printed "Process ForkProcess-2: Traceback" to the user).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _die_with_parent(parent)
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread while the pool may fork workers (it forks them inside
+    ``submit``): children inherit the mask, so none can receive Ctrl-C before ``_worker_init``
+    ignores it. Our own pending Ctrl-C is delivered as soon as the mask is restored."""
+    import threading
+
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _die_with_parent(parent: int | None) -> None:
@@ -281,7 +306,9 @@ class _Scheduler:
                 while source and len(inflight) < window:
                     chunk = source.popleft()
                     try:
-                        inflight.append((chunk, pool.submit(_run_chunk, self.check, [self.jobs[i] for i in chunk])))
+                        with _sigint_blocked():
+                            fut = pool.submit(_run_chunk, self.check, [self.jobs[i] for i in chunk])
+                        inflight.append((chunk, fut))
                     except BrokenProcessPool:  # a worker died while we were still submitting
                         source.appendleft(chunk)
                         _shutdown(pool, kill=False)
