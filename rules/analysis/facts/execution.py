@@ -116,9 +116,29 @@ class Execution:
             calls = [self.ctx.parent(r) for r in refs]
             if any(not (isinstance(c, cst.Call) and c.func is r) for c, r in zip(calls, refs)):
                 return True
-        if len(calls) != 1:
+        if len(calls) != 1 and not self._exclusive(calls):
             return True
-        return self.repeated_after(calls[0], entries, entered, _depth + 1)
+        return any(self.repeated_after(c, entries, entered, _depth + 1) for c in calls)
+
+    def _exclusive(self, calls: list[cst.CSTNode]) -> bool:
+        """Do the calls sit in different branches of one ``if``/``elif``/``else`` chain (so one
+        pass runs one of them: ``if skip: run(loader, skip) else: run(loader, 0)``)?"""
+        for i, a in enumerate(calls):
+            for b in calls[i + 1:]:
+                if not self._in_other_branches(a, b):
+                    return False
+        return True
+
+    def _in_other_branches(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """The innermost ``if`` holding both has one in its body and the other in its ``else``/``elif``."""
+        for anc in self.ctx.ancestors(a):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                return False
+            if self.ctx.is_inside(b, anc):
+                if not isinstance(anc, cst.If) or self.ctx.is_inside(a, anc.test) or self.ctx.is_inside(b, anc.test):
+                    return False
+                return self.ctx.is_inside(a, anc.body) != self.ctx.is_inside(b, anc.body)
+        return False
 
     def _locate(self, node: cst.CSTNode) -> tuple[cst.FunctionDef | cst.Lambda | None, bool, bool]:
         """The innermost function around ``node``; whether a loop (or comprehension) of that
