@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ class ProjectFacts:
     the module's name as the file writes it) and ``key``, a hash of every module content those
     facts were computed from (the lint cache keys a result on it)."""
 
-    modules: dict[str, Any]
+    modules: Mapping[str, Any]
     key: str
     child_keys: list[str] = dataclasses.field(default_factory=list)  # ``name=key`` per import
 
@@ -46,17 +47,45 @@ def project_facts(fs_path: str | Path, data: bytes, store: Path | None = None) -
     folder where facts are kept by key across runs and shared by a run's workers (the lint
     cache's, or the run's own)."""
     path = os.path.abspath(fs_path)
-    with run_scope():
+    with run_scope() as run:
         got = project_index.imports_of(path, data)
-        if not got:
-            return ProjectFacts({}, "")
-        modules: dict[str, Any] = {}
-        keys: list[str] = []
-        for name, child in got[1]:
-            facts = _facts(child, store)
-            modules[name] = dataclasses.replace(facts, path=_shown(Path(child.path), Path(path)))
-            keys.append(f"{name}={child.key}")
-    return ProjectFacts(modules, hashlib.sha256("\n".join(keys).encode()).hexdigest() if keys else "", keys)
+    if not got or not got[1]:
+        return ProjectFacts({}, "")
+    keys = [f"{name}={child.key}" for name, child in got[1]]
+    return ProjectFacts(_Imported(Path(path), got[1], store, run), hashlib.sha256("\n".join(keys).encode()).hexdigest(),
+                        keys)
+
+
+class _Imported(Mapping[str, Any]):
+    """The imported modules' facts by name, each computed when a rule first asks for it: a file
+    whose rules never look into a module (most library files, most rules) costs no analysis of
+    it. Names (``in``, iteration, ``len``) are known from the imports alone."""
+
+    def __init__(self, importer: Path, children: list[tuple[str, Node]], store: Path | None, run: str) -> None:
+        self._importer, self._store, self._run = importer, store, run
+        self._children = dict(children)
+        self._facts: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        got = self._facts.get(name)
+        if got is None:
+            child = self._children[name]
+            with run_scope(self._run if project_index.current_run() is None else None) as run:
+                if child.epoch != run:  # asked after its run, another run read the module since
+                    again = project_index.node(child.path, child.root)
+                    if again is None:
+                        return _empty()
+                    project_index.keyed([again])
+                    child = again
+                facts = _facts(child, self._store)
+            got = self._facts[name] = dataclasses.replace(facts, path=_shown(Path(child.path), self._importer))
+        return got
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._children)
+
+    def __len__(self) -> int:
+        return len(self._children)
 
 
 def remember_facts(fs_path: str | Path, data: bytes, imports: ProjectFacts, ctx: Any) -> None:
@@ -81,6 +110,12 @@ def remember_facts(fs_path: str | Path, data: bytes, imports: ProjectFacts, ctx:
     if len(_CONTEXTS) >= _KEEP_PARSED:
         _CONTEXTS.pop(next(iter(_CONTEXTS)))
     _CONTEXTS[me.key] = ctx  # type: ignore[index]
+
+
+def _empty() -> Any:
+    from gpuperf_rewrite.rules._framework import ModuleFacts
+
+    return ModuleFacts()
 
 
 def _shown(module: Path, importer: Path) -> str:
@@ -150,9 +185,7 @@ def _known_or_computed(n: Node, key: str | None, children: dict[str, Any], store
             COMPUTED[n.path] = COMPUTED.get(n.path, 0) + 1
             facts = _compute_facts(Path(n.path), n.sha, children)
             if facts is None:  # edited during the run: nothing this run, nothing kept
-                from gpuperf_rewrite.rules._framework import ModuleFacts
-
-                return ModuleFacts()
+                return _empty()
         _store_facts(store, key, facts)
     _memo_facts(key, facts)
     return facts

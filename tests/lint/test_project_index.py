@@ -120,13 +120,17 @@ def test_the_same_findings_as_each_file_checked_in_a_fresh_process(tmp_path: Pat
 
 
 def test_workers_share_the_facts_and_find_what_one_process_finds(tmp_path: Path, monkeypatch) -> None:
-    root = _tree(tmp_path, {**HELPERS, **{f"train_{i:02}.py": STEP for i in range(20)}})
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    root = _tree(tmp_path / "proj", {**HELPERS, **{f"train_{i:02}.py": STEP for i in range(20)}})
     (root / "train_03.py").write_text(STEP.replace("        reset(model)\n", ""))  # a real GP401
     one = _lint(root, monkeypatch, jobs=1)
     two = _lint(root, monkeypatch, jobs=2)
     assert [d.__dict__ for d in two.diagnostics] == [d.__dict__ for d in one.diagnostics]
     assert _codes(two, "train_03.py").count("GP401") == 1
-    assert not list(Path(__import__("tempfile").gettempdir()).glob("gpuperf-facts-*"))  # the run's store is gone
+    assert not list((tmp_path / "tmp").iterdir())  # the run's store is gone
 
 
 def test_an_import_cycle_gives_the_same_facts_whichever_file_comes_first(tmp_path: Path) -> None:
