@@ -1,8 +1,10 @@
-"""The facts of the user's modules a checked file imports (issue 27), for the rules: each module
-parsed once per content per process, its facts (``rules``' ``module_facts``) computed with its
-own imports' facts, 3 imports deep, kept by a key of its content and its imports' keys, in the
-process and in the lint cache (``<cache>/<fingerprint>/facts/``). Which files those are:
-:mod:`gpuperf_rewrite.lint.project`.
+"""The facts of the user's modules a checked file imports (issues 27 and 34), for the rules:
+each module's facts (``rules``' ``module_facts``) computed once per run with its own imports'
+facts, through the whole first-party import graph (``project_index``: one index per run, each
+module read once, keyed by its content and everything it reaches), when a rule first asks for
+them. Kept by that key in the process, and on disk (the lint cache's ``<fingerprint>/facts/``,
+or a folder of the run's own without a cache) where a run's workers and the next run find them.
+Which files those are: :mod:`gpuperf_rewrite.lint.project`.
 """
 
 from __future__ import annotations
