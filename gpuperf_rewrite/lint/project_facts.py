@@ -147,8 +147,11 @@ def _facts(start: Node, store: Path | None) -> Any:
                     m.facts = f
                 continue
             todo.append((n, True))
-            todo.extend((child, False) for m in group for _, child in project_index._children(m)
-                        if child.facts is None and child not in group)
+            # In an order of this process's own: a run's workers then walk a shared graph apart
+            # and find in the store what the other computed, instead of computing it side by side.
+            pid = os.getpid()
+            todo.extend(sorted(((child, False) for m in group for _, child in project_index._children(m)
+                                if child.facts is None and child not in group), key=lambda c: hash((pid, c[0].path))))
             continue
         if n.scc is None:
             n.facts = _known_or_computed(n, n.key, {name: child.facts for name, child in project_index._children(n)},
