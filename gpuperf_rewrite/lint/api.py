@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -142,6 +140,9 @@ def _facts_store(cache: Cache | None, n_files: int) -> Iterator[str | None]:
     if cache is not None or n_files < PARALLEL_THRESHOLD:
         yield None
         return
+    import shutil
+    import tempfile
+
     folder = tempfile.mkdtemp(prefix="gpuperf-facts-")
     try:
         yield folder

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,7 +61,7 @@ READS: dict[str, int] = {}
 def begin_run(token: str | None = None) -> str:
     """Start serving a run (``token``: the one a parent process started, handed to its workers)."""
     global _RUN
-    _RUN = token or secrets.token_hex(8)
+    _RUN = token or os.urandom(8).hex()
     return _RUN
 
 
