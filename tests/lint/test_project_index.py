@@ -183,3 +183,12 @@ def test_installed_packages_are_never_followed(tmp_path: Path) -> None:
         assert project_facts.project_facts(pkg / name, (pkg / name).read_bytes()).modules == {}
         assert project_index.dependency_key(pkg / name, (pkg / name).read_bytes()) == ""
     assert project_index.READS == {}
+
+
+def test_a_cached_result_is_keyed_on_every_module_the_file_reaches(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {**HELPERS, "train.py": STEP})
+    data = (root / "train.py").read_bytes()
+    before = project_index.dependency_key(root / "train.py", data)
+    assert before and project_index.dependency_key(root / "train.py", data) == before
+    (root / "grads.py").write_text("def clear(params):\n    pass\n")  # two imports away
+    assert project_index.dependency_key(root / "train.py", data) not in ("", before)
