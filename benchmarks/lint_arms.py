@@ -9,7 +9,7 @@ Ours runs as ``python -m gpuperf_rewrite check --isolated --no-cache -q PATH... 
 no lint cache); TorchFix as ``.venv-torchfix/bin/torchfix -j JOBS PATH...``. Peak memory is the
 largest single process of the run's tree (``wait4``'s ru_maxrss: the worker, or the main process
 when it ran alone). Bytecode is cached for every arm alike (``PYTHONPYCACHEPREFIX``, one
-uncounted warm-up run each on the first path), as in lint_interleaved.py.
+uncounted warm-up run each on a tiny file), as in lint_interleaved.py.
 """
 
 from __future__ import annotations
@@ -80,9 +80,11 @@ def main() -> int:
         arms.append(("TorchFix", [str(ROOT / ".venv-torchfix/bin/torchfix"), "-j", str(args.jobs), *paths], None))
     print(f"# {' '.join(paths)} {' '.join(ours)}; jobs {args.jobs}; load {os.getloadavg()}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", flush=True)
-    for name, cmd, site in arms:  # warm-up: bytecode for every arm
+    tiny = Path(PYCACHE, "warmup.py")
+    tiny.write_text("import torch\n\nfor x in loader:\n    print(x.item())\n")
+    for name, cmd, site in arms:  # warm-up: bytecode for every arm, on one tiny file
         if name != "TorchFix":
-            run([*cmd[:cmd.index("-j") + 2], paths[0]], site, args.cwd, args.timeout)
+            run([*cmd[:cmd.index("-j") + 2], str(tiny)], site, args.cwd, args.timeout)
     results: dict[str, list[dict]] = {name: [] for name, _, _ in arms}
     for r in range(args.rounds):
         for name, cmd, site in arms if r % 2 == 0 else arms[::-1]:
