@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from gpuperf_rewrite.runtime.amp import FP32_ENV, compare_to_reference, uses_low_precision
+from gpuperf_rewrite.runtime.measure.amp import FP32_ENV, compare_to_reference, uses_low_precision
 from gpuperf_rewrite.runtime.schema import OK_STATUSES
 from gpuperf_rewrite.validate.run.runs import RunDoc, Runner, RunRequest
 
