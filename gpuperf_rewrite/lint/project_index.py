@@ -51,8 +51,8 @@ class Node:
         return f"Node({self.path!r})"
 
 
-# (path, root) -> node: kept across runs, so a module whose content did not change is not scanned
-# for imports again (its key and facts are found again by content).
+# (path, root) -> node, kept across runs; each run reads the file again and rescans its imports
+# (``imported_modules`` remembers them by content), its facts are found again by key.
 _NODES: dict[tuple[str, str], Node] = {}
 # Reading a file, hashing it and scanning its imports: counted for the tests (once per module per run).
 READS: dict[str, int] = {}
