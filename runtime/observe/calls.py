@@ -60,7 +60,10 @@ def _copies(torch: Any, obs: Observer, torch_dir: str, undo: list[Callable[[], N
         if not compiling() and getattr(self, "is_cpu", False):
             frame = sys._getframe(1)
             if outside(frame):
-                device, nb = _device_of(torch, args, kwargs)
+                try:
+                    device, nb = _device_of(torch, args, kwargs)
+                except Exception:  # odd arguments: torch's own call below reports them
+                    device, nb = None, False
                 # On a CUDA run only copies to an accelerator; on a CPU run every .to(device), each a
                 # host-to-device copy once the device is a GPU.
                 if device is not None and (obs.device != "cuda" or _accelerator(torch, device)):

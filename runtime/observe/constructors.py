@@ -139,7 +139,11 @@ def _modules(torch: Any, obs: Observer, undo: list[Callable[[], None]]) -> None:
     def make_init(orig: Any) -> Any:
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             orig(self, *args, **kwargs)
-            obs.note_module(self, _caller(self))
+            try:
+                frame = _caller(self)
+            except Exception:
+                frame = None
+            obs.note_module(self, frame)
         return __init__
 
     _patch(torch.nn.Module, "__init__", make_init, undo)

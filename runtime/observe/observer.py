@@ -53,14 +53,18 @@ class Observer:
     def count(self, kind: str, frame: Any, detail: Any = None) -> None:
         """One event of ``kind`` made by the innermost first-party frame from ``frame`` outwards."""
         t0 = time.perf_counter()
-        found = frame if self._first_party.get(frame.f_code.co_filename) else self.sites.frame(frame)  # usually the user's line
-        if found is not None:
-            k = (kind, found.f_code.co_filename, found.f_lineno, detail)
-            n = self.counts.get(k)
-            if n is None:
-                self.meta[k] = self.sites.site(found)
-                n = 0
-            self.counts[k] = n + 1
+        try:  # called inside the script's own calls (.to(), zero_grad(), .item()): never raise there
+            # Usually the frame is the user's own line; else the walk finds the innermost one.
+            found = frame if self._first_party.get(frame.f_code.co_filename) else self.sites.frame(frame)
+            if found is not None:
+                k = (kind, found.f_code.co_filename, found.f_lineno, detail)
+                n = self.counts.get(k)
+                if n is None:
+                    self.meta[k] = self.sites.site(found)
+                    n = 0
+                self.counts[k] = n + 1
+        except Exception:
+            pass
         self.cost_s += time.perf_counter() - t0
 
     def on_read(self, frame: Any, method: str) -> None:
@@ -73,7 +77,7 @@ class Observer:
             ident = id(module)
             ref = weakref.ref(module, lambda _r, i=ident, m=self.modules: m.pop(i, None))
             self.modules[ident] = (ref, self.sites.site(key_frame) if key_frame is not None else None)
-        except TypeError:
+        except Exception:  # not weak-referenceable, or anything else: the module is just not noted
             pass
         self.cost_s += time.perf_counter() - t0
 

@@ -9,19 +9,11 @@ from typing import Any
 import pytest
 import torch
 
-from gpuperf_rewrite.runtime.measure import amp
-
 from gpuperf_rewrite.runtime.diagnosis import bottlenecks as diagnosis
-
+from gpuperf_rewrite.runtime.diagnosis import merge, report
+from gpuperf_rewrite.runtime.measure import amp, timing
 from gpuperf_rewrite.runtime.memory import growth
-
 from gpuperf_rewrite.runtime.memory import sampling as memory
-
-from gpuperf_rewrite.runtime.diagnosis import merge
-
-from gpuperf_rewrite.runtime.diagnosis import report
-
-from gpuperf_rewrite.runtime.measure import timing
 from gpuperf_rewrite.runtime.measure.hooks import install_backward_hooks, install_optimizer_hooks
 from gpuperf_rewrite.runtime.process.session import Session
 

@@ -470,3 +470,53 @@ def test_an_evaluation_loader_is_not_the_training_loader(tmp_path: Path) -> None
     _at(val["site"], script, "VAL")
     assert (train["used_in_training"], train["iterations"]) == (True, 1)
     assert val["used_in_training"] is False and val["iterations"] >= 2
+
+
+FAKELIB = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def make_everything(model):
+    ds = TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,)))
+    loader = DataLoader(ds, batch_size=8)
+    return loader, torch.optim.Adam(model.parameters())
+
+
+def train_step(model, opt, x, y):
+    loss = torch.nn.functional.cross_entropy(model(x.to("cpu")), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss.item()
+"""
+USES_LIB = """\
+import torch.nn as nn
+import fakelib
+
+model = nn.Linear(8, 2)
+loader, opt = fakelib.make_everything(model)  # LIB
+for epoch in range(100):
+    for x, y in loader:
+        fakelib.train_step(model, opt, x, y)  # STEP
+"""
+
+
+def test_objects_a_library_builds_are_sited_at_the_project_line_that_called_it(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    lib = root / ".venv" / "lib" / "python3.11" / "site-packages"  # installed code inside the project
+    lib.mkdir(parents=True)
+    (lib / "fakelib.py").write_text(FAKELIB)
+    script = root / "train.py"
+    script.write_text(USES_LIB)
+    env = {**os.environ, "PYTHONPATH": str(lib)}
+    doc = run_profile(script, steps=4, warmup=2, timeout=300, cwd=root, env=env)
+    assert doc["status"] == "step_limit", doc["stderr_tail"]
+    obs = doc["observed"]
+    _at(obs["loaders"][0]["site"], script, "LIB")
+    _at(obs["optimizers"][0]["site"], script, "LIB")
+    _at(obs["zero_grad"]["site"], script, "STEP")
+    _at(obs["host_reads"][0]["site"], script, "STEP")
+    _at(obs["h2d_copies"][0]["site"], script, "STEP")
+    for site in _sites(obs):
+        assert "site-packages" not in site["path"], site

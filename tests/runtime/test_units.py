@@ -11,14 +11,8 @@ import pytest
 import torch
 
 from gpuperf_rewrite.runtime.diagnosis import bottlenecks as diagnosis
-
-from gpuperf_rewrite.runtime.measure import fingerprint
-
-from gpuperf_rewrite.runtime.diagnosis import merge
-
-from gpuperf_rewrite.runtime.diagnosis import report
-
-from gpuperf_rewrite.runtime.measure import timing
+from gpuperf_rewrite.runtime.diagnosis import merge, report
+from gpuperf_rewrite.runtime.measure import fingerprint, timing
 from gpuperf_rewrite.runtime.measure.dataloader import batch_size_of
 from gpuperf_rewrite.runtime.measure.hooks import StopProfiling
 from gpuperf_rewrite.runtime.process.session import Session
