@@ -178,12 +178,12 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         return result.failed(exc.diag)
     fix_crashes: dict[str, Diagnostic] = {}  # rule code -> its first crash while fixes were computed
     imports = None
-    first_party, root = is_first_party(fs_path) if fs_path else (False, None)
+    first_party = is_first_party(fs_path)[0] if fs_path else False
     if fs_path and first_party:
         # The user's modules it imports (issue 27); its own parse kept for its importers. Never
         # for installed code: kept trees cost every later garbage collection.
         remember_parse(fs_path, data, module, text)
-        imports = project_facts(fs_path, data, store=facts_store, root=root)
+        imports = project_facts(fs_path, data, store=facts_store)
         launch = project_runs(fs_path, data, root, entry)[0]
     else:
         launch = None
