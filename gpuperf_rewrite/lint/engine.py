@@ -178,7 +178,7 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         return result.failed(exc.diag)
     fix_crashes: dict[str, Diagnostic] = {}  # rule code -> its first crash while fixes were computed
     imports = None
-    first_party = is_first_party(fs_path)[0] if fs_path else False
+    first_party, root = is_first_party(fs_path) if fs_path else (False, None)
     if fs_path and first_party:
         # The user's modules it imports (issue 27); its own parse kept for its importers. Never
         # for installed code: kept trees cost every later garbage collection.

@@ -68,6 +68,7 @@ def test_a_module_imported_by_many_files_is_read_and_analysed_once_per_run(tmp_p
     root = _tree(tmp_path, {**HELPERS, **{f"train_{i}.py": STEP for i in range(6)}})
     run = _lint(root, monkeypatch)
     assert all("GP401" not in _codes(run, f"train_{i}.py") for i in range(6))  # the facts were used
+    assert all("GP301" in _codes(run, f"train_{i}.py") for i in range(6))  # and the files were checked
     # common.py is imported by six checked files, grads.py by common.py: each read and analysed once
     assert _computed("common.py") == 1 and _computed("grads.py") == 1
     assert _reads("common.py") == 1 and _reads("grads.py") == 1
