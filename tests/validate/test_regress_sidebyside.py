@@ -219,3 +219,26 @@ def test_the_fallback_still_needs_the_same_unit(repo, tmp_path) -> None:
     lose_object(repo, base["commit"], "train.py")
     with pytest.raises(BaselineError, match=r"unit \(steps/s\)"):
         check_regression("train.py", config=CFG, runner=FakeRunner(2), warn=quiet)
+
+
+def test_a_regression_is_the_slower_verdict_of_ab_beyond_the_threshold(repo, tmp_path) -> None:
+    """The decision is ab's `slower` (both tests at alpha *and* the 95% interval of the ratio
+    below 1) with a drop beyond the threshold: two runs of the working tree as fast as the
+    baseline's leave the interval reaching 1, though the median dropped 18% and p < 0.05."""
+    per_version = {"100": [100, 101, 102, 100, 101, 102], "80": [80, 81, 82, 83, 100.5, 101.5]}
+
+    class Exact(FakeRunner):
+        def __call__(self, request):
+            doc = super().__call__(request)
+            speed = Path(request.script).read_text().split("speed=")[1].split()[0]
+            k = self.counts[speed] = self.counts.get(speed, -1) + 1
+            doc["samples_per_s"] = float(per_version[speed][k])
+            return doc
+
+    record_baseline("train.py", config=CFG, runner=FakeRunner(1), echo=quiet)
+    (tmp_path / "train.py").write_text("# fake: speed=80 noise=0.01 modules=engine\n")
+    res = check_regression("train.py", config=CFG, runner=Exact(2))
+    assert res["change"] < -0.15 and res["p_value"] < 0.05 and res["ci95"][1] >= 1.0
+    assert not res["regressed"]
+    per_version["80"] = [80, 81, 82, 83, 84, 85]  # all six slower: the interval clears 1
+    assert check_regression("train.py", config=CFG, runner=Exact(3))["regressed"]

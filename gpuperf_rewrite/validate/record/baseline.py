@@ -261,14 +261,15 @@ def _nearest(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence[str],
 
 def _result(repo: Any, rel: str, commit: Any, base: list[float], current: list[float], unit: str, cfg: ABConfig,
             threshold: float, limit: float, runs: Sequence[Any], warn: Warn, **extra: Any) -> dict[str, Any]:
-    """The verdict and the JSON document: a significant drop beyond ``limit`` (the threshold,
-    widened when the comparison is across time)."""
-    from gpuperf_rewrite.validate.judge.stats import compare
+    """The verdict and the JSON document: ``ab``'s ``slower`` (both tests at alpha, and the 95%
+    interval of the ratio below 1) with a drop beyond ``limit`` (the threshold, widened when the
+    comparison is across time)."""
+    from gpuperf_rewrite.validate.judge.stats import compare, decide
 
     s = compare(base, current, resamples=cfg.bootstrap_resamples, seed=cfg.seed)  # type: ignore[arg-type]
     change = s.speedup - 1.0
     return {
-        "regressed": s.p_slower < cfg.alpha and change < -limit, "baseline_commit": commit.hexsha,
+        "regressed": decide(s, cfg.alpha, 1.0) == "slower" and change < -limit, "baseline_commit": commit.hexsha,
         "baseline_summary": commit.summary, "script": rel, "unit": unit, "baseline_median": s.median_a,
         "current_median": s.median_b, "change": change, "ci95": list(s.ci95), "p_value": s.p_slower,
         "threshold": threshold, "effective_threshold": limit, "alpha": cfg.alpha, "baseline": base,
