@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from gpuperf_rewrite.lint.cache import Cache
 from gpuperf_rewrite.lint.diagnostics import ERROR_CODES, INTERNAL_ERROR, IO_ERROR, Diagnostic, file_error
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet, passes_torch_gate
+from gpuperf_rewrite.lint.launch import runs_key
 from gpuperf_rewrite.lint.project import dependency_key
 
 if TYPE_CHECKING:
@@ -94,7 +95,9 @@ def _quick(job: Job, data: bytes) -> tuple[FileResult | None, str | None]:
     key = None
     if job.cache is not None:
         # A result read through the user's other modules (issue 27) depends on their content too.
-        key = job.cache.key(job.path, data, job.cache_salt + dependency_key(job.fs_path, data))
+        # And on how the project runs it: its entry scripts, its launch scripts (issue 34).
+        key = job.cache.key(job.path, data, job.cache_salt + dependency_key(job.fs_path, data)
+                            + runs_key(job.fs_path, data))
         cached = job.cache.load(key)
         if cached is not None and _answers(cached, job):
             hit = FileResult(job.path, cached, original=data, cached=True,
