@@ -14,7 +14,7 @@ from ..analysis.facts.workload import MATMUL_USERS, matmul_operator, model_zoo
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, hf_tf32, matmul_precision_fix
 from ..analysis.syntax.calls import get_arg
-from ..analysis.facts.project_use import program_trains, project_model
+from ..analysis.facts.project_use import model_source, program_trains, project_model
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.project import MATMUL
 
@@ -167,6 +167,8 @@ class NoTF32(Rule):
         node = first_use_of(ctx, MATMUL_USERS) or model_zoo(ctx) or matmul_operator(ctx) or project_model(ctx, MATMUL)
         message = ("float32 matmuls run without TF32 (no torch.set_float32_matmul_precision): tensor cores "
                    "stay idle; set it to \"high\" after the imports")
+        if (source := model_source(ctx, node)) is not None:
+            message += f" (the model comes from {source})"
         hf = hf_tf32(ctx, node, message)  # a Hugging Face Trainer sets TF32 from its arguments
         if hf is not None or node is None:
             yield from hf or ()

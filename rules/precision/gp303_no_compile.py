@@ -29,6 +29,7 @@ from ..analysis.fixes.frameworks import (
 )
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
 from ..analysis.facts.project_use import program_trains, project_model
+from ..analysis.syntax.project import project_calls, project_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._double_backward import double_backward_models
@@ -38,6 +39,8 @@ COMPILERS = frozenset({"torch.compile", "torch._dynamo.optimize", "torch.jit.scr
 
 
 def _compiles_somewhere(ctx: RuleContext) -> bool:
+    if any(pc.facts.compiles for pc in project_calls(ctx)):
+        return True  # ``Trainer(model)`` compiling what it is handed, a ``compile_model(model)`` helper
     models = model_names_everywhere(ctx)
     for call in ctx.nodes(cst.Call):
         if ctx.matches(call.func, COMPILERS):
@@ -223,6 +226,9 @@ class NoCompile(Rule):
             outcome = compile_fix(ctx, model)
             message = (f"the trained model `{model.name}` is never compiled: every op runs as a separate "
                        "eager kernel; call model.compile() after building it")
+            trainer = project_function(ctx, model.optimizer) if model.optimizer is not None else None
+            if trainer is not None and trainer.facts.trains and trainer.module.path:
+                message += f" (it is trained by `{trainer.name}` in {trainer.module.path})"
             if not isinstance(outcome, Fix) and (fw_fix := accelerate_compile_fix(ctx)) is not None:
                 outcome = fw_fix  # Accelerate compiles what it prepares
                 message += ", or let Accelerate compile it: Accelerator(dynamo_backend=\"inductor\")"

@@ -18,7 +18,7 @@ from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import NO_TOP_IMPORT, lightning_benchmark_fix
 from ..analysis.syntax.calls import get_arg, literal_value
 from ..analysis.fixes.framework_blind import unseen_settings
-from ..analysis.facts.project_use import program_trains, project_model
+from ..analysis.facts.project_use import model_source, program_trains, project_model
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.project import CONV
 
@@ -121,7 +121,7 @@ class NoCudnnBenchmark(Rule):
         "https://docs.pytorch.org/docs/stable/notes/randomness.html",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("Conv", "conv", "timm", "models")
+    keywords = ("Conv", "conv", "timm", "model")  # "model": one built by the user's other modules
 
     examples = [
         Valid(dedent("""
@@ -188,6 +188,8 @@ class NoCudnnBenchmark(Rule):
             return
         message = ("convolutional model without torch.backends.cudnn.benchmark = True: cuDNN picks "
                    "convolution algorithms by heuristics instead of timing them")
+        if (source := model_source(ctx, node)) is not None:
+            message += f" (the model comes from {source})"
         if choices:
             yield Finding(node, message + "; cuDNN determinism is chosen only under an opt-in flag, so "
                                           "the default run could benchmark",

@@ -10,7 +10,8 @@ import libcst as cst
 
 from ..model.training import analysis
 from ..syntax.context import RuleContext
-from ..syntax.project import ModuleFacts, ProjectCall, project_calls, project_class, project_module
+from ..syntax.project import (ModuleFacts, ProjectCall, model_methods, project_calls, project_class,
+                              project_module)
 from .frameworks import framework_trains
 
 
@@ -29,19 +30,35 @@ def program_trains(ctx: RuleContext) -> bool:
 def project_model(ctx: RuleContext, kind: str) -> cst.Call | None:
     """The first call of this file that builds a model with another of the user's modules whose
     models compute ``kind`` (``syntax.project.MATMUL``/``CONV``): a model-returning function
-    (``models.build_model(args)``, ``create_model(...)``), one of its model classes (``GPT(config)``)
-    or a model picked from the module by name (``models.__dict__[args.arch]()``,
+    (``models.build_model(args)``, ``create_model(...)`` over a registry), one of its model classes
+    (``GPT(config)``, re-exported by a package), a method of one of its classes that returns a model
+    (``exp.get_model()``) or a model picked from the module by name (``models.__dict__[args.arch]()``,
     ``getattr(models, name)()``)."""
     if not ctx.project:
         return None
+    return next((call for call, module in ctx.fact(_project_models) if kind in module.workload), None)
+
+
+def model_source(ctx: RuleContext, node: cst.CSTNode | None) -> str | None:
+    """Where the model that ``node`` builds with the user's other modules is defined (the module's
+    path, as messages name it); None when ``node`` is not such a call."""
+    if not ctx.project or node is None:
+        return None
+    return next((module.path or None for call, module in ctx.fact(_project_models) if call is node), None)
+
+
+def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts]]:
+    out = []
     for call in ctx.nodes(cst.Call):
         module = _picked_from(ctx, call) or project_class(ctx, call)
         if module is None:
             pc = next((p for p in project_calls(ctx) if p.call is call), None)
             module = pc.module if pc is not None and pc.facts.returns_model else None
-        if module is not None and kind in module.workload:
-            return call
-    return None
+        if module is None and isinstance(call.func, cst.Attribute):  # ``exp.get_model()``
+            module = model_methods(ctx).get(call.func.attr.value)
+        if module is not None:
+            out.append((call, module))
+    return out
 
 
 def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:

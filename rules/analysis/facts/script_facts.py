@@ -19,7 +19,7 @@ from ..syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..syntax.callsites import call_site_args
 from ..syntax.context import RuleContext
 from ..syntax.imports import torch_name
-from ..syntax.project import project_calls, project_function
+from ..syntax.project import MODEL, project_calls, project_function, project_method
 from ..syntax.torch_names import LR_SCHEDULERS, MODULE_CHAIN, OPTIMIZERS
 from ..syntax.tree import walk
 from .frameworks import (  # noqa: F401 - the script-fact API, in one import
@@ -233,7 +233,7 @@ def param_receivers(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) 
 def _params_helper(ctx: RuleContext, call: cst.Call) -> str | None:
     """The model whose parameters a helper of the user's other modules gathers
     (``add_weight_decay(model, wd)``, ``get_params_groups(model)``); None for anything else."""
-    found = project_function(ctx, call)
+    found = project_function(ctx, call) or project_method(ctx, call)  # ``exp.get_optimizer(model)``
     if found is None or found.facts.params_of is None:
         return None
     arg = found.arg_for(found.facts.params_of)
@@ -256,10 +256,17 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
                 if name not in seen:
                     seen.add(name)
                     out.append(TrainedModel(name, opt))
-        for built in project_calls(c):  # ``build_optimizer(config, model)`` of another module
+        built_by = [*project_calls(c), *(m for call in c.nodes(cst.Call) if (m := project_method(c, call)))]
+        for built in built_by:  # ``build_optimizer(config, model)``, ``exp.get_optimizer(model)`` elsewhere
             if built.facts.returns_optimizer and (name := _params_helper(c, built.call)) and name not in seen:
                 seen.add(name)
                 out.append(TrainedModel(name, built.call))
+        for trains in project_calls(c):  # ``Trainer(model, optimizer).fit()``: the model it is handed
+            arg = trains.arg_for(trains.facts.role_of(MODEL)) if trains.facts.trains else None
+            name = dotted_name(strip_chain(arg)) if arg is not None else None
+            if name is not None and name not in seen:
+                seen.add(name)
+                out.append(TrainedModel(name, trains.call))
         return out
     return ctx.fact(compute)
 

@@ -39,6 +39,8 @@ class FunctionFacts:
     unfused_optimizer_line: int | None = None  # an optimizer built without fused= (GP305)
     builds_loader: bool = False
     yields_batches: bool = False  # a generator or ``next_batch()``-style method: returns a batch
+    compiles: bool = False  # compiles a model (``torch.compile``, ``.compile()``) in its body or a callee
+    makes_scaler: bool = False  # creates a GradScaler (a scaler wrapper class's ``__init__``, a builder)
 
     def role_of(self, role: str) -> str | None:
         return next((p for p, r in self.roles if r == role), None)
@@ -137,7 +139,9 @@ def project_function(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
         module, _, name = qn.rpartition(".")
         while module and found is None:
             facts = ctx.project.get(module)
-            fn = facts.functions.get(name) if facts is not None else None
+            # ``Trainer(model, opt)``: a class of that module, read through its ``__init__``
+            fn = facts.functions.get(name) or facts.functions.get(f"{name}.__init__") \
+                if facts is not None else None
             if fn is not None:
                 assert facts is not None
                 found = ProjectCall(facts, name, fn, node)
@@ -172,6 +176,40 @@ def project_calls(ctx: RuleContext) -> list[ProjectCall]:
 
 def _all_project_calls(ctx: RuleContext) -> list[ProjectCall]:
     return [pc for call in ctx.nodes(cst.Call) if (pc := project_function(ctx, call)) is not None]
+
+
+def project_method(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
+    """The method of a class of the user's imported modules that ``node`` calls on an object this
+    file cannot type (``exp.get_optimizer(model, bs)``), found by its name when one method of
+    those classes has it; None otherwise."""
+    if not ctx.project or not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        return None
+    found = ctx.fact(_methods_by_name).get(node.func.attr.value)
+    return ProjectCall(found[0], found[1], found[2], node) if found is not None else None
+
+
+def _methods_by_name(ctx: RuleContext) -> dict[str, tuple[ModuleFacts, str, FunctionFacts]]:
+    seen: dict[str, list[tuple[ModuleFacts, str, FunctionFacts]]] = {}
+    for facts in ctx.project.values():
+        for name, f in facts.functions.items():
+            if "." in name and not name.rsplit(".", 1)[1].startswith("__"):
+                entries = seen.setdefault(name.rsplit(".", 1)[1], [])
+                if all(e[2] != f for e in entries):  # a re-export repeats the same facts
+                    entries.append((facts, name, f))
+    return {name: entries[0] for name, entries in seen.items() if len(entries) == 1}
+
+
+def model_methods(ctx: RuleContext) -> dict[str, ModuleFacts]:
+    """Method names that return a model in a class of the user's imported modules
+    (``exp.get_model()``), with the module that defines them."""
+    if not ctx.project:
+        return {}
+    return ctx.fact(_model_methods)
+
+
+def _model_methods(ctx: RuleContext) -> dict[str, ModuleFacts]:
+    return {name.rsplit(".", 1)[1]: facts for facts in ctx.project.values()
+            for name, f in facts.functions.items() if "." in name and f.returns_model}
 
 
 def batch_methods(ctx: RuleContext) -> frozenset[str]:
