@@ -60,11 +60,14 @@ class NoTF32(Rule):
     gains_on = "cuda"
     across_modules = (
         "A script that hands its model to a training function of the user's other modules "
-        "(`engine.train_one_epoch(model, loader, optimizer, device)`) trains; a model built there "
-        "(`models.build_model(args)`, `create_model(...)`, `models.__dict__[args.arch]()`, an "
-        "imported model class) counts as matmul work when that module or the user's modules it "
-        "imports use linear, attention or matmul layers; reported in the script, where the setting "
-        "goes. Not followed: imports more than 3 levels deep, a setting made in another module."
+        "(`engine.train_one_epoch(model, loader, optimizer, device)`, or a class of them, "
+        "`Trainer(model, optimizer).fit()`) trains; a model built there (`models.build_model(args)`, "
+        "`create_model(name)` over a `@register_model` table, `build(cfg)` over a dict of classes, "
+        "`exp.get_model()`, `models.__dict__[args.arch]()`, an imported or re-exported model class) "
+        "counts as matmul work when that module or the user's modules it imports use linear, "
+        "attention or matmul layers; reported in the script, where the setting goes, naming the "
+        "module the model comes from. Not followed: imports more than 3 levels deep, a setting made "
+        "in another module."
     )
     limitations = (
         "Any call of `torch.set_float32_matmul_precision`, assignment of a TF32 flag "

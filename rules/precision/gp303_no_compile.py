@@ -90,15 +90,20 @@ class NoCompile(Rule):
         "A script that hands its model to a training function of the user's other modules trains; "
         "the trained model is found through a parameter-group helper of those modules "
         "(`add_weight_decay(model, wd)`, `get_params_groups(model)`) or an optimizer builder "
-        "(`build_optimizer(config, model)`), and reported where it is built or handed to training. "
-        "Not followed: a compile done inside another module."
+        "(`build_optimizer(config, model)`, `exp.get_optimizer(model)`), or as the model handed to "
+        "a training class or function of those modules (`Trainer(model, optimizer).fit()`), and "
+        "reported where it is built or handed to training, naming the trainer. A compile inside a "
+        "function or class of those modules that the script calls (`self.model = "
+        "torch.compile(model)` in the Trainer) counts. Not followed: a compile in a module the "
+        "script does not call into."
     )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
         "`re.compile`) or `TrainingArguments(torch_compile=...)` in the module silences it.",
         "The trained model is found through the optimizer's `.parameters()` argument (the whole "
-        "model when that is a submodule's); a model whose parameters reach the optimizer through "
-        "another module is missed. A LightningModule that builds its own optimizer is reported "
+        "model when that is a submodule's), or as the model handed to a trainer of the user's "
+        "other modules; one whose parameters reach an optimizer out of sight (an installed "
+        "package's factory) is missed. A LightningModule that builds its own optimizer is reported "
         "without a fix.",
         "The fix inserts `model.compile()` after the statement that builds or moves the model, in "
         "the optimizer's block, and before a `DistributedDataParallel`/FSDP wrap (the inner "

@@ -92,16 +92,17 @@ class NoCudnnBenchmark(Rule):
     gains_on = "cuda"
     across_modules = (
         "A script that hands its model to a training function of the user's other modules trains; a "
-        "model built there (`models.build_model(args)`, `models.__dict__[arch]()`, an imported "
+        "model built there (`models.build_model(args)`, `create_model(name)` over a registry, "
+        "`build(cfg)`, `exp.get_model()`, `models.__dict__[arch]()`, an imported or re-exported "
         "model class) counts as convolutional when that module or the user's modules it imports use "
-        "convolution layers; reported in the script. Not followed: imports more than 3 levels deep, "
-        "a setting made in another module."
+        "convolution layers; reported in the script, naming the module the model comes from. Not "
+        "followed: imports more than 3 levels deep, a setting made in another module."
     )
     limitations = (
         "Convolutions are recognised through `torch.nn.Conv*`/`ConvTranspose*`, "
         "`torch.nn.functional.conv*` and vision model zoos (torchvision, timm, a model picked "
-        "by name as `models.__dict__[arch]()`); a convolutional model built in another module is "
-        "missed.",
+        "by name as `models.__dict__[arch]()`), and the user's other modules (see Across modules); "
+        "a convolutional model built by an installed package other than the zoos is missed.",
         "A cuDNN choice made only under an opt-in flag (`if args.seed is not None: "
         "cudnn.deterministic = True`, or in a function called only under one) is not a "
         "file-wide choice: reported, without a fix.",

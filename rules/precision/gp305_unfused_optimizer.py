@@ -49,11 +49,14 @@ class UnfusedOptimizer(Rule):
     # the gain is established.
     gains_on = "cuda"
     across_modules = (
-        "A script that hands its optimizer to a training function of the user's other modules "
-        "trains; an optimizer built by a function of another module (`build_optimizer(config, "
-        "model)`) without `fused=` is reported once, at the call, without a fix, naming the file "
-        "and line to change (the builder's module is not reported unless it trains itself). Not "
-        "followed: `fused=` passed in from a configuration out of sight."
+        "A script that hands its optimizer to a training function or class of the user's other "
+        "modules trains. An optimizer factory (a function or method that builds an Adam, AdamW or "
+        "SGD and returns it: `create_optimizer(args, model)`, `Exp.get_optimizer(model)`) is "
+        "reported in its own module, at the constructor, where the edit goes, once (not at the "
+        "calls); the fix there is `fused=next(model.parameters()).is_cuda` when the factory is "
+        "handed the model. A keyword dict the factory builds (`optim.AdamW(params, **opt_args)`) is "
+        "read; one the caller's keywords may reach (`**kwargs`) counts as a choice. Not followed: "
+        "`fused=` passed in from a configuration out of sight."
     )
     limitations = (
         "Only Adam, AdamW and SGD from `torch.optim` are checked; other optimizers with fused or "
@@ -156,9 +159,9 @@ def _factory_findings(ctx: RuleContext) -> Iterator[Finding]:
             elif outcome is None and model is not None:
                 outcome = Fix("use the fused implementation when the model is on CUDA", (
                     Replace(call, add_kwarg(call, "fused", f"next({model}.parameters()).is_cuda")),), "unsafe")
-            yield Finding.of(call, f"optimizer built by the factory `{fn.name.value}` without fused=: its update "
-                                   "runs as many separate kernels over every parameter for the training that "
-                                   "calls it from another module; use the fused implementation on CUDA",
+            yield Finding.of(call, f"optimizer built by the factory `{fn.name.value}` without fused=: the "
+                                   "optimizer it returns updates every parameter with many separate kernels "
+                                   "per step; use the fused implementation on CUDA, here where it is built",
                              outcome or NoFix("the factory is not handed the model, so where its parameters live "
                                               "is not visible here: add fused=True where they are on CUDA"))
 

@@ -163,6 +163,10 @@ def gathered_model(ctx: RuleContext, fn: cst.FunctionDef) -> str | None:
     found = gathered_param(fn, params, returns, ctx.source)
     if found is not None:
         return found
+    walked = {dotted_name(n.func.value) for n in walk(fn.body, into_nested=True)  # type: ignore[union-attr]
+              if method_call(n, "modules", "named_modules")} & set(params)
+    if len(walked) == 1:  # ``for m in model.modules(): ... m.weight`` (parameter groups by layer type)
+        return walked.pop()
     helpers = {name: h for name, h in functions_of(ctx) if "." not in name}
     for call in (n for n in walk(fn.body) if isinstance(n, cst.Call)):
         helper = helpers.get(dotted_name(call.func) or "")
