@@ -227,6 +227,29 @@ def param_receivers(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) 
             if where is not False:
                 for _, value in assignments_in(ctx, where if isinstance(where, cst.FunctionDef) else None, name):
                     out.extend(param_receivers(ctx, value, depth + 1))
+                if not out:
+                    out.extend(_grouped_from(ctx, where if isinstance(where, cst.FunctionDef) else None, name))
+    return out
+
+
+_WALKS_PARAMETERS = ("modules", "named_modules", "parameters", "named_parameters", "children", "named_children")
+
+
+def _grouped_from(ctx: RuleContext, fn_body: FunctionBody, name: str) -> list[str]:
+    """The model a parameter-group list is filled from: ``pg0.append(v.weight)`` inside ``for k, v
+    in model.named_modules():`` (the list later handed to ``SGD(pg0, ...)``)."""
+    out: list[str] = []
+    for call in ctx.nodes(cst.Call):
+        if not method_call(call, "append", "extend") or dotted_name(call.func.value) != name:  # type: ignore[union-attr]
+            continue
+        if body_of(ctx, call) is not fn_body:
+            continue
+        for anc in ctx.ancestors(call):
+            if isinstance(anc, cst.For) and isinstance(anc.iter, cst.Call) and method_call(anc.iter, *_WALKS_PARAMETERS):
+                holder = dotted_name(anc.iter.func.value)  # type: ignore[union-attr]
+                if holder is not None and holder not in out:
+                    out.append(holder)
+                break
     return out
 
 
