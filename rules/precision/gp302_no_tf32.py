@@ -14,15 +14,11 @@ from ..analysis.facts.workload import MATMUL_USERS, matmul_operator, model_zoo
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, hf_tf32, matmul_precision_fix
 from ..analysis.syntax.calls import get_arg
-from ..analysis.facts.project_use import model_source, program_trains, project_model
+from ..analysis.facts.project_use import model_source, program_trains, project_model, set_elsewhere
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.project import MATMUL
+from ..analysis.syntax.project import MATMUL, TF32
+from ..analysis.syntax.torch_names import SET_PRECISION, TF32_SETTINGS
 
-TF32_SETTINGS = frozenset({
-    "torch.backends.cuda.matmul.allow_tf32", "torch.backends.cuda.matmul.fp32_precision",
-    "torch.backends.fp32_precision",
-})
-SET_PRECISION = frozenset({"torch.set_float32_matmul_precision"})
 
 
 def _tf32_chosen(ctx: RuleContext) -> bool:
@@ -165,7 +161,7 @@ class NoTF32(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         if not program_trains(ctx) or cpu_only(ctx) or model_precision(ctx):
             return
-        if _tf32_chosen(ctx):
+        if _tf32_chosen(ctx) or set_elsewhere(ctx, TF32):  # here, or by the user's module it calls
             return
         node = first_use_of(ctx, MATMUL_USERS) or model_zoo(ctx) or matmul_operator(ctx) or project_model(ctx, MATMUL)
         message = ("float32 matmuls run without TF32 (no torch.set_float32_matmul_precision): tensor cores "

@@ -18,14 +18,13 @@ from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import NO_TOP_IMPORT, lightning_benchmark_fix
 from ..analysis.syntax.calls import get_arg, literal_value
 from ..analysis.fixes.framework_blind import unseen_settings
-from ..analysis.facts.project_use import model_source, program_trains, project_model
+from ..analysis.facts.project_use import model_source, program_trains, project_model, set_elsewhere
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.project import CONV
+from ..analysis.syntax.project import CONV, CUDNN
+from ..analysis.syntax.torch_names import CUDNN_CHOICES, DETERMINISM
 
 # Settings that show the user chose cuDNN's algorithm selection (benchmarking picks algorithms
 # by timing, which is not deterministic).
-CUDNN_CHOICES = frozenset({"torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic"})
-DETERMINISM = frozenset({"torch.use_deterministic_algorithms"})
 
 
 def _choices(ctx: RuleContext) -> list[tuple[cst.CSTNode, bool]]:
@@ -179,8 +178,8 @@ class NoCudnnBenchmark(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not program_trains(ctx) or cpu_only(ctx):
-            return
+        if not program_trains(ctx) or cpu_only(ctx) or set_elsewhere(ctx, CUDNN):
+            return  # (a Trainer of the user's other modules, or a module imported, chose already)
         choices = _choices(ctx)
         if any(not off or not _opt_in(ctx, node) for node, off in choices):
             return  # benchmark set on, or turned off for every run: the user's choice

@@ -218,6 +218,16 @@ def test_valid_twins_of_the_factory_projects_stay_quiet(tmp_path: Path) -> None:
     root = _variant(tmp_path, "trainer_receives", {
         "trainer.py": ("self.model = model.to(device)", "self.model = torch.compile(model.to(device))")})
     assert "GP303" not in _codes(_lint_now(root, False, "none"), "train.py")
+    # the trainer chooses cuDNN's algorithms (a tuple assignment, as seeding helpers write it); a
+    # module the script imports sets TF32 when imported
+    root = _variant(tmp_path / "settings", "trainer_receives", {
+        "trainer.py": ("        self.log_every = log_every\n",
+                       "        self.log_every = log_every\n"
+                       "        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = True, False\n"),
+        "modeling/build.py": ('MODELS = {', 'torch.set_float32_matmul_precision("high")\nMODELS = {'),
+    })
+    (root / "modeling/build.py").write_text("import torch\n" + (root / "modeling/build.py").read_text())
+    assert not {"GP302", "GP304"} & set(_codes(_lint_now(root, False, "none"), "train.py"))
     cases = {  # the edit of optim_factory.py -> the lines still reported there
         "fused": (("optim.AdamW(parameters, **opt_args)", "optim.AdamW(parameters, fused=True, **opt_args)"), [22]),
         "foreach": (("dict(lr=args.lr, weight_decay=0.0)", "dict(lr=args.lr, weight_decay=0.0, foreach=True)"), []),

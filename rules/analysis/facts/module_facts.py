@@ -17,9 +17,10 @@ from ..model.step_code import walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.context import RuleContext
-from ..syntax.project import (CONV, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, FunctionFacts, ModuleFacts,
-                              project_class, project_function)
-from ..syntax.torch_names import AUTOCAST, DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
+from ..syntax.project import (CONV, CUDNN, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, TF32, FunctionFacts,
+                              ModuleFacts, project_class, project_function)
+from ..syntax.torch_names import (AUTOCAST, CUDNN_CHOICES, DATALOADERS, DETERMINISM, GRAD_SCALERS, LR_SCHEDULERS,
+                                  OPTIMIZERS, SET_PRECISION, TF32_SETTINGS)
 from ..syntax.tree import walk
 from .builders import (at_module_level, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, unfused_in_factory, values_of)
@@ -52,8 +53,35 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     _class_entries(ctx, ta, functions, classes)
     exported = {c for c in classes if "." not in c}
     _reexports(ctx, functions, exported)
+    settings = {s for n in walk(ctx.module) if (s := _setting(ctx, n)) is not None} if _may_set(ctx) else set()
+    for imported in ctx.project.values():  # what its imports set when they are imported
+        settings |= imported.settings
     return ModuleFacts(functions, frozenset(workload), frozenset(exported),
-                       any(f.trains for f in functions.values()))
+                       any(f.trains for f in functions.values()), settings=frozenset(settings))
+
+
+def _may_set(ctx: RuleContext) -> bool:
+    return any(word in ctx.source for word in ("backends", "set_float32_matmul_precision", "deterministic"))
+
+
+def _setting(ctx: RuleContext, node: cst.CSTNode) -> str | None:
+    """TF32 or CUDNN when ``node`` makes that choice for the program (``torch.backends.cudnn.
+    benchmark = True``, ``cudnn.benchmark, cudnn.deterministic = ...``,
+    ``torch.set_float32_matmul_precision("high")``), else None."""
+    if isinstance(node, cst.Call):
+        if ctx.matches(node.func, SET_PRECISION):
+            return TF32
+        return CUDNN if ctx.matches(node.func, DETERMINISM) else None
+    if not isinstance(node, cst.Assign):
+        return None
+    for t in node.targets:
+        elements = [e.value for e in t.target.elements] if isinstance(t.target, cst.Tuple) else [t.target]
+        for target in (e for e in elements if isinstance(e, cst.Attribute)):
+            if ctx.matches(target, TF32_SETTINGS):
+                return TF32
+            if ctx.matches(target, CUDNN_CHOICES):
+                return CUDNN
+    return None
 
 
 def _params_through_helpers(ctx: RuleContext, functions: dict[str, FunctionFacts]) -> None:
@@ -92,7 +120,8 @@ def _class_entries(ctx: RuleContext, ta: TrainingAnalysis, functions: dict[str, 
         trains = any(f.trains for f in methods)
         compiles = any(f.compiles for f in methods)
         scaler = any(f.makes_scaler for f in methods)
-        if not (trains or compiles or scaler):
+        settings = tuple(sorted({s for f in methods for s in f.settings}))
+        if not (trains or compiles or scaler or settings):
             continue
         init = next((i for i in stmt.body.body if isinstance(i, cst.FunctionDef) and i.name.value == "__init__"),
                     None)
@@ -100,7 +129,7 @@ def _class_entries(ctx: RuleContext, ta: TrainingAnalysis, functions: dict[str, 
         roles = _class_roles(ta, stmt, init) if trains and init is not None else base.roles
         functions[f"{prefix}__init__"] = dataclasses.replace(
             base, trains=base.trains or trains, compiles=base.compiles or compiles,
-            makes_scaler=base.makes_scaler or scaler, roles=roles)
+            makes_scaler=base.makes_scaler or scaler, roles=roles, settings=settings)
 
 
 def _reexports(ctx: RuleContext, functions: dict[str, FunctionFacts], models: set[str]) -> None:
@@ -170,6 +199,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
                     line_of: LineOf, in_model: bool = False) -> FunctionFacts:
     params = params_of(fn)
     trains = zeroes = autocast = compiles = scaler = False
+    settings: set[str] = set()
     # What the module's text cannot hold is not looked for (most helpers train nothing).
     src, imported_any = ctx.source, bool(ctx.project)
     look_train = not in_model and (imported_any or "backward" in src or "step" in src or "loss" in src)
@@ -177,8 +207,11 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
     look_autocast = not in_model and (imported_any or "autocast" in src)
     look_compile = not in_model and (imported_any or "compile" in src)
     look_scaler = not in_model and (imported_any or "Scaler" in src)
-    if look_train or look_zero or look_autocast or look_compile or look_scaler:
+    look_settings = not in_model and (imported_any or _may_set(ctx))
+    if look_train or look_zero or look_autocast or look_compile or look_scaler or look_settings:
         for node in walk_with_callees(ta, fn.body):
+            if look_settings and (setting := _setting(ctx, node)) is not None:
+                settings.add(setting)
             if look_train and not trains:
                 trains = ta.is_backward_call(node) or ta.is_optimizer_step(node)
             if look_zero and not zeroes:
@@ -197,6 +230,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
                     autocast = autocast or imported.facts.autocast
                     compiles = compiles or imported.facts.compiles
                     scaler = scaler or imported.facts.makes_scaler
+                    settings.update(imported.facts.settings)
     returns = [v for r in returned_values(ctx, fn) for v in values_of(fn, r)]
     built = [c for c in (strip_chain(v) for v in returns) if isinstance(c, cst.Call)]
     optimizer = next((c for c in built if ctx.matches(c.func, OPTIMIZERS)
@@ -218,6 +252,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         yields_batches=_yields_batches(ctx, fn),
         compiles=compiles,
         makes_scaler=scaler,
+        settings=tuple(sorted(settings)),
     )
 
 

@@ -27,6 +27,16 @@ def program_trains(ctx: RuleContext) -> bool:
     return bool(analysis(ctx).step_loops) or framework_trains(ctx) or bool(training_calls(ctx))
 
 
+def set_elsewhere(ctx: RuleContext, setting: str) -> bool:
+    """Does the user's code this file runs make the ``setting`` (``syntax.project.TF32``/``CUDNN``)
+    already: a module it imports, when imported, or a function or class of them it calls
+    (``Trainer(model).fit()`` setting ``cudnn.benchmark`` in its ``__init__``)?"""
+    if not ctx.project:
+        return False
+    return any(setting in m.settings for m in ctx.project.values()) or \
+        any(setting in pc.facts.settings for pc in project_calls(ctx))
+
+
 def project_model(ctx: RuleContext, kind: str) -> cst.Call | None:
     """The first call of this file that builds a model with another of the user's modules whose
     models compute ``kind`` (``syntax.project.MATMUL``/``CONV``): a model-returning function

@@ -22,6 +22,8 @@ from .context import RuleContext
 MODEL, OPTIMIZER, LOADER, DEVICE, SCALER = "model", "optimizer", "loader", "device", "scaler"
 # What a model computes (``ModuleFacts.workload``): float32 matmuls, convolutions.
 MATMUL, CONV = "matmul", "conv"
+# Settings a module makes for the program (``settings``): TF32 matmuls, cuDNN's algorithm choice.
+TF32, CUDNN = "tf32", "cudnn"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +43,7 @@ class FunctionFacts:
     yields_batches: bool = False  # a generator or ``next_batch()``-style method: returns a batch
     compiles: bool = False  # compiles a model (``torch.compile``, ``.compile()``) in its body or a callee
     makes_scaler: bool = False  # creates a GradScaler (a scaler wrapper class's ``__init__``, a builder)
+    settings: tuple[str, ...] = ()  # TF32/CUDNN it sets, in its body or a callee
 
     def role_of(self, role: str) -> str | None:
         return next((p for p, r in self.roles if r == role), None)
@@ -50,7 +53,8 @@ class FunctionFacts:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> FunctionFacts:
-        return cls(**{**doc, "params": tuple(doc["params"]), "roles": tuple(tuple(r) for r in doc["roles"])})
+        return cls(**{**doc, "params": tuple(doc["params"]), "roles": tuple(tuple(r) for r in doc["roles"]),
+                      "settings": tuple(doc.get("settings", ()))})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,15 +67,18 @@ class ModuleFacts:
     models: frozenset[str] = frozenset()  # its model classes (``nn.Module`` subclasses, no losses)
     trains: bool = False  # one of its functions runs a training step
     path: str = ""  # where the module is, as a message names it (set by the engine)
+    settings: frozenset[str] = frozenset()  # TF32/CUDNN set when it is imported (it or its imports)
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
-                "workload": sorted(self.workload), "models": sorted(self.models), "trains": self.trains}
+                "workload": sorted(self.workload), "models": sorted(self.models), "trains": self.trains,
+                "settings": sorted(self.settings)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
         return cls({k: FunctionFacts.from_json(v) for k, v in doc["functions"].items()},
-                   frozenset(doc["workload"]), frozenset(doc["models"]), bool(doc["trains"]))
+                   frozenset(doc["workload"]), frozenset(doc["models"]), bool(doc["trains"]),
+                   settings=frozenset(doc.get("settings", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
