@@ -254,3 +254,42 @@ def test_a_class_that_does_not_train_is_no_training(tmp_path: Path) -> None:
         "trainer.py": ("        loss.backward()\n        self.optimizer.step()\n", "")})
     found = _lint_now(root, False, "none")
     assert not {"GP302", "GP303", "GP304"} & set(_codes(found, "train.py"))
+
+
+def test_a_subclass_of_the_users_trainer_trains(tmp_path: Path) -> None:
+    """``class Trainer(DefaultTrainer)`` in the script, the step in the base class of engine/:
+    the script trains, so the model it builds is reported there."""
+    root = _tree(tmp_path, {
+        "pyproject.toml": "",
+        "engine/__init__.py": "from .base import BaseTrainer\n",
+        "engine/base.py": (
+            "import torch\n\n\n"
+            "class BaseTrainer:\n"
+            "    def __init__(self, model, optimizer, loader):\n"
+            "        self.model, self.optimizer, self.loader = model, optimizer, loader\n\n"
+            "    def train(self):\n"
+            "        for x, y in self.loader:\n"
+            "            loss = torch.nn.functional.cross_entropy(self.model(x), y)\n"
+            "            self.optimizer.zero_grad()\n"
+            "            loss.backward()\n"
+            "            self.optimizer.step()\n"),
+        "train.py": (
+            "import torch\n"
+            "from torch import nn\n"
+            "from engine import BaseTrainer\n\n\n"
+            "class Trainer(BaseTrainer):\n"
+            "    def after_step(self):\n"
+            "        pass\n\n\n"
+            "model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)).cuda()\n"
+            "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)\n"
+            "Trainer(model, optimizer, torch.load('batches.pt')).train()\n"),
+    })
+    assert {"GP302", "GP303"} <= set(_codes(_lint_now(root, False, "none"), "train.py"))
+    assert not {"GP302", "GP303"} & set(_codes(_lint_now(root, True, "none"), "train.py"))
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root

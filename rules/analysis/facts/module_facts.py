@@ -18,7 +18,7 @@ from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.context import RuleContext
 from ..syntax.project import (CONV, CUDNN, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, TF32, FunctionFacts,
-                              ModuleFacts, project_class, project_function)
+                              ModuleFacts, project_base_class, project_class, project_function)
 from ..syntax.torch_names import (AUTOCAST, CUDNN_CHOICES, DATALOADERS, DETERMINISM, GRAD_SCALERS, LR_SCHEDULERS,
                                   OPTIMIZERS, SET_PRECISION, TF32_SETTINGS)
 from ..syntax.tree import walk
@@ -117,6 +117,7 @@ def _class_entries(ctx: RuleContext, ta: TrainingAnalysis, functions: dict[str, 
             continue
         prefix = f"{stmt.name.value}."
         methods = [f for name, f in functions.items() if name.startswith(prefix)]
+        methods += [f for b in stmt.bases if (f := project_base_class(ctx, b.value)) is not None]  # its bases'
         trains = any(f.trains for f in methods)
         compiles = any(f.compiles for f in methods)
         scaler = any(f.makes_scaler for f in methods)
@@ -318,6 +319,8 @@ def _stored_param(value: cst.BaseExpression, params: tuple[str, ...]) -> str | N
             value = func.value
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
             value = func.value  # ``model.to(device).train()``
+        elif (dotted_name(func) or "self.").startswith("self."):
+            return None  # ``self.build_loader(cfg)``: built from it, not it
         elif value.args and value.args[0].keyword is None:
             value = value.args[0].value
         else:

@@ -10,8 +10,8 @@ import libcst as cst
 
 from ..model.training import analysis
 from ..syntax.context import RuleContext
-from ..syntax.project import (ModuleFacts, ProjectCall, model_methods, project_calls, project_class,
-                              project_module)
+from ..syntax.project import (ModuleFacts, ProjectCall, model_methods, project_base_class, project_calls,
+                              project_class, project_module)
 from .frameworks import framework_trains
 
 
@@ -24,7 +24,17 @@ def training_calls(ctx: RuleContext) -> list[ProjectCall]:
 def program_trains(ctx: RuleContext) -> bool:
     """Does the program train here: a step loop of this file, a framework's fit, or a call into a
     training function of another of the user's modules?"""
-    return bool(analysis(ctx).step_loops) or framework_trains(ctx) or bool(training_calls(ctx))
+    return bool(analysis(ctx).step_loops) or framework_trains(ctx) or bool(training_calls(ctx)) or \
+        bool(ctx.project) and ctx.fact(_runs_a_trainer_subclass)
+
+
+def _runs_a_trainer_subclass(ctx: RuleContext) -> bool:
+    """A class of this file that extends a training class of the user's other modules (``class
+    Trainer(DefaultTrainer)``), built here (``Trainer(cfg).train()``)."""
+    subclasses = {cls.name.value for cls in ctx.nodes(cst.ClassDef)
+                  if any((f := project_base_class(ctx, b.value)) is not None and f.trains for b in cls.bases)}
+    return bool(subclasses) and any(isinstance(c.func, cst.Name) and c.func.value in subclasses
+                                    for c in ctx.nodes(cst.Call))
 
 
 def set_elsewhere(ctx: RuleContext, setting: str) -> bool:

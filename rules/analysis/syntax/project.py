@@ -160,6 +160,19 @@ def project_function(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
     return found
 
 
+def project_base_class(ctx: RuleContext, expr: cst.BaseExpression) -> FunctionFacts | None:
+    """The ``__init__`` facts of the class of the user's other modules that ``expr`` names (a base
+    class: ``class Trainer(DefaultTrainer)``), carrying what the class does (trains, compiles...)."""
+    if not ctx.project or not isinstance(expr, (cst.Name, cst.Attribute)):
+        return None
+    for qn in sorted(_names(ctx, expr)):
+        module, _, name = qn.rpartition(".")
+        facts = ctx.project.get(module)
+        if facts is not None and f"{name}.__init__" in facts.functions:
+            return facts.functions[f"{name}.__init__"]
+    return None
+
+
 def _project_calls(ctx: RuleContext) -> dict[cst.Call, ProjectCall | None]:
     return {}
 
