@@ -293,3 +293,36 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     return root
+
+
+def test_a_model_from_a_registry_object_filled_elsewhere(tmp_path: Path) -> None:
+    """detectron2's shape: ``META_ARCH_REGISTRY = Registry("META_ARCH")`` in build.py, classes
+    registered by ``@META_ARCH_REGISTRY.register()`` in another module of the package,
+    ``build_model(cfg)`` returning ``META_ARCH_REGISTRY.get(name)(cfg)``."""
+    root = _tree(tmp_path, {
+        "pyproject.toml": "",
+        "utils/__init__.py": "",
+        "utils/registry.py": ("class Registry:\n    def __init__(self, name):\n        self._obj_map = {}\n\n"
+                              "    def register(self):\n        def deco(cls):\n"
+                              "            self._obj_map[cls.__name__] = cls\n            return cls\n        return deco\n\n"
+                              "    def get(self, name):\n        return self._obj_map[name]\n"),
+        "modeling/__init__.py": "from .build import META_ARCH_REGISTRY, build_model\nfrom .rcnn import RCNN\n",
+        "modeling/build.py": ("import torch\nfrom utils.registry import Registry\n\n"
+                              "META_ARCH_REGISTRY = Registry(\"META_ARCH\")\n\n\n"
+                              "def build_model(cfg):\n    model = META_ARCH_REGISTRY.get(cfg.arch)(cfg)\n"
+                              "    model.to(torch.device(cfg.device))\n    return model\n"),
+        "modeling/rcnn.py": ("from torch import nn\nfrom .build import META_ARCH_REGISTRY\n\n\n"
+                             "@META_ARCH_REGISTRY.register()\nclass RCNN(nn.Module):\n    def __init__(self, cfg):\n"
+                             "        super().__init__()\n        self.backbone = nn.Conv2d(3, 64, 7)\n"
+                             "        self.head = nn.Linear(64, cfg.num_classes)\n\n"
+                             "    def forward(self, x):\n        return self.head(self.backbone(x).mean((2, 3)))\n"),
+        "train.py": ("import torch\nfrom modeling import build_model\n\n\ndef main(cfg, loader):\n"
+                     "    model = build_model(cfg)\n"
+                     "    optimizer = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9, foreach=True)\n"
+                     "    for images, targets in loader:\n"
+                     "        loss = torch.nn.functional.cross_entropy(model(images), targets)\n"
+                     "        optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()\n"),
+    })
+    found = {d.code: d for d in _lint_now(root, False, "none")["train.py"].diagnostics}  # type: ignore[attr-defined]
+    assert {"GP302", "GP304"} <= set(found)
+    assert found["GP304"].line == 6 and "(the model comes from modeling/__init__.py)" in found["GP304"].message

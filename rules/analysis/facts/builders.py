@@ -105,12 +105,19 @@ def is_lookup(fn: cst.FunctionDef, expr: cst.BaseExpression, lookups: set[str], 
 
 
 def has_registry(ctx: RuleContext) -> bool:
-    """A module-level table that functions or decorators fill (``_entrypoints[fn.__name__] = fn``,
-    ``@MODELS.register()``): the module hands out what was registered by name."""
+    """A module-level registry object (``META_ARCH_REGISTRY = Registry("META_ARCH")``, whose
+    classes register elsewhere), or a table that functions or decorators fill
+    (``_entrypoints[fn.__name__] = fn``, ``@MODELS.register()``): the module hands out what was
+    registered by name."""
+    for stmt in ctx.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(a, cst.Assign) and isinstance(a.value, cst.Call) and
+                (dotted_name(a.value.func) or "").rsplit(".", 1)[-1].lower().endswith("registry") for a in stmt.body):
+            return True
     tables = {t.target.value for stmt in ctx.module.body if isinstance(stmt, cst.SimpleStatementLine)
               for a in stmt.body if isinstance(a, cst.Assign) and (
                   isinstance(a.value, cst.Dict) or isinstance(a.value, cst.Call) and
-                  (dotted_name(a.value.func) or "").rsplit(".", 1)[-1].lower().endswith(("dict", "registry")))
+                  (dotted_name(a.value.func) or "").rsplit(".", 1)[-1].lower().endswith("dict"))
               for t in a.targets if isinstance(t.target, cst.Name)}
     if not tables:
         return False
