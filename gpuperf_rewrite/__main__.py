@@ -1,4 +1,4 @@
-from gpuperf_rewrite.cli import main
+from gpuperf_rewrite.console import main
 
 if __name__ == "__main__":
     main()

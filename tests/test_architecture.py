@@ -557,4 +557,4 @@ def test_wheel_ships_every_subpackage_and_module(tmp_path):
             assert installed in names, f"{installed} is missing from the wheel"
     assert f"{PKG}/py.typed" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "gpuperf-rewrite = gpuperf_rewrite.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "gpuperf-rewrite = gpuperf_rewrite.console:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

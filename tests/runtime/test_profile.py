@@ -135,8 +135,9 @@ def test_a_one_process_run_ends_at_its_step_limit_without_unwinding_the_script(m
     doc = run_profile(make_script(raw=raw), steps=4, warmup=1)
     assert doc["status"] == "step_limit" and doc["exit_code"] == 0, doc["stderr_tail"]
     assert doc["measured_steps"] == 4 and len(doc["loss"]) == 5
-    assert not marker.exists() and doc["process_wall_time_s"] < 5
-    assert doc["phases"]["after_s"] < 1.0
+    # The marker is written after the `finally`'s sleep: absent once run_profile returned, the
+    # process ended without unwinding (no wall-clock bound: a busy machine stretches every time).
+    assert not marker.exists()
 
 
 def test_timeout_ends_the_process_group(make_script: Make, tmp_path: Path,
@@ -152,9 +153,7 @@ def test_timeout_ends_the_process_group(make_script: Make, tmp_path: Path,
         time.sleep(0.1)
     """
     monkeypatch.setattr(profiling, "TERM_GRACE_S", 1.0)
-    t0 = time.monotonic()
     doc = run_profile(make_script(raw=raw), steps=5, warmup=1, timeout=10)
-    assert time.monotonic() - t0 < 10 + 1 + 15  # timeout + grace + slack for a busy machine
     assert pidfile.exists(), "the script never started: " + doc["stderr_tail"]
     assert doc["status"] == "timeout" and CONTRACT_KEYS <= set(doc)
     pids = [int(p) for p in pidfile.read_text().split()]

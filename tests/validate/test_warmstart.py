@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -172,7 +173,7 @@ def test_a_forked_run_is_ended_at_its_timeout_with_its_whole_group(tmp_path: Pat
                       "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
                       "open('child.pid', 'w').write(str(child.pid))\n"
                       "time.sleep(600)\n")
-    doc = profile_runner(run_request(str(script), cwd=str(tmp_path), steps=2, warmup=0, timeout=8))
+    doc = profile_runner(run_request(str(script), cwd=str(tmp_path), steps=2, warmup=0, timeout=20))
     assert doc["phases"]["start"] == "fork"  # the server is warm after the test above, or started now
     assert doc["status"] == "timeout" or doc["status"] == "crashed"
     pid = int((tmp_path / "child.pid").read_text())
@@ -277,9 +278,8 @@ def test_a_wrong_prestart_guess_is_ended_by_the_first_run_and_never_delays_exit(
     # A server still importing torch is killed at exit, not waited for.
     assert prestart(tmp_path / "train.py", env={**os.environ, "GPUPERF_TEST_GUESS": "exit"})
     pending = next(s for k, s in warmstart._SERVERS.items() if ("GPUPERF_TEST_GUESS", "exit") in k[1])
-    t0 = time.monotonic()
     pending.close()
-    assert time.monotonic() - t0 < 1.0 and pending.proc.poll() is not None
+    assert pending.proc.returncode == -signal.SIGKILL  # killed while importing, not waited for
     warmstart._drop_unused_prestarts()
 
 
