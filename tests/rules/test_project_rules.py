@@ -228,6 +228,13 @@ def test_valid_twins_of_the_factory_projects_stay_quiet(tmp_path: Path) -> None:
     })
     (root / "modeling/build.py").write_text("import torch\n" + (root / "modeling/build.py").read_text())
     assert not {"GP302", "GP304"} & set(_codes(_lint_now(root, False, "none"), "train.py"))
+    # a choice made only when asked (``if deterministic: ...``) leaves the default run without one
+    root = _variant(tmp_path / "opt_in", "trainer_receives", {
+        "trainer.py": ("        self.log_every = log_every\n",
+                       "        self.log_every = log_every\n"
+                       "        if log_every == 0:\n"
+                       "            torch.use_deterministic_algorithms(True)\n")})
+    assert "GP304" in _codes(_lint_now(root, False, "none"), "train.py")
     cases = {  # the edit of optim_factory.py -> the lines still reported there
         "fused": (("optim.AdamW(parameters, **opt_args)", "optim.AdamW(parameters, fused=True, **opt_args)"), [22]),
         "foreach": (("dict(lr=args.lr, weight_decay=0.0)", "dict(lr=args.lr, weight_decay=0.0, foreach=True)"), []),

@@ -64,16 +64,27 @@ def _may_set(ctx: RuleContext) -> bool:
     return any(word in ctx.source for word in ("backends", "set_float32_matmul_precision", "deterministic"))
 
 
+def _under_a_branch(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """Does ``node`` run only on some path of its function (or module): inside an ``if``?"""
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, cst.If):
+            return True
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+    return False
+
+
 def _setting(ctx: RuleContext, node: cst.CSTNode) -> str | None:
     """TF32 or CUDNN when ``node`` makes that choice for the program (``torch.backends.cudnn.
     benchmark = True``, ``cudnn.benchmark, cudnn.deterministic = ...``,
     ``torch.set_float32_matmul_precision("high")``), else None."""
+    if not isinstance(node, (cst.Call, cst.Assign)) or _under_a_branch(ctx, node):
+        return None  # ``if deterministic: torch.use_deterministic_algorithms(True)``: an opt-in
     if isinstance(node, cst.Call):
         if ctx.matches(node.func, SET_PRECISION):
             return TF32
         return CUDNN if ctx.matches(node.func, DETERMINISM) else None
-    if not isinstance(node, cst.Assign):
-        return None
+    assert isinstance(node, cst.Assign)
     for t in node.targets:
         elements = [e.value for e in t.target.elements] if isinstance(t.target, cst.Tuple) else [t.target]
         for target in (e for e in elements if isinstance(e, cst.Attribute)):
