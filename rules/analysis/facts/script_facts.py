@@ -263,6 +263,12 @@ def _params_helper(ctx: RuleContext, call: cst.Call) -> str | None:
     return dotted_name(arg) if arg is not None else None
 
 
+def _assigned_value(ctx: RuleContext, call: cst.Call) -> bool:
+    """Is ``call`` the whole value of an assignment (``self.optimizer = model.configure_optimizers(c)``)?"""
+    parent = ctx.parent(call)
+    return isinstance(parent, cst.Assign) and parent.value is call
+
+
 def optimizer_calls(ctx: RuleContext) -> list[cst.Call]:
     return [c for c in ctx.nodes(cst.Call)
             if ctx.matches(c.func, OPTIMIZERS) and not ctx.matches(c.func, LR_SCHEDULERS)
@@ -284,6 +290,11 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
             if built.facts.returns_optimizer and (name := _params_helper(c, built.call)) and name not in seen:
                 seen.add(name)
                 out.append(TrainedModel(name, built.call))
+        for call in c.nodes(cst.Call):  # ``model.configure_optimizers(config)``: the model builds its own
+            if method_call(call, "configure_optimizers") and (name := dotted_name(call.func.value)) and \
+                    name != "self" and name not in seen and _assigned_value(c, call):  # type: ignore[union-attr]
+                seen.add(name)
+                out.append(TrainedModel(name, call))
         for trains in project_calls(c):  # ``Trainer(model, optimizer).fit()``: the model it is handed
             arg = trains.arg_for(trains.facts.role_of(MODEL)) if trains.facts.trains else None
             name = dotted_name(strip_chain(arg)) if arg is not None else None
