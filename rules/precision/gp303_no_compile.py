@@ -101,7 +101,9 @@ class NoCompile(Rule):
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
         "`re.compile`) or `TrainingArguments(torch_compile=...)` in the module silences it.",
         "The trained model is found through the optimizer's `.parameters()` argument (the whole "
-        "model when that is a submodule's), or as the model handed to a trainer of the user's "
+        "model when that is a submodule's), parameter-group lists filled from "
+        "`model.named_modules()`, a model that builds its own optimizer "
+        "(`model.configure_optimizers(config)`), or as the model handed to a trainer of the user's "
         "other modules; one whose parameters reach an optimizer out of sight (an installed "
         "package's factory) is missed. A LightningModule that builds its own optimizer is reported "
         "without a fix.",
