@@ -8,7 +8,7 @@ TORCH  := torch==2.13.0
 PYTEST_ARGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: demo test test-loaded browser screenshot lint docs bench-lint bench-lint-mixed bench gpu-proof gpu-wheels clean
+.PHONY: demo test test-loaded browser screenshot lint docs bench-lint bench-lint-mixed bench realcorpus gpu-proof gpu-wheels clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -92,6 +92,11 @@ bench-lint-mixed: $(VENV)/.bench $(TORCHFIX_VENV)/bin/torchfix
 #   make bench BENCH_ARGS="--size full --device cuda"
 bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/rewrite_gains.py $(BENCH_ARGS)
+
+# Recall and false alarms per rule on the hand-labelled real projects, linted in place
+# (benchmarks/realcorpus/README.md; needs their git mirrors under $$MIRRORS, default /work/.mirror).
+realcorpus: $(VENV)/.test
+	$(BIN)/python benchmarks/realcorpus/score.py $(BENCH_ARGS)
 
 # The proof on a CUDA machine (issue 23, docs/benchmarks.md "GPU proof"): resumable stages into
 # GPU_PROOF_OUT; a machine without the project installs it from .whl/ (no network).

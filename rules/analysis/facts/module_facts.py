@@ -212,14 +212,17 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
     params = params_of(fn)
     trains = zeroes = autocast = compiles = scaler = False
     settings: set[str] = set()
-    # What the module's text cannot hold is not looked for (most helpers train nothing).
-    src, imported_any = ctx.source, bool(ctx.project)
-    look_train = not in_model and (imported_any or "backward" in src or "step" in src or "loss" in src)
-    look_zero = not in_model and (imported_any or "grad" in src)
-    look_autocast = not in_model and (imported_any or "autocast" in src)
-    look_compile = not in_model and (imported_any or "compile" in src)
-    look_scaler = not in_model and (imported_any or "Scaler" in src)
-    look_settings = not in_model and (imported_any or _may_set(ctx))
+    # What the module's text cannot hold is not looked for (most helpers train nothing), nor
+    # what no function of its imported modules does (a call into them cannot make it so).
+    src = ctx.source
+    imp_train, imp_zero, imp_autocast, imp_compile, imp_scaler, imp_settings = ctx.fact(_imported_kinds)
+    imported_any = any(ctx.fact(_imported_kinds))
+    look_train = not in_model and (imp_train or "backward" in src or "step" in src or "loss" in src)
+    look_zero = not in_model and (imp_zero or "grad" in src)
+    look_autocast = not in_model and (imp_autocast or "autocast" in src)
+    look_compile = not in_model and (imp_compile or "compile" in src)
+    look_scaler = not in_model and (imp_scaler or "Scaler" in src)
+    look_settings = not in_model and (imp_settings or _may_set(ctx))
     if look_train or look_zero or look_autocast or look_compile or look_scaler or look_settings:
         for node in walk_with_callees(ta, fn.body):
             if look_settings and (setting := _setting(ctx, node)) is not None:
@@ -243,6 +246,9 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
                     compiles = compiles or imported.facts.compiles
                     scaler = scaler or imported.facts.makes_scaler
                     settings.update(imported.facts.settings)
+            if (trains or not look_train) and (zeroes or not look_zero) and (autocast or not look_autocast) and \
+                    (compiles or not look_compile) and (scaler or not look_scaler) and not look_settings:
+                break  # all it looks for found: the rest of the body cannot change them
     returns = [v for r in returned_values(ctx, fn) for v in values_of(fn, r)]
     built = [c for c in (strip_chain(v) for v in returns) if isinstance(c, cst.Call)]
     optimizer = next((c for c in built if ctx.matches(c.func, OPTIMIZERS)
@@ -266,6 +272,16 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         makes_scaler=scaler,
         settings=tuple(sorted(settings)),
     )
+
+
+def _imported_kinds(ctx: RuleContext) -> tuple[bool, bool, bool, bool, bool, bool]:
+    """Does a function of the user's modules this one imports train, zero gradients, run
+    autocast, compile, make a GradScaler, set TF32/cuDNN? Only then can a call into them make one
+    of this module's functions do so."""
+    functions = [f for facts in ctx.project.values() for f in facts.functions.values()]
+    return (any(f.trains for f in functions), any(f.zeroes_grads for f in functions),
+            any(f.autocast for f in functions), any(f.compiles for f in functions),
+            any(f.makes_scaler for f in functions), any(f.settings for f in functions))
 
 
 _METHOD_ROLES = {"step": OPTIMIZER, "zero_grad": OPTIMIZER, "scale": SCALER, "unscale_": SCALER,
