@@ -19,6 +19,7 @@ from ..analysis.fixes.edits import torch_import, torch_name
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.project import project_calls
 from ..analysis.syntax.torch_names import AUTOCAST, GRAD_SCALERS, NO_GRAD
 from ..analysis.syntax.tree import walk
 
@@ -335,10 +336,29 @@ def fp16_without_scaler(ctx: RuleContext, ta: TrainingAnalysis, uses: list[Autoc
                         backwards: list[cst.Call]) -> tuple[cst.CSTNode, Fix | NoFix] | None:
     """The first float16 autocast when the file has no GradScaler, with the fix that adds one."""
     fp16 = [u for u in uses if autocast_is_fp16(ctx, u)]
-    if not fp16 or any(ctx.is_call_to(c, GRAD_SCALERS) for c in ctx.nodes(cst.Call)) or ta.scaler_names:
+    if not fp16 or any(ctx.is_call_to(c, GRAD_SCALERS) for c in ctx.nodes(cst.Call)) or ta.scaler_names or \
+            scaler_elsewhere(ctx, ta, backwards):
         return None
     return fp16[0].node, scaler_fix(ctx, ta, backwards) if len(backwards) == 1 else \
         NoFix("several backward calls per step: which one the scaler should scale is not clear")
+
+
+def scaler_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call]) -> bool:
+    """A GradScaler held by the user's own code: a class or builder of their other modules that
+    makes one (``loss_scaler = NativeScaler()``), or a scaler handed in (a parameter or attribute
+    named like one) that the step gives the loss to (``loss_scaler(loss, optimizer)``,
+    ``self.scaler.scale(loss).backward()``)."""
+    if any(pc.facts.makes_scaler for pc in project_calls(ctx)):
+        return True
+    losses = {dotted_name(b.func.value) for b in backwards if isinstance(b.func, cst.Attribute)}
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "scale" and ta.is_scaler(func.value):
+            return True
+        given = {dotted_name(a.value) for a in call.args}
+        if ta.is_scaler(func) and (given & losses or any("loss" in (g or "") for g in given)):
+            return True
+    return False
 
 
 def scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call]) -> Fix | NoFix:
