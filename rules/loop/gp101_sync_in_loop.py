@@ -50,7 +50,10 @@ class SyncInLoop(Rule):
         "training loop (it calls `.backward()`, an optimizer's `.step()` or a loss scaler given "
         "the loss and the optimizer, or iterates a DataLoader, directly or through functions of "
         "the same module) or an eval loop (it feeds each batch it reads, from any iterable, to a "
-        "model in eval mode or under `no_grad`); a loop driven from another module is not seen.",
+        "model in eval mode or under `no_grad`); a loop driven from another module is not seen. "
+        "A LightningModule's `training_step`, `validation_step` and `test_step` are loop bodies "
+        "(Lightning calls them once per batch); a `self.log(name, x.item())` written directly in "
+        "`training_step` is GP106's.",
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
         "the read or at a call site of the function holding it, are not reported; CPU-only "
         "programs (torch imported, no accelerator or device variable anywhere) are not checked.",

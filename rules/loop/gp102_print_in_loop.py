@@ -124,7 +124,9 @@ class PrintInLoop(Rule):
     limitations = (
         "Only calls the rule knows as logging are checked: `print`, `logging` and logger methods "
         "(names ending in `log`/`logger`), `tqdm.write`, tqdm's `set_postfix`/`set_description`, "
-        "TensorBoard's `add_scalar` and `wandb.log`; other loggers are missed.",
+        "TensorBoard's `add_scalar` and `wandb.log`; other loggers are missed. A LightningModule's "
+        "`training_step`, `validation_step` and `test_step` count as loop bodies (reported without a "
+        "fix: the hook has no loop counter to guard on).",
         "A value is reported only when it is clearly a tensor in this file (not a `math` or "
         "`numpy` result); values already converted on the host (`.item()`, `float(x)`) are "
         "GP101's business, and a collective's result that is only logged is GP106's (one finding, at "
