@@ -137,7 +137,7 @@ def fmt(x: float | None, digits: int = 1) -> str:
 
 
 def machine_line() -> str:
-    from gpuperf_rewrite.runtime.fingerprint import cpu_name  # stdlib-only module; the benchmark venv has us installed
+    from gpuperf_rewrite.runtime.measure.fingerprint import cpu_name  # stdlib-only module; the benchmark venv has us installed
 
     return (f"{cpu_name()}, {os.cpu_count()} cores; load average at start "
             f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}; Python {platform.python_version()}")

@@ -97,8 +97,8 @@ def _under_shim(n: int, step: Callable[[], None], extra: Callable[[Any], Callabl
     """One block of ``step`` with a fresh session's step and backward hooks plus ``extra(session)``."""
     import torch
 
-    from gpuperf_rewrite.runtime.hooks import install_backward_hooks, install_optimizer_hooks
-    from gpuperf_rewrite.runtime.session import Session
+    from gpuperf_rewrite.runtime.measure.hooks import install_backward_hooks, install_optimizer_hooks
+    from gpuperf_rewrite.runtime.process.session import Session
 
     s = Session(torch, steps=10**9, warmup=1, trace_dir=None, rank=0)
     s.clock.start()
@@ -118,7 +118,7 @@ def hook_cost_us(blocks: int = 8, n: int = 2000) -> tuple[float, float]:
     Returns (plain us/step, shim us/step)."""
     import torch
 
-    from gpuperf_rewrite.runtime.dataloader import install as install_dataloader
+    from gpuperf_rewrite.runtime.measure.dataloader import install as install_dataloader
 
     torch.set_num_threads(1)
     model = torch.nn.Linear(4, 1)
@@ -141,7 +141,7 @@ def hook_cost_us(blocks: int = 8, n: int = 2000) -> tuple[float, float]:
 
 def memory_read_us(n: int = 20000) -> dict[str, float]:
     """CPU cost of one step boundary's memory reads, per reader and together (us)."""
-    from gpuperf_rewrite.runtime import memory
+    from gpuperf_rewrite.runtime.memory import sampling as memory
 
     out: dict[str, float] = {}
     heap, rss = memory.heap_reader(), memory.rss_reader()
@@ -162,7 +162,7 @@ def amp_cost_us(blocks: int = 8, n: int = 1000) -> tuple[float, float]:
     all its hooks, including the GradScaler.step/update and autocast wrappers and the scale clone."""
     import torch
 
-    from gpuperf_rewrite.runtime import amp
+    from gpuperf_rewrite.runtime.measure import amp
 
     torch.set_num_threads(1)
     model = torch.nn.Linear(4, 1)
@@ -195,7 +195,7 @@ def ddp_cost_us(blocks: int = 6, n: int = 300, buckets: int = 4) -> tuple[float,
     import torch.distributed as dist
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-    from gpuperf_rewrite.runtime import ddp
+    from gpuperf_rewrite.runtime.measure import ddp
 
     torch.set_num_threads(1)
     _os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
@@ -239,6 +239,79 @@ def ddp_cost_us(blocks: int = 6, n: int = 300, buckets: int = 4) -> tuple[float,
         dist.destroy_process_group()
 
 
+def observation_cost_us(blocks: int = 8, n: int = 2000) -> tuple[float, float]:
+    """Per-step CPU cost of the observation (issue 35), in-process: a tiny step that copies its
+    batch with ``.to(device)``, calls ``zero_grad`` and reads the loss with ``.item()`` (each
+    counted at its line), timed in alternating blocks under the shim's hooks with and without the
+    observation (its wrapped calls, the read attribution and the per-step snapshot). Returns
+    (without, with) us/step."""
+    import torch
+
+    from gpuperf_rewrite.runtime.measure.dataloader import install as install_dataloader
+    from gpuperf_rewrite.runtime.observe import calls, constructors
+
+    torch.set_num_threads(1)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    data = torch.utils.data.TensorDataset(torch.randn(2 * blocks * n * 4, 4), torch.randn(2 * blocks * n * 4, 1))
+    it = iter(torch.utils.data.DataLoader(data, batch_size=2))
+    device = torch.device("cpu")
+
+    def step() -> None:
+        x, y = next(it)
+        x, y = x.to(device), y.to(device)
+        loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        loss.item()
+
+    def base(s: Any) -> Callable[[], None]:
+        undo = [install_dataloader(torch, s.data), s.reads.install(torch)]
+        return lambda: [fn() for fn in reversed(undo)]
+
+    def observed(s: Any) -> Callable[[], None]:
+        s.observed.enabled = True
+        s.reads.on_read = s.observed.on_read
+        undo = [install_dataloader(torch, s.data), s.reads.install(torch),
+                constructors.install(torch, s.observed), calls.install(torch, s.observed)]
+        return lambda: [fn() for fn in reversed(undo)]
+
+    def without() -> float:
+        return _under_shim(n, step, lambda s: (setattr(s.observed, "enabled", False), base(s))[1])
+
+    return _alternate(blocks, without, lambda: _under_shim(n, step, observed))
+
+
+def observe_ab(fixture: str, runs: int, steps: int, warmup: int, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """A CPU fixture profiled ``runs`` times with the observation on and off (GPUPERF_OBSERVE),
+    interleaved, the arm that goes first alternating: median step time of each arm, the ratio,
+    and the observation's own measured cost per step (``observed.cost.per_step_s``)."""
+    from gpuperf_rewrite.validate.run.profiling import run_profile
+
+    script = REPO / "fixtures" / fixture
+    on: list[float] = []
+    off: list[float] = []
+    cost: list[float] = []
+    for i in range(runs):
+        for arm in (("1", "0") if i % 2 == 0 else ("0", "1")):
+            doc = run_profile(script, ["--device", "cpu"], steps=steps, warmup=warmup, timeout=900,
+                              env={**os.environ, "GPUPERF_OBSERVE": arm, "OMP_NUM_THREADS": "1"})
+            if doc["status"] not in ("step_limit", "completed"):
+                raise RuntimeError(f"{fixture} {doc['status']}: {doc['error']}\n{doc['stderr_tail'][-1500:]}")
+            (on if arm == "1" else off).append(doc["step_time_s"]["median"])
+            if arm == "1" and doc["observed"]["cost"]["per_step_s"] is not None:
+                cost.append(doc["observed"]["cost"]["per_step_s"])
+        log(f"  run {i + 1}: observed {on[-1] * 1e3:8.3f} ms/step   not observed {off[-1] * 1e3:8.3f} ms/step")
+    mon, moff = statistics.median(on), statistics.median(off)
+    mcost = statistics.median(cost) if cost else None
+    log(f"{fixture}: median step observed {mon * 1e3:.3f} ms, not observed {moff * 1e3:.3f} ms, ratio "
+        f"{mon / moff:.4f}; the observation's own cost {mcost * 1e6 if mcost else float('nan'):.1f} us/step"
+        f" = {100 * mcost / moff if mcost else float('nan'):.3f}% of the step")
+    return {"fixture": fixture, "observed_s": on, "not_observed_s": off, "ratio": mon / moff,
+            "own_cost_per_step_s": mcost}
+
+
 def print_costs() -> None:
     plain_us, shim_us = hook_cost_us()
     print(f"base hooks + step boundary (in-process, tiny step): plain {plain_us:.1f} us/step, shim "
@@ -246,6 +319,9 @@ def print_costs() -> None:
           f" {(shim_us - plain_us) / 0.02 / 1e3:.2f} ms")
     for name, us in memory_read_us().items():
         print(f"memory read, {name}: {us:.2f} us")
+    a, b = observation_cost_us()
+    print(f"observation (issue 35; tiny step with a copy, zero_grad and a read): without {a:.1f} us/step, "
+          f"with {b:.1f} us/step -> {b - a:.1f} us per step; under 1% for steps over {(b - a) / 0.01 / 1e3:.2f} ms")
     a, b = amp_cost_us()
     print(f"GradScaler+autocast step (all hooks): plain {a:.1f} us/step, shim {b:.1f} us/step -> "
           f"{b - a:.1f} us per step; under 2% for steps over {(b - a) / 0.02 / 1e3:.2f} ms")
@@ -320,7 +396,13 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1, help="torch threads (1 = least noise)")
     p.add_argument("--device", default="cpu", help="torch device of the workload (cpu, cuda)")
     p.add_argument("--costs-only", action="store_true", help="only the in-process per-step costs")
+    p.add_argument("--observe-ab", nargs="*", metavar="FIXTURE",
+                   help="instead: profile these CPU fixtures with the observation on and off, interleaved")
     ns = p.parse_args()
+    if ns.observe_ab is not None:
+        for fixture in ns.observe_ab or ["cnn_item_logging.py", "gpt_fp32.py", "resnet_no_amp.py"]:
+            observe_ab(fixture, ns.runs, ns.steps, ns.warmup)
+        return
     if not ns.costs_only:
         end_to_end(ns.runs, ns.steps, ns.warmup, ns.size, ns.threads, ns.device)
     print_costs()

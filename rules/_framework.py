@@ -24,6 +24,7 @@ from ._api import (
     Valid,
     dedent,
 )
+from .analysis.facts.gpu_use import may_use_cuda
 from .analysis.facts.module_facts import module_facts
 from .analysis.fixes.edits import add_imports
 from .analysis.syntax.context import RuleContext
@@ -34,5 +35,5 @@ from .analysis.syntax.tree import children_of, walk
 __all__ = [
     "AddImport", "Edit", "Finding", "Fix", "FixSafety", "InsertAfter", "InsertBefore", "Invalid", "ModuleFacts",
     "NoFix", "Replace", "Rule", "RuleContext", "Severity", "Valid", "add_imports", "children_of", "dedent",
-    "may_import_torch", "module_facts", "walk",
+    "may_import_torch", "may_use_cuda", "module_facts", "walk",
 ]

@@ -43,13 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     out = os.path.abspath(ns.out)  # the script may chdir; the result still goes where asked
     if ns.rank_suffix:
         out = f"{out}.rank{os.environ.get('RANK', '0')}.json"
-    from .session import run  # imports torch: after argument errors are reported
+    from .process.session import run  # imports torch: after argument errors are reported
 
     return run(ns.script, script_args, out=out, steps=ns.steps, warmup=ns.warmup,
                seed=ns.seed, trace_dir=ns.trace, module=ns.module)
 
 
 if __name__ == "__main__":
-    from .session import exit_soon
+    from .process.session import exit_soon
 
     exit_soon(main())

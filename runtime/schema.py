@@ -1,6 +1,6 @@
 """The profile result document, defined once: every key with its default, and the run statuses.
 
-The shim (``session.py``) fills a document from :func:`empty_document`; the engine
+The shim (``process/session.py``) fills a document from :func:`empty_document`; the engine
 (``validate/run/profiling.py``) returns the same empty document when the child wrote nothing. Keys
 are documented in ``docs/runtime.md``. Standard library only: the engine imports this without torch.
 """
@@ -33,6 +33,13 @@ def empty_memory() -> dict[str, Any]:
 def empty_amp() -> dict[str, Any]:
     return {"autocast_dtypes": [], "gradscaler": False, "skipped_steps": [], "skipped_in_window": 0,
             "skipped_fraction": None, "scale_per_step": [], "precision_check": None}
+
+
+def empty_observed() -> dict[str, Any]:
+    """The ``observed`` key when nothing was observed (observe/observer.py fills it)."""
+    return {"schema": 1, "project_root": None, "loaders": [], "optimizers": [], "models": [], "scaler": None,
+            "switches": None, "zero_grad": None, "ddp": [], "samplers": [], "accumulation": None,
+            "host_reads": [], "h2d_copies": [], "config_files": [], "cost": {"per_step_s": None, "total_s": 0.0}}
 
 
 def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, Any]:
@@ -80,6 +87,7 @@ def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, A
         "distributed": None,
         "batch_probe": None,
         "phases": None,
+        "observed": empty_observed(),
     }
 
 

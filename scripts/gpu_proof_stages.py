@@ -45,7 +45,7 @@ def environment(device: str) -> dict[str, Any]:
     """What the proof ran on: ``device`` as torch names it, torch and CUDA versions."""
     import torch
 
-    from gpuperf_rewrite.runtime.fingerprint import cpu_name
+    from gpuperf_rewrite.runtime.measure.fingerprint import cpu_name
 
     doc: dict[str, Any] = {"device_type": device, "torch": torch.__version__, "cuda": torch.version.cuda,
                            "python": platform.python_version(), "cpu": cpu_name(), "cpu_count": os.cpu_count(),

@@ -523,6 +523,55 @@ def test_no_validate_folder_over_16_modules():
     assert not crowded, f"folders of validate/ over {MAX_MODULES_PER_FOLDER} modules: {crowded}"
 
 
+RUNTIME = f"{PKG}.runtime"
+# The layers of runtime/, first to last (same rule as rules/): the document every concern fills,
+# the observation of objects, then measurement and memory side by side, the diagnosis of a
+# finished document, the process plumbing (session.py wires every concern), and the package.
+RUNTIME_LAYERS: tuple[tuple[int, str], ...] = (
+    (0, f"{RUNTIME}.schema"),  # the result document: keys, defaults, statuses
+    (1, f"{RUNTIME}.observe"),  # what the training builds and does, with its first-party line
+    (2, f"{RUNTIME}.measure"),  # steps, losses, time, input waits, syncs, amp, compile, DDP, NVML
+    (2, f"{RUNTIME}.memory"),  # per-step samples, peaks, headroom, growth
+    (3, f"{RUNTIME}.diagnosis"),  # bottlenecks, the text report, the merge of ranks
+    (4, f"{RUNTIME}.process"),  # entry, forkserver, parentwatch, guard, phases, the session
+    (5, RUNTIME),  # __init__, __main__
+)
+
+
+def test_runtime_layers_import_downward(graph):
+    mods, edges = graph
+    packages = {name for name, mod in mods.items() if mod.is_package and name.startswith(RUNTIME + ".")}
+    assert packages == {prefix for _, prefix in RUNTIME_LAYERS if prefix not in (RUNTIME, f"{RUNTIME}.schema")}
+    unplaced = [name for name in mods if name.startswith(RUNTIME) and rule_layer(name, RUNTIME_LAYERS, []) is None]
+    assert not unplaced, f"modules of runtime/ in no layer: {unplaced}"
+    top = [name for name in mods if rule_layer(name, RUNTIME_LAYERS, []) == (5, RUNTIME)]
+    assert sorted(top) == [RUNTIME, f"{RUNTIME}.__main__"], f"modules at the root of runtime/: put them in a concern: {top}"
+    wrong = upward_imports(edges, RUNTIME_LAYERS, [])
+    assert not wrong, "imports against the layers of runtime/ (RUNTIME_LAYERS):\n  " + "\n  ".join(
+        f"{src} imports {dst} ({_where(mods, src, line)})" for src, dst, line in wrong)
+
+
+def test_runtime_layer_check_fails_on_an_upward_import(tmp_path):
+    copy = tmp_path / "runtime"
+    shutil.copytree(ROOT / "runtime", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    added = {"schema.py": "def _late():\n    from .measure import timing\n",
+             "measure/timing.py": "from ..diagnosis import report\n",
+             "measure/hooks.py": "from ..memory import growth\n",  # a side-by-side concern
+             "diagnosis/report.py": "if TYPE_CHECKING:\n    from ..process import session\n"}
+    for where, text in added.items():
+        (copy / where).write_text((copy / where).read_text() + "\n" + text)
+    mods, edges = build_graph({copy: RUNTIME})
+    wrong = upward_imports(edges, RUNTIME_LAYERS, [])
+    assert sorted(src for src, _, _ in wrong) == sorted(_module_name(copy / w, copy, RUNTIME) for w in added)
+
+
+def test_no_runtime_folder_over_16_modules():
+    root = ROOT / "runtime"
+    crowded = {str(folder.relative_to(ROOT)): n for folder in [root, *(p for p in root.iterdir() if p.is_dir())]
+               if (n := len([m for m in folder.glob("*.py") if m.name != "__init__.py"])) > MAX_MODULES_PER_FOLDER}
+    assert not crowded, f"folders of runtime/ over {MAX_MODULES_PER_FOLDER} modules: {crowded}"
+
+
 def _packages_on_disk() -> set[str]:
     return {_module_name(init, src, pkg) for src, pkg in SOURCES.items() for init in src.rglob("__init__.py")}
 
@@ -546,7 +595,8 @@ def test_wheel_ships_every_subpackage_and_module(tmp_path):
     expected = {"cli", "lint", "validate", "validate.run", "validate.judge", "validate.record", "integrations", "integrations.github", "report", "rules", "runtime",
                 "rules.analysis", "rules.analysis.syntax", "rules.analysis.model", "rules.analysis.facts",
                 "rules.analysis.fixes", "rules.loop", "rules.data", "rules.precision", "rules.memory",
-                "rules.distributed"}
+                "rules.distributed", "runtime.measure", "runtime.memory", "runtime.diagnosis",
+                "runtime.observe", "runtime.process"}
     assert {p for p in _packages_on_disk() if p != PKG} == {f"{PKG}.{e}" for e in expected}, \
         "a new subpackage: add it to [tool.setuptools] packages and to this test"
     for package in sorted(_packages_on_disk()):

@@ -386,7 +386,7 @@ def test_prewarm_compiles_only_the_pending_rewrites_once_per_session_and_its_fai
 # from the project's root, exit 1 after 0.2 s.
 CRASHED_PROFILE = {"schema_version": 1, "status": "crashed", "exit_code": 1, "error": "the shim wrote no result",
                    "measured_steps": 0, "stderr_tail": "/usr/bin/python3: Error while finding module specification "
-                   "for 'gpuperf_rewrite.runtime.parentwatch' (ModuleNotFoundError: No module named "
+                   "for 'gpuperf_rewrite.runtime.process.parentwatch' (ModuleNotFoundError: No module named "
                    "'gpuperf_rewrite.runtime')\n"}
 
 

@@ -10,8 +10,8 @@ import click
 from gpuperf_rewrite.cli.options import (MAX_SECONDS, SEED, STEPS, WARMUP, FiniteFloat, check_html, given,
                                          html_option, json_option, launch_from_options, launcher_options,
                                          module_option, script_entry, write_html, write_json)
-from gpuperf_rewrite.runtime.diagnosis import diagnose
-from gpuperf_rewrite.runtime.report import format_report
+from gpuperf_rewrite.runtime.diagnosis.bottlenecks import diagnose
+from gpuperf_rewrite.runtime.diagnosis.report import format_report
 from gpuperf_rewrite.runtime.schema import OK_STATUSES
 from gpuperf_rewrite.validate.run.profiling import profile_runner
 from gpuperf_rewrite.validate.run.runs import run_request
@@ -81,6 +81,7 @@ def profile(ctx: click.Context, script: str | None, module: str | None, steps: i
         doc["diagnosis"] = diagnose(doc) if doc.get("measured_steps") else []
     to_stderr = json_path == "-"  # stdout carries only the JSON with `--json -`
     click.echo(format_report(doc), err=to_stderr)
+    _findings(doc, path, to_stderr)
     if probe_batch:
         from gpuperf_rewrite.validate.run.batchprobe import format_probe, probe
 
@@ -93,3 +94,17 @@ def profile(ctx: click.Context, script: str | None, module: str | None, steps: i
     if html_path is not None:
         write_html(html_path, doc)
     raise SystemExit(0 if doc["status"] in OK_STATUSES else 1)
+
+
+def _findings(doc: dict[str, Any], path: str, to_stderr: bool) -> None:
+    """The lint's findings on the script and its modules merged with what the run saw
+    (docs/runtime.md, "Findings from the run"): printed in the lint's format, kept in the JSON."""
+    from gpuperf_rewrite.validate.run.findingsmerge import format_findings, profile_findings
+
+    kept, dropped = profile_findings(doc, path, warn=lambda m: click.echo(f"warning: {m}", err=True))
+    doc["findings"] = [f.to_json() for f in kept]
+    doc["findings_dropped"] = dropped
+    text = format_findings(kept, dropped)
+    if text:
+        click.echo("", err=to_stderr)
+        click.echo(text, err=to_stderr)

@@ -205,7 +205,7 @@ def _memory_series(r: Mapping[str, Any]) -> tuple[str, list[Any]]:
 
 
 def memory(doc: Doc, prefix: str) -> list[str]:
-    from gpuperf_rewrite.runtime.report import fmt_bytes, memory_section
+    from gpuperf_rewrite.runtime.diagnosis.report import fmt_bytes, memory_section
 
     out = []
     peaks = doc.get("memory") or {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from gpuperf_rewrite.report import ab
-from gpuperf_rewrite.report.page import Page, key_values, missing, pre, table
+from gpuperf_rewrite.report.page import Page, esc, key_values, missing, pre, table
 
 Doc = Mapping[str, Any]
 STATUS_WORDS = {
@@ -39,10 +39,33 @@ def render(page: Page, doc: Doc) -> None:
     diff = doc.get("diff")
     page.section("diff", "The diff " + ("committed" if commit else "written" if status == "written" else ""),
                  pre(str(diff), "diff-text") if diff else missing("No diff: nothing was written or committed."))
+    run_time = doc.get("run_time")
+    if isinstance(run_time, Mapping) and run_time.get("observed"):
+        page.section("run-time", "What the profile run saw (run-time findings)", _run_time(run_time))
     if isinstance(doc.get("plan"), Mapping):
         page.section("plan", "The plan (from one profile run of the original)", key_values(doc["plan"], "plan-table"))
     if val is not None:
         ab.sections(page, val, prefix="")
+
+
+def _run_time(run_time: Mapping[str, Any]) -> str:
+    """The run's findings, the config files they were written into, what the run ruled out."""
+    rows = []
+    for f in run_time.get("findings") or []:
+        if not isinstance(f, Mapping):
+            continue
+        cfg = f.get("config") if isinstance(f.get("config"), Mapping) else None
+        rows.append((f"{f.get('path')}:{f.get('line')}", str(f.get("code")), str(f.get("message")),
+                     f"{cfg.get('key')} in {cfg.get('file')}" if cfg else ""))
+    out = table(("where", "rule", "seen at run time", "config"), rows, "run-time-findings") if rows else \
+        missing("The run found nothing the lint had not.")
+    files = [str(f) for f in run_time.get("config_files") or []]
+    if files:
+        out += f'<p class="note">Config files made candidates: {esc(", ".join(files))}</p>'
+    ruled = run_time.get("ruled_out") if isinstance(run_time.get("ruled_out"), Mapping) else {}
+    if ruled:
+        out += table(("rule", "ruled out by the run"), ((str(c), str(why)) for c, why in ruled.items()), "run-time-ruled-out")
+    return out
 
 
 def _attempts(doc: Doc) -> str:

@@ -12,7 +12,7 @@ Doc = Mapping[str, Any]
 
 
 def render(page: Page, doc: Doc) -> None:
-    from gpuperf_rewrite.runtime.report import format_report
+    from gpuperf_rewrite.runtime.diagnosis.report import format_report
 
     status = str(doc.get("status"))
     diag = [f for f in doc.get("diagnosis") or [] if isinstance(f, Mapping)]
@@ -28,6 +28,8 @@ def render(page: Page, doc: Doc) -> None:
         "measured steps": str(doc.get("measured_steps") or 0),
     })
     page.section("diagnosis", "What to fix first", *_diagnosis(diag))
+    if "findings" in doc:  # profile's merged findings (docs/runtime.md, "Findings from the run")
+        page.section("findings", "Findings, at the lines that built each object", _findings(doc))
     page.section("text", "The text report", pre(format_report(dict(doc)), "text-report"))
     page.section("step-times", "Time per step", _steps(doc))
     page.section("loss", "Loss per step", _loss(doc))
@@ -36,6 +38,29 @@ def render(page: Page, doc: Doc) -> None:
         from gpuperf_rewrite.validate.run.batchprobe import format_probe
 
         page.section("batch-probe", "Batch-size probe", pre(format_probe(doc["batch_probe"]), "batch-probe-text"))
+
+
+ORIGINS = {"run": "seen at run time", "static+run": "static, confirmed at run time", "static": "static"}
+
+
+def _findings(doc: Doc) -> str:
+    kept = [f for f in doc.get("findings") or [] if isinstance(f, Mapping)]
+    dropped = [f for f in doc.get("findings_dropped") or [] if isinstance(f, Mapping)]
+    if not kept and not dropped:
+        return missing("No finding: neither the lint nor the run found anything to fix.")
+    rows = []
+    for f in kept:
+        cfg = f.get("config") if isinstance(f.get("config"), Mapping) else None
+        where = f"{cfg.get('key')} {'=' if cfg.get('present') else 'missing'} in {cfg.get('file')}" if cfg else ""
+        observed = ", ".join(f"{k}={v}" for k, v in (f.get("observed") or {}).items() if v is not None)
+        rows.append((f"{f.get('path')}:{f.get('line')}:{f.get('column')}", str(f.get("code")), str(f.get("message")),
+                     ORIGINS.get(str(f.get("origin")), str(f.get("origin"))), where, observed))
+    out = table(("where", "rule", "message", "found by", "config", "observed"), rows, "findings-table")
+    if dropped:
+        out += "<p class=\"note\">Static findings the run ruled out:</p>" + table(
+            ("where", "rule", "why"), [(f"{f.get('path')}:{f.get('line')}", str(f.get("code")), str(f.get("reason")))
+                                       for f in dropped], "findings-dropped")
+    return out
 
 
 def _rule_docs(codes: list[str]) -> str:
@@ -106,7 +131,7 @@ def _loss(doc: Doc) -> str:
 
 
 def _memory(doc: Doc) -> str:
-    from gpuperf_rewrite.runtime.report import memory_section
+    from gpuperf_rewrite.runtime.diagnosis.report import memory_section
 
     mem = doc.get("memory") or {}
     text = pre("\n".join(memory_section(dict(mem))) or "no memory numbers", "memory-diagnosis")

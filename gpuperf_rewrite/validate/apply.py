@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from gpuperf_rewrite.validate.changeset import (ChangeSet, ProjectFile, Rewriter, RewriterFor, collect,
                                                 script_only)
@@ -226,6 +226,7 @@ class _Context:
     plan: Plan | None = None
     module: tuple[str, Path] | None = None  # run as `python -m` (name, sys.path root)
     workspace: Workspace | None = None  # where the runs ran: their phases, for the report's `overhead`
+    run_time: dict[str, Any] | None = None  # what the profile run added and ruled out (validate/runfixes.py)
 
     @property
     def codes(self) -> tuple[str, ...]:
@@ -254,6 +255,7 @@ def _validate_and_write(ctx: _Context, ws: Workspace) -> int:
     clock = _profile_and_plan(ctx, a_path, setup_s, build)
     if isinstance(clock, int):
         return clock
+    original = build(())  # the profile run may have added files (a config the run read)
     plan = clock.plan
     if not plan.codes:
         return _nothing_measurable(ctx, plan)
@@ -343,6 +345,7 @@ def _profile_and_plan(ctx: _Context, a_path: Path, setup_s: float = 0.0,
     if short:
         ctx.say(f"No A/B can judge this script: {short}. {ctx.unchanged} and nothing was committed.")
         return _emit(ctx, {**_report_base(ctx, Outcome(kept=())), "status": "too_short", "reason": short}, 1)
+    _learn_from_run(ctx, doc)
     plan = make_plan(doc, run_s, ctx.codes, cfg.runs, gains_on=ctx.gains_on, budget_s=ctx.options.budget_s,
                      max_runs_per_side=cfg.max_runs, setup_s=setup_s, files=ctx.project.where())
     if build is not None and plan.codes:  # building the rewrites takes time too: before the budget fit
@@ -353,6 +356,15 @@ def _profile_and_plan(ctx: _Context, a_path: Path, setup_s: float = 0.0,
     for line in plan.describe():
         ctx.say(line)
     return Clock(plan, start=t0)
+
+
+def _learn_from_run(ctx: _Context, doc: Mapping[str, Any]) -> None:
+    """Run-time findings (the shim's ``observed``): settings written into the config file the run
+    read become candidates; static fixes the run disproved are taken out (validate/runfixes.py)."""
+    from gpuperf_rewrite.validate.runfixes import run_time_fixes
+
+    ctx.run_time = run_time_fixes(ctx.project, doc, ctx.target, repo=ctx.repo,
+                                  allow_dirty=ctx.options.allow_dirty, echo=ctx.echo)
 
 
 def _conclude(ctx: _Context, outcome: Outcome) -> int:
@@ -411,7 +423,7 @@ def _report_base(ctx: _Context, outcome: Outcome) -> dict[str, Any]:
         "plan": plan.to_json() if plan else None,
         "attempts": [a.to_json() for a in outcome.attempts], "alpha": ctx.cfg.alpha,
         "launcher": ctx.cfg.launch, "commit": None, "validation": None, "diff": None,
-        "files": ctx.project.to_json(),
+        "files": ctx.project.to_json(), "run_time": ctx.run_time,
     }
 
 
@@ -451,7 +463,7 @@ def _commit(ctx: _Context, outcome: Outcome, res: ABResult, changed: list[tuple[
                                  "not_measurable": report["not_measurable"]},
                          files=[{"path": rel, "rules": list(codes)} for rel, codes in files.items()])
     message = commit.commit_message(ctx.rel, outcome.kept, decision, outcome.dropped, ctx.cfg.alpha,
-                             _extra_lines(ctx, outcome), files=files if len(files) > 1 else None)
+                             _extra_lines(ctx, outcome), files=files if len(files) > 1 or ctx.rel not in files else None)
     try:
         done = commit.commit_files(ctx.repo, [commit.FileChange(f.rel, new, f.original) for f, new in changed],
                                    message, record, expected_head=ctx.head)

@@ -6,7 +6,7 @@ One short profile run of the original (in the same scratch mirror the A/B uses) 
   a device without CUDA, fixes whose gain exists only on CUDA (a rule's ``gains_on = "cuda"``)
   cannot be validated: they are left out of every candidate rewrite and listed as "needs a GPU
   to validate", never committed unmeasured;
-* the **diagnosis** (runtime/diagnosis.py): the rule codes its findings name, most severe finding
+* the **diagnosis** (runtime/diagnosis/bottlenecks.py): the rule codes its findings name, most severe finding
   first, go first, and they form the *lead* subset the search tries first
   (:func:`gpuperf_rewrite.validate.judge.search.choose`), so a clear win costs one A/B;
 * the **launch**: fixes whose gain exists only between several processes (a rule's

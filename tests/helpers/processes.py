@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuperf_rewrite.runtime.parentwatch import pid_alive
+from gpuperf_rewrite.runtime.process.parentwatch import pid_alive
 
 
 def running(pid: int) -> bool:

@@ -83,9 +83,9 @@ def regress_docs(tmp: Path) -> tuple[dict[str, Any], dict[str, Any], list[dict[s
 
 def profile_doc(steps: int = STEPS) -> dict[str, Any]:
     """A ``profile`` document on the shim's schema, diagnosed as ``profile`` diagnoses it."""
-    from gpuperf_rewrite.runtime.diagnosis import diagnose
+    from gpuperf_rewrite.runtime.diagnosis.bottlenecks import diagnose
     from gpuperf_rewrite.runtime.schema import empty_document
-    from gpuperf_rewrite.runtime.timing import summarize
+    from gpuperf_rewrite.runtime.measure.timing import summarize
 
     doc = empty_document("train.py", [], "step_limit")
     rng = random.Random(0)

@@ -435,3 +435,34 @@ def test_screenshot_of_the_ab_page(pages, tmp_path) -> None:
     shot = tmp_path / "ab.png"
     _, console = open_page(path, f"--screenshot={shot}", "--window-size=1100,1800", tmp=tmp_path)
     assert not console and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+def test_profile_page_lists_findings_with_their_config_key_and_what_the_run_ruled_out(docs) -> None:
+    doc = copy.deepcopy(docs["profile"])
+    doc["findings"] = [{"path": "data.py", "line": 30, "column": 12, "code": "GP201", "name": "dataloader-workers",
+                        "message": "DataLoader loads batches in the training process <0>", "origin": "run",
+                        "observed": {"num_workers": 0, "pin_memory": False},
+                        "config": {"file": "config.yaml", "key": "loader.num_workers", "present": False, "value": None},
+                        "fix": None}]
+    doc["findings_dropped"] = [{"path": "eval.py", "line": 4, "column": 12, "code": "GP202",
+                                "reason": "no DataLoader was built at this line during the run"}]
+    html = render_html(doc)
+    dom = Dom(html)
+    table = dom.text("findings-table")
+    assert "data.py:30:12" in table and "GP201" in table and "seen at run time" in table
+    assert "loader.num_workers missing in config.yaml" in table and "num_workers=0" in table
+    assert "<0>" in table and "<0>" not in html  # escaped
+    assert "eval.py:4" in dom.text("findings-dropped") and "was built at this line" in dom.text("findings-dropped")
+    assert "findings-table" not in render_html(docs["profile"])  # a document without findings: no section
+
+
+def test_apply_page_shows_what_the_profile_run_saw(docs) -> None:
+    doc = copy.deepcopy(docs["apply"])
+    doc["run_time"] = {"observed": True, "config_files": ["<cfg>.yaml"], "ruled_out": {"GP203": "eval.py:4: no loader"},
+                       "findings": [{"path": "data.py", "line": 30, "code": "GP201", "message": "num_workers=0",
+                                     "config": {"file": "config.yaml", "key": "loader.num_workers"}}]}
+    html = render_html(doc)
+    dom = Dom(html)
+    assert "data.py:30" in dom.text("run-time-findings") and "loader.num_workers in config.yaml" in dom.text("run-time-findings")
+    assert "GP203" in dom.text("run-time-ruled-out") and "<cfg>" not in html
+    assert "run-time-findings" not in render_html(docs["apply"])

@@ -1,4 +1,4 @@
-"""The shim's write guard (runtime/guard.py): torch.save through a mirror link gets a private copy,
+"""The shim's write guard (runtime/process/guard.py): torch.save through a mirror link gets a private copy,
 a write into the user's files ends the run with an error naming the path, logged for the tool."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpuperf_rewrite.runtime.guard import GUARD_ENV
+from gpuperf_rewrite.runtime.process.guard import GUARD_ENV
 from gpuperf_rewrite.validate.run.profiling import run_profile
 
 SCRIPT = """import torch

@@ -9,9 +9,13 @@ from typing import Any
 import pytest
 import torch
 
-from gpuperf_rewrite.runtime import amp, diagnosis, growth, memory, merge, report, timing
-from gpuperf_rewrite.runtime.hooks import install_backward_hooks, install_optimizer_hooks
-from gpuperf_rewrite.runtime.session import Session
+from gpuperf_rewrite.runtime.diagnosis import bottlenecks as diagnosis
+from gpuperf_rewrite.runtime.diagnosis import merge, report
+from gpuperf_rewrite.runtime.measure import amp, timing
+from gpuperf_rewrite.runtime.memory import growth
+from gpuperf_rewrite.runtime.memory import sampling as memory
+from gpuperf_rewrite.runtime.measure.hooks import install_backward_hooks, install_optimizer_hooks
+from gpuperf_rewrite.runtime.process.session import Session
 
 MiB = 1 << 20
 
@@ -391,7 +395,7 @@ def test_report_without_distributed_or_amp_has_no_such_sections() -> None:
 def test_rss_growth_is_not_judged_on_a_window_shorter_than_its_minimum() -> None:
     # The same steady 2 MiB/step RSS climb: too few steps to tell from the allocator keeping freed
     # blocks (not judged), enough steps to call a leak.
-    from gpuperf_rewrite.runtime.growth import MIN_POINTS_THROUGHOUT, fit_growth
+    from gpuperf_rewrite.runtime.memory.growth import MIN_POINTS_THROUGHOUT, fit_growth
 
     def series(n: int) -> list[float]:
         return [300e6 + 2 * 2**20 * i + (i % 3) * 1e4 for i in range(n)]

@@ -9,7 +9,8 @@ import pytest
 pytest.importorskip("torch")
 
 from gpuperf_rewrite.validate.run.profiling import run_profile  # noqa: E402
-from runtime import diagnosis, report  # noqa: E402
+from gpuperf_rewrite.runtime.diagnosis import bottlenecks as diagnosis  # noqa: E402
+from gpuperf_rewrite.runtime.diagnosis import report  # noqa: E402
 
 SCRIPT = """
 import torch, torch.nn as nn
@@ -75,7 +76,7 @@ def test_reads_of_device_tensors_and_of_cpu_tensors_are_told_apart() -> None:
     """In process, with a tensor that says it is not on the CPU (no GPU needed)."""
     import torch
 
-    from runtime.syncs import HostReadCounter
+    from gpuperf_rewrite.runtime.measure.syncs import HostReadCounter
 
     class OnDevice(torch.Tensor):
         is_cpu = False

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpuperf_rewrite.cli.profile import profile
-from gpuperf_rewrite.runtime import entry
+from gpuperf_rewrite.runtime.process import entry
 from gpuperf_rewrite.validate.run import profiling
 from gpuperf_rewrite.validate.run.profiling import profile_runner, run_profile
 from gpuperf_rewrite.validate.run.runs import ScriptVersion, run_request
@@ -109,7 +109,7 @@ sys.path_importer_cache.clear()
 def test_a_folder_named_gpuperf_rewrite_in_the_working_directory_does_not_shadow_the_shim(
         package: Path, tmp_path: Path) -> None:
     """Issue 30: from this project's root (or any folder holding a ``gpuperf_rewrite/`` without
-    ``runtime/``), ``python -m gpuperf_rewrite.runtime.parentwatch`` imported that folder and every
+    ``runtime/``), ``python -m gpuperf_rewrite.runtime.process.parentwatch`` imported that folder and every
     run crashed: "No module named 'gpuperf_rewrite.runtime'", exit 1. The script as a file and as
     a module, the user's own sibling imports still from the working directory."""
     (package / "gpuperf_rewrite").mkdir()

@@ -247,7 +247,7 @@ def test_seed_everything_seeds_random_numpy_and_torch() -> None:
 
     import numpy
 
-    from gpuperf_rewrite.runtime.session import seed_everything
+    from gpuperf_rewrite.runtime.process.session import seed_everything
 
     draws = []
     for seed in (1, 1, 2):

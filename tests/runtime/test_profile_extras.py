@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpuperf_rewrite.cli.profile import profile
-from gpuperf_rewrite.runtime.amp import FP32_ENV
+from gpuperf_rewrite.runtime.measure.amp import FP32_ENV
 from gpuperf_rewrite.validate.run import batchprobe
 from gpuperf_rewrite.validate.run.precision import precision_check
 from gpuperf_rewrite.validate.run.runs import RunRequest, run_request

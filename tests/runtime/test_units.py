@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpuperf_rewrite.runtime import diagnosis, fingerprint, merge, report, timing
-from gpuperf_rewrite.runtime.dataloader import batch_size_of
-from gpuperf_rewrite.runtime.hooks import StopProfiling
-from gpuperf_rewrite.runtime.session import Session
+from gpuperf_rewrite.runtime.diagnosis import bottlenecks as diagnosis
+from gpuperf_rewrite.runtime.diagnosis import merge, report
+from gpuperf_rewrite.runtime.measure import fingerprint, timing
+from gpuperf_rewrite.runtime.measure.dataloader import batch_size_of
+from gpuperf_rewrite.runtime.measure.hooks import StopProfiling
+from gpuperf_rewrite.runtime.process.session import Session
 
 RUNTIME_DIR = Path(__file__).resolve().parents[2] / "runtime"
 
@@ -135,7 +137,7 @@ def test_env_hash_ignores_script_hash() -> None:
 
 def test_runtime_imports_only_stdlib_torch_and_pynvml() -> None:
     allowed = set(sys.stdlib_module_names) | {"torch", "pynvml", "numpy", "__future__"}
-    for path in RUNTIME_DIR.glob("*.py"):
+    for path in RUNTIME_DIR.rglob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -149,7 +151,7 @@ def test_runtime_imports_only_stdlib_torch_and_pynvml() -> None:
 
 
 def test_session_counts_steps_and_stop_escapes_except_exception() -> None:
-    from gpuperf_rewrite.runtime.hooks import install_backward_hooks, install_optimizer_hooks
+    from gpuperf_rewrite.runtime.measure.hooks import install_backward_hooks, install_optimizer_hooks
 
     s = Session(torch, steps=3, warmup=1, trace_dir=None, rank=0)
     undo = [install_optimizer_hooks(torch, s.on_step, s.check_stop),
@@ -188,7 +190,7 @@ def test_latent_syncs_named_on_cpu_only() -> None:
 def test_non_finite_values_become_null(tmp_path: Path) -> None:
     import json
 
-    from gpuperf_rewrite.runtime.session import write_json_atomic
+    from gpuperf_rewrite.runtime.process.session import write_json_atomic
 
     out = tmp_path / "d.json"
     write_json_atomic(out, {"loss": [1.0, float("nan"), float("inf")], "x": {"y": float("-inf")}})
@@ -206,7 +208,7 @@ def test_nvml_sampler_with_a_fake_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
     import types
 
-    from gpuperf_rewrite.runtime import nvml
+    from gpuperf_rewrite.runtime.measure import nvml
 
     energy = {"mj": 0.0}
 

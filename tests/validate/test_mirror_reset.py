@@ -122,7 +122,7 @@ print("{}")
 
 def guarded(request):
     """The script under the shim's write guard, as the real runs are."""
-    code = ("import runpy, sys\nfrom gpuperf_rewrite.runtime import guard\nguard.install_from_env()\n"
+    code = ("import runpy, sys\nfrom gpuperf_rewrite.runtime.process import guard\nguard.install_from_env()\n"
             "sys.argv = sys.argv[1:]\nrunpy.run_path(sys.argv[0], run_name='__main__')\n")
     p = subprocess.run([sys.executable, "-c", code, request.script, *request.args], cwd=request.cwd, env=request.env,
                        capture_output=True, text=True, timeout=120)

@@ -1,11 +1,11 @@
-"""Where an A/B's wall time goes (judge/overhead.py, runtime/phases.py) and B's start-up cost."""
+"""Where an A/B's wall time goes (judge/overhead.py, runtime/process/phases.py) and B's start-up cost."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from gpuperf_rewrite.runtime import phases
+from gpuperf_rewrite.runtime.process import phases
 from gpuperf_rewrite.validate.console import format_table
 from gpuperf_rewrite.validate.judge import overhead
 from gpuperf_rewrite.validate.judge.abtest import ABConfig, run_ab

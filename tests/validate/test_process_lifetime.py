@@ -79,10 +79,10 @@ def _assert_all_gone(family: set[int], within: float = 10) -> None:
     assert gone, [(p, _cmdline(p)) for p in family if _alive(p)]
 
 
-# -- the watcher in the run (runtime/parentwatch.py): standard library, fast --------------------
+# -- the watcher in the run (runtime/process/parentwatch.py): standard library, fast --------------------
 
 RUN = f"""import subprocess, sys, time
-from gpuperf_rewrite.runtime import parentwatch
+from gpuperf_rewrite.runtime.process import parentwatch
 parentwatch.start()
 p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)  # {MARK}"])
 print(p.pid, flush=True)
@@ -137,7 +137,7 @@ def test_a_run_that_does_not_lead_its_group_kills_only_itself() -> None:
 
 
 def test_without_the_variable_nothing_is_watched() -> None:
-    from gpuperf_rewrite.runtime import parentwatch
+    from gpuperf_rewrite.runtime.process import parentwatch
 
     assert parentwatch.start({}) is None and parentwatch.start({"GPUPERF_WATCH_PID": "x"}) is None
 

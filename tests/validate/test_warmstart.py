@@ -1,4 +1,4 @@
-"""Runs forked from a warm interpreter (runtime/forkserver.py, validate/run/warmstart.py): when a
+"""Runs forked from a warm interpreter (runtime/process/forkserver.py, validate/run/warmstart.py): when a
 run may be forked, and that forked runs share no state with each other or with the server."""
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def plain_runner(request):
 
 
 GUARDED = ("import os, runpy, sys\n"
-           "from gpuperf_rewrite.runtime import guard\n"
+           "from gpuperf_rewrite.runtime.process import guard\n"
            "guard.install_from_env()\n"
            "sys.argv = sys.argv[1:]\n"
            "sys.path[0] = os.path.dirname(sys.argv[0])\n"

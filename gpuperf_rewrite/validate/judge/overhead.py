@@ -1,7 +1,7 @@
 """Where the wall time of an A/B or an ``--apply`` goes (docs/validation.md, "Where the time
 goes"), and what B's start-up costs a short job.
 
-Each run's document carries its phases (``runtime/phases.py``, completed by the tool in
+Each run's document carries its phases (``runtime/process/phases.py``, completed by the tool in
 ``validate/run/profiling.py``); here they are summed over the runs, and what is left of the wall
 time is the tool's own work between runs (mirror resets, statistics, git).
 """

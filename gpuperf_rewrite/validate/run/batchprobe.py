@@ -2,7 +2,7 @@
 
 The script is re-run under the shim with the argument the user names (``--batch-arg``) doubled
 each time, starting from the profiled run's value. It stops when the next doubling would not fit
-(the headroom model of ``runtime/memory.py``: steady memory plus activations proportional to
+(the headroom model of ``runtime/memory/sampling.py``: steady memory plus activations proportional to
 the batch, against 90% of what the process could hold), at an out-of-memory crash (reported),
 at ``max_size``, or when the time limit is spent. Advice only: nothing is rewritten, and a larger
 batch changes the optimisation (learning rate, number of steps per epoch).

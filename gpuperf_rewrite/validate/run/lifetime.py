@@ -4,7 +4,7 @@ nothing committed) and a conventional exit code, 130 after SIGINT and 143 after 
 
 The other half of "processes the tool starts die with it", for when the tool itself is killed
 with SIGKILL, is in :mod:`gpuperf_rewrite.validate.run.profiling` (PR_SET_PDEATHSIG) and
-``runtime/parentwatch.py`` (the run's process group ends when the tool is gone).
+``runtime/process/parentwatch.py`` (the run's process group ends when the tool is gone).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The reference is the same script, seed, steps and arguments, run with ``GPUPERF_RUNTIME_FP32=1``:
 the shim constructs every ``torch.autocast`` and ``GradScaler`` disabled, nothing else changes.
-Per-step losses are compared with the A/B's bf16/fp16 tolerance (``runtime.amp.compare_to_reference``).
+Per-step losses are compared with the A/B's bf16/fp16 tolerance (``runtime.measure.amp.compare_to_reference``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from gpuperf_rewrite.runtime.amp import FP32_ENV, compare_to_reference, uses_low_precision
+from gpuperf_rewrite.runtime.measure.amp import FP32_ENV, compare_to_reference, uses_low_precision
 from gpuperf_rewrite.runtime.schema import OK_STATUSES
 from gpuperf_rewrite.validate.run.runs import RunDoc, Runner, RunRequest
 

@@ -1,6 +1,6 @@
 """Engine-side runner for the runtime shim: ``run_profile`` never hangs and always returns a dict.
 
-The script runs under the shim (``gpuperf_rewrite.runtime.parentwatch``, the shim plus a watcher)
+The script runs under the shim (``gpuperf_rewrite.runtime.process.parentwatch``, the shim plus a watcher)
 in a child process of the chosen interpreter, in its own session (so the whole process group can
 be ended), with stdin from /dev/null and stdout/stderr going to files (a chatty script cannot fill
 a pipe and deadlock). The child imports a staged copy of the runtime package under an empty
@@ -14,7 +14,7 @@ would for the user's code.
 
 The run dies with the tool, however the tool ends: on SIGINT/SIGTERM (and any exception) its
 process group is ended here; on SIGKILL the kernel kills the child (PR_SET_PDEATHSIG, Linux) and
-the watcher in the child kills the rest of its group (``runtime/parentwatch.py``).
+the watcher in the child kills the rest of its group (``runtime/process/parentwatch.py``).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from gpuperf_rewrite.runtime.schema import empty_document
-from gpuperf_rewrite.runtime.diagnosis import diagnose
-from gpuperf_rewrite.runtime.merge import merge_ranks
+from gpuperf_rewrite.runtime.diagnosis.bottlenecks import diagnose
+from gpuperf_rewrite.runtime.diagnosis.merge import merge_ranks
 from gpuperf_rewrite.validate.run.launchers import (LAUNCHERS, OWN_LAUNCHER_FLAGS,  # noqa: F401 (re-exported)
                                                check_launcher_args)
 from gpuperf_rewrite.validate.run import warmstart
@@ -44,8 +44,8 @@ from gpuperf_rewrite.validate.run.workspace import _rmtree, make_scratch, run_en
 TERM_GRACE_S = 5.0  # SIGTERM -> SIGKILL escalation for the process group
 STDERR_TAIL_CHARS = 4000
 STDOUT_TAIL_CHARS = 2000
-SHIM = "gpuperf_rewrite.runtime.parentwatch"  # the shim, plus a watcher ending the run when we are gone
-WATCH_ENV = "GPUPERF_WATCH_PID"  # = runtime.parentwatch.WATCH_ENV (read there without importing us)
+SHIM = "gpuperf_rewrite.runtime.process.parentwatch"  # the shim, plus a watcher ending the run when we are gone
+WATCH_ENV = "GPUPERF_WATCH_PID"  # = runtime.process.parentwatch.WATCH_ENV (read there without importing us)
 BOOT = "gpuperf_rewrite_shim.py"  # beside the staged package: what the child runs (see the docstring)
 BOOT_SOURCE = f"""# Starts the gpuperf-rewrite runtime shim from the staged package beside this file. Run as a
 # file, so this folder, not the working directory, is first on sys.path (see profiling.py).
@@ -85,7 +85,7 @@ def _stage_runtime(dest: Path) -> Path:
 
 
 def shim_command(stage: Path, python: str | None = None) -> list[str]:
-    """``python -m gpuperf_rewrite.runtime.parentwatch``, started so that the working directory
+    """``python -m gpuperf_rewrite.runtime.process.parentwatch``, started so that the working directory
     cannot shadow the staged package (``stage`` from :func:`_stage_runtime`, on PYTHONPATH too).
     Without ``GPUPERF_WATCH_PID`` in its environment it is the plain shim."""
     return [python or sys.executable, str(stage / BOOT)]
@@ -148,7 +148,7 @@ def _die_with_us() -> Any:
     whatever killed us; if we died before that took effect, it exits at once. Only from a process
     running nothing but its main thread: the signal follows the *thread* that forked, and Python
     code between fork and exec can deadlock when other threads held locks. None otherwise (the
-    watcher in the child, runtime/parentwatch.py, still ends the run when we are gone)."""
+    watcher in the child, runtime/process/parentwatch.py, still ends the run when we are gone)."""
     import threading
 
     if not sys.platform.startswith("linux") or threading.active_count() != 1:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from gpuperf_rewrite.runtime.parentwatch import pid_alive
+from gpuperf_rewrite.runtime.process.parentwatch import pid_alive
 
 OWNER_FILE = ".gpuperf-owner"  # "pidns:pid:starttime" of the process that made a scratch directory
 OLD_INDEX_S = 3600  # a bare gpuperf-index-* file (older versions' temporary index) this old is dead

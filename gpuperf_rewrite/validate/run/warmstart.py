@@ -1,4 +1,4 @@
-"""Runs started from a warm interpreter: the tool's side of ``runtime/forkserver.py``, and the rule
+"""Runs started from a warm interpreter: the tool's side of ``runtime/process/forkserver.py``, and the rule
 for when a run may start that way and when it needs a fresh interpreter (docs/validation.md,
 "How a run is started").
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 FORK_ENV = "GPUPERF_FORK"  # "0" in the tool's environment: every run in a fresh interpreter
-SERVER = "gpuperf_rewrite.runtime.forkserver"
+SERVER = "gpuperf_rewrite.runtime.process.forkserver"
 READY_TIMEOUT_S = 300.0  # importing torch on a loaded machine
 # Set by the tool for each run: they may differ between the runs one warm interpreter serves
 # (each child gets its own before the shim starts; nothing reads them while torch is imported).

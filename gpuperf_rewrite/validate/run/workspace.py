@@ -12,7 +12,7 @@ Every script runs in a *mirror*: a temporary directory tree laid out like the sc
   own place, so ``Path(__file__).with_name(...)``, ``open("data/x.csv")`` and sibling imports
   resolve as they would in the checkout.
 
-Inside the run, the shim's guard (``runtime/guard.py``) sees the script's writes before they
+Inside the run, the shim's guard (``runtime/process/guard.py``) sees the script's writes before they
 happen: one through a mirror symlink gets a private copy first, one that would still land in the
 user's files (an absolute path into the checkout) is refused and logged, and the validation stops
 (:class:`WorkspaceError`) naming the path. After each run the originals are also compared with a
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from gpuperf_rewrite.runtime.guard import GUARD_ENV
+from gpuperf_rewrite.runtime.process.guard import GUARD_ENV
 from gpuperf_rewrite.validate.run.layout import Layout
 from gpuperf_rewrite.validate.run.lifetime import compile_caches
 from gpuperf_rewrite.validate.run.ownoutput import own_output_files
@@ -260,7 +260,7 @@ def _shown(paths: list[str]) -> str:
 
 
 def _refused(log: Path) -> list[str]:
-    """The paths the run's guard refused to let the script write (runtime/guard.py)."""
+    """The paths the run's guard refused to let the script write (runtime/process/guard.py)."""
     try:
         lines = log.read_text().splitlines()
     except OSError:
@@ -282,7 +282,22 @@ def _name_originals(doc: RunDoc, dest: Path, base: Path) -> RunDoc:
     for key in ("stderr_tail", "stdout_tail", "error"):
         if isinstance(out.get(key), str):
             out[key] = out[key].replace(str(dest), str(base))
+    if isinstance(out.get("observed"), dict):  # the lines that built each object: the user's files
+        out["observed"] = _rebased(out["observed"], (str(dest), str(dest.resolve())), str(base))
     return out  # type: ignore[return-value]  # the same keys
+
+
+def _rebased(value: Any, prefixes: tuple[str, ...], base: str) -> Any:
+    """``value`` with every string path under one of ``prefixes`` moved under ``base``."""
+    if isinstance(value, dict):
+        return {k: _rebased(v, prefixes, base) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rebased(v, prefixes, base) for v in value]
+    if isinstance(value, str):
+        for p in prefixes:
+            if value == p or value.startswith(p + os.sep):
+                return base + value[len(p):]
+    return value
 
 
 def _chain(path: Path, base: Path) -> list[Path]:

@@ -2,7 +2,7 @@
 taken inside the run, turned into phases at its end. Standard library only.
 
 The process that runs the shim marks ``shim`` as its first act (a fresh interpreter: after
-interpreter start-up; a run forked from the warm interpreter, runtime/forkserver.py: just after
+interpreter start-up; a run forked from the warm interpreter, runtime/process/forkserver.py: just after
 the fork), the session marks ``script`` when the user's code starts and ``end`` when it writes
 the result. The tool adds what only it sees: when it asked for the process and when the process
 had gone (validate/run/profiling.py).

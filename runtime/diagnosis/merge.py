@@ -11,8 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .diagnosis import diagnose
-from .timing import summarize
+from ..measure.timing import summarize
+from .bottlenecks import diagnose
 
 STRAGGLER_MIN_EXCESS = 0.10  # of the step time
 STRAGGLER_MIN_RATIO = 1.2

@@ -8,7 +8,7 @@ torch reports each synchronising CUDA call as a Python warning. We force those w
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 SYNC_MESSAGE = "called a synchronizing CUDA operation"
 
@@ -80,8 +80,14 @@ class HostReadCounter:
         self.cpu = 0  # reads of CPU tensors in the training step
         self.loading = 0  # > 0 while the DataLoader produces a batch (set by the dataloader hook)
         self.device_run = False  # set once CUDA is up: CPU reads no longer stand for syncs
+        # Called with (frame, method) for every read counted (observe/: the line that made it).
+        self.on_read: Callable[[Any, str], None] | None = None
         self._depth = 0
         self._forked = False
+
+    def in_pipeline(self) -> bool:
+        """A DataLoader is producing a batch, or this is a forked worker: the input pipeline."""
+        return bool(self.loading) or self._forked
 
     def install(self, torch: Any) -> Any:
         import os
@@ -107,18 +113,22 @@ class HostReadCounter:
                 frame = frame.f_back
             return False
 
-        def record(t: Any, caller: Any) -> None:
+        def record(t: Any, caller: Any, name: str) -> None:
             if self.loading or self._forked or caller.f_code.co_filename.startswith(torch_dir):
                 return
             if not getattr(t, "is_cpu", True):
                 self.count += 1
             elif not self.device_run and not in_dataset(caller):
                 self.cpu += 1
+            else:
+                return
+            if self.on_read is not None:
+                self.on_read(caller, name)
 
-        def wrap(orig: Any) -> Any:
+        def wrap(orig: Any, name: str) -> Any:
             def wrapper(self_t: Any, *args: Any, **kwargs: Any) -> Any:
                 if self._depth == 0:
-                    record(self_t, sys._getframe(1))
+                    record(self_t, sys._getframe(1), name)
                 self._depth += 1
                 try:
                     return orig(self_t, *args, **kwargs)
@@ -130,7 +140,7 @@ class HostReadCounter:
             return wrapper
 
         for name, orig in originals.items():
-            setattr(torch.Tensor, name, wrap(orig))
+            setattr(torch.Tensor, name, wrap(orig, name))
 
         def restore() -> None:
             for name, orig in originals.items():

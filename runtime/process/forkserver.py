@@ -1,4 +1,4 @@
-"""``python -m gpuperf_rewrite.runtime.forkserver``: an interpreter that has imported torch and
+"""``python -m gpuperf_rewrite.runtime.process.forkserver``: an interpreter that has imported torch and
 the shim once and forks one child per run, so a run starts without interpreter start-up and the
 torch import (docs/validation.md, "How a run is started"). Standard library and torch only.
 
@@ -15,7 +15,7 @@ it builds its first optimizer (``torch.optim.Optimizer.__init__``), and which co
 one value torch computes at import from the working directory (dynamo's debug directory) is
 computed again in each child, in the run's working directory.
 
-The child becomes what ``python -m gpuperf_rewrite.runtime.parentwatch ARGV`` would be: its own
+The child becomes what ``python -m gpuperf_rewrite.runtime.process.parentwatch ARGV`` would be: its own
 session, stdin from /dev/null, stdout/stderr to the given files, no other descriptor, the run's
 working directory and environment, default signal handlers, ``sys.argv`` and ``sys.path[0]`` as
 ``python -m`` sets them, the shim's marks cleared; then the shim runs as ``__main__``.
@@ -37,7 +37,7 @@ import sys
 import threading
 from typing import Any
 
-SHIM = "gpuperf_rewrite.runtime.parentwatch"
+SHIM = "gpuperf_rewrite.runtime.process.parentwatch"
 
 
 def _send(fd: int, msg: dict[str, Any]) -> None:

@@ -14,19 +14,27 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import amp, compilation, ddp, diagnosis, entry, fingerprint, guard, memory, nvml, phases, schema
-from .dataloader import DataWait
-from .dataloader import install as install_dataloader
-from .hooks import (
+from .. import schema
+from ..diagnosis import bottlenecks as diagnosis
+from ..measure import amp, compilation, ddp, fingerprint, nvml
+from ..measure.dataloader import DataWait
+from ..measure.dataloader import install as install_dataloader
+from ..measure.hooks import (
     LossRecorder,
     StopProfiling,
     Terminated,
     install_backward_hooks,
     install_optimizer_hooks,
 )
-from .syncs import CPU_READS, DEVICE_READS, HostReadCounter, SyncCounter
-from .timing import StepClock, summarize
-from .trace import TRACE_STEPS, Tracer
+from ..measure.syncs import CPU_READS, DEVICE_READS, HostReadCounter, SyncCounter
+from ..measure.timing import StepClock, summarize
+from ..measure.trace import TRACE_STEPS, Tracer
+from ..memory import sampling as memory
+from ..observe import calls as observe_calls
+from ..observe import constructors as observe_constructors
+from ..observe.observer import OBSERVE_ENV, Observer
+from ..observe.sites import Sites, project_root
+from . import entry, guard, phases
 
 
 def seed_everything(seed: int, torch: Any) -> None:
@@ -41,7 +49,8 @@ def seed_everything(seed: int, torch: Any) -> None:
 
 
 class Session:
-    def __init__(self, torch: Any, *, steps: int, warmup: int, trace_dir: str | None, rank: int) -> None:
+    def __init__(self, torch: Any, *, steps: int, warmup: int, trace_dir: str | None, rank: int,
+                 project: str | None = None) -> None:
         self.torch = torch
         self.steps = steps
         self.warmup = warmup
@@ -78,6 +87,11 @@ class Session:
         # of that is measured. run() sets it for one-process, untraced runs.
         self.exit_at_limit = False
         self.device = phases.DeviceStart()
+        # What the training builds and does, at the user's lines (the document's `observed`).
+        self.observed = Observer(torch, Sites(project_root(project)), enabled=os.environ.get(OBSERVE_ENV) != "0")
+        self.observed.in_pipeline = self.reads.in_pipeline
+        if self.observed.enabled:
+            self.reads.on_read = self.observed.on_read
         self.epoch_minus_perf = time.time() - time.perf_counter()  # turns a boundary into wall-clock time
 
     # -- hot path: keep it to appends and one timestamp -------------------------------------
@@ -99,6 +113,7 @@ class Session:
         self.loss.close_step()
         self.steps_done += 1
         n = self.steps_done
+        self.observed.on_step(n)
         if self.tracer is not None and n >= self.limit:
             self._trace_step(n)
         if n >= self.stop_at:
@@ -249,10 +264,20 @@ class Session:
             "ranks": None,
             "phases": self._phases(start, end, per_step),
         }
+        values["observed"] = self._observed(start, end, device, values["distributed"], values["amp"])
         doc = schema.fill(schema.empty_document(script, args, status), **values)
         doc["diagnosis"] = diagnosis.diagnose(doc)
         return doc
 
+
+    def _observed(self, start: int, end: int, device: str, distributed: dict[str, Any] | None,
+                  amp_doc: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self.observed.document(start, end, device, self._backwards(start, end), distributed,
+                                          amp_doc.get("autocast_dtypes") or [])
+        except Exception as exc:  # the observation must never lose the measurements
+            print(f"gpuperf runtime: observation failed: {exc}", file=sys.stderr)
+            return schema.empty_observed()
 
     def _phases(self, start: int, end: int, per_step: list[float]) -> dict[str, Any]:
         comp = compilation.collect()
@@ -302,6 +327,8 @@ def _install_hooks(torch: Any, session: Session, out: str, trace_dir: str | None
         amp.install(torch, session.amp),
         session.device.install(torch),
     ]
+    if session.observed.enabled:  # on unless GPUPERF_OBSERVE=0: cheap enough for every run
+        undo += [observe_constructors.install(torch, session.observed), observe_calls.install(torch, session.observed)]
     if guarded is not None:
         undo.append(guarded)
     if world_size > 1:  # all-reduce timing: only a launched world has more than one process
@@ -320,7 +347,7 @@ def run(script: str | None, args: list[str], *, out: str, steps: int, warmup: in
     rank = int(os.environ.get("RANK", "0"))
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     script = os.path.abspath(script) if script is not None else f"-m {module}"
-    session = Session(torch, steps=steps, warmup=warmup, trace_dir=trace_dir, rank=rank)
+    session = Session(torch, steps=steps, warmup=warmup, trace_dir=trace_dir, rank=rank, project=script)
     running = [True]
 
     def on_sigterm(signum: int, frame: Any) -> None:
@@ -336,7 +363,7 @@ def run(script: str | None, args: list[str], *, out: str, steps: int, warmup: in
         running[0] = False
         wall = time.perf_counter() - t0
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        for fn in undo:
+        for fn in reversed(undo):  # last wrapped, first restored
             fn()
         if session.stopping:  # reached the limit, however the script reacted to StopProfiling
             status, exit_code, error = "step_limit", 0, None

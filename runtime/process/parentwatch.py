@@ -1,4 +1,4 @@
-"""``python -m gpuperf_rewrite.runtime.parentwatch [shim options] SCRIPT [-- ARGS]``: the shim
+"""``python -m gpuperf_rewrite.runtime.process.parentwatch [shim options] SCRIPT [-- ARGS]``: the shim
 (``python -m gpuperf_rewrite.runtime``), plus a watcher that ends this run when the tool that
 started it is gone, even if the tool was killed with SIGKILL and could clean nothing up.
 

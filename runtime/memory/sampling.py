@@ -23,7 +23,7 @@ import time
 from typing import Any, Callable
 
 from .growth import MIN_POINTS, fit_growth
-from .schema import empty_memory
+from ..schema import empty_memory
 
 READ_BUDGET = 0.003  # share of a step each series' reads may take (three series: under 1%)
 MAX_STRIDE = 1024  # mallinfo2 can take a millisecond in a fragmented heap

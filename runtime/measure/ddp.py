@@ -208,7 +208,7 @@ def document(timer: CommTimer, step_times: list[float], start: int, backwards: l
         "buckets_per_step": sum(buckets) / n if n else None,
         "allreduce_rounds_per_step": sum(rounds) / n if n else None,
         "backwards_per_step": sum(backwards) / n if n else None,
-        "per_rank": None,  # set when ranks are merged (runtime/merge.py)
+        "per_rank": None,  # set when ranks are merged (runtime/diagnosis/merge.py)
         "comm_spread_s": None,
         "comm_spread_ratio": None,
         "waited_for_rank": None,

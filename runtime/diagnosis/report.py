@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 
-# What host_reads_per_step counted (runtime/syncs.py), said beside the number.
+# What host_reads_per_step counted (runtime/measure/syncs.py), said beside the number.
 READS_COUNTED = {
     "device": "(reads of device tensors: a host sync each)",
     "cpu_would_sync": "(CPU run: reads in the training step, which would each sync if those tensors "
