@@ -21,6 +21,7 @@ from gpuperf_rewrite.lint.diagnostics import (ERROR_CODES, INTERNAL_ERROR, IO_ER
                                               Diagnostic, file_error, suppressed_findings, visible)
 from gpuperf_rewrite.lint.fixes import fix_allowed, fix_to_fixpoint
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse, syntax_gate
+from gpuperf_rewrite.lint.launch import project_runs
 from gpuperf_rewrite.lint.project import is_first_party
 from gpuperf_rewrite.lint.project_facts import parsed_before, project_facts, remember_facts, remember_parse
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet
@@ -100,14 +101,16 @@ def needs_parsing(data: bytes, ruleset: RuleSet) -> bool:
 
 
 def run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule], ruleset: RuleSet,
-              during: str = "", project: Mapping[str, Any] | None = None
+              during: str = "", project: Mapping[str, Any] | None = None, launch: Any = None
               ) -> tuple[RuleContext, list[tuple[type[Rule], Finding]], dict[str, Diagnostic]]:
     """Every rule's findings on ``module``, in rule order, sharing one context, and the E001 of
     each rule that raised, by rule code (:mod:`.crashes`): a rule that raises loses only its own findings
     (those it yielded before raising too: they may be half of what it would report). ``project``:
-    the facts of the user's modules the file imports (``lint.project.project_facts``)."""
+    the facts of the user's modules the file imports (``lint.project.project_facts``); ``launch``:
+    how the project runs it (``lint.launch.project_runs``)."""
     ctx = RuleContext(module, text, path, project)
     ctx.environment = ruleset.environment
+    ctx.launch = launch
     found: list[tuple[type[Rule], Finding]] = []
     crashes: dict[str, Diagnostic] = {}
     for rule in rules:
@@ -130,18 +133,20 @@ def run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule], r
 
 def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none",
                  fix_codes: Iterable[str] | None = None, *, fs_path: str | None = None,
-                 facts_store: Path | None = None) -> FileResult:
+                 facts_store: Path | None = None, entry: str | None = None) -> FileResult:
     """Lint (and with ``mode`` safe/unsafe, fix) one file's bytes. ``fix_codes`` restricts the
     fixes applied to those rules (used by ``--apply`` to validate subsets of fixes). With
     ``fs_path`` (where the file is), the rules also see facts about the user's modules it imports
-    (issue 27), kept in ``facts_store`` by content hash when given.
+    (issue 27), kept in ``facts_store`` by content hash when given, and how the project runs it
+    (its entry scripts, its launch scripts' flags: issue 34); ``entry``: the script that runs the
+    file (``--apply``'s), instead of the scripts found in the project.
 
     Never raises for bad input: whatever goes wrong with this file becomes an error diagnostic
     (E999 unparsable, E001 a rule crashed) so that a run over many files still finishes. A rule
     that raises costs only its own findings: the file gets its E001 (and ``error``) beside the
     other rules' findings, and their fixes are applied."""
     try:
-        return _check_source(data, path, ruleset, mode, fix_codes, fs_path, facts_store)
+        return _check_source(data, path, ruleset, mode, fix_codes, fs_path, facts_store, entry)
     except RecursionError:
         diag = file_error(path, "nested too deeply to analyse (RecursionError); file not checked")
     except Exception as exc:  # LibCST or the engine failed on this file
@@ -152,7 +157,7 @@ def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none
 
 def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
                   fix_codes: Iterable[str] | None, fs_path: str | None = None,
-                  facts_store: Path | None = None) -> FileResult:
+                  facts_store: Path | None = None, entry: str | None = None) -> FileResult:
     result = FileResult(path, [], original=data)
     try:
         text = decode_source(data)
@@ -178,14 +183,17 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         # The user's modules it imports (issue 27); its own parse kept for its importers. Never
         # for installed code: kept trees cost every later garbage collection.
         remember_parse(fs_path, data, module, text)
-        imports = project_facts(fs_path, data, store=facts_store, root=root)
+        imports = project_facts(fs_path, data, store=facts_store)
+        launch = project_runs(fs_path, data, root, entry)[0]
+    else:
+        launch = None
     project: Mapping[str, Any] = imports.modules if imports is not None else {}
     if mode != "none":
         allowed = set(fix_codes) if fix_codes is not None else None
 
         def find_fixes(module: cst.Module, text: str) -> tuple[RuleContext, list[tuple[str, Fix]]]:
             ctx, found, crashes = run_rules(module, text, path, rules, ruleset, "while its fixes were computed",
-                                            project)
+                                            project, launch)
             for code, crash in crashes.items():
                 fix_crashes.setdefault(code, crash)
             hidden = suppressed_findings(module, text, found)
@@ -198,7 +206,7 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         result.applied, result.warnings = outcome.applied, outcome.warnings
         if outcome.data != data:
             result.fixed = outcome.data
-    ctx, found, crashes = run_rules(module, text, path, rules, ruleset, project=project)
+    ctx, found, crashes = run_rules(module, text, path, rules, ruleset, project=project, launch=launch)
     result.diagnostics = visible(module, text, path, found)
     if imports is not None and fs_path and result.fixed is None and not crashes:  # the context is of ``data``
         remember_facts(fs_path, data, imports, ctx)

@@ -33,6 +33,7 @@ MODULES = (
     'analysis/syntax/callsites.py',
     'analysis/syntax/context.py',
     'analysis/syntax/imports.py',
+    'analysis/syntax/launch.py',
     'analysis/syntax/names.py',
     'analysis/syntax/project.py',
     'analysis/syntax/torch_names.py',

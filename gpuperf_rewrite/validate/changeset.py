@@ -247,10 +247,14 @@ def _differs_elsewhere(f: ProjectFile, others: list[Path], rewriter_for: Rewrite
 def other_entry_points(entry: Path, modules: Sequence[Path], root: Path) -> tuple[dict[Path, list[Path]], str]:
     """module -> the project's other scripts that import it (directly or through other first-party
     modules, as deep as the entry's own walk), and a sentence on what was looked at. A script is
-    a ``.py`` file with an ``if __name__ == "__main__":`` block, or a ``__main__.py``: only files
-    whose bytes hold ``__main__`` are parsed, so the check costs a read of the project's files."""
+    a ``.py`` file with an ``if __name__ == "__main__":`` block, a ``__main__.py``, or one doing
+    its work at import time that no other script imports (``lint.launch.entry_scripts``: such a
+    script has no guard, so a module's loader fix differs there and the module is not rewritten);
+    the check costs a read of the project's files."""
+    from gpuperf_rewrite.lint.launch import entry_scripts
     from gpuperf_rewrite.lint.project import first_party_modules
 
+    scripts = set(entry_scripts(root))
     wanted = {Path(os.path.abspath(m)) for m in modules}
     found: dict[Path, list[Path]] = {}
     here = Path(os.path.abspath(entry))
@@ -260,13 +264,7 @@ def other_entry_points(entry: Path, modules: Sequence[Path], root: Path) -> tupl
         if scanned > MAX_SCANNED:
             return found, (f"the first {MAX_SCANNED} Python files of {root} were looked at for other "
                            f"scripts importing the rewritten modules; the rest were not")
-        if path == here or path in wanted:
-            continue
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        if b"__main__" not in data:
+        if path == here or path in wanted or path not in scripts:
             continue
         for module in wanted.intersection(first_party_modules(path, root)):
             found.setdefault(module, []).append(path)

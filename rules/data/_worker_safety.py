@@ -16,6 +16,7 @@ from ..analysis.facts.flow import object_flow
 from ..analysis.facts.script_facts import assignments_in, binding_body
 from ..analysis.syntax.calls import dataloader_arg, dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.launch import EntryScript, project_runs
 from ._pickling import attribute_store_reason, unpicklable_reason
 
 ITERABLE_DATASETS = frozenset({"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"})
@@ -67,16 +68,19 @@ def spawn_hazard(ctx: RuleContext, call: cst.Call) -> NoFix | None:
     cannot: the loader must be iterated only under ``if __name__ == "__main__":`` (or in functions
     called only from there), and what workers receive must be picklable."""
     ex = execution(ctx)
+    imported = False
     if not ex.has_main_guard:
-        return NoFix(f"this file has no `if __name__ == \"__main__\":` guard, and {SPAWN} and would run "
-                     "its top-level code again")
+        why = _entries_hazard(project_runs(ctx).entries)
+        if why is not None:
+            return why
+        imported = True  # a module run only by scripts that guard their work: its own code decides
     flow = object_flow(ctx, call)
     sites = [u.site for u in flow.of_kind("iterate", "passed", "escape")] or [call]
     runs = [ex.runs(site) for site in sites]
     if any(r.import_time and not r.unknown for r in runs):
         return NoFix(f"the loader is iterated at import time, outside `if __name__ == \"__main__\":`, and "
                      f"{SPAWN} and would start it again")
-    if not all(r.guarded for r in runs) and not _lightning_hook_run_guarded(ctx, call):
+    if not imported and not all(r.guarded for r in runs) and not _lightning_hook_run_guarded(ctx, call):
         return NoFix("the file does not show that the loader is iterated only under `if __name__ == "
                      f"\"__main__\":` (it is reached from code whose callers are elsewhere), and {SPAWN}")
     for param in ("dataset", "collate_fn", "worker_init_fn"):
@@ -91,6 +95,24 @@ def spawn_hazard(ctx: RuleContext, call: cst.Call) -> NoFix | None:
         if what is not None:
             holder = "the dataset holds" if param == "dataset" else f"`{param}` is (or holds)"
             return NoFix(f"{holder} {what}, which cannot be pickled into worker processes under spawn")
+    return None
+
+
+def _entries_hazard(entries: tuple[EntryScript, ...] | None) -> NoFix | None:
+    """Why the scripts that run this module (it has no ``__main__`` guard of its own) could break
+    its loader's workers, or None when every one of them keeps its work under its guard. Unknown
+    scripts (the file checked alone) or none found: the file is taken for a script itself."""
+    if not entries:
+        found = "" if entries is None else " (and no script of the project that imports it was found)"
+        return NoFix(f"this file has no `if __name__ == \"__main__\":` guard{found}, and {SPAWN} and would "
+                     "run its top-level code again")
+    for entry in entries:
+        if not entry.guarded:
+            return NoFix(f"{entry.path}, which imports this module, has no `if __name__ == \"__main__\":` "
+                         f"guard, and {SPAWN} and would run its top-level code again")
+        if entry.calls_at_import:
+            return NoFix(f"{entry.path}, which imports this module, calls into it at import time (outside "
+                         f"its `if __name__ == \"__main__\":` guard), and {SPAWN} and would run that again")
     return None
 
 

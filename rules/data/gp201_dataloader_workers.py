@@ -60,8 +60,14 @@ class DataloaderWorkers(Rule):
         "imported from elsewhere is not recognised and gets the fix, and its workers would each "
         "replay the stream.",
         "The fix is withheld when the loader may be iterated outside the `__main__` guard, "
-        "including code whose callers the file does not show (a library module's function): "
-        "such loaders are reported without a fix.",
+        "including code whose callers the file does not show, unless the file is a module "
+        "without a guard of its own run by scripts that keep their work under theirs: a module "
+        "(`data.py`) gets the fix when every script of the project importing it (directly or "
+        "through the user's other modules; tests are not scripts) has a `__main__` guard and does "
+        "not call into it at import time, and the module itself does not iterate the loader at "
+        "import time (`--apply main.py` asks main.py only; the module is rewritten only where "
+        "its fix is the same for every other script that imports it). Scripts are found by "
+        "reading at most 2,000 of the project's files.",
         "Unpicklable state is found when the file shows it (a lambda or local function passed to "
         "the dataset, a dataset class of this module storing one on `self`, an open file); state "
         "created inside an imported dataset class is not seen.",
@@ -69,6 +75,12 @@ class DataloaderWorkers(Rule):
         "it saves there; a loader only asked for its first batch (`next(iter(loader))`) is not.",
         FRAMEWORK_LOADERS,
         blind_reported("`--dataloader_num_workers`"),
+    )
+    across_modules = (
+        "Reported where the DataLoader is built. In a module without a `__main__` guard, the guard "
+        "that matters is that of the scripts that import it (a spawned worker re-imports the main "
+        "script): the lint layer reads which scripts of the project import the module, `--apply` "
+        "names its own entry script."
     )
     frameworks = (HF, LIGHTNING)
     references = (

@@ -14,7 +14,9 @@ from ..analysis.facts.workload import tensor_core_work
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.launch import launched_with
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
+from ._opt_in import OptInFlag, opt_in_amp
 
 
 class NoAutocast(Rule):
@@ -68,6 +70,11 @@ class NoAutocast(Rule):
         "a call, `functools.partial(torch.autocast, ...)`, a bare reference or a `with` item named "
         "like one (`with amp_ctx:`, a factory passed in). A step region holding only the loss, "
         "after the forward, is reported.",
+        "Mixed precision the script makes opt-in, behind its own switch that is off by default and that it "
+        "reads (`add_argument(\"--amp\", action=\"store_true\")`, `use_amp: bool = False` in a configuration "
+        "class): the autocast is usually built elsewhere behind it, so instead of the float32 finding a note "
+        "(severity info, no fix) says that it is opt-in and which flag or field turns it on; nothing when the "
+        "project's launch scripts (`run.sh`, `scripts/*.sh`) pass that flag.",
         "Not reported where a framework owns precision (Accelerate, Lightning, the Hugging Face "
         "Trainer, DeepSpeed, apex), on a model whose dtype the user chose (`.half()`, bfloat16, "
         "float64), in a CPU-only program, or where nothing multiplies matrices or convolves "
@@ -182,9 +189,30 @@ class NoAutocast(Rule):
                                            "to zero and training silently degrades; scale the loss with "
                                            "torch.amp.GradScaler", unscaled[1])
             return
+        opt_in = opt_in_amp(ctx)
+        if opt_in is not None:
+            yield from self._opt_in(ctx, opt_in)
+            return
         message = ("forward and loss run in float32 on every step (no autocast in this module): tensor "
                    "cores run bfloat16 several times faster; use torch.autocast(device_type=..., "
                    "dtype=torch.bfloat16)")
         for backward in backwards:
             node, outcome = autocast_fix(ctx, ta, backward)
             yield Finding.of(node, message, outcome)
+
+    @staticmethod
+    def _opt_in(ctx: RuleContext, flag: OptInFlag) -> Iterator[Finding]:
+        """Mixed precision behind the script's own flag, off by default: a note that says so (the
+        autocast is usually built elsewhere behind it), nothing when the project's launch scripts
+        turn it on."""
+        if launched_with(ctx, [flag.flag, flag.name] if flag.command_line else [flag.name]) is not None:
+            return
+        how = (f"unless a run passes {flag.flag}" if flag.command_line
+               else f"unless {flag.flag} is set (False by default)")
+        yield Finding(flag.node, f"mixed precision is opt-in here: forward and loss run in float32 {how}; "
+                                 "tensor cores run bfloat16 several times faster",
+                      severity="info",
+                      no_fix_reason=f"the script's own switch decides: pass {flag.flag} (or default it on once "
+                                    "the model trains well in mixed precision)" if flag.command_line else
+                                    f"the script's own switch decides: set {flag.flag} (or default it to True once "
+                                    "the model trains well in mixed precision)")

@@ -386,3 +386,146 @@ def test_no_commit_interrupted_between_the_two_writes_leaves_both_files(project,
     assert _apply(tmp_path, {"main.py": ("X2",), "engine.py": ("X1",)}, no_commit=True) == 130
     assert "Interrupted: nothing was changed." in _apply.output
     assert repo_state(project) == before
+
+
+# -- the loader built in another module (issue 34) --------------------------------------------------
+
+LOADER_MAIN = """# fake: speed=100 noise=0.01 modules=data fast_if=num_workers=
+import torch
+
+import data
+import engine
+
+
+def main():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = data.build_loader(16)
+    for epoch in range(2):
+        engine.train_one_epoch(model, loader, optimizer)
+
+
+if __name__ == "__main__":
+    main()
+"""
+LOADER_DATA = """import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Slow(Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        time.sleep(0.003)  # decoding, augmentation: the work workers would take off the step
+        g = torch.Generator().manual_seed(i)
+        return torch.randn(8, generator=g), int(i % 2)
+
+
+def build_loader(batch_size):
+    return DataLoader(Slow(), batch_size=batch_size, shuffle=False)
+"""
+LOADER_ENGINE = """import torch
+
+
+def train_one_epoch(model, loader, optimizer):
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_cli_apply_commits_the_workers_fix_of_the_module_that_builds_the_loader(tmp_path, monkeypatch) -> None:
+    """`gpuperf-rewrite main.py --apply`: data.py has no `__main__` guard of its own, but main.py,
+    the script the runs start from, keeps its work under one: data.py gets GP201 (and GP203) and
+    the commit holds data.py with its note."""
+    from click.testing import CliRunner
+
+    from gpuperf_rewrite.cli import cli
+    from gpuperf_rewrite.validate.judge import abtest
+
+    repo = git_repo(tmp_path, {"main.py": LOADER_MAIN, "data.py": LOADER_DATA, "engine.py": LOADER_ENGINE})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(abtest, "default_runner", lambda: FakeRunner(3))
+    r = CliRunner().invoke(cli, ["main.py", "--apply", "--select", "GP201,GP202,GP203", "--runs", "6",
+                                 "--steps", "3", "--warmup", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["status"] == "committed", doc
+    assert {f["path"]: f["rules_applied"] for f in doc["files"] if f["rules_applied"]} == {"data.py": ["GP201", "GP203"]}
+    assert list(repo.head.commit.stats.files) == ["data.py"]
+    text = (tmp_path / "data.py").read_text()
+    assert "num_workers=min(8, os.cpu_count() or 1)" in text and "persistent_workers=" in text
+    rec = _note(repo)
+    assert rec["script"] == "main.py" and rec["files"] == [{"path": "data.py", "rules": ["GP201", "GP203"]}]
+
+
+def test_apply_leaves_the_loader_module_alone_when_the_entry_does_its_work_at_import_time(tmp_path, monkeypatch) -> None:
+    """The twin: main.py runs its loop at import time (no guard), so a spawned worker would
+    re-import it and start the loop again: data.py's GP201 has no fix and nothing is tried."""
+    from click.testing import CliRunner
+
+    from gpuperf_rewrite.cli import cli
+    from gpuperf_rewrite.validate.judge import abtest
+
+    main = LOADER_MAIN.replace('if __name__ == "__main__":\n    main()', "main()")
+    repo = git_repo(tmp_path, {"main.py": main, "data.py": LOADER_DATA, "engine.py": LOADER_ENGINE})
+    head = repo.head.commit.hexsha
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(abtest, "default_runner", lambda: FakeRunner(3))
+    r = CliRunner().invoke(cli, ["main.py", "--apply", "--select", "GP201", "--runs", "6", "--steps", "3",
+                                 "--warmup", "1"])
+    assert r.exit_code == 0 and "main.py: no fixes to apply" in r.output, r.output
+    assert repo.head.commit.hexsha == head and (tmp_path / "data.py").read_text() == LOADER_DATA
+
+
+@pytest.mark.slow
+@pytest.mark.timing
+def test_real_runs_commit_the_loader_module_s_workers_fix(tmp_path) -> None:
+    """Real runs under the shim on a tiny CPU project: only data.py's loader fix can make B
+    faster (each item sleeps; workers load them in parallel), and it lands in the commit with its note."""
+    pytest.importorskip("torch")
+    from gpuperf_rewrite.lint.api import load_settings
+    from gpuperf_rewrite.validate.apply import ApplyOptions, run_apply
+
+    main = LOADER_MAIN.replace("for epoch in range(2)", "for epoch in range(1000)")
+    repo = git_repo(tmp_path, {"main.py": main, "data.py": LOADER_DATA, "engine.py": LOADER_ENGINE})
+    out: list[str] = []
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        settings = load_settings(select=("GP201", "GP203"))
+        rc = run_apply("main.py", settings=settings, options=ApplyOptions(), echo=lambda m="", **k: out.append(str(m)),
+                       config=ABConfig(runs=3, max_runs=3, steps=12, warmup=4, timeout=300, alpha=0.2,
+                                       early_stop=False, bootstrap_resamples=300))
+    finally:
+        os.chdir(cwd)
+    assert rc == 0, "\n".join(out)
+    assert "data.py" in repo.head.commit.stats.files and "num_workers=" in (tmp_path / "data.py").read_text()
+    rec = _note(repo)
+    assert rec["ab"]["verdict"] == "faster" and rec["ab"]["loss_check"]["status"] == "passed"
+
+
+def test_apply_does_not_rewrite_the_loader_module_another_unguarded_script_runs(tmp_path, monkeypatch) -> None:
+    """evaluate.py runs data.py's loader at import time: the workers fix that is safe through
+    main.py would break it under spawn, so data.py is left alone and the reason names evaluate.py."""
+    from click.testing import CliRunner
+
+    from gpuperf_rewrite.cli import cli
+    from gpuperf_rewrite.validate.judge import abtest
+
+    evaluate = "import data\n\nfor x, y in data.build_loader(8):\n    print(x.shape)\n"
+    repo = git_repo(tmp_path, {"main.py": LOADER_MAIN, "data.py": LOADER_DATA, "engine.py": LOADER_ENGINE,
+                               "evaluate.py": evaluate})
+    head = repo.head.commit.hexsha
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(abtest, "default_runner", lambda: FakeRunner(3))
+    r = CliRunner().invoke(cli, ["main.py", "--apply", "--select", "GP201", "--runs", "6", "--steps", "3",
+                                 "--warmup", "1"])
+    assert "data.py: has fixes (GP201) that differ when evaluate.py imports it" in r.output, r.output
+    assert repo.head.commit.hexsha == head and (tmp_path / "data.py").read_text() == LOADER_DATA

@@ -24,6 +24,8 @@ FRAMEWORK_LOADERS = (
     "\"__main__\":` when every `trainer.fit/validate/test/predict(...)` (or `LightningCLI(...)`) of the file runs there.")
 _OUT_OF_SIGHT = ("A configuration the file cannot see into (`HfArgumentParser`, TRL's `TrlParser`, `LightningCLI` "
                  "and its YAML, `**vars(args)` passed to the configuration call)")
+_LAUNCHES = ("the project's own launch scripts pass it (a `*.sh` file under the project root that runs the file: "
+             "`torchrun ... train.py --bf16 True`, `accelerate launch`, `deepspeed`, `python -m pkg.train`)")
 _DICTS = ("Settings passed through a `**dict` built in the file are read: a missing keyword is added to the call "
           "(no dict sets it, so no duplicate can arise), a value set in the one dict that feeds only the "
           "configuration is changed there, anything else is reported without a fix.")
@@ -34,8 +36,8 @@ def blind_reported(flags: str) -> str:
     return (f"{_OUT_OF_SIGHT}: where the parsed `TrainingArguments` (or LightningCLI's `Trainer`) keep the "
             "framework's slow default and the file sets nothing else (no configuration call of its own, no default "
             "in its own `@dataclass` subclass, no `trainer_defaults` entry that may set it), the finding is reported "
-            f"at the parser without a fix, its reason naming the flag a run must pass ({flags}); behind "
-            "`**vars(args)` the script's own options decide, and nothing is reported. " + _DICTS)
+            f"at the parser without a fix, its reason naming the flag a run must pass ({flags}), unless "
+            f"{_LAUNCHES}; behind `**vars(args)` the script's own options decide, and nothing is reported. " + _DICTS)
 
 
 def blind_silent(why: str) -> str:
@@ -47,7 +49,7 @@ def blind_silent(why: str) -> str:
 BLIND = (f"{_OUT_OF_SIGHT}: where the parser keeps the framework's slow default and the file sets nothing else, "
          "the finding is reported at the parser without a fix, its reason naming the flag a run must pass (GP201 "
          "`--dataloader_num_workers`, GP301 `--bf16` or `--trainer.precision bf16-mixed`, GP303 `--torch_compile`, "
-         "GP304 `--trainer.benchmark true`, GP106 `--logging_nan_inf_filter False`); GP302 keeps its module-level "
+         "GP304 `--trainer.benchmark true`, GP106 `--logging_nan_inf_filter False`), unless " + _LAUNCHES + "; GP302 keeps its module-level "
          "fix; GP202, GP203, GP305, GP502, GP504 and GP505 report nothing there (the default is fast, or the "
          "setting may well be there). Behind `**vars(args)` the script's own options decide: nothing is reported. "
          + _DICTS)

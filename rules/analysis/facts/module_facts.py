@@ -156,11 +156,14 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
                     line_of: LineOf, in_model: bool = False) -> FunctionFacts:
     params = _params(fn)
     trains = zeroes = autocast = False
-    # What the module's text cannot hold is not looked for (most helpers train nothing).
-    src, imported_any = ctx.source, bool(ctx.project)
-    look_train = not in_model and (imported_any or "backward" in src or "step" in src or "loss" in src)
-    look_zero = not in_model and (imported_any or "grad" in src)
-    look_autocast = not in_model and (imported_any or "autocast" in src)
+    # What the module's text cannot hold is not looked for (most helpers train nothing), nor
+    # what no function of its imported modules does (a call into them cannot make it so).
+    src = ctx.source
+    imp_train, imp_zero, imp_autocast = ctx.fact(_imported_kinds)
+    imported_any = imp_train or imp_zero or imp_autocast
+    look_train = not in_model and (imp_train or "backward" in src or "step" in src or "loss" in src)
+    look_zero = not in_model and (imp_zero or "grad" in src)
+    look_autocast = not in_model and (imp_autocast or "autocast" in src)
     if look_train or look_zero or look_autocast:
         for node in walk_with_callees(ta, fn.body):
             if look_train and not trains:
@@ -175,6 +178,8 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
                     trains = trains or imported.facts.trains
                     zeroes = zeroes or imported.facts.zeroes_grads
                     autocast = autocast or imported.facts.autocast
+            if (trains or not look_train) and (zeroes or not look_zero) and (autocast or not look_autocast):
+                break  # all it looks for found: the rest of the body cannot change them
     returns = [v for r in _returns(ctx, fn) for v in _values(fn, r)]
     built = [c for c in (strip_chain(v) for v in returns) if isinstance(c, cst.Call)]
     optimizer = next((c for c in built if ctx.matches(c.func, OPTIMIZERS)
@@ -199,6 +204,14 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         any(ctx.matches(c.func, DATALOADERS) for c in built),
         yields_batches=_yields_batches(ctx, fn),
     )
+
+
+def _imported_kinds(ctx: RuleContext) -> tuple[bool, bool, bool]:
+    """Does a function of the user's modules this one imports train, zero gradients, run
+    autocast? Only then can a call into them make one of this module's functions do so."""
+    functions = [f for facts in ctx.project.values() for f in facts.functions.values()]
+    return (any(f.trains for f in functions), any(f.zeroes_grads for f in functions),
+            any(f.autocast for f in functions))
 
 
 def _params_of(fn: cst.FunctionDef, params: tuple[str, ...], returns: list[cst.BaseExpression],

@@ -5,7 +5,8 @@
 Where the framework's own default is the slow one and the file sets nothing else (no visible
 configuration call, no default of its own ``@dataclass`` subclass, no ``trainer_defaults`` entry),
 the setting is reported at the parser without a fix: the no-fix reason names the flag a run must
-pass. Everything else about such a configuration is not reported (the setting may well be there);
+pass; unless the project's own launch scripts pass it (``scripts/train.sh`` running the file with
+``--bf16 True``: ``syntax.launch``). Everything else about such a configuration is not reported (the setting may well be there);
 docs/rules.md says which, per rule (``framework_docs``)."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..facts.frameworks import framework_trains
 from ..facts.program import cpu_only
 from ..syntax.calls import NOT_LITERAL, get_arg, literal_value
 from ..syntax.context import RuleContext
+from ..syntax.launch import launched_with, project_runs
 
 # code -> (the settings that decide it, the flag to pass, what the default does)
 HF_UNSEEN = {
@@ -58,14 +60,15 @@ def unseen_settings(ctx: RuleContext, code: str, node: cst.CSTNode | None = None
             names, flag, what = HF_UNSEEN[code]
             classes = _parsed_classes(ctx, call)
             if classes is None or _sets_default(ctx, classes, names) or \
-                    code == "GP301" and (qualname.startswith("trl.") or _trl(ctx, classes)):
-                continue  # unreadable, the file's own default, or TRL's bf16 default
+                    code == "GP301" and (qualname.startswith("trl.") or _trl(ctx, classes)) or \
+                    _launched_with(ctx, code, names):
+                continue  # unreadable, the file's own default, TRL's bf16 default, or the launch sets it
             yield Finding(node or call, f"the TrainingArguments come from the command line ({_last(qualname)}), "
                                         f"where the Trainer {what}: pass {flag}",
                           no_fix_reason=f"the settings are not in this file: a run must pass {flag}")
         elif kind == "lightning" and code in LIGHTNING_UNSEEN:
             name, flag, what = LIGHTNING_UNSEEN[code]
-            if _trainer_default_may_set(call, name):
+            if _trainer_default_may_set(call, name) or _lightning_launched_with(ctx, name):
                 continue
             yield Finding(node or call, f"the Trainer is configured by LightningCLI, whose Trainer {what} "
                                         f"unless its config or command line says otherwise: pass {flag}",
@@ -73,9 +76,32 @@ def unseen_settings(ctx: RuleContext, code: str, node: cst.CSTNode | None = None
                                         f"LightningCLI config or pass {flag}")
 
 
+def _launched_with(ctx: RuleContext, code: str, names: tuple[str, ...]) -> bool:
+    """Do the project's own launch scripts run this file with the setting (``--bf16 True``,
+    ``--dataloader_num_workers 4``; for GP106 ``--logging_nan_inf_filter False``)?"""
+    if code == "GP106":
+        return any(c.value(n) is not None and not c.turns_on(n) for c in project_runs(ctx).launches for n in names)
+    return launched_with(ctx, names) is not None
+
+
+# What leaves LightningCLI's slow default in place when a launch passes it anyway.
+_LIGHTNING_SLOW = {"precision": frozenset({"32", "32-true", "64", "64-true"}), "benchmark": frozenset({"false", "0"})}
+
+
+def _lightning_launched_with(ctx: RuleContext, name: str) -> bool:
+    """Does a launch script pass ``--trainer.<name>`` with a value other than the slow default?"""
+    for command in project_runs(ctx).launches:
+        value = command.value(f"--trainer.{name}")
+        if value and value.strip("'\"").lower() not in _LIGHTNING_SLOW.get(name, frozenset()):
+            return True
+    return False
+
+
 def _own_unfused_default(ctx: RuleContext, call: cst.Call, qualname: str) -> Iterator[Finding]:
     """The file's own ``@dataclass`` subclass, filled by the parser, defaults ``optim`` to an unfused
     AdamW: every run that does not pass ``--optim`` steps it one kernel per parameter."""
+    if any(c.value("optim") for c in project_runs(ctx).launches):
+        return  # the project's launch scripts choose the optimizer
     subclasses = config_subclasses(ctx)
     for cls in _parsed_classes(ctx, call) or ():
         if not (isinstance(cls, cst.Name) and cls.value in subclasses):

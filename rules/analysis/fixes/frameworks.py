@@ -24,6 +24,7 @@ from ..facts.installed import installed_version
 from ..facts.program import IMPORTED_MODULE, is_script
 from ..syntax.calls import dotted_name, get_arg, literal_value
 from ..syntax.context import RuleContext
+from ..syntax.launch import launched_with
 from .dict_edits import set_value
 from .framework_blind import UNFUSED_ADAMW as _UNFUSED_ADAMW
 from .framework_blind import unseen_settings
@@ -139,7 +140,10 @@ def hf_tf32(ctx: RuleContext, node: cst.CSTNode | None, message: str) -> list[Fi
         if "hf" not in hf_kinds(ctx):
             return None
         # The parsed TrainingArguments leave an unset tf32 alone and apply `--tf32 False` after this
-        # line: the module-level setting is the same fix as with visible arguments.
+        # line: the module-level setting is the same fix as with visible arguments. The project's
+        # launch scripts passing `--tf32 True` settle it.
+        if launched_with(ctx, ["tf32"]) is not None:
+            return []
         return [] if node is None else [Finding.of(node, message + " (or pass --tf32 to the TrainingArguments "
                                                    "parsed from the command line)", matmul_precision_fix(ctx))]
     # Not ``tf32=True``: TrainingArguments raises with it on a CPU or a GPU older than Ampere, so

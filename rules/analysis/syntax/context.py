@@ -44,6 +44,9 @@ class RuleContext(NameResolution):
         self.options: Mapping[str, Any] = {}
         # Installed package versions the linter read for the rules ({} = unknown; see lint/environment.py).
         self.environment: Mapping[str, str] = {}
+        # How the project runs this file (``syntax.launch.ProjectRuns``): its entry scripts and the
+        # launch scripts' command lines; None when the file is checked alone.
+        self.launch: Any = None
         self._parents, self._by_type, self._order = index(module)
         self._cache: dict[str, Any] = {}
         self._facts: dict[CodeType | Callable[..., Any], Any] = {}

@@ -1,0 +1,500 @@
+"""How the project runs a checked file (issue 34), read without running anything, for the rules
+(``rules``' ``syntax.launch.ProjectRuns``):
+
+- **entry scripts** of a module without an ``if __name__ == "__main__":`` guard of its own that
+  builds a DataLoader: the project's scripts that import it (directly or through the user's other
+  modules, as deep as the import walk goes). Under the spawn start method a worker re-imports the
+  *main script*, so whether workers are safe is the entry's guard, not the module's. A script is a
+  ``.py`` file with a ``__main__`` guard, or one that does work at import time (a loop, a ``with``
+  or a bare call of a plain name, ``main()``, at module level) and that no other script imports;
+  tests (``test_*.py``, ``conftest.py``) are not scripts.
+  ``--apply`` names the entry itself: the script it runs.
+- **launch commands**: the lines of the project's shell scripts (``*.sh`` below the root: ``run.sh``,
+  ``scripts/train.sh``) that run the file (``python train.py``, ``torchrun ... train.py``,
+  ``accelerate launch train.py``, ``deepspeed``, ``python -m pkg.train``) and the arguments they
+  pass: flags such as ``--bf16 True`` that the file itself cannot show.
+
+Both are looked up only for files that can use them (a loader in a guardless module, a parser of
+the command line), bounded (``MAX_SCANNED`` Python files, ``MAX_SHELL`` scripts of at most
+``MAX_SHELL_BYTES``), and remembered per process; :func:`runs_key` is what the lint cache keys a
+result on besides the file's imports.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY
+
+MAX_SCANNED = 2000  # Python files looked at for the scripts importing a module
+MAX_SHELL = 200  # shell scripts looked at for launch commands
+MAX_SHELL_BYTES = 256 << 10
+
+# Work at import time, read off the lines at column 0 before any parse: a loop, a ``with``, or a
+# call of a plain name (``main()``); a file with neither (nor ``__main__``) is not parsed at all.
+_WORK_AT_IMPORT = re.compile(rb"^(?:for|while|with|async)\b|^[A-Za-z_]\w*\(", re.MULTILINE)
+# Signs that a file reads its command line: argparse and the parsers built on it, and the others.
+_PARSERS = (b"ArgumentParser", b"TrlParser", b"parse_args", b"LightningCLI", b"tyro", b"fire.Fire",
+            b"simple_parsing", b"jsonargparse", b"sys.argv", b"click")
+_SEPARATORS = frozenset({";", "&&", "||", "|", "&", ">", ">>", "<", "2>", "(", ")"})
+
+# root -> (the project's Python files, its shell scripts): a lint run meets the same project often.
+_FILES: dict[str, tuple[int, tuple[list[Path], list[Path]]]] = {}
+# (path, mtime_ns, size) -> what the file is as a script (``_ScriptInfo``)
+_SCRIPTS: dict[tuple[str, int, int], Any] = {}
+
+
+def needs_entries(data: bytes) -> bool:
+    """Does a file need its entry scripts: it builds a DataLoader and has no ``__main__`` guard?"""
+    return b"DataLoader" in data and b"__main__" not in data
+
+
+def needs_launches(data: bytes) -> bool:
+    """Does a file read the command line (a parser the launch scripts' flags feed)?"""
+    return any(p in data for p in _PARSERS)
+
+
+def project_runs(fs_path: str | Path, data: bytes, root: Path, entry: str | Path | None = None) -> tuple[Any, str]:
+    """The ``ProjectRuns`` of the file at ``fs_path`` (content ``data``) in the project at ``root``,
+    and a key of what it was read from ("" when nothing). ``entry``: the script that runs the file
+    (``--apply``'s), instead of the scripts found in the project."""
+    from gpuperf_rewrite.rules._framework import EntryScript, LaunchCommand, ProjectRuns
+
+    entries, launches = _runs(fs_path, data, root, entry)
+    if entries is None and not launches:
+        return ProjectRuns(), ""
+    return (ProjectRuns(tuple(EntryScript(*e) for e in entries) if entries is not None else None,
+                        tuple(LaunchCommand(*c) for c in launches)),
+            hashlib.sha256(repr((entries, launches)).encode()).hexdigest())
+
+
+def runs_key(fs_path: str | Path, data: bytes) -> str:
+    """The lint cache's share of :func:`project_runs`: what the file's result depends on ("" for a
+    file that needs neither, or outside the user's code). Plain data: a cache hit imports neither
+    LibCST nor the rules."""
+    if not (needs_entries(data) or needs_launches(data)):
+        return ""
+    from gpuperf_rewrite.lint.project import is_first_party
+
+    first_party, root = is_first_party(Path(os.path.abspath(fs_path)))
+    if not first_party:
+        return ""
+    entries, launches = _runs(fs_path, data, root, None)
+    return "" if entries is None and not launches else hashlib.sha256(repr((entries, launches)).encode()).hexdigest()
+
+
+_Entry = tuple[str, bool, bool]  # EntryScript's fields
+_Launch = tuple[str, int, tuple[str, ...]]  # LaunchCommand's fields
+
+
+def _runs(fs_path: str | Path, data: bytes, root: Path,
+          entry: str | Path | None) -> tuple[tuple[_Entry, ...] | None, tuple[_Launch, ...]]:
+    path = Path(os.path.abspath(fs_path))
+    entries = None
+    if entry is not None and Path(os.path.abspath(entry)) != path:
+        info = _script_info(Path(os.path.abspath(entry)), root)
+        entries = (_entry_of(info, path, root),) if info is not None else None
+    elif entry is None and needs_entries(data) and not (_read_script(path, data) or (False, False))[1]:
+        # (a file that does its work at import time is a script itself: its own guard is the one)
+        running = _scripts_running(path, root)
+        entries = tuple(_entry_of(info, path, root) for info in running) if running is not None else None
+    return entries, launch_commands(path, root) if needs_launches(data) else ()
+
+
+# ---- entry scripts -------------------------------------------------------------------------------
+class _ScriptInfo:
+    """A Python file of the project: the words of its import statements (which modules it may
+    import) and, parsed only when asked (``details``), whether it has a ``__main__`` guard,
+    whether it does work at import time, and the names its import-time code calls."""
+
+    def __init__(self, path: Path, words: frozenset[str], maybe_script: bool) -> None:
+        self.path, self.words, self.maybe_script = path, words, maybe_script
+        self._details: tuple[bool, bool, frozenset[str]] | None = None
+
+    def details(self) -> tuple[bool, bool, frozenset[str]]:
+        if self._details is None:
+            got = None
+            if self.maybe_script:
+                try:
+                    got = _read_script(self.path, self.path.read_bytes())
+                except OSError:
+                    pass
+            self._details = got or (False, False, frozenset())
+        return self._details
+
+    @property
+    def guarded(self) -> bool:
+        return self.details()[0]
+
+    @property
+    def works(self) -> bool:
+        return self.details()[1]
+
+    @property
+    def called(self) -> frozenset[str]:
+        return self.details()[2]
+
+    @property
+    def is_script(self) -> bool:
+        name = self.path.name
+        if not self.maybe_script and name != "__main__.py" or \
+                name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
+            return False
+        return self.guarded or self.works or name == "__main__.py"
+
+
+def _script_info(path: Path, root: Path) -> _ScriptInfo | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    got = _SCRIPTS.get(key)
+    if got is None:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        got = _ScriptInfo(path, _import_words(data), b"__main__" in data or bool(_WORK_AT_IMPORT.search(data)))
+        if len(_SCRIPTS) >= 4 * MAX_SCANNED:
+            _SCRIPTS.pop(next(iter(_SCRIPTS)))
+        _SCRIPTS[key] = got
+    return got
+
+
+def _read_script(path: Path, data: bytes) -> tuple[bool, bool, frozenset[str]] | None:
+    """(has a ``__main__`` guard, does work at import time, the names its import-time code calls);
+    None for a file that is surely not a script (not parsed) or does not parse."""
+    if b"__main__" not in data and not _WORK_AT_IMPORT.search(data):
+        return None  # a library module: not parsed
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    guarded, works, called = False, False, set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.If) and _is_main_test(stmt.test):
+            guarded = True
+            continue
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            continue
+        # A loop, or ``main()``/``train(args)``: a library's ``registry.register(...)`` is not work.
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)) or \
+                isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name):
+            works = True
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call):
+                root_name = node.func
+                while isinstance(root_name, ast.Attribute):
+                    root_name = root_name.value
+                if isinstance(root_name, ast.Name):
+                    called.add(root_name.id)
+    return guarded, works, frozenset(called)
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    if isinstance(test, ast.BoolOp):
+        return any(_is_main_test(v) for v in test.values)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and \
+        any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
+
+
+def _entry_of(info: _ScriptInfo, module: Path, root: Path) -> _Entry:
+    """The script as the rules see it: does its import-time code call a name it imports from the
+    module, or from one of the user's modules that leads to it?"""
+    reaching = _reaching(module, root)  # None (unknown): any call into the user's modules counts
+    calls = any(name in info.called and any(p == module or reaching is None or p in reaching for p in paths)
+                for name, paths in _bindings(info, root).items())
+    return _shown(info.path, module), info.guarded, calls
+
+
+# script info -> the names its imports bind to the user's modules, and those modules' files
+_BINDINGS: dict[Any, dict[str, set[Path]]] = {}
+
+
+def _bindings(info: _ScriptInfo, root: Path) -> dict[str, set[Path]]:
+    """``import data`` -> {"data": {data.py}}, ``from pkg import data, build`` -> {"data": {pkg/data.py,
+    pkg/__init__.py}, "build": {pkg/__init__.py}}: only names its import-time code calls."""
+    from gpuperf_rewrite.lint.project import resolve_import
+
+    got = _BINDINGS.get(info)
+    if got is not None:
+        return got
+    got = {}
+    try:
+        tree = ast.parse(info.path.read_bytes()) if info.called else None
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.asname or alias.name.split(".")[0]
+                found = resolve_import(alias.name, 0, info.path, root) if name in info.called else None
+                if found is not None:
+                    got.setdefault(name, set()).add(found)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                name = alias.asname or alias.name
+                if name not in info.called:
+                    continue
+                sub = f"{node.module}.{alias.name}" if node.module else alias.name
+                for found in (resolve_import(node.module or "", node.level, info.path, root),
+                              resolve_import(sub, node.level, info.path, root)):
+                    if found is not None:
+                        got.setdefault(name, set()).add(found)
+    if len(_BINDINGS) >= 4 * MAX_SCANNED:
+        _BINDINGS.pop(next(iter(_BINDINGS)))
+    _BINDINGS[info] = got
+    return got
+
+
+def _scripts_running(module: Path, root: Path) -> list[_ScriptInfo] | None:
+    """The project's scripts that import ``module`` (at most ``MAX_SCANNED`` files looked at);
+    None when finding them would cost more than ``MAX_PARSED`` parses (unknown)."""
+    reaching = _reaching(module, root)
+    if reaching is None:
+        return None
+    infos = _infos(root)
+    # A file without a guard that another file of the project imports is a module doing work at
+    # import time (a registry loop, a lazy config), not an entry.
+    return [info for info in infos if info.path in reaching and info.is_script
+            and (info.guarded or not _importers(info.path, root, infos))]
+
+
+def entry_scripts(root: Path) -> list[Path]:
+    """The project's scripts (see the module doc), at most ``MAX_SCANNED`` files looked at."""
+    infos = _infos(root)
+    return [info.path for info in infos if info.is_script and (info.guarded or not _importers(info.path, root, infos))]
+
+
+def _infos(root: Path) -> list[_ScriptInfo]:
+    return [info for info in (_script_info(p, root) for p in _project_files(root)[0]) if info is not None]
+
+
+_IMPORT_STATEMENT = re.compile(rb"^[ \t]*(?:from[ \t]+[.\w]+[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)",
+                               re.MULTILINE)
+_WORD = re.compile(rb"[A-Za-z_]\w*")
+
+
+def _import_words(data: bytes) -> frozenset[str]:
+    return frozenset(w.decode() for m in _IMPORT_STATEMENT.finditer(data) for w in _WORD.findall(m.group(0)))
+
+
+# (path, mtime_ns, size) -> the first-party files it imports directly
+_DIRECT: dict[tuple[str, int, int], frozenset[Path]] = {}
+
+
+MAX_PARSED = 40  # files parsed for one module's importers before the answer is "unknown"
+
+
+class _OverBudget(Exception):
+    pass
+
+
+def _direct_imports(path: Path, root: Path, budget: list[int] | None = None) -> frozenset[Path]:
+    from gpuperf_rewrite.lint.project import imported_modules
+
+    try:
+        st = path.stat()
+    except OSError:
+        return frozenset()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    got = _DIRECT.get(key)
+    if got is None:
+        if budget is not None:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise _OverBudget
+        got = frozenset(i.path for i in imported_modules(path, root))
+        if len(_DIRECT) >= 4 * MAX_SCANNED:
+            _DIRECT.pop(next(iter(_DIRECT)))
+        _DIRECT[key] = got
+    return got
+
+
+def _importers(target: Path, root: Path, infos: list[_ScriptInfo], budget: list[int] | None = None) -> list[Path]:
+    """The project files that import ``target`` directly: only files whose import statements
+    name its module (or its package, for ``__init__.py``) are parsed."""
+    word = target.parent.name if target.name == "__init__.py" else target.stem
+    return [info.path for info in infos
+            if info.path != target and word in info.words and target in _direct_imports(info.path, root, budget)]
+
+
+# (root, module) -> (the files' infos it was computed from, the files that reach the module)
+_REACHING: dict[tuple[str, Path], tuple[list[_ScriptInfo], frozenset[Path] | None]] = {}
+
+
+def _reaching(module: Path, root: Path) -> frozenset[Path] | None:
+    """The project files whose imports reach ``module`` (directly or through the user's other
+    modules, ``MAX_DEPTH`` imports deep, as the forward walk goes), found backwards from it."""
+    from gpuperf_rewrite.lint.project import MAX_DEPTH
+
+    infos = _infos(root)
+    key = (os.path.abspath(root), module)
+    got = _REACHING.get(key)
+    if got is not None and len(got[0]) == len(infos) and all(a is b for a, b in zip(got[0], infos)):
+        return got[1]  # no file changed since (an unchanged file keeps its info object)
+    found: set[Path] = set()
+    frontier = {module}
+    budget = [MAX_PARSED]  # a package imported everywhere (``from diffusers import ...``) costs a parse per file
+    try:
+        for _ in range(MAX_DEPTH):
+            frontier = {p for target in frontier for p in _importers(target, root, infos, budget)} - found - {module}
+            if not frontier:
+                break
+            found |= frontier
+        result: frozenset[Path] | None = frozenset(found)
+    except _OverBudget:
+        result = None
+    if len(_REACHING) >= 4 * MAX_SCANNED:
+        _REACHING.pop(next(iter(_REACHING)))
+    _REACHING[key] = (infos, result)
+    return result
+
+
+def _shown(path: Path, module: Path) -> str:
+    try:
+        return path.relative_to(module.parent).as_posix()
+    except ValueError:
+        return os.path.relpath(path, module.parent).replace(os.sep, "/")
+
+
+# ---- launch scripts ------------------------------------------------------------------------------
+def launch_commands(path: Path, root: Path) -> tuple[_Launch, ...]:
+    """The command lines of the project's shell scripts that run ``path``, or run a script that
+    imports it (``train_mem.py`` importing ``train.py``, whose parser reads the flags)."""
+    out = []
+    for script in _project_files(root)[1]:
+        for line, target, args in _shell_commands(script, root):
+            if target == path or target in (_reaching(path, root) or ()):
+                out.append((os.path.relpath(script, path.parent).replace(os.sep, "/"), line, args))
+    return tuple(out)
+
+
+# (path, mtime_ns, size) -> the commands of a shell script that run a Python file of the project
+_SHELL: dict[tuple[str, int, int], list[tuple[int, Path, tuple[str, ...]]]] = {}
+
+
+def _shell_commands(script: Path, root: Path) -> list[tuple[int, Path, tuple[str, ...]]]:
+    try:
+        st = script.stat()
+    except OSError:
+        return []
+    key = (str(script), st.st_mtime_ns, st.st_size)
+    got = _SHELL.get(key)
+    if got is None:
+        got = []
+        if st.st_size <= MAX_SHELL_BYTES:
+            try:
+                text = script.read_text(errors="replace")
+            except OSError:
+                text = ""
+            if ".py" in text or " -m " in text:
+                for line, command in _commands(text):
+                    found = _target_and_args(command, root, script.parent)
+                    if found is not None:
+                        got.append((line, *found))
+        if len(_SHELL) >= 4 * MAX_SHELL:
+            _SHELL.pop(next(iter(_SHELL)))
+        _SHELL[key] = got
+    return got
+
+
+def _commands(text: str) -> Iterator[tuple[int, str]]:
+    """The script's logical lines (backslash continuations joined) with their first line."""
+    start, parts = 0, []
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not parts:
+            start = number
+        stripped = raw.rstrip()
+        if stripped.endswith("\\"):
+            parts.append(stripped[:-1])
+            continue
+        parts.append(stripped)
+        yield start, " ".join(parts)
+        parts = []
+    if parts:
+        yield start, " ".join(parts)
+
+
+def _target_and_args(command: str, root: Path, folder: Path) -> tuple[Path, tuple[str, ...]] | None:
+    """The project's Python file a command runs and the arguments it passes (None when none)."""
+    if ".py" not in command and "-m" not in command:
+        return None
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        tokens = list(lexer)
+    except ValueError:  # unbalanced quotes: not a command we can read
+        return None
+    for i, token in enumerate(tokens):
+        target = _file_of(token, tokens[i - 1] if i else "", root, folder)
+        if target is not None:
+            args = []
+            for arg in tokens[i + 1:]:
+                if arg in _SEPARATORS:
+                    break
+                args.append(arg)
+            return target, tuple(args)
+    return None
+
+
+def _file_of(token: str, before: str, root: Path, folder: Path) -> Path | None:
+    """The project file ``token`` names: a ``.py`` path (from the root, the script's folder, or
+    with a ``$VAR/`` prefix: its tail from the root) or, after ``-m``, a module of the root or
+    ``src/``."""
+    if before == "-m":
+        if not all(part.isidentifier() for part in token.split(".")):
+            return None
+        rel = token.replace(".", os.sep) + ".py"
+        candidates = [root / rel, root / "src" / rel]
+    elif token.endswith(".py") and not token.startswith("-"):
+        if "$" in token or "{" in token or "~" in token:
+            tail = token.split("}")[-1].split("/", 1)[-1] if "/" in token else ""
+            candidates = [root / tail] if tail else []
+        else:
+            candidates = [Path(token)] if os.path.isabs(token) else [root / token, folder / token]
+    else:
+        return None
+    for c in candidates:
+        p = os.path.abspath(c)
+        if os.path.isfile(p) and (p + os.sep).startswith(os.path.abspath(root) + os.sep):
+            return Path(p)
+    return None
+
+
+def _project_files(root: Path) -> tuple[list[Path], list[Path]]:
+    key = os.path.abspath(root)
+    try:
+        stamp = os.stat(key).st_mtime_ns  # a file added at the root is seen (deeper ones next run)
+    except OSError:
+        return [], []
+    got = _FILES.get(key)
+    if got is None or got[0] != stamp:
+        python: list[Path] = []
+        shell: list[Path] = []
+        for folder, dirs, files in os.walk(key):
+            dirs[:] = sorted(d for d in dirs if d not in NOT_FIRST_PARTY and not d.startswith("."))
+            for name in sorted(files):
+                if name.endswith(".py") and len(python) < MAX_SCANNED:
+                    python.append(Path(folder) / name)
+                elif name.endswith(".sh") and len(shell) < MAX_SHELL:
+                    shell.append(Path(folder) / name)
+            if len(python) >= MAX_SCANNED and len(shell) >= MAX_SHELL:
+                break
+        got = (stamp, (python, shell))
+        if len(_FILES) >= 16:
+            _FILES.pop(next(iter(_FILES)))
+        _FILES[key] = got
+    return got[1]

@@ -1,0 +1,96 @@
+"""How the project runs the checked file, as data the lint layer read (issue 34): the entry
+scripts that import it (for a module: whose ``if __name__ == "__main__":`` guard matters to
+DataLoader workers under spawn) and the command lines its own launch scripts (``run.sh``,
+``scripts/*.sh``) pass to it (flags a run sets that the file cannot show).
+
+``RuleContext.launch`` holds a :class:`ProjectRuns`; the default (nothing known) is what a file
+checked alone sees (``fix_text``, stdin, the validator's own runs), and every rule then behaves
+as before. The lint layer (``gpuperf_rewrite/lint/launch.py``) fills it; nothing here reads files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from .context import RuleContext
+
+# Values that leave a flag off (``--bf16 False``, ``--dataloader_num_workers 0``).
+_OFF = frozenset({"false", "0", "no", "off", "none", ""})
+
+
+@dataclasses.dataclass(frozen=True)
+class EntryScript:
+    """A script of the project that imports the checked module (directly or through the user's
+    other modules): ``path`` as a message shows it, whether it keeps its work under
+    ``if __name__ == "__main__":`` (``guarded``), and whether its import-time code (outside the
+    guard and any function) calls into the modules leading to the checked one (``calls_at_import``)."""
+
+    path: str
+    guarded: bool
+    calls_at_import: bool = False
+
+    @property
+    def safe_under_spawn(self) -> bool:
+        return self.guarded and not self.calls_at_import
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchCommand:
+    """One command line of a launch script that runs the checked file: the script (``path``, as a
+    message shows it), its ``line``, and the arguments after the checked file's name."""
+
+    path: str
+    line: int
+    args: tuple[str, ...]
+
+    def value(self, flag: str) -> str | None:
+        """The value the command gives ``flag`` (``--bf16 True``, ``--bf16=True``; "" for a bare
+        ``--fp16``), None when it does not pass it. A flag's spelling with ``-`` or ``_`` is the same
+        (argparse and HfArgumentParser accept both for dataclass fields)."""
+        want = _norm(flag)
+        for i, arg in enumerate(self.args):
+            name, eq, given = arg.partition("=")
+            if _norm(name) != want:
+                continue
+            if eq:
+                return given
+            nxt = self.args[i + 1] if i + 1 < len(self.args) else ""
+            return "" if nxt.startswith("-") else nxt
+        return None
+
+    def turns_on(self, flag: str) -> bool:
+        """Does the command pass ``flag`` with a value that is not off (a bare flag is on)?"""
+        value = self.value(flag)
+        if value is None:
+            return False
+        return value == "" or value.strip("'\"").lower() not in _OFF
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ProjectRuns:
+    """``entries``: the scripts that import the checked module (None when unknown: the file was
+    checked alone, or is itself a script); ``launches``: the launch scripts' command lines that run
+    the checked file (empty when none or unknown)."""
+
+    entries: tuple[EntryScript, ...] | None = None
+    launches: tuple[LaunchCommand, ...] = ()
+
+
+def project_runs(ctx: RuleContext) -> ProjectRuns:
+    got = getattr(ctx, "launch", None)
+    return got if isinstance(got, ProjectRuns) else ProjectRuns()
+
+
+def launched_with(ctx: RuleContext, flags: Iterable[str]) -> LaunchCommand | None:
+    """The first launch command of the project that turns on one of ``flags`` for this file."""
+    wanted = tuple(flags)
+    return next((c for c in project_runs(ctx).launches if any(c.turns_on(f) for f in wanted)), None)
+
+
+def _norm(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_").lower()

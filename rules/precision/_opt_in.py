@@ -1,0 +1,90 @@
+"""Mixed precision the script makes opt-in: a command-line flag (``add_argument("--amp",
+action="store_true")``) or a configuration field (``use_amp: bool = False``) that is off by default
+and read by the script. Its forward runs in float32 unless a run turns the flag on, so GP301 says
+that (a note), not "no autocast": the autocast is usually built elsewhere, behind that flag."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+
+from ..analysis.syntax.calls import NOT_LITERAL, get_arg, literal_value, method_call
+from ..analysis.syntax.context import RuleContext
+
+# Names (``-``/``_`` and case folded) that mean "train in mixed precision" when on.
+AMP_NAMES = frozenset({"amp", "use_amp", "enable_amp", "fp16", "bf16", "use_fp16", "use_bf16", "half",
+                       "autocast", "use_autocast", "mixed_precision", "use_mixed_precision", "mp"})
+_OFF = (False, None, "no", "none", "fp32", "32", "float32", "32-true", 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class OptInFlag:
+    """``flag``: how a run turns it on (``--amp``) or, for a field, where it is set
+    (``TrainConfig.use_amp``); ``node``: where its default is written; ``name``: the attribute the
+    script reads (``args.amp``)."""
+
+    flag: str
+    node: cst.CSTNode
+    name: str
+    command_line: bool
+
+
+def opt_in_amp(ctx: RuleContext) -> OptInFlag | None:
+    """The file's first opt-in mixed-precision flag or field that the file reads, or None."""
+    return ctx.fact(_opt_in_amp)
+
+
+def _opt_in_amp(ctx: RuleContext) -> OptInFlag | None:
+    read = {n.attr.value for n in ctx.nodes(cst.Attribute)}
+    for found in (*_argparse_flags(ctx), *_config_fields(ctx)):
+        if found.name in read:
+            return found
+    return None
+
+
+def _norm(name: str) -> str:
+    return name.lstrip("-").replace("-", "_").lower()
+
+
+def _argparse_flags(ctx: RuleContext) -> list[OptInFlag]:
+    out = []
+    for call in ctx.nodes(cst.Call):
+        if not method_call(call, "add_argument") or not call.args:
+            continue
+        names = [literal_value(a.value) for a in call.args if a.keyword is None]
+        longs = [n for n in names if isinstance(n, str) and n.startswith("--")]
+        dest_arg = get_arg(call, "dest")
+        dest = literal_value(dest_arg.value) if dest_arg is not None else (_norm(longs[0]) if longs else None)
+        if not longs or not isinstance(dest, str) or not ({_norm(n) for n in longs} | {_norm(dest)}) & AMP_NAMES:
+            continue
+        action, default = get_arg(call, "action"), get_arg(call, "default")
+        action_value = literal_value(action.value) if action is not None else None
+        default_value = literal_value(default.value) if default is not None else None
+        if default_value is NOT_LITERAL or action_value not in (None, "store_true"):
+            continue  # a default the file computes, or store_false (on by default)
+        if default_value in _OFF or isinstance(default_value, str) and default_value.lower() in _OFF:
+            out.append(OptInFlag(longs[0], call, dest, True))
+    return out
+
+
+def _config_fields(ctx: RuleContext) -> list[OptInFlag]:
+    """``use_amp: bool = False`` (or ``= field(default=False)``) in a class body."""
+    out = []
+    for cls in ctx.nodes(cst.ClassDef):
+        if not isinstance(cls.body, cst.IndentedBlock):
+            continue
+        for stmt in cls.body.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if not (isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name)
+                        and small.value is not None and _norm(small.target.value) in AMP_NAMES):
+                    continue
+                value = small.value
+                if isinstance(value, cst.Call) and (arg := get_arg(value, "default")) is not None:
+                    value = arg.value
+                if literal_value(value) is False:
+                    name = small.target.value
+                    out.append(OptInFlag(f"{cls.name.value}.{name}", small, name, False))
+    return out

@@ -1,0 +1,262 @@
+"""How the project runs a checked file (issue 34): a loader module's workers fix decided by the
+guard of the scripts importing it, and the flags the project's own launch scripts pass read like
+the command-line flags the rules name (lint/launch.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+from click.testing import CliRunner
+
+from gpuperf_rewrite.cli import cli
+
+DATA = dedent("""\
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+
+    def build_loader(batch_size):
+        ds = TensorDataset(torch.randn(256, 8), torch.randint(0, 2, (256,)))
+        return DataLoader(ds, batch_size=batch_size, shuffle=True)
+""")
+GUARDED_MAIN = dedent("""\
+    import torch
+
+    import data
+
+
+    def main():
+        model = torch.nn.Linear(8, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in data.build_loader(32):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+    if __name__ == "__main__":
+        main()
+""")
+# The same work at import time: a spawned worker re-imports it and starts the loader again.
+UNGUARDED_MAIN = GUARDED_MAIN.replace('if __name__ == "__main__":\n    main()', "main()")
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def _lint(path: Path, *extra: str) -> list[dict]:
+    r = CliRunner().invoke(cli, [str(path), "--no-cache", "--output-format", "json", *extra])
+    assert r.exit_code in (0, 1), r.output
+    return json.loads(r.stdout)
+
+
+def _gp201(path: Path) -> dict:
+    (finding,) = [d for d in _lint(path, "--select", "GP201") if d["code"] == "GP201"]
+    return finding
+
+
+def test_a_loader_module_imported_by_a_guarded_script_gets_the_workers_fix(tmp_path) -> None:
+    root = _project(tmp_path, {"data.py": DATA, "main.py": GUARDED_MAIN})
+    finding = _gp201(root / "data.py")
+    assert finding["fix"] is not None and finding.get("no_fix_reason") is None
+    r = CliRunner().invoke(cli, [str(root / "data.py"), "--no-cache", "--fix", "--unsafe-fixes",
+                                 "--select", "GP201,GP203"])
+    assert r.exit_code in (0, 1), r.output
+    fixed = (root / "data.py").read_text()
+    assert "num_workers=min(8, os.cpu_count() or 1)" in fixed and "persistent_workers" in fixed
+
+
+def test_through_a_second_module_and_from_a_subfolder(tmp_path) -> None:
+    """main.py imports engine.py, which imports pkg/data.py: main.py's guard is the one that counts."""
+    engine = "from pkg import data\n\n\ndef loaders():\n    return data.build_loader(16)\n"
+    main = GUARDED_MAIN.replace("import data\n", "import engine\n").replace("data.build_loader(32)", "engine.loaders()")
+    root = _project(tmp_path, {"pkg/__init__.py": "", "pkg/data.py": DATA, "engine.py": engine, "main.py": main})
+    assert _gp201(root / "pkg" / "data.py")["fix"] is not None
+
+
+@pytest.mark.parametrize("case", ["unguarded", "calls_at_import", "alone"])
+def test_no_fix_when_no_entry_keeps_the_loader_under_its_guard(tmp_path, case) -> None:
+    files = {"data.py": DATA}
+    if case == "unguarded":
+        files["train.py"] = UNGUARDED_MAIN
+    elif case == "calls_at_import":  # the loader is built when main.py is imported, guard or not
+        files["main.py"] = GUARDED_MAIN.replace("\n\ndef main():", "\nLOADER = data.build_loader(8)\n\n\ndef main():")
+    root = _project(tmp_path, files)
+    finding = _gp201(root / "data.py")
+    assert finding["fix"] is None
+    reason = finding["no_fix_reason"]
+    assert {"unguarded": "train.py, which imports this module, has no `if __name__ == \"__main__\":` guard",
+            "calls_at_import": "main.py, which imports this module, calls into it at import time",
+            "alone": "no script of the project that imports it was found"}[case] in reason
+    assert "spawn" in reason
+
+
+def test_a_test_module_importing_the_loader_module_is_not_an_entry(tmp_path) -> None:
+    test = "import data\n\nfor x, y in data.build_loader(4):\n    break\n"
+    root = _project(tmp_path, {"data.py": DATA, "main.py": GUARDED_MAIN, "tests/test_data.py": test})
+    assert _gp201(root / "data.py")["fix"] is not None
+
+
+def test_the_cache_sees_the_entry_change(tmp_path) -> None:
+    """A result cached while main.py guarded its work is not reused once it no longer does."""
+    root = _project(tmp_path, {"data.py": DATA, "main.py": GUARDED_MAIN})
+    cache = ["--cache-dir", str(tmp_path / ".cache"), "--select", "GP201", "--output-format", "json"]
+    first = json.loads(CliRunner().invoke(cli, [str(root / "data.py"), *cache]).stdout)
+    assert first[0]["fix"] is not None
+    (root / "main.py").write_text(UNGUARDED_MAIN)
+    second = json.loads(CliRunner().invoke(cli, [str(root / "data.py"), *cache]).stdout)
+    assert second[0]["fix"] is None and "main.py" in second[0]["no_fix_reason"]
+
+
+# ---- launch scripts ------------------------------------------------------------------------------
+
+HF_TRAIN = dedent("""\
+    from dataclasses import dataclass, field
+
+    import transformers
+    from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+
+
+    @dataclass
+    class ModelArguments:
+        model_name_or_path: str = field(default="gpt2")
+
+
+    def train():
+        parser = HfArgumentParser((ModelArguments, TrainingArguments))
+        model_args, training_args = parser.parse_args_into_dataclasses()
+        model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path)
+        trainer = Trainer(model=model, args=training_args, train_dataset=make_dataset())
+        trainer.train()
+
+
+    if __name__ == "__main__":
+        train()
+""")
+TORCHRUN = dedent("""\
+    #!/bin/bash
+    # fine-tune on 4 GPUs
+    torchrun --nproc_per_node=4 --master_port=29500 train.py \\
+        --model_name_or_path "$MODEL" \\
+        --output_dir ./out \\
+        --bf16 True \\
+        --tf32 True \\
+        --dataloader_num_workers 4 \\
+        --per_device_train_batch_size 4 2>&1 | tee log.txt
+""")
+
+
+def _codes(path: Path, select: str) -> list[str]:
+    return sorted(d["code"] for d in _lint(path, "--select", select))
+
+
+def test_hf_flags_passed_by_the_project_s_launch_script_are_not_reported(tmp_path) -> None:
+    root = _project(tmp_path, {"train.py": HF_TRAIN, "scripts/finetune.sh": TORCHRUN})
+    assert _codes(root / "train.py", "GP201,GP301,GP302") == []
+
+
+def test_a_launch_script_without_the_flags_leaves_the_findings(tmp_path) -> None:
+    plain = "python train.py --output_dir out --bf16 False --dataloader_num_workers=0\n"
+    root = _project(tmp_path, {"train.py": HF_TRAIN, "run.sh": plain,
+                               "scripts/other.sh": TORCHRUN.replace("train.py", "other_train.py")})
+    assert _codes(root / "train.py", "GP201,GP301,GP302") == ["GP201", "GP301", "GP302"]
+
+
+@pytest.mark.parametrize("command", [
+    "accelerate launch --num_processes 2 train.py --fp16 --tf32 true --dataloader_num_workers=8",
+    "deepspeed --num_gpus 8 ${ROOT}/train.py --deepspeed ds.json --bf16 --tf32 --dataloader-num-workers 2",
+    "python -m torch.distributed.run --nproc_per_node 8 train.py --bf16=True --tf32=True --dataloader_num_workers 4",
+    "CUDA_VISIBLE_DEVICES=0 python -m src.train --fp16 True --tf32 True --dataloader_num_workers 2",
+])
+def test_launchers_and_flag_spellings(tmp_path, command) -> None:
+    where = "src/train.py" if "src.train" in command else "train.py"
+    root = _project(tmp_path, {where: HF_TRAIN, "train.sh": "#!/bin/sh\nset -e\n" + command + "\n"})
+    assert _codes(root / where, "GP201,GP301,GP302") == []
+
+
+def test_a_launch_of_another_file_with_the_same_name_does_not_count(tmp_path) -> None:
+    root = _project(tmp_path, {"train.py": HF_TRAIN, "other/train.py": HF_TRAIN,
+                               "other/run.sh": "cd other && python other/train.py --bf16 True\n"})
+    assert "GP301" in _codes(root / "train.py", "GP301")
+    assert _codes(root / "other" / "train.py", "GP301") == []
+
+
+def test_the_cache_sees_a_changed_launch_script(tmp_path) -> None:
+    root = _project(tmp_path, {"train.py": HF_TRAIN, "run.sh": "python train.py --output_dir o\n"})
+    cache = ["--cache-dir", str(tmp_path / ".cache"), "--select", "GP301", "--output-format", "json"]
+    assert [d["code"] for d in json.loads(CliRunner().invoke(cli, [str(root / "train.py"), *cache]).stdout)] == ["GP301"]
+    (root / "run.sh").write_text("python train.py --output_dir o --bf16 True\n")
+    assert json.loads(CliRunner().invoke(cli, [str(root / "train.py"), *cache]).stdout) == []
+
+
+OPT_IN_AMP = dedent("""\
+    import argparse
+
+    import torch
+
+    from helpers import precision_context
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--use-amp", action="store_true")
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 10)).to(device)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    scope = precision_context(args.use_amp)
+    for x, y in loader:
+        with scope:
+            loss = torch.nn.functional.cross_entropy(model(x.to(device)), y.to(device))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""")
+
+
+def test_opt_in_amp_turned_on_by_the_launch_script_is_not_reported(tmp_path) -> None:
+    root = _project(tmp_path, {"train.py": OPT_IN_AMP, "scripts/run.sh": "torchrun --nproc_per_node 8 train.py --use_amp\n"})
+    assert _codes(root / "train.py", "GP301") == []
+    (root / "scripts" / "run.sh").write_text("python train.py --epochs 3\n")
+    (note,) = _lint(root / "train.py", "--select", "GP301")
+    assert note["severity"] == "info" and "opt-in" in note["message"] and "--use-amp" in note["message"]
+
+
+def test_a_launch_of_the_script_importing_the_file_counts(tmp_path) -> None:
+    """The launch runs a thin entry (``train_mem.py``: a patch, then ``train()``) that imports the
+    file whose parser reads the flags."""
+    entry = "from pkg.train import train\n\nif __name__ == '__main__':\n    train()\n"
+    root = _project(tmp_path, {"pkg/__init__.py": "", "pkg/train.py": HF_TRAIN, "pkg/train_mem.py": entry,
+                               "scripts/sft.sh": TORCHRUN.replace("train.py", "pkg/train_mem.py")})
+    assert _codes(root / "pkg" / "train.py", "GP201,GP301,GP302") == []
+    (root / "scripts" / "sft.sh").write_text(TORCHRUN.replace("train.py", "pkg/other.py"))
+    assert _codes(root / "pkg" / "train.py", "GP201,GP301,GP302") == ["GP201", "GP301", "GP302"]
+
+
+LIGHTNING_CLI = dedent("""\
+    import lightning as L
+    from lightning.pytorch.cli import LightningCLI
+
+
+    class Net(L.LightningModule):
+        def training_step(self, batch, batch_idx):
+            return self.layer(batch).mean()
+
+
+    if __name__ == "__main__":
+        LightningCLI(Net)
+""")
+
+
+@pytest.mark.parametrize(("precision", "reported"), [("bf16-mixed", False), ("32-true", True)])
+def test_lightning_cli_precision_from_the_launch_script(tmp_path, precision, reported) -> None:
+    root = _project(tmp_path, {"cli.py": LIGHTNING_CLI,
+                               "run.sh": f"python cli.py fit --trainer.precision {precision} --trainer.devices 4\n"})
+    assert ("GP301" in _codes(root / "cli.py", "GP301")) is reported
