@@ -260,6 +260,8 @@ def loss_only_regions(ctx: RuleContext, ta: TrainingAnalysis) -> list[tuple[cst.
         if not any(i.item in calls for i in region.items) or not isinstance(block, cst.IndentedBlock) or \
                 ta.step_loop_of(region) is None or _model_calls(ctx, region.body):
             continue
+        if _fp32_island(ctx, region, calls):
+            continue  # ``autocast(enabled=False)`` keeps a loss in float32 on purpose; nested: the outer holds the forward
         inner = [n for n in walk(region.body) if isinstance(n, cst.Call)]
         if not inner or any(isinstance(c.func, cst.Name) and c.func.value in ta.functions or
                             (dotted_name(c.func) or "").startswith("self.") for c in inner):
@@ -269,6 +271,27 @@ def loss_only_regions(ctx: RuleContext, ta: TrainingAnalysis) -> list[tuple[cst.
         if outside is not None:
             out.append((region, outside))
     return out
+
+
+def _fp32_island(ctx: RuleContext, region: cst.With, calls: set[cst.CSTNode]) -> bool:
+    """Is this region switched off (``autocast(enabled=False)``) or nested in another autocast
+    region (whose body, not this one, holds the forward)?"""
+    if _switched_off(region):
+        return True
+    node = ctx.parent(region)
+    while node is not None and not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+        if isinstance(node, cst.With) and any(i.item in calls for i in node.items) and not _switched_off(node):
+            return True
+        node = ctx.parent(node)
+    return False
+
+
+def _switched_off(region: cst.With) -> bool:
+    for item in region.items:
+        enabled = get_arg(item.item, "enabled") if isinstance(item.item, cst.Call) else None
+        if enabled is not None and literal_value(enabled.value) is False:
+            return True
+    return False
 
 
 def autocast_fix(ctx: RuleContext, ta: TrainingAnalysis,

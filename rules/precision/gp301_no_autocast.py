@@ -62,6 +62,9 @@ class NoAutocast(Rule):
         "optimizer)` or `self.scaler.scale(loss)` handed in) is not reported as missing one."
     )
     limitations = (
+        "An `autocast(enabled=False)` region (a float32 island for a loss or a softmax) and a "
+        "region nested in an enabled autocast region are never taken for an autocast that holds "
+        "only the loss.",
         "The fix needs the script's device variable (a `torch.device(...)` bound before the step, "
         "or the device the batch is moved to): the autocast uses `device.type`, or "
         "`torch.device(name).type` when the name may be a string or an ordinal; without one the "
