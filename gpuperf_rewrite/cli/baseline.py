@@ -113,8 +113,10 @@ def regress(ctx: click.Context, script: str | None, module: str | None, script_a
             threshold: float, show_history: bool, plot: str | None, json_path: str | None, html_path: str | None,
             **opts: Any) -> None:
     """Measure the working tree's SCRIPT (or -m MODULE) against the nearest ancestor commit with a
-    comparable baseline note. Exit 1 on a significant drop beyond --threshold, 0 otherwise, 2 without
-    a baseline."""
+    comparable baseline note: that commit's version is measured again, alternated with the working
+    tree's in this invocation (the stored note is used only when the commit cannot be checked out,
+    with a wider threshold). Exit 1 on a significant drop beyond --threshold, 0 otherwise, 2
+    without a baseline."""
     from gpuperf_rewrite.validate.record.baseline import check_regression, describe_regression
     from gpuperf_rewrite.validate.console import console_progress
 

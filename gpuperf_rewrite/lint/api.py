@@ -8,9 +8,10 @@ current directory, like ruff.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from gpuperf_rewrite.lint.cache import Cache
@@ -19,8 +20,9 @@ from gpuperf_rewrite.lint.discovery import (DEFAULT_EXCLUDE, Discovery, compile_
                                             is_excluded)
 from gpuperf_rewrite.lint.diagnostics import IO_ERROR, Diagnostic, file_error
 from gpuperf_rewrite.lint.environment import installed_versions
-from gpuperf_rewrite.lint.parallel import Job, display_path, run_jobs
+from gpuperf_rewrite.lint.parallel import PARALLEL_THRESHOLD, Job, display_path, run_jobs
 from gpuperf_rewrite.lint.prefilter import FixMode, RuleSet
+from gpuperf_rewrite.lint.project_index import run_scope
 from gpuperf_rewrite.lint.registry import SelectionError, codes_matching, resolve_selection
 from gpuperf_rewrite.lint import sourceio
 from gpuperf_rewrite.lint.sourceio import WriteRefused, unified_diff
@@ -127,6 +129,30 @@ def lint_paths(found: Discovery, settings: Settings, *, mode: FixMode = "none", 
         cache, problem = Cache.open(cache_dir, create=mode == "none")  # only lint results are stored
         if problem:
             warn(problem)
+    with run_scope() as token, _facts_store(cache, len(found.files)) as store:
+        return _lint_paths(found, settings, run, cache, token, store, mode, write, diff, jobs, warn)
+
+
+@contextlib.contextmanager
+def _facts_store(cache: Cache | None, n_files: int) -> Iterator[str | None]:
+    """Where a run's workers share the facts of the user's modules: the cache's store, or without
+    one, a folder of the run's own, removed after it (one process needs none: it remembers)."""
+    if cache is not None or n_files < PARALLEL_THRESHOLD:
+        yield None
+        return
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="gpuperf-facts-")
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _lint_paths(found: Discovery, settings: Settings, run: LintRun, cache: Cache | None, token: str,
+                store: str | None, mode: FixMode, write: bool, diff: bool, jobs: int | None,
+                warn: Callable[[str], None]) -> LintRun:
     cwd = Path.cwd().resolve()
     salts: dict[int, str] = {}  # one per distinct rule set (per-file ignores make a few)
     for p in found.files:
@@ -136,7 +162,7 @@ def lint_paths(found: Discovery, settings: Settings, *, mode: FixMode = "none", 
             salt = salts[id(ruleset)] = Cache.salt(ruleset.codes, [ruleset.options, ruleset.environment]) \
                 if cache else ""
         run.jobs.append(Job(display_path(p, cwd), str(p), ruleset, mode, keep_source=diff or write,
-                            cache=cache, cache_salt=salt))
+                            cache=cache, cache_salt=salt, run=token, facts_store=store))
     fs_path = {j.path: j.fs_path for j in run.jobs}
     for res in run_jobs(run.jobs, jobs):
         for w in res.warnings:

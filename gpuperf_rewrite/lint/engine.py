@@ -183,7 +183,7 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         # The user's modules it imports (issue 27); its own parse kept for its importers. Never
         # for installed code: kept trees cost every later garbage collection.
         remember_parse(fs_path, data, module, text)
-        imports = project_facts(fs_path, data, store=facts_store, root=root)
+        imports = project_facts(fs_path, data, store=facts_store)
         launch = project_runs(fs_path, data, root, entry)[0]
     else:
         launch = None

@@ -22,7 +22,7 @@ from gpuperf_rewrite.lint.cache import Cache
 from gpuperf_rewrite.lint.diagnostics import ERROR_CODES, INTERNAL_ERROR, IO_ERROR, Diagnostic, file_error
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet, passes_torch_gate
 from gpuperf_rewrite.lint.launch import runs_key
-from gpuperf_rewrite.lint.project import dependency_key
+from gpuperf_rewrite.lint.project_index import dependency_key, run_scope
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -48,6 +48,8 @@ class Job:
     max_bytes: int | None = MAX_FILE_BYTES
     cache: Cache | None = None
     cache_salt: str = ""  # Cache.salt() of the ruleset: computed once per rule set, not per file
+    run: str | None = None  # the run's token (``project_index.run_scope``): modules read once per run
+    facts_store: str | None = None  # where the run's workers share module facts (without a cache)
 
 
 def display_path(path: Path, cwd: Path | None = None) -> str:
@@ -117,11 +119,26 @@ def triage(job: Job) -> FileResult | None:
     the result when no parsing is needed (unreadable, nothing any rule could fire on, cached),
     else None."""
     data = _read(job)
-    return data if isinstance(data, FileResult) else _quick(job, data)[0]
+    if isinstance(data, FileResult):
+        return data
+    with run_scope(job.run):
+        return _quick(job, data)[0]
 
 
 def check_job(job: Job) -> FileResult:
-    """Read, look up the cache, check, store: one file, start to end."""
+    """Read, look up the cache, check, store: one file, start to end, in the job's run (its
+    process reads each of the user's modules once, whichever files import it)."""
+    with run_scope(job.run):
+        return _check_job(job)
+
+
+def _facts_store(job: Job) -> Path | None:
+    if job.cache is not None:
+        return job.cache.facts_dir()
+    return Path(job.facts_store) if job.facts_store is not None else None
+
+
+def _check_job(job: Job) -> FileResult:
     data = _read(job)
     if isinstance(data, FileResult):
         return data
@@ -131,7 +148,7 @@ def check_job(job: Job) -> FileResult:
     from gpuperf_rewrite.lint.engine import check_source
 
     result = check_source(data, job.path, job.ruleset, job.mode, job.fix_codes, fs_path=job.fs_path,
-                          facts_store=job.cache.facts_dir() if job.cache is not None else None)
+                          facts_store=_facts_store(job))
     if key is not None and job.cache is not None and job.mode == "none" and result.parsed:
         job.cache.store(key, result.diagnostics)
     return _trimmed(result, job)

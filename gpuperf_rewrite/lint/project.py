@@ -307,35 +307,17 @@ def content_of(path: Path) -> tuple[bytes, str] | None:
     return data, hashlib.sha256(data).hexdigest()
 
 
+# Folders that hold installed packages wherever they are: a file below one is never the user's.
+INSTALLED = frozenset({"site-packages", "dist-packages"})
+
+
 def is_first_party(path: Path) -> tuple[bool, Path]:
-    """Is ``path`` the user's own code (not under site-packages, a venv...)? And its project root."""
+    """Is ``path`` the user's own code (not under site-packages, a venv...)? And its project root.
+    Installed code is never first-party, even when no project marker is found above it (a
+    package linted in place: ``gpuperf-rewrite <site-packages>/torch``): its imports are not
+    followed."""
     absolute = os.path.abspath(path)
     root = find_project_root(absolute)
+    if not INSTALLED.isdisjoint(absolute.split(os.sep)[:-1]):
+        return False, root
     return _inside(absolute, os.fspath(root)), root
-
-
-def dependency_key(fs_path: str | Path, data: bytes, max_depth: int = MAX_DEPTH) -> str:
-    """A hash of the contents of the first-party modules the file imports (``max_depth``
-    deep): what a cached lint result of the file is keyed on besides its own bytes. Reads the
-    files and scans their imports; parses nothing with LibCST. "" when there are none."""
-    path = Path(os.path.abspath(fs_path))
-    first_party, root = is_first_party(path)
-    if not first_party:
-        return ""
-    parts: list[str] = []
-    seen = {path}
-    queue: deque[tuple[Path, bytes, int]] = deque([(path, data, 0)])
-    while queue:
-        current, content, depth = queue.popleft()
-        if depth >= max_depth:
-            continue
-        for imported in imported_modules(current, root, content):
-            if imported.path in seen:
-                continue
-            seen.add(imported.path)
-            got = content_of(imported.path)
-            if got is None:
-                continue
-            parts.append(f"{imported.path}={got[1]}")
-            queue.append((imported.path, got[0], depth + 1))
-    return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest() if parts else ""

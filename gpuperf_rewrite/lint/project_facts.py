@@ -1,8 +1,10 @@
-"""The facts of the user's modules a checked file imports (issue 27), for the rules: each module
-parsed once per content per process, its facts (``rules``' ``module_facts``) computed with its
-own imports' facts, 3 imports deep, kept by a key of its content and its imports' keys, in the
-process and in the lint cache (``<cache>/<fingerprint>/facts/``). Which files those are:
-:mod:`gpuperf_rewrite.lint.project`.
+"""The facts of the user's modules a checked file imports (issues 27 and 34), for the rules:
+each module's facts (``rules``' ``module_facts``) computed once per run with its own imports'
+facts, through the whole first-party import graph (``project_index``: one index per run, each
+module read once, keyed by its content and everything it reaches), when a rule first asks for
+them. Kept by that key in the process, and on disk (the lint cache's ``<fingerprint>/facts/``,
+or a folder of the run's own without a cache) where a run's workers and the next run find them.
+Which files those are: :mod:`gpuperf_rewrite.lint.project`.
 """
 
 from __future__ import annotations
@@ -11,16 +13,21 @@ import dataclasses
 import hashlib
 import json
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from gpuperf_rewrite.lint.project import MAX_DEPTH, MAX_MODULES, content_of, imported_modules, is_first_party
+from gpuperf_rewrite.lint import project_index
+from gpuperf_rewrite.lint.project import content_of
+from gpuperf_rewrite.lint.project_index import Node, run_scope
 
-# Per process: a repo lint reads and parses each module once (per worker), whichever files import
-# it. Keyed by the hash of the module's content and of its imports' facts (the depth it was
-# reached at matters only through those), so an edited module is read again.
+# Facts by key (the module's content and everything it reaches, ``project_index``), in this
+# process: a long-lived process (tests, ``--apply``) finds them again across runs. Small data.
 _FACTS_MEMO: dict[str, Any] = {}
-_CONTEXTS: dict[str, Any] = {}  # content key -> a checked file's RuleContext (``remember_facts``)
+_MEMO_SIZE = 8192
+_CONTEXTS: dict[str, Any] = {}  # key -> a checked file's RuleContext (``remember_facts``)
+# How many times each module's facts were computed (not found), by path: for the tests.
+COMPUTED: dict[str, int] = {}
 
 
 @dataclasses.dataclass
@@ -29,53 +36,88 @@ class ProjectFacts:
     the module's name as the file writes it) and ``key``, a hash of every module content those
     facts were computed from (the lint cache keys a result on it)."""
 
-    modules: dict[str, Any]
+    modules: Mapping[str, Any]
     key: str
-    used: list[Path]
     child_keys: list[str] = dataclasses.field(default_factory=list)  # ``name=key`` per import
 
 
-def project_facts(fs_path: str | Path, data: bytes, max_depth: int = MAX_DEPTH,
-                  store: Path | None = None, root: Path | None = None) -> ProjectFacts:
+def project_facts(fs_path: str | Path, data: bytes, store: Path | None = None) -> ProjectFacts:
     """The facts of the first-party modules the file at ``fs_path`` (content ``data``) imports,
-    each computed with the facts of its own imports, ``max_depth`` imports deep; cycles end at a
-    module already on the way. Nothing (and key "") for a file outside the user's code or one
-    importing none of its modules. ``store``: a folder where facts are kept by content hash
-    across runs (the lint cache). ``root``: the file's project root when the caller knows the
-    file is first-party (``is_first_party``), so it is not looked up again."""
-    path = Path(os.path.abspath(fs_path))
-    if root is None:
-        first_party, root = is_first_party(path)
-        if not first_party:
-            return ProjectFacts({}, "", [])
-    modules: dict[str, Any] = {}
-    keys: list[str] = []
-    used: list[Path] = []
-    for imported in imported_modules(path, root, data):
-        if imported.path == path:
-            continue
-        got = _module_facts(imported.path, root, max_depth - 1, frozenset({path}), store, used)
-        if got is not None:
-            key, facts = got
-            modules[imported.name] = dataclasses.replace(facts, path=_shown(imported.path, path))
-            keys.append(f"{imported.name}={key}")
-    return ProjectFacts(modules, hashlib.sha256("\n".join(keys).encode()).hexdigest() if keys else "", used,
+    each computed with the facts of its own imports, through the whole first-party import graph
+    (``project_index``: each module read and its facts computed once per run). Nothing (and key
+    "") for a file outside the user's code or one importing none of its modules. ``store``: a
+    folder where facts are kept by key across runs and shared by a run's workers (the lint
+    cache's, or the run's own)."""
+    path = os.path.abspath(fs_path)
+    with run_scope() as run:
+        got = project_index.imports_of(path, data)
+    if not got or not got[1]:
+        return ProjectFacts({}, "")
+    keys = [f"{name}={child.key}" for name, child in got[1]]
+    return ProjectFacts(_Imported(Path(path), got[1], store, run), hashlib.sha256("\n".join(keys).encode()).hexdigest(),
                         keys)
+
+
+class _Imported(Mapping[str, Any]):
+    """The imported modules' facts by name, each computed when a rule first asks for it: a file
+    whose rules never look into a module (most library files, most rules) costs no analysis of
+    it. Names (``in``, iteration, ``len``) are known from the imports alone."""
+
+    def __init__(self, importer: Path, children: list[tuple[str, Node]], store: Path | None, run: str) -> None:
+        self._importer, self._store, self._run = importer, store, run
+        self._children = dict(children)
+        self._facts: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        got = self._facts.get(name)
+        if got is None:
+            child = self._children[name]
+            with run_scope(self._run if project_index.current_run() is None else None) as run:
+                if child.epoch != run:  # asked after its run, another run read the module since
+                    again = project_index.node(child.path, child.root)
+                    if again is None:
+                        return _empty()
+                    project_index.keyed([again])
+                    child = again
+                facts = _facts(child, self._store)
+            got = self._facts[name] = dataclasses.replace(facts, path=_shown(Path(child.path), self._importer))
+        return got
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._children)
+
+    def __len__(self) -> int:
+        return len(self._children)
 
 
 def remember_facts(fs_path: str | Path, data: bytes, imports: ProjectFacts, ctx: Any) -> None:
     """Keep the context the rules just used on a checked file (its parse, index and training
     analysis built): a file of the same run importing it reads its facts off that context, by
-    the same content key, instead of analysing it again. Only the last few are kept."""
-    key = hashlib.sha256("\n".join([hashlib.sha256(data).hexdigest(), *imports.child_keys]).encode()).hexdigest()
+    the same key, instead of analysing it again. Only the last few are kept, and only for a
+    module in no import cycle (in one, its facts are read with other facts than the file was)."""
+    path = os.path.abspath(fs_path)
     # Its kept parse is no longer needed by an importer: the context holds the module, or its
     # facts are known already. Not kept, it costs no later garbage collection a walk.
-    _PARSED.pop(Path(os.path.abspath(fs_path)), None)
-    if key in _FACTS_MEMO:
+    _PARSED.pop(Path(path), None)
+    with run_scope():
+        got = project_index.imports_of(path, data)
+        if not got:
+            return
+        me = project_index.node(path, got[0])
+        if me is None or me.sha != hashlib.sha256(data).hexdigest():
+            return
+        project_index.keyed([me])
+    if me.scc is not None or me.facts is not None or me.key in _FACTS_MEMO:
         return
     if len(_CONTEXTS) >= _KEEP_PARSED:
         _CONTEXTS.pop(next(iter(_CONTEXTS)))
-    _CONTEXTS[key] = ctx
+    _CONTEXTS[me.key] = ctx  # type: ignore[index]
+
+
+def _empty() -> Any:
+    from gpuperf_rewrite.rules._framework import ModuleFacts
+
+    return ModuleFacts()
 
 
 def _shown(module: Path, importer: Path) -> str:
@@ -86,40 +128,76 @@ def _shown(module: Path, importer: Path) -> str:
         return os.path.relpath(module, importer.parent).replace(os.sep, "/")
 
 
-def _module_facts(path: Path, root: Path, depth: int, on_way: frozenset[Path], store: Path | None,
-                  used: list[Path]) -> tuple[str, Any] | None:
-    got = content_of(path)
-    if got is None:
-        return None
-    data, sha = got
-    used.append(path)
-    child_keys: list[str] = []
-    children: dict[str, Any] = {}
-    if depth > 0:
-        for imported in imported_modules(path, root, data):
-            if imported.path in on_way or imported.path == path:
-                continue  # an import cycle: the module already on the way is not read again
-            sub = _module_facts(imported.path, root, depth - 1, on_way | {path}, store, used)
-            if sub is not None:
-                children[imported.name] = sub[1]
-                child_keys.append(f"{imported.name}={sub[0]}")
-    key = hashlib.sha256("\n".join([sha, *child_keys]).encode()).hexdigest()
+def _facts(start: Node, store: Path | None) -> Any:
+    """The facts of ``start`` (keyed), each module it reaches done first, once per run: an
+    iterative walk over the import graph's cycles (a chain can be thousands deep), children
+    first. A module in a cycle is read with its imports outside the cycle and, for those inside,
+    their facts read without the cycle (``Node.base``): the same facts whichever file the walk
+    started from."""
+    todo: list[tuple[Node, bool]] = [(start, False)]
+    while todo:
+        n, expanded = todo.pop()
+        if n.facts is not None:
+            continue
+        group = n.scc or (n,)
+        if not expanded:
+            found = [_known(m.key, store) for m in group]
+            if all(f is not None for f in found):  # known: what it reaches need not be
+                for m, f in zip(group, found):
+                    m.facts = f
+                continue
+            todo.append((n, True))
+            # In an order of this process's own: a run's workers then walk a shared graph apart
+            # and find in the store what the other computed, instead of computing it side by side.
+            pid = os.getpid()
+            todo.extend(sorted(((child, False) for m in group for _, child in project_index._children(m)
+                                if child.facts is None and child not in group), key=lambda c: hash((pid, c[0].path))))
+            continue
+        if n.scc is None:
+            n.facts = _known_or_computed(n, n.key, {name: child.facts for name, child in project_index._children(n)},
+                                         store)
+            continue
+        for m in group:  # read without the cycle's other members first
+            m.base = _known_or_computed(m, f"base:{m.key}", {name: child.facts for name, child in
+                                                             project_index._children(m) if child not in group}, store)
+        for m in group:
+            m.facts = _known_or_computed(m, m.key, {name: (child.base if child in group else child.facts)
+                                                    for name, child in project_index._children(m)}, store)
+    return start.facts
+
+
+def _known(key: str | None, store: Path | None) -> Any:
+    """The facts kept under ``key`` in this process or the store; None when not kept."""
+    assert key is not None
     facts = _FACTS_MEMO.get(key)
-    if facts is not None:
-        if store is not None and not (store / key[:2] / f"{key[2:]}.json").exists():
-            _store_facts(store, key, facts)  # known to this process, not yet to this cache
-    else:
+    if facts is None:
         facts = _load_facts(store, key)
-        if facts is None:
-            checked = _CONTEXTS.pop(key, None)
-            facts = _facts_of(checked) if checked is not None else _compute_facts(path, data, sha, children)
-            _store_facts(store, key, facts)
-        _memo_facts(key, facts)
-    return key, facts
+        if facts is not None:
+            _memo_facts(key, facts)
+    return facts
+
+
+def _known_or_computed(n: Node, key: str | None, children: dict[str, Any], store: Path | None) -> Any:
+    facts = _known(key, store)
+    if facts is not None:
+        return facts
+    assert key is not None
+    if facts is None:
+        checked = _CONTEXTS.pop(key, None)
+        if checked is not None:
+            facts = _facts_of(checked)
+        else:
+            COMPUTED[n.path] = COMPUTED.get(n.path, 0) + 1
+            facts = _compute_facts(Path(n.path), n.sha, children)
+            if facts is None:  # edited during the run: nothing this run, nothing kept
+                return _empty()
+        _store_facts(store, key, facts)
+    _memo_facts(key, facts)
+    return facts
 
 
 def _memo_facts(key: str, facts: Any) -> None:
-    if len(_FACTS_MEMO) >= 4 * MAX_MODULES:
+    if len(_FACTS_MEMO) >= _MEMO_SIZE:
         _FACTS_MEMO.pop(next(iter(_FACTS_MEMO)))
     _FACTS_MEMO[key] = facts
 
@@ -169,12 +247,20 @@ def _parsed(path: Path, data: bytes, sha: str) -> Any:
     return parsed
 
 
-def _compute_facts(path: Path, data: bytes, sha: str, children: dict[str, Any]) -> Any:
+def _compute_facts(path: Path, sha: str, children: dict[str, Any]) -> Any | None:
     """The module's facts (``rules``' ``module_facts``), read with the facts of its own imports;
-    an unparsable module offers nothing (its import stays unresolved)."""
+    an unparsable module offers nothing (its import stays unresolved), nor one edited since the
+    run read it (its key no longer says what it holds)."""
     from gpuperf_rewrite.rules._framework import ModuleFacts, RuleContext
 
-    parsed = _parsed(path, data, sha)
+    got = _PARSED.get(path)
+    if got is not None and got[0] == sha:
+        parsed = got[1]
+    else:
+        read = content_of(path)
+        if read is None or read[1] != sha:
+            return None
+        parsed = _parsed(path, read[0], sha)
     if parsed is None:
         return ModuleFacts()
     module, text = parsed

@@ -3,6 +3,7 @@ Do not edit. Code -> (name, enabled by default), and the rule modules it was mad
 (see ``registry.rule_table``)."""
 
 MODULES = (
+    'analysis/facts/builders.py',
     'analysis/facts/collectives.py',
     'analysis/facts/execution.py',
     'analysis/facts/flow.py',

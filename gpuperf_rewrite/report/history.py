@@ -21,10 +21,12 @@ def render_regress(page: Page, doc: Doc) -> None:
         "95% CI of ratio": f"{ci[0]:.3f}-{ci[1]:.3f}" if None not in ci else "n/a",
         "p": f"{p:.3g}" if p is not None else "n/a",
         "runs": f"{len(doc.get('baseline') or [])} baseline + {len(doc.get('current') or [])} now",
-        "threshold": f"-{doc.get('threshold', 0):.0%}",
+        "threshold": f"-{doc.get('effective_threshold', doc.get('threshold', 0)):.1%}",
+        "compared": {"side_by_side": "side by side, this run", "stored_note": "with the stored note"}.get(
+            str(doc.get("comparison")), "with the stored note"),
     })
     base = charts.finite(doc.get("baseline_median"))
-    threshold = charts.finite(doc.get("threshold"))
+    threshold = charts.finite(doc.get("effective_threshold", doc.get("threshold")))
     current = {"median": doc.get("current_median"), "samples": doc.get("current") or [],
                "bar": base * (1 - threshold) if base is not None and threshold is not None else None}
     page.section("history", "Throughput over commits", *_history(doc.get("history"), doc.get("unit"), current))
@@ -46,8 +48,10 @@ def render_baseline(page: Page, doc: Doc) -> None:
 def _run_sections(page: Page, doc: Doc) -> None:
     """The runs' per-step times and memory, drawn as the A/B page draws one side."""
     runs = [r for r in doc.get("runs") or [] if isinstance(r, dict)]
-    if runs:
-        one = {"a": {"runs": runs}, "b": {"runs": []}, "unit": doc.get("unit")}
+    if runs:  # regress side by side: the baseline commit's runs of this invocation beside them
+        base = [r for r in doc.get("baseline_runs") or [] if isinstance(r, dict)]
+        one = {"a": {"runs": base}, "b": {"runs": runs}, "unit": doc.get("unit")} if base else {
+            "a": {"runs": runs}, "b": {"runs": []}, "unit": doc.get("unit")}
         page.section("step-times", "Time per step (the runs measured now)", *ab.step_times(one, ""))
         page.section("memory", "Memory per step (the runs measured now)", *ab.memory(one, ""))
 
@@ -63,13 +67,19 @@ def _history(rows: Any, unit: Any, current: Mapping[str, Any] | None) -> list[st
     if not rows and current is None:
         return [missing("No recorded measurement of this script on HEAD or its ancestors.")]
     ordered = list(reversed(rows))  # oldest first, as time runs
+    commits = list(dict.fromkeys(str(r.get("commit", "")) for r in ordered))  # one place per commit
     with charts.figure(8, 3.4) as (fig, ax):
         envs: dict[str, list[tuple[int, float]]] = {}
-        for i, r in enumerate(ordered):
-            envs.setdefault(str(r.get("env") or "?"), []).append((i, float(r["median"])))
+        again: list[tuple[int, float]] = []  # regress's re-measurements of a baseline: not on its line
+        for r in ordered:
+            pt = (commits.index(str(r.get("commit", ""))), float(r["median"]))
+            (again if r.get("kind") == "remeasured" else envs.setdefault(str(r.get("env") or "?"), [])).append(pt)
         for n, (env, pts) in enumerate(sorted(envs.items())):
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", gid=f"history-{n}", label=f"env {env}")
-        x_now = len(ordered)
+        if again:
+            ax.scatter([p[0] for p in again], [p[1] for p in again], marker="o", facecolors="none",
+                       edgecolors="#555", gid="history-remeasured", label="re-measured by regress (side by side)")
+        x_now = len(commits)
         if current is not None and charts.finite(current.get("median")) is not None:
             ax.scatter([x_now], [current["median"]], marker="*", s=160, color="#c0392b", zorder=4, gid="current",
                        label="this run (median)")
@@ -78,7 +88,7 @@ def _history(rows: Any, unit: Any, current: Mapping[str, Any] | None) -> list[st
         if current is not None and current.get("bar") is not None:
             ax.axhline(current["bar"], linestyle="dashed", color="#555", gid="threshold",
                        label="threshold (baseline median x (1 - threshold))")
-        labels = [str(r.get("commit", ""))[:7] for r in ordered] + (["now"] if current is not None else [])
+        labels = [c[:7] for c in commits] + (["now"] if current is not None else [])
         ax.set_xticks(range(len(labels)), labels, rotation=45, fontsize=7)
         ax.set_ylabel(str(unit or ""))
         ax.legend(fontsize=7)

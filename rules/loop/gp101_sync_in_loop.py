@@ -9,6 +9,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.collectives import logged_collectives
+from ..analysis.facts.framework_config import framework_config, rare_in, step_hook
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
 from ..analysis.model.host_data import HOST_BUILDERS
@@ -52,7 +53,10 @@ class SyncInLoop(Rule):
         "training loop (it calls `.backward()`, an optimizer's `.step()` or a loss scaler given "
         "the loss and the optimizer, or iterates a DataLoader, directly or through functions of "
         "the same module) or an eval loop (it feeds each batch it reads, from any iterable, to a "
-        "model in eval mode or under `no_grad`); a loop driven from another module is not seen.",
+        "model in eval mode or under `no_grad`); a loop driven from another module is not seen. "
+        "A LightningModule's `training_step`, `validation_step` and `test_step` are loop bodies "
+        "(Lightning calls them once per batch); a `self.log(name, x.item())` written directly in "
+        "`training_step` is GP106's.",
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
         "the read or at a call site of the function holding it, are not reported; CPU-only "
         "programs (torch imported, no accelerator or device variable anywhere) are not checked.",
@@ -120,13 +124,18 @@ class SyncInLoop(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not (ta.step_loops or ta.eval_loops) or cpu_only(ctx):
+        hooks = bool(framework_config(ctx).lightning_modules)
+        if not (ta.step_loops or ta.eval_loops or hooks) or cpu_only(ctx):
             return
         # A read of a collective's result on its way to a log is GP106's (one change removes both).
         claimed = {r for found in logged_collectives(ctx) for r in found.host_reads}
         for call, what in sync_calls(ctx, ta):
             loop = ta.every_step_loop(call)
-            if loop is None or call in claimed:
+            if call in claimed:
+                continue
+            if loop is None:
+                if hooks:
+                    yield from _in_step_hook(ctx, call, what)
                 continue
             snippet = ctx.code_for(call)
             if len(snippet) > 40:
@@ -142,6 +151,50 @@ class SyncInLoop(Rule):
                 f"queued work (host-device sync); {advice}",
                 fix if fix is not None else NoFix(_HOST_USE),
             )
+
+
+def _in_step_hook(ctx: RuleContext, call: cst.Call, what: str) -> Iterator[Finding]:
+    """A host read in a LightningModule's ``training_step``/``validation_step``, which Lightning
+    runs on every batch, outside a rare guard. ``self.log(name, x.item())`` written directly in
+    ``training_step`` is GP106's."""
+    hook = step_hook(ctx, call)
+    if hook is None or rare_in(ctx, call, hook):
+        return
+    log = _log_call_around(ctx, call)
+    if log is not None and hook.name.value == "training_step" and _logged_directly(ctx, call, log):
+        return
+    kind = "training step" if hook.name.value == "training_step" else "evaluation batch"
+    snippet = ctx.code_for(call) if len(ctx.code_for(call)) <= 40 else what
+    message = (f"`{snippet}` in {hook.name.value} runs on every {kind} (Lightning calls the hook per batch) and "
+               "blocks the CPU until the GPU has finished all queued work (host-device sync)")
+    if log is not None and method_call(call, "item") and not call.args:
+        assert isinstance(call.func, cst.Attribute)
+        tensor = call.func.value
+        yield Finding(call, message + "; log the tensor itself: self.log reads it only when a logger needs it",
+                      Fix(f"log the tensor: {ctx.code_for(tensor)}", (Replace(call, tensor),), "unsafe"))
+        return
+    yield Finding(call, message + "; read it only every N steps, or keep the work that needs it on the device",
+                  no_fix_reason=_HOST_USE)
+
+
+def _log_call_around(ctx: RuleContext, call: cst.Call) -> cst.Call | None:
+    """The ``self.log(...)``/``self.log_dict(...)`` whose arguments hold ``call``."""
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.Call) and method_call(anc, "log", "log_dict") and \
+                isinstance(anc.func, cst.Attribute) and dotted_name(anc.func.value) == "self":
+            return anc
+        if isinstance(anc, (cst.BaseStatement, cst.BaseSmallStatement)):
+            return None
+    return None
+
+
+def _logged_directly(ctx: RuleContext, call: cst.Call, log: cst.Call) -> bool:
+    """``self.log(name, x.item())`` or a ``self.log_dict({name: x.item()})`` value: GP106 reports these."""
+    parent = ctx.parent(call)
+    if isinstance(parent, cst.Arg):
+        return ctx.parent(parent) is log
+    return isinstance(parent, cst.DictElement) and parent.value is call and \
+        isinstance(ctx.parent(parent), cst.Dict) and any(a is ctx.parent(ctx.parent(parent)) for a in log.args)
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.collectives import logged_collectives
+from ..analysis.facts.framework_config import framework_config, rare_in, step_hook
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import single_expression_statement
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
@@ -247,7 +248,9 @@ class PrintInLoop(Rule):
         "Only calls the rule knows as logging are checked: `print`, `logging` and logger methods "
         "(names ending in `log`/`logger`), `tqdm.write`, tqdm's `set_postfix`/`set_description`, "
         "`sys.stdout.write`, the script's own helpers called `progress_bar`, `print_*` or `*_print`, "
-        "TensorBoard's `add_scalar` and `wandb.log`; other loggers are missed.",
+        "TensorBoard's `add_scalar` and `wandb.log`; other loggers are missed. A LightningModule's "
+        "`training_step`, `validation_step` and `test_step` count as loop bodies for tensors (reported "
+        "without a fix: the hook has no loop counter to guard on).",
         "A value is reported when it is clearly a tensor in this file (not a `math` or `numpy` "
         "result), or a value read from one on the host on the same step (`loss.item()`, `float(loss)`, "
         "a `total += loss.item()` accumulator; the read itself is also GP101's finding), also through "
@@ -299,7 +302,8 @@ class PrintInLoop(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not (ta.step_loops or ta.eval_loops) or cpu_only(ctx):
+        hooks = bool(framework_config(ctx).lightning_modules)
+        if not (ta.step_loops or ta.eval_loops or hooks) or cpu_only(ctx):
             return
         # A print of a collective's result that is only logged is GP106's (one change removes both).
         claimed = {c for found in logged_collectives(ctx) for c in found.sinks}
@@ -307,11 +311,21 @@ class PrintInLoop(Rule):
             found = printed_value(ctx, ta, call) if call not in claimed else None
             if found is None:
                 continue
-            loop = ta.every_step_loop(call)
-            if loop is None or _before_leaving(ctx, call, loop):
-                continue
             what = ctx.code_for(found.value).strip()
             what = "a tensor" if len(what) > 30 else f"`{what}`"
+            loop = ta.every_step_loop(call)
+            if loop is None:
+                hook = step_hook(ctx, call) if hooks and not found.read else None
+                if hook is not None and not rare_in(ctx, call, hook):
+                    kind = "training step" if hook.name.value == "training_step" else "evaluation batch"
+                    yield Finding(call, f"{what} is formatted for output in {hook.name.value}, on every {kind} "
+                                        "(Lightning calls the hook per batch), which copies it to the host and "
+                                        "waits for the GPU; log the tensor with self.log, or print every N steps",
+                                  no_fix_reason="the hook has no loop an `if step % N == 0:` guard could count; "
+                                                "guard it with `batch_idx % N == 0` or use self.log by hand")
+                continue
+            if _before_leaving(ctx, call, loop):
+                continue
             if found.read:
                 message = (f"{what}, read from a tensor, is formatted for output on every {ta.loop_kind(loop)}: "
                            "each read waits for the GPU and each line costs time; log it every N steps")

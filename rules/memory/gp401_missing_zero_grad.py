@@ -77,7 +77,7 @@ class MissingZeroGrad(Rule):
     gains_on = "any"
     across_modules = (
         "A call into a helper of the user's other modules that zeroes gradients (`utils.zero_grad(params)` "
-        "setting `p.grad = None`, a `clear_grads(optimizer)`), up to 3 imports deep, counts as zeroing. Not "
+        "setting `p.grad = None`, a `clear_grads(optimizer)`), through any number of imports, counts as zeroing. Not "
         "followed: a helper of an installed package, or one reached through an object's method."
     )
     limitations = (

@@ -19,6 +19,7 @@ from ..analysis.fixes.edits import torch_import, torch_name
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.project import project_calls
 from ..analysis.syntax.torch_names import AUTOCAST, GRAD_SCALERS, NO_GRAD
 from ..analysis.syntax.tree import walk
 
@@ -259,6 +260,8 @@ def loss_only_regions(ctx: RuleContext, ta: TrainingAnalysis) -> list[tuple[cst.
         if not any(i.item in calls for i in region.items) or not isinstance(block, cst.IndentedBlock) or \
                 ta.step_loop_of(region) is None or _model_calls(ctx, region.body):
             continue
+        if _fp32_island(ctx, region, calls):
+            continue  # ``autocast(enabled=False)`` keeps a loss in float32 on purpose; nested: the outer holds the forward
         inner = [n for n in walk(region.body) if isinstance(n, cst.Call)]
         if not inner or any(isinstance(c.func, cst.Name) and c.func.value in ta.functions or
                             (dotted_name(c.func) or "").startswith("self.") for c in inner):
@@ -268,6 +271,27 @@ def loss_only_regions(ctx: RuleContext, ta: TrainingAnalysis) -> list[tuple[cst.
         if outside is not None:
             out.append((region, outside))
     return out
+
+
+def _fp32_island(ctx: RuleContext, region: cst.With, calls: set[cst.CSTNode]) -> bool:
+    """Is this region switched off (``autocast(enabled=False)``) or nested in another autocast
+    region (whose body, not this one, holds the forward)?"""
+    if _switched_off(region):
+        return True
+    node = ctx.parent(region)
+    while node is not None and not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+        if isinstance(node, cst.With) and any(i.item in calls for i in node.items) and not _switched_off(node):
+            return True
+        node = ctx.parent(node)
+    return False
+
+
+def _switched_off(region: cst.With) -> bool:
+    for item in region.items:
+        enabled = get_arg(item.item, "enabled") if isinstance(item.item, cst.Call) else None
+        if enabled is not None and literal_value(enabled.value) is False:
+            return True
+    return False
 
 
 def autocast_fix(ctx: RuleContext, ta: TrainingAnalysis,
@@ -335,10 +359,29 @@ def fp16_without_scaler(ctx: RuleContext, ta: TrainingAnalysis, uses: list[Autoc
                         backwards: list[cst.Call]) -> tuple[cst.CSTNode, Fix | NoFix] | None:
     """The first float16 autocast when the file has no GradScaler, with the fix that adds one."""
     fp16 = [u for u in uses if autocast_is_fp16(ctx, u)]
-    if not fp16 or any(ctx.is_call_to(c, GRAD_SCALERS) for c in ctx.nodes(cst.Call)) or ta.scaler_names:
+    if not fp16 or any(ctx.is_call_to(c, GRAD_SCALERS) for c in ctx.nodes(cst.Call)) or ta.scaler_names or \
+            scaler_elsewhere(ctx, ta, backwards):
         return None
     return fp16[0].node, scaler_fix(ctx, ta, backwards) if len(backwards) == 1 else \
         NoFix("several backward calls per step: which one the scaler should scale is not clear")
+
+
+def scaler_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call]) -> bool:
+    """A GradScaler held by the user's own code: a class or builder of their other modules that
+    makes one (``loss_scaler = NativeScaler()``), or a scaler handed in (a parameter or attribute
+    named like one) that the step gives the loss to (``loss_scaler(loss, optimizer)``,
+    ``self.scaler.scale(loss).backward()``)."""
+    if any(pc.facts.makes_scaler for pc in project_calls(ctx)):
+        return True
+    losses = {dotted_name(b.func.value) for b in backwards if isinstance(b.func, cst.Attribute)}
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "scale" and ta.is_scaler(func.value):
+            return True
+        given = {dotted_name(a.value) for a in call.args}
+        if ta.is_scaler(func) and (given & losses or any("loss" in (g or "") for g in given)):
+            return True
+    return False
 
 
 def scaler_fix(ctx: RuleContext, ta: TrainingAnalysis, backwards: list[cst.Call]) -> Fix | NoFix:

@@ -56,9 +56,15 @@ class NoAutocast(Rule):
     across_modules = (
         "Reported where the forward runs: in the module whose loop does the forward and the "
         "backward (`engine.py`), never in the script that calls it (`main.py`). Not followed: an "
-        "autocast entered in another module around the call of this file\"s step."
+        "autocast entered in another module around the call of this file\"s step. A float16 "
+        "autocast whose loss goes to a GradScaler held by the user's own code (`loss_scaler = "
+        "NativeScaler()`, a class of their other modules that makes one; a `loss_scaler(loss, "
+        "optimizer)` or `self.scaler.scale(loss)` handed in) is not reported as missing one."
     )
     limitations = (
+        "An `autocast(enabled=False)` region (a float32 island for a loss or a softmax) and a "
+        "region nested in an enabled autocast region are never taken for an autocast that holds "
+        "only the loss.",
         "The fix needs the script's device variable (a `torch.device(...)` bound before the step, "
         "or the device the batch is moved to): the autocast uses `device.type`, or "
         "`torch.device(name).type` when the name may be a string or an ordinal; without one the "

@@ -14,15 +14,11 @@ from ..analysis.facts.workload import MATMUL_USERS, matmul_operator, model_zoo
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, hf_tf32, matmul_precision_fix
 from ..analysis.syntax.calls import get_arg
-from ..analysis.facts.project_use import program_trains, project_model
+from ..analysis.facts.project_use import model_source, program_trains, project_model, set_elsewhere
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.project import MATMUL
+from ..analysis.syntax.project import MATMUL, TF32
+from ..analysis.syntax.torch_names import SET_PRECISION, TF32_SETTINGS
 
-TF32_SETTINGS = frozenset({
-    "torch.backends.cuda.matmul.allow_tf32", "torch.backends.cuda.matmul.fp32_precision",
-    "torch.backends.fp32_precision",
-})
-SET_PRECISION = frozenset({"torch.set_float32_matmul_precision"})
 
 
 def _tf32_chosen(ctx: RuleContext) -> bool:
@@ -60,11 +56,14 @@ class NoTF32(Rule):
     gains_on = "cuda"
     across_modules = (
         "A script that hands its model to a training function of the user's other modules "
-        "(`engine.train_one_epoch(model, loader, optimizer, device)`) trains; a model built there "
-        "(`models.build_model(args)`, `create_model(...)`, `models.__dict__[args.arch]()`, an "
-        "imported model class) counts as matmul work when that module or the user's modules it "
-        "imports use linear, attention or matmul layers; reported in the script, where the setting "
-        "goes. Not followed: imports more than 3 levels deep, a setting made in another module."
+        "(`engine.train_one_epoch(model, loader, optimizer, device)`, or a class of them, "
+        "`Trainer(model, optimizer).fit()`) trains; a model built there (`models.build_model(args)`, "
+        "`create_model(name)` over a `@register_model` table, `build(cfg)` over a dict of classes, "
+        "`exp.get_model()`, `models.__dict__[args.arch]()`, an imported or re-exported model class) "
+        "counts as matmul work when that module or the user's modules it imports use linear, "
+        "attention or matmul layers; reported in the script, where the setting goes, naming the "
+        "module the model comes from. Not followed: imports more than 3 levels deep, a setting made "
+        "in another module."
     )
     limitations = (
         "Any call of `torch.set_float32_matmul_precision`, assignment of a TF32 flag "
@@ -162,11 +161,13 @@ class NoTF32(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         if not program_trains(ctx) or cpu_only(ctx) or model_precision(ctx):
             return
-        if _tf32_chosen(ctx):
+        if _tf32_chosen(ctx) or set_elsewhere(ctx, TF32):  # here, or by the user's module it calls
             return
         node = first_use_of(ctx, MATMUL_USERS) or model_zoo(ctx) or matmul_operator(ctx) or project_model(ctx, MATMUL)
         message = ("float32 matmuls run without TF32 (no torch.set_float32_matmul_precision): tensor cores "
                    "stay idle; set it to \"high\" after the imports")
+        if (source := model_source(ctx, node)) is not None:
+            message += f" (the model comes from {source})"
         hf = hf_tf32(ctx, node, message)  # a Hugging Face Trainer sets TF32 from its arguments
         if hf is not None or node is None:
             yield from hf or ()

@@ -29,6 +29,7 @@ from ..analysis.fixes.frameworks import (
 )
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
 from ..analysis.facts.project_use import program_trains, project_model
+from ..analysis.syntax.project import project_calls, project_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._double_backward import double_backward_models
@@ -38,6 +39,8 @@ COMPILERS = frozenset({"torch.compile", "torch._dynamo.optimize", "torch.jit.scr
 
 
 def _compiles_somewhere(ctx: RuleContext) -> bool:
+    if any(pc.facts.compiles for pc in project_calls(ctx)):
+        return True  # ``Trainer(model)`` compiling what it is handed, a ``compile_model(model)`` helper
     models = model_names_everywhere(ctx)
     for call in ctx.nodes(cst.Call):
         if ctx.matches(call.func, COMPILERS):
@@ -87,15 +90,22 @@ class NoCompile(Rule):
         "A script that hands its model to a training function of the user's other modules trains; "
         "the trained model is found through a parameter-group helper of those modules "
         "(`add_weight_decay(model, wd)`, `get_params_groups(model)`) or an optimizer builder "
-        "(`build_optimizer(config, model)`), and reported where it is built or handed to training. "
-        "Not followed: a compile done inside another module."
+        "(`build_optimizer(config, model)`, `exp.get_optimizer(model)`), or as the model handed to "
+        "a training class or function of those modules (`Trainer(model, optimizer).fit()`), and "
+        "reported where it is built or handed to training, naming the trainer. A compile inside a "
+        "function or class of those modules that the script calls (`self.model = "
+        "torch.compile(model)` in the Trainer) counts. Not followed: a compile in a module the "
+        "script does not call into."
     )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
         "`re.compile`) or `TrainingArguments(torch_compile=...)` in the module silences it.",
         "The trained model is found through the optimizer's `.parameters()` argument (the whole "
-        "model when that is a submodule's); a model whose parameters reach the optimizer through "
-        "another module is missed. A LightningModule that builds its own optimizer is reported "
+        "model when that is a submodule's), parameter-group lists filled from "
+        "`model.named_modules()`, a model that builds its own optimizer "
+        "(`model.configure_optimizers(config)`), or as the model handed to a trainer of the user's "
+        "other modules; one whose parameters reach an optimizer out of sight (an installed "
+        "package's factory) is missed. A LightningModule that builds its own optimizer is reported "
         "without a fix.",
         "The fix inserts `model.compile()` after the statement that builds or moves the model, in "
         "the optimizer's block, and before a `DistributedDataParallel`/FSDP wrap (the inner "
@@ -223,6 +233,9 @@ class NoCompile(Rule):
             outcome = compile_fix(ctx, model)
             message = (f"the trained model `{model.name}` is never compiled: every op runs as a separate "
                        "eager kernel; call model.compile() after building it")
+            trainer = project_function(ctx, model.optimizer) if model.optimizer is not None else None
+            if trainer is not None and trainer.facts.trains and trainer.module.path:
+                message += f" (it is trained by `{trainer.name}` in {trainer.module.path})"
             if not isinstance(outcome, Fix) and (fw_fix := accelerate_compile_fix(ctx)) is not None:
                 outcome = fw_fix  # Accelerate compiles what it prepares
                 message += ", or let Accelerate compile it: Accelerator(dynamo_backend=\"inductor\")"

@@ -18,14 +18,13 @@ from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import NO_TOP_IMPORT, lightning_benchmark_fix
 from ..analysis.syntax.calls import get_arg, literal_value
 from ..analysis.fixes.framework_blind import unseen_settings
-from ..analysis.facts.project_use import program_trains, project_model
+from ..analysis.facts.project_use import model_source, program_trains, project_model, set_elsewhere
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.project import CONV
+from ..analysis.syntax.project import CONV, CUDNN
+from ..analysis.syntax.torch_names import CUDNN_CHOICES, DETERMINISM
 
 # Settings that show the user chose cuDNN's algorithm selection (benchmarking picks algorithms
 # by timing, which is not deterministic).
-CUDNN_CHOICES = frozenset({"torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic"})
-DETERMINISM = frozenset({"torch.use_deterministic_algorithms"})
 
 
 def _choices(ctx: RuleContext) -> list[tuple[cst.CSTNode, bool]]:
@@ -92,16 +91,17 @@ class NoCudnnBenchmark(Rule):
     gains_on = "cuda"
     across_modules = (
         "A script that hands its model to a training function of the user's other modules trains; a "
-        "model built there (`models.build_model(args)`, `models.__dict__[arch]()`, an imported "
+        "model built there (`models.build_model(args)`, `create_model(name)` over a registry, "
+        "`build(cfg)`, `exp.get_model()`, `models.__dict__[arch]()`, an imported or re-exported "
         "model class) counts as convolutional when that module or the user's modules it imports use "
-        "convolution layers; reported in the script. Not followed: imports more than 3 levels deep, "
-        "a setting made in another module."
+        "convolution layers; reported in the script, naming the module the model comes from. Not "
+        "followed: imports more than 3 levels deep, a setting made in another module."
     )
     limitations = (
         "Convolutions are recognised through `torch.nn.Conv*`/`ConvTranspose*`, "
         "`torch.nn.functional.conv*` and vision model zoos (torchvision, timm, a model picked "
-        "by name as `models.__dict__[arch]()`); a convolutional model built in another module is "
-        "missed.",
+        "by name as `models.__dict__[arch]()`), and the user's other modules (see Across modules); "
+        "a convolutional model built by an installed package other than the zoos is missed.",
         "A cuDNN choice made only under an opt-in flag (`if args.seed is not None: "
         "cudnn.deterministic = True`, or in a function called only under one) is not a "
         "file-wide choice: reported, without a fix.",
@@ -121,7 +121,7 @@ class NoCudnnBenchmark(Rule):
         "https://docs.pytorch.org/docs/stable/notes/randomness.html",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("Conv", "conv", "timm", "models")
+    keywords = ("Conv", "conv", "timm", "model")  # "model": one built by the user's other modules
 
     examples = [
         Valid(dedent("""
@@ -178,8 +178,8 @@ class NoCudnnBenchmark(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not program_trains(ctx) or cpu_only(ctx):
-            return
+        if not program_trains(ctx) or cpu_only(ctx) or set_elsewhere(ctx, CUDNN):
+            return  # (a Trainer of the user's other modules, or a module imported, chose already)
         choices = _choices(ctx)
         if any(not off or not _opt_in(ctx, node) for node, off in choices):
             return  # benchmark set on, or turned off for every run: the user's choice
@@ -188,6 +188,8 @@ class NoCudnnBenchmark(Rule):
             return
         message = ("convolutional model without torch.backends.cudnn.benchmark = True: cuDNN picks "
                    "convolution algorithms by heuristics instead of timing them")
+        if (source := model_source(ctx, node)) is not None:
+            message += f" (the model comes from {source})"
         if choices:
             yield Finding(node, message + "; cuDNN determinism is chosen only under an opt-in flag, so "
                                           "the default run could benchmark",

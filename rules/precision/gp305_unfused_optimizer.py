@@ -19,7 +19,7 @@ from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import get_arg, has_star_args, literal_value
 from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.project import project_calls
+from ..analysis.facts.builders import gathered_model, optimizer_factories
 from ..analysis.syntax.torch_names import FUSABLE
 
 
@@ -49,11 +49,14 @@ class UnfusedOptimizer(Rule):
     # the gain is established.
     gains_on = "cuda"
     across_modules = (
-        "A script that hands its optimizer to a training function of the user's other modules "
-        "trains; an optimizer built by a function of another module (`build_optimizer(config, "
-        "model)`) without `fused=` is reported once, at the call, without a fix, naming the file "
-        "and line to change (the builder's module is not reported unless it trains itself). Not "
-        "followed: `fused=` passed in from a configuration out of sight."
+        "A script that hands its optimizer to a training function or class of the user's other "
+        "modules trains. An optimizer factory (a function or method that builds an Adam, AdamW or "
+        "SGD and returns it: `create_optimizer(args, model)`, `Exp.get_optimizer(model)`) is "
+        "reported in its own module, at the constructor, where the edit goes, once (not at the "
+        "calls); the fix there is `fused=next(model.parameters()).is_cuda` when the factory is "
+        "handed the model. A keyword dict the factory builds (`optim.AdamW(params, **opt_args)`) is "
+        "read; one the caller's keywords may reach (`**kwargs`) counts as a choice. Not followed: "
+        "`fused=` passed in from a configuration out of sight."
     )
     limitations = (
         "Only Adam, AdamW and SGD from `torch.optim` are checked; other optimizers with fused or "
@@ -128,7 +131,10 @@ class UnfusedOptimizer(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
-        if not program_trains(ctx) or cpu_only(ctx):
+        if cpu_only(ctx):
+            return
+        if not program_trains(ctx):
+            yield from _factory_findings(ctx)
             return
         for call in ctx.nodes(cst.Call):
             if not ctx.is_call_to(call, FUSABLE) or has_star_args(call):
@@ -137,22 +143,42 @@ class UnfusedOptimizer(Rule):
                 continue
             yield Finding.of(call, "optimizer without fused=: its update runs as many separate kernels over "
                                    "every parameter; use the fused implementation on CUDA", _fix(ctx, call))
-        for built in project_calls(ctx):  # ``build_optimizer(config, model)`` of another module
-            line = built.facts.unfused_optimizer_line
-            if built.facts.returns_optimizer and line is not None and not built.module.trains:
-                yield Finding.of(built.call, f"optimizer built by `{built.name}` without fused=: its update runs as "
-                                             f"many separate kernels over every parameter; use the fused "
-                                             f"implementation on CUDA",
-                                 NoFix(f"the optimizer is built in another module: add fused= at "
-                                       f"{built.module.path}:{line}"))
 
 
-def _fix(ctx: RuleContext, call: cst.Call) -> Fix | NoFix:
+def _factory_findings(ctx: RuleContext) -> Iterator[Finding]:
+    """An optimizer factory of a module that does not train itself (``create_optimizer(args,
+    model)`` in optim_factory.py, ``Exp.get_optimizer``): reported at its construction, where the
+    edit goes, with a fix there when the factory is handed the model."""
+    for fn, calls in optimizer_factories(ctx).items():
+        model = gathered_model(ctx, fn)
+        for call in calls:
+            outcome: Fix | NoFix | None = _fix_guards(ctx, call)
+            module_self = _lightning_self(ctx, call) if outcome is None else None
+            if module_self is not None:  # a LightningModule's configure_optimizers
+                outcome = _fix(ctx, call)
+            elif outcome is None and model is not None:
+                outcome = Fix("use the fused implementation when the model is on CUDA", (
+                    Replace(call, add_kwarg(call, "fused", f"next({model}.parameters()).is_cuda")),), "unsafe")
+            yield Finding.of(call, f"optimizer built by the factory `{fn.name.value}` without fused=: the "
+                                   "optimizer it returns updates every parameter with many separate kernels "
+                                   "per step; use the fused implementation on CUDA, here where it is built",
+                             outcome or NoFix("the factory is not handed the model, so where its parameters live "
+                                              "is not visible here: add fused=True where they are on CUDA"))
+
+
+def _fix_guards(ctx: RuleContext, call: cst.Call) -> NoFix | None:
     differentiable = get_arg(call, "differentiable")
     if differentiable is not None and literal_value(differentiable.value) is not False:
         return NoFix("differentiable=True has no fused implementation")
     if "sparse=True" in ctx.source.replace(" ", ""):
         return NoFix("the file has sparse gradients (sparse=True), which have no fused kernels")
+    return None
+
+
+def _fix(ctx: RuleContext, call: cst.Call) -> Fix | NoFix:
+    guard = _fix_guards(ctx, call)
+    if guard is not None:
+        return guard
     if not call.args:
         return NoFix("the parameters are not passed positionally, where the fix looks for the model")
     module_self = _lightning_self(ctx, call)

@@ -170,6 +170,17 @@ def git_repo(path: Path, files: dict[str, str]) -> Any:
     return repo
 
 
+def lose_object(repo: Any, commit: str, rel: str) -> None:
+    """Delete the object of ``rel`` at ``commit`` (as in a partial or pruned clone): that
+    commit's version of the file cannot be checked out any more."""
+    import os
+
+    sha = repo.git.rev_parse(f"{commit}:{rel}")
+    obj = Path(repo.git_dir) / "objects" / sha[:2] / sha[2:]
+    os.chmod(obj, 0o644)
+    obj.unlink()
+
+
 def repo_state(repo: Any) -> dict[str, Any]:
     """Everything --apply may touch: HEAD, refs, notes, index, status, working files."""
     root = Path(repo.working_tree_dir)

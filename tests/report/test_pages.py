@@ -106,7 +106,9 @@ def test_regress_and_baseline_pages_draw_the_history_over_commits(docs) -> None:
     regress = docs["regress"]
     dom = Dom(render_html(regress))
     assert dom.text("verdict").startswith("REGRESSION: train.py -")
-    assert dom.points("history-0") == len(regress["history"]) == 3
+    # three baselines on a line; regress's side-by-side re-measurement of the nearest apart from it
+    assert dom.points("history-0") == 3 and len(regress["history"]) == 4
+    assert "history-remeasured" in dom.ids and regress["comparison"] == "side_by_side"
     assert dom.points("current") == 1 and dom.points("current-runs") == len(regress["current"])
     assert "threshold" in dom.ids and dom.points("steps-a-0") == reportdocs.WARMUP + reportdocs.STEPS
     base = Dom(render_html(docs["baseline"]))

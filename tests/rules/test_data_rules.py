@@ -102,6 +102,79 @@ def test_unguarded_script_gets_no_worker_fix_because_it_would_break_under_spawn(
     assert "bootstrapping phase" in proc.stderr or "__main__" in proc.stderr, proc.stderr[-2000:]
 
 
+# Worker counts that are 0 when the script runs as written: a config dataclass field, argparse
+# defaults, given positionally, set into a dict after it is built. ``persistent_workers=True``
+# raises ValueError with 0 workers, so GP203's fix must make persistence depend on the count.
+ZERO_WORKERS = textwrap.dedent("""\
+    import argparse
+    import dataclasses
+
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+
+    @dataclasses.dataclass
+    class DataConfig:
+        batch_size: int = 8
+        num_workers: int = 0
+
+
+    class DataModule:
+        def __init__(self, cfg: DataConfig):
+            self.cfg = cfg
+            self.ds = TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+
+        def train_dataloader(self):
+            return DataLoader(self.ds, batch_size=self.cfg.batch_size, shuffle=True, num_workers=self.cfg.num_workers)
+
+
+    def fit(model, loader, epochs=2):
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(epochs):
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+
+    def main():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--workers", type=int, default=0)
+        parser.add_argument("--eval-workers", type=int, default=0)
+        args = parser.parse_args()
+        ds = TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
+        model = torch.nn.Linear(4, 1)
+        common = dict(batch_size=8, num_workers=args.workers)
+        fit(model, DataLoader(ds, shuffle=True, **common))
+        fit(model, DataModule(DataConfig()).train_dataloader())
+        fit(model, DataLoader(ds, 8, False, None, None, args.eval_workers))
+        loader_cfg = {"batch_size": 8}
+        loader_cfg["num_workers"] = args.workers
+        fit(model, DataLoader(ds, **loader_cfg))
+        print("done")
+
+
+    if __name__ == "__main__":
+        main()
+""")
+
+
+@pytest.mark.slow
+def test_persistent_workers_fix_runs_with_zero_workers(tmp_path):
+    assert _codes(ZERO_WORKERS, DATA_RULES) == ["GP203"] * 4
+    fixed = check_source(ZERO_WORKERS.encode(), "train.py", RuleSet(tuple(DATA_RULES)), "unsafe").fixed
+    assert fixed is not None
+    out = fixed.decode()
+    assert "persistent_workers=True" not in out and '"persistent_workers"] = args.workers > 0' in out
+    assert "persistent_workers=self.cfg.num_workers > 0" in out and "persistent_workers=args.eval_workers > 0" in out
+    script = tmp_path / "train.py"
+    script.write_text(out)
+    proc = _run(script)  # with the defaults: 0 workers everywhere
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("done")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -185,5 +185,8 @@ class Encoder(nn.Module):
 def make_optimizer(model):
     return torch.optim.AdamW(model.parameters(), lr=1e-3)
 '''
-    codes = ["GP301", "GP302", "GP303", "GP304", "GP305", "GP405", "GP503"]
+    codes = ["GP301", "GP302", "GP303", "GP304", "GP405", "GP503"]
     assert fix_text(source, codes) == source
+    # but an optimizer factory is fixed where it builds the optimizer (issue 34): the training
+    # that calls it is elsewhere, and this is the line the user edits
+    assert "AdamW(model.parameters(), lr=1e-3, fused=next(model.parameters()).is_cuda)" in fix_text(source, ["GP305"])

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("scipy")
 pytest.importorskip("git")
 
-from tests.helpers.abfakes import FakeRunner, git_repo  # noqa: E402
+from tests.helpers.abfakes import FakeRunner, git_repo, lose_object  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
 from gpuperf_rewrite.validate.judge import abtest  # noqa: E402
@@ -86,9 +86,15 @@ def test_cat_sort_uniq_merge_of_concurrent_notes_keeps_both(repo, tmp_path) -> N
 def test_no_comparable_baseline(repo, tmp_path) -> None:
     with pytest.raises(BaselineError, match="no comparable baseline"):
         check_regression("train.py", config=CFG, runner=FakeRunner())
-    record_baseline("train.py", config=CFG, runner=FakeRunner(1, env_hash="f" * 64), echo=quiet)
-    with pytest.raises(BaselineError, match="no comparable baseline"):  # another machine's numbers
-        check_regression("train.py", config=CFG, runner=FakeRunner())
+    rec = record_baseline("train.py", config=CFG, runner=FakeRunner(1, env_hash="f" * 64), echo=quiet)
+    # another machine's note still names the baseline commit: both versions are measured here
+    assert check_regression("train.py", config=CFG, runner=FakeRunner())["comparison"] == "side_by_side"
+    (tmp_path / "train.py").write_text("# fake: speed=100 noise=0.02\n")
+    repo.index.add(["train.py"])
+    repo.index.commit("noisier")
+    lose_object(repo, rec["commit"], "train.py")
+    with pytest.raises(BaselineError, match="no comparable baseline"):  # only another machine's numbers
+        check_regression("train.py", config=CFG, runner=FakeRunner(), warn=quiet)
     with pytest.raises(BaselineError, match="no comparable baseline"):  # other steps
         check_regression("train.py", config=ABConfig(runs=3, steps=9), runner=FakeRunner(1, env_hash="f" * 64))
 
@@ -156,8 +162,9 @@ def test_comparable_requires_the_same_unit(repo, tmp_path) -> None:
     """Defect 4: a baseline in samples/s is never compared with a measurement in steps/s."""
     record_baseline("train.py", config=CFG, runner=FakeRunner(1), echo=quiet)
     (tmp_path / "train.py").write_text("# fake: speed=100 noise=0.01 nobatch=1\n")  # batch size lost
+    lose_object(repo, repo.head.commit.hexsha, "train.py")  # compared with the stored samples only
     with pytest.raises(BaselineError, match=r"unit \(steps/s\)"):
-        check_regression("train.py", config=CFG, runner=FakeRunner(2))
+        check_regression("train.py", config=CFG, runner=FakeRunner(2), warn=quiet)
     rec = gitops.parse_note(gitops.read_note(repo, repo.head.commit.hexsha))[0]
     assert comparable(rec, "train.py", "e" * 64, CFG, (), "samples/s")
     assert not comparable(rec, "train.py", "e" * 64, CFG, (), "steps/s")
@@ -227,5 +234,6 @@ def test_regress_measures_the_way_its_baseline_was_measured(repo, monkeypatch) -
     gitops.store_note(repo, repo.head.commit.hexsha, record)
     fresh = PathRunner(3, "fresh")
     res = check_regression("train.py", config=CFG, runner=fresh)
-    assert set(fresh.switch) == {"0"} and res["start"] == "fresh" and res["baseline_start"] is None
+    assert set(fresh.switch) == {"0"} and res["start"] == res["baseline_start"] == "fresh"
+    assert res["baseline_note_start"] is None and res["comparison"] == "side_by_side"
     assert "GPUPERF_FORK" not in __import__("os").environ

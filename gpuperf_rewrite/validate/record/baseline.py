@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from gpuperf_rewrite.validate.run.config import ABConfig
 from gpuperf_rewrite.validate.record.notes import check_notes_ref, note_record
+from gpuperf_rewrite.validate.record.sidebyside import REMEASURED
 from gpuperf_rewrite.validate.judge.records import common_unit, first_fingerprint, values
 from gpuperf_rewrite.validate.run.runs import Runner, ScriptVersion
 
@@ -109,10 +110,8 @@ def nearest_comparable(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence
                        warn: Warn = _warn) -> dict[str, Any] | None:
     """The nearest record (HEAD first, then ancestors) measured the same way, or None: what
     ``regress`` needs, found before it measures (the environment and unit are known only after)."""
-    from gpuperf_rewrite.validate.record.notes import ancestors_with_notes
-
-    return next((rec for _, records in ancestors_with_notes(repo, warn=warn) for rec in records
-                 if same_measurement(rec, rel, cfg, script_args)), None)
+    found = _nearest(repo, rel, cfg, script_args, warn)
+    return found[1] if found is not None else None
 
 
 def samples_of(rec: dict[str, Any]) -> list[float]:
@@ -122,8 +121,10 @@ def samples_of(rec: dict[str, Any]) -> list[float]:
 def same_measurement(rec: dict[str, Any], rel: str, cfg: ABConfig, script_args: Sequence[str], *,
                      launch: bool = True) -> bool:
     """Measured the same way: script path, --steps/--warmup, script arguments, at least 2 samples,
-    and (unless ``launch`` is False) the same launcher, processes per node and launcher flags."""
-    return (rec.get("script") == rel and rec.get("steps") == cfg.steps and rec.get("warmup") == cfg.warmup
+    and (unless ``launch`` is False) the same launcher, processes per node and launcher flags. A
+    re-measurement that ``regress`` recorded is history, never a baseline."""
+    return (rec.get("kind") != REMEASURED and rec.get("script") == rel and rec.get("steps") == cfg.steps
+            and rec.get("warmup") == cfg.warmup
             and list(rec.get("args") or []) == list(script_args) and len(samples_of(rec)) >= 2
             and (not launch or same_launch(rec.get("launcher"), cfg.launch)))
 
@@ -206,58 +207,151 @@ def _no_baseline(rel: str, why: str) -> BaselineError:
 def check_regression(script: str, script_args: Sequence[str] = (), *, threshold: float = 0.05,
                      config: ABConfig | None = None, runner: Runner | None = None, progress: Progress | None = None,
                      module: tuple[str, Path] | None = None, warn: Warn = _warn) -> dict[str, Any]:
-    """Measure the working tree's script and compare with the nearest comparable baseline (with
-    ``module``, run as ``python -m``, as :func:`record_baseline`). Corrupted note records are
-    skipped, each with a warning naming its commit."""
-    from gpuperf_rewrite.validate.judge.abtest import default_runner, measure
-    from gpuperf_rewrite.validate.judge.stats import compare
+    """Compare the working tree's script with the nearest ancestor commit that has a comparable
+    baseline note (with ``module``, run as ``python -m``, as :func:`record_baseline`).
+
+    Side by side when that commit can be laid out here: its version and the working tree's are
+    measured alternately in this invocation (record/sidebyside.py), and the re-measurement is
+    added to the commit's note as a ``remeasured`` record (never a baseline). Otherwise the
+    working tree is compared with the stored samples, across time and machine state, and the
+    threshold is widened by the stored samples' noise. Corrupted note records are skipped, each
+    with a warning naming its commit."""
+    from gpuperf_rewrite.validate.judge.abtest import default_runner
+    from gpuperf_rewrite.validate.record.sidebyside import baseline_checkout, measure_side_by_side
     from gpuperf_rewrite.validate.run.workspace import Workspace
 
     cfg = config or ABConfig()
     warn = once(warn)
     repo, rel = repo_and_rel(script)
     check_notes_ref(repo)
-    nearest = nearest_comparable(repo, rel, cfg, script_args, warn)  # before spending time on measuring
+    nearest = _nearest(repo, rel, cfg, script_args, warn)  # before spending time on measuring
     if nearest is None:
         _refuse_other_launch(repo, rel, cfg, script_args, warn)
         raise _no_baseline(rel, "the same --steps/--warmup and script arguments; nothing was measured")
+    commit, note = nearest
     # Measured the way the baseline was: records older than forked runs say nothing (they ran fresh).
-    fresh = nearest.get("start", "fresh") != "fork"
+    fresh = note.get("start", "fresh") != "fork"
+    checkout = baseline_checkout(repo, commit.hexsha, rel, Path(script), module)
+    failed = checkout.why_not or None
+    base_runs: list[Any] = []
     with Workspace(prefix="gpuperf-regress-") as ws, _fresh_interpreters(fresh):  # like the baseline
-        target = ws.add(ScriptVersion.read(script, module)) if module is not None else script
-        runs = measure(target, script_args, config=cfg, runner=ws.runner(runner or default_runner()),
-                       progress=progress)
+        run = ws.runner(runner or default_runner())
+        if checkout.version is not None:  # first: the mirror's plan makes the companions' directories real
+            a = ws.add(checkout.version)
+            b = ws.add(ScriptVersion.read(script, module))
+            base_runs, runs, failed = measure_side_by_side(str(a), str(b), script_args, cfg, run, progress, name=rel)
+        else:
+            from gpuperf_rewrite.validate.judge.abtest import measure
+
+            target = ws.add(ScriptVersion.read(script, module)) if module is not None else script
+            runs = measure(target, script_args, config=cfg, runner=run, progress=progress)
+    if failed is None:
+        return _side_by_side(repo, rel, commit, note, checkout, base_runs, runs, cfg, script_args, threshold, warn)
+    return _against_stored(repo, rel, runs, cfg, script_args, threshold, failed, warn)
+
+
+def _nearest(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence[str],
+             warn: Warn) -> tuple[Any, dict[str, Any]] | None:
+    """(commit, record) of :func:`nearest_comparable`."""
+    from gpuperf_rewrite.validate.record.notes import ancestors_with_notes
+
+    return next(((commit, rec) for commit, records in ancestors_with_notes(repo, warn=warn) for rec in records
+                 if same_measurement(rec, rel, cfg, script_args)), None)
+
+
+def _result(repo: Any, rel: str, commit: Any, base: list[float], current: list[float], unit: str, cfg: ABConfig,
+            threshold: float, limit: float, runs: Sequence[Any], warn: Warn, **extra: Any) -> dict[str, Any]:
+    """The verdict and the JSON document: ``ab``'s ``slower`` (both tests at alpha, and the 95%
+    interval of the ratio below 1) with a drop beyond ``limit`` (the threshold, widened when the
+    comparison is across time)."""
+    from gpuperf_rewrite.validate.judge.stats import compare, decide
+
+    s = compare(base, current, resamples=cfg.bootstrap_resamples, seed=cfg.seed)  # type: ignore[arg-type]
+    change = s.speedup - 1.0
+    return {
+        "regressed": decide(s, cfg.alpha, 1.0) == "slower" and change < -limit, "baseline_commit": commit.hexsha,
+        "baseline_summary": commit.summary, "script": rel, "unit": unit, "baseline_median": s.median_a,
+        "current_median": s.median_b, "change": change, "ci95": list(s.ci95), "p_value": s.p_slower,
+        "threshold": threshold, "effective_threshold": limit, "alpha": cfg.alpha, "baseline": base,
+        "current": current, "fingerprint": first_fingerprint(runs) or {}, "launcher": cfg.launch,
+        "stats": asdict(s), "start": start_path(runs),
+        "runs": [r.to_json() for r in runs],  # per-step times, losses and memory for --html
+        **extra,
+        "history": history(repo, rel, warn),  # the recorded medians over commits, nearest first
+    }
+
+
+def _side_by_side(repo: Any, rel: str, commit: Any, note: dict[str, Any], checkout: Any, base_runs: list[Any],
+                  runs: list[Any], cfg: ABConfig, script_args: Sequence[str], threshold: float,
+                  warn: Warn) -> dict[str, Any]:
+    unit = common_unit(base_runs + runs)  # one unit for both sides (steps/s when either lacks a batch size)
+    recorded = _record_remeasurement(repo, rel, commit.hexsha, note, base_runs, cfg, script_args, warn)
+    return _result(repo, rel, commit, values(base_runs, unit), values(runs, unit), unit, cfg, threshold,
+                   threshold, runs, warn, comparison="side_by_side", baseline_start=start_path(base_runs),
+                   baseline_note_start=note.get("start"), baseline_checkout=checkout.to_json(),
+                   baseline_runs=[r.to_json() for r in base_runs], remeasurement_recorded=recorded)
+
+
+def _against_stored(repo: Any, rel: str, runs: list[Any], cfg: ABConfig, script_args: Sequence[str],
+                    threshold: float, why: str, warn: Warn) -> dict[str, Any]:
+    """The fallback: the working tree's runs against the stored samples of the nearest record of
+    the same environment and unit, with the threshold widened by those samples' spread."""
+    from gpuperf_rewrite.validate.judge.stats import cv
+
     fp = first_fingerprint(runs) or {}
     unit = common_unit(runs)
-    current = values(runs, unit)
     found = find_baseline(repo, rel, fp.get("env_hash"), cfg, script_args, unit, warn)
     if found is None:
         raise _no_baseline(rel, f"the same environment fingerprint, --steps/--warmup, script arguments "
-                                f"and unit ({unit})")
+                                f"and unit ({unit}) (the baseline commit could not be measured again: {why})")
     commit, rec = found
     base = samples_of(rec)
-    s = compare(base, current, resamples=cfg.bootstrap_resamples, seed=cfg.seed)  # type: ignore[arg-type]
-    change = s.speedup - 1.0
-    regressed = s.p_slower < cfg.alpha and change < -threshold
-    return {
-        "regressed": regressed, "baseline_commit": commit.hexsha, "baseline_summary": commit.summary,
-        "script": rel, "unit": unit, "baseline_median": s.median_a, "current_median": s.median_b,
-        "change": change, "ci95": list(s.ci95), "p_value": s.p_slower, "threshold": threshold,
-        "alpha": cfg.alpha, "baseline": base, "current": current, "fingerprint": fp,
-        "launcher": cfg.launch, "stats": asdict(s), "start": start_path(runs), "baseline_start": rec.get("start"),
-        "runs": [r.to_json() for r in runs],  # per-step times, losses and memory for --html
-        "history": history(repo, rel, warn),  # the recorded medians over commits, nearest first
-    }
+    noise = cv(base)
+    warn(f"compared with the note stored on {commit.hexsha[:12]} ({rec.get('recorded_at') or 'undated'}), not "
+         f"measured side by side ({why}): across time and machine state, so the threshold is widened by "
+         f"the note's noise ({noise:.1%})")
+    return _result(repo, rel, commit, base, values(runs, unit), unit, cfg, threshold, threshold + noise, runs,
+                   warn, comparison="stored_note", stored_reason=why, baseline_noise=noise,
+                   baseline_recorded_at=rec.get("recorded_at"), baseline_start=rec.get("start"))
+
+
+def _record_remeasurement(repo: Any, rel: str, commit: str, note: dict[str, Any], runs: list[Any],
+                          cfg: ABConfig, script_args: Sequence[str], warn: Warn) -> bool:
+    """Add the baseline commit's re-measurement to its note (kind ``remeasured``, its own key:
+    the baseline record stays as it was). A note that cannot be written is a warning, not a
+    failed check."""
+    from gpuperf_rewrite.validate.record import gitops
+    from gpuperf_rewrite.validate.record.notes import launch_key
+
+    unit = common_unit(runs)
+    fp = first_fingerprint(runs)
+    rec = note_record(rel, REMEASURED, samples=values(runs, unit), unit=unit, fingerprint=fp, config=cfg,
+                      script_args=script_args, runs=[r.to_json() for r in runs], start=start_path(runs),
+                      commit=commit, beside=gitops.head_sha(repo), baseline_key=note.get("key"))
+    rec["key"] = gitops.record_key(rel, dict(fp or {})) + launch_key(cfg.launch) + "#" + REMEASURED
+    try:
+        gitops.check_identity(repo)
+        gitops.store_note(repo, commit, rec)
+    except Exception as exc:  # noqa: BLE001 - the verdict stands without the record
+        warn(f"the re-measurement of {commit[:12]} was not recorded in {gitops.NOTES_REF}: {exc}")
+        return False
+    return True
 
 
 def describe_regression(res: dict[str, Any]) -> str:
     """``regress``'s one-line verdict (the text report and the HTML page say it the same way)."""
     verb = "REGRESSION" if res["regressed"] else "ok"
+    stored = res.get("comparison") == "stored_note"
+    how = ("stored note, across time and machine state" if stored
+           else "measured side by side" if res.get("comparison") == "side_by_side" else "")
+    limit = res.get("effective_threshold", res["threshold"])
+    bar = (f"threshold -{res['threshold']:.0%} widened by the note's noise to -{limit:.1%}"
+           if stored else f"threshold -{res['threshold']:.0%}")
     return (f"{verb}: {res['script']} {res['change']:+.1%} vs baseline {res['baseline_commit'][:12]} "
-            f"({res['baseline_summary'][:60]}): median {res['current_median']:,.2f} vs "
+            f"({res['baseline_summary'][:60]}){f' [{how}]' if how else ''}: median {res['current_median']:,.2f} vs "
             f"{res['baseline_median']:,.2f} {res['unit']}, 95% CI of ratio "
             f"{res['ci95'][0]:.3f}-{res['ci95'][1]:.3f}, p={res['p_value']:.3g} "
-            f"(threshold -{res['threshold']:.0%}, alpha {res['alpha']:g})")
+            f"({bar}, alpha {res['alpha']:g})")
 
 
 def describe_baseline(rec: dict[str, Any]) -> str:

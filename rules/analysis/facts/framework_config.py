@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 import libcst as cst
 
+from ..model.guards import flag_name, is_once_test, is_periodic_test
 from ..syntax.calls import NOT_LITERAL, get_arg, literal_value
 from ..syntax.context import RuleContext
 from .frameworks import frameworks
@@ -281,6 +282,33 @@ def in_training_step(ctx: RuleContext, node: cst.CSTNode) -> bool:
     fn = ctx.enclosing(node, cst.FunctionDef)
     cls = ctx.enclosing(fn, cst.ClassDef) if fn is not None else None
     return fn is not None and fn.name.value == "training_step" and cls in framework_config(ctx).lightning_modules
+
+
+# The LightningModule hooks Lightning calls once per batch: their bodies are loop bodies.
+STEP_HOOKS = ("training_step", "validation_step", "test_step")
+
+
+def step_hook(ctx: RuleContext, node: cst.CSTNode) -> cst.FunctionDef | None:
+    """The ``training_step``/``validation_step``/``test_step`` of a LightningModule of this file
+    whose own body holds ``node`` (not a function nested in it); None otherwise."""
+    fn = ctx.enclosing(node, cst.FunctionDef)
+    cls = ctx.enclosing(fn, cst.ClassDef) if fn is not None else None
+    if fn is None or fn.name.value not in STEP_HOOKS or cls not in framework_config(ctx).lightning_modules:
+        return None
+    return fn if ctx.parent(ctx.parent(fn)) is cls else None
+
+
+def rare_in(ctx: RuleContext, node: cst.CSTNode, hook: cst.FunctionDef) -> bool:
+    """Is ``node`` under an ``if`` of the step hook that runs it rarely: periodic
+    (``batch_idx % 100 == 0``), once (``batch_idx == 0``) or an opt-in flag (``self.hparams.debug``)?"""
+    counters = {p.name.value for p in hook.params.params[2:3]}  # batch_idx
+    for anc in ctx.ancestors(node):
+        if anc is hook:
+            return False
+        if isinstance(anc, cst.If) and (is_periodic_test(anc.test) or is_once_test(anc.test, counters) or
+                                        flag_name(anc.test) is not None):
+            return True
+    return False
 
 
 def trains_with(ctx: RuleContext, cfg: ConfigCall) -> bool:

@@ -16,7 +16,9 @@ FRAMEWORK_LOADERS = (
     "Hugging Face Trainer scripts: `dataloader_num_workers` missing or 0 (GP201), `dataloader_pin_memory=False` "
     "(GP202; the default is True), `dataloader_persistent_workers` off while `dataloader_num_workers` is "
     "surely positive (GP203: a positive literal or `min(8, os.cpu_count() or 1)`; the Trainer passes the flag "
-    "as it is and the DataLoader raises without workers) are fixed on the `TrainingArguments`. Lightning loaders "
+    "as it is and the DataLoader raises without workers; not reported when the file changes the count after "
+    "building the arguments: `args.dataloader_num_workers = ...`, `set_dataloader(...)`, `dataclasses.replace`) "
+    "are fixed on the `TrainingArguments`. Lightning loaders "
     "are the `DataLoader(...)` calls of `train_dataloader()` or handed to `fit`, checked like any DataLoader; a "
     "`*_dataloader()` hook of a LightningModule/LightningDataModule counts as run under `if __name__ == "
     "\"__main__\":` when every `trainer.fit/validate/test/predict(...)` (or `LightningCLI(...)`) of the file runs there.")

@@ -6,20 +6,24 @@ a loader, and yield batches, and what its models compute. Plain data
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import libcst as cst
 
 from ..model.models import is_model_constructor, loss_classes, module_subclasses, strip_chain
 from ..model.step_code import walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
-from ..syntax.calls import dotted_name, get_arg, method_call
+from ..syntax.calls import dotted_name, method_call
 from ..syntax.context import RuleContext
-from ..syntax.project import (CONV, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, FunctionFacts, ModuleFacts,
-                              project_function)
-from ..syntax.torch_names import AUTOCAST, DATALOADERS, FUSABLE, LR_SCHEDULERS, OPTIMIZERS
-from ..syntax.tree import NESTED_DEFS, walk
+from ..syntax.project import (CONV, CUDNN, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, TF32, FunctionFacts,
+                              ModuleFacts, project_base_class, project_class, project_function)
+from ..syntax.torch_names import (AUTOCAST, CUDNN_CHOICES, DATALOADERS, DETERMINISM, GRAD_SCALERS, LR_SCHEDULERS,
+                                  OPTIMIZERS, SET_PRECISION, TF32_SETTINGS)
+from ..syntax.tree import walk
+from .builders import (at_module_level, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
+                       params_of, returned_values, shape_of, unfused_in_factory, values_of)
 from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
 from .script_facts import first_use_of
 
@@ -41,84 +45,132 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     functions: dict[str, FunctionFacts] = {}
     models = _model_returning(ctx, ta)
     classes = module_subclasses(ctx) - loss_classes(ctx)
-    for name, fn in _functions(ctx):
+    for name, fn in functions_of(ctx):
         # A model's own methods (``forward``) run no training step: not walked for one.
         in_model = "." in name and name.split(".", 1)[0] in classes
         functions[name] = _function_facts(ctx, ta, fn, fn in models, line_of, in_model)
-    return ModuleFacts(functions, frozenset(workload), frozenset(c for c in classes if "." not in c),
-                       any(f.trains for f in functions.values()))
+    _params_through_helpers(ctx, functions)
+    _class_entries(ctx, ta, functions, classes)
+    exported = {c for c in classes if "." not in c}
+    _reexports(ctx, functions, exported)
+    settings = {s for n in walk(ctx.module) if (s := _setting(ctx, n)) is not None} if _may_set(ctx) else set()
+    for imported in ctx.project.values():  # what its imports set when they are imported
+        settings |= imported.settings
+    return ModuleFacts(functions, frozenset(workload), frozenset(exported),
+                       any(f.trains for f in functions.values()), settings=frozenset(settings))
 
 
-def _functions(ctx: RuleContext) -> Iterator[tuple[str, cst.FunctionDef]]:
-    """The module's functions (``name``) and its classes' methods (``Class.name``)."""
-    for stmt in ctx.module.body:
-        if isinstance(stmt, cst.FunctionDef):
-            yield stmt.name.value, stmt
-        elif isinstance(stmt, cst.ClassDef):
-            for inner in stmt.body.body:
-                if isinstance(inner, cst.FunctionDef):
-                    yield f"{stmt.name.value}.{inner.name.value}", inner
+def _may_set(ctx: RuleContext) -> bool:
+    return any(word in ctx.source for word in ("backends", "set_float32_matmul_precision", "deterministic"))
 
 
-def _params(fn: cst.FunctionDef) -> tuple[str, ...]:
-    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
-    return tuple(names[1:] if names and names[0] in ("self", "cls") else names)
-
-
-def _shape(ctx: RuleContext, fn: cst.FunctionDef) -> tuple[list[cst.BaseExpression], bool]:
-    """What ``fn`` returns, and whether it yields: one walk of its body (nested functions not
-    entered), once per function of the module (a per-file fact)."""
-    return ctx.fact(_shapes).get(fn, ([], False))
-
-
-def _shapes(ctx: RuleContext) -> dict[cst.FunctionDef, tuple[list[cst.BaseExpression], bool]]:
-    """Every function's returned values and whether it yields, from the file's index: each
-    ``return``/``yield`` belongs to the function whose body holds it, nested functions, classes
-    and lambdas not entered (as ``walk(fn.body)`` reads them)."""
-    shapes: dict[cst.FunctionDef, tuple[list[cst.BaseExpression], bool]] = {}
-    for node in ctx.nodes(cst.Return, cst.Yield):  # returns first, each type in source order
-        fn = _body_owner(ctx, node)
-        if fn is None:
-            continue
-        returns, yields = shapes.get(fn, ([], False))
-        if isinstance(node, cst.Return):
-            if node.value is not None:
-                returns.append(node.value)
-        else:
-            yields = True
-        shapes[fn] = (returns, yields)
-    return shapes
-
-
-def _body_owner(ctx: RuleContext, node: cst.CSTNode) -> cst.FunctionDef | None:
-    """The function whose body holds ``node`` without a nested function, class or lambda
-    between them; None otherwise (module level, a class body, a lambda, a default value)."""
-    child = node
+def _under_a_branch(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """Does ``node`` run only on some path of its function (or module): inside an ``if``?"""
     for anc in ctx.ancestors(node):
-        if isinstance(anc, NESTED_DEFS):
-            return anc if isinstance(anc, cst.FunctionDef) and anc.body is child else None
-        child = anc
+        if isinstance(anc, cst.If):
+            return True
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+    return False
+
+
+def _setting(ctx: RuleContext, node: cst.CSTNode) -> str | None:
+    """TF32 or CUDNN when ``node`` makes that choice for the program (``torch.backends.cudnn.
+    benchmark = True``, ``cudnn.benchmark, cudnn.deterministic = ...``,
+    ``torch.set_float32_matmul_precision("high")``), else None."""
+    if not isinstance(node, (cst.Call, cst.Assign)) or _under_a_branch(ctx, node):
+        return None  # ``if deterministic: torch.use_deterministic_algorithms(True)``: an opt-in
+    if isinstance(node, cst.Call):
+        if ctx.matches(node.func, SET_PRECISION):
+            return TF32
+        return CUDNN if ctx.matches(node.func, DETERMINISM) else None
+    assert isinstance(node, cst.Assign)
+    for t in node.targets:
+        elements = [e.value for e in t.target.elements] if isinstance(t.target, cst.Tuple) else [t.target]
+        for target in (e for e in elements if isinstance(e, cst.Attribute)):
+            if ctx.matches(target, TF32_SETTINGS):
+                return TF32
+            if ctx.matches(target, CUDNN_CHOICES):
+                return CUDNN
     return None
 
 
-def _returns(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.BaseExpression]:
-    return _shape(ctx, fn)[0]
+def _params_through_helpers(ctx: RuleContext, functions: dict[str, FunctionFacts]) -> None:
+    """An optimizer builder that gathers its model's parameters through a helper of the module
+    (``create_optimizer(args, model)`` calling ``param_groups_weight_decay(model, wd)``)."""
+    fns = dict(functions_of(ctx))
+    for name, f in list(functions.items()):
+        if not f.returns_optimizer or f.params_of is not None:
+            continue
+        for call in (n for n in walk(fns[name].body) if isinstance(n, cst.Call)):
+            helper = functions.get(dotted_name(call.func) or "")
+            if helper is None or helper.params_of is None or helper.params_of not in helper.params:
+                continue
+            arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == helper.params_of),
+                       None)
+            index = helper.params.index(helper.params_of)
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            if arg is None and index < len(positional):
+                arg = positional[index].value
+            if dotted_name(arg) in f.params if arg is not None else False:
+                functions[name] = dataclasses.replace(f, params_of=dotted_name(arg))
+                break
 
 
-def _assigned(fn: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
-    return [n.value for n in walk(fn.body) if isinstance(n, cst.Assign)
-            and any(dotted_name(t.target) == name for t in n.targets)]
+def _class_entries(ctx: RuleContext, ta: TrainingAnalysis, functions: dict[str, FunctionFacts],
+                   model_classes: set[str]) -> None:
+    """A class that trains, compiles or makes a GradScaler in one of its methods
+    (``Trainer(model, opt).fit()``, ``NativeScaler()``) says so through its ``__init__``, the
+    entry a caller's ``Trainer(...)`` reaches; its parameters' roles are read off what the class
+    does with the attributes ``__init__`` stores them in (``self.model = model``)."""
+    for stmt in ctx.module.body:
+        if not isinstance(stmt, cst.ClassDef) or stmt.name.value in model_classes:
+            continue
+        prefix = f"{stmt.name.value}."
+        methods = [f for name, f in functions.items() if name.startswith(prefix)]
+        methods += [f for b in stmt.bases if (f := project_base_class(ctx, b.value)) is not None]  # its bases'
+        trains = any(f.trains for f in methods)
+        compiles = any(f.compiles for f in methods)
+        scaler = any(f.makes_scaler for f in methods)
+        settings = tuple(sorted({s for f in methods for s in f.settings}))
+        if not (trains or compiles or scaler or settings):
+            continue
+        init = next((i for i in stmt.body.body if isinstance(i, cst.FunctionDef) and i.name.value == "__init__"),
+                    None)
+        base = functions.get(f"{prefix}__init__", FunctionFacts())
+        roles = _class_roles(ta, stmt, init) if trains and init is not None else base.roles
+        functions[f"{prefix}__init__"] = dataclasses.replace(
+            base, trains=base.trains or trains, compiles=base.compiles or compiles,
+            makes_scaler=base.makes_scaler or scaler, roles=roles, settings=settings)
 
 
-def _values(fn: cst.FunctionDef, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """``expr`` and, for a local name, what the function assigns it."""
-    name = dotted_name(expr)
-    return [expr, *(_assigned(fn, name) if name is not None else [])]
-
-
-def _at_module_level(ctx: RuleContext, node: cst.CSTNode) -> bool:
-    """Outside every function, class and lambda (where ``walk(ctx.module)`` reaches)."""
-    return ctx.enclosing(node, *NESTED_DEFS) is None
+def _reexports(ctx: RuleContext, functions: dict[str, FunctionFacts], models: set[str]) -> None:
+    """What the module imports at module level from the user's other modules and so offers its
+    own importers (a package's ``__init__``: ``from .registry import create_model``,
+    ``from .yolo import Model``, ``from .vit import *``)."""
+    for stmt in ctx.module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if not isinstance(small, cst.ImportFrom):
+                continue
+            key = "." * len(small.relative) + (dotted_name(small.module) or "" if small.module else "")
+            facts = ctx.project.get(key)
+            if facts is None:
+                continue
+            if isinstance(small.names, cst.ImportStar):
+                pairs = {(n, n) for n in (*facts.models, *(f.split(".", 1)[0] for f in facts.functions))
+                         if not n.startswith("_")}
+            else:
+                pairs = {(a.name.value, a.asname.name.value if a.asname is not None and
+                          isinstance(a.asname.name, cst.Name) else a.name.value)
+                         for a in small.names if isinstance(a.name, cst.Name)}
+            for name, local in pairs:
+                if name in facts.models:
+                    models.add(local)
+                for fname, f in facts.functions.items():
+                    if fname == name or fname.startswith(f"{name}."):
+                        functions.setdefault(local + fname[len(name):], f)
 
 
 def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> set[cst.FunctionDef]:
@@ -126,23 +178,26 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> set[cst.Function
     picked by name (``globals()[arch](...)``, ``MODELS[name]()``, in a module that defines or
     imports its models), or the result of another such function."""
     classes = module_subclasses(ctx)
-    picks = bool(classes) or any(n.relative and _at_module_level(ctx, n) for n in ctx.nodes(cst.ImportFrom))
+    picks = bool(classes) or bool(ctx.project) or has_registry(ctx) or \
+        any(n.relative and at_module_level(ctx, n) for n in ctx.nodes(cst.ImportFrom))
     found: set[cst.FunctionDef] = set()
-    fns = dict(_functions(ctx))
+    fns = dict(functions_of(ctx))
     by_name = {name: fn for name, fn in fns.items() if "." not in name}
+    lookups = {name for name, fn in by_name.items()  # ``model_entrypoint(name)``: ``return _entrypoints[name]``
+               if any(is_lookup(fn, r, set()) for r in returned_values(ctx, fn))}
     for _ in range(3):
         before = len(found)
         for fn in fns.values():
             if fn in found:
                 continue
-            for value in (v for r in _returns(ctx, fn) for v in _values(fn, r)):
+            for value in (v for r in returned_values(ctx, fn) for v in values_of(fn, r)):
                 call = strip_chain(value)
                 if not isinstance(call, cst.Call):
                     continue
                 callee = dotted_name(call.func)
                 imported = project_function(ctx, call)
-                if callee in classes or is_model_constructor(ctx, call) or \
-                        picks and isinstance(call.func, cst.Subscript) or \
+                if callee in classes or is_model_constructor(ctx, call) or project_class(ctx, call) is not None or \
+                        picks and is_lookup(fn, call.func, lookups) or \
                         callee in by_name and by_name[callee] in found or \
                         imported is not None and imported.facts.returns_model:
                     found.add(fn)
@@ -154,15 +209,24 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> set[cst.Function
 
 def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, returns_model: bool,
                     line_of: LineOf, in_model: bool = False) -> FunctionFacts:
-    params = _params(fn)
-    trains = zeroes = autocast = False
-    # What the module's text cannot hold is not looked for (most helpers train nothing).
-    src, imported_any = ctx.source, bool(ctx.project)
-    look_train = not in_model and (imported_any or "backward" in src or "step" in src or "loss" in src)
-    look_zero = not in_model and (imported_any or "grad" in src)
-    look_autocast = not in_model and (imported_any or "autocast" in src)
-    if look_train or look_zero or look_autocast:
+    params = params_of(fn)
+    trains = zeroes = autocast = compiles = scaler = False
+    settings: set[str] = set()
+    # What the module's text cannot hold is not looked for (most helpers train nothing), nor
+    # what no function of its imported modules does (a call into them cannot make it so).
+    src = ctx.source
+    imp_train, imp_zero, imp_autocast, imp_compile, imp_scaler, imp_settings = ctx.fact(_imported_kinds)
+    imported_any = any(ctx.fact(_imported_kinds))
+    look_train = not in_model and (imp_train or "backward" in src or "step" in src or "loss" in src)
+    look_zero = not in_model and (imp_zero or "grad" in src)
+    look_autocast = not in_model and (imp_autocast or "autocast" in src)
+    look_compile = not in_model and (imp_compile or "compile" in src)
+    look_scaler = not in_model and (imp_scaler or "Scaler" in src)
+    look_settings = not in_model and (imp_settings or _may_set(ctx))
+    if look_train or look_zero or look_autocast or look_compile or look_scaler or look_settings:
         for node in walk_with_callees(ta, fn.body):
+            if look_settings and (setting := _setting(ctx, node)) is not None:
+                settings.add(setting)
             if look_train and not trains:
                 trains = ta.is_backward_call(node) or ta.is_optimizer_step(node)
             if look_zero and not zeroes:
@@ -170,21 +234,27 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
             if isinstance(node, cst.Call):
                 if look_autocast and not autocast:
                     autocast = ctx.matches(node.func, AUTOCAST)
+                if look_compile and not compiles:
+                    compiles = compiles_model(ctx, node)
+                if look_scaler and not scaler:
+                    scaler = ctx.matches(node.func, GRAD_SCALERS)
                 imported = project_function(ctx, node) if imported_any else None  # the user's other modules
                 if imported is not None:
                     trains = trains or imported.facts.trains
                     zeroes = zeroes or imported.facts.zeroes_grads
                     autocast = autocast or imported.facts.autocast
-    returns = [v for r in _returns(ctx, fn) for v in _values(fn, r)]
+                    compiles = compiles or imported.facts.compiles
+                    scaler = scaler or imported.facts.makes_scaler
+                    settings.update(imported.facts.settings)
+            if (trains or not look_train) and (zeroes or not look_zero) and (autocast or not look_autocast) and \
+                    (compiles or not look_compile) and (scaler or not look_scaler) and not look_settings:
+                break  # all it looks for found: the rest of the body cannot change them
+    returns = [v for r in returned_values(ctx, fn) for v in values_of(fn, r)]
     built = [c for c in (strip_chain(v) for v in returns) if isinstance(c, cst.Call)]
     optimizer = next((c for c in built if ctx.matches(c.func, OPTIMIZERS)
                       and not ctx.matches(c.func, LR_SCHEDULERS)), None)
-    unfused: int | None = None
-    if optimizer is not None:
-        for call in (n for n in walk(fn.body) if isinstance(n, cst.Call)):
-            if ctx.matches(call.func, FUSABLE) and get_arg(call, "fused") is None and \
-                    get_arg(call, "foreach") is None and not any(a.star for a in call.args):
-                unfused = line_of(call)
+    unfused_calls = unfused_in_factory(ctx, fn) if optimizer is not None else []
+    unfused = line_of(unfused_calls[0]) if unfused_calls else None
     return FunctionFacts(
         params=params,
         trains=trains,
@@ -193,24 +263,25 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         roles=_roles(ta, fn, params) if trains or zeroes else (),
         returns_model=returns_model,
         returns_optimizer=optimizer is not None,
-        params_of=_params_of(fn, params, returns, src),
+        params_of=gathered_param(fn, params, returns, src),
         unfused_optimizer_line=unfused,
         builds_loader=any(ta.is_dataloader(v) for v in returns) or
         any(ctx.matches(c.func, DATALOADERS) for c in built),
         yields_batches=_yields_batches(ctx, fn),
+        compiles=compiles,
+        makes_scaler=scaler,
+        settings=tuple(sorted(settings)),
     )
 
 
-def _params_of(fn: cst.FunctionDef, params: tuple[str, ...], returns: list[cst.BaseExpression],
-               source: str = "parameters") -> str | None:
-    """The parameter whose ``.parameters()``/``.named_parameters()`` the function gathers and
-    returns (as parameter groups or inside an optimizer): ``add_weight_decay(model, wd)``."""
-    if not returns or "parameters" not in source:  # what neither method call can be written without
-        return None
-    holders = {dotted_name(n.func.value) for n in walk(fn.body, into_nested=True)  # type: ignore[union-attr]
-               if method_call(n, "parameters", "named_parameters")}
-    found = [p for p in params if p in holders]
-    return found[0] if len(found) == 1 else None
+def _imported_kinds(ctx: RuleContext) -> tuple[bool, bool, bool, bool, bool, bool]:
+    """Does a function of the user's modules this one imports train, zero gradients, run
+    autocast, compile, make a GradScaler, set TF32/cuDNN? Only then can a call into them make one
+    of this module's functions do so."""
+    functions = [f for facts in ctx.project.values() for f in facts.functions.values()]
+    return (any(f.trains for f in functions), any(f.zeroes_grads for f in functions),
+            any(f.autocast for f in functions), any(f.compiles for f in functions),
+            any(f.makes_scaler for f in functions), any(f.settings for f in functions))
 
 
 _METHOD_ROLES = {"step": OPTIMIZER, "zero_grad": OPTIMIZER, "scale": SCALER, "unscale_": SCALER,
@@ -222,6 +293,70 @@ def _roles(ta: TrainingAnalysis, fn: cst.FunctionDef, params: tuple[str, ...]) -
     receiver of ``.step()`` an optimizer, of ``.scale()`` a scaler, what a step loop iterates a
     loader, what is called or ``.train()``-ed a model, what ``.to()`` is given a device."""
     uses: dict[str, set[str]] = {p: set() for p in params}
+    _uses(ta, fn.body, uses)
+    return _pick_roles(params, uses)
+
+
+def _pick_roles(names: tuple[str, ...], uses: dict[str, set[str]]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for p in names:
+        # a scaler also steps (``scaler.step(opt)``)
+        role = next((r for r in (SCALER, OPTIMIZER, LOADER, MODEL, DEVICE) if r in uses.get(p, ())), None)
+        if role is not None:
+            out.append((p, role))
+    return tuple(out)
+
+
+def _class_roles(ta: TrainingAnalysis, cls: cst.ClassDef, init: cst.FunctionDef) -> tuple[tuple[str, str], ...]:
+    """The roles of ``__init__``'s parameters: their own uses there, else those of the attribute
+    it stores them in across the class's methods (``self.model = DDP(model.to(device))`` and
+    ``self.model(x)`` in ``fit``)."""
+    params = params_of(init)
+    uses: dict[str, set[str]] = {p: set() for p in params}
+    _uses(ta, init.body, uses)
+    attrs: dict[str, set[str]] = {}
+    stored: dict[str, str] = {}
+    for node in walk(init.body):
+        if isinstance(node, cst.Assign):
+            root = _stored_param(node.value, params)
+            for t in node.targets:
+                attr = dotted_name(t.target)
+                if root is not None and attr is not None and attr.startswith("self."):
+                    stored[attr] = root
+                    attrs[attr] = set()
+    for inner in cls.body.body:
+        if isinstance(inner, cst.FunctionDef):
+            _uses(ta, inner.body, attrs)
+    for attr, param in stored.items():
+        uses[param] |= attrs[attr]
+    return _pick_roles(params, uses)
+
+
+def _stored_param(value: cst.BaseExpression, params: tuple[str, ...]) -> str | None:
+    """The parameter ``value`` holds, through moves and wrappers: ``model``, ``model.to(device)``,
+    ``DDP(model, device_ids=[rank])``, ``torch.compile(model)``."""
+    for _ in range(4):
+        if isinstance(value, cst.Name):
+            return value.value if value.value in params else None
+        if not isinstance(value, cst.Call):
+            return None
+        func = value.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, (cst.Name, cst.Call)) and \
+                dotted_name(func.value) in params:
+            value = func.value
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
+            value = func.value  # ``model.to(device).train()``
+        elif (dotted_name(func) or "self.").startswith("self."):
+            return None  # ``self.build_loader(cfg)``: built from it, not it
+        elif value.args and value.args[0].keyword is None:
+            value = value.args[0].value
+        else:
+            return None
+    return None
+
+
+def _uses(ta: TrainingAnalysis, body: cst.CSTNode, uses: dict[str, set[str]]) -> None:
+    """Adds to ``uses`` (by dotted name, for the names it holds) the roles ``body`` gives them."""
     steps = set(ta.step_loops)
 
     def use(expr: cst.BaseExpression | None, role: str) -> None:
@@ -229,10 +364,12 @@ def _roles(ta: TrainingAnalysis, fn: cst.FunctionDef, params: tuple[str, ...]) -
         if name in uses and role:
             uses[name].add(role)
 
-    for node in walk(fn.body, into_nested=True):
+    for node in walk(body, into_nested=True):
         if isinstance(node, cst.Call):
             func = node.func
-            if isinstance(func, cst.Attribute):
+            if isinstance(func, cst.Attribute) and dotted_name(func) in uses:
+                use(func, MODEL)  # ``self.model(x)``
+            elif isinstance(func, cst.Attribute):
                 use(func.value, _METHOD_ROLES.get(func.attr.value, ""))
             else:
                 use(func, MODEL)
@@ -247,16 +384,9 @@ def _roles(ta: TrainingAnalysis, fn: cst.FunctionDef, params: tuple[str, ...]) -
             use(it, LOADER)
             if isinstance(it, cst.Call) and it.args and dotted_name(it.func) not in ("range", "len"):
                 use(it.args[0].value, LOADER)
-    out = []
-    for p in params:
-        # a scaler also steps (``scaler.step(opt)``)
-        role = next((r for r in (SCALER, OPTIMIZER, LOADER, MODEL, DEVICE) if r in uses[p]), None)
-        if role is not None:
-            out.append((p, role))
-    return tuple(out)
 
 
 def _yields_batches(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
     """A generator, or a method named like ``next_batch`` that returns something."""
-    returns, yields = _shape(ctx, fn)
+    returns, yields = shape_of(ctx, fn)
     return yields or bool(_BATCH_METHOD.match(fn.name.value)) and bool(returns)

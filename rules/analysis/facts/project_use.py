@@ -10,7 +10,8 @@ import libcst as cst
 
 from ..model.training import analysis
 from ..syntax.context import RuleContext
-from ..syntax.project import ModuleFacts, ProjectCall, project_calls, project_class, project_module
+from ..syntax.project import (ModuleFacts, ProjectCall, model_methods, project_base_class, project_calls,
+                              project_class, project_module)
 from .frameworks import framework_trains
 
 
@@ -23,25 +24,61 @@ def training_calls(ctx: RuleContext) -> list[ProjectCall]:
 def program_trains(ctx: RuleContext) -> bool:
     """Does the program train here: a step loop of this file, a framework's fit, or a call into a
     training function of another of the user's modules?"""
-    return bool(analysis(ctx).step_loops) or framework_trains(ctx) or bool(training_calls(ctx))
+    return bool(analysis(ctx).step_loops) or framework_trains(ctx) or bool(training_calls(ctx)) or \
+        bool(ctx.project) and ctx.fact(_runs_a_trainer_subclass)
+
+
+def _runs_a_trainer_subclass(ctx: RuleContext) -> bool:
+    """A class of this file that extends a training class of the user's other modules (``class
+    Trainer(DefaultTrainer)``), built here (``Trainer(cfg).train()``)."""
+    subclasses = {cls.name.value for cls in ctx.nodes(cst.ClassDef)
+                  if any((f := project_base_class(ctx, b.value)) is not None and f.trains for b in cls.bases)}
+    return bool(subclasses) and any(isinstance(c.func, cst.Name) and c.func.value in subclasses
+                                    for c in ctx.nodes(cst.Call))
+
+
+def set_elsewhere(ctx: RuleContext, setting: str) -> bool:
+    """Does the user's code this file runs make the ``setting`` (``syntax.project.TF32``/``CUDNN``)
+    already: a module it imports, when imported, or a function or class of them it calls
+    (``Trainer(model).fit()`` setting ``cudnn.benchmark`` in its ``__init__``)?"""
+    if not ctx.project:
+        return False
+    return any(setting in m.settings for m in ctx.project.values()) or \
+        any(setting in pc.facts.settings for pc in project_calls(ctx))
 
 
 def project_model(ctx: RuleContext, kind: str) -> cst.Call | None:
     """The first call of this file that builds a model with another of the user's modules whose
     models compute ``kind`` (``syntax.project.MATMUL``/``CONV``): a model-returning function
-    (``models.build_model(args)``, ``create_model(...)``), one of its model classes (``GPT(config)``)
-    or a model picked from the module by name (``models.__dict__[args.arch]()``,
+    (``models.build_model(args)``, ``create_model(...)`` over a registry), one of its model classes
+    (``GPT(config)``, re-exported by a package), a method of one of its classes that returns a model
+    (``exp.get_model()``) or a model picked from the module by name (``models.__dict__[args.arch]()``,
     ``getattr(models, name)()``)."""
     if not ctx.project:
         return None
+    return next((call for call, module in ctx.fact(_project_models) if kind in module.workload), None)
+
+
+def model_source(ctx: RuleContext, node: cst.CSTNode | None) -> str | None:
+    """Where the model that ``node`` builds with the user's other modules is defined (the module's
+    path, as messages name it); None when ``node`` is not such a call."""
+    if not ctx.project or node is None:
+        return None
+    return next((module.path or None for call, module in ctx.fact(_project_models) if call is node), None)
+
+
+def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts]]:
+    out = []
     for call in ctx.nodes(cst.Call):
         module = _picked_from(ctx, call) or project_class(ctx, call)
         if module is None:
             pc = next((p for p in project_calls(ctx) if p.call is call), None)
             module = pc.module if pc is not None and pc.facts.returns_model else None
-        if module is not None and kind in module.workload:
-            return call
-    return None
+        if module is None and isinstance(call.func, cst.Attribute):  # ``exp.get_model()``
+            module = model_methods(ctx).get(call.func.attr.value)
+        if module is not None:
+            out.append((call, module))
+    return out
 
 
 def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:

@@ -19,7 +19,7 @@ from ..syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..syntax.callsites import call_site_args
 from ..syntax.context import RuleContext
 from ..syntax.imports import torch_name
-from ..syntax.project import project_calls, project_function
+from ..syntax.project import MODEL, project_calls, project_function, project_method
 from ..syntax.torch_names import LR_SCHEDULERS, MODULE_CHAIN, OPTIMIZERS
 from ..syntax.tree import walk
 from .frameworks import (  # noqa: F401 - the script-fact API, in one import
@@ -227,17 +227,46 @@ def param_receivers(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) 
             if where is not False:
                 for _, value in assignments_in(ctx, where if isinstance(where, cst.FunctionDef) else None, name):
                     out.extend(param_receivers(ctx, value, depth + 1))
+                if not out:
+                    out.extend(_grouped_from(ctx, where if isinstance(where, cst.FunctionDef) else None, name))
+    return out
+
+
+_WALKS_PARAMETERS = ("modules", "named_modules", "parameters", "named_parameters", "children", "named_children")
+
+
+def _grouped_from(ctx: RuleContext, fn_body: FunctionBody, name: str) -> list[str]:
+    """The model a parameter-group list is filled from: ``pg0.append(v.weight)`` inside ``for k, v
+    in model.named_modules():`` (the list later handed to ``SGD(pg0, ...)``)."""
+    out: list[str] = []
+    for call in ctx.nodes(cst.Call):
+        if not method_call(call, "append", "extend") or dotted_name(call.func.value) != name:  # type: ignore[union-attr]
+            continue
+        if body_of(ctx, call) is not fn_body:
+            continue
+        for anc in ctx.ancestors(call):
+            if isinstance(anc, cst.For) and isinstance(anc.iter, cst.Call) and method_call(anc.iter, *_WALKS_PARAMETERS):
+                holder = dotted_name(anc.iter.func.value)  # type: ignore[union-attr]
+                if holder is not None and holder not in out:
+                    out.append(holder)
+                break
     return out
 
 
 def _params_helper(ctx: RuleContext, call: cst.Call) -> str | None:
     """The model whose parameters a helper of the user's other modules gathers
     (``add_weight_decay(model, wd)``, ``get_params_groups(model)``); None for anything else."""
-    found = project_function(ctx, call)
+    found = project_function(ctx, call) or project_method(ctx, call)  # ``exp.get_optimizer(model)``
     if found is None or found.facts.params_of is None:
         return None
     arg = found.arg_for(found.facts.params_of)
     return dotted_name(arg) if arg is not None else None
+
+
+def _assigned_value(ctx: RuleContext, call: cst.Call) -> bool:
+    """Is ``call`` the whole value of an assignment (``self.optimizer = model.configure_optimizers(c)``)?"""
+    parent = ctx.parent(call)
+    return isinstance(parent, cst.Assign) and parent.value is call
 
 
 def optimizer_calls(ctx: RuleContext) -> list[cst.Call]:
@@ -256,10 +285,22 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
                 if name not in seen:
                     seen.add(name)
                     out.append(TrainedModel(name, opt))
-        for built in project_calls(c):  # ``build_optimizer(config, model)`` of another module
+        built_by = [*project_calls(c), *(m for call in c.nodes(cst.Call) if (m := project_method(c, call)))]
+        for built in built_by:  # ``build_optimizer(config, model)``, ``exp.get_optimizer(model)`` elsewhere
             if built.facts.returns_optimizer and (name := _params_helper(c, built.call)) and name not in seen:
                 seen.add(name)
                 out.append(TrainedModel(name, built.call))
+        for call in c.nodes(cst.Call):  # ``model.configure_optimizers(config)``: the model builds its own
+            if method_call(call, "configure_optimizers") and (name := dotted_name(call.func.value)) and \
+                    name != "self" and name not in seen and _assigned_value(c, call):  # type: ignore[union-attr]
+                seen.add(name)
+                out.append(TrainedModel(name, call))
+        for trains in project_calls(c):  # ``Trainer(model, optimizer).fit()``: the model it is handed
+            arg = trains.arg_for(trains.facts.role_of(MODEL)) if trains.facts.trains else None
+            name = dotted_name(strip_chain(arg)) if arg is not None else None
+            if name is not None and name not in seen:
+                seen.add(name)
+                out.append(TrainedModel(name, trains.call))
         return out
     return ctx.fact(compute)
 

@@ -79,6 +79,22 @@ def convolution(ctx: RuleContext) -> cst.CSTNode | None:
     return None
 
 
+def _held_from_outside(ctx: RuleContext, attr: str, classes: dict[str, cst.ClassDef]) -> bool:
+    """Is ``self.x`` assigned only what this file did not build (a parameter, a wrapper of one),
+    never an instance of one of its classes nor a torch object (``self.criterion = nn.MSELoss()``)?"""
+    values = [strip_chain(node.value) for node in ctx.nodes(cst.Assign)
+              for t in node.targets if dotted_name(t.target) == attr]
+    if not values:
+        return False
+    for v in values:
+        if isinstance(v, cst.Call) and (dotted_name(v.func) in classes or ctx.matches(v.func, {"torch.*"}) and
+                                        not ctx.matches(v.func, {"torch.nn.parallel.*", "torch.compile"})):
+            return False
+        if not isinstance(v, (cst.Name, cst.Call)):
+            return False
+    return True
+
+
 def tensor_core_work(ctx: RuleContext) -> bool:
     """Could the program multiply matrices or convolve? False only on evidence of absence: no
     matmul, convolution or zoo model anywhere in the file, every model an instance of a class of
@@ -103,9 +119,15 @@ def tensor_core_work(ctx: RuleContext) -> bool:
                     for v in values):
                 return True  # a model built elsewhere, or by something we cannot see into
         known = set(ta.functions) | set(classes) | set(dir(builtins)) | models
+        methods = {f.name.value for f in c.nodes(cst.FunctionDef)}
         for call in c.nodes(cst.Call):
             if isinstance(call.func, cst.Name) and call.func.value not in known and ta.in_step_loop(call) \
                     and not c.matches(call.func, {"torch.*"}):
                 return True  # ``model(x)`` with ``model`` a parameter, an import, a global from elsewhere
+            attr = dotted_name(call.func) if isinstance(call.func, cst.Attribute) else None
+            if attr is not None and attr.startswith("self.") and attr.count(".") == 1 and \
+                    call.func.attr.value not in methods and ta.in_step_loop(call) and \
+                    _held_from_outside(c, attr, classes):
+                return True  # ``self.model(x)`` with the model handed to the class by its caller
         return False
     return ctx.fact(compute)

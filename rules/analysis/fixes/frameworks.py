@@ -260,10 +260,26 @@ def hf_loader(ctx: RuleContext, code: str) -> Iterator[Finding]:
             yield _report(cfg, f"{name} turns pinned memory off (dataloader_pin_memory=False): every batch "
                                "is copied to the GPU from pageable memory", "dataloader_pin_memory", "True", "safe")
         elif code == "GP203" and _positive(cfg, "dataloader_num_workers") and \
-                cfg.value("dataloader_persistent_workers", False) is False:
+                cfg.value("dataloader_persistent_workers", False) is False and not _workers_changed_later(ctx):
             yield _report(cfg, f"{name} restarts its loader workers every epoch (dataloader_persistent_workers "
                                "off): each epoch pays the workers' start-up again", "dataloader_persistent_workers",
                           "True", "safe")
+
+
+def _workers_changed_later(ctx: RuleContext) -> bool:
+    """Does the file change the worker count after the arguments are built (``args.dataloader_num_workers
+    = 0``, ``args.set_dataloader(num_workers=...)``, ``dataclasses.replace(args, ...)``)? Then the
+    count the Trainer sees may be 0, and ``dataloader_persistent_workers=True`` would raise."""
+    for node in ctx.nodes(cst.Attribute):
+        if node.attr.value in ("dataloader_num_workers", "set_dataloader"):
+            parent = ctx.parent(node)
+            if isinstance(parent, cst.AssignTarget) or isinstance(parent, cst.AugAssign) and parent.target is node or \
+                    isinstance(parent, cst.Call) and node.attr.value == "set_dataloader":
+                return True
+    return any(dotted_name(c.func) in ("replace", "dataclasses.replace", "setattr") and
+               any(a.keyword is not None and a.keyword.value == "dataloader_num_workers" or
+                   literal_value(a.value) == "dataloader_num_workers" for a in c.args)
+               for c in ctx.nodes(cst.Call))
 
 
 def _positive(cfg: ConfigCall, name: str) -> bool:

@@ -22,6 +22,8 @@ from .context import RuleContext
 MODEL, OPTIMIZER, LOADER, DEVICE, SCALER = "model", "optimizer", "loader", "device", "scaler"
 # What a model computes (``ModuleFacts.workload``): float32 matmuls, convolutions.
 MATMUL, CONV = "matmul", "conv"
+# Settings a module makes for the program (``settings``): TF32 matmuls, cuDNN's algorithm choice.
+TF32, CUDNN = "tf32", "cudnn"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +41,9 @@ class FunctionFacts:
     unfused_optimizer_line: int | None = None  # an optimizer built without fused= (GP305)
     builds_loader: bool = False
     yields_batches: bool = False  # a generator or ``next_batch()``-style method: returns a batch
+    compiles: bool = False  # compiles a model (``torch.compile``, ``.compile()``) in its body or a callee
+    makes_scaler: bool = False  # creates a GradScaler (a scaler wrapper class's ``__init__``, a builder)
+    settings: tuple[str, ...] = ()  # TF32/CUDNN it sets, in its body or a callee
 
     def role_of(self, role: str) -> str | None:
         return next((p for p, r in self.roles if r == role), None)
@@ -48,7 +53,8 @@ class FunctionFacts:
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> FunctionFacts:
-        return cls(**{**doc, "params": tuple(doc["params"]), "roles": tuple(tuple(r) for r in doc["roles"])})
+        return cls(**{**doc, "params": tuple(doc["params"]), "roles": tuple(tuple(r) for r in doc["roles"]),
+                      "settings": tuple(doc.get("settings", ()))})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,15 +67,18 @@ class ModuleFacts:
     models: frozenset[str] = frozenset()  # its model classes (``nn.Module`` subclasses, no losses)
     trains: bool = False  # one of its functions runs a training step
     path: str = ""  # where the module is, as a message names it (set by the engine)
+    settings: frozenset[str] = frozenset()  # TF32/CUDNN set when it is imported (it or its imports)
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
-                "workload": sorted(self.workload), "models": sorted(self.models), "trains": self.trains}
+                "workload": sorted(self.workload), "models": sorted(self.models), "trains": self.trains,
+                "settings": sorted(self.settings)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
         return cls({k: FunctionFacts.from_json(v) for k, v in doc["functions"].items()},
-                   frozenset(doc["workload"]), frozenset(doc["models"]), bool(doc["trains"]))
+                   frozenset(doc["workload"]), frozenset(doc["models"]), bool(doc["trains"]),
+                   settings=frozenset(doc.get("settings", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
@@ -137,7 +146,9 @@ def project_function(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
         module, _, name = qn.rpartition(".")
         while module and found is None:
             facts = ctx.project.get(module)
-            fn = facts.functions.get(name) if facts is not None else None
+            # ``Trainer(model, opt)``: a class of that module, read through its ``__init__``
+            fn = facts.functions.get(name) or facts.functions.get(f"{name}.__init__") \
+                if facts is not None else None
             if fn is not None:
                 assert facts is not None
                 found = ProjectCall(facts, name, fn, node)
@@ -147,6 +158,19 @@ def project_function(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
             break
     memo[node] = found
     return found
+
+
+def project_base_class(ctx: RuleContext, expr: cst.BaseExpression) -> FunctionFacts | None:
+    """The ``__init__`` facts of the class of the user's other modules that ``expr`` names (a base
+    class: ``class Trainer(DefaultTrainer)``), carrying what the class does (trains, compiles...)."""
+    if not ctx.project or not isinstance(expr, (cst.Name, cst.Attribute)):
+        return None
+    for qn in sorted(_names(ctx, expr)):
+        module, _, name = qn.rpartition(".")
+        facts = ctx.project.get(module)
+        if facts is not None and f"{name}.__init__" in facts.functions:
+            return facts.functions[f"{name}.__init__"]
+    return None
 
 
 def _project_calls(ctx: RuleContext) -> dict[cst.Call, ProjectCall | None]:
@@ -172,6 +196,40 @@ def project_calls(ctx: RuleContext) -> list[ProjectCall]:
 
 def _all_project_calls(ctx: RuleContext) -> list[ProjectCall]:
     return [pc for call in ctx.nodes(cst.Call) if (pc := project_function(ctx, call)) is not None]
+
+
+def project_method(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
+    """The method of a class of the user's imported modules that ``node`` calls on an object this
+    file cannot type (``exp.get_optimizer(model, bs)``), found by its name when one method of
+    those classes has it; None otherwise."""
+    if not ctx.project or not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        return None
+    found = ctx.fact(_methods_by_name).get(node.func.attr.value)
+    return ProjectCall(found[0], found[1], found[2], node) if found is not None else None
+
+
+def _methods_by_name(ctx: RuleContext) -> dict[str, tuple[ModuleFacts, str, FunctionFacts]]:
+    seen: dict[str, list[tuple[ModuleFacts, str, FunctionFacts]]] = {}
+    for facts in ctx.project.values():
+        for name, f in facts.functions.items():
+            if "." in name and not name.rsplit(".", 1)[1].startswith("__"):
+                entries = seen.setdefault(name.rsplit(".", 1)[1], [])
+                if all(e[2] != f for e in entries):  # a re-export repeats the same facts
+                    entries.append((facts, name, f))
+    return {name: entries[0] for name, entries in seen.items() if len(entries) == 1}
+
+
+def model_methods(ctx: RuleContext) -> dict[str, ModuleFacts]:
+    """Method names that return a model in a class of the user's imported modules
+    (``exp.get_model()``), with the module that defines them."""
+    if not ctx.project:
+        return {}
+    return ctx.fact(_model_methods)
+
+
+def _model_methods(ctx: RuleContext) -> dict[str, ModuleFacts]:
+    return {name.rsplit(".", 1)[1]: facts for facts in ctx.project.values()
+            for name, f in facts.functions.items() if "." in name and f.returns_model}
 
 
 def batch_methods(ctx: RuleContext) -> frozenset[str]:

@@ -31,3 +31,14 @@ FUSABLE = frozenset({
     "torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD", "torch.optim.adam.Adam",
     "torch.optim.adamw.AdamW", "torch.optim.sgd.SGD",
 })
+
+
+# The settings a training script makes once (GP302, GP304), and that a module of the user's may make
+# for it (``syntax.project``: ``TF32``/``CUDNN`` in a function's or module's ``settings``).
+TF32_SETTINGS = frozenset({
+    "torch.backends.cuda.matmul.allow_tf32", "torch.backends.cuda.matmul.fp32_precision",
+    "torch.backends.fp32_precision",
+})
+SET_PRECISION = frozenset({"torch.set_float32_matmul_precision"})
+CUDNN_CHOICES = frozenset({"torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic"})
+DETERMINISM = frozenset({"torch.use_deterministic_algorithms"})

@@ -1,0 +1,3 @@
+from .registry import create_model, list_models, register_model
+from .convnets import *
+from .vit import *

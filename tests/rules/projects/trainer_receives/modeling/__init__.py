@@ -1,0 +1,2 @@
+from .backbones import MLPMixer, ResNetLike
+from .build import build_model
