@@ -7,13 +7,12 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
-from ..analysis.facts.framework_config import KEYWORDS, hf_args, in_training_step, on_cpu
+from ..analysis.facts.framework_config import KEYWORDS, hf_args, in_training_step, on_cpu, rare_in
 from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.framework_docs import ACCELERATE, HF, LIGHTNING, TORCH, blind_reported
 from ..analysis.fixes.edits import set_or_add_kwarg
 from ..analysis.fixes.frameworks import set_keyword
-from ..analysis.model.guards import flag_name, is_once_test, is_periodic_test
 from ..analysis.syntax.calls import get_arg, literal_value, method_call
 from ..analysis.fixes.framework_blind import unseen_settings
 from ..analysis.syntax.context import RuleContext
@@ -185,17 +184,8 @@ def _lightning(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _rare(ctx: RuleContext, call: cst.Call) -> bool:
-    """Is the log call under an ``if`` of ``training_step`` that runs it rarely: periodic
-    (``batch_idx % 100 == 0``), once (``batch_idx == 0``) or an opt-in flag (``self.hparams.debug``)?"""
-    fn = ctx.enclosing(call, cst.FunctionDef)
-    counters = {p.name.value for p in fn.params.params[2:3]} if fn is not None else set()  # batch_idx
-    for anc in ctx.ancestors(call):
-        if anc is fn:
-            return False
-        if isinstance(anc, cst.If) and (is_periodic_test(anc.test) or is_once_test(anc.test, counters) or
-                                        flag_name(anc.test) is not None):
-            return True
-    return False
+    """Is the log call under an ``if`` of ``training_step`` that runs it rarely (``rare_in``)?"""
+    return rare_in(ctx, call, ctx.enclosing(call, cst.FunctionDef))
 
 
 def _logged_values(call: cst.Call) -> list[cst.BaseExpression]:

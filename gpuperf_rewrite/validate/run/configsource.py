@@ -293,14 +293,7 @@ def edit_yaml(data: bytes, keys: Sequence[str], name: str, value: Any) -> bytes:
         doc = yaml.load(data)
     except Exception as exc:  # noqa: BLE001 (any parse error: the file is left alone)
         raise ConfigEditError(f"cannot parse as YAML: {exc}") from None
-    node = doc
-    for k in keys:
-        if not isinstance(node, Mapping) or k not in node:
-            raise ConfigEditError(f"no mapping at `{'.'.join(keys)}`")
-        node = node[k]
-    if not isinstance(node, dict):
-        raise ConfigEditError(f"`{'.'.join(keys)}` is not a mapping")
-    node[name] = value
+    _mapping_at(doc, keys, "mapping", "a mapping")[name] = value
     out = io.BytesIO()
     yaml.dump(doc, out)
     return out.getvalue()
@@ -318,16 +311,21 @@ def edit_json(data: bytes, keys: Sequence[str], name: str, value: Any) -> bytes:
     indent = _json_indent(text)
     if json.dumps(doc, indent=indent, ensure_ascii=False) != text.rstrip("\n"):
         raise ConfigEditError("its layout is not one this tool can keep (JSON is rewritten whole): edit it by hand")
-    node = doc
-    for k in keys:
-        if not isinstance(node, dict) or k not in node:
-            raise ConfigEditError(f"no object at `{'.'.join(keys)}`")
-        node = node[k]
-    if not isinstance(node, dict):
-        raise ConfigEditError(f"`{'.'.join(keys)}` is not an object")
-    node[name] = value
+    _mapping_at(doc, keys, "object", "an object")[name] = value
     tail = text[len(text.rstrip("\n")):]
     return (json.dumps(doc, indent=indent, ensure_ascii=False) + tail).encode()
+
+
+def _mapping_at(doc: Any, keys: Sequence[str], kind: str, a_kind: str) -> dict[Any, Any]:
+    """The mapping at ``keys`` of a loaded config (YAML's mapping, JSON's object), or why not."""
+    node = doc
+    for k in keys:
+        if not isinstance(node, Mapping) or k not in node:
+            raise ConfigEditError(f"no {kind} at `{'.'.join(keys)}`")
+        node = node[k]
+    if not isinstance(node, dict):
+        raise ConfigEditError(f"`{'.'.join(keys)}` is not {a_kind}")
+    return node
 
 
 def _json_indent(text: str) -> int | None:

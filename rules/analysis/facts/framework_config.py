@@ -298,10 +298,11 @@ def step_hook(ctx: RuleContext, node: cst.CSTNode) -> cst.FunctionDef | None:
     return fn if ctx.parent(ctx.parent(fn)) is cls else None
 
 
-def rare_in(ctx: RuleContext, node: cst.CSTNode, hook: cst.FunctionDef) -> bool:
+def rare_in(ctx: RuleContext, node: cst.CSTNode, hook: cst.FunctionDef | None) -> bool:
     """Is ``node`` under an ``if`` of the step hook that runs it rarely: periodic
-    (``batch_idx % 100 == 0``), once (``batch_idx == 0``) or an opt-in flag (``self.hparams.debug``)?"""
-    counters = {p.name.value for p in hook.params.params[2:3]}  # batch_idx
+    (``batch_idx % 100 == 0``), once (``batch_idx == 0``) or an opt-in flag (``self.hparams.debug``)?
+    (``hook`` None: any such ``if`` above it.)"""
+    counters = {p.name.value for p in hook.params.params[2:3]} if hook is not None else set()  # batch_idx
     for anc in ctx.ancestors(node):
         if anc is hook:
             return False
