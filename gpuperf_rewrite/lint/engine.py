@@ -8,6 +8,8 @@ apply fixes to a fixpoint (:mod:`.fixes`) and report the unsuppressed findings
 
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -22,6 +24,7 @@ from gpuperf_rewrite.lint.diagnostics import (ERROR_CODES, INTERNAL_ERROR, IO_ER
 from gpuperf_rewrite.lint.fixes import fix_allowed, fix_to_fixpoint
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse, syntax_gate
 from gpuperf_rewrite.lint.launch import project_runs
+from gpuperf_rewrite.lint.step_callers import step_callers
 from gpuperf_rewrite.lint.project import is_first_party
 from gpuperf_rewrite.lint.project_facts import parsed_before, project_facts, remember_facts, remember_parse
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet
@@ -185,6 +188,9 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         remember_parse(fs_path, data, module, text)
         imports = project_facts(fs_path, data, store=facts_store)
         launch = project_runs(fs_path, data, root, entry)[0]
+        callers = step_callers(fs_path, data, root, facts_store)
+        if callers:  # its functions that other modules' loops call every step
+            launch = dataclasses.replace(launch, step_callers=callers)
     else:
         launch = None
     project: Mapping[str, Any] = imports.modules if imports is not None else {}

@@ -22,6 +22,7 @@ from gpuperf_rewrite.lint.cache import Cache
 from gpuperf_rewrite.lint.diagnostics import ERROR_CODES, INTERNAL_ERROR, IO_ERROR, Diagnostic, file_error
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet, passes_torch_gate
 from gpuperf_rewrite.lint.launch import runs_key
+from gpuperf_rewrite.lint.step_callers import step_callers_key_of
 from gpuperf_rewrite.lint.project_index import dependency_key, run_scope
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def _quick(job: Job, data: bytes) -> tuple[FileResult | None, str | None]:
         # A result read through the user's other modules (issue 27) depends on their content too.
         # And on how the project runs it: its entry scripts, its launch scripts (issue 34).
         key = job.cache.key(job.path, data, job.cache_salt + dependency_key(job.fs_path, data)
-                            + runs_key(job.fs_path, data))
+                            + runs_key(job.fs_path, data) + step_callers_key_of(job.fs_path, data))
         cached = job.cache.load(key)
         if cached is not None and _answers(cached, job):
             hit = FileResult(job.path, cached, original=data, cached=True,

@@ -128,6 +128,12 @@ def _shown(module: Path, importer: Path) -> str:
         return os.path.relpath(module, importer.parent).replace(os.sep, "/")
 
 
+def facts_of_node(n: Node, store: Path | None = None) -> Any:
+    """The facts of the index's module ``n`` (keyed this run), as an importer would see them:
+    for a module that imports the checked one (``step_callers``), computed once per run by key."""
+    return _facts(n, store)
+
+
 def _facts(start: Node, store: Path | None) -> Any:
     """The facts of ``start`` (keyed), each module it reaches done first, once per run: an
     iterative walk over the import graph's cycles (a chain can be thousands deep), children

@@ -18,6 +18,7 @@ from ..analysis.model.training import TENSOR_METHODS, TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..analysis.syntax.tree import walk
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.launch import StepCaller, project_runs
 
 
 class SyncInLoop(Rule):
@@ -125,7 +126,7 @@ class SyncInLoop(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
         hooks = bool(framework_config(ctx).lightning_modules)
-        if not (ta.step_loops or ta.eval_loops or hooks) or cpu_only(ctx):
+        if not (ta.step_loops or ta.eval_loops or hooks or project_runs(ctx).step_callers) or cpu_only(ctx):
             return
         # A read of a collective's result on its way to a log is GP106's (one change removes both).
         claimed = {r for found in logged_collectives(ctx) for r in found.host_reads}
@@ -136,6 +137,8 @@ class SyncInLoop(Rule):
             if loop is None:
                 if hooks:
                     yield from _in_step_hook(ctx, call, what)
+                elif (caller := ta.every_step_caller(call)) is not None:
+                    yield _from_elsewhere(ctx, call, what, caller)
                 continue
             snippet = ctx.code_for(call)
             if len(snippet) > 40:
@@ -151,6 +154,17 @@ class SyncInLoop(Rule):
                 f"queued work (host-device sync); {advice}",
                 fix if fix is not None else NoFix(_HOST_USE),
             )
+
+
+def _from_elsewhere(ctx: RuleContext, call: cst.Call, what: str, caller: StepCaller) -> Finding:
+    """A host read in a function another module of the project calls on every step (a loss, a
+    gradient-clipping helper): reported here, where the edit goes."""
+    snippet = ctx.code_for(call) if len(ctx.code_for(call)) <= 40 else what
+    return Finding(
+        call, f"`{snippet}` runs on every {caller.kind}: {caller.where} calls `{caller.function}` on each one; it "
+        "blocks the CPU until the GPU has finished all queued work (host-device sync); read it only every N "
+        "steps, or keep the work that needs it on the device",
+        no_fix_reason=f"the value is used by `{caller.function}` itself, and the loop that runs it is in {caller.path}")
 
 
 def _in_step_hook(ctx: RuleContext, call: cst.Call, what: str) -> Iterator[Finding]:

@@ -13,6 +13,7 @@ from ..analysis.fixes.edits import block_of, remove_statement, single_expression
 from ..analysis.model.training import analysis
 from ..analysis.syntax.calls import dotted_name, literal_value
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.launch import project_runs
 
 SYNC_CALLS = {
     "torch.cuda.synchronize": "torch.cuda.synchronize()",
@@ -110,17 +111,20 @@ class SyncCallInLoop(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not ta.step_loops or cpu_only(ctx):
+        if not (ta.step_loops or project_runs(ctx).step_callers) or cpu_only(ctx):
             return
         for call in ctx.nodes(cst.Call):
             if not ctx.is_call_to(call, set(SYNC_CALLS)):
                 continue
             # A user's opt-in flag (``if args.sync_for_timing:``) is a choice, not a per-step sync.
             loop = ta.every_step_loop(call, flags=True)
-            if loop is None:
+            caller = ta.every_step_caller(call, flags=True) if loop is None else None
+            if loop is None and caller is None:
                 continue
             what = next(v for k, v in SYNC_CALLS.items() if ctx.matches(call.func, {k}))
-            yield Finding.of(call, f"`{what}` on every {ta.loop_kind(loop)} stalls the CPU until the GPU has "
+            where = ta.loop_kind(loop) if loop is not None else \
+                f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"  # type: ignore[union-attr]
+            yield Finding.of(call, f"`{what}` on every {where} stalls the CPU until the GPU has "
                                 "drained its queue (and empty_cache forces re-allocation); remove it",
                           _removal(ctx, call, what))
 

@@ -18,7 +18,8 @@ from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.context import RuleContext
 from ..syntax.project import (CONV, CUDNN, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, TF32, FunctionFacts,
-                              ModuleFacts, project_base_class, project_class, project_function)
+                              ModuleFacts, StepCall, project_base_class, project_class, project_function,
+                              project_instance_method, project_method)
 from ..syntax.torch_names import (AUTOCAST, CUDNN_CHOICES, DATALOADERS, DETERMINISM, GRAD_SCALERS, LR_SCHEDULERS,
                                   OPTIMIZERS, SET_PRECISION, TF32_SETTINGS)
 from ..syntax.tree import walk
@@ -57,7 +58,44 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     for imported in ctx.project.values():  # what its imports set when they are imported
         settings |= imported.settings
     return ModuleFacts(functions, frozenset(workload), frozenset(exported),
-                       any(f.trains for f in functions.values()), settings=frozenset(settings))
+                       any(f.trains for f in functions.values()), settings=frozenset(settings),
+                       step_calls=_step_calls(ctx, ta, line_of))
+
+
+def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tuple[StepCall, ...]:
+    """The calls into the user's imported modules that run on every iteration of one of this
+    module's step or eval loops, directly or through its own functions (``to_device(batch,
+    device)``, ``model.parse_batch(batch)``, ``criterion(out, y)`` of a loss class): the callee's
+    module, checked itself, sees that code as per-step code (issue 34)."""
+    if not ctx.project or not (ta.step_loops or ta.eval_loops):
+        return ()
+    out = []
+    instances: dict[str, list[cst.BaseExpression]] | None = None
+    for call in ctx.nodes(cst.Call):
+        callee = None
+        found = project_function(ctx, call)
+        if found is not None:
+            facts = found.module
+            name = found.name if found.name in facts.functions else f"{found.name}.__init__"
+            callee = (found.key, name)
+        elif isinstance(call.func, cst.Attribute) and (dotted_name(call.func.value) or "self") != "self":
+            method = project_method(ctx, call)  # ``model.parse_batch(batch)``: one class has it
+            callee = (method.key, method.name) if method is not None else None
+        if callee is None and isinstance(call.func, (cst.Name, cst.Attribute)):
+            if instances is None:
+                instances = {}
+                for bound, value in ta.assignments():
+                    instances.setdefault(bound, []).append(value)
+            values = instances.get(dotted_name(call.func) or "", [])
+            ctors = [v for v in values if isinstance(v, cst.Call)]
+            if len(ctors) == 1 and len(values) == 1:  # ``crit = Loss(...)``, then ``crit(out, y)``
+                callee = project_instance_method(ctx, ctors[0], ("__call__", "forward"))
+        if callee is None or not callee[0]:
+            continue
+        loop = ta.every_step_loop(call)
+        if loop is not None:
+            out.append(StepCall(callee[0], callee[1], line_of(call), ta.loop_kind(loop)))
+    return tuple(out)
 
 
 def _may_set(ctx: RuleContext) -> bool:

@@ -28,6 +28,7 @@ import libcst as cst
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.callsites import called_name, calls_of
 from ..syntax.context import RuleContext
+from ..syntax.launch import StepCaller, project_runs
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
 from .guards import flag_name, is_once_test, is_periodic_test
@@ -71,6 +72,7 @@ class TrainingAnalysis(TrainingObjects):
             self.eval_loops = []
         self._loop_set = self._step_loop_set | set(self.eval_loops)
         self._per_step_fn_cache: dict[tuple[cst.FunctionDef, bool, bool], Loop | None] = {}
+        self._external: dict[cst.FunctionDef, StepCaller] | None = None
 
     # ---- signals ---------------------------------------------------------------------
     def is_backward_call(self, node: cst.CSTNode) -> bool:
@@ -230,6 +232,61 @@ class TrainingAnalysis(TrainingObjects):
                 break
         self._per_step_fn_cache[key] = result
         return result
+
+    # ---- steps whose loop is in another module (issue 34) ------------------------------
+    def _external_steps(self) -> dict[cst.FunctionDef, StepCaller]:
+        """This module's functions that the project's other modules call on every iteration of
+        one of their loops (``RuleContext.launch``'s ``step_callers``: a loss's ``forward``, a
+        ``to_device`` helper), a training step's caller preferred."""
+        if self._external is None:
+            self._external = {}
+            callers = project_runs(self.ctx).step_callers
+            if callers:
+                defs: dict[str, cst.FunctionDef] = {}
+                for stmt in self.ctx.module.body:
+                    if isinstance(stmt, cst.FunctionDef):
+                        defs[stmt.name.value] = stmt
+                    elif isinstance(stmt, cst.ClassDef):
+                        for inner in stmt.body.body:
+                            if isinstance(inner, cst.FunctionDef):
+                                defs[f"{stmt.name.value}.{inner.name.value}"] = inner
+                for caller in sorted(callers, key=lambda c: c.kind != TRAIN):
+                    fn = defs.get(caller.function)
+                    if fn is not None:
+                        self._external.setdefault(fn, caller)
+        return self._external
+
+    def every_step_caller(self, node: cst.CSTNode, *, flags: bool = False) -> StepCaller | None:
+        """The call of another module of the project that runs ``node`` on every iteration of its
+        loop: ``node`` is in a function that call reaches (or in one of this module's functions
+        that such a function calls, transitively), with no periodic guard (with ``flags``, no
+        opt-in flag either) between them. None when there is none, or when ``node`` runs in a
+        loop of this file (``every_step_loop`` answers for that)."""
+        if not self._external_steps():
+            return None
+        return self._caller_of(node, frozenset(), flags)
+
+    def _caller_of(self, node: cst.CSTNode, seen: frozenset, flags: bool) -> StepCaller | None:
+        child = node
+        for anc in self.ctx.ancestors(node):
+            if isinstance(anc, cst.If) and child is anc.body and \
+                    (is_periodic_test(anc.test) or flags and flag_name(anc.test) is not None):
+                return None
+            if anc in self._loop_set:
+                return None
+            if isinstance(anc, cst.FunctionDef):
+                found = self._external_steps().get(anc)
+                if found is not None or anc in seen:
+                    return found
+                for call in self.calls_of(anc):
+                    found = self._caller_of(call, seen | {anc}, flags)
+                    if found is not None:
+                        return found
+                return None
+            if isinstance(anc, (cst.ClassDef, cst.Lambda)):
+                return None
+            child = anc
+        return None
 
     def counters(self, loop: Loop) -> set[str]:
         """Names that count the iterations of ``loop``: an ``enumerate`` index, a ``range``

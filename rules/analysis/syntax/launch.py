@@ -1,7 +1,9 @@
 """How the project runs the checked file, as data the lint layer read (issue 34): the entry
 scripts that import it (for a module: whose ``if __name__ == "__main__":`` guard matters to
-DataLoader workers under spawn) and the command lines its own launch scripts (``run.sh``,
-``scripts/*.sh``) pass to it (flags a run sets that the file cannot show).
+DataLoader workers under spawn), the command lines its own launch scripts (``run.sh``,
+``scripts/*.sh``) pass to it (flags a run sets that the file cannot show), and which of its
+functions the project's other modules call on every step of their loops (a loss, a
+``to_device`` helper: per-step code whose loop is in another file).
 
 ``RuleContext.launch`` holds a :class:`ProjectRuns`; the default (nothing known) is what a file
 checked alone sees (``fix_text``, stdin, the validator's own runs), and every rule then behaves
@@ -72,13 +74,32 @@ class LaunchCommand:
 
 
 @dataclasses.dataclass(frozen=True)
+class StepCaller:
+    """A module of the project that calls ``function`` of the checked module (``to_device``, or
+    ``Class.method``: ``ComputeLoss.__call__`` for a call of an instance, ``Loss.forward``) on
+    every iteration of one of its loops: the caller's ``path`` (as a message shows it), the call's
+    ``line`` and what one iteration is (``kind``: "training step", "eval batch")."""
+
+    function: str
+    path: str
+    line: int
+    kind: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclasses.dataclass(frozen=True)
 class ProjectRuns:
     """``entries``: the scripts that import the checked module (None when unknown: the file was
     checked alone, or is itself a script); ``launches``: the launch scripts' command lines that run
-    the checked file (empty when none or unknown)."""
+    the checked file (empty when none or unknown); ``step_callers``: the calls of the project's
+    other modules that run one of the checked module's functions on every iteration of a loop."""
 
     entries: tuple[EntryScript, ...] | None = None
     launches: tuple[LaunchCommand, ...] = ()
+    step_callers: tuple[StepCaller, ...] = ()
 
 
 def project_runs(ctx: RuleContext) -> ProjectRuns:

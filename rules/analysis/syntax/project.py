@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import libcst as cst
 
@@ -57,6 +57,18 @@ class FunctionFacts:
                       "settings": tuple(doc.get("settings", ()))})
 
 
+class StepCall(NamedTuple):
+    """A call, on every iteration of a loop of one module, of a function of a module it imports:
+    ``module`` as the caller writes it (``utils.loss``, ``.commons``), the ``function`` there
+    (``to_device``, or ``Class.method``: ``ComputeLoss.__call__`` for a call of an instance), the
+    caller's ``line`` and what one iteration is (``kind``: "training step", "eval batch")."""
+
+    module: str
+    function: str
+    line: int
+    kind: str
+
+
 @dataclasses.dataclass(frozen=True)
 class ModuleFacts:
     """One first-party module: its functions and what the models it defines (or imports from
@@ -68,17 +80,21 @@ class ModuleFacts:
     trains: bool = False  # one of its functions runs a training step
     path: str = ""  # where the module is, as a message names it (set by the engine)
     settings: frozenset[str] = frozenset()  # TF32/CUDNN set when it is imported (it or its imports)
+    # Functions of its imports it calls on every iteration of one of its loops (issue 34: the
+    # callee's module, checked, sees them as per-step code): ``StepCall``s.
+    step_calls: tuple[StepCall, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
                 "workload": sorted(self.workload), "models": sorted(self.models), "trains": self.trains,
-                "settings": sorted(self.settings)}
+                "settings": sorted(self.settings), "step_calls": [list(c) for c in self.step_calls]}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
         return cls({k: FunctionFacts.from_json(v) for k, v in doc["functions"].items()},
                    frozenset(doc["workload"]), frozenset(doc["models"]), bool(doc["trains"]),
-                   settings=frozenset(doc.get("settings", ())))
+                   settings=frozenset(doc.get("settings", ())),
+                   step_calls=tuple(StepCall(*c) for c in doc.get("step_calls", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
@@ -93,6 +109,7 @@ class ProjectCall:
     name: str
     facts: FunctionFacts
     call: cst.Call
+    key: str = ""  # the module as this file names it (``ctx.project``'s key)
 
     def arg_for(self, param: str | None) -> cst.BaseExpression | None:
         """The expression this call passes for the callee's ``param`` (by keyword or position)."""
@@ -151,7 +168,7 @@ def project_function(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
                 if facts is not None else None
             if fn is not None:
                 assert facts is not None
-                found = ProjectCall(facts, name, fn, node)
+                found = ProjectCall(facts, name, fn, node, module)
             module, _, head = module.rpartition(".")
             name = f"{head}.{name}"
         if found is not None:
@@ -170,6 +187,22 @@ def project_base_class(ctx: RuleContext, expr: cst.BaseExpression) -> FunctionFa
         facts = ctx.project.get(module)
         if facts is not None and f"{name}.__init__" in facts.functions:
             return facts.functions[f"{name}.__init__"]
+    return None
+
+
+def project_instance_method(ctx: RuleContext, ctor: cst.Call, methods: tuple[str, ...]) -> tuple[str, str] | None:
+    """For ``crit = Loss(...)`` (``ctor``), a class of the user's imported modules: the module as
+    this file names it and the first of ``methods`` the class defines (``Loss.forward``)."""
+    if not ctx.project or not isinstance(ctor.func, (cst.Name, cst.Attribute)):
+        return None
+    for qn in sorted(_names(ctx, ctor.func)):
+        module, _, name = qn.rpartition(".")
+        facts = ctx.project.get(module)
+        if facts is None:
+            continue
+        for method in methods:
+            if f"{name}.{method}" in facts.functions:
+                return module, f"{name}.{method}"
     return None
 
 
@@ -205,17 +238,17 @@ def project_method(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
     if not ctx.project or not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
         return None
     found = ctx.fact(_methods_by_name).get(node.func.attr.value)
-    return ProjectCall(found[0], found[1], found[2], node) if found is not None else None
+    return ProjectCall(found[0], found[1], found[2], node, found[3]) if found is not None else None
 
 
-def _methods_by_name(ctx: RuleContext) -> dict[str, tuple[ModuleFacts, str, FunctionFacts]]:
-    seen: dict[str, list[tuple[ModuleFacts, str, FunctionFacts]]] = {}
-    for facts in ctx.project.values():
+def _methods_by_name(ctx: RuleContext) -> dict[str, tuple[ModuleFacts, str, FunctionFacts, str]]:
+    seen: dict[str, list[tuple[ModuleFacts, str, FunctionFacts, str]]] = {}
+    for key, facts in ctx.project.items():
         for name, f in facts.functions.items():
             if "." in name and not name.rsplit(".", 1)[1].startswith("__"):
                 entries = seen.setdefault(name.rsplit(".", 1)[1], [])
                 if all(e[2] != f for e in entries):  # a re-export repeats the same facts
-                    entries.append((facts, name, f))
+                    entries.append((facts, name, f, key))
     return {name: entries[0] for name, entries in seen.items() if len(entries) == 1}
 
 

@@ -1,0 +1,108 @@
+"""Which functions of a checked module the project's other modules call on every step (issue 34):
+a loss class called in a training loop of ``train.py``, a ``to_device`` helper, a gradient-clipping
+helper. The loop is in the caller, the code (and the edit) in the checked module: the rules see
+those functions as per-step code (``rules``' ``syntax.launch.StepCaller``).
+
+Read off the project's facts, never by a pass of its own: the checked module's direct importers
+(``launch``'s reverse import scan, bounded) and each one's facts (``project_facts``: computed once
+per run by key, shared by the run's workers and kept on disk), whose ``step_calls`` name the
+functions of their imports that their loops call every iteration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from gpuperf_rewrite.lint import launch, project_index
+from gpuperf_rewrite.lint.project_index import run_scope
+
+# Words a module must hold for a per-step finding in it to be possible: a host read, a copy, a
+# print, an explicit sync, a torch constructor.
+_PER_STEP_WORDS = (b".item(", b".tolist(", b".cpu(", b".numpy(", b"float(", b"int(", b".to(", b".cuda(",
+                   b"synchronize", b"print(", b"isfinite", b"isnan", b"Tensor(", b".data[")
+MAX_IMPORTERS = 24  # direct importers whose facts are read for one module
+
+
+def needs_step_callers(data: bytes) -> bool:
+    """Can a finding of a per-step rule be in a function of this file (it defines functions and
+    does something a per-step rule reports)?"""
+    return b"def " in data and any(w in data for w in _PER_STEP_WORDS)
+
+
+def _importers(path: Path, root: Path) -> list[Path]:
+    try:
+        got = launch._importers(path, root, launch._infos(root), [launch.MAX_PARSED])
+    except launch._OverBudget:  # imported everywhere (a package's utilities): unknown, nothing said
+        return []
+    return got[:MAX_IMPORTERS]
+
+
+def step_callers_key(fs_path: str | Path, data: bytes, root: Path) -> str:
+    """What a result that used :func:`step_callers` depends on: the keys of the direct importers
+    (their content and all they reach). "" when the file needs none."""
+    if not needs_step_callers(data):
+        return ""
+    path = Path(os.path.abspath(fs_path))
+    parts = []
+    with run_scope():
+        for importer in _importers(path, root):
+            n = project_index.node(str(importer), os.fspath(root))
+            if n is not None:
+                project_index.keyed([n])
+                parts.append(f"{importer}={n.key}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest() if parts else ""
+
+
+def step_callers(fs_path: str | Path, data: bytes, root: Path, store: Path | None = None) -> tuple[Any, ...]:
+    """The ``StepCaller``s of the checked module at ``fs_path``: each call of a direct importer
+    that runs one of its functions every iteration of the importer's loops (or through a package
+    ``__init__`` that re-exports it: one level)."""
+    from gpuperf_rewrite.lint.project_facts import facts_of_node
+    from gpuperf_rewrite.rules._framework import StepCaller
+
+    if not needs_step_callers(data):
+        return ()
+    path = Path(os.path.abspath(fs_path))
+    out = []
+    with run_scope():
+        for importer in _importers(path, root):
+            n = project_index.node(str(importer), os.fspath(root))
+            if n is None:
+                continue
+            project_index.keyed([n])
+            facts = facts_of_node(n, store)
+            calls = getattr(facts, "step_calls", ())
+            if not calls:
+                continue
+            children = dict(project_index._children(n))
+            for call in calls:
+                child = children.get(call.module)
+                if child is None:
+                    continue
+                if Path(child.path) != path and not (  # a package re-exporting it
+                        child.path.endswith("__init__.py") and
+                        any(Path(g.path) == path for _, g in project_index._children(child))):
+                    continue
+                out.append(StepCaller(call.function, _shown(importer, path), call.line, call.kind))
+    return tuple(sorted(set(out), key=lambda c: (c.path, c.line, c.function)))
+
+
+def _shown(path: Path, module: Path) -> str:
+    try:
+        return path.relative_to(module.parent).as_posix()
+    except ValueError:
+        return os.path.relpath(path, module.parent).replace(os.sep, "/")
+
+
+def step_callers_key_of(fs_path: str | Path | None, data: bytes) -> str:
+    """:func:`step_callers_key` for the lint cache: "" outside the user's code. Plain data: a cache
+    hit imports neither LibCST nor the rules."""
+    if not fs_path or not needs_step_callers(data):
+        return ""
+    from gpuperf_rewrite.lint.project import is_first_party
+
+    first_party, root = is_first_party(Path(os.path.abspath(fs_path)))
+    return step_callers_key(fs_path, data, root) if first_party else ""
