@@ -32,7 +32,27 @@ def needs_step_callers(data: bytes) -> bool:
     return b"def " in data and any(w in data for w in _PER_STEP_WORDS)
 
 
+def _search_root(path: Path, root: Path) -> Path:
+    """Where the importers of ``path`` are looked for: the project root, or, for a module of a
+    package in a tree with no project marker (the root is then the module's own folder), the
+    folder holding its top package (``utils/loss.py`` imported by ``train.py`` beside ``utils/``)."""
+    if root != path.parent:
+        return root
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        folder = folder.parent
+    return folder
+
+
+def _root_of(module: Path) -> Path:
+    """A module's project root, as when it is checked or imported itself."""
+    from gpuperf_rewrite.lint.project import is_first_party
+
+    return is_first_party(module)[1]
+
+
 def _importers(path: Path, root: Path) -> list[Path]:
+    root = _search_root(path, root)
     try:
         got = launch._importers(path, root, launch._infos(root), [launch.MAX_PARSED])
     except launch._OverBudget:  # imported everywhere (a package's utilities): unknown, nothing said
@@ -49,7 +69,7 @@ def step_callers_key(fs_path: str | Path, data: bytes, root: Path) -> str:
     parts = []
     with run_scope():
         for importer in _importers(path, root):
-            n = project_index.node(str(importer), os.fspath(root))
+            n = project_index.node(str(importer), os.fspath(_root_of(importer)))
             if n is not None:
                 project_index.keyed([n])
                 parts.append(f"{importer}={n.key}")
@@ -69,7 +89,7 @@ def step_callers(fs_path: str | Path, data: bytes, root: Path, store: Path | Non
     out = []
     with run_scope():
         for importer in _importers(path, root):
-            n = project_index.node(str(importer), os.fspath(root))
+            n = project_index.node(str(importer), os.fspath(_root_of(importer)))
             if n is None:
                 continue
             project_index.keyed([n])

@@ -309,6 +309,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         compiles=compiles,
         makes_scaler=scaler,
         settings=tuple(sorted(settings)),
+        steps_each_call=trains and ta.steps_each_call(fn),
     )
 
 

@@ -102,10 +102,21 @@ def loop_data(loop: Loop) -> set[str]:
     return _closure(seed, _assignments(loop.body)) if seed else set()
 
 
+# Methods of a module that do not run it on data.
+_NOT_INFERENCE = frozenset({"to", "cuda", "cpu", "train", "eval", "parameters", "named_parameters", "state_dict",
+                            "load_state_dict", "zero_grad", "apply", "modules", "children", "requires_grad_",
+                            "half", "float", "double", "type", "register_buffer", "register_forward_hook"})
+
+
 def _model_calls(ta: TrainingQueries, loop: Loop) -> list[cst.Call]:
-    """Calls of a module in one iteration (outside nested loops and functions)."""
+    """Calls of a module, or of one of its own inference methods (``model.get_ratings(users)``,
+    ``model.generate(ids)``), in one iteration (outside nested loops and functions)."""
     return [n for n in walk(loop.body, stop_at=(cst.For, cst.While))
-            if isinstance(n, cst.Call) and ta.is_module_like(n.func, by_name=True)]
+            if isinstance(n, cst.Call) and (ta.is_module_like(n.func, by_name=True) or
+                                            isinstance(n.func, cst.Attribute) and
+                                            n.func.attr.value not in _NOT_INFERENCE and
+                                            not n.func.attr.value.startswith("_") and
+                                            ta.is_module_like(n.func.value, by_name=True))]
 
 
 def calls_a_model(ta: TrainingQueries, loop: Loop) -> bool:

@@ -29,6 +29,7 @@ from ..syntax.calls import dotted_name, method_call
 from ..syntax.callsites import called_name, calls_of
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
+from ..syntax.project import project_function, project_method
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
 from .guards import flag_name, is_once_test, is_periodic_test
@@ -60,7 +61,8 @@ class TrainingAnalysis(TrainingObjects):
         text = ctx.source
         loops = ctx.nodes(cst.For, cst.While)
         if "backward" in text or ".step(" in text or "DataLoader" in text or \
-                "opt" in text and ("loss" in text or "cost" in text or "objective" in text):
+                "opt" in text and ("loss" in text or "cost" in text or "objective" in text) or \
+                ctx.project and ("loss" in text or "train" in text):  # a step in another module's function
             self.step_loops: list[Loop] = [loop for loop in loops if self._is_step_loop(loop)]
         else:  # nothing can make a step loop: skip the analysis (most library code)
             self.step_loops = []
@@ -150,6 +152,16 @@ class TrainingAnalysis(TrainingObjects):
         self._fn_trains_flat[fn] = result
         return result
 
+    def _steps_elsewhere(self, node: cst.CSTNode) -> bool:
+        """A call of a function or method of the user's other modules one call of which runs a
+        whole training step (``loss_obj.stage_one(users, pos, neg)`` doing backward and step)."""
+        if not self.ctx.project or not isinstance(node, cst.Call):
+            return False
+        found = project_function(self.ctx, node)
+        if found is None and isinstance(node.func, cst.Attribute) and dotted_name(node.func.value) != "self":
+            found = project_method(self.ctx, node)
+        return found is not None and found.facts.steps_each_call
+
     def steps_each_call(self, fn: cst.FunctionDef) -> bool:
         """Does one call of ``fn`` run a whole training step at its own top level (outside its own
         loops): a backward and an optimizer step, or a loss scaler doing both?"""
@@ -167,7 +179,7 @@ class TrainingAnalysis(TrainingObjects):
         if loop not in cache:
             cache[loop] = any(
                 self.is_backward_call(node) or self.is_optimizer_step(node) or
-                any(self._trains_flat(f) for f in self.called_functions(node))
+                any(self._trains_flat(f) for f in self.called_functions(node)) or self._steps_elsewhere(node)
                 for node in self._walk_outside_loops(loop.body))
         return cache[loop]
 
@@ -279,6 +291,8 @@ class TrainingAnalysis(TrainingObjects):
                 if found is not None or anc in seen:
                     return found
                 for call in self.calls_of(anc):
+                    if not self._may_reach(anc, call):
+                        continue
                     found = self._caller_of(call, seen | {anc}, flags)
                     if found is not None:
                         return found
@@ -287,6 +301,18 @@ class TrainingAnalysis(TrainingObjects):
                 return None
             child = anc
         return None
+
+    def _may_reach(self, fn: cst.FunctionDef, call: cst.Call) -> bool:
+        """Can ``call`` (a call site by name) run ``fn``: a plain call a plain function, and
+        ``self.m()`` a method of its own class or of a base class it names."""
+        cls = self.ctx.enclosing(fn, cst.ClassDef)
+        if cls is None or self.ctx.parent(self.ctx.parent(fn)) is not cls:
+            return isinstance(call.func, cst.Name)
+        if isinstance(call.func, cst.Name):
+            return False
+        caller_cls = self.ctx.enclosing(call, cst.ClassDef)
+        return caller_cls is cls or caller_cls is not None and any(
+            dotted_name(b.value) == cls.name.value for b in caller_cls.bases)
 
     def counters(self, loop: Loop) -> set[str]:
         """Names that count the iterations of ``loop``: an ``enumerate`` index, a ``range``
