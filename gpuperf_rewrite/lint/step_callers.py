@@ -35,10 +35,13 @@ def needs_step_callers(data: bytes) -> bool:
 def _search_root(path: Path, root: Path) -> Path:
     """Where the importers of ``path`` are looked for: the project root, or, for a module of a
     package in a tree with no project marker (the root is then the module's own folder), the
-    folder holding its top package (``utils/loss.py`` imported by ``train.py`` beside ``utils/``)."""
+    folder holding its top package (``utils/loss.py`` imported by ``train.py`` beside ``utils/``),
+    or the folder above a folder without ``__init__.py`` (a namespace package)."""
     if root != path.parent:
         return root
     folder = path.parent
+    if not (folder / "__init__.py").is_file():  # a namespace package (``utils/`` without one), or none
+        return folder.parent
     while (folder / "__init__.py").is_file() and folder.parent != folder:
         folder = folder.parent
     return folder
@@ -52,12 +55,24 @@ def _root_of(module: Path) -> Path:
 
 
 def _importers(path: Path, root: Path) -> list[Path]:
+    """The files importing ``path`` directly or through the ``__init__`` of its package (and of
+    that package's parent) that re-exports it (``from layers.modules import Loss``)."""
     root = _search_root(path, root)
+    infos = launch._infos(root)
+    budget = [launch.MAX_PARSED]
+    out: list[Path] = []
     try:
-        got = launch._importers(path, root, launch._infos(root), [launch.MAX_PARSED])
+        frontier = [path]
+        for _ in range(3):
+            found = [p for target in frontier for p in launch._importers(target, root, infos, budget)
+                     if p not in out and p != path]
+            out += found
+            frontier = [p for p in found if p.name == "__init__.py"]
+            if not frontier:
+                break
     except launch._OverBudget:  # imported everywhere (a package's utilities): unknown, nothing said
         return []
-    return got[:MAX_IMPORTERS]
+    return out[:MAX_IMPORTERS]
 
 
 def step_callers_key(fs_path: str | Path, data: bytes, root: Path) -> str:
@@ -102,12 +117,18 @@ def step_callers(fs_path: str | Path, data: bytes, root: Path, store: Path | Non
                 child = children.get(call.module)
                 if child is None:
                     continue
-                if Path(child.path) != path and not (  # a package re-exporting it
-                        child.path.endswith("__init__.py") and
-                        any(Path(g.path) == path for _, g in project_index._children(child))):
+                if not _leads_to(child, path, 3):
                     continue
                 out.append(StepCaller(call.function, _shown(importer, path), call.line, call.kind))
     return tuple(sorted(set(out), key=lambda c: (c.path, c.line, c.function)))
+
+
+def _leads_to(n: Any, path: Path, depth: int) -> bool:
+    """Is ``n`` the module at ``path``, or a package ``__init__`` importing it (``depth`` deep)?"""
+    if Path(n.path) == path:
+        return True
+    return depth > 0 and n.path.endswith("__init__.py") and \
+        any(_leads_to(g, path, depth - 1) for _, g in project_index._children(n))
 
 
 def _shown(path: Path, module: Path) -> str:

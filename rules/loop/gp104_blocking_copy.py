@@ -20,6 +20,7 @@ from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
 
 
@@ -335,6 +336,41 @@ def _in_step_function(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, tr
     return Finding.of(call, _message("batch", "training step"), fix)
 
 
+# Tensor methods whose result lives where their receiver does (a dtype cast, a view).
+_SAME_PLACE = ("long", "int", "float", "half", "double", "bool", "byte", "contiguous", "view", "reshape",
+               "squeeze", "unsqueeze", "permute", "transpose", "flatten", "clone", "detach")
+
+
+def _from_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, caller: StepCaller,
+                    transformers: bool) -> Finding | None:
+    """A copy in a function another module of the project calls on every step (a ``to_device``
+    helper, a loss's ``forward``): of a tensor built on the host there (``torch.from_numpy(x).
+    long()``), or of the batch it is handed (a parameter named like data: ``batch``, ``inputs``)."""
+    receiver = call.func.value  # type: ignore[attr-defined]
+    base: cst.BaseExpression = receiver
+    while method_call(base, *_SAME_PLACE):
+        base = base.func.value  # type: ignore[attr-defined]
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    if fn is None or placed_by_framework(ctx, receiver):
+        return None
+    kind = f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
+    if built_on_host(ctx, base) and not ctx.is_call_to(base, {"torch.tensor"}) or \
+            isinstance(base, cst.Name) and host_tensor_name(ctx, base.value, fn):
+        fix: Fix | NoFix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe")
+        return Finding.of(call, _message("built", kind), fix)
+    while isinstance(base, (cst.Subscript, cst.Attribute)):
+        base = base.value
+    if not isinstance(base, cst.Name):
+        return None
+    param = _unpacked_param(fn, base.value)
+    if param is None or param == "self" or not any(w in param.lower() for w in _DATA_PARAM):
+        return None
+    fix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
+    if not transformers:
+        fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "unsafe")
+    return Finding.of(call, _message("batch", kind), fix)
+
+
 def _message(what: str, kind: str) -> str:
     if what.startswith("preloaded "):
         name = what.split(" ", 1)[1]
@@ -474,6 +510,8 @@ class BlockingCopy(Rule):
             loop = ta.every_step_loop(call)
             if loop is None and not in_cpu_branch(ctx, call):
                 finding = _in_step_function(ctx, ta, call, transformers)
+                if finding is None and (caller := ta.every_step_caller(call)) is not None:
+                    finding = _from_elsewhere(ctx, ta, call, caller, transformers)
                 if finding is not None:
                     yield finding
                 continue

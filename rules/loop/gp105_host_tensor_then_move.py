@@ -12,8 +12,10 @@ from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.host_data import cuda_tensor_type
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.training import TrainingAnalysis, analysis
-from ..analysis.syntax.calls import get_arg, has_star_args, method_call
+from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.launch import project_runs
+from ..analysis.syntax.tree import walk
 
 DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor",
@@ -126,7 +128,7 @@ class HostTensorThenMove(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not ta.step_loops or cpu_only(ctx):
+        if not (ta.step_loops or project_runs(ctx).step_callers) or cpu_only(ctx):
             return
         for move in ctx.nodes(cst.Call):
             if cuda_tensor_type(ctx, move.func) and _host_data_argument(ctx, ta, move):
@@ -144,13 +146,23 @@ class HostTensorThenMove(Rule):
                 continue
             assert isinstance(move.func, cst.Attribute)
             factory = move.func.value
-            if not isinstance(factory, cst.Call) or not ctx.is_call_to(factory, FACTORIES):
-                continue
             if move.func.attr.value == "to":
                 dev = get_arg(move, "device", 0)
                 if dev is None or device_kind(ctx, dev.value) in (None, "cpu"):
                     continue  # .to(other_tensor), .to(dtype), or a move to the CPU
+            if not isinstance(factory, cst.Call) or not ctx.is_call_to(factory, FACTORIES):
+                found = _built_then_moved(ctx, ta, move)
+                if found is not None:
+                    yield found
+                continue
             loop = ta.every_step_loop(move)
+            caller = ta.every_step_caller(move) if loop is None else None
+            if caller is not None:
+                yield Finding(move, f"tensor built on the CPU and copied to the device on every {caller.kind} "
+                                    f"({caller.where} calls `{caller.function}` on each one; a synchronous "
+                                    "host-to-device transfer); create it with device=",
+                              no_fix_reason="the device this function's caller uses is not visible here")
+                continue
             if loop is None:
                 continue
             fix: Fix | NoFix = NoFix("the target device is not one expression the factory could take as device=, "
@@ -164,6 +176,99 @@ class HostTensorThenMove(Rule):
                           "unsafe" if random else "safe")
             yield Finding.of(move, f"tensor built on the CPU and copied to the device on every {ta.loop_kind(loop)} "
                                 "(a synchronous host-to-device transfer); create it with device=", fix)
+
+
+def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) -> Finding | None:
+    """``.to(device)``/``.cuda()`` of a tensor built on the CPU by a factory and then changed
+    before the move, in the same expression (``(torch.ones(n) * i).to(device)``) or in earlier
+    statements of the function (``labels = torch.cat([torch.arange(n) ...]); labels = (labels ==
+    labels.T).float(); labels = labels.to(device)``; a legacy ``torch.LongTensor(n, m)`` filled in
+    place and then moved), on every step. Reported at the factory, where ``device=`` goes."""
+    loop = ta.every_step_loop(move)
+    caller = ta.every_step_caller(move) if loop is None else None
+    if loop is None and caller is None:
+        return None
+    factory = host_origin(ctx, move.func.value, move, loose_default_type=caller is not None)  # type: ignore[attr-defined]
+    if factory is None:
+        return None
+    if loop is not None:
+        kind = ta.loop_kind(loop)
+    else:
+        assert caller is not None
+        kind = f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
+    what = ctx.code_for(factory.func)
+    moved = ctx.code_for(move)
+    moved = moved if len(moved) <= 40 else f".{move.func.attr.value}(...)"  # type: ignore[attr-defined]
+    return Finding(factory, f"`{what}(...)` builds a tensor on the CPU that `{moved}` copies to the device on every "
+                            f"{kind} (a synchronous host-to-device transfer); build it on the device (device=)",
+                   no_fix_reason="the tensor is changed between its creation and the move: which calls take "
+                                 "device= is left to the user")
+
+
+# Tensor methods and operators whose result stays where their operands are.
+_SAME_PLACE = frozenset({"long", "int", "float", "half", "double", "bool", "byte", "view", "reshape", "squeeze",
+                         "unsqueeze", "permute", "transpose", "t", "flatten", "contiguous", "clone", "repeat",
+                         "expand", "fill_", "zero_", "masked_fill", "masked_fill_", "type_as", "cumsum", "sum",
+                         "mean", "abs", "neg", "exp", "log", "sqrt", "clamp", "clamp_", "mul", "add", "sub", "div"})
+_LEGACY_CPU = frozenset(f"torch.{n}Tensor" for n in ("Long", "Float", "Int", "Byte", "Bool", "Double", "Half", "Short"))
+_COMBINERS = frozenset({"torch.cat", "torch.stack"})
+
+
+def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, loose_default_type: bool = False,
+                depth: int = 0) -> cst.Call | None:
+    """The factory call that built, in host memory, the tensor ``expr`` holds where ``at`` reads
+    it: a torch factory without ``device=`` (``torch.arange(n)``), a legacy CPU type
+    (``torch.LongTensor(n, m)``; ``torch.Tensor`` only where the file sets no default tensor type
+    and, with ``loose_default_type``, not at all: a caller in another module may set one), through
+    dtype casts and views, arithmetic with numbers, ``torch.cat``/``stack`` of such tensors, and
+    the names the same function bound to one before ``at``. None when not certain."""
+    if depth > 8:
+        return None
+    if isinstance(expr, cst.Call):
+        if ctx.is_call_to(expr, FACTORIES) and ctx.code_for(expr.func) != "torch.tensor" or \
+                ctx.matches(expr.func, _LEGACY_CPU) or \
+                ctx.matches(expr.func, {"torch.Tensor"}) and not loose_default_type and "set_default" not in ctx.source:
+            if get_arg(expr, "device") is not None or any(a.star for a in expr.args):
+                return None
+            return expr
+        if ctx.matches(expr.func, _COMBINERS) and expr.args and isinstance(expr.args[0].value, (cst.List, cst.ListComp)):
+            seq = expr.args[0].value
+            parts = [seq.elt] if isinstance(seq, cst.ListComp) else [e.value for e in seq.elements]
+            found = [host_origin(ctx, p, at, loose_default_type=loose_default_type, depth=depth + 1) for p in parts]
+            return found[0] if found and all(found) else None
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_PLACE:
+            return host_origin(ctx, expr.func.value, at, loose_default_type=loose_default_type, depth=depth + 1)
+        return None
+    if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
+        sides = [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation) else \
+            [expr.left, *(c.comparator for c in expr.comparisons)]
+        found = [host_origin(ctx, side, at, loose_default_type=loose_default_type, depth=depth + 1) for side in sides]
+        if not any(found):
+            return None
+        others = [side for side, f in zip(sides, found) if f is None]
+        # The other operands: numbers, or plain names and attributes (a loop index, ``self.scale``).
+        if all(isinstance(o, (cst.Integer, cst.Float, cst.Name)) or
+               isinstance(o, cst.Attribute) and dotted_name(o) is not None for o in others):
+            return next(f for f in found if f is not None)
+        return None
+    if isinstance(expr, cst.UnaryOperation):
+        return host_origin(ctx, expr.expression, at, loose_default_type=loose_default_type, depth=depth + 1)
+    if isinstance(expr, cst.Name):
+        fn = ctx.enclosing(at, cst.FunctionDef)
+        if fn is None:
+            return None
+        if expr.value in {p.name.value for p in fn.params.params}:
+            return None
+        order = ctx.preorder()
+        here = order.get(ctx.statement_of(at), 0)
+        values = [a.value for a in walk(fn.body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
+                  any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in a.targets)]
+        if not values or any(isinstance(a, (cst.AugAssign, cst.AnnAssign)) and dotted_name(a.target) == expr.value
+                             for a in walk(fn.body)):
+            return None
+        last = values[-1]
+        return host_origin(ctx, last, last, loose_default_type=loose_default_type, depth=depth + 1)
+    return None
 
 
 def _host_data_argument(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> bool:
