@@ -71,14 +71,18 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tupl
         return ()
     out = []
     instances: dict[str, list[cst.BaseExpression]] | None = None
+    offered = {part for facts in ctx.project.values() for name in facts.functions for part in name.split(".")}
     for call in ctx.nodes(cst.Call):
+        name = dotted_name(call.func)
+        if name is None:
+            continue
+        known = name.rsplit(".", 1)[-1] in offered  # else ``x.view(...)``, ``len(x)``: or an instance
         callee = None
-        found = project_function(ctx, call)
+        found = project_function(ctx, call) if known else None
         if found is not None:
             facts = found.module
-            name = found.name if found.name in facts.functions else f"{found.name}.__init__"
-            callee = (found.key, name)
-        elif isinstance(call.func, cst.Attribute) and (dotted_name(call.func.value) or "self") != "self":
+            callee = (found.key, found.name if found.name in facts.functions else f"{found.name}.__init__")
+        elif known and isinstance(call.func, cst.Attribute) and (dotted_name(call.func.value) or "self") != "self":
             method = project_method(ctx, call)  # ``model.parse_batch(batch)``: one class has it
             callee = (method.key, method.name) if method is not None else None
         if callee is None and isinstance(call.func, (cst.Name, cst.Attribute)):
@@ -86,9 +90,10 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tupl
                 instances = {}
                 for bound, value in ta.assignments():
                     instances.setdefault(bound, []).append(value)
-            values = instances.get(dotted_name(call.func) or "", [])
+            values = instances.get(name, [])
             ctors = [v for v in values if isinstance(v, cst.Call)]
-            if len(ctors) == 1 and len(values) == 1:  # ``crit = Loss(...)``, then ``crit(out, y)``
+            if len(ctors) == 1 and len(values) == 1 and \
+                    (dotted_name(ctors[0].func) or "").rsplit(".", 1)[-1] in offered:  # ``crit = Loss()``; ``crit(y)``
                 callee = project_instance_method(ctx, ctors[0], ("__call__", "forward"))
         if callee is None or not callee[0]:
             continue

@@ -157,6 +157,9 @@ class TrainingAnalysis(TrainingObjects):
         whole training step (``loss_obj.stage_one(users, pos, neg)`` doing backward and step)."""
         if not self.ctx.project or not isinstance(node, cst.Call):
             return False
+        name = dotted_name(node.func)
+        if name is None or name.rsplit(".", 1)[-1] not in self.ctx.fact(_stepping_names):
+            return False  # cheap: most calls name nothing that steps
         found = project_function(self.ctx, node)
         if found is None and isinstance(node.func, cst.Attribute) and dotted_name(node.func.value) != "self":
             found = project_method(self.ctx, node)
@@ -368,6 +371,13 @@ class TrainingAnalysis(TrainingObjects):
         """Best-effort: does ``expr`` evaluate to a torch tensor? Used where a false positive
         would be costly (``float(x)``), so it only says yes on clear evidence (``tensors``)."""
         return is_tensor_expr(self, expr)
+
+
+def _stepping_names(ctx: RuleContext) -> frozenset[str]:
+    """Last names (``stage_one``, ``train_step``) of the imported modules' functions and methods
+    one call of which runs a whole training step."""
+    return frozenset(name.rsplit(".", 1)[-1] for facts in ctx.project.values()
+                     for name, f in facts.functions.items() if f.steps_each_call)
 
 
 def _loss_named(expr: cst.BaseExpression) -> bool:
