@@ -156,7 +156,7 @@ class SyncInLoop(Rule):
             )
 
 
-def _from_elsewhere(ctx: RuleContext, call: cst.Call, what: str, caller: StepCaller) -> Finding:
+def _from_elsewhere(ctx: RuleContext, call: cst.BaseExpression, what: str, caller: StepCaller) -> Finding:
     """A host read in a function another module of the project calls on every step (a loss, a
     gradient-clipping helper): reported here, where the edit goes."""
     snippet = ctx.code_for(call) if len(ctx.code_for(call)) <= 40 else what
@@ -167,7 +167,7 @@ def _from_elsewhere(ctx: RuleContext, call: cst.Call, what: str, caller: StepCal
         no_fix_reason=f"the value is used by `{caller.function}` itself, and the loop that runs it is in {caller.path}")
 
 
-def _in_step_hook(ctx: RuleContext, call: cst.Call, what: str) -> Iterator[Finding]:
+def _in_step_hook(ctx: RuleContext, call: cst.BaseExpression, what: str) -> Iterator[Finding]:
     """A host read in a LightningModule's ``training_step``/``validation_step``, which Lightning
     runs on every batch, outside a rare guard. ``self.log(name, x.item())`` written directly in
     ``training_step`` is GP106's."""
@@ -225,10 +225,24 @@ _HOST_OUTPUT = re.compile(r"show|plot|save|draw|display|visuali[sz]e|imwrite|wri
                           r"log_image|to_pil", re.IGNORECASE)
 
 
-def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Call, str]]:
+_MATH_TESTS = {"math.isfinite": "math.isfinite()", "math.isnan": "math.isnan()", "math.isinf": "math.isinf()"}
+
+
+def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.BaseExpression, str]]:
     """Calls that copy a tensor to the host, with a short description. For chains such as
     ``x.detach().cpu().numpy()`` only the first sync is reported. Receivers that are host values
-    (``np.sqrt``, ``arr.tolist()`` of a numpy array) or modules (``model.cpu()``) are not."""
+    (``np.sqrt``, ``arr.tolist()`` of a numpy array) or modules (``model.cpu()``) are not. Also
+    ``math.isfinite(loss)`` (and ``isnan``/``isinf``) of a tensor, and an element of a tensor's
+    ``.data`` read by index (``total += loss.data[0]``, the pre-0.4 spelling of ``.item()``)."""
+    if ".data[" in ctx.source:
+        for sub in ctx.nodes(cst.Subscript):
+            if _indexed_data(ta, sub):
+                yield sub, ".data[...]"
+    if "math" in ctx.source and ("isfinite" in ctx.source or "isnan" in ctx.source or "isinf" in ctx.source):
+        for call in ctx.nodes(cst.Call):
+            if len(call.args) == 1 and ctx.matches(call.func, set(_MATH_TESTS)) and \
+                    _device_value(ctx, ta, call.args[0].value, call):
+                yield call, next(v for k, v in _MATH_TESTS.items() if ctx.matches(call.func, {k}))
     for call in ctx.nodes(cst.Call):
         if method_call(call, *SYNC_METHODS):
             assert isinstance(call.func, cst.Attribute)
@@ -252,6 +266,49 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Cal
             if not ctx.matches(call.func, set(CONVERTERS)):
                 continue
             yield call, f"{call.func.value}()"
+
+
+def _indexed_data(ta: TrainingAnalysis, sub: cst.Subscript) -> bool:
+    """``loss.data[0]``: one integer index of the ``.data`` of a tensor (or of a name read as a
+    loss), read as a Python number where it is used in arithmetic or an assignment."""
+    value = sub.value
+    if not (isinstance(value, cst.Attribute) and value.attr.value == "data") or len(sub.slice) != 1:
+        return False
+    index = sub.slice[0].slice
+    if not (isinstance(index, cst.Index) and isinstance(index.value, cst.Integer)):
+        return False
+    parent = ta.ctx.parent(sub)
+    if isinstance(parent, (cst.Subscript, cst.Attribute, cst.SubscriptElement)) or \
+            isinstance(parent, cst.AssignTarget):
+        return False  # ``x.data[0][1]``, ``x.data[0] = v``: not the read of one number
+    receiver = value.value
+    return ta.is_tensor_expr(receiver) or _loss_named(receiver)
+
+
+def _loss_named(expr: cst.BaseExpression) -> bool:
+    name = dotted_name(expr)
+    return name is not None and bool(re.search(r"loss", name.rsplit(".", 1)[-1], re.IGNORECASE))
+
+
+def _device_value(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """Is ``arg`` a tensor: by its own evidence, or a loss-named name that its function binds only
+    to tensors or to a ``sum(...)`` of them (``loss_value = sum(loss_dict.values())``), never to a
+    host number (``.item()``, ``float()``)?"""
+    if ta.is_tensor_expr(arg):
+        return True
+    if not isinstance(arg, cst.Name) or not _loss_named(arg):
+        return False
+    fn = ctx.enclosing(at, cst.FunctionDef)
+    values = [v for n, v in ta.assignments() if n == arg.value and ctx.enclosing(v, cst.FunctionDef) is fn]
+    if not values:
+        return False
+    for v in values:
+        if _contains_sync(v) or isinstance(v, cst.Call) and dotted_name(v.func) in ("float", "int", "math.fsum"):
+            return False
+        if not (ta.is_tensor_expr(v) or isinstance(v, cst.Call) and dotted_name(v.func) == "sum" and v.args and
+                (method_call(v.args[0].value, "values") or _loss_named(v.args[0].value))):
+            return False
+    return True
 
 
 # torch calls that build a tensor in host memory unless given ``device=``.
