@@ -50,6 +50,9 @@ def logged_values(ctx: RuleContext, call: cst.Call) -> list[cst.BaseExpression] 
         return args[1:] if method == "log" else args
     if method in ("set_postfix", "set_postfix_str", "set_description"):
         return args
+    if method.startswith("log_") and _LOGGER_NAME.search(receiver.rsplit(".", 1)[-1] or "") and \
+            not ctx.matches(func, {"logging.*"}):
+        return args  # a project's own logger (``logger.log_training(loss, grad_norm, lr, step)``)
     if method == "add_scalar":  # SummaryWriter.add_scalar(tag, value, step)
         return [a.value for a in call.args if a.keyword is None][1:2] + \
             [a.value for a in call.args if a.keyword and a.keyword.value == "scalar_value"]
