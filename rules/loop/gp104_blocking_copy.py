@@ -115,6 +115,9 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
         base = base.value
     if not isinstance(base, cst.Name):
         return "no"
+    element = _comprehension_source(ta.ctx, base, fn)
+    if element is not None:  # ``[s.to(device) for s in batch_list]``: an element of what is passed in
+        base = element
     param = _unpacked_param(fn, base.value)
     if param is not None and param != base.value:
         base = cst.Name(param)  # ``x, y = batch`` in the helper: the batch passed in, unpacked
@@ -122,16 +125,33 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
     if not args:
         return "no"
     tensor: bool | None = True
+    passed = False
     for arg in args:
         loop = ta.step_loop_of(arg)
         if loop is None or not ta.ctx.is_inside(arg, loop) or not batch_data(loop).holds(arg):
-            return "no"
+            continue  # another caller's argument: the copy still runs on every step of this one
+        passed = True
         data = batch_data(loop)
         if is_tokenizer_output(ta, arg):
             tensor = None
-        elif tensor is True and not (data.is_tensor(arg) if receiver is base else data.default_collate):
+        elif tensor is True and not (data.is_tensor(arg) if receiver is base and element is None
+                                     else data.default_collate):
             tensor = False  # a subscript of a default-collated batch is a tensor
-    return tensor
+    return tensor if passed else "no"
+
+
+def _comprehension_source(ctx: RuleContext, name: cst.Name, fn: cst.FunctionDef) -> cst.Name | None:
+    """For ``s`` in ``[s.to(device) for s in items]`` (inside ``fn``): ``items``, when a name."""
+    for anc in ctx.ancestors(name):
+        if anc is fn:
+            break
+        if isinstance(anc, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            comp: cst.CompFor | None = anc.for_in
+            while comp is not None:
+                if name.value in target_names(comp.target) and isinstance(comp.iter, cst.Name):
+                    return comp.iter
+                comp = comp.inner_for_in
+    return None
 
 
 def _unpacked_param(fn: cst.FunctionDef, name: str) -> str | None:
