@@ -49,12 +49,22 @@ class SyncInLoop(Rule):
     # gains_on 'cuda': a host-device sync only costs where the device runs asynchronously; on CPU
     # `.item()` returns at once.
     gains_on = "cuda"
+    across_modules = (
+        "Per-step code whose loop is in another module of the project is followed back: a function "
+        "or method of this module that another module's step or eval loop calls on every iteration "
+        "(`to_device(batch, device)`, a loss object `criterion(out, y)` reaching its `forward`/"
+        "`__call__`, `model.parse_batch(batch)`), directly or through a package `__init__` that "
+        "re-exports it, and this module's functions it calls, are per-step code; the finding is "
+        "here, where the edit goes, and names the caller's line. Only the direct importers of this "
+        "module are read (their facts, bounded), not callers of callers."
+    )
     limitations = (
         "Only reads that run on every iteration of a loop the rule recognises are reported: a "
         "training loop (it calls `.backward()`, an optimizer's `.step()` or a loss scaler given "
         "the loss and the optimizer, or iterates a DataLoader, directly or through functions of "
         "the same module) or an eval loop (it feeds each batch it reads, from any iterable, to a "
-        "model in eval mode or under `no_grad`); a loop driven from another module is not seen. "
+        "model in eval mode or under `no_grad`); a loop driven from another module is seen only "
+        "through the call that runs this module's function (see across modules). "
         "A LightningModule's `training_step`, `validation_step` and `test_step` are loop bodies "
         "(Lightning calls them once per batch); a `self.log(name, x.item())` written directly in "
         "`training_step` is GP106's.",
@@ -68,8 +78,10 @@ class SyncInLoop(Rule):
         "result without `device=` (`torch.randperm(n).tolist()`), and the fields of a plain "
         "DataLoader's batch read before the loop rebinds them (`ids.tolist()` ahead of "
         "`x = x.to(device)`; not a prepared loader's, nor a `TensorDataset` of device tensors).",
+        "`math.isfinite`/`isnan`/`isinf` of a tensor (or of a loss name bound to a `sum(...)` of a "
+        "dict's values) and `loss.data[0]` (the pre-0.4 spelling of `.item()`) are host reads too.",
         "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`, a helper from "
-        "another module) are not seen; printing a tensor is GP102's business, and a read of a "
+        "another module, reported in that module) are not seen here; printing a tensor is GP102's business, and a read of a "
         "collective's result that is only logged is GP106's (one finding, at the collective).",
         "The fix is offered only for a plain accumulator (`total += loss.item()`) whose every "
         "read is rate-limited; everything else is reported without a fix.",
@@ -79,7 +91,7 @@ class SyncInLoop(Rule):
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
         "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html",
     )
-    keywords = (".item(", ".tolist(", ".cpu(", ".numpy(", "float(", "int(")
+    keywords = (".item(", ".tolist(", ".cpu(", ".numpy(", "float(", "int(", "isfinite", "isnan", "isinf", ".data[")
 
     examples = [
         Valid(dedent("""

@@ -249,7 +249,7 @@ class PrintInLoop(Rule):
     gains_on = "any"
     limitations = (
         "Only calls the rule knows as logging are checked: `print`, `logging` and logger methods "
-        "(names ending in `log`/`logger`), `tqdm.write`, tqdm's `set_postfix`/`set_description`, "
+        "(names ending in `log`/`logger`, and their own `log_*` methods: a project's logger class), `tqdm.write`, tqdm's `set_postfix`/`set_description`, "
         "`sys.stdout.write`, the script's own helpers called `progress_bar`, `print_*` or `*_print`, "
         "TensorBoard's `add_scalar` and `wandb.log`; other loggers are missed. A LightningModule's "
         "`training_step`, `validation_step` and `test_step` count as loop bodies for tensors (reported "

@@ -63,6 +63,15 @@ class SyncCallInLoop(Rule):
     # gains_on 'cuda': both calls act on the CUDA device; without one there is nothing to wait for
     # or release.
     gains_on = "cuda"
+    across_modules = (
+        "Per-step code whose loop is in another module of the project is followed back: a function "
+        "or method of this module that another module's step or eval loop calls on every iteration "
+        "(`to_device(batch, device)`, a loss object `criterion(out, y)` reaching its `forward`/"
+        "`__call__`, `model.parse_batch(batch)`), directly or through a package `__init__` that "
+        "re-exports it, and this module's functions it calls, are per-step code; the finding is "
+        "here, where the edit goes, and names the caller's line. Only the direct importers of this "
+        "module are read (their facts, bounded), not callers of callers."
+    )
     limitations = (
         "Only `torch.cuda.synchronize()` and `torch.cuda.empty_cache()` (through any import "
         "alias) are recognised; stream or event synchronisation and "

@@ -436,14 +436,17 @@ class BlockingCopy(Rule):
     across_modules = (
         "The batch is followed out of a loader class of the user's other modules whose method "
         "returns one (`x, y = train_loader.next_batch()`, a generator), and into a per-step helper "
-        "of this file that unpacks it (`self.run_step(batch)` with `x, y = batch`). Not followed: a "
-        "copy inside a function of another module (reported when that module is checked, where its "
-        "own loop is visible)."
+        "of this file that unpacks it (`self.run_step(batch)` with `x, y = batch`). A copy in a "
+        "function of this module that another module's loop calls every step (a `to_device(batch, "
+        "device)` helper, a loss's `forward`) is reported here, where the edit goes: of a tensor "
+        "built on the host there (`torch.from_numpy(x).long().to(device)`) or of a parameter named "
+        "like data (`batch`, `inputs`); only this module's direct importers are read."
     )
     limitations = (
         "Three kinds of per-step copies are reported: the batch (names bound by the step loop's "
         "`for` target or derived from it, a tokenizer's output of it, names returned by a helper "
-        "of this module), a slice of a tensor loaded into host memory before the loop and indexed "
+        "of this module; in a helper, also what one of its callers' step loops passes, element by "
+        "element in a comprehension), a slice of a tensor loaded into host memory before the loop and indexed "
         "by the step (`tokens[:, i:i + n]`; loaded by a `torch` builder, or by a method of the user's own reader given no device: `ids = corpus.get_data(path, bs)`), and a tensor built on the host (`torch.from_numpy`, "
         "`torch.stack`) in a helper called every step; tensors from other sources are not.",
         "A copy is recognised only when its target looks like a device (a `\"cuda\"` literal, "

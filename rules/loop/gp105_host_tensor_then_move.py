@@ -71,9 +71,22 @@ class HostTensorThenMove(Rule):
     )
     # gains_on 'cuda': on CPU the move is a no-op, so there is no transfer to remove.
     gains_on = "cuda"
+    across_modules = (
+        "Per-step code whose loop is in another module of the project is followed back: a function "
+        "or method of this module that another module's step or eval loop calls on every iteration "
+        "(`to_device(batch, device)`, a loss object `criterion(out, y)` reaching its `forward`/"
+        "`__call__`, `model.parse_batch(batch)`), directly or through a package `__init__` that "
+        "re-exports it, and this module's functions it calls, are per-step code; the finding is "
+        "here, where the edit goes, and names the caller's line. Only the direct importers of this "
+        "module are read (their facts, bounded), not callers of callers."
+    )
     limitations = (
-        "Only a factory call moved in the same expression (`torch.zeros(n).to(device)`, "
-        "`.cuda()`) is recognised; a tensor built in one statement and moved in the next is not.",
+        "A factory call moved in the same expression (`torch.zeros(n).to(device)`, `.cuda()`) gets "
+        "a fix; a CPU tensor changed before its move (dtype casts and views, arithmetic with "
+        "numbers or plain names, `torch.cat`/`stack` of factories, earlier assignments in the same "
+        "function, a legacy `torch.LongTensor(n, m)` filled in place) is reported at the factory "
+        "without one. `torch.Tensor(...)` follows the default tensor type: not counted where the "
+        "file sets one, nor in code whose loop is in another module (its caller may set it).",
         "A move that also changes the dtype, or passes `non_blocking`/`copy`, and a factory given "
         "`generator=`, `out=`, `pin_memory=` or `layout=` are reported without a fix.",
         "Only code that runs per step in a recognised step loop is checked; CPU-only programs "
