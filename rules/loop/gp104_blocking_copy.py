@@ -20,8 +20,8 @@ from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
+from ._step_copies import comprehension_source, from_elsewhere, in_step_function, message, unpacked_param
 
 
 def host_to_device_copy(ctx: RuleContext, call: cst.Call) -> bool:
@@ -115,10 +115,10 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
         base = base.value
     if not isinstance(base, cst.Name):
         return "no"
-    element = _comprehension_source(ta.ctx, base, fn)
+    element = comprehension_source(ta.ctx, base, fn)
     if element is not None:  # ``[s.to(device) for s in batch_list]``: an element of what is passed in
         base = element
-    param = _unpacked_param(fn, base.value)
+    param = unpacked_param(fn, base.value)
     if param is not None and param != base.value:
         base = cst.Name(param)  # ``x, y = batch`` in the helper: the batch passed in, unpacked
     args = call_site_args(ta.ctx, fn, base.value)
@@ -138,33 +138,6 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
                                      else data.default_collate):
             tensor = False  # a subscript of a default-collated batch is a tensor
     return tensor if passed else "no"
-
-
-def _comprehension_source(ctx: RuleContext, name: cst.Name, fn: cst.FunctionDef) -> cst.Name | None:
-    """For ``s`` in ``[s.to(device) for s in items]`` (inside ``fn``): ``items``, when a name."""
-    for anc in ctx.ancestors(name):
-        if anc is fn:
-            break
-        if isinstance(anc, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
-            comp: cst.CompFor | None = anc.for_in
-            while comp is not None:
-                if name.value in target_names(comp.target) and isinstance(comp.iter, cst.Name):
-                    return comp.iter
-                comp = comp.inner_for_in
-    return None
-
-
-def _unpacked_param(fn: cst.FunctionDef, name: str) -> str | None:
-    """The parameter of ``fn`` that ``name`` first holds a field of (``x, y = batch``, ``x =
-    batch[0]``, ``x = batch["x"]``); ``name`` itself when it is one; None otherwise."""
-    params = {p.name.value for p in fn.params.params}
-    if name in params:
-        return name
-    for a in walk(fn.body):
-        if isinstance(a, cst.Assign) and any(name in target_names(t.target) for t in a.targets):
-            source = dotted_name(a.value.value if isinstance(a.value, cst.Subscript) else a.value)
-            return source if source in params else None
-    return None
 
 
 # ---- batches already on the device ------------------------------------------------------------------
@@ -326,85 +299,6 @@ def _without_prefetcher(ctx: RuleContext, call: cst.Call) -> bool:
     return False
 
 
-# ---- a function that runs one training step, called from elsewhere ------------------------------
-_DATA_PARAM = ("batch", "data", "input", "sample", "image", "img", "x", "feature", "token", "target",
-               "label", "src", "tgt", "audio", "text", "mask")
-
-
-def _in_step_function(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, transformers: bool) -> Finding | None:
-    """``def train_step(self, batch): x = batch["x"].to(self.device); ...; loss.backward();
-    self.optimizer.step()`` whose loop is out of sight (a base class or trainer of another module):
-    a function that runs a whole training step runs once per step, and so does the copy of the
-    batch it is handed."""
-    fn = ctx.enclosing(call, cst.FunctionDef)
-    if fn is None or ta.calls_of(fn) or ta.guard_of(call) is not None or not ta.steps_each_call(fn):
-        return None
-    receiver = call.func.value  # type: ignore[attr-defined]
-    if placed_by_framework(ctx, receiver):
-        return None
-    base: cst.BaseExpression = receiver
-    while isinstance(base, (cst.Subscript, cst.Attribute)):
-        base = base.value
-    if not isinstance(base, cst.Name):
-        return None
-    param = _unpacked_param(fn, base.value)
-    if param is None or param == "self" or not any(w in param.lower() for w in _DATA_PARAM):
-        return None
-    fix: Fix | NoFix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
-    if not transformers:
-        fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "unsafe")
-    return Finding.of(call, _message("batch", "training step"), fix)
-
-
-# Tensor methods whose result lives where their receiver does (a dtype cast, a view).
-_SAME_PLACE = ("long", "int", "float", "half", "double", "bool", "byte", "contiguous", "view", "reshape",
-               "squeeze", "unsqueeze", "permute", "transpose", "flatten", "clone", "detach")
-
-
-def _from_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, caller: StepCaller,
-                    transformers: bool) -> Finding | None:
-    """A copy in a function another module of the project calls on every step (a ``to_device``
-    helper, a loss's ``forward``): of a tensor built on the host there (``torch.from_numpy(x).
-    long()``), or of the batch it is handed (a parameter named like data: ``batch``, ``inputs``)."""
-    receiver = call.func.value  # type: ignore[attr-defined]
-    base: cst.BaseExpression = receiver
-    while method_call(base, *_SAME_PLACE):
-        base = base.func.value  # type: ignore[attr-defined]
-    fn = ctx.enclosing(call, cst.FunctionDef)
-    if fn is None or placed_by_framework(ctx, receiver):
-        return None
-    kind = f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
-    if built_on_host(ctx, base) and not ctx.is_call_to(base, {"torch.tensor"}) or \
-            isinstance(base, cst.Name) and host_tensor_name(ctx, base.value, fn):
-        fix: Fix | NoFix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe")
-        return Finding.of(call, _message("built", kind), fix)
-    while isinstance(base, (cst.Subscript, cst.Attribute)):
-        base = base.value
-    if not isinstance(base, cst.Name):
-        return None
-    param = _unpacked_param(fn, base.value)
-    if param is None or param == "self" or not any(w in param.lower() for w in _DATA_PARAM):
-        return None
-    fix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
-    if not transformers:
-        fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "unsafe")
-    return Finding.of(call, _message("batch", kind), fix)
-
-
-def _message(what: str, kind: str) -> str:
-    if what.startswith("preloaded "):
-        name = what.split(" ", 1)[1]
-        return (f"`{name}` is a CPU tensor loaded before the loop and a slice of it is copied to the "
-                f"device on every {kind}, blocking the CPU: move it to the device once, before the "
-                "loop (if it fits), or at least add non_blocking=True")
-    if what == "built":
-        return (f"a tensor built on the CPU is copied to the device on every {kind} and the CPU waits "
-                "for the copy; add non_blocking=True (after .pin_memory() it overlaps with compute)")
-    return (f"blocking host-to-device copy of the batch on every {kind}: the CPU waits for the copy "
-            "instead of queueing work; add non_blocking=True (with pinned memory it overlaps with "
-            "compute)")
-
-
 class BlockingCopy(Rule):
     code = "GP104"
     name = "blocking-copy"
@@ -532,9 +426,9 @@ class BlockingCopy(Rule):
                 continue
             loop = ta.every_step_loop(call)
             if loop is None and not in_cpu_branch(ctx, call):
-                finding = _in_step_function(ctx, ta, call, transformers)
+                finding = in_step_function(ctx, ta, call, transformers)
                 if finding is None and (caller := ta.every_step_caller(call)) is not None:
-                    finding = _from_elsewhere(ctx, ta, call, caller, transformers)
+                    finding = from_elsewhere(ctx, ta, call, caller, transformers)
                 if finding is not None:
                     yield finding
                 continue
@@ -556,4 +450,4 @@ class BlockingCopy(Rule):
             if tensor is True or tensor is False and not transformers:
                 fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),),
                           "safe" if tensor else "unsafe")
-            yield Finding.of(call, _message(what, ta.loop_kind(loop)), fix)
+            yield Finding.of(call, message(what, ta.loop_kind(loop)), fix)

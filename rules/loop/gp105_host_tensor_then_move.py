@@ -141,7 +141,7 @@ class HostTensorThenMove(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not (ta.step_loops or project_runs(ctx).step_callers) or cpu_only(ctx):
+        if not (ta.step_loops or ta.eval_loops or project_runs(ctx).step_callers) or cpu_only(ctx):
             return
         for move in ctx.nodes(cst.Call):
             if cuda_tensor_type(ctx, move.func) and _host_data_argument(ctx, ta, move):
@@ -212,10 +212,14 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
     what = ctx.code_for(factory.func)
     moved = ctx.code_for(move)
     moved = moved if len(moved) <= 40 else f".{move.func.attr.value}(...)"  # type: ignore[attr-defined]
+    reason = ("the tensor is changed between its creation and the move: which calls take device= is left to "
+              "the user")
+    if factory is move.func.value:  # type: ignore[attr-defined]
+        reason = (f"`{what}` takes no device= argument: `torch.as_tensor(data, dtype=..., device=...)` or "
+                  "`torch.empty(..., dtype=..., device=...)` replaces it, which is left to the user")
     return Finding(factory, f"`{what}(...)` builds a tensor on the CPU that `{moved}` copies to the device on every "
                             f"{kind} (a synchronous host-to-device transfer); build it on the device (device=)",
-                   no_fix_reason="the tensor is changed between its creation and the move: which calls take "
-                                 "device= is left to the user")
+                   no_fix_reason=reason)
 
 
 # Tensor methods and operators whose result stays where their operands are.

@@ -41,7 +41,8 @@ __all__ = ["TENSOR_METHODS", "Loop", "TrainingAnalysis", "analysis", "is_periodi
 _LOSS_NAME = re.compile(r"loss|cost|objective", re.IGNORECASE)
 _BUILTIN_NAMES = frozenset(dir(builtins))
 # Loop kinds, as the messages name one iteration.
-TRAIN, EVAL, BATCH = "training step", "eval batch", "batch"
+TRAIN, EVAL, BATCH, ROLLOUT = "training step", "eval batch", "batch", "environment step"
+_AGENT_NAME = re.compile(r"agent|policy|actor|critic|q_?net|qf", re.IGNORECASE)
 
 
 class TrainingAnalysis(TrainingObjects):
@@ -72,6 +73,12 @@ class TrainingAnalysis(TrainingObjects):
                 loop for loop in loops if loop not in self._step_loop_set and _evalloops.is_eval_loop(self, loop)]
         else:
             self.eval_loops = []
+        # Rollout loops of reinforcement learning: each iteration steps an environment with the
+        # agent's action (no backward in it); per-step costs there are per environment step.
+        self.rollout_loops: list[Loop] = [
+            loop for loop in loops if loop not in self._step_loop_set and loop not in self.eval_loops and
+            self._is_rollout(loop)] if ".step(" in text and "env" in text.lower() else []
+        self.eval_loops += self.rollout_loops
         self._loop_set = self._step_loop_set | set(self.eval_loops)
         self._per_step_fn_cache: dict[tuple[cst.FunctionDef, bool, bool], Loop | None] = {}
         self._external: dict[cst.FunctionDef, StepCaller] | None = None
@@ -189,12 +196,30 @@ class TrainingAnalysis(TrainingObjects):
     def _is_step_loop(self, loop: Loop) -> bool:
         return isinstance(loop, cst.For) and self.is_dataloader(loop.iter) or self.trains(loop)
 
+    def _is_rollout(self, loop: Loop) -> bool:
+        """``envs.step(action)`` and a call of the agent (a model, or a name such as ``agent``,
+        ``policy``, ``actor``) in one iteration, outside nested loops."""
+        env_step = agent = False
+        for node in self._walk_outside_loops(loop.body):
+            if not isinstance(node, cst.Call):
+                continue
+            if method_call(node, "step") and "env" in (dotted_name(node.func.value) or "").rsplit(".", 1)[-1].lower():  # type: ignore[attr-defined]
+                env_step = True
+            elif not agent:
+                target = node.func.value if isinstance(node.func, cst.Attribute) else node.func
+                name = (dotted_name(target) or "").rsplit(".", 1)[-1]
+                agent = bool(_AGENT_NAME.search(name)) or self.is_module_like(target, by_name=True)
+        return env_step and agent
+
     # ---- queries used by rules -------------------------------------------------------
     def loop_kind(self, loop: Loop) -> str:
         """What one iteration is, in a message's words: a training step, an eval batch (a
-        model's forward on a batch, no training) or a batch of a plain data loop."""
+        model's forward on a batch, no training), an environment step of a rollout, or a batch
+        of a plain data loop."""
         if self.trains(loop):
             return TRAIN
+        if loop in self.rollout_loops:
+            return ROLLOUT
         if loop in self.eval_loops or _evalloops.calls_a_model(self, loop):
             return EVAL
         return BATCH

@@ -1,0 +1,124 @@
+"""GP104's copies outside a loop of the checked file: in a function that runs a whole training
+step (its loop out of sight), and in a function another module's loop calls every step."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .._api import Finding, Fix, NoFix, Replace
+from ..analysis.facts.frameworks import placed_by_framework
+from ..analysis.fixes.edits import add_kwarg
+from ..analysis.model.host_data import built_on_host, host_tensor_name
+from ..analysis.model.training import TrainingAnalysis
+from ..analysis.syntax.calls import dotted_name, method_call, target_names
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.launch import StepCaller
+from ..analysis.syntax.tree import walk
+
+
+def comprehension_source(ctx: RuleContext, name: cst.Name, fn: cst.FunctionDef) -> cst.Name | None:
+    """For ``s`` in ``[s.to(device) for s in items]`` (inside ``fn``): ``items``, when a name."""
+    for anc in ctx.ancestors(name):
+        if anc is fn:
+            break
+        if isinstance(anc, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            comp: cst.CompFor | None = anc.for_in
+            while comp is not None:
+                if name.value in target_names(comp.target) and isinstance(comp.iter, cst.Name):
+                    return comp.iter
+                comp = comp.inner_for_in
+    return None
+
+
+def unpacked_param(fn: cst.FunctionDef, name: str) -> str | None:
+    """The parameter of ``fn`` that ``name`` first holds a field of (``x, y = batch``, ``x =
+    batch[0]``, ``x = batch["x"]``); ``name`` itself when it is one; None otherwise."""
+    params = {p.name.value for p in fn.params.params}
+    if name in params:
+        return name
+    for a in walk(fn.body):
+        if isinstance(a, cst.Assign) and any(name in target_names(t.target) for t in a.targets):
+            source = dotted_name(a.value.value if isinstance(a.value, cst.Subscript) else a.value)
+            return source if source in params else None
+    return None
+
+
+# ---- a function that runs one training step, called from elsewhere ------------------------------
+_DATA_PARAM = ("batch", "data", "input", "sample", "image", "img", "x", "feature", "token", "target",
+               "label", "src", "tgt", "audio", "text", "mask")
+
+
+def in_step_function(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, transformers: bool) -> Finding | None:
+    """``def train_step(self, batch): x = batch["x"].to(self.device); ...; loss.backward();
+    self.optimizer.step()`` whose loop is out of sight (a base class or trainer of another module):
+    a function that runs a whole training step runs once per step, and so does the copy of the
+    batch it is handed."""
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    if fn is None or ta.calls_of(fn) or ta.guard_of(call) is not None or not ta.steps_each_call(fn):
+        return None
+    receiver = call.func.value  # type: ignore[attr-defined]
+    if placed_by_framework(ctx, receiver):
+        return None
+    base: cst.BaseExpression = receiver
+    while isinstance(base, (cst.Subscript, cst.Attribute)):
+        base = base.value
+    if not isinstance(base, cst.Name):
+        return None
+    param = unpacked_param(fn, base.value)
+    if param is None or param == "self" or not any(w in param.lower() for w in _DATA_PARAM):
+        return None
+    fix: Fix | NoFix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
+    if not transformers:
+        fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "unsafe")
+    return Finding.of(call, message("batch", "training step"), fix)
+
+
+# Tensor methods whose result lives where their receiver does (a dtype cast, a view).
+_SAME_PLACE = ("long", "int", "float", "half", "double", "bool", "byte", "contiguous", "view", "reshape",
+               "squeeze", "unsqueeze", "permute", "transpose", "flatten", "clone", "detach")
+
+
+def from_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, caller: StepCaller,
+                    transformers: bool) -> Finding | None:
+    """A copy in a function another module of the project calls on every step (a ``to_device``
+    helper, a loss's ``forward``): of a tensor built on the host there (``torch.from_numpy(x).
+    long()``), or of the batch it is handed (a parameter named like data: ``batch``, ``inputs``)."""
+    receiver = call.func.value  # type: ignore[attr-defined]
+    base: cst.BaseExpression = receiver
+    while method_call(base, *_SAME_PLACE):
+        base = base.func.value  # type: ignore[attr-defined]
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    if fn is None or placed_by_framework(ctx, receiver):
+        return None
+    kind = f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
+    if built_on_host(ctx, base) and not ctx.is_call_to(base, {"torch.tensor"}) or \
+            isinstance(base, cst.Name) and host_tensor_name(ctx, base.value, fn):
+        fix: Fix | NoFix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe")
+        return Finding.of(call, message("built", kind), fix)
+    while isinstance(base, (cst.Subscript, cst.Attribute)):
+        base = base.value
+    if not isinstance(base, cst.Name):
+        return None
+    param = unpacked_param(fn, base.value)
+    if param is None or param == "self" or not any(w in param.lower() for w in _DATA_PARAM):
+        return None
+    fix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
+    if not transformers:
+        fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "unsafe")
+    return Finding.of(call, message("batch", kind), fix)
+
+
+def message(what: str, kind: str) -> str:
+    if what.startswith("preloaded "):
+        name = what.split(" ", 1)[1]
+        return (f"`{name}` is a CPU tensor loaded before the loop and a slice of it is copied to the "
+                f"device on every {kind}, blocking the CPU: move it to the device once, before the "
+                "loop (if it fits), or at least add non_blocking=True")
+    if what == "built":
+        return (f"a tensor built on the CPU is copied to the device on every {kind} and the CPU waits "
+                "for the copy; add non_blocking=True (after .pin_memory() it overlaps with compute)")
+    return (f"blocking host-to-device copy of the batch on every {kind}: the CPU waits for the copy "
+            "instead of queueing work; add non_blocking=True (with pinned memory it overlaps with "
+            "compute)")
+
+
