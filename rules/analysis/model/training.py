@@ -189,7 +189,8 @@ class TrainingAnalysis(TrainingObjects):
         if loop not in cache:
             cache[loop] = any(
                 self.is_backward_call(node) or self.is_optimizer_step(node) or
-                any(self._trains_flat(f) for f in self.called_functions(node)) or self._steps_elsewhere(node)
+                any(self._trains_flat(f) for f in self.called_functions(node)) or self._steps_elsewhere(node) or
+                isinstance(node, cst.FunctionDef) and self._trains_flat(node) and bool(self._handed_in(node, loop))
                 for node in self._walk_outside_loops(loop.body))
         return cache[loop]
 
@@ -270,8 +271,27 @@ class TrainingAnalysis(TrainingObjects):
             if loop is not None:
                 result = loop
                 break
+        if result is None:
+            for use in self._handed_over(fn):  # ``gpu_timer(train_step)`` in the loop that defines it
+                result = self._loop_of(use, seen | {fn}, guards, flags)
+                if result is not None:
+                    break
         self._per_step_fn_cache[key] = result
         return result
+
+    def _handed_over(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """The calls that ``fn``, a closure defined in a step or eval loop's body, is handed to as
+        an argument there (``timed(train_step)``, ``scaler_step(closure)``): each runs it once per
+        iteration. Empty for functions defined elsewhere."""
+        block = self.ctx.parent(self.ctx.parent(fn))
+        if not (isinstance(block, (cst.For, cst.While)) and block in self._loop_set):
+            return []
+        return self._handed_in(fn, block)
+
+    def _handed_in(self, fn: cst.FunctionDef, loop: Loop) -> list[cst.Call]:
+        name = fn.name.value
+        return [call for call in walk(loop.body) if isinstance(call, cst.Call) and
+                any(isinstance(a.value, cst.Name) and a.value.value == name for a in call.args)]
 
     # ---- steps whose loop is in another module (issue 34) ------------------------------
     def _external_steps(self) -> dict[cst.FunctionDef, StepCaller]:
