@@ -29,7 +29,7 @@ from ..syntax.calls import dotted_name, method_call
 from ..syntax.callsites import called_name, calls_of
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
-from ..syntax.project import project_function, project_method
+from ..syntax.project import project_class_method, project_function
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
 from .guards import flag_name, is_once_test, is_periodic_test
@@ -59,6 +59,7 @@ class TrainingAnalysis(TrainingObjects):
         self._hidden_steps: dict[cst.CSTNode, tuple[cst.BaseExpression, cst.BaseExpression] | None] = {}
         self._trains_cache: dict[cst.CSTNode, bool] = {}
         self._counters: dict[cst.CSTNode, set[str]] = {}
+        self._classes: dict[tuple[cst.FunctionDef | None, str], cst.BaseExpression | None] = {}
         text = ctx.source
         loops = ctx.nodes(cst.For, cst.While)
         if "backward" in text or ".step(" in text or "DataLoader" in text or \
@@ -165,12 +166,42 @@ class TrainingAnalysis(TrainingObjects):
         if not self.ctx.project or not isinstance(node, cst.Call):
             return False
         name = dotted_name(node.func)
-        if name is None or name.rsplit(".", 1)[-1] not in self.ctx.fact(_stepping_names):
-            return False  # cheap: most calls name nothing that steps
-        found = project_function(self.ctx, node)
-        if found is None and isinstance(node.func, cst.Attribute) and dotted_name(node.func.value) != "self":
-            found = project_method(self.ctx, node)
-        return found is not None and found.facts.steps_each_call
+        if name is None or name.startswith("self."):
+            return False
+        if name.split(".", 1)[0] in self.ctx.import_aliases:  # ``utils.train_batch(...)``: that module only
+            found = project_function(self.ctx, node)
+            return found is not None and found.facts.steps_each_call
+        if not isinstance(node.func, cst.Attribute) or not isinstance(node.func.value, cst.Name):
+            return False
+        cls = self._class_of(node.func.value)  # ``bpr: utils.BPRLoss = ...``; ``bpr.stage_one(...)``
+        method = project_class_method(self.ctx, cls, (node.func.attr.value,)) if cls is not None else None
+        return method is not None and method[2].steps_each_call
+
+    def _class_of(self, name: cst.Name) -> cst.BaseExpression | None:
+        """The class a name holds, as its function says: an annotation (``bpr: utils.BPRLoss``,
+        also of a parameter) or one construction (``bpr = utils.BPRLoss(model, cfg)``)."""
+        fn = self.ctx.enclosing(name, cst.FunctionDef)
+        key = (fn, name.value)
+        if key not in self._classes:
+            self._classes[key] = self._class_in(fn, name)
+        return self._classes[key]
+
+    def _class_in(self, fn: cst.FunctionDef | None, name: cst.Name) -> cst.BaseExpression | None:
+        body: cst.CSTNode = fn if fn is not None else self.ctx.module
+        if fn is not None:
+            for p in fn.params.params:
+                if p.name.value == name.value and p.annotation is not None:
+                    return p.annotation.annotation
+        values = []
+        for node in walk(body):
+            if isinstance(node, cst.AnnAssign) and dotted_name(node.target) == name.value:
+                return node.annotation.annotation
+            if isinstance(node, cst.Assign) and any(dotted_name(t.target) == name.value for t in node.targets):
+                values.append(node.value)
+        if len(values) == 1 and isinstance(values[0], cst.Call) and \
+                (dotted_name(values[0].func) or "").split(".", 1)[0] in self.ctx.import_aliases:
+            return values[0].func
+        return None
 
     def steps_each_call(self, fn: cst.FunctionDef) -> bool:
         """Does one call of ``fn`` run a whole training step at its own top level (outside its own
@@ -416,13 +447,6 @@ class TrainingAnalysis(TrainingObjects):
         """Best-effort: does ``expr`` evaluate to a torch tensor? Used where a false positive
         would be costly (``float(x)``), so it only says yes on clear evidence (``tensors``)."""
         return is_tensor_expr(self, expr)
-
-
-def _stepping_names(ctx: RuleContext) -> frozenset[str]:
-    """Last names (``stage_one``, ``train_step``) of the imported modules' functions and methods
-    one call of which runs a whole training step."""
-    return frozenset(name.rsplit(".", 1)[-1] for facts in ctx.project.values()
-                     for name, f in facts.functions.items() if f.steps_each_call)
 
 
 def _loss_named(expr: cst.BaseExpression) -> bool:

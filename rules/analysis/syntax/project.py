@@ -194,16 +194,25 @@ def project_base_class(ctx: RuleContext, expr: cst.BaseExpression) -> FunctionFa
 def project_instance_method(ctx: RuleContext, ctor: cst.Call, methods: tuple[str, ...]) -> tuple[str, str] | None:
     """For ``crit = Loss(...)`` (``ctor``), a class of the user's imported modules: the module as
     this file names it and the first of ``methods`` the class defines (``Loss.forward``)."""
-    if not ctx.project or not isinstance(ctor.func, (cst.Name, cst.Attribute)):
+    found = project_class_method(ctx, ctor.func, methods)
+    return (found[0], found[1]) if found is not None else None
+
+
+def project_class_method(ctx: RuleContext, cls: cst.BaseExpression,
+                         methods: tuple[str, ...]) -> tuple[str, str, FunctionFacts] | None:
+    """For a class of the user's imported modules that ``cls`` names (``utils.BPRLoss``): the
+    module as this file names it, the first of ``methods`` the class defines (``BPRLoss.stage``)
+    and its facts. Only that module's facts are read."""
+    if not ctx.project or not isinstance(cls, (cst.Name, cst.Attribute)):
         return None
-    for qn in sorted(_names(ctx, ctor.func)):
+    for qn in sorted(_names(ctx, cls)):
         module, _, name = qn.rpartition(".")
         facts = ctx.project.get(module)
         if facts is None:
             continue
         for method in methods:
             if f"{name}.{method}" in facts.functions:
-                return module, f"{name}.{method}"
+                return module, f"{name}.{method}", facts.functions[f"{name}.{method}"]
     return None
 
 
