@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,8 @@ def step_callers(fs_path: str | Path, data: bytes, root: Path, store: Path | Non
     out = []
     with run_scope():
         for importer in _importers(path, root):
+            if not _may_loop(importer):
+                continue  # a package ``__init__`` or a module with no loop: no facts computed for it
             n = project_index.node(str(importer), os.fspath(_root_of(importer)))
             if n is None:
                 continue
@@ -121,6 +124,21 @@ def step_callers(fs_path: str | Path, data: bytes, root: Path, store: Path | Non
                     continue
                 out.append(StepCaller(call.function, _shown(importer, path), call.line, call.kind))
     return tuple(sorted(set(out), key=lambda c: (c.path, c.line, c.function)))
+
+
+_LOOP = re.compile(rb"^[ \t]*(?:for|while)\b", re.MULTILINE)
+_STEP_WORDS = (b"backward", b".step(", b"DataLoader", b"loader", b"no_grad", b"inference_mode", b".eval(")
+
+
+def _may_loop(path: Path) -> bool:
+    """Can the file hold a step, eval or rollout loop (read off its bytes, not parsed)?"""
+    if path.name == "__init__.py":
+        return False
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return bool(_LOOP.search(data)) and any(w in data for w in _STEP_WORDS)
 
 
 def _leads_to(n: Any, path: Path, depth: int) -> bool:
