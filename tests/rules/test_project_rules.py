@@ -345,3 +345,36 @@ def test_a_model_from_a_registry_object_filled_elsewhere(tmp_path: Path) -> None
     found = {d.code: d for d in _lint_now(root, False, "none")["train.py"].diagnostics}  # type: ignore[attr-defined]
     assert {"GP302", "GP304"} <= set(found)
     assert found["GP304"].line == 6 and "(the model comes from modeling/__init__.py)" in found["GP304"].message
+
+
+def test_per_step_work_in_helper_modules_is_reported_where_it_is_written() -> None:
+    """Issue 34, class B: a loss class, a batch-moving helper and a gradient clipper of other
+    modules, called every step by train.py's loop, are per-step code in their own modules; a
+    helper called under the loop's periodic guard and one called once per epoch are not. Checked
+    alone (no project), none of the helper modules reports anything."""
+    root = PROJECTS / "step_helpers"
+    alone, seen = _lint(root, alone=True), _lint(root)
+    for module in ("losses.py", "utils/batching.py", "utils/grads.py"):
+        assert [c for c in _codes(alone, module) if c.startswith("GP1")] == []
+    assert sorted(_codes(seen, "losses.py")) == ["GP101", "GP105", "GP105"]
+    assert _codes(seen, "utils/batching.py") == ["GP104", "GP104", "GP104"]
+    grads = seen["utils/grads.py"].diagnostics  # type: ignore[attr-defined]
+    assert [d.code for d in grads] == ["GP101"] and grads[0].line == 12  # clip_by_value only
+    assert "train.py:31 calls `clip_by_value`" in grads[0].message
+
+
+def test_a_helper_rechecked_when_its_caller_stops_calling_it_every_step(tmp_path: Path) -> None:
+    """The finding in the helper depends on the caller's loop: moving the call under a periodic
+    guard in train.py removes it (the lint cache keys the helper's result on its importers)."""
+    from gpuperf_rewrite.lint.step_callers import step_callers_key_of
+
+    root = tmp_path / "step_helpers"
+    shutil.copytree(PROJECTS / "step_helpers", root)
+    grads, train = root / "utils" / "grads.py", root / "train.py"
+    before = step_callers_key_of(str(grads), grads.read_bytes())
+    assert "GP101" in _codes(_lint(root), "utils/grads.py")
+    train.write_text(train.read_text().replace(
+        "            clip_by_value(model.parameters(), 1.0)\n",
+        "            if step % 50 == 0:\n                clip_by_value(model.parameters(), 1.0)\n"))
+    assert step_callers_key_of(str(grads), grads.read_bytes()) != before
+    assert "GP101" not in _codes(_lint(root), "utils/grads.py")
