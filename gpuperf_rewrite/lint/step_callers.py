@@ -25,6 +25,7 @@ from gpuperf_rewrite.lint.project_index import run_scope
 _PER_STEP_WORDS = (b".item(", b".tolist(", b".cpu(", b".numpy(", b"float(", b"int(", b".to(", b".cuda(",
                    b"synchronize", b"print(", b"isfinite", b"isnan", b"Tensor(", b".data[")
 MAX_IMPORTERS = 24  # direct importers whose facts are read for one module
+MAX_PARSED = 120  # files parsed for their imports when looking for them (a module named like `logging`)
 
 
 def needs_step_callers(data: bytes) -> bool:
@@ -42,17 +43,41 @@ def _search_root(path: Path, root: Path) -> Path:
         return root
     folder = path.parent
     if not (folder / "__init__.py").is_file():  # a namespace package (``utils/`` without one), or none
-        return folder.parent
+        return _namespace_root(path)
     while (folder / "__init__.py").is_file() and folder.parent != folder:
         folder = folder.parent
     return folder
 
 
-def _root_of(module: Path) -> Path:
-    """A module's project root, as when it is checked or imported itself."""
-    from gpuperf_rewrite.lint.project import is_first_party
+def _namespace_root(path: Path) -> Path:
+    """For a module in folders without ``__init__.py`` (namespace packages): the highest folder
+    (at most 3 up) from which some file on the way imports it by its dotted path
+    (``from utils.tools import ...`` beside ``utils/``, ``from src.utils.logging import ...`` in
+    ``src/train.py``); the module's own folder when none does. Only those folders' own ``.py``
+    files are read (a few)."""
+    best = path.parent
+    for k in range(1, 4):
+        if k >= len(path.parents):
+            break
+        root = path.parents[k]
+        dotted = ".".join(path.parent.relative_to(root).parts)
+        pattern = re.compile(rb"^[ \t]*(?:from|import)[ \t]+" + re.escape(dotted.encode()) + rb"[.\s]", re.MULTILINE)
+        for folder in path.parents[:k + 1]:
+            try:
+                siblings = [p for p in folder.iterdir() if p.suffix == ".py"][:64]
+            except OSError:
+                continue
+            if any(_search(pattern, f) for f in siblings):
+                best = root
+                break
+    return best
 
-    return is_first_party(module)[1]
+
+def _search(pattern: re.Pattern[bytes], file: Path) -> bool:
+    try:
+        return bool(pattern.search(file.read_bytes()))
+    except OSError:
+        return False
 
 
 def _importers(path: Path, root: Path) -> list[Path]:
@@ -60,7 +85,7 @@ def _importers(path: Path, root: Path) -> list[Path]:
     that package's parent) that re-exports it (``from layers.modules import Loss``)."""
     root = _search_root(path, root)
     infos = launch._infos(root)
-    budget = [launch.MAX_PARSED]
+    budget = [MAX_PARSED]
     out: list[Path] = []
     try:
         frontier = [path]
@@ -82,10 +107,11 @@ def step_callers_key(fs_path: str | Path, data: bytes, root: Path) -> str:
     if not needs_step_callers(data):
         return ""
     path = Path(os.path.abspath(fs_path))
+    search = _search_root(path, root)
     parts = []
     with run_scope():
         for importer in _importers(path, root):
-            n = project_index.node(str(importer), os.fspath(_root_of(importer)))
+            n = project_index.node(str(importer), os.fspath(search))
             if n is not None:
                 project_index.keyed([n])
                 parts.append(f"{importer}={n.key}")
@@ -102,12 +128,13 @@ def step_callers(fs_path: str | Path, data: bytes, root: Path, store: Path | Non
     if not needs_step_callers(data):
         return ()
     path = Path(os.path.abspath(fs_path))
+    search = _search_root(path, root)  # the importers' root too: ``src.utils.logging`` resolves from it
     out = []
     with run_scope():
         for importer in _importers(path, root):
             if not _may_loop(importer):
                 continue  # a package ``__init__`` or a module with no loop: no facts computed for it
-            n = project_index.node(str(importer), os.fspath(_root_of(importer)))
+            n = project_index.node(str(importer), os.fspath(search))
             if n is None:
                 continue
             project_index.keyed([n])
