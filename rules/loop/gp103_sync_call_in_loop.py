@@ -78,7 +78,9 @@ class SyncCallInLoop(Rule):
         "`torch.accelerator.synchronize()` are not.",
         "A call under a periodic guard (`if step % N == 0:`), a once-per-loop guard (`if i == 0:`) "
         "or a user's opt-in flag (`if args.sync_for_timing:`, `if debug:`), at the call or at a "
-        "call site of the function holding it, is not reported: the user asked for that sync.",
+        "call site of the function holding it, is not reported: the user asked for that sync (a "
+        "parameter of a function another module calls every step that defaults to True, "
+        "`def timed(fn, sync=True)`, is on unless that caller turns it off: reported).",
         "CPU-only programs (no accelerator named anywhere in the file) are not checked.",
         "The fix is offered only when the call is a statement of its own in a block; when it is "
         "the only statement of a CUDA check (`if torch.cuda.is_available():`, `if args.cuda:`) "

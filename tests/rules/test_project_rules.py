@@ -349,8 +349,9 @@ def test_a_model_from_a_registry_object_filled_elsewhere(tmp_path: Path) -> None
 
 def test_per_step_work_in_helper_modules_is_reported_where_it_is_written() -> None:
     """Issue 34, class B: a loss class, a batch-moving helper and a gradient clipper of other
-    modules, called every step by train.py's loop, are per-step code in their own modules; a
-    helper called under the loop's periodic guard and one called once per epoch are not. Checked
+    modules, called every step by train.py's loop, are per-step code in their own modules (a sync
+    under a parameter that defaults to True too); a helper called under the loop's periodic guard
+    and one called once per epoch are not. Checked
     alone (no project), none of the helper modules reports anything."""
     root = PROJECTS / "step_helpers"
     alone, seen = _lint(root, alone=True), _lint(root)
@@ -359,8 +360,9 @@ def test_per_step_work_in_helper_modules_is_reported_where_it_is_written() -> No
     assert sorted(_codes(seen, "losses.py")) == ["GP101", "GP105", "GP105"]
     assert _codes(seen, "utils/batching.py") == ["GP104", "GP104", "GP104"]
     grads = seen["utils/grads.py"].diagnostics  # type: ignore[attr-defined]
-    assert [d.code for d in grads] == ["GP101"] and grads[0].line == 12  # clip_by_value only
+    assert [d.code for d in grads] == ["GP101", "GP103"] and grads[0].line == 13  # not grad_report's
     assert "train.py:31 calls `clip_by_value`" in grads[0].message
+    assert "calls `timed`" in grads[1].message  # its ``sync=True`` switch is on by default
 
 
 def test_a_helper_rechecked_when_its_caller_stops_calling_it_every_step(tmp_path: Path) -> None:

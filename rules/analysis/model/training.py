@@ -361,7 +361,8 @@ class TrainingAnalysis(TrainingObjects):
         child = node
         for anc in self.ctx.ancestors(node):
             if isinstance(anc, cst.If) and child is anc.body and \
-                    (is_periodic_test(anc.test) or flags and flag_name(anc.test) is not None):
+                    (is_periodic_test(anc.test) or flags and flag_name(anc.test) is not None and
+                     not _on_by_default(self.ctx, anc, flag_name(anc.test) or "")):
                 return None
             if anc in self._loop_set:
                 return None
@@ -447,6 +448,17 @@ class TrainingAnalysis(TrainingObjects):
         """Best-effort: does ``expr`` evaluate to a torch tensor? Used where a false positive
         would be costly (``float(x)``), so it only says yes on clear evidence (``tensors``)."""
         return is_tensor_expr(self, expr)
+
+
+def _on_by_default(ctx: RuleContext, node: cst.CSTNode, flag: str) -> bool:
+    """Is ``flag`` a parameter of the function holding ``node`` that defaults to True
+    (``def timed(closure, log_timings=True)``)? A call from another module that runs it every
+    step passes nothing we see: the switch is on unless that caller turns it off."""
+    fn = ctx.enclosing(node, cst.FunctionDef)
+    if fn is None:
+        return False
+    return any(p.name.value == flag and isinstance(p.default, cst.Name) and p.default.value == "True"
+               for p in (*fn.params.params, *fn.params.kwonly_params))
 
 
 def _loss_named(expr: cst.BaseExpression) -> bool:

@@ -8,7 +8,7 @@ from data import SpectrogramSet, pad_numpy
 from losses import MaskedL1
 from model import Vocoder
 from utils.batching import move_batch
-from utils.grads import clip_by_value, grad_report, summarize_epoch
+from utils.grads import clip_by_value, grad_report, summarize_epoch, timed
 
 
 def main():
@@ -31,6 +31,7 @@ def main():
             clip_by_value(model.parameters(), 1.0)
             optimizer.step()
             losses.append(loss.detach())
+            _, seconds = timed(optimizer.zero_grad)
             if step % 200 == 0:
                 grad_report(model.named_parameters(), step)
         summarize_epoch(losses, epoch)

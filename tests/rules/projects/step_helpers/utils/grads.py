@@ -1,4 +1,5 @@
 import math
+import time
 
 import torch
 
@@ -26,3 +27,12 @@ def summarize_epoch(losses, epoch):
     mean = torch.stack(losses).mean().item()
     print(f"epoch {epoch}: {mean:.4f}")
     return mean
+
+
+def timed(closure, sync=True):
+    """Called every training step: the switch is on unless a caller turns it off."""
+    start = time.perf_counter()
+    out = closure()
+    if sync:
+        torch.cuda.synchronize()
+    return out, time.perf_counter() - start
