@@ -277,8 +277,26 @@ def entry_scripts(root: Path) -> list[Path]:
     return [info.path for info in infos if info.is_script and (info.guarded or not _importers(info.path, root, infos))]
 
 
+# (root, run) -> its files' infos: within a lint run each file is looked at once (as the project
+# index reads each module once per run), not stat-ed again for every checked file that asks.
+_RUN_INFOS: dict[tuple[str, str], list[_ScriptInfo]] = {}
+
+
 def _infos(root: Path) -> list[_ScriptInfo]:
-    return [info for info in (_script_info(p, root) for p in _project_files(root)[0]) if info is not None]
+    from gpuperf_rewrite.lint.project_index import current_run
+
+    run = current_run()
+    key = (os.path.abspath(root), run or "")
+    if run is not None:
+        got = _RUN_INFOS.get(key)
+        if got is not None:
+            return got
+    infos = [info for info in (_script_info(p, root) for p in _project_files(root)[0]) if info is not None]
+    if run is not None:
+        if len(_RUN_INFOS) >= 16:
+            _RUN_INFOS.pop(next(iter(_RUN_INFOS)))
+        _RUN_INFOS[key] = infos
+    return infos
 
 
 _IMPORT_STATEMENT = re.compile(rb"^[ \t]*(?:from[ \t]+[.\w]+[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)",
@@ -374,9 +392,16 @@ def launch_commands(path: Path, root: Path) -> tuple[_Launch, ...]:
     """The command lines of the project's shell scripts that run ``path``, or run a script that
     imports it (``train_mem.py`` importing ``train.py``, whose parser reads the flags)."""
     out = []
+    reaching: list[frozenset[Path]] = []  # looked up once, when a command runs another file
+
+    def reaches(target: Path) -> bool:
+        if not reaching:
+            reaching.append(_reaching(path, root) or frozenset())
+        return target in reaching[0]
+
     for script in _project_files(root)[1]:
         for line, target, args in _shell_commands(script, root):
-            if target == path or target in (_reaching(path, root) or ()):
+            if target == path or reaches(target):
                 out.append((os.path.relpath(script, path.parent).replace(os.sep, "/"), line, args))
     return tuple(out)
 
