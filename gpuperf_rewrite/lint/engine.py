@@ -133,20 +133,23 @@ def run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule], r
 
 def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none",
                  fix_codes: Iterable[str] | None = None, *, fs_path: str | None = None,
-                 facts_store: Path | None = None, entry: str | None = None) -> FileResult:
+                 facts_store: Path | None = None, entry: str | None = None,
+                 share_facts: bool | None = None) -> FileResult:
     """Lint (and with ``mode`` safe/unsafe, fix) one file's bytes. ``fix_codes`` restricts the
     fixes applied to those rules (used by ``--apply`` to validate subsets of fixes). With
     ``fs_path`` (where the file is), the rules also see facts about the user's modules it imports
     (issue 27), kept in ``facts_store`` by content hash when given, and how the project runs it
     (its entry scripts, its launch scripts' flags: issue 34); ``entry``: the script that runs the
-    file (``--apply``'s), instead of the scripts found in the project.
+    file (``--apply``'s), instead of the scripts found in the project; ``share_facts``: whether
+    other files of the run import this one (None: not known), and so whether the analysis is
+    kept for them to read its facts off.
 
     Never raises for bad input: whatever goes wrong with this file becomes an error diagnostic
     (E999 unparsable, E001 a rule crashed) so that a run over many files still finishes. A rule
     that raises costs only its own findings: the file gets its E001 (and ``error``) beside the
     other rules' findings, and their fixes are applied."""
     try:
-        return _check_source(data, path, ruleset, mode, fix_codes, fs_path, facts_store, entry)
+        return _check_source(data, path, ruleset, mode, fix_codes, fs_path, facts_store, entry, share_facts)
     except RecursionError:
         diag = file_error(path, "nested too deeply to analyse (RecursionError); file not checked")
     except Exception as exc:  # LibCST or the engine failed on this file
@@ -157,7 +160,8 @@ def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none
 
 def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
                   fix_codes: Iterable[str] | None, fs_path: str | None = None,
-                  facts_store: Path | None = None, entry: str | None = None) -> FileResult:
+                  facts_store: Path | None = None, entry: str | None = None, share_facts: bool | None = None
+                  ) -> FileResult:
     result = FileResult(path, [], original=data)
     try:
         text = decode_source(data)
@@ -208,8 +212,8 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
             result.fixed = outcome.data
     ctx, found, crashes = run_rules(module, text, path, rules, ruleset, project=project, launch=launch)
     result.diagnostics = visible(module, text, path, found)
-    if imports is not None and fs_path and result.fixed is None and not crashes:  # the context is of ``data``
-        remember_facts(fs_path, data, imports, ctx)
+    if imports is not None and fs_path and result.fixed is None and not crashes and share_facts is not False:
+        remember_facts(fs_path, data, imports, ctx)  # the context is of ``data``
     # A rule that raised only on a version of the file its fixes passed through is reported too.
     crashes = {**fix_crashes, **crashes}
     if crashes:

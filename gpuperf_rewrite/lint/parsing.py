@@ -11,6 +11,7 @@ import ast
 import libcst as cst
 
 from gpuperf_rewrite.lint.diagnostics import Diagnostic, file_error
+from gpuperf_rewrite.lint.project import parse_ast
 
 # LibCST's native parser overflows its stack (segfault) on a few thousand nested brackets and is
 # quadratic in nesting depth, and our visitors recurse per level: files nested deeper than this
@@ -78,7 +79,7 @@ def syntax_gate(data: bytes | str, path: str, *, check_depth: bool = False) -> D
     if nul is not None:
         return nul
     try:
-        tree = ast.parse(data, filename=path)
+        tree = parse_ast(data)  # the tree the import scan of this file made, when it made one
     except SyntaxError as exc:
         return file_error(path, f"SyntaxError: {exc.msg}", exc.lineno or 1, exc.offset or 1)
     except RecursionError:
