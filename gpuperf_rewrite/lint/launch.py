@@ -91,8 +91,28 @@ _Entry = tuple[str, bool, bool]  # EntryScript's fields
 _Launch = tuple[str, int, tuple[str, ...]]  # LaunchCommand's fields
 
 
+# (file, its content's hash, root, entry, run) -> its ``_runs``: the cache key, the parent's
+# triage and the check ask in one run (a forked worker inherits what the parent found).
+_RUNS: dict[tuple[str, int, str, str, str], Any] = {}
+
+
 def _runs(fs_path: str | Path, data: bytes, root: Path,
           entry: str | Path | None) -> tuple[tuple[_Entry, ...] | None, tuple[_Launch, ...]]:
+    from gpuperf_rewrite.lint.project_index import current_run
+
+    run = current_run()
+    key = (os.path.abspath(fs_path), hash(data), os.path.abspath(root), str(entry), run or "")
+    got = _RUNS.get(key) if run is not None else None
+    if got is None:
+        got = _runs_now(fs_path, data, root, entry)
+        if run is not None:
+            _RUNS.pop(next(iter(_RUNS))) if len(_RUNS) >= 4 * MAX_SCANNED else None
+            _RUNS[key] = got
+    return got  # type: ignore[no-any-return]
+
+
+def _runs_now(fs_path: str | Path, data: bytes, root: Path,
+              entry: str | Path | None) -> tuple[tuple[_Entry, ...] | None, tuple[_Launch, ...]]:
     path = Path(os.path.abspath(fs_path))
     entries = None
     if entry is not None and Path(os.path.abspath(entry)) != path:
