@@ -192,6 +192,9 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     else:
         launch = None
     project: Mapping[str, Any] = imports.modules if imports is not None else {}
+    # The last fix pass's module, context and findings when no rule raised in it: the findings
+    # of the module the passes stopped at (most files: the one parsed, nothing to fix) are those.
+    last: list[Any] = []
     if mode != "none":
         allowed = set(fix_codes) if fix_codes is not None else None
 
@@ -200,6 +203,7 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
                                             project, launch)
             for code, crash in crashes.items():
                 fix_crashes.setdefault(code, crash)
+            last[:] = [] if crashes else [module, ctx, found]
             hidden = suppressed_findings(module, text, found)
             return ctx, [(cls.code, f.fix) for i, (cls, f) in enumerate(found)
                          if f.fix is not None and i not in hidden and fix_allowed(f.fix, mode)
@@ -210,7 +214,10 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         result.applied, result.warnings = outcome.applied, outcome.warnings
         if outcome.data != data:
             result.fixed = outcome.data
-    ctx, found, crashes = run_rules(module, text, path, rules, ruleset, project=project, launch=launch)
+    if last and last[0] is module:  # rules are pure: the same module, the same findings
+        ctx, found, crashes = last[1], last[2], {}
+    else:
+        ctx, found, crashes = run_rules(module, text, path, rules, ruleset, project=project, launch=launch)
     result.diagnostics = visible(module, text, path, found)
     if imports is not None and fs_path and result.fixed is None and not crashes and share_facts is not False:
         remember_facts(fs_path, data, imports, ctx)  # the context is of ``data``
