@@ -79,7 +79,7 @@ def syntax_gate(data: bytes | str, path: str, *, check_depth: bool = False) -> D
     if nul is not None:
         return nul
     try:
-        tree = parse_ast(data)  # the tree the import scan of this file made, when it made one
+        tree = parse_ast(data, keep=False)  # the tree the import scan of this file made, if it made one
     except SyntaxError as exc:
         return file_error(path, f"SyntaxError: {exc.msg}", exc.lineno or 1, exc.offset or 1)
     except RecursionError:

@@ -197,14 +197,16 @@ def import_requests(source: str | bytes) -> Iterator[tuple[str, int, tuple[str, 
 _LAST_AST: list[Any] = [None, None]
 
 
-def parse_ast(source: str | bytes) -> ast.Module:
-    """``ast.parse(source)``, the tree shared with the next call for the same source (read only)."""
+def parse_ast(source: str | bytes, keep: bool = True) -> ast.Module:
+    """``ast.parse(source)``, the tree shared with the next call for the same source (read only);
+    ``keep=False``: the last use, the tree is not held (a big file's tree beside its LibCST one)."""
     last = _LAST_AST[0]
     if last is not None and (last is source or type(last) is type(source) and last == source):
-        return _LAST_AST[1]  # type: ignore[no-any-return]
-    tree = ast.parse(source)
-    _LAST_AST[:] = [source, tree]
-    return tree
+        tree = _LAST_AST[1]
+    else:
+        tree = ast.parse(source)
+    _LAST_AST[:] = [source, tree] if keep else [None, None]
+    return tree  # type: ignore[no-any-return]
 
 
 # The fields of a statement (or an except handler, a match case) that hold statements.
