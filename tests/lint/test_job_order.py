@@ -90,3 +90,32 @@ def test_an_importer_reads_the_facts_off_the_checked_module(tmp_path: Path) -> N
         results = list(parallel.run_jobs(jobs, 1))
     assert [r.path for r in results] == [p.name for p in files]
     assert {Path(p).name for p in project_facts.COMPUTED} <= {"utils.py"}
+
+
+def test_fix_mode_analyses_a_file_with_nothing_to_fix_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last fix pass checked the module the passes stopped at: its findings are the file's,
+    not computed again; a file that was fixed is checked again as fixed."""
+    from gpuperf_rewrite.lint import engine
+    from gpuperf_rewrite.lint.registry import all_rules
+
+    calls: list[str] = []
+    real = engine.run_rules
+
+    def counted(module, text, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(text)
+        return real(module, text, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "run_rules", counted)
+    rules = RuleSet(tuple(code for code, r in all_rules().items() if r.default_enabled))
+    clean = b"import torch\n\n\ndef f(loader):\n    for x in loader:\n        y = x + 1\n"
+    fixed = engine.check_source(clean, "clean.py", rules, "unsafe")
+    linted = engine.check_source(clean, "clean.py", rules, "none")
+    assert len(calls) == 2 and fixed.fixed is None  # one pass in each mode
+    assert [d.code for d in fixed.diagnostics] == [d.code for d in linted.diagnostics]
+    calls.clear()
+    loader = (b"from torch.utils.data import DataLoader\n\n\ndef main():\n    loader = DataLoader(ds, batch_size=32)\n"
+              b"    for x in loader:\n        step(x)\n\n\nif __name__ == \"__main__\":\n    main()\n")
+    out = engine.check_source(loader, "sync.py", rules, "unsafe")
+    assert out.fixed is not None and out.applied
+    again = engine.check_source(out.fixed, "sync.py", rules, "none")
+    assert [(d.code, d.line) for d in out.diagnostics] == [(d.code, d.line) for d in again.diagnostics]
