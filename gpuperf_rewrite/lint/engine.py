@@ -173,7 +173,9 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     if not rules:
         return result  # nothing here can hold a finding: not parsed at all (not even for syntax)
     result.parsed = True
-    diag = syntax_gate(data, path, check_depth=True)
+    first_party, root = is_first_party(fs_path) if fs_path else (False, None)
+    # The user's own file is scanned for its imports next: the gate's tree serves that too.
+    diag = syntax_gate(data, path, check_depth=True, keep_tree=bool(fs_path and first_party))
     if diag is not None:
         return result.failed(diag)
     try:
@@ -182,7 +184,6 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         return result.failed(exc.diag)
     fix_crashes: dict[str, Diagnostic] = {}  # rule code -> its first crash while fixes were computed
     imports = None
-    first_party, root = is_first_party(fs_path) if fs_path else (False, None)
     if fs_path and first_party:
         # The user's modules it imports (issue 27); its own parse kept for its importers. Never
         # for installed code: kept trees cost every later garbage collection.
