@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuperf_rewrite.lint.launch_scripts import shell_commands
-from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY
+from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY, parse_ast
 
 MAX_SCANNED = 2000  # Python files looked at for the scripts importing a module
 MAX_SHELL = 200  # shell scripts looked at for launch commands
@@ -192,7 +192,7 @@ def _read_script(path: Path, data: bytes) -> tuple[bool, bool, frozenset[str]] |
     if b"__main__" not in data and not _WORK_AT_IMPORT.search(data):
         return None  # a library module: not parsed
     try:
-        tree = ast.parse(data)
+        tree = parse_ast(data, keep=False)  # a checked file: the tree its import scan made
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     guarded, works, called = False, False, set()
