@@ -289,8 +289,9 @@ def run_jobs(jobs: Sequence[Job], n_jobs: int | None = None, *,
         return
     results = dict(answered)
     ready = 0
-    for k in order.order:
-        results[todo[k]] = check(sent[todo[k]])
+    for k in [*order.order, None]:  # None: what is left answered after the last check
+        if k is not None:
+            results[todo[k]] = check(sent[todo[k]])
         while ready in results:
             yield results.pop(ready)
             ready += 1

@@ -119,3 +119,13 @@ def test_fix_mode_analyses_a_file_with_nothing_to_fix_once(monkeypatch: pytest.M
     assert out.fixed is not None and out.applied
     again = engine.check_source(out.fixed, "sync.py", rules, "none")
     assert [(d.code, d.line) for d in out.diagnostics] == [(d.code, d.line) for d in again.diagnostics]
+
+
+def test_every_result_comes_when_the_parent_answered_them_all(tmp_path: Path) -> None:
+    """Files no rule can fire on are answered before any check (the torch gate): with nothing
+    left to check, every one of them is still reported, in order."""
+    files = [tmp_path / f"m{i:02d}.py" for i in range(20)]
+    for p in files:
+        p.write_text("import os\n")
+    jobs = [parallel.Job(p.name, str(p), RuleSet(("GP101",)), "none", False) for p in files]
+    assert [r.path for r in parallel.run_jobs(jobs, 2)] == [p.name for p in files]
