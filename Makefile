@@ -38,9 +38,12 @@ demo: $(VENV)/.demo
 # afterwards, alone, so other tests' load cannot blur their A/B decisions (two at a time, the
 # input-bound fixture's 3+3 A/B once found no difference: its workers need the second core).
 # loadgroup keeps the tests that share an expensive set-up on one worker (tests/conftest.py).
+# The timing part collects only the folder that holds the timing tests (collecting the whole suite
+# again costs seconds of CPU; tests/test_suite_schedule.py checks that no timing test is elsewhere).
+TIMING_TESTS := tests/validate
 test: $(VENV)/.test browser
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not timing" $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -m timing $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m timing $(TIMING_TESTS) $(PYTEST_ARGS)
 
 # The same suite with the machine loaded by four busy processes (a CI runner shared by several
 # jobs): no test may depend on a quiet machine (issue 36). They end with the run.
