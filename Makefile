@@ -38,6 +38,12 @@ demo: $(VENV)/.demo
 # afterwards, alone, so other tests' load cannot blur their A/B decisions (two at a time, the
 # input-bound fixture's 3+3 A/B once found no difference: its workers need the second core).
 # loadgroup keeps the tests that share an expensive set-up on one worker (tests/conftest.py).
+# Python's own bytecode cache even where the environment turns it off (PYTHONDONTWRITEBYTECODE=1, as
+# in some sandboxes and CI images): the suite starts about a thousand interpreters that import the
+# package and its tests, and each would compile them again (~0.15 s of CPU a process, ~5 s for
+# each pytest process's assertion rewriting). The __pycache__ folders are git-ignored; the runs the
+# tool starts still write none (validate/run/workspace.py sets the variable for them).
+test: export PYTHONDONTWRITEBYTECODE :=
 # The timing part collects only the folder that holds the timing tests (collecting the whole suite
 # again costs seconds of CPU; tests/test_suite_schedule.py checks that no timing test is elsewhere).
 TIMING_TESTS := tests/validate
