@@ -160,8 +160,13 @@ def _facts(start: Node, store: Path | None) -> Any:
         for m in group:  # read without the cycle's other members first
             m.base = _known_or_computed(m, f"base:{m.key}", {name: child.facts for name, child in
                                                              project_index._children(m) if child not in group}, store)
+        # Then with the facts of the members done before it (the group in path order, so the
+        # same whichever file the walk started from), their base otherwise: a chain through the
+        # cycle (utils/model.py -> model/__init__.py -> .net, closed by a function-level import
+        # back) still reaches the model classes at its end.
         for m in group:
-            m.facts = _known_or_computed(m, m.key, {name: (child.base if child in group else child.facts)
+            m.facts = _known_or_computed(m, m.key, {name: (child.facts if child.facts is not None else child.base)
+                                                    if child in group else child.facts
                                                     for name, child in project_index._children(m)}, store)
     return start.facts
 

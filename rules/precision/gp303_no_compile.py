@@ -234,7 +234,9 @@ class NoCompile(Rule):
             message = (f"the trained model `{model.name}` is never compiled: every op runs as a separate "
                        "eager kernel; call model.compile() after building it")
             trainer = project_function(ctx, model.optimizer) if model.optimizer is not None else None
-            if trainer is not None and trainer.facts.trains and trainer.module.path:
+            if trainer is not None and trainer.facts.returns_model and trainer.module.path:
+                message += f" (it is built by `{trainer.name}` in {trainer.module.path})"
+            elif trainer is not None and trainer.facts.trains and trainer.module.path:
                 message += f" (it is trained by `{trainer.name}` in {trainer.module.path})"
             if not isinstance(outcome, Fix) and (fw_fix := accelerate_compile_fix(ctx)) is not None:
                 outcome = fw_fix  # Accelerate compiles what it prepares

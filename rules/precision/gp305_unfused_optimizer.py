@@ -19,7 +19,7 @@ from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import get_arg, has_star_args, literal_value
 from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.context import RuleContext
-from ..analysis.facts.builders import gathered_model, optimizer_factories
+from ..analysis.facts.builders import gathered_model, optimizer_factories, qualified_name
 from ..analysis.syntax.torch_names import FUSABLE
 
 
@@ -159,7 +159,9 @@ def _factory_findings(ctx: RuleContext) -> Iterator[Finding]:
             elif outcome is None and model is not None:
                 outcome = Fix("use the fused implementation when the model is on CUDA", (
                     Replace(call, add_kwarg(call, "fused", f"next({model}.parameters()).is_cuda")),), "unsafe")
-            yield Finding.of(call, f"optimizer built by the factory `{fn.name.value}` without fused=: the "
+            name = qualified_name(ctx, fn) or fn.name.value
+            name = name[:-len(".__init__")] if name.endswith(".__init__") else name  # the class
+            yield Finding.of(call, f"optimizer built by the factory `{name}` without fused=: the "
                                    "optimizer it returns updates every parameter with many separate kernels "
                                    "per step; use the fused implementation on CUDA, here where it is built",
                              outcome or NoFix("the factory is not handed the model, so where its parameters live "

@@ -22,7 +22,7 @@ from ..syntax.project import (CONV, CUDNN, DEVICE, LOADER, MATMUL, MODEL, OPTIMI
 from ..syntax.torch_names import (AUTOCAST, CUDNN_CHOICES, DATALOADERS, DETERMINISM, GRAD_SCALERS, LR_SCHEDULERS,
                                   OPTIMIZERS, SET_PRECISION, TF32_SETTINGS)
 from ..syntax.tree import walk
-from .builders import (at_module_level, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
+from .builders import (at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, unfused_in_factory, values_of)
 from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
 from .script_facts import first_use_of
@@ -253,6 +253,8 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
     built = [c for c in (strip_chain(v) for v in returns) if isinstance(c, cst.Call)]
     optimizer = next((c for c in built if ctx.matches(c.func, OPTIMIZERS)
                       and not ctx.matches(c.func, LR_SCHEDULERS)), None)
+    if optimizer is None and fn.name.value == "__init__":  # ``ScheduledOptim(model, cfg)``: one it holds
+        optimizer = next(iter(built_optimizers(ctx, fn)), None)
     unfused_calls = unfused_in_factory(ctx, fn) if optimizer is not None else []
     unfused = line_of(unfused_calls[0]) if unfused_calls else None
     return FunctionFacts(
@@ -263,7 +265,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         roles=_roles(ta, fn, params) if trains or zeroes else (),
         returns_model=returns_model,
         returns_optimizer=optimizer is not None,
-        params_of=gathered_param(fn, params, returns, src),
+        params_of=gathered_param(fn, params, [*returns, *([optimizer] if optimizer is not None else [])], src),
         unfused_optimizer_line=unfused,
         builds_loader=any(ta.is_dataloader(v) for v in returns) or
         any(ctx.matches(c.func, DATALOADERS) for c in built),
@@ -341,6 +343,8 @@ def _stored_param(value: cst.BaseExpression, params: tuple[str, ...]) -> str | N
         if not isinstance(value, cst.Call):
             return None
         func = value.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
+            return None  # ``Adam(model.parameters())``: an optimizer over it, not it
         if isinstance(func, cst.Attribute) and isinstance(func.value, (cst.Name, cst.Call)) and \
                 dotted_name(func.value) in params:
             value = func.value
