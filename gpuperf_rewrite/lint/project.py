@@ -197,6 +197,18 @@ def _from_above(parts: list[str], importer: str) -> Iterator[str]:
         folder = above
 
 
+# What a script sets for the whole program, read off its text (``rules``' ``syntax.project.TF32``/
+# ``CUDNN``): an entry's ``cudnn.benchmark = True`` holds for the solver module it runs.
+_SETS = {"tf32": re.compile(rb"set_float32_matmul_precision\(|\ballow_tf32\s*=[^=]"),
+         "cudnn": re.compile(rb"\bcudnn\.(?:benchmark|deterministic)\s*=[^=]|use_deterministic_algorithms\(")}
+
+
+def program_settings(path: Path) -> tuple[str, ...]:
+    """``("tf32", "cudnn")``, those of them the script at ``path`` sets (anywhere in its text)."""
+    got = content_of(path)
+    return tuple(k for k, p in _SETS.items() if p.search(got[0])) if got is not None else ()
+
+
 @dataclasses.dataclass(frozen=True)
 class ImportedModule:
     """One first-party import of a file: the module as the importer's code names it (``engine``,

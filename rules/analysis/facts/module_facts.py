@@ -128,8 +128,12 @@ def _class_entries(ctx: RuleContext, ta: TrainingAnalysis, functions: dict[str, 
             continue
         prefix = f"{stmt.name.value}."
         methods = [f for name, f in functions.items() if name.startswith(prefix)]
-        methods += [f for b in stmt.bases if (f := project_base_class(ctx, b.value)) is not None]  # its bases'
-        trains = any(f.trains for f in methods)
+        bases = [f for b in stmt.bases if (f := project_base_class(ctx, b.value)) is not None]
+        # A class trains when a method runs the backward pass (itself or through a callee of the
+        # user's modules), not when it only steps an optimizer it holds (``ScheduledOptim``:
+        # building one in ``get_model`` trains nothing).
+        trains = any(f.trains for f in bases) or any(f.trains for f in methods) and _runs_backward(ctx, ta, stmt)
+        methods += bases
         compiles = any(f.compiles for f in methods)
         scaler = any(f.makes_scaler for f in methods)
         settings = tuple(sorted({s for f in methods for s in f.settings}))
@@ -142,6 +146,18 @@ def _class_entries(ctx: RuleContext, ta: TrainingAnalysis, functions: dict[str, 
         functions[f"{prefix}__init__"] = dataclasses.replace(
             base, trains=base.trains or trains, compiles=base.compiles or compiles,
             makes_scaler=base.makes_scaler or scaler, roles=roles, settings=settings)
+
+
+def _runs_backward(ctx: RuleContext, ta: TrainingAnalysis, cls: cst.ClassDef) -> bool:
+    for inner in cls.body.body:
+        if isinstance(inner, cst.FunctionDef):
+            for node in walk_with_callees(ta, inner.body):
+                if ta.is_backward_call(node):
+                    return True
+                if isinstance(node, cst.Call) and (pc := project_function(ctx, node)) is not None and \
+                        pc.facts.trains:
+                    return True
+    return False
 
 
 def _reexports(ctx: RuleContext, functions: dict[str, FunctionFacts], models: set[str]) -> None:
