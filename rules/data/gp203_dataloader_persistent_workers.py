@@ -94,6 +94,12 @@ class DataloaderPersistentWorkers(Rule):
         "never runs out (a `RandomSampler`/`WeightedRandomSampler` drawing at least 10**8 samples "
         "with replacement, an infinite sampler or `IterableDataset` of this module) and no loop "
         "over it restarts; a loader handed to code the file does not show is reported.",
+        "A loader returned by a `test_dataloader`/`predict_dataloader` method (Lightning calls the "
+        "hook for each `trainer.test`/`trainer.predict` and iterates what it returns once) is not "
+        "reported.",
+        "An explicit `persistent_workers=False` is the user's choice and is respected (workers that "
+        "must not keep their state between epochs, or memory held by idle workers), also in a "
+        "loader factory of another module; only a missing argument is reported.",
         FRAMEWORK_LOADERS,
         blind_silent("persistent workers matter only with loader workers, whose number is out of sight too"),
     )
