@@ -215,7 +215,7 @@ def _entry_of(info: _ScriptInfo, module: Path, root: Path) -> _Entry:
     reaching = _reaching(module, root)  # None (unknown): any call into the user's modules counts
     calls = any(name in info.called and any(p == module or reaching is None or p in reaching for p in paths)
                 for name, paths in _bindings(info, root).items())
-    return _shown(info.path, module), info.guarded, calls, program_settings(info.path)
+    return _shown(info.path, module), info.guarded, calls, program_settings(info.path, root)
 
 
 # script info -> the names its imports bind to the user's modules, and those modules' files

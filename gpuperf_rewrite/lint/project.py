@@ -203,10 +203,21 @@ _SETS = {"tf32": re.compile(rb"set_float32_matmul_precision\(|\ballow_tf32\s*=[^
          "cudnn": re.compile(rb"\bcudnn\.(?:benchmark|deterministic)\s*=[^=]|use_deterministic_algorithms\(")}
 
 
-def program_settings(path: Path) -> tuple[str, ...]:
-    """``("tf32", "cudnn")``, those of them the script at ``path`` sets (anywhere in its text)."""
+_CUDA = re.compile(rb"""\bcuda\b|["']nccl["']""")
+
+
+def program_settings(path: Path, root: Path) -> tuple[str, ...]:
+    """``("tf32", "cudnn")``, those of them the script at ``path`` sets (anywhere in its text), and
+    ``"cuda"`` when it or a first-party module it imports names CUDA (main.py running solver.py,
+    which moves the batches of data_loader.py to ``torch.device("cuda" ...)``)."""
     got = content_of(path)
-    return tuple(k for k, p in _SETS.items() if p.search(got[0])) if got is not None else ()
+    if got is None:
+        return ()
+    out = tuple(k for k, p in _SETS.items() if p.search(got[0]))
+    if _CUDA.search(got[0]) or any((m := content_of(i.path)) is not None and _CUDA.search(m[0])
+                                   for i in imported_modules(path, root, got[0])[:32]):
+        out += ("cuda",)
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
