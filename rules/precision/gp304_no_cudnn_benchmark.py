@@ -121,7 +121,7 @@ class NoCudnnBenchmark(Rule):
         "https://docs.pytorch.org/docs/stable/notes/randomness.html",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("Conv", "conv", "timm", "model")  # "model": one built by the user's other modules
+    keywords = ("Conv", "conv", "timm", "model", "import *")  # "model", "import *": built by the user's other modules
 
     examples = [
         Valid(dedent("""

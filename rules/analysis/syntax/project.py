@@ -183,8 +183,41 @@ def _patterns(ctx: RuleContext) -> frozenset[str]:
 
 def _names(ctx: RuleContext, node: cst.CSTNode) -> set[str]:
     """The qualified names of ``node`` in the user's imported modules: read off the imports when
-    that is exact, so a file pays for LibCST's scope analysis only where it must."""
-    return ctx.resolved_names(node, ctx.fact(_patterns))
+    that is exact, so a file pays for LibCST's scope analysis only where it must. A plain name
+    none of them resolves may come from a star import of one of those modules (``from models
+    import *`` then ``GeneratorResNet(...)``), when that module defines it."""
+    found = ctx.resolved_names(node, ctx.fact(_patterns))
+    if not found and isinstance(node, cst.Name) and node.value not in ctx.fact(_defined_here):
+        for module in ctx.fact(_star_imported):
+            facts = ctx.project[module]
+            if node.value in facts.models or node.value in facts.functions or \
+                    f"{node.value}.__init__" in facts.functions:
+                return {f"{module}.{node.value}"}
+    return found
+
+
+def _star_imported(ctx: RuleContext) -> tuple[str, ...]:
+    """The user's modules this file star-imports at module level, last first (the last wins)."""
+    out = []
+    for stmt in ctx.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
+                    name = "." * len(small.relative) + (_dotted(small.module) if small.module else "")
+                    if name in ctx.project:
+                        out.append(name)
+    return tuple(reversed(out))
+
+
+def _defined_here(ctx: RuleContext) -> frozenset[str]:
+    """Classes and functions this file defines at module level (they shadow a star import)."""
+    return frozenset(s.name.value for s in ctx.module.body if isinstance(s, (cst.ClassDef, cst.FunctionDef)))
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return node.value if isinstance(node, cst.Name) else ""
 
 
 def project_calls(ctx: RuleContext) -> list[ProjectCall]:
