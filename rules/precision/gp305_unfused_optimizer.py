@@ -51,7 +51,10 @@ class UnfusedOptimizer(Rule):
     across_modules = (
         "A script that hands its optimizer to a training function or class of the user's other "
         "modules trains. An optimizer factory (a function or method that builds an Adam, AdamW or "
-        "SGD and returns it: `create_optimizer(args, model)`, `Exp.get_optimizer(model)`) is "
+        "SGD and returns it, alone or with others: `create_optimizer(args, model)`, "
+        "`Exp.get_optimizer(model)`, `return optimizer, scaler, scheduler`; or a class that holds "
+        "one it builds, `self._optimizer = Adam(model.parameters())` in a schedule wrapper's "
+        "`__init__`) is "
         "reported in its own module, at the constructor, where the edit goes, once (not at the "
         "calls); the fix there is `fused=next(model.parameters()).is_cuda` when the factory is "
         "handed the model. A keyword dict the factory builds (`optim.AdamW(params, **opt_args)`) is "
