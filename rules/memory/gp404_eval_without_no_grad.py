@@ -41,7 +41,9 @@ class EvalWithoutNoGrad(Rule):
         "The loop must come after `model.eval()` in the same function and call that model; "
         "evaluation in a function that receives a model already in eval mode is missed.",
         "A straight-line forward after `model.eval()` (a `predict()` helper) is reported when the "
-        "function never uses autograd and no caller may backpropagate through its output; it is "
+        "function never uses autograd and no caller may backpropagate through its output (one that "
+        "hands nothing back, a `sample_images(step)` writing a grid to disk, is reported even when its "
+        "caller trains); it is "
         "fixed with `@torch.no_grad()` only when its callers are in this file (module-level code: "
         "the statement is wrapped). In a function that takes a training step first (`loss.backward(); "
         "opt.step(); model.eval(); out = model(x)`: the validation forward of a full-batch `train(epoch)`), "
@@ -187,6 +189,20 @@ def _autograd_uses(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.CSTNode) -
     return out
 
 
+def _keeps_nothing(fn: cst.FunctionDef) -> bool:
+    """Does ``fn`` hand nothing back (no ``return value``, ``yield``, ``global``/``nonlocal``, and
+    no assignment to an attribute or an item: ``sample_images(step)`` saving a grid to disk)? Then
+    no caller can backpropagate through what its forward computed."""
+    for n in walk(fn.body):
+        if isinstance(n, cst.Return) and n.value is not None or isinstance(n, (cst.Yield, cst.Global, cst.Nonlocal)):
+            return False
+        if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            if any(not isinstance(t, (cst.Name, cst.Tuple, cst.List)) for t in targets):
+                return False
+    return True
+
+
 def _callers(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
     """Every call in the file that may call ``fn``: ``fn(...)`` or ``<anything>.fn(...)``."""
     name = fn.name.value
@@ -229,7 +245,8 @@ def _straight_line(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.FunctionDe
         callers = _callers(ctx, scope)
         if any(in_no_grad(ctx, c) for c in callers) and all(in_no_grad(ctx, c) for c in callers):
             return None  # called under no_grad by its callers
-        if any(_uses_autograd(ctx, ta, ctx.enclosing(c, cst.FunctionDef) or ctx.module) for c in callers):
+        if not _keeps_nothing(scope) and \
+                any(_uses_autograd(ctx, ta, ctx.enclosing(c, cst.FunctionDef) or ctx.module) for c in callers):
             return None  # a caller may backpropagate through the output
         fix: Fix | NoFix = NoFix(f"nothing in this file calls `{scope.name.value}()`: a caller elsewhere may "
                                  "backpropagate through its output")
