@@ -18,7 +18,7 @@ from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.context import RuleContext
 from ..syntax.project import (CONV, CUDNN, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, TF32, FunctionFacts,
-                              ModuleFacts, project_base_class, project_class, project_function)
+                              ModuleFacts, project_base_class, project_class, project_function, project_model_class)
 from ..syntax.torch_names import (AUTOCAST, CUDNN_CHOICES, DATALOADERS, DETERMINISM, GRAD_SCALERS, LR_SCHEDULERS,
                                   OPTIMIZERS, SET_PRECISION, TF32_SETTINGS)
 from ..syntax.tree import walk
@@ -45,6 +45,8 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     functions: dict[str, FunctionFacts] = {}
     models = _model_returning(ctx, ta)
     classes = module_subclasses(ctx) - loss_classes(ctx)
+    classes |= {c.name.value for c in ctx.module.body if isinstance(c, cst.ClassDef) and  # ``BetaVAE(ConvVAE)``
+                any(project_model_class(ctx, b.value) is not None for b in c.bases)}
     for name, fn in functions_of(ctx):
         # A model's own methods (``forward``) run no training step: not walked for one.
         in_model = "." in name and name.split(".", 1)[0] in classes
@@ -57,7 +59,24 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     for imported in ctx.project.values():  # what its imports set when they are imported
         settings |= imported.settings
     return ModuleFacts(functions, frozenset(workload), frozenset(exported),
-                       any(f.trains for f in functions.values()), settings=frozenset(settings))
+                       any(f.trains for f in functions.values()), settings=frozenset(settings),
+                       registries=_model_tables(ctx, exported))
+
+
+def _model_tables(ctx: RuleContext, models: set[str]) -> frozenset[str]:
+    """Module-level dicts whose values are its model classes (``vae_models = {"VAE": VanillaVAE}``):
+    ``vae_models[name](**cfg)`` in an importer builds one of them."""
+    out = set()
+    for stmt in ctx.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for a in stmt.body:
+                values = [e.value for e in a.value.elements if isinstance(e, cst.DictElement)] \
+                    if isinstance(a, cst.Assign) and isinstance(a.value, cst.Dict) else []
+                # classes by name (aliases too: ``VAE = VanillaVAE``), at least one of them a model
+                if values and all(isinstance(v, (cst.Name, cst.Attribute)) for v in values) and \
+                        any(dotted_name(v) in models for v in values):
+                    out |= {t.target.value for t in a.targets if isinstance(t.target, cst.Name)}
+    return frozenset(out)
 
 
 def _may_set(ctx: RuleContext) -> bool:

@@ -12,7 +12,7 @@ from ..model.training import analysis
 from ..syntax.context import RuleContext
 from ..syntax.launch import project_runs
 from ..syntax.project import (ModuleFacts, ProjectCall, model_methods, project_base_class, project_calls,
-                              project_class, project_module)
+                              project_class, project_module, project_table)
 from .frameworks import framework_trains
 
 
@@ -88,6 +88,10 @@ def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts]]:
 
 def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:
     func = call.func
+    if isinstance(func, cst.Subscript) and isinstance(func.value, (cst.Name, cst.Attribute)):
+        table = project_table(ctx, func.value)  # ``vae_models[name](**cfg)``
+        if table is not None:
+            return table
     if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Attribute) and \
             func.value.attr.value == "__dict__":
         return project_module(ctx, func.value.value)

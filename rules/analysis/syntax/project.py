@@ -68,17 +68,19 @@ class ModuleFacts:
     trains: bool = False  # one of its functions runs a training step
     path: str = ""  # where the module is, as a message names it (set by the engine)
     settings: frozenset[str] = frozenset()  # TF32/CUDNN set when it is imported (it or its imports)
+    # module-level tables of its model classes (``vae_models = {"VAE": VanillaVAE, ...}``)
+    registries: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
                 "workload": sorted(self.workload), "models": sorted(self.models), "trains": self.trains,
-                "settings": sorted(self.settings)}
+                "settings": sorted(self.settings), "registries": sorted(self.registries)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
         return cls({k: FunctionFacts.from_json(v) for k, v in doc["functions"].items()},
                    frozenset(doc["workload"]), frozenset(doc["models"]), bool(doc["trains"]),
-                   settings=frozenset(doc.get("settings", ())))
+                   settings=frozenset(doc.get("settings", ())), registries=frozenset(doc.get("registries", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
@@ -115,6 +117,31 @@ def project_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | 
     for qn in _names(ctx, expr):
         if qn in ctx.project:
             return ctx.project[qn]
+    return None
+
+
+def project_table(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
+    """The module whose table of model classes ``expr`` names (``vae_models`` imported, or
+    star-imported, from ``models``); None otherwise."""
+    if not ctx.project:
+        return None
+    for qn in _names(ctx, expr):
+        module, _, name = qn.rpartition(".")
+        facts = ctx.project.get(module)
+        if facts is not None and name in facts.registries:
+            return facts
+    return None
+
+
+def project_model_class(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
+    """The module whose model class ``expr`` names (a base class: ``class BetaVAE(ConvVAE)``)."""
+    if not ctx.project or not isinstance(expr, (cst.Name, cst.Attribute)):
+        return None
+    for qn in _names(ctx, expr):
+        module, _, name = qn.rpartition(".")
+        facts = ctx.project.get(module)
+        if facts is not None and name in facts.models:
+            return facts
     return None
 
 
@@ -190,7 +217,7 @@ def _names(ctx: RuleContext, node: cst.CSTNode) -> set[str]:
     if not found and isinstance(node, cst.Name) and node.value not in ctx.fact(_defined_here):
         for module in ctx.fact(_star_imported):
             facts = ctx.project[module]
-            if node.value in facts.models or node.value in facts.functions or \
+            if node.value in facts.models or node.value in facts.functions or node.value in facts.registries or \
                     f"{node.value}.__init__" in facts.functions:
                 return {f"{module}.{node.value}"}
     return found
