@@ -210,14 +210,27 @@ def program_settings(path: Path, root: Path) -> tuple[str, ...]:
     """``("tf32", "cudnn")``, those of them the script at ``path`` sets (anywhere in its text), and
     ``"cuda"`` when it or a first-party module it imports names CUDA (main.py running solver.py,
     which moves the batches of data_loader.py to ``torch.device("cuda" ...)``)."""
-    got = content_of(path)
-    if got is None:
+    try:
+        st = os.stat(path)
+    except OSError:
         return ()
-    out = tuple(k for k, p in _SETS.items() if p.search(got[0]))
-    if _CUDA.search(got[0]) or any((m := content_of(i.path)) is not None and _CUDA.search(m[0])
-                                   for i in imported_modules(path, root, got[0])[:32]):
-        out += ("cuda",)
+    key = (os.path.abspath(path), os.path.abspath(root), st.st_mtime_ns, st.st_size)
+    if key in _SETTINGS_MEMO:  # every module a script runs asks about the same script
+        return _SETTINGS_MEMO[key]
+    got = content_of(path)
+    out: tuple[str, ...] = ()
+    if got is not None:
+        out = tuple(k for k, p in _SETS.items() if p.search(got[0]))
+        if _CUDA.search(got[0]) or any((m := content_of(i.path)) is not None and _CUDA.search(m[0])
+                                       for i in imported_modules(path, root, got[0])[:32]):
+            out += ("cuda",)
+    if len(_SETTINGS_MEMO) >= 1024:
+        _SETTINGS_MEMO.pop(next(iter(_SETTINGS_MEMO)))
+    _SETTINGS_MEMO[key] = out
     return out
+
+
+_SETTINGS_MEMO: dict[tuple[str, str, int, int], tuple[str, ...]] = {}
 
 
 @dataclasses.dataclass(frozen=True)
