@@ -53,12 +53,23 @@ def find_project_root(path: Path) -> Path:
         if above == candidate:
             break
         candidate = above
+    top = folder
     for _ in range(8):
-        above = os.path.dirname(folder)
-        if above == folder or not os.path.isfile(os.path.join(folder, "__init__.py")):
+        above = os.path.dirname(top)
+        if above == top or not os.path.isfile(os.path.join(top, "__init__.py")):
             break
-        folder = above
-    return Path(folder)
+        top = above
+    # Only a checkout's layout: a script beside the package (main.py next to runners/), and no
+    # installed distributions there (a copy of site-packages, or of one package, stays per folder).
+    return Path(top) if top != folder and _checkout_like(top) else Path(folder)
+
+
+def _checkout_like(folder: str) -> bool:
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return any(n.endswith(".py") for n in names) and not any(n.endswith((".dist-info", ".egg-info")) for n in names)
 
 
 # folder -> (its mtime, holds a marker): a repo lint asks for every file's root, and a folder's
@@ -167,12 +178,13 @@ def _resolve(module: str, level: int, importer: str, root: str, roots: list[str]
     return None
 
 
-def _enclosing_names(importer: str) -> frozenset[str]:
-    """The names of the folders the importer is in, up to four levels (``_from_above``)."""
+def _enclosing_names(importer: str, root: str) -> frozenset[str]:
+    """The names of the folders the importer is in, up to four levels and none above the root
+    (``_from_above`` finds only modules below the root)."""
     out, folder = set(), os.path.dirname(importer)
     for _ in range(4):
         above = os.path.dirname(folder)
-        if above == folder:
+        if above == folder or not _inside(folder, root):
             break
         out.add(os.path.basename(folder))
         folder = above
@@ -318,7 +330,7 @@ def _may_import_from(roots: list[str], source: bytes, enclosing: frozenset[str] 
 def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[ImportedModule]:
     importer_abs, root_abs = os.path.abspath(importer), os.path.abspath(root)
     roots = _search_roots(importer_abs, root_abs)
-    enclosing = _enclosing_names(importer_abs)  # ``from src.helper import`` in src/train.py
+    enclosing = _enclosing_names(importer_abs, root_abs)  # ``from src.helper import`` in src/train.py
     if not _may_import_from(roots, source.encode() if isinstance(source, str) else source, enclosing):
         return []
     out: dict[str, ImportedModule] = {}
