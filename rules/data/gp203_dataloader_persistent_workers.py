@@ -14,6 +14,7 @@ from ..analysis.fixes.dict_edits import add_key
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, has_star_args, literal_value
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.launch import project_runs
 from ..analysis.syntax.torch_names import DATALOADERS
 from ._loader_args import AMBIGUOUS, SHARED, editable, settings_of
 from ._loader_iteration import iterated_repeatedly
@@ -144,7 +145,9 @@ class DataloaderPersistentWorkers(Rule):
             live = [s for s in workers if _may_be_positive(s.value)]
             if not live or not iterated_repeatedly(ctx, call):
                 continue  # no workers, or one iterator for the whole run: they start once anyway
-            who = "the GPU waits" if may_use_cuda(ctx) else "training waits"
+            entries = project_runs(ctx).entries  # a loader factory: the scripts that run it
+            cuda = may_use_cuda(ctx) or bool(entries) and any("cuda" in e.settings for e in entries)
+            who = "the GPU waits" if cuda else "training waits"
             message = (f"DataLoader workers are shut down and re-spawned every epoch ({who} while they "
                        "restart); set persistent_workers")
             edits = self._edits(ctx, call, workers, live)
