@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuperf_rewrite.lint.launch_scripts import shell_commands
-from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY, parse_ast
+from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY, parse_ast, program_settings
 
 MAX_SCANNED = 2000  # Python files looked at for the scripts importing a module
 MAX_SHELL = 200  # shell scripts looked at for launch commands
@@ -49,8 +49,8 @@ _SCRIPTS: dict[tuple[str, int, int], Any] = {}
 
 
 def needs_entries(data: bytes) -> bool:
-    """Does a file need its entry scripts: it builds a DataLoader and has no ``__main__`` guard?"""
-    return b"DataLoader" in data and b"__main__" not in data
+    """A guardless file building a DataLoader (workers: the entry's guard) or training (TF32/cuDNN)?"""
+    return b"__main__" not in data and (b"DataLoader" in data or b"backward" in data and b".step(" in data)
 
 
 def needs_launches(data: bytes) -> bool:
@@ -87,7 +87,7 @@ def runs_key(fs_path: str | Path, data: bytes) -> str:
     return "" if entries is None and not launches else hashlib.sha256(repr((entries, launches)).encode()).hexdigest()
 
 
-_Entry = tuple[str, bool, bool]  # EntryScript's fields
+_Entry = tuple[str, bool, bool, tuple[str, ...]]  # EntryScript's fields
 _Launch = tuple[str, int, tuple[str, ...]]  # LaunchCommand's fields
 
 
@@ -232,7 +232,7 @@ def _entry_of(info: _ScriptInfo, module: Path, root: Path) -> _Entry:
     reaching = _reaching(module, root)  # None (unknown): any call into the user's modules counts
     calls = any(name in info.called and any(p == module or reaching is None or p in reaching for p in paths)
                 for name, paths in _bindings(info, root).items())
-    return _shown(info.path, module), info.guarded, calls
+    return _shown(info.path, module), info.guarded, calls, program_settings(info.path, root)
 
 
 # script info -> the names its imports bind to the user's modules, and those modules' files

@@ -39,7 +39,10 @@ MAX_MODULES = 64  # a project's import graph is cut here: start-up stays bounded
 
 def find_project_root(path: Path) -> Path:
     """The nearest folder at or above ``path`` holding a project marker (``pyproject.toml``,
-    ``setup.py``, ``setup.cfg``, ``.git``); the file's own folder when there is none."""
+    ``setup.py``, ``setup.cfg``, ``.git``); when there is none, the folder above the package
+    the file is in (runners/diffusion.py with a runners/__init__.py: the folder holding
+    runners/, where the program runs from and ``from models.unet import Model`` resolves), or
+    the file's own folder when it is in no package."""
     start = os.path.abspath(path)
     folder = start if os.path.isdir(start) else os.path.dirname(start)
     candidate = folder
@@ -48,8 +51,25 @@ def find_project_root(path: Path) -> Path:
             return Path(candidate)
         above = os.path.dirname(candidate)
         if above == candidate:
-            return Path(folder)
+            break
         candidate = above
+    top = folder
+    for _ in range(8):
+        above = os.path.dirname(top)
+        if above == top or not os.path.isfile(os.path.join(top, "__init__.py")):
+            break
+        top = above
+    # Only a checkout's layout: a script beside the package (main.py next to runners/), and no
+    # installed distributions there (a copy of site-packages, or of one package, stays per folder).
+    return Path(top) if top != folder and _checkout_like(top) else Path(folder)
+
+
+def _checkout_like(folder: str) -> bool:
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return any(n.endswith(".py") for n in names) and not any(n.endswith((".dist-info", ".egg-info")) for n in names)
 
 
 # folder -> (its mtime, holds a marker): a repo lint asks for every file's root, and a folder's
@@ -148,10 +168,81 @@ def _resolve(module: str, level: int, importer: str, root: str, roots: list[str]
         candidates = (p for p in (_lookup(folder, parts)
                                   for folder in (roots if roots is not None else _search_roots(importer, root)))
                       if p is not None)
+    if level == 0:
+        candidates = (*candidates, *_from_above(parts, importer))
     for path in candidates:
-        if _inside(path, root):
+        # Never the importer itself: ``from model import Net`` in utils/model.py (imported as
+        # ``utils.model`` by a script at the root) loads the root's ``model``, not itself.
+        if _inside(path, root) and path != importer:
             return path
     return None
+
+
+def _enclosing_names(importer: str, root: str) -> frozenset[str]:
+    """The names of the folders the importer is in, up to four levels and none above the root
+    (``_from_above`` finds only modules below the root)."""
+    out, folder = set(), os.path.dirname(importer)
+    for _ in range(4):
+        above = os.path.dirname(folder)
+        if above == folder or not _inside(folder, root):
+            break
+        out.add(os.path.basename(folder))
+        folder = above
+    return frozenset(out)
+
+
+def _from_above(parts: list[str], importer: str) -> Iterator[str]:
+    """``from src.helper import init_model`` in src/train.py of a checkout with no project marker
+    (the root is then the file's folder): the package the import names is a folder the importer
+    is in, so the folder above it is where the program runs from (``python -m src.train``, or a
+    main.py beside src/). Looked up last, and only below the root, as every other candidate."""
+    folder = os.path.dirname(importer)
+    for _ in range(4):
+        above = os.path.dirname(folder)
+        if above == folder:
+            return
+        if os.path.basename(folder) == parts[0]:
+            found = _lookup(above, parts)
+            if found is not None:
+                yield found
+            return
+        folder = above
+
+
+# What a script sets for the whole program, read off its text (``rules``' ``syntax.project.TF32``/
+# ``CUDNN``): an entry's ``cudnn.benchmark = True`` holds for the solver module it runs.
+_SETS = {"tf32": re.compile(rb"set_float32_matmul_precision\(|\ballow_tf32\s*=[^=]"),
+         "cudnn": re.compile(rb"\bcudnn\.(?:benchmark|deterministic)\s*=[^=]|use_deterministic_algorithms\(")}
+
+
+_CUDA = re.compile(rb"""\bcuda\b|["']nccl["']""")
+
+
+def program_settings(path: Path, root: Path) -> tuple[str, ...]:
+    """``("tf32", "cudnn")``, those of them the script at ``path`` sets (anywhere in its text), and
+    ``"cuda"`` when it or a first-party module it imports names CUDA (main.py running solver.py,
+    which moves the batches of data_loader.py to ``torch.device("cuda" ...)``)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ()
+    key = (os.path.abspath(path), os.path.abspath(root), st.st_mtime_ns, st.st_size)
+    if key in _SETTINGS_MEMO:  # every module a script runs asks about the same script
+        return _SETTINGS_MEMO[key]
+    got = content_of(path)
+    out: tuple[str, ...] = ()
+    if got is not None:
+        out = tuple(k for k, p in _SETS.items() if p.search(got[0]))
+        if _CUDA.search(got[0]) or any((m := content_of(i.path)) is not None and _CUDA.search(m[0])
+                                       for i in imported_modules(path, root, got[0])[:32]):
+            out += ("cuda",)
+    if len(_SETTINGS_MEMO) >= 1024:
+        _SETTINGS_MEMO.pop(next(iter(_SETTINGS_MEMO)))
+    _SETTINGS_MEMO[key] = out
+    return out
+
+
+_SETTINGS_MEMO: dict[tuple[str, str, int, int], tuple[str, ...]] = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,7 +330,7 @@ def imported_modules(importer: Path, root: Path, source: str | bytes | None = No
 _IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)|import[ \t]+([^\n#;]+))", re.MULTILINE)
 
 
-def _may_import_from(roots: list[str], source: bytes) -> bool:
+def _may_import_from(roots: list[str], source: bytes, enclosing: frozenset[str] = frozenset()) -> bool:
     """A cheap look at the import lines before parsing: does one import relatively, or name a
     top-level module that exists as a file or folder in one of ``roots``? Most files import
     only installed packages and need no parse at all."""
@@ -250,13 +341,14 @@ def _may_import_from(roots: list[str], source: bytes) -> bool:
         names = [m.group(2)] if m.group(3) is None else [n.split()[0] for n in m.group(3).split(b",") if n.split()]
         tops.update(n.split(b".")[0].decode("ascii", "replace") for n in names if n)
     return any(os.path.exists(os.path.join(folder, top)) or os.path.exists(os.path.join(folder, f"{top}.py"))
-               for top in tops if top.isidentifier() for folder in roots)
+               for top in tops if top.isidentifier() for folder in roots) or bool(tops & enclosing)
 
 
 def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[ImportedModule]:
     importer_abs, root_abs = os.path.abspath(importer), os.path.abspath(root)
     roots = _search_roots(importer_abs, root_abs)
-    if not _may_import_from(roots, source.encode() if isinstance(source, str) else source):
+    enclosing = _enclosing_names(importer_abs, root_abs)  # ``from src.helper import`` in src/train.py
+    if not _may_import_from(roots, source.encode() if isinstance(source, str) else source, enclosing):
         return []
     out: dict[str, ImportedModule] = {}
     present: dict[str, bool] = {}
@@ -267,8 +359,9 @@ def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[I
         if level == 0 and name:
             top = name.split(".", 1)[0]
             if top not in present:
-                present[top] = any(os.path.exists(os.path.join(folder, top))
-                                   or os.path.exists(os.path.join(folder, f"{top}.py")) for folder in roots)
+                present[top] = top in enclosing or any(os.path.exists(os.path.join(folder, top))
+                                                       or os.path.exists(os.path.join(folder, f"{top}.py"))
+                                                       for folder in roots)
             if not present[top]:
                 return None
         found = _resolve(name, level, importer_abs, root_abs, roots)

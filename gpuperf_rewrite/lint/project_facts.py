@@ -166,10 +166,23 @@ def _facts(start: Node, store: Path | None) -> Any:
         for m in group:  # read without the cycle's other members first
             m.base = _known_or_computed(m, f"base:{m.key}", {name: child.facts for name, child in
                                                              project_index._children(m) if child not in group}, store)
-        for m in group:
-            m.facts = _known_or_computed(m, m.key, {name: (child.base if child in group else child.facts)
-                                                    for name, child in project_index._children(m)}, store)
+        # Then with the facts of the members done before it (the group in path order, so the
+        # same whichever file the walk started from), their base otherwise: a chain through the
+        # cycle (utils/model.py -> model/__init__.py -> .net, closed by a function-level import
+        # back) still reaches the model classes at its end.
+        # A small cycle is read twice (a package __init__ re-exporting a submodule that imports
+        # the package back: models/__init__.py <-> models/vae.py), so each member sees the others'
+        # facts; a large one (a framework's package graph) once, for the cost.
+        rounds = 2 if len(group) <= _SMALL_CYCLE else 1
+        for r in range(rounds):
+            for m in group:
+                children = {name: (child.facts if child.facts is not None else child.base)
+                            if child in group else child.facts for name, child in project_index._children(m)}
+                m.facts = _known_or_computed(m, m.key if r == rounds - 1 else f"first:{m.key}", children, store)
     return start.facts
+
+
+_SMALL_CYCLE = 32  # members; a framework's package graph has hundreds
 
 
 def _known(key: str | None, store: Path | None) -> Any:

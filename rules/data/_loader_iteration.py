@@ -35,6 +35,8 @@ def iterated_repeatedly(ctx: RuleContext, call: cst.Call) -> bool:
     or when nothing in the file iterates it; False when every iteration the file shows runs
     once (``cycle(loader)``, ``it = iter(loader)`` then ``next(it)``, a single pass) or the
     loader never runs out and no loop over it restarts."""
+    if _one_pass_hook(ctx, call):
+        return False
     flow = object_flow(ctx, call)
     ex = execution(ctx)
     endless = never_exhausted(ctx, call)
@@ -50,6 +52,23 @@ def iterated_repeatedly(ctx: RuleContext, call: cst.Call) -> bool:
     if endless:
         return False  # one iterator serves the whole run
     return len(unknown) > len(single) or not passes
+
+
+# Lightning's hooks that build a loader for one pass: ``trainer.test``/``trainer.predict`` call
+# them at each run and iterate what they return once (``train_dataloader``/``val_dataloader``
+# serve every epoch).
+_ONE_PASS_HOOKS = frozenset({"test_dataloader", "predict_dataloader"})
+
+
+def _one_pass_hook(ctx: RuleContext, call: cst.Call) -> bool:
+    """Is ``call`` the loader a ``test_dataloader``/``predict_dataloader`` method returns?"""
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    if fn is None or fn.name.value not in _ONE_PASS_HOOKS or ctx.enclosing(fn, cst.ClassDef) is None:
+        return False
+    parent = ctx.parent(call)
+    return isinstance(parent, cst.Return) or isinstance(parent, cst.Assign) and \
+        any(isinstance(r.value, cst.Name) and any(dotted_name(t.target) == r.value.value for t in parent.targets)
+            for r in walk(fn.body) if isinstance(r, cst.Return) and r.value is not None)
 
 
 # Framework methods that iterate the loaders they are given once per call.

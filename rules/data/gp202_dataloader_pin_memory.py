@@ -14,6 +14,7 @@ from ..analysis.fixes.edits import torch_alias
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import literal_value
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.launch import project_runs
 from ..analysis.syntax.torch_names import DATALOADERS
 from ._loader_args import AMBIGUOUS, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
@@ -42,8 +43,10 @@ class DataloaderPinMemory(Rule):
         "`\"cuda\"` string, `.cuda()`, `torch.cuda.*`, `torch.accelerator.*`, `\"nccl\"`), places "
         "something on a device chosen at run time (`args.device`, an environment variable or "
         "rank, a parameter named like a device, `accelerator.device`), or uses a framework that "
-        "places batches (Accelerate, Lightning, the Hugging Face Trainer). Placement done only in "
-        "another module is missed; a program that always runs on the CPU or MPS is not reported, "
+        "places batches (Accelerate, Lightning, the Hugging Face Trainer); in a loader module "
+        "without a `__main__` guard (`get_loader(...)` in data_loader.py), when a script that "
+        "imports it, or a module of the user's that script imports, names CUDA. Other placement "
+        "done only in another module is missed; a program that always runs on the CPU or MPS is not reported, "
         "while one that names CUDA and still trains on the CPU is.",
         "`pin_memory` set to anything but a literal `False` is trusted.",
         "`**` dicts built in the same file are read (see GP201); a DataLoader with `*args` or a "
@@ -95,7 +98,8 @@ class DataloaderPinMemory(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
         calls = [c for c in ctx.nodes(cst.Call) if ctx.is_call_to(c, DATALOADERS)]
-        if not calls or not may_use_cuda(ctx):
+        entries = project_runs(ctx).entries  # a loader factory module: the scripts that run it
+        if not calls or not (may_use_cuda(ctx) or entries and any("cuda" in e.settings for e in entries)):
             return
         for call in calls:
             settings = settings_of(ctx, call, "pin_memory")

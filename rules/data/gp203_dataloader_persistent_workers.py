@@ -14,6 +14,7 @@ from ..analysis.fixes.dict_edits import add_key
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, has_star_args, literal_value
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.launch import project_runs
 from ..analysis.syntax.torch_names import DATALOADERS
 from ._loader_args import AMBIGUOUS, SHARED, editable, settings_of
 from ._loader_iteration import iterated_repeatedly
@@ -94,6 +95,12 @@ class DataloaderPersistentWorkers(Rule):
         "never runs out (a `RandomSampler`/`WeightedRandomSampler` drawing at least 10**8 samples "
         "with replacement, an infinite sampler or `IterableDataset` of this module) and no loop "
         "over it restarts; a loader handed to code the file does not show is reported.",
+        "A loader returned by a `test_dataloader`/`predict_dataloader` method (Lightning calls the "
+        "hook for each `trainer.test`/`trainer.predict` and iterates what it returns once) is not "
+        "reported.",
+        "An explicit `persistent_workers=False` is the user's choice and is respected (workers that "
+        "must not keep their state between epochs, or memory held by idle workers), also in a "
+        "loader factory of another module; only a missing argument is reported.",
         FRAMEWORK_LOADERS,
         blind_silent("persistent workers matter only with loader workers, whose number is out of sight too"),
     )
@@ -138,7 +145,9 @@ class DataloaderPersistentWorkers(Rule):
             live = [s for s in workers if _may_be_positive(s.value)]
             if not live or not iterated_repeatedly(ctx, call):
                 continue  # no workers, or one iterator for the whole run: they start once anyway
-            who = "the GPU waits" if may_use_cuda(ctx) else "training waits"
+            entries = project_runs(ctx).entries  # a loader factory: the scripts that run it
+            cuda = may_use_cuda(ctx) or bool(entries) and any("cuda" in e.settings for e in entries)
+            who = "the GPU waits" if cuda else "training waits"
             message = (f"DataLoader workers are shut down and re-spawned every epoch ({who} while they "
                        "restart); set persistent_workers")
             edits = self._edits(ctx, call, workers, live)

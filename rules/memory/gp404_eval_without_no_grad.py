@@ -41,9 +41,14 @@ class EvalWithoutNoGrad(Rule):
         "The loop must come after `model.eval()` in the same function and call that model; "
         "evaluation in a function that receives a model already in eval mode is missed.",
         "A straight-line forward after `model.eval()` (a `predict()` helper) is reported when the "
-        "function never uses autograd and no caller may backpropagate through its output; it is "
+        "function never uses autograd and no caller may backpropagate through its output (one that "
+        "hands nothing back, a `sample_images(step)` writing a grid to disk, is reported even when its "
+        "caller trains); it is "
         "fixed with `@torch.no_grad()` only when its callers are in this file (module-level code: "
-        "the statement is wrapped).",
+        "the statement is wrapped). In a function that takes a training step first (`loss.backward(); "
+        "opt.step(); model.eval(); out = model(x)`: the validation forward of a full-batch `train(epoch)`), "
+        "the forward is reported when nothing at or after it uses autograd, and its statements are wrapped "
+        "in `with torch.no_grad():`.",
         "A loop that calls `.backward()`, steps an optimizer, or uses autograd APIs (saliency "
         "maps, `requires_grad_`) is not reported.",
         "The fix uses `torch.no_grad()`; `torch.inference_mode()` can be faster still but forbids "
@@ -170,14 +175,32 @@ class EvalWithoutNoGrad(Rule):
 
 def _uses_autograd(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.CSTNode) -> bool:
     """Does ``scope`` (outside nested functions) backpropagate, step, or use autograd APIs?"""
+    return bool(_autograd_uses(ctx, ta, scope))
+
+
+def _autograd_uses(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.CSTNode) -> list[cst.CSTNode]:
+    """Where ``scope`` (outside nested functions) backpropagates, steps, or uses autograd APIs."""
+    out: list[cst.CSTNode] = []
     for n in walk(scope):
-        if ta.is_backward_call(n) or ta.is_optimizer_step(n):
-            return True
-        if isinstance(n, cst.Call) and ctx.matches(n.func, _GRAD_APIS | {"torch.set_grad_enabled"}):
-            return True
-        if isinstance(n, cst.Name) and n.value in ("requires_grad_", "requires_grad", "retain_grad", "grad"):
-            return True
-    return False
+        if ta.is_backward_call(n) or ta.is_optimizer_step(n) or \
+                isinstance(n, cst.Call) and ctx.matches(n.func, _GRAD_APIS | {"torch.set_grad_enabled"}) or \
+                isinstance(n, cst.Name) and n.value in ("requires_grad_", "requires_grad", "retain_grad", "grad"):
+            out.append(n)
+    return out
+
+
+def _keeps_nothing(fn: cst.FunctionDef) -> bool:
+    """Does ``fn`` hand nothing back (no ``return value``, ``yield``, ``global``/``nonlocal``, and
+    no assignment to an attribute or an item: ``sample_images(step)`` saving a grid to disk)? Then
+    no caller can backpropagate through what its forward computed."""
+    for n in walk(fn.body):
+        if isinstance(n, cst.Return) and n.value is not None or isinstance(n, (cst.Yield, cst.Global, cst.Nonlocal)):
+            return False
+        if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+            if any(not isinstance(t, (cst.Name, cst.Tuple, cst.List)) for t in targets):
+                return False
+    return True
 
 
 def _callers(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
@@ -204,18 +227,26 @@ def _straight_line(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.FunctionDe
         if last_eval is None or _trained_between(ctx, scope, name, last_eval, order[n], order):
             continue
         calls.append((n, name))
-    if not calls or _uses_autograd(ctx, ta, scope):
+    if not calls:
         return None
+    # A training step that ends before the eval forward (``loss.backward(); opt.step();
+    # model.eval(); out = model(x)`` in ``train(epoch)``) leaves it a plain evaluation; autograd
+    # used at or after it (backpropagating through its output) does not.
+    grads = [order[n] for n in _autograd_uses(ctx, ta, scope) if n in order]
+    if any(g >= order[calls[0][0]] for g in grads):
+        return None
+    after_step = bool(grads)
     call, model = calls[0]
     alias = torch_alias(ctx)
     imports = (AddImport("torch"),) if alias is None else ()
-    if isinstance(scope, cst.FunctionDef):
+    if isinstance(scope, cst.FunctionDef) and not after_step:
         if scope.asynchronous is not None:
             return None
         callers = _callers(ctx, scope)
         if any(in_no_grad(ctx, c) for c in callers) and all(in_no_grad(ctx, c) for c in callers):
             return None  # called under no_grad by its callers
-        if any(_uses_autograd(ctx, ta, ctx.enclosing(c, cst.FunctionDef) or ctx.module) for c in callers):
+        if not _keeps_nothing(scope) and \
+                any(_uses_autograd(ctx, ta, ctx.enclosing(c, cst.FunctionDef) or ctx.module) for c in callers):
             return None  # a caller may backpropagate through the output
         fix: Fix | NoFix = NoFix(f"nothing in this file calls `{scope.name.value}()`: a caller elsewhere may "
                                  "backpropagate through its output")
@@ -229,7 +260,9 @@ def _straight_line(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.FunctionDe
     edits: list = []
     for c, _ in calls:
         stmt = ctx.statement_of(c)
-        if not isinstance(stmt, cst.SimpleStatementLine) or ctx.parent(stmt) is not scope:
+        if not isinstance(stmt, cst.SimpleStatementLine) or \
+                ctx.parent(stmt) is not (scope.body if isinstance(scope, cst.FunctionDef) and after_step else scope) \
+                and not (after_step and isinstance(ctx.parent(stmt), cst.IndentedBlock)):
             edits = []
             break
         if any(isinstance(e, Replace) and e.node is stmt for e in edits):

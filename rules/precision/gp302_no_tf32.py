@@ -62,8 +62,10 @@ class NoTF32(Rule):
         "`exp.get_model()`, `models.__dict__[args.arch]()`, an imported or re-exported model class) "
         "counts as matmul work when that module or the user's modules it imports use linear, "
         "attention or matmul layers; reported in the script, where the setting goes, naming the "
-        "module the model comes from. Not followed: imports more than 3 levels deep, a setting made "
-        "in another module."
+        "module the model comes from (also a factory returning it with others, `model, optimizer = "
+        "get_model(args)`). A guardless training module is not reported when every script that "
+        "imports it sets TF32. Not followed: imports more than 3 levels deep, a setting made in "
+        "another module the script does not import or call."
     )
     limitations = (
         "Any call of `torch.set_float32_matmul_precision`, assignment of a TF32 flag "

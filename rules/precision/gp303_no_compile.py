@@ -91,8 +91,12 @@ class NoCompile(Rule):
         "the trained model is found through a parameter-group helper of those modules "
         "(`add_weight_decay(model, wd)`, `get_params_groups(model)`) or an optimizer builder "
         "(`build_optimizer(config, model)`, `exp.get_optimizer(model)`), or as the model handed to "
-        "a training class or function of those modules (`Trainer(model, optimizer).fit()`), and "
-        "reported where it is built or handed to training, naming the trainer. A compile inside a "
+        "a training class or function of those modules (`Trainer(model, optimizer).fit()`), or as a "
+        "model a factory of those modules returns (`model, optimizer = get_model(args)`, `encoder, "
+        "predictor = init_model(...)`) that the script calls in its step loop or hands to an "
+        "optimizer factory (`get_optimizer(cfg, model.parameters())`, `init_opt(encoder, "
+        "predictor)`), and reported where it is built or handed to training, naming the trainer or "
+        "the factory. A compile inside a "
         "function or class of those modules that the script calls (`self.model = "
         "torch.compile(model)` in the Trainer) counts. Not followed: a compile in a module the "
         "script does not call into."
@@ -234,7 +238,9 @@ class NoCompile(Rule):
             message = (f"the trained model `{model.name}` is never compiled: every op runs as a separate "
                        "eager kernel; call model.compile() after building it")
             trainer = project_function(ctx, model.optimizer) if model.optimizer is not None else None
-            if trainer is not None and trainer.facts.trains and trainer.module.path:
+            if trainer is not None and trainer.facts.returns_model and trainer.module.path:
+                message += f" (it is built by `{trainer.name}` in {trainer.module.path})"
+            elif trainer is not None and trainer.facts.trains and trainer.module.path:
                 message += f" (it is trained by `{trainer.name}` in {trainer.module.path})"
             if not isinstance(outcome, Fix) and (fw_fix := accelerate_compile_fix(ctx)) is not None:
                 outcome = fw_fix  # Accelerate compiles what it prepares

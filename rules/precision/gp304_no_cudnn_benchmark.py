@@ -94,8 +94,12 @@ class NoCudnnBenchmark(Rule):
         "model built there (`models.build_model(args)`, `create_model(name)` over a registry, "
         "`build(cfg)`, `exp.get_model()`, `models.__dict__[arch]()`, an imported or re-exported "
         "model class) counts as convolutional when that module or the user's modules it imports use "
-        "convolution layers; reported in the script, naming the module the model comes from. Not "
-        "followed: imports more than 3 levels deep, a setting made in another module."
+        "convolution layers (also a factory returning it with others, `model, optimizer = "
+        "get_model(args)`, or a class star-imported, `from models import *`); reported in the script, "
+        "naming the module the model comes from. A module without a `__main__` guard that trains "
+        "(solver.py) is not reported when every script of the project that imports it sets the "
+        "choice (`cudnn.benchmark = True` in main.py). Not followed: imports more than 3 levels "
+        "deep, a setting made in another module the script does not import or call."
     )
     limitations = (
         "Convolutions are recognised through `torch.nn.Conv*`/`ConvTranspose*`, "
@@ -121,7 +125,7 @@ class NoCudnnBenchmark(Rule):
         "https://docs.pytorch.org/docs/stable/notes/randomness.html",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("Conv", "conv", "timm", "model")  # "model": one built by the user's other modules
+    keywords = ("Conv", "conv", "timm", "model", "import *")  # "model", "import *": built by the user's other modules
 
     examples = [
         Valid(dedent("""

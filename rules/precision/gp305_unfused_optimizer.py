@@ -19,7 +19,7 @@ from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import get_arg, has_star_args, literal_value
 from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.context import RuleContext
-from ..analysis.facts.builders import gathered_model, optimizer_factories
+from ..analysis.facts.builders import gathered_model, optimizer_factories, qualified_name
 from ..analysis.syntax.torch_names import FUSABLE
 
 
@@ -51,7 +51,10 @@ class UnfusedOptimizer(Rule):
     across_modules = (
         "A script that hands its optimizer to a training function or class of the user's other "
         "modules trains. An optimizer factory (a function or method that builds an Adam, AdamW or "
-        "SGD and returns it: `create_optimizer(args, model)`, `Exp.get_optimizer(model)`) is "
+        "SGD and returns it, alone or with others: `create_optimizer(args, model)`, "
+        "`Exp.get_optimizer(model)`, `return optimizer, scaler, scheduler`; or a class that holds "
+        "one it builds, `self._optimizer = Adam(model.parameters())` in a schedule wrapper's "
+        "`__init__`) is "
         "reported in its own module, at the constructor, where the edit goes, once (not at the "
         "calls); the fix there is `fused=next(model.parameters()).is_cuda` when the factory is "
         "handed the model. A keyword dict the factory builds (`optim.AdamW(params, **opt_args)`) is "
@@ -159,7 +162,9 @@ def _factory_findings(ctx: RuleContext) -> Iterator[Finding]:
             elif outcome is None and model is not None:
                 outcome = Fix("use the fused implementation when the model is on CUDA", (
                     Replace(call, add_kwarg(call, "fused", f"next({model}.parameters()).is_cuda")),), "unsafe")
-            yield Finding.of(call, f"optimizer built by the factory `{fn.name.value}` without fused=: the "
+            name = qualified_name(ctx, fn) or fn.name.value
+            name = name[:-len(".__init__")] if name.endswith(".__init__") else name  # the class
+            yield Finding.of(call, f"optimizer built by the factory `{name}` without fused=: the "
                                    "optimizer it returns updates every parameter with many separate kernels "
                                    "per step; use the fused implementation on CUDA, here where it is built",
                              outcome or NoFix("the factory is not handed the model, so where its parameters live "

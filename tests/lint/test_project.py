@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gpuperf_rewrite.lint.project import (find_project_root, first_party_modules, imported_modules,
                                           resolve_import)
 
@@ -186,3 +188,31 @@ def test_a_module_the_analysis_cannot_read_offers_nothing(tmp_path: Path) -> Non
     res = check_source((root / "main.py").read_bytes(), "main.py", RuleSet(tuple(all_rules()), {}),
                        fs_path=str(root / "main.py"))
     assert not res.error and [d.code for d in res.diagnostics] == ["GP401"]
+
+
+def test_a_checkout_without_marker_roots_above_its_package_and_a_package_copy_does_not(tmp_path: Path) -> None:
+    """No project marker (a tree written from a mirror): a file in a package beside a script
+    (runners/denoise.py next to main.py) is rooted at the checkout, so ``from models.net import``
+    resolves; a copied package folder (no script beside it) and a site-packages copy (dist-info
+    folders) stay rooted at the file's folder, so their whole package is not followed."""
+    _tree(tmp_path, {"repo/main.py": "", "repo/runners/__init__.py": "", "repo/runners/denoise.py": "",
+                     "repo/models/__init__.py": "", "repo/models/net.py": "",
+                     "copy/pkg/__init__.py": "", "copy/pkg/sub/__init__.py": "", "copy/pkg/sub/mod.py": "",
+                     "sp/six.py": "", "sp/six-1.0.dist-info/METADATA": "", "sp/lib/__init__.py": "",
+                     "sp/lib/core.py": "", "repo/src/train.py": "", "repo/src/helper.py": ""})
+    if find_project_root(tmp_path / "repo/main.py") != tmp_path / "repo":
+        pytest.skip("a project marker above the temporary folder")
+    assert find_project_root(tmp_path / "repo/runners/denoise.py") == tmp_path / "repo"
+    assert resolve_import("models.net", 0, tmp_path / "repo/runners/denoise.py", tmp_path / "repo") == \
+        tmp_path / "repo/models/net.py"
+    assert find_project_root(tmp_path / "copy/pkg/sub/mod.py") == tmp_path / "copy/pkg/sub"
+    assert find_project_root(tmp_path / "sp/lib/core.py") == tmp_path / "sp/lib"
+    # ``from src.helper import`` in src/train.py (src/ is no package: rooted at src/ itself)
+    src = tmp_path / "repo/src"
+    assert resolve_import("src.helper", 0, src / "train.py", find_project_root(src / "train.py")) == src / "helper.py"
+
+
+def test_a_module_never_imports_itself(tmp_path: Path) -> None:
+    """``from model import Net`` in utils/model.py loads the root's model package, not itself."""
+    _tree(tmp_path, {"pyproject.toml": "", "model/__init__.py": "", "utils/model.py": ""})
+    assert resolve_import("model", 0, tmp_path / "utils/model.py", tmp_path) == tmp_path / "model/__init__.py"

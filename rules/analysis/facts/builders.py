@@ -103,7 +103,12 @@ def _assignments(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
 
 
 def values_of(fn: cst.FunctionDef, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """``expr`` and, for a local name, what the function assigns it."""
+    """``expr`` and, for a local name, what the function assigns it; each element of a tuple or
+    list it returns too (``return model, scheduled_optim``, ``return optimizer, scaler,
+    scheduler``: a builder of several objects builds each of them)."""
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return [expr, *(v for e in expr.elements if not isinstance(e, cst.StarredElement)
+                        for v in values_of(fn, e.value))]
     name = dotted_name(expr)
     return [expr, *(assigned_in(fn, name) if name is not None else [])]
 
@@ -188,7 +193,7 @@ def gathered_model(ctx: RuleContext, fn: cst.FunctionDef) -> str | None:
     """The parameter of ``fn`` whose parameters it gathers, itself or through a helper of the
     module (``param_groups_weight_decay(model, wd)``); None when not one."""
     params = params_of(fn)
-    returns = [v for r in returned_values(ctx, fn) for v in values_of(fn, r)]
+    returns = [*(v for r in returned_values(ctx, fn) for v in values_of(fn, r)), *built_optimizers(ctx, fn)]
     found = gathered_param(fn, params, returns, ctx.source)
     if found is not None:
         return found
@@ -217,13 +222,29 @@ def gathered_model(ctx: RuleContext, fn: cst.FunctionDef) -> str | None:
 def _optimizer_factories(ctx: RuleContext) -> dict[cst.FunctionDef, list[cst.Call]]:
     out = {}
     for _, fn in functions_of(ctx):
-        returns = [strip_chain(v) for r in returned_values(ctx, fn) for v in values_of(fn, r)]
-        if any(isinstance(c, cst.Call) and ctx.matches(c.func, OPTIMIZERS) and
-               not ctx.matches(c.func, LR_SCHEDULERS) for c in returns):
+        if built_optimizers(ctx, fn):
             found = unfused_in_factory(ctx, fn)
             if found:
                 out[fn] = found
     return out
+
+
+def built_optimizers(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
+    """The optimizer constructions ``fn`` hands out: returned (alone or in a tuple:
+    ``return optimizer, scaler, scheduler``) or, in a method, stored on the instance
+    (``self._optimizer = torch.optim.Adam(model.parameters())`` in a wrapper class's
+    ``__init__``, whose other methods step it)."""
+    values = [strip_chain(v) for r in returned_values(ctx, fn) for v in values_of(fn, r)]
+    if "." in (qualified_name(ctx, fn) or ""):
+        values += [strip_chain(n.value) for n in walk(fn.body) if isinstance(n, cst.Assign)
+                   and any((dotted_name(t.target) or "").startswith("self.") for t in n.targets)]
+    return [c for c in values if isinstance(c, cst.Call) and ctx.matches(c.func, OPTIMIZERS)
+            and not ctx.matches(c.func, LR_SCHEDULERS)]
+
+
+def qualified_name(ctx: RuleContext, fn: cst.FunctionDef) -> str | None:
+    """``name`` of a module-level function, ``Class.name`` of a method (``functions_of``)."""
+    return next((name for name, f in functions_of(ctx) if f is fn), None)
 
 
 def gathered_param(fn: cst.FunctionDef, params: tuple[str, ...], returns: list[cst.BaseExpression],

@@ -19,11 +19,11 @@ from ..syntax.calls import dotted_name, method_call
 from ..syntax.context import RuleContext
 from ..syntax.project import (CONV, CUDNN, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, TF32, FunctionFacts,
                               ModuleFacts, StepCall, project_base_class, project_class, project_function,
-                              project_instance_method, project_method)
+                              project_instance_method, project_method, project_model_class)
 from ..syntax.torch_names import (AUTOCAST, CUDNN_CHOICES, DATALOADERS, DETERMINISM, GRAD_SCALERS, LR_SCHEDULERS,
                                   OPTIMIZERS, SET_PRECISION, TF32_SETTINGS)
 from ..syntax.tree import walk
-from .builders import (at_module_level, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
+from .builders import (at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, unfused_in_factory, values_of)
 from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
 from .script_facts import first_use_of
@@ -46,6 +46,8 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     functions: dict[str, FunctionFacts] = {}
     models = _model_returning(ctx, ta)
     classes = module_subclasses(ctx) - loss_classes(ctx)
+    classes |= {c.name.value for c in ctx.module.body if isinstance(c, cst.ClassDef) and  # ``BetaVAE(ConvVAE)``
+                any(project_model_class(ctx, b.value) is not None for b in c.bases)}
     for name, fn in functions_of(ctx):
         # A model's own methods (``forward``) run no training step: not walked for one.
         in_model = "." in name and name.split(".", 1)[0] in classes
@@ -59,7 +61,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
         settings |= imported.settings
     return ModuleFacts(functions, frozenset(workload), frozenset(exported),
                        any(f.trains for f in functions.values()), settings=frozenset(settings),
-                       step_calls=_step_calls(ctx, ta, line_of))
+                       step_calls=_step_calls(ctx, ta, line_of), registries=_model_tables(ctx, exported))
 
 
 def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tuple[StepCall, ...]:
@@ -101,6 +103,22 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tupl
         if loop is not None:
             out.append(StepCall(callee[0], callee[1], line_of(call), ta.loop_kind(loop)))
     return tuple(out)
+
+
+def _model_tables(ctx: RuleContext, models: set[str]) -> frozenset[str]:
+    """Module-level dicts whose values are its model classes (``vae_models = {"VAE": VanillaVAE}``):
+    ``vae_models[name](**cfg)`` in an importer builds one of them."""
+    out = set()
+    for stmt in ctx.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for a in stmt.body:
+                values = [e.value for e in a.value.elements if isinstance(e, cst.DictElement)] \
+                    if isinstance(a, cst.Assign) and isinstance(a.value, cst.Dict) else []
+                # classes by name (aliases too: ``VAE = VanillaVAE``), at least one of them a model
+                if values and all(isinstance(v, (cst.Name, cst.Attribute)) for v in values) and \
+                        any(dotted_name(v) in models for v in values):
+                    out |= {t.target.value for t in a.targets if isinstance(t.target, cst.Name)}
+    return frozenset(out)
 
 
 def _may_set(ctx: RuleContext) -> bool:
@@ -171,8 +189,12 @@ def _class_entries(ctx: RuleContext, ta: TrainingAnalysis, functions: dict[str, 
             continue
         prefix = f"{stmt.name.value}."
         methods = [f for name, f in functions.items() if name.startswith(prefix)]
-        methods += [f for b in stmt.bases if (f := project_base_class(ctx, b.value)) is not None]  # its bases'
-        trains = any(f.trains for f in methods)
+        bases = [f for b in stmt.bases if (f := project_base_class(ctx, b.value)) is not None]
+        # A class trains when a method runs the backward pass (itself or through a callee of the
+        # user's modules), not when it only steps an optimizer it holds (``ScheduledOptim``:
+        # building one in ``get_model`` trains nothing).
+        trains = any(f.trains for f in bases) or any(f.trains for f in methods) and _runs_backward(ctx, ta, stmt)
+        methods += bases
         compiles = any(f.compiles for f in methods)
         scaler = any(f.makes_scaler for f in methods)
         settings = tuple(sorted({s for f in methods for s in f.settings}))
@@ -185,6 +207,18 @@ def _class_entries(ctx: RuleContext, ta: TrainingAnalysis, functions: dict[str, 
         functions[f"{prefix}__init__"] = dataclasses.replace(
             base, trains=base.trains or trains, compiles=base.compiles or compiles,
             makes_scaler=base.makes_scaler or scaler, roles=roles, settings=settings)
+
+
+def _runs_backward(ctx: RuleContext, ta: TrainingAnalysis, cls: cst.ClassDef) -> bool:
+    for inner in cls.body.body:
+        if isinstance(inner, cst.FunctionDef):
+            for node in walk_with_callees(ta, inner.body):
+                if ta.is_backward_call(node):
+                    return True
+                if isinstance(node, cst.Call) and (pc := project_function(ctx, node)) is not None and \
+                        pc.facts.trains:
+                    return True
+    return False
 
 
 def _reexports(ctx: RuleContext, functions: dict[str, FunctionFacts], models: set[str]) -> None:
@@ -296,6 +330,8 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
     built = [c for c in (strip_chain(v) for v in returns) if isinstance(c, cst.Call)]
     optimizer = next((c for c in built if ctx.matches(c.func, OPTIMIZERS)
                       and not ctx.matches(c.func, LR_SCHEDULERS)), None)
+    if optimizer is None and fn.name.value == "__init__":  # ``ScheduledOptim(model, cfg)``: one it holds
+        optimizer = next(iter(built_optimizers(ctx, fn)), None)
     unfused_calls = unfused_in_factory(ctx, fn) if optimizer is not None else []
     unfused = line_of(unfused_calls[0]) if unfused_calls else None
     return FunctionFacts(
@@ -306,7 +342,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         roles=_roles(ta, fn, params) if trains or zeroes else (),
         returns_model=returns_model,
         returns_optimizer=optimizer is not None,
-        params_of=gathered_param(fn, params, returns, src),
+        params_of=gathered_param(fn, params, [*returns, *([optimizer] if optimizer is not None else [])], src),
         unfused_optimizer_line=unfused,
         builds_loader=any(ta.is_dataloader(v) for v in returns) or
         any(ctx.matches(c.func, DATALOADERS) for c in built),
@@ -385,6 +421,8 @@ def _stored_param(value: cst.BaseExpression, params: tuple[str, ...]) -> str | N
         if not isinstance(value, cst.Call):
             return None
         func = value.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
+            return None  # ``Adam(model.parameters())``: an optimizer over it, not it
         if isinstance(func, cst.Attribute) and isinstance(func.value, (cst.Name, cst.Call)) and \
                 dotted_name(func.value) in params:
             value = func.value

@@ -10,8 +10,9 @@ import libcst as cst
 
 from ..model.training import analysis
 from ..syntax.context import RuleContext
+from ..syntax.launch import project_runs
 from ..syntax.project import (ModuleFacts, ProjectCall, model_methods, project_base_class, project_calls,
-                              project_class, project_module)
+                              project_class, project_module, project_table)
 from .frameworks import framework_trains
 
 
@@ -40,7 +41,11 @@ def _runs_a_trainer_subclass(ctx: RuleContext) -> bool:
 def set_elsewhere(ctx: RuleContext, setting: str) -> bool:
     """Does the user's code this file runs make the ``setting`` (``syntax.project.TF32``/``CUDNN``)
     already: a module it imports, when imported, or a function or class of them it calls
-    (``Trainer(model).fit()`` setting ``cudnn.benchmark`` in its ``__init__``)?"""
+    (``Trainer(model).fit()`` setting ``cudnn.benchmark`` in its ``__init__``), or every entry script
+    that runs this module (``syntax.launch``)?"""
+    entries = project_runs(ctx).entries
+    if entries and all(setting in e.settings for e in entries):
+        return True  # ``cudnn.benchmark = True`` in main.py, which runs this solver.py
     if not ctx.project:
         return False
     return any(setting in m.settings for m in ctx.project.values()) or \
@@ -83,6 +88,10 @@ def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts]]:
 
 def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:
     func = call.func
+    if isinstance(func, cst.Subscript) and isinstance(func.value, (cst.Name, cst.Attribute)):
+        table = project_table(ctx, func.value)  # ``vae_models[name](**cfg)``
+        if table is not None:
+            return table
     if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Attribute) and \
             func.value.attr.value == "__dict__":
         return project_module(ctx, func.value.value)

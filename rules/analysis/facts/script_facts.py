@@ -15,6 +15,7 @@ from typing import Any
 import libcst as cst
 
 from ..model.models import constructed_model_names, is_model_constructor, strip_chain  # noqa: F401
+from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..syntax.callsites import call_site_args
 from ..syntax.context import RuleContext
@@ -287,7 +288,16 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
                     out.append(TrainedModel(name, opt))
         built_by = [*project_calls(c), *(m for call in c.nodes(cst.Call) if (m := project_method(c, call)))]
         for built in built_by:  # ``build_optimizer(config, model)``, ``exp.get_optimizer(model)`` elsewhere
-            if built.facts.returns_optimizer and (name := _params_helper(c, built.call)) and name not in seen:
+            if not built.facts.returns_optimizer:
+                continue
+            names = [name] if (name := _params_helper(c, built.call)) else \
+                [n for a in built.call.args for n in param_receivers(c, a.value, 1)]  # ``get_optimizer(cfg, m.parameters())``
+            for name in names:
+                if name not in seen:
+                    seen.add(name)
+                    out.append(TrainedModel(name, built.call))
+        for built in built_by:  # ``model, opt = get_model(cfg)``, ``enc, pred = init_model(...)``: trained here
+            for name in _factory_models(c, built) - seen:
                 seen.add(name)
                 out.append(TrainedModel(name, built.call))
         for call in c.nodes(cst.Call):  # ``model.configure_optimizers(config)``: the model builds its own
@@ -303,6 +313,29 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
                 out.append(TrainedModel(name, trains.call))
         return out
     return ctx.fact(compute)
+
+
+def _factory_models(ctx: RuleContext, built: Any) -> set[str]:
+    """The names a model-returning function of the user's other modules binds here (``model,
+    optimizer = get_model(args)``) that this file trains: called in a step loop (its closures
+    included) or handed to a function of those modules that builds an optimizer
+    (``init_opt(encoder=encoder, predictor=predictor)``). A model it only runs (a vocoder, a
+    frozen teacher) is neither."""
+    if not built.facts.returns_model:
+        return set()
+    parent = ctx.parent(built.call)
+    if not isinstance(parent, cst.Assign) or parent.value is not built.call:
+        return set()
+    names = {n for t in parent.targets for n in target_names(t.target)}
+    out: set[str] = set()
+    for loop in analysis(ctx).step_loops:
+        out |= {n for node in walk(loop, into_nested=True) if isinstance(node, cst.Call)
+                and (n := dotted_name(node.func)) in names}
+    for call in ctx.nodes(cst.Call):
+        found = project_function(ctx, call) or project_method(ctx, call)
+        if found is not None and found.facts.returns_optimizer:
+            out |= {n for a in call.args if (n := dotted_name(a.value)) in names}
+    return out
 
 
 def model_names_everywhere(ctx: RuleContext) -> set[str]:
@@ -376,6 +409,9 @@ def model_build_statement(ctx: RuleContext, model: TrainedModel) -> cst.BaseStat
         return None
     stmts = list(block.body)
     index = next(i for i, s in enumerate(stmts) if s is opt_stmt)
+    if any(isinstance(n, cst.Assign) and model.optimizer is n.value and
+           any(model.name in target_names(t.target) for t in n.targets) for n in walk(opt_stmt, include_self=True)):
+        return opt_stmt  # ``model, optimizer = get_model(args)``: built by the same statement
     for stmt in reversed(stmts[:index]):
         if _touches_model(stmt, model.name):
             return stmt

@@ -31,6 +31,7 @@ class EntryScript:
     path: str
     guarded: bool
     calls_at_import: bool = False
+    settings: tuple[str, ...] = ()  # ``project.TF32``/``CUDNN`` it sets (``cudnn.benchmark = True``)
 
     @property
     def safe_under_spawn(self) -> bool:

@@ -84,18 +84,22 @@ class ModuleFacts:
     # Functions of its imports it calls on every iteration of one of its loops (issue 34: the
     # callee's module, checked, sees them as per-step code): ``StepCall``s.
     step_calls: tuple[StepCall, ...] = ()
+    # module-level tables of its model classes (``vae_models = {"VAE": VanillaVAE, ...}``)
+    registries: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
                 "workload": sorted(self.workload), "models": sorted(self.models), "trains": self.trains,
-                "settings": sorted(self.settings), "step_calls": [list(c) for c in self.step_calls]}
+                "settings": sorted(self.settings), "step_calls": [list(c) for c in self.step_calls],
+                "registries": sorted(self.registries)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
         return cls({k: FunctionFacts.from_json(v) for k, v in doc["functions"].items()},
                    frozenset(doc["workload"]), frozenset(doc["models"]), bool(doc["trains"]),
                    settings=frozenset(doc.get("settings", ())),
-                   step_calls=tuple(StepCall(*c) for c in doc.get("step_calls", ())))
+                   step_calls=tuple(StepCall(*c) for c in doc.get("step_calls", ())),
+                   registries=frozenset(doc.get("registries", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
@@ -133,6 +137,31 @@ def project_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | 
     for qn in _names(ctx, expr):
         if qn in ctx.project:
             return ctx.project[qn]
+    return None
+
+
+def project_table(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
+    """The module whose table of model classes ``expr`` names (``vae_models`` imported, or
+    star-imported, from ``models``); None otherwise."""
+    if not ctx.project:
+        return None
+    for qn in _names(ctx, expr):
+        module, _, name = qn.rpartition(".")
+        facts = ctx.project.get(module)
+        if facts is not None and name in facts.registries:
+            return facts
+    return None
+
+
+def project_model_class(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
+    """The module whose model class ``expr`` names (a base class: ``class BetaVAE(ConvVAE)``)."""
+    if not ctx.project or not isinstance(expr, (cst.Name, cst.Attribute)):
+        return None
+    for qn in _names(ctx, expr):
+        module, _, name = qn.rpartition(".")
+        facts = ctx.project.get(module)
+        if facts is not None and name in facts.models:
+            return facts
     return None
 
 
@@ -226,8 +255,41 @@ def _patterns(ctx: RuleContext) -> frozenset[str]:
 
 def _names(ctx: RuleContext, node: cst.CSTNode) -> set[str]:
     """The qualified names of ``node`` in the user's imported modules: read off the imports when
-    that is exact, so a file pays for LibCST's scope analysis only where it must."""
-    return ctx.resolved_names(node, ctx.fact(_patterns))
+    that is exact, so a file pays for LibCST's scope analysis only where it must. A plain name
+    none of them resolves may come from a star import of one of those modules (``from models
+    import *`` then ``GeneratorResNet(...)``), when that module defines it."""
+    found = ctx.resolved_names(node, ctx.fact(_patterns))
+    if not found and isinstance(node, cst.Name) and node.value not in ctx.fact(_defined_here):
+        for module in ctx.fact(_star_imported):
+            facts = ctx.project[module]
+            if node.value in facts.models or node.value in facts.functions or node.value in facts.registries or \
+                    f"{node.value}.__init__" in facts.functions:
+                return {f"{module}.{node.value}"}
+    return found
+
+
+def _star_imported(ctx: RuleContext) -> tuple[str, ...]:
+    """The user's modules this file star-imports at module level, last first (the last wins)."""
+    out = []
+    for stmt in ctx.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
+                    name = "." * len(small.relative) + (_dotted(small.module) if small.module else "")
+                    if name in ctx.project:
+                        out.append(name)
+    return tuple(reversed(out))
+
+
+def _defined_here(ctx: RuleContext) -> frozenset[str]:
+    """Classes and functions this file defines at module level (they shadow a star import)."""
+    return frozenset(s.name.value for s in ctx.module.body if isinstance(s, (cst.ClassDef, cst.FunctionDef)))
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return node.value if isinstance(node, cst.Name) else ""
 
 
 def project_calls(ctx: RuleContext) -> list[ProjectCall]:

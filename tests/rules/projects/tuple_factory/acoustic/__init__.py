@@ -1,0 +1,2 @@
+from .decoder import Decoder
+from .schedule import WarmupOptim
