@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from gpuperf_rewrite.validate.run.runs import ScriptVersion
 
@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 REMEASURED = "remeasured"  # the kind of a note record that re-measured a baseline (never a baseline itself)
 MAX_COMPANION_BYTES = 4 << 20  # a changed tracked file bigger than this is not restored (named in the JSON)
 MAX_COMPANIONS = 500  # changed files restored at most; beyond, the baseline is compared as stored
+
+
+# Asked after every pair with both sides' runs so far: True once the comparison is settled.
+Settled = Callable[[list["RunRecord"], list["RunRecord"]], bool]
 
 
 @dataclass
@@ -101,13 +105,15 @@ def baseline_checkout(repo: Any, commit: str, rel: str, script: Path,
 
 
 def measure_side_by_side(baseline: str, current: str, script_args: Sequence[str], cfg: ABConfig,
-                         runner: Runner, progress: Progress | None = None, *, name: str = ""
-                         ) -> tuple[list[RunRecord], list[RunRecord], str | None]:
-    """``cfg.runs`` runs of each version, alternated in pairs as ``ab`` orders them (the two
-    runs of a pair share a seed): (baseline's runs, current's runs, why the baseline could not
-    be measured or None). A failed baseline run stops its side and the current one is measured
-    to ``cfg.runs`` alone (the caller falls back to the stored note); a failed or too short
-    current run raises ABError, as a plain measurement does."""
+                         runner: Runner, progress: Progress | None = None, *, name: str = "",
+                         settled: Settled | None = None) -> tuple[list[RunRecord], list[RunRecord], str | None]:
+    """Runs of each version, alternated in pairs as ``ab`` orders them (the two runs of a pair
+    share a seed): (baseline's runs, current's runs, why the baseline could not be measured or
+    None). Without ``settled``, ``cfg.runs`` pairs; with it, pairs until ``settled`` (asked
+    after every pair) says the comparison is settled, at most ``cfg.max_runs``. A failed baseline
+    run stops its side and the current one is measured to ``cfg.runs`` alone (the caller falls
+    back to the stored note); a failed or too short current run raises ABError, as a plain
+    measurement does."""
     from gpuperf_rewrite.validate.judge.abtest import ABError, ProgressEvent, pair_orders
     from gpuperf_rewrite.validate.judge.records import describe_failure, record_from_doc, too_short
     from gpuperf_rewrite.validate.run.runs import measured_run
@@ -117,8 +123,11 @@ def measure_side_by_side(baseline: str, current: str, script_args: Sequence[str]
     failed: str | None = None
     total, done = 2 * cfg.runs, 0
     k = 0
-    orders = iter(pair_orders(cfg.runs, cfg.seed))
-    while len(runs["B"]) < cfg.runs:
+    most = cfg.max_runs if settled is not None else cfg.runs
+    orders = iter(pair_orders(most, cfg.seed))
+    while len(runs["B"]) < (most if failed is None else cfg.runs):
+        if failed is None and len(runs["B"]) >= cfg.runs:  # past the plan: up to --max-runs
+            total = 2 * most
         order = next(orders, ("B",)) if failed is None else ("B",)
         if failed is not None:
             total = done + cfg.runs - len(runs["B"])
@@ -141,4 +150,23 @@ def measure_side_by_side(baseline: str, current: str, script_args: Sequence[str]
                 runs["A"].pop()
                 break
         k += 1
+        if failed is None and settled is not None and settled(runs["A"], runs["B"]):
+            break
     return runs["A"], runs["B"], failed
+
+
+def settles(cfg: ABConfig, threshold: float) -> Settled:
+    """``regress``'s stop rule: at each look of :func:`~gpuperf_rewrite.validate.judge.stats.paired_looks`,
+    settled once the paired interval of B/A lies wholly below or wholly above 1 - ``threshold``."""
+    from gpuperf_rewrite.validate.judge.records import common_unit, values
+    from gpuperf_rewrite.validate.judge.stats import compare_paired, paired_looks, paired_verdict
+
+    looks, level = paired_looks(cfg)
+
+    def settled(a: list[RunRecord], b: list[RunRecord]) -> bool:
+        if len(a) not in looks:
+            return False
+        unit = common_unit(a + b)
+        return paired_verdict(compare_paired(values(a, unit), values(b, unit), level), 1.0 - threshold) is not None
+
+    return settled
