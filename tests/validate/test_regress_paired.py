@@ -23,7 +23,8 @@ from gpuperf_rewrite.validate.judge import abtest  # noqa: E402
 from gpuperf_rewrite.validate.judge.abtest import ABConfig  # noqa: E402
 from gpuperf_rewrite.validate.judge.stats import (compare, compare_paired, paired_looks,  # noqa: E402
                                                   paired_undecidable_reason, paired_verdict, signed_rank_cdf)
-from gpuperf_rewrite.validate.record.baseline import BaselineError, check_regression, record_baseline  # noqa: E402
+from gpuperf_rewrite.validate.record.baseline import (BaselineError, check_regression, describe_regression,  # noqa: E402
+                                                      record_baseline)
 from tests.helpers.abfakes import FakeRunner, git_repo  # noqa: E402
 
 CFG = ABConfig(runs=8, max_runs=24, steps=5, warmup=1, bootstrap_resamples=300)
@@ -150,6 +151,16 @@ def test_a_change_at_the_threshold_cannot_be_judged_and_says_so(repo, tmp_path) 
     lo, hi = res["paired"]["decision_ci"]
     assert res["verdict"] == "undecided" and res["regressed"] is None and lo < 0.95 < hi
     assert res["paired"]["pairs"] == CFG.max_runs == len(res["current"]) == len(res["baseline"])
+
+
+def test_cannot_judge_says_about_how_many_pairs_would_settle_it(repo, tmp_path) -> None:
+    """20% slower against a 10% threshold, on a machine too noisy for 24 pairs to show it: the
+    verdict waits, and the estimate of the pairs needed is more than were run."""
+    (tmp_path / "train.py").write_text("# fake: speed=80 noise=0.3\n")
+    res = check_regression("train.py", threshold=0.10, config=CFG, runner=FakeRunner(8))
+    assert res["verdict"] == "undecided"  # the fake runs are seeded: this draw never settles
+    assert res["paired"]["pairs_needed"] > CFG.max_runs
+    assert f"about {res['paired']['pairs_needed']} pairs" in describe_regression(res)
 
 
 def test_the_cli_exits_3_when_it_cannot_judge(repo, tmp_path, monkeypatch) -> None:

@@ -379,8 +379,11 @@ def describe_regression(res: dict[str, Any]) -> str:
             f"({res['baseline_summary'][:60]}){f' [{how}]' if how else ''}: median {res['current_median']:,.2f} vs "
             f"{res['baseline_median']:,.2f} {res['unit']}, {ratio} ({bar}, alpha {res['alpha']:g})")
     if verdict == UNDECIDED:
+        need = (paired or {}).get("pairs_needed")
+        more = f" (about {need} pairs would settle it at this noise)" if need else ""
         text += (f"; the interval still contains the threshold after --max-runs: neither a pass nor a "
-                 f"regression (raise --max-runs or --steps, or measure on a quieter machine)")
+                 f"regression. Raise --max-runs{more}, use more --steps, a quieter machine, or a "
+                 f"threshold this noise allows")
     return text
 
 
@@ -399,7 +402,24 @@ def paired_decision(base: list[float], current: list[float], cfg: ABConfig, thre
     return {"verdict": verdict or UNDECIDED, "pairs": s.n, "ratio": s.ratio, "ratios": s.ratios,
             "decision_ci": list(s.ci) if s.ci else None, "level": level, "looks": looks,
             "ci95": list(s.ci95) if s.ci95 else None, "p_slower": s.p_slower, "p_faster": s.p_faster,
-            "limit": 1.0 - threshold, "max_pairs": cfg.max_runs}
+            "limit": 1.0 - threshold, "max_pairs": cfg.max_runs,
+            "pairs_needed": None if verdict else _pairs_needed(s, 1.0 - threshold)}
+
+
+def _pairs_needed(s: Any, limit: float) -> int | None:
+    """About how many pairs would settle an unsettled comparison at the noise seen so far: the
+    interval narrows as 1/sqrt(pairs) and must shrink to the estimate's distance from ``limit``.
+    None when the estimate sits on the limit (no number of pairs settles that)."""
+    import math
+
+    if s.ci is None or limit <= 0:
+        return None
+    half = (math.log(s.ci[1]) - math.log(s.ci[0])) / 2
+    gap = abs(math.log(s.ratio) - math.log(limit))
+    if gap < 1e-3:
+        return None
+    need = math.ceil(s.n * (half / gap) ** 2)
+    return need if need <= 100_000 else None
 
 
 def describe_baseline(rec: dict[str, Any]) -> str:
