@@ -21,11 +21,11 @@ from gpuperf_rewrite.validate.run.config import ABConfig
 
 
 def one(rng: np.random.Generator, cfg: ABConfig, threshold: float, ratio: float, noise: float) -> tuple[str, int]:
-    looks, level = paired_looks(cfg)
+    looks = paired_looks(cfg)
     load = np.exp(rng.normal(0, 0.3, cfg.max_runs))  # each pair's machine state, shared by both runs
     a = 100 * load
     b = a * np.exp(rng.normal(math.log(ratio), noise, cfg.max_runs))
-    for n in looks:
+    for n, level in looks.items():
         verdict = paired_verdict(compare_paired(list(a[:n]), list(b[:n]), level), 1 - threshold)
         if verdict:
             return verdict, n
@@ -43,9 +43,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     cfg = ABConfig(runs=args.runs, max_runs=args.max_runs)
-    looks, level = paired_looks(cfg)
-    print(f"--runs {cfg.runs} --max-runs {cfg.max_runs} --alpha {cfg.alpha}: looks at {looks} pairs, "
-          f"each end one-sided at {level:.3g}; {args.trials} trials per row")
+    looks = paired_looks(cfg)
+    print(f"--runs {cfg.runs} --max-runs {cfg.max_runs} --alpha {cfg.alpha}: looks (pairs: one-sided level of each "
+          f"end) {', '.join(f'{n}: {v:.3g}' for n, v in looks.items())}; {args.trials} trials per row")
     print("| threshold | pair noise | true ratio | ok | regressed | cannot judge | mean pairs |")
     print("|---|---|---|---|---|---|---|")
     rng = np.random.default_rng(args.seed)

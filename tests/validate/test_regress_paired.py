@@ -85,13 +85,16 @@ def test_the_verdict_is_where_the_interval_lies_against_the_threshold() -> None:
     assert paired_verdict(compare_paired(steady[:3], [70.0, 71.0, 72.0], 0.01), 0.95) is None  # too few pairs
 
 
-def test_looks_split_alpha_and_skip_those_too_early_to_judge() -> None:
-    looks, level = paired_looks(ABConfig(runs=10, max_runs=20))
-    assert looks == [8, 9, 10, 15, 20] and level == pytest.approx(0.05 / 5)
-    assert all(0.5 ** n <= level for n in looks)  # every look can decide
-    assert paired_looks(ABConfig(runs=4, max_runs=4)) == ([], 0.05)
+def test_looks_spend_half_of_alpha_at_the_last_and_skip_those_too_early_to_judge() -> None:
+    looks = paired_looks(ABConfig(runs=10, max_runs=20))
+    assert list(looks) == [8, 9, 10, 15, 20]  # ab's schedule from 8 pairs: fewer cannot reach 0.0125
+    assert looks[20] == pytest.approx(0.025) and all(looks[n] == pytest.approx(0.025 / 4) for n in (8, 9, 10, 15))
+    assert sum(looks.values()) == pytest.approx(0.05)  # neither error above alpha, however many looks
+    assert all(0.5 ** n <= level for n, level in looks.items())  # every look can decide
+    assert paired_looks(ABConfig(runs=6, max_runs=6)) == {6: 0.05}
+    assert paired_looks(ABConfig(runs=4, max_runs=4)) == {}
     why = paired_undecidable_reason(ABConfig(runs=4, max_runs=4))
-    assert why and "--max-runs 6" in why
+    assert why and "--max-runs 5" in why
     assert paired_undecidable_reason(ABConfig(runs=6, max_runs=6)) is None
 
 
@@ -129,7 +132,7 @@ def test_a_clear_slowdown_is_caught_at_the_first_look_while_the_load_climbs(repo
     runner = DriftingRunner(2, drift=0.02)
     res = check_regression("train.py", config=CFG, runner=runner)
     assert res["verdict"] == "regressed" and res["regressed"] is True
-    first = paired_looks(CFG)[0][0]
+    first = min(paired_looks(CFG))
     assert res["paired"]["pairs"] == first and len(runner.calls) == 2 * first
     assert res["paired"]["decision_ci"][1] < 0.95 and -0.33 < res["change"] < -0.27
 
@@ -179,7 +182,7 @@ def test_too_few_pairs_to_ever_judge_is_refused_before_measuring(repo) -> None:
     runner = FakeRunner(6)
     cfg = ABConfig(runs=4, max_runs=4, steps=5, warmup=1)
     record_baseline("train.py", config=cfg, runner=FakeRunner(1), echo=quiet)
-    with pytest.raises(BaselineError, match="--max-runs 6"):
+    with pytest.raises(BaselineError, match="--max-runs 5"):
         check_regression("train.py", config=cfg, runner=runner)
     assert runner.calls == []
 

@@ -372,30 +372,39 @@ def paired_verdict(s: PairedStats, limit: float) -> str | None:
     return None
 
 
-def paired_looks(cfg: ABConfig) -> tuple[list[int], float]:
-    """The pair counts at which ``regress`` looks at the interval, and the one-sided level of each
-    end at every look: ``ab``'s look schedule (:func:`look_schedule`) with ``alpha`` split evenly
-    over the looks (Bonferroni, as :func:`look_alpha`), leaving out looks too early for the
-    signed-rank interval to exist at that level (they would spend alpha on nothing). Empty when
-    even ``max_runs`` pairs cannot judge."""
+FINAL_LOOK_SHARE = 0.5  # of alpha, kept for the last look (the rest split over the earlier ones)
+
+
+def paired_looks(cfg: ABConfig) -> dict[int, float]:
+    """The pair counts at which ``regress`` looks at the interval, each with the one-sided level
+    of each end of the interval there: ``ab``'s look schedule (:func:`look_schedule`) with alpha
+    spent unevenly (Bonferroni with weights: the levels add up to ``alpha``, so peeking cannot
+    push either error above it): half at the last look, where a noisy comparison is decided, the
+    other half split evenly over the earlier looks, which only need to settle the clear cases.
+    Looks too early for the signed-rank interval to exist at their level are left out (they would
+    spend alpha on nothing). Empty when even ``max_runs`` pairs cannot judge."""
     interim, finals = look_schedule(cfg)
     looks = sorted(set(interim + finals))
     while looks:
-        level = cfg.alpha / len(looks)
-        kept = [n for n in looks if min_signed_rank_p(n) <= level]
-        if kept == looks:
-            return looks, level
-        looks = kept
-    return [], cfg.alpha
+        if len(looks) == 1:
+            levels = {looks[0]: cfg.alpha}
+        else:
+            early = cfg.alpha * (1 - FINAL_LOOK_SHARE) / (len(looks) - 1)
+            levels = {n: early for n in looks[:-1]}
+            levels[looks[-1]] = cfg.alpha * FINAL_LOOK_SHARE
+        if min_signed_rank_p(looks[0]) <= levels[looks[0]]:  # the earliest look is the hardest
+            return levels
+        looks = looks[1:]  # fewer looks: more alpha for each of the rest
+    return {}
 
 
 def paired_undecidable_reason(cfg: ABConfig) -> str | None:
     """Why ``cfg`` can never judge side by side (None when it can), with the --max-runs that would."""
     from dataclasses import replace
 
-    if paired_looks(cfg)[0]:
+    if paired_looks(cfg):
         return None
-    need = next((n for n in range(cfg.max_runs + 1, 64) if paired_looks(replace(cfg, max_runs=n))[0]), None)
+    need = next((n for n in range(cfg.max_runs + 1, 64) if paired_looks(replace(cfg, max_runs=n))), None)
     more = f"; use --max-runs {need} or more" if need else ""
     return (f"{cfg.max_runs} pairs of runs can never settle the comparison at alpha {cfg.alpha:g}: the "
             f"signed-rank interval needs more pairs{more}")

@@ -392,15 +392,17 @@ UNDECIDED = "undecided"  # regress's verdict when the paired interval never left
 
 def paired_decision(base: list[float], current: list[float], cfg: ABConfig, threshold: float) -> dict[str, Any]:
     """The side-by-side verdict from the pairs measured (judge/stats.py :func:`paired_verdict` at
-    the level of every look): ``regressed``, ``ok``, or ``undecided`` when the pairs ran out
+    the level of the look they stopped at): ``regressed``, ``ok``, or ``undecided`` when the pairs ran out
     with the interval still containing 1 - ``threshold``. JSON: the ``paired`` key."""
     from gpuperf_rewrite.validate.judge.stats import compare_paired, paired_looks, paired_verdict
 
-    looks, level = paired_looks(cfg)
+    looks = paired_looks(cfg)
+    level = looks.get(len(base), min(looks.values(), default=cfg.alpha))  # not at a look: no verdict
     s = compare_paired(base, current, level)
-    verdict = paired_verdict(s, 1.0 - threshold) if s.n in looks or s.n >= cfg.max_runs else None
+    verdict = paired_verdict(s, 1.0 - threshold) if s.n in looks else None
     return {"verdict": verdict or UNDECIDED, "pairs": s.n, "ratio": s.ratio, "ratios": s.ratios,
-            "decision_ci": list(s.ci) if s.ci else None, "level": level, "looks": looks,
+            "decision_ci": list(s.ci) if s.ci else None, "level": level, "looks": sorted(looks),
+            "look_levels": [looks[n] for n in sorted(looks)],
             "ci95": list(s.ci95) if s.ci95 else None, "p_slower": s.p_slower, "p_faster": s.p_faster,
             "limit": 1.0 - threshold, "max_pairs": cfg.max_runs,
             "pairs_needed": None if verdict else _pairs_needed(s, 1.0 - threshold)}

@@ -161,12 +161,13 @@ def settles(cfg: ABConfig, threshold: float) -> Settled:
     from gpuperf_rewrite.validate.judge.records import common_unit, values
     from gpuperf_rewrite.validate.judge.stats import compare_paired, paired_looks, paired_verdict
 
-    looks, level = paired_looks(cfg)
+    looks = paired_looks(cfg)
 
     def settled(a: list[RunRecord], b: list[RunRecord]) -> bool:
         if len(a) not in looks:
             return False
         unit = common_unit(a + b)
-        return paired_verdict(compare_paired(values(a, unit), values(b, unit), level), 1.0 - threshold) is not None
+        s = compare_paired(values(a, unit), values(b, unit), looks[len(a)])
+        return paired_verdict(s, 1.0 - threshold) is not None
 
     return settled
