@@ -3,9 +3,11 @@ tree, in one invocation (the way asv's ``continuous`` and pyperf's ``compare_to`
 
 A number stored on a quiet machine and one taken later under other load cannot tell a slower
 commit from a busier machine (issue 36: an unchanged script measured -41% beside four busy
-processes). Runs of both versions, alternated in one invocation, share the machine's state, so
-the comparison is the A/B of ``ab``: same launcher, steps, warmup, start path, pair order
-(:func:`~gpuperf_rewrite.validate.judge.abtest.pair_orders`) and statistics.
+processes). Runs of both versions, alternated in one invocation, share the machine's state:
+same launcher, steps, warmup, start path and pair order as ``ab``
+(:func:`~gpuperf_rewrite.validate.judge.abtest.pair_orders`). The two runs of a pair, seconds
+apart, also share the load of that moment, so they are compared pair by pair, and pairs are
+added until the comparison is settled (:func:`settles`, judge/stats.py ``compare_paired``).
 
 The baseline version is laid out in the same scratch mirror of the checkout that ``--apply``
 runs use (``run/workspace.py``): the script's bytes at the baseline commit, and every other
