@@ -38,9 +38,18 @@ demo: $(VENV)/.demo
 # afterwards, alone, so other tests' load cannot blur their A/B decisions (two at a time, the
 # input-bound fixture's 3+3 A/B once found no difference: its workers need the second core).
 # loadgroup keeps the tests that share an expensive set-up on one worker (tests/conftest.py).
+# Python's own bytecode cache even where the environment turns it off (PYTHONDONTWRITEBYTECODE=1, as
+# in some sandboxes and CI images): the suite starts about a thousand interpreters that import the
+# package and its tests, and each would compile them again (~0.15 s of CPU a process, ~5 s for
+# each pytest process's assertion rewriting). The __pycache__ folders are git-ignored; the runs the
+# tool starts still write none (validate/run/workspace.py sets the variable for them).
+test: export PYTHONDONTWRITEBYTECODE :=
+# The timing part collects only the folder that holds the timing tests (collecting the whole suite
+# again costs seconds of CPU; tests/test_suite_schedule.py checks that no timing test is elsewhere).
+TIMING_TESTS := tests/validate
 test: $(VENV)/.test browser
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not timing" $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -m timing $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m timing $(TIMING_TESTS) $(PYTEST_ARGS)
 
 # The same suite with the machine loaded by four busy processes (a CI runner shared by several
 # jobs): no test may depend on a quiet machine (issue 36). They end with the run.

@@ -1,5 +1,6 @@
 """How the parallel part of the suite (``make test``: ``-n 2 --dist loadgroup``) is spread over
 the workers so that both end together: a scheduling policy only, no test's outcome depends on it.
+And the warm interpreters (validate/run/warmstart.py) shared between tests (last section).
 
 - The tests of a module that share one expensive set-up run on one worker: split over two
   workers, each pays the set-up (a module fixture), or one waits on the other's lock
@@ -14,6 +15,8 @@ the workers so that both end together: a scheduling policy only, no test's outco
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -43,3 +46,36 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return path if path in SHARED_SETUP else nodeid
 
     return SharedSetupScheduling(config, log)
+
+
+# ---- warm interpreters shared between tests -----------------------------------------------------
+# The tool keeps one warm interpreter (torch imported) per environment for its lifetime. pytest
+# sets PYTEST_CURRENT_TEST to each test's id, so every test that runs a script in-process used to
+# start one of its own (~2 s of CPU importing torch) and leave it idle until the worker ended.
+# Made a per-run key, it no longer tells the environments apart: each forked run still gets its
+# own test's value (a child's environment is its request's, runtime/process/forkserver.py).
+# Tests that need a server of their own set a variable of their own (tests/validate/test_warmstart.py).
+CURRENT_TEST = "PYTEST_CURRENT_TEST"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        from gpuperf_rewrite.validate.run import warmstart
+    except ImportError:  # pragma: no cover - the lint-only install
+        return
+    warmstart.PER_RUN_KEYS = warmstart.PER_RUN_KEYS | {CURRENT_TEST}
+
+
+@pytest.fixture(autouse=True)
+def _no_dead_warm_interpreter_outlives_its_test() -> Iterator[None]:
+    """A warm interpreter a test ended or broke is not handed to a later test: the tool runs every
+    later run fresh once its server is dead, which is right for one invocation and wrong for the
+    next test that shares the key."""
+    yield
+    warmstart = sys.modules.get("gpuperf_rewrite.validate.run.warmstart")
+    if warmstart is None:
+        return
+    for key, server in list(warmstart._SERVERS.items()):
+        if server.dead or (server.ready and server.proc.poll() is not None):
+            server.close()
+            del warmstart._SERVERS[key]

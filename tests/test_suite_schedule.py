@@ -4,6 +4,7 @@ units of their own."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -37,3 +38,14 @@ def test_scheduler_groups_shared_set_ups_and_keeps_other_tests_apart() -> None:
     assert sched._split_scope("tests/x/test_y.py::test_a") == "tests/x/test_y.py::test_a"
     assert sched._split_scope("tests/x/test_y.py::test_b") == "tests/x/test_y.py::test_b"
 
+
+
+def test_every_timing_test_is_where_the_timing_part_collects() -> None:
+    """``make test``'s timing part collects only TIMING_TESTS: a timing test elsewhere would run in
+    neither part (the parallel part deselects the marker)."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    (folder,) = re.findall(r"^TIMING_TESTS := (\S+)$", makefile, flags=re.M)
+    assert "-m timing $(TIMING_TESTS)" in makefile
+    marked = {p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py")
+              if "mark." + "timing" in p.read_text(encoding="utf-8")}
+    assert marked and all(path.startswith(folder.rstrip("/") + "/") for path in marked), marked

@@ -133,20 +133,23 @@ def run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule], r
 
 def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none",
                  fix_codes: Iterable[str] | None = None, *, fs_path: str | None = None,
-                 facts_store: Path | None = None, entry: str | None = None) -> FileResult:
+                 facts_store: Path | None = None, entry: str | None = None,
+                 share_facts: bool | None = None) -> FileResult:
     """Lint (and with ``mode`` safe/unsafe, fix) one file's bytes. ``fix_codes`` restricts the
     fixes applied to those rules (used by ``--apply`` to validate subsets of fixes). With
     ``fs_path`` (where the file is), the rules also see facts about the user's modules it imports
     (issue 27), kept in ``facts_store`` by content hash when given, and how the project runs it
     (its entry scripts, its launch scripts' flags: issue 34); ``entry``: the script that runs the
-    file (``--apply``'s), instead of the scripts found in the project.
+    file (``--apply``'s), instead of the scripts found in the project; ``share_facts``: whether
+    other files of the run import this one (None: not known), and so whether the analysis is
+    kept for them to read its facts off.
 
     Never raises for bad input: whatever goes wrong with this file becomes an error diagnostic
     (E999 unparsable, E001 a rule crashed) so that a run over many files still finishes. A rule
     that raises costs only its own findings: the file gets its E001 (and ``error``) beside the
     other rules' findings, and their fixes are applied."""
     try:
-        return _check_source(data, path, ruleset, mode, fix_codes, fs_path, facts_store, entry)
+        return _check_source(data, path, ruleset, mode, fix_codes, fs_path, facts_store, entry, share_facts)
     except RecursionError:
         diag = file_error(path, "nested too deeply to analyse (RecursionError); file not checked")
     except Exception as exc:  # LibCST or the engine failed on this file
@@ -157,7 +160,8 @@ def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none
 
 def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
                   fix_codes: Iterable[str] | None, fs_path: str | None = None,
-                  facts_store: Path | None = None, entry: str | None = None) -> FileResult:
+                  facts_store: Path | None = None, entry: str | None = None, share_facts: bool | None = None
+                  ) -> FileResult:
     result = FileResult(path, [], original=data)
     try:
         text = decode_source(data)
@@ -169,7 +173,9 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     if not rules:
         return result  # nothing here can hold a finding: not parsed at all (not even for syntax)
     result.parsed = True
-    diag = syntax_gate(data, path, check_depth=True)
+    first_party, root = is_first_party(fs_path) if fs_path else (False, None)
+    # The user's own file is scanned for its imports next: the gate's tree serves that too.
+    diag = syntax_gate(data, path, check_depth=True, keep_tree=bool(fs_path and first_party))
     if diag is not None:
         return result.failed(diag)
     try:
@@ -178,7 +184,6 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         return result.failed(exc.diag)
     fix_crashes: dict[str, Diagnostic] = {}  # rule code -> its first crash while fixes were computed
     imports = None
-    first_party, root = is_first_party(fs_path) if fs_path else (False, None)
     if fs_path and first_party:
         # The user's modules it imports (issue 27); its own parse kept for its importers. Never
         # for installed code: kept trees cost every later garbage collection.
@@ -188,6 +193,9 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     else:
         launch = None
     project: Mapping[str, Any] = imports.modules if imports is not None else {}
+    # The last fix pass's module, context and findings when no rule raised in it: the findings
+    # of the module the passes stopped at (most files: the one parsed, nothing to fix) are those.
+    last: list[Any] = []
     if mode != "none":
         allowed = set(fix_codes) if fix_codes is not None else None
 
@@ -196,6 +204,7 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
                                             project, launch)
             for code, crash in crashes.items():
                 fix_crashes.setdefault(code, crash)
+            last[:] = [] if crashes else [module, ctx, found]
             hidden = suppressed_findings(module, text, found)
             return ctx, [(cls.code, f.fix) for i, (cls, f) in enumerate(found)
                          if f.fix is not None and i not in hidden and fix_allowed(f.fix, mode)
@@ -206,10 +215,13 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
         result.applied, result.warnings = outcome.applied, outcome.warnings
         if outcome.data != data:
             result.fixed = outcome.data
-    ctx, found, crashes = run_rules(module, text, path, rules, ruleset, project=project, launch=launch)
+    if last and last[0] is module:  # rules are pure: the same module, the same findings
+        ctx, found, crashes = last[1], last[2], {}
+    else:
+        ctx, found, crashes = run_rules(module, text, path, rules, ruleset, project=project, launch=launch)
     result.diagnostics = visible(module, text, path, found)
-    if imports is not None and fs_path and result.fixed is None and not crashes:  # the context is of ``data``
-        remember_facts(fs_path, data, imports, ctx)
+    if imports is not None and fs_path and result.fixed is None and not crashes and share_facts is not False:
+        remember_facts(fs_path, data, imports, ctx)  # the context is of ``data``
     # A rule that raised only on a version of the file its fixes passed through is reported too.
     crashes = {**fix_crashes, **crashes}
     if crashes:

@@ -16,7 +16,7 @@
 
 Both are looked up only for files that can use them (a loader in a guardless module, a parser of
 the command line), bounded (``MAX_SCANNED`` Python files, ``MAX_SHELL`` scripts of at most
-``MAX_SHELL_BYTES``), and remembered per process; :func:`runs_key` is what the lint cache keys a
+``launch_scripts.MAX_SHELL_BYTES``), and remembered per process; :func:`runs_key` is what the lint cache keys a
 result on besides the file's imports.
 """
 
@@ -26,16 +26,14 @@ import ast
 import hashlib
 import os
 import re
-import shlex
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY
+from gpuperf_rewrite.lint.launch_scripts import shell_commands
+from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY, parse_ast
 
 MAX_SCANNED = 2000  # Python files looked at for the scripts importing a module
 MAX_SHELL = 200  # shell scripts looked at for launch commands
-MAX_SHELL_BYTES = 256 << 10
 
 # Work at import time, read off the lines at column 0 before any parse: a loop, a ``with``, or a
 # call of a plain name (``main()``); a file with neither (nor ``__main__``) is not parsed at all.
@@ -43,7 +41,6 @@ _WORK_AT_IMPORT = re.compile(rb"^(?:for|while|with|async)\b|^[A-Za-z_]\w*\(", re
 # Signs that a file reads its command line: argparse and the parsers built on it, and the others.
 _PARSERS = (b"ArgumentParser", b"TrlParser", b"parse_args", b"LightningCLI", b"tyro", b"fire.Fire",
             b"simple_parsing", b"jsonargparse", b"sys.argv", b"click")
-_SEPARATORS = frozenset({";", "&&", "||", "|", "&", ">", ">>", "<", "2>", "(", ")"})
 
 # root -> (the project's Python files, its shell scripts): a lint run meets the same project often.
 _FILES: dict[str, tuple[int, tuple[list[Path], list[Path]]]] = {}
@@ -94,8 +91,28 @@ _Entry = tuple[str, bool, bool]  # EntryScript's fields
 _Launch = tuple[str, int, tuple[str, ...]]  # LaunchCommand's fields
 
 
+# (file, its content's hash, root, entry, run) -> its ``_runs``: the cache key, the parent's
+# triage and the check ask in one run (a forked worker inherits what the parent found).
+_RUNS: dict[tuple[str, int, str, str, str], Any] = {}
+
+
 def _runs(fs_path: str | Path, data: bytes, root: Path,
           entry: str | Path | None) -> tuple[tuple[_Entry, ...] | None, tuple[_Launch, ...]]:
+    from gpuperf_rewrite.lint.project_index import current_run
+
+    run = current_run()
+    key = (os.path.abspath(fs_path), hash(data), os.path.abspath(root), str(entry), run or "")
+    got = _RUNS.get(key) if run is not None else None
+    if got is None:
+        got = _runs_now(fs_path, data, root, entry)
+        if run is not None:
+            _RUNS.pop(next(iter(_RUNS))) if len(_RUNS) >= 4 * MAX_SCANNED else None
+            _RUNS[key] = got
+    return got  # type: ignore[no-any-return]
+
+
+def _runs_now(fs_path: str | Path, data: bytes, root: Path,
+              entry: str | Path | None) -> tuple[tuple[_Entry, ...] | None, tuple[_Launch, ...]]:
     path = Path(os.path.abspath(fs_path))
     entries = None
     if entry is not None and Path(os.path.abspath(entry)) != path:
@@ -175,7 +192,7 @@ def _read_script(path: Path, data: bytes) -> tuple[bool, bool, frozenset[str]] |
     if b"__main__" not in data and not _WORK_AT_IMPORT.search(data):
         return None  # a library module: not parsed
     try:
-        tree = ast.parse(data)
+        tree = parse_ast(data, keep=False)  # a checked file: the tree its import scan made
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     guarded, works, called = False, False, set()
@@ -277,8 +294,22 @@ def entry_scripts(root: Path) -> list[Path]:
     return [info.path for info in infos if info.is_script and (info.guarded or not _importers(info.path, root, infos))]
 
 
+# (root, run) -> its files' infos: in a lint run each file is looked at once (as the project index
+# reads each module once a run), not stat-ed again for every checked file that asks.
+_RUN_INFOS: dict[tuple[str, str], list[_ScriptInfo]] = {}
+
+
 def _infos(root: Path) -> list[_ScriptInfo]:
-    return [info for info in (_script_info(p, root) for p in _project_files(root)[0]) if info is not None]
+    from gpuperf_rewrite.lint.project_index import current_run
+
+    key = (os.path.abspath(root), current_run() or "")
+    got = _RUN_INFOS.get(key) if key[1] else None
+    if got is None:
+        got = [info for info in (_script_info(p, root) for p in _project_files(root)[0]) if info is not None]
+        if key[1]:
+            _RUN_INFOS.pop(next(iter(_RUN_INFOS))) if len(_RUN_INFOS) >= 16 else None
+            _RUN_INFOS[key] = got
+    return got
 
 
 _IMPORT_STATEMENT = re.compile(rb"^[ \t]*(?:from[ \t]+[.\w]+[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)",
@@ -373,105 +404,15 @@ def _shown(path: Path, module: Path) -> str:
 def launch_commands(path: Path, root: Path) -> tuple[_Launch, ...]:
     """The command lines of the project's shell scripts that run ``path``, or run a script that
     imports it (``train_mem.py`` importing ``train.py``, whose parser reads the flags)."""
-    out = []
+    out, reaching = [], None  # the files reaching ``path``: looked up once, when a command runs another
     for script in _project_files(root)[1]:
-        for line, target, args in _shell_commands(script, root):
-            if target == path or target in (_reaching(path, root) or ()):
+        for line, target, args in shell_commands(script, root):
+            if target != path and reaching is None:
+                reaching = _reaching(path, root) or frozenset()
+            if target == path or target in reaching:  # type: ignore[operator]
                 out.append((os.path.relpath(script, path.parent).replace(os.sep, "/"), line, args))
     return tuple(out)
 
-
-# (path, mtime_ns, size) -> the commands of a shell script that run a Python file of the project
-_SHELL: dict[tuple[str, int, int], list[tuple[int, Path, tuple[str, ...]]]] = {}
-
-
-def _shell_commands(script: Path, root: Path) -> list[tuple[int, Path, tuple[str, ...]]]:
-    try:
-        st = script.stat()
-    except OSError:
-        return []
-    key = (str(script), st.st_mtime_ns, st.st_size)
-    got = _SHELL.get(key)
-    if got is None:
-        got = []
-        if st.st_size <= MAX_SHELL_BYTES:
-            try:
-                text = script.read_text(errors="replace")
-            except OSError:
-                text = ""
-            if ".py" in text or " -m " in text:
-                for line, command in _commands(text):
-                    found = _target_and_args(command, root, script.parent)
-                    if found is not None:
-                        got.append((line, *found))
-        if len(_SHELL) >= 4 * MAX_SHELL:
-            _SHELL.pop(next(iter(_SHELL)))
-        _SHELL[key] = got
-    return got
-
-
-def _commands(text: str) -> Iterator[tuple[int, str]]:
-    """The script's logical lines (backslash continuations joined) with their first line."""
-    start, parts = 0, []
-    for number, raw in enumerate(text.splitlines(), 1):
-        if not parts:
-            start = number
-        stripped = raw.rstrip()
-        if stripped.endswith("\\"):
-            parts.append(stripped[:-1])
-            continue
-        parts.append(stripped)
-        yield start, " ".join(parts)
-        parts = []
-    if parts:
-        yield start, " ".join(parts)
-
-
-def _target_and_args(command: str, root: Path, folder: Path) -> tuple[Path, tuple[str, ...]] | None:
-    """The project's Python file a command runs and the arguments it passes (None when none)."""
-    if ".py" not in command and "-m" not in command:
-        return None
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        lexer.commenters = "#"
-        tokens = list(lexer)
-    except ValueError:  # unbalanced quotes: not a command we can read
-        return None
-    for i, token in enumerate(tokens):
-        target = _file_of(token, tokens[i - 1] if i else "", root, folder)
-        if target is not None:
-            args = []
-            for arg in tokens[i + 1:]:
-                if arg in _SEPARATORS:
-                    break
-                args.append(arg)
-            return target, tuple(args)
-    return None
-
-
-def _file_of(token: str, before: str, root: Path, folder: Path) -> Path | None:
-    """The project file ``token`` names: a ``.py`` path (from the root, the script's folder, or
-    with a ``$VAR/`` prefix: its tail from the root) or, after ``-m``, a module of the root or
-    ``src/``."""
-    if before == "-m":
-        if not all(part.isidentifier() for part in token.split(".")):
-            return None
-        rel = token.replace(".", os.sep) + ".py"
-        candidates = [root / rel, root / "src" / rel]
-    elif token.endswith(".py") and not token.startswith("-"):
-        if "$" in token or "{" in token or "~" in token:
-            tail = token.split("}")[-1].split("/", 1)[-1] if "/" in token else ""
-            candidates = [root / tail] if tail else []
-        else:
-            candidates = [Path(token)] if os.path.isabs(token) else [root / token, folder / token]
-    else:
-        return None
-    for c in candidates:
-        p = os.path.abspath(c)
-        if os.path.isfile(p) and (p + os.sep).startswith(os.path.abspath(root) + os.sep):
-            return Path(p)
-    return None
 
 
 def _project_files(root: Path) -> tuple[list[Path], list[Path]]:

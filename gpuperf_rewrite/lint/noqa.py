@@ -21,6 +21,8 @@ def noqa_map(text: str) -> dict[int, set[str]]:
     """Line number (1-based) -> suppressed codes (``{"ALL"}`` for a bare ``# noqa``). Comments
     are found with the tokenizer, so ``"# noqa"`` inside a string does not count."""
     out: dict[int, set[str]] = {}
+    if "noqa" not in text.lower():  # no comment can hold one: the tokenizer is most of a big file's cost here
+        return out
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):

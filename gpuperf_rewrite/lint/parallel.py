@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuperf_rewrite.lint import job_order
 from gpuperf_rewrite.lint.cache import Cache
 from gpuperf_rewrite.lint.diagnostics import ERROR_CODES, INTERNAL_ERROR, IO_ERROR, Diagnostic, file_error
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet, passes_torch_gate
@@ -50,6 +51,7 @@ class Job:
     cache_salt: str = ""  # Cache.salt() of the ruleset: computed once per rule set, not per file
     run: str | None = None  # the run's token (``project_index.run_scope``): modules read once per run
     facts_store: str | None = None  # where the run's workers share module facts (without a cache)
+    share_facts: bool | None = None  # does another file of the run import it (None: not known)
 
 
 def display_path(path: Path, cwd: Path | None = None) -> str:
@@ -148,7 +150,7 @@ def _check_job(job: Job) -> FileResult:
     from gpuperf_rewrite.lint.engine import check_source
 
     result = check_source(data, job.path, job.ruleset, job.mode, job.fix_codes, fs_path=job.fs_path,
-                          facts_store=_facts_store(job))
+                          facts_store=_facts_store(job), share_facts=job.share_facts)
     if key is not None and job.cache is not None and job.mode == "none" and result.parsed:
         job.cache.store(key, result.diagnostics)
     return _trimmed(result, job)
@@ -266,28 +268,47 @@ def run_jobs(jobs: Sequence[Job], n_jobs: int | None = None, *,
     a time in a one-worker pool, so the file that kills its worker is known exactly: it is
     reported as E001 and the rest of the run goes on."""
     workers = n_jobs or min(os.cpu_count() or 1, 8)
+    if len(jobs) < 2:
+        for job in jobs:
+            yield check(job)
+        return
+    answered: dict[int, FileResult] = {}
+    todo = list(range(len(jobs)))
     if workers > 1 and len(jobs) >= PARALLEL_THRESHOLD:
         answered = {i: res for i, res in enumerate(map(triage, jobs)) if res is not None}
         todo = [i for i in range(len(jobs)) if i not in answered]
-        if len(todo) >= PARALLEL_THRESHOLD:
-            yield from _Scheduler(jobs, todo, answered, workers, check).run()
-            return
-        for i, job in enumerate(jobs):
-            yield answered[i] if i in answered else check(job)
+    # The user's modules before the files importing them: each is analysed once, for its own
+    # check, and its importers read its facts off that (``job_order``).
+    order = job_order.plan([jobs[i].fs_path for i in todo], jobs[0].run)
+    sent = list(jobs)
+    for k, i in enumerate(todo):
+        sent[i] = dataclasses.replace(jobs[i], share_facts=k in order.imported)
+    if workers > 1 and len(todo) >= PARALLEL_THRESHOLD:
+        yield from _Scheduler(sent, [todo[k] for k in order.order], answered, workers, check,
+                              {todo[k]: lvl for k, lvl in order.level.items()}).run()
         return
-    for job in jobs:
-        yield check(job)
+    results = dict(answered)
+    ready = 0
+    for k in [*order.order, None]:  # None: what is left answered after the last check
+        if k is not None:
+            results[todo[k]] = check(sent[todo[k]])
+        while ready in results:
+            yield results.pop(ready)
+            ready += 1
 
 
 class _Scheduler:
     def __init__(self, jobs: Sequence[Job], todo: list[int], answered: dict[int, FileResult], workers: int,
-                 check: Callable[[Job], FileResult]) -> None:
+                 check: Callable[[Job], FileResult], level: dict[int, int] | None = None) -> None:
         self.jobs, self.workers, self.check = jobs, workers, check
+        level = level or {}
         sizes = [_size(jobs[i]) for i in todo]
         chunks = plan_chunks(sizes, workers)
-        # Largest tasks first (LPT): a big file that starts last is what keeps one worker busy
-        # while the others idle; results still come out in job order (benchmarks/chunk_model.py).
-        chunks.sort(key=lambda r: sum(sizes[k] for k in r), reverse=True)
+        # The user's modules before their importers (``todo`` is in that order, ``level`` says
+        # how deep), and within a level the largest tasks first (LPT): a big file that starts
+        # last is what keeps one worker busy while the others idle; results still come out in
+        # job order (benchmarks/chunk_model.py).
+        chunks.sort(key=lambda r: (max(level.get(todo[k], 0) for k in r), -sum(sizes[k] for k in r)))
         self.pending = deque(tuple(todo[k] for k in chunk) for chunk in chunks)
         self.suspects: deque[tuple[int, ...]] = deque()  # one file each, after a worker died
         self.results: dict[int, FileResult] = dict(answered)

@@ -11,6 +11,7 @@ import ast
 import libcst as cst
 
 from gpuperf_rewrite.lint.diagnostics import Diagnostic, file_error
+from gpuperf_rewrite.lint.project import parse_ast
 
 # LibCST's native parser overflows its stack (segfault) on a few thousand nested brackets and is
 # quadratic in nesting depth, and our visitors recurse per level: files nested deeper than this
@@ -71,14 +72,16 @@ def _nul_byte(data: bytes | str, path: str) -> Diagnostic | None:
     return file_error(path, "file contains a NUL byte; not Python source (binary file?)", line, col)
 
 
-def syntax_gate(data: bytes | str, path: str, *, check_depth: bool = False) -> Diagnostic | None:
+def syntax_gate(data: bytes | str, path: str, *, check_depth: bool = False, keep_tree: bool = False
+                ) -> Diagnostic | None:
     """None when CPython parses ``data`` (and, with ``check_depth``, it is shallow enough for
-    LibCST); else the E999 to report."""
+    LibCST); else the E999 to report. ``keep_tree``: the tree is kept for the import scan of the
+    same content (``project.parse_ast``)."""
     nul = _nul_byte(data, path)
     if nul is not None:
         return nul
     try:
-        tree = ast.parse(data, filename=path)
+        tree = parse_ast(data, keep=keep_tree)  # the tree the import scan of this file made, if it made one
     except SyntaxError as exc:
         return file_error(path, f"SyntaxError: {exc.msg}", exc.lineno or 1, exc.offset or 1)
     except RecursionError:

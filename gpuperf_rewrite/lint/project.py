@@ -174,7 +174,7 @@ def import_requests(source: str | bytes) -> Iterator[tuple[str, int, tuple[str, 
     statements are visited (imports are statements, also inside functions, ``if`` and ``try``),
     not the expressions that make most of a tree."""
     try:
-        tree = ast.parse(source)
+        tree = parse_ast(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return
     stack: list[ast.AST] = list(reversed(tree.body))
@@ -190,6 +190,23 @@ def import_requests(source: str | bytes) -> Iterator[tuple[str, int, tuple[str, 
                 inner = getattr(node, field, None)
                 if isinstance(inner, list):
                     stack.extend(reversed(inner))
+
+
+# The last source parsed and its tree: a checked file is scanned for its imports and then parsed
+# by the syntax gate (``parsing.syntax_gate``), one parse for both.
+_LAST_AST: list[Any] = [None, None]
+
+
+def parse_ast(source: str | bytes, keep: bool = True) -> ast.Module:
+    """``ast.parse(source)``, the tree shared with the next call for the same source (read only);
+    ``keep=False``: the last use, the tree is not held (a big file's tree beside its LibCST one)."""
+    last = _LAST_AST[0]
+    if last is not None and (last is source or type(last) is type(source) and last == source):
+        tree = _LAST_AST[1]
+    else:
+        tree = ast.parse(source)
+    _LAST_AST[:] = [source, tree] if keep else [None, None]
+    return tree  # type: ignore[no-any-return]
 
 
 # The fields of a statement (or an except handler, a match case) that hold statements.

@@ -19,14 +19,12 @@ import pytest
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.lint.registry import resolve_selection
 from tests.helpers.forkrun import shared_runs
+from tests.helpers.installed import needs
 from tests.helpers.paths import FIXTURES, ROOT
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("lightning")
-pytest.importorskip("accelerate")
-
-pytestmark = pytest.mark.slow  # a framework import and a few training steps each
+# Found, not imported here: only the forked runs' driver imports them (tests/helpers/installed.py).
+pytestmark = [pytest.mark.slow,  # a framework import and a few training steps each
+              needs("torch", "transformers", "lightning", "accelerate")]
 
 DATA = ROOT / "tests" / "rules" / "data" / "frameworks"
 # script -> (hardware/budget replacements made after the rewrite, command-line arguments)

@@ -80,6 +80,21 @@ def test_the_server_is_keyed_by_everything_but_what_the_tool_sets_per_run() -> N
     assert warmstart.server_env({**env, "OMP_NUM_THREADS": "1"}) != warmstart.server_env(env)
 
 
+@LINUX
+def test_runs_whose_own_pythonpath_differs_fork_from_different_interpreters(tmp_path: Path) -> None:
+    """A warm interpreter's sys.path keeps the user's PYTHONPATH of its start: a run with another
+    one must not fork from it (it would not find its modules)."""
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"mod_{name}.py").write_text("X = 1\n")
+        (tmp_path / f"use_{name}.py").write_text(f"import mod_{name}\nprint('found', mod_{name}.X)\n")
+    docs = [profile_runner(run_request(str(tmp_path / f"use_{name}.py"), cwd=str(tmp_path), steps=2, warmup=0,
+                                       timeout=120, env={**os.environ, "PYTHONPATH": str(tmp_path / name)}))
+            for name in ("one", "two")]
+    assert [d["phases"]["start"] for d in docs] == ["fork", "fork"], [d["stderr_tail"] for d in docs]
+    assert all("found 1" in str(d["stdout_tail"]) for d in docs), [d["stderr_tail"] for d in docs]
+
+
 # A script that reports, before it trains, every kind of state a run could inherit from an earlier
 # one or from the warm interpreter: a counter on a module the server imported (torch), a counter in
 # a module of the project, an environment variable, the seeded RNGs, a file left in the working

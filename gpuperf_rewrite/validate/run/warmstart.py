@@ -206,10 +206,11 @@ def _tail(path: Path, chars: int = 800) -> str:
 
 def server_for(python: str, env: Mapping[str, str], hash_seed: str, stage: Path, preexec: Any,
                log_dir: Path) -> _Server:
-    """The warm interpreter for runs of ``python`` with ``env`` (less the per-run keys) and
+    """The warm interpreter for runs of ``python`` with ``env`` (less the per-run keys, but with
+    the user's part of ``PYTHONPATH``, which its ``sys.path`` keeps from its start) and
     ``PYTHONHASHSEED`` ``hash_seed``, started now if there is none (in ``stage``: every child
     changes to its run's working directory); one a :func:`prestart` began is waited for."""
-    key = (*_key(python, env), hash_seed)
+    key = (*_key(python, env), hash_seed, _user_pythonpath(env, stage))
     server = _SERVERS.get(key)
     if server is None or (server.dead is None and server.ready and server.proc.poll() is not None):
         _drop_unused_prestarts()
@@ -226,7 +227,7 @@ def prestart(python: str, env: Mapping[str, str], hash_seed: str, stage: Path, p
     waiting for it: its start-up (importing torch) then runs while the tool does its own work
     (importing the statistics, linting, building versions) instead of before the first run.
     False when one is already there or forking is off."""
-    key = (*_key(python, env), hash_seed)
+    key = (*_key(python, env), hash_seed, _user_pythonpath(env, stage))
     if disabled() or key in _SERVERS:
         return False
     log = log_dir / f"forkserver-{len(_SERVERS)}.log"

@@ -76,8 +76,30 @@ def returned_values(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.BaseExpre
 
 
 def assigned_in(fn: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
-    return [n.value for n in walk(fn.body) if isinstance(n, cst.Assign)
-            and any(dotted_name(t.target) == name for t in n.targets)]
+    """What ``fn`` assigns to ``name`` (a dotted name), in source order, nested definitions not
+    entered."""
+    return list(_assignments(fn).get(name, ()))
+
+
+# id(fn) -> (fn, its assignments by target name): one walk of a function for every name asked
+# (the facts ask for each returned name, in several passes). Holding ``fn`` keeps its id unique.
+_ASSIGNMENTS: dict[int, tuple[cst.FunctionDef, dict[str, list[cst.BaseExpression]]]] = {}
+
+
+def _assignments(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
+    got = _ASSIGNMENTS.get(id(fn))
+    if got is not None and got[0] is fn:
+        return got[1]
+    table: dict[str, list[cst.BaseExpression]] = {}
+    for n in walk(fn.body):
+        if isinstance(n, cst.Assign):
+            for name in dict.fromkeys(dotted_name(t.target) for t in n.targets):
+                if name is not None:
+                    table.setdefault(name, []).append(n.value)
+    if len(_ASSIGNMENTS) >= 256:
+        _ASSIGNMENTS.pop(next(iter(_ASSIGNMENTS)))
+    _ASSIGNMENTS[id(fn)] = (fn, table)
+    return table
 
 
 def values_of(fn: cst.FunctionDef, expr: cst.BaseExpression) -> list[cst.BaseExpression]:

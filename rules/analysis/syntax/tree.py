@@ -85,6 +85,7 @@ def walk(node: cst.CSTNode, *, into_nested: bool = False, include_self: bool = F
     ``include_self``. Nested functions, classes and lambdas are yielded but not entered unless
     ``into_nested``; nodes of the ``stop_at`` types are yielded but not entered either."""
     barrier = stop_at if into_nested else (*NESTED_DEFS, *stop_at)
+    exact = _exact_types(barrier)
     if include_self:
         stack = [node]
     else:
@@ -93,11 +94,26 @@ def walk(node: cst.CSTNode, *, into_nested: bool = False, include_self: bool = F
     while stack:
         cur = stack.pop()
         yield cur
-        if barrier and isinstance(cur, barrier):
+        if (type(cur) in exact) if exact is not None else (barrier and isinstance(cur, barrier)):
             continue
         kids = children_of(cur)
         kids.reverse()
         stack.extend(kids)
+
+
+_EXACT: dict[tuple[type, ...], frozenset[type] | None] = {}
+
+
+def _exact_types(types: tuple[type, ...]) -> frozenset[type] | None:
+    """``types`` as a set to test ``type(node)`` against when none of them has subclasses (the
+    nested definitions: LibCST's node classes are ABCs, and ``isinstance`` on them goes through
+    ``ABCMeta``, a few percent of a lint); None when one has (``BaseExpression``): ``isinstance``."""
+    got = _EXACT.get(types, _DEFAULT)
+    if got is _DEFAULT:
+        got = frozenset(types) if all(isinstance(t, type) and not t.__subclasses__()
+                                      for t in types) else None
+        _EXACT[types] = got
+    return got  # type: ignore[return-value]
 
 
 def index(module: cst.Module) -> tuple[dict[cst.CSTNode, cst.CSTNode], dict[type, list[cst.CSTNode]],

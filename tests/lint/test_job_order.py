@@ -1,0 +1,131 @@
+"""The order a run checks its files in (issue 34): the user's modules before the files importing
+them, so that an importer reads a module's facts off the analysis of its own check instead of
+parsing it again; results still reported in the order of the files; installed code untouched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuperf_rewrite.lint import job_order, parallel, project_facts, project_index
+from gpuperf_rewrite.lint.prefilter import FileResult, RuleSet
+
+STEP = ("import torch\nfrom models import Net\nfrom data import loader\n\n\ndef train(opt):\n"
+        "    model = Net()\n    for x, y in loader():\n        loss = model(x).sum()\n        loss.backward()\n"
+        "        opt.step()\n")
+PROJECT = {
+    "pyproject.toml": "",
+    "main.py": STEP,  # sorts before the modules it imports
+    "data.py": "import torch\nfrom utils import seed\n\n\ndef loader():\n    seed()\n    return []\n",
+    "models.py": "import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x @ x\n",
+    "utils.py": "import random\n\n\ndef seed():\n    random.seed(0)\n",
+}
+
+
+def _tree(root: Path, files: dict[str, str]) -> list[Path]:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return sorted(p for p in root.rglob("*.py"))
+
+
+@pytest.fixture(autouse=True)
+def fresh_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(project_index, "_NODES", {})
+    monkeypatch.setattr(project_facts, "_FACTS_MEMO", {})
+    monkeypatch.setattr(project_facts, "_CONTEXTS", {})
+    monkeypatch.setattr(project_facts, "_PARSED", {})
+    monkeypatch.setattr(project_facts, "COMPUTED", {})
+
+
+def test_modules_come_before_their_importers(tmp_path: Path) -> None:
+    files = _tree(tmp_path, PROJECT)
+    names = [p.name for p in files]
+    plan = job_order.plan([str(p) for p in files], None)
+    order = [names[i] for i in plan.order]
+    assert sorted(order) == sorted(names)  # every file once
+    assert order.index("utils.py") < order.index("data.py") < order.index("main.py")
+    assert order.index("models.py") < order.index("main.py")
+    assert {names[i] for i in plan.imported} == {"data.py", "models.py", "utils.py"}
+    assert plan.level[names.index("main.py")] > plan.level[names.index("data.py")] > plan.level[names.index("utils.py")]
+
+
+def test_an_import_cycle_keeps_every_file(tmp_path: Path) -> None:
+    files = _tree(tmp_path, {"pyproject.toml": "", "a.py": "import b\n", "b.py": "import a\n", "c.py": "import a\n"})
+    plan = job_order.plan([str(p) for p in files], None)
+    assert sorted(plan.order) == [0, 1, 2]
+    assert plan.order.index(2) == 2  # c.py imports the cycle: after both of its members
+
+
+def test_installed_code_keeps_its_order(tmp_path: Path) -> None:
+    site = tmp_path / "lib/python3.11/site-packages/pkg"
+    files = _tree(site, {"a.py": "from pkg import b\n", "b.py": "import torch\n"})
+    plan = job_order.plan([str(p) for p in files], None)
+    assert plan.order == [0, 1] and not plan.imported
+
+
+def test_results_come_in_file_order_and_each_file_once(tmp_path: Path) -> None:
+    files = _tree(tmp_path, PROJECT)
+    seen: list[str] = []
+
+    def check(job: parallel.Job) -> FileResult:
+        seen.append(Path(job.fs_path).name)
+        return FileResult(job.path, [])
+
+    jobs = [parallel.Job(p.name, str(p), RuleSet(("GP101",)), "none", False) for p in files]
+    out = [r.path for r in parallel.run_jobs(jobs, 1, check=check)]
+    assert out == [p.name for p in files]
+    assert sorted(seen) == sorted(out)
+    assert seen.index("models.py") < seen.index("main.py")
+
+
+def test_an_importer_reads_the_facts_off_the_checked_module(tmp_path: Path) -> None:
+    """Checked in the planned order, the modules a run checks are parsed once: their importers'
+    facts come from their checks (only utils.py, which no rule checks, is analysed for facts)."""
+    files = _tree(tmp_path, PROJECT)
+    jobs = [parallel.Job(p.name, str(p), RuleSet(("GP302", "GP401")), "none", False) for p in files]
+    with project_index.run_scope() as run:
+        jobs = [parallel.Job(j.path, j.fs_path, j.ruleset, j.mode, j.keep_source, run=run) for j in jobs]
+        results = list(parallel.run_jobs(jobs, 1))
+    assert [r.path for r in results] == [p.name for p in files]
+    assert {Path(p).name for p in project_facts.COMPUTED} <= {"utils.py"}
+
+
+def test_fix_mode_analyses_a_file_with_nothing_to_fix_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last fix pass checked the module the passes stopped at: its findings are the file's,
+    not computed again; a file that was fixed is checked again as fixed."""
+    from gpuperf_rewrite.lint import engine
+    from gpuperf_rewrite.lint.registry import all_rules
+
+    calls: list[str] = []
+    real = engine.run_rules
+
+    def counted(module, text, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(text)
+        return real(module, text, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "run_rules", counted)
+    rules = RuleSet(tuple(code for code, r in all_rules().items() if r.default_enabled))
+    clean = b"import torch\n\n\ndef f(loader):\n    for x in loader:\n        y = x + 1\n"
+    fixed = engine.check_source(clean, "clean.py", rules, "unsafe")
+    linted = engine.check_source(clean, "clean.py", rules, "none")
+    assert len(calls) == 2 and fixed.fixed is None  # one pass in each mode
+    assert [d.code for d in fixed.diagnostics] == [d.code for d in linted.diagnostics]
+    calls.clear()
+    loader = (b"from torch.utils.data import DataLoader\n\n\ndef main():\n    loader = DataLoader(ds, batch_size=32)\n"
+              b"    for x in loader:\n        step(x)\n\n\nif __name__ == \"__main__\":\n    main()\n")
+    out = engine.check_source(loader, "sync.py", rules, "unsafe")
+    assert out.fixed is not None and out.applied
+    again = engine.check_source(out.fixed, "sync.py", rules, "none")
+    assert [(d.code, d.line) for d in out.diagnostics] == [(d.code, d.line) for d in again.diagnostics]
+
+
+def test_every_result_comes_when_the_parent_answered_them_all(tmp_path: Path) -> None:
+    """Files no rule can fire on are answered before any check (the torch gate): with nothing
+    left to check, every one of them is still reported, in order."""
+    files = [tmp_path / f"m{i:02d}.py" for i in range(20)]
+    for p in files:
+        p.write_text("import os\n")
+    jobs = [parallel.Job(p.name, str(p), RuleSet(("GP101",)), "none", False) for p in files]
+    assert [r.path for r in parallel.run_jobs(jobs, 2)] == [p.name for p in files]
