@@ -21,6 +21,9 @@ def _errors() -> tuple[type[BaseException], ...]:
     return BaselineError, ABError, GitRefused, GitUnavailable, WorkspaceError
 
 
+UNDECIDED_EXIT = 3  # regress could not judge (docs/validation.md): not a pass, not a regression
+
+
 def _warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 
@@ -115,8 +118,10 @@ def regress(ctx: click.Context, script: str | None, module: str | None, script_a
     """Measure the working tree's SCRIPT (or -m MODULE) against the nearest ancestor commit with a
     comparable baseline note: that commit's version is measured again, alternated with the working
     tree's in this invocation (the stored note is used only when the commit cannot be checked out,
-    with a wider threshold). Exit 1 on a significant drop beyond --threshold, 0 otherwise, 2
-    without a baseline."""
+    with a wider threshold). Side by side, pairs of runs are measured until the interval of the
+    per-pair ratio lies wholly below 1 - --threshold (exit 1, a regression) or wholly above it
+    (exit 0), at most --max-runs pairs; exit 3 when it never leaves the threshold (cannot judge:
+    neither a pass nor a regression), 2 without a baseline."""
     from gpuperf_rewrite.validate.record.baseline import check_regression, describe_regression
     from gpuperf_rewrite.validate.console import console_progress
 
@@ -141,4 +146,4 @@ def regress(ctx: click.Context, script: str | None, module: str | None, script_a
         write_json(json_path, res)
     if html_path is not None:
         write_html(html_path, res)
-    raise SystemExit(1 if res["regressed"] else 0)
+    raise SystemExit({"regressed": 1, "undecided": UNDECIDED_EXIT}.get(res["verdict"], 0))

@@ -16,7 +16,8 @@ def render_regress(page: Page, doc: Doc) -> None:
 
     change, ci = charts.finite(doc.get("change")), doc.get("ci95") or [None, None]
     p = charts.finite(doc.get("p_value"))
-    page.verdict(describe_regression(doc), "bad" if doc.get("regressed") else "good", {
+    tone = "bad" if doc.get("regressed") else "neutral" if doc.get("verdict") == "undecided" else "good"
+    page.verdict(describe_regression(doc), tone, {
         "change": f"{change:+.1%}" if change is not None else "n/a",
         "95% CI of ratio": f"{ci[0]:.3f}-{ci[1]:.3f}" if None not in ci else "n/a",
         "p": f"{p:.3g}" if p is not None else "n/a",

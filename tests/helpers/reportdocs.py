@@ -77,7 +77,7 @@ def regress_docs(tmp: Path) -> tuple[dict[str, Any], dict[str, Any], list[dict[s
         rec = record_baseline(script, config=config(), runner=SeriesRunner(n), echo=lambda *a, **k: None)
     rows = history(repo, "train.py")
     (tmp / "train.py").write_text("# fake: speed=80 noise=0.01\n")
-    res = check_regression(script, config=config(), runner=SeriesRunner(9))
+    res = check_regression(script, config=config(runs=6, max_runs=6), runner=SeriesRunner(9))  # 6 pairs: the fewest that settle
     return {**rec, "history": rows}, res, rows
 
 

@@ -19,7 +19,8 @@ from gpuperf_rewrite.validate.judge import abtest  # noqa: E402
 from gpuperf_rewrite.validate.judge.abtest import ABConfig  # noqa: E402
 from gpuperf_rewrite.validate.record import gitops  # noqa: E402
 from gpuperf_rewrite.validate.record.baseline import (BaselineError, check_regression, comparable,  # noqa: E402
-                                                      history, nearest_comparable, record_baseline)
+                                                      describe_regression, history, nearest_comparable,
+                                                      record_baseline)
 from tests.helpers.abfakes import FakeRunner, git_repo, lose_object  # noqa: E402
 
 CFG = ABConfig(runs=6, max_runs=6, steps=5, warmup=1, bootstrap_resamples=300)
@@ -221,10 +222,11 @@ def test_the_fallback_still_needs_the_same_unit(repo, tmp_path) -> None:
         check_regression("train.py", config=CFG, runner=FakeRunner(2), warn=quiet)
 
 
-def test_a_regression_is_the_slower_verdict_of_ab_beyond_the_threshold(repo, tmp_path) -> None:
-    """The decision is ab's `slower` (both tests at alpha *and* the 95% interval of the ratio
-    below 1) with a drop beyond the threshold: two runs of the working tree as fast as the
-    baseline's leave the interval reaching 1, though the median dropped 18% and p < 0.05."""
+def test_pairs_that_disagree_leave_it_undecided_never_a_pass(repo, tmp_path) -> None:
+    """Side by side the verdict is the paired interval against 1 - threshold: four pairs 17-20%
+    slower and two as fast as the baseline leave the interval reaching past 0.95 and below it,
+    so after --max-runs pairs it cannot judge (``regressed`` null, verdict ``undecided``); six
+    pairs all slower put it wholly below: a regression."""
     per_version = {"100": [100, 101, 102, 100, 101, 102], "80": [80, 81, 82, 83, 100.5, 101.5]}
 
     class Exact(FakeRunner):
@@ -238,7 +240,10 @@ def test_a_regression_is_the_slower_verdict_of_ab_beyond_the_threshold(repo, tmp
     record_baseline("train.py", config=CFG, runner=FakeRunner(1), echo=quiet)
     (tmp_path / "train.py").write_text("# fake: speed=80 noise=0.01 modules=engine\n")
     res = check_regression("train.py", config=CFG, runner=Exact(2))
-    assert res["change"] < -0.15 and res["p_value"] < 0.05 and res["ci95"][1] >= 1.0
-    assert not res["regressed"]
-    per_version["80"] = [80, 81, 82, 83, 84, 85]  # all six slower: the interval clears 1
-    assert check_regression("train.py", config=CFG, runner=Exact(3))["regressed"]
+    lo, hi = res["paired"]["decision_ci"]
+    assert res["change"] < -0.05 and lo < 0.95 < hi
+    assert res["verdict"] == "undecided" and res["regressed"] is None and res["paired"]["pairs"] == CFG.max_runs
+    assert "CANNOT JUDGE" in describe_regression(res)
+    per_version["80"] = [80, 81, 82, 83, 84, 85]  # all six slower: the interval clears 0.95
+    res = check_regression("train.py", config=CFG, runner=Exact(3))
+    assert res["regressed"] is True and res["verdict"] == "regressed" and res["paired"]["decision_ci"][1] < 0.95

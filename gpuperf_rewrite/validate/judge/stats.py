@@ -273,3 +273,138 @@ def undecidable_reason(cfg: ABConfig, alpha: float | None = None) -> str | None:
     return (f"{cfg.max_runs} runs per side can never reach significance: the smallest one-sided "
             f"Mann-Whitney p-value with {cfg.max_runs}+{cfg.max_runs} runs is {best:.3g}, not below the "
             f"per-look level {level:.3g} (alpha {cfg.alpha:g} split over the looks){more}")
+
+
+# --------------------------------------------------------------------------------------------
+# paired comparison: ``regress`` runs the two versions alternated in pairs
+
+
+@dataclass
+class PairedStats:
+    """The two versions' runs compared pair by pair (run k of A beside run k of B).
+
+    The per-pair ratio B/A cancels whatever the machine did over the minute the pair ran (other
+    jobs starting and ending), which the comparison of two pooled samples (:func:`compare`) keeps
+    as noise. The estimate is the Hodges-Lehmann centre of the log ratios (the median of their
+    pairwise means), its interval the Wilcoxon signed-rank one: distribution-free, exact for the
+    run counts used here, robust to the odd pair disturbed by a burst of load."""
+
+    n: int
+    ratio: float  # B/A per pair, Hodges-Lehmann estimate
+    ci: tuple[float, float] | None  # each end one-sided at ``level``; None: too few pairs for it
+    level: float  # one-sided error of each end of ``ci``
+    ci95: tuple[float, float] | None  # two-sided 95% (each end at 2.5%), for reading
+    p_slower: float  # one-sided signed-rank p that B's runs are slower than their pairs' A
+    p_faster: float
+    ratios: list[float]
+
+
+def signed_rank_cdf(n: int) -> np.ndarray:
+    """P(T+ <= t), t = 0 .. n(n+1)/2, of the Wilcoxon signed-rank statistic of ``n`` pairs under
+    the null (every sign equally likely): exact, by convolution, in probabilities (no overflow)."""
+    total = n * (n + 1) // 2
+    dist = np.zeros(total + 1)
+    dist[0] = 1.0
+    for rank in range(1, n + 1):
+        shifted = np.zeros_like(dist)
+        shifted[rank:] = dist[:-rank]
+        dist = (dist + shifted) / 2
+    return np.cumsum(dist)
+
+
+def _walsh_bounds(d: np.ndarray, tail: float, cdf: np.ndarray) -> tuple[float, float] | None:
+    """The signed-rank interval of the centre of ``d``: each end misses with probability at most
+    ``tail``. None when ``len(d)`` pairs cannot give that (2**-n > tail)."""
+    k = int(np.searchsorted(cdf, tail, side="right"))  # P(T+ <= k-1) <= tail < P(T+ <= k)
+    if k < 1:
+        return None
+    i, j = np.triu_indices(len(d))
+    walsh = np.sort((d[i] + d[j]) / 2)
+    return float(walsh[k - 1]), float(walsh[len(walsh) - k])
+
+
+def compare_paired(a: Sequence[float], b: Sequence[float], level: float = 0.025) -> PairedStats:
+    """Pair k of ``a`` and ``b`` ran side by side: the ratio B/A, its interval with each end
+    one-sided at ``level`` (and at 2.5%, for reading) and the signed-rank p-values."""
+    if len(a) != len(b) or len(a) < 2:
+        raise ValueError("need the same number of runs on both sides, at least two pairs")
+    if min(a) <= 0 or min(b) <= 0:
+        raise ValueError("throughputs must be positive")
+    d = np.log(np.asarray(b, dtype=float)) - np.log(np.asarray(a, dtype=float))
+    n = len(d)
+    cdf = signed_rank_cdf(n)
+    i, j = np.triu_indices(n)
+    centre = float(np.median((d[i] + d[j]) / 2))
+    nonzero = d[d != 0]
+    from scipy.stats import rankdata
+
+    ranks = rankdata(np.abs(nonzero))
+    t_plus = float(ranks[nonzero > 0].sum())
+    m = len(nonzero)
+    null = signed_rank_cdf(m) if m else np.ones(1)
+    top = len(null) - 1
+    p_slower = float(null[min(top, int(np.floor(t_plus)))])  # few positive ranks: B slower
+    p_faster = float(null[min(top, int(np.floor(top - t_plus)))])  # by symmetry of the null
+    ci = _walsh_bounds(d, level, cdf)
+    ci95 = _walsh_bounds(d, (1 - CI_LEVEL) / 2, cdf)
+    exp = (lambda lo_hi: (math.exp(lo_hi[0]), math.exp(lo_hi[1])) if lo_hi else None)
+    return PairedStats(n=n, ratio=math.exp(centre), ci=exp(ci), level=level, ci95=exp(ci95),
+                       p_slower=p_slower, p_faster=p_faster, ratios=[float(x) for x in np.exp(d)])
+
+
+def min_signed_rank_p(n: int) -> float:
+    """The smallest one-sided signed-rank p-value ``n`` pairs can give (every pair one way)."""
+    return 0.5 ** n
+
+
+REGRESSED, NOT_REGRESSED = "regressed", "ok"
+
+
+def paired_verdict(s: PairedStats, limit: float) -> str | None:
+    """``regressed`` when the whole interval lies below ``limit`` (1 - threshold: slower by more
+    than the threshold), ``ok`` when it lies wholly above, None while it still contains it."""
+    if s.ci is None:
+        return None
+    if s.ci[1] < limit:
+        return REGRESSED
+    if s.ci[0] > limit:
+        return NOT_REGRESSED
+    return None
+
+
+FINAL_LOOK_SHARE = 0.5  # of alpha, kept for the last look (the rest split over the earlier ones)
+
+
+def paired_looks(cfg: ABConfig) -> dict[int, float]:
+    """The pair counts at which ``regress`` looks at the interval, each with the one-sided level
+    of each end of the interval there: ``ab``'s look schedule (:func:`look_schedule`) with alpha
+    spent unevenly (Bonferroni with weights: the levels add up to ``alpha``, so peeking cannot
+    push either error above it): half at the last look, where a noisy comparison is decided, the
+    other half split evenly over the earlier looks, which only need to settle the clear cases.
+    Looks too early for the signed-rank interval to exist at their level are left out (they would
+    spend alpha on nothing). Empty when even ``max_runs`` pairs cannot judge."""
+    interim, finals = look_schedule(cfg)
+    looks = sorted(set(interim + finals))
+    while looks:
+        if len(looks) == 1:
+            levels = {looks[0]: cfg.alpha}
+        else:
+            early = cfg.alpha * (1 - FINAL_LOOK_SHARE) / (len(looks) - 1)
+            levels = {n: early for n in looks[:-1]}
+            levels[looks[-1]] = cfg.alpha * FINAL_LOOK_SHARE
+        if min_signed_rank_p(looks[0]) <= levels[looks[0]]:  # the earliest look is the hardest
+            return levels
+        looks = looks[1:]  # fewer looks: more alpha for each of the rest
+    return {}
+
+
+def paired_undecidable_reason(cfg: ABConfig) -> str | None:
+    """Why ``cfg`` can never judge side by side (None when it can), with the --max-runs that would."""
+    from dataclasses import replace
+
+    if paired_looks(cfg):
+        return None
+    need = next((n for n in range(cfg.max_runs + 1, 64) if paired_looks(replace(cfg, max_runs=n))), None)
+    more = f"; use --max-runs {need} or more" if need else ""
+    return (f"{cfg.max_runs} pairs of runs can never settle the comparison at alpha {cfg.alpha:g}: the "
+            f"signed-rank interval needs more pairs{more}")

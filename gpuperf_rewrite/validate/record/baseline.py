@@ -217,7 +217,8 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
     threshold is widened by the stored samples' noise. Corrupted note records are skipped, each
     with a warning naming its commit."""
     from gpuperf_rewrite.validate.judge.abtest import default_runner
-    from gpuperf_rewrite.validate.record.sidebyside import baseline_checkout, measure_side_by_side
+    from gpuperf_rewrite.validate.judge.stats import paired_undecidable_reason
+    from gpuperf_rewrite.validate.record.sidebyside import baseline_checkout, measure_side_by_side, settles
     from gpuperf_rewrite.validate.run.workspace import Workspace
 
     cfg = config or ABConfig()
@@ -237,9 +238,13 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
     with Workspace(prefix="gpuperf-regress-") as ws, _fresh_interpreters(fresh):  # like the baseline
         run = ws.runner(runner or default_runner())
         if checkout.version is not None:  # first: the mirror's plan makes the companions' directories real
+            unsettled = paired_undecidable_reason(cfg)
+            if unsettled:
+                raise BaselineError(f"{unsettled}. Nothing was measured.")
             a = ws.add(checkout.version)
             b = ws.add(ScriptVersion.read(script, module))
-            base_runs, runs, failed = measure_side_by_side(str(a), str(b), script_args, cfg, run, progress, name=rel)
+            base_runs, runs, failed = measure_side_by_side(str(a), str(b), script_args, cfg, run, progress, name=rel,
+                                                           settled=settles(cfg, threshold))
         else:
             from gpuperf_rewrite.validate.judge.abtest import measure
 
@@ -260,18 +265,28 @@ def _nearest(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence[str],
 
 
 def _result(repo: Any, rel: str, commit: Any, base: list[float], current: list[float], unit: str, cfg: ABConfig,
-            threshold: float, limit: float, runs: Sequence[Any], warn: Warn, **extra: Any) -> dict[str, Any]:
-    """The verdict and the JSON document: ``ab``'s ``slower`` (both tests at alpha, and the 95%
-    interval of the ratio below 1) with a drop beyond ``limit`` (the threshold, widened when the
-    comparison is across time)."""
+            threshold: float, limit: float, runs: Sequence[Any], warn: Warn, paired: dict[str, Any] | None = None,
+            **extra: Any) -> dict[str, Any]:
+    """The verdict and the JSON document. Side by side (``paired``: :func:`paired_decision`) the
+    verdict is the paired one; against a stored note it is ``ab``'s ``slower`` (both tests at
+    alpha, and the 95% interval of the ratio below 1) with a drop beyond ``limit`` (the threshold
+    widened by the note's noise)."""
     from gpuperf_rewrite.validate.judge.stats import compare, decide
 
     s = compare(base, current, resamples=cfg.bootstrap_resamples, seed=cfg.seed)  # type: ignore[arg-type]
-    change = s.speedup - 1.0
+    if paired is None:
+        change = s.speedup - 1.0
+        regressed: bool | None = decide(s, cfg.alpha, 1.0) == "slower" and change < -limit
+        verdict = "regressed" if regressed else "ok"
+        ci95, p = list(s.ci95), s.p_slower
+    else:
+        verdict, change, ci95, p = paired["verdict"], paired["ratio"] - 1.0, paired["ci95"], paired["p_slower"]
+        regressed = None if verdict == UNDECIDED else verdict == "regressed"
     return {
-        "regressed": decide(s, cfg.alpha, 1.0) == "slower" and change < -limit, "baseline_commit": commit.hexsha,
+        "regressed": regressed, "verdict": verdict, "baseline_commit": commit.hexsha,
         "baseline_summary": commit.summary, "script": rel, "unit": unit, "baseline_median": s.median_a,
-        "current_median": s.median_b, "change": change, "ci95": list(s.ci95), "p_value": s.p_slower,
+        "current_median": s.median_b, "change": change, "ci95": ci95, "p_value": p,
+        **({"paired": paired} if paired is not None else {}),
         "threshold": threshold, "effective_threshold": limit, "alpha": cfg.alpha, "baseline": base,
         "current": current, "fingerprint": first_fingerprint(runs) or {}, "launcher": cfg.launch,
         "stats": asdict(s), "start": start_path(runs),
@@ -286,8 +301,10 @@ def _side_by_side(repo: Any, rel: str, commit: Any, note: dict[str, Any], checko
                   warn: Warn) -> dict[str, Any]:
     unit = common_unit(base_runs + runs)  # one unit for both sides (steps/s when either lacks a batch size)
     recorded = _record_remeasurement(repo, rel, commit.hexsha, note, base_runs, cfg, script_args, warn)
-    return _result(repo, rel, commit, values(base_runs, unit), values(runs, unit), unit, cfg, threshold,
-                   threshold, runs, warn, comparison="side_by_side", baseline_start=start_path(base_runs),
+    base, current = values(base_runs, unit), values(runs, unit)
+    return _result(repo, rel, commit, base, current, unit, cfg, threshold,
+                   threshold, runs, warn, paired=paired_decision(base, current, cfg, threshold),
+                   comparison="side_by_side", baseline_start=start_path(base_runs),
                    baseline_note_start=note.get("start"), baseline_checkout=checkout.to_json(),
                    baseline_runs=[r.to_json() for r in base_runs], remeasurement_recorded=recorded)
 
@@ -340,18 +357,71 @@ def _record_remeasurement(repo: Any, rel: str, commit: str, note: dict[str, Any]
 
 def describe_regression(res: dict[str, Any]) -> str:
     """``regress``'s one-line verdict (the text report and the HTML page say it the same way)."""
-    verb = "REGRESSION" if res["regressed"] else "ok"
+    verdict = res.get("verdict") or ("regressed" if res["regressed"] else "ok")
+    verb = {"regressed": "REGRESSION", UNDECIDED: "CANNOT JUDGE"}.get(verdict, "ok")
     stored = res.get("comparison") == "stored_note"
     how = ("stored note, across time and machine state" if stored
            else "measured side by side" if res.get("comparison") == "side_by_side" else "")
     limit = res.get("effective_threshold", res["threshold"])
     bar = (f"threshold -{res['threshold']:.0%} widened by the note's noise to -{limit:.1%}"
            if stored else f"threshold -{res['threshold']:.0%}")
-    return (f"{verb}: {res['script']} {res['change']:+.1%} vs baseline {res['baseline_commit'][:12]} "
+    paired = res.get("paired")
+    if paired:
+        ci = paired.get("decision_ci")
+        where = (f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "none yet")
+        ratio = (f"ratio per pair {1 + res['change']:.3f} over {paired['pairs']} pairs, interval {where} "
+                 f"(each end at {paired['level']:.2g}) vs {1 - res['threshold']:.3f}")
+    else:
+        ci = res.get("ci95")
+        ratio = (f"95% CI of ratio {ci[0]:.3f}-{ci[1]:.3f}, p={res['p_value']:.3g}" if ci
+                 else f"p={res['p_value']:.3g}")
+    text = (f"{verb}: {res['script']} {res['change']:+.1%} vs baseline {res['baseline_commit'][:12]} "
             f"({res['baseline_summary'][:60]}){f' [{how}]' if how else ''}: median {res['current_median']:,.2f} vs "
-            f"{res['baseline_median']:,.2f} {res['unit']}, 95% CI of ratio "
-            f"{res['ci95'][0]:.3f}-{res['ci95'][1]:.3f}, p={res['p_value']:.3g} "
-            f"({bar}, alpha {res['alpha']:g})")
+            f"{res['baseline_median']:,.2f} {res['unit']}, {ratio} ({bar}, alpha {res['alpha']:g})")
+    if verdict == UNDECIDED:
+        need = (paired or {}).get("pairs_needed")
+        more = f" (about {need} pairs would settle it at this noise)" if need else ""
+        text += (f"; the interval still contains the threshold after --max-runs: neither a pass nor a "
+                 f"regression. Raise --max-runs{more}, use more --steps, a quieter machine, or a "
+                 f"threshold this noise allows")
+    return text
+
+
+UNDECIDED = "undecided"  # regress's verdict when the paired interval never left the threshold
+
+
+def paired_decision(base: list[float], current: list[float], cfg: ABConfig, threshold: float) -> dict[str, Any]:
+    """The side-by-side verdict from the pairs measured (judge/stats.py :func:`paired_verdict` at
+    the level of the look they stopped at): ``regressed``, ``ok``, or ``undecided`` when the pairs ran out
+    with the interval still containing 1 - ``threshold``. JSON: the ``paired`` key."""
+    from gpuperf_rewrite.validate.judge.stats import compare_paired, paired_looks, paired_verdict
+
+    looks = paired_looks(cfg)
+    level = looks.get(len(base), min(looks.values(), default=cfg.alpha))  # not at a look: no verdict
+    s = compare_paired(base, current, level)
+    verdict = paired_verdict(s, 1.0 - threshold) if s.n in looks else None
+    return {"verdict": verdict or UNDECIDED, "pairs": s.n, "ratio": s.ratio, "ratios": s.ratios,
+            "decision_ci": list(s.ci) if s.ci else None, "level": level, "looks": sorted(looks),
+            "look_levels": [looks[n] for n in sorted(looks)],
+            "ci95": list(s.ci95) if s.ci95 else None, "p_slower": s.p_slower, "p_faster": s.p_faster,
+            "limit": 1.0 - threshold, "max_pairs": cfg.max_runs,
+            "pairs_needed": None if verdict else _pairs_needed(s, 1.0 - threshold)}
+
+
+def _pairs_needed(s: Any, limit: float) -> int | None:
+    """About how many pairs would settle an unsettled comparison at the noise seen so far: the
+    interval narrows as 1/sqrt(pairs) and must shrink to the estimate's distance from ``limit``.
+    None when the estimate sits on the limit (no number of pairs settles that)."""
+    import math
+
+    if s.ci is None or limit <= 0:
+        return None
+    half = (math.log(s.ci[1]) - math.log(s.ci[0])) / 2
+    gap = abs(math.log(s.ratio) - math.log(limit))
+    if gap < 1e-3:
+        return None
+    need = math.ceil(s.n * (half / gap) ** 2)
+    return need if need <= 100_000 else None
 
 
 def describe_baseline(rec: dict[str, Any]) -> str:

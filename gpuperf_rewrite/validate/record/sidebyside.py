@@ -3,9 +3,11 @@ tree, in one invocation (the way asv's ``continuous`` and pyperf's ``compare_to`
 
 A number stored on a quiet machine and one taken later under other load cannot tell a slower
 commit from a busier machine (issue 36: an unchanged script measured -41% beside four busy
-processes). Runs of both versions, alternated in one invocation, share the machine's state, so
-the comparison is the A/B of ``ab``: same launcher, steps, warmup, start path, pair order
-(:func:`~gpuperf_rewrite.validate.judge.abtest.pair_orders`) and statistics.
+processes). Runs of both versions, alternated in one invocation, share the machine's state:
+same launcher, steps, warmup, start path and pair order as ``ab``
+(:func:`~gpuperf_rewrite.validate.judge.abtest.pair_orders`). The two runs of a pair, seconds
+apart, also share the load of that moment, so they are compared pair by pair, and pairs are
+added until the comparison is settled (:func:`settles`, judge/stats.py ``compare_paired``).
 
 The baseline version is laid out in the same scratch mirror of the checkout that ``--apply``
 runs use (``run/workspace.py``): the script's bytes at the baseline commit, and every other
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from gpuperf_rewrite.validate.run.runs import ScriptVersion
 
@@ -30,6 +32,10 @@ if TYPE_CHECKING:
 REMEASURED = "remeasured"  # the kind of a note record that re-measured a baseline (never a baseline itself)
 MAX_COMPANION_BYTES = 4 << 20  # a changed tracked file bigger than this is not restored (named in the JSON)
 MAX_COMPANIONS = 500  # changed files restored at most; beyond, the baseline is compared as stored
+
+
+# Asked after every pair with both sides' runs so far: True once the comparison is settled.
+Settled = Callable[[list["RunRecord"], list["RunRecord"]], bool]
 
 
 @dataclass
@@ -101,13 +107,15 @@ def baseline_checkout(repo: Any, commit: str, rel: str, script: Path,
 
 
 def measure_side_by_side(baseline: str, current: str, script_args: Sequence[str], cfg: ABConfig,
-                         runner: Runner, progress: Progress | None = None, *, name: str = ""
-                         ) -> tuple[list[RunRecord], list[RunRecord], str | None]:
-    """``cfg.runs`` runs of each version, alternated in pairs as ``ab`` orders them (the two
-    runs of a pair share a seed): (baseline's runs, current's runs, why the baseline could not
-    be measured or None). A failed baseline run stops its side and the current one is measured
-    to ``cfg.runs`` alone (the caller falls back to the stored note); a failed or too short
-    current run raises ABError, as a plain measurement does."""
+                         runner: Runner, progress: Progress | None = None, *, name: str = "",
+                         settled: Settled | None = None) -> tuple[list[RunRecord], list[RunRecord], str | None]:
+    """Runs of each version, alternated in pairs as ``ab`` orders them (the two runs of a pair
+    share a seed): (baseline's runs, current's runs, why the baseline could not be measured or
+    None). Without ``settled``, ``cfg.runs`` pairs; with it, pairs until ``settled`` (asked
+    after every pair) says the comparison is settled, at most ``cfg.max_runs``. A failed baseline
+    run stops its side and the current one is measured to ``cfg.runs`` alone (the caller falls
+    back to the stored note); a failed or too short current run raises ABError, as a plain
+    measurement does."""
     from gpuperf_rewrite.validate.judge.abtest import ABError, ProgressEvent, pair_orders
     from gpuperf_rewrite.validate.judge.records import describe_failure, record_from_doc, too_short
     from gpuperf_rewrite.validate.run.runs import measured_run
@@ -117,8 +125,11 @@ def measure_side_by_side(baseline: str, current: str, script_args: Sequence[str]
     failed: str | None = None
     total, done = 2 * cfg.runs, 0
     k = 0
-    orders = iter(pair_orders(cfg.runs, cfg.seed))
-    while len(runs["B"]) < cfg.runs:
+    most = cfg.max_runs if settled is not None else cfg.runs
+    orders = iter(pair_orders(most, cfg.seed))
+    while len(runs["B"]) < (most if failed is None else cfg.runs):
+        if failed is None and len(runs["B"]) >= cfg.runs:  # past the plan: up to --max-runs
+            total = 2 * most
         order = next(orders, ("B",)) if failed is None else ("B",)
         if failed is not None:
             total = done + cfg.runs - len(runs["B"])
@@ -141,4 +152,24 @@ def measure_side_by_side(baseline: str, current: str, script_args: Sequence[str]
                 runs["A"].pop()
                 break
         k += 1
+        if failed is None and settled is not None and settled(runs["A"], runs["B"]):
+            break
     return runs["A"], runs["B"], failed
+
+
+def settles(cfg: ABConfig, threshold: float) -> Settled:
+    """``regress``'s stop rule: at each look of :func:`~gpuperf_rewrite.validate.judge.stats.paired_looks`,
+    settled once the paired interval of B/A lies wholly below or wholly above 1 - ``threshold``."""
+    from gpuperf_rewrite.validate.judge.records import common_unit, values
+    from gpuperf_rewrite.validate.judge.stats import compare_paired, paired_looks, paired_verdict
+
+    looks = paired_looks(cfg)
+
+    def settled(a: list[RunRecord], b: list[RunRecord]) -> bool:
+        if len(a) not in looks:
+            return False
+        unit = common_unit(a + b)
+        s = compare_paired(values(a, unit), values(b, unit), looks[len(a)])
+        return paired_verdict(s, 1.0 - threshold) is not None
+
+    return settled
