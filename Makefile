@@ -8,7 +8,7 @@ TORCH  := torch==2.13.0
 PYTEST_ARGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: demo test test-loaded browser screenshot lint docs bench-lint bench-lint-mixed bench realcorpus gpu-proof gpu-wheels clean
+.PHONY: demo test test-loaded browser screenshot lint docs bench-lint bench-lint-mixed bench realcorpus realcorpus3 gpu-proof gpu-wheels clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -106,6 +106,9 @@ bench: $(VENV)/.bench
 # (benchmarks/realcorpus/README.md; needs their git mirrors under $$MIRRORS, default /work/.mirror).
 realcorpus: $(VENV)/.test
 	$(BIN)/python benchmarks/realcorpus/score.py $(BENCH_ARGS)
+# corpus3 is held out (benchmarks/realcorpus/corpus3/HELD_OUT): scored only by name, never tuned on.
+realcorpus3: $(VENV)/.test
+	$(BIN)/python benchmarks/realcorpus/score.py --sets corpus3 $(BENCH_ARGS)
 
 # The proof on a CUDA machine (issue 23, docs/benchmarks.md "GPU proof"): resumable stages into
 # GPU_PROOF_OUT; a machine without the project installs it from .whl/ (no network).

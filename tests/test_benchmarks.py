@@ -185,6 +185,17 @@ def test_table_prints_every_rule_and_the_total():
     assert "1 file(s) gave no readable output" in text
 
 
+def test_held_out_sets_are_scored_only_when_named(tmp_path):
+    for name in ("dev1", "dev2", "heldout"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "LABELS.tsv").write_text(HEADER)
+    (tmp_path / "heldout" / "HELD_OUT").write_text("scored only by name\n")
+    (tmp_path / "notes").mkdir()  # no LABELS.tsv: not a set
+    assert score.default_sets(tmp_path) == ["dev1", "dev2"]
+    assert "corpus3" not in score.default_sets(ROOT / "benchmarks" / "realcorpus")
+    assert (ROOT / "benchmarks" / "realcorpus" / "corpus3" / "LABELS.tsv").is_file()
+
+
 def _mirror(tmp_path: Path) -> tuple[Path, str]:
     work = tmp_path / "work"
     (work / "pkg").mkdir(parents=True)
