@@ -25,6 +25,7 @@ from gpuperf_rewrite.lint.project_index import Node, run_scope
 # process: a long-lived process (tests, ``--apply``) finds them again across runs. Small data.
 _FACTS_MEMO: dict[str, Any] = {}
 _MEMO_SIZE = 8192
+_STORED: set[tuple[str, str]] = set()  # (store, key) known to be on disk
 _CONTEXTS: dict[str, Any] = {}  # key -> a checked file's RuleContext (``remember_facts``)
 # How many times each module's facts were computed (not found), by path: for the tests.
 COMPUTED: dict[str, int] = {}
@@ -193,6 +194,13 @@ def _known(key: str | None, store: Path | None) -> Any:
         facts = _load_facts(store, key)
         if facts is not None:
             _memo_facts(key, facts)
+            _STORED.add((str(store), key))
+    elif store is not None and (str(store), key) not in _STORED:
+        # Known in this process from a run with another store (or none): the next run reading
+        # this store finds them too.
+        if not (store / key[:2] / f"{key[2:]}.json").exists():
+            _store_facts(store, key, facts)
+        _STORED.add((str(store), key))
     return facts
 
 
@@ -336,6 +344,7 @@ def _store_facts(store: Path | None, key: str, facts: Any) -> None:
 
     from gpuperf_rewrite.lint.cache import write_atomic
 
+    _STORED.add((str(store), key))
     with contextlib.suppress(OSError):
         (store / key[:2]).mkdir(parents=True, exist_ok=True)
         write_atomic(store / key[:2] / f"{key[2:]}.json", json.dumps(facts.to_json()).encode())
