@@ -7,8 +7,8 @@ before anything else is (``os`` and ``signal`` are loaded by every interpreter a
 the CLI runs, its own handling prints "Interrupted." and exits 130, and so does this one.
 """
 
+import _signal  # built in: no search of the path, the shortest window before the handler
 import os
-import signal
 
 
 def _interrupted_while_starting(signum: int, frame: object) -> None:
@@ -16,12 +16,12 @@ def _interrupted_while_starting(signum: int, frame: object) -> None:
     os._exit(128 + signum)  # nothing ran yet: nothing to clean up or flush
 
 
-signal.signal(signal.SIGINT, _interrupted_while_starting)
+_signal.signal(_signal.SIGINT, _interrupted_while_starting)
 
 
 def main() -> None:
     try:
         from gpuperf_rewrite.cli import main as cli_main
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     cli_main()
