@@ -8,7 +8,7 @@ import os
 import stat
 import tokenize
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 
 class WriteRefused(Exception):
@@ -39,13 +39,37 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, expected: bytes |
     copy the mode, then ``os.replace``. With ``expected``, refuse when the file no longer holds
     exactly those bytes (somebody edited it while we worked)."""
     real, mode = _writable(path, expected)
-    tmp = _prepared(real, data, mode)
+    with interrupts_deferred():  # a Ctrl-C between creating the temporary and renaming it: litter
+        tmp = _prepared(real, data, mode)
+        try:
+            os.replace(tmp, real)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) that arrives inside the block until it ends, then act on it as it
+    would have: a KeyboardInterrupt between two statements that create and register a temporary
+    file would leave it behind. Only the main thread can set handlers; elsewhere, a plain block."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    old = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
     try:
-        os.replace(tmp, real)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if held and callable(old):
+            old(signal.SIGINT, None)  # Python's default raises KeyboardInterrupt here
+        elif held and old == signal.SIG_DFL:
+            os.kill(os.getpid(), signal.SIGINT)
 
 
 def atomic_write_set(changes: Sequence[tuple[str | os.PathLike[str], bytes, bytes]], *,
@@ -62,10 +86,12 @@ def atomic_write_set(changes: Sequence[tuple[str | os.PathLike[str], bytes, byte
     done: list[tuple[Path, bytes]] = []
     try:
         for real, mode, data, expected in checked:
-            prepared.append((real, _prepared(real, data, mode), expected))
+            with interrupts_deferred():  # each temporary is listed as soon as it exists
+                prepared.append((real, _prepared(real, data, mode), expected))
         for i, (real, tmp, expected) in enumerate(prepared):
-            os.replace(tmp, real)
-            done.append((real, expected))
+            with interrupts_deferred():  # each rename is listed as soon as it is done
+                os.replace(tmp, real)
+                done.append((real, expected))
             if after_each is not None:
                 after_each(i)
     except BaseException:

@@ -225,3 +225,24 @@ def test_ctrl_c_at_any_moment_prints_no_traceback_from_any_process(tmp_path, exp
     # Some Ctrl-Cs must have landed inside the run, with its workers at work, else this proves little.
     assert any(rc in (130, -signal.SIGINT) for _, rc, _, _ in results)
     assert any(running for *_, running in results)
+
+
+def test_a_ctrl_c_inside_a_write_is_held_until_the_write_is_whole(tmp_path, monkeypatch):
+    """A SIGINT landing between the temporary's creation and its rename (here: at the rename) is
+    acted on once the write is done: the file holds the new bytes and no temporary is left."""
+    from gpuperf_rewrite.lint import sourceio
+
+    target = tmp_path / "train.py"
+    target.write_bytes(b"old\n")
+    real_replace = os.replace
+
+    def replace_after_a_ctrl_c(src, dst):  # type: ignore[no-untyped-def]
+        os.kill(os.getpid(), signal.SIGINT)  # delivered to this (main) thread's handler
+        real_replace(src, dst)
+
+    monkeypatch.setattr(sourceio.os, "replace", replace_after_a_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        sourceio.atomic_write(target, b"new\n", expected=b"old\n")
+    assert target.read_bytes() == b"new\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
