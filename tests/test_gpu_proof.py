@@ -503,12 +503,13 @@ def test_scripts_manifest_runs_apply_on_each_script_as_a_resumable_stage(tmp_pat
     """--scripts: two scripts in their own git repositories, each ``--apply --unsafe-fixes`` in a
     scratch copy of its folder (the repositories are left as they were), recorded as
     script-NAME.json like an apply: stage, in the summary, skipped when resumed. Cheap: one has
-    nothing to fix, the other's budget of 1 s stops --apply after its profile run, before an A/B."""
+    nothing to fix, the other's budget of 1 s stops --apply after its profile run, before an A/B
+    (its script sleeps 1.5 s at start: on any machine, fast or busy, one run outlasts the budget)."""
     pytest.importorskip("torch")
     pytest.importorskip("git")
     from tests.helpers.abfakes import git_repo, repo_state
 
-    repos = [git_repo(tmp_path / "one", {"train.py": TINY_TRAIN}),
+    repos = [git_repo(tmp_path / "one", {"train.py": "import time\ntime.sleep(1.5)\n" + TINY_TRAIN}),
              git_repo(tmp_path / "two", {"src/run.py": "print('nothing to fix here')\n"})]
     before = [repo_state(r) for r in repos]
     manifest = tmp_path / "manifest.yaml"
