@@ -18,6 +18,7 @@ from ..analysis.model.training import TENSOR_METHODS, TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..analysis.syntax.tree import walk
 from ._accumulator_fix import accumulator_fix
+from ._across_modules import PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import StepCaller, project_runs
 
@@ -50,15 +51,7 @@ class SyncInLoop(Rule):
     # gains_on 'cuda': a host-device sync only costs where the device runs asynchronously; on CPU
     # `.item()` returns at once.
     gains_on = "cuda"
-    across_modules = (
-        "Per-step code whose loop is in another module of the project is followed back: a function "
-        "or method of this module that another module's step or eval loop calls on every iteration "
-        "(`to_device(batch, device)`, a loss object `criterion(out, y)` reaching its `forward`/"
-        "`__call__`, `model.parse_batch(batch)`), directly or through a package `__init__` that "
-        "re-exports it, and this module's functions it calls, are per-step code; the finding is "
-        "here, where the edit goes, and names the caller's line. Only the direct importers of this "
-        "module are read (their facts, bounded), not callers of callers."
-    )
+    across_modules = PER_STEP_ACROSS_MODULES
     limitations = (
         "Only reads that run on every iteration of a loop the rule recognises are reported: a "
         "training loop (it calls `.backward()`, an optimizer's `.step()` or a loss scaler given "

@@ -14,6 +14,7 @@ from ..analysis.model.training import analysis
 from ..analysis.syntax.calls import dotted_name, literal_value
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import project_runs
+from ._across_modules import PER_STEP_ACROSS_MODULES
 
 SYNC_CALLS = {
     "torch.cuda.synchronize": "torch.cuda.synchronize()",
@@ -63,15 +64,7 @@ class SyncCallInLoop(Rule):
     # gains_on 'cuda': both calls act on the CUDA device; without one there is nothing to wait for
     # or release.
     gains_on = "cuda"
-    across_modules = (
-        "Per-step code whose loop is in another module of the project is followed back: a function "
-        "or method of this module that another module's step or eval loop calls on every iteration "
-        "(`to_device(batch, device)`, a loss object `criterion(out, y)` reaching its `forward`/"
-        "`__call__`, `model.parse_batch(batch)`), directly or through a package `__init__` that "
-        "re-exports it, and this module's functions it calls, are per-step code; the finding is "
-        "here, where the edit goes, and names the caller's line. Only the direct importers of this "
-        "module are read (their facts, bounded), not callers of callers."
-    )
+    across_modules = PER_STEP_ACROSS_MODULES
     limitations = (
         "Only `torch.cuda.synchronize()` and `torch.cuda.empty_cache()` (through any import "
         "alias) are recognised; stream or event synchronisation and "

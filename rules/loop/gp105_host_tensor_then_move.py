@@ -16,6 +16,7 @@ from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import project_runs
 from ..analysis.syntax.tree import walk
+from ._across_modules import PER_STEP_ACROSS_MODULES
 
 DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor",
@@ -71,15 +72,7 @@ class HostTensorThenMove(Rule):
     )
     # gains_on 'cuda': on CPU the move is a no-op, so there is no transfer to remove.
     gains_on = "cuda"
-    across_modules = (
-        "Per-step code whose loop is in another module of the project is followed back: a function "
-        "or method of this module that another module's step or eval loop calls on every iteration "
-        "(`to_device(batch, device)`, a loss object `criterion(out, y)` reaching its `forward`/"
-        "`__call__`, `model.parse_batch(batch)`), directly or through a package `__init__` that "
-        "re-exports it, and this module's functions it calls, are per-step code; the finding is "
-        "here, where the edit goes, and names the caller's line. Only the direct importers of this "
-        "module are read (their facts, bounded), not callers of callers."
-    )
+    across_modules = PER_STEP_ACROSS_MODULES
     limitations = (
         "A factory call moved in the same expression (`torch.zeros(n).to(device)`, `.cuda()`) gets "
         "a fix; a CPU tensor changed before its move (dtype casts and views, arithmetic with "

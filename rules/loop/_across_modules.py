@@ -1,0 +1,12 @@
+"""What the per-step rules (GP101, GP103, GP105) follow into other modules: one text for their
+documentation pages, since they share the mechanism (``lint/step_callers.py``)."""
+
+PER_STEP_ACROSS_MODULES = (
+    "Per-step code whose loop is in another module of the project is followed back: a function "
+    "or method of this module that another module's step or eval loop calls on every iteration "
+    "(`to_device(batch, device)`, a loss object `criterion(out, y)` reaching its `forward`/"
+    "`__call__`, `model.parse_batch(batch)`), directly or through a package `__init__` that "
+    "re-exports it, and this module's functions it calls, are per-step code; the finding is "
+    "here, where the edit goes, and names the caller's line. Only the direct importers of this "
+    "module are read (their facts, bounded), not callers of callers."
+)
