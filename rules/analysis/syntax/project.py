@@ -143,24 +143,22 @@ def project_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | 
 def project_table(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
     """The module whose table of model classes ``expr`` names (``vae_models`` imported, or
     star-imported, from ``models``); None otherwise."""
-    if not ctx.project:
-        return None
-    for qn in _names(ctx, expr):
-        module, _, name = qn.rpartition(".")
-        facts = ctx.project.get(module)
-        if facts is not None and name in facts.registries:
-            return facts
-    return None
+    return _module_listing(ctx, expr, "registries") if ctx.project else None
 
 
 def project_model_class(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
     """The module whose model class ``expr`` names (a base class: ``class BetaVAE(ConvVAE)``)."""
     if not ctx.project or not isinstance(expr, (cst.Name, cst.Attribute)):
         return None
+    return _module_listing(ctx, expr, "models")
+
+
+def _module_listing(ctx: RuleContext, expr: cst.BaseExpression, kind: str) -> ModuleFacts | None:
+    """The first-party module one of whose ``kind`` (``models``, ``registries``) ``expr`` names."""
     for qn in _names(ctx, expr):
         module, _, name = qn.rpartition(".")
         facts = ctx.project.get(module)
-        if facts is not None and name in facts.models:
+        if facts is not None and name in getattr(facts, kind):
             return facts
     return None
 
