@@ -59,18 +59,7 @@ def in_step_function(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, tra
     receiver = call.func.value  # type: ignore[attr-defined]
     if placed_by_framework(ctx, receiver):
         return None
-    base: cst.BaseExpression = receiver
-    while isinstance(base, (cst.Subscript, cst.Attribute)):
-        base = base.value
-    if not isinstance(base, cst.Name):
-        return None
-    param = unpacked_param(fn, base.value)
-    if param is None or param == "self" or not any(w in param.lower() for w in _DATA_PARAM):
-        return None
-    fix: Fix | NoFix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
-    if not transformers:
-        fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "unsafe")
-    return Finding.of(call, message("batch", "training step"), fix)
+    return _copy_of_handed_batch(fn, receiver, call, "training step", transformers)
 
 
 # Tensor methods whose result lives where their receiver does (a dtype cast, a view).
@@ -95,6 +84,13 @@ def from_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, calle
             isinstance(base, cst.Name) and host_tensor_name(ctx, base.value, fn):
         fix: Fix | NoFix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe")
         return Finding.of(call, message("built", kind), fix)
+    return _copy_of_handed_batch(fn, base, call, kind, transformers)
+
+
+def _copy_of_handed_batch(fn: cst.FunctionDef, base: cst.BaseExpression, call: cst.Call, kind: str,
+                          transformers: bool) -> Finding | None:
+    """A copy of the batch ``fn`` is handed (``base`` reaches a parameter named like data: ``batch``,
+    ``inputs``, through subscripts and attributes); unsafe: it may not be a tensor."""
     while isinstance(base, (cst.Subscript, cst.Attribute)):
         base = base.value
     if not isinstance(base, cst.Name):
@@ -102,7 +98,7 @@ def from_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, calle
     param = unpacked_param(fn, base.value)
     if param is None or param == "self" or not any(w in param.lower() for w in _DATA_PARAM):
         return None
-    fix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
+    fix: Fix | NoFix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
     if not transformers:
         fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "unsafe")
     return Finding.of(call, message("batch", kind), fix)

@@ -208,3 +208,21 @@ def apply_with_fakes(path: Path, codes: tuple[str, ...] | dict[str, tuple[str, .
     rc = run_apply(str(path), runner=runner or FakeRunner(), config=config, progress=progress, gains_on=gains_on,
                    echo=lambda msg="", err=False, **_: out.append(str(msg)), options=ApplyOptions(**options), **fixes)
     return rc, "\n".join(out)
+
+
+# A training script whose step time is dominated by a 5 ms sleep: steady enough for a few runs
+# per side to decide on a busy machine (tests/validate/test_ab_e2e.py, test_regress_paired.py).
+SLEEPY_TRAIN = """import time
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x, y = torch.randn(64, 8), torch.randn(64, 1)
+for step in range(1000):
+    time.sleep(0.005)
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""

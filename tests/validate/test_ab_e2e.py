@@ -11,7 +11,7 @@ pytest.importorskip("torch")
 pytest.importorskip("scipy")
 pytest.importorskip("git")
 
-from tests.helpers.abfakes import git_repo, repo_state  # noqa: E402
+from tests.helpers.abfakes import SLEEPY_TRAIN, git_repo, repo_state  # noqa: E402
 
 from gpuperf_rewrite.validate.record import gitops  # noqa: E402
 from gpuperf_rewrite.validate.judge.abtest import ABConfig, run_ab  # noqa: E402
@@ -28,20 +28,7 @@ from tests.helpers.paths import ROOT  # noqa: E402
 pytestmark = [pytest.mark.slow]
 
 # Step time dominated by a 5 ms sleep: steady enough for 4 runs per side to decide.
-TINY = """import time
-import torch
-
-torch.manual_seed(0)
-model = torch.nn.Linear(8, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.05)
-x, y = torch.randn(64, 8), torch.randn(64, 1)
-for step in range(1000):
-    time.sleep(0.005)
-    loss = torch.nn.functional.mse_loss(model(x), y)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-"""
+TINY = SLEEPY_TRAIN
 CFG = dict(steps=10, warmup=2, timeout=120)
 
 

@@ -25,7 +25,7 @@ from gpuperf_rewrite.validate.judge.stats import (compare, compare_paired, paire
                                                   paired_undecidable_reason, paired_verdict, signed_rank_cdf)
 from gpuperf_rewrite.validate.record.baseline import (BaselineError, check_regression, describe_regression,  # noqa: E402
                                                       record_baseline)
-from tests.helpers.abfakes import FakeRunner, git_repo  # noqa: E402
+from tests.helpers.abfakes import SLEEPY_TRAIN, FakeRunner, git_repo  # noqa: E402
 
 CFG = ABConfig(runs=8, max_runs=24, steps=5, warmup=1, bootstrap_resamples=300)
 
@@ -189,20 +189,7 @@ def test_too_few_pairs_to_ever_judge_is_refused_before_measuring(repo) -> None:
 
 # Step time dominated by a sleep (as tests/validate/test_ab_e2e.py): the slowed copy sleeps 4x as
 # long per step, a difference no load on the machine can hide.
-TINY = """import time
-import torch
-
-torch.manual_seed(0)
-model = torch.nn.Linear(8, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.05)
-x, y = torch.randn(64, 8), torch.randn(64, 1)
-for step in range(1000):
-    time.sleep(0.005)
-    loss = torch.nn.functional.mse_loss(model(x), y)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-"""
+TINY = SLEEPY_TRAIN
 
 
 @pytest.mark.slow
