@@ -380,3 +380,43 @@ def test_a_helper_rechecked_when_its_caller_stops_calling_it_every_step(tmp_path
         "            if step % 50 == 0:\n                clip_by_value(model.parameters(), 1.0)\n"))
     assert step_callers_key_of(str(grads), grads.read_bytes()) != before
     assert "GP101" not in _codes(_lint(root), "utils/grads.py")
+
+
+_OPTIONS = (
+    "import random\nfrom dataclasses import dataclass\n\nimport torch\n\n\n"
+    "@dataclass\nclass RunOptions:\n    seed: int = 0\n    tf32: bool = True\n\n"
+    "    @staticmethod\n    def configure_matmul(enabled: bool):\n"
+    "        if torch.cuda.is_available() and hasattr(torch.backends, \"cuda\"):\n"
+    "            torch.backends.cuda.matmul.allow_tf32 = enabled\n\n"
+    "    def fix_randomness(self, fast_kernels: bool = True):\n"
+    "        random.seed(self.seed)\n        torch.backends.cudnn.benchmark = fast_kernels\n\n\n"
+    "def load_options():\n    opts = RunOptions()\n    opts.configure_matmul(opts.tf32)\n"
+    "    opts.fix_randomness(fast_kernels=True)\n    return opts\n")
+_CONV_TRAIN = (
+    "import torch\nfrom torch import nn\n\n{imports}\n\n\ndef main():\n{setup}"
+    "    model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10)).cuda()\n"
+    "    optimizer = torch.optim.AdamW(model.parameters(), fused=True)\n"
+    "    for x, y in torch.load(\"batches.pt\"):\n"
+    "        loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())\n"
+    "        loss.backward()\n        optimizer.step()\n        optimizer.zero_grad()\n\n\n"
+    "if __name__ == \"__main__\":\n    main()\n")
+
+
+@pytest.mark.parametrize("imports, setup", [
+    ("from conf.options import load_options", "    opts = load_options()\n"),  # through a function
+    ("from conf.options import RunOptions",  # the methods called on the object in the script
+     "    opts = RunOptions()\n    opts.configure_matmul(True)\n    opts.fix_randomness()\n"),
+], ids=["function", "methods"])
+def test_tf32_and_cudnn_set_by_methods_of_a_settings_class(tmp_path: Path, imports: str, setup: str) -> None:
+    """TF32 and cuDNN benchmarking set in methods of a settings class of another module (a static
+    method behind ``if torch.cuda.is_available()``, a ``fast_kernels=True`` parameter), called on an
+    instance by a function the script calls, or by the script itself: chosen, no GP302/GP304."""
+    root = _tree(tmp_path, {"pyproject.toml": "", "conf/__init__.py": "", "conf/options.py": _OPTIONS,
+                            "train.py": _CONV_TRAIN.format(imports=imports, setup=setup)})
+    assert not {"GP302", "GP304"} & set(_codes(_lint_now(root, False, "none"), "train.py"))
+    # an opt-in branch is no choice for the default run: still reported
+    (root / "conf/options.py").write_text(_OPTIONS.replace("if torch.cuda.is_available() and hasattr(torch.backends, \"cuda\")",
+                                                           "if enabled").replace(
+        "        torch.backends.cudnn.benchmark = fast_kernels\n",
+        "        if self.seed:\n            torch.backends.cudnn.benchmark = fast_kernels\n"))
+    assert {"GP302", "GP304"} <= set(_codes(_lint_now(root, False, "none"), "train.py"))

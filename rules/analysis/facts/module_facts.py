@@ -53,6 +53,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
         in_model = "." in name and name.split(".", 1)[0] in classes
         functions[name] = _function_facts(ctx, ta, fn, fn in models, line_of, in_model)
     _params_through_helpers(ctx, functions)
+    _settings_through_methods(ctx, functions)
     _class_entries(ctx, ta, functions, classes)
     exported = {c for c in classes if "." not in c}
     _reexports(ctx, functions, exported)
@@ -126,13 +127,32 @@ def _may_set(ctx: RuleContext) -> bool:
 
 
 def _under_a_branch(ctx: RuleContext, node: cst.CSTNode) -> bool:
-    """Does ``node`` run only on some path of its function (or module): inside an ``if``?"""
+    """Does ``node`` run only on some path of its function (or module): inside an ``if`` that is
+    not a test of the machine (``if torch.cuda.is_available():``, ``if hasattr(torch, ...)``: every
+    GPU run takes it)?"""
     for anc in ctx.ancestors(node):
-        if isinstance(anc, cst.If):
+        if isinstance(anc, cst.If) and not _machine_test(ctx, anc.test):
             return True
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             return False
     return False
+
+
+_MACHINE_TESTS = frozenset({"torch.cuda.is_available", "torch.backends.cudnn.is_available",
+                            "torch.backends.cuda.is_built", "torch.cuda.is_bf16_supported"})
+
+
+def _machine_test(ctx: RuleContext, test: cst.BaseExpression) -> bool:
+    """A condition every run on a GPU machine meets: CUDA is available, torch has an attribute
+    (``hasattr(torch, "set_float32_matmul_precision")``), or several of them joined by ``and``."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _machine_test(ctx, test.left) and _machine_test(ctx, test.right)
+    if not isinstance(test, cst.Call):
+        return False
+    if ctx.matches(test.func, _MACHINE_TESTS):
+        return True
+    return isinstance(test.func, cst.Name) and test.func.value == "hasattr" and len(test.args) == 2 and \
+        (dotted_name(test.args[0].value) or "").split(".")[0] in ("torch", "th")
 
 
 def _setting(ctx: RuleContext, node: cst.CSTNode) -> str | None:
@@ -176,6 +196,35 @@ def _params_through_helpers(ctx: RuleContext, functions: dict[str, FunctionFacts
             if dotted_name(arg) in f.params if arg is not None else False:
                 functions[name] = dataclasses.replace(f, params_of=dotted_name(arg))
                 break
+
+
+def _settings_through_methods(ctx: RuleContext, functions: dict[str, FunctionFacts]) -> None:
+    """A function that calls a method of one of the module's classes on an object
+    (``opts.configure_matmul(opts.tf32)`` on a settings object it built, a static method through an
+    instance) makes the settings that method makes. Only when some method makes one."""
+    by_method: dict[str, list[str]] = {}
+    for name in functions:
+        if "." in name:
+            by_method.setdefault(name.rsplit(".", 1)[1], []).append(name)
+    if not any(functions[n].settings for names in by_method.values() for n in names):
+        return
+    fns = dict(functions_of(ctx))
+    for _ in range(3):  # a function calling one that calls the method
+        changed = False
+        for name, f in list(functions.items()):
+            found = set(f.settings)
+            for call in (n for n in walk(fns[name].body, into_nested=True) if isinstance(n, cst.Call)):
+                if isinstance(call.func, cst.Attribute):
+                    owners = by_method.get(call.func.attr.value, [])
+                    if len(owners) == 1:  # one class of the module has it: that one
+                        found |= set(functions[owners[0]].settings)
+                elif isinstance(call.func, cst.Name) and call.func.value in functions:
+                    found |= set(functions[call.func.value].settings)
+            if found != set(f.settings):
+                functions[name] = dataclasses.replace(f, settings=tuple(sorted(found)))
+                changed = True
+        if not changed:
+            break
 
 
 def _class_entries(ctx: RuleContext, ta: TrainingAnalysis, functions: dict[str, FunctionFacts],
