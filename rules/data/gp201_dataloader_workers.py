@@ -10,10 +10,10 @@ from .._api import AddImport, Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, d
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_reported
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
+from ..analysis.facts.loaders import in_memory_dataset, loader_calls
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import dataloader_arg, literal_value
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.torch_names import DATALOADERS
 from ._loader_args import AMBIGUOUS, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
 from ._worker_safety import dataset_is_iterable, spawn_hazard
@@ -71,8 +71,16 @@ class DataloaderWorkers(Rule):
         "Unpicklable state is found when the file shows it (a lambda or local function passed to "
         "the dataset, a dataset class of this module storing one on `self`, an open file); state "
         "created inside an imported dataset class is not seen.",
-        "Small in-memory datasets are reported too, although worker start-up can cost more than "
-        "it saves there; a loader only asked for its first batch (`next(iter(loader))`) is not.",
+        "Not reported for a dataset already in memory: a `TensorDataset`, or a dataset class (of "
+        "this module or the user's other modules) whose `__getitem__` only indexes what it holds "
+        "(`return self.x[i], self.y[i]`, index arithmetic, cheap casts); any other call there "
+        "(a file read, a transform) counts as work. Nor for a loader only asked for its first "
+        "batch (`next(iter(loader))`).",
+        "A `DataLoader` subclass of the user's (this module or another) counts as a DataLoader "
+        "when it passes DataLoader's arguments through: no `__init__`, or one whose named "
+        "parameters are DataLoader's first ones and that forwards them with its `**kwargs` to the "
+        "base class (setting `collate_fn` or a sampler around it); a subclass with parameters of "
+        "its own is not recognised.",
         FRAMEWORK_LOADERS,
         blind_reported("`--dataloader_num_workers`"),
     )
@@ -89,7 +97,7 @@ class DataloaderWorkers(Rule):
         "https://docs.python.org/3/library/multiprocessing.html#the-spawn-and-forkserver-start-methods",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("DataLoader", *FRAMEWORK_KEYWORDS)
+    keywords = ("DataLoader", "Loader", *FRAMEWORK_KEYWORDS)
     options = {"max-workers": 8}
     option_descriptions = {
         "max-workers": (
@@ -146,15 +154,15 @@ class DataloaderWorkers(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
         max_workers = int(ctx.options.get("max-workers", 8))
-        for call in ctx.nodes(cst.Call):
-            if not ctx.is_call_to(call, DATALOADERS):
-                continue
+        for call in loader_calls(ctx):
             kw = call_keywords(ctx, call)
             settings = settings_of(ctx, call, "num_workers")
             if kw.opaque or any(literal_value(s.value) != 0 for s in settings):
                 continue  # unknown, a positive literal, or an expression the user chose
             if takes_one_batch(ctx, call):
                 continue  # one batch: starting workers costs more than loading it
+            if in_memory_dataset(ctx, call):
+                continue  # a batch is an index into tensors held in memory: workers would only pickle them
             what = "`num_workers` is not set (default 0)" if not settings else \
                 "`num_workers` is 0" if not kw.may_be_unset("num_workers") or dataloader_arg(call, "num_workers") \
                 else "`num_workers` is 0 or not set"

@@ -10,12 +10,12 @@ from .._api import Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_silent
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import Setting, call_keywords, exclusive
+from ..analysis.facts.loaders import loader_calls
 from ..analysis.fixes.dict_edits import add_key
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, has_star_args, literal_value
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import project_runs
-from ..analysis.syntax.torch_names import DATALOADERS
 from ._loader_args import AMBIGUOUS, SHARED, editable, settings_of
 from ._loader_iteration import iterated_repeatedly
 
@@ -101,6 +101,8 @@ class DataloaderPersistentWorkers(Rule):
         "An explicit `persistent_workers=False` is the user's choice and is respected (workers that "
         "must not keep their state between epochs, or memory held by idle workers), also in a "
         "loader factory of another module; only a missing argument is reported.",
+        "A `DataLoader` subclass of the user's that passes DataLoader's arguments through counts as "
+        "a DataLoader (see GP201).",
         FRAMEWORK_LOADERS,
         blind_silent("persistent workers matter only with loader workers, whose number is out of sight too"),
     )
@@ -109,7 +111,7 @@ class DataloaderPersistentWorkers(Rule):
         "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader",
         "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
     )
-    keywords = ("DataLoader", *FRAMEWORK_KEYWORDS)
+    keywords = ("DataLoader", "Loader", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
@@ -135,9 +137,7 @@ class DataloaderPersistentWorkers(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
-        for call in ctx.nodes(cst.Call):
-            if not ctx.is_call_to(call, DATALOADERS):
-                continue
+        for call in loader_calls(ctx):
             kw = call_keywords(ctx, call)
             workers = settings_of(ctx, call, "num_workers")
             if kw.opaque or not workers or kw.of("persistent_workers"):

@@ -420,3 +420,27 @@ def test_tf32_and_cudnn_set_by_methods_of_a_settings_class(tmp_path: Path, impor
         "        torch.backends.cudnn.benchmark = fast_kernels\n",
         "        if self.seed:\n            torch.backends.cudnn.benchmark = fast_kernels\n"))
     assert {"GP302", "GP304"} <= set(_codes(_lint_now(root, False, "none"), "train.py"))
+
+
+_BATCHING = 'import torch\nfrom torch.utils.data import DataLoader, Dataset\n\n\ndef pad_clips(items):\n    clips, labels = zip(*items)\n    longest = max(c.shape[-1] for c in clips)\n    out = torch.zeros(len(clips), 1, longest)\n    for row, clip in enumerate(clips):\n        out[row, :, : clip.shape[-1]] = clip\n    return out, torch.tensor(labels)\n\n\nclass ClipLoader(DataLoader):\n    """Batches clips of different lengths, zero-padded to the longest."""\n\n    def __init__(self, *args, **kwargs):\n        super().__init__(*args, **kwargs)\n        self.collate_fn = pad_clips\n\n\nclass SpeakerLoader(DataLoader):\n    def __init__(self, dataset, batch_size=1, shuffle=False, **kwargs):\n        super(SpeakerLoader, self).__init__(dataset, batch_size, shuffle, collate_fn=pad_clips, **kwargs)\n\n\nclass BucketLoader(DataLoader):\n    def __init__(self, dataset, buckets, **kwargs):\n        super().__init__(dataset, batch_sampler=buckets, **kwargs)\n\n\nclass FeatureBank(Dataset):\n    """Pre-computed embeddings, loaded once."""\n\n    def __init__(self, path):\n        blob = torch.load(path)\n        self.features, self.targets = blob["x"], blob["y"]\n\n    def __len__(self):\n        return len(self.targets)\n\n    def __getitem__(self, i):\n        return self.features[i], self.targets[i]\n'
+_LOADERS_TRAIN = 'import torch\n\nfrom audio.batching import BucketLoader, ClipLoader, FeatureBank, SpeakerLoader\nfrom audio import batching\n\n\ndef main():\n    clips = ClipLoader(torch.load("clips.pt"), batch_size=16, shuffle=True)\n    speakers = SpeakerLoader(torch.load("speakers.pt"), 16, True, num_workers=8)\n    buckets = BucketLoader(torch.load("clips.pt"), make_buckets())\n    bank = torch.utils.data.DataLoader(FeatureBank("bank.pt"), batch_size=512, shuffle=True, pin_memory=True)\n    bank2 = torch.utils.data.DataLoader(batching.FeatureBank("bank.pt"), batch_size=512, pin_memory=True)\n    model = torch.nn.Conv1d(1, 8, 5).cuda()\n    opt = torch.optim.AdamW(model.parameters(), fused=True)\n    for epoch in range(10):\n        for loader in (clips, speakers, buckets, bank, bank2):\n            for x, y in loader:\n                loss = model(x.cuda(non_blocking=True)).mean()\n                loss.backward()\n                opt.step()\n                opt.zero_grad()\n\n\nif __name__ == "__main__":\n    main()\n'
+
+
+def test_loader_subclasses_and_in_memory_datasets_of_another_module(tmp_path: Path) -> None:
+    """``ClipLoader``/``SpeakerLoader`` (audio/batching.py) subclass DataLoader and only fix the
+    collate function, passing DataLoader's arguments through: the script's loaders built with them
+    are DataLoaders (GP201/GP202/GP203, with fixes). ``BucketLoader`` takes a parameter of its own:
+    not recognised. ``FeatureBank`` only indexes tensors it loaded: no GP201 for its loaders."""
+    root = _tree(tmp_path, {"pyproject.toml": "", "audio/__init__.py": "", "audio/batching.py": _BATCHING,
+                            "train.py": _LOADERS_TRAIN})
+    found = _lint_now(root, False, "none")["train.py"]
+    by_line = sorted((d.line, d.code) for d in found.diagnostics if d.code.startswith("GP2"))  # type: ignore[attr-defined]
+    assert by_line == [(8, "GP201"), (8, "GP202"), (9, "GP202"), (9, "GP203")]
+    fixed = _lint_now(root, False, "unsafe")["train.py"].fixed.decode()  # type: ignore[attr-defined]
+    assert "ClipLoader(torch.load(\"clips.pt\"), batch_size=16, shuffle=True, num_workers=min(8, os.cpu_count() or 1), " \
+           "pin_memory=torch.cuda.is_available(), persistent_workers=True)" in fixed
+    assert "SpeakerLoader(torch.load(\"speakers.pt\"), 16, True, num_workers=8, pin_memory=torch.cuda.is_available(), " \
+           "persistent_workers=True)" in fixed
+    # checked alone, the classes are unknown: nothing to say about those loaders
+    alone = _lint_now(root, True, "none")["train.py"]
+    assert not {d.line for d in alone.diagnostics if d.code.startswith("GP2")} & {8, 9, 10}  # type: ignore[attr-defined]

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from ..model.datasets import in_memory_datasets, loader_subclasses
 from ..model.models import is_model_constructor, loss_classes, module_subclasses, strip_chain
 from ..model.step_code import walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
@@ -62,7 +63,28 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
         settings |= imported.settings
     return ModuleFacts(functions, frozenset(workload), frozenset(exported),
                        any(f.trains for f in functions.values()), settings=frozenset(settings),
-                       step_calls=_step_calls(ctx, ta, line_of), registries=_model_tables(ctx, exported))
+                       step_calls=_step_calls(ctx, ta, line_of), registries=_model_tables(ctx, exported),
+                       loaders=loader_subclasses(ctx) | _reexported(ctx, "loaders"),
+                       memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"))
+
+
+def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:
+    """The names of ``kind`` (``loaders``, ``memory_datasets``) the module imports at module level
+    from the user's other modules (a package's ``__init__``), as it names them."""
+    out = set()
+    for stmt in ctx.module.body if ctx.project else ():
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if not isinstance(small, cst.ImportFrom):
+                continue
+            key = "." * len(small.relative) + (dotted_name(small.module) or "" if small.module else "")
+            listed = getattr(ctx.project[key], kind) if key in ctx.project else frozenset()
+            if isinstance(small.names, cst.ImportStar):
+                out |= {n for n in listed if not n.startswith("_")}
+            elif listed:
+                out |= {a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name)
+                        else a.name.value for a in small.names
+                        if isinstance(a.name, cst.Name) and a.name.value in listed}
+    return frozenset(out)
 
 
 def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tuple[StepCall, ...]:

@@ -1,0 +1,67 @@
+"""Which calls build a DataLoader, and over what: torch's class, or a subclass of the user's
+(this module's or another's, ``model.datasets``) that passes DataLoader's arguments through; and
+whether the dataset it reads is already in memory (a ``TensorDataset``, or a dataset class whose
+``__getitem__`` only indexes tensors it holds)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..model.datasets import in_memory_datasets, loader_subclasses
+from ..syntax.calls import dataloader_arg
+from ..syntax.context import RuleContext
+from ..syntax.project import project_listed
+from ..syntax.torch_names import DATALOADERS
+from .script_facts import assignments_in, binding_body
+
+TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+
+
+def is_loader_call(ctx: RuleContext, call: cst.Call) -> bool:
+    """Does ``call`` build a DataLoader: torch's, or a subclass of the user's that passes its
+    arguments through (``ClipLoader(ds, batch_size=16)``)?"""
+    if ctx.is_call_to(call, DATALOADERS):
+        return True
+    func = call.func
+    if not isinstance(func, (cst.Name, cst.Attribute)):
+        return False
+    if isinstance(func, cst.Name) and func.value in ctx.fact(loader_subclasses):
+        return True
+    return project_listed(ctx, func, "loaders") is not None
+
+
+def loader_calls(ctx: RuleContext) -> list[cst.Call]:
+    """Every call of the file that builds a DataLoader (:func:`is_loader_call`), in source order."""
+    return ctx.fact(_loader_calls)
+
+
+def _loader_calls(ctx: RuleContext) -> list[cst.Call]:
+    return [c for c in ctx.nodes(cst.Call) if is_loader_call(ctx, c)]
+
+
+def in_memory_dataset(ctx: RuleContext, call: cst.Call) -> bool:
+    """Is every dataset the loader built by ``call`` may read already in memory: a
+    ``TensorDataset``, or an instance of a dataset class (of this module or the user's other
+    ones) whose ``__getitem__`` only indexes tensors it holds?"""
+    arg = dataloader_arg(call, "dataset")
+    return arg is not None and _all_in_memory(ctx, arg.value, call, 0)
+
+
+def _all_in_memory(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:
+    if depth > 3:
+        return False
+    if isinstance(expr, cst.IfExp):
+        return _all_in_memory(ctx, expr.body, at, depth + 1) and _all_in_memory(ctx, expr.orelse, at, depth + 1)
+    if isinstance(expr, cst.Name):
+        where = binding_body(ctx, expr.value, at)
+        if where is False:
+            return False
+        values = [v for _, v in assignments_in(ctx, where, expr.value)]  # type: ignore[arg-type]
+        return bool(values) and all(_all_in_memory(ctx, v, v, depth + 1) for v in values)
+    if not isinstance(expr, cst.Call) or not isinstance(expr.func, (cst.Name, cst.Attribute)):
+        return False
+    if ctx.matches(expr.func, TENSOR_DATASETS):
+        return True
+    if isinstance(expr.func, cst.Name) and expr.func.value in ctx.fact(in_memory_datasets):
+        return True
+    return project_listed(ctx, expr.func, "memory_datasets") is not None
