@@ -71,11 +71,13 @@ class DataloaderWorkers(Rule):
         "Unpicklable state is found when the file shows it (a lambda or local function passed to "
         "the dataset, a dataset class of this module storing one on `self`, an open file); state "
         "created inside an imported dataset class is not seen.",
-        "Not reported for a dataset already in memory: a `TensorDataset`, or a dataset class (of "
+        "Not reported for a dataset already in memory: a `TensorDataset` of tensors read from a "
+        "file (`torch.load`, `np.load`) or on the device, or a dataset class (of "
         "this module or the user's other modules) whose `__getitem__` only indexes what it holds "
         "(`return self.x[i], self.y[i]`, index arithmetic, cheap casts); any other call there "
-        "(a file read, a transform) counts as work. Nor for a loader only asked for its first "
-        "batch (`next(iter(loader))`).",
+        "(a file read, a transform) counts as work. A `TensorDataset` of tensors the script makes "
+        "up (`torch.randn`) stands for a dataset read elsewhere and is reported. Nor is a loader "
+        "only asked for its first batch (`next(iter(loader))`) reported.",
         "A `DataLoader` subclass of the user's (this module or another) counts as a DataLoader "
         "when it passes DataLoader's arguments through: no `__init__`, or one whose named "
         "parameters are DataLoader's first ones and that forwards them with its `**kwargs` to the "

@@ -14,6 +14,9 @@ from ..syntax.project import project_listed
 from ..syntax.torch_names import DATALOADERS
 from .script_facts import assignments_in, binding_body
 
+# Reads of tensors or arrays kept in a file: a TensorDataset of them holds a real dataset in memory.
+_LOADS = frozenset({"torch.load", "numpy.load", "torch.from_numpy", "torch.as_tensor", "torch.tensor",
+                    "safetensors.torch.load_file"})
 TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 
 
@@ -61,7 +64,31 @@ def _all_in_memory(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, 
     if not isinstance(expr, cst.Call) or not isinstance(expr.func, (cst.Name, cst.Attribute)):
         return False
     if ctx.matches(expr.func, TENSOR_DATASETS):
-        return True
+        return bool(expr.args) and all(not a.star and _stored(ctx, a.value, expr, depth) for a in expr.args)
     if isinstance(expr.func, cst.Name) and expr.func.value in ctx.fact(in_memory_datasets):
         return True
     return project_listed(ctx, expr.func, "memory_datasets") is not None
+
+
+def _stored(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:
+    """A tensor read from storage (``torch.load(path)["x"]``, ``torch.from_numpy(np.load(p))``, a
+    name bound only to such) or placed on the device. Tensors the script fabricates
+    (``torch.randn(...)``) stand for a dataset read elsewhere: not counted."""
+    if depth > 4:
+        return False
+    while isinstance(expr, cst.Subscript) or isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+            expr.func.attr.value in ("float", "long", "to", "cuda", "contiguous", "view", "reshape", "unsqueeze"):
+        if isinstance(expr, cst.Call) and expr.func.attr.value in ("to", "cuda"):  # type: ignore[union-attr]
+            return True  # device tensors: workers could not even hand them over
+        expr = expr.value if isinstance(expr, cst.Subscript) else expr.func.value  # type: ignore[union-attr]
+    if isinstance(expr, cst.Call):
+        return ctx.matches(expr.func, _LOADS) and (not ctx.matches(expr.func, {"torch.from_numpy", "torch.as_tensor",
+                                                                                "torch.tensor"}) or
+                                                   bool(expr.args) and _stored(ctx, expr.args[0].value, at, depth + 1))
+    if isinstance(expr, cst.Name):
+        where = binding_body(ctx, expr.value, at)
+        if where is False:
+            return False
+        values = [v for _, v in assignments_in(ctx, where, expr.value)]  # type: ignore[arg-type]
+        return bool(values) and all(_stored(ctx, v, v, depth + 1) for v in values)
+    return False
