@@ -40,7 +40,9 @@ MAX_SHELL = 200  # shell scripts looked at for launch commands
 _WORK_AT_IMPORT = re.compile(rb"^(?:for|while|with|async)\b|^[A-Za-z_]\w*\(", re.MULTILINE)
 # Signs that a file reads its command line: argparse and the parsers built on it, and the others.
 _PARSERS = (b"ArgumentParser", b"TrlParser", b"parse_args", b"LightningCLI", b"tyro", b"fire.Fire",
-            b"simple_parsing", b"jsonargparse", b"sys.argv", b"click")
+            b"simple_parsing", b"jsonargparse", b"sys.argv", b"click",
+            # the project's own parsing helper in another module (``get_args()``, ``parse_opt()``)
+            b"args()", b"get_args", b"parse_opt", b"_arguments(")
 
 # root -> (the project's Python files, its shell scripts): a lint run meets the same project often.
 _FILES: dict[str, tuple[int, tuple[list[Path], list[Path]]]] = {}

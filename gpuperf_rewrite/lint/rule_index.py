@@ -4,6 +4,7 @@ Do not edit. Code -> (name, enabled by default), and the rule modules it was mad
 
 MODULES = (
     'analysis/facts/builders.py',
+    'analysis/facts/cli_defaults.py',
     'analysis/facts/collectives.py',
     'analysis/facts/execution.py',
     'analysis/facts/flow.py',

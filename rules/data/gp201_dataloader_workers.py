@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import AddImport, Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
+from ..analysis.facts.cli_defaults import zero_default_flag
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_reported
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
@@ -14,6 +15,7 @@ from ..analysis.facts.loaders import in_memory_dataset, loader_calls
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import dataloader_arg, literal_value
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.launch import launched_with
 from ._loader_args import AMBIGUOUS, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
 from ._worker_safety import dataset_is_iterable, spawn_hazard
@@ -55,7 +57,13 @@ class DataloaderWorkers(Rule):
         "holds `num_workers`, or adds it to the dict literal when that is the dict's only "
         "definition, and only when the dict feeds nothing but DataLoaders; otherwise the finding "
         "comes without a fix.",
-        "A `num_workers` given as a name or expression is trusted, even when it evaluates to 0.",
+        "A `num_workers` given as a name or expression is trusted, even when it evaluates to 0; "
+        "except an option of the command line whose default is 0 and that nothing in the file "
+        "raises (`args.workers` from `add_argument(\"--workers\", default=0)` in the file, or a "
+        "field `workers: int = 0` of a typed arguments class of the user's modules: a `Tap`, "
+        "`*Args`/`*Arguments` subclass or a `@dataclass` named `*Args`/`*Options`): reported at the "
+        "loader without a fix, naming the flag a run must pass, unless the project's launch "
+        "scripts pass it.",
         "The fix is withheld for an `IterableDataset` subclass defined in this module; one "
         "imported from elsewhere is not recognised and gets the fix, and its workers would each "
         "replay the stream.",
@@ -159,6 +167,12 @@ class DataloaderWorkers(Rule):
         for call in loader_calls(ctx):
             kw = call_keywords(ctx, call)
             settings = settings_of(ctx, call, "num_workers")
+            if not kw.opaque and len(settings) == 1 and \
+                    (flag := zero_default_flag(ctx, settings[0].value)) is not None:
+                if launched_with(ctx, (flag,)) is None and not takes_one_batch(ctx, call) and \
+                        not in_memory_dataset(ctx, call):
+                    yield self._command_line(ctx, call, settings[0].value, flag)
+                continue
             if kw.opaque or any(literal_value(s.value) != 0 for s in settings):
                 continue  # unknown, a positive literal, or an expression the user chose
             if takes_one_batch(ctx, call):
@@ -182,6 +196,17 @@ class DataloaderWorkers(Rule):
                 yield Finding.of(call, message, edit)
                 continue
             yield Finding(call, message, Fix(f"set num_workers={value}", (edit, AddImport("os")), "unsafe"))
+
+    @staticmethod
+    def _command_line(ctx: RuleContext, call: cst.Call, value: cst.BaseExpression, flag: str) -> Finding:
+        """``num_workers=args.workers`` whose command-line default is 0: reported at the loader,
+        naming the flag a run must pass (the default is the user's to raise)."""
+        waits = "the GPU idles" if may_use_cuda(ctx) else "each step waits"
+        code = ctx.code_for(value).strip()
+        return Finding(call, f"DataLoader loads every batch in the training process (`num_workers` is `{code}`, "
+                             f"whose command-line default is 0): {waits} while data is prepared unless a run "
+                             f"passes {flag} 4", no_fix_reason=f"the worker count comes from the command line: a run "
+                                                               f"must pass {flag} (or its default be raised)")
 
     @staticmethod
     def _edit(ctx: RuleContext, call: cst.Call, settings: list, value: str) -> Edit | NoFix:

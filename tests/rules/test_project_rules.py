@@ -444,3 +444,49 @@ def test_loader_subclasses_and_in_memory_datasets_of_another_module(tmp_path: Pa
     # checked alone, the classes are unknown: nothing to say about those loaders
     alone = _lint_now(root, True, "none")["train.py"]
     assert not {d.line for d in alone.diagnostics if d.code.startswith("GP2")} & {8, 9, 10}  # type: ignore[attr-defined]
+
+
+_RUN_ARGS = (
+    "from tap import Tap\n\n\n"
+    "class RunArgs(Tap):\n"
+    "    data: str = \"shards/\"\n"
+    "    batch: int = 64\n"
+    "    workers: int = 0  # loader processes\n"
+    "    prefetch: int = 2\n\n\n"
+    "def parse_run_args() -> RunArgs:\n"
+    "    args = RunArgs(explicit_bool=True).parse_args()\n"
+    "    args.batch = max(1, args.batch)\n"
+    "    args.workers = min(max(0, args.workers), args.batch)\n"
+    "    return args\n")
+_ARGS_TRAIN = (
+    "import torch\nfrom torch.utils.data import DataLoader\n\nfrom conf.run_args import parse_run_args\n\n\n"
+    "def main():\n"
+    "    args = parse_run_args()\n"
+    "    loader = DataLoader(torch.load(args.data), batch_size=args.batch, shuffle=True, num_workers=args.workers,\n"
+    "                        pin_memory=True, prefetch_factor=args.prefetch)\n"
+    "    model = torch.nn.Linear(128, 2).cuda()\n"
+    "    opt = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)\n"
+    "    for epoch in range(5):\n"
+    "        for x, y in loader:\n"
+    "            torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()\n"
+    "            opt.step()\n"
+    "            opt.zero_grad()\n\n\n"
+    "if __name__ == \"__main__\":\n    main()\n")
+
+
+def test_a_worker_count_from_a_typed_arguments_class_defaulting_to_zero(tmp_path: Path) -> None:
+    """``workers: int = 0`` in a Tap arguments class of another module (bounded, never raised, by
+    its parser): the loader built with ``num_workers=args.workers`` is reported, naming the flag;
+    not when the project's launch script passes it, nor when the default is positive."""
+    root = _tree(tmp_path, {"pyproject.toml": "", "conf/__init__.py": "", "conf/run_args.py": _RUN_ARGS,
+                            "train.py": _ARGS_TRAIN})
+    (found,) = [d for d in _lint_now(root, False, "none")["train.py"].diagnostics  # type: ignore[attr-defined]
+                if d.code == "GP201"]
+    assert found.line == 9 and "`args.workers`" in found.message and "--workers" in found.no_fix_reason
+    assert "GP201" not in _codes(_lint_now(root, True, "none"), "train.py")  # alone: the default is unseen
+    (root / "scripts").mkdir()
+    (root / "scripts/train.sh").write_text("#!/bin/bash\npython train.py --data /mnt/shards --workers 8\n")
+    assert "GP201" not in _codes(_lint_now(root, False, "none"), "train.py")
+    (root / "scripts/train.sh").unlink()
+    (root / "conf/run_args.py").write_text(_RUN_ARGS.replace("workers: int = 0", "workers: int = 6"))
+    assert "GP201" not in _codes(_lint_now(root, False, "none"), "train.py")

@@ -26,6 +26,7 @@ from ..syntax.torch_names import (AUTOCAST, CUDNN_CHOICES, DATALOADERS, DETERMIN
 from ..syntax.tree import walk
 from .builders import (at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, unfused_in_factory, values_of)
+from .cli_defaults import zero_fields
 from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
 from .script_facts import first_use_of
 
@@ -65,7 +66,8 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        any(f.trains for f in functions.values()), settings=frozenset(settings),
                        step_calls=_step_calls(ctx, ta, line_of), registries=_model_tables(ctx, exported),
                        loaders=loader_subclasses(ctx) | _reexported(ctx, "loaders"),
-                       memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"))
+                       memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
+                       zero_fields=zero_fields(ctx))
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:
