@@ -17,6 +17,7 @@ MODULES = (
     'analysis/facts/loaders.py',
     'analysis/facts/module_facts.py',
     'analysis/facts/program.py',
+    'analysis/facts/program_settings.py',
     'analysis/facts/project_use.py',
     'analysis/facts/script_facts.py',
     'analysis/facts/workload.py',

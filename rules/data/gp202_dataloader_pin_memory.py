@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import libcst as cst
-
 from .._api import AddImport, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_silent
 from ..analysis.facts.gpu_use import may_use_cuda

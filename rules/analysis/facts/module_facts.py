@@ -18,15 +18,15 @@ from ..model.step_code import walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.context import RuleContext
-from ..syntax.project import (CONV, CUDNN, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, TF32, FunctionFacts,
+from ..syntax.project import (CONV, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, FunctionFacts,
                               ModuleFacts, StepCall, project_base_class, project_class, project_function,
                               project_instance_method, project_method, project_model_class)
-from ..syntax.torch_names import (AUTOCAST, CUDNN_CHOICES, DATALOADERS, DETERMINISM, GRAD_SCALERS, LR_SCHEDULERS,
-                                  OPTIMIZERS, SET_PRECISION, TF32_SETTINGS)
+from ..syntax.torch_names import AUTOCAST, DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
 from ..syntax.tree import walk
 from .builders import (at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, unfused_in_factory, values_of)
 from .cli_defaults import zero_fields
+from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
 from .script_facts import first_use_of
 
@@ -55,11 +55,11 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
         in_model = "." in name and name.split(".", 1)[0] in classes
         functions[name] = _function_facts(ctx, ta, fn, fn in models, line_of, in_model)
     _params_through_helpers(ctx, functions)
-    _settings_through_methods(ctx, functions)
+    settings_through_methods(ctx, functions)
     _class_entries(ctx, ta, functions, classes)
     exported = {c for c in classes if "." not in c}
     _reexports(ctx, functions, exported)
-    settings = {s for n in walk(ctx.module) if (s := _setting(ctx, n)) is not None} if _may_set(ctx) else set()
+    settings = {s for n in walk(ctx.module) if (s := setting_of(ctx, n)) is not None} if may_set(ctx) else set()
     for imported in ctx.project.values():  # what its imports set when they are imported
         settings |= imported.settings
     return ModuleFacts(functions, frozenset(workload), frozenset(exported),
@@ -146,60 +146,6 @@ def _model_tables(ctx: RuleContext, models: set[str]) -> frozenset[str]:
     return frozenset(out)
 
 
-def _may_set(ctx: RuleContext) -> bool:
-    return any(word in ctx.source for word in ("backends", "set_float32_matmul_precision", "deterministic"))
-
-
-def _under_a_branch(ctx: RuleContext, node: cst.CSTNode) -> bool:
-    """Does ``node`` run only on some path of its function (or module): inside an ``if`` that is
-    not a test of the machine (``if torch.cuda.is_available():``, ``if hasattr(torch, ...)``: every
-    GPU run takes it)?"""
-    for anc in ctx.ancestors(node):
-        if isinstance(anc, cst.If) and not _machine_test(ctx, anc.test):
-            return True
-        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            return False
-    return False
-
-
-_MACHINE_TESTS = frozenset({"torch.cuda.is_available", "torch.backends.cudnn.is_available",
-                            "torch.backends.cuda.is_built", "torch.cuda.is_bf16_supported"})
-
-
-def _machine_test(ctx: RuleContext, test: cst.BaseExpression) -> bool:
-    """A condition every run on a GPU machine meets: CUDA is available, torch has an attribute
-    (``hasattr(torch, "set_float32_matmul_precision")``), or several of them joined by ``and``."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return _machine_test(ctx, test.left) and _machine_test(ctx, test.right)
-    if not isinstance(test, cst.Call):
-        return False
-    if ctx.matches(test.func, _MACHINE_TESTS):
-        return True
-    return isinstance(test.func, cst.Name) and test.func.value == "hasattr" and len(test.args) == 2 and \
-        (dotted_name(test.args[0].value) or "").split(".")[0] in ("torch", "th")
-
-
-def _setting(ctx: RuleContext, node: cst.CSTNode) -> str | None:
-    """TF32 or CUDNN when ``node`` makes that choice for the program (``torch.backends.cudnn.
-    benchmark = True``, ``cudnn.benchmark, cudnn.deterministic = ...``,
-    ``torch.set_float32_matmul_precision("high")``), else None."""
-    if not isinstance(node, (cst.Call, cst.Assign)) or _under_a_branch(ctx, node):
-        return None  # ``if deterministic: torch.use_deterministic_algorithms(True)``: an opt-in
-    if isinstance(node, cst.Call):
-        if ctx.matches(node.func, SET_PRECISION):
-            return TF32
-        return CUDNN if ctx.matches(node.func, DETERMINISM) else None
-    assert isinstance(node, cst.Assign)
-    for t in node.targets:
-        elements = [e.value for e in t.target.elements] if isinstance(t.target, cst.Tuple) else [t.target]
-        for target in (e for e in elements if isinstance(e, cst.Attribute)):
-            if ctx.matches(target, TF32_SETTINGS):
-                return TF32
-            if ctx.matches(target, CUDNN_CHOICES):
-                return CUDNN
-    return None
-
-
 def _params_through_helpers(ctx: RuleContext, functions: dict[str, FunctionFacts]) -> None:
     """An optimizer builder that gathers its model's parameters through a helper of the module
     (``create_optimizer(args, model)`` calling ``param_groups_weight_decay(model, wd)``)."""
@@ -220,35 +166,6 @@ def _params_through_helpers(ctx: RuleContext, functions: dict[str, FunctionFacts
             if dotted_name(arg) in f.params if arg is not None else False:
                 functions[name] = dataclasses.replace(f, params_of=dotted_name(arg))
                 break
-
-
-def _settings_through_methods(ctx: RuleContext, functions: dict[str, FunctionFacts]) -> None:
-    """A function that calls a method of one of the module's classes on an object
-    (``opts.configure_matmul(opts.tf32)`` on a settings object it built, a static method through an
-    instance) makes the settings that method makes. Only when some method makes one."""
-    by_method: dict[str, list[str]] = {}
-    for name in functions:
-        if "." in name:
-            by_method.setdefault(name.rsplit(".", 1)[1], []).append(name)
-    if not any(functions[n].settings for names in by_method.values() for n in names):
-        return
-    fns = dict(functions_of(ctx))
-    for _ in range(3):  # a function calling one that calls the method
-        changed = False
-        for name, f in list(functions.items()):
-            found = set(f.settings)
-            for call in (n for n in walk(fns[name].body, into_nested=True) if isinstance(n, cst.Call)):
-                if isinstance(call.func, cst.Attribute):
-                    owners = by_method.get(call.func.attr.value, [])
-                    if len(owners) == 1:  # one class of the module has it: that one
-                        found |= set(functions[owners[0]].settings)
-                elif isinstance(call.func, cst.Name) and call.func.value in functions:
-                    found |= set(functions[call.func.value].settings)
-            if found != set(f.settings):
-                functions[name] = dataclasses.replace(f, settings=tuple(sorted(found)))
-                changed = True
-        if not changed:
-            break
 
 
 def _class_entries(ctx: RuleContext, ta: TrainingAnalysis, functions: dict[str, FunctionFacts],
@@ -372,10 +289,10 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
     look_autocast = not in_model and (imp_autocast or "autocast" in src)
     look_compile = not in_model and (imp_compile or "compile" in src)
     look_scaler = not in_model and (imp_scaler or "Scaler" in src)
-    look_settings = not in_model and (imp_settings or _may_set(ctx))
+    look_settings = not in_model and (imp_settings or may_set(ctx))
     if look_train or look_zero or look_autocast or look_compile or look_scaler or look_settings:
         for node in walk_with_callees(ta, fn.body):
-            if look_settings and (setting := _setting(ctx, node)) is not None:
+            if look_settings and (setting := setting_of(ctx, node)) is not None:
                 settings.add(setting)
             if look_train and not trains:
                 trains = ta.is_backward_call(node) or ta.is_optimizer_step(node)
