@@ -12,6 +12,7 @@ MODULES = (
     'analysis/facts/framework_docs.py',
     'analysis/facts/frameworks.py',
     'analysis/facts/gpu_use.py',
+    'analysis/facts/hf_data.py',
     'analysis/facts/installed.py',
     'analysis/facts/kwargs.py',
     'analysis/facts/loaders.py',

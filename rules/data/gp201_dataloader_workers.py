@@ -91,6 +91,11 @@ class DataloaderWorkers(Rule):
         "parameters are DataLoader's first ones and that forwards them with its `**kwargs` to the "
         "base class (setting `collate_fn` or a sampler around it); a subclass with parameters of "
         "its own is not recognised.",
+        "A Hugging Face Trainer whose train dataset is tokenised up front (the result of "
+        "`datasets`' `.map(...)`) and whose collator only pads (none, `DataCollatorWithPadding` "
+        "and the other token collators of transformers, or a class of the file whose `__call__` "
+        "pads with the tokenizer and reads or decodes nothing) is not reported: a batch is a few "
+        "lookups and one pad.",
         FRAMEWORK_LOADERS,
         blind_reported("`--dataloader_num_workers`"),
     )
