@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..model.datasets import in_memory_datasets, loader_subclasses
+from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates
 from ..syntax.calls import dataloader_arg
 from ..syntax.context import RuleContext
-from ..syntax.project import project_listed
+from ..syntax.project import project_calls, project_listed
 from ..syntax.torch_names import DATALOADERS
 from .script_facts import assignments_in, binding_body
 
@@ -92,3 +92,31 @@ def _stored(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: 
         values = [v for _, v in assignments_in(ctx, where, expr.value)]  # type: ignore[arg-type]
         return bool(values) and all(_stored(ctx, v, v, depth + 1) for v in values)
     return False
+
+
+def varying_batch_shapes(ctx: RuleContext) -> bool:
+    """Does the program feed batches whose shape changes from batch to batch, as the code shows:
+    a loader of the file collating with a function that pads to the batch's longest item (this
+    module's or the user's other modules'), a loader subclass of the user's that does, or a loader
+    factory of a module of the user's that has one (the time axis of audio or spectrograms)?"""
+    return ctx.fact(_varying)
+
+
+def _varying(ctx: RuleContext) -> bool:
+    local = ctx.fact(padding_collates)
+    imported = bool(ctx.project) and any(m.padding_collates for m in ctx.project.values())
+    if not local and not imported:
+        return False
+
+    def pads(expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Name) and expr.value in local:
+            return True
+        return imported and isinstance(expr, (cst.Name, cst.Attribute)) and \
+            project_listed(ctx, expr, "padding_collates") is not None
+
+    for call in loader_calls(ctx):
+        arg = dataloader_arg(call, "collate_fn")
+        if pads(call.func) or arg is not None and pads(arg.value):
+            return True
+    # a loader factory of a module that pads (``get_loaders(cfg)`` in data.py)
+    return imported and any(pc.facts.builds_loader and pc.module.padding_collates for pc in project_calls(ctx))

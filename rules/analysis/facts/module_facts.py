@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from ..model.datasets import in_memory_datasets, loader_subclasses
+from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates
 from ..model.models import is_model_constructor, loss_classes, module_subclasses, strip_chain
 from ..model.step_code import walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
@@ -65,9 +65,9 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     return ModuleFacts(functions, frozenset(workload), frozenset(exported),
                        any(f.trains for f in functions.values()), settings=frozenset(settings),
                        step_calls=_step_calls(ctx, ta, line_of), registries=_model_tables(ctx, exported),
-                       loaders=loader_subclasses(ctx) | _reexported(ctx, "loaders"),
+                       loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
                        memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
-                       zero_fields=zero_fields(ctx))
+                       zero_fields=zero_fields(ctx), padding_collates=padding_collates(ctx))
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:

@@ -115,3 +115,58 @@ def _lookup(expr: cst.BaseExpression, allow_self: bool = False) -> bool:
         elif isinstance(node, (cst.Lambda, cst.Await, cst.Yield, cst.ListComp, cst.GeneratorExp, cst.DictComp)):
             return False
     return allow_self or not isinstance(expr, cst.Name)
+
+
+# Calls that make a batch tensor of a size computed per batch, or pad sequences to the longest.
+_PAD_CALLS = frozenset({"pad_sequence", "pad", "zeros", "ones", "full", "empty", "new_zeros", "new_full",
+                        "new_ones", "new_empty"})
+
+
+def pads_to_longest(fn: cst.FunctionDef) -> bool:
+    """Does the collate function ``fn`` pad each batch to its own longest item: ``pad_sequence``,
+    or a ``max(...)`` over the items' sizes (``x.size(1)``, ``x.shape[-1]``, ``len(x)``) that sizes
+    a new tensor (``torch.zeros(n, 1, longest)``)? Then the batch shape changes from batch to batch."""
+    longest: set[str] = set()
+    pads = False
+    for node in walk(fn.body, into_nested=True):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and \
+                dotted_name(node.value.func) == "max" and _measures(node.value):
+            longest |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
+        elif isinstance(node, cst.Call):
+            name = (dotted_name(node.func) or "").rsplit(".", 1)[-1]
+            if name == "pad_sequence":
+                return True
+            if name in _PAD_CALLS and any(isinstance(n, cst.Name) and n.value in longest or
+                                          isinstance(n, cst.Call) and dotted_name(n.func) == "max" and _measures(n)
+                                          for a in node.args for n in walk(a.value, include_self=True)):
+                pads = True
+    return pads
+
+
+def _measures(call: cst.Call) -> bool:
+    """``max(...)`` over sizes: its arguments read ``.size(...)``, ``.shape`` or ``len(...)``."""
+    for n in walk(call, into_nested=True):
+        if isinstance(n, cst.Attribute) and n.attr.value in ("shape", "size") or \
+                isinstance(n, cst.Call) and dotted_name(n.func) == "len":
+            return True
+    return False
+
+
+def padding_collates(ctx: RuleContext) -> frozenset[str]:
+    """Module-level functions that pad each batch to its longest item (:func:`pads_to_longest`),
+    and DataLoader subclasses of the module that collate with one (``self.collate_fn = f``,
+    ``collate_fn=f`` to the base class)."""
+    if "max(" not in ctx.source and "pad_sequence" not in ctx.source:
+        return frozenset()
+    fns = {s.name.value for s in ctx.module.body if isinstance(s, cst.FunctionDef) and pads_to_longest(s)}
+    out = set(fns)
+    for cls in ctx.module.body:
+        if isinstance(cls, cst.ClassDef) and cls.name.value in ctx.fact(loader_subclasses):
+            for n in walk(cls.body, into_nested=True):
+                value = n.value if isinstance(n, cst.Assign) and any(
+                    dotted_name(t.target) == "self.collate_fn" for t in n.targets) else \
+                    n.value if isinstance(n, cst.Arg) and n.keyword is not None and n.keyword.value == "collate_fn" \
+                    else None
+                if value is not None and dotted_name(value) in fns:
+                    out.add(cls.name.value)
+    return frozenset(out)

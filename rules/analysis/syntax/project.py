@@ -92,13 +92,16 @@ class ModuleFacts:
     memory_datasets: frozenset[str] = frozenset()
     # int fields of its typed command-line arguments classes defaulting to 0 (``facts.cli_defaults``)
     zero_fields: frozenset[str] = frozenset()
+    # its collate functions padding each batch to its longest item, and loader subclasses using one
+    padding_collates: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
                 "workload": sorted(self.workload), "models": sorted(self.models), "trains": self.trains,
                 "settings": sorted(self.settings), "step_calls": [list(c) for c in self.step_calls],
                 "registries": sorted(self.registries), "loaders": sorted(self.loaders),
-                "memory_datasets": sorted(self.memory_datasets), "zero_fields": sorted(self.zero_fields)}
+                "memory_datasets": sorted(self.memory_datasets), "zero_fields": sorted(self.zero_fields),
+                "padding_collates": sorted(self.padding_collates)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -108,7 +111,8 @@ class ModuleFacts:
                    step_calls=tuple(StepCall(*c) for c in doc.get("step_calls", ())),
                    registries=frozenset(doc.get("registries", ())), loaders=frozenset(doc.get("loaders", ())),
                    memory_datasets=frozenset(doc.get("memory_datasets", ())),
-                   zero_fields=frozenset(doc.get("zero_fields", ())))
+                   zero_fields=frozenset(doc.get("zero_fields", ())),
+                   padding_collates=frozenset(doc.get("padding_collates", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
