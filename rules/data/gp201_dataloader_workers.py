@@ -16,7 +16,7 @@ from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import dataloader_arg, literal_value
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with
-from ._loader_args import AMBIGUOUS, new_key_edit, set_setting, settings_of
+from ._loader_args import AMBIGUOUS, FROM_YAML, config_settings, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
 from ._worker_safety import dataset_is_iterable, spawn_hazard
 
@@ -96,6 +96,7 @@ class DataloaderWorkers(Rule):
         "and the other token collators of transformers, or a class of the file whose `__call__` "
         "pads with the tokenizer and reads or decodes nothing) is not reported: a batch is a few "
         "lookups and one pad.",
+        FROM_YAML,
         FRAMEWORK_LOADERS,
         blind_reported("`--dataloader_num_workers`"),
     )
@@ -177,6 +178,16 @@ class DataloaderWorkers(Rule):
                 if launched_with(ctx, (flag,)) is None and not takes_one_batch(ctx, call) and \
                         not in_memory_dataset(ctx, call):
                     yield self._command_line(ctx, call, settings[0].value, flag)
+                continue
+            if kw.opaque and (cfg := config_settings(ctx, call)) is not None:
+                workers = cfg[1].get("num_workers", 0)
+                if workers == 0 and not isinstance(workers, bool) and not takes_one_batch(ctx, call) and \
+                        not in_memory_dataset(ctx, call):
+                    waits = "the GPU idles" if may_use_cuda(ctx) else "each step waits"
+                    yield Finding(call, f"DataLoader loads every batch in the training process (`num_workers` "
+                                        f"{'is 0' if 'num_workers' in cfg[1] else 'is not set'} in {cfg[0]}): "
+                                        f"{waits} while data is prepared; use worker processes",
+                                  no_fix_reason=f"the loader's settings come from {cfg[0]}: set num_workers there")
                 continue
             if kw.opaque or any(literal_value(s.value) != 0 for s in settings):
                 continue  # unknown, a positive literal, or an expression the user chose

@@ -14,7 +14,7 @@ from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import literal_value
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import project_runs
-from ._loader_args import AMBIGUOUS, new_key_edit, set_setting, settings_of
+from ._loader_args import AMBIGUOUS, FROM_YAML, config_settings, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
 
 
@@ -54,6 +54,7 @@ class DataloaderPinMemory(Rule):
         "A loader only asked for its first batch (`next(iter(loader))`) is not reported.",
         "A `DataLoader` subclass of the user's that passes DataLoader's arguments through counts as "
         "a DataLoader (see GP201).",
+        FROM_YAML,
         FRAMEWORK_LOADERS,
         blind_silent("the Trainer pins host memory by default (`dataloader_pin_memory=True`), so only an explicit False is slow"),
     )
@@ -103,6 +104,14 @@ class DataloaderPinMemory(Rule):
             return
         for call in calls:
             settings = settings_of(ctx, call, "pin_memory")
+            if call_keywords(ctx, call).opaque and (cfg := config_settings(ctx, call)) is not None:
+                if cfg[1].get("pin_memory", False) is False and not takes_one_batch(ctx, call):
+                    yield Finding(call, f"DataLoader does not pin host memory (`pin_memory` "
+                                        f"{'is false' if 'pin_memory' in cfg[1] else 'is not set'} in {cfg[0]}): every "
+                                        "host-to-GPU copy goes through a staging buffer and cannot overlap compute; "
+                                        "set pin_memory", no_fix_reason=f"the loader's settings come from {cfg[0]}: "
+                                                                        "set pin_memory there")
+                continue
             if call_keywords(ctx, call).opaque or any(literal_value(s.value) is not False for s in settings):
                 continue  # unknown, or set to something the user chose
             if takes_one_batch(ctx, call):

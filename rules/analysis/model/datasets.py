@@ -156,7 +156,9 @@ def padding_collates(ctx: RuleContext) -> frozenset[str]:
     """Module-level functions that pad each batch to its longest item (:func:`pads_to_longest`),
     and DataLoader subclasses of the module that collate with one (``self.collate_fn = f``,
     ``collate_fn=f`` to the base class)."""
-    if "max(" not in ctx.source and "pad_sequence" not in ctx.source:
+    src = ctx.source
+    if "pad_sequence" not in src and not ("max(" in src and any(w in src for w in ("zeros", "ones(", "full(", "empty(",
+                                                                                     "pad(", "new_"))):
         return frozenset()
     fns = {s.name.value for s in ctx.module.body if isinstance(s, cst.FunctionDef) and pads_to_longest(s)}
     out = set(fns)
