@@ -30,7 +30,13 @@ def is_loader_call(ctx: RuleContext, call: cst.Call) -> bool:
         return False
     if isinstance(func, cst.Name) and func.value in ctx.fact(loader_subclasses):
         return True
-    return project_listed(ctx, func, "loaders") is not None
+    return ctx.fact(_imports_loaders) and project_listed(ctx, func, "loaders") is not None
+
+
+def _imports_loaders(ctx: RuleContext) -> bool:
+    """Does a module of the user's this file imports define a DataLoader subclass? (Only then is
+    a call's name looked up among them.)"""
+    return bool(ctx.project) and any(m.loaders for m in ctx.project.values())
 
 
 def loader_calls(ctx: RuleContext) -> list[cst.Call]:
