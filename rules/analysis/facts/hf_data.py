@@ -40,8 +40,9 @@ def _mapped(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: 
     name bound only to one, or an ``IfExp`` of them."""
     if depth > 4:
         return False
-    if isinstance(expr, cst.IfExp):
-        return _mapped(ctx, expr.body, at, depth + 1) and _mapped(ctx, expr.orelse, at, depth + 1)
+    if isinstance(expr, cst.IfExp):  # ``train if args.do_train else None``: no training on the other side
+        return all(_mapped(ctx, side, at, depth + 1) for side in (expr.body, expr.orelse)
+                   if not (isinstance(side, cst.Name) and side.value == "None"))
     while isinstance(expr, cst.Subscript):
         expr = expr.value
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
@@ -73,11 +74,18 @@ def _pads_only(ctx: RuleContext, trainer: cst.Call) -> bool:
             return (dotted_name(value) or "") in _PADDING_COLLATORS
         else:
             return False
+    return _collator_pads(ctx, value)
+
+
+def _collator_pads(ctx: RuleContext, value: cst.BaseExpression) -> bool:
+    """A padding collator of transformers or of the file (both sides of a conditional)."""
+    if isinstance(value, cst.IfExp):
+        return _collator_pads(ctx, value.body) and _collator_pads(ctx, value.orelse)
     func = value.func if isinstance(value, cst.Call) else value
     name = (dotted_name(func) or "").rsplit(".", 1)[-1]
     if name in _PADDING_COLLATORS:
         return True
-    cls = next((c for c in ctx.module.body if isinstance(c, cst.ClassDef) and c.name.value == name), None)
+    cls = next((c for c in ctx.nodes(cst.ClassDef) if c.name.value == name), None)  # also one defined in main()
     call = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__call__"),
                 None) if cls is not None else None
     if call is None:
