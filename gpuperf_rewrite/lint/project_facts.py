@@ -1,11 +1,11 @@
 """The facts of the user's modules a checked file imports (issues 27 and 34), for the rules:
-each module's facts (``rules``' ``module_facts``) computed once per run with its own imports'
-facts, through the whole first-party import graph (``project_index``: one index per run, each
-module read once, keyed by its content and everything it reaches), when a rule first asks for
-them. Kept by that key in the process, and on disk (the lint cache's ``<fingerprint>/facts/``,
-or a folder of the run's own without a cache) where a run's workers and the next run find them.
-Which files those are: :mod:`gpuperf_rewrite.lint.project`.
-"""
+each module's facts (``rules``' ``module_facts``) computed once per run, when a rule first asks
+for them, with its own imports' facts, each of those computed in turn only when that analysis
+asks for it (``project_index``: one index per run, each module read once, keyed by its content
+and everything it reaches). A script importing one module of a large package costs the modules
+its facts reach, not the package. Kept by that key in the process, and on disk (the lint cache's
+``<fingerprint>/facts/``, or a folder of the run's own without a cache) where a run's workers
+and the next run find them. Which files those are: :mod:`gpuperf_rewrite.lint.project`."""
 
 from __future__ import annotations
 
@@ -45,8 +45,8 @@ class ProjectFacts:
 
 def project_facts(fs_path: str | Path, data: bytes, store: Path | None = None) -> ProjectFacts:
     """The facts of the first-party modules the file at ``fs_path`` (content ``data``) imports,
-    each computed with the facts of its own imports, through the whole first-party import graph
-    (``project_index``: each module read and its facts computed once per run). Nothing (and key
+    each computed with the facts of its own imports when first asked for (``project_index``:
+    each module read and its facts computed at most once per run). Nothing (and key
     "") for a file outside the user's code or one importing none of its modules. ``store``: a
     folder where facts are kept by key across runs and shared by a run's workers (the lint
     cache's, or the run's own)."""
