@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from gpuperf_rewrite.lint import project_index
+from gpuperf_rewrite.lint import facts_store, project_index
 from gpuperf_rewrite.lint.project import content_of
 from gpuperf_rewrite.lint.project_index import Node, run_scope
 
@@ -131,9 +130,74 @@ def _shown(module: Path, importer: Path) -> str:
 
 
 def facts_of_node(n: Node, store: Path | None = None) -> Any:
-    """The facts of the index's module ``n`` (keyed this run), as an importer would see them:
-    for a module that imports the checked one (``step_callers``), computed once per run by key."""
+    """The facts of the index's module ``n`` (keyed this run), as an importer would see them,
+    computed once per run by key."""
     return _facts(n, store)
+
+
+def step_calls_of_node(n: Node, store: Path | None = None) -> tuple[Any, ...]:
+    """The ``step_calls`` of the index's module ``n`` (keyed this run): for a module that imports
+    the checked one (``step_callers``). Its facts when known already; else only its step calls
+    are computed (its loops and the calls in them, not the facts of its functions), read with the
+    same imports' facts as its facts would be, and kept by key like them."""
+    assert n.key is not None
+    known = n.facts if n.facts is not None else _known(n.key, store)
+    if known is not None:
+        return tuple(known.step_calls)
+    key = _STEPS + n.key
+    got = _FACTS_MEMO.get(key)
+    if got is None:
+        got = _load_steps(store, key)
+        checked = _CONTEXTS.get(n.key) if got is None else None
+        if checked is not None:  # checked in this run: read off its analysis (kept for its facts)
+            got = _steps_of(checked)
+            _store_steps(store, key, got)
+        elif got is None:
+            got = _compute_steps(n, store)
+            if got is None:  # edited during the run: nothing this run, nothing kept
+                return ()
+            _store_steps(store, key, got)
+        _memo_facts(key, got)
+    return tuple(got)
+
+
+_STEPS = "steps:"
+
+
+def _compute_steps(n: Node, store: Path | None) -> tuple[Any, ...] | None:
+    from gpuperf_rewrite.rules._framework import RuleContext
+
+    path = Path(n.path)
+    parsed = _parsed_for(path, n.sha)
+    if parsed is False:
+        return None
+    if parsed is None:
+        return ()
+    module, text = parsed
+    return _steps_of(RuleContext(module, text, str(path), project=_Children(_deps(_FINAL, n), store)))
+
+
+def _steps_of(ctx: Any) -> tuple[Any, ...]:
+    from gpuperf_rewrite.rules._framework import module_step_calls
+
+    try:
+        return tuple(module_step_calls(ctx, _line_finder(ctx)))
+    except Exception:  # noqa: BLE001 - as ``_facts_of``: a module the analysis cannot read offers nothing
+        return ()
+
+
+def _load_steps(store: Path | None, key: str) -> tuple[Any, ...] | None:
+    doc = facts_store.load(store, key)
+    from gpuperf_rewrite.rules._framework import StepCall
+
+    try:
+        return tuple(StepCall(*c) for c in doc["step_calls"]) if doc is not None else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _store_steps(store: Path | None, key: str, calls: tuple[Any, ...]) -> None:
+    facts_store.save(store, key, {"step_calls": [list(c) for c in calls]})
 
 
 def _facts(start: Node, store: Path | None) -> Any:
@@ -279,7 +343,7 @@ def _known(key: str | None, store: Path | None) -> Any:
     elif store is not None and (str(store), key) not in _STORED:
         # Known in this process from a run with another store (or none): the next run reading
         # this store finds them too.
-        if not (store / key[:2] / f"{key[2:]}.json").exists():
+        if not facts_store.has(store, key):
             _store_facts(store, key, facts)
         _STORED.add((str(store), key))
     return facts
@@ -361,18 +425,25 @@ def _compute_facts(path: Path, sha: str, children: dict[str, Any]) -> Any | None
     run read it (its key no longer says what it holds)."""
     from gpuperf_rewrite.rules._framework import ModuleFacts, RuleContext
 
-    got = _PARSED.get(path)
-    if got is not None and got[0] == sha:
-        parsed = got[1]
-    else:
-        read = content_of(path)
-        if read is None or read[1] != sha:
-            return None
-        parsed = _parsed(path, read[0], sha)
+    parsed = _parsed_for(path, sha)
+    if parsed is False:
+        return None
     if parsed is None:
         return ModuleFacts()
     module, text = parsed
     return _facts_of(RuleContext(module, text, str(path), project=children))
+
+
+def _parsed_for(path: Path, sha: str) -> Any:
+    """The module at ``path`` parsed (module, text), None when unparsable, False when it no
+    longer holds the content ``sha`` the run read."""
+    got = _PARSED.get(path)
+    if got is not None and got[0] == sha:
+        return got[1]
+    read = content_of(path)
+    if read is None or read[1] != sha:
+        return False
+    return _parsed(path, read[0], sha)
 
 
 def _facts_of(ctx: Any) -> Any:
@@ -404,11 +475,8 @@ def _line_finder(ctx: Any) -> Any:
 
 
 def _load_facts(store: Path | None, key: str) -> Any:
-    if store is None:
-        return None
-    try:
-        doc = json.loads((store / key[:2] / f"{key[2:]}.json").read_bytes())
-    except (OSError, ValueError):
+    doc = facts_store.load(store, key)
+    if doc is None:
         return None
     from gpuperf_rewrite.rules._framework import ModuleFacts
 
@@ -419,13 +487,6 @@ def _load_facts(store: Path | None, key: str) -> Any:
 
 
 def _store_facts(store: Path | None, key: str, facts: Any) -> None:
-    if store is None:
-        return
-    import contextlib
-
-    from gpuperf_rewrite.lint.cache import write_atomic
-
-    _STORED.add((str(store), key))
-    with contextlib.suppress(OSError):
-        (store / key[:2]).mkdir(parents=True, exist_ok=True)
-        write_atomic(store / key[:2] / f"{key[2:]}.json", json.dumps(facts.to_json()).encode())
+    if store is not None:
+        _STORED.add((str(store), key))
+    facts_store.save(store, key, facts.to_json())

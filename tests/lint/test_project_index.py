@@ -259,3 +259,28 @@ def test_a_script_importing_one_module_of_a_large_cycle_costs_what_its_facts_rea
     assert got.modules["pkg"].workload == frozenset({"conv"})
     ring = [n for path, n in project_facts.COMPUTED.items() if Path(path).parent.name == "pkg"]
     assert len(ring) == 41 and set(ring) == {1}  # each module's own reading, no second one
+
+
+@pytest.mark.parametrize("project", ["step_helpers", "ddp_engine", "engine_split"])
+def test_an_importers_step_calls_alone_are_those_of_its_facts(tmp_path: Path, project: str) -> None:
+    """``step_callers`` reads only an importer's step calls (not the facts of its functions):
+    the same calls as its whole facts give, computed when they are not known."""
+    root = tmp_path / project
+    shutil.copytree(PROJECTS / project, root)
+    paths = sorted(str(p) for p in root.rglob("*.py"))
+
+    def read(whole: bool) -> dict[str, tuple[object, ...]]:
+        for state in (project_index._NODES, project_facts._FACTS_MEMO, project_facts._PARSED):
+            state.clear()
+        out = {}
+        with project_index.run_scope():
+            for path in paths:
+                n = project_index.node(path, str(root))
+                assert n is not None
+                project_index.keyed([n])
+                out[path] = tuple(project_facts.facts_of_node(n).step_calls) if whole else \
+                    project_facts.step_calls_of_node(n)
+        return out
+
+    alone = read(False)
+    assert any(alone.values()) and alone == read(True)
