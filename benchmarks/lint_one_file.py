@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -37,7 +38,8 @@ def main() -> int:
     else:
         rc = 0
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    print(f"{path}: CPU {cpu:.1f} s, wall {wall:.1f} s (load {os.getloadavg()[0]:.1f}), rc {rc}; "
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{path}: CPU {cpu:.1f} s, wall {wall:.1f} s (load {os.getloadavg()[0]:.1f}), peak {peak:.0f} MB, rc {rc}; "
           f"modules read {len(project_index.READS)}, facts computed {sum(project_facts.COMPUTED.values())} "
           f"for {len(project_facts.COMPUTED)} modules", file=sys.stderr)
     return 0
