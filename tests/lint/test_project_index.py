@@ -172,6 +172,19 @@ def test_a_chain_of_imports_deeper_than_the_recursion_limit(tmp_path: Path) -> N
     assert set(got.modules) == {"m1"} and got.key
 
 
+def test_facts_read_through_a_chain_deeper_than_the_recursion_limit(tmp_path: Path) -> None:
+    """Each module's facts read with its import's (a setting made on import travels up): past the
+    stack's depth the rest of the chain is read children first, not cut off."""
+    import sys
+
+    n = sys.getrecursionlimit() + 50
+    files = {"pyproject.toml": "", **{f"m{i}.py": f"import m{i + 1}\n" for i in range(n)},
+             f"m{n}.py": "import torch\n\ntorch.backends.cudnn.benchmark = True\n"}
+    root = _tree(tmp_path, files)
+    got = project_facts.project_facts(root / "m0.py", (root / "m0.py").read_bytes())
+    assert got.modules["m1"].settings == frozenset({"cudnn"})
+
+
 def test_installed_packages_are_never_followed(tmp_path: Path) -> None:
     """A package linted where it is installed, with no project marker above it: its files import
     each other, and none of that is followed."""
