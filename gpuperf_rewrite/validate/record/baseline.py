@@ -21,6 +21,7 @@ from gpuperf_rewrite.validate.run.runs import Runner, ScriptVersion
 
 if TYPE_CHECKING:
     from gpuperf_rewrite.validate.judge.abtest import Progress
+    from gpuperf_rewrite.validate.judge.metric import MetricPlan
 
 Echo = Callable[..., None]
 
@@ -326,14 +327,13 @@ def _result(repo: Any, rel: str, commit: Any, base: list[float], current: list[f
 
 def _side_by_side(repo: Any, rel: str, commit: Any, note: dict[str, Any], checkout: Any, base_runs: list[Any],
                   runs: list[Any], cfg: ABConfig, script_args: Sequence[str], threshold: float,
-                  warn: Warn, plan: Any) -> dict[str, Any]:
+                  warn: Warn, plan: MetricPlan) -> dict[str, Any]:
     from gpuperf_rewrite.validate.judge.metric import CPU_UNIT, cpu_values, decided_on
 
     unit = common_unit(base_runs + runs)  # one unit for both sides (steps/s when either lacks a batch size)
     recorded = _record_remeasurement(repo, rel, commit.hexsha, note, base_runs, cfg, script_args, warn)
     base, current = values(base_runs, unit), values(runs, unit)
     metric, why = decided_on(plan, base_runs + runs, cfg.launcher is not None)
-    wall = paired_decision(base, current, cfg, threshold)
     extra: dict[str, Any] = {}
     if metric == CPU:
         base_cpu, current_cpu = cpu_values(base_runs) or [], cpu_values(runs) or []
@@ -342,7 +342,7 @@ def _side_by_side(repo: Any, rel: str, commit: Any, note: dict[str, Any], checko
         extra = {"cpu_unit": CPU_UNIT, "baseline_cpu": base_cpu, "current_cpu": current_cpu,
                  "cpu_result": {**brief(paired), "verdict": paired["cpu_verdict"]}}
     else:
-        paired = wall
+        paired = wall = paired_decision(base, current, cfg, threshold)
     return _result(repo, rel, commit, base, current, unit, cfg, threshold,
                    threshold, runs, warn, paired=paired, metric=metric, metric_asked=plan.asked,
                    metric_reason=why, load=plan.to_json(), omp_wait_policy=plan.policy(),
