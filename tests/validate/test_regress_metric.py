@@ -258,3 +258,15 @@ def test_the_cli_takes_metric_and_the_json_says_what_was_decided_on(repo, tmp_pa
     assert r.exit_code == 3 and json.loads(r.stdout)["metric"] == WALL
     r = cli_runner.invoke(cli, ["regress", "train.py", "--metric", "fast", *opts])
     assert r.exit_code == 2
+
+
+def test_the_wait_policy_reaches_the_warm_interpreter_not_only_the_fork() -> None:
+    """OpenMP reads OMP_WAIT_POLICY when torch is loaded, which for a forked run happened in the
+    warm interpreter: runs with the policy get a warm interpreter started with it."""
+    from gpuperf_rewrite.validate.run.warmstart import PER_RUN_KEYS, _key, server_env
+
+    assert OMP_ENV not in PER_RUN_KEYS
+    env = {"PATH": "/bin"}
+    passive = plan_metric("auto", BUSY, env={}).run_env(env)
+    assert server_env(passive)[OMP_ENV] == PASSIVE
+    assert _key("python", passive) != _key("python", env)
