@@ -159,6 +159,7 @@ def test_busy_unchanged_passes_and_thirty_percent_more_cpu_is_caught(repo, tmp_p
     assert len(set(runner.versions)) == 1 and len(runner.calls) == 2 * same["paired"]["pairs"]
     assert {"wall_result", "cpu_result", "baseline_cpu", "current_cpu", "cpu_unit"} <= set(same)
     assert same["paired"]["wall"]["pairs"] == same["paired"]["pairs"] and "rule" in same["paired"]
+    assert same["decided_by"] == CPU and same["paired"]["decision_ci"][0] > 0.9
     for key in ("regressed", "verdict", "change", "ci95", "p_value", "paired", "baseline", "current",
                 "comparison", "threshold", "effective_threshold"):
         assert key in same
@@ -170,7 +171,8 @@ def test_busy_unchanged_passes_and_thirty_percent_more_cpu_is_caught(repo, tmp_p
     runner = BusyCPU(3)
     slow = check_regression("train.py", config=CFG, runner=runner, load=BUSY, threshold=0.10, warn=quiet)
     assert slow["verdict"] == "regressed" and slow["regressed"] is True and slow["metric"] == CPU
-    assert -0.27 < slow["change"] < -0.2  # 1/1.3 - 1 on CPU time
+    assert -0.27 < slow["change"] < -0.2 and slow["decided_by"] == CPU  # 1/1.3 - 1 on CPU time
+    assert slow["paired"]["decision_ci"][1] < 0.9 and slow["paired"]["ratio"] == slow["paired"]["cpu"]["ratio"]
     assert set(runner.policies) == {PASSIVE} and len(set(runner.versions)) == 2
 
 
@@ -188,8 +190,12 @@ def test_a_slowdown_that_uses_no_cpu_is_caught_by_wall_time(repo, tmp_path) -> N
     record_baseline("train.py", config=CFG, runner=FakeRunner(1), echo=quiet)
     _edit(tmp_path, "# fake: cpu=0.010 sleep_s=0.5")  # a sleep per run: 50x the step's CPU time
     res = check_regression("train.py", config=CFG, runner=BusyCPU(4, storm=0.05), load=BUSY, threshold=0.10)
-    assert res["metric"] == CPU and res["verdict"] == "regressed"
+    assert res["metric"] == CPU and res["verdict"] == "regressed" and res["regressed"] is True
     assert res["cpu_result"]["verdict"] != "regressed" and res["wall_result"]["verdict"] == "regressed"
+    # the headline numbers are the evidence: the wall-time comparison, the one that is below the limit
+    assert res["decided_by"] == WALL == res["paired"]["decided_by"] and res["change"] < -0.5
+    assert res["paired"]["decision_ci"][1] < 0.9 and res["paired"]["ratio"] == res["paired"]["wall"]["ratio"]
+    assert "wall time only" in describe_regression(res)
 
 
 def test_a_quiet_machine_decides_on_wall_time_as_before(repo) -> None:

@@ -29,12 +29,13 @@ def compound_decision(base: list[float], current: list[float], base_cpu: list[fl
                       cfg: ABConfig, threshold: float) -> dict[str, Any]:
     """The side-by-side verdict on CPU time per step with wall time beside it (judge/metric.py
     :func:`compound_verdict`), each interval at half the look's level. The ``paired`` key: the
-    CPU-time comparison with the compound verdict, ``rule`` and ``wall`` (the wall-time comparison
-    at its half level, with what wall time alone says)."""
+    comparison the verdict rests on (``decided_by``: the wall-time one when wall time shows the
+    regression, the CPU-time one otherwise) with the compound verdict and ``rule``; ``cpu`` and
+    ``wall`` are both comparisons, each with what it alone says."""
     from dataclasses import replace
 
-    from gpuperf_rewrite.validate.judge.metric import compound_verdict
-    from gpuperf_rewrite.validate.judge.stats import compare_paired, paired_looks, paired_verdict
+    from gpuperf_rewrite.validate.judge.metric import CPU, WALL, compound_verdict
+    from gpuperf_rewrite.validate.judge.stats import REGRESSED, compare_paired, paired_looks, paired_verdict
 
     half = replace(cfg, alpha=cfg.alpha / 2)
     looks = paired_looks(half)
@@ -43,11 +44,11 @@ def compound_decision(base: list[float], current: list[float], base_cpu: list[fl
     wall = compare_paired(base, current, level)
     at_look = cpu.n in looks
     verdict = compound_verdict(cpu, wall, 1.0 - threshold) if at_look else None
-    doc = _paired_doc(cpu, verdict, level, looks, cfg, threshold)
-    doc["rule"] = "cpu_or_wall_below, cpu_above_and_wall_not_below"
-    doc["cpu_verdict"] = (paired_verdict(cpu, 1.0 - threshold) if at_look else None) or UNDECIDED  # CPU alone
-    doc["wall"] = _paired_doc(wall, paired_verdict(wall, 1.0 - threshold) if at_look else None, level, looks,
-                              cfg, threshold)
+    alone = {name: _paired_doc(s, paired_verdict(s, 1.0 - threshold) if at_look else None, level, looks, cfg,
+                               threshold) for name, s in ((CPU, cpu), (WALL, wall))}
+    by = WALL if verdict == REGRESSED and alone[WALL]["verdict"] == REGRESSED else CPU  # what users feel first
+    doc = _paired_doc(cpu if by == CPU else wall, verdict, level, looks, cfg, threshold)
+    doc.update(decided_by=by, rule="cpu_or_wall_below, cpu_above_and_wall_not_below", **alone)
     return doc
 
 

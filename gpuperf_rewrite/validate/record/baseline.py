@@ -340,7 +340,7 @@ def _side_by_side(repo: Any, rel: str, commit: Any, note: dict[str, Any], checko
         paired = compound_decision(base, current, base_cpu, current_cpu, cfg, threshold)
         wall = paired["wall"]
         extra = {"cpu_unit": CPU_UNIT, "baseline_cpu": base_cpu, "current_cpu": current_cpu,
-                 "cpu_result": {**brief(paired), "verdict": paired["cpu_verdict"]}}
+                 "cpu_result": brief(paired["cpu"]), "decided_by": paired["decided_by"]}
     else:
         paired = wall = paired_decision(base, current, cfg, threshold)
     return _result(repo, rel, commit, base, current, unit, cfg, threshold,
@@ -413,13 +413,13 @@ def describe_regression(res: dict[str, Any]) -> str:
     if paired:
         ci = paired.get("decision_ci")
         where = (f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "none yet")
-        ratio = (f"{'CPU time: ' if on_cpu else ''}ratio per pair {1 + res['change']:.3f} over {paired['pairs']} "
-                 f"pairs, interval {where} (each end at {paired['level']:.2g}) vs {1 - res['threshold']:.3f}")
-        wall = paired.get("wall") if on_cpu else None
-        if wall:
-            wci = wall.get("decision_ci")
-            ratio += (f"; wall time: ratio per pair {wall['ratio']:.3f}, interval "
-                      f"{f'{wci[0]:.3f}-{wci[1]:.3f}' if wci else 'none yet'}")
+        ratio = (f"ratio per pair {1 + res['change']:.3f} over {paired['pairs']} pairs, interval {where} "
+                 f"(each end at {paired['level']:.2g}) vs {1 - res['threshold']:.3f}")
+        if on_cpu and paired.get("cpu") and paired.get("wall"):
+            ratio = "; ".join(f"{name} time: ratio per pair {p['ratio']:.3f}, interval {_interval(p)}"
+                              for name, p in (("CPU", paired["cpu"]), ("wall", paired["wall"])))
+            ratio += (f", over {paired['pairs']} pairs (each end at {paired['level']:.2g}) vs "
+                      f"{1 - res['threshold']:.3f}")
     else:
         ci = res.get("ci95")
         ratio = (f"95% CI of ratio {ci[0]:.3f}-{ci[1]:.3f}, p={res['p_value']:.3g}" if ci
@@ -430,6 +430,8 @@ def describe_regression(res: dict[str, Any]) -> str:
     load = res.get("load") or {}
     if on_cpu or load.get("busy") or res.get("metric_asked") not in (None, AUTO):
         text += f". Decided on {res.get('metric_reason')}"
+    if res.get("decided_by") == WALL and (res.get("cpu_result") or {}).get("verdict") != "regressed":
+        text += "; the regression shows in wall time only (CPU time per step did not rise beyond the threshold)"
     if verdict == UNDECIDED:
         need = (paired or {}).get("pairs_needed")
         more = f" (about {need} pairs would settle it at this noise)" if need else ""
@@ -437,6 +439,11 @@ def describe_regression(res: dict[str, Any]) -> str:
                  f"regression. Raise --max-runs{more}, use more --steps, a quieter machine, or a "
                  f"threshold this noise allows")
     return text
+
+
+def _interval(paired: dict[str, Any]) -> str:
+    ci = paired.get("decision_ci")
+    return f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "none yet"
 
 
 def describe_baseline(rec: dict[str, Any]) -> str:
