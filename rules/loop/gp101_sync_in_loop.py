@@ -249,6 +249,9 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             if len(call.args) == 1 and ctx.matches(call.func, set(_MATH_TESTS)) and \
                     _device_value(ctx, ta, call.args[0].value, call):
                 yield call, next(v for k, v in _MATH_TESTS.items() if ctx.matches(call.func, {k}))
+    for test in _branch_tests(ctx):
+        for part in _tested_tensors(ctx, ta, test):
+            yield part, "bool()"
     for call in ctx.nodes(cst.Call):
         if method_call(call, *SYNC_METHODS):
             assert isinstance(call.func, cst.Attribute)
@@ -272,6 +275,49 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             if not ctx.matches(call.func, set(CONVERTERS)):
                 continue
             yield call, f"{call.func.value}()"
+
+
+# torch functions whose result a branch tests: ``if torch.isnan(loss):`` copies the answer to the
+# host (``allclose``/``equal`` return a Python bool, read from the device the same way).
+_TENSOR_TESTS = frozenset({"torch.isnan", "torch.isinf", "torch.isfinite", "torch.isposinf", "torch.isneginf",
+                           "torch.any", "torch.all", "torch.allclose", "torch.equal"})
+_TEST_METHODS = ("any", "all", "isnan", "isinf", "isfinite")
+
+
+def _branch_tests(ctx: RuleContext) -> Iterator[cst.BaseExpression]:
+    """The conditions Python evaluates to a bool: ``if``/``elif``, ``while``, ``assert``, and a
+    conditional expression's test."""
+    for node in ctx.nodes(cst.If, cst.While, cst.Assert, cst.IfExp):
+        yield node.test
+
+
+def _tested_tensors(ctx: RuleContext, ta: TrainingAnalysis, test: cst.BaseExpression) -> Iterator[cst.Call]:
+    """Operands of a condition (through ``and``/``or``/``not``) that are a device tensor's test:
+    ``torch.isnan(loss)``, ``torch.isinf(grad).any()``, ``(pred == y).all()``,
+    ``torch.allclose(a, b)``. Branching on one copies it to the host and waits for the GPU, as
+    ``.item()`` does. Tensors in host memory (a torch factory's result without a device) are not."""
+    if isinstance(test, cst.BooleanOperation):
+        yield from _tested_tensors(ctx, ta, test.left)
+        yield from _tested_tensors(ctx, ta, test.right)
+        return
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        yield from _tested_tensors(ctx, ta, test.expression)
+        return
+    if not isinstance(test, cst.Call) or any(a.star for a in test.args):
+        return
+    if ctx.matches(test.func, _TENSOR_TESTS):
+        tensors = [a.value for a in test.args if a.keyword is None]
+    elif method_call(test, *_TEST_METHODS) and not test.args and not module_function(ta, test.func):
+        receiver = test.func.value  # type: ignore[attr-defined]
+        if not (ta.is_tensor_expr(receiver) or isinstance(receiver, cst.Call) and
+                ctx.matches(receiver.func, _TENSOR_TESTS)):
+            return
+        tensors = [receiver]
+    else:
+        return
+    if tensors and not any(is_host_expr(ta, t) or _host_tensor(ctx, ta, t, test) or _contains_sync(t)
+                           for t in tensors):
+        yield test
 
 
 def _indexed_data(ta: TrainingAnalysis, sub: cst.Subscript) -> bool:
