@@ -14,7 +14,7 @@ from ..analysis.facts.program import cpu_only
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
 from ..analysis.model.host_data import HOST_BUILDERS
 from ..analysis.model.tensors import is_host_expr, module_function
-from ..analysis.model.training import TENSOR_METHODS, TrainingAnalysis, analysis
+from ..analysis.model.training import TENSOR_METHODS, TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..analysis.syntax.tree import walk
 from ._accumulator_fix import accumulator_fix
@@ -75,8 +75,10 @@ class SyncInLoop(Rule):
         "`math.isfinite`/`isnan`/`isinf` of a tensor (or of a loss name bound to a `sum(...)` of a "
         "dict's values) and `loss.data[0]` (the pre-0.4 spelling of `.item()`) are host reads too.",
         "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`, a helper from "
-        "another module, reported in that module) are not seen here; printing a tensor is GP102's business, and a read of a "
-        "collective's result that is only logged is GP106's (one finding, at the collective).",
+        "another module, reported in that module) are not seen here; printing a tensor is GP102's business. A "
+        "read of a collective's result that is only logged (`accelerator.gather(loss).mean().item()`) is "
+        "reported without a fix: GP106 reports the collective, and one change (reduce and read when logging) "
+        "removes both.",
         "The fix is offered only for a plain accumulator (`total += loss.item()`) whose every "
         "read is rate-limited; everything else is reported without a fix.",
     )
@@ -134,11 +136,13 @@ class SyncInLoop(Rule):
         hooks = bool(framework_config(ctx).lightning_modules)
         if not (ta.step_loops or ta.eval_loops or hooks or project_runs(ctx).step_callers) or cpu_only(ctx):
             return
-        # A read of a collective's result on its way to a log is GP106's (one change removes both).
-        claimed = {r for found in logged_collectives(ctx) for r in found.host_reads}
+        # A read of a collective's result on its way to a log: GP106 reports the collective; the
+        # read is a sync of its own (GP101), fixed by the same change (reduce and read when logging).
+        collective = {r: found for found in logged_collectives(ctx) for r in found.host_reads}
         for call, what in sync_calls(ctx, ta):
             loop = ta.every_step_loop(call)
-            if call in claimed:
+            if loop is not None and call in collective:
+                yield _collective_read(ctx, ta, call, what, loop, collective[call].what)
                 continue
             if loop is None:
                 if hooks:
@@ -160,6 +164,19 @@ class SyncInLoop(Rule):
                 f"queued work (host-device sync); {advice}",
                 fix if fix is not None else NoFix(_HOST_USE),
             )
+
+
+def _collective_read(ctx: RuleContext, ta: TrainingAnalysis, call: cst.BaseExpression, what: str,
+                     loop: cst.For | cst.While, collective: str) -> Finding:
+    """``accelerator.gather(loss).mean().item()`` on every step for a log: the read waits for the
+    GPU (and for every rank's collective) on each step."""
+    snippet = ctx.code_for(call) if len(ctx.code_for(call)) <= 40 else what
+    return Finding(
+        call, f"`{snippet}` on every {ta.loop_kind(loop)} reads the result of `{collective}` on the host: it blocks "
+        "the CPU until the GPU and the collective have finished (host-device sync); reduce and read it only "
+        "every N steps, where it is logged",
+        no_fix_reason=f"the read and `{collective}` (GP106) move together under the log interval, and every rank "
+                      "must run the collective in the same order")
 
 
 def _from_elsewhere(ctx: RuleContext, call: cst.BaseExpression, what: str, caller: StepCaller) -> Finding:
@@ -298,7 +315,8 @@ def _tested_tensors(ctx: RuleContext, ta: TrainingAnalysis, test: cst.BaseExpres
     ``.item()`` does. Tensors in host memory (a torch factory's result without a device) are not."""
     if isinstance(test, cst.BooleanOperation):
         yield from _tested_tensors(ctx, ta, test.left)
-        yield from _tested_tensors(ctx, ta, test.right)
+        if not (isinstance(test.operator, cst.And) and is_periodic_test(test.left)):
+            yield from _tested_tensors(ctx, ta, test.right)  # ``step % n == 0 and ...``: rate-limited
         return
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         yield from _tested_tensors(ctx, ta, test.expression)

@@ -176,8 +176,68 @@ def _eval_before(ta: TrainingQueries, loop: Loop, model: str) -> bool:
     return mode == "eval"
 
 
+# A loop bounded by a literal at most this small runs "a few" iterations (a handful of samples
+# logged after validation), not one per batch of a data set.
+_FEW = 16
+
+
+def _small(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Integer) and int(expr.evaluated_value) <= _FEW
+
+
+def _few_items(it: cst.BaseExpression) -> bool:
+    """``range(4)``, ``range(min(4, n))``, ``samples[:8]``, ``itertools.islice(it, 4)``, and
+    ``enumerate``/``zip`` of one of those."""
+    if isinstance(it, cst.Call) and dotted_name(it.func) in ("enumerate", "zip") and it.args:
+        return any(_few_items(a.value) for a in it.args if not a.star)
+    if isinstance(it, cst.Call) and dotted_name(it.func) == "range" and it.args and not it.args[0].star:
+        stop = it.args[1 if len(it.args) > 1 else 0].value
+        if isinstance(stop, cst.Call) and dotted_name(stop.func) == "min":
+            return any(_small(a.value) for a in stop.args)
+        return _small(stop) and len(it.args) <= 2
+    if isinstance(it, cst.Call) and (dotted_name(it.func) or "").endswith("islice") and len(it.args) == 2:
+        return _small(it.args[1].value)
+    if isinstance(it, cst.Subscript) and len(it.slice) == 1 and isinstance(it.slice[0].slice, cst.Slice):
+        part = it.slice[0].slice
+        return part.lower is None and part.upper is not None and _small(part.upper)
+    return False
+
+
+def _counter(loop: Loop) -> str | None:
+    """The name counting the loop's iterations from 0: a ``range`` target or an ``enumerate`` index."""
+    if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
+        return None
+    func = dotted_name(loop.iter.func)
+    if func == "range" and isinstance(loop.target, cst.Name):
+        return loop.target.value
+    if func == "enumerate" and isinstance(loop.target, cst.Tuple) and loop.target.elements:
+        return dotted_name(loop.target.elements[0].value)
+    return None
+
+
+def runs_a_few(loop: Loop) -> bool:
+    """Does ``loop`` run at most a few iterations whatever its data's size: over a few items
+    (``range(min(4, n))``, ``samples[:8]``), or left by a ``break`` once its counter reaches a small
+    literal (``if i >= 6: break``)? Sample logging after a validation pass, not a per-batch loop."""
+    if isinstance(loop, cst.For) and _few_items(loop.iter):
+        return True
+    counter = _counter(loop)
+    if counter is None:
+        return False
+    for node in walk(loop.body, stop_at=(cst.For, cst.While)):
+        if not isinstance(node, cst.If) or not isinstance(node.test, cst.Comparison) or \
+                len(node.test.comparisons) != 1:
+            continue
+        op, right = node.test.comparisons[0].operator, node.test.comparisons[0].comparator
+        bounded = isinstance(op, (cst.GreaterThanEqual, cst.GreaterThan, cst.Equal)) and \
+            dotted_name(node.test.left) == counter and _small(right)
+        if bounded and any(isinstance(s, cst.Break) for s in walk(node.body, stop_at=(cst.For, cst.While))):
+            return True
+    return False
+
+
 def is_eval_loop(ta: TrainingQueries, loop: Loop) -> bool:
-    if ta.trains(loop):
+    if ta.trains(loop) or runs_a_few(loop):
         return False
     call = batch_model_call(ta, loop)
     if call is None:

@@ -26,13 +26,13 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call
-from ..syntax.callsites import called_name, calls_of
+from ..syntax.callsites import called_name, calls_of, own_classes
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_method, project_function
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
-from .guards import flag_name, is_once_test, is_periodic_test
+from .guards import flag_name, is_once_test, is_periodic_test, period_one_by_default, periods
 from .tensors import TENSOR_METHODS, is_tensor_expr
 from .training_objects import TrainingObjects
 
@@ -59,6 +59,7 @@ class TrainingAnalysis(TrainingObjects):
         self._hidden_steps: dict[cst.CSTNode, tuple[cst.BaseExpression, cst.BaseExpression] | None] = {}
         self._trains_cache: dict[cst.CSTNode, bool] = {}
         self._counters: dict[cst.CSTNode, set[str]] = {}
+        self._periodic: dict[cst.If, bool] = {}
         self._classes: dict[tuple[cst.FunctionDef | None, str], cst.BaseExpression | None] = {}
         text = ctx.source
         loops = ctx.nodes(cst.For, cst.While)
@@ -136,7 +137,7 @@ class TrainingAnalysis(TrainingObjects):
         return calls_of(self.ctx, fn)
 
     def _called_functions_list(self, node: cst.CSTNode) -> list[cst.FunctionDef]:
-        name = called_name(node)
+        name = called_name(node, own_classes(self.ctx))
         return self.functions.get(name, []) if name else []
 
     def called_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
@@ -272,7 +273,7 @@ class TrainingAnalysis(TrainingObjects):
         pending: list[cst.If] = []
         for anc in self.ctx.ancestors(node):
             if guards and isinstance(anc, cst.If) and child is anc.body:
-                if is_periodic_test(anc.test) or flags and flag_name(anc.test) is not None:
+                if self.is_periodic(anc) or flags and flag_name(anc.test) is not None:
                     return None
                 pending.append(anc)
             if anc in self._loop_set:
@@ -361,7 +362,7 @@ class TrainingAnalysis(TrainingObjects):
         child = node
         for anc in self.ctx.ancestors(node):
             if isinstance(anc, cst.If) and child is anc.body and \
-                    (is_periodic_test(anc.test) or flags and flag_name(anc.test) is not None and
+                    (self.is_periodic(anc) or flags and flag_name(anc.test) is not None and
                      not _on_by_default(self.ctx, anc, flag_name(anc.test) or "")):
                 return None
             if anc in self._loop_set:
@@ -416,6 +417,16 @@ class TrainingAnalysis(TrainingObjects):
         cache[loop] = out
         return out
 
+    def is_periodic(self, guard: cst.If) -> bool:
+        """Does ``guard`` run its body once every N iterations (``if step % N == 0:``)? Not when
+        every period it divides by is 1 by default and nothing in this file passes another
+        (``if (it + 1) % self.log_period == 0:`` with ``log_period=1`` in ``__init__``): then it
+        runs on every one."""
+        if guard not in self._periodic:
+            self._periodic[guard] = is_periodic_test(guard.test) and not all(
+                period_one_by_default(self.ctx, p, guard) for p in periods(guard.test))
+        return self._periodic[guard]
+
     def in_step_loop(self, node: cst.CSTNode) -> bool:
         return self.step_loop_of(node) is not None
 
@@ -426,7 +437,7 @@ class TrainingAnalysis(TrainingObjects):
         pending: list[cst.If] = []
         for anc in self.ctx.ancestors(node):
             if isinstance(anc, cst.If) and child is anc.body:
-                if is_periodic_test(anc.test):
+                if self.is_periodic(anc):
                     return anc
                 pending.append(anc)
             if isinstance(anc, (cst.For, cst.While)) and anc in self._loop_set:

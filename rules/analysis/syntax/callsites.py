@@ -10,25 +10,38 @@ from .calls import get_arg
 from .context import RuleContext
 
 
-def called_name(node: cst.CSTNode) -> str | None:
+def called_name(node: cst.CSTNode, own_classes: frozenset[str] = frozenset()) -> str | None:
     """The function a call of this module may reach by name: ``name(...)``, ``self.name(...)``
-    or ``cls.name(...)``; None for anything else."""
+    or ``cls.name(...)``, and ``Owner.name(...)`` for a class ``Owner`` of ``own_classes`` (a
+    static method called through its class); None for anything else."""
     if not isinstance(node, cst.Call):
         return None
     func = node.func
     if isinstance(func, cst.Name):
         return func.value
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and \
+            (func.value.value in ("self", "cls") or func.value.value in own_classes):
         return func.attr.value
     return None
 
 
+def own_classes(ctx: RuleContext) -> frozenset[str]:
+    """The classes this module defines at its top level."""
+    return ctx.fact(_own_classes)
+
+
+def _own_classes(ctx: RuleContext) -> frozenset[str]:
+    return frozenset(stmt.name.value for stmt in ctx.module.body if isinstance(stmt, cst.ClassDef))
+
+
 def _calls_by_name(ctx: RuleContext) -> dict[str, list[cst.Call]]:
-    """Calls ``name(...)``, ``self.name(...)`` and ``cls.name(...)`` by name, in source order:
-    one pass over the calls instead of one per function asked about."""
+    """Calls ``name(...)``, ``self.name(...)``, ``cls.name(...)`` and ``Owner.name(...)`` of a
+    class of this module by name, in source order: one pass over the calls instead of one per
+    function asked about."""
     out: dict[str, list[cst.Call]] = {}
+    classes = own_classes(ctx)
     for call in ctx.nodes(cst.Call):
-        name = called_name(call)
+        name = called_name(call, classes)
         if name is not None:
             out.setdefault(name, []).append(call)
     return out
