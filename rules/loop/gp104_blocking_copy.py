@@ -45,6 +45,45 @@ def host_to_device_copy(ctx: RuleContext, call: cst.Call) -> bool:
         len(call.args) <= 2
 
 
+_FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.frombuffer"})
+_SAME_PLACE = ("long", "int", "float", "half", "double", "bool", "byte", "contiguous", "view", "reshape",
+               "squeeze", "unsqueeze", "permute", "transpose", "flatten", "clone", "detach")
+
+
+def _from_host_array(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
+    """``torch.from_numpy(a)`` (through dtype casts and views: ``.long()``, ``.float()``): a tensor
+    over a host array, built where it is copied. ``torch.as_tensor`` only without ``device=``."""
+    while method_call(receiver, *_SAME_PLACE):
+        receiver = receiver.func.value  # type: ignore[attr-defined]
+    return isinstance(receiver, cst.Call) and ctx.matches(receiver.func, _FROM_ARRAY) and \
+        get_arg(receiver, "device") is None and not any(a.star for a in receiver.args)
+
+
+def _loader_while(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> cst.While | None:
+    """The ``while`` loop (``while True:``) whose every iteration takes the next batch of a
+    DataLoader (``x, c = next(it)`` with ``it = iter(DataLoader(...))``) and runs ``call``: in its
+    body, inside ``with`` blocks (a profiler range, autocast) but under no ``if``. Its steps may
+    be out of sight (phases of another module's loss), its batches are not."""
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, (cst.If, cst.For, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(anc, cst.While):
+            return anc if _nexts_a_loader(ta, anc) else None
+    return None
+
+
+def _nexts_a_loader(ta: TrainingAnalysis, loop: cst.While) -> bool:
+    for node in walk(loop.body, stop_at=(cst.For, cst.While)):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "next" and \
+                node.args and not node.args[0].star:
+            source = node.args[0].value
+            name = dotted_name(source)
+            values = [v for bound, v in ta.assignments() if bound == name] if name else []
+            if ta.is_dataloader(source) or values and all(ta.is_dataloader(v) for v in values):
+                return True
+    return False
+
+
 def _preloaded_slice(ctx: RuleContext, expr: cst.BaseExpression, moving: set[str]) -> str | None:
     """``tokens[:, i:i + n]``: a slice, by something that changes every step (``moving``), of a
     tensor built in host memory outside the step (at module level, or in the function before
@@ -424,7 +463,7 @@ class BlockingCopy(Rule):
         for call in ctx.nodes(cst.Call):
             if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
                 continue
-            loop = ta.every_step_loop(call)
+            loop = ta.every_step_loop(call) or _loader_while(ctx, ta, call)
             if loop is None and not in_cpu_branch(ctx, call):
                 finding = in_step_function(ctx, ta, call, transformers)
                 if finding is None and (caller := ta.every_step_caller(call)) is not None:
@@ -432,9 +471,15 @@ class BlockingCopy(Rule):
                 if finding is not None:
                     yield finding
                 continue
-            if in_cpu_branch(ctx, call) or \
-                    isinstance(loop, cst.For) and iterates_placed_batches(ctx, loop.iter) or \
+            if in_cpu_branch(ctx, call):
+                continue
+            if isinstance(loop, cst.For) and iterates_placed_batches(ctx, loop.iter) or \
                     placed_by_framework(ctx, call.func.value):  # type: ignore[attr-defined]
+                if _from_host_array(ctx, call.func.value):  # type: ignore[attr-defined]
+                    # ``torch.from_numpy(clip).to(device)``: made in host memory in the step; a
+                    # framework places the batch's tensors, not the numpy pieces a collate returns
+                    yield Finding.of(call, message("built", ta.loop_kind(loop)), Fix(
+                        "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))
                 continue
             if _placed_source(ctx, ta, call.func.value, loop) or _without_prefetcher(ctx, call):  # type: ignore[attr-defined]
                 continue  # already on the device: the copy is a no-op
