@@ -12,6 +12,7 @@ x = data[i:i + bs]``, and leaves out autoregressive decoding (``model(tokens[:, 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
@@ -32,6 +33,7 @@ class TrainingQueries(Protocol):
     @property
     def ctx(self) -> RuleContext: ...
     def calls_of(self, fn: cst.FunctionDef) -> list[cst.Call]: ...
+    def called_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]: ...
     def trains(self, loop: Loop) -> bool: ...
     def is_module_like(self, expr: cst.BaseExpression, by_name: bool = False) -> bool: ...
 
@@ -144,6 +146,28 @@ def batch_model_call(ta: TrainingQueries, loop: Loop) -> cst.Call | None:
     return None
 
 
+def _handed_to_a_model(ta: TrainingQueries, loop: Loop) -> cst.Call | None:
+    """A call of this file's function or method (also through an alias: ``run = self._score``)
+    handed the iteration's data, whose own body calls a model (``self.model.predict(batch.to(d))``):
+    one model call per iteration, out of the loop's sight."""
+    data = loop_data(loop)
+    if not data:
+        return None
+    for node in walk(loop.body, stop_at=(cst.For, cst.While)):
+        if not isinstance(node, cst.Call) or not any(mentions(a.value, data) for a in node.args):
+            continue
+        for fn in ta.called_functions(node):
+            if any(isinstance(n, cst.Call) and _calls_module(ta, n) for n in walk(fn.body, stop_at=(cst.For, cst.While))):
+                return node
+    return None
+
+
+def _calls_module(ta: TrainingQueries, n: cst.Call) -> bool:
+    return ta.is_module_like(n.func, by_name=True) or isinstance(n.func, cst.Attribute) and \
+        n.func.attr.value not in _NOT_INFERENCE and not n.func.attr.value.startswith("_") and \
+        ta.is_module_like(n.func.value, by_name=True)
+
+
 def _mode_switches(ctx: RuleContext) -> dict[cst.CSTNode, list[tuple[int, str, str]]]:
     """Per function (or the module): ``(position, model, "eval" | "train")`` for each
     ``model.eval()``/``model.train()`` call directly in it, in source order (one pass per file)."""
@@ -241,7 +265,11 @@ def is_eval_loop(ta: TrainingQueries, loop: Loop) -> bool:
         return False
     call = batch_model_call(ta, loop)
     if call is None:
-        return False
+        # the model runs in a method the loop hands each batch to: inference mode when the loop
+        # is under no_grad (a ``@torch.no_grad()`` evaluate)
+        return _handed_to_a_model(ta, loop) is not None and (
+            in_no_grad(ta.ctx, loop) or (fn := ta.ctx.enclosing(loop, cst.FunctionDef)) is not None and
+            called_only_under_no_grad(ta, fn))
     if in_no_grad(ta.ctx, loop):
         return True
     fn = ta.ctx.enclosing(loop, cst.FunctionDef)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call
-from ..syntax.callsites import called_name, calls_of, own_classes
+from ..syntax.callsites import aliased_names, called_name, calls_of, own_classes
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_method, project_function
@@ -138,7 +138,10 @@ class TrainingAnalysis(TrainingObjects):
 
     def _called_functions_list(self, node: cst.CSTNode) -> list[cst.FunctionDef]:
         name = called_name(node, own_classes(self.ctx))
-        return self.functions.get(name, []) if name else []
+        found = self.functions.get(name, []) if name else []
+        if not found and isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+            return [fn for alias in aliased_names(self.ctx, node) for fn in self.functions.get(alias, [])]
+        return found
 
     def called_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
         """This module's functions that ``node`` calls by name (``train(...)``, ``self.step(...)``)."""

@@ -34,6 +34,37 @@ def _own_classes(ctx: RuleContext) -> frozenset[str]:
     return frozenset(stmt.name.value for stmt in ctx.module.body if isinstance(stmt, cst.ClassDef))
 
 
+def method_aliases(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], frozenset[str]]:
+    """Local names bound to a method of the instance (``run = self._full_eval``, in either branch
+    of an ``if``), by the function that binds them: ``run(batch)`` calls that method."""
+    return ctx.fact(_method_aliases)
+
+
+def _method_aliases(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], frozenset[str]]:
+    out: dict[tuple[cst.FunctionDef | None, str], frozenset[str]] = {}
+    for a in ctx.nodes(cst.Assign):
+        if len(a.targets) != 1 or not isinstance(a.targets[0].target, cst.Name):
+            continue
+        values = [a.value.body, a.value.orelse] if isinstance(a.value, cst.IfExp) else [a.value]
+        methods = {v.attr.value for v in values if isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name)
+                   and v.value.value in ("self", "cls")}
+        if methods:
+            key = (ctx.enclosing(a, cst.FunctionDef), a.targets[0].target.value)
+            out[key] = out.get(key, frozenset()) | methods
+    return out
+
+
+def aliased_names(ctx: RuleContext, call: cst.Call) -> frozenset[str]:
+    """The methods ``call`` reaches through a local alias (``run(batch)`` after ``run = self.m``)."""
+    if not isinstance(call.func, cst.Name) or call.func.value not in ctx.fact(_alias_names):
+        return frozenset()
+    return method_aliases(ctx).get((ctx.enclosing(call, cst.FunctionDef), call.func.value), frozenset())
+
+
+def _alias_names(ctx: RuleContext) -> frozenset[str]:
+    return frozenset(name for _, name in method_aliases(ctx))
+
+
 def _calls_by_name(ctx: RuleContext) -> dict[str, list[cst.Call]]:
     """Calls ``name(...)``, ``self.name(...)``, ``cls.name(...)`` and ``Owner.name(...)`` of a
     class of this module by name, in source order: one pass over the calls instead of one per
@@ -44,6 +75,8 @@ def _calls_by_name(ctx: RuleContext) -> dict[str, list[cst.Call]]:
         name = called_name(call, classes)
         if name is not None:
             out.setdefault(name, []).append(call)
+        for target in aliased_names(ctx, call):
+            out.setdefault(target, []).append(call)
     return out
 
 
