@@ -93,7 +93,7 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tupl
                 for bound, value in ta.assignments():
                     instances.setdefault(bound, []).append(value)
             values = instances.get(name, [])
-            ctors = [v for v in values if isinstance(v, cst.Call)]
+            ctors = [strip_chain(v) for v in values if isinstance(v, cst.Call)]  # ``Net().cuda()``: a Net
             if len(ctors) == 1 and len(values) == 1 and \
                     (dotted_name(ctors[0].func) or "").rsplit(".", 1)[-1] in offered:  # ``crit = Loss()``; ``crit(y)``
                 callee = project_instance_method(ctx, ctors[0], ("__call__", "forward"))

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call
-from ..syntax.callsites import aliased_names, called_name, calls_of, own_classes
+from ..syntax.callsites import aliased_names, called_name, calls_of, instance_calls, own_classes
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_method, project_function
@@ -392,6 +392,8 @@ class TrainingAnalysis(TrainingObjects):
         cls = self.ctx.enclosing(fn, cst.ClassDef)
         if cls is None or self.ctx.parent(self.ctx.parent(fn)) is not cls:
             return isinstance(call.func, cst.Name)
+        if fn.name.value in ("forward", "__call__") and call in instance_calls(self.ctx, cls):
+            return True  # ``self.mask(x)`` of a ``self.mask = Masking(...)``
         if isinstance(call.func, cst.Name):
             return False
         caller_cls = self.ctx.enclosing(call, cst.ClassDef)

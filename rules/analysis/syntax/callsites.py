@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .calls import get_arg
+from .calls import dotted_name, get_arg
 from .context import RuleContext
+from .torch_names import MODULE_CHAIN
 
 
 def called_name(node: cst.CSTNode, own_classes: frozenset[str] = frozenset()) -> str | None:
@@ -81,8 +82,57 @@ def _calls_by_name(ctx: RuleContext) -> dict[str, list[cst.Call]]:
 
 
 def calls_of(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
-    """In-module call sites of a function (``train(...)``) or method (``self.step(...)``)."""
-    return ctx.fact(_calls_by_name).get(fn.name.value, [])
+    """In-module call sites of a function (``train(...)``) or method (``self.step(...)``); for a
+    class's ``forward``/``__call__``, also the calls of its instances (``instance_calls``)."""
+    found = ctx.fact(_calls_by_name).get(fn.name.value, [])
+    if fn.name.value in ("forward", "__call__"):
+        cls = _class_of_method(ctx, fn)
+        extra = ctx.fact(_instance_calls).get(cls.name.value, []) if cls is not None else []
+        if extra:
+            return found + [c for c in extra if c not in found]
+    return found
+
+
+def _class_of_method(ctx: RuleContext, fn: cst.FunctionDef) -> cst.ClassDef | None:
+    block = ctx.parent(fn)
+    cls = ctx.parent(block) if block is not None else None
+    return cls if isinstance(cls, cst.ClassDef) else None
+
+
+def instance_calls(ctx: RuleContext, cls: cst.ClassDef) -> list[cst.Call]:
+    """Calls of an instance of ``cls`` (a class of this file) that run its ``forward``/``__call__``:
+    ``self.mask(x)`` after ``self.mask = Masking(...)`` (also ``Masking(...).to(d)``), ``net(x)``
+    after ``net = Net()``, and ``self(x)`` in its own methods."""
+    return ctx.fact(_instance_calls).get(cls.name.value, [])
+
+
+_CHAIN = frozenset(MODULE_CHAIN)
+
+
+def _instance_calls(ctx: RuleContext) -> dict[str, list[cst.Call]]:
+    classes = own_classes(ctx)
+    if not classes:
+        return {}
+    bound: dict[str, set[str]] = {}
+    for a in ctx.nodes(cst.Assign):
+        value = a.value
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _CHAIN:
+            value = value.func.value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in classes:
+            for t in a.targets:
+                name = dotted_name(t.target)
+                if name is not None:
+                    bound.setdefault(name, set()).add(value.func.value)
+    out: dict[str, list[cst.Call]] = {}
+    for call in ctx.nodes(cst.Call):
+        name = dotted_name(call.func)
+        if name == "self":
+            cls = ctx.enclosing(call, cst.ClassDef)
+            if cls is not None:
+                out.setdefault(cls.name.value, []).append(call)
+        elif name is not None and len(bound.get(name, ())) == 1:
+            out.setdefault(next(iter(bound[name])), []).append(call)
+    return out
 
 
 def positional_index(fn: cst.FunctionDef, param: str) -> int | None:
