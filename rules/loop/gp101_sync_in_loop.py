@@ -268,7 +268,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
                 yield call, next(v for k, v in _MATH_TESTS.items() if ctx.matches(call.func, {k}))
     for test in _branch_tests(ctx):
         for part in _tested_tensors(ctx, ta, test):
-            yield part, "bool()"
+            yield part, f"{dotted_name(part.func) or 'bool'}(...)"
     for call in ctx.nodes(cst.Call):
         if method_call(call, *SYNC_METHODS):
             assert isinstance(call.func, cst.Attribute)
