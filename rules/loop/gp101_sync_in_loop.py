@@ -13,6 +13,7 @@ from ..analysis.facts.framework_config import framework_config, rare_in, step_ho
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
 from ..analysis.model.host_data import HOST_BUILDERS
+from ..analysis.model.step_code import device_kind
 from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.training import TENSOR_METHODS, TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
@@ -421,7 +422,14 @@ def _host_factory(ctx: RuleContext, call: cst.Call) -> bool:
 
 def _unmoved_batch(ctx: RuleContext, ta: TrainingAnalysis, name: cst.Name, call: cst.Call) -> bool:
     loop = ctx.enclosing(call, cst.For)
-    while loop is not None and not (name.value in target_names(loop.target) and ta.is_dataloader(loop.iter)):
+    field = name.value
+    while loop is not None and not (field in target_names(loop.target) and _host_batches(ta, loop)):
+        if field in target_names(loop.target):
+            # ``for caption, img_id in zip(captions, ids)``: an element of the batch field ``ids``
+            source = _zipped_from(loop, field)
+            if source is None:
+                return False
+            field = source
         loop = ctx.enclosing(loop, cst.For)
     if loop is None or iterates_placed_batches(ctx, loop.iter) or placed_by_framework(ctx, name) or \
             _device_dataset(ctx):
@@ -431,9 +439,42 @@ def _unmoved_batch(ctx: RuleContext, ta: TrainingAnalysis, name: cst.Name, call:
     for node in walk(loop.body):
         if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and order.get(node, 0) < here:
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            if any(name.value in target_names(t) for t in targets):
+            if any(field in target_names(t) or name.value in target_names(t) for t in targets):
                 return False  # rebound (``x = x.to(device)``) before the read
     return True
+
+
+def _host_batches(ta: TrainingAnalysis, loop: cst.For) -> bool:
+    """Does ``loop`` yield batches in host memory: a DataLoader's, also through a wrapper handed
+    the loader first (a metric logger's ``log_every(loader, 10)``), or any iterable one of whose
+    fields the loop itself copies to the device (``image = image.to(device)``: its source is the
+    host)?"""
+    it = loop.iter
+    if ta.is_dataloader(it) or isinstance(it, cst.Call) and bool(it.args) and it.args[0].keyword is None and \
+            not it.args[0].star and ta.is_dataloader(it.args[0].value):
+        return True
+    fields = target_names(loop.target)
+    return len(fields) > 1 and any(
+        isinstance(n, cst.Call) and method_call(n, "to", "cuda") and isinstance(n.func.value, cst.Name) and  # type: ignore[attr-defined]
+        n.func.value.value in fields and (method_call(n, "cuda") or _to_device(ta.ctx, n))  # type: ignore[attr-defined]
+        for n in walk(loop.body))
+
+
+def _to_device(ctx: RuleContext, call: cst.Call) -> bool:
+    dev = get_arg(call, "device", 0)
+    return dev is not None and device_kind(ctx, dev.value) in ("cuda", "unknown")
+
+
+def _zipped_from(loop: cst.For, name: str) -> str | None:
+    """For ``name`` in ``for a, name in zip(xs, ids)``: ``ids`` (a plain name), else None."""
+    it, target = loop.iter, loop.target
+    if not (isinstance(it, cst.Call) and dotted_name(it.func) == "zip" and isinstance(target, (cst.Tuple, cst.List))
+            and len(target.elements) == len(it.args)):
+        return None
+    for el, arg in zip(target.elements, it.args):
+        if isinstance(el.value, cst.Name) and el.value.value == name and isinstance(arg.value, cst.Name) and not arg.star:
+            return arg.value.value
+    return None
 
 
 def _device_dataset(ctx: RuleContext) -> bool:
