@@ -11,14 +11,11 @@ from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.framework_config import framework_config, rare_in, step_hook
 from ..analysis.facts.program import cpu_only
-from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
-from ..analysis.model.host_data import HOST_BUILDERS
-from ..analysis.model.step_code import device_kind
 from ..analysis.model.tensors import is_host_expr, module_function
-from ..analysis.model.training import TENSOR_METHODS, TrainingAnalysis, analysis, is_periodic_test
-from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
-from ..analysis.syntax.tree import walk
+from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
+from ..analysis.syntax.calls import dotted_name, method_call, target_names
 from ._accumulator_fix import accumulator_fix
+from ._host_tensors import host_tensor
 from ._across_modules import PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import StepCaller, project_runs
@@ -279,7 +276,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             method = call.func.attr.value
             if ta.is_module_like(receiver) or is_host_expr(ta, receiver) or method == "cpu" and call.args:
                 continue
-            if _host_tensor(ctx, ta, receiver, call):
+            if host_tensor(ctx, ta, receiver, call):
                 continue  # a CPU tensor: reading it waits for nothing
             if method in ("tolist", "numpy", "cpu") and (not _looks_like_tensor(ctx, ta, receiver) or
                                                         _feeds_host_output(ctx, call)):
@@ -334,7 +331,7 @@ def _tested_tensors(ctx: RuleContext, ta: TrainingAnalysis, test: cst.BaseExpres
         tensors = [receiver]
     else:
         return
-    if tensors and not any(is_host_expr(ta, t) or _host_tensor(ctx, ta, t, test) or _contains_sync(t)
+    if tensors and not any(is_host_expr(ta, t) or host_tensor(ctx, ta, t, test) or _contains_sync(t)
                            for t in tensors):
         yield test
 
@@ -381,110 +378,6 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.BaseExpressio
             return False
     return True
 
-
-# torch calls that build a tensor in host memory unless given ``device=``.
-_FACTORIES = frozenset({
-    "torch.randperm", "torch.arange", "torch.randint", "torch.rand", "torch.randn", "torch.zeros", "torch.ones",
-    "torch.empty", "torch.full", "torch.linspace", "torch.eye", "torch.multinomial", "torch.bernoulli",
-} | HOST_BUILDERS)
-
-
-def _host_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression, call: cst.Call) -> bool:
-    """Is ``receiver`` a tensor in host memory: built by a torch factory without ``device=``
-    (``torch.randperm(n).tolist()``, also through a name the function only binds to such), or
-    a field of the batch a plain DataLoader loop yields, read before anything rebinds it
-    (``labels.tolist()`` ahead of ``labels = labels.to(device)``)?"""
-    if "set_default_device" in ctx.source:
-        return False
-    base: cst.BaseExpression = receiver
-    while isinstance(base, cst.Subscript) or isinstance(base, cst.Call) and method_call(base, *_SAME_PLACE):
-        base = base.value if isinstance(base, cst.Subscript) else base.func.value  # type: ignore[attr-defined]
-    if isinstance(base, cst.Call):
-        return _host_factory(ctx, base)
-    if not isinstance(base, cst.Name):
-        return False
-    fn = ctx.enclosing(call, cst.FunctionDef)
-    values = [v for n, v in ta.assignments() if n == base.value and ctx.enclosing(v, cst.FunctionDef) is fn]
-    if values and all(isinstance(v, cst.Call) and _host_factory(ctx, v) for v in values):
-        return True
-    return _unmoved_batch(ctx, ta, base, call)
-
-
-# Tensor methods whose result lives where their receiver does.
-_SAME_PLACE = ("long", "int", "float", "view", "reshape", "flatten", "squeeze", "unsqueeze", "clone", "detach",
-               "contiguous", "numpy", "t", "permute", *TENSOR_METHODS)
-
-
-def _host_factory(ctx: RuleContext, call: cst.Call) -> bool:
-    return ctx.matches(call.func, _FACTORIES) and get_arg(call, "device") is None and \
-        not any(a.star == "**" for a in call.args)
-
-
-def _unmoved_batch(ctx: RuleContext, ta: TrainingAnalysis, name: cst.Name, call: cst.Call) -> bool:
-    loop = ctx.enclosing(call, cst.For)
-    field = name.value
-    while loop is not None and not (field in target_names(loop.target) and _host_batches(ta, loop)):
-        if field in target_names(loop.target):
-            # ``for caption, img_id in zip(captions, ids)``: an element of the batch field ``ids``
-            source = _zipped_from(loop, field)
-            if source is None:
-                return False
-            field = source
-        loop = ctx.enclosing(loop, cst.For)
-    if loop is None or iterates_placed_batches(ctx, loop.iter) or placed_by_framework(ctx, name) or \
-            _device_dataset(ctx):
-        return False
-    order = ctx.preorder()
-    here = order.get(ctx.statement_of(call), 0)
-    for node in walk(loop.body):
-        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and order.get(node, 0) < here:
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            if any(field in target_names(t) or name.value in target_names(t) for t in targets):
-                return False  # rebound (``x = x.to(device)``) before the read
-    return True
-
-
-def _host_batches(ta: TrainingAnalysis, loop: cst.For) -> bool:
-    """Does ``loop`` yield batches in host memory: a DataLoader's, also through a wrapper handed
-    the loader first (a metric logger's ``log_every(loader, 10)``), or any iterable one of whose
-    fields the loop itself copies to the device (``image = image.to(device)``: its source is the
-    host)?"""
-    it = loop.iter
-    if ta.is_dataloader(it) or isinstance(it, cst.Call) and bool(it.args) and it.args[0].keyword is None and \
-            not it.args[0].star and ta.is_dataloader(it.args[0].value):
-        return True
-    fields = target_names(loop.target)
-    return len(fields) > 1 and any(
-        isinstance(n, cst.Call) and method_call(n, "to", "cuda") and isinstance(n.func.value, cst.Name) and  # type: ignore[attr-defined]
-        n.func.value.value in fields and (method_call(n, "cuda") or _to_device(ta.ctx, n))  # type: ignore[attr-defined]
-        for n in walk(loop.body))
-
-
-def _to_device(ctx: RuleContext, call: cst.Call) -> bool:
-    dev = get_arg(call, "device", 0)
-    return dev is not None and device_kind(ctx, dev.value) in ("cuda", "unknown")
-
-
-def _zipped_from(loop: cst.For, name: str) -> str | None:
-    """For ``name`` in ``for a, name in zip(xs, ids)``: ``ids`` (a plain name), else None."""
-    it, target = loop.iter, loop.target
-    if not (isinstance(it, cst.Call) and dotted_name(it.func) == "zip" and isinstance(target, (cst.Tuple, cst.List))
-            and len(target.elements) == len(it.args)):
-        return None
-    for el, arg in zip(target.elements, it.args):
-        if isinstance(el.value, cst.Name) and el.value.value == name and isinstance(arg.value, cst.Name) and not arg.star:
-            return arg.value.value
-    return None
-
-
-def _device_dataset(ctx: RuleContext) -> bool:
-    """A ``TensorDataset`` of tensors moved to or made on the device: its loader's batches are there."""
-    for c in ctx.nodes(cst.Call):
-        if (dotted_name(c.func) or "").endswith("TensorDataset") and any(
-                method_call(n, "to", "cuda") or isinstance(n, cst.Arg) and n.keyword is not None and
-                n.keyword.value == "device" for a in c.args for n in [a, a.value, *walk(a.value, into_nested=True)]):
-            return True
-    return False
 
 
 def _looks_like_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression) -> bool:
