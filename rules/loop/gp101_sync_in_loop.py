@@ -18,6 +18,7 @@ from ._accumulator_fix import accumulator_fix
 from ._host_tensors import host_tensor
 from ._across_modules import PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import walk
 from ..analysis.syntax.launch import StepCaller, project_runs
 
 
@@ -264,8 +265,8 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             if len(call.args) == 1 and ctx.matches(call.func, set(_MATH_TESTS)) and \
                     _device_value(ctx, ta, call.args[0].value, call):
                 yield call, next(v for k, v in _MATH_TESTS.items() if ctx.matches(call.func, {k}))
-    for test in _branch_tests(ctx):
-        for part in _tested_tensors(ctx, ta, test):
+    for owner in _branching(ctx):
+        for part in _tested_tensors(ctx, ta, owner.test, owner):
             yield part, f"{dotted_name(part.func) or 'bool'}(...)"
     for call in ctx.nodes(cst.Call):
         if method_call(call, *SYNC_METHODS):
@@ -299,25 +300,36 @@ _TENSOR_TESTS = frozenset({"torch.isnan", "torch.isinf", "torch.isfinite", "torc
 _TEST_METHODS = ("any", "all", "isnan", "isinf", "isfinite")
 
 
-def _branch_tests(ctx: RuleContext) -> Iterator[cst.BaseExpression]:
-    """The conditions Python evaluates to a bool: ``if``/``elif``, ``while``, ``assert``, and a
-    conditional expression's test."""
-    for node in ctx.nodes(cst.If, cst.While, cst.Assert, cst.IfExp):
-        yield node.test
+def _branching(ctx: RuleContext) -> list[cst.If | cst.While | cst.Assert | cst.IfExp]:
+    """The nodes whose condition Python evaluates to a bool: ``if``/``elif``, ``while``,
+    ``assert``, and a conditional expression."""
+    return ctx.nodes(cst.If, cst.While, cst.Assert, cst.IfExp)
 
 
-def _tested_tensors(ctx: RuleContext, ta: TrainingAnalysis, test: cst.BaseExpression) -> Iterator[cst.Call]:
+def _latched(owner: cst.CSTNode, flag: cst.BaseExpression) -> bool:
+    """``if seen or <test>:`` whose body sets ``seen = True``: after the first time, ``or`` never
+    evaluates the test again."""
+    if not isinstance(owner, cst.If) or not isinstance(flag, cst.Name):
+        return False
+    return any(isinstance(n, cst.Assign) and isinstance(n.value, cst.Name) and n.value.value == "True" and
+               any(isinstance(t.target, cst.Name) and t.target.value == flag.value for t in n.targets)
+               for n in walk(owner.body))
+
+
+def _tested_tensors(ctx: RuleContext, ta: TrainingAnalysis, test: cst.BaseExpression,
+                    owner: cst.CSTNode) -> Iterator[cst.Call]:
     """Operands of a condition (through ``and``/``or``/``not``) that are a device tensor's test:
     ``torch.isnan(loss)``, ``torch.isinf(grad).any()``, ``(pred == y).all()``,
     ``torch.allclose(a, b)``. Branching on one copies it to the host and waits for the GPU, as
     ``.item()`` does. Tensors in host memory (a torch factory's result without a device) are not."""
     if isinstance(test, cst.BooleanOperation):
-        yield from _tested_tensors(ctx, ta, test.left)
-        if not (isinstance(test.operator, cst.And) and is_periodic_test(test.left)):
-            yield from _tested_tensors(ctx, ta, test.right)  # ``step % n == 0 and ...``: rate-limited
+        yield from _tested_tensors(ctx, ta, test.left, owner)
+        if not (isinstance(test.operator, cst.And) and is_periodic_test(test.left) or
+                isinstance(test.operator, cst.Or) and _latched(owner, test.left)):
+            yield from _tested_tensors(ctx, ta, test.right, owner)  # ``step % n == 0 and ...``: rate-limited
         return
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        yield from _tested_tensors(ctx, ta, test.expression)
+        yield from _tested_tensors(ctx, ta, test.expression, owner)
         return
     if not isinstance(test, cst.Call) or any(a.star for a in test.args):
         return
