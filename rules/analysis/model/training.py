@@ -361,7 +361,14 @@ class TrainingAnalysis(TrainingObjects):
             return None
         return self._caller_of(node, frozenset(), flags)
 
-    def _caller_of(self, node: cst.CSTNode, seen: frozenset, flags: bool) -> StepCaller | None:
+    def caller_from(self, node: cst.CSTNode, roots: dict[cst.FunctionDef, StepCaller]) -> StepCaller | None:
+        """As ``every_step_caller``, from functions a framework runs on every batch (``roots``: a
+        LightningModule's ``training_step``) instead of other modules' loops."""
+        return self._caller_of(node, frozenset(), False, roots) if roots else None
+
+    def _caller_of(self, node: cst.CSTNode, seen: frozenset, flags: bool,
+                   roots: dict[cst.FunctionDef, StepCaller] | None = None) -> StepCaller | None:
+        external = self._external_steps() if roots is None else roots
         child = node
         for anc in self.ctx.ancestors(node):
             if isinstance(anc, cst.If) and child is anc.body and \
@@ -371,13 +378,13 @@ class TrainingAnalysis(TrainingObjects):
             if anc in self._loop_set:
                 return None
             if isinstance(anc, cst.FunctionDef):
-                found = self._external_steps().get(anc)
+                found = external.get(anc)
                 if found is not None or anc in seen:
                     return found
                 for call in self.calls_of(anc):
                     if not self._may_reach(anc, call):
                         continue
-                    found = self._caller_of(call, seen | {anc}, flags)
+                    found = self._caller_of(call, seen | {anc}, flags, roots)
                     if found is not None:
                         return found
                 return None
