@@ -62,7 +62,10 @@ class SyncInLoop(Rule):
         "(Lightning calls them once per batch); a `self.log(name, x.item())` written directly in "
         "`training_step` is GP106's.",
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
-        "the read or at a call site of the function holding it, are not reported; CPU-only "
+        "the read or at a call site of the function holding it, are not reported (a period that "
+        "is 1 by default, `log_period=1`, and that no call in the file sets, is no guard); "
+        "loops that run a few iterations (`range(min(4, n))`, `xs[:8]`, a `break` once the "
+        "counter reaches a small number) are no eval loops; CPU-only "
         "programs (torch imported, no accelerator or device variable anywhere) are not checked.",
         "`.tolist()`, `.cpu()`, `.numpy()`, `float(x)` and `int(x)` are reported only when `x` is "
         "clearly a tensor in this file (tensor methods, `torch.*` calls, model or loss outputs); "
@@ -71,6 +74,9 @@ class SyncInLoop(Rule):
         "result without `device=` (`torch.randperm(n).tolist()`), and the fields of a plain "
         "DataLoader's batch read before the loop rebinds them (`ids.tolist()` ahead of "
         "`x = x.to(device)`; not a prepared loader's, nor a `TensorDataset` of device tensors).",
+        "A branch on a device tensor's test (`if torch.isnan(loss):`, `torch.isfinite(x).all()`, "
+        "`assert torch.allclose(a, b)`) is a host read, unless it is behind `step % N == 0 and` or "
+        "a `flag or` whose branch sets the flag. "
         "`math.isfinite`/`isnan`/`isinf` of a tensor (or of a loss name bound to a `sum(...)` of a "
         "dict's values) and `loss.data[0]` (the pre-0.4 spelling of `.item()`) are host reads too.",
         "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`, a helper from "

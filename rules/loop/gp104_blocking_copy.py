@@ -21,7 +21,7 @@ from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
-from ._step_copies import comprehension_source, from_elsewhere, in_step_function, message, unpacked_param
+from ._step_copies import comprehension_source, from_elsewhere, in_step_function, loader_while, message, unpacked_param
 
 
 def host_to_device_copy(ctx: RuleContext, call: cst.Call) -> bool:
@@ -57,31 +57,6 @@ def _from_host_array(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
         receiver = receiver.func.value  # type: ignore[attr-defined]
     return isinstance(receiver, cst.Call) and ctx.matches(receiver.func, _FROM_ARRAY) and \
         get_arg(receiver, "device") is None and not any(a.star for a in receiver.args)
-
-
-def _loader_while(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> cst.While | None:
-    """The ``while`` loop (``while True:``) whose every iteration takes the next batch of a
-    DataLoader (``x, c = next(it)`` with ``it = iter(DataLoader(...))``) and runs ``call``: in its
-    body, inside ``with`` blocks (a profiler range, autocast) but under no ``if``. Its steps may
-    be out of sight (phases of another module's loss), its batches are not."""
-    for anc in ctx.ancestors(call):
-        if isinstance(anc, (cst.If, cst.For, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            return None
-        if isinstance(anc, cst.While):
-            return anc if _nexts_a_loader(ta, anc) else None
-    return None
-
-
-def _nexts_a_loader(ta: TrainingAnalysis, loop: cst.While) -> bool:
-    for node in walk(loop.body, stop_at=(cst.For, cst.While)):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "next" and \
-                node.args and not node.args[0].star:
-            source = node.args[0].value
-            name = dotted_name(source)
-            values = [v for bound, v in ta.assignments() if bound == name] if name else []
-            if ta.is_dataloader(source) or values and all(ta.is_dataloader(v) for v in values):
-                return True
-    return False
 
 
 def _preloaded_slice(ctx: RuleContext, expr: cst.BaseExpression, moving: set[str]) -> str | None:
@@ -400,6 +375,10 @@ class BlockingCopy(Rule):
         "`accelerator.prepare()` (already placed; also read through `iter()`, `itertools.cycle()` "
         "or a generator of the file, with `next()`), copies under a periodic guard, and CPU-only "
         "programs are not reported.",
+        "A `while` loop that takes `next()` of a DataLoader's iterator every iteration copies "
+        "its batch every iteration (also inside `with` blocks, chained `.to(device).to(dtype)`), "
+        "and `torch.from_numpy(piece).to(device)` in a loop over batches a framework placed is "
+        "still a host copy (a collate's numpy pieces are not placed).",
         "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
         "batches (GP202), which the rule does not check.",
     )
@@ -463,7 +442,7 @@ class BlockingCopy(Rule):
         for call in ctx.nodes(cst.Call):
             if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
                 continue
-            loop = ta.every_step_loop(call) or _loader_while(ctx, ta, call)
+            loop = ta.every_step_loop(call) or loader_while(ctx, ta, call)
             if loop is None and not in_cpu_branch(ctx, call):
                 finding = in_step_function(ctx, ta, call, transformers)
                 if finding is None and (caller := ta.every_step_caller(call)) is not None:

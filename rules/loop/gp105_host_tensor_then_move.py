@@ -83,8 +83,10 @@ class HostTensorThenMove(Rule):
         "file sets one, nor in code whose loop is in another module (its caller may set it).",
         "A move that also changes the dtype, or passes `non_blocking`/`copy`, and a factory given "
         "`generator=`, `out=`, `pin_memory=` or `layout=` are reported without a fix.",
-        "Only code that runs per step in a recognised step loop is checked; CPU-only programs "
-        "are not.",
+        "Only code that runs per step is checked: in a recognised step loop (also through a "
+        "module's `forward` that its instances' calls run: `self.mask(x)` after `self.mask = "
+        "Masking()`), or in what a LightningModule's `training_step`/`validation_step`/`test_step` "
+        "runs; CPU-only programs are not.",
         "A legacy CUDA tensor type called with host data (`torch.cuda.FloatTensor(np_array)`, "
         "also through `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`) is "
         "reported without a fix; called with sizes it allocates on the device and is fine.",
