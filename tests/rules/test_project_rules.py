@@ -420,3 +420,29 @@ def test_a_submodule_forward_run_by_a_model_of_another_modules_loop(tmp_path: Pa
     assert "calls `Acoustic.forward`" in found[0].message
     alone = _lint(tmp_path, alone=True)["nets.py"].diagnostics  # type: ignore[attr-defined]
     assert [d.code for d in alone if d.code.startswith("GP1")] == []
+
+
+def test_a_trainer_holding_a_moved_model_keeps_the_entry_checked(tmp_path: Path) -> None:
+    """trainer.py keeps ``self.model = model.to(device)`` and calls ``self.model(x)`` every step:
+    the name holds no constructor of its own (the step calls' lookup once failed on it, trainer.py
+    lost its facts and train.py every file-level finding)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "nets.py").write_text(
+        "import torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(8, 8)\n\n"
+        "    def forward(self, x):\n        return self.fc(x)\n")
+    (tmp_path / "trainer.py").write_text(
+        "from nets import Net\n\n\nclass Trainer:\n"
+        "    def __init__(self, model, opt, device):\n"
+        "        self.model = model.to(device)\n        self.opt = opt\n        self.device = device\n\n"
+        "    def fit(self, loader):\n"
+        "        for x, y in loader:\n"
+        "            out = self.model(x.to(self.device, non_blocking=True))\n"
+        "            loss = (out - y.to(self.device, non_blocking=True)).pow(2).mean()\n"
+        "            self.opt.zero_grad()\n            loss.backward()\n            self.opt.step()\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom nets import Net\nfrom trainer import Trainer\n\n\n"
+        "def main(loader):\n    model = Net()\n    opt = torch.optim.AdamW(model.parameters())\n"
+        "    Trainer(model, opt, 'cuda').fit(loader)\n\n\n"
+        "if __name__ == '__main__':\n    main([])\n")
+    assert "GP305" in _codes(_lint(tmp_path), "train.py")
