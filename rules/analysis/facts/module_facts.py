@@ -64,6 +64,12 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        step_calls=_step_calls(ctx, ta, line_of), registries=_model_tables(ctx, exported))
 
 
+def module_step_calls(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> tuple[StepCall, ...]:
+    """``module_facts(ctx, line_of).step_calls`` alone (what the modules it calls every step need
+    of an importer), without the facts of its functions."""
+    return _step_calls(ctx, analysis(ctx), line_of)
+
+
 def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tuple[StepCall, ...]:
     """The calls into the user's imported modules that run on every iteration of one of this
     module's step or eval loops, directly or through its own functions (``to_device(batch,
