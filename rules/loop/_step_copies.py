@@ -1,5 +1,6 @@
-"""GP104's copies outside a loop of the checked file: in a function that runs a whole training
-step (its loop out of sight), and in a function another module's loop calls every step."""
+"""GP104's copies outside a step loop of the checked file: in a function that runs a whole training
+step (its loop out of sight), in a function another module's loop calls every step, and in a
+``while`` loop that takes the next batch of a DataLoader every iteration."""
 
 from __future__ import annotations
 
@@ -118,3 +119,27 @@ def message(what: str, kind: str) -> str:
             "compute)")
 
 
+# ---- a while loop over a DataLoader's iterator ---------------------------------------------------
+def loader_while(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> cst.While | None:
+    """The ``while`` loop (``while True:``) whose every iteration takes the next batch of a
+    DataLoader (``x, c = next(it)`` with ``it = iter(DataLoader(...))``) and runs ``call``: in its
+    body, inside ``with`` blocks (a profiler range, autocast) but under no ``if``. Its steps may
+    be out of sight (phases of another module's loss), its batches are not."""
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, (cst.If, cst.For, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(anc, cst.While):
+            return anc if _nexts_a_loader(ta, anc) else None
+    return None
+
+
+def _nexts_a_loader(ta: TrainingAnalysis, loop: cst.While) -> bool:
+    for node in walk(loop.body, stop_at=(cst.For, cst.While)):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "next" and \
+                node.args and not node.args[0].star:
+            source = node.args[0].value
+            name = dotted_name(source)
+            values = [v for bound, v in ta.assignments() if bound == name] if name else []
+            if ta.is_dataloader(source) or values and all(ta.is_dataloader(v) for v in values):
+                return True
+    return False

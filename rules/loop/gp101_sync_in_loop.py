@@ -11,15 +11,14 @@ from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.framework_config import framework_config, rare_in, step_hook
 from ..analysis.facts.program import cpu_only
-from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
-from ..analysis.model.host_data import HOST_BUILDERS
 from ..analysis.model.tensors import is_host_expr, module_function
-from ..analysis.model.training import TENSOR_METHODS, TrainingAnalysis, analysis
-from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
-from ..analysis.syntax.tree import walk
+from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
+from ..analysis.syntax.calls import dotted_name, method_call, target_names
 from ._accumulator_fix import accumulator_fix
+from ._host_tensors import host_tensor
 from ._across_modules import PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import walk
 from ..analysis.syntax.launch import StepCaller, project_runs
 
 
@@ -63,7 +62,10 @@ class SyncInLoop(Rule):
         "(Lightning calls them once per batch); a `self.log(name, x.item())` written directly in "
         "`training_step` is GP106's.",
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
-        "the read or at a call site of the function holding it, are not reported; CPU-only "
+        "the read or at a call site of the function holding it, are not reported (a period that "
+        "is 1 by default, `log_period=1`, and that no call in the file sets, is no guard); "
+        "loops that run a few iterations (`range(min(4, n))`, `xs[:8]`, a `break` once the "
+        "counter reaches a small number) are no eval loops; CPU-only "
         "programs (torch imported, no accelerator or device variable anywhere) are not checked.",
         "`.tolist()`, `.cpu()`, `.numpy()`, `float(x)` and `int(x)` are reported only when `x` is "
         "clearly a tensor in this file (tensor methods, `torch.*` calls, model or loss outputs); "
@@ -72,11 +74,16 @@ class SyncInLoop(Rule):
         "result without `device=` (`torch.randperm(n).tolist()`), and the fields of a plain "
         "DataLoader's batch read before the loop rebinds them (`ids.tolist()` ahead of "
         "`x = x.to(device)`; not a prepared loader's, nor a `TensorDataset` of device tensors).",
+        "A branch on a device tensor's test (`if torch.isnan(loss):`, `torch.isfinite(x).all()`, "
+        "`assert torch.allclose(a, b)`) is a host read, unless it is behind `step % N == 0 and` or "
+        "a `flag or` whose branch sets the flag. "
         "`math.isfinite`/`isnan`/`isinf` of a tensor (or of a loss name bound to a `sum(...)` of a "
         "dict's values) and `loss.data[0]` (the pre-0.4 spelling of `.item()`) are host reads too.",
         "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`, a helper from "
-        "another module, reported in that module) are not seen here; printing a tensor is GP102's business, and a read of a "
-        "collective's result that is only logged is GP106's (one finding, at the collective).",
+        "another module, reported in that module) are not seen here; printing a tensor is GP102's business. A "
+        "read of a collective's result that is only logged (`accelerator.gather(loss).mean().item()`) is "
+        "reported without a fix: GP106 reports the collective, and one change (reduce and read when logging) "
+        "removes both.",
         "The fix is offered only for a plain accumulator (`total += loss.item()`) whose every "
         "read is rate-limited; everything else is reported without a fix.",
     )
@@ -134,11 +141,13 @@ class SyncInLoop(Rule):
         hooks = bool(framework_config(ctx).lightning_modules)
         if not (ta.step_loops or ta.eval_loops or hooks or project_runs(ctx).step_callers) or cpu_only(ctx):
             return
-        # A read of a collective's result on its way to a log is GP106's (one change removes both).
-        claimed = {r for found in logged_collectives(ctx) for r in found.host_reads}
+        # A read of a collective's result on its way to a log: GP106 reports the collective; the
+        # read is a sync of its own (GP101), fixed by the same change (reduce and read when logging).
+        collective = {r: found for found in logged_collectives(ctx) for r in found.host_reads}
         for call, what in sync_calls(ctx, ta):
             loop = ta.every_step_loop(call)
-            if call in claimed:
+            if loop is not None and call in collective:
+                yield _collective_read(ctx, ta, call, what, loop, collective[call].what)
                 continue
             if loop is None:
                 if hooks:
@@ -160,6 +169,19 @@ class SyncInLoop(Rule):
                 f"queued work (host-device sync); {advice}",
                 fix if fix is not None else NoFix(_HOST_USE),
             )
+
+
+def _collective_read(ctx: RuleContext, ta: TrainingAnalysis, call: cst.BaseExpression, what: str,
+                     loop: cst.For | cst.While, collective: str) -> Finding:
+    """``accelerator.gather(loss).mean().item()`` on every step for a log: the read waits for the
+    GPU (and for every rank's collective) on each step."""
+    snippet = ctx.code_for(call) if len(ctx.code_for(call)) <= 40 else what
+    return Finding(
+        call, f"`{snippet}` on every {ta.loop_kind(loop)} reads the result of `{collective}` on the host: it blocks "
+        "the CPU until the GPU and the collective have finished (host-device sync); reduce and read it only "
+        "every N steps, where it is logged",
+        no_fix_reason=f"the read and `{collective}` (GP106) move together under the log interval, and every rank "
+                      "must run the collective in the same order")
 
 
 def _from_elsewhere(ctx: RuleContext, call: cst.BaseExpression, what: str, caller: StepCaller) -> Finding:
@@ -249,6 +271,9 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             if len(call.args) == 1 and ctx.matches(call.func, set(_MATH_TESTS)) and \
                     _device_value(ctx, ta, call.args[0].value, call):
                 yield call, next(v for k, v in _MATH_TESTS.items() if ctx.matches(call.func, {k}))
+    for owner in _branching(ctx):
+        for part in _tested_tensors(ctx, ta, owner.test, owner):
+            yield part, f"{dotted_name(part.func) or 'bool'}(...)"
     for call in ctx.nodes(cst.Call):
         if method_call(call, *SYNC_METHODS):
             assert isinstance(call.func, cst.Attribute)
@@ -258,7 +283,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             method = call.func.attr.value
             if ta.is_module_like(receiver) or is_host_expr(ta, receiver) or method == "cpu" and call.args:
                 continue
-            if _host_tensor(ctx, ta, receiver, call):
+            if host_tensor(ctx, ta, receiver, call):
                 continue  # a CPU tensor: reading it waits for nothing
             if method in ("tolist", "numpy", "cpu") and (not _looks_like_tensor(ctx, ta, receiver) or
                                                         _feeds_host_output(ctx, call)):
@@ -272,6 +297,61 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             if not ctx.matches(call.func, set(CONVERTERS)):
                 continue
             yield call, f"{call.func.value}()"
+
+
+# torch functions whose result a branch tests: ``if torch.isnan(loss):`` copies the answer to the
+# host (``allclose``/``equal`` return a Python bool, read from the device the same way).
+_TENSOR_TESTS = frozenset({"torch.isnan", "torch.isinf", "torch.isfinite", "torch.isposinf", "torch.isneginf",
+                           "torch.any", "torch.all", "torch.allclose", "torch.equal"})
+_TEST_METHODS = ("any", "all", "isnan", "isinf", "isfinite")
+
+
+def _branching(ctx: RuleContext) -> list[cst.If | cst.While | cst.Assert | cst.IfExp]:
+    """The nodes whose condition Python evaluates to a bool: ``if``/``elif``, ``while``,
+    ``assert``, and a conditional expression."""
+    return ctx.nodes(cst.If, cst.While, cst.Assert, cst.IfExp)
+
+
+def _latched(owner: cst.CSTNode, flag: cst.BaseExpression) -> bool:
+    """``if seen or <test>:`` whose body sets ``seen = True``: after the first time, ``or`` never
+    evaluates the test again."""
+    if not isinstance(owner, cst.If) or not isinstance(flag, cst.Name):
+        return False
+    return any(isinstance(n, cst.Assign) and isinstance(n.value, cst.Name) and n.value.value == "True" and
+               any(isinstance(t.target, cst.Name) and t.target.value == flag.value for t in n.targets)
+               for n in walk(owner.body))
+
+
+def _tested_tensors(ctx: RuleContext, ta: TrainingAnalysis, test: cst.BaseExpression,
+                    owner: cst.CSTNode) -> Iterator[cst.Call]:
+    """Operands of a condition (through ``and``/``or``/``not``) that are a device tensor's test:
+    ``torch.isnan(loss)``, ``torch.isinf(grad).any()``, ``(pred == y).all()``,
+    ``torch.allclose(a, b)``. Branching on one copies it to the host and waits for the GPU, as
+    ``.item()`` does. Tensors in host memory (a torch factory's result without a device) are not."""
+    if isinstance(test, cst.BooleanOperation):
+        yield from _tested_tensors(ctx, ta, test.left, owner)
+        if not (isinstance(test.operator, cst.And) and is_periodic_test(test.left) or
+                isinstance(test.operator, cst.Or) and _latched(owner, test.left)):
+            yield from _tested_tensors(ctx, ta, test.right, owner)  # ``step % n == 0 and ...``: rate-limited
+        return
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        yield from _tested_tensors(ctx, ta, test.expression, owner)
+        return
+    if not isinstance(test, cst.Call) or any(a.star for a in test.args):
+        return
+    if ctx.matches(test.func, _TENSOR_TESTS):
+        tensors = [a.value for a in test.args if a.keyword is None]
+    elif method_call(test, *_TEST_METHODS) and not test.args and not module_function(ta, test.func):
+        receiver = test.func.value  # type: ignore[attr-defined]
+        if not (ta.is_tensor_expr(receiver) or isinstance(receiver, cst.Call) and
+                ctx.matches(receiver.func, _TENSOR_TESTS)):
+            return
+        tensors = [receiver]
+    else:
+        return
+    if tensors and not any(is_host_expr(ta, t) or host_tensor(ctx, ta, t, test) or _contains_sync(t)
+                           for t in tensors):
+        yield test
 
 
 def _indexed_data(ta: TrainingAnalysis, sub: cst.Subscript) -> bool:
@@ -316,98 +396,6 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.BaseExpressio
             return False
     return True
 
-
-# torch calls that build a tensor in host memory unless given ``device=``.
-_FACTORIES = frozenset({
-    "torch.randperm", "torch.arange", "torch.randint", "torch.rand", "torch.randn", "torch.zeros", "torch.ones",
-    "torch.empty", "torch.full", "torch.linspace", "torch.eye", "torch.multinomial", "torch.bernoulli",
-} | HOST_BUILDERS)
-
-
-def _host_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression, call: cst.Call) -> bool:
-    """Is ``receiver`` a tensor in host memory: built by a torch factory without ``device=``
-    (``torch.randperm(n).tolist()``, also through a name the function only binds to such), or
-    a field of the batch a plain DataLoader loop yields, read before anything rebinds it
-    (``labels.tolist()`` ahead of ``labels = labels.to(device)``)?"""
-    if "set_default_device" in ctx.source:
-        return False
-    base: cst.BaseExpression = receiver
-    while isinstance(base, cst.Subscript) or isinstance(base, cst.Call) and method_call(base, *_SAME_PLACE):
-        base = base.value if isinstance(base, cst.Subscript) else base.func.value  # type: ignore[attr-defined]
-    if isinstance(base, cst.Call):
-        return _host_factory(ctx, base)
-    if not isinstance(base, cst.Name):
-        return False
-    fn = ctx.enclosing(call, cst.FunctionDef)
-    values = [v for n, v in ta.assignments() if n == base.value and ctx.enclosing(v, cst.FunctionDef) is fn]
-    if values and all(isinstance(v, cst.Call) and _host_factory(ctx, v) for v in values):
-        return True
-    return _unmoved_batch(ctx, ta, base, call)
-
-
-# Tensor methods whose result lives where their receiver does.
-_SAME_PLACE = ("long", "int", "float", "view", "reshape", "flatten", "squeeze", "unsqueeze", "clone", "detach",
-               "contiguous", "numpy", "t", "permute", *TENSOR_METHODS)
-
-
-def _host_factory(ctx: RuleContext, call: cst.Call) -> bool:
-    return ctx.matches(call.func, _FACTORIES) and get_arg(call, "device") is None and \
-        not any(a.star == "**" for a in call.args)
-
-
-def _unmoved_batch(ctx: RuleContext, ta: TrainingAnalysis, name: cst.Name, call: cst.CSTNode, depth: int = 0) -> bool:
-    """Is ``name`` at ``call`` a field of the batch a plain DataLoader loop yields, never moved:
-    directly, or an element of one taken by an inner loop (``for sid, label in zip(ids, labels)``,
-    ``for i, sid in enumerate(ids)``: ids of the samples, never sent to the device)?"""
-    loop = ctx.enclosing(call, cst.For)
-    while loop is not None and not (name.value in target_names(loop.target) and ta.is_dataloader(loop.iter)):
-        if depth < 2 and name.value in target_names(loop.target):
-            source = _element_source(loop, name.value)
-            return source is not None and _unmoved_batch(ctx, ta, source, loop, depth + 1)
-        loop = ctx.enclosing(loop, cst.For)
-    if loop is None or iterates_placed_batches(ctx, loop.iter) or placed_by_framework(ctx, name) or \
-            _device_dataset(ctx):
-        return False
-    order = ctx.preorder()
-    here = order.get(ctx.statement_of(call), 0)
-    for node in walk(loop.body):
-        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and order.get(node, 0) < here:
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            if any(name.value in target_names(t) for t in targets):
-                return False  # rebound (``x = x.to(device)``) before the read
-    return True
-
-
-def _element_source(loop: cst.For, name: str) -> cst.Name | None:
-    """The name whose elements ``loop`` binds to ``name``: ``for name in ids``, ``for name, y in
-    zip(ids, ys)``, ``for i, name in enumerate(ids)``; None otherwise."""
-    it, target = loop.iter, loop.target
-    if isinstance(it, cst.Name):
-        return it if isinstance(target, cst.Name) and target.value == name else None
-    if not isinstance(it, cst.Call) or not isinstance(it.func, cst.Name) or any(a.star or a.keyword for a in it.args):
-        return None
-    if it.func.value == "enumerate" and len(it.args) == 1:
-        sources = [None, it.args[0].value]
-    elif it.func.value == "zip":
-        sources = [a.value for a in it.args]
-    else:
-        return None
-    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(sources):
-        return None
-    for element, source in zip(target.elements, sources):
-        if isinstance(element.value, cst.Name) and element.value.value == name:
-            return source if isinstance(source, cst.Name) else None
-    return None
-
-
-def _device_dataset(ctx: RuleContext) -> bool:
-    """A ``TensorDataset`` of tensors moved to or made on the device: its loader's batches are there."""
-    for c in ctx.nodes(cst.Call):
-        if (dotted_name(c.func) or "").endswith("TensorDataset") and any(
-                method_call(n, "to", "cuda") or isinstance(n, cst.Arg) and n.keyword is not None and
-                n.keyword.value == "device" for a in c.args for n in [a, a.value, *walk(a.value, into_nested=True)]):
-            return True
-    return False
 
 
 def _looks_like_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression) -> bool:

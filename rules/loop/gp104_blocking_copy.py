@@ -21,7 +21,7 @@ from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
-from ._step_copies import comprehension_source, from_elsewhere, in_step_function, message, unpacked_param
+from ._step_copies import comprehension_source, from_elsewhere, in_step_function, loader_while, message, unpacked_param
 
 
 def host_to_device_copy(ctx: RuleContext, call: cst.Call) -> bool:
@@ -43,6 +43,20 @@ def host_to_device_copy(ctx: RuleContext, call: cst.Call) -> bool:
     # .to(device) or .to(device, dtype) / .to(device, dtype=...); not .to(other_tensor) or copy=
     return all(a.keyword is None or a.keyword.value in ("device", "dtype") for a in call.args) and \
         len(call.args) <= 2
+
+
+_FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.frombuffer"})
+_SAME_PLACE = ("long", "int", "float", "half", "double", "bool", "byte", "contiguous", "view", "reshape",
+               "squeeze", "unsqueeze", "permute", "transpose", "flatten", "clone", "detach")
+
+
+def _from_host_array(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
+    """``torch.from_numpy(a)`` (through dtype casts and views: ``.long()``, ``.float()``): a tensor
+    over a host array, built where it is copied. ``torch.as_tensor`` only without ``device=``."""
+    while method_call(receiver, *_SAME_PLACE):
+        receiver = receiver.func.value  # type: ignore[attr-defined]
+    return isinstance(receiver, cst.Call) and ctx.matches(receiver.func, _FROM_ARRAY) and \
+        get_arg(receiver, "device") is None and not any(a.star for a in receiver.args)
 
 
 def _preloaded_slice(ctx: RuleContext, expr: cst.BaseExpression, moving: set[str]) -> str | None:
@@ -361,6 +375,10 @@ class BlockingCopy(Rule):
         "`accelerator.prepare()` (already placed; also read through `iter()`, `itertools.cycle()` "
         "or a generator of the file, with `next()`), copies under a periodic guard, and CPU-only "
         "programs are not reported.",
+        "A `while` loop that takes `next()` of a DataLoader's iterator every iteration copies "
+        "its batch every iteration (also inside `with` blocks, chained `.to(device).to(dtype)`), "
+        "and `torch.from_numpy(piece).to(device)` in a loop over batches a framework placed is "
+        "still a host copy (a collate's numpy pieces are not placed).",
         "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
         "batches (GP202), which the rule does not check.",
     )
@@ -424,7 +442,7 @@ class BlockingCopy(Rule):
         for call in ctx.nodes(cst.Call):
             if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
                 continue
-            loop = ta.every_step_loop(call)
+            loop = ta.every_step_loop(call) or loader_while(ctx, ta, call)
             if loop is None and not in_cpu_branch(ctx, call):
                 finding = in_step_function(ctx, ta, call, transformers)
                 if finding is None and (caller := ta.every_step_caller(call)) is not None:
@@ -432,9 +450,15 @@ class BlockingCopy(Rule):
                 if finding is not None:
                     yield finding
                 continue
-            if in_cpu_branch(ctx, call) or \
-                    isinstance(loop, cst.For) and iterates_placed_batches(ctx, loop.iter) or \
+            if in_cpu_branch(ctx, call):
+                continue
+            if isinstance(loop, cst.For) and iterates_placed_batches(ctx, loop.iter) or \
                     placed_by_framework(ctx, call.func.value):  # type: ignore[attr-defined]
+                if _from_host_array(ctx, call.func.value):  # type: ignore[attr-defined]
+                    # ``torch.from_numpy(clip).to(device)``: made in host memory in the step; a
+                    # framework places the batch's tensors, not the numpy pieces a collate returns
+                    yield Finding.of(call, message("built", ta.loop_kind(loop)), Fix(
+                        "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))
                 continue
             if _placed_source(ctx, ta, call.func.value, loop) or _without_prefetcher(ctx, call):  # type: ignore[attr-defined]
                 continue  # already on the device: the copy is a no-op

@@ -14,7 +14,8 @@ from ..analysis.model.step_code import device_kind
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.launch import project_runs
+from ..analysis.facts.framework_config import STEP_HOOKS, framework_config
+from ..analysis.syntax.launch import StepCaller, project_runs
 from ..analysis.syntax.tree import walk
 from ._across_modules import PER_STEP_ACROSS_MODULES
 
@@ -82,8 +83,10 @@ class HostTensorThenMove(Rule):
         "file sets one, nor in code whose loop is in another module (its caller may set it).",
         "A move that also changes the dtype, or passes `non_blocking`/`copy`, and a factory given "
         "`generator=`, `out=`, `pin_memory=` or `layout=` are reported without a fix.",
-        "Only code that runs per step in a recognised step loop is checked; CPU-only programs "
-        "are not.",
+        "Only code that runs per step is checked: in a recognised step loop (also through a "
+        "module's `forward` that its instances' calls run: `self.mask(x)` after `self.mask = "
+        "Masking()`), or in what a LightningModule's `training_step`/`validation_step`/`test_step` "
+        "runs; CPU-only programs are not.",
         "A legacy CUDA tensor type called with host data (`torch.cuda.FloatTensor(np_array)`, "
         "also through `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`) is "
         "reported without a fix; called with sizes it allocates on the device and is fine.",
@@ -134,7 +137,8 @@ class HostTensorThenMove(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not (ta.step_loops or ta.eval_loops or project_runs(ctx).step_callers) or cpu_only(ctx):
+        if not (ta.step_loops or ta.eval_loops or project_runs(ctx).step_callers or
+                framework_config(ctx).lightning_modules) or cpu_only(ctx):
             return
         for move in ctx.nodes(cst.Call):
             if cuda_tensor_type(ctx, move.func) and _host_data_argument(ctx, ta, move):
@@ -184,6 +188,19 @@ class HostTensorThenMove(Rule):
                                 "(a synchronous host-to-device transfer); create it with device=", fix)
 
 
+def _lightning_hooks(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
+    """A LightningModule's ``training_step``/``validation_step``/``test_step``, which Lightning
+    runs on every batch: the roots of the code a batch runs (its ``self(x)``, a submodule's
+    ``forward``)."""
+    out: dict[cst.FunctionDef, StepCaller] = {}
+    for cls in framework_config(ctx).lightning_modules:
+        for stmt in cls.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in STEP_HOOKS:
+                kind = "training step" if stmt.name.value == "training_step" else "eval batch"
+                out[stmt] = StepCaller(f"{cls.name.value}.{stmt.name.value}", "", 0, kind)
+    return out
+
+
 def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) -> Finding | None:
     """``.to(device)``/``.cuda()`` of a tensor built on the CPU by a factory and then changed
     before the move, in the same expression (``(torch.ones(n) * i).to(device)``) or in earlier
@@ -193,6 +210,8 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
     loop = ta.every_step_loop(move)
     caller = ta.every_step_caller(move) if loop is None else None
     if loop is None and caller is None:
+        caller = ta.caller_from(move, _lightning_hooks(ctx))  # ``training_step`` -> ``self(x)`` -> a submodule
+    if loop is None and caller is None:
         return None
     factory = host_origin(ctx, move.func.value, move, loose_default_type=caller is not None)  # type: ignore[attr-defined]
     if factory is None:
@@ -201,7 +220,7 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
         kind = ta.loop_kind(loop)
     else:
         assert caller is not None
-        kind = f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
+        kind = f"{caller.kind} ({caller.where if caller.path else 'Lightning'} calls `{caller.function}` on each one)"
     what = ctx.code_for(factory.func)
     moved = ctx.code_for(move)
     moved = moved if len(moved) <= 40 else f".{move.func.attr.value}(...)"  # type: ignore[attr-defined]

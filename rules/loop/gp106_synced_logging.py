@@ -35,7 +35,7 @@ class SyncedLogging(Rule):
         "to True in `training_step`). Lightning reads the progress-bar values with `.item()` on every "
         "refresh; the Hugging Face Trainer tests the loss with `torch.isnan(loss) or torch.isinf(loss)` on "
         "every step while `logging_nan_inf_filter` is on (the default), and reads the loss at every "
-        "`logging_steps`. GP101 does not report the `.item()`/`float()` of a value that GP106 reports: "
+        "`logging_steps`. GP101 reports the `.item()`/`float()` of a value that GP106 reports without a fix: "
         "reducing and reading it only when logging removes both costs with one change, and the collective "
         "is the larger one."
     )

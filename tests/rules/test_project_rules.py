@@ -491,3 +491,69 @@ def test_a_worker_count_from_a_typed_arguments_class_defaulting_to_zero(tmp_path
     (root / "scripts/train.sh").unlink()
     (root / "conf/run_args.py").write_text(_RUN_ARGS.replace("workers: int = 0", "workers: int = 6"))
     assert "GP201" not in _codes(_lint_now(root, False, "none"), "train.py")
+
+
+@pytest.mark.parametrize("build", ["model = Acoustic().cuda()", "model = Acoustic()\n    model = model.to('cuda')"])
+def test_a_submodule_forward_run_by_a_model_of_another_modules_loop(tmp_path: Path, build: str) -> None:
+    """Issue 34, class B (GP105): train.py builds the model (a chained constructor, or a
+    constructor then a move that rebinds the name) and calls it every step; the model's forward
+    calls a submodule held in ``self.front`` whose forward builds a legacy typed tensor on the CPU
+    and moves it under a device test. Reported in nets.py, where the edit goes."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "nets.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\n"
+        "class Gate(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        keep = torch.ByteTensor(x.size()).zero_()\n"
+        "        if x.is_cuda:\n"
+        "            keep = keep.cuda()\n"
+        "        return x * keep\n\n\n"
+        "class Acoustic(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.front = Gate()\n"
+        "        self.out = nn.Linear(80, 30)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.out(self.front(x))\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom nets import Acoustic\n\n\n"
+        "def main(loader):\n"
+        f"    {build}\n"
+        "    opt = torch.optim.AdamW(model.parameters(), fused=True)\n"
+        "    for x, y in loader:\n"
+        "        loss = (model(x.cuda(non_blocking=True)) - y.cuda(non_blocking=True)).pow(2).mean()\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n\n\n"
+        "if __name__ == '__main__':\n    main([])\n")
+    found = _lint(tmp_path)["nets.py"].diagnostics  # type: ignore[attr-defined]
+    assert [(d.code, d.line) for d in found if d.code.startswith("GP1")] == [("GP105", 7)]
+    assert "calls `Acoustic.forward`" in found[0].message
+    alone = _lint(tmp_path, alone=True)["nets.py"].diagnostics  # type: ignore[attr-defined]
+    assert [d.code for d in alone if d.code.startswith("GP1")] == []
+
+
+def test_a_trainer_holding_a_moved_model_keeps_the_entry_checked(tmp_path: Path) -> None:
+    """trainer.py keeps ``self.model = model.to(device)`` and calls ``self.model(x)`` every step:
+    the name holds no constructor of its own (the step calls' lookup once failed on it, trainer.py
+    lost its facts and train.py every file-level finding)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "nets.py").write_text(
+        "import torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(8, 8)\n\n"
+        "    def forward(self, x):\n        return self.fc(x)\n")
+    (tmp_path / "trainer.py").write_text(
+        "from nets import Net\n\n\nclass Trainer:\n"
+        "    def __init__(self, model, opt, device):\n"
+        "        self.model = model.to(device)\n        self.opt = opt\n        self.device = device\n\n"
+        "    def fit(self, loader):\n"
+        "        for x, y in loader:\n"
+        "            out = self.model(x.to(self.device, non_blocking=True))\n"
+        "            loss = (out - y.to(self.device, non_blocking=True)).pow(2).mean()\n"
+        "            self.opt.zero_grad()\n            loss.backward()\n            self.opt.step()\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom nets import Net\nfrom trainer import Trainer\n\n\n"
+        "def main(loader):\n    model = Net()\n    opt = torch.optim.AdamW(model.parameters())\n"
+        "    Trainer(model, opt, 'cuda').fit(loader)\n\n\n"
+        "if __name__ == '__main__':\n    main([])\n")
+    assert "GP305" in _codes(_lint(tmp_path), "train.py")

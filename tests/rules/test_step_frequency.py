@@ -139,3 +139,62 @@ def test_cpu_only_scripts():
                 "import torch\n# runs on a GPU\n", "x = 1\n", "import torch\nfrom accelerate import Accelerator\n",
                 "import torch\ndevice = torch.device(args.device)\n", "import torch\ndef f(x, device):\n    return x\n"):
         assert not cpu_only_script(ctx_for(src)), src
+
+
+@pytest.mark.parametrize("init,call,per_step", [
+    ("every=1", "Logger(model)", True),                 # 1 by default, no caller sets it
+    ("every=1", "Logger(model, every=50)", False),      # the file's caller sets it
+    ("every=1", "Logger(model, 50)", False),            # by position
+    ("every=20", "Logger(model)", False),               # a real period by default
+    ("every=1", "Logger(model, every=1)", True),
+])
+def test_a_period_of_one_by_default_does_not_rate_limit(init, call, per_step):
+    src = f"""
+    class Logger:
+        def __init__(self, model, {init}):
+            self.model = model
+            self.every = every
+
+        def log(self, it, loss):
+            if (it + 1) % self.every == 0:
+                print(loss.item())
+
+    def train(model, loader, opt):
+        logger = {call}
+        for it, (x, y) in enumerate(loader):
+            loss = model(x, y)
+            loss.backward()
+            opt.step()
+            logger.log(it, loss)
+    """
+    ctx = ctx_for(src)
+    guard = next(n for n in ctx.nodes(cst.If))
+    assert analysis(ctx).is_periodic(guard) is (not per_step)
+
+
+@pytest.mark.parametrize("loop,few", [
+    ("for k in range(min(4, len(xs))):", True), ("for x in xs[:8]:", True), ("for k, x in enumerate(xs[:3]):", True),
+    ("for x in xs:", False), ("for k in range(len(xs)):", False), ("for x in xs[:64]:", False),
+])
+def test_loops_over_a_few_samples_are_no_eval_loops(loop, few):
+    call = "model(xs[k])" if loop.startswith("for k in") else "model(x)"
+    ctx = ctx_for(f"import torch\nmodel.eval()\nwith torch.no_grad():\n    {loop}\n        y = {call}\n")
+    assert bool(analysis(ctx).eval_loops) is not few
+
+
+def test_a_break_once_the_counter_reaches_a_small_number_bounds_the_loop():
+    ctx = ctx_for("""
+    import torch
+    model.eval()
+    with torch.no_grad():
+        for k, x in enumerate(samples):
+            y = model(x)
+            if k >= 6:
+                break
+        for k, x in enumerate(batches):
+            y = model(x)
+            if k >= num_val_batches:
+                break
+    """)
+    loops = analysis(ctx).eval_loops
+    assert len(loops) == 1 and "num_val_batches" in ctx.code_for(loops[0])

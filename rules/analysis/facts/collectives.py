@@ -16,9 +16,9 @@ accumulated from it, a few levels deep) must end in a logging call. Anything els
 ``backward``, a condition, an attribute such as ``p.grad``, a value returned from the step, a
 scheduler's ``step(loss)``) means the reduction feeds the computation: not reported.
 
-GP106 reports these; GP101 leaves alone the host reads (``.item()``, ``float()``) on the way to the
-log and GP102 the prints of the result, which the same change (reduce and read only when logging)
-removes: one finding per cost.
+GP106 reports these; GP102 leaves alone the prints of the result, and GP101 reports the host reads
+(``.item()``, ``float()``) on the way to the log without a fix: the same change (reduce and read only
+when logging) removes them.
 """
 
 from __future__ import annotations

@@ -170,8 +170,8 @@ def _may_be_cuda(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, de
         return False
     if isinstance(expr, cst.Attribute):
         base = name.rsplit(".", 1)[0]
-        if _SETTINGS.match(base.rsplit(".", 1)[-1]) and base != "self":
-            return True  # ``args.device``, ``accelerator.device``: chosen at run time
+        if (_SETTINGS.match(base.rsplit(".", 1)[-1]) or _SETTINGS.match(base.split(".", 1)[0])) and base != "self":
+            return True  # ``args.device``, ``accelerator.device``, ``cfg.training.device``: chosen at run time
         if not name.startswith("self."):
             return False  # ``x.device`` of another tensor, ``torch.float64``: not evidence
     where = binding_body(ctx, name, at)

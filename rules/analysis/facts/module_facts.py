@@ -123,8 +123,9 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tupl
                 instances = {}
                 for bound, value in ta.assignments():
                     instances.setdefault(bound, []).append(value)
-            values = instances.get(name, [])
-            ctors = [v for v in values if isinstance(v, cst.Call)]
+            # ``net = net.to(device)`` rebinds the same object; ``Net().cuda()`` is a Net
+            values = [v for v in instances.get(name, []) if dotted_name(strip_chain(v)) != name]
+            ctors = [c for c in (strip_chain(v) for v in values) if isinstance(c, cst.Call)]
             if len(ctors) == 1 and len(values) == 1 and \
                     (dotted_name(ctors[0].func) or "").rsplit(".", 1)[-1] in offered:  # ``crit = Loss()``; ``crit(y)``
                 callee = project_instance_method(ctx, ctors[0], ("__call__", "forward"))

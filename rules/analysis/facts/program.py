@@ -128,7 +128,8 @@ def _tensor_like(expr: cst.BaseExpression) -> bool:
     """``x`` in ``x.device``: a tensor or parameter, not a settings object or ``self`` (whose
     ``device`` attribute comes from the command line or a caller)."""
     name = dotted_name(expr)
-    return name is None or not _SETTINGS.match(name.rsplit(".", 1)[-1])
+    # ``cfg.training.device``: a settings object's section holds a setting too
+    return name is None or not (_SETTINGS.match(name.rsplit(".", 1)[-1]) or _SETTINGS.match(name.split(".", 1)[0]))
 
 
 # ---- model_precision ---------------------------------------------------------------------------

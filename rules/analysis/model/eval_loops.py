@@ -12,6 +12,7 @@ x = data[i:i + bs]``, and leaves out autoregressive decoding (``model(tokens[:, 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
@@ -32,6 +33,7 @@ class TrainingQueries(Protocol):
     @property
     def ctx(self) -> RuleContext: ...
     def calls_of(self, fn: cst.FunctionDef) -> list[cst.Call]: ...
+    def called_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]: ...
     def trains(self, loop: Loop) -> bool: ...
     def is_module_like(self, expr: cst.BaseExpression, by_name: bool = False) -> bool: ...
 
@@ -144,6 +146,28 @@ def batch_model_call(ta: TrainingQueries, loop: Loop) -> cst.Call | None:
     return None
 
 
+def _handed_to_a_model(ta: TrainingQueries, loop: Loop) -> cst.Call | None:
+    """A call of this file's function or method (also through an alias: ``run = self._score``)
+    handed the iteration's data, whose own body calls a model (``self.model.predict(batch.to(d))``):
+    one model call per iteration, out of the loop's sight."""
+    data = loop_data(loop)
+    if not data:
+        return None
+    for node in walk(loop.body, stop_at=(cst.For, cst.While)):
+        if not isinstance(node, cst.Call) or not any(mentions(a.value, data) for a in node.args):
+            continue
+        for fn in ta.called_functions(node):
+            if any(isinstance(n, cst.Call) and _calls_module(ta, n) for n in walk(fn.body, stop_at=(cst.For, cst.While))):
+                return node
+    return None
+
+
+def _calls_module(ta: TrainingQueries, n: cst.Call) -> bool:
+    return ta.is_module_like(n.func, by_name=True) or isinstance(n.func, cst.Attribute) and \
+        n.func.attr.value not in _NOT_INFERENCE and not n.func.attr.value.startswith("_") and \
+        ta.is_module_like(n.func.value, by_name=True)
+
+
 def _mode_switches(ctx: RuleContext) -> dict[cst.CSTNode, list[tuple[int, str, str]]]:
     """Per function (or the module): ``(position, model, "eval" | "train")`` for each
     ``model.eval()``/``model.train()`` call directly in it, in source order (one pass per file)."""
@@ -176,12 +200,76 @@ def _eval_before(ta: TrainingQueries, loop: Loop, model: str) -> bool:
     return mode == "eval"
 
 
+# A loop bounded by a literal at most this small runs "a few" iterations (a handful of samples
+# logged after validation), not one per batch of a data set.
+_FEW = 16
+
+
+def _small(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Integer) and int(expr.evaluated_value) <= _FEW
+
+
+def _few_items(it: cst.BaseExpression) -> bool:
+    """``range(4)``, ``range(min(4, n))``, ``samples[:8]``, ``itertools.islice(it, 4)``, and
+    ``enumerate``/``zip`` of one of those."""
+    if isinstance(it, cst.Call) and dotted_name(it.func) in ("enumerate", "zip") and it.args:
+        return any(_few_items(a.value) for a in it.args if not a.star)
+    if isinstance(it, cst.Call) and dotted_name(it.func) == "range" and it.args and not it.args[0].star:
+        stop = it.args[1 if len(it.args) > 1 else 0].value
+        if isinstance(stop, cst.Call) and dotted_name(stop.func) == "min":
+            return any(_small(a.value) for a in stop.args)
+        return _small(stop) and len(it.args) <= 2
+    if isinstance(it, cst.Call) and (dotted_name(it.func) or "").endswith("islice") and len(it.args) == 2:
+        return _small(it.args[1].value)
+    if isinstance(it, cst.Subscript) and len(it.slice) == 1 and isinstance(it.slice[0].slice, cst.Slice):
+        part = it.slice[0].slice
+        return part.lower is None and part.upper is not None and _small(part.upper)
+    return False
+
+
+def _counter(loop: Loop) -> str | None:
+    """The name counting the loop's iterations from 0: a ``range`` target or an ``enumerate`` index."""
+    if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
+        return None
+    func = dotted_name(loop.iter.func)
+    if func == "range" and isinstance(loop.target, cst.Name):
+        return loop.target.value
+    if func == "enumerate" and isinstance(loop.target, cst.Tuple) and loop.target.elements:
+        return dotted_name(loop.target.elements[0].value)
+    return None
+
+
+def runs_a_few(loop: Loop) -> bool:
+    """Does ``loop`` run at most a few iterations whatever its data's size: over a few items
+    (``range(min(4, n))``, ``samples[:8]``), or left by a ``break`` once its counter reaches a small
+    literal (``if i >= 6: break``)? Sample logging after a validation pass, not a per-batch loop."""
+    if isinstance(loop, cst.For) and _few_items(loop.iter):
+        return True
+    counter = _counter(loop)
+    if counter is None:
+        return False
+    for node in walk(loop.body, stop_at=(cst.For, cst.While)):
+        if not isinstance(node, cst.If) or not isinstance(node.test, cst.Comparison) or \
+                len(node.test.comparisons) != 1:
+            continue
+        op, right = node.test.comparisons[0].operator, node.test.comparisons[0].comparator
+        bounded = isinstance(op, (cst.GreaterThanEqual, cst.GreaterThan, cst.Equal)) and \
+            dotted_name(node.test.left) == counter and _small(right)
+        if bounded and any(isinstance(s, cst.Break) for s in walk(node.body, stop_at=(cst.For, cst.While))):
+            return True
+    return False
+
+
 def is_eval_loop(ta: TrainingQueries, loop: Loop) -> bool:
-    if ta.trains(loop):
+    if ta.trains(loop) or runs_a_few(loop):
         return False
     call = batch_model_call(ta, loop)
     if call is None:
-        return False
+        # the model runs in a method the loop hands each batch to: inference mode when the loop
+        # is under no_grad (a ``@torch.no_grad()`` evaluate)
+        return _handed_to_a_model(ta, loop) is not None and (
+            in_no_grad(ta.ctx, loop) or (fn := ta.ctx.enclosing(loop, cst.FunctionDef)) is not None and
+            called_only_under_no_grad(ta, fn))
     if in_no_grad(ta.ctx, loop):
         return True
     fn = ta.ctx.enclosing(loop, cst.FunctionDef)

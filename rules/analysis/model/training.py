@@ -26,13 +26,13 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call
-from ..syntax.callsites import called_name, calls_of
+from ..syntax.callsites import aliased_names, called_name, calls_of, instance_calls, own_classes
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_method, project_function
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
-from .guards import flag_name, is_once_test, is_periodic_test
+from .guards import flag_name, is_once_test, is_periodic_test, period_one_by_default, periods
 from .tensors import TENSOR_METHODS, is_tensor_expr
 from .training_objects import TrainingObjects
 
@@ -59,6 +59,7 @@ class TrainingAnalysis(TrainingObjects):
         self._hidden_steps: dict[cst.CSTNode, tuple[cst.BaseExpression, cst.BaseExpression] | None] = {}
         self._trains_cache: dict[cst.CSTNode, bool] = {}
         self._counters: dict[cst.CSTNode, set[str]] = {}
+        self._periodic: dict[cst.If, bool] = {}
         self._classes: dict[tuple[cst.FunctionDef | None, str], cst.BaseExpression | None] = {}
         text = ctx.source
         loops = ctx.nodes(cst.For, cst.While)
@@ -136,8 +137,11 @@ class TrainingAnalysis(TrainingObjects):
         return calls_of(self.ctx, fn)
 
     def _called_functions_list(self, node: cst.CSTNode) -> list[cst.FunctionDef]:
-        name = called_name(node)
-        return self.functions.get(name, []) if name else []
+        name = called_name(node, own_classes(self.ctx))
+        found = self.functions.get(name, []) if name else []
+        if not found and isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
+            return [fn for alias in aliased_names(self.ctx, node) for fn in self.functions.get(alias, [])]
+        return found
 
     def called_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]:
         """This module's functions that ``node`` calls by name (``train(...)``, ``self.step(...)``)."""
@@ -272,7 +276,7 @@ class TrainingAnalysis(TrainingObjects):
         pending: list[cst.If] = []
         for anc in self.ctx.ancestors(node):
             if guards and isinstance(anc, cst.If) and child is anc.body:
-                if is_periodic_test(anc.test) or flags and flag_name(anc.test) is not None:
+                if self.is_periodic(anc) or flags and flag_name(anc.test) is not None:
                     return None
                 pending.append(anc)
             if anc in self._loop_set:
@@ -357,23 +361,30 @@ class TrainingAnalysis(TrainingObjects):
             return None
         return self._caller_of(node, frozenset(), flags)
 
-    def _caller_of(self, node: cst.CSTNode, seen: frozenset, flags: bool) -> StepCaller | None:
+    def caller_from(self, node: cst.CSTNode, roots: dict[cst.FunctionDef, StepCaller]) -> StepCaller | None:
+        """As ``every_step_caller``, from functions a framework runs on every batch (``roots``: a
+        LightningModule's ``training_step``) instead of other modules' loops."""
+        return self._caller_of(node, frozenset(), False, roots) if roots else None
+
+    def _caller_of(self, node: cst.CSTNode, seen: frozenset, flags: bool,
+                   roots: dict[cst.FunctionDef, StepCaller] | None = None) -> StepCaller | None:
+        external = self._external_steps() if roots is None else roots
         child = node
         for anc in self.ctx.ancestors(node):
             if isinstance(anc, cst.If) and child is anc.body and \
-                    (is_periodic_test(anc.test) or flags and flag_name(anc.test) is not None and
+                    (self.is_periodic(anc) or flags and flag_name(anc.test) is not None and
                      not _on_by_default(self.ctx, anc, flag_name(anc.test) or "")):
                 return None
             if anc in self._loop_set:
                 return None
             if isinstance(anc, cst.FunctionDef):
-                found = self._external_steps().get(anc)
+                found = external.get(anc)
                 if found is not None or anc in seen:
                     return found
                 for call in self.calls_of(anc):
                     if not self._may_reach(anc, call):
                         continue
-                    found = self._caller_of(call, seen | {anc}, flags)
+                    found = self._caller_of(call, seen | {anc}, flags, roots)
                     if found is not None:
                         return found
                 return None
@@ -388,6 +399,8 @@ class TrainingAnalysis(TrainingObjects):
         cls = self.ctx.enclosing(fn, cst.ClassDef)
         if cls is None or self.ctx.parent(self.ctx.parent(fn)) is not cls:
             return isinstance(call.func, cst.Name)
+        if fn.name.value in ("forward", "__call__") and call in instance_calls(self.ctx, cls):
+            return True  # ``self.mask(x)`` of a ``self.mask = Masking(...)``
         if isinstance(call.func, cst.Name):
             return False
         caller_cls = self.ctx.enclosing(call, cst.ClassDef)
@@ -416,6 +429,16 @@ class TrainingAnalysis(TrainingObjects):
         cache[loop] = out
         return out
 
+    def is_periodic(self, guard: cst.If) -> bool:
+        """Does ``guard`` run its body once every N iterations (``if step % N == 0:``)? Not when
+        every period it divides by is 1 by default and nothing in this file passes another
+        (``if (it + 1) % self.log_period == 0:`` with ``log_period=1`` in ``__init__``): then it
+        runs on every one."""
+        if guard not in self._periodic:
+            self._periodic[guard] = is_periodic_test(guard.test) and not all(
+                period_one_by_default(self.ctx, p, guard) for p in periods(guard.test))
+        return self._periodic[guard]
+
     def in_step_loop(self, node: cst.CSTNode) -> bool:
         return self.step_loop_of(node) is not None
 
@@ -426,7 +449,7 @@ class TrainingAnalysis(TrainingObjects):
         pending: list[cst.If] = []
         for anc in self.ctx.ancestors(node):
             if isinstance(anc, cst.If) and child is anc.body:
-                if is_periodic_test(anc.test):
+                if self.is_periodic(anc):
                     return anc
                 pending.append(anc)
             if isinstance(anc, (cst.For, cst.While)) and anc in self._loop_set:

@@ -6,37 +6,133 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .calls import get_arg
+from .calls import dotted_name, get_arg
 from .context import RuleContext
+from .torch_names import MODULE_CHAIN
 
 
-def called_name(node: cst.CSTNode) -> str | None:
+def called_name(node: cst.CSTNode, own_classes: frozenset[str] = frozenset()) -> str | None:
     """The function a call of this module may reach by name: ``name(...)``, ``self.name(...)``
-    or ``cls.name(...)``; None for anything else."""
+    or ``cls.name(...)``, and ``Owner.name(...)`` for a class ``Owner`` of ``own_classes`` (a
+    static method called through its class); None for anything else."""
     if not isinstance(node, cst.Call):
         return None
     func = node.func
     if isinstance(func, cst.Name):
         return func.value
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and \
+            (func.value.value in ("self", "cls") or func.value.value in own_classes):
         return func.attr.value
     return None
 
 
+def own_classes(ctx: RuleContext) -> frozenset[str]:
+    """The classes this module defines at its top level."""
+    return ctx.fact(_own_classes)
+
+
+def _own_classes(ctx: RuleContext) -> frozenset[str]:
+    return frozenset(stmt.name.value for stmt in ctx.module.body if isinstance(stmt, cst.ClassDef))
+
+
+def method_aliases(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], frozenset[str]]:
+    """Local names bound to a method of the instance (``run = self._full_eval``, in either branch
+    of an ``if``), by the function that binds them: ``run(batch)`` calls that method."""
+    return ctx.fact(_method_aliases)
+
+
+def _method_aliases(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], frozenset[str]]:
+    out: dict[tuple[cst.FunctionDef | None, str], frozenset[str]] = {}
+    for a in ctx.nodes(cst.Assign):
+        if len(a.targets) != 1 or not isinstance(a.targets[0].target, cst.Name):
+            continue
+        values = [a.value.body, a.value.orelse] if isinstance(a.value, cst.IfExp) else [a.value]
+        methods = {v.attr.value for v in values if isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name)
+                   and v.value.value in ("self", "cls")}
+        if methods:
+            key = (ctx.enclosing(a, cst.FunctionDef), a.targets[0].target.value)
+            out[key] = out.get(key, frozenset()) | methods
+    return out
+
+
+def aliased_names(ctx: RuleContext, call: cst.Call) -> frozenset[str]:
+    """The methods ``call`` reaches through a local alias (``run(batch)`` after ``run = self.m``)."""
+    if not isinstance(call.func, cst.Name) or call.func.value not in ctx.fact(_alias_names):
+        return frozenset()
+    return method_aliases(ctx).get((ctx.enclosing(call, cst.FunctionDef), call.func.value), frozenset())
+
+
+def _alias_names(ctx: RuleContext) -> frozenset[str]:
+    return frozenset(name for _, name in method_aliases(ctx))
+
+
 def _calls_by_name(ctx: RuleContext) -> dict[str, list[cst.Call]]:
-    """Calls ``name(...)``, ``self.name(...)`` and ``cls.name(...)`` by name, in source order:
-    one pass over the calls instead of one per function asked about."""
+    """Calls ``name(...)``, ``self.name(...)``, ``cls.name(...)`` and ``Owner.name(...)`` of a
+    class of this module by name, in source order: one pass over the calls instead of one per
+    function asked about."""
     out: dict[str, list[cst.Call]] = {}
+    classes = own_classes(ctx)
     for call in ctx.nodes(cst.Call):
-        name = called_name(call)
+        name = called_name(call, classes)
         if name is not None:
             out.setdefault(name, []).append(call)
+        for target in aliased_names(ctx, call):
+            out.setdefault(target, []).append(call)
     return out
 
 
 def calls_of(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
-    """In-module call sites of a function (``train(...)``) or method (``self.step(...)``)."""
-    return ctx.fact(_calls_by_name).get(fn.name.value, [])
+    """In-module call sites of a function (``train(...)``) or method (``self.step(...)``); for a
+    class's ``forward``/``__call__``, also the calls of its instances (``instance_calls``)."""
+    found = ctx.fact(_calls_by_name).get(fn.name.value, [])
+    if fn.name.value in ("forward", "__call__"):
+        cls = _class_of_method(ctx, fn)
+        extra = ctx.fact(_instance_calls).get(cls.name.value, []) if cls is not None else []
+        if extra:
+            return found + [c for c in extra if c not in found]
+    return found
+
+
+def _class_of_method(ctx: RuleContext, fn: cst.FunctionDef) -> cst.ClassDef | None:
+    block = ctx.parent(fn)
+    cls = ctx.parent(block) if block is not None else None
+    return cls if isinstance(cls, cst.ClassDef) else None
+
+
+def instance_calls(ctx: RuleContext, cls: cst.ClassDef) -> list[cst.Call]:
+    """Calls of an instance of ``cls`` (a class of this file) that run its ``forward``/``__call__``:
+    ``self.mask(x)`` after ``self.mask = Masking(...)`` (also ``Masking(...).to(d)``), ``net(x)``
+    after ``net = Net()``, and ``self(x)`` in its own methods."""
+    return ctx.fact(_instance_calls).get(cls.name.value, [])
+
+
+_CHAIN = frozenset(MODULE_CHAIN)
+
+
+def _instance_calls(ctx: RuleContext) -> dict[str, list[cst.Call]]:
+    classes = own_classes(ctx)
+    if not classes:
+        return {}
+    bound: dict[str, set[str]] = {}
+    for a in ctx.nodes(cst.Assign):
+        value = a.value
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _CHAIN:
+            value = value.func.value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in classes:
+            for t in a.targets:
+                name = dotted_name(t.target)
+                if name is not None:
+                    bound.setdefault(name, set()).add(value.func.value)
+    out: dict[str, list[cst.Call]] = {}
+    for call in ctx.nodes(cst.Call):
+        name = dotted_name(call.func)
+        if name == "self":
+            cls = ctx.enclosing(call, cst.ClassDef)
+            if cls is not None:
+                out.setdefault(cls.name.value, []).append(call)
+        elif name is not None and len(bound.get(name, ())) == 1:
+            out.setdefault(next(iter(bound[name])), []).append(call)
+    return out
 
 
 def positional_index(fn: cst.FunctionDef, param: str) -> int | None:

@@ -1,0 +1,126 @@
+"""GP101's tensors in host memory: reading one (``.item()``, ``.tolist()``) waits for no GPU work.
+A torch factory's result without ``device=``, and the fields of a batch the loop leaves on the
+host (a plain DataLoader's, read before anything rebinds them, also per sample through a
+``zip``)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
+from ..analysis.model.host_data import HOST_BUILDERS
+from ..analysis.model.step_code import device_kind
+from ..analysis.model.training import TENSOR_METHODS, TrainingAnalysis
+from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import walk
+
+# torch calls that build a tensor in host memory unless given ``device=``.
+_FACTORIES = frozenset({
+    "torch.randperm", "torch.arange", "torch.randint", "torch.rand", "torch.randn", "torch.zeros", "torch.ones",
+    "torch.empty", "torch.full", "torch.linspace", "torch.eye", "torch.multinomial", "torch.bernoulli",
+} | HOST_BUILDERS)
+
+
+def host_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression, call: cst.Call) -> bool:
+    """Is ``receiver`` a tensor in host memory: built by a torch factory without ``device=``
+    (``torch.randperm(n).tolist()``, also through a name the function only binds to such), or
+    a field of the batch a plain DataLoader loop yields, read before anything rebinds it
+    (``labels.tolist()`` ahead of ``labels = labels.to(device)``)?"""
+    if "set_default_device" in ctx.source:
+        return False
+    base: cst.BaseExpression = receiver
+    while isinstance(base, cst.Subscript) or isinstance(base, cst.Call) and method_call(base, *_SAME_PLACE):
+        base = base.value if isinstance(base, cst.Subscript) else base.func.value  # type: ignore[attr-defined]
+    if isinstance(base, cst.Call):
+        return _host_factory(ctx, base)
+    if not isinstance(base, cst.Name):
+        return False
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    values = [v for n, v in ta.assignments() if n == base.value and ctx.enclosing(v, cst.FunctionDef) is fn]
+    if values and all(isinstance(v, cst.Call) and _host_factory(ctx, v) for v in values):
+        return True
+    return _unmoved_batch(ctx, ta, base, call)
+
+
+# Tensor methods whose result lives where their receiver does.
+_SAME_PLACE = ("long", "int", "float", "view", "reshape", "flatten", "squeeze", "unsqueeze", "clone", "detach",
+               "contiguous", "numpy", "t", "permute", *TENSOR_METHODS)
+
+
+def _host_factory(ctx: RuleContext, call: cst.Call) -> bool:
+    return ctx.matches(call.func, _FACTORIES) and get_arg(call, "device") is None and \
+        not any(a.star == "**" for a in call.args)
+
+
+def _unmoved_batch(ctx: RuleContext, ta: TrainingAnalysis, name: cst.Name, call: cst.Call) -> bool:
+    loop = ctx.enclosing(call, cst.For)
+    field = name.value
+    while loop is not None and not (field in target_names(loop.target) and _host_batches(ta, loop)):
+        if field in target_names(loop.target):
+            # ``for caption, img_id in zip(captions, ids)``: an element of the batch field ``ids``
+            source = _zipped_from(loop, field)
+            if source is None:
+                return False
+            field = source
+        loop = ctx.enclosing(loop, cst.For)
+    if loop is None or iterates_placed_batches(ctx, loop.iter) or placed_by_framework(ctx, name) or \
+            _device_dataset(ctx):
+        return False
+    order = ctx.preorder()
+    here = order.get(ctx.statement_of(call), 0)
+    for node in walk(loop.body):
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and order.get(node, 0) < here:
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if any(field in target_names(t) or name.value in target_names(t) for t in targets):
+                return False  # rebound (``x = x.to(device)``) before the read
+    return True
+
+
+def _host_batches(ta: TrainingAnalysis, loop: cst.For) -> bool:
+    """Does ``loop`` yield batches in host memory: a DataLoader's, also through a wrapper handed
+    the loader first (a metric logger's ``log_every(loader, 10)``), or any iterable one of whose
+    fields the loop itself copies to the device (``image = image.to(device)``: its source is the
+    host)?"""
+    it = loop.iter
+    if ta.is_dataloader(it) or isinstance(it, cst.Call) and bool(it.args) and it.args[0].keyword is None and \
+            not it.args[0].star and ta.is_dataloader(it.args[0].value):
+        return True
+    fields = target_names(loop.target)
+    return len(fields) > 1 and any(
+        isinstance(n, cst.Call) and method_call(n, "to", "cuda") and isinstance(n.func.value, cst.Name) and  # type: ignore[attr-defined]
+        n.func.value.value in fields and (method_call(n, "cuda") or _to_device(ta.ctx, n))  # type: ignore[attr-defined]
+        for n in walk(loop.body))
+
+
+def _to_device(ctx: RuleContext, call: cst.Call) -> bool:
+    dev = get_arg(call, "device", 0)
+    return dev is not None and device_kind(ctx, dev.value) in ("cuda", "unknown")
+
+
+def _zipped_from(loop: cst.For, name: str) -> str | None:
+    """For ``name`` in ``for a, name in zip(xs, ids)``, ``for i, name in enumerate(ids)`` or
+    ``for name in ids``: ``ids`` (a plain name), else None."""
+    it, target = loop.iter, loop.target
+    if isinstance(it, cst.Name):
+        return it.value if isinstance(target, cst.Name) and target.value == name else None
+    if not isinstance(it, cst.Call) or any(a.star or a.keyword for a in it.args):
+        return None
+    func = dotted_name(it.func)
+    sources = [None, it.args[0]] if func == "enumerate" and len(it.args) == 1 else list(it.args) if func == "zip" else None
+    if sources is None or not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(sources):
+        return None
+    for el, arg in zip(target.elements, sources):
+        if arg is not None and isinstance(el.value, cst.Name) and el.value.value == name and isinstance(arg.value, cst.Name):
+            return arg.value.value
+    return None
+
+
+def _device_dataset(ctx: RuleContext) -> bool:
+    """A ``TensorDataset`` of tensors moved to or made on the device: its loader's batches are there."""
+    for c in ctx.nodes(cst.Call):
+        if (dotted_name(c.func) or "").endswith("TensorDataset") and any(
+                method_call(n, "to", "cuda") or isinstance(n, cst.Arg) and n.keyword is not None and
+                n.keyword.value == "device" for a in c.args for n in [a, a.value, *walk(a.value, into_nested=True)]):
+            return True
+    return False
