@@ -9,7 +9,7 @@ import dataclasses
 
 import libcst as cst
 
-from ..analysis.syntax.calls import NOT_LITERAL, get_arg, literal_value, method_call
+from ..analysis.syntax.calls import NOT_LITERAL, argparse_options, get_arg, literal_value, method_call
 from ..analysis.syntax.context import RuleContext
 
 # Names (``-``/``_`` and case folded) that mean "train in mixed precision" when on.
@@ -49,13 +49,9 @@ def _norm(name: str) -> str:
 
 def _argparse_flags(ctx: RuleContext) -> list[OptInFlag]:
     out = []
-    for call in ctx.nodes(cst.Call):
-        if not method_call(call, "add_argument") or not call.args:
-            continue
-        names = [literal_value(a.value) for a in call.args if a.keyword is None]
-        longs = [n for n in names if isinstance(n, str) and n.startswith("--")]
-        dest_arg = get_arg(call, "dest")
-        dest = literal_value(dest_arg.value) if dest_arg is not None else (_norm(longs[0]) if longs else None)
+    for call, longs, dest in argparse_options(ctx.nodes(cst.Call)):
+        if dest is None:
+            dest = _norm(longs[0]) if longs else None
         if not longs or not isinstance(dest, str) or not ({_norm(n) for n in longs} | {_norm(dest)}) & AMP_NAMES:
             continue
         action, default = get_arg(call, "action"), get_arg(call, "default")

@@ -10,7 +10,7 @@ import re
 
 import libcst as cst
 
-from ..syntax.calls import dotted_name, get_arg, literal_value, method_call
+from ..syntax.calls import argparse_options, dotted_name, get_arg, literal_value, method_call
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
 
@@ -48,13 +48,9 @@ def _options(ctx: RuleContext) -> tuple[dict[str, str | None], frozenset[str]]:
     and the attributes it assigns (``args.workers = ...``)."""
     options: dict[str, str | None] = {}
     if "add_argument" in ctx.source:
-        for call in ctx.nodes(cst.Call):
-            if not method_call(call, "add_argument") or not call.args:
-                continue
-            names = [literal_value(a.value) for a in call.args if a.keyword is None]
-            longs = [n for n in names if isinstance(n, str) and n.startswith("--")]
-            dest_arg = get_arg(call, "dest")
-            dest = literal_value(dest_arg.value) if dest_arg is not None else (_norm(longs[0]) if longs else None)
+        for call, longs, dest in argparse_options(ctx.nodes(cst.Call)):
+            if dest is None:
+                dest = _norm(longs[0]) if longs else None
             if not isinstance(dest, str):
                 continue
             default = get_arg(call, "default")

@@ -11,7 +11,7 @@ import libcst as cst
 from ..syntax.calls import dotted_name, get_arg
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
-from .script_facts import assignments_in, binding_body
+from .script_facts import bound_values
 
 # transformers' collators that pad (and mask or shift) token ids already in the dataset.
 _PADDING_COLLATORS = frozenset({"DataCollatorWithPadding", "default_data_collator", "DataCollatorForSeq2Seq",
@@ -52,10 +52,7 @@ def _mapped(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: 
             return _mapped(ctx, expr.func.value, at, depth + 1)  # still the mapped table
         return False
     if isinstance(expr, cst.Name):
-        where = binding_body(ctx, expr.value, at)
-        if where is False:
-            return False
-        values = [v for _, v in assignments_in(ctx, where, expr.value)]  # type: ignore[arg-type]
+        values = bound_values(ctx, expr.value, at)
         return bool(values) and all(_mapped(ctx, v, v, depth + 1) for v in values)
     return False
 
@@ -66,8 +63,7 @@ def _pads_only(ctx: RuleContext, trainer: cst.Call) -> bool:
         return True  # the default collator stacks what the dataset holds
     value: cst.BaseExpression = arg.value
     if isinstance(value, cst.Name):
-        where = binding_body(ctx, value.value, trainer)
-        values = [v for _, v in assignments_in(ctx, where, value.value)] if where is not False else []  # type: ignore[arg-type]
+        values = bound_values(ctx, value.value, trainer) or []
         if len(values) == 1:
             value = values[0]
         elif not values:

@@ -12,7 +12,7 @@ from ..syntax.calls import dataloader_arg
 from ..syntax.context import RuleContext
 from ..syntax.project import project_calls, project_listed
 from ..syntax.torch_names import DATALOADERS
-from .script_facts import assignments_in, binding_body
+from .script_facts import bound_values
 
 # Reads of tensors or arrays kept in a file: a TensorDataset of them holds a real dataset in memory.
 _LOADS = frozenset({"torch.load", "numpy.load", "torch.from_numpy", "torch.as_tensor", "torch.tensor",
@@ -62,10 +62,7 @@ def _all_in_memory(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, 
     if isinstance(expr, cst.IfExp):
         return _all_in_memory(ctx, expr.body, at, depth + 1) and _all_in_memory(ctx, expr.orelse, at, depth + 1)
     if isinstance(expr, cst.Name):
-        where = binding_body(ctx, expr.value, at)
-        if where is False:
-            return False
-        values = [v for _, v in assignments_in(ctx, where, expr.value)]  # type: ignore[arg-type]
+        values = bound_values(ctx, expr.value, at)
         return bool(values) and all(_all_in_memory(ctx, v, v, depth + 1) for v in values)
     if not isinstance(expr, cst.Call) or not isinstance(expr.func, (cst.Name, cst.Attribute)):
         return False
@@ -92,10 +89,7 @@ def _stored(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: 
                                                                                 "torch.tensor"}) or
                                                    bool(expr.args) and _stored(ctx, expr.args[0].value, at, depth + 1))
     if isinstance(expr, cst.Name):
-        where = binding_body(ctx, expr.value, at)
-        if where is False:
-            return False
-        values = [v for _, v in assignments_in(ctx, where, expr.value)]  # type: ignore[arg-type]
+        values = bound_values(ctx, expr.value, at)
         return bool(values) and all(_stored(ctx, v, v, depth + 1) for v in values)
     return False
 

@@ -107,6 +107,15 @@ def binding_body(ctx: RuleContext, name: str, at: cst.CSTNode) -> FunctionBody |
     return False
 
 
+def bound_values(ctx: RuleContext, name: str, at: cst.CSTNode) -> list[cst.BaseExpression] | None:
+    """The values ``name`` (read at ``at``) is assigned where it is bound, in source order; None
+    when it is bound nowhere we can see."""
+    where = binding_body(ctx, name, at)
+    if where is False:
+        return None
+    return [v for _, v in assignments_in(ctx, where, name)]  # type: ignore[arg-type]
+
+
 def _self_assignments(ctx: RuleContext, name: str) -> Iterator[tuple[cst.CSTNode, cst.BaseExpression]]:
     for node in ctx.nodes(cst.Assign):
         for t in node.targets:

@@ -3,6 +3,8 @@ The helpers that edit call arguments are in ``fixes.edits``."""
 
 from __future__ import annotations
 
+from typing import Iterable, Iterator
+
 import libcst as cst
 
 # Positional order of torch.utils.data.DataLoader's parameters (stable since torch 1.x).
@@ -77,6 +79,18 @@ def target_names(target: cst.CSTNode) -> set[str]:
         return target_names(target.value)
     name = dotted_name(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
     return {name} if name is not None else set()
+
+
+def argparse_options(calls: Iterable[cst.Call]) -> Iterator[tuple[cst.Call, list[str], object]]:
+    """Each ``parser.add_argument(...)`` among ``calls``: the call, its long flags (``--lr``) and its
+    ``dest=`` (a literal, or None when not given)."""
+    for call in calls:
+        if not method_call(call, "add_argument") or not call.args:
+            continue
+        names = [literal_value(a.value) for a in call.args if a.keyword is None]
+        dest_arg = get_arg(call, "dest")
+        yield (call, [n for n in names if isinstance(n, str) and n.startswith("--")],
+               literal_value(dest_arg.value) if dest_arg is not None else None)
 
 
 def method_call(node: cst.CSTNode, *names: str) -> bool:
