@@ -12,6 +12,7 @@ from ..analysis.facts.kwargs import Keywords, call_keywords, feeds_only
 from ..analysis.fixes.dict_edits import add_key
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.fixes.frameworks import framework_findings
+from ..analysis.syntax.chosen_classes import chosen_classes
 from ..analysis.syntax.context import RuleContext
 
 DDP = frozenset({
@@ -90,13 +91,23 @@ class DdpBucketView(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
         for call in ctx.nodes(cst.Call):
-            if not ctx.is_call_to(call, DDP):
+            choices = None if ctx.is_call_to(call, DDP) else chosen_classes(ctx, call.func)
+            if choices is None and not ctx.is_call_to(call, DDP) or \
+                    choices is not None and not any(ctx.matches(c, DDP) for c in choices):
                 continue
             kw = call_keywords(ctx, call)
             if kw.opaque or kw.of("gradient_as_bucket_view"):
                 continue
             message = ("DistributedDataParallel copies every gradient into its all-reduce bucket and back "
                        "each step; pass gradient_as_bucket_view=True")
+            others = [ctx.code_for(c) for c in choices or () if not ctx.matches(c, DDP)]
+            if others:  # ``(DDP if dist.is_initialized() else NullDDP)(model, ...)``
+                yield Finding(call, message.replace("DistributedDataParallel", "DistributedDataParallel (chosen "
+                                                    f"here, or {' or '.join(others)})", 1),
+                              no_fix_reason=f"the call may also build {' or '.join(others)}, which may not accept "
+                                            "gradient_as_bucket_view: pass it only where DistributedDataParallel "
+                                            "is built")
+                continue
             edit = self._edit(ctx, call, kw)
             if edit is None:
                 yield Finding(call, message, no_fix_reason="the keyword dicts that reach it are built in "

@@ -18,6 +18,7 @@ from ..model.models import constructed_model_names, is_model_constructor, strip_
 from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..syntax.callsites import call_site_args
+from ..syntax.chosen_classes import chosen_classes
 from ..syntax.context import RuleContext
 from ..syntax.imports import torch_name
 from ..syntax.project import MODEL, project_calls, project_function, project_method
@@ -271,9 +272,56 @@ def _assigned_value(ctx: RuleContext, call: cst.Call) -> bool:
 
 
 def optimizer_calls(ctx: RuleContext) -> list[cst.Call]:
-    return [c for c in ctx.nodes(cst.Call)
-            if ctx.matches(c.func, OPTIMIZERS) and not ctx.matches(c.func, LR_SCHEDULERS)
-            and c.args and not c.args[0].star]
+    """Calls building a torch optimizer: by name (``torch.optim.AdamW(...)``) or through a class
+    the script chooses and holds in a variable (``optimizer_cls(unet.parameters(), ...)`` after
+    ``optimizer_cls = torch.optim.AdamW``; ``syntax.chosen_classes``)."""
+    return ctx.fact(_optimizer_calls)
+
+
+def _optimizer_calls(ctx: RuleContext) -> list[cst.Call]:
+    def is_optimizer_class(expr: cst.BaseExpression) -> bool:
+        return ctx.matches(expr, OPTIMIZERS) and not ctx.matches(expr, LR_SCHEDULERS)
+    return [c for c in ctx.nodes(cst.Call) if c.args and not c.args[0].star and (
+        is_optimizer_class(c.func) or isinstance(c.func, (cst.Name, cst.IfExp)) and
+        any(is_optimizer_class(x) for x in chosen_classes(ctx, c.func) or ()))]
+
+
+# Generic instantiators of installed packages: what they build is named by a configuration.
+_INSTANTIATORS = frozenset({"hydra.utils.instantiate", "hydra.utils.call"})
+
+
+def optimizers_built_by_config(ctx: RuleContext) -> list[tuple[cst.Call, list[str]]]:
+    """Optimizers a configuration-driven constructor builds (``optimizer =
+    util.construct_class_by_name(params=net.parameters(), **optimizer_kwargs)``,
+    ``hydra.utils.instantiate(cfg.optimizer, params=model.parameters())``), each with the models
+    whose ``.parameters()`` it is handed. The class is named elsewhere; what a careful reader
+    knows is the use: a call of a function of the user's other modules (or Hydra's) handed a
+    model's parameters, whose result is bound to a name the file steps (``optimizer.step()``)."""
+    return ctx.fact(_optimizers_built_by_config)
+
+
+def _optimizers_built_by_config(ctx: RuleContext) -> list[tuple[cst.Call, list[str]]]:
+    stepped = {dotted_name(c.func.value) for c in ctx.nodes(cst.Call)  # type: ignore[attr-defined]
+               if method_call(c, "step") and not c.args}
+    stepped.discard(None)
+    if not stepped:
+        return []
+    objects = analysis(ctx)
+    out = []
+    for node in ctx.nodes(cst.Assign):
+        call = node.value
+        if len(node.targets) != 1 or not isinstance(call, cst.Call) or not call.args:
+            continue
+        name = dotted_name(node.targets[0].target)
+        if name is None or name not in stepped or not objects.is_optimizer(node.targets[0].target):
+            continue
+        if not (ctx.matches(call.func, _INSTANTIATORS) or project_function(ctx, call) is not None):
+            continue
+        models = [m for a in call.args if not a.star and (a.keyword is None or a.keyword.value == "params")
+                  for m in param_receivers(ctx, a.value, 1)]
+        if models:
+            out.append((call, models))
+    return out
 
 
 def trained_models(ctx: RuleContext) -> list[TrainedModel]:
@@ -286,6 +334,11 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
                 if name not in seen:
                     seen.add(name)
                     out.append(TrainedModel(name, opt))
+        for call, names in optimizers_built_by_config(c):
+            for name in names:
+                if name not in seen:
+                    seen.add(name)
+                    out.append(TrainedModel(name, call))
         built_by = [*project_calls(c), *(m for call in c.nodes(cst.Call) if (m := project_method(c, call)))]
         for built in built_by:  # ``build_optimizer(config, model)``, ``exp.get_optimizer(model)`` elsewhere
             if not built.facts.returns_optimizer:
