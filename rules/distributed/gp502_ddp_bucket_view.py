@@ -51,6 +51,10 @@ class DdpBucketView(Rule):
         "The fix adds the keyword to the dict's only literal definition when the dict feeds "
         "nothing but DistributedDataParallel.",
         "Code elsewhere that changes `.grad` in place is not inspected before the fix is offered.",
+        "A wrapper class chosen at run time (`(DDP if dist.is_initialized() else NullDDP)(model, ...)`, "
+        "`wrapper = DDP` in one branch of an `if`) is reported when DistributedDataParallel is one of the "
+        "choices; the fix is offered only when every choice is DistributedDataParallel (another class may "
+        "not accept the keyword).",
         "Lightning `strategy=\"ddp\"` (and the other DDP strategy names) becomes "
         "`DDPStrategy(gradient_as_bucket_view=True)`; `DDPStrategy(...)` and Accelerate's "
         "`DistributedDataParallelKwargs(...)` get the keyword. An `Accelerator` without DDP keyword handlers "
@@ -102,8 +106,8 @@ class DdpBucketView(Rule):
                        "each step; pass gradient_as_bucket_view=True")
             others = [ctx.code_for(c) for c in choices or () if not ctx.matches(c, DDP)]
             if others:  # ``(DDP if dist.is_initialized() else NullDDP)(model, ...)``
-                yield Finding(call, message.replace("DistributedDataParallel", "DistributedDataParallel (chosen "
-                                                    f"here, or {' or '.join(others)})", 1),
+                yield Finding(call, message.replace("DistributedDataParallel", "DistributedDataParallel (when "
+                                                    f"chosen over {' or '.join(others)})", 1),
                               no_fix_reason=f"the call may also build {' or '.join(others)}, which may not accept "
                                             "gradient_as_bucket_view: pass it only where DistributedDataParallel "
                                             "is built")

@@ -22,7 +22,8 @@ from ..analysis.facts.script_facts import (
     trained_models,
 )
 from ..analysis.fixes.edits import cuda_query, torch_import
-from ..analysis.model.models import DATA_PARALLEL, wrapper_inner
+from ..analysis.facts.framework_config import framework_config
+from ..analysis.model.models import DATA_PARALLEL, module_subclasses, wrapper_inner
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import (
     FRAMEWORK_KEYWORDS, accelerate_compile_fix, compile_chosen, framework_findings, lightning_compile_fix,
@@ -108,9 +109,12 @@ class NoCompile(Rule):
         "model when that is a submodule's), parameter-group lists filled from "
         "`model.named_modules()`, a model that builds its own optimizer "
         "(`model.configure_optimizers(config)`), or as the model handed to a trainer of the user's "
-        "other modules; one whose parameters reach an optimizer out of sight (an installed "
+        "other modules; also an optimizer whose class is held in a variable (`optimizer_cls(unet.parameters())`) "
+        "or built by a configuration-driven constructor of the user's modules or Hydra "
+        "(`optimizer = util.construct_class_by_name(params=net.parameters(), **optimizer_kwargs)`, stepped "
+        "in the file). One whose parameters reach an optimizer out of sight (an installed "
         "package's factory) is missed. A LightningModule that builds its own optimizer is reported "
-        "without a fix.",
+        "once, without a fix (its submodules' parameters, `self.encoder.parameters()`, are the module's).",
         "The fix inserts `model.compile()` after the statement that builds or moves the model, in "
         "the optimizer's block, and before a `DistributedDataParallel`/FSDP wrap (the inner "
         "module is compiled); when that statement is not there the rule reports only. On a CPU "
@@ -274,11 +278,21 @@ def whole_model(ctx: RuleContext, model: TrainedModel) -> TrainedModel:
     the model that runs forward is the one to compile."""
     models = model_names_everywhere(ctx) - {model.name}
     parts = model.name.split(".")
+    if len(parts) > 1 and parts[0] == "self" and model.optimizer is not None and _own_module(ctx, model.optimizer):
+        # ``Adam(list(self.encoder.parameters()) + list(self.decoder.parameters()))`` in a module's
+        # ``configure_optimizers``: the module is the model, compiled once where it is built
+        return TrainedModel("self", model.optimizer)
     for i in range(1, len(parts)):
         prefix = ".".join(parts[:i])
         if prefix in models and prefix != "self":
             return TrainedModel(prefix, model.optimizer)
     return model
+
+
+def _own_module(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """Is ``node`` in a method of an ``nn.Module`` or LightningModule class of this file?"""
+    cls = ctx.enclosing(node, cst.ClassDef)
+    return cls is not None and (cls.name.value in module_subclasses(ctx) or cls in framework_config(ctx).lightning_modules)
 
 
 def _wraps(ctx: RuleContext, name: str) -> list[tuple[cst.Assign, cst.Call, str | None]]:

@@ -65,7 +65,15 @@ class UnfusedOptimizer(Rule):
     limitations = (
         "Only Adam, AdamW and SGD from `torch.optim` are checked; other optimizers with fused or "
         "foreach implementations are not.",
-        "An explicit `foreach=` counts as a choice and silences it.",
+        "An explicit `foreach=True` counts as a choice and silences it; `foreach=False` selects the "
+        "slowest, for-loop implementation and is reported (the fix puts `fused=` in its place: the user "
+        "chose the loop on purpose, hence unsafe like every fix of this rule).",
+        "An Adam, AdamW or SGD class held in a variable (`optimizer_cls = torch.optim.AdamW`, in a branch "
+        "of an `if` or a conditional expression) is reported at the call that builds it; the fix only when "
+        "every class the variable may hold is one of the three. A class named by a string in the keywords "
+        "a configuration helper builds it from (`class_name=\"torch.optim.Adam\"`, `{\"_target_\": "
+        "\"torch.optim.AdamW\"}`) is reported at that string, without a fix (the device is not visible "
+        "there); YAML configurations are not read.",
         "The fix needs the device the model is moved to (`model.to(device)`), or a LightningModule's "
         "`configure_optimizers`, where Lightning has moved the module to its accelerator first "
         "(`fused=self.device.type == \"cuda\"`); otherwise (an Accelerate optimizer built before "
