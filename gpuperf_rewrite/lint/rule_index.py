@@ -32,6 +32,7 @@ MODULES = (
     'analysis/model/training_objects.py',
     'analysis/syntax/calls.py',
     'analysis/syntax/callsites.py',
+    'analysis/syntax/chosen_classes.py',
     'analysis/syntax/context.py',
     'analysis/syntax/imports.py',
     'analysis/syntax/launch.py',

@@ -380,3 +380,22 @@ def test_a_helper_rechecked_when_its_caller_stops_calling_it_every_step(tmp_path
         "            if step % 50 == 0:\n                clip_by_value(model.parameters(), 1.0)\n"))
     assert step_callers_key_of(str(grads), grads.read_bytes()) != before
     assert "GP101" not in _codes(_lint(root), "utils/grads.py")
+
+
+def test_objects_built_from_configurations_by_a_first_party_helper(tmp_path: Path) -> None:
+    """config_built: the network and its optimizer are built by ``registry.build_from_name`` (a
+    class named by a string, imported with importlib); the optimizer is handed ``net.parameters()``
+    and stepped, so ``net`` is the trained model (GP303 in loop.py, with the compile before the
+    chosen DDP wrapper); the optimizer's class is named in train.py's keywords (GP305 there). Checked
+    alone, loop.py cannot tell what the helper builds and says nothing."""
+    root = PROJECTS / "config_built"
+    alone, seen = _lint(root, alone=True), _lint(root)
+    assert "GP303" not in _codes(alone, "loop.py")
+    assert sorted(_codes(seen, "loop.py")) == ["GP303", "GP502"]
+    assert _codes(seen, "train.py") == ["GP305"]
+    # a helper that is no optimizer: its stepped result is not read as one
+    copy = tmp_path / "config_built"
+    shutil.copytree(root, copy)
+    loop = copy / "loop.py"
+    loop.write_text(loop.read_text().replace("optimizer", "averager"))
+    assert "GP303" not in _codes(_lint(copy), "loop.py")
