@@ -24,6 +24,7 @@ from ..syntax.imports import torch_name
 from ..syntax.project import MODEL, project_calls, project_function, project_method
 from ..syntax.torch_names import LR_SCHEDULERS, MODULE_CHAIN, OPTIMIZERS
 from ..syntax.tree import walk
+from .config_built import optimizers_built_by_config
 from .frameworks import (  # noqa: F401 - the script-fact API, in one import
     framework_manages_precision, framework_places_batches, framework_prepared_names, framework_trains,
     placed_by_framework,
@@ -286,44 +287,6 @@ def _optimizer_calls(ctx: RuleContext) -> list[cst.Call]:
         any(is_optimizer_class(x) for x in chosen_classes(ctx, c.func) or ()))]
 
 
-# Generic instantiators of installed packages: what they build is named by a configuration.
-_INSTANTIATORS = frozenset({"hydra.utils.instantiate", "hydra.utils.call"})
-
-
-def optimizers_built_by_config(ctx: RuleContext) -> list[tuple[cst.Call, list[str]]]:
-    """Optimizers a configuration-driven constructor builds (``optimizer =
-    util.construct_class_by_name(params=net.parameters(), **optimizer_kwargs)``,
-    ``hydra.utils.instantiate(cfg.optimizer, params=model.parameters())``), each with the models
-    whose ``.parameters()`` it is handed. The class is named elsewhere; what a careful reader
-    knows is the use: a call of a function of the user's other modules (or Hydra's) handed a
-    model's parameters, whose result is bound to a name the file steps (``optimizer.step()``)."""
-    return ctx.fact(_optimizers_built_by_config)
-
-
-def _optimizers_built_by_config(ctx: RuleContext) -> list[tuple[cst.Call, list[str]]]:
-    stepped = {dotted_name(c.func.value) for c in ctx.nodes(cst.Call)  # type: ignore[attr-defined]
-               if method_call(c, "step") and not c.args}
-    stepped.discard(None)
-    if not stepped:
-        return []
-    objects = analysis(ctx)
-    out = []
-    for node in ctx.nodes(cst.Assign):
-        call = node.value
-        if len(node.targets) != 1 or not isinstance(call, cst.Call) or not call.args:
-            continue
-        name = dotted_name(node.targets[0].target)
-        if name is None or name not in stepped or not objects.is_optimizer(node.targets[0].target):
-            continue
-        if not (ctx.matches(call.func, _INSTANTIATORS) or project_function(ctx, call) is not None):
-            continue
-        models = [m for a in call.args if not a.star and (a.keyword is None or a.keyword.value == "params")
-                  for m in param_receivers(ctx, a.value, 1)]
-        if models:
-            out.append((call, models))
-    return out
-
-
 def trained_models(ctx: RuleContext) -> list[TrainedModel]:
     """Objects whose parameters an optimizer updates, in source order, without duplicates."""
     def compute(c: RuleContext) -> list[TrainedModel]:
@@ -334,8 +297,9 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
                 if name not in seen:
                     seen.add(name)
                     out.append(TrainedModel(name, opt))
-        for call, names in optimizers_built_by_config(c):
-            for name in names:
+        for call in optimizers_built_by_config(c):  # ``construct_class_by_name(params=net.parameters(), ...)``
+            for name in [m for a in call.args if not a.star and (a.keyword is None or a.keyword.value == "params")
+                         for m in param_receivers(c, a.value, 1)]:
                 if name not in seen:
                     seen.add(name)
                     out.append(TrainedModel(name, call))
