@@ -9,9 +9,10 @@ import libcst as cst
 from .._api import Edit, Finding, Fix, InsertAfter, InsertBefore, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import ACCELERATE, HF, LIGHTNING, blind_reported
 from ..analysis.facts.frameworks import frameworks
-from ..analysis.facts.program import cpu_only
+from ..analysis.facts.program import cpu_only, is_script
 from ..analysis.facts.script_facts import (
     TrainedModel,
+    assignments_in,
     binding_body,
     device_type_expr,
     framework_trains,
@@ -19,6 +20,8 @@ from ..analysis.facts.script_facts import (
     model_device_name,
     model_names_everywhere,
     names_in,
+    param_names,
+    strip_chain,
     trained_models,
 )
 from ..analysis.fixes.edits import cuda_query, torch_import
@@ -228,8 +231,9 @@ class NoCompile(Rule):
         seen: set[str] = set()
         for model in trained_models(ctx):
             model = whole_model(ctx, model)
-            if model.name in seen:
-                continue
+            if model.name in seen or not is_script(ctx) and handed_in(ctx, model) and \
+                    model_build_statement(ctx, model) is None:
+                continue  # handed in by the caller and not moved here: reported at the caller's model line
             seen.add(model.name)
             node = model.optimizer if model.optimizer is not None else ctx.module
             if model.name == "self":  # the module builds its own optimizer (LightningModule)
@@ -287,6 +291,28 @@ def whole_model(ctx: RuleContext, model: TrainedModel) -> TrainedModel:
         if prefix in models and prefix != "self":
             return TrainedModel(prefix, model.optimizer)
     return model
+
+
+def handed_in(ctx: RuleContext, model: TrainedModel) -> bool:
+    """Is ``model`` handed in by the caller of the function that builds its optimizer: one of its
+    parameters (``PPO.__init__(self, actor_critic, ...)``), or an attribute its class's ``__init__``
+    sets from one (``self.model = model``)? When no statement of the module builds or moves it
+    either, the compile goes where the caller builds it, and the caller's check reports it there
+    (a training class of the user's modules hands its model role to the script: ``Trainer(model,
+    ...)``), once."""
+    fn = ctx.enclosing(model.optimizer, cst.FunctionDef) if model.optimizer is not None else None
+    if fn is None or model.name == "self":
+        return False
+    parts = model.name.split(".")
+    if parts[0] != "self":
+        return parts[0] in param_names(fn)
+    cls = ctx.enclosing(fn, cst.ClassDef)
+    init = next((f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"),
+                None) if cls is not None else None
+    if init is None or len(parts) < 2:
+        return False
+    return any(dotted_name(strip_chain(value)) in param_names(init)
+               for _, value in assignments_in(ctx, init, f"self.{parts[1]}"))
 
 
 def _own_module(ctx: RuleContext, node: cst.CSTNode) -> bool:
