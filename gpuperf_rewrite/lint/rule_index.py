@@ -5,6 +5,7 @@ Do not edit. Code -> (name, enabled by default), and the rule modules it was mad
 MODULES = (
     'analysis/facts/builders.py',
     'analysis/facts/collectives.py',
+    'analysis/facts/config_built.py',
     'analysis/facts/execution.py',
     'analysis/facts/flow.py',
     'analysis/facts/framework_config.py',

@@ -102,8 +102,10 @@ class NoCompile(Rule):
         "predictor)`), and reported where it is built or handed to training, naming the trainer or "
         "the factory. A compile inside a "
         "function or class of those modules that the script calls (`self.model = "
-        "torch.compile(model)` in the Trainer) counts. Not followed: a compile in a module the "
-        "script does not call into."
+        "torch.compile(model)` in the Trainer) counts. A model that a module imported by the script "
+        "is handed (a parameter of the function building its optimizer, or `self.model = model` in "
+        "`__init__`) and neither builds nor moves is reported only where it is built, not again in that "
+        "module. Not followed: a compile in a module the script does not call into."
     )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
