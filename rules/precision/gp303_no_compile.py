@@ -12,7 +12,6 @@ from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.program import cpu_only, is_script
 from ..analysis.facts.script_facts import (
     TrainedModel,
-    assignments_in,
     binding_body,
     device_type_expr,
     framework_trains,
@@ -234,7 +233,7 @@ class NoCompile(Rule):
         for model in trained_models(ctx):
             model = whole_model(ctx, model)
             if model.name in seen or not is_script(ctx) and handed_in(ctx, model) and \
-                    model_build_statement(ctx, model) is None:
+                    model_build_statement(ctx, model) is None and not _own_module(ctx, model.optimizer):
                 continue  # handed in by the caller and not moved here: reported at the caller's model line
             seen.add(model.name)
             node = model.optimizer if model.optimizer is not None else ctx.module
@@ -284,7 +283,8 @@ def whole_model(ctx: RuleContext, model: TrainedModel) -> TrainedModel:
     the model that runs forward is the one to compile."""
     models = model_names_everywhere(ctx) - {model.name}
     parts = model.name.split(".")
-    if len(parts) > 1 and parts[0] == "self" and model.optimizer is not None and _own_module(ctx, model.optimizer):
+    if len(parts) > 1 and parts[0] == "self" and model.optimizer is not None and _own_module(ctx, model.optimizer) \
+            and not handed_in(ctx, model):
         # ``Adam(list(self.encoder.parameters()) + list(self.decoder.parameters()))`` in a module's
         # ``configure_optimizers``: the module is the model, compiled once where it is built
         return TrainedModel("self", model.optimizer)
@@ -313,12 +313,31 @@ def handed_in(ctx: RuleContext, model: TrainedModel) -> bool:
                 None) if cls is not None else None
     if init is None or len(parts) < 2:
         return False
-    return any(dotted_name(strip_chain(value)) in param_names(init)
-               for _, value in assignments_in(ctx, init, f"self.{parts[1]}"))
+    return any(dotted_name(strip_chain(value)) in param_names(init) for value in _set_in(init, f"self.{parts[1]}"))
+
+
+def _set_in(fn: cst.FunctionDef, target: str) -> list[cst.BaseExpression]:
+    """What ``fn``'s own statements assign to ``target``, also as one element of a tuple assignment
+    (``self.net, self.lr = net, lr``)."""
+    out: list[cst.BaseExpression] = []
+    for stmt in fn.body.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if not isinstance(small, cst.Assign):
+                continue
+            for t in small.targets:
+                if dotted_name(t.target) == target:
+                    out.append(small.value)
+                elif isinstance(t.target, cst.Tuple) and isinstance(small.value, cst.Tuple) and \
+                        len(t.target.elements) == len(small.value.elements):
+                    out += [v.value for e, v in zip(t.target.elements, small.value.elements)
+                            if dotted_name(e.value) == target]
+    return out
 
 
 def _own_module(ctx: RuleContext, node: cst.CSTNode) -> bool:
-    """Is ``node`` in a method of an ``nn.Module`` or LightningModule class of this file?"""
+    """Is ``node`` in a method of an ``nn.Module`` or LightningModule class of this file? (A
+    LightningModule handed its network is fitted by Lightning, not by a trainer of the user's
+    modules whose model role the script's check follows: its finding stays there.)"""
     cls = ctx.enclosing(node, cst.ClassDef)
     return cls is not None and (cls.name.value in module_subclasses(ctx) or cls in framework_config(ctx).lightning_modules)
 
