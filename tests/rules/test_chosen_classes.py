@@ -87,3 +87,13 @@ def test_classes_named_by_strings_under_configuration_keys():
     assert [n for n, _ in found] == ["torch.optim.Adam", "torch.optim.lr_scheduler.StepLR"]
     holder = named_class_strings(ctx)[0][2]
     assert holder_keys(holder) == {"class_name", "lr", "betas"}
+
+
+def test_configurations_whose_keywords_are_nested_are_not_read():
+    """LightningCLI's ``class_path`` and ``instantiate_from_config``'s ``target`` take the keywords
+    from ``init_args``/``params``: a ``fused`` there would not be among the holder's keys."""
+    ctx = ctx_of("""
+        opt = {"class_path": "torch.optim.AdamW", "init_args": {"lr": 1e-3, "fused": True}}
+        cfg = dict(target="torch.optim.Adam", params=dict(lr=1e-3, fused=True))
+    """)
+    assert named_class_strings(ctx) == []

@@ -16,10 +16,13 @@ import libcst as cst
 from .calls import method_call
 from .context import RuleContext
 
-# Keys under which configuration helpers name the class they will import and build.
+# Keys under which configuration helpers name the class they will import and build with the other
+# keys of the same dict or call (``class_name=``, Hydra's ``_target_``, mmcv's ``type=``). Not
+# ``class_path``/``target``: LightningCLI and ``instantiate_from_config`` read the keywords from a
+# nested ``init_args``/``params``, where a ``fused`` key would not be seen here.
 CLASS_KEYS = frozenset({
-    "class_name", "class_path", "_target_", "target", "cls", "type", "func_name",
-    "optimizer_class", "optimizer_cls", "optim_class", "optim_cls",
+    "class_name", "_target_", "cls", "type", "func_name", "optimizer_class", "optimizer_cls", "optim_class",
+    "optim_cls",
 })
 
 
