@@ -118,7 +118,8 @@ class NoCompile(Rule):
         "(`optimizer = util.construct_class_by_name(params=net.parameters(), **optimizer_kwargs)`, stepped "
         "in the file). One whose parameters reach an optimizer out of sight (an installed "
         "package's factory) is missed. A LightningModule that builds its own optimizer is reported "
-        "once, without a fix (its submodules' parameters, `self.encoder.parameters()`, are the module's).",
+        "without a fix; one optimizer over several of a module's parts (`self.encoder.parameters()`, "
+        "`self.decoder.parameters()`), none of which a fix reaches, is one finding naming them.",
         "The fix inserts `model.compile()` after the statement that builds or moves the model, in "
         "the optimizer's block, and before a `DistributedDataParallel`/FSDP wrap (the inner "
         "module is compiled); when that statement is not there the rule reports only. On a CPU "
@@ -230,12 +231,22 @@ class NoCompile(Rule):
             return
         yield from framework_findings(ctx, self.code)
         seen: set[str] = set()
-        for model in trained_models(ctx):
-            model = whole_model(ctx, model)
+        models = [whole_model(ctx, m) for m in trained_models(ctx)]
+        parts = _submodules_by_optimizer(ctx, models)
+        for model in models:
             if model.name in seen or not is_script(ctx) and handed_in(ctx, model) and \
                     model_build_statement(ctx, model) is None and not _own_module(ctx, model.optimizer):
                 continue  # handed in by the caller and not moved here: reported at the caller's model line
             seen.add(model.name)
+            together = parts.get(model.optimizer, []) if model.optimizer is not None else []
+            if len(together) > 1:  # one optimizer over a module's parts, none of which a fix reaches
+                if together[0] == model.name:
+                    names = ", ".join(f"`{n}`" for n in together)
+                    yield Finding.of(model.optimizer, f"the trained submodules {names} are never compiled: every "
+                                                      "op runs as a separate eager kernel; compile each where it "
+                                                      "is built", NoFix("no one statement of this file builds "
+                                                                        "each of them for its .compile() to follow"))
+                continue
             node = model.optimizer if model.optimizer is not None else ctx.module
             if model.name == "self":  # the module builds its own optimizer (LightningModule)
                 yield Finding.of(node, "this module is never compiled: every op runs as a separate eager "
@@ -283,11 +294,6 @@ def whole_model(ctx: RuleContext, model: TrainedModel) -> TrainedModel:
     the model that runs forward is the one to compile."""
     models = model_names_everywhere(ctx) - {model.name}
     parts = model.name.split(".")
-    if len(parts) > 1 and parts[0] == "self" and model.optimizer is not None and _own_module(ctx, model.optimizer) \
-            and not handed_in(ctx, model):
-        # ``Adam(list(self.encoder.parameters()) + list(self.decoder.parameters()))`` in a module's
-        # ``configure_optimizers``: the module is the model, compiled once where it is built
-        return TrainedModel("self", model.optimizer)
     for i in range(1, len(parts)):
         prefix = ".".join(parts[:i])
         if prefix in models and prefix != "self":
@@ -332,6 +338,19 @@ def _set_in(fn: cst.FunctionDef, target: str) -> list[cst.BaseExpression]:
                     out += [v.value for e, v in zip(t.target.elements, small.value.elements)
                             if dotted_name(e.value) == target]
     return out
+
+
+def _submodules_by_optimizer(ctx: RuleContext, models: list[TrainedModel]) -> dict[cst.CSTNode, list[str]]:
+    """``self.X`` models of one optimizer built in a module class's own method, none with a fix
+    (``Adam(list(self.encoder.parameters()) + list(self.decoder.parameters()))`` in
+    ``configure_optimizers``), by optimizer, in source order."""
+    out: dict[cst.CSTNode, list[str]] = {}
+    for m in models:
+        if m.optimizer is not None and m.name.startswith("self.") and _own_module(ctx, m.optimizer):
+            out.setdefault(m.optimizer, []).append(m.name)
+    # only where no part has a fix of its own (then each keeps its finding and fix)
+    return {opt: names for opt, names in out.items()
+            if not any(isinstance(compile_fix(ctx, TrainedModel(n, opt)), Fix) for n in names)}
 
 
 def _own_module(ctx: RuleContext, node: cst.CSTNode) -> bool:
