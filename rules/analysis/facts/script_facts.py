@@ -282,8 +282,9 @@ def optimizer_calls(ctx: RuleContext) -> list[cst.Call]:
 def _optimizer_calls(ctx: RuleContext) -> list[cst.Call]:
     def is_optimizer_class(expr: cst.BaseExpression) -> bool:
         return ctx.matches(expr, OPTIMIZERS) and not ctx.matches(expr, LR_SCHEDULERS)
+    chosen = "optim" in ctx.source  # a torch optimizer class is written ``optim.X`` or imported from it
     return [c for c in ctx.nodes(cst.Call) if c.args and not c.args[0].star and (
-        is_optimizer_class(c.func) or isinstance(c.func, (cst.Name, cst.IfExp)) and
+        is_optimizer_class(c.func) or chosen and isinstance(c.func, (cst.Name, cst.IfExp)) and
         any(is_optimizer_class(x) for x in chosen_classes(ctx, c.func) or ()))]
 
 

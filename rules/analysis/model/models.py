@@ -187,8 +187,14 @@ def is_wrapper_class(ctx: RuleContext, func: cst.BaseExpression) -> bool:
     holds the model either way."""
     if ctx.matches(func, WRAPPERS):
         return True
-    choices = chosen_classes(ctx, func) if isinstance(func, (cst.Name, cst.IfExp)) else None
+    if not isinstance(func, (cst.Name, cst.IfExp)) or not ctx.fact(_names_a_wrapper):
+        return False  # every wrapper's name says DataParallel: a file without it chooses none
+    choices = chosen_classes(ctx, func)
     return bool(choices) and any(ctx.matches(c, WRAPPERS) for c in choices or ())
+
+
+def _names_a_wrapper(ctx: RuleContext) -> bool:
+    return "DataParallel" in ctx.source
 
 
 def wrapper_inner(ctx: RuleContext, value: cst.BaseExpression) -> tuple[cst.Call, str | None] | None:
