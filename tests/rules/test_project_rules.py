@@ -393,6 +393,14 @@ def test_objects_built_from_configurations_by_a_first_party_helper(tmp_path: Pat
     assert "GP303" not in _codes(alone, "loop.py")
     assert sorted(_codes(seen, "loop.py")) == ["GP303", "GP502"]
     assert _codes(seen, "train.py") == ["GP305"]
+    # the helper reached through its package (``import tools``; ``tools.registry.build_from_name``)
+    through = tmp_path / "through_package"
+    shutil.copytree(root, through)
+    (through / "tools" / "__init__.py").write_text("from . import registry\n")
+    loop = through / "loop.py"
+    loop.write_text(loop.read_text().replace("from tools import registry", "import tools")
+                    .replace("registry.build_from_name", "tools.registry.build_from_name"))
+    assert "GP303" in _codes(_lint(through), "loop.py")
     # a helper that is no optimizer: its stepped result is not read as one
     copy = tmp_path / "config_built"
     shutil.copytree(root, copy)

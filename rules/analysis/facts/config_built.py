@@ -11,7 +11,7 @@ import libcst as cst
 from ..model.training import analysis
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.context import RuleContext
-from ..syntax.project import project_function
+from ..syntax.project import project_function, project_module
 
 # Generic instantiators of installed packages: what they build is named by a configuration.
 INSTANTIATORS = frozenset({"hydra.utils.instantiate", "hydra.utils.call"})
@@ -42,12 +42,24 @@ def _optimizers_built_by_config(ctx: RuleContext) -> list[cst.Call]:
         target = node.targets[0].target
         if dotted_name(target) not in stepped or not objects.is_optimizer(target):
             continue
-        if not (ctx.matches(call.func, INSTANTIATORS) or project_function(ctx, call) is not None):
+        if not (ctx.matches(call.func, INSTANTIATORS) or project_function(ctx, call) is not None or
+                _in_first_party_package(ctx, call.func)):
             continue
         if any(method_call(n, "parameters", "named_parameters") for a in call.args if not a.star and
                (a.keyword is None or a.keyword.value == "params") for n in _calls_in(a.value)):
             out.append(call)
     return out
+
+
+def _in_first_party_package(ctx: RuleContext, func: cst.BaseExpression) -> bool:
+    """``dnnlib.util.construct_class_by_name`` after ``import dnnlib``: a function reached through
+    a first-party package the file imports, whose submodule's facts the file was not handed."""
+    value = func.value if isinstance(func, cst.Attribute) else None
+    while isinstance(value, cst.Attribute):
+        value = value.value
+        if project_module(ctx, value) is not None:
+            return True
+    return False
 
 
 def _calls_in(expr: cst.BaseExpression) -> list[cst.Call]:
