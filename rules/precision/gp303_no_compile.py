@@ -103,8 +103,8 @@ class NoCompile(Rule):
         "function or class of those modules that the script calls (`self.model = "
         "torch.compile(model)` in the Trainer) counts. A model that a module imported by the script "
         "is handed (a parameter of the function building its optimizer, or `self.model = model` in "
-        "`__init__`) and neither builds nor moves is reported only where it is built, not again in that "
-        "module. Not followed: a compile in a module the script does not call into."
+        "`__init__`) and neither builds, moves nor hands to an Accelerator that could compile it is "
+        "reported only where it is built, not again in that module. Not followed: a compile in a module the script does not call into."
     )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
@@ -235,8 +235,9 @@ class NoCompile(Rule):
         parts = _submodules_by_optimizer(ctx, models)
         for model in models:
             if model.name in seen or not is_script(ctx) and handed_in(ctx, model) and \
-                    model_build_statement(ctx, model) is None and not _own_module(ctx, model.optimizer):
-                continue  # handed in by the caller and not moved here: reported at the caller's model line
+                    model_build_statement(ctx, model) is None and not _own_module(ctx, model.optimizer) and \
+                    accelerate_compile_fix(ctx) is None:
+                continue  # handed in, not moved, no framework here to compile it: the caller's model line
             seen.add(model.name)
             together = parts.get(model.optimizer, []) if model.optimizer is not None else []
             if len(together) > 1:  # one optimizer over a module's parts, none of which a fix reaches
