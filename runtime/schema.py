@@ -66,6 +66,8 @@ def empty_document(script: str, args: Sequence[str], status: str) -> dict[str, A
         "step_time_s": empty_summary(),
         "warmup_step_time_s": [],
         "timing_source": None,
+        "cpu_time_s": empty_summary(),
+        "cpu_time_total_s": None,
         "before_backward_s": empty_summary(),
         "input_stall_fraction": None,
         "syncs_per_step": None,

@@ -106,6 +106,11 @@ def _show_history(script: str, plot: str | None, json_path: str | None, html_pat
               help="With --history: also write a PNG plot (needs matplotlib).")
 @click.option("--alpha", type=ALPHA, default=None,
               help="Significance level [default: 0.05].")
+@click.option("--metric", type=click.Choice(["auto", "wall", "cpu"]), default="auto", show_default=True,
+              help="What to decide on. auto: wall time per step, except on a busy machine (1-minute load "
+                   "average above the CPUs) for a script training on the CPU: both sides then run with "
+                   "OMP_WAIT_POLICY=PASSIVE and the decision rests on CPU time per step, with wall time "
+                   "beside it. cpu: that, whatever the load. wall: wall time only (docs/validation.md).")
 @measurement_options
 @launcher_options
 @json_option("The result (with --history: the rows) as JSON.")
@@ -114,14 +119,15 @@ def _show_history(script: str, plot: str | None, json_path: str | None, html_pat
 @click.pass_context
 def regress(ctx: click.Context, script: str | None, module: str | None, script_args: tuple[str, ...],
             threshold: float, show_history: bool, plot: str | None, json_path: str | None, html_path: str | None,
-            **opts: Any) -> None:
+            metric: str, **opts: Any) -> None:
     """Measure the working tree's SCRIPT (or -m MODULE) against the nearest ancestor commit with a
     comparable baseline note: that commit's version is measured again, alternated with the working
     tree's in this invocation (the stored note is used only when the commit cannot be checked out,
     with a wider threshold). Side by side, pairs of runs are measured until the interval of the
     per-pair ratio lies wholly below 1 - --threshold (exit 1, a regression) or wholly above it
     (exit 0), at most --max-runs pairs; exit 3 when it never leaves the threshold (cannot judge:
-    neither a pass nor a regression), 2 without a baseline."""
+    neither a pass nor a regression), 2 without a baseline. On a busy machine a CPU-only script is
+    decided on CPU time per step (--metric)."""
     from gpuperf_rewrite.validate.record.baseline import check_regression, describe_regression
     from gpuperf_rewrite.validate.console import console_progress
 
@@ -135,7 +141,7 @@ def regress(ctx: click.Context, script: str | None, module: str | None, script_a
         progress, close = console_progress()
         try:
             res = check_regression(script, script_args, threshold=threshold, config=cfg, progress=progress,
-                                   module=mod, warn=_warn)
+                                   module=mod, warn=_warn, metric=metric)
         finally:
             close()
     except _errors() as exc:

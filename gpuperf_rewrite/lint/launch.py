@@ -29,6 +29,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gpuperf_rewrite.lint.config_files import config_mappings, needs_configs
 from gpuperf_rewrite.lint.launch_scripts import shell_commands
 from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY, parse_ast, program_settings
 
@@ -40,7 +41,9 @@ MAX_SHELL = 200  # shell scripts looked at for launch commands
 _WORK_AT_IMPORT = re.compile(rb"^(?:for|while|with|async)\b|^[A-Za-z_]\w*\(", re.MULTILINE)
 # Signs that a file reads its command line: argparse and the parsers built on it, and the others.
 _PARSERS = (b"ArgumentParser", b"TrlParser", b"parse_args", b"LightningCLI", b"tyro", b"fire.Fire",
-            b"simple_parsing", b"jsonargparse", b"sys.argv", b"click")
+            b"simple_parsing", b"jsonargparse", b"sys.argv", b"click",
+            # the project's own parsing helper in another module (``get_args()``, ``parse_opt()``)
+            b"args()", b"get_args", b"parse_opt", b"_arguments(")
 
 # root -> (the project's Python files, its shell scripts): a lint run meets the same project often.
 _FILES: dict[str, tuple[int, tuple[list[Path], list[Path]]]] = {}
@@ -62,21 +65,26 @@ def project_runs(fs_path: str | Path, data: bytes, root: Path, entry: str | Path
     """The ``ProjectRuns`` of the file at ``fs_path`` (content ``data``) in the project at ``root``,
     and a key of what it was read from ("" when nothing). ``entry``: the script that runs the file
     (``--apply``'s), instead of the scripts found in the project."""
-    from gpuperf_rewrite.rules._framework import EntryScript, LaunchCommand, ProjectRuns
+    from gpuperf_rewrite.rules._framework import ConfigMapping, EntryScript, LaunchCommand, ProjectRuns
 
     entries, launches = _runs(fs_path, data, root, entry)
-    if entries is None and not launches:
+    configs = config_mappings(fs_path, data, root)
+    if entries is None and not launches and not configs:
         return ProjectRuns(), ""
     return (ProjectRuns(tuple(EntryScript(*e) for e in entries) if entries is not None else None,
-                        tuple(LaunchCommand(*c) for c in launches)),
-            hashlib.sha256(repr((entries, launches)).encode()).hexdigest())
+                        tuple(LaunchCommand(*c) for c in launches), configs=tuple(ConfigMapping(*c) for c in configs)),
+            _key(entries, launches, configs))
+
+
+def _key(entries: Any, launches: Any, configs: Any) -> str:
+    return hashlib.sha256(repr((entries, launches, configs) if configs else (entries, launches)).encode()).hexdigest()
 
 
 def runs_key(fs_path: str | Path, data: bytes) -> str:
     """The lint cache's share of :func:`project_runs`: what the file's result depends on ("" for a
     file that needs neither, or outside the user's code). Plain data: a cache hit imports neither
     LibCST nor the rules."""
-    if not (needs_entries(data) or needs_launches(data)):
+    if not (needs_entries(data) or needs_launches(data) or needs_configs(data)):
         return ""
     from gpuperf_rewrite.lint.project import is_first_party
 
@@ -84,7 +92,8 @@ def runs_key(fs_path: str | Path, data: bytes) -> str:
     if not first_party:
         return ""
     entries, launches = _runs(fs_path, data, root, None)
-    return "" if entries is None and not launches else hashlib.sha256(repr((entries, launches)).encode()).hexdigest()
+    configs = config_mappings(fs_path, data, root)
+    return "" if entries is None and not launches and not configs else _key(entries, launches, configs)
 
 
 _Entry = tuple[str, bool, bool, tuple[str, ...]]  # EntryScript's fields

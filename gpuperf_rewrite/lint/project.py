@@ -369,11 +369,12 @@ def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[I
 
     for module, level, names in import_requests(source):
         written = _written(module, level)
-        if written in out:
-            continue
-        path = resolve(module, level)
-        if path is not None:
-            out[written] = ImportedModule(written, path)
+        if written in out:  # imported before (``from pkg import sub`` then ``from pkg.sub import x``):
+            path = out[written].path  # its names may still be submodules of their own
+        else:
+            path = resolve(module, level)
+            if path is not None:
+                out[written] = ImportedModule(written, path)
         for name in names:
             sub_written = f"{written}.{name}" if module else f"{written}{name}"
             if sub_written in out:

@@ -1,23 +1,23 @@
 """The facts of the user's modules a checked file imports (issues 27 and 34), for the rules:
-each module's facts (``rules``' ``module_facts``) computed once per run with its own imports'
-facts, through the whole first-party import graph (``project_index``: one index per run, each
-module read once, keyed by its content and everything it reaches), when a rule first asks for
-them. Kept by that key in the process, and on disk (the lint cache's ``<fingerprint>/facts/``,
-or a folder of the run's own without a cache) where a run's workers and the next run find them.
-Which files those are: :mod:`gpuperf_rewrite.lint.project`.
-"""
+each module's facts (``rules``' ``module_facts``) computed once per run, when a rule first asks
+for them, with its own imports' facts, each of those computed in turn only when that analysis
+asks for it (``project_index``: one index per run, each module read once, keyed by its content
+and everything it reaches). A script importing one module of a large package costs the modules
+its facts reach, not the package. Kept by that key in the process, and on disk (the lint cache's
+``<fingerprint>/facts/``, or a folder of the run's own without a cache) where a run's workers
+and the next run find them. Which files those are: :mod:`gpuperf_rewrite.lint.project`."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from gpuperf_rewrite.lint import project_index
+from gpuperf_rewrite.lint import facts_store, project_index
 from gpuperf_rewrite.lint.project import content_of
 from gpuperf_rewrite.lint.project_index import Node, run_scope
 
@@ -44,8 +44,8 @@ class ProjectFacts:
 
 def project_facts(fs_path: str | Path, data: bytes, store: Path | None = None) -> ProjectFacts:
     """The facts of the first-party modules the file at ``fs_path`` (content ``data``) imports,
-    each computed with the facts of its own imports, through the whole first-party import graph
-    (``project_index``: each module read and its facts computed once per run). Nothing (and key
+    each computed with the facts of its own imports when first asked for (``project_index``:
+    each module read and its facts computed at most once per run). Nothing (and key
     "") for a file outside the user's code or one importing none of its modules. ``store``: a
     folder where facts are kept by key across runs and shared by a run's workers (the lint
     cache's, or the run's own)."""
@@ -130,57 +130,202 @@ def _shown(module: Path, importer: Path) -> str:
 
 
 def facts_of_node(n: Node, store: Path | None = None) -> Any:
-    """The facts of the index's module ``n`` (keyed this run), as an importer would see them:
-    for a module that imports the checked one (``step_callers``), computed once per run by key."""
+    """The facts of the index's module ``n`` (keyed this run), as an importer would see them,
+    computed once per run by key."""
     return _facts(n, store)
 
 
+def step_calls_of_node(n: Node, store: Path | None = None) -> tuple[Any, ...]:
+    """The ``step_calls`` of the index's module ``n`` (keyed this run): for a module that imports
+    the checked one (``step_callers``). Its facts when known already; else only its step calls
+    are computed (its loops and the calls in them, not the facts of its functions), read with the
+    same imports' facts as its facts would be, and kept by key like them."""
+    assert n.key is not None
+    known = n.facts if n.facts is not None else _known(n.key, store)
+    if known is not None:
+        return tuple(known.step_calls)
+    key = _STEPS + n.key
+    got = _FACTS_MEMO.get(key)
+    if got is None:
+        got = _load_steps(store, key)
+        checked = _CONTEXTS.get(n.key) if got is None else None
+        if checked is not None:  # checked in this run: read off its analysis (kept for its facts)
+            got = _steps_of(checked)
+            _store_steps(store, key, got)
+        elif got is None:
+            got = _compute_steps(n, store)
+            if got is None:  # edited during the run: nothing this run, nothing kept
+                return ()
+            _store_steps(store, key, got)
+        _memo_facts(key, got)
+    return tuple(got)
+
+
+_STEPS = "steps:"
+
+
+def _compute_steps(n: Node, store: Path | None) -> tuple[Any, ...] | None:
+    from gpuperf_rewrite.rules._framework import RuleContext
+
+    path = Path(n.path)
+    parsed = _parsed_for(path, n.sha)
+    if parsed is False:
+        return None
+    if parsed is None:
+        return ()
+    module, text = parsed
+    return _steps_of(RuleContext(module, text, str(path), project=_Children(_deps(_FINAL, n), store)))
+
+
+def _steps_of(ctx: Any) -> tuple[Any, ...]:
+    from gpuperf_rewrite.rules._framework import module_step_calls
+
+    try:
+        return tuple(module_step_calls(ctx, _line_finder(ctx)))
+    except Exception:  # noqa: BLE001 - as ``_facts_of``: a module the analysis cannot read offers nothing
+        return ()
+
+
+def _load_steps(store: Path | None, key: str) -> tuple[Any, ...] | None:
+    doc = facts_store.load(store, key)
+    from gpuperf_rewrite.rules._framework import StepCall
+
+    try:
+        return tuple(StepCall(*c) for c in doc["step_calls"]) if doc is not None else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _store_steps(store: Path | None, key: str, calls: tuple[Any, ...]) -> None:
+    facts_store.save(store, key, {"step_calls": [list(c) for c in calls]})
+
+
 def _facts(start: Node, store: Path | None) -> Any:
-    """The facts of ``start`` (keyed), each module it reaches done first, once per run: an
-    iterative walk over the import graph's cycles (a chain can be thousands deep), children
-    first. A module in a cycle is read with its imports outside the cycle and, for those inside,
-    their facts read without the cycle (``Node.base``): the same facts whichever file the walk
-    started from."""
-    todo: list[tuple[Node, bool]] = [(start, False)]
-    while todo:
-        n, expanded = todo.pop()
-        if n.facts is not None:
+    """The facts of ``start`` (keyed), computed when first asked for, once per run. A module's
+    facts are read with its imports' facts, and those are computed only when its analysis asks
+    for them (``_Children``): a script importing one module of a large package whose modules all
+    import each other (diffusers: one cycle of 992 modules) costs the modules its facts reach,
+    not the package. The values are those of the whole graph read children first (``_deps``
+    says which facts of which module each one is read with): the same facts whatever was asked
+    first, in whatever order."""
+    return _value(_FINAL, start, store)
+
+
+# What is known of a module: its facts (``_FINAL``); in an import cycle, also its facts read
+# without the cycle's other members (``_BASE``) and, in a small cycle, a first reading with the
+# members before it (``_FIRST``). A module in a cycle is read with its imports outside the cycle
+# and, for those inside, the facts of the members before it in path order, the others' base: the
+# same facts whichever file the walk started from. A chain through the cycle
+# (utils/model.py -> model/__init__.py -> .net, closed by a function-level import back) still
+# reaches the model classes at its end. A small cycle is read twice (a package __init__
+# re-exporting a submodule that imports the package back: models/__init__.py <-> models/vae.py),
+# so each member sees the others' facts; a large one (a framework's package graph) once.
+_FINAL, _FIRST, _BASE = "", "first:", "base:"
+
+
+def _deps(kind: str, n: Node) -> list[tuple[str, tuple[str, Node]]]:
+    """The facts (kind, module) that ``kind`` of ``n`` is read with, by the name ``n`` imports."""
+    group = n.scc
+    if group is None:
+        return [(name, (_FINAL, child)) for name, child in project_index._children(n)]
+    order = {m: i for i, m in enumerate(group)}
+    me = order[n]
+    small = len(group) <= _SMALL_CYCLE
+    out = []
+    for name, child in project_index._children(n):
+        at = order.get(child)
+        if at is None:
+            out.append((name, (_FINAL, child)))
+        elif kind == _BASE:
             continue
-        group = n.scc or (n,)
+        elif kind == _FIRST:
+            out.append((name, (_FIRST if at < me else _BASE, child)))
+        else:
+            out.append((name, (_FINAL if at < me else (_FIRST if small else _BASE), child)))
+    return out
+
+
+def _slot(kind: str, n: Node) -> Any:
+    return n.facts if kind == _FINAL else n.base if kind == _BASE else n.first
+
+
+def _set_slot(kind: str, n: Node, facts: Any) -> None:
+    setattr(n, "facts" if kind == _FINAL else "base" if kind == _BASE else "first", facts)
+
+
+class _Children(Mapping[str, Any]):
+    """The facts a module is read with, by the name it imports each module as, each computed
+    when the analysis first asks for it. Names (``in``, iteration, ``len``) come from the index."""
+
+    def __init__(self, deps: list[tuple[str, tuple[str, Node]]], store: Path | None) -> None:
+        self._deps, self._store = dict(deps), store
+
+    def __getitem__(self, name: str) -> Any:
+        kind, child = self._deps[name]
+        return _value(kind, child, self._store)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._deps)
+
+    def __len__(self) -> int:
+        return len(self._deps)
+
+
+# Frames below which a module's facts are computed nested in its importer's analysis; deeper
+# (a chain of thousands of modules), the rest of what it reaches is computed children first,
+# iteratively. Each nested analysis gets the recursion headroom a module's analysis gets alone.
+_NEST_FRAMES = 2500
+_HEADROOM = 1000
+
+
+def _value(kind: str, n: Node, store: Path | None) -> Any:
+    got = _slot(kind, n)
+    if got is not None:
+        return got
+    depth = _frame_depth()
+    if depth > _NEST_FRAMES:
+        return _children_first(kind, n, store)
+    limit = sys.getrecursionlimit()
+    if limit < depth + _HEADROOM:
+        sys.setrecursionlimit(depth + _HEADROOM)
+    try:
+        got = _known_or_computed(n, kind + n.key if n.key is not None else None, _Children(_deps(kind, n), store), store)
+    finally:
+        sys.setrecursionlimit(limit)
+    _set_slot(kind, n, got)
+    return got
+
+
+def _frame_depth() -> int:
+    frame, depth = sys._getframe(), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1  # type: ignore[assignment]
+    return depth
+
+
+def _children_first(kind: str, start: Node, store: Path | None) -> Any:
+    """``kind`` of ``start`` and everything it is read with, children first, iteratively."""
+    todo: list[tuple[str, Node, bool]] = [(kind, start, False)]
+    while todo:
+        k, n, expanded = todo.pop()
+        if _slot(k, n) is not None:
+            continue
+        key = k + n.key if n.key is not None else None
         if not expanded:
-            found = [_known(m.key, store) for m in group]
-            if all(f is not None for f in found):  # known: what it reaches need not be
-                for m, f in zip(group, found):
-                    m.facts = f
+            known = _known(key, store)
+            if known is not None:  # known: what it reaches need not be
+                _set_slot(k, n, known)
                 continue
-            todo.append((n, True))
+            todo.append((k, n, True))
             # In an order of this process's own: a run's workers then walk a shared graph apart
             # and find in the store what the other computed, instead of computing it side by side.
             pid = os.getpid()
-            todo.extend(sorted(((child, False) for m in group for _, child in project_index._children(m)
-                                if child.facts is None and child not in group), key=lambda c: hash((pid, c[0].path))))
+            todo.extend(sorted(((k2, child, False) for _, (k2, child) in _deps(k, n) if _slot(k2, child) is None),
+                               key=lambda c: hash((pid, c[1].path, c[0]))))
             continue
-        if n.scc is None:
-            n.facts = _known_or_computed(n, n.key, {name: child.facts for name, child in project_index._children(n)},
-                                         store)
-            continue
-        for m in group:  # read without the cycle's other members first
-            m.base = _known_or_computed(m, f"base:{m.key}", {name: child.facts for name, child in
-                                                             project_index._children(m) if child not in group}, store)
-        # Then with the facts of the members done before it (the group in path order, so the
-        # same whichever file the walk started from), their base otherwise: a chain through the
-        # cycle (utils/model.py -> model/__init__.py -> .net, closed by a function-level import
-        # back) still reaches the model classes at its end.
-        # A small cycle is read twice (a package __init__ re-exporting a submodule that imports
-        # the package back: models/__init__.py <-> models/vae.py), so each member sees the others'
-        # facts; a large one (a framework's package graph) once, for the cost.
-        rounds = 2 if len(group) <= _SMALL_CYCLE else 1
-        for r in range(rounds):
-            for m in group:
-                children = {name: (child.facts if child.facts is not None else child.base)
-                            if child in group else child.facts for name, child in project_index._children(m)}
-                m.facts = _known_or_computed(m, m.key if r == rounds - 1 else f"first:{m.key}", children, store)
-    return start.facts
+        children = {name: _slot(k2, child) for name, (k2, child) in _deps(k, n)}
+        _set_slot(k, n, _known_or_computed(n, key, children, store))
+    return _slot(kind, start)
 
 
 _SMALL_CYCLE = 32  # members; a framework's package graph has hundreds
@@ -198,7 +343,7 @@ def _known(key: str | None, store: Path | None) -> Any:
     elif store is not None and (str(store), key) not in _STORED:
         # Known in this process from a run with another store (or none): the next run reading
         # this store finds them too.
-        if not (store / key[:2] / f"{key[2:]}.json").exists():
+        if not facts_store.has(store, key):
             _store_facts(store, key, facts)
         _STORED.add((str(store), key))
     return facts
@@ -280,18 +425,25 @@ def _compute_facts(path: Path, sha: str, children: dict[str, Any]) -> Any | None
     run read it (its key no longer says what it holds)."""
     from gpuperf_rewrite.rules._framework import ModuleFacts, RuleContext
 
-    got = _PARSED.get(path)
-    if got is not None and got[0] == sha:
-        parsed = got[1]
-    else:
-        read = content_of(path)
-        if read is None or read[1] != sha:
-            return None
-        parsed = _parsed(path, read[0], sha)
+    parsed = _parsed_for(path, sha)
+    if parsed is False:
+        return None
     if parsed is None:
         return ModuleFacts()
     module, text = parsed
     return _facts_of(RuleContext(module, text, str(path), project=children))
+
+
+def _parsed_for(path: Path, sha: str) -> Any:
+    """The module at ``path`` parsed (module, text), None when unparsable, False when it no
+    longer holds the content ``sha`` the run read."""
+    got = _PARSED.get(path)
+    if got is not None and got[0] == sha:
+        return got[1]
+    read = content_of(path)
+    if read is None or read[1] != sha:
+        return False
+    return _parsed(path, read[0], sha)
 
 
 def _facts_of(ctx: Any) -> Any:
@@ -323,11 +475,8 @@ def _line_finder(ctx: Any) -> Any:
 
 
 def _load_facts(store: Path | None, key: str) -> Any:
-    if store is None:
-        return None
-    try:
-        doc = json.loads((store / key[:2] / f"{key[2:]}.json").read_bytes())
-    except (OSError, ValueError):
+    doc = facts_store.load(store, key)
+    if doc is None:
         return None
     from gpuperf_rewrite.rules._framework import ModuleFacts
 
@@ -338,13 +487,6 @@ def _load_facts(store: Path | None, key: str) -> Any:
 
 
 def _store_facts(store: Path | None, key: str, facts: Any) -> None:
-    if store is None:
-        return
-    import contextlib
-
-    from gpuperf_rewrite.lint.cache import write_atomic
-
-    _STORED.add((str(store), key))
-    with contextlib.suppress(OSError):
-        (store / key[:2]).mkdir(parents=True, exist_ok=True)
-        write_atomic(store / key[:2] / f"{key[2:]}.json", json.dumps(facts.to_json()).encode())
+    if store is not None:
+        _STORED.add((str(store), key))
+    facts_store.save(store, key, facts.to_json())

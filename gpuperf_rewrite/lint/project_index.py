@@ -35,7 +35,7 @@ class Node:
     """One module of the index: its file, content hash, imports (``edges``: the name the module
     writes and the module it resolves to) and key, valid for the run ``epoch``."""
 
-    __slots__ = ("path", "root", "sha", "imports", "edges", "epoch", "key", "scc", "facts", "base")
+    __slots__ = ("path", "root", "sha", "imports", "edges", "epoch", "key", "scc", "facts", "base", "first")
 
     def __init__(self, path: str, root: str, sha: str) -> None:
         self.path, self.root, self.sha = path, root, sha
@@ -46,6 +46,7 @@ class Node:
         self.scc: tuple[Node, ...] | None = None  # its import cycle (members by path); None when in none
         self.facts: object = None  # its facts, once known this run (``project_facts``)
         self.base: object = None  # in a cycle: its facts read without the cycle's other members
+        self.first: object = None  # in a small cycle: its first reading (``project_facts``)
 
     def __repr__(self) -> str:
         return f"Node({self.path!r})"
@@ -103,7 +104,7 @@ def node(path: str, root: str) -> Node | None:
     READS[path] = READS.get(path, 0) + 1
     if found is None or found.sha != got[1]:
         found = _NODES[slot] = Node(path, root, got[1])
-    found.epoch, found.key, found.scc, found.facts, found.base = _RUN, None, None, None, None
+    found.epoch, found.key, found.scc, found.facts, found.base, found.first = _RUN, None, None, None, None, None
     found.imports = [(imp.name, str(imp.path)) for imp in imported_modules(Path(path), Path(root), got[0])
                      if str(imp.path) != path]
     found.edges = None

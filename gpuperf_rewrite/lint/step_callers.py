@@ -4,9 +4,9 @@ helper. The loop is in the caller, the code (and the edit) in the checked module
 those functions as per-step code (``rules``' ``syntax.launch.StepCaller``).
 
 Read off the project's facts, never by a pass of its own: the checked module's direct importers
-(``launch``'s reverse import scan, bounded) and each one's facts (``project_facts``: computed once
-per run by key, shared by the run's workers and kept on disk), whose ``step_calls`` name the
-functions of their imports that their loops call every iteration.
+(``launch``'s reverse import scan, bounded) and each one's ``step_calls`` (``project_facts``: its
+facts when known, else its step calls alone; once per run by key, shared by the run's workers
+and kept on disk), which name the functions of their imports that their loops call every iteration.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def step_callers(fs_path: str | Path, data: bytes, root: Path, store: Path | Non
     """The ``StepCaller``s of the checked module at ``fs_path``: each call of a direct importer
     that runs one of its functions every iteration of the importer's loops (or through a package
     ``__init__`` that re-exports it: one level)."""
-    from gpuperf_rewrite.lint.project_facts import facts_of_node
+    from gpuperf_rewrite.lint.project_facts import step_calls_of_node
     from gpuperf_rewrite.rules._framework import StepCaller
 
     if not needs_step_callers(data):
@@ -138,8 +138,7 @@ def step_callers(fs_path: str | Path, data: bytes, root: Path, store: Path | Non
             if n is None:
                 continue
             project_index.keyed([n])
-            facts = facts_of_node(n, store)
-            calls = getattr(facts, "step_calls", ())
+            calls = step_calls_of_node(n, store)
             if not calls:
                 continue
             children = dict(project_index._children(n))

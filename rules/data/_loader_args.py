@@ -9,10 +9,18 @@ from .._api import Edit, NoFix, Replace
 from ..analysis.facts.kwargs import Holder, Setting, call_keywords, feeds_only
 from ..analysis.fixes.dict_edits import add_key, set_value
 from ..analysis.fixes.edits import add_kwarg
-from ..analysis.syntax.calls import dataloader_arg
+from ..analysis.syntax.calls import dataloader_arg, dotted_name, literal_value
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.launch import project_runs
 from ..analysis.syntax.torch_names import DATALOADERS
 
+# The limitation text the three loader rules share about settings in the project's YAML files.
+FROM_YAML = (
+    "`DataLoader(ds, **cfg.dataloader)` is read from the project's YAML configuration when the file "
+    "names it statically (Hydra's `config_path`/`config_name` in the file, or the one YAML file of the "
+    "project named like the file) and the mapping holds plain values (no `${...}` interpolation, no "
+    "Hydra `defaults` entry for it); the finding then names that file and comes without a fix. Any "
+    "other configuration object is skipped.")
 AMBIGUOUS = NoFix("the keyword dicts that reach this DataLoader would have to change in more than one place")
 SHARED = NoFix("the keyword dict that reaches this DataLoader is also used elsewhere")
 
@@ -61,3 +69,23 @@ def new_key_edit(ctx: RuleContext, call: cst.Call, name: str, code: str) -> Edit
         return Replace(call, add_kwarg(call, name, code))
     edit = add_key(ctx, holder, name, code)
     return edit if edit is not None else AMBIGUOUS
+
+
+def config_settings(ctx: RuleContext, call: cst.Call) -> tuple[str, dict[str, object]] | None:
+    """For ``DataLoader(ds, **cfg.dataloader)``: the project's YAML file that mapping comes from
+    and its items, with the call's own keywords over them (they win); None when the call has
+    another ``*``/``**`` or the lint layer found no such mapping (``syntax.launch.ConfigMapping``)."""
+    stars = [a for a in call.args if a.star]
+    if len(stars) != 1 or stars[0].star != "**":
+        return None
+    name = dotted_name(stars[0].value) or ""
+    parts = name.split(".")[1:] if not name.startswith("self.") else name.split(".")[2:]
+    key = ".".join(parts)
+    found = next((c for c in project_runs(ctx).configs if c.key == key), None) if key else None
+    if found is None:
+        return None
+    items = dict(found.items)
+    for arg in call.args:
+        if arg.keyword is not None:
+            items[arg.keyword.value] = literal_value(arg.value)
+    return found.path, items

@@ -7,14 +7,16 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import AddImport, Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
+from ..analysis.facts.cli_defaults import zero_default_flag
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_reported
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
+from ..analysis.facts.loaders import in_memory_dataset, loader_calls
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import dataloader_arg, literal_value
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.torch_names import DATALOADERS
-from ._loader_args import AMBIGUOUS, new_key_edit, set_setting, settings_of
+from ..analysis.syntax.launch import launched_with
+from ._loader_args import AMBIGUOUS, FROM_YAML, config_settings, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
 from ._worker_safety import dataset_is_iterable, spawn_hazard
 
@@ -55,7 +57,13 @@ class DataloaderWorkers(Rule):
         "holds `num_workers`, or adds it to the dict literal when that is the dict's only "
         "definition, and only when the dict feeds nothing but DataLoaders; otherwise the finding "
         "comes without a fix.",
-        "A `num_workers` given as a name or expression is trusted, even when it evaluates to 0.",
+        "A `num_workers` given as a name or expression is trusted, even when it evaluates to 0; "
+        "except an option of the command line whose default is 0 and that nothing in the file "
+        "raises (`args.workers` from `add_argument(\"--workers\", default=0)` in the file, or a "
+        "field `workers: int = 0` of a typed arguments class of the user's modules: a `Tap`, "
+        "`*Args`/`*Arguments` subclass or a `@dataclass` named `*Args`/`*Options`): reported at the "
+        "loader without a fix, naming the flag a run must pass, unless the project's launch "
+        "scripts pass it.",
         "The fix is withheld for an `IterableDataset` subclass defined in this module; one "
         "imported from elsewhere is not recognised and gets the fix, and its workers would each "
         "replay the stream.",
@@ -71,8 +79,24 @@ class DataloaderWorkers(Rule):
         "Unpicklable state is found when the file shows it (a lambda or local function passed to "
         "the dataset, a dataset class of this module storing one on `self`, an open file); state "
         "created inside an imported dataset class is not seen.",
-        "Small in-memory datasets are reported too, although worker start-up can cost more than "
-        "it saves there; a loader only asked for its first batch (`next(iter(loader))`) is not.",
+        "Not reported for a dataset already in memory: a `TensorDataset` of tensors read from a "
+        "file (`torch.load`, `np.load`) or on the device, or a dataset class (of "
+        "this module or the user's other modules) whose `__getitem__` only indexes what it holds "
+        "(`return self.x[i], self.y[i]`, index arithmetic, cheap casts); any other call there "
+        "(a file read, a transform) counts as work. A `TensorDataset` of tensors the script makes "
+        "up (`torch.randn`) stands for a dataset read elsewhere and is reported. Nor is a loader "
+        "only asked for its first batch (`next(iter(loader))`) reported.",
+        "A `DataLoader` subclass of the user's (this module or another) counts as a DataLoader "
+        "when it passes DataLoader's arguments through: no `__init__`, or one whose named "
+        "parameters are DataLoader's first ones and that forwards them with its `**kwargs` to the "
+        "base class (setting `collate_fn` or a sampler around it); a subclass with parameters of "
+        "its own is not recognised.",
+        "A Hugging Face Trainer whose train dataset is tokenised up front (the result of "
+        "`datasets`' `.map(...)`) and whose collator only pads (none, `DataCollatorWithPadding` "
+        "and the other token collators of transformers, or a class of the file whose `__call__` "
+        "pads with the tokenizer and reads or decodes nothing) is not reported: a batch is a few "
+        "lookups and one pad.",
+        FROM_YAML,
         FRAMEWORK_LOADERS,
         blind_reported("`--dataloader_num_workers`"),
     )
@@ -89,7 +113,7 @@ class DataloaderWorkers(Rule):
         "https://docs.python.org/3/library/multiprocessing.html#the-spawn-and-forkserver-start-methods",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("DataLoader", *FRAMEWORK_KEYWORDS)
+    keywords = ("DataLoader", "Loader", *FRAMEWORK_KEYWORDS)
     options = {"max-workers": 8}
     option_descriptions = {
         "max-workers": (
@@ -146,15 +170,31 @@ class DataloaderWorkers(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
         max_workers = int(ctx.options.get("max-workers", 8))
-        for call in ctx.nodes(cst.Call):
-            if not ctx.is_call_to(call, DATALOADERS):
-                continue
+        for call in loader_calls(ctx):
             kw = call_keywords(ctx, call)
             settings = settings_of(ctx, call, "num_workers")
+            if not kw.opaque and len(settings) == 1 and \
+                    (flag := zero_default_flag(ctx, settings[0].value)) is not None:
+                if launched_with(ctx, (flag,)) is None and not takes_one_batch(ctx, call) and \
+                        not in_memory_dataset(ctx, call):
+                    yield self._command_line(ctx, call, settings[0].value, flag)
+                continue
+            if kw.opaque and (cfg := config_settings(ctx, call)) is not None:
+                workers = cfg[1].get("num_workers", 0)
+                if workers == 0 and not isinstance(workers, bool) and not takes_one_batch(ctx, call) and \
+                        not in_memory_dataset(ctx, call):
+                    waits = "the GPU idles" if may_use_cuda(ctx) else "each step waits"
+                    yield Finding(call, f"DataLoader loads every batch in the training process (`num_workers` "
+                                        f"{'is 0' if 'num_workers' in cfg[1] else 'is not set'} in {cfg[0]}): "
+                                        f"{waits} while data is prepared; use worker processes",
+                                  no_fix_reason=f"the loader's settings come from {cfg[0]}: set num_workers there")
+                continue
             if kw.opaque or any(literal_value(s.value) != 0 for s in settings):
                 continue  # unknown, a positive literal, or an expression the user chose
             if takes_one_batch(ctx, call):
                 continue  # one batch: starting workers costs more than loading it
+            if in_memory_dataset(ctx, call):
+                continue  # a batch is an index into tensors held in memory: workers would only pickle them
             what = "`num_workers` is not set (default 0)" if not settings else \
                 "`num_workers` is 0" if not kw.may_be_unset("num_workers") or dataloader_arg(call, "num_workers") \
                 else "`num_workers` is 0 or not set"
@@ -172,6 +212,17 @@ class DataloaderWorkers(Rule):
                 yield Finding.of(call, message, edit)
                 continue
             yield Finding(call, message, Fix(f"set num_workers={value}", (edit, AddImport("os")), "unsafe"))
+
+    @staticmethod
+    def _command_line(ctx: RuleContext, call: cst.Call, value: cst.BaseExpression, flag: str) -> Finding:
+        """``num_workers=args.workers`` whose command-line default is 0: reported at the loader,
+        naming the flag a run must pass (the default is the user's to raise)."""
+        waits = "the GPU idles" if may_use_cuda(ctx) else "each step waits"
+        code = ctx.code_for(value).strip()
+        return Finding(call, f"DataLoader loads every batch in the training process (`num_workers` is `{code}`, "
+                             f"whose command-line default is 0): {waits} while data is prepared unless a run "
+                             f"passes {flag} 4", no_fix_reason=f"the worker count comes from the command line: a run "
+                                                               f"must pass {flag} (or its default be raised)")
 
     @staticmethod
     def _edit(ctx: RuleContext, call: cst.Call, settings: list, value: str) -> Edit | NoFix:

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import libcst as cst
-
 from .._api import AddImport, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_silent
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
+from ..analysis.facts.loaders import loader_calls
 from ..analysis.fixes.edits import torch_alias
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import literal_value
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import project_runs
-from ..analysis.syntax.torch_names import DATALOADERS
-from ._loader_args import AMBIGUOUS, new_key_edit, set_setting, settings_of
+from ._loader_args import AMBIGUOUS, FROM_YAML, config_settings, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
 
 
@@ -54,6 +52,9 @@ class DataloaderPinMemory(Rule):
         "`num_workers` (or into the dict's only literal definition) when that dict feeds nothing "
         "but DataLoaders, else the finding comes without a fix.",
         "A loader only asked for its first batch (`next(iter(loader))`) is not reported.",
+        "A `DataLoader` subclass of the user's that passes DataLoader's arguments through counts as "
+        "a DataLoader (see GP201).",
+        FROM_YAML,
         FRAMEWORK_LOADERS,
         blind_silent("the Trainer pins host memory by default (`dataloader_pin_memory=True`), so only an explicit False is slow"),
     )
@@ -63,7 +64,7 @@ class DataloaderPinMemory(Rule):
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("DataLoader", *FRAMEWORK_KEYWORDS)
+    keywords = ("DataLoader", "Loader", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
@@ -97,12 +98,20 @@ class DataloaderPinMemory(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
-        calls = [c for c in ctx.nodes(cst.Call) if ctx.is_call_to(c, DATALOADERS)]
+        calls = loader_calls(ctx)
         entries = project_runs(ctx).entries  # a loader factory module: the scripts that run it
         if not calls or not (may_use_cuda(ctx) or entries and any("cuda" in e.settings for e in entries)):
             return
         for call in calls:
             settings = settings_of(ctx, call, "pin_memory")
+            if call_keywords(ctx, call).opaque and (cfg := config_settings(ctx, call)) is not None:
+                if cfg[1].get("pin_memory", False) is False and not takes_one_batch(ctx, call):
+                    yield Finding(call, f"DataLoader does not pin host memory (`pin_memory` "
+                                        f"{'is false' if 'pin_memory' in cfg[1] else 'is not set'} in {cfg[0]}): every "
+                                        "host-to-GPU copy goes through a staging buffer and cannot overlap compute; "
+                                        "set pin_memory", no_fix_reason=f"the loader's settings come from {cfg[0]}: "
+                                                                        "set pin_memory there")
+                continue
             if call_keywords(ctx, call).opaque or any(literal_value(s.value) is not False for s in settings):
                 continue  # unknown, or set to something the user chose
             if takes_one_batch(ctx, call):

@@ -10,13 +10,13 @@ from .._api import Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_silent
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import Setting, call_keywords, exclusive
+from ..analysis.facts.loaders import loader_calls
 from ..analysis.fixes.dict_edits import add_key
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, has_star_args, literal_value
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import project_runs
-from ..analysis.syntax.torch_names import DATALOADERS
-from ._loader_args import AMBIGUOUS, SHARED, editable, settings_of
+from ._loader_args import AMBIGUOUS, FROM_YAML, SHARED, config_settings, editable, settings_of
 from ._loader_iteration import iterated_repeatedly
 
 # Calls that may appear in a num_workers expression we repeat in ``persistent_workers=``:
@@ -100,7 +100,11 @@ class DataloaderPersistentWorkers(Rule):
         "reported.",
         "An explicit `persistent_workers=False` is the user's choice and is respected (workers that "
         "must not keep their state between epochs, or memory held by idle workers), also in a "
-        "loader factory of another module; only a missing argument is reported.",
+        "loader factory of another module; only a missing argument is reported. A `false` in the "
+        "project's YAML configuration is reported (configuration files carry a template's value).",
+        "A `DataLoader` subclass of the user's that passes DataLoader's arguments through counts as "
+        "a DataLoader (see GP201).",
+        FROM_YAML,
         FRAMEWORK_LOADERS,
         blind_silent("persistent workers matter only with loader workers, whose number is out of sight too"),
     )
@@ -109,7 +113,7 @@ class DataloaderPersistentWorkers(Rule):
         "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader",
         "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
     )
-    keywords = ("DataLoader", *FRAMEWORK_KEYWORDS)
+    keywords = ("DataLoader", "Loader", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
@@ -135,11 +139,12 @@ class DataloaderPersistentWorkers(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
-        for call in ctx.nodes(cst.Call):
-            if not ctx.is_call_to(call, DATALOADERS):
-                continue
+        for call in loader_calls(ctx):
             kw = call_keywords(ctx, call)
             workers = settings_of(ctx, call, "num_workers")
+            if kw.opaque and (cfg := config_settings(ctx, call)) is not None:
+                yield from self._configured(ctx, call, *cfg)
+                continue
             if kw.opaque or not workers or kw.of("persistent_workers"):
                 continue
             live = [s for s in workers if _may_be_positive(s.value)]
@@ -157,6 +162,21 @@ class DataloaderPersistentWorkers(Rule):
             always = all(_always_positive(ctx, s.value) for s in live)
             description = "add persistent_workers=True" if always else "add persistent_workers=<num_workers> > 0"
             yield Finding(call, message, Fix(description, edits, "safe"))
+
+    @staticmethod
+    def _configured(ctx: RuleContext, call: cst.Call, path: str, items: dict[str, object]) -> Iterator[Finding]:
+        """A loader whose settings come from the project's YAML configuration: workers there, and
+        ``persistent_workers`` missing or false there (a configuration's false is often the
+        template's, not a choice the code shows)."""
+        workers = items.get("num_workers", 0)
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers <= 0 or \
+                items.get("persistent_workers", False) is not False or not iterated_repeatedly(ctx, call):
+            return
+        who = "the GPU waits" if may_use_cuda(ctx) else "training waits"
+        state = "is false" if "persistent_workers" in items else "is not set"
+        yield Finding(call, f"DataLoader workers are shut down and re-spawned every epoch ({who} while they restart; "
+                            f"`persistent_workers` {state} in {path}); set persistent_workers",
+                      no_fix_reason=f"the loader's settings come from {path}: set persistent_workers: true there")
 
     @staticmethod
     def _edits(ctx: RuleContext, call: cst.Call, workers: list[Setting], live: list[Setting]

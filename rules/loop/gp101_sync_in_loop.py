@@ -355,9 +355,15 @@ def _host_factory(ctx: RuleContext, call: cst.Call) -> bool:
         not any(a.star == "**" for a in call.args)
 
 
-def _unmoved_batch(ctx: RuleContext, ta: TrainingAnalysis, name: cst.Name, call: cst.Call) -> bool:
+def _unmoved_batch(ctx: RuleContext, ta: TrainingAnalysis, name: cst.Name, call: cst.CSTNode, depth: int = 0) -> bool:
+    """Is ``name`` at ``call`` a field of the batch a plain DataLoader loop yields, never moved:
+    directly, or an element of one taken by an inner loop (``for sid, label in zip(ids, labels)``,
+    ``for i, sid in enumerate(ids)``: ids of the samples, never sent to the device)?"""
     loop = ctx.enclosing(call, cst.For)
     while loop is not None and not (name.value in target_names(loop.target) and ta.is_dataloader(loop.iter)):
+        if depth < 2 and name.value in target_names(loop.target):
+            source = _element_source(loop, name.value)
+            return source is not None and _unmoved_batch(ctx, ta, source, loop, depth + 1)
         loop = ctx.enclosing(loop, cst.For)
     if loop is None or iterates_placed_batches(ctx, loop.iter) or placed_by_framework(ctx, name) or \
             _device_dataset(ctx):
@@ -370,6 +376,28 @@ def _unmoved_batch(ctx: RuleContext, ta: TrainingAnalysis, name: cst.Name, call:
             if any(name.value in target_names(t) for t in targets):
                 return False  # rebound (``x = x.to(device)``) before the read
     return True
+
+
+def _element_source(loop: cst.For, name: str) -> cst.Name | None:
+    """The name whose elements ``loop`` binds to ``name``: ``for name in ids``, ``for name, y in
+    zip(ids, ys)``, ``for i, name in enumerate(ids)``; None otherwise."""
+    it, target = loop.iter, loop.target
+    if isinstance(it, cst.Name):
+        return it if isinstance(target, cst.Name) and target.value == name else None
+    if not isinstance(it, cst.Call) or not isinstance(it.func, cst.Name) or any(a.star or a.keyword for a in it.args):
+        return None
+    if it.func.value == "enumerate" and len(it.args) == 1:
+        sources = [None, it.args[0].value]
+    elif it.func.value == "zip":
+        sources = [a.value for a in it.args]
+    else:
+        return None
+    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(sources):
+        return None
+    for element, source in zip(target.elements, sources):
+        if isinstance(element.value, cst.Name) and element.value.value == name:
+            return source if isinstance(source, cst.Name) else None
+    return None
 
 
 def _device_dataset(ctx: RuleContext) -> bool:

@@ -10,6 +10,7 @@ from .._api import Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.framework_config import out_of_sight
 from ..analysis.facts.framework_docs import LIGHTNING, blind_reported
 from ..analysis.facts.frameworks import frameworks
+from ..analysis.facts.loaders import varying_batch_shapes
 from ..analysis.facts.program import IMPORTED_MODULE, cpu_only, is_script
 from ..analysis.facts.script_facts import framework_trains
 from ..analysis.facts.workload import CONVOLUTIONS, convolution  # noqa: F401 - CONVOLUTIONS re-exported
@@ -109,8 +110,12 @@ class NoCudnnBenchmark(Rule):
         "A cuDNN choice made only under an opt-in flag (`if args.seed is not None: "
         "cudnn.deterministic = True`, or in a function called only under one) is not a "
         "file-wide choice: reported, without a fix.",
-        "The rule does not know whether input shapes vary (variable-length audio, multi-scale "
-        "training), where the fix costs time.",
+        "Input shapes that vary are seen only where a loader collates with a function that pads "
+        "each batch to its longest item (`pad_sequence`, or a `max(...)` of the items' sizes "
+        "sizing the batch tensor), in the file or a module of the user's it imports (a DataLoader "
+        "subclass setting such a `collate_fn` too): not reported there, since benchmarking re-tunes "
+        "every new shape. Other variation (multi-scale training, random crops of varying size) is "
+        "not seen, and the fix may cost time there.",
         "The setting goes right after the last top-level import of a script; a library module "
         "(no `__main__` guard, no training at module level) gets the finding without a fix. Not "
         "reported in a CPU-only program.",
@@ -184,6 +189,8 @@ class NoCudnnBenchmark(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         if not program_trains(ctx) or cpu_only(ctx) or set_elsewhere(ctx, CUDNN):
             return  # (a Trainer of the user's other modules, or a module imported, chose already)
+        if varying_batch_shapes(ctx):
+            return  # batches padded to their own longest item: benchmarking would re-tune every shape
         choices = _choices(ctx)
         if any(not off or not _opt_in(ctx, node) for node, off in choices):
             return  # benchmark set on, or turned off for every run: the user's choice

@@ -1,4 +1,5 @@
-"""Step-boundary clock: host timestamps always, CUDA events when the script uses CUDA.
+"""Step-boundary clock: host timestamps always, CUDA events when the script uses CUDA, and the
+process's CPU time (all threads, ``time.process_time``) at every boundary.
 
 Nothing here synchronises per step: CUDA events are recorded on the current stream at each
 boundary and only read (one synchronize) in :meth:`StepClock.durations` at the end of the run.
@@ -16,9 +17,13 @@ class StepClock:
         self.host: list[float] = []  # perf_counter at each boundary; index 0 is the script start
         self._events: list[Any] = []  # torch.cuda.Event per boundary, or None before CUDA was used
         self._torch: Any = None
+        # process_time at each boundary: what the steps cost in CPU, which a busy machine does not
+        # inflate the way it inflates wall time (``regress --metric``, docs/validation.md).
+        self.cpu: list[float] = []
 
     def start(self) -> None:
         self.host.append(time.perf_counter())
+        self.cpu.append(time.process_time())
         self._events.append(None)
 
     def use_cuda(self, torch_module: Any) -> None:
@@ -27,6 +32,7 @@ class StepClock:
     def mark(self) -> None:
         """Record one step boundary (called from the optimizer post-hook)."""
         self.host.append(time.perf_counter())
+        self.cpu.append(time.process_time())
         if self._torch is not None:
             ev = self._torch.cuda.Event(enable_timing=True)
             ev.record()  # async: enqueued on the current stream, no host wait
@@ -46,6 +52,13 @@ class StepClock:
             return [a.elapsed_time(b) / 1e3 for a, b in zip(evs, evs[1:])], "cuda_events"
         hs = self.host[first : last + 1]
         return [b - a for a, b in zip(hs, hs[1:])], "host"
+
+
+    def cpu_durations(self, first: int, last: int) -> list[float]:
+        """Process CPU seconds (every thread of this process; not DataLoader workers, which are
+        processes of their own) between boundaries first..last."""
+        cs = self.cpu[first : last + 1]
+        return [max(0.0, b - a) for a, b in zip(cs, cs[1:])]
 
 
 def summarize(values: Sequence[float]) -> dict[str, Any]:

@@ -239,7 +239,7 @@ class Session:
             "steps_per_s": m / total if total > 0 else None,
             "samples_per_s": samples / total if total > 0 and samples > 0 else None,
             "wall_time_s": wall_s,
-            "step_time_s": summarize(per_step),
+            **self._step_times(per_step, start, end),
             "warmup_step_time_s": warm,
             "timing_source": source,
             "input_stall_fraction": stall,
@@ -269,6 +269,12 @@ class Session:
         doc["diagnosis"] = diagnosis.diagnose(doc)
         return doc
 
+
+    def _step_times(self, per_step: list[float], start: int, end: int) -> dict[str, Any]:
+        """Wall time of each measured step and the process's CPU time of the same steps."""
+        cpu = self.clock.cpu_durations(start, end) if end > start else []
+        return {"step_time_s": summarize(per_step), "cpu_time_s": summarize(cpu),
+                "cpu_time_total_s": math.fsum(cpu) if cpu else None}
 
     def _observed(self, start: int, end: int, device: str, distributed: dict[str, Any] | None,
                   amp_doc: dict[str, Any]) -> dict[str, Any]:

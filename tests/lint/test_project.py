@@ -216,3 +216,16 @@ def test_a_module_never_imports_itself(tmp_path: Path) -> None:
     """``from model import Net`` in utils/model.py loads the root's model package, not itself."""
     _tree(tmp_path, {"pyproject.toml": "", "model/__init__.py": "", "utils/model.py": ""})
     assert resolve_import("model", 0, tmp_path / "utils/model.py", tmp_path) == tmp_path / "model/__init__.py"
+
+
+def test_a_submodule_imported_from_a_package_already_imported(tmp_path: Path) -> None:
+    """``from rl import algo`` then ``from rl.algo import imitation``: the second import's name is a
+    submodule of a package the first already brought in; both are the file's imports."""
+    (tmp_path / "pyproject.toml").write_text("")
+    for rel in ("rl/__init__.py", "rl/algo/__init__.py", "rl/algo/imitation.py", "rl/storage.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    main = tmp_path / "main.py"
+    main.write_text("from rl import algo, storage\nfrom rl.algo import imitation\n")
+    names = [m.name for m in imported_modules(main, tmp_path)]
+    assert names == ["rl", "rl.algo", "rl.storage", "rl.algo.imitation"]

@@ -426,3 +426,114 @@ def test_a_model_handed_to_an_update_class_is_reported_once_where_it_is_built(tm
     agents = copy / "agents.py"
     agents.write_text(agents.read_text().replace("self.policy = policy\n", "self.policy = policy.cuda()\n"))
     assert "GP303" in _codes(_lint(copy), "agents.py")
+
+
+_OPTIONS = (
+    "import random\nfrom dataclasses import dataclass\n\nimport torch\n\n\n"
+    "@dataclass\nclass RunOptions:\n    seed: int = 0\n    tf32: bool = True\n\n"
+    "    @staticmethod\n    def configure_matmul(enabled: bool):\n"
+    "        if torch.cuda.is_available() and hasattr(torch.backends, \"cuda\"):\n"
+    "            torch.backends.cuda.matmul.allow_tf32 = enabled\n\n"
+    "    def fix_randomness(self, fast_kernels: bool = True):\n"
+    "        random.seed(self.seed)\n        torch.backends.cudnn.benchmark = fast_kernels\n\n\n"
+    "def load_options():\n    opts = RunOptions()\n    opts.configure_matmul(opts.tf32)\n"
+    "    opts.fix_randomness(fast_kernels=True)\n    return opts\n")
+_CONV_TRAIN = (
+    "import torch\nfrom torch import nn\n\n{imports}\n\n\ndef main():\n{setup}"
+    "    model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10)).cuda()\n"
+    "    optimizer = torch.optim.AdamW(model.parameters(), fused=True)\n"
+    "    for x, y in torch.load(\"batches.pt\"):\n"
+    "        loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())\n"
+    "        loss.backward()\n        optimizer.step()\n        optimizer.zero_grad()\n\n\n"
+    "if __name__ == \"__main__\":\n    main()\n")
+
+
+@pytest.mark.parametrize("imports, setup", [
+    ("from conf.options import load_options", "    opts = load_options()\n"),  # through a function
+    ("from conf.options import RunOptions",  # the methods called on the object in the script
+     "    opts = RunOptions()\n    opts.configure_matmul(True)\n    opts.fix_randomness()\n"),
+], ids=["function", "methods"])
+def test_tf32_and_cudnn_set_by_methods_of_a_settings_class(tmp_path: Path, imports: str, setup: str) -> None:
+    """TF32 and cuDNN benchmarking set in methods of a settings class of another module (a static
+    method behind ``if torch.cuda.is_available()``, a ``fast_kernels=True`` parameter), called on an
+    instance by a function the script calls, or by the script itself: chosen, no GP302/GP304."""
+    root = _tree(tmp_path, {"pyproject.toml": "", "conf/__init__.py": "", "conf/options.py": _OPTIONS,
+                            "train.py": _CONV_TRAIN.format(imports=imports, setup=setup)})
+    assert not {"GP302", "GP304"} & set(_codes(_lint_now(root, False, "none"), "train.py"))
+    # an opt-in branch is no choice for the default run: still reported
+    (root / "conf/options.py").write_text(_OPTIONS.replace("if torch.cuda.is_available() and hasattr(torch.backends, \"cuda\")",
+                                                           "if enabled").replace(
+        "        torch.backends.cudnn.benchmark = fast_kernels\n",
+        "        if self.seed:\n            torch.backends.cudnn.benchmark = fast_kernels\n"))
+    assert {"GP302", "GP304"} <= set(_codes(_lint_now(root, False, "none"), "train.py"))
+
+
+_BATCHING = 'import torch\nfrom torch.utils.data import DataLoader, Dataset\n\n\ndef pad_clips(items):\n    clips, labels = zip(*items)\n    longest = max(c.shape[-1] for c in clips)\n    out = torch.zeros(len(clips), 1, longest)\n    for row, clip in enumerate(clips):\n        out[row, :, : clip.shape[-1]] = clip\n    return out, torch.tensor(labels)\n\n\nclass ClipLoader(DataLoader):\n    """Batches clips of different lengths, zero-padded to the longest."""\n\n    def __init__(self, *args, **kwargs):\n        super().__init__(*args, **kwargs)\n        self.collate_fn = pad_clips\n\n\nclass SpeakerLoader(DataLoader):\n    def __init__(self, dataset, batch_size=1, shuffle=False, **kwargs):\n        super(SpeakerLoader, self).__init__(dataset, batch_size, shuffle, collate_fn=pad_clips, **kwargs)\n\n\nclass BucketLoader(DataLoader):\n    def __init__(self, dataset, buckets, **kwargs):\n        super().__init__(dataset, batch_sampler=buckets, **kwargs)\n\n\nclass FeatureBank(Dataset):\n    """Pre-computed embeddings, loaded once."""\n\n    def __init__(self, path):\n        blob = torch.load(path)\n        self.features, self.targets = blob["x"], blob["y"]\n\n    def __len__(self):\n        return len(self.targets)\n\n    def __getitem__(self, i):\n        return self.features[i], self.targets[i]\n'
+_LOADERS_TRAIN = 'import torch\n\nfrom audio.batching import BucketLoader, ClipLoader, FeatureBank, SpeakerLoader\nfrom audio import batching\n\n\ndef main():\n    clips = ClipLoader(torch.load("clips.pt"), batch_size=16, shuffle=True)\n    speakers = SpeakerLoader(torch.load("speakers.pt"), 16, True, num_workers=8)\n    buckets = BucketLoader(torch.load("clips.pt"), make_buckets())\n    bank = torch.utils.data.DataLoader(FeatureBank("bank.pt"), batch_size=512, shuffle=True, pin_memory=True)\n    bank2 = torch.utils.data.DataLoader(batching.FeatureBank("bank.pt"), batch_size=512, pin_memory=True)\n    model = torch.nn.Conv1d(1, 8, 5).cuda()\n    opt = torch.optim.AdamW(model.parameters(), fused=True)\n    for epoch in range(10):\n        for loader in (clips, speakers, buckets, bank, bank2):\n            for x, y in loader:\n                loss = model(x.cuda(non_blocking=True)).mean()\n                loss.backward()\n                opt.step()\n                opt.zero_grad()\n\n\nif __name__ == "__main__":\n    main()\n'
+
+
+def test_loader_subclasses_and_in_memory_datasets_of_another_module(tmp_path: Path) -> None:
+    """``ClipLoader``/``SpeakerLoader`` (audio/batching.py) subclass DataLoader and only fix the
+    collate function, passing DataLoader's arguments through: the script's loaders built with them
+    are DataLoaders (GP201/GP202/GP203, with fixes). ``BucketLoader`` takes a parameter of its own:
+    not recognised. ``FeatureBank`` only indexes tensors it loaded: no GP201 for its loaders."""
+    root = _tree(tmp_path, {"pyproject.toml": "", "audio/__init__.py": "", "audio/batching.py": _BATCHING,
+                            "train.py": _LOADERS_TRAIN})
+    found = _lint_now(root, False, "none")["train.py"]
+    by_line = sorted((d.line, d.code) for d in found.diagnostics if d.code.startswith("GP2"))  # type: ignore[attr-defined]
+    assert by_line == [(8, "GP201"), (8, "GP202"), (9, "GP202"), (9, "GP203")]
+    assert "GP304" not in [d.code for d in found.diagnostics]  # type: ignore[attr-defined]  # clips padded per batch
+    fixed = _lint_now(root, False, "unsafe")["train.py"].fixed.decode()  # type: ignore[attr-defined]
+    assert "ClipLoader(torch.load(\"clips.pt\"), batch_size=16, shuffle=True, num_workers=min(8, os.cpu_count() or 1), " \
+           "pin_memory=torch.cuda.is_available(), persistent_workers=True)" in fixed
+    assert "SpeakerLoader(torch.load(\"speakers.pt\"), 16, True, num_workers=8, pin_memory=torch.cuda.is_available(), " \
+           "persistent_workers=True)" in fixed
+    # checked alone, the classes are unknown: nothing to say about those loaders
+    alone = _lint_now(root, True, "none")["train.py"]
+    assert not {d.line for d in alone.diagnostics if d.code.startswith("GP2")} & {8, 9, 10}  # type: ignore[attr-defined]
+
+
+_RUN_ARGS = (
+    "from tap import Tap\n\n\n"
+    "class RunArgs(Tap):\n"
+    "    data: str = \"shards/\"\n"
+    "    batch: int = 64\n"
+    "    workers: int = 0  # loader processes\n"
+    "    prefetch: int = 2\n\n\n"
+    "def parse_run_args() -> RunArgs:\n"
+    "    args = RunArgs(explicit_bool=True).parse_args()\n"
+    "    args.batch = max(1, args.batch)\n"
+    "    args.workers = min(max(0, args.workers), args.batch)\n"
+    "    return args\n")
+_ARGS_TRAIN = (
+    "import torch\nfrom torch.utils.data import DataLoader\n\nfrom conf.run_args import parse_run_args\n\n\n"
+    "def main():\n"
+    "    args = parse_run_args()\n"
+    "    loader = DataLoader(torch.load(args.data), batch_size=args.batch, shuffle=True, num_workers=args.workers,\n"
+    "                        pin_memory=True, prefetch_factor=args.prefetch)\n"
+    "    model = torch.nn.Linear(128, 2).cuda()\n"
+    "    opt = torch.optim.SGD(model.parameters(), lr=0.1, fused=True)\n"
+    "    for epoch in range(5):\n"
+    "        for x, y in loader:\n"
+    "            torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda()).backward()\n"
+    "            opt.step()\n"
+    "            opt.zero_grad()\n\n\n"
+    "if __name__ == \"__main__\":\n    main()\n")
+
+
+def test_a_worker_count_from_a_typed_arguments_class_defaulting_to_zero(tmp_path: Path) -> None:
+    """``workers: int = 0`` in a Tap arguments class of another module (bounded, never raised, by
+    its parser): the loader built with ``num_workers=args.workers`` is reported, naming the flag;
+    not when the project's launch script passes it, nor when the default is positive."""
+    root = _tree(tmp_path, {"pyproject.toml": "", "conf/__init__.py": "", "conf/run_args.py": _RUN_ARGS,
+                            "train.py": _ARGS_TRAIN})
+    (found,) = [d for d in _lint_now(root, False, "none")["train.py"].diagnostics  # type: ignore[attr-defined]
+                if d.code == "GP201"]
+    assert found.line == 9 and "`args.workers`" in found.message and "--workers" in found.no_fix_reason
+    assert "GP201" not in _codes(_lint_now(root, True, "none"), "train.py")  # alone: the default is unseen
+    (root / "scripts").mkdir()
+    (root / "scripts/train.sh").write_text("#!/bin/bash\npython train.py --data /mnt/shards --workers 8\n")
+    assert "GP201" not in _codes(_lint_now(root, False, "none"), "train.py")
+    (root / "scripts/train.sh").unlink()
+    (root / "conf/run_args.py").write_text(_RUN_ARGS.replace("workers: int = 0", "workers: int = 6"))
+    assert "GP201" not in _codes(_lint_now(root, False, "none"), "train.py")

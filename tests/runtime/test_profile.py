@@ -56,6 +56,9 @@ def test_step_limit_document_has_every_contract_field(make_script: Make) -> None
     assert len(doc["warmup_step_time_s"]) == 2 and all(t > 0 for t in doc["warmup_step_time_s"])  # the page's warm-up
     assert st["p10"] <= st["median"] <= st["p90"]
     assert doc["steps_per_s"] == pytest.approx(6 / sum(st["per_step"]))
+    cpu = doc["cpu_time_s"]  # the process's CPU time of the same steps (regress --metric)
+    assert len(cpu["per_step"]) == 6 and all(t >= 0 for t in cpu["per_step"])
+    assert doc["cpu_time_total_s"] == pytest.approx(sum(cpu["per_step"])) and doc["cpu_time_total_s"] > 0
     assert doc["samples_per_s"] == pytest.approx(8 * doc["steps_per_s"])
     assert 0 <= doc["input_stall_fraction"] <= 1
     assert doc["syncs_per_step"] is None and doc["gpu"] is None  # CPU run

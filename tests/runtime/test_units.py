@@ -264,3 +264,19 @@ def test_schema_is_defined_once_and_session_fills_only_its_keys() -> None:
     s.clock.start()
     built = s.build("t.py", [], "no_steps", 0, None, 0.0, 1, 0, 0)
     assert set(built) == set(doc)
+
+
+def test_the_step_clock_records_the_process_cpu_time_of_each_step(monkeypatch) -> None:
+    """CPU time (process_time: every thread of the process) is read at the same boundaries as the
+    wall clock; a step that waits uses wall time and no CPU time."""
+    clock_now = iter([0.0, 1.0, 3.0, 3.5])  # perf_counter at start and after each of 3 steps
+    cpu_now = iter([10.0, 10.8, 10.9, 11.3])  # process_time at the same moments
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: next(clock_now))
+    monkeypatch.setattr(timing.time, "process_time", lambda: next(cpu_now))
+    clock = timing.StepClock()
+    clock.start()
+    for _ in range(3):
+        clock.mark()
+    assert clock.durations(0, 3) == ([1.0, 2.0, 0.5], "host")
+    assert clock.cpu_durations(0, 3) == pytest.approx([0.8, 0.1, 0.4])
+    assert clock.cpu_durations(1, 3) == pytest.approx([0.1, 0.4])

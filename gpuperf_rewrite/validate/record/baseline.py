@@ -11,6 +11,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+from gpuperf_rewrite.validate.judge.metric import AUTO, CPU, WALL, Load
+from gpuperf_rewrite.validate.judge.pairdecision import UNDECIDED, brief, compound_decision, paired_decision
 from gpuperf_rewrite.validate.run.config import ABConfig
 from gpuperf_rewrite.validate.record.notes import check_notes_ref, note_record
 from gpuperf_rewrite.validate.record.sidebyside import REMEASURED
@@ -19,6 +21,7 @@ from gpuperf_rewrite.validate.run.runs import Runner, ScriptVersion
 
 if TYPE_CHECKING:
     from gpuperf_rewrite.validate.judge.abtest import Progress
+    from gpuperf_rewrite.validate.judge.metric import MetricPlan
 
 Echo = Callable[..., None]
 
@@ -206,7 +209,8 @@ def _no_baseline(rel: str, why: str) -> BaselineError:
 
 def check_regression(script: str, script_args: Sequence[str] = (), *, threshold: float = 0.05,
                      config: ABConfig | None = None, runner: Runner | None = None, progress: Progress | None = None,
-                     module: tuple[str, Path] | None = None, warn: Warn = _warn) -> dict[str, Any]:
+                     module: tuple[str, Path] | None = None, warn: Warn = _warn, metric: str = AUTO,
+                     load: Load | None = None) -> dict[str, Any]:
     """Compare the working tree's script with the nearest ancestor commit that has a comparable
     baseline note (with ``module``, run as ``python -m``, as :func:`record_baseline`).
 
@@ -215,14 +219,23 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
     added to the commit's note as a ``remeasured`` record (never a baseline). Otherwise the
     working tree is compared with the stored samples, across time and machine state, and the
     threshold is widened by the stored samples' noise. Corrupted note records are skipped, each
-    with a warning naming its commit."""
+    with a warning naming its commit.
+
+    ``metric`` (``auto``, ``wall``, ``cpu``; judge/metric.py): side by side on a busy machine
+    (``load``: default the 1-minute load average now) or with ``cpu``, both sides run with
+    ``OMP_WAIT_POLICY=PASSIVE`` (unless the user set it) and a CPU-only run is decided on CPU
+    time per step with wall time beside it. The stored-note fallback is always wall time."""
+    from dataclasses import replace
+
     from gpuperf_rewrite.validate.judge.abtest import default_runner
+    from gpuperf_rewrite.validate.judge.metric import decided_on, plan_metric
     from gpuperf_rewrite.validate.judge.stats import paired_undecidable_reason
     from gpuperf_rewrite.validate.record.sidebyside import baseline_checkout, measure_side_by_side, settles
     from gpuperf_rewrite.validate.run.workspace import Workspace
 
     cfg = config or ABConfig()
     warn = once(warn)
+    plan = plan_metric(metric, load)  # the load before this command adds its own runs
     repo, rel = repo_and_rel(script)
     check_notes_ref(repo)
     nearest = _nearest(repo, rel, cfg, script_args, warn)  # before spending time on measuring
@@ -239,20 +252,36 @@ def check_regression(script: str, script_args: Sequence[str] = (), *, threshold:
         run = ws.runner(runner or default_runner())
         if checkout.version is not None:  # first: the mirror's plan makes the companions' directories real
             unsettled = paired_undecidable_reason(cfg)
+            halved = paired_undecidable_reason(replace(cfg, alpha=cfg.alpha / 2)) if plan.wants_cpu else None
+            if halved and plan.asked == CPU:
+                unsettled = f"{halved} (--metric cpu: CPU time and wall time each get half of alpha)"
+            elif halved:  # auto on a busy machine: too few pairs for two intervals; decide on wall time
+                plan = plan.on_wall(f"--max-runs {cfg.max_runs} pairs are too few for CPU time and wall time "
+                                    f"at half of alpha each")
             if unsettled:
                 raise BaselineError(f"{unsettled}. Nothing was measured.")
             a = ws.add(checkout.version)
             b = ws.add(ScriptVersion.read(script, module))
+            on = (lambda measured: decided_on(plan, measured, cfg.launcher is not None)[0])
             base_runs, runs, failed = measure_side_by_side(str(a), str(b), script_args, cfg, run, progress, name=rel,
-                                                           settled=settles(cfg, threshold))
+                                                           settled=settles(cfg, threshold, on), env=plan.run_env())
         else:
             from gpuperf_rewrite.validate.judge.abtest import measure
 
             target = ws.add(ScriptVersion.read(script, module)) if module is not None else script
             runs = measure(target, script_args, config=cfg, runner=run, progress=progress)
     if failed is None:
-        return _side_by_side(repo, rel, commit, note, checkout, base_runs, runs, cfg, script_args, threshold, warn)
-    return _against_stored(repo, rel, runs, cfg, script_args, threshold, failed, warn)
+        return _side_by_side(repo, rel, commit, note, checkout, base_runs, runs, cfg, script_args, threshold, warn,
+                             plan)
+    if plan.asked == CPU:
+        warn("--metric cpu needs both versions measured here; compared with the stored note on wall time")
+    res = _against_stored(repo, rel, runs, cfg, script_args, threshold, failed, warn)
+    passive = checkout.version is not None and plan.passive  # the working tree's runs had it
+    res.update(metric=WALL, metric_asked=plan.asked, load=plan.to_json(),
+               omp_wait_policy=plan.policy() if passive or plan.user_policy else None,
+               metric_reason=(f"wall time per step: compared with a stored note, which holds wall time only "
+                              f"({plan.load.describe()})"))
+    return res
 
 
 def _nearest(repo: Any, rel: str, cfg: ABConfig, script_args: Sequence[str],
@@ -298,12 +327,26 @@ def _result(repo: Any, rel: str, commit: Any, base: list[float], current: list[f
 
 def _side_by_side(repo: Any, rel: str, commit: Any, note: dict[str, Any], checkout: Any, base_runs: list[Any],
                   runs: list[Any], cfg: ABConfig, script_args: Sequence[str], threshold: float,
-                  warn: Warn) -> dict[str, Any]:
+                  warn: Warn, plan: MetricPlan) -> dict[str, Any]:
+    from gpuperf_rewrite.validate.judge.metric import CPU_UNIT, cpu_values, decided_on
+
     unit = common_unit(base_runs + runs)  # one unit for both sides (steps/s when either lacks a batch size)
     recorded = _record_remeasurement(repo, rel, commit.hexsha, note, base_runs, cfg, script_args, warn)
     base, current = values(base_runs, unit), values(runs, unit)
+    metric, why = decided_on(plan, base_runs + runs, cfg.launcher is not None)
+    extra: dict[str, Any] = {}
+    if metric == CPU:
+        base_cpu, current_cpu = cpu_values(base_runs) or [], cpu_values(runs) or []
+        paired = compound_decision(base, current, base_cpu, current_cpu, cfg, threshold)
+        wall = paired["wall"]
+        extra = {"cpu_unit": CPU_UNIT, "baseline_cpu": base_cpu, "current_cpu": current_cpu,
+                 "cpu_result": brief(paired["cpu"]), "decided_by": paired["decided_by"]}
+    else:
+        paired = wall = paired_decision(base, current, cfg, threshold)
     return _result(repo, rel, commit, base, current, unit, cfg, threshold,
-                   threshold, runs, warn, paired=paired_decision(base, current, cfg, threshold),
+                   threshold, runs, warn, paired=paired, metric=metric, metric_asked=plan.asked,
+                   metric_reason=why, load=plan.to_json(), omp_wait_policy=plan.policy(),
+                   wall_result=brief(wall), **extra,
                    comparison="side_by_side", baseline_start=start_path(base_runs),
                    baseline_note_start=note.get("start"), baseline_checkout=checkout.to_json(),
                    baseline_runs=[r.to_json() for r in base_runs], remeasurement_recorded=recorded)
@@ -366,11 +409,17 @@ def describe_regression(res: dict[str, Any]) -> str:
     bar = (f"threshold -{res['threshold']:.0%} widened by the note's noise to -{limit:.1%}"
            if stored else f"threshold -{res['threshold']:.0%}")
     paired = res.get("paired")
+    on_cpu = res.get("metric") == "cpu"
     if paired:
         ci = paired.get("decision_ci")
         where = (f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "none yet")
         ratio = (f"ratio per pair {1 + res['change']:.3f} over {paired['pairs']} pairs, interval {where} "
                  f"(each end at {paired['level']:.2g}) vs {1 - res['threshold']:.3f}")
+        if on_cpu and paired.get("cpu") and paired.get("wall"):
+            ratio = "; ".join(f"{name} time: ratio per pair {p['ratio']:.3f}, interval {_interval(p)}"
+                              for name, p in (("CPU", paired["cpu"]), ("wall", paired["wall"])))
+            ratio += (f", over {paired['pairs']} pairs (each end at {paired['level']:.2g}) vs "
+                      f"{1 - res['threshold']:.3f}")
     else:
         ci = res.get("ci95")
         ratio = (f"95% CI of ratio {ci[0]:.3f}-{ci[1]:.3f}, p={res['p_value']:.3g}" if ci
@@ -378,6 +427,11 @@ def describe_regression(res: dict[str, Any]) -> str:
     text = (f"{verb}: {res['script']} {res['change']:+.1%} vs baseline {res['baseline_commit'][:12]} "
             f"({res['baseline_summary'][:60]}){f' [{how}]' if how else ''}: median {res['current_median']:,.2f} vs "
             f"{res['baseline_median']:,.2f} {res['unit']}, {ratio} ({bar}, alpha {res['alpha']:g})")
+    load = res.get("load") or {}
+    if on_cpu or load.get("busy") or res.get("metric_asked") not in (None, AUTO):
+        text += f". Decided on {res.get('metric_reason')}"
+    if res.get("decided_by") == WALL and (res.get("cpu_result") or {}).get("verdict") != "regressed":
+        text += "; the regression shows in wall time only (CPU time per step did not rise beyond the threshold)"
     if verdict == UNDECIDED:
         need = (paired or {}).get("pairs_needed")
         more = f" (about {need} pairs would settle it at this noise)" if need else ""
@@ -387,41 +441,9 @@ def describe_regression(res: dict[str, Any]) -> str:
     return text
 
 
-UNDECIDED = "undecided"  # regress's verdict when the paired interval never left the threshold
-
-
-def paired_decision(base: list[float], current: list[float], cfg: ABConfig, threshold: float) -> dict[str, Any]:
-    """The side-by-side verdict from the pairs measured (judge/stats.py :func:`paired_verdict` at
-    the level of the look they stopped at): ``regressed``, ``ok``, or ``undecided`` when the pairs ran out
-    with the interval still containing 1 - ``threshold``. JSON: the ``paired`` key."""
-    from gpuperf_rewrite.validate.judge.stats import compare_paired, paired_looks, paired_verdict
-
-    looks = paired_looks(cfg)
-    level = looks.get(len(base), min(looks.values(), default=cfg.alpha))  # not at a look: no verdict
-    s = compare_paired(base, current, level)
-    verdict = paired_verdict(s, 1.0 - threshold) if s.n in looks else None
-    return {"verdict": verdict or UNDECIDED, "pairs": s.n, "ratio": s.ratio, "ratios": s.ratios,
-            "decision_ci": list(s.ci) if s.ci else None, "level": level, "looks": sorted(looks),
-            "look_levels": [looks[n] for n in sorted(looks)],
-            "ci95": list(s.ci95) if s.ci95 else None, "p_slower": s.p_slower, "p_faster": s.p_faster,
-            "limit": 1.0 - threshold, "max_pairs": cfg.max_runs,
-            "pairs_needed": None if verdict else _pairs_needed(s, 1.0 - threshold)}
-
-
-def _pairs_needed(s: Any, limit: float) -> int | None:
-    """About how many pairs would settle an unsettled comparison at the noise seen so far: the
-    interval narrows as 1/sqrt(pairs) and must shrink to the estimate's distance from ``limit``.
-    None when the estimate sits on the limit (no number of pairs settles that)."""
-    import math
-
-    if s.ci is None or limit <= 0:
-        return None
-    half = (math.log(s.ci[1]) - math.log(s.ci[0])) / 2
-    gap = abs(math.log(s.ratio) - math.log(limit))
-    if gap < 1e-3:
-        return None
-    need = math.ceil(s.n * (half / gap) ** 2)
-    return need if need <= 100_000 else None
+def _interval(paired: dict[str, Any]) -> str:
+    ci = paired.get("decision_ci")
+    return f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "none yet"
 
 
 def describe_baseline(rec: dict[str, Any]) -> str:

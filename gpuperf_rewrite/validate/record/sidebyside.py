@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from gpuperf_rewrite.validate.run.runs import ScriptVersion
 
@@ -108,14 +108,16 @@ def baseline_checkout(repo: Any, commit: str, rel: str, script: Path,
 
 def measure_side_by_side(baseline: str, current: str, script_args: Sequence[str], cfg: ABConfig,
                          runner: Runner, progress: Progress | None = None, *, name: str = "",
-                         settled: Settled | None = None) -> tuple[list[RunRecord], list[RunRecord], str | None]:
+                         settled: Settled | None = None, env: Mapping[str, str] | None = None,
+                         ) -> tuple[list[RunRecord], list[RunRecord], str | None]:
     """Runs of each version, alternated in pairs as ``ab`` orders them (the two runs of a pair
     share a seed): (baseline's runs, current's runs, why the baseline could not be measured or
     None). Without ``settled``, ``cfg.runs`` pairs; with it, pairs until ``settled`` (asked
     after every pair) says the comparison is settled, at most ``cfg.max_runs``. A failed baseline
     run stops its side and the current one is measured to ``cfg.runs`` alone (the caller falls
     back to the stored note); a failed or too short current run raises ABError, as a plain
-    measurement does."""
+    measurement does. ``env`` (None: the tool's) is every run's environment, both sides alike
+    (``regress`` on a busy machine: ``OMP_WAIT_POLICY=PASSIVE``, judge/metric.py)."""
     from gpuperf_rewrite.validate.judge.abtest import ABError, ProgressEvent, pair_orders
     from gpuperf_rewrite.validate.judge.records import describe_failure, record_from_doc, too_short
     from gpuperf_rewrite.validate.run.runs import measured_run
@@ -137,7 +139,7 @@ def measure_side_by_side(baseline: str, current: str, script_args: Sequence[str]
             done += 1
             if progress:
                 progress(ProgressEvent(done, total, side, None, "start"))
-            doc = runner(measured_run(scripts[side], script_args, cfg, cfg.seed + k, cwd=None))
+            doc = runner(measured_run(scripts[side], script_args, cfg, cfg.seed + k, cwd=None, env=env))
             rec = record_from_doc(side, len(runs[side]), doc, seed=cfg.seed + k)
             runs[side].append(rec)
             if progress:
@@ -157,19 +159,31 @@ def measure_side_by_side(baseline: str, current: str, script_args: Sequence[str]
     return runs["A"], runs["B"], failed
 
 
-def settles(cfg: ABConfig, threshold: float) -> Settled:
+def settles(cfg: ABConfig, threshold: float,
+            metric: Callable[[list[RunRecord]], str] | None = None) -> Settled:
     """``regress``'s stop rule: at each look of :func:`~gpuperf_rewrite.validate.judge.stats.paired_looks`,
-    settled once the paired interval of B/A lies wholly below or wholly above 1 - ``threshold``."""
+    settled once the paired interval of B/A lies wholly below or wholly above 1 - ``threshold``.
+    When ``metric`` (asked with all runs so far) says ``cpu``: the compound rule on CPU time with
+    wall time beside it, each at half of alpha (judge/metric.py :func:`compound_verdict`)."""
+    from dataclasses import replace
+
+    from gpuperf_rewrite.validate.judge.metric import CPU, compound_verdict, cpu_values
     from gpuperf_rewrite.validate.judge.records import common_unit, values
     from gpuperf_rewrite.validate.judge.stats import compare_paired, paired_looks, paired_verdict
 
     looks = paired_looks(cfg)
+    half_looks = paired_looks(replace(cfg, alpha=cfg.alpha / 2))
 
     def settled(a: list[RunRecord], b: list[RunRecord]) -> bool:
-        if len(a) not in looks:
+        on_cpu = metric is not None and metric(a + b) == CPU
+        at = half_looks if on_cpu else looks
+        if len(a) not in at:
             return False
         unit = common_unit(a + b)
-        s = compare_paired(values(a, unit), values(b, unit), looks[len(a)])
-        return paired_verdict(s, 1.0 - threshold) is not None
+        wall = compare_paired(values(a, unit), values(b, unit), at[len(a)])
+        if not on_cpu:
+            return paired_verdict(wall, 1.0 - threshold) is not None
+        cpu = compare_paired(cpu_values(a) or [], cpu_values(b) or [], at[len(a)])
+        return compound_verdict(cpu, wall, 1.0 - threshold) is not None
 
     return settled

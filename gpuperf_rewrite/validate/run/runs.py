@@ -98,6 +98,7 @@ class RunDoc(TypedDict, total=False):
     steps_per_s: float | None
     samples_per_s: float | None
     wall_time_s: float | None
+    cpu_time_total_s: float | None  # CPU seconds of the measured window (docs/runtime.md)
     loss: list[float | None]
     loss_nonfinite_steps: list[int]
     memory: dict[str, Any]

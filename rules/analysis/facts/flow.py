@@ -213,7 +213,11 @@ class _Tracer:
             return
         self._seen_aliases.add(key)
         self.aliases.append(alias)
+        cut = _rebound_to_iterator(self.ctx, alias, at)
+        order = self.ctx.preorder() if cut is not None else {}
         for ref in self._references(alias):
+            if cut is not None and order[ref] > order[cut] and not self.ctx.is_inside(ref, cut):
+                continue  # ``loader = iter(loader)``: from there on the name holds the iterator
             self.follow(ref)
 
     def _references(self, alias: Alias) -> Iterator[cst.CSTNode]:
@@ -253,6 +257,33 @@ class _Tracer:
             found = [f for f in ta.functions.get(func.attr.value, []) if _method_of(self.ctx, f) is not None]
             return found[0] if len(found) == 1 else None
         return None
+
+
+def _rebound_to_iterator(ctx: RuleContext, alias: Alias, at: cst.CSTNode) -> cst.SimpleStatementLine | None:
+    """For a name bound to the object by a statement of a block (``ld = DataLoader(...)``), a
+    later statement of the same block that rebinds it to an iterator over it (``ld = iter(ld)``,
+    ``ld = cycle(ld)``): every path from the binding runs it, and from there on the name holds
+    the iterator, not the object."""
+    if alias.name.startswith("self.") or not isinstance(at, cst.Name):
+        return None
+    stmt = ctx.statement_of(at)
+    block = ctx.parent(stmt) if stmt is not None else None
+    if not isinstance(stmt, cst.SimpleStatementLine) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return None
+    after = False
+    for other in block.body:
+        if other is stmt:
+            after = True
+            continue
+        if not after or not isinstance(other, cst.SimpleStatementLine) or len(other.body) != 1:
+            continue
+        small = other.body[0]
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == alias.name and \
+                isinstance(small.value, cst.Call) and dotted_name(small.value.func) in ("iter", "itertools.cycle", "cycle") and \
+                len(small.value.args) == 1 and dotted_name(small.value.args[0].value) == alias.name:
+            return other
+    return None
 
 
 def _method_of(ctx: RuleContext, fn: cst.FunctionDef) -> cst.ClassDef | None:

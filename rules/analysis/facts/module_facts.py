@@ -12,19 +12,21 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates
 from ..model.models import is_model_constructor, loss_classes, module_subclasses, strip_chain
 from ..model.step_code import walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.context import RuleContext
-from ..syntax.project import (CONV, CUDNN, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, TF32, FunctionFacts,
+from ..syntax.project import (CONV, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, FunctionFacts,
                               ModuleFacts, StepCall, project_base_class, project_class, project_function,
                               project_instance_method, project_method, project_model_class)
-from ..syntax.torch_names import (AUTOCAST, CUDNN_CHOICES, DATALOADERS, DETERMINISM, GRAD_SCALERS, LR_SCHEDULERS,
-                                  OPTIMIZERS, SET_PRECISION, TF32_SETTINGS)
+from ..syntax.torch_names import AUTOCAST, DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
 from ..syntax.tree import walk
 from .builders import (at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, unfused_in_factory, values_of)
+from .cli_defaults import zero_fields
+from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
 from .script_facts import first_use_of
 
@@ -53,15 +55,44 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
         in_model = "." in name and name.split(".", 1)[0] in classes
         functions[name] = _function_facts(ctx, ta, fn, fn in models, line_of, in_model)
     _params_through_helpers(ctx, functions)
+    settings_through_methods(ctx, functions)
     _class_entries(ctx, ta, functions, classes)
     exported = {c for c in classes if "." not in c}
     _reexports(ctx, functions, exported)
-    settings = {s for n in walk(ctx.module) if (s := _setting(ctx, n)) is not None} if _may_set(ctx) else set()
+    settings = {s for n in walk(ctx.module) if (s := setting_of(ctx, n)) is not None} if may_set(ctx) else set()
     for imported in ctx.project.values():  # what its imports set when they are imported
         settings |= imported.settings
     return ModuleFacts(functions, frozenset(workload), frozenset(exported),
                        any(f.trains for f in functions.values()), settings=frozenset(settings),
-                       step_calls=_step_calls(ctx, ta, line_of), registries=_model_tables(ctx, exported))
+                       step_calls=_step_calls(ctx, ta, line_of), registries=_model_tables(ctx, exported),
+                       loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
+                       memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
+                       zero_fields=zero_fields(ctx), padding_collates=padding_collates(ctx))
+
+
+def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:
+    """The names of ``kind`` (``loaders``, ``memory_datasets``) the module imports at module level
+    from the user's other modules (a package's ``__init__``), as it names them."""
+    out = set()
+    for stmt in ctx.module.body if ctx.project else ():
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if not isinstance(small, cst.ImportFrom):
+                continue
+            key = "." * len(small.relative) + (dotted_name(small.module) or "" if small.module else "")
+            listed = getattr(ctx.project[key], kind) if key in ctx.project else frozenset()
+            if isinstance(small.names, cst.ImportStar):
+                out |= {n for n in listed if not n.startswith("_")}
+            elif listed:
+                out |= {a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name)
+                        else a.name.value for a in small.names
+                        if isinstance(a.name, cst.Name) and a.name.value in listed}
+    return frozenset(out)
+
+
+def module_step_calls(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> tuple[StepCall, ...]:
+    """``module_facts(ctx, line_of).step_calls`` alone (what the modules it calls every step need
+    of an importer), without the facts of its functions."""
+    return _step_calls(ctx, analysis(ctx), line_of)
 
 
 def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tuple[StepCall, ...]:
@@ -119,41 +150,6 @@ def _model_tables(ctx: RuleContext, models: set[str]) -> frozenset[str]:
                         any(dotted_name(v) in models for v in values):
                     out |= {t.target.value for t in a.targets if isinstance(t.target, cst.Name)}
     return frozenset(out)
-
-
-def _may_set(ctx: RuleContext) -> bool:
-    return any(word in ctx.source for word in ("backends", "set_float32_matmul_precision", "deterministic"))
-
-
-def _under_a_branch(ctx: RuleContext, node: cst.CSTNode) -> bool:
-    """Does ``node`` run only on some path of its function (or module): inside an ``if``?"""
-    for anc in ctx.ancestors(node):
-        if isinstance(anc, cst.If):
-            return True
-        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            return False
-    return False
-
-
-def _setting(ctx: RuleContext, node: cst.CSTNode) -> str | None:
-    """TF32 or CUDNN when ``node`` makes that choice for the program (``torch.backends.cudnn.
-    benchmark = True``, ``cudnn.benchmark, cudnn.deterministic = ...``,
-    ``torch.set_float32_matmul_precision("high")``), else None."""
-    if not isinstance(node, (cst.Call, cst.Assign)) or _under_a_branch(ctx, node):
-        return None  # ``if deterministic: torch.use_deterministic_algorithms(True)``: an opt-in
-    if isinstance(node, cst.Call):
-        if ctx.matches(node.func, SET_PRECISION):
-            return TF32
-        return CUDNN if ctx.matches(node.func, DETERMINISM) else None
-    assert isinstance(node, cst.Assign)
-    for t in node.targets:
-        elements = [e.value for e in t.target.elements] if isinstance(t.target, cst.Tuple) else [t.target]
-        for target in (e for e in elements if isinstance(e, cst.Attribute)):
-            if ctx.matches(target, TF32_SETTINGS):
-                return TF32
-            if ctx.matches(target, CUDNN_CHOICES):
-                return CUDNN
-    return None
 
 
 def _params_through_helpers(ctx: RuleContext, functions: dict[str, FunctionFacts]) -> None:
@@ -299,10 +295,10 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
     look_autocast = not in_model and (imp_autocast or "autocast" in src)
     look_compile = not in_model and (imp_compile or "compile" in src)
     look_scaler = not in_model and (imp_scaler or "Scaler" in src)
-    look_settings = not in_model and (imp_settings or _may_set(ctx))
+    look_settings = not in_model and (imp_settings or may_set(ctx))
     if look_train or look_zero or look_autocast or look_compile or look_scaler or look_settings:
         for node in walk_with_callees(ta, fn.body):
-            if look_settings and (setting := _setting(ctx, node)) is not None:
+            if look_settings and (setting := setting_of(ctx, node)) is not None:
                 settings.add(setting)
             if look_train and not trains:
                 trains = ta.is_backward_call(node) or ta.is_optimizer_step(node)

@@ -12,7 +12,7 @@ from ..model.training import analysis
 from ..syntax.context import RuleContext
 from ..syntax.launch import project_runs
 from ..syntax.project import (ModuleFacts, ProjectCall, model_methods, project_base_class, project_calls,
-                              project_class, project_module, project_table)
+                              project_class, project_method, project_module, project_table)
 from .frameworks import framework_trains
 
 
@@ -49,7 +49,16 @@ def set_elsewhere(ctx: RuleContext, setting: str) -> bool:
     if not ctx.project:
         return False
     return any(setting in m.settings for m in ctx.project.values()) or \
-        any(setting in pc.facts.settings for pc in project_calls(ctx))
+        any(setting in pc.facts.settings for pc in project_calls(ctx)) or setting in ctx.fact(_methods_set)
+
+
+def _methods_set(ctx: RuleContext) -> frozenset[str]:
+    """What the methods of the user's classes this file calls on an object set (``opts =
+    RunOptions(); opts.configure_matmul(True)``; a method found by its name, one class having it)."""
+    if not any(f.settings for m in ctx.project.values() for f in m.functions.values()):
+        return frozenset()
+    return frozenset(s for call in ctx.nodes(cst.Call) if isinstance(call.func, cst.Attribute)
+                     for found in [project_method(ctx, call)] if found is not None for s in found.facts.settings)
 
 
 def project_model(ctx: RuleContext, kind: str) -> cst.Call | None:

@@ -18,6 +18,7 @@ import libcst as cst
 from ..._api import Finding, Fix, Replace
 from ..facts.framework_config import TRL_CONFIGS, config_subclasses, framework_config, qualname_of
 from ..facts.frameworks import framework_trains
+from ..facts.hf_data import pretokenised_text
 from ..facts.program import cpu_only
 from ..syntax.calls import NOT_LITERAL, get_arg, literal_value
 from ..syntax.context import RuleContext
@@ -59,7 +60,7 @@ def unseen_settings(ctx: RuleContext, code: str, node: cst.CSTNode | None = None
         elif kind == "hf" and code in HF_UNSEEN:
             names, flag, what = HF_UNSEEN[code]
             classes = _parsed_classes(ctx, call)
-            if classes is None or _sets_default(ctx, classes, names) or \
+            if classes is None or _sets_default(ctx, classes, names) or code == "GP201" and pretokenised_text(ctx) or \
                     code == "GP301" and (qualname.startswith("trl.") or _trl(ctx, classes)) or \
                     _launched_with(ctx, code, names):
                 continue  # unreadable, the file's own default, TRL's bf16 default, or the launch sets it

@@ -20,6 +20,7 @@ from ..facts.framework_config import (
     qualname_of, trains_with, visible,
 )
 from ..facts.frameworks import frameworks
+from ..facts.hf_data import pretokenised_text
 from ..facts.installed import installed_version
 from ..facts.program import IMPORTED_MODULE, is_script
 from ..syntax.calls import dotted_name, get_arg, literal_value
@@ -243,7 +244,7 @@ def hf_loader(ctx: RuleContext, code: str) -> Iterator[Finding]:
     for cfg in hf_args(ctx):
         workers = cfg.value("dataloader_num_workers", 0)
         name = _hf_name(cfg)
-        if code == "GP201" and workers == 0:
+        if code == "GP201" and workers == 0 and not pretokenised_text(ctx):
             bound = ctx.options.get("max-workers", 8)
             finding = _report(cfg, f"{name} loads batches in the training process (dataloader_num_workers "
                                    "0): the accelerator waits while each batch is read and collated; pass "

@@ -92,15 +92,28 @@ class StepCaller:
 
 
 @dataclasses.dataclass(frozen=True)
+class ConfigMapping:
+    """A mapping of plain values in the project's YAML configuration that the checked file
+    unpacks into a call (``DataLoader(ds, **cfg.dataloader)``): the file (``path``, as a message
+    shows it), the ``key`` below the configuration object (``dataloader``) and its ``items``."""
+
+    path: str
+    key: str
+    items: tuple[tuple[str, object], ...]
+
+
+@dataclasses.dataclass(frozen=True)
 class ProjectRuns:
     """``entries``: the scripts that import the checked module (None when unknown: the file was
     checked alone, or is itself a script); ``launches``: the launch scripts' command lines that run
     the checked file (empty when none or unknown); ``step_callers``: the calls of the project's
-    other modules that run one of the checked module's functions on every iteration of a loop."""
+    other modules that run one of the checked module's functions on every iteration of a loop;
+    ``configs``: the YAML mappings its ``**cfg.<key>`` unpack (``lint.config_files``)."""
 
     entries: tuple[EntryScript, ...] | None = None
     launches: tuple[LaunchCommand, ...] = ()
     step_callers: tuple[StepCaller, ...] = ()
+    configs: tuple[ConfigMapping, ...] = ()
 
 
 def project_runs(ctx: RuleContext) -> ProjectRuns:

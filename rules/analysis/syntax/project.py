@@ -86,12 +86,22 @@ class ModuleFacts:
     step_calls: tuple[StepCall, ...] = ()
     # module-level tables of its model classes (``vae_models = {"VAE": VanillaVAE, ...}``)
     registries: frozenset[str] = frozenset()
+    # its DataLoader subclasses that pass DataLoader's arguments through (``model.datasets``)
+    loaders: frozenset[str] = frozenset()
+    # its dataset classes whose ``__getitem__`` only indexes tensors they hold
+    memory_datasets: frozenset[str] = frozenset()
+    # int fields of its typed command-line arguments classes defaulting to 0 (``facts.cli_defaults``)
+    zero_fields: frozenset[str] = frozenset()
+    # its collate functions padding each batch to its longest item, and loader subclasses using one
+    padding_collates: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
                 "workload": sorted(self.workload), "models": sorted(self.models), "trains": self.trains,
                 "settings": sorted(self.settings), "step_calls": [list(c) for c in self.step_calls],
-                "registries": sorted(self.registries)}
+                "registries": sorted(self.registries), "loaders": sorted(self.loaders),
+                "memory_datasets": sorted(self.memory_datasets), "zero_fields": sorted(self.zero_fields),
+                "padding_collates": sorted(self.padding_collates)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -99,7 +109,10 @@ class ModuleFacts:
                    frozenset(doc["workload"]), frozenset(doc["models"]), bool(doc["trains"]),
                    settings=frozenset(doc.get("settings", ())),
                    step_calls=tuple(StepCall(*c) for c in doc.get("step_calls", ())),
-                   registries=frozenset(doc.get("registries", ())))
+                   registries=frozenset(doc.get("registries", ())), loaders=frozenset(doc.get("loaders", ())),
+                   memory_datasets=frozenset(doc.get("memory_datasets", ())),
+                   zero_fields=frozenset(doc.get("zero_fields", ())),
+                   padding_collates=frozenset(doc.get("padding_collates", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
@@ -161,6 +174,14 @@ def _module_listing(ctx: RuleContext, expr: cst.BaseExpression, kind: str) -> Mo
         if facts is not None and name in getattr(facts, kind):
             return facts
     return None
+
+
+def project_listed(ctx: RuleContext, expr: cst.BaseExpression, kind: str) -> ModuleFacts | None:
+    """The first-party module one of whose ``kind`` (``loaders``, ``memory_datasets``) the name
+    ``expr`` names (``ClipLoader`` imported from ``audio.batching``, ``batching.FeatureBank``)."""
+    if not ctx.project or not isinstance(expr, (cst.Name, cst.Attribute)):
+        return None
+    return _module_listing(ctx, expr, kind)
 
 
 def project_class(ctx: RuleContext, node: cst.CSTNode) -> ModuleFacts | None:
@@ -261,6 +282,7 @@ def _names(ctx: RuleContext, node: cst.CSTNode) -> set[str]:
         for module in ctx.fact(_star_imported):
             facts = ctx.project[module]
             if node.value in facts.models or node.value in facts.functions or node.value in facts.registries or \
+                    node.value in facts.loaders or node.value in facts.memory_datasets or \
                     f"{node.value}.__init__" in facts.functions:
                 return {f"{module}.{node.value}"}
     return found

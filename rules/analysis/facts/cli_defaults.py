@@ -1,0 +1,105 @@
+"""Settings whose value comes from the command line with a default of 0: an ``argparse`` option of
+the file (``add_argument("--workers", type=int, default=0)``) or a field of a typed arguments
+class of the user's modules (``workers: int = 0`` in a ``Tap`` or ``@dataclass`` arguments class,
+read through ``parse_args()``). ``num_workers=args.workers`` then loads in the training process
+unless a run passes the flag; the rule names the flag, as for a framework's parsed arguments."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from ..syntax.calls import dotted_name, get_arg, literal_value, method_call
+from ..syntax.context import RuleContext
+from ..syntax.tree import walk
+
+# Bases of a typed command-line arguments class (tap, simple-parsing, transformers, pydantic-cli).
+_ARGS_BASES = re.compile(r"^(Tap|Serializable|FrozenSerializable|TrainingArguments|Seq2SeqTrainingArguments|"
+                         r".*Args|.*Arguments)$")
+# A dataclass read from the command line is named for it (``TrainArgs``, ``RunOptions``).
+_ARGS_NAMES = re.compile(r"(Args|Arguments|Options|Flags)$")
+
+
+def _norm(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def zero_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
+    """The flag whose default of 0 ``expr`` (``args.workers``) reads, when nothing in the file
+    changes it: an ``add_argument`` of the file with that destination and ``default=0`` (the
+    flag as written), else a field of a typed arguments class of the user's imported modules
+    defaulting to 0 (``--<field>``, as Tap, simple-parsing and HfArgumentParser spell it)."""
+    if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name) or expr.value.value == "self":
+        return None
+    name = expr.attr.value
+    options, assigned = ctx.fact(_options)
+    if name in assigned:
+        return None  # ``args.workers = 4`` somewhere in the file
+    if name in options:
+        return options[name]
+    if any(name in m.zero_fields for m in ctx.project.values()):
+        return f"--{name}"
+    return None
+
+
+def _options(ctx: RuleContext) -> tuple[dict[str, str | None], frozenset[str]]:
+    """The file's ``add_argument`` destinations (to the flag when its default is 0, else None),
+    and the attributes it assigns (``args.workers = ...``)."""
+    options: dict[str, str | None] = {}
+    if "add_argument" in ctx.source:
+        for call in ctx.nodes(cst.Call):
+            if not method_call(call, "add_argument") or not call.args:
+                continue
+            names = [literal_value(a.value) for a in call.args if a.keyword is None]
+            longs = [n for n in names if isinstance(n, str) and n.startswith("--")]
+            dest_arg = get_arg(call, "dest")
+            dest = literal_value(dest_arg.value) if dest_arg is not None else (_norm(longs[0]) if longs else None)
+            if not isinstance(dest, str):
+                continue
+            default = get_arg(call, "default")
+            zero = default is not None and literal_value(default.value) == 0 and \
+                literal_value(default.value) is not False
+            options[dest] = longs[0] if zero and dest not in options else None
+    assigned = frozenset(t.target.attr.value for node in ctx.nodes(cst.Assign) for t in node.targets
+                         if isinstance(t.target, cst.Attribute) and not _reads_itself(node.value, t.target.attr.value))
+    return options, assigned
+
+
+def _reads_itself(value: cst.BaseExpression, attr: str) -> bool:
+    """``args.workers = min(max(0, args.workers), bs)``: bounded, still 0 when it was."""
+    return any(isinstance(n, cst.Attribute) and n.attr.value == attr for n in walk(value, include_self=True))
+
+
+def zero_fields(ctx: RuleContext) -> frozenset[str]:
+    """Fields of the module's typed arguments classes (a ``Tap``/``*Args``/``*Arguments``
+    subclass, or a ``@dataclass`` named ``*Args``/``*Arguments``/``*Options``/``*Flags``) annotated ``int`` with a default of 0 (``workers: int =
+    0``, ``= field(default=0)``) that the module does not set to something else."""
+    if ": int" not in ctx.source:
+        return frozenset()
+    out = set()
+    for cls in ctx.module.body:
+        if not isinstance(cls, cst.ClassDef) or not _args_class(cls):
+            continue
+        for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+            for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                if not (isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and
+                        dotted_name(small.annotation.annotation) == "int" and small.value is not None):
+                    continue
+                value = small.value
+                if isinstance(value, cst.Call) and (arg := get_arg(value, "default")) is not None:
+                    value = arg.value
+                if literal_value(value) == 0 and literal_value(value) is not False:
+                    out.add(small.target.value)
+    if out:
+        _, assigned = _options(ctx)
+        out -= assigned
+    return frozenset(out)
+
+
+def _args_class(cls: cst.ClassDef) -> bool:
+    if _ARGS_NAMES.search(cls.name.value) and any(
+            (dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
+            .rsplit(".", 1)[-1] == "dataclass" for d in cls.decorators):
+        return True
+    return any(_ARGS_BASES.match((dotted_name(b.value) or "").rsplit(".", 1)[-1]) for b in cls.bases)

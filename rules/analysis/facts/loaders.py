@@ -1,0 +1,128 @@
+"""Which calls build a DataLoader, and over what: torch's class, or a subclass of the user's
+(this module's or another's, ``model.datasets``) that passes DataLoader's arguments through; and
+whether the dataset it reads is already in memory (a ``TensorDataset``, or a dataset class whose
+``__getitem__`` only indexes tensors it holds)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates
+from ..syntax.calls import dataloader_arg
+from ..syntax.context import RuleContext
+from ..syntax.project import project_calls, project_listed
+from ..syntax.torch_names import DATALOADERS
+from .script_facts import assignments_in, binding_body
+
+# Reads of tensors or arrays kept in a file: a TensorDataset of them holds a real dataset in memory.
+_LOADS = frozenset({"torch.load", "numpy.load", "torch.from_numpy", "torch.as_tensor", "torch.tensor",
+                    "safetensors.torch.load_file"})
+TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+
+
+def is_loader_call(ctx: RuleContext, call: cst.Call) -> bool:
+    """Does ``call`` build a DataLoader: torch's, or a subclass of the user's that passes its
+    arguments through (``ClipLoader(ds, batch_size=16)``)?"""
+    if ctx.is_call_to(call, DATALOADERS):
+        return True
+    func = call.func
+    if not isinstance(func, (cst.Name, cst.Attribute)):
+        return False
+    if isinstance(func, cst.Name) and func.value in ctx.fact(loader_subclasses):
+        return True
+    return ctx.fact(_imports_loaders) and project_listed(ctx, func, "loaders") is not None
+
+
+def _imports_loaders(ctx: RuleContext) -> bool:
+    """Does a module of the user's this file imports define a DataLoader subclass? (Only then is
+    a call's name looked up among them.)"""
+    return bool(ctx.project) and any(m.loaders for m in ctx.project.values())
+
+
+def loader_calls(ctx: RuleContext) -> list[cst.Call]:
+    """Every call of the file that builds a DataLoader (:func:`is_loader_call`), in source order."""
+    return ctx.fact(_loader_calls)
+
+
+def _loader_calls(ctx: RuleContext) -> list[cst.Call]:
+    return [c for c in ctx.nodes(cst.Call) if is_loader_call(ctx, c)]
+
+
+def in_memory_dataset(ctx: RuleContext, call: cst.Call) -> bool:
+    """Is every dataset the loader built by ``call`` may read already in memory: a
+    ``TensorDataset``, or an instance of a dataset class (of this module or the user's other
+    ones) whose ``__getitem__`` only indexes tensors it holds?"""
+    arg = dataloader_arg(call, "dataset")
+    return arg is not None and _all_in_memory(ctx, arg.value, call, 0)
+
+
+def _all_in_memory(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:
+    if depth > 3:
+        return False
+    if isinstance(expr, cst.IfExp):
+        return _all_in_memory(ctx, expr.body, at, depth + 1) and _all_in_memory(ctx, expr.orelse, at, depth + 1)
+    if isinstance(expr, cst.Name):
+        where = binding_body(ctx, expr.value, at)
+        if where is False:
+            return False
+        values = [v for _, v in assignments_in(ctx, where, expr.value)]  # type: ignore[arg-type]
+        return bool(values) and all(_all_in_memory(ctx, v, v, depth + 1) for v in values)
+    if not isinstance(expr, cst.Call) or not isinstance(expr.func, (cst.Name, cst.Attribute)):
+        return False
+    if ctx.matches(expr.func, TENSOR_DATASETS):
+        return bool(expr.args) and all(not a.star and _stored(ctx, a.value, expr, depth) for a in expr.args)
+    if isinstance(expr.func, cst.Name) and expr.func.value in ctx.fact(in_memory_datasets):
+        return True
+    return project_listed(ctx, expr.func, "memory_datasets") is not None
+
+
+def _stored(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:
+    """A tensor read from storage (``torch.load(path)["x"]``, ``torch.from_numpy(np.load(p))``, a
+    name bound only to such) or placed on the device. Tensors the script fabricates
+    (``torch.randn(...)``) stand for a dataset read elsewhere: not counted."""
+    if depth > 4:
+        return False
+    while isinstance(expr, cst.Subscript) or isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
+            expr.func.attr.value in ("float", "long", "to", "cuda", "contiguous", "view", "reshape", "unsqueeze"):
+        if isinstance(expr, cst.Call) and expr.func.attr.value in ("to", "cuda"):  # type: ignore[union-attr]
+            return True  # device tensors: workers could not even hand them over
+        expr = expr.value if isinstance(expr, cst.Subscript) else expr.func.value  # type: ignore[union-attr]
+    if isinstance(expr, cst.Call):
+        return ctx.matches(expr.func, _LOADS) and (not ctx.matches(expr.func, {"torch.from_numpy", "torch.as_tensor",
+                                                                                "torch.tensor"}) or
+                                                   bool(expr.args) and _stored(ctx, expr.args[0].value, at, depth + 1))
+    if isinstance(expr, cst.Name):
+        where = binding_body(ctx, expr.value, at)
+        if where is False:
+            return False
+        values = [v for _, v in assignments_in(ctx, where, expr.value)]  # type: ignore[arg-type]
+        return bool(values) and all(_stored(ctx, v, v, depth + 1) for v in values)
+    return False
+
+
+def varying_batch_shapes(ctx: RuleContext) -> bool:
+    """Does the program feed batches whose shape changes from batch to batch, as the code shows:
+    a loader of the file collating with a function that pads to the batch's longest item (this
+    module's or the user's other modules'), a loader subclass of the user's that does, or a loader
+    factory of a module of the user's that has one (the time axis of audio or spectrograms)?"""
+    return ctx.fact(_varying)
+
+
+def _varying(ctx: RuleContext) -> bool:
+    local = ctx.fact(padding_collates)
+    imported = bool(ctx.project) and any(m.padding_collates for m in ctx.project.values())
+    if not local and not imported:
+        return False
+
+    def pads(expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Name) and expr.value in local:
+            return True
+        return imported and isinstance(expr, (cst.Name, cst.Attribute)) and \
+            project_listed(ctx, expr, "padding_collates") is not None
+
+    for call in loader_calls(ctx):
+        arg = dataloader_arg(call, "collate_fn")
+        if pads(call.func) or arg is not None and pads(arg.value):
+            return True
+    # a loader factory of a module that pads (``get_loaders(cfg)`` in data.py)
+    return imported and any(pc.facts.builds_loader and pc.module.padding_collates for pc in project_calls(ctx))

@@ -1,0 +1,100 @@
+"""The program-wide settings a module makes (TF32 matmuls, cuDNN's algorithm choice) for the
+facts of the user's modules (``module_facts``): where a setting counts (not behind an opt-in
+``if``, but behind a test of the machine), and which functions make one through the methods of
+the module's classes they call on an object."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+
+from ..syntax.calls import dotted_name
+from ..syntax.context import RuleContext
+from ..syntax.project import CUDNN, TF32, FunctionFacts
+from ..syntax.torch_names import CUDNN_CHOICES, DETERMINISM, SET_PRECISION, TF32_SETTINGS
+from ..syntax.tree import walk
+from .builders import functions_of
+
+
+def may_set(ctx: RuleContext) -> bool:
+    return any(word in ctx.source for word in ("backends", "set_float32_matmul_precision", "deterministic"))
+
+
+def _under_a_branch(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """Does ``node`` run only on some path of its function (or module): inside an ``if`` that is
+    not a test of the machine (``if torch.cuda.is_available():``, ``if hasattr(torch, ...)``: every
+    GPU run takes it)?"""
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, cst.If) and not _machine_test(ctx, anc.test):
+            return True
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+    return False
+
+
+_MACHINE_TESTS = frozenset({"torch.cuda.is_available", "torch.backends.cudnn.is_available",
+                            "torch.backends.cuda.is_built", "torch.cuda.is_bf16_supported"})
+
+
+def _machine_test(ctx: RuleContext, test: cst.BaseExpression) -> bool:
+    """A condition every run on a GPU machine meets: CUDA is available, torch has an attribute
+    (``hasattr(torch, "set_float32_matmul_precision")``), or several of them joined by ``and``."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _machine_test(ctx, test.left) and _machine_test(ctx, test.right)
+    if not isinstance(test, cst.Call):
+        return False
+    if ctx.matches(test.func, _MACHINE_TESTS):
+        return True
+    return isinstance(test.func, cst.Name) and test.func.value == "hasattr" and len(test.args) == 2 and \
+        (dotted_name(test.args[0].value) or "").split(".")[0] in ("torch", "th")
+
+
+def setting_of(ctx: RuleContext, node: cst.CSTNode) -> str | None:
+    """TF32 or CUDNN when ``node`` makes that choice for the program (``torch.backends.cudnn.
+    benchmark = True``, ``cudnn.benchmark, cudnn.deterministic = ...``,
+    ``torch.set_float32_matmul_precision("high")``), else None."""
+    if not isinstance(node, (cst.Call, cst.Assign)) or _under_a_branch(ctx, node):
+        return None  # ``if deterministic: torch.use_deterministic_algorithms(True)``: an opt-in
+    if isinstance(node, cst.Call):
+        if ctx.matches(node.func, SET_PRECISION):
+            return TF32
+        return CUDNN if ctx.matches(node.func, DETERMINISM) else None
+    assert isinstance(node, cst.Assign)
+    for t in node.targets:
+        elements = [e.value for e in t.target.elements] if isinstance(t.target, cst.Tuple) else [t.target]
+        for target in (e for e in elements if isinstance(e, cst.Attribute)):
+            if ctx.matches(target, TF32_SETTINGS):
+                return TF32
+            if ctx.matches(target, CUDNN_CHOICES):
+                return CUDNN
+    return None
+
+
+def settings_through_methods(ctx: RuleContext, functions: dict[str, FunctionFacts]) -> None:
+    """A function that calls a method of one of the module's classes on an object
+    (``opts.configure_matmul(opts.tf32)`` on a settings object it built, a static method through an
+    instance) makes the settings that method makes. Only when some method makes one."""
+    by_method: dict[str, list[str]] = {}
+    for name in functions:
+        if "." in name:
+            by_method.setdefault(name.rsplit(".", 1)[1], []).append(name)
+    if not any(functions[n].settings for names in by_method.values() for n in names):
+        return
+    fns = dict(functions_of(ctx))
+    for _ in range(3):  # a function calling one that calls the method
+        changed = False
+        for name, f in list(functions.items()):
+            found = set(f.settings)
+            for call in (n for n in walk(fns[name].body, into_nested=True) if isinstance(n, cst.Call)):
+                if isinstance(call.func, cst.Attribute):
+                    owners = by_method.get(call.func.attr.value, [])
+                    if len(owners) == 1:  # one class of the module has it: that one
+                        found |= set(functions[owners[0]].settings)
+                elif isinstance(call.func, cst.Name) and call.func.value in functions:
+                    found |= set(functions[call.func.value].settings)
+            if found != set(f.settings):
+                functions[name] = dataclasses.replace(f, settings=tuple(sorted(found)))
+                changed = True
+        if not changed:
+            break
