@@ -12,6 +12,7 @@ from ..analysis.facts.kwargs import Keywords, call_keywords, feeds_only
 from ..analysis.fixes.dict_edits import add_key
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.fixes.frameworks import framework_findings
+from ..analysis.syntax.chosen_classes import chosen_classes
 from ..analysis.syntax.context import RuleContext
 
 DDP = frozenset({
@@ -50,6 +51,10 @@ class DdpBucketView(Rule):
         "The fix adds the keyword to the dict's only literal definition when the dict feeds "
         "nothing but DistributedDataParallel.",
         "Code elsewhere that changes `.grad` in place is not inspected before the fix is offered.",
+        "A wrapper class chosen at run time (`(DDP if dist.is_initialized() else NullDDP)(model, ...)`, "
+        "`wrapper = DDP` in one branch of an `if`) is reported when DistributedDataParallel is one of the "
+        "choices; the fix is offered only when every choice is DistributedDataParallel (another class may "
+        "not accept the keyword).",
         "Lightning `strategy=\"ddp\"` (and the other DDP strategy names) becomes "
         "`DDPStrategy(gradient_as_bucket_view=True)`; `DDPStrategy(...)` and Accelerate's "
         "`DistributedDataParallelKwargs(...)` get the keyword. An `Accelerator` without DDP keyword handlers "
@@ -90,13 +95,23 @@ class DdpBucketView(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
         for call in ctx.nodes(cst.Call):
-            if not ctx.is_call_to(call, DDP):
+            choices = None if ctx.is_call_to(call, DDP) else chosen_classes(ctx, call.func)
+            if choices is None and not ctx.is_call_to(call, DDP) or \
+                    choices is not None and not any(ctx.matches(c, DDP) for c in choices):
                 continue
             kw = call_keywords(ctx, call)
             if kw.opaque or kw.of("gradient_as_bucket_view"):
                 continue
             message = ("DistributedDataParallel copies every gradient into its all-reduce bucket and back "
                        "each step; pass gradient_as_bucket_view=True")
+            others = [ctx.code_for(c) for c in choices or () if not ctx.matches(c, DDP)]
+            if others:  # ``(DDP if dist.is_initialized() else NullDDP)(model, ...)``
+                yield Finding(call, message.replace("DistributedDataParallel", "DistributedDataParallel (when "
+                                                    f"chosen over {' or '.join(others)})", 1),
+                              no_fix_reason=f"the call may also build {' or '.join(others)}, which may not accept "
+                                            "gradient_as_bucket_view: pass it only where DistributedDataParallel "
+                                            "is built")
+                continue
             edit = self._edit(ctx, call, kw)
             if edit is None:
                 yield Finding(call, message, no_fix_reason="the keyword dicts that reach it are built in "

@@ -9,7 +9,7 @@ import libcst as cst
 from .._api import Edit, Finding, Fix, InsertAfter, InsertBefore, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import ACCELERATE, HF, LIGHTNING, blind_reported
 from ..analysis.facts.frameworks import frameworks
-from ..analysis.facts.program import cpu_only
+from ..analysis.facts.program import cpu_only, is_script
 from ..analysis.facts.script_facts import (
     TrainedModel,
     binding_body,
@@ -19,10 +19,13 @@ from ..analysis.facts.script_facts import (
     model_device_name,
     model_names_everywhere,
     names_in,
+    param_names,
+    strip_chain,
     trained_models,
 )
 from ..analysis.fixes.edits import cuda_query, torch_import
-from ..analysis.model.models import DATA_PARALLEL, wrapper_inner
+from ..analysis.facts.framework_config import framework_config
+from ..analysis.model.models import DATA_PARALLEL, module_subclasses, wrapper_inner
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import (
     FRAMEWORK_KEYWORDS, accelerate_compile_fix, compile_chosen, framework_findings, lightning_compile_fix,
@@ -98,8 +101,10 @@ class NoCompile(Rule):
         "predictor)`), and reported where it is built or handed to training, naming the trainer or "
         "the factory. A compile inside a "
         "function or class of those modules that the script calls (`self.model = "
-        "torch.compile(model)` in the Trainer) counts. Not followed: a compile in a module the "
-        "script does not call into."
+        "torch.compile(model)` in the Trainer) counts. A model that a module imported by the script "
+        "is handed (a parameter of the function building its optimizer, or `self.model = model` in "
+        "`__init__`) and neither builds, moves nor hands to an Accelerator that could compile it is "
+        "reported only where it is built, not again in that module. Not followed: a compile in a module the script does not call into."
     )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
@@ -108,9 +113,13 @@ class NoCompile(Rule):
         "model when that is a submodule's), parameter-group lists filled from "
         "`model.named_modules()`, a model that builds its own optimizer "
         "(`model.configure_optimizers(config)`), or as the model handed to a trainer of the user's "
-        "other modules; one whose parameters reach an optimizer out of sight (an installed "
+        "other modules; also an optimizer whose class is held in a variable (`optimizer_cls(unet.parameters())`) "
+        "or built by a configuration-driven constructor of the user's modules or Hydra "
+        "(`optimizer = util.construct_class_by_name(params=net.parameters(), **optimizer_kwargs)`, stepped "
+        "in the file). One whose parameters reach an optimizer out of sight (an installed "
         "package's factory) is missed. A LightningModule that builds its own optimizer is reported "
-        "without a fix.",
+        "without a fix; one optimizer over several of a module's parts (`self.encoder.parameters()`, "
+        "`self.decoder.parameters()`), none of which a fix reaches, is one finding naming them.",
         "The fix inserts `model.compile()` after the statement that builds or moves the model, in "
         "the optimizer's block, and before a `DistributedDataParallel`/FSDP wrap (the inner "
         "module is compiled); when that statement is not there the rule reports only. On a CPU "
@@ -222,11 +231,23 @@ class NoCompile(Rule):
             return
         yield from framework_findings(ctx, self.code)
         seen: set[str] = set()
-        for model in trained_models(ctx):
-            model = whole_model(ctx, model)
-            if model.name in seen:
-                continue
+        models = [whole_model(ctx, m) for m in trained_models(ctx)]
+        parts = _submodules_by_optimizer(ctx, models)
+        for model in models:
+            if model.name in seen or not is_script(ctx) and handed_in(ctx, model) and \
+                    model_build_statement(ctx, model) is None and not _own_module(ctx, model.optimizer) and \
+                    accelerate_compile_fix(ctx) is None:
+                continue  # handed in, not moved, no framework here to compile it: the caller's model line
             seen.add(model.name)
+            together = parts.get(model.optimizer, []) if model.optimizer is not None else []
+            if len(together) > 1:  # one optimizer over a module's parts, none of which a fix reaches
+                if together[0] == model.name:
+                    names = ", ".join(f"`{n}`" for n in together)
+                    yield Finding.of(model.optimizer, f"the trained submodules {names} are never compiled: every "
+                                                      "op runs as a separate eager kernel; compile each where it "
+                                                      "is built", NoFix("no one statement of this file builds "
+                                                                        "each of them for its .compile() to follow"))
+                continue
             node = model.optimizer if model.optimizer is not None else ctx.module
             if model.name == "self":  # the module builds its own optimizer (LightningModule)
                 yield Finding.of(node, "this module is never compiled: every op runs as a separate eager "
@@ -279,6 +300,66 @@ def whole_model(ctx: RuleContext, model: TrainedModel) -> TrainedModel:
         if prefix in models and prefix != "self":
             return TrainedModel(prefix, model.optimizer)
     return model
+
+
+def handed_in(ctx: RuleContext, model: TrainedModel) -> bool:
+    """Is ``model`` handed in by the caller of the function that builds its optimizer: one of its
+    parameters (``PPO.__init__(self, actor_critic, ...)``), or an attribute its class's ``__init__``
+    sets from one (``self.model = model``)? When no statement of the module builds or moves it
+    either, the compile goes where the caller builds it, and the caller's check reports it there
+    (a training class of the user's modules hands its model role to the script: ``Trainer(model,
+    ...)``), once."""
+    fn = ctx.enclosing(model.optimizer, cst.FunctionDef) if model.optimizer is not None else None
+    if fn is None or model.name == "self":
+        return False
+    parts = model.name.split(".")
+    if parts[0] != "self":
+        return parts[0] in param_names(fn)
+    cls = ctx.enclosing(fn, cst.ClassDef)
+    init = next((f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"),
+                None) if cls is not None else None
+    if init is None or len(parts) < 2:
+        return False
+    return any(dotted_name(strip_chain(value)) in param_names(init) for value in _set_in(init, f"self.{parts[1]}"))
+
+
+def _set_in(fn: cst.FunctionDef, target: str) -> list[cst.BaseExpression]:
+    """What ``fn``'s own statements assign to ``target``, also as one element of a tuple assignment
+    (``self.net, self.lr = net, lr``)."""
+    out: list[cst.BaseExpression] = []
+    for stmt in fn.body.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if not isinstance(small, cst.Assign):
+                continue
+            for t in small.targets:
+                if dotted_name(t.target) == target:
+                    out.append(small.value)
+                elif isinstance(t.target, cst.Tuple) and isinstance(small.value, cst.Tuple) and \
+                        len(t.target.elements) == len(small.value.elements):
+                    out += [v.value for e, v in zip(t.target.elements, small.value.elements)
+                            if dotted_name(e.value) == target]
+    return out
+
+
+def _submodules_by_optimizer(ctx: RuleContext, models: list[TrainedModel]) -> dict[cst.CSTNode, list[str]]:
+    """``self.X`` models of one optimizer built in a module class's own method, none with a fix
+    (``Adam(list(self.encoder.parameters()) + list(self.decoder.parameters()))`` in
+    ``configure_optimizers``), by optimizer, in source order."""
+    out: dict[cst.CSTNode, list[str]] = {}
+    for m in models:
+        if m.optimizer is not None and m.name.startswith("self.") and _own_module(ctx, m.optimizer):
+            out.setdefault(m.optimizer, []).append(m.name)
+    # only where no part has a fix of its own (then each keeps its finding and fix)
+    return {opt: names for opt, names in out.items()
+            if not any(isinstance(compile_fix(ctx, TrainedModel(n, opt)), Fix) for n in names)}
+
+
+def _own_module(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """Is ``node`` in a method of an ``nn.Module`` or LightningModule class of this file? (A
+    LightningModule handed its network is fitted by Lightning, not by a trainer of the user's
+    modules whose model role the script's check follows: its finding stays there.)"""
+    cls = ctx.enclosing(node, cst.ClassDef)
+    return cls is not None and (cls.name.value in module_subclasses(ctx) or cls in framework_config(ctx).lightning_modules)
 
 
 def _wraps(ctx: RuleContext, name: str) -> list[tuple[cst.Assign, cst.Call, str | None]]:

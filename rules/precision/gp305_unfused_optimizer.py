@@ -18,6 +18,7 @@ from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import get_arg, has_star_args, literal_value
 from ..analysis.facts.project_use import program_trains, project_model
+from ..analysis.syntax.chosen_classes import chosen_classes, holder_keys, named_class_strings
 from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.builders import gathered_model, optimizer_factories, qualified_name
 from ..analysis.syntax.torch_names import FUSABLE
@@ -64,7 +65,15 @@ class UnfusedOptimizer(Rule):
     limitations = (
         "Only Adam, AdamW and SGD from `torch.optim` are checked; other optimizers with fused or "
         "foreach implementations are not.",
-        "An explicit `foreach=` counts as a choice and silences it.",
+        "An explicit `foreach=True` counts as a choice and silences it; `foreach=False` selects the "
+        "slowest, for-loop implementation and is reported (the fix puts `fused=` in its place: the user "
+        "chose the loop on purpose, hence unsafe like every fix of this rule).",
+        "An Adam, AdamW or SGD class held in a variable (`optimizer_cls = torch.optim.AdamW`, in a branch "
+        "of an `if` or a conditional expression) is reported at the call that builds it; the fix only when "
+        "every class the variable may hold is one of the three. A class named by a string in the keywords "
+        "a configuration helper builds it from (`class_name=\"torch.optim.Adam\"`, `{\"_target_\": "
+        "\"torch.optim.AdamW\"}`) is reported at that string, without a fix (the device is not visible "
+        "there); YAML configurations are not read.",
         "The fix needs the device the model is moved to (`model.to(device)`), or a LightningModule's "
         "`configure_optimizers`, where Lightning has moved the module to its accelerator first "
         "(`fused=self.device.type == \"cuda\"`); otherwise (an Accelerate optimizer built before "
@@ -140,12 +149,28 @@ class UnfusedOptimizer(Rule):
             yield from _factory_findings(ctx)
             return
         for call in ctx.nodes(cst.Call):
-            if not ctx.is_call_to(call, FUSABLE) or has_star_args(call):
+            choices = None if ctx.is_call_to(call, FUSABLE) else chosen_classes(ctx, call.func)
+            if choices is not None and not any(ctx.matches(c, FUSABLE) for c in choices):
                 continue
-            if get_arg(call, "fused") is not None or get_arg(call, "foreach") is not None:
+            if choices is None and not ctx.is_call_to(call, FUSABLE) or has_star_args(call):
                 continue
-            yield Finding.of(call, "optimizer without fused=: its update runs as many separate kernels over "
-                                   "every parameter; use the fused implementation on CUDA", _fix(ctx, call))
+            if get_arg(call, "fused") is not None or not _foreach_unset_or_off(call):
+                continue
+            if get_arg(call, "foreach") is not None:
+                message = ("optimizer with foreach=False: its update runs the slowest implementation, a loop "
+                           "of small kernels per parameter; use the fused implementation on CUDA")
+            else:
+                message = ("optimizer without fused=: its update runs as many separate kernels over every "
+                           "parameter; use the fused implementation on CUDA")
+            outcome = _fix(ctx, call)
+            if choices is not None:
+                chosen = _chosen_words(ctx, call, choices)
+                message = message.replace("optimizer ", f"optimizer {chosen} ", 1)
+                if not all(ctx.matches(c, FUSABLE) for c in choices):
+                    outcome = NoFix(f"`{ctx.code_for(call.func)}` may also be another class, which may not "
+                                    "take fused=: pass it only where the Adam, AdamW or SGD class is chosen")
+            yield Finding.of(call, message, outcome)
+        yield from _named_in_config(ctx)
 
 
 def _factory_findings(ctx: RuleContext) -> Iterator[Finding]:
@@ -171,6 +196,50 @@ def _factory_findings(ctx: RuleContext) -> Iterator[Finding]:
                                               "is not visible here: add fused=True where they are on CUDA"))
 
 
+def _foreach_unset_or_off(call: cst.Call) -> bool:
+    """``foreach=`` not given, or ``foreach=False``: the for-loop implementation, the slowest one,
+    chosen explicitly (a choice that still leaves the update unfused)."""
+    foreach = get_arg(call, "foreach")
+    return foreach is None or literal_value(foreach.value) is False
+
+
+def _with_fused(call: cst.Call, value: str) -> cst.Call:
+    """``call`` with ``fused=value``: in place of ``foreach=False`` when it has one (both kept
+    would read as a contradiction), otherwise appended."""
+    foreach = get_arg(call, "foreach")
+    if foreach is None or foreach.keyword is None:
+        return add_kwarg(call, "fused", value)
+    return call.with_changes(args=[a.with_changes(keyword=cst.Name("fused"), value=cst.parse_expression(value))
+                                   if a is foreach else a for a in call.args])
+
+
+def _chosen_words(ctx: RuleContext, call: cst.Call, choices: list[cst.BaseExpression]) -> str:
+    """```opt_cls` (torch.optim.AdamW)``: the chosen name and the Adam-family classes it may be."""
+    fusable = " or ".join(dict.fromkeys(ctx.code_for(c) for c in choices if ctx.matches(c, FUSABLE)))
+    func = call.func
+    name = f"`{func.value}`" if isinstance(func, cst.Name) else "class chosen here"
+    return f"{name} ({fusable}{', when chosen' if len(choices) > 1 else ''})"
+
+
+def _named_in_config(ctx: RuleContext) -> Iterator[Finding]:
+    """An Adam, AdamW or SGD named by a string in the keywords a configuration helper builds the
+    optimizer from (``EasyDict(class_name="torch.optim.Adam", lr=...)``, ``{"_target_":
+    "torch.optim.AdamW"}``) without ``fused``/``foreach`` among them: the class is imported and
+    built elsewhere, with these keywords, so the edit goes here."""
+    for string, named, holder in named_class_strings(ctx):
+        if named not in FUSABLE:
+            continue
+        keys = holder_keys(holder)
+        if "fused" in keys or "foreach" in keys or isinstance(holder, cst.Call) and has_star_args(holder) or \
+                isinstance(holder, cst.Dict) and any(isinstance(e, cst.StarredDictElement) for e in holder.elements):
+            continue
+        yield Finding.of(string, f"optimizer {named} named in a configuration without fused=: the optimizer "
+                                 "built from these keywords updates every parameter with many separate "
+                                 "kernels per step; add fused=True to them where the parameters are on CUDA",
+                         NoFix("the class is built elsewhere, from these keywords, so the device of its "
+                               "parameters is not visible here"))
+
+
 def _fix_guards(ctx: RuleContext, call: cst.Call) -> NoFix | None:
     differentiable = get_arg(call, "differentiable")
     if differentiable is not None and literal_value(differentiable.value) is not False:
@@ -189,7 +258,7 @@ def _fix(ctx: RuleContext, call: cst.Call) -> Fix | NoFix:
     module_self = _lightning_self(ctx, call)
     if module_self is not None:  # Lightning calls configure_optimizers with the module on its device
         return Fix("use the fused implementation on CUDA", (
-            Replace(call, add_kwarg(call, "fused", f'{module_self}.device.type == "cuda"')),), "unsafe")
+            Replace(call, _with_fused(call, f'{module_self}.device.type == "cuda"')),), "unsafe")
     models = set(param_receivers(ctx, call.args[0].value))
     if len(models) != 1:
         return NoFix("the optimized parameters are not those of one model the file names")
@@ -198,7 +267,7 @@ def _fix(ctx: RuleContext, call: cst.Call) -> Fix | NoFix:
         return NoFix("the device the model is moved to is not visible where the optimizer is built, and "
                      "`fused=True` on a device without fused kernels would fail")
     dt = device_type_expr(ctx, device, call)
-    edits: tuple = (Replace(call, add_kwarg(call, "fused", f'{dt} == "cuda"')),)
+    edits: tuple = (Replace(call, _with_fused(call, f'{dt} == "cuda"')),)
     if not dt.startswith(f"{device}."):
         edits += torch_import(ctx)  # ``torch.device(dev).type``
     return Fix("use the fused implementation on CUDA", edits, "unsafe")

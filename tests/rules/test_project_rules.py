@@ -382,6 +382,52 @@ def test_a_helper_rechecked_when_its_caller_stops_calling_it_every_step(tmp_path
     assert "GP101" not in _codes(_lint(root), "utils/grads.py")
 
 
+def test_objects_built_from_configurations_by_a_first_party_helper(tmp_path: Path) -> None:
+    """config_built: the network and its optimizer are built by ``registry.build_from_name`` (a
+    class named by a string, imported with importlib); the optimizer is handed ``net.parameters()``
+    and stepped, so ``net`` is the trained model (GP303 in loop.py, with the compile before the
+    chosen DDP wrapper); the optimizer's class is named in train.py's keywords (GP305 there). Checked
+    alone, loop.py cannot tell what the helper builds and says nothing."""
+    root = PROJECTS / "config_built"
+    alone, seen = _lint(root, alone=True), _lint(root)
+    assert "GP303" not in _codes(alone, "loop.py")
+    assert sorted(_codes(seen, "loop.py")) == ["GP303", "GP502"]
+    assert _codes(seen, "train.py") == ["GP305"]
+    # the helper reached through its package (``import tools``; ``tools.registry.build_from_name``)
+    through = tmp_path / "through_package"
+    shutil.copytree(root, through)
+    (through / "tools" / "__init__.py").write_text("from . import registry\n")
+    loop = through / "loop.py"
+    loop.write_text(loop.read_text().replace("from tools import registry", "import tools")
+                    .replace("registry.build_from_name", "tools.registry.build_from_name"))
+    assert "GP303" in _codes(_lint(through), "loop.py")
+    # a helper that is no optimizer: its stepped result is not read as one
+    copy = tmp_path / "config_built"
+    shutil.copytree(root, copy)
+    loop = copy / "loop.py"
+    loop.write_text(loop.read_text().replace("optimizer", "averager"))
+    assert "GP303" not in _codes(_lint(copy), "loop.py")
+
+
+def test_a_model_handed_to_an_update_class_is_reported_once_where_it_is_built(tmp_path: Path) -> None:
+    """handed_model: main.py builds the policy and hands it to agents.ActorCriticUpdate, which
+    builds the optimizer over it: GP303 is reported at main.py's model line only (before: also in
+    agents.py, at the optimizer, with no fix there). An imported module that neither builds nor
+    moves the model it is handed leaves the compile to whoever builds it, linted alone too."""
+    root = PROJECTS / "handed_model"
+    seen = _lint(root)
+    assert _codes(seen, "main.py") == ["GP303"]
+    assert "GP303" not in _codes(seen, "agents.py")
+    assert "GP303" not in _codes(_lint(root, alone=True), "agents.py")
+    assert "GP301" in _codes(seen, "agents.py")  # the autocast still goes around the forward, here
+    # a module that moves the model it is handed keeps its finding: the fix goes there
+    copy = tmp_path / "handed_model"
+    shutil.copytree(root, copy)
+    agents = copy / "agents.py"
+    agents.write_text(agents.read_text().replace("self.policy = policy\n", "self.policy = policy.cuda()\n"))
+    assert "GP303" in _codes(_lint(copy), "agents.py")
+
+
 _OPTIONS = (
     "import random\nfrom dataclasses import dataclass\n\nimport torch\n\n\n"
     "@dataclass\nclass RunOptions:\n    seed: int = 0\n    tf32: bool = True\n\n"

@@ -11,7 +11,7 @@ import libcst as cst
 from ..syntax.calls import dotted_name, get_arg
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
-from .script_facts import bound_values
+from .bound_values import bound_values
 
 # transformers' collators that pad (and mask or shift) token ids already in the dataset.
 _PADDING_COLLATORS = frozenset({"DataCollatorWithPadding", "default_data_collator", "DataCollatorForSeq2Seq",

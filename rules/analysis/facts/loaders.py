@@ -12,7 +12,7 @@ from ..syntax.calls import dataloader_arg
 from ..syntax.context import RuleContext
 from ..syntax.project import project_calls, project_listed
 from ..syntax.torch_names import DATALOADERS
-from .script_facts import bound_values
+from .bound_values import bound_values
 
 # Reads of tensors or arrays kept in a file: a TensorDataset of them holds a real dataset in memory.
 _LOADS = frozenset({"torch.load", "numpy.load", "torch.from_numpy", "torch.as_tensor", "torch.tensor",

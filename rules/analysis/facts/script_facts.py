@@ -18,11 +18,13 @@ from ..model.models import constructed_model_names, is_model_constructor, strip_
 from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..syntax.callsites import call_site_args
+from ..syntax.chosen_classes import chosen_classes
 from ..syntax.context import RuleContext
 from ..syntax.imports import torch_name
 from ..syntax.project import MODEL, project_calls, project_function, project_method
 from ..syntax.torch_names import LR_SCHEDULERS, MODULE_CHAIN, OPTIMIZERS
 from ..syntax.tree import walk
+from .config_built import optimizers_built_by_config
 from .frameworks import (  # noqa: F401 - the script-fact API, in one import
     framework_manages_precision, framework_places_batches, framework_prepared_names, framework_trains,
     placed_by_framework,
@@ -105,15 +107,6 @@ def binding_body(ctx: RuleContext, name: str, at: cst.CSTNode) -> FunctionBody |
     if binds(ctx, None, name):
         return None
     return False
-
-
-def bound_values(ctx: RuleContext, name: str, at: cst.CSTNode) -> list[cst.BaseExpression] | None:
-    """The values ``name`` (read at ``at``) is assigned where it is bound, in source order; None
-    when it is bound nowhere we can see."""
-    where = binding_body(ctx, name, at)
-    if where is False:
-        return None
-    return [v for _, v in assignments_in(ctx, where, name)]  # type: ignore[arg-type]
 
 
 def _self_assignments(ctx: RuleContext, name: str) -> Iterator[tuple[cst.CSTNode, cst.BaseExpression]]:
@@ -280,9 +273,19 @@ def _assigned_value(ctx: RuleContext, call: cst.Call) -> bool:
 
 
 def optimizer_calls(ctx: RuleContext) -> list[cst.Call]:
-    return [c for c in ctx.nodes(cst.Call)
-            if ctx.matches(c.func, OPTIMIZERS) and not ctx.matches(c.func, LR_SCHEDULERS)
-            and c.args and not c.args[0].star]
+    """Calls building a torch optimizer: by name (``torch.optim.AdamW(...)``) or through a class
+    the script chooses and holds in a variable (``optimizer_cls(unet.parameters(), ...)`` after
+    ``optimizer_cls = torch.optim.AdamW``; ``syntax.chosen_classes``)."""
+    return ctx.fact(_optimizer_calls)
+
+
+def _optimizer_calls(ctx: RuleContext) -> list[cst.Call]:
+    def is_optimizer_class(expr: cst.BaseExpression) -> bool:
+        return ctx.matches(expr, OPTIMIZERS) and not ctx.matches(expr, LR_SCHEDULERS)
+    chosen = "optim" in ctx.source  # a torch optimizer class is written ``optim.X`` or imported from it
+    return [c for c in ctx.nodes(cst.Call) if c.args and not c.args[0].star and (
+        is_optimizer_class(c.func) or chosen and isinstance(c.func, (cst.Name, cst.IfExp)) and
+        any(is_optimizer_class(x) for x in chosen_classes(ctx, c.func) or ()))]
 
 
 def trained_models(ctx: RuleContext) -> list[TrainedModel]:
@@ -295,6 +298,12 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
                 if name not in seen:
                     seen.add(name)
                     out.append(TrainedModel(name, opt))
+        for call in optimizers_built_by_config(c):  # ``construct_class_by_name(params=net.parameters(), ...)``
+            for name in [m for a in call.args if not a.star and (a.keyword is None or a.keyword.value == "params")
+                         for m in param_receivers(c, a.value, 1)]:
+                if name not in seen:
+                    seen.add(name)
+                    out.append(TrainedModel(name, call))
         built_by = [*project_calls(c), *(m for call in c.nodes(cst.Call) if (m := project_method(c, call)))]
         for built in built_by:  # ``build_optimizer(config, model)``, ``exp.get_optimizer(model)`` elsewhere
             if not built.facts.returns_optimizer:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call
+from ..syntax.chosen_classes import chosen_classes
 from ..syntax.context import RuleContext
 from ..syntax.torch_names import MODULE_CHAIN, NN_MODULE_BASES
 
@@ -129,7 +130,7 @@ def is_model_constructor(ctx: RuleContext, call: cst.BaseExpression) -> bool:
     if not isinstance(call, cst.Call):
         return False
     func = call.func
-    if ctx.matches(func, WRAPPERS):
+    if is_wrapper_class(ctx, func):
         return True
     name = dotted_name(func)
     if name is not None and name in module_subclasses(ctx):
@@ -180,12 +181,28 @@ def assigned_module_names(ctx: RuleContext) -> set[str]:
     return ctx.fact(compute)
 
 
+def is_wrapper_class(ctx: RuleContext, func: cst.BaseExpression) -> bool:
+    """``DDP``, ``nn.DataParallel``, FSDP, or a class chosen among them and others at run time
+    (``(DDP if dist.is_initialized() else NullDDP)``, ``wrapper_cls = FSDP``): what it builds
+    holds the model either way."""
+    if ctx.matches(func, WRAPPERS):
+        return True
+    if not isinstance(func, (cst.Name, cst.IfExp)) or not ctx.fact(_names_a_wrapper):
+        return False  # every wrapper's name says DataParallel: a file without it chooses none
+    choices = chosen_classes(ctx, func)
+    return bool(choices) and any(ctx.matches(c, WRAPPERS) for c in choices or ())
+
+
+def _names_a_wrapper(ctx: RuleContext) -> bool:
+    return "DataParallel" in ctx.source
+
+
 def wrapper_inner(ctx: RuleContext, value: cst.BaseExpression) -> tuple[cst.Call, str | None] | None:
     """For ``DDP(model, ...)`` / ``nn.DataParallel(model.to(dev))``: the wrapper call and the
     dotted name of the module it wraps (None when that is not a plain name); None when
     ``value`` is not a wrapper call."""
     value = strip_chain(value)
-    if not isinstance(value, cst.Call) or not ctx.matches(value.func, WRAPPERS):
+    if not isinstance(value, cst.Call) or not is_wrapper_class(ctx, value.func):
         return None
     positional = [a for a in value.args if a.keyword is None and not a.star]
     arg = positional[0] if positional else next(
