@@ -3,6 +3,7 @@ Do not edit. Code -> (name, enabled by default), and the rule modules it was mad
 (see ``registry.rule_table``)."""
 
 MODULES = (
+    'analysis/facts/bound_values.py',
     'analysis/facts/builders.py',
     'analysis/facts/cli_defaults.py',
     'analysis/facts/collectives.py',

@@ -74,7 +74,7 @@ def test_loader_workers_written_into_the_config_validated_and_committed(tmp_path
     assert note["ab"]["verdict"] == "faster"
     assert {"path": "config.yaml", "rules": ["GP201"]} in note["files"]
     assert "config.yaml: 3 fix(es) from the run (GP201 x1, GP202 x1, GP305 x1)" in out
-    assert "needs a GPU to validate (not tried on cpu): GP104, GP202, GP301, GP302, GP304, GP305" in out
+    assert "needs a GPU to validate (not tried on cpu): GP104, GP202, GP301, GP302, GP303, GP304, GP305" in out
     assert "train.py" in out and (tmp_path / "train.py").read_text() == (PROJECT / "train.py").read_text()
 
 
