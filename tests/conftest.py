@@ -15,11 +15,18 @@ And the warm interpreters (validate/run/warmstart.py) shared between tests (last
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+# A suite started in the background by a non-interactive shell (`make test &`, `nohup ... &`)
+# inherits SIGINT ignored, and so would every process it starts: the Ctrl-C tests then see no
+# KeyboardInterrupt. Give the suite the terminal's Ctrl-C whatever way it was launched.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # module path (from the rootdir) -> the set-up its tests share
 SHARED_SETUP = {
