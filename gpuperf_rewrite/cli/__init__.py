@@ -141,7 +141,12 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
-    except Exception:  # an internal error is exit 2, with the traceback for the bug report
+    except Exception as exc:  # an internal error is exit 2, with the traceback for the bug report
+        from gpuperf_rewrite.lint.interrupts import caused_by_interrupt
+
+        if caused_by_interrupt(exc):
+            click.echo("Interrupted.", err=True)
+            sys.exit(130)
         import traceback  # only here: every run would pay for its import
 
         click.echo("internal error:\n" + traceback.format_exc(), err=True)

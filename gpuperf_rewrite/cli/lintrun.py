@@ -42,8 +42,18 @@ class LintOptions:
         return self.level if self.write or self.show_diff else "none"
 
 
+def _interrupted() -> int:
+    # A Ctrl-C that lands inside multiprocessing's Finalize() leaves a half-built finalizer whose
+    # weakref callback fails at shutdown ("Exception ignored in: <Finalize ...>"): noise after
+    # a clean stop, so the interpreter's unraisable-exception report is muted from here on.
+    sys.unraisablehook = lambda _unraisable: None
+    click.echo("Interrupted: files already written are complete; the others are untouched.", err=True)
+    return 130
+
+
 def run_lint(found: Discovery, settings: Settings, opts: LintOptions) -> int:
     """Lint, fix or diff the discovered files; print the report; return the exit code."""
+    from gpuperf_rewrite.lint.interrupts import caused_by_interrupt
     from gpuperf_rewrite.lint import reporters
     from gpuperf_rewrite.lint.api import lint_paths
     from gpuperf_rewrite.lint.diagnostics import ERROR_CODES, INTERNAL_ERROR
@@ -51,13 +61,12 @@ def run_lint(found: Discovery, settings: Settings, opts: LintOptions) -> int:
     try:
         run = lint_paths(found, settings, mode=opts.mode, write=opts.write,
                          diff=opts.show_diff, jobs=opts.jobs, cache_dir=opts.cache_dir, warn=_warn)
+    except Exception as exc:
+        if not caused_by_interrupt(exc):
+            raise
+        return _interrupted()
     except KeyboardInterrupt:
-        # A Ctrl-C that lands inside multiprocessing's Finalize() leaves a half-built finalizer whose
-        # weakref callback fails at shutdown ("Exception ignored in: <Finalize ...>"): noise after
-        # a clean stop, so the interpreter's unraisable-exception report is muted from here on.
-        sys.unraisablehook = lambda _unraisable: None
-        click.echo("Interrupted: files already written are complete; the others are untouched.", err=True)
-        return 130
+        return _interrupted()
     diags = run.diagnostics
     errors = [d for d in diags if d.code in ERROR_CODES]
     out = click.open_file(opts.output_file, "w") if opts.output_file else None

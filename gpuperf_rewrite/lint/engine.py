@@ -22,6 +22,7 @@ from gpuperf_rewrite.lint.crashes import crash_diagnostic
 from gpuperf_rewrite.lint.diagnostics import (ERROR_CODES, INTERNAL_ERROR, IO_ERROR, SYNTAX_ERROR,
                                               Diagnostic, file_error, suppressed_findings, visible)
 from gpuperf_rewrite.lint.fixes import fix_allowed, fix_to_fixpoint
+from gpuperf_rewrite.lint.interrupts import caused_by_interrupt
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse, syntax_gate
 from gpuperf_rewrite.lint.launch import project_runs
 from gpuperf_rewrite.lint.step_callers import step_callers
@@ -128,6 +129,8 @@ def run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule], r
         except RecursionError:
             raise  # the file is nested too deeply for the analysis: no rule can check it
         except Exception as exc:  # one rule's bug must not hide the other rules' results
+            if caused_by_interrupt(exc):
+                raise
             crashes[cls.code] = crash_diagnostic(cls.code, exc, ctx, path, during)
             continue
         found.extend(mine)
@@ -156,6 +159,8 @@ def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none
     except RecursionError:
         diag = file_error(path, "nested too deeply to analyse (RecursionError); file not checked")
     except Exception as exc:  # LibCST or the engine failed on this file
+        if caused_by_interrupt(exc):
+            raise  # a Ctrl-C Python wrapped (in a class body's __set_name__): the run stops
         diag = file_error(path, f"internal error: {type(exc).__name__}: {exc}; file not checked "
                                 f"(please report this with the file)", code=INTERNAL_ERROR)
     return FileResult(path, [diag], original=data, error=True)

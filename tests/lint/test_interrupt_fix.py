@@ -248,3 +248,48 @@ def test_a_ctrl_c_inside_a_write_is_held_until_the_write_is_whole(tmp_path, monk
     assert target.read_bytes() == b"new\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+
+
+def _wrapped_interrupt(*_args, **_kwargs):
+    """What Python raises for a Ctrl-C landing in a class body's ``__set_name__`` (LibCST's
+    import, CI 2026-11-29): a RuntimeError whose cause is the KeyboardInterrupt."""
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as exc:
+        raise RuntimeError("Error calling __set_name__ on 'Field' instance") from exc
+
+
+def test_a_ctrl_c_python_wrapped_in_another_error_is_an_interrupt_not_an_internal_error(tmp_path, monkeypatch, capsys):
+    from gpuperf_rewrite.cli import main
+    from gpuperf_rewrite.lint import api
+
+    (tmp_path / "train.py").write_bytes(_originals()["train_00.py"])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(api, "lint_paths", _wrapped_interrupt)
+    with pytest.raises(SystemExit) as stop:
+        main(["--isolated", "--fix", "train.py"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 130, err
+    assert "Interrupted" in err and "internal error" not in err and "Traceback" not in err
+    assert (tmp_path / "train.py").read_bytes() == _originals()["train_00.py"]
+
+
+def test_a_wrapped_ctrl_c_inside_one_file_stops_the_run_instead_of_becoming_its_error(monkeypatch):
+    from gpuperf_rewrite.lint import engine
+
+    monkeypatch.setattr(engine, "_check_source", _wrapped_interrupt)
+    with pytest.raises(RuntimeError) as raised:
+        check_source(b"import torch\n", "t.py", RuleSet(RULES))
+    assert isinstance(raised.value.__cause__, KeyboardInterrupt)
+
+
+def test_a_real_bug_is_still_an_internal_error():
+    from gpuperf_rewrite.lint.interrupts import caused_by_interrupt
+
+    try:
+        try:
+            raise ValueError("bug")
+        except ValueError as inner:
+            raise RuntimeError("outer") from inner
+    except RuntimeError as exc:
+        assert not caused_by_interrupt(exc)
