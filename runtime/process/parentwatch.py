@@ -60,8 +60,6 @@ def _wait_any(pids: list[int]) -> None:
 
 def _watch(target: int, pids: list[int]) -> None:
     """The watcher's whole life (in the forked child): wait, then end the run."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # hold no pipe of the run open: readers of its output get their EOF
         os.dup2(devnull, fd)
@@ -81,13 +79,37 @@ def start(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> int | No
         return None
     me = os.getpid()
     pids = sorted({tool, os.getppid(), me})
+    # The watcher ignores Ctrl-C and SIGTERM: they reach the whole group (a terminal's Ctrl-C,
+    # torchrun's agent ending a rank with killpg(SIGTERM)), and a watcher they killed would leave
+    # a run that outlives them (a script handling SIGTERM, a rank its agent could not wait for)
+    # with nobody to end it once the tool is gone (CI 2026-11-29: an orphaned torchrun rank). It
+    # ends anyway as soon as the run itself, its parent or the tool exits. Both signals stay
+    # blocked across the fork, so none lands in the child before it ignores them.
+    held = {signal.SIGINT, signal.SIGTERM}
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     child = os.fork()
     if child == 0:
-        try:
-            _watch(me, pids)
-        finally:
-            os._exit(0)
+        _watcher_main(me, pids, old_mask)
+    signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     return child
+
+
+def _watcher_main(target: int, pids: list[int], old_mask: "set[signal.Signals]") -> None:
+    """The forked child: ignore the signals, then watch; never returns."""
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        while True:
+            try:
+                _watch(target, pids)
+                break
+            except KeyboardInterrupt:
+                # A Ctrl-C the parent's interpreter had noted (not yet raised) before the fork is
+                # raised here once: not the watcher's to obey, it watches on.
+                continue
+    finally:
+        os._exit(0)
 
 
 if __name__ == "__main__":

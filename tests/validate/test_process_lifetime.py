@@ -136,6 +136,39 @@ def test_a_run_that_does_not_lead_its_group_kills_only_itself() -> None:
         tool.wait()
 
 
+# A run that outlives SIGINT and SIGTERM to its group: a script with its own handlers, or a torchrun
+# rank whose agent sends it killpg(SIGTERM) and is SIGKILLed before it can wait for it.
+STUBBORN_RUN = RUN.replace("parentwatch.start()\n", "parentwatch.start()\nimport signal\n"
+                           "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                           "signal.signal(signal.SIGINT, signal.SIG_IGN)\n", 1)
+
+
+def test_the_watcher_outlives_ctrl_c_and_sigterm_to_its_group_and_still_ends_the_run() -> None:
+    assert STUBBORN_RUN != RUN
+    tool = _tool()
+    run = subprocess.Popen([sys.executable, "-c", STUBBORN_RUN],
+                           env={**os.environ, "GPUPERF_WATCH_PID": str(tool.pid)},
+                           stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        grandchild = int(run.stdout.readline())  # type: ignore[union-attr]
+        family = _descendants(run.pid) | {run.pid}
+        assert grandchild in family and len(family) == 3  # the run, its watcher, its child
+        os.killpg(run.pid, signal.SIGINT)
+        os.killpg(run.pid, signal.SIGTERM)
+        time.sleep(0.5)
+        assert _alive(run.pid)  # the script ignores them ...
+        watcher = family - {run.pid, grandchild}
+        assert all(_alive(p) for p in watcher)  # ... and so does its watcher
+        tool.kill()
+        tool.wait()
+        assert run.wait(timeout=10) == -signal.SIGKILL  # the tool gone: the watcher ends the run
+        _assert_all_gone(family, within=5)
+    finally:
+        for p in (tool, run):
+            p.kill()
+            p.wait()
+
+
 def test_without_the_variable_nothing_is_watched() -> None:
     from gpuperf_rewrite.runtime.process import parentwatch
 
