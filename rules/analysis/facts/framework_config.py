@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import libcst as cst
 
-from ..model.guards import flag_name, is_once_test, is_periodic_test
+from ..model.guards import flag_name, is_once_test, is_periodic_test, rare_condition, rare_exit_before
 from ..syntax.calls import NOT_LITERAL, get_arg, literal_value
 from ..syntax.context import RuleContext
 from .frameworks import frameworks
@@ -303,12 +303,17 @@ def rare_in(ctx: RuleContext, node: cst.CSTNode, hook: cst.FunctionDef | None) -
     (``batch_idx % 100 == 0``), once (``batch_idx == 0``) or an opt-in flag (``self.hparams.debug``)?
     (``hook`` None: any such ``if`` above it.)"""
     counters = {p.name.value for p in hook.params.params[2:3]} if hook is not None else set()  # batch_idx
+    child = node
     for anc in ctx.ancestors(node):
         if anc is hook:
             return False
         if isinstance(anc, cst.If) and (is_periodic_test(anc.test) or is_once_test(anc.test, counters) or
-                                        flag_name(anc.test) is not None):
+                                        flag_name(anc.test) is not None or
+                                        child is anc.body and rare_condition(ctx, anc.test)):
             return True
+        if rare_exit_before(ctx, anc, child) is not None:
+            return True  # ``if not self._should_log(batch_idx): return`` earlier in the hook
+        child = anc
     return False
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates
+from ..model.guards import returns_rare
 from ..model.models import is_model_constructor, loss_classes, module_subclasses, strip_chain
 from ..model.step_code import walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
@@ -348,6 +349,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         makes_scaler=scaler,
         settings=tuple(sorted(settings)),
         steps_each_call=trains and ta.steps_each_call(fn),
+        rare_result="%" in src and returns_rare(ctx, fn),
     )
 
 

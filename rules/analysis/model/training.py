@@ -32,7 +32,8 @@ from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_method, project_function
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
-from .guards import flag_name, is_once_test, is_periodic_test, period_one_by_default, periods
+from .guards import (exit_leaves, flag_name, is_once_test, is_periodic_test, period_one_by_default, periods,
+                     rare_condition, rare_exit_before)
 from .tensors import TENSOR_METHODS, is_tensor_expr
 from .training_objects import TrainingObjects
 
@@ -279,6 +280,8 @@ class TrainingAnalysis(TrainingObjects):
                 if self.is_periodic(anc) or flags and flag_name(anc.test) is not None:
                     return None
                 pending.append(anc)
+            if guards and self.rare_exit(anc, child) is not None:
+                return None
             if anc in self._loop_set:
                 assert isinstance(anc, (cst.For, cst.While))
                 # Only the body (and a while's test) run per step; a for's iterable runs once.
@@ -375,6 +378,8 @@ class TrainingAnalysis(TrainingObjects):
                     (self.is_periodic(anc) or flags and flag_name(anc.test) is not None and
                      not _on_by_default(self.ctx, anc, flag_name(anc.test) or "")):
                 return None
+            if self.rare_exit(anc, child) is not None:
+                return None
             if anc in self._loop_set:
                 return None
             if isinstance(anc, cst.FunctionDef):
@@ -436,15 +441,26 @@ class TrainingAnalysis(TrainingObjects):
         runs on every one."""
         if guard not in self._periodic:
             self._periodic[guard] = is_periodic_test(guard.test) and not all(
-                period_one_by_default(self.ctx, p, guard) for p in periods(guard.test))
+                period_one_by_default(self.ctx, p, guard) for p in periods(guard.test)) or \
+                rare_condition(self.ctx, guard.test)  # held in a variable or a method (``if should_log:``)
         return self._periodic[guard]
+
+    def rare_exit(self, block: cst.CSTNode, child: cst.CSTNode) -> cst.If | None:
+        """An early exit before ``child`` in ``block`` after which the rest runs once every N
+        iterations (``if not should_log: return``; ``if step % k: continue`` where the ``continue``
+        leaves a step or eval loop, not a loop over a batch's items)."""
+        found = rare_exit_before(self.ctx, block, child)
+        if found is None or exit_leaves(found) == "return":
+            return found
+        return found if self.ctx.enclosing(found, cst.For, cst.While, *NESTED_DEFS) in self._loop_set else None
 
     def in_step_loop(self, node: cst.CSTNode) -> bool:
         return self.step_loop_of(node) is not None
 
     def guard_of(self, node: cst.CSTNode) -> cst.If | None:
         """The periodic (``if step % N == 0:``) or once-per-loop (``if i == 0:``) ``if`` whose
-        body holds ``node``, looking up to the enclosing function or step loop."""
+        body holds ``node``, or the rare early exit before it (``if not should_log: return``),
+        looking up to the enclosing function or step loop."""
         child = node
         pending: list[cst.If] = []
         for anc in self.ctx.ancestors(node):
@@ -452,6 +468,8 @@ class TrainingAnalysis(TrainingObjects):
                 if self.is_periodic(anc):
                     return anc
                 pending.append(anc)
+            if (leave := self.rare_exit(anc, child)) is not None:
+                return leave
             if isinstance(anc, (cst.For, cst.While)) and anc in self._loop_set:
                 counters = self.counters(anc)
                 return next((g for g in pending if is_once_test(g.test, counters)), None)

@@ -45,6 +45,7 @@ class FunctionFacts:
     makes_scaler: bool = False  # creates a GradScaler (a scaler wrapper class's ``__init__``, a builder)
     settings: tuple[str, ...] = ()  # TF32/CUDNN it sets, in its body or a callee
     steps_each_call: bool = False  # one call runs a whole training step (``loss.backward(); opt.step()``)
+    rare_result: bool = False  # returns True once every N calls (``return step % self.freq == 0``)
 
     def role_of(self, role: str) -> str | None:
         return next((p for p, r in self.roles if r == role), None)
