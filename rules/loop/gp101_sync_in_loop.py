@@ -62,7 +62,12 @@ class SyncInLoop(Rule):
         "(Lightning calls them once per batch); a `self.log(name, x.item())` written directly in "
         "`training_step` is GP106's.",
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
-        "the read or at a call site of the function holding it, are not reported (a period that "
+        "the read or at a call site of the function holding it, are not reported; the periodic test "
+        "may be held in a variable (`is_log_step = step % cfg.log_every == 0`), a method or property of "
+        "the class (`if self._should_log(step):`), a function of this file or a method of the user's other "
+        "modules (`if metrics.should_log(step):`), or be an early exit before the read (`if not should_log: "
+        "return`, `if step % k: continue`). A rank check (`if rank == 0:`, `if master_process:`) is no "
+        "guard: that rank reads on every step (a period that "
         "is 1 by default, `log_period=1`, and that no call in the file sets, is no guard); "
         "loops that run a few iterations (`range(min(4, n))`, `xs[:8]`, a `break` once the "
         "counter reaches a small number) are no eval loops; CPU-only "

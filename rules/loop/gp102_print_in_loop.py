@@ -262,7 +262,9 @@ class PrintInLoop(Rule):
         "collective's result that is only logged is GP106's (one finding, at the collective).",
         "Only calls on every iteration of a training or eval loop (as GP101 sees them) count: "
         "not under a periodic or once-per-loop guard, at the call or at a call site of its "
-        "function; a rank check (`if rank == 0:`, `if master_process:`) is no such guard, it runs "
+        "function (a periodic test held in a variable, a method or property, or a method of the user's "
+        "other modules counts, and so does an early exit before the call: `if not should_log: return`, "
+        "`if step % k: continue`); a rank check (`if rank == 0:`, `if master_process:`) is no such guard, it runs "
         "on every step of that rank. Output in an `if` block that ends the loop or the run "
         "(`sys.exit`, `raise`, `break`, `return`) happens at most once and is not reported. "
         "CPU-only programs are not checked.",
