@@ -28,7 +28,7 @@ from .builders import (at_module_level, built_optimizers, compiles_model, functi
                        params_of, returned_values, shape_of, unfused_in_factory, values_of)
 from .cli_defaults import zero_fields
 from .program_settings import may_set, setting_of, settings_through_methods
-from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
+from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator
 from .script_facts import first_use_of
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
@@ -42,7 +42,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     workload = set()
     if first_use_of(ctx, MATMUL_USERS) is not None or matmul_operator(ctx) is not None:
         workload.add(MATMUL)
-    if first_use_of(ctx, CONVOLUTIONS) is not None or convolution(ctx) is not None:
+    if convolution(ctx) is not None:  # patch embeddings left out
         workload.add(CONV)
     for imported in ctx.project.values():  # models built from the user's other modules
         workload |= imported.workload
@@ -68,7 +68,8 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        step_calls=_step_calls(ctx, ta, line_of), registries=_model_tables(ctx, exported),
                        loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
                        memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
-                       zero_fields=zero_fields(ctx), padding_collates=padding_collates(ctx))
+                       zero_fields=zero_fields(ctx), padding_collates=padding_collates(ctx),
+                       conv_models=conv_builders(ctx) | _reexported(ctx, "conv_models"))
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:

@@ -12,7 +12,8 @@ import libcst as cst
 
 from ..model.models import is_model_constructor, strip_chain
 from ..model.training import analysis
-from ..syntax.calls import dotted_name, method_call
+from ..syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value, method_call
+from ..syntax.project import ModuleFacts, project_class, project_function
 from ..syntax.context import RuleContext
 from ..syntax.torch_names import MODULE_CHAIN
 from ..syntax.tree import walk
@@ -38,6 +39,7 @@ CONVOLUTIONS = frozenset({
     "torch.nn.functional.conv3d", "torch.nn.functional.conv_transpose1d",
     "torch.nn.functional.conv_transpose2d", "torch.nn.functional.conv_transpose3d",
 })
+_CONV_LAYERS = frozenset(n for n in CONVOLUTIONS if not n.startswith("torch.nn.functional."))
 # Vision model zoos: their models convolve (ViTs too: a convolutional patch embedding).
 VISION_ZOOS = frozenset({"torchvision.models.*", "timm.*", "pretrainedmodels.*", "segmentation_models_pytorch.*"})
 
@@ -66,12 +68,36 @@ def model_zoo(ctx: RuleContext) -> cst.CSTNode | None:
     return None
 
 
+def is_patch_embedding(ctx: RuleContext, call: cst.Call) -> bool:
+    """A convolution layer whose kernel equals its stride (``nn.Conv2d(3, dim, kernel_size=p,
+    stride=p)``): it cuts the input into patches once per forward, as a vision transformer's or a
+    DiT's patch embedding does; the model's work is elsewhere, and cuDNN's choice for it hardly
+    matters."""
+    if not ctx.matches(call.func, _CONV_LAYERS):
+        return False
+    kernel, stride = get_arg(call, "kernel_size", 2), get_arg(call, "stride", 3)
+    if kernel is None or stride is None or kernel.star or stride.star:
+        return False
+    k, st = literal_value(kernel.value), literal_value(stride.value)
+    if k is not NOT_LITERAL and st is not NOT_LITERAL:
+        return k == st and k not in (1, (1, 1), (1, 1, 1))
+    return ctx.code_for(kernel.value).strip() == ctx.code_for(stride.value).strip()
+
+
+def _convolutions(ctx: RuleContext) -> list[cst.Call]:
+    """The convolution layers and calls of the file, patch embeddings left out, in source order."""
+    order = ctx.preorder()
+    return sorted((c for c in ctx.nodes(cst.Call) if ctx.matches(c.func, CONVOLUTIONS) and
+                   not is_patch_embedding(ctx, c)), key=order.__getitem__)
+
+
 def convolution(ctx: RuleContext) -> cst.CSTNode | None:
-    """The first convolution layer or call, or a model from a vision zoo (``timm.create_model``,
-    ``torchvision.models.resnet50()``, ``models.__dict__[arch]()``)."""
-    node = first_use_of(ctx, CONVOLUTIONS)
-    if node is not None:
-        return node
+    """The first convolution layer or call (not a patch embedding, ``is_patch_embedding``), or a
+    model from a vision zoo (``timm.create_model``, ``torchvision.models.resnet50()``,
+    ``models.__dict__[arch]()``)."""
+    found = ctx.fact(_convolutions)
+    if found:
+        return found[0]
     for call in ctx.nodes(cst.Call):
         if call is strip_chain(call) and is_model_constructor(ctx, call) and \
                 (ctx.matches(call.func, VISION_ZOOS) or not isinstance(call.func, (cst.Name, cst.Attribute))):
@@ -131,3 +157,79 @@ def tensor_core_work(ctx: RuleContext) -> bool:
                 return True  # ``self.model(x)`` with the model handed to the class by its caller
         return False
     return ctx.fact(compute)
+
+
+def conv_builders(ctx: RuleContext) -> frozenset[str]:
+    """The module's classes and functions whose models convolve (``ModuleFacts.conv_models``): a
+    class or function that builds a convolution layer (not a patch embedding) or a vision zoo model,
+    subclasses one, or builds (calls) another such class or function of this module or of the
+    user's other modules; a function returning a pick from a table (``models[name](cfg)``) only when
+    every model the table holds convolves. A transformer whose only convolution is its patch
+    embedding, a GPT, a graph network: none of them."""
+    return ctx.fact(_conv_builders)
+
+
+def _conv_builders(ctx: RuleContext) -> frozenset[str]:
+    defs: dict[str, cst.ClassDef | cst.FunctionDef] = {
+        s.name.value: s for s in ctx.module.body if isinstance(s, (cst.ClassDef, cst.FunctionDef))}
+    if not defs:
+        return frozenset()
+    tables = _tables(ctx)
+    found: set[str] = set()
+    for _ in range(6):  # builders of builders, to a fixed point
+        before = len(found)
+        for name, node in defs.items():
+            if name not in found and _builds_conv(ctx, node, found, tables):
+                found.add(name)
+        if len(found) == before:
+            break
+    return frozenset(found)
+
+
+def _tables(ctx: RuleContext) -> dict[str, list[str]]:
+    """Module-level and function-level dicts of classes or functions (``{"GCN": GCN, "CNN": CNN}``)."""
+    out: dict[str, list[str]] = {}
+    for assign in ctx.nodes(cst.Assign):
+        if isinstance(assign.value, cst.Dict) and len(assign.targets) == 1 and \
+                isinstance(assign.targets[0].target, cst.Name) and assign.value.elements:
+            names = [dotted_name(e.value) for e in assign.value.elements if isinstance(e, cst.DictElement)]
+            if all(n is not None for n in names) and len(names) == len(assign.value.elements):
+                out[assign.targets[0].target.value] = names  # type: ignore[assignment]
+    return out
+
+
+def _imported_conv(ctx: RuleContext, call: cst.Call) -> bool | None:
+    """Is ``call`` a class or function of the user's other modules that convolves (None: not one)?"""
+    module: ModuleFacts | None = project_class(ctx, call)
+    name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
+    if module is None:
+        pc = project_function(ctx, call)
+        if pc is None:
+            return None
+        module, name = pc.module, pc.name.split(".", 1)[0]
+    return name in module.conv_models
+
+
+def _builds_conv(ctx: RuleContext, node: cst.ClassDef | cst.FunctionDef, found: set[str],
+                 tables: dict[str, list[str]]) -> bool:
+    if isinstance(node, cst.ClassDef):
+        for base in node.bases:
+            if dotted_name(base.value) in found or ctx.matches(base.value, VISION_ZOOS | _CONV_LAYERS):
+                return True
+    for call in walk(node, into_nested=True):
+        if not isinstance(call, cst.Call):
+            continue
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in found:
+            return True
+        if ctx.matches(func, CONVOLUTIONS) and not is_patch_embedding(ctx, call):
+            return True
+        if ctx.matches(func, VISION_ZOOS) and is_model_constructor(ctx, call):
+            return True
+        if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name) and func.value.value in tables:
+            names = tables[func.value.value]
+            if names and all(n in found for n in names):
+                return True
+        if ctx.project and isinstance(func, (cst.Name, cst.Attribute)) and _imported_conv(ctx, call):
+            return True
+    return False

@@ -95,6 +95,9 @@ class ModuleFacts:
     zero_fields: frozenset[str] = frozenset()
     # its collate functions padding each batch to its longest item, and loader subclasses using one
     padding_collates: frozenset[str] = frozenset()
+    # its classes and functions whose models convolve (not only a patch embedding), and those it
+    # re-exports (``facts.workload.conv_builders``)
+    conv_models: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
@@ -102,7 +105,7 @@ class ModuleFacts:
                 "settings": sorted(self.settings), "step_calls": [list(c) for c in self.step_calls],
                 "registries": sorted(self.registries), "loaders": sorted(self.loaders),
                 "memory_datasets": sorted(self.memory_datasets), "zero_fields": sorted(self.zero_fields),
-                "padding_collates": sorted(self.padding_collates)}
+                "padding_collates": sorted(self.padding_collates), "conv_models": sorted(self.conv_models)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -113,7 +116,8 @@ class ModuleFacts:
                    registries=frozenset(doc.get("registries", ())), loaders=frozenset(doc.get("loaders", ())),
                    memory_datasets=frozenset(doc.get("memory_datasets", ())),
                    zero_fields=frozenset(doc.get("zero_fields", ())),
-                   padding_collates=frozenset(doc.get("padding_collates", ())))
+                   padding_collates=frozenset(doc.get("padding_collates", ())),
+                   conv_models=frozenset(doc.get("conv_models", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
