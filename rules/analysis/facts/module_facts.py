@@ -28,7 +28,7 @@ from .builders import (at_module_level, built_optimizers, compiles_model, functi
                        params_of, returned_values, shape_of, unfused_in_factory, values_of)
 from .cli_defaults import zero_fields
 from .program_settings import may_set, setting_of, settings_through_methods
-from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator
+from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
 from .script_facts import first_use_of
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
@@ -69,7 +69,8 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
                        memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
                        zero_fields=zero_fields(ctx), padding_collates=padding_collates(ctx),
-                       conv_models=conv_builders(ctx) | _reexported(ctx, "conv_models"))
+                       conv_models=conv_builders(ctx) | _reexported(ctx, "conv_models"),
+                       resolved_models=resolved_models(ctx) | _reexported(ctx, "resolved_models"))
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:

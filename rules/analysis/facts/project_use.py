@@ -74,10 +74,12 @@ def project_model(ctx: RuleContext, kind: str) -> cst.Call | None:
     for call, module, name in ctx.fact(_project_models):
         if kind != CONV and kind in module.workload:
             return call
-        # Convolutions: the model's own classes decide (a ViT's patch embedding, a Mamba layer
-        # elsewhere in the package are no convolutional model); a model picked by name or returned by
-        # a method: the module must define one that convolves.
-        if kind == CONV and (name in module.conv_models if name is not None else bool(module.conv_models)):
+        # Convolutions: the model's own classes decide where the analysis resolves them (a ViT whose
+        # only convolution is its patch embedding, a pick among graph networks of which one convolves
+        # are no convolutional model); elsewhere (a registry filled by decorators, a method) the module
+        # must define or re-export a model that convolves, or use convolutions.
+        if kind == CONV and (name in module.conv_models if name is not None and name in module.resolved_models
+                             else CONV in module.workload and (name is not None or bool(module.conv_models))):
             return call
     return None
 

@@ -13,7 +13,7 @@ import libcst as cst
 from ..model.models import is_model_constructor, strip_chain
 from ..model.training import analysis
 from ..syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value, method_call
-from ..syntax.project import ModuleFacts, project_class, project_function
+from ..syntax.project import ModuleFacts, project_class, project_function, project_model_class
 from ..syntax.context import RuleContext
 from ..syntax.torch_names import MODULE_CHAIN
 from ..syntax.tree import walk
@@ -186,15 +186,15 @@ def _conv_builders(ctx: RuleContext) -> frozenset[str]:
     return frozenset(found)
 
 
-def _tables(ctx: RuleContext) -> dict[str, list[str]]:
+def _tables(ctx: RuleContext) -> dict[str, list[cst.BaseExpression]]:
     """Module-level and function-level dicts of classes or functions (``{"GCN": GCN, "CNN": CNN}``)."""
-    out: dict[str, list[str]] = {}
+    out: dict[str, list[cst.BaseExpression]] = {}
     for assign in ctx.nodes(cst.Assign):
         if isinstance(assign.value, cst.Dict) and len(assign.targets) == 1 and \
                 isinstance(assign.targets[0].target, cst.Name) and assign.value.elements:
-            names = [dotted_name(e.value) for e in assign.value.elements if isinstance(e, cst.DictElement)]
-            if all(n is not None for n in names) and len(names) == len(assign.value.elements):
-                out[assign.targets[0].target.value] = names  # type: ignore[assignment]
+            values = [e.value for e in assign.value.elements if isinstance(e, cst.DictElement)]
+            if len(values) == len(assign.value.elements) and all(dotted_name(v) is not None for v in values):
+                out[assign.targets[0].target.value] = values
     return out
 
 
@@ -211,7 +211,7 @@ def _imported_conv(ctx: RuleContext, call: cst.Call) -> bool | None:
 
 
 def _builds_conv(ctx: RuleContext, node: cst.ClassDef | cst.FunctionDef, found: set[str],
-                 tables: dict[str, list[str]]) -> bool:
+                 tables: dict[str, list[cst.BaseExpression]]) -> bool:
     if isinstance(node, cst.ClassDef):
         for base in node.bases:
             if dotted_name(base.value) in found or ctx.matches(base.value, VISION_ZOOS | _CONV_LAYERS):
@@ -227,9 +227,61 @@ def _builds_conv(ctx: RuleContext, node: cst.ClassDef | cst.FunctionDef, found: 
         if ctx.matches(func, VISION_ZOOS) and is_model_constructor(ctx, call):
             return True
         if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name) and func.value.value in tables:
-            names = tables[func.value.value]
-            if names and all(n in found for n in names):
+            entries = tables[func.value.value]
+            if all(dotted_name(e) in found or (m := _imported_entry(ctx, e)) is not None and
+                   (dotted_name(e) or "").rsplit(".", 1)[-1] in m.conv_models for e in entries):
                 return True
         if ctx.project and isinstance(func, (cst.Name, cst.Attribute)) and _imported_conv(ctx, call):
             return True
     return False
+
+
+
+def resolved_models(ctx: RuleContext) -> frozenset[str]:
+    """The module's classes, and its functions whose every returned model is built by a call this
+    analysis resolves (a class or function of this module or of the user's other modules, a table of
+    them, a torch or zoo constructor): for these, not being in ``conv_builders`` means the model does
+    not convolve. A function returning ``registry[name](...)`` filled elsewhere, ``globals()[arch]()``
+    or a parameter's call is not resolved: whether it convolves is left to the module's workload."""
+    return ctx.fact(_resolved_models)
+
+
+def _resolved_models(ctx: RuleContext) -> frozenset[str]:
+    classes = {s.name.value for s in ctx.module.body if isinstance(s, cst.ClassDef)}
+    functions = {s.name.value: s for s in ctx.module.body if isinstance(s, cst.FunctionDef)}
+    tables = _tables(ctx)
+    out = set(classes)
+    for _ in range(4):
+        before = len(out)
+        for name, fn in functions.items():
+            if name in out:
+                continue
+            returned = [strip_chain(r.value) for r in walk(fn.body) if isinstance(r, cst.Return) and r.value is not None]
+            calls = [v for v in returned if isinstance(v, cst.Call)]
+            if calls and len(calls) == len(returned) and all(_resolved_call(ctx, c, out, tables) for c in calls):
+                out.add(name)
+        if len(out) == before:
+            break
+    return frozenset(out)
+
+
+def _resolved_call(ctx: RuleContext, call: cst.Call, known: set[str], tables: dict[str, list[cst.BaseExpression]]) -> bool:
+    func = call.func
+    if isinstance(func, cst.Name) and func.value in known:
+        return True
+    if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name) and func.value.value in tables:
+        return all(dotted_name(e) in known or _imported_entry(ctx, e) is not None for e in tables[func.value.value])
+    if ctx.matches(func, {"torch.nn.*"}) or ctx.matches(func, VISION_ZOOS):
+        return True
+    if ctx.project and isinstance(func, (cst.Name, cst.Attribute)):
+        module = project_class(ctx, call)
+        if module is not None:
+            return True
+        pc = project_function(ctx, call)
+        return pc is not None and pc.name.split(".", 1)[0] in pc.module.resolved_models
+    return False
+
+
+def _imported_entry(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
+    """The user's other module whose model class a table entry names (``{"resnet": ResNet}``)."""
+    return project_model_class(ctx, expr) if ctx.project else None

@@ -98,6 +98,9 @@ class ModuleFacts:
     # its classes and functions whose models convolve (not only a patch embedding), and those it
     # re-exports (``facts.workload.conv_builders``)
     conv_models: frozenset[str] = frozenset()
+    # its classes and the functions whose models the analysis resolves: not in conv_models, they do
+    # not convolve (``facts.workload.resolved_models``)
+    resolved_models: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
@@ -105,7 +108,8 @@ class ModuleFacts:
                 "settings": sorted(self.settings), "step_calls": [list(c) for c in self.step_calls],
                 "registries": sorted(self.registries), "loaders": sorted(self.loaders),
                 "memory_datasets": sorted(self.memory_datasets), "zero_fields": sorted(self.zero_fields),
-                "padding_collates": sorted(self.padding_collates), "conv_models": sorted(self.conv_models)}
+                "padding_collates": sorted(self.padding_collates), "conv_models": sorted(self.conv_models),
+                "resolved_models": sorted(self.resolved_models)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -117,7 +121,8 @@ class ModuleFacts:
                    memory_datasets=frozenset(doc.get("memory_datasets", ())),
                    zero_fields=frozenset(doc.get("zero_fields", ())),
                    padding_collates=frozenset(doc.get("padding_collates", ())),
-                   conv_models=frozenset(doc.get("conv_models", ())))
+                   conv_models=frozenset(doc.get("conv_models", ())),
+                   resolved_models=frozenset(doc.get("resolved_models", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
