@@ -16,7 +16,7 @@ from ..._api import AddImport, Edit, Finding, Fix, InsertBefore, NoFix, Replace
 from ..facts.execution import execution
 from ..facts.framework_config import KEYWORDS as FRAMEWORK_KEYWORDS
 from ..facts.framework_config import (
-    ConfigCall, accelerators, framework_config, hf_args, lightning_import_root, lightning_trainers, on_cpu,
+    ConfigCall, accelerators, framework_config, hf_args, hf_args_unread, lightning_import_root, lightning_trainers, on_cpu,
     qualname_of, trains_with, visible,
 )
 from ..facts.frameworks import frameworks
@@ -137,6 +137,8 @@ def hf_tf32(ctx: RuleContext, node: cst.CSTNode | None, message: str) -> list[Fi
     findings: ``tf32=True`` on its arguments, or a finding at ``node`` without a fix when they are
     out of sight (``HfArgumentParser``: pass ``--tf32``)."""
     fc = framework_config(ctx)
+    if hf_args_unread(ctx):
+        return None  # the arguments only parse the command line: the script's own loop trains
     if not fc.of("hf"):
         if "hf" not in hf_kinds(ctx):
             return None
