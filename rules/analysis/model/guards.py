@@ -23,7 +23,7 @@ is true on every iteration of that rank.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import libcst as cst
 
@@ -396,11 +396,12 @@ def _rare_call(ctx: RuleContext, call: cst.Call, truth: bool, depth: int) -> boo
     return imported is not None and imported.facts.rare_result
 
 
-def rare_exit_before(ctx: RuleContext, block: cst.CSTNode, child: cst.CSTNode) -> cst.If | None:
-    """An ``if`` among the statements of ``block`` before ``child`` that leaves (``return``,
-    ``continue``) unless a rare condition holds (``if not should_log: return``, ``if step % k:
-    continue``): ``child`` then runs only on those iterations. The caller checks that a
-    ``continue`` leaves the loop it counts."""
+def rare_exit_before(ctx: RuleContext, block: cst.CSTNode, child: cst.CSTNode,
+                     loops: Collection[cst.CSTNode] = ()) -> cst.If | None:
+    """An ``if`` among the statements of ``block`` before ``child`` that leaves (``return``, or
+    ``continue`` out of one of ``loops``: a step or eval loop, not a loop over a batch's items)
+    unless a rare condition holds (``if not should_log: return``, ``if step % k: continue``):
+    ``child`` then runs only on those iterations."""
     if not isinstance(block, cst.IndentedBlock):
         return None
     for stmt in block.body:
@@ -408,11 +409,19 @@ def rare_exit_before(ctx: RuleContext, block: cst.CSTNode, child: cst.CSTNode) -
             return None
         if isinstance(stmt, cst.If) and stmt.orelse is None:
             body = suite_statements(stmt.body)
-            if body and isinstance(body[-1], (cst.Return, cst.Continue)) and rare_condition(ctx, stmt.test, False):
+            leaves = body and (isinstance(body[-1], cst.Return) or isinstance(body[-1], cst.Continue) and
+                               ctx.enclosing(stmt, cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda) in loops)
+            if leaves and rare_condition(ctx, stmt.test, False):
                 return stmt
     return None
 
 
-def exit_leaves(stmt: cst.If) -> str:
-    """"continue" or "return": how a ``rare_exit_before`` ``if`` leaves."""
-    return "continue" if isinstance(suite_statements(stmt.body)[-1], cst.Continue) else "return"
+def on_by_default(ctx: RuleContext, node: cst.CSTNode, flag: str) -> bool:
+    """Is ``flag`` a parameter of the function holding ``node`` that defaults to True
+    (``def timed(closure, log_timings=True)``)? A call from another module that runs it every
+    step passes nothing we see: the switch is on unless that caller turns it off."""
+    fn = ctx.enclosing(node, cst.FunctionDef)
+    if fn is None:
+        return False
+    return any(p.name.value == flag and isinstance(p.default, cst.Name) and p.default.value == "True"
+               for p in (*fn.params.params, *fn.params.kwonly_params))

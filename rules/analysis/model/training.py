@@ -32,7 +32,7 @@ from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_method, project_function
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
-from .guards import (exit_leaves, flag_name, is_once_test, is_periodic_test, period_one_by_default, periods,
+from .guards import (flag_name, is_once_test, is_periodic_test, on_by_default, period_one_by_default, periods,
                      rare_condition, rare_exit_before)
 from .tensors import TENSOR_METHODS, is_tensor_expr
 from .training_objects import TrainingObjects
@@ -280,7 +280,7 @@ class TrainingAnalysis(TrainingObjects):
                 if self.is_periodic(anc) or flags and flag_name(anc.test) is not None:
                     return None
                 pending.append(anc)
-            if guards and self.rare_exit(anc, child) is not None:
+            if guards and rare_exit_before(self.ctx, anc, child, self._loop_set) is not None:
                 return None
             if anc in self._loop_set:
                 assert isinstance(anc, (cst.For, cst.While))
@@ -376,9 +376,9 @@ class TrainingAnalysis(TrainingObjects):
         for anc in self.ctx.ancestors(node):
             if isinstance(anc, cst.If) and child is anc.body and \
                     (self.is_periodic(anc) or flags and flag_name(anc.test) is not None and
-                     not _on_by_default(self.ctx, anc, flag_name(anc.test) or "")):
+                     not on_by_default(self.ctx, anc, flag_name(anc.test) or "")):
                 return None
-            if self.rare_exit(anc, child) is not None:
+            if rare_exit_before(self.ctx, anc, child, self._loop_set) is not None:
                 return None
             if anc in self._loop_set:
                 return None
@@ -445,15 +445,6 @@ class TrainingAnalysis(TrainingObjects):
                 rare_condition(self.ctx, guard.test)  # held in a variable or a method (``if should_log:``)
         return self._periodic[guard]
 
-    def rare_exit(self, block: cst.CSTNode, child: cst.CSTNode) -> cst.If | None:
-        """An early exit before ``child`` in ``block`` after which the rest runs once every N
-        iterations (``if not should_log: return``; ``if step % k: continue`` where the ``continue``
-        leaves a step or eval loop, not a loop over a batch's items)."""
-        found = rare_exit_before(self.ctx, block, child)
-        if found is None or exit_leaves(found) == "return":
-            return found
-        return found if self.ctx.enclosing(found, cst.For, cst.While, *NESTED_DEFS) in self._loop_set else None
-
     def in_step_loop(self, node: cst.CSTNode) -> bool:
         return self.step_loop_of(node) is not None
 
@@ -468,7 +459,7 @@ class TrainingAnalysis(TrainingObjects):
                 if self.is_periodic(anc):
                     return anc
                 pending.append(anc)
-            if (leave := self.rare_exit(anc, child)) is not None:
+            if (leave := rare_exit_before(self.ctx, anc, child, self._loop_set)) is not None:
                 return leave
             if isinstance(anc, (cst.For, cst.While)) and anc in self._loop_set:
                 counters = self.counters(anc)
@@ -489,17 +480,6 @@ class TrainingAnalysis(TrainingObjects):
         """Best-effort: does ``expr`` evaluate to a torch tensor? Used where a false positive
         would be costly (``float(x)``), so it only says yes on clear evidence (``tensors``)."""
         return is_tensor_expr(self, expr)
-
-
-def _on_by_default(ctx: RuleContext, node: cst.CSTNode, flag: str) -> bool:
-    """Is ``flag`` a parameter of the function holding ``node`` that defaults to True
-    (``def timed(closure, log_timings=True)``)? A call from another module that runs it every
-    step passes nothing we see: the switch is on unless that caller turns it off."""
-    fn = ctx.enclosing(node, cst.FunctionDef)
-    if fn is None:
-        return False
-    return any(p.name.value == flag and isinstance(p.default, cst.Name) and p.default.value == "True"
-               for p in (*fn.params.params, *fn.params.kwonly_params))
 
 
 def _loss_named(expr: cst.BaseExpression) -> bool:
