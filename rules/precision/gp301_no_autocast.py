@@ -83,9 +83,13 @@ class NoAutocast(Rule):
         "(severity info, no fix) says that it is opt-in and which flag or field turns it on; nothing when the "
         "project's launch scripts (`run.sh`, `scripts/*.sh`) pass that flag.",
         "Not reported where a framework owns precision (Accelerate, Lightning, the Hugging Face "
-        "Trainer, DeepSpeed, apex), on a model whose dtype the user chose (`.half()`, bfloat16, "
-        "float64), in a CPU-only program, or where nothing multiplies matrices or convolves "
-        "(a simulation or a polynomial fit written in this file).",
+        "Trainer, DeepSpeed, apex), where every step's backward is an engine's built elsewhere "
+        "(`engine.backward(loss)`, `self.strategy.backward(loss, model, optimizer)`: a DeepSpeed engine's "
+        "config or a strategy decides the precision), on a model whose dtype the user chose (`.half()`, "
+        "bfloat16, float64, `from_pretrained(torch_dtype=...)`), in a CPU-only program, or where nothing "
+        "multiplies matrices or convolves (a simulation or a polynomial fit written in this file). "
+        "`TrainingArguments` (or a subclass) used only to parse arguments for a loop of the script's own, "
+        "with no Hugging Face Trainer built or subclassed, gets no Trainer finding.",
         "No fix when the file uses `binary_cross_entropy`/`nn.BCELoss` (CUDA autocast raises on "
         "it; moving to `BCEWithLogitsLoss` means removing the model's final Sigmoid, which the rule "
         "cannot prove equivalent), or when a trained model's forward runs before the statements a "
