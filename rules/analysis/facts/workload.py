@@ -172,18 +172,61 @@ def conv_builders(ctx: RuleContext) -> frozenset[str]:
 def _conv_builders(ctx: RuleContext) -> frozenset[str]:
     defs: dict[str, cst.ClassDef | cst.FunctionDef] = {
         s.name.value: s for s in ctx.module.body if isinstance(s, (cst.ClassDef, cst.FunctionDef))}
-    if not defs:
-        return frozenset()
+    if not defs or convolution(ctx) is None and not any(m.conv_models for m in ctx.project.values()):
+        return frozenset()  # nothing here or in the user's modules it imports convolves
     tables = _tables(ctx)
-    found: set[str] = set()
-    for _ in range(6):  # builders of builders, to a fixed point
-        before = len(found)
-        for name, node in defs.items():
-            if name not in found and _builds_conv(ctx, node, found, tables):
-                found.add(name)
-        if len(found) == before:
+    # One walk per definition: whether it convolves by itself, and what of this module it builds.
+    direct: set[str] = set()
+    uses: dict[str, tuple[set[str], list[list[cst.BaseExpression]]]] = {}
+    for name, node in defs.items():
+        called, picked = _scan(ctx, node, set(defs), tables)
+        if called is None:
+            direct.add(name)
+        else:
+            uses[name] = (called, picked)
+    found = set(direct)
+    for _ in range(len(uses)):  # builders of builders, to a fixed point
+        grew = {name for name, (called, picked) in uses.items() if name not in found and (
+            called & found or any(all(_entry_conv(ctx, e, found) for e in entries) for entries in picked))}
+        if not grew:
             break
+        found |= grew
     return frozenset(found)
+
+
+def _entry_conv(ctx: RuleContext, entry: cst.BaseExpression, found: set[str]) -> bool:
+    if dotted_name(entry) in found:
+        return True
+    module = _imported_entry(ctx, entry)
+    return module is not None and (dotted_name(entry) or "").rsplit(".", 1)[-1] in module.conv_models
+
+
+def _scan(ctx: RuleContext, node: cst.ClassDef | cst.FunctionDef, local: set[str],
+          tables: dict[str, list[cst.BaseExpression]]) -> tuple[set[str] | None, list[list[cst.BaseExpression]]]:
+    """None when ``node`` convolves by itself (a convolution layer that is no patch embedding, a zoo
+    model, a convolutional base or imported class); else the names of this module it builds (or
+    subclasses) and the tables it picks from."""
+    called: set[str] = set()
+    picked: list[list[cst.BaseExpression]] = []
+    if isinstance(node, cst.ClassDef):
+        for base in node.bases:
+            if ctx.matches(base.value, VISION_ZOOS | _CONV_LAYERS):
+                return None, picked
+            if dotted_name(base.value) in local:
+                called.add(dotted_name(base.value) or "")
+    for call in walk(node, into_nested=True):
+        if not isinstance(call, cst.Call):
+            continue
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in local:
+            called.add(func.value)
+        elif isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name) and func.value.value in tables:
+            picked.append(tables[func.value.value])
+        elif ctx.matches(func, CONVOLUTIONS) and not is_patch_embedding(ctx, call) or \
+                ctx.matches(func, VISION_ZOOS) and is_model_constructor(ctx, call) or \
+                ctx.project and isinstance(func, (cst.Name, cst.Attribute)) and _imported_conv(ctx, call):
+            return None, picked
+    return called, picked
 
 
 def _tables(ctx: RuleContext) -> dict[str, list[cst.BaseExpression]]:
@@ -208,33 +251,6 @@ def _imported_conv(ctx: RuleContext, call: cst.Call) -> bool | None:
             return None
         module, name = pc.module, pc.name.split(".", 1)[0]
     return name in module.conv_models
-
-
-def _builds_conv(ctx: RuleContext, node: cst.ClassDef | cst.FunctionDef, found: set[str],
-                 tables: dict[str, list[cst.BaseExpression]]) -> bool:
-    if isinstance(node, cst.ClassDef):
-        for base in node.bases:
-            if dotted_name(base.value) in found or ctx.matches(base.value, VISION_ZOOS | _CONV_LAYERS):
-                return True
-    for call in walk(node, into_nested=True):
-        if not isinstance(call, cst.Call):
-            continue
-        func = call.func
-        if isinstance(func, cst.Name) and func.value in found:
-            return True
-        if ctx.matches(func, CONVOLUTIONS) and not is_patch_embedding(ctx, call):
-            return True
-        if ctx.matches(func, VISION_ZOOS) and is_model_constructor(ctx, call):
-            return True
-        if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name) and func.value.value in tables:
-            entries = tables[func.value.value]
-            if all(dotted_name(e) in found or (m := _imported_entry(ctx, e)) is not None and
-                   (dotted_name(e) or "").rsplit(".", 1)[-1] in m.conv_models for e in entries):
-                return True
-        if ctx.project and isinstance(func, (cst.Name, cst.Attribute)) and _imported_conv(ctx, call):
-            return True
-    return False
-
 
 
 def resolved_models(ctx: RuleContext) -> frozenset[str]:
