@@ -10,6 +10,7 @@ import libcst as cst
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.framework_config import framework_config, rare_in, step_hook
+from ..analysis.facts.framework_hooks import framework_step_methods
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
@@ -139,7 +140,9 @@ class SyncInLoop(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
         hooks = bool(framework_config(ctx).lightning_modules)
-        if not (ta.step_loops or ta.eval_loops or hooks or project_runs(ctx).step_callers) or cpu_only(ctx):
+        framework = framework_step_methods(ctx)  # a Trainer subclass's compute_loss, a callback's on_step_end
+        if not (ta.step_loops or ta.eval_loops or hooks or framework or project_runs(ctx).step_callers) or \
+                cpu_only(ctx):
             return
         # A read of a collective's result on its way to a log: GP106 reports the collective; the
         # read is a sync of its own (GP101), fixed by the same change (reduce and read when logging).
@@ -150,9 +153,9 @@ class SyncInLoop(Rule):
                 yield _collective_read(ctx, ta, call, what, loop, collective[call].what)
                 continue
             if loop is None:
-                if hooks:
+                if hooks and step_hook(ctx, call) is not None:
                     yield from _in_step_hook(ctx, call, what)
-                elif (caller := ta.every_step_caller(call)) is not None:
+                elif (caller := ta.every_step_caller(call) or ta.caller_from(call, framework)) is not None:
                     yield _from_elsewhere(ctx, call, what, caller)
                 continue
             snippet = ctx.code_for(call)

@@ -11,6 +11,7 @@ import libcst as cst
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.framework_config import framework_config, rare_in, step_hook
+from ..analysis.facts.framework_hooks import framework_step_methods
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import single_expression_statement
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
@@ -306,7 +307,8 @@ class PrintInLoop(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
         hooks = bool(framework_config(ctx).lightning_modules)
-        if not (ta.step_loops or ta.eval_loops or hooks) or cpu_only(ctx):
+        framework = framework_step_methods(ctx)  # a Trainer subclass's compute_loss, a callback's on_step_end
+        if not (ta.step_loops or ta.eval_loops or hooks or framework) or cpu_only(ctx):
             return
         # A print of a collective's result that is only logged is GP106's (one change removes both).
         claimed = {c for found in logged_collectives(ctx) for c in found.sinks}
@@ -326,6 +328,13 @@ class PrintInLoop(Rule):
                                         "waits for the GPU; log the tensor with self.log, or print every N steps",
                                   no_fix_reason="the hook has no loop an `if step % N == 0:` guard could count; "
                                                 "guard it with `batch_idx % N == 0` or use self.log by hand")
+                elif hook is None and not found.read and (caller := ta.caller_from(call, framework)) is not None:
+                    yield Finding(call, f"{what} is formatted for output on every {caller.kind} ({caller.where} calls "
+                                        f"`{caller.function}` on each one), which copies it to the host and waits for "
+                                        "the GPU; log it every N steps",
+                                  no_fix_reason=f"the loop that runs `{caller.function}` is in {caller.path}, with no "
+                                                "counter here an `if step % N == 0:` guard could use: guard it on the "
+                                                "framework's step count (`state.global_step`) by hand")
                 continue
             if _before_leaving(ctx, call, loop):
                 continue

@@ -15,6 +15,7 @@ from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call
 from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.framework_config import STEP_HOOKS, framework_config
+from ..analysis.facts.framework_hooks import framework_step_methods
 from ..analysis.syntax.launch import StepCaller, project_runs
 from ..analysis.syntax.tree import walk
 from ._across_modules import PER_STEP_ACROSS_MODULES
@@ -138,7 +139,7 @@ class HostTensorThenMove(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
         if not (ta.step_loops or ta.eval_loops or project_runs(ctx).step_callers or
-                framework_config(ctx).lightning_modules) or cpu_only(ctx):
+                framework_config(ctx).lightning_modules or framework_step_methods(ctx)) or cpu_only(ctx):
             return
         for move in ctx.nodes(cst.Call):
             if cuda_tensor_type(ctx, move.func) and _host_data_argument(ctx, ta, move):
@@ -166,7 +167,8 @@ class HostTensorThenMove(Rule):
                     yield found
                 continue
             loop = ta.every_step_loop(move)
-            caller = ta.every_step_caller(move) if loop is None else None
+            caller = ta.every_step_caller(move) or ta.caller_from(move, framework_step_methods(ctx)) \
+                if loop is None else None
             if caller is not None:
                 yield Finding(move, f"tensor built on the CPU and copied to the device on every {caller.kind} "
                                     f"({caller.where} calls `{caller.function}` on each one; a synchronous "
@@ -210,7 +212,8 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
     loop = ta.every_step_loop(move)
     caller = ta.every_step_caller(move) if loop is None else None
     if loop is None and caller is None:
-        caller = ta.caller_from(move, _lightning_hooks(ctx))  # ``training_step`` -> ``self(x)`` -> a submodule
+        # ``training_step`` -> ``self(x)`` -> a submodule; a Trainer subclass's ``compute_loss``
+        caller = ta.caller_from(move, {**_lightning_hooks(ctx), **framework_step_methods(ctx)})
     if loop is None and caller is None:
         return None
     factory = host_origin(ctx, move.func.value, move, loose_default_type=caller is not None)  # type: ignore[attr-defined]

@@ -26,6 +26,7 @@ from ..syntax.tree import walk
 from .builders import (at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, unfused_in_factory, values_of)
 from .cli_defaults import zero_fields
+from .framework_hooks import HF_CALLBACK, HF_TRAINER, exported_classes
 from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
 from .script_facts import first_use_of
@@ -67,7 +68,9 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        step_calls=_step_calls(ctx, ta, line_of), registries=_model_tables(ctx, exported),
                        loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
                        memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
-                       zero_fields=zero_fields(ctx), padding_collates=padding_collates(ctx))
+                       zero_fields=zero_fields(ctx), padding_collates=padding_collates(ctx),
+                       trainer_classes=exported_classes(ctx, HF_TRAINER) | _reexported(ctx, "trainer_classes"),
+                       callback_classes=exported_classes(ctx, HF_CALLBACK) | _reexported(ctx, "callback_classes"))
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:

@@ -94,6 +94,10 @@ class ModuleFacts:
     zero_fields: frozenset[str] = frozenset()
     # its collate functions padding each batch to its longest item, and loader subclasses using one
     padding_collates: frozenset[str] = frozenset()
+    # its subclasses of the Hugging Face Trainer (TRL's trainers too) and of TrainerCallback, also
+    # through its own or its imports' classes (``facts.framework_hooks``)
+    trainer_classes: frozenset[str] = frozenset()
+    callback_classes: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
@@ -101,7 +105,8 @@ class ModuleFacts:
                 "settings": sorted(self.settings), "step_calls": [list(c) for c in self.step_calls],
                 "registries": sorted(self.registries), "loaders": sorted(self.loaders),
                 "memory_datasets": sorted(self.memory_datasets), "zero_fields": sorted(self.zero_fields),
-                "padding_collates": sorted(self.padding_collates)}
+                "padding_collates": sorted(self.padding_collates),
+                "trainer_classes": sorted(self.trainer_classes), "callback_classes": sorted(self.callback_classes)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -112,7 +117,9 @@ class ModuleFacts:
                    registries=frozenset(doc.get("registries", ())), loaders=frozenset(doc.get("loaders", ())),
                    memory_datasets=frozenset(doc.get("memory_datasets", ())),
                    zero_fields=frozenset(doc.get("zero_fields", ())),
-                   padding_collates=frozenset(doc.get("padding_collates", ())))
+                   padding_collates=frozenset(doc.get("padding_collates", ())),
+                   trainer_classes=frozenset(doc.get("trainer_classes", ())),
+                   callback_classes=frozenset(doc.get("callback_classes", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
