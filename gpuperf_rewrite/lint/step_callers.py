@@ -153,7 +153,8 @@ def step_callers(fs_path: str | Path, data: bytes, root: Path, store: Path | Non
 
 
 _LOOP = re.compile(rb"^[ \t]*(?:for|while)\b", re.MULTILINE)
-_STEP_WORDS = (b"backward", b".step(", b"DataLoader", b"loader", b"no_grad", b"inference_mode", b".eval(")
+# ``_step(``: a loop calling a trainer's ``train_step(samples)`` (the backward is in the trainer).
+_STEP_WORDS = (b"backward", b".step(", b"_step(", b"DataLoader", b"loader", b"no_grad", b"inference_mode", b".eval(")
 
 
 def _may_loop(path: Path) -> bool:

@@ -29,7 +29,7 @@ from ..syntax.calls import dotted_name, method_call
 from ..syntax.callsites import aliased_names, called_name, calls_of, instance_calls, own_classes
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
-from ..syntax.project import project_class_method, project_function
+from ..syntax.project import project_class_method, project_function, project_method
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
 from .guards import flag_name, is_once_test, is_periodic_test, period_one_by_default, periods
@@ -178,7 +178,10 @@ class TrainingAnalysis(TrainingObjects):
         if not isinstance(node.func, cst.Attribute) or not isinstance(node.func.value, cst.Name):
             return False
         cls = self._class_of(node.func.value)  # ``bpr: utils.BPRLoss = ...``; ``bpr.stage_one(...)``
-        method = project_class_method(self.ctx, cls, (node.func.attr.value,)) if cls is not None else None
+        if cls is None:  # ``trainer.train_step(samples)`` of a parameter: the one class with that method
+            found = project_method(self.ctx, node)
+            return found is not None and found.facts.steps_each_call
+        method = project_class_method(self.ctx, cls, (node.func.attr.value,))
         return method is not None and method[2].steps_each_call
 
     def _class_of(self, name: cst.Name) -> cst.BaseExpression | None:
@@ -208,11 +211,18 @@ class TrainingAnalysis(TrainingObjects):
         return None
 
     def steps_each_call(self, fn: cst.FunctionDef) -> bool:
-        """Does one call of ``fn`` run a whole training step at its own top level (outside its own
-        loops): a backward and an optimizer step, or a loss scaler doing both?"""
+        """Does one call of ``fn`` run a whole training step: an optimizer step at its own top level
+        (outside its own loops) after a backward (there too, or in its loop over micro-batches), or
+        a loss scaler doing both?"""
         nodes = list(self._walk_outside_loops(fn.body))
-        return any(self.hidden_step(n) is not None for n in nodes) or \
-            any(self.is_backward_call(n) for n in nodes) and any(self.is_optimizer_step(n) for n in nodes)
+        if any(self.hidden_step(n) is not None for n in nodes):
+            return True
+        if not any(self.is_optimizer_step(n) for n in nodes):
+            return False
+        # The backward at its top level, or in its own loop over the micro-batches of one update
+        # (``for sample in samples: loss.backward()``, then one ``optimizer.step()``).
+        return any(self.is_backward_call(n) for n in nodes) or \
+            any(self.is_backward_call(n) for n in walk(fn.body) if isinstance(n, cst.Call))
 
     @staticmethod
     def _walk_outside_loops(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
