@@ -48,9 +48,25 @@ _SAME_PLACE = ("long", "int", "float", "view", "reshape", "flatten", "squeeze", 
                "contiguous", "numpy", "t", "permute", *TENSOR_METHODS)
 
 
+# ``torch.stack``/``torch.cat`` put their result where their inputs are: on the host only when
+# those are built there too (``torch.stack([torch.tensor(a), torch.tensor(b)])``).
+_JOINS = frozenset({"torch.stack", "torch.cat", "torch.concat", "torch.concatenate", "torch.hstack", "torch.vstack"})
+
+
 def _host_factory(ctx: RuleContext, call: cst.Call) -> bool:
-    return ctx.matches(call.func, _FACTORIES) and get_arg(call, "device") is None and \
-        not any(a.star == "**" for a in call.args)
+    if not ctx.matches(call.func, _FACTORIES) or get_arg(call, "device") is not None or \
+            any(a.star == "**" for a in call.args):
+        return False
+    if not ctx.matches(call.func, _JOINS):
+        return True
+    parts = call.args[0].value if call.args and not call.args[0].star else None
+    if isinstance(parts, (cst.ListComp, cst.GeneratorExp)):
+        items: list[cst.BaseExpression] = [parts.elt]
+    elif isinstance(parts, (cst.List, cst.Tuple)) and parts.elements:
+        items = [e.value for e in parts.elements]
+    else:
+        return False  # ``torch.stack(losses)``: a list of device tensors, as likely as not
+    return all(isinstance(i, cst.Call) and _host_factory(ctx, i) for i in items)
 
 
 def _unmoved_batch(ctx: RuleContext, ta: TrainingAnalysis, name: cst.Name, call: cst.Call) -> bool:
