@@ -61,7 +61,13 @@ class SyncInLoop(Rule):
         "through the call that runs this module's function (see across modules). "
         "A LightningModule's `training_step`, `validation_step` and `test_step` are loop bodies "
         "(Lightning calls them once per batch); a `self.log(name, x.item())` written directly in "
-        "`training_step` is GP106's.",
+        "`training_step` is GP106's. So are, with the functions of this module they call, a Hugging "
+        "Face `Trainer` (or TRL trainer) subclass's `compute_loss` and `training_step` (every "
+        "micro-batch) and `prediction_step` (every eval batch), and a `TrainerCallback`'s "
+        "`on_step_begin`/`on_step_end`/`on_substep_end`/`on_prediction_step`, the classes resolved "
+        "through their imports, this file's subclasses and the user's other modules; `on_log` and "
+        "`on_evaluate` run once per log or evaluation and are not per step (a loop over batches "
+        "inside `on_evaluate` is an eval loop).",
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
         "the read or at a call site of the function holding it, are not reported (a period that "
         "is 1 by default, `log_period=1`, and that no call in the file sets, is no guard); "
@@ -135,6 +141,16 @@ class SyncInLoop(Rule):
                         total += model(x).sum().detach()
                 return float(total)
         """)),
+        Invalid(dedent("""
+            import torch
+            from transformers import Trainer
+            class AccuracyTrainer(Trainer):
+                def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+                    outputs = model(**inputs)
+                    acc = (outputs.logits.argmax(-1) == inputs["labels"]).float().mean()
+                    self.train_acc.append(acc.item())
+                    return (outputs.loss, outputs) if return_outputs else outputs.loss
+        """), fixed=None),
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:

@@ -169,13 +169,13 @@ class HostTensorThenMove(Rule):
             loop = ta.every_step_loop(move)
             caller = ta.every_step_caller(move) or ta.caller_from(move, framework_step_methods(ctx)) \
                 if loop is None else None
-            if caller is not None:
+            if caller is not None and caller.line:  # another module's loop
                 yield Finding(move, f"tensor built on the CPU and copied to the device on every {caller.kind} "
                                     f"({caller.where} calls `{caller.function}` on each one; a synchronous "
                                     "host-to-device transfer); create it with device=",
                               no_fix_reason="the device this function's caller uses is not visible here")
                 continue
-            if loop is None:
+            if loop is None and caller is None:
                 continue
             fix: Fix | NoFix = NoFix("the target device is not one expression the factory could take as device=, "
                                      "or the factory call already has `**` arguments or device/generator/out/pin_memory/layout")
@@ -186,7 +186,10 @@ class HostTensorThenMove(Rule):
                 fix = Fix("create the tensor on the device",
                           (Replace(move, add_kwarg(factory, "device", device)),),
                           "unsafe" if random else "safe")
-            yield Finding.of(move, f"tensor built on the CPU and copied to the device on every {ta.loop_kind(loop)} "
+            # a framework's hook (``compute_loss``): the move's own device expression is at hand
+            kind = ta.loop_kind(loop) if loop is not None else \
+                f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"  # type: ignore[union-attr]
+            yield Finding.of(move, f"tensor built on the CPU and copied to the device on every {kind} "
                                 "(a synchronous host-to-device transfer); create it with device=", fix)
 
 

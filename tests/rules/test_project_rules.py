@@ -603,3 +603,39 @@ def test_a_trainer_holding_a_moved_model_keeps_the_entry_checked(tmp_path: Path)
         "    Trainer(model, opt, 'cuda').fit(loader)\n\n\n"
         "if __name__ == '__main__':\n    main([])\n")
     assert "GP305" in _codes(_lint(tmp_path), "train.py")
+
+
+def test_hooks_the_hugging_face_trainer_calls_every_step_through_the_users_base_classes() -> None:
+    """Issue 34, class B: a Trainer subclass of a subclass in another module (``DistillTrainer
+    (RecipeTrainer)``, ``RecipeTrainer(Seq2SeqTrainer)``) and a callback of a user's callback base:
+    ``compute_loss`` (and the helper it calls), ``prediction_step`` and ``on_step_end`` are per-step
+    code; the read under the logging period and the one in ``on_evaluate`` are not. The bases are
+    the facts of recipes/base.py, not names: checked alone, the subclasses report nothing."""
+    root = PROJECTS / "hf_trainer_chain"
+    facts = project_mod.project_facts(root / "recipes" / "distill.py",
+                                      (root / "recipes" / "distill.py").read_bytes()).modules
+    base = facts[".base"]
+    assert base.trainer_classes == {"RecipeTrainer"} and base.callback_classes == {"RecipeCallback"}
+    seen, alone = _lint(root), _lint(root, alone=True)
+    found = seen["recipes/distill.py"].diagnostics  # type: ignore[attr-defined]
+    assert [(d.code, d.line) for d in found] == [("GP101", 26), ("GP101", 32), ("GP101", 38)]
+    assert "every training step: the Hugging Face Trainer calls `DistillTrainer.compute_loss`" in found[0].message
+    assert "every eval batch" in found[1].message and "`TemperatureProbe.on_step_end`" in found[2].message
+    assert _codes(alone, "recipes/distill.py") == []
+
+
+def test_a_loop_handing_micro_batches_to_a_trainers_update_method(tmp_path: Path) -> None:
+    """Issue 34, class B: ``updater.update(group)`` on a trainer the loop was handed (no type in
+    sight: the one class of the user's modules with that method), whose method steps the optimizer
+    once after the micro-batches' backward, makes the loop a training loop; the method's checks of
+    the gradient norm are per step. Called every 50 steps, they are not."""
+    root = tmp_path / "update_step"
+    shutil.copytree(PROJECTS / "update_step", root)
+    found = _lint(root)["engine/updater.py"].diagnostics  # type: ignore[attr-defined]
+    assert [(d.code, d.line) for d in found] == [("GP101", 24), ("GP101", 24)]
+    assert "run.py:13 calls `Updater.update`" in found[0].message
+    run = root / "run.py"
+    run.write_text(run.read_text().replace("        stats = updater.update(group)\n",
+                                           "        stats = None\n        if step % 50 == 0:\n"
+                                           "            stats = updater.update(group)\n"))
+    assert _codes(_lint(root), "engine/updater.py") == []
