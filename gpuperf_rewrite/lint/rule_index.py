@@ -12,6 +12,7 @@ MODULES = (
     'analysis/facts/flow.py',
     'analysis/facts/framework_config.py',
     'analysis/facts/framework_docs.py',
+    'analysis/facts/framework_hooks.py',
     'analysis/facts/frameworks.py',
     'analysis/facts/gpu_use.py',
     'analysis/facts/hf_data.py',

@@ -328,13 +328,10 @@ class PrintInLoop(Rule):
                                         "waits for the GPU; log the tensor with self.log, or print every N steps",
                                   no_fix_reason="the hook has no loop an `if step % N == 0:` guard could count; "
                                                 "guard it with `batch_idx % N == 0` or use self.log by hand")
-                elif hook is None and not found.read and (caller := ta.caller_from(call, framework)) is not None:
-                    yield Finding(call, f"{what} is formatted for output on every {caller.kind} ({caller.where} calls "
-                                        f"`{caller.function}` on each one), which copies it to the host and waits for "
-                                        "the GPU; log it every N steps",
-                                  no_fix_reason=f"the loop that runs `{caller.function}` is in {caller.path}, with no "
-                                                "counter here an `if step % N == 0:` guard could use: guard it on the "
-                                                "framework's step count (`state.global_step`) by hand")
+                elif hook is None and not found.read and (by := ta.caller_from(call, framework)) is not None:
+                    yield Finding(call, f"{what} is formatted for output on every {by.kind} ({by.where} calls `{by.function}` "
+                                        "on each one), which copies it to the host and waits for the GPU; log it every N steps",
+                                  no_fix_reason=f"the loop is in {by.path}: guard it on `state.global_step` by hand")
                 continue
             if _before_leaving(ctx, call, loop):
                 continue

@@ -179,8 +179,7 @@ class TrainingAnalysis(TrainingObjects):
             return False
         cls = self._class_of(node.func.value)  # ``bpr: utils.BPRLoss = ...``; ``bpr.stage_one(...)``
         if cls is None:  # ``trainer.train_step(samples)`` of a parameter: the one class with that method
-            found = project_method(self.ctx, node)
-            return found is not None and found.facts.steps_each_call
+            return (found := project_method(self.ctx, node)) is not None and found.facts.steps_each_call
         method = project_class_method(self.ctx, cls, (node.func.attr.value,))
         return method is not None and method[2].steps_each_call
 
@@ -215,14 +214,8 @@ class TrainingAnalysis(TrainingObjects):
         (outside its own loops) after a backward (there too, or in its loop over micro-batches), or
         a loss scaler doing both?"""
         nodes = list(self._walk_outside_loops(fn.body))
-        if any(self.hidden_step(n) is not None for n in nodes):
-            return True
-        if not any(self.is_optimizer_step(n) for n in nodes):
-            return False
-        # The backward at its top level, or in its own loop over the micro-batches of one update
-        # (``for sample in samples: loss.backward()``, then one ``optimizer.step()``).
-        return any(self.is_backward_call(n) for n in nodes) or \
-            any(self.is_backward_call(n) for n in walk(fn.body) if isinstance(n, cst.Call))
+        return any(self.hidden_step(n) is not None for n in nodes) or any(self.is_optimizer_step(n) for n in nodes) \
+            and any(self.is_backward_call(n) for n in walk(fn.body) if isinstance(n, cst.Call))
 
     @staticmethod
     def _walk_outside_loops(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
