@@ -10,7 +10,7 @@ import libcst as cst
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.framework_config import framework_config, rare_in, step_hook
-from ..analysis.facts.framework_hooks import framework_step_methods
+from ..analysis.facts.framework_hooks import framework_step_methods, lightning_step_methods
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
@@ -60,7 +60,7 @@ class SyncInLoop(Rule):
         "model in eval mode or under `no_grad`); a loop driven from another module is seen only "
         "through the call that runs this module's function (see across modules). "
         "A LightningModule's `training_step`, `validation_step` and `test_step` are loop bodies "
-        "(Lightning calls them once per batch); a `self.log(name, x.item())` written directly in "
+        "(Lightning calls them once per batch), and the methods of this file they call per-step code; a `self.log(name, x.item())` written directly in "
         "`training_step` is GP106's. So are, with the functions of this module they call, a Hugging "
         "Face `Trainer` (or TRL trainer) subclass's `compute_loss` and `training_step` (every "
         "micro-batch) and `prediction_step` (every eval batch), and a `TrainerCallback`'s "
@@ -156,7 +156,8 @@ class SyncInLoop(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
         hooks = bool(framework_config(ctx).lightning_modules)
-        framework = framework_step_methods(ctx)  # a Trainer subclass's compute_loss, a callback's on_step_end
+        # a Trainer subclass's compute_loss, a callback's on_step_end, what a Lightning step hook calls
+        framework = {**lightning_step_methods(ctx), **framework_step_methods(ctx)}
         if not (ta.step_loops or ta.eval_loops or hooks or framework or project_runs(ctx).step_callers) or \
                 cpu_only(ctx):
             return

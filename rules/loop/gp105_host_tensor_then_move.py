@@ -14,9 +14,9 @@ from ..analysis.model.step_code import device_kind
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call
 from ..analysis.syntax.context import RuleContext
-from ..analysis.facts.framework_config import STEP_HOOKS, framework_config
-from ..analysis.facts.framework_hooks import framework_step_methods
-from ..analysis.syntax.launch import StepCaller, project_runs
+from ..analysis.facts.framework_config import framework_config
+from ..analysis.facts.framework_hooks import framework_step_methods, lightning_step_methods
+from ..analysis.syntax.launch import project_runs
 from ..analysis.syntax.tree import walk
 from ._across_modules import PER_STEP_ACROSS_MODULES
 
@@ -193,19 +193,6 @@ class HostTensorThenMove(Rule):
                                 "(a synchronous host-to-device transfer); create it with device=", fix)
 
 
-def _lightning_hooks(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
-    """A LightningModule's ``training_step``/``validation_step``/``test_step``, which Lightning
-    runs on every batch: the roots of the code a batch runs (its ``self(x)``, a submodule's
-    ``forward``)."""
-    out: dict[cst.FunctionDef, StepCaller] = {}
-    for cls in framework_config(ctx).lightning_modules:
-        for stmt in cls.body.body:
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in STEP_HOOKS:
-                kind = "training step" if stmt.name.value == "training_step" else "eval batch"
-                out[stmt] = StepCaller(f"{cls.name.value}.{stmt.name.value}", "", 0, kind)
-    return out
-
-
 def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) -> Finding | None:
     """``.to(device)``/``.cuda()`` of a tensor built on the CPU by a factory and then changed
     before the move, in the same expression (``(torch.ones(n) * i).to(device)``) or in earlier
@@ -216,7 +203,7 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
     caller = ta.every_step_caller(move) if loop is None else None
     if loop is None and caller is None:
         # ``training_step`` -> ``self(x)`` -> a submodule; a Trainer subclass's ``compute_loss``
-        caller = ta.caller_from(move, {**_lightning_hooks(ctx), **framework_step_methods(ctx)})
+        caller = ta.caller_from(move, {**lightning_step_methods(ctx), **framework_step_methods(ctx)})
     if loop is None and caller is None:
         return None
     factory = host_origin(ctx, move.func.value, move, loose_default_type=caller is not None)  # type: ignore[attr-defined]
@@ -226,7 +213,7 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
         kind = ta.loop_kind(loop)
     else:
         assert caller is not None
-        kind = f"{caller.kind} ({caller.where if caller.path else 'Lightning'} calls `{caller.function}` on each one)"
+        kind = f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
     what = ctx.code_for(factory.func)
     moved = ctx.code_for(move)
     moved = moved if len(moved) <= 40 else f".{move.func.attr.value}(...)"  # type: ignore[attr-defined]

@@ -18,6 +18,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
+from .framework_config import STEP_HOOKS, framework_config
 from ..syntax.launch import StepCaller
 from ..syntax.project import project_listed
 
@@ -108,3 +109,16 @@ def _framework_step_methods(ctx: RuleContext) -> dict[cst.FunctionDef, StepCalle
 def _decorated_away(fn: cst.FunctionDef) -> bool:
     """A ``@staticmethod``/``@property`` named like a hook is not the hook the framework calls."""
     return any(dotted_name(d.decorator) in ("staticmethod", "property") for d in fn.decorators)
+
+
+def lightning_step_methods(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
+    """A LightningModule's ``training_step``/``validation_step``/``test_step``, which Lightning
+    runs on every batch: the roots of the code a batch runs (a helper method, ``self(x)``, a
+    submodule's ``forward``). Their own bodies are ``framework_config.step_hook``'s."""
+    out: dict[cst.FunctionDef, StepCaller] = {}
+    for cls in framework_config(ctx).lightning_modules:
+        for stmt in cls.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in STEP_HOOKS:
+                kind = _TRAIN if stmt.name.value == "training_step" else _EVAL
+                out[stmt] = StepCaller(f"{cls.name.value}.{stmt.name.value}", "Lightning", 0, kind)
+    return out
