@@ -18,9 +18,10 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
-from .framework_config import STEP_HOOKS, framework_config
 from ..syntax.launch import StepCaller
 from ..syntax.project import project_listed
+from ..syntax.tree import walk
+from .framework_config import STEP_HOOKS, framework_config
 
 HF_TRAINER, HF_CALLBACK = "hf_trainer", "hf_callback"
 _TRAIN, _EVAL = "training step", "eval batch"
@@ -122,3 +123,21 @@ def lightning_step_methods(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller
                 kind = _TRAIN if stmt.name.value == "training_step" else _EVAL
                 out[stmt] = StepCaller(f"{cls.name.value}.{stmt.name.value}", "Lightning", 0, kind)
     return out
+
+
+# The Trainer's switches that are on only at a logging, evaluation or save step.
+_RARE_SWITCHES = frozenset({"should_log", "should_evaluate", "should_save"})
+
+
+def under_rare_switch(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """Is ``node`` in the body of an ``if`` testing ``control.should_log`` (``should_evaluate``,
+    ``should_save``): the Trainer turns it on only at a logging, evaluation or save step."""
+    child = node
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, cst.If) and child is anc.body and any(
+                isinstance(n, cst.Attribute) and n.attr.value in _RARE_SWITCHES for n in (anc.test, *walk(anc.test))):
+            return True
+        if isinstance(anc, cst.ClassDef):
+            return False
+        child = anc
+    return False
