@@ -10,7 +10,8 @@ import libcst as cst
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.framework_config import framework_config, rare_in, step_hook
-from ..analysis.facts.framework_hooks import framework_step_methods, lightning_step_methods, under_rare_switch
+from ..analysis.facts.framework_hooks import (framework_step_methods, hook_caller, lightning_step_methods,
+                                              under_rare_switch)
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
@@ -172,7 +173,7 @@ class SyncInLoop(Rule):
             if loop is None:
                 if hooks and step_hook(ctx, call) is not None:
                     yield from _in_step_hook(ctx, call, what)
-                elif (caller := ta.every_step_caller(call) or ta.caller_from(call, framework)) is not None and \
+                elif (caller := ta.every_step_caller(call) or hook_caller(ta, call, framework)) is not None and \
                         not under_rare_switch(ctx, call):
                     yield _from_elsewhere(ctx, call, what, caller)
                 continue

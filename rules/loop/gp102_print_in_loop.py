@@ -11,7 +11,7 @@ import libcst as cst
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.framework_config import framework_config, rare_in, step_hook
-from ..analysis.facts.framework_hooks import framework_step_methods
+from ..analysis.facts.framework_hooks import framework_step_methods, hook_caller
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import single_expression_statement
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
@@ -328,7 +328,7 @@ class PrintInLoop(Rule):
                                         "waits for the GPU; log the tensor with self.log, or print every N steps",
                                   no_fix_reason="the hook has no loop an `if step % N == 0:` guard could count; "
                                                 "guard it with `batch_idx % N == 0` or use self.log by hand")
-                elif hook is None and not found.read and (by := ta.caller_from(call, framework)) is not None:
+                elif hook is None and not found.read and (by := hook_caller(ta, call, framework)) is not None:
                     yield Finding(call, f"{what} is formatted for output on every {by.kind} ({by.where} calls `{by.function}` "
                                         "on each one), which copies it to the host and waits for the GPU; log it every N steps",
                                   no_fix_reason=f"the loop is in {by.path}: guard it on `state.global_step` by hand")

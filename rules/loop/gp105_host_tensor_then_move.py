@@ -15,7 +15,7 @@ from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call
 from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.framework_config import framework_config
-from ..analysis.facts.framework_hooks import framework_step_methods, lightning_step_methods
+from ..analysis.facts.framework_hooks import framework_step_methods, hook_caller, lightning_step_methods
 from ..analysis.syntax.launch import project_runs
 from ..analysis.syntax.tree import walk
 from ._across_modules import PER_STEP_ACROSS_MODULES
@@ -167,7 +167,7 @@ class HostTensorThenMove(Rule):
                     yield found
                 continue
             loop = ta.every_step_loop(move)
-            caller = ta.every_step_caller(move) or ta.caller_from(move, framework_step_methods(ctx)) \
+            caller = ta.every_step_caller(move) or hook_caller(ta, move, framework_step_methods(ctx)) \
                 if loop is None else None
             if caller is not None and caller.line:  # another module's loop
                 yield Finding(move, f"tensor built on the CPU and copied to the device on every {caller.kind} "

@@ -21,6 +21,7 @@ from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller
 from ..syntax.project import project_listed
 from ..syntax.tree import walk
+from ..model.training import TrainingAnalysis
 from .framework_config import STEP_HOOKS, framework_config
 
 HF_TRAINER, HF_CALLBACK = "hf_trainer", "hf_callback"
@@ -141,3 +142,15 @@ def under_rare_switch(ctx: RuleContext, node: cst.CSTNode) -> bool:
             return False
         child = anc
     return False
+
+
+def hook_caller(ta: TrainingAnalysis, node: cst.CSTNode, roots: dict[cst.FunctionDef, StepCaller]) -> StepCaller | None:
+    """The framework hook of ``roots`` that runs ``node`` on every step, when ``node`` is in the
+    hook's own class (the hook, or a method it calls: ``self._accuracy(logits, y)``) or in a
+    function of the module; not in another class's ``forward`` the step reaches (a submodule's
+    lengths may be host tensors the file cannot tell apart)."""
+    caller = ta.caller_from(node, roots)
+    if caller is None:
+        return None
+    cls = ta.ctx.enclosing(node, cst.ClassDef)
+    return caller if cls is None or cls.name.value == caller.function.split(".", 1)[0] else None
