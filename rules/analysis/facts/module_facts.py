@@ -30,6 +30,7 @@ from .framework_hooks import HF_CALLBACK, HF_TRAINER, exported_classes
 from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
 from .script_facts import first_use_of
+from .to_methods import strict_to_classes
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
 LineOf = Callable[[cst.CSTNode], int]
@@ -69,6 +70,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
                        memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
                        zero_fields=zero_fields(ctx), padding_collates=padding_collates(ctx),
+                       strict_to=ctx.fact(strict_to_classes),
                        trainer_classes=exported_classes(ctx, HF_TRAINER) | _reexported(ctx, "trainer_classes"),
                        callback_classes=exported_classes(ctx, HF_CALLBACK) | _reexported(ctx, "callback_classes"))
 

@@ -94,6 +94,8 @@ class ModuleFacts:
     zero_fields: frozenset[str] = frozenset()
     # its collate functions padding each batch to its longest item, and loader subclasses using one
     padding_collates: frozenset[str] = frozenset()
+    # its classes whose own ``to``/``cuda`` reject ``non_blocking`` (``facts.to_methods``)
+    strict_to: frozenset[str] = frozenset()
     # its subclasses of the Hugging Face Trainer (TRL's trainers too) and of TrainerCallback, also
     # through its own or its imports' classes (``facts.framework_hooks``)
     trainer_classes: frozenset[str] = frozenset()
@@ -105,7 +107,7 @@ class ModuleFacts:
                 "settings": sorted(self.settings), "step_calls": [list(c) for c in self.step_calls],
                 "registries": sorted(self.registries), "loaders": sorted(self.loaders),
                 "memory_datasets": sorted(self.memory_datasets), "zero_fields": sorted(self.zero_fields),
-                "padding_collates": sorted(self.padding_collates),
+                "padding_collates": sorted(self.padding_collates), "strict_to": sorted(self.strict_to),
                 "trainer_classes": sorted(self.trainer_classes), "callback_classes": sorted(self.callback_classes)}
 
     @classmethod
@@ -118,6 +120,7 @@ class ModuleFacts:
                    memory_datasets=frozenset(doc.get("memory_datasets", ())),
                    zero_fields=frozenset(doc.get("zero_fields", ())),
                    padding_collates=frozenset(doc.get("padding_collates", ())),
+                   strict_to=frozenset(doc.get("strict_to", ())),
                    trainer_classes=frozenset(doc.get("trainer_classes", ())),
                    callback_classes=frozenset(doc.get("callback_classes", ())))
 
