@@ -8,6 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
+from ..analysis.facts.placement import moved_before
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.eval_loops import loop_data
@@ -442,6 +443,8 @@ class BlockingCopy(Rule):
         for call in ctx.nodes(cst.Call):
             if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
                 continue
+            if moved_before(ctx, call.func.value, call):  # type: ignore[attr-defined]
+                continue  # a field of an object the step already moved (``g = g.to(device)``): a no-op
             loop = ta.every_step_loop(call) or loader_while(ctx, ta, call)
             if loop is None and not in_cpu_branch(ctx, call):
                 finding = in_step_function(ctx, ta, call, transformers)

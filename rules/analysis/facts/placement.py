@@ -1,0 +1,195 @@
+"""Objects the step has already moved to the device: a batch, a graph or a dict of tensors rebound
+to its device copy (``g = g.to(device)``, ``batch = {k: v.to(device) for k, v in batch.items()}``,
+``batch = to_device(batch, device)``) before a later statement reads a field of it
+(``g.ndata["feat"]``, ``batch["x"]``, ``data.edge_index``). Copying such a field to the device
+again is a no-op: a graph's or a PyG ``Batch``'s ``.to()`` moves every tensor it holds, and a
+dict rebuilt from moved values holds only moved values.
+
+Only a rebinding that runs on every path to the read counts (a statement before it in a block
+around it, with no other binding of the name in between or in a loop around the read that
+could bring another value back); a move in an ``if`` branch, or a bare ``batch.to(device)``
+whose result is dropped (in place for some types, a no-op for a tensor), does not."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..model.step_code import device_kind
+from ..model.training import analysis
+from ..syntax.calls import get_arg, method_call, target_names
+from ..syntax.callsites import called_name, own_classes
+from ..syntax.context import RuleContext
+from ..syntax.tree import walk
+
+# Tensor methods whose result lives where their receiver does (a dtype cast, a view).
+_SAME_PLACE = ("long", "int", "float", "half", "double", "bool", "contiguous", "view", "reshape", "squeeze",
+               "unsqueeze", "permute", "transpose", "flatten", "clone", "detach")
+
+
+def moved_before(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """Is the object ``expr`` reads (``g`` in ``g.ndata["feat"]``, ``batch`` in ``batch["x"]``,
+    or the name itself) the device copy the same function bound to its name earlier, on every
+    path to ``at``?"""
+    root: cst.BaseExpression = expr
+    while isinstance(root, (cst.Subscript, cst.Attribute)) or method_call(root, *_SAME_PLACE):
+        root = root.func.value if isinstance(root, cst.Call) else root.value  # type: ignore[attr-defined]
+    if not isinstance(root, cst.Name):
+        return False
+    return _moved_name(ctx, root, at, 0)
+
+
+def _moved_name(ctx: RuleContext, name: cst.Name, at: cst.CSTNode, depth: int) -> bool:
+    binding = _reaching_binding(ctx, name.value, at)
+    return binding is not None and _moves(ctx, binding, name.value, depth)
+
+
+def _scope(ctx: RuleContext, node: cst.CSTNode) -> cst.CSTNode:
+    return ctx.enclosing(node, cst.FunctionDef, cst.Lambda) or ctx.module
+
+
+def _binders(ctx: RuleContext) -> dict[str, list[cst.CSTNode]]:
+    """Statements and loops that bind each plain name: assignments (also augmented and annotated),
+    ``for`` targets, ``with ... as`` targets."""
+    out: dict[str, list[cst.CSTNode]] = {}
+    for node in ctx.nodes(cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.WithItem):
+        if isinstance(node, cst.Assign):
+            names = {n for t in node.targets for n in target_names(t.target)}
+        elif isinstance(node, cst.WithItem):
+            names = target_names(node.asname.name) if node.asname is not None else set()
+        else:
+            names = target_names(node.target)
+        for name in names:
+            out.setdefault(name, []).append(node)
+    return out
+
+
+def _reaching_binding(ctx: RuleContext, name: str, at: cst.CSTNode) -> cst.Assign | None:
+    """The one assignment of ``name`` whose value every path to ``at`` sees last: a statement of a
+    block around ``at`` (in the same function), before it, with no other binding of ``name``
+    between the two and none in a loop around ``at`` that the assignment is not inside of."""
+    scope = _scope(ctx, at)
+    order = ctx.preorder()
+    here = order.get(at, 0)
+    binders = [b for b in ctx.fact(_binders).get(name, ()) if _scope(ctx, b) is scope]
+    # (the statement that holds ``at`` binds after reading: ``batch = batch.to(device)``)
+    before = [b for b in binders if order.get(b, 0) < here and
+              not (isinstance(b, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and ctx.is_inside(at, b))]
+    if not before:
+        return None
+    last = max(before, key=lambda b: order.get(b, 0))
+    if not isinstance(last, cst.Assign) or not _dominates(ctx, last, at):
+        return None
+    for other in binders:
+        if other is not last and order.get(other, 0) > here and _loop_back(ctx, other, last, at):
+            return None  # rebound later in a loop around ``at``: the next round may see that value
+    return last
+
+
+def _dominates(ctx: RuleContext, assign: cst.Assign, at: cst.CSTNode) -> bool:
+    """Does every path to ``at`` run ``assign``: its statement line sits in a block that also holds
+    ``at`` (in a later statement), with no function or class boundary between?"""
+    line = ctx.parent(assign)
+    block = ctx.parent(line) if line is not None else None
+    if not isinstance(line, cst.SimpleStatementLine) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return False
+    if len(line.body) != 1:
+        return False
+    for anc in ctx.ancestors(at):
+        if anc is block:
+            return True
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+    return False
+
+
+def _loop_back(ctx: RuleContext, other: cst.CSTNode, last: cst.Assign, at: cst.CSTNode) -> bool:
+    """Is ``other`` (a binding after ``at``) inside a loop that holds ``at`` but not ``last``?"""
+    for anc in ctx.ancestors(at):
+        if anc is _scope(ctx, at):
+            return False
+        if isinstance(anc, (cst.For, cst.While)) and ctx.is_inside(other, anc) and not ctx.is_inside(last, anc):
+            return True
+    return False
+
+
+def _moves(ctx: RuleContext, assign: cst.Assign, name: str, depth: int) -> bool:
+    """Does ``name = <value>`` bind ``name`` to the device copy of what it held: ``name.to(device)``
+    (also with a dtype or ``non_blocking``), ``name.cuda()``, a comprehension over ``name`` whose
+    elements are all moved (``{k: v.to(device) for k, v in name.items()}``), or a call handed
+    ``name`` and a device (``to_device(name, device)``, ``name.to_device(device)``)?"""
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return False
+    return _device_copy_of(ctx, assign.value, name, depth)
+
+
+def _device_copy_of(ctx: RuleContext, value: cst.BaseExpression, name: str, depth: int = 0) -> bool:
+    if isinstance(value, cst.Call) and method_call(value, "to", "cuda"):
+        receiver = value.func.value  # type: ignore[attr-defined]
+        return isinstance(receiver, cst.Name) and receiver.value == name and _to_device(ctx, value)
+    if isinstance(value, (cst.DictComp, cst.ListComp, cst.GeneratorExp)):
+        return _moved_comprehension(ctx, value, name)
+    if isinstance(value, cst.Call) and not ctx.matches(value.func, {"torch.*"}):
+        handed = any(not a.star and isinstance(a.value, cst.Name) and a.value.value == name for a in value.args) or \
+            isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Name) and \
+            value.func.value.value == name
+        if not handed:
+            return False
+        return any(not a.star and (a.keyword is None or a.keyword.value == "device") and
+                   device_kind(ctx, a.value) in ("cuda", "unknown") for a in value.args) or \
+            depth < 2 and _own_mover(ctx, value, name, depth)
+    return False
+
+
+def _own_mover(ctx: RuleContext, call: cst.Call, name: str, depth: int) -> bool:
+    """``batch = self.to_device(batch)``: the one function of this file the call runs returns,
+    on every ``return``, the device copy of the parameter ``name`` is passed for."""
+    fname = called_name(call, own_classes(ctx))
+    fns = analysis(ctx).functions.get(fname or "", [])
+    if len(fns) != 1:
+        return False
+    fn = fns[0]
+    params = [p.name.value for p in fn.params.params]
+    method = bool(params) and params[0] in ("self", "cls")
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    param = None
+    for i, arg in enumerate(positional):
+        if isinstance(arg.value, cst.Name) and arg.value.value == name:
+            j = i + (1 if method else 0)
+            param = params[j] if j < len(params) else None
+    for arg in call.args:
+        if arg.keyword is not None and isinstance(arg.value, cst.Name) and arg.value.value == name:
+            param = arg.keyword.value
+    if param is None:
+        return False
+    returns = [r.value for r in walk(fn.body) if isinstance(r, cst.Return)]
+    return bool(returns) and all(
+        r is not None and (_device_copy_of(ctx, r, param, depth + 1) or  # ``return {k: v.to(d) ...}``
+                           isinstance(r, cst.Name) and r.value == param and _moved_name(ctx, r, r, depth + 1))
+        for r in returns)
+
+
+def _to_device(ctx: RuleContext, call: cst.Call) -> bool:
+    if method_call(call, "cuda"):
+        return True
+    dev = get_arg(call, "device", 0)
+    return dev is not None and device_kind(ctx, dev.value) in ("cuda", "unknown")
+
+
+def _moved_comprehension(ctx: RuleContext, comp: cst.DictComp | cst.ListComp | cst.GeneratorExp, name: str) -> bool:
+    """``{k: v.to(device) for k, v in batch.items()}``, ``[t.cuda() for t in batch]``: every
+    element is a device copy of an element of ``name``."""
+    for_in = comp.for_in
+    if for_in.inner_for_in is not None or for_in.ifs:
+        return False
+    source = for_in.iter
+    if method_call(source, "items", "values"):
+        source = source.func.value  # type: ignore[attr-defined]
+    if not (isinstance(source, cst.Name) and source.value == name):
+        return False
+    element = comp.value if isinstance(comp, cst.DictComp) else comp.elt
+    variables = target_names(for_in.target)
+    if isinstance(element, cst.IfExp):  # ``v.to(device) if torch.is_tensor(v) else v``: non-tensors stay
+        element = element.body
+    return isinstance(element, cst.Call) and method_call(element, "to", "cuda") and _to_device(ctx, element) and \
+        isinstance(element.func.value, cst.Name) and element.func.value.value in variables  # type: ignore[attr-defined]
+
