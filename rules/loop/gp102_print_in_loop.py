@@ -13,6 +13,7 @@ from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.framework_config import framework_config, rare_in, step_hook
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import single_expression_statement
+from ..analysis.model.reaching import reaching_assignment
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, method_call, target_names
 from ..analysis.syntax.context import RuleContext
@@ -139,7 +140,7 @@ def printed_value(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Pri
     host: Printed | None = None
     for value in values:
         for part, message in _output_parts(ctx, value, call, None, 0):
-            if ta.is_tensor_expr(part) and not _has_sync(part):
+            if ta.is_tensor_expr(part) and not _has_sync(part) and not _host_by_now(ctx, part, call):
                 return Printed(part, False, message)
             how = _read_from_tensor(ctx, ta, part, call) if host is None else None
             if how is not None:
@@ -205,11 +206,27 @@ def _read_from_tensor(ctx: RuleContext, ta: TrainingAnalysis, part: cst.BaseExpr
     for node in [part, *walk(part, into_nested=True)]:
         if not isinstance(node, cst.Name):
             continue
+        last = reaching_assignment(ctx, node.value, call)
+        if last is not None:  # ``logs = reduce(logs)``: what the print formats is what that returned
+            if _reads_tensor(ta, last.value) and ta.every_step_loop(last) is not None:
+                return "name"
+            continue
         for stmt, value in _bindings(ctx).get(node.value, ()):
             if ctx.enclosing(stmt, cst.FunctionDef) is fn and _reads_tensor(ta, value) and \
                     ta.every_step_loop(stmt) is not None:
                 return "name"
     return None
+
+
+def _host_by_now(ctx: RuleContext, part: cst.BaseExpression, call: cst.Call) -> bool:
+    """A name that held a tensor earlier but whose value at ``call`` is the host value read from
+    it (``x = torch.tensor(...)`` ... ``x = reduce(x).item()`` then ``print(x)``)."""
+    if not isinstance(part, cst.Name):
+        return False
+    last = reaching_assignment(ctx, part.value, call)
+    value = last.value if last is not None else None
+    return value is not None and (method_call(value, "item", "tolist", "numpy") or isinstance(value, cst.Call) and
+                                  dotted_name(value.func) in ("float", "int", "bool"))
 
 
 def _reads_tensor(ta: TrainingAnalysis, expr: cst.CSTNode) -> bool:

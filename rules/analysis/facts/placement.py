@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..model.reaching import reaching_assignment
 from ..model.step_code import device_kind
 from ..model.training import analysis
 from ..syntax.calls import get_arg, method_call, target_names
@@ -39,77 +40,8 @@ def moved_before(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) ->
 
 
 def _moved_name(ctx: RuleContext, name: cst.Name, at: cst.CSTNode, depth: int) -> bool:
-    binding = _reaching_binding(ctx, name.value, at)
+    binding = reaching_assignment(ctx, name.value, at)
     return binding is not None and _moves(ctx, binding, name.value, depth)
-
-
-def _scope(ctx: RuleContext, node: cst.CSTNode) -> cst.CSTNode:
-    return ctx.enclosing(node, cst.FunctionDef, cst.Lambda) or ctx.module
-
-
-def _binders(ctx: RuleContext) -> dict[str, list[cst.CSTNode]]:
-    """Statements and loops that bind each plain name: assignments (also augmented and annotated),
-    ``for`` targets, ``with ... as`` targets."""
-    out: dict[str, list[cst.CSTNode]] = {}
-    for node in ctx.nodes(cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.WithItem):
-        if isinstance(node, cst.Assign):
-            names = {n for t in node.targets for n in target_names(t.target)}
-        elif isinstance(node, cst.WithItem):
-            names = target_names(node.asname.name) if node.asname is not None else set()
-        else:
-            names = target_names(node.target)
-        for name in names:
-            out.setdefault(name, []).append(node)
-    return out
-
-
-def _reaching_binding(ctx: RuleContext, name: str, at: cst.CSTNode) -> cst.Assign | None:
-    """The one assignment of ``name`` whose value every path to ``at`` sees last: a statement of a
-    block around ``at`` (in the same function), before it, with no other binding of ``name``
-    between the two and none in a loop around ``at`` that the assignment is not inside of."""
-    scope = _scope(ctx, at)
-    order = ctx.preorder()
-    here = order.get(at, 0)
-    binders = [b for b in ctx.fact(_binders).get(name, ()) if _scope(ctx, b) is scope]
-    # (the statement that holds ``at`` binds after reading: ``batch = batch.to(device)``)
-    before = [b for b in binders if order.get(b, 0) < here and
-              not (isinstance(b, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and ctx.is_inside(at, b))]
-    if not before:
-        return None
-    last = max(before, key=lambda b: order.get(b, 0))
-    if not isinstance(last, cst.Assign) or not _dominates(ctx, last, at):
-        return None
-    for other in binders:
-        if other is not last and order.get(other, 0) > here and _loop_back(ctx, other, last, at):
-            return None  # rebound later in a loop around ``at``: the next round may see that value
-    return last
-
-
-def _dominates(ctx: RuleContext, assign: cst.Assign, at: cst.CSTNode) -> bool:
-    """Does every path to ``at`` run ``assign``: its statement line sits in a block that also holds
-    ``at`` (in a later statement), with no function or class boundary between?"""
-    line = ctx.parent(assign)
-    block = ctx.parent(line) if line is not None else None
-    if not isinstance(line, cst.SimpleStatementLine) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
-        return False
-    if len(line.body) != 1:
-        return False
-    for anc in ctx.ancestors(at):
-        if anc is block:
-            return True
-        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            return False
-    return False
-
-
-def _loop_back(ctx: RuleContext, other: cst.CSTNode, last: cst.Assign, at: cst.CSTNode) -> bool:
-    """Is ``other`` (a binding after ``at``) inside a loop that holds ``at`` but not ``last``?"""
-    for anc in ctx.ancestors(at):
-        if anc is _scope(ctx, at):
-            return False
-        if isinstance(anc, (cst.For, cst.While)) and ctx.is_inside(other, anc) and not ctx.is_inside(last, anc):
-            return True
-    return False
 
 
 def _moves(ctx: RuleContext, assign: cst.Assign, name: str, depth: int) -> bool:
