@@ -292,7 +292,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
         elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and \
                 len(call.args) == 1 and not call.args[0].star:
             arg = call.args[0].value
-            if _contains_sync(arg) or not ta.is_tensor_expr(arg):
+            if _contains_sync(arg) or not ta.is_tensor_expr(arg) or host_tensor(ctx, ta, arg, call):
                 continue
             if not ctx.matches(call.func, set(CONVERTERS)):
                 continue

@@ -55,15 +55,21 @@ def reaching_assignment(ctx: RuleContext, name: str, at: cst.CSTNode) -> cst.Ass
 
 def _dominates(ctx: RuleContext, assign: cst.Assign, at: cst.CSTNode) -> bool:
     """Does every path to ``at`` run ``assign``: its statement line sits in a block that also holds
-    ``at`` (in a later statement), with no function or class boundary between?"""
+    ``at`` (in a later statement), with no function or class boundary between? The body of a
+    ``with`` runs whenever the ``with`` does: its block counts as the one around the ``with``."""
     line = ctx.parent(assign)
-    block = ctx.parent(line) if line is not None else None
-    if not isinstance(line, cst.SimpleStatementLine) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
         return False
-    if len(line.body) != 1:
-        return False
+    blocks = []
+    block = ctx.parent(line)
+    while isinstance(block, (cst.IndentedBlock, cst.Module)):
+        blocks.append(block)
+        owner = ctx.parent(block)
+        if not isinstance(owner, cst.With):
+            break
+        block = ctx.parent(owner)
     for anc in ctx.ancestors(at):
-        if anc is block:
+        if any(anc is b for b in blocks):
             return True
         if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return False
