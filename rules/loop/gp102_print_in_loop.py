@@ -121,6 +121,7 @@ class Printed:
     read: bool
     message: cst.CSTNode | None
     accumulated: bool = False  # read through a name the step assigns (``total += loss.item()``)
+    assigned: bool = False  # read by the one assignment the call sees (``x = loss.item()`` then ``print(x)``)
 
 
 def printed_tensor(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> cst.BaseExpression | None:
@@ -144,7 +145,7 @@ def printed_value(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Pri
                 return Printed(part, False, message)
             how = _read_from_tensor(ctx, ta, part, call) if host is None else None
             if how is not None:
-                host = Printed(part, True, message, how == "name")
+                host = Printed(part, True, message, how == "name", how == "assigned")
     return host
 
 
@@ -198,8 +199,11 @@ def _compute_bindings(ctx: RuleContext) -> dict[str, list[tuple[cst.CSTNode, cst
 
 def _read_from_tensor(ctx: RuleContext, ta: TrainingAnalysis, part: cst.BaseExpression, call: cst.Call) -> str | None:
     """Is ``part`` a value read on the host from a tensor on this step: "direct" when it holds
-    ``x.item()`` (or ``float(t)`` of a tensor), "name" when it reads a name that the same function
-    assigns or accumulates from one on every step (``train_loss += loss.item()``); else None."""
+    ``x.item()`` (or ``float(t)`` of a tensor), "assigned" when the one assignment of a name it
+    reads that the call sees is such a read (``x = loss.item()``), "name" when it reads a name that
+    the same function accumulates from one on every step (``train_loss += loss.item()``); else
+    None. A name whose last assignment reads no tensor (``logs = reduce(logs)``, a helper's dict of
+    floats) is not read here."""
     if _reads_tensor(ta, part):
         return "direct"
     fn = ctx.enclosing(call, cst.FunctionDef)
@@ -209,7 +213,7 @@ def _read_from_tensor(ctx: RuleContext, ta: TrainingAnalysis, part: cst.BaseExpr
         last = reaching_assignment(ctx, node.value, call)
         if last is not None:  # ``logs = reduce(logs)``: what the print formats is what that returned
             if _reads_tensor(ta, last.value) and ta.every_step_loop(last) is not None:
-                return "name"
+                return "assigned"
             continue
         for stmt, value in _bindings(ctx).get(node.value, ()):
             if ctx.enclosing(stmt, cst.FunctionDef) is fn and _reads_tensor(ta, value) and \
@@ -356,6 +360,9 @@ class PrintInLoop(Rule):
                 fix: Fix | NoFix = NoFix(
                     f"the value is formatted into a message by an earlier statement (`{_target(ctx, found.message)} "
                     "= ...`), which reads it too: guard both")
+            elif found.assigned:
+                fix = NoFix("the value is read from the tensor by an earlier statement, which must be guarded with "
+                            "the output: guard both by hand")
             elif found.accumulated:
                 fix = NoFix("the value is a running total read from a tensor every step: keep the total on the "
                             "device (GP101) and guard the output by hand")

@@ -173,6 +173,9 @@ def _rewraps(ctx: RuleContext, value: cst.BaseExpression, prepared: set[str], ge
     """``iter(dl)``, ``itertools.cycle(dl)`` or a generator function of this file called on a
     prepared loader: it yields the prepared loader's (already placed) batches; so does the loader
     Accelerate builds to resume mid-epoch (``accelerator.skip_first_batches(dl, n)``)."""
+    if isinstance(value, cst.IfExp):  # ``skip_first_batches(dl, n) if n else None``
+        sides = [side for side in (value.body, value.orelse) if literal_value(side) is not None]
+        return bool(sides) and all(_rewraps(ctx, side, prepared, generators) for side in sides)
     if not isinstance(value, cst.Call) or not value.args or value.args[0].keyword is not None or \
             dotted_name(value.args[0].value) not in prepared:
         return False
