@@ -83,3 +83,30 @@ def test_moved_whole_before_the_read(source):
 def test_not_known_to_be_moved(source):
     ctx = ctx_of(source)
     assert not moved_before(ctx, marked(ctx).args[0].value, marked(ctx))
+
+
+@pytest.mark.parametrize("source", [
+    "def f(loader, device):\n    for b in loader:\n        for k, v in b.items():\n"
+    "            if torch.is_tensor(v):\n                b[k] = v.to(device)\n        read(b['ids'])\n",
+    "def f(loader, device):\n    for b in loader:\n        for k in b:\n            b[k] = b[k].cuda()\n"
+    "        read(b['ids'])\n",
+    "from util import send_to_device\ndef f(loader, device):\n    for b in loader:\n"
+    "        send_to_device(b, device)\n        read(b['ids'])\n",
+])
+def test_moved_in_place_before_the_read(source):
+    ctx = ctx_of(source)
+    assert moved_before(ctx, marked(ctx).args[0].value, marked(ctx))
+
+
+@pytest.mark.parametrize("source", [
+    # one key only, then the dict is rebound, then the move is in a branch
+    "def f(loader, device):\n    for b in loader:\n        for k, v in b.items():\n            b[k] = v\n"
+    "        read(b['ids'])\n",
+    "def f(loader, device):\n    for b in loader:\n        send_to_device(b, device)\n        b = next(other)\n"
+    "        read(b['ids'])\n",
+    "def f(loader, device):\n    for b in loader:\n        if c:\n            send_to_device(b, device)\n"
+    "        read(b['ids'])\n",
+])
+def test_not_moved_in_place(source):
+    ctx = ctx_of(source)
+    assert not moved_before(ctx, marked(ctx).args[0].value, marked(ctx))

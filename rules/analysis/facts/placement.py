@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..model.reaching import reaching_assignment
+from ..model.reaching import dominates, reaching_assignment, rebound_after
 from ..model.step_code import device_kind
 from ..model.training import analysis
 from ..syntax.calls import get_arg, method_call, target_names
@@ -41,7 +41,65 @@ def moved_before(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) ->
 
 def _moved_name(ctx: RuleContext, name: cst.Name, at: cst.CSTNode, depth: int) -> bool:
     binding = reaching_assignment(ctx, name.value, at)
-    return binding is not None and _moves(ctx, binding, name.value, depth)
+    if binding is not None and _moves(ctx, binding, name.value, depth):
+        return True
+    return _moved_in_place(ctx, name.value, at)
+
+
+def _moved_in_place(ctx: RuleContext, name: str, at: cst.CSTNode) -> bool:
+    """A statement before ``at``, on every path to it, that moves every value of the dict ``name``
+    in place (``for k, v in batch.items(): batch[k] = v.to(device)``, or a helper called for that
+    alone: ``send_to_device(batch, device)``), with ``name`` not rebound since."""
+    order = ctx.preorder()
+    here = order.get(at, 0)
+    movers = [m for m in ctx.fact(_in_place_movers).get(name, ())
+              if order.get(m, 0) < here and dominates(ctx, m, at)]
+    if not movers:
+        return False
+    last = max(movers, key=lambda m: order.get(m, 0))
+    return not rebound_after(ctx, name, last, at)
+
+
+def _in_place_movers(ctx: RuleContext) -> dict[str, list[cst.CSTNode]]:
+    out: dict[str, list[cst.CSTNode]] = {}
+    for loop in ctx.nodes(cst.For):
+        name = _moved_items_of(ctx, loop)
+        if name is not None:
+            out.setdefault(name, []).append(loop)
+    for expr in ctx.nodes(cst.Expr):
+        call = expr.value
+        if not isinstance(call, cst.Call) or isinstance(call.func, cst.Attribute) and method_call(call, "to", "cuda") or \
+                ctx.matches(call.func, {"torch.*"}) or not any(
+                    not a.star and (a.keyword is None or a.keyword.value == "device") and
+                    device_kind(ctx, a.value) in ("cuda", "unknown") for a in call.args):
+            continue
+        for arg in call.args:  # ``move_to_device(batch, device)``: called for its effect on ``batch``
+            if not arg.star and arg.keyword is None and isinstance(arg.value, cst.Name) and \
+                    device_kind(ctx, arg.value) is None:
+                out.setdefault(arg.value.value, []).append(expr)
+    return out
+
+
+def _moved_items_of(ctx: RuleContext, loop: cst.For) -> str | None:
+    """``for k, v in batch.items(): batch[k] = v.to(device)`` (also ``for k in batch: batch[k] =
+    batch[k].cuda()``, under an ``if isinstance(...)``): the name of the dict it moves in place."""
+    source = loop.iter
+    if method_call(source, "items", "keys"):
+        source = source.func.value  # type: ignore[attr-defined]
+    if not isinstance(source, cst.Name):
+        return None
+    stores = [a for a in walk(loop.body) if isinstance(a, cst.Assign) and any(
+        isinstance(t.target, cst.Subscript) and isinstance(t.target.value, cst.Name) and
+        t.target.value.value == source.value for t in a.targets)]
+    if not stores or any(isinstance(a, cst.Assign) and source.value in {n for t in a.targets
+                                                                        for n in target_names(t.target)}
+                         for a in walk(loop.body)):
+        return None
+    for store in stores:
+        value = store.value
+        if not (isinstance(value, cst.Call) and method_call(value, "to", "cuda") and _to_device(ctx, value)):
+            return None
+    return source.value
 
 
 def _moves(ctx: RuleContext, assign: cst.Assign, name: str, depth: int) -> bool:

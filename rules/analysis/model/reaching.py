@@ -45,20 +45,37 @@ def reaching_assignment(ctx: RuleContext, name: str, at: cst.CSTNode) -> cst.Ass
     if not before:
         return None
     last = max(before, key=lambda b: order.get(b, 0))
-    if not isinstance(last, cst.Assign) or not _dominates(ctx, last, at):
+    if not isinstance(last, cst.Assign) or not dominates(ctx, last, at) or rebound_after(ctx, name, last, at):
         return None
-    for other in binders:
-        if other is not last and order.get(other, 0) > here and _loop_back(ctx, other, last, at):
-            return None  # rebound later in a loop around ``at``: the next round may see that value
     return last
 
 
-def _dominates(ctx: RuleContext, assign: cst.Assign, at: cst.CSTNode) -> bool:
-    """Does every path to ``at`` run ``assign``: its statement line sits in a block that also holds
-    ``at`` (in a later statement), with no function or class boundary between? The body of a
-    ``with`` runs whenever the ``with`` does: its block counts as the one around the ``with``."""
-    line = ctx.parent(assign)
-    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+def rebound_after(ctx: RuleContext, name: str, node: cst.CSTNode, at: cst.CSTNode) -> bool:
+    """May a binding of ``name`` other than ``node`` run between ``node`` and ``at``: one after
+    ``node`` and before ``at`` in the source, or one after ``at`` in a loop around ``at`` that does
+    not hold ``node`` (the next round may see its value)?"""
+    scope = _scope(ctx, at)
+    order = ctx.preorder()
+    here, start = order.get(at, 0), order.get(node, 0)
+    for other in ctx.fact(_binders).get(name, ()):
+        if other is node or _scope(ctx, other) is not scope:
+            continue
+        if isinstance(other, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and ctx.is_inside(at, other):
+            continue  # the statement holding ``at`` binds after reading
+        where = order.get(other, 0)
+        if start < where < here or where > here and _loop_back(ctx, other, node, at):
+            return True
+    return False
+
+
+def dominates(ctx: RuleContext, node: cst.CSTNode, at: cst.CSTNode) -> bool:
+    """Does every path to ``at`` run ``node`` (an assignment, an expression statement, a loop):
+    its statement sits in a block that also holds ``at`` (in a later statement), with no function
+    or class boundary between? The body of a ``with`` runs whenever the ``with`` does: its block
+    counts as the one around the ``with``."""
+    line = node if isinstance(node, cst.BaseCompoundStatement) else ctx.parent(node)
+    if isinstance(line, cst.SimpleStatementLine) and len(line.body) != 1 or \
+            not isinstance(line, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) or ctx.is_inside(at, line):
         return False
     blocks = []
     block = ctx.parent(line)
@@ -76,7 +93,7 @@ def _dominates(ctx: RuleContext, assign: cst.Assign, at: cst.CSTNode) -> bool:
     return False
 
 
-def _loop_back(ctx: RuleContext, other: cst.CSTNode, last: cst.Assign, at: cst.CSTNode) -> bool:
+def _loop_back(ctx: RuleContext, other: cst.CSTNode, last: cst.CSTNode, at: cst.CSTNode) -> bool:
     """Is ``other`` (a binding after ``at``) inside a loop that holds ``at`` but not ``last``?"""
     for anc in ctx.ancestors(at):
         if anc is _scope(ctx, at):
