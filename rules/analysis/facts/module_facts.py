@@ -26,6 +26,7 @@ from ..syntax.tree import walk
 from .builders import (at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, unfused_in_factory, values_of)
 from .cli_defaults import zero_fields
+from .framework_config import framework_config
 from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
 from .script_facts import first_use_of
@@ -58,6 +59,8 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     settings_through_methods(ctx, functions)
     _class_entries(ctx, ta, functions, classes)
     exported = {c for c in classes if "." not in c}
+    # LightningModules are the models a script builds and hands to ``trainer.fit`` (``METHODS[name](cfg)``)
+    exported |= {c.name.value for c in framework_config(ctx).lightning_modules if c in ctx.module.body}
     _reexports(ctx, functions, exported)
     settings = {s for n in walk(ctx.module) if (s := setting_of(ctx, n)) is not None} if may_set(ctx) else set()
     for imported in ctx.project.values():  # what its imports set when they are imported
