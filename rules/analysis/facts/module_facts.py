@@ -13,7 +13,8 @@ from collections.abc import Callable
 import libcst as cst
 
 from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates
-from ..model.models import is_model_constructor, loss_classes, module_subclasses, strip_chain
+from ..model.models import (is_model_constructor, library_optimizer_model, loss_classes, module_subclasses,
+                            registry_built_model, strip_chain)
 from ..model.step_code import walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name, method_call
@@ -334,6 +335,13 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         optimizer = next(iter(built_optimizers(ctx, fn)), None)
     unfused_calls = unfused_in_factory(ctx, fn) if optimizer is not None else []
     unfused = line_of(unfused_calls[0]) if unfused_calls else None
+    params_from = gathered_param(fn, params, [*returns, *([optimizer] if optimizer is not None else [])], src)
+    if optimizer is None:  # ``return mm_build_optimizer(model, cfg)``: an installed library's builder
+        for c in built:
+            arg = library_optimizer_model(ctx, c)
+            if arg is not None:
+                optimizer, params_from = c, dotted_name(arg) if dotted_name(arg) in params else None
+                break
     return FunctionFacts(
         params=params,
         trains=trains,
@@ -341,8 +349,9 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         autocast=autocast,
         roles=_roles(ta, fn, params) if trains or zeroes else (),
         returns_model=returns_model,
+        model_by_type=returns_model and any(registry_built_model(ctx, c) for c in built),
         returns_optimizer=optimizer is not None,
-        params_of=gathered_param(fn, params, [*returns, *([optimizer] if optimizer is not None else [])], src),
+        params_of=params_from,
         unfused_optimizer_line=unfused,
         builds_loader=any(ta.is_dataloader(v) for v in returns) or
         any(ctx.matches(c.func, DATALOADERS) for c in built),
