@@ -181,6 +181,10 @@ def _factory_findings(ctx: RuleContext) -> Iterator[Finding]:
         model = gathered_model(ctx, fn)
         for call in calls:
             outcome: Fix | NoFix | None = _fix_guards(ctx, call)
+            choices = chosen_classes(ctx, call.func) if outcome is None else None
+            if choices and not all(ctx.matches(c, FUSABLE) for c in choices):
+                outcome = NoFix(f"`{ctx.code_for(call.func)}` may also be another class, which may not take "
+                                "fused=: pass it only where the Adam, AdamW or SGD class is chosen")
             module_self = _lightning_self(ctx, call) if outcome is None else None
             if module_self is not None:  # a LightningModule's configure_optimizers
                 outcome = _fix(ctx, call)

@@ -78,6 +78,7 @@ class _Reader:
         self.definitions: list[tuple[Holder, tuple[cst.CSTNode | None, str] | None]] = []
         self._seen: set[tuple[int, str]] = set()
         self._path: tuple[int, ...] = ()
+        self.removed: set[str] = set()  # keys some path pops
 
     def add(self, key: str, value: cst.BaseExpression, holder: Holder,
             owner: tuple[cst.CSTNode | None, str] | None) -> None:
@@ -124,6 +125,11 @@ class _Reader:
             return self.mapping(expr.func.value, at, None, depth + 1, False)
         if isinstance(expr, cst.Name):
             return self.named(expr.value, at, depth, definition)
+        fields = _dataclass_fields(self.ctx, expr)
+        if fields is not None:  # ``asdict(self)`` in a method of a dataclass: its fields
+            for key, value in fields.items():
+                self.add(key, value, expr, owner)  # type: ignore[arg-type]
+            return set(fields)
         self.opaque = True
         return None
 
@@ -220,6 +226,10 @@ class _Reader:
             call = ctx.parent(parent)
             method = parent.attr.value
             if method in _READ_METHODS:
+                return set()
+            if method == "pop" and isinstance(call, cst.Call) and call.func is parent and call.args and \
+                    isinstance(key := literal_value(call.args[0].value), str):
+                self.removed.add(key)  # ``kwargs.pop("grad_clip_norm")``: a key taken out, none set
                 return set()
             if method in ("update", "setdefault") and isinstance(call, cst.Call) and call.func is parent:
                 if method == "setdefault":
@@ -406,7 +416,7 @@ def call_keywords(ctx: RuleContext, call: cst.Call) -> Keywords:
         elif arg.star == "**":
             has_star = True
             certain |= reader.mapping(arg.value, call, None, 0, True) or set()
-    result = Keywords(explicit, reader.settings, reader.opaque, reader.definitions, has_star, certain)
+    result = Keywords(explicit, reader.settings, reader.opaque, reader.definitions, has_star, certain - reader.removed)
     cache[id(call)] = result
     return result
 
@@ -458,3 +468,57 @@ def feeds_only(ctx: RuleContext, owner: tuple[cst.CSTNode | None, str], callees:
                   isinstance(parent, cst.AugAssign) and parent.target is use):
             return False
     return fed
+
+
+def _dataclass_fields(ctx: RuleContext, expr: cst.BaseExpression) -> dict[str, cst.BaseExpression] | None:
+    """The fields (name -> default, or annotation) ``asdict(self)``/``vars(self)`` holds in a method
+    of a ``@dataclass`` of this file whose bases are dataclasses of this file too, with the fields
+    of its subclasses here (``self`` may be one of them); None when not that, or a base is not
+    known (its fields could be anything)."""
+    if not (isinstance(expr, cst.Call) and len(expr.args) == 1 and isinstance(expr.args[0].value, cst.Name) and
+            ctx.matches(expr.func, {"dataclasses.asdict", "builtins.vars"})):
+        return None
+    fn = ctx.enclosing(expr, cst.FunctionDef)
+    cls = ctx.enclosing(fn, cst.ClassDef) if fn is not None else None
+    params = fn.params.params if fn is not None else ()
+    if cls is None or not params or params[0].name.value != expr.args[0].value.value:  # type: ignore[union-attr]
+        return None
+    classes = {c.name.value: c for c in ctx.nodes(cst.ClassDef)}
+    fields: dict[str, cst.BaseExpression] = {}
+    chain, todo = [], [cls]
+    while todo:  # the class and its bases
+        c = todo.pop()
+        if c in chain:
+            continue
+        chain.append(c)
+        for base in c.bases:
+            name = dotted_name(base.value if not isinstance(base.value, cst.Subscript) else base.value.value) or ""
+            if base.keyword is not None or name.rsplit(".", 1)[-1] in _NO_FIELDS or name.endswith(("Registry", "Mixin")):
+                continue  # ``abc.ABC``, ``Generic[T]``, ``draccus.ChoiceRegistry``: no dataclass fields
+            if name not in classes:
+                return None  # a base defined elsewhere: its fields are not known
+            todo.append(classes[name])
+    changed = True
+    while changed:  # and the subclasses of this file, whose instances ``self`` may be
+        changed = False
+        for c in classes.values():
+            if c not in chain and any(classes.get(dotted_name(b.value) or "") in chain for b in c.bases):
+                chain.append(c)
+                changed = True
+    for c in chain:
+        if not any(_is_dataclass(d) for d in c.decorators):
+            return None
+        for stmt in c.body.body:
+            for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and \
+                        "ClassVar" not in ctx.code_for(small.annotation.annotation):  # not a field
+                    fields.setdefault(small.target.value, small.value or small.annotation.annotation)
+    return fields
+
+
+_NO_FIELDS = frozenset({"object", "ABC", "Generic", "Protocol"})
+
+
+def _is_dataclass(decorator: cst.Decorator) -> bool:
+    d = decorator.decorator
+    return (dotted_name(d.func if isinstance(d, cst.Call) else d) or "").rsplit(".", 1)[-1] == "dataclass"
