@@ -106,7 +106,13 @@ class NoCompile(Rule):
         "torch.compile(model)` in the Trainer) counts. A model that a module imported by the script "
         "is handed (a parameter of the function building its optimizer, or `self.model = model` in "
         "`__init__`) and neither builds, moves nor hands to an Accelerator that could compile it is "
-        "reported only where it is built, not again in that module. Not followed: a compile in a module the script does not call into."
+        "reported only where it is built, not again in that module. A LightningModule built from a table or "
+        "builder of those modules (`model = METHODS[cfg.method](cfg)`) and handed to `trainer.fit` is reported "
+        "at its build line in the script, compiled before `fit`. A model built by type name from a registry "
+        "(`MODELS.build(cfg.model)`, a builder over a module's own `Registry`) is a model whose class is not "
+        "known, and one handed to an installed library's optimizer builder (mmcv's `build_optimizer(model, "
+        "cfg.optimizer)`, timm's `create_optimizer_v2`) trains, also behind a wrapper of the user's modules. "
+        "Not followed: a compile in a module the script does not call into."
     )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
