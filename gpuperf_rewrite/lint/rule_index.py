@@ -45,6 +45,7 @@ MODULES = (
     'analysis/syntax/callsites.py',
     'analysis/syntax/chosen_classes.py',
     'analysis/syntax/context.py',
+    'analysis/syntax/dataclass_fields.py',
     'analysis/syntax/imports.py',
     'analysis/syntax/launch.py',
     'analysis/syntax/names.py',

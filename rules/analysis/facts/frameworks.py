@@ -14,6 +14,7 @@ import dataclasses
 
 import libcst as cst
 
+from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call, target_names
 from ..syntax.callsites import call_site_args
 from ..syntax.context import RuleContext
@@ -109,6 +110,25 @@ def _frameworks(ctx: RuleContext) -> Frameworks:
                     classes.setdefault(kind, []).append(cls)
                     break
     return Frameworks(calls, classes, objects)
+
+
+def hf_trainer_may_run(ctx: RuleContext) -> bool:
+    """May a Hugging Face Trainer consume the file's training arguments? Not in a file that trains
+    in a step loop of its own, builds no ``Trainer``-family object (nor a subclass of one) and never
+    reads ``torch_compile`` itself: there a ``TrainingArguments`` subclass parsed by
+    ``HfArgumentParser`` only carries settings the hand-written loop reads (its
+    ``torch_compile``, unread, compiles nothing)."""
+    return ctx.fact(_hf_trainer_may_run)
+
+
+def _hf_trainer_may_run(ctx: RuleContext) -> bool:
+    fw = frameworks(ctx)
+    if "hf" not in fw.kinds or "torch_compile" in ctx.source or not analysis(ctx).step_loops:
+        return True
+    trainers = [c.func for c in fw.calls.get("hf", ())] + \
+        [b.value for cls in fw.classes.get("hf", ()) for b in cls.bases]
+    return any(qn.rsplit(".", 1)[-1].endswith("Trainer") for t in trainers
+               for qn in ctx.resolved_names(t, _PATTERNS))
 
 
 def framework_manages_precision(ctx: RuleContext) -> bool:

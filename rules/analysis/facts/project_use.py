@@ -87,7 +87,8 @@ def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts]]:
         module = _picked_from(ctx, call) or project_class(ctx, call)
         if module is None:
             pc = next((p for p in project_calls(ctx) if p.call is call), None)
-            module = pc.module if pc is not None and pc.facts.returns_model else None
+            # (a model built by type name from a registry: what it computes is not known)
+            module = pc.module if pc is not None and pc.facts.returns_model and not pc.facts.model_by_type else None
         if module is None and isinstance(call.func, cst.Attribute):  # ``exp.get_model()``
             module = model_methods(ctx).get(call.func.attr.value)
         if module is not None:

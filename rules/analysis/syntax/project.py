@@ -36,6 +36,9 @@ class FunctionFacts:
     autocast: bool = False  # its forward runs under autocast
     roles: tuple[tuple[str, str], ...] = ()  # (parameter, MODEL/OPTIMIZER/LOADER/DEVICE/SCALER)
     returns_model: bool = False
+    # the model it returns is built by type name from a registry (``MODELS.build(cfg)``): a model
+    # for sure, but what it computes is not known
+    model_by_type: bool = False
     returns_optimizer: bool = False
     params_of: str | None = None  # the parameter whose ``.parameters()`` its result holds
     unfused_optimizer_line: int | None = None  # an optimizer built without fused= (GP305)
