@@ -9,6 +9,7 @@ import libcst as cst
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
 from ..analysis.facts.program import cpu_only
+from ..analysis.facts.to_methods import no_fix_reason
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.eval_loops import loop_data
 from ..analysis.model.host_data import (
@@ -336,7 +337,8 @@ class BlockingCopy(Rule):
         "result, or one field of a batch from a DataLoader with the default collate function). A "
         "whole batch of unknown type (a custom collate function's output) gets the fix as unsafe: "
         "another object's `.to()` may not take `non_blocking`; a tokenizer's output, or any "
-        "unknown batch in a file that uses transformers, gets no fix."
+        "unknown batch in a file that uses transformers, gets no fix; nor does one in a project "
+        "whose own classes (a `NestedTensor`) define a `.to()`/`.cuda()` that rejects `non_blocking`."
     )
     # gains_on 'cuda': only a host-to-GPU copy can run asynchronously; on CPU the argument is a no-
     # op.
@@ -471,7 +473,10 @@ class BlockingCopy(Rule):
                 if tensor is False else "the copied value may not be a tensor whose `.to()` takes non_blocking")
             # ``non_blocking`` is an argument of Tensor.to/cuda/type; other objects' ``.to()``
             # (a tokenizer's BatchEncoding in older transformers) may not take it.
-            if tensor is True or tensor is False and not transformers:
+            strict = None if tensor is True else no_fix_reason(ctx)
+            if strict is not None:
+                fix = NoFix(strict)
+            elif tensor is True or tensor is False and not transformers:
                 fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),),
                           "safe" if tensor else "unsafe")
             yield Finding.of(call, message(what, ta.loop_kind(loop)), fix)

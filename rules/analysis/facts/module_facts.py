@@ -29,6 +29,7 @@ from .cli_defaults import zero_fields
 from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
 from .script_facts import first_use_of
+from .to_methods import strict_to_classes
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
 LineOf = Callable[[cst.CSTNode], int]
@@ -67,7 +68,8 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        step_calls=_step_calls(ctx, ta, line_of), registries=_model_tables(ctx, exported),
                        loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
                        memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
-                       zero_fields=zero_fields(ctx), padding_collates=padding_collates(ctx))
+                       zero_fields=zero_fields(ctx), padding_collates=padding_collates(ctx),
+                       strict_to=ctx.fact(strict_to_classes))
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:

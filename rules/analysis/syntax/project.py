@@ -94,6 +94,8 @@ class ModuleFacts:
     zero_fields: frozenset[str] = frozenset()
     # its collate functions padding each batch to its longest item, and loader subclasses using one
     padding_collates: frozenset[str] = frozenset()
+    # its classes whose own ``to``/``cuda`` reject ``non_blocking`` (``facts.to_methods``)
+    strict_to: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
@@ -101,7 +103,7 @@ class ModuleFacts:
                 "settings": sorted(self.settings), "step_calls": [list(c) for c in self.step_calls],
                 "registries": sorted(self.registries), "loaders": sorted(self.loaders),
                 "memory_datasets": sorted(self.memory_datasets), "zero_fields": sorted(self.zero_fields),
-                "padding_collates": sorted(self.padding_collates)}
+                "padding_collates": sorted(self.padding_collates), "strict_to": sorted(self.strict_to)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -112,7 +114,8 @@ class ModuleFacts:
                    registries=frozenset(doc.get("registries", ())), loaders=frozenset(doc.get("loaders", ())),
                    memory_datasets=frozenset(doc.get("memory_datasets", ())),
                    zero_fields=frozenset(doc.get("zero_fields", ())),
-                   padding_collates=frozenset(doc.get("padding_collates", ())))
+                   padding_collates=frozenset(doc.get("padding_collates", ())),
+                   strict_to=frozenset(doc.get("strict_to", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
