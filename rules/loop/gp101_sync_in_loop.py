@@ -61,7 +61,8 @@ class SyncInLoop(Rule):
         "A LightningModule's `training_step`, `validation_step` and `test_step` are loop bodies "
         "(Lightning calls them once per batch); a `self.log(name, x.item())` written directly in "
         "`training_step` is GP106's.",
-        "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
+        "Reads under a periodic (`if step % N == 0:`, also held in a variable: `is_eval = step % "
+        "n == 0` then `if is_eval:`) or once-per-loop (`if i == 0:`) guard, at "
         "the read or at a call site of the function holding it, are not reported (a period that "
         "is 1 by default, `log_period=1`, and that no call in the file sets, is no guard); "
         "loops that run a few iterations (`range(min(4, n))`, `xs[:8]`, a `break` once the "
@@ -70,10 +71,15 @@ class SyncInLoop(Rule):
         "`.tolist()`, `.cpu()`, `.numpy()`, `float(x)` and `int(x)` are reported only when `x` is "
         "clearly a tensor in this file (tensor methods, `torch.*` calls, model or loss outputs); "
         "`math`/`numpy` results and modules are not tensors, and a tensor returned by another "
-        "module's function is missed. Tensors in host memory are not reported: a torch factory's "
-        "result without `device=` (`torch.randperm(n).tolist()`), and the fields of a plain "
-        "DataLoader's batch read before the loop rebinds them (`ids.tolist()` ahead of "
-        "`x = x.to(device)`; not a prepared loader's, nor a `TensorDataset` of device tensors).",
+        "module's function is missed. Tensors in host memory are not reported (`.item()`, `.tolist()`, "
+        "`int()`, `float()` alike): a torch factory's result without `device=` "
+        "(`torch.randperm(n).tolist()`, `torch.tensor(lengths)`), the fields of a plain DataLoader's "
+        "batch read before the loop rebinds them (`ids.tolist()` ahead of `x = x.to(device)`; also "
+        "`x, y = next(it)` over such a loader, or fields the function moves later; not a prepared "
+        "loader's, nor a `TensorDataset` of device tensors), and what is computed only from such "
+        "(`(labels != pad).sum()`, `torch.bincount(labels)`, a counter `n = torch.tensor(0)` whose "
+        "every `+=` adds one). A counter that starts on the host but adds a device tensor is on the "
+        "device and is reported.",
         "A branch on a device tensor's test (`if torch.isnan(loss):`, `torch.isfinite(x).all()`, "
         "`assert torch.allclose(a, b)`) is a host read, unless it is behind `step % N == 0 and` or "
         "a `flag or` whose branch sets the flag. "
@@ -292,7 +298,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
         elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and \
                 len(call.args) == 1 and not call.args[0].star:
             arg = call.args[0].value
-            if _contains_sync(arg) or not ta.is_tensor_expr(arg):
+            if _contains_sync(arg) or not ta.is_tensor_expr(arg) or host_tensor(ctx, ta, arg, call):
                 continue
             if not ctx.matches(call.func, set(CONVERTERS)):
                 continue

@@ -32,7 +32,7 @@ from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_method, project_function
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
-from .guards import flag_name, is_once_test, is_periodic_test, period_one_by_default, periods
+from .guards import flag_name, held_test, is_once_test, is_periodic_test, period_one_by_default, periods
 from .tensors import TENSOR_METHODS, is_tensor_expr
 from .training_objects import TrainingObjects
 
@@ -435,8 +435,9 @@ class TrainingAnalysis(TrainingObjects):
         (``if (it + 1) % self.log_period == 0:`` with ``log_period=1`` in ``__init__``): then it
         runs on every one."""
         if guard not in self._periodic:
-            self._periodic[guard] = is_periodic_test(guard.test) and not all(
-                period_one_by_default(self.ctx, p, guard) for p in periods(guard.test))
+            test = held_test(self.ctx, guard.test, guard)  # ``is_log_step = step % n == 0``; ``if is_log_step:``
+            self._periodic[guard] = is_periodic_test(test) and not all(
+                period_one_by_default(self.ctx, p, guard) for p in periods(test))
         return self._periodic[guard]
 
     def in_step_loop(self, node: cst.CSTNode) -> bool:
