@@ -103,7 +103,8 @@ def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, str |
             name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
         if module is None:
             pc = next((p for p in project_calls(ctx) if p.call is call), None)
-            if pc is not None and pc.facts.returns_model:
+            # (a model built by type name from a registry: what it computes is not known)
+            if pc is not None and pc.facts.returns_model and not pc.facts.model_by_type:
                 module, name = pc.module, pc.name.split(".", 1)[0]
         if module is None and isinstance(call.func, cst.Attribute):  # ``exp.get_model()``
             module = model_methods(ctx).get(call.func.attr.value)

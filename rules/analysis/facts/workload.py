@@ -10,7 +10,7 @@ import builtins
 
 import libcst as cst
 
-from ..model.models import is_model_constructor, strip_chain
+from ..model.models import is_model_constructor, registry_built_model, strip_chain
 from ..model.training import analysis
 from ..syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value, method_call
 from ..syntax.project import ModuleFacts, project_class, project_function, project_model_class
@@ -63,8 +63,8 @@ def model_zoo(ctx: RuleContext) -> cst.CSTNode | None:
     for call in ctx.nodes(cst.Call):
         if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in MODULE_CHAIN:
             if dotted_name(call.func) not in module_classes and not ctx.matches(call.func, {"torch.nn.*"}) \
-                    and is_model_constructor(ctx, call):
-                return call
+                    and is_model_constructor(ctx, call) and not registry_built_model(ctx, call):
+                return call  # (a model built by type name from a registry computes what its class does)
     return None
 
 

@@ -61,6 +61,40 @@ def is_periodic_test(test: cst.BaseExpression) -> bool:
     return False
 
 
+def held_test(ctx: RuleContext, test: cst.BaseExpression, at: cst.CSTNode) -> cst.BaseExpression:
+    """The periodic test a guard holds in a variable (``is_eval_step = step % cfg.eval_steps ==
+    0`` then ``if is_eval_step:``, also as one conjunct of the ``if``): the value, when every
+    assignment of that name in the guard's function is a periodic test; else ``test`` itself."""
+    for part in _conjuncts(test):
+        if not isinstance(part, cst.Name):
+            continue
+        scope = ctx.enclosing(at, cst.FunctionDef)
+        values = [v for fn, v in ctx.fact(_plain_assignments).get(part.value, ()) if fn is scope]
+        if values and all(is_periodic_test(v) for v in values):
+            return values[0]
+    return test
+
+
+def _plain_assignments(ctx: RuleContext) -> dict[str, list[tuple[cst.FunctionDef | None, cst.BaseExpression]]]:
+    out: dict[str, list[tuple[cst.FunctionDef | None, cst.BaseExpression]]] = {}
+    for node in ctx.nodes(cst.Assign, cst.AnnAssign, cst.AugAssign):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, cst.Name) and node.value is not None:
+                fn = ctx.enclosing(node, cst.FunctionDef)
+                # an augmented or unpacking binding is never a plain test: it spoils the name
+                value = node.value if isinstance(node, (cst.Assign, cst.AnnAssign)) else cst.Name("None")
+                out.setdefault(target.value, []).append((fn, value))
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for name in _tuple_names(target):
+                    out.setdefault(name, []).append((ctx.enclosing(node, cst.FunctionDef), cst.Name("None")))
+    return out
+
+
+def _tuple_names(target: cst.BaseExpression) -> list[str]:
+    return [n.value for n in walk(target, include_self=True) if isinstance(n, cst.Name)]
+
+
 def periods(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     """What the test's modulos divide by (``N`` in ``step % N == 0``)."""
     return [n.right for n in walk(test, into_nested=True, include_self=True)

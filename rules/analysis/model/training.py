@@ -29,11 +29,11 @@ from ..syntax.calls import dotted_name, method_call
 from ..syntax.callsites import aliased_names, called_name, calls_of, instance_calls, own_classes
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
-from ..syntax.project import project_class_method, project_function
+from ..syntax.project import project_class_method, project_function, project_method
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
-from .guards import (flag_name, is_once_test, is_periodic_test, on_by_default, period_one_by_default, periods,
-                     rare_condition, rare_exit_before)
+from .guards import (flag_name, held_test, is_once_test, is_periodic_test, on_by_default, period_one_by_default,
+                     periods, rare_condition, rare_exit_before)
 from .tensors import TENSOR_METHODS, is_tensor_expr
 from .training_objects import TrainingObjects
 
@@ -179,7 +179,9 @@ class TrainingAnalysis(TrainingObjects):
         if not isinstance(node.func, cst.Attribute) or not isinstance(node.func.value, cst.Name):
             return False
         cls = self._class_of(node.func.value)  # ``bpr: utils.BPRLoss = ...``; ``bpr.stage_one(...)``
-        method = project_class_method(self.ctx, cls, (node.func.attr.value,)) if cls is not None else None
+        if cls is None:  # ``trainer.train_step(samples)`` of a parameter: the one class with that method
+            return (found := project_method(self.ctx, node)) is not None and found.facts.steps_each_call
+        method = project_class_method(self.ctx, cls, (node.func.attr.value,))
         return method is not None and method[2].steps_each_call
 
     def _class_of(self, name: cst.Name) -> cst.BaseExpression | None:
@@ -209,11 +211,12 @@ class TrainingAnalysis(TrainingObjects):
         return None
 
     def steps_each_call(self, fn: cst.FunctionDef) -> bool:
-        """Does one call of ``fn`` run a whole training step at its own top level (outside its own
-        loops): a backward and an optimizer step, or a loss scaler doing both?"""
+        """Does one call of ``fn`` run a whole training step: an optimizer step at its own top level
+        (outside its own loops) after a backward (there too, or in its loop over micro-batches), or
+        a loss scaler doing both?"""
         nodes = list(self._walk_outside_loops(fn.body))
-        return any(self.hidden_step(n) is not None for n in nodes) or \
-            any(self.is_backward_call(n) for n in nodes) and any(self.is_optimizer_step(n) for n in nodes)
+        return any(self.hidden_step(n) is not None for n in nodes) or any(self.is_optimizer_step(n) for n in nodes) \
+            and any(self.is_backward_call(n) for n in walk(fn.body) if isinstance(n, cst.Call))
 
     @staticmethod
     def _walk_outside_loops(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -440,9 +443,13 @@ class TrainingAnalysis(TrainingObjects):
         (``if (it + 1) % self.log_period == 0:`` with ``log_period=1`` in ``__init__``): then it
         runs on every one."""
         if guard not in self._periodic:
-            self._periodic[guard] = is_periodic_test(guard.test) and not all(
-                period_one_by_default(self.ctx, p, guard) for p in periods(guard.test)) or \
-                rare_condition(self.ctx, guard.test)  # held in a variable or a method (``if should_log:``)
+            test = held_test(self.ctx, guard.test, guard)  # ``is_log_step = step % n == 0``; ``if is_log_step:``
+            if test is not guard.test:  # held in a variable: ``step % n == 0 or is_master`` is no guard
+                self._periodic[guard] = rare_condition(self.ctx, guard.test)
+            else:
+                self._periodic[guard] = is_periodic_test(test) and not all(
+                    period_one_by_default(self.ctx, p, guard) for p in periods(test)) or \
+                    rare_condition(self.ctx, guard.test)  # held in a method, a property, another module's method
         return self._periodic[guard]
 
     def in_step_loop(self, node: cst.CSTNode) -> bool:

@@ -36,6 +36,9 @@ class FunctionFacts:
     autocast: bool = False  # its forward runs under autocast
     roles: tuple[tuple[str, str], ...] = ()  # (parameter, MODEL/OPTIMIZER/LOADER/DEVICE/SCALER)
     returns_model: bool = False
+    # the model it returns is built by type name from a registry (``MODELS.build(cfg)``): a model
+    # for sure, but what it computes is not known
+    model_by_type: bool = False
     returns_optimizer: bool = False
     params_of: str | None = None  # the parameter whose ``.parameters()`` its result holds
     unfused_optimizer_line: int | None = None  # an optimizer built without fused= (GP305)
@@ -101,6 +104,12 @@ class ModuleFacts:
     # its classes and the functions whose models the analysis resolves: not in conv_models, they do
     # not convolve (``facts.workload.resolved_models``)
     resolved_models: frozenset[str] = frozenset()
+    # its classes whose own ``to``/``cuda`` reject ``non_blocking`` (``facts.to_methods``)
+    strict_to: frozenset[str] = frozenset()
+    # its subclasses of the Hugging Face Trainer (TRL's trainers too) and of TrainerCallback, also
+    # through its own or its imports' classes (``facts.framework_hooks``)
+    trainer_classes: frozenset[str] = frozenset()
+    callback_classes: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
@@ -109,7 +118,8 @@ class ModuleFacts:
                 "registries": sorted(self.registries), "loaders": sorted(self.loaders),
                 "memory_datasets": sorted(self.memory_datasets), "zero_fields": sorted(self.zero_fields),
                 "padding_collates": sorted(self.padding_collates), "conv_models": sorted(self.conv_models),
-                "resolved_models": sorted(self.resolved_models)}
+                "resolved_models": sorted(self.resolved_models), "strict_to": sorted(self.strict_to),
+                "trainer_classes": sorted(self.trainer_classes), "callback_classes": sorted(self.callback_classes)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -122,7 +132,10 @@ class ModuleFacts:
                    zero_fields=frozenset(doc.get("zero_fields", ())),
                    padding_collates=frozenset(doc.get("padding_collates", ())),
                    conv_models=frozenset(doc.get("conv_models", ())),
-                   resolved_models=frozenset(doc.get("resolved_models", ())))
+                   resolved_models=frozenset(doc.get("resolved_models", ())),
+                   strict_to=frozenset(doc.get("strict_to", ())),
+                   trainer_classes=frozenset(doc.get("trainer_classes", ())),
+                   callback_classes=frozenset(doc.get("callback_classes", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
