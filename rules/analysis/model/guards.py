@@ -68,8 +68,8 @@ def held_test(ctx: RuleContext, test: cst.BaseExpression, at: cst.CSTNode) -> cs
     for part in _conjuncts(test):
         if not isinstance(part, cst.Name):
             continue
-        scope = ctx.enclosing(at, cst.FunctionDef)
-        values = [v for fn, v in ctx.fact(_plain_assignments).get(part.value, ()) if fn is scope]
+        owner = ctx.enclosing(at, cst.FunctionDef)
+        values = [v for fn, v in ctx.fact(_plain_assignments).get(part.value, ()) if fn is owner]
         if values and all(is_periodic_test(v) for v in values):
             return values[0]
     return test
@@ -321,11 +321,11 @@ def _name_values(ctx: RuleContext, name: cst.Name) -> list[cst.BaseExpression | 
     (or module) that binds it; None for a binding whose value is unknown (a parameter, a loop
     target, an unpacking, ``+=``, ``with ... as``)."""
     bindings = ctx.fact(_bindings)
-    scope: cst.CSTNode | None = name
+    owner: cst.CSTNode | None = name
     while True:
-        scope = ctx.enclosing(scope, cst.FunctionDef) if scope is not None else None  # type: ignore[arg-type]
-        found = bindings.get((scope, name.value))
-        if found is not None or scope is None:
+        owner = ctx.enclosing(owner, cst.FunctionDef) if owner is not None else None  # type: ignore[arg-type]
+        found = bindings.get((owner, name.value))
+        if found is not None or owner is None:
             return found or []
 
 

@@ -11,7 +11,7 @@ from ..syntax.calls import target_names
 from ..syntax.context import RuleContext
 
 
-def _scope(ctx: RuleContext, node: cst.CSTNode) -> cst.CSTNode:
+def _binding_owner(ctx: RuleContext, node: cst.CSTNode) -> cst.CSTNode:
     return ctx.enclosing(node, cst.FunctionDef, cst.Lambda) or ctx.module
 
 
@@ -35,10 +35,10 @@ def reaching_assignment(ctx: RuleContext, name: str, at: cst.CSTNode) -> cst.Ass
     """The one assignment of ``name`` whose value every path to ``at`` sees last: a statement of a
     block around ``at`` (in the same function), before it, with no other binding of ``name``
     between the two and none in a loop around ``at`` that the assignment is not inside of."""
-    scope = _scope(ctx, at)
+    owner = _binding_owner(ctx, at)
     order = ctx.preorder()
     here = order.get(at, 0)
-    binders = [b for b in ctx.fact(_binders).get(name, ()) if _scope(ctx, b) is scope]
+    binders = [b for b in ctx.fact(_binders).get(name, ()) if _binding_owner(ctx, b) is owner]
     # (the statement that holds ``at`` binds after reading: ``batch = batch.to(device)``)
     before = [b for b in binders if order.get(b, 0) < here and
               not (isinstance(b, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and ctx.is_inside(at, b))]
@@ -54,11 +54,11 @@ def rebound_after(ctx: RuleContext, name: str, node: cst.CSTNode, at: cst.CSTNod
     """May a binding of ``name`` other than ``node`` run between ``node`` and ``at``: one after
     ``node`` and before ``at`` in the source, or one after ``at`` in a loop around ``at`` that does
     not hold ``node`` (the next round may see its value)?"""
-    scope = _scope(ctx, at)
+    owner = _binding_owner(ctx, at)
     order = ctx.preorder()
     here, start = order.get(at, 0), order.get(node, 0)
     for other in ctx.fact(_binders).get(name, ()):
-        if other is node or _scope(ctx, other) is not scope:
+        if other is node or _binding_owner(ctx, other) is not owner:
             continue
         if isinstance(other, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and ctx.is_inside(at, other):
             continue  # the statement holding ``at`` binds after reading
@@ -96,7 +96,7 @@ def dominates(ctx: RuleContext, node: cst.CSTNode, at: cst.CSTNode) -> bool:
 def _loop_back(ctx: RuleContext, other: cst.CSTNode, last: cst.CSTNode, at: cst.CSTNode) -> bool:
     """Is ``other`` (a binding after ``at``) inside a loop that holds ``at`` but not ``last``?"""
     for anc in ctx.ancestors(at):
-        if anc is _scope(ctx, at):
+        if anc is _binding_owner(ctx, at):
             return False
         if isinstance(anc, (cst.For, cst.While)) and ctx.is_inside(other, anc) and not ctx.is_inside(last, anc):
             return True
