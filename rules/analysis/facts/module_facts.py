@@ -25,7 +25,7 @@ from ..syntax.torch_names import AUTOCAST, DATALOADERS, GRAD_SCALERS, LR_SCHEDUL
 from ..syntax.tree import walk
 from .builders import (at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, unfused_in_factory, values_of)
-from .cli_defaults import zero_fields
+from .cli_defaults import false_fields, zero_fields
 from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
 from .script_facts import first_use_of
@@ -67,7 +67,8 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        step_calls=_step_calls(ctx, ta, line_of), registries=_model_tables(ctx, exported),
                        loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
                        memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
-                       zero_fields=zero_fields(ctx), padding_collates=padding_collates(ctx))
+                       zero_fields=zero_fields(ctx), false_fields=false_fields(ctx),
+                       padding_collates=padding_collates(ctx))
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:

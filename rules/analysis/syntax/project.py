@@ -92,6 +92,8 @@ class ModuleFacts:
     memory_datasets: frozenset[str] = frozenset()
     # int fields of its typed command-line arguments classes defaulting to 0 (``facts.cli_defaults``)
     zero_fields: frozenset[str] = frozenset()
+    # bool fields of those classes defaulting to False (a switch off in the default run)
+    false_fields: frozenset[str] = frozenset()
     # its collate functions padding each batch to its longest item, and loader subclasses using one
     padding_collates: frozenset[str] = frozenset()
 
@@ -101,6 +103,7 @@ class ModuleFacts:
                 "settings": sorted(self.settings), "step_calls": [list(c) for c in self.step_calls],
                 "registries": sorted(self.registries), "loaders": sorted(self.loaders),
                 "memory_datasets": sorted(self.memory_datasets), "zero_fields": sorted(self.zero_fields),
+                "false_fields": sorted(self.false_fields),
                 "padding_collates": sorted(self.padding_collates)}
 
     @classmethod
@@ -112,6 +115,7 @@ class ModuleFacts:
                    registries=frozenset(doc.get("registries", ())), loaders=frozenset(doc.get("loaders", ())),
                    memory_datasets=frozenset(doc.get("memory_datasets", ())),
                    zero_fields=frozenset(doc.get("zero_fields", ())),
+                   false_fields=frozenset(doc.get("false_fields", ())),
                    padding_collates=frozenset(doc.get("padding_collates", ())))
 
     def batch_methods(self) -> set[str]:
