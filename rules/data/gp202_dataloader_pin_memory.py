@@ -9,6 +9,7 @@ from ..analysis.facts.cli_defaults import false_default_flag
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_silent
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
+from ..analysis.facts.loader_builders import built_loaders
 from ..analysis.facts.loaders import loader_calls
 from ..analysis.fixes.edits import torch_alias
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
@@ -49,8 +50,8 @@ class DataloaderPinMemory(Rule):
         "while one that names CUDA and still trains on the CPU is.",
         "`pin_memory` set to anything but a literal `False` is trusted, except a command-line switch "
         "that is off by default (`pin_memory=args.pin_mem` from an `argparse` `store_true` option or "
-        "`default=False` of the file, or a `bool` field defaulting to False of a typed arguments class "
-        "of the user's modules): reported without a fix, naming the flag, unless the project's launch "
+        "`default=False` in the file or in a module of the user's it imports, or a `bool` field "
+        "defaulting to False of a typed arguments class of the user's modules): reported without a fix, naming the flag, unless the project's launch "
         "scripts pass it.",
         "`**` dicts built in the same file are read (see GP201); a DataLoader with `*args` or a "
         "`**` dict the file cannot see into is skipped. The fix writes `pin_memory` next to "
@@ -69,7 +70,7 @@ class DataloaderPinMemory(Rule):
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("DataLoader", "Loader", *FRAMEWORK_KEYWORDS)
+    keywords = ("DataLoader", "Loader", "loader", *FRAMEWORK_KEYWORDS)  # "loader": a builder of the user's (build_dataloader)
 
     examples = [
         Valid(dedent("""
@@ -103,6 +104,14 @@ class DataloaderPinMemory(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
+        if may_use_cuda(ctx):
+            for built in built_loaders(ctx):  # returned by a builder of the user's other modules
+                if built.no_pin and not takes_one_batch(ctx, built.call):
+                    where = " and ".join(built.no_pin)
+                    yield Finding(built.call, "DataLoader does not pin host memory: every host-to-GPU copy goes through "
+                                              f"a staging buffer and cannot overlap compute (the loader `{built.function}` "
+                                              f"returns, {where}, does not set pin_memory)",
+                                  no_fix_reason=f"the loader is built in {where}: set pin_memory there")
         calls = loader_calls(ctx)
         entries = project_runs(ctx).entries  # a loader factory module: the scripts that run it
         if not calls or not (may_use_cuda(ctx) or entries and any("cuda" in e.settings for e in entries)):

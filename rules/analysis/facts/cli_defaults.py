@@ -136,10 +136,16 @@ def zero_fields(ctx: RuleContext) -> frozenset[str]:
 
 def false_fields(ctx: RuleContext) -> frozenset[str]:
     """Fields of the module's typed arguments classes (as :func:`zero_fields`) annotated ``bool``
-    with a default of False (``persistent_workers: bool = False``) that the module does not set."""
+    with a default of False (``persistent_workers: bool = False``), and the destinations of its
+    ``add_argument`` switches that are off by default (``parser.add_argument("--keep_workers",
+    action="store_true")`` in an ``add_training_arguments(parser)`` helper, whose flag is the
+    destination's name), that the module does not set."""
+    out: set[str] = set()
+    if "add_argument" in ctx.source and ("store_true" in ctx.source or "False" in ctx.source):
+        options, assigned = ctx.fact(_false_options)
+        out |= {dest for dest, flag in options.items() if flag is not None and flag.lstrip("-") == dest} - assigned
     if ": bool" not in ctx.source:
-        return frozenset()
-    out = set()
+        return frozenset(out)
     for cls in ctx.module.body:
         if not isinstance(cls, cst.ClassDef) or not _args_class(cls):
             continue

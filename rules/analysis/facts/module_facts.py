@@ -26,6 +26,7 @@ from ..syntax.tree import walk
 from .builders import (at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, unfused_in_factory, values_of)
 from .cli_defaults import false_fields, zero_fields
+from .loader_builders import returned_loaders
 from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
 from .script_facts import first_use_of
@@ -344,6 +345,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         unfused_optimizer_line=unfused,
         builds_loader=any(ta.is_dataloader(v) for v in returns) or
         any(ctx.matches(c.func, DATALOADERS) for c in built),
+        returned_loaders=returned_loaders(ctx, fn, returns, line_of) if "Loader" in src else (),
         yields_batches=_yields_batches(ctx, fn),
         compiles=compiles,
         makes_scaler=scaler,

@@ -40,6 +40,10 @@ class FunctionFacts:
     params_of: str | None = None  # the parameter whose ``.parameters()`` its result holds
     unfused_optimizer_line: int | None = None  # an optimizer built without fused= (GP305)
     builds_loader: bool = False
+    # the DataLoaders it returns (``facts.loader_builders.LoaderRecord``: line, where the worker
+    # count comes from, persistent_workers unset, pin_memory unset, the ``**kwargs`` it forwards,
+    # which caller takes that branch)
+    returned_loaders: tuple[tuple[int, str, bool, bool, str, str], ...] = ()
     yields_batches: bool = False  # a generator or ``next_batch()``-style method: returns a batch
     compiles: bool = False  # compiles a model (``torch.compile``, ``.compile()``) in its body or a callee
     makes_scaler: bool = False  # creates a GradScaler (a scaler wrapper class's ``__init__``, a builder)
@@ -55,6 +59,7 @@ class FunctionFacts:
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> FunctionFacts:
         return cls(**{**doc, "params": tuple(doc["params"]), "roles": tuple(tuple(r) for r in doc["roles"]),
+                      "returned_loaders": tuple(tuple(r) for r in doc.get("returned_loaders", ())),
                       "settings": tuple(doc.get("settings", ()))})
 
 
