@@ -185,6 +185,19 @@ def _module_listing(ctx: RuleContext, expr: cst.BaseExpression, kind: str) -> Mo
     return None
 
 
+def project_class_facts(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
+    """The first-party module defining the class ``expr`` names (one with methods there:
+    ``TranslationTask`` imported from ``.translation``), model or not."""
+    if not ctx.project or not isinstance(expr, (cst.Name, cst.Attribute)):
+        return None
+    for qn in _names(ctx, expr):
+        module, _, name = qn.rpartition(".")
+        facts = ctx.project.get(module)
+        if facts is not None and any(f.startswith(f"{name}.") for f in facts.functions):
+            return facts
+    return None
+
+
 def project_listed(ctx: RuleContext, expr: cst.BaseExpression, kind: str) -> ModuleFacts | None:
     """The first-party module one of whose ``kind`` (``loaders``, ``memory_datasets``) the name
     ``expr`` names (``ClipLoader`` imported from ``audio.batching``, ``batching.FeatureBank``)."""
