@@ -19,12 +19,12 @@ from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.context import RuleContext
 from ..syntax.project import (CONV, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, FunctionFacts,
-                              ModuleFacts, StepCall, project_base_class, project_class, project_class_facts,
+                              ModuleFacts, StepCall, project_base_class, project_class,
                               project_function, project_instance_method, project_method, project_model_class)
 from ..syntax.torch_names import AUTOCAST, DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
 from ..syntax.tree import walk
 from .builders import (at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
-                       params_of, returned_values, shape_of, unfused_in_factory, values_of)
+                       params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
 from .cli_defaults import false_fields, zero_fields
 from .loader_builders import returned_loaders
 from .program_settings import may_set, setting_of, settings_through_methods
@@ -249,34 +249,6 @@ def _reexports(ctx: RuleContext, functions: dict[str, FunctionFacts], models: se
                         functions.setdefault(local + fname[len(name):], f)
 
 
-def _table_of_other_classes(ctx: RuleContext, func: cst.BaseExpression) -> bool:
-    """``TASKS[name]`` where ``TASKS`` is a module-level dict literal of this module whose every
-    value names a class known not to be a model: one of this module's classes that is no
-    ``nn.Module``, or a class of the user's other modules that their facts do not list as a model
-    (``{"translation": TranslationTask}``): a registry of tasks or datasets hands out no model."""
-    if not isinstance(func, cst.Subscript) or not isinstance(func.value, cst.Name):
-        return False
-    name = func.value.value
-    values = [a.value for stmt in ctx.module.body if isinstance(stmt, cst.SimpleStatementLine)
-              for a in stmt.body if isinstance(a, cst.Assign)
-              and any(isinstance(t.target, cst.Name) and t.target.value == name for t in a.targets)]
-    if len(values) != 1 or not isinstance(values[0], cst.Dict) or not values[0].elements:
-        return False
-    local = {c.name.value for c in ctx.module.body if isinstance(c, cst.ClassDef)}
-    models = module_subclasses(ctx)
-    for el in values[0].elements:
-        value = el.value if isinstance(el, cst.DictElement) else None
-        if not isinstance(value, (cst.Name, cst.Attribute)):
-            return False
-        if isinstance(value, cst.Name) and value.value in local:
-            if value.value in models:
-                return False
-            continue
-        if project_class_facts(ctx, value) is None or project_model_class(ctx, value) is not None:
-            return False  # unknown, or a model class
-    return True
-
-
 def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> set[cst.FunctionDef]:
     """Functions that return a model: a model class of this module or a model library, a model
     picked by name (``globals()[arch](...)``, ``MODELS[name]()``, in a module that defines or
@@ -301,7 +273,7 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> set[cst.Function
                 callee = dotted_name(call.func)
                 imported = project_function(ctx, call)
                 if callee in classes or is_model_constructor(ctx, call) or project_class(ctx, call) is not None or \
-                        picks and is_lookup(fn, call.func, lookups) and not _table_of_other_classes(ctx, call.func) or \
+                        picks and is_lookup(fn, call.func, lookups) and not table_of_other_classes(ctx, call.func) or \
                         callee in by_name and by_name[callee] in found or \
                         imported is not None and imported.facts.returns_model:
                     found.add(fn)
