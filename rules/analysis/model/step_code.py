@@ -127,8 +127,11 @@ class BatchData:
     def _fields_of(self, loop: cst.For) -> set[str]:
         """The names a loop nested in the step binds to the fields of a batch: ``value`` in
         ``for key, value in inputs.items():`` or ``for value in inputs.values():`` (``inputs``
-        batch data; the key is a string)."""
+        batch data; the key is a string), ``x, y`` in ``for x, y in microbatches:`` (a list of
+        the batches this step drew)."""
         it, target = loop.iter, loop.target
+        if isinstance(it, cst.Name) and self.derives(it):
+            return target_names(target)  # ``for x, y in microbatches``: the batches drawn this step
         if not method_call(it, "items", "values") or not self.derives(it.func.value):  # type: ignore[attr-defined]
             return set()
         if it.func.attr.value == "values":  # type: ignore[attr-defined]
