@@ -10,6 +10,12 @@ no lint cache); TorchFix as ``.venv-torchfix/bin/torchfix -j JOBS PATH...``. Pea
 largest single process of the run's tree (``wait4``'s ru_maxrss: the worker, or the main process
 when it ran alone). Bytecode is cached for every arm alike (``PYTHONPYCACHEPREFIX``, one
 uncounted warm-up run each on a tiny file), as in lint_interleaved.py.
+
+CPU time (user + sys of the whole process tree, ``wait4``) is the figure to compare on a shared,
+loaded machine, where wall time measures the other users' load; the table gives both ratios to
+TorchFix. ``--defaults`` runs ours with the project's own configuration (no ``--isolated``), as a
+user would; ``--save DIR`` keeps each arm's last output (``DIR/NAME.out``) to compare arms' findings
+(``--output-format json`` among OUR OPTIONS makes that a byte-for-byte check).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PYCACHE = tempfile.mkdtemp(prefix="lint-arms-pyc-")
 
 
-def run(cmd: list[str], pythonpath: str | None, cwd: str, timeout: float) -> dict:
+def run(cmd: list[str], pythonpath: str | None, cwd: str, timeout: float, save: Path | None = None) -> dict:
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -53,7 +59,10 @@ def run(cmd: list[str], pythonpath: str | None, cwd: str, timeout: float) -> dic
         proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - t0
         out.seek(0)
-        text = out.read().decode("utf-8", "replace")
+        raw = out.read()
+        text = raw.decode("utf-8", "replace")
+    if save is not None:
+        save.write_bytes(raw)
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "maxrss_mb": usage.ru_maxrss / 1024,
             "rc": proc.returncode, "timed_out": timed_out, "lines": text.count("\n"),
             "tail": text.strip().splitlines()[-1:] if text.strip() else []}
@@ -66,6 +75,8 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=900, help="seconds per run; a run past it is killed")
+    ap.add_argument("--defaults", action="store_true", help="ours without --isolated (the projects' own settings)")
+    ap.add_argument("--save", type=Path, help="keep each arm's last output in this folder (NAME.out)")
     ap.add_argument("--cwd", default=os.getcwd(), help="where the runs start (their project root is found from the files)")
     ap.add_argument("rest", nargs=argparse.REMAINDER, help="-- PATH... [-- OUR OPTIONS]")
     args = ap.parse_args()
@@ -74,7 +85,8 @@ def main() -> int:
     arms: list[tuple[str, list[str], str | None]] = []
     for spec in args.arm:
         name, _, site = spec.partition("=")
-        arms.append((name, [sys.executable, "-m", "gpuperf_rewrite", "check", "--isolated", "--no-cache", "-q",
+        arms.append((name, [sys.executable, "-m", "gpuperf_rewrite", "check",
+                            *([] if args.defaults else ["--isolated"]), "--no-cache", "-q",
                             "-j", str(args.jobs), *paths, *ours], site or None))
     if args.torchfix:
         arms.append(("TorchFix", [str(ROOT / ".venv-torchfix/bin/torchfix"), "-j", str(args.jobs), *paths], None))
@@ -88,19 +100,28 @@ def main() -> int:
     results: dict[str, list[dict]] = {name: [] for name, _, _ in arms}
     for r in range(args.rounds):
         for name, cmd, site in arms if r % 2 == 0 else arms[::-1]:
-            got = run(cmd, site, args.cwd, args.timeout)
+            if args.save is not None:
+                args.save.mkdir(parents=True, exist_ok=True)
+            got = run(cmd, site, args.cwd, args.timeout, args.save / f"{name}.out" if args.save else None)
             results[name].append(got)
             print(f"round {r + 1} {name}: wall {got['wall']:.1f} s, CPU {got['cpu']:.1f} s, "
                   f"peak {got['maxrss_mb']:.0f} MB, rc {got['rc']}{' TIMED OUT' if got['timed_out'] else ''}, "
                   f"{got['lines']} output lines {got['tail']}; load {os.getloadavg()[0]:.1f}", flush=True)
-    print(f"\n| arm | wall s median (rounds) | CPU s median | peak MB, largest process | output lines |")
-    print("|---|---|---|---|---|")
+    tf = results.get("TorchFix")
+    tf_cpu = statistics.median(x["cpu"] for x in tf) if tf else None
+    tf_wall = statistics.median(x["wall"] for x in tf) if tf else None
+    print("\n| arm | wall s median (rounds) | CPU s median | peak MB, largest process | output lines "
+          "| TorchFix CPU / ours | TorchFix wall / ours |")
+    print("|---|---|---|---|---|---|---|")
     for name, rs in results.items():
         walls = [x["wall"] for x in rs]
-        print(f"| {name} | {statistics.median(walls):.1f} ({', '.join(f'{w:.1f}' for w in walls)}"
+        cpu, wall = statistics.median(x["cpu"] for x in rs), statistics.median(walls)
+        ratios = (f"{tf_cpu / cpu:.1f}x | {tf_wall / wall:.1f}x" if tf_cpu is not None and tf_wall is not None
+                  and cpu > 0 and wall > 0 else "- | -")
+        print(f"| {name} | {wall:.1f} ({', '.join(f'{w:.1f}' for w in walls)}"
               f"{'; timed out' if any(x['timed_out'] for x in rs) else ''}) | "
-              f"{statistics.median(x['cpu'] for x in rs):.1f} | {max(x['maxrss_mb'] for x in rs):.0f} | "
-              f"{rs[0]['lines']} |")
+              f"{cpu:.1f} | {max(x['maxrss_mb'] for x in rs):.0f} | "
+              f"{rs[0]['lines']} | {ratios} |")
     print(f"\nload after: {os.getloadavg()}")
     return 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import os
 import signal
 import sys
@@ -181,6 +182,10 @@ def _worker_init(parent: int | None = None) -> None:
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _die_with_parent(parent)
+    # What the worker inherited (the parent's modules: LibCST, the rules) lives as long as it
+    # does: out of the collector's sight, its collections walk only the worker's own objects
+    # (and the inherited pages are not written to by the walk: gc.freeze's advice for forks).
+    gc.freeze()
 
 
 @contextlib.contextmanager

@@ -130,9 +130,10 @@ def step_callers(fs_path: str | Path, data: bytes, root: Path, store: Path | Non
     path = Path(os.path.abspath(fs_path))
     search = _search_root(path, root)  # the importers' root too: ``src.utils.logging`` resolves from it
     out = []
+    steps = _step_methods(data)
     with run_scope():
         for importer in _importers(path, root):
-            if not _may_loop(importer):
+            if not _may_loop(importer, steps):
                 continue  # a package ``__init__`` or a module with no loop: no facts computed for it
             n = project_index.node(str(importer), os.fspath(search))
             if n is None:
@@ -153,18 +154,32 @@ def step_callers(fs_path: str | Path, data: bytes, root: Path, store: Path | Non
 
 
 _LOOP = re.compile(rb"^[ \t]*(?:for|while)\b", re.MULTILINE)
-_STEP_WORDS = (b"backward", b".step(", b"DataLoader", b"loader", b"no_grad", b"inference_mode", b".eval(")
+# ``_step(``: a loop calling a trainer's ``train_step(samples)`` (the backward is in the trainer).
+_STEP_WORDS = (b"backward", b".step(", b"_step(", b"DataLoader", b"loader", b"no_grad", b"inference_mode", b".eval(")
 
 
-def _may_loop(path: Path) -> bool:
-    """Can the file hold a step, eval or rollout loop (read off its bytes, not parsed)?"""
+_METHOD = re.compile(rb"^[ \t]+def[ \t]+([A-Za-z_]\w*)[ \t]*\([ \t]*self\b", re.MULTILINE)
+
+
+def _step_methods(data: bytes) -> tuple[bytes, ...]:
+    """``.update(`` for each method of a checked module that both runs a backward and steps an
+    optimizer (a trainer's ``update(micro_batches)``): a loop calling one of them on a trainer
+    it was handed is a training loop, whatever the method is named."""
+    if b"backward" not in data or b".step(" not in data:
+        return ()
+    return tuple(b"." + m + b"(" for m in _METHOD.findall(data) if not m.startswith(b"__"))
+
+
+def _may_loop(path: Path, steps: tuple[bytes, ...] = ()) -> bool:
+    """Can the file hold a step, eval or rollout loop (read off its bytes, not parsed), also one
+    that calls a method of the checked module that runs a whole step (``steps``)?"""
     if path.name == "__init__.py":
         return False
     try:
         data = path.read_bytes()
     except OSError:
         return False
-    return bool(_LOOP.search(data)) and any(w in data for w in _STEP_WORDS)
+    return bool(_LOOP.search(data)) and any(w in data for w in (*_STEP_WORDS, *steps))
 
 
 def _leads_to(n: Any, path: Path, depth: int) -> bool:

@@ -93,7 +93,10 @@ class DataloaderPersistentWorkers(Rule):
         "`d[\"num_workers\"] = ...`) when the dict feeds nothing but DataLoaders and each of those "
         "places is the only one setting the worker count on its path.",
         "Not reported when every iteration of the loader the file shows runs once (a single "
-        "pass, `itertools.cycle(loader)`, `it = iter(loader)` then `next(it)`), or when the loader "
+        "pass, `itertools.cycle(loader)`, `it = iter(loader)` then `next(it)`, a loader built anew in "
+        "each pass of an epoch loop and iterated once there, also after `accelerator.prepare` and "
+        "`accelerator.skip_first_batches`: persistent workers could not outlive it, and building it "
+        "once may change what each epoch reads), or when the loader "
         "never runs out (a `RandomSampler`/`WeightedRandomSampler` drawing at least 10**8 samples "
         "with replacement, an infinite sampler or `IterableDataset` of this module) and no loop "
         "over it restarts; a loader handed to code the file does not show is reported.",

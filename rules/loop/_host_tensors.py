@@ -9,9 +9,10 @@ import libcst as cst
 
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
 from ..analysis.model.host_data import HOST_BUILDERS
+from ..analysis.model.reaching import reaching_assignment
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.training import TENSOR_METHODS, TrainingAnalysis
-from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
+from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value, method_call, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 
@@ -24,23 +25,112 @@ _FACTORIES = frozenset({
 
 def host_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression, call: cst.Call) -> bool:
     """Is ``receiver`` a tensor in host memory: built by a torch factory without ``device=``
-    (``torch.randperm(n).tolist()``, also through a name the function only binds to such), or
-    a field of the batch a plain DataLoader loop yields, read before anything rebinds it
-    (``labels.tolist()`` ahead of ``labels = labels.to(device)``)?"""
+    (``torch.randperm(n).tolist()``, also through a name the function only binds to such), a
+    field of the batch a plain DataLoader loop yields, read before anything rebinds it
+    (``labels.tolist()`` ahead of ``labels = labels.to(device)``), or computed only from such
+    (``(labels != -100).sum()``, a count ``n = torch.tensor(0)`` then ``n += mask.sum()``)?"""
     if "set_default_device" in ctx.source:
         return False
-    base: cst.BaseExpression = receiver
+    return _host(ctx, ta, receiver, call, 0)
+
+
+def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:
+    if depth > 4:
+        return False
+    base: cst.BaseExpression = expr
     while isinstance(base, cst.Subscript) or isinstance(base, cst.Call) and method_call(base, *_SAME_PLACE):
         base = base.value if isinstance(base, cst.Subscript) else base.func.value  # type: ignore[attr-defined]
+    if isinstance(base, (cst.Comparison, cst.BinaryOperation, cst.UnaryOperation)):
+        # ``labels != -100``, ``mask * weights``: where its tensor operands are
+        operands = [n for n in _operands(base) if not _constant(ta, n)]
+        return bool(operands) and all(_host(ctx, ta, o, at, depth + 1) for o in operands)
     if isinstance(base, cst.Call):
-        return _host_factory(ctx, base)
+        return _host_factory(ctx, base) or _host_op(ctx, ta, base, at, depth)
     if not isinstance(base, cst.Name):
         return False
-    fn = ctx.enclosing(call, cst.FunctionDef)
+    fn = ctx.enclosing(at, cst.FunctionDef)
     values = [v for n, v in ta.assignments() if n == base.value and ctx.enclosing(v, cst.FunctionDef) is fn]
-    if values and all(isinstance(v, cst.Call) and _host_factory(ctx, v) for v in values):
+    if values and _accumulated_on_host(ctx, ta, base.value, fn, values, depth):
         return True
-    return _unmoved_batch(ctx, ta, base, call)
+    return _unmoved_batch(ctx, ta, base, at) or _next_batch_field(ctx, ta, base, at)
+
+
+def _constant(ta: TrainingAnalysis, expr: cst.BaseExpression) -> bool:
+    """A literal, or a name the file binds only to literals (``IGNORE_INDEX = -100``)."""
+    if literal_value(expr) is not NOT_LITERAL or isinstance(expr, cst.UnaryOperation) and \
+            literal_value(expr.expression) is not NOT_LITERAL:
+        return True
+    if not isinstance(expr, cst.Name):
+        return False
+    values = [v for n, v in ta.assignments() if n == expr.value]
+    return bool(values) and all(_constant(ta, v) for v in values if not isinstance(v, cst.Name))
+
+
+def _operands(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(expr, cst.Comparison):
+        return [expr.left, *(c.comparator for c in expr.comparisons)]
+    if isinstance(expr, cst.BinaryOperation):
+        return [expr.left, expr.right]
+    return [expr.expression]  # type: ignore[attr-defined]
+
+
+# torch functions whose result lives where their tensor arguments do (no ``device=`` of their own).
+_SAME_PLACE_FUNCTIONS = frozenset({
+    "torch.bincount", "torch.unique", "torch.cumsum", "torch.sum", "torch.mean", "torch.max", "torch.min",
+    "torch.argmax", "torch.argmin", "torch.count_nonzero", "torch.where", "torch.logical_and",
+    "torch.logical_or", "torch.logical_not", "torch.eq", "torch.ne", "torch.numel", "torch.clamp",
+})
+
+
+def _host_op(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, at: cst.CSTNode, depth: int) -> bool:
+    """``torch.bincount(labels)`` of a host tensor: computed where its input is."""
+    if not ctx.matches(call.func, _SAME_PLACE_FUNCTIONS) or get_arg(call, "device") is not None or \
+            any(a.star for a in call.args):
+        return False
+    tensors = [a.value for a in call.args if a.keyword is None and not _constant(ta, a.value)]
+    return bool(tensors) and all(_host(ctx, ta, t, at, depth + 1) for t in tensors)
+
+
+def _accumulated_on_host(ctx: RuleContext, ta: TrainingAnalysis, name: str, fn: cst.FunctionDef | None,
+                         values: list[cst.BaseExpression], depth: int) -> bool:
+    """``n = torch.tensor(0)`` and ``n += (labels != -100).sum()`` only: every assignment and every
+    augmented assignment of ``name`` in ``fn`` gives a host tensor (a factory's, or one computed
+    from host tensors where it is made: ``counts = torch.bincount(labels)``)."""
+    if not all(isinstance(v, cst.Call) and _host_factory(ctx, v) or
+               depth < 2 and _host(ctx, ta, v, v, depth + 1) for v in values):
+        return False
+    augs = [a for a in ctx.fact(_aug_assignments).get(name, ()) if ctx.enclosing(a, cst.FunctionDef) is fn]
+    return all(_host(ctx, ta, a.value, a, depth + 1) for a in augs)
+
+
+def _aug_assignments(ctx: RuleContext) -> dict[str, list[cst.AugAssign]]:
+    out: dict[str, list[cst.AugAssign]] = {}
+    for node in ctx.nodes(cst.AugAssign):
+        if isinstance(node.target, cst.Name):
+            out.setdefault(node.target.value, []).append(node)
+    return out
+
+
+def _next_batch_field(ctx: RuleContext, ta: TrainingAnalysis, name: cst.Name, at: cst.CSTNode) -> bool:
+    """``ids, labels = next(it)`` of an iterator over batches in host memory, read before anything
+    rebinds ``labels``: ``it`` iterates a plain DataLoader (``iter(loader)``), or the same
+    function copies that field to the device later (``labels.to(device)``: its source is the
+    host); not a prepared loader's batches."""
+    last = reaching_assignment(ctx, name.value, at)
+    if last is None or not isinstance(last.value, cst.Call) or not ctx.matches(last.value.func, {"builtins.next"}) or \
+            not last.value.args or placed_by_framework(ctx, last.value):
+        return False
+    source = last.value.args[0].value
+    values = [v for n, v in ta.assignments() if n == dotted_name(source)] if dotted_name(source) else []
+    if values and all(isinstance(v, cst.Call) and ctx.matches(v.func, {"builtins.iter"}) and v.args and
+                      ta.is_dataloader(v.args[0].value) and not iterates_placed_batches(ctx, v.args[0].value)
+                      for v in values):
+        return True
+    fn = ctx.enclosing(at, cst.FunctionDef)
+    return fn is not None and any(
+        isinstance(n, cst.Call) and method_call(n, "to", "cuda") and isinstance(n.func.value, cst.Name) and  # type: ignore[attr-defined]
+        n.func.value.value == name.value and (method_call(n, "cuda") or _to_device(ctx, n))  # type: ignore[attr-defined]
+        for n in walk(fn.body))
 
 
 # Tensor methods whose result lives where their receiver does.
@@ -48,9 +138,25 @@ _SAME_PLACE = ("long", "int", "float", "view", "reshape", "flatten", "squeeze", 
                "contiguous", "numpy", "t", "permute", *TENSOR_METHODS)
 
 
+# ``torch.stack``/``torch.cat`` put their result where their inputs are: on the host only when
+# those are built there too (``torch.stack([torch.tensor(a), torch.tensor(b)])``).
+_JOINS = frozenset({"torch.stack", "torch.cat", "torch.concat", "torch.concatenate", "torch.hstack", "torch.vstack"})
+
+
 def _host_factory(ctx: RuleContext, call: cst.Call) -> bool:
-    return ctx.matches(call.func, _FACTORIES) and get_arg(call, "device") is None and \
-        not any(a.star == "**" for a in call.args)
+    if not ctx.matches(call.func, _FACTORIES) or get_arg(call, "device") is not None or \
+            any(a.star == "**" for a in call.args):
+        return False
+    if not ctx.matches(call.func, _JOINS):
+        return True
+    parts = call.args[0].value if call.args and not call.args[0].star else None
+    if isinstance(parts, (cst.ListComp, cst.GeneratorExp)):
+        items: list[cst.BaseExpression] = [parts.elt]
+    elif isinstance(parts, (cst.List, cst.Tuple)) and parts.elements:
+        items = [e.value for e in parts.elements]
+    else:
+        return False  # ``torch.stack(losses)``: a list of device tensors, as likely as not
+    return all(isinstance(i, cst.Call) and _host_factory(ctx, i) for i in items)
 
 
 def _unmoved_batch(ctx: RuleContext, ta: TrainingAnalysis, name: cst.Name, call: cst.Call) -> bool:

@@ -8,6 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Replace
 from ..analysis.facts.frameworks import placed_by_framework
+from ..analysis.facts.to_methods import no_fix_reason
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.host_data import built_on_host, host_tensor_name
 from ..analysis.model.training import TrainingAnalysis
@@ -60,7 +61,7 @@ def in_step_function(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, tra
     receiver = call.func.value  # type: ignore[attr-defined]
     if placed_by_framework(ctx, receiver):
         return None
-    return _copy_of_handed_batch(fn, receiver, call, "training step", transformers)
+    return _copy_of_handed_batch(ctx, fn, receiver, call, "training step", transformers)
 
 
 # Tensor methods whose result lives where their receiver does (a dtype cast, a view).
@@ -85,10 +86,10 @@ def from_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, calle
             isinstance(base, cst.Name) and host_tensor_name(ctx, base.value, fn):
         fix: Fix | NoFix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe")
         return Finding.of(call, message("built", kind), fix)
-    return _copy_of_handed_batch(fn, base, call, kind, transformers)
+    return _copy_of_handed_batch(ctx, fn, base, call, kind, transformers)
 
 
-def _copy_of_handed_batch(fn: cst.FunctionDef, base: cst.BaseExpression, call: cst.Call, kind: str,
+def _copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseExpression, call: cst.Call, kind: str,
                           transformers: bool) -> Finding | None:
     """A copy of the batch ``fn`` is handed (``base`` reaches a parameter named like data: ``batch``,
     ``inputs``, through subscripts and attributes); unsafe: it may not be a tensor."""
@@ -100,7 +101,9 @@ def _copy_of_handed_batch(fn: cst.FunctionDef, base: cst.BaseExpression, call: c
     if param is None or param == "self" or not any(w in param.lower() for w in _DATA_PARAM):
         return None
     fix: Fix | NoFix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
-    if not transformers:
+    if (strict := no_fix_reason(ctx)) is not None:
+        fix = NoFix(strict)
+    elif not transformers:
         fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "unsafe")
     return Finding.of(call, message("batch", kind), fix)
 

@@ -10,6 +10,8 @@ import libcst as cst
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.framework_config import framework_config, rare_in, step_hook
+from ..analysis.facts.framework_hooks import (framework_step_methods, hook_caller, lightning_step_methods,
+                                              under_rare_switch)
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
@@ -59,10 +61,21 @@ class SyncInLoop(Rule):
         "model in eval mode or under `no_grad`); a loop driven from another module is seen only "
         "through the call that runs this module's function (see across modules). "
         "A LightningModule's `training_step`, `validation_step` and `test_step` are loop bodies "
-        "(Lightning calls them once per batch); a `self.log(name, x.item())` written directly in "
-        "`training_step` is GP106's.",
+        "(Lightning calls them once per batch), and the methods of this file they call per-step code; a `self.log(name, x.item())` written directly in "
+        "`training_step` is GP106's. So are, with the functions of this module they call, a Hugging "
+        "Face `Trainer` (or TRL trainer) subclass's `compute_loss` and `training_step` (every "
+        "micro-batch) and `prediction_step` (every eval batch), and a `TrainerCallback`'s "
+        "`on_step_begin`/`on_step_end`/`on_substep_end`/`on_prediction_step`, the classes resolved "
+        "through their imports, this file's subclasses and the user's other modules; `on_log` and "
+        "`on_evaluate` run once per log or evaluation and are not per step (a loop over batches "
+        "inside `on_evaluate` is an eval loop).",
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
-        "the read or at a call site of the function holding it, are not reported (a period that "
+        "the read or at a call site of the function holding it, are not reported; the periodic test "
+        "may be held in a variable (`is_log_step = step % cfg.log_every == 0`), a method or property of "
+        "the class (`if self._should_log(step):`), a function of this file or a method of the user's other "
+        "modules (`if metrics.should_log(step):`), or be an early exit before the read (`if not should_log: "
+        "return`, `if step % k: continue`). A rank check (`if rank == 0:`, `if master_process:`) is no "
+        "guard: that rank reads on every step (a period that "
         "is 1 by default, `log_period=1`, and that no call in the file sets, is no guard); "
         "loops that run a few iterations (`range(min(4, n))`, `xs[:8]`, a `break` once the "
         "counter reaches a small number) are no eval loops; CPU-only "
@@ -70,10 +83,15 @@ class SyncInLoop(Rule):
         "`.tolist()`, `.cpu()`, `.numpy()`, `float(x)` and `int(x)` are reported only when `x` is "
         "clearly a tensor in this file (tensor methods, `torch.*` calls, model or loss outputs); "
         "`math`/`numpy` results and modules are not tensors, and a tensor returned by another "
-        "module's function is missed. Tensors in host memory are not reported: a torch factory's "
-        "result without `device=` (`torch.randperm(n).tolist()`), and the fields of a plain "
-        "DataLoader's batch read before the loop rebinds them (`ids.tolist()` ahead of "
-        "`x = x.to(device)`; not a prepared loader's, nor a `TensorDataset` of device tensors).",
+        "module's function is missed. Tensors in host memory are not reported (`.item()`, `.tolist()`, "
+        "`int()`, `float()` alike): a torch factory's result without `device=` "
+        "(`torch.randperm(n).tolist()`, `torch.tensor(lengths)`), the fields of a plain DataLoader's "
+        "batch read before the loop rebinds them (`ids.tolist()` ahead of `x = x.to(device)`; also "
+        "`x, y = next(it)` over such a loader, or fields the function moves later; not a prepared "
+        "loader's, nor a `TensorDataset` of device tensors), and what is computed only from such "
+        "(`(labels != pad).sum()`, `torch.bincount(labels)`, a counter `n = torch.tensor(0)` whose "
+        "every `+=` adds one). A counter that starts on the host but adds a device tensor is on the "
+        "device and is reported.",
         "A branch on a device tensor's test (`if torch.isnan(loss):`, `torch.isfinite(x).all()`, "
         "`assert torch.allclose(a, b)`) is a host read, unless it is behind `step % N == 0 and` or "
         "a `flag or` whose branch sets the flag. "
@@ -134,12 +152,25 @@ class SyncInLoop(Rule):
                         total += model(x).sum().detach()
                 return float(total)
         """)),
+        Invalid(dedent("""
+            import torch
+            from transformers import Trainer
+            class AccuracyTrainer(Trainer):
+                def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+                    outputs = model(**inputs)
+                    acc = (outputs.logits.argmax(-1) == inputs["labels"]).float().mean()
+                    self.train_acc.append(acc.item())
+                    return (outputs.loss, outputs) if return_outputs else outputs.loss
+        """), fixed=None),
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
         hooks = bool(framework_config(ctx).lightning_modules)
-        if not (ta.step_loops or ta.eval_loops or hooks or project_runs(ctx).step_callers) or cpu_only(ctx):
+        # a Trainer subclass's compute_loss, a callback's on_step_end, what a Lightning step hook calls
+        framework = {**lightning_step_methods(ctx), **framework_step_methods(ctx)}
+        if not (ta.step_loops or ta.eval_loops or hooks or framework or project_runs(ctx).step_callers) or \
+                cpu_only(ctx):
             return
         # A read of a collective's result on its way to a log: GP106 reports the collective; the
         # read is a sync of its own (GP101), fixed by the same change (reduce and read when logging).
@@ -150,9 +181,10 @@ class SyncInLoop(Rule):
                 yield _collective_read(ctx, ta, call, what, loop, collective[call].what)
                 continue
             if loop is None:
-                if hooks:
+                if hooks and step_hook(ctx, call) is not None:
                     yield from _in_step_hook(ctx, call, what)
-                elif (caller := ta.every_step_caller(call)) is not None:
+                elif (caller := ta.every_step_caller(call) or hook_caller(ta, call, framework)) is not None and \
+                        not under_rare_switch(ctx, call):
                     yield _from_elsewhere(ctx, call, what, caller)
                 continue
             snippet = ctx.code_for(call)
@@ -292,7 +324,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
         elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and \
                 len(call.args) == 1 and not call.args[0].star:
             arg = call.args[0].value
-            if _contains_sync(arg) or not ta.is_tensor_expr(arg):
+            if _contains_sync(arg) or not ta.is_tensor_expr(arg) or host_tensor(ctx, ta, arg, call):
                 continue
             if not ctx.matches(call.func, set(CONVERTERS)):
                 continue

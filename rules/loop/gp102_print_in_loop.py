@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -11,215 +9,17 @@ import libcst as cst
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.framework_config import framework_config, rare_in, step_hook
+from ..analysis.facts.framework_hooks import framework_step_methods, hook_caller
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import single_expression_statement
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
-from ..analysis.syntax.calls import dotted_name, method_call, target_names
+from ..analysis.syntax.calls import dotted_name, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
+from ._printed import logged_values, printed_value
 
-LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
-_LOGGER_NAME = re.compile(r"(^|_)(log|logger)$", re.IGNORECASE)
-_TQDM_WRITE = {"tqdm.tqdm.write", "tqdm.auto.tqdm.write", "tqdm.std.tqdm.write", "tqdm.write"}
-_STREAM_WRITE = {"sys.stdout.write", "sys.stderr.write"}
-# A script's own output helpers, called by plain name (``progress_bar(i, n, msg)``, ``print_log(...)``).
-_OUTPUT_HELPER = re.compile(r"^(progress_bar|print_\w+|\w+_print)$")
-_SYNCS = ("item", "tolist", "cpu", "numpy")
 INTERVAL_NAME = "log_interval"
 DEFAULT_INTERVAL = 100
-
-
-def logged_values(ctx: RuleContext, call: cst.Call) -> list[cst.BaseExpression] | None:
-    """The values a print/log call formats, or None when ``call`` is no logging call."""
-    func = call.func
-    args = [a.value for a in call.args if not a.star]
-    if isinstance(func, cst.Name):
-        if ctx.matches(func, {"builtins.print"}):
-            return args
-        helper = _OUTPUT_HELPER.match(func.value) and not ctx.matches(func, {"torch.*", "numpy.*", "math.*"})
-        return args if helper else None
-    if not isinstance(func, cst.Attribute):
-        return None
-    method = func.attr.value
-    receiver = dotted_name(func.value) or ""
-    if ctx.matches(func, _TQDM_WRITE) or ctx.matches(func, {"wandb.log"}) or \
-            ctx.matches(func, _STREAM_WRITE) or dotted_name(func) in _STREAM_WRITE:  # ``sys`` from a star import
-        return args
-    if method in LOG_METHODS and (ctx.matches(func, {"logging.*"}) or
-                                  _LOGGER_NAME.search(receiver.rsplit(".", 1)[-1] or "")):
-        return args[1:] if method == "log" else args
-    if method in ("set_postfix", "set_postfix_str", "set_description"):
-        return args
-    if method.startswith("log_") and _LOGGER_NAME.search(receiver.rsplit(".", 1)[-1] or "") and \
-            not ctx.matches(func, {"logging.*"}):
-        return args  # a project's own logger (``logger.log_training(loss, grad_norm, lr, step)``)
-    if method == "add_scalar":  # SummaryWriter.add_scalar(tag, value, step)
-        return [a.value for a in call.args if a.keyword is None][1:2] + \
-            [a.value for a in call.args if a.keyword and a.keyword.value == "scalar_value"]
-    return None
-
-
-def _formatted(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The expressions whose string form ends up in the output."""
-    if isinstance(expr, cst.FormattedString):
-        for part in expr.parts:
-            if isinstance(part, cst.FormattedStringExpression):
-                yield from _formatted(part.expression)
-    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo) and _template(expr.left):
-        yield from _formatted(expr.right)
-    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add) and \
-            (_template(expr.left) or _template(expr.right)):
-        yield from _formatted(expr.left)  # ``"loss " + str(loss)``
-        yield from _formatted(expr.right)
-    elif isinstance(expr, cst.Call) and method_call(expr, "format") and \
-            isinstance(expr.func.value, (cst.SimpleString, cst.ConcatenatedString)):  # type: ignore[attr-defined]
-        for a in expr.args:
-            yield from _formatted(a.value)
-    elif isinstance(expr, cst.Call) and dotted_name(expr.func) in ("str", "repr", "format"):
-        if expr.args:
-            yield from _formatted(expr.args[0].value)
-    elif isinstance(expr, (cst.Tuple, cst.List)):
-        for el in expr.elements:
-            yield from _formatted(el.value)
-    elif isinstance(expr, cst.Dict):
-        for el in expr.elements:
-            if isinstance(el, cst.DictElement):
-                yield from _formatted(el.value)
-    else:
-        yield expr
-
-
-def _template(expr: cst.BaseExpression) -> bool:
-    """A format string: a literal, or literals joined and repeated (``"%10s" + "%10.4g" * 3``)."""
-    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-        return True
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
-        return _template(expr.left) and _template(expr.right)
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
-        return _template(expr.left) or _template(expr.right)
-    return False
-
-
-def _has_sync(expr: cst.CSTNode) -> bool:
-    """Already converted on the host (GP101's business): ``.item()``, ``float(x)``..."""
-    for node in [expr, *walk(expr, into_nested=True)]:
-        if method_call(node, *_SYNCS):
-            return True
-        if isinstance(node, cst.Call) and dotted_name(node.func) in ("float", "int", "bool"):
-            return True
-    return False
-
-
-@dataclasses.dataclass(frozen=True)
-class Printed:
-    """A value an output call formats: ``read`` when it was read on the host from a tensor this
-    step (``loss.item()``, an accumulator of such reads) rather than a device tensor itself;
-    ``message``: the statement that formatted it into a string the call outputs (``s = ...``)."""
-
-    value: cst.BaseExpression
-    read: bool
-    message: cst.CSTNode | None
-    accumulated: bool = False  # read through a name the step assigns (``total += loss.item()``)
-
-
-def printed_tensor(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> cst.BaseExpression | None:
-    """The first device tensor ``call`` formats for output (not already read on the host)."""
-    found = printed_value(ctx, ta, call)
-    return found.value if found is not None and not found.read else None
-
-
-def printed_value(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Printed | None:
-    """What ``call`` formats for output that comes from a tensor: a device tensor itself
-    (``print(loss)``), else a value read from one on the host this step (``print(loss.item())``,
-    a ``total += loss.item()`` accumulator), also through a message string formatted first
-    (``s = "%g" % (*mloss,); pbar.set_description(s)``); None otherwise."""
-    values = logged_values(ctx, call)
-    if not values:
-        return None
-    host: Printed | None = None
-    for value in values:
-        for part, message in _output_parts(ctx, value, call, None, 0):
-            if ta.is_tensor_expr(part) and not _has_sync(part):
-                return Printed(part, False, message)
-            how = _read_from_tensor(ctx, ta, part, call) if host is None else None
-            if how is not None:
-                host = Printed(part, True, message, how == "name")
-    return host
-
-
-def _output_parts(ctx: RuleContext, value: cst.BaseExpression, call: cst.Call, message: cst.CSTNode | None,
-                  depth: int) -> Iterator[tuple[cst.BaseExpression, cst.CSTNode | None]]:
-    """The formatted parts of ``value``, each with the statement that formatted it into a message
-    (None: the call itself); a name bound in ``call``'s function to a message built by formatting
-    (an f-string, ``%``, ``.format``) stands for that message's parts."""
-    for part in _formatted(value):
-        messages = _messages_bound(ctx, part, call) if depth < 2 and isinstance(part, cst.Name) else []
-        if messages:
-            for stmt, text in messages:
-                yield from _output_parts(ctx, text, call, message or stmt, depth + 1)
-        else:
-            yield part, message
-
-
-def _is_message(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.FormattedString):
-        return True
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
-        return _template(expr.left)
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
-        return _is_message(expr.left) or _is_message(expr.right)
-    return isinstance(expr, cst.Call) and method_call(expr, "format")
-
-
-def _messages_bound(ctx: RuleContext, name: cst.Name,
-                    call: cst.Call) -> list[tuple[cst.CSTNode, cst.BaseExpression]]:
-    fn = ctx.enclosing(call, cst.FunctionDef)
-    return [(node, v) for node, v in _bindings(ctx).get(name.value, ())
-            if ctx.enclosing(node, cst.FunctionDef) is fn and _is_message(v)]
-
-
-def _bindings(ctx: RuleContext) -> dict[str, list[tuple[cst.CSTNode, cst.BaseExpression]]]:
-    return ctx.fact(_compute_bindings)
-
-
-def _compute_bindings(ctx: RuleContext) -> dict[str, list[tuple[cst.CSTNode, cst.BaseExpression]]]:
-    """Values assigned (``=``, ``+=`` and the like) to each plain name, with the statement."""
-    out: dict[str, list[tuple[cst.CSTNode, cst.BaseExpression]]] = {}
-    for node in ctx.nodes(cst.Assign):
-        for t in node.targets:
-            if isinstance(t.target, cst.Name):
-                out.setdefault(t.target.value, []).append((node, node.value))
-    for aug in ctx.nodes(cst.AugAssign):
-        if isinstance(aug.target, cst.Name):
-            out.setdefault(aug.target.value, []).append((aug, aug.value))
-    return out
-
-
-def _read_from_tensor(ctx: RuleContext, ta: TrainingAnalysis, part: cst.BaseExpression, call: cst.Call) -> str | None:
-    """Is ``part`` a value read on the host from a tensor on this step: "direct" when it holds
-    ``x.item()`` (or ``float(t)`` of a tensor), "name" when it reads a name that the same function
-    assigns or accumulates from one on every step (``train_loss += loss.item()``); else None."""
-    if _reads_tensor(ta, part):
-        return "direct"
-    fn = ctx.enclosing(call, cst.FunctionDef)
-    for node in [part, *walk(part, into_nested=True)]:
-        if not isinstance(node, cst.Name):
-            continue
-        for stmt, value in _bindings(ctx).get(node.value, ()):
-            if ctx.enclosing(stmt, cst.FunctionDef) is fn and _reads_tensor(ta, value) and \
-                    ta.every_step_loop(stmt) is not None:
-                return "name"
-    return None
-
-
-def _reads_tensor(ta: TrainingAnalysis, expr: cst.CSTNode) -> bool:
-    for node in [expr, *walk(expr, into_nested=True)]:
-        if method_call(node, "item"):
-            return True
-        if isinstance(node, cst.Call) and dotted_name(node.func) in ("float", "int") and len(node.args) == 1 and \
-                ta.is_tensor_expr(node.args[0].value):
-            return True
-    return False
 
 
 class PrintInLoop(Rule):
@@ -259,10 +59,15 @@ class PrintInLoop(Rule):
         "a `total += loss.item()` accumulator; the read itself is also GP101's finding), also through "
         "a message string the function formats first (`s = \"%g\" % (*mloss,)` then "
         "`pbar.set_description(s)`: reported without a fix, the formatting must be guarded too). A "
-        "collective's result that is only logged is GP106's (one finding, at the collective).",
+        "collective's result that is only logged is GP106's (one finding, at the collective). A name "
+        "is judged by the assignment the call sees last: Python numbers a helper returned "
+        "(`logs = reduce(logs)`, whose `.item()` inside is GP101's, reported in the helper when it is "
+        "in this file) are not reported; a name rebound to `x.item()` is a host value read on the step.",
         "Only calls on every iteration of a training or eval loop (as GP101 sees them) count: "
         "not under a periodic or once-per-loop guard, at the call or at a call site of its "
-        "function; a rank check (`if rank == 0:`, `if master_process:`) is no such guard, it runs "
+        "function (a periodic test held in a variable, a method or property, or a method of the user's "
+        "other modules counts, and so does an early exit before the call: `if not should_log: return`, "
+        "`if step % k: continue`); a rank check (`if rank == 0:`, `if master_process:`) is no such guard, it runs "
         "on every step of that rank. Output in an `if` block that ends the loop or the run "
         "(`sys.exit`, `raise`, `break`, `return`) happens at most once and is not reported. "
         "CPU-only programs are not checked.",
@@ -306,7 +111,8 @@ class PrintInLoop(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
         hooks = bool(framework_config(ctx).lightning_modules)
-        if not (ta.step_loops or ta.eval_loops or hooks) or cpu_only(ctx):
+        framework = framework_step_methods(ctx)  # a Trainer subclass's compute_loss, a callback's on_step_end
+        if not (ta.step_loops or ta.eval_loops or hooks or framework) or cpu_only(ctx):
             return
         # A print of a collective's result that is only logged is GP106's (one change removes both).
         claimed = {c for found in logged_collectives(ctx) for c in found.sinks}
@@ -326,6 +132,10 @@ class PrintInLoop(Rule):
                                         "waits for the GPU; log the tensor with self.log, or print every N steps",
                                   no_fix_reason="the hook has no loop an `if step % N == 0:` guard could count; "
                                                 "guard it with `batch_idx % N == 0` or use self.log by hand")
+                elif hook is None and not found.read and (by := hook_caller(ta, call, framework)) is not None:
+                    yield Finding(call, f"{what} is formatted for output on every {by.kind} ({by.where} calls `{by.function}` "
+                                        "on each one), which copies it to the host and waits for the GPU; log it every N steps",
+                                  no_fix_reason=f"the loop is in {by.path}: guard it on `state.global_step` by hand")
                 continue
             if _before_leaving(ctx, call, loop):
                 continue
@@ -339,6 +149,9 @@ class PrintInLoop(Rule):
                 fix: Fix | NoFix = NoFix(
                     f"the value is formatted into a message by an earlier statement (`{_target(ctx, found.message)} "
                     "= ...`), which reads it too: guard both")
+            elif found.assigned:
+                fix = NoFix("the value is read from the tensor by an earlier statement, which must be guarded with "
+                            "the output: guard both by hand")
             elif found.accumulated:
                 fix = NoFix("the value is a running total read from a tensor every step: keep the total on the "
                             "device (GP101) and guard the output by hand")

@@ -8,7 +8,9 @@ import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
+from ..analysis.facts.placement import moved_before
 from ..analysis.facts.program import cpu_only
+from ..analysis.facts.to_methods import no_fix_reason
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.eval_loops import loop_data
 from ..analysis.model.host_data import (
@@ -336,7 +338,8 @@ class BlockingCopy(Rule):
         "result, or one field of a batch from a DataLoader with the default collate function). A "
         "whole batch of unknown type (a custom collate function's output) gets the fix as unsafe: "
         "another object's `.to()` may not take `non_blocking`; a tokenizer's output, or any "
-        "unknown batch in a file that uses transformers, gets no fix."
+        "unknown batch in a file that uses transformers, gets no fix; nor does one in a project "
+        "whose own classes (a `NestedTensor`) define a `.to()`/`.cuda()` that rejects `non_blocking`."
     )
     # gains_on 'cuda': only a host-to-GPU copy can run asynchronously; on CPU the argument is a no-
     # op.
@@ -365,16 +368,20 @@ class BlockingCopy(Rule):
         "with a device (`TokenStream(..., device=device)`, `batches(n, device)`), or a helper of this "
         "file returns tensors it moved or created there (`get_batch()` ending in `x.to(device)`); "
         "neither are copies in the branch that runs only without a prefetching loader (`if not "
-        "args.prefetcher:`).",
+        "args.prefetcher:`), nor copies of a field of an object the step already moved whole on "
+        "every path to the copy (`g = g.to(device)` then `g.ndata[\"h\"].to(device)`, a PyG-style "
+        "`data.x` after `data = data.to(device)`, a dict rebuilt from moved values or returned by a "
+        "helper handed it and a device); a move in one branch, or whose result is dropped, is not one.",
         "A function that runs a whole training step (a backward and an optimizer step) and is "
         "called from no loop of this file (`def train_step(self, batch)` driven by a trainer of "
         "another module) runs once per step: the copies of the batch parameter it is handed are "
         "reported, with an unsafe fix (the batch's type is not visible).",
         "Copies in a branch that runs only off CUDA (the `else` of `if device_type == \"cuda\":`), "
         "slices of a tensor already on the device, batches of a DataLoader handed to "
-        "`accelerator.prepare()` (already placed; also read through `iter()`, `itertools.cycle()` "
-        "or a generator of the file, with `next()`), copies under a periodic guard, and CPU-only "
-        "programs are not reported.",
+        "`accelerator.prepare()` or `fabric.setup_dataloaders()` (already placed; also read through "
+        "`iter()`, `itertools.cycle()`, a generator of the file, `accelerator.skip_first_batches()` or "
+        "`skipped or loader`, with `next()`, and in a function of the file whose every call passes "
+        "such a batch), copies under a periodic guard, and CPU-only programs are not reported.",
         "A `while` loop that takes `next()` of a DataLoader's iterator every iteration copies "
         "its batch every iteration (also inside `with` blocks, chained `.to(device).to(dtype)`), "
         "and `torch.from_numpy(piece).to(device)` in a loop over batches a framework placed is "
@@ -442,6 +449,8 @@ class BlockingCopy(Rule):
         for call in ctx.nodes(cst.Call):
             if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
                 continue
+            if moved_before(ctx, call.func.value, call):  # type: ignore[attr-defined]
+                continue  # a field of an object the step already moved (``g = g.to(device)``): a no-op
             loop = ta.every_step_loop(call) or loader_while(ctx, ta, call)
             if loop is None and not in_cpu_branch(ctx, call):
                 finding = in_step_function(ctx, ta, call, transformers)
@@ -471,7 +480,10 @@ class BlockingCopy(Rule):
                 if tensor is False else "the copied value may not be a tensor whose `.to()` takes non_blocking")
             # ``non_blocking`` is an argument of Tensor.to/cuda/type; other objects' ``.to()``
             # (a tokenizer's BatchEncoding in older transformers) may not take it.
-            if tensor is True or tensor is False and not transformers:
+            strict = None if tensor is True else no_fix_reason(ctx)
+            if strict is not None:
+                fix = NoFix(strict)
+            elif tensor is True or tensor is False and not transformers:
                 fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),),
                           "safe" if tensor else "unsafe")
             yield Finding.of(call, message(what, ta.loop_kind(loop)), fix)

@@ -14,8 +14,9 @@ from ..analysis.model.step_code import device_kind
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call
 from ..analysis.syntax.context import RuleContext
-from ..analysis.facts.framework_config import STEP_HOOKS, framework_config
-from ..analysis.syntax.launch import StepCaller, project_runs
+from ..analysis.facts.framework_config import framework_config
+from ..analysis.facts.framework_hooks import framework_step_methods, hook_caller, lightning_step_methods
+from ..analysis.syntax.launch import project_runs
 from ..analysis.syntax.tree import walk
 from ._across_modules import PER_STEP_ACROSS_MODULES
 
@@ -139,7 +140,7 @@ class HostTensorThenMove(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
         if not (ta.step_loops or ta.eval_loops or project_runs(ctx).step_callers or
-                framework_config(ctx).lightning_modules) or cpu_only(ctx):
+                framework_config(ctx).lightning_modules or framework_step_methods(ctx)) or cpu_only(ctx):
             return
         for move in ctx.nodes(cst.Call):
             if cuda_tensor_type(ctx, move.func) and _host_data_argument(ctx, ta, move):
@@ -167,14 +168,15 @@ class HostTensorThenMove(Rule):
                     yield found
                 continue
             loop = ta.every_step_loop(move)
-            caller = ta.every_step_caller(move) if loop is None else None
-            if caller is not None:
+            caller = ta.every_step_caller(move) or hook_caller(ta, move, framework_step_methods(ctx)) \
+                if loop is None else None
+            if caller is not None and caller.line:  # another module's loop
                 yield Finding(move, f"tensor built on the CPU and copied to the device on every {caller.kind} "
                                     f"({caller.where} calls `{caller.function}` on each one; a synchronous "
                                     "host-to-device transfer); create it with device=",
                               no_fix_reason="the device this function's caller uses is not visible here")
                 continue
-            if loop is None:
+            if loop is None and caller is None:
                 continue
             fix: Fix | NoFix = NoFix("the target device is not one expression the factory could take as device=, "
                                      "or the factory call already has `**` arguments or device/generator/out/pin_memory/layout")
@@ -185,21 +187,11 @@ class HostTensorThenMove(Rule):
                 fix = Fix("create the tensor on the device",
                           (Replace(move, add_kwarg(factory, "device", device)),),
                           "unsafe" if random else "safe")
-            yield Finding.of(move, f"tensor built on the CPU and copied to the device on every {ta.loop_kind(loop)} "
+            # a framework's hook (``compute_loss``): the move's own device expression is at hand
+            kind = ta.loop_kind(loop) if loop is not None else \
+                f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"  # type: ignore[union-attr]
+            yield Finding.of(move, f"tensor built on the CPU and copied to the device on every {kind} "
                                 "(a synchronous host-to-device transfer); create it with device=", fix)
-
-
-def _lightning_hooks(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
-    """A LightningModule's ``training_step``/``validation_step``/``test_step``, which Lightning
-    runs on every batch: the roots of the code a batch runs (its ``self(x)``, a submodule's
-    ``forward``)."""
-    out: dict[cst.FunctionDef, StepCaller] = {}
-    for cls in framework_config(ctx).lightning_modules:
-        for stmt in cls.body.body:
-            if isinstance(stmt, cst.FunctionDef) and stmt.name.value in STEP_HOOKS:
-                kind = "training step" if stmt.name.value == "training_step" else "eval batch"
-                out[stmt] = StepCaller(f"{cls.name.value}.{stmt.name.value}", "", 0, kind)
-    return out
 
 
 def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) -> Finding | None:
@@ -211,7 +203,8 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
     loop = ta.every_step_loop(move)
     caller = ta.every_step_caller(move) if loop is None else None
     if loop is None and caller is None:
-        caller = ta.caller_from(move, _lightning_hooks(ctx))  # ``training_step`` -> ``self(x)`` -> a submodule
+        # ``training_step`` -> ``self(x)`` -> a submodule; a Trainer subclass's ``compute_loss``
+        caller = ta.caller_from(move, {**lightning_step_methods(ctx), **framework_step_methods(ctx)})
     if loop is None and caller is None:
         return None
     factory = host_origin(ctx, move.func.value, move, loose_default_type=caller is not None)  # type: ignore[attr-defined]
@@ -221,7 +214,7 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
         kind = ta.loop_kind(loop)
     else:
         assert caller is not None
-        kind = f"{caller.kind} ({caller.where if caller.path else 'Lightning'} calls `{caller.function}` on each one)"
+        kind = f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
     what = ctx.code_for(factory.func)
     moved = ctx.code_for(move)
     moved = moved if len(moved) <= 40 else f".{move.func.attr.value}(...)"  # type: ignore[attr-defined]

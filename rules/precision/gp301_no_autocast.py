@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -13,10 +14,13 @@ from ..analysis.facts.script_facts import framework_manages_precision
 from ..analysis.facts.workload import tensor_core_work
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
+from ..analysis.syntax.calls import dotted_name
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
 from ._opt_in import OptInFlag, opt_in_amp
+
+_LOSS_ARG = re.compile(r"loss|cost|objective", re.IGNORECASE)
 
 
 class NoAutocast(Rule):
@@ -79,9 +83,13 @@ class NoAutocast(Rule):
         "(severity info, no fix) says that it is opt-in and which flag or field turns it on; nothing when the "
         "project's launch scripts (`run.sh`, `scripts/*.sh`) pass that flag.",
         "Not reported where a framework owns precision (Accelerate, Lightning, the Hugging Face "
-        "Trainer, DeepSpeed, apex), on a model whose dtype the user chose (`.half()`, bfloat16, "
-        "float64), in a CPU-only program, or where nothing multiplies matrices or convolves "
-        "(a simulation or a polynomial fit written in this file).",
+        "Trainer, DeepSpeed, apex), where every step's backward is an engine's built elsewhere "
+        "(`engine.backward(loss)`, `self.strategy.backward(loss, model, optimizer)`: a DeepSpeed engine's "
+        "config or a strategy decides the precision), on a model whose dtype the user chose (`.half()`, "
+        "bfloat16, float64, `from_pretrained(torch_dtype=...)`), in a CPU-only program, or where nothing "
+        "multiplies matrices or convolves (a simulation or a polynomial fit written in this file). "
+        "`TrainingArguments` (or a subclass) used only to parse arguments for a loop of the script's own, "
+        "with no Hugging Face Trainer built or subclassed, gets no Trainer finding.",
         "No fix when the file uses `binary_cross_entropy`/`nn.BCELoss` (CUDA autocast raises on "
         "it; moving to `BCEWithLogitsLoss` means removing the model's final Sigmoid, which the rule "
         "cannot prove equivalent), or when a trained model's forward runs before the statements a "
@@ -177,8 +185,8 @@ class NoAutocast(Rule):
                 not tensor_core_work(ctx):
             return
         backwards = [c for c in ctx.nodes(cst.Call) if ta.is_backward_call(c) and ta.runs_every_step(c)]
-        if not backwards:
-            return
+        if not backwards or all(_engine_backward(ctx, c) for c in backwards):
+            return  # an engine built elsewhere (DeepSpeed, a strategy, an accelerator) owns the precision
         uses = autocast_uses(ctx)
         if uses or autocast_like_context(ctx):
             for region, forward in loss_only_regions(ctx, ta):
@@ -219,3 +227,22 @@ class NoAutocast(Rule):
                                     "the model trains well in mixed precision)" if flag.command_line else
                                     f"the script's own switch decides: set {flag.flag} (or default it to True once "
                                     "the model trains well in mixed precision)")
+
+
+def _engine_backward(ctx: RuleContext, call: cst.Call) -> bool:
+    """``engine.backward(loss)``, ``self.strategy.backward(loss, model, optimizer)``: the loss handed to
+    an object's ``backward`` method (a tensor's ``backward`` takes a gradient, not the loss), an
+    object built elsewhere (a DeepSpeed engine, a training strategy, an accelerator passed in) that
+    runs the backward in the precision its own configuration chose. Not a method of this file that
+    only calls ``loss.backward()`` itself."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward" and call.args):
+        return False
+    first = call.args[0]
+    if first.keyword is not None or first.star or not _LOSS_ARG.search((dotted_name(first.value) or "").rsplit(".", 1)[-1]):
+        return False
+    receiver = dotted_name(call.func.value) or ""
+    if _LOSS_ARG.search(receiver.rsplit(".", 1)[-1]):
+        return False  # ``loss.backward(...)``
+    own = [fn for fn in ctx.nodes(cst.FunctionDef) if fn.name.value == "backward" and
+           isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)]
+    return not own

@@ -12,6 +12,8 @@ from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.program import cpu_only, is_script
 from ..analysis.facts.script_facts import (
     TrainedModel,
+    assignments_in,
+    body_of,
     binding_body,
     device_type_expr,
     framework_trains,
@@ -31,7 +33,7 @@ from ..analysis.fixes.frameworks import (
     FRAMEWORK_KEYWORDS, accelerate_compile_fix, compile_chosen, framework_findings, lightning_compile_fix,
 )
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
-from ..analysis.facts.project_use import program_trains, project_model
+from ..analysis.facts.project_use import model_source, program_trains, project_model
 from ..analysis.syntax.project import project_calls, project_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
@@ -104,7 +106,13 @@ class NoCompile(Rule):
         "torch.compile(model)` in the Trainer) counts. A model that a module imported by the script "
         "is handed (a parameter of the function building its optimizer, or `self.model = model` in "
         "`__init__`) and neither builds, moves nor hands to an Accelerator that could compile it is "
-        "reported only where it is built, not again in that module. Not followed: a compile in a module the script does not call into."
+        "reported only where it is built, not again in that module. A LightningModule built from a table or "
+        "builder of those modules (`model = METHODS[cfg.method](cfg)`) and handed to `trainer.fit` is reported "
+        "at its build line in the script, compiled before `fit`. A model built by type name from a registry "
+        "(`MODELS.build(cfg.model)`, a builder over a module's own `Registry`) is a model whose class is not "
+        "known, and one handed to an installed library's optimizer builder (mmcv's `build_optimizer(model, "
+        "cfg.optimizer)`, timm's `create_optimizer_v2`) trains, also behind a wrapper of the user's modules. "
+        "Not followed: a compile in a module the script does not call into."
     )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
@@ -267,6 +275,37 @@ class NoCompile(Rule):
                 outcome = fw_fix  # Accelerate compiles what it prepares
                 message += ", or let Accelerate compile it: Accelerator(dynamo_backend=\"inductor\")"
             yield Finding.of(node, message, outcome)
+        if not seen:
+            yield from _fitted_elsewhere_built(ctx)
+
+
+def _fitted_elsewhere_built(ctx: RuleContext) -> Iterator[Finding]:
+    """A LightningModule built with the user's other modules (``model = METHODS[cfg.method](cfg)``
+    over a table of LightningModule classes, ``build_model(cfg)``) and handed to ``trainer.fit``
+    here: the entry the user runs is where it is built, so the compile goes here, before fit."""
+    if "lightning" not in frameworks(ctx).kinds or not ctx.project:
+        return
+    fits = [call for call in ctx.nodes(cst.Call) if method_call(call, "fit") and
+            frameworks(ctx).objects.get(dotted_name(call.func.value) or "") == "lightning"]  # type: ignore[union-attr]
+    for call in fits:
+        arg = get_arg(call, "model", 0)
+        if arg is None or not isinstance(arg.value, cst.Name):
+            continue
+        name = arg.value.value
+        # (``model = model.to(memory_format=...)`` rebinds the same model)
+        built = [b for _, v in assignments_in(ctx, body_of(ctx, call), name)
+                 if dotted_name(b := strip_chain(v)) != name]
+        source = model_source(ctx, built[0]) if len(built) == 1 else None
+        if source is None:
+            continue
+        fix = lightning_compile_fix(ctx) if len(fits) == 1 else None
+        yield Finding.of(built[0], f"the trained model `{name}` is never compiled: every op runs as a separate "
+                                   f"eager kernel; call {name}.compile() before trainer.fit (the model comes from "
+                                   f"{source})",
+                         fix or NoFix(_NO_FIT_WHY if len(fits) == 1 else
+                                      "trainer.fit is called in several branches: compile the model once, "
+                                      "before them, where it runs on CUDA"))
+        return
 
 
 # --------------------------------------------------------------------------------------------

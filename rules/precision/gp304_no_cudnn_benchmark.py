@@ -106,7 +106,11 @@ class NoCudnnBenchmark(Rule):
         "Convolutions are recognised through `torch.nn.Conv*`/`ConvTranspose*`, "
         "`torch.nn.functional.conv*` and vision model zoos (torchvision, timm, a model picked "
         "by name as `models.__dict__[arch]()`), and the user's other modules (see Across modules); "
-        "a convolutional model built by an installed package other than the zoos is missed.",
+        "a convolutional model built by an installed package other than the zoos is missed. A patch "
+        "embedding (a convolution whose kernel equals its stride: a ViT's or a DiT's) does not make a "
+        "model convolutional; across modules the model's own classes decide (a GPT whose package also "
+        "holds a Mamba layer, a graph network picked from a table where only some models convolve: not "
+        "reported).",
         "A cuDNN choice made only under an opt-in flag (`if args.seed is not None: "
         "cudnn.deterministic = True`, or in a function called only under one) is not a "
         "file-wide choice: reported, without a fix.",

@@ -59,8 +59,13 @@ class UnfusedOptimizer(Rule):
         "reported in its own module, at the constructor, where the edit goes, once (not at the "
         "calls); the fix there is `fused=next(model.parameters()).is_cuda` when the factory is "
         "handed the model. A keyword dict the factory builds (`optim.AdamW(params, **opt_args)`) is "
-        "read; one the caller's keywords may reach (`**kwargs`) counts as a choice. Not followed: "
-        "`fused=` passed in from a configuration out of sight."
+        "read; one the caller's keywords may reach (`**kwargs`) counts as a choice. A class the factory "
+        "chooses among ones it writes out (`opt_cls = torch.optim.AdamW if name == \"adamw\" else "
+        "torch.optim.SGD`) is read like a named one; keywords from `asdict(self)` in a method of a "
+        "dataclass of the module are its fields (and its subclasses' there): none named `fused` or "
+        "`foreach`, it is reported; a base class defined elsewhere keeps it quiet. Not followed: "
+        "`fused=` passed in from a configuration out of sight (an installed library's "
+        "`build_optimizer(model, cfg.optimizer)` is not reported)."
     )
     limitations = (
         "Only Adam, AdamW and SGD from `torch.optim` are checked; other optimizers with fused or "
@@ -181,6 +186,10 @@ def _factory_findings(ctx: RuleContext) -> Iterator[Finding]:
         model = gathered_model(ctx, fn)
         for call in calls:
             outcome: Fix | NoFix | None = _fix_guards(ctx, call)
+            choices = chosen_classes(ctx, call.func) if outcome is None else None
+            if choices and not all(ctx.matches(c, FUSABLE) for c in choices):
+                outcome = NoFix(f"`{ctx.code_for(call.func)}` may also be another class, which may not take "
+                                "fused=: pass it only where the Adam, AdamW or SGD class is chosen")
             module_self = _lightning_self(ctx, call) if outcome is None else None
             if module_self is not None:  # a LightningModule's configure_optimizers
                 outcome = _fix(ctx, call)

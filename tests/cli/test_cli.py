@@ -379,3 +379,34 @@ def test_output_format_choices_are_the_reporters_formats(proj):
     for fmt in FORMATS:  # every advertised format really prints something
         res = run(["train.py", "--select", "GP202", "--output-format", fmt], proj)
         assert res.exit_code == 1 and res.output.strip(), fmt
+
+
+def test_lint_collects_garbage_less_often_and_restores_the_collector(proj, monkeypatch):
+    """The run raises the collector's first threshold (LibCST trees hold no cycles: collections at
+    Python's 700 found nothing) and puts the caller's back afterwards, even when the run fails."""
+    import gc
+
+    from gpuperf_rewrite.cli import lintrun
+    from gpuperf_rewrite.lint import api
+
+    seen = []
+    real = api.lint_paths
+
+    def spy(*args, **kwargs):
+        seen.append(gc.get_threshold())
+        return real(*args, **kwargs)
+
+    before = gc.get_threshold()
+    monkeypatch.setattr(api, "lint_paths", spy)
+    res = run(["train.py", "--select", "GP101", "--no-cache"], proj)
+    assert res.exit_code == 1 and "GP101" in res.output
+    assert seen == [(lintrun.LINT_GC_THRESHOLD, *before[1:])]
+    assert gc.get_threshold() == before
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("lint failed")
+
+    monkeypatch.setattr(api, "lint_paths", boom)
+    with pytest.raises(RuntimeError):
+        run(["train.py", "--no-cache"], proj)
+    assert gc.get_threshold() == before

@@ -164,3 +164,21 @@ def test_files_that_need_no_parsing_start_no_pool(tmp_path, monkeypatch):
     assert [r.path for r in results] == [p.name for p in paths]
     assert [r.path for r in results if r.diagnostics] == ["train.py"]
     assert [r.path for r in results if r.parsed] == ["train.py"]
+
+
+def test_a_worker_freezes_what_it_inherited(monkeypatch):
+    """The parent's modules stay out of a worker's collections (gc.freeze at worker start)."""
+    import gc
+    import signal
+
+    from gpuperf_rewrite.lint import parallel
+
+    frozen = []
+    monkeypatch.setattr(parallel, "_die_with_parent", lambda parent: None)
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
+    old = signal.getsignal(signal.SIGINT)
+    try:
+        parallel._worker_init(None)
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert frozen == [True]

@@ -104,3 +104,68 @@ def test_copies_of_device_data_or_in_cpu_branches_are_not_reported():
             opt.step()
     """
     assert _found(src) == []
+
+
+# A custom collate's batch of the project's own type, whose ``to()`` takes only a device: adding
+# ``non_blocking=True`` to its copy would raise TypeError at the first step.
+NESTED = '''
+import torch
+
+
+class PaddedImages:
+    def __init__(self, tensors, mask):
+        self.tensors, self.mask = tensors, mask
+
+    def to(self, device):
+        return PaddedImages(self.tensors.to(device), self.mask.to(device))
+
+
+def collate(items):
+    return PaddedImages(torch.stack([i[0] for i in items]), None), [i[1] for i in items]
+'''
+ENGINE = '''
+import torch
+from torch.utils.data import DataLoader
+{imports}
+
+def train_one_epoch(model, criterion, loader, optimizer, device):
+    for images, targets in loader:
+        images = images.to(device)
+        loss = criterion(model(images), targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    loader = DataLoader(ds, batch_size=2, collate_fn={collate})
+    train_one_epoch(model, criterion, loader, optimizer, torch.device("cuda"))
+'''
+
+
+def _project_copy(tmp_path, two_modules: bool, kwargs: str = ""):
+    nested = NESTED.replace("def to(self, device):", f"def to(self, device{kwargs}):")
+    if two_modules:
+        (tmp_path / "structures.py").write_text(nested)
+        engine = ENGINE.format(imports="from structures import collate\n", collate="collate")
+    else:
+        engine = nested + ENGINE.format(imports="", collate="collate")
+    (tmp_path / "engine.py").write_text(engine)
+    path = tmp_path / "engine.py"
+    res = check_source(path.read_bytes(), "engine.py", RuleSet(("GP104",)), "unsafe", fs_path=str(path))
+    return [d for d in res.diagnostics if d.code == "GP104"], res
+
+
+def test_a_batch_type_of_the_project_whose_to_rejects_non_blocking_gets_no_fix(tmp_path):
+    for two_modules in (False, True):
+        found, res = _project_copy(tmp_path, two_modules)
+        assert len(found) == 1, (two_modules, found)  # still a blocking copy of the batch ...
+        assert res.fixed is None or b"non_blocking" not in res.fixed  # ... but no fix that would crash
+        assert "`PaddedImages` defines `.to()`" in found[0].no_fix_reason
+
+
+def test_a_project_type_whose_to_takes_non_blocking_keeps_the_unsafe_fix(tmp_path):
+    for kwargs in (", non_blocking=False", ", **kwargs"):
+        found, res = _project_copy(tmp_path, True, kwargs)
+        assert found == []  # fixed, so no longer reported
+        assert res.fixed is not None and b"images.to(device, non_blocking=True)" in res.fixed

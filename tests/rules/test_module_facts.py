@@ -108,3 +108,19 @@ def test_helpers_of_its_own_imports_count() -> None:
     """, {".utils": utils})
     assert got.functions["fit"].trains and got.functions["fit"].zeroes_grads
     assert got.workload == {MATMUL}  # what the modules it imports compute
+
+
+def test_a_method_that_says_when_to_log_returns_a_rare_result() -> None:
+    got = facts("""
+        class Schedule:
+            def __init__(self, freq):
+                self.freq = freq
+            def should_log(self, step):
+                return step == 1 or step % self.freq == 0
+            def is_main(self, rank):
+                return rank == 0
+            def always(self, step):
+                return True
+    """).functions
+    assert got["Schedule.should_log"].rare_result
+    assert not got["Schedule.is_main"].rare_result and not got["Schedule.always"].rare_result

@@ -603,3 +603,120 @@ def test_a_trainer_holding_a_moved_model_keeps_the_entry_checked(tmp_path: Path)
         "    Trainer(model, opt, 'cuda').fit(loader)\n\n\n"
         "if __name__ == '__main__':\n    main([])\n")
     assert "GP305" in _codes(_lint(tmp_path), "train.py")
+
+
+def test_hooks_the_hugging_face_trainer_calls_every_step_through_the_users_base_classes() -> None:
+    """Issue 34, class B: a Trainer subclass of a subclass in another module (``DistillTrainer
+    (RecipeTrainer)``, ``RecipeTrainer(Seq2SeqTrainer)``) and a callback of a user's callback base:
+    ``compute_loss`` (and the helper it calls), ``prediction_step`` and ``on_step_end`` are per-step
+    code; the read under the logging period and the one in ``on_evaluate`` are not. The bases are
+    the facts of recipes/base.py, not names: checked alone, the subclasses report nothing."""
+    root = PROJECTS / "hf_trainer_chain"
+    facts = project_mod.project_facts(root / "recipes" / "distill.py",
+                                      (root / "recipes" / "distill.py").read_bytes()).modules
+    base = facts[".base"]
+    assert base.trainer_classes == {"RecipeTrainer"} and base.callback_classes == {"RecipeCallback"}
+    seen, alone = _lint(root), _lint(root, alone=True)
+    found = seen["recipes/distill.py"].diagnostics  # type: ignore[attr-defined]
+    assert [(d.code, d.line) for d in found] == [("GP101", 26), ("GP101", 32), ("GP101", 38)]
+    assert "every training step: the Hugging Face Trainer calls `DistillTrainer.compute_loss`" in found[0].message
+    assert "every eval batch" in found[1].message and "`TemperatureProbe.on_step_end`" in found[2].message
+    assert _codes(alone, "recipes/distill.py") == []
+
+
+def test_a_loop_handing_micro_batches_to_a_trainers_update_method(tmp_path: Path) -> None:
+    """Issue 34, class B: ``updater.update(group)`` on a trainer the loop was handed (no type in
+    sight: the one class of the user's modules with that method), whose method steps the optimizer
+    once after the micro-batches' backward, makes the loop a training loop; the method's checks of
+    the gradient norm are per step. Called every 50 steps, they are not."""
+    root = tmp_path / "update_step"
+    shutil.copytree(PROJECTS / "update_step", root)
+    found = _lint(root)["engine/updater.py"].diagnostics  # type: ignore[attr-defined]
+    assert [(d.code, d.line) for d in found] == [("GP101", 24), ("GP101", 24)]
+    assert "run.py:13 calls `Updater.update`" in found[0].message
+    run = root / "run.py"
+    run.write_text(run.read_text().replace("        stats = updater.update(group)\n",
+                                           "        stats = None\n        if step % 50 == 0:\n"
+                                           "            stats = updater.update(group)\n"))
+    assert _codes(_lint(root), "engine/updater.py") == []
+
+
+def test_a_table_of_lightning_modules_in_another_module_is_compiled_and_benchmarked_in_the_entry(
+        tmp_path: Path) -> None:
+    """``model = METHODS[cfg.method](cfg)`` over a dict of LightningModule classes in a package,
+    handed to ``trainer.fit`` in the entry: the compile and the cuDNN choice go in the entry, where
+    the model is built and fitted (issue 34)."""
+    root = _tree(tmp_path, {
+        "pyproject.toml": "",
+        "selfsup/__init__.py": "",
+        "selfsup/methods/__init__.py": ("from .simclr import SimCLR\nfrom .barlow import Barlow\n\n"
+                                    "METHODS = {\"simclr\": SimCLR, \"barlow\": Barlow}\n"),
+        "selfsup/methods/simclr.py": ("import lightning.pytorch as pl\nimport torch\nfrom torch import nn\n\n\n"
+                                  "class SimCLR(pl.LightningModule):\n    def __init__(self, cfg):\n"
+                                  "        super().__init__()\n        self.cfg = cfg\n"
+                                  "        self.backbone = nn.Sequential(nn.Conv2d(3, 32, 3), nn.ReLU(), "
+                                  "nn.AdaptiveAvgPool2d(1), nn.Flatten())\n\n"
+                                  "    def training_step(self, batch, batch_idx):\n"
+                                  "        return self.backbone(batch[0]).pow(2).mean()\n\n"
+                                  "    def configure_optimizers(self):\n"
+                                  "        return torch.optim.SGD(self.parameters(), lr=self.cfg.lr, foreach=True)\n"),
+        "selfsup/methods/barlow.py": ("from .simclr import SimCLR\n\n\nclass Barlow(SimCLR):\n"
+                                  "    def training_step(self, batch, batch_idx):\n"
+                                  "        return self.backbone(batch[0]).abs().mean()\n"),
+        "pretrain.py": ("import argparse\n\nimport lightning.pytorch as pl\n\nfrom data import make_loader\n"
+                        "from selfsup.methods import METHODS\n\n\ndef main():\n    parser = argparse.ArgumentParser()\n"
+                        "    parser.add_argument(\"--method\", default=\"simclr\")\n"
+                        "    parser.add_argument(\"--lr\", type=float, default=0.3)\n    cfg = parser.parse_args()\n"
+                        "    model = METHODS[cfg.method](cfg)\n"
+                        "    trainer = pl.Trainer(accelerator=\"gpu\", max_epochs=100, precision=\"bf16-mixed\")\n"
+                        "    trainer.fit(model, make_loader())\n\n\nif __name__ == \"__main__\":\n    main()\n"),
+    })
+    found = {d.code: d for d in _lint_now(root, False, "none")["pretrain.py"].diagnostics}  # type: ignore[attr-defined]
+    assert found["GP303"].line == 14 and "selfsup/methods/__init__.py" in found["GP303"].message
+    assert found["GP304"].line == 14 and "Trainer(benchmark=True)" in found["GP304"].message
+    fixed = _lint_now(root, False, "unsafe")["pretrain.py"].fixed.decode()  # type: ignore[attr-defined]
+    assert "    if torch.cuda.is_available():\n        model.compile()\n    trainer.fit(model" in fixed
+    alone = {d.code for d in _lint_now(root, True, "none")["pretrain.py"].diagnostics}  # type: ignore[attr-defined]
+    assert "GP303" not in alone  # nothing says it is a model without the package's facts
+
+
+def test_models_built_by_type_name_and_optimizers_built_by_an_installed_library(tmp_path: Path) -> None:
+    """mmcv/mmengine's shape: ``MODELS = Registry("models")`` and ``build_model(cfg)`` returning
+    ``MODELS.build(cfg)`` in a builder module, the optimizer from mmcv's ``build_optimizer(model,
+    cfg.optimizer)`` behind a first-party wrapper, and an installed registry's ``MODELS.build`` in a
+    second script: each model trains and is never compiled (GP303). What it computes is not known
+    (its class is named in a config), so GP302/GP304 stay quiet; what the optimizer is, too (GP305)."""
+    root = _tree(tmp_path, {
+        "setup.py": "",
+        "seg/__init__.py": "",
+        "seg/builder.py": ("from mmengine.registry import Registry\n\nSEGMENTORS = Registry(\"segmentor\")\n\n\n"
+                           "def build_segmentor(cfg, **default_args):\n"
+                           "    return SEGMENTORS.build(cfg, default_args=default_args)\n"),
+        "seg/optim.py": ("from mmcv.runner import build_optimizer as mm_build_optimizer\n\n\n"
+                         "def build_optimizer(model, cfg):\n    optimizer = mm_build_optimizer(model, cfg)\n"
+                         "    print(len(optimizer.param_groups))\n    return optimizer\n"),
+        "seg/nets.py": ("import torch.nn as nn\n\nfrom .builder import SEGMENTORS\n\n\n"
+                        "@SEGMENTORS.register_module()\nclass LiteSeg(nn.Module):\n    def __init__(self, classes=19):\n"
+                        "        super().__init__()\n        self.conv = nn.Conv2d(3, classes, 3)\n\n"
+                        "    def forward(self, x):\n        return self.conv(x)\n"),
+        "tools/train.py": ("import torch\nfrom mmengine.config import Config\n\nimport seg.nets  # noqa: F401\n"
+                           "from seg.builder import build_segmentor\nfrom seg.optim import build_optimizer\n\n\n"
+                           "def main(path):\n    cfg = Config.fromfile(path)\n    model = build_segmentor(cfg.model)\n"
+                           "    model.cuda()\n    optimizer = build_optimizer(model, cfg.optimizer)\n"
+                           "    for it in range(cfg.iters):\n"
+                           "        loss = model(torch.randn(2, 3, 64, 64, device=\"cuda\")).mean()\n"
+                           "        optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()\n\n\n"
+                           "if __name__ == \"__main__\":\n    main(\"configs/lite.py\")\n"),
+        "tools/train_det.py": ("import torch\nfrom mmcv.runner import build_optimizer\nfrom mmdet.registry import MODELS\n\n\n"
+                               "def main(cfg):\n    detector = MODELS.build(cfg.model).to(\"cuda\")\n"
+                               "    optim = build_optimizer(detector, cfg.optimizer)\n"
+                               "    for it in range(cfg.iters):\n"
+                               "        loss = sum(detector(torch.randn(2, 3, 64, 64, device=\"cuda\"), mode=\"loss\").values())\n"
+                               "        optim.zero_grad()\n        loss.backward()\n        optim.step()\n"),
+    })
+    results = _lint_now(root, False, "none")
+    for rel, name in (("tools/train.py", "model"), ("tools/train_det.py", "detector")):
+        codes = _codes(results, rel)
+        assert "GP303" in codes and not {"GP302", "GP304", "GP305"} & set(codes), (rel, codes)
+        gp303 = next(d for d in results[rel].diagnostics if d.code == "GP303")  # type: ignore[attr-defined]
+        assert f"`{name}`" in gp303.message

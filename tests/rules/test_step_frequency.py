@@ -10,7 +10,7 @@ import pytest
 
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.rules.analysis.syntax.context import RuleContext
-from gpuperf_rewrite.rules.analysis.model.guards import flag_name, is_once_test
+from gpuperf_rewrite.rules.analysis.model.guards import flag_name, is_once_test, rare_condition
 from gpuperf_rewrite.rules.analysis.facts.program import cpu_only as cpu_only_script
 from gpuperf_rewrite.rules.analysis.model.training import analysis
 
@@ -198,3 +198,85 @@ def test_a_break_once_the_counter_reaches_a_small_number_bounds_the_loop():
     """)
     loops = analysis(ctx).eval_loops
     assert len(loops) == 1 and "num_val_batches" in ctx.code_for(loops[0])
+
+
+def _rare(src: str, test: str, truth: bool = True) -> bool:
+    """Is the ``if`` whose test reads ``test`` (in ``src``) ``truth`` only once every N iterations?"""
+    ctx = ctx_for(src)
+    node = next(i.test for i in ctx.nodes(cst.If) if ctx.code_for(i.test) == test)
+    return rare_condition(ctx, node, truth)
+
+
+_GUARDS = """
+    class T:
+        def __init__(self, every=1, freq=10):
+            self.every = every
+            self.freq = freq
+        def _due(self, s):
+            return s > 0 and s % self.freq == 0
+        def _every(self, s):
+            return s % self.every == 0
+        @property
+        def ckpt_time(self):
+            if not self.freq:
+                return False
+            return self.step % self.freq == 0
+        def fit(self, loader, rank, args):
+            for s, x in enumerate(loader):
+                tick = s % args.n == 0
+                if tick: pass
+                both = s == 0 or s % args.n == 0
+                if both: pass
+                main = rank == 0
+                if main: pass
+                either = s % args.n == 0 or rank == 0
+                if either: pass
+                if self._due(s): pass
+                if self._every(s): pass
+                if self.ckpt_time: pass
+                if not tick: pass
+                if s % args.k: pass
+                if s % args.k != 0: pass
+                for part in x:
+                    z = part
+                if z: pass
+    T(freq=5)
+"""
+
+
+@pytest.mark.parametrize("test,truth,rare", [
+    ("tick", True, True), ("both", True, True), ("main", True, False), ("either", True, False),
+    ("self._due(s)", True, True), ("self._every(s)", True, False), ("self.ckpt_time", True, True),
+    ("not tick", False, True), ("not tick", True, False), ("s % args.k", False, True),
+    ("s % args.k", True, False), ("s % args.k != 0", False, True), ("z", True, False),
+])
+def test_rare_conditions_held_in_names_methods_and_properties(test, truth, rare):
+    """A periodic test is found through what the test names; a rank check, a period of 1 by default
+    (``every=1``, never passed) and a name bound by a loop are not rare."""
+    assert _rare(_GUARDS, test, truth) is rare
+
+
+def test_code_after_a_rare_early_exit_is_not_per_step():
+    ctx = ctx_for("""
+        import torch
+        def fit(model, loader, opt, n, rank):
+            for step, (x, y) in enumerate(loader):
+                loss = model(x.cuda(), y.cuda())
+                loss.backward()
+                opt.step()
+                a = loss.item()
+                if rank != 0:
+                    continue
+                b = loss.item()
+                for item in y:
+                    if item % 2:
+                        continue
+                    c = loss.item()
+                if step % n:
+                    continue
+                d = loss.item()
+    """)
+    ta = analysis(ctx)
+    every = {ctx.code_for(a.targets[0].target): ta.every_step_loop(a.value) is not None
+             for a in ctx.nodes(cst.Assign) if ctx.code_for(a.value) == "loss.item()"}
+    assert every == {"a": True, "b": True, "c": True, "d": False}

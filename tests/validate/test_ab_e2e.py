@@ -76,24 +76,41 @@ def test_loss_changing_rewrite_is_broken_and_nothing_is_committed(tmp_path) -> N
     assert repo_state(repo) == before
 
 
+def _saturated() -> bool:
+    """More runnable processes than cores, over the last minute (a CI runner shared by many jobs)."""
+    return os.getloadavg()[0] > (os.cpu_count() or 1)
+
+
 @pytest.mark.timing
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="DataLoader workers need a second core to help")
 def test_apply_commits_the_input_bound_fixture_with_a_note(tmp_path) -> None:
     """The slow-data fixture: DataLoader workers (GP201) make it faster with an identical loss."""
     repo = git_repo(tmp_path, {"train.py": (ROOT / "fixtures" / "input_bound.py").read_text()})
+    before = repo_state(repo)
     cwd = os.getcwd()
     os.chdir(tmp_path)
     out: list[str] = []
     try:
         rc = run_apply("train.py", settings=load_settings(select=["GP201"]), script_args=["--size", "small", "--device", "cpu"],
-                       # the fewest runs that can decide (3+3 at alpha 0.1, one look): each run starts
-                       # torch and its loader workers, the gain is large (see fixtures/input_bound.py)
-                       config=ABConfig(runs=3, max_runs=3, steps=6, warmup=2, timeout=300, alpha=0.1,
+                       # the fewest runs that can decide (3+3 at alpha 0.1): each run starts torch and
+                       # its loader workers, the gain is large (see fixtures/input_bound.py). On a busy
+                       # machine the runs are noisy and the first look may not settle it: up to 8+8 runs
+                       # then, as a user's borderline A/B would get (the test is of the verdict's
+                       # soundness, not of this machine's quiet).
+                       config=ABConfig(runs=3, max_runs=8, steps=6, warmup=2, timeout=300, alpha=0.1,
                                        early_stop=False, bootstrap_resamples=300),
                        echo=lambda m="", **k: out.append(str(m)))
     finally:
         os.chdir(cwd)
-    assert rc == 0, "\n".join(out)
+    text = "\n".join(out)
+    if rc == 1 and "NO_DIFFERENCE" in text and _saturated():
+        # Loader workers need idle cores to help: on a machine whose runnable processes already
+        # outnumber its cores there is no gain to find, and the tool saying so is right. What must
+        # hold then: nothing committed, the tree as it was.
+        assert repo_state(repo) == before and not gitops.notes_map(repo), text
+        pytest.skip(f"no idle core for the loader workers (load {os.getloadavg()[0]:.1f} on "
+                    f"{os.cpu_count()} cores): the tool found no difference and committed nothing")
+    assert rc == 0, text
     note = [json.loads(line) for line in
             repo.git.notes("--ref", "gpuperf", "show", "HEAD").splitlines()]
     assert len(note) == 1 and note[0]["ab"]["speedup"] > 1 and note[0]["ab"]["verdict"] == "faster"

@@ -13,6 +13,7 @@ import libcst as cst
 
 from ..model.models import module_subclasses, strip_chain
 from ..syntax.calls import dotted_name, get_arg, method_call
+from ..syntax.chosen_classes import chosen_classes
 from ..syntax.context import RuleContext
 from ..syntax.project import project_class_facts, project_model_class
 from ..syntax.torch_names import FUSABLE, LR_SCHEDULERS, OPTIMIZERS
@@ -198,7 +199,7 @@ def unfused_in_factory(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
     a dict it builds); one that a caller's keywords may reach (``**kwargs``) is left out."""
     out = []
     for call in (n for n in walk(fn.body) if isinstance(n, cst.Call)):
-        if not ctx.matches(call.func, FUSABLE) or get_arg(call, "fused") is not None or \
+        if not is_class_call(ctx, call, FUSABLE) or get_arg(call, "fused") is not None or \
                 get_arg(call, "foreach") is not None:
             continue
         if any(a.star for a in call.args):
@@ -267,8 +268,18 @@ def built_optimizers(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
     if "." in (qualified_name(ctx, fn) or ""):
         values += [strip_chain(n.value) for n in walk(fn.body) if isinstance(n, cst.Assign)
                    and any((dotted_name(t.target) or "").startswith("self.") for t in n.targets)]
-    return [c for c in values if isinstance(c, cst.Call) and ctx.matches(c.func, OPTIMIZERS)
+    return [c for c in values if isinstance(c, cst.Call) and is_class_call(ctx, c, OPTIMIZERS)
             and not ctx.matches(c.func, LR_SCHEDULERS)]
+
+
+def is_class_call(ctx: RuleContext, call: cst.Call, classes: frozenset[str]) -> bool:
+    """``call`` builds one of ``classes``: by name, or through a class the function chooses among
+    ones it writes out (``opt_cls = torch.optim.AdamW if name == "adamw" else torch.optim.SGD``)
+    of which one is."""
+    if ctx.matches(call.func, classes):
+        return True
+    choices = chosen_classes(ctx, call.func) if isinstance(call.func, (cst.Name, cst.IfExp)) else None
+    return bool(choices) and any(ctx.matches(c, classes) for c in choices or ())
 
 
 def qualified_name(ctx: RuleContext, fn: cst.FunctionDef) -> str | None:

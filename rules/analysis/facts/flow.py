@@ -1,8 +1,8 @@
 """Where an object built in this file goes (a DataLoader, a sampler): the names and ``self``
 attributes that hold it, through assignments, tuple unpacking, function parameters, return
-values and ``accelerator.prepare``-style pass-throughs; the loops and calls that iterate it; and
-the places where it leaves the file's view (handed to a call the file does not define, stored in
-a container, yielded).
+values and ``accelerator.prepare``-style pass-throughs (also Accelerate's ``skip_first_batches``);
+the loops and calls that iterate it; and the places where it leaves the file's view (handed to a
+call the file does not define, stored in a container, yielded).
 
 Rules use it to ask where a DataLoader is iterated (under the ``__main__`` guard? more than
 once?) and which name reaches it from an epoch loop. Unknown is never silent: whatever cannot be
@@ -160,6 +160,11 @@ class _Tracer:
             self.uses.append(Use("iterate", value, call))
             return
         if tail in _WRAPPERS:
+            return self.follow(call)
+        if tail == "skip_first_batches" and positional and arg is positional[0]:
+            # Accelerate's ``skip_first_batches(dl, n)``: a loader with ``dl``'s settings, iterated
+            # in its place to resume mid-epoch.
+            self.entries.append(call)
             return self.follow(call)
         if tail == "prepare" and "." in name and arg in positional:
             # accelerator.prepare(model, opt, loader): the result at the same position wraps it.

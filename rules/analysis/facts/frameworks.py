@@ -14,7 +14,9 @@ import dataclasses
 
 import libcst as cst
 
+from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call, target_names
+from ..syntax.callsites import call_site_args
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
 
@@ -110,6 +112,25 @@ def _frameworks(ctx: RuleContext) -> Frameworks:
     return Frameworks(calls, classes, objects)
 
 
+def hf_trainer_may_run(ctx: RuleContext) -> bool:
+    """May a Hugging Face Trainer consume the file's training arguments? Not in a file that trains
+    in a step loop of its own, builds no ``Trainer``-family object (nor a subclass of one) and never
+    reads ``torch_compile`` itself: there a ``TrainingArguments`` subclass parsed by
+    ``HfArgumentParser`` only carries settings the hand-written loop reads (its
+    ``torch_compile``, unread, compiles nothing)."""
+    return ctx.fact(_hf_trainer_may_run)
+
+
+def _hf_trainer_may_run(ctx: RuleContext) -> bool:
+    fw = frameworks(ctx)
+    if "hf" not in fw.kinds or "torch_compile" in ctx.source or not analysis(ctx).step_loops:
+        return True
+    trainers = [c.func for c in fw.calls.get("hf", ())] + \
+        [b.value for cls in fw.classes.get("hf", ()) for b in cls.bases]
+    return any(qn.rsplit(".", 1)[-1].endswith("Trainer") for t in trainers
+               for qn in ctx.resolved_names(t, _PATTERNS))
+
+
 def framework_manages_precision(ctx: RuleContext) -> bool:
     """Does a framework own the program's precision? ``Accelerator(mixed_precision=...)`` (or
     ``accelerate launch --mixed_precision``), Lightning's ``Trainer``/``Fabric(precision=...)``
@@ -170,10 +191,16 @@ def _prepared_names(ctx: RuleContext) -> frozenset[str]:
 
 def _rewraps(ctx: RuleContext, value: cst.BaseExpression, prepared: set[str], generators: set[str]) -> bool:
     """``iter(dl)``, ``itertools.cycle(dl)`` or a generator function of this file called on a
-    prepared loader: it yields the prepared loader's (already placed) batches."""
+    prepared loader: it yields the prepared loader's (already placed) batches; so does the loader
+    Accelerate builds to resume mid-epoch (``accelerator.skip_first_batches(dl, n)``)."""
+    if isinstance(value, cst.IfExp):  # ``skip_first_batches(dl, n) if n else None``
+        sides = [side for side in (value.body, value.orelse) if literal_value(side) is not None]
+        return bool(sides) and all(_rewraps(ctx, side, prepared, generators) for side in sides)
     if not isinstance(value, cst.Call) or not value.args or value.args[0].keyword is not None or \
             dotted_name(value.args[0].value) not in prepared:
         return False
+    if method_call(value, "skip_first_batches") and _places(ctx, value.func.value):  # type: ignore[attr-defined]
+        return True
     return ctx.matches(value.func, {"builtins.iter", "itertools.cycle"}) or \
         isinstance(value.func, cst.Name) and value.func.value in generators
 
@@ -198,6 +225,8 @@ def placed_by_framework(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
     LightningModule's ``*_step`` methods, the ``inputs`` of a Hugging Face Trainer subclass's
     ``compute_loss``/``training_step``, and names unpacked, indexed or read from those in the
     same function."""
+    if not framework_places_batches(ctx):
+        return False
     root: cst.BaseExpression = expr
     while isinstance(root, (cst.Subscript, cst.Attribute)):
         root = root.value
@@ -205,11 +234,15 @@ def placed_by_framework(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
         return True
     if not isinstance(root, cst.Name):
         return False
-    fn_body = ctx.enclosing(expr, cst.FunctionDef)
+    return root.value in _placed_names_in(ctx, ctx.enclosing(expr, cst.FunctionDef))
+
+
+def _placed_names_in(ctx: RuleContext, fn_body: cst.FunctionDef | None) -> set[str]:
     cache: dict = ctx.fact(lambda _c: {})
     if fn_body not in cache:
+        cache[fn_body] = set()  # while computing: a function that calls itself passes nothing placed
         cache[fn_body] = _placed_in(ctx, fn_body)
-    return root.value in cache[fn_body]
+    return cache[fn_body]
 
 
 def iterates_placed_batches(ctx: RuleContext, iterable: cst.BaseExpression) -> bool:
@@ -222,13 +255,17 @@ def iterates_placed_batches(ctx: RuleContext, iterable: cst.BaseExpression) -> b
 
 
 def _loop_sources(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """``enumerate(tqdm(loader))`` -> ``[loader]``; ``zip(a, b)`` -> ``[a, b]``."""
+    """``enumerate(tqdm(loader))`` -> ``[loader]``; ``zip(a, b)`` -> ``[a, b]``; ``skipped or
+    loader`` -> ``[skipped, loader]`` (a ``None`` side is never iterated)."""
     while isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").rsplit(".", 1)[-1] in \
             ("enumerate", "tqdm", "iter") and expr.args:
         expr = expr.args[0].value
     if isinstance(expr, cst.Call) and dotted_name(expr.func) == "zip" and expr.args and \
             not any(a.star or a.keyword is not None for a in expr.args):
         return [s for a in expr.args for s in _loop_sources(a.value)]
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
+        return [s for side in (expr.left, expr.right) if literal_value(side) is not None
+                for s in _loop_sources(side)]
     return [expr]
 
 
@@ -241,6 +278,12 @@ def _placed_in(ctx: RuleContext, fn_body: cst.FunctionDef | None) -> set[str]:
             if cls is not None and cls in fw.classes.get(kind, []) and fn_body.name.value in methods:
                 if any(p.name.value == param for p in fn_body.params.params):
                     placed.add(param)
+        # ``def process_batch(self, batch, ...)`` that the file calls only with placed batches
+        # (``for batch in prepared_loader: self.process_batch(batch, ...)``)
+        for p in fn_body.params.params:
+            args = call_site_args(ctx, fn_body, p.name.value) if p.name.value not in ("self", "cls") else None
+            if args and all(placed_by_framework(ctx, a) for a in args):
+                placed.add(p.name.value)
     body = fn_body.body if fn_body is not None else ctx.module
     nodes = list(walk(body))
     for node in nodes:

@@ -16,6 +16,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name, get_arg, literal_value
 from ..syntax.context import RuleContext
+from ..syntax.dataclass_fields import dataclass_fields
 from .execution import all_params, execution, is_load
 from .script_facts import assignments_in, binds, body_of, binding_body
 
@@ -78,6 +79,7 @@ class _Reader:
         self.definitions: list[tuple[Holder, tuple[cst.CSTNode | None, str] | None]] = []
         self._seen: set[tuple[int, str]] = set()
         self._path: tuple[int, ...] = ()
+        self.removed: set[str] = set()  # keys some path pops
 
     def add(self, key: str, value: cst.BaseExpression, holder: Holder,
             owner: tuple[cst.CSTNode | None, str] | None) -> None:
@@ -124,6 +126,11 @@ class _Reader:
             return self.mapping(expr.func.value, at, None, depth + 1, False)
         if isinstance(expr, cst.Name):
             return self.named(expr.value, at, depth, definition)
+        fields = dataclass_fields(self.ctx, expr)
+        if fields is not None:  # ``asdict(self)`` in a method of a dataclass: its fields
+            for key, value in fields.items():
+                self.add(key, value, expr, owner)  # type: ignore[arg-type]
+            return set(fields)
         self.opaque = True
         return None
 
@@ -220,6 +227,10 @@ class _Reader:
             call = ctx.parent(parent)
             method = parent.attr.value
             if method in _READ_METHODS:
+                return set()
+            if method == "pop" and isinstance(call, cst.Call) and call.func is parent and call.args and \
+                    isinstance(key := literal_value(call.args[0].value), str):
+                self.removed.add(key)  # ``kwargs.pop("grad_clip_norm")``: a key taken out, none set
                 return set()
             if method in ("update", "setdefault") and isinstance(call, cst.Call) and call.func is parent:
                 if method == "setdefault":
@@ -406,7 +417,7 @@ def call_keywords(ctx: RuleContext, call: cst.Call) -> Keywords:
         elif arg.star == "**":
             has_star = True
             certain |= reader.mapping(arg.value, call, None, 0, True) or set()
-    result = Keywords(explicit, reader.settings, reader.opaque, reader.definitions, has_star, certain)
+    result = Keywords(explicit, reader.settings, reader.opaque, reader.definitions, has_star, certain - reader.removed)
     cache[id(call)] = result
     return result
 
@@ -458,3 +469,4 @@ def feeds_only(ctx: RuleContext, owner: tuple[cst.CSTNode | None, str], callees:
                   isinstance(parent, cst.AugAssign) and parent.target is use):
             return False
     return fed
+

@@ -13,7 +13,9 @@ from collections.abc import Callable
 import libcst as cst
 
 from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates
-from ..model.models import is_model_constructor, loss_classes, module_subclasses, strip_chain
+from ..model.guards import returns_rare
+from ..model.models import (is_model_constructor, library_optimizer_model, loss_classes, module_subclasses,
+                            registry_built_model, strip_chain)
 from ..model.step_code import walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name, method_call
@@ -26,10 +28,13 @@ from ..syntax.tree import walk
 from .builders import (at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
 from .cli_defaults import false_fields, zero_fields
+from .framework_hooks import HF_CALLBACK, HF_TRAINER, exported_classes
+from .framework_config import framework_config
 from .loader_builders import returned_loaders
 from .program_settings import may_set, setting_of, settings_through_methods
-from .workload import CONVOLUTIONS, MATMUL_USERS, convolution, matmul_operator
+from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
 from .script_facts import first_use_of
+from .to_methods import strict_to_classes
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
 LineOf = Callable[[cst.CSTNode], int]
@@ -42,7 +47,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     workload = set()
     if first_use_of(ctx, MATMUL_USERS) is not None or matmul_operator(ctx) is not None:
         workload.add(MATMUL)
-    if first_use_of(ctx, CONVOLUTIONS) is not None or convolution(ctx) is not None:
+    if convolution(ctx) is not None:  # patch embeddings left out
         workload.add(CONV)
     for imported in ctx.project.values():  # models built from the user's other modules
         workload |= imported.workload
@@ -59,6 +64,8 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     settings_through_methods(ctx, functions)
     _class_entries(ctx, ta, functions, classes)
     exported = {c for c in classes if "." not in c}
+    # LightningModules are the models a script builds and hands to ``trainer.fit`` (``METHODS[name](cfg)``)
+    exported |= {c.name.value for c in framework_config(ctx).lightning_modules if c in ctx.module.body}
     _reexports(ctx, functions, exported)
     settings = {s for n in walk(ctx.module) if (s := setting_of(ctx, n)) is not None} if may_set(ctx) else set()
     for imported in ctx.project.values():  # what its imports set when they are imported
@@ -68,8 +75,12 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        step_calls=_step_calls(ctx, ta, line_of), registries=_model_tables(ctx, exported),
                        loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
                        memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
-                       zero_fields=zero_fields(ctx), false_fields=false_fields(ctx),
-                       padding_collates=padding_collates(ctx))
+                       zero_fields=zero_fields(ctx), false_fields=false_fields(ctx), padding_collates=padding_collates(ctx),
+                       conv_models=conv_builders(ctx) | _reexported(ctx, "conv_models"),
+                       resolved_models=resolved_models(ctx) | _reexported(ctx, "resolved_models"),
+                       strict_to=ctx.fact(strict_to_classes),
+                       trainer_classes=exported_classes(ctx, HF_TRAINER) | _reexported(ctx, "trainer_classes"),
+                       callback_classes=exported_classes(ctx, HF_CALLBACK) | _reexported(ctx, "callback_classes"))
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:
@@ -333,6 +344,13 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         optimizer = next(iter(built_optimizers(ctx, fn)), None)
     unfused_calls = unfused_in_factory(ctx, fn) if optimizer is not None else []
     unfused = line_of(unfused_calls[0]) if unfused_calls else None
+    params_from = gathered_param(fn, params, [*returns, *([optimizer] if optimizer is not None else [])], src)
+    if optimizer is None:  # ``return mm_build_optimizer(model, cfg)``: an installed library's builder
+        for c in built:
+            arg = library_optimizer_model(ctx, c)
+            if arg is not None:
+                optimizer, params_from = c, dotted_name(arg) if dotted_name(arg) in params else None
+                break
     return FunctionFacts(
         params=params,
         trains=trains,
@@ -340,8 +358,9 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         autocast=autocast,
         roles=_roles(ta, fn, params) if trains or zeroes else (),
         returns_model=returns_model,
+        model_by_type=returns_model and any(registry_built_model(ctx, c) for c in built),
         returns_optimizer=optimizer is not None,
-        params_of=gathered_param(fn, params, [*returns, *([optimizer] if optimizer is not None else [])], src),
+        params_of=params_from,
         unfused_optimizer_line=unfused,
         builds_loader=any(ta.is_dataloader(v) for v in returns) or
         any(ctx.matches(c.func, DATALOADERS) for c in built),
@@ -351,6 +370,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         makes_scaler=scaler,
         settings=tuple(sorted(settings)),
         steps_each_call=trains and ta.steps_each_call(fn),
+        rare_result="%" in src and returns_rare(ctx, fn),
     )
 
 

@@ -166,7 +166,7 @@ def model_precision(ctx: RuleContext) -> str | None:
     that dtype: ``model.half()``/``.bfloat16()``/``.double()``, ``model.to(torch.bfloat16)`` or
     ``.to(device, dtype=...)`` (directly, chained on the constructor, or through a name bound to
     the dtype), its parameters rebound by hand (``model.w.data = model.w.data.bfloat16()``),
-    ``from_pretrained(..., torch_dtype=...)``, layers built with ``dtype=`` or
+    ``from_pretrained(..., torch_dtype=...)`` (``dtype=`` in newer transformers), layers built with ``dtype=`` or
     ``torch.set_default_dtype(...)``. Autocast and TF32 only concern float32 models."""
     return ctx.fact(_model_precision)
 
@@ -180,7 +180,8 @@ def _model_precision(ctx: RuleContext) -> str | None:
         for kw in ("dtype", "torch_dtype"):
             arg = get_arg(call, kw)
             if arg is not None and (kw == "torch_dtype" or ctx.matches(call.func, {"torch.nn.*"}) and
-                                    not ctx.matches(call.func, {"torch.nn.functional.*"})):
+                                    not ctx.matches(call.func, {"torch.nn.functional.*"}) or
+                                    isinstance(call.func, cst.Attribute) and call.func.attr.value == "from_pretrained"):
                 found = _dtype_of(ctx, arg.value)
                 if found:
                     return found

@@ -9,9 +9,10 @@ from __future__ import annotations
 import libcst as cst
 
 from ..model.training import analysis
+from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import project_runs
-from ..syntax.project import (ModuleFacts, ProjectCall, model_methods, project_base_class, project_calls,
+from ..syntax.project import (CONV, ModuleFacts, ProjectCall, model_methods, project_base_class, project_calls,
                               project_class, project_method, project_module, project_table)
 from .frameworks import framework_trains
 
@@ -70,7 +71,17 @@ def project_model(ctx: RuleContext, kind: str) -> cst.Call | None:
     ``getattr(models, name)()``)."""
     if not ctx.project:
         return None
-    return next((call for call, module in ctx.fact(_project_models) if kind in module.workload), None)
+    for call, module, name in ctx.fact(_project_models):
+        if kind != CONV and kind in module.workload:
+            return call
+        # Convolutions: the model's own classes decide where the analysis resolves them (a ViT whose
+        # only convolution is its patch embedding, a pick among graph networks of which one convolves
+        # are no convolutional model); elsewhere (a registry filled by decorators, a method) the module
+        # must define or re-export a model that convolves, or use convolutions.
+        if kind == CONV and (name in module.conv_models if name is not None and name in module.resolved_models
+                             else CONV in module.workload and (name is not None or bool(module.conv_models))):
+            return call
+    return None
 
 
 def model_source(ctx: RuleContext, node: cst.CSTNode | None) -> str | None:
@@ -78,20 +89,27 @@ def model_source(ctx: RuleContext, node: cst.CSTNode | None) -> str | None:
     path, as messages name it); None when ``node`` is not such a call."""
     if not ctx.project or node is None:
         return None
-    return next((module.path or None for call, module in ctx.fact(_project_models) if call is node), None)
+    return next((module.path or None for call, module, _ in ctx.fact(_project_models) if call is node), None)
 
 
-def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts]]:
-    out = []
+def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, str | None]]:
+    """Each call building a model with the user's other modules, the module, and the class or
+    function called there (None for a model picked by name or returned by a method)."""
+    out: list[tuple[cst.Call, ModuleFacts, str | None]] = []
     for call in ctx.nodes(cst.Call):
-        module = _picked_from(ctx, call) or project_class(ctx, call)
+        name: str | None = None
+        module = _picked_from(ctx, call)
+        if module is None and (module := project_class(ctx, call)) is not None:
+            name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
         if module is None:
             pc = next((p for p in project_calls(ctx) if p.call is call), None)
-            module = pc.module if pc is not None and pc.facts.returns_model else None
+            # (a model built by type name from a registry: what it computes is not known)
+            if pc is not None and pc.facts.returns_model and not pc.facts.model_by_type:
+                module, name = pc.module, pc.name.split(".", 1)[0]
         if module is None and isinstance(call.func, cst.Attribute):  # ``exp.get_model()``
             module = model_methods(ctx).get(call.func.attr.value)
         if module is not None:
-            out.append((call, module))
+            out.append((call, module, name))
     return out
 
 

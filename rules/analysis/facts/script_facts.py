@@ -14,7 +14,7 @@ from typing import Any
 
 import libcst as cst
 
-from ..model.models import constructed_model_names, is_model_constructor, strip_chain  # noqa: F401
+from ..model.models import constructed_model_names, is_model_constructor, library_optimizer_model, strip_chain  # noqa: F401
 from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..syntax.callsites import call_site_args
@@ -298,6 +298,11 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
                 if name not in seen:
                     seen.add(name)
                     out.append(TrainedModel(name, opt))
+        for call in c.nodes(cst.Call):  # ``build_optimizer(model, cfg.optimizer)`` of mmcv, timm's factory
+            if (arg := library_optimizer_model(c, call)) is not None and (name := dotted_name(strip_chain(arg))) \
+                    is not None and name not in seen:
+                seen.add(name)
+                out.append(TrainedModel(name, call))
         for call in optimizers_built_by_config(c):  # ``construct_class_by_name(params=net.parameters(), ...)``
             for name in [m for a in call.args if not a.star and (a.keyword is None or a.keyword.value == "params")
                          for m in param_receivers(c, a.value, 1)]:

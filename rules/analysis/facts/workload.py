@@ -10,9 +10,10 @@ import builtins
 
 import libcst as cst
 
-from ..model.models import is_model_constructor, strip_chain
+from ..model.models import is_model_constructor, registry_built_model, strip_chain
 from ..model.training import analysis
-from ..syntax.calls import dotted_name, method_call
+from ..syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value, method_call
+from ..syntax.project import ModuleFacts, project_class, project_function, project_model_class
 from ..syntax.context import RuleContext
 from ..syntax.torch_names import MODULE_CHAIN
 from ..syntax.tree import walk
@@ -38,6 +39,7 @@ CONVOLUTIONS = frozenset({
     "torch.nn.functional.conv3d", "torch.nn.functional.conv_transpose1d",
     "torch.nn.functional.conv_transpose2d", "torch.nn.functional.conv_transpose3d",
 })
+_CONV_LAYERS = frozenset(n for n in CONVOLUTIONS if not n.startswith("torch.nn.functional."))
 # Vision model zoos: their models convolve (ViTs too: a convolutional patch embedding).
 VISION_ZOOS = frozenset({"torchvision.models.*", "timm.*", "pretrainedmodels.*", "segmentation_models_pytorch.*"})
 
@@ -61,17 +63,41 @@ def model_zoo(ctx: RuleContext) -> cst.CSTNode | None:
     for call in ctx.nodes(cst.Call):
         if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in MODULE_CHAIN:
             if dotted_name(call.func) not in module_classes and not ctx.matches(call.func, {"torch.nn.*"}) \
-                    and is_model_constructor(ctx, call):
-                return call
+                    and is_model_constructor(ctx, call) and not registry_built_model(ctx, call):
+                return call  # (a model built by type name from a registry computes what its class does)
     return None
 
 
+def is_patch_embedding(ctx: RuleContext, call: cst.Call) -> bool:
+    """A convolution layer whose kernel equals its stride (``nn.Conv2d(3, dim, kernel_size=p,
+    stride=p)``): it cuts the input into patches once per forward, as a vision transformer's or a
+    DiT's patch embedding does; the model's work is elsewhere, and cuDNN's choice for it hardly
+    matters."""
+    if not ctx.matches(call.func, _CONV_LAYERS):
+        return False
+    kernel, stride = get_arg(call, "kernel_size", 2), get_arg(call, "stride", 3)
+    if kernel is None or stride is None or kernel.star or stride.star:
+        return False
+    k, st = literal_value(kernel.value), literal_value(stride.value)
+    if k is not NOT_LITERAL and st is not NOT_LITERAL:
+        return k == st and k not in (1, (1, 1), (1, 1, 1))
+    return ctx.code_for(kernel.value).strip() == ctx.code_for(stride.value).strip()
+
+
+def _convolutions(ctx: RuleContext) -> list[cst.Call]:
+    """The convolution layers and calls of the file, patch embeddings left out, in source order."""
+    order = ctx.preorder()
+    return sorted((c for c in ctx.nodes(cst.Call) if ctx.matches(c.func, CONVOLUTIONS) and
+                   not is_patch_embedding(ctx, c)), key=order.__getitem__)
+
+
 def convolution(ctx: RuleContext) -> cst.CSTNode | None:
-    """The first convolution layer or call, or a model from a vision zoo (``timm.create_model``,
-    ``torchvision.models.resnet50()``, ``models.__dict__[arch]()``)."""
-    node = first_use_of(ctx, CONVOLUTIONS)
-    if node is not None:
-        return node
+    """The first convolution layer or call (not a patch embedding, ``is_patch_embedding``), or a
+    model from a vision zoo (``timm.create_model``, ``torchvision.models.resnet50()``,
+    ``models.__dict__[arch]()``)."""
+    found = ctx.fact(_convolutions)
+    if found:
+        return found[0]
     for call in ctx.nodes(cst.Call):
         if call is strip_chain(call) and is_model_constructor(ctx, call) and \
                 (ctx.matches(call.func, VISION_ZOOS) or not isinstance(call.func, (cst.Name, cst.Attribute))):
@@ -131,3 +157,147 @@ def tensor_core_work(ctx: RuleContext) -> bool:
                 return True  # ``self.model(x)`` with the model handed to the class by its caller
         return False
     return ctx.fact(compute)
+
+
+def conv_builders(ctx: RuleContext) -> frozenset[str]:
+    """The module's classes and functions whose models convolve (``ModuleFacts.conv_models``): a
+    class or function that builds a convolution layer (not a patch embedding) or a vision zoo model,
+    subclasses one, or builds (calls) another such class or function of this module or of the
+    user's other modules; a function returning a pick from a table (``models[name](cfg)``) only when
+    every model the table holds convolves. A transformer whose only convolution is its patch
+    embedding, a GPT, a graph network: none of them."""
+    return ctx.fact(_conv_builders)
+
+
+def _conv_builders(ctx: RuleContext) -> frozenset[str]:
+    defs: dict[str, cst.ClassDef | cst.FunctionDef] = {
+        s.name.value: s for s in ctx.module.body if isinstance(s, (cst.ClassDef, cst.FunctionDef))}
+    if not defs or convolution(ctx) is None and not any(m.conv_models for m in ctx.project.values()):
+        return frozenset()  # nothing here or in the user's modules it imports convolves
+    tables = _tables(ctx)
+    # One walk per definition: whether it convolves by itself, and what of this module it builds.
+    direct: set[str] = set()
+    uses: dict[str, tuple[set[str], list[list[cst.BaseExpression]]]] = {}
+    for name, node in defs.items():
+        called, picked = _scan(ctx, node, set(defs), tables)
+        if called is None:
+            direct.add(name)
+        else:
+            uses[name] = (called, picked)
+    found = set(direct)
+    for _ in range(len(uses)):  # builders of builders, to a fixed point
+        grew = {name for name, (called, picked) in uses.items() if name not in found and (
+            called & found or any(all(_entry_conv(ctx, e, found) for e in entries) for entries in picked))}
+        if not grew:
+            break
+        found |= grew
+    return frozenset(found)
+
+
+def _entry_conv(ctx: RuleContext, entry: cst.BaseExpression, found: set[str]) -> bool:
+    if dotted_name(entry) in found:
+        return True
+    module = _imported_entry(ctx, entry)
+    return module is not None and (dotted_name(entry) or "").rsplit(".", 1)[-1] in module.conv_models
+
+
+def _scan(ctx: RuleContext, node: cst.ClassDef | cst.FunctionDef, local: set[str],
+          tables: dict[str, list[cst.BaseExpression]]) -> tuple[set[str] | None, list[list[cst.BaseExpression]]]:
+    """None when ``node`` convolves by itself (a convolution layer that is no patch embedding, a zoo
+    model, a convolutional base or imported class); else the names of this module it builds (or
+    subclasses) and the tables it picks from."""
+    called: set[str] = set()
+    picked: list[list[cst.BaseExpression]] = []
+    if isinstance(node, cst.ClassDef):
+        for base in node.bases:
+            if ctx.matches(base.value, VISION_ZOOS | _CONV_LAYERS):
+                return None, picked
+            if dotted_name(base.value) in local:
+                called.add(dotted_name(base.value) or "")
+    for call in walk(node, into_nested=True):
+        if not isinstance(call, cst.Call):
+            continue
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in local:
+            called.add(func.value)
+        elif isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name) and func.value.value in tables:
+            picked.append(tables[func.value.value])
+        elif ctx.matches(func, CONVOLUTIONS) and not is_patch_embedding(ctx, call) or \
+                ctx.matches(func, VISION_ZOOS) and is_model_constructor(ctx, call) or \
+                ctx.project and isinstance(func, (cst.Name, cst.Attribute)) and _imported_conv(ctx, call):
+            return None, picked
+    return called, picked
+
+
+def _tables(ctx: RuleContext) -> dict[str, list[cst.BaseExpression]]:
+    """Module-level and function-level dicts of classes or functions (``{"GCN": GCN, "CNN": CNN}``)."""
+    out: dict[str, list[cst.BaseExpression]] = {}
+    for assign in ctx.nodes(cst.Assign):
+        if isinstance(assign.value, cst.Dict) and len(assign.targets) == 1 and \
+                isinstance(assign.targets[0].target, cst.Name) and assign.value.elements:
+            values = [e.value for e in assign.value.elements if isinstance(e, cst.DictElement)]
+            if len(values) == len(assign.value.elements) and all(dotted_name(v) is not None for v in values):
+                out[assign.targets[0].target.value] = values
+    return out
+
+
+def _imported_conv(ctx: RuleContext, call: cst.Call) -> bool | None:
+    """Is ``call`` a class or function of the user's other modules that convolves (None: not one)?"""
+    module: ModuleFacts | None = project_class(ctx, call)
+    name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
+    if module is None:
+        pc = project_function(ctx, call)
+        if pc is None:
+            return None
+        module, name = pc.module, pc.name.split(".", 1)[0]
+    return name in module.conv_models
+
+
+def resolved_models(ctx: RuleContext) -> frozenset[str]:
+    """The module's classes, and its functions whose every returned model is built by a call this
+    analysis resolves (a class or function of this module or of the user's other modules, a table of
+    them, a torch or zoo constructor): for these, not being in ``conv_builders`` means the model does
+    not convolve. A function returning ``registry[name](...)`` filled elsewhere, ``globals()[arch]()``
+    or a parameter's call is not resolved: whether it convolves is left to the module's workload."""
+    return ctx.fact(_resolved_models)
+
+
+def _resolved_models(ctx: RuleContext) -> frozenset[str]:
+    classes = {s.name.value for s in ctx.module.body if isinstance(s, cst.ClassDef)}
+    functions = {s.name.value: s for s in ctx.module.body if isinstance(s, cst.FunctionDef)}
+    tables = _tables(ctx)
+    out = set(classes)
+    for _ in range(4):
+        before = len(out)
+        for name, fn in functions.items():
+            if name in out:
+                continue
+            returned = [strip_chain(r.value) for r in walk(fn.body) if isinstance(r, cst.Return) and r.value is not None]
+            calls = [v for v in returned if isinstance(v, cst.Call)]
+            if calls and len(calls) == len(returned) and all(_resolved_call(ctx, c, out, tables) for c in calls):
+                out.add(name)
+        if len(out) == before:
+            break
+    return frozenset(out)
+
+
+def _resolved_call(ctx: RuleContext, call: cst.Call, known: set[str], tables: dict[str, list[cst.BaseExpression]]) -> bool:
+    func = call.func
+    if isinstance(func, cst.Name) and func.value in known:
+        return True
+    if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name) and func.value.value in tables:
+        return all(dotted_name(e) in known or _imported_entry(ctx, e) is not None for e in tables[func.value.value])
+    if ctx.matches(func, {"torch.nn.*"}) or ctx.matches(func, VISION_ZOOS):
+        return True
+    if ctx.project and isinstance(func, (cst.Name, cst.Attribute)):
+        module = project_class(ctx, call)
+        if module is not None:
+            return True
+        pc = project_function(ctx, call)
+        return pc is not None and pc.name.split(".", 1)[0] in pc.module.resolved_models
+    return False
+
+
+def _imported_entry(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
+    """The user's other module whose model class a table entry names (``{"resnet": ResNet}``)."""
+    return project_model_class(ctx, expr) if ctx.project else None

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..._api import Finding, Fix, Replace
-from ..facts.framework_config import TRL_CONFIGS, config_subclasses, framework_config, qualname_of
-from ..facts.frameworks import framework_trains
+from ..facts.framework_config import TRL_CONFIGS, config_subclasses, framework_config, hf_args_unread, qualname_of
+from ..facts.frameworks import framework_trains, hf_trainer_may_run
 from ..facts.hf_data import pretokenised_text
 from ..facts.program import cpu_only
 from ..syntax.calls import NOT_LITERAL, get_arg, literal_value
@@ -54,10 +54,12 @@ def unseen_settings(ctx: RuleContext, code: str, node: cst.CSTNode | None = None
     for kind, call, qualname in fc.blind_calls:
         if kind in seen or fc.of(kind):
             continue  # a visible configuration call: the rules read that one
+        if kind == "hf" and not hf_trainer_may_run(ctx):
+            continue  # parsed arguments a hand-written loop reads, no Trainer: its defaults apply to nothing
         seen.add(kind)
         if kind == "hf" and code == "GP305":
             yield from _own_unfused_default(ctx, call, qualname)
-        elif kind == "hf" and code in HF_UNSEEN:
+        elif kind == "hf" and code in HF_UNSEEN and not hf_args_unread(ctx):
             names, flag, what = HF_UNSEEN[code]
             classes = _parsed_classes(ctx, call)
             if classes is None or _sets_default(ctx, classes, names) or code == "GP201" and pretokenised_text(ctx) or \

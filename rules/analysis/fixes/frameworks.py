@@ -16,10 +16,10 @@ from ..._api import AddImport, Edit, Finding, Fix, InsertBefore, NoFix, Replace
 from ..facts.execution import execution
 from ..facts.framework_config import KEYWORDS as FRAMEWORK_KEYWORDS
 from ..facts.framework_config import (
-    ConfigCall, accelerators, framework_config, hf_args, lightning_import_root, lightning_trainers, on_cpu,
+    ConfigCall, accelerators, framework_config, hf_args, hf_args_unread, lightning_import_root, lightning_trainers, on_cpu,
     qualname_of, trains_with, visible,
 )
-from ..facts.frameworks import frameworks
+from ..facts.frameworks import frameworks, hf_trainer_may_run
 from ..facts.hf_data import pretokenised_text
 from ..facts.installed import installed_version
 from ..facts.program import IMPORTED_MODULE, is_script
@@ -137,6 +137,8 @@ def hf_tf32(ctx: RuleContext, node: cst.CSTNode | None, message: str) -> list[Fi
     findings: ``tf32=True`` on its arguments, or a finding at ``node`` without a fix when they are
     out of sight (``HfArgumentParser``: pass ``--tf32``)."""
     fc = framework_config(ctx)
+    if hf_args_unread(ctx):
+        return None  # the arguments only parse the command line: the script's own loop trains
     if not fc.of("hf"):
         if "hf" not in hf_kinds(ctx):
             return None
@@ -176,13 +178,16 @@ def hf_kinds(ctx: RuleContext) -> set[str]:
 def compile_chosen(ctx: RuleContext) -> bool:
     """Does a framework compile the model (``torch_compile``, ``dynamo_backend``, a dynamo plugin)?"""
     fc = framework_config(ctx)
-    for cfg in fc.of("hf"):
+    # a hand-written loop that builds no Trainer: the training arguments' torch_compile is unread
+    hf = fc.of("hf") if hf_trainer_may_run(ctx) else []
+    for cfg in hf:
         if cfg.opaque or cfg.sets("torch_compile") or cfg.sets("torch_compile_backend"):
             return True
     for cfg in fc.of("accelerate"):
         if cfg.opaque or cfg.value("dynamo_backend", None) not in (None, "no", "NO") or cfg.sets("dynamo_plugin"):
             return True
-    return fc.blind and bool(fc.of("hf") or fc.of("accelerate")) or \
+    blind = fc.blind and (bool(hf) or fc.blind_kinds != {"hf"})
+    return blind and bool(hf or fc.of("accelerate")) or \
         any(qualname_of(ctx, c.func, frozenset({"accelerate.*"})) in
             ("accelerate.utils.TorchDynamoPlugin", "accelerate.utils.dataclasses.TorchDynamoPlugin")
             for c in ctx.nodes(cst.Call))

@@ -10,19 +10,28 @@ Three kinds of ``if`` are told apart, each from the test's shape alone:
 - **opt-in flag**: a user's setting that does not change while the loop runs (``if
   args.sync_for_timing:``, ``if cfg.debug and rank == 0:``), which is neither a device check
   (``if args.cuda:``) nor a tensor.
+
+A periodic test may also be held elsewhere (``rare_condition``): in a variable (``is_log_step =
+step % cfg.log_every == 0``, then ``if is_log_step:``), in a method or property (``if
+self._should_log(step):``, ``if self.should_eval:``), or in a method of another of the user's
+modules (``if metrics.should_log(step):``, ``FunctionFacts.rare_result``). And code after an early
+exit (``if not should_log: return``, ``if step % k: continue``) runs only when the exit's test is
+false (``rare_exit_before``). A rank check (``rank == 0``, ``master_process``) is never rare: it
+is true on every iteration of that rank.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import libcst as cst
 
 from ..syntax.callsites import bound_arg, calls_of
 from ..syntax.calls import dotted_name, literal_value, NOT_LITERAL
 from ..syntax.context import RuleContext
-from ..syntax.tree import walk
+from ..syntax.project import project_function, project_method
+from ..syntax.tree import suite_statements, walk
 
 # Roots of dotted names that hold a user's settings (``args.x``, ``self.cfg.x``).
 CONFIG_ROOTS = frozenset({
@@ -50,6 +59,40 @@ def is_periodic_test(test: cst.BaseExpression) -> bool:
                 _has_modulo(node.expression):
             return True  # ``if not step % 100:``
     return False
+
+
+def held_test(ctx: RuleContext, test: cst.BaseExpression, at: cst.CSTNode) -> cst.BaseExpression:
+    """The periodic test a guard holds in a variable (``is_eval_step = step % cfg.eval_steps ==
+    0`` then ``if is_eval_step:``, also as one conjunct of the ``if``): the value, when every
+    assignment of that name in the guard's function is a periodic test; else ``test`` itself."""
+    for part in _conjuncts(test):
+        if not isinstance(part, cst.Name):
+            continue
+        scope = ctx.enclosing(at, cst.FunctionDef)
+        values = [v for fn, v in ctx.fact(_plain_assignments).get(part.value, ()) if fn is scope]
+        if values and all(is_periodic_test(v) for v in values):
+            return values[0]
+    return test
+
+
+def _plain_assignments(ctx: RuleContext) -> dict[str, list[tuple[cst.FunctionDef | None, cst.BaseExpression]]]:
+    out: dict[str, list[tuple[cst.FunctionDef | None, cst.BaseExpression]]] = {}
+    for node in ctx.nodes(cst.Assign, cst.AnnAssign, cst.AugAssign):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, cst.Name) and node.value is not None:
+                fn = ctx.enclosing(node, cst.FunctionDef)
+                # an augmented or unpacking binding is never a plain test: it spoils the name
+                value = node.value if isinstance(node, (cst.Assign, cst.AnnAssign)) else cst.Name("None")
+                out.setdefault(target.value, []).append((fn, value))
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for name in _tuple_names(target):
+                    out.setdefault(name, []).append((ctx.enclosing(node, cst.FunctionDef), cst.Name("None")))
+    return out
+
+
+def _tuple_names(target: cst.BaseExpression) -> list[str]:
+    return [n.value for n in walk(target, include_self=True) if isinstance(n, cst.Name)]
 
 
 def periods(test: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -178,3 +221,241 @@ def flag_name(test: cst.BaseExpression) -> str | None:
         if len(parts) >= 2 and parts[0] in CONFIG_ROOTS and not any(_DEVICE_WORD.search(p) for p in parts):
             return name  # ``if args.x:``, but not ``if args.cuda:``
     return None
+
+
+# ---- rare conditions held in names, methods and early exits (issue 34) ----------------------
+_MAX_DEPTH = 6  # names and calls followed from one test
+_PROPERTY = frozenset({"property", "functools.cached_property", "cached_property"})
+
+
+def rare_condition(ctx: RuleContext, test: cst.BaseExpression, truth: bool = True, depth: int = 0) -> bool:
+    """Is ``test`` equal to ``truth`` on only some iterations, once every N of them? A periodic test
+    (``step % n == 0``; with ``truth`` False: ``step % n``, ``step % n != 0``, ``not is_log_step``)
+    combined with ``and``/``or``/``not``, written in place or held in what the test names: a local
+    variable bound only to such tests (``should_log = step % cfg.log_every == 0 or step == last``),
+    a property or method of the class whose every return is one (or the opposite literal), a function
+    of this file, or a function of the user's other modules (``FunctionFacts.rare_result``). A period
+    that is 1 unless a caller says otherwise is no period (``period_one_by_default``). Rank checks
+    (``rank == 0``) and flags are not rare: they hold on every iteration where they hold at all."""
+    memo = ctx.fact(_rare_memo)
+    key = (test, truth)
+    if key not in memo:
+        memo[key] = False  # a cycle (``a = b``, ``b = a``) proves nothing
+        memo[key] = depth <= _MAX_DEPTH and _rare(ctx, test, truth, depth)
+    return memo[key]
+
+
+def _rare_memo(ctx: RuleContext) -> dict[tuple[cst.BaseExpression, bool], bool]:
+    return {}
+
+
+def _rare(ctx: RuleContext, e: cst.BaseExpression, truth: bool, depth: int) -> bool:
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+        return rare_condition(ctx, e.expression, not truth, depth + 1)
+    if isinstance(e, cst.BooleanOperation):
+        conjunction = isinstance(e.operator, cst.And)
+        parts = _operands(e, type(e.operator))
+        if conjunction == truth:  # ``a and b`` true (``a or b`` false) needs every part: one rare part will do
+            return any(rare_condition(ctx, p, truth, depth + 1) for p in parts)
+        # ``a or b`` true needs one part: each must be rare, or pin the counter a rare part
+        # divides (``step == 1 or step % n == 0``), never another name (``rank == 0``)
+        rare = [p for p in parts if rare_condition(ctx, p, truth, depth + 1)]
+        counters = {n for p in rare for n in _divided(p)}
+        return bool(rare) and all(p in rare or _pins(p, counters, truth) for p in parts)
+    if isinstance(e, cst.Comparison) and len(e.comparisons) == 1:
+        op, left, right = e.comparisons[0].operator, e.left, e.comparisons[0].comparator
+        modulo = left if _is_modulo(left) else right if _is_modulo(right) else None
+        if modulo is None:
+            return False
+        equal = isinstance(op, (cst.Equal, cst.Is)) or \
+            modulo is left and isinstance(op, cst.LessThanEqual) and literal_value(right) == 0
+        unequal = isinstance(op, (cst.NotEqual, cst.IsNot)) or \
+            modulo is left and isinstance(op, cst.GreaterThan) and literal_value(right) == 0
+        return (equal if truth else unequal) and _has_period(ctx, modulo)
+    if _is_modulo(e):  # ``if step % k: continue``: truthy except once every k
+        return not truth and _has_period(ctx, e)
+    if isinstance(e, cst.Name):
+        values = _name_values(ctx, e)
+        return bool(values) and all(v is not None and rare_condition(ctx, v, truth, depth + 1) for v in values)
+    if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self":
+        return _rare_attribute(ctx, e, truth, depth)
+    if isinstance(e, cst.Call):
+        return _rare_call(ctx, e, truth, depth)
+    return False
+
+
+def _operands(e: cst.BaseExpression, op: type) -> list[cst.BaseExpression]:
+    if isinstance(e, cst.BooleanOperation) and isinstance(e.operator, op) and not e.lpar:
+        return _operands(e.left, op) + _operands(e.right, op)
+    return [e]
+
+
+def _is_modulo(e: cst.BaseExpression) -> bool:
+    return isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Modulo)
+
+
+def _has_period(ctx: RuleContext, modulo: cst.BaseExpression) -> bool:
+    """``x % n`` with ``n`` not 1 (written, or by default with no caller setting it)."""
+    assert isinstance(modulo, cst.BinaryOperation)
+    return not _is_one(modulo.right) and not period_one_by_default(ctx, modulo.right, modulo)
+
+
+def _divided(e: cst.BaseExpression) -> set[str]:
+    """The names a test's modulos divide (``step`` in ``(step + 1) % n == 0``)."""
+    return {name for n in walk(e, into_nested=True, include_self=True) if _is_modulo(n)
+            for name in _names_read(n.left)}  # type: ignore[attr-defined]
+
+
+def _pins(e: cst.BaseExpression, counters: set[str], truth: bool) -> bool:
+    """Does ``e`` (being ``truth``) hold on a bounded number of iterations of one of ``counters``:
+    ``step == 1``, ``step < 4`` (``step != 1`` being false)?"""
+    if truth:
+        return is_once_test(e, counters)
+    return isinstance(e, cst.Comparison) and len(e.comparisons) == 1 and \
+        isinstance(e.comparisons[0].operator, (cst.NotEqual, cst.IsNot)) and \
+        (dotted_name(e.left) in counters) != (dotted_name(e.comparisons[0].comparator) in counters)
+
+
+def _name_values(ctx: RuleContext, name: cst.Name) -> list[cst.BaseExpression | None]:
+    """What ``name`` may hold where it is read: the values bound to it in the innermost function
+    (or module) that binds it; None for a binding whose value is unknown (a parameter, a loop
+    target, an unpacking, ``+=``, ``with ... as``)."""
+    bindings = ctx.fact(_bindings)
+    scope: cst.CSTNode | None = name
+    while True:
+        scope = ctx.enclosing(scope, cst.FunctionDef) if scope is not None else None  # type: ignore[arg-type]
+        found = bindings.get((scope, name.value))
+        if found is not None or scope is None:
+            return found or []
+
+
+def _bindings(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression | None]]:
+    out: dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression | None]] = {}
+
+    def bind(node: cst.CSTNode, name: str, value: cst.BaseExpression | None) -> None:
+        out.setdefault((ctx.enclosing(node, cst.FunctionDef), name), []).append(value)
+
+    for assign in ctx.nodes(cst.Assign):
+        for t in assign.targets:
+            if isinstance(t.target, cst.Name):
+                bind(assign, t.target.value, assign.value)
+            elif isinstance(t.target, (cst.Tuple, cst.List)):
+                for n in walk(t.target, include_self=True):
+                    if isinstance(n, cst.Name):
+                        bind(assign, n.value, None)
+    for node in ctx.nodes(cst.AnnAssign, cst.AugAssign):
+        if isinstance(node.target, cst.Name):
+            bind(node, node.target.value, node.value if isinstance(node, cst.AnnAssign) else None)
+    for node in ctx.nodes(cst.For, cst.AsName, cst.NamedExpr, cst.CompFor):
+        target = node.name if isinstance(node, cst.AsName) else node.target
+        for n in walk(target, include_self=True):
+            if isinstance(n, cst.Name):
+                bind(node, n.value, None)
+    for fn in ctx.nodes(cst.FunctionDef):
+        for p in (*fn.params.params, *fn.params.kwonly_params, *fn.params.posonly_params):
+            out.setdefault((fn, p.name.value), []).append(None)
+    return out
+
+
+def _returns_rare(ctx: RuleContext, fn: cst.FunctionDef, truth: bool, depth: int) -> bool:
+    """Is every value ``fn`` returns either the literal opposite of ``truth`` or a test that is
+    ``truth`` on only some iterations, and at least one the latter?"""
+    returns = [r.value for r in walk(fn.body) if isinstance(r, cst.Return)]
+    if not returns or any(v is None for v in returns) or any(isinstance(n, (cst.Yield, cst.Await))
+                                                             for n in walk(fn.body)):
+        return False
+    rare = [v for v in returns if v is not None and literal_value(v) is not (not truth) and
+            rare_condition(ctx, v, truth, depth + 1)]
+    return bool(rare) and all(v in rare or literal_value(v) is (not truth) for v in returns)  # type: ignore[comparison-overlap]
+
+
+def returns_rare(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    """Does ``fn`` return True only once every N calls (``def should_log(self, step): return step
+    == 1 or step % self.freq == 0``)? What a module's facts tell the files that import it."""
+    return _returns_rare(ctx, fn, True, 0)
+
+
+def _methods(cls: cst.ClassDef | None, name: str) -> list[cst.FunctionDef]:
+    if cls is None or not isinstance(cls.body, cst.IndentedBlock):
+        return []
+    return [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name]
+
+
+def _rare_attribute(ctx: RuleContext, e: cst.Attribute, truth: bool, depth: int) -> bool:
+    """``self.should_eval``: a property of the class, or an attribute its methods only ever set to
+    rare tests."""
+    cls = ctx.enclosing(e, cst.ClassDef)
+    methods = _methods(cls, e.attr.value)
+    if methods:
+        return len(methods) == 1 and any(ctx.matches(d.decorator, _PROPERTY) or dotted_name(d.decorator) == "property"
+                                         for d in methods[0].decorators) and \
+            _returns_rare(ctx, methods[0], truth, depth)
+    if cls is None:
+        return False
+    attr = f"self.{e.attr.value}"
+    values: list[cst.BaseExpression] = []
+    for node in walk(cls, into_nested=True):
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                if dotted_name(t.target) == attr:
+                    values.append(node.value)
+                elif isinstance(t.target, (cst.Tuple, cst.List)) and \
+                        any(dotted_name(n) == attr for n in walk(t.target)):
+                    return False
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and dotted_name(node.target) == attr:
+            return False
+    return bool(values) and all(rare_condition(ctx, v, truth, depth + 1) for v in values)
+
+
+def _rare_call(ctx: RuleContext, call: cst.Call, truth: bool, depth: int) -> bool:
+    """A call of a function or method whose returns are rare tests: ``self._should_log(step)``
+    (a method of the class), ``is_log_step(step)`` (a function of this file), ``obj.should_log()``
+    (the one method of that name among this file's classes, or of the user's other modules)."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        defs = [fn for fn in ctx.nodes(cst.FunctionDef) if fn.name.value == func.value and
+                not isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)]
+    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        defs = _methods(ctx.enclosing(call, cst.ClassDef), func.attr.value)
+    elif isinstance(func, cst.Attribute):
+        defs = [fn for fn in ctx.nodes(cst.FunctionDef) if fn.name.value == func.attr.value and
+                isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)]
+    else:
+        return False
+    if defs:
+        return len(defs) == 1 and _returns_rare(ctx, defs[0], truth, depth)
+    if not truth or not ctx.project:
+        return False
+    imported = project_function(ctx, call) or project_method(ctx, call)
+    return imported is not None and imported.facts.rare_result
+
+
+def rare_exit_before(ctx: RuleContext, block: cst.CSTNode, child: cst.CSTNode,
+                     loops: Collection[cst.CSTNode] = ()) -> cst.If | None:
+    """An ``if`` among the statements of ``block`` before ``child`` that leaves (``return``, or
+    ``continue`` out of one of ``loops``: a step or eval loop, not a loop over a batch's items)
+    unless a rare condition holds (``if not should_log: return``, ``if step % k: continue``):
+    ``child`` then runs only on those iterations."""
+    if not isinstance(block, cst.IndentedBlock):
+        return None
+    for stmt in block.body:
+        if stmt is child:
+            return None
+        if isinstance(stmt, cst.If) and stmt.orelse is None:
+            body = suite_statements(stmt.body)
+            leaves = body and (isinstance(body[-1], cst.Return) or isinstance(body[-1], cst.Continue) and
+                               ctx.enclosing(stmt, cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda) in loops)
+            if leaves and rare_condition(ctx, stmt.test, False):
+                return stmt
+    return None
+
+
+def on_by_default(ctx: RuleContext, node: cst.CSTNode, flag: str) -> bool:
+    """Is ``flag`` a parameter of the function holding ``node`` that defaults to True
+    (``def timed(closure, log_timings=True)``)? A call from another module that runs it every
+    step passes nothing we see: the switch is on unless that caller turns it off."""
+    fn = ctx.enclosing(node, cst.FunctionDef)
+    if fn is None:
+        return False
+    return any(p.name.value == flag and isinstance(p.default, cst.Name) and p.default.value == "True"
+               for p in (*fn.params.params, *fn.params.kwonly_params))

@@ -22,12 +22,14 @@ the second one by use (``net.eval()``).
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.chosen_classes import chosen_classes
 from ..syntax.context import RuleContext
-from ..syntax.torch_names import MODULE_CHAIN, NN_MODULE_BASES
+from ..syntax.torch_names import MODULE_CHAIN, NN_MODULE_BASES, OPTIMIZER_BUILDERS
 
 
 DATA_PARALLEL = frozenset({
@@ -149,6 +151,8 @@ def is_model_constructor(ctx: RuleContext, call: cst.BaseExpression) -> bool:
     if isinstance(func, cst.Call) and ctx.matches(func.func, {"builtins.getattr"}) and func.args and \
             _in_zoo(ctx, func.args[0].value):
         return True  # getattr(models, name)()
+    if registry_built_model(ctx, call):
+        return True  # ``MODELS.build(cfg.model)``
     if method_call(call, "from_pretrained", "from_config"):
         assert isinstance(func, cst.Attribute)
         owner = (dotted_name(func.value) or "").rsplit(".", 1)[-1]
@@ -208,3 +212,64 @@ def wrapper_inner(ctx: RuleContext, value: cst.BaseExpression) -> tuple[cst.Call
     arg = positional[0] if positional else next(
         (a for a in value.args if a.keyword is not None and a.keyword.value == "module"), None)
     return value, (dotted_name(strip_chain(arg.value)) if arg is not None else None)
+
+
+def library_optimizer_model(ctx: RuleContext, call: cst.Call) -> cst.BaseExpression | None:
+    """The model an installed library's optimizer builder is handed (``build_optimizer(model,
+    cfg.optimizer)`` of mmcv, ``build_optim_wrapper(model, cfg)``, timm's ``create_optimizer_v2(model,
+    "adamw")``): that model trains. None when ``call`` is not one."""
+    name = dotted_name(call.func) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
+    if name is None or (ctx.import_aliases.get(name, name)).rsplit(".", 1)[-1] not in _BUILDER_NAMES:
+        return None  # (``from mmcv.runner import build_optimizer as mm_build_optimizer``)
+    for qn in ctx.resolved_names(call.func, OPTIMIZER_BUILDERS.keys()):
+        index = OPTIMIZER_BUILDERS[qn]
+        positional = [a for a in call.args if a.keyword is None]
+        if any(a.star for a in positional[:index + 1]):
+            return None
+        keyword = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "model"), None)
+        return keyword if keyword is not None else positional[index].value if index < len(positional) else None
+    return None
+
+
+_BUILDER_NAMES = frozenset(qn.rsplit(".", 1)[-1] for qn in OPTIMIZER_BUILDERS)
+
+
+# What a registry of model classes is called (``MODELS``, ``BACKBONES = Registry("backbone")``,
+# ``SEGMENTORS``, ``META_ARCH_REGISTRY``); a registry of datasets, transforms or optimizers is not.
+_MODEL_REGISTRY = re.compile(r"model|backbone|net|arch|detector|segmentor|classifier|encoder|decoder|"
+                             r"generator|discriminator|policy|policies|head", re.IGNORECASE)
+
+
+def registry_built_model(ctx: RuleContext, call: cst.Call) -> bool:
+    """``MODELS.build(cfg.model)``, ``build_from_cfg(cfg, BACKBONES)``: a model built by type name
+    from a registry of model classes, the module's own (``MODELS = Registry("models")``) or an
+    installed library's (``from mmdet.registry import MODELS``). Its class is not known, but it
+    is a model."""
+    if method_call(call, "build") and isinstance(call.func, cst.Attribute):
+        registry = call.func.value
+    elif isinstance(call.func, (cst.Name, cst.Attribute)) and \
+            (dotted_name(call.func) or "").rsplit(".", 1)[-1] == "build_from_cfg" and len(call.args) > 1:
+        registry = call.args[1].value
+    else:
+        return False
+    if not isinstance(registry, (cst.Name, cst.Attribute)) or not _MODEL_REGISTRY.search(dotted_name(registry) or ""):
+        return False
+    name = dotted_name(registry)
+    if name in ctx.fact(_module_registries):
+        return True
+    root = name.split(".", 1)[0] if name else ""
+    imported = ctx.import_aliases.get(root, "")  # ``from mmdet.registry import MODELS``, ``import mmseg.registry``
+    qn = imported + name[len(root):] if name else ""
+    return bool(imported) and not imported.startswith(".") and (".registry." in qn or qn.endswith("_REGISTRY"))
+
+
+def _module_registries(ctx: RuleContext) -> frozenset[str]:
+    """Module-level names this file assigns a ``Registry(...)`` (mmcv, mmengine, detectron2's
+    fvcore, or its own class of that name)."""
+    out = set()
+    for stmt in ctx.module.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and \
+                    (dotted_name(small.value.func) or "").rsplit(".", 1)[-1] == "Registry":
+                out |= {t.target.value for t in small.targets if isinstance(t.target, cst.Name)}
+    return frozenset(out)

@@ -29,10 +29,11 @@ from ..syntax.calls import dotted_name, method_call
 from ..syntax.callsites import aliased_names, called_name, calls_of, instance_calls, own_classes
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
-from ..syntax.project import project_class_method, project_function
+from ..syntax.project import project_class_method, project_function, project_method
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
-from .guards import flag_name, is_once_test, is_periodic_test, period_one_by_default, periods
+from .guards import (flag_name, held_test, is_once_test, is_periodic_test, on_by_default, period_one_by_default,
+                     periods, rare_condition, rare_exit_before)
 from .tensors import TENSOR_METHODS, is_tensor_expr
 from .training_objects import TrainingObjects
 
@@ -178,7 +179,9 @@ class TrainingAnalysis(TrainingObjects):
         if not isinstance(node.func, cst.Attribute) or not isinstance(node.func.value, cst.Name):
             return False
         cls = self._class_of(node.func.value)  # ``bpr: utils.BPRLoss = ...``; ``bpr.stage_one(...)``
-        method = project_class_method(self.ctx, cls, (node.func.attr.value,)) if cls is not None else None
+        if cls is None:  # ``trainer.train_step(samples)`` of a parameter: the one class with that method
+            return (found := project_method(self.ctx, node)) is not None and found.facts.steps_each_call
+        method = project_class_method(self.ctx, cls, (node.func.attr.value,))
         return method is not None and method[2].steps_each_call
 
     def _class_of(self, name: cst.Name) -> cst.BaseExpression | None:
@@ -208,11 +211,12 @@ class TrainingAnalysis(TrainingObjects):
         return None
 
     def steps_each_call(self, fn: cst.FunctionDef) -> bool:
-        """Does one call of ``fn`` run a whole training step at its own top level (outside its own
-        loops): a backward and an optimizer step, or a loss scaler doing both?"""
+        """Does one call of ``fn`` run a whole training step: an optimizer step at its own top level
+        (outside its own loops) after a backward (there too, or in its loop over micro-batches), or
+        a loss scaler doing both?"""
         nodes = list(self._walk_outside_loops(fn.body))
-        return any(self.hidden_step(n) is not None for n in nodes) or \
-            any(self.is_backward_call(n) for n in nodes) and any(self.is_optimizer_step(n) for n in nodes)
+        return any(self.hidden_step(n) is not None for n in nodes) or any(self.is_optimizer_step(n) for n in nodes) \
+            and any(self.is_backward_call(n) for n in walk(fn.body) if isinstance(n, cst.Call))
 
     @staticmethod
     def _walk_outside_loops(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -279,6 +283,8 @@ class TrainingAnalysis(TrainingObjects):
                 if self.is_periodic(anc) or flags and flag_name(anc.test) is not None:
                     return None
                 pending.append(anc)
+            if guards and rare_exit_before(self.ctx, anc, child, self._loop_set) is not None:
+                return None
             if anc in self._loop_set:
                 assert isinstance(anc, (cst.For, cst.While))
                 # Only the body (and a while's test) run per step; a for's iterable runs once.
@@ -373,7 +379,9 @@ class TrainingAnalysis(TrainingObjects):
         for anc in self.ctx.ancestors(node):
             if isinstance(anc, cst.If) and child is anc.body and \
                     (self.is_periodic(anc) or flags and flag_name(anc.test) is not None and
-                     not _on_by_default(self.ctx, anc, flag_name(anc.test) or "")):
+                     not on_by_default(self.ctx, anc, flag_name(anc.test) or "")):
+                return None
+            if rare_exit_before(self.ctx, anc, child, self._loop_set) is not None:
                 return None
             if anc in self._loop_set:
                 return None
@@ -435,8 +443,13 @@ class TrainingAnalysis(TrainingObjects):
         (``if (it + 1) % self.log_period == 0:`` with ``log_period=1`` in ``__init__``): then it
         runs on every one."""
         if guard not in self._periodic:
-            self._periodic[guard] = is_periodic_test(guard.test) and not all(
-                period_one_by_default(self.ctx, p, guard) for p in periods(guard.test))
+            test = held_test(self.ctx, guard.test, guard)  # ``is_log_step = step % n == 0``; ``if is_log_step:``
+            if test is not guard.test:  # held in a variable: ``step % n == 0 or is_master`` is no guard
+                self._periodic[guard] = rare_condition(self.ctx, guard.test)
+            else:
+                self._periodic[guard] = is_periodic_test(test) and not all(
+                    period_one_by_default(self.ctx, p, guard) for p in periods(test)) or \
+                    rare_condition(self.ctx, guard.test)  # held in a method, a property, another module's method
         return self._periodic[guard]
 
     def in_step_loop(self, node: cst.CSTNode) -> bool:
@@ -444,7 +457,8 @@ class TrainingAnalysis(TrainingObjects):
 
     def guard_of(self, node: cst.CSTNode) -> cst.If | None:
         """The periodic (``if step % N == 0:``) or once-per-loop (``if i == 0:``) ``if`` whose
-        body holds ``node``, looking up to the enclosing function or step loop."""
+        body holds ``node``, or the rare early exit before it (``if not should_log: return``),
+        looking up to the enclosing function or step loop."""
         child = node
         pending: list[cst.If] = []
         for anc in self.ctx.ancestors(node):
@@ -452,6 +466,8 @@ class TrainingAnalysis(TrainingObjects):
                 if self.is_periodic(anc):
                     return anc
                 pending.append(anc)
+            if (leave := rare_exit_before(self.ctx, anc, child, self._loop_set)) is not None:
+                return leave
             if isinstance(anc, (cst.For, cst.While)) and anc in self._loop_set:
                 counters = self.counters(anc)
                 return next((g for g in pending if is_once_test(g.test, counters)), None)
@@ -471,17 +487,6 @@ class TrainingAnalysis(TrainingObjects):
         """Best-effort: does ``expr`` evaluate to a torch tensor? Used where a false positive
         would be costly (``float(x)``), so it only says yes on clear evidence (``tensors``)."""
         return is_tensor_expr(self, expr)
-
-
-def _on_by_default(ctx: RuleContext, node: cst.CSTNode, flag: str) -> bool:
-    """Is ``flag`` a parameter of the function holding ``node`` that defaults to True
-    (``def timed(closure, log_timings=True)``)? A call from another module that runs it every
-    step passes nothing we see: the switch is on unless that caller turns it off."""
-    fn = ctx.enclosing(node, cst.FunctionDef)
-    if fn is None:
-        return False
-    return any(p.name.value == flag and isinstance(p.default, cst.Name) and p.default.value == "True"
-               for p in (*fn.params.params, *fn.params.kwonly_params))
 
 
 def _loss_named(expr: cst.BaseExpression) -> bool:

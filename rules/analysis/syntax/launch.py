@@ -88,7 +88,8 @@ class StepCaller:
 
     @property
     def where(self) -> str:
-        return f"{self.path}:{self.line}"
+        """``train.py:42``; a framework's caller (line 0) by its name: "the Hugging Face Trainer"."""
+        return f"{self.path}:{self.line}" if self.line else self.path
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,6 +36,9 @@ class FunctionFacts:
     autocast: bool = False  # its forward runs under autocast
     roles: tuple[tuple[str, str], ...] = ()  # (parameter, MODEL/OPTIMIZER/LOADER/DEVICE/SCALER)
     returns_model: bool = False
+    # the model it returns is built by type name from a registry (``MODELS.build(cfg)``): a model
+    # for sure, but what it computes is not known
+    model_by_type: bool = False
     returns_optimizer: bool = False
     params_of: str | None = None  # the parameter whose ``.parameters()`` its result holds
     unfused_optimizer_line: int | None = None  # an optimizer built without fused= (GP305)
@@ -49,6 +52,7 @@ class FunctionFacts:
     makes_scaler: bool = False  # creates a GradScaler (a scaler wrapper class's ``__init__``, a builder)
     settings: tuple[str, ...] = ()  # TF32/CUDNN it sets, in its body or a callee
     steps_each_call: bool = False  # one call runs a whole training step (``loss.backward(); opt.step()``)
+    rare_result: bool = False  # returns True once every N calls (``return step % self.freq == 0``)
 
     def role_of(self, role: str) -> str | None:
         return next((p for p, r in self.roles if r == role), None)
@@ -101,6 +105,18 @@ class ModuleFacts:
     false_fields: frozenset[str] = frozenset()
     # its collate functions padding each batch to its longest item, and loader subclasses using one
     padding_collates: frozenset[str] = frozenset()
+    # its classes and functions whose models convolve (not only a patch embedding), and those it
+    # re-exports (``facts.workload.conv_builders``)
+    conv_models: frozenset[str] = frozenset()
+    # its classes and the functions whose models the analysis resolves: not in conv_models, they do
+    # not convolve (``facts.workload.resolved_models``)
+    resolved_models: frozenset[str] = frozenset()
+    # its classes whose own ``to``/``cuda`` reject ``non_blocking`` (``facts.to_methods``)
+    strict_to: frozenset[str] = frozenset()
+    # its subclasses of the Hugging Face Trainer (TRL's trainers too) and of TrainerCallback, also
+    # through its own or its imports' classes (``facts.framework_hooks``)
+    trainer_classes: frozenset[str] = frozenset()
+    callback_classes: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
@@ -109,7 +125,9 @@ class ModuleFacts:
                 "registries": sorted(self.registries), "loaders": sorted(self.loaders),
                 "memory_datasets": sorted(self.memory_datasets), "zero_fields": sorted(self.zero_fields),
                 "false_fields": sorted(self.false_fields),
-                "padding_collates": sorted(self.padding_collates)}
+                "padding_collates": sorted(self.padding_collates), "conv_models": sorted(self.conv_models),
+                "resolved_models": sorted(self.resolved_models), "strict_to": sorted(self.strict_to),
+                "trainer_classes": sorted(self.trainer_classes), "callback_classes": sorted(self.callback_classes)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -121,7 +139,12 @@ class ModuleFacts:
                    memory_datasets=frozenset(doc.get("memory_datasets", ())),
                    zero_fields=frozenset(doc.get("zero_fields", ())),
                    false_fields=frozenset(doc.get("false_fields", ())),
-                   padding_collates=frozenset(doc.get("padding_collates", ())))
+                   padding_collates=frozenset(doc.get("padding_collates", ())),
+                   conv_models=frozenset(doc.get("conv_models", ())),
+                   resolved_models=frozenset(doc.get("resolved_models", ())),
+                   strict_to=frozenset(doc.get("strict_to", ())),
+                   trainer_classes=frozenset(doc.get("trainer_classes", ())),
+                   callback_classes=frozenset(doc.get("callback_classes", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""

@@ -42,3 +42,15 @@ TF32_SETTINGS = frozenset({
 SET_PRECISION = frozenset({"torch.set_float32_matmul_precision"})
 CUDNN_CHOICES = frozenset({"torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic"})
 DETERMINISM = frozenset({"torch.use_deterministic_algorithms"})
+
+# Optimizer builders of installed libraries that build a torch optimizer over a model's parameters
+# from a configuration: qualified name -> the position of the model argument (also ``model=``).
+# What they build (fused or not) is in the configuration; the model handed to them trains.
+OPTIMIZER_BUILDERS = {
+    "mmcv.runner.build_optimizer": 0, "mmcv.runner.optimizer.build_optimizer": 0,
+    "mmcv.runner.optimizer.builder.build_optimizer": 0, "mmengine.optim.build_optim_wrapper": 0,
+    "mmengine.optim.optimizer.build_optim_wrapper": 0, "mmengine.optim.optimizer.builder.build_optim_wrapper": 0,
+    "detectron2.solver.build_optimizer": 1, "detectron2.solver.build.build_optimizer": 1,
+    "timm.optim.create_optimizer_v2": 0, "timm.optim.create_optimizer": 1,
+    "timm.optim.optim_factory.create_optimizer_v2": 0, "timm.optim.optim_factory.create_optimizer": 1,
+}
