@@ -18,6 +18,7 @@ MODULES = (
     'analysis/facts/hf_data.py',
     'analysis/facts/installed.py',
     'analysis/facts/kwargs.py',
+    'analysis/facts/loader_builders.py',
     'analysis/facts/loaders.py',
     'analysis/facts/module_facts.py',
     'analysis/facts/placement.py',

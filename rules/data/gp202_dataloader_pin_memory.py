@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .._api import AddImport, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
+from ..analysis.facts.cli_defaults import false_default_flag
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_silent
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
+from ..analysis.facts.loader_builders import built_loaders
 from ..analysis.facts.loaders import loader_calls
 from ..analysis.fixes.edits import torch_alias
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import literal_value
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.launch import project_runs
+from ..analysis.syntax.launch import launched_with, project_runs
 from ._loader_args import AMBIGUOUS, FROM_YAML, config_settings, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
 
@@ -46,7 +48,11 @@ class DataloaderPinMemory(Rule):
         "imports it, or a module of the user's that script imports, names CUDA. Other placement "
         "done only in another module is missed; a program that always runs on the CPU or MPS is not reported, "
         "while one that names CUDA and still trains on the CPU is.",
-        "`pin_memory` set to anything but a literal `False` is trusted.",
+        "`pin_memory` set to anything but a literal `False` is trusted, except a command-line switch "
+        "that is off by default (`pin_memory=args.pin_mem` from an `argparse` `store_true` option or "
+        "`default=False` in the file or in a module of the user's it imports, or a `bool` field "
+        "defaulting to False of a typed arguments class of the user's modules): reported without a fix, naming the flag, unless the project's launch "
+        "scripts pass it.",
         "`**` dicts built in the same file are read (see GP201); a DataLoader with `*args` or a "
         "`**` dict the file cannot see into is skipped. The fix writes `pin_memory` next to "
         "`num_workers` (or into the dict's only literal definition) when that dict feeds nothing "
@@ -64,7 +70,7 @@ class DataloaderPinMemory(Rule):
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("DataLoader", "Loader", *FRAMEWORK_KEYWORDS)
+    keywords = ("DataLoader", "Loader", "loader", *FRAMEWORK_KEYWORDS)  # "loader": a builder of the user's (build_dataloader)
 
     examples = [
         Valid(dedent("""
@@ -98,6 +104,14 @@ class DataloaderPinMemory(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
+        if may_use_cuda(ctx):
+            for built in built_loaders(ctx):  # returned by a builder of the user's other modules
+                if built.no_pin and not takes_one_batch(ctx, built.call):
+                    where = " and ".join(built.no_pin)
+                    yield Finding(built.call, "DataLoader does not pin host memory: every host-to-GPU copy goes through "
+                                              f"a staging buffer and cannot overlap compute (the loader `{built.function}` "
+                                              f"returns, {where}, does not set pin_memory)",
+                                  no_fix_reason=f"the loader is built in {where}: set pin_memory there")
         calls = loader_calls(ctx)
         entries = project_runs(ctx).entries  # a loader factory module: the scripts that run it
         if not calls or not (may_use_cuda(ctx) or entries and any("cuda" in e.settings for e in entries)):
@@ -111,6 +125,16 @@ class DataloaderPinMemory(Rule):
                                         "host-to-GPU copy goes through a staging buffer and cannot overlap compute; "
                                         "set pin_memory", no_fix_reason=f"the loader's settings come from {cfg[0]}: "
                                                                         "set pin_memory there")
+                continue
+            if len(settings) == 1 and not call_keywords(ctx, call).opaque and \
+                    (flag := false_default_flag(ctx, settings[0].value)) is not None:
+                if launched_with(ctx, (flag,)) is None and not takes_one_batch(ctx, call):
+                    code = ctx.code_for(settings[0].value).strip()
+                    yield Finding(call, f"DataLoader does not pin host memory by default: `pin_memory` is `{code}`, off "
+                                        f"unless a run passes {flag}; every host-to-GPU copy goes through a staging "
+                                        "buffer and cannot overlap compute",
+                                  no_fix_reason=f"pinning is opt-in on the command line: a run must pass {flag} (or "
+                                                "its default be turned on)")
                 continue
             if call_keywords(ctx, call).opaque or any(literal_value(s.value) is not False for s in settings):
                 continue  # unknown, or set to something the user chose

@@ -7,15 +7,17 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
+from ..analysis.facts.cli_defaults import false_default_flag
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_silent
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import Setting, call_keywords, exclusive
+from ..analysis.facts.loader_builders import built_loaders
 from ..analysis.facts.loaders import loader_calls
 from ..analysis.fixes.dict_edits import add_key
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, has_star_args, literal_value
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.launch import project_runs
+from ..analysis.syntax.launch import launched_with, project_runs
 from ._loader_args import AMBIGUOUS, FROM_YAML, SHARED, config_settings, editable, settings_of
 from ._loader_iteration import iterated_repeatedly
 
@@ -103,7 +105,12 @@ class DataloaderPersistentWorkers(Rule):
         "reported.",
         "An explicit `persistent_workers=False` is the user's choice and is respected (workers that "
         "must not keep their state between epochs, or memory held by idle workers), also in a "
-        "loader factory of another module; only a missing argument is reported. A `false` in the "
+        "loader factory of another module; only a missing argument is reported, and a command-line "
+        "switch that is off by default (`persistent_workers=args.keep_workers` from an `argparse` "
+        "`store_true` option or `default=False` in the file or in a module of the user's it imports "
+        "(`add_training_arguments(parser)`), or a `bool` field defaulting to False of a typed "
+        "arguments class of the user's modules): reported without a fix, naming the flag, "
+        "unless the project's launch scripts pass it. A `false` in the "
         "project's YAML configuration is reported (configuration files carry a template's value).",
         "A `DataLoader` subclass of the user's that passes DataLoader's arguments through counts as "
         "a DataLoader (see GP201).",
@@ -116,7 +123,7 @@ class DataloaderPersistentWorkers(Rule):
         "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader",
         "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
     )
-    keywords = ("DataLoader", "Loader", *FRAMEWORK_KEYWORDS)
+    keywords = ("DataLoader", "Loader", "loader", *FRAMEWORK_KEYWORDS)  # "loader": a builder of the user's (build_dataloader)
 
     examples = [
         Valid(dedent("""
@@ -142,15 +149,23 @@ class DataloaderPersistentWorkers(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
+        yield from self._built_elsewhere(ctx)
         for call in loader_calls(ctx):
             kw = call_keywords(ctx, call)
             workers = settings_of(ctx, call, "num_workers")
             if kw.opaque and (cfg := config_settings(ctx, call)) is not None:
                 yield from self._configured(ctx, call, *cfg)
                 continue
-            if kw.opaque or not workers or kw.of("persistent_workers"):
+            if kw.opaque or not workers:
                 continue
             live = [s for s in workers if _may_be_positive(s.value)]
+            persistent = settings_of(ctx, call, "persistent_workers")
+            if persistent:
+                flag = false_default_flag(ctx, persistent[0].value) if len(persistent) == 1 else None
+                if flag is not None and live and launched_with(ctx, (flag,)) is None and \
+                        iterated_repeatedly(ctx, call):
+                    yield self._command_line(ctx, call, persistent[0].value, flag)
+                continue  # the user's choice, or a switch a run turns on
             if not live or not iterated_repeatedly(ctx, call):
                 continue  # no workers, or one iterator for the whole run: they start once anyway
             entries = project_runs(ctx).entries  # a loader factory: the scripts that run it
@@ -165,6 +180,33 @@ class DataloaderPersistentWorkers(Rule):
             always = all(_always_positive(ctx, s.value) for s in live)
             description = "add persistent_workers=True" if always else "add persistent_workers=<num_workers> > 0"
             yield Finding(call, message, Fix(description, edits, "safe"))
+
+    @staticmethod
+    def _built_elsewhere(ctx: RuleContext) -> Iterator[Finding]:
+        """A loader a builder of the user's other modules returns (``build_dataloader(ds,
+        num_workers=cfg.workers)``) with workers and no persistent_workers, iterated here more than
+        once (every epoch, or by a framework's fit): reported at this call, naming the builder's
+        line, where the edit goes (the builder's own module gets the fix when it is checked)."""
+        for built in built_loaders(ctx):
+            if not built.no_persistent or not iterated_repeatedly(ctx, built.call):
+                continue
+            who = "the GPU waits" if may_use_cuda(ctx) else "training waits"
+            where = " and ".join(built.no_persistent)
+            yield Finding(built.call, f"DataLoader workers are shut down and re-spawned every epoch ({who} while they "
+                                      f"restart): the loader `{built.function}` returns ({where}) does not set "
+                                      "persistent_workers",
+                          no_fix_reason=f"the loader is built in {where}: add persistent_workers there")
+
+    @staticmethod
+    def _command_line(ctx: RuleContext, call: cst.Call, value: cst.BaseExpression, flag: str) -> Finding:
+        """``persistent_workers=args.keep_workers`` whose command-line default is False: off in the
+        default run; reported at the loader, naming the flag that turns it on."""
+        who = "the GPU waits" if may_use_cuda(ctx) else "training waits"
+        code = ctx.code_for(value).strip()
+        return Finding(call, f"DataLoader workers are shut down and re-spawned every epoch by default ({who} while "
+                             f"they restart): `persistent_workers` is `{code}`, off unless a run passes {flag}",
+                       no_fix_reason=f"persistent workers are opt-in on the command line: a run must pass {flag} "
+                                     "(or its default be turned on)")
 
     @staticmethod
     def _configured(ctx: RuleContext, call: cst.Call, path: str, items: dict[str, object]) -> Iterator[Finding]:

@@ -81,7 +81,8 @@ class HostTensorThenMove(Rule):
         "numbers or plain names, `torch.cat`/`stack` of factories, earlier assignments in the same "
         "function, a legacy `torch.LongTensor(n, m)` filled in place) is reported at the factory "
         "without one. `torch.Tensor(...)` follows the default tensor type: not counted where the "
-        "file sets one, nor in code whose loop is in another module (its caller may set it).",
+        "file sets one, nor in code whose loop is in another module (its caller may set it) unless it wraps "
+        "values in a list (`torch.Tensor([value]).to(device)` in a helper another module calls every step).",
         "A move that also changes the dtype, or passes `non_blocking`/`copy`, and a factory given "
         "`generator=`, `out=`, `pin_memory=` or `layout=` are reported without a fix.",
         "Only code that runs per step is checked: in a recognised step loop (also through a "
@@ -241,7 +242,8 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
     """The factory call that built, in host memory, the tensor ``expr`` holds where ``at`` reads
     it: a torch factory without ``device=`` (``torch.arange(n)``), a legacy CPU type
     (``torch.LongTensor(n, m)``; ``torch.Tensor`` only where the file sets no default tensor type
-    and, with ``loose_default_type``, not at all: a caller in another module may set one), through
+    and, with ``loose_default_type`` (a caller in another module may set one), only wrapping values
+    in a list, ``torch.Tensor([loss_value])``: the idiom of code written for a CPU default), through
     dtype casts and views, arithmetic with numbers, ``torch.cat``/``stack`` of such tensors, and
     the names the same function bound to one before ``at``. None when not certain."""
     if depth > 8:
@@ -249,7 +251,8 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
     if isinstance(expr, cst.Call):
         if ctx.is_call_to(expr, FACTORIES) and ctx.code_for(expr.func) != "torch.tensor" or \
                 ctx.matches(expr.func, _LEGACY_CPU) or \
-                ctx.matches(expr.func, {"torch.Tensor"}) and not loose_default_type and "set_default" not in ctx.source:
+                ctx.matches(expr.func, {"torch.Tensor"}) and "set_default" not in ctx.source and \
+                (not loose_default_type or _wraps_values(expr)):
             if get_arg(expr, "device") is not None or any(a.star for a in expr.args):
                 return None
             return expr
@@ -286,11 +289,17 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
         values = [a.value for a in walk(fn.body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
                   any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in a.targets)]
         if not values or any(isinstance(a, (cst.AugAssign, cst.AnnAssign)) and dotted_name(a.target) == expr.value
-                             for a in walk(fn.body)):
+                             and order.get(a, 0) < here for a in walk(fn.body)):  # changed before ``at``
             return None
         last = values[-1]
         return host_origin(ctx, last, last, loose_default_type=loose_default_type, depth=depth + 1)
     return None
+
+
+def _wraps_values(call: cst.Call) -> bool:
+    """``torch.Tensor([x])``, ``torch.Tensor([a, b])``: one list or tuple literal of values."""
+    return len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star and \
+        isinstance(call.args[0].value, (cst.List, cst.Tuple))
 
 
 def _host_data_argument(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> bool:

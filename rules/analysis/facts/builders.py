@@ -11,10 +11,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ..model.models import strip_chain
+from ..model.models import module_subclasses, strip_chain
 from ..syntax.calls import dotted_name, get_arg, method_call
 from ..syntax.chosen_classes import chosen_classes
 from ..syntax.context import RuleContext
+from ..syntax.project import project_class_facts, project_model_class
 from ..syntax.torch_names import FUSABLE, LR_SCHEDULERS, OPTIMIZERS
 from ..syntax.tree import NESTED_DEFS, walk
 from .kwargs import call_keywords
@@ -156,6 +157,34 @@ def has_registry(ctx: RuleContext) -> bool:
     return any(isinstance(d.decorator, (cst.Call, cst.Attribute)) and
                (dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or ""
                 ).split(".", 1)[0] in tables for d in ctx.nodes(cst.Decorator))
+
+
+def table_of_other_classes(ctx: RuleContext, func: cst.BaseExpression) -> bool:
+    """``TASKS[name]`` where ``TASKS`` is a module-level dict literal of this module whose every
+    value names a class known not to be a model: one of this module's classes that is no
+    ``nn.Module``, or a class of the user's other modules that their facts do not list as a model
+    (``{"translation": TranslationTask}``): a registry of tasks or datasets hands out no model."""
+    if not isinstance(func, cst.Subscript) or not isinstance(func.value, cst.Name):
+        return False
+    name = func.value.value
+    values = [a.value for stmt in ctx.module.body if isinstance(stmt, cst.SimpleStatementLine)
+              for a in stmt.body if isinstance(a, cst.Assign)
+              and any(isinstance(t.target, cst.Name) and t.target.value == name for t in a.targets)]
+    if len(values) != 1 or not isinstance(values[0], cst.Dict) or not values[0].elements:
+        return False
+    local = {c.name.value for c in ctx.module.body if isinstance(c, cst.ClassDef)}
+    models = module_subclasses(ctx)
+    for el in values[0].elements:
+        value = el.value if isinstance(el, cst.DictElement) else None
+        if not isinstance(value, (cst.Name, cst.Attribute)):
+            return False
+        if isinstance(value, cst.Name) and value.value in local:
+            if value.value in models:
+                return False
+            continue
+        if project_class_facts(ctx, value) is None or project_model_class(ctx, value) is not None:
+            return False  # unknown, or a model class
+    return True
 
 
 def compiles_model(ctx: RuleContext, call: cst.Call) -> bool:

@@ -43,6 +43,47 @@ def zero_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
     return None
 
 
+def false_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
+    """The flag whose default of False ``expr`` (``args.persistent_workers``) reads, when nothing in
+    the file changes it: an ``add_argument`` of the file with that destination that is a
+    ``store_true`` switch without a default of its own or has ``default=False`` (the flag as
+    written), else a field of a typed arguments class of the user's imported modules annotated
+    ``bool`` with a default of False (``--<field>``). A setting turned on only by such a flag is off
+    in the default run."""
+    if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name) or expr.value.value == "self":
+        return None
+    name = expr.attr.value
+    options, assigned = ctx.fact(_false_options)
+    if name in assigned:
+        return None
+    if name in options:
+        return options[name]
+    if any(name in m.false_fields for m in ctx.project.values()):
+        return f"--{name}"
+    return None
+
+
+def _false_options(ctx: RuleContext) -> tuple[dict[str, str | None], frozenset[str]]:
+    """The file's ``add_argument`` destinations (to the flag when it is off by default, else
+    None), and the attributes it assigns."""
+    options: dict[str, str | None] = {}
+    if "add_argument" in ctx.source:
+        for call, longs, dest in argparse_options(ctx.nodes(cst.Call)):
+            if dest is None:
+                dest = _norm(longs[0]) if longs else None
+            if not isinstance(dest, str):
+                continue
+            default = get_arg(call, "default")
+            action = get_arg(call, "action")
+            off = literal_value(default.value) is False if default is not None else \
+                action is not None and literal_value(action.value) == "store_true"
+            options[dest] = longs[0] if off and dest not in options else None
+    # any assignment may turn a switch on (``args.reuse = args.reuse or args.workers > 4``)
+    assigned = frozenset(t.target.attr.value for node in ctx.nodes(cst.Assign) for t in node.targets
+                         if isinstance(t.target, cst.Attribute))
+    return options, assigned
+
+
 def _options(ctx: RuleContext) -> tuple[dict[str, str | None], frozenset[str]]:
     """The file's ``add_argument`` destinations (to the flag when its default is 0, else None),
     and the attributes it assigns (``args.workers = ...``)."""
@@ -86,6 +127,37 @@ def zero_fields(ctx: RuleContext) -> frozenset[str]:
                 if isinstance(value, cst.Call) and (arg := get_arg(value, "default")) is not None:
                     value = arg.value
                 if literal_value(value) == 0 and literal_value(value) is not False:
+                    out.add(small.target.value)
+    if out:
+        _, assigned = _options(ctx)
+        out -= assigned
+    return frozenset(out)
+
+
+def false_fields(ctx: RuleContext) -> frozenset[str]:
+    """Fields of the module's typed arguments classes (as :func:`zero_fields`) annotated ``bool``
+    with a default of False (``persistent_workers: bool = False``), and the destinations of its
+    ``add_argument`` switches that are off by default (``parser.add_argument("--keep_workers",
+    action="store_true")`` in an ``add_training_arguments(parser)`` helper, whose flag is the
+    destination's name), that the module does not set."""
+    out: set[str] = set()
+    if "add_argument" in ctx.source and ("store_true" in ctx.source or "False" in ctx.source):
+        options, assigned = ctx.fact(_false_options)
+        out |= {dest for dest, flag in options.items() if flag is not None and flag.lstrip("-") == dest} - assigned
+    if ": bool" not in ctx.source:
+        return frozenset(out)
+    for cls in ctx.module.body:
+        if not isinstance(cls, cst.ClassDef) or not _args_class(cls):
+            continue
+        for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+            for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                if not (isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and
+                        dotted_name(small.annotation.annotation) == "bool" and small.value is not None):
+                    continue
+                value = small.value
+                if isinstance(value, cst.Call) and (arg := get_arg(value, "default")) is not None:
+                    value = arg.value
+                if literal_value(value) is False:
                     out.add(small.target.value)
     if out:
         _, assigned = _options(ctx)

@@ -21,15 +21,16 @@ from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.context import RuleContext
 from ..syntax.project import (CONV, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, FunctionFacts,
-                              ModuleFacts, StepCall, project_base_class, project_class, project_function,
-                              project_instance_method, project_method, project_model_class)
+                              ModuleFacts, StepCall, project_base_class, project_class,
+                              project_function, project_instance_method, project_method, project_model_class)
 from ..syntax.torch_names import AUTOCAST, DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
 from ..syntax.tree import walk
 from .builders import (at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
-                       params_of, returned_values, shape_of, unfused_in_factory, values_of)
-from .cli_defaults import zero_fields
+                       params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
+from .cli_defaults import false_fields, zero_fields
 from .framework_hooks import HF_CALLBACK, HF_TRAINER, exported_classes
 from .framework_config import framework_config
+from .loader_builders import returned_loaders
 from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
 from .script_facts import first_use_of
@@ -74,7 +75,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        step_calls=_step_calls(ctx, ta, line_of), registries=_model_tables(ctx, exported),
                        loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
                        memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
-                       zero_fields=zero_fields(ctx), padding_collates=padding_collates(ctx),
+                       zero_fields=zero_fields(ctx), false_fields=false_fields(ctx), padding_collates=padding_collates(ctx),
                        conv_models=conv_builders(ctx) | _reexported(ctx, "conv_models"),
                        resolved_models=resolved_models(ctx) | _reexported(ctx, "resolved_models"),
                        strict_to=ctx.fact(strict_to_classes),
@@ -283,7 +284,7 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> set[cst.Function
                 callee = dotted_name(call.func)
                 imported = project_function(ctx, call)
                 if callee in classes or is_model_constructor(ctx, call) or project_class(ctx, call) is not None or \
-                        picks and is_lookup(fn, call.func, lookups) or \
+                        picks and is_lookup(fn, call.func, lookups) and not table_of_other_classes(ctx, call.func) or \
                         callee in by_name and by_name[callee] in found or \
                         imported is not None and imported.facts.returns_model:
                     found.add(fn)
@@ -363,6 +364,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         unfused_optimizer_line=unfused,
         builds_loader=any(ta.is_dataloader(v) for v in returns) or
         any(ctx.matches(c.func, DATALOADERS) for c in built),
+        returned_loaders=returned_loaders(ctx, fn, returns, line_of) if "Loader" in src else (),
         yields_batches=_yields_batches(ctx, fn),
         compiles=compiles,
         makes_scaler=scaler,

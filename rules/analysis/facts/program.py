@@ -12,6 +12,7 @@ from ..model.models import strip_chain
 from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..syntax.context import RuleContext
+from ..syntax.project import project_calls
 from ..syntax.torch_names import MODULE_CHAIN
 from ..syntax.tree import walk
 from .framework_config import framework_on_cpu
@@ -59,7 +60,8 @@ def cpu_only(ctx: RuleContext) -> bool:
     it CUDA models and batches), no identifier or string names a GPU (``cuda``, ``gpu``,
     ``mps``, ``nccl``, ``DataParallel``, ...; comments and docstrings do not count), no
     framework picks the device, and every device the file names (``.to(...)``, ``device=...``,
-    ``torch.device(...)``) is provably the CPU; or, where a framework picks the device, when
+    ``torch.device(...)``) is provably the CPU, and it trains through no function or class of the
+    user's other modules (which picks the device there); or, where a framework picks the device, when
     every framework configuration says CPU (``Trainer(accelerator="cpu")``, ``Fabric(accelerator=
     "cpu")``, ``Accelerator(cpu=True)``, ``TrainingArguments(use_cpu=True)`` or ``no_cuda=True``:
     ``framework_config.framework_on_cpu``) and nothing else can reach CUDA
@@ -75,6 +77,8 @@ def _cpu_only(ctx: RuleContext) -> bool:
         return framework_on_cpu(ctx) and not may_use_cuda(ctx)
     if not is_script(ctx):
         return False
+    if any(pc.facts.trains for pc in project_calls(ctx)):
+        return False  # trains through a module of the user's (``Trainer(cfg, task, model)``): the device is picked there
     if any(_mentions_gpu(n.value) for n in ctx.nodes(cst.Name)):
         return False
     if any(_mentions_gpu(s) for s in _strings(ctx)):

@@ -103,6 +103,7 @@ class BatchData:
             if isinstance(target, (cst.Tuple, cst.List)):
                 self.elements |= target_names(target)
         assigns = [n for n in walk(loop.body) if isinstance(n, cst.Assign)]
+        inner = [n for n in walk(loop.body) if isinstance(n, cst.For)]
         for _ in range(3):
             before = len(self.names)
             for a in assigns:
@@ -111,6 +112,10 @@ class BatchData:
                         self.names |= target_names(t.target)
                         if isinstance(t.target, (cst.Tuple, cst.List)) or isinstance(a.value, cst.Subscript):
                             self.elements |= target_names(t.target)
+            for f in inner:
+                fields = self._fields_of(f)
+                self.names |= fields
+                self.elements |= fields
             if len(self.names) == before:
                 break
         self.names -= assigned_module_names(ta.ctx)
@@ -118,6 +123,22 @@ class BatchData:
         self.names -= {dotted_name(n.func) for n in walk(loop.body) if isinstance(n, cst.Call)}
         self.elements &= self.names
         self.default_collate = isinstance(loop, cst.For) and default_collate(ta, loop.iter)
+
+    def _fields_of(self, loop: cst.For) -> set[str]:
+        """The names a loop nested in the step binds to the fields of a batch: ``value`` in
+        ``for key, value in inputs.items():`` or ``for value in inputs.values():`` (``inputs``
+        batch data; the key is a string), ``x, y`` in ``for x, y in microbatches:`` (a list of
+        the batches this step drew)."""
+        it, target = loop.iter, loop.target
+        if isinstance(it, cst.Name) and self.derives(it):
+            return target_names(target)  # ``for x, y in microbatches``: the batches drawn this step
+        if not method_call(it, "items", "values") or not self.derives(it.func.value):  # type: ignore[attr-defined]
+            return set()
+        if it.func.attr.value == "values":  # type: ignore[attr-defined]
+            return target_names(target)
+        if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+            return target_names(target.elements[1].value)
+        return set()
 
     def derives(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Name):

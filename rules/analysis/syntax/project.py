@@ -43,6 +43,10 @@ class FunctionFacts:
     params_of: str | None = None  # the parameter whose ``.parameters()`` its result holds
     unfused_optimizer_line: int | None = None  # an optimizer built without fused= (GP305)
     builds_loader: bool = False
+    # the DataLoaders it returns (``facts.loader_builders.LoaderRecord``: line, where the worker
+    # count comes from, persistent_workers unset, pin_memory unset, the ``**kwargs`` it forwards,
+    # which caller takes that branch)
+    returned_loaders: tuple[tuple[int, str, bool, bool, str, str], ...] = ()
     yields_batches: bool = False  # a generator or ``next_batch()``-style method: returns a batch
     compiles: bool = False  # compiles a model (``torch.compile``, ``.compile()``) in its body or a callee
     makes_scaler: bool = False  # creates a GradScaler (a scaler wrapper class's ``__init__``, a builder)
@@ -59,6 +63,7 @@ class FunctionFacts:
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> FunctionFacts:
         return cls(**{**doc, "params": tuple(doc["params"]), "roles": tuple(tuple(r) for r in doc["roles"]),
+                      "returned_loaders": tuple(tuple(r) for r in doc.get("returned_loaders", ())),
                       "settings": tuple(doc.get("settings", ()))})
 
 
@@ -96,6 +101,8 @@ class ModuleFacts:
     memory_datasets: frozenset[str] = frozenset()
     # int fields of its typed command-line arguments classes defaulting to 0 (``facts.cli_defaults``)
     zero_fields: frozenset[str] = frozenset()
+    # bool fields of those classes defaulting to False (a switch off in the default run)
+    false_fields: frozenset[str] = frozenset()
     # its collate functions padding each batch to its longest item, and loader subclasses using one
     padding_collates: frozenset[str] = frozenset()
     # its classes and functions whose models convolve (not only a patch embedding), and those it
@@ -117,6 +124,7 @@ class ModuleFacts:
                 "settings": sorted(self.settings), "step_calls": [list(c) for c in self.step_calls],
                 "registries": sorted(self.registries), "loaders": sorted(self.loaders),
                 "memory_datasets": sorted(self.memory_datasets), "zero_fields": sorted(self.zero_fields),
+                "false_fields": sorted(self.false_fields),
                 "padding_collates": sorted(self.padding_collates), "conv_models": sorted(self.conv_models),
                 "resolved_models": sorted(self.resolved_models), "strict_to": sorted(self.strict_to),
                 "trainer_classes": sorted(self.trainer_classes), "callback_classes": sorted(self.callback_classes)}
@@ -130,6 +138,7 @@ class ModuleFacts:
                    registries=frozenset(doc.get("registries", ())), loaders=frozenset(doc.get("loaders", ())),
                    memory_datasets=frozenset(doc.get("memory_datasets", ())),
                    zero_fields=frozenset(doc.get("zero_fields", ())),
+                   false_fields=frozenset(doc.get("false_fields", ())),
                    padding_collates=frozenset(doc.get("padding_collates", ())),
                    conv_models=frozenset(doc.get("conv_models", ())),
                    resolved_models=frozenset(doc.get("resolved_models", ())),
@@ -195,6 +204,19 @@ def _module_listing(ctx: RuleContext, expr: cst.BaseExpression, kind: str) -> Mo
         module, _, name = qn.rpartition(".")
         facts = ctx.project.get(module)
         if facts is not None and name in getattr(facts, kind):
+            return facts
+    return None
+
+
+def project_class_facts(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
+    """The first-party module defining the class ``expr`` names (one with methods there:
+    ``TranslationTask`` imported from ``.translation``), model or not."""
+    if not ctx.project or not isinstance(expr, (cst.Name, cst.Attribute)):
+        return None
+    for qn in _names(ctx, expr):
+        module, _, name = qn.rpartition(".")
+        facts = ctx.project.get(module)
+        if facts is not None and any(f.startswith(f"{name}.") for f in facts.functions):
             return facts
     return None
 
