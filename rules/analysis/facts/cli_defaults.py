@@ -7,6 +7,7 @@ unless a run passes the flag; the rule names the flag, as for a framework's pars
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 
@@ -108,26 +109,31 @@ def _reads_itself(value: cst.BaseExpression, attr: str) -> bool:
     return any(isinstance(n, cst.Attribute) and n.attr.value == attr for n in walk(value, include_self=True))
 
 
-def zero_fields(ctx: RuleContext) -> frozenset[str]:
-    """Fields of the module's typed arguments classes (a ``Tap``/``*Args``/``*Arguments``
-    subclass, or a ``@dataclass`` named ``*Args``/``*Arguments``/``*Options``/``*Flags``) annotated ``int`` with a default of 0 (``workers: int =
-    0``, ``= field(default=0)``) that the module does not set to something else."""
-    if ": int" not in ctx.source:
-        return frozenset()
-    out = set()
+def _typed_fields(ctx: RuleContext, annotation: str, default: Callable[[object], bool]) -> Iterator[str]:
+    """Fields of the module's typed arguments classes annotated ``annotation`` whose default
+    (``= 0``, ``= field(default=False)``) is a literal ``default`` accepts."""
     for cls in ctx.module.body:
         if not isinstance(cls, cst.ClassDef) or not _args_class(cls):
             continue
         for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
             for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
                 if not (isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and
-                        dotted_name(small.annotation.annotation) == "int" and small.value is not None):
+                        dotted_name(small.annotation.annotation) == annotation and small.value is not None):
                     continue
                 value = small.value
                 if isinstance(value, cst.Call) and (arg := get_arg(value, "default")) is not None:
                     value = arg.value
-                if literal_value(value) == 0 and literal_value(value) is not False:
-                    out.add(small.target.value)
+                if default(literal_value(value)):
+                    yield small.target.value
+
+
+def zero_fields(ctx: RuleContext) -> frozenset[str]:
+    """Fields of the module's typed arguments classes (a ``Tap``/``*Args``/``*Arguments``
+    subclass, or a ``@dataclass`` named ``*Args``/``*Arguments``/``*Options``/``*Flags``) annotated ``int`` with a default of 0 (``workers: int =
+    0``, ``= field(default=0)``) that the module does not set to something else."""
+    if ": int" not in ctx.source:
+        return frozenset()
+    out = set(_typed_fields(ctx, "int", lambda v: v == 0 and v is not False))
     if out:
         _, assigned = _options(ctx)
         out -= assigned
@@ -146,19 +152,7 @@ def false_fields(ctx: RuleContext) -> frozenset[str]:
         out |= {dest for dest, flag in options.items() if flag is not None and flag.lstrip("-") == dest} - assigned
     if ": bool" not in ctx.source:
         return frozenset(out)
-    for cls in ctx.module.body:
-        if not isinstance(cls, cst.ClassDef) or not _args_class(cls):
-            continue
-        for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
-            for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-                if not (isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and
-                        dotted_name(small.annotation.annotation) == "bool" and small.value is not None):
-                    continue
-                value = small.value
-                if isinstance(value, cst.Call) and (arg := get_arg(value, "default")) is not None:
-                    value = arg.value
-                if literal_value(value) is False:
-                    out.add(small.target.value)
+    out |= set(_typed_fields(ctx, "bool", lambda v: v is False))
     if out:
         _, assigned = _options(ctx)
         out -= assigned
