@@ -67,27 +67,23 @@ def false_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None
 def _false_options(ctx: RuleContext) -> tuple[dict[str, str | None], frozenset[str]]:
     """The file's ``add_argument`` destinations (to the flag when it is off by default, else
     None), and the attributes it assigns."""
-    options: dict[str, str | None] = {}
-    if "add_argument" in ctx.source:
-        for call, longs, dest in argparse_options(ctx.nodes(cst.Call)):
-            if dest is None:
-                dest = _norm(longs[0]) if longs else None
-            if not isinstance(dest, str):
-                continue
-            default = get_arg(call, "default")
-            action = get_arg(call, "action")
-            off = literal_value(default.value) is False if default is not None else \
-                action is not None and literal_value(action.value) == "store_true"
-            options[dest] = longs[0] if off and dest not in options else None
     # any assignment may turn a switch on (``args.reuse = args.reuse or args.workers > 4``)
     assigned = frozenset(t.target.attr.value for node in ctx.nodes(cst.Assign) for t in node.targets
                          if isinstance(t.target, cst.Attribute))
-    return options, assigned
+    return _destinations(ctx, _off_by_default), assigned
 
 
 def _options(ctx: RuleContext) -> tuple[dict[str, str | None], frozenset[str]]:
     """The file's ``add_argument`` destinations (to the flag when its default is 0, else None),
     and the attributes it assigns (``args.workers = ...``)."""
+    assigned = frozenset(t.target.attr.value for node in ctx.nodes(cst.Assign) for t in node.targets
+                         if isinstance(t.target, cst.Attribute) and not _reads_itself(node.value, t.target.attr.value))
+    return _destinations(ctx, _zero_by_default), assigned
+
+
+def _destinations(ctx: RuleContext, picked: Callable[[cst.Call], bool]) -> dict[str, str | None]:
+    """The file's ``add_argument`` destinations, to the first long flag of the first option whose
+    call ``picked`` accepts, else None."""
     options: dict[str, str | None] = {}
     if "add_argument" in ctx.source:
         for call, longs, dest in argparse_options(ctx.nodes(cst.Call)):
@@ -95,13 +91,22 @@ def _options(ctx: RuleContext) -> tuple[dict[str, str | None], frozenset[str]]:
                 dest = _norm(longs[0]) if longs else None
             if not isinstance(dest, str):
                 continue
-            default = get_arg(call, "default")
-            zero = default is not None and literal_value(default.value) == 0 and \
-                literal_value(default.value) is not False
-            options[dest] = longs[0] if zero and dest not in options else None
-    assigned = frozenset(t.target.attr.value for node in ctx.nodes(cst.Assign) for t in node.targets
-                         if isinstance(t.target, cst.Attribute) and not _reads_itself(node.value, t.target.attr.value))
-    return options, assigned
+            options[dest] = longs[0] if picked(call) and dest not in options else None
+    return options
+
+
+def _zero_by_default(call: cst.Call) -> bool:
+    default = get_arg(call, "default")
+    return default is not None and literal_value(default.value) == 0 and literal_value(default.value) is not False
+
+
+def _off_by_default(call: cst.Call) -> bool:
+    """``default=False``, or ``action="store_true"`` without a default."""
+    default = get_arg(call, "default")
+    if default is not None:
+        return literal_value(default.value) is False
+    action = get_arg(call, "action")
+    return action is not None and literal_value(action.value) == "store_true"
 
 
 def _reads_itself(value: cst.BaseExpression, attr: str) -> bool:
