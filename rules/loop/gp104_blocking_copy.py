@@ -480,7 +480,7 @@ class BlockingCopy(Rule):
                 if tensor is False else "the copied value may not be a tensor whose `.to()` takes non_blocking")
             # ``non_blocking`` is an argument of Tensor.to/cuda/type; other objects' ``.to()``
             # (a tokenizer's BatchEncoding in older transformers) may not take it.
-            strict = None if tensor is True else no_fix_reason(ctx)
+            strict = no_fix_reason(ctx) if tensor is False else None  # None: known not a tensor, said above
             if strict is not None:
                 fix = NoFix(strict)
             elif tensor is True or tensor is False and not transformers:
