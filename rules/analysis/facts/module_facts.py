@@ -59,7 +59,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     for name, fn in functions_of(ctx):
         # A model's own methods (``forward``) run no training step: not walked for one.
         in_model = "." in name and name.split(".", 1)[0] in classes
-        functions[name] = _function_facts(ctx, ta, fn, fn in models, line_of, in_model)
+        functions[name] = _function_facts(ctx, ta, fn, models.get(fn), line_of, in_model)
     _params_through_helpers(ctx, functions)
     settings_through_methods(ctx, functions)
     _class_entries(ctx, ta, functions, classes)
@@ -260,10 +260,12 @@ def _reexports(ctx: RuleContext, functions: dict[str, FunctionFacts], models: se
                         functions.setdefault(local + fname[len(name):], f)
 
 
-def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> set[cst.FunctionDef]:
+def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> dict[cst.FunctionDef, tuple[int, ...]]:
     """Functions that return a model: a model class of this module or a model library, a model
     picked by name (``globals()[arch](...)``, ``MODELS[name]()``, in a module that defines or
-    imports its models), or the result of another such function."""
+    imports its models), or the result of another such function; each with the positions of the
+    models in the tuple it returns (``return model, diffusion``: (0,)), empty when what it returns
+    is the model itself."""
     classes = module_subclasses(ctx)
     picks = bool(classes) or bool(ctx.project) or has_registry(ctx) or \
         any(n.relative and at_module_level(ctx, n) for n in ctx.nodes(cst.ImportFrom))
@@ -272,30 +274,56 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> set[cst.Function
     by_name = {name: fn for name, fn in fns.items() if "." not in name}
     lookups = {name for name, fn in by_name.items()  # ``model_entrypoint(name)``: ``return _entrypoints[name]``
                if any(is_lookup(fn, r, set()) for r in returned_values(ctx, fn))}
+
+    def builds(fn: cst.FunctionDef, value: cst.BaseExpression) -> bool:
+        call = strip_chain(value)
+        if not isinstance(call, cst.Call):
+            return False
+        callee = dotted_name(call.func)
+        imported = project_function(ctx, call)
+        return callee in classes or is_model_constructor(ctx, call) or project_class(ctx, call) is not None or \
+            picks and is_lookup(fn, call.func, lookups) and not table_of_other_classes(ctx, call.func) or \
+            callee in by_name and by_name[callee] in found or \
+            imported is not None and imported.facts.returns_model
+
     for _ in range(3):
         before = len(found)
         for fn in fns.values():
-            if fn in found:
-                continue
-            for value in (v for r in returned_values(ctx, fn) for v in values_of(fn, r)):
-                call = strip_chain(value)
-                if not isinstance(call, cst.Call):
-                    continue
-                callee = dotted_name(call.func)
-                imported = project_function(ctx, call)
-                if callee in classes or is_model_constructor(ctx, call) or project_class(ctx, call) is not None or \
-                        picks and is_lookup(fn, call.func, lookups) and not table_of_other_classes(ctx, call.func) or \
-                        callee in by_name and by_name[callee] in found or \
-                        imported is not None and imported.facts.returns_model:
-                    found.add(fn)
-                    break
+            if fn not in found and any(builds(fn, v) for r in returned_values(ctx, fn) for v in values_of(fn, r)):
+                found.add(fn)
         if len(found) == before:
             break
-    return found
+    items: dict[cst.FunctionDef, tuple[int, ...]] = {}
+
+    def items_of(fn: cst.FunctionDef, depth: int = 0) -> tuple[int, ...]:
+        """The positions of the models in the tuple ``fn`` returns (``return net, criterion,
+        optimizer``: (0,); ``return build_pair(cfg)`` of such a builder: its positions); empty when
+        it returns the model itself (or a tuple the analysis cannot read)."""
+        if fn in items:
+            return items[fn]
+        out: set[int] = set()
+        for r in returned_values(ctx, fn):
+            if isinstance(r, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in r.elements):
+                out |= {i for i, e in enumerate(r.elements) if any(builds(fn, v) for v in values_of(fn, e.value))}
+                continue
+            call = strip_chain(r)
+            callee = dotted_name(call.func) if isinstance(call, cst.Call) and call is r else None
+            imported = project_function(ctx, call) if isinstance(call, cst.Call) and call is r else None
+            inner = items_of(by_name[callee], depth + 1) if callee in by_name and by_name[callee] in found and \
+                depth < 3 else imported.facts.model_items if imported is not None else ()
+            if not inner:
+                out = set()
+                break
+            out |= set(inner)
+        items[fn] = tuple(sorted(out))
+        return items[fn]
+
+    return {fn: items_of(fn) for fn in found}
 
 
-def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, returns_model: bool,
+def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, model_items: tuple[int, ...] | None,
                     line_of: LineOf, in_model: bool = False) -> FunctionFacts:
+    returns_model = model_items is not None
     params = params_of(fn)
     trains = zeroes = autocast = compiles = scaler = False
     settings: set[str] = set()
@@ -356,8 +384,9 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         trains=trains,
         zeroes_grads=zeroes,
         autocast=autocast,
-        roles=_roles(ta, fn, params) if trains or zeroes else (),
+        roles=_roles(ta, fn, _named_params(fn)) if trains or zeroes else (),
         returns_model=returns_model,
+        model_items=model_items or (),
         model_by_type=returns_model and any(registry_built_model(ctx, c) for c in built),
         returns_optimizer=optimizer is not None,
         params_of=params_from,
@@ -397,6 +426,12 @@ def _roles(ta: TrainingAnalysis, fn: cst.FunctionDef, params: tuple[str, ...]) -
     return _pick_roles(params, uses)
 
 
+def _named_params(fn: cst.FunctionDef) -> tuple[str, ...]:
+    """``params_of(fn)`` and then its keyword-only parameters (``def __init__(self, *, model,
+    data)``): a role a caller hands by keyword (``ProjectCall.arg_for``)."""
+    return (*params_of(fn), *(p.name.value for p in fn.params.kwonly_params))
+
+
 def _pick_roles(names: tuple[str, ...], uses: dict[str, set[str]]) -> tuple[tuple[str, str], ...]:
     out = []
     for p in names:
@@ -411,7 +446,7 @@ def _class_roles(ta: TrainingAnalysis, cls: cst.ClassDef, init: cst.FunctionDef)
     """The roles of ``__init__``'s parameters: their own uses there, else those of the attribute
     it stores them in across the class's methods (``self.model = DDP(model.to(device))`` and
     ``self.model(x)`` in ``fit``)."""
-    params = params_of(init)
+    params = _named_params(init)
     uses: dict[str, set[str]] = {p: set() for p in params}
     _uses(ta, init.body, uses)
     attrs: dict[str, set[str]] = {}

@@ -349,7 +349,7 @@ def _factory_models(ctx: RuleContext, built: Any) -> set[str]:
     parent = ctx.parent(built.call)
     if not isinstance(parent, cst.Assign) or parent.value is not built.call:
         return set()
-    names = {n for t in parent.targets for n in target_names(t.target)}
+    names = {n for t in parent.targets for n in _bound_models(t.target, built.facts.model_items)}
     out: set[str] = set()
     for loop in analysis(ctx).step_loops:
         out |= {n for node in walk(loop, into_nested=True) if isinstance(node, cst.Call)
@@ -359,6 +359,16 @@ def _factory_models(ctx: RuleContext, built: Any) -> set[str]:
         if found is not None and found.facts.returns_optimizer:
             out |= {n for a in call.args if (n := dotted_name(a.value)) in names}
     return out
+
+
+def _bound_models(target: cst.BaseAssignTargetExpression, items: tuple[int, ...]) -> set[str]:
+    """The names of ``target`` that a factory's returned models reach: those at ``items`` of a
+    tuple it unpacks (``net, criterion, optimizer = setup(args)``: ``net``), every name bound
+    when the positions are not known."""
+    if not items or not isinstance(target, (cst.Tuple, cst.List)) or \
+            any(isinstance(e.value, cst.StarredElement) or isinstance(e, cst.StarredElement) for e in target.elements):
+        return target_names(target)
+    return {n for i in items if i < len(target.elements) for n in target_names(target.elements[i].value)}
 
 
 def model_names_everywhere(ctx: RuleContext) -> set[str]:

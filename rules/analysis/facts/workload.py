@@ -12,7 +12,7 @@ import libcst as cst
 
 from ..model.models import is_model_constructor, registry_built_model, strip_chain
 from ..model.training import analysis
-from ..syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value, method_call
+from ..syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value, method_call, target_names
 from ..syntax.project import ModuleFacts, project_class, project_function, project_model_class
 from ..syntax.context import RuleContext
 from ..syntax.torch_names import MODULE_CHAIN
@@ -137,7 +137,11 @@ def tensor_core_work(ctx: RuleContext) -> bool:
                 if name[:1].isupper() and name not in classes and not c.matches(call.func, {"torch.*"}):
                     return True  # a submodule built from another module's class
         models = model_names_everywhere(c)
+        unpacked = {n for node in c.nodes(cst.Assign) for t in node.targets  # ``net, sched = build(cfg)``
+                    if isinstance(t.target, (cst.Tuple, cst.List)) for n in target_names(t.target)}
         for name in models:
+            if name in unpacked:
+                return True  # one of the objects a call returns: built by something we cannot see into
             values = [strip_chain(node.value) for node in c.nodes(cst.Assign)
                       for t in node.targets if dotted_name(t.target) == name]
             if not values or not all(

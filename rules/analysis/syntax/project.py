@@ -36,6 +36,9 @@ class FunctionFacts:
     autocast: bool = False  # its forward runs under autocast
     roles: tuple[tuple[str, str], ...] = ()  # (parameter, MODEL/OPTIMIZER/LOADER/DEVICE/SCALER)
     returns_model: bool = False
+    # where the models are in the tuple it returns (``return model, diffusion``: (0,)); empty when
+    # it returns the model itself
+    model_items: tuple[int, ...] = ()
     # the model it returns is built by type name from a registry (``MODELS.build(cfg)``): a model
     # for sure, but what it computes is not known
     model_by_type: bool = False
@@ -63,6 +66,7 @@ class FunctionFacts:
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> FunctionFacts:
         return cls(**{**doc, "params": tuple(doc["params"]), "roles": tuple(tuple(r) for r in doc["roles"]),
+                      "model_items": tuple(doc.get("model_items", ())),
                       "returned_loaders": tuple(tuple(r) for r in doc.get("returned_loaders", ())),
                       "settings": tuple(doc.get("settings", ()))})
 
