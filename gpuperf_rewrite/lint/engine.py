@@ -76,8 +76,8 @@ _LAST_PLAN: dict[tuple[str, ...], tuple[str, tuple[str, ...]]] = {}
 
 
 def _fire_on(text: str, ruleset: RuleSet) -> tuple[str, ...]:
-    if not may_import_torch(text):
-        return ()
+    if not may_import_torch(text) and "__main__" not in text:
+        return ()  # (an entry script may run the user's torch modules: ``prefilter.runs_torch_modules``)
     found: dict[str, bool] = {}
 
     def has(needle: str) -> bool:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from gpuperf_rewrite.lint import job_order
 from gpuperf_rewrite.lint.cache import Cache
 from gpuperf_rewrite.lint.diagnostics import ERROR_CODES, INTERNAL_ERROR, IO_ERROR, Diagnostic, file_error
-from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet, passes_torch_gate
+from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet, passes_torch_gate, runs_torch_modules
 from gpuperf_rewrite.lint.launch import runs_key
 from gpuperf_rewrite.lint.step_callers import step_callers_key_of
 from gpuperf_rewrite.lint.project_index import dependency_key, run_scope
@@ -96,7 +96,7 @@ def _quick(job: Job, data: bytes) -> tuple[FileResult | None, str | None]:
     answers the job) or None; and the cache key when the cache was consulted. The torch gate
     comes first: a file it clears is never cached (nothing was analysed) and needs neither the
     cache nor the engine, so a run over library code imports neither LibCST nor the rules."""
-    if not passes_torch_gate(data):
+    if not passes_torch_gate(data) and not runs_torch_modules(job.fs_path, data):
         return _trimmed(FileResult(job.path, [], original=data), job), None
     key = None
     if job.cache is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gpuperf_rewrite.lint import noqa as noqa_mod
@@ -71,3 +72,28 @@ def passes_torch_gate(data: bytes) -> bool:
     except (SyntaxError, UnicodeDecodeError, LookupError):
         return True
     return not noqa_mod.skips_file(text) and may_import_torch(text)
+
+
+def runs_torch_modules(fs_path: str, data: bytes) -> bool:
+    """An entry script of the user's that imports no torch package itself but one of the user's
+    modules that does (``scripts/train.py``: ``from mypkg.factory import create_model_and_loop``,
+    then ``create_model_and_loop(...).run()``): its models and training are built there, so the
+    rules that follow the user's modules (compile, cuDNN, TF32) may report here, where the user
+    runs them. Only a file with a ``__main__`` guard asks the project index (its first-party
+    imports, read once per run)."""
+    try:
+        text = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return False
+    if "__main__" not in text or noqa_mod.skips_file(text):
+        return False
+    from gpuperf_rewrite.lint import project_index
+    from gpuperf_rewrite.lint.project import content_of
+
+    with project_index.run_scope():
+        got = project_index.imports_of(fs_path, data)
+    for _, child in got[1] if got else ():
+        content = content_of(Path(child.path))
+        if content is not None and may_import_torch(content[0].decode("utf-8", "replace")):
+            return True
+    return False

@@ -96,7 +96,7 @@ class NoTF32(Rule):
         "https://docs.pytorch.org/docs/stable/generated/torch.set_float32_matmul_precision.html",
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices",
     )
-    keywords = ("torch", *FRAMEWORK_KEYWORDS)
+    keywords = ("torch", "__main__", *FRAMEWORK_KEYWORDS)  # "__main__": an entry of the user's torch modules
 
     examples = [
         Valid(dedent("""

@@ -155,7 +155,7 @@ class NoCompile(Rule):
         "https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.compile",
         "https://docs.pytorch.org/tutorials/intermediate/torch_compile_tutorial.html",
     )
-    keywords = ("torch", *FRAMEWORK_KEYWORDS)
+    keywords = ("torch", "__main__", *FRAMEWORK_KEYWORDS)  # "__main__": an entry of the user's torch modules
 
     examples = [
         Valid(dedent("""

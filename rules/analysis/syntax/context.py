@@ -109,9 +109,11 @@ class RuleContext(NameResolution):
     @property
     def uses_torch(self) -> bool:
         """Does the file import torch or a torch training framework anywhere (at module level,
-        in a function, under ``try``)? Rules report nothing in a file that does not."""
+        in a function, under ``try``), or one of the user's modules that defines models or trains
+        (an entry script handing everything to them)? Rules report nothing in a file that does not."""
         if "_uses_torch" not in self._cache:
             self._cache["_uses_torch"] = any(
                 root in TORCH_IMPORT_ROOTS
-                for node in self.nodes(cst.Import, cst.ImportFrom) for root in _import_roots(node))
+                for node in self.nodes(cst.Import, cst.ImportFrom) for root in _import_roots(node)) or \
+                any(m.models or m.trains for m in self.project.values())
         return self._cache["_uses_torch"]
