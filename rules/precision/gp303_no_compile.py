@@ -22,6 +22,7 @@ from ..analysis.facts.script_facts import (
     model_names_everywhere,
     names_in,
     param_names,
+    prepared_pretrained_models,
     strip_chain,
     trained_models,
 )
@@ -240,6 +241,8 @@ class NoCompile(Rule):
         yield from framework_findings(ctx, self.code)
         seen: set[str] = set()
         models = [whole_model(ctx, m) for m in trained_models(ctx)]
+        traced = {m.name for m in models}
+        models += [m for m in prepared_pretrained_models(ctx) if m.name not in traced]
         parts = _submodules_by_optimizer(ctx, models)
         for model in models:
             if model.name in seen or not is_script(ctx) and handed_in(ctx, model) and \

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import builtins
 
+import re
+
 import libcst as cst
 
 from ..model.models import is_model_constructor, registry_built_model, strip_chain
@@ -100,9 +102,24 @@ def convolution(ctx: RuleContext) -> cst.CSTNode | None:
         return found[0]
     for call in ctx.nodes(cst.Call):
         if call is strip_chain(call) and is_model_constructor(ctx, call) and \
-                (ctx.matches(call.func, VISION_ZOOS) or not isinstance(call.func, (cst.Name, cst.Attribute))):
+                (ctx.matches(call.func, VISION_ZOOS) or not isinstance(call.func, (cst.Name, cst.Attribute)) or
+                 _convolutional_pretrained(ctx, call)):
             return call  # a zoo member, or one picked by name: ``models.__dict__[arch]()``
     return None
+
+
+# diffusers' convolutional model classes (``UNet2DConditionModel``, ``AutoencoderKL``,
+# ``ControlNetModel``, ``VQModel``); not its transformers (``SD3Transformer2DModel``, ``DiTTransformer2DModel``)
+_CONV_DIFFUSERS = re.compile(r"^(UNet|Autoencoder|ControlNet|VQModel)")
+
+
+def _convolutional_pretrained(ctx: RuleContext, call: cst.Call) -> bool:
+    """``UNet2DConditionModel.from_pretrained(...)`` (``from_config`` too): a diffusers model
+    class that convolves."""
+    if not method_call(call, "from_pretrained", "from_config"):
+        return False
+    owner = call.func.value  # type: ignore[attr-defined]
+    return any(_CONV_DIFFUSERS.match(qn.rsplit(".", 1)[-1]) for qn in ctx.resolved_names(owner, {"diffusers.*"}))
 
 
 def _held_from_outside(ctx: RuleContext, attr: str, classes: dict[str, cst.ClassDef]) -> bool:
