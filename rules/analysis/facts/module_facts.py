@@ -80,7 +80,46 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        resolved_models=resolved_models(ctx) | _reexported(ctx, "resolved_models"),
                        strict_to=ctx.fact(strict_to_classes),
                        trainer_classes=exported_classes(ctx, HF_TRAINER) | _reexported(ctx, "trainer_classes"),
-                       callback_classes=exported_classes(ctx, HF_CALLBACK) | _reexported(ctx, "callback_classes"))
+                       callback_classes=exported_classes(ctx, HF_CALLBACK) | _reexported(ctx, "callback_classes"),
+                       class_tables=_class_tables(ctx, exported, workload))
+
+
+def _class_tables(ctx: RuleContext, models: set[str], workload: set[str]
+                  ) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Tables of model classes the module's classes hold in an attribute (``self.model_dict =
+    {"Autoformer": Autoformer, "PatchTST": PatchTST}`` in ``__init__``): a subclass elsewhere
+    builds one of them (``self.model_dict[self.args.model](self.args)``). MATMUL when one of the
+    classes multiplies matrices, CONV when every one convolves."""
+    if "{" not in ctx.source:
+        return {}
+    out: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    conv = conv_builders(ctx)
+    for cls in ctx.module.body:
+        if not isinstance(cls, cst.ClassDef):
+            continue
+        for node in walk(cls, into_nested=True):
+            if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Dict):
+                continue
+            values = [e.value for e in node.value.elements if isinstance(e, cst.DictElement)]
+            if not values or not all(isinstance(v, (cst.Name, cst.Attribute)) for v in values):
+                continue
+            owners = [project_model_class(ctx, v) if dotted_name(v) not in models else None for v in values]
+            local = [dotted_name(v) in models for v in values]
+            if not any(local) and not any(o is not None for o in owners):
+                continue  # not a table of model classes
+            kinds = set()
+            if any(MATMUL in (o.workload if o is not None else workload if here else frozenset())
+                   for o, here in zip(owners, local)):
+                kinds.add(MATMUL)
+            if all(o is not None and (dotted_name(v) or "").rsplit(".", 1)[-1] in o.conv_models or
+                   here and dotted_name(v) in conv for v, o, here in zip(values, owners, local)):
+                kinds.add(CONV)
+            names = tuple(dict.fromkeys((dotted_name(v) or "").rsplit(".", 1)[-1] for v in values))
+            for t in node.targets:
+                target = dotted_name(t.target) or ""
+                if target.startswith("self.") and target.count(".") == 1:
+                    out[f"{cls.name.value}.{target[5:]}"] = (tuple(sorted(kinds)), names)
+    return out
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:

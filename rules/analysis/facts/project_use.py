@@ -13,7 +13,7 @@ from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import project_runs
 from ..syntax.project import (CONV, ModuleFacts, ProjectCall, model_methods, project_base_class, project_calls,
-                              project_class, project_method, project_module, project_table)
+                              project_class, project_class_table, project_method, project_module, project_table)
 from .frameworks import framework_trains
 
 
@@ -71,6 +71,9 @@ def project_model(ctx: RuleContext, kind: str) -> cst.Call | None:
     ``getattr(models, name)()``)."""
     if not ctx.project:
         return None
+    for call, _, kinds, _ in ctx.fact(_table_models):
+        if kind in kinds:
+            return call  # ``self.model_dict[self.args.model](self.args)``: what one of them computes
     for call, module, name in ctx.fact(_project_models):
         if kind != CONV and kind in module.workload:
             return call
@@ -89,7 +92,32 @@ def model_source(ctx: RuleContext, node: cst.CSTNode | None) -> str | None:
     path, as messages name it); None when ``node`` is not such a call."""
     if not ctx.project or node is None:
         return None
+    for call, module, _, names in ctx.fact(_table_models):
+        if call is node:
+            shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+            return f"one of {shown}, a table of {module.path}" if module.path else None
     return next((module.path or None for call, module, _ in ctx.fact(_project_models) if call is node), None)
+
+
+def _table_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, tuple[str, ...], tuple[str, ...]]]:
+    """Calls building a model from a table of model classes that a base class of the user's other
+    modules holds (``self.model_dict[self.args.model](self.args).float()`` in a subclass of
+    ``Exp_Basic``, whose ``__init__`` sets ``self.model_dict = {"Autoformer": Autoformer, ...}``):
+    the call, the base's module, what one of the models computes, the classes."""
+    if not any(m.class_tables for m in ctx.project.values()):
+        return []
+    out = []
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        if not (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Attribute) and
+                isinstance(func.value.value, cst.Name) and func.value.value.value == "self"):
+            continue
+        cls = ctx.enclosing(call, cst.ClassDef)
+        found = project_class_table(ctx, [b.value for b in cls.bases], func.value.attr.value) \
+            if cls is not None else None
+        if found is not None:
+            out.append((call, found[0], found[1], found[2]))
+    return out
 
 
 def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, str | None]]:

@@ -121,6 +121,10 @@ class ModuleFacts:
     # through its own or its imports' classes (``facts.framework_hooks``)
     trainer_classes: frozenset[str] = frozenset()
     callback_classes: frozenset[str] = frozenset()
+    # tables of model classes its classes hold in an attribute (``self.model_dict = {"A": A, ...}``
+    # in ``Exp_Basic.__init__``), by ``Class.attr``: what one of them computes (MATMUL when one of
+    # the classes does, CONV when every one does) and the classes' names
+    class_tables: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
@@ -131,7 +135,8 @@ class ModuleFacts:
                 "false_fields": sorted(self.false_fields),
                 "padding_collates": sorted(self.padding_collates), "conv_models": sorted(self.conv_models),
                 "resolved_models": sorted(self.resolved_models), "strict_to": sorted(self.strict_to),
-                "trainer_classes": sorted(self.trainer_classes), "callback_classes": sorted(self.callback_classes)}
+                "trainer_classes": sorted(self.trainer_classes), "callback_classes": sorted(self.callback_classes),
+                "class_tables": {k: [list(v[0]), list(v[1])] for k, v in sorted(self.class_tables.items())}}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -148,7 +153,8 @@ class ModuleFacts:
                    resolved_models=frozenset(doc.get("resolved_models", ())),
                    strict_to=frozenset(doc.get("strict_to", ())),
                    trainer_classes=frozenset(doc.get("trainer_classes", ())),
-                   callback_classes=frozenset(doc.get("callback_classes", ())))
+                   callback_classes=frozenset(doc.get("callback_classes", ())),
+                   class_tables={k: (tuple(v[0]), tuple(v[1])) for k, v in doc.get("class_tables", {}).items()})
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
@@ -209,6 +215,26 @@ def _module_listing(ctx: RuleContext, expr: cst.BaseExpression, kind: str) -> Mo
         facts = ctx.project.get(module)
         if facts is not None and name in getattr(facts, kind):
             return facts
+    return None
+
+
+def project_class_table(ctx: RuleContext, bases: list[cst.BaseExpression], attr: str
+                        ) -> tuple[ModuleFacts, tuple[str, ...], tuple[str, ...]] | None:
+    """For ``self.<attr>[name](...)`` in a class whose base (one of ``bases``) is a class of the
+    user's other modules holding a table of model classes in ``self.<attr>``: that module, what one
+    of the models computes and the classes' names."""
+    if not ctx.project:
+        return None
+    for base in bases:
+        if not isinstance(base, (cst.Name, cst.Attribute)):
+            continue
+        for qn in sorted(_names(ctx, base)):
+            module, _, name = qn.rpartition(".")
+            facts = ctx.project.get(module)
+            table = facts.class_tables.get(f"{name}.{attr}") if facts is not None else None
+            if table is not None:
+                assert facts is not None
+                return facts, table[0], table[1]
     return None
 
 
