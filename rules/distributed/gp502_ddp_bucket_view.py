@@ -13,6 +13,8 @@ from ..analysis.fixes.dict_edits import add_key
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.fixes.frameworks import framework_findings
 from ..analysis.syntax.chosen_classes import chosen_classes
+from ..analysis.syntax.calls import get_arg
+from ..analysis.syntax.tree import walk
 from ..analysis.syntax.context import RuleContext
 
 DDP = frozenset({
@@ -47,7 +49,10 @@ class DdpBucketView(Rule):
     gains_only_with_ranks = True
     limitations = (
         "`**` dicts built in the same file are read (literals, `dict(...)`, `.update(...)`, "
-        "`d[\"k\"] = v`); a call with `*args` or a `**` dict the file cannot see into is skipped. "
+        "`d[\"k\"] = v`); a call with `*args` or a `**` dict the file cannot see into is skipped, but for "
+        "the enclosing function's own `**kwargs` forwarded as is (`def prepare_distributed(self, device_ids, "
+        "**ddp_kwargs)`): its callers are not visible, so that call is reported without a fix, saying the "
+        "callers may pass the keyword (adding it here would clash with one that does). "
         "The fix adds the keyword to the dict's only literal definition when the dict feeds "
         "nothing but DistributedDataParallel.",
         "Code elsewhere that changes `.grad` in place is not inspected before the fix is offered.",
@@ -100,10 +105,17 @@ class DdpBucketView(Rule):
                     choices is not None and not any(ctx.matches(c, DDP) for c in choices):
                 continue
             kw = call_keywords(ctx, call)
-            if kw.opaque or kw.of("gradient_as_bucket_view"):
-                continue
             message = ("DistributedDataParallel copies every gradient into its all-reduce bucket and back "
                        "each step; pass gradient_as_bucket_view=True")
+            forwarded = _forwarded_kwargs(ctx, call) if kw.opaque and choices is None else None
+            if forwarded is not None:  # ``def wrap(self, device_ids=None, **ddp_kwargs): DDP(m, **ddp_kwargs)``
+                yield Finding(call, message + f", unless the callers pass it in `**{forwarded}`",
+                              no_fix_reason=f"its other keywords come from the callers' `**{forwarded}`, which this "
+                                            "file cannot read: pass gradient_as_bucket_view=True where they are built "
+                                            "(here it would clash with a caller that passes it)")
+                continue
+            if kw.opaque or kw.of("gradient_as_bucket_view"):
+                continue
             others = [ctx.code_for(c) for c in choices or () if not ctx.matches(c, DDP)]
             if others:  # ``(DDP if dist.is_initialized() else NullDDP)(model, ...)``
                 yield Finding(call, message.replace("DistributedDataParallel", "DistributedDataParallel (when "
@@ -129,3 +141,21 @@ class DdpBucketView(Rule):
         if owner is not None and not feeds_only(ctx, owner, DDP):
             return None
         return add_key(ctx, holder, "gradient_as_bucket_view", "True")
+
+
+def _forwarded_kwargs(ctx: RuleContext, call: cst.Call) -> str | None:
+    """The name of the enclosing function's ``**kwargs`` parameter when that is the only thing the
+    DDP call's keywords cannot be read from (``**ddp_kwargs`` forwarded as is, never rebound nor
+    changed in the function) and no keyword it gives explicitly is gradient_as_bucket_view; else None."""
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    star = fn.params.star_kwarg if fn is not None else None
+    if fn is None or star is None or get_arg(call, "gradient_as_bucket_view") is not None:
+        return None
+    name = star.name.value
+    stars = [a for a in call.args if a.star]
+    if not stars or any(a.star != "**" or not isinstance(a.value, cst.Name) or a.value.value != name for a in stars):
+        return None
+    for node in walk(fn.body):
+        if isinstance(node, cst.Name) and node.value == name and not any(node is a.value for a in stars):
+            return None  # read, changed or handed on elsewhere in the function: not known to be forwarded as is
+    return name
