@@ -7,16 +7,19 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from .._api import Finding, Invalid, Rule, Valid, dedent
+from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import ACCELERATE, FABRIC, HF, LIGHTNING, blind_reported
-from ..analysis.facts.program import cpu_only, model_precision
-from ..analysis.facts.script_facts import framework_manages_precision
+from ..analysis.facts.module_facts import model_handed_in
+from ..analysis.facts.program import cpu_only, is_script, model_precision
+from ..analysis.facts.project_use import model_source, training_calls
+from ..analysis.facts.script_facts import framework_manages_precision, is_model_constructor, strip_chain
 from ..analysis.facts.workload import tensor_core_work
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
-from ..analysis.syntax.calls import dotted_name
+from ..analysis.syntax.calls import dotted_name, target_names
+from ..analysis.syntax.project import MODEL, project_function
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.launch import launched_with
+from ..analysis.syntax.launch import launched_with, project_runs
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
 from ._opt_in import OptInFlag, opt_in_amp
 
@@ -59,7 +62,10 @@ class NoAutocast(Rule):
     gains_on = "cuda"
     across_modules = (
         "Reported where the forward runs: in the module whose loop does the forward and the "
-        "backward (`engine.py`), never in the script that calls it (`main.py`). Not followed: an "
+        "backward (`engine.py`); and, with no fix, in the entry script that builds the model and hands it to "
+        "that step (`model, criterion, post = build_model(args)` then `train_one_epoch(model, ...)`, "
+        "`TrainLoop(model=model, ...).run_loop()`), at the model's line, where the user builds it and "
+        "chooses its precision (an opt-in switch of the entry gets the opt-in note instead). Not followed: an "
         "autocast entered in another module around the call of this file\"s step. A float16 "
         "autocast whose loss goes to a GradScaler held by the user's own code (`loss_scaler = "
         "NativeScaler()`, a class of their other modules that makes one; a `loss_scaler(loss, "
@@ -124,7 +130,7 @@ class NoAutocast(Rule):
         "https://docs.pytorch.org/docs/stable/amp.html#gradient-scaling",
         "https://docs.pytorch.org/tutorials/recipes/recipes/amp_recipe.html",
     )
-    keywords = ("backward", *FRAMEWORK_KEYWORDS)
+    keywords = ("backward", "__main__", *FRAMEWORK_KEYWORDS)  # "__main__": an entry handing its model to a step elsewhere
 
     examples = [
         Valid(dedent("""
@@ -181,12 +187,18 @@ class NoAutocast(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
         ta = analysis(ctx)
+        if not ta.step_loops and ctx.project:
+            yield from self._entry(ctx)
+            return
         if not ta.step_loops or cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx) or \
                 not tensor_core_work(ctx):
             return
         backwards = [c for c in ctx.nodes(cst.Call) if ta.is_backward_call(c) and ta.runs_every_step(c)]
         if not backwards or all(_engine_backward(ctx, c) for c in backwards):
             return  # an engine built elsewhere (DeepSpeed, a strategy, an accelerator) owns the precision
+        if ctx.project and all(project_function(ctx, c) is not None for c in backwards):
+            yield from self._entry(ctx)  # ``for epoch in ...: train_one_epoch(model, ...)``: the step is there
+            return
         uses = autocast_uses(ctx)
         if uses or autocast_like_context(ctx):
             for region, forward in loss_only_regions(ctx, ta):
@@ -209,7 +221,38 @@ class NoAutocast(Rule):
                    "dtype=torch.bfloat16)")
         for backward in backwards:
             node, outcome = autocast_fix(ctx, ta, backward)
+            if not isinstance(outcome, Fix) and _said_at_the_entry(ctx, backward):
+                continue  # no fix here: the entry that builds the model and hands it in reports it
             yield Finding.of(node, message, outcome)
+
+    @classmethod
+    def _entry(cls, ctx: RuleContext) -> Iterator[Finding]:
+        """The entry script that builds the model and hands it to a training function or class of
+        the user's other modules (``train_one_epoch(model, ...)`` in engine.py, ``TrainLoop(model=model,
+        use_fp16=args.use_fp16).run_loop()``) whose step runs no autocast: reported here, at the model's
+        line, where the user builds it and chooses the precision; the autocast itself goes into the
+        step, so no fix here."""
+        if cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx):
+            return
+        for pc in training_calls(ctx):
+            if pc.facts.autocast or pc.facts.makes_scaler:
+                continue
+            arg = pc.arg_for(pc.facts.role_of(MODEL))
+            name = dotted_name(strip_chain(arg)) if arg is not None else None
+            built = _built_here(ctx, pc.call, name) if name is not None else None
+            if built is None or not tensor_core_work(ctx):
+                continue
+            opt_in = opt_in_amp(ctx)
+            if opt_in is not None:
+                yield from cls._opt_in(ctx, opt_in)
+                return
+            where = f" in {pc.module.path}" if pc.module.path else ""
+            yield Finding(built, f"`{name}` is trained in float32 on every step (`{pc.name.split('.')[0]}`{where} runs "
+                                 "no autocast): tensor cores run bfloat16 several times faster; use "
+                                 "torch.autocast(device_type=..., dtype=torch.bfloat16) around its forward and loss",
+                          no_fix_reason=f"the training step is in `{pc.name.split('.')[0]}`{where}: wrap the forward "
+                                        "and loss there (or add the script's switch for mixed precision here)")
+            return
 
     @staticmethod
     def _opt_in(ctx: RuleContext, flag: OptInFlag) -> Iterator[Finding]:
@@ -246,3 +289,32 @@ def _engine_backward(ctx: RuleContext, call: cst.Call) -> bool:
     own = [fn for fn in ctx.nodes(cst.FunctionDef) if fn.name.value == "backward" and
            isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)]
     return not own
+
+
+def _built_here(ctx: RuleContext, handed: cst.Call, name: str) -> cst.Call | None:
+    """The call that builds the model ``name`` (``model = build_model(args)``, also one element of
+    ``model, criterion, post = build_model(args)``) in the function body that hands it to ``handed``:
+    a model class or library model, or a model built with the user's other modules."""
+    fn = ctx.enclosing(handed, cst.FunctionDef)
+    found = None
+    for assign in ctx.nodes(cst.Assign):
+        if ctx.enclosing(assign, cst.FunctionDef) is not fn or \
+                not any(name in target_names(t.target) for t in assign.targets):
+            continue
+        value = strip_chain(assign.value)
+        if dotted_name(value) == name or isinstance(value, cst.Call) and \
+                any(dotted_name(a.value) == name for a in value.args):
+            continue  # ``model = model.to(device)``, ``model = DDP(model, device_ids=[gpu])``
+        if not isinstance(value, cst.Call) or not (is_model_constructor(ctx, value) or model_source(ctx, value)):
+            return None
+        found = value
+    return found
+
+
+def _said_at_the_entry(ctx: RuleContext, backward: cst.Call) -> bool:
+    """Does an entry script of the project report this float32 step (``_entry``)? This module is
+    imported by one (not run itself) and the step's model is handed in by its caller (a parameter
+    of the step's function, or of its class's ``__init__``)."""
+    entries = project_runs(ctx).entries
+    fn = ctx.enclosing(backward, cst.FunctionDef)
+    return bool(entries) and fn is not None and not is_script(ctx) and model_handed_in(ctx, fn)

@@ -465,6 +465,20 @@ def _roles(ta: TrainingAnalysis, fn: cst.FunctionDef, params: tuple[str, ...]) -
     return _pick_roles(params, uses)
 
 
+def model_handed_in(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    """Is the model ``fn`` trains handed in by its caller: a parameter of ``fn`` it uses as one
+    (``train_one_epoch(model, loader, ...)``), or, for a method, a parameter of its class's
+    ``__init__`` that the class stores and uses as one (``TrainLoop(model=model, ...)``)? The roles
+    ``module_facts`` gives an importer (``FunctionFacts.roles``), read off ``fn``'s own module."""
+    ta = analysis(ctx)
+    if any(r == MODEL for _, r in _roles(ta, fn, _named_params(fn))):
+        return True
+    cls = ctx.enclosing(fn, cst.ClassDef)
+    init = next((i for i in cls.body.body if isinstance(i, cst.FunctionDef) and i.name.value == "__init__"),
+                None) if cls is not None else None
+    return init is not None and any(r == MODEL for _, r in _class_roles(ta, cls, init))  # type: ignore[arg-type]
+
+
 def _named_params(fn: cst.FunctionDef) -> tuple[str, ...]:
     """``params_of(fn)`` and then its keyword-only parameters (``def __init__(self, *, model,
     data)``): a role a caller hands by keyword (``ProjectCall.arg_for``)."""
