@@ -9,7 +9,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import ACCELERATE, FABRIC, HF, LIGHTNING, blind_reported
-from ..analysis.facts.module_facts import model_handed_in
+from ..analysis.facts.param_roles import model_handed_in
 from ..analysis.facts.program import cpu_only, is_script, model_precision
 from ..analysis.facts.project_use import model_source, training_calls
 from ..analysis.facts.script_facts import framework_manages_precision, is_model_constructor, strip_chain

@@ -22,7 +22,6 @@ from ..analysis.facts.script_facts import (
     model_names_everywhere,
     names_in,
     param_names,
-    prepared_pretrained_models,
     strip_chain,
     trained_models,
 )
@@ -34,6 +33,7 @@ from ..analysis.fixes.frameworks import (
     FRAMEWORK_KEYWORDS, accelerate_compile_fix, compile_chosen, framework_findings, lightning_compile_fix,
 )
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
+from ..analysis.facts.prepared_models import prepared_pretrained_models
 from ..analysis.facts.project_use import model_source, program_trains, project_model
 from ..analysis.syntax.project import project_calls, project_function
 from ..analysis.syntax.context import RuleContext

@@ -20,10 +20,9 @@ from collections.abc import Mapping
 import libcst as cst
 
 from ..model.guards import flag_name, is_once_test, is_periodic_test, rare_condition, rare_exit_before
-from ..model.training import analysis
-from ..syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value
+from ..syntax.calls import NOT_LITERAL, get_arg, literal_value
 from ..syntax.context import RuleContext
-from .frameworks import frameworks
+from .frameworks import frameworks, hf_args_unread  # noqa: F401 - (hf_args_unread: its users import it here)
 from .kwargs import Keywords, call_keywords, feeds_only
 
 _LIGHTNING_ROOTS = ("lightning", "pytorch_lightning")
@@ -238,24 +237,6 @@ def hf_args(ctx: RuleContext) -> list[ConfigCall]:
     """The ``TrainingArguments``-family calls whose settings the file shows (none when no Hugging
     Face Trainer reads them: ``hf_args_unread``)."""
     return [] if hf_args_unread(ctx) else visible(ctx, "hf")
-
-
-def hf_args_unread(ctx: RuleContext) -> bool:
-    """Does the file use ``TrainingArguments`` (or a subclass of it) only to parse its arguments,
-    training in its own loop (a step loop here: ``accelerator.backward(loss)``, ``loss.backward()``)
-    with no Hugging Face Trainer built or subclassed in it? Then the Trainer's settings (``bf16``,
-    ``logging_nan_inf_filter``, the loader's workers) do not apply: the script decides."""
-    return ctx.fact(_hf_args_unread)
-
-
-def _hf_args_unread(ctx: RuleContext) -> bool:
-    fw = frameworks(ctx)
-    if not (fw.calls.get("hf") or fw.classes.get("hf")) or not analysis(ctx).step_loops:
-        return False
-    trainer_calls = any((dotted_name(c.func) or "").rsplit(".", 1)[-1].endswith("Trainer") for c in fw.calls.get("hf", []))
-    trainer_classes = {c.name.value for c in fw.classes.get("hf", []) if c.name.value.endswith("Trainer") or
-                       any((dotted_name(b.value) or "").endswith("Trainer") for b in c.bases)}
-    return not trainer_calls and not trainer_classes
 
 
 def lightning_trainers(ctx: RuleContext) -> list[ConfigCall]:

@@ -18,6 +18,7 @@ from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call, target_names
 from ..syntax.callsites import call_site_args
 from ..syntax.context import RuleContext
+from ..syntax.project import project_listed
 from ..syntax.tree import walk
 
 _LIGHTNING = ("lightning", "pytorch_lightning", "lightning_fabric")
@@ -112,23 +113,38 @@ def _frameworks(ctx: RuleContext) -> Frameworks:
     return Frameworks(calls, classes, objects)
 
 
-def hf_trainer_may_run(ctx: RuleContext) -> bool:
-    """May a Hugging Face Trainer consume the file's training arguments? Not in a file that trains
-    in a step loop of its own, builds no ``Trainer``-family object (nor a subclass of one) and never
-    reads ``torch_compile`` itself: there a ``TrainingArguments`` subclass parsed by
-    ``HfArgumentParser`` only carries settings the hand-written loop reads (its
-    ``torch_compile``, unread, compiles nothing)."""
-    return ctx.fact(_hf_trainer_may_run)
+def hf_args_unread(ctx: RuleContext) -> bool:
+    """Does the file use ``TrainingArguments`` (or a subclass of it, parsed by ``HfArgumentParser``)
+    only to parse its arguments, training in a step loop of its own with no Hugging Face Trainer
+    built or subclassed in it? Then the Trainer's settings (``bf16``, ``torch_compile``,
+    ``logging_nan_inf_filter``, the loader's workers) apply to nothing: the script decides. A
+    Trainer is told by qualified name (``transformers.Seq2SeqTrainer``, ``trl.SFTTrainer``, a class of
+    this file subclassing one, or a Trainer subclass of the user's other modules), never by a class
+    name alone (a first-party ``TrainingArguments`` subclass named ``...Trainer...`` is no Trainer).
+    A file that reads ``torch_compile`` itself may compile by it: ``compile_chosen`` asks that too."""
+    return ctx.fact(_hf_args_unread)
 
 
-def _hf_trainer_may_run(ctx: RuleContext) -> bool:
+def _hf_args_unread(ctx: RuleContext) -> bool:
     fw = frameworks(ctx)
-    if "hf" not in fw.kinds or "torch_compile" in ctx.source or not analysis(ctx).step_loops:
-        return True
-    trainers = [c.func for c in fw.calls.get("hf", ())] + \
-        [b.value for cls in fw.classes.get("hf", ()) for b in cls.bases]
-    return any(qn.rsplit(".", 1)[-1].endswith("Trainer") for t in trainers
-               for qn in ctx.resolved_names(t, _PATTERNS))
+    if "hf" not in fw.kinds or not analysis(ctx).step_loops:
+        return False
+    if any(_is_trainer(ctx, c.func) for c in fw.calls.get("hf", ())):
+        return False
+    trainers: set[str] = set()
+    for _ in range(3):  # subclasses of subclasses of this file
+        for cls in fw.classes.get("hf", ()):
+            if any(_is_trainer(ctx, b.value) or dotted_name(b.value) in trainers for b in cls.bases):
+                trainers.add(cls.name.value)
+    if trainers:
+        return False
+    # ``CustomTrainer(...)``, a Hugging Face Trainer subclass of the user's other modules
+    return not any(project_listed(ctx, c.func, "trainer_classes") is not None for c in ctx.nodes(cst.Call)) \
+        if ctx.project else True
+
+
+def _is_trainer(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    return any(qn.rsplit(".", 1)[-1].endswith("Trainer") for qn in ctx.resolved_names(expr, _PATTERNS))
 
 
 def framework_manages_precision(ctx: RuleContext) -> bool:

@@ -18,9 +18,9 @@ from ..model.models import (is_model_constructor, library_optimizer_model, loss_
                             registry_built_model, strip_chain)
 from ..model.step_code import walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
-from ..syntax.calls import dotted_name, method_call
+from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
-from ..syntax.project import (CONV, DEVICE, LOADER, MATMUL, MODEL, OPTIMIZER, SCALER, FunctionFacts,
+from ..syntax.project import (CONV, MATMUL, FunctionFacts,
                               ModuleFacts, StepCall, project_base_class, project_class,
                               project_function, project_instance_method, project_method, project_model_class)
 from ..syntax.torch_names import AUTOCAST, DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
@@ -28,6 +28,7 @@ from ..syntax.tree import walk
 from .builders import (at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
 from .cli_defaults import false_fields, zero_fields
+from .param_roles import class_param_roles, param_roles
 from .framework_hooks import HF_CALLBACK, HF_TRAINER, exported_classes
 from .framework_config import framework_config
 from .loader_builders import returned_loaders
@@ -252,7 +253,7 @@ def _class_entries(ctx: RuleContext, ta: TrainingAnalysis, functions: dict[str, 
         init = next((i for i in stmt.body.body if isinstance(i, cst.FunctionDef) and i.name.value == "__init__"),
                     None)
         base = functions.get(f"{prefix}__init__", FunctionFacts())
-        roles = _class_roles(ta, stmt, init) if trains and init is not None else base.roles
+        roles = class_param_roles(ta, stmt, init) if trains and init is not None else base.roles
         functions[f"{prefix}__init__"] = dataclasses.replace(
             base, trains=base.trains or trains, compiles=base.compiles or compiles,
             makes_scaler=base.makes_scaler or scaler, roles=roles, settings=settings)
@@ -423,7 +424,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         trains=trains,
         zeroes_grads=zeroes,
         autocast=autocast,
-        roles=_roles(ta, fn, _named_params(fn)) if trains or zeroes else (),
+        roles=param_roles(ta, fn) if trains or zeroes else (),
         returns_model=returns_model,
         model_items=model_items or (),
         model_by_type=returns_model and any(registry_built_model(ctx, c) for c in built),
@@ -450,130 +451,6 @@ def _imported_kinds(ctx: RuleContext) -> tuple[bool, bool, bool, bool, bool, boo
     return (any(f.trains for f in functions), any(f.zeroes_grads for f in functions),
             any(f.autocast for f in functions), any(f.compiles for f in functions),
             any(f.makes_scaler for f in functions), any(f.settings for f in functions))
-
-
-_METHOD_ROLES = {"step": OPTIMIZER, "zero_grad": OPTIMIZER, "scale": SCALER, "unscale_": SCALER,
-                 "parameters": MODEL, "named_parameters": MODEL, "train": MODEL, "eval": MODEL}
-
-
-def _roles(ta: TrainingAnalysis, fn: cst.FunctionDef, params: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """What a training function's parameters are handed, read off how the body uses them: the
-    receiver of ``.step()`` an optimizer, of ``.scale()`` a scaler, what a step loop iterates a
-    loader, what is called or ``.train()``-ed a model, what ``.to()`` is given a device."""
-    uses: dict[str, set[str]] = {p: set() for p in params}
-    _uses(ta, fn.body, uses)
-    return _pick_roles(params, uses)
-
-
-def model_handed_in(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
-    """Is the model ``fn`` trains handed in by its caller: a parameter of ``fn`` it uses as one
-    (``train_one_epoch(model, loader, ...)``), or, for a method, a parameter of its class's
-    ``__init__`` that the class stores and uses as one (``TrainLoop(model=model, ...)``)? The roles
-    ``module_facts`` gives an importer (``FunctionFacts.roles``), read off ``fn``'s own module."""
-    ta = analysis(ctx)
-    if any(r == MODEL for _, r in _roles(ta, fn, _named_params(fn))):
-        return True
-    cls = ctx.enclosing(fn, cst.ClassDef)
-    init = next((i for i in cls.body.body if isinstance(i, cst.FunctionDef) and i.name.value == "__init__"),
-                None) if cls is not None else None
-    return init is not None and any(r == MODEL for _, r in _class_roles(ta, cls, init))  # type: ignore[arg-type]
-
-
-def _named_params(fn: cst.FunctionDef) -> tuple[str, ...]:
-    """``params_of(fn)`` and then its keyword-only parameters (``def __init__(self, *, model,
-    data)``): a role a caller hands by keyword (``ProjectCall.arg_for``)."""
-    return (*params_of(fn), *(p.name.value for p in fn.params.kwonly_params))
-
-
-def _pick_roles(names: tuple[str, ...], uses: dict[str, set[str]]) -> tuple[tuple[str, str], ...]:
-    out = []
-    for p in names:
-        # a scaler also steps (``scaler.step(opt)``)
-        role = next((r for r in (SCALER, OPTIMIZER, LOADER, MODEL, DEVICE) if r in uses.get(p, ())), None)
-        if role is not None:
-            out.append((p, role))
-    return tuple(out)
-
-
-def _class_roles(ta: TrainingAnalysis, cls: cst.ClassDef, init: cst.FunctionDef) -> tuple[tuple[str, str], ...]:
-    """The roles of ``__init__``'s parameters: their own uses there, else those of the attribute
-    it stores them in across the class's methods (``self.model = DDP(model.to(device))`` and
-    ``self.model(x)`` in ``fit``)."""
-    params = _named_params(init)
-    uses: dict[str, set[str]] = {p: set() for p in params}
-    _uses(ta, init.body, uses)
-    attrs: dict[str, set[str]] = {}
-    stored: dict[str, str] = {}
-    for node in walk(init.body):
-        if isinstance(node, cst.Assign):
-            root = _stored_param(node.value, params)
-            for t in node.targets:
-                attr = dotted_name(t.target)
-                if root is not None and attr is not None and attr.startswith("self."):
-                    stored[attr] = root
-                    attrs[attr] = set()
-    for inner in cls.body.body:
-        if isinstance(inner, cst.FunctionDef):
-            _uses(ta, inner.body, attrs)
-    for attr, param in stored.items():
-        uses[param] |= attrs[attr]
-    return _pick_roles(params, uses)
-
-
-def _stored_param(value: cst.BaseExpression, params: tuple[str, ...]) -> str | None:
-    """The parameter ``value`` holds, through moves and wrappers: ``model``, ``model.to(device)``,
-    ``DDP(model, device_ids=[rank])``, ``torch.compile(model)``."""
-    for _ in range(4):
-        if isinstance(value, cst.Name):
-            return value.value if value.value in params else None
-        if not isinstance(value, cst.Call):
-            return None
-        func = value.func
-        if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
-            return None  # ``Adam(model.parameters())``: an optimizer over it, not it
-        if isinstance(func, cst.Attribute) and isinstance(func.value, (cst.Name, cst.Call)) and \
-                dotted_name(func.value) in params:
-            value = func.value
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
-            value = func.value  # ``model.to(device).train()``
-        elif (dotted_name(func) or "self.").startswith("self."):
-            return None  # ``self.build_loader(cfg)``: built from it, not it
-        elif value.args and value.args[0].keyword is None:
-            value = value.args[0].value
-        else:
-            return None
-    return None
-
-
-def _uses(ta: TrainingAnalysis, body: cst.CSTNode, uses: dict[str, set[str]]) -> None:
-    """Adds to ``uses`` (by dotted name, for the names it holds) the roles ``body`` gives them."""
-    steps = set(ta.step_loops)
-
-    def use(expr: cst.BaseExpression | None, role: str) -> None:
-        name = dotted_name(expr) if expr is not None else None
-        if name in uses and role:
-            uses[name].add(role)
-
-    for node in walk(body, into_nested=True):
-        if isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Attribute) and dotted_name(func) in uses:
-                use(func, MODEL)  # ``self.model(x)``
-            elif isinstance(func, cst.Attribute):
-                use(func.value, _METHOD_ROLES.get(func.attr.value, ""))
-            else:
-                use(func, MODEL)
-            if method_call(node, "to", "cuda"):
-                for a in node.args:
-                    use(a.value, DEVICE)
-            for a in node.args:
-                if a.keyword is not None and a.keyword.value == "device":
-                    use(a.value, DEVICE)
-        elif isinstance(node, cst.For) and node in steps:
-            it = node.iter
-            use(it, LOADER)
-            if isinstance(it, cst.Call) and it.args and dotted_name(it.func) not in ("range", "len"):
-                use(it.args[0].value, LOADER)
 
 
 def _yields_batches(ctx: RuleContext, fn: cst.FunctionDef) -> bool:

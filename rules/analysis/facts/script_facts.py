@@ -16,7 +16,7 @@ import libcst as cst
 
 from ..model.models import constructed_model_names, is_model_constructor, library_optimizer_model, strip_chain  # noqa: F401
 from ..model.training import analysis
-from ..syntax.calls import dotted_name, get_arg, method_call, target_names
+from ..syntax.calls import dotted_name, get_arg, method_call, target_names, unpacked_names
 from ..syntax.callsites import call_site_args
 from ..syntax.chosen_classes import chosen_classes
 from ..syntax.context import RuleContext
@@ -26,7 +26,7 @@ from ..syntax.torch_names import LR_SCHEDULERS, MODULE_CHAIN, OPTIMIZERS
 from ..syntax.tree import walk
 from .config_built import optimizers_built_by_config
 from .frameworks import (  # noqa: F401 - the script-fact API, in one import
-    frameworks, framework_manages_precision, framework_places_batches, framework_prepared_names, framework_trains,
+    framework_manages_precision, framework_places_batches, framework_prepared_names, framework_trains,
     placed_by_framework,
 )
 
@@ -338,41 +338,6 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
     return ctx.fact(compute)
 
 
-def prepared_pretrained_models(ctx: RuleContext) -> list[TrainedModel]:
-    """Models loaded from a model library (``UNet2DConditionModel.from_pretrained(...)``,
-    ``AutoModelForCausalLM.from_pretrained(...)``: transformers, diffusers, peft) that an
-    Accelerator prepares and the file's own step loop runs (``unet(latents, t, ...)`` every step):
-    trained here even when the optimizer's parameters cannot be traced to them (LoRA parameters
-    injected by a helper). Each with its ``from_pretrained`` call, where the user edits."""
-    return ctx.fact(_prepared_pretrained)
-
-
-def _prepared_pretrained(ctx: RuleContext) -> list[TrainedModel]:
-    if "accelerate" not in frameworks(ctx).kinds or "from_pretrained" not in ctx.source:
-        return []
-    ta = analysis(ctx)
-    if not ta.step_loops:
-        return []
-    called = {n for loop in ta.step_loops for node in walk(loop, into_nested=True)
-              if isinstance(node, cst.Call) and (n := dotted_name(node.func)) is not None}
-    out: list[TrainedModel] = []
-    prepares = [call for call in ctx.nodes(cst.Call) if method_call(call, "prepare") and
-                frameworks(ctx).objects.get(dotted_name(call.func.value) or "") == "accelerate"]  # type: ignore[attr-defined]
-    prepared = [{n for a in call.args if a.keyword is None and not a.star and (n := dotted_name(a.value))}
-                for call in prepares]
-    for call, names in zip(prepares, prepared):
-        for name in names:
-            # prepared on every path that prepares models (not only under ``if args.train_text_encoder:``)
-            if name not in called or any(m.name == name for m in out) or \
-                    not all(name in other for other in prepared if other & called):
-                continue
-            loaded = [v for _, v in assignments_in(ctx, body_of(ctx, call), name)
-                      if method_call(v, "from_pretrained") and is_model_constructor(ctx, v)]
-            if len(loaded) == 1:
-                out.append(TrainedModel(name, loaded[0]))  # type: ignore[arg-type]
-    return out
-
-
 def _factory_models(ctx: RuleContext, built: Any) -> set[str]:
     """The names a model-returning function of the user's other modules binds here (``model,
     optimizer = get_model(args)``) that this file trains: called in a step loop (its closures
@@ -384,7 +349,7 @@ def _factory_models(ctx: RuleContext, built: Any) -> set[str]:
     parent = ctx.parent(built.call)
     if not isinstance(parent, cst.Assign) or parent.value is not built.call:
         return set()
-    names = {n for t in parent.targets for n in _bound_models(t.target, built.facts.model_items)}
+    names = {n for t in parent.targets for n in unpacked_names(t.target, built.facts.model_items)}
     out: set[str] = set()
     for loop in analysis(ctx).step_loops:
         out |= {n for node in walk(loop, into_nested=True) if isinstance(node, cst.Call)
@@ -394,16 +359,6 @@ def _factory_models(ctx: RuleContext, built: Any) -> set[str]:
         if found is not None and found.facts.returns_optimizer:
             out |= {n for a in call.args if (n := dotted_name(a.value)) in names}
     return out
-
-
-def _bound_models(target: cst.BaseAssignTargetExpression, items: tuple[int, ...]) -> set[str]:
-    """The names of ``target`` that a factory's returned models reach: those at ``items`` of a
-    tuple it unpacks (``net, criterion, optimizer = setup(args)``: ``net``), every name bound
-    when the positions are not known."""
-    if not items or not isinstance(target, (cst.Tuple, cst.List)) or \
-            any(isinstance(e.value, cst.StarredElement) or isinstance(e, cst.StarredElement) for e in target.elements):
-        return target_names(target)
-    return {n for i in items if i < len(target.elements) for n in target_names(target.elements[i].value)}
 
 
 def model_names_everywhere(ctx: RuleContext) -> set[str]:

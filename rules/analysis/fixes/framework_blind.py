@@ -17,7 +17,7 @@ import libcst as cst
 
 from ..._api import Finding, Fix, Replace
 from ..facts.framework_config import TRL_CONFIGS, config_subclasses, framework_config, hf_args_unread, qualname_of
-from ..facts.frameworks import framework_trains, hf_trainer_may_run
+from ..facts.frameworks import framework_trains
 from ..facts.hf_data import pretokenised_text
 from ..facts.program import cpu_only
 from ..syntax.calls import NOT_LITERAL, get_arg, literal_value
@@ -54,7 +54,7 @@ def unseen_settings(ctx: RuleContext, code: str, node: cst.CSTNode | None = None
     for kind, call, qualname in fc.blind_calls:
         if kind in seen or fc.of(kind):
             continue  # a visible configuration call: the rules read that one
-        if kind == "hf" and not hf_trainer_may_run(ctx):
+        if kind == "hf" and hf_args_unread(ctx) and "torch_compile" not in ctx.source:
             continue  # parsed arguments a hand-written loop reads, no Trainer: its defaults apply to nothing
         seen.add(kind)
         if kind == "hf" and code == "GP305":

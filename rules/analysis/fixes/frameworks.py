@@ -19,7 +19,7 @@ from ..facts.framework_config import (
     ConfigCall, accelerators, framework_config, hf_args, hf_args_unread, lightning_import_root, lightning_trainers, on_cpu,
     qualname_of, trains_with, visible,
 )
-from ..facts.frameworks import frameworks, hf_trainer_may_run
+from ..facts.frameworks import frameworks
 from ..facts.hf_data import pretokenised_text
 from ..facts.installed import installed_version
 from ..facts.program import IMPORTED_MODULE, is_script
@@ -178,8 +178,9 @@ def hf_kinds(ctx: RuleContext) -> set[str]:
 def compile_chosen(ctx: RuleContext) -> bool:
     """Does a framework compile the model (``torch_compile``, ``dynamo_backend``, a dynamo plugin)?"""
     fc = framework_config(ctx)
-    # a hand-written loop that builds no Trainer: the training arguments' torch_compile is unread
-    hf = fc.of("hf") if hf_trainer_may_run(ctx) else []
+    # a hand-written loop that builds no Trainer and reads no torch_compile itself: the training
+    # arguments' torch_compile compiles nothing
+    hf = fc.of("hf") if not hf_args_unread(ctx) or "torch_compile" in ctx.source else []
     for cfg in hf:
         if cfg.opaque or cfg.sets("torch_compile") or cfg.sets("torch_compile_backend"):
             return True

@@ -81,6 +81,16 @@ def target_names(target: cst.CSTNode) -> set[str]:
     return {name} if name is not None else set()
 
 
+def unpacked_names(target: cst.CSTNode, items: tuple[int, ...]) -> set[str]:
+    """The names of ``target`` at positions ``items`` of a tuple it unpacks (``net, criterion,
+    optimizer = setup(args)`` with (0,): ``net``); every name it binds when ``items`` is empty or the
+    target is no plain tuple or list."""
+    if not items or not isinstance(target, (cst.Tuple, cst.List)) or \
+            any(isinstance(e, cst.StarredElement) for e in target.elements):
+        return target_names(target)
+    return {n for i in items if i < len(target.elements) for n in target_names(target.elements[i].value)}
+
+
 def argparse_options(calls: Iterable[cst.Call]) -> Iterator[tuple[cst.Call, list[str], object]]:
     """Each ``parser.add_argument(...)`` among ``calls``: the call, its long flags (``--lr``) and its
     ``dest=`` (a literal, or None when not given)."""

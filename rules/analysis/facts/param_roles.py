@@ -1,0 +1,142 @@
+"""What a training function's parameters are handed, read off how its body uses them (issue 27):
+the receiver of ``.step()`` an optimizer, of ``.scale()`` a scaler, what a step loop iterates a
+loader, what is called or ``.train()``-ed a model, what ``.to()`` is given a device; for a class,
+what its methods do with the attributes ``__init__`` stores its parameters in. ``module_facts``
+hands them to importers (``FunctionFacts.roles``); ``model_handed_in`` answers the same question
+for the module itself.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..model.training import TrainingAnalysis, analysis
+from ..syntax.calls import dotted_name, method_call
+from ..syntax.context import RuleContext
+from ..syntax.project import DEVICE, LOADER, MODEL, OPTIMIZER, SCALER
+from ..syntax.tree import walk
+from .builders import params_of
+
+_METHOD_ROLES = {"step": OPTIMIZER, "zero_grad": OPTIMIZER, "scale": SCALER, "unscale_": SCALER,
+                 "parameters": MODEL, "named_parameters": MODEL, "train": MODEL, "eval": MODEL}
+
+
+def param_roles(ta: TrainingAnalysis, fn: cst.FunctionDef) -> tuple[tuple[str, str], ...]:
+    """What a training function's parameters are handed, read off how the body uses them: the
+    receiver of ``.step()`` an optimizer, of ``.scale()`` a scaler, what a step loop iterates a
+    loader, what is called or ``.train()``-ed a model, what ``.to()`` is given a device."""
+    params = _named_params(fn)
+    uses: dict[str, set[str]] = {p: set() for p in params}
+    _uses(ta, fn.body, uses)
+    return _pick_roles(params, uses)
+
+
+def model_handed_in(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    """Is the model ``fn`` trains handed in by its caller: a parameter of ``fn`` it uses as one
+    (``train_one_epoch(model, loader, ...)``), or, for a method, a parameter of its class's
+    ``__init__`` that the class stores and uses as one (``TrainLoop(model=model, ...)``)? The roles
+    ``module_facts`` gives an importer (``FunctionFacts.roles``), read off ``fn``'s own module."""
+    ta = analysis(ctx)
+    if any(r == MODEL for _, r in param_roles(ta, fn)):
+        return True
+    cls = ctx.enclosing(fn, cst.ClassDef)
+    init = next((i for i in cls.body.body if isinstance(i, cst.FunctionDef) and i.name.value == "__init__"),
+                None) if cls is not None else None
+    return init is not None and any(r == MODEL for _, r in class_param_roles(ta, cls, init))  # type: ignore[arg-type]
+
+
+def _named_params(fn: cst.FunctionDef) -> tuple[str, ...]:
+    """``params_of(fn)`` and then its keyword-only parameters (``def __init__(self, *, model,
+    data)``): a role a caller hands by keyword (``ProjectCall.arg_for``)."""
+    return (*params_of(fn), *(p.name.value for p in fn.params.kwonly_params))
+
+
+def _pick_roles(names: tuple[str, ...], uses: dict[str, set[str]]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for p in names:
+        # a scaler also steps (``scaler.step(opt)``)
+        role = next((r for r in (SCALER, OPTIMIZER, LOADER, MODEL, DEVICE) if r in uses.get(p, ())), None)
+        if role is not None:
+            out.append((p, role))
+    return tuple(out)
+
+
+def class_param_roles(ta: TrainingAnalysis, cls: cst.ClassDef, init: cst.FunctionDef) -> tuple[tuple[str, str], ...]:
+    """The roles of ``__init__``'s parameters: their own uses there, else those of the attribute
+    it stores them in across the class's methods (``self.model = DDP(model.to(device))`` and
+    ``self.model(x)`` in ``fit``)."""
+    params = _named_params(init)
+    uses: dict[str, set[str]] = {p: set() for p in params}
+    _uses(ta, init.body, uses)
+    attrs: dict[str, set[str]] = {}
+    stored: dict[str, str] = {}
+    for node in walk(init.body):
+        if isinstance(node, cst.Assign):
+            root = _stored_param(node.value, params)
+            for t in node.targets:
+                attr = dotted_name(t.target)
+                if root is not None and attr is not None and attr.startswith("self."):
+                    stored[attr] = root
+                    attrs[attr] = set()
+    for inner in cls.body.body:
+        if isinstance(inner, cst.FunctionDef):
+            _uses(ta, inner.body, attrs)
+    for attr, param in stored.items():
+        uses[param] |= attrs[attr]
+    return _pick_roles(params, uses)
+
+
+def _stored_param(value: cst.BaseExpression, params: tuple[str, ...]) -> str | None:
+    """The parameter ``value`` holds, through moves and wrappers: ``model``, ``model.to(device)``,
+    ``DDP(model, device_ids=[rank])``, ``torch.compile(model)``."""
+    for _ in range(4):
+        if isinstance(value, cst.Name):
+            return value.value if value.value in params else None
+        if not isinstance(value, cst.Call):
+            return None
+        func = value.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
+            return None  # ``Adam(model.parameters())``: an optimizer over it, not it
+        if isinstance(func, cst.Attribute) and isinstance(func.value, (cst.Name, cst.Call)) and \
+                dotted_name(func.value) in params:
+            value = func.value
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
+            value = func.value  # ``model.to(device).train()``
+        elif (dotted_name(func) or "self.").startswith("self."):
+            return None  # ``self.build_loader(cfg)``: built from it, not it
+        elif value.args and value.args[0].keyword is None:
+            value = value.args[0].value
+        else:
+            return None
+    return None
+
+
+def _uses(ta: TrainingAnalysis, body: cst.CSTNode, uses: dict[str, set[str]]) -> None:
+    """Adds to ``uses`` (by dotted name, for the names it holds) the roles ``body`` gives them."""
+    steps = set(ta.step_loops)
+
+    def use(expr: cst.BaseExpression | None, role: str) -> None:
+        name = dotted_name(expr) if expr is not None else None
+        if name in uses and role:
+            uses[name].add(role)
+
+    for node in walk(body, into_nested=True):
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and dotted_name(func) in uses:
+                use(func, MODEL)  # ``self.model(x)``
+            elif isinstance(func, cst.Attribute):
+                use(func.value, _METHOD_ROLES.get(func.attr.value, ""))
+            else:
+                use(func, MODEL)
+            if method_call(node, "to", "cuda"):
+                for a in node.args:
+                    use(a.value, DEVICE)
+            for a in node.args:
+                if a.keyword is not None and a.keyword.value == "device":
+                    use(a.value, DEVICE)
+        elif isinstance(node, cst.For) and node in steps:
+            it = node.iter
+            use(it, LOADER)
+            if isinstance(it, cst.Call) and it.args and dotted_name(it.func) not in ("range", "len"):
+                use(it.args[0].value, LOADER)
