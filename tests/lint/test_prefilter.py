@@ -113,3 +113,28 @@ def test_text_that_only_looks_like_a_torch_package_is_not_parsed(text):
     assert not may_import_torch(text)
     assert not RuleContext(cst.parse_module(text), text).uses_torch
     assert not rules_for(text, ALL)
+
+
+def test_an_entry_of_the_users_torch_modules_passes_the_gate(tmp_path) -> None:
+    """Issue 34: ``scripts/train.py`` imports no torch package itself but hands everything to the
+    user's package, which does: the torch gate lets it through (a guarded script only), and the
+    rules then see its models through the project's facts. A script importing only code without
+    torch, and a module without a ``__main__`` guard, stay cleared."""
+    from gpuperf_rewrite.lint.prefilter import passes_torch_gate, runs_torch_modules
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\nversion = '0'\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "nets.py").write_text("import torch\n\n\nclass Net(torch.nn.Module):\n    pass\n")
+    (tmp_path / "pkg" / "text.py").write_text("def clean(s):\n    return s.strip()\n")
+    (tmp_path / "scripts").mkdir()
+    cases = {
+        "train.py": ("from pkg.nets import Net\n\nif __name__ == '__main__':\n    Net()\n", True),
+        "clean.py": ("from pkg.text import clean\n\nif __name__ == '__main__':\n    clean(' x ')\n", False),
+        "helper.py": ("from pkg.nets import Net\n\n\ndef build():\n    return Net()\n", False),
+    }
+    for name, (text, expected) in cases.items():
+        path = tmp_path / "scripts" / name
+        path.write_text(text)
+        assert not passes_torch_gate(text.encode()), name
+        assert runs_torch_modules(str(path), text.encode()) is expected, name
