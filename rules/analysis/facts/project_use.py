@@ -12,8 +12,9 @@ from ..model.training import analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import project_runs
-from ..syntax.project import (CONV, ModuleFacts, ProjectCall, model_methods, project_base_class, project_calls,
-                              project_class, project_class_table, project_method, project_module, project_table)
+from ..syntax.project import (CONV, MATMUL, ModuleFacts, ProjectCall, model_methods, project_base_class,
+                              project_calls, project_class, project_class_table, project_method, project_model_class,
+                              project_module, project_table)
 from .frameworks import framework_trains
 
 
@@ -71,7 +72,7 @@ def project_model(ctx: RuleContext, kind: str) -> cst.Call | None:
     ``getattr(models, name)()``)."""
     if not ctx.project:
         return None
-    for call, _, kinds, _ in ctx.fact(_table_models):
+    for call, _, kinds, _, _ in ctx.fact(_table_models):
         if kind in kinds:
             return call  # ``self.model_dict[self.args.model](self.args)``: what one of them computes
     for call, module, name in ctx.fact(_project_models):
@@ -92,31 +93,66 @@ def model_source(ctx: RuleContext, node: cst.CSTNode | None) -> str | None:
     path, as messages name it); None when ``node`` is not such a call."""
     if not ctx.project or node is None:
         return None
-    for call, module, _, names in ctx.fact(_table_models):
+    for call, module, _, names, where in ctx.fact(_table_models):
         if call is node:
             shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
-            return f"one of {shown}, a table of {module.path}" if module.path else None
+            return f"one of {shown}, {where}" if module.path else None
     return next((module.path or None for call, module, _ in ctx.fact(_project_models) if call is node), None)
 
 
-def _table_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, tuple[str, ...], tuple[str, ...]]]:
+def _table_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, tuple[str, ...], tuple[str, ...], str]]:
     """Calls building a model from a table of model classes that a base class of the user's other
     modules holds (``self.model_dict[self.args.model](self.args).float()`` in a subclass of
     ``Exp_Basic``, whose ``__init__`` sets ``self.model_dict = {"Autoformer": Autoformer, ...}``):
-    the call, the base's module, what one of the models computes, the classes."""
-    if not any(m.class_tables for m in ctx.project.values()):
+    the call, the base's module, what one of the models computes, the classes, where they are (in
+    words). The file's own tables of those classes too (``_own_tables``)."""
+    own = _own_tables(ctx)
+    if not own and not any(m.class_tables for m in ctx.project.values()):
         return []
     out = []
     for call in ctx.nodes(cst.Call):
         func = call.func
-        if not (isinstance(func, cst.Subscript) and isinstance(func.value, cst.Attribute) and
-                isinstance(func.value.value, cst.Name) and func.value.value.value == "self"):
+        if not isinstance(func, cst.Subscript) or not isinstance(func.value, (cst.Name, cst.Attribute)):
             continue
         cls = ctx.enclosing(call, cst.ClassDef)
+        name = dotted_name(func.value)
+        if name in own and (not name.startswith("self.") or own[name][0] is cls):  # type: ignore[operator]
+            module, kinds, names = own[name][1:]  # type: ignore[index]
+            out.append((call, module, kinds, names, f"classes of {module.path}"))
+            continue
+        if not (isinstance(func.value, cst.Attribute) and isinstance(func.value.value, cst.Name) and
+                func.value.value.value == "self"):
+            continue
         found = project_class_table(ctx, [b.value for b in cls.bases], func.value.attr.value) \
             if cls is not None else None
         if found is not None:
-            out.append((call, found[0], found[1], found[2]))
+            out.append((call, found[0], found[1], found[2], f"a table of {found[0].path}"))
+    return out
+
+
+def _own_tables(ctx: RuleContext) -> dict[str, tuple[cst.ClassDef | None, ModuleFacts, tuple[str, ...], tuple[str, ...]]]:
+    """The file's own tables of the user's model classes (``ARCHS = {"mixer": MLPMixer, "gru":
+    GRUNet}`` at module level, ``self.zoo = {...}`` in a method), by the name that holds them: the
+    class whose methods set it (None at module level), one of the classes' modules, what one of the
+    models computes (MATMUL when one does, CONV when every one does) and the classes' names."""
+    out: dict[str, tuple[cst.ClassDef | None, ModuleFacts, tuple[str, ...], tuple[str, ...]]] = {}
+    for assign in ctx.nodes(cst.Assign):
+        if not isinstance(assign.value, cst.Dict) or len(assign.targets) != 1:
+            continue
+        target = dotted_name(assign.targets[0].target)
+        values = [e.value for e in assign.value.elements if isinstance(e, cst.DictElement)]
+        if target is None or not values or not all(isinstance(v, (cst.Name, cst.Attribute)) for v in values):
+            continue
+        owners = [project_model_class(ctx, v) for v in values]
+        if any(o is None for o in owners) or target.count(".") > (1 if target.startswith("self.") else 0):
+            continue  # every entry a model class of the user's other modules
+        kinds = {MATMUL} if any(MATMUL in o.workload for o in owners if o is not None) else set()
+        if all(o is not None and (dotted_name(v) or "").rsplit(".", 1)[-1] in o.conv_models
+               for v, o in zip(values, owners)):
+            kinds.add(CONV)
+        names = tuple(dict.fromkeys((dotted_name(v) or "").rsplit(".", 1)[-1] for v in values))
+        cls = ctx.enclosing(assign, cst.ClassDef) if target.startswith("self.") else None
+        out[target] = (cls, owners[0], tuple(sorted(kinds)), names)  # type: ignore[assignment]
     return out
 
 

@@ -9,3 +9,12 @@ class DilatedConvNet(nn.Module):
 
     def forward(self, x):
         return self.body(x.transpose(1, 2)).transpose(1, 2)
+
+
+class ResidualConvNet(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.conv = nn.Conv1d(cfg.channels, cfg.channels, 5, padding=2)
+
+    def forward(self, x):
+        return x + self.conv(x.transpose(1, 2)).transpose(1, 2)
