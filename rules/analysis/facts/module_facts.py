@@ -39,6 +39,10 @@ from .to_methods import strict_to_classes
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
 LineOf = Callable[[cst.CSTNode], int]
+# Frameworks that own the precision of what they train (their configuration or launch chooses it)
+_OWNS_PRECISION = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator", "lightning.Fabric",
+                             "lightning.fabric.Fabric", "lightning_fabric.Fabric", "deepspeed.initialize",
+                             "apex.amp.initialize"})
 
 
 def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFacts:
@@ -374,7 +378,8 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
     imported_any = any(ctx.fact(_imported_kinds))
     look_train = not in_model and (imp_train or "backward" in src or "step" in src or "loss" in src)
     look_zero = not in_model and (imp_zero or "grad" in src)
-    look_autocast = not in_model and (imp_autocast or "autocast" in src)
+    look_autocast = not in_model and (imp_autocast or "autocast" in src or "Accelerator" in src or
+                                      "Fabric" in src or "initialize" in src)
     look_compile = not in_model and (imp_compile or "compile" in src)
     look_scaler = not in_model and (imp_scaler or "Scaler" in src)
     look_settings = not in_model and (imp_settings or may_set(ctx))
@@ -387,8 +392,8 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
             if look_zero and not zeroes:
                 zeroes = zeroes_grads(node)
             if isinstance(node, cst.Call):
-                if look_autocast and not autocast:
-                    autocast = ctx.matches(node.func, AUTOCAST)
+                if look_autocast and not autocast:  # (or a framework it builds owns the precision)
+                    autocast = ctx.matches(node.func, AUTOCAST) or ctx.matches(node.func, _OWNS_PRECISION)
                 if look_compile and not compiles:
                     compiles = compiles_model(ctx, node)
                 if look_scaler and not scaler:

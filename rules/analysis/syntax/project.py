@@ -33,7 +33,7 @@ class FunctionFacts:
     params: tuple[str, ...] = ()  # as a call passes them positionally (``self`` left out)
     trains: bool = False  # runs a training step (backward, optimizer step) itself or in a callee
     zeroes_grads: bool = False  # ``zero_grad()``, ``p.grad = None``... in its body or a callee
-    autocast: bool = False  # its forward runs under autocast
+    autocast: bool = False  # its forward runs under autocast, or a framework it builds owns the precision
     roles: tuple[tuple[str, str], ...] = ()  # (parameter, MODEL/OPTIMIZER/LOADER/DEVICE/SCALER)
     returns_model: bool = False
     # where the models are in the tuple it returns (``return model, diffusion``: (0,)); empty when
