@@ -43,6 +43,7 @@ LineOf = Callable[[cst.CSTNode], int]
 _OWNS_PRECISION = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator", "lightning.Fabric",
                              "lightning.fabric.Fabric", "lightning_fabric.Fabric", "deepspeed.initialize",
                              "apex.amp.initialize"})
+_PRECISION_WORDS = ("autocast", "Accelerator", "Fabric", "initialize")
 
 
 def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFacts:
@@ -378,8 +379,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
     imported_any = any(ctx.fact(_imported_kinds))
     look_train = not in_model and (imp_train or "backward" in src or "step" in src or "loss" in src)
     look_zero = not in_model and (imp_zero or "grad" in src)
-    look_autocast = not in_model and (imp_autocast or "autocast" in src or "Accelerator" in src or
-                                      "Fabric" in src or "initialize" in src)
+    look_autocast = not in_model and (imp_autocast or any(word in src for word in _PRECISION_WORDS))
     look_compile = not in_model and (imp_compile or "compile" in src)
     look_scaler = not in_model and (imp_scaler or "Scaler" in src)
     look_settings = not in_model and (imp_settings or may_set(ctx))
