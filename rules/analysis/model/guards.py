@@ -190,8 +190,8 @@ def is_once_test(test: cst.BaseExpression, counters: set[str]) -> bool:
             continue
         op = part.comparisons[0].operator
         left, right = part.left, part.comparisons[0].comparator
-        left_counter = dotted_name(left) in counters
-        right_counter = dotted_name(right) in counters
+        left_counter = _counter_side(left, counters)
+        right_counter = _counter_side(right, counters)
         if left_counter == right_counter:
             continue
         other = right if left_counter else left
@@ -202,6 +202,18 @@ def is_once_test(test: cst.BaseExpression, counters: set[str]) -> bool:
         bounded = (cst.LessThan, cst.LessThanEqual) if left_counter else (cst.GreaterThan, cst.GreaterThanEqual)
         if isinstance(op, bounded) and literal_value(other) is not NOT_LITERAL:
             return True  # ``i < 4``: the first few iterations only
+    return False
+
+
+def _counter_side(expr: cst.BaseExpression, counters: set[str]) -> bool:
+    """``i``, or ``i + 1``/``i - 1`` of a counter ``i`` and something that does not move with it
+    (``i + 1 == len(loader)``: the last iteration)."""
+    if dotted_name(expr) in counters:
+        return True
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+        for side, other in ((expr.left, expr.right), (expr.right, expr.left)):
+            if dotted_name(side) in counters and not _names_read(other) & counters and not _has_modulo(other):
+                return True
     return False
 
 
@@ -259,9 +271,14 @@ def _rare(ctx: RuleContext, e: cst.BaseExpression, truth: bool, depth: int) -> b
             return any(rare_condition(ctx, p, truth, depth + 1) for p in parts)
         # ``a or b`` true needs one part: each must be rare, or pin the counter a rare part
         # divides (``step == 1 or step % n == 0``), never another name (``rank == 0``)
+        # (``step == 1 or step % n == 0``), or another counter of the loop, written or held in
+        # a name (``last = i == len(loader) - 1``; ``if step % n == 0 or last:``), never another
+        # name (``rank == 0``)
         rare = [p for p in parts if rare_condition(ctx, p, truth, depth + 1)]
-        counters = {n for p in rare for n in _divided(p)}
-        return bool(rare) and all(p in rare or _pins(p, counters, truth) for p in parts)
+        if not rare:
+            return False
+        counters = {n for p in rare for n in _divided(ctx, p)} | moving_counters(ctx, e)
+        return all(p in rare or _pins(ctx, p, counters, truth, depth + 1) for p in parts)
     if isinstance(e, cst.Comparison) and len(e.comparisons) == 1:
         op, left, right = e.comparisons[0].operator, e.left, e.comparisons[0].comparator
         modulo = left if _is_modulo(left) else right if _is_modulo(right) else None
@@ -300,20 +317,87 @@ def _has_period(ctx: RuleContext, modulo: cst.BaseExpression) -> bool:
     return not _is_one(modulo.right) and not period_one_by_default(ctx, modulo.right, modulo)
 
 
-def _divided(e: cst.BaseExpression) -> set[str]:
-    """The names a test's modulos divide (``step`` in ``(step + 1) % n == 0``)."""
-    return {name for n in walk(e, into_nested=True, include_self=True) if _is_modulo(n)
-            for name in _names_read(n.left)}  # type: ignore[attr-defined]
+def _divided(ctx: RuleContext, e: cst.BaseExpression, depth: int = 0) -> set[str]:
+    """The names a test's modulos divide (``step`` in ``(step + 1) % n == 0``), also through the
+    names it reads (``is_log_step`` bound to ``step % n == 0``)."""
+    out = {name for n in walk(e, into_nested=True, include_self=True) if _is_modulo(n)
+           for name in _names_read(n.left)}  # type: ignore[attr-defined]
+    if depth < _MAX_DEPTH:
+        for n in walk(e, into_nested=True, include_self=True):
+            if isinstance(n, cst.Name):
+                for v in _name_values(ctx, n):
+                    out |= _divided(ctx, v, depth + 1) if v is not None else set()
+    return out
 
 
-def _pins(e: cst.BaseExpression, counters: set[str], truth: bool) -> bool:
+def moving_counters(ctx: RuleContext, node: cst.CSTNode) -> set[str]:
+    """Names that count the iterations of the loops of ``node``'s function: an ``enumerate``
+    index or a ``range`` target, a name incremented by a literal (``step += 1``), and a name bound
+    only to one of those plus or minus, or divided by, something that does not move
+    (``batch_count = i + 1``, ``i_accum = i // accum_freq``)."""
+    return ctx.fact(_counters_by_function).get(ctx.enclosing(node, cst.FunctionDef), set())
+
+
+def _counters_by_function(ctx: RuleContext) -> dict[cst.FunctionDef | None, set[str]]:
+    out: dict[cst.FunctionDef | None, set[str]] = {}
+    for loop in ctx.nodes(cst.For):
+        if isinstance(loop.iter, cst.Call):
+            func = dotted_name(loop.iter.func)
+            names: list[str | None] = []
+            if func == "enumerate" and isinstance(loop.target, cst.Tuple) and loop.target.elements:
+                names = [dotted_name(loop.target.elements[0].value)]
+            elif func in ("range", "itertools.count", "count") and isinstance(loop.target, cst.Name):
+                names = [loop.target.value]
+            out.setdefault(ctx.enclosing(loop, cst.FunctionDef), set()).update(n for n in names if n)
+    stepped: dict[cst.FunctionDef | None, set[str]] = {}
+    for node in ctx.nodes(cst.AugAssign):
+        if isinstance(node.operator, cst.AddAssign) and isinstance(node.value, cst.Integer) and \
+                isinstance(node.target, cst.Name):
+            stepped.setdefault(ctx.enclosing(node, cst.FunctionDef), set()).add(node.target.value)
+    bindings = ctx.fact(_bindings)
+    for _ in range(3):  # ``i_accum = i // k``, then ``batch_count = i_accum + 1``
+        for (fn, name), values in bindings.items():
+            known = out.setdefault(fn, set())
+            if name in known or not values:
+                continue
+            moves = [v is None and name in stepped.get(fn, ()) or
+                     v is not None and not isinstance(v, cst.Integer) and _derived_counter(v, known) for v in values]
+            if any(moves) and all(m or isinstance(v, cst.Integer) for m, v in zip(moves, values)):
+                known.add(name)  # a start (``step = 0``) and steps, or values derived from a counter
+    return out
+
+
+def _derived_counter(value: cst.BaseExpression, counters: set[str]) -> bool:
+    """``i + 1``, ``i - 1``, ``i // k`` of a counter ``i``."""
+    return isinstance(value, cst.BinaryOperation) and \
+        isinstance(value.operator, (cst.Add, cst.Subtract, cst.FloorDivide)) and \
+        dotted_name(value.left) in counters and not _names_read(value.right) & counters and \
+        not _has_modulo(value.right)
+
+
+def _pins(ctx: RuleContext, e: cst.BaseExpression, counters: set[str], truth: bool, depth: int = 0) -> bool:
     """Does ``e`` (being ``truth``) hold on a bounded number of iterations of one of ``counters``:
-    ``step == 1``, ``step < 4`` (``step != 1`` being false)?"""
+    ``step == 1``, ``step < 4``, ``i + 1 == len(loader)`` (``step != 1`` being false), combined
+    with ``and``/``or``/``not`` or held in a name (``last_batch = i == n - 1``)?"""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+        return _pins(ctx, e.expression, counters, not truth, depth + 1)
+    if isinstance(e, cst.BooleanOperation):
+        parts = _operands(e, type(e.operator))
+        if isinstance(e.operator, cst.And) == truth:  # one bounded part bounds the whole
+            return any(_pins(ctx, p, counters, truth, depth + 1) for p in parts)
+        return all(_pins(ctx, p, counters, truth, depth + 1) for p in parts)
+    if isinstance(e, cst.Name):
+        values = _name_values(ctx, e)
+        return bool(values) and all(v is not None and _pins(ctx, v, counters | moving_counters(ctx, v), truth,
+                                                             depth + 1) for v in values)
     if truth:
         return is_once_test(e, counters)
     return isinstance(e, cst.Comparison) and len(e.comparisons) == 1 and \
         isinstance(e.comparisons[0].operator, (cst.NotEqual, cst.IsNot)) and \
-        (dotted_name(e.left) in counters) != (dotted_name(e.comparisons[0].comparator) in counters)
+        _counter_side(e.left, counters) != _counter_side(e.comparisons[0].comparator, counters) and \
+        not _names_read(e.comparisons[0].comparator if _counter_side(e.left, counters) else e.left) & counters
 
 
 def _name_values(ctx: RuleContext, name: cst.Name) -> list[cst.BaseExpression | None]:
@@ -459,3 +543,26 @@ def on_by_default(ctx: RuleContext, node: cst.CSTNode, flag: str) -> bool:
         return False
     return any(p.name.value == flag and isinstance(p.default, cst.Name) and p.default.value == "True"
                for p in (*fn.params.params, *fn.params.kwonly_params))
+
+
+_RANK_NAME = re.compile(r"^(is_)?(master|main)(_process|_rank)?$|^is_(rank_zero|main|master)\w*$", re.IGNORECASE)
+_RANK_VALUE = re.compile(r"^(local_|global_)?rank$", re.IGNORECASE)
+
+
+def per_step_alternative(test: cst.BaseExpression) -> bool:
+    """Is ``test`` an ``or`` one of whose operands holds on every iteration (of a rank): ``True``,
+    a period of 1 (``i % 1 == 0``), a rank check (``rank == 0``, ``is_master``)? Then a periodic
+    test beside it (``step % n == 0 or rank == 0``) limits nothing."""
+    for part in _operands(test, cst.Or) if isinstance(test, cst.BooleanOperation) else []:
+        if literal_value(part) is True or isinstance(part, cst.Comparison) and \
+                any(_is_modulo(m) and _is_one(m.right) for m in (part.left, *(c.comparator for c in part.comparisons))):
+            return True
+        name = dotted_name(part.func if isinstance(part, cst.Call) else part)
+        if name is not None and _RANK_NAME.match(name.rsplit(".", 1)[-1]):
+            return True
+        if isinstance(part, cst.Comparison) and len(part.comparisons) == 1 and \
+                isinstance(part.comparisons[0].operator, cst.Equal) and \
+                any(_RANK_VALUE.match((dotted_name(side) or "").rsplit(".", 1)[-1])
+                    for side in (part.left, part.comparisons[0].comparator)):
+            return True
+    return False
