@@ -17,6 +17,7 @@ from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, method_call, target_names
 from ._accumulator_fix import accumulator_fix
+from ._helper_reads import HelperRead, helper_reads
 from ._host_tensors import host_tensor
 from ._across_modules import PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
@@ -201,6 +202,61 @@ class SyncInLoop(Rule):
                 f"queued work (host-device sync); {advice}",
                 fix if fix is not None else NoFix(_HOST_USE),
             )
+
+        for found in helper_reads(ctx, ta):
+            yield _helper_read(ctx, ta, found)
+        for store, target in _stores_to_host(ctx, ta):
+            yield _host_store(ctx, ta, store, target)
+
+
+def _helper_read(ctx: RuleContext, ta: TrainingAnalysis, found: HelperRead) -> Finding:
+    """``metric_logger.update(**loss_dict)`` on every step, whose ``update`` reads each tensor it
+    is handed on the host: reported at the call, where the user edits."""
+    loop = ta.every_step_loop(found.call)
+    kind = ta.loop_kind(loop) if loop is not None else "step"
+    callee = ctx.code_for(found.call.func)
+    passed = ", ".join(f"`{ctx.code_for(a).strip().rstrip(',')}`" for a in found.passed[:3]) + \
+        (", ..." if len(found.passed) > 3 else "")
+    return Finding(
+        found.call, f"`{callee}(...)` on every {kind} hands device tensors ({passed}) to `{found.function}`, which "
+        f"reads each one on the host ({found.where}): it blocks the CPU until the GPU has finished all queued work "
+        "(host-device sync); pass it values read every N steps, or call it only every N steps",
+        no_fix_reason="the helper converts what it is given; which values to read, and how often, is left to the user")
+
+
+# A loss's name in a function that computes one (``F.cross_entropy``, ``chunked_cross_entropy``,
+# ``criterion``, ``nll_loss``): its result is on the device of its inputs.
+_LOSS_CALL = re.compile(r"loss|criterion|entropy|nll|mse|(^|_)ce$", re.IGNORECASE)
+
+
+def _stores_to_host(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Assign | cst.AugAssign, cst.Subscript]]:
+    """``losses[k] = loss_fn(logits, y)`` on every step, ``losses`` a tensor in host memory (a torch
+    factory's result without ``device=``) and the value a device tensor: the store copies it to
+    the host and waits for the GPU, with no ``.item()`` in sight."""
+    for store in ctx.nodes(cst.Assign, cst.AugAssign):
+        targets = [t.target for t in store.targets] if isinstance(store, cst.Assign) else [store.target]
+        subscript = next((t for t in targets if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name)), None)
+        if subscript is None or _contains_sync(store.value) or ta.every_step_loop(store) is None:
+            continue
+        if not host_tensor(ctx, ta, subscript.value, store) or host_tensor(ctx, ta, store.value, store):
+            continue
+        value = store.value
+        loss_call = isinstance(value, cst.Call) and bool(_LOSS_CALL.search((dotted_name(value.func) or "").rsplit(".", 1)[-1]))
+        if ta.is_tensor_expr(value) or loss_call:
+            yield store, subscript
+
+
+def _host_store(ctx: RuleContext, ta: TrainingAnalysis, store: cst.Assign | cst.AugAssign,
+                target: cst.Subscript) -> Finding:
+    loop = ta.every_step_loop(store)
+    kind = ta.loop_kind(loop) if loop is not None else "step"
+    name = ctx.code_for(target.value)
+    op = "=" if isinstance(store, cst.Assign) else ctx.code_for(store.operator).strip()
+    return Finding(
+        store, f"`{ctx.code_for(target)} {op} ...` on every {kind} stores a device tensor into `{name}`, a tensor in host "
+        f"memory (created without device=): an implicit device-to-host copy that blocks the CPU until the GPU has "
+        f"finished all queued work (host-device sync); create `{name}` on the device and read it once after the loop",
+        no_fix_reason=f"creating `{name}` on the device moves every later use of it there too: left to the user")
 
 
 def _collective_read(ctx: RuleContext, ta: TrainingAnalysis, call: cst.BaseExpression, what: str,
