@@ -188,6 +188,9 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressi
         return _from_device_items(ctx, ta, expr, at, depth)
     if isinstance(expr, cst.Subscript):
         return _device_value(ctx, ta, expr.value, at, depth + 1)
+    if isinstance(expr, cst.Call) and (name := dotted_name(expr.func)) is not None and \
+            _LOSS_FUNCTION.search(name.rsplit(".", 1)[-1]):
+        return True  # ``criterion(out, y)``, ``self.compute_loss(batch)``: losses, on the outputs' device
     if host_tensor(ctx, ta, expr, at):
         return False
     if ta.is_tensor_expr(expr):
@@ -198,9 +201,6 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressi
         return bool(values) and all(_device_value(ctx, ta, v, at, depth + 1) for v in values)
     if is_host_expr(ta, expr):
         return False
-    if isinstance(expr, cst.Call) and (name := dotted_name(expr.func)) is not None and \
-            _LOSS_FUNCTION.search(name.rsplit(".", 1)[-1]):
-        return True  # ``criterion(out, y)``, ``self.compute_loss(batch)``: losses, on the outputs' device
     if isinstance(expr, cst.Call) and (name := dotted_name(expr.func)) is not None and \
             _REDUCE_FUNCTION.search(name.rsplit(".", 1)[-1]):
         # ``reduce_dict(loss_dict)``: device losses reduced across ranks, still on the device
@@ -227,6 +227,17 @@ def _from_device_items(ctx: RuleContext, ta: TrainingAnalysis, comp: cst.DictCom
                                                   for n in walk(comp.value, include_self=True)):
         return False
     return _device_value(ctx, ta, it.func.value, at, depth + 1)
+
+
+def read_of_argument(ctx: RuleContext, call: cst.CSTNode) -> bool:
+    """Is ``call`` a host read of a value its function was handed whose cost depends on the
+    caller (``facts.arg_reads``)? The caller's file reports it, at the call."""
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    return fn is not None and may_read_args(ctx.source) and any(r is call for _, r in ctx.fact(_reads_by_function).get(fn, ()))
+
+
+def _reads_by_function(ctx: RuleContext) -> dict[cst.FunctionDef, list[tuple[str, cst.BaseExpression]]]:
+    return {fn: reads for fn in ctx.nodes(cst.FunctionDef) if (reads := tensor_arg_reads(fn))}
 
 
 def _reads_host(expr: cst.CSTNode) -> bool:

@@ -17,7 +17,7 @@ from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, method_call, target_names
 from ._accumulator_fix import accumulator_fix
-from ._helper_reads import HelperRead, helper_reads
+from ._helper_reads import HelperRead, helper_reads, read_of_argument
 from ._host_tensors import host_tensor
 from ._across_modules import PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
@@ -111,7 +111,8 @@ class SyncInLoop(Rule):
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
         "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html",
     )
-    keywords = (".item(", ".tolist(", ".cpu(", ".numpy(", "float(", "int(", "isfinite", "isnan", "isinf", ".data[")
+    keywords = (".item(", ".tolist(", ".cpu(", ".numpy(", "float(", "int(", "isfinite", "isnan", "isinf", ".data[",
+                "zeros(", "empty(", ".update(")
 
     examples = [
         Valid(dedent("""
@@ -185,7 +186,7 @@ class SyncInLoop(Rule):
                 if hooks and step_hook(ctx, call) is not None:
                     yield from _in_step_hook(ctx, call, what)
                 elif (caller := ta.every_step_caller(call) or hook_caller(ta, call, framework)) is not None and \
-                        not under_rare_switch(ctx, call):
+                        not under_rare_switch(ctx, call) and not read_of_argument(ctx, call):
                     yield _from_elsewhere(ctx, call, what, caller)
                 continue
             snippet = ctx.code_for(call)

@@ -36,55 +36,52 @@ def tensor_arg_reads(fn: cst.FunctionDef) -> list[tuple[str, cst.BaseExpression]
     what the caller passed: ``**kwargs``'s values (labelled ``**kwargs``), ``*args``'s
     (``*args``), or a named parameter under a type check (its name)."""
     params = fn.params
-    sources: dict[str, str] = {}
-    guarded_only: set[str] = set()
+    sources: dict[str, set[str]] = {}  # a name -> the parameters whose values it may hold
+    guarded_only: set[str] = set()  # named parameters: read only under a type check
     for p in (*params.posonly_params, *params.params, *params.kwonly_params):
         if p.name.value not in ("self", "cls"):
-            sources[p.name.value] = p.name.value
+            sources[p.name.value] = {p.name.value}
             guarded_only.add(p.name.value)
-    if isinstance(params.star_kwarg, cst.Param):
-        sources[params.star_kwarg.name.value] = f"**{params.star_kwarg.name.value}"
-    if isinstance(params.star_arg, cst.Param):
-        sources[params.star_arg.name.value] = f"*{params.star_arg.name.value}"
-    if len(sources) == len(guarded_only) and not guarded_only:
-        return []
+    for star, prefix in ((params.star_kwarg, "**"), (params.star_arg, "*")):
+        if isinstance(star, cst.Param):
+            sources[star.name.value] = {prefix + star.name.value}
     body = list(walk(fn.body))
     for node in body:  # ``for k, v in kwargs.items():``, ``for v in args:``
         if isinstance(node, cst.For):
             origin = _iterated(node.iter, sources)
             if origin is not None:
                 for name in _loop_values(node):
-                    sources.setdefault(name, origin)
-                    if origin in guarded_only:
-                        guarded_only.add(name)
+                    sources.setdefault(name, set()).add(origin)
     out: list[tuple[str, cst.BaseExpression]] = []
     for node in body:
         read = _read_of(node)
-        if read is None:
-            continue
-        root = _root(read)
-        name = root.value if isinstance(root, cst.Name) else None
-        if name is None or name not in sources:
-            continue
-        label = sources[name]
-        if label in guarded_only and not _type_checked(fn, node):
-            continue
-        if not _only_type_checks(fn, node):
-            continue  # a read behind another condition (a period, a flag) is not per call
-        out.append((label, node))
+        root = _root(read) if read is not None else None
+        if not isinstance(root, cst.Name) or root.value not in sources or not _only_type_checks(fn, node):
+            continue  # (a read behind another condition, a period or a flag, is not one per call)
+        for label in _labels_at(fn, node, root.value, sources):
+            if label not in guarded_only or _type_checked(fn, node):
+                out.append((label, node))
     return out
 
 
-def _iterated(it: cst.BaseExpression, sources: dict[str, str]) -> str | None:
-    """``kwargs.items()``/``kwargs.values()``/``args``: the parameter label the loop's values come from."""
+def _labels_at(fn: cst.FunctionDef, node: cst.CSTNode, name: str, sources: dict[str, set[str]]) -> list[str]:
+    """The parameters whose values ``name`` holds at ``node``: the innermost loop around it that
+    binds ``name`` from one (``for v in values:``), else all it may hold."""
+    for anc in reversed(_ancestors(fn, node)):
+        if isinstance(anc, cst.For) and name in _loop_values(anc):
+            origin = _iterated(anc.iter, sources)
+            return [origin] if origin is not None else []
+    return sorted(sources[name])
+
+
+def _iterated(it: cst.BaseExpression, sources: dict[str, set[str]]) -> str | None:
+    """``kwargs.items()``/``kwargs.values()``/``args``: the parameter the loop's values come from."""
     if isinstance(it, cst.Call) and method_call(it, "items", "values") and isinstance(it.func, cst.Attribute):
         base = it.func.value
-        return sources.get(base.value) if isinstance(base, cst.Name) and base.value in sources and \
-            sources[base.value].startswith("**") else None
-    if isinstance(it, cst.Name) and it.value in sources and sources[it.value].startswith("*") and \
-            not sources[it.value].startswith("**"):
-        return sources[it.value]
-    return None
+        labels = sources.get(base.value, set()) if isinstance(base, cst.Name) else set()
+        return next((label for label in labels if label.startswith("**")), None)
+    labels = sources.get(it.value, set()) if isinstance(it, cst.Name) else set()
+    return next((label for label in labels if label.startswith("*") and not label.startswith("**")), None)
 
 
 def _loop_values(loop: cst.For) -> list[str]:
