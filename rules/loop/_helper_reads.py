@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from .._api import Finding
 from ..analysis.facts.arg_reads import HOST_READS, may_read_args, tensor_arg_reads
 from ..analysis.model.models import strip_chain
 from ..analysis.model.tensors import is_host_expr
@@ -38,6 +39,22 @@ class HelperRead:
     function: str
     where: str
     passed: tuple[cst.Arg, ...]
+
+
+def helper_read_finding(ctx: RuleContext, ta: TrainingAnalysis, found: HelperRead) -> Finding:
+    """``metric_logger.update(**loss_dict)`` on every step, whose ``update`` reads each tensor it
+    is handed on the host: reported at the call, where the user edits."""
+    loop = ta.every_step_loop(found.call)
+    kind = ta.loop_kind(loop) if loop is not None else "step"
+    callee = ctx.code_for(found.call.func)
+    passed = ", ".join(f"`{ctx.code_for(a).strip().rstrip(',')}`" for a in found.passed[:3]) + \
+        (", ..." if len(found.passed) > 3 else "")
+    return Finding(
+        found.call, f"`{callee}(...)` on every {kind} hands device tensors ({passed}) to `{found.function}`, which "
+        f"reads each one on the host ({found.where}): it blocks the CPU until the GPU has finished all queued work "
+        "(host-device sync); pass it values read every N steps, or call it only every N steps",
+        no_fix_reason="the helper converts what it is given; which values to read, and how often, is left to the user")
+
 
 
 def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]:

@@ -15,9 +15,11 @@ from ..analysis.facts.framework_hooks import (framework_step_methods, hook_calle
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
-from ..analysis.syntax.calls import dotted_name, method_call, target_names
+from ..analysis.syntax.calls import dotted_name, method_call
 from ._accumulator_fix import accumulator_fix
-from ._helper_reads import HelperRead, helper_reads, read_of_argument
+from ._helper_reads import helper_read_finding, helper_reads, read_of_argument
+from ._host_output import feeds_host_output
+from ._host_stores import host_store_finding, stores_to_host
 from ._host_tensors import host_tensor
 from ._across_modules import PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
@@ -72,11 +74,14 @@ class SyncInLoop(Rule):
         "inside `on_evaluate` is an eval loop).",
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
         "the read or at a call site of the function holding it, are not reported; the periodic test "
-        "may be held in a variable (`is_log_step = step % cfg.log_every == 0`), a method or property of "
+        "may be held in a variable (`is_log_step = step % cfg.log_every == 0`), also or-ed with the end of an "
+        "epoch on a counter of the loop and chained (`last = i + 1 == n`, `show = i % k == 0 or last`, "
+        "`record = i % m == 0 or show`), a method or property of "
         "the class (`if self._should_log(step):`), a function of this file or a method of the user's other "
         "modules (`if metrics.should_log(step):`), or be an early exit before the read (`if not should_log: "
         "return`, `if step % k: continue`). A rank check (`if rank == 0:`, `if master_process:`) is no "
-        "guard: that rank reads on every step (a period that "
+        "guard: that rank reads on every step, nor is a period or-ed with one, with `True` or with a test of the "
+        "data (`or torch.isnan(loss)`) (a period that "
         "is 1 by default, `log_period=1`, and that no call in the file sets, is no guard); "
         "loops that run a few iterations (`range(min(4, n))`, `xs[:8]`, a `break` once the "
         "counter reaches a small number) are no eval loops; CPU-only "
@@ -98,8 +103,15 @@ class SyncInLoop(Rule):
         "a `flag or` whose branch sets the flag. "
         "`math.isfinite`/`isnan`/`isinf` of a tensor (or of a loss name bound to a `sum(...)` of a "
         "dict's values) and `loss.data[0]` (the pre-0.4 spelling of `.item()`) are host reads too.",
-        "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`, a helper from "
-        "another module, reported in that module) are not seen here; printing a tensor is GP102's business. A "
+        "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`) are not seen; a helper of another "
+        "module that reads its parameter on every call is reported in that module. A helper (of this file or "
+        "the user's other modules) that reads the tensors it is handed only when it is handed tensors (a "
+        "logger's `update(**kwargs)` converting each tensor value with `.item()`, `float(v)` under "
+        "`isinstance(v, torch.Tensor)`) is reported at the per-step call when the call passes a tensor or a dict "
+        "of losses, and not when it passes Python numbers; the callee is found through its name, a constructor "
+        "bound to the receiver in the same function (or to `self.x`), or a unique method name. A device value "
+        "stored into a tensor made without `device=` (`losses = torch.zeros(n)` then `losses[k] = "
+        "loss_fn(...)`) is an implicit copy to the host and is reported; printing a tensor is GP102's business. A "
         "read of a collective's result that is only logged (`accelerator.gather(loss).mean().item()`) is "
         "reported without a fix: GP106 reports the collective, and one change (reduce and read when logging) "
         "removes both.",
@@ -205,59 +217,9 @@ class SyncInLoop(Rule):
             )
 
         for found in helper_reads(ctx, ta):
-            yield _helper_read(ctx, ta, found)
-        for store, target in _stores_to_host(ctx, ta):
-            yield _host_store(ctx, ta, store, target)
-
-
-def _helper_read(ctx: RuleContext, ta: TrainingAnalysis, found: HelperRead) -> Finding:
-    """``metric_logger.update(**loss_dict)`` on every step, whose ``update`` reads each tensor it
-    is handed on the host: reported at the call, where the user edits."""
-    loop = ta.every_step_loop(found.call)
-    kind = ta.loop_kind(loop) if loop is not None else "step"
-    callee = ctx.code_for(found.call.func)
-    passed = ", ".join(f"`{ctx.code_for(a).strip().rstrip(',')}`" for a in found.passed[:3]) + \
-        (", ..." if len(found.passed) > 3 else "")
-    return Finding(
-        found.call, f"`{callee}(...)` on every {kind} hands device tensors ({passed}) to `{found.function}`, which "
-        f"reads each one on the host ({found.where}): it blocks the CPU until the GPU has finished all queued work "
-        "(host-device sync); pass it values read every N steps, or call it only every N steps",
-        no_fix_reason="the helper converts what it is given; which values to read, and how often, is left to the user")
-
-
-# A loss's name in a function that computes one (``F.cross_entropy``, ``chunked_cross_entropy``,
-# ``criterion``, ``nll_loss``): its result is on the device of its inputs.
-_LOSS_CALL = re.compile(r"loss|criterion|entropy|nll|mse|(^|_)ce$", re.IGNORECASE)
-
-
-def _stores_to_host(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Assign | cst.AugAssign, cst.Subscript]]:
-    """``losses[k] = loss_fn(logits, y)`` on every step, ``losses`` a tensor in host memory (a torch
-    factory's result without ``device=``) and the value a device tensor: the store copies it to
-    the host and waits for the GPU, with no ``.item()`` in sight."""
-    for store in ctx.nodes(cst.Assign, cst.AugAssign):
-        targets = [t.target for t in store.targets] if isinstance(store, cst.Assign) else [store.target]
-        subscript = next((t for t in targets if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name)), None)
-        if subscript is None or _contains_sync(store.value) or ta.every_step_loop(store) is None:
-            continue
-        if not host_tensor(ctx, ta, subscript.value, store) or host_tensor(ctx, ta, store.value, store):
-            continue
-        value = store.value
-        loss_call = isinstance(value, cst.Call) and bool(_LOSS_CALL.search((dotted_name(value.func) or "").rsplit(".", 1)[-1]))
-        if ta.is_tensor_expr(value) or loss_call:
-            yield store, subscript
-
-
-def _host_store(ctx: RuleContext, ta: TrainingAnalysis, store: cst.Assign | cst.AugAssign,
-                target: cst.Subscript) -> Finding:
-    loop = ta.every_step_loop(store)
-    kind = ta.loop_kind(loop) if loop is not None else "step"
-    name = ctx.code_for(target.value)
-    op = "=" if isinstance(store, cst.Assign) else ctx.code_for(store.operator).strip()
-    return Finding(
-        store, f"`{ctx.code_for(target)} {op} ...` on every {kind} stores a device tensor into `{name}`, a tensor in host "
-        f"memory (created without device=): an implicit device-to-host copy that blocks the CPU until the GPU has "
-        f"finished all queued work (host-device sync); create `{name}` on the device and read it once after the loop",
-        no_fix_reason=f"creating `{name}` on the device moves every later use of it there too: left to the user")
+            yield helper_read_finding(ctx, ta, found)
+        for store, target in stores_to_host(ctx, ta):
+            yield host_store_finding(ctx, ta, store, target)
 
 
 def _collective_read(ctx: RuleContext, ta: TrainingAnalysis, call: cst.BaseExpression, what: str,
@@ -337,9 +299,7 @@ SYNC_METHODS = ("item", "tolist", "cpu", "numpy")
 _HOST_USE = ("the host value is used in the step (a condition, an argument, a computation), not only summed "
              "into a running total that could stay on the device")
 CONVERTERS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool"}
-# Functions that turn data into pictures or files.
-_HOST_OUTPUT = re.compile(r"show|plot|save|draw|display|visuali[sz]e|imwrite|write_image|add_image|add_figure|"
-                          r"log_image|to_pil", re.IGNORECASE)
+
 
 
 _MATH_TESTS = {"math.isfinite": "math.isfinite()", "math.isnan": "math.isnan()", "math.isinf": "math.isinf()"}
@@ -375,7 +335,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             if host_tensor(ctx, ta, receiver, call):
                 continue  # a CPU tensor: reading it waits for nothing
             if method in ("tolist", "numpy", "cpu") and (not _looks_like_tensor(ctx, ta, receiver) or
-                                                        _feeds_host_output(ctx, call)):
+                                                        feeds_host_output(ctx, call)):
                 continue
             yield call, f".{method}()"
         elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and \
@@ -493,54 +453,6 @@ def _looks_like_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.Bas
     if ta.is_tensor_expr(receiver):
         return True
     return isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript, cst.Call))
-
-
-def _feeds_host_output(ctx: RuleContext, call: cst.Call) -> bool:
-    """Data copied for a picture, a file or an environment (``imshow(x.cpu())``,
-    ``save_image(x.cpu())``, ``a = q.argmax(1).cpu().numpy(); envs.step(a)``, a ``plot_*()``
-    helper's own ``.numpy()``): the transfer is what the code is for."""
-    for anc in ctx.ancestors(call):
-        if isinstance(anc, cst.Call) and _host_consumer(anc):
-            return True
-        if isinstance(anc, cst.Assign):
-            targets = {n for t in anc.targets for n in target_names(t.target)}
-            return any(_fed_to_host_output(ctx, name, anc) for name in targets)
-        if isinstance(anc, cst.FunctionDef):
-            return bool(_HOST_OUTPUT.search(anc.name.value))
-        if isinstance(anc, (cst.ClassDef, cst.Lambda, cst.BaseCompoundStatement)):
-            return False
-    return False
-
-
-def _host_consumer(call: cst.Call) -> bool:
-    name = dotted_name(call.func)
-    if name is None:
-        return False
-    parts = name.rsplit(".", 2)
-    if bool(_HOST_OUTPUT.search(parts[-1])):
-        return True
-    return parts[-1] == "step" and len(parts) > 1 and "env" in parts[-2].lower()  # ``envs.step(actions)``
-
-
-def _fed_to_host_output(ctx: RuleContext, name: str, assign: cst.Assign) -> bool:
-    """A later read of ``name`` in the same function (or module) is an argument of a picture,
-    file or environment call (``draw(y[0])``, ``plt.plot(y)``, ``envs.step(y)``): the value is
-    needed on the host, so copying it there is not a wasted sync."""
-    scope = ctx.enclosing(assign, cst.FunctionDef)
-    for read in ctx.fact(_names_by_value).get(name, ()):
-        if ctx.enclosing(read, cst.FunctionDef) is not scope or ctx.is_inside(read, assign):
-            continue
-        consumer = next((a for a in ctx.ancestors(read) if isinstance(a, cst.Call) and _host_consumer(a)), None)
-        if consumer is not None and ctx.statement_of(consumer) is ctx.statement_of(read):
-            return True
-    return False
-
-
-def _names_by_value(ctx: RuleContext) -> dict[str, list[cst.Name]]:
-    out: dict[str, list[cst.Name]] = {}
-    for n in ctx.nodes(cst.Name):
-        out.setdefault(n.value, []).append(n)
-    return out
 
 
 def _contains_sync(expr: cst.CSTNode) -> bool:

@@ -32,8 +32,8 @@ from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_method, project_function, project_method
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
-from .guards import (flag_name, held_test, is_once_test, is_periodic_test, on_by_default, period_one_by_default,
-                     per_step_alternative, periods, rare_condition, rare_exit_before)
+from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_default, rare_condition, rare_exit_before
+from .periods import per_step_alternative, period_one_by_default, periods
 from .tensors import TENSOR_METHODS, is_tensor_expr
 from .training_objects import TrainingObjects
 
