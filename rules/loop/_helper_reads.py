@@ -141,11 +141,23 @@ def _callee(ctx: RuleContext, ta: TrainingAnalysis,
         if found is not None and found[2].arg_reads:
             return found[1], found[2].params, [(p, f"`{found[0]}` line {line}") for p, line in found[2].arg_reads]
         return None
+    if method in _CONTAINER_METHODS or _bound_here(ctx, ta, func.value, call):
+        return None  # ``stats.update(loss=loss)`` of a dict; a receiver bound to something else
     imported = project_function(ctx, call) or project_method(ctx, call)
     if imported is not None and imported.facts.arg_reads:
         return imported.name, imported.facts.params, [(p, f"`{imported.key}` line {line}")
                                                       for p, line in imported.facts.arg_reads]
     return None
+
+
+# Methods of Python's containers: a call by that name alone names no helper of the project.
+_CONTAINER_METHODS = frozenset({"update", "add", "append", "extend", "insert", "setdefault", "get", "pop", "put"})
+
+
+def _bound_here(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    name = dotted_name(receiver)
+    fn = ctx.enclosing(at, cst.FunctionDef)
+    return name is None or any(n == name and ctx.enclosing(v, cst.FunctionDef) is fn for n, v in ta.assignments())
 
 
 def _local_callee(ctx: RuleContext, qual: str,

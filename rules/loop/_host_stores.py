@@ -31,7 +31,7 @@ def stores_to_host(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst
         subscript = next((t for t in targets if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name)), None)
         if subscript is None or _reads_host(store.value) or ta.every_step_loop(store) is None:
             continue
-        if not host_tensor(ctx, ta, subscript.value, store) or host_tensor(ctx, ta, store.value, store):
+        if not _host_buffer(ctx, ta, subscript.value, store) or host_tensor(ctx, ta, store.value, store):
             continue
         value = store.value
         loss_call = isinstance(value, cst.Call) and bool(_LOSS_CALL.search((dotted_name(value.func) or "").rsplit(".", 1)[-1]))
@@ -51,6 +51,21 @@ def host_store_finding(ctx: RuleContext, ta: TrainingAnalysis, store: cst.Assign
         f"finished all queued work (host-device sync); create `{name}` on the device and read it once after the loop",
         no_fix_reason=f"creating `{name}` on the device moves every later use of it there too: left to the user")
 
+
+
+_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.tensor", "torch.Tensor",
+                        "torch.FloatTensor", "torch.LongTensor"})
+
+
+def _host_buffer(ctx: RuleContext, ta: TrainingAnalysis, name: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """Is ``name`` bound in ``at``'s function only to a torch factory's result without ``device=``
+    (``torch.zeros(n)``), a tensor in host memory? Not a list of a batch's tensors, not
+    ``zeros_like`` (the device of its argument)."""
+    fn = ctx.enclosing(at, cst.FunctionDef)
+    values = [v for n, v in ta.assignments() if n == dotted_name(name) and ctx.enclosing(v, cst.FunctionDef) is fn]
+    return bool(values) and all(isinstance(v, cst.Call) and ctx.matches(v.func, _FACTORIES) and
+                                not any(a.keyword is not None and a.keyword.value == "device" or a.star for a in v.args)
+                                for v in values) and host_tensor(ctx, ta, name, at)
 
 
 def _reads_host(expr: cst.CSTNode) -> bool:
