@@ -270,39 +270,41 @@ def _divided(ctx: RuleContext, e: cst.BaseExpression, depth: int = 0) -> set[str
 
 
 def moving_counters(ctx: RuleContext, node: cst.CSTNode) -> set[str]:
-    """Names that count the iterations of the loops of ``node``'s function: an ``enumerate``
-    index or a ``range`` target, a name incremented by a literal (``step += 1``), and a name bound
-    only to one of those plus or minus, or divided by, something that does not move
-    (``batch_count = i + 1``, ``i_accum = i // accum_freq``)."""
-    return ctx.fact(_counters_by_function).get(ctx.enclosing(node, cst.FunctionDef), set())
+    """Names that count the iterations of the innermost loop around ``node`` in its function (the
+    loop whose every iteration the test is evaluated on; ``epoch == 0`` pins an outer loop, true on
+    every step of a whole epoch): its ``enumerate`` index or ``range`` target, a name incremented
+    by a literal in its body (``step += 1``), and a name bound only to one of those plus or minus,
+    or divided by, something that does not move (``batch_count = i + 1``, ``i_accum = i // k``)."""
+    loop = ctx.enclosing(node, cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)
+    if not isinstance(loop, (cst.For, cst.While)):
+        return set()
+    return ctx.fact(_loop_counters).get(loop, set())
 
 
-def _counters_by_function(ctx: RuleContext) -> dict[cst.FunctionDef | None, set[str]]:
-    out: dict[cst.FunctionDef | None, set[str]] = {}
-    for loop in ctx.nodes(cst.For):
-        if isinstance(loop.iter, cst.Call):
-            func = dotted_name(loop.iter.func)
-            names: list[str | None] = []
-            if func == "enumerate" and isinstance(loop.target, cst.Tuple) and loop.target.elements:
-                names = [dotted_name(loop.target.elements[0].value)]
-            elif func in ("range", "itertools.count", "count") and isinstance(loop.target, cst.Name):
-                names = [loop.target.value]
-            out.setdefault(ctx.enclosing(loop, cst.FunctionDef), set()).update(n for n in names if n)
-    stepped: dict[cst.FunctionDef | None, set[str]] = {}
-    for node in ctx.nodes(cst.AugAssign):
-        if isinstance(node.operator, cst.AddAssign) and isinstance(node.value, cst.Integer) and \
-                isinstance(node.target, cst.Name):
-            stepped.setdefault(ctx.enclosing(node, cst.FunctionDef), set()).add(node.target.value)
+def _loop_counters(ctx: RuleContext) -> dict[cst.For | cst.While, set[str]]:
     bindings = ctx.fact(_bindings)
-    for _ in range(3):  # ``i_accum = i // k``, then ``batch_count = i_accum + 1``
-        for (fn, name), values in bindings.items():
-            known = out.setdefault(fn, set())
-            if name in known or not values:
-                continue
-            moves = [v is None and name in stepped.get(fn, ()) or
-                     v is not None and not isinstance(v, cst.Integer) and _derived_counter(v, known) for v in values]
-            if any(moves) and all(m or isinstance(v, cst.Integer) for m, v in zip(moves, values)):
-                known.add(name)  # a start (``step = 0``) and steps, or values derived from a counter
+    out: dict[cst.For | cst.While, set[str]] = {}
+    for loop in ctx.nodes(cst.For, cst.While):
+        known: set[str] = set()
+        if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call):
+            func = dotted_name(loop.iter.func)
+            if func == "enumerate" and isinstance(loop.target, cst.Tuple) and loop.target.elements:
+                known |= {n for n in [dotted_name(loop.target.elements[0].value)] if n}
+            elif func in ("range", "itertools.count", "count") and isinstance(loop.target, cst.Name):
+                known.add(loop.target.value)
+        stepped = {n.target.value for n in walk(loop.body) if isinstance(n, cst.AugAssign) and
+                   isinstance(n.operator, cst.AddAssign) and isinstance(n.value, cst.Integer) and
+                   isinstance(n.target, cst.Name)}
+        fn = ctx.enclosing(loop, cst.FunctionDef)
+        for _ in range(3):  # ``i_accum = i // k``, then ``batch_count = i_accum + 1``
+            for (owner, name), values in bindings.items():
+                if owner is not fn or name in known or not values:
+                    continue
+                moves = [v is None and name in stepped or
+                         v is not None and not isinstance(v, cst.Integer) and _derived_counter(v, known) for v in values]
+                if any(moves) and all(m or isinstance(v, cst.Integer) for m, v in zip(moves, values)):
+                    known.add(name)  # a start (``step = 0``) and steps, or values derived from a counter
+        out[loop] = known
     return out
 
 
