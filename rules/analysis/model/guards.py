@@ -205,7 +205,7 @@ def _rare(ctx: RuleContext, e: cst.BaseExpression, truth: bool, depth: int) -> b
         return rare_condition(ctx, e.expression, not truth, depth + 1)
     if isinstance(e, cst.BooleanOperation):
         conjunction = isinstance(e.operator, cst.And)
-        parts = _operands(e, type(e.operator))
+        parts = _operands(e.left, type(e.operator)) + _operands(e.right, type(e.operator))  # ``(a or b)`` too
         if conjunction == truth:  # ``a and b`` true (``a or b`` false) needs every part: one rare part will do
             return any(rare_condition(ctx, p, truth, depth + 1) for p in parts)
         # ``a or b`` true needs one part: each must be rare, or pin the counter a rare part
@@ -325,7 +325,7 @@ def _pins(ctx: RuleContext, e: cst.BaseExpression, counters: set[str], truth: bo
     if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
         return _pins(ctx, e.expression, counters, not truth, depth + 1)
     if isinstance(e, cst.BooleanOperation):
-        parts = _operands(e, type(e.operator))
+        parts = _operands(e.left, type(e.operator)) + _operands(e.right, type(e.operator))  # ``(a or b)`` too
         if isinstance(e.operator, cst.And) == truth:  # one bounded part bounds the whole
             return any(_pins(ctx, p, counters, truth, depth + 1) for p in parts)
         return all(_pins(ctx, p, counters, truth, depth + 1) for p in parts)
