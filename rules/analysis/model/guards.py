@@ -282,7 +282,9 @@ def moving_counters(ctx: RuleContext, node: cst.CSTNode) -> set[str]:
 
 
 def _loop_counters(ctx: RuleContext) -> dict[cst.For | cst.While, set[str]]:
-    bindings = ctx.fact(_bindings)
+    by_function: dict[cst.FunctionDef | None, list[tuple[str, list[cst.BaseExpression | None]]]] = {}
+    for (owner, name), values in ctx.fact(_bindings).items():
+        by_function.setdefault(owner, []).append((name, values))
     out: dict[cst.For | cst.While, set[str]] = {}
     for loop in ctx.nodes(cst.For, cst.While):
         known: set[str] = set()
@@ -297,8 +299,8 @@ def _loop_counters(ctx: RuleContext) -> dict[cst.For | cst.While, set[str]]:
                    isinstance(n.target, cst.Name)}
         fn = ctx.enclosing(loop, cst.FunctionDef)
         for _ in range(3):  # ``i_accum = i // k``, then ``batch_count = i_accum + 1``
-            for (owner, name), values in bindings.items():
-                if owner is not fn or name in known or not values:
+            for name, values in by_function.get(fn, ()):
+                if name in known or not values:
                     continue
                 moves = [v is None and name in stepped or
                          v is not None and not isinstance(v, cst.Integer) and _derived_counter(v, known) for v in values]
