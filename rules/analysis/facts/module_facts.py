@@ -369,7 +369,6 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> dict[cst.Functio
 
 def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, model_items: tuple[int, ...] | None,
                     line_of: LineOf, in_model: bool = False) -> FunctionFacts:
-    returns_model = model_items is not None
     params = params_of(fn)
     trains = zeroes = autocast = compiles = scaler = False
     settings: set[str] = set()
@@ -431,9 +430,9 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         zeroes_grads=zeroes,
         autocast=autocast,
         roles=param_roles(ta, fn) if trains or zeroes else (),
-        returns_model=returns_model,
+        returns_model=model_items is not None,
         model_items=model_items or (),
-        model_by_type=returns_model and any(registry_built_model(ctx, c) for c in built),
+        model_by_type=model_items is not None and any(registry_built_model(ctx, c) for c in built),
         returns_optimizer=optimizer is not None,
         params_of=params_from,
         unfused_optimizer_line=unfused,
