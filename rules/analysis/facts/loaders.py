@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates
+from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates, worker_keeping_loaders
 from ..syntax.calls import dataloader_arg
 from ..syntax.context import RuleContext
 from ..syntax.project import project_calls, project_listed
@@ -31,6 +31,17 @@ def is_loader_call(ctx: RuleContext, call: cst.Call) -> bool:
     if isinstance(func, cst.Name) and func.value in ctx.fact(loader_subclasses):
         return True
     return ctx.fact(_imports_loaders) and project_listed(ctx, func, "loaders") is not None
+
+
+def keeps_workers(ctx: RuleContext, call: cst.Call) -> bool:
+    """Does ``call`` build a DataLoader subclass of the user's (this module's or another's) that
+    serves every pass from one iterator made once (``model.datasets.worker_keeping_loaders``):
+    its workers start once, as persistent workers would?"""
+    func = call.func
+    if isinstance(func, cst.Name) and func.value in ctx.fact(worker_keeping_loaders):
+        return True
+    return isinstance(func, (cst.Name, cst.Attribute)) and ctx.fact(_imports_loaders) and \
+        project_listed(ctx, func, "kept_loaders") is not None
 
 
 def _imports_loaders(ctx: RuleContext) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates
+from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates, worker_keeping_loaders
 from ..model.guards import returns_rare
 from ..model.models import (is_model_constructor, library_optimizer_model, loss_classes, module_subclasses,
                             registry_built_model, strip_chain)
@@ -80,7 +80,8 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        resolved_models=resolved_models(ctx) | _reexported(ctx, "resolved_models"),
                        strict_to=ctx.fact(strict_to_classes),
                        trainer_classes=exported_classes(ctx, HF_TRAINER) | _reexported(ctx, "trainer_classes"),
-                       callback_classes=exported_classes(ctx, HF_CALLBACK) | _reexported(ctx, "callback_classes"))
+                       callback_classes=exported_classes(ctx, HF_CALLBACK) | _reexported(ctx, "callback_classes"),
+                       kept_loaders=ctx.fact(worker_keeping_loaders) | _reexported(ctx, "kept_loaders"))
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:

@@ -117,6 +117,9 @@ class ModuleFacts:
     # through its own or its imports' classes (``facts.framework_hooks``)
     trainer_classes: frozenset[str] = frozenset()
     callback_classes: frozenset[str] = frozenset()
+    # its DataLoader subclasses that keep one iterator (and so their workers) for their whole life
+    # (``model.datasets.worker_keeping_loaders``)
+    kept_loaders: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
@@ -127,7 +130,8 @@ class ModuleFacts:
                 "false_fields": sorted(self.false_fields),
                 "padding_collates": sorted(self.padding_collates), "conv_models": sorted(self.conv_models),
                 "resolved_models": sorted(self.resolved_models), "strict_to": sorted(self.strict_to),
-                "trainer_classes": sorted(self.trainer_classes), "callback_classes": sorted(self.callback_classes)}
+                "trainer_classes": sorted(self.trainer_classes), "callback_classes": sorted(self.callback_classes),
+                "kept_loaders": sorted(self.kept_loaders)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -144,7 +148,8 @@ class ModuleFacts:
                    resolved_models=frozenset(doc.get("resolved_models", ())),
                    strict_to=frozenset(doc.get("strict_to", ())),
                    trainer_classes=frozenset(doc.get("trainer_classes", ())),
-                   callback_classes=frozenset(doc.get("callback_classes", ())))
+                   callback_classes=frozenset(doc.get("callback_classes", ())),
+                   kept_loaders=frozenset(doc.get("kept_loaders", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
