@@ -125,9 +125,17 @@ def _varying(ctx: RuleContext) -> bool:
         return imported and isinstance(expr, (cst.Name, cst.Attribute)) and \
             project_listed(ctx, expr, "padding_collates") is not None
 
+    def collates(expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+        """A padding function, an instance of a padding collate class (``PadCollate(1)``), or a
+        name bound to one of those (``collate_fn = PadCollate(1)``)."""
+        if pads(expr) or isinstance(expr, cst.Call) and pads(expr.func):
+            return True
+        return isinstance(expr, cst.Name) and any(isinstance(v, cst.Call) and pads(v.func)
+                                                  for v in bound_values(ctx, expr.value, at))
+
     for call in loader_calls(ctx):
         arg = dataloader_arg(call, "collate_fn")
-        if pads(call.func) or arg is not None and pads(arg.value):
+        if pads(call.func) or arg is not None and collates(arg.value, call):
             return True
     # a loader factory of a module that pads (``get_loaders(cfg)`` in data.py)
     return imported and any(pc.facts.builds_loader and pc.module.padding_collates for pc in project_calls(ctx))

@@ -119,7 +119,9 @@ def _lookup(expr: cst.BaseExpression, allow_self: bool = False) -> bool:
 
 # Calls that make a batch tensor of a size computed per batch, or pad sequences to the longest.
 _PAD_CALLS = frozenset({"pad_sequence", "pad", "zeros", "ones", "full", "empty", "new_zeros", "new_full",
-                        "new_ones", "new_empty"})
+                        "new_ones", "new_empty",
+                        # the legacy typed constructors (``torch.FloatTensor(n, mels, longest)``)
+                        "FloatTensor", "LongTensor", "IntTensor", "HalfTensor", "Tensor"})
 
 
 def pads_to_longest(fn: cst.FunctionDef) -> bool:
@@ -154,13 +156,16 @@ def _measures(call: cst.Call) -> bool:
 
 def padding_collates(ctx: RuleContext) -> frozenset[str]:
     """Module-level functions that pad each batch to its longest item (:func:`pads_to_longest`),
-    and DataLoader subclasses of the module that collate with one (``self.collate_fn = f``,
-    ``collate_fn=f`` to the base class)."""
+    collate classes whose ``__call__`` does (``collate_fn=PadCollate(...)``), and DataLoader
+    subclasses of the module that collate with one (``self.collate_fn = f``, ``collate_fn=f`` to
+    the base class)."""
     src = ctx.source
     if "pad_sequence" not in src and not ("max(" in src and any(w in src for w in ("zeros", "ones(", "full(", "empty(",
-                                                                                     "pad(", "new_"))):
+                                                                                     "pad(", "new_", "Tensor("))):
         return frozenset()
     fns = {s.name.value for s in ctx.module.body if isinstance(s, cst.FunctionDef) and pads_to_longest(s)}
+    fns |= {s.name.value for s in ctx.module.body if isinstance(s, cst.ClassDef) and
+            any(isinstance(m, cst.FunctionDef) and m.name.value == "__call__" and pads_to_longest(m) for m in s.body.body)}
     out = set(fns)
     for cls in ctx.module.body:
         if isinstance(cls, cst.ClassDef) and cls.name.value in ctx.fact(loader_subclasses):
