@@ -15,6 +15,7 @@ from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, hf_tf32, matmul_precision_fix
 from ..analysis.syntax.calls import get_arg
 from ..analysis.facts.project_use import model_source, program_trains, project_model, set_elsewhere
+from ..analysis.facts.self_training import trains_itself
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.project import MATMUL, TF32
 from ..analysis.syntax.torch_names import SET_PRECISION, TF32_SETTINGS
@@ -175,6 +176,8 @@ class NoTF32(Rule):
             yield from hf or ()
             return
         if not is_script(ctx):
+            if trains_itself(ctx):
+                return  # a model class with its own fit loop: the script building the instance is told
             yield Finding(node, message + " of the training script", no_fix_reason=IMPORTED_MODULE)
             return
         yield Finding.of(node, message, matmul_precision_fix(ctx))

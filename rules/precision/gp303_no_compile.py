@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Edit, Finding, Fix, InsertAfter, InsertBefore, Invalid, NoFix, Rule, Valid, dedent
+from ..analysis.facts.builders import keras_compile
 from ..analysis.facts.framework_docs import ACCELERATE, HF, LIGHTNING, blind_reported
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.program import cpu_only, is_script
@@ -34,6 +35,7 @@ from ..analysis.fixes.frameworks import (
 )
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
 from ..analysis.facts.project_use import model_source, program_trains, project_model
+from ..analysis.facts.self_training import self_trained_models, trains_itself
 from ..analysis.syntax.project import project_calls, project_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
@@ -50,7 +52,7 @@ def _compiles_somewhere(ctx: RuleContext) -> bool:
     for call in ctx.nodes(cst.Call):
         if ctx.matches(call.func, COMPILERS):
             return True
-        if method_call(call, "compile"):
+        if method_call(call, "compile") and not keras_compile(call):
             assert isinstance(call.func, cst.Attribute)
             receiver = call.func.value
             if dotted_name(receiver) in models or dotted_name(receiver) is None or \
@@ -258,6 +260,8 @@ class NoCompile(Rule):
                 continue
             node = model.optimizer if model.optimizer is not None else ctx.module
             if model.name == "self":  # the module builds its own optimizer (LightningModule)
+                if trains_itself(ctx):
+                    continue  # a model class with its own fit loop: the script building it is told
                 yield Finding.of(node, "this module is never compiled: every op runs as a separate eager "
                                        "kernel; compile the instance where it is built (model = "
                                        "torch.compile(model) before trainer.fit) or in its setup",
@@ -277,6 +281,24 @@ class NoCompile(Rule):
             yield Finding.of(node, message, outcome)
         if not seen:
             yield from _fitted_elsewhere_built(ctx)
+            yield from _self_trained_built(ctx)
+
+
+def _self_trained_built(ctx: RuleContext) -> Iterator[Finding]:
+    """A model of the user's other modules that trains itself (``model = DeepFM(...)``, then
+    ``model.fit(x, y)`` running the loop in the library's ``BaseModel.fit``), built here: the
+    instance is this script's, so the compile goes here. No fix: a Keras-like class often defines
+    its own ``compile`` (optimizer and loss), and ``torch.compile(model)`` returns a wrapper whose
+    ``fit`` would run the uncompiled model."""
+    for found in self_trained_models(ctx):
+        where = f" in {found.module.path}" if found.module.path else ""
+        yield Finding(found.call, f"the trained model `{found.name}` is never compiled: every op runs as a separate "
+                                  f"eager kernel (it trains itself in `{found.cls}.{found.method}`{where}); compile "
+                                  f"its forward after building it",
+                      no_fix_reason=f"`{found.cls}` runs its own training loop and may define its own compile(): "
+                                    f"compile the forward in place, {found.name}.forward = "
+                                    f"torch.compile({found.name}.forward), where it runs on CUDA")
+        return
 
 
 def _fitted_elsewhere_built(ctx: RuleContext) -> Iterator[Finding]:

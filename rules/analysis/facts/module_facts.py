@@ -34,6 +34,7 @@ from .loader_builders import returned_loaders
 from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
 from .script_facts import first_use_of
+from .self_training import self_training_methods
 from .to_methods import strict_to_classes
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
@@ -81,7 +82,8 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        strict_to=ctx.fact(strict_to_classes),
                        trainer_classes=exported_classes(ctx, HF_TRAINER) | _reexported(ctx, "trainer_classes"),
                        callback_classes=exported_classes(ctx, HF_CALLBACK) | _reexported(ctx, "callback_classes"),
-                       kept_loaders=ctx.fact(worker_keeping_loaders) | _reexported(ctx, "kept_loaders"))
+                       kept_loaders=ctx.fact(worker_keeping_loaders) | _reexported(ctx, "kept_loaders"),
+                       self_training=self_training_methods(ctx))
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:

@@ -120,6 +120,9 @@ class ModuleFacts:
     # its DataLoader subclasses that keep one iterator (and so their workers) for their whole life
     # (``model.datasets.worker_keeping_loaders``)
     kept_loaders: frozenset[str] = frozenset()
+    # ``Class.method`` of its model classes whose own method runs a training loop over the model
+    # (a Keras-like ``fit``), inherited and re-exported too (``facts.self_training``)
+    self_training: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
@@ -131,7 +134,7 @@ class ModuleFacts:
                 "padding_collates": sorted(self.padding_collates), "conv_models": sorted(self.conv_models),
                 "resolved_models": sorted(self.resolved_models), "strict_to": sorted(self.strict_to),
                 "trainer_classes": sorted(self.trainer_classes), "callback_classes": sorted(self.callback_classes),
-                "kept_loaders": sorted(self.kept_loaders)}
+                "kept_loaders": sorted(self.kept_loaders), "self_training": sorted(self.self_training)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -149,7 +152,8 @@ class ModuleFacts:
                    strict_to=frozenset(doc.get("strict_to", ())),
                    trainer_classes=frozenset(doc.get("trainer_classes", ())),
                    callback_classes=frozenset(doc.get("callback_classes", ())),
-                   kept_loaders=frozenset(doc.get("kept_loaders", ())))
+                   kept_loaders=frozenset(doc.get("kept_loaders", ())),
+                   self_training=frozenset(doc.get("self_training", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
