@@ -66,7 +66,11 @@ class NoTF32(Rule):
         "module the model comes from (also a factory returning it with others, `model, optimizer = "
         "get_model(args)`). A guardless training module is not reported when every script that "
         "imports it sets TF32. Not followed: imports more than 3 levels deep, a setting made in "
-        "another module the script does not import or call."
+        "another module the script does not import or call. "
+        "A model class of the user's other modules that runs its own training loop over itself (a "
+        "Keras-like `BaseModel.fit`, inherited by `WideNet(BaseModel)`, re-exported by a package), built "
+        "and trained here (`model = WideNet(...)`; `model.fit(x, y)`), trains: reported at that line, and "
+        "not in the library module, whose instance every user of the library builds."
     )
     limitations = (
         "Any call of `torch.set_float32_matmul_precision`, assignment of a TF32 flag "

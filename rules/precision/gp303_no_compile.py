@@ -114,11 +114,17 @@ class NoCompile(Rule):
         "(`MODELS.build(cfg.model)`, a builder over a module's own `Registry`) is a model whose class is not "
         "known, and one handed to an installed library's optimizer builder (mmcv's `build_optimizer(model, "
         "cfg.optimizer)`, timm's `create_optimizer_v2`) trains, also behind a wrapper of the user's modules. "
+        "A model class of those modules that runs its own training loop over itself (a Keras-like "
+        "`BaseModel.fit`, inherited by `WideNet(BaseModel)`, re-exported by a package), built and trained "
+        "here (`model = WideNet(...)`; `model.fit(x, y)`), is reported at its build line without a fix "
+        "(compile its forward in place), and not in the library module. "
         "Not followed: a compile in a module the script does not call into."
     )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
-        "`re.compile`) or `TrainingArguments(torch_compile=...)` in the module silences it.",
+        "`re.compile`) or `TrainingArguments(torch_compile=...)` in the module silences it; a "
+        "Keras-like `model.compile(\"adam\", \"mse\")` or `compile(optimizer=..., loss=...)` (a string "
+        "given positionally, or keywords `torch.compile` does not take) is not a compile.",
         "The trained model is found through the optimizer's `.parameters()` argument (the whole "
         "model when that is a submodule's), parameter-group lists filled from "
         "`model.named_modules()`, a model that builds its own optimizer "
@@ -285,7 +291,7 @@ class NoCompile(Rule):
 
 
 def _self_trained_built(ctx: RuleContext) -> Iterator[Finding]:
-    """A model of the user's other modules that trains itself (``model = DeepFM(...)``, then
+    """A model of the user's other modules that trains itself (``model = WideNet(...)``, then
     ``model.fit(x, y)`` running the loop in the library's ``BaseModel.fit``), built here: the
     instance is this script's, so the compile goes here. No fix: a Keras-like class often defines
     its own ``compile`` (optimizer and loss), and ``torch.compile(model)`` returns a wrapper whose

@@ -118,7 +118,9 @@ class NoCudnnBenchmark(Rule):
         "get_model(args)`, or a class star-imported, `from models import *`); reported in the script, "
         "naming the module the model comes from. A module without a `__main__` guard that trains "
         "(solver.py) is not reported when every script of the project that imports it sets the "
-        "choice (`cudnn.benchmark = True` in main.py). Not followed: imports more than 3 levels "
+        "choice (`cudnn.benchmark = True` in main.py). A model class of those modules that runs its own "
+        "training loop over itself (a Keras-like `BaseModel.fit`), built and trained here (`model = "
+        "WideNet(...)`; `model.fit(x, y)`), trains: reported here when its class convolves. Not followed: imports more than 3 levels "
         "deep, a setting made in another module the script does not import or call."
     )
     limitations = (

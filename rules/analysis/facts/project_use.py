@@ -27,7 +27,7 @@ def training_calls(ctx: RuleContext) -> list[ProjectCall]:
 def program_trains(ctx: RuleContext) -> bool:
     """Does the program train here: a step loop of this file, a framework's fit, a call into a
     training function of another of the user's modules, or of the training method of a model of
-    theirs that trains itself (``model = DeepFM(...)``; ``model.fit(...)``)?"""
+    theirs that trains itself (``model = WideNet(...)``; ``model.fit(...)``)?"""
     return bool(analysis(ctx).step_loops) or framework_trains(ctx) or bool(training_calls(ctx)) or \
         bool(ctx.project) and (ctx.fact(_runs_a_trainer_subclass) or bool(self_trained_models(ctx)))
 

@@ -1,6 +1,6 @@
 """Models that train themselves (issue 34): a model class whose own method runs the training loop
 over ``self`` (a Keras-like library's ``BaseModel.fit(x, y, epochs)``), built and trained by a
-script of the project (``model = DeepFM(...)``, ``model.fit(...)``). The instance is the script's:
+script of the project (``model = WideNet(...)``, ``model.fit(...)``). The instance is the script's:
 the program-wide switches and the compile of that instance belong there, where the user edits,
 not in the library module every user of the library imports.
 """
@@ -88,7 +88,7 @@ def _trains_itself(ctx: RuleContext) -> bool:
 
 
 class SelfTrained(NamedTuple):
-    """A model of the user's other modules that this file builds (``call``: ``DeepFM(...)``, bound
+    """A model of the user's other modules that this file builds (``call``: ``WideNet(...)``, bound
     to ``name``) and trains through its own method (``method``: ``fit``), defined in ``module``."""
 
     call: cst.Call
@@ -100,7 +100,7 @@ class SelfTrained(NamedTuple):
 
 def self_trained_models(ctx: RuleContext) -> list[SelfTrained]:
     """The models of the user's other modules this file builds and trains by calling their own
-    training method (``model = DeepFM(...)``; ``model.fit(x, y)``), in source order."""
+    training method (``model = WideNet(...)``; ``model.fit(x, y)``), in source order."""
     if not ctx.project or not any(m.self_training for m in ctx.project.values()):
         return []
     return ctx.fact(_self_trained)
