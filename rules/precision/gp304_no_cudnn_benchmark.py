@@ -129,7 +129,8 @@ class NoCudnnBenchmark(Rule):
         "by name as `models.__dict__[arch]()`), and the user's other modules (see Across modules); "
         "a convolutional model built by an installed package other than the zoos is missed. A patch "
         "embedding (a convolution whose kernel equals its stride: a ViT's or a DiT's) does not make a "
-        "model convolutional; across modules the model's own classes decide (a GPT whose package also "
+        "model convolutional, nor does a functional 1-d convolution inside a layer built around an "
+        "`nn.Linear` with no convolution layer (low-rank adapters merged by a grouped `F.conv1d`); across modules the model's own classes decide (a GPT whose package also "
         "holds a Mamba layer, a graph network picked from a table where only some models convolve: not "
         "reported).",
         "A cuDNN choice made only under an opt-in flag (`if args.seed is not None: "
