@@ -131,7 +131,7 @@ def _varying(ctx: RuleContext) -> bool:
         if pads(expr) or isinstance(expr, cst.Call) and pads(expr.func):
             return True
         return isinstance(expr, cst.Name) and any(isinstance(v, cst.Call) and pads(v.func)
-                                                  for v in bound_values(ctx, expr.value, at))
+                                                  for v in bound_values(ctx, expr.value, at) or ())
 
     for call in loader_calls(ctx):
         arg = dataloader_arg(call, "collate_fn")
