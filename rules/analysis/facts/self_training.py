@@ -101,16 +101,21 @@ class SelfTrained(NamedTuple):
 def self_trained_models(ctx: RuleContext) -> list[SelfTrained]:
     """The models of the user's other modules this file builds and trains by calling their own
     training method (``model = WideNet(...)``; ``model.fit(x, y)``), in source order."""
-    if not ctx.project or not any(m.self_training for m in ctx.project.values()):
+    if not ctx.project:
         return []
     return ctx.fact(_self_trained)
 
 
 def _self_trained(ctx: RuleContext) -> list[SelfTrained]:
+    # Only the modules of the classes built here are read (``ctx.project`` computes a module's
+    # facts when first asked): names whose methods this file calls, bound to a call.
+    receivers = {c.func.value.value for c in ctx.nodes(cst.Call)
+                 if isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Name)}
     built: dict[str, tuple[cst.Call, ModuleFacts, str]] = {}
     for assign in ctx.nodes(cst.Assign):
         value = assign.value
         if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name) and \
+                assign.targets[0].target.value in receivers and \
                 isinstance(value, cst.Call) and (module := project_class(ctx, value)) is not None and \
                 module.self_training:
             built[assign.targets[0].target.value] = (value, module, (dotted_name(value.func) or "").rsplit(".", 1)[-1])
