@@ -170,6 +170,25 @@ def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none
     return FileResult(path, [diag], original=data, error=True)
 
 
+def _project_view(fs_path: str, data: bytes, path: str, module: cst.Module, text: str, root: Any, new: bool,
+                  facts_store: Path | None, entry: str | None) -> tuple[Any, Any, RuleContext | None]:
+    """What the rules see of the project of the user's file at ``fs_path``: the facts of the
+    modules it imports (issue 27), how the project runs it (its entry and launch scripts, the
+    functions other modules' loops call every step: issue 34), and the context its check takes
+    over (``early_contexts``; None: the check builds one). ``new``: no context was kept for it."""
+    # Its own parse kept for its importers. Never for installed code: kept trees cost every
+    # later garbage collection.
+    remember_parse(fs_path, data, module, text)
+    imports = project_facts(fs_path, data, store=facts_store)
+    if new:  # what the project asks of it before its rules run is read off its check's context
+        early_contexts.start(fs_path, data, module, text, imports.modules)
+    launch = project_runs(fs_path, data, root, entry)[0]
+    callers = step_callers(fs_path, data, root, facts_store)
+    if callers:  # its functions that other modules' loops call every step
+        launch = dataclasses.replace(launch, step_callers=callers)
+    return imports, launch, early_contexts.adopt(fs_path, data, path)
+
+
 def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
                   fix_codes: Iterable[str] | None, fs_path: str | None = None,
                   facts_store: Path | None = None, entry: str | None = None, share_facts: bool | None = None
@@ -198,23 +217,11 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
             (parsed_before(fs_path, data) if fs_path else None) or parse(data, path)
     except ParseFailure as exc:
         return result.failed(exc.diag)
-    prepared = None
     fix_crashes: dict[str, Diagnostic] = {}  # rule code -> its first crash while fixes were computed
-    imports = None
+    imports, launch, prepared = None, None, None
     if fs_path and first_party:
-        # The user's modules it imports (issue 27); its own parse kept for its importers. Never
-        # for installed code: kept trees cost every later garbage collection.
-        remember_parse(fs_path, data, module, text)
-        imports = project_facts(fs_path, data, store=facts_store)
-        if kept is None:  # what the project asks of it before its rules run is read off its check's context
-            early_contexts.start(fs_path, data, module, text, imports.modules)
-        launch = project_runs(fs_path, data, root, entry)[0]
-        callers = step_callers(fs_path, data, root, facts_store)
-        if callers:  # its functions that other modules' loops call every step
-            launch = dataclasses.replace(launch, step_callers=callers)
-        prepared = early_contexts.adopt(fs_path, data, path)
-    else:
-        launch = None
+        imports, launch, prepared = _project_view(fs_path, data, path, module, text, root, kept is None, facts_store,
+                                                  entry)
     project: Mapping[str, Any] = imports.modules if imports is not None else {}
     # The last fix pass's module, context and findings when no rule raised in it: the findings
     # of the module the passes stopped at (most files: the one parsed, nothing to fix) are those.
