@@ -22,12 +22,14 @@ from typing import Any
 from gpuperf_rewrite.lint import project_index
 from gpuperf_rewrite.lint.project import content_of
 from gpuperf_rewrite.lint.project_index import Node, run_scope
+from gpuperf_rewrite.rules.analysis.syntax.torch_roots import may_import_torch
 
 # path -> (content hash, run, context). Bounded, in contexts and in their sources' characters:
-# each holds a module's tree and analysis (a LibCST tree takes a few hundred times its source).
+# each holds a module's tree and analysis (a LibCST tree takes a few hundred times its source:
+# 256 KB of source, ~45 MB on detectron2).
 _EARLY: dict[str, tuple[str, str, Any]] = {}
 _KEEP = 64
-_KEEP_CHARS = 768 * 1024
+_KEEP_CHARS = 256 * 1024
 
 # (importer's path, its imports as nodes, run=run) -> the mapping its check's ``project_facts`` gives
 Project = Callable[[Path, list[tuple[str, Node]], str], Mapping[str, Any]]
@@ -37,8 +39,9 @@ def build(n: Node, module: Any, text: str, project: Project) -> Any:
     """A context of the index's module ``n`` (parsed: ``module``, ``text``) built as its own
     check builds one, kept for that check; None when its check would read its imports
     otherwise (a module in an import cycle is read with other facts than it is checked with; a
-    module found from another root than its own project's resolves its imports otherwise)."""
-    if n.scc is not None:
+    module found from another root than its own project's resolves its imports otherwise), or
+    is never checked (it imports no torch package: the torch gate clears it)."""
+    if n.scc is not None or not may_import_torch(text):  # (a module no rule checks is never checked)
         return None
     read = content_of(Path(n.path))
     if read is None or read[1] != n.sha:
