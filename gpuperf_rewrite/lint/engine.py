@@ -19,6 +19,7 @@ import libcst as cst
 
 from gpuperf_rewrite.lint import noqa as noqa_mod
 from gpuperf_rewrite.lint.crashes import crash_diagnostic
+from gpuperf_rewrite.lint import early_contexts
 from gpuperf_rewrite.lint.diagnostics import (ERROR_CODES, INTERNAL_ERROR, IO_ERROR, SYNTAX_ERROR,
                                               Diagnostic, file_error, suppressed_findings, visible)
 from gpuperf_rewrite.lint.fixes import fix_allowed, fix_to_fixpoint
@@ -105,14 +106,17 @@ def needs_parsing(data: bytes, ruleset: RuleSet) -> bool:
 
 
 def run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule], ruleset: RuleSet,
-              during: str = "", project: Mapping[str, Any] | None = None, launch: Any = None
+              during: str = "", project: Mapping[str, Any] | None = None, launch: Any = None,
+              prepared: RuleContext | None = None
               ) -> tuple[RuleContext, list[tuple[type[Rule], Finding]], dict[str, Diagnostic]]:
     """Every rule's findings on ``module``, in rule order, sharing one context, and the E001 of
     each rule that raised, by rule code (:mod:`.crashes`): a rule that raises loses only its own findings
     (those it yielded before raising too: they may be half of what it would report). ``project``:
     the facts of the user's modules the file imports (``lint.project.project_facts``); ``launch``:
-    how the project runs it (``lint.launch.project_runs``)."""
-    ctx = RuleContext(module, text, path, project)
+    how the project runs it (``lint.launch.project_runs``); ``prepared``: a context of this very
+    module built before its rules run with the same imports' facts (``early_contexts.adopt``),
+    used instead of a new one."""
+    ctx = prepared if prepared is not None and prepared.module is module else RuleContext(module, text, path, project)
     ctx.environment = ruleset.environment
     ctx.launch = launch
     found: list[tuple[type[Rule], Finding]] = []
@@ -166,6 +170,25 @@ def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none
     return FileResult(path, [diag], original=data, error=True)
 
 
+def _project_view(fs_path: str, data: bytes, path: str, module: cst.Module, text: str, root: Any, new: bool,
+                  facts_store: Path | None, entry: str | None) -> tuple[Any, Any, RuleContext | None]:
+    """What the rules see of the project of the user's file at ``fs_path``: the facts of the
+    modules it imports (issue 27), how the project runs it (its entry and launch scripts, the
+    functions other modules' loops call every step: issue 34), and the context its check takes
+    over (``early_contexts``; None: the check builds one). ``new``: no context was kept for it."""
+    # Its own parse kept for its importers. Never for installed code: kept trees cost every
+    # later garbage collection.
+    remember_parse(fs_path, data, module, text)
+    imports = project_facts(fs_path, data, store=facts_store)
+    if new:  # what the project asks of it before its rules run is read off its check's context
+        early_contexts.start(fs_path, data, module, text, imports.modules)
+    launch = project_runs(fs_path, data, root, entry)[0]
+    callers = step_callers(fs_path, data, root, facts_store)
+    if callers:  # its functions that other modules' loops call every step
+        launch = dataclasses.replace(launch, step_callers=callers)
+    return imports, launch, early_contexts.adopt(fs_path, data, path)
+
+
 def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
                   fix_codes: Iterable[str] | None, fs_path: str | None = None,
                   facts_store: Path | None = None, entry: str | None = None, share_facts: bool | None = None
@@ -186,23 +209,19 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     diag = syntax_gate(data, path, check_depth=True, keep_tree=bool(fs_path and first_party))
     if diag is not None:
         return result.failed(diag)
+    # A context built for this file's facts or step calls before its check (a module checked
+    # before it in this process asked for them): its parse and analysis serve the check.
+    kept = early_contexts.peek(fs_path, data) if fs_path and first_party else None
     try:
-        module = (parsed_before(fs_path, data) if fs_path else None) or parse(data, path)
+        module = kept.module if kept is not None else \
+            (parsed_before(fs_path, data) if fs_path else None) or parse(data, path)
     except ParseFailure as exc:
         return result.failed(exc.diag)
     fix_crashes: dict[str, Diagnostic] = {}  # rule code -> its first crash while fixes were computed
-    imports = None
+    imports, launch, prepared = None, None, None
     if fs_path and first_party:
-        # The user's modules it imports (issue 27); its own parse kept for its importers. Never
-        # for installed code: kept trees cost every later garbage collection.
-        remember_parse(fs_path, data, module, text)
-        imports = project_facts(fs_path, data, store=facts_store)
-        launch = project_runs(fs_path, data, root, entry)[0]
-        callers = step_callers(fs_path, data, root, facts_store)
-        if callers:  # its functions that other modules' loops call every step
-            launch = dataclasses.replace(launch, step_callers=callers)
-    else:
-        launch = None
+        imports, launch, prepared = _project_view(fs_path, data, path, module, text, root, kept is None, facts_store,
+                                                  entry)
     project: Mapping[str, Any] = imports.modules if imports is not None else {}
     # The last fix pass's module, context and findings when no rule raised in it: the findings
     # of the module the passes stopped at (most files: the one parsed, nothing to fix) are those.
@@ -212,7 +231,7 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
 
         def find_fixes(module: cst.Module, text: str) -> tuple[RuleContext, list[tuple[str, Fix]]]:
             ctx, found, crashes = run_rules(module, text, path, rules, ruleset, "while its fixes were computed",
-                                            project, launch)
+                                            project, launch, prepared)
             for code, crash in crashes.items():
                 fix_crashes.setdefault(code, crash)
             last[:] = [] if crashes else [module, ctx, found]
@@ -229,7 +248,8 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     if last and last[0] is module:  # rules are pure: the same module, the same findings
         ctx, found, crashes = last[1], last[2], {}
     else:
-        ctx, found, crashes = run_rules(module, text, path, rules, ruleset, project=project, launch=launch)
+        ctx, found, crashes = run_rules(module, text, path, rules, ruleset, project=project, launch=launch,
+                                        prepared=prepared)
     result.diagnostics = visible(module, text, path, found)
     if imports is not None and fs_path and result.fixed is None and not crashes and share_facts is not False:
         remember_facts(fs_path, data, imports, ctx)  # the context is of ``data``

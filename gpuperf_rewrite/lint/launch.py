@@ -341,9 +341,28 @@ class _OverBudget(Exception):
     pass
 
 
-def _direct_imports(path: Path, root: Path, budget: list[int] | None = None) -> frozenset[Path]:
+class Budget:
+    """The files one search may read for their imports. Every distinct file counts, cached or not:
+    the answer ("unknown" past the budget) must not depend on what this process read before (which
+    worker checked which file first), or two runs of one tree would print different findings."""
+
+    def __init__(self, files: int) -> None:
+        self.left = files
+        self.seen: set[Path] = set()
+
+    def take(self, path: Path) -> None:
+        if path not in self.seen:
+            self.seen.add(path)
+            self.left -= 1
+            if self.left < 0:
+                raise _OverBudget
+
+
+def _direct_imports(path: Path, root: Path, budget: Budget | None = None) -> frozenset[Path]:
     from gpuperf_rewrite.lint.project import imported_modules
 
+    if budget is not None:
+        budget.take(path)
     try:
         st = path.stat()
     except OSError:
@@ -351,10 +370,6 @@ def _direct_imports(path: Path, root: Path, budget: list[int] | None = None) -> 
     key = (str(path), st.st_mtime_ns, st.st_size)
     got = _DIRECT.get(key)
     if got is None:
-        if budget is not None:
-            budget[0] -= 1
-            if budget[0] < 0:
-                raise _OverBudget
         got = frozenset(i.path for i in imported_modules(path, root))
         if len(_DIRECT) >= 4 * MAX_SCANNED:
             _DIRECT.pop(next(iter(_DIRECT)))
@@ -362,7 +377,7 @@ def _direct_imports(path: Path, root: Path, budget: list[int] | None = None) -> 
     return got
 
 
-def _importers(target: Path, root: Path, infos: list[_ScriptInfo], budget: list[int] | None = None) -> list[Path]:
+def _importers(target: Path, root: Path, infos: list[_ScriptInfo], budget: Budget | None = None) -> list[Path]:
     """The project files that import ``target`` directly: only files whose import statements
     name its module (or its package, for ``__init__.py``) are parsed."""
     word = target.parent.name if target.name == "__init__.py" else target.stem
@@ -386,7 +401,7 @@ def _reaching(module: Path, root: Path) -> frozenset[Path] | None:
         return got[1]  # no file changed since (an unchanged file keeps its info object)
     found: set[Path] = set()
     frontier = {module}
-    budget = [MAX_PARSED]  # a package imported everywhere (``from diffusers import ...``) costs a parse per file
+    budget = Budget(MAX_PARSED)  # a package imported everywhere (``from diffusers import ...``) costs a parse per file
     try:
         for _ in range(MAX_DEPTH):
             frontier = {p for target in frontier for p in _importers(target, root, infos, budget)} - found - {module}

@@ -10,6 +10,7 @@ and the next run find them. Which files those are: :mod:`gpuperf_rewrite.lint.pr
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import sys
@@ -17,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from gpuperf_rewrite.lint import facts_store, project_index
+from gpuperf_rewrite.lint import early_contexts, facts_store, project_index
 from gpuperf_rewrite.lint.project import content_of
 from gpuperf_rewrite.lint.project_index import Node, run_scope
 
@@ -174,6 +175,9 @@ def _compute_steps(n: Node, store: Path | None) -> tuple[Any, ...] | None:
     if parsed is None:
         return ()
     module, text = parsed
+    early = early_contexts.build(n, module, text, functools.partial(_Imported, store=store))
+    if early is not None:
+        return _steps_of(early)
     return _steps_of(RuleContext(module, text, str(path), project=_Children(_deps(_FINAL, n), store)))
 
 
@@ -360,7 +364,7 @@ def _known_or_computed(n: Node, key: str | None, children: dict[str, Any], store
             facts = _facts_of(checked)
         else:
             COMPUTED[n.path] = COMPUTED.get(n.path, 0) + 1
-            facts = _compute_facts(Path(n.path), n.sha, children)
+            facts = _compute_facts(Path(n.path), n.sha, children, n if key == n.key else None, store)
             if facts is None:  # edited during the run: nothing this run, nothing kept
                 return _empty()
         _store_facts(store, key, facts)
@@ -419,10 +423,12 @@ def _parsed(path: Path, data: bytes, sha: str) -> Any:
     return parsed
 
 
-def _compute_facts(path: Path, sha: str, children: dict[str, Any]) -> Any | None:
+def _compute_facts(path: Path, sha: str, children: dict[str, Any], n: Node | None = None,
+                   store: Path | None = None) -> Any | None:
     """The module's facts (``rules``' ``module_facts``), read with the facts of its own imports;
     an unparsable module offers nothing (its import stays unresolved), nor one edited since the
-    run read it (its key no longer says what it holds)."""
+    run read it (its key no longer says what it holds). ``n``: the module's node when its check
+    reads its imports so (``_FINAL``): the context is kept for that check (``early_contexts``)."""
     from gpuperf_rewrite.rules._framework import ModuleFacts, RuleContext
 
     parsed = _parsed_for(path, sha)
@@ -431,7 +437,8 @@ def _compute_facts(path: Path, sha: str, children: dict[str, Any]) -> Any | None
     if parsed is None:
         return ModuleFacts()
     module, text = parsed
-    return _facts_of(RuleContext(module, text, str(path), project=children))
+    early = early_contexts.build(n, module, text, functools.partial(_Imported, store=store)) if n else None
+    return _facts_of(early if early is not None else RuleContext(module, text, str(path), project=children))
 
 
 def _parsed_for(path: Path, sha: str) -> Any:

@@ -29,6 +29,7 @@ MODULES = (
     'analysis/facts/program_settings.py',
     'analysis/facts/project_use.py',
     'analysis/facts/script_facts.py',
+    'analysis/facts/self_training.py',
     'analysis/facts/to_methods.py',
     'analysis/facts/workload.py',
     'analysis/fixes/dict_edits.py',

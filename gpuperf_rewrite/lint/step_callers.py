@@ -85,7 +85,7 @@ def _importers(path: Path, root: Path) -> list[Path]:
     that package's parent) that re-exports it (``from layers.modules import Loss``)."""
     root = _search_root(path, root)
     infos = launch._infos(root)
-    budget = [MAX_PARSED]
+    budget = launch.Budget(MAX_PARSED)
     out: list[Path] = []
     try:
         frontier = [path]

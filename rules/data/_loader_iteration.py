@@ -10,6 +10,7 @@ import libcst as cst
 
 from ..analysis.facts.execution import execution
 from ..analysis.facts.flow import Use, object_flow
+from ..analysis.facts.loaders import keeps_workers
 from ..analysis.facts.frameworks import OWNS_LOOP, frameworks
 from ..analysis.facts.script_facts import assignments_in, binding_body
 from ..analysis.syntax.calls import dataloader_arg, dotted_name, get_arg, literal_value
@@ -33,10 +34,11 @@ def iterated_repeatedly(ctx: RuleContext, call: cst.Call) -> bool:
     when a loop or ``iter()`` over it may run again or there are several, when it goes where
     the file cannot follow,
     or when nothing in the file iterates it; False when every iteration the file shows runs
-    once (``cycle(loader)``, ``it = iter(loader)`` then ``next(it)``, a single pass) or the
-    loader never runs out and no loop over it restarts."""
-    if _one_pass_hook(ctx, call):
-        return False
+    once (``cycle(loader)``, ``it = iter(loader)`` then ``next(it)``, a single pass), the
+    loader never runs out and no loop over it restarts, or its class serves every pass from one
+    iterator it made once (``facts.loaders.keeps_workers``)."""
+    if _one_pass_hook(ctx, call) or keeps_workers(ctx, call):
+        return False  # (a loader class of the user's that keeps one iterator for its life)
     flow = object_flow(ctx, call)
     ex = execution(ctx)
     endless = never_exhausted(ctx, call)

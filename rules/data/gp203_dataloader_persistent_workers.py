@@ -113,7 +113,10 @@ class DataloaderPersistentWorkers(Rule):
         "unless the project's launch scripts pass it. A `false` in the "
         "project's YAML configuration is reported (configuration files carry a template's value).",
         "A `DataLoader` subclass of the user's that passes DataLoader's arguments through counts as "
-        "a DataLoader (see GP201).",
+        "a DataLoader (see GP201); one that makes a single iterator over itself for its whole life "
+        "(`self.it = super().__iter__()`, `__iter__` drawing `next(self.it)`, its batch sampler "
+        "repeating forever: an \"infinite\" loader), or a subclass of it, keeps its workers and is not "
+        "reported, in its module, built through a builder or imported.",
         FROM_YAML,
         FRAMEWORK_LOADERS,
         blind_silent("persistent workers matter only with loader workers, whose number is out of sight too"),

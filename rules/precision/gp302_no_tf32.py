@@ -15,6 +15,7 @@ from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, hf_tf32, matmul_precision_fix
 from ..analysis.syntax.calls import get_arg
 from ..analysis.facts.project_use import model_source, program_trains, project_model, set_elsewhere
+from ..analysis.facts.self_training import trains_itself
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.project import MATMUL, TF32
 from ..analysis.syntax.torch_names import SET_PRECISION, TF32_SETTINGS
@@ -65,7 +66,11 @@ class NoTF32(Rule):
         "module the model comes from (also a factory returning it with others, `model, optimizer = "
         "get_model(args)`). A guardless training module is not reported when every script that "
         "imports it sets TF32. Not followed: imports more than 3 levels deep, a setting made in "
-        "another module the script does not import or call."
+        "another module the script does not import or call. "
+        "A model class of the user's other modules that runs its own training loop over itself (a "
+        "Keras-like `BaseModel.fit`, inherited by `WideNet(BaseModel)`, re-exported by a package), built "
+        "and trained here (`model = WideNet(...)`; `model.fit(x, y)`), trains: reported at that line, and "
+        "not in the library module, whose instance every user of the library builds."
     )
     limitations = (
         "Any call of `torch.set_float32_matmul_precision`, assignment of a TF32 flag "
@@ -175,6 +180,8 @@ class NoTF32(Rule):
             yield from hf or ()
             return
         if not is_script(ctx):
+            if trains_itself(ctx):
+                return  # a model class with its own fit loop: the script building the instance is told
             yield Finding(node, message + " of the training script", no_fix_reason=IMPORTED_MODULE)
             return
         yield Finding.of(node, message, matmul_precision_fix(ctx))

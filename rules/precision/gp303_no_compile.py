@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Edit, Finding, Fix, InsertAfter, InsertBefore, Invalid, NoFix, Rule, Valid, dedent
+from ..analysis.facts.builders import keras_compile
 from ..analysis.facts.framework_docs import ACCELERATE, HF, LIGHTNING, blind_reported
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.program import cpu_only, is_script
@@ -35,6 +36,7 @@ from ..analysis.fixes.frameworks import (
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
 from ..analysis.facts.prepared_models import prepared_pretrained_models
 from ..analysis.facts.project_use import model_source, program_trains, project_model
+from ..analysis.facts.self_training import self_trained_models, trains_itself
 from ..analysis.syntax.project import project_calls, project_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
@@ -51,7 +53,7 @@ def _compiles_somewhere(ctx: RuleContext) -> bool:
     for call in ctx.nodes(cst.Call):
         if ctx.matches(call.func, COMPILERS):
             return True
-        if method_call(call, "compile"):
+        if method_call(call, "compile") and not keras_compile(call):
             assert isinstance(call.func, cst.Attribute)
             receiver = call.func.value
             if dotted_name(receiver) in models or dotted_name(receiver) is None or \
@@ -113,11 +115,17 @@ class NoCompile(Rule):
         "(`MODELS.build(cfg.model)`, a builder over a module's own `Registry`) is a model whose class is not "
         "known, and one handed to an installed library's optimizer builder (mmcv's `build_optimizer(model, "
         "cfg.optimizer)`, timm's `create_optimizer_v2`) trains, also behind a wrapper of the user's modules. "
+        "A model class of those modules that runs its own training loop over itself (a Keras-like "
+        "`BaseModel.fit`, inherited by `WideNet(BaseModel)`, re-exported by a package), built and trained "
+        "here (`model = WideNet(...)`; `model.fit(x, y)`), is reported at its build line without a fix "
+        "(compile its forward in place), and not in the library module. "
         "Not followed: a compile in a module the script does not call into."
     )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
-        "`re.compile`) or `TrainingArguments(torch_compile=...)` in the module silences it.",
+        "`re.compile`) or `TrainingArguments(torch_compile=...)` in the module silences it; a "
+        "Keras-like `model.compile(\"adam\", \"mse\")` or `compile(optimizer=..., loss=...)` (a string "
+        "given positionally, or keywords `torch.compile` does not take) is not a compile.",
         "The trained model is found through the optimizer's `.parameters()` argument (the whole "
         "model when that is a submodule's), parameter-group lists filled from "
         "`model.named_modules()`, a model that builds its own optimizer "
@@ -261,6 +269,8 @@ class NoCompile(Rule):
                 continue
             node = model.optimizer if model.optimizer is not None else ctx.module
             if model.name == "self":  # the module builds its own optimizer (LightningModule)
+                if trains_itself(ctx):
+                    continue  # a model class with its own fit loop: the script building it is told
                 yield Finding.of(node, "this module is never compiled: every op runs as a separate eager "
                                        "kernel; compile the instance where it is built (model = "
                                        "torch.compile(model) before trainer.fit) or in its setup",
@@ -280,6 +290,24 @@ class NoCompile(Rule):
             yield Finding.of(node, message, outcome)
         if not seen:
             yield from _fitted_elsewhere_built(ctx)
+            yield from _self_trained_built(ctx)
+
+
+def _self_trained_built(ctx: RuleContext) -> Iterator[Finding]:
+    """A model of the user's other modules that trains itself (``model = WideNet(...)``, then
+    ``model.fit(x, y)`` running the loop in the library's ``BaseModel.fit``), built here: the
+    instance is this script's, so the compile goes here. No fix: a Keras-like class often defines
+    its own ``compile`` (optimizer and loss), and ``torch.compile(model)`` returns a wrapper whose
+    ``fit`` would run the uncompiled model."""
+    for found in self_trained_models(ctx):
+        where = f" in {found.module.path}" if found.module.path else ""
+        yield Finding(found.call, f"the trained model `{found.name}` is never compiled: every op runs as a separate "
+                                  f"eager kernel (it trains itself in `{found.cls}.{found.method}`{where}); compile "
+                                  f"its forward after building it",
+                      no_fix_reason=f"`{found.cls}` runs its own training loop and may define its own compile(): "
+                                    f"compile the forward in place, {found.name}.forward = "
+                                    f"torch.compile({found.name}.forward), where it runs on CUDA")
+        return
 
 
 def _fitted_elsewhere_built(ctx: RuleContext) -> Iterator[Finding]:

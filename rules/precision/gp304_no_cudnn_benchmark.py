@@ -19,7 +19,10 @@ from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import NO_TOP_IMPORT, lightning_benchmark_fix
 from ..analysis.syntax.calls import get_arg, literal_value
 from ..analysis.fixes.framework_blind import unseen_settings
-from ..analysis.facts.project_use import model_source, program_trains, project_model, set_elsewhere
+from ..analysis.facts.project_use import model_source, program_trains, project_model, set_elsewhere, training_calls
+from ..analysis.model.step_code import walk_with_callees
+from ..analysis.syntax.calls import method_call
+from ..analysis.syntax.project import project_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.project import CONV, CUDNN
 from ..analysis.syntax.torch_names import CUDNN_CHOICES, DETERMINISM
@@ -47,6 +50,22 @@ def _choices(ctx: RuleContext) -> list[tuple[cst.CSTNode, bool]]:
             if get_arg(call, kw) is not None:
                 out.append((call, False))
     return out
+
+
+def _only_timing_loops(ctx: RuleContext) -> bool:
+    """Is every step loop of this module (one that is not a script, and trains through no
+    framework or function of the user's other modules) a loop that runs backward passes without
+    ever stepping anything: a profiler timing forward and backward of a model it is handed, a
+    gradient check? Such a module trains nothing, and what it convolves is no training model."""
+    ta = analysis(ctx)
+    if not ta.step_loops or is_script(ctx) or framework_trains(ctx) or training_calls(ctx):
+        return False
+    for loop in ta.step_loops:
+        for node in walk_with_callees(ta, loop.body):
+            if isinstance(node, cst.Call) and (method_call(node, "step") or ta.is_optimizer_step(node) or
+                                               project_function(ctx, node) is not None):
+                return False
+    return True
 
 
 def _opt_in(ctx: RuleContext, node: cst.CSTNode, depth: int = 0) -> bool:
@@ -99,7 +118,9 @@ class NoCudnnBenchmark(Rule):
         "get_model(args)`, or a class star-imported, `from models import *`); reported in the script, "
         "naming the module the model comes from. A module without a `__main__` guard that trains "
         "(solver.py) is not reported when every script of the project that imports it sets the "
-        "choice (`cudnn.benchmark = True` in main.py). Not followed: imports more than 3 levels "
+        "choice (`cudnn.benchmark = True` in main.py). A model class of those modules that runs its own "
+        "training loop over itself (a Keras-like `BaseModel.fit`), built and trained here (`model = "
+        "WideNet(...)`; `model.fit(x, y)`), trains: reported here when its class convolves. Not followed: imports more than 3 levels "
         "deep, a setting made in another module the script does not import or call."
     )
     limitations = (
@@ -108,7 +129,8 @@ class NoCudnnBenchmark(Rule):
         "by name as `models.__dict__[arch]()`), and the user's other modules (see Across modules); "
         "a convolutional model built by an installed package other than the zoos is missed. A patch "
         "embedding (a convolution whose kernel equals its stride: a ViT's or a DiT's) does not make a "
-        "model convolutional; across modules the model's own classes decide (a GPT whose package also "
+        "model convolutional, nor does a functional 1-d convolution inside a layer built around an "
+        "`nn.Linear` with no convolution layer (low-rank adapters merged by a grouped `F.conv1d`); across modules the model's own classes decide (a GPT whose package also "
         "holds a Mamba layer, a graph network picked from a table where only some models convolve: not "
         "reported).",
         "A cuDNN choice made only under an opt-in flag (`if args.seed is not None: "
@@ -116,13 +138,16 @@ class NoCudnnBenchmark(Rule):
         "file-wide choice: reported, without a fix.",
         "Input shapes that vary are seen only where a loader collates with a function that pads "
         "each batch to its longest item (`pad_sequence`, or a `max(...)` of the items' sizes "
-        "sizing the batch tensor), in the file or a module of the user's it imports (a DataLoader "
-        "subclass setting such a `collate_fn` too): not reported there, since benchmarking re-tunes "
-        "every new shape. Other variation (multi-scale training, random crops of varying size) is "
+        "sizing the batch tensor, also through `torch.FloatTensor(n, mels, longest)`), in the file or "
+        "a module of the user's it imports (an instance of a collate class whose `__call__` pads, "
+        "`collate_fn=PadCollate(1)` or through a name, and a DataLoader subclass setting such a "
+        "`collate_fn` too): not reported there, since benchmarking re-tunes every new shape. Other variation (multi-scale training, random crops of varying size) is "
         "not seen, and the fix may cost time there.",
         "The setting goes right after the last top-level import of a script; a library module "
         "(no `__main__` guard, no training at module level) gets the finding without a fix. Not "
-        "reported in a CPU-only program.",
+        "reported in a CPU-only program, nor in a library module whose only step loops run backward "
+        "passes without stepping anything (a profiler timing a model it is handed: its helpers' "
+        "convolutions are no training model).",
         "A Lightning script gets `Trainer(benchmark=True)` instead of the module-level switch (Lightning's "
         "`benchmark=None` leaves cuDNN's flag as it is, and `deterministic=True` forces it off); any "
         "`benchmark`/`deterministic` given to the Trainer is the user's choice.",
@@ -193,7 +218,7 @@ class NoCudnnBenchmark(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not program_trains(ctx) or cpu_only(ctx) or set_elsewhere(ctx, CUDNN):
+        if not program_trains(ctx) or cpu_only(ctx) or set_elsewhere(ctx, CUDNN) or _only_timing_loops(ctx):
             return  # (a Trainer of the user's other modules, or a module imported, chose already)
         if varying_batch_shapes(ctx):
             return  # batches padded to their own longest item: benchmarking would re-tune every shape

@@ -260,3 +260,28 @@ def test_lightning_cli_precision_from_the_launch_script(tmp_path, precision, rep
     root = _project(tmp_path, {"cli.py": LIGHTNING_CLI,
                                "run.sh": f"python cli.py fit --trainer.precision {precision} --trainer.devices 4\n"})
     assert ("GP301" in _codes(root / "cli.py", "GP301")) is reported
+
+
+def test_the_importer_search_gives_one_answer_whatever_was_read_before(tmp_path, monkeypatch) -> None:
+    """The search's budget counts every file it needs, read before or not: with two workers, which
+    worker checked which file first must not change a finding (the answer was "unknown" cold and
+    known once another search had cached the same files)."""
+    from gpuperf_rewrite.lint import launch
+
+    monkeypatch.setattr(launch, "MAX_PARSED", 3)
+    for name in ("helpers", "shared"):
+        (tmp_path / f"{name}.py").write_text("X = 1\n")
+    for i in range(5):
+        (tmp_path / f"job{i}.py").write_text("import helpers\nimport shared\n")
+
+    def reaching(module: str, warm: bool) -> frozenset | None:
+        launch._DIRECT.clear()
+        launch._REACHING.clear()
+        if warm:  # another search read every importer first, as another file's check in this process
+            monkeypatch.setattr(launch, "MAX_PARSED", 100)
+            assert launch._reaching(tmp_path / "shared.py", tmp_path) is not None
+            monkeypatch.setattr(launch, "MAX_PARSED", 3)
+        return launch._reaching(tmp_path / module, tmp_path)
+
+    assert reaching("helpers.py", warm=False) is None  # five importers to read, three allowed: unknown
+    assert reaching("helpers.py", warm=True) is None

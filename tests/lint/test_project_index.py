@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuperf_rewrite.lint import project_facts, project_index
+from gpuperf_rewrite.lint import early_contexts, project_facts, project_index
 from gpuperf_rewrite.lint.api import lint_paths, load_settings
 from gpuperf_rewrite.lint.discovery import discover
 
@@ -44,6 +44,7 @@ def fresh_index(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(project_facts, "_CONTEXTS", {})
     monkeypatch.setattr(project_facts, "_PARSED", {})
     monkeypatch.setattr(project_facts, "COMPUTED", {})
+    monkeypatch.setattr(early_contexts, "_EARLY", {})
 
 
 def _lint(root: Path, monkeypatch: pytest.MonkeyPatch, jobs: int = 1, cache: Path | None = None):  # type: ignore[no-untyped-def]
@@ -298,3 +299,52 @@ def test_an_importers_step_calls_alone_are_those_of_its_facts(tmp_path: Path, pr
     alone = read(False)
     assert alone == read(True)
     assert any(alone.values()) or project != "step_helpers"  # train.py's loop calls its helpers
+
+
+# A loss helper whose host read runs on every step of train.py's loop: losses.py is checked first
+# (train.py imports it), and its check asks for train.py's step calls, which need an analysis of
+# train.py before train.py's own check.
+LOSS_HELPER = {
+    "pyproject.toml": "",
+    "losses.py": "import torch\n\n\ndef total(out, y):\n    return (out - y).abs().mean().item()\n",
+    "train.py": ("import torch\nfrom losses import total\n\n\ndef fit(model, loader, opt):\n"
+                 "    for x, y in loader:\n        loss = model(x).sum()\n        loss.backward()\n"
+                 "        opt.step()\n        print(total(model(x), y))\n"),
+}
+
+
+def test_a_module_analysed_before_its_check_is_not_analysed_again(tmp_path: Path, monkeypatch) -> None:
+    from gpuperf_rewrite.rules.analysis.model import training
+
+    built: list[str] = []
+    init = training.TrainingAnalysis.__init__
+
+    def counting(self, ctx):  # type: ignore[no-untyped-def]
+        built.append(Path(ctx.path).name)
+        init(self, ctx)
+
+    monkeypatch.setattr(training.TrainingAnalysis, "__init__", counting)
+    root = _tree(tmp_path / "proj", LOSS_HELPER)
+    run = _lint(root, monkeypatch)
+    assert "GP101" in _codes(run, "losses.py")  # train.py's step calls were read
+    assert sorted(built) == ["losses.py", "train.py"]  # train.py's check took its context over
+    # nothing kept: train.py is analysed for its step calls, losses.py for the facts they are read
+    # with, then each again for its own check
+    monkeypatch.setattr(early_contexts, "_KEEP", 0)
+    monkeypatch.setattr(project_facts, "_FACTS_MEMO", {})
+    built.clear()
+    again = _lint(root, monkeypatch)
+    assert sorted(built) == ["losses.py", "losses.py", "train.py", "train.py"]
+    assert [d.__dict__ for d in again.diagnostics] == [d.__dict__ for d in run.diagnostics]
+
+
+def test_a_context_that_read_what_the_check_sets_is_not_taken_over() -> None:
+    import libcst as cst
+
+    text = "import torch\n"
+    ctx = early_contexts._early_class()(cst.parse_module(text), text, "/p/m.py", None)
+    ctx.launch, ctx.options = None, {}
+    assert not ctx.read_early
+    assert ctx.launch is None and ctx.read_early  # read before the check set it
+    ctx.adopt("m.py")
+    assert ctx.path == "m.py" and ctx.options == {}

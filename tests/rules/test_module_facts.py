@@ -152,3 +152,69 @@ def test_a_method_that_says_when_to_log_returns_a_rare_result() -> None:
     """).functions
     assert got["Schedule.should_log"].rare_result
     assert not got["Schedule.is_main"].rare_result and not got["Schedule.always"].rare_result
+
+
+def test_models_that_train_themselves_inherited_and_reexported() -> None:
+    base = facts("""
+        import torch
+        from torch import nn
+
+        class Estimator(nn.Module):
+            def forward(self, x):
+                return x
+
+            def train_on(self, loader, epochs=1):
+                opt = torch.optim.SGD(self.parameters(), lr=0.1)
+                for epoch in range(epochs):
+                    for x, y in loader:
+                        loss = (self(x) - y).pow(2).mean()
+                        loss.backward()
+                        opt.step()
+                        opt.zero_grad()
+
+            def score(self, loader):
+                return [self(x) for x, _ in loader]
+    """)
+    assert base.self_training == {"Estimator.train_on"}
+    child = facts("""
+        from torch import nn
+        from .estimator import Estimator
+
+        class Ridge(Estimator):
+            def __init__(self, n):
+                super().__init__()
+                self.lin = nn.Linear(n, 1)
+
+        class Custom(Estimator):
+            def train_on(self, loader, epochs=1):
+                pass
+    """, {".estimator": base})
+    # (the module imports Estimator: it offers it too); Custom overrides the loop
+    assert child.self_training == {"Ridge.train_on", "Estimator.train_on"}
+    package = facts("from .ridge import Ridge as Linear\n", {".ridge": child})
+    assert package.self_training == {"Linear.train_on"}
+    assert ModuleFacts.from_json(package.to_json()) == package
+
+
+def test_a_loader_class_that_keeps_one_iterator_for_its_life() -> None:
+    got = facts("""
+        from torch.utils.data import DataLoader
+
+        class Endless(DataLoader):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.it = super().__iter__()
+
+            def __iter__(self):
+                for _ in range(len(self)):
+                    yield next(self.it)
+
+        class Shards(Endless):
+            pass
+
+        class Fresh(DataLoader):
+            def __iter__(self):
+                return super().__iter__()
+    """)
+    assert got.kept_loaders == {"Endless", "Shards"}
+    assert ModuleFacts.from_json(got.to_json()) == got

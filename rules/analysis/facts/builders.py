@@ -188,9 +188,23 @@ def table_of_other_classes(ctx: RuleContext, func: cst.BaseExpression) -> bool:
 
 
 def compiles_model(ctx: RuleContext, call: cst.Call) -> bool:
-    """``torch.compile(model)``, ``model.compile()`` (not ``re.compile(pattern)``)."""
+    """``torch.compile(model)``, ``model.compile()`` (not ``re.compile(pattern)``, nor a Keras-like
+    ``model.compile(optimizer="adam", loss="mse")``)."""
     return ctx.matches(call.func, {"torch.compile"}) or \
-        method_call(call, "compile") and not any(a.keyword is None for a in call.args)
+        method_call(call, "compile") and not any(a.keyword is None for a in call.args) and not keras_compile(call)
+
+
+# ``nn.Module.compile(**kwargs)`` hands them to ``torch.compile``: these are its keywords.
+_TORCH_COMPILE_KEYWORDS = frozenset({"fullgraph", "dynamic", "backend", "mode", "options", "disable"})
+
+
+def keras_compile(call: cst.Call) -> bool:
+    """``model.compile("adam", "mse", metrics=[...])``, ``model.compile(optimizer=opt, loss=fn)``:
+    a Keras-like library's own ``compile`` (choosing an optimizer and a loss), not
+    ``nn.Module.compile``: a string given positionally, or a keyword ``torch.compile`` does not take."""
+    return method_call(call, "compile") and (
+        any(a.keyword is None and isinstance(a.value, (cst.SimpleString, cst.ConcatenatedString)) for a in call.args) or
+        any(a.keyword is not None and a.keyword.value not in _TORCH_COMPILE_KEYWORDS for a in call.args))
 
 
 def unfused_in_factory(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:

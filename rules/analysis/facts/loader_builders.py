@@ -18,7 +18,7 @@ from ..syntax.context import RuleContext
 from ..syntax.project import project_calls
 from .cli_defaults import zero_default_flag
 from .kwargs import call_keywords
-from .loaders import is_loader_call
+from .loaders import is_loader_call, keeps_workers
 
 # The settings a builder's loader may leave to its defaults, as ``FunctionFacts.returned_loaders``
 # records them: (line, workers, persistent_workers unset, pin_memory unset, forwarded ``**`` name).
@@ -92,7 +92,7 @@ def returned_loaders(ctx: RuleContext, fn: cst.FunctionDef, returns: list[cst.Ba
             elif stars and call_keywords(ctx, call).opaque:
                 continue
             out.append((line_of(call), _workers(ctx, call, defaults, bool(forwarded)),
-                        _unset(ctx, call, "persistent_workers", bool(forwarded), False),
+                        _unset(ctx, call, "persistent_workers", bool(forwarded), False) and not keeps_workers(ctx, call),
                         _unset(ctx, call, "pin_memory", bool(forwarded), True), forwarded, when))
     return tuple(out)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates
+from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates, worker_keeping_loaders
 from ..syntax.calls import dataloader_arg
 from ..syntax.context import RuleContext
 from ..syntax.project import project_calls, project_listed
@@ -31,6 +31,17 @@ def is_loader_call(ctx: RuleContext, call: cst.Call) -> bool:
     if isinstance(func, cst.Name) and func.value in ctx.fact(loader_subclasses):
         return True
     return ctx.fact(_imports_loaders) and project_listed(ctx, func, "loaders") is not None
+
+
+def keeps_workers(ctx: RuleContext, call: cst.Call) -> bool:
+    """Does ``call`` build a DataLoader subclass of the user's (this module's or another's) that
+    serves every pass from one iterator made once (``model.datasets.worker_keeping_loaders``):
+    its workers start once, as persistent workers would?"""
+    func = call.func
+    if isinstance(func, cst.Name) and func.value in ctx.fact(worker_keeping_loaders):
+        return True
+    return isinstance(func, (cst.Name, cst.Attribute)) and ctx.fact(_imports_loaders) and \
+        project_listed(ctx, func, "kept_loaders") is not None
 
 
 def _imports_loaders(ctx: RuleContext) -> bool:
@@ -114,9 +125,17 @@ def _varying(ctx: RuleContext) -> bool:
         return imported and isinstance(expr, (cst.Name, cst.Attribute)) and \
             project_listed(ctx, expr, "padding_collates") is not None
 
+    def collates(expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+        """A padding function, an instance of a padding collate class (``PadCollate(1)``), or a
+        name bound to one of those (``collate_fn = PadCollate(1)``)."""
+        if pads(expr) or isinstance(expr, cst.Call) and pads(expr.func):
+            return True
+        return isinstance(expr, cst.Name) and any(isinstance(v, cst.Call) and pads(v.func)
+                                                  for v in bound_values(ctx, expr.value, at) or ())
+
     for call in loader_calls(ctx):
         arg = dataloader_arg(call, "collate_fn")
-        if pads(call.func) or arg is not None and pads(arg.value):
+        if pads(call.func) or arg is not None and collates(arg.value, call):
             return True
     # a loader factory of a module that pads (``get_loaders(cfg)`` in data.py)
     return imported and any(pc.facts.builds_loader and pc.module.padding_collates for pc in project_calls(ctx))

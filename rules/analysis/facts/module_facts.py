@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates
+from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates, worker_keeping_loaders
 from ..model.guards import returns_rare
 from ..model.models import (is_model_constructor, library_optimizer_model, loss_classes, module_subclasses,
                             registry_built_model, strip_chain)
@@ -36,6 +36,7 @@ from .loader_builders import returned_loaders
 from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
 from .script_facts import first_use_of
+from .self_training import self_training_methods
 from .to_methods import strict_to_classes
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
@@ -88,6 +89,8 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        strict_to=ctx.fact(strict_to_classes),
                        trainer_classes=exported_classes(ctx, HF_TRAINER) | _reexported(ctx, "trainer_classes"),
                        callback_classes=exported_classes(ctx, HF_CALLBACK) | _reexported(ctx, "callback_classes"),
+                       kept_loaders=ctx.fact(worker_keeping_loaders) | _reexported(ctx, "kept_loaders"),
+                       self_training=self_training_methods(ctx),
                        class_tables=_class_tables(ctx, exported, workload))
 
 

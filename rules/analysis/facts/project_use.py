@@ -16,6 +16,7 @@ from ..syntax.project import (CONV, MATMUL, ModuleFacts, ProjectCall, model_meth
                               project_calls, project_class, project_class_table, project_method, project_model_class,
                               project_module, project_table)
 from .frameworks import framework_trains
+from .self_training import self_trained_models
 
 
 def training_calls(ctx: RuleContext) -> list[ProjectCall]:
@@ -25,10 +26,11 @@ def training_calls(ctx: RuleContext) -> list[ProjectCall]:
 
 
 def program_trains(ctx: RuleContext) -> bool:
-    """Does the program train here: a step loop of this file, a framework's fit, or a call into a
-    training function of another of the user's modules?"""
+    """Does the program train here: a step loop of this file, a framework's fit, a call into a
+    training function of another of the user's modules, or of the training method of a model of
+    theirs that trains itself (``model = WideNet(...)``; ``model.fit(...)``)?"""
     return bool(analysis(ctx).step_loops) or framework_trains(ctx) or bool(training_calls(ctx)) or \
-        bool(ctx.project) and ctx.fact(_runs_a_trainer_subclass)
+        bool(ctx.project) and (ctx.fact(_runs_a_trainer_subclass) or bool(self_trained_models(ctx)))
 
 
 def _runs_a_trainer_subclass(ctx: RuleContext) -> bool:

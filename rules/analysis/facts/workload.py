@@ -86,11 +86,32 @@ def is_patch_embedding(ctx: RuleContext, call: cst.Call) -> bool:
     return ctx.code_for(kernel.value).strip() == ctx.code_for(stride.value).strip()
 
 
+def linear_layer_conv1d(ctx: RuleContext, call: cst.Call) -> bool:
+    """A functional 1-d convolution inside a class built around an ``nn.Linear`` that holds no
+    convolution layer (a LoRA layer merging its adapters with ``F.conv1d(x, w, groups=n)``): a
+    grouped matrix product of a linear layer's own weights, not a convolution over the input."""
+    if not ctx.matches(call.func, {"torch.nn.functional.conv1d"}):
+        return False
+    cls = ctx.enclosing(call, cst.ClassDef)
+    if cls is None:
+        return False
+    calls = [n for n in walk(cls, into_nested=True) if isinstance(n, cst.Call)]
+    return any(ctx.matches(n.func, {"torch.nn.Linear"}) for n in calls) and \
+        not any(ctx.matches(n.func, _CONV_LAYERS) for n in calls)
+
+
+def _no_convolution(ctx: RuleContext, call: cst.Call) -> bool:
+    """A convolution call that does not make a model convolutional: a patch embedding, or a
+    linear layer's grouped product (:func:`linear_layer_conv1d`)."""
+    return is_patch_embedding(ctx, call) or linear_layer_conv1d(ctx, call)
+
+
 def _convolutions(ctx: RuleContext) -> list[cst.Call]:
-    """The convolution layers and calls of the file, patch embeddings left out, in source order."""
+    """The convolution layers and calls of the file, patch embeddings and linear layers' grouped
+    products left out, in source order."""
     order = ctx.preorder()
     return sorted((c for c in ctx.nodes(cst.Call) if ctx.matches(c.func, CONVOLUTIONS) and
-                   not is_patch_embedding(ctx, c)), key=order.__getitem__)
+                   not _no_convolution(ctx, c)), key=order.__getitem__)
 
 
 def convolution(ctx: RuleContext) -> cst.CSTNode | None:
@@ -243,7 +264,7 @@ def _scan(ctx: RuleContext, node: cst.ClassDef | cst.FunctionDef, local: set[str
             called.add(func.value)
         elif isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name) and func.value.value in tables:
             picked.append(tables[func.value.value])
-        elif ctx.matches(func, CONVOLUTIONS) and not is_patch_embedding(ctx, call) or \
+        elif ctx.matches(func, CONVOLUTIONS) and not _no_convolution(ctx, call) or \
                 ctx.matches(func, VISION_ZOOS) and is_model_constructor(ctx, call) or \
                 ctx.project and isinstance(func, (cst.Name, cst.Attribute)) and _imported_conv(ctx, call):
             return None, picked

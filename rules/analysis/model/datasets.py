@@ -119,7 +119,9 @@ def _lookup(expr: cst.BaseExpression, allow_self: bool = False) -> bool:
 
 # Calls that make a batch tensor of a size computed per batch, or pad sequences to the longest.
 _PAD_CALLS = frozenset({"pad_sequence", "pad", "zeros", "ones", "full", "empty", "new_zeros", "new_full",
-                        "new_ones", "new_empty"})
+                        "new_ones", "new_empty",
+                        # the legacy typed constructors (``torch.FloatTensor(n, mels, longest)``)
+                        "FloatTensor", "LongTensor", "IntTensor", "HalfTensor", "Tensor"})
 
 
 def pads_to_longest(fn: cst.FunctionDef) -> bool:
@@ -154,13 +156,16 @@ def _measures(call: cst.Call) -> bool:
 
 def padding_collates(ctx: RuleContext) -> frozenset[str]:
     """Module-level functions that pad each batch to its longest item (:func:`pads_to_longest`),
-    and DataLoader subclasses of the module that collate with one (``self.collate_fn = f``,
-    ``collate_fn=f`` to the base class)."""
+    collate classes whose ``__call__`` does (``collate_fn=PadCollate(...)``), and DataLoader
+    subclasses of the module that collate with one (``self.collate_fn = f``, ``collate_fn=f`` to
+    the base class)."""
     src = ctx.source
     if "pad_sequence" not in src and not ("max(" in src and any(w in src for w in ("zeros", "ones(", "full(", "empty(",
-                                                                                     "pad(", "new_"))):
+                                                                                     "pad(", "new_", "Tensor("))):
         return frozenset()
     fns = {s.name.value for s in ctx.module.body if isinstance(s, cst.FunctionDef) and pads_to_longest(s)}
+    fns |= {s.name.value for s in ctx.module.body if isinstance(s, cst.ClassDef) and
+            any(isinstance(m, cst.FunctionDef) and m.name.value == "__call__" and pads_to_longest(m) for m in s.body.body)}
     out = set(fns)
     for cls in ctx.module.body:
         if isinstance(cls, cst.ClassDef) and cls.name.value in ctx.fact(loader_subclasses):
@@ -172,3 +177,54 @@ def padding_collates(ctx: RuleContext) -> frozenset[str]:
                 if value is not None and dotted_name(value) in fns:
                     out.add(cls.name.value)
     return frozenset(out)
+
+
+def worker_keeping_loaders(ctx: RuleContext) -> frozenset[str]:
+    """Module-level DataLoader subclasses that make one iterator over themselves for their whole
+    life and serve every pass from it: a method stores ``super().__iter__()`` in an attribute and ``__iter__`` draws from that attribute with ``next()``
+    (the "infinite loader" whose batch sampler repeats forever), or a subclass of such a class
+    that keeps its ``__iter__``. Its worker processes start once, as persistent workers would."""
+    if "DataLoader" not in ctx.source or "__iter__" not in ctx.source:
+        return frozenset()
+    classes = {c.name.value: c for c in ctx.module.body if isinstance(c, cst.ClassDef)}
+    loaders = {name for name, cls in classes.items() if any(ctx.matches(b.value, DATALOADERS) for b in cls.bases)}
+    for _ in range(3):
+        loaders |= {name for name, cls in classes.items()
+                    if any(dotted_name(b.value) in loaders for b in cls.bases)}
+    found = {name for name in loaders if _keeps_one_iterator(classes[name])}
+    for _ in range(3):
+        found |= {name for name in loaders if name not in found and _own_iter(classes[name]) is None and
+                  any(dotted_name(b.value) in found for b in classes[name].bases)}
+    return frozenset(found)
+
+
+def _own_iter(cls: cst.ClassDef) -> cst.FunctionDef | None:
+    return next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__iter__"), None)
+
+
+def _keeps_one_iterator(cls: cst.ClassDef) -> bool:
+    own = _own_iter(cls)
+    if own is None:
+        return False
+    stored: set[str] = set()
+    for method in (s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s is not own):
+        for node in walk(method.body):
+            if isinstance(node, cst.Assign) and _base_iterator(node.value):
+                stored |= {name for t in node.targets if (name := dotted_name(t.target)) and name.startswith("self.")}
+    if not stored:
+        return False
+    drawn = any(isinstance(n, cst.Call) and dotted_name(n.func) == "next" and n.args and
+                dotted_name(n.args[0].value) in stored for n in walk(own.body))
+    # ``__iter__`` must not make a new iterator of the base class each time it is called
+    fresh = any(isinstance(n, cst.Call) and _base_iterator(n) for n in walk(own.body))
+    return drawn and not fresh
+
+
+def _base_iterator(value: cst.BaseExpression) -> bool:
+    """``super().__iter__()``, ``DataLoader.__iter__(self)``: a new iterator of the base class."""
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Attribute) or \
+            value.func.attr.value != "__iter__":
+        return False
+    inner = value.func.value
+    return isinstance(inner, cst.Call) and dotted_name(inner.func) == "super" or \
+        bool(value.args) and dotted_name(value.args[0].value) == "self"

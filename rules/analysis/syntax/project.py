@@ -125,6 +125,12 @@ class ModuleFacts:
     # through its own or its imports' classes (``facts.framework_hooks``)
     trainer_classes: frozenset[str] = frozenset()
     callback_classes: frozenset[str] = frozenset()
+    # its DataLoader subclasses that keep one iterator (and so their workers) for their whole life
+    # (``model.datasets.worker_keeping_loaders``)
+    kept_loaders: frozenset[str] = frozenset()
+    # ``Class.method`` of its model classes whose own method runs a training loop over the model
+    # (a Keras-like ``fit``), inherited and re-exported too (``facts.self_training``)
+    self_training: frozenset[str] = frozenset()
     # tables of model classes its classes hold in an attribute (``self.model_dict = {"A": A, ...}``
     # in ``Exp_Basic.__init__``), by ``Class.attr``: what one of them computes (MATMUL when one of
     # the classes does, CONV when every one does) and the classes' names
@@ -140,6 +146,7 @@ class ModuleFacts:
                 "padding_collates": sorted(self.padding_collates), "conv_models": sorted(self.conv_models),
                 "resolved_models": sorted(self.resolved_models), "strict_to": sorted(self.strict_to),
                 "trainer_classes": sorted(self.trainer_classes), "callback_classes": sorted(self.callback_classes),
+                "kept_loaders": sorted(self.kept_loaders), "self_training": sorted(self.self_training),
                 "class_tables": {k: [list(v[0]), list(v[1])] for k, v in sorted(self.class_tables.items())}}
 
     @classmethod
@@ -158,6 +165,8 @@ class ModuleFacts:
                    strict_to=frozenset(doc.get("strict_to", ())),
                    trainer_classes=frozenset(doc.get("trainer_classes", ())),
                    callback_classes=frozenset(doc.get("callback_classes", ())),
+                   kept_loaders=frozenset(doc.get("kept_loaders", ())),
+                   self_training=frozenset(doc.get("self_training", ())),
                    class_tables={k: (tuple(v[0]), tuple(v[1])) for k, v in doc.get("class_tables", {}).items()})
 
     def batch_methods(self) -> set[str]:

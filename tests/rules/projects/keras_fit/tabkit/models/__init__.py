@@ -1,0 +1,2 @@
+from .seqconv import FieldConv
+from .wide import WideNet
