@@ -103,9 +103,8 @@ class NoCompile(Rule):
         "model a factory of those modules returns (`model, optimizer = get_model(args)`, `encoder, "
         "predictor = init_model(...)`) that the script calls in its step loop or hands to an "
         "optimizer factory (`get_optimizer(cfg, model.parameters())`, `init_opt(encoder, "
-        "predictor)`), and reported where it is built or handed to training, naming the trainer or "
-        "the factory. A compile inside a "
-        "function or class of those modules that the script calls (`self.model = "
+        "predictor)`), and reported where it is built or handed to training, naming the trainer or the factory. "
+        "A compile inside a function or class of those modules that the script calls (`self.model = "
         "torch.compile(model)` in the Trainer) counts. A model that a module imported by the script "
         "is handed (a parameter of the function building its optimizer, or `self.model = model` in "
         "`__init__`) and neither builds, moves nor hands to an Accelerator that could compile it is "
@@ -249,8 +248,7 @@ class NoCompile(Rule):
         yield from framework_findings(ctx, self.code)
         seen: set[str] = set()
         models = [whole_model(ctx, m) for m in trained_models(ctx)]
-        traced = {m.name for m in models}
-        models += [m for m in prepared_pretrained_models(ctx) if m.name not in traced]
+        models += [m for m in prepared_pretrained_models(ctx) if m.name not in {t.name for t in models}]
         parts = _submodules_by_optimizer(ctx, models)
         for model in models:
             if model.name in seen or not is_script(ctx) and handed_in(ctx, model) and \
