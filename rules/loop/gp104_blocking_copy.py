@@ -235,6 +235,8 @@ def _placing_call(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: 
     if isinstance(func, cst.Attribute) and not ctx.matches(func, {"torch.*"}):
         if func.attr.value in ("to", "cuda"):
             return False
+        if func.attr.value in _SAME_PLACE:  # ``x.float()``: where ``x`` is, not a loader's method
+            return _placed(ctx, ta, func.value, loop, depth + 1)
         owner = dotted_name(func.value)
         if owner is not None and func.attr.value not in ("__getitem__",):
             values = [v for bound, v in ta.assignments() if bound == owner]
@@ -249,8 +251,8 @@ def _placing_call(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: 
 def _passes_device(ctx: RuleContext, call: cst.Call) -> bool:
     """A call given a device that is not the CPU (``device=device``, ``make_batches(n, device)``):
     what it builds or returns lives there. Not torch's own calls (a DataLoader takes no device)."""
-    if ctx.matches(call.func, {"torch.*"}):
-        return False
+    if ctx.matches(call.func, {"torch.*"}) or method_call(call, "to", "cuda"):
+        return False  # (``x = x.float().to(device)`` is the copy itself, not a source built with a device)
     for arg in call.args:
         if arg.star:
             continue
