@@ -14,7 +14,7 @@ from ..analysis.facts.to_methods import no_fix_reason
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.eval_loops import loop_data
 from ..analysis.model.host_data import (
-    built_on_host, cuda_tensor_type, host_tensor_name, in_cpu_branch, is_tokenizer_output,
+    built_on_host, cuda_tensor_type, host_tensor_name, in_cpu_branch, is_tokenizer_output, made_on_host_by_step,
 )
 from ..analysis.model.step_code import BatchData, device_kind
 from ..analysis.model.tensors import mentions
@@ -61,6 +61,22 @@ def _from_host_array(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
         get_arg(receiver, "device") is None and not any(a.star for a in receiver.args)
 
 
+# GP105's factories (``torch.zeros(n).to(device)``): created, not copied data.
+_CREATED = frozenset(f"torch.{n}" for n in (
+    "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor", "zeros_like", "ones_like",
+    "empty_like", "full_like", "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like"))
+
+
+def _created_here(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
+    """A tensor the step creates on the host and moves (GP105 reports it, one finding per line): a
+    torch factory (through casts and views) or a tensor over values the step computed with numpy."""
+    base = receiver
+    while method_call(base, *_SAME_PLACE):
+        base = base.func.value  # type: ignore[attr-defined]
+    return isinstance(base, cst.Call) and ctx.is_call_to(base, _CREATED) and get_arg(base, "device") is None or \
+        made_on_host_by_step(ctx, receiver)
+
+
 def _preloaded_slice(ctx: RuleContext, expr: cst.BaseExpression, moving: set[str]) -> str | None:
     """``tokens[:, i:i + n]``: a slice, by something that changes every step (``moving``), of a
     tensor built in host memory outside the step (at module level, or in the function before
@@ -102,7 +118,15 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
         if batch.holds(receiver):
             return "batch", (None if is_tokenizer_output(ta, receiver) else batch.is_tensor(receiver))
         name = _preloaded_slice(ctx, receiver, moving)
-        return (f"preloaded {name}", True) if name else None
+        if name:
+            return f"preloaded {name}", True
+        fn = ctx.enclosing(call, cst.FunctionDef)
+        if fn is None or not ctx.is_inside(loop, fn):
+            return None
+        # A loop inside a per-step helper over micro-batches of the batch it is handed (``for i in
+        # range(0, len(batch), mb): batch[i:i + mb].to(dev)``, the batch from ``next(self.data)``)
+        passed = _passed_batch(ta, fn, receiver, batch_data)
+        return None if passed == "no" else ("batch", passed)  # type: ignore[return-value]
     # In a helper called per step (``get_batch()``, ``self.train_step(batch)``): a batch the
     # step loop passes in, a tensor built there, or a slice of a preloaded one.
     fn = ctx.enclosing(call, cst.FunctionDef)
@@ -453,6 +477,8 @@ class BlockingCopy(Rule):
                 continue
             if moved_before(ctx, call.func.value, call):  # type: ignore[attr-defined]
                 continue  # a field of an object the step already moved (``g = g.to(device)``): a no-op
+            if _created_here(ctx, call.func.value):  # type: ignore[attr-defined]
+                continue  # created on the host by the step itself, then moved: GP105's
             loop = ta.every_step_loop(call) or loader_while(ctx, ta, call)
             if loop is None and not in_cpu_branch(ctx, call):
                 finding = in_step_function(ctx, ta, call, transformers)
