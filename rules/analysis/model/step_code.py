@@ -52,6 +52,29 @@ def zeroes_grads(node: cst.CSTNode) -> bool:
     return False
 
 
+def fills_grads(fn: cst.FunctionDef) -> bool:
+    """Does ``fn`` fill gradients with zeros by hand (``for p in params: if p.grad is not None:
+    p.grad.detach_(); p.grad.zero_()``, ``p.grad.data.zero_()``, ``p.grad.fill_(0)``) and never set
+    one to None or call ``zero_grad()``: a hand-written ``zero_grad(set_to_none=False)``?"""
+    fills = False
+    for node in walk(fn.body):
+        if method_call(node, "zero_grad") or isinstance(node, cst.Assign) and zeroes_grads(node):
+            return False
+        if isinstance(node, cst.Call) and method_call(node, "zero_", "fill_", "mul_") and _grad_receiver(node):
+            assert isinstance(node.func, cst.Attribute)
+            if node.func.attr.value == "zero_" or \
+                    len(node.args) == 1 and literal_value(node.args[0].value) in (0, 0.0):
+                fills = True
+    return fills
+
+
+def _grad_receiver(call: cst.Call) -> bool:
+    recv = call.func.value  # type: ignore[attr-defined]
+    while isinstance(recv, cst.Attribute) and recv.attr.value == "data":
+        recv = recv.value
+    return isinstance(recv, cst.Attribute) and recv.attr.value == "grad"
+
+
 # ---- devices and batch data ---------------------------------------------------------------
 _DEVICE_NAMES = ("device", "dev", "rank", "local_rank", "gpu", "gpu_id", "device_id")
 
