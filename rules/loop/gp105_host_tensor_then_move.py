@@ -144,8 +144,7 @@ class HostTensorThenMove(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
         if not (ta.step_loops or ta.eval_loops or project_runs(ctx).step_callers or
-                framework_config(ctx).lightning_modules or framework_step_methods(ctx) or
-                module_forwards(ctx)) or cpu_only(ctx):
+                framework_config(ctx).lightning_modules or framework_step_methods(ctx)) or cpu_only(ctx):
             return
         for move in ctx.nodes(cst.Call):
             if cuda_tensor_type(ctx, move.func) and _host_data_argument(ctx, ta, move):
@@ -178,7 +177,7 @@ class HostTensorThenMove(Rule):
                 continue  # ``torch.zeros_like(y)`` of a tensor the step already moved: made on the device
             loop = ta.every_step_loop(move)
             caller = ta.every_step_caller(move) or hook_caller(ta, move, framework_step_methods(ctx)) or \
-                ta.caller_from(move, module_forwards(ctx)) if loop is None else None
+                ta.caller_from(move, module_forwards(ctx)) or _step_function(ta, move) if loop is None else None
             if caller is not None and caller.line:  # another module's loop
                 yield Finding(move, f"tensor built on the CPU and copied to the device on every {caller.kind} "
                                     f"({caller.where} calls `{caller.function}` on each one; a synchronous "
@@ -219,7 +218,7 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
         # ``training_step`` -> ``self(x)`` -> a submodule; a Trainer subclass's ``compute_loss``;
         # a module's ``forward``
         caller = ta.caller_from(move, {**lightning_step_methods(ctx), **framework_step_methods(ctx)}) or \
-            ta.caller_from(move, module_forwards(ctx))
+            ta.caller_from(move, module_forwards(ctx)) or _step_function(ta, move)
     if loop is None and caller is None:
         return None
     factory = host_origin(ctx, move.func.value, move, loose_default_type=caller is not None)  # type: ignore[attr-defined]
@@ -358,20 +357,36 @@ def _host_data_argument(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) 
     return False
 
 
+def _step_function(ta: TrainingAnalysis, node: cst.CSTNode) -> StepCaller | None:
+    """``def learn(self, mem): ...; loss.backward(); self.optimiser.step()`` called from no loop of
+    this file (another module's loop runs it): one call is one training step, and so is ``node``
+    in it (under no periodic guard)."""
+    fn = ta.ctx.enclosing(node, cst.FunctionDef)
+    if fn is None or ta.calls_of(fn) or ta.guard_of(node) is not None or not ta.steps_each_call(fn):
+        return None
+    return StepCaller(fn.name.value, "", 0, "training step")
+
+
 def _per_call(caller: StepCaller) -> str:
     """What one run of the code is, for a message: "training step (train.py:42 calls `f` on each
     one)", or "forward pass of `Net` (every call of the module)"."""
     if caller.kind == "forward pass":
         return f"forward pass of `{caller.function.split('.')[0]}` (every call of the module)"
+    if not caller.path:
+        return f"{caller.kind} (`{caller.function}` runs one)"
     return f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
 
 
 def module_forwards(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
-    """The ``forward`` methods of the file's ``nn.Module`` subclasses: what they run, every call of
-    the module runs (every step of whatever trains or evaluates it)."""
+    """The ``forward`` methods of the file's ``nn.Module`` subclasses, in a file that also trains or
+    evaluates (a library's base model with its own ``fit`` loop): what they run, every call of the
+    module runs, every step. (A module file without a loop is left to its importers' loops.)"""
     def compute(c: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
-        classes = module_subclasses(c)
         out: dict[cst.FunctionDef, StepCaller] = {}
+        ta = analysis(c)
+        if not (ta.step_loops or ta.eval_loops):
+            return out
+        classes = module_subclasses(c)
         for cls in c.nodes(cst.ClassDef):
             if cls.name.value not in classes:
                 continue
@@ -424,7 +439,24 @@ def host_batch_value(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode
            expr.value in {t for tg in (n.targets if isinstance(n, cst.Assign) else [n]) for t in
                           target_names(tg.target)} and not ctx.is_inside(at, n) for n in walk(loop.body)):
         return False
-    return analysis(ctx).is_dataloader(_unwrapped(loop.iter))
+    return analysis(ctx).is_dataloader(_unwrapped(loop.iter)) or _copies_its_fields(ctx, loop)
+
+
+def _copies_its_fields(ctx: RuleContext, loop: cst.For) -> bool:
+    """Does the loop copy fields of its batch to the device itself (``x = x.float().to(device)``)?
+    Then its batches come from the host."""
+    fields = target_names(loop.target)
+    for node in walk(loop.body):
+        if isinstance(node, cst.Call) and method_call(node, "to", "cuda"):
+            dev = get_arg(node, "device", 0)
+            if method_call(node, "to") and (dev is None or device_kind(ctx, dev.value) not in ("cuda", "unknown")):
+                continue
+            base = node.func.value  # type: ignore[attr-defined]
+            while method_call(base, *_SAME_PLACE):
+                base = base.func.value  # type: ignore[attr-defined]
+            if isinstance(base, cst.Name) and base.value in fields:
+                return True
+    return False
 
 
 def _unwrapped(it: cst.BaseExpression) -> cst.BaseExpression:
