@@ -146,7 +146,7 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
 
 
 def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseExpression,
-                  batch_data: Callable[[cst.For | cst.While], BatchData]) -> bool | None | str:
+                  batch_data: Callable[[cst.For | cst.While], BatchData], depth: int = 0) -> bool | None | str:
     """``def train_step(batch): batch.cuda()`` called as ``train_step(b)`` from step loops with
     their batch data: whether that is provably a tensor (True/False, None when known not to be
     one); the string "no" when it is not a batch the loops pass in."""
@@ -168,6 +168,18 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
     passed = False
     for arg in args:
         loop = ta.step_loop_of(arg)
+        if (loop is None or not ta.ctx.is_inside(arg, loop)) and depth < 2 and isinstance(arg, cst.Name):
+            # ``run_step(batch)`` handing its own parameter on to ``forward_backward(batch)``
+            outer = ta.ctx.enclosing(arg, cst.FunctionDef)
+            if outer is not None and outer is not fn and arg.value in {p.name.value for p in outer.params.params}:
+                handed = _passed_batch(ta, outer, arg, batch_data, depth + 1)
+                if handed != "no":
+                    passed = True
+                    if handed is None:
+                        tensor = None
+                    elif handed is False and tensor is True:
+                        tensor = False
+                continue
         if loop is None or not ta.ctx.is_inside(arg, loop) or not batch_data(loop).holds(arg):
             continue  # another caller's argument: the copy still runs on every step of this one
         passed = True

@@ -77,6 +77,8 @@ def _grad_receiver(call: cst.Call) -> bool:
 
 # ---- devices and batch data ---------------------------------------------------------------
 _DEVICE_NAMES = ("device", "dev", "rank", "local_rank", "gpu", "gpu_id", "device_id")
+# functions that return the device to use (called with no arguments)
+_DEVICE_GETTERS = ("dev", "device", "get_device", "current_device", "default_device", "get_default_device")
 
 
 def device_kind(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
@@ -94,6 +96,9 @@ def device_kind(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
         return None
     if isinstance(expr, cst.Call) and ctx.matches(expr.func, {"torch.device"}):
         return device_kind(ctx, expr.args[0].value) or "unknown" if expr.args else None
+    if isinstance(expr, cst.Call) and not expr.args:  # ``dist_util.dev()``, ``torch.cuda.current_device()``
+        called = (dotted_name(expr.func) or "").rsplit(".", 1)[-1].lower()
+        return "unknown" if called in _DEVICE_GETTERS else None
     name = dotted_name(expr)
     if name is None:
         return None
