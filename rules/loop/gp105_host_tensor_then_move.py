@@ -408,7 +408,8 @@ def tensor_target(ctx: RuleContext, ta: TrainingAnalysis, target: cst.BaseExpres
         return True
     loop = ctx.enclosing(at, cst.For)
     while loop is not None:  # a field of the batch a DataLoader loop yields (default collate: a tensor)
-        if name in target_names(loop.target) and ta.is_dataloader(_unwrapped(loop.iter)):
+        if name in target_names(loop.target) and (ta.is_dataloader(_unwrapped(loop.iter)) or
+                                                  _copies_its_fields(ctx, loop)):
             return True
         loop = ctx.enclosing(loop, cst.For)
     scope = ctx.enclosing(at, cst.FunctionDef) or ctx.module

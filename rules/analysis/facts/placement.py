@@ -54,15 +54,15 @@ def _moved_name(ctx: RuleContext, name: cst.Name, at: cst.CSTNode, depth: int) -
 
 
 def _kept_on_device(ctx: RuleContext, assign: cst.Assign, name: str, depth: int) -> bool:
-    """``y = y[:, -n:]``, ``y = y.float()``, ``y = y[:, -n:].to(device)``: a slice, view or cast of
-    ``name`` (or a copy of one to the device), where ``name`` held the device copy before."""
+    """``y = y[:, -n:]``, ``y = y.float()``, ``y = y[:, -n:].to(device)``, ``w = y.transpose(1, 2)``: a
+    slice, view or cast of a name (or a copy of one to the device) that held a device copy there."""
     if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
         return False
     value = assign.value
     if isinstance(value, cst.Call) and method_call(value, "to", "cuda") and _to_device(ctx, value):
         value = value.func.value  # type: ignore[attr-defined]
     root = _same_place_root(value)
-    return root is not None and root.value == name and _moved_name(ctx, root, assign, depth + 1)
+    return root is not None and _moved_name(ctx, root, assign, depth + 1)
 
 
 def _same_place_root(expr: cst.BaseExpression) -> cst.Name | None:
