@@ -91,8 +91,24 @@ class HostTensorThenMove(Rule):
         "`generator=`, `out=`, `pin_memory=` or `layout=` are reported without a fix.",
         "Only code that runs per step is checked: in a recognised step loop (also through a "
         "module's `forward` that its instances' calls run: `self.mask(x)` after `self.mask = "
-        "Masking()`), or in what a LightningModule's `training_step`/`validation_step`/`test_step` "
-        "runs; CPU-only programs are not.",
+        "Masking()`), in what a LightningModule's `training_step`/`validation_step`/`test_step` "
+        "runs, in a function that runs a whole training step (a backward and an optimizer step) and "
+        "that no loop of the file calls (`agent.learn()` driven from another module), or in the "
+        "`forward` of an `nn.Module` of a file that also trains or evaluates (a library's base "
+        "model with its own `fit` loop); CPU-only programs are not.",
+        "A move is a `.to(device)`/`.cuda()`, or a `.to(other)`/`.type_as(other)` whose target is a "
+        "tensor by clear evidence (a tensor by the training model, a field of a loop's batch, or a "
+        "name the function reads as one: `other.shape`, `other.size()`); such a move also takes "
+        "`other`'s dtype, so it gets no fix. `.to(dtype)` and names of dtypes are not moves.",
+        "Where GP104 and GP105 split (one finding per line): a tensor the step creates is GP105's, "
+        "including `torch.from_numpy(a)`/`torch.as_tensor(a)` of values the same function computes "
+        "with numpy (`a = np.random.choice(n, size=b, p=p)`, arithmetic over it), reported without a "
+        "fix (torch calls on the device, `torch.randint`/`torch.multinomial`, replace the numpy "
+        "ones); a loader's batch or a collate's numpy arrays are data, GP104's.",
+        "`torch.zeros_like(t)` is where `t` is: host only when `t` is known to be (a host factory, or "
+        "a field of a loop's batch that this function leaves on the host: the loop iterates a "
+        "DataLoader or copies its other fields itself); `torch.cat`/`stack` of such slices and a "
+        "host factory is host. A `_like` of a tensor the function already moved is not reported.",
         "A legacy CUDA tensor type called with host data (`torch.cuda.FloatTensor(np_array)`, "
         "also through `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`) is "
         "reported without a fix; called with sizes it allocates on the device and is fine.",
