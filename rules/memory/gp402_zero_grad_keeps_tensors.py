@@ -48,7 +48,8 @@ class ZeroGradKeepsTensors(Rule):
         "https://docs.pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("grad",)  # ``zero_grad``, and a helper of the user's that zeroes ``p.grad`` (``clear_grads``)
+    # ``zero_grad``; a helper of the user's that zeroes ``p.grad`` is called where a step runs
+    keywords = ("grad", "backward", ".step(")
 
     examples = [
         Valid(dedent("""
