@@ -44,12 +44,25 @@ _CREATED = frozenset(f"torch.{n}" for n in (
     "empty_like", "full_like", "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like"))
 
 
+_LEGACY = frozenset(f"torch.{n}Tensor" for n in ("", "Long", "Float", "Int", "Byte", "Bool", "Double", "Half"))
+
+
 def _created_here(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
     """A tensor the step creates on the host and moves (GP105 reports it, one finding per line): a
     torch factory (through casts and views) or a tensor over values the step computed with numpy."""
     base = receiver
     while method_call(base, *SAME_PLACE):
         base = base.func.value  # type: ignore[attr-defined]
+    if isinstance(base, cst.Name):  # ``if not torch.is_tensor(v): v = torch.Tensor([v])`` then ``v.to(dev)``
+        fn = ctx.enclosing(base, cst.FunctionDef)
+        order = ctx.preorder()
+        here = order.get(base, 0)
+        return fn is not None and any(
+            isinstance(a, cst.Assign) and order.get(a, 0) < here and isinstance(a.value, cst.Call) and
+            (ctx.is_call_to(a.value, _CREATED) or ctx.matches(a.value.func, _LEGACY)) and
+            get_arg(a.value, "device") is None and
+            any(isinstance(t.target, cst.Name) and t.target.value == base.value for t in a.targets)
+            for a in walk(fn.body))
     return isinstance(base, cst.Call) and ctx.is_call_to(base, _CREATED) and get_arg(base, "device") is None or \
         made_on_host_by_step(ctx, receiver)
 
