@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.facts.placement import moved_before
 from ..analysis.model.host_data import cuda_tensor_type
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.training import TrainingAnalysis
@@ -32,6 +33,9 @@ def host_to_device_copy(ctx: RuleContext, call: cst.Call) -> bool:
         arg = get_arg(call, "dtype", 0)
         return len(call.args) == 1 and arg is not None and cuda_tensor_type(ctx, arg.value)
     dev = get_arg(call, "device", 0)
+    if dev is not None and device_kind(ctx, dev.value) is None and len(call.args) == 1 and \
+            dev.keyword is None and moved_before(ctx, dev.value, call):
+        return True  # ``y.to(x)`` with ``x`` a tensor this function moved to the device: a move there
     if dev is None or device_kind(ctx, dev.value) in (None, "cpu"):
         return False
     # .to(device) or .to(device, dtype) / .to(device, dtype=...); not .to(other_tensor) or copy=

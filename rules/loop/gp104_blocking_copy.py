@@ -238,7 +238,8 @@ class BlockingCopy(Rule):
         "parameter, a method's result) stays GP104's: only its copy can be made asynchronous.",
         "A copy is recognised only when its target looks like a device (a `\"cuda\"` literal, "
         "`torch.device(...)`, a name such as `device` or `local_rank`, or a getter called with no "
-        "arguments: `dist_util.dev()`, `torch.cuda.current_device()`), or is a legacy CUDA "
+        "arguments: `dist_util.dev()`, `torch.cuda.current_device()`; or a tensor the function "
+        "already moved there: `masks.to(images)` after `images = images.to(device)`), or is a legacy CUDA "
         "tensor type (`x.type(torch.cuda.FloatTensor)`, also through a name bound to one).",
         "Batches their source already put on the device are not reported: the loop's iterable, the "
         "object whose `next_batch()` returns them or the helper that returns them is built or called "
