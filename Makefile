@@ -8,7 +8,7 @@ TORCH  := torch==2.13.0
 PYTEST_ARGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: demo test test-loaded browser screenshot lint docs bench-lint bench-lint-mixed bench realcorpus realcorpus3 realcorpus4 realcorpus5 gpu-proof gpu-wheels clean
+.PHONY: demo test test-loaded browser screenshot lint docs bench-lint bench-lint-mixed bench realcorpus realcorpus3 realcorpus4 realcorpus5 realcorpus6 realcorpus7 gpu-proof gpu-wheels clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -115,6 +115,13 @@ realcorpus4: $(VENV)/.test
 # corpus5 is the third held-out set (14 projects outside CANDIDATES.tsv, labelled blind after corpus4 became a development set).
 realcorpus5: $(VENV)/.test
 	$(BIN)/python benchmarks/realcorpus/score.py --sets corpus5 $(BENCH_ARGS)
+# corpus6 is the fourth held-out set (16 more projects outside CANDIDATES.tsv and corpus1-5, labelled blind after corpus5 became a development set).
+realcorpus6: $(VENV)/.test
+	$(BIN)/python benchmarks/realcorpus/score.py --sets corpus6 $(BENCH_ARGS)
+# corpus7 is the fifth held-out set (14 popular projects outside CANDIDATES.tsv and corpus1-6, labelled blind by an
+# engineer who changed no rule): it judges whether the session's fixes generalise; never tune rules on its lines.
+realcorpus7: $(VENV)/.test
+	$(BIN)/python benchmarks/realcorpus/score.py --sets corpus7 $(BENCH_ARGS)
 
 # The proof on a CUDA machine (issue 23, docs/benchmarks.md "GPU proof"): resumable stages into
 # GPU_PROOF_OUT; a machine without the project installs it from .whl/ (no network).

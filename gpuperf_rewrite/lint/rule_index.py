@@ -3,6 +3,7 @@ Do not edit. Code -> (name, enabled by default), and the rule modules it was mad
 (see ``registry.rule_table``)."""
 
 MODULES = (
+    'analysis/facts/arg_reads.py',
     'analysis/facts/bound_values.py',
     'analysis/facts/builders.py',
     'analysis/facts/cli_defaults.py',
@@ -37,6 +38,7 @@ MODULES = (
     'analysis/model/guards.py',
     'analysis/model/host_data.py',
     'analysis/model/models.py',
+    'analysis/model/periods.py',
     'analysis/model/reaching.py',
     'analysis/model/step_code.py',
     'analysis/model/tensors.py',

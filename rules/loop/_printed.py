@@ -204,8 +204,8 @@ def _read_from_tensor(ctx: RuleContext, ta: TrainingAnalysis, part: cst.BaseExpr
         return "direct"
     fn = ctx.enclosing(call, cst.FunctionDef)
     for node in [part, *walk(part, into_nested=True)]:
-        if not isinstance(node, cst.Name):
-            continue
+        if not isinstance(node, cst.Name) or _attribute_name(ctx, node):
+            continue  # ``meter.avg`` reads the meter's field, not a variable ``avg``
         last = reaching_assignment(ctx, node.value, call)
         if last is not None:  # ``logs = reduce(logs)``: what the print formats is what that returned
             if _reads_tensor(ta, last.value) and ta.every_step_loop(last) is not None:
@@ -216,6 +216,12 @@ def _read_from_tensor(ctx: RuleContext, ta: TrainingAnalysis, part: cst.BaseExpr
                     ta.every_step_loop(stmt) is not None:
                 return "name"
     return None
+
+
+def _attribute_name(ctx: RuleContext, name: cst.Name) -> bool:
+    """The ``avg`` of ``meter.avg``: an attribute, not a variable of that name."""
+    parent = ctx.parent(name)
+    return isinstance(parent, cst.Attribute) and parent.attr is name
 
 
 def _host_by_now(ctx: RuleContext, part: cst.BaseExpression, call: cst.Call) -> bool:

@@ -15,8 +15,11 @@ from ..analysis.facts.framework_hooks import (framework_step_methods, hook_calle
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
-from ..analysis.syntax.calls import dotted_name, method_call, target_names
+from ..analysis.syntax.calls import dotted_name, method_call
 from ._accumulator_fix import accumulator_fix
+from ._helper_reads import helper_read_finding, helper_reads, read_of_argument
+from ._host_output import feeds_host_output
+from ._host_stores import host_store_finding, stores_to_host
 from ._host_tensors import host_tensor
 from ._across_modules import PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
@@ -71,11 +74,14 @@ class SyncInLoop(Rule):
         "inside `on_evaluate` is an eval loop).",
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
         "the read or at a call site of the function holding it, are not reported; the periodic test "
-        "may be held in a variable (`is_log_step = step % cfg.log_every == 0`), a method or property of "
+        "may be held in a variable (`is_log_step = step % cfg.log_every == 0`), also or-ed with the end of an "
+        "epoch on a counter of the loop and chained (`last = i + 1 == n`, `show = i % k == 0 or last`, "
+        "`record = i % m == 0 or show`), a method or property of "
         "the class (`if self._should_log(step):`), a function of this file or a method of the user's other "
         "modules (`if metrics.should_log(step):`), or be an early exit before the read (`if not should_log: "
         "return`, `if step % k: continue`). A rank check (`if rank == 0:`, `if master_process:`) is no "
-        "guard: that rank reads on every step (a period that "
+        "guard: that rank reads on every step, nor is a period or-ed with one, with `True` or with a test of the "
+        "data (`or torch.isnan(loss)`) (a period that "
         "is 1 by default, `log_period=1`, and that no call in the file sets, is no guard); "
         "loops that run a few iterations (`range(min(4, n))`, `xs[:8]`, a `break` once the "
         "counter reaches a small number) are no eval loops; CPU-only "
@@ -97,8 +103,15 @@ class SyncInLoop(Rule):
         "a `flag or` whose branch sets the flag. "
         "`math.isfinite`/`isnan`/`isinf` of a tensor (or of a loss name bound to a `sum(...)` of a "
         "dict's values) and `loss.data[0]` (the pre-0.4 spelling of `.item()`) are host reads too.",
-        "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`, a helper from "
-        "another module, reported in that module) are not seen here; printing a tensor is GP102's business. A "
+        "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`) are not seen; a helper of another "
+        "module that reads its parameter on every call is reported in that module. A helper (of this file or "
+        "the user's other modules) that reads the tensors it is handed only when it is handed tensors (a "
+        "logger's `update(**kwargs)` converting each tensor value with `.item()`, `float(v)` under "
+        "`isinstance(v, torch.Tensor)`) is reported at the per-step call when the call passes a tensor or a dict "
+        "of losses, and not when it passes Python numbers; the callee is found through its name, a constructor "
+        "bound to the receiver in the same function (or to `self.x`), or a unique method name. A device value "
+        "stored into a tensor made without `device=` (`losses = torch.zeros(n)` then `losses[k] = "
+        "loss_fn(...)`) is an implicit copy to the host and is reported; printing a tensor is GP102's business. A "
         "read of a collective's result that is only logged (`accelerator.gather(loss).mean().item()`) is "
         "reported without a fix: GP106 reports the collective, and one change (reduce and read when logging) "
         "removes both.",
@@ -110,7 +123,8 @@ class SyncInLoop(Rule):
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
         "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html",
     )
-    keywords = (".item(", ".tolist(", ".cpu(", ".numpy(", "float(", "int(", "isfinite", "isnan", "isinf", ".data[")
+    keywords = (".item(", ".tolist(", ".cpu(", ".numpy(", "float(", "int(", "isfinite", "isnan", "isinf", ".data[",
+                "zeros(", "empty(", ".update(")
 
     examples = [
         Valid(dedent("""
@@ -184,7 +198,7 @@ class SyncInLoop(Rule):
                 if hooks and step_hook(ctx, call) is not None:
                     yield from _in_step_hook(ctx, call, what)
                 elif (caller := ta.every_step_caller(call) or hook_caller(ta, call, framework)) is not None and \
-                        not under_rare_switch(ctx, call):
+                        not under_rare_switch(ctx, call) and not read_of_argument(ctx, call):
                     yield _from_elsewhere(ctx, call, what, caller)
                 continue
             snippet = ctx.code_for(call)
@@ -201,6 +215,11 @@ class SyncInLoop(Rule):
                 f"queued work (host-device sync); {advice}",
                 fix if fix is not None else NoFix(_HOST_USE),
             )
+
+        for found in helper_reads(ctx, ta):
+            yield helper_read_finding(ctx, ta, found)
+        for store, target in stores_to_host(ctx, ta):
+            yield host_store_finding(ctx, ta, store, target)
 
 
 def _collective_read(ctx: RuleContext, ta: TrainingAnalysis, call: cst.BaseExpression, what: str,
@@ -280,9 +299,7 @@ SYNC_METHODS = ("item", "tolist", "cpu", "numpy")
 _HOST_USE = ("the host value is used in the step (a condition, an argument, a computation), not only summed "
              "into a running total that could stay on the device")
 CONVERTERS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool"}
-# Functions that turn data into pictures or files.
-_HOST_OUTPUT = re.compile(r"show|plot|save|draw|display|visuali[sz]e|imwrite|write_image|add_image|add_figure|"
-                          r"log_image|to_pil", re.IGNORECASE)
+
 
 
 _MATH_TESTS = {"math.isfinite": "math.isfinite()", "math.isnan": "math.isnan()", "math.isinf": "math.isinf()"}
@@ -318,7 +335,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             if host_tensor(ctx, ta, receiver, call):
                 continue  # a CPU tensor: reading it waits for nothing
             if method in ("tolist", "numpy", "cpu") and (not _looks_like_tensor(ctx, ta, receiver) or
-                                                        _feeds_host_output(ctx, call)):
+                                                        feeds_host_output(ctx, call)):
                 continue
             yield call, f".{method}()"
         elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and \
@@ -436,54 +453,6 @@ def _looks_like_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.Bas
     if ta.is_tensor_expr(receiver):
         return True
     return isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript, cst.Call))
-
-
-def _feeds_host_output(ctx: RuleContext, call: cst.Call) -> bool:
-    """Data copied for a picture, a file or an environment (``imshow(x.cpu())``,
-    ``save_image(x.cpu())``, ``a = q.argmax(1).cpu().numpy(); envs.step(a)``, a ``plot_*()``
-    helper's own ``.numpy()``): the transfer is what the code is for."""
-    for anc in ctx.ancestors(call):
-        if isinstance(anc, cst.Call) and _host_consumer(anc):
-            return True
-        if isinstance(anc, cst.Assign):
-            targets = {n for t in anc.targets for n in target_names(t.target)}
-            return any(_fed_to_host_output(ctx, name, anc) for name in targets)
-        if isinstance(anc, cst.FunctionDef):
-            return bool(_HOST_OUTPUT.search(anc.name.value))
-        if isinstance(anc, (cst.ClassDef, cst.Lambda, cst.BaseCompoundStatement)):
-            return False
-    return False
-
-
-def _host_consumer(call: cst.Call) -> bool:
-    name = dotted_name(call.func)
-    if name is None:
-        return False
-    parts = name.rsplit(".", 2)
-    if bool(_HOST_OUTPUT.search(parts[-1])):
-        return True
-    return parts[-1] == "step" and len(parts) > 1 and "env" in parts[-2].lower()  # ``envs.step(actions)``
-
-
-def _fed_to_host_output(ctx: RuleContext, name: str, assign: cst.Assign) -> bool:
-    """A later read of ``name`` in the same function (or module) is an argument of a picture,
-    file or environment call (``draw(y[0])``, ``plt.plot(y)``, ``envs.step(y)``): the value is
-    needed on the host, so copying it there is not a wasted sync."""
-    scope = ctx.enclosing(assign, cst.FunctionDef)
-    for read in ctx.fact(_names_by_value).get(name, ()):
-        if ctx.enclosing(read, cst.FunctionDef) is not scope or ctx.is_inside(read, assign):
-            continue
-        consumer = next((a for a in ctx.ancestors(read) if isinstance(a, cst.Call) and _host_consumer(a)), None)
-        if consumer is not None and ctx.statement_of(consumer) is ctx.statement_of(read):
-            return True
-    return False
-
-
-def _names_by_value(ctx: RuleContext) -> dict[str, list[cst.Name]]:
-    out: dict[str, list[cst.Name]] = {}
-    for n in ctx.nodes(cst.Name):
-        out.setdefault(n.value, []).append(n)
-    return out
 
 
 def _contains_sync(expr: cst.CSTNode) -> bool:

@@ -121,7 +121,7 @@ class PrintInLoop(Rule):
             if found is None:
                 continue
             what = ctx.code_for(found.value).strip()
-            what = "a tensor" if len(what) > 30 else f"`{what}`"
+            what = ("a value" if found.read else "a tensor") if len(what) > 30 else f"`{what}`"
             loop = ta.every_step_loop(call)
             if loop is None:
                 hook = step_hook(ctx, call) if hooks and not found.read else None

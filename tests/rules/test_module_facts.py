@@ -110,6 +110,34 @@ def test_helpers_of_its_own_imports_count() -> None:
     assert got.workload == {MATMUL}  # what the modules it imports compute
 
 
+def test_a_logger_that_reads_the_tensors_it_is_handed_says_which_parameters() -> None:
+    got = facts("""
+        import torch
+
+        class Board:
+            def record(self, *scalars, **named):
+                for s in scalars:
+                    self.rows.append(float(s))
+                for key, value in named.items():
+                    if torch.is_tensor(value):
+                        value = value.detach().cpu().item()
+                    self.cols[key] = value
+
+            def note(self, value, step):
+                self.last = value.item() if isinstance(value, torch.Tensor) else value
+                if step % 100 == 0:
+                    print(step.item())
+
+            def plain(self, loss):
+                self.total += loss.item()  # a tensor in every call: its own module reports it
+    """)
+    board = got.functions
+    assert {p for p, _ in board["Board.record"].arg_reads} == {"*scalars", "**named"}
+    assert board["Board.note"].arg_reads and {p for p, _ in board["Board.note"].arg_reads} == {"value"}
+    assert board["Board.plain"].arg_reads == ()
+    assert ModuleFacts.from_json(got.to_json()) == got  # what the lint cache stores
+
+
 def test_a_method_that_says_when_to_log_returns_a_rare_result() -> None:
     got = facts("""
         class Schedule:

@@ -27,7 +27,7 @@ from collections.abc import Collection, Iterable
 
 import libcst as cst
 
-from ..syntax.callsites import bound_arg, calls_of
+from .periods import is_one, period_one_by_default
 from ..syntax.calls import dotted_name, literal_value, NOT_LITERAL
 from ..syntax.context import RuleContext
 from ..syntax.project import project_function, project_method
@@ -95,67 +95,6 @@ def _tuple_names(target: cst.BaseExpression) -> list[str]:
     return [n.value for n in walk(target, include_self=True) if isinstance(n, cst.Name)]
 
 
-def periods(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """What the test's modulos divide by (``N`` in ``step % N == 0``)."""
-    return [n.right for n in walk(test, into_nested=True, include_self=True)
-            if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)]
-
-
-def _is_one(expr: cst.BaseExpression | None) -> bool:
-    value = literal_value(expr) if expr is not None else NOT_LITERAL
-    return isinstance(value, int) and not isinstance(value, bool) and value == 1
-
-
-def _defaults_to_one(fn: cst.FunctionDef, name: str) -> cst.Param | None:
-    return next((p for p in (*fn.params.params, *fn.params.kwonly_params)
-                 if p.name.value == name and _is_one(p.default)), None)
-
-
-def period_one_by_default(ctx: RuleContext, period: cst.BaseExpression, at: cst.CSTNode) -> bool:
-    """Is ``period`` (what a guard at ``at`` divides by) 1 unless a caller says otherwise, and
-    does no call in this file say otherwise? A parameter of the guard's function defaulting to 1
-    (``def log(self, it, every=1)``), or an attribute ``self.every`` that an ``__init__`` of this
-    file sets from its parameter defaulting to 1. Such a guard runs its body on every iteration."""
-    if isinstance(period, cst.Name):
-        fn = ctx.enclosing(at, cst.FunctionDef)
-        if fn is None or _defaults_to_one(fn, period.value) is None:
-            return False
-        return all(_is_one(getattr(bound_arg(c, fn, period.value), "value", None)) or
-                   bound_arg(c, fn, period.value) is None and not any(a.star for a in c.args)
-                   for c in calls_of(ctx, fn))
-    if not (isinstance(period, cst.Attribute) and isinstance(period.value, cst.Name) and period.value.value == "self"):
-        return False
-    attr = period.attr.value
-    params: list[tuple[cst.FunctionDef, str]] = []
-    for assign in ctx.nodes(cst.Assign):
-        if not any(isinstance(t.target, cst.Attribute) and dotted_name(t.target) == f"self.{attr}" for t in assign.targets):
-            continue
-        fn = ctx.enclosing(assign, cst.FunctionDef)
-        if fn is None or fn.name.value != "__init__" or not isinstance(assign.value, cst.Name) or \
-                _defaults_to_one(fn, assign.value.value) is None:
-            return False  # set to something else somewhere
-        params.append((fn, assign.value.value))
-    if not params:
-        return False
-    names = {name for _, name in params}
-    for arg in ctx.nodes(cst.Arg):  # ``Trainer(..., every=20)``: a caller in this file sets it
-        if arg.keyword is not None and arg.keyword.value in names and not _is_one(arg.value) and \
-                not (isinstance(arg.value, cst.Name) and arg.value.value in names):
-            return False
-    for fn, name in params:  # ``Trainer(model, opt, 20)``: passed by position
-        cls = ctx.enclosing(fn, cst.ClassDef)
-        positional = [p.name.value for p in fn.params.params][1:]  # ``self`` is not passed
-        if cls is None or name not in positional:
-            continue
-        index = positional.index(name)
-        for call in ctx.nodes(cst.Call):
-            if isinstance(call.func, cst.Name) and call.func.value == cls.name.value:
-                args = [a for a in call.args if a.keyword is None]
-                if len(args) > index and (args[index].star or not _is_one(args[index].value)):
-                    return False
-    return True
-
-
 def _has_modulo(expr: cst.BaseExpression) -> bool:
     return any(
         isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
@@ -190,8 +129,8 @@ def is_once_test(test: cst.BaseExpression, counters: set[str]) -> bool:
             continue
         op = part.comparisons[0].operator
         left, right = part.left, part.comparisons[0].comparator
-        left_counter = dotted_name(left) in counters
-        right_counter = dotted_name(right) in counters
+        left_counter = _counter_side(left, counters)
+        right_counter = _counter_side(right, counters)
         if left_counter == right_counter:
             continue
         other = right if left_counter else left
@@ -202,6 +141,18 @@ def is_once_test(test: cst.BaseExpression, counters: set[str]) -> bool:
         bounded = (cst.LessThan, cst.LessThanEqual) if left_counter else (cst.GreaterThan, cst.GreaterThanEqual)
         if isinstance(op, bounded) and literal_value(other) is not NOT_LITERAL:
             return True  # ``i < 4``: the first few iterations only
+    return False
+
+
+def _counter_side(expr: cst.BaseExpression, counters: set[str]) -> bool:
+    """``i``, or ``i + 1``/``i - 1`` of a counter ``i`` and something that does not move with it
+    (``i + 1 == len(loader)``: the last iteration)."""
+    if dotted_name(expr) in counters:
+        return True
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+        for side, other in ((expr.left, expr.right), (expr.right, expr.left)):
+            if dotted_name(side) in counters and not _names_read(other) & counters and not _has_modulo(other):
+                return True
     return False
 
 
@@ -254,14 +205,19 @@ def _rare(ctx: RuleContext, e: cst.BaseExpression, truth: bool, depth: int) -> b
         return rare_condition(ctx, e.expression, not truth, depth + 1)
     if isinstance(e, cst.BooleanOperation):
         conjunction = isinstance(e.operator, cst.And)
-        parts = _operands(e, type(e.operator))
+        parts = _operands(e.left, type(e.operator)) + _operands(e.right, type(e.operator))  # ``(a or b)`` too
         if conjunction == truth:  # ``a and b`` true (``a or b`` false) needs every part: one rare part will do
             return any(rare_condition(ctx, p, truth, depth + 1) for p in parts)
         # ``a or b`` true needs one part: each must be rare, or pin the counter a rare part
         # divides (``step == 1 or step % n == 0``), never another name (``rank == 0``)
+        # (``step == 1 or step % n == 0``), or another counter of the loop, written or held in
+        # a name (``last = i == len(loader) - 1``; ``if step % n == 0 or last:``), never another
+        # name (``rank == 0``)
         rare = [p for p in parts if rare_condition(ctx, p, truth, depth + 1)]
-        counters = {n for p in rare for n in _divided(p)}
-        return bool(rare) and all(p in rare or _pins(p, counters, truth) for p in parts)
+        if not rare:
+            return False
+        counters = {n for p in rare for n in _divided(ctx, p)} | moving_counters(ctx, e)
+        return all(p in rare or _pins(ctx, p, counters, truth, depth + 1) for p in parts)
     if isinstance(e, cst.Comparison) and len(e.comparisons) == 1:
         op, left, right = e.comparisons[0].operator, e.left, e.comparisons[0].comparator
         modulo = left if _is_modulo(left) else right if _is_modulo(right) else None
@@ -297,23 +253,94 @@ def _is_modulo(e: cst.BaseExpression) -> bool:
 def _has_period(ctx: RuleContext, modulo: cst.BaseExpression) -> bool:
     """``x % n`` with ``n`` not 1 (written, or by default with no caller setting it)."""
     assert isinstance(modulo, cst.BinaryOperation)
-    return not _is_one(modulo.right) and not period_one_by_default(ctx, modulo.right, modulo)
+    return not is_one(modulo.right) and not period_one_by_default(ctx, modulo.right, modulo)
 
 
-def _divided(e: cst.BaseExpression) -> set[str]:
-    """The names a test's modulos divide (``step`` in ``(step + 1) % n == 0``)."""
-    return {name for n in walk(e, into_nested=True, include_self=True) if _is_modulo(n)
-            for name in _names_read(n.left)}  # type: ignore[attr-defined]
+def _divided(ctx: RuleContext, e: cst.BaseExpression, depth: int = 0) -> set[str]:
+    """The names a test's modulos divide (``step`` in ``(step + 1) % n == 0``), also through the
+    names it reads (``is_log_step`` bound to ``step % n == 0``)."""
+    out = {name for n in walk(e, into_nested=True, include_self=True) if _is_modulo(n)
+           for name in _names_read(n.left)}  # type: ignore[attr-defined]
+    if depth < _MAX_DEPTH:
+        for n in walk(e, into_nested=True, include_self=True):
+            if isinstance(n, cst.Name):
+                for v in _name_values(ctx, n):
+                    out |= _divided(ctx, v, depth + 1) if v is not None else set()
+    return out
 
 
-def _pins(e: cst.BaseExpression, counters: set[str], truth: bool) -> bool:
+def moving_counters(ctx: RuleContext, node: cst.CSTNode) -> set[str]:
+    """Names that count the iterations of the innermost loop around ``node`` in its function (the
+    loop whose every iteration the test is evaluated on; ``epoch == 0`` pins an outer loop, true on
+    every step of a whole epoch): its ``enumerate`` index or ``range`` target, a name incremented
+    by a literal in its body (``step += 1``), and a name bound only to one of those plus or minus,
+    or divided by, something that does not move (``batch_count = i + 1``, ``i_accum = i // k``)."""
+    loop = ctx.enclosing(node, cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)
+    if not isinstance(loop, (cst.For, cst.While)):
+        return set()
+    return ctx.fact(_loop_counters).get(loop, set())
+
+
+def _loop_counters(ctx: RuleContext) -> dict[cst.For | cst.While, set[str]]:
+    by_function: dict[cst.FunctionDef | None, list[tuple[str, list[cst.BaseExpression | None]]]] = {}
+    for (owner, name), values in ctx.fact(_bindings).items():
+        by_function.setdefault(owner, []).append((name, values))
+    out: dict[cst.For | cst.While, set[str]] = {}
+    for loop in ctx.nodes(cst.For, cst.While):
+        known: set[str] = set()
+        if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call):
+            func = dotted_name(loop.iter.func)
+            if func == "enumerate" and isinstance(loop.target, cst.Tuple) and loop.target.elements:
+                known |= {n for n in [dotted_name(loop.target.elements[0].value)] if n}
+            elif func in ("range", "itertools.count", "count") and isinstance(loop.target, cst.Name):
+                known.add(loop.target.value)
+        stepped = {n.target.value for n in walk(loop.body) if isinstance(n, cst.AugAssign) and
+                   isinstance(n.operator, cst.AddAssign) and isinstance(n.value, cst.Integer) and
+                   isinstance(n.target, cst.Name)}
+        fn = ctx.enclosing(loop, cst.FunctionDef)
+        for _ in range(3):  # ``i_accum = i // k``, then ``batch_count = i_accum + 1``
+            for name, values in by_function.get(fn, ()):
+                if name in known or not values:
+                    continue
+                moves = [v is None and name in stepped or
+                         v is not None and not isinstance(v, cst.Integer) and _derived_counter(v, known) for v in values]
+                if any(moves) and all(m or isinstance(v, cst.Integer) for m, v in zip(moves, values)):
+                    known.add(name)  # a start (``step = 0``) and steps, or values derived from a counter
+        out[loop] = known
+    return out
+
+
+def _derived_counter(value: cst.BaseExpression, counters: set[str]) -> bool:
+    """``i + 1``, ``i - 1``, ``i // k`` of a counter ``i``."""
+    return isinstance(value, cst.BinaryOperation) and \
+        isinstance(value.operator, (cst.Add, cst.Subtract, cst.FloorDivide)) and \
+        dotted_name(value.left) in counters and not _names_read(value.right) & counters and \
+        not _has_modulo(value.right)
+
+
+def _pins(ctx: RuleContext, e: cst.BaseExpression, counters: set[str], truth: bool, depth: int = 0) -> bool:
     """Does ``e`` (being ``truth``) hold on a bounded number of iterations of one of ``counters``:
-    ``step == 1``, ``step < 4`` (``step != 1`` being false)?"""
+    ``step == 1``, ``step < 4``, ``i + 1 == len(loader)`` (``step != 1`` being false), combined
+    with ``and``/``or``/``not`` or held in a name (``last_batch = i == n - 1``)?"""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Not):
+        return _pins(ctx, e.expression, counters, not truth, depth + 1)
+    if isinstance(e, cst.BooleanOperation):
+        parts = _operands(e.left, type(e.operator)) + _operands(e.right, type(e.operator))  # ``(a or b)`` too
+        if isinstance(e.operator, cst.And) == truth:  # one bounded part bounds the whole
+            return any(_pins(ctx, p, counters, truth, depth + 1) for p in parts)
+        return all(_pins(ctx, p, counters, truth, depth + 1) for p in parts)
+    if isinstance(e, cst.Name):
+        values = _name_values(ctx, e)
+        return bool(values) and all(v is not None and _pins(ctx, v, counters | moving_counters(ctx, v), truth,
+                                                             depth + 1) for v in values)
     if truth:
         return is_once_test(e, counters)
     return isinstance(e, cst.Comparison) and len(e.comparisons) == 1 and \
         isinstance(e.comparisons[0].operator, (cst.NotEqual, cst.IsNot)) and \
-        (dotted_name(e.left) in counters) != (dotted_name(e.comparisons[0].comparator) in counters)
+        _counter_side(e.left, counters) != _counter_side(e.comparisons[0].comparator, counters) and \
+        not _names_read(e.comparisons[0].comparator if _counter_side(e.left, counters) else e.left) & counters
 
 
 def _name_values(ctx: RuleContext, name: cst.Name) -> list[cst.BaseExpression | None]:
@@ -459,3 +486,4 @@ def on_by_default(ctx: RuleContext, node: cst.CSTNode, flag: str) -> bool:
         return False
     return any(p.name.value == flag and isinstance(p.default, cst.Name) and p.default.value == "True"
                for p in (*fn.params.params, *fn.params.kwonly_params))
+

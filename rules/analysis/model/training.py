@@ -32,8 +32,8 @@ from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_method, project_function, project_method
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
-from .guards import (flag_name, held_test, is_once_test, is_periodic_test, on_by_default, period_one_by_default,
-                     periods, rare_condition, rare_exit_before)
+from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_default, rare_condition, rare_exit_before
+from .periods import per_step_alternative, period_one_by_default, periods
 from .tensors import TENSOR_METHODS, is_tensor_expr
 from .training_objects import TrainingObjects
 
@@ -448,7 +448,8 @@ class TrainingAnalysis(TrainingObjects):
                 self._periodic[guard] = rare_condition(self.ctx, guard.test)
             else:
                 self._periodic[guard] = is_periodic_test(test) and not all(
-                    period_one_by_default(self.ctx, p, guard) for p in periods(test)) or \
+                    period_one_by_default(self.ctx, p, guard) for p in periods(test)) and \
+                    not per_step_alternative(test) or \
                     rare_condition(self.ctx, guard.test)  # held in a method, a property, another module's method
         return self._periodic[guard]
 

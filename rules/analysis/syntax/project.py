@@ -54,6 +54,9 @@ class FunctionFacts:
     steps_each_call: bool = False  # one call runs a whole training step (``loss.backward(); opt.step()``)
     rare_result: bool = False  # returns True once every N calls (``return step % self.freq == 0``)
     fills_grads: bool = False  # fills gradients with zeros by hand (``p.grad.zero_()``), never sets them to None
+    # (parameter, line) of each host read of a value it is handed whose cost depends on the
+    # caller (``**kwargs`` values, a type-checked ``v.item()``: ``facts.arg_reads``)
+    arg_reads: tuple[tuple[str, int], ...] = ()
 
     def role_of(self, role: str) -> str | None:
         return next((p for p, r in self.roles if r == role), None)
@@ -65,7 +68,8 @@ class FunctionFacts:
     def from_json(cls, doc: Mapping[str, Any]) -> FunctionFacts:
         return cls(**{**doc, "params": tuple(doc["params"]), "roles": tuple(tuple(r) for r in doc["roles"]),
                       "returned_loaders": tuple(tuple(r) for r in doc.get("returned_loaders", ())),
-                      "settings": tuple(doc.get("settings", ()))})
+                      "settings": tuple(doc.get("settings", ())),
+                      "arg_reads": tuple(tuple(r) for r in doc.get("arg_reads", ()))})
 
 
 class StepCall(NamedTuple):

@@ -1,0 +1,278 @@
+"""Calls on every step of a helper that reads the tensors it is handed on the host (GP101):
+``metric_logger.update(loss=loss, **loss_dict)`` where the project's ``update(self, **kwargs)``
+does ``v.item()`` on each tensor value (``facts.arg_reads``). Reported at the call, and only
+when what the call passes may be a device tensor: a tensor, a dict of losses; not the Python
+floats of ``loss.item()`` or numbers."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .._api import Finding
+from ..analysis.facts.arg_reads import HOST_READS, may_read_args, tensor_arg_reads
+from ..analysis.model.models import strip_chain
+from ..analysis.model.tensors import is_host_expr
+from ..analysis.model.training import TrainingAnalysis
+from ..analysis.syntax.calls import dotted_name, method_call
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.project import project_class_method, project_function, project_method
+from ..analysis.syntax.tree import walk
+from ._host_tensors import host_tensor
+
+_MAX_DEPTH = 8
+# Functions whose result is the losses of what they are given, or those losses reduced.
+_LOSS_FUNCTION = re.compile(r"loss|criterion", re.IGNORECASE)
+_REDUCE_FUNCTION = re.compile(r"reduce|gather", re.IGNORECASE)
+
+
+@dataclasses.dataclass(frozen=True)
+class HelperRead:
+    """A per-step ``call`` of ``function`` (``MetricLogger.update``) that hands it device tensors
+    (``passed``: the arguments) which it reads on the host at ``where`` (``util/misc.py:87`` or
+    the read's code for a helper of this file)."""
+
+    call: cst.Call
+    function: str
+    where: str
+    passed: tuple[cst.Arg, ...]
+
+
+def helper_read_finding(ctx: RuleContext, ta: TrainingAnalysis, found: HelperRead) -> Finding:
+    """``metric_logger.update(**loss_dict)`` on every step, whose ``update`` reads each tensor it
+    is handed on the host: reported at the call, where the user edits."""
+    loop = ta.every_step_loop(found.call)
+    kind = ta.loop_kind(loop) if loop is not None else "step"
+    callee = ctx.code_for(found.call.func)
+    passed = ", ".join(f"`{ctx.code_for(a).strip().rstrip(',')}`" for a in found.passed[:3]) + \
+        (", ..." if len(found.passed) > 3 else "")
+    return Finding(
+        found.call, f"`{callee}(...)` on every {kind} hands device tensors ({passed}) to `{found.function}`, which "
+        f"reads each one on the host ({found.where}): it blocks the CPU until the GPU has finished all queued work "
+        "(host-device sync); pass it values read every N steps, or call it only every N steps",
+        no_fix_reason="the helper converts what it is given; which values to read, and how often, is left to the user")
+
+
+
+def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]:
+    """Every per-step call of a helper (of this file or the user's other modules) that reads the
+    device tensors the call hands it."""
+    offered = _offered(ctx)
+    if not offered:
+        return
+    for call in ctx.nodes(cst.Call):
+        name = dotted_name(call.func)
+        if name is None or name.rsplit(".", 1)[-1] not in offered or ta.every_step_loop(call) is None:
+            continue
+        found = _callee(ctx, ta, call)
+        if found is None:
+            continue
+        function, params, reads = found
+        passed: list[cst.Arg] = []
+        where = ""
+        for param, at in reads:
+            args = _passed_for(call, params, param)
+            device = [a for a in args if _device_value(ctx, ta, a.value, call, 0)]
+            if device:
+                passed.extend(a for a in device if a not in passed)
+                where = where or at
+        if passed:
+            yield HelperRead(call, function, where, tuple(passed))
+
+
+def _offered(ctx: RuleContext) -> frozenset[str]:
+    """Short names (``update``, ``log_losses``) of the helpers whose reads depend on their arguments."""
+    out = {name.rsplit(".", 1)[-1] for facts in ctx.project.values() for name, f in facts.functions.items()
+           if f.arg_reads} if ctx.project else set()
+    if may_read_args(ctx.source):
+        out |= set(_local(ctx))
+    return frozenset(out)
+
+
+def _local(ctx: RuleContext) -> dict[str, list[tuple[str, cst.FunctionDef]]]:
+    """This file's functions and methods whose reads depend on their arguments, by short name:
+    (``Class.method`` or ``function``, the definition)."""
+    return ctx.fact(_compute_local)
+
+
+def _compute_local(ctx: RuleContext) -> dict[str, list[tuple[str, cst.FunctionDef]]]:
+    out: dict[str, list[tuple[str, cst.FunctionDef]]] = {}
+    for fn in ctx.nodes(cst.FunctionDef):
+        if not tensor_arg_reads(fn):
+            continue
+        cls = ctx.enclosing(fn, cst.ClassDef)
+        qual = f"{cls.name.value}.{fn.name.value}" if cls is not None else fn.name.value
+        out.setdefault(fn.name.value, []).append((qual, fn))
+    return out
+
+
+def _positional(fn: cst.FunctionDef) -> tuple[str, ...]:
+    return tuple(p.name.value for p in (*fn.params.posonly_params, *fn.params.params)
+                 if p.name.value not in ("self", "cls"))
+
+
+def _callee(ctx: RuleContext, ta: TrainingAnalysis,
+            call: cst.Call) -> tuple[str, tuple[str, ...], list[tuple[str, str]]] | None:
+    """The helper ``call`` runs: its name, positional parameters and reads (parameter, where)."""
+    func = call.func
+    local = _local(ctx)
+    if isinstance(func, cst.Name):
+        defs = [(q, fn) for q, fn in local.get(func.value, []) if "." not in q]
+        if len(defs) == 1:
+            return _local_callee(ctx, *defs[0])
+        imported = project_function(ctx, call)
+        if imported is not None and imported.facts.arg_reads:
+            return imported.name, imported.facts.params, [(p, f"`{imported.key}` line {line}")
+                                                          for p, line in imported.facts.arg_reads]
+        return None
+    if not isinstance(func, cst.Attribute):
+        return None
+    method = func.attr.value
+    ctor = _constructor(ctx, ta, func.value, call)
+    if ctor is not None:
+        cls = dotted_name(ctor.func)
+        defs = [(q, fn) for q, fn in local.get(method, []) if q == f"{cls}.{method}"]
+        if defs:
+            return _local_callee(ctx, *defs[0])
+        found = project_class_method(ctx, ctor.func, (method,))
+        if found is not None and found[2].arg_reads:
+            return found[1], found[2].params, [(p, f"`{found[0]}` line {line}") for p, line in found[2].arg_reads]
+        return None
+    if method in _CONTAINER_METHODS or _bound_here(ctx, ta, func.value, call):
+        return None  # ``stats.update(loss=loss)`` of a dict; a receiver bound to something else
+    imported = project_function(ctx, call) or project_method(ctx, call)
+    if imported is not None and imported.facts.arg_reads:
+        return imported.name, imported.facts.params, [(p, f"`{imported.key}` line {line}")
+                                                      for p, line in imported.facts.arg_reads]
+    return None
+
+
+# Methods of Python's containers: a call by that name alone names no helper of the project.
+_CONTAINER_METHODS = frozenset({"update", "add", "append", "extend", "insert", "setdefault", "get", "pop", "put"})
+
+
+def _bound_here(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    name = dotted_name(receiver)
+    fn = ctx.enclosing(at, cst.FunctionDef)
+    return name is None or any(n == name and ctx.enclosing(v, cst.FunctionDef) is fn for n, v in ta.assignments())
+
+
+def _local_callee(ctx: RuleContext, qual: str,
+                  fn: cst.FunctionDef) -> tuple[str, tuple[str, ...], list[tuple[str, str]]]:
+    reads = [(p, f"`{_short(ctx.code_for(r))}`") for p, r in tensor_arg_reads(fn)]
+    return qual, _positional(fn), reads
+
+
+def _short(code: str) -> str:
+    code = " ".join(code.split())
+    return code if len(code) <= 30 else code[:27] + "..."
+
+
+def _constructor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression,
+                 at: cst.CSTNode) -> cst.Call | None:
+    """The one constructor call the receiver (``metric_logger``, ``self.meter``) is bound to in
+    this file: ``metric_logger = utils.MetricLogger(delimiter="  ")``."""
+    name = dotted_name(receiver)
+    if name is None:
+        return None
+    fn = ctx.enclosing(at, cst.FunctionDef)
+    values = [v for n, v in ta.assignments() if n == name and
+              (name.startswith("self.") or ctx.enclosing(v, cst.FunctionDef) is fn)]
+    calls = [strip_chain(v) for v in values]
+    if len(calls) != 1 or not isinstance(calls[0], cst.Call) or dotted_name(calls[0].func) is None:
+        return None
+    return calls[0]
+
+
+def _passed_for(call: cst.Call, params: tuple[str, ...], param: str) -> list[cst.Arg]:
+    """What ``call`` passes to ``param`` (``**kwargs``: every keyword not named by a parameter,
+    and each ``**mapping``; ``*args``: the positional arguments past the named ones)."""
+    if param.startswith("**"):
+        return [a for a in call.args if a.star == "**" or a.keyword is not None and a.keyword.value not in params]
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if param.startswith("*"):
+        return positional[len(params):] + [a for a in call.args if a.star == "*"]
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == param:
+            return [a]
+    if param in params and params.index(param) < len(positional) and not any(a.star for a in call.args):
+        return [positional[params.index(param)]]
+    return []
+
+
+def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode,
+                  depth: int) -> bool:
+    """May ``expr`` (an argument, or a ``**mapping``) hold device tensors: a tensor by its own
+    evidence, a dict of them (a loss dict, a comprehension over one, a function of one), an
+    element of such a dict? Not a host read (``loss.item()``), a number or a host tensor."""
+    if depth > _MAX_DEPTH or _reads_host(expr) or isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)):
+        return False
+    if isinstance(expr, cst.Dict):
+        return any(isinstance(e, cst.DictElement) and _device_value(ctx, ta, e.value, at, depth + 1)
+                   for e in expr.elements)
+    if isinstance(expr, cst.DictComp):
+        return _from_device_items(ctx, ta, expr, at, depth)
+    if isinstance(expr, cst.Subscript):
+        return _device_value(ctx, ta, expr.value, at, depth + 1)
+    if isinstance(expr, cst.Call) and (name := dotted_name(expr.func)) is not None and \
+            _LOSS_FUNCTION.search(name.rsplit(".", 1)[-1]):
+        return True  # ``criterion(out, y)``, ``self.compute_loss(batch)``: losses, on the outputs' device
+    if host_tensor(ctx, ta, expr, at):
+        return False
+    if ta.is_tensor_expr(expr):
+        return True
+    if isinstance(expr, cst.Name):  # (a dict's name is a host container to ``is_host_expr``: its values matter)
+        fn = ctx.enclosing(at, cst.FunctionDef)
+        values = [v for n, v in ta.assignments() if n == expr.value and ctx.enclosing(v, cst.FunctionDef) is fn]
+        return bool(values) and all(_device_value(ctx, ta, v, at, depth + 1) for v in values)
+    if is_host_expr(ta, expr):
+        return False
+    if isinstance(expr, cst.Call) and (name := dotted_name(expr.func)) is not None and \
+            _REDUCE_FUNCTION.search(name.rsplit(".", 1)[-1]):
+        # ``reduce_dict(loss_dict)``: device losses reduced across ranks, still on the device
+        return any(a.keyword is None and not a.star and _device_value(ctx, ta, a.value, at, depth + 1)
+                   for a in expr.args)
+    return False
+
+
+def _from_device_items(ctx: RuleContext, ta: TrainingAnalysis, comp: cst.DictComp, at: cst.CSTNode,
+                       depth: int) -> bool:
+    """``{k: v * w[k] for k, v in losses.items()}`` of a dict of device tensors, the values
+    kept as tensors (no ``.item()``, ``float()``)."""
+    if _reads_host(comp.value):
+        return False
+    if ta.is_tensor_expr(comp.value):
+        return True
+    loop = comp.for_in
+    it = loop.iter
+    if not (isinstance(it, cst.Call) and method_call(it, "items", "values") and isinstance(it.func, cst.Attribute)):
+        return False
+    target = loop.target
+    value = target.elements[1].value if isinstance(target, cst.Tuple) and len(target.elements) == 2 else target
+    if not isinstance(value, cst.Name) or not any(isinstance(n, cst.Name) and n.value == value.value
+                                                  for n in walk(comp.value, include_self=True)):
+        return False
+    return _device_value(ctx, ta, it.func.value, at, depth + 1)
+
+
+def read_of_argument(ctx: RuleContext, call: cst.CSTNode) -> bool:
+    """Is ``call`` a host read of a value its function was handed whose cost depends on the
+    caller (``facts.arg_reads``)? The caller's file reports it, at the call."""
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    return fn is not None and may_read_args(ctx.source) and any(r is call for _, r in ctx.fact(_reads_by_function).get(fn, ()))
+
+
+def _reads_by_function(ctx: RuleContext) -> dict[cst.FunctionDef, list[tuple[str, cst.BaseExpression]]]:
+    return {fn: reads for fn in ctx.nodes(cst.FunctionDef) if (reads := tensor_arg_reads(fn))}
+
+
+def _reads_host(expr: cst.CSTNode) -> bool:
+    for node in walk(expr, include_self=True):
+        if method_call(node, *HOST_READS):
+            return True
+        if isinstance(node, cst.Call) and dotted_name(node.func) in ("float", "int", "bool", "round"):
+            return True
+    return False
