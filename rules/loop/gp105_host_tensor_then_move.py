@@ -9,14 +9,18 @@ import libcst as cst
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import add_kwarg
-from ..analysis.model.host_data import cuda_tensor_type
+from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
+from ..analysis.facts.placement import moved_before
+from ..analysis.model.host_data import cuda_tensor_type, numpy_made_here
+from ..analysis.model.models import module_subclasses
+from ..analysis.model.reaching import reaching_assignments
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.training import TrainingAnalysis, analysis
-from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call
+from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_hooks import framework_step_methods, hook_caller, lightning_step_methods
-from ..analysis.syntax.launch import project_runs
+from ..analysis.syntax.launch import StepCaller, project_runs
 from ..analysis.syntax.tree import walk
 from ._across_modules import PER_STEP_ACROSS_MODULES
 
@@ -87,8 +91,24 @@ class HostTensorThenMove(Rule):
         "`generator=`, `out=`, `pin_memory=` or `layout=` are reported without a fix.",
         "Only code that runs per step is checked: in a recognised step loop (also through a "
         "module's `forward` that its instances' calls run: `self.mask(x)` after `self.mask = "
-        "Masking()`), or in what a LightningModule's `training_step`/`validation_step`/`test_step` "
-        "runs; CPU-only programs are not.",
+        "Masking()`), in what a LightningModule's `training_step`/`validation_step`/`test_step` "
+        "runs, in a function that runs a whole training step (a backward and an optimizer step) and "
+        "that no loop of the file calls (`agent.learn()` driven from another module), or in the "
+        "`forward` of an `nn.Module` of a file that also trains or evaluates (a library's base "
+        "model with its own `fit` loop); CPU-only programs are not.",
+        "A move is a `.to(device)`/`.cuda()`, or a `.to(other)`/`.type_as(other)` whose target is a "
+        "tensor by clear evidence (a tensor by the training model, a field of a loop's batch, or a "
+        "name the function reads as one: `other.shape`, `other.size()`); such a move also takes "
+        "`other`'s dtype, so it gets no fix. `.to(dtype)` and names of dtypes are not moves.",
+        "Where GP104 and GP105 split (one finding per line): a tensor the step creates is GP105's, "
+        "including `torch.from_numpy(a)`/`torch.as_tensor(a)` of values the same function computes "
+        "with numpy (`a = np.random.choice(n, size=b, p=p)`, arithmetic over it), reported without a "
+        "fix (torch calls on the device, `torch.randint`/`torch.multinomial`, replace the numpy "
+        "ones); a loader's batch or a collate's numpy arrays are data, GP104's.",
+        "`torch.zeros_like(t)` is where `t` is: host only when `t` is known to be (a host factory, or "
+        "a field of a loop's batch that this function leaves on the host: the loop iterates a "
+        "DataLoader or copies its other fields itself); `torch.cat`/`stack` of such slices and a "
+        "host factory is host. A `_like` of a tensor the function already moved is not reported.",
         "A legacy CUDA tensor type called with host data (`torch.cuda.FloatTensor(np_array)`, "
         "also through `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`) is "
         "reported without a fix; called with sizes it allocates on the device and is fine.",
@@ -154,22 +174,26 @@ class HostTensorThenMove(Rule):
                                                 "which torch.as_tensor(..., dtype=, device=) call replaces it "
                                                 "is left to the user")
                 continue
-            if not method_call(move, "to", "cuda"):
+            if not method_call(move, "to", "cuda", "type_as"):
                 continue
             assert isinstance(move.func, cst.Attribute)
             factory = move.func.value
-            if move.func.attr.value == "to":
-                dev = get_arg(move, "device", 0)
-                if dev is None or device_kind(ctx, dev.value) in (None, "cpu"):
-                    continue  # .to(other_tensor), .to(dtype), or a move to the CPU
+            if move.func.attr.value in ("to", "type_as"):
+                dev = get_arg(move, "device", 0) if move.func.attr.value == "to" else get_arg(move, "other", 0)
+                kind_of = device_kind(ctx, dev.value) if dev is not None else None
+                if dev is None or kind_of == "cpu" or kind_of is None and not tensor_target(ctx, ta, dev.value, move):
+                    continue  # .to(dtype), a move to the CPU, or a target not known to be a tensor
             if not isinstance(factory, cst.Call) or not ctx.is_call_to(factory, FACTORIES):
                 found = _built_then_moved(ctx, ta, move)
                 if found is not None:
                     yield found
                 continue
+            if ctx.is_call_to(factory, LIKE_FACTORIES) and factory.args and not factory.args[0].keyword and \
+                    moved_before(ctx, factory.args[0].value, move):
+                continue  # ``torch.zeros_like(y)`` of a tensor the step already moved: made on the device
             loop = ta.every_step_loop(move)
-            caller = ta.every_step_caller(move) or hook_caller(ta, move, framework_step_methods(ctx)) \
-                if loop is None else None
+            caller = ta.every_step_caller(move) or hook_caller(ta, move, framework_step_methods(ctx)) or \
+                ta.caller_from(move, module_forwards(ctx)) or _step_function(ta, move) if loop is None else None
             if caller is not None and caller.line:  # another module's loop
                 yield Finding(move, f"tensor built on the CPU and copied to the device on every {caller.kind} "
                                     f"({caller.where} calls `{caller.function}` on each one; a synchronous "
@@ -180,7 +204,11 @@ class HostTensorThenMove(Rule):
                 continue
             fix: Fix | NoFix = NoFix("the target device is not one expression the factory could take as device=, "
                                      "or the factory call already has `**` arguments or device/generator/out/pin_memory/layout")
-            device = _move_target(ctx, move)
+            if move.func.attr.value == "type_as" or get_arg(move, "device", 0) is not None and \
+                    device_kind(ctx, get_arg(move, "device", 0).value) is None:  # type: ignore[union-attr]
+                fix = NoFix("the move takes the device and the dtype of another tensor: which dtype= the factory "
+                            "needs is left to the user")
+            device = None if isinstance(fix, NoFix) and "another tensor" in fix.reason else _move_target(ctx, move)
             if device is not None and not has_star_args(factory) and \
                     not any(get_arg(factory, k) is not None for k in _BLOCKING_KWARGS):
                 random = ctx.is_call_to(factory, RANDOM_FACTORIES)
@@ -189,7 +217,7 @@ class HostTensorThenMove(Rule):
                           "unsafe" if random else "safe")
             # a framework's hook (``compute_loss``): the move's own device expression is at hand
             kind = ta.loop_kind(loop) if loop is not None else \
-                f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"  # type: ignore[union-attr]
+                _per_call(caller)  # type: ignore[arg-type]
             yield Finding.of(move, f"tensor built on the CPU and copied to the device on every {kind} "
                                 "(a synchronous host-to-device transfer); create it with device=", fix)
 
@@ -203,8 +231,10 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
     loop = ta.every_step_loop(move)
     caller = ta.every_step_caller(move) if loop is None else None
     if loop is None and caller is None:
-        # ``training_step`` -> ``self(x)`` -> a submodule; a Trainer subclass's ``compute_loss``
-        caller = ta.caller_from(move, {**lightning_step_methods(ctx), **framework_step_methods(ctx)})
+        # ``training_step`` -> ``self(x)`` -> a submodule; a Trainer subclass's ``compute_loss``;
+        # a module's ``forward``
+        caller = ta.caller_from(move, {**lightning_step_methods(ctx), **framework_step_methods(ctx)}) or \
+            ta.caller_from(move, module_forwards(ctx)) or _step_function(ta, move)
     if loop is None and caller is None:
         return None
     factory = host_origin(ctx, move.func.value, move, loose_default_type=caller is not None)  # type: ignore[attr-defined]
@@ -214,12 +244,18 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
         kind = ta.loop_kind(loop)
     else:
         assert caller is not None
-        kind = f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
+        kind = _per_call(caller)
     what = ctx.code_for(factory.func)
     moved = ctx.code_for(move)
     moved = moved if len(moved) <= 40 else f".{move.func.attr.value}(...)"  # type: ignore[attr-defined]
     reason = ("the tensor is changed between its creation and the move: which calls take device= is left to "
               "the user")
+    if ctx.is_call_to(factory, _FROM_ARRAY):
+        return Finding(factory, f"`{what}(...)` wraps values made with numpy on the host that `{moved}` copies to the "
+                                f"device on every {kind} (a synchronous host-to-device transfer); make them with "
+                                "torch on the device (`torch.randint`/`torch.multinomial`/`torch.rand(..., "
+                                "device=...)`)",
+                       no_fix_reason="numpy computes the values: which torch calls replace it is left to the user")
     if factory is move.func.value:  # type: ignore[attr-defined]
         reason = (f"`{what}` takes no device= argument: `torch.as_tensor(data, dtype=..., device=...)` or "
                   "`torch.empty(..., dtype=..., device=...)` replaces it, which is left to the user")
@@ -235,6 +271,10 @@ _SAME_PLACE = frozenset({"long", "int", "float", "half", "double", "bool", "byte
                          "mean", "abs", "neg", "exp", "log", "sqrt", "clamp", "clamp_", "mul", "add", "sub", "div"})
 _LEGACY_CPU = frozenset(f"torch.{n}Tensor" for n in ("Long", "Float", "Int", "Byte", "Bool", "Double", "Half", "Short"))
 _COMBINERS = frozenset({"torch.cat", "torch.stack"})
+LIKE_FACTORIES = frozenset(f for f in FACTORIES if f.endswith("_like"))
+_FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.tensor"})
+_TENSOR_READS = frozenset({"shape", "size", "device", "dtype", "ndim", "numel", "dim", "view", "unsqueeze",
+                           "squeeze", "gather", "reshape", "expand", "new_zeros", "new_ones", "new_full", "new_empty"})
 
 
 def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, loose_default_type: bool = False,
@@ -249,6 +289,16 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
     if depth > 8:
         return None
     if isinstance(expr, cst.Call):
+        fn = ctx.enclosing(at, cst.FunctionDef)
+        if ctx.is_call_to(expr, _FROM_ARRAY) and fn is not None and get_arg(expr, "device") is None and \
+                expr.args and not expr.args[0].star and numpy_made_here(ctx, expr.args[0].value, fn):
+            return expr  # ``torch.from_numpy(np.random.choice(...))``: made on the host by the step itself
+        if ctx.is_call_to(expr, LIKE_FACTORIES) and get_arg(expr, "device") is None and expr.args and \
+                not expr.args[0].keyword and not expr.args[0].star:
+            # ``torch.zeros_like(y)`` is where ``y`` is: host only when ``y`` is known to be
+            source = expr.args[0].value
+            held = host_origin(ctx, source, at, loose_default_type=loose_default_type, depth=depth + 1)
+            return expr if held is not None or host_batch_value(ctx, source, at) else None
         if ctx.is_call_to(expr, FACTORIES) and ctx.code_for(expr.func) != "torch.tensor" or \
                 ctx.matches(expr.func, _LEGACY_CPU) or \
                 ctx.matches(expr.func, {"torch.Tensor"}) and "set_default" not in ctx.source and \
@@ -260,7 +310,10 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
             seq = expr.args[0].value
             parts = [seq.elt] if isinstance(seq, cst.ListComp) else [e.value for e in seq.elements]
             found = [host_origin(ctx, p, at, loose_default_type=loose_default_type, depth=depth + 1) for p in parts]
-            return found[0] if found and all(found) else None
+            made = [f for f in found if f is not None]
+            # (the other parts: slices of a batch the loop leaves on the host)
+            return made[0] if made and all(f is not None or host_batch_value(ctx, p, at)
+                                           for p, f in zip(parts, found)) else None
         if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_PLACE:
             return host_origin(ctx, expr.func.value, at, loose_default_type=loose_default_type, depth=depth + 1)
         return None
@@ -318,3 +371,114 @@ def _host_data_argument(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) 
         return bool(values) and all(isinstance(v, cst.Call) and (
             ctx.matches(v.func, {"numpy.*"}) or method_call(v, "numpy", "tolist")) for v in values)
     return False
+
+
+def _step_function(ta: TrainingAnalysis, node: cst.CSTNode) -> StepCaller | None:
+    """``def learn(self, mem): ...; loss.backward(); self.optimiser.step()`` called from no loop of
+    this file (another module's loop runs it): one call is one training step, and so is ``node``
+    in it (under no periodic guard)."""
+    fn = ta.ctx.enclosing(node, cst.FunctionDef)
+    if fn is None or ta.calls_of(fn) or ta.guard_of(node) is not None or not ta.steps_each_call(fn):
+        return None
+    return StepCaller(fn.name.value, "", 0, "training step")
+
+
+def _per_call(caller: StepCaller) -> str:
+    """What one run of the code is, for a message: "training step (train.py:42 calls `f` on each
+    one)", or "forward pass of `Net` (every call of the module)"."""
+    if caller.kind == "forward pass":
+        return f"forward pass of `{caller.function.split('.')[0]}` (every call of the module)"
+    if not caller.path:
+        return f"{caller.kind} (`{caller.function}` runs one)"
+    return f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
+
+
+def module_forwards(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
+    """The ``forward`` methods of the file's ``nn.Module`` subclasses, in a file that also trains or
+    evaluates (a library's base model with its own ``fit`` loop): what they run, every call of the
+    module runs, every step. (A module file without a loop is left to its importers' loops.)"""
+    def compute(c: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
+        out: dict[cst.FunctionDef, StepCaller] = {}
+        ta = analysis(c)
+        if not (ta.step_loops or ta.eval_loops):
+            return out
+        classes = module_subclasses(c)
+        for cls in c.nodes(cst.ClassDef):
+            if cls.name.value not in classes:
+                continue
+            for stmt in cls.body.body:
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "forward":
+                    out[stmt] = StepCaller(f"{cls.name.value}.forward", "every call of the module", 0, "forward pass")
+        return out
+    return ctx.fact(compute)
+
+
+def tensor_target(ctx: RuleContext, ta: TrainingAnalysis, target: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """``.to(actions)``, ``.type_as(logits)``: the target is a tensor (so the move takes its device),
+    by clear evidence: a tensor by the training model, or a name the same function reads as one
+    (``actions.shape``, ``logits.size(0)``, ``x.unsqueeze(1)``); never a name of a dtype."""
+    name = dotted_name(target)
+    if name is None or any(w in name.rsplit(".", 1)[-1].lower() for w in ("dtype", "type", "precision")):
+        return False
+    if ta.is_tensor_expr(target):
+        return True
+    loop = ctx.enclosing(at, cst.For)
+    while loop is not None:  # a field of the batch a DataLoader loop yields (default collate: a tensor)
+        if name in target_names(loop.target) and (ta.is_dataloader(_unwrapped(loop.iter)) or
+                                                  _copies_its_fields(ctx, loop)):
+            return True
+        loop = ctx.enclosing(loop, cst.For)
+    scope = ctx.enclosing(at, cst.FunctionDef) or ctx.module
+    return any(isinstance(n, cst.Attribute) and n.attr.value in _TENSOR_READS and dotted_name(n.value) == name
+               for n in walk(scope.body if isinstance(scope, cst.FunctionDef) else scope))
+
+
+def host_batch_value(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> bool:
+    """``y[:, :n]`` where ``y`` is a field of the batch a plain DataLoader loop yields, left on the
+    host in this function: every assignment that reaches the read keeps it where it was (``y =
+    y.float()``, a slice), back to the loop's target; none moves it."""
+    while isinstance(expr, cst.Subscript) or method_call(expr, *_SAME_PLACE) and not method_call(expr, "type_as"):
+        expr = expr.func.value if isinstance(expr, cst.Call) else expr.value  # type: ignore[attr-defined]
+    if not isinstance(expr, cst.Name) or depth > 4:
+        return False
+    bindings = reaching_assignments(ctx, expr.value, at)
+    if bindings:
+        return all(host_batch_value(ctx, b.value, b, depth + 1) for b in bindings)
+    loop = ctx.enclosing(at, cst.For)
+    while loop is not None and expr.value not in target_names(loop.target):
+        loop = ctx.enclosing(loop, cst.For)
+    if loop is None or iterates_placed_batches(ctx, loop.iter) or placed_by_framework(ctx, expr):
+        return False
+    order = ctx.preorder()
+    here = order.get(at, 0)
+    # no other binding of the name between the loop's start and the read
+    if any(isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and order.get(n, 0) < here and
+           expr.value in {t for tg in (n.targets if isinstance(n, cst.Assign) else [n]) for t in
+                          target_names(tg.target)} and not ctx.is_inside(at, n) for n in walk(loop.body)):
+        return False
+    return analysis(ctx).is_dataloader(_unwrapped(loop.iter)) or _copies_its_fields(ctx, loop)
+
+
+def _copies_its_fields(ctx: RuleContext, loop: cst.For) -> bool:
+    """Does the loop copy fields of its batch to the device itself (``x = x.float().to(device)``)?
+    Then its batches come from the host."""
+    fields = target_names(loop.target)
+    for node in walk(loop.body):
+        if isinstance(node, cst.Call) and method_call(node, "to", "cuda"):
+            dev = get_arg(node, "device", 0)
+            if method_call(node, "to") and (dev is None or device_kind(ctx, dev.value) not in ("cuda", "unknown")):
+                continue
+            base = node.func.value  # type: ignore[attr-defined]
+            while method_call(base, *_SAME_PLACE):
+                base = base.func.value  # type: ignore[attr-defined]
+            if isinstance(base, cst.Name) and base.value in fields:
+                return True
+    return False
+
+
+def _unwrapped(it: cst.BaseExpression) -> cst.BaseExpression:
+    """``loader`` in ``enumerate(tqdm(loader))``."""
+    while isinstance(it, cst.Call) and (dotted_name(it.func) or "").rsplit(".", 1)[-1] in ("enumerate", "tqdm") \
+            and it.args:
+        it = it.args[0].value
+    return it

@@ -727,3 +727,38 @@ def test_models_built_by_type_name_and_optimizers_built_by_an_installed_library(
         assert "GP303" in codes and not {"GP302", "GP304", "GP305"} & set(codes), (rel, codes)
         gp303 = next(d for d in results[rel].diagnostics if d.code == "GP303")  # type: ignore[attr-defined]
         assert f"`{name}`" in gp303.message
+
+
+def test_a_hand_written_zero_grad_helper_of_another_module(tmp_path: Path) -> None:
+    """Issue 34 (GP402): train.py calls, every step, a helper of ``optim_utils.py`` that fills each
+    gradient with zeros by hand (``p.grad.detach_(); p.grad.zero_()``): reported at the call,
+    naming the helper, with no fix; a helper that sets them to None, and the first helper called
+    once before the loop, are not. Checked alone, train.py cannot tell what the helper does."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "optim_utils.py").write_text(
+        "def wipe(params):\n"
+        "    for p in params:\n"
+        "        if p.grad is not None:\n"
+        "            p.grad.detach_()\n"
+        "            p.grad.zero_()\n\n\n"
+        "def forget(params):\n"
+        "    for p in params:\n"
+        "        p.grad = None\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nimport optim_utils\nfrom optim_utils import forget\n\n\n"
+        "def main(model, loader):\n"
+        "    params = list(model.parameters())\n"
+        "    opt = torch.optim.AdamW(params, fused=True)\n"
+        "    optim_utils.wipe(params)\n"
+        "    for x, y in loader:\n"
+        "        optim_utils.wipe(params)\n"
+        "        loss = (model(x.cuda(non_blocking=True)) - y.cuda(non_blocking=True)).pow(2).mean()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        forget(params)\n\n\n"
+        "if __name__ == '__main__':\n    main(torch.nn.Linear(2, 2).cuda(), [])\n")
+    found = [d for d in _lint(tmp_path)["train.py"].diagnostics if d.code == "GP402"]  # type: ignore[attr-defined]
+    assert [d.line for d in found] == [11]
+    assert "`optim_utils.wipe`" in found[0].message and found[0].no_fix_reason
+    assert [d for d in _lint(tmp_path, alone=True)["train.py"].diagnostics  # type: ignore[attr-defined]
+            if d.code == "GP402"] == []

@@ -16,7 +16,7 @@ from ..model.datasets import in_memory_datasets, loader_subclasses, padding_coll
 from ..model.guards import returns_rare
 from ..model.models import (is_model_constructor, library_optimizer_model, loss_classes, module_subclasses,
                             registry_built_model, strip_chain)
-from ..model.step_code import walk_with_callees, zeroes_grads
+from ..model.step_code import fills_grads, walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
@@ -448,6 +448,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         settings=tuple(sorted(settings)),
         steps_each_call=trains and ta.steps_each_call(fn),
         rare_result="%" in src and returns_rare(ctx, fn),
+        fills_grads=".grad" in src and not trains and fills_grads(fn),
         arg_reads=tuple((param, line_of(read)) for param, read in tensor_arg_reads(fn)) if may_read_args(src) else (),
     )
 

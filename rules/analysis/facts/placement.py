@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..model.reaching import dominates, reaching_assignment, rebound_after
+from ..model.reaching import dominates, reaching_assignment, reaching_assignments, rebound_after
 from ..model.step_code import device_kind
 from ..model.training import analysis
 from ..syntax.calls import get_arg, method_call, target_names
@@ -43,7 +43,33 @@ def _moved_name(ctx: RuleContext, name: cst.Name, at: cst.CSTNode, depth: int) -
     binding = reaching_assignment(ctx, name.value, at)
     if binding is not None and _moves(ctx, binding, name.value, depth):
         return True
+    # Every assignment that may reach ``at`` (across the branches of an ``if``) moves ``name`` or
+    # keeps it where an earlier move put it: ``y = y.float().to(device)``, then in one branch
+    # ``y = y[:, -n:].to(device)`` or ``y = y[:, -n:]``.
+    bindings = reaching_assignments(ctx, name.value, at) if depth < 3 else None
+    if bindings and all(_moves(ctx, b, name.value, depth) or _kept_on_device(ctx, b, name.value, depth)
+                        for b in bindings):
+        return True
     return _moved_in_place(ctx, name.value, at)
+
+
+def _kept_on_device(ctx: RuleContext, assign: cst.Assign, name: str, depth: int) -> bool:
+    """``y = y[:, -n:]``, ``y = y.float()``, ``y = y[:, -n:].to(device)``, ``w = y.transpose(1, 2)``: a
+    slice, view or cast of a name (or a copy of one to the device) that held a device copy there."""
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return False
+    value = assign.value
+    if isinstance(value, cst.Call) and method_call(value, "to", "cuda") and _to_device(ctx, value):
+        value = value.func.value  # type: ignore[attr-defined]
+    root = _same_place_root(value)
+    return root is not None and _moved_name(ctx, root, assign, depth + 1)
+
+
+def _same_place_root(expr: cst.BaseExpression) -> cst.Name | None:
+    """The name under subscripts and same-place methods: ``y`` in ``y[:, -n:].float()``."""
+    while isinstance(expr, cst.Subscript) or method_call(expr, *_SAME_PLACE):
+        expr = expr.func.value if isinstance(expr, cst.Call) else expr.value  # type: ignore[attr-defined]
+    return expr if isinstance(expr, cst.Name) else None
 
 
 def _moved_in_place(ctx: RuleContext, name: str, at: cst.CSTNode) -> bool:
@@ -114,8 +140,8 @@ def _moves(ctx: RuleContext, assign: cst.Assign, name: str, depth: int) -> bool:
 
 def _device_copy_of(ctx: RuleContext, value: cst.BaseExpression, name: str, depth: int = 0) -> bool:
     if isinstance(value, cst.Call) and method_call(value, "to", "cuda"):
-        receiver = value.func.value  # type: ignore[attr-defined]
-        return isinstance(receiver, cst.Name) and receiver.value == name and _to_device(ctx, value)
+        receiver = _same_place_root(value.func.value)  # type: ignore[attr-defined]  # ``y.float().to(device)``
+        return receiver is not None and receiver.value == name and _to_device(ctx, value)
     if isinstance(value, (cst.DictComp, cst.ListComp, cst.GeneratorExp)):
         return _moved_comprehension(ctx, value, name)
     if isinstance(value, cst.Call) and not ctx.matches(value.func, {"torch.*"}):

@@ -179,3 +179,56 @@ def default_collate(ta: TrainingAnalysis, iterable: cst.BaseExpression) -> bool:
         if any(a.star == "*" for a in call.args):
             return False
     return True
+
+
+# ---- values a step makes with numpy ------------------------------------------------------------
+# numpy calls that turn data into an array (of a batch, a file): what they give is data
+_NUMPY_CONVERSIONS = ("array", "asarray", "asanyarray", "ascontiguousarray", "load", "loadtxt", "fromfile",
+                      "frombuffer", "copy", "stack", "concatenate", "vstack", "hstack", "expand_dims",
+                      "transpose", "reshape", "squeeze", "pad", "flip")
+_NUMPY_MAKERS = ("zeros", "ones", "full", "empty", "arange", "linspace", "eye", "zeros_like", "ones_like",
+                 "full_like", "empty_like")
+
+
+def numpy_made_here(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.FunctionDef, depth: int = 0) -> bool:
+    """Is ``expr`` an array the function ``fn`` makes itself with numpy, not data it is handed or
+    reads: a ``numpy.random`` draw or a numpy factory (``np.random.choice(n, size=b, p=p)``,
+    ``np.ones(n)``), another numpy call or arithmetic over one (``1 / (n * p[idx])``), or a local
+    name every assignment of which in ``fn`` is one. A parameter, an attribute or a batch is data."""
+    if depth > 8:
+        return False
+    if isinstance(expr, cst.Call):
+        if ctx.matches(expr.func, {"numpy.random.*"}) or \
+                ctx.matches(expr.func, {f"numpy.{n}" for n in _NUMPY_MAKERS}):
+            return True
+        if not ctx.matches(expr.func, {"numpy.*"}):
+            return False
+        if not ctx.matches(expr.func, {f"numpy.{n}" for n in _NUMPY_CONVERSIONS}):
+            return True  # ``w / np.sum(w)``: computed in the step
+        return any(not a.star and numpy_made_here(ctx, a.value, fn, depth + 1) for a in expr.args)
+    if isinstance(expr, cst.BinaryOperation):
+        return numpy_made_here(ctx, expr.left, fn, depth + 1) or numpy_made_here(ctx, expr.right, fn, depth + 1)
+    if isinstance(expr, cst.UnaryOperation):
+        return numpy_made_here(ctx, expr.expression, fn, depth + 1)
+    if isinstance(expr, cst.Subscript):
+        return numpy_made_here(ctx, expr.value, fn, depth + 1) or any(
+            isinstance(el.slice, cst.Index) and numpy_made_here(ctx, el.slice.value, fn, depth + 1) for el in expr.slice)
+    if isinstance(expr, cst.Name) and expr.value not in {p.name.value for p in fn.params.params}:
+        values = [v for v in _values_of(ctx, expr.value) if ctx.enclosing(v, cst.FunctionDef) is fn]
+        return bool(values) and all(numpy_made_here(ctx, v, fn, depth + 1) for v in values)
+    return False
+
+
+def made_on_host_by_step(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """``torch.from_numpy(idx_np).long()`` where the function computed ``idx_np`` with numpy itself
+    (``np.random.choice``): a tensor the step creates on the host, not data it was handed (GP105's,
+    not a batch copy)."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in (
+            "long", "int", "float", "half", "double", "bool", "contiguous", "view", "reshape", "unsqueeze",
+            "squeeze", "flatten", "clone"):
+        expr = expr.func.value
+    fn = ctx.enclosing(expr, cst.FunctionDef)
+    return isinstance(expr, cst.Call) and fn is not None and \
+        ctx.matches(expr.func, {"torch.from_numpy", "torch.as_tensor", "torch.tensor"}) and \
+        get_arg(expr, "device") is None and bool(expr.args) and not expr.args[0].star and \
+        numpy_made_here(ctx, expr.args[0].value, fn)

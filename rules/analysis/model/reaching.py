@@ -101,3 +101,47 @@ def _loop_back(ctx: RuleContext, other: cst.CSTNode, last: cst.CSTNode, at: cst.
         if isinstance(anc, (cst.For, cst.While)) and ctx.is_inside(other, anc) and not ctx.is_inside(last, anc):
             return True
     return False
+
+
+def reaching_assignments(ctx: RuleContext, name: str, at: cst.CSTNode) -> list[cst.Assign] | None:
+    """Every assignment of ``name`` that may be the last one run before ``at``: the last one that
+    runs on every path to ``at`` (``y = y.float().to(device)``) and each later one not in a branch
+    that excludes ``at`` (``if amp: y = y[:, -n:].to(device)`` does not reach the read in the ``else``;
+    one in an ``if`` before the read does). None when that cannot be told: no such dominating
+    assignment, another kind of binding (a ``for`` target, ``+=``) among them, or one after ``at``
+    that a loop around ``at`` may bring back."""
+    owner = _binding_owner(ctx, at)
+    order = ctx.preorder()
+    here = order.get(at, 0)
+    binders = [b for b in ctx.fact(_binders).get(name, ()) if _binding_owner(ctx, b) is owner and
+               not (isinstance(b, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and ctx.is_inside(at, b))]
+    before = sorted((b for b in binders if order.get(b, 0) < here), key=lambda b: order.get(b, 0))
+    first = next((b for b in reversed(before) if dominates(ctx, b, at)), None)
+    if not isinstance(first, cst.Assign):
+        return None
+    start = order.get(first, 0)
+    reaching: list[cst.Assign] = [first]
+    for other in before:
+        if order.get(other, 0) <= start or _excluded_by_branch(ctx, other, at):
+            continue
+        if not isinstance(other, cst.Assign):
+            return None
+        reaching.append(other)
+    if any(order.get(b, 0) > here and _loop_back(ctx, b, first, at) for b in binders):
+        return None
+    return reaching
+
+
+def _excluded_by_branch(ctx: RuleContext, node: cst.CSTNode, at: cst.CSTNode) -> bool:
+    """Are ``node`` and ``at`` in two branches of one ``if`` (body and ``else``/``elif``), so that a
+    run that reaches ``at`` did not run ``node`` on the way (in the same round of any loop)?"""
+    child: cst.CSTNode = node
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return False
+        if isinstance(anc, cst.If) and anc.orelse is not None:
+            if child is anc.body and ctx.is_inside(at, anc.orelse) or \
+                    child is anc.orelse and ctx.is_inside(at, anc.body):
+                return True
+        child = anc
+    return False

@@ -52,8 +52,33 @@ def zeroes_grads(node: cst.CSTNode) -> bool:
     return False
 
 
+def fills_grads(fn: cst.FunctionDef) -> bool:
+    """Does ``fn`` fill gradients with zeros by hand (``for p in params: if p.grad is not None:
+    p.grad.detach_(); p.grad.zero_()``, ``p.grad.data.zero_()``, ``p.grad.fill_(0)``) and never set
+    one to None or call ``zero_grad()``: a hand-written ``zero_grad(set_to_none=False)``?"""
+    fills = False
+    for node in walk(fn.body):
+        if method_call(node, "zero_grad") or isinstance(node, cst.Assign) and zeroes_grads(node):
+            return False
+        if isinstance(node, cst.Call) and method_call(node, "zero_", "fill_", "mul_") and _grad_receiver(node):
+            assert isinstance(node.func, cst.Attribute)
+            if node.func.attr.value == "zero_" or \
+                    len(node.args) == 1 and literal_value(node.args[0].value) in (0, 0.0):
+                fills = True
+    return fills
+
+
+def _grad_receiver(call: cst.Call) -> bool:
+    recv = call.func.value  # type: ignore[attr-defined]
+    while isinstance(recv, cst.Attribute) and recv.attr.value == "data":
+        recv = recv.value
+    return isinstance(recv, cst.Attribute) and recv.attr.value == "grad"
+
+
 # ---- devices and batch data ---------------------------------------------------------------
 _DEVICE_NAMES = ("device", "dev", "rank", "local_rank", "gpu", "gpu_id", "device_id")
+# functions that return the device to use (called with no arguments)
+_DEVICE_GETTERS = ("dev", "device", "get_device", "current_device", "default_device", "get_default_device")
 
 
 def device_kind(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
@@ -71,6 +96,9 @@ def device_kind(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
         return None
     if isinstance(expr, cst.Call) and ctx.matches(expr.func, {"torch.device"}):
         return device_kind(ctx, expr.args[0].value) or "unknown" if expr.args else None
+    if isinstance(expr, cst.Call) and not expr.args:  # ``dist_util.dev()``, ``torch.cuda.current_device()``
+        called = (dotted_name(expr.func) or "").rsplit(".", 1)[-1].lower()
+        return "unknown" if called in _DEVICE_GETTERS else None
     name = dotted_name(expr)
     if name is None:
         return None

@@ -56,6 +56,7 @@ class FunctionFacts:
     settings: tuple[str, ...] = ()  # TF32/CUDNN it sets, in its body or a callee
     steps_each_call: bool = False  # one call runs a whole training step (``loss.backward(); opt.step()``)
     rare_result: bool = False  # returns True once every N calls (``return step % self.freq == 0``)
+    fills_grads: bool = False  # fills gradients with zeros by hand (``p.grad.zero_()``), never sets them to None
     # (parameter, line) of each host read of a value it is handed whose cost depends on the
     # caller (``**kwargs`` values, a type-checked ``v.item()``: ``facts.arg_reads``)
     arg_reads: tuple[tuple[str, int], ...] = ()

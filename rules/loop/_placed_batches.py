@@ -1,0 +1,204 @@
+"""GP104's copies that are no copies: what counts as a host-to-device copy, and batches their source
+already put on the device (a loader built with a device, a helper returning moved tensors, the
+branch that runs only without a prefetching loader)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.facts.placement import moved_before
+from ..analysis.model.host_data import cuda_tensor_type
+from ..analysis.model.step_code import device_kind
+from ..analysis.model.training import TrainingAnalysis
+from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import walk
+
+# Tensor methods whose result lives where their receiver does (a dtype cast, a view).
+SAME_PLACE = ("long", "int", "float", "half", "double", "bool", "byte", "contiguous", "view", "reshape",
+              "squeeze", "unsqueeze", "permute", "transpose", "flatten", "clone", "detach")
+
+
+def host_to_device_copy(ctx: RuleContext, call: cst.Call) -> bool:
+    """``x.to(<device>)`` / ``x.to(device=...)`` / ``x.cuda()`` that does not name the CPU, or
+    ``x.type(torch.cuda.FloatTensor)`` (through a name bound to a CUDA tensor type), that does
+    not already choose ``non_blocking``."""
+    if has_star_args(call) or get_arg(call, "non_blocking") is not None:
+        return False
+    assert isinstance(call.func, cst.Attribute)
+    method = call.func.attr.value
+    if method == "cuda":
+        return all(a.keyword is None or a.keyword.value == "device" for a in call.args) and len(call.args) <= 1
+    if method == "type":
+        arg = get_arg(call, "dtype", 0)
+        return len(call.args) == 1 and arg is not None and cuda_tensor_type(ctx, arg.value)
+    dev = get_arg(call, "device", 0)
+    if dev is not None and device_kind(ctx, dev.value) is None and len(call.args) == 1 and \
+            dev.keyword is None and moved_before(ctx, dev.value, call):
+        return True  # ``y.to(x)`` with ``x`` a tensor this function moved to the device: a move there
+    if dev is None or device_kind(ctx, dev.value) in (None, "cpu"):
+        return False
+    # .to(device) or .to(device, dtype) / .to(device, dtype=...); not .to(other_tensor) or copy=
+    return all(a.keyword is None or a.keyword.value in ("device", "dtype") for a in call.args) and \
+        len(call.args) <= 2
+
+
+# ---- batches already on the device ------------------------------------------------------------------
+_PREFETCH = ("prefetch",)
+
+
+def placed_source(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression, loop: cst.For | cst.While) -> bool:
+    """Does ``receiver`` hold a batch its source already put on the device: the loop's iterable,
+    the object whose ``next_batch()`` gave it or the helper that returned it is built or called
+    with a device (``DataLoaderLite(B, T, device=device)``, ``batches(n, device)``), or a helper
+    of this file returns tensors it moved or created there (``get_batch(split)`` ending in
+    ``x.to(device)``)? Then ``.to(device)`` is a no-op."""
+    return _placed(ctx, ta, receiver, loop, 0)
+
+
+def _placed(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, loop: cst.For | cst.While,
+            depth: int) -> bool:
+    if depth > 4:
+        return False
+    while isinstance(expr, (cst.Subscript, cst.Attribute)) and not isinstance(expr, cst.Call):
+        expr = expr.value
+    if isinstance(expr, cst.Call):
+        return _placing_call(ctx, ta, expr, loop, depth)
+    if not isinstance(expr, cst.Name):
+        return False
+    name = expr.value
+    if isinstance(loop, cst.For) and name in target_names(loop.target):
+        return _placing_iterable(ctx, ta, loop.iter, loop, depth)
+    values = []
+    for a in walk(loop.body):
+        if not isinstance(a, cst.Assign) or not any(name in target_names(t.target) for t in a.targets):
+            continue
+        value = _bound_value(a, name)
+        if value is None:
+            return False
+        if not method_call(value, "to", "cuda"):  # ``x = x.to(device)`` itself, or a second copy
+            values.append(value)
+    return bool(values) and all(_placed(ctx, ta, v, loop, depth + 1) for v in values)
+
+
+def _bound_value(assign: cst.Assign, name: str) -> cst.BaseExpression | None:
+    """What ``assign`` binds to ``name``: the value, or its element at the name's position in
+    ``a, b = u, v``; the whole value for ``x, y = f()`` (a batch unpacked)."""
+    for t in assign.targets:
+        target = t.target
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(assign.value, (cst.Tuple, cst.List)):
+            if len(target.elements) != len(assign.value.elements):
+                return None
+            for el, val in zip(target.elements, assign.value.elements):
+                if name in target_names(el.value):
+                    return val.value
+            continue
+        if name in target_names(target):
+            return assign.value
+    return None
+
+
+def _placing_iterable(ctx: RuleContext, ta: TrainingAnalysis, it: cst.BaseExpression, loop: cst.For | cst.While,
+                      depth: int) -> bool:
+    while isinstance(it, cst.Call) and (dotted_name(it.func) or "").rsplit(".", 1)[-1] in \
+            ("enumerate", "tqdm", "iter") and it.args:
+        it = it.args[0].value
+    if isinstance(it, cst.Call):
+        return passes_device(ctx, it) or _returns_placed(ctx, ta, it)
+    name = dotted_name(it)
+    if name is None:
+        return False
+    values = [v for bound, v in ta.assignments() if bound == name]
+    return bool(values) and all(isinstance(v, cst.Call) and _placing_iterable(ctx, ta, v, loop, depth + 1)
+                                for v in values)
+
+
+def _placing_call(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.For | cst.While,
+                  depth: int) -> bool:
+    """``next(it)``, ``loader.next_batch()``, ``get_batch(...)``: a placed batch?"""
+    func = call.func
+    if isinstance(func, cst.Name) and func.value == "next" and call.args:
+        return _placing_iterable(ctx, ta, call.args[0].value, loop, depth + 1)
+    if isinstance(func, cst.Attribute) and not ctx.matches(func, {"torch.*"}):
+        if func.attr.value in ("to", "cuda"):
+            return False
+        if func.attr.value in SAME_PLACE:  # ``x.float()``: where ``x`` is, not a loader's method
+            return _placed(ctx, ta, func.value, loop, depth + 1)
+        owner = dotted_name(func.value)
+        if owner is not None and func.attr.value not in ("__getitem__",):
+            values = [v for bound, v in ta.assignments() if bound == owner]
+            if values and all(isinstance(v, cst.Call) and passes_device(ctx, v) for v in values):
+                return True  # ``loader = DataLoaderLite(..., device=device)``; ``loader.next_batch()``
+        return False
+    if isinstance(func, cst.Name) and func.value in ta.functions:
+        return passes_device(ctx, call) or _returns_placed(ctx, ta, call)
+    return False
+
+
+def passes_device(ctx: RuleContext, call: cst.Call) -> bool:
+    """A call given a device that is not the CPU (``device=device``, ``make_batches(n, device)``):
+    what it builds or returns lives there. Not torch's own calls (a DataLoader takes no device)."""
+    if ctx.matches(call.func, {"torch.*"}) or method_call(call, "to", "cuda"):
+        return False  # (``x = x.float().to(device)`` is the copy itself, not a source built with a device)
+    for arg in call.args:
+        if arg.star:
+            continue
+        if arg.keyword is not None and arg.keyword.value != "device":
+            continue
+        if device_kind(ctx, arg.value) in ("cuda", "unknown") and \
+                (arg.keyword is not None or "cpu" not in ctx.code_for(arg.value)):
+            return True
+    return False
+
+
+def _returns_placed(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> bool:
+    """A function of this file whose every return (or yield) gives tensors it moved to a device or
+    created there (``return x.to(device), y.to(device)``, ``yield torch.randn(n, device=device)``)."""
+    name = dotted_name(call.func)
+    fns = ta.functions.get(name or "", [])
+    if len(fns) != 1:
+        return False
+    fn = fns[0]
+    outs = [n.value for n in walk(fn.body) if isinstance(n, (cst.Return, cst.Yield)) and n.value is not None]
+    if not outs:
+        return False
+    for out in outs:
+        parts = [e.value for e in out.elements] if isinstance(out, (cst.Tuple, cst.List)) else [out]
+        if not parts or not all(_on_device(ctx, fn, p) for p in parts):
+            return False
+    return True
+
+
+def _on_device(ctx: RuleContext, fn: cst.FunctionDef, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    if isinstance(expr, cst.Call):
+        if method_call(expr, "to", "cuda"):
+            return method_call(expr, "cuda") or host_to_device_copy(ctx, expr) or \
+                get_arg(expr, "non_blocking") is not None and (get_arg(expr, "device", 0) is not None)
+        if ctx.matches(expr.func, {"torch.*"}):
+            dev = get_arg(expr, "device")
+            return dev is not None and device_kind(ctx, dev.value) in ("cuda", "unknown")
+        return False
+    if isinstance(expr, cst.Name) and depth < 3:
+        values = [a.value for a in walk(fn.body) if isinstance(a, cst.Assign)
+                  and any(expr.value in target_names(t.target) for t in a.targets)]
+        return bool(values) and all(_on_device(ctx, fn, v, depth + 1) for v in values)
+    return False
+
+
+def without_prefetcher(ctx: RuleContext, call: cst.Call) -> bool:
+    """In the branch that runs only without the prefetcher (``if not args.prefetcher:``, the
+    ``else`` of ``if args.prefetcher:``): by default a prefetching loader moves the batches."""
+    child: cst.CSTNode = call
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.If):
+            test = anc.test
+            negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+            inner = test.expression if negated else test  # type: ignore[attr-defined]
+            name = (dotted_name(inner) or "").rsplit(".", 1)[-1].lower()
+            if any(w in name for w in _PREFETCH) and (negated and child is anc.body or
+                                                       not negated and child is anc.orelse):
+                return True
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        child = anc
+    return False
