@@ -375,8 +375,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
     params = params_of(fn)
     trains = zeroes = autocast = compiles = scaler = False
     settings: set[str] = set()
-    # What the module's text cannot hold is not looked for (most helpers train nothing), nor
-    # what no function of its imported modules does (a call into them cannot make it so).
+    # Not looked for: what the module's text cannot hold, nor what no function it imports does.
     src = ctx.source
     imp_train, imp_zero, imp_autocast, imp_compile, imp_scaler, imp_settings = ctx.fact(_imported_kinds)
     imported_any = any(ctx.fact(_imported_kinds))
