@@ -11,6 +11,7 @@ from ..analysis.model.host_data import cuda_tensor_type
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
+from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 
@@ -106,11 +107,45 @@ def _placing_iterable(ctx: RuleContext, ta: TrainingAnalysis, it: cst.BaseExpres
     if isinstance(it, cst.Call):
         return passes_device(ctx, it) or _returns_placed(ctx, ta, it)
     name = dotted_name(it)
-    if name is None:
+    if name is None or depth > 6:
         return False
-    values = [v for bound, v in ta.assignments() if bound == name]
+    handed = _handed_in(ctx, it)
+    if handed is not None:  # ``def run_epoch(model, iterator, ...)``: what every caller passes
+        return all(_placing_iterable(ctx, ta, arg, loop, depth + 1) for arg in handed)
+    values = bound_values(ctx, name)
     return bool(values) and all(isinstance(v, cst.Call) and _placing_iterable(ctx, ta, v, loop, depth + 1)
                                 for v in values)
+
+
+def _handed_in(ctx: RuleContext, it: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """The arguments every in-module call site passes for ``it``, a parameter of the function
+    that uses it and that the function never rebinds; None otherwise."""
+    fn = ctx.enclosing(it, cst.FunctionDef)
+    if not isinstance(it, cst.Name) or fn is None or it.value not in {p.name.value for p in fn.params.params}:
+        return None
+    if any(isinstance(a, cst.Assign) and any(it.value in target_names(t.target) for t in a.targets)
+           for a in walk(fn.body)):
+        return None
+    return call_site_args(ctx, fn, it.value)
+
+
+def bound_values(ctx: RuleContext, name: str) -> list[cst.BaseExpression]:
+    """What the file's assignments bind to ``name`` (a dotted name): the value, its element in
+    ``a, b = u, v``, and the whole call in ``train_it, val_it = make_iterators(..., device=d)``."""
+    out = []
+    for a in ctx.nodes(cst.Assign):
+        for t in a.targets:
+            if dotted_name(t.target) == name:
+                out.append(a.value)
+            elif isinstance(t.target, (cst.Tuple, cst.List)) and \
+                    any(dotted_name(el.value) == name for el in t.target.elements):
+                value: cst.BaseExpression = a.value
+                if isinstance(value, (cst.Tuple, cst.List)):  # ``a, b = u, v``: the element, if it lines up
+                    pairs = zip(t.target.elements, value.elements) \
+                        if len(t.target.elements) == len(value.elements) else ()
+                    value = next((v.value for el, v in pairs if dotted_name(el.value) == name), cst.Name("None"))
+                out.append(value)
+    return out
 
 
 def _placing_call(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.For | cst.While,
@@ -131,7 +166,11 @@ def _placing_call(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: 
                 return True  # ``loader = DataLoaderLite(..., device=device)``; ``loader.next_batch()``
         return False
     if isinstance(func, cst.Name) and func.value in ta.functions:
-        return passes_device(ctx, call) or _returns_placed(ctx, ta, call)
+        # ``pad_tokens(batch.src, pad)``: a helper of this file handed a placed tensor keeps it there
+        first = call.args[0] if call.args else None
+        return passes_device(ctx, call) or _returns_placed(ctx, ta, call) or \
+            first is not None and first.keyword is None and not first.star and \
+            _placed(ctx, ta, first.value, loop, depth + 1)
     return False
 
 
@@ -156,6 +195,9 @@ def _returns_placed(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> b
     created there (``return x.to(device), y.to(device)``, ``yield torch.randn(n, device=device)``)."""
     name = dotted_name(call.func)
     fns = ta.functions.get(name or "", [])
+    if not fns and name is not None:  # ``DeviceBatches(data, bs)``: a class of this file iterated
+        fns = [m for cls in ctx.nodes(cst.ClassDef) if cls.name.value == name for m in walk(cls.body)
+               if isinstance(m, cst.FunctionDef) and m.name.value in ("__iter__", "__next__")][:1]
     if len(fns) != 1:
         return False
     fn = fns[0]
