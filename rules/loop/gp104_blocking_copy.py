@@ -213,7 +213,9 @@ class BlockingCopy(Rule):
     gains_on = "cuda"
     across_modules = (
         "The batch is followed out of a loader class of the user's other modules whose method "
-        "returns one (`x, y = train_loader.next_batch()`, a generator), and into a per-step helper "
+        "returns one (`x, y = train_loader.next_batch()`, a generator; in this file, a class whose "
+        "`next_batch()`/`sample_batch()` builds host tensors with `torch.tensor`/`torch.from_numpy` "
+        "and moves them nowhere), and into a per-step helper "
         "of this file that unpacks it (`self.run_step(batch)` with `x, y = batch`). A copy in a "
         "function of this module that another module's loop calls every step (a `to_device(batch, "
         "device)` helper, a loss's `forward`) is reported here, where the edit goes: of a tensor "
