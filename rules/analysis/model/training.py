@@ -182,7 +182,9 @@ class TrainingAnalysis(TrainingObjects):
         if cls is None:  # ``trainer.train_step(samples)`` of a parameter: the one class with that method
             return (found := project_method(self.ctx, node)) is not None and found.facts.steps_each_call
         method = project_class_method(self.ctx, cls, (node.func.attr.value,))
-        return method is not None and method[2].steps_each_call
+        if method is None:  # ``model = build_model(opt)``, a builder's product: the one class with that method
+            return (found := project_method(self.ctx, node)) is not None and found.facts.steps_each_call
+        return method[2].steps_each_call
 
     def _class_of(self, name: cst.Name) -> cst.BaseExpression | None:
         """The class a name holds, as its function says: an annotation (``bpr: utils.BPRLoss``,
