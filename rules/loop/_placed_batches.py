@@ -164,6 +164,10 @@ def _placing_call(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: 
             values = [v for bound, v in ta.assignments() if bound == owner]
             if values and all(isinstance(v, cst.Call) and passes_device(ctx, v) for v in values):
                 return True  # ``loader = DataLoaderLite(..., device=device)``; ``loader.next_batch()``
+            if values and all(isinstance(v, cst.Call) and isinstance(v.func, cst.Name) for v in values):
+                # ``loader = Shards(path)``: a class of this file whose ``next_batch()`` returns moved tensors
+                methods = [_method(ctx, v.func.value, (func.attr.value,)) for v in values]  # type: ignore[attr-defined]
+                return all(m is not None and _outputs_placed(ctx, m) for m in methods)
         return False
     if isinstance(func, cst.Name) and func.value in ta.functions:
         # ``pad_tokens(batch.src, pad)``: a helper of this file handed a placed tensor keeps it there
@@ -196,11 +200,25 @@ def _returns_placed(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> b
     name = dotted_name(call.func)
     fns = ta.functions.get(name or "", [])
     if not fns and name is not None:  # ``DeviceBatches(data, bs)``: a class of this file iterated
-        fns = [m for cls in ctx.nodes(cst.ClassDef) if cls.name.value == name for m in walk(cls.body)
-               if isinstance(m, cst.FunctionDef) and m.name.value in ("__iter__", "__next__")][:1]
+        method = _method(ctx, name, ("__next__", "__iter__"))
+        fns = [method] if method is not None else []
     if len(fns) != 1:
         return False
-    fn = fns[0]
+    return _outputs_placed(ctx, fns[0])
+
+
+def _method(ctx: RuleContext, cls_name: str, names: tuple[str, ...]) -> cst.FunctionDef | None:
+    """The first of ``names`` that the class ``cls_name`` of this file defines (``__next__``
+    before an ``__iter__`` returning ``self``)."""
+    for cls in ctx.nodes(cst.ClassDef):
+        if cls.name.value == cls_name:
+            defs = {m.name.value: m for m in cls.body.body if isinstance(m, cst.FunctionDef)}
+            return next((defs[n] for n in names if n in defs), None)
+    return None
+
+
+def _outputs_placed(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    """Every return (or yield) of ``fn`` gives tensors it moved to a device or created there."""
     outs = [n.value for n in walk(fn.body) if isinstance(n, (cst.Return, cst.Yield)) and n.value is not None]
     if not outs:
         return False

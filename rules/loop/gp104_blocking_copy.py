@@ -247,7 +247,7 @@ class BlockingCopy(Rule):
         "object whose `next_batch()` returns them or the helper that returns them is built or called "
         "with a device (`TokenStream(..., device=device)`, `batches(n, device)`), or a helper of this "
         "file returns tensors it moved or created there (`get_batch()` ending in `x.to(device)`; also a "
-        "class of the file whose `__iter__` yields such tensors, an iterable unpacked from a call given a "
+        "class of the file whose `__iter__`/`__next__`/`next_batch()` returns or yields such tensors, an iterable unpacked from a call given a "
         "device: `train_it, val_it = BucketIterator.splits(..., device=device)`, one every in-file caller "
         "hands in as a parameter: `run_epoch(model, train_it)`, and a helper of the file handed a field "
         "of such a batch: `pad(batch.src, pad_idx).to(device)`); "
