@@ -13,6 +13,7 @@ from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.project import project_function
 from ..analysis.syntax.tree import walk
 
 # Tensor methods whose result lives where their receiver does (a dtype cast, a view).
@@ -105,7 +106,7 @@ def _placing_iterable(ctx: RuleContext, ta: TrainingAnalysis, it: cst.BaseExpres
             ("enumerate", "tqdm", "iter") and it.args:
         it = it.args[0].value
     if isinstance(it, cst.Call):
-        return passes_device(ctx, it) or _returns_placed(ctx, ta, it)
+        return not _builds_loaders(ctx, ta, it) and (passes_device(ctx, it) or _returns_placed(ctx, ta, it))
     name = dotted_name(it)
     if name is None or depth > 6:
         return False
@@ -115,6 +116,16 @@ def _placing_iterable(ctx: RuleContext, ta: TrainingAnalysis, it: cst.BaseExpres
     values = bound_values(ctx, name)
     return bool(values) and all(isinstance(v, cst.Call) and _placing_iterable(ctx, ta, v, loop, depth + 1)
                                 for v in values)
+
+
+def _builds_loaders(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> bool:
+    """A builder of DataLoaders, given a device only to choose ``pin_memory`` (``make_loaders(cfg,
+    device)`` of this file or of the user's other modules): its batches are on the host."""
+    found = project_function(ctx, call)
+    if found is not None and found.facts.builds_loader:
+        return True
+    fns = ta.functions.get(dotted_name(call.func) or "", [])
+    return any(isinstance(n, cst.Call) and ta.is_dataloader(n) for fn in fns for n in walk(fn.body))
 
 
 def _handed_in(ctx: RuleContext, it: cst.BaseExpression) -> list[cst.BaseExpression] | None:

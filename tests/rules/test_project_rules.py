@@ -774,3 +774,5 @@ def test_a_model_fed_its_batch_by_another_modules_loop() -> None:
     assert [d.line for d in copies] == [12, 14]
     assert all("every training step" in d.message for d in copies)
     assert "GP104" not in _codes(seen, "restorers/stream_model.py")
+    # a loader builder of data.py handed the device (for pin_memory) returns host batches: found
+    assert _codes(seen, "pretrain.py").count("GP104") == 2
