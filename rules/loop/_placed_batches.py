@@ -113,7 +113,7 @@ def _placing_iterable(ctx: RuleContext, ta: TrainingAnalysis, it: cst.BaseExpres
     handed = _handed_in(ctx, it)
     if handed is not None:  # ``def run_epoch(model, iterator, ...)``: what every caller passes
         return all(_placing_iterable(ctx, ta, arg, loop, depth + 1) for arg in handed)
-    values = bound_values(ctx, name)
+    values = _bound_values(ctx, name)
     return bool(values) and all(isinstance(v, cst.Call) and _placing_iterable(ctx, ta, v, loop, depth + 1)
                                 for v in values)
 
@@ -140,7 +140,7 @@ def _handed_in(ctx: RuleContext, it: cst.BaseExpression) -> list[cst.BaseExpress
     return call_site_args(ctx, fn, it.value)
 
 
-def bound_values(ctx: RuleContext, name: str) -> list[cst.BaseExpression]:
+def _bound_values(ctx: RuleContext, name: str) -> list[cst.BaseExpression]:
     """What the file's assignments bind to ``name`` (a dotted name): the value, its element in
     ``a, b = u, v``, and the whole call in ``train_it, val_it = make_iterators(..., device=d)``."""
     out = []
