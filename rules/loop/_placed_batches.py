@@ -11,7 +11,9 @@ from ..analysis.model.host_data import cuda_tensor_type
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
+from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.project import project_function
 from ..analysis.syntax.tree import walk
 
 # Tensor methods whose result lives where their receiver does (a dtype cast, a view).
@@ -104,13 +106,57 @@ def _placing_iterable(ctx: RuleContext, ta: TrainingAnalysis, it: cst.BaseExpres
             ("enumerate", "tqdm", "iter") and it.args:
         it = it.args[0].value
     if isinstance(it, cst.Call):
-        return passes_device(ctx, it) or _returns_placed(ctx, ta, it)
+        return not _builds_loaders(ctx, ta, it) and (passes_device(ctx, it) or _returns_placed(ctx, ta, it))
     name = dotted_name(it)
-    if name is None:
+    if name is None or depth > 6:
         return False
-    values = [v for bound, v in ta.assignments() if bound == name]
+    handed = _handed_in(ctx, it)
+    if handed is not None:  # ``def run_epoch(model, iterator, ...)``: what every caller passes
+        return all(_placing_iterable(ctx, ta, arg, loop, depth + 1) for arg in handed)
+    values = _bound_values(ctx, name)
     return bool(values) and all(isinstance(v, cst.Call) and _placing_iterable(ctx, ta, v, loop, depth + 1)
                                 for v in values)
+
+
+def _builds_loaders(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> bool:
+    """A builder of DataLoaders, given a device only to choose ``pin_memory`` (``make_loaders(cfg,
+    device)`` of this file or of the user's other modules): its batches are on the host."""
+    found = project_function(ctx, call)
+    if found is not None and found.facts.builds_loader:
+        return True
+    fns = ta.functions.get(dotted_name(call.func) or "", [])
+    return any(isinstance(n, cst.Call) and ta.is_dataloader(n) for fn in fns for n in walk(fn.body))
+
+
+def _handed_in(ctx: RuleContext, it: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """The arguments every in-module call site passes for ``it``, a parameter of the function
+    that uses it and that the function never rebinds; None otherwise."""
+    fn = ctx.enclosing(it, cst.FunctionDef)
+    if not isinstance(it, cst.Name) or fn is None or it.value not in {p.name.value for p in fn.params.params}:
+        return None
+    if any(isinstance(a, cst.Assign) and any(it.value in target_names(t.target) for t in a.targets)
+           for a in walk(fn.body)):
+        return None
+    return call_site_args(ctx, fn, it.value)
+
+
+def _bound_values(ctx: RuleContext, name: str) -> list[cst.BaseExpression]:
+    """What the file's assignments bind to ``name`` (a dotted name): the value, its element in
+    ``a, b = u, v``, and the whole call in ``train_it, val_it = make_iterators(..., device=d)``."""
+    out = []
+    for a in ctx.nodes(cst.Assign):
+        for t in a.targets:
+            if dotted_name(t.target) == name:
+                out.append(a.value)
+            elif isinstance(t.target, (cst.Tuple, cst.List)) and \
+                    any(dotted_name(el.value) == name for el in t.target.elements):
+                value: cst.BaseExpression = a.value
+                if isinstance(value, (cst.Tuple, cst.List)):  # ``a, b = u, v``: the element, if it lines up
+                    pairs = zip(t.target.elements, value.elements) \
+                        if len(t.target.elements) == len(value.elements) else ()
+                    value = next((v.value for el, v in pairs if dotted_name(el.value) == name), cst.Name("None"))
+                out.append(value)
+    return out
 
 
 def _placing_call(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.For | cst.While,
@@ -129,9 +175,17 @@ def _placing_call(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: 
             values = [v for bound, v in ta.assignments() if bound == owner]
             if values and all(isinstance(v, cst.Call) and passes_device(ctx, v) for v in values):
                 return True  # ``loader = DataLoaderLite(..., device=device)``; ``loader.next_batch()``
+            if values and all(isinstance(v, cst.Call) and isinstance(v.func, cst.Name) for v in values):
+                # ``loader = Shards(path)``: a class of this file whose ``next_batch()`` returns moved tensors
+                methods = [_method(ctx, v.func.value, (func.attr.value,)) for v in values]  # type: ignore[attr-defined]
+                return all(m is not None and _outputs_placed(ctx, m) for m in methods)
         return False
     if isinstance(func, cst.Name) and func.value in ta.functions:
-        return passes_device(ctx, call) or _returns_placed(ctx, ta, call)
+        # ``pad_tokens(batch.src, pad)``: a helper of this file handed a placed tensor keeps it there
+        first = call.args[0] if call.args else None
+        return passes_device(ctx, call) or _returns_placed(ctx, ta, call) or \
+            first is not None and first.keyword is None and not first.star and \
+            _placed(ctx, ta, first.value, loop, depth + 1)
     return False
 
 
@@ -156,9 +210,26 @@ def _returns_placed(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> b
     created there (``return x.to(device), y.to(device)``, ``yield torch.randn(n, device=device)``)."""
     name = dotted_name(call.func)
     fns = ta.functions.get(name or "", [])
+    if not fns and name is not None:  # ``DeviceBatches(data, bs)``: a class of this file iterated
+        method = _method(ctx, name, ("__next__", "__iter__"))
+        fns = [method] if method is not None else []
     if len(fns) != 1:
         return False
-    fn = fns[0]
+    return _outputs_placed(ctx, fns[0])
+
+
+def _method(ctx: RuleContext, cls_name: str, names: tuple[str, ...]) -> cst.FunctionDef | None:
+    """The first of ``names`` that the class ``cls_name`` of this file defines (``__next__``
+    before an ``__iter__`` returning ``self``)."""
+    for cls in ctx.nodes(cst.ClassDef):
+        if cls.name.value == cls_name:
+            defs = {m.name.value: m for m in cls.body.body if isinstance(m, cst.FunctionDef)}
+            return next((defs[n] for n in names if n in defs), None)
+    return None
+
+
+def _outputs_placed(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    """Every return (or yield) of ``fn`` gives tensors it moved to a device or created there."""
     outs = [n.value for n in walk(fn.body) if isinstance(n, (cst.Return, cst.Yield)) and n.value is not None]
     if not outs:
         return False

@@ -762,3 +762,17 @@ def test_a_hand_written_zero_grad_helper_of_another_module(tmp_path: Path) -> No
     assert "`optim_utils.wipe`" in found[0].message and found[0].no_fix_reason
     assert [d for d in _lint(tmp_path, alone=True)["train.py"].diagnostics  # type: ignore[attr-defined]
             if d.code == "GP402"] == []
+
+
+def test_a_model_fed_its_batch_by_another_modules_loop() -> None:
+    """Issue 34: ``model.feed_data(batch)`` in train.py's loop over a DataLoader (the model from a
+    builder of the package), ``self.low = data["low"].to(self.device)`` in the model class: a copy
+    every training step (the builder's product trains through ``optimize_parameters()``). The
+    class fed from a queue by serve.py is of unknown origin: quiet."""
+    seen = _lint(PROJECTS / "fed_models")
+    copies = [d for d in seen["restorers/restore_model.py"].diagnostics if d.code == "GP104"]  # type: ignore[attr-defined]
+    assert [d.line for d in copies] == [12, 14]
+    assert all("every training step" in d.message for d in copies)
+    assert "GP104" not in _codes(seen, "restorers/stream_model.py")
+    # a loader builder of data.py handed the device (for pin_memory) returns host batches: found
+    assert _codes(seen, "pretrain.py").count("GP104") == 2

@@ -12,6 +12,7 @@ import libcst as cst
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..syntax.callsites import call_site_args
 from ..syntax.torch_names import DATALOADERS
+from ..syntax.tree import walk
 
 if TYPE_CHECKING:
     from ..syntax.context import RuleContext
@@ -101,6 +102,31 @@ def built_on_host(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
     ``torch.stack([...])``, ``torch.tensor(data)`` without ``device=`` (nor a chained move)."""
     return isinstance(expr, cst.Call) and ctx.matches(expr.func, HOST_BUILDERS) and \
         get_arg(expr, "device") is None and not any(a.star == "**" for a in expr.args)
+
+
+_BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
+
+
+def host_batch_methods(ctx: RuleContext) -> frozenset[str]:
+    """Methods of this file's classes named like ``next_batch`` that return tensors they build in
+    host memory (``torch.tensor(buf)``, ``torch.from_numpy(a)`` without a device) and move
+    nowhere: ``x, y = loader.next_batch()`` is a CPU batch, drawn every step."""
+    return ctx.fact(_host_batch_methods)
+
+
+def _host_batch_methods(ctx: RuleContext) -> frozenset[str]:
+    out = set()
+    for fn in ctx.nodes(cst.FunctionDef):
+        if not _BATCH_METHOD.match(fn.name.value) or ctx.enclosing(fn, cst.ClassDef) is None:
+            continue
+        nodes = list(walk(fn.body))
+        calls = [n for n in nodes if isinstance(n, cst.Call)]
+        if any(isinstance(n, cst.Return) and n.value is not None for n in nodes) and \
+                any(built_on_host(ctx, c) for c in calls) and \
+                not any(method_call(c, "to", "cuda", "pin_memory") or get_arg(c, "device") is not None
+                        for c in calls):
+            out.add(fn.name.value)
+    return frozenset(out)
 
 
 def host_tensor_name(ctx: RuleContext, name: str, fn_body: cst.CSTNode) -> bool:

@@ -12,7 +12,7 @@ from ..syntax.context import RuleContext
 from ..syntax.project import batch_methods
 from ..syntax.tree import walk
 from .eval_loops import in_no_grad
-from .host_data import built_on_host, default_collate, is_tokenizer_output
+from .host_data import built_on_host, default_collate, host_batch_methods, is_tokenizer_output
 from .models import assigned_module_names
 from .tensors import is_tensor_expr
 from .training import TrainingAnalysis
@@ -181,7 +181,8 @@ class BatchData:
                 # ``torch.from_numpy(x_np)``, ``tokenizer(texts)``: the batch in another form
                 return any(self.derives(a.value) for a in expr.args)
             if isinstance(func, cst.Attribute):
-                if func.attr.value in ("next", "__next__") or func.attr.value in batch_methods(self.ctx):
+                if func.attr.value in ("next", "__next__") or func.attr.value in batch_methods(self.ctx) or \
+                        func.attr.value in host_batch_methods(self.ctx):
                     return True  # ``data_iter.next()``, a loader of the user's ``next_batch()``: the next batch
                 return func.attr.value not in ("to", "cuda") and self.derives(func.value)
             if isinstance(func, cst.Name):

@@ -179,10 +179,10 @@ class TrainingAnalysis(TrainingObjects):
         if not isinstance(node.func, cst.Attribute) or not isinstance(node.func.value, cst.Name):
             return False
         cls = self._class_of(node.func.value)  # ``bpr: utils.BPRLoss = ...``; ``bpr.stage_one(...)``
-        if cls is None:  # ``trainer.train_step(samples)`` of a parameter: the one class with that method
-            return (found := project_method(self.ctx, node)) is not None and found.facts.steps_each_call
-        method = project_class_method(self.ctx, cls, (node.func.attr.value,))
-        return method is not None and method[2].steps_each_call
+        method = project_class_method(self.ctx, cls, (node.func.attr.value,)) if cls is not None else None
+        # else ``trainer.train_step(samples)`` of a parameter, or ``build_model(opt)``'s product: the one class with it
+        facts = method[2] if method is not None else getattr(project_method(self.ctx, node), "facts", None)
+        return facts is not None and facts.steps_each_call
 
     def _class_of(self, name: cst.Name) -> cst.BaseExpression | None:
         """The class a name holds, as its function says: an annotation (``bpr: utils.BPRLoss``,
