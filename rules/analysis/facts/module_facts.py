@@ -91,7 +91,23 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        callback_classes=exported_classes(ctx, HF_CALLBACK) | _reexported(ctx, "callback_classes"),
                        kept_loaders=ctx.fact(worker_keeping_loaders) | _reexported(ctx, "kept_loaders"),
                        self_training=self_training_methods(ctx),
-                       class_tables=_class_tables(ctx, exported, workload))
+                       class_tables=_class_tables(ctx, exported, workload),
+                       registered=registered_models(ctx, exported))
+
+
+def registered_models(ctx: RuleContext, models: set[str]) -> frozenset[str]:
+    """Its model classes a decorator registers by name (``@ARCH_REGISTRY.register()``,
+    ``@utils.register_model(name="ncsn")``, ``@MODELS.register_module()``): a builder elsewhere that
+    looks the class up by a configuration string builds one of them."""
+    if "register" not in ctx.source:
+        return frozenset()
+    out = set()
+    for cls in ctx.module.body:
+        if isinstance(cls, cst.ClassDef) and cls.name.value in models and any(
+                "register" in (dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
+                               or "").rsplit(".", 1)[-1] for d in cls.decorators):
+            out.add(cls.name.value)
+    return frozenset(out)
 
 
 def _class_tables(ctx: RuleContext, models: set[str], workload: set[str]

@@ -109,9 +109,9 @@ def _table_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, tuple[s
     the call, the base's module, what one of the models computes, the classes, where they are (in
     words). The file's own tables of those classes too (``_own_tables``)."""
     own = _own_tables(ctx)
+    out = _registered_builds(ctx)
     if not own and not any(m.class_tables for m in ctx.project.values()):
-        return []
-    out = []
+        return out
     for call in ctx.nodes(cst.Call):
         func = call.func
         if not isinstance(func, cst.Subscript) or not isinstance(func.value, (cst.Name, cst.Attribute)):
@@ -130,6 +130,28 @@ def _table_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, tuple[s
         if found is not None:
             out.append((call, found[0], found[1], found[2], f"a table of {found[0].path}"))
     return out
+
+
+def _registered_builds(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, tuple[str, ...], tuple[str, ...], str]]:
+    """Calls of a model builder of the user's other modules that looks the class up by a
+    configuration string (``mutils.create_model(config)`` over ``_MODELS[name]``, ``build_network(opt)``
+    over ``ARCH_REGISTRY.get(opt["type"])``), in a file that imports the modules whose classes a
+    decorator registers (``from models import ddpm, ncsnpp``): the model is one of those classes.
+    What one of them computes: MATMUL when one of their modules multiplies matrices, CONV when
+    every class convolves (as ``project_model`` reads a class)."""
+    listed = [(m, sorted(m.registered)) for m in ctx.project.values() if m.registered]
+    if not listed:
+        return []
+    kinds = {MATMUL} if any(MATMUL in m.workload for m, _ in listed) else set()
+    # (a class the analysis resolves convolves when it builds a convolution; another when its module does)
+    if all(n in m.conv_models if n in m.resolved_models else CONV in m.workload for m, names in listed for n in names):
+        kinds.add(CONV)
+    names = tuple(dict.fromkeys(n for _, ns in listed for n in ns))
+    paths = ", ".join(dict.fromkeys(m.path for m, _ in listed if m.path))
+    where = f"the classes registered in {paths}" if paths else "the registered classes"
+    return [(pc.call, listed[0][0], tuple(sorted(kinds)), names, where) for pc in project_calls(ctx)
+            if pc.facts.returns_model and not pc.facts.model_items and
+            (pc.facts.model_by_type or not pc.module.models)]
 
 
 def _own_tables(ctx: RuleContext) -> dict[str, tuple[cst.ClassDef | None, ModuleFacts, tuple[str, ...], tuple[str, ...]]]:
