@@ -289,6 +289,47 @@ class NoCompile(Rule):
         if not seen:
             yield from _fitted_elsewhere_built(ctx)
             yield from _self_trained_built(ctx)
+            yield from _factory_built_stepped(ctx)
+
+
+def _factory_built_stepped(ctx: RuleContext) -> Iterator[Finding]:
+    """A model built with the user's other modules (``model = self.exp.get_model()``, ``model =
+    build_network(opt)`` over a registry, ``Model(opt)`` from ``model.py``) and run forward on every
+    step of this file's loop, itself or through the attribute it is stored in (``self.model =
+    model``; ``self.model(inps)``), when no optimizer here names its parameters (the optimizer is built
+    by the factory's object, or over a filtered list): reported at the build line, naming the
+    factory's module. No fix: a wrap (DataParallel, DDP) or the factory's own objects may hold it."""
+    if not ctx.project:
+        return
+    ta = analysis(ctx)
+    if not ta.step_loops:
+        return
+    forwards = {dotted_name(c.func) for c in ctx.nodes(cst.Call) if isinstance(c.func, (cst.Name, cst.Attribute))
+                and ta.runs_every_step(c)}
+    for assign in ctx.nodes(cst.Assign):
+        value = strip_chain(assign.value)
+        if len(assign.targets) != 1 or not isinstance(value, cst.Call) or \
+                (source := model_source(ctx, value)) is None:
+            continue
+        name = dotted_name(assign.targets[0].target)
+        if name is None:
+            continue
+        # the names that hold it: ``model``, ``self.model = model``, ``model = DDP(model, ...)``
+        held = {name} | {dotted_name(a.targets[0].target) for a in ctx.nodes(cst.Assign) if len(a.targets) == 1
+                         and _holds(strip_chain(a.value), name)}
+        if held & forwards:
+            yield Finding(value, f"the trained model `{name}` is never compiled: every op runs as a separate eager "
+                                 f"kernel (the model comes from {source}); call {name}.compile() after building it",
+                          no_fix_reason="the model is built by a factory of the user's other modules and may be "
+                                        "wrapped (DataParallel, DDP) before the step: compile it right after "
+                                        "building it, where it runs on CUDA")
+            return
+
+
+def _holds(value: cst.BaseExpression, name: str) -> bool:
+    """``value`` is the model ``name`` itself or a wrap of it (``DataParallel(model)``)."""
+    return dotted_name(value) == name or isinstance(value, cst.Call) and dotted_name(value.func) != name and \
+        any(dotted_name(a.value) == name for a in value.args)
 
 
 def _self_trained_built(ctx: RuleContext) -> Iterator[Finding]:
