@@ -26,7 +26,7 @@ from ..syntax.project import (CONV, MATMUL, FunctionFacts,
 from ..syntax.torch_names import AUTOCAST, DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
 from ..syntax.tree import walk
 from .arg_reads import may_read_args, tensor_arg_reads
-from .builders import (at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
+from .builders import (assigned_in, at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
 from .cli_defaults import false_fields, zero_fields
 from .param_roles import class_param_roles, param_roles
@@ -340,8 +340,10 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> dict[cst.Functio
     lookups = {name for name, fn in by_name.items()  # ``model_entrypoint(name)``: ``return _entrypoints[name]``
                if any(is_lookup(fn, r, set()) for r in returned_values(ctx, fn))}
 
-    def builds(fn: cst.FunctionDef, value: cst.BaseExpression) -> bool:
+    def builds(fn: cst.FunctionDef, value: cst.BaseExpression, moved: bool = False) -> bool:
         call = strip_chain(value)
+        if isinstance(call, cst.Name) and call is not value and not moved:  # ``return net.to(device)``
+            return any(builds(fn, v, True) for v in assigned_in(fn, call.value))
         if not isinstance(call, cst.Call):
             return False
         callee = dotted_name(call.func)
