@@ -298,9 +298,10 @@ def _factory_built_stepped(ctx: RuleContext) -> Iterator[Finding]:
     step of this file's loop, itself or through the attribute it is stored in (``self.model =
     model``; ``self.model(inps)``), when no optimizer here names its parameters (the optimizer is built
     by the factory's object, or over a filtered list): reported at the build line, naming the
-    factory's module. No fix: a wrap (DataParallel, DDP) or the factory's own objects may hold it."""
-    if not ctx.project:
-        return
+    factory's module; not when a function of the user's modules it imports compiles a model. No fix:
+    a wrap (DataParallel, DDP) or the factory's own objects may hold it."""
+    if not ctx.project or any(f.compiles for m in ctx.project.values() for f in m.functions.values()):
+        return  # (a module of the user's that the file imports compiles a model: maybe this one)
     ta = analysis(ctx)
     if not ta.step_loops:
         return

@@ -792,3 +792,9 @@ def test_valid_twins_of_the_registered_nets_stay_quiet(tmp_path: Path) -> None:
                 "        super().__init__()\n        self.fc = nn.Linear(3, 3)\n\n    def forward(self, x):\n"
                 "        return self.fc(x.transpose(1, 3)).transpose(1, 3)\n")
     assert "GP304" not in _codes(_lint_now(root, False, "none"), "train.py")
+    # the recipe compiles the model it builds, in a method the runner does not call by name
+    root = _variant(tmp_path / "recipe_compiles", "registered_nets", {
+        "runtime/recipe.py": ("        return self.model\n",
+                              "        return self.model\n\n    def compiled(self):\n"
+                              "        return torch.compile(self.get_model())\n")})
+    assert "GP303" not in _codes(_lint_now(root, False, "none"), "runtime/runner.py")

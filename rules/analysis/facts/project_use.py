@@ -138,7 +138,9 @@ def _registered_builds(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, tu
     over ``ARCH_REGISTRY.get(opt["type"])``), in a file that imports the modules whose classes a
     decorator registers (``from models import ddpm, ncsnpp``): the model is one of those classes.
     What one of them computes: MATMUL when one of their modules multiplies matrices, CONV when
-    every class convolves (as ``project_model`` reads a class)."""
+    every class convolves (as ``project_model`` reads a class). Not an mmengine-style
+    ``MODELS.build(cfg)`` (``model_by_type``): its configs nest components (backbones, heads) that
+    register there too, and an installed package's classes may be picked."""
     listed = [(m, sorted(m.registered)) for m in ctx.project.values() if m.registered]
     if not listed:
         return []
@@ -150,8 +152,8 @@ def _registered_builds(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, tu
     paths = ", ".join(dict.fromkeys(m.path for m, _ in listed if m.path))
     where = f"the classes registered in {paths}" if paths else "the registered classes"
     return [(pc.call, listed[0][0], tuple(sorted(kinds)), names, where) for pc in project_calls(ctx)
-            if pc.facts.returns_model and not pc.facts.model_items and
-            (pc.facts.model_by_type or not pc.module.models)]
+            if pc.facts.returns_model and not pc.facts.model_items and not pc.facts.model_by_type and
+            not pc.module.models]
 
 
 def _own_tables(ctx: RuleContext) -> dict[str, tuple[cst.ClassDef | None, ModuleFacts, tuple[str, ...], tuple[str, ...]]]:
