@@ -118,6 +118,9 @@ class NoCompile(Rule):
         "`BaseModel.fit`, inherited by `WideNet(BaseModel)`, re-exported by a package), built and trained "
         "here (`model = WideNet(...)`; `model.fit(x, y)`), is reported at its build line without a fix "
         "(compile its forward in place), and not in the library module. "
+        "A model built by a factory of those modules (`model = self.exp.get_model()`, `Model(opt)`) and run "
+        "forward on every step here, whose optimizer no line of this file builds over its parameters, is "
+        "reported at its build line without a fix, unless a function of the modules it imports compiles. "
         "Not followed: a compile in a module the script does not call into."
     )
     limitations = (
