@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..model.models import strip_chain
 from ..model.training import analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
@@ -216,3 +217,35 @@ def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:
             and func.args:
         return project_module(ctx, func.args[0].value)
     return None
+
+
+def stepped_factory_model(ctx: RuleContext) -> tuple[cst.Call, str, str] | None:
+    """A model built with the user's other modules (``model = self.exp.get_model()``, ``Model(opt)``
+    from ``model.py``, a registry builder) and run forward on every step of this file's loops, itself
+    or through a name that holds it (``self.model = model``; ``model = DataParallel(model)``): the
+    call, the name and where the model comes from (``model_source``); None when there is none. For
+    a model whose optimizer is built out of sight (by the experiment object, over a filtered list)."""
+    ta = analysis(ctx)
+    if not ctx.project or not ta.step_loops:
+        return None
+    forwards = {dotted_name(c.func) for c in ctx.nodes(cst.Call) if isinstance(c.func, (cst.Name, cst.Attribute))
+                and ta.runs_every_step(c)}
+    for assign in ctx.nodes(cst.Assign):
+        value = strip_chain(assign.value)
+        if len(assign.targets) != 1 or not isinstance(value, cst.Call) or \
+                (source := model_source(ctx, value)) is None:
+            continue
+        name = dotted_name(assign.targets[0].target)
+        if name is None:
+            continue
+        held = {name} | {dotted_name(a.targets[0].target) for a in ctx.nodes(cst.Assign) if len(a.targets) == 1
+                         and _holds(strip_chain(a.value), name)}
+        if held & forwards:
+            return value, name, source
+    return None
+
+
+def _holds(value: cst.BaseExpression, name: str) -> bool:
+    """``value`` is the model ``name`` itself or a wrap of it (``DataParallel(model)``)."""
+    return dotted_name(value) == name or isinstance(value, cst.Call) and dotted_name(value.func) != name and \
+        any(dotted_name(a.value) == name for a in value.args)
