@@ -346,6 +346,8 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> dict[cst.Functio
             return any(builds(fn, v, True) for v in assigned_in(fn, call.value))
         if not isinstance(call, cst.Call):
             return False
+        if moved:  # (only a pick by name: ``net = NETS[cfg.arch](cfg)``, ``net = net_class(name)(cfg)``)
+            return picks and is_lookup(fn, call.func, lookups) and not table_of_other_classes(ctx, call.func)
         callee = dotted_name(call.func)
         imported = project_function(ctx, call)
         return callee in classes or is_model_constructor(ctx, call) or project_class(ctx, call) is not None or \
