@@ -19,7 +19,7 @@ from ..syntax.project import ModuleFacts, project_class, project_function, proje
 from ..syntax.context import RuleContext
 from ..syntax.torch_names import MODULE_CHAIN
 from ..syntax.tree import walk
-from .script_facts import first_use_of, model_names_everywhere
+from .script_facts import first_use_of, model_names_everywhere, trained_models
 
 # Layers and functions that run float32 matrix multiplies. Convolutions are left out on purpose:
 # cuDNN already allows TF32 for them by default (torch.backends.cudnn.allow_tf32 = True).
@@ -121,11 +121,19 @@ def convolution(ctx: RuleContext) -> cst.CSTNode | None:
     found = ctx.fact(_convolutions)
     if found:
         return found[0]
-    for call in ctx.nodes(cst.Call):
-        if call is strip_chain(call) and is_model_constructor(ctx, call) and \
-                (ctx.matches(call.func, VISION_ZOOS) or not isinstance(call.func, (cst.Name, cst.Attribute)) or
-                 _convolutional_pretrained(ctx, call)):
-            return call  # a zoo member, or one picked by name: ``models.__dict__[arch]()``
+    built = [call for call in ctx.nodes(cst.Call)
+             if call is strip_chain(call) and is_model_constructor(ctx, call) and
+             (ctx.matches(call.func, VISION_ZOOS) or not isinstance(call.func, (cst.Name, cst.Attribute)) or
+              _convolutional_pretrained(ctx, call))]  # a zoo member, or one picked by name: ``models.__dict__[arch]()``
+    trained = {m.name for m in trained_models(ctx)}
+    # the model the optimizer trains is where the user edits (the UNet, not the frozen VAE beside it)
+    return next((call for call in built if _assigned_name(ctx, call) in trained), built[0] if built else None)
+
+
+def _assigned_name(ctx: RuleContext, call: cst.Call) -> str | None:
+    parent = ctx.parent(call)
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        return dotted_name(parent.targets[0].target)
     return None
 
 
