@@ -22,7 +22,6 @@ from ..analysis.facts.script_facts import (
     model_device_name,
     model_names_everywhere,
     names_in,
-    param_names,
     strip_chain,
     trained_models,
 )
@@ -34,8 +33,9 @@ from ..analysis.fixes.frameworks import (
     FRAMEWORK_KEYWORDS, accelerate_compile_fix, compile_chosen, framework_findings, lightning_compile_fix,
 )
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
+from ..analysis.facts.param_roles import handed_in
 from ..analysis.facts.prepared_models import prepared_pretrained_models
-from ..analysis.facts.project_use import model_source, program_trains, project_model
+from ..analysis.facts.project_use import model_source, program_trains, project_model, stepped_factory_model
 from ..analysis.facts.self_training import self_trained_models, trains_itself
 from ..analysis.syntax.project import project_calls, project_function
 from ..analysis.syntax.context import RuleContext
@@ -118,6 +118,9 @@ class NoCompile(Rule):
         "`BaseModel.fit`, inherited by `WideNet(BaseModel)`, re-exported by a package), built and trained "
         "here (`model = WideNet(...)`; `model.fit(x, y)`), is reported at its build line without a fix "
         "(compile its forward in place), and not in the library module. "
+        "A model built by a factory of those modules (`model = self.exp.get_model()`, `Model(opt)`) and run "
+        "forward on every step here, whose optimizer no line of this file builds over its parameters, is "
+        "reported at its build line without a fix, unless a function of the modules it imports compiles. "
         "Not followed: a compile in a module the script does not call into."
     )
     limitations = (
@@ -289,6 +292,24 @@ class NoCompile(Rule):
         if not seen:
             yield from _fitted_elsewhere_built(ctx)
             yield from _self_trained_built(ctx)
+            yield from _factory_built_stepped(ctx)
+
+
+def _factory_built_stepped(ctx: RuleContext) -> Iterator[Finding]:
+    """A model built with the user's other modules and run forward on every step here, with no
+    optimizer of this file over its parameters (``facts.project_use.stepped_factory_model``):
+    reported at its build line; not when a function of the modules it imports compiles a model.
+    No fix: a wrap (DataParallel, DDP) or the factory's own objects may hold it."""
+    if not ctx.project or any(f.compiles for m in ctx.project.values() for f in m.functions.values()):
+        return  # (a module of the user's that the file imports compiles a model: maybe this one)
+    found = stepped_factory_model(ctx)
+    if found is not None:
+        call, name, source = found
+        yield Finding(call, f"the trained model `{name}` is never compiled: every op runs as a separate eager "
+                            f"kernel (the model comes from {source}); call {name}.compile() after building it",
+                      no_fix_reason="the model is built by a factory of the user's other modules and may be "
+                                    "wrapped (DataParallel, DDP) before the step: compile it right after "
+                                    "building it, where it runs on CUDA")
 
 
 def _self_trained_built(ctx: RuleContext) -> Iterator[Finding]:
@@ -368,45 +389,6 @@ def whole_model(ctx: RuleContext, model: TrainedModel) -> TrainedModel:
         if prefix in models and prefix != "self":
             return TrainedModel(prefix, model.optimizer)
     return model
-
-
-def handed_in(ctx: RuleContext, model: TrainedModel) -> bool:
-    """Is ``model`` handed in by the caller of the function that builds its optimizer: one of its
-    parameters (``PPO.__init__(self, actor_critic, ...)``), or an attribute its class's ``__init__``
-    sets from one (``self.model = model``)? When no statement of the module builds or moves it
-    either, the compile goes where the caller builds it, and the caller's check reports it there
-    (a training class of the user's modules hands its model role to the script: ``Trainer(model,
-    ...)``), once."""
-    fn = ctx.enclosing(model.optimizer, cst.FunctionDef) if model.optimizer is not None else None
-    if fn is None or model.name == "self":
-        return False
-    parts = model.name.split(".")
-    if parts[0] != "self":
-        return parts[0] in param_names(fn)
-    cls = ctx.enclosing(fn, cst.ClassDef)
-    init = next((f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"),
-                None) if cls is not None else None
-    if init is None or len(parts) < 2:
-        return False
-    return any(dotted_name(strip_chain(value)) in param_names(init) for value in _set_in(init, f"self.{parts[1]}"))
-
-
-def _set_in(fn: cst.FunctionDef, target: str) -> list[cst.BaseExpression]:
-    """What ``fn``'s own statements assign to ``target``, also as one element of a tuple assignment
-    (``self.net, self.lr = net, lr``)."""
-    out: list[cst.BaseExpression] = []
-    for stmt in fn.body.body:
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if not isinstance(small, cst.Assign):
-                continue
-            for t in small.targets:
-                if dotted_name(t.target) == target:
-                    out.append(small.value)
-                elif isinstance(t.target, cst.Tuple) and isinstance(small.value, cst.Tuple) and \
-                        len(t.target.elements) == len(small.value.elements):
-                    out += [v.value for e, v in zip(t.target.elements, small.value.elements)
-                            if dotted_name(e.value) == target]
-    return out
 
 
 def _submodules_by_optimizer(ctx: RuleContext, models: list[TrainedModel]) -> dict[cst.CSTNode, list[str]]:

@@ -120,7 +120,10 @@ class NoCudnnBenchmark(Rule):
         "(solver.py) is not reported when every script of the project that imports it sets the "
         "choice (`cudnn.benchmark = True` in main.py). A model class of those modules that runs its own "
         "training loop over itself (a Keras-like `BaseModel.fit`), built and trained here (`model = "
-        "WideNet(...)`; `model.fit(x, y)`), trains: reported here when its class convolves. Not followed: imports more than 3 levels "
+        "WideNet(...)`; `model.fit(x, y)`), trains: reported here when its class convolves. A builder that looks the class up by a "
+        "configuration string (`make_net(cfg)` over a table a `@register_net` decorator fills) builds one of "
+        "the classes registered in the modules the script imports: reported when every one of them "
+        "convolves, naming them. Not followed: imports more than 3 levels "
         "deep, a setting made in another module the script does not import or call."
     )
     limitations = (

@@ -218,3 +218,40 @@ def test_a_loader_class_that_keeps_one_iterator_for_its_life() -> None:
     """)
     assert got.kept_loaders == {"Endless", "Shards"}
     assert ModuleFacts.from_json(got.to_json()) == got
+
+
+def test_model_classes_a_decorator_registers_and_aliased_conv_builders() -> None:
+    """``@catalog.register(name=...)``, ``@HEADS.register_module()``: model classes a builder picks by
+    a configuration string (a plain class, a loss or an undecorated model is not registered); a
+    module-level alias of an imported conv builder (``down = blocks.conv_bn``) makes its callers
+    convolve."""
+    layers = ModuleFacts(conv_models=frozenset({"conv_bn"}), workload=frozenset({CONV}))
+    got = facts("""
+        from torch import nn
+        from . import blocks, catalog
+        from .registry import HEADS
+
+        down = blocks.conv_bn
+
+        @catalog.register(name="small")
+        class SmallNet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.stem = down(3, 16)
+
+        @HEADS.register_module()
+        class LinearHead(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(16, 10)
+
+        class Plain(nn.Module):
+            pass
+
+        @catalog.register
+        class Settings:
+            pass
+    """, {".blocks": layers, ".catalog": ModuleFacts(), ".registry": ModuleFacts()})
+    assert got.registered == {"SmallNet", "LinearHead"}
+    assert "SmallNet" in got.conv_models and "LinearHead" not in got.conv_models
+    assert ModuleFacts.from_json(got.to_json()).registered == got.registered

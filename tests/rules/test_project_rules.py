@@ -776,3 +776,39 @@ def test_a_model_fed_its_batch_by_another_modules_loop() -> None:
     assert "GP104" not in _codes(seen, "restorers/stream_model.py")
     # a loader builder of data.py handed the device (for pin_memory) returns host batches: found
     assert _codes(seen, "pretrain.py").count("GP104") == 2
+
+
+def test_models_from_a_decorator_catalogue_and_an_experiment_object() -> None:
+    """Issue 34, class 1: ``catalog.make_net(cfg)`` picks a class by a configuration string from a
+    table that ``@register_net`` fills in the modules the entry imports: the model is one of the
+    registered classes, all convolutional, so GP304 is reported at the entry's model line naming
+    them. ``net = self.recipe.get_model()`` in a runner class whose optimizer the recipe builds over
+    the model it holds: GP303 at that line, naming the recipe's module."""
+    seen = _lint(PROJECTS / "registered_nets")
+    found = {d.code: d for d in seen["train.py"].diagnostics}  # type: ignore[attr-defined]
+    assert found["GP304"].line == 13
+    assert "one of GatedDenoiser, PlainDenoiser, the classes registered in zoo/denoisers.py" in found["GP304"].message
+    runner = [(d.code, d.line) for d in seen["runtime/runner.py"].diagnostics]  # type: ignore[attr-defined]
+    assert runner == [("GP303", 13)]
+    assert _codes(seen, "run_recipe.py") == [] and _codes(seen, "runtime/recipe.py") == []
+    assert "GP304" not in _codes(_lint(PROJECTS / "registered_nets", alone=True), "train.py")
+
+
+def test_valid_twins_of_the_registered_nets_stay_quiet(tmp_path: Path) -> None:
+    """The runner compiles what the recipe builds; a registered class that does not convolve makes
+    the pick no convolutional model."""
+    root = _variant(tmp_path / "compiled", "registered_nets", {
+        "runtime/runner.py": ("        net.to(self.device)\n", "        net.to(self.device)\n        net.compile()\n")})
+    assert "GP303" not in _codes(_lint_now(root, False, "none"), "runtime/runner.py")
+    root = _variant(tmp_path / "mixed", "registered_nets", {})
+    with (root / "zoo/denoisers.py").open("a") as f:
+        f.write("\n\n@register_net(name=\"mlp\")\nclass PixelMLP(nn.Module):\n    def __init__(self, cfg):\n"
+                "        super().__init__()\n        self.fc = nn.Linear(3, 3)\n\n    def forward(self, x):\n"
+                "        return self.fc(x.transpose(1, 3)).transpose(1, 3)\n")
+    assert "GP304" not in _codes(_lint_now(root, False, "none"), "train.py")
+    # the recipe compiles the model it builds, in a method the runner does not call by name
+    root = _variant(tmp_path / "recipe_compiles", "registered_nets", {
+        "runtime/recipe.py": ("        return self.model\n",
+                              "        return self.model\n\n    def compiled(self):\n"
+                              "        return torch.compile(self.get_model())\n")})
+    assert "GP303" not in _codes(_lint_now(root, False, "none"), "runtime/runner.py")

@@ -26,7 +26,7 @@ from ..syntax.project import (CONV, MATMUL, FunctionFacts,
 from ..syntax.torch_names import AUTOCAST, DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
 from ..syntax.tree import walk
 from .arg_reads import may_read_args, tensor_arg_reads
-from .builders import (at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
+from .builders import (assigned_in, at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
 from .cli_defaults import false_fields, zero_fields
 from .param_roles import class_param_roles, param_roles
@@ -91,7 +91,23 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        callback_classes=exported_classes(ctx, HF_CALLBACK) | _reexported(ctx, "callback_classes"),
                        kept_loaders=ctx.fact(worker_keeping_loaders) | _reexported(ctx, "kept_loaders"),
                        self_training=self_training_methods(ctx),
-                       class_tables=_class_tables(ctx, exported, workload))
+                       class_tables=_class_tables(ctx, exported, workload),
+                       registered=registered_models(ctx, exported))
+
+
+def registered_models(ctx: RuleContext, models: set[str]) -> frozenset[str]:
+    """Its model classes a decorator registers by name (``@ARCH_REGISTRY.register()``,
+    ``@utils.register_model(name="ncsn")``, ``@MODELS.register_module()``): a builder elsewhere that
+    looks the class up by a configuration string builds one of them."""
+    if "register" not in ctx.source:
+        return frozenset()
+    out = set()
+    for cls in ctx.module.body:
+        if isinstance(cls, cst.ClassDef) and cls.name.value in models and any(
+                "register" in (dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
+                               or "").rsplit(".", 1)[-1] for d in cls.decorators):
+            out.add(cls.name.value)
+    return frozenset(out)
 
 
 def _class_tables(ctx: RuleContext, models: set[str], workload: set[str]
@@ -324,10 +340,14 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> dict[cst.Functio
     lookups = {name for name, fn in by_name.items()  # ``model_entrypoint(name)``: ``return _entrypoints[name]``
                if any(is_lookup(fn, r, set()) for r in returned_values(ctx, fn))}
 
-    def builds(fn: cst.FunctionDef, value: cst.BaseExpression) -> bool:
+    def builds(fn: cst.FunctionDef, value: cst.BaseExpression, moved: bool = False) -> bool:
         call = strip_chain(value)
+        if isinstance(call, cst.Name) and call is not value and not moved:  # ``return net.to(device)``
+            return any(builds(fn, v, True) for v in assigned_in(fn, call.value))
         if not isinstance(call, cst.Call):
             return False
+        if moved:  # (only a pick by name: ``net = NETS[cfg.arch](cfg)``, ``net = net_class(name)(cfg)``)
+            return picks and is_lookup(fn, call.func, lookups) and not table_of_other_classes(ctx, call.func)
         callee = dotted_name(call.func)
         imported = project_function(ctx, call)
         return callee in classes or is_model_constructor(ctx, call) or project_class(ctx, call) is not None or \

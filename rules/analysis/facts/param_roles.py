@@ -2,8 +2,8 @@
 the receiver of ``.step()`` an optimizer, of ``.scale()`` a scaler, what a step loop iterates a
 loader, what is called or ``.train()``-ed a model, what ``.to()`` is given a device; for a class,
 what its methods do with the attributes ``__init__`` stores its parameters in. ``module_facts``
-hands them to importers (``FunctionFacts.roles``); ``model_handed_in`` answers the same question
-for the module itself.
+hands them to importers (``FunctionFacts.roles``); ``model_handed_in`` and ``handed_in`` (a trained
+model of GP303's) answer the same question for the module itself.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ..syntax.context import RuleContext
 from ..syntax.project import DEVICE, LOADER, MODEL, OPTIMIZER, SCALER
 from ..syntax.tree import walk
 from .builders import params_of
+from .script_facts import TrainedModel, param_names, strip_chain
 
 _METHOD_ROLES = {"step": OPTIMIZER, "zero_grad": OPTIMIZER, "scale": SCALER, "unscale_": SCALER,
                  "parameters": MODEL, "named_parameters": MODEL, "train": MODEL, "eval": MODEL}
@@ -140,3 +141,42 @@ def _uses(ta: TrainingAnalysis, body: cst.CSTNode, uses: dict[str, set[str]]) ->
             use(it, LOADER)
             if isinstance(it, cst.Call) and it.args and dotted_name(it.func) not in ("range", "len"):
                 use(it.args[0].value, LOADER)
+
+
+def handed_in(ctx: RuleContext, model: TrainedModel) -> bool:
+    """Is ``model`` handed in by the caller of the function that builds its optimizer: one of its
+    parameters (``PPO.__init__(self, actor_critic, ...)``), or an attribute its class's ``__init__``
+    sets from one (``self.model = model``)? When no statement of the module builds or moves it
+    either, the compile goes where the caller builds it, and the caller's check reports it there
+    (a training class of the user's modules hands its model role to the script: ``Trainer(model,
+    ...)``), once."""
+    fn = ctx.enclosing(model.optimizer, cst.FunctionDef) if model.optimizer is not None else None
+    if fn is None or model.name == "self":
+        return False
+    parts = model.name.split(".")
+    if parts[0] != "self":
+        return parts[0] in param_names(fn)
+    cls = ctx.enclosing(fn, cst.ClassDef)
+    init = next((f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"),
+                None) if cls is not None else None
+    if init is None or len(parts) < 2:
+        return False
+    return any(dotted_name(strip_chain(value)) in param_names(init) for value in _set_in(init, f"self.{parts[1]}"))
+
+
+def _set_in(fn: cst.FunctionDef, target: str) -> list[cst.BaseExpression]:
+    """What ``fn``'s own statements assign to ``target``, also as one element of a tuple assignment
+    (``self.net, self.lr = net, lr``)."""
+    out: list[cst.BaseExpression] = []
+    for stmt in fn.body.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if not isinstance(small, cst.Assign):
+                continue
+            for t in small.targets:
+                if dotted_name(t.target) == target:
+                    out.append(small.value)
+                elif isinstance(t.target, cst.Tuple) and isinstance(small.value, cst.Tuple) and \
+                        len(t.target.elements) == len(small.value.elements):
+                    out += [v.value for e, v in zip(t.target.elements, small.value.elements)
+                            if dotted_name(e.value) == target]
+    return out

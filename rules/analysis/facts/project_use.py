@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..model.models import strip_chain
 from ..model.training import analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
@@ -109,9 +110,9 @@ def _table_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, tuple[s
     the call, the base's module, what one of the models computes, the classes, where they are (in
     words). The file's own tables of those classes too (``_own_tables``)."""
     own = _own_tables(ctx)
+    out = _registered_builds(ctx)
     if not own and not any(m.class_tables for m in ctx.project.values()):
-        return []
-    out = []
+        return out
     for call in ctx.nodes(cst.Call):
         func = call.func
         if not isinstance(func, cst.Subscript) or not isinstance(func.value, (cst.Name, cst.Attribute)):
@@ -130,6 +131,30 @@ def _table_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, tuple[s
         if found is not None:
             out.append((call, found[0], found[1], found[2], f"a table of {found[0].path}"))
     return out
+
+
+def _registered_builds(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, tuple[str, ...], tuple[str, ...], str]]:
+    """Calls of a model builder of the user's other modules that looks the class up by a
+    configuration string (``mutils.create_model(config)`` over ``_MODELS[name]``, ``build_network(opt)``
+    over ``ARCH_REGISTRY.get(opt["type"])``), in a file that imports the modules whose classes a
+    decorator registers (``from models import ddpm, ncsnpp``): the model is one of those classes.
+    What one of them computes: MATMUL when one of their modules multiplies matrices, CONV when
+    every class convolves (as ``project_model`` reads a class). Not an mmengine-style
+    ``MODELS.build(cfg)`` (``model_by_type``): its configs nest components (backbones, heads) that
+    register there too, and an installed package's classes may be picked."""
+    listed = [(m, sorted(m.registered)) for m in ctx.project.values() if m.registered]
+    if not listed:
+        return []
+    kinds = {MATMUL} if any(MATMUL in m.workload for m, _ in listed) else set()
+    # (a class the analysis resolves convolves when it builds a convolution; another when its module does)
+    if all(n in m.conv_models if n in m.resolved_models else CONV in m.workload for m, names in listed for n in names):
+        kinds.add(CONV)
+    names = tuple(dict.fromkeys(n for _, ns in listed for n in ns))
+    paths = ", ".join(dict.fromkeys(m.path for m, _ in listed if m.path))
+    where = f"the classes registered in {paths}" if paths else "the registered classes"
+    return [(pc.call, listed[0][0], tuple(sorted(kinds)), names, where) for pc in project_calls(ctx)
+            if pc.facts.returns_model and not pc.facts.model_items and not pc.facts.model_by_type and
+            not pc.module.models]
 
 
 def _own_tables(ctx: RuleContext) -> dict[str, tuple[cst.ClassDef | None, ModuleFacts, tuple[str, ...], tuple[str, ...]]]:
@@ -192,3 +217,35 @@ def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:
             and func.args:
         return project_module(ctx, func.args[0].value)
     return None
+
+
+def stepped_factory_model(ctx: RuleContext) -> tuple[cst.Call, str, str] | None:
+    """A model built with the user's other modules (``model = self.exp.get_model()``, ``Model(opt)``
+    from ``model.py``, a registry builder) and run forward on every step of this file's loops, itself
+    or through a name that holds it (``self.model = model``; ``model = DataParallel(model)``): the
+    call, the name and where the model comes from (``model_source``); None when there is none. For
+    a model whose optimizer is built out of sight (by the experiment object, over a filtered list)."""
+    ta = analysis(ctx)
+    if not ctx.project or not ta.step_loops:
+        return None
+    forwards = {dotted_name(c.func) for c in ctx.nodes(cst.Call) if isinstance(c.func, (cst.Name, cst.Attribute))
+                and ta.runs_every_step(c)}
+    for assign in ctx.nodes(cst.Assign):
+        value = strip_chain(assign.value)
+        if len(assign.targets) != 1 or not isinstance(value, cst.Call) or \
+                (source := model_source(ctx, value)) is None:
+            continue
+        name = dotted_name(assign.targets[0].target)
+        if name is None:
+            continue
+        held = {name} | {dotted_name(a.targets[0].target) for a in ctx.nodes(cst.Assign) if len(a.targets) == 1
+                         and _holds(strip_chain(a.value), name)}
+        if held & forwards:
+            return value, name, source
+    return None
+
+
+def _holds(value: cst.BaseExpression, name: str) -> bool:
+    """``value`` is the model ``name`` itself or a wrap of it (``DataParallel(model)``)."""
+    return dotted_name(value) == name or isinstance(value, cst.Call) and dotted_name(value.func) != name and \
+        any(dotted_name(a.value) == name for a in value.args)

@@ -15,7 +15,7 @@ import libcst as cst
 from ..model.models import is_model_constructor, registry_built_model, strip_chain
 from ..model.training import analysis
 from ..syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value, method_call, target_names
-from ..syntax.project import ModuleFacts, project_class, project_function, project_model_class
+from ..syntax.project import ModuleFacts, project_class, project_function, project_listed, project_model_class
 from ..syntax.context import RuleContext
 from ..syntax.torch_names import MODULE_CHAIN
 from ..syntax.tree import walk
@@ -225,11 +225,17 @@ def _conv_builders(ctx: RuleContext) -> frozenset[str]:
     if not defs or convolution(ctx) is None and not any(m.conv_models for m in ctx.project.values()):
         return frozenset()  # nothing here or in the user's modules it imports convolves
     tables = _tables(ctx)
+    # Module-level aliases of a convolving builder of the user's other modules (``conv3x3 =
+    # layers.ddpm_conv3x3``): a call of one convolves.
+    aliases = {t.target.value for stmt in ctx.module.body if isinstance(stmt, cst.SimpleStatementLine)
+               for a in stmt.body if isinstance(a, cst.Assign) and isinstance(a.value, (cst.Name, cst.Attribute))
+               and project_listed(ctx, a.value, "conv_models") is not None
+               for t in a.targets if isinstance(t.target, cst.Name)} if ctx.project else set()
     # One walk per definition: whether it convolves by itself, and what of this module it builds.
-    direct: set[str] = set()
+    direct: set[str] = set(aliases)
     uses: dict[str, tuple[set[str], list[list[cst.BaseExpression]]]] = {}
     for name, node in defs.items():
-        called, picked = _scan(ctx, node, set(defs), tables)
+        called, picked = _scan(ctx, node, set(defs) | aliases, tables)
         if called is None:
             direct.add(name)
         else:

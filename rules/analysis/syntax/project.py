@@ -136,6 +136,10 @@ class ModuleFacts:
     # in ``Exp_Basic.__init__``), by ``Class.attr``: what one of them computes (MATMUL when one of
     # the classes does, CONV when every one does) and the classes' names
     class_tables: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = dataclasses.field(default_factory=dict)
+    # its model classes a decorator registers by name (``@ARCH_REGISTRY.register()``,
+    # ``@register_model(name="unet")``): a builder looking a class up by a configuration string
+    # builds one of them (``facts.module_facts.registered_models``)
+    registered: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
@@ -148,7 +152,8 @@ class ModuleFacts:
                 "resolved_models": sorted(self.resolved_models), "strict_to": sorted(self.strict_to),
                 "trainer_classes": sorted(self.trainer_classes), "callback_classes": sorted(self.callback_classes),
                 "kept_loaders": sorted(self.kept_loaders), "self_training": sorted(self.self_training),
-                "class_tables": {k: [list(v[0]), list(v[1])] for k, v in sorted(self.class_tables.items())}}
+                "class_tables": {k: [list(v[0]), list(v[1])] for k, v in sorted(self.class_tables.items())},
+                "registered": sorted(self.registered)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -168,7 +173,8 @@ class ModuleFacts:
                    callback_classes=frozenset(doc.get("callback_classes", ())),
                    kept_loaders=frozenset(doc.get("kept_loaders", ())),
                    self_training=frozenset(doc.get("self_training", ())),
-                   class_tables={k: (tuple(v[0]), tuple(v[1])) for k, v in doc.get("class_tables", {}).items()})
+                   class_tables={k: (tuple(v[0]), tuple(v[1])) for k, v in doc.get("class_tables", {}).items()},
+                   registered=frozenset(doc.get("registered", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
