@@ -330,8 +330,9 @@ def _import_words(data: bytes) -> frozenset[str]:
     return frozenset(w.decode() for m in _IMPORT_STATEMENT.finditer(data) for w in _WORD.findall(m.group(0)))
 
 
-# (path, mtime_ns, size) -> the first-party files it imports directly
-_DIRECT: dict[tuple[str, int, int], frozenset[Path]] = {}
+# (path, mtime_ns, size, root) -> the first-party files it imports directly: what an import names
+# depends on the root it resolves from (one file is seen from a monorepo's root and from its project's)
+_DIRECT: dict[tuple[str, int, int, str], frozenset[Path]] = {}
 
 
 MAX_PARSED = 40  # files parsed for one module's importers before the answer is "unknown"
@@ -367,7 +368,7 @@ def _direct_imports(path: Path, root: Path, budget: Budget | None = None) -> fro
         st = path.stat()
     except OSError:
         return frozenset()
-    key = (str(path), st.st_mtime_ns, st.st_size)
+    key = (str(path), st.st_mtime_ns, st.st_size, str(root))
     got = _DIRECT.get(key)
     if got is None:
         got = frozenset(i.path for i in imported_modules(path, root))

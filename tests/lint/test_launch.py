@@ -285,3 +285,27 @@ def test_the_importer_search_gives_one_answer_whatever_was_read_before(tmp_path,
 
     assert reaching("helpers.py", warm=False) is None  # five importers to read, three allowed: unknown
     assert reaching("helpers.py", warm=True) is None
+
+
+def test_a_file_seen_from_two_roots_resolves_its_imports_from_each(tmp_path) -> None:
+    """One file read first from a folder above its project (a monorepo, or several projects linted
+    in one run), where ``from trainpkg import loop`` names nothing, then from its own project (a
+    src layout): the second answer is its own, not the first one remembered (the entry scripts of
+    ``loop.py`` were lost, and with them the findings that belong to the entry)."""
+    from gpuperf_rewrite.lint import launch
+
+    project = tmp_path / "proj"
+    (project / "src" / "trainpkg").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'trainpkg'\n")
+    (project / "src" / "trainpkg" / "__init__.py").write_text("")
+    (project / "src" / "trainpkg" / "loop.py").write_text("def fit(model):\n    pass\n")
+    train = project / "train.py"
+    train.write_text("from trainpkg.loop import fit\n\nif __name__ == '__main__':\n    fit(None)\n")
+    loop = project / "src" / "trainpkg" / "loop.py"
+    launch._DIRECT.clear()
+    assert loop in launch._direct_imports(train, project)
+    launch._direct_imports(train, tmp_path)  # seen from the folder above, where the name may not resolve
+    assert loop in launch._direct_imports(train, project)
+    launch._DIRECT.clear()
+    launch._direct_imports(train, tmp_path)
+    assert loop in launch._direct_imports(train, project)
