@@ -24,6 +24,7 @@ from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._placed_batches import SAME_PLACE, host_to_device_copy, passes_device, placed_source, without_prefetcher
+from ._fed_methods import fed_copy
 from ._step_copies import comprehension_source, from_elsewhere, in_step_function, loader_while, message, unpacked_param
 
 
@@ -264,7 +265,13 @@ class BlockingCopy(Rule):
         "A function that runs a whole training step (a backward and an optimizer step) and is "
         "called from no loop of this file (`def train_step(self, batch)` driven by a trainer of "
         "another module) runs once per step: the copies of the batch parameter it is handed are "
-        "reported, with an unsafe fix (the batch's type is not visible).",
+        "reported, with an unsafe fix (the batch's type is not visible). So are, in a class whose "
+        "loop is out of sight, the copies of what it is handed in an input setter whose device copies "
+        "a step method of the class reads (`set_input(self, data)`/`feed_data` storing `self.real_a = "
+        "data[\"A\"].to(self.device)` for `optimize_parameters()`, its backward also in the class's "
+        "own helpers), and in the `forward` of a class that builds its own optimizers over its "
+        "parameters (a GAN wrapper called once per step) and the helpers it hands the batch to; the "
+        "class's own attributes and modules are not the batch.",
         "Copies in a branch that runs only off CUDA (the `else` of `if device_type == \"cuda\":`), "
         "slices of a tensor already on the device, batches of a DataLoader handed to "
         "`accelerator.prepare()` or `fabric.setup_dataloaders()` (already placed; also read through "
@@ -347,6 +354,8 @@ class BlockingCopy(Rule):
                 finding = in_step_function(ctx, ta, call, transformers)
                 if finding is None and (caller := ta.every_step_caller(call)) is not None:
                     finding = from_elsewhere(ctx, ta, call, caller, transformers)
+                if finding is None:
+                    finding = fed_copy(ctx, ta, call, transformers)
                 if finding is not None:
                     yield finding
                 continue
