@@ -277,7 +277,10 @@ class BlockingCopy(Rule):
         "`accelerator.prepare()` or `fabric.setup_dataloaders()` (already placed; also read through "
         "`iter()`, `itertools.cycle()`, a generator of the file, `accelerator.skip_first_batches()` or "
         "`skipped or loader`, with `next()`, and in a function of the file whose every call passes "
-        "such a batch), copies under a periodic guard, and CPU-only programs are not reported.",
+        "such a batch), copies under a periodic guard, and CPU-only programs are not reported; nor "
+        "is a pass that reads a bounded prefix of a loader once, before the training loop of the same "
+        "function (dumping a few reference samples, a calibration pass: `if i == args.n - 1: break`, "
+        "nested in no loop), whose iterations are not steps.",
         "A `while` loop that takes `next()` of a DataLoader's iterator every iteration copies "
         "its batch every iteration (also inside `with` blocks, chained `.to(device).to(dtype)`), "
         "and `torch.from_numpy(piece).to(device)` in a loop over batches a framework placed is "
