@@ -25,7 +25,9 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._placed_batches import SAME_PLACE, host_to_device_copy, passes_device, placed_source, without_prefetcher
 from ._fed_methods import fed_copy
-from ._step_copies import comprehension_source, from_elsewhere, in_step_function, loader_while, message, unpacked_param
+from ._step_copies import (
+    comprehension_source, from_elsewhere, in_step_function, loader_while, message, pulled_batch_loop, unpacked_param,
+)
 
 
 _FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.frombuffer"})
@@ -284,7 +286,11 @@ class BlockingCopy(Rule):
         "A `while` loop that takes `next()` of a DataLoader's iterator every iteration copies "
         "its batch every iteration (also inside `with` blocks, chained `.to(device).to(dtype)`), "
         "and `torch.from_numpy(piece).to(device)` in a loop over batches a framework placed is "
-        "still a host copy (a collate's numpy pieces are not placed).",
+        "still a host copy (a collate's numpy pieces are not placed). Any loop that pulls `next()` of "
+        "an iterator every iteration (a tf.data or numpy pipeline, `for step in range(n):`) and "
+        "copies a tensor it wraps over what it pulled (`torch.from_numpy(next(it)[\"image\"]).to(dev)`, "
+        "also through a name bound to `next(it)`) copies fresh host data every iteration, whether or "
+        "not its step is visible.",
         "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
         "batches (GP202), which the rule does not check.",
     )
@@ -359,6 +365,9 @@ class BlockingCopy(Rule):
                     finding = from_elsewhere(ctx, ta, call, caller, transformers)
                 if finding is None:
                     finding = fed_copy(ctx, ta, call, transformers)
+                if finding is None and (pulling := pulled_batch_loop(ctx, call)) is not None:
+                    finding = Finding.of(call, message("built", ta.loop_kind(pulling)), Fix(
+                        "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))
                 if finding is not None:
                     yield finding
                 continue
