@@ -64,7 +64,10 @@ class DataloaderWorkers(Rule):
         "except an option of the command line whose default is 0 and that nothing in the file "
         "raises (`args.workers` from `add_argument(\"--workers\", default=0)` in the file, or a "
         "field `workers: int = 0` of a typed arguments class of the user's modules: a `Tap`, "
-        "`*Args`/`*Arguments` subclass or a `@dataclass` named `*Args`/`*Options`): reported at the "
+        "`*Args`/`*Arguments` subclass or a `@dataclass` named `*Args`/`*Options`; also a value the "
+        "class stores once from one, `self.workers = args.workers`, or from its constructor's parameter "
+        "defaulting to 0 that an option of the same name fills: a Lightning DataModule's "
+        "`add_argparse_args` with `--num_workers` default 0): reported at the "
         "loader without a fix, naming the flag a run must pass, unless the project's launch "
         "scripts pass it.",
         "The fix is withheld for an `IterableDataset` subclass defined in this module; one "
