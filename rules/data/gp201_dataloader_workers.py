@@ -100,7 +100,9 @@ class DataloaderWorkers(Rule):
         "when it passes DataLoader's arguments through: no `__init__`, or one whose named "
         "parameters are DataLoader's first ones and that forwards them with its `**kwargs` to the "
         "base class (setting `collate_fn` or a sampler around it); a subclass with parameters of "
-        "its own is not recognised.",
+        "its own is not recognised. So do graph and imaging libraries' loaders built on it (PyG's "
+        "`DataLoader`/`DenseDataLoader`/`DataListLoader`, DGL's `GraphDataLoader`, MONAI's "
+        "`DataLoader`), whose batches are the library's objects (their copies get no safe fix).",
         "A Hugging Face Trainer whose train dataset is tokenised up front (the result of "
         "`datasets`' `.map(...)`) and whose collator only pads (none, `DataCollatorWithPadding` "
         "and the other token collators of transformers, or a class of the file whose `__call__` "
