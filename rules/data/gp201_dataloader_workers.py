@@ -21,7 +21,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with
 from ._loader_args import AMBIGUOUS, FROM_YAML, config_settings, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
-from ._worker_safety import dataset_is_iterable, spawn_hazard
+from ._worker_safety import dataset_is_iterable, iterable_dataset_classes, spawn_hazard
 
 
 class DataloaderWorkers(Rule):
@@ -70,6 +70,9 @@ class DataloaderWorkers(Rule):
         "`add_argparse_args` with `--num_workers` default 0): reported at the "
         "loader without a fix, naming the flag a run must pass, unless the project's launch "
         "scripts pass it.",
+        "A framework's loader (the Hugging Face Trainer's, Lightning's) is not reported in a file that "
+        "builds its own `IterableDataset` subclass (a packing stream handed to the Trainer): each "
+        "worker would replay the whole stream. "
         "The fix is withheld for an `IterableDataset` subclass defined in this module; one "
         "imported from elsewhere is not recognised and gets the fix, and its workers would each "
         "replay the stream.",
@@ -180,7 +183,8 @@ class DataloaderWorkers(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        yield from framework_findings(ctx, self.code)
+        if not _streams_own_iterable(ctx):  # a framework's loader over it: each worker would replay the stream
+            yield from framework_findings(ctx, self.code)
         max_workers = int(ctx.options.get("max-workers", 8))
         for call in loader_calls(ctx):
             kw = call_keywords(ctx, call)
@@ -278,3 +282,10 @@ def _deliberate_zero(ctx: RuleContext, call: cst.Call) -> bool:
             if fn is None or not any(w in fn.name.value.lower() for w in _EVAL_WORDS):
                 return False
     return True
+
+
+def _streams_own_iterable(ctx: RuleContext) -> bool:
+    """Does the file build an instance of its own ``IterableDataset`` subclass (a packing stream
+    handed to a Trainer)? The framework's loader would give each worker the whole stream."""
+    classes = iterable_dataset_classes(ctx)
+    return bool(classes) and any(dotted_name(c.func) in classes for c in ctx.nodes(cst.Call))
