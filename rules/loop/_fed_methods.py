@@ -25,7 +25,8 @@ from ..analysis.facts.to_methods import no_fix_reason
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.host_data import built_on_host
 from ..analysis.model.training import TrainingAnalysis
-from ..analysis.syntax.calls import dotted_name, method_call
+from ..analysis.model.models import module_subclasses
+from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
@@ -182,3 +183,45 @@ def fed_copy(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, transformer
     elif not transformers:
         fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "unsafe")
     return Finding.of(call, message("batch", caller.kind), fix)
+
+
+# ---- model code: a module's methods wrap host arrays they are handed --------------------------------
+_SETUP = ("__", "init", "_init", "reset", "load", "build", "setup", "register", "set_", "from_")
+_FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor"})
+
+
+def module_array_copy(ctx: RuleContext, call: cst.Call) -> Finding | None:
+    """``torch.from_numpy(nodes).long().to(self.device)`` in a method of an ``nn.Module`` that runs
+    in its forward passes (``forward`` itself, or a method the class calls on ``self``: a recursive
+    ``compute_embedding``) over an array the method holds in a local name (a parameter, a sampler's
+    result): fresh host data copied on every call. Setup methods and values stored on ``self`` are
+    not per call."""
+    receiver = call.func.value  # type: ignore[attr-defined]
+    while method_call(receiver, *_SAME_PLACE):
+        receiver = receiver.func.value
+    if not isinstance(receiver, cst.Call) or not ctx.matches(receiver.func, _FROM_ARRAY) or \
+            get_arg(receiver, "device") is not None or len(receiver.args) != 1 or \
+            not isinstance(receiver.args[0].value, cst.Name):
+        return None
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    cls = ctx.enclosing(fn, cst.ClassDef) if fn is not None else None
+    if fn is None or cls is None or ctx.parent(ctx.parent(fn)) is not cls or \
+            cls.name.value not in module_subclasses(ctx) or fn.name.value.startswith(_SETUP) and fn.name.value != "forward":
+        return None
+    array = receiver.args[0].value.value
+    local = {p.name.value for p in fn.params.params} | {
+        n for a in walk(fn.body) if isinstance(a, cst.Assign) for t in a.targets for n in target_names(t.target)}
+    if array not in local or array == "self":
+        return None
+    stmt = ctx.statement_of(call)
+    if any(isinstance(a, cst.Assign) and any(isinstance(t.target, cst.Attribute) for t in a.targets)
+           for a in walk(stmt, include_self=True)):
+        return None  # ``self.table = torch.from_numpy(arr).to(dev)``: kept, not per call
+    called = fn.name.value == "forward" or any(
+        isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and dotted_name(n.func.value) == "self" and
+        n.func.attr.value == fn.name.value for n in walk(cls.body, into_nested=True))
+    if not called:
+        return None
+    kind = f"call of `{cls.name.value}.{fn.name.value}` (module code that runs in every forward pass)"
+    return Finding.of(call, message("built", kind), Fix(
+        "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))

@@ -24,7 +24,7 @@ from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._placed_batches import SAME_PLACE, host_to_device_copy, passes_device, placed_source, without_prefetcher
-from ._fed_methods import fed_copy
+from ._fed_methods import fed_copy, module_array_copy
 from ._step_copies import (
     comprehension_source, from_elsewhere, in_step_function, loader_while, message, pulled_batch_loop, unpacked_param,
 )
@@ -273,7 +273,11 @@ class BlockingCopy(Rule):
         "data[\"A\"].to(self.device)` for `optimize_parameters()`, its backward also in the class's "
         "own helpers), and in the `forward` of a class that builds its own optimizers over its "
         "parameters (a GAN wrapper called once per step) and the helpers it hands the batch to; the "
-        "class's own attributes and modules are not the batch.",
+        "class's own attributes and modules are not the batch. In an `nn.Module`'s `forward`, or a "
+        "method the class calls on `self` (a recursive `compute_embedding`), a tensor wrapped over a "
+        "host array the method holds in a local name (`torch.from_numpy(neighbours).long().to(dev)`, "
+        "the array from a parameter or a sampler) is copied on every call; setup methods (`__init__`, "
+        "`set_*`, `load*`) and values stored on `self` are not.",
         "Copies in a branch that runs only off CUDA (the `else` of `if device_type == \"cuda\":`), "
         "slices of a tensor already on the device, batches of a DataLoader handed to "
         "`accelerator.prepare()` or `fabric.setup_dataloaders()` (already placed; also read through "
@@ -364,7 +368,7 @@ class BlockingCopy(Rule):
                 if finding is None and (caller := ta.every_step_caller(call)) is not None:
                     finding = from_elsewhere(ctx, ta, call, caller, transformers)
                 if finding is None:
-                    finding = fed_copy(ctx, ta, call, transformers)
+                    finding = fed_copy(ctx, ta, call, transformers) or module_array_copy(ctx, call)
                 if finding is None and (pulling := pulled_batch_loop(ctx, call)) is not None:
                     finding = Finding.of(call, message("built", ta.loop_kind(pulling)), Fix(
                         "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))
