@@ -37,7 +37,12 @@ _SAME_PLACE = ("long", "int", "float", "half", "double", "bool", "byte", "contig
                "squeeze", "unsqueeze", "permute", "transpose", "flatten", "clone", "detach")
 # Parameter names of what is not the batch (modules, configuration, devices).
 _NOT_DATA = ("net", "model", "module", "opt", "cfg", "config", "args", "device", "gpu", "optimizer", "scheduler",
-             "path", "file", "name")
+             "path", "file", "name", "state_dict", "ckpt", "checkpoint", "weight", "pretrained")
+
+
+# Methods that restore or build state once, not per step (a checkpoint's tensors moved on load).
+_NOT_FEEDERS = ("__", "init", "_init", "reset", "load_state", "load_weight", "load_checkpoint", "load_pretrained",
+                "load_network", "load_model", "resume", "restore", "build", "setup", "register", "from_")
 
 
 def _methods(cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
@@ -128,7 +133,7 @@ def fed_roots(ctx: RuleContext, ta: TrainingAnalysis) -> dict[cst.FunctionDef, S
                 reached = [stepper] + [methods[m] for m in _self_calls(stepper, methods)]
                 reads = _self_reads(reached)
                 for name, fn in methods.items():
-                    if fn is stepper or name.startswith("__") or len(fn.params.params) < 2 or fn in reached:
+                    if fn is stepper or name.startswith(_NOT_FEEDERS) or len(fn.params.params) < 2 or fn in reached:
                         continue
                     if _stored_copies(fn) & reads:
                         out.setdefault(fn, StepCaller(
