@@ -312,6 +312,17 @@ def _factory_built_stepped(ctx: RuleContext) -> Iterator[Finding]:
                                     "building it, where it runs on CUDA")
 
 
+def _unresolved_builder(ctx: RuleContext, node: cst.CSTNode) -> str | None:
+    """``instantiate_from_config(...)`` for a model built by a call the analysis cannot follow to a
+    class (a configuration-driven constructor, a factory); None for anything but a call (a name,
+    a subscript) and for a model class of this file (whose own finding says it)."""
+    if not isinstance(node, cst.Call) or not isinstance(node.func, (cst.Name, cst.Attribute)):
+        return None
+    if isinstance(node.func, cst.Name) and node.func.value in module_subclasses(ctx):
+        return None
+    return f"`{ctx.code_for(node.func)}(...)`"
+
+
 def _self_trained_built(ctx: RuleContext) -> Iterator[Finding]:
     """A model of the user's other modules that trains itself (``model = WideNet(...)``, then
     ``model.fit(x, y)`` running the loop in the library's ``BaseModel.fit``), built here: the
@@ -333,7 +344,7 @@ def _fitted_elsewhere_built(ctx: RuleContext) -> Iterator[Finding]:
     """A LightningModule built with the user's other modules (``model = METHODS[cfg.method](cfg)``
     over a table of LightningModule classes, ``build_model(cfg)``) and handed to ``trainer.fit``
     here: the entry the user runs is where it is built, so the compile goes here, before fit."""
-    if "lightning" not in frameworks(ctx).kinds or not ctx.project:
+    if "lightning" not in frameworks(ctx).kinds:
         return
     fits = [call for call in ctx.nodes(cst.Call) if method_call(call, "fit") and
             frameworks(ctx).objects.get(dotted_name(call.func.value) or "") == "lightning"]  # type: ignore[union-attr]
@@ -346,6 +357,10 @@ def _fitted_elsewhere_built(ctx: RuleContext) -> Iterator[Finding]:
         built = [b for _, v in assignments_in(ctx, body_of(ctx, call), name)
                  if dotted_name(b := strip_chain(v)) != name]
         source = model_source(ctx, built[0]) if len(built) == 1 else None
+        if source is None:
+            # whatever builds it (a configuration: ``instantiate_from_config(config.model)``, a factory of
+            # an installed package), the module handed to Lightning's fit is the trained model
+            source = _unresolved_builder(ctx, built[0]) if len(built) == 1 else None
         if source is None:
             continue
         fix = lightning_compile_fix(ctx) if len(fits) == 1 else None
