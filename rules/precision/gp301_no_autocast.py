@@ -9,6 +9,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import ACCELERATE, FABRIC, HF, LIGHTNING, blind_reported
+from ..analysis.facts.entry_models import entry_models, project_autocasts, project_computes
 from ..analysis.facts.param_roles import model_handed_in
 from ..analysis.facts.program import cpu_only, is_script, model_precision
 from ..analysis.facts.project_use import model_source, training_calls
@@ -253,6 +254,31 @@ class NoAutocast(Rule):
                           no_fix_reason=f"the training step is in `{pc.name.split('.')[0]}`{where}: wrap the forward "
                                         "and loss there (or add the script's switch for mixed precision here)")
             return
+        yield from cls._stepped_elsewhere(ctx)
+
+    @classmethod
+    def _stepped_elsewhere(cls, ctx: RuleContext) -> Iterator[Finding]:
+        """A model this file builds (whatever builds it: a registry, a configuration, a wrapper
+        class holding the networks) whose step runs in the user's other modules without being handed
+        it (``model.optimize_parameters(it)`` every iteration, a step closure over a state dict), with
+        no autocast or GradScaler anywhere in the modules the file reaches: reported at its build line."""
+        found = entry_models(ctx)
+        if not found or project_autocasts(ctx) or autocast_uses(ctx) or autocast_like_context(ctx) or \
+                not (tensor_core_work(ctx) or project_computes(ctx)):
+            return
+        opt_in = opt_in_amp(ctx)
+        if opt_in is not None:
+            yield from cls._opt_in(ctx, opt_in)
+            return
+        model = found[0]
+        where = f" in {model.step.module.path}" if model.step.module.path else ""
+        step = model.step.name.rsplit(".", 1)[-1]
+        yield Finding(model.build, f"`{model.name}` is trained in float32 on every step (`{step}`{where} runs no "
+                                   f"autocast; the model comes from {model.source}): tensor cores run bfloat16 several "
+                                   "times faster; use torch.autocast(device_type=..., dtype=torch.bfloat16) around "
+                                   "its forward and loss",
+                      no_fix_reason=f"the training step is in `{step}`{where}: wrap the forward and loss there "
+                                    "(or add the script's switch for mixed precision here)")
 
     @staticmethod
     def _opt_in(ctx: RuleContext, flag: OptInFlag) -> Iterator[Finding]:

@@ -33,6 +33,7 @@ from ..analysis.fixes.frameworks import (
     FRAMEWORK_KEYWORDS, accelerate_compile_fix, compile_chosen, framework_findings, lightning_compile_fix,
 )
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
+from ..analysis.facts.entry_models import entry_models
 from ..analysis.facts.param_roles import handed_in
 from ..analysis.facts.prepared_models import prepared_pretrained_models
 from ..analysis.facts.project_use import model_source, program_trains, project_model, stepped_factory_model
@@ -245,7 +246,7 @@ class NoCompile(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not program_trains(ctx) or cpu_only(ctx) or _compiles_somewhere(ctx) or \
+        if not (program_trains(ctx) or entry_models(ctx)) or cpu_only(ctx) or _compiles_somewhere(ctx) or \
                 compile_chosen(ctx):
             return
         yield from framework_findings(ctx, self.code)
@@ -303,6 +304,15 @@ def _factory_built_stepped(ctx: RuleContext) -> Iterator[Finding]:
     if not ctx.project or any(f.compiles for m in ctx.project.values() for f in m.functions.values()):
         return  # (a module of the user's that the file imports compiles a model: maybe this one)
     found = stepped_factory_model(ctx)
+    if found is None and (stepped := entry_models(ctx)):  # its step runs in the user's modules
+        model = stepped[0]
+        step = model.step.name.rsplit(".", 1)[-1]
+        yield Finding(model.build, f"the trained model `{model.name}` is never compiled: every op runs as a separate "
+                                   f"eager kernel (it comes from {model.source}; `{step}` runs its step); compile its "
+                                   "networks where they are built",
+                      no_fix_reason=f"the networks are built and stepped by the user's other modules (`{step}`): "
+                                    "compile each with .compile() after building it, where it runs on CUDA")
+        return
     if found is not None:
         call, name, source = found
         yield Finding(call, f"the trained model `{name}` is never compiled: every op runs as a separate eager "
