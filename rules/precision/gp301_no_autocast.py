@@ -191,6 +191,9 @@ class NoAutocast(Rule):
         if not ta.step_loops and ctx.project:
             yield from self._entry(ctx)
             return
+        if ta.step_loops and ctx.project and not any(ta.is_backward_call(c) for c in ctx.nodes(cst.Call)):
+            yield from self._stepped_elsewhere(ctx)  # ``agent.update(batch)``: a method of theirs steps
+            return
         if not ta.step_loops or cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx) or \
                 not tensor_core_work(ctx):
             return
@@ -263,7 +266,8 @@ class NoAutocast(Rule):
         it (``model.optimize_parameters(it)`` every iteration, a step closure over a state dict), with
         no autocast or GradScaler anywhere in the modules the file reaches: reported at its build line."""
         found = entry_models(ctx)
-        if not found or project_autocasts(ctx) or autocast_uses(ctx) or autocast_like_context(ctx) or \
+        if not found or cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx) or \
+                project_autocasts(ctx) or autocast_uses(ctx) or autocast_like_context(ctx) or \
                 not (tensor_core_work(ctx) or project_computes(ctx)):
             return
         opt_in = opt_in_amp(ctx)

@@ -300,11 +300,8 @@ def _reexports(ctx: RuleContext, functions: dict[str, FunctionFacts], models: se
     """What the module imports at module level from the user's other modules and so offers its
     own importers (a package's ``__init__``: ``from .registry import create_model``,
     ``from .yolo import Model``, ``from .vit import *``)."""
-    for key in _scanned(ctx):  # the folder's modules imported by name at run time: their classes
-        facts = ctx.project[key]
-        for fname, f in facts.functions.items():
-            if "." in fname and not fname.startswith("_"):
-                functions.setdefault(fname, f)
+    for fname, f in ((n, f) for key in _scanned(ctx) for n, f in ctx.project[key].functions.items() if "." in n):
+        functions.setdefault(fname, f)  # the classes of the folder's modules it imports by name at run time
     for stmt in ctx.module.body:
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue
@@ -331,13 +328,11 @@ def _reexports(ctx: RuleContext, functions: dict[str, FunctionFacts], models: se
 
 
 def _scanned(ctx: RuleContext) -> list[str]:
-    """Modules of its folder it imports by a name listed at run time (a registry filled by scanning:
+    """Modules of its folder it imports by a name listed at run time (a registry filled by scanning;
     the lint layer hands them in as ``.name``), not by a statement."""
-    if "import_module" not in ctx.source and "__import__" not in ctx.source:
-        return []
-    written = {"." * len(n.relative) + (dotted_name(n.module) or "" if n.module else "")
-               for n in ctx.nodes(cst.ImportFrom)}
-    return [k for k in ctx.project if k.startswith(".") and k.count(".") == 1 and k not in written]
+    written = {"." * len(n.relative) + (dotted_name(n.module) or "" if n.module else "") for n in ctx.nodes(cst.ImportFrom)}
+    return [k for k in ctx.project if k.startswith(".") and k.count(".") == 1 and k not in written] \
+        if "import_module" in ctx.source or "__import__" in ctx.source else []
 
 
 def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> dict[cst.FunctionDef, tuple[int, ...]]:
