@@ -17,7 +17,7 @@ from ..analysis.facts.script_facts import framework_manages_precision, is_model_
 from ..analysis.facts.workload import tensor_core_work
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
-from ..analysis.syntax.calls import dotted_name, target_names
+from ..analysis.syntax.calls import dotted_name, literal_value, target_names
 from ..analysis.syntax.project import MODEL, project_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with, project_runs
@@ -204,6 +204,9 @@ class NoAutocast(Rule):
             yield from self._entry(ctx)  # ``for epoch in ...: train_one_epoch(model, ...)``: the step is there
             return
         uses = autocast_uses(ctx)
+        if uses and all(_switched(u.args) for u in uses) and (opt_in := opt_in_amp(ctx)) is not None:
+            yield from self._opt_in(ctx, opt_in)  # ``autocast(enabled=args.amp)``, the flag off by default
+            return
         if uses or autocast_like_context(ctx):
             for region, forward in loss_only_regions(ctx, ta):
                 yield Finding(region, f"this autocast region holds only the loss: the forward `"
@@ -300,6 +303,12 @@ class NoAutocast(Rule):
                                     "the model trains well in mixed precision)" if flag.command_line else
                                     f"the script's own switch decides: set {flag.flag} (or default it to True once "
                                     "the model trains well in mixed precision)")
+
+
+def _switched(args: tuple[cst.Arg, ...]) -> bool:
+    """Is an autocast turned on and off by a value (``enabled=amp``), not on for good?"""
+    enabled = next((a for a in args if a.keyword is not None and a.keyword.value == "enabled"), None)
+    return enabled is not None and literal_value(enabled.value) is not True
 
 
 def _engine_backward(ctx: RuleContext, call: cst.Call) -> bool:
