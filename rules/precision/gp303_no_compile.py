@@ -33,7 +33,7 @@ from ..analysis.fixes.frameworks import (
     FRAMEWORK_KEYWORDS, accelerate_compile_fix, compile_chosen, framework_findings, lightning_compile_fix,
 )
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
-from ..analysis.facts.entry_models import entry_models
+from ..analysis.facts.entry_models import backward_fed_models, entry_models, unresolved_source
 from ..analysis.facts.param_roles import handed_in
 from ..analysis.facts.prepared_models import prepared_pretrained_models
 from ..analysis.facts.project_use import model_source, program_trains, project_model, stepped_factory_model
@@ -291,9 +291,13 @@ class NoCompile(Rule):
                 message += ", or let Accelerate compile it: Accelerator(dynamo_backend=\"inductor\")"
             yield Finding.of(node, message, outcome)
         if not seen:
-            yield from _fitted_elsewhere_built(ctx)
-            yield from _self_trained_built(ctx)
-            yield from _factory_built_stepped(ctx)
+            said = [*_fitted_elsewhere_built(ctx), *_self_trained_built(ctx), *_factory_built_stepped(ctx)]
+            yield from said or [Finding(build, f"the trained model `{name}` is never compiled: every op runs as a "
+                                               "separate eager kernel (its output feeds the loss the step "
+                                               f"backpropagates); call {name}.compile() after building it",
+                                        no_fix_reason="no optimizer of this file is traced to its parameters: "
+                                                      "compile it right after building it, where it runs on CUDA")
+                                for name, build in backward_fed_models(ctx)[:1]]
 
 
 def _factory_built_stepped(ctx: RuleContext) -> Iterator[Finding]:
@@ -320,17 +324,6 @@ def _factory_built_stepped(ctx: RuleContext) -> Iterator[Finding]:
                       no_fix_reason="the model is built by a factory of the user's other modules and may be "
                                     "wrapped (DataParallel, DDP) before the step: compile it right after "
                                     "building it, where it runs on CUDA")
-
-
-def _unresolved_builder(ctx: RuleContext, node: cst.CSTNode) -> str | None:
-    """``instantiate_from_config(...)`` for a model built by a call the analysis cannot follow to a
-    class (a configuration-driven constructor, a factory); None for anything but a call (a name,
-    a subscript) and for a model class of this file (whose own finding says it)."""
-    if not isinstance(node, cst.Call) or not isinstance(node.func, (cst.Name, cst.Attribute)):
-        return None
-    if isinstance(node.func, cst.Name) and node.func.value in module_subclasses(ctx):
-        return None
-    return f"`{ctx.code_for(node.func)}(...)`"
 
 
 def _self_trained_built(ctx: RuleContext) -> Iterator[Finding]:
@@ -370,7 +363,7 @@ def _fitted_elsewhere_built(ctx: RuleContext) -> Iterator[Finding]:
         if source is None:
             # whatever builds it (a configuration: ``instantiate_from_config(config.model)``, a factory of
             # an installed package), the module handed to Lightning's fit is the trained model
-            source = _unresolved_builder(ctx, built[0]) if len(built) == 1 else None
+            source = unresolved_source(ctx, built[0]) if len(built) == 1 else None
         if source is None:
             continue
         fix = lightning_compile_fix(ctx) if len(fits) == 1 else None

@@ -21,9 +21,11 @@ import dataclasses
 
 import libcst as cst
 
-from ..model.models import module_subclasses, strip_chain
+from ..model.models import constructed_model_names, module_subclasses, strip_chain
+from ..model.training import analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
+from ..syntax.tree import walk
 from ..syntax.project import CONV, MATMUL, FunctionFacts, ProjectCall, project_function
 from .project_use import model_source, training_calls
 from .script_facts import trained_models
@@ -114,9 +116,8 @@ def _built(ctx: RuleContext, near: cst.CSTNode, name: str) -> tuple[cst.Call, st
         if within is not scope or not any(dotted_name(t.target) == name for t in assign.targets):
             continue
         value = strip_chain(assign.value)
-        if dotted_name(value) == name or isinstance(value, cst.Call) and \
-                any(dotted_name(a.value) == name for a in value.args):
-            continue  # ``model = model.to(device)``, ``model = DataParallel(model)``
+        if _rebinds(value, name):
+            continue
         calls.append(value)
     if len(calls) != 1 or not isinstance(calls[0], cst.Call) or \
             not isinstance(calls[0].func, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
@@ -126,6 +127,61 @@ def _built(ctx: RuleContext, near: cst.CSTNode, name: str) -> tuple[cst.Call, st
         return None
     source = model_source(ctx, call)
     return call, source or f"`{ctx.code_for(call.func)}(...)`"
+
+
+def unresolved_source(ctx: RuleContext, node: cst.CSTNode) -> str | None:
+    """``instantiate_from_config(...)``, in words, for a model built by a call the analysis cannot
+    follow to a class (a configuration-driven constructor, a factory of an installed package); None
+    for anything but a call (a name, a subscript) and for a model class of this file (whose own
+    finding says it)."""
+    if not isinstance(node, cst.Call) or not isinstance(node.func, (cst.Name, cst.Attribute)) or \
+            isinstance(node.func, cst.Name) and node.func.value in module_subclasses(ctx):
+        return None
+    return f"`{ctx.code_for(node.func)}(...)`"
+
+
+def backward_fed_models(ctx: RuleContext) -> list[tuple[str, cst.Call]]:
+    """Models whose output feeds the loss a step of this file backpropagates (``loss =
+    model.forward(y1, y2)``; ``scaler.scale(loss).backward()``), each with the one call of its
+    function body that builds it (``model = BarlowTwins(args).cuda(gpu)``): trained, whatever
+    the optimizer is built over (parameter lists filled in a loop, an optimizer class of the
+    project's own). A loss module (``criterion(out, y)``) is no model."""
+    return ctx.fact(_backward_fed_models)
+
+
+def _backward_fed_models(ctx: RuleContext) -> list[tuple[str, cst.Call]]:
+    ta = analysis(ctx)
+    models = constructed_model_names(ctx)
+    out: dict[str, cst.Call] = {}
+    for call in ctx.nodes(cst.Call):
+        if not isinstance(call.func, cst.Attribute) or not ta.is_backward_call(call) or \
+                not ta.runs_every_step(call):
+            continue
+        losses = {n.value for n in walk(call.func.value, include_self=True) if isinstance(n, cst.Name)}
+        body = ctx.enclosing(call, cst.FunctionDef)
+        for assign in ctx.nodes(cst.Assign):
+            if ctx.enclosing(assign, cst.FunctionDef) is not body or \
+                    not any(dotted_name(t.target) in losses for t in assign.targets) or not ta.runs_every_step(assign):
+                continue
+            for inner in walk(assign.value, include_self=True):
+                func = inner.func if isinstance(inner, cst.Call) else None
+                if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+                    func = func.value  # ``model.forward(x)``
+                name = dotted_name(func) if func is not None else None
+                if name is None or name not in models or name in out:
+                    continue
+                built = [v for a in ctx.nodes(cst.Assign) if ctx.enclosing(a, cst.FunctionDef) is body
+                         and any(dotted_name(t.target) == name for t in a.targets)
+                         and not _rebinds(v := strip_chain(a.value), name)]
+                if len(built) == 1 and isinstance(built[0], cst.Call):
+                    out[name] = built[0]
+    return list(out.items())
+
+
+def _rebinds(value: cst.BaseExpression, name: str) -> bool:
+    """``model = model.to(device)``, ``model = DDP(model)``, ``convert_sync_batchnorm(model)``."""
+    return dotted_name(value) == name or isinstance(value, cst.Call) and any(dotted_name(a.value) == name
+                                                                            for a in value.args)
 
 
 def project_computes(ctx: RuleContext) -> bool:
