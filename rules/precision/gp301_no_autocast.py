@@ -70,7 +70,12 @@ class NoAutocast(Rule):
         "autocast entered in another module around the call of this file\"s step. A float16 "
         "autocast whose loss goes to a GradScaler held by the user's own code (`loss_scaler = "
         "NativeScaler()`, a class of their other modules that makes one; a `loss_scaler(loss, "
-        "optimizer)` or `self.scaler.scale(loss)` handed in) is not reported as missing one."
+        "optimizer)` or `self.scaler.scale(loss)` handed in) is not reported as missing one. An object the entry "
+        "builds however it is built (a registry, a configuration, a wrapper class that holds the networks and is no "
+        "module: `model = build_model(opt)`, an RL agent) whose method running a whole training step in the user's "
+        "modules its loop calls (`model.optimize_parameters(it)`, `agent.update(batch)`), or over whose parameters "
+        "it builds an optimizer while a step function of those modules runs the step (`step_fn(state, batch)`), is "
+        "reported at its build line when no module the entry reaches runs autocast or makes a GradScaler."
     )
     limitations = (
         "An `autocast(enabled=False)` region (a float32 island for a loss or a softmax) and a "

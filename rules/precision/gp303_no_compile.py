@@ -122,7 +122,10 @@ class NoCompile(Rule):
         "A model built by a factory of those modules (`model = self.exp.get_model()`, `Model(opt)`) and run "
         "forward on every step here, whose optimizer no line of this file builds over its parameters, is "
         "reported at its build line without a fix, unless a function of the modules it imports compiles. "
-        "Not followed: a compile in a module the script does not call into."
+        "An object the script builds however it is built (a registry, a configuration, a wrapper class holding the networks: `model = build_model(opt)`) "
+        "whose method running a whole training step in those modules the loop calls (`model.optimize_parameters(it)`, `agent.update(batch)`) is reported "
+        "at its build line without a fix (compile its networks where they are built), and so is a model handed to Lightning's `fit` whatever builds it "
+        "(`instantiate_from_config(config.model)`) and one whose output feeds the loss a step here backpropagates. Not followed: a compile in a module the script does not call into."
     )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
@@ -359,11 +362,8 @@ def _fitted_elsewhere_built(ctx: RuleContext) -> Iterator[Finding]:
         # (``model = model.to(memory_format=...)`` rebinds the same model)
         built = [b for _, v in assignments_in(ctx, body_of(ctx, call), name)
                  if dotted_name(b := strip_chain(v)) != name]
-        source = model_source(ctx, built[0]) if len(built) == 1 else None
-        if source is None:
-            # whatever builds it (a configuration: ``instantiate_from_config(config.model)``, a factory of
-            # an installed package), the module handed to Lightning's fit is the trained model
-            source = unresolved_source(ctx, built[0]) if len(built) == 1 else None
+        # whatever builds it (``instantiate_from_config(config.model)``), the module fit is handed trains
+        source = (model_source(ctx, built[0]) or unresolved_source(ctx, built[0])) if len(built) == 1 else None
         if source is None:
             continue
         fix = lightning_compile_fix(ctx) if len(fits) == 1 else None
