@@ -14,8 +14,8 @@ from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import project_runs
 from ..syntax.project import (CONV, MATMUL, ModuleFacts, ProjectCall, model_methods, project_base_class,
-                              project_calls, project_class, project_class_table, project_method, project_model_class,
-                              project_module, project_table)
+                              project_calls, project_class, project_class_table, project_listed, project_method,
+                              project_model_class, project_module, project_table)
 from .frameworks import framework_trains
 from .self_training import self_trained_models
 
@@ -190,7 +190,11 @@ def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, str |
     for call in ctx.nodes(cst.Call):
         name: str | None = None
         module = _picked_from(ctx, call)
-        if module is None and (module := project_class(ctx, call)) is not None:
+        if module is None and ((module := project_class(ctx, call)) is not None or
+                               isinstance(call.func, (cst.Name, cst.Attribute)) and
+                               (module := project_listed(ctx, call.func, "conv_models")) is not None):
+            # (a class whose convolutions the analysis resolves, though its base is not seen as nn.Module:
+            # ``from .parts import *`` bringing ``nn``)
             name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
         if module is None:
             pc = next((p for p in project_calls(ctx) if p.call is call), None)
