@@ -21,7 +21,7 @@ import dataclasses
 
 import libcst as cst
 
-from ..model.models import constructed_model_names, module_subclasses, strip_chain
+from ..model.models import constructed_model_names, is_wrapper_class, module_subclasses, strip_chain
 from ..model.training import analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
@@ -173,8 +173,8 @@ def _backward_fed_models(ctx: RuleContext) -> list[tuple[str, cst.Call]]:
                 built = [v for a in ctx.nodes(cst.Assign) if ctx.enclosing(a, cst.FunctionDef) is body
                          and any(dotted_name(t.target) == name for t in a.targets)
                          and not _rebinds(v := strip_chain(a.value), name)]
-                if len(built) == 1 and isinstance(built[0], cst.Call):
-                    out[name] = built[0]
+                if len(built) == 1 and isinstance(built[0], cst.Call) and not is_wrapper_class(ctx, built[0].func):
+                    out[name] = built[0]  # (a DDP wrap's inner module is the one to compile: not known here)
     return list(out.items())
 
 

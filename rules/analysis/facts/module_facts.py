@@ -65,8 +65,10 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     classes |= {c.name.value for c in ctx.module.body if isinstance(c, cst.ClassDef) and  # ``BetaVAE(ConvVAE)``
                 any(project_model_class(ctx, b.value) is not None for b in c.bases)}
     for name, fn in functions_of(ctx):
-        # A model's own methods (``forward``) run no training step: not walked for one.
-        in_model = "." in name and name.split(".", 1)[0] in classes
+        # A model's own methods (``forward``) run no training step: not walked for one, but for a method of
+        # a module that wraps the networks and runs the backward itself (``FasterRCNNTrainer.train_step``).
+        in_model = "." in name and name.split(".", 1)[0] in classes and (fn.name.value in ("forward", "__call__") or not any(
+            isinstance(n, cst.Attribute) and n.attr.value == "backward" for n in walk(fn.body)))
         functions[name] = _function_facts(ctx, ta, fn, models.get(fn), line_of, in_model)
     _params_through_helpers(ctx, functions)
     settings_through_methods(ctx, functions)

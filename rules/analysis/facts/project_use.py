@@ -190,11 +190,8 @@ def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, str |
     for call in ctx.nodes(cst.Call):
         name: str | None = None
         module = _picked_from(ctx, call)
-        if module is None and ((module := project_class(ctx, call)) is not None or
-                               isinstance(call.func, (cst.Name, cst.Attribute)) and
-                               (module := project_listed(ctx, call.func, "conv_models")) is not None):
-            # (a class whose convolutions the analysis resolves, though its base is not seen as nn.Module:
-            # ``from .parts import *`` bringing ``nn``)
+        if module is None and ((module := project_class(ctx, call)) is not None or _convolving_class(ctx, call)):
+            module = module or project_listed(ctx, call.func, "conv_models")
             name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
         if module is None:
             pc = next((p for p in project_calls(ctx) if p.call is call), None)
@@ -206,6 +203,15 @@ def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, str |
         if module is not None:
             out.append((call, module, name))
     return out
+
+
+def _convolving_class(ctx: RuleContext, call: cst.Call) -> bool:
+    """A class of the user's modules with a ``forward`` whose convolutions the analysis resolves,
+    though its base is not seen as ``nn.Module`` (``nn`` brought by ``from .parts import *``)."""
+    if not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return False
+    module = project_listed(ctx, call.func, "conv_models")
+    return module is not None and f"{(dotted_name(call.func) or '').rsplit('.', 1)[-1]}.forward" in module.functions
 
 
 def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:
