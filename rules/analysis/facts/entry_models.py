@@ -108,12 +108,12 @@ def _built(ctx: RuleContext, near: cst.CSTNode, name: str) -> tuple[cst.Call, st
     method of the class), with where it comes from in words; None when there is not exactly one,
     or it only rebinds or wraps the name (``model = model.to(device)``, ``DataParallel(model)``),
     or it builds a class of this file (whose own findings say it)."""
-    scope = ctx.enclosing(near, cst.ClassDef) if name.startswith("self.") else ctx.enclosing(near, cst.FunctionDef)
+    owner = ctx.enclosing(near, cst.ClassDef) if name.startswith("self.") else ctx.enclosing(near, cst.FunctionDef)
     calls = []
     for assign in ctx.nodes(cst.Assign):
         within = ctx.enclosing(assign, cst.ClassDef) if name.startswith("self.") else \
             ctx.enclosing(assign, cst.FunctionDef)
-        if within is not scope or not any(dotted_name(t.target) == name for t in assign.targets):
+        if within is not owner or not any(dotted_name(t.target) == name for t in assign.targets):
             continue
         value = strip_chain(assign.value)
         if _rebinds(value, name):
