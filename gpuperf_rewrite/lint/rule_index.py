@@ -9,6 +9,7 @@ MODULES = (
     'analysis/facts/cli_defaults.py',
     'analysis/facts/collectives.py',
     'analysis/facts/config_built.py',
+    'analysis/facts/entry_models.py',
     'analysis/facts/execution.py',
     'analysis/facts/flow.py',
     'analysis/facts/framework_config.py',

@@ -65,8 +65,10 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     classes |= {c.name.value for c in ctx.module.body if isinstance(c, cst.ClassDef) and  # ``BetaVAE(ConvVAE)``
                 any(project_model_class(ctx, b.value) is not None for b in c.bases)}
     for name, fn in functions_of(ctx):
-        # A model's own methods (``forward``) run no training step: not walked for one.
-        in_model = "." in name and name.split(".", 1)[0] in classes
+        # A model's own methods (``forward``) run no training step: not walked for one, but for a method of
+        # a module that wraps the networks and runs the backward itself (``FasterRCNNTrainer.train_step``).
+        in_model = "." in name and name.split(".", 1)[0] in classes and (fn.name.value in ("forward", "__call__") or not any(
+            isinstance(n, cst.Attribute) and n.attr.value == "backward" for n in walk(fn.body)))
         functions[name] = _function_facts(ctx, ta, fn, models.get(fn), line_of, in_model)
     _params_through_helpers(ctx, functions)
     settings_through_methods(ctx, functions)
@@ -300,6 +302,8 @@ def _reexports(ctx: RuleContext, functions: dict[str, FunctionFacts], models: se
     """What the module imports at module level from the user's other modules and so offers its
     own importers (a package's ``__init__``: ``from .registry import create_model``,
     ``from .yolo import Model``, ``from .vit import *``)."""
+    for fname, f in ((n, f) for key in _scanned(ctx) for n, f in ctx.project[key].functions.items() if "." in n):
+        functions.setdefault(fname, f)  # the classes of the folder's modules it imports by name at run time
     for stmt in ctx.module.body:
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue
@@ -323,6 +327,14 @@ def _reexports(ctx: RuleContext, functions: dict[str, FunctionFacts], models: se
                 for fname, f in facts.functions.items():
                     if fname == name or fname.startswith(f"{name}."):
                         functions.setdefault(local + fname[len(name):], f)
+
+
+def _scanned(ctx: RuleContext) -> list[str]:
+    """Modules of its folder it imports by a name listed at run time (a registry filled by scanning;
+    the lint layer hands them in as ``.name``), not by a statement."""
+    written = {"." * len(n.relative) + (dotted_name(n.module) or "" if n.module else "") for n in ctx.nodes(cst.ImportFrom)}
+    return [k for k in ctx.project if k.startswith(".") and k.count(".") == 1 and k not in written] \
+        if "import_module" in ctx.source or "__import__" in ctx.source else []
 
 
 def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> dict[cst.FunctionDef, tuple[int, ...]]:
