@@ -37,6 +37,7 @@ from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
 from .script_facts import first_use_of
 from .self_training import self_training_methods
+from .step_targets import indirect_callee, self_step_calls
 from .to_methods import strict_to_classes
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
@@ -178,9 +179,11 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tupl
     module's step or eval loops, directly or through its own functions (``to_device(batch,
     device)``, ``model.parse_batch(batch)``, ``criterion(out, y)`` of a loss class): the callee's
     module, checked itself, sees that code as per-step code (issue 34)."""
-    if not ctx.project or not (ta.step_loops or ta.eval_loops):
+    if not (ta.step_loops or ta.eval_loops):
         return ()
-    out = []
+    out = self_step_calls(ctx, ta, line_of)
+    if not ctx.project:
+        return tuple(out)
     instances: dict[str, list[cst.BaseExpression]] | None = None
     offered = {part for facts in ctx.project.values() for name in facts.functions for part in name.split(".")}
     for call in ctx.nodes(cst.Call):
@@ -196,6 +199,8 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tupl
         elif known and isinstance(call.func, cst.Attribute) and (dotted_name(call.func.value) or "self") != "self":
             method = project_method(ctx, call)  # ``model.parse_batch(batch)``: one class has it
             callee = (method.key, method.name) if method is not None else None
+        if callee is None and isinstance(call.func, cst.Name):
+            callee = indirect_callee(ctx, call)  # ``step_fn = get_step_fn(...)``, ``partial(step, ...)``
         if callee is None and isinstance(call.func, (cst.Name, cst.Attribute)):
             if instances is None:
                 instances = {}

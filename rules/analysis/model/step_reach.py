@@ -1,0 +1,150 @@
+"""Which of this module's functions run on every iteration of a loop in another module (issue 34):
+the callee's half of the per-step reach (the caller's: ``facts.step_targets``). Computed when a
+rule first asks (``TrainingAnalysis.every_step_caller``), never for every file.
+
+- a top-level function or a method a caller names (``to_device``, ``ComputeLoss.__call__``);
+- the closure a function returns, for a caller that calls its result (``get_step_fn()``: the
+  ``step_fn`` it defines and returns; ``make_steps()[0]``: the first of a returned tuple; also one
+  returned through ``functools.partial(step_fn, ...)``);
+- a method of a class of this module that overrides one that a base class of the user's other
+  modules calls as ``self.m(...)`` on every iteration of its loop (a template-method trainer's
+  ``fit`` calling ``self.train_step(batch)``), also for a base of a base in this module.
+
+And when a lambda runs where it is written: handed to a function that applies it at once
+(``map(lambda t: t.cuda(), batch)``, ``tree_map(fn, batch)``, ``batch.apply(fn)``) or called on
+the spot; one stored for later (``register_hook(lambda g: ...)``) does not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import libcst as cst
+
+from ..syntax.calls import dotted_name
+from ..syntax.context import RuleContext
+from ..syntax.launch import StepCaller
+from ..syntax.project import project_class_facts
+
+# Higher-order functions that call the function they are handed before they return.
+_APPLIED_NOW = frozenset({"map", "filter", "sorted", "min", "max", "reduce", "apply", "apply_", "applymap",
+                          "tree_map", "tree_map_only", "map_structure", "map_nested", "recursive_apply",
+                          "apply_to_collection", "apply_to_tensors", "starmap"})
+
+
+def runs_in_place(ctx: RuleContext, fn: cst.Lambda) -> bool:
+    """Does the lambda run when the code around it runs: called on the spot, or handed to a
+    function that applies it at once (``map``, ``tree_map``, ``x.apply``)?"""
+    parent = ctx.parent(fn)
+    if isinstance(parent, cst.Call) and parent.func is fn:
+        return True
+    call = ctx.parent(parent) if isinstance(parent, cst.Arg) else None
+    if not isinstance(call, cst.Call):
+        return False
+    name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
+    return name in _APPLIED_NOW
+
+
+def external_defs(ctx: RuleContext, callers: tuple[StepCaller, ...], train: str) -> dict[cst.FunctionDef, StepCaller]:
+    """This module's functions run by ``callers`` (the lint layer's ``step_callers``) or by a base
+    class's loop, a training step's caller preferred (``train``: its kind)."""
+    defs: dict[str, cst.FunctionDef] = {}
+    for stmt in ctx.module.body:
+        if isinstance(stmt, cst.FunctionDef):
+            defs[stmt.name.value] = stmt
+        elif isinstance(stmt, cst.ClassDef):
+            for inner in stmt.body.body:
+                if isinstance(inner, cst.FunctionDef):
+                    defs[f"{stmt.name.value}.{inner.name.value}"] = inner
+    out: dict[cst.FunctionDef, StepCaller] = {}
+    for caller in sorted((*callers, *_inherited(ctx)), key=lambda c: c.kind != train):
+        name, _, index = caller.function.partition("()")
+        fn = defs.get(name)
+        if fn is None:
+            continue
+        if "()" not in caller.function:
+            out.setdefault(fn, caller)
+            continue
+        for inner in _returned(fn, index):
+            out.setdefault(inner, dataclasses.replace(caller, function=f"{name}.{inner.name.value}"))
+    return out
+
+
+def _returned(fn: cst.FunctionDef, index: str) -> list[cst.FunctionDef]:
+    """The functions defined in ``fn`` that it returns (``return step_fn``, ``return
+    functools.partial(step_fn, ...)``; with ``index`` ``[i]``, the i-th of a returned tuple)."""
+    nested = {s.name.value: s for s in fn.body.body if isinstance(s, cst.FunctionDef)}
+    if not nested:
+        return []
+    pos = int(index[1:-1]) if index.startswith("[") and index[1:-1].isdigit() else None
+    out = []
+    for node in _returns(fn.body):
+        value = node.value
+        if pos is not None:
+            items = value.elements if isinstance(value, (cst.Tuple, cst.List)) else ()
+            value = items[pos].value if pos < len(items) else None
+        elif index:
+            value = None
+        if isinstance(value, cst.Call) and value.args and (dotted_name(value.func) or "").endswith("partial"):
+            value = value.args[0].value
+        if isinstance(value, cst.Name) and value.value in nested and nested[value.value] not in out:
+            out.append(nested[value.value])
+    return out
+
+
+def _returns(node: cst.CSTNode) -> list[cst.Return]:
+    """The ``return``s of a function body, not those of functions nested in it."""
+    out: list[cst.Return] = []
+    for child in node.children:
+        if isinstance(child, cst.Return) and child.value is not None:
+            out.append(child)
+        elif not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            out += _returns(child)
+    return out
+
+
+def _inherited(ctx: RuleContext) -> list[StepCaller]:
+    """``Sub.m`` for each method ``m`` of this module's class ``Sub`` that a base class of the
+    user's other modules calls as ``self.m(...)`` every iteration of its loop (``StepCall`` with no
+    module in that module's ``step_calls``); the base's file and line name the caller."""
+    if not ctx.project:
+        return []
+    classes = {s.name.value: s for s in ctx.module.body if isinstance(s, cst.ClassDef)}
+    out = []
+    for name, cls in classes.items():
+        own = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+        for base in _bases(cls, classes):
+            facts = project_class_facts(ctx, base)
+            if facts is None:
+                continue
+            prefix = f"{(dotted_name(base) or '').rsplit('.', 1)[-1]}."
+            for call in facts.step_calls:
+                method = call.function[len(prefix):]
+                if not call.module and call.function.startswith(prefix) and method in own:
+                    path = facts.path or "its base class's module"
+                    out.append(StepCaller(f"{name}.{method}", path, call.line, call.kind))
+    return out
+
+
+def _bases(cls: cst.ClassDef, classes: dict[str, cst.ClassDef]) -> list[cst.BaseExpression]:
+    """The bases of ``cls``, and of the bases it derives from in this module (two levels)."""
+    out = [b.value for b in cls.bases]
+    for b in list(out):
+        local = classes.get(dotted_name(b) or "")
+        if local is not None and local is not cls:
+            out += [bb.value for bb in local.bases]
+    return out
+
+
+def mapped_source(ctx: RuleContext, fn: cst.Lambda, name: str) -> cst.BaseExpression | None:
+    """What the parameter ``name`` of a lambda applied at once takes its values from: the iterable
+    of ``map(lambda t: t.cuda(), batch)``, the structure of ``tree_map(fn, batch)`` or of
+    ``batch.apply(fn)``; None when it is not one of its parameters or the lambda is not applied so."""
+    params = [p.name.value for p in fn.params.params]
+    call = ctx.parent(ctx.parent(fn))
+    if name not in params or not isinstance(call, cst.Call) or not runs_in_place(ctx, fn) or call.func is fn:
+        return None
+    others = [a.value for a in call.args if a.value is not fn and a.keyword is None and not a.star]
+    if others:
+        return others[0]
+    return call.func.value if isinstance(call.func, cst.Attribute) else None
