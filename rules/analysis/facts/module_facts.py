@@ -16,6 +16,7 @@ from ..model.datasets import in_memory_datasets, loader_subclasses, padding_coll
 from ..model.guards import returns_rare
 from ..model.models import (is_model_constructor, library_optimizer_model, loss_classes, module_subclasses,
                             registry_built_model, strip_chain)
+from ..model.step_reach import indirect_callee, returned_closures
 from ..model.step_code import fills_grads, walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name
@@ -37,7 +38,7 @@ from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
 from .script_facts import first_use_of
 from .self_training import self_training_methods
-from .step_targets import indirect_callee, self_step_calls
+from .step_targets import self_step_calls, stepping_classes
 from .to_methods import strict_to_classes
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
@@ -65,10 +66,14 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     classes = module_subclasses(ctx) - loss_classes(ctx)
     classes |= {c.name.value for c in ctx.module.body if isinstance(c, cst.ClassDef) and  # ``BetaVAE(ConvVAE)``
                 any(project_model_class(ctx, b.value) is not None for b in c.bases)}
+    # A model's own methods (``forward``) run no training step: not walked for one, unless the
+    # class runs a backward itself (an ``nn.Module`` trainer's ``train_step``: ``facts.step_targets``).
+    stepping = stepping_classes(ctx)
     for name, fn in functions_of(ctx):
-        # A model's own methods (``forward``) run no training step: not walked for one.
-        in_model = "." in name and name.split(".", 1)[0] in classes
+        in_model = "." in name and name.split(".", 1)[0] in classes - stepping
         functions[name] = _function_facts(ctx, ta, fn, models.get(fn), line_of, in_model)
+        for suffix, inner in returned_closures(fn) if "." not in name else ():  # ``get_step_fn()``: its closure
+            functions[f"{name}{suffix}"] = _function_facts(ctx, ta, inner, None, line_of)
     _params_through_helpers(ctx, functions)
     settings_through_methods(ctx, functions)
     _class_entries(ctx, ta, functions, classes)

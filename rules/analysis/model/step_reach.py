@@ -24,7 +24,51 @@ import libcst as cst
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller
-from ..syntax.project import project_class_facts
+from ..syntax.project import project_class_facts, project_function
+
+# Wrappers whose result calls the wrapped function with the arguments it is given (and more).
+_WRAPPERS = frozenset({"functools.partial", "torch.compile", "functools.wraps", "torch.jit.script"})
+
+
+def _bindings(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], list[tuple[cst.BaseExpression, int | None]]]:
+    """Local names by function: the values they are bound to, with the tuple index when unpacked."""
+    out: dict[tuple[cst.FunctionDef | None, str], list[tuple[cst.BaseExpression, int | None]]] = {}
+    for a in ctx.nodes(cst.Assign):
+        fn = ctx.enclosing(a, cst.FunctionDef)
+        for t in a.targets:
+            if isinstance(t.target, cst.Name):
+                out.setdefault((fn, t.target.value), []).append((a.value, None))
+            elif isinstance(t.target, (cst.Tuple, cst.List)):
+                for i, el in enumerate(t.target.elements):
+                    if isinstance(el.value, cst.Name) and not isinstance(el, cst.StarredElement):
+                        out.setdefault((fn, el.value.value), []).append((a.value, i))
+    return out
+
+
+def indirect_callee(ctx: RuleContext, call: cst.Call) -> tuple[str, str] | None:
+    """(module key, function) that ``call`` of a local name runs in the user's other modules: a
+    function's result (``get_step_fn()``, ``make_steps()[1]``) or a wrapped function; None else."""
+    if not ctx.project or not isinstance(call.func, cst.Name):
+        return None
+    bindings = ctx.fact(_bindings)
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    values = bindings.get((fn, call.func.value)) or (bindings.get((None, call.func.value)) if fn else None)
+    if not values or len(values) != 1:
+        return None  # rebound: which one runs is not known
+    value, index = values[0]
+    if not isinstance(value, cst.Call):
+        return None
+    if ctx.matches(value.func, _WRAPPERS) and index is None:
+        wrapped = value.args[0].value if value.args and value.args[0].keyword is None else None
+        if isinstance(wrapped, (cst.Name, cst.Attribute)):
+            found = project_function(ctx, cst.Call(func=wrapped))
+            return (found.key, found.name) if found is not None and found.name in found.module.functions else None
+        return None
+    found = project_function(ctx, value)
+    if found is None or found.name not in found.module.functions:
+        return None  # a class: its instance's ``__call__`` is found as such
+    return found.key, f"{found.name}()" + (f"[{index}]" if index is not None else "")
+
 
 # Higher-order functions that call the function they are handed before they return.
 _APPLIED_NOW = frozenset({"map", "filter", "sorted", "min", "max", "reduce", "apply", "apply_", "applymap",
@@ -67,6 +111,18 @@ def external_defs(ctx: RuleContext, callers: tuple[StepCaller, ...], train: str)
             continue
         for inner in _returned(fn, index):
             out.setdefault(inner, dataclasses.replace(caller, function=f"{name}.{inner.name.value}"))
+    return out
+
+
+def returned_closures(fn: cst.FunctionDef) -> list[tuple[str, cst.FunctionDef]]:
+    """(``()`` or ``()[i]``, closure) for each function defined in ``fn`` that it returns, alone or
+    as the i-th of a tuple: what ``fn(...)(...)`` runs. Empty for a function defining none."""
+    if not any(isinstance(s, cst.FunctionDef) for s in fn.body.body):
+        return []
+    out = [("()", inner) for inner in _returned(fn, "")]
+    widths = {len(r.value.elements) for r in _returns(fn.body) if isinstance(r.value, (cst.Tuple, cst.List))}
+    for i in range(max(widths, default=0)):
+        out += [(f"()[{i}]", inner) for inner in _returned(fn, f"[{i}]")]
     return out
 
 

@@ -33,7 +33,7 @@ from ..syntax.project import project_class_method, project_function, project_met
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
 from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_default, rare_condition, rare_exit_before
-from .step_reach import external_defs, runs_in_place
+from .step_reach import external_defs, indirect_callee, runs_in_place
 from .models import strip_chain
 from .periods import per_step_alternative, period_one_by_default, periods
 from .tensors import TENSOR_METHODS, is_tensor_expr
@@ -175,6 +175,9 @@ class TrainingAnalysis(TrainingObjects):
         name = dotted_name(node.func)
         if name is None or name.startswith("self."):
             return False
+        if isinstance(node.func, cst.Name) and (callee := indirect_callee(self.ctx, node)) is not None:
+            f = self.ctx.project[callee[0]].functions.get(callee[1])  # ``step_fn = get_step_fn(...)``
+            return f is not None and f.steps_each_call
         if name.split(".", 1)[0] in self.ctx.import_aliases:  # ``utils.train_batch(...)``: that module only
             found = project_function(self.ctx, node)
             return found is not None and found.facts.steps_each_call
