@@ -23,7 +23,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
-from ..syntax.launch import StepCaller
+from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_facts, project_function
 
 # Wrappers whose result calls the wrapped function with the arguments it is given (and more).
@@ -204,3 +204,23 @@ def mapped_source(ctx: RuleContext, fn: cst.Lambda, name: str) -> cst.BaseExpres
     if others:
         return others[0]
     return call.func.value if isinstance(call.func, cst.Attribute) else None
+
+
+def runs_elsewhere(ctx: RuleContext) -> bool:
+    """Can a function of this module run on every step of a loop in another module: a caller the
+    lint layer found (``step_callers``), or a class deriving from a class of the user's imported
+    modules (whose loop may call its methods)? Read off the imports, no module's facts computed."""
+    return bool(project_runs(ctx).step_callers) or bool(ctx.project) and ctx.fact(_derives_from_project)
+
+
+def _derives_from_project(ctx: RuleContext) -> bool:
+    keys = set(ctx.project)  # the names alone: no facts computed
+    for stmt in ctx.module.body:
+        for base in stmt.bases if isinstance(stmt, cst.ClassDef) else ():
+            head, _, rest = (dotted_name(base.value) or "").partition(".")
+            full = ctx.import_aliases.get(head, "")
+            qualified = f"{full}.{rest}" if full and rest else full
+            parts = qualified.split(".")
+            if any(".".join(parts[:i]) in keys for i in range(1, len(parts))):
+                return True
+    return False
