@@ -160,8 +160,8 @@ def test_a_subclass_method_that_a_base_class_loop_calls_every_step(tmp_path: Pat
         "        self.history.append(torch.isfinite(loss).all().item())\n\n\n"
         "if __name__ == '__main__':\n    Tracked(torch.nn.Linear(4, 1).cuda(), []).fit(3)\n")
     codes = _found(_lint(tmp_path), "regression.py")
-    assert [(c, n) for c, n, _ in codes] == [("GP101", 19)]
-    assert "base.py:25 calls `Tracked.after_step` on each one" in codes[0][2]
+    assert [(c, n) for c, n, _ in codes] == [("GP101", 20)]
+    assert "engine/base.py:27 calls `Tracked.after_step` on each one" in codes[0][2]
     alone = _lint(tmp_path, alone=True)["regression.py"].diagnostics  # type: ignore[attr-defined]
     assert [d.code for d in alone if d.code.startswith("GP10")] == []
 
