@@ -14,12 +14,12 @@ from tests.rules.test_project_rules import _lint
 
 _LOOP = (
     "import torch\n{imports}\n\n\n"
-    "def main(loader, model, opt):\n"
+    "def train(loader, model, opt):\n"
     "{setup}"
     "    for step in range(1000):\n"
     "        batch = next(loader)\n"
     "{body}"
-    "\n\nif __name__ == '__main__':\n    main(iter([]), None, None)\n")
+    "\n\nif __name__ == '__main__':\n    train(iter([]), None, None)\n")
 
 _STEPS = (
     "import functools\n\nimport torch\n\n\n"

@@ -68,7 +68,7 @@ class TrainingAnalysis(TrainingObjects):
         loops = ctx.nodes(cst.For, cst.While)
         if "backward" in text or ".step(" in text or "DataLoader" in text or \
                 "opt" in text and ("loss" in text or "cost" in text or "objective" in text) or \
-                ctx.project and ("loss" in text or "train" in text or "step" in text):  # a step in another module's function
+                ctx.project and ("loss" in text or "train" in text):  # a step in another module's function
             self.step_loops: list[Loop] = [loop for loop in loops if self._is_step_loop(loop)]
         else:  # nothing can make a step loop: skip the analysis (most library code)
             self.step_loops = []
