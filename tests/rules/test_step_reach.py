@@ -226,3 +226,33 @@ def test_a_lambda_applied_to_the_batch_in_the_loop(tmp_path: Path, move: str) ->
         "    opt.register_step_post_hook(lambda *a: print(loss.item()))\n")
     codes = _found(_lint(tmp_path, alone=True), "train.py")
     assert [(c, n) for c, n, _ in codes] == [("GP104", 9), ("GP101", 11)]
+
+
+@pytest.mark.parametrize(("loop_body", "expected"), [
+    ("        loss = step_fn(batch.cuda(non_blocking=True))\n", [("GP101", 10)]),
+    ("        if i % 100 == 0:\n            step_fn(batch.cuda(non_blocking=True))\n", []),
+    ("        pass\n", []),
+])
+def test_a_closure_returned_by_a_factory_of_the_same_file(tmp_path: Path, loop_body: str,
+                                                          expected: list[tuple[str, int]]) -> None:
+    """One-file trainers too: the factory, the closure and the loop in train.py; the closure run
+    once before the loop, or under a periodic guard, is not per step."""
+    (tmp_path / "train.py").write_text(
+        "import torch\n\n\n"
+        "def get_step_fn(model, optimizer):\n"
+        "    def step_fn(batch):\n"
+        "        loss = model(batch).pow(2).mean()\n"
+        "        optimizer.zero_grad()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        return loss.item()\n"
+        "    return step_fn\n\n\n"
+        "def main(loader):\n"
+        "    model = torch.nn.Linear(8, 1).cuda()\n"
+        "    step_fn = get_step_fn(model, torch.optim.Adam(model.parameters()))\n"
+        "    first = step_fn(next(iter(loader)).cuda(non_blocking=True))\n"
+        "    for i, batch in enumerate(loader):\n"
+        f"{loop_body}"
+        "\n\nif __name__ == '__main__':\n    main(torch.utils.data.DataLoader(torch.randn(64, 8), batch_size=8))\n")
+    codes = _found(_lint(tmp_path, alone=True), "train.py")
+    assert [(c, n) for c, n, _ in codes] == expected

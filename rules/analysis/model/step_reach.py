@@ -224,3 +224,22 @@ def _derives_from_project(ctx: RuleContext) -> bool:
             if any(".".join(parts[:i]) in keys for i in range(1, len(parts))):
                 return True
     return False
+
+
+def result_calls(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
+    """For a closure that a top-level function of this module returns: the calls, in this module,
+    of names bound to that function's result (``step_fn = get_step_fn(model)``; ``step_fn(batch)``)."""
+    outer = ctx.parent(ctx.parent(fn))
+    if not isinstance(outer, cst.FunctionDef) or ctx.parent(outer) is not ctx.module:
+        return []
+    suffixes = {suffix for suffix, inner in returned_closures(outer) if inner is fn}
+    if not suffixes:
+        return []
+    names: set[tuple[cst.FunctionDef | None, str]] = set()
+    for (scope, name), values in ctx.fact(_bindings).items():
+        for value, index in values:
+            suffix = "()" if index is None else f"()[{index}]"
+            if isinstance(value, cst.Call) and dotted_name(value.func) == outer.name.value and suffix in suffixes:
+                names.add((scope, name))
+    return [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and
+            (ctx.enclosing(c, cst.FunctionDef), c.func.value) in names] if names else []

@@ -33,7 +33,7 @@ from ..syntax.project import project_class_method, project_function, project_met
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
 from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_default, rare_condition, rare_exit_before
-from .step_reach import external_defs, indirect_callee, runs_in_place
+from .step_reach import external_defs, indirect_callee, result_calls, runs_in_place
 from .models import strip_chain
 from .periods import per_step_alternative, period_one_by_default, periods
 from .tensors import TENSOR_METHODS, is_tensor_expr
@@ -318,7 +318,8 @@ class TrainingAnalysis(TrainingObjects):
                 result = loop
                 break
         if result is None:
-            for use in self._handed_over(fn):  # ``gpu_timer(train_step)`` in the loop that defines it
+            # ``gpu_timer(train_step)`` in the loop that defines it; ``step_fn(batch)`` of ``get_step_fn()``'s
+            for use in (*self._handed_over(fn), *result_calls(self.ctx, fn)):
                 result = self._loop_of(use, seen | {fn}, guards, flags)
                 if result is not None:
                     break
