@@ -67,7 +67,8 @@ def indirect_callee(ctx: RuleContext, call: cst.Call) -> tuple[str, str] | None:
     found = project_function(ctx, value)
     if found is None or found.name not in found.module.functions:
         return None  # a class: its instance's ``__call__`` is found as such
-    return found.key, f"{found.name}()" + (f"[{index}]" if index is not None else "")
+    result = f"{found.name}()" + (f"[{index}]" if index is not None else "")
+    return (found.key, result) if result in found.module.functions else None  # else no closure: a model...
 
 
 # Higher-order functions that call the function they are handed before they return.
