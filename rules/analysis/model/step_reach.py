@@ -210,21 +210,21 @@ def mapped_source(ctx: RuleContext, fn: cst.Lambda, name: str) -> cst.BaseExpres
 def runs_elsewhere(ctx: RuleContext) -> bool:
     """Can a function of this module run on every step of a loop in another module: a caller the
     lint layer found (``step_callers``), or a class deriving from a class of the user's imported
-    modules (whose loop may call its methods)? Read off the imports, no module's facts computed."""
-    return bool(project_runs(ctx).step_callers) or bool(ctx.project) and ctx.fact(_derives_from_project)
+    modules whose loop calls ``self.m(...)`` every step? Only the base classes' modules' facts are
+    read (a model zoo's files deriving from a base that runs no loop cost no per-step check)."""
+    return bool(project_runs(ctx).step_callers) or bool(ctx.project) and ctx.fact(_derives_from_looping)
 
 
-def _derives_from_project(ctx: RuleContext) -> bool:
+def _derives_from_looping(ctx: RuleContext) -> bool:
     keys = set(ctx.project)  # the names alone: no facts computed
+    modules = set()
     for stmt in ctx.module.body:
         for base in stmt.bases if isinstance(stmt, cst.ClassDef) else ():
             head, _, rest = (dotted_name(base.value) or "").partition(".")
             full = ctx.import_aliases.get(head, "")
-            qualified = f"{full}.{rest}" if full and rest else full
-            parts = qualified.split(".")
-            if any(".".join(parts[:i]) in keys for i in range(1, len(parts))):
-                return True
-    return False
+            parts = (f"{full}.{rest}" if full and rest else full).split(".")
+            modules |= {".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in keys}
+    return any(not call.module for key in sorted(modules) for call in ctx.project[key].step_calls)
 
 
 def result_calls(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
