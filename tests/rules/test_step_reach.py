@@ -256,3 +256,19 @@ def test_a_closure_returned_by_a_factory_of_the_same_file(tmp_path: Path, loop_b
         "\n\nif __name__ == '__main__':\n    main(torch.utils.data.DataLoader(torch.randn(64, 8), batch_size=8))\n")
     codes = _found(_lint(tmp_path, alone=True), "train.py")
     assert [(c, n) for c, n, _ in codes] == expected
+
+
+def test_a_lambda_over_batches_already_on_the_device_stays_quiet(tmp_path: Path) -> None:
+    """The batches of an iterator built with ``device=`` are on the device: moving their fields
+    through ``map(lambda t: t.to(device), ...)`` is a no-op, as it is written out."""
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom torchtext.data import BucketIterator\n\n\n"
+        "def train(model, opt, data, device):\n"
+        "    for batch in BucketIterator(data, batch_size=64, device=device, train=True):\n"
+        "        src, trg = map(lambda t: t.to(device), (batch.src, batch.trg))\n"
+        "        loss = model(src, trg).mean()\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n\n\n"
+        "if __name__ == '__main__':\n    train(None, None, [], torch.device('cuda'))\n")
+    assert _found(_lint(tmp_path, alone=True), "train.py") == []

@@ -244,3 +244,14 @@ def result_calls(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
                 names.add((scope, name))
     return [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and
             (ctx.enclosing(c, cst.FunctionDef), c.func.value) in names] if names else []
+
+
+def through_lambda(ctx: RuleContext, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``batch`` for ``t`` in ``map(lambda t: t.cuda(), batch)`` (what a parameter of a lambda
+    applied in place stands for, so that what is known of ``batch`` holds for it); else ``expr``."""
+    if isinstance(expr, cst.Name):
+        fn = ctx.enclosing(expr, cst.Lambda)
+        source = mapped_source(ctx, fn, expr.value) if fn is not None else None
+        if source is not None:
+            return source
+    return expr
