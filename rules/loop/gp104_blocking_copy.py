@@ -355,14 +355,14 @@ class BlockingCopy(Rule):
                 continue
             copied = through_lambda(ctx, call.func.value)  # type: ignore[attr-defined]
             if isinstance(loop, cst.For) and iterates_placed_batches(ctx, loop.iter) or \
-                    placed_by_framework(ctx, copied):
+                    all(placed_by_framework(ctx, c) for c in copied):
                 if _from_host_array(ctx, call.func.value):  # type: ignore[attr-defined]
                     # ``torch.from_numpy(clip).to(device)``: made in host memory in the step; a
                     # framework places the batch's tensors, not the numpy pieces a collate returns
                     yield Finding.of(call, message("built", ta.loop_kind(loop)), Fix(
                         "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))
                 continue
-            if placed_source(ctx, ta, copied, loop) or without_prefetcher(ctx, call):
+            if all(placed_source(ctx, ta, c, loop) for c in copied) or without_prefetcher(ctx, call):
                 continue  # already on the device: the copy is a no-op
             found = _classify(ctx, ta, call, loop, batch_data)
             if found is None:

@@ -246,12 +246,16 @@ def result_calls(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
             (ctx.enclosing(c, cst.FunctionDef), c.func.value) in names] if names else []
 
 
-def through_lambda(ctx: RuleContext, expr: cst.BaseExpression) -> cst.BaseExpression:
-    """``batch`` for ``t`` in ``map(lambda t: t.cuda(), batch)`` (what a parameter of a lambda
-    applied in place stands for, so that what is known of ``batch`` holds for it); else ``expr``."""
+def through_lambda(ctx: RuleContext, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """What a parameter of a lambda applied in place stands for, so that what is known of those
+    values holds for it: ``[batch]`` for ``t`` in ``map(lambda t: t.cuda(), batch)``, ``[x, y]`` in
+    ``map(lambda t: t.cuda(), (x, y))``; else ``[expr]``."""
     if isinstance(expr, cst.Name):
         fn = ctx.enclosing(expr, cst.Lambda)
         source = mapped_source(ctx, fn, expr.value) if fn is not None else None
+        if isinstance(source, (cst.Tuple, cst.List)) and source.elements and \
+                not any(isinstance(e, cst.StarredElement) for e in source.elements):
+            return [e.value for e in source.elements]
         if source is not None:
-            return source
-    return expr
+            return [source]
+    return [expr]
