@@ -237,11 +237,11 @@ def result_calls(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
     if not suffixes:
         return []
     names: set[tuple[cst.FunctionDef | None, str]] = set()
-    for (scope, name), values in ctx.fact(_bindings).items():
+    for (body, name), values in ctx.fact(_bindings).items():
         for value, index in values:
             suffix = "()" if index is None else f"()[{index}]"
             if isinstance(value, cst.Call) and dotted_name(value.func) == outer.name.value and suffix in suffixes:
-                names.add((scope, name))
+                names.add((body, name))
     return [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and
             (ctx.enclosing(c, cst.FunctionDef), c.func.value) in names] if names else []
 
