@@ -239,7 +239,7 @@ class TrainingAnalysis(TrainingObjects):
         return cache[loop]
 
     def _is_step_loop(self, loop: Loop) -> bool:
-        return isinstance(loop, cst.For) and self.is_dataloader(loop.iter) or self.trains(loop)
+        return self.trains(loop) or isinstance(loop, cst.For) and self.is_dataloader(loop.iter) and not _evalloops.one_off_pass(self, loop)
 
     def _is_rollout(self, loop: Loop) -> bool:
         """``envs.step(action)`` and a call of the agent (a model, or a name such as ``agent``,
