@@ -18,6 +18,7 @@ from ..analysis.model.host_data import (
 )
 from ..analysis.model.step_code import BatchData
 from ..analysis.model.tensors import mentions
+from ..analysis.model.step_reach import through_lambda
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
 from ..analysis.syntax.callsites import call_site_args
@@ -377,15 +378,16 @@ class BlockingCopy(Rule):
                 continue
             if in_cpu_branch(ctx, call):
                 continue
+            copied = through_lambda(ctx, call.func.value)  # type: ignore[attr-defined]
             if isinstance(loop, cst.For) and iterates_placed_batches(ctx, loop.iter) or \
-                    placed_by_framework(ctx, call.func.value):  # type: ignore[attr-defined]
+                    all(placed_by_framework(ctx, c) for c in copied):
                 if _from_host_array(ctx, call.func.value):  # type: ignore[attr-defined]
                     # ``torch.from_numpy(clip).to(device)``: made in host memory in the step; a
                     # framework places the batch's tensors, not the numpy pieces a collate returns
                     yield Finding.of(call, message("built", ta.loop_kind(loop)), Fix(
                         "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))
                 continue
-            if placed_source(ctx, ta, call.func.value, loop) or without_prefetcher(ctx, call):  # type: ignore[attr-defined]
+            if all(placed_source(ctx, ta, c, loop) for c in copied) or without_prefetcher(ctx, call):
                 continue  # already on the device: the copy is a no-op
             found = _classify(ctx, ta, call, loop, batch_data)
             if found is None:

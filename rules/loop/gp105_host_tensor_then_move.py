@@ -15,12 +15,13 @@ from ..analysis.model.host_data import cuda_tensor_type, numpy_made_here
 from ..analysis.model.models import module_subclasses
 from ..analysis.model.reaching import reaching_assignments
 from ..analysis.model.step_code import device_kind
+from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_hooks import framework_step_methods, hook_caller, lightning_step_methods
-from ..analysis.syntax.launch import StepCaller, project_runs
+from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
 from ._across_modules import PER_STEP_ACROSS_MODULES
 from ._host_moves import COMBINERS, combined_names, host_data_argument
@@ -162,7 +163,7 @@ class HostTensorThenMove(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not (ta.step_loops or ta.eval_loops or project_runs(ctx).step_callers or
+        if not (ta.step_loops or ta.eval_loops or runs_elsewhere(ctx) or
                 framework_config(ctx).lightning_modules or framework_step_methods(ctx) or
                 "backward" in ctx.source and any(ta.steps_each_call(f) for f in ctx.nodes(cst.FunctionDef))) or \
                 cpu_only(ctx):
