@@ -20,6 +20,7 @@ from ._accumulator_fix import accumulator_fix
 from ._helper_reads import helper_read_finding, helper_reads, read_of_argument
 from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
+from ._truth_tests import compared_tensor
 from ._host_tensors import host_tensor
 from ._across_modules import PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
@@ -321,8 +322,13 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
                     _device_value(ctx, ta, call.args[0].value, call):
                 yield call, next(v for k, v in _MATH_TESTS.items() if ctx.matches(call.func, {k}))
     for owner in _branching(ctx):
+        compared = False  # ``assert x.min() >= 0 and x.max() < n``: one wait, one finding
         for part in _tested_tensors(ctx, ta, owner.test, owner):
-            yield part, f"{dotted_name(part.func) or 'bool'}(...)"
+            if isinstance(part, cst.Call):
+                yield part, f"{dotted_name(part.func) or 'bool'}(...)"
+            elif not compared:
+                compared = True
+                yield part, "bool(...)"
     for call in ctx.nodes(cst.Call):
         if method_call(call, *SYNC_METHODS):
             assert isinstance(call.func, cst.Attribute)
@@ -372,7 +378,7 @@ def _latched(owner: cst.CSTNode, flag: cst.BaseExpression) -> bool:
 
 
 def _tested_tensors(ctx: RuleContext, ta: TrainingAnalysis, test: cst.BaseExpression,
-                    owner: cst.CSTNode) -> Iterator[cst.Call]:
+                    owner: cst.CSTNode) -> Iterator[cst.Call | cst.Comparison]:
     """Operands of a condition (through ``and``/``or``/``not``) that are a device tensor's test:
     ``torch.isnan(loss)``, ``torch.isinf(grad).any()``, ``(pred == y).all()``,
     ``torch.allclose(a, b)``. Branching on one copies it to the host and waits for the GPU, as
@@ -385,6 +391,11 @@ def _tested_tensors(ctx: RuleContext, ta: TrainingAnalysis, test: cst.BaseExpres
         return
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         yield from _tested_tensors(ctx, ta, test.expression, owner)
+        return
+    if isinstance(test, cst.Comparison):
+        compared = compared_tensor(ctx, ta, test)
+        if compared is not None:
+            yield compared
         return
     if not isinstance(test, cst.Call) or any(a.star for a in test.args):
         return

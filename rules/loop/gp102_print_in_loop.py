@@ -115,11 +115,13 @@ class PrintInLoop(Rule):
         if not (ta.step_loops or ta.eval_loops or hooks or framework) or cpu_only(ctx):
             return
         # A print of a collective's result that is only logged is GP106's (one change removes both).
-        claimed = {c for found in logged_collectives(ctx) for c in found.sinks}
+        collectives = logged_collectives(ctx)
+        claimed = {c for found in collectives for c in found.sinks}
+        reduced = {ctx.code_for(c.node.args[0].value).strip() for c in collectives if c.node.args}
         for call in ctx.nodes(cst.Call):
-            found = printed_value(ctx, ta, call) if call not in claimed else None
-            if found is None:
-                continue
+            found = printed_value(ctx, ta, call)
+            if found is None or call in claimed and (found.read or ctx.code_for(found.value).strip() in reduced):
+                continue  # (a device tensor beside the collective's result, ``norm`` in one line, is this rule's)
             what = ctx.code_for(found.value).strip()
             what = ("a value" if found.read else "a tensor") if len(what) > 30 else f"`{what}`"
             loop = ta.every_step_loop(call)

@@ -46,6 +46,13 @@ NOT_TENSORS = frozenset({
     "torch.get_num_threads", "torch.set_num_threads", "torch.numel", "torch.accelerator.*",
     "torch.mps.*", "torch.xpu.*", "torch.multiprocessing.*", "torch.testing.*", "torch.export.*",
 })
+# ``torch.nn`` functions that return a tensor on the parameters' device: the total gradient norm
+# (``norm = clip_grad_norm_(model.parameters(), 1.0)``, a step's usual log value) and flat views.
+NN_TENSORS = frozenset({
+    "torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm", "torch.nn.utils.clip_grad.clip_grad_norm_",
+    "torch.nn.utils.get_total_norm", "torch.nn.utils.clip_grad.get_total_norm",
+    "torch.nn.utils.parameters_to_vector", "torch.nn.utils.convert_parameters.parameters_to_vector",
+})
 _HOST_LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
                   cst.FormattedString, cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp,
                   cst.DictComp, cst.SetComp)
@@ -136,7 +143,8 @@ class ValueKinds:
         if isinstance(expr, cst.Call):
             func = expr.func
             if self.ctx.matches(func, {"torch.*"}):
-                return not self.ctx.matches(func, NOT_TENSORS) or self.ctx.matches(func, {"torch.nn.functional.*"})
+                return not self.ctx.matches(func, NOT_TENSORS) or \
+                    self.ctx.matches(func, {"torch.nn.functional.*"} | NN_TENSORS)
             if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
                 return not module_function(ta, func) and not self.is_host(func.value) and \
                     not ta.is_module_like(func.value)
