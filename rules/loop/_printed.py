@@ -125,7 +125,9 @@ def printed_value(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Pri
             if ta.is_tensor_expr(part) and not _has_sync(part) and not _host_by_now(ctx, part, call):
                 return Printed(part, False, message)
             how = _read_from_tensor(ctx, ta, part, call) if host is None else None
-            if how is not None:
+            # ``x = loss.item()`` then ``print(x)``: the earlier statement is the sync (GP101's),
+            # the call formats a Python number
+            if how is not None and how != "assigned":
                 host = Printed(part, True, message, how == "name", how == "assigned")
     return host
 
