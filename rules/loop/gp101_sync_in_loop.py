@@ -125,7 +125,7 @@ class SyncInLoop(Rule):
         "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html",
     )
     keywords = (".item(", ".tolist(", ".cpu(", ".numpy(", "float(", "int(", "isfinite", "isnan", "isinf", ".data[",
-                "zeros(", "empty(", ".update(")
+                "zeros(", "empty(", ".update(", "<", ">", "==", "!=")  # (comparisons: a tensor's truth value)
 
     examples = [
         Valid(dedent("""
