@@ -72,7 +72,8 @@ class TrainingAnalysis(TrainingObjects):
         else:  # nothing can make a step loop: skip the analysis (most library code)
             self.step_loops = []
         self._step_loop_set = set(self.step_loops)
-        if ".eval(" in text or "no_grad" in text or "inference_mode" in text:
+        if ".eval(" in text or "no_grad" in text or "inference_mode" in text or ".numpy()" in text or ".item()" in text \
+                or ".tolist()" in text:  # (outputs read on the host: inference by construction)
             self.eval_loops: list[Loop] = [
                 loop for loop in loops if loop not in self._step_loop_set and _evalloops.is_eval_loop(self, loop)]
         else:
