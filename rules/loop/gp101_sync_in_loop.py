@@ -311,7 +311,8 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
     ``x.detach().cpu().numpy()`` only the first sync is reported. Receivers that are host values
     (``np.sqrt``, ``arr.tolist()`` of a numpy array) or modules (``model.cpu()``) are not. Also
     ``math.isfinite(loss)`` (and ``isnan``/``isinf``) of a tensor, and an element of a tensor's
-    ``.data`` read by index (``total += loss.data[0]``, the pre-0.4 spelling of ``.item()``)."""
+    ``.data`` read by index (``total += loss.data[0]``, the pre-0.4 spelling of ``.item()``), and a
+    GradScaler's ``get_scale()``/``state_dict()`` (each reads the scale with ``.item()``)."""
     if ".data[" in ctx.source:
         for sub in ctx.nodes(cst.Subscript):
             if _indexed_data(ta, sub):
@@ -330,7 +331,9 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
                 compared = True
                 yield part, "bool(...)"
     for call in ctx.nodes(cst.Call):
-        if method_call(call, *SYNC_METHODS):
+        if method_call(call, "get_scale", "state_dict") and ta.is_scaler(call.func.value):  # type: ignore[attr-defined]
+            yield call, f".{call.func.attr.value}()"  # type: ignore[attr-defined]  # GradScaler: ``scale.item()`` inside
+        elif method_call(call, *SYNC_METHODS):
             assert isinstance(call.func, cst.Attribute)
             receiver = call.func.value
             if _contains_sync(receiver) or module_function(ta, call.func):
