@@ -230,3 +230,44 @@ def _reads_tensor(ta: TrainingAnalysis, expr: cst.CSTNode) -> bool:
                 ta.is_tensor_expr(node.args[0].value):
             return True
     return False
+
+
+def formatted_strings(ctx: RuleContext) -> list[cst.BaseExpression]:
+    """The file's string formatting expressions: f-strings, ``"..." % x`` and ``"...".format(x)``
+    (outermost only: an f-string nested in another is part of it)."""
+    out: list[cst.BaseExpression] = []
+    for node in ctx.nodes(cst.FormattedString, cst.BinaryOperation, cst.Call):
+        if isinstance(node, cst.BinaryOperation) and not (isinstance(node.operator, cst.Modulo) and
+                                                          is_template(node.left)):
+            continue
+        if isinstance(node, cst.Call) and not (method_call(node, "format") and isinstance(
+                node.func.value, (cst.SimpleString, cst.ConcatenatedString))):  # type: ignore[attr-defined]
+            continue
+        if not any(isinstance(a, (cst.FormattedString, cst.BinaryOperation, cst.Call)) and a in _kinds(ctx)
+                   for a in ctx.ancestors(node)):
+            out.append(node)
+    return out
+
+
+def _kinds(ctx: RuleContext) -> set[cst.CSTNode]:
+    return ctx.fact(_compute_kinds)
+
+
+def _compute_kinds(ctx: RuleContext) -> set[cst.CSTNode]:
+    """Every formatting expression of the file (nested ones too)."""
+    out: set[cst.CSTNode] = set(ctx.nodes(cst.FormattedString))
+    for node in ctx.nodes(cst.BinaryOperation):
+        if isinstance(node.operator, cst.Modulo) and is_template(node.left):
+            out.add(node)
+    for node in ctx.nodes(cst.Call):
+        if method_call(node, "format") and isinstance(node.func.value, (cst.SimpleString, cst.ConcatenatedString)):
+            out.add(node)
+    return out
+
+
+def formatted_tensor(ctx: RuleContext, ta: TrainingAnalysis, text: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The first device tensor ``text`` formats (not one read on the host first)."""
+    for part in formatted_parts(text):
+        if part is not text and ta.is_tensor_expr(part) and not _has_sync(part) and not _host_by_now(ctx, part, text):
+            return part
+    return None

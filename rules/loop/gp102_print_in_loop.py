@@ -16,7 +16,7 @@ from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_te
 from ..analysis.syntax.calls import dotted_name, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
-from ._printed import logged_values, printed_value
+from ._printed import formatted_strings, formatted_tensor, logged_values, printed_value
 
 INTERVAL_NAME = "log_interval"
 DEFAULT_INTERVAL = 100
@@ -78,7 +78,8 @@ class PrintInLoop(Rule):
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("print", "log", "write", "set_postfix", "set_description", "add_scalar")
+    keywords = ("print", "log", "write", "set_postfix", "set_description", "add_scalar",
+                'f"', "f'", '" %', "' %", ".format(")  # (a string formatted anywhere)
 
     examples = [
         Valid(dedent("""
@@ -118,8 +119,11 @@ class PrintInLoop(Rule):
         collectives = logged_collectives(ctx)
         claimed = {c for found in collectives for c in found.sinks}
         reduced = {ctx.code_for(c.node.args[0].value).strip() for c in collectives if c.node.args}
+        outputs: set[cst.CSTNode] = set()  # output calls and the messages they print
         for call in ctx.nodes(cst.Call):
             found = printed_value(ctx, ta, call)
+            if found is not None or logged_values(ctx, call) is not None:
+                outputs |= {call} | ({found.message} if found is not None and found.message is not None else set())
             if found is None or call in claimed and (found.read or ctx.code_for(found.value).strip() in reduced):
                 continue  # (a device tensor beside the collective's result, ``norm`` in one line, is this rule's)
             what = ctx.code_for(found.value).strip()
@@ -160,9 +164,33 @@ class PrintInLoop(Rule):
             else:
                 fix = _guard_fix(ctx, ta, call)
             yield Finding.of(call, message, fix)
+        yield from _formatted_elsewhere(ctx, ta, outputs | claimed)
 
 
-def _before_leaving(ctx: RuleContext, call: cst.Call, loop: cst.CSTNode) -> bool:
+def _formatted_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, outputs: set[cst.CSTNode]) -> Iterator[Finding]:
+    """A device tensor formatted into a string on every step, wherever the string goes
+    (``desc = f"loss {loss:.3f}"`` for a progress display, a message handed to the project's own
+    writer, a dict of strings): ``Tensor.__format__`` reads the value on the host, as ``.item()``
+    does. Strings that an output call above already reports are left to it; an ``assert``'s
+    message (formatted only when it fails) is not."""
+    for text in formatted_strings(ctx):
+        loop = ta.every_step_loop(text)
+        if loop is None or any(a in outputs or isinstance(a, cst.Assert) and a.msg is not None and
+                               ctx.is_inside(text, a.msg) for a in ctx.ancestors(text)) or \
+                _before_leaving(ctx, text, loop):
+            continue
+        part = formatted_tensor(ctx, ta, text)
+        if part is None:
+            continue
+        what = ctx.code_for(part).strip()
+        what = f"`{what}`" if len(what) <= 30 else "a tensor"
+        outputs.add(text)
+        yield Finding(text, f"{what} is formatted into a string on every {ta.loop_kind(loop)}, which copies it to "
+                            "the host and waits for the GPU; format it every N steps, or a value read every N steps",
+                      no_fix_reason="the string is built for code this rule does not know as output: guard it by hand")
+
+
+def _before_leaving(ctx: RuleContext, call: cst.CSTNode, loop: cst.CSTNode) -> bool:
     """In an ``if`` block of the loop that ends the loop or the run (``if not math.isfinite(l):
     print(...); sys.exit(1)``, ``raise``, ``break``, ``return``): it prints at most once."""
     for anc in ctx.ancestors(call):
