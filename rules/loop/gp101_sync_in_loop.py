@@ -62,7 +62,8 @@ class SyncInLoop(Rule):
         "training loop (it calls `.backward()`, an optimizer's `.step()` or a loss scaler given "
         "the loss and the optimizer, or iterates a DataLoader, directly or through functions of "
         "the same module) or an eval loop (it feeds each batch it reads, from any iterable, to a "
-        "model in eval mode or under `no_grad`); a loop driven from another module is seen only "
+        "model in eval mode or under `no_grad`, or one whose outputs are only read on the host: "
+        "`.cpu().numpy()`, `.item()`); a loop driven from another module is seen only "
         "through the call that runs this module's function (see across modules). "
         "A LightningModule's `training_step`, `validation_step` and `test_step` are loop bodies "
         "(Lightning calls them once per batch), and the methods of this file they call per-step code; a `self.log(name, x.item())` written directly in "
@@ -74,7 +75,9 @@ class SyncInLoop(Rule):
         "`on_evaluate` run once per log or evaluation and are not per step (a loop over batches "
         "inside `on_evaluate` is an eval loop).",
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
-        "the read or at a call site of the function holding it, are not reported; the periodic test "
+        "the read or at a call site of the function holding it, are not reported (the end of a gradient "
+        "accumulation window, `if (i + 1) % accum == 0:` around the optimizer's step with the backward "
+        "outside, is no such guard: it runs on every optimizer step); the periodic test "
         "may be held in a variable (`is_log_step = step % cfg.log_every == 0`), also or-ed with the end of an "
         "epoch on a counter of the loop and chained (`last = i + 1 == n`, `show = i % k == 0 or last`, "
         "`record = i % m == 0 or show`), a method or property of "
@@ -100,10 +103,13 @@ class SyncInLoop(Rule):
         "every `+=` adds one). A counter that starts on the host but adds a device tensor is on the "
         "device and is reported.",
         "A branch on a device tensor's test (`if torch.isnan(loss):`, `torch.isfinite(x).all()`, "
-        "`assert torch.allclose(a, b)`) is a host read, unless it is behind `step % N == 0 and` or "
-        "a `flag or` whose branch sets the flag. "
+        "`assert torch.allclose(a, b)`) or on a comparison with one (`if val_loss < best:`, "
+        "`assert labels.max() < n_classes`, `x if grad_norm > clip else y`, an element of a field of a "
+        "batch moved whole: `batch.batch[-1] == 0`; not its shape, size or dtype, not `is`/`in`) is a host "
+        "read, unless it is behind `step % N == 0 and` or a `flag or` whose branch sets the flag. "
         "`math.isfinite`/`isnan`/`isinf` of a tensor (or of a loss name bound to a `sum(...)` of a "
-        "dict's values) and `loss.data[0]` (the pre-0.4 spelling of `.item()`) are host reads too.",
+        "dict's values), `loss.data[0]` (the pre-0.4 spelling of `.item()`) and a GradScaler's "
+        "`get_scale()`/`state_dict()` (a name with `scaler` in it) are host reads too.",
         "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`) are not seen; a helper of another "
         "module that reads its parameter on every call is reported in that module. A helper (of this file or "
         "the user's other modules) that reads the tensors it is handed only when it is handed tensors (a "

@@ -51,7 +51,12 @@ class PrintInLoop(Rule):
         "Only calls the rule knows as logging are checked: `print`, `logging` and logger methods "
         "(names ending in `log`/`logger`, and their own `log_*` methods: a project's logger class), `tqdm.write`, tqdm's `set_postfix`/`set_description`, "
         "`sys.stdout.write`, the script's own helpers called `progress_bar`, `print_*` or `*_print`, "
-        "TensorBoard's `add_scalar` and `wandb.log`; other loggers are missed. A LightningModule's "
+        "TensorBoard's `add_scalar` and `wandb.log`, and the project's own wrappers of those, by what they "
+        "do (a function or method of this file or the user's other modules that hands its parameter, as "
+        "it is, to one of them: `def print0(*a): if rank == 0: print(*a)`; not one that writes every N "
+        "calls). Other loggers are missed, but a device tensor formatted into a string on every step "
+        "(an f-string, `%`, `.format`) is reported wherever the string goes (an `assert`'s message is "
+        "not: it is built only on failure). A LightningModule's "
         "`training_step`, `validation_step` and `test_step` count as loop bodies for tensors (reported "
         "without a fix: the hook has no loop counter to guard on).",
         "A value is reported when it is clearly a tensor in this file (not a `math` or `numpy` "
@@ -62,7 +67,8 @@ class PrintInLoop(Rule):
         "collective's result that is only logged is GP106's (one finding, at the collective). A name "
         "is judged by the assignment the call sees last: Python numbers a helper returned "
         "(`logs = reduce(logs)`, whose `.item()` inside is GP101's, reported in the helper when it is "
-        "in this file) are not reported; a name rebound to `x.item()` is a host value read on the step.",
+        "in this file) are not reported, nor is a name bound to `x.item()` by an earlier statement (that "
+        "statement is the sync, GP101's; the call formats a Python number).",
         "Only calls on every iteration of a training or eval loop (as GP101 sees them) count: "
         "not under a periodic or once-per-loop guard, at the call or at a call site of its "
         "function (a periodic test held in a variable, a method or property, or a method of the user's "
@@ -73,6 +79,11 @@ class PrintInLoop(Rule):
         "CPU-only programs are not checked.",
         "`while` loops without an existing periodic guard, and statements that do more than log, "
         "are reported without a fix.",
+    )
+    across_modules = (
+        "The project's own output wrappers are found in the user's other modules too (`from utils import "
+        "print_master`: a function that hands its parameter, as it is, to `print` or a logger); the loop must "
+        "be in this file."
     )
     references = (
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",

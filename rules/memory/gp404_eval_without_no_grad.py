@@ -23,7 +23,7 @@ _GRAD_APIS = {"torch.autograd.grad", "torch.autograd.backward", "torch.enable_gr
 class EvalWithoutNoGrad(Rule):
     code = "GP404"
     name = "eval-without-no-grad"
-    summary = "An evaluation loop or forward (model in eval mode, no backward) runs with autograd enabled."
+    summary = "An evaluation loop or forward (model in eval mode, or outputs read only on the host) runs with autograd enabled."
     rationale = (
         "`model.eval()` only switches dropout and batch-norm to inference behaviour; it does not "
         "turn off autograd. Without `torch.no_grad()` every forward pass records the graph and keeps "
@@ -52,6 +52,13 @@ class EvalWithoutNoGrad(Rule):
         "in `with torch.no_grad():`.",
         "A loop that calls `.backward()`, steps an optimizer, or uses autograd APIs (saliency "
         "maps, `requires_grad_`) is not reported.",
+        "A function without `model.eval()` whose every forward ends on the host (`return "
+        "self.actor(s).cpu().numpy()` in an agent's `select_action`, `torch.take(items, torch.topk(model(u, "
+        "i), k)[1]).tolist()` per test batch; through names, tuples, torch functions and tensor methods, into "
+        "`.numpy()`, `.item()`, `.tolist()`, `float()` or a comparison) is reported too: nothing can "
+        "backpropagate through a host value. Not when a result is returned or kept as a tensor, handed to "
+        "other code, the function uses autograd or runs under `no_grad` (its callers in this file too), "
+        "nor in a module's `forward` or a framework hook (`*_step`, `on_*`); fixed with `@torch.no_grad()`.",
         "The fix uses `torch.no_grad()`; `torch.inference_mode()` can be faster still but forbids "
         "later autograd use of the outputs.",
     )
