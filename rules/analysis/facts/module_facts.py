@@ -468,9 +468,8 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         settings=tuple(sorted(settings)),
         steps_each_call=trains and ta.steps_each_call(fn),
         rare_result="%" in src and returns_rare(ctx, fn),
-        fills_grads=".grad" in src and not trains and fills_grads(fn),
+        fills_grads=".grad" in src and not trains and fills_grads(fn), outputs=output_params(ctx, fn),
         arg_reads=tuple((param, line_of(read)) for param, read in tensor_arg_reads(fn)) if may_read_args(src) else (),
-        outputs=output_params(ctx, fn),
     )
 
 
