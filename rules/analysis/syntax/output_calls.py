@@ -26,6 +26,11 @@ LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical"
 _LOGGER_NAME = re.compile(r"(^|_)(log|logger)$", re.IGNORECASE)
 _TQDM_WRITE = {"tqdm.tqdm.write", "tqdm.auto.tqdm.write", "tqdm.std.tqdm.write", "tqdm.write"}
 _STREAM_WRITE = {"sys.stdout.write", "sys.stderr.write"}
+# Experiment trackers: a dict of metrics (wandb runs, Accelerate, Fabric, MLflow, Neptune, Comet:
+# each converts a tensor value on the host), or one metric; Lightning's own ``self.log_dict`` keeps
+# tensors and is left out.
+_METRIC_DICT_METHODS = frozenset({"log", "log_metrics", "log_dict"})
+_METRIC_METHODS = frozenset({"log_metric", "log_scalar", "track", "add_scalars"})
 # A script's own output helpers, called by plain name (``progress_bar(i, n, msg)``, ``print_log(...)``).
 _OUTPUT_HELPER = re.compile(r"^(progress_bar|print_\w+|\w+_print)$")
 
@@ -54,6 +59,11 @@ def known_output_values(ctx: RuleContext, call: cst.Call) -> list[cst.BaseExpres
     if method.startswith("log_") and _LOGGER_NAME.search(receiver.rsplit(".", 1)[-1] or "") and \
             not ctx.matches(func, {"logging.*"}):
         return args  # a project's own logger (``logger.log_training(loss, grad_norm, lr, step)``)
+    if method in _METRIC_DICT_METHODS and receiver != "self" and \
+            any(isinstance(a, (cst.Dict, cst.DictComp)) for a in args):
+        return args  # a tracker's dict of metrics: ``run.log({...})``, ``accelerator.log({...})``, ``fabric.log_dict``
+    if method in _METRIC_METHODS:
+        return args  # ``mlflow.log_metric("loss", v)``, ``run.track(v, name=...)``, ``writer.add_scalars(tag, {...})``
     if method == "add_scalar":  # SummaryWriter.add_scalar(tag, value, step)
         return [a.value for a in call.args if a.keyword is None][1:2] + \
             [a.value for a in call.args if a.keyword and a.keyword.value == "scalar_value"]
