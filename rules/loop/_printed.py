@@ -201,7 +201,8 @@ def _read_from_tensor(ctx: RuleContext, ta: TrainingAnalysis, part: cst.BaseExpr
         for stmt, value in _bindings(ctx).get(node.value, ()):
             if ctx.enclosing(stmt, cst.FunctionDef) is fn and _reads_tensor(ta, value) and \
                     ta.every_step_loop(stmt) is not None:
-                return "name"
+                # ``total += loss.item()``: a running total; ``x = loss.item()`` in a branch: a read
+                return "name" if isinstance(stmt, cst.AugAssign) else "assigned"
     return None
 
 
