@@ -6,7 +6,6 @@ an accumulator of such reads, the one assignment the call sees)."""
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -15,86 +14,72 @@ from ..analysis.model.reaching import reaching_assignment
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.output_calls import formatted_parts, is_template, known_output_values, output_params, wrapper_values
+from ..analysis.syntax.project import project_function
 from ..analysis.syntax.tree import walk
 
-LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
-_LOGGER_NAME = re.compile(r"(^|_)(log|logger)$", re.IGNORECASE)
-_TQDM_WRITE = {"tqdm.tqdm.write", "tqdm.auto.tqdm.write", "tqdm.std.tqdm.write", "tqdm.write"}
-_STREAM_WRITE = {"sys.stdout.write", "sys.stderr.write"}
-# A script's own output helpers, called by plain name (``progress_bar(i, n, msg)``, ``print_log(...)``).
-_OUTPUT_HELPER = re.compile(r"^(progress_bar|print_\w+|\w+_print)$")
 _SYNCS = ("item", "tolist", "cpu", "numpy")
+_formatted = formatted_parts
 
 
 def logged_values(ctx: RuleContext, call: cst.Call) -> list[cst.BaseExpression] | None:
-    """The values a print/log call formats, or None when ``call`` is no logging call."""
+    """The values a print/log call formats, or None when ``call`` is no logging call: a known
+    output call, or a call of the user's own wrapper of one (``print0(f"loss {loss}")``)."""
+    known = known_output_values(ctx, call)
+    if known is not None:
+        return known
+    found = _wrapper(ctx, call)
+    return wrapper_values(ctx, call, *found) if found is not None else None
+
+
+def _wrapper(ctx: RuleContext, call: cst.Call) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(positional parameters, output parameters) of the wrapper ``call`` runs: a function of
+    this file by name, a method of the caller's class (``self.log_rank0(...)``), or a function of
+    the user's other modules (``utils.print_master(...)``)."""
     func = call.func
-    args = [a.value for a in call.args if not a.star]
-    if isinstance(func, cst.Name):
-        if ctx.matches(func, {"builtins.print"}):
-            return args
-        helper = _OUTPUT_HELPER.match(func.value) and not ctx.matches(func, {"torch.*", "numpy.*", "math.*"})
-        return args if helper else None
-    if not isinstance(func, cst.Attribute):
+    local = _local_wrappers(ctx)
+    if isinstance(func, cst.Name) and func.value in local:
+        return local[func.value]
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        cls = ctx.enclosing(call, cst.ClassDef)
+        found = local.get(f"{cls.name.value}.{func.attr.value}") if cls is not None else None
+        if found is not None:
+            return found
+    if not ctx.project or not isinstance(func, (cst.Name, cst.Attribute)):
         return None
-    method = func.attr.value
-    receiver = dotted_name(func.value) or ""
-    if ctx.matches(func, _TQDM_WRITE) or ctx.matches(func, {"wandb.log"}) or \
-            ctx.matches(func, _STREAM_WRITE) or dotted_name(func) in _STREAM_WRITE:  # ``sys`` from a star import
-        return args
-    if method in LOG_METHODS and (ctx.matches(func, {"logging.*"}) or
-                                  _LOGGER_NAME.search(receiver.rsplit(".", 1)[-1] or "")):
-        return args[1:] if method == "log" else args
-    if method in ("set_postfix", "set_postfix_str", "set_description"):
-        return args
-    if method.startswith("log_") and _LOGGER_NAME.search(receiver.rsplit(".", 1)[-1] or "") and \
-            not ctx.matches(func, {"logging.*"}):
-        return args  # a project's own logger (``logger.log_training(loss, grad_norm, lr, step)``)
-    if method == "add_scalar":  # SummaryWriter.add_scalar(tag, value, step)
-        return [a.value for a in call.args if a.keyword is None][1:2] + \
-            [a.value for a in call.args if a.keyword and a.keyword.value == "scalar_value"]
+    imported = project_function(ctx, call)
+    if imported is not None and imported.facts.outputs:
+        return imported.facts.params, imported.facts.outputs
     return None
 
 
-def _formatted(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The expressions whose string form ends up in the output."""
-    if isinstance(expr, cst.FormattedString):
-        for part in expr.parts:
-            if isinstance(part, cst.FormattedStringExpression):
-                yield from _formatted(part.expression)
-    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo) and _template(expr.left):
-        yield from _formatted(expr.right)
-    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add) and \
-            (_template(expr.left) or _template(expr.right)):
-        yield from _formatted(expr.left)  # ``"loss " + str(loss)``
-        yield from _formatted(expr.right)
-    elif isinstance(expr, cst.Call) and method_call(expr, "format") and \
-            isinstance(expr.func.value, (cst.SimpleString, cst.ConcatenatedString)):  # type: ignore[attr-defined]
-        for a in expr.args:
-            yield from _formatted(a.value)
-    elif isinstance(expr, cst.Call) and dotted_name(expr.func) in ("str", "repr", "format"):
-        if expr.args:
-            yield from _formatted(expr.args[0].value)
-    elif isinstance(expr, (cst.Tuple, cst.List)):
-        for el in expr.elements:
-            yield from _formatted(el.value)
-    elif isinstance(expr, cst.Dict):
-        for el in expr.elements:
-            if isinstance(el, cst.DictElement):
-                yield from _formatted(el.value)
-    else:
-        yield expr
+def _local_wrappers(ctx: RuleContext) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    return ctx.fact(_compute_local_wrappers)
 
 
-def _template(expr: cst.BaseExpression) -> bool:
-    """A format string: a literal, or literals joined and repeated (``"%10s" + "%10.4g" * 3``)."""
-    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-        return True
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
-        return _template(expr.left) and _template(expr.right)
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
-        return _template(expr.left) or _template(expr.right)
-    return False
+def _compute_local_wrappers(ctx: RuleContext) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """This file's output wrappers: module-level functions by name (one definition only), methods
+    as ``Class.method``."""
+    out: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    seen: set[str] = set()
+    for fn in ctx.nodes(cst.FunctionDef):
+        owner = ctx.parent(ctx.parent(fn))
+        if isinstance(owner, cst.ClassDef):
+            key = f"{owner.name.value}.{fn.name.value}"
+        elif isinstance(owner, cst.Module) or ctx.parent(fn) is ctx.module:
+            key = fn.name.value
+        else:
+            continue
+        if key in seen:
+            out.pop(key, None)
+            continue
+        seen.add(key)
+        outputs = output_params(ctx, fn)
+        if outputs:
+            params = tuple(p.name.value for p in (*fn.params.posonly_params, *fn.params.params)
+                           if p.name.value not in ("self", "cls"))
+            out[key] = (params, outputs)
+    return out
 
 
 def _has_sync(expr: cst.CSTNode) -> bool:
@@ -140,7 +125,9 @@ def printed_value(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Pri
             if ta.is_tensor_expr(part) and not _has_sync(part) and not _host_by_now(ctx, part, call):
                 return Printed(part, False, message)
             how = _read_from_tensor(ctx, ta, part, call) if host is None else None
-            if how is not None:
+            # ``x = loss.item()`` then ``print(x)``: the earlier statement is the sync (GP101's),
+            # the call formats a Python number
+            if how is not None and how != "assigned":
                 host = Printed(part, True, message, how == "name", how == "assigned")
     return host
 
@@ -163,7 +150,7 @@ def _is_message(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.FormattedString):
         return True
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
-        return _template(expr.left)
+        return is_template(expr.left)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
         return _is_message(expr.left) or _is_message(expr.right)
     return isinstance(expr, cst.Call) and method_call(expr, "format")
@@ -214,7 +201,8 @@ def _read_from_tensor(ctx: RuleContext, ta: TrainingAnalysis, part: cst.BaseExpr
         for stmt, value in _bindings(ctx).get(node.value, ()):
             if ctx.enclosing(stmt, cst.FunctionDef) is fn and _reads_tensor(ta, value) and \
                     ta.every_step_loop(stmt) is not None:
-                return "name"
+                # ``total += loss.item()``: a running total; ``x = loss.item()`` in a branch: a read
+                return "name" if isinstance(stmt, cst.AugAssign) else "assigned"
     return None
 
 
@@ -243,3 +231,44 @@ def _reads_tensor(ta: TrainingAnalysis, expr: cst.CSTNode) -> bool:
                 ta.is_tensor_expr(node.args[0].value):
             return True
     return False
+
+
+def formatted_strings(ctx: RuleContext) -> list[cst.BaseExpression]:
+    """The file's string formatting expressions: f-strings, ``"..." % x`` and ``"...".format(x)``
+    (outermost only: an f-string nested in another is part of it)."""
+    out: list[cst.BaseExpression] = []
+    for node in ctx.nodes(cst.FormattedString, cst.BinaryOperation, cst.Call):
+        if isinstance(node, cst.BinaryOperation) and not (isinstance(node.operator, cst.Modulo) and
+                                                          is_template(node.left)):
+            continue
+        if isinstance(node, cst.Call) and not (method_call(node, "format") and isinstance(
+                node.func.value, (cst.SimpleString, cst.ConcatenatedString))):  # type: ignore[attr-defined]
+            continue
+        if not any(isinstance(a, (cst.FormattedString, cst.BinaryOperation, cst.Call)) and a in _kinds(ctx)
+                   for a in ctx.ancestors(node)):
+            out.append(node)
+    return out
+
+
+def _kinds(ctx: RuleContext) -> set[cst.CSTNode]:
+    return ctx.fact(_compute_kinds)
+
+
+def _compute_kinds(ctx: RuleContext) -> set[cst.CSTNode]:
+    """Every formatting expression of the file (nested ones too)."""
+    out: set[cst.CSTNode] = set(ctx.nodes(cst.FormattedString))
+    for node in ctx.nodes(cst.BinaryOperation):
+        if isinstance(node.operator, cst.Modulo) and is_template(node.left):
+            out.add(node)
+    for node in ctx.nodes(cst.Call):
+        if method_call(node, "format") and isinstance(node.func.value, (cst.SimpleString, cst.ConcatenatedString)):
+            out.add(node)
+    return out
+
+
+def formatted_tensor(ctx: RuleContext, ta: TrainingAnalysis, text: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The first device tensor ``text`` formats (not one read on the host first)."""
+    for part in formatted_parts(text):
+        if part is not text and ta.is_tensor_expr(part) and not _has_sync(part) and not _host_by_now(ctx, part, text):
+            return part
+    return None

@@ -21,6 +21,7 @@ from ._accumulator_fix import accumulator_fix
 from ._helper_reads import helper_read_finding, helper_reads, read_of_argument
 from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
+from ._truth_tests import compared_tensor
 from ._host_tensors import host_tensor
 from ._across_modules import PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
@@ -62,7 +63,8 @@ class SyncInLoop(Rule):
         "training loop (it calls `.backward()`, an optimizer's `.step()` or a loss scaler given "
         "the loss and the optimizer, or iterates a DataLoader, directly or through functions of "
         "the same module) or an eval loop (it feeds each batch it reads, from any iterable, to a "
-        "model in eval mode or under `no_grad`); a loop driven from another module is seen only "
+        "model in eval mode or under `no_grad`, or one whose outputs are only read on the host: "
+        "`.cpu().numpy()`, `.item()`); a loop driven from another module is seen only "
         "through the call that runs this module's function (see across modules). "
         "A LightningModule's `training_step`, `validation_step` and `test_step` are loop bodies "
         "(Lightning calls them once per batch), and the methods of this file they call per-step code; a `self.log(name, x.item())` written directly in "
@@ -74,7 +76,9 @@ class SyncInLoop(Rule):
         "`on_evaluate` run once per log or evaluation and are not per step (a loop over batches "
         "inside `on_evaluate` is an eval loop).",
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
-        "the read or at a call site of the function holding it, are not reported; the periodic test "
+        "the read or at a call site of the function holding it, are not reported (the end of a gradient "
+        "accumulation window, `if (i + 1) % accum == 0:` around the optimizer's step with the backward "
+        "outside, is no such guard: it runs on every optimizer step); the periodic test "
         "may be held in a variable (`is_log_step = step % cfg.log_every == 0`), also or-ed with the end of an "
         "epoch on a counter of the loop and chained (`last = i + 1 == n`, `show = i % k == 0 or last`, "
         "`record = i % m == 0 or show`), a method or property of "
@@ -100,10 +104,13 @@ class SyncInLoop(Rule):
         "every `+=` adds one). A counter that starts on the host but adds a device tensor is on the "
         "device and is reported.",
         "A branch on a device tensor's test (`if torch.isnan(loss):`, `torch.isfinite(x).all()`, "
-        "`assert torch.allclose(a, b)`) is a host read, unless it is behind `step % N == 0 and` or "
-        "a `flag or` whose branch sets the flag. "
+        "`assert torch.allclose(a, b)`) or on a comparison with one (`if val_loss < best:`, "
+        "`assert labels.max() < n_classes`, `x if grad_norm > clip else y`, an element of a field of a "
+        "batch moved whole: `batch.batch[-1] == 0`; not its shape, size or dtype, not `is`/`in`) is a host "
+        "read, unless it is behind `step % N == 0 and` or a `flag or` whose branch sets the flag. "
         "`math.isfinite`/`isnan`/`isinf` of a tensor (or of a loss name bound to a `sum(...)` of a "
-        "dict's values) and `loss.data[0]` (the pre-0.4 spelling of `.item()`) are host reads too.",
+        "dict's values), `loss.data[0]` (the pre-0.4 spelling of `.item()`) and a GradScaler's "
+        "`get_scale()`/`state_dict()` (a name with `scaler` in it) are host reads too.",
         "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`) are not seen; a helper of another "
         "module that reads its parameter on every call is reported in that module. A helper (of this file or "
         "the user's other modules) that reads the tensors it is handed only when it is handed tensors (a "
@@ -125,7 +132,7 @@ class SyncInLoop(Rule):
         "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html",
     )
     keywords = (".item(", ".tolist(", ".cpu(", ".numpy(", "float(", "int(", "isfinite", "isnan", "isinf", ".data[",
-                "zeros(", "empty(", ".update(")
+                "zeros(", "empty(", ".update(", "<", ">", "==", "!=")  # (comparisons: a tensor's truth value)
 
     examples = [
         Valid(dedent("""
@@ -311,7 +318,8 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
     ``x.detach().cpu().numpy()`` only the first sync is reported. Receivers that are host values
     (``np.sqrt``, ``arr.tolist()`` of a numpy array) or modules (``model.cpu()``) are not. Also
     ``math.isfinite(loss)`` (and ``isnan``/``isinf``) of a tensor, and an element of a tensor's
-    ``.data`` read by index (``total += loss.data[0]``, the pre-0.4 spelling of ``.item()``)."""
+    ``.data`` read by index (``total += loss.data[0]``, the pre-0.4 spelling of ``.item()``), and a
+    GradScaler's ``get_scale()``/``state_dict()`` (each reads the scale with ``.item()``)."""
     if ".data[" in ctx.source:
         for sub in ctx.nodes(cst.Subscript):
             if _indexed_data(ta, sub):
@@ -322,10 +330,17 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
                     _device_value(ctx, ta, call.args[0].value, call):
                 yield call, next(v for k, v in _MATH_TESTS.items() if ctx.matches(call.func, {k}))
     for owner in _branching(ctx):
+        compared = False  # ``assert x.min() >= 0 and x.max() < n``: one wait, one finding
         for part in _tested_tensors(ctx, ta, owner.test, owner):
-            yield part, f"{dotted_name(part.func) or 'bool'}(...)"
+            if isinstance(part, cst.Call):
+                yield part, f"{dotted_name(part.func) or 'bool'}(...)"
+            elif not compared:
+                compared = True
+                yield part, "bool(...)"
     for call in ctx.nodes(cst.Call):
-        if method_call(call, *SYNC_METHODS):
+        if method_call(call, "get_scale", "state_dict") and ta.is_scaler(call.func.value):  # type: ignore[attr-defined]
+            yield call, f".{call.func.attr.value}()"  # type: ignore[attr-defined]  # GradScaler: ``scale.item()`` inside
+        elif method_call(call, *SYNC_METHODS):
             assert isinstance(call.func, cst.Attribute)
             receiver = call.func.value
             if _contains_sync(receiver) or module_function(ta, call.func):
@@ -373,7 +388,7 @@ def _latched(owner: cst.CSTNode, flag: cst.BaseExpression) -> bool:
 
 
 def _tested_tensors(ctx: RuleContext, ta: TrainingAnalysis, test: cst.BaseExpression,
-                    owner: cst.CSTNode) -> Iterator[cst.Call]:
+                    owner: cst.CSTNode) -> Iterator[cst.Call | cst.Comparison]:
     """Operands of a condition (through ``and``/``or``/``not``) that are a device tensor's test:
     ``torch.isnan(loss)``, ``torch.isinf(grad).any()``, ``(pred == y).all()``,
     ``torch.allclose(a, b)``. Branching on one copies it to the host and waits for the GPU, as
@@ -386,6 +401,11 @@ def _tested_tensors(ctx: RuleContext, ta: TrainingAnalysis, test: cst.BaseExpres
         return
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         yield from _tested_tensors(ctx, ta, test.expression, owner)
+        return
+    if isinstance(test, cst.Comparison):
+        compared = compared_tensor(ctx, ta, test)
+        if compared is not None:
+            yield compared
         return
     if not isinstance(test, cst.Call) or any(a.star for a in test.args):
         return

@@ -16,7 +16,7 @@ from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_te
 from ..analysis.syntax.calls import dotted_name, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
-from ._printed import logged_values, printed_value
+from ._printed import formatted_strings, formatted_tensor, logged_values, printed_value
 
 INTERVAL_NAME = "log_interval"
 DEFAULT_INTERVAL = 100
@@ -51,7 +51,14 @@ class PrintInLoop(Rule):
         "Only calls the rule knows as logging are checked: `print`, `logging` and logger methods "
         "(names ending in `log`/`logger`, and their own `log_*` methods: a project's logger class), `tqdm.write`, tqdm's `set_postfix`/`set_description`, "
         "`sys.stdout.write`, the script's own helpers called `progress_bar`, `print_*` or `*_print`, "
-        "TensorBoard's `add_scalar` and `wandb.log`; other loggers are missed. A LightningModule's "
+        "TensorBoard's `add_scalar`/`add_scalars`, `wandb.log`, an experiment tracker's `log`/`log_metrics`/`log_dict` "
+        "handed a dict (`run.log({...})`, `accelerator.log({...})`; not Lightning's own `self.log_dict`) "
+        "and `log_metric`/`track`, and the project's own wrappers of those, by what they "
+        "do (a function or method of this file or the user's other modules that hands its parameter, as "
+        "it is, to one of them: `def print0(*a): if rank == 0: print(*a)`; not one that writes every N "
+        "calls). Other loggers are missed, but a device tensor formatted into a string on every step "
+        "(an f-string, `%`, `.format`) is reported wherever the string goes (an `assert`'s message is "
+        "not: it is built only on failure). A LightningModule's "
         "`training_step`, `validation_step` and `test_step` count as loop bodies for tensors (reported "
         "without a fix: the hook has no loop counter to guard on).",
         "A value is reported when it is clearly a tensor in this file (not a `math` or `numpy` "
@@ -62,7 +69,8 @@ class PrintInLoop(Rule):
         "collective's result that is only logged is GP106's (one finding, at the collective). A name "
         "is judged by the assignment the call sees last: Python numbers a helper returned "
         "(`logs = reduce(logs)`, whose `.item()` inside is GP101's, reported in the helper when it is "
-        "in this file) are not reported; a name rebound to `x.item()` is a host value read on the step.",
+        "in this file) are not reported, nor is a name bound to `x.item()` by an earlier statement (that "
+        "statement is the sync, GP101's; the call formats a Python number).",
         "Only calls on every iteration of a training or eval loop (as GP101 sees them) count: "
         "not under a periodic or once-per-loop guard, at the call or at a call site of its "
         "function (a periodic test held in a variable, a method or property, or a method of the user's "
@@ -74,11 +82,17 @@ class PrintInLoop(Rule):
         "`while` loops without an existing periodic guard, and statements that do more than log, "
         "are reported without a fix.",
     )
+    across_modules = (
+        "The project's own output wrappers are found in the user's other modules too (`from utils import "
+        "print_master`: a function that hands its parameter, as it is, to `print` or a logger); the loop must "
+        "be in this file."
+    )
     references = (
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = ("print", "log", "write", "set_postfix", "set_description", "add_scalar")
+    keywords = ("print", "log", "write", "set_postfix", "set_description", "add_scalar",
+                'f"', "f'", '" %', "' %", ".format(")  # (a string formatted anywhere)
 
     examples = [
         Valid(dedent("""
@@ -115,11 +129,16 @@ class PrintInLoop(Rule):
         if not (ta.step_loops or ta.eval_loops or hooks or framework) or cpu_only(ctx):
             return
         # A print of a collective's result that is only logged is GP106's (one change removes both).
-        claimed = {c for found in logged_collectives(ctx) for c in found.sinks}
+        collectives = logged_collectives(ctx)
+        claimed = {c for found in collectives for c in found.sinks}
+        reduced = {ctx.code_for(c.node.args[0].value).strip() for c in collectives if c.node.args}
+        outputs: set[cst.CSTNode] = set()  # output calls and the messages they print
         for call in ctx.nodes(cst.Call):
-            found = printed_value(ctx, ta, call) if call not in claimed else None
-            if found is None:
-                continue
+            found = printed_value(ctx, ta, call)
+            if found is not None or logged_values(ctx, call) is not None:
+                outputs |= {call} | ({found.message} if found is not None and found.message is not None else set())
+            if found is None or call in claimed and (found.read or ctx.code_for(found.value).strip() in reduced):
+                continue  # (a device tensor beside the collective's result, ``norm`` in one line, is this rule's)
             what = ctx.code_for(found.value).strip()
             what = ("a value" if found.read else "a tensor") if len(what) > 30 else f"`{what}`"
             loop = ta.every_step_loop(call)
@@ -158,9 +177,33 @@ class PrintInLoop(Rule):
             else:
                 fix = _guard_fix(ctx, ta, call)
             yield Finding.of(call, message, fix)
+        yield from _formatted_elsewhere(ctx, ta, outputs | claimed)
 
 
-def _before_leaving(ctx: RuleContext, call: cst.Call, loop: cst.CSTNode) -> bool:
+def _formatted_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, outputs: set[cst.CSTNode]) -> Iterator[Finding]:
+    """A device tensor formatted into a string on every step, wherever the string goes
+    (``desc = f"loss {loss:.3f}"`` for a progress display, a message handed to the project's own
+    writer, a dict of strings): ``Tensor.__format__`` reads the value on the host, as ``.item()``
+    does. Strings that an output call above already reports are left to it; an ``assert``'s
+    message (formatted only when it fails) is not."""
+    for text in formatted_strings(ctx):
+        loop = ta.every_step_loop(text)
+        if loop is None or any(a in outputs or isinstance(a, cst.Assert) and a.msg is not None and
+                               ctx.is_inside(text, a.msg) for a in ctx.ancestors(text)) or \
+                _before_leaving(ctx, text, loop):
+            continue
+        part = formatted_tensor(ctx, ta, text)
+        if part is None:
+            continue
+        what = ctx.code_for(part).strip()
+        what = f"`{what}`" if len(what) <= 30 else "a tensor"
+        outputs.add(text)
+        yield Finding(text, f"{what} is formatted into a string on every {ta.loop_kind(loop)}, which copies it to "
+                            "the host and waits for the GPU; format it every N steps, or a value read every N steps",
+                      no_fix_reason="the string is built for code this rule does not know as output: guard it by hand")
+
+
+def _before_leaving(ctx: RuleContext, call: cst.CSTNode, loop: cst.CSTNode) -> bool:
     """In an ``if`` block of the loop that ends the loop or the run (``if not math.isfinite(l):
     print(...); sys.exit(1)``, ``raise``, ``break``, ``return``): it prints at most once."""
     for anc in ctx.ancestors(call):

@@ -14,6 +14,7 @@ from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.torch_names import NO_GRAD
 from ..analysis.syntax.tree import walk
+from ._host_bound_forward import host_bound_forward
 
 _GRAD_APIS = {"torch.autograd.grad", "torch.autograd.backward", "torch.enable_grad",
               "torch.autograd.functional.*", "torch.func.*"}
@@ -22,7 +23,7 @@ _GRAD_APIS = {"torch.autograd.grad", "torch.autograd.backward", "torch.enable_gr
 class EvalWithoutNoGrad(Rule):
     code = "GP404"
     name = "eval-without-no-grad"
-    summary = "An evaluation loop or forward (model in eval mode, no backward) runs with autograd enabled."
+    summary = "An evaluation loop or forward (model in eval mode, or outputs read only on the host) runs with autograd enabled."
     rationale = (
         "`model.eval()` only switches dropout and batch-norm to inference behaviour; it does not "
         "turn off autograd. Without `torch.no_grad()` every forward pass records the graph and keeps "
@@ -51,6 +52,13 @@ class EvalWithoutNoGrad(Rule):
         "in `with torch.no_grad():`.",
         "A loop that calls `.backward()`, steps an optimizer, or uses autograd APIs (saliency "
         "maps, `requires_grad_`) is not reported.",
+        "A function without `model.eval()` whose every forward ends on the host (`return "
+        "self.actor(s).cpu().numpy()` in an agent's `select_action`, `torch.take(items, torch.topk(model(u, "
+        "i), k)[1]).tolist()` per test batch; through names, tuples, torch functions and tensor methods, into "
+        "`.numpy()`, `.item()`, `.tolist()`, `float()` or a comparison) is reported too: nothing can "
+        "backpropagate through a host value. Not when a result is returned or kept as a tensor, handed to "
+        "other code, the function uses autograd or runs under `no_grad` (its callers in this file too), "
+        "nor in a module's `forward` or a framework hook (`*_step`, `on_*`); fixed with `@torch.no_grad()`.",
         "The fix uses `torch.no_grad()`; `torch.inference_mode()` can be faster still but forbids "
         "later autograd use of the outputs.",
     )
@@ -59,7 +67,7 @@ class EvalWithoutNoGrad(Rule):
         "https://docs.pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = (".eval()",)
+    keywords = (".eval()", ".numpy()", ".item()", ".tolist()")
 
     examples = [
         Valid(dedent("""
@@ -106,8 +114,6 @@ class EvalWithoutNoGrad(Rule):
                     evals.setdefault(scope, []).append((order[call], name))
                     if isinstance(ctx.parent(call), cst.Expr):
                         statements.add(order[call])
-        if not evals:
-            return
         flagged: list[cst.CSTNode] = []
         for loop in ctx.nodes(cst.For, cst.While):
             if any(ctx.is_inside(loop, f) for f in flagged):
@@ -133,7 +139,9 @@ class EvalWithoutNoGrad(Rule):
             if names and scope not in done and isinstance(scope, (cst.FunctionDef, cst.Module)):
                 found = _straight_line(ctx, ta, scope, names, order)
                 if found is not None:
+                    done.add(scope)
                     yield found
+        yield from _host_bound(ctx, ta, done, flagged)
 
     @staticmethod
     def _eval_model(ctx: RuleContext, ta: TrainingAnalysis, loop: cst.For | cst.While,
@@ -282,3 +290,25 @@ def _trained_between(ctx: RuleContext, scope: cst.CSTNode, model: str, start: in
     """``model.train()`` between positions ``start`` and ``end`` in ``scope``."""
     return any(method_call(n, "train") and isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
                and dotted_name(n.func.value) == model and start < order[n] < end for n in walk(scope))
+
+
+def _host_bound(ctx: RuleContext, ta: TrainingAnalysis, done: set[cst.CSTNode],
+                flagged: list[cst.CSTNode]) -> Iterator[Finding]:
+    """Functions whose every forward ends on the host (``_host_bound_forward``), eval mode or not."""
+    for fn in ctx.nodes(cst.FunctionDef):
+        if fn in done or any(ctx.is_inside(loop, fn) or ctx.is_inside(fn, loop) for loop in flagged):
+            continue
+        forwards = host_bound_forward(ctx, ta, fn, _autograd_uses(ctx, ta, fn))
+        if not forwards:
+            continue
+        alias = torch_alias(ctx)
+        deco = cst.Decorator(decorator=cst.parse_expression(f"{alias or 'torch'}.no_grad()"))
+        fix: Fix | NoFix = Fix("decorate the function with torch.no_grad()",
+                               (Replace(fn, fn.with_changes(decorators=[deco, *fn.decorators])),
+                                *((AddImport("torch"),) if alias is None else ())), "safe")
+        for call in forwards:
+            yield Finding.of(call, f"`{dotted_name(call.func) or 'the model'}` runs with autograd on in "
+                                   f"`{fn.name.value}()`, but everything it computes is read on the host (`.numpy()`, "
+                                   "`.item()`, `.tolist()`): the forward records a graph and keeps activations for a "
+                                   "backward that cannot come; decorate the function with @torch.no_grad()", fix)
+            fix = NoFix(f"the decorator on `{fn.name.value}()`, offered at its first forward, covers this one")

@@ -255,3 +255,30 @@ def test_model_classes_a_decorator_registers_and_aliased_conv_builders() -> None
     assert got.registered == {"SmallNet", "LinearHead"}
     assert "SmallNet" in got.conv_models and "LinearHead" not in got.conv_models
     assert ModuleFacts.from_json(got.to_json()).registered == got.registered
+
+
+def test_an_output_wrapper_says_which_parameters_it_writes_out() -> None:
+    got = facts("""
+        import logging
+        import os
+
+        log = logging.getLogger(__name__)
+
+        def print_master(*args, **kwargs):
+            if int(os.environ.get("RANK", 0)) == 0:
+                print(*args, **kwargs)
+
+        def info_main(message, step):
+            if is_main_process():
+                log.info(f"[{step}] {message}")
+
+        def every(step, message):
+            if step % 50 == 0:
+                print(message)
+
+        def converted(value):
+            print(value.item())
+    """).functions
+    assert got["print_master"].outputs == ("*args",)
+    assert set(got["info_main"].outputs) == {"message", "step"}
+    assert got["every"].outputs == () and got["converted"].outputs == ()

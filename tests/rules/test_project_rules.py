@@ -815,3 +815,21 @@ def test_valid_twins_of_the_registered_nets_stay_quiet(tmp_path: Path) -> None:
                               "        return self.model\n\n    def compiled(self):\n"
                               "        return torch.compile(self.get_model())\n")})
     assert "GP303" not in _codes(_lint_now(root, False, "none"), "runtime/runner.py")
+
+
+def test_an_output_wrapper_of_another_module_formats_what_it_is_handed(tmp_path: Path) -> None:
+    """``from utils import rank0_log``: the wrapper prints on rank 0 (every step of that rank),
+    so handing it a device tensor every step is GP102's; handing it a Python number is not."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "utils.py").write_text(
+        "import os\n\n\ndef rank0_log(*args):\n    if int(os.environ.get('RANK', 0)) == 0:\n"
+        "        print(*args, flush=True)\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom utils import rank0_log\n\n\ndef fit(model, loader, opt):\n"
+        "    for x, y in loader:\n        loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())\n"
+        "        opt.zero_grad()\n        loss.backward()\n        opt.step()\n"
+        "        rank0_log('loss', loss)\n        rank0_log('seen', x.shape[0])\n")
+    seen = _lint(tmp_path)
+    diags = [d for d in seen["train.py"].diagnostics if d.code == "GP102"]  # type: ignore[attr-defined]
+    assert [d.line for d in diags] == [11]
+    assert "GP102" not in _codes(_lint(tmp_path, alone=True), "train.py")

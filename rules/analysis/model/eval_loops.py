@@ -4,7 +4,8 @@ An **eval loop** is a loop that does not train and, in one iteration, calls a mo
 ``nn.Module`` of this file: see ``TrainingAnalysis.module_like_names``) on data that comes from
 the loop itself (its ``for`` target, or ``next(...)`` in a ``while``) without feeding back the
 model's own output, in inference mode: ``model.eval()`` earlier in the same function (and no
-``model.train()`` in between) or under ``torch.no_grad()``/``inference_mode()``. That covers
+``model.train()`` in between) or under ``torch.no_grad()``/``inference_mode()``, or every use of the model's output ends on the host
+(``model(u, i)`` ... ``.cpu().numpy().tolist()``: ``host_bound``). That covers
 ``for x, y in batches:`` over a parameter or a generator and ``for i in range(0, n, bs):
 x = data[i:i + bs]``, and leaves out autoregressive decoding (``model(tokens[:, :i])`` where
 ``tokens`` grows from the model's output) and benchmark loops (``for _ in range(100): model(x)``).
@@ -20,6 +21,7 @@ import libcst as cst
 from ..syntax.calls import dotted_name, method_call, target_names
 from ..syntax.torch_names import NO_GRAD
 from ..syntax.tree import Loop, walk
+from .host_bound import ends_on_host
 from .tensors import mentions
 
 if TYPE_CHECKING:
@@ -313,4 +315,7 @@ def is_eval_loop(ta: TrainingQueries, loop: Loop) -> bool:
     if fn is not None and called_only_under_no_grad(ta, fn):
         return True
     model = dotted_name(call.func)
-    return model is not None and _eval_before(ta, loop, model)
+    if model is not None and _eval_before(ta, loop, model):
+        return True
+    # inference by construction: what the model computes is only read on the host (``.numpy()``)
+    return fn is not None and ends_on_host(ta, fn, call)

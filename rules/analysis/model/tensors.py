@@ -46,6 +46,16 @@ NOT_TENSORS = frozenset({
     "torch.get_num_threads", "torch.set_num_threads", "torch.numel", "torch.accelerator.*",
     "torch.mps.*", "torch.xpu.*", "torch.multiprocessing.*", "torch.testing.*", "torch.export.*",
 })
+# ``torch.nn`` functions that return a tensor on the parameters' device: the total gradient norm
+# (``norm = clip_grad_norm_(model.parameters(), 1.0)``, a step's usual log value) and flat views.
+NN_TENSORS = frozenset({
+    "torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm", "torch.nn.utils.clip_grad.clip_grad_norm_",
+    "torch.nn.utils.get_total_norm", "torch.nn.utils.clip_grad.get_total_norm",
+    "torch.nn.utils.parameters_to_vector", "torch.nn.utils.convert_parameters.parameters_to_vector",
+})
+# Tensor methods returning a tuple of tensors (``values, indices``; chunks).
+_TUPLE_METHODS = frozenset({"max", "min", "topk", "sort", "kthvalue", "median", "mode", "chunk", "split", "unbind",
+                            "aminmax"})
 _HOST_LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
                   cst.FormattedString, cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp,
                   cst.DictComp, cst.SetComp)
@@ -86,6 +96,7 @@ class ValueKinds:
         self.host: set[str] = set()
         assigns: list[tuple[str, cst.BaseExpression]] = []
         updates: list[tuple[str, cst.BaseExpression]] = []
+        tuples: list[tuple[set[str], cst.BaseExpression]] = []
         for node in walk(fn_body):
             if method_call(node, "backward"):  # ``loss.backward()``: ``loss`` is a tensor
                 assert isinstance(node, cst.Call)
@@ -97,6 +108,11 @@ class ValueKinds:
                 assigns.append((node.targets[0].target.value, node.value))
             elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
                 updates.append((node.target.value, node.value))
+            elif isinstance(node, cst.Assign) and len(node.targets) == 1 and \
+                    isinstance(node.targets[0].target, (cst.Tuple, cst.List)):
+                # ``_, pred = torch.max(out, 1)``, ``vals, idx = logits.topk(k)``: tensors, each of them
+                tuples.append(({e.value.value for e in node.targets[0].target.elements
+                                if isinstance(e.value, cst.Name) and e.value.value != "_"}, node.value))
         values: dict[str, list[cst.BaseExpression]] = {}
         for name, value in assigns + updates:  # ``s = 0.; s += mse(a, b)``: not a host value
             values.setdefault(name, []).append(value)
@@ -105,11 +121,26 @@ class ValueKinds:
             for name, value in assigns:
                 if name not in self.tensors and self.is_tensor(value):
                     self.tensors.add(name)
+            for names, value in tuples:
+                if not names <= self.tensors and self._tensor_tuple(value):
+                    self.tensors |= names
             for name, vals in values.items():
                 if name not in self.host and name not in self.tensors and all(self.is_host(v) for v in vals):
                     self.host.add(name)
             if len(self.tensors) + len(self.host) == before:
                 break
+
+    def _tensor_tuple(self, value: cst.BaseExpression) -> bool:
+        """A torch function or a tensor method that returns a tuple of tensors (not a model's
+        output: a model may return numpy arrays or dicts beside its tensors)."""
+        if not isinstance(value, cst.Call):
+            return False
+        if self.ctx.matches(value.func, {"torch.*"}):
+            return not self.ctx.matches(value.func, NOT_TENSORS)
+        return isinstance(value.func, cst.Attribute) and value.func.attr.value in _TUPLE_METHODS and \
+            not module_function(self.ta, value.func) and not self.ta.is_module_like(value.func.value) and \
+            isinstance(value.func.value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and \
+            self.is_tensor(value.func.value)
 
     def is_host(self, expr: cst.BaseExpression) -> bool:
         """Clearly not a tensor: a literal, a host function's result, a host name."""
@@ -136,7 +167,8 @@ class ValueKinds:
         if isinstance(expr, cst.Call):
             func = expr.func
             if self.ctx.matches(func, {"torch.*"}):
-                return not self.ctx.matches(func, NOT_TENSORS) or self.ctx.matches(func, {"torch.nn.functional.*"})
+                return not self.ctx.matches(func, NOT_TENSORS) or \
+                    self.ctx.matches(func, {"torch.nn.functional.*"} | NN_TENSORS)
             if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
                 return not module_function(ta, func) and not self.is_host(func.value) and \
                     not ta.is_module_like(func.value)

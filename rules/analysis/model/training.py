@@ -32,6 +32,7 @@ from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_method, project_function, project_method
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
+from .accumulation import accumulation_boundary
 from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_default, rare_condition, rare_exit_before
 from .step_reach import external_defs, indirect_callee, result_calls, runs_in_place
 from .models import strip_chain
@@ -73,7 +74,8 @@ class TrainingAnalysis(TrainingObjects):
         else:  # nothing can make a step loop: skip the analysis (most library code)
             self.step_loops = []
         self._step_loop_set = set(self.step_loops)
-        if ".eval(" in text or "no_grad" in text or "inference_mode" in text:
+        if ".eval(" in text or "no_grad" in text or "inference_mode" in text or ".numpy()" in text or ".item()" in text \
+                or ".tolist()" in text:  # (outputs read on the host: inference by construction)
             self.eval_loops: list[Loop] = [
                 loop for loop in loops if loop not in self._step_loop_set and _evalloops.is_eval_loop(self, loop)]
         else:
@@ -90,10 +92,8 @@ class TrainingAnalysis(TrainingObjects):
 
     # ---- signals ---------------------------------------------------------------------
     def is_backward_call(self, node: cst.CSTNode) -> bool:
-        if method_call(node, "backward"):
-            return True
-        if not isinstance(node, cst.Call):
-            return False
+        if method_call(node, "backward") or not isinstance(node, cst.Call):
+            return method_call(node, "backward")
         return self.ctx.matches(node.func, {"torch.autograd.backward"}) or self.hidden_step(node) is not None
 
     def hidden_step(self, node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
@@ -432,8 +432,7 @@ class TrainingAnalysis(TrainingObjects):
     def is_periodic(self, guard: cst.If) -> bool:
         """Does ``guard`` run its body once every N iterations (``if step % N == 0:``)? Not when
         every period it divides by is 1 by default and nothing in this file passes another
-        (``if (it + 1) % self.log_period == 0:`` with ``log_period=1`` in ``__init__``): then it
-        runs on every one."""
+        (``log_period=1`` in ``__init__``), nor at the end of an accumulation window."""
         if guard not in self._periodic:
             test = held_test(self.ctx, guard.test, guard)  # ``is_log_step = step % n == 0``; ``if is_log_step:``
             if test is not guard.test:  # held in a variable: ``step % n == 0 or is_master`` is no guard
@@ -443,6 +442,7 @@ class TrainingAnalysis(TrainingObjects):
                     period_one_by_default(self.ctx, p, guard) for p in periods(test)) and \
                     not per_step_alternative(test) or \
                     rare_condition(self.ctx, guard.test)  # held in a method, a property, another module's method
+            self._periodic[guard] &= not accumulation_boundary(guard, self.is_optimizer_step, self.is_backward_call)
         return self._periodic[guard]
 
     def in_step_loop(self, node: cst.CSTNode) -> bool:

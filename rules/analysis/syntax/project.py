@@ -60,6 +60,9 @@ class FunctionFacts:
     # (parameter, line) of each host read of a value it is handed whose cost depends on the
     # caller (``**kwargs`` values, a type-checked ``v.item()``: ``facts.arg_reads``)
     arg_reads: tuple[tuple[str, int], ...] = ()
+    # the parameters it writes out as text as they are (an output wrapper: ``def print0(*args):
+    # print(*args)``; ``output_calls.output_params``)
+    outputs: tuple[str, ...] = ()
 
     def role_of(self, role: str) -> str | None:
         return next((p for p, r in self.roles if r == role), None)
@@ -73,7 +76,8 @@ class FunctionFacts:
                       "model_items": tuple(doc.get("model_items", ())),
                       "returned_loaders": tuple(tuple(r) for r in doc.get("returned_loaders", ())),
                       "settings": tuple(doc.get("settings", ())),
-                      "arg_reads": tuple(tuple(r) for r in doc.get("arg_reads", ()))})
+                      "arg_reads": tuple(tuple(r) for r in doc.get("arg_reads", ())),
+                      "outputs": tuple(doc.get("outputs", ()))})
 
 
 class StepCall(NamedTuple):
