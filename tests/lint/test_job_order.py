@@ -162,3 +162,22 @@ def test_a_group_within_a_workers_share_is_one_task_and_results_keep_job_order(t
     order = [names[i] for i in next(t for t in sched.pending if names[t[0]] in PROJECT)]
     assert order.index("utils.py") < order.index("data.py") < order.index("main.py")
     assert [r.path for r in parallel.run_jobs(jobs, 2)] == names
+
+
+def test_findings_do_not_depend_on_the_number_of_workers(tmp_path: Path) -> None:
+    """Projects checked whole in one worker (or chunked, or by one process) report the same."""
+    from gpuperf_rewrite.lint.registry import all_rules
+
+    tree = {f"p{k}/{rel}": text for k in range(3) for rel, text in PROJECT.items()}
+    tree.update({f"p0/extra{i:02d}.py": "import torch\nfrom models import Net\n\n\ndef f(loader):\n"
+                 "    for x in loader:\n        print(Net()(x).item())\n" for i in range(12)})
+    files = _tree(tmp_path, tree)
+    rules = RuleSet(tuple(code for code, r in all_rules().items() if r.default_enabled))
+    runs = []
+    for workers in (1, 2):
+        with project_index.run_scope() as run:
+            jobs = [parallel.Job(str(p.relative_to(tmp_path)), str(p), rules, "none", False, run=run) for p in files]
+            runs.append([(r.path, [(d.code, d.line, d.message) for d in r.diagnostics])
+                         for r in parallel.run_jobs(jobs, workers)])
+    assert runs[0] == runs[1]
+    assert any(diags for _, diags in runs[0])  # the projects do have findings
