@@ -344,12 +344,36 @@ def _may_import_from(roots: list[str], source: bytes, enclosing: frozenset[str] 
                for top in tops if top.isidentifier() for folder in roots) or bool(tops & enclosing)
 
 
+# A module that imports its folder's modules by name at run time, a registry filled by scanning
+# (``importlib.import_module(f"pkg.models.{name}")`` over ``scandir``/``os.listdir``/``glob``/
+# ``pkgutil.iter_modules``): those modules are its imports too.
+_DYNAMIC_IMPORT = re.compile(rb"\bimport_module\s*\(|\b__import__\s*\(")
+_FOLDER_LISTING = re.compile(rb"\b(?:scandir|listdir|glob|iglob|iter_modules|walk_packages|iterdir)\s*\(")
+MAX_SCANNED = 32  # modules of one scanned folder
+
+
+def _scanned_folder(importer: str, source: bytes) -> list[ImportedModule]:
+    """The modules of ``importer``'s folder, as ``from . import name`` would name them, when it
+    imports them by a name it lists at run time; none otherwise."""
+    if not (_DYNAMIC_IMPORT.search(source) and _FOLDER_LISTING.search(source)):
+        return []
+    folder = os.path.dirname(importer)
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".py") and not n.startswith("_") and
+                       n[:-3].isidentifier() and os.path.join(folder, n) != importer)
+    except OSError:
+        return []
+    return [ImportedModule(f".{n[:-3]}", Path(folder) / n) for n in names[:MAX_SCANNED]]
+
+
 def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[ImportedModule]:
     importer_abs, root_abs = os.path.abspath(importer), os.path.abspath(root)
     roots = _search_roots(importer_abs, root_abs)
     enclosing = _enclosing_names(importer_abs, root_abs)  # ``from src.helper import`` in src/train.py
-    if not _may_import_from(roots, source.encode() if isinstance(source, str) else source, enclosing):
-        return []
+    data = source.encode() if isinstance(source, str) else source
+    scanned = _scanned_folder(importer_abs, data)
+    if not _may_import_from(roots, data, enclosing):
+        return scanned
     out: dict[str, ImportedModule] = {}
     present: dict[str, bool] = {}
 
@@ -382,6 +406,9 @@ def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[I
             sub = resolve(f"{module}.{name}" if module else name, level)
             if sub is not None and sub != path:
                 out[sub_written] = ImportedModule(sub_written, sub)
+    for found in scanned:
+        if found.name not in out and all(m.path != found.path for m in out.values()):
+            out[found.name] = found
     return list(out.values())
 
 

@@ -12,6 +12,8 @@ from ..analysis.facts.execution import execution
 from ..analysis.facts.flow import Use, object_flow
 from ..analysis.facts.loaders import keeps_workers
 from ..analysis.facts.frameworks import OWNS_LOOP, frameworks
+from ..analysis.model.eval_loops import one_off_pass
+from ..analysis.model.training import analysis
 from ..analysis.facts.script_facts import assignments_in, binding_body
 from ..analysis.syntax.calls import dataloader_arg, dotted_name, get_arg, literal_value
 from ..analysis.syntax.context import RuleContext
@@ -105,12 +107,14 @@ def _on_exhaustion(ctx: RuleContext, site: cst.CSTNode) -> bool:
 
 def takes_one_batch(ctx: RuleContext, call: cst.Call) -> bool:
     """Is the DataLoader only ever asked for its first batch (``next(iter(loader))``, a loop
-    that always breaks after its first pass), with nothing else iterating it?"""
+    that always breaks after its first pass) or a bounded prefix once, before training
+    (``eval_loops.one_off_pass``), with nothing else iterating it?"""
     flow = object_flow(ctx, call)
     if flow.of_kind("passed", "escape"):
         return False
     sites = [u.site for u in flow.of_kind("iterate")]
-    return bool(sites) and all(_first_batch_only(ctx, site) for site in sites)
+    return bool(sites) and all(_first_batch_only(ctx, site) or
+                               isinstance(site, cst.For) and one_off_pass(analysis(ctx), site) for site in sites)
 
 
 def _first_batch_only(ctx: RuleContext, site: cst.CSTNode) -> bool:

@@ -13,12 +13,15 @@ from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.facts.loaders import in_memory_dataset, loader_calls
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
-from ..analysis.syntax.calls import dataloader_arg, literal_value
+from ..analysis.facts.flow import object_flow
+from ..analysis.model.training import analysis
+from ..analysis.syntax.calls import dataloader_arg, dotted_name, literal_value
+from ..analysis.syntax.project import project_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with
 from ._loader_args import AMBIGUOUS, FROM_YAML, config_settings, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
-from ._worker_safety import dataset_is_iterable, spawn_hazard
+from ._worker_safety import dataset_is_iterable, iterable_dataset_classes, spawn_hazard
 
 
 class DataloaderWorkers(Rule):
@@ -61,9 +64,15 @@ class DataloaderWorkers(Rule):
         "except an option of the command line whose default is 0 and that nothing in the file "
         "raises (`args.workers` from `add_argument(\"--workers\", default=0)` in the file, or a "
         "field `workers: int = 0` of a typed arguments class of the user's modules: a `Tap`, "
-        "`*Args`/`*Arguments` subclass or a `@dataclass` named `*Args`/`*Options`): reported at the "
+        "`*Args`/`*Arguments` subclass or a `@dataclass` named `*Args`/`*Options`; also a value the "
+        "class stores once from one, `self.workers = args.workers`, or from its constructor's parameter "
+        "defaulting to 0 that an option of the same name fills: a Lightning DataModule's "
+        "`add_argparse_args` with `--num_workers` default 0): reported at the "
         "loader without a fix, naming the flag a run must pass, unless the project's launch "
         "scripts pass it.",
+        "A framework's loader (the Hugging Face Trainer's, Lightning's) is not reported in a file that "
+        "builds its own `IterableDataset` subclass (a packing stream handed to the Trainer): each "
+        "worker would replay the whole stream. "
         "The fix is withheld for an `IterableDataset` subclass defined in this module; one "
         "imported from elsewhere is not recognised and gets the fix, and its workers would each "
         "replay the stream.",
@@ -85,12 +94,18 @@ class DataloaderWorkers(Rule):
         "(`return self.x[i], self.y[i]`, index arithmetic, cheap casts); any other call there "
         "(a file read, a transform) counts as work. A `TensorDataset` of tensors the script makes "
         "up (`torch.randn`) stands for a dataset read elsewhere and is reported. Nor is a loader "
-        "only asked for its first batch (`next(iter(loader))`) reported.",
+        "only asked for its first batch (`next(iter(loader))`), or read for a bounded prefix once "
+        "before the training loop (a few reference samples: `if i == args.n - 1: break`), reported; "
+        "nor a `num_workers=0` written out on a loader only evaluation reads (a loop that does not "
+        "train, a non-training function of the user's or a call named for evaluation, a "
+        "`val_dataloader`-style method) in a file whose other DataLoader is given workers.",
         "A `DataLoader` subclass of the user's (this module or another) counts as a DataLoader "
         "when it passes DataLoader's arguments through: no `__init__`, or one whose named "
         "parameters are DataLoader's first ones and that forwards them with its `**kwargs` to the "
         "base class (setting `collate_fn` or a sampler around it); a subclass with parameters of "
-        "its own is not recognised.",
+        "its own is not recognised. So do graph and imaging libraries' loaders built on it (PyG's "
+        "`DataLoader`/`DenseDataLoader`/`DataListLoader`, DGL's `GraphDataLoader`, MONAI's "
+        "`DataLoader`), whose batches are the library's objects (their copies get no safe fix).",
         "A Hugging Face Trainer whose train dataset is tokenised up front (the result of "
         "`datasets`' `.map(...)`) and whose collator only pads (none, `DataCollatorWithPadding` "
         "and the other token collators of transformers, or a class of the file whose `__call__` "
@@ -168,7 +183,8 @@ class DataloaderWorkers(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        yield from framework_findings(ctx, self.code)
+        if not _streams_own_iterable(ctx):  # a framework's loader over it: each worker would replay the stream
+            yield from framework_findings(ctx, self.code)
         max_workers = int(ctx.options.get("max-workers", 8))
         for call in loader_calls(ctx):
             kw = call_keywords(ctx, call)
@@ -193,6 +209,8 @@ class DataloaderWorkers(Rule):
                 continue  # unknown, a positive literal, or an expression the user chose
             if takes_one_batch(ctx, call):
                 continue  # one batch: starting workers costs more than loading it
+            if settings and _deliberate_zero(ctx, call):
+                continue  # ``num_workers=0`` written out for an evaluation loader beside a training one with workers
             if in_memory_dataset(ctx, call):
                 continue  # a batch is an index into tensors held in memory: workers would only pickle them
             what = "`num_workers` is not set (default 0)" if not settings else \
@@ -232,3 +250,42 @@ class DataloaderWorkers(Rule):
                 len(settings) == 1 and dataloader_arg(call, "num_workers") is not None:
             return set_setting(ctx, call, settings[0], value)
         return AMBIGUOUS
+
+
+_EVAL_WORDS = ("eval", "test", "valid", "val_", "predict", "metric", "infer")
+
+
+def _deliberate_zero(ctx: RuleContext, call: cst.Call) -> bool:
+    """``num_workers=0`` written out on a loader that no training loop reads, in a file whose
+    other DataLoader is given workers (a literal or an expression): the author chose the number
+    for each loader, and this one only serves evaluation (a loop that does not train, a function of
+    the user's that does not train, a call or hook named for evaluation: ``metrics(model,
+    test_loader)``, ``val_dataloader``)."""
+    if not any(c is not call and any(literal_value(s.value) != 0 for s in settings_of(ctx, c, "num_workers"))
+               for c in loader_calls(ctx)):
+        return False
+    ta = analysis(ctx)
+    uses = object_flow(ctx, call).uses
+    if not uses:
+        return False
+    for use in uses:
+        if use.kind == "iterate":
+            if not isinstance(use.site, cst.For) or ta.trains(use.site):
+                return False
+        elif use.kind == "passed" and isinstance(use.site, cst.Call):
+            found = project_function(ctx, use.site)
+            name = (dotted_name(use.site.func) or "").lower()
+            if (found is None or found.facts.trains) and not any(w in name for w in _EVAL_WORDS):
+                return False
+        elif use.kind == "escape":
+            fn = ctx.enclosing(call, cst.FunctionDef)
+            if fn is None or not any(w in fn.name.value.lower() for w in _EVAL_WORDS):
+                return False
+    return True
+
+
+def _streams_own_iterable(ctx: RuleContext) -> bool:
+    """Does the file build an instance of its own ``IterableDataset`` subclass (a packing stream
+    handed to a Trainer)? The framework's loader would give each worker the whole stream."""
+    classes = iterable_dataset_classes(ctx)
+    return bool(classes) and any(dotted_name(c.func) in classes for c in ctx.nodes(cst.Call))

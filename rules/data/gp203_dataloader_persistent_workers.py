@@ -19,6 +19,7 @@ from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, has_star_args, lit
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with, project_runs
 from ._loader_args import AMBIGUOUS, FROM_YAML, SHARED, config_settings, editable, settings_of
+from ._dataset_changes import changed_between_passes
 from ._loader_iteration import iterated_repeatedly
 
 # Calls that may appear in a num_workers expression we repeat in ``persistent_workers=``:
@@ -84,7 +85,11 @@ class DataloaderPersistentWorkers(Rule):
     gains_on = "any"
     limitations = (
         "Reported only when `num_workers` is given and may be positive; a DataLoader without "
-        "workers is GP201's business.",
+        "workers is GP201's business. Nor when the training process changes the loader's dataset "
+        "inside a loop of the file (a method of it called as a statement of its own: "
+        "`train_loader.dataset.ng_sample()`, `train_set.set_epoch(epoch)`; or one of its attributes "
+        "assigned): each worker keeps the copy it started with, so persistent workers would serve "
+        "stale data.",
         "A `num_workers` expression that may have side effects (a call the rule cannot prove "
         "pure) is reported without a fix.",
         "`**` dicts built in the same file are read (see GP201); a DataLoader with `*args` or a "
@@ -171,6 +176,8 @@ class DataloaderPersistentWorkers(Rule):
                 continue  # the user's choice, or a switch a run turns on
             if not live or not iterated_repeatedly(ctx, call):
                 continue  # no workers, or one iterator for the whole run: they start once anyway
+            if changed_between_passes(ctx, call):
+                continue  # the main process changes the dataset: persistent workers would keep stale copies
             entries = project_runs(ctx).entries  # a loader factory: the scripts that run it
             cuda = may_use_cuda(ctx) or bool(entries) and any("cuda" in e.settings for e in entries)
             who = "the GPU waits" if cuda else "training waits"

@@ -12,7 +12,7 @@ from ..analysis.facts.to_methods import no_fix_reason
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.host_data import built_on_host, host_tensor_name
 from ..analysis.model.training import TrainingAnalysis
-from ..analysis.syntax.calls import dotted_name, method_call, target_names
+from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
@@ -146,3 +146,40 @@ def _nexts_a_loader(ta: TrainingAnalysis, loop: cst.While) -> bool:
             if ta.is_dataloader(source) or values and all(ta.is_dataloader(v) for v in values):
                 return True
     return False
+
+
+# ---- a loop that pulls the next batch of any iterator every iteration ----------------------------
+_FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor"})
+
+
+def pulled_batch_loop(ctx: RuleContext, call: cst.Call) -> cst.For | cst.While | None:
+    """The loop (``for step in range(n):``, ``while True:``) whose every iteration pulls new data
+    from an iterator (``next(it)`` in its body, outside nested loops and conditions) that ``call``
+    copies to the device as a tensor it builds over it: ``torch.from_numpy(next(it)["image"]).to(dev)``,
+    or over a name the body bound to ``next(it)`` (``batch = next(it)``; ``torch.as_tensor(batch.x)``).
+    Whatever the iterator is (a tf.data or numpy pipeline), the copy is of fresh host data each time."""
+    receiver = call.func.value  # type: ignore[attr-defined]
+    while method_call(receiver, *_SAME_PLACE):
+        receiver = receiver.func.value
+    if not isinstance(receiver, cst.Call) or not ctx.matches(receiver.func, _FROM_ARRAY) or \
+            get_arg(receiver, "device") is not None or not receiver.args or receiver.args[0].star:
+        return None
+    loop = None
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, (cst.If, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(anc, (cst.For, cst.While)):
+            loop = anc
+            break
+    if loop is None:
+        return None
+    pulled = {n for stmt in walk(loop.body, stop_at=(cst.For, cst.While, cst.If))
+              if isinstance(stmt, cst.Assign) and _pulls(stmt.value) for t in stmt.targets for n in target_names(t.target)}
+    data = receiver.args[0].value
+    return loop if any(_pulls(n) if isinstance(n, cst.Call) else isinstance(n, cst.Name) and n.value in pulled
+                       for n in walk(data, include_self=True)) else None
+
+
+def _pulls(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "next" and \
+        bool(node.args) and not node.args[0].star

@@ -14,6 +14,7 @@ from ..analysis.facts.framework_hooks import (framework_step_methods, hook_calle
                                               under_rare_switch)
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
+from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, method_call
 from ._accumulator_fix import accumulator_fix
@@ -24,7 +25,7 @@ from ._host_tensors import host_tensor
 from ._across_modules import PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
-from ..analysis.syntax.launch import StepCaller, project_runs
+from ..analysis.syntax.launch import StepCaller
 
 
 class SyncInLoop(Rule):
@@ -183,7 +184,7 @@ class SyncInLoop(Rule):
         hooks = bool(framework_config(ctx).lightning_modules)
         # a Trainer subclass's compute_loss, a callback's on_step_end, what a Lightning step hook calls
         framework = {**lightning_step_methods(ctx), **framework_step_methods(ctx)}
-        if not (ta.step_loops or ta.eval_loops or hooks or framework or project_runs(ctx).step_callers) or \
+        if not (ta.step_loops or ta.eval_loops or hooks or framework or runs_elsewhere(ctx)) or \
                 cpu_only(ctx):
             return
         # A read of a collective's result on its way to a log: GP106 reports the collective; the

@@ -10,10 +10,10 @@ import libcst as cst
 from .._api import Finding, Fix, NoFix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import block_of, remove_statement, single_expression_statement
+from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.training import analysis
 from ..analysis.syntax.calls import dotted_name, literal_value
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.launch import project_runs
 from ._across_modules import PER_STEP_ACROSS_MODULES
 
 SYNC_CALLS = {
@@ -115,7 +115,7 @@ class SyncCallInLoop(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not (ta.step_loops or project_runs(ctx).step_callers) or cpu_only(ctx):
+        if not (ta.step_loops or runs_elsewhere(ctx)) or cpu_only(ctx):
             return
         for call in ctx.nodes(cst.Call):
             if not ctx.is_call_to(call, set(SYNC_CALLS)):

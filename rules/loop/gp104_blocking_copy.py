@@ -18,13 +18,17 @@ from ..analysis.model.host_data import (
 )
 from ..analysis.model.step_code import BatchData
 from ..analysis.model.tensors import mentions
+from ..analysis.model.step_reach import through_lambda
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._placed_batches import SAME_PLACE, host_to_device_copy, passes_device, placed_source, without_prefetcher
-from ._step_copies import comprehension_source, from_elsewhere, in_step_function, loader_while, message, unpacked_param
+from ._fed_methods import fed_copy, module_array_copy
+from ._step_copies import (
+    comprehension_source, from_elsewhere, in_step_function, loader_while, message, pulled_batch_loop, unpacked_param,
+)
 
 
 _FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.frombuffer"})
@@ -264,17 +268,34 @@ class BlockingCopy(Rule):
         "A function that runs a whole training step (a backward and an optimizer step) and is "
         "called from no loop of this file (`def train_step(self, batch)` driven by a trainer of "
         "another module) runs once per step: the copies of the batch parameter it is handed are "
-        "reported, with an unsafe fix (the batch's type is not visible).",
+        "reported, with an unsafe fix (the batch's type is not visible). So are, in a class whose "
+        "loop is out of sight, the copies of what it is handed in an input setter whose device copies "
+        "a step method of the class reads (`set_input(self, data)`/`feed_data` storing `self.real_a = "
+        "data[\"A\"].to(self.device)` for `optimize_parameters()`, its backward also in the class's "
+        "own helpers), and in the `forward` of a class that builds its own optimizers over its "
+        "parameters (a GAN wrapper called once per step) and the helpers it hands the batch to; the "
+        "class's own attributes and modules are not the batch. In an `nn.Module`'s `forward`, or a "
+        "method the class calls on `self` (a recursive `compute_embedding`), a tensor wrapped over a "
+        "host array the method holds in a local name (`torch.from_numpy(neighbours).long().to(dev)`, "
+        "the array from a parameter or a sampler) is copied on every call; setup methods (`__init__`, "
+        "`set_*`, `load*`) and values stored on `self` are not.",
         "Copies in a branch that runs only off CUDA (the `else` of `if device_type == \"cuda\":`), "
         "slices of a tensor already on the device, batches of a DataLoader handed to "
         "`accelerator.prepare()` or `fabric.setup_dataloaders()` (already placed; also read through "
         "`iter()`, `itertools.cycle()`, a generator of the file, `accelerator.skip_first_batches()` or "
         "`skipped or loader`, with `next()`, and in a function of the file whose every call passes "
-        "such a batch), copies under a periodic guard, and CPU-only programs are not reported.",
+        "such a batch), copies under a periodic guard, and CPU-only programs are not reported; nor "
+        "is a pass that reads a bounded prefix of a loader once, before the training loop of the same "
+        "function (dumping a few reference samples, a calibration pass: `if i == args.n - 1: break`, "
+        "nested in no loop), whose iterations are not steps.",
         "A `while` loop that takes `next()` of a DataLoader's iterator every iteration copies "
         "its batch every iteration (also inside `with` blocks, chained `.to(device).to(dtype)`), "
         "and `torch.from_numpy(piece).to(device)` in a loop over batches a framework placed is "
-        "still a host copy (a collate's numpy pieces are not placed).",
+        "still a host copy (a collate's numpy pieces are not placed). Any loop that pulls `next()` of "
+        "an iterator every iteration (a tf.data or numpy pipeline, `for step in range(n):`) and "
+        "copies a tensor it wraps over what it pulled (`torch.from_numpy(next(it)[\"image\"]).to(dev)`, "
+        "also through a name bound to `next(it)`) copies fresh host data every iteration, whether or "
+        "not its step is visible.",
         "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
         "batches (GP202), which the rule does not check.",
     )
@@ -347,20 +368,26 @@ class BlockingCopy(Rule):
                 finding = in_step_function(ctx, ta, call, transformers)
                 if finding is None and (caller := ta.every_step_caller(call)) is not None:
                     finding = from_elsewhere(ctx, ta, call, caller, transformers)
+                if finding is None:
+                    finding = fed_copy(ctx, ta, call, transformers) or module_array_copy(ctx, call)
+                if finding is None and (pulling := pulled_batch_loop(ctx, call)) is not None:
+                    finding = Finding.of(call, message("built", ta.loop_kind(pulling)), Fix(
+                        "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))
                 if finding is not None:
                     yield finding
                 continue
             if in_cpu_branch(ctx, call):
                 continue
+            copied = through_lambda(ctx, call.func.value)  # type: ignore[attr-defined]
             if isinstance(loop, cst.For) and iterates_placed_batches(ctx, loop.iter) or \
-                    placed_by_framework(ctx, call.func.value):  # type: ignore[attr-defined]
+                    all(placed_by_framework(ctx, c) for c in copied):
                 if _from_host_array(ctx, call.func.value):  # type: ignore[attr-defined]
                     # ``torch.from_numpy(clip).to(device)``: made in host memory in the step; a
                     # framework places the batch's tensors, not the numpy pieces a collate returns
                     yield Finding.of(call, message("built", ta.loop_kind(loop)), Fix(
                         "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))
                 continue
-            if placed_source(ctx, ta, call.func.value, loop) or without_prefetcher(ctx, call):  # type: ignore[attr-defined]
+            if all(placed_source(ctx, ta, c, loop) for c in copied) or without_prefetcher(ctx, call):
                 continue  # already on the device: the copy is a no-op
             found = _classify(ctx, ta, call, loop, batch_data)
             if found is None:

@@ -15,14 +15,16 @@ from ..analysis.model.host_data import cuda_tensor_type, numpy_made_here
 from ..analysis.model.models import module_subclasses
 from ..analysis.model.reaching import reaching_assignments
 from ..analysis.model.step_code import device_kind
+from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_hooks import framework_step_methods, hook_caller, lightning_step_methods
-from ..analysis.syntax.launch import StepCaller, project_runs
+from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
 from ._across_modules import PER_STEP_ACROSS_MODULES
+from ._host_moves import COMBINERS, combined_names, host_data_argument
 
 DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor",
@@ -82,9 +84,10 @@ class HostTensorThenMove(Rule):
     limitations = (
         "A factory call moved in the same expression (`torch.zeros(n).to(device)`, `.cuda()`) gets "
         "a fix; a CPU tensor changed before its move (dtype casts and views, arithmetic with "
-        "numbers or plain names, `torch.cat`/`stack` of factories, earlier assignments in the same "
-        "function, a legacy `torch.LongTensor(n, m)` filled in place) is reported at the factory "
-        "without one. `torch.Tensor(...)` follows the default tensor type: not counted where the "
+        "numbers or plain names, `torch.cat`/`stack` of factories (a list or a tuple), earlier assignments in the same "
+        "function or, for a script's loop, at module level, a legacy `torch.LongTensor(n, m)` filled in place) is "
+        "reported at the factory without one; at the move when it combines tensors built in statements "
+        "of their own (`lbl = torch.cat((ones, zeros), 1)` then `lbl.cuda()`). `torch.Tensor(...)` follows the default tensor type: not counted where the "
         "file sets one, nor in code whose loop is in another module (its caller may set it) unless it wraps "
         "values in a list (`torch.Tensor([value]).to(device)` in a helper another module calls every step).",
         "A move that also changes the dtype, or passes `non_blocking`/`copy`, and a factory given "
@@ -98,7 +101,8 @@ class HostTensorThenMove(Rule):
         "model with its own `fit` loop); CPU-only programs are not.",
         "A move is a `.to(device)`/`.cuda()`, or a `.to(other)`/`.type_as(other)` whose target is a "
         "tensor by clear evidence (a tensor by the training model, a field of a loop's batch, or a "
-        "name the function reads as one: `other.shape`, `other.size()`); such a move also takes "
+        "name the function reads as one: `other.shape`, `other.size()`, or an index of a tensor: "
+        "`log_p[range(b), actions]`); such a move also takes "
         "`other`'s dtype, so it gets no fix. `.to(dtype)` and names of dtypes are not moves.",
         "Where GP104 and GP105 split (one finding per line): a tensor the step creates is GP105's, "
         "including `torch.from_numpy(a)`/`torch.as_tensor(a)` of values the same function computes "
@@ -159,11 +163,13 @@ class HostTensorThenMove(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not (ta.step_loops or ta.eval_loops or project_runs(ctx).step_callers or
-                framework_config(ctx).lightning_modules or framework_step_methods(ctx)) or cpu_only(ctx):
+        if not (ta.step_loops or ta.eval_loops or runs_elsewhere(ctx) or
+                framework_config(ctx).lightning_modules or framework_step_methods(ctx) or
+                "backward" in ctx.source and any(ta.steps_each_call(f) for f in ctx.nodes(cst.FunctionDef))) or \
+                cpu_only(ctx):
             return
         for move in ctx.nodes(cst.Call):
-            if cuda_tensor_type(ctx, move.func) and _host_data_argument(ctx, ta, move):
+            if cuda_tensor_type(ctx, move.func) and host_data_argument(ctx, ta, move):
                 loop = ta.every_step_loop(move)
                 if loop is not None:
                     yield Finding(move, f"`{ctx.code_for(move.func)}` (a CUDA tensor type) builds the tensor "
@@ -259,9 +265,16 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
     if factory is move.func.value:  # type: ignore[attr-defined]
         reason = (f"`{what}` takes no device= argument: `torch.as_tensor(data, dtype=..., device=...)` or "
                   "`torch.empty(..., dtype=..., device=...)` replaces it, which is left to the user")
+    parts = combined_names(ctx, move.func.value, move)  # type: ignore[attr-defined]
+    if parts:  # several tensors built in other statements: the move is the one place to report
+        return Finding(move, f"`{moved}` copies to the device, on every {kind}, a tensor combined from "
+                             f"{', '.join(f'`{p}`' for p in parts)}, built on the CPU by `{what}(...)` (a "
+                             "synchronous host-to-device transfer); build them on the device (device=)",
+                       no_fix_reason=reason)
     return Finding(factory, f"`{what}(...)` builds a tensor on the CPU that `{moved}` copies to the device on every "
                             f"{kind} (a synchronous host-to-device transfer); build it on the device (device=)",
                    no_fix_reason=reason)
+
 
 
 # Tensor methods and operators whose result stays where their operands are.
@@ -270,7 +283,7 @@ _SAME_PLACE = frozenset({"long", "int", "float", "half", "double", "bool", "byte
                          "expand", "fill_", "zero_", "masked_fill", "masked_fill_", "type_as", "cumsum", "sum",
                          "mean", "abs", "neg", "exp", "log", "sqrt", "clamp", "clamp_", "mul", "add", "sub", "div"})
 _LEGACY_CPU = frozenset(f"torch.{n}Tensor" for n in ("Long", "Float", "Int", "Byte", "Bool", "Double", "Half", "Short"))
-_COMBINERS = frozenset({"torch.cat", "torch.stack"})
+_COMBINERS = COMBINERS
 LIKE_FACTORIES = frozenset(f for f in FACTORIES if f.endswith("_like"))
 _FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.tensor"})
 _TENSOR_READS = frozenset({"shape", "size", "device", "dtype", "ndim", "numel", "dim", "view", "unsqueeze",
@@ -306,7 +319,8 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
             if get_arg(expr, "device") is not None or any(a.star for a in expr.args):
                 return None
             return expr
-        if ctx.matches(expr.func, _COMBINERS) and expr.args and isinstance(expr.args[0].value, (cst.List, cst.ListComp)):
+        if ctx.matches(expr.func, _COMBINERS) and expr.args and \
+                isinstance(expr.args[0].value, (cst.List, cst.Tuple, cst.ListComp)):
             seq = expr.args[0].value
             parts = [seq.elt] if isinstance(seq, cst.ListComp) else [e.value for e in seq.elements]
             found = [host_origin(ctx, p, at, loose_default_type=loose_default_type, depth=depth + 1) for p in parts]
@@ -333,16 +347,15 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
         return host_origin(ctx, expr.expression, at, loose_default_type=loose_default_type, depth=depth + 1)
     if isinstance(expr, cst.Name):
         fn = ctx.enclosing(at, cst.FunctionDef)
-        if fn is None:
+        if fn is not None and expr.value in {p.name.value for p in fn.params.params}:
             return None
-        if expr.value in {p.name.value for p in fn.params.params}:
-            return None
+        body = fn.body if fn is not None else ctx.module  # a script's loop at module level too
         order = ctx.preorder()
         here = order.get(ctx.statement_of(at), 0)
-        values = [a.value for a in walk(fn.body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
+        values = [a.value for a in walk(body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
                   any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in a.targets)]
         if not values or any(isinstance(a, (cst.AugAssign, cst.AnnAssign)) and dotted_name(a.target) == expr.value
-                             and order.get(a, 0) < here for a in walk(fn.body)):  # changed before ``at``
+                             and order.get(a, 0) < here for a in walk(body)):  # changed before ``at``
             return None
         last = values[-1]
         return host_origin(ctx, last, last, loose_default_type=loose_default_type, depth=depth + 1)
@@ -355,22 +368,6 @@ def _wraps_values(call: cst.Call) -> bool:
         isinstance(call.args[0].value, (cst.List, cst.Tuple))
 
 
-def _host_data_argument(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> bool:
-    """A legacy typed-tensor constructor given host data (``Tensor(np_array)``, ``Tensor([1.0,
-    2.0])``), not sizes (``Tensor(n, 1)``): one positional argument that is a list, a tuple, a
-    comprehension, a numpy result or a ``.numpy()``/``.tolist()`` value."""
-    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
-        return False
-    arg = call.args[0].value
-    if isinstance(arg, (cst.List, cst.Tuple, cst.ListComp)):
-        return True
-    if isinstance(arg, cst.Call):
-        return ctx.matches(arg.func, {"numpy.*"}) or method_call(arg, "numpy", "tolist")
-    if isinstance(arg, cst.Name):
-        values = [v for name, v in ta.assignments() if name == arg.value]
-        return bool(values) and all(isinstance(v, cst.Call) and (
-            ctx.matches(v.func, {"numpy.*"}) or method_call(v, "numpy", "tolist")) for v in values)
-    return False
 
 
 def _step_function(ta: TrainingAnalysis, node: cst.CSTNode) -> StepCaller | None:
@@ -429,8 +426,11 @@ def tensor_target(ctx: RuleContext, ta: TrainingAnalysis, target: cst.BaseExpres
             return True
         loop = ctx.enclosing(loop, cst.For)
     scope = ctx.enclosing(at, cst.FunctionDef) or ctx.module
+    nodes = list(walk(scope.body if isinstance(scope, cst.FunctionDef) else scope))
     return any(isinstance(n, cst.Attribute) and n.attr.value in _TENSOR_READS and dotted_name(n.value) == name
-               for n in walk(scope.body if isinstance(scope, cst.FunctionDef) else scope))
+               for n in nodes) or any(  # an index of a subscript (``log_p[range(b), actions]``)
+        isinstance(n, cst.Subscript) and len(n.slice) > 1 and any(
+            isinstance(el.slice, cst.Index) and dotted_name(el.slice.value) == name for el in n.slice) for n in nodes)
 
 
 def host_batch_value(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> bool:

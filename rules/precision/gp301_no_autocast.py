@@ -9,6 +9,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import ACCELERATE, FABRIC, HF, LIGHTNING, blind_reported
+from ..analysis.facts.entry_models import entry_models, project_autocasts, project_computes
 from ..analysis.facts.param_roles import model_handed_in
 from ..analysis.facts.program import cpu_only, is_script, model_precision
 from ..analysis.facts.project_use import model_source, training_calls
@@ -16,7 +17,7 @@ from ..analysis.facts.script_facts import framework_manages_precision, is_model_
 from ..analysis.facts.workload import tensor_core_work
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
-from ..analysis.syntax.calls import dotted_name, target_names
+from ..analysis.syntax.calls import dotted_name, literal_value, target_names
 from ..analysis.syntax.project import MODEL, project_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with, project_runs
@@ -69,7 +70,12 @@ class NoAutocast(Rule):
         "autocast entered in another module around the call of this file\"s step. A float16 "
         "autocast whose loss goes to a GradScaler held by the user's own code (`loss_scaler = "
         "NativeScaler()`, a class of their other modules that makes one; a `loss_scaler(loss, "
-        "optimizer)` or `self.scaler.scale(loss)` handed in) is not reported as missing one."
+        "optimizer)` or `self.scaler.scale(loss)` handed in) is not reported as missing one. An object the entry "
+        "builds however it is built (a registry, a configuration, a wrapper class that holds the networks and is no "
+        "module: `model = build_model(opt)`, an RL agent) whose method running a whole training step in the user's "
+        "modules its loop calls (`model.optimize_parameters(it)`, `agent.update(batch)`), or over whose parameters "
+        "it builds an optimizer while a step function of those modules runs the step (`step_fn(state, batch)`), is "
+        "reported at its build line when no module the entry reaches runs autocast or makes a GradScaler."
     )
     limitations = (
         "An `autocast(enabled=False)` region (a float32 island for a loss or a softmax) and a "
@@ -190,6 +196,9 @@ class NoAutocast(Rule):
         if not ta.step_loops and ctx.project:
             yield from self._entry(ctx)
             return
+        if ta.step_loops and ctx.project and not any(ta.is_backward_call(c) for c in ctx.nodes(cst.Call)):
+            yield from self._stepped_elsewhere(ctx)  # ``agent.update(batch)``: a method of theirs steps
+            return
         if not ta.step_loops or cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx) or \
                 not tensor_core_work(ctx):
             return
@@ -200,6 +209,9 @@ class NoAutocast(Rule):
             yield from self._entry(ctx)  # ``for epoch in ...: train_one_epoch(model, ...)``: the step is there
             return
         uses = autocast_uses(ctx)
+        if uses and all(_switched(u.args) for u in uses) and (opt_in := opt_in_amp(ctx)) is not None:
+            yield from self._opt_in(ctx, opt_in)  # ``autocast(enabled=args.amp)``, the flag off by default
+            return
         if uses or autocast_like_context(ctx):
             for region, forward in loss_only_regions(ctx, ta):
                 yield Finding(region, f"this autocast region holds only the loss: the forward `"
@@ -253,6 +265,32 @@ class NoAutocast(Rule):
                           no_fix_reason=f"the training step is in `{pc.name.split('.')[0]}`{where}: wrap the forward "
                                         "and loss there (or add the script's switch for mixed precision here)")
             return
+        yield from cls._stepped_elsewhere(ctx)
+
+    @classmethod
+    def _stepped_elsewhere(cls, ctx: RuleContext) -> Iterator[Finding]:
+        """A model this file builds (whatever builds it: a registry, a configuration, a wrapper
+        class holding the networks) whose step runs in the user's other modules without being handed
+        it (``model.optimize_parameters(it)`` every iteration, a step closure over a state dict), with
+        no autocast or GradScaler anywhere in the modules the file reaches: reported at its build line."""
+        found = entry_models(ctx)
+        if not found or cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx) or \
+                project_autocasts(ctx) or autocast_uses(ctx) or autocast_like_context(ctx) or \
+                not (tensor_core_work(ctx) or project_computes(ctx)):
+            return
+        opt_in = opt_in_amp(ctx)
+        if opt_in is not None:
+            yield from cls._opt_in(ctx, opt_in)
+            return
+        model = found[0]
+        where = f" in {model.step.module.path}" if model.step.module.path else ""
+        step = model.step.name.rsplit(".", 1)[-1]
+        yield Finding(model.build, f"`{model.name}` is trained in float32 on every step (`{step}`{where} runs no "
+                                   f"autocast; the model comes from {model.source}): tensor cores run bfloat16 several "
+                                   "times faster; use torch.autocast(device_type=..., dtype=torch.bfloat16) around "
+                                   "its forward and loss",
+                      no_fix_reason=f"the training step is in `{step}`{where}: wrap the forward and loss there "
+                                    "(or add the script's switch for mixed precision here)")
 
     @staticmethod
     def _opt_in(ctx: RuleContext, flag: OptInFlag) -> Iterator[Finding]:
@@ -270,6 +308,12 @@ class NoAutocast(Rule):
                                     "the model trains well in mixed precision)" if flag.command_line else
                                     f"the script's own switch decides: set {flag.flag} (or default it to True once "
                                     "the model trains well in mixed precision)")
+
+
+def _switched(args: tuple[cst.Arg, ...]) -> bool:
+    """Is an autocast turned on and off by a value (``enabled=amp``), not on for good?"""
+    enabled = next((a for a in args if a.keyword is not None and a.keyword.value == "enabled"), None)
+    return enabled is not None and literal_value(enabled.value) is not True
 
 
 def _engine_backward(ctx: RuleContext, call: cst.Call) -> bool:

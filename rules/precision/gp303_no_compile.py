@@ -33,6 +33,7 @@ from ..analysis.fixes.frameworks import (
     FRAMEWORK_KEYWORDS, accelerate_compile_fix, compile_chosen, framework_findings, lightning_compile_fix,
 )
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
+from ..analysis.facts.entry_models import backward_fed_models, entry_models, unresolved_source
 from ..analysis.facts.param_roles import handed_in
 from ..analysis.facts.prepared_models import prepared_pretrained_models
 from ..analysis.facts.project_use import model_source, program_trains, project_model, stepped_factory_model
@@ -121,7 +122,10 @@ class NoCompile(Rule):
         "A model built by a factory of those modules (`model = self.exp.get_model()`, `Model(opt)`) and run "
         "forward on every step here, whose optimizer no line of this file builds over its parameters, is "
         "reported at its build line without a fix, unless a function of the modules it imports compiles. "
-        "Not followed: a compile in a module the script does not call into."
+        "An object the script builds however it is built (a registry, a configuration, a wrapper class holding the networks: `model = build_model(opt)`) "
+        "whose method running a whole training step in those modules the loop calls (`model.optimize_parameters(it)`, `agent.update(batch)`) is reported "
+        "at its build line without a fix (compile its networks where they are built), and so is a model handed to Lightning's `fit` whatever builds it "
+        "(`instantiate_from_config(config.model)`) and one whose output feeds the loss a step here backpropagates. Not followed: a compile in a module the script does not call into."
     )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
@@ -245,7 +249,7 @@ class NoCompile(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not program_trains(ctx) or cpu_only(ctx) or _compiles_somewhere(ctx) or \
+        if not (program_trains(ctx) or entry_models(ctx)) or cpu_only(ctx) or _compiles_somewhere(ctx) or \
                 compile_chosen(ctx):
             return
         yield from framework_findings(ctx, self.code)
@@ -290,9 +294,13 @@ class NoCompile(Rule):
                 message += ", or let Accelerate compile it: Accelerator(dynamo_backend=\"inductor\")"
             yield Finding.of(node, message, outcome)
         if not seen:
-            yield from _fitted_elsewhere_built(ctx)
-            yield from _self_trained_built(ctx)
-            yield from _factory_built_stepped(ctx)
+            said = [*_fitted_elsewhere_built(ctx), *_self_trained_built(ctx), *_factory_built_stepped(ctx)]
+            yield from said or [Finding(build, f"the trained model `{name}` is never compiled: every op runs as a "
+                                               "separate eager kernel (its output feeds the loss the step "
+                                               f"backpropagates); call {name}.compile() after building it",
+                                        no_fix_reason="no optimizer of this file is traced to its parameters: "
+                                                      "compile it right after building it, where it runs on CUDA")
+                                for name, build in backward_fed_models(ctx)[:1]]
 
 
 def _factory_built_stepped(ctx: RuleContext) -> Iterator[Finding]:
@@ -303,6 +311,15 @@ def _factory_built_stepped(ctx: RuleContext) -> Iterator[Finding]:
     if not ctx.project or any(f.compiles for m in ctx.project.values() for f in m.functions.values()):
         return  # (a module of the user's that the file imports compiles a model: maybe this one)
     found = stepped_factory_model(ctx)
+    if found is None and (stepped := entry_models(ctx)):  # its step runs in the user's modules
+        model = stepped[0]
+        step = model.step.name.rsplit(".", 1)[-1]
+        yield Finding(model.build, f"the trained model `{model.name}` is never compiled: every op runs as a separate "
+                                   f"eager kernel (it comes from {model.source}; `{step}` runs its step); compile its "
+                                   "networks where they are built",
+                      no_fix_reason=f"the networks are built and stepped by the user's other modules (`{step}`): "
+                                    "compile each with .compile() after building it, where it runs on CUDA")
+        return
     if found is not None:
         call, name, source = found
         yield Finding(call, f"the trained model `{name}` is never compiled: every op runs as a separate eager "
@@ -333,7 +350,7 @@ def _fitted_elsewhere_built(ctx: RuleContext) -> Iterator[Finding]:
     """A LightningModule built with the user's other modules (``model = METHODS[cfg.method](cfg)``
     over a table of LightningModule classes, ``build_model(cfg)``) and handed to ``trainer.fit``
     here: the entry the user runs is where it is built, so the compile goes here, before fit."""
-    if "lightning" not in frameworks(ctx).kinds or not ctx.project:
+    if "lightning" not in frameworks(ctx).kinds:
         return
     fits = [call for call in ctx.nodes(cst.Call) if method_call(call, "fit") and
             frameworks(ctx).objects.get(dotted_name(call.func.value) or "") == "lightning"]  # type: ignore[union-attr]
@@ -345,7 +362,8 @@ def _fitted_elsewhere_built(ctx: RuleContext) -> Iterator[Finding]:
         # (``model = model.to(memory_format=...)`` rebinds the same model)
         built = [b for _, v in assignments_in(ctx, body_of(ctx, call), name)
                  if dotted_name(b := strip_chain(v)) != name]
-        source = model_source(ctx, built[0]) if len(built) == 1 else None
+        # whatever builds it (``instantiate_from_config(config.model)``), the module fit is handed trains
+        source = (model_source(ctx, built[0]) or unresolved_source(ctx, built[0])) if len(built) == 1 else None
         if source is None:
             continue
         fix = lightning_compile_fix(ctx) if len(fits) == 1 else None

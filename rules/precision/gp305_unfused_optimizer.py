@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, Invalid, NoFix, Replace, Rule, Valid, dedent
+from ..analysis.facts.cli_defaults import false_default_flag
 from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_docs import HF, LIGHTNING, blind_silent
 from ..analysis.facts.program import cpu_only
@@ -22,6 +23,7 @@ from ..analysis.syntax.chosen_classes import chosen_classes, holder_keys, named_
 from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.builders import gathered_model, optimizer_factories, qualified_name
 from ..analysis.syntax.torch_names import FUSABLE
+from ..analysis.syntax.tree import walk
 
 
 
@@ -68,8 +70,13 @@ class UnfusedOptimizer(Rule):
         "`build_optimizer(model, cfg.optimizer)` is not reported)."
     )
     limitations = (
-        "Only Adam, AdamW and SGD from `torch.optim` are checked; other optimizers with fused or "
-        "foreach implementations are not.",
+        "Only Adam, AdamW and SGD from `torch.optim` are checked: they are the ones with a fused CUDA "
+        "kernel (`fused=True`); the others (Adadelta, Adagrad, Adamax, ASGD, NAdam, RAdam, RMSprop, "
+        "Rprop) have none on CUDA (Adagrad's is CPU-only) and already default to their foreach "
+        "implementation there, so nothing is left to choose. An Adam/AdamW/SGD built only behind a "
+        "command-line switch that is off by default, with another optimizer in its `else` "
+        "(`if opt.adam: Adam(...) else: Adadelta(...)`), is the user's opt-in alternative and is not "
+        "reported; the default branch is checked as usual.",
         "An explicit `foreach=True` counts as a choice and silences it; `foreach=False` selects the "
         "slowest, for-loop implementation and is reported (the fix puts `fused=` in its place: the user "
         "chose the loop on purpose, hence unsafe like every fix of this rule).",
@@ -159,7 +166,7 @@ class UnfusedOptimizer(Rule):
                 continue
             if choices is None and not ctx.is_call_to(call, FUSABLE) or has_star_args(call):
                 continue
-            if get_arg(call, "fused") is not None or not _foreach_unset_or_off(call):
+            if get_arg(call, "fused") is not None or not _foreach_unset_or_off(call) or _opt_in_choice(ctx, call):
                 continue
             if get_arg(call, "foreach") is not None:
                 message = ("optimizer with foreach=False: its update runs the slowest implementation, a loop "
@@ -292,3 +299,18 @@ def _lightning_self(ctx: RuleContext, call: cst.Call) -> str | None:
         return None
     params = fn.params.params
     return params[0].name.value if params else None
+
+
+def _opt_in_choice(ctx: RuleContext, call: cst.Call) -> bool:
+    """``if opt.adam: Adam(...) else: Adadelta(...)`` with ``--adam`` a switch off by default: the
+    default run builds the other optimizer (reported there when it can be fused); this one is the
+    user's opt-in alternative."""
+    child: cst.CSTNode = call
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        if isinstance(anc, cst.If) and child is anc.body:
+            return anc.orelse is not None and false_default_flag(ctx, anc.test) is not None and any(
+                isinstance(n, cst.Call) and ctx.matches(n.func, {"torch.optim.*"}) for n in walk(anc.orelse))
+        child = anc
+    return False

@@ -229,3 +229,28 @@ def test_a_submodule_imported_from_a_package_already_imported(tmp_path: Path) ->
     main.write_text("from rl import algo, storage\nfrom rl.algo import imitation\n")
     names = [m.name for m in imported_modules(main, tmp_path)]
     assert names == ["rl", "rl.algo", "rl.storage", "rl.algo.imitation"]
+
+
+@pytest.mark.parametrize("scan", [
+    "import importlib, os\nfor f in os.listdir(os.path.dirname(__file__)):\n"
+    "    importlib.import_module('nets.' + f[:-3])\n",
+    "import importlib, pkgutil\nfor info in pkgutil.iter_modules(__path__):\n"
+    "    importlib.import_module(f'{__name__}.{info.name}')\n",
+    "from glob import glob\nfrom importlib import import_module\n"
+    "_ = [import_module(f'nets.{p[:-3]}') for p in glob('nets/*_net.py')]\n",
+])
+def test_a_folder_scanned_for_runtime_imports_imports_its_modules(tmp_path: Path, scan: str) -> None:
+    root = _tree(tmp_path, {
+        "setup.cfg": "", "nets/__init__.py": scan, "nets/conv_net.py": "", "nets/mlp_net.py": "",
+        "nets/_private.py": "", "nets/notes.txt": "",
+    })
+    found = {m.name: m.path for m in imported_modules(root / "nets/__init__.py", root)}
+    assert found == {".conv_net": root / "nets/conv_net.py", ".mlp_net": root / "nets/mlp_net.py"}
+
+
+def test_a_runtime_import_without_a_folder_listing_imports_nothing_more(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "setup.cfg": "", "nets/__init__.py": "import importlib\nmod = importlib.import_module(NAME)\n",
+        "nets/conv_net.py": "",
+    })
+    assert imported_modules(root / "nets/__init__.py", root) == []

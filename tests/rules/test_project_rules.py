@@ -768,12 +768,15 @@ def test_a_model_fed_its_batch_by_another_modules_loop() -> None:
     """Issue 34: ``model.feed_data(batch)`` in train.py's loop over a DataLoader (the model from a
     builder of the package), ``self.low = data["low"].to(self.device)`` in the model class: a copy
     every training step (the builder's product trains through ``optimize_parameters()``). The
-    class fed from a queue by serve.py is of unknown origin: quiet."""
+    class fed from a queue by serve.py trains itself through its input setter: its copy is reported
+    too (moves7), with no safe fix since its input's type is unknown."""
     seen = _lint(PROJECTS / "fed_models")
     copies = [d for d in seen["restorers/restore_model.py"].diagnostics if d.code == "GP104"]  # type: ignore[attr-defined]
     assert [d.line for d in copies] == [12, 14]
     assert all("every training step" in d.message for d in copies)
-    assert "GP104" not in _codes(seen, "restorers/stream_model.py")
+    stream = [d for d in seen["restorers/stream_model.py"].diagnostics if d.code == "GP104"]  # type: ignore[attr-defined]
+    assert [d.line for d in stream] == [14] and "`feed_sample` feeds the inputs that `adapt` trains on" in stream[0].message
+    assert all(d.fix is None or d.fix["safety"] == "unsafe" for d in stream)  # type: ignore[attr-defined]
     # a loader builder of data.py handed the device (for pin_memory) returns host batches: found
     assert _codes(seen, "pretrain.py").count("GP104") == 2
 

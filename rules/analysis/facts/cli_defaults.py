@@ -31,8 +31,10 @@ def zero_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
     changes it: an ``add_argument`` of the file with that destination and ``default=0`` (the
     flag as written), else a field of a typed arguments class of the user's imported modules
     defaulting to 0 (``--<field>``, as Tap, simple-parsing and HfArgumentParser spell it)."""
-    if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name) or expr.value.value == "self":
+    if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name):
         return None
+    if expr.value.value == "self":
+        return _stored_flag(ctx, expr)
     name = expr.attr.value
     options, assigned = ctx.fact(_options)
     if name in assigned:
@@ -42,6 +44,36 @@ def zero_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
     if any(name in m.zero_fields for m in ctx.project.values()):
         return f"--{name}"
     return None
+
+
+def _stored_flag(ctx: RuleContext, expr: cst.Attribute) -> str | None:
+    """``self.num_workers`` that the class stores once from the command line: from ``args.workers``
+    (``self.workers = args.workers``) whose flag defaults to 0, or from a parameter of its
+    ``__init__`` that defaults to 0 and that an option of the file with the same destination, also
+    0 by default, fills (a Lightning DataModule's ``add_argparse_args`` with ``from_argparse_args``,
+    ``Loader(**vars(args))``)."""
+    cls = ctx.enclosing(expr, cst.ClassDef)
+    if cls is None:
+        return None
+    stored = [(fn, node.value) for fn in cls.body.body if isinstance(fn, cst.FunctionDef)
+              for node in walk(fn.body) if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and
+              any(dotted_name(t) == f"self.{expr.attr.value}" for t in (
+                  [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]))]
+    if len(stored) != 1 or stored[0][1] is None:
+        return None
+    fn, value = stored[0]
+    if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value != "self":
+        return zero_default_flag(ctx, value)
+    if fn.name.value != "__init__" or not isinstance(value, cst.Name):
+        return None
+    param = next((p for p in fn.params.params if p.name.value == value.value), None)
+    if param is None or param.default is None or literal_value(param.default) != 0 or \
+            literal_value(param.default) is False:
+        return None
+    options, _ = ctx.fact(_options)
+    changed = any(isinstance(t.target, cst.Attribute) and t.target.attr.value == value.value and
+                  dotted_name(t.target.value) != "self" for node in ctx.nodes(cst.Assign) for t in node.targets)
+    return options.get(value.value) if not changed else None
 
 
 def false_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:

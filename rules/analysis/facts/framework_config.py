@@ -22,7 +22,7 @@ import libcst as cst
 from ..model.guards import flag_name, is_once_test, is_periodic_test, rare_condition, rare_exit_before
 from ..syntax.calls import NOT_LITERAL, get_arg, literal_value
 from ..syntax.context import RuleContext
-from .frameworks import frameworks, hf_args_unread  # noqa: F401 - (hf_args_unread: its users import it here)
+from .frameworks import fitted_project_modules, frameworks, hf_args_unread, trainer_classmethod  # noqa: F401 - (hf_args_unread: its users import it here)
 from .kwargs import Keywords, call_keywords, feeds_only
 
 _LIGHTNING_ROOTS = ("lightning", "pytorch_lightning")
@@ -93,6 +93,7 @@ class ConfigCall:
 
 
 def _kind(qualname: str) -> str | None:
+    qualname = trainer_classmethod(qualname)
     root = qualname.split(".")[0]
     last = qualname.rsplit(".", 1)[-1]
     if root == "transformers" and last in _HF_ARGS or root == "trl" and last in TRL_CONFIGS:
@@ -152,7 +153,12 @@ def _framework_config(ctx: RuleContext) -> FrameworkConfig:
         kind = _kind(qn)
         if kind is not None:
             keywords = call_keywords(ctx, call)
+            if trainer_classmethod(qn) != qn:  # ``Trainer.from_argparse_args(args)``: args may set any
+                keywords = dataclasses.replace(keywords, opaque=True)
             calls.append(ConfigCall(kind, call, qn, keywords, defaults, _private_dicts(ctx, call, keywords)))
+    if fitted_project_modules(ctx):  # a trainer built by a config or a factory: its settings are out of sight
+        blind = True
+        blind_kinds.add("lightning")
     # LightningModule subclasses, through aliases and in-file subclasses of subclasses.
     modules = tuple(frameworks(ctx).classes.get("lightning", []))
     return FrameworkConfig(tuple(calls), blind, modules, frozenset(blind_kinds), tuple(blind_calls))

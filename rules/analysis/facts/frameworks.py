@@ -18,7 +18,7 @@ from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call, target_names
 from ..syntax.callsites import call_site_args
 from ..syntax.context import RuleContext
-from ..syntax.project import project_listed
+from ..syntax.project import project_class_facts, project_listed
 from ..syntax.tree import walk
 
 _LIGHTNING = ("lightning", "pytorch_lightning", "lightning_fabric")
@@ -39,6 +39,7 @@ _STEP_METHODS = {
 
 
 def _kind(qualname: str) -> str | None:
+    qualname = trainer_classmethod(qualname)
     root, _, rest = qualname.partition(".")
     last = qualname.rsplit(".", 1)[-1]
     if root == "accelerate" and last == "Accelerator":
@@ -57,6 +58,13 @@ def _kind(qualname: str) -> str | None:
     if root == "composer" and last == "Trainer":
         return "composer"
     return None
+
+
+def trainer_classmethod(qualname: str) -> str:
+    """``pytorch_lightning.Trainer`` for ``pytorch_lightning.Trainer.from_argparse_args``: a
+    classmethod constructor (``from_*``) of a framework class builds that class."""
+    head, _, last = qualname.rpartition(".")
+    return head if last.startswith("from_") and head.rsplit(".", 1)[-1][:1].isupper() else qualname
 
 
 def _kind_of(ctx: RuleContext, node: cst.BaseExpression) -> str | None:
@@ -98,6 +106,9 @@ def _frameworks(ctx: RuleContext) -> Frameworks:
             for t in assign.targets:
                 for name in target_names(t.target):
                     objects[name] = kind
+    for call, receiver in fitted_project_modules(ctx):  # ``trainer = instantiate(cfg.trainer)``
+        calls.setdefault("lightning", []).append(call)
+        objects.setdefault(receiver, "lightning")
     classes: dict[str, list[cst.ClassDef]] = {}
     names: dict[str, str] = {}
     for _ in range(3):  # subclasses of subclasses defined in the same file
@@ -111,6 +122,40 @@ def _frameworks(ctx: RuleContext) -> Frameworks:
                     classes.setdefault(kind, []).append(cls)
                     break
     return Frameworks(calls, classes, objects)
+
+
+def fitted_project_modules(ctx: RuleContext) -> list[tuple[cst.Call, str]]:
+    """``trainer.fit(model, ...)`` where ``model`` is built here from a LightningModule class of
+    the user's other modules (one with a ``training_step``) and ``trainer`` is built by something
+    the file cannot resolve (``hydra.utils.instantiate(cfg.trainer)``, a factory): Lightning trains
+    that model, with a configuration out of sight. The call and the trainer's name."""
+    if not ctx.project:
+        return []
+    out = []
+    for call in ctx.nodes(cst.Call):
+        if not method_call(call, "fit") or not call.args or (receiver := dotted_name(call.func.value)) is None:  # type: ignore[attr-defined]
+            continue
+        arg = get_arg(call, "model", 0)
+        name = dotted_name(arg.value) if arg is not None else None
+        if name is None or _kind_of(ctx, call.func) is not None:
+            continue
+        for assign in ctx.nodes(cst.Assign):
+            value = assign.value
+            while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+                    isinstance(value.func.value, cst.Call):
+                value = value.func.value  # ``Model(cfg).to(device)``
+            if isinstance(value, cst.Call) and any(dotted_name(t.target) == name for t in assign.targets) and \
+                    _lightning_class(ctx, value.func):
+                out.append((call, receiver))
+                break
+    return out
+
+
+def _lightning_class(ctx: RuleContext, func: cst.BaseExpression) -> bool:
+    """Is ``func`` a class of the user's other modules with a ``training_step`` (a LightningModule)?"""
+    facts = project_class_facts(ctx, func)
+    last = (dotted_name(func) or "").rsplit(".", 1)[-1]
+    return facts is not None and f"{last}.training_step" in facts.functions
 
 
 def hf_args_unread(ctx: RuleContext) -> bool:

@@ -16,6 +16,7 @@ from ..model.datasets import in_memory_datasets, loader_subclasses, padding_coll
 from ..model.guards import returns_rare
 from ..model.models import (is_model_constructor, library_optimizer_model, loss_classes, module_subclasses,
                             registry_built_model, strip_chain)
+from ..model.step_reach import indirect_callee, returned_closures
 from ..model.step_code import fills_grads, walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name
@@ -33,10 +34,12 @@ from .param_roles import class_param_roles, param_roles
 from .framework_hooks import HF_CALLBACK, HF_TRAINER, exported_classes
 from .framework_config import framework_config
 from .loader_builders import returned_loaders
+from .model_tables import class_tables, model_tables, registered_models
 from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
 from .script_facts import first_use_of
 from .self_training import self_training_methods
+from .step_targets import self_step_calls, stepping_classes
 from .to_methods import strict_to_classes
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
@@ -64,10 +67,14 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     classes = module_subclasses(ctx) - loss_classes(ctx)
     classes |= {c.name.value for c in ctx.module.body if isinstance(c, cst.ClassDef) and  # ``BetaVAE(ConvVAE)``
                 any(project_model_class(ctx, b.value) is not None for b in c.bases)}
+    # A model's own methods (``forward``) run no training step: not walked for one, unless the
+    # class runs a backward itself (an ``nn.Module`` trainer's ``train_step``: ``facts.step_targets``).
+    stepping = stepping_classes(ctx)
     for name, fn in functions_of(ctx):
-        # A model's own methods (``forward``) run no training step: not walked for one.
-        in_model = "." in name and name.split(".", 1)[0] in classes
+        in_model = "." in name and name.split(".", 1)[0] in classes - stepping
         functions[name] = _function_facts(ctx, ta, fn, models.get(fn), line_of, in_model)
+        for suffix, inner in returned_closures(fn) if "." not in name else ():  # ``get_step_fn()``: its closure
+            functions[f"{name}{suffix}"] = _function_facts(ctx, ta, inner, None, line_of)
     _params_through_helpers(ctx, functions)
     settings_through_methods(ctx, functions)
     _class_entries(ctx, ta, functions, classes)
@@ -80,7 +87,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
         settings |= imported.settings
     return ModuleFacts(functions, frozenset(workload), frozenset(exported),
                        any(f.trains for f in functions.values()), settings=frozenset(settings),
-                       step_calls=_step_calls(ctx, ta, line_of), registries=_model_tables(ctx, exported),
+                       step_calls=_step_calls(ctx, ta, line_of), registries=model_tables(ctx, exported),
                        loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
                        memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
                        zero_fields=zero_fields(ctx), false_fields=false_fields(ctx), padding_collates=padding_collates(ctx),
@@ -91,61 +98,8 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        callback_classes=exported_classes(ctx, HF_CALLBACK) | _reexported(ctx, "callback_classes"),
                        kept_loaders=ctx.fact(worker_keeping_loaders) | _reexported(ctx, "kept_loaders"),
                        self_training=self_training_methods(ctx),
-                       class_tables=_class_tables(ctx, exported, workload),
+                       class_tables=class_tables(ctx, exported, workload),
                        registered=registered_models(ctx, exported))
-
-
-def registered_models(ctx: RuleContext, models: set[str]) -> frozenset[str]:
-    """Its model classes a decorator registers by name (``@ARCH_REGISTRY.register()``,
-    ``@utils.register_model(name="ncsn")``, ``@MODELS.register_module()``): a builder elsewhere that
-    looks the class up by a configuration string builds one of them."""
-    if "register" not in ctx.source:
-        return frozenset()
-    out = set()
-    for cls in ctx.module.body:
-        if isinstance(cls, cst.ClassDef) and cls.name.value in models and any(
-                "register" in (dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
-                               or "").rsplit(".", 1)[-1] for d in cls.decorators):
-            out.add(cls.name.value)
-    return frozenset(out)
-
-
-def _class_tables(ctx: RuleContext, models: set[str], workload: set[str]
-                  ) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
-    """Tables of model classes the module's classes hold in an attribute (``self.model_dict =
-    {"Autoformer": Autoformer, "PatchTST": PatchTST}`` in ``__init__``): a subclass elsewhere
-    builds one of them (``self.model_dict[self.args.model](self.args)``). MATMUL when one of the
-    classes multiplies matrices, CONV when every one convolves."""
-    if "{" not in ctx.source:
-        return {}
-    out: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-    conv = conv_builders(ctx)
-    for cls in ctx.module.body:
-        if not isinstance(cls, cst.ClassDef):
-            continue
-        for node in walk(cls, into_nested=True):
-            if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Dict):
-                continue
-            values = [e.value for e in node.value.elements if isinstance(e, cst.DictElement)]
-            if not values or not all(isinstance(v, (cst.Name, cst.Attribute)) for v in values):
-                continue
-            owners = [project_model_class(ctx, v) if dotted_name(v) not in models else None for v in values]
-            local = [dotted_name(v) in models for v in values]
-            if not any(local) and not any(o is not None for o in owners):
-                continue  # not a table of model classes
-            kinds = set()
-            if any(MATMUL in (o.workload if o is not None else workload if here else frozenset())
-                   for o, here in zip(owners, local)):
-                kinds.add(MATMUL)
-            if all(o is not None and (dotted_name(v) or "").rsplit(".", 1)[-1] in o.conv_models or
-                   here and dotted_name(v) in conv for v, o, here in zip(values, owners, local)):
-                kinds.add(CONV)
-            names = tuple(dict.fromkeys((dotted_name(v) or "").rsplit(".", 1)[-1] for v in values))
-            for t in node.targets:
-                target = dotted_name(t.target) or ""
-                if target.startswith("self.") and target.count(".") == 1:
-                    out[f"{cls.name.value}.{target[5:]}"] = (tuple(sorted(kinds)), names)
-    return out
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:
@@ -178,9 +132,11 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tupl
     module's step or eval loops, directly or through its own functions (``to_device(batch,
     device)``, ``model.parse_batch(batch)``, ``criterion(out, y)`` of a loss class): the callee's
     module, checked itself, sees that code as per-step code (issue 34)."""
-    if not ctx.project or not (ta.step_loops or ta.eval_loops):
+    if not (ta.step_loops or ta.eval_loops):
         return ()
-    out = []
+    out = self_step_calls(ctx, ta, line_of)
+    if not ctx.project:
+        return tuple(out)
     instances: dict[str, list[cst.BaseExpression]] | None = None
     offered = {part for facts in ctx.project.values() for name in facts.functions for part in name.split(".")}
     for call in ctx.nodes(cst.Call):
@@ -196,6 +152,8 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tupl
         elif known and isinstance(call.func, cst.Attribute) and (dotted_name(call.func.value) or "self") != "self":
             method = project_method(ctx, call)  # ``model.parse_batch(batch)``: one class has it
             callee = (method.key, method.name) if method is not None else None
+        if callee is None and isinstance(call.func, cst.Name):
+            callee = indirect_callee(ctx, call)  # ``step_fn = get_step_fn(...)``, ``partial(step, ...)``
         if callee is None and isinstance(call.func, (cst.Name, cst.Attribute)):
             if instances is None:
                 instances = {}
@@ -213,22 +171,6 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tupl
         if loop is not None:
             out.append(StepCall(callee[0], callee[1], line_of(call), ta.loop_kind(loop)))
     return tuple(out)
-
-
-def _model_tables(ctx: RuleContext, models: set[str]) -> frozenset[str]:
-    """Module-level dicts whose values are its model classes (``vae_models = {"VAE": VanillaVAE}``):
-    ``vae_models[name](**cfg)`` in an importer builds one of them."""
-    out = set()
-    for stmt in ctx.module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for a in stmt.body:
-                values = [e.value for e in a.value.elements if isinstance(e, cst.DictElement)] \
-                    if isinstance(a, cst.Assign) and isinstance(a.value, cst.Dict) else []
-                # classes by name (aliases too: ``VAE = VanillaVAE``), at least one of them a model
-                if values and all(isinstance(v, (cst.Name, cst.Attribute)) for v in values) and \
-                        any(dotted_name(v) in models for v in values):
-                    out |= {t.target.value for t in a.targets if isinstance(t.target, cst.Name)}
-    return frozenset(out)
 
 
 def _params_through_helpers(ctx: RuleContext, functions: dict[str, FunctionFacts]) -> None:
@@ -300,6 +242,8 @@ def _reexports(ctx: RuleContext, functions: dict[str, FunctionFacts], models: se
     """What the module imports at module level from the user's other modules and so offers its
     own importers (a package's ``__init__``: ``from .registry import create_model``,
     ``from .yolo import Model``, ``from .vit import *``)."""
+    for fname, f in ((n, f) for key in _scanned(ctx) for n, f in ctx.project[key].functions.items() if "." in n):
+        functions.setdefault(fname, f)  # the classes of the folder's modules it imports by name at run time
     for stmt in ctx.module.body:
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue
@@ -323,6 +267,14 @@ def _reexports(ctx: RuleContext, functions: dict[str, FunctionFacts], models: se
                 for fname, f in facts.functions.items():
                     if fname == name or fname.startswith(f"{name}."):
                         functions.setdefault(local + fname[len(name):], f)
+
+
+def _scanned(ctx: RuleContext) -> list[str]:
+    """Modules of its folder it imports by a name listed at run time (a registry filled by scanning;
+    the lint layer hands them in as ``.name``), not by a statement."""
+    written = {"." * len(n.relative) + (dotted_name(n.module) or "" if n.module else "") for n in ctx.nodes(cst.ImportFrom)}
+    return [k for k in ctx.project if k.startswith(".") and k.count(".") == 1 and k not in written] \
+        if "import_module" in ctx.source or "__import__" in ctx.source else []
 
 
 def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> dict[cst.FunctionDef, tuple[int, ...]]:

@@ -96,6 +96,8 @@ def _stored_param(value: cst.BaseExpression, params: tuple[str, ...]) -> str | N
         if not isinstance(value, cst.Call):
             return None
         func = value.func
+        if (dotted_name(func) or "").startswith(("nn.", "torch.nn.")) and "Parallel" not in (dotted_name(func) or ""):
+            return None  # ``nn.Sequential(nn.Linear(obs_dim, 256))``: layers it sizes, not it
         if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
             return None  # ``Adam(model.parameters())``: an optimizer over it, not it
         if isinstance(func, cst.Attribute) and isinstance(func.value, (cst.Name, cst.Call)) and \

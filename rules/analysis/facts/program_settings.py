@@ -26,10 +26,25 @@ def _under_a_branch(ctx: RuleContext, node: cst.CSTNode) -> bool:
     not a test of the machine (``if torch.cuda.is_available():``, ``if hasattr(torch, ...)``: every
     GPU run takes it)?"""
     for anc in ctx.ancestors(node):
-        if isinstance(anc, cst.If) and not _machine_test(ctx, anc.test):
+        if isinstance(anc, cst.If) and not _machine_test(ctx, anc.test) and not _every_branch_sets(ctx, anc):
             return True
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             return False
+    return False
+
+
+def _every_branch_sets(ctx: RuleContext, test: cst.If) -> bool:
+    """``if seed == 0: cudnn.benchmark = False`` / ``else: cudnn.benchmark = True``: every path
+    through the ``if`` (its ``elif``s and ``else``) makes a setting, so it is made either way."""
+    branch: cst.If | cst.Else | None = test
+    while branch is not None:
+        if not any(_kind(ctx, n) is not None for n in walk(branch.body)):
+            return False
+        branch = branch.orelse if isinstance(branch, cst.If) else None
+        if branch is None:
+            return False  # no ``else``: a path that sets nothing
+        if isinstance(branch, cst.Else):
+            return any(_kind(ctx, n) is not None for n in walk(branch.body))
     return False
 
 
@@ -56,11 +71,16 @@ def setting_of(ctx: RuleContext, node: cst.CSTNode) -> str | None:
     ``torch.set_float32_matmul_precision("high")``), else None."""
     if not isinstance(node, (cst.Call, cst.Assign)) or _under_a_branch(ctx, node):
         return None  # ``if deterministic: torch.use_deterministic_algorithms(True)``: an opt-in
+    return _kind(ctx, node)
+
+
+def _kind(ctx: RuleContext, node: cst.CSTNode) -> str | None:
     if isinstance(node, cst.Call):
         if ctx.matches(node.func, SET_PRECISION):
             return TF32
         return CUDNN if ctx.matches(node.func, DETERMINISM) else None
-    assert isinstance(node, cst.Assign)
+    if not isinstance(node, cst.Assign):
+        return None
     for t in node.targets:
         elements = [e.value for e in t.target.elements] if isinstance(t.target, cst.Tuple) else [t.target]
         for target in (e for e in elements if isinstance(e, cst.Attribute)):

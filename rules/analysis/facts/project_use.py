@@ -14,8 +14,8 @@ from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import project_runs
 from ..syntax.project import (CONV, MATMUL, ModuleFacts, ProjectCall, model_methods, project_base_class,
-                              project_calls, project_class, project_class_table, project_method, project_model_class,
-                              project_module, project_table)
+                              project_calls, project_class, project_class_table, project_listed, project_method,
+                              project_model_class, project_module, project_table)
 from .frameworks import framework_trains
 from .self_training import self_trained_models
 
@@ -190,7 +190,8 @@ def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, str |
     for call in ctx.nodes(cst.Call):
         name: str | None = None
         module = _picked_from(ctx, call)
-        if module is None and (module := project_class(ctx, call)) is not None:
+        if module is None and ((module := project_class(ctx, call)) is not None or _convolving_class(ctx, call)):
+            module = module or project_listed(ctx, call.func, "conv_models")
             name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
         if module is None:
             pc = next((p for p in project_calls(ctx) if p.call is call), None)
@@ -202,6 +203,15 @@ def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, str |
         if module is not None:
             out.append((call, module, name))
     return out
+
+
+def _convolving_class(ctx: RuleContext, call: cst.Call) -> bool:
+    """A class of the user's modules with a ``forward`` whose convolutions the analysis resolves,
+    though its base is not seen as ``nn.Module`` (``nn`` brought by ``from .parts import *``)."""
+    if not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return False
+    module = project_listed(ctx, call.func, "conv_models")
+    return module is not None and f"{(dotted_name(call.func) or '').rsplit('.', 1)[-1]}.forward" in module.functions
 
 
 def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:

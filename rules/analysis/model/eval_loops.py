@@ -260,8 +260,45 @@ def runs_a_few(loop: Loop) -> bool:
     return False
 
 
+def _bounded_by_break(loop: Loop) -> bool:
+    """Is ``loop`` left by a ``break`` once its counter reaches a bound, whatever it is (``if i ==
+    args.n_samples - 1: break``), or over a few items?"""
+    if runs_a_few(loop):
+        return True
+    counter = _counter(loop)
+    if counter is None:
+        return False
+    for node in walk(loop.body, stop_at=(cst.For, cst.While)):
+        if isinstance(node, cst.If) and isinstance(node.test, cst.Comparison) and len(node.test.comparisons) == 1 \
+                and isinstance(node.test.comparisons[0].operator, (cst.GreaterThanEqual, cst.GreaterThan, cst.Equal)) \
+                and dotted_name(node.test.left) == counter and \
+                any(isinstance(s, cst.Break) for s in walk(node.body, stop_at=(cst.For, cst.While))):
+            return True
+    return False
+
+
+def one_off_pass(ta: TrainingQueries, loop: Loop) -> bool:
+    """A loop that reads a bounded prefix of its data once, before the training loop of the same
+    function or script (dumping a few reference samples, a warm-up or calibration pass): it does
+    not train, is nested in no loop, breaks once its counter reaches a bound, and a loop after it
+    in the same body trains. Its iterations are not steps."""
+    ctx = ta.ctx
+    if not isinstance(loop, cst.For) or ta.trains(loop) or not _bounded_by_break(loop):
+        return False
+    fn = ctx.enclosing(loop, cst.FunctionDef)
+    for anc in ctx.ancestors(loop):
+        if anc is fn:
+            break
+        if isinstance(anc, (cst.For, cst.While)):
+            return False
+    order = ctx.preorder()
+    here = order.get(loop, 0)
+    return any(order.get(other, 0) > here and ctx.enclosing(other, cst.FunctionDef) is fn and ta.trains(other)
+               for other in ctx.nodes(cst.For, cst.While))
+
+
 def is_eval_loop(ta: TrainingQueries, loop: Loop) -> bool:
-    if ta.trains(loop) or runs_a_few(loop):
+    if ta.trains(loop) or runs_a_few(loop) or one_off_pass(ta, loop):
         return False
     call = batch_model_call(ta, loop)
     if call is None:

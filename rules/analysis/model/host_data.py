@@ -11,7 +11,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..syntax.callsites import call_site_args
-from ..syntax.torch_names import DATALOADERS
+from ..syntax.torch_names import DATALOADERS, LIBRARY_LOADERS
 from ..syntax.tree import walk
 
 if TYPE_CHECKING:
@@ -198,7 +198,7 @@ def default_collate(ta: TrainingAnalysis, iterable: cst.BaseExpression) -> bool:
     if not calls:
         return False
     for call in calls:
-        if get_arg(call, "collate_fn", 6) is not None:
+        if get_arg(call, "collate_fn", 6) is not None or ta.ctx.is_call_to(call, LIBRARY_LOADERS):
             return False
         if any(a.star == "**" for a in call.args) and "collate_fn" in ta.ctx.source:
             return False

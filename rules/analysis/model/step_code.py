@@ -14,6 +14,7 @@ from ..syntax.tree import walk
 from .eval_loops import in_no_grad
 from .host_data import built_on_host, default_collate, host_batch_methods, is_tokenizer_output
 from .models import assigned_module_names
+from .step_reach import mapped_source
 from .tensors import is_tensor_expr
 from .training import TrainingAnalysis
 
@@ -196,7 +197,8 @@ class BatchData:
         return False
 
     def _comprehension_source(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
-        """For ``v`` in ``{k: v.to(d) for k, v in batch.items()}``: ``batch.items()``."""
+        """For ``v`` in ``{k: v.to(d) for k, v in batch.items()}``: ``batch.items()``; for ``t`` in
+        ``map(lambda t: t.cuda(), batch)``: ``batch``."""
         base: cst.BaseExpression = expr
         while isinstance(base, (cst.Subscript, cst.Attribute)):
             base = base.value
@@ -205,6 +207,8 @@ class BatchData:
         for anc in self.ctx.ancestors(expr):
             if anc is self.loop:
                 break
+            if isinstance(anc, cst.Lambda) and (mapped := mapped_source(self.ctx, anc, base.value)) is not None:
+                return mapped  # ``map(lambda t: t.cuda(), batch)``
             if isinstance(anc, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
                 comp: cst.CompFor | None = anc.for_in
                 while comp is not None:

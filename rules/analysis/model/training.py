@@ -33,6 +33,8 @@ from ..syntax.project import project_class_method, project_function, project_met
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
 from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_default, rare_condition, rare_exit_before
+from .step_reach import external_defs, indirect_callee, result_calls, runs_in_place
+from .models import strip_chain
 from .periods import per_step_alternative, period_one_by_default, periods
 from .tensors import TENSOR_METHODS, is_tensor_expr
 from .training_objects import TrainingObjects
@@ -173,6 +175,9 @@ class TrainingAnalysis(TrainingObjects):
         name = dotted_name(node.func)
         if name is None or name.startswith("self."):
             return False
+        if isinstance(node.func, cst.Name) and (callee := indirect_callee(self.ctx, node)) is not None:
+            f = self.ctx.project[callee[0]].functions.get(callee[1])  # ``step_fn = get_step_fn(...)``
+            return f is not None and f.steps_each_call
         if name.split(".", 1)[0] in self.ctx.import_aliases:  # ``utils.train_batch(...)``: that module only
             found = project_function(self.ctx, node)
             return found is not None and found.facts.steps_each_call
@@ -205,9 +210,9 @@ class TrainingAnalysis(TrainingObjects):
                 return node.annotation.annotation
             if isinstance(node, cst.Assign) and any(dotted_name(t.target) == name.value for t in node.targets):
                 values.append(node.value)
-        if len(values) == 1 and isinstance(values[0], cst.Call) and \
-                (dotted_name(values[0].func) or "").split(".", 1)[0] in self.ctx.import_aliases:
-            return values[0].func
+        ctor = strip_chain(values[0]) if len(values) == 1 else None  # ``Trainer(net).cuda()`` is a Trainer
+        if isinstance(ctor, cst.Call) and (dotted_name(ctor.func) or "").split(".", 1)[0] in self.ctx.import_aliases:
+            return ctor.func
         return None
 
     def steps_each_call(self, fn: cst.FunctionDef) -> bool:
@@ -234,7 +239,7 @@ class TrainingAnalysis(TrainingObjects):
         return cache[loop]
 
     def _is_step_loop(self, loop: Loop) -> bool:
-        return isinstance(loop, cst.For) and self.is_dataloader(loop.iter) or self.trains(loop)
+        return self.trains(loop) or isinstance(loop, cst.For) and self.is_dataloader(loop.iter) and not _evalloops.one_off_pass(self, loop)
 
     def _is_rollout(self, loop: Loop) -> bool:
         """``envs.step(action)`` and a call of the agent (a model, or a name such as ``agent``,
@@ -295,7 +300,7 @@ class TrainingAnalysis(TrainingObjects):
                     return anc
             if isinstance(anc, cst.FunctionDef):
                 return self._fn_called_per_step(anc, seen, guards, flags)
-            if isinstance(anc, (cst.ClassDef, cst.Lambda)):
+            if isinstance(anc, cst.ClassDef) or isinstance(anc, cst.Lambda) and not runs_in_place(self.ctx, anc):
                 return None
             child = anc
         return None
@@ -313,7 +318,8 @@ class TrainingAnalysis(TrainingObjects):
                 result = loop
                 break
         if result is None:
-            for use in self._handed_over(fn):  # ``gpu_timer(train_step)`` in the loop that defines it
+            # ``gpu_timer(train_step)`` in the loop that defines it; ``step_fn(batch)`` of ``get_step_fn()``'s
+            for use in (*self._handed_over(fn), *result_calls(self.ctx, fn)):
                 result = self._loop_of(use, seen | {fn}, guards, flags)
                 if result is not None:
                     break
@@ -340,21 +346,7 @@ class TrainingAnalysis(TrainingObjects):
         one of their loops (``RuleContext.launch``'s ``step_callers``: a loss's ``forward``, a
         ``to_device`` helper), a training step's caller preferred."""
         if self._external is None:
-            self._external = {}
-            callers = project_runs(self.ctx).step_callers
-            if callers:
-                defs: dict[str, cst.FunctionDef] = {}
-                for stmt in self.ctx.module.body:
-                    if isinstance(stmt, cst.FunctionDef):
-                        defs[stmt.name.value] = stmt
-                    elif isinstance(stmt, cst.ClassDef):
-                        for inner in stmt.body.body:
-                            if isinstance(inner, cst.FunctionDef):
-                                defs[f"{stmt.name.value}.{inner.name.value}"] = inner
-                for caller in sorted(callers, key=lambda c: c.kind != TRAIN):
-                    fn = defs.get(caller.function)
-                    if fn is not None:
-                        self._external.setdefault(fn, caller)
+            self._external = external_defs(self.ctx, project_runs(self.ctx).step_callers, TRAIN)
         return self._external
 
     def every_step_caller(self, node: cst.CSTNode, *, flags: bool = False) -> StepCaller | None:
@@ -396,7 +388,7 @@ class TrainingAnalysis(TrainingObjects):
                     if found is not None:
                         return found
                 return None
-            if isinstance(anc, (cst.ClassDef, cst.Lambda)):
+            if isinstance(anc, cst.ClassDef) or isinstance(anc, cst.Lambda) and not runs_in_place(self.ctx, anc):
                 return None
             child = anc
         return None

@@ -138,7 +138,7 @@ class ModuleFacts:
     class_tables: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = dataclasses.field(default_factory=dict)
     # its model classes a decorator registers by name (``@ARCH_REGISTRY.register()``,
     # ``@register_model(name="unet")``): a builder looking a class up by a configuration string
-    # builds one of them (``facts.module_facts.registered_models``)
+    # builds one of them (``facts.model_tables.registered_models``)
     registered: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:

@@ -5,7 +5,15 @@ DataLoader as DL`` and ``torch.utils.data.DataLoader`` resolve the same, while a
 called ``DataLoader`` resolves to itself and never matches.
 """
 
-DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+# Libraries' DataLoader subclasses that hand ``num_workers``/``pin_memory``/``persistent_workers`` to
+# torch's and take the dataset and batch size first; their batches are the library's own objects
+# (a PyG ``Batch``, a DGL graph), collated by the library (``host_data.default_collate`` says no).
+LIBRARY_LOADERS = frozenset({
+    "torch_geometric.loader.DataLoader", "torch_geometric.loader.DenseDataLoader",
+    "torch_geometric.loader.DataListLoader", "torch_geometric.data.DataLoader", "torch_geometric.data.DenseDataLoader",
+    "torch_geometric.data.DataListLoader", "dgl.dataloading.GraphDataLoader", "monai.data.DataLoader",
+})
+DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}) | LIBRARY_LOADERS
 OPTIMIZERS = frozenset({"torch.optim.*"})
 LR_SCHEDULERS = frozenset({"torch.optim.lr_scheduler.*", "torch.optim.swa_utils.*"})
 GRAD_SCALERS = frozenset({

@@ -1,5 +1,6 @@
-"""A model class fed by serve.py from a queue of unknown origin: nothing says its input is on the
-host, so its copy is not reported."""
+"""A class that trains itself (its own optimizer, `adapt` runs the backward) through an input setter:
+its copy is reported whoever calls it (serve.py feeds it from a queue of unknown origin), with the
+unsafe fix only, since the input's type is not known here."""
 import torch
 
 

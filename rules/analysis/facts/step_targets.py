@@ -1,0 +1,61 @@
+"""The caller's half of the per-step reach across modules (issue 34: ``module_facts``'
+``step_calls``; the callee's half, and what a call of a local name runs, is ``model.step_reach``):
+
+- (``model.step_reach.indirect_callee``) a name bound to what a function of the user's other
+  modules returns (``train_step_fn = losses.get_step_fn(model, opt)``; ``train_step_fn(state, batch)``; ``p_step, e_step =
+  make_steps(cfg)``): the callee is that function's result, ``get_step_fn()`` or ``make_steps()[0]``,
+  which its own module resolves to the closure it returns;
+- a name bound to a wrapper of such a function that calls it with the arguments it is given
+  (``functools.partial(train_step, model=model)``, ``torch.compile(step)``): the wrapped function;
+- ``self.train_step(batch)`` in a loop of a class's method (a template-method trainer whose
+  subclasses, in other modules, define the step): ``StepCall`` with no module, ``Class.method``,
+  read by the modules whose classes derive from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+
+from ..model.training import TrainingAnalysis
+from ..syntax.calls import dotted_name
+from ..syntax.context import RuleContext
+from ..syntax.project import StepCall
+
+
+def self_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Callable[[cst.CSTNode], int]) -> list[StepCall]:
+    """``self.m(...)`` on every iteration of a loop in a method of one of this module's classes:
+    ``StepCall("", "Class.m", ...)``; a subclass of another module that defines ``m`` runs it."""
+    looping = {cls for loop in (*ta.step_loops, *ta.eval_loops)
+               if (cls := ctx.enclosing(loop, cst.ClassDef)) is not None and ctx.parent(cls) is ctx.module}
+    if not looping:
+        return []
+    out = []
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and dotted_name(func.value) == "self"):
+            continue
+        method = ctx.enclosing(call, cst.FunctionDef)
+        cls = ctx.enclosing(method, cst.ClassDef) if method is not None else None
+        if cls not in looping:
+            continue
+        loop = ta.every_step_loop(call)
+        if loop is not None:
+            out.append(StepCall("", f"{cls.name.value}.{func.attr.value}", line_of(call), ta.loop_kind(loop)))
+    return out
+
+
+def stepping_classes(ctx: RuleContext) -> frozenset[str]:
+    """This module's top-level classes one of whose methods calls ``.backward()`` itself (a trainer
+    written as an ``nn.Module``, a model with its own ``train_step``): their methods are walked for
+    a training step like any function's. Read off the calls already indexed, no walk of its own."""
+    if "backward" not in ctx.source:
+        return frozenset()
+    out = set()
+    for call in ctx.nodes(cst.Call):
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
+            cls = ctx.enclosing(call, cst.ClassDef)
+            if cls is not None and ctx.parent(cls) is ctx.module:
+                out.add(cls.name.value)
+    return frozenset(out)

@@ -1,0 +1,48 @@
+"""GP105's readings of what a move copies: the names a combined tensor is built from, and a legacy
+typed-tensor constructor given host data."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.model.reaching import reaching_assignments
+from ..analysis.model.training import TrainingAnalysis
+from ..analysis.syntax.calls import dotted_name, method_call
+from ..analysis.syntax.context import RuleContext
+
+COMBINERS = frozenset({"torch.cat", "torch.stack"})
+
+
+def combined_names(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> list[str]:
+    """``lbl`` bound last to ``torch.cat((ones_part, zeros_part), 1)``: the names it combines
+    (each built in a statement of its own); [] for anything else."""
+    if not isinstance(expr, cst.Name):
+        return []
+    bindings = reaching_assignments(ctx, expr.value, at)
+    if not bindings or len(bindings) != 1:
+        return []
+    value = bindings[0].value
+    if not isinstance(value, cst.Call) or not ctx.matches(value.func, COMBINERS) or not value.args or \
+            not isinstance(value.args[0].value, (cst.List, cst.Tuple)):
+        return []
+    names = [dotted_name(e.value) for e in value.args[0].value.elements]
+    return [n for n in names if n] if len(names) > 1 and all(names) else []
+
+
+
+def host_data_argument(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> bool:
+    """A legacy typed-tensor constructor given host data (``Tensor(np_array)``, ``Tensor([1.0,
+    2.0])``), not sizes (``Tensor(n, 1)``): one positional argument that is a list, a tuple, a
+    comprehension, a numpy result or a ``.numpy()``/``.tolist()`` value."""
+    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return False
+    arg = call.args[0].value
+    if isinstance(arg, (cst.List, cst.Tuple, cst.ListComp)):
+        return True
+    if isinstance(arg, cst.Call):
+        return ctx.matches(arg.func, {"numpy.*"}) or method_call(arg, "numpy", "tolist")
+    if isinstance(arg, cst.Name):
+        values = [v for name, v in ta.assignments() if name == arg.value]
+        return bool(values) and all(isinstance(v, cst.Call) and (
+            ctx.matches(v.func, {"numpy.*"}) or method_call(v, "numpy", "tolist")) for v in values)
+    return False

@@ -1,0 +1,1 @@
+from .segnet_model import SegNet
