@@ -20,10 +20,15 @@ class Plan:
     """``order``: the indexes of the files, each module before the files importing it (an import
     cycle in any order); ``level``: by index, how deep its imports among the files go (0: it
     imports none of them: files of one level can be checked side by side); ``imported``: the
-    indexes some other file of the run imports (their facts are worth keeping)."""
+    indexes some other file of the run imports (their facts are worth keeping); ``component``: by
+    index, the group of files joined by imports among them it belongs to (named by the group's
+    smallest index; only files that import, or are imported by, another file of the run): a
+    process that checks a whole group parses and analyses each of its modules once."""
 
-    def __init__(self, order: list[int], level: dict[int, int], imported: set[int]) -> None:
+    def __init__(self, order: list[int], level: dict[int, int], imported: set[int],
+                 component: dict[int, int] | None = None) -> None:
         self.order, self.level, self.imported = order, level, imported
+        self.component = component if component is not None else {}
 
 
 def plan(fs_paths: Sequence[str], run: str | None) -> Plan:
@@ -63,4 +68,26 @@ def plan(fs_paths: Sequence[str], run: str | None) -> Plan:
                 level[v] = 1 + max((level[w] for w in edges.get(v, ()) if state.get(w) == 2 and w in level),
                                    default=-1)
                 order.append(v)
-    return Plan(order, level, imported)
+    return Plan(order, level, imported, _components(edges))
+
+
+def _components(edges: dict[int, list[int]]) -> dict[int, int]:
+    """The files joined by imports (either way), each group named by its smallest index; files
+    that import none of the run's files and that none imports are left out."""
+    parent: dict[int, int] = {}
+
+    def find(i: int) -> int:
+        root = i
+        while parent.get(root, root) != root:
+            root = parent[root]
+        while i != root:  # path halving's simpler cousin: point the walk at the root
+            parent[i], i = root, parent.get(i, i)
+        return root
+
+    for i, targets in edges.items():
+        for j in targets:
+            a, b = find(i), find(j)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    joined = {i for i, targets in edges.items() if targets} | {j for targets in edges.values() for j in targets}
+    return {i: find(i) for i in joined}

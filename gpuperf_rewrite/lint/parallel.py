@@ -291,7 +291,8 @@ def run_jobs(jobs: Sequence[Job], n_jobs: int | None = None, *,
         sent[i] = dataclasses.replace(jobs[i], share_facts=k in order.imported)
     if workers > 1 and len(todo) >= PARALLEL_THRESHOLD:
         yield from _Scheduler(sent, [todo[k] for k in order.order], answered, workers, check,
-                              {todo[k]: lvl for k, lvl in order.level.items()}).run()
+                              {todo[k]: lvl for k, lvl in order.level.items()},
+                              {todo[k]: todo[c] for k, c in order.component.items()}).run()
         return
     results = dict(answered)
     ready = 0
@@ -305,17 +306,26 @@ def run_jobs(jobs: Sequence[Job], n_jobs: int | None = None, *,
 
 class _Scheduler:
     def __init__(self, jobs: Sequence[Job], todo: list[int], answered: dict[int, FileResult], workers: int,
-                 check: Callable[[Job], FileResult], level: dict[int, int] | None = None) -> None:
+                 check: Callable[[Job], FileResult], level: dict[int, int] | None = None,
+                 component: dict[int, int] | None = None) -> None:
         self.jobs, self.workers, self.check = jobs, workers, check
         level = level or {}
-        sizes = [_size(jobs[i]) for i in todo]
+        size_of = {i: _size(jobs[i]) for i in todo}
+        # A group of files joined by imports (one project) goes to one worker whole, when it is
+        # at most a worker's share of the run: its modules are parsed and analysed in that
+        # process only, once, instead of once in each worker whose files import them.
+        groups = _groups(todo, component or {}, size_of, sum(size_of.values()) / workers)
+        grouped = {i for group in groups for i in group}
+        rest = [i for i in todo if i not in grouped]
+        sizes = [size_of[i] for i in rest]
         chunks = plan_chunks(sizes, workers)
         # The user's modules before their importers (``todo`` is in that order, ``level`` says
         # how deep), and within a level the largest tasks first (LPT): a big file that starts
         # last is what keeps one worker busy while the others idle; results still come out in
-        # job order (benchmarks/chunk_model.py).
-        chunks.sort(key=lambda r: (max(level.get(todo[k], 0) for k in r), -sum(sizes[k] for k in r)))
-        self.pending = deque(tuple(todo[k] for k in chunk) for chunk in chunks)
+        # job order (benchmarks/chunk_model.py). Whole groups first, largest first.
+        chunks.sort(key=lambda r: (max(level.get(rest[k], 0) for k in r), -sum(sizes[k] for k in r)))
+        groups.sort(key=lambda g: -sum(size_of[i] for i in g))
+        self.pending = deque([*groups, *(tuple(rest[k] for k in chunk) for chunk in chunks)])
         self.suspects: deque[tuple[int, ...]] = deque()  # one file each, after a worker died
         self.results: dict[int, FileResult] = dict(answered)
         self.next_out = 0
@@ -383,6 +393,18 @@ class _Scheduler:
         while self.next_out in self.results:
             yield self.results.pop(self.next_out)
             self.next_out += 1
+
+
+def _groups(todo: list[int], component: dict[int, int], size_of: dict[int, int], share: float
+            ) -> list[tuple[int, ...]]:
+    """The files of each import group of at least two files and at most ``share`` bytes, in
+    ``todo``'s order (modules before importers), one task each."""
+    members: dict[int, list[int]] = {}
+    for i in todo:
+        if i in component:
+            members.setdefault(component[i], []).append(i)
+    return [tuple(group) for group in members.values()
+            if len(group) > 1 and sum(size_of[i] for i in group) <= share]
 
 
 def _fork_parent() -> int | None:

@@ -129,3 +129,55 @@ def test_every_result_comes_when_the_parent_answered_them_all(tmp_path: Path) ->
         p.write_text("import os\n")
     jobs = [parallel.Job(p.name, str(p), RuleSet(("GP101",)), "none", False) for p in files]
     assert [r.path for r in parallel.run_jobs(jobs, 2)] == [p.name for p in files]
+
+
+def test_files_joined_by_imports_form_one_group(tmp_path: Path) -> None:
+    files = _tree(tmp_path, {**PROJECT, "other/pyproject.toml": "", "other/a.py": "import torch\nimport b\n",
+                             "other/b.py": "import torch\n", "lone.py": "import torch\n"})
+    names = [str(p.relative_to(tmp_path)) for p in files]
+    plan = job_order.plan([str(p) for p in files], None)
+    groups: dict[int, set[str]] = {}
+    for i, c in plan.component.items():
+        groups.setdefault(c, set()).add(names[i])
+    assert sorted(map(sorted, groups.values())) == [["data.py", "main.py", "models.py", "utils.py"],
+                                                   ["other/a.py", "other/b.py"]]
+    assert all(c == min(i for i, d in plan.component.items() if d == c) for c in plan.component.values())
+
+
+def test_a_group_within_a_workers_share_is_one_task_and_results_keep_job_order(tmp_path: Path) -> None:
+    """Two projects side by side: each goes to one worker whole (its modules analysed in one
+    process), a project larger than a worker's share is chunked as files are; results in order."""
+    files = _tree(tmp_path, {**PROJECT, **{f"other/m{i:02d}.py": "import torch\nimport other.m00\n" * 40
+                                           for i in range(1, 20)}, "other/m00.py": "import torch\n"})
+    names = [str(p.relative_to(tmp_path)) for p in files]
+    jobs = [parallel.Job(n, str(p), RuleSet(("GP101",)), "none", False) for n, p in zip(names, files)]
+    plan = job_order.plan([j.fs_path for j in jobs], None)
+    todo = list(range(len(jobs)))
+    sched = parallel._Scheduler(jobs, [todo[k] for k in plan.order], {}, 2, parallel.check_job, plan.level,
+                                plan.component)
+    tasks = [{names[i] for i in task} for task in sched.pending]
+    assert {"data.py", "main.py", "models.py", "utils.py"} in tasks  # the small project: one task
+    assert not any("other/m00.py" in t and len(t) == 20 for t in tasks)  # over a worker's share: chunked
+    assert sorted(i for task in sched.pending for i in task) == todo
+    order = [names[i] for i in next(t for t in sched.pending if names[t[0]] in PROJECT)]
+    assert order.index("utils.py") < order.index("data.py") < order.index("main.py")
+    assert [r.path for r in parallel.run_jobs(jobs, 2)] == names
+
+
+def test_findings_do_not_depend_on_the_number_of_workers(tmp_path: Path) -> None:
+    """Projects checked whole in one worker (or chunked, or by one process) report the same."""
+    from gpuperf_rewrite.lint.registry import all_rules
+
+    tree = {f"p{k}/{rel}": text for k in range(3) for rel, text in PROJECT.items()}
+    tree.update({f"p0/extra{i:02d}.py": "import torch\nfrom models import Net\n\n\ndef f(loader):\n"
+                 "    for x in loader:\n        print(Net()(x).item())\n" for i in range(12)})
+    files = _tree(tmp_path, tree)
+    rules = RuleSet(tuple(code for code, r in all_rules().items() if r.default_enabled))
+    runs = []
+    for workers in (1, 2):
+        with project_index.run_scope() as run:
+            jobs = [parallel.Job(str(p.relative_to(tmp_path)), str(p), rules, "none", False, run=run) for p in files]
+            runs.append([(r.path, [(d.code, d.line, d.message) for d in r.diagnostics])
+                         for r in parallel.run_jobs(jobs, workers)])
+    assert runs[0] == runs[1]
+    assert any(diags for _, diags in runs[0])  # the projects do have findings
