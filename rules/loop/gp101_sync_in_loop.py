@@ -16,7 +16,7 @@ from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
-from ..analysis.syntax.calls import dotted_name, method_call
+from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
 from ._helper_reads import helper_read_finding, helper_reads, read_of_argument
 from ._host_output import feeds_host_output
@@ -94,7 +94,9 @@ class SyncInLoop(Rule):
         "`.tolist()`, `.cpu()`, `.numpy()`, `float(x)` and `int(x)` are reported only when `x` is "
         "clearly a tensor in this file (tensor methods, `torch.*` calls, model or loss outputs); "
         "`math`/`numpy` results and modules are not tensors, and a tensor returned by another "
-        "module's function is missed. Tensors in host memory are not reported (`.item()`, `.tolist()`, "
+        "module's function is missed. `t.numpy()` without `force=True` is never a sync (torch raises on "
+        "a CUDA tensor there: `t` is in host memory), nor is a comparison of a name every path rebinds to "
+        "a host read (`preds = preds.cpu().numpy()`). Tensors in host memory are not reported (`.item()`, `.tolist()`, "
         "`int()`, `float()` alike): a torch factory's result without `device=` "
         "(`torch.randperm(n).tolist()`, `torch.tensor(lengths)`), the fields of a plain DataLoader's "
         "batch read before the loop rebinds them (`ids.tolist()` ahead of `x = x.to(device)`; also "
@@ -340,7 +342,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
     for call in ctx.nodes(cst.Call):
         if method_call(call, "get_scale", "state_dict") and ta.is_scaler(call.func.value):  # type: ignore[attr-defined]
             yield call, f".{call.func.attr.value}()"  # type: ignore[attr-defined]  # GradScaler: ``scale.item()`` inside
-        elif method_call(call, *SYNC_METHODS):
+        elif method_call(call, *SYNC_METHODS) and not host_numpy(call):
             assert isinstance(call.func, cst.Attribute)
             receiver = call.func.value
             if _contains_sync(receiver) or module_function(ta, call.func):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..syntax.calls import dotted_name, method_call
+from ..syntax.calls import dotted_name, host_numpy, method_call
 from ..syntax.tree import walk
 
 HOST_READS = ("item", "tolist", "cpu", "numpy")
@@ -97,8 +97,8 @@ def _read_of(node: cst.CSTNode) -> cst.BaseExpression | None:
     """What ``node`` reads on the host: the receiver of ``.item()``/``.tolist()``/``.cpu()``/
     ``.numpy()``, or the argument of ``float()``/``int()``."""
     if method_call(node, *HOST_READS) and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-        if node.func.attr.value == "cpu" and node.args:
-            return None
+        if node.func.attr.value == "cpu" and node.args or host_numpy(node):
+            return None  # ``.cpu(memory_format=...)``; ``t.numpy()`` of a host tensor (``host_numpy``)
         return node.func.value
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in _CONVERTERS and \
             len(node.args) == 1 and not node.args[0].star:

@@ -110,3 +110,12 @@ def method_call(node: cst.CSTNode, *names: str) -> bool:
         and isinstance(node.func, cst.Attribute)
         and node.func.attr.value in names
     )
+
+
+def host_numpy(node: cst.CSTNode) -> bool:
+    """``t.numpy()`` without ``force=True``: torch raises on a CUDA tensor (or one that requires
+    grad) there, so the receiver is a host tensor and reading it waits for nothing. A chain that
+    copies first (``t.cpu().numpy()``) is the copy's sync, found at the ``.cpu()``."""
+    return method_call(node, "numpy") and not any(  # type: ignore[union-attr]
+        a.keyword is not None and a.keyword.value == "force" and not (
+            isinstance(a.value, cst.Name) and a.value.value == "False") for a in node.args)  # type: ignore[attr-defined]
