@@ -137,7 +137,9 @@ class PrintInLoop(Rule):
             found = printed_value(ctx, ta, call)
             if found is not None or logged_values(ctx, call) is not None:
                 outputs |= {call} | ({found.message} if found is not None and found.message is not None else set())
-            if found is None or call in claimed and (found.read or ctx.code_for(found.value).strip() in reduced):
+            if found is None or call in claimed and (found.read or ctx.code_for(found.value).strip() in reduced or
+                                                     any(ctx.is_inside(c.node, found.value)
+                                                         for c in collectives)):
                 continue  # (a device tensor beside the collective's result, ``norm`` in one line, is this rule's)
             what = ctx.code_for(found.value).strip()
             what = ("a value" if found.read else "a tensor") if len(what) > 30 else f"`{what}`"
