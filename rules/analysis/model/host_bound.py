@@ -38,6 +38,9 @@ _NOT_FORWARD = frozenset({
     "state_dict", "load_state_dict", "train", "eval", "to", "cuda", "cpu", "half", "float", "double", "zero_grad",
     "apply", "requires_grad_", "register_buffer", "register_forward_hook", "register_forward_pre_hook",
     "register_full_backward_hook", "get_parameter", "get_submodule", "add_module", "type", "share_memory",
+    # a tensor's metadata (a buffer taken for a module: ``self.freqs.size(0)``) runs no forward either
+    "size", "dim", "ndimension", "numel", "nelement", "element_size", "stride", "get_device", "is_contiguous",
+    "data_ptr",
 })
 _MAX_NAMES = 24
 
