@@ -260,8 +260,7 @@ def _straight_line(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.FunctionDe
                                  "backpropagate through its output")
         if callers:  # otherwise the output may be backpropagated out of sight
             deco = cst.Decorator(decorator=cst.parse_expression(f"{alias or 'torch'}.no_grad()"))
-            fix = Fix("decorate the function with torch.no_grad()",
-                      (Replace(scope, scope.with_changes(decorators=[deco, *scope.decorators])), *imports), "safe")
+            fix = Fix("decorate the function with torch.no_grad()", (_decorated(scope, deco), *imports), "safe")
         return Finding.of(call, f"`{model}` runs in eval mode with autograd on in `{scope.name.value}()`: the "
                              "forward records a graph and keeps activations for a backward that never "
                              "comes; decorate it with @torch.no_grad()", fix)
@@ -285,6 +284,13 @@ def _straight_line(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.FunctionDe
                          "keeps activations for a backward that never comes; run it under torch.no_grad()", fix)
 
 
+def _decorated(fn: cst.FunctionDef, deco: cst.Decorator) -> Replace:
+    """``@torch.no_grad()`` as the innermost decorator, right above the ``def``: it must wrap the
+    function itself, not what ``@classmethod``/``@staticmethod``/``@property`` make of it (a
+    classmethod object is not callable, so no_grad over it breaks every call)."""
+    return Replace(fn, fn.with_changes(decorators=[*fn.decorators, deco]))
+
+
 def _trained_between(ctx: RuleContext, scope: cst.CSTNode, model: str, start: int, end: int,
                      order: dict[cst.CSTNode, int]) -> bool:
     """``model.train()`` between positions ``start`` and ``end`` in ``scope``."""
@@ -304,8 +310,9 @@ def _host_bound(ctx: RuleContext, ta: TrainingAnalysis, done: set[cst.CSTNode],
         alias = torch_alias(ctx)
         deco = cst.Decorator(decorator=cst.parse_expression(f"{alias or 'torch'}.no_grad()"))
         fix: Fix | NoFix = Fix("decorate the function with torch.no_grad()",
-                               (Replace(fn, fn.with_changes(decorators=[deco, *fn.decorators])),
-                                *((AddImport("torch"),) if alias is None else ())), "safe")
+                               (_decorated(fn, deco), *((AddImport("torch"),) if alias is None else ())), "safe") \
+            if fn.asynchronous is None else NoFix("an async function: torch.no_grad() as a decorator does not "
+                                                  "cover the coroutine's body; use `with torch.no_grad():` inside")
         for call in forwards:
             yield Finding.of(call, f"`{dotted_name(call.func) or 'the model'}` runs with autograd on in "
                                    f"`{fn.name.value}()`, but everything it computes is read on the host (`.numpy()`, "
