@@ -8,13 +8,16 @@ from gpuperf_rewrite.rules.analysis.model.host_bound import module_run
 
 
 class _Modules:
-    """A stand-in for the training analysis that takes every ``self.<attr>`` for a module (as it may
-    take a buffer built by ``nn.Buffer(...)``)."""
+    """A stand-in for the training analysis that takes the attributes in ``_HELD`` for modules (as it
+    may take a buffer built by ``nn.Buffer(...)``)."""
 
     ctx = None
 
     def is_module_like(self, expr: cst.BaseExpression, by_name: bool = False) -> bool:
-        return isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"
+        return cst.Module(body=[]).code_for_node(expr) in _HELD
+
+
+_HELD = {"self.factor1", "self.table", "self.model", "self.trainer", "self.actor", "self.policy"}
 
 
 def _call(code: str) -> cst.Call:
@@ -23,8 +26,9 @@ def _call(code: str) -> cst.Call:
     return node
 
 
-def test_a_tensors_metadata_is_no_forward_even_on_a_module_like_attribute() -> None:
-    for code in ("self.factor1.size(0)", "self.table.dim()", "self.table.numel()", "self.table.stride(1)"):
+def test_metadata_and_accessors_are_no_forward_even_on_a_module_like_attribute() -> None:
+    for code in ("self.factor1.size(0)", "self.table.dim()", "self.table.numel()", "self.table.stride(1)",
+                 "self.model.get_output_embeddings()", "self.trainer.get_num_updates()", "self.model.is_training()"):
         assert not module_run(_Modules(), _call(code)), code
 
 

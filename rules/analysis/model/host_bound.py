@@ -42,6 +42,9 @@ _NOT_FORWARD = frozenset({
     "size", "dim", "ndimension", "numel", "nelement", "element_size", "stride", "get_device", "is_contiguous",
     "data_ptr",
 })
+# Private helpers and accessors (``model.get_output_embeddings()``, ``self.get_num_updates()``,
+# ``self.is_training()``) return what the object holds; they run no forward.
+_ACCESSORS = ("_", "get_", "set_", "is_", "has_", "num_")
 _MAX_NAMES = 24
 
 
@@ -52,7 +55,7 @@ def module_run(ta: ModuleQueries, call: cst.Call) -> bool:
     if ta.is_module_like(func, by_name=True):
         return True
     return isinstance(func, cst.Attribute) and func.attr.value not in _NOT_FORWARD and \
-        not func.attr.value.startswith("_") and ta.is_module_like(func.value)
+        not func.attr.value.startswith(_ACCESSORS) and ta.is_module_like(func.value)
 
 
 def ends_on_host(ta: ModuleQueries, fn: cst.FunctionDef, call: cst.Call) -> bool:
