@@ -317,5 +317,15 @@ def is_eval_loop(ta: TrainingQueries, loop: Loop) -> bool:
     model = dotted_name(call.func)
     if model is not None and _eval_before(ta, loop, model):
         return True
-    # inference by construction: what the model computes is only read on the host (``.numpy()``)
-    return fn is not None and ends_on_host(ta, fn, call)
+    # inference by construction: what the model computes is only read on the host (``.numpy()``),
+    # in a loop of its own (not one nested in a training step: per-scale metrics inside the step's body)
+    return fn is not None and ends_on_host(ta, fn, call) and not any(
+        isinstance(anc, (cst.For, cst.While)) and ta.trains(anc) for anc in ta.ctx.ancestors(loop)) and \
+        not _backpropagates(fn)
+
+
+def _backpropagates(fn: cst.FunctionDef) -> bool:
+    """The function runs a backward itself (``loss.backward()``, ``opt.backward_clip_step(loss)``,
+    ``accelerator.backward(loss)``): a loop in it reads per-step metrics, it is no eval loop."""
+    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and "backward" in n.func.attr.value
+               for n in walk(fn.body))
