@@ -103,54 +103,108 @@ def _importers(path: Path, root: Path) -> list[Path]:
 
 def step_callers_key(fs_path: str | Path, data: bytes, root: Path) -> str:
     """What a result that used :func:`step_callers` depends on: the keys of the direct importers
-    (their content and all they reach). "" when the file needs none."""
+    (their content and all they reach), and of their importers' importers as far as callers of
+    callers are followed (``HOPS``). "" when the file needs none."""
     if not needs_step_callers(data):
         return ""
     path = Path(os.path.abspath(fs_path))
+    with run_scope():
+        parts = _key_parts(path, root, HOPS, frozenset())
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest() if parts else ""
+
+
+def _key_parts(path: Path, root: Path, hops: int, seen: frozenset[Path]) -> list[str]:
     search = _search_root(path, root)
     parts = []
-    with run_scope():
-        for importer in _importers(path, root):
-            n = project_index.node(str(importer), os.fspath(search))
-            if n is not None:
-                project_index.keyed([n])
-                parts.append(f"{importer}={n.key}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest() if parts else ""
+    for importer in _importers(path, root):
+        n = project_index.node(str(importer), os.fspath(search))
+        if n is not None:
+            project_index.keyed([n])
+            parts.append(f"{importer}={n.key}")
+            if hops > 0 and _may_pass_on(importer, seen | {path}):
+                parts += [f"{importer}<{p}" for p in _key_parts(importer, root, hops - 1, seen | {path})]
+    return parts
+
+
+# Modules between another module's loop and the checked module's function that are followed:
+# ``train.py``'s loop -> ``engine.py``'s ``train_one_batch`` -> ``losses.py``'s function (1), one
+# more (2). Each hop reads the importers of the modules on the way, once per run each.
+HOPS = 2
 
 
 def step_callers(fs_path: str | Path, data: bytes, root: Path, store: Path | None = None) -> tuple[Any, ...]:
     """The ``StepCaller``s of the checked module at ``fs_path``: each call of a direct importer
     that runs one of its functions every iteration of the importer's loops (or through a package
-    ``__init__`` that re-exports it: one level)."""
-    from gpuperf_rewrite.lint.project_facts import step_calls_of_node
-    from gpuperf_rewrite.rules._framework import StepCaller
-
+    ``__init__`` that re-exports it: one level), and each call of an importer's function that is
+    itself per-step code because the importer's own importers' loops run it (callers of callers,
+    ``HOPS`` deep: ``train.py``'s loop -> ``engine.train_one_batch`` -> ``losses.total``; a base
+    class's validation loop -> a subclass's ``metrics(batch)`` -> ``utils.recall_at_k``)."""
     if not needs_step_callers(data):
         return ()
     path = Path(os.path.abspath(fs_path))
+    with run_scope() as run:
+        return _callers(path, data, root, store, HOPS, frozenset(), run)
+
+
+# (path, hops, run) -> its callers, for the modules on the way: each is asked by every module it
+# imports, once per run. Small data.
+_MEMO: dict[tuple[Path, int, str], tuple[Any, ...]] = {}
+_MEMO_SIZE = 4096
+
+
+def _callers(path: Path, data: bytes, root: Path, store: Path | None, hops: int, seen: frozenset[Path],
+             run: str) -> tuple[Any, ...]:
+    from gpuperf_rewrite.lint.project_facts import reach_calls_of_node, step_calls_of_node
+    from gpuperf_rewrite.rules._framework import StepCaller
+
+    memo = (path, hops, run)
+    if memo in _MEMO:
+        return _MEMO[memo]
     search = _search_root(path, root)  # the importers' root too: ``src.utils.logging`` resolves from it
     out = []
     steps = _step_methods(data)
-    with run_scope():
-        for importer in _importers(path, root):
-            if not _may_loop(importer, steps):
-                continue  # a package ``__init__`` or a module with no loop: no facts computed for it
-            n = project_index.node(str(importer), os.fspath(search))
-            if n is None:
+    for importer in _importers(path, root):
+        loops = _may_loop(importer, steps)
+        passes = hops > 0 and _may_pass_on(importer, seen | {path})
+        if not loops and not passes:
+            continue  # a package ``__init__`` or a module with no loop: no facts computed for it
+        n = project_index.node(str(importer), os.fspath(search))
+        if n is None:
+            continue
+        project_index.keyed([n])
+        calls = step_calls_of_node(n, store) if loops else ()
+        if passes:
+            through = _callers(importer, _read(importer), root, store, hops - 1, seen | {path}, run)
+            if through:  # its functions run every step of another module's loop: so do their calls
+                calls = (*calls, *reach_calls_of_node(n, through, store))
+        if not calls:
+            continue
+        children = dict(project_index._children(n))
+        for call in calls:
+            child = children.get(call.module)
+            if child is None:
                 continue
-            project_index.keyed([n])
-            calls = step_calls_of_node(n, store)
-            if not calls:
+            if not _leads_to(child, path, 3):
                 continue
-            children = dict(project_index._children(n))
-            for call in calls:
-                child = children.get(call.module)
-                if child is None:
-                    continue
-                if not _leads_to(child, path, 3):
-                    continue
-                out.append(StepCaller(call.function, _shown(importer, path), call.line, call.kind))
-    return tuple(sorted(set(out), key=lambda c: (c.path, c.line, c.function)))
+            out.append(StepCaller(call.function, _shown(importer, path), call.line, call.kind))
+    got = tuple(sorted(set(out), key=lambda c: (c.path, c.line, c.function)))
+    if len(_MEMO) >= _MEMO_SIZE:
+        _MEMO.pop(next(iter(_MEMO)))
+    _MEMO[memo] = got
+    return got
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def _may_pass_on(importer: Path, seen: frozenset[Path]) -> bool:
+    """Can a function of ``importer`` run every step of another module's loop and call on into
+    the module it imports (it defines functions; not a package ``__init__``, not one on the way)?"""
+    return importer.name != "__init__.py" and importer not in seen and b"def " in _read(importer)
 
 
 _LOOP = re.compile(rb"^[ \t]*(?:for|while)\b", re.MULTILINE)

@@ -145,8 +145,8 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
     their batch data: whether that is provably a tensor (True/False, None when known not to be
     one); the string "no" when it is not a batch the loops pass in."""
     base: cst.BaseExpression = receiver
-    while isinstance(base, cst.Subscript):
-        base = base.value
+    while isinstance(base, cst.Subscript) or method_call(base, *SAME_PLACE):  # ``batch_x.float()``: still the batch
+        base = base.value if isinstance(base, cst.Subscript) else base.func.value  # type: ignore[attr-defined]
     if not isinstance(base, cst.Name):
         return "no"
     element = comprehension_source(ta.ctx, base, fn)

@@ -151,7 +151,7 @@ class EvalWithoutNoGrad(Rule):
         models = {name for pos, name in evals.get(scope, ()) if pos < start}
         if not models or in_no_grad(ctx, loop):
             return None
-        called = {dotted_name(n.func) for n in walk(loop.body) if isinstance(n, cst.Call)}
+        called = _models_run(ta, loop)
         used = sorted(m for m in models if m in called)
         if not used:
             return None
@@ -179,6 +179,30 @@ class EvalWithoutNoGrad(Rule):
         if fn is not None and any(in_no_grad(ctx, c) for c in ta.calls_of(fn)):
             return None  # called under no_grad by its caller
         return model
+
+
+# Methods of a model that run no forward of their own (or run one without autograd: ``generate``).
+_NO_FORWARD = frozenset({"to", "cuda", "cpu", "train", "eval", "parameters", "named_parameters", "state_dict",
+                         "load_state_dict", "zero_grad", "apply", "modules", "children", "named_modules", "half",
+                         "float", "double", "type", "requires_grad_", "register_buffer", "generate", "save_pretrained",
+                         "get_input_embeddings", "get_output_embeddings", "num_parameters"})
+
+
+def _models_run(ta: TrainingAnalysis, loop: cst.For | cst.While) -> set[str | None]:
+    """What one iteration of ``loop`` runs: the callees it calls by name (``model(x)``), the owners
+    of the inference methods it calls (``model.predict(users, items)``: ``model``), in its body and
+    in the functions of this module it calls (``self.score_batch(batch)`` running ``self.model``)."""
+    out: set[str | None] = set()
+    for n in walk_with_callees(ta, loop.body):
+        if not isinstance(n, cst.Call):
+            continue
+        name = dotted_name(n.func)
+        out.add(name)
+        if name and "." in name:
+            owner, _, attr = name.rpartition(".")
+            if owner != "self" and attr not in _NO_FORWARD and not attr.startswith("_") and not attr.startswith(("get_", "set_", "is_", "has_", "num_")):
+                out.add(owner)
+    return out
 
 
 def _uses_autograd(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.CSTNode) -> bool:

@@ -16,11 +16,13 @@ from ..model.datasets import in_memory_datasets, loader_subclasses, padding_coll
 from ..model.guards import returns_rare
 from ..model.models import (is_model_constructor, library_optimizer_model, loss_classes, module_subclasses,
                             registry_built_model, strip_chain)
+from ..model.handed_callables import stored_callable_calls
 from ..model.step_reach import indirect_callee, returned_closures
 from ..model.step_code import fills_grads, walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
+from ..syntax.launch import StepCaller
 from ..syntax.project import (CONV, MATMUL, FunctionFacts,
                               ModuleFacts, StepCall, project_base_class, project_class,
                               project_function, project_instance_method, project_method, project_model_class)
@@ -40,7 +42,7 @@ from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
 from .script_facts import first_use_of
 from .self_training import self_training_methods
-from .step_targets import self_step_calls, stepping_classes
+from .step_targets import reached_roots, self_step_calls, stepping_classes
 from .to_methods import strict_to_classes
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
@@ -122,20 +124,29 @@ def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def module_step_calls(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> tuple[StepCall, ...]:
+def module_step_calls(ctx: RuleContext, line_of: LineOf = lambda node: 0,
+                      through: tuple[StepCaller, ...] = ()) -> tuple[StepCall, ...]:
     """``module_facts(ctx, line_of).step_calls`` alone (what the modules it calls every step need
-    of an importer), without the facts of its functions."""
-    return _step_calls(ctx, analysis(ctx), line_of)
+    of an importer), without the facts of its functions. ``through``: the calls of the project's
+    other modules that run this module's functions every step (its own ``step_callers``, which
+    the lint layer reads off its importers): the calls those functions make into the modules it
+    imports are per-step calls too (callers of callers, ``per_step_reach``)."""
+    return _step_calls(ctx, analysis(ctx), line_of, through)
 
 
-def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tuple[StepCall, ...]:
+def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
+                through: tuple[StepCaller, ...] = ()) -> tuple[StepCall, ...]:
     """The calls into the user's imported modules that run on every iteration of one of this
     module's step or eval loops, directly or through its own functions (``to_device(batch,
     device)``, ``model.parse_batch(batch)``, ``criterion(out, y)`` of a loss class): the callee's
-    module, checked itself, sees that code as per-step code (issue 34)."""
-    if not (ta.step_loops or ta.eval_loops):
+    module, checked itself, sees that code as per-step code (issue 34). Also those that run in
+    one of its functions another module's loop runs every step (``through``, or a subclass's
+    method a base class's loop calls as ``self.m(batch)``), whatever the depth."""
+    roots = reached_roots(ctx, through)
+    if not (ta.step_loops or ta.eval_loops or roots):
         return ()
-    out = self_step_calls(ctx, ta, line_of)
+    out = self_step_calls(ctx, ta, line_of) if ta.step_loops or ta.eval_loops else []
+    out += stored_callable_calls(ctx, ta, line_of, roots)  # ``self.get_batch(bs)``: handed in by the caller
     if not ctx.project:
         return tuple(out)
     instances: dict[str, list[cst.BaseExpression]] | None = None
@@ -171,6 +182,8 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tupl
         loop = ta.every_step_loop(call)
         if loop is not None:
             out.append(StepCall(callee[0], callee[1], line_of(call), ta.loop_kind(loop)))
+        elif roots and (caller := ta.caller_from(call, roots)) is not None:
+            out.append(StepCall(callee[0], callee[1], line_of(call), caller.kind))
     return tuple(out)
 
 

@@ -9,7 +9,12 @@
   (``functools.partial(train_step, model=model)``, ``torch.compile(step)``): the wrapped function;
 - ``self.train_step(batch)`` in a loop of a class's method (a template-method trainer whose
   subclasses, in other modules, define the step): ``StepCall`` with no module, ``Class.method``,
-  read by the modules whose classes derive from it.
+  read by the modules whose classes derive from it;
+- a call in a function that is itself per-step code because another module's loop runs it
+  (``reached_roots``): a validation loop of ``trainers/base.py`` calling ``self.metrics(batch)``,
+  whose override in ``trainers/bert.py`` calls ``utils.recall_at_k(...)``; ``train.py``'s loop
+  calling ``engine.step(batch)``, which calls ``losses.total(...)``. The lint layer hands the
+  module its own callers (``lint/step_callers.py``, a bounded number of hops): callers of callers.
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from ..model.training import TrainingAnalysis
+from ..model.handed_callables import handed_roots
+from ..model.step_reach import derives_from_looping, external_defs
+from ..model.training import TRAIN, TrainingAnalysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
+from ..syntax.launch import StepCaller
 from ..syntax.project import StepCall
 
 
@@ -59,3 +67,14 @@ def stepping_classes(ctx: RuleContext) -> frozenset[str]:
             if cls is not None and ctx.parent(cls) is ctx.module:
                 out.add(cls.name.value)
     return frozenset(out)
+
+
+def reached_roots(ctx: RuleContext, through: tuple[StepCaller, ...]) -> dict[cst.FunctionDef, StepCaller]:
+    """This module's functions that run on every iteration of a loop in another module: those
+    ``through`` names (its callers, read off its importers by the lint layer), the methods a
+    base class of the user's other modules calls as ``self.m(...)`` in its loop, and the functions
+    it hands to an object of another module that calls them every step. Empty (and
+    nothing computed) for a module with neither."""
+    if not through and not derives_from_looping(ctx) and not handed_roots(ctx):
+        return {}
+    return external_defs(ctx, through, TRAIN)

@@ -161,7 +161,35 @@ def _handed_to_a_model(ta: TrainingQueries, loop: Loop) -> cst.Call | None:
         for fn in ta.called_functions(node):
             if any(isinstance(n, cst.Call) and _calls_module(ta, n) for n in walk(fn.body, stop_at=(cst.For, cst.While))):
                 return node
+        if _abstract_hook(ta, node):
+            return node
     return None
+
+
+def _abstract_hook(ta: TrainingQueries, call: cst.Call) -> bool:
+    """``self.score_batch(batch)`` where this class's ``score_batch`` has no body of its own (``raise
+    NotImplementedError``, ``pass``, ``...``, a docstring): a template method whose subclasses (in
+    other modules too) run the model on the batch they are handed."""
+    if not (isinstance(call.func, cst.Attribute) and dotted_name(call.func.value) == "self"):
+        return False
+    fns = list(ta.called_functions(call))
+    return bool(fns) and all(_is_abstract(fn) for fn in fns)
+
+
+def _is_abstract(fn: cst.FunctionDef) -> bool:
+    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else (fn.body,)
+    stmts = [s for s in body if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and
+                                     isinstance(s.body[0], cst.Expr) and
+                                     isinstance(s.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))]
+    if len(stmts) != 1 or not isinstance(stmts[0], cst.SimpleStatementLine) or len(stmts[0].body) != 1:
+        return not stmts
+    small = stmts[0].body[0]
+    if isinstance(small, cst.Pass) or isinstance(small, cst.Expr) and isinstance(small.value, cst.Ellipsis):
+        return True
+    if not isinstance(small, cst.Raise) or small.exc is None:
+        return False
+    exc = small.exc.func if isinstance(small.exc, cst.Call) else small.exc
+    return (dotted_name(exc) or "").endswith("NotImplementedError")
 
 
 def _calls_module(ta: TrainingQueries, n: cst.Call) -> bool:

@@ -25,6 +25,7 @@ from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_facts, project_function
+from .handed_callables import handed_roots
 
 # Wrappers whose result calls the wrapped function with the arguments it is given (and more).
 _WRAPPERS = frozenset({"functools.partial", "torch.compile", "functools.wraps", "torch.jit.script"})
@@ -102,6 +103,8 @@ def external_defs(ctx: RuleContext, callers: tuple[StepCaller, ...], train: str)
                 if isinstance(inner, cst.FunctionDef):
                     defs[f"{stmt.name.value}.{inner.name.value}"] = inner
     out: dict[cst.FunctionDef, StepCaller] = {}
+    for fn, caller in handed_roots(ctx).items():  # ``Trainer(get_batch=sample_batch)``
+        out[fn] = caller
     for caller in sorted((*callers, *_inherited(ctx)), key=lambda c: c.kind != train):
         name, _, index = caller.function.partition("()")
         fn = defs.get(name)
@@ -212,7 +215,13 @@ def runs_elsewhere(ctx: RuleContext) -> bool:
     lint layer found (``step_callers``), or a class deriving from a class of the user's imported
     modules whose loop calls ``self.m(...)`` every step? Only the base classes' modules' facts are
     read (a model zoo's files deriving from a base that runs no loop cost no per-step check)."""
-    return bool(project_runs(ctx).step_callers) or bool(ctx.project) and ctx.fact(_derives_from_looping)
+    return bool(project_runs(ctx).step_callers) or derives_from_looping(ctx) or bool(handed_roots(ctx))
+
+
+def derives_from_looping(ctx: RuleContext) -> bool:
+    """Does a class of this module derive from a class of the user's imported modules whose loop
+    calls ``self.m(...)`` every step (read off those modules' ``step_calls``)?"""
+    return bool(ctx.project) and ctx.fact(_derives_from_looping)
 
 
 def _derives_from_looping(ctx: RuleContext) -> bool:
@@ -224,7 +233,8 @@ def _derives_from_looping(ctx: RuleContext) -> bool:
             full = ctx.import_aliases.get(head, "")
             parts = (f"{full}.{rest}" if full and rest else full).split(".")
             modules |= {".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in keys}
-    return any(not call.module for key in sorted(modules) for call in ctx.project[key].step_calls)
+    return any(not call.module and "(" not in call.function
+               for key in sorted(modules) for call in ctx.project[key].step_calls)
 
 
 def result_calls(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:

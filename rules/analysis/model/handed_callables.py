@@ -1,0 +1,83 @@
+"""Functions handed to an object of another module that calls them on every step (issue 34):
+``Trainer(model, opt, get_batch=sample_batch, loss_fn=masked_mse)`` in ``train.py``, whose class
+(``trainer.py``) keeps them (``self.get_batch = get_batch``) and calls ``self.get_batch(bs)`` in its
+step. The loop is in the class's module, the function (and the edit) in the one handing it over.
+
+- the class's half (``stored_callable_calls``): each ``self.attr(...)`` of a class, ``attr`` no
+  method of the class, that runs on every iteration of a loop (its own, or another module's that
+  runs the method it is in): ``StepCall("", "Class(attr)", line, kind)`` in its module's facts;
+- the caller's half (``handed_roots``): a function of this module handed as ``attr=fn`` to the
+  constructor of such a class: per-step code, the class's line named as the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+
+from ..syntax.calls import dotted_name
+from ..syntax.context import RuleContext
+from ..syntax.launch import StepCaller
+from ..syntax.project import StepCall, project_class_facts
+
+
+def stored_callable_calls(ctx: RuleContext, ta: object, line_of: Callable[[cst.CSTNode], int],
+                          roots: dict[cst.FunctionDef, StepCaller]) -> list[StepCall]:
+    """``StepCall("", "Class(attr)", ...)`` for each ``self.attr(...)`` of a top-level class of this
+    module that is no method of the class and runs on every iteration of a loop: of this module
+    (``ta.every_step_loop``) or of another module that runs the method it is in (``roots``)."""
+    if "self." not in ctx.source:
+        return []
+    out = []
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            continue
+        method = ctx.enclosing(call, cst.FunctionDef)
+        cls = ctx.enclosing(method, cst.ClassDef) if method is not None else None
+        if cls is None or ctx.parent(cls) is not ctx.module:
+            continue
+        attr = func.attr.value
+        if attr.startswith("__") or any(isinstance(s, cst.FunctionDef) and s.name.value == attr for s in cls.body.body):
+            continue
+        loop = ta.every_step_loop(call)  # type: ignore[attr-defined]
+        kind = ta.loop_kind(loop) if loop is not None else None  # type: ignore[attr-defined]
+        if kind is None and roots:
+            caller = ta.caller_from(call, roots)  # type: ignore[attr-defined]
+            kind = caller.kind if caller is not None else None
+        if kind is not None:
+            out.append(StepCall("", f"{cls.name.value}({attr})", line_of(call), kind))
+    return out
+
+
+def handed_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
+    """This module's functions handed by keyword (``get_batch=sample_batch``) to the constructor of
+    a class of the user's other modules that calls that attribute every step; by the class's
+    module's path and line. Empty (nothing computed) when no keyword names a function here."""
+    return ctx.fact(_handed_roots) if ctx.project else {}
+
+
+def _handed_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
+    defs: dict[str, list[cst.FunctionDef]] = {}
+    for fn in ctx.nodes(cst.FunctionDef):
+        defs.setdefault(fn.name.value, []).append(fn)
+    out: dict[cst.FunctionDef, StepCaller] = {}
+    for call in ctx.nodes(cst.Call):
+        handed = [a for a in call.args if a.keyword is not None and isinstance(a.value, cst.Name)
+                  and len(defs.get(a.value.value, ())) == 1]
+        if not handed or not isinstance(call.func, (cst.Name, cst.Attribute)):
+            continue
+        facts = project_class_facts(ctx, call.func)
+        if facts is None:
+            continue
+        cls = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
+        for arg in handed:
+            assert arg.keyword is not None and isinstance(arg.value, cst.Name)
+            want = f"{cls}({arg.keyword.value})"
+            step = next((c for c in facts.step_calls if not c.module and c.function == want), None)
+            if step is not None:
+                fn = defs[arg.value.value][0]
+                out.setdefault(fn, StepCaller(arg.value.value, facts.path or "the class's module",
+                                              step.line, step.kind))
+    return out
