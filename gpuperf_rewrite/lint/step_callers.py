@@ -80,9 +80,26 @@ def _search(pattern: re.Pattern[bytes], file: Path) -> bool:
         return False
 
 
+_IMPORTERS: dict[tuple[Path, Path, str], list[Path]] = {}  # per run: a module's importers are asked for
+# by its own check, by its imports' (callers of callers) and by the lint cache's key
+
+
 def _importers(path: Path, root: Path) -> list[Path]:
     """The files importing ``path`` directly or through the ``__init__`` of its package (and of
     that package's parent) that re-exports it (``from layers.modules import Loss``)."""
+    run = project_index.current_run()
+    memo = (path, root, run or "")
+    if run is not None and memo in _IMPORTERS:
+        return _IMPORTERS[memo]
+    got = _find_importers(path, root)
+    if run is not None:
+        if len(_IMPORTERS) >= 4096:
+            _IMPORTERS.pop(next(iter(_IMPORTERS)))
+        _IMPORTERS[memo] = got
+    return got
+
+
+def _find_importers(path: Path, root: Path) -> list[Path]:
     root = _search_root(path, root)
     infos = launch._infos(root)
     budget = launch.Budget(MAX_PARSED)
@@ -164,7 +181,7 @@ def _callers(path: Path, data: bytes, root: Path, store: Path | None, hops: int,
     out = []
     steps = _step_methods(data)
     for importer in _importers(path, root):
-        loops = _may_loop(importer, steps)
+        loops = _may_loop(importer, steps) or _may_inherit(importer)
         passes = hops > 0 and _may_pass_on(importer, seen | {path})
         if not loops and not passes:
             continue  # a package ``__init__`` or a module with no loop: no facts computed for it
@@ -199,6 +216,17 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except OSError:
         return b""
+
+
+# A class deriving from a class that is neither torch's nor ``object``: maybe the user's base
+# class whose loop calls ``self.m(batch)``, which this class overrides (template-method runners).
+_SUBCLASS = re.compile(rb"^class[ \t]+\w+[ \t]*\([ \t]*(?!nn\.|torch\.|object\b|Dataset\b|Module\b)[A-Za-z_]",
+                       re.MULTILINE)
+
+
+def _may_inherit(path: Path) -> bool:
+    """Can a method of the file run every step of a loop of a base class of another module?"""
+    return path.name != "__init__.py" and bool(_SUBCLASS.search(_read(path)))
 
 
 def _may_pass_on(importer: Path, seen: frozenset[Path]) -> bool:

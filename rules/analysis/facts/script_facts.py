@@ -331,11 +331,17 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
         for trains in project_calls(c):  # ``Trainer(model, optimizer).fit()``: the model it is handed
             arg = trains.arg_for(trains.facts.role_of(MODEL)) if trains.facts.trains else None
             name = dotted_name(strip_chain(arg)) if arg is not None else None
-            if name is not None and name not in seen:
+            if name is not None and name not in seen and name not in _functions_here(c):  # (a function is no model)
                 seen.add(name)
                 out.append(TrainedModel(name, trains.call))
         return out
     return ctx.fact(compute)
+
+
+def _functions_here(ctx: RuleContext) -> frozenset[str]:
+    """The names this module's top-level ``def``s bind (a batch source handed to a trainer by
+    keyword, ``fetch=sample_batch``, is no model)."""
+    return frozenset(s.name.value for s in ctx.module.body if isinstance(s, cst.FunctionDef))
 
 
 def _factory_models(ctx: RuleContext, built: Any) -> set[str]:

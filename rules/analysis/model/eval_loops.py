@@ -155,7 +155,7 @@ def _handed_to_a_model(ta: TrainingQueries, loop: Loop) -> cst.Call | None:
     data = loop_data(loop)
     if not data:
         return None
-    for node in walk(loop.body, stop_at=(cst.For, cst.While)):
+    for node in _one_iteration(loop):
         if not isinstance(node, cst.Call) or not any(mentions(a.value, data) for a in node.args):
             continue
         for fn in ta.called_functions(node):
@@ -164,6 +164,42 @@ def _handed_to_a_model(ta: TrainingQueries, loop: Loop) -> cst.Call | None:
         if _abstract_hook(ta, node):
             return node
     return None
+
+
+def _one_iteration(loop: Loop) -> Iterator[cst.CSTNode]:
+    """The nodes of one iteration's body outside nested loops, and the iterables of nested ``for``s
+    (``for name, v in self.score_batch(batch).items():`` runs its call once per iteration)."""
+    for node in walk(loop.body, stop_at=(cst.For, cst.While)):
+        yield node
+        if isinstance(node, cst.For) and node is not loop:
+            yield from walk(node.iter)
+
+
+def _runs_an_eval_mode_model(ta: TrainingQueries, loop: Loop, call: cst.Call) -> bool:
+    """The function ``call`` runs (of this file) calls a model that ``model.eval()`` put in eval mode
+    before the loop (``self.model.eval()``; ``self._process_one_batch(x)`` running ``self.model``)."""
+    names: set[str] = set()
+    for fn in ta.called_functions(call):
+        for n in walk(fn.body, stop_at=(cst.For, cst.While)):
+            if isinstance(n, cst.Call):
+                name = dotted_name(n.func)
+                if name is not None:
+                    names.add(name)
+    return any(_eval_before(ta, loop, name) for name in names)
+
+
+def _model_handed_along(ta: TrainingQueries, loop: Loop) -> bool:
+    """A call in one iteration handed both the iteration's data and a model (``batch_forward(model,
+    batch, ...)`` of another module, ``run_model(net, x)``): the model runs on the batch there."""
+    data = loop_data(loop)
+    if not data:
+        return False
+    for node in _one_iteration(loop):
+        if isinstance(node, cst.Call) and any(mentions(a.value, data) for a in node.args) and \
+                any(isinstance(a.value, (cst.Name, cst.Attribute)) and ta.is_module_like(a.value, by_name=True)
+                    for a in node.args):
+            return True
+    return False
 
 
 def _abstract_hook(ta: TrainingQueries, call: cst.Call) -> bool:
@@ -334,9 +370,11 @@ def is_eval_loop(ta: TrainingQueries, loop: Loop) -> bool:
     if call is None:
         # the model runs in a method the loop hands each batch to: inference mode when the loop
         # is under no_grad (a ``@torch.no_grad()`` evaluate)
-        return _handed_to_a_model(ta, loop) is not None and (
-            in_no_grad(ta.ctx, loop) or (fn := ta.ctx.enclosing(loop, cst.FunctionDef)) is not None and
-            called_only_under_no_grad(ta, fn))
+        handed = _handed_to_a_model(ta, loop)
+        if handed is None and not _model_handed_along(ta, loop):
+            return False
+        return in_no_grad(ta.ctx, loop) or (fn := ta.ctx.enclosing(loop, cst.FunctionDef)) is not None and \
+            called_only_under_no_grad(ta, fn) or handed is not None and _runs_an_eval_mode_model(ta, loop, handed)
     if in_no_grad(ta.ctx, loop):
         return True
     fn = ta.ctx.enclosing(loop, cst.FunctionDef)

@@ -1,3 +1,9 @@
+import torch
+
+
 def masked_mean(values, mask):
-    count = mask.sum().item()
-    return (values * mask).sum() / max(count, 1)
+    total = (values * mask).sum()
+    mean = total / mask.sum().clamp(min=1)
+    if not torch.isfinite(mean):
+        raise FloatingPointError("the loss is not finite")
+    return mean
