@@ -833,3 +833,32 @@ def test_an_output_wrapper_of_another_module_formats_what_it_is_handed(tmp_path:
     diags = [d for d in seen["train.py"].diagnostics if d.code == "GP102"]  # type: ignore[attr-defined]
     assert [d.line for d in diags] == [11]
     assert "GP102" not in _codes(_lint(tmp_path, alone=True), "train.py")
+
+
+def test_per_step_work_two_and_three_calls_from_the_loop() -> None:
+    """Issue 34, callers of callers: main.py's loop calls engine.fit_batch, which calls
+    scoring.top1 (one module between) and objectives.total_loss, which calls
+    reductions.masked_mean (two between); a base runner's validation loop hands each batch to a
+    hook its subclass (another module) defines, whose metric helper syncs per batch; a batch
+    source handed by keyword to another module's runner is per-step code where it is written.
+    What runs once per epoch, under the step's periodic guard, or after the runner's loop is not.
+    Checked alone, none of those modules reports a per-step finding (but the base runner's own
+    loop, an eval loop by its hook)."""
+    root = PROJECTS / "call_chains"
+    alone, seen = _lint(root, alone=True), _lint(root)
+    modules = ("scoring.py", "reductions.py", "runners/ranking_metrics.py", "runners/base.py", "pretrain.py")
+    for module in modules[:-2] + modules[-1:]:
+        assert [c for c in _codes(alone, module) if c in ("GP101", "GP104", "GP105")] == []
+    by_line = {rel: {d.line: d for d in seen[rel].diagnostics} for rel in modules}  # type: ignore[attr-defined]
+    assert set(by_line["scoring.py"]) == {5}  # top1; not report() (once per epoch) nor per_class() (guarded)
+    assert "engine.py:17 calls `top1`" in by_line["scoring.py"][5].message
+    assert by_line["reductions.py"][7].code == "GP101" and "objectives.py:8 calls `masked_mean`" in by_line["reductions.py"][7].message
+    assert {d.code for d in by_line["runners/ranking_metrics.py"].values()} == {"GP101"}
+    assert all("every eval batch: ranking.py:12 calls `hit_rates`" in d.message
+               for d in by_line["runners/ranking_metrics.py"].values())
+    assert by_line["runners/base.py"][14].code == "GP104"  # the loop hands its batch to an abstract hook
+    assert {line for line, d in by_line["pretrain.py"].items() if d.code == "GP105"} == {16, 17}
+    assert all("step_runner.py:13 calls `sample_batch`" in d.message
+               for d in by_line["pretrain.py"].values() if d.code == "GP105")
+    assert not any(d.line == 27 for d in by_line["pretrain.py"].values())  # final_report: after the loop
+    assert "sample_batch" not in " ".join(d.message for d in by_line["pretrain.py"].values() if d.code == "GP303")
