@@ -39,7 +39,10 @@ class EvalWithoutNoGrad(Rule):
     # device.
     gains_on = "any"
     limitations = (
-        "The loop must come after `model.eval()` in the same function and call that model; "
+        "The loop must come after `model.eval()` in the same function and call that model: itself, "
+        "one of its inference methods (`model.predict(users)`, `self.net.score_items(x)`; not "
+        "`generate()`, which runs without autograd, nor accessors), or a function of this file the loop "
+        "calls that does (`self._run_batch(x, y)` running `self.net`, unless it runs under `no_grad`); "
         "evaluation in a function that receives a model already in eval mode is missed.",
         "A straight-line forward after `model.eval()` (a `predict()` helper) is reported when the "
         "function never uses autograd and no caller may backpropagate through its output (one that "
@@ -193,7 +196,7 @@ def _models_run(ta: TrainingAnalysis, loop: cst.For | cst.While) -> set[str | No
     of the inference methods it calls (``model.predict(users, items)``: ``model``), in its body and
     in the functions of this module it calls (``self.score_batch(batch)`` running ``self.model``)."""
     out: set[str | None] = set()
-    for n in walk_with_callees(ta, loop.body):
+    for n in _walk_with_grad_callees(ta, loop.body):
         if not isinstance(n, cst.Call):
             continue
         name = dotted_name(n.func)
@@ -203,6 +206,21 @@ def _models_run(ta: TrainingAnalysis, loop: cst.For | cst.While) -> set[str | No
             if owner != "self" and attr not in _NO_FORWARD and not attr.startswith("_") and not attr.startswith(("get_", "set_", "is_", "has_", "num_")):
                 out.add(owner)
     return out
+
+
+def _walk_with_grad_callees(ta: TrainingAnalysis, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``walk_with_callees`` leaving out the functions that run under ``no_grad`` themselves
+    (``@torch.no_grad()`` on the helper a batch is handed to)."""
+    seen: set[cst.CSTNode] = set()
+    todo = [node]
+    while todo:
+        for n in walk(todo.pop()):
+            yield n
+            for fn in ta.called_functions(n):
+                if fn not in seen:
+                    seen.add(fn)
+                    if not in_no_grad(ta.ctx, fn.body):
+                        todo.append(fn.body)
 
 
 def _uses_autograd(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.CSTNode) -> bool:
