@@ -43,6 +43,7 @@ MODULES = (
     'analysis/model/datasets.py',
     'analysis/model/eval_loops.py',
     'analysis/model/guards.py',
+    'analysis/model/handed_callables.py',
     'analysis/model/host_bound.py',
     'analysis/model/host_data.py',
     'analysis/model/models.py',
