@@ -163,27 +163,6 @@ def step_calls_of_node(n: Node, store: Path | None = None) -> tuple[Any, ...]:
 
 
 _STEPS = "steps:"
-_REACH = "reach:"
-
-
-def reach_calls_of_node(n: Node, through: tuple[Any, ...], store: Path | None = None) -> tuple[Any, ...]:
-    """The calls of the index's module ``n`` (keyed this run) into its imports that run on every
-    step because the project's other modules run its functions every step (``through``: its own
-    ``StepCaller``s): callers of callers (``step_callers``). Kept by its key and those callers."""
-    assert n.key is not None
-    digest = hashlib.sha256(repr(through).encode()).hexdigest()[:16]
-    key = f"{_REACH}{n.key}:{digest}"
-    got = _FACTS_MEMO.get(key)
-    if got is None:
-        got = _load_steps(store, key)
-        if got is None:
-            checked = _CONTEXTS.get(n.key)
-            got = _steps_of(checked, through) if checked is not None else _compute_steps(n, store, through)
-            if got is None:  # edited during the run
-                return ()
-            _store_steps(store, key, got)
-        _memo_facts(key, got)
-    return tuple(got)
 
 
 def _compute_steps(n: Node, store: Path | None, through: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:

@@ -171,7 +171,7 @@ _MEMO_SIZE = 4096
 
 def _callers(path: Path, data: bytes, root: Path, store: Path | None, hops: int, seen: frozenset[Path],
              run: str) -> tuple[Any, ...]:
-    from gpuperf_rewrite.lint.project_facts import reach_calls_of_node, step_calls_of_node
+    from gpuperf_rewrite.lint.project_facts import step_calls_of_node
     from gpuperf_rewrite.rules._framework import StepCaller
 
     memo = (path, hops, run)
@@ -209,6 +209,32 @@ def _callers(path: Path, data: bytes, root: Path, store: Path | None, hops: int,
         _MEMO.pop(next(iter(_MEMO)))
     _MEMO[memo] = got
     return got
+
+
+_REACH = "reach:"
+
+
+def reach_calls_of_node(n: Node, through: tuple[Any, ...], store: Path | None = None) -> tuple[Any, ...]:
+    """The calls of the index's module ``n`` (keyed this run) into its imports that run on every
+    step because the project's other modules run its functions every step (``through``: its own
+    ``StepCaller``s): callers of callers (``step_callers``). Kept by its key and those callers."""
+    from gpuperf_rewrite.lint.project_facts import (_CONTEXTS, _FACTS_MEMO, _compute_steps, _load_steps,
+                                                    _memo_facts, _steps_of, _store_steps)
+
+    assert n.key is not None
+    digest = hashlib.sha256(repr(through).encode()).hexdigest()[:16]
+    key = f"{_REACH}{n.key}:{digest}"
+    got = _FACTS_MEMO.get(key)
+    if got is None:
+        got = _load_steps(store, key)
+        if got is None:
+            checked = _CONTEXTS.get(n.key)
+            got = _steps_of(checked, through) if checked is not None else _compute_steps(n, store, through)
+            if got is None:  # edited during the run
+                return ()
+            _store_steps(store, key, got)
+        _memo_facts(key, got)
+    return tuple(got)
 
 
 def _read(path: Path) -> bytes:

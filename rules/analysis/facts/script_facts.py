@@ -1,6 +1,5 @@
 """Facts about a training script that several rules need to place a fix correctly: which name
-holds the device, which object is the trained model and where it is
-built, and which names are visible where.
+holds the device, which object is the trained model and where it is built, and which names are visible where.
 
 Everything is best effort and conservative: a helper answers ``None`` when it is not sure, and
 the rule then reports without a fix.
@@ -15,6 +14,7 @@ from typing import Any
 import libcst as cst
 
 from ..model.models import constructed_model_names, is_model_constructor, library_optimizer_model, strip_chain  # noqa: F401
+from ..model.handed_callables import own_functions
 from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, method_call, target_names, unpacked_names
 from ..syntax.callsites import call_site_args
@@ -331,17 +331,11 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
         for trains in project_calls(c):  # ``Trainer(model, optimizer).fit()``: the model it is handed
             arg = trains.arg_for(trains.facts.role_of(MODEL)) if trains.facts.trains else None
             name = dotted_name(strip_chain(arg)) if arg is not None else None
-            if name is not None and name not in seen and name not in _functions_here(c):  # (a function is no model)
+            if name is not None and name not in seen and name not in own_functions(c):  # ``fetch=sample_fn``
                 seen.add(name)
                 out.append(TrainedModel(name, trains.call))
         return out
     return ctx.fact(compute)
-
-
-def _functions_here(ctx: RuleContext) -> frozenset[str]:
-    """The names this module's top-level ``def``s bind (a batch source handed to a trainer by
-    keyword, ``fetch=sample_batch``, is no model)."""
-    return frozenset(s.name.value for s in ctx.module.body if isinstance(s, cst.FunctionDef))
 
 
 def _factory_models(ctx: RuleContext, built: Any) -> set[str]:

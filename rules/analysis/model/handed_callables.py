@@ -81,3 +81,8 @@ def _handed_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
                 out.setdefault(fn, StepCaller(arg.value.value, facts.path or "the class's module",
                                               step.line, step.kind))
     return out
+
+
+def own_functions(ctx: RuleContext) -> frozenset[str]:
+    """The names of this module's top-level functions: one handed to a trainer is no model."""
+    return frozenset(s.name.value for s in ctx.module.body if isinstance(s, cst.FunctionDef))
