@@ -177,7 +177,14 @@ def _one_iteration(loop: Loop) -> Iterator[cst.CSTNode]:
 
 def _runs_an_eval_mode_model(ta: TrainingQueries, loop: Loop, call: cst.Call) -> bool:
     """The function ``call`` runs (of this file) calls a model that ``model.eval()`` put in eval mode
-    before the loop (``self.model.eval()``; ``self._process_one_batch(x)`` running ``self.model``)."""
+    before the loop (``self.model.eval()``; ``self._process_one_batch(x)`` running ``self.model``),
+    and the loop takes its batches from a loader it names (``for x, y in enumerate(val_loader)``;
+    not chunks it cuts itself out of ``range(0, n, k)``)."""
+    it = loop.iter if isinstance(loop, cst.For) else None
+    while isinstance(it, cst.Call) and it.args and (dotted_name(it.func) or "").rsplit(".", 1)[-1] in ("enumerate", "tqdm"):
+        it = it.args[0].value
+    if not isinstance(it, (cst.Name, cst.Attribute)):
+        return False
     names: set[str] = set()
     for fn in ta.called_functions(call):
         for n in walk(fn.body, stop_at=(cst.For, cst.While)):
