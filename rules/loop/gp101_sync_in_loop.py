@@ -14,6 +14,7 @@ from ..analysis.facts.framework_hooks import (framework_step_methods, hook_calle
                                               under_rare_switch)
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
+from ..analysis.model.forward_reach import forward_caller, forward_roots, per_forward
 from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
@@ -193,7 +194,7 @@ class SyncInLoop(Rule):
         hooks = bool(framework_config(ctx).lightning_modules)
         # a Trainer subclass's compute_loss, a callback's on_step_end, what a Lightning step hook calls
         framework = {**lightning_step_methods(ctx), **framework_step_methods(ctx)}
-        if not (ta.step_loops or ta.eval_loops or hooks or framework or runs_elsewhere(ctx)) or \
+        if not (ta.step_loops or ta.eval_loops or hooks or framework or runs_elsewhere(ctx) or forward_roots(ctx)) or \
                 cpu_only(ctx):
             return
         # A read of a collective's result on its way to a log: GP106 reports the collective; the
@@ -207,7 +208,8 @@ class SyncInLoop(Rule):
             if loop is None:
                 if hooks and step_hook(ctx, call) is not None:
                     yield from _in_step_hook(ctx, call, what)
-                elif (caller := ta.every_step_caller(call) or hook_caller(ta, call, framework)) is not None and \
+                elif (caller := ta.every_step_caller(call) or hook_caller(ta, call, framework) or
+                        forward_caller(ctx, ta, call)) is not None and \
                         not under_rare_switch(ctx, call) and not read_of_argument(ctx, call):
                     yield _from_elsewhere(ctx, call, what, caller)
                 continue
@@ -249,6 +251,13 @@ def _from_elsewhere(ctx: RuleContext, call: cst.BaseExpression, what: str, calle
     """A host read in a function another module of the project calls on every step (a loss, a
     gradient-clipping helper): reported here, where the edit goes."""
     snippet = ctx.code_for(call) if len(ctx.code_for(call)) <= 40 else what
+    if per_forward(caller) and not caller.line:  # a model's forward of this module: every call of the model runs it
+        return Finding(
+            call, f"`{snippet}` runs on every {caller.kind} of `{caller.function.split('.')[0]}` (in what "
+            f"`{caller.function}` runs, on every call of the module); it blocks the CPU until the GPU has finished "
+            "all queued work (host-device sync); keep the value on the device, or read it only where it is needed "
+            "outside the model",
+            no_fix_reason=f"the value is used by `{caller.function}` itself")
     return Finding(
         call, f"`{snippet}` runs on every {caller.kind}: {caller.where} calls `{caller.function}` on each one; it "
         "blocks the CPU until the GPU has finished all queued work (host-device sync); read it only every N "

@@ -12,7 +12,7 @@ from ..analysis.fixes.edits import add_kwarg
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
 from ..analysis.facts.placement import moved_before
 from ..analysis.model.host_data import cuda_tensor_type, numpy_made_here
-from ..analysis.model.models import module_subclasses
+from ..analysis.model.forward_reach import forward_caller, forward_roots
 from ..analysis.model.reaching import reaching_assignments
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.step_reach import runs_elsewhere
@@ -164,7 +164,7 @@ class HostTensorThenMove(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
         if not (ta.step_loops or ta.eval_loops or runs_elsewhere(ctx) or
-                framework_config(ctx).lightning_modules or framework_step_methods(ctx) or
+                framework_config(ctx).lightning_modules or framework_step_methods(ctx) or forward_roots(ctx) or
                 "backward" in ctx.source and any(ta.steps_each_call(f) for f in ctx.nodes(cst.FunctionDef))) or \
                 cpu_only(ctx):
             return
@@ -199,7 +199,7 @@ class HostTensorThenMove(Rule):
                 continue  # ``torch.zeros_like(y)`` of a tensor the step already moved: made on the device
             loop = ta.every_step_loop(move)
             caller = ta.every_step_caller(move) or hook_caller(ta, move, framework_step_methods(ctx)) or \
-                ta.caller_from(move, module_forwards(ctx)) or _step_function(ta, move) if loop is None else None
+                forward_caller(ctx, ta, move) or _step_function(ta, move) if loop is None else None
             if caller is not None and caller.line:  # another module's loop
                 yield Finding(move, f"tensor built on the CPU and copied to the device on every {caller.kind} "
                                     f"({caller.where} calls `{caller.function}` on each one; a synchronous "
@@ -240,7 +240,7 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
         # ``training_step`` -> ``self(x)`` -> a submodule; a Trainer subclass's ``compute_loss``;
         # a module's ``forward``
         caller = ta.caller_from(move, {**lightning_step_methods(ctx), **framework_step_methods(ctx)}) or \
-            ta.caller_from(move, module_forwards(ctx)) or _step_function(ta, move)
+            forward_caller(ctx, ta, move) or _step_function(ta, move)
     if loop is None and caller is None:
         return None
     factory = host_origin(ctx, move.func.value, move, loose_default_type=caller is not None)  # type: ignore[attr-defined]
@@ -384,30 +384,10 @@ def _per_call(caller: StepCaller) -> str:
     """What one run of the code is, for a message: "training step (train.py:42 calls `f` on each
     one)", or "forward pass of `Net` (every call of the module)"."""
     if caller.kind == "forward pass":
-        return f"forward pass of `{caller.function.split('.')[0]}` (every call of the module)"
+        return f"forward pass of `{caller.function.split('.')[0]}` (`{caller.function}` runs it on every call of the module)"
     if not caller.path:
         return f"{caller.kind} (`{caller.function}` runs one)"
     return f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
-
-
-def module_forwards(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
-    """The ``forward`` methods of the file's ``nn.Module`` subclasses, in a file that also trains or
-    evaluates (a library's base model with its own ``fit`` loop): what they run, every call of the
-    module runs, every step. (A module file without a loop is left to its importers' loops.)"""
-    def compute(c: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
-        out: dict[cst.FunctionDef, StepCaller] = {}
-        ta = analysis(c)
-        if not (ta.step_loops or ta.eval_loops):
-            return out
-        classes = module_subclasses(c)
-        for cls in c.nodes(cst.ClassDef):
-            if cls.name.value not in classes:
-                continue
-            for stmt in cls.body.body:
-                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "forward":
-                    out[stmt] = StepCaller(f"{cls.name.value}.forward", "every call of the module", 0, "forward pass")
-        return out
-    return ctx.fact(compute)
 
 
 def tensor_target(ctx: RuleContext, ta: TrainingAnalysis, target: cst.BaseExpression, at: cst.CSTNode) -> bool:

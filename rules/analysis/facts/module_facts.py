@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from ..model.forward_reach import forward_caller, forward_kind, forward_roots
 from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates, worker_keeping_loaders
 from ..model.guards import returns_rare
 from ..model.models import (is_model_constructor, library_optimizer_model, loss_classes, module_subclasses,
@@ -133,9 +134,11 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tupl
     module's step or eval loops, directly or through its own functions (``to_device(batch,
     device)``, ``model.parse_batch(batch)``, ``criterion(out, y)`` of a loss class): the callee's
     module, checked itself, sees that code as per-step code (issue 34)."""
-    if not (ta.step_loops or ta.eval_loops):
+    looping = bool(ta.step_loops or ta.eval_loops)
+    forwards = bool(forward_roots(ctx))  # also the calls a model's forward runs on every call of the model
+    if not (looping or forwards):
         return ()
-    out = self_step_calls(ctx, ta, line_of)
+    out = self_step_calls(ctx, ta, line_of) if looping else []
     if not ctx.project:
         return tuple(out)
     instances: dict[str, list[cst.BaseExpression]] | None = None
@@ -168,9 +171,11 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tupl
                 callee = project_instance_method(ctx, ctors[0], ("__call__", "forward"))
         if callee is None or not callee[0]:
             continue
-        loop = ta.every_step_loop(call)
+        loop = ta.every_step_loop(call) if looping else None
         if loop is not None:
             out.append(StepCall(callee[0], callee[1], line_of(call), ta.loop_kind(loop)))
+        elif forwards and (root := forward_caller(ctx, ta, call)) is not None:
+            out.append(StepCall(callee[0], callee[1], line_of(call), forward_kind(root)))
     return tuple(out)
 
 
