@@ -14,7 +14,7 @@ from ..analysis.facts.framework_hooks import (framework_step_methods, hook_calle
                                               under_rare_switch)
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
-from ..analysis.model.forward_reach import forward_caller, forward_roots, per_forward
+from ..analysis.model.forward_reach import forward_caller, forward_roots, model_buffer, per_forward, reads_argument
 from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
@@ -209,7 +209,7 @@ class SyncInLoop(Rule):
                 if hooks and step_hook(ctx, call) is not None:
                     yield from _in_step_hook(ctx, call, what)
                 elif (caller := ta.every_step_caller(call) or hook_caller(ta, call, framework) or
-                        forward_caller(ctx, ta, call)) is not None and \
+                        _forward_caller(ctx, ta, call)) is not None and \
                         not under_rare_switch(ctx, call) and not read_of_argument(ctx, call):
                     yield _from_elsewhere(ctx, call, what, caller)
                 continue
@@ -232,6 +232,12 @@ class SyncInLoop(Rule):
             yield helper_read_finding(ctx, ta, found)
         for store, target in stores_to_host(ctx, ta):
             yield host_store_finding(ctx, ta, store, target)
+
+
+def _forward_caller(ctx: RuleContext, ta: TrainingAnalysis, call: cst.BaseExpression) -> StepCaller | None:
+    """The model's forward that runs ``call`` on every call of the module, unless ``call`` reads a
+    value the function was handed (its caller decides where that lives)."""
+    return None if reads_argument(ctx, call) else forward_caller(ctx, ta, call)
 
 
 def _collective_read(ctx: RuleContext, ta: TrainingAnalysis, call: cst.BaseExpression, what: str,
@@ -368,7 +374,8 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
         elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and \
                 len(call.args) == 1 and not call.args[0].star:
             arg = call.args[0].value
-            if _contains_sync(arg) or not ta.is_tensor_expr(arg) or host_tensor(ctx, ta, arg, call):
+            if _contains_sync(arg) or not (ta.is_tensor_expr(arg) or model_buffer(ctx, arg)) or \
+                    host_tensor(ctx, ta, arg, call):
                 continue
             if not ctx.matches(call.func, set(CONVERTERS)):
                 continue

@@ -123,9 +123,93 @@ def forward_reach(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
 
 def forward_caller(ctx: RuleContext, ta: TrainingAnalysis, node: cst.CSTNode) -> StepCaller | None:
     """The forward of a model class of this file whose every call runs ``node`` (in it, or in a
-    function or constructor of the file it reaches, under no periodic guard); None else."""
+    function or constructor of the file it reaches, under no periodic guard, and not where a cache
+    the module keeps is filled: :func:`in_cache_fill`); None else."""
     reach = forward_reach(ctx)
-    return ta.caller_from(node, reach) if reach else None
+    if not reach or in_cache_fill(ctx, node):
+        return None
+    return ta.caller_from(node, reach)
+
+
+def in_cache_fill(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """Is ``node`` where the module fills a cache it keeps: in the body of an ``if`` whose test reads
+    an attribute of ``self`` that the body assigns (``if self.grid is None or self.grid.shape[2:]
+    != x.shape[2:]: self.grid = make_grid(ny, nx).to(x.device)``, ``if key not in self.cache:
+    self.cache[key] = ...``), or in a function of the file that is called only there? It runs on
+    the first call (and when the shape changes), not on every call."""
+    fills = ctx.fact(_cache_fills)
+    if not fills:
+        return False
+    if any(isinstance(anc, cst.If) and anc in fills and ctx.is_inside(node, anc.body) for anc in ctx.ancestors(node)):
+        return True
+    fn = ctx.enclosing(node, cst.FunctionDef)
+    if fn is None:
+        return False
+    calls = analysis(ctx).calls_of(fn)
+    return bool(calls) and all(any(isinstance(anc, cst.If) and anc in fills and ctx.is_inside(c, anc.body)
+                                   for anc in ctx.ancestors(c)) for c in calls)
+
+
+def _cache_fills(ctx: RuleContext) -> frozenset[cst.If]:
+    if "self." not in ctx.source:
+        return frozenset()
+    out = set()
+    for guard in ctx.nodes(cst.If):
+        read = {n for n in _self_attrs(guard.test)}
+        if not read:
+            continue
+        for node in _walk(guard.body):
+            targets = node.targets if isinstance(node, cst.Assign) else \
+                [node] if isinstance(node, (cst.AugAssign, cst.AnnAssign)) else []
+            for t in targets:
+                target = t.target
+                while isinstance(target, cst.Subscript):
+                    target = target.value
+                if dotted_name(target) in read:
+                    out.add(guard)
+    return frozenset(out)
+
+
+def _self_attrs(expr: cst.BaseExpression) -> set[str]:
+    return {name for n in _walk(expr) if isinstance(n, cst.Attribute) and
+            (name := dotted_name(n)) is not None and name.startswith("self.") and name.count(".") == 1}
+
+
+def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+
+    class _V(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            found.append(n)
+            return True
+
+    node.visit(_V())
+    return found
+
+
+def reads_argument(ctx: RuleContext, read: cst.BaseExpression) -> bool:
+    """Is ``read`` (``lengths.max().item()``, ``int(n)``) a host read of a value the function was
+    handed, unchanged (``lengths``: sequence lengths a caller keeps on the host for
+    ``pack_padded_sequence``)? Where it lives is the caller's choice: not said to be a sync."""
+    fn = ctx.enclosing(read, cst.FunctionDef)
+    if fn is None:
+        return False
+    expr: cst.BaseExpression = read
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.args:
+        expr = expr.args[0].value  # ``int(n)``
+    while True:
+        if isinstance(expr, cst.Call):
+            expr = expr.func
+        elif isinstance(expr, (cst.Attribute, cst.Subscript)):
+            expr = expr.value
+        else:
+            break
+    if not isinstance(expr, cst.Name) or expr.value in ("self", "cls"):
+        return False
+    params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+    return expr.value in params and not any(
+        isinstance(n, cst.Assign) and any(dotted_name(t.target) == expr.value for t in n.targets)
+        for n in _walk(fn.body))
 
 
 def forward_kind(root: StepCaller) -> str:
@@ -136,3 +220,30 @@ def forward_kind(root: StepCaller) -> str:
 def per_forward(caller: StepCaller) -> bool:
     """Is ``caller`` a model's forward (of this module, or of an importer calling this module's code)?"""
     return caller.kind == FORWARD or caller.kind.startswith(FORWARD + " of ")
+
+
+def model_buffer(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """``self.queue_ptr`` in a method of a model class of this file that registers it as a buffer
+    (``self.register_buffer("queue_ptr", torch.zeros(1, dtype=torch.long))``): a tensor that moves
+    with the model (``model.cuda()``), so reading it on the host (``int(self.queue_ptr)``) waits for
+    the GPU."""
+    name = dotted_name(expr)
+    if name is None or not name.startswith("self.") or name.count(".") != 1:
+        return False
+    cls = ctx.enclosing(expr, cst.ClassDef)
+    return cls is not None and cls.name.value in model_classes(ctx) and \
+        name[5:] in ctx.fact(_buffers).get(cls.name.value, frozenset())
+
+
+def _buffers(ctx: RuleContext) -> dict[str, frozenset[str]]:
+    if "register_buffer" not in ctx.source:
+        return {}
+    out: dict[str, set[str]] = {}
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "register_buffer" and \
+                dotted_name(func.value) == "self" and call.args and isinstance(call.args[0].value, cst.SimpleString):
+            cls = ctx.enclosing(call, cst.ClassDef)
+            if cls is not None:
+                out.setdefault(cls.name.value, set()).add(call.args[0].value.evaluated_value)  # type: ignore[arg-type]
+    return {k: frozenset(v) for k, v in out.items()}
