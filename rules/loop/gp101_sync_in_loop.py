@@ -24,7 +24,7 @@ from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
 from ._truth_tests import compared_tensor
 from ._host_tensors import host_tensor
-from ._across_modules import PER_STEP_ACROSS_MODULES
+from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ..analysis.syntax.launch import StepCaller
@@ -76,6 +76,7 @@ class SyncInLoop(Rule):
         "through their imports, this file's subclasses and the user's other modules; `on_log` and "
         "`on_evaluate` run once per log or evaluation and are not per step (a loop over batches "
         "inside `on_evaluate` is an eval loop).",
+        PER_FORWARD,
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
         "the read or at a call site of the function holding it, are not reported (the end of a gradient "
         "accumulation window, `if (i + 1) % accum == 0:` around the optimizer's step with the backward "
@@ -105,7 +106,9 @@ class SyncInLoop(Rule):
         "loader's, nor a `TensorDataset` of device tensors), and what is computed only from such "
         "(`(labels != pad).sum()`, `torch.bincount(labels)`, a counter `n = torch.tensor(0)` whose "
         "every `+=` adds one). A counter that starts on the host but adds a device tensor is on the "
-        "device and is reported.",
+        "device and is reported. A buffer a model class of this file registers (`self.register_buffer("
+        "\"queue_ptr\", ...)`) moves with the model: `int(self.queue_ptr)` in its methods is a read of a device "
+        "tensor.",
         "A branch on a device tensor's test (`if torch.isnan(loss):`, `torch.isfinite(x).all()`, "
         "`assert torch.allclose(a, b)`) or on a comparison with one (`if val_loss < best:`, "
         "`assert labels.max() < n_classes`, `x if grad_norm > clip else y`, an element of a field of a "
@@ -186,6 +189,21 @@ class SyncInLoop(Rule):
                     acc = (outputs.logits.argmax(-1) == inputs["labels"]).float().mean()
                     self.train_acc.append(acc.item())
                     return (outputs.loss, outputs) if return_outputs else outputs.loss
+        """), fixed=None),
+        Invalid(dedent("""
+            import torch
+            import torch.nn as nn
+            class MomentumQueue(nn.Module):
+                def __init__(self, dim, size):
+                    super().__init__()
+                    self.size = size
+                    self.register_buffer("keys", torch.randn(dim, size))
+                    self.register_buffer("ptr", torch.zeros(1, dtype=torch.long))
+                def forward(self, k):
+                    start = int(self.ptr)
+                    self.keys[:, start:start + k.shape[0]] = k.T
+                    self.ptr[0] = (start + k.shape[0]) % self.size
+                    return self.keys
         """), fixed=None),
     ]
 

@@ -23,7 +23,7 @@ from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_hooks import framework_step_methods, hook_caller, lightning_step_methods
 from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
-from ._across_modules import PER_STEP_ACROSS_MODULES
+from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._host_moves import COMBINERS, combined_names, host_data_argument
 
 DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
@@ -84,7 +84,8 @@ class HostTensorThenMove(Rule):
     limitations = (
         "A factory call moved in the same expression (`torch.zeros(n).to(device)`, `.cuda()`) gets "
         "a fix; a CPU tensor changed before its move (dtype casts and views, arithmetic with "
-        "numbers or plain names, `torch.cat`/`stack` of factories (a list or a tuple), earlier assignments in the same "
+        "numbers, plain names or `math` functions of them, `torch.exp`/`sin`/`cos`/`log`/`sqrt` of one "
+        "(`torch.exp(-math.log(p) * torch.arange(half) / half)`), `torch.cat`/`stack` of factories (a list or a tuple), earlier assignments in the same "
         "function or, for a script's loop, at module level, a legacy `torch.LongTensor(n, m)` filled in place) is "
         "reported at the factory without one; at the move when it combines tensors built in statements "
         "of their own (`lbl = torch.cat((ones, zeros), 1)` then `lbl.cuda()`). `torch.Tensor(...)` follows the default tensor type: not counted where the "
@@ -96,9 +97,9 @@ class HostTensorThenMove(Rule):
         "module's `forward` that its instances' calls run: `self.mask(x)` after `self.mask = "
         "Masking()`), in what a LightningModule's `training_step`/`validation_step`/`test_step` "
         "runs, in a function that runs a whole training step (a backward and an optimizer step) and "
-        "that no loop of the file calls (`agent.learn()` driven from another module), or in the "
-        "`forward` of an `nn.Module` of a file that also trains or evaluates (a library's base "
-        "model with its own `fit` loop); CPU-only programs are not.",
+        "that no loop of the file calls (`agent.learn()` driven from another module), or in what a "
+        "model's forward runs on every call (see the next item); CPU-only programs are not.",
+        PER_FORWARD,
         "A move is a `.to(device)`/`.cuda()`, or a `.to(other)`/`.type_as(other)` whose target is a "
         "tensor by clear evidence (a tensor by the training model, a field of a loop's batch, or a "
         "name the function reads as one: `other.shape`, `other.size()`, or an index of a tensor: "
@@ -158,6 +159,39 @@ class HostTensorThenMove(Rule):
                 loss = F.cross_entropy(model(x), y, weight=class_weights)
                 loss.backward()
                 optimizer.step()
+        """)),
+        Invalid(dedent("""
+            import torch
+            import torch.nn as nn
+            def batch_rows(points, idx):
+                device = points.device
+                rows = torch.arange(points.shape[0]).to(device)
+                return points[rows[:, None], idx]
+            class Group(nn.Module):
+                def forward(self, points, idx):
+                    return batch_rows(points, idx)
+        """), fixed=dedent("""
+            import torch
+            import torch.nn as nn
+            def batch_rows(points, idx):
+                device = points.device
+                rows = torch.arange(points.shape[0], device=device)
+                return points[rows[:, None], idx]
+            class Group(nn.Module):
+                def forward(self, points, idx):
+                    return batch_rows(points, idx)
+        """)),
+        Valid(dedent("""
+            import torch
+            import torch.nn as nn
+            class Head(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.grid = None
+                def forward(self, x):
+                    if self.grid is None or self.grid.shape[0] != x.shape[-1]:
+                        self.grid = torch.arange(x.shape[-1]).to(x.device)
+                    return x + self.grid
         """)),
     ]
 
