@@ -207,7 +207,15 @@ def reads_argument(ctx: RuleContext, read: cst.BaseExpression) -> bool:
     if not isinstance(expr, cst.Name) or expr.value in ("self", "cls"):
         return False
     params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
-    return expr.value in params and not any(
+    handed = set(params)
+    for node in _walk(fn.body):  # ``for i, n in enumerate(lengths):``: ``n`` is an element of ``lengths``
+        if isinstance(node, cst.For):
+            it = node.iter
+            while isinstance(it, cst.Call) and dotted_name(it.func) in ("enumerate", "reversed") and it.args:
+                it = it.args[0].value
+            if isinstance(it, cst.Name) and it.value in params:
+                handed |= {n.value for n in _walk(node.target) if isinstance(n, cst.Name)}
+    return expr.value in handed and not any(
         isinstance(n, cst.Assign) and any(dotted_name(t.target) == expr.value for t in n.targets)
         for n in _walk(fn.body))
 
