@@ -141,6 +141,8 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tupl
     out = self_step_calls(ctx, ta, line_of) if looping else []
     if not ctx.project:
         return tuple(out)
+    if not looping:  # a model file: only the calls its forwards reach, the callees' facts alone read
+        return tuple(_forward_step_calls(ctx, ta, line_of))
     instances: dict[str, list[cst.BaseExpression]] | None = None
     offered = {part for facts in ctx.project.values() for name in facts.functions for part in name.split(".")}
     for call in ctx.nodes(cst.Call):
@@ -177,6 +179,32 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> tupl
         elif forwards and (root := forward_caller(ctx, ta, call)) is not None:
             out.append(StepCall(callee[0], callee[1], line_of(call), forward_kind(root)))
     return tuple(out)
+
+
+def _forward_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> list[StepCall]:
+    """The calls of functions and classes imported from the user's other modules that a forward
+    of this module's models runs on every call (``ProbMask(...)``, ``ops.sinusoid(pos, d)``). Only
+    the modules such a call names have their facts read (a model zoo's file importing many
+    modules costs what its forwards call, not its whole import graph)."""
+    keys = set(ctx.project)  # the names alone: no facts computed
+    out = []
+    for call in ctx.nodes(cst.Call):
+        name = dotted_name(call.func)
+        if name is None:
+            continue
+        head, _, rest = name.partition(".")
+        full = ctx.import_aliases.get(head, "")
+        parts = (f"{full}.{rest}" if full and rest else full).split(".")
+        if not full or not any(".".join(parts[:i]) in keys for i in range(1, len(parts))):
+            continue
+        root = forward_caller(ctx, ta, call)
+        if root is None:
+            continue
+        found = project_function(ctx, call)
+        if found is not None:
+            callee = found.name if found.name in found.module.functions else f"{found.name}.__init__"
+            out.append(StepCall(found.key, callee, line_of(call), forward_kind(root)))
+    return out
 
 
 def _params_through_helpers(ctx: RuleContext, functions: dict[str, FunctionFacts]) -> None:
