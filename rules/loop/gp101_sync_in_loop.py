@@ -14,7 +14,7 @@ from ..analysis.facts.framework_hooks import (framework_step_methods, hook_calle
                                               under_rare_switch)
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
-from ..analysis.model.forward_reach import forward_caller, forward_roots, model_buffer, per_forward, reads_argument
+from ..analysis.model.forward_reach import forward_read_caller, forward_roots, model_buffer, per_forward
 from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
@@ -190,21 +190,6 @@ class SyncInLoop(Rule):
                     self.train_acc.append(acc.item())
                     return (outputs.loss, outputs) if return_outputs else outputs.loss
         """), fixed=None),
-        Invalid(dedent("""
-            import torch
-            import torch.nn as nn
-            class MomentumQueue(nn.Module):
-                def __init__(self, dim, size):
-                    super().__init__()
-                    self.size = size
-                    self.register_buffer("keys", torch.randn(dim, size))
-                    self.register_buffer("ptr", torch.zeros(1, dtype=torch.long))
-                def forward(self, k):
-                    start = int(self.ptr)
-                    self.keys[:, start:start + k.shape[0]] = k.T
-                    self.ptr[0] = (start + k.shape[0]) % self.size
-                    return self.keys
-        """), fixed=None),
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
@@ -227,7 +212,7 @@ class SyncInLoop(Rule):
                 if hooks and step_hook(ctx, call) is not None:
                     yield from _in_step_hook(ctx, call, what)
                 elif (caller := ta.every_step_caller(call) or hook_caller(ta, call, framework) or
-                        _forward_caller(ctx, ta, call)) is not None and \
+                        forward_read_caller(ctx, ta, call)) is not None and \
                         not under_rare_switch(ctx, call) and not read_of_argument(ctx, call):
                     yield _from_elsewhere(ctx, call, what, caller)
                 continue
@@ -250,12 +235,6 @@ class SyncInLoop(Rule):
             yield helper_read_finding(ctx, ta, found)
         for store, target in stores_to_host(ctx, ta):
             yield host_store_finding(ctx, ta, store, target)
-
-
-def _forward_caller(ctx: RuleContext, ta: TrainingAnalysis, call: cst.BaseExpression) -> StepCaller | None:
-    """The model's forward that runs ``call`` on every call of the module, unless ``call`` reads a
-    value the function was handed (its caller decides where that lives)."""
-    return None if reads_argument(ctx, call) else forward_caller(ctx, ta, call)
 
 
 def _collective_read(ctx: RuleContext, ta: TrainingAnalysis, call: cst.BaseExpression, what: str,

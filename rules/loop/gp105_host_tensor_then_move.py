@@ -24,7 +24,7 @@ from ..analysis.facts.framework_hooks import framework_step_methods, hook_caller
 from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
-from ._host_moves import COMBINERS, combined_names, host_data_argument
+from ._host_moves import COMBINERS, TORCH_SAME_PLACE, combined_names, host_data_argument, host_scalar
 
 DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor",
@@ -181,18 +181,6 @@ class HostTensorThenMove(Rule):
                 def forward(self, points, idx):
                     return batch_rows(points, idx)
         """)),
-        Valid(dedent("""
-            import torch
-            import torch.nn as nn
-            class Head(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.grid = None
-                def forward(self, x):
-                    if self.grid is None or self.grid.shape[0] != x.shape[-1]:
-                        self.grid = torch.arange(x.shape[-1]).to(x.device)
-                    return x + self.grid
-        """)),
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
@@ -316,9 +304,6 @@ _SAME_PLACE = frozenset({"long", "int", "float", "half", "double", "bool", "byte
                          "unsqueeze", "permute", "transpose", "t", "flatten", "contiguous", "clone", "repeat",
                          "expand", "fill_", "zero_", "masked_fill", "masked_fill_", "type_as", "cumsum", "sum",
                          "mean", "abs", "neg", "exp", "log", "sqrt", "clamp", "clamp_", "mul", "add", "sub", "div"})
-# torch functions of one tensor whose result is where the tensor is.
-_TORCH_SAME_PLACE = frozenset(f"torch.{n}" for n in ("exp", "log", "sin", "cos", "sqrt", "rsqrt", "abs", "neg",
-                                                      "sigmoid", "tanh", "floor", "ceil", "round", "flatten"))
 _LEGACY_CPU = frozenset(f"torch.{n}Tensor" for n in ("Long", "Float", "Int", "Byte", "Bool", "Double", "Half", "Short"))
 _COMBINERS = COMBINERS
 LIKE_FACTORIES = frozenset(f for f in FACTORIES if f.endswith("_like"))
@@ -365,7 +350,7 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
             # (the other parts: slices of a batch the loop leaves on the host)
             return made[0] if made and all(f is not None or host_batch_value(ctx, p, at)
                                            for p, f in zip(parts, found)) else None
-        if ctx.matches(expr.func, _TORCH_SAME_PLACE) and len(expr.args) == 1 and not expr.args[0].keyword and \
+        if ctx.matches(expr.func, TORCH_SAME_PLACE) and len(expr.args) == 1 and not expr.args[0].keyword and \
                 not expr.args[0].star:  # ``torch.exp(-math.log(p) * torch.arange(half) / half)``
             return host_origin(ctx, expr.args[0].value, at, loose_default_type=loose_default_type, depth=depth + 1)
         if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_PLACE:
@@ -379,7 +364,7 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
             return None
         others = [side for side, f in zip(sides, found) if f is None]
         # The other operands: numbers, or plain names and attributes (a loop index, ``self.scale``).
-        if all(_host_scalar(ctx, o) for o in others):
+        if all(host_scalar(ctx, o) for o in others):
             return next(f for f in found if f is not None)
         return None
     if isinstance(expr, cst.UnaryOperation):
@@ -399,21 +384,6 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
         last = values[-1]
         return host_origin(ctx, last, last, loose_default_type=loose_default_type, depth=depth + 1)
     return None
-
-
-def _host_scalar(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
-    """A number, a plain name or attribute (a loop index, ``self.scale``), ``-x`` of one, or a
-    ``math`` function of them (``-math.log(max_period)``): what arithmetic with a host tensor
-    leaves on the host."""
-    if isinstance(expr, (cst.Integer, cst.Float, cst.Name)) or isinstance(expr, cst.Attribute) and \
-            dotted_name(expr) is not None:
-        return True
-    if isinstance(expr, cst.UnaryOperation):
-        return _host_scalar(ctx, expr.expression)
-    if isinstance(expr, cst.BinaryOperation):
-        return _host_scalar(ctx, expr.left) and _host_scalar(ctx, expr.right)
-    return isinstance(expr, cst.Call) and ctx.matches(expr.func, {"math.*"}) and \
-        all(not a.star and _host_scalar(ctx, a.value) for a in expr.args)
 
 
 def _wraps_values(call: cst.Call) -> bool:

@@ -131,6 +131,12 @@ def forward_caller(ctx: RuleContext, ta: TrainingAnalysis, node: cst.CSTNode) ->
     return ta.caller_from(node, reach)
 
 
+def forward_read_caller(ctx: RuleContext, ta: TrainingAnalysis, read: cst.BaseExpression) -> StepCaller | None:
+    """As :func:`forward_caller` for a host read, unless it reads a value the function was handed
+    (:func:`reads_argument`: its caller decides where that lives)."""
+    return None if reads_argument(ctx, read) else forward_caller(ctx, ta, read)
+
+
 def in_cache_fill(ctx: RuleContext, node: cst.CSTNode) -> bool:
     """Is ``node`` where the module fills a cache it keeps: in the body of an ``if`` whose test reads
     an attribute of ``self`` that the body assigns (``if self.grid is None or self.grid.shape[2:]
