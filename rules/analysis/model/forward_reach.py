@@ -134,7 +134,37 @@ def forward_caller(ctx: RuleContext, ta: TrainingAnalysis, node: cst.CSTNode) ->
 def forward_read_caller(ctx: RuleContext, ta: TrainingAnalysis, read: cst.BaseExpression) -> StepCaller | None:
     """As :func:`forward_caller` for a host read, unless it reads a value the function was handed
     (:func:`reads_argument`: its caller decides where that lives)."""
-    return None if reads_argument(ctx, read) else forward_caller(ctx, ta, read)
+    if reads_argument(ctx, read) or _switched(ctx, read):
+        return None
+    return forward_caller(ctx, ta, read)
+
+
+def _switched(ctx: RuleContext, read: cst.BaseExpression) -> bool:
+    """Is ``read`` behind a switch of the module's own, not on every call: a parameter compared
+    with a value other than its default (``if mode == "cpu":`` in ``def get_assignments(...,
+    mode="gpu")``, the fallback after an out-of-memory error), or, for a copy to the host
+    (``.cpu()``), a plain setting (``if self.cpu_cache:``: offloading the module chose)?"""
+    fn = ctx.enclosing(read, cst.FunctionDef)
+    if fn is None:
+        return False
+    defaults = {p.name.value: p.default for p in (*fn.params.params, *fn.params.kwonly_params)
+                if isinstance(p.default, (cst.SimpleString, cst.Integer, cst.Name))}
+    moves = isinstance(read, cst.Call) and isinstance(read.func, cst.Attribute) and read.func.attr.value == "cpu"
+    for anc in ctx.ancestors(read):
+        if anc is fn:
+            break
+        if not isinstance(anc, cst.If) or not ctx.is_inside(read, anc.body):
+            continue
+        test = anc.test
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and \
+                isinstance(test.comparisons[0].operator, cst.Equal) and isinstance(test.left, cst.Name) and \
+                test.left.value in defaults and isinstance(test.comparisons[0].comparator, (cst.SimpleString, cst.Integer)) \
+                and ctx.code_for(test.comparisons[0].comparator) != ctx.code_for(defaults[test.left.value]):
+            return True
+        name = dotted_name(test)
+        if moves and name is not None and name.rsplit(".", 1)[-1] != "training":
+            return True
+    return False
 
 
 def in_cache_fill(ctx: RuleContext, node: cst.CSTNode) -> bool:
