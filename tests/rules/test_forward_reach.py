@@ -117,3 +117,25 @@ def test_a_buffer_read_on_the_host_in_the_forward() -> None:
                 return int(self.ptr)
     """)
     assert found == [("GP101", 12)]
+
+
+def test_reads_in_a_loop_of_the_forward_and_draws_from_device_probabilities() -> None:
+    """``for b in range(bs):`` inside the forward runs on every call; ``torch.multinomial(w[b], 1)``
+    is where ``w`` is (a softmax of the model's scores), not a host factory; one drawn from a
+    host tensor is on the host."""
+    assert _found("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Negatives(nn.Module):
+            def forward(self, sim, feats):
+                weights = F.softmax(sim * 2, dim=1)
+                picked = []
+                for b in range(sim.shape[0]):
+                    neg = torch.multinomial(weights[b], 1).item()
+                    other = torch.multinomial(torch.ones(4), 1).item()
+                    picked.append(feats[neg] + feats[other])
+                return torch.stack(picked)
+    """) == [("GP101", 12)]

@@ -128,7 +128,13 @@ def forward_caller(ctx: RuleContext, ta: TrainingAnalysis, node: cst.CSTNode) ->
     reach = forward_reach(ctx)
     if not reach or in_cache_fill(ctx, node):
         return None
-    return ta.caller_from(node, reach)
+    found = ta.caller_from(node, reach)
+    if found is None:  # in a loop of the forward's own (``for b in range(bs):``): it runs on every call too
+        fn = ctx.enclosing(node, cst.FunctionDef)
+        loops = [a for a in ctx.ancestors(node) if isinstance(a, (cst.For, cst.While)) and fn is not None and
+                 ctx.is_inside(a, fn)]
+        found = ta.caller_from(loops[-1], reach) if loops and ta.guard_of(node) is None else None
+    return found
 
 
 def forward_read_caller(ctx: RuleContext, ta: TrainingAnalysis, read: cst.BaseExpression) -> StepCaller | None:
