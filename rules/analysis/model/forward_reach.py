@@ -22,6 +22,7 @@ import libcst as cst
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller
+from ..syntax.tree import walk
 from ..syntax.project import project_model_class
 from .models import module_subclasses
 from .training import TrainingAnalysis, analysis
@@ -58,22 +59,11 @@ def _transforms(ctx: RuleContext) -> set[str]:
         holder = name in _TRANSFORM_HOLDERS or ctx.matches(call.func, {"torchvision.transforms.*"})
         for arg in call.args:
             if holder or arg.keyword is not None and "transform" in arg.keyword.value:
-                for node in _calls_in(arg.value):
-                    inner = dotted_name(node.func)
+                for node in walk(arg.value, include_self=True, into_nested=True):
+                    inner = dotted_name(node.func) if isinstance(node, cst.Call) else None
                     if inner is not None:
                         out.add(inner.rsplit(".", 1)[-1])
     return out
-
-
-def _calls_in(expr: cst.BaseExpression) -> list[cst.Call]:
-    found: list[cst.Call] = []
-
-    class _V(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            found.append(node)
-
-    expr.visit(_V())
-    return found
 
 
 def forward_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
@@ -162,11 +152,12 @@ def _switched(ctx: RuleContext, read: cst.BaseExpression) -> bool:
         if not isinstance(anc, cst.If) or not ctx.is_inside(read, anc.body):
             continue
         test = anc.test
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and \
-                isinstance(test.comparisons[0].operator, cst.Equal) and isinstance(test.left, cst.Name) and \
-                test.left.value in defaults and isinstance(test.comparisons[0].comparator, (cst.SimpleString, cst.Integer)) \
-                and ctx.code_for(test.comparisons[0].comparator) != ctx.code_for(defaults[test.left.value]):
-            return True
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
+            other = test.comparisons[0]
+            if isinstance(other.operator, cst.Equal) and test.left.value in defaults and \
+                    isinstance(other.comparator, (cst.SimpleString, cst.Integer)) and \
+                    ctx.code_for(other.comparator) != ctx.code_for(defaults[test.left.value]):
+                return True
         name = dotted_name(test)
         if moves and name is not None and name.rsplit(".", 1)[-1] != "training":
             return True
@@ -200,7 +191,7 @@ def _cache_fills(ctx: RuleContext) -> frozenset[cst.If]:
         read = {n for n in _self_attrs(guard.test)}
         if not read:
             continue
-        for node in _walk(guard.body):
+        for node in walk(guard.body, into_nested=True):
             targets = node.targets if isinstance(node, cst.Assign) else \
                 [node] if isinstance(node, (cst.AugAssign, cst.AnnAssign)) else []
             for t in targets:
@@ -213,20 +204,8 @@ def _cache_fills(ctx: RuleContext) -> frozenset[cst.If]:
 
 
 def _self_attrs(expr: cst.BaseExpression) -> set[str]:
-    return {name for n in _walk(expr) if isinstance(n, cst.Attribute) and
+    return {name for n in walk(expr, include_self=True) if isinstance(n, cst.Attribute) and
             (name := dotted_name(n)) is not None and name.startswith("self.") and name.count(".") == 1}
-
-
-def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
-
-    class _V(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            found.append(n)
-            return True
-
-    node.visit(_V())
-    return found
 
 
 def reads_argument(ctx: RuleContext, read: cst.BaseExpression) -> bool:
@@ -250,16 +229,16 @@ def reads_argument(ctx: RuleContext, read: cst.BaseExpression) -> bool:
         return False
     params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
     handed = set(params)
-    for node in _walk(fn.body):  # ``for i, n in enumerate(lengths):``: ``n`` is an element of ``lengths``
+    for node in walk(fn.body):  # ``for i, n in enumerate(lengths):``: ``n`` is an element of ``lengths``
         if isinstance(node, cst.For):
             it = node.iter
             while isinstance(it, cst.Call) and dotted_name(it.func) in ("enumerate", "reversed") and it.args:
                 it = it.args[0].value
             if isinstance(it, cst.Name) and it.value in params:
-                handed |= {n.value for n in _walk(node.target) if isinstance(n, cst.Name)}
+                handed |= {n.value for n in walk(node.target, include_self=True) if isinstance(n, cst.Name)}
     return expr.value in handed and not any(
         isinstance(n, cst.Assign) and any(dotted_name(t.target) == expr.value for t in n.targets)
-        for n in _walk(fn.body))
+        for n in walk(fn.body))
 
 
 def forward_kind(root: StepCaller) -> str:
