@@ -53,6 +53,7 @@ def test_a_helper_of_the_module_and_a_constructor_run_on_every_call() -> None:
     "if mode == 'cpu':\n    self.grid = x.cpu()",
     "if self.cpu_cache:\n    self.grid = x.cpu()",
     "n = int(lengths.max())",
+    "for i, length in enumerate(lengths):\n    length = length.item()\n    x[i, length:] = 0",
 ])
 def test_what_runs_once_or_behind_a_switch_is_quiet(guarded: str) -> None:
     body = textwrap.indent(guarded, " " * 8)

@@ -236,9 +236,9 @@ def reads_argument(ctx: RuleContext, read: cst.BaseExpression) -> bool:
                 it = it.args[0].value
             if isinstance(it, cst.Name) and it.value in params:
                 handed |= {n.value for n in walk(node.target, include_self=True) if isinstance(n, cst.Name)}
-    return expr.value in handed and not any(
-        isinstance(n, cst.Assign) and any(dotted_name(t.target) == expr.value for t in n.targets)
-        for n in walk(fn.body))
+    return expr.value in handed and not any(  # rebound to something else (not the read's own result)
+        isinstance(n, cst.Assign) and not ctx.is_inside(read, n.value) and
+        any(dotted_name(t.target) == expr.value for t in n.targets) for n in walk(fn.body))
 
 
 def forward_kind(root: StepCaller) -> str:
