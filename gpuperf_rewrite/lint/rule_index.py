@@ -42,6 +42,7 @@ MODULES = (
     'analysis/model/accumulation.py',
     'analysis/model/datasets.py',
     'analysis/model/eval_loops.py',
+    'analysis/model/forward_reach.py',
     'analysis/model/guards.py',
     'analysis/model/handed_callables.py',
     'analysis/model/host_bound.py',

@@ -6,7 +6,9 @@ those functions as per-step code (``rules``' ``syntax.launch.StepCaller``).
 Read off the project's facts, never by a pass of its own: the checked module's direct importers
 (``launch``'s reverse import scan, bounded) and each one's ``step_calls`` (``project_facts``: its
 facts when known, else its step calls alone; once per run by key, shared by the run's workers
-and kept on disk), which name the functions of their imports that their loops call every iteration.
+and kept on disk), which name the functions of their imports that their loops call every iteration,
+or that the ``forward`` of one of their ``nn.Module`` classes calls on every call of the model
+(kind "forward pass of `Net`").
 """
 
 from __future__ import annotations
@@ -280,14 +282,20 @@ def _step_methods(data: bytes) -> tuple[bytes, ...]:
 
 def _may_loop(path: Path, steps: tuple[bytes, ...] = ()) -> bool:
     """Can the file hold a step, eval or rollout loop (read off its bytes, not parsed), also one
-    that calls a method of the checked module that runs a whole step (``steps``)?"""
+    that calls a method of the checked module that runs a whole step (``steps``), or a model's
+    ``forward`` (which runs on every call of the model)?"""
     if path.name == "__init__.py":
         return False
     try:
         data = path.read_bytes()
     except OSError:
         return False
-    return bool(_LOOP.search(data)) and any(w in data for w in (*_STEP_WORDS, *steps))
+    return bool(_LOOP.search(data)) and any(w in data for w in (*_STEP_WORDS, *steps)) or _FORWARD.search(data) is not None
+
+
+# A model's ``forward`` runs on every call of the model: the functions and classes of the checked
+# module that it calls are per-step code too (``rules``' ``model.forward_reach``).
+_FORWARD = re.compile(rb"^[ \t]+def[ \t]+forward[ \t]*\([ \t]*self\b", re.MULTILINE)
 
 
 def _leads_to(n: Any, path: Path, depth: int) -> bool:

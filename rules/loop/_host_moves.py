@@ -1,5 +1,6 @@
 """GP105's readings of what a move copies: the names a combined tensor is built from, and a legacy
-typed-tensor constructor given host data."""
+typed-tensor constructor given host data, and what arithmetic with a host tensor leaves on the
+host."""
 
 from __future__ import annotations
 
@@ -46,3 +47,23 @@ def host_data_argument(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -
         return bool(values) and all(isinstance(v, cst.Call) and (
             ctx.matches(v.func, {"numpy.*"}) or method_call(v, "numpy", "tolist")) for v in values)
     return False
+
+
+# torch functions of one tensor whose result is where the tensor is.
+TORCH_SAME_PLACE = frozenset(f"torch.{n}" for n in ("exp", "log", "sin", "cos", "sqrt", "rsqrt", "abs", "neg",
+                                                      "sigmoid", "tanh", "floor", "ceil", "round", "flatten"))
+
+
+def host_scalar(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """A number, a plain name or attribute (a loop index, ``self.scale``), ``-x`` of one, or a
+    ``math`` function of them (``-math.log(max_period)``): what arithmetic with a host tensor
+    leaves on the host."""
+    if isinstance(expr, (cst.Integer, cst.Float, cst.Name)) or isinstance(expr, cst.Attribute) and \
+            dotted_name(expr) is not None:
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return host_scalar(ctx, expr.expression)
+    if isinstance(expr, cst.BinaryOperation):
+        return host_scalar(ctx, expr.left) and host_scalar(ctx, expr.right)
+    return isinstance(expr, cst.Call) and ctx.matches(expr.func, {"math.*"}) and \
+        all(not a.star and host_scalar(ctx, a.value) for a in expr.args)

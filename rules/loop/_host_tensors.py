@@ -19,8 +19,10 @@ from ..analysis.syntax.tree import walk
 # torch calls that build a tensor in host memory unless given ``device=``.
 _FACTORIES = frozenset({
     "torch.randperm", "torch.arange", "torch.randint", "torch.rand", "torch.randn", "torch.zeros", "torch.ones",
-    "torch.empty", "torch.full", "torch.linspace", "torch.eye", "torch.multinomial", "torch.bernoulli",
+    "torch.empty", "torch.full", "torch.linspace", "torch.eye",
 } | HOST_BUILDERS)
+# torch calls that draw from a tensor of probabilities: their result is where that tensor is.
+_DRAWN_FROM = frozenset({"torch.multinomial", "torch.bernoulli", "torch.poisson"})
 
 
 def host_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression, call: cst.Call) -> bool:
@@ -45,6 +47,8 @@ def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: 
         operands = [n for n in _operands(base) if not _constant(ta, n)]
         return bool(operands) and all(_host(ctx, ta, o, at, depth + 1) for o in operands)
     if isinstance(base, cst.Call):
+        if ctx.matches(base.func, _DRAWN_FROM):  # ``torch.multinomial(weights[b], 1)``: where ``weights`` is
+            return bool(base.args) and not base.args[0].star and _host(ctx, ta, base.args[0].value, at, depth + 1)
         return _host_factory(ctx, base) or _host_op(ctx, ta, base, at, depth)
     if not isinstance(base, cst.Name):
         return False

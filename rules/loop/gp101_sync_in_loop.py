@@ -14,6 +14,7 @@ from ..analysis.facts.framework_hooks import (framework_step_methods, hook_calle
                                               under_rare_switch)
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
+from ..analysis.model.forward_reach import forward_read_caller, forward_roots, model_buffer, per_forward
 from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
@@ -23,7 +24,7 @@ from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
 from ._truth_tests import compared_tensor
 from ._host_tensors import host_tensor
-from ._across_modules import PER_STEP_ACROSS_MODULES
+from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ..analysis.syntax.launch import StepCaller
@@ -75,6 +76,7 @@ class SyncInLoop(Rule):
         "through their imports, this file's subclasses and the user's other modules; `on_log` and "
         "`on_evaluate` run once per log or evaluation and are not per step (a loop over batches "
         "inside `on_evaluate` is an eval loop).",
+        PER_FORWARD,
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
         "the read or at a call site of the function holding it, are not reported (the end of a gradient "
         "accumulation window, `if (i + 1) % accum == 0:` around the optimizer's step with the backward "
@@ -98,13 +100,16 @@ class SyncInLoop(Rule):
         "a CUDA tensor there: `t` is in host memory), nor is a comparison of a name every path rebinds to "
         "a host read (`preds = preds.cpu().numpy()`). Tensors in host memory are not reported (`.item()`, `.tolist()`, "
         "`int()`, `float()` alike): a torch factory's result without `device=` "
-        "(`torch.randperm(n).tolist()`, `torch.tensor(lengths)`), the fields of a plain DataLoader's "
+        "(`torch.randperm(n).tolist()`, `torch.tensor(lengths)`; a draw, `torch.multinomial(p, 1)`, is where `p` "
+        "is), the fields of a plain DataLoader's "
         "batch read before the loop rebinds them (`ids.tolist()` ahead of `x = x.to(device)`; also "
         "`x, y = next(it)` over such a loader, or fields the function moves later; not a prepared "
         "loader's, nor a `TensorDataset` of device tensors), and what is computed only from such "
         "(`(labels != pad).sum()`, `torch.bincount(labels)`, a counter `n = torch.tensor(0)` whose "
         "every `+=` adds one). A counter that starts on the host but adds a device tensor is on the "
-        "device and is reported.",
+        "device and is reported. A buffer a model class of this file registers (`self.register_buffer("
+        "\"queue_ptr\", ...)`) moves with the model: `int(self.queue_ptr)` in its methods is a read of a device "
+        "tensor.",
         "A branch on a device tensor's test (`if torch.isnan(loss):`, `torch.isfinite(x).all()`, "
         "`assert torch.allclose(a, b)`) or on a comparison with one (`if val_loss < best:`, "
         "`assert labels.max() < n_classes`, `x if grad_norm > clip else y`, an element of a field of a "
@@ -193,7 +198,7 @@ class SyncInLoop(Rule):
         hooks = bool(framework_config(ctx).lightning_modules)
         # a Trainer subclass's compute_loss, a callback's on_step_end, what a Lightning step hook calls
         framework = {**lightning_step_methods(ctx), **framework_step_methods(ctx)}
-        if not (ta.step_loops or ta.eval_loops or hooks or framework or runs_elsewhere(ctx)) or \
+        if not (ta.step_loops or ta.eval_loops or hooks or framework or runs_elsewhere(ctx) or forward_roots(ctx)) or \
                 cpu_only(ctx):
             return
         # A read of a collective's result on its way to a log: GP106 reports the collective; the
@@ -207,7 +212,8 @@ class SyncInLoop(Rule):
             if loop is None:
                 if hooks and step_hook(ctx, call) is not None:
                     yield from _in_step_hook(ctx, call, what)
-                elif (caller := ta.every_step_caller(call) or hook_caller(ta, call, framework)) is not None and \
+                elif (caller := ta.every_step_caller(call) or hook_caller(ta, call, framework) or
+                        forward_read_caller(ctx, ta, call)) is not None and \
                         not under_rare_switch(ctx, call) and not read_of_argument(ctx, call):
                     yield _from_elsewhere(ctx, call, what, caller)
                 continue
@@ -249,6 +255,13 @@ def _from_elsewhere(ctx: RuleContext, call: cst.BaseExpression, what: str, calle
     """A host read in a function another module of the project calls on every step (a loss, a
     gradient-clipping helper): reported here, where the edit goes."""
     snippet = ctx.code_for(call) if len(ctx.code_for(call)) <= 40 else what
+    if per_forward(caller) and not caller.line:  # a model's forward of this module: every call of the model runs it
+        return Finding(
+            call, f"`{snippet}` runs on every {caller.kind} of `{caller.function.split('.')[0]}` (in what "
+            f"`{caller.function}` runs, on every call of the module); it blocks the CPU until the GPU has finished "
+            "all queued work (host-device sync); keep the value on the device, or read it only where it is needed "
+            "outside the model",
+            no_fix_reason=f"the value is used by `{caller.function}` itself")
     return Finding(
         call, f"`{snippet}` runs on every {caller.kind}: {caller.where} calls `{caller.function}` on each one; it "
         "blocks the CPU until the GPU has finished all queued work (host-device sync); read it only every N "
@@ -359,7 +372,8 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
         elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and \
                 len(call.args) == 1 and not call.args[0].star:
             arg = call.args[0].value
-            if _contains_sync(arg) or not ta.is_tensor_expr(arg) or host_tensor(ctx, ta, arg, call):
+            if _contains_sync(arg) or not (ta.is_tensor_expr(arg) or model_buffer(ctx, arg)) or \
+                    host_tensor(ctx, ta, arg, call):
                 continue
             if not ctx.matches(call.func, set(CONVERTERS)):
                 continue

@@ -12,7 +12,7 @@ from ..analysis.fixes.edits import add_kwarg
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
 from ..analysis.facts.placement import moved_before
 from ..analysis.model.host_data import cuda_tensor_type, numpy_made_here
-from ..analysis.model.models import module_subclasses
+from ..analysis.model.forward_reach import forward_caller, forward_roots
 from ..analysis.model.reaching import reaching_assignments
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.step_reach import runs_elsewhere
@@ -23,8 +23,8 @@ from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_hooks import framework_step_methods, hook_caller, lightning_step_methods
 from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
-from ._across_modules import PER_STEP_ACROSS_MODULES
-from ._host_moves import COMBINERS, combined_names, host_data_argument
+from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
+from ._host_moves import COMBINERS, TORCH_SAME_PLACE, combined_names, host_data_argument, host_scalar
 
 DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor",
@@ -84,7 +84,8 @@ class HostTensorThenMove(Rule):
     limitations = (
         "A factory call moved in the same expression (`torch.zeros(n).to(device)`, `.cuda()`) gets "
         "a fix; a CPU tensor changed before its move (dtype casts and views, arithmetic with "
-        "numbers or plain names, `torch.cat`/`stack` of factories (a list or a tuple), earlier assignments in the same "
+        "numbers, plain names or `math` functions of them, `torch.exp`/`sin`/`cos`/`log`/`sqrt` of one "
+        "(`torch.exp(-math.log(p) * torch.arange(half) / half)`), `torch.cat`/`stack` of factories (a list or a tuple), earlier assignments in the same "
         "function or, for a script's loop, at module level, a legacy `torch.LongTensor(n, m)` filled in place) is "
         "reported at the factory without one; at the move when it combines tensors built in statements "
         "of their own (`lbl = torch.cat((ones, zeros), 1)` then `lbl.cuda()`). `torch.Tensor(...)` follows the default tensor type: not counted where the "
@@ -96,9 +97,9 @@ class HostTensorThenMove(Rule):
         "module's `forward` that its instances' calls run: `self.mask(x)` after `self.mask = "
         "Masking()`), in what a LightningModule's `training_step`/`validation_step`/`test_step` "
         "runs, in a function that runs a whole training step (a backward and an optimizer step) and "
-        "that no loop of the file calls (`agent.learn()` driven from another module), or in the "
-        "`forward` of an `nn.Module` of a file that also trains or evaluates (a library's base "
-        "model with its own `fit` loop); CPU-only programs are not.",
+        "that no loop of the file calls (`agent.learn()` driven from another module), or in what a "
+        "model's forward runs on every call (see the next item); CPU-only programs are not.",
+        PER_FORWARD,
         "A move is a `.to(device)`/`.cuda()`, or a `.to(other)`/`.type_as(other)` whose target is a "
         "tensor by clear evidence (a tensor by the training model, a field of a loop's batch, or a "
         "name the function reads as one: `other.shape`, `other.size()`, or an index of a tensor: "
@@ -159,12 +160,33 @@ class HostTensorThenMove(Rule):
                 loss.backward()
                 optimizer.step()
         """)),
+        Invalid(dedent("""
+            import torch
+            import torch.nn as nn
+            def batch_rows(points, idx):
+                device = points.device
+                rows = torch.arange(points.shape[0]).to(device)
+                return points[rows[:, None], idx]
+            class Group(nn.Module):
+                def forward(self, points, idx):
+                    return batch_rows(points, idx)
+        """), fixed=dedent("""
+            import torch
+            import torch.nn as nn
+            def batch_rows(points, idx):
+                device = points.device
+                rows = torch.arange(points.shape[0], device=device)
+                return points[rows[:, None], idx]
+            class Group(nn.Module):
+                def forward(self, points, idx):
+                    return batch_rows(points, idx)
+        """)),
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
         if not (ta.step_loops or ta.eval_loops or runs_elsewhere(ctx) or
-                framework_config(ctx).lightning_modules or framework_step_methods(ctx) or
+                framework_config(ctx).lightning_modules or framework_step_methods(ctx) or forward_roots(ctx) or
                 "backward" in ctx.source and any(ta.steps_each_call(f) for f in ctx.nodes(cst.FunctionDef))) or \
                 cpu_only(ctx):
             return
@@ -199,7 +221,7 @@ class HostTensorThenMove(Rule):
                 continue  # ``torch.zeros_like(y)`` of a tensor the step already moved: made on the device
             loop = ta.every_step_loop(move)
             caller = ta.every_step_caller(move) or hook_caller(ta, move, framework_step_methods(ctx)) or \
-                ta.caller_from(move, module_forwards(ctx)) or _step_function(ta, move) if loop is None else None
+                forward_caller(ctx, ta, move) or _step_function(ta, move) if loop is None else None
             if caller is not None and caller.line:  # another module's loop
                 yield Finding(move, f"tensor built on the CPU and copied to the device on every {caller.kind} "
                                     f"({caller.where} calls `{caller.function}` on each one; a synchronous "
@@ -240,7 +262,7 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
         # ``training_step`` -> ``self(x)`` -> a submodule; a Trainer subclass's ``compute_loss``;
         # a module's ``forward``
         caller = ta.caller_from(move, {**lightning_step_methods(ctx), **framework_step_methods(ctx)}) or \
-            ta.caller_from(move, module_forwards(ctx)) or _step_function(ta, move)
+            forward_caller(ctx, ta, move) or _step_function(ta, move)
     if loop is None and caller is None:
         return None
     factory = host_origin(ctx, move.func.value, move, loose_default_type=caller is not None)  # type: ignore[attr-defined]
@@ -328,6 +350,9 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
             # (the other parts: slices of a batch the loop leaves on the host)
             return made[0] if made and all(f is not None or host_batch_value(ctx, p, at)
                                            for p, f in zip(parts, found)) else None
+        if ctx.matches(expr.func, TORCH_SAME_PLACE) and len(expr.args) == 1 and not expr.args[0].keyword and \
+                not expr.args[0].star:  # ``torch.exp(-math.log(p) * torch.arange(half) / half)``
+            return host_origin(ctx, expr.args[0].value, at, loose_default_type=loose_default_type, depth=depth + 1)
         if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_PLACE:
             return host_origin(ctx, expr.func.value, at, loose_default_type=loose_default_type, depth=depth + 1)
         return None
@@ -339,8 +364,7 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
             return None
         others = [side for side, f in zip(sides, found) if f is None]
         # The other operands: numbers, or plain names and attributes (a loop index, ``self.scale``).
-        if all(isinstance(o, (cst.Integer, cst.Float, cst.Name)) or
-               isinstance(o, cst.Attribute) and dotted_name(o) is not None for o in others):
+        if all(host_scalar(ctx, o) for o in others):
             return next(f for f in found if f is not None)
         return None
     if isinstance(expr, cst.UnaryOperation):
@@ -384,30 +408,10 @@ def _per_call(caller: StepCaller) -> str:
     """What one run of the code is, for a message: "training step (train.py:42 calls `f` on each
     one)", or "forward pass of `Net` (every call of the module)"."""
     if caller.kind == "forward pass":
-        return f"forward pass of `{caller.function.split('.')[0]}` (every call of the module)"
+        return f"forward pass of `{caller.function.split('.')[0]}` (`{caller.function}` runs it on every call of the module)"
     if not caller.path:
         return f"{caller.kind} (`{caller.function}` runs one)"
     return f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
-
-
-def module_forwards(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
-    """The ``forward`` methods of the file's ``nn.Module`` subclasses, in a file that also trains or
-    evaluates (a library's base model with its own ``fit`` loop): what they run, every call of the
-    module runs, every step. (A module file without a loop is left to its importers' loops.)"""
-    def compute(c: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
-        out: dict[cst.FunctionDef, StepCaller] = {}
-        ta = analysis(c)
-        if not (ta.step_loops or ta.eval_loops):
-            return out
-        classes = module_subclasses(c)
-        for cls in c.nodes(cst.ClassDef):
-            if cls.name.value not in classes:
-                continue
-            for stmt in cls.body.body:
-                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "forward":
-                    out[stmt] = StepCaller(f"{cls.name.value}.forward", "every call of the module", 0, "forward pass")
-        return out
-    return ctx.fact(compute)
 
 
 def tensor_target(ctx: RuleContext, ta: TrainingAnalysis, target: cst.BaseExpression, at: cst.CSTNode) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from ..model.forward_reach import forward_caller, forward_kind, forward_roots
 from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates, worker_keeping_loaders
 from ..model.guards import returns_rare
 from ..model.models import (is_model_constructor, library_optimizer_model, loss_classes, module_subclasses,
@@ -141,14 +142,19 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
     device)``, ``model.parse_batch(batch)``, ``criterion(out, y)`` of a loss class): the callee's
     module, checked itself, sees that code as per-step code (issue 34). Also those that run in
     one of its functions another module's loop runs every step (``through``, or a subclass's
-    method a base class's loop calls as ``self.m(batch)``), whatever the depth."""
+    method a base class's loop calls as ``self.m(batch)``), whatever the depth, and those a
+    model's forward runs on every call of the model."""
     roots = reached_roots(ctx, through)
-    if not (ta.step_loops or ta.eval_loops or roots):
+    looping = bool(ta.step_loops or ta.eval_loops)
+    forwards = bool(forward_roots(ctx))  # also the calls a model's forward runs on every call of the model
+    if not (looping or roots or forwards):
         return ()
-    out = self_step_calls(ctx, ta, line_of) if ta.step_loops or ta.eval_loops else []
+    out = self_step_calls(ctx, ta, line_of) if looping else []
     out += stored_callable_calls(ctx, ta, line_of, roots)  # ``self.get_batch(bs)``: handed in by the caller
     if not ctx.project:
         return tuple(out)
+    if not looping and not roots:  # a model file: only the calls its forwards reach, the callees' facts alone read
+        return tuple(out + _forward_step_calls(ctx, ta, line_of))
     instances: dict[str, list[cst.BaseExpression]] | None = None
     offered = {part for facts in ctx.project.values() for name in facts.functions for part in name.split(".")}
     for call in ctx.nodes(cst.Call):
@@ -179,12 +185,40 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
                 callee = project_instance_method(ctx, ctors[0], ("__call__", "forward"))
         if callee is None or not callee[0]:
             continue
-        loop = ta.every_step_loop(call)
+        loop = ta.every_step_loop(call) if looping else None
         if loop is not None:
             out.append(StepCall(callee[0], callee[1], line_of(call), ta.loop_kind(loop)))
         elif roots and (caller := ta.caller_from(call, roots)) is not None:
             out.append(StepCall(callee[0], callee[1], line_of(call), caller.kind))
+        elif forwards and (root := forward_caller(ctx, ta, call)) is not None:
+            out.append(StepCall(callee[0], callee[1], line_of(call), forward_kind(root)))
     return tuple(out)
+
+
+def _forward_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> list[StepCall]:
+    """The calls of functions and classes imported from the user's other modules that a forward
+    of this module's models runs on every call (``ProbMask(...)``, ``ops.sinusoid(pos, d)``). Only
+    the modules such a call names have their facts read (a model zoo's file importing many
+    modules costs what its forwards call, not its whole import graph)."""
+    keys = set(ctx.project)  # the names alone: no facts computed
+    out = []
+    for call in ctx.nodes(cst.Call):
+        name = dotted_name(call.func)
+        if name is None:
+            continue
+        head, _, rest = name.partition(".")
+        full = ctx.import_aliases.get(head, "")
+        parts = (f"{full}.{rest}" if full and rest else full).split(".")
+        if not full or not any(".".join(parts[:i]) in keys for i in range(1, len(parts))):
+            continue
+        root = forward_caller(ctx, ta, call)
+        if root is None:
+            continue
+        found = project_function(ctx, call)
+        if found is not None:
+            callee = found.name if found.name in found.module.functions else f"{found.name}.__init__"
+            out.append(StepCall(found.key, callee, line_of(call), forward_kind(root)))
+    return out
 
 
 def _params_through_helpers(ctx: RuleContext, functions: dict[str, FunctionFacts]) -> None:
