@@ -19,7 +19,7 @@ import libcst as cst
 
 from gpuperf_rewrite.lint import noqa as noqa_mod
 from gpuperf_rewrite.lint.crashes import crash_diagnostic
-from gpuperf_rewrite.lint import early_contexts
+from gpuperf_rewrite.lint import early_contexts, job_order
 from gpuperf_rewrite.lint.diagnostics import (ERROR_CODES, INTERNAL_ERROR, IO_ERROR, SYNTAX_ERROR,
                                               Diagnostic, file_error, suppressed_findings, visible)
 from gpuperf_rewrite.lint.fixes import fix_allowed, fix_to_fixpoint
@@ -28,8 +28,7 @@ from gpuperf_rewrite.lint.parsing import ParseFailure, parse, syntax_gate
 from gpuperf_rewrite.lint.launch import project_runs
 from gpuperf_rewrite.lint.step_callers import step_callers
 from gpuperf_rewrite.lint.project import is_first_party
-from gpuperf_rewrite.lint.project_facts import (offer_step_calls, parsed_before, project_facts, remember_facts,
-                                                remember_parse)
+from gpuperf_rewrite.lint.project_facts import parsed_before, project_facts, remember_facts, remember_parse
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
@@ -187,7 +186,7 @@ def _project_view(fs_path: str, data: bytes, path: str, module: cst.Module, text
     if new:  # what the project asks of it before its rules run is read off its check's context
         early_contexts.start(fs_path, data, module, text, imports.modules)
     if steps_asked:  # before the check sets what the rules read (``launch``): as a module would read them
-        offer_step_calls(fs_path, data, facts_store)
+        job_order.give_step_calls(fs_path, data, facts_store)
     launch = project_runs(fs_path, data, root, entry)[0]
     callers = step_callers(fs_path, data, root, facts_store)
     if callers:  # its functions that other modules' loops call every step

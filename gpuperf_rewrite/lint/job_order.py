@@ -18,6 +18,7 @@ Only the imports are looked at (``project_index``: each file read and its import
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -153,3 +154,22 @@ def _components(edges: dict[int, list[int]]) -> dict[int, int]:
                 parent[max(a, b)] = min(a, b)
     joined = {i for i, targets in edges.items() if targets} | {j for targets in edges.values() for j in targets}
     return {i: find(i) for i in joined}
+
+
+def give_step_calls(fs_path: str | Path, data: bytes, store: Path | None = None) -> None:
+    """Compute the step calls of the file being checked (``steps_asked``) now, off its check's own
+    context (kept by ``early_contexts.start``, read as ``project_facts.step_calls_of_node`` reads
+    one), before the check sets what only it sets: kept by key, as if the module checked after it
+    had computed them, so one analysis of the file serves both checks."""
+    from gpuperf_rewrite.lint.project_facts import step_calls_of_node
+
+    path = os.path.abspath(fs_path)
+    with project_index.run_scope():
+        got = project_index.imports_of(path, data)
+        if not got:
+            return
+        me = project_index.node(path, got[0])
+        if me is None or me.sha != hashlib.sha256(data).hexdigest():
+            return
+        project_index.keyed([me])
+        step_calls_of_node(me, store)

@@ -116,23 +116,6 @@ def remember_facts(fs_path: str | Path, data: bytes, imports: ProjectFacts, ctx:
     _CONTEXTS[me.key] = ctx  # type: ignore[index]
 
 
-def offer_step_calls(fs_path: str | Path, data: bytes, store: Path | None = None) -> None:
-    """Compute the step calls of the checked file now, off its check's own context (kept by
-    ``early_contexts.start``; built as :func:`step_calls_of_node` builds one), for a module of the
-    run checked after it that will ask for them (``job_order``): kept by key, as if that module's
-    check had computed them, so the file's analysis serves both."""
-    path = os.path.abspath(fs_path)
-    with run_scope():
-        got = project_index.imports_of(path, data)
-        if not got:
-            return
-        me = project_index.node(path, got[0])
-        if me is None or me.sha != hashlib.sha256(data).hexdigest():
-            return
-        project_index.keyed([me])
-        step_calls_of_node(me, store)
-
-
 def _empty() -> Any:
     from gpuperf_rewrite.rules._framework import ModuleFacts
 

@@ -246,7 +246,7 @@ def test_findings_are_the_same_whichever_check_gives_the_step_calls(tmp_path: Pa
     assert _findings(files, tmp_path, 1, alone=False) == alone
     assert _findings(files, tmp_path, 2, alone=False) == alone
     helper = dict(alone)["utils/device.py"]
-    assert any(code == "GP102" for code, _, _ in helper), helper  # the per-step print of ``.item()``
+    assert any(code == "GP101" for code, _, _ in helper), helper  # ``.item()``, per step through its callers
 
 
 def test_an_importer_asked_for_its_step_calls_is_analysed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
