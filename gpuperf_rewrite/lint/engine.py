@@ -19,7 +19,7 @@ import libcst as cst
 
 from gpuperf_rewrite.lint import noqa as noqa_mod
 from gpuperf_rewrite.lint.crashes import crash_diagnostic
-from gpuperf_rewrite.lint import early_contexts
+from gpuperf_rewrite.lint import early_contexts, job_order
 from gpuperf_rewrite.lint.diagnostics import (ERROR_CODES, INTERNAL_ERROR, IO_ERROR, SYNTAX_ERROR,
                                               Diagnostic, file_error, suppressed_findings, visible)
 from gpuperf_rewrite.lint.fixes import fix_allowed, fix_to_fixpoint
@@ -144,7 +144,7 @@ def run_rules(module: cst.Module, text: str, path: str, rules: Sequence[Rule], r
 def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none",
                  fix_codes: Iterable[str] | None = None, *, fs_path: str | None = None,
                  facts_store: Path | None = None, entry: str | None = None,
-                 share_facts: bool | None = None) -> FileResult:
+                 share_facts: bool | None = None, steps_asked: bool = False) -> FileResult:
     """Lint (and with ``mode`` safe/unsafe, fix) one file's bytes. ``fix_codes`` restricts the
     fixes applied to those rules (used by ``--apply`` to validate subsets of fixes). With
     ``fs_path`` (where the file is), the rules also see facts about the user's modules it imports
@@ -152,14 +152,16 @@ def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none
     (its entry scripts, its launch scripts' flags: issue 34); ``entry``: the script that runs the
     file (``--apply``'s), instead of the scripts found in the project; ``share_facts``: whether
     other files of the run import this one (None: not known), and so whether the analysis is
-    kept for them to read its facts off.
+    kept for them to read its facts off; ``steps_asked``: a module checked after it in this run
+    will ask for its step calls (``job_order``): they are read off this check's analysis.
 
     Never raises for bad input: whatever goes wrong with this file becomes an error diagnostic
     (E999 unparsable, E001 a rule crashed) so that a run over many files still finishes. A rule
     that raises costs only its own findings: the file gets its E001 (and ``error``) beside the
     other rules' findings, and their fixes are applied."""
     try:
-        return _check_source(data, path, ruleset, mode, fix_codes, fs_path, facts_store, entry, share_facts)
+        return _check_source(data, path, ruleset, mode, fix_codes, fs_path, facts_store, entry, share_facts,
+                             steps_asked)
     except RecursionError:
         diag = file_error(path, "nested too deeply to analyse (RecursionError); file not checked")
     except Exception as exc:  # LibCST or the engine failed on this file
@@ -171,7 +173,8 @@ def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none
 
 
 def _project_view(fs_path: str, data: bytes, path: str, module: cst.Module, text: str, root: Any, new: bool,
-                  facts_store: Path | None, entry: str | None) -> tuple[Any, Any, RuleContext | None]:
+                  facts_store: Path | None, entry: str | None, steps_asked: bool = False
+                  ) -> tuple[Any, Any, RuleContext | None]:
     """What the rules see of the project of the user's file at ``fs_path``: the facts of the
     modules it imports (issue 27), how the project runs it (its entry and launch scripts, the
     functions other modules' loops call every step: issue 34), and the context its check takes
@@ -182,6 +185,8 @@ def _project_view(fs_path: str, data: bytes, path: str, module: cst.Module, text
     imports = project_facts(fs_path, data, store=facts_store)
     if new:  # what the project asks of it before its rules run is read off its check's context
         early_contexts.start(fs_path, data, module, text, imports.modules)
+    if steps_asked:  # before the check sets what the rules read (``launch``): as a module would read them
+        job_order.give_step_calls(fs_path, data, facts_store)
     launch = project_runs(fs_path, data, root, entry)[0]
     callers = step_callers(fs_path, data, root, facts_store)
     if callers:  # its functions that other modules' loops call every step
@@ -191,8 +196,8 @@ def _project_view(fs_path: str, data: bytes, path: str, module: cst.Module, text
 
 def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
                   fix_codes: Iterable[str] | None, fs_path: str | None = None,
-                  facts_store: Path | None = None, entry: str | None = None, share_facts: bool | None = None
-                  ) -> FileResult:
+                  facts_store: Path | None = None, entry: str | None = None, share_facts: bool | None = None,
+                  steps_asked: bool = False) -> FileResult:
     result = FileResult(path, [], original=data)
     try:
         text = decode_source(data)
@@ -221,7 +226,7 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     imports, launch, prepared = None, None, None
     if fs_path and first_party:
         imports, launch, prepared = _project_view(fs_path, data, path, module, text, root, kept is None, facts_store,
-                                                  entry)
+                                                  entry, steps_asked)
     project: Mapping[str, Any] = imports.modules if imports is not None else {}
     # The last fix pass's module, context and findings when no rule raised in it: the findings
     # of the module the passes stopped at (most files: the one parsed, nothing to fix) are those.

@@ -54,6 +54,7 @@ class Job:
     run: str | None = None  # the run's token (``project_index.run_scope``): modules read once per run
     facts_store: str | None = None  # where the run's workers share module facts (without a cache)
     share_facts: bool | None = None  # does another file of the run import it (None: not known)
+    steps_asked: bool = False  # will a module checked after it ask for its step calls (``job_order``)
 
 
 def display_path(path: Path, cwd: Path | None = None) -> str:
@@ -152,7 +153,8 @@ def _check_job(job: Job) -> FileResult:
     from gpuperf_rewrite.lint.engine import check_source
 
     result = check_source(data, job.path, job.ruleset, job.mode, job.fix_codes, fs_path=job.fs_path,
-                          facts_store=_facts_store(job), share_facts=job.share_facts)
+                          facts_store=_facts_store(job), share_facts=job.share_facts,
+                          steps_asked=job.steps_asked)
     if key is not None and job.cache is not None and job.mode == "none" and result.parsed:
         job.cache.store(key, result.diagnostics)
     return _trimmed(result, job)
@@ -288,7 +290,7 @@ def run_jobs(jobs: Sequence[Job], n_jobs: int | None = None, *,
     order = job_order.plan([jobs[i].fs_path for i in todo], jobs[0].run)
     sent = list(jobs)
     for k, i in enumerate(todo):
-        sent[i] = dataclasses.replace(jobs[i], share_facts=k in order.imported)
+        sent[i] = dataclasses.replace(jobs[i], share_facts=k in order.imported, steps_asked=k in order.steps_asked)
     if workers > 1 and len(todo) >= PARALLEL_THRESHOLD:
         yield from _Scheduler(sent, [todo[k] for k in order.order], answered, workers, check,
                               {todo[k]: lvl for k, lvl in order.level.items()},

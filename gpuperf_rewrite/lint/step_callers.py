@@ -280,6 +280,14 @@ def _step_methods(data: bytes) -> tuple[bytes, ...]:
     return tuple(b"." + m + b"(" for m in _METHOD.findall(data) if not m.startswith(b"__"))
 
 
+def may_ask(importer: Path, module_data: bytes) -> bool:
+    """Would the check of the module whose bytes are ``module_data`` ask for the step calls of
+    ``importer``, one of its importers (the tests :func:`step_callers` makes before reading them)?
+    Read off bytes: the run's plan (``job_order``) checks such a module after its importers, whose
+    own checks then give their step calls once."""
+    return needs_step_callers(module_data) and _may_loop(importer, _step_methods(module_data))
+
+
 def _may_loop(path: Path, steps: tuple[bytes, ...] = ()) -> bool:
     """Can the file hold a step, eval or rollout loop (read off its bytes, not parsed), also one
     that calls a method of the checked module that runs a whole step (``steps``), or a model's

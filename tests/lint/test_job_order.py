@@ -181,3 +181,88 @@ def test_findings_do_not_depend_on_the_number_of_workers(tmp_path: Path) -> None
                          for r in parallel.run_jobs(jobs, workers)])
     assert runs[0] == runs[1]
     assert any(diags for _, diags in runs[0])  # the projects do have findings
+
+
+# A helper module the training scripts' loops call every step (its ``.item()`` is per-step code
+# only through them), and scripts of different shapes calling it: a function's loop, a trainer
+# method's loop, an eval loop. ``setup.py`` imports it and has no loop (nothing to ask of it).
+HELPER = ("import torch\n\n\ndef to_device(batch, device):\n    return [b.to(device) for b in batch]\n\n\n"
+          "def log_loss(loss):\n    print(loss.item())\n")
+SCRIPT_A = ("import torch\nfrom utils.device import to_device, log_loss\n\n\ndef train(model, loader, opt):\n"
+            "    for batch in loader:\n        x, y = to_device(batch, 'cuda')\n        loss = model(x, y)\n"
+            "        loss.backward()\n        opt.step()\n        log_loss(loss)\n")
+SCRIPT_B = ("import torch\nimport utils.device as dev\n\n\nclass Trainer:\n    def fit(self, loader):\n"
+            "        for step, batch in enumerate(loader):\n            batch = dev.to_device(batch, self.device)\n"
+            "            loss = self.model(*batch)\n            self.opt.zero_grad()\n            loss.backward()\n"
+            "            self.opt.step()\n            dev.log_loss(loss)\n")
+SCRIPT_C = ("import torch\nfrom utils import device\n\n\n@torch.no_grad()\ndef evaluate(model, loader):\n"
+            "    model.eval()\n    for batch in loader:\n        device.log_loss(model(*device.to_device(batch, 'cuda')))\n")
+STEPPED = {"pyproject.toml": "", "utils/__init__.py": "", "utils/device.py": HELPER, "train_a.py": SCRIPT_A,
+           "train_b.py": SCRIPT_B, "eval_c.py": SCRIPT_C,
+           "setup_env.py": "import torch\nfrom utils.device import to_device\n\nX = to_device\n"}
+
+
+def test_a_module_asking_for_step_calls_is_checked_after_the_importers_that_loop(tmp_path: Path) -> None:
+    files = _tree(tmp_path, STEPPED)
+    names = [str(p.relative_to(tmp_path)) for p in files]
+    plan = job_order.plan([str(p) for p in files], None)
+    order = [names[i] for i in plan.order]
+    assert sorted(order) == sorted(names)
+    assert all(order.index("utils/device.py") > order.index(s) for s in ("train_a.py", "train_b.py", "eval_c.py"))
+    assert {names[i] for i in plan.steps_asked} == {"train_a.py", "train_b.py", "eval_c.py"}
+    assert plan.level[names.index("utils/device.py")] > max(plan.level[names.index(s)] for s in ("train_a.py", "eval_c.py"))
+    # No loop among its importers: nothing is asked, the module keeps its place before them.
+    plain = _tree(tmp_path / "plain", {"pyproject.toml": "", "helper.py": HELPER,
+                                       "use.py": "import torch\nfrom helper import to_device\n\nY = to_device\n"})
+    quiet = job_order.plan([str(p) for p in plain], None)
+    assert quiet.order == [0, 1] and not quiet.steps_asked
+
+
+def _findings(files: list[Path], root: Path, workers: int, alone: bool) -> list[tuple[str, list[tuple[str, int, str]]]]:
+    from gpuperf_rewrite.lint import early_contexts
+    from gpuperf_rewrite.lint.registry import all_rules
+
+    rules = RuleSet(tuple(code for code, r in all_rules().items() if r.default_enabled))
+    out = []
+    for group in ([[p] for p in files] if alone else [files]):
+        project_index._NODES.clear()  # each run from nothing: no memo carries a fact over
+        project_facts._FACTS_MEMO.clear()
+        project_facts._CONTEXTS.clear()
+        project_facts._PARSED.clear()
+        early_contexts._EARLY.clear()
+        with project_index.run_scope() as run:
+            jobs = [parallel.Job(str(p.relative_to(root)), str(p), rules, "none", False, run=run) for p in group]
+            out += [(r.path, [(d.code, d.line, d.message) for d in r.diagnostics])
+                    for r in parallel.run_jobs(jobs, workers)]
+    return out
+
+
+def test_findings_are_the_same_whichever_check_gives_the_step_calls(tmp_path: Path) -> None:
+    """The helper checked after its importers (their step calls read off their own checks) reports
+    what each file checked alone reports (the helper's check then analyses its importers itself),
+    by one process and by two workers."""
+    files = _tree(tmp_path, {**STEPPED, **{f"p2/{k}": v for k, v in STEPPED.items()}})
+    alone = _findings(files, tmp_path, 1, alone=True)
+    assert _findings(files, tmp_path, 1, alone=False) == alone
+    assert _findings(files, tmp_path, 2, alone=False) == alone
+    helper = dict(alone)["utils/device.py"]
+    assert any(code == "GP101" for code, _, _ in helper), helper  # ``.item()``, per step through its callers
+
+
+def test_an_importer_asked_for_its_step_calls_is_analysed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuperf_rewrite.lint import early_contexts
+    from gpuperf_rewrite.rules._framework import RuleContext
+
+    built: list[str] = []
+    real = RuleContext.__init__
+
+    def counted(self, module, text, path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        built.append(Path(path).name)
+        real(self, module, text, path, *args, **kwargs)
+
+    monkeypatch.setattr(RuleContext, "__init__", counted)
+    monkeypatch.setattr(early_contexts, "_EARLY", {})
+    files = _tree(tmp_path, STEPPED)
+    _findings(files, tmp_path, 1, alone=False)
+    assert {name: built.count(name) for name in ("train_a.py", "train_b.py", "eval_c.py")} == \
+        {"train_a.py": 1, "train_b.py": 1, "eval_c.py": 1}
