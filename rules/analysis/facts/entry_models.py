@@ -85,6 +85,11 @@ def _step_method(ctx: RuleContext, call: cst.Call, build: cst.Call) -> ProjectCa
             if fname.endswith(f".{method}") and all(d[2] is not f for d in defs):
                 defs.append((key, fname, f))
     own = project_function(ctx, build)
+    if own is not None and not own.name.endswith(".__init__") and own.facts.trains and not own.facts.returns_model \
+            and not own.facts.role_of("model") and not any(d[2].trains for d in defs):
+        # ``model = define_model(opt)`` building one of several training wrappers of modules out
+        # of sight (``facts.class_picks``), whose method the loop calls (``optimize_parameters``)
+        return ProjectCall(own.module, own.name, own.facts, call, own.key)
     if own is not None and own.name.endswith(".__init__") or own is not None and not own.facts.returns_model:
         cls = own.name.rsplit(".", 1)[0] if own.name.endswith(".__init__") else own.name
         defs = [d for d in defs if d[1] == f"{cls}.{method}"]
