@@ -33,7 +33,7 @@ from ..analysis.fixes.frameworks import (
     FRAMEWORK_KEYWORDS, accelerate_compile_fix, compile_chosen, framework_findings, lightning_compile_fix,
 )
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
-from ..analysis.facts.entry_models import backward_fed_models, entry_models, unresolved_source
+from ..analysis.facts.entry_models import backward_fed_models, built_call, entry_models, unresolved_source
 from ..analysis.facts.param_roles import handed_in
 from ..analysis.facts.prepared_models import prepared_pretrained_models
 from ..analysis.facts.project_use import model_source, program_trains, project_model, stepped_factory_model
@@ -273,6 +273,9 @@ class NoCompile(Rule):
                                                                         "each of them for its .compile() to follow"))
                 continue
             node = model.optimizer if model.optimizer is not None else ctx.module
+            if model.optimizer is not None and "." not in model.name and \
+                    (built := built_call(ctx, model.optimizer, model.name)) is not None:
+                node = built[0]  # where the user builds it (``model = DeepLab(...)``), not its optimizer
             if model.name == "self":  # the module builds its own optimizer (LightningModule)
                 if trains_itself(ctx):
                     continue  # a model class with its own fit loop: the script building it is told

@@ -311,3 +311,17 @@ def gathered_param(fn: cst.FunctionDef, params: tuple[str, ...], returns: list[c
                if method_call(n, "parameters", "named_parameters")}
     found = [p for p in params if p in holders]
     return found[0] if len(found) == 1 else None
+
+
+_PARAMETER_WALKS = ("parameters", "named_parameters", "modules", "named_modules", "children", "named_children")
+
+
+def gathers_own_parameters(fn: cst.FunctionDef, params: tuple[str, ...]) -> bool:
+    """Does a model's method gather its own parameters (``def get_1x_lr_params(self): ... for m in
+    self.backbone.modules(): ... yield p``, ``return [p for n, p in self.named_parameters() if
+    "head" in n]``): it walks parameters or submodules of anything but what it is handed? A model
+    class's method reaches no other model's parameters, so its result is parameter groups of the
+    instance it is called on (``SGD([{"params": model.get_1x_lr_params()}, ...])``)."""
+    walked = [dotted_name(n.func.value) for n in walk(fn.body, into_nested=True)  # type: ignore[union-attr]
+              if method_call(n, *_PARAMETER_WALKS)]
+    return bool(walked) and not any(w in params for w in walked)

@@ -58,14 +58,14 @@ def _entry_models(ctx: RuleContext) -> list[EntryModel]:
                 project_function(ctx, call) is not None:
             continue
         name = dotted_name(call.func.value)
-        found = _built(ctx, call, name) if name is not None and name != "self" and name not in out else None
+        found = built_call(ctx, call, name) if name is not None and name != "self" and name not in out else None
         step = _step_method(ctx, call, found[0]) if found is not None else None
         if found is not None and step is not None:
             out[name] = EntryModel(name, found[0], found[1], step)  # type: ignore[index]
     steps = [pc for pc in training_calls(ctx) if not _hands_a_model(pc)]
     if steps:
         for model in trained_models(ctx):
-            found = _built(ctx, model.optimizer, model.name) if model.optimizer is not None else None
+            found = built_call(ctx, model.optimizer, model.name) if model.optimizer is not None else None
             if found is not None and model.name not in out and "." not in model.name:
                 out[model.name] = EntryModel(model.name, found[0], found[1], steps[0])
     order = ctx.preorder()
@@ -108,7 +108,7 @@ def _hands_a_model(pc: ProjectCall) -> bool:
     return pc.facts.role_of("model") is not None
 
 
-def _built(ctx: RuleContext, near: cst.CSTNode, name: str) -> tuple[cst.Call, str] | None:
+def built_call(ctx: RuleContext, near: cst.CSTNode, name: str) -> tuple[cst.Call, str] | None:
     """The one call that binds ``name`` in the function body of ``near`` (for ``self.x``, in any
     method of the class), with where it comes from in words; None when there is not exactly one,
     or it only rebinds or wraps the name (``model = model.to(device)``, ``DataParallel(model)``),

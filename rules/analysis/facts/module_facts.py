@@ -28,7 +28,7 @@ from ..syntax.torch_names import AUTOCAST, DATALOADERS, GRAD_SCALERS, LR_SCHEDUL
 from ..syntax.tree import walk
 from .arg_reads import may_read_args, tensor_arg_reads
 from ..syntax.output_calls import output_params
-from .builders import (assigned_in, at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
+from .builders import (assigned_in, gathers_own_parameters, at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
 from .class_picks import picked_trainers
 from .cli_defaults import false_fields, zero_fields
@@ -403,6 +403,8 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
             if arg is not None:
                 optimizer, params_from = c, dotted_name(arg) if dotted_name(arg) in params else None
                 break
+    if params_from is None and in_model and (returns or shape_of(ctx, fn)[1]) and gathers_own_parameters(fn, params):
+        params_from = "self"  # ``model.get_1x_lr_params()``: the parameter groups of a model's own parts
     return FunctionFacts(
         params=params,
         trains=trains,

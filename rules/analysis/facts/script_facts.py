@@ -262,6 +262,8 @@ def _params_helper(ctx: RuleContext, call: cst.Call) -> str | None:
     found = project_function(ctx, call) or project_method(ctx, call)  # ``exp.get_optimizer(model)``
     if found is None or found.facts.params_of is None:
         return None
+    if found.facts.params_of == "self":  # ``model.get_1x_lr_params()``: a model's method over its own
+        return dotted_name(call.func.value) if isinstance(call.func, cst.Attribute) else None
     arg = found.arg_for(found.facts.params_of)
     return dotted_name(arg) if arg is not None else None
 
