@@ -182,16 +182,19 @@ class UnfusedOptimizer(Rule):
                     outcome = NoFix(f"`{ctx.code_for(call.func)}` may also be another class, which may not "
                                     "take fused=: pass it only where the Adam, AdamW or SGD class is chosen")
             yield Finding.of(call, message, outcome)
+        yield from _factory_findings(ctx, starred=True)  # ``optim.Adam(params, **optim_conf)`` in a factory
         yield from _named_in_config(ctx)
 
 
-def _factory_findings(ctx: RuleContext) -> Iterator[Finding]:
+def _factory_findings(ctx: RuleContext, starred: bool = False) -> Iterator[Finding]:
     """An optimizer factory of a module that does not train itself (``create_optimizer(args,
     model)`` in optim_factory.py, ``Exp.get_optimizer``): reported at its construction, where the
     edit goes, with a fix there when the factory is handed the model."""
     for fn, calls in optimizer_factories(ctx).items():
         model = gathered_model(ctx, fn)
         for call in calls:
+            if starred and not has_star_args(call):
+                continue  # (a module that trains reports the others with its own constructions)
             outcome: Fix | NoFix | None = _fix_guards(ctx, call)
             choices = chosen_classes(ctx, call.func) if outcome is None else None
             if choices and not all(ctx.matches(c, FUSABLE) for c in choices):

@@ -220,9 +220,10 @@ def unfused_in_factory(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
             if any(a.star == "*" for a in call.args):
                 continue
             keywords = call_keywords(ctx, call)
-            if keywords.opaque or not (keywords.may_be_unset("fused") and keywords.may_be_unset("foreach")) \
+            if keywords.opaque and not keywords.configured or \
+                    not (keywords.may_be_unset("fused") and keywords.may_be_unset("foreach")) \
                     or keywords.of("fused") or keywords.of("foreach"):
-                continue
+                continue  # (keywords of a configuration's section: reported unless this file sets them)
         out.append(call)
     return out
 
