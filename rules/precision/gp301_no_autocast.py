@@ -9,7 +9,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import ACCELERATE, FABRIC, HF, LIGHTNING, blind_reported
-from ..analysis.facts.entry_models import entry_models, project_autocasts, project_computes
+from ..analysis.facts.entry_models import entry_models, local_model_builder, project_autocasts, project_computes
 from ..analysis.facts.param_roles import model_handed_in
 from ..analysis.facts.program import cpu_only, is_script, model_precision
 from ..analysis.facts.project_use import model_source, training_calls
@@ -349,7 +349,8 @@ def _built_here(ctx: RuleContext, handed: cst.Call, name: str) -> cst.Call | Non
         if dotted_name(value) == name or isinstance(value, cst.Call) and \
                 any(dotted_name(a.value) == name for a in value.args):
             continue  # ``model = model.to(device)``, ``model = DDP(model, device_ids=[gpu])``
-        if not isinstance(value, cst.Call) or not (is_model_constructor(ctx, value) or model_source(ctx, value)):
+        if not isinstance(value, cst.Call) or not (is_model_constructor(ctx, value) or model_source(ctx, value) or
+                                                   local_model_builder(ctx, value)):
             return None
         found = value
     return found

@@ -29,6 +29,8 @@ def true_by_default(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) 
         return False
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
         return _false_by_default(ctx, expr.expression, depth + 1)
+    if isinstance(expr, cst.IfExp):
+        return all(literal_value(b) is True or true_by_default(ctx, b, depth + 1) for b in (expr.body, expr.orelse))
     fallback = _fallback(expr)
     if fallback is not None:
         return literal_value(fallback) is True
@@ -39,6 +41,8 @@ def true_by_default(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) 
 
 
 def _false_by_default(ctx: RuleContext, expr: cst.BaseExpression, depth: int) -> bool:
+    if isinstance(expr, cst.IfExp):  # ``getattr(m.encoder, "ckpt", False) if hasattr(m, "encoder") else False``
+        return all(literal_value(b) is False or _false_by_default(ctx, b, depth + 1) for b in (expr.body, expr.orelse))
     fallback = _fallback(expr)
     if fallback is not None:
         return literal_value(fallback) is False

@@ -164,9 +164,11 @@ def table_of_other_classes(ctx: RuleContext, func: cst.BaseExpression) -> bool:
     value names a class known not to be a model: one of this module's classes that is no
     ``nn.Module``, or a class of the user's other modules that their facts do not list as a model
     (``{"translation": TranslationTask}``): a registry of tasks or datasets hands out no model."""
-    if not isinstance(func, cst.Subscript) or not isinstance(func.value, cst.Name):
+    holder = func.func.value if isinstance(func, cst.Call) and isinstance(func.func, cst.Attribute) and \
+        func.func.attr.value == "get" else func.value if isinstance(func, cst.Subscript) else None  # ``TASKS.get(name)`` too
+    if not isinstance(holder, cst.Name):
         return False
-    name = func.value.value
+    name = holder.value
     values = [a.value for stmt in ctx.module.body if isinstance(stmt, cst.SimpleStatementLine)
               for a in stmt.body if isinstance(a, cst.Assign)
               and any(isinstance(t.target, cst.Name) and t.target.value == name for t in a.targets)]

@@ -13,7 +13,7 @@ What one of the picked classes does (its ``__init__`` facts: trains, compiles, m
 the roles of its parameters) is what the pick does, when most of them train: a factory returning
 the pick's instance is then a training entry like the class (``trainer_factory(args, model, ...)``
 hands ``model`` the class's model role). A table of such classes is offered to importers under the
-name ``TABLE[...]`` (``syntax.project.project_function`` resolves ``TABLE[key](...)`` to it).
+name ``TABLE[key]`` (``syntax.project.project_function`` resolves ``TABLE[key](...)`` to it).
 A subclass whose ``__init__`` hands its parameters to its base class's (``super().__init__(args,
 model, ...)``) takes the base's roles for them.
 """
@@ -62,7 +62,7 @@ def class_facts(ctx: RuleContext, expr: cst.BaseExpression, functions: dict[str,
 
 def class_tables(ctx: RuleContext, functions: dict[str, FunctionFacts]) -> dict[str, FunctionFacts]:
     """The module-level tables of classes (``TRAINERS = {"bert": BERTTrainer, ...}``) whose pick
-    trains (``merged``), by ``NAME[...]``."""
+    trains (``merged``), by ``NAME[key]``."""
     out: dict[str, FunctionFacts] = {}
     for stmt in ctx.module.body:
         for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
@@ -154,7 +154,7 @@ def _imported_in(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> list[Funct
 
 
 def picked_trainers(ctx: RuleContext, functions: dict[str, FunctionFacts]) -> None:
-    """Adds the module's tables of training classes (``TABLE[...]``) to ``functions``, and makes
+    """Adds the module's tables of training classes (``TABLE[key]``) to ``functions``, and makes
     each function that builds a picked training class train like it, its parameters handed to the
     class taking their roles (``trainer_factory(args, model)``: ``model`` a model). A subclass
     handing its parameters to its base's ``__init__`` takes the base's roles."""

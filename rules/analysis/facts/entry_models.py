@@ -21,12 +21,13 @@ import dataclasses
 
 import libcst as cst
 
-from ..model.models import constructed_model_names, is_wrapper_class, module_subclasses, strip_chain
+from ..model.models import constructed_model_names, is_model_constructor, is_wrapper_class, module_subclasses, strip_chain
 from ..model.training import analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
-from ..syntax.project import CONV, MATMUL, FunctionFacts, ProjectCall, project_function
+from ..syntax.project import CONV, MATMUL, FunctionFacts, ProjectCall, project_function, project_model_class
+from .builders import assigned_in, returned_values, values_of
 from .project_use import model_source, training_calls
 from .script_facts import trained_models
 
@@ -203,3 +204,29 @@ def project_autocasts(ctx: RuleContext) -> bool:
 def project_compiles(ctx: RuleContext) -> bool:
     """Does a function of the user's modules this file imports compile a model?"""
     return any(f.compiles for m in ctx.project.values() for f in m.functions.values())
+
+
+def local_model_builder(ctx: RuleContext, call: cst.Call) -> bool:
+    """``get_model(args)`` calling a module-level function of this file that returns a model: a
+    model class (of this file, the user's other modules or a library), also one picked from a
+    table of them it writes out (``klass = {"demucs": Demucs, "hdemucs": HDemucs}[args.model];
+    return klass(**kw)``)."""
+    if not isinstance(call.func, cst.Name):
+        return False
+    fn = next((s for s in ctx.module.body if isinstance(s, cst.FunctionDef) and s.name.value == call.func.value), None)
+    if fn is None:
+        return False
+    for value in (v for r in returned_values(ctx, fn) for v in values_of(fn, r)):
+        built = strip_chain(value)
+        if not isinstance(built, cst.Call):
+            continue
+        if is_model_constructor(ctx, built) or model_source(ctx, built) is not None:
+            return True
+        picked = assigned_in(fn, built.func.value) if isinstance(built.func, cst.Name) else []
+        table = picked[0].value if len(picked) == 1 and isinstance(picked[0], cst.Subscript) else None
+        if isinstance(table, cst.Dict) and table.elements and all(
+                isinstance(e, cst.DictElement) and isinstance(e.value, (cst.Name, cst.Attribute)) and
+                (project_model_class(ctx, e.value) is not None or dotted_name(e.value) in module_subclasses(ctx))
+                for e in table.elements):
+            return True
+    return False

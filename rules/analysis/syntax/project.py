@@ -330,13 +330,13 @@ def project_function(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
     return found
 
 
-PICK = "[...]"  # a table of training classes in a module's functions (``facts.class_picks``)
+PICK = "[key]"  # a table of training classes in a module's functions (``facts.class_picks``)
 
 
 def _picked_class(ctx: RuleContext, node: cst.Call) -> ProjectCall | None:
     """``TABLE[key](...)``, ``TABLE.get(key)(...)`` or ``cls(...)`` after ``cls = TABLE[key]`` (one
     assignment in the function), ``TABLE`` a table of training classes of the user's other modules
-    (offered as ``TABLE[...]``: ``facts.class_picks``)."""
+    (offered as ``TABLE[key]``: ``facts.class_picks``)."""
     func: cst.BaseExpression = node.func
     if isinstance(func, cst.Name):
         values = ctx.fact(_local_names).get((ctx.enclosing(node, cst.FunctionDef), func.value), [])
