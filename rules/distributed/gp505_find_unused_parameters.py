@@ -58,6 +58,10 @@ class FindUnusedParameters(Rule):
     # The search runs inside DDP's backward, which only a multi-process job builds.
     gains_only_with_ranks = True
     limitations = (
+        "A value that is True on the default run is reported without a fix: the fallback of a lookup "
+        "(`opt.get(\"find_unused_parameters\", True)`, `getattr(cfg, \"find_unused\", True)`) or the negation of a "
+        "switch that is False unless configured (`find_unused_parameters=not grad_ckpt` after `grad_ckpt = "
+        "getattr(model.encoder, \"gradient_checkpointing\", False)`); other expressions are not evaluated.",
         "Whether the model really has unused parameters is not checked: the finding is the cost, the fix "
         "is for models that use every parameter.",
         "The Hugging Face Trainer's default is reported only when the script shows that it runs "

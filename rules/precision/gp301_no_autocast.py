@@ -76,6 +76,7 @@ class NoAutocast(Rule):
         "modules its loop calls (`model.optimize_parameters(it)`, `agent.update(batch)`), or over whose parameters "
         "it builds an optimizer while a step function of those modules runs the step (`step_fn(state, batch)`), is "
         "reported at its build line when no module the entry reaches runs autocast or makes a GradScaler."
+        "A trainer class picked at run time trains like the classes it may be: one of a table of them (`TRAINERS[args.code](args, model, loader)`, `RUNNERS.get(kind)(...)`, `Engine = ENGINES[args.task]; Engine(args, model, optimizer)`), in the script or in a factory of those modules (`trainer_factory(args, model, ...)` returning one), or one of the classes a builder imports in its branches (`from solvers.plain import PlainSolver as Solver` ... `return Solver(opt)`); the parameters handed on take the classes' roles, also through a subclass's `super().__init__(args, model, ...)`. The entry's own builder function (`model = get_model(args)`, picking `{\"demucs\": Demucs, ...}[args.model]`) counts as building the model."
     )
     limitations = (
         "An `autocast(enabled=False)` region (a float32 island for a loss or a softmax) and a "

@@ -26,9 +26,10 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
-from ..syntax.project import MODEL, PICK, FunctionFacts, project_base_class, project_names
+from ..syntax.project import MODEL, PICK, FunctionFacts, project_base_class, project_function
 from ..syntax.tree import walk
-from .builders import functions_of
+from ..model.models import strip_chain
+from .builders import functions_of, returned_values, values_of
 
 
 
@@ -100,20 +101,8 @@ def picked_facts(ctx: RuleContext, call: cst.Call, fn: cst.FunctionDef | None,
         return None
     if f"{table}{PICK}" in functions:
         return functions[f"{table}{PICK}"]
-    return imported_table(ctx, func)
-
-
-def imported_table(ctx: RuleContext, func: cst.BaseExpression) -> FunctionFacts | None:
-    """What ``TABLE[key]`` (``func``) builds when ``TABLE`` is a table of training classes of a
-    module this one imports (``from trains.factory import train_factory``)."""
-    if _table_of(func) is None or not ctx.project:
-        return None
-    for qn in sorted(project_names(ctx, func.value if isinstance(func, cst.Subscript) else func.func.value)):  # type: ignore[union-attr]
-        module, _, name = qn.rpartition(".")
-        facts = ctx.project.get(module)
-        if facts is not None and f"{name}{PICK}" in facts.functions:
-            return facts.functions[f"{name}{PICK}"]
-    return None
+    found = project_function(ctx, call)  # a table of a module this one imports
+    return found.facts if found is not None and found.name.endswith(PICK) else None
 
 
 def _table_of(func: cst.BaseExpression) -> str | None:
@@ -166,8 +155,13 @@ def picked_trainers(ctx: RuleContext, functions: dict[str, FunctionFacts]) -> No
         f = functions.get(name)
         if f is None or name.endswith(".__init__"):
             continue
+        returned = [strip_chain(v) for r in returned_values(ctx, fn) for v in values_of(fn, r)]
         for call in (n for n in walk(fn.body) if isinstance(n, cst.Call)):
             picked = picked_facts(ctx, call, fn, functions)
+            if picked is None and call in returned:  # ``return RestoreModel(net, device)``: its roles
+                found = class_facts(ctx, call.func, functions) if isinstance(call.func, (cst.Name, cst.Attribute)) \
+                    else None
+                picked = found if found is not None and found.trains else None
             if picked is None:
                 continue
             roles = dict(f.roles)

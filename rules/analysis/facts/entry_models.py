@@ -230,3 +230,11 @@ def local_model_builder(ctx: RuleContext, call: cst.Call) -> bool:
                 for e in table.elements):
             return True
     return False
+
+
+def build_site(ctx: RuleContext, name: str, optimizer: cst.CSTNode | None) -> cst.CSTNode | None:
+    """Where the trained model ``name`` is built, for a finding that asks to change it: the one call
+    binding it in the function that builds its ``optimizer`` (``model = DeepLab(...)``), else the
+    optimizer (or the call that trains it)."""
+    built = built_call(ctx, optimizer, name) if optimizer is not None and "." not in name else None
+    return built[0] if built is not None else optimizer

@@ -334,44 +334,28 @@ PICK = "[key]"  # a table of training classes in a module's functions (``facts.c
 
 
 def _picked_class(ctx: RuleContext, node: cst.Call) -> ProjectCall | None:
-    """``TABLE[key](...)``, ``TABLE.get(key)(...)`` or ``cls(...)`` after ``cls = TABLE[key]`` (one
-    assignment in the function), ``TABLE`` a table of training classes of the user's other modules
-    (offered as ``TABLE[key]``: ``facts.class_picks``)."""
+    """``TABLE[key](...)``, ``TABLE.get(key)(...)``, ``cls = TABLE[key]; cls(...)``: a table of training classes."""
     func: cst.BaseExpression = node.func
     if isinstance(func, cst.Name):
         values = ctx.fact(_local_names).get((ctx.enclosing(node, cst.FunctionDef), func.value), [])
-        if len(values) != 1:
-            return None
-        func = values[0]
-    holder = func.value if isinstance(func, cst.Subscript) else \
-        func.func.value if isinstance(func, cst.Call) and isinstance(func.func, cst.Attribute) and \
-        func.func.attr.value == "get" else None
-    if not isinstance(holder, (cst.Name, cst.Attribute)):
-        return None
-    for qn in sorted(_names(ctx, holder)):
+        func = values[0] if len(values) == 1 else func
+    holder = func.value if isinstance(func, cst.Subscript) else func.func.value if isinstance(func, cst.Call) and \
+        isinstance(func.func, cst.Attribute) and func.func.attr.value == "get" else None
+    for qn in sorted(_names(ctx, holder)) if isinstance(holder, (cst.Name, cst.Attribute)) else ():
         module, _, name = qn.rpartition(".")
         facts = ctx.project.get(module)
-        fn = facts.functions.get(f"{name}{PICK}") if facts is not None else None
-        if fn is not None:
-            assert facts is not None
-            return ProjectCall(facts, f"{name}{PICK}", fn, node, module)
+        if facts is not None and f"{name}{PICK}" in facts.functions:
+            return ProjectCall(facts, f"{name}{PICK}", facts.functions[f"{name}{PICK}"], node, module)
     return None
 
 
 def _local_names(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression]]:
-    """What each plain name is assigned, by the function whose body assigns it (None: module
-    level), for names assigned a subscript or a ``.get(...)`` at least once (``cls = TABLE[key]``)."""
+    """What each plain name assigned a subscript or a call is assigned, by the function whose body does."""
     out: dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression]] = {}
     for a in ctx.nodes(cst.Assign):
-        for t in a.targets:
-            if isinstance(t.target, cst.Name):
-                out.setdefault((ctx.enclosing(a, cst.FunctionDef), t.target.value), []).append(a.value)
+        for t in (t for t in a.targets if isinstance(t.target, cst.Name)):
+            out.setdefault((ctx.enclosing(a, cst.FunctionDef), t.target.value), []).append(a.value)  # type: ignore[union-attr]
     return {k: v for k, v in out.items() if any(isinstance(x, (cst.Subscript, cst.Call)) for x in v)}
-
-
-def project_names(ctx: RuleContext, node: cst.CSTNode) -> set[str]:
-    """The qualified names of ``node`` in the user's imported modules (``_names``)."""
-    return _names(ctx, node)
 
 
 def project_base_class(ctx: RuleContext, expr: cst.BaseExpression) -> FunctionFacts | None:
