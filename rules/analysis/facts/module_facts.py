@@ -403,8 +403,6 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
             if arg is not None:
                 optimizer, params_from = c, dotted_name(arg) if dotted_name(arg) in params else None
                 break
-    if params_from is None and in_model and (returns or shape_of(ctx, fn)[1]) and gathers_own_parameters(fn, params):
-        params_from = "self"  # ``model.get_1x_lr_params()``: the parameter groups of a model's own parts
     return FunctionFacts(
         params=params,
         trains=trains,
@@ -415,7 +413,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         model_items=model_items or (),
         model_by_type=model_items is not None and any(registry_built_model(ctx, c) for c in built),
         returns_optimizer=optimizer is not None,
-        params_of=params_from,
+        params_of=params_from or (in_model and _own_groups(ctx, fn, params, returns)) or None,
         unfused_optimizer_line=unfused,
         builds_loader=any(ta.is_dataloader(v) for v in returns) or
         any(ctx.matches(c.func, DATALOADERS) for c in built),
@@ -429,6 +427,12 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         fills_grads=".grad" in src and not trains and fills_grads(fn), outputs=output_params(ctx, fn),
         arg_reads=tuple((param, line_of(read)) for param, read in tensor_arg_reads(fn)) if may_read_args(src) else (),
     )
+
+
+def _own_groups(ctx: RuleContext, fn: cst.FunctionDef, params: tuple[str, ...],
+                returns: list[cst.BaseExpression]) -> str | None:
+    """"self" for a model's method handing out its own parameter groups (``get_1x_lr_params``)."""
+    return "self" if (returns or shape_of(ctx, fn)[1]) and gathers_own_parameters(fn, params) else None
 
 
 def _imported_kinds(ctx: RuleContext) -> tuple[bool, bool, bool, bool, bool, bool]:
