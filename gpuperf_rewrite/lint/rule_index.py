@@ -6,6 +6,7 @@ MODULES = (
     'analysis/facts/arg_reads.py',
     'analysis/facts/bound_values.py',
     'analysis/facts/builders.py',
+    'analysis/facts/class_picks.py',
     'analysis/facts/cli_defaults.py',
     'analysis/facts/collectives.py',
     'analysis/facts/config_built.py',

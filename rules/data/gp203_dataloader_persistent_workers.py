@@ -122,6 +122,11 @@ class DataloaderPersistentWorkers(Rule):
         "(`self.it = super().__iter__()`, `__iter__` drawing `next(self.it)`, its batch sampler "
         "repeating forever: an \"infinite\" loader), or a subclass of it, keeps its workers and is not "
         "reported, in its module, built through a builder or imported.",
+        "A loader builder of the user's other modules that hands the caller's keywords on (`def loader(dataset, "
+        "*args, klass=DataLoader, **kwargs): return klass(dataset, *args, **kwargs)`: a loader class given as a "
+        "parameter that defaults to DataLoader, the builder's own `*args` passed through) is reported at the "
+        "caller's line when the caller passes `num_workers` (a value that may be positive) and no "
+        "`persistent_workers`.",
         FROM_YAML,
         FRAMEWORK_LOADERS,
         blind_silent("persistent workers matter only with loader workers, whose number is out of sight too"),

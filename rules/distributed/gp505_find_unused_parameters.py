@@ -9,6 +9,7 @@ import libcst as cst
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.framework_config import hf_args, lightning_trainers
 from ..analysis.facts.framework_docs import ACCELERATE, HF, LIGHTNING, TORCH, blind_silent
+from ..analysis.facts.bound_values import true_by_default
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.fixes.edits import set_arg_value
 from ..analysis.fixes.frameworks import ddp_kwarg_calls, set_keyword
@@ -57,6 +58,10 @@ class FindUnusedParameters(Rule):
     # The search runs inside DDP's backward, which only a multi-process job builds.
     gains_only_with_ranks = True
     limitations = (
+        "A value that is True on the default run is reported without a fix: the fallback of a lookup "
+        "(`opt.get(\"find_unused_parameters\", True)`, `getattr(cfg, \"find_unused\", True)`) or the negation of a "
+        "switch that is False unless configured (`find_unused_parameters=not grad_ckpt` after `grad_ckpt = "
+        "getattr(model.encoder, \"gradient_checkpointing\", False)`); other expressions are not evaluated.",
         "Whether the model really has unused parameters is not checked: the finding is the cost, the fix "
         "is for models that use every parameter.",
         "The Hugging Face Trainer's default is reported only when the script shows that it runs "
@@ -102,6 +107,8 @@ class FindUnusedParameters(Rule):
                 settings = call_keywords(ctx, call).of("find_unused_parameters")
                 if any(literal_value(s.value) is True for s in settings):
                     yield _false(call)
+                elif any(true_by_default(ctx, s.value) for s in settings):
+                    yield _by_default(ctx, call, next(s.value for s in settings if true_by_default(ctx, s.value)))
         for call in ddp_kwarg_calls(ctx):
             arg = get_arg(call, "find_unused_parameters")
             if arg is not None and literal_value(arg.value) is True:
@@ -124,6 +131,14 @@ class FindUnusedParameters(Rule):
                 yield Finding.of(cfg.call, f"{name}: {_MESSAGE}{why}; pass ddp_find_unused_parameters=False",
                               set_keyword(cfg, "ddp_find_unused_parameters", "False",
                                           "set ddp_find_unused_parameters=False"))
+
+
+def _by_default(ctx: RuleContext, call: cst.Call, value: cst.BaseExpression) -> Finding:
+    """``find_unused_parameters=opt.get("find_unused_parameters", True)``, ``=not grad_ckpt`` with
+    checkpointing off unless configured: True on the default run."""
+    return Finding(call, f"{_MESSAGE} (`{ctx.code_for(value)}` is True unless the configuration says "
+                         "otherwise); pass find_unused_parameters=False where the model uses every parameter",
+                   no_fix_reason="the value comes from the configuration: default it to False there")
 
 
 def _false(call: cst.Call) -> Finding:

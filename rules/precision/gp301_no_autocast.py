@@ -9,7 +9,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import ACCELERATE, FABRIC, HF, LIGHTNING, blind_reported
-from ..analysis.facts.entry_models import entry_models, project_autocasts, project_computes
+from ..analysis.facts.entry_models import entry_models, local_model_builder, project_autocasts, project_computes
 from ..analysis.facts.param_roles import model_handed_in
 from ..analysis.facts.program import cpu_only, is_script, model_precision
 from ..analysis.facts.project_use import model_source, training_calls
@@ -76,6 +76,7 @@ class NoAutocast(Rule):
         "modules its loop calls (`model.optimize_parameters(it)`, `agent.update(batch)`), or over whose parameters "
         "it builds an optimizer while a step function of those modules runs the step (`step_fn(state, batch)`), is "
         "reported at its build line when no module the entry reaches runs autocast or makes a GradScaler."
+        "A trainer class picked at run time trains like the classes it may be: one of a table of them (`TRAINERS[args.code](args, model, loader)`, `RUNNERS.get(kind)(...)`, `Engine = ENGINES[args.task]; Engine(args, model, optimizer)`), in the script or in a factory of those modules (`trainer_factory(args, model, ...)` returning one), or one of the classes a builder imports in its branches (`from solvers.plain import PlainSolver as Solver` ... `return Solver(opt)`); the parameters handed on take the classes' roles, also through a subclass's `super().__init__(args, model, ...)`. The entry's own builder function (`model = get_model(args)`, picking `{\"demucs\": Demucs, ...}[args.model]`) counts as building the model."
     )
     limitations = (
         "An `autocast(enabled=False)` region (a float32 island for a loss or a softmax) and a "
@@ -349,7 +350,8 @@ def _built_here(ctx: RuleContext, handed: cst.Call, name: str) -> cst.Call | Non
         if dotted_name(value) == name or isinstance(value, cst.Call) and \
                 any(dotted_name(a.value) == name for a in value.args):
             continue  # ``model = model.to(device)``, ``model = DDP(model, device_ids=[gpu])``
-        if not isinstance(value, cst.Call) or not (is_model_constructor(ctx, value) or model_source(ctx, value)):
+        if not isinstance(value, cst.Call) or not (is_model_constructor(ctx, value) or model_source(ctx, value) or
+                                                   local_model_builder(ctx, value)):
             return None
         found = value
     return found

@@ -33,7 +33,7 @@ from ..analysis.fixes.frameworks import (
     FRAMEWORK_KEYWORDS, accelerate_compile_fix, compile_chosen, framework_findings, lightning_compile_fix,
 )
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call
-from ..analysis.facts.entry_models import backward_fed_models, entry_models, unresolved_source
+from ..analysis.facts.entry_models import backward_fed_models, build_site, entry_models, unresolved_source
 from ..analysis.facts.param_roles import handed_in
 from ..analysis.facts.prepared_models import prepared_pretrained_models
 from ..analysis.facts.project_use import model_source, program_trains, project_model, stepped_factory_model
@@ -126,6 +126,7 @@ class NoCompile(Rule):
         "whose method running a whole training step in those modules the loop calls (`model.optimize_parameters(it)`, `agent.update(batch)`) is reported "
         "at its build line without a fix (compile its networks where they are built), and so is a model handed to Lightning's `fit` whatever builds it "
         "(`instantiate_from_config(config.model)`) and one whose output feeds the loss a step here backpropagates. Not followed: a compile in a module the script does not call into."
+        "A trainer class picked at run time trains like the classes it may be: one of a table of them (`TRAINERS[args.code](args, model, loader)`, `RUNNERS.get(kind)(...)`, `Engine = ENGINES[args.task]; Engine(args, model, optimizer)`), in the script or in a factory of those modules (`trainer_factory(args, model, ...)` returning one), or one of the classes a builder imports in its branches (`from solvers.plain import PlainSolver as Solver` ... `return Solver(opt)`); the parameters handed on take the classes' roles, also through a subclass's `super().__init__(args, model, ...)`. A model built by one call of the function that builds its optimizer is reported at that call, where `.compile()` goes, not at the optimizer; the parameter groups of a model's own methods (`[{\"params\": model.get_1x_lr_params()}, ...]`: a method walking the model's own parameters or submodules) are the model's."
     )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
@@ -272,7 +273,7 @@ class NoCompile(Rule):
                                                       "is built", NoFix("no one statement of this file builds "
                                                                         "each of them for its .compile() to follow"))
                 continue
-            node = model.optimizer if model.optimizer is not None else ctx.module
+            node = build_site(ctx, model.name, model.optimizer) or ctx.module  # where ``.compile()`` goes
             if model.name == "self":  # the module builds its own optimizer (LightningModule)
                 if trains_itself(ctx):
                     continue  # a model class with its own fit loop: the script building it is told
@@ -484,8 +485,7 @@ def compile_fix(ctx: RuleContext, model: TrainedModel) -> Fix | NoFix:
 def _on_cuda(ctx: RuleContext, model: TrainedModel, anchor: cst.BaseStatement) -> tuple[str, tuple[Edit, ...]]:
     """The test that keeps ``compile()`` off a CPU run (compiling there costs more than it wins):
     none when ``anchor`` moves the model with ``.cuda()`` (it runs on CUDA or not at all),
-    ``device.type == "cuda"`` when ``anchor`` moves it to ``device``, else
-    ``torch.cuda.is_available()``."""
+    ``device.type == "cuda"`` when ``anchor`` moves it to ``device``, else ``torch.cuda.is_available()``."""
     if any(isinstance(n, cst.Call) and method_call(n, "cuda") for n in walk(anchor, include_self=True)):
         return "", ()
     device = model_device_name(ctx, model)

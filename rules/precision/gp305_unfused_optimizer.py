@@ -61,7 +61,11 @@ class UnfusedOptimizer(Rule):
         "reported in its own module, at the constructor, where the edit goes, once (not at the "
         "calls); the fix there is `fused=next(model.parameters()).is_cuda` when the factory is "
         "handed the model. A keyword dict the factory builds (`optim.AdamW(params, **opt_args)`) is "
-        "read; one the caller's keywords may reach (`**kwargs`) counts as a choice. A class the factory "
+        "read; one the caller's keywords may reach (`**kwargs`) counts as a choice, while a section of a configuration "
+        "(`optim.Adam(params, **copy.deepcopy(configs[\"optim_conf\"]))`, `opt_args.update(args.opt_args)`) is read as "
+        "keywords a configuration file spells out, which leaves `fused` unset: reported (a YAML file that sets it is not "
+        "read). Parameter groups from a model's own methods (`SGD([{\"params\": model.get_1x_lr_params()}, ...])`) are "
+        "that model's. A class the factory "
         "chooses among ones it writes out (`opt_cls = torch.optim.AdamW if name == \"adamw\" else "
         "torch.optim.SGD`) is read like a named one; keywords from `asdict(self)` in a method of a "
         "dataclass of the module are its fields (and its subclasses' there): none named `fused` or "
@@ -182,16 +186,19 @@ class UnfusedOptimizer(Rule):
                     outcome = NoFix(f"`{ctx.code_for(call.func)}` may also be another class, which may not "
                                     "take fused=: pass it only where the Adam, AdamW or SGD class is chosen")
             yield Finding.of(call, message, outcome)
+        yield from _factory_findings(ctx, starred=True)  # ``optim.Adam(params, **optim_conf)`` in a factory
         yield from _named_in_config(ctx)
 
 
-def _factory_findings(ctx: RuleContext) -> Iterator[Finding]:
+def _factory_findings(ctx: RuleContext, starred: bool = False) -> Iterator[Finding]:
     """An optimizer factory of a module that does not train itself (``create_optimizer(args,
     model)`` in optim_factory.py, ``Exp.get_optimizer``): reported at its construction, where the
     edit goes, with a fix there when the factory is handed the model."""
     for fn, calls in optimizer_factories(ctx).items():
         model = gathered_model(ctx, fn)
         for call in calls:
+            if starred and not has_star_args(call):
+                continue  # (a module that trains reports the others with its own constructions)
             outcome: Fix | NoFix | None = _fix_guards(ctx, call)
             choices = chosen_classes(ctx, call.func) if outcome is None else None
             if choices and not all(ctx.matches(c, FUSABLE) for c in choices):

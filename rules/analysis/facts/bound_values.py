@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..syntax.calls import literal_value
 from ..syntax.context import RuleContext
 from .script_facts import assignments_in, binding_body
 
@@ -16,3 +17,49 @@ def bound_values(ctx: RuleContext, name: str, at: cst.CSTNode) -> list[cst.BaseE
     if where is False:
         return None
     return [v for _, v in assignments_in(ctx, where, name)]  # type: ignore[arg-type]
+
+
+def true_by_default(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """Does ``expr`` hold True when nothing configures it: the fallback of a lookup
+    (``opt.get("find_unused", True)``, ``getattr(cfg, "find_unused", True)``), the negation of a
+    name every assignment of which is False that way (``not grad_ckpt`` after ``grad_ckpt =
+    getattr(model, "gradient_checkpointing", False)`` or ``= False``), or a name bound only to such
+    values? A literal True is the caller's own business (read as such); anything else is not known."""
+    if depth > 3:
+        return False
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        return _false_by_default(ctx, expr.expression, depth + 1)
+    if isinstance(expr, cst.IfExp):
+        return all(literal_value(b) is True or true_by_default(ctx, b, depth + 1) for b in (expr.body, expr.orelse))
+    fallback = _fallback(expr)
+    if fallback is not None:
+        return literal_value(fallback) is True
+    if isinstance(expr, cst.Name):
+        values = bound_values(ctx, expr.value, expr)
+        return bool(values) and all(literal_value(v) is True or true_by_default(ctx, v, depth + 1) for v in values)
+    return False
+
+
+def _false_by_default(ctx: RuleContext, expr: cst.BaseExpression, depth: int) -> bool:
+    if isinstance(expr, cst.IfExp):  # ``getattr(m.encoder, "ckpt", False) if hasattr(m, "encoder") else False``
+        return all(literal_value(b) is False or _false_by_default(ctx, b, depth + 1) for b in (expr.body, expr.orelse))
+    fallback = _fallback(expr)
+    if fallback is not None:
+        return literal_value(fallback) is False
+    if isinstance(expr, cst.Name):
+        values = bound_values(ctx, expr.value, expr)
+        return bool(values) and all(literal_value(v) is False or _false_by_default(ctx, v, depth + 1) for v in values)
+    return False
+
+
+def _fallback(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The default of ``x.get(key, default)`` / ``getattr(x, name, default)``, given literally."""
+    if not isinstance(expr, cst.Call):
+        return None
+    positional = [a.value for a in expr.args if a.keyword is None and not a.star]
+    if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get" and len(positional) == 2 and \
+            len(expr.args) == 2:
+        return positional[1]
+    if isinstance(expr.func, cst.Name) and expr.func.value == "getattr" and len(positional) == 3:
+        return positional[2]
+    return None

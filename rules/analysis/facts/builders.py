@@ -164,9 +164,11 @@ def table_of_other_classes(ctx: RuleContext, func: cst.BaseExpression) -> bool:
     value names a class known not to be a model: one of this module's classes that is no
     ``nn.Module``, or a class of the user's other modules that their facts do not list as a model
     (``{"translation": TranslationTask}``): a registry of tasks or datasets hands out no model."""
-    if not isinstance(func, cst.Subscript) or not isinstance(func.value, cst.Name):
+    holder = func.func.value if isinstance(func, cst.Call) and isinstance(func.func, cst.Attribute) and \
+        func.func.attr.value == "get" else func.value if isinstance(func, cst.Subscript) else None  # ``TASKS.get(name)`` too
+    if not isinstance(holder, cst.Name):
         return False
-    name = func.value.value
+    name = holder.value
     values = [a.value for stmt in ctx.module.body if isinstance(stmt, cst.SimpleStatementLine)
               for a in stmt.body if isinstance(a, cst.Assign)
               and any(isinstance(t.target, cst.Name) and t.target.value == name for t in a.targets)]
@@ -220,9 +222,10 @@ def unfused_in_factory(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
             if any(a.star == "*" for a in call.args):
                 continue
             keywords = call_keywords(ctx, call)
-            if keywords.opaque or not (keywords.may_be_unset("fused") and keywords.may_be_unset("foreach")) \
+            if keywords.opaque and not keywords.configured or \
+                    not (keywords.may_be_unset("fused") and keywords.may_be_unset("foreach")) \
                     or keywords.of("fused") or keywords.of("foreach"):
-                continue
+                continue  # (keywords of a configuration's section: reported unless this file sets them)
         out.append(call)
     return out
 
@@ -311,3 +314,17 @@ def gathered_param(fn: cst.FunctionDef, params: tuple[str, ...], returns: list[c
                if method_call(n, "parameters", "named_parameters")}
     found = [p for p in params if p in holders]
     return found[0] if len(found) == 1 else None
+
+
+_PARAMETER_WALKS = ("parameters", "named_parameters", "modules", "named_modules", "children", "named_children")
+
+
+def gathers_own_parameters(fn: cst.FunctionDef, params: tuple[str, ...]) -> bool:
+    """Does a model's method gather its own parameters (``def get_1x_lr_params(self): ... for m in
+    self.backbone.modules(): ... yield p``, ``return [p for n, p in self.named_parameters() if
+    "head" in n]``): it walks parameters or submodules of anything but what it is handed? A model
+    class's method reaches no other model's parameters, so its result is parameter groups of the
+    instance it is called on (``SGD([{"params": model.get_1x_lr_params()}, ...])``)."""
+    walked = [dotted_name(n.func.value) for n in walk(fn.body, into_nested=True)  # type: ignore[union-attr]
+              if method_call(n, *_PARAMETER_WALKS)]
+    return bool(walked) and not any(w in params for w in walked)

@@ -21,12 +21,13 @@ import dataclasses
 
 import libcst as cst
 
-from ..model.models import constructed_model_names, is_wrapper_class, module_subclasses, strip_chain
+from ..model.models import constructed_model_names, is_model_constructor, is_wrapper_class, module_subclasses, strip_chain
 from ..model.training import analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
-from ..syntax.project import CONV, MATMUL, FunctionFacts, ProjectCall, project_function
+from ..syntax.project import CONV, MATMUL, FunctionFacts, ProjectCall, project_function, project_model_class
+from .builders import assigned_in, returned_values, values_of
 from .project_use import model_source, training_calls
 from .script_facts import trained_models
 
@@ -58,14 +59,14 @@ def _entry_models(ctx: RuleContext) -> list[EntryModel]:
                 project_function(ctx, call) is not None:
             continue
         name = dotted_name(call.func.value)
-        found = _built(ctx, call, name) if name is not None and name != "self" and name not in out else None
+        found = built_call(ctx, call, name) if name is not None and name != "self" and name not in out else None
         step = _step_method(ctx, call, found[0]) if found is not None else None
         if found is not None and step is not None:
             out[name] = EntryModel(name, found[0], found[1], step)  # type: ignore[index]
     steps = [pc for pc in training_calls(ctx) if not _hands_a_model(pc)]
     if steps:
         for model in trained_models(ctx):
-            found = _built(ctx, model.optimizer, model.name) if model.optimizer is not None else None
+            found = built_call(ctx, model.optimizer, model.name) if model.optimizer is not None else None
             if found is not None and model.name not in out and "." not in model.name:
                 out[model.name] = EntryModel(model.name, found[0], found[1], steps[0])
     order = ctx.preorder()
@@ -85,6 +86,11 @@ def _step_method(ctx: RuleContext, call: cst.Call, build: cst.Call) -> ProjectCa
             if fname.endswith(f".{method}") and all(d[2] is not f for d in defs):
                 defs.append((key, fname, f))
     own = project_function(ctx, build)
+    if own is not None and not own.name.endswith(".__init__") and own.facts.trains and not own.facts.returns_model \
+            and not own.facts.role_of("model") and not any(d[2].trains for d in defs):
+        # ``model = define_model(opt)`` building one of several training wrappers of modules out
+        # of sight (``facts.class_picks``), whose method the loop calls (``optimize_parameters``)
+        return ProjectCall(own.module, own.name, own.facts, call, own.key)
     if own is not None and own.name.endswith(".__init__") or own is not None and not own.facts.returns_model:
         cls = own.name.rsplit(".", 1)[0] if own.name.endswith(".__init__") else own.name
         defs = [d for d in defs if d[1] == f"{cls}.{method}"]
@@ -103,7 +109,7 @@ def _hands_a_model(pc: ProjectCall) -> bool:
     return pc.facts.role_of("model") is not None
 
 
-def _built(ctx: RuleContext, near: cst.CSTNode, name: str) -> tuple[cst.Call, str] | None:
+def built_call(ctx: RuleContext, near: cst.CSTNode, name: str) -> tuple[cst.Call, str] | None:
     """The one call that binds ``name`` in the function body of ``near`` (for ``self.x``, in any
     method of the class), with where it comes from in words; None when there is not exactly one,
     or it only rebinds or wraps the name (``model = model.to(device)``, ``DataParallel(model)``),
@@ -198,3 +204,37 @@ def project_autocasts(ctx: RuleContext) -> bool:
 def project_compiles(ctx: RuleContext) -> bool:
     """Does a function of the user's modules this file imports compile a model?"""
     return any(f.compiles for m in ctx.project.values() for f in m.functions.values())
+
+
+def local_model_builder(ctx: RuleContext, call: cst.Call) -> bool:
+    """``get_model(args)`` calling a module-level function of this file that returns a model: a
+    model class (of this file, the user's other modules or a library), also one picked from a
+    table of them it writes out (``klass = {"demucs": Demucs, "hdemucs": HDemucs}[args.model];
+    return klass(**kw)``)."""
+    if not isinstance(call.func, cst.Name):
+        return False
+    fn = next((s for s in ctx.module.body if isinstance(s, cst.FunctionDef) and s.name.value == call.func.value), None)
+    if fn is None:
+        return False
+    for value in (v for r in returned_values(ctx, fn) for v in values_of(fn, r)):
+        built = strip_chain(value)
+        if not isinstance(built, cst.Call):
+            continue
+        if is_model_constructor(ctx, built) or model_source(ctx, built) is not None:
+            return True
+        picked = assigned_in(fn, built.func.value) if isinstance(built.func, cst.Name) else []
+        table = picked[0].value if len(picked) == 1 and isinstance(picked[0], cst.Subscript) else None
+        if isinstance(table, cst.Dict) and table.elements and all(
+                isinstance(e, cst.DictElement) and isinstance(e.value, (cst.Name, cst.Attribute)) and
+                (project_model_class(ctx, e.value) is not None or dotted_name(e.value) in module_subclasses(ctx))
+                for e in table.elements):
+            return True
+    return False
+
+
+def build_site(ctx: RuleContext, name: str, optimizer: cst.CSTNode | None) -> cst.CSTNode | None:
+    """Where the trained model ``name`` is built, for a finding that asks to change it: the one call
+    binding it in the function that builds its ``optimizer`` (``model = DeepLab(...)``), else the
+    optimizer (or the call that trains it)."""
+    built = built_call(ctx, optimizer, name) if optimizer is not None and "." not in name else None
+    return built[0] if built is not None else optimizer

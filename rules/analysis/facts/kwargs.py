@@ -63,6 +63,9 @@ class Keywords:
     definitions: list[tuple[Holder, tuple[cst.CSTNode | None, str] | None]]
     has_star: bool
     certain: set[str]  # keywords every path sets
+    # opaque, and a section of a configuration (``configs["optim_conf"]``, ``args.opt_args``) is
+    # one of the sources it cannot see into: keywords a configuration file spells out
+    configured: bool = False
 
     def of(self, name: str) -> list[Setting]:
         return self.settings.get(name, [])
@@ -80,6 +83,7 @@ class _Reader:
         self._seen: set[tuple[int, str]] = set()
         self._path: tuple[int, ...] = ()
         self.removed: set[str] = set()  # keys some path pops
+        self.configured = False  # a section of a configuration is one of the opaque sources
 
     def add(self, key: str, value: cst.BaseExpression, holder: Holder,
             owner: tuple[cst.CSTNode | None, str] | None) -> None:
@@ -131,6 +135,8 @@ class _Reader:
             for key, value in fields.items():
                 self.add(key, value, expr, owner)  # type: ignore[arg-type]
             return set(fields)
+        if configuration_section(expr):
+            self.configured = True
         self.opaque = True
         return None
 
@@ -417,7 +423,8 @@ def call_keywords(ctx: RuleContext, call: cst.Call) -> Keywords:
         elif arg.star == "**":
             has_star = True
             certain |= reader.mapping(arg.value, call, None, 0, True) or set()
-    result = Keywords(explicit, reader.settings, reader.opaque, reader.definitions, has_star, certain - reader.removed)
+    result = Keywords(explicit, reader.settings, reader.opaque, reader.definitions, has_star, certain - reader.removed,
+                      reader.configured)
     cache[id(call)] = result
     return result
 
@@ -470,3 +477,23 @@ def feeds_only(ctx: RuleContext, owner: tuple[cst.CSTNode | None, str], callees:
             return False
     return fed
 
+
+
+_COPIES = frozenset({"copy.deepcopy", "copy.copy", "deepcopy", "dict"})
+
+
+def configuration_section(expr: cst.BaseExpression) -> bool:
+    """A section of a configuration object, maybe copied: ``configs["optim_conf"]``,
+    ``copy.deepcopy(cfg.optimizer.kwargs)``, ``dict(args.opt_args)``: an attribute or a string
+    subscript of a name that is not ``self`` (whose attributes a caller's keywords may fill)."""
+    if isinstance(expr, cst.Call) and len(expr.args) == 1 and not expr.args[0].star and \
+            dotted_name(expr.func) in _COPIES:
+        expr = expr.args[0].value
+    if not isinstance(expr, (cst.Attribute, cst.Subscript)):
+        return False
+    root: cst.BaseExpression = expr
+    while isinstance(root, (cst.Attribute, cst.Subscript)):
+        if isinstance(root, cst.Subscript) and not isinstance(_subscript_key(root), str):
+            return False
+        root = root.value
+    return isinstance(root, cst.Name) and root.value not in ("self", "cls", "kwargs")

@@ -15,6 +15,7 @@ import libcst as cst
 
 from ..syntax.calls import NOT_LITERAL, dataloader_arg, literal_value
 from ..syntax.context import RuleContext
+from ..syntax.torch_names import DATALOADERS
 from ..syntax.project import project_calls
 from .cli_defaults import zero_default_flag
 from .kwargs import call_keywords
@@ -75,17 +76,25 @@ def returned_loaders(ctx: RuleContext, fn: cst.FunctionDef, returns: list[cst.Ba
     the builder's parameters: a call with no ``*args`` whose ``**`` dicts are the file's own (read)
     or the builder's own ``**kwargs`` parameter (forwarded: the caller's keywords count)."""
     star_kwarg = fn.params.star_kwarg.name.value if isinstance(fn.params.star_kwarg, cst.Param) else ""
+    star_arg = fn.params.star_arg.name.value if isinstance(fn.params.star_arg, cst.Param) else ""
     defaults = {p.name.value: p.default for p in (*fn.params.params, *fn.params.kwonly_params)}
     nones = {n for n, d in defaults.items() if d is not None and literal_value(d) is None}
+    # ``klass=DataLoader``: a class parameter defaulting to a loader class builds one
+    classes = {n for n, d in defaults.items() if d is not None and isinstance(d, (cst.Name, cst.Attribute))
+               and ctx.matches(d, DATALOADERS)}
     out: list[LoaderRecord] = []
     for value in returns:
         for call, when in _branches(value, star_kwarg, nones):
-            if not isinstance(call, cst.Call) or not is_loader_call(ctx, call):
+            if not isinstance(call, cst.Call) or not (is_loader_call(ctx, call) or
+                                                      isinstance(call.func, cst.Name) and call.func.value in classes):
                 continue
             stars = [a for a in call.args if a.star]
             forwarded = ""
-            if any(a.star == "*" for a in stars):
+            # (the builder's own ``*args`` hands on the caller's positional arguments: the dataset,
+            # a batch size; the settings read here are passed by keyword)
+            if any(a.star == "*" and not (isinstance(a.value, cst.Name) and a.value.value == star_arg) for a in stars):
                 continue
+            stars = [a for a in stars if a.star == "**"]
             if stars and len(stars) == 1 and isinstance(stars[0].value, cst.Name) and \
                     stars[0].value.value == star_kwarg:
                 forwarded = star_kwarg
@@ -167,6 +176,9 @@ def _built_loaders(ctx: RuleContext) -> list[BuiltLoader]:
                 persistent_unset = persistent_unset and "persistent_workers" not in passed
                 pin_unset = pin_unset and "pin_memory" not in passed
             live = workers == "+"
+            if forwarded and not workers and (given := next((a.value for a in pc.call.args if a.keyword is not None
+                                                             and a.keyword.value == "num_workers"), None)) is not None:
+                live = _may_be_positive(given) and zero_default_flag(ctx, given) is None  # the caller's keyword
             if workers.startswith("@"):
                 param = workers[1:].rstrip("+")
                 arg = pc.arg_for(param)

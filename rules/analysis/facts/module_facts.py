@@ -24,15 +24,16 @@ from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller
-from ..syntax.project import (CONV, MATMUL, FunctionFacts,
+from ..syntax.project import (CONV, MATMUL, PICK, FunctionFacts,
                               ModuleFacts, StepCall, project_base_class, project_class,
                               project_function, project_instance_method, project_method, project_model_class)
 from ..syntax.torch_names import AUTOCAST, DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
 from ..syntax.tree import walk
 from .arg_reads import may_read_args, tensor_arg_reads
 from ..syntax.output_calls import output_params
-from .builders import (assigned_in, at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
+from .builders import (assigned_in, gathers_own_parameters, at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
+from .class_picks import picked_trainers
 from .cli_defaults import false_fields, zero_fields
 from .param_roles import class_param_roles, param_roles
 from .framework_hooks import HF_CALLBACK, HF_TRAINER, exported_classes
@@ -82,6 +83,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     _params_through_helpers(ctx, functions)
     settings_through_methods(ctx, functions)
     _class_entries(ctx, ta, functions, classes)
+    picked_trainers(ctx, functions)
     exported = {c for c in classes if "." not in c}
     # LightningModules are the models a script builds and hands to ``trainer.fit`` (``METHODS[name](cfg)``)
     exported |= {c.name.value for c in framework_config(ctx).lightning_modules if c in ctx.module.body}
@@ -313,7 +315,7 @@ def _reexports(ctx: RuleContext, functions: dict[str, FunctionFacts], models: se
                 if name in facts.models:
                     models.add(local)
                 for fname, f in facts.functions.items():
-                    if fname == name or fname.startswith(f"{name}."):
+                    if fname == name or fname.startswith((f"{name}.", f"{name}{PICK}")):
                         functions.setdefault(local + fname[len(name):], f)
 
 
@@ -350,8 +352,10 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> dict[cst.Functio
             return picks and is_lookup(fn, call.func, lookups) and not table_of_other_classes(ctx, call.func)
         callee = dotted_name(call.func)
         imported = project_function(ctx, call)
+        picked = assigned_in(fn, call.func.value) if isinstance(call.func, cst.Name) else []
+        table = picked[0] if len(picked) == 1 else call.func  # ``cls = TRAINERS[name]; return cls(args)``
         return callee in classes or is_model_constructor(ctx, call) or project_class(ctx, call) is not None or \
-            picks and is_lookup(fn, call.func, lookups) and not table_of_other_classes(ctx, call.func) or \
+            picks and is_lookup(fn, call.func, lookups) and not table_of_other_classes(ctx, table) or \
             callee in by_name and by_name[callee] in found or \
             imported is not None and imported.facts.returns_model
 
@@ -456,7 +460,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         model_items=model_items or (),
         model_by_type=model_items is not None and any(registry_built_model(ctx, c) for c in built),
         returns_optimizer=optimizer is not None,
-        params_of=params_from,
+        params_of=params_from or (in_model and _own_groups(ctx, fn, params, returns)) or None,
         unfused_optimizer_line=unfused,
         builds_loader=any(ta.is_dataloader(v) for v in returns) or
         any(ctx.matches(c.func, DATALOADERS) for c in built),
@@ -470,6 +474,12 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         fills_grads=".grad" in src and not trains and fills_grads(fn), outputs=output_params(ctx, fn),
         arg_reads=tuple((param, line_of(read)) for param, read in tensor_arg_reads(fn)) if may_read_args(src) else (),
     )
+
+
+def _own_groups(ctx: RuleContext, fn: cst.FunctionDef, params: tuple[str, ...],
+                returns: list[cst.BaseExpression]) -> str | None:
+    """"self" for a model's method handing out its own parameter groups (``get_1x_lr_params``)."""
+    return "self" if (returns or shape_of(ctx, fn)[1]) and gathers_own_parameters(fn, params) else None
 
 
 def _imported_kinds(ctx: RuleContext) -> tuple[bool, bool, bool, bool, bool, bool]:

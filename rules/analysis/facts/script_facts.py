@@ -257,12 +257,12 @@ def _grouped_from(ctx: RuleContext, fn_body: FunctionBody, name: str) -> list[st
 
 
 def _params_helper(ctx: RuleContext, call: cst.Call) -> str | None:
-    """The model whose parameters a helper of the user's other modules gathers
-    (``add_weight_decay(model, wd)``, ``get_params_groups(model)``); None for anything else."""
+    """The model whose parameters a helper of the user's modules gathers (``add_weight_decay(model, wd)``)."""
     found = project_function(ctx, call) or project_method(ctx, call)  # ``exp.get_optimizer(model)``
     if found is None or found.facts.params_of is None:
         return None
-    arg = found.arg_for(found.facts.params_of)
+    own = found.facts.params_of == "self"  # ``model.get_1x_lr_params()``: the model's own groups
+    arg = call.func.value if own else found.arg_for(found.facts.params_of)  # type: ignore[attr-defined]
     return dotted_name(arg) if arg is not None else None
 
 

@@ -153,7 +153,21 @@ class NameResolution:
             return False
         resolved = self._resolved_by_imports(node)
         found = self.qualified_names(node) if resolved is None else resolved
+        if not found and self._cache["_stars"]:
+            found = self._star_torch(node)
         return any(_matches(qn, names) for qn in found)
+
+    def _star_torch(self, node: cst.CSTNode) -> set[str]:
+        """``torch.optim.SGD(...)`` in a file that never binds ``torch`` but star-imports modules
+        (``from modeling.net import *``, which imports torch): the star import brought it."""
+        cur, parts = _split_chain(node)
+        if cur is None or cur.value != "torch" or not parts:
+            return set()
+        bound: _Bindings = self.fact(_bindings)
+        if "torch" in bound.targets or "torch" in bound.unsafe or "torch" in bound.by_namespace or \
+                "torch" in self.import_aliases:
+            return set()
+        return {".".join(["torch", *reversed(parts)])}
 
     @property
     def import_aliases(self) -> dict[str, str]:

@@ -301,12 +301,17 @@ def project_function(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
     """The function of another first-party module ``node`` calls (``engine.train_one_epoch(...)``,
     ``build_model(...)`` imported from ``models``, ``trainpkg.loop.fit(...)``); None otherwise."""
     if not ctx.project or not isinstance(node, cst.Call) or \
-            not isinstance(node.func, (cst.Name, cst.Attribute)):
+            not isinstance(node.func, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
         return None
     memo: dict[cst.Call, ProjectCall | None] = ctx.fact(_project_calls)
     if node in memo:
         return memo[node]
     found = None
+    if not isinstance(node.func, (cst.Name, cst.Attribute)) or isinstance(node.func, cst.Name) and \
+            not _names(ctx, node.func):
+        memo[node] = found = _picked_class(ctx, node)
+        if found is not None or not isinstance(node.func, cst.Name):
+            return found
     for qn in sorted(_names(ctx, node.func)):
         module, _, name = qn.rpartition(".")
         while module and found is None:
@@ -323,6 +328,34 @@ def project_function(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
             break
     memo[node] = found
     return found
+
+
+PICK = "[key]"  # a table of training classes in a module's functions (``facts.class_picks``)
+
+
+def _picked_class(ctx: RuleContext, node: cst.Call) -> ProjectCall | None:
+    """``TABLE[key](...)``, ``TABLE.get(key)(...)``, ``cls = TABLE[key]; cls(...)``: a table of training classes."""
+    func: cst.BaseExpression = node.func
+    if isinstance(func, cst.Name):
+        values = ctx.fact(_local_names).get((ctx.enclosing(node, cst.FunctionDef), func.value), [])
+        func = values[0] if len(values) == 1 else func
+    holder = func.value if isinstance(func, cst.Subscript) else func.func.value if isinstance(func, cst.Call) and \
+        isinstance(func.func, cst.Attribute) and func.func.attr.value == "get" else None
+    for qn in sorted(_names(ctx, holder)) if isinstance(holder, (cst.Name, cst.Attribute)) else ():
+        module, _, name = qn.rpartition(".")
+        facts = ctx.project.get(module)
+        if facts is not None and f"{name}{PICK}" in facts.functions:
+            return ProjectCall(facts, f"{name}{PICK}", facts.functions[f"{name}{PICK}"], node, module)
+    return None
+
+
+def _local_names(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression]]:
+    """What each plain name assigned a subscript or a call is assigned, by the function whose body does."""
+    out: dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression]] = {}
+    for a in ctx.nodes(cst.Assign):
+        for t in (t for t in a.targets if isinstance(t.target, cst.Name)):
+            out.setdefault((ctx.enclosing(a, cst.FunctionDef), t.target.value), []).append(a.value)  # type: ignore[union-attr]
+    return {k: v for k, v in out.items() if any(isinstance(x, (cst.Subscript, cst.Call)) for x in v)}
 
 
 def project_base_class(ctx: RuleContext, expr: cst.BaseExpression) -> FunctionFacts | None:

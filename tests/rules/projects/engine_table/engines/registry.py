@@ -1,0 +1,4 @@
+from .segmentation import SegmentationEngine
+from .depth import DepthEngine
+
+ENGINES = {"segmentation": SegmentationEngine, "depth": DepthEngine}
