@@ -18,7 +18,7 @@ from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
-from ._helper_reads import helper_read_finding, helper_reads, read_of_argument
+from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, read_of_argument
 from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
 from ._truth_tests import compared_tensor
@@ -199,7 +199,11 @@ class SyncInLoop(Rule):
         # A read of a collective's result on its way to a log: GP106 reports the collective; the
         # read is a sync of its own (GP101), fixed by the same change (reduce and read when logging).
         collective = {r: found for found in logged_collectives(ctx) for r in found.host_reads}
+        helpers = list(helper_reads(ctx, ta))  # ``to_scalar(loss)`` whose body reads it: reported at the call
+        in_helpers = helper_bodies(ctx, helpers)
         for call, what in sync_calls(ctx, ta):
+            if call in in_helpers:
+                continue
             loop = ta.every_step_loop(call)
             if loop is not None and call in collective:
                 yield _collective_read(ctx, ta, call, what, loop, collective[call].what)
@@ -226,7 +230,7 @@ class SyncInLoop(Rule):
                 fix if fix is not None else NoFix(_HOST_USE),
             )
 
-        for found in helper_reads(ctx, ta):
+        for found in helpers:
             yield helper_read_finding(ctx, ta, found)
         for store, target in stores_to_host(ctx, ta):
             yield host_store_finding(ctx, ta, store, target)

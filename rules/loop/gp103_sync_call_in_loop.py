@@ -15,6 +15,7 @@ from ..analysis.model.training import analysis
 from ..analysis.syntax.calls import dotted_name, literal_value
 from ..analysis.syntax.context import RuleContext
 from ._across_modules import PER_STEP_ACROSS_MODULES
+from ._helper_waits import helper_wait_finding, helper_waits, waiting_bodies
 
 SYNC_CALLS = {
     "torch.cuda.synchronize": "torch.cuda.synchronize()",
@@ -117,8 +118,11 @@ class SyncCallInLoop(Rule):
         ta = analysis(ctx)
         if not (ta.step_loops or runs_elsewhere(ctx)) or cpu_only(ctx):
             return
+        helpers = list(helper_waits(ctx, ta))  # ``sync(device)`` whose body synchronizes: reported at the call
+        yield from (helper_wait_finding(ctx, found) for found in helpers)
+        in_helpers = waiting_bodies(ctx, helpers)
         for call in ctx.nodes(cst.Call):
-            if not ctx.is_call_to(call, set(SYNC_CALLS)):
+            if not ctx.is_call_to(call, set(SYNC_CALLS)) or call in in_helpers:
                 continue
             # A user's opt-in flag (``if args.sync_for_timing:``) is a choice, not a per-step sync.
             loop = ta.every_step_loop(call, flags=True)

@@ -27,6 +27,7 @@ from ..syntax.project import (CONV, MATMUL, FunctionFacts,
 from ..syntax.torch_names import AUTOCAST, DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
 from ..syntax.tree import walk
 from .arg_reads import may_read_args, tensor_arg_reads
+from .helper_syncs import module_syncs
 from ..syntax.output_calls import output_params
 from .builders import (assigned_in, at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
@@ -422,6 +423,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         rare_result="%" in src and returns_rare(ctx, fn),
         fills_grads=".grad" in src and not trains and fills_grads(fn), outputs=output_params(ctx, fn),
         arg_reads=tuple((param, line_of(read)) for param, read in tensor_arg_reads(fn)) if may_read_args(src) else (),
+        syncs=tuple((s.param, s.kind, line_of(s.node), s.how) for s in module_syncs(ctx).get(fn, ())),
     )
 
 
