@@ -15,6 +15,7 @@ from ..analysis.model.training import TENSOR_METHODS, TrainingAnalysis
 from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value, method_call, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
+from ._cpu_copies import on_host_by_copy
 
 # torch calls that build a tensor in host memory unless given ``device=``.
 _FACTORIES = frozenset({
@@ -31,7 +32,7 @@ def host_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpres
     (``(labels != -100).sum()``, a count ``n = torch.tensor(0)`` then ``n += mask.sum()``)?"""
     if "set_default_device" in ctx.source:
         return False
-    return _host(ctx, ta, receiver, call, 0)
+    return _host(ctx, ta, receiver, call, 0) or on_host_by_copy(ctx, ta, receiver, call)
 
 
 def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:

@@ -23,6 +23,7 @@ from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
 from ._truth_tests import compared_tensor
 from ._host_tensors import host_tensor
+from ._cpu_copies import copy_to_cpu
 from ._across_modules import PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
@@ -346,6 +347,11 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
     for call in ctx.nodes(cst.Call):
         if method_call(call, "get_scale", "state_dict") and ta.is_scaler(call.func.value):  # type: ignore[attr-defined]
             yield call, f".{call.func.attr.value}()"  # type: ignore[attr-defined]  # GradScaler: ``scale.item()`` inside
+        elif copy_to_cpu(ctx, ta, call):  # ``emb.to(loss_device)`` with ``loss_device = torch.device("cpu")``
+            receiver = call.func.value  # type: ignore[attr-defined]
+            if not (_contains_sync(receiver) or ta.is_module_like(receiver) or is_host_expr(ta, receiver) or
+                    host_tensor(ctx, ta, receiver, call)) and _looks_like_tensor(ctx, ta, receiver):
+                yield call, f".to({ctx.code_for(call.args[0].value)})"
         elif method_call(call, *SYNC_METHODS) and not host_numpy(call):
             assert isinstance(call.func, cst.Attribute)
             receiver = call.func.value
