@@ -86,12 +86,26 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
         where = ""
         for param, at in reads:
             args = _passed_for(call, params, param)
-            device = [a for a in args if _device_value(ctx, ta, a.value, call, 0)]
+            # ``t.item()`` on every call: what is passed has ``.item()``, a tensor unless shown otherwise
+            specific = at.startswith(_TENSOR_ONLY)
+            device = [a for a in args if _device_value(ctx, ta, a.value, call, 0) or
+                      specific and _maybe_tensor(ctx, ta, a.value, call)]
             if device:
                 passed.extend(a for a in device if a not in passed)
                 where = where or at
         if passed:
-            yield HelperRead(call, function, where, tuple(passed), kind, _local_def(ctx, call))
+            yield HelperRead(call, function, where, tuple(passed), kind, local_def(ctx, ta, call))
+
+
+# How a helper reads that only a tensor (or an array) supports: what is handed to it is one.
+_TENSOR_ONLY = ("`.item()`", "`.tolist()`", "`.cpu()`", "`torch.is")
+
+
+def _maybe_tensor(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """Not shown to be a host value: a name, attribute, subscript or call result that is no host
+    read, no number and no tensor in host memory."""
+    return isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)) and not _reads_host(expr) and \
+        not is_host_expr(ta, expr) and not host_tensor(ctx, ta, expr, at)
 
 
 def helper_bodies(ctx: RuleContext, found: list[HelperRead]) -> set[cst.CSTNode]:
@@ -101,7 +115,9 @@ def helper_bodies(ctx: RuleContext, found: list[HelperRead]) -> set[cst.CSTNode]
     syncs = module_syncs(ctx)
     for f in found:
         if f.local is not None:
-            out |= {s.node for s in syncs.get(f.local, ()) if s.kind == READ and s.param != ALWAYS}
+            # (every sync of a chain: the rule reports ``t.cpu()`` of ``t.cpu().item()``)
+            out |= {n for s in syncs.get(f.local, ()) if s.kind == READ and s.param != ALWAYS
+                    for n in walk(s.node, include_self=True)}
             out |= {r for _, r in tensor_arg_reads(f.local)}
     return out
 
@@ -158,8 +174,26 @@ def _closure_of(ctx: RuleContext, ta: TrainingAnalysis,
     return (f"{imported.name}()", facts.params, reads) if reads else None
 
 
-def _local_def(ctx: RuleContext, call: cst.Call) -> cst.FunctionDef | None:
-    return local_callee(ctx, call)
+def local_def(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> cst.FunctionDef | None:
+    """The function of this file ``call`` runs: a function or ``self`` method, a method of an
+    instance of a class of the file, or the closure a factory of the file returned."""
+    found = local_callee(ctx, call)
+    if found is not None:
+        return found
+    receiver = call.func.value if isinstance(call.func, cst.Attribute) else call.func
+    ctor = bound_constructor(ctx, ta, receiver, call)
+    if ctor is None:
+        return None
+    if isinstance(call.func, cst.Attribute):
+        cls_name = dotted_name(ctor.func)
+        for cls in ctx.nodes(cst.ClassDef):
+            if cls.name.value == cls_name:
+                return next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and
+                             s.name.value == call.func.attr.value), None)
+        return None
+    factory = local_callee(ctx, ctor)
+    return next((inner for suffix, inner in returned_closures(factory) if suffix == "()"), None) \
+        if factory is not None else None
 
 
 def _local_reads(ctx: RuleContext, fn: cst.FunctionDef) -> list[tuple[str, str]]:

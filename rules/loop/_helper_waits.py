@@ -12,12 +12,13 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding
-from ..analysis.facts.helper_syncs import ALWAYS, WAIT, local_callee, module_syncs, passed_for, parameters
+from ..analysis.facts.helper_syncs import ALWAYS, WAIT, module_syncs, passed_for, parameters
 from ..analysis.model.training import TrainingAnalysis
-from ..analysis.syntax.calls import dotted_name, literal_value
+from ..analysis.syntax.calls import dotted_name
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.project import project_class_method, project_function
-from ._helper_reads import bound_constructor
+from ._cpu_copies import cpu_device
+from ._helper_reads import bound_constructor, local_def
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +48,7 @@ def helper_waits(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperWait]
             continue
         function, params, waits, local = found
         how = next((h for p, h in waits if p == ALWAYS or any(
-            not _cpu_device(ctx, ta, a.value, call) for a in passed_for(call, params, p))), None)
+            not cpu_device(ctx, ta, a.value, call) for a in passed_for(call, params, p))), None)
         if how is None:
             continue
         loop = ta.every_step_loop(call, flags=True)
@@ -79,7 +80,7 @@ def waiting_bodies(ctx: RuleContext, found: list[HelperWait]) -> set[cst.CSTNode
 
 def _waits_of(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, local_syncs: dict
               ) -> tuple[str, tuple[str, ...], list[tuple[str, str]], cst.FunctionDef | None] | None:
-    fn = local_callee(ctx, call)
+    fn = local_def(ctx, ta, call)
     if fn is not None:
         waits = [(s.param, s.how) for s in local_syncs.get(fn, ()) if s.kind == WAIT]
         return (fn.name.value, tuple(parameters(fn)[0]), waits, fn) if waits else None
@@ -97,18 +98,3 @@ def _waits_of(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, local_sync
                 waits = [(p, f"{how} at `{found[0]}` line {line}") for p, k, line, how in found[2].syncs if k == WAIT]
                 return (found[1], found[2].params, waits, None) if waits else None
     return None
-
-
-def _cpu_device(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0
-                ) -> bool:
-    """Is ``expr`` the CPU for sure: ``"cpu"``, ``torch.device("cpu")``, a name every binding of
-    which in the function (or the module) is one?"""
-    if literal_value(expr) == "cpu":
-        return True
-    if isinstance(expr, cst.Call) and dotted_name(expr.func) in ("torch.device", "device") and expr.args:
-        return literal_value(expr.args[0].value) == "cpu"
-    if isinstance(expr, cst.Name) and depth < 3:
-        fn = ctx.enclosing(at, cst.FunctionDef)
-        values = [v for n, v in ta.assignments() if n == expr.value and ctx.enclosing(v, cst.FunctionDef) is fn]
-        return bool(values) and all(_cpu_device(ctx, ta, v, at, depth + 1) for v in values)
-    return False

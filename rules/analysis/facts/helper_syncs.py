@@ -255,7 +255,8 @@ def _benign(ctx: RuleContext, test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.BooleanOperation):
         return _benign(ctx, test.left) and _benign(ctx, test.right)
     if isinstance(test, cst.Call):
-        return dotted_name(test.func) in _TYPE_TESTS or ctx.is_call_to(test, {"torch.cuda.is_available"})
+        return dotted_name(test.func) in _TYPE_TESTS or ctx.is_call_to(test, {"torch.cuda.is_available"}) or \
+            _device_test(test) is not None
     if isinstance(test, cst.Comparison):
         if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in test.comparisons):
             return True
