@@ -98,7 +98,7 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
 
 
 # How a helper reads that only a tensor (or an array) supports: what is handed to it is one.
-_TENSOR_ONLY = ("`.item()`", "`.tolist()`", "`.cpu()`", "`torch.is")
+_TENSOR_ONLY = ("`.item()`", "`.tolist()`", "`.cpu()`", "`torch.is", "`int()` of", "`float()` of", "`bool()` of")
 
 
 def _maybe_tensor(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:

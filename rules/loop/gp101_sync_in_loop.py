@@ -135,7 +135,8 @@ class SyncInLoop(Rule):
         "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html",
     )
     keywords = (".item(", ".tolist(", ".cpu(", ".numpy(", "float(", "int(", "isfinite", "isnan", "isinf", ".data[",
-                "zeros(", "empty(", ".update(", "<", ">", "==", "!=")  # (comparisons: a tensor's truth value)
+                "zeros(", "empty(", ".update(", "<", ">", "==", "!=",
+                "for ", "while ")  # (a per-step call of a first-party helper that reads what it is handed)  # (comparisons: a tensor's truth value)
 
     examples = [
         Valid(dedent("""

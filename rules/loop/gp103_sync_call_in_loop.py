@@ -85,7 +85,9 @@ class SyncCallInLoop(Rule):
         "https://docs.pytorch.org/docs/stable/generated/torch.cuda.empty_cache.html",
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#memory-management",
     )
-    keywords = ("synchronize", "empty_cache")
+    # (``for ``/``while ``: a per-step call of a first-party helper that waits, ``sync(device)``,
+    # ``timer.lap()``, names no wait in the caller's text)
+    keywords = ("synchronize", "empty_cache", "for ", "while ")
 
     examples = [
         Valid(dedent("""

@@ -28,6 +28,9 @@ READ, WAIT = "read", "wait"  # a host read of a tensor (GP101), a wait for the w
 ALWAYS = ""  # a sync on every call, whatever is passed (``def sync(): torch.cuda.synchronize()``)
 _HOST_READS = ("item", "tolist", "cpu")
 _CONVERTERS = ("float", "int", "bool")
+# Methods of tensors (numpy has none of these names): a value read after one is a tensor's.
+_TENSOR_CHAIN = frozenset({"argmax", "argmin", "detach", "eq", "ne", "float", "half", "softmax", "sigmoid", "norm",
+                           "abs", "pow", "sqrt", "exp", "log_softmax", "topk"})
 _WAITS = frozenset({"torch.cuda.synchronize"})
 _TENSOR_TESTS = frozenset({"torch.isnan", "torch.isinf", "torch.isfinite", "torch.any", "torch.all",
                            "torch.allclose", "torch.equal", "math.isnan", "math.isinf", "math.isfinite"})
@@ -208,7 +211,11 @@ def _read(ctx: RuleContext, fn: cst.FunctionDef, node: cst.CSTNode) -> tuple[cst
         return node.func.value, f"`.{node.func.attr.value}()`"
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in _CONVERTERS and \
             len(node.args) == 1 and not node.args[0].star and ctx.matches(node.func, {f"builtins.{node.func.value}"}):
-        return node.args[0].value, f"`{node.func.value}()`"
+        arg = node.args[0].value
+        chained = next((n.func.attr.value for n in walk(arg, include_self=True) if isinstance(n, cst.Call) and
+                        isinstance(n.func, cst.Attribute) and n.func.attr.value in _TENSOR_CHAIN), None)
+        # ``int((scores.argmax(1) == y).sum())``: a tensor's method first, so what was handed is a tensor
+        return arg, f"`{node.func.value}()` of `.{chained}()`" if chained else f"`{node.func.value}()`"
     if isinstance(node, cst.Call) and ctx.matches(node.func, _TENSOR_TESTS) and node.args:
         name = dotted_name(node.func) or "test"
         if name.startswith("math.") or _tested(ctx, fn, node):
