@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from ..model.tensors import TENSOR_METHODS
 from ..syntax.calls import dotted_name, host_numpy, literal_value, method_call
 from ..syntax.context import RuleContext
 from ..syntax.project import project_function
@@ -27,6 +28,7 @@ from ..syntax.tree import walk
 READ, WAIT = "read", "wait"  # a host read of a tensor (GP101), a wait for the whole GPU (GP103)
 ALWAYS = ""  # a sync on every call, whatever is passed (``def sync(): torch.cuda.synchronize()``)
 _HOST_READS = ("item", "tolist", "cpu")
+_HOST_READS_SET = frozenset(_HOST_READS)
 _CONVERTERS = ("float", "int", "bool")
 # Methods of tensors (numpy has none of these names): a value read after one is a tensor's.
 _TENSOR_CHAIN = frozenset({"argmax", "argmin", "detach", "eq", "ne", "float", "half", "softmax", "sigmoid", "norm",
@@ -176,7 +178,11 @@ def _bound(target: cst.BaseExpression) -> list[str]:
 
 def _labels_in(expr: cst.CSTNode, sources: dict[str, set[str]]) -> set[str]:
     """The parameters whose values ``expr`` reads (its plain names, not attribute names; not
-    through a tensor's metadata: ``x.shape``, ``x.size(0)``, ``len(x)``)."""
+    through a tensor's metadata: ``x.shape``, ``x.size(0)``, ``len(x)``). None when ``expr`` runs
+    what it was handed (``model(x)``, ``net.loss(e)``): a value the function computes, whose read
+    is the function's own (its module reports it), not a read of what the caller passed."""
+    if _runs_handed(expr, sources):
+        return set()
     out: set[str] = set()
     stack: list[cst.CSTNode] = [expr]
     while stack:
@@ -197,6 +203,35 @@ def _labels_in(expr: cst.CSTNode, sources: dict[str, set[str]]) -> set[str]:
             continue
         stack.extend(node.children)
     return out
+
+
+def _runs_handed(expr: cst.CSTNode, sources: dict[str, set[str]]) -> bool:
+    """Does ``expr`` call a value computed from a parameter (``model(x)``), or a method of one that
+    is no tensor operation (``net.loss(e)``, ``engine.step(batch)``)?"""
+    for node in walk(expr, include_self=True):
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        if isinstance(func, cst.Name) and sources.get(func.value):
+            return True
+        if isinstance(func, cst.Attribute) and func.attr.value not in _LIGHT_METHODS:
+            root: cst.BaseExpression = func.value
+            while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
+                root = root.value if not isinstance(root, cst.Call) else root.func
+            if isinstance(root, cst.Name) and sources.get(root.value) and root.value != "self":
+                return True
+    return False
+
+
+# Methods of a tensor (and of a dict of them) that compute on it: a read after them reads what was
+# handed.
+_LIGHT_METHODS = TENSOR_METHODS | _HOST_READS_SET | frozenset({
+    "to", "cuda", "cpu", "long", "int", "bool", "squeeze", "unsqueeze", "permute", "transpose", "contiguous",
+    "type_as", "masked_fill", "topk", "gather", "index_select", "sigmoid", "tanh", "clamp", "pow", "mul", "add",
+    "sub", "div", "t", "all", "any", "isnan", "isfinite", "isinf", "round", "sort", "numpy", "items", "values",
+    "keys", "get", "size", "dim", "numel", "item", "tolist", "data", "nonzero", "count_nonzero", "cumsum",
+    "float_power", "square", "neg", "reciprocal", "expand", "repeat", "split", "chunk", "clone", "new_tensor",
+})
 
 
 # ---- what syncs ----------------------------------------------------------------------------
