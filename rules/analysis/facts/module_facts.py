@@ -415,7 +415,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         builds_loader=any(ta.is_dataloader(v) for v in returns) or
         any(ctx.matches(c.func, DATALOADERS) for c in built),
         returned_loaders=returned_loaders(ctx, fn, returns, line_of) if "Loader" in src else (),
-        yields_batches=_yields_batches(ctx, fn),
+        yields_batches=_yields_batches(ctx, fn), syncs=_syncs(ctx, fn, line_of),
         compiles=compiles,
         makes_scaler=scaler,
         settings=tuple(sorted(settings)),
@@ -423,8 +423,12 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         rare_result="%" in src and returns_rare(ctx, fn),
         fills_grads=".grad" in src and not trains and fills_grads(fn), outputs=output_params(ctx, fn),
         arg_reads=tuple((param, line_of(read)) for param, read in tensor_arg_reads(fn)) if may_read_args(src) else (),
-        syncs=tuple((s.param, s.kind, line_of(s.node), s.how) for s in module_syncs(ctx).get(fn, ())),
     )
+
+
+def _syncs(ctx: RuleContext, fn: cst.FunctionDef, line_of: LineOf) -> tuple[tuple[str, str, int, str], ...]:
+    """How ``fn`` syncs on what it is handed (``facts.helper_syncs``), with lines."""
+    return tuple((s.param, s.kind, line_of(s.node), s.how) for s in module_syncs(ctx).get(fn, ()))
 
 
 def _imported_kinds(ctx: RuleContext) -> tuple[bool, bool, bool, bool, bool, bool]:
