@@ -70,6 +70,12 @@ class SyncCallInLoop(Rule):
         "Only `torch.cuda.synchronize()` and `torch.cuda.empty_cache()` (through any import "
         "alias) are recognised; stream or event synchronisation and "
         "`torch.accelerator.synchronize()` are not.",
+        "A first-party helper that synchronizes (`def sync(device): if device.type == \"cuda\": "
+        "torch.cuda.synchronize(device)`, a timer's `lap()` that synchronizes before reading the clock, a "
+        "`gpu_fence()` of another module, directly or through another helper) is reported at each per-step "
+        "call, naming the helper, and not in its body when that is in this file; a call handed a device that is "
+        "the CPU for sure (`torch.device(\"cpu\")`, a name bound only to one) waits for nothing and is not "
+        "reported. Those calls have no automatic fix (the helper may do more than wait).",
         "A call under a periodic guard (`if step % N == 0:`), a once-per-loop guard (`if i == 0:`) "
         "or a user's opt-in flag (`if args.sync_for_timing:`, `if debug:`), at the call or at a "
         "call site of the function holding it, is not reported: the user asked for that sync (a "
