@@ -349,6 +349,10 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressi
         last = reaching_assignment(ctx, expr.value, at)
         values = [last.value] if last is not None else \
             [v for n, v in ta.assignments() if n == expr.value and ctx.enclosing(v, cst.FunctionDef) is fn]
+        if last is None and values:  # the binding last before the call in the text (``loss = crit(...)``
+            order = ctx.preorder()  # ahead of a later ``loss = loss.item()``)
+            before = [v for v in values if order.get(v, 0) < order.get(at, 0)]
+            values = [max(before, key=lambda v: order.get(v, 0))] if before else values
         if values and all(_empty_dict(v) for v in values):  # ``losses = {}`` then ``losses["reco"] = ...``
             return any(_device_value(ctx, ta, v, at, depth + 1) for v in _stored_items(ctx, expr.value, fn))
         return bool(values) and all(_device_value(ctx, ta, v, at, depth + 1) for v in values)
