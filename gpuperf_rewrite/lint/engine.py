@@ -29,7 +29,7 @@ from gpuperf_rewrite.lint.launch import project_runs
 from gpuperf_rewrite.lint.step_callers import step_callers
 from gpuperf_rewrite.lint.project import is_first_party
 from gpuperf_rewrite.lint.project_facts import parsed_before, project_facts, remember_facts, remember_parse
-from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet
+from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet, may_be_entry
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
 from gpuperf_rewrite.rules._framework import Finding, Fix, Rule, RuleContext, may_import_torch
@@ -77,7 +77,7 @@ _LAST_PLAN: dict[tuple[str, ...], tuple[str, tuple[str, ...]]] = {}
 
 
 def _fire_on(text: str, ruleset: RuleSet) -> tuple[str, ...]:
-    if not may_import_torch(text) and "__main__" not in text:
+    if not may_import_torch(text) and not may_be_entry(text):
         return ()  # (an entry script may run the user's torch modules: ``prefilter.runs_torch_modules``)
     found: dict[str, bool] = {}
 

@@ -74,6 +74,12 @@ def passes_torch_gate(data: bytes) -> bool:
     return not noqa_mod.skips_file(text) and may_import_torch(text)
 
 
+def may_be_entry(text: str) -> bool:
+    """A script with a ``__main__`` guard may run the user's torch modules though it imports no
+    torch itself: it is not cleared by the torch gate (:func:`runs_torch_modules` decides)."""
+    return "__main__" in text
+
+
 def runs_torch_modules(fs_path: str, data: bytes) -> bool:
     """An entry script of the user's that imports no torch package itself but one of the user's
     modules that does (``scripts/train.py``: ``from mypkg.factory import create_model_and_loop``,
@@ -85,7 +91,7 @@ def runs_torch_modules(fs_path: str, data: bytes) -> bool:
         text = decode_source(data)
     except (SyntaxError, UnicodeDecodeError, LookupError):
         return False
-    if "__main__" not in text or noqa_mod.skips_file(text):
+    if not may_be_entry(text) or noqa_mod.skips_file(text):
         return False
     from gpuperf_rewrite.lint import project_index
     from gpuperf_rewrite.lint.project import content_of

@@ -84,3 +84,21 @@ def test_scope_names_one_thing():
             if "scope" in ident.lower() and ident not in ("libcst_scope", "_libcst_scopes", "ScopeProvider"):
                 offenders.append(f"{path.relative_to(RULES)}: {ident}")
     assert offenders == []
+
+
+def test_one_backward_predicate_for_training_and_eval_loops() -> None:
+    """"Does this backpropagate" has one answer (``syntax.calls.backward_call``): fused steps named
+    for it count, hook registrations do not."""
+    from gpuperf_rewrite.rules.analysis.syntax.calls import backward_call
+
+    def call(src: str) -> cst.BaseExpression:
+        return cst.parse_expression(src)
+
+    for yes in ("loss.backward()", "accelerator.backward(loss)", "scaler.scale(loss).backward()",
+                "opt.backward_clip_step(loss)"):
+        assert backward_call(call(yes)), yes
+    for no in ("m.register_full_backward_hook(h)", "backward(loss)", "loss.backward", "x.backwards()"):
+        assert not backward_call(call(no)), no
+    for path in (RULES / "analysis/model/eval_loops.py", RULES / "analysis/facts/step_targets.py"):
+        text = path.read_text()
+        assert "backward_call" in text and '"backward" in' not in text and '== "backward"' not in text, path

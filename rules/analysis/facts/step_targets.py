@@ -19,7 +19,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from ..model.training import TrainingAnalysis
-from ..syntax.calls import dotted_name
+from ..syntax.calls import backward_call, dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.project import StepCall
 
@@ -47,14 +47,14 @@ def self_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Callable[[c
 
 
 def stepping_classes(ctx: RuleContext) -> frozenset[str]:
-    """This module's top-level classes one of whose methods calls ``.backward()`` itself (a trainer
+    """This module's top-level classes one of whose methods backpropagates itself (``.backward()``, ``opt.backward_clip_step(loss)``) (a trainer
     written as an ``nn.Module``, a model with its own ``train_step``): their methods are walked for
     a training step like any function's. Read off the calls already indexed, no walk of its own."""
     if "backward" not in ctx.source:
         return frozenset()
     out = set()
     for call in ctx.nodes(cst.Call):
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
+        if backward_call(call):
             cls = ctx.enclosing(call, cst.ClassDef)
             if cls is not None and ctx.parent(cls) is ctx.module:
                 out.add(cls.name.value)

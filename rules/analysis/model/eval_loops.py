@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
-from ..syntax.calls import dotted_name, method_call, target_names
+from ..syntax.calls import backward_call, dotted_name, method_call, target_names
 from ..syntax.torch_names import NO_GRAD
 from ..syntax.tree import Loop, walk
 from .host_bound import ends_on_host
@@ -327,5 +327,4 @@ def is_eval_loop(ta: TrainingQueries, loop: Loop) -> bool:
 def _backpropagates(fn: cst.FunctionDef) -> bool:
     """The function runs a backward itself (``loss.backward()``, ``opt.backward_clip_step(loss)``,
     ``accelerator.backward(loss)``): a loop in it reads per-step metrics, it is no eval loop."""
-    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and "backward" in n.func.attr.value
-               for n in walk(fn.body))
+    return any(backward_call(n) for n in walk(fn.body))

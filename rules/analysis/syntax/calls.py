@@ -112,6 +112,16 @@ def method_call(node: cst.CSTNode, *names: str) -> bool:
     )
 
 
+def backward_call(node: cst.CSTNode) -> bool:
+    """A call that backpropagates: ``loss.backward()``, ``accelerator.backward(loss)``,
+    ``scaler.scale(loss).backward()``, or a fused step named for it (``opt.backward_clip_step(loss)``,
+    ``engine.backward_and_step(loss)``). Not ``register_full_backward_hook`` and the like."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+        return False
+    name = node.func.attr.value
+    return name == "backward" or name.startswith("backward_")
+
+
 def host_numpy(node: cst.CSTNode) -> bool:
     """``t.numpy()`` without ``force=True``: torch raises on a CUDA tensor (or one that requires
     grad) there, so the receiver is a host tensor and reading it waits for nothing. A chain that
