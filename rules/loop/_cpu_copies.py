@@ -74,3 +74,4 @@ def on_host_by_copy(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpres
 
 _SAME_PLACE = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "detach", "clone", "contiguous",
                          "float", "double", "long", "int", "mean", "sum", "permute", "t"})
+

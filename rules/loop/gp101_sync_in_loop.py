@@ -22,7 +22,7 @@ from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, rea
 from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
 from ._truth_tests import compared_tensor
-from ._host_tensors import host_tensor
+from ._host_tensors import device_receiver, host_tensor
 from ._cpu_copies import copy_to_cpu
 from ._across_modules import PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
@@ -114,18 +114,18 @@ class SyncInLoop(Rule):
         "`math.isfinite`/`isnan`/`isinf` of a tensor (or of a loss name bound to a `sum(...)` of a "
         "dict's values), `loss.data[0]` (the pre-0.4 spelling of `.item()`) and a GradScaler's "
         "`get_scale()`/`state_dict()` (a name with `scaler` in it) are host reads too.",
-        "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`) are not seen. A first-party "
-        "helper that reads on the host a value computed from what it is handed (`def to_scalar(t): return "
-        "t.item()`, `def top1(out, y): return (out.argmax(1) == y).float().mean().item()`, a meter's "
-        "`update(self, v): self.sum += float(v)`, a `check(loss)` testing `torch.isfinite(loss)`, the closure a "
-        "factory returns, `avg = make_averager(); avg(losses)`, directly or through another such helper) is "
-        "reported at each per-step call that hands it a device tensor, naming the helper and its read, and not "
-        "in its body when that is in this file; a helper that computes the value itself by running what it is "
-        "handed (`model(x).item()`) keeps its own finding. A copy to a device variable that is the CPU "
-        "(`x.to(loss_device)` with `loss_device = torch.device(\"cpu\")`) is a read like `.cpu()`, and what is "
-        "computed only from such copies is on the host. A logging block rate-limited by the wall clock (`if "
-        "time.time() - last_log > every_s:` whose body moves `last_log`) is a guard like a step period; a clock "
-        "test whose mark never moves (a timeout) is not. A helper (of this file or "
+        "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`) are not seen. A first-party helper "
+        "that reads on the host a value computed from what it is handed (`def to_scalar(t): return t.item()`, `def "
+        "top1(out, y): return (out.argmax(1) == y).float().mean().item()`, a meter's `update(self, v): self.sum += "
+        "float(v)`, a `check(loss)` testing `torch.isfinite(loss)`, the closure a factory returns, `avg = "
+        "make_averager(); avg(losses)`, directly or through another such helper) is reported at each per-step call "
+        "that hands it a device tensor, naming the helper and its read, and not in its body when that is in this "
+        "file; a helper that computes the value itself by running what it is handed (`model(x).item()`) keeps its "
+        "own finding. A copy to a device variable that is the CPU (`x.to(loss_device)` with `loss_device = "
+        "torch.device(\"cpu\")`) is a read like `.cpu()`, and what is computed only from such copies is on the "
+        "host. A logging block rate-limited by the wall clock (`if time.time() - last_log > every_s:` whose body "
+        "moves `last_log`) is a guard like a step period; a clock test whose mark never moves (a timeout) is not. A "
+        "helper (of this file or "
         "the user's other modules) that reads the tensors it is handed only when it is handed tensors (a "
         "logger's `update(**kwargs)` converting each tensor value with `.item()`, `float(v)` under "
         "`isinstance(v, torch.Tensor)`) is reported at the per-step call when the call passes a tensor or a dict "
@@ -145,8 +145,7 @@ class SyncInLoop(Rule):
         "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html",
     )
     keywords = (".item(", ".tolist(", ".cpu(", ".numpy(", "float(", "int(", "isfinite", "isnan", "isinf", ".data[",
-                "zeros(", "empty(", ".update(", "<", ">", "==", "!=",
-                "for ", "while ")  # (a per-step call of a first-party helper that reads what it is handed)  # (comparisons: a tensor's truth value)
+                "zeros(", "empty(", ".update(", "<", ">", "==", "!=", "for ", "while ")  # (comparisons: a truth value; loops: a helper's call)
 
     examples = [
         Valid(dedent("""
@@ -327,7 +326,6 @@ _HOST_USE = ("the host value is used in the step (a condition, an argument, a co
 CONVERTERS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool"}
 
 
-
 _MATH_TESTS = {"math.isfinite": "math.isfinite()", "math.isnan": "math.isnan()", "math.isinf": "math.isinf()"}
 
 
@@ -358,11 +356,8 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
     for call in ctx.nodes(cst.Call):
         if method_call(call, "get_scale", "state_dict") and ta.is_scaler(call.func.value):  # type: ignore[attr-defined]
             yield call, f".{call.func.attr.value}()"  # type: ignore[attr-defined]  # GradScaler: ``scale.item()`` inside
-        elif copy_to_cpu(ctx, ta, call):  # ``emb.to(loss_device)`` with ``loss_device = torch.device("cpu")``
-            receiver = call.func.value  # type: ignore[attr-defined]
-            if not (_contains_sync(receiver) or ta.is_module_like(receiver) or is_host_expr(ta, receiver) or
-                    host_tensor(ctx, ta, receiver, call)) and _looks_like_tensor(ctx, ta, receiver):
-                yield call, f".to({ctx.code_for(call.args[0].value)})"
+        elif copy_to_cpu(ctx, ta, call) and device_receiver(ctx, ta, call) and not _contains_sync(call.func.value):  # type: ignore[attr-defined]
+            yield call, f".to({ctx.code_for(call.args[0].value)})"  # ``emb.to(loss_device)``, a CPU device
         elif method_call(call, *SYNC_METHODS) and not host_numpy(call):
             assert isinstance(call.func, cst.Attribute)
             receiver = call.func.value
