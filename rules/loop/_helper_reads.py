@@ -14,12 +14,15 @@ import libcst as cst
 
 from .._api import Finding
 from ..analysis.facts.arg_reads import HOST_READS, may_read_args, tensor_arg_reads
+from ..analysis.facts.helper_syncs import ALWAYS, READ, local_callee, may_sync, module_syncs
+from ..analysis.model.step_reach import returned_closures
 from ..analysis.model.models import strip_chain
+from ..analysis.model.reaching import reaching_assignment
 from ..analysis.model.tensors import is_host_expr
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.project import project_class_method, project_function, project_method
+from ..analysis.syntax.project import ProjectCall, project_class_method, project_function, project_method
 from ..analysis.syntax.tree import walk
 from ._host_tensors import host_tensor
 
@@ -39,13 +42,15 @@ class HelperRead:
     function: str
     where: str
     passed: tuple[cst.Arg, ...]
+    kind: str = ""  # what one iteration is, when the loop is in another module (``every_step_caller``)
+    local: cst.FunctionDef | None = None  # the helper, when it is this file's
 
 
 def helper_read_finding(ctx: RuleContext, ta: TrainingAnalysis, found: HelperRead) -> Finding:
     """``metric_logger.update(**loss_dict)`` on every step, whose ``update`` reads each tensor it
     is handed on the host: reported at the call, where the user edits."""
     loop = ta.every_step_loop(found.call)
-    kind = ta.loop_kind(loop) if loop is not None else "step"
+    kind = ta.loop_kind(loop) if loop is not None else found.kind or "step"
     callee = ctx.code_for(found.call.func)
     passed = ", ".join(f"`{ctx.code_for(a).strip().rstrip(',')}`" for a in found.passed[:3]) + \
         (", ..." if len(found.passed) > 3 else "")
@@ -65,8 +70,14 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
         return
     for call in ctx.nodes(cst.Call):
         name = dotted_name(call.func)
-        if name is None or name.rsplit(".", 1)[-1] not in offered or ta.every_step_loop(call) is None:
+        if name is None or name.rsplit(".", 1)[-1] not in offered and not _closure_call(ctx, ta, call):
             continue
+        kind = ""
+        if ta.every_step_loop(call) is None:
+            caller = ta.every_step_caller(call)
+            if caller is None:
+                continue
+            kind = f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
         found = _callee(ctx, ta, call)
         if found is None:
             continue
@@ -75,21 +86,123 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
         where = ""
         for param, at in reads:
             args = _passed_for(call, params, param)
-            device = [a for a in args if _device_value(ctx, ta, a.value, call, 0)]
+            # ``t.item()`` on every call: what is passed has ``.item()``, a tensor unless shown otherwise
+            specific = at.startswith(_TENSOR_ONLY)
+            device = [a for a in args if _device_value(ctx, ta, a.value, call, 0) or
+                      specific and _maybe_tensor(ctx, ta, a.value, call)]
             if device:
                 passed.extend(a for a in device if a not in passed)
                 where = where or at
         if passed:
-            yield HelperRead(call, function, where, tuple(passed))
+            yield HelperRead(call, function, where, tuple(passed), kind, local_def(ctx, ta, call))
+
+
+# How a helper reads that only a tensor (or an array) supports: what is handed to it is one.
+_TENSOR_ONLY = ("`.item()`", "`.tolist()`", "`.cpu()`", "`torch.is", "`int()` of", "`float()` of", "`bool()` of")
+
+
+def _maybe_tensor(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """Not shown to be a host value: a name, attribute, subscript or call result that is no host
+    read, no number and no tensor in host memory."""
+    return isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)) and not _reads_host(expr) and \
+        not is_host_expr(ta, expr) and not host_tensor(ctx, ta, expr, at)
+
+
+def helper_bodies(ctx: RuleContext, found: list[HelperRead]) -> set[cst.CSTNode]:
+    """The reads inside this file's helpers whose per-step calls are reported: GP101 reports the
+    calls (what they pass decides whether the helper syncs), not the helper's body."""
+    out: set[cst.CSTNode] = set()
+    syncs = module_syncs(ctx)
+    for f in found:
+        if f.local is not None:
+            # (every sync of a chain: the rule reports ``t.cpu()`` of ``t.cpu().item()``)
+            out |= {n for s in syncs.get(f.local, ()) if s.kind == READ and s.param != ALWAYS
+                    for n in walk(s.node, include_self=True)}
+            out |= {r for _, r in tensor_arg_reads(f.local)}
+    return out
 
 
 def _offered(ctx: RuleContext) -> frozenset[str]:
     """Short names (``update``, ``log_losses``) of the helpers whose reads depend on their arguments."""
     out = {name.rsplit(".", 1)[-1] for facts in ctx.project.values() for name, f in facts.functions.items()
-           if f.arg_reads} if ctx.project else set()
-    if may_read_args(ctx.source):
+           if f.arg_reads or _param_reads(f.syncs)} if ctx.project else set()
+    if may_read_args(ctx.source) or may_sync(ctx.source):
         out |= set(_local(ctx))
     return frozenset(out)
+
+
+def _param_reads(syncs: tuple[tuple[str, str, int, str], ...]) -> list[tuple[str, str]]:
+    """(parameter, where) of a helper's host reads of what it is handed (``FunctionFacts.syncs``)."""
+    return [(p, f"{how} at line {line}") for p, kind, line, how in syncs if kind == READ and p != ALWAYS]
+
+
+def _imported_reads(imported: ProjectCall) -> list[tuple[str, str]]:
+    reads = [(p, f"`{imported.key}` line {line}") for p, line in imported.facts.arg_reads]
+    seen = {p for p, _ in reads}
+    return reads + [(p, f"{how} at `{imported.key}` line {line}") for p, kind, line, how in imported.facts.syncs
+                    if kind == READ and p != ALWAYS and p not in seen]
+
+
+def _closure_call(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> bool:
+    """``averager(losses)`` of ``averager = make_averager()``: the closure a helper returned."""
+    return isinstance(call.func, cst.Name) and _closure_of(ctx, ta, call) is not None
+
+
+def _closure_of(ctx: RuleContext, ta: TrainingAnalysis,
+                call: cst.Call) -> tuple[str, tuple[str, ...], list[tuple[str, str]]] | None:
+    """The closure ``call`` runs (``averager(...)`` of ``averager = EMA()``, bound once in the same
+    function or ``self.averager``), when it reads what it is handed: its name, parameters, reads."""
+    ctor = bound_constructor(ctx, ta, call.func, call)
+    if ctor is None:
+        return None
+    local = local_callee(ctx, ctor)
+    if local is not None:
+        for suffix, inner in returned_closures(local):
+            if suffix == "()":
+                reads = _local_reads(ctx, inner)
+                if reads:
+                    return f"{local.name.value}()", _positional(inner), reads
+        return None
+    imported = project_function(ctx, ctor)
+    if imported is None:
+        return None
+    facts = imported.module.functions.get(f"{imported.name}()")
+    if facts is None:
+        return None
+    reads = [(p, f"{how} at `{imported.key}` line {line}") for p, kind, line, how in facts.syncs
+             if kind == READ and p != ALWAYS] + [(p, f"`{imported.key}` line {line}") for p, line in facts.arg_reads]
+    return (f"{imported.name}()", facts.params, reads) if reads else None
+
+
+def local_def(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> cst.FunctionDef | None:
+    """The function of this file ``call`` runs: a function or ``self`` method, a method of an
+    instance of a class of the file, or the closure a factory of the file returned."""
+    found = local_callee(ctx, call)
+    if found is not None:
+        return found
+    receiver = call.func.value if isinstance(call.func, cst.Attribute) else call.func
+    ctor = bound_constructor(ctx, ta, receiver, call)
+    if ctor is None:
+        return None
+    if isinstance(call.func, cst.Attribute):
+        cls_name = dotted_name(ctor.func)
+        for cls in ctx.nodes(cst.ClassDef):
+            if cls.name.value == cls_name:
+                return next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and
+                             s.name.value == call.func.attr.value), None)
+        return None
+    factory = local_callee(ctx, ctor)
+    return next((inner for suffix, inner in returned_closures(factory) if suffix == "()"), None) \
+        if factory is not None else None
+
+
+def _local_reads(ctx: RuleContext, fn: cst.FunctionDef) -> list[tuple[str, str]]:
+    """(parameter, where) of this file's function's reads of what it is handed: type-checked ones
+    (``facts.arg_reads``) and the rest (``facts.helper_syncs``)."""
+    reads = [(p, f"`{_short(ctx.code_for(r))}`") for p, r in tensor_arg_reads(fn)]
+    seen = {p for p, _ in reads}
+    return reads + [(s.param, f"{s.how} in `{_short(ctx.code_for(s.node))}`") for s in module_syncs(ctx).get(fn, ())
+                    if s.kind == READ and s.param != ALWAYS and s.param not in seen]
 
 
 def _local(ctx: RuleContext) -> dict[str, list[tuple[str, cst.FunctionDef]]]:
@@ -100,8 +213,9 @@ def _local(ctx: RuleContext) -> dict[str, list[tuple[str, cst.FunctionDef]]]:
 
 def _compute_local(ctx: RuleContext) -> dict[str, list[tuple[str, cst.FunctionDef]]]:
     out: dict[str, list[tuple[str, cst.FunctionDef]]] = {}
+    syncs = module_syncs(ctx)
     for fn in ctx.nodes(cst.FunctionDef):
-        if not tensor_arg_reads(fn):
+        if not tensor_arg_reads(fn) and not any(s.kind == READ and s.param != ALWAYS for s in syncs.get(fn, ())):
             continue
         cls = ctx.enclosing(fn, cst.ClassDef)
         qual = f"{cls.name.value}.{fn.name.value}" if cls is not None else fn.name.value
@@ -124,30 +238,37 @@ def _callee(ctx: RuleContext, ta: TrainingAnalysis,
         if len(defs) == 1:
             return _local_callee(ctx, *defs[0])
         imported = project_function(ctx, call)
-        if imported is not None and imported.facts.arg_reads:
-            return imported.name, imported.facts.params, [(p, f"`{imported.key}` line {line}")
-                                                          for p, line in imported.facts.arg_reads]
-        return None
+        if imported is not None and (reads := _imported_reads(imported)):
+            return imported.name, imported.facts.params, reads
+        return _closure_of(ctx, ta, call)
     if not isinstance(func, cst.Attribute):
         return None
     method = func.attr.value
-    ctor = _constructor(ctx, ta, func.value, call)
+    ctor = bound_constructor(ctx, ta, func.value, call)
     if ctor is not None:
         cls = dotted_name(ctor.func)
         defs = [(q, fn) for q, fn in local.get(method, []) if q == f"{cls}.{method}"]
         if defs:
             return _local_callee(ctx, *defs[0])
         found = project_class_method(ctx, ctor.func, (method,))
-        if found is not None and found[2].arg_reads:
-            return found[1], found[2].params, [(p, f"`{found[0]}` line {line}") for p, line in found[2].arg_reads]
+        if found is not None:
+            reads = [(p, f"`{found[0]}` line {line}") for p, line in found[2].arg_reads]
+            reads += [(p, f"{how} at `{found[0]}` line {line}") for p, kind, line, how in found[2].syncs
+                      if kind == READ and p != ALWAYS and p not in {q for q, _ in reads}]
+            if reads:
+                return found[1], found[2].params, reads
         return None
     if method in _CONTAINER_METHODS or _bound_here(ctx, ta, func.value, call):
         return None  # ``stats.update(loss=loss)`` of a dict; a receiver bound to something else
+    if method in _MODEL_METHODS:
+        return None  # a model's own forward: a sync there is the model's (its module reports it)
     imported = project_function(ctx, call) or project_method(ctx, call)
-    if imported is not None and imported.facts.arg_reads:
-        return imported.name, imported.facts.params, [(p, f"`{imported.key}` line {line}")
-                                                      for p, line in imported.facts.arg_reads]
+    if imported is not None and (reads := _imported_reads(imported)):
+        return imported.name, imported.facts.params, reads
     return None
+
+
+_MODEL_METHODS = frozenset({"forward", "__call__"})
 
 
 # Methods of Python's containers: a call by that name alone names no helper of the project.
@@ -162,8 +283,7 @@ def _bound_here(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpres
 
 def _local_callee(ctx: RuleContext, qual: str,
                   fn: cst.FunctionDef) -> tuple[str, tuple[str, ...], list[tuple[str, str]]]:
-    reads = [(p, f"`{_short(ctx.code_for(r))}`") for p, r in tensor_arg_reads(fn)]
-    return qual, _positional(fn), reads
+    return qual, _positional(fn), _local_reads(ctx, fn)
 
 
 def _short(code: str) -> str:
@@ -171,7 +291,7 @@ def _short(code: str) -> str:
     return code if len(code) <= 30 else code[:27] + "..."
 
 
-def _constructor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression,
+def bound_constructor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression,
                  at: cst.CSTNode) -> cst.Call | None:
     """The one constructor call the receiver (``metric_logger``, ``self.meter``) is bound to in
     this file: ``metric_logger = utils.MetricLogger(delimiter="  ")``."""
@@ -226,7 +346,15 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressi
         return True
     if isinstance(expr, cst.Name):  # (a dict's name is a host container to ``is_host_expr``: its values matter)
         fn = ctx.enclosing(at, cst.FunctionDef)
-        values = [v for n, v in ta.assignments() if n == expr.value and ctx.enclosing(v, cst.FunctionDef) is fn]
+        last = reaching_assignment(ctx, expr.value, at)
+        values = [last.value] if last is not None else \
+            [v for n, v in ta.assignments() if n == expr.value and ctx.enclosing(v, cst.FunctionDef) is fn]
+        if last is None and values:  # the binding last before the call in the text (``loss = crit(...)``
+            order = ctx.preorder()  # ahead of a later ``loss = loss.item()``)
+            before = [v for v in values if order.get(v, 0) < order.get(at, 0)]
+            values = [max(before, key=lambda v: order.get(v, 0))] if before else values
+        if values and all(_empty_dict(v) for v in values):  # ``losses = {}`` then ``losses["reco"] = ...``
+            return any(_device_value(ctx, ta, v, at, depth + 1) for v in _stored_items(ctx, expr.value, fn))
         return bool(values) and all(_device_value(ctx, ta, v, at, depth + 1) for v in values)
     if is_host_expr(ta, expr):
         return False
@@ -236,6 +364,25 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressi
         return any(a.keyword is None and not a.star and _device_value(ctx, ta, a.value, at, depth + 1)
                    for a in expr.args)
     return False
+
+
+def _empty_dict(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Dict) and not expr.elements or \
+        isinstance(expr, cst.Call) and dotted_name(expr.func) in ("dict", "collections.OrderedDict", "OrderedDict") and \
+        not expr.args
+
+
+def _stored_items(ctx: RuleContext, name: str, fn: cst.FunctionDef | None) -> list[cst.BaseExpression]:
+    """The values a function stores into the dict ``name`` by key (``losses["reco"] = reco``)."""
+    out = []
+    for node in ctx.nodes(cst.Assign):
+        if ctx.enclosing(node, cst.FunctionDef) is not fn:
+            continue
+        for t in node.targets:
+            if isinstance(t.target, cst.Subscript) and isinstance(t.target.value, cst.Name) and \
+                    t.target.value.value == name:
+                out.append(node.value)
+    return out
 
 
 def _from_device_items(ctx: RuleContext, ta: TrainingAnalysis, comp: cst.DictComp, at: cst.CSTNode,

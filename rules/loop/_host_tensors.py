@@ -11,10 +11,12 @@ from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_frame
 from ..analysis.model.host_data import HOST_BUILDERS
 from ..analysis.model.reaching import reaching_assignment
 from ..analysis.model.step_code import device_kind
+from ..analysis.model.tensors import is_host_expr
 from ..analysis.model.training import TENSOR_METHODS, TrainingAnalysis
 from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value, method_call, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
+from ._cpu_copies import on_host_by_copy
 
 # torch calls that build a tensor in host memory unless given ``device=``.
 _FACTORIES = frozenset({
@@ -33,7 +35,7 @@ def host_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpres
     (``(labels != -100).sum()``, a count ``n = torch.tensor(0)`` then ``n += mask.sum()``)?"""
     if "set_default_device" in ctx.source:
         return False
-    return _host(ctx, ta, receiver, call, 0)
+    return _host(ctx, ta, receiver, call, 0) or on_host_by_copy(ctx, ta, receiver, call)
 
 
 def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:
@@ -234,3 +236,11 @@ def _device_dataset(ctx: RuleContext) -> bool:
                 n.keyword.value == "device" for a in c.args for n in [a, a.value, *walk(a.value, into_nested=True)]):
             return True
     return False
+
+
+def device_receiver(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> bool:
+    """Is what ``call`` (``x.to(cpu)``) copies a tensor that may be on the device: not a module,
+    not a host value, not a tensor in host memory?"""
+    receiver = call.func.value  # type: ignore[attr-defined]
+    return isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)) and \
+        not ta.is_module_like(receiver) and not is_host_expr(ta, receiver) and not host_tensor(ctx, ta, receiver, call)

@@ -127,7 +127,9 @@ def printed_value(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Pri
             how = _read_from_tensor(ctx, ta, part, call) if host is None else None
             # ``x = loss.item()`` then ``print(x)``: the earlier statement is the sync (GP101's),
             # the call formats a Python number
-            if how is not None and how != "assigned":
+            # ``total += loss.item()`` then ``print(total / n)``: a running total of Python numbers;
+            # the ``.item()`` is the sync (GP101's), formatting the total waits for nothing
+            if how is not None and how not in ("assigned", "name"):
                 host = Printed(part, True, message, how == "name", how == "assigned")
     return host
 

@@ -19,11 +19,13 @@ from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
-from ._helper_reads import helper_read_finding, helper_reads, read_of_argument
+from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, read_of_argument
 from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
 from ._truth_tests import compared_tensor
-from ._host_tensors import host_tensor
+from ._host_tensors import device_receiver, host_tensor
+from ._cpu_copies import copy_to_cpu
+from ._lightning_logs import log_call_around, logged_directly
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
@@ -118,8 +120,18 @@ class SyncInLoop(Rule):
         "`math.isfinite`/`isnan`/`isinf` of a tensor (or of a loss name bound to a `sum(...)` of a "
         "dict's values), `loss.data[0]` (the pre-0.4 spelling of `.item()`) and a GradScaler's "
         "`get_scale()`/`state_dict()` (a name with `scaler` in it) are host reads too.",
-        "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`) are not seen; a helper of another "
-        "module that reads its parameter on every call is reported in that module. A helper (of this file or "
+        "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`) are not seen. A first-party helper "
+        "that reads on the host a value computed from what it is handed (`def to_scalar(t): return t.item()`, `def "
+        "top1(out, y): return (out.argmax(1) == y).float().mean().item()`, a meter's `update(self, v): self.sum += "
+        "float(v)`, a `check(loss)` testing `torch.isfinite(loss)`, the closure a factory returns, `avg = "
+        "make_averager(); avg(losses)`, directly or through another such helper) is reported at each per-step call "
+        "that hands it a device tensor, naming the helper and its read, and not in its body when that is in this "
+        "file; a helper that computes the value itself by running what it is handed (`model(x).item()`) keeps its "
+        "own finding. A copy to a device variable that is the CPU (`x.to(loss_device)` with `loss_device = "
+        "torch.device(\"cpu\")`) is a read like `.cpu()`, and what is computed only from such copies is on the "
+        "host. A logging block rate-limited by the wall clock (`if time.time() - last_log > every_s:` whose body "
+        "moves `last_log`) is a guard like a step period; a clock test whose mark never moves (a timeout) is not. A "
+        "helper (of this file or "
         "the user's other modules) that reads the tensors it is handed only when it is handed tensors (a "
         "logger's `update(**kwargs)` converting each tensor value with `.item()`, `float(v)` under "
         "`isinstance(v, torch.Tensor)`) is reported at the per-step call when the call passes a tensor or a dict "
@@ -139,7 +151,7 @@ class SyncInLoop(Rule):
         "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html",
     )
     keywords = (".item(", ".tolist(", ".cpu(", ".numpy(", "float(", "int(", "isfinite", "isnan", "isinf", ".data[",
-                "zeros(", "empty(", ".update(", "<", ">", "==", "!=")  # (comparisons: a tensor's truth value)
+                "zeros(", "empty(", ".update(", "<", ">", "==", "!=", "for ", "while ")  # (comparisons: a truth value; loops: a helper's call)
 
     examples = [
         Valid(dedent("""
@@ -204,7 +216,11 @@ class SyncInLoop(Rule):
         # A read of a collective's result on its way to a log: GP106 reports the collective; the
         # read is a sync of its own (GP101), fixed by the same change (reduce and read when logging).
         collective = {r: found for found in logged_collectives(ctx) for r in found.host_reads}
+        helpers = list(helper_reads(ctx, ta))  # ``to_scalar(loss)`` whose body reads it: reported at the call
+        in_helpers = helper_bodies(ctx, helpers)
         for call, what in sync_calls(ctx, ta):
+            if call in in_helpers:
+                continue
             loop = ta.every_step_loop(call)
             if loop is not None and call in collective:
                 yield _collective_read(ctx, ta, call, what, loop, collective[call].what)
@@ -232,7 +248,7 @@ class SyncInLoop(Rule):
                 fix if fix is not None else NoFix(_HOST_USE),
             )
 
-        for found in helper_reads(ctx, ta):
+        for found in helpers:
             yield helper_read_finding(ctx, ta, found)
         for store, target in stores_to_host(ctx, ta):
             yield host_store_finding(ctx, ta, store, target)
@@ -276,8 +292,8 @@ def _in_step_hook(ctx: RuleContext, call: cst.BaseExpression, what: str) -> Iter
     hook = step_hook(ctx, call)
     if hook is None or rare_in(ctx, call, hook):
         return
-    log = _log_call_around(ctx, call)
-    if log is not None and hook.name.value == "training_step" and _logged_directly(ctx, call, log):
+    log = log_call_around(ctx, call)
+    if log is not None and hook.name.value == "training_step" and logged_directly(ctx, call, log):
         return
     kind = "training step" if hook.name.value == "training_step" else "evaluation batch"
     snippet = ctx.code_for(call) if len(ctx.code_for(call)) <= 40 else what
@@ -293,26 +309,6 @@ def _in_step_hook(ctx: RuleContext, call: cst.BaseExpression, what: str) -> Iter
                   no_fix_reason=_HOST_USE)
 
 
-def _log_call_around(ctx: RuleContext, call: cst.Call) -> cst.Call | None:
-    """The ``self.log(...)``/``self.log_dict(...)`` whose arguments hold ``call``."""
-    for anc in ctx.ancestors(call):
-        if isinstance(anc, cst.Call) and method_call(anc, "log", "log_dict") and \
-                isinstance(anc.func, cst.Attribute) and dotted_name(anc.func.value) == "self":
-            return anc
-        if isinstance(anc, (cst.BaseStatement, cst.BaseSmallStatement)):
-            return None
-    return None
-
-
-def _logged_directly(ctx: RuleContext, call: cst.Call, log: cst.Call) -> bool:
-    """``self.log(name, x.item())`` or a ``self.log_dict({name: x.item()})`` value: GP106 reports these."""
-    parent = ctx.parent(call)
-    if isinstance(parent, cst.Arg):
-        return ctx.parent(parent) is log
-    return isinstance(parent, cst.DictElement) and parent.value is call and \
-        isinstance(ctx.parent(parent), cst.Dict) and any(a is ctx.parent(ctx.parent(parent)) for a in log.args)
-
-
 # --------------------------------------------------------------------------------------------
 # Which calls copy a tensor to the host (GP101): ``.item()``, ``.tolist()``, ``.cpu()``,
 # ``.numpy()`` and ``float()``/``int()``/``bool()`` of a tensor, less the copies whose data is
@@ -322,7 +318,6 @@ SYNC_METHODS = ("item", "tolist", "cpu", "numpy")
 _HOST_USE = ("the host value is used in the step (a condition, an argument, a computation), not only summed "
              "into a running total that could stay on the device")
 CONVERTERS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool"}
-
 
 
 _MATH_TESTS = {"math.isfinite": "math.isfinite()", "math.isnan": "math.isnan()", "math.isinf": "math.isinf()"}
@@ -355,6 +350,8 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
     for call in ctx.nodes(cst.Call):
         if method_call(call, "get_scale", "state_dict") and ta.is_scaler(call.func.value):  # type: ignore[attr-defined]
             yield call, f".{call.func.attr.value}()"  # type: ignore[attr-defined]  # GradScaler: ``scale.item()`` inside
+        elif copy_to_cpu(ctx, ta, call) and device_receiver(ctx, ta, call) and not _contains_sync(call.func.value):  # type: ignore[attr-defined]
+            yield call, f".to({ctx.code_for(call.args[0].value)})"  # ``emb.to(loss_device)``, a CPU device
         elif method_call(call, *SYNC_METHODS) and not host_numpy(call):
             assert isinstance(call.func, cst.Attribute)
             receiver = call.func.value

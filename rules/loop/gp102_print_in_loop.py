@@ -62,15 +62,16 @@ class PrintInLoop(Rule):
         "`training_step`, `validation_step` and `test_step` count as loop bodies for tensors (reported "
         "without a fix: the hook has no loop counter to guard on).",
         "A value is reported when it is clearly a tensor in this file (not a `math` or `numpy` "
-        "result), or a value read from one on the host on the same step (`loss.item()`, `float(loss)`, "
-        "a `total += loss.item()` accumulator; the read itself is also GP101's finding), also through "
+        "result), or a value read from one on the host in the output call itself (`print(loss.item())`, "
+        "`float(loss)`; the read is also GP101's finding), also through "
         "a message string the function formats first (`s = \"%g\" % (*mloss,)` then "
         "`pbar.set_description(s)`: reported without a fix, the formatting must be guarded too). A "
         "collective's result that is only logged is GP106's (one finding, at the collective). A name "
         "is judged by the assignment the call sees last: Python numbers a helper returned "
         "(`logs = reduce(logs)`, whose `.item()` inside is GP101's, reported in the helper when it is "
-        "in this file) are not reported, nor is a name bound to `x.item()` by an earlier statement (that "
-        "statement is the sync, GP101's; the call formats a Python number).",
+        "in this file) are not reported, nor is a name bound to `x.item()` by an earlier statement, nor a running "
+        "total of such reads (`total += loss.item()` then `pbar.set_description(\"%.3f\" % (total / n))`): that "
+        "statement is the sync, GP101's; the call formats a Python number.",
         "Only calls on every iteration of a training or eval loop (as GP101 sees them) count: "
         "not under a periodic or once-per-loop guard, at the call or at a call site of its "
         "function (a periodic test held in a variable, a method or property, or a method of the user's "

@@ -15,6 +15,7 @@ from ..analysis.model.training import analysis
 from ..analysis.syntax.calls import dotted_name, literal_value
 from ..analysis.syntax.context import RuleContext
 from ._across_modules import PER_STEP_ACROSS_MODULES
+from ._helper_waits import helper_wait_finding, helper_waits, waiting_bodies
 
 SYNC_CALLS = {
     "torch.cuda.synchronize": "torch.cuda.synchronize()",
@@ -69,6 +70,12 @@ class SyncCallInLoop(Rule):
         "Only `torch.cuda.synchronize()` and `torch.cuda.empty_cache()` (through any import "
         "alias) are recognised; stream or event synchronisation and "
         "`torch.accelerator.synchronize()` are not.",
+        "A first-party helper that synchronizes (`def sync(device): if device.type == \"cuda\": "
+        "torch.cuda.synchronize(device)`, a timer's `lap()` that synchronizes before reading the clock, a "
+        "`gpu_fence()` of another module, directly or through another helper) is reported at each per-step "
+        "call, naming the helper, and not in its body when that is in this file; a call handed a device that is "
+        "the CPU for sure (`torch.device(\"cpu\")`, a name bound only to one) waits for nothing and is not "
+        "reported. Those calls have no automatic fix (the helper may do more than wait).",
         "A call under a periodic guard (`if step % N == 0:`), a once-per-loop guard (`if i == 0:`) "
         "or a user's opt-in flag (`if args.sync_for_timing:`, `if debug:`), at the call or at a "
         "call site of the function holding it, is not reported: the user asked for that sync (a "
@@ -84,7 +91,9 @@ class SyncCallInLoop(Rule):
         "https://docs.pytorch.org/docs/stable/generated/torch.cuda.empty_cache.html",
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#memory-management",
     )
-    keywords = ("synchronize", "empty_cache")
+    # (``for ``/``while ``: a per-step call of a first-party helper that waits, ``sync(device)``,
+    # ``timer.lap()``, names no wait in the caller's text)
+    keywords = ("synchronize", "empty_cache", "for ", "while ")
 
     examples = [
         Valid(dedent("""
@@ -117,8 +126,11 @@ class SyncCallInLoop(Rule):
         ta = analysis(ctx)
         if not (ta.step_loops or runs_elsewhere(ctx)) or cpu_only(ctx):
             return
+        helpers = list(helper_waits(ctx, ta))  # ``sync(device)`` whose body synchronizes: reported at the call
+        yield from (helper_wait_finding(ctx, found) for found in helpers)
+        in_helpers = waiting_bodies(ctx, helpers)
         for call in ctx.nodes(cst.Call):
-            if not ctx.is_call_to(call, set(SYNC_CALLS)):
+            if not ctx.is_call_to(call, set(SYNC_CALLS)) or call in in_helpers:
                 continue
             # A user's opt-in flag (``if args.sync_for_timing:``) is a choice, not a per-step sync.
             loop = ta.every_step_loop(call, flags=True)

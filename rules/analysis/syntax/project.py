@@ -63,6 +63,10 @@ class FunctionFacts:
     # the parameters it writes out as text as they are (an output wrapper: ``def print0(*args):
     # print(*args)``; ``output_calls.output_params``)
     outputs: tuple[str, ...] = ()
+    # (parameter or "" for every call, "read"/"wait", line, how) for each way it syncs on what it
+    # is handed, in its body or a helper it calls (``facts.helper_syncs``: ``def to_scalar(t):
+    # return t.item()``, ``if device.type == "cuda": torch.cuda.synchronize()``)
+    syncs: tuple[tuple[str, str, int, str], ...] = ()
 
     def role_of(self, role: str) -> str | None:
         return next((p for p, r in self.roles if r == role), None)
@@ -77,7 +81,8 @@ class FunctionFacts:
                       "returned_loaders": tuple(tuple(r) for r in doc.get("returned_loaders", ())),
                       "settings": tuple(doc.get("settings", ())),
                       "arg_reads": tuple(tuple(r) for r in doc.get("arg_reads", ())),
-                      "outputs": tuple(doc.get("outputs", ()))})
+                      "outputs": tuple(doc.get("outputs", ())),
+                      "syncs": tuple(tuple(r) for r in doc.get("syncs", ()))})
 
 
 class StepCall(NamedTuple):

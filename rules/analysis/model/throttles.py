@@ -1,0 +1,99 @@
+"""Guards that rate-limit by the wall clock (issue 34): ``if time.time() - last_log > interval:``
+whose body sets ``last_log = time.time()``, ``if now >= next_report:`` whose body moves
+``next_report`` on, ``if (now - self._t0) > self.log_every_s:`` resetting ``self._t0``. The body
+runs at most once per interval however fast the steps are: a logging guard like ``step % N == 0``,
+with the period in seconds. A clock comparison whose body never moves its mark (a timeout: true
+on every step once it is past) is not one."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..syntax.calls import dotted_name
+from ..syntax.context import RuleContext
+from ..syntax.tree import walk
+
+CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns",
+                    "time.monotonic_ns", "timeit.default_timer", "datetime.datetime.now", "datetime.now"})
+_ORDER = (cst.GreaterThan, cst.GreaterThanEqual, cst.LessThan, cst.LessThanEqual)
+
+
+def throttled(ctx: RuleContext, guard: cst.If) -> bool:
+    """Does ``guard`` run its body at most once per wall-clock interval: a conjunct of its test
+    orders a clock reading (or a name bound to one) against a mark (``last_log``, ``next_report``,
+    ``self._t0``) that the body rebinds?"""
+    moved = _rebound(guard.body)
+    if not moved:
+        return False
+    fn = ctx.enclosing(guard, cst.FunctionDef)
+    for part in _conjuncts(guard.test):
+        if not (isinstance(part, cst.Comparison) and len(part.comparisons) == 1 and
+                isinstance(part.comparisons[0].operator, _ORDER)):
+            continue
+        names = {n for n in (_dotted_in(part)) if n in moved}
+        if names and _reads_clock(ctx, part, fn, 0):
+            return True
+    return False
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjuncts(test.left) + _conjuncts(test.right)
+    return [test]
+
+
+def _dotted_in(expr: cst.CSTNode) -> set[str]:
+    """The names and attribute chains an expression reads (``last_log``, ``self._t0``)."""
+    out: set[str] = set()
+    for node in walk(expr, include_self=True):
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            name = dotted_name(node)
+            if name is not None:
+                out.add(name)
+    return out
+
+
+def _rebound(body: cst.BaseSuite) -> set[str]:
+    """Names and attributes the block assigns (``last_log = now``, ``self._t0 = time.time()``,
+    ``next_report += interval``)."""
+    out: set[str] = set()
+    for node in walk(body):
+        targets: list[cst.BaseExpression] = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            targets = [node.target]
+        for t in targets:
+            elements = [e.value for e in t.elements] if isinstance(t, (cst.Tuple, cst.List)) else [t]
+            out |= {n for e in elements if (n := dotted_name(e)) is not None}
+    return out
+
+
+def _reads_clock(ctx: RuleContext, expr: cst.CSTNode, fn: cst.FunctionDef | None, depth: int) -> bool:
+    """Does ``expr`` read the wall clock: a clock call, or a plain name its function binds to an
+    expression that does (``now = time.time()``, ``elapsed = now - start``)?"""
+    if depth > 3:
+        return False
+    for node in walk(expr, include_self=True):
+        if isinstance(node, cst.Call) and ctx.matches(node.func, CLOCKS):
+            return True
+        if isinstance(node, cst.Name) and depth < 3:
+            for value in _values(ctx, node.value, fn):
+                if _reads_clock(ctx, value, fn, depth + 1):
+                    return True
+    return False
+
+
+def _values(ctx: RuleContext, name: str, fn: cst.FunctionDef | None) -> list[cst.BaseExpression]:
+    return ctx.fact(_plain_values).get((fn, name), [])
+
+
+def _plain_values(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression]]:
+    """The values each function (None: the module) binds to each plain name."""
+    out: dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression]] = {}
+    for node in ctx.nodes(cst.Assign):
+        fn = ctx.enclosing(node, cst.FunctionDef)
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                out.setdefault((fn, t.target.value), []).append(node.value)
+    return out
