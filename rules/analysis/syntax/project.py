@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import libcst as cst
 
 from .context import RuleContext
+from .star_imports import defined_here, star_imported
 
 # What a parameter of a training function is handed (``roles``).
 MODEL, OPTIMIZER, LOADER, DEVICE, SCALER = "model", "optimizer", "loader", "device", "scaler"
@@ -415,38 +416,14 @@ def _names(ctx: RuleContext, node: cst.CSTNode) -> set[str]:
     none of them resolves may come from a star import of one of those modules (``from models
     import *`` then ``GeneratorResNet(...)``), when that module defines it."""
     found = ctx.resolved_names(node, ctx.fact(_patterns))
-    if not found and isinstance(node, cst.Name) and node.value not in ctx.fact(_defined_here):
-        for module in ctx.fact(_star_imported):
+    if not found and isinstance(node, cst.Name) and node.value not in ctx.fact(defined_here):
+        for module in ctx.fact(star_imported):
             facts = ctx.project[module]
             if node.value in facts.models or node.value in facts.functions or node.value in facts.registries or \
                     node.value in facts.loaders or node.value in facts.memory_datasets or \
                     f"{node.value}.__init__" in facts.functions:
                 return {f"{module}.{node.value}"}
     return found
-
-
-def _star_imported(ctx: RuleContext) -> tuple[str, ...]:
-    """The user's modules this file star-imports at module level, last first (the last wins)."""
-    out = []
-    for stmt in ctx.module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
-                    name = "." * len(small.relative) + (_dotted(small.module) if small.module else "")
-                    if name in ctx.project:
-                        out.append(name)
-    return tuple(reversed(out))
-
-
-def _defined_here(ctx: RuleContext) -> frozenset[str]:
-    """Classes and functions this file defines at module level (they shadow a star import)."""
-    return frozenset(s.name.value for s in ctx.module.body if isinstance(s, (cst.ClassDef, cst.FunctionDef)))
-
-
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return node.value if isinstance(node, cst.Name) else ""
 
 
 def project_calls(ctx: RuleContext) -> list[ProjectCall]:
