@@ -68,6 +68,7 @@ MODULES = (
     'analysis/syntax/names.py',
     'analysis/syntax/output_calls.py',
     'analysis/syntax/project.py',
+    'analysis/syntax/star_imports.py',
     'analysis/syntax/torch_names.py',
     'analysis/syntax/torch_roots.py',
     'analysis/syntax/tree.py',
