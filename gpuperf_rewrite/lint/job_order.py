@@ -18,7 +18,6 @@ Only the imports are looked at (``project_index``: each file read and its import
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -165,11 +164,6 @@ def give_step_calls(fs_path: str | Path, data: bytes, store: Path | None = None)
 
     path = os.path.abspath(fs_path)
     with project_index.run_scope():
-        got = project_index.imports_of(path, data)
-        if not got:
-            return
-        me = project_index.node(path, got[0])
-        if me is None or me.sha != hashlib.sha256(data).hexdigest():
-            return
-        project_index.keyed([me])
-        step_calls_of_node(me, store)
+        me = project_index.checked_node(path, data)
+        if me is not None:
+            step_calls_of_node(me, store)

@@ -102,13 +102,9 @@ def remember_facts(fs_path: str | Path, data: bytes, imports: ProjectFacts, ctx:
     # facts are known already. Not kept, it costs no later garbage collection a walk.
     _PARSED.pop(Path(path), None)
     with run_scope():
-        got = project_index.imports_of(path, data)
-        if not got:
-            return
-        me = project_index.node(path, got[0])
-        if me is None or me.sha != hashlib.sha256(data).hexdigest():
-            return
-        project_index.keyed([me])
+        me = project_index.checked_node(path, data)
+    if me is None:
+        return
     if me.scc is not None or me.facts is not None or me.key in _FACTS_MEMO:
         return
     if len(_CONTEXTS) >= _KEEP_PARSED:

@@ -139,6 +139,19 @@ def imports_of(fs_path: str | Path, data: bytes) -> tuple[str, list[tuple[str, N
     return root, out
 
 
+def checked_node(fs_path: str, data: bytes) -> Node | None:
+    """The index's node of the file being checked at ``fs_path`` (keyed), when the index reads
+    the content being checked (not when the file changed since): within a ``run_scope``."""
+    got = imports_of(fs_path, data)
+    if not got:
+        return None
+    me = node(fs_path, got[0])
+    if me is None or me.sha != hashlib.sha256(data).hexdigest():
+        return None
+    keyed([me])
+    return me
+
+
 def keyed(starts: list[Node]) -> None:
     """Give every module reachable from ``starts`` its key for this run: Tarjan's strongly
     connected components, iteratively (an import chain can be thousands deep in a large

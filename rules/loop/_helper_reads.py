@@ -14,7 +14,7 @@ import libcst as cst
 
 from .._api import Finding
 from ..analysis.facts.arg_reads import HOST_READS, may_read_args, tensor_arg_reads
-from ..analysis.facts.helper_syncs import ALWAYS, READ, local_callee, may_sync, module_syncs
+from ..analysis.facts.helper_syncs import ALWAYS, READ, local_callee, may_sync, module_syncs, passed_for
 from ..analysis.model.step_reach import returned_closures
 from ..analysis.model.models import strip_chain
 from ..analysis.model.reaching import reaching_assignment
@@ -85,7 +85,7 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
         passed: list[cst.Arg] = []
         where = ""
         for param, at in reads:
-            args = _passed_for(call, params, param)
+            args = passed_for(call, params, param)
             # ``t.item()`` on every call: what is passed has ``.item()``, a tensor unless shown otherwise
             specific = at.startswith(_TENSOR_ONLY)
             device = [a for a in args if _device_value(ctx, ta, a.value, call, 0) or
@@ -305,22 +305,6 @@ def bound_constructor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.Base
     if len(calls) != 1 or not isinstance(calls[0], cst.Call) or dotted_name(calls[0].func) is None:
         return None
     return calls[0]
-
-
-def _passed_for(call: cst.Call, params: tuple[str, ...], param: str) -> list[cst.Arg]:
-    """What ``call`` passes to ``param`` (``**kwargs``: every keyword not named by a parameter,
-    and each ``**mapping``; ``*args``: the positional arguments past the named ones)."""
-    if param.startswith("**"):
-        return [a for a in call.args if a.star == "**" or a.keyword is not None and a.keyword.value not in params]
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    if param.startswith("*"):
-        return positional[len(params):] + [a for a in call.args if a.star == "*"]
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == param:
-            return [a]
-    if param in params and params.index(param) < len(positional) and not any(a.star for a in call.args):
-        return [positional[params.index(param)]]
-    return []
 
 
 def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode,
