@@ -87,9 +87,10 @@ def helper_syncs(ctx: RuleContext, fn: cst.FunctionDef, resolve: Resolver | None
     one per call; type and None checks are no such condition."""
     _, labels = parameters(fn)
     sources = _flow(fn, labels, _closed_over(ctx, fn))
+    own = _own_loops(ctx, fn)
     out: list[HelperSync] = []
     for node in walk(fn.body):
-        if not isinstance(node, cst.Call):
+        if not isinstance(node, cst.Call) or own and any(a in own for a in ctx.ancestors(node)):
             continue
         conds = _conditions(ctx, fn, node)
         if conds is None:
@@ -125,6 +126,18 @@ def helper_syncs(ctx: RuleContext, fn: cst.FunctionDef, resolve: Resolver | None
             seen.add((s.param, s.kind))
             unique.append(s)
     return unique
+
+
+def _own_loops(ctx: RuleContext, fn: cst.FunctionDef) -> set[cst.CSTNode]:
+    """The step and eval loops written in ``fn`` itself (``train_one_epoch``'s loop over its
+    loader): what syncs in them is per step of that loop, the function's own finding, not a
+    sync of each call of the function."""
+    if not isinstance(fn.body, cst.IndentedBlock) or not any(isinstance(n, (cst.For, cst.While)) for n in walk(fn.body)):
+        return set()
+    from ..model.training import analysis
+
+    ta = analysis(ctx)
+    return {loop for loop in (*ta.step_loops, *ta.eval_loops) if ctx.enclosing(loop, cst.FunctionDef) is fn}
 
 
 def passed_for(call: cst.Call, params: Sequence[str], param: str) -> list[cst.Arg]:
