@@ -25,30 +25,23 @@ def true_by_default(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) 
     name every assignment of which is False that way (``not grad_ckpt`` after ``grad_ckpt =
     getattr(model, "gradient_checkpointing", False)`` or ``= False``), or a name bound only to such
     values? A literal True is the caller's own business (read as such); anything else is not known."""
+    return _by_default(ctx, expr, True, depth)
+
+
+def _by_default(ctx: RuleContext, expr: cst.BaseExpression, want: bool, depth: int) -> bool:
+    """Does ``expr`` hold ``want`` when nothing configures it (``not`` flips what is wanted)?"""
     if depth > 3:
         return False
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
-        return _false_by_default(ctx, expr.expression, depth + 1)
-    if isinstance(expr, cst.IfExp):
-        return all(literal_value(b) is True or true_by_default(ctx, b, depth + 1) for b in (expr.body, expr.orelse))
-    fallback = _fallback(expr)
-    if fallback is not None:
-        return literal_value(fallback) is True
-    if isinstance(expr, cst.Name):
-        values = bound_values(ctx, expr.value, expr)
-        return bool(values) and all(literal_value(v) is True or true_by_default(ctx, v, depth + 1) for v in values)
-    return False
-
-
-def _false_by_default(ctx: RuleContext, expr: cst.BaseExpression, depth: int) -> bool:
+        return _by_default(ctx, expr.expression, not want, depth + 1)
     if isinstance(expr, cst.IfExp):  # ``getattr(m.encoder, "ckpt", False) if hasattr(m, "encoder") else False``
-        return all(literal_value(b) is False or _false_by_default(ctx, b, depth + 1) for b in (expr.body, expr.orelse))
+        return all(literal_value(b) is want or _by_default(ctx, b, want, depth + 1) for b in (expr.body, expr.orelse))
     fallback = _fallback(expr)
     if fallback is not None:
-        return literal_value(fallback) is False
+        return literal_value(fallback) is want
     if isinstance(expr, cst.Name):
         values = bound_values(ctx, expr.value, expr)
-        return bool(values) and all(literal_value(v) is False or _false_by_default(ctx, v, depth + 1) for v in values)
+        return bool(values) and all(literal_value(v) is want or _by_default(ctx, v, want, depth + 1) for v in values)
     return False
 
 
