@@ -65,7 +65,7 @@ def held_test(ctx: RuleContext, test: cst.BaseExpression, at: cst.CSTNode) -> cs
     """The periodic test a guard holds in a variable (``is_eval_step = step % cfg.eval_steps ==
     0`` then ``if is_eval_step:``, also as one conjunct of the ``if``): the value, when every
     assignment of that name in the guard's function is a periodic test; else ``test`` itself."""
-    for part in _conjuncts(test):
+    for part in conjuncts(test):
         if not isinstance(part, cst.Name):
             continue
         owner = ctx.enclosing(at, cst.FunctionDef)
@@ -102,10 +102,10 @@ def _has_modulo(expr: cst.BaseExpression) -> bool:
     )
 
 
-def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+def conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     """``a and b and c`` -> [a, b, c]; anything else -> [test]."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return _conjuncts(test.left) + _conjuncts(test.right)
+        return conjuncts(test.left) + conjuncts(test.right)
     return [test]
 
 
@@ -124,7 +124,7 @@ def is_once_test(test: cst.BaseExpression, counters: set[str]) -> bool:
     ``i < 3``, ``0 == i`` (not ``i > 3``, and not ``i == j`` when ``j`` also moves)."""
     if not counters:
         return False
-    for part in _conjuncts(test):
+    for part in conjuncts(test):
         if not isinstance(part, cst.Comparison) or len(part.comparisons) != 1:
             continue
         op = part.comparisons[0].operator
@@ -159,7 +159,7 @@ def _counter_side(expr: cst.BaseExpression, counters: set[str]) -> bool:
 def flag_name(test: cst.BaseExpression) -> str | None:
     """The dotted name of a user's opt-in setting that the test requires to be true
     (``args.sync_for_timing``, ``cfg.debug`` in ``cfg.debug and rank == 0``), or None."""
-    for part in _conjuncts(test):
+    for part in conjuncts(test):
         name = dotted_name(part)
         if name is None:
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .guards import conjuncts
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
@@ -26,7 +27,7 @@ def throttled(ctx: RuleContext, guard: cst.If) -> bool:
     if not moved:
         return False
     fn = ctx.enclosing(guard, cst.FunctionDef)
-    for part in _conjuncts(guard.test):
+    for part in conjuncts(guard.test):
         if not (isinstance(part, cst.Comparison) and len(part.comparisons) == 1 and
                 isinstance(part.comparisons[0].operator, _ORDER)):
             continue
@@ -34,12 +35,6 @@ def throttled(ctx: RuleContext, guard: cst.If) -> bool:
         if names and _reads_clock(ctx, part, fn, 0):
             return True
     return False
-
-
-def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return _conjuncts(test.left) + _conjuncts(test.right)
-    return [test]
 
 
 def _dotted_in(expr: cst.CSTNode) -> set[str]:
