@@ -10,6 +10,7 @@ from .._api import Finding, Fix, Invalid, NoFix, Replace, Rule, Valid, dedent
 from ..analysis.facts.cli_defaults import false_default_flag
 from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_docs import HF, LIGHTNING, blind_silent
+from ..analysis.facts.picked_classes import picked_class
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import (
     TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, binding_body,
@@ -166,6 +167,9 @@ class UnfusedOptimizer(Rule):
             return
         for call in ctx.nodes(cst.Call):
             choices = None if ctx.is_call_to(call, FUSABLE) else chosen_classes(ctx, call.func)
+            if choices is None and not ctx.is_call_to(call, FUSABLE):
+                yield from _picked_finding(ctx, call)
+                continue
             if choices is not None and not any(ctx.matches(c, FUSABLE) for c in choices):
                 continue
             if choices is None and not ctx.is_call_to(call, FUSABLE) or has_star_args(call):
@@ -190,6 +194,24 @@ class UnfusedOptimizer(Rule):
         yield from _named_in_config(ctx)
 
 
+_PICKED_NO_FIX = NoFix("the class is picked by name when the script runs, and another pick may not take fused=: "
+                       "pass it where the Adam, AdamW or SGD class is picked")
+
+
+def _picked_finding(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
+    """``getattr(optim, args.optim)(params)`` with ``--optim`` defaulting to Adam, a table's
+    ``OPTIMIZERS[name](params)``, ``partial(torch.optim.AdamW, lr=lr)(params)``: an Adam, AdamW or
+    SGD on the default run (``facts.picked_classes``), reported at the call that builds it."""
+    pick = picked_class(ctx, call.func)
+    if pick is None or not pick.only(ctx, FUSABLE) or has_star_args(call) or pick.binds("fused", "foreach") or \
+            get_arg(call, "fused") is not None or \
+            get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call):
+        return
+    outcome = _fix(ctx, call) if pick.every_run else _PICKED_NO_FIX
+    yield Finding.of(call, f"optimizer {pick.words} without fused=: its update runs as many separate kernels "
+                           "over every parameter; use the fused implementation on CUDA", outcome)
+
+
 def _factory_findings(ctx: RuleContext, starred: bool = False) -> Iterator[Finding]:
     """An optimizer factory of a module that does not train itself (``create_optimizer(args,
     model)`` in optim_factory.py, ``Exp.get_optimizer``): reported at its construction, where the
@@ -204,6 +226,9 @@ def _factory_findings(ctx: RuleContext, starred: bool = False) -> Iterator[Findi
             if choices and not all(ctx.matches(c, FUSABLE) for c in choices):
                 outcome = NoFix(f"`{ctx.code_for(call.func)}` may also be another class, which may not take "
                                 "fused=: pass it only where the Adam, AdamW or SGD class is chosen")
+            pick = picked_class(ctx, call.func) if outcome is None and choices is None else None
+            if pick is not None and not pick.every_run:
+                outcome = _PICKED_NO_FIX
             module_self = _lightning_self(ctx, call) if outcome is None else None
             if module_self is not None:  # a LightningModule's configure_optimizers
                 outcome = _fix(ctx, call)
