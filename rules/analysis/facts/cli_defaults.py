@@ -13,6 +13,7 @@ import libcst as cst
 
 from ..syntax.calls import argparse_options, dotted_name, get_arg, literal_value, method_call
 from ..syntax.context import RuleContext
+from ..syntax.launch import project_runs
 from ..syntax.tree import walk
 
 # Bases of a typed command-line arguments class (tap, simple-parsing, transformers, pydantic-cli).
@@ -100,14 +101,17 @@ def string_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> tuple[str
     """``(flag, default)`` when ``expr`` (``args.optim``) reads a command-line option of the file
     whose default is a string (``add_argument("--optim", default="Adam")``, or ``optim: str =
     "adamw"`` in a typed arguments class of the file) that nothing in the file assigns: what the
-    option holds on a run that does not pass it."""
+    option holds on a run that does not pass it. None when a launch script of the project passes
+    the option another value (``python train.py --optim RMSprop`` in run.sh): the runs the project
+    makes are not the default one."""
     if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name) or expr.value.value == "self":
         return None
     name = expr.attr.value
     found = ctx.fact(_string_options).get(name)
     if found is None or name in ctx.fact(_false_options)[1]:
         return None
-    return found
+    given = {v.strip("'\"") for c in project_runs(ctx).launches if (v := c.value(found[0])) is not None}
+    return found if given <= {found[1]} else None
 
 
 def _string_options(ctx: RuleContext) -> dict[str, tuple[str, str]]:

@@ -25,8 +25,8 @@ import libcst as cst
 
 from ..syntax.callsites import bound_arg, calls_of
 from ..syntax.calls import dotted_name, literal_value
+from ..syntax.chosen_classes import assigned_values
 from ..syntax.context import RuleContext
-from .bound_values import bound_values
 from .cli_defaults import string_default_flag
 
 # Helpers that bind arguments to a callable and call it later with the rest (``partial``) or with
@@ -48,12 +48,21 @@ class Pick:
 
     def only(self, ctx: RuleContext, names: frozenset[str]) -> bool:
         """Is every class the default run may build one of ``names``?"""
-        return bool(self.classes) and all(ctx.matches(c, names) if not isinstance(c, str) else c in names or any(
-            n.endswith(".*") and c.startswith(n[:-1]) for n in names) for c in self.classes)
+        return bool(self.classes) and all(_one_of(ctx, c, names) for c in self.classes)
+
+    def any_of(self, ctx: RuleContext, names: frozenset[str]) -> bool:
+        """May the call build one of ``names`` (``OPTIMIZERS``: it builds an optimizer)?"""
+        return any(_one_of(ctx, c, names) for c in self.classes)
 
     def binds(self, *keywords: str) -> bool:
         """Does the wrapper bind (or may it bind, through ``**``) one of ``keywords``?"""
         return self.bound is None or bool(self.bound & set(keywords))
+
+
+def _one_of(ctx: RuleContext, cls: cst.BaseExpression | str, names: frozenset[str]) -> bool:
+    if not isinstance(cls, str):
+        return ctx.matches(cls, names)
+    return cls in names or any(n.endswith(".*") and cls.startswith(n[:-1]) for n in names)
 
 
 def picked_class(ctx: RuleContext, func: cst.BaseExpression, depth: int = 0) -> Pick | None:
@@ -71,7 +80,7 @@ def picked_class(ctx: RuleContext, func: cst.BaseExpression, depth: int = 0) -> 
     if table is not None:
         return _from_table(ctx, func, table, key, code)
     if isinstance(func, cst.Name):
-        values = bound_values(ctx, func.value, func)
+        values = assigned_values(ctx, func)
         picks = [picked_class(ctx, v, depth + 1) for v in values or ()]
         if not picks or any(p is None for p in picks):
             return None
@@ -96,9 +105,9 @@ def _by_attribute(ctx: RuleContext, call: cst.Call, code: str) -> Pick | None:
     positional = [a.value for a in call.args if a.keyword is None and not a.star]
     if len(positional) not in (2, 3) or not ctx.matches(positional[0], {"torch.optim"}):
         return None
-    default = default_string(ctx, positional[1], call)
-    if default is None or not default[0].isidentifier():
-        return None
+    default = default_string(ctx, positional[1])
+    if default is None or not default[0].isidentifier():  # some class of torch.optim
+        return Pick(("torch.optim.*",), f"`{code}`", False, frozenset())
     return Pick((f"torch.optim.{default[0]}",), f"`{code}` ({default[0]}, {default[1]})", False, frozenset())
 
 
@@ -132,14 +141,14 @@ def _from_table(ctx: RuleContext, func: cst.BaseExpression, table: cst.BaseExpre
         table.args[0].value if isinstance(table, cst.Call) and dotted_name(table.func) == "vars" and \
         len(table.args) == 1 else None
     if module is not None:  # ``optim.__dict__[name]``: as ``getattr(optim, name)``
-        default = default_string(ctx, key, func)
+        default = default_string(ctx, key)
         if not ctx.matches(module, {"torch.optim"}) or default is None or not default[0].isidentifier():
             return None
         return Pick((f"torch.optim.{default[0]}",), f"`{code}` ({default[0]}, {default[1]})", False, frozenset())
     entries = _class_table(ctx, table)
     if entries is None:
         return None
-    default = default_string(ctx, key, func)
+    default = default_string(ctx, key)
     if default is None:  # not known: any of the table's classes
         return Pick(tuple(entries.values()), f"`{code}` (a class of the table)", True, frozenset())
     value = entries.get(default[0])
@@ -152,7 +161,7 @@ def _class_table(ctx: RuleContext, table: cst.BaseExpression) -> dict[str, cst.B
     """A dict literal of classes by string key, held by ``table`` (a name bound once to it, or the
     literal itself); None when it is not one."""
     if isinstance(table, cst.Name):
-        values = bound_values(ctx, table.value, table)
+        values = assigned_values(ctx, table)
         if not values or len(values) != 1:
             return None
         table = values[0]
@@ -167,8 +176,7 @@ def _class_table(ctx: RuleContext, table: cst.BaseExpression) -> dict[str, cst.B
     return out
 
 
-def default_string(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode,
-                   depth: int = 0) -> tuple[str, str] | None:
+def default_string(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) -> tuple[str, str] | None:
     """``(value, where it comes from)`` of the string ``expr`` holds on a run that passes no
     option (module docstring); None when not known."""
     if depth > 3:
@@ -178,7 +186,7 @@ def default_string(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode,
         return value, "written here"
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _CASE_FOLDS \
             and not expr.args:
-        inner = default_string(ctx, expr.func.value, at, depth + 1)
+        inner = default_string(ctx, expr.func.value, depth + 1)
         return (getattr(inner[0], expr.func.attr.value)(), inner[1]) if inner is not None else None
     fallback = _fallback(expr)
     if fallback is not None:
@@ -187,7 +195,7 @@ def default_string(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode,
     if flag is not None:
         return flag[1], f"the default of {flag[0]}"
     if isinstance(expr, cst.Name):
-        fn = ctx.enclosing(at, cst.FunctionDef)
+        fn = ctx.enclosing(expr, cst.FunctionDef)
         param = next((p for p in (*fn.params.params, *fn.params.kwonly_params) if p.name.value == expr.value),
                      None) if fn is not None else None
         if param is not None:
@@ -196,8 +204,8 @@ def default_string(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode,
                                                    any(a.star for a in c.args) for c in calls_of(ctx, fn)):
                 return None  # no default, or a call of the file passes one
             return default, f"the default of `{expr.value}`"
-        values = bound_values(ctx, expr.value, expr)
-        found = {default_string(ctx, v, at, depth + 1) for v in values or ()}
+        values = assigned_values(ctx, expr)
+        found = {default_string(ctx, v, depth + 1) for v in values or ()}
         return found.pop() if len(found) == 1 and None not in found else None
     return None
 
