@@ -27,6 +27,7 @@ MODULES = (
     'analysis/facts/model_tables.py',
     'analysis/facts/module_facts.py',
     'analysis/facts/param_roles.py',
+    'analysis/facts/picked_classes.py',
     'analysis/facts/placement.py',
     'analysis/facts/prepared_models.py',
     'analysis/facts/program.py',

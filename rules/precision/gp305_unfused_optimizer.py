@@ -87,7 +87,17 @@ class UnfusedOptimizer(Rule):
         "chose the loop on purpose, hence unsafe like every fix of this rule).",
         "An Adam, AdamW or SGD class held in a variable (`optimizer_cls = torch.optim.AdamW`, in a branch "
         "of an `if` or a conditional expression) is reported at the call that builds it; the fix only when "
-        "every class the variable may hold is one of the three. A class named by a string in the keywords "
+        "every class the variable may hold is one of the three. A class picked by name when the script runs "
+        "is read on the run that passes no option: `getattr(torch.optim, args.optim)` with `--optim` defaulting to "
+        "\"Adam\" (an `add_argument` or typed arguments class of the file; a default of the enclosing function's "
+        "parameter that no call of the file overrides; `cfg.get(\"optimizer\", \"AdamW\")`), a table of classes "
+        "indexed by such a name (`OPTIMIZERS[args.opt.lower()]`, `.get(name)`; a whole table of Adam, AdamW or SGD "
+        "classes whatever the name), and a wrapper that calls the class later (`functools.partial(torch.optim.Adam, "
+        "lr=lr)`, `argbind.bind(torch.optim.AdamW)`, gin's `external_configurable`); reported at the call that builds "
+        "it, with the fix only when every run builds one of the three (a wrapper, a whole table). Not reported: a "
+        "default that is another class (RMSprop, LBFGS), a name whose default the file does not show, a wrapper that "
+        "binds `fused`/`foreach` or `**` keywords, an option the project's launch scripts pass another value "
+        "(`--optim RMSprop` in run.sh). A class named by a string in the keywords "
         "a configuration helper builds it from (`class_name=\"torch.optim.Adam\"`, `{\"_target_\": "
         "\"torch.optim.AdamW\"}`) is reported at that string, without a fix (the device is not visible "
         "there); YAML configurations are not read.",
