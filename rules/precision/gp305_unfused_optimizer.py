@@ -202,6 +202,7 @@ class UnfusedOptimizer(Rule):
             yield Finding.of(call, message, outcome)
         yield from _factory_findings(ctx, starred=True)  # ``optim.Adam(params, **optim_conf)`` in a factory
         yield from _named_in_config(ctx)
+        yield from _handed_wrappers(ctx)
 
 
 _PICKED_NO_FIX = NoFix("the class is picked by name when the script runs, and another pick may not take fused=: "
@@ -220,6 +221,31 @@ def _picked_finding(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
     outcome = _fix(ctx, call) if pick.every_run else _PICKED_NO_FIX
     yield Finding.of(call, f"optimizer {pick.words} without fused=: its update runs as many separate kernels "
                            "over every parameter; use the fused implementation on CUDA", outcome)
+
+
+def _handed_wrappers(ctx: RuleContext) -> Iterator[Finding]:
+    """``LitModel(net, optimizer=partial(torch.optim.AdamW, lr=3e-4))``, ``self.make_opt =
+    partial(...)``: a wrapper of an Adam, AdamW or SGD class that no call of this file builds from
+    by name (those calls are reported themselves) is handed to code that builds the optimizer out
+    of sight; the keywords it binds are where ``fused`` goes."""
+    called = {c.func.value for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name)}
+    for call in ctx.nodes(cst.Call):
+        if not isinstance(call.func, (cst.Name, cst.Attribute)) or not call.args:
+            continue
+        pick = picked_class(ctx, call)
+        if pick is None or not pick.every_run or not pick.only(ctx, FUSABLE) or pick.binds("fused", "foreach"):
+            continue
+        parent = ctx.parent(call)
+        if isinstance(parent, cst.Assign) and all(isinstance(t.target, cst.Name) for t in parent.targets) and \
+                any(t.target.value in called for t in parent.targets):  # type: ignore[attr-defined]
+            continue
+        if isinstance(parent, cst.Call) and parent.func is call:
+            continue  # ``partial(torch.optim.Adam, lr=lr)(params)``: reported as a pick
+        yield Finding.of(call, f"optimizer {pick.words} handed on without fused=: the optimizer built from it "
+                               "updates every parameter with many separate kernels per step; bind fused=True here "
+                               "where the parameters are on CUDA",
+                         NoFix("the optimizer is built where the wrapper is called, out of sight, so the device "
+                               "of its parameters is not visible here"))
 
 
 def _factory_findings(ctx: RuleContext, starred: bool = False) -> Iterator[Finding]:

@@ -74,6 +74,8 @@ def picked_class(ctx: RuleContext, func: cst.BaseExpression, depth: int = 0) -> 
     code = ctx.code_for(func)
     if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "getattr":
         return _by_attribute(ctx, func, code)
+    if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "eval" and func.args:
+        return _by_eval(ctx, func.args[0].value, code)
     if isinstance(func, cst.Call) and _binder(ctx, func):
         return _wrapped(ctx, func, code)
     table, key = _table_lookup(func)
@@ -107,6 +109,28 @@ def _by_attribute(ctx: RuleContext, call: cst.Call, code: str) -> Pick | None:
         return None
     default = default_string(ctx, positional[1])
     if default is None or not default[0].isidentifier():  # some class of torch.optim
+        return Pick(("torch.optim.*",), f"`{code}`", False, frozenset())
+    return Pick((f"torch.optim.{default[0]}",), f"`{code}` ({default[0]}, {default[1]})", False, frozenset())
+
+
+def _by_eval(ctx: RuleContext, text: cst.BaseExpression, code: str) -> Pick | None:
+    """``eval("optim." + args.optim)``, ``eval(f"torch.optim.{name}")``: a class of torch.optim
+    spelled from a prefix the file imports and a name (its default, when known)."""
+    if isinstance(text, cst.BinaryOperation) and isinstance(text.operator, cst.Add) and \
+            isinstance(prefix := literal_value(text.left), str):
+        name: cst.BaseExpression = text.right
+    elif isinstance(text, cst.FormattedString) and len(text.parts) == 2 and \
+            isinstance(text.parts[0], cst.FormattedStringText) and \
+            isinstance(text.parts[1], cst.FormattedStringExpression) and text.parts[1].conversion is None:
+        prefix, name = text.parts[0].value, text.parts[1].expression
+    else:
+        return None
+    head, _, rest = prefix.partition(".")
+    if ".".join(p for p in (ctx.import_aliases.get(head, ""), rest.rstrip(".")) if p) != "torch.optim" or \
+            not prefix.endswith("."):
+        return None
+    default = default_string(ctx, name)
+    if default is None or not default[0].isidentifier():
         return Pick(("torch.optim.*",), f"`{code}`", False, frozenset())
     return Pick((f"torch.optim.{default[0]}",), f"`{code}` ({default[0]}, {default[1]})", False, frozenset())
 
