@@ -236,6 +236,8 @@ def _handed_wrappers(ctx: RuleContext) -> Iterator[Finding]:
         if pick is None or not pick.every_run or not pick.only(ctx, FUSABLE) or pick.binds("fused", "foreach"):
             continue
         parent = ctx.parent(call)
+        if isinstance(parent, cst.DictElement):
+            continue  # a table's entry: reported where the table is looked up
         if isinstance(parent, cst.Assign) and all(isinstance(t.target, cst.Name) for t in parent.targets) and \
                 any(t.target.value in called for t in parent.targets):  # type: ignore[attr-defined]
             continue

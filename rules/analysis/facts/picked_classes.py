@@ -173,17 +173,21 @@ def _from_table(ctx: RuleContext, func: cst.BaseExpression, table: cst.BaseExpre
     if entries is None:
         return None
     default = default_string(ctx, key)
-    if default is None:  # not known: any of the table's classes
-        return Pick(tuple(entries.values()), f"`{code}` (a class of the table)", True, frozenset())
-    value = entries.get(default[0])
-    if value is None:
+    picks = list(entries.values()) if default is None else [entries[default[0]]] if default[0] in entries else []
+    if not picks:
         return None
-    return Pick((value,), f"`{code}` ({ctx.code_for(value)} for {default[0]!r}, {default[1]})", False, frozenset())
+    classes = tuple(c for p in picks for c in p.classes)
+    bound = None if any(p.bound is None for p in picks) else frozenset().union(*(p.bound for p in picks))  # type: ignore[misc]
+    if default is None:  # not known: any of the table's classes
+        return Pick(classes, f"`{code}` (a class of the table)", True, bound)
+    return Pick(classes, f"`{code}` ({ctx.code_for(classes[0])} for {default[0]!r}, {default[1]})"  # type: ignore[arg-type]
+                if not isinstance(classes[0], str) else f"`{code}`", False, bound)
 
 
-def _class_table(ctx: RuleContext, table: cst.BaseExpression) -> dict[str, cst.BaseExpression] | None:
-    """A dict literal of classes by string key, held by ``table`` (a name bound once to it, or the
-    literal itself); None when it is not one."""
+def _class_table(ctx: RuleContext, table: cst.BaseExpression) -> dict[str, Pick] | None:
+    """A dict literal of classes (or wrappers of one: ``partial(torch.optim.SGD, momentum=0.9)``)
+    by string key, held by ``table`` (a name bound once to it, or the literal itself); None when it
+    is not one."""
     if isinstance(table, cst.Name):
         values = assigned_values(ctx, table)
         if not values or len(values) != 1:
@@ -191,12 +195,16 @@ def _class_table(ctx: RuleContext, table: cst.BaseExpression) -> dict[str, cst.B
         table = values[0]
     if not isinstance(table, cst.Dict) or not table.elements:
         return None
-    out: dict[str, cst.BaseExpression] = {}
+    out: dict[str, Pick] = {}
     for el in table.elements:
-        if not isinstance(el, cst.DictElement) or not isinstance(key := literal_value(el.key), str) or \
-                not isinstance(el.value, (cst.Name, cst.Attribute)):
+        if not isinstance(el, cst.DictElement) or not isinstance(key := literal_value(el.key), str):
             return None
-        out[key] = el.value
+        if isinstance(el.value, (cst.Name, cst.Attribute)):
+            out[key] = Pick((el.value,), "", True, frozenset())
+        elif isinstance(el.value, cst.Call) and _binder(ctx, el.value):
+            out[key] = _wrapped(ctx, el.value, "")
+        else:
+            return None
     return out
 
 
