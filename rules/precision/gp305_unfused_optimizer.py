@@ -170,7 +170,7 @@ class UnfusedOptimizer(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
-        if cpu_only(ctx):
+        if cpu_only(ctx) or _sparse_embeddings(ctx):
             return
         if not program_trains(ctx):
             yield from _factory_findings(ctx)
@@ -324,6 +324,21 @@ def _named_in_config(ctx: RuleContext) -> Iterator[Finding]:
                                  "kernels per step; add fused=True to them where the parameters are on CUDA",
                          NoFix("the class is built elsewhere, from these keywords, so the device of its "
                                "parameters is not visible here"))
+
+
+_EMBEDDINGS = frozenset({
+    "torch.nn.Embedding", "torch.nn.EmbeddingBag", "torch.nn.Embedding.from_pretrained",
+    "torch.nn.EmbeddingBag.from_pretrained", "torch.nn.functional.embedding", "torch.nn.functional.embedding_bag",
+})
+
+
+def _sparse_embeddings(ctx: RuleContext) -> bool:
+    """An embedding of the file with sparse gradients (``nn.EmbeddingBag(n, m, sparse=True)``, or
+    ``sparse=args.sparse``): the fused and foreach Adam/AdamW/SGD take no sparse gradients, and
+    the file's optimizers may update it, so no fused choice is there to make."""
+    return "sparse" in ctx.source and any(
+        ctx.is_call_to(c, _EMBEDDINGS) and (arg := get_arg(c, "sparse")) is not None and
+        literal_value(arg.value) is not False for c in ctx.nodes(cst.Call))
 
 
 def _fix_guards(ctx: RuleContext, call: cst.Call) -> NoFix | None:
