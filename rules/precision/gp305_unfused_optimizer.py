@@ -10,7 +10,7 @@ from .._api import Finding, Fix, Invalid, NoFix, Replace, Rule, Valid, dedent
 from ..analysis.facts.cli_defaults import false_default_flag
 from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_docs import HF, LIGHTNING, blind_silent
-from ..analysis.facts.picked_classes import picked_class
+from ..analysis.facts.picked_classes import picked_class, wrapped_class
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import (
     TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, binding_body,
@@ -232,7 +232,7 @@ def _handed_wrappers(ctx: RuleContext) -> Iterator[Finding]:
     for call in ctx.nodes(cst.Call):
         if not isinstance(call.func, (cst.Name, cst.Attribute)) or not call.args:
             continue
-        pick = picked_class(ctx, call)
+        pick = wrapped_class(ctx, call)
         if pick is None or not pick.every_run or not pick.only(ctx, FUSABLE) or pick.binds("fused", "foreach"):
             continue
         parent = ctx.parent(call)

@@ -135,6 +135,12 @@ def _by_eval(ctx: RuleContext, text: cst.BaseExpression, code: str) -> Pick | No
     return Pick((f"torch.optim.{default[0]}",), f"`{code}` ({default[0]}, {default[1]})", False, frozenset())
 
 
+def wrapped_class(ctx: RuleContext, call: cst.Call) -> Pick | None:
+    """``call`` when it wraps a class to build later (``functools.partial(torch.optim.AdamW,
+    lr=3e-4)``, ``argbind.bind(torch.optim.Adam)``): the class and the keywords it binds."""
+    return _wrapped(ctx, call, ctx.code_for(call)) if _binder(ctx, call) else None
+
+
 def _binder(ctx: RuleContext, call: cst.Call) -> bool:
     return ctx.matches(call.func, _BINDERS) and bool(call.args) and call.args[0].keyword is None and \
         not call.args[0].star and isinstance(call.args[0].value, (cst.Name, cst.Attribute))
