@@ -24,9 +24,10 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ..syntax.callsites import bound_arg, calls_of
-from ..syntax.calls import dotted_name, literal_value
+from ..syntax.calls import dotted_name, get_arg, literal_value
 from ..syntax.chosen_classes import assigned_values
 from ..syntax.context import RuleContext
+from ..syntax.dataclass_fields import is_dataclass_decorator
 from .cli_defaults import string_default_flag
 
 # Helpers that bind arguments to a callable and call it later with the rest (``partial``) or with
@@ -232,6 +233,9 @@ def default_string(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) -
     flag = string_default_flag(ctx, expr)
     if flag is not None:
         return flag[1], f"the default of {flag[0]}"
+    field = _annotated_field(ctx, expr)
+    if field is not None:
+        return field
     if isinstance(expr, cst.Name):
         fn = ctx.enclosing(expr, cst.FunctionDef)
         param = next((p for p in (*fn.params.params, *fn.params.kwonly_params) if p.name.value == expr.value),
@@ -245,6 +249,34 @@ def default_string(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) -
         values = assigned_values(ctx, expr)
         found = {default_string(ctx, v, depth + 1) for v in values or ()}
         return found.pop() if len(found) == 1 and None not in found else None
+    return None
+
+
+def _annotated_field(ctx: RuleContext, expr: cst.BaseExpression) -> tuple[str, str] | None:
+    """``cfg.name`` in ``def build_optimizer(model, cfg: OptimConfig)`` with ``OptimConfig`` a
+    ``@dataclass`` of the file whose field ``name: str = "AdamW"`` no call of the file sets
+    (``OptimConfig(name="sgd")``): the field's default."""
+    if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name):
+        return None
+    fn = ctx.enclosing(expr, cst.FunctionDef)
+    param = next((p for p in (*fn.params.params, *fn.params.kwonly_params) if p.name.value == expr.value.value),
+                 None) if fn is not None else None
+    annotation = param.annotation.annotation if param is not None and param.annotation is not None else None
+    cls = next((c for c in ctx.module.body if isinstance(c, cst.ClassDef) and isinstance(annotation, cst.Name)
+                and c.name.value == annotation.value and any(is_dataclass_decorator(d) for d in c.decorators)), None)
+    if cls is None or any(isinstance(c.func, cst.Name) and c.func.value == cls.name.value and
+                          (get_arg(c, expr.attr.value) is not None or any(a.star or a.keyword is None for a in c.args))
+                          for c in ctx.nodes(cst.Call)):
+        return None  # not such a class, or a call of the file builds it with the field given
+    for stmt in cls.body.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and \
+                    small.target.value == expr.attr.value and small.value is not None:
+                value = small.value
+                if isinstance(value, cst.Call) and (arg := get_arg(value, "default")) is not None:
+                    value = arg.value
+                got = literal_value(value)
+                return (got, f"the default of `{cls.name.value}.{expr.attr.value}`") if isinstance(got, str) else None
     return None
 
 
