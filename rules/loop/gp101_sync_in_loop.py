@@ -16,6 +16,7 @@ from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.forward_reach import forward_read_caller, forward_roots, model_buffer, per_forward
 from ..analysis.model.step_reach import runs_elsewhere
+from ..analysis.model.step_functions import has_step_functions, step_function_caller
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
@@ -210,8 +211,8 @@ class SyncInLoop(Rule):
         hooks = bool(framework_config(ctx).lightning_modules)
         # a Trainer subclass's compute_loss, a callback's on_step_end, what a Lightning step hook calls
         framework = {**lightning_step_methods(ctx), **framework_step_methods(ctx)}
-        if not (ta.step_loops or ta.eval_loops or hooks or framework or runs_elsewhere(ctx) or forward_roots(ctx)) or \
-                cpu_only(ctx):
+        if not (ta.step_loops or ta.eval_loops or hooks or framework or runs_elsewhere(ctx) or forward_roots(ctx) or
+                has_step_functions(ta)) or cpu_only(ctx):
             return
         # A read of a collective's result on its way to a log: GP106 reports the collective; the
         # read is a sync of its own (GP101), fixed by the same change (reduce and read when logging).
@@ -232,6 +233,8 @@ class SyncInLoop(Rule):
                         forward_read_caller(ctx, ta, call)) is not None and \
                         not under_rare_switch(ctx, call) and not read_of_argument(ctx, call):
                     yield _from_elsewhere(ctx, call, what, caller)
+                elif (caller := step_function_caller(ta, call)) is not None and not read_of_argument(ctx, call):
+                    yield _in_step_function(ctx, call, what, caller)
                 continue
             snippet = ctx.code_for(call)
             if len(snippet) > 40:
@@ -283,6 +286,17 @@ def _from_elsewhere(ctx: RuleContext, call: cst.BaseExpression, what: str, calle
         "blocks the CPU until the GPU has finished all queued work (host-device sync); read it only every N "
         "steps, or keep the work that needs it on the device",
         no_fix_reason=f"the value is used by `{caller.function}` itself, and the loop that runs it is in {caller.path}")
+
+
+def _in_step_function(ctx: RuleContext, call: cst.BaseExpression, what: str, caller: StepCaller) -> Finding:
+    """A host read in a function one call of which is a whole training step (an agent's ``update``,
+    a factory's ``train_step`` closure) whose loop is out of sight: it runs once per step."""
+    snippet = ctx.code_for(call) if len(ctx.code_for(call)) <= 40 else what
+    return Finding(
+        call, f"`{snippet}` runs on every training step: one call of `{caller.function}` is a whole step (backward "
+        "and optimizer step); it blocks the CPU until the GPU has finished all queued work (host-device sync); read "
+        "it only every N steps, or keep the work that needs it on the device",
+        no_fix_reason=f"the value is used by `{caller.function}` itself, and the loop that calls it is not in this file")
 
 
 def _in_step_hook(ctx: RuleContext, call: cst.BaseExpression, what: str) -> Iterator[Finding]:
@@ -369,6 +383,9 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
         elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and \
                 len(call.args) == 1 and not call.args[0].star:
             arg = call.args[0].value
+            if _truth_of_tensor(ctx, ta, arg, call):
+                yield call, f"{call.func.value}()"  # ``bool(loss == 0)``: the comparison's answer is on the device
+                continue
             if _contains_sync(arg) or not (ta.is_tensor_expr(arg) or model_buffer(ctx, arg)) or \
                     host_tensor(ctx, ta, arg, call):
                 continue
@@ -435,6 +452,15 @@ def _tested_tensors(ctx: RuleContext, ta: TrainingAnalysis, test: cst.BaseExpres
     if tensors and not any(is_host_expr(ta, t) or host_tensor(ctx, ta, t, test) or _contains_sync(t)
                            for t in tensors):
         yield test
+
+
+def _truth_of_tensor(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.BaseExpression, call: cst.Call) -> bool:
+    """``bool(loss == 0)``, ``int(torch.isnan(x).any() or y > 1)``, ``bool(not (pred == y).all())``: the
+    converter reads a device tensor's comparison or test on the host, as ``if`` would
+    (``_tested_tensors``)."""
+    if not isinstance(arg, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)):
+        return False
+    return any(True for _ in _tested_tensors(ctx, ta, arg, call))
 
 
 def _indexed_data(ta: TrainingAnalysis, sub: cst.Subscript) -> bool:
