@@ -87,7 +87,7 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
         for param, at in reads:
             args = passed_for(call, params, param)
             # ``t.item()`` on every call: what is passed has ``.item()``, a tensor unless shown otherwise
-            specific = at.startswith(_TENSOR_ONLY)
+            specific = any(t in at for t in _TENSOR_ONLY)  # also through the helper it calls: "`self.add` (`.item()`)"
             device = [a for a in args if _device_value(ctx, ta, a.value, call, 0) or
                       specific and _maybe_tensor(ctx, ta, a.value, call)]
             if device:

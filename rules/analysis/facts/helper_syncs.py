@@ -319,6 +319,9 @@ def _conditions(ctx: RuleContext, fn: cst.FunctionDef, node: cst.CSTNode) -> lis
         if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return None
         if isinstance(anc, (cst.If, cst.IfExp)) and child is not anc.test:
+            if _both_branches_read(anc):
+                child = anc  # ``if key not in self.sums: self.sums[key] = v.item() else: ... += v.item()``
+                continue
             if not _benign(ctx, anc.test):
                 return None
             out.append(anc.test)
@@ -337,8 +340,27 @@ def _benign(ctx: RuleContext, test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.Comparison):
         if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in test.comparisons):
             return True
+        if isinstance(test.left, cst.Call) and dotted_name(test.left.func) == "type":
+            return True  # ``type(v) == float``: a type check spelt as a comparison
         return _device_test(test) is not None
     return False
+
+
+def _both_branches_read(branch: cst.If | cst.IfExp) -> bool:
+    """Does each way through ``branch`` (an ``if`` with an ``else``, a conditional expression)
+    read a value on the host? Then its test decides which read runs, not whether one does."""
+    if isinstance(branch, cst.IfExp):
+        parts: list[cst.CSTNode] = [branch.body, branch.orelse]
+    elif isinstance(branch.orelse, cst.Else):
+        parts = [branch.body, branch.orelse.body]
+    elif isinstance(branch.orelse, cst.If):  # ``elif``: each of its ways too
+        parts = [branch.body]
+        if not _both_branches_read(branch.orelse):
+            return False
+    else:
+        return False
+    return all(any(method_call(n, *_HOST_READS) or isinstance(n, cst.Call) and dotted_name(n.func) in _CONVERTERS
+                   for n in walk(part, include_self=True)) for part in parts)
 
 
 def _device_test(test: cst.BaseExpression) -> cst.BaseExpression | None:
