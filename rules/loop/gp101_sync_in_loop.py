@@ -14,7 +14,7 @@ from ..analysis.facts.framework_hooks import (framework_step_methods, hook_calle
                                               under_rare_switch)
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
-from ..analysis.model.forward_reach import forward_read_caller, forward_roots, model_buffer, per_forward
+from ..analysis.model.forward_reach import forward_read_caller, forward_roots, model_buffer
 from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.step_functions import has_step_functions, step_function_caller
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
@@ -28,9 +28,10 @@ from ._host_tensors import device_receiver, host_tensor
 from ._cpu_copies import copy_to_cpu
 from ._lightning_logs import log_call_around, logged_directly
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
+from ._out_of_loop_reads import collective_read as _collective_read, from_elsewhere as _from_elsewhere, \
+    in_step_function as _in_step_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
-from ..analysis.syntax.launch import StepCaller
 
 
 class SyncInLoop(Rule):
@@ -255,48 +256,6 @@ class SyncInLoop(Rule):
             yield helper_read_finding(ctx, ta, found)
         for store, target in stores_to_host(ctx, ta):
             yield host_store_finding(ctx, ta, store, target)
-
-
-def _collective_read(ctx: RuleContext, ta: TrainingAnalysis, call: cst.BaseExpression, what: str,
-                     loop: cst.For | cst.While, collective: str) -> Finding:
-    """``accelerator.gather(loss).mean().item()`` on every step for a log: the read waits for the
-    GPU (and for every rank's collective) on each step."""
-    snippet = ctx.code_for(call) if len(ctx.code_for(call)) <= 40 else what
-    return Finding(
-        call, f"`{snippet}` on every {ta.loop_kind(loop)} reads the result of `{collective}` on the host: it blocks "
-        "the CPU until the GPU and the collective have finished (host-device sync); reduce and read it only "
-        "every N steps, where it is logged",
-        no_fix_reason=f"the read and `{collective}` (GP106) move together under the log interval, and every rank "
-                      "must run the collective in the same order")
-
-
-def _from_elsewhere(ctx: RuleContext, call: cst.BaseExpression, what: str, caller: StepCaller) -> Finding:
-    """A host read in a function another module of the project calls on every step (a loss, a
-    gradient-clipping helper): reported here, where the edit goes."""
-    snippet = ctx.code_for(call) if len(ctx.code_for(call)) <= 40 else what
-    if per_forward(caller) and not caller.line:  # a model's forward of this module: every call of the model runs it
-        return Finding(
-            call, f"`{snippet}` runs on every {caller.kind} of `{caller.function.split('.')[0]}` (in what "
-            f"`{caller.function}` runs, on every call of the module); it blocks the CPU until the GPU has finished "
-            "all queued work (host-device sync); keep the value on the device, or read it only where it is needed "
-            "outside the model",
-            no_fix_reason=f"the value is used by `{caller.function}` itself")
-    return Finding(
-        call, f"`{snippet}` runs on every {caller.kind}: {caller.where} calls `{caller.function}` on each one; it "
-        "blocks the CPU until the GPU has finished all queued work (host-device sync); read it only every N "
-        "steps, or keep the work that needs it on the device",
-        no_fix_reason=f"the value is used by `{caller.function}` itself, and the loop that runs it is in {caller.path}")
-
-
-def _in_step_function(ctx: RuleContext, call: cst.BaseExpression, what: str, caller: StepCaller) -> Finding:
-    """A host read in a function one call of which is a whole training step (an agent's ``update``,
-    a factory's ``train_step`` closure) whose loop is out of sight: it runs once per step."""
-    snippet = ctx.code_for(call) if len(ctx.code_for(call)) <= 40 else what
-    return Finding(
-        call, f"`{snippet}` runs on every training step: one call of `{caller.function}` is a whole step (backward "
-        "and optimizer step); it blocks the CPU until the GPU has finished all queued work (host-device sync); read "
-        "it only every N steps, or keep the work that needs it on the device",
-        no_fix_reason=f"the value is used by `{caller.function}` itself, and the loop that calls it is not in this file")
 
 
 def _in_step_hook(ctx: RuleContext, call: cst.BaseExpression, what: str) -> Iterator[Finding]:
