@@ -53,6 +53,7 @@ MODULES = (
     'analysis/model/periods.py',
     'analysis/model/reaching.py',
     'analysis/model/step_code.py',
+    'analysis/model/step_functions.py',
     'analysis/model/step_reach.py',
     'analysis/model/tensors.py',
     'analysis/model/throttles.py',

@@ -79,7 +79,13 @@ class SyncInLoop(Rule):
         "`on_step_begin`/`on_step_end`/`on_substep_end`/`on_prediction_step`, the classes resolved "
         "through their imports, this file's subclasses and the user's other modules; `on_log` and "
         "`on_evaluate` run once per log or evaluation and are not per step (a loop over batches "
-        "inside `on_evaluate` is an eval loop).",
+        "inside `on_evaluate` is an eval loop). A function one call of which is a whole training step (a backward "
+        "and an optimizer step at its own top level, or an unconditional call of such a function: an RL agent's "
+        "`update` calling `self._critic_step(...)`, the `train(x, y)` closure a GAN factory returns, a trainer's "
+        "`train_step`) runs once per step wherever its loop is, so its reads outside a periodic guard are reported "
+        "even when no caller is in sight; an early exit before the step (`if step % k: return`) skips the step "
+        "too and is no throttle; a call of it in this file once (a warm-up step in `main`) or under a period "
+        "in this file's loop is not per step.",
         PER_FORWARD,
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
         "the read or at a call site of the function holding it, are not reported (the end of a gradient "
@@ -116,7 +122,7 @@ class SyncInLoop(Rule):
         "tensor.",
         "A branch on a device tensor's test (`if torch.isnan(loss):`, `torch.isfinite(x).all()`, "
         "`assert torch.allclose(a, b)`) or on a comparison with one (`if val_loss < best:`, "
-        "`assert labels.max() < n_classes`, `x if grad_norm > clip else y`, an element of a field of a "
+        "`assert labels.max() < n_classes`, `x if grad_norm > clip else y`, `bool(loss == 0)`, `int(torch.isnan(loss))`, an element of a field of a "
         "batch moved whole: `batch.batch[-1] == 0`; not its shape, size or dtype, not `is`/`in`) is a host "
         "read, unless it is behind `step % N == 0 and` or a `flag or` whose branch sets the flag. "
         "`math.isfinite`/`isnan`/`isinf` of a tensor (or of a loss name bound to a `sum(...)` of a "
@@ -137,7 +143,9 @@ class SyncInLoop(Rule):
         "the user's other modules) that reads the tensors it is handed only when it is handed tensors (a "
         "logger's `update(**kwargs)` converting each tensor value with `.item()`, `float(v)` under "
         "`isinstance(v, torch.Tensor)`) is reported at the per-step call when the call passes a tensor or a dict "
-        "of losses, and not when it passes Python numbers; the callee is found through its name, a constructor "
+        "of losses, and not when it passes Python numbers (a read on both ways of an `if`, `if key not in self.sums: "
+        "self.sums[key] = v.item() else: self.sums[key] += v.item()`, runs on every call; `type(v) == float` is a "
+        "type check like `isinstance`); the callee is found through its name, a constructor "
         "bound to the receiver in the same function (or to `self.x`), or a unique method name. A device value "
         "stored into a tensor made without `device=` (`losses = torch.zeros(n)` then `losses[k] = "
         "loss_fn(...)`) is an implicit copy to the host and is reported; printing a tensor is GP102's business. A "

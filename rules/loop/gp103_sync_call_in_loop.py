@@ -82,6 +82,9 @@ class SyncCallInLoop(Rule):
         "call site of the function holding it, is not reported: the user asked for that sync (a "
         "parameter of a function another module calls every step that defaults to True, "
         "`def timed(fn, sync=True)`, is on unless that caller turns it off: reported).",
+        "A call in a function one call of which is a whole training step (a backward and an optimizer step at "
+        "its own top level: a trainer's `train_step`, an agent's `update`) is per step wherever the loop is, "
+        "unless a period or an opt-in flag that is off by default guards it.",
         "CPU-only programs (no accelerator named anywhere in the file) are not checked.",
         "The fix is offered only when the call is a statement of its own in a block; when it is "
         "the only statement of a CUDA check (`if torch.cuda.is_available():`, `if args.cuda:`) "
