@@ -97,7 +97,7 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
                 continue
             args = passed_for(call, params, param)
             # ``t.item()`` on every call: what is passed has ``.item()``, a tensor unless shown otherwise
-            specific = any(t in at for t in _TENSOR_ONLY)  # also through the helper it calls: "`self.add` (`.item()`)"
+            specific = at.startswith(_TENSOR_ONLY)
             device = [a for a in args if _device_value(ctx, ta, a.value, call, 0) or
                       specific and _maybe_tensor(ctx, ta, a.value, call)]
             if device:
@@ -338,8 +338,10 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressi
     if isinstance(expr, cst.Subscript):
         return _device_value(ctx, ta, expr.value, at, depth + 1)
     if isinstance(expr, cst.Call) and (name := dotted_name(expr.func)) is not None and \
-            _LOSS_FUNCTION.search(name.rsplit(".", 1)[-1]):
-        return True  # ``criterion(out, y)``, ``self.compute_loss(batch)``: losses, on the outputs' device
+            _LOSS_FUNCTION.search(name.removeprefix("self.")):
+        # ``criterion(out, y)``, ``self.compute_loss(batch)``, a loss object's method
+        # (``self.loss_computer.compute(data, n)``): losses, on the outputs' device
+        return True
     if host_tensor(ctx, ta, expr, at):
         return False
     if ta.is_tensor_expr(expr):
