@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 import libcst as cst
 
 from ..model.tensors import TENSOR_METHODS
+from .arg_reads import reads_both_ways
 from ..syntax.calls import dotted_name, host_numpy, literal_value, method_call
 from ..syntax.context import RuleContext
 from ..syntax.project import project_function
@@ -106,6 +107,8 @@ def helper_syncs(ctx: RuleContext, fn: cst.FunctionDef, resolve: Resolver | None
             if _moved_to_device(fn, receiver):  # ``torch.tensor(x).cuda()``, reduced, then ``.item()``
                 out.append(HelperSync(ALWAYS, READ, node, f"{how} of a tensor it puts on the GPU"))
                 continue
+            if any(_type_comparison(c) for c in conds):
+                how = f"type-checked {how}"  # a read only of what is a tensor: the caller must show one
             for p in sorted(_labels_in(receiver, sources)):
                 out.append(HelperSync(p, READ, node, how))
             continue
@@ -323,7 +326,7 @@ def _conditions(ctx: RuleContext, fn: cst.FunctionDef, node: cst.CSTNode) -> lis
         if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return None
         if isinstance(anc, (cst.If, cst.IfExp)) and child is not anc.test:
-            if _both_branches_read(anc):
+            if reads_both_ways(anc):
                 child = anc  # ``if key not in self.sums: self.sums[key] = v.item() else: ... += v.item()``
                 continue
             if not _benign(ctx, anc.test):
@@ -344,12 +347,17 @@ def _benign(ctx: RuleContext, test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.Comparison):
         if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in test.comparisons):
             return True
-        if isinstance(test.left, cst.Call) and dotted_name(test.left.func) == "type":
+        if _type_comparison(test):
             return True  # ``type(v) == float``: a type check spelt as a comparison
         if _distributed_test(ctx, test):
             return True
         return _device_test(test) is not None
     return False
+
+
+def _type_comparison(test: cst.BaseExpression) -> bool:
+    return any(isinstance(n, cst.Comparison) and isinstance(n.left, cst.Call) and dotted_name(n.left.func) == "type"
+               for n in walk(test, include_self=True))
 
 
 # A test of the run's distribution (``world_size > 1``, ``dist.is_initialized()``,
@@ -405,23 +413,6 @@ def _to_device(expr: cst.BaseExpression) -> bool:
             return True
         node = node.func.value
     return False
-
-
-def _both_branches_read(branch: cst.If | cst.IfExp) -> bool:
-    """Does each way through ``branch`` (an ``if`` with an ``else``, a conditional expression)
-    read a value on the host? Then its test decides which read runs, not whether one does."""
-    if isinstance(branch, cst.IfExp):
-        parts: list[cst.CSTNode] = [branch.body, branch.orelse]
-    elif isinstance(branch.orelse, cst.Else):
-        parts = [branch.body, branch.orelse.body]
-    elif isinstance(branch.orelse, cst.If):  # ``elif``: each of its ways too
-        parts = [branch.body]
-        if not _both_branches_read(branch.orelse):
-            return False
-    else:
-        return False
-    return all(any(method_call(n, *_HOST_READS) or isinstance(n, cst.Call) and dotted_name(n.func) in _CONVERTERS
-                   for n in walk(part, include_self=True)) for part in parts)
 
 
 def _device_test(test: cst.BaseExpression) -> cst.BaseExpression | None:
