@@ -19,6 +19,7 @@ MODULES = (
     'analysis/facts/frameworks.py',
     'analysis/facts/gpu_use.py',
     'analysis/facts/helper_syncs.py',
+    'analysis/facts/helper_tests.py',
     'analysis/facts/hf_data.py',
     'analysis/facts/installed.py',
     'analysis/facts/kwargs.py',
