@@ -52,6 +52,12 @@ def helper_read_finding(ctx: RuleContext, ta: TrainingAnalysis, found: HelperRea
     loop = ta.every_step_loop(found.call)
     kind = ta.loop_kind(loop) if loop is not None else found.kind or "step"
     callee = ctx.code_for(found.call.func)
+    if not found.passed:  # ``misc.all_reduce_mean(loss_value)``: it reads a tensor it puts on the GPU itself
+        return Finding(
+            found.call, f"`{callee}(...)` on every {kind} runs `{found.function}`, which reads a tensor it puts on the "
+            f"GPU back on the host ({found.where}): it blocks the CPU until the GPU has finished all queued work "
+            "(host-device sync); call it only every N steps, where the value is logged",
+            no_fix_reason="the helper's read is its own; how often to call it is left to the user")
     passed = ", ".join(f"`{ctx.code_for(a).strip().rstrip(',')}`" for a in found.passed[:3]) + \
         (", ..." if len(found.passed) > 3 else "")
     return Finding(
@@ -84,7 +90,11 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
         function, params, reads = found
         passed: list[cst.Arg] = []
         where = ""
+        own = ""
         for param, at in reads:
+            if param == ALWAYS:
+                own = own or at
+                continue
             args = passed_for(call, params, param)
             # ``t.item()`` on every call: what is passed has ``.item()``, a tensor unless shown otherwise
             specific = at.startswith(_TENSOR_ONLY)
@@ -93,8 +103,8 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
             if device:
                 passed.extend(a for a in device if a not in passed)
                 where = where or at
-        if passed:
-            yield HelperRead(call, function, where, tuple(passed), kind, local_def(ctx, ta, call))
+        if passed or own:
+            yield HelperRead(call, function, where or own, tuple(passed), kind, local_def(ctx, ta, call))
 
 
 # How a helper reads that only a tensor (or an array) supports: what is handed to it is one.
@@ -125,7 +135,7 @@ def helper_bodies(ctx: RuleContext, found: list[HelperRead]) -> set[cst.CSTNode]
 def _offered(ctx: RuleContext) -> frozenset[str]:
     """Short names (``update``, ``log_losses``) of the helpers whose reads depend on their arguments."""
     out = {name.rsplit(".", 1)[-1] for facts in ctx.project.values() for name, f in facts.functions.items()
-           if f.arg_reads or _param_reads(f.syncs)} if ctx.project else set()
+           if f.arg_reads or _param_reads(f.syncs) or _own_reads(f.syncs)} if ctx.project else set()
     if may_read_args(ctx.source) or may_sync(ctx.source):
         out |= set(_local(ctx))
     return frozenset(out)
@@ -136,11 +146,17 @@ def _param_reads(syncs: tuple[tuple[str, str, int, str], ...]) -> list[tuple[str
     return [(p, f"{how} at line {line}") for p, kind, line, how in syncs if kind == READ and p != ALWAYS]
 
 
+def _own_reads(syncs: tuple[tuple[str, str, int, str], ...]) -> list[tuple[str, str]]:
+    """(``ALWAYS``, where) of a helper's host reads of a tensor it puts on the GPU itself
+    (``misc.all_reduce_mean(loss_value)``): every call reads, whatever it is handed."""
+    return [(ALWAYS, f"{how} at line {line}") for p, kind, line, how in syncs if kind == READ and p == ALWAYS]
+
+
 def _imported_reads(imported: ProjectCall) -> list[tuple[str, str]]:
     reads = [(p, f"`{imported.key}` line {line}") for p, line in imported.facts.arg_reads]
     seen = {p for p, _ in reads}
     return reads + [(p, f"{how} at `{imported.key}` line {line}") for p, kind, line, how in imported.facts.syncs
-                    if kind == READ and p != ALWAYS and p not in seen]
+                    if kind == READ and p not in seen]  # (``ALWAYS``: a tensor the helper puts on the GPU)
 
 
 def _closure_call(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> bool:
@@ -254,7 +270,7 @@ def _callee(ctx: RuleContext, ta: TrainingAnalysis,
         if found is not None:
             reads = [(p, f"`{found[0]}` line {line}") for p, line in found[2].arg_reads]
             reads += [(p, f"{how} at `{found[0]}` line {line}") for p, kind, line, how in found[2].syncs
-                      if kind == READ and p != ALWAYS and p not in {q for q, _ in reads}]
+                      if kind == READ and p not in {q for q, _ in reads}]  # (``ALWAYS``: a tensor it puts on the GPU)
             if reads:
                 return found[1], found[2].params, reads
         return None
@@ -322,8 +338,10 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressi
     if isinstance(expr, cst.Subscript):
         return _device_value(ctx, ta, expr.value, at, depth + 1)
     if isinstance(expr, cst.Call) and (name := dotted_name(expr.func)) is not None and \
-            _LOSS_FUNCTION.search(name.rsplit(".", 1)[-1]):
-        return True  # ``criterion(out, y)``, ``self.compute_loss(batch)``: losses, on the outputs' device
+            _LOSS_FUNCTION.search(name.removeprefix("self.")):
+        # ``criterion(out, y)``, ``self.compute_loss(batch)``, a loss object's method
+        # (``self.loss_computer.compute(data, n)``): losses, on the outputs' device
+        return True
     if host_tensor(ctx, ta, expr, at):
         return False
     if ta.is_tensor_expr(expr):

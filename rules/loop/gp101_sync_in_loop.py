@@ -14,8 +14,9 @@ from ..analysis.facts.framework_hooks import (framework_step_methods, hook_calle
                                               under_rare_switch)
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
-from ..analysis.model.forward_reach import forward_read_caller, forward_roots, model_buffer, per_forward
+from ..analysis.model.forward_reach import forward_read_caller, forward_roots, model_buffer
 from ..analysis.model.step_reach import runs_elsewhere
+from ..analysis.model.step_functions import has_step_functions, step_function_caller
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
@@ -27,9 +28,10 @@ from ._host_tensors import device_receiver, host_tensor
 from ._cpu_copies import copy_to_cpu
 from ._lightning_logs import log_call_around, logged_directly
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
+from ._out_of_loop_reads import collective_read as _collective_read, from_elsewhere as _from_elsewhere, \
+    in_step_function as _in_step_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
-from ..analysis.syntax.launch import StepCaller
 
 
 class SyncInLoop(Rule):
@@ -77,7 +79,13 @@ class SyncInLoop(Rule):
         "`on_step_begin`/`on_step_end`/`on_substep_end`/`on_prediction_step`, the classes resolved "
         "through their imports, this file's subclasses and the user's other modules; `on_log` and "
         "`on_evaluate` run once per log or evaluation and are not per step (a loop over batches "
-        "inside `on_evaluate` is an eval loop).",
+        "inside `on_evaluate` is an eval loop). A function one call of which is a whole training step (a backward "
+        "and an optimizer step at its own top level, or an unconditional call of such a function: an RL agent's "
+        "`update` calling `self._critic_step(...)`, the `train(x, y)` closure a GAN factory returns, a trainer's "
+        "`train_step`) runs once per step wherever its loop is, so its reads outside a periodic guard are reported "
+        "even when no caller is in sight; an early exit before the step (`if step % k: return`) skips the step "
+        "too and is no throttle; a call of it in this file once (a warm-up step in `main`) or under a period "
+        "in this file's loop is not per step.",
         PER_FORWARD,
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
         "the read or at a call site of the function holding it, are not reported (the end of a gradient "
@@ -114,7 +122,7 @@ class SyncInLoop(Rule):
         "tensor.",
         "A branch on a device tensor's test (`if torch.isnan(loss):`, `torch.isfinite(x).all()`, "
         "`assert torch.allclose(a, b)`) or on a comparison with one (`if val_loss < best:`, "
-        "`assert labels.max() < n_classes`, `x if grad_norm > clip else y`, an element of a field of a "
+        "`assert labels.max() < n_classes`, `x if grad_norm > clip else y`, `bool(loss == 0)`, `int(torch.isnan(loss))`, an element of a field of a "
         "batch moved whole: `batch.batch[-1] == 0`; not its shape, size or dtype, not `is`/`in`) is a host "
         "read, unless it is behind `step % N == 0 and` or a `flag or` whose branch sets the flag. "
         "`math.isfinite`/`isnan`/`isinf` of a tensor (or of a loss name bound to a `sum(...)` of a "
@@ -135,7 +143,11 @@ class SyncInLoop(Rule):
         "the user's other modules) that reads the tensors it is handed only when it is handed tensors (a "
         "logger's `update(**kwargs)` converting each tensor value with `.item()`, `float(v)` under "
         "`isinstance(v, torch.Tensor)`) is reported at the per-step call when the call passes a tensor or a dict "
-        "of losses, and not when it passes Python numbers; the callee is found through its name, a constructor "
+        "of losses, and not when it passes Python numbers (a read on both ways of an `if`, `if key not in self.sums: "
+        "self.sums[key] = v.item() else: self.sums[key] += v.item()`, runs on every call; `type(v) == float` is a "
+        "type check like `isinstance`; a helper that puts the value itself on the GPU and reads it back, `t = "
+        "torch.tensor(x).cuda(); dist.all_reduce(t); return t.item()`, also only when `world_size > 1`, is reported "
+        "at each per-step call whatever it is handed); the callee is found through its name, a constructor "
         "bound to the receiver in the same function (or to `self.x`), or a unique method name. A device value "
         "stored into a tensor made without `device=` (`losses = torch.zeros(n)` then `losses[k] = "
         "loss_fn(...)`) is an implicit copy to the host and is reported; printing a tensor is GP102's business. A "
@@ -210,8 +222,8 @@ class SyncInLoop(Rule):
         hooks = bool(framework_config(ctx).lightning_modules)
         # a Trainer subclass's compute_loss, a callback's on_step_end, what a Lightning step hook calls
         framework = {**lightning_step_methods(ctx), **framework_step_methods(ctx)}
-        if not (ta.step_loops or ta.eval_loops or hooks or framework or runs_elsewhere(ctx) or forward_roots(ctx)) or \
-                cpu_only(ctx):
+        if not (ta.step_loops or ta.eval_loops or hooks or framework or runs_elsewhere(ctx) or forward_roots(ctx) or
+                has_step_functions(ta)) or cpu_only(ctx):
             return
         # A read of a collective's result on its way to a log: GP106 reports the collective; the
         # read is a sync of its own (GP101), fixed by the same change (reduce and read when logging).
@@ -232,6 +244,8 @@ class SyncInLoop(Rule):
                         forward_read_caller(ctx, ta, call)) is not None and \
                         not under_rare_switch(ctx, call) and not read_of_argument(ctx, call):
                     yield _from_elsewhere(ctx, call, what, caller)
+                elif (caller := step_function_caller(ta, call)) is not None and not read_of_argument(ctx, call):
+                    yield _in_step_function(ctx, call, what, caller)
                 continue
             snippet = ctx.code_for(call)
             if len(snippet) > 40:
@@ -252,37 +266,6 @@ class SyncInLoop(Rule):
             yield helper_read_finding(ctx, ta, found)
         for store, target in stores_to_host(ctx, ta):
             yield host_store_finding(ctx, ta, store, target)
-
-
-def _collective_read(ctx: RuleContext, ta: TrainingAnalysis, call: cst.BaseExpression, what: str,
-                     loop: cst.For | cst.While, collective: str) -> Finding:
-    """``accelerator.gather(loss).mean().item()`` on every step for a log: the read waits for the
-    GPU (and for every rank's collective) on each step."""
-    snippet = ctx.code_for(call) if len(ctx.code_for(call)) <= 40 else what
-    return Finding(
-        call, f"`{snippet}` on every {ta.loop_kind(loop)} reads the result of `{collective}` on the host: it blocks "
-        "the CPU until the GPU and the collective have finished (host-device sync); reduce and read it only "
-        "every N steps, where it is logged",
-        no_fix_reason=f"the read and `{collective}` (GP106) move together under the log interval, and every rank "
-                      "must run the collective in the same order")
-
-
-def _from_elsewhere(ctx: RuleContext, call: cst.BaseExpression, what: str, caller: StepCaller) -> Finding:
-    """A host read in a function another module of the project calls on every step (a loss, a
-    gradient-clipping helper): reported here, where the edit goes."""
-    snippet = ctx.code_for(call) if len(ctx.code_for(call)) <= 40 else what
-    if per_forward(caller) and not caller.line:  # a model's forward of this module: every call of the model runs it
-        return Finding(
-            call, f"`{snippet}` runs on every {caller.kind} of `{caller.function.split('.')[0]}` (in what "
-            f"`{caller.function}` runs, on every call of the module); it blocks the CPU until the GPU has finished "
-            "all queued work (host-device sync); keep the value on the device, or read it only where it is needed "
-            "outside the model",
-            no_fix_reason=f"the value is used by `{caller.function}` itself")
-    return Finding(
-        call, f"`{snippet}` runs on every {caller.kind}: {caller.where} calls `{caller.function}` on each one; it "
-        "blocks the CPU until the GPU has finished all queued work (host-device sync); read it only every N "
-        "steps, or keep the work that needs it on the device",
-        no_fix_reason=f"the value is used by `{caller.function}` itself, and the loop that runs it is in {caller.path}")
 
 
 def _in_step_hook(ctx: RuleContext, call: cst.BaseExpression, what: str) -> Iterator[Finding]:
@@ -369,6 +352,9 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
         elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and \
                 len(call.args) == 1 and not call.args[0].star:
             arg = call.args[0].value
+            if _truth_of_tensor(ctx, ta, arg, call):
+                yield call, f"{call.func.value}()"  # ``bool(loss == 0)``: the comparison's answer is on the device
+                continue
             if _contains_sync(arg) or not (ta.is_tensor_expr(arg) or model_buffer(ctx, arg)) or \
                     host_tensor(ctx, ta, arg, call):
                 continue
@@ -435,6 +421,15 @@ def _tested_tensors(ctx: RuleContext, ta: TrainingAnalysis, test: cst.BaseExpres
     if tensors and not any(is_host_expr(ta, t) or host_tensor(ctx, ta, t, test) or _contains_sync(t)
                            for t in tensors):
         yield test
+
+
+def _truth_of_tensor(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.BaseExpression, call: cst.Call) -> bool:
+    """``bool(loss == 0)``, ``int(torch.isnan(x).any() or y > 1)``, ``bool(not (pred == y).all())``: the
+    converter reads a device tensor's comparison or test on the host, as ``if`` would
+    (``_tested_tensors``)."""
+    if not isinstance(arg, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)):
+        return False
+    return any(True for _ in _tested_tensors(ctx, ta, arg, call))
 
 
 def _indexed_data(ta: TrainingAnalysis, sub: cst.Subscript) -> bool:

@@ -11,6 +11,7 @@ from .._api import Finding, Fix, NoFix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import block_of, remove_statement, single_expression_statement
 from ..analysis.model.step_reach import runs_elsewhere
+from ..analysis.model.step_functions import has_step_functions, step_function_caller
 from ..analysis.model.training import analysis
 from ..analysis.syntax.calls import dotted_name, literal_value
 from ..analysis.syntax.context import RuleContext
@@ -81,6 +82,9 @@ class SyncCallInLoop(Rule):
         "call site of the function holding it, is not reported: the user asked for that sync (a "
         "parameter of a function another module calls every step that defaults to True, "
         "`def timed(fn, sync=True)`, is on unless that caller turns it off: reported).",
+        "A call in a function one call of which is a whole training step (a backward and an optimizer step at "
+        "its own top level: a trainer's `train_step`, an agent's `update`) is per step wherever the loop is, "
+        "unless a period or an opt-in flag that is off by default guards it.",
         "CPU-only programs (no accelerator named anywhere in the file) are not checked.",
         "The fix is offered only when the call is a statement of its own in a block; when it is "
         "the only statement of a CUDA check (`if torch.cuda.is_available():`, `if args.cuda:`) "
@@ -124,7 +128,7 @@ class SyncCallInLoop(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
-        if not (ta.step_loops or runs_elsewhere(ctx)) or cpu_only(ctx):
+        if not (ta.step_loops or runs_elsewhere(ctx) or has_step_functions(ta)) or cpu_only(ctx):
             return
         helpers = list(helper_waits(ctx, ta))  # ``sync(device)`` whose body synchronizes: reported at the call
         yield from (helper_wait_finding(ctx, found) for found in helpers)
@@ -135,11 +139,15 @@ class SyncCallInLoop(Rule):
             # A user's opt-in flag (``if args.sync_for_timing:``) is a choice, not a per-step sync.
             loop = ta.every_step_loop(call, flags=True)
             caller = ta.every_step_caller(call, flags=True) if loop is None else None
-            if loop is None and caller is None:
+            own = step_function_caller(ta, call, flags=True) if loop is None and caller is None else None
+            if loop is None and caller is None and own is None:
                 continue
             what = next(v for k, v in SYNC_CALLS.items() if ctx.matches(call.func, {k}))
-            where = ta.loop_kind(loop) if loop is not None else \
-                f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"  # type: ignore[union-attr]
+            if own is not None:  # an agent's ``update``, a factory's step closure: its loop is out of sight
+                where = f"training step (one call of `{own.function}` is a whole step: backward and optimizer step)"
+            else:
+                where = ta.loop_kind(loop) if loop is not None else \
+                    f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"  # type: ignore[union-attr]
             yield Finding.of(call, f"`{what}` on every {where} stalls the CPU until the GPU has "
                                 "drained its queue (and empty_cache forces re-allocation); remove it",
                           _removal(ctx, call, what))

@@ -644,7 +644,10 @@ def test_a_loop_handing_micro_batches_to_a_trainers_update_method(tmp_path: Path
     """Issue 34, class B: ``updater.update(group)`` on a trainer the loop was handed (no type in
     sight: the one class of the user's modules with that method), whose method steps the optimizer
     once after the micro-batches' backward, makes the loop a training loop; the method's checks of
-    the gradient norm are per step. Called every 50 steps, they are not."""
+    the gradient norm are per step. Called every 50 iterations, they are still read on every
+    optimizer step: one call of the method is a whole step (``model.step_functions``), and the period
+    at the call site rate-limits the step itself, not the reads (an RL runner's ``if t % train_freq ==
+    0: agent.update()``); a period inside the method does rate-limit them."""
     root = tmp_path / "update_step"
     shutil.copytree(PROJECTS / "update_step", root)
     found = _lint(root)["engine/updater.py"].diagnostics  # type: ignore[attr-defined]
@@ -654,6 +657,13 @@ def test_a_loop_handing_micro_batches_to_a_trainers_update_method(tmp_path: Path
     run.write_text(run.read_text().replace("        stats = updater.update(group)\n",
                                            "        stats = None\n        if step % 50 == 0:\n"
                                            "            stats = updater.update(group)\n"))
+    found = _lint(root)["engine/updater.py"].diagnostics  # type: ignore[attr-defined]
+    assert [(d.code, d.line) for d in found] == [("GP101", 24), ("GP101", 24)]
+    assert "one call of `Updater.update` is a whole step" in found[0].message
+    updater = root / "engine" / "updater.py"
+    updater.write_text(updater.read_text().replace(
+        "        if torch.isinf(norm) or torch.isnan(norm):\n",
+        "        self.skipped += 1\n        if self.skipped % 50 == 0 and (torch.isinf(norm) or torch.isnan(norm)):\n"))
     assert _codes(_lint(root), "engine/updater.py") == []
 
 

@@ -138,6 +138,8 @@ def _is_type_test(test: cst.BaseExpression) -> bool:
     for part in walk(test, include_self=True, into_nested=True):
         if isinstance(part, cst.Call) and dotted_name(part.func) in _TYPE_TESTS:
             return True
+        if isinstance(part, cst.Comparison) and isinstance(part.left, cst.Call) and dotted_name(part.left.func) == "type":
+            return True  # ``type(v) == torch.Tensor``: a type check spelt as a comparison
     return False
 
 
@@ -158,4 +160,23 @@ def _type_checked(fn: cst.FunctionDef, node: cst.CSTNode) -> bool:
 
 
 def _only_type_checks(fn: cst.FunctionDef, node: cst.CSTNode) -> bool:
-    return all(_is_type_test(b.test) for b in _branches(fn, node))
+    return all(_is_type_test(b.test) or reads_both_ways(b) for b in _branches(fn, node))
+
+
+def reads_both_ways(branch: cst.If | cst.IfExp) -> bool:
+    """Does each way through ``branch`` (an ``if`` with an ``else``, a conditional expression)
+    read a value on the host? Then its test decides which read runs, not whether one does."""
+    if isinstance(branch, cst.IfExp):
+        parts: list[cst.CSTNode] = [branch.body, branch.orelse]
+    elif isinstance(branch.orelse, cst.Else):
+        parts = [branch.body, branch.orelse.body]
+    elif isinstance(branch.orelse, cst.If):  # ``elif``: each of its ways too
+        parts = [branch.body]
+        if not reads_both_ways(branch.orelse):
+            return False
+    else:
+        return False
+    return all(any(method_call(n, *HOST_READS) or isinstance(n, cst.Call) and
+                   dotted_name(n.func) in ("float", "int", "bool") for n in walk(part, include_self=True))
+               for part in parts)
+

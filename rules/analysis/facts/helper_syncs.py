@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 import libcst as cst
 
 from ..model.tensors import TENSOR_METHODS
+from .arg_reads import reads_both_ways
+from .helper_tests import distributed_test, moved_to_device, type_comparison
 from ..syntax.calls import dotted_name, host_numpy, literal_value, method_call
 from ..syntax.context import RuleContext
 from ..syntax.project import project_function
@@ -102,6 +104,11 @@ def helper_syncs(ctx: RuleContext, fn: cst.FunctionDef, resolve: Resolver | None
         read = _read(ctx, fn, node)
         if read is not None:
             receiver, how = read
+            if moved_to_device(fn, receiver):  # ``torch.tensor(x).cuda()``, reduced, then ``.item()``
+                out.append(HelperSync(ALWAYS, READ, node, f"{how} of a tensor it puts on the GPU"))
+                continue
+            if any(type_comparison(c) for c in conds):
+                how = f"type-checked {how}"  # a read only of what is a tensor: the caller must show one
             for p in sorted(_labels_in(receiver, sources)):
                 out.append(HelperSync(p, READ, node, how))
             continue
@@ -319,6 +326,9 @@ def _conditions(ctx: RuleContext, fn: cst.FunctionDef, node: cst.CSTNode) -> lis
         if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return None
         if isinstance(anc, (cst.If, cst.IfExp)) and child is not anc.test:
+            if reads_both_ways(anc):
+                child = anc  # ``if key not in self.sums: self.sums[key] = v.item() else: ... += v.item()``
+                continue
             if not _benign(ctx, anc.test):
                 return None
             out.append(anc.test)
@@ -333,9 +343,13 @@ def _benign(ctx: RuleContext, test: cst.BaseExpression) -> bool:
         return _benign(ctx, test.left) and _benign(ctx, test.right)
     if isinstance(test, cst.Call):
         return dotted_name(test.func) in _TYPE_TESTS or ctx.is_call_to(test, {"torch.cuda.is_available"}) or \
-            _device_test(test) is not None
+            _device_test(test) is not None or distributed_test(ctx, test)
     if isinstance(test, cst.Comparison):
         if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in test.comparisons):
+            return True
+        if type_comparison(test):
+            return True  # ``type(v) == float``: a type check spelt as a comparison
+        if distributed_test(ctx, test):
             return True
         return _device_test(test) is not None
     return False
