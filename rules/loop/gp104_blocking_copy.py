@@ -26,6 +26,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._placed_batches import SAME_PLACE, host_to_device_copy, passes_device, placed_source, without_prefetcher
 from ._fed_methods import fed_copy, module_array_copy
+from ._host_origin import COPIES_VALUES, host_values
 from ._step_copies import (
     comprehension_source, from_elsewhere, in_step_function, loader_while, message, pulled_batch_loop, unpacked_param,
 )
@@ -68,7 +69,14 @@ def _created_here(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
             any(isinstance(t.target, cst.Name) and t.target.value == base.value for t in a.targets)
             for a in walk(fn.body))
     return isinstance(base, cst.Call) and ctx.is_call_to(base, _CREATED) and get_arg(base, "device") is None or \
-        made_on_host_by_step(ctx, receiver)
+        made_on_host_by_step(ctx, receiver) or isinstance(base, cst.Call) and _copies_values(ctx, base)
+
+
+def _copies_values(ctx: RuleContext, call: cst.Call) -> bool:
+    """``torch.as_tensor(target_lengths)`` of host values (GP105's ``host_values``): a new tensor
+    the step builds from lists or arrays, GP105's."""
+    return ctx.is_call_to(call, COPIES_VALUES) and get_arg(call, "device") is None and bool(call.args) and \
+        call.args[0].keyword is None and not call.args[0].star and host_values(ctx, call, call.args[0].value, call)
 
 
 def _preloaded_slice(ctx: RuleContext, expr: cst.BaseExpression, moving: set[str]) -> str | None:
