@@ -145,15 +145,33 @@ def host_values(ctx: RuleContext, call: cst.Call, data: cst.BaseExpression, at: 
     if ta.is_tensor_expr(data) or moved_before(ctx, data, at) or host_batch_value(ctx, data, at):
         return False
     fn = ctx.enclosing(at, cst.FunctionDef)
-    if fn is not None and ctx.is_call_to(call, {"torch.as_tensor"}) and \
-            base.value in {p.name.value for p in (*fn.params.params, *fn.params.posonly_params)}:
-        return False
-    for bound in reaching_assignments(ctx, base.value, at) or ():
+    bindings = reaching_assignments(ctx, base.value, at) or []
+    if ctx.is_call_to(call, {"torch.as_tensor"}) and (
+            fn is not None and base.value in {p.name.value for p in (*fn.params.params, *fn.params.posonly_params)}
+            or any(_pulled(b.value) for b in bindings) or _loop_target(ctx, base.value, at)):
+        return False  # ``torch.as_tensor(record.x)`` of a batch it is handed or pulls: data, GP104's
+    for bound in bindings:
         value = bound.value
         if isinstance(value, cst.Call) and (ctx.matches(value.func, {"torch.*"}) or method_call(value, "to", "cuda")) \
                 or ta.is_tensor_expr(value):
             return False
     return True
+
+
+def _pulled(value: cst.BaseExpression) -> bool:
+    """``next(it)``, ``it.next()``, ``queue.get()``: the next batch of an iterator or a queue."""
+    return isinstance(value, cst.Call) and (
+        isinstance(value.func, cst.Name) and value.func.value == "next" or method_call(value, "next", "__next__") or
+        method_call(value, "get") and all(a.keyword is not None for a in value.args))
+
+
+def _loop_target(ctx: RuleContext, name: str, at: cst.CSTNode) -> bool:
+    loop = ctx.enclosing(at, cst.For)
+    while loop is not None:
+        if name in target_names(loop.target):
+            return True
+        loop = ctx.enclosing(loop, cst.For)
+    return False
 
 
 def _wraps_values(call: cst.Call) -> bool:
