@@ -35,7 +35,7 @@ _SAME_PLACE = frozenset({"long", "int", "float", "half", "double", "bool", "byte
 _LEGACY_CPU = frozenset(f"torch.{n}Tensor" for n in ("Long", "Float", "Int", "Byte", "Bool", "Double", "Half", "Short"))
 _COMBINERS = COMBINERS
 LIKE_FACTORIES = frozenset(f for f in FACTORIES if f.endswith("_like"))
-_FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.tensor"})
+FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.tensor"})
 
 
 def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, loose_default_type: bool = False,
@@ -51,7 +51,7 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
         return None
     if isinstance(expr, cst.Call):
         fn = ctx.enclosing(at, cst.FunctionDef)
-        if ctx.is_call_to(expr, _FROM_ARRAY) and fn is not None and get_arg(expr, "device") is None and \
+        if ctx.is_call_to(expr, FROM_ARRAY) and fn is not None and get_arg(expr, "device") is None and \
                 expr.args and not expr.args[0].star and numpy_made_here(ctx, expr.args[0].value, fn):
             return expr  # ``torch.from_numpy(np.random.choice(...))``: made on the host by the step itself
         if ctx.is_call_to(expr, COPIES_VALUES) and get_arg(expr, "device") is None and len(expr.args) >= 1 and \
@@ -203,10 +203,10 @@ def host_batch_value(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode
            expr.value in {t for tg in (n.targets if isinstance(n, cst.Assign) else [n]) for t in
                           target_names(tg.target)} and not ctx.is_inside(at, n) for n in walk(loop.body)):
         return False
-    return analysis(ctx).is_dataloader(_unwrapped(loop.iter)) or _copies_its_fields(ctx, loop)
+    return analysis(ctx).is_dataloader(unwrapped(loop.iter)) or copies_its_fields(ctx, loop)
 
 
-def _copies_its_fields(ctx: RuleContext, loop: cst.For) -> bool:
+def copies_its_fields(ctx: RuleContext, loop: cst.For) -> bool:
     """Does the loop copy fields of its batch to the device itself (``x = x.float().to(device)``)?
     Then its batches come from the host."""
     fields = target_names(loop.target)
@@ -223,7 +223,7 @@ def _copies_its_fields(ctx: RuleContext, loop: cst.For) -> bool:
     return False
 
 
-def _unwrapped(it: cst.BaseExpression) -> cst.BaseExpression:
+def unwrapped(it: cst.BaseExpression) -> cst.BaseExpression:
     """``loader`` in ``enumerate(tqdm(loader))``."""
     while isinstance(it, cst.Call) and (dotted_name(it.func) or "").rsplit(".", 1)[-1] in ("enumerate", "tqdm") \
             and it.args:

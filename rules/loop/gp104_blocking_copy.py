@@ -248,7 +248,8 @@ class BlockingCopy(Rule):
         "(one finding per line, never both): a torch factory (`torch.zeros(n).to(device)`), or "
         "`torch.from_numpy`/`torch.as_tensor` of values the same function computes with numpy "
         "(`np.random.choice(...)`, arithmetic over it), which a user replaces by torch calls on the "
-        "device. Data the step is handed or reads (a loader's batch, a collate's numpy pieces, a "
+        "device, or `torch.tensor`/`torch.as_tensor` of host values it converts (`torch.tensor(rewards)"
+        ".float().to(device)`; see GP105). Data the step is handed or reads (a loader's batch, a collate's numpy pieces, a "
         "parameter, a method's result) stays GP104's: only its copy can be made asynchronous.",
         "A copy is recognised only when its target looks like a device (a `\"cuda\"` literal, "
         "`torch.device(...)`, a name such as `device` or `local_rank`, or a getter called with no "
@@ -297,7 +298,9 @@ class BlockingCopy(Rule):
         "function (dumping a few reference samples, a calibration pass: `if i == args.n - 1: break`, "
         "nested in no loop), whose iterations are not steps.",
         "A `while` loop that takes `next()` of a DataLoader's iterator every iteration copies "
-        "its batch every iteration (also inside `with` blocks, chained `.to(device).to(dtype)`), "
+        "its batch every iteration (also inside `with` blocks, chained `.to(device).to(dtype)`); so does "
+        "a step loop that pulls its batch from a queue (`x, y = queue.get()`, `q.get(timeout=60)`: a "
+        "`get` given no key is a queue's blocking pull, of what loader threads or processes put there), "
         "and `torch.from_numpy(piece).to(device)` in a loop over batches a framework placed is "
         "still a host copy (a collate's numpy pieces are not placed). Any loop that pulls `next()` of "
         "an iterator every iteration (a tf.data or numpy pipeline, `for step in range(n):`) and "

@@ -27,7 +27,7 @@ from ..analysis.syntax.tree import walk
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._host_moves import combined_names, host_data_argument
 from ._host_origin import (
-    COPIES_VALUES, FACTORIES, LIKE_FACTORIES, RANDOM_FACTORIES, _FROM_ARRAY, _copies_its_fields, _unwrapped, host_origin,
+    COPIES_VALUES, FACTORIES, LIKE_FACTORIES, RANDOM_FACTORIES, FROM_ARRAY, copies_its_fields, unwrapped, host_origin,
 )
 
 # Arguments that make ``device=`` wrong or change what the move would have done.
@@ -99,12 +99,21 @@ class HostTensorThenMove(Rule):
         "tensor by clear evidence (a tensor by the training model, a field of a loop's batch, or a "
         "name the function reads as one: `other.shape`, `other.size()`, or an index of a tensor: "
         "`log_p[range(b), actions]`); such a move also takes "
-        "`other`'s dtype, so it gets no fix. `.to(dtype)` and names of dtypes are not moves.",
+        "`other`'s dtype, so it gets no fix. `.to(dtype)` and names of dtypes are not moves. A call of a "
+        "helper that returns what it is handed moved to the device is a move too (`def to_gpu(t): return "
+        "t.cuda() if torch.cuda.is_available() else t`, a method `return x.to(self.device)`, a recursive "
+        "mover over dicts and lists; in this file or the user's other modules): `to_gpu(torch.LongTensor(ids))` "
+        "is reported at the factory, without a fix.",
         "Where GP104 and GP105 split (one finding per line): a tensor the step creates is GP105's, "
         "including `torch.from_numpy(a)`/`torch.as_tensor(a)` of values the same function computes "
         "with numpy (`a = np.random.choice(n, size=b, p=p)`, arithmetic over it), reported without a "
         "fix (torch calls on the device, `torch.randint`/`torch.multinomial`, replace the numpy "
-        "ones); a loader's batch or a collate's numpy arrays are data, GP104's.",
+        "ones); a loader's batch or a collate's numpy arrays are data, GP104's. `torch.tensor(values)` (and "
+        "`torch.Tensor`, legacy typed tensors) copies host values into a new CPU tensor: moved after casts "
+        "(`torch.tensor(rewards).float().to(device)`, a replay batch's fields) it is GP105's, unless the "
+        "values are a device tensor (a model's output, a name the function moved) or a DataLoader loop's "
+        "batch field; `torch.as_tensor(values)` likewise, except of a batch the function is handed, pulls "
+        "(`next(it)`, `queue.get()`) or iterates, which it may wrap without a copy (GP104's).",
         "`torch.zeros_like(t)` is where `t` is: host only when `t` is known to be (a host factory, or "
         "a field of a loop's batch that this function leaves on the host: the loop iterates a "
         "DataLoader or copies its other fields itself); `torch.cat`/`stack` of such slices and a "
@@ -286,7 +295,7 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
     reason = ("the tensor is changed between its creation and the move: which calls take device= is left to "
               "the user")
     made_in = ctx.enclosing(factory, cst.FunctionDef)
-    if ctx.is_call_to(factory, _FROM_ARRAY) and made_in is not None and bool(factory.args) and \
+    if ctx.is_call_to(factory, FROM_ARRAY) and made_in is not None and bool(factory.args) and \
             numpy_made_here(ctx, factory.args[0].value, made_in):
         return Finding(factory, f"`{what}(...)` wraps values made with numpy on the host that `{moved}` copies to the "
                                 f"device on every {kind} (a synchronous host-to-device transfer); make them with "
@@ -351,8 +360,8 @@ def tensor_target(ctx: RuleContext, ta: TrainingAnalysis, target: cst.BaseExpres
         return True
     loop = ctx.enclosing(at, cst.For)
     while loop is not None:  # a field of the batch a DataLoader loop yields (default collate: a tensor)
-        if name in target_names(loop.target) and (ta.is_dataloader(_unwrapped(loop.iter)) or
-                                                  _copies_its_fields(ctx, loop)):
+        if name in target_names(loop.target) and (ta.is_dataloader(unwrapped(loop.iter)) or
+                                                  copies_its_fields(ctx, loop)):
             return True
         loop = ctx.enclosing(loop, cst.For)
     scope = ctx.enclosing(at, cst.FunctionDef) or ctx.module
