@@ -58,6 +58,12 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
                 expr.args[0].keyword is None and not expr.args[0].star and \
                 host_values(ctx, expr, expr.args[0].value, at):
             return expr  # ``torch.tensor(rows).float()``: the values copied into a new host tensor
+        if ctx.matches(expr.func, _SPARSE) and get_arg(expr, "device") is None and len(expr.args) >= 2 and \
+                not any(a.star or a.keyword for a in expr.args[:2]):
+            # ``torch.sparse_coo_tensor(idx, vals, size)`` is where its indices and values are
+            parts = [expr.args[0].value, expr.args[1].value]
+            return expr if all(isinstance(p, (cst.List, cst.Tuple, cst.ListComp)) or host_origin(
+                ctx, p, at, loose_default_type=loose_default_type, depth=depth + 1) is not None for p in parts) else None
         if ctx.is_call_to(expr, LIKE_FACTORIES) and get_arg(expr, "device") is None and expr.args and \
                 not expr.args[0].keyword and not expr.args[0].star:
             # ``torch.zeros_like(y)`` is where ``y`` is: host only when ``y`` is known to be
@@ -116,6 +122,10 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
     return None
 
 
+# Sparse constructors: the tensor is where the indices and values it is built from are.
+_SPARSE = frozenset({"torch.sparse_coo_tensor", "torch.sparse_csr_tensor", "torch.sparse.FloatTensor",
+                     "torch.sparse.LongTensor", "torch.sparse.DoubleTensor", "torch.sparse.IntTensor",
+                     "torch.sparse.HalfTensor", "torch.sparse.ByteTensor"})
 # Calls that copy Python or numpy values into a new tensor, in host memory without ``device=``.
 COPIES_VALUES = frozenset({"torch.tensor", "torch.as_tensor"})
 # Methods whose result is host data: numbers, lists, numpy arrays.
