@@ -11,7 +11,6 @@ from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
 from ..analysis.facts.move_helpers import module_moves, moved_argument
-from ..analysis.facts.placement import moved_before
 from ..analysis.model.host_data import cuda_tensor_type, numpy_made_here
 from ..analysis.model.forward_reach import forward_caller, forward_roots
 from ..analysis.model.reaching import reaching_assignments
@@ -227,9 +226,8 @@ class HostTensorThenMove(Rule):
                 if found is not None:
                     yield found
                 continue
-            if ctx.is_call_to(factory, LIKE_FACTORIES) and factory.args and not factory.args[0].keyword and \
-                    moved_before(ctx, factory.args[0].value, move):
-                continue  # ``torch.zeros_like(y)`` of a tensor the step already moved: made on the device
+            if ctx.is_call_to(factory, LIKE_FACTORIES) and host_origin(ctx, factory, move) is None:
+                continue  # ``torch.zeros_like(y)`` is where ``y`` is: on the host only when ``y`` is known to be
             loop = ta.every_step_loop(move)
             caller = ta.every_step_caller(move) or hook_caller(ta, move, framework_step_methods(ctx)) or \
                 forward_caller(ctx, ta, move) or _step_function(ta, move) if loop is None else None
