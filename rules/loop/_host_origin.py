@@ -58,6 +58,9 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
                 expr.args[0].keyword is None and not expr.args[0].star and \
                 host_values(ctx, expr, expr.args[0].value, at):
             return expr  # ``torch.tensor(rows).float()``: the values copied into a new host tensor
+        if ctx.matches(expr.func, _VARIABLE) and expr.args and expr.args[0].keyword is None and not expr.args[0].star:
+            # ``Variable(torch.zeros(b, h)).cuda()``: the legacy autograd wrapper keeps the tensor where it is
+            return host_origin(ctx, expr.args[0].value, at, loose_default_type=loose_default_type, depth=depth + 1)
         if ctx.matches(expr.func, _SPARSE) and get_arg(expr, "device") is None and len(expr.args) >= 2 and \
                 not any(a.star or a.keyword for a in expr.args[:2]):
             # ``torch.sparse_coo_tensor(idx, vals, size)`` is where its indices and values are
@@ -122,6 +125,7 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
     return None
 
 
+_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 # Sparse constructors: the tensor is where the indices and values it is built from are.
 _SPARSE = frozenset({"torch.sparse_coo_tensor", "torch.sparse_csr_tensor", "torch.sparse.FloatTensor",
                      "torch.sparse.LongTensor", "torch.sparse.DoubleTensor", "torch.sparse.IntTensor",

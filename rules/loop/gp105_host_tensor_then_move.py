@@ -79,7 +79,7 @@ class HostTensorThenMove(Rule):
         "A factory call moved in the same expression (`torch.zeros(n).to(device)`, `.cuda()`) gets "
         "a fix; a CPU tensor changed before its move (dtype casts and views, arithmetic with "
         "numbers, plain names or `math` functions of them, `torch.exp`/`sin`/`cos`/`log`/`sqrt` of one "
-        "(`torch.exp(-math.log(p) * torch.arange(half) / half)`), `torch.cat`/`stack` of factories (a list or a tuple), a sparse tensor (`torch.sparse_coo_tensor`, legacy `torch.sparse.FloatTensor`) of host indices and values, earlier assignments in the same "
+        "(`torch.exp(-math.log(p) * torch.arange(half) / half)`), `torch.cat`/`stack` of factories (a list or a tuple), a sparse tensor (`torch.sparse_coo_tensor`, legacy `torch.sparse.FloatTensor`) of host indices and values, the legacy `Variable(...)` wrapper of one, earlier assignments in the same "
         "function or, for a script's loop, at module level, a legacy `torch.LongTensor(n, m)` filled in place) is "
         "reported at the factory without one; at the move when it combines tensors built in statements "
         "of their own (`lbl = torch.cat((ones, zeros), 1)` then `lbl.cuda()`). `torch.Tensor(...)` follows the default tensor type: not counted where the "
