@@ -98,7 +98,8 @@ class HostTensorThenMove(Rule):
         "tensor by clear evidence (a tensor by the training model, a field of a loop's batch, or a "
         "name the function reads as one: `other.shape`, `other.size()`, or an index of a tensor: "
         "`log_p[range(b), actions]`); such a move also takes "
-        "`other`'s dtype, so it gets no fix. `.to(dtype)` and names of dtypes are not moves. A call of a "
+        "`other`'s dtype, so it gets no fix. `.to(dtype)` and names of dtypes are not moves; `.type(torch.cuda.FloatTensor)` (also through a name "
+        "bound to one) is a move. A call of a "
         "helper that returns what it is handed moved to the device is a move too (`def to_gpu(t): return "
         "t.cuda() if torch.cuda.is_available() else t`, a method `return x.to(self.device)`, a recursive "
         "mover over dicts and lists; in this file or the user's other modules): `to_gpu(torch.LongTensor(ids))` "
@@ -207,6 +208,11 @@ class HostTensorThenMove(Rule):
                                                 "which torch.as_tensor(..., dtype=, device=) call replaces it "
                                                 "is left to the user")
                 continue
+            if method_call(move, "type") and len(move.args) == 1 and cuda_tensor_type(ctx, move.args[0].value):
+                found = _built_then_moved(ctx, ta, move)  # ``torch.zeros(n).type(torch.cuda.FloatTensor)``
+                if found is not None:
+                    yield found
+                continue
             if not method_call(move, "to", "cuda", "type_as"):
                 handed = moved_argument(ctx, move) if move_helpers else None
                 if handed is not None:  # ``trans_to_cuda(torch.Tensor(items).long())``: a helper's move
@@ -309,6 +315,8 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
                                      "dtype= the one call needs, is left to the user")
     if moved_value is not None:
         reason = "the move is inside a helper: which call takes device= there is left to the user"
+    elif method_call(move, "type"):
+        reason = "the CUDA tensor type sets the dtype as well: which dtype= and device= the factory needs is left to the user"
     elif factory is receiver:
         reason = (f"`{what}` takes no device= argument: `torch.as_tensor(data, dtype=..., device=...)` or "
                   "`torch.empty(..., dtype=..., device=...)` replaces it, which is left to the user")
