@@ -209,7 +209,7 @@ def default_collate(ta: TrainingAnalysis, iterable: cst.BaseExpression) -> bool:
 
 # ---- values a step makes with numpy ------------------------------------------------------------
 # numpy calls that turn data into an array (of a batch, a file): what they give is data
-_NUMPY_CONVERSIONS = ("array", "asarray", "asanyarray", "ascontiguousarray", "load", "loadtxt", "fromfile",
+_NUMPY_CONVERSIONS = ("array", "asarray", "asanyarray", "ascontiguousarray", "load", "loadtxt", "fromfile", "memmap",
                       "frombuffer", "copy", "stack", "concatenate", "vstack", "hstack", "expand_dims",
                       "transpose", "reshape", "squeeze", "pad", "flip")
 _NUMPY_MAKERS = ("zeros", "ones", "full", "empty", "arange", "linspace", "eye", "zeros_like", "ones_like",
