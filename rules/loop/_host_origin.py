@@ -58,15 +58,8 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
                 expr.args[0].keyword is None and not expr.args[0].star and \
                 host_values(ctx, expr, expr.args[0].value, at):
             return expr  # ``torch.tensor(rows).float()``: the values copied into a new host tensor
-        if ctx.matches(expr.func, _VARIABLE) and expr.args and expr.args[0].keyword is None and not expr.args[0].star:
-            # ``Variable(torch.zeros(b, h)).cuda()``: the legacy autograd wrapper keeps the tensor where it is
-            return host_origin(ctx, expr.args[0].value, at, loose_default_type=loose_default_type, depth=depth + 1)
-        if ctx.matches(expr.func, _SPARSE) and get_arg(expr, "device") is None and len(expr.args) >= 2 and \
-                not any(a.star or a.keyword for a in expr.args[:2]):
-            # ``torch.sparse_coo_tensor(idx, vals, size)`` is where its indices and values are
-            parts = [expr.args[0].value, expr.args[1].value]
-            return expr if all(isinstance(p, (cst.List, cst.Tuple, cst.ListComp)) or host_origin(
-                ctx, p, at, loose_default_type=loose_default_type, depth=depth + 1) is not None for p in parts) else None
+        if ctx.matches(expr.func, _VARIABLE | _SPARSE):
+            return _wrapped_origin(ctx, expr, at, loose_default_type, depth)
         if ctx.is_call_to(expr, LIKE_FACTORIES) and get_arg(expr, "device") is None and expr.args and \
                 not expr.args[0].keyword and not expr.args[0].star:
             # ``torch.zeros_like(y)`` is where ``y`` is: host only when ``y`` is known to be
@@ -123,6 +116,21 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
         last = values[-1]
         return host_origin(ctx, last, last, loose_default_type=loose_default_type, depth=depth + 1)
     return None
+
+
+def _wrapped_origin(ctx: RuleContext, call: cst.Call, at: cst.CSTNode, loose_default_type: bool,
+                    depth: int) -> cst.Call | None:
+    """``Variable(torch.zeros(b, h))``: the legacy autograd wrapper keeps the tensor where it is;
+    ``torch.sparse_coo_tensor(idx, vals, size)`` is where its indices and values are."""
+    if ctx.matches(call.func, _VARIABLE):
+        if not call.args or call.args[0].keyword is not None or call.args[0].star:
+            return None
+        return host_origin(ctx, call.args[0].value, at, loose_default_type=loose_default_type, depth=depth + 1)
+    if get_arg(call, "device") is not None or len(call.args) < 2 or any(a.star or a.keyword for a in call.args[:2]):
+        return None
+    parts = [call.args[0].value, call.args[1].value]
+    return call if all(isinstance(p, (cst.List, cst.Tuple, cst.ListComp)) or host_origin(
+        ctx, p, at, loose_default_type=loose_default_type, depth=depth + 1) is not None for p in parts) else None
 
 
 _VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
