@@ -168,9 +168,10 @@ def host_values(ctx: RuleContext, call: cst.Call, data: cst.BaseExpression, at: 
         return False
     fn = ctx.enclosing(at, cst.FunctionDef)
     bindings = reaching_assignments(ctx, base.value, at) or []
+    params = {p.name.value for p in (*fn.params.params, *fn.params.posonly_params)} if fn is not None else set()
     if ctx.is_call_to(call, {"torch.as_tensor"}) and (
-            fn is not None and base.value in {p.name.value for p in (*fn.params.params, *fn.params.posonly_params)}
-            or any(_pulled(b.value) for b in bindings) or _loop_target(ctx, base.value, at)):
+            base.value in params or any(_pulled(b.value) or _root_name(b.value) in params for b in bindings) or
+            _loop_target(ctx, base.value, at)):
         return False  # ``torch.as_tensor(record.x)`` of a batch it is handed or pulls: data, GP104's
     for bound in bindings:
         value = bound.value
@@ -178,6 +179,13 @@ def host_values(ctx: RuleContext, call: cst.Call, data: cst.BaseExpression, at: 
                 or ta.is_tensor_expr(value):
             return False
     return True
+
+
+def _root_name(expr: cst.BaseExpression) -> str | None:
+    """``batch`` in ``batch``, ``batch["x"]``, ``batch.x``."""
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
 
 
 def _pulled(value: cst.BaseExpression) -> bool:
