@@ -10,6 +10,7 @@ from .._api import Finding, Fix, Invalid, NoFix, Replace, Rule, Valid, dedent
 from ..analysis.facts.cli_defaults import false_default_flag
 from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_docs import HF, LIGHTNING, blind_silent
+from ..analysis.facts.picked_classes import picked_class, wrapped_class
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import (
     TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, binding_body,
@@ -86,7 +87,18 @@ class UnfusedOptimizer(Rule):
         "chose the loop on purpose, hence unsafe like every fix of this rule).",
         "An Adam, AdamW or SGD class held in a variable (`optimizer_cls = torch.optim.AdamW`, in a branch "
         "of an `if` or a conditional expression) is reported at the call that builds it; the fix only when "
-        "every class the variable may hold is one of the three. A class named by a string in the keywords "
+        "every class the variable may hold is one of the three. A class picked by name when the script runs "
+        "is read on the run that passes no option: `getattr(torch.optim, args.optim)` with `--optim` defaulting to "
+        "\"Adam\" (an `add_argument` or typed arguments class of the file; a default of the enclosing function's "
+        "parameter that no call of the file overrides; `cfg.get(\"optimizer\", \"AdamW\")`; the field of a `@dataclass` of "
+        "the file that annotates the parameter, `cfg: OptimConfig`), a table of classes "
+        "indexed by such a name (`OPTIMIZERS[args.opt.lower()]`, `.get(name)`; a whole table of Adam, AdamW or SGD "
+        "classes whatever the name), and a wrapper that calls the class later (`functools.partial(torch.optim.Adam, "
+        "lr=lr)`, `argbind.bind(torch.optim.AdamW)`, gin's `external_configurable`); reported at the call that builds "
+        "it, with the fix only when every run builds one of the three (a wrapper, a whole table). Not reported: a "
+        "default that is another class (RMSprop, LBFGS), a name whose default the file does not show, a wrapper that "
+        "binds `fused`/`foreach` or `**` keywords, an option the project's launch scripts pass another value "
+        "(`--optim RMSprop` in run.sh). A class named by a string in the keywords "
         "a configuration helper builds it from (`class_name=\"torch.optim.Adam\"`, `{\"_target_\": "
         "\"torch.optim.AdamW\"}`) is reported at that string, without a fix (the device is not visible "
         "there); YAML configurations are not read.",
@@ -159,13 +171,16 @@ class UnfusedOptimizer(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
-        if cpu_only(ctx):
+        if cpu_only(ctx) or _sparse_embeddings(ctx):
             return
         if not program_trains(ctx):
             yield from _factory_findings(ctx)
             return
         for call in ctx.nodes(cst.Call):
             choices = None if ctx.is_call_to(call, FUSABLE) else chosen_classes(ctx, call.func)
+            if choices is None and not ctx.is_call_to(call, FUSABLE):
+                yield from _picked_finding(ctx, call)
+                continue
             if choices is not None and not any(ctx.matches(c, FUSABLE) for c in choices):
                 continue
             if choices is None and not ctx.is_call_to(call, FUSABLE) or has_star_args(call):
@@ -188,6 +203,52 @@ class UnfusedOptimizer(Rule):
             yield Finding.of(call, message, outcome)
         yield from _factory_findings(ctx, starred=True)  # ``optim.Adam(params, **optim_conf)`` in a factory
         yield from _named_in_config(ctx)
+        yield from _handed_wrappers(ctx)
+
+
+_PICKED_NO_FIX = NoFix("the class is picked by name when the script runs, and another pick may not take fused=: "
+                       "pass it where the Adam, AdamW or SGD class is picked")
+
+
+def _picked_finding(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
+    """``getattr(optim, args.optim)(params)`` with ``--optim`` defaulting to Adam, a table's
+    ``OPTIMIZERS[name](params)``, ``partial(torch.optim.AdamW, lr=lr)(params)``: an Adam, AdamW or
+    SGD on the default run (``facts.picked_classes``), reported at the call that builds it."""
+    pick = picked_class(ctx, call.func)
+    if pick is None or not pick.only(ctx, FUSABLE) or has_star_args(call) or pick.binds("fused", "foreach") or \
+            get_arg(call, "fused") is not None or \
+            get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call):
+        return
+    outcome = _fix(ctx, call) if pick.every_run else _PICKED_NO_FIX
+    yield Finding.of(call, f"optimizer {pick.words} without fused=: its update runs as many separate kernels "
+                           "over every parameter; use the fused implementation on CUDA", outcome)
+
+
+def _handed_wrappers(ctx: RuleContext) -> Iterator[Finding]:
+    """``LitModel(net, optimizer=partial(torch.optim.AdamW, lr=3e-4))``, ``self.make_opt =
+    partial(...)``: a wrapper of an Adam, AdamW or SGD class that no call of this file builds from
+    by name (those calls are reported themselves) is handed to code that builds the optimizer out
+    of sight; the keywords it binds are where ``fused`` goes."""
+    called = {c.func.value for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name)}
+    for call in ctx.nodes(cst.Call):
+        if not isinstance(call.func, (cst.Name, cst.Attribute)) or not call.args:
+            continue
+        pick = wrapped_class(ctx, call)
+        if pick is None or not pick.every_run or not pick.only(ctx, FUSABLE) or pick.binds("fused", "foreach"):
+            continue
+        parent = ctx.parent(call)
+        if isinstance(parent, cst.DictElement):
+            continue  # a table's entry: reported where the table is looked up
+        if isinstance(parent, cst.Assign) and all(isinstance(t.target, cst.Name) for t in parent.targets) and \
+                any(t.target.value in called for t in parent.targets):  # type: ignore[attr-defined]
+            continue
+        if isinstance(parent, cst.Call) and parent.func is call:
+            continue  # ``partial(torch.optim.Adam, lr=lr)(params)``: reported as a pick
+        yield Finding.of(call, f"optimizer {pick.words} handed on without fused=: the optimizer built from it "
+                               "updates every parameter with many separate kernels per step; bind fused=True here "
+                               "where the parameters are on CUDA",
+                         NoFix("the optimizer is built where the wrapper is called, out of sight, so the device "
+                               "of its parameters is not visible here"))
 
 
 def _factory_findings(ctx: RuleContext, starred: bool = False) -> Iterator[Finding]:
@@ -204,6 +265,9 @@ def _factory_findings(ctx: RuleContext, starred: bool = False) -> Iterator[Findi
             if choices and not all(ctx.matches(c, FUSABLE) for c in choices):
                 outcome = NoFix(f"`{ctx.code_for(call.func)}` may also be another class, which may not take "
                                 "fused=: pass it only where the Adam, AdamW or SGD class is chosen")
+            pick = picked_class(ctx, call.func) if outcome is None and choices is None else None
+            if pick is not None and not pick.every_run:
+                outcome = _PICKED_NO_FIX
             module_self = _lightning_self(ctx, call) if outcome is None else None
             if module_self is not None:  # a LightningModule's configure_optimizers
                 outcome = _fix(ctx, call)
@@ -261,6 +325,21 @@ def _named_in_config(ctx: RuleContext) -> Iterator[Finding]:
                                  "kernels per step; add fused=True to them where the parameters are on CUDA",
                          NoFix("the class is built elsewhere, from these keywords, so the device of its "
                                "parameters is not visible here"))
+
+
+_EMBEDDINGS = frozenset({
+    "torch.nn.Embedding", "torch.nn.EmbeddingBag", "torch.nn.Embedding.from_pretrained",
+    "torch.nn.EmbeddingBag.from_pretrained", "torch.nn.functional.embedding", "torch.nn.functional.embedding_bag",
+})
+
+
+def _sparse_embeddings(ctx: RuleContext) -> bool:
+    """An embedding of the file with sparse gradients (``nn.EmbeddingBag(n, m, sparse=True)``, or
+    ``sparse=args.sparse``): the fused and foreach Adam/AdamW/SGD take no sparse gradients, and
+    the file's optimizers may update it, so no fused choice is there to make."""
+    return "sparse" in ctx.source and any(
+        ctx.is_call_to(c, _EMBEDDINGS) and (arg := get_arg(c, "sparse")) is not None and
+        literal_value(arg.value) is not False for c in ctx.nodes(cst.Call))
 
 
 def _fix_guards(ctx: RuleContext, call: cst.Call) -> NoFix | None:

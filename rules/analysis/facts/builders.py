@@ -19,6 +19,7 @@ from ..syntax.project import project_class_facts, project_model_class
 from ..syntax.torch_names import FUSABLE, LR_SCHEDULERS, OPTIMIZERS
 from ..syntax.tree import NESTED_DEFS, walk
 from .kwargs import call_keywords
+from .picked_classes import picked_class
 
 
 def functions_of(ctx: RuleContext) -> Iterator[tuple[str, cst.FunctionDef]]:
@@ -218,6 +219,9 @@ def unfused_in_factory(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
         if not is_class_call(ctx, call, FUSABLE) or get_arg(call, "fused") is not None or \
                 get_arg(call, "foreach") is not None:
             continue
+        pick = picked_class(ctx, call.func)
+        if pick is not None and pick.binds("fused", "foreach"):
+            continue  # ``partial(torch.optim.AdamW, fused=True)``
         if any(a.star for a in call.args):
             if any(a.star == "*" for a in call.args):
                 continue
@@ -296,7 +300,10 @@ def is_class_call(ctx: RuleContext, call: cst.Call, classes: frozenset[str]) -> 
     if ctx.matches(call.func, classes):
         return True
     choices = chosen_classes(ctx, call.func) if isinstance(call.func, (cst.Name, cst.IfExp)) else None
-    return bool(choices) and any(ctx.matches(c, classes) for c in choices or ())
+    if choices:
+        return any(ctx.matches(c, classes) for c in choices)
+    pick = picked_class(ctx, call.func)  # ``getattr(optim, name)`` with a default, a table, ``partial``
+    return pick is not None and pick.only(ctx, classes)
 
 
 def qualified_name(ctx: RuleContext, fn: cst.FunctionDef) -> str | None:

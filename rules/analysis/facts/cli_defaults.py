@@ -13,6 +13,7 @@ import libcst as cst
 
 from ..syntax.calls import argparse_options, dotted_name, get_arg, literal_value, method_call
 from ..syntax.context import RuleContext
+from ..syntax.launch import project_runs
 from ..syntax.tree import walk
 
 # Bases of a typed command-line arguments class (tap, simple-parsing, transformers, pydantic-cli).
@@ -94,6 +95,57 @@ def false_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None
     if any(name in m.false_fields for m in ctx.project.values()):
         return f"--{name}"
     return None
+
+
+def string_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> tuple[str, str] | None:
+    """``(flag, default)`` when ``expr`` (``args.optim``) reads a command-line option of the file
+    whose default is a string (``add_argument("--optim", default="Adam")``, or ``optim: str =
+    "adamw"`` in a typed arguments class of the file) that nothing in the file assigns: what the
+    option holds on a run that does not pass it. None when a launch script of the project passes
+    the option another value (``python train.py --optim RMSprop`` in run.sh): the runs the project
+    makes are not the default one."""
+    if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name) or expr.value.value == "self":
+        return None
+    name = expr.attr.value
+    found = ctx.fact(_string_options).get(name)
+    if found is None or name in ctx.fact(_false_options)[1]:
+        return None
+    given = {v.strip("'\"") for c in project_runs(ctx).launches if (v := c.value(found[0])) is not None}
+    return found if given <= {found[1]} else None
+
+
+def _string_options(ctx: RuleContext) -> dict[str, tuple[str, str]]:
+    out: dict[str, tuple[str, str]] = {}
+    dests: dict[str, list[tuple[cst.Call, list[str]]]] = {}
+    if "add_argument" in ctx.source:
+        for call, longs, dest in argparse_options(ctx.nodes(cst.Call)):
+            dest = dest if dest is not None else _norm(longs[0]) if longs else None
+            if isinstance(dest, str):
+                dests.setdefault(dest, []).append((call, longs))
+    for dest, options in dests.items():
+        default = get_arg(options[0][0], "default")
+        value = literal_value(default.value) if default is not None else None
+        if len(options) == 1 and isinstance(value, str) and options[0][1]:  # (two options, one destination: not known)
+            out[dest] = (options[0][1][0], value)
+    if ": str" in ctx.source:
+        for field, value in _string_fields(ctx):
+            out.setdefault(field, (f"--{field}", value))
+    return out
+
+
+def _string_fields(ctx: RuleContext) -> Iterator[tuple[str, str]]:
+    for cls in ctx.module.body:
+        if not isinstance(cls, cst.ClassDef) or not _args_class(cls) or not isinstance(cls.body, cst.IndentedBlock):
+            continue
+        for stmt in cls.body.body:
+            for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and \
+                        dotted_name(small.annotation.annotation) == "str" and small.value is not None:
+                    value = small.value
+                    if isinstance(value, cst.Call) and (arg := get_arg(value, "default")) is not None:
+                        value = arg.value
+                    if isinstance(literal_value(value), str):
+                        yield small.target.value, literal_value(value)  # type: ignore[misc]
 
 
 def _false_options(ctx: RuleContext) -> tuple[dict[str, str | None], frozenset[str]]:

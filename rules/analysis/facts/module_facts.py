@@ -34,7 +34,7 @@ from .helper_syncs import function_syncs
 from .move_helpers import module_moves
 from ..syntax.output_calls import output_params
 from .builders import (assigned_in, gathers_own_parameters, at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
-                       params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
+                       is_class_call, params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
 from .class_picks import picked_trainers
 from .cli_defaults import false_fields, zero_fields
 from .param_roles import class_param_roles, param_roles
@@ -439,7 +439,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
                 break  # all it looks for found: the rest of the body cannot change them
     returns = [v for r in returned_values(ctx, fn) for v in values_of(fn, r)]
     built = [c for c in (strip_chain(v) for v in returns) if isinstance(c, cst.Call)]
-    optimizer = next((c for c in built if ctx.matches(c.func, OPTIMIZERS)
+    optimizer = next((c for c in built if is_class_call(ctx, c, OPTIMIZERS)  # (``getattr(optim, name)``, a table)
                       and not ctx.matches(c.func, LR_SCHEDULERS)), None)
     if optimizer is None and fn.name.value == "__init__":  # ``ScheduledOptim(model, cfg)``: one it holds
         optimizer = next(iter(built_optimizers(ctx, fn)), None)

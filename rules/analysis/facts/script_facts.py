@@ -1,9 +1,7 @@
 """Facts about a training script that several rules need to place a fix correctly: which name
 holds the device, which object is the trained model and where it is built, and which names are visible where.
-
-Everything is best effort and conservative: a helper answers ``None`` when it is not sure, and
-the rule then reports without a fix.
-"""
+Everything is best effort and conservative: a helper answers ``None`` when it is not sure, and the rule then
+reports without a fix."""
 
 from __future__ import annotations
 
@@ -25,6 +23,7 @@ from ..syntax.project import MODEL, project_calls, project_function, project_met
 from ..syntax.torch_names import LR_SCHEDULERS, MODULE_CHAIN, OPTIMIZERS
 from ..syntax.tree import walk
 from .config_built import optimizers_built_by_config
+from .picked_classes import picked_class
 from .frameworks import (  # noqa: F401 - the script-fact API, in one import
     framework_manages_precision, framework_places_batches, framework_prepared_names, framework_trains,
     placed_by_framework,
@@ -273,9 +272,9 @@ def _assigned_value(ctx: RuleContext, call: cst.Call) -> bool:
 
 
 def optimizer_calls(ctx: RuleContext) -> list[cst.Call]:
-    """Calls building a torch optimizer: by name (``torch.optim.AdamW(...)``) or through a class
-    the script chooses and holds in a variable (``optimizer_cls(unet.parameters(), ...)`` after
-    ``optimizer_cls = torch.optim.AdamW``; ``syntax.chosen_classes``)."""
+    """Calls building a torch optimizer: by name (``torch.optim.AdamW(...)``), through a class the
+    script chooses and holds in a variable (``optimizer_cls = torch.optim.AdamW``; ``syntax.chosen_classes``)
+    or picks by name (``getattr(optim, args.optim)``, a table of classes; ``facts.picked_classes``)."""
     return ctx.fact(_optimizer_calls)
 
 
@@ -283,9 +282,9 @@ def _optimizer_calls(ctx: RuleContext) -> list[cst.Call]:
     def is_optimizer_class(expr: cst.BaseExpression) -> bool:
         return ctx.matches(expr, OPTIMIZERS) and not ctx.matches(expr, LR_SCHEDULERS)
     chosen = "optim" in ctx.source  # a torch optimizer class is written ``optim.X`` or imported from it
-    return [c for c in ctx.nodes(cst.Call) if c.args and not c.args[0].star and (
-        is_optimizer_class(c.func) or chosen and isinstance(c.func, (cst.Name, cst.IfExp)) and
-        any(is_optimizer_class(x) for x in chosen_classes(ctx, c.func) or ()))]
+    return [c for c in ctx.nodes(cst.Call) if c.args and not c.args[0].star and (is_optimizer_class(c.func) or chosen and (
+        isinstance(c.func, (cst.Name, cst.IfExp)) and any(is_optimizer_class(x) for x in chosen_classes(ctx, c.func) or ())
+        or (pick := picked_class(ctx, c.func)) is not None and pick.any_of(ctx, OPTIMIZERS)))]
 
 
 def trained_models(ctx: RuleContext) -> list[TrainedModel]:

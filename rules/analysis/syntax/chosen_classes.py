@@ -76,10 +76,22 @@ def _binds_locally(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> bool:
     return any(b.value == name for b in ctx.fact(_other_bindings).get(fn, ()))
 
 
-def _class_bindings(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], tuple[cst.BaseExpression, ...]]:
-    """(function or None, name) -> the class expressions assigned to the name there, for names
-    whose every assignment in that body is a class expression (names, attributes, conditional
-    expressions of them) and that nothing else binds there."""
+def assigned_values(ctx: RuleContext, name: cst.Name) -> list[cst.BaseExpression] | None:
+    """What ``name`` holds where it is read, when every binding of it in the function where it is
+    read (or in the module, for a name that function does not bind) is a plain assignment
+    (``name = value``): those values, in source order; None otherwise (a parameter, a ``for``
+    target, a tuple unpacking, nothing)."""
+    where = ctx.enclosing(name, cst.FunctionDef)
+    table = ctx.fact(_plain_bindings)
+    found = table.get((where, name.value))
+    if found is None and where is not None and not _binds_locally(ctx, where, name.value):
+        found = table.get((None, name.value))
+    return list(found) if found else None
+
+
+def _plain_bindings(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], tuple[cst.BaseExpression, ...]]:
+    """(function or None, name) -> the values assigned to the name there, for names whose every
+    binding in that body is a plain assignment to the name alone."""
     values: dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression] | None] = {}
     for node in ctx.nodes(cst.Assign, cst.AnnAssign):
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
@@ -87,14 +99,25 @@ def _class_bindings(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str]
             if not isinstance(target, cst.Name):
                 continue
             key = (ctx.enclosing(node, cst.FunctionDef), target.value)
-            branches = _branches(node.value) if node.value is not None else None
-            if branches is None or values.get(key, []) is None:
+            if node.value is None or values.get(key, []) is None:
                 values[key] = None
             else:
-                values.setdefault(key, []).extend(branches)  # type: ignore[union-attr]
+                values.setdefault(key, []).append(node.value)  # type: ignore[union-attr]
     others = ctx.fact(_other_bindings)
     return {key: tuple(v) for key, v in values.items()
             if v and not any(b.value == key[1] for b in others.get(key[0], ()))}
+
+
+def _class_bindings(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], tuple[cst.BaseExpression, ...]]:
+    """(function or None, name) -> the class expressions assigned to the name there, for names
+    whose every assignment in that body is a class expression (names, attributes, conditional
+    expressions of them) and that nothing else binds there."""
+    out = {}
+    for key, values in ctx.fact(_plain_bindings).items():
+        branches = [_branches(v) for v in values]
+        if all(b is not None for b in branches):
+            out[key] = tuple(c for b in branches for c in b or ())
+    return out
 
 
 def _other_bindings(ctx: RuleContext) -> dict[cst.FunctionDef | None, list[cst.Name]]:

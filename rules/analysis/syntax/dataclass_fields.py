@@ -46,7 +46,7 @@ def dataclass_fields(ctx: RuleContext, expr: cst.BaseExpression) -> dict[str, cs
                 chain.append(c)
                 changed = True
     for c in chain:
-        if not any(_is_dataclass(d) for d in c.decorators):
+        if not any(is_dataclass_decorator(d) for d in c.decorators):
             return None
         for stmt in c.body.body:
             for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
@@ -59,6 +59,6 @@ def dataclass_fields(ctx: RuleContext, expr: cst.BaseExpression) -> dict[str, cs
 _NO_FIELDS = frozenset({"object", "ABC", "Generic", "Protocol"})
 
 
-def _is_dataclass(decorator: cst.Decorator) -> bool:
+def is_dataclass_decorator(decorator: cst.Decorator) -> bool:
     d = decorator.decorator
     return (dotted_name(d.func if isinstance(d, cst.Call) else d) or "").rsplit(".", 1)[-1] == "dataclass"

@@ -1,0 +1,291 @@
+"""Classes a script picks by name at run time, or wraps before it calls them (issue 34): what the
+call builds on the run that passes no option.
+
+- by name from a module: ``getattr(torch.optim, args.optim)(params, lr=lr)``, with ``--optim``
+  defaulting to ``"Adam"``; ``optim.__dict__[name]``, ``vars(optim)[name]``;
+- from a table of classes: ``OPTIMIZERS = {"adam": optim.Adam, "sgd": optim.SGD}`` then
+  ``OPTIMIZERS[args.opt.lower()](...)`` or ``.get(name)``;
+- through a wrapper that binds keywords and calls the class later: ``functools.partial(
+  torch.optim.AdamW, lr=3e-4)``, ``argbind.bind(torch.optim.AdamW, "generator")``,
+  ``gin.external_configurable(torch.optim.Adam)``;
+- any of these held in a local name (``Optimizer = getattr(optim, cfg.name)``).
+
+The name's value on the default run is a literal the file writes: the default of an option of the
+file (``add_argument``, a typed arguments class), the default of the enclosing function's
+parameter that no call of the file overrides, a fallback (``cfg.get("optim", "adamw")``), or a local
+literal. When it is not known, a table still picks one of its classes: the pick is known to be
+among them. Nothing here guesses beyond that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ..syntax.callsites import bound_arg, calls_of
+from ..syntax.calls import dotted_name, get_arg, literal_value
+from ..syntax.chosen_classes import assigned_values
+from ..syntax.context import RuleContext
+from ..syntax.dataclass_fields import is_dataclass_decorator
+from .cli_defaults import string_default_flag
+
+# Helpers that bind arguments to a callable and call it later with the rest (``partial``) or with
+# a configuration's (argbind, gin): the result builds the class handed to them.
+_BINDERS = frozenset({
+    "functools.partial", "argbind.bind", "gin.external_configurable", "gin.configurable",
+})
+_CASE_FOLDS = ("lower", "upper", "casefold", "strip")
+
+
+@dataclass(frozen=True)
+class Pick:
+    """What a call whose callee is picked or wrapped builds on the default run."""
+
+    classes: tuple[cst.BaseExpression | str, ...]  # class expressions, or dotted names (``getattr``)
+    words: str  # how it is picked: "`getattr(optim, args.optim)` (SGD, the default of --optim)"
+    every_run: bool  # ``classes`` are all the call may build on any run (a wrapper's class, a whole table)
+    bound: frozenset[str] | None  # keywords a wrapper already binds; None when ``**`` may hold any
+
+    def only(self, ctx: RuleContext, names: frozenset[str]) -> bool:
+        """Is every class the default run may build one of ``names``?"""
+        return bool(self.classes) and all(_one_of(ctx, c, names) for c in self.classes)
+
+    def any_of(self, ctx: RuleContext, names: frozenset[str]) -> bool:
+        """May the call build one of ``names`` (``OPTIMIZERS``: it builds an optimizer)?"""
+        return any(_one_of(ctx, c, names) for c in self.classes)
+
+    def binds(self, *keywords: str) -> bool:
+        """Does the wrapper bind (or may it bind, through ``**``) one of ``keywords``?"""
+        return self.bound is None or bool(self.bound & set(keywords))
+
+
+def _one_of(ctx: RuleContext, cls: cst.BaseExpression | str, names: frozenset[str]) -> bool:
+    if not isinstance(cls, str):
+        return ctx.matches(cls, names)
+    return cls in names or any(n.endswith(".*") and cls.startswith(n[:-1]) for n in names)
+
+
+def picked_class(ctx: RuleContext, func: cst.BaseExpression, depth: int = 0) -> Pick | None:
+    """The classes ``func`` (a callee) builds on the default run when it is picked by name or
+    wrapped (module docstring); None when it is neither or the pick is not known."""
+    if depth > 3 or isinstance(func, cst.Attribute) or \
+            isinstance(func, cst.Name) and func.value not in ctx.fact(_holders):
+        return None
+    code = ctx.code_for(func)
+    if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "getattr":
+        return _by_attribute(ctx, func, code)
+    if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "eval" and func.args:
+        return _by_eval(ctx, func.args[0].value, code)
+    if isinstance(func, cst.Call) and _binder(ctx, func):
+        return _wrapped(ctx, func, code)
+    table, key = _table_lookup(func)
+    if table is not None:
+        return _from_table(ctx, func, table, key, code)
+    if isinstance(func, cst.Name):
+        values = assigned_values(ctx, func)
+        picks = [picked_class(ctx, v, depth + 1) for v in values or ()]
+        if not picks or any(p is None for p in picks):
+            return None
+        first = picks[0]
+        assert first is not None
+        return Pick(tuple(c for p in picks for c in p.classes),  # type: ignore[union-attr]
+                    f"`{func.value}` = {first.words}" if len(picks) == 1 else f"`{func.value}`",
+                    all(p.every_run for p in picks), None if any(p.bound is None for p in picks)  # type: ignore[union-attr]
+                    else frozenset().union(*(p.bound for p in picks)))  # type: ignore[union-attr, misc]
+    return None
+
+
+def _holders(ctx: RuleContext) -> frozenset[str]:
+    """Names the file assigns a pick or a wrapper (``getattr(...)``, ``TABLE[key]``, ``.get(key)``,
+    ``partial(...)``): the only names whose calls are worth following."""
+    return frozenset(t.target.value for node in ctx.nodes(cst.Assign) for t in node.targets
+                     if isinstance(t.target, cst.Name) and isinstance(node.value, (cst.Call, cst.Subscript)))
+
+
+def _by_attribute(ctx: RuleContext, call: cst.Call, code: str) -> Pick | None:
+    """``getattr(torch.optim, name)``: the class of ``torch.optim`` the name's default spells."""
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    if len(positional) not in (2, 3) or not ctx.matches(positional[0], {"torch.optim"}):
+        return None
+    default = default_string(ctx, positional[1])
+    if default is None or not default[0].isidentifier():  # some class of torch.optim
+        return Pick(("torch.optim.*",), f"`{code}`", False, frozenset())
+    return Pick((f"torch.optim.{default[0]}",), f"`{code}` ({default[0]}, {default[1]})", False, frozenset())
+
+
+def _by_eval(ctx: RuleContext, text: cst.BaseExpression, code: str) -> Pick | None:
+    """``eval("optim." + args.optim)``, ``eval(f"torch.optim.{name}")``: a class of torch.optim
+    spelled from a prefix the file imports and a name (its default, when known)."""
+    if isinstance(text, cst.BinaryOperation) and isinstance(text.operator, cst.Add) and \
+            isinstance(prefix := literal_value(text.left), str):
+        name: cst.BaseExpression = text.right
+    elif isinstance(text, cst.FormattedString) and len(text.parts) == 2 and \
+            isinstance(text.parts[0], cst.FormattedStringText) and \
+            isinstance(text.parts[1], cst.FormattedStringExpression) and text.parts[1].conversion is None:
+        prefix, name = text.parts[0].value, text.parts[1].expression
+    else:
+        return None
+    head, _, rest = prefix.partition(".")
+    if ".".join(p for p in (ctx.import_aliases.get(head, ""), rest.rstrip(".")) if p) != "torch.optim" or \
+            not prefix.endswith("."):
+        return None
+    default = default_string(ctx, name)
+    if default is None or not default[0].isidentifier():
+        return Pick(("torch.optim.*",), f"`{code}`", False, frozenset())
+    return Pick((f"torch.optim.{default[0]}",), f"`{code}` ({default[0]}, {default[1]})", False, frozenset())
+
+
+def wrapped_class(ctx: RuleContext, call: cst.Call) -> Pick | None:
+    """``call`` when it wraps a class to build later (``functools.partial(torch.optim.AdamW,
+    lr=3e-4)``, ``argbind.bind(torch.optim.Adam)``): the class and the keywords it binds."""
+    return _wrapped(ctx, call, ctx.code_for(call)) if _binder(ctx, call) else None
+
+
+def _binder(ctx: RuleContext, call: cst.Call) -> bool:
+    return ctx.matches(call.func, _BINDERS) and bool(call.args) and call.args[0].keyword is None and \
+        not call.args[0].star and isinstance(call.args[0].value, (cst.Name, cst.Attribute))
+
+
+def _wrapped(ctx: RuleContext, call: cst.Call, code: str) -> Pick:
+    bound = None if any(a.star == "**" for a in call.args) else \
+        frozenset(a.keyword.value for a in call.args if a.keyword is not None)
+    return Pick((call.args[0].value,), f"`{code.split('(', 1)[0]}(...)` ({ctx.code_for(call.args[0].value)}, "
+                                       "wrapped)", True, bound)
+
+
+def _table_lookup(func: cst.BaseExpression) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None]:
+    """``TABLE[key]`` / ``TABLE.get(key)`` -> (``TABLE``, ``key``); ``optim.__dict__[key]`` and
+    ``vars(optim)[key]`` name the module's own table."""
+    if isinstance(func, cst.Subscript) and len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index):
+        return func.value, func.slice[0].slice.value
+    if isinstance(func, cst.Call) and isinstance(func.func, cst.Attribute) and func.func.attr.value == "get" and \
+            len(func.args) == 1 and func.args[0].keyword is None and not func.args[0].star:
+        return func.func.value, func.args[0].value
+    return None, None
+
+
+def _from_table(ctx: RuleContext, func: cst.BaseExpression, table: cst.BaseExpression,
+                key: cst.BaseExpression | None, code: str) -> Pick | None:
+    assert key is not None
+    module = table.value if isinstance(table, cst.Attribute) and table.attr.value == "__dict__" else \
+        table.args[0].value if isinstance(table, cst.Call) and dotted_name(table.func) == "vars" and \
+        len(table.args) == 1 else None
+    if module is not None:  # ``optim.__dict__[name]``: as ``getattr(optim, name)``
+        default = default_string(ctx, key)
+        if not ctx.matches(module, {"torch.optim"}) or default is None or not default[0].isidentifier():
+            return None
+        return Pick((f"torch.optim.{default[0]}",), f"`{code}` ({default[0]}, {default[1]})", False, frozenset())
+    entries = _class_table(ctx, table)
+    if entries is None:
+        return None
+    default = default_string(ctx, key)
+    picks = list(entries.values()) if default is None else [entries[default[0]]] if default[0] in entries else []
+    if not picks:
+        return None
+    classes = tuple(c for p in picks for c in p.classes)
+    bound = None if any(p.bound is None for p in picks) else frozenset().union(*(p.bound for p in picks))  # type: ignore[misc]
+    if default is None:  # not known: any of the table's classes
+        return Pick(classes, f"`{code}` (a class of the table)", True, bound)
+    return Pick(classes, f"`{code}` ({ctx.code_for(classes[0])} for {default[0]!r}, {default[1]})"  # type: ignore[arg-type]
+                if not isinstance(classes[0], str) else f"`{code}`", False, bound)
+
+
+def _class_table(ctx: RuleContext, table: cst.BaseExpression) -> dict[str, Pick] | None:
+    """A dict literal of classes (or wrappers of one: ``partial(torch.optim.SGD, momentum=0.9)``)
+    by string key, held by ``table`` (a name bound once to it, or the literal itself); None when it
+    is not one."""
+    if isinstance(table, cst.Name):
+        values = assigned_values(ctx, table)
+        if not values or len(values) != 1:
+            return None
+        table = values[0]
+    if not isinstance(table, cst.Dict) or not table.elements:
+        return None
+    out: dict[str, Pick] = {}
+    for el in table.elements:
+        if not isinstance(el, cst.DictElement) or not isinstance(key := literal_value(el.key), str):
+            return None
+        if isinstance(el.value, (cst.Name, cst.Attribute)):
+            out[key] = Pick((el.value,), "", True, frozenset())
+        elif isinstance(el.value, cst.Call) and _binder(ctx, el.value):
+            out[key] = _wrapped(ctx, el.value, "")
+        else:
+            return None
+    return out
+
+
+def default_string(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) -> tuple[str, str] | None:
+    """``(value, where it comes from)`` of the string ``expr`` holds on a run that passes no
+    option (module docstring); None when not known."""
+    if depth > 3:
+        return None
+    value = literal_value(expr)
+    if isinstance(value, str):
+        return value, "written here"
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _CASE_FOLDS \
+            and not expr.args:
+        inner = default_string(ctx, expr.func.value, depth + 1)
+        return (getattr(inner[0], expr.func.attr.value)(), inner[1]) if inner is not None else None
+    fallback = _fallback(expr)
+    if fallback is not None:
+        return (fallback, "the fallback when it is not configured") if isinstance(fallback, str) else None
+    flag = string_default_flag(ctx, expr)
+    if flag is not None:
+        return flag[1], f"the default of {flag[0]}"
+    field = _annotated_field(ctx, expr)
+    if field is not None:
+        return field
+    if isinstance(expr, cst.Name):
+        fn = ctx.enclosing(expr, cst.FunctionDef)
+        param = next((p for p in (*fn.params.params, *fn.params.kwonly_params) if p.name.value == expr.value),
+                     None) if fn is not None else None
+        if param is not None:
+            default = literal_value(param.default) if param.default is not None else None
+            if not isinstance(default, str) or any(bound_arg(c, fn, expr.value) is not None or
+                                                   any(a.star for a in c.args) for c in calls_of(ctx, fn)):
+                return None  # no default, or a call of the file passes one
+            return default, f"the default of `{expr.value}`"
+        values = assigned_values(ctx, expr)
+        found = {default_string(ctx, v, depth + 1) for v in values or ()}
+        return found.pop() if len(found) == 1 and None not in found else None
+    return None
+
+
+def _annotated_field(ctx: RuleContext, expr: cst.BaseExpression) -> tuple[str, str] | None:
+    """``cfg.name`` in ``def build_optimizer(model, cfg: OptimConfig)`` with ``OptimConfig`` a
+    ``@dataclass`` of the file whose field ``name: str = "AdamW"`` no call of the file sets
+    (``OptimConfig(name="sgd")``): the field's default."""
+    if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name):
+        return None
+    fn = ctx.enclosing(expr, cst.FunctionDef)
+    param = next((p for p in (*fn.params.params, *fn.params.kwonly_params) if p.name.value == expr.value.value),
+                 None) if fn is not None else None
+    annotation = param.annotation.annotation if param is not None and param.annotation is not None else None
+    cls = next((c for c in ctx.module.body if isinstance(c, cst.ClassDef) and isinstance(annotation, cst.Name)
+                and c.name.value == annotation.value and any(is_dataclass_decorator(d) for d in c.decorators)), None)
+    if cls is None or any(isinstance(c.func, cst.Name) and c.func.value == cls.name.value and
+                          (get_arg(c, expr.attr.value) is not None or any(a.star or a.keyword is None for a in c.args))
+                          for c in ctx.nodes(cst.Call)):
+        return None  # not such a class, or a call of the file builds it with the field given
+    for stmt in cls.body.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and \
+                    small.target.value == expr.attr.value and small.value is not None:
+                value = small.value
+                if isinstance(value, cst.Call) and (arg := get_arg(value, "default")) is not None:
+                    value = arg.value
+                got = literal_value(value)
+                return (got, f"the default of `{cls.name.value}.{expr.attr.value}`") if isinstance(got, str) else None
+    return None
+
+
+def _fallback(expr: cst.BaseExpression) -> object:
+    """The literal default of ``cfg.get(key, default)`` / ``getattr(cfg, name, default)``; None
+    when not such a lookup."""
+    if not isinstance(expr, cst.Call) or any(a.keyword is not None or a.star for a in expr.args):
+        return None
+    if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get" and len(expr.args) == 2 or \
+            isinstance(expr.func, cst.Name) and expr.func.value == "getattr" and len(expr.args) == 3:
+        return literal_value(expr.args[-1].value)
+    return None
