@@ -27,6 +27,7 @@ MODULES = (
     'analysis/facts/loaders.py',
     'analysis/facts/model_tables.py',
     'analysis/facts/module_facts.py',
+    'analysis/facts/move_helpers.py',
     'analysis/facts/param_roles.py',
     'analysis/facts/picked_classes.py',
     'analysis/facts/placement.py',

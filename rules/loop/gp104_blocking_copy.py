@@ -26,6 +26,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._placed_batches import SAME_PLACE, host_to_device_copy, passes_device, placed_source, without_prefetcher
 from ._fed_methods import fed_copy, module_array_copy
+from ._host_origin import COPIES_VALUES, host_values
 from ._step_copies import (
     comprehension_source, from_elsewhere, in_step_function, loader_while, message, pulled_batch_loop, unpacked_param,
 )
@@ -68,7 +69,14 @@ def _created_here(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
             any(isinstance(t.target, cst.Name) and t.target.value == base.value for t in a.targets)
             for a in walk(fn.body))
     return isinstance(base, cst.Call) and ctx.is_call_to(base, _CREATED) and get_arg(base, "device") is None or \
-        made_on_host_by_step(ctx, receiver)
+        made_on_host_by_step(ctx, receiver) or isinstance(base, cst.Call) and _copies_values(ctx, base)
+
+
+def _copies_values(ctx: RuleContext, call: cst.Call) -> bool:
+    """``torch.as_tensor(target_lengths)`` of host values (GP105's ``host_values``): a new tensor
+    the step builds from lists or arrays, GP105's."""
+    return ctx.is_call_to(call, COPIES_VALUES) and get_arg(call, "device") is None and bool(call.args) and \
+        call.args[0].keyword is None and not call.args[0].star and host_values(ctx, call, call.args[0].value, call)
 
 
 def _preloaded_slice(ctx: RuleContext, expr: cst.BaseExpression, moving: set[str]) -> str | None:
@@ -240,7 +248,8 @@ class BlockingCopy(Rule):
         "(one finding per line, never both): a torch factory (`torch.zeros(n).to(device)`), or "
         "`torch.from_numpy`/`torch.as_tensor` of values the same function computes with numpy "
         "(`np.random.choice(...)`, arithmetic over it), which a user replaces by torch calls on the "
-        "device. Data the step is handed or reads (a loader's batch, a collate's numpy pieces, a "
+        "device, or `torch.tensor`/`torch.as_tensor` of host values it converts (`torch.tensor(rewards)"
+        ".float().to(device)`; see GP105). Data the step is handed or reads (a loader's batch, a collate's numpy pieces, a "
         "parameter, a method's result) stays GP104's: only its copy can be made asynchronous.",
         "A copy is recognised only when its target looks like a device (a `\"cuda\"` literal, "
         "`torch.device(...)`, a name such as `device` or `local_rank`, or a getter called with no "
@@ -289,7 +298,9 @@ class BlockingCopy(Rule):
         "function (dumping a few reference samples, a calibration pass: `if i == args.n - 1: break`, "
         "nested in no loop), whose iterations are not steps.",
         "A `while` loop that takes `next()` of a DataLoader's iterator every iteration copies "
-        "its batch every iteration (also inside `with` blocks, chained `.to(device).to(dtype)`), "
+        "its batch every iteration (also inside `with` blocks, chained `.to(device).to(dtype)`); so does "
+        "a step loop that pulls its batch from a queue (`x, y = queue.get()`, `q.get(timeout=60)`: a "
+        "`get` given no key is a queue's blocking pull, of what loader threads or processes put there), "
         "and `torch.from_numpy(piece).to(device)` in a loop over batches a framework placed is "
         "still a host copy (a collate's numpy pieces are not placed). Any loop that pulls `next()` of "
         "an iterator every iteration (a tf.data or numpy pipeline, `for step in range(n):`) and "

@@ -10,7 +10,7 @@ from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
-from ..analysis.facts.placement import moved_before
+from ..analysis.facts.move_helpers import module_moves, moved_argument
 from ..analysis.model.host_data import cuda_tensor_type, numpy_made_here
 from ..analysis.model.forward_reach import forward_caller, forward_roots
 from ..analysis.model.reaching import reaching_assignments
@@ -24,17 +24,11 @@ from ..analysis.facts.framework_hooks import framework_step_methods, hook_caller
 from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
-from ._host_moves import COMBINERS, TORCH_SAME_PLACE, combined_names, host_data_argument, host_scalar
+from ._host_moves import combined_names, host_data_argument
+from ._host_origin import (
+    COPIES_VALUES, FACTORIES, LIKE_FACTORIES, RANDOM_FACTORIES, FROM_ARRAY, copies_its_fields, unwrapped, host_origin,
+)
 
-DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
-    "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor",
-    "zeros_like", "ones_like", "empty_like", "full_like",
-))
-# Drawn from the CPU generator before the move, from the CUDA generator after it: other values.
-RANDOM_FACTORIES = frozenset(f"torch.{n}" for n in (
-    "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
-))
-FACTORIES = DETERMINISTIC_FACTORIES | RANDOM_FACTORIES
 # Arguments that make ``device=`` wrong or change what the move would have done.
 _BLOCKING_KWARGS = ("device", "generator", "out", "pin_memory", "layout")
 
@@ -85,7 +79,7 @@ class HostTensorThenMove(Rule):
         "A factory call moved in the same expression (`torch.zeros(n).to(device)`, `.cuda()`) gets "
         "a fix; a CPU tensor changed before its move (dtype casts and views, arithmetic with "
         "numbers, plain names or `math` functions of them, `torch.exp`/`sin`/`cos`/`log`/`sqrt` of one "
-        "(`torch.exp(-math.log(p) * torch.arange(half) / half)`), `torch.cat`/`stack` of factories (a list or a tuple), earlier assignments in the same "
+        "(`torch.exp(-math.log(p) * torch.arange(half) / half)`), `torch.cat`/`stack` of factories (a list or a tuple), a sparse tensor (`torch.sparse_coo_tensor`, legacy `torch.sparse.FloatTensor`) of host indices and values, the legacy `Variable(...)` wrapper of one, earlier assignments in the same "
         "function or, for a script's loop, at module level, a legacy `torch.LongTensor(n, m)` filled in place) is "
         "reported at the factory without one; at the move when it combines tensors built in statements "
         "of their own (`lbl = torch.cat((ones, zeros), 1)` then `lbl.cuda()`). `torch.Tensor(...)` follows the default tensor type: not counted where the "
@@ -104,12 +98,22 @@ class HostTensorThenMove(Rule):
         "tensor by clear evidence (a tensor by the training model, a field of a loop's batch, or a "
         "name the function reads as one: `other.shape`, `other.size()`, or an index of a tensor: "
         "`log_p[range(b), actions]`); such a move also takes "
-        "`other`'s dtype, so it gets no fix. `.to(dtype)` and names of dtypes are not moves.",
+        "`other`'s dtype, so it gets no fix. `.to(dtype)` and names of dtypes are not moves; `.type(torch.cuda.FloatTensor)` (also through a name "
+        "bound to one) is a move. A call of a "
+        "helper that returns what it is handed moved to the device is a move too (`def to_gpu(t): return "
+        "t.cuda() if torch.cuda.is_available() else t`, a method `return x.to(self.device)`, a recursive "
+        "mover over dicts and lists; in this file or the user's other modules): `to_gpu(torch.LongTensor(ids))` "
+        "is reported at the factory, without a fix.",
         "Where GP104 and GP105 split (one finding per line): a tensor the step creates is GP105's, "
         "including `torch.from_numpy(a)`/`torch.as_tensor(a)` of values the same function computes "
         "with numpy (`a = np.random.choice(n, size=b, p=p)`, arithmetic over it), reported without a "
         "fix (torch calls on the device, `torch.randint`/`torch.multinomial`, replace the numpy "
-        "ones); a loader's batch or a collate's numpy arrays are data, GP104's.",
+        "ones); a loader's batch or a collate's numpy arrays are data, GP104's. `torch.tensor(values)` (and "
+        "`torch.Tensor`, legacy typed tensors) copies host values into a new CPU tensor: moved after casts "
+        "(`torch.tensor(rewards).float().to(device)`, a replay batch's fields) it is GP105's, unless the "
+        "values are a device tensor (a model's output, a name the function moved) or a DataLoader loop's "
+        "batch field; `torch.as_tensor(values)` likewise, except of a batch the function is handed, pulls "
+        "(`next(it)`, `queue.get()`) or iterates, which it may wrap without a copy (GP104's).",
         "`torch.zeros_like(t)` is where `t` is: host only when `t` is known to be (a host factory, or "
         "a field of a loop's batch that this function leaves on the host: the loop iterates a "
         "DataLoader or copies its other fields itself); `torch.cat`/`stack` of such slices and a "
@@ -190,6 +194,8 @@ class HostTensorThenMove(Rule):
                 "backward" in ctx.source and any(ta.steps_each_call(f) for f in ctx.nodes(cst.FunctionDef))) or \
                 cpu_only(ctx):
             return
+        move_helpers = bool(module_moves(ctx)) or any(
+            f.moves for facts in (ctx.project or {}).values() for f in facts.functions.values())
         for move in ctx.nodes(cst.Call):
             if cuda_tensor_type(ctx, move.func) and host_data_argument(ctx, ta, move):
                 loop = ta.every_step_loop(move)
@@ -202,7 +208,17 @@ class HostTensorThenMove(Rule):
                                                 "which torch.as_tensor(..., dtype=, device=) call replaces it "
                                                 "is left to the user")
                 continue
+            if method_call(move, "type") and len(move.args) == 1 and cuda_tensor_type(ctx, move.args[0].value):
+                found = _built_then_moved(ctx, ta, move)  # ``torch.zeros(n).type(torch.cuda.FloatTensor)``
+                if found is not None:
+                    yield found
+                continue
             if not method_call(move, "to", "cuda", "type_as"):
+                handed = moved_argument(ctx, move) if move_helpers else None
+                if handed is not None:  # ``trans_to_cuda(torch.Tensor(items).long())``: a helper's move
+                    found = _built_then_moved(ctx, ta, move, handed)
+                    if found is not None:
+                        yield found
                 continue
             assert isinstance(move.func, cst.Attribute)
             factory = move.func.value
@@ -216,9 +232,8 @@ class HostTensorThenMove(Rule):
                 if found is not None:
                     yield found
                 continue
-            if ctx.is_call_to(factory, LIKE_FACTORIES) and factory.args and not factory.args[0].keyword and \
-                    moved_before(ctx, factory.args[0].value, move):
-                continue  # ``torch.zeros_like(y)`` of a tensor the step already moved: made on the device
+            if ctx.is_call_to(factory, LIKE_FACTORIES) and host_origin(ctx, factory, move) is None:
+                continue  # ``torch.zeros_like(y)`` is where ``y`` is: on the host only when ``y`` is known to be
             loop = ta.every_step_loop(move)
             caller = ta.every_step_caller(move) or hook_caller(ta, move, framework_step_methods(ctx)) or \
                 forward_caller(ctx, ta, move) or _step_function(ta, move) if loop is None else None
@@ -250,12 +265,16 @@ class HostTensorThenMove(Rule):
                                 "(a synchronous host-to-device transfer); create it with device=", fix)
 
 
-def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) -> Finding | None:
+def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
+                      moved_value: cst.BaseExpression | None = None) -> Finding | None:
     """``.to(device)``/``.cuda()`` of a tensor built on the CPU by a factory and then changed
     before the move, in the same expression (``(torch.ones(n) * i).to(device)``) or in earlier
     statements of the function (``labels = torch.cat([torch.arange(n) ...]); labels = (labels ==
     labels.T).float(); labels = labels.to(device)``; a legacy ``torch.LongTensor(n, m)`` filled in
-    place and then moved), on every step. Reported at the factory, where ``device=`` goes."""
+    place and then moved), on every step. Reported at the factory, where ``device=`` goes.
+    ``moved_value``: what a project move helper is handed (``to_gpu(torch.tensor(rows).long())``),
+    when ``move`` calls one."""
+    receiver = moved_value if moved_value is not None else move.func.value  # type: ignore[attr-defined]
     loop = ta.every_step_loop(move)
     caller = ta.every_step_caller(move) if loop is None else None
     if loop is None and caller is None:
@@ -265,7 +284,7 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
             forward_caller(ctx, ta, move) or _step_function(ta, move)
     if loop is None and caller is None:
         return None
-    factory = host_origin(ctx, move.func.value, move, loose_default_type=caller is not None)  # type: ignore[attr-defined]
+    factory = host_origin(ctx, receiver, move, loose_default_type=caller is not None)
     if factory is None:
         return None
     if loop is not None:
@@ -275,19 +294,33 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
         kind = _per_call(caller)
     what = ctx.code_for(factory.func)
     moved = ctx.code_for(move)
-    moved = moved if len(moved) <= 40 else f".{move.func.attr.value}(...)"  # type: ignore[attr-defined]
+    moved = moved if len(moved) <= 40 else f".{move.func.attr.value}(...)" if moved_value is None else \
+        f"{ctx.code_for(move.func)}(...)"  # type: ignore[attr-defined]
     reason = ("the tensor is changed between its creation and the move: which calls take device= is left to "
               "the user")
-    if ctx.is_call_to(factory, _FROM_ARRAY):
+    made_in = ctx.enclosing(factory, cst.FunctionDef)
+    if ctx.is_call_to(factory, FROM_ARRAY) and made_in is not None and bool(factory.args) and \
+            numpy_made_here(ctx, factory.args[0].value, made_in):
         return Finding(factory, f"`{what}(...)` wraps values made with numpy on the host that `{moved}` copies to the "
                                 f"device on every {kind} (a synchronous host-to-device transfer); make them with "
                                 "torch on the device (`torch.randint`/`torch.multinomial`/`torch.rand(..., "
                                 "device=...)`)",
                        no_fix_reason="numpy computes the values: which torch calls replace it is left to the user")
-    if factory is move.func.value:  # type: ignore[attr-defined]
+    if ctx.is_call_to(factory, COPIES_VALUES):
+        return Finding(factory, f"`{what}(...)` copies host values (lists, numpy arrays) into a new CPU tensor that "
+                                f"`{moved}` then copies to the device on every {kind} (a synchronous host-to-device "
+                                "transfer from pageable memory); build it there in one call (`torch.as_tensor(values, "
+                                "dtype=..., device=...)`), or keep the values on the device",
+                       no_fix_reason=f"`{what}` copies host values: whether they can be made on the device, or which "
+                                     "dtype= the one call needs, is left to the user")
+    if moved_value is not None:
+        reason = "the move is inside a helper: which call takes device= there is left to the user"
+    elif method_call(move, "type"):
+        reason = "the CUDA tensor type sets the dtype as well: which dtype= and device= the factory needs is left to the user"
+    elif factory is receiver:
         reason = (f"`{what}` takes no device= argument: `torch.as_tensor(data, dtype=..., device=...)` or "
                   "`torch.empty(..., dtype=..., device=...)` replaces it, which is left to the user")
-    parts = combined_names(ctx, move.func.value, move)  # type: ignore[attr-defined]
+    parts = combined_names(ctx, receiver, move)
     if parts:  # several tensors built in other statements: the move is the one place to report
         return Finding(move, f"`{moved}` copies to the device, on every {kind}, a tensor combined from "
                              f"{', '.join(f'`{p}`' for p in parts)}, built on the CPU by `{what}(...)` (a "
@@ -298,100 +331,8 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call) ->
                    no_fix_reason=reason)
 
 
-
-# Tensor methods and operators whose result stays where their operands are.
-_SAME_PLACE = frozenset({"long", "int", "float", "half", "double", "bool", "byte", "view", "reshape", "squeeze",
-                         "unsqueeze", "permute", "transpose", "t", "flatten", "contiguous", "clone", "repeat",
-                         "expand", "fill_", "zero_", "masked_fill", "masked_fill_", "type_as", "cumsum", "sum",
-                         "mean", "abs", "neg", "exp", "log", "sqrt", "clamp", "clamp_", "mul", "add", "sub", "div"})
-_LEGACY_CPU = frozenset(f"torch.{n}Tensor" for n in ("Long", "Float", "Int", "Byte", "Bool", "Double", "Half", "Short"))
-_COMBINERS = COMBINERS
-LIKE_FACTORIES = frozenset(f for f in FACTORIES if f.endswith("_like"))
-_FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.tensor"})
 _TENSOR_READS = frozenset({"shape", "size", "device", "dtype", "ndim", "numel", "dim", "view", "unsqueeze",
                            "squeeze", "gather", "reshape", "expand", "new_zeros", "new_ones", "new_full", "new_empty"})
-
-
-def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, loose_default_type: bool = False,
-                depth: int = 0) -> cst.Call | None:
-    """The factory call that built, in host memory, the tensor ``expr`` holds where ``at`` reads
-    it: a torch factory without ``device=`` (``torch.arange(n)``), a legacy CPU type
-    (``torch.LongTensor(n, m)``; ``torch.Tensor`` only where the file sets no default tensor type
-    and, with ``loose_default_type`` (a caller in another module may set one), only wrapping values
-    in a list, ``torch.Tensor([loss_value])``: the idiom of code written for a CPU default), through
-    dtype casts and views, arithmetic with numbers, ``torch.cat``/``stack`` of such tensors, and
-    the names the same function bound to one before ``at``. None when not certain."""
-    if depth > 8:
-        return None
-    if isinstance(expr, cst.Call):
-        fn = ctx.enclosing(at, cst.FunctionDef)
-        if ctx.is_call_to(expr, _FROM_ARRAY) and fn is not None and get_arg(expr, "device") is None and \
-                expr.args and not expr.args[0].star and numpy_made_here(ctx, expr.args[0].value, fn):
-            return expr  # ``torch.from_numpy(np.random.choice(...))``: made on the host by the step itself
-        if ctx.is_call_to(expr, LIKE_FACTORIES) and get_arg(expr, "device") is None and expr.args and \
-                not expr.args[0].keyword and not expr.args[0].star:
-            # ``torch.zeros_like(y)`` is where ``y`` is: host only when ``y`` is known to be
-            source = expr.args[0].value
-            held = host_origin(ctx, source, at, loose_default_type=loose_default_type, depth=depth + 1)
-            return expr if held is not None or host_batch_value(ctx, source, at) else None
-        if ctx.is_call_to(expr, FACTORIES) and ctx.code_for(expr.func) != "torch.tensor" or \
-                ctx.matches(expr.func, _LEGACY_CPU) or \
-                ctx.matches(expr.func, {"torch.Tensor"}) and "set_default" not in ctx.source and \
-                (not loose_default_type or _wraps_values(expr)):
-            if get_arg(expr, "device") is not None or any(a.star for a in expr.args):
-                return None
-            return expr
-        if ctx.matches(expr.func, _COMBINERS) and expr.args and \
-                isinstance(expr.args[0].value, (cst.List, cst.Tuple, cst.ListComp)):
-            seq = expr.args[0].value
-            parts = [seq.elt] if isinstance(seq, cst.ListComp) else [e.value for e in seq.elements]
-            found = [host_origin(ctx, p, at, loose_default_type=loose_default_type, depth=depth + 1) for p in parts]
-            made = [f for f in found if f is not None]
-            # (the other parts: slices of a batch the loop leaves on the host)
-            return made[0] if made and all(f is not None or host_batch_value(ctx, p, at)
-                                           for p, f in zip(parts, found)) else None
-        if ctx.matches(expr.func, TORCH_SAME_PLACE) and len(expr.args) == 1 and not expr.args[0].keyword and \
-                not expr.args[0].star:  # ``torch.exp(-math.log(p) * torch.arange(half) / half)``
-            return host_origin(ctx, expr.args[0].value, at, loose_default_type=loose_default_type, depth=depth + 1)
-        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_PLACE:
-            return host_origin(ctx, expr.func.value, at, loose_default_type=loose_default_type, depth=depth + 1)
-        return None
-    if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
-        sides = [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation) else \
-            [expr.left, *(c.comparator for c in expr.comparisons)]
-        found = [host_origin(ctx, side, at, loose_default_type=loose_default_type, depth=depth + 1) for side in sides]
-        if not any(found):
-            return None
-        others = [side for side, f in zip(sides, found) if f is None]
-        # The other operands: numbers, or plain names and attributes (a loop index, ``self.scale``).
-        if all(host_scalar(ctx, o) for o in others):
-            return next(f for f in found if f is not None)
-        return None
-    if isinstance(expr, cst.UnaryOperation):
-        return host_origin(ctx, expr.expression, at, loose_default_type=loose_default_type, depth=depth + 1)
-    if isinstance(expr, cst.Name):
-        fn = ctx.enclosing(at, cst.FunctionDef)
-        if fn is not None and expr.value in {p.name.value for p in fn.params.params}:
-            return None
-        body = fn.body if fn is not None else ctx.module  # a script's loop at module level too
-        order = ctx.preorder()
-        here = order.get(ctx.statement_of(at), 0)
-        values = [a.value for a in walk(body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
-                  any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in a.targets)]
-        if not values or any(isinstance(a, (cst.AugAssign, cst.AnnAssign)) and dotted_name(a.target) == expr.value
-                             and order.get(a, 0) < here for a in walk(body)):  # changed before ``at``
-            return None
-        last = values[-1]
-        return host_origin(ctx, last, last, loose_default_type=loose_default_type, depth=depth + 1)
-    return None
-
-
-def _wraps_values(call: cst.Call) -> bool:
-    """``torch.Tensor([x])``, ``torch.Tensor([a, b])``: one list or tuple literal of values."""
-    return len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star and \
-        isinstance(call.args[0].value, (cst.List, cst.Tuple))
-
-
 
 
 def _step_function(ta: TrainingAnalysis, node: cst.CSTNode) -> StepCaller | None:
@@ -425,8 +366,8 @@ def tensor_target(ctx: RuleContext, ta: TrainingAnalysis, target: cst.BaseExpres
         return True
     loop = ctx.enclosing(at, cst.For)
     while loop is not None:  # a field of the batch a DataLoader loop yields (default collate: a tensor)
-        if name in target_names(loop.target) and (ta.is_dataloader(_unwrapped(loop.iter)) or
-                                                  _copies_its_fields(ctx, loop)):
+        if name in target_names(loop.target) and (ta.is_dataloader(unwrapped(loop.iter)) or
+                                                  copies_its_fields(ctx, loop)):
             return True
         loop = ctx.enclosing(loop, cst.For)
     scope = ctx.enclosing(at, cst.FunctionDef) or ctx.module
@@ -435,54 +376,3 @@ def tensor_target(ctx: RuleContext, ta: TrainingAnalysis, target: cst.BaseExpres
                for n in nodes) or any(  # an index of a subscript (``log_p[range(b), actions]``)
         isinstance(n, cst.Subscript) and len(n.slice) > 1 and any(
             isinstance(el.slice, cst.Index) and dotted_name(el.slice.value) == name for el in n.slice) for n in nodes)
-
-
-def host_batch_value(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> bool:
-    """``y[:, :n]`` where ``y`` is a field of the batch a plain DataLoader loop yields, left on the
-    host in this function: every assignment that reaches the read keeps it where it was (``y =
-    y.float()``, a slice), back to the loop's target; none moves it."""
-    while isinstance(expr, cst.Subscript) or method_call(expr, *_SAME_PLACE) and not method_call(expr, "type_as"):
-        expr = expr.func.value if isinstance(expr, cst.Call) else expr.value  # type: ignore[attr-defined]
-    if not isinstance(expr, cst.Name) or depth > 4:
-        return False
-    bindings = reaching_assignments(ctx, expr.value, at)
-    if bindings:
-        return all(host_batch_value(ctx, b.value, b, depth + 1) for b in bindings)
-    loop = ctx.enclosing(at, cst.For)
-    while loop is not None and expr.value not in target_names(loop.target):
-        loop = ctx.enclosing(loop, cst.For)
-    if loop is None or iterates_placed_batches(ctx, loop.iter) or placed_by_framework(ctx, expr):
-        return False
-    order = ctx.preorder()
-    here = order.get(at, 0)
-    # no other binding of the name between the loop's start and the read
-    if any(isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and order.get(n, 0) < here and
-           expr.value in {t for tg in (n.targets if isinstance(n, cst.Assign) else [n]) for t in
-                          target_names(tg.target)} and not ctx.is_inside(at, n) for n in walk(loop.body)):
-        return False
-    return analysis(ctx).is_dataloader(_unwrapped(loop.iter)) or _copies_its_fields(ctx, loop)
-
-
-def _copies_its_fields(ctx: RuleContext, loop: cst.For) -> bool:
-    """Does the loop copy fields of its batch to the device itself (``x = x.float().to(device)``)?
-    Then its batches come from the host."""
-    fields = target_names(loop.target)
-    for node in walk(loop.body):
-        if isinstance(node, cst.Call) and method_call(node, "to", "cuda"):
-            dev = get_arg(node, "device", 0)
-            if method_call(node, "to") and (dev is None or device_kind(ctx, dev.value) not in ("cuda", "unknown")):
-                continue
-            base = node.func.value  # type: ignore[attr-defined]
-            while method_call(base, *_SAME_PLACE):
-                base = base.func.value  # type: ignore[attr-defined]
-            if isinstance(base, cst.Name) and base.value in fields:
-                return True
-    return False
-
-
-def _unwrapped(it: cst.BaseExpression) -> cst.BaseExpression:
-    """``loader`` in ``enumerate(tqdm(loader))``."""
-    while isinstance(it, cst.Call) and (dotted_name(it.func) or "").rsplit(".", 1)[-1] in ("enumerate", "tqdm") \
-            and it.args:
-        it = it.args[0].value
-    return it

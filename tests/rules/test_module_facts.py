@@ -282,3 +282,42 @@ def test_an_output_wrapper_says_which_parameters_it_writes_out() -> None:
     assert got["print_master"].outputs == ("*args",)
     assert set(got["info_main"].outputs) == {"message", "step"}
     assert got["every"].outputs == () and got["converted"].outputs == ()
+
+
+def test_a_move_helper_says_which_parameter_it_moves() -> None:
+    got = facts("""
+        import torch
+
+        def to_gpu(t):
+            return t.cuda() if torch.cuda.is_available() else t
+
+        def put(sample, device):
+            def _put(x, device):
+                if torch.is_tensor(x):
+                    return x.to(device, non_blocking=True)
+                if isinstance(x, dict):
+                    return {k: _put(v, device) for k, v in x.items()}
+                return x
+            return _put(sample, device)
+
+        def cast(x, device):
+            return x.float().to(device)
+
+        def normalise(x, device):
+            return (x / 255).to(device)
+
+        def to_dtype(x, dtype):
+            return x.to(dtype)
+
+        class Runner:
+            def _move(self, batch):
+                return batch.to(self.device)
+    """)
+    got_fns = got.functions
+    assert got_fns["to_gpu"].moves == ("t",)
+    assert got_fns["put"].moves == ("sample",)
+    assert got_fns["cast"].moves == ("x",)
+    assert got_fns["Runner._move"].moves == ("batch",)
+    # computes on what it is handed, or casts it: not a move of the parameter
+    assert got_fns["normalise"].moves == () and got_fns["to_dtype"].moves == ()
+    assert ModuleFacts.from_json(got.to_json()).functions["to_gpu"].moves == ("t",)

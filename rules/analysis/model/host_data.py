@@ -209,40 +209,61 @@ def default_collate(ta: TrainingAnalysis, iterable: cst.BaseExpression) -> bool:
 
 # ---- values a step makes with numpy ------------------------------------------------------------
 # numpy calls that turn data into an array (of a batch, a file): what they give is data
-_NUMPY_CONVERSIONS = ("array", "asarray", "asanyarray", "ascontiguousarray", "load", "loadtxt", "fromfile",
+_NUMPY_CONVERSIONS = ("array", "asarray", "asanyarray", "ascontiguousarray", "load", "loadtxt", "fromfile", "memmap",
                       "frombuffer", "copy", "stack", "concatenate", "vstack", "hstack", "expand_dims",
                       "transpose", "reshape", "squeeze", "pad", "flip")
 _NUMPY_MAKERS = ("zeros", "ones", "full", "empty", "arange", "linspace", "eye", "zeros_like", "ones_like",
                  "full_like", "empty_like")
 
 
-def numpy_made_here(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.FunctionDef, depth: int = 0) -> bool:
+def numpy_made_here(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.FunctionDef, depth: int = 0,
+                    seen: frozenset[str] = frozenset()) -> bool:
     """Is ``expr`` an array the function ``fn`` makes itself with numpy, not data it is handed or
     reads: a ``numpy.random`` draw or a numpy factory (``np.random.choice(n, size=b, p=p)``,
-    ``np.ones(n)``), another numpy call or arithmetic over one (``1 / (n * p[idx])``), or a local
-    name every assignment of which in ``fn`` is one. A parameter, an attribute or a batch is data."""
+    ``np.ones(n)``), another numpy call or arithmetic over one (``1 / (n * p[idx])``), an array
+    method of one (``anchors.astype(np.float32)``), or a local name every assignment of which in
+    ``fn`` is one (an update of the name from itself, ``a = np.append(a, rows, axis=0)``, leaves
+    the other assignments to decide). A parameter, an attribute or a batch is data."""
     if depth > 8:
         return False
     if isinstance(expr, cst.Call):
         if ctx.matches(expr.func, {"numpy.random.*"}) or \
                 ctx.matches(expr.func, {f"numpy.{n}" for n in _NUMPY_MAKERS}):
             return True
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _ARRAY_METHODS and \
+                not ctx.matches(expr.func, {"numpy.*"}):
+            return numpy_made_here(ctx, expr.func.value, fn, depth + 1, seen)
         if not ctx.matches(expr.func, {"numpy.*"}):
             return False
         if not ctx.matches(expr.func, {f"numpy.{n}" for n in _NUMPY_CONVERSIONS}):
             return True  # ``w / np.sum(w)``: computed in the step
-        return any(not a.star and numpy_made_here(ctx, a.value, fn, depth + 1) for a in expr.args)
+        return any(not a.star and numpy_made_here(ctx, a.value, fn, depth + 1, seen) for a in expr.args)
     if isinstance(expr, cst.BinaryOperation):
-        return numpy_made_here(ctx, expr.left, fn, depth + 1) or numpy_made_here(ctx, expr.right, fn, depth + 1)
+        return numpy_made_here(ctx, expr.left, fn, depth + 1, seen) or \
+            numpy_made_here(ctx, expr.right, fn, depth + 1, seen)
     if isinstance(expr, cst.UnaryOperation):
-        return numpy_made_here(ctx, expr.expression, fn, depth + 1)
+        return numpy_made_here(ctx, expr.expression, fn, depth + 1, seen)
     if isinstance(expr, cst.Subscript):
-        return numpy_made_here(ctx, expr.value, fn, depth + 1) or any(
-            isinstance(el.slice, cst.Index) and numpy_made_here(ctx, el.slice.value, fn, depth + 1) for el in expr.slice)
+        return numpy_made_here(ctx, expr.value, fn, depth + 1, seen) or any(
+            isinstance(el.slice, cst.Index) and numpy_made_here(ctx, el.slice.value, fn, depth + 1, seen)
+            for el in expr.slice)
+    if isinstance(expr, (cst.List, cst.Tuple)):  # ``np.concatenate([grid, np.stack(rows)])``
+        return any(numpy_made_here(ctx, e.value, fn, depth + 1, seen) for e in expr.elements)
+    if isinstance(expr, cst.Name) and expr.value in seen:
+        return True  # the name's own update: its other assignments decide
     if isinstance(expr, cst.Name) and expr.value not in {p.name.value for p in fn.params.params}:
         values = [v for v in _values_of(ctx, expr.value) if ctx.enclosing(v, cst.FunctionDef) is fn]
-        return bool(values) and all(numpy_made_here(ctx, v, fn, depth + 1) for v in values)
+        return bool(values) and all(numpy_made_here(ctx, v, fn, depth + 1, seen | {expr.value}) for v in values) \
+            and any(not _mentions_name(v, expr.value) for v in values)
     return False
+
+
+# numpy array methods whose result is another array made from the receiver.
+_ARRAY_METHODS = ("astype", "copy", "reshape", "transpose", "ravel", "flatten", "squeeze", "clip", "round", "repeat")
+
+
+def _mentions_name(expr: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(n, cst.Name) and n.value == name for n in walk(expr, include_self=True, into_nested=True))
 
 
 def made_on_host_by_step(ctx: RuleContext, expr: cst.BaseExpression) -> bool:

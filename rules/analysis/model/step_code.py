@@ -185,6 +185,8 @@ class BatchData:
                 if func.attr.value in ("next", "__next__") or func.attr.value in batch_methods(self.ctx) or \
                         func.attr.value in host_batch_methods(self.ctx):
                     return True  # ``data_iter.next()``, a loader of the user's ``next_batch()``: the next batch
+                if _queue_pull(expr):
+                    return True  # ``queue.get()``: the batch a loader thread or process put there
                 return func.attr.value not in ("to", "cuda") and self.derives(func.value)
             if isinstance(func, cst.Name):
                 if func.value == "next":
@@ -239,6 +241,13 @@ class BatchData:
             return True
         source = self._comprehension_source(expr)
         return method_call(source, "values", "items") and self.derives(source.func.value)  # type: ignore[union-attr]
+
+
+def _queue_pull(call: cst.Call) -> bool:
+    """``queue.get()``, ``q.get(timeout=5)``: a blocking pull, by its shape (a mapping's ``get``
+    always takes a key), of what a producer thread or process put in the queue."""
+    return method_call(call, "get") and all(
+        a.keyword is not None and a.keyword.value in ("block", "timeout") for a in call.args)
 
 
 def _is_range(expr: cst.BaseExpression) -> bool:

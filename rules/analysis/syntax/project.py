@@ -68,6 +68,9 @@ class FunctionFacts:
     # is handed, in its body or a helper it calls (``facts.helper_syncs``: ``def to_scalar(t):
     # return t.item()``, ``if device.type == "cuda": torch.cuda.synchronize()``)
     syncs: tuple[tuple[str, str, int, str], ...] = ()
+    # the parameters it returns moved to the device (``def to_gpu(x): return x.cuda()``:
+    # ``facts.move_helpers``): a call of it is a move of what it is handed
+    moves: tuple[str, ...] = ()
 
     def role_of(self, role: str) -> str | None:
         return next((p for p, r in self.roles if r == role), None)
@@ -82,7 +85,7 @@ class FunctionFacts:
                       "returned_loaders": tuple(tuple(r) for r in doc.get("returned_loaders", ())),
                       "settings": tuple(doc.get("settings", ())),
                       "arg_reads": tuple(tuple(r) for r in doc.get("arg_reads", ())),
-                      "outputs": tuple(doc.get("outputs", ())),
+                      "outputs": tuple(doc.get("outputs", ())), "moves": tuple(doc.get("moves", ())),
                       "syncs": tuple(tuple(r) for r in doc.get("syncs", ()))})
 
 

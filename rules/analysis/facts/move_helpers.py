@@ -1,0 +1,110 @@
+"""Project helpers that move what they are handed to the device: ``def trans_to_cuda(v): return
+v.cuda() if torch.cuda.is_available() else v``, ``def to_gpu(x): return x.to(DEVICE)``, a method
+``def _to_device(self, t): return t.to(self.device, non_blocking=True)``, a recursive
+``move_to_device(sample, device)`` over dicts and lists. A call of one is a move of its argument
+(``FunctionFacts.moves`` for the user's other modules)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..model.step_code import device_kind
+from ..syntax.calls import dotted_name, get_arg, method_call
+from ..syntax.context import RuleContext
+from ..syntax.project import project_function
+from ..syntax.tree import walk
+from .helper_syncs import local_callee, parameters, passed_for
+
+# Tensor methods whose result is where the receiver is: ``x.float().cuda()`` still moves ``x``.
+_KEEPS = ("float", "long", "int", "half", "double", "bool", "contiguous", "detach", "clone", "view", "reshape")
+
+
+def moved_params(ctx: RuleContext, fn: cst.FunctionDef, depth: int = 0) -> tuple[str, ...]:
+    """The positional parameters ``fn`` returns moved to the device: some ``return`` gives the
+    parameter's ``.cuda()``/``.to(<device>)`` (through casts, or a helper of the file that moves
+    it: an outer ``move_to_device(sample, device)`` returning its inner recursive mover's result),
+    and every other ``return`` gives the parameter itself, ``None``, or a container rebuilt from
+    recursive calls (``{k: move(v) for k, v in x.items()}``). Not a function that computes on it."""
+    if depth > 2:
+        return ()
+    params = parameters(fn)[0]
+    if not params:
+        return ()
+    returns = [n.value for n in walk(fn.body) if isinstance(n, cst.Return) and ctx.enclosing(n, cst.FunctionDef) is fn]
+    out = []
+    for p in params:
+        moved = [r for r in returns if r is not None and _moves(ctx, r, p, fn, depth)]
+        if moved and all(r is None or r in moved or _passes_through(r, p, fn) for r in returns):
+            out.append(p)
+    return tuple(out)
+
+
+def _moves(ctx: RuleContext, expr: cst.BaseExpression, param: str, fn: cst.FunctionDef, depth: int) -> bool:
+    if isinstance(expr, cst.IfExp):  # ``v.cuda() if torch.cuda.is_available() else v``
+        return _moves(ctx, expr.body, param, fn, depth) and (
+            _moves(ctx, expr.orelse, param, fn, depth) or _passes_through(expr.orelse, param, fn))
+    if not isinstance(expr, cst.Call):
+        return False
+    if method_call(expr, "cuda", "to"):
+        if method_call(expr, "to"):
+            dev = get_arg(expr, "device", 0)
+            if dev is None or device_kind(ctx, dev.value) not in ("cuda", "unknown"):
+                return False
+        base = expr.func.value  # type: ignore[attr-defined]
+        while method_call(base, *_KEEPS):
+            base = base.func.value  # type: ignore[attr-defined]
+        return isinstance(base, cst.Name) and base.value == param
+    inner = local_callee(ctx, expr)
+    if inner is None or inner is fn:
+        return False
+    handed = moved_params(ctx, inner, depth + 1)
+    return any(isinstance(a.value, cst.Name) and a.value.value == param
+               for q in handed for a in passed_for(expr, parameters(inner)[0], q))
+
+
+def _passes_through(expr: cst.BaseExpression, param: str, fn: cst.FunctionDef) -> bool:
+    """``return v`` unchanged, or a list/dict/tuple rebuilt by recursive calls of ``fn``."""
+    if isinstance(expr, cst.Name):
+        return expr.value == param
+    if isinstance(expr, (cst.ListComp, cst.DictComp, cst.GeneratorExp, cst.SetComp, cst.List, cst.Tuple, cst.Dict)) \
+            or isinstance(expr, cst.Call) and dotted_name(expr.func) in ("list", "tuple", "dict", "type"):
+        return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == fn.name.value
+                   for n in walk(expr, into_nested=True))
+    return False
+
+
+def module_moves(ctx: RuleContext) -> dict[cst.FunctionDef, tuple[str, ...]]:
+    """Each function of the file that moves what it is handed, with the parameters it moves."""
+    return ctx.fact(_module_moves)
+
+
+def _module_moves(ctx: RuleContext) -> dict[cst.FunctionDef, tuple[str, ...]]:
+    if ".cuda(" not in ctx.source and ".to(" not in ctx.source:
+        return {}
+    out = {}
+    for fn in ctx.nodes(cst.FunctionDef):
+        moved = moved_params(ctx, fn)
+        if moved:
+            out[fn] = moved
+    return out
+
+
+def moved_argument(ctx: RuleContext, call: cst.Call) -> cst.BaseExpression | None:
+    """What ``call`` of a move helper (of this file, or of the user's other modules) moves to the
+    device: ``torch.Tensor(x).long()`` in ``trans_to_cuda(torch.Tensor(x).long())``; None when it
+    calls no such helper."""
+    if not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return None
+    callee = local_callee(ctx, call)
+    if callee is not None:
+        params, moved = parameters(callee)[0], module_moves(ctx).get(callee, ())
+    else:
+        found = project_function(ctx, call) if ctx.project else None
+        if found is None or not found.facts.moves:
+            return None
+        params, moved = list(found.facts.params), found.facts.moves
+    for p in moved:
+        args = passed_for(call, params, p)
+        if len(args) == 1:
+            return args[0].value
+    return None

@@ -1,0 +1,261 @@
+"""GP105's reading of where a moved tensor was made: the host factory call (``torch.zeros(n)``,
+``torch.tensor(rows)``, a legacy ``torch.LongTensor``) behind what a move copies, through casts,
+arithmetic with numbers, joins and earlier assignments; and the fields of a loop's batch a function
+leaves on the host."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
+from ..analysis.facts.placement import moved_before
+from ..analysis.model.host_data import numpy_made_here
+from ..analysis.model.reaching import reaching_assignments
+from ..analysis.model.step_code import device_kind
+from ..analysis.model.training import analysis
+from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import walk
+from ._host_moves import COMBINERS, TORCH_SAME_PLACE, host_scalar
+
+DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
+    "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor",
+    "zeros_like", "ones_like", "empty_like", "full_like",
+))
+# Drawn from the CPU generator before the move, from the CUDA generator after it: other values.
+RANDOM_FACTORIES = frozenset(f"torch.{n}" for n in (
+    "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+))
+FACTORIES = DETERMINISTIC_FACTORIES | RANDOM_FACTORIES
+# Tensor methods and operators whose result stays where their operands are.
+_SAME_PLACE = frozenset({"long", "int", "float", "half", "double", "bool", "byte", "view", "reshape", "squeeze",
+                         "unsqueeze", "permute", "transpose", "t", "flatten", "contiguous", "clone", "repeat",
+                         "expand", "fill_", "zero_", "masked_fill", "masked_fill_", "type_as", "cumsum", "sum",
+                         "mean", "abs", "neg", "exp", "log", "sqrt", "clamp", "clamp_", "mul", "add", "sub", "div"})
+_LEGACY_CPU = frozenset(f"torch.{n}Tensor" for n in ("Long", "Float", "Int", "Byte", "Bool", "Double", "Half", "Short"))
+_COMBINERS = COMBINERS
+LIKE_FACTORIES = frozenset(f for f in FACTORIES if f.endswith("_like"))
+FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.tensor"})
+
+
+def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, loose_default_type: bool = False,
+                depth: int = 0) -> cst.Call | None:
+    """The factory call that built, in host memory, the tensor ``expr`` holds where ``at`` reads
+    it: a torch factory without ``device=`` (``torch.arange(n)``), a legacy CPU type
+    (``torch.LongTensor(n, m)``; ``torch.Tensor`` only where the file sets no default tensor type
+    and, with ``loose_default_type`` (a caller in another module may set one), only wrapping values
+    in a list, ``torch.Tensor([loss_value])``: the idiom of code written for a CPU default), through
+    dtype casts and views, arithmetic with numbers, ``torch.cat``/``stack`` of such tensors, and
+    the names the same function bound to one before ``at``. None when not certain."""
+    if depth > 8:
+        return None
+    if isinstance(expr, cst.Call):
+        fn = ctx.enclosing(at, cst.FunctionDef)
+        if ctx.is_call_to(expr, FROM_ARRAY) and fn is not None and get_arg(expr, "device") is None and \
+                expr.args and not expr.args[0].star and numpy_made_here(ctx, expr.args[0].value, fn):
+            return expr  # ``torch.from_numpy(np.random.choice(...))``: made on the host by the step itself
+        if ctx.is_call_to(expr, COPIES_VALUES) and get_arg(expr, "device") is None and len(expr.args) >= 1 and \
+                expr.args[0].keyword is None and not expr.args[0].star and \
+                host_values(ctx, expr, expr.args[0].value, at):
+            return expr  # ``torch.tensor(rows).float()``: the values copied into a new host tensor
+        if ctx.matches(expr.func, _VARIABLE | _SPARSE):
+            return _wrapped_origin(ctx, expr, at, loose_default_type, depth)
+        if ctx.is_call_to(expr, LIKE_FACTORIES) and get_arg(expr, "device") is None and expr.args and \
+                not expr.args[0].keyword and not expr.args[0].star:
+            # ``torch.zeros_like(y)`` is where ``y`` is: host only when ``y`` is known to be
+            source = expr.args[0].value
+            held = host_origin(ctx, source, at, loose_default_type=loose_default_type, depth=depth + 1)
+            return expr if held is not None or host_batch_value(ctx, source, at) else None
+        if ctx.is_call_to(expr, FACTORIES) and ctx.code_for(expr.func) != "torch.tensor" or \
+                ctx.matches(expr.func, _LEGACY_CPU) or \
+                ctx.matches(expr.func, {"torch.Tensor"}) and "set_default" not in ctx.source and \
+                (not loose_default_type or _wraps_values(expr)):
+            if get_arg(expr, "device") is not None or any(a.star for a in expr.args):
+                return None
+            return expr
+        if ctx.matches(expr.func, _COMBINERS) and expr.args and \
+                isinstance(expr.args[0].value, (cst.List, cst.Tuple, cst.ListComp)):
+            seq = expr.args[0].value
+            parts = [seq.elt] if isinstance(seq, cst.ListComp) else [e.value for e in seq.elements]
+            found = [host_origin(ctx, p, at, loose_default_type=loose_default_type, depth=depth + 1) for p in parts]
+            made = [f for f in found if f is not None]
+            # (the other parts: slices of a batch the loop leaves on the host)
+            return made[0] if made and all(f is not None or host_batch_value(ctx, p, at)
+                                           for p, f in zip(parts, found)) else None
+        if ctx.matches(expr.func, TORCH_SAME_PLACE) and len(expr.args) == 1 and not expr.args[0].keyword and \
+                not expr.args[0].star:  # ``torch.exp(-math.log(p) * torch.arange(half) / half)``
+            return host_origin(ctx, expr.args[0].value, at, loose_default_type=loose_default_type, depth=depth + 1)
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_PLACE:
+            return host_origin(ctx, expr.func.value, at, loose_default_type=loose_default_type, depth=depth + 1)
+        return None
+    if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
+        sides = [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation) else \
+            [expr.left, *(c.comparator for c in expr.comparisons)]
+        found = [host_origin(ctx, side, at, loose_default_type=loose_default_type, depth=depth + 1) for side in sides]
+        if not any(found):
+            return None
+        others = [side for side, f in zip(sides, found) if f is None]
+        # The other operands: numbers, or plain names and attributes (a loop index, ``self.scale``).
+        if all(host_scalar(ctx, o) for o in others):
+            return next(f for f in found if f is not None)
+        return None
+    if isinstance(expr, cst.UnaryOperation):
+        return host_origin(ctx, expr.expression, at, loose_default_type=loose_default_type, depth=depth + 1)
+    if isinstance(expr, cst.Name):
+        fn = ctx.enclosing(at, cst.FunctionDef)
+        if fn is not None and expr.value in {p.name.value for p in fn.params.params}:
+            return None
+        body = fn.body if fn is not None else ctx.module  # a script's loop at module level too
+        order = ctx.preorder()
+        here = order.get(ctx.statement_of(at), 0)
+        values = [a.value for a in walk(body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
+                  any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in a.targets)]
+        if not values or any(isinstance(a, (cst.AugAssign, cst.AnnAssign)) and dotted_name(a.target) == expr.value
+                             and order.get(a, 0) < here for a in walk(body)):  # changed before ``at``
+            return None
+        last = values[-1]
+        return host_origin(ctx, last, last, loose_default_type=loose_default_type, depth=depth + 1)
+    return None
+
+
+def _wrapped_origin(ctx: RuleContext, call: cst.Call, at: cst.CSTNode, loose_default_type: bool,
+                    depth: int) -> cst.Call | None:
+    """``Variable(torch.zeros(b, h))``: the legacy autograd wrapper keeps the tensor where it is;
+    ``torch.sparse_coo_tensor(idx, vals, size)`` is where its indices and values are."""
+    if ctx.matches(call.func, _VARIABLE):
+        if not call.args or call.args[0].keyword is not None or call.args[0].star:
+            return None
+        return host_origin(ctx, call.args[0].value, at, loose_default_type=loose_default_type, depth=depth + 1)
+    if get_arg(call, "device") is not None or len(call.args) < 2 or any(a.star or a.keyword for a in call.args[:2]):
+        return None
+    parts = [call.args[0].value, call.args[1].value]
+    return call if all(isinstance(p, (cst.List, cst.Tuple, cst.ListComp)) or host_origin(
+        ctx, p, at, loose_default_type=loose_default_type, depth=depth + 1) is not None for p in parts) else None
+
+
+_VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+# Sparse constructors: the tensor is where the indices and values it is built from are.
+_SPARSE = frozenset({"torch.sparse_coo_tensor", "torch.sparse_csr_tensor", "torch.sparse.FloatTensor",
+                     "torch.sparse.LongTensor", "torch.sparse.DoubleTensor", "torch.sparse.IntTensor",
+                     "torch.sparse.HalfTensor", "torch.sparse.ByteTensor"})
+# Calls that copy Python or numpy values into a new tensor, in host memory without ``device=``.
+COPIES_VALUES = frozenset({"torch.tensor", "torch.as_tensor"})
+# Methods whose result is host data: numbers, lists, numpy arrays.
+_HOST_RESULTS = ("copy", "tolist", "numpy", "item", "astype", "cpu")
+
+
+def host_values(ctx: RuleContext, call: cst.Call, data: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """Does ``torch.tensor(data)``/``torch.as_tensor(data)`` copy values held on the host into a
+    new tensor there, not wrap a tensor that may be on the device: a literal or comprehension
+    (``[x for x in range(n)]``), a numpy result or ``.tolist()``/``.copy()``/``.numpy()``, or a
+    name or field the function reads that is not known as a tensor (``target_lengths`` from a
+    queue, a replay batch's ``rewards``): not a field of a DataLoader loop's batch (data, GP104's),
+    not a name it bound to a torch result or a moved value, and for ``as_tensor`` (which returns
+    a tensor it is handed as it is) not the function's own parameter."""
+    if isinstance(data, (cst.List, cst.Tuple, cst.ListComp, cst.Integer, cst.Float)):
+        return True
+    if isinstance(data, cst.Call):
+        return ctx.matches(data.func, {"numpy.*"}) or method_call(data, *_HOST_RESULTS)
+    if not isinstance(data, (cst.Name, cst.Attribute, cst.Subscript)):
+        return False
+    base: cst.BaseExpression = data
+    while isinstance(base, (cst.Subscript, cst.Attribute)):
+        base = base.value
+    if not isinstance(base, cst.Name) or base.value == "self" and not isinstance(data, cst.Subscript):
+        return False
+    ta = analysis(ctx)
+    if ta.is_tensor_expr(data) or moved_before(ctx, data, at) or host_batch_value(ctx, data, at):
+        return False
+    fn = ctx.enclosing(at, cst.FunctionDef)
+    bindings = reaching_assignments(ctx, base.value, at) or []
+    params = {p.name.value for p in (*fn.params.params, *fn.params.posonly_params)} if fn is not None else set()
+    if ctx.is_call_to(call, {"torch.as_tensor"}) and (
+            base.value in params or any(_pulled(b.value) or _root_name(b.value) in params for b in bindings) or
+            _loop_target(ctx, base.value, at)):
+        return False  # ``torch.as_tensor(record.x)`` of a batch it is handed or pulls: data, GP104's
+    for bound in bindings:
+        value = bound.value
+        if isinstance(value, cst.Call) and (ctx.matches(value.func, {"torch.*"}) or method_call(value, "to", "cuda")) \
+                or ta.is_tensor_expr(value):
+            return False
+    return True
+
+
+def _root_name(expr: cst.BaseExpression) -> str | None:
+    """``batch`` in ``batch``, ``batch["x"]``, ``batch.x``."""
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _pulled(value: cst.BaseExpression) -> bool:
+    """``next(it)``, ``it.next()``, ``queue.get()``: the next batch of an iterator or a queue."""
+    return isinstance(value, cst.Call) and (
+        isinstance(value.func, cst.Name) and value.func.value == "next" or method_call(value, "next", "__next__") or
+        method_call(value, "get") and all(a.keyword is not None for a in value.args))
+
+
+def _loop_target(ctx: RuleContext, name: str, at: cst.CSTNode) -> bool:
+    loop = ctx.enclosing(at, cst.For)
+    while loop is not None:
+        if name in target_names(loop.target):
+            return True
+        loop = ctx.enclosing(loop, cst.For)
+    return False
+
+
+def _wraps_values(call: cst.Call) -> bool:
+    """``torch.Tensor([x])``, ``torch.Tensor([a, b])``: one list or tuple literal of values."""
+    return len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star and \
+        isinstance(call.args[0].value, (cst.List, cst.Tuple))
+
+
+def host_batch_value(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> bool:
+    """``y[:, :n]`` where ``y`` is a field of the batch a plain DataLoader loop yields, left on the
+    host in this function: every assignment that reaches the read keeps it where it was (``y =
+    y.float()``, a slice), back to the loop's target; none moves it."""
+    while isinstance(expr, cst.Subscript) or method_call(expr, *_SAME_PLACE) and not method_call(expr, "type_as"):
+        expr = expr.func.value if isinstance(expr, cst.Call) else expr.value  # type: ignore[attr-defined]
+    if not isinstance(expr, cst.Name) or depth > 4:
+        return False
+    bindings = reaching_assignments(ctx, expr.value, at)
+    if bindings:
+        return all(host_batch_value(ctx, b.value, b, depth + 1) for b in bindings)
+    loop = ctx.enclosing(at, cst.For)
+    while loop is not None and expr.value not in target_names(loop.target):
+        loop = ctx.enclosing(loop, cst.For)
+    if loop is None or iterates_placed_batches(ctx, loop.iter) or placed_by_framework(ctx, expr):
+        return False
+    order = ctx.preorder()
+    here = order.get(at, 0)
+    # no other binding of the name between the loop's start and the read
+    if any(isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and order.get(n, 0) < here and
+           expr.value in {t for tg in (n.targets if isinstance(n, cst.Assign) else [n]) for t in
+                          target_names(tg.target)} and not ctx.is_inside(at, n) for n in walk(loop.body)):
+        return False
+    return analysis(ctx).is_dataloader(unwrapped(loop.iter)) or copies_its_fields(ctx, loop)
+
+
+def copies_its_fields(ctx: RuleContext, loop: cst.For) -> bool:
+    """Does the loop copy fields of its batch to the device itself (``x = x.float().to(device)``)?
+    Then its batches come from the host."""
+    fields = target_names(loop.target)
+    for node in walk(loop.body):
+        if isinstance(node, cst.Call) and method_call(node, "to", "cuda"):
+            dev = get_arg(node, "device", 0)
+            if method_call(node, "to") and (dev is None or device_kind(ctx, dev.value) not in ("cuda", "unknown")):
+                continue
+            base = node.func.value  # type: ignore[attr-defined]
+            while method_call(base, *_SAME_PLACE):
+                base = base.func.value  # type: ignore[attr-defined]
+            if isinstance(base, cst.Name) and base.value in fields:
+                return True
+    return False
+
+
+def unwrapped(it: cst.BaseExpression) -> cst.BaseExpression:
+    """``loader`` in ``enumerate(tqdm(loader))``."""
+    while isinstance(it, cst.Call) and (dotted_name(it.func) or "").rsplit(".", 1)[-1] in ("enumerate", "tqdm") \
+            and it.args:
+        it = it.args[0].value
+    return it
