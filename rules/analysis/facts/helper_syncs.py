@@ -86,7 +86,15 @@ def helper_syncs(ctx: RuleContext, fn: cst.FunctionDef, resolve: Resolver | None
     calls (``resolve``). Only code every call runs counts: a read behind a flag or a period is not
     one per call; type and None checks are no such condition."""
     _, labels = parameters(fn)
-    sources = _flow(fn, labels, _closed_over(ctx, fn))
+    flow: list[dict[str, set[str]]] = []
+
+    def sources() -> dict[str, set[str]]:
+        # What each name holds, computed when a sync first asks: most functions (a model's
+        # methods) sync nothing, and the flow walks the whole body twice.
+        if not flow:
+            flow.append(_flow(fn, labels, _closed_over(ctx, fn)))
+        return flow[0]
+
     own = _own_loops(ctx, fn)
     out: list[HelperSync] = []
     for node in walk(fn.body):
@@ -96,13 +104,13 @@ def helper_syncs(ctx: RuleContext, fn: cst.FunctionDef, resolve: Resolver | None
         if conds is None:
             continue
         if isinstance(node, cst.Call) and ctx.is_call_to(node, _WAITS):
-            params = {p for c in conds for p in _device_params(c, sources)}
+            params = {p for c in conds for p in _device_params(c, sources())}
             out.extend(HelperSync(p, WAIT, node, "`torch.cuda.synchronize()`") for p in sorted(params) or [ALWAYS])
             continue
         read = _read(ctx, fn, node)
         if read is not None:
             receiver, how = read
-            for p in sorted(_labels_in(receiver, sources)):
+            for p in sorted(_labels_in(receiver, sources())):
                 out.append(HelperSync(p, READ, node, how))
             continue
         if isinstance(node, cst.Call) and resolve is not None:
@@ -117,7 +125,7 @@ def helper_syncs(ctx: RuleContext, fn: cst.FunctionDef, resolve: Resolver | None
                         out.append(HelperSync(ALWAYS, WAIT, node, f"`{name}` ({how})"))
                     continue
                 for arg in passed_for(node, callee_params, param):
-                    for p in sorted(_labels_in(arg.value, sources)):
+                    for p in sorted(_labels_in(arg.value, sources())):
                         out.append(HelperSync(p, kind, node, f"`{name}` ({how})"))
     seen: set[tuple[str, str]] = set()
     unique = []

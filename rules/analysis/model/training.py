@@ -26,6 +26,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call
+from ..syntax.bindings import bindings
 from ..syntax.callsites import aliased_names, called_name, calls_of, instance_calls, own_classes
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
@@ -200,17 +201,15 @@ class TrainingAnalysis(TrainingObjects):
         return self._classes[key]
 
     def _class_in(self, fn: cst.FunctionDef | None, name: cst.Name) -> cst.BaseExpression | None:
-        body: cst.CSTNode = fn if fn is not None else self.ctx.module
+        body = fn if fn is not None else self.ctx.module
         if fn is not None:
             for p in fn.params.params:
                 if p.name.value == name.value and p.annotation is not None:
                     return p.annotation.annotation
-        values = []
-        for node in walk(body):
-            if isinstance(node, cst.AnnAssign) and dotted_name(node.target) == name.value:
-                return node.annotation.annotation
-            if isinstance(node, cst.Assign) and any(dotted_name(t.target) == name.value for t in node.targets):
-                values.append(node.value)
+        annotated, assigned = bindings(body)  # one walk of the body, whatever names its calls ask about
+        if name.value in annotated:
+            return annotated[name.value]
+        values = assigned.get(name.value, [])
         ctor = strip_chain(values[0]) if len(values) == 1 else None  # ``Trainer(net).cuda()`` is a Trainer
         if isinstance(ctor, cst.Call) and (dotted_name(ctor.func) or "").split(".", 1)[0] in self.ctx.import_aliases:
             return ctor.func

@@ -1,0 +1,39 @@
+"""What a function's own body (or a module's top level) binds each name to, read in one walk and
+kept: the facts and the training analysis ask about many names of one function (each name it
+returns, calls or constructs), and a walk per name made that quadratic in the function's size."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .calls import dotted_name
+from .tree import walk
+
+Bindings = tuple[dict[str, cst.BaseExpression], dict[str, list[cst.BaseExpression]]]
+
+# id(body) -> (body, its bindings). Holding the body keeps its id unique; a few hundred are plenty
+# (asked for the function being read, and the ones it calls).
+_BINDINGS: dict[int, tuple[cst.CSTNode, Bindings]] = {}
+_KEEP = 256
+
+
+def bindings(body: cst.FunctionDef | cst.Module) -> Bindings:
+    """(the first annotation of each dotted name an annotated assignment binds, the values
+    of each dotted name's plain assignments in source order) in ``body``: a function's body or a
+    module's top level, nested functions and classes not entered."""
+    got = _BINDINGS.get(id(body))
+    if got is not None and got[0] is body:
+        return got[1]
+    annotated: dict[str, cst.BaseExpression] = {}
+    assigned: dict[str, list[cst.BaseExpression]] = {}
+    for node in walk(body.body if isinstance(body, cst.FunctionDef) else body):
+        if isinstance(node, cst.Assign):
+            for name in dict.fromkeys(dotted_name(t.target) for t in node.targets):
+                if name is not None:
+                    assigned.setdefault(name, []).append(node.value)
+        elif isinstance(node, cst.AnnAssign) and (name := dotted_name(node.target)) is not None:
+            annotated.setdefault(name, node.annotation.annotation)
+    if len(_BINDINGS) >= _KEEP:
+        _BINDINGS.pop(next(iter(_BINDINGS)))
+    _BINDINGS[id(body)] = (body, (annotated, assigned))
+    return annotated, assigned
