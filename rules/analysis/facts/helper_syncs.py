@@ -140,12 +140,18 @@ def _own_loops(ctx: RuleContext, fn: cst.FunctionDef) -> set[cst.CSTNode]:
     """The step and eval loops written in ``fn`` itself (``train_one_epoch``'s loop over its
     loader): what syncs in them is per step of that loop, the function's own finding, not a
     sync of each call of the function."""
-    if not isinstance(fn.body, cst.IndentedBlock) or not any(isinstance(n, (cst.For, cst.While)) for n in walk(fn.body)):
+    if not isinstance(fn.body, cst.IndentedBlock) or fn not in ctx.fact(_looping_functions):
         return set()
     from ..model.training import analysis
 
     ta = analysis(ctx)
     return {loop for loop in (*ta.step_loops, *ta.eval_loops) if ctx.enclosing(loop, cst.FunctionDef) is fn}
+
+
+def _looping_functions(ctx: RuleContext) -> set[cst.CSTNode]:
+    """The functions with a loop of their own (not one of a function or class nested in them)."""
+    return {owner for loop in ctx.nodes(cst.For, cst.While)
+            if (owner := ctx.enclosing(loop, cst.FunctionDef, cst.ClassDef)) is not None}
 
 
 def passed_for(call: cst.Call, params: Sequence[str], param: str) -> list[cst.Arg]:
