@@ -28,7 +28,7 @@ from ._cpu_copies import copy_to_cpu
 from ._lightning_logs import log_call_around, logged_directly
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.tree import walk
+from ..analysis.syntax.tree import children_of, walk
 from ..analysis.syntax.launch import StepCaller
 
 
@@ -492,4 +492,4 @@ def _looks_like_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.Bas
 def _contains_sync(expr: cst.CSTNode) -> bool:
     if method_call(expr, *SYNC_METHODS):
         return True
-    return any(_contains_sync(c) for c in expr.children if isinstance(c, cst.BaseExpression | cst.Attribute | cst.Arg))
+    return any(_contains_sync(c) for c in children_of(expr) if isinstance(c, cst.BaseExpression | cst.Attribute | cst.Arg))

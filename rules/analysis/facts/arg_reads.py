@@ -16,7 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..syntax.calls import dotted_name, host_numpy, method_call
-from ..syntax.tree import walk
+from ..syntax.tree import children_of, walk
 
 HOST_READS = ("item", "tolist", "cpu", "numpy")
 _CONVERTERS = ("float", "int")
@@ -138,7 +138,7 @@ def _ancestors(fn: cst.FunctionDef, node: cst.CSTNode) -> list[cst.CSTNode]:
     def find(at: cst.CSTNode) -> bool:
         if at is node:
             return True
-        for c in at.children:
+        for c in children_of(at):
             if not isinstance(c, _NESTED) and find(c):
                 path.append(at)
                 return True

@@ -23,7 +23,7 @@ from ..model.tensors import TENSOR_METHODS
 from ..syntax.calls import dotted_name, host_numpy, literal_value, method_call
 from ..syntax.context import RuleContext
 from ..syntax.project import project_function
-from ..syntax.tree import walk
+from ..syntax.tree import children_of, walk
 
 READ, WAIT = "read", "wait"  # a host read of a tensor (GP101), a wait for the whole GPU (GP103)
 ALWAYS = ""  # a sync on every call, whatever is passed (``def sync(): torch.cuda.synchronize()``)
@@ -229,7 +229,7 @@ def _labels_in(expr: cst.CSTNode, sources: dict[str, set[str]]) -> set[str]:
                 continue
         if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
             continue
-        stack.extend(node.children)
+        stack.extend(children_of(node))
     return out
 
 

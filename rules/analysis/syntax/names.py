@@ -33,10 +33,10 @@ def _split_chain(node: cst.CSTNode) -> tuple[cst.Name | None, list[str]]:
     with a plain name (``f().x``)."""
     parts: list[str] = []
     cur: cst.CSTNode = node
-    while isinstance(cur, cst.Attribute):
-        parts.append(cur.attr.value)
-        cur = cur.value
-    return (cur if isinstance(cur, cst.Name) else None), parts
+    while type(cur) is cst.Attribute:  # exact types: as ``calls.method_call``
+        parts.append(cur.attr.value)  # type: ignore[attr-defined]
+        cur = cur.value  # type: ignore[attr-defined]
+    return (cur if type(cur) is cst.Name else None), parts  # type: ignore[return-value]
 
 
 def _matches(qualname: str, names: Any) -> bool:
