@@ -94,7 +94,7 @@ class TrainingAnalysis(TrainingObjects):
 
     # ---- signals ---------------------------------------------------------------------
     def is_backward_call(self, node: cst.CSTNode) -> bool:
-        if method_call(node, "backward") or not isinstance(node, cst.Call):
+        if type(node) is not cst.Call or method_call(node, "backward"):  # (exact type: asked of every node)
             return method_call(node, "backward")
         return self.ctx.matches(node.func, {"torch.autograd.backward"}) or self.hidden_step(node) is not None
 
@@ -104,7 +104,7 @@ class TrainingAnalysis(TrainingObjects):
         (timm's ``loss_scaler(loss, optimizer, ...)``, an ``amp_step(loss, opt)``): it does the
         backward and the step out of sight. A context manager (apex's ``with
         amp.scale_loss(loss, opt) as s:``) and a builtin (``print(loss, opt)``) are not one."""
-        if not isinstance(node, cst.Call) or method_call(node, "backward", "step", "zero_grad"):
+        if type(node) is not cst.Call or method_call(node, "backward", "step", "zero_grad"):
             return None
         cache = self._hidden_steps
         if node not in cache:
