@@ -41,8 +41,19 @@ def _split_chain(node: cst.CSTNode) -> tuple[cst.Name | None, list[str]]:
 
 def _matches(qualname: str, names: Any) -> bool:
     """``qualname`` is one of ``names``; ``mod.*`` stands for any member of ``mod``."""
-    return any(qualname == want or (want.endswith(".*") and qualname.startswith(want[:-1]))
-               for want in names)
+    if qualname in names:
+        return True
+    if type(names) is frozenset:  # the rules' name tables: their ``mod.*`` prefixes read once
+        prefixes = _PREFIXES.get(names)
+        if prefixes is None:
+            if len(_PREFIXES) >= 1024:
+                _PREFIXES.clear()
+            prefixes = _PREFIXES[names] = tuple(want[:-1] for want in names if want.endswith(".*"))
+        return qualname.startswith(prefixes)
+    return any(want.endswith(".*") and qualname.startswith(want[:-1]) for want in names)
+
+
+_PREFIXES: dict[frozenset[str], tuple[str, ...]] = {}
 
 
 class NameResolution:
