@@ -1,4 +1,4 @@
-"""What a function's own body (or a module's top level) binds each name to, read in one walk and
+"""What a function's own body (or a module's top level, or a class's code) binds each name to, read in one
 kept: the facts and the training analysis ask about many names of one function (each name it
 returns, calls or constructs), and a walk per name made that quadratic in the function's size."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .calls import dotted_name
+from .context import RuleContext
 from .tree import walk
 
 Bindings = tuple[dict[str, cst.BaseExpression], dict[str, list[cst.BaseExpression]]]
@@ -37,3 +38,27 @@ def bindings(body: cst.FunctionDef | cst.Module) -> Bindings:
         _BINDINGS.pop(next(iter(_BINDINGS)))
     _BINDINGS[id(body)] = (body, (annotated, assigned))
     return annotated, assigned
+
+
+def class_stores(ctx: RuleContext, cls: cst.ClassDef) -> tuple[dict[str, list[cst.BaseExpression]], set[str]]:
+    """The values a class's code assigns each dotted name, and the names it also unpacks into,
+    augments or annotates: one walk of the class, whatever attributes its tests read."""
+    memo = ctx.fact(_stores_memo)
+    if cls not in memo:
+        assigned: dict[str, list[cst.BaseExpression]] = {}
+        unpacked: set[str] = set()
+        for node in walk(cls, into_nested=True):
+            if isinstance(node, cst.Assign):
+                for t in node.targets:
+                    if (name := dotted_name(t.target)) is not None:
+                        assigned.setdefault(name, []).append(node.value)
+                    elif isinstance(t.target, (cst.Tuple, cst.List)):
+                        unpacked.update(n for n in map(dotted_name, walk(t.target)) if n is not None)
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and (name := dotted_name(node.target)) is not None:
+                unpacked.add(name)
+        memo[cls] = (assigned, unpacked)
+    return memo[cls]
+
+
+def _stores_memo(ctx: RuleContext) -> dict[cst.ClassDef, tuple[dict[str, list[cst.BaseExpression]], set[str]]]:
+    return {}
