@@ -1,6 +1,7 @@
-"""What a function's own body (or a module's top level, or a class's code) binds each name to, read in one
-kept: the facts and the training analysis ask about many names of one function (each name it
-returns, calls or constructs), and a walk per name made that quadratic in the function's size."""
+"""What a function's own body, a module's top level or a class's code binds each name to, read
+in one walk and kept: the facts and the training analysis ask about many names of one function
+(each name it returns, calls or constructs), the guards about many attributes of one class, and a
+walk per name made that quadratic in the code's size."""
 
 from __future__ import annotations
 
