@@ -173,3 +173,29 @@ def test_name_tables_match_alike_whatever_their_type(names: object) -> None:
     assert not _matches("torch.nn.Conv2d", names)
     assert not _matches("torch.optimizer", names)
     assert not _matches("torch", frozenset())
+
+
+def test_a_class_imported_from_one_of_several_modules_resolves_alike_every_run() -> None:
+    """``from nerf.network_ff import Net`` / ``network_tcnn`` / ``network`` in three branches: the
+    module a message names is the same whatever the process's hash seed (the sorted first)."""
+    from gpuperf_rewrite.rules.analysis.syntax.project import ModuleFacts, project_class, project_model_class
+
+    source = textwrap.dedent("""
+        import torch
+
+        def main(opt):
+            if opt.ff:
+                from nerf.network_ff import Net
+            elif opt.tcnn:
+                from nerf.network_tcnn import Net
+            else:
+                from nerf.network import Net
+            model = Net(opt)
+    """)
+    mods = {name: ModuleFacts(models=frozenset({"Net"}), path=f"{name.replace('.', '/')}.py")
+            for name in ("nerf.network_tcnn", "nerf.network_ff", "nerf.network")}
+    for order in (list(mods), list(reversed(mods))):
+        ctx = RuleContext(cst.parse_module(source), source, project={k: mods[k] for k in order})
+        call = next(c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == "Net")
+        assert project_class(ctx, call).path == "nerf/network.py"  # type: ignore[union-attr]
+        assert project_model_class(ctx, call.func).path == "nerf/network.py"  # type: ignore[union-attr]
