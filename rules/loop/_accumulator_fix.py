@@ -9,6 +9,7 @@ from .._api import Fix, Replace
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import children_of
 
 
 def _already_converted(ctx: RuleContext, name: cst.Name) -> bool:
@@ -41,7 +42,7 @@ def _counts_matches(expr: cst.CSTNode) -> bool:
     """Does ``expr`` sum a comparison (``(pred == y).sum()``, ``pred.eq(y).sum()``)?"""
     if isinstance(expr, cst.Comparison) or method_call(expr, "eq", "ne", "gt", "lt", "ge", "le"):
         return True
-    return any(_counts_matches(c) for c in expr.children)
+    return any(_counts_matches(c) for c in children_of(expr))
 
 
 def _assigned_literal(ctx: RuleContext, name: cst.Name) -> cst.BaseExpression | None:

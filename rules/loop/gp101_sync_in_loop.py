@@ -31,7 +31,7 @@ from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._out_of_loop_reads import collective_read as _collective_read, from_elsewhere as _from_elsewhere, \
     in_step_function as _in_step_function
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.tree import walk
+from ..analysis.syntax.tree import children_of, walk
 
 
 class SyncInLoop(Rule):
@@ -487,4 +487,4 @@ def _looks_like_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.Bas
 def _contains_sync(expr: cst.CSTNode) -> bool:
     if method_call(expr, *SYNC_METHODS):
         return True
-    return any(_contains_sync(c) for c in expr.children if isinstance(c, cst.BaseExpression | cst.Attribute | cst.Arg))
+    return any(_contains_sync(c) for c in children_of(expr) if isinstance(c, cst.BaseExpression | cst.Attribute | cst.Arg))

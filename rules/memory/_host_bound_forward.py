@@ -20,6 +20,8 @@ Trainers run those under ``no_grad`` themselves) nor a module's ``forward``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from ..analysis.model.host_bound import ends_on_host, module_run
@@ -31,12 +33,13 @@ from ..analysis.syntax.tree import walk
 
 
 def host_bound_forward(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
-                       grad_uses: list[cst.CSTNode]) -> list[cst.Call]:
+                       grad_uses: Callable[[], list[cst.CSTNode]]) -> list[cst.Call]:
     """The forwards of ``fn`` when every forward ``fn`` runs ends on the host and nothing in
-    ``fn`` needs autograd; empty otherwise."""
+    ``fn`` needs autograd (``grad_uses``: where it does, asked only of a function the name
+    tests leave: a walk of its body); empty otherwise."""
     name = fn.name.value
-    if grad_uses or fn.asynchronous is not None or name in ("forward", "__call__") or \
-            name.endswith("_step") or name.startswith("on_") or in_no_grad(ctx, fn.body) or \
+    if fn.asynchronous is not None or name in ("forward", "__call__") or name.endswith("_step") or \
+            name.startswith("on_") or grad_uses() or in_no_grad(ctx, fn.body) or \
             any(isinstance(n, cst.With) and any(ctx.matches(_func(i.item), NO_GRAD) for i in n.items)
                 for n in walk(fn.body)):
         return []

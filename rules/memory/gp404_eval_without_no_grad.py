@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 import libcst as cst
@@ -346,7 +347,7 @@ def _host_bound(ctx: RuleContext, ta: TrainingAnalysis, done: set[cst.CSTNode],
     for fn in ctx.nodes(cst.FunctionDef):
         if fn in done or any(ctx.is_inside(loop, fn) or ctx.is_inside(fn, loop) for loop in flagged):
             continue
-        forwards = host_bound_forward(ctx, ta, fn, _autograd_uses(ctx, ta, fn))
+        forwards = host_bound_forward(ctx, ta, fn, functools.partial(_autograd_uses, ctx, ta, fn))
         if not forwards:
             continue
         alias = torch_alias(ctx)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..syntax.calls import dotted_name, host_numpy, method_call
-from ..syntax.tree import walk
+from ..syntax.tree import children_of, walk
 
 HOST_READS = ("item", "tolist", "cpu", "numpy")
 _CONVERTERS = ("float", "int")
@@ -34,7 +34,21 @@ def may_read_args(source: str) -> bool:
 def tensor_arg_reads(fn: cst.FunctionDef) -> list[tuple[str, cst.BaseExpression]]:
     """(parameter, read) for each host read of a value ``fn`` was handed whose cost depends on
     what the caller passed: ``**kwargs``'s values (labelled ``**kwargs``), ``*args``'s
-    (``*args``), or a named parameter under a type check (its name)."""
+    (``*args``), or a named parameter under a type check (its name). Once per function: its
+    module's facts and the checked file's rules both ask."""
+    got = _READS.get(id(fn))
+    if got is None or got[0] is not fn:
+        if len(_READS) >= 256:
+            _READS.pop(next(iter(_READS)))
+        got = _READS[id(fn)] = (fn, _tensor_arg_reads(fn))
+    return list(got[1])
+
+
+# id(fn) -> (fn, its reads); holding ``fn`` keeps its id unique.
+_READS: dict[int, tuple[cst.FunctionDef, list[tuple[str, cst.BaseExpression]]]] = {}
+
+
+def _tensor_arg_reads(fn: cst.FunctionDef) -> list[tuple[str, cst.BaseExpression]]:
     params = fn.params
     sources: dict[str, set[str]] = {}  # a name -> the parameters whose values it may hold
     guarded_only: set[str] = set()  # named parameters: read only under a type check
@@ -124,7 +138,7 @@ def _ancestors(fn: cst.FunctionDef, node: cst.CSTNode) -> list[cst.CSTNode]:
     def find(at: cst.CSTNode) -> bool:
         if at is node:
             return True
-        for c in at.children:
+        for c in children_of(at):
             if not isinstance(c, _NESTED) and find(c):
                 path.append(at)
                 return True

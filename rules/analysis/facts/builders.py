@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..model.models import module_subclasses, strip_chain
+from ..syntax.bindings import bindings
 from ..syntax.calls import dotted_name, get_arg, method_call
 from ..syntax.chosen_classes import chosen_classes
 from ..syntax.context import RuleContext
@@ -84,25 +85,8 @@ def assigned_in(fn: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
     return list(_assignments(fn).get(name, ()))
 
 
-# id(fn) -> (fn, its assignments by target name): one walk of a function for every name asked
-# (the facts ask for each returned name, in several passes). Holding ``fn`` keeps its id unique.
-_ASSIGNMENTS: dict[int, tuple[cst.FunctionDef, dict[str, list[cst.BaseExpression]]]] = {}
-
-
 def _assignments(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
-    got = _ASSIGNMENTS.get(id(fn))
-    if got is not None and got[0] is fn:
-        return got[1]
-    table: dict[str, list[cst.BaseExpression]] = {}
-    for n in walk(fn.body):
-        if isinstance(n, cst.Assign):
-            for name in dict.fromkeys(dotted_name(t.target) for t in n.targets):
-                if name is not None:
-                    table.setdefault(name, []).append(n.value)
-    if len(_ASSIGNMENTS) >= 256:
-        _ASSIGNMENTS.pop(next(iter(_ASSIGNMENTS)))
-    _ASSIGNMENTS[id(fn)] = (fn, table)
-    return table
+    return bindings(fn)[1]  # one walk of a function for every name asked (each returned name, in several passes)
 
 
 def values_of(fn: cst.FunctionDef, expr: cst.BaseExpression) -> list[cst.BaseExpression]:

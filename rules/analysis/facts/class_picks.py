@@ -29,7 +29,7 @@ from ..syntax.context import RuleContext
 from ..syntax.project import MODEL, PICK, FunctionFacts, project_base_class, project_function
 from ..syntax.tree import walk
 from ..model.models import strip_chain
-from .builders import functions_of, returned_values, values_of
+from .builders import assigned_in, functions_of, returned_values, values_of
 
 
 
@@ -92,7 +92,7 @@ def picked_facts(ctx: RuleContext, call: cst.Call, fn: cst.FunctionDef | None,
         imported = _imported_in(ctx, fn, func.value)
         if imported:
             return merged(imported)
-        values = _assigned(fn, func.value)
+        values = assigned_in(fn, func.value)
         if len(values) != 1:
             return None
         func = values[0]
@@ -115,9 +115,25 @@ def _table_of(func: cst.BaseExpression) -> str | None:
     return None
 
 
-def _assigned(fn: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
-    return [n.value for n in walk(fn.body) if isinstance(n, cst.Assign)
-            and any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets)]
+def _imports_in(ctx: RuleContext, fn: cst.FunctionDef) -> dict[str, list[tuple[cst.ImportFrom, cst.ImportAlias]]]:
+    """The ``from ... import`` aliases of ``fn``'s own body by the name each binds, in source
+    order: one walk per function, not one per call in it (a picking function asks for each)."""
+    memo = ctx.fact(_imports_memo)
+    got = memo.get(fn)
+    if got is None:
+        got = memo[fn] = {}
+        for n in walk(fn.body):
+            if isinstance(n, cst.ImportFrom) and not isinstance(n.names, cst.ImportStar) and n.module is not None:
+                for alias in n.names:
+                    local = alias.asname.name.value if alias.asname is not None and \
+                        isinstance(alias.asname.name, cst.Name) else dotted_name(alias.name)
+                    if local is not None:
+                        got.setdefault(local, []).append((n, alias))
+    return got
+
+
+def _imports_memo(ctx: RuleContext) -> dict[cst.FunctionDef, dict[str, list[tuple[cst.ImportFrom, cst.ImportAlias]]]]:
+    return {}
 
 
 def _imported_in(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> list[FunctionFacts]:
@@ -125,20 +141,13 @@ def _imported_in(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> list[Funct
     to ``name`` (``from models.plain import PlainModel as M`` in each branch); empty when one of
     them is not read."""
     out: list[FunctionFacts] = []
-    for node in walk(fn.body):
-        if not isinstance(node, cst.ImportFrom) or isinstance(node.names, cst.ImportStar) or node.module is None:
-            continue
-        for alias in node.names:
-            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) \
-                else dotted_name(alias.name)
-            if local != name:
-                continue
-            key = "." * len(node.relative) + (dotted_name(node.module) or "")
-            facts = ctx.project.get(key) if ctx.project else None
-            init = facts.functions.get(f"{dotted_name(alias.name)}.__init__") if facts is not None else None
-            if init is None:
-                return []
-            out.append(init)
+    for node, alias in _imports_in(ctx, fn).get(name, ()):
+        key = "." * len(node.relative) + (dotted_name(node.module) or "")
+        facts = ctx.project.get(key) if ctx.project else None
+        init = facts.functions.get(f"{dotted_name(alias.name)}.__init__") if facts is not None else None
+        if init is None:
+            return []
+        out.append(init)
     return out
 
 

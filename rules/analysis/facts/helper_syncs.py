@@ -25,7 +25,7 @@ from .helper_tests import distributed_test, moved_to_device, type_comparison
 from ..syntax.calls import dotted_name, host_numpy, literal_value, method_call
 from ..syntax.context import RuleContext
 from ..syntax.project import project_function
-from ..syntax.tree import walk
+from ..syntax.tree import children_of, walk
 
 READ, WAIT = "read", "wait"  # a host read of a tensor (GP101), a wait for the whole GPU (GP103)
 ALWAYS = ""  # a sync on every call, whatever is passed (``def sync(): torch.cuda.synchronize()``)
@@ -88,7 +88,15 @@ def helper_syncs(ctx: RuleContext, fn: cst.FunctionDef, resolve: Resolver | None
     calls (``resolve``). Only code every call runs counts: a read behind a flag or a period is not
     one per call; type and None checks are no such condition."""
     _, labels = parameters(fn)
-    sources = _flow(fn, labels, _closed_over(ctx, fn))
+    flow: list[dict[str, set[str]]] = []
+
+    def sources() -> dict[str, set[str]]:
+        # What each name holds, computed when a sync first asks: most functions (a model's
+        # methods) sync nothing, and the flow walks the whole body twice.
+        if not flow:
+            flow.append(_flow(fn, labels, _closed_over(ctx, fn)))
+        return flow[0]
+
     own = _own_loops(ctx, fn)
     out: list[HelperSync] = []
     for node in walk(fn.body):
@@ -98,7 +106,7 @@ def helper_syncs(ctx: RuleContext, fn: cst.FunctionDef, resolve: Resolver | None
         if conds is None:
             continue
         if isinstance(node, cst.Call) and ctx.is_call_to(node, _WAITS):
-            params = {p for c in conds for p in _device_params(c, sources)}
+            params = {p for c in conds for p in _device_params(c, sources())}
             out.extend(HelperSync(p, WAIT, node, "`torch.cuda.synchronize()`") for p in sorted(params) or [ALWAYS])
             continue
         read = _read(ctx, fn, node)
@@ -109,7 +117,7 @@ def helper_syncs(ctx: RuleContext, fn: cst.FunctionDef, resolve: Resolver | None
                 continue
             if any(type_comparison(c) for c in conds):
                 how = f"type-checked {how}"  # a read only of what is a tensor: the caller must show one
-            for p in sorted(_labels_in(receiver, sources)):
+            for p in sorted(_labels_in(receiver, sources())):
                 out.append(HelperSync(p, READ, node, how))
             continue
         if isinstance(node, cst.Call) and resolve is not None:
@@ -124,7 +132,7 @@ def helper_syncs(ctx: RuleContext, fn: cst.FunctionDef, resolve: Resolver | None
                         out.append(HelperSync(ALWAYS, WAIT, node, f"`{name}` ({how})"))
                     continue
                 for arg in passed_for(node, callee_params, param):
-                    for p in sorted(_labels_in(arg.value, sources)):
+                    for p in sorted(_labels_in(arg.value, sources())):
                         out.append(HelperSync(p, kind, node, f"`{name}` ({how})"))
     seen: set[tuple[str, str]] = set()
     unique = []
@@ -139,12 +147,18 @@ def _own_loops(ctx: RuleContext, fn: cst.FunctionDef) -> set[cst.CSTNode]:
     """The step and eval loops written in ``fn`` itself (``train_one_epoch``'s loop over its
     loader): what syncs in them is per step of that loop, the function's own finding, not a
     sync of each call of the function."""
-    if not isinstance(fn.body, cst.IndentedBlock) or not any(isinstance(n, (cst.For, cst.While)) for n in walk(fn.body)):
+    if not isinstance(fn.body, cst.IndentedBlock) or fn not in ctx.fact(_looping_functions):
         return set()
     from ..model.training import analysis
 
     ta = analysis(ctx)
     return {loop for loop in (*ta.step_loops, *ta.eval_loops) if ctx.enclosing(loop, cst.FunctionDef) is fn}
+
+
+def _looping_functions(ctx: RuleContext) -> set[cst.CSTNode]:
+    """The functions with a loop of their own (not one of a function or class nested in them)."""
+    return {owner for loop in ctx.nodes(cst.For, cst.While)
+            if (owner := ctx.enclosing(loop, cst.FunctionDef, cst.ClassDef)) is not None}
 
 
 def passed_for(call: cst.Call, params: Sequence[str], param: str) -> list[cst.Arg]:
@@ -222,7 +236,7 @@ def _labels_in(expr: cst.CSTNode, sources: dict[str, set[str]]) -> set[str]:
                 continue
         if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
             continue
-        stack.extend(node.children)
+        stack.extend(children_of(node))
     return out
 
 

@@ -3,12 +3,13 @@ a decorator registers, dicts of classes at module level or held by a class (``fa
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
 
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.project import CONV, MATMUL, project_model_class
-from ..syntax.tree import walk
 from .workload import conv_builders
 
 
@@ -37,32 +38,42 @@ def class_tables(ctx: RuleContext, models: set[str], workload: set[str]
         return {}
     out: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     conv = conv_builders(ctx)
-    for cls in ctx.module.body:
-        if not isinstance(cls, cst.ClassDef):
+    for cls, node in _class_dicts(ctx):
+        values = [e.value for e in node.value.elements if isinstance(e, cst.DictElement)]
+        if not values or not all(isinstance(v, (cst.Name, cst.Attribute)) for v in values):
             continue
-        for node in walk(cls, into_nested=True):
-            if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Dict):
-                continue
-            values = [e.value for e in node.value.elements if isinstance(e, cst.DictElement)]
-            if not values or not all(isinstance(v, (cst.Name, cst.Attribute)) for v in values):
-                continue
-            owners = [project_model_class(ctx, v) if dotted_name(v) not in models else None for v in values]
-            local = [dotted_name(v) in models for v in values]
-            if not any(local) and not any(o is not None for o in owners):
-                continue  # not a table of model classes
-            kinds = set()
-            if any(MATMUL in (o.workload if o is not None else workload if here else frozenset())
-                   for o, here in zip(owners, local)):
-                kinds.add(MATMUL)
-            if all(o is not None and (dotted_name(v) or "").rsplit(".", 1)[-1] in o.conv_models or
-                   here and dotted_name(v) in conv for v, o, here in zip(values, owners, local)):
-                kinds.add(CONV)
-            names = tuple(dict.fromkeys((dotted_name(v) or "").rsplit(".", 1)[-1] for v in values))
-            for t in node.targets:
-                target = dotted_name(t.target) or ""
-                if target.startswith("self.") and target.count(".") == 1:
-                    out[f"{cls.name.value}.{target[5:]}"] = (tuple(sorted(kinds)), names)
+        owners = [project_model_class(ctx, v) if dotted_name(v) not in models else None for v in values]
+        local = [dotted_name(v) in models for v in values]
+        if not any(local) and not any(o is not None for o in owners):
+            continue  # not a table of model classes
+        kinds = set()
+        if any(MATMUL in (o.workload if o is not None else workload if here else frozenset())
+               for o, here in zip(owners, local)):
+            kinds.add(MATMUL)
+        if all(o is not None and (dotted_name(v) or "").rsplit(".", 1)[-1] in o.conv_models or
+               here and dotted_name(v) in conv for v, o, here in zip(values, owners, local)):
+            kinds.add(CONV)
+        names = tuple(dict.fromkeys((dotted_name(v) or "").rsplit(".", 1)[-1] for v in values))
+        for t in node.targets:
+            target = dotted_name(t.target) or ""
+            if target.startswith("self.") and target.count(".") == 1:
+                out[f"{cls.name.value}.{target[5:]}"] = (tuple(sorted(kinds)), names)
     return out
+
+
+def _class_dicts(ctx: RuleContext) -> Iterator[tuple[cst.ClassDef, cst.Assign]]:
+    """(class, an assignment of a dict literal anywhere in it) for each class of the module's top
+    level, in source order: read off the file's index, not a walk of each class."""
+    for node in ctx.nodes(cst.Assign):
+        if not isinstance(node.value, cst.Dict):
+            continue
+        top = None
+        for anc in ctx.ancestors(node):
+            if isinstance(anc, cst.Module):
+                break
+            top = anc
+        if isinstance(top, cst.ClassDef):
+            yield top, node
 
 
 def model_tables(ctx: RuleContext, models: set[str]) -> frozenset[str]:

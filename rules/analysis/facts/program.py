@@ -290,19 +290,19 @@ def _training_functions(ctx: RuleContext) -> set[str]:
     ta = analysis(ctx)
     names = {fn.name.value for loop in ta.step_loops
              for fn in [ctx.enclosing(loop, cst.FunctionDef)] if fn is not None}
+    calls: dict[cst.FunctionDef, set[str]] = {}  # each function's called names: one walk of it
     for _ in range(5):
         before = len(names)
         for fn in ctx.nodes(cst.FunctionDef):
             if fn.name.value in names:
                 continue
-            for node in walk(fn.body, into_nested=True):
-                if isinstance(node, cst.Call):
-                    func = node.func
-                    called = func.value if isinstance(func, cst.Name) else \
-                        func.attr.value if isinstance(func, cst.Attribute) else None
-                    if called in names:
-                        names.add(fn.name.value)
-                        break
+            if fn not in calls:
+                calls[fn] = {called for node in walk(fn.body, into_nested=True) if isinstance(node, cst.Call)
+                             for func in [node.func]
+                             if (called := func.value if isinstance(func, cst.Name) else
+                                 func.attr.value if isinstance(func, cst.Attribute) else None) is not None}
+            if not calls[fn].isdisjoint(names):
+                names.add(fn.name.value)
         if len(names) == before:
             break
     return names

@@ -69,9 +69,10 @@ def setting_of(ctx: RuleContext, node: cst.CSTNode) -> str | None:
     """TF32 or CUDNN when ``node`` makes that choice for the program (``torch.backends.cudnn.
     benchmark = True``, ``cudnn.benchmark, cudnn.deterministic = ...``,
     ``torch.set_float32_matmul_precision("high")``), else None."""
-    if not isinstance(node, (cst.Call, cst.Assign)) or _under_a_branch(ctx, node):
+    kind = _kind(ctx, node)  # first: the branches around a node are read only for a setting
+    if kind is None or _under_a_branch(ctx, node):
         return None  # ``if deterministic: torch.use_deterministic_algorithms(True)``: an opt-in
-    return _kind(ctx, node)
+    return kind
 
 
 def _kind(ctx: RuleContext, node: cst.CSTNode) -> str | None:

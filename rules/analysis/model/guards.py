@@ -28,6 +28,7 @@ from collections.abc import Collection, Iterable
 import libcst as cst
 
 from .periods import is_one, period_one_by_default
+from ..syntax.bindings import class_stores
 from ..syntax.calls import dotted_name, literal_value, NOT_LITERAL
 from ..syntax.context import RuleContext
 from ..syntax.project import project_function, project_method
@@ -420,18 +421,12 @@ def _rare_attribute(ctx: RuleContext, e: cst.Attribute, truth: bool, depth: int)
     if cls is None:
         return False
     attr = f"self.{e.attr.value}"
-    values: list[cst.BaseExpression] = []
-    for node in walk(cls, into_nested=True):
-        if isinstance(node, cst.Assign):
-            for t in node.targets:
-                if dotted_name(t.target) == attr:
-                    values.append(node.value)
-                elif isinstance(t.target, (cst.Tuple, cst.List)) and \
-                        any(dotted_name(n) == attr for n in walk(t.target)):
-                    return False
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and dotted_name(node.target) == attr:
-            return False
+    assigned, unpacked = class_stores(ctx, cls)
+    if attr in unpacked:
+        return False  # unpacked, augmented or annotated somewhere: not only rare tests
+    values = assigned.get(attr, [])
     return bool(values) and all(rare_condition(ctx, v, truth, depth + 1) for v in values)
+
 
 
 def _rare_call(ctx: RuleContext, call: cst.Call, truth: bool, depth: int) -> bool:

@@ -25,6 +25,7 @@ from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_facts, project_function
+from ..syntax.tree import children_of
 from .handed_callables import handed_roots
 
 # Wrappers whose result calls the wrapped function with the arguments it is given (and more).
@@ -155,7 +156,7 @@ def _returned(fn: cst.FunctionDef, index: str) -> list[cst.FunctionDef]:
 def _returns(node: cst.CSTNode) -> list[cst.Return]:
     """The ``return``s of a function body, not those of functions nested in it."""
     out: list[cst.Return] = []
-    for child in node.children:
+    for child in children_of(node):
         if isinstance(child, cst.Return) and child.value is not None:
             out.append(child)
         elif not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call
+from ..syntax.bindings import bindings
 from ..syntax.callsites import aliased_names, called_name, calls_of, instance_calls, own_classes
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
@@ -93,7 +94,7 @@ class TrainingAnalysis(TrainingObjects):
 
     # ---- signals ---------------------------------------------------------------------
     def is_backward_call(self, node: cst.CSTNode) -> bool:
-        if method_call(node, "backward") or not isinstance(node, cst.Call):
+        if type(node) is not cst.Call or method_call(node, "backward"):  # (exact type: asked of every node)
             return method_call(node, "backward")
         return self.ctx.matches(node.func, {"torch.autograd.backward"}) or self.hidden_step(node) is not None
 
@@ -103,7 +104,7 @@ class TrainingAnalysis(TrainingObjects):
         (timm's ``loss_scaler(loss, optimizer, ...)``, an ``amp_step(loss, opt)``): it does the
         backward and the step out of sight. A context manager (apex's ``with
         amp.scale_loss(loss, opt) as s:``) and a builtin (``print(loss, opt)``) are not one."""
-        if not isinstance(node, cst.Call) or method_call(node, "backward", "step", "zero_grad"):
+        if type(node) is not cst.Call or method_call(node, "backward", "step", "zero_grad"):
             return None
         cache = self._hidden_steps
         if node not in cache:
@@ -200,17 +201,15 @@ class TrainingAnalysis(TrainingObjects):
         return self._classes[key]
 
     def _class_in(self, fn: cst.FunctionDef | None, name: cst.Name) -> cst.BaseExpression | None:
-        body: cst.CSTNode = fn if fn is not None else self.ctx.module
+        body = fn if fn is not None else self.ctx.module
         if fn is not None:
             for p in fn.params.params:
                 if p.name.value == name.value and p.annotation is not None:
                     return p.annotation.annotation
-        values = []
-        for node in walk(body):
-            if isinstance(node, cst.AnnAssign) and dotted_name(node.target) == name.value:
-                return node.annotation.annotation
-            if isinstance(node, cst.Assign) and any(dotted_name(t.target) == name.value for t in node.targets):
-                values.append(node.value)
+        annotated, assigned = bindings(body)  # one walk of the body, whatever names its calls ask about
+        if name.value in annotated:
+            return annotated[name.value]
+        values = assigned.get(name.value, [])
         ctor = strip_chain(values[0]) if len(values) == 1 else None  # ``Trainer(net).cuda()`` is a Trainer
         if isinstance(ctor, cst.Call) and (dotted_name(ctor.func) or "").split(".", 1)[0] in self.ctx.import_aliases:
             return ctor.func

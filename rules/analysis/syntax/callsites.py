@@ -15,12 +15,12 @@ def called_name(node: cst.CSTNode, own_classes: frozenset[str] = frozenset()) ->
     """The function a call of this module may reach by name: ``name(...)``, ``self.name(...)``
     or ``cls.name(...)``, and ``Owner.name(...)`` for a class ``Owner`` of ``own_classes`` (a
     static method called through its class); None for anything else."""
-    if not isinstance(node, cst.Call):
+    if type(node) is not cst.Call:  # exact types (``calls.method_call``): asked of every node of a loop
         return None
-    func = node.func
-    if isinstance(func, cst.Name):
+    func = node.func  # type: ignore[attr-defined]
+    if type(func) is cst.Name:
         return func.value
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and \
+    if type(func) is cst.Attribute and type(func.value) is cst.Name and \
             (func.value.value in ("self", "cls") or func.value.value in own_classes):
         return func.attr.value
     return None

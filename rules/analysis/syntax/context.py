@@ -12,7 +12,7 @@ import libcst as cst
 from .calls import dotted_name
 from .names import NameResolution
 from .torch_roots import TORCH_IMPORT_ROOTS
-from .tree import index
+from .tree import exact_types, index
 
 T = TypeVar("T")
 
@@ -71,9 +71,13 @@ class RuleContext(NameResolution):
             cur = self._parents.get(cur)
 
     def enclosing(self, node: cst.CSTNode, *types: type) -> Any | None:
-        for anc in self.ancestors(node):
-            if isinstance(anc, types):
-                return anc
+        exact = exact_types(types)  # a set of leaf node classes: no ``isinstance`` on LibCST's ABCs
+        parents = self._parents
+        cur = parents.get(node)
+        while cur is not None:
+            if (type(cur) in exact) if exact is not None else isinstance(cur, types):
+                return cur
+            cur = parents.get(cur)
         return None
 
     def statement_of(self, node: cst.CSTNode) -> cst.BaseStatement | None:

@@ -33,16 +33,27 @@ def _split_chain(node: cst.CSTNode) -> tuple[cst.Name | None, list[str]]:
     with a plain name (``f().x``)."""
     parts: list[str] = []
     cur: cst.CSTNode = node
-    while isinstance(cur, cst.Attribute):
-        parts.append(cur.attr.value)
-        cur = cur.value
-    return (cur if isinstance(cur, cst.Name) else None), parts
+    while type(cur) is cst.Attribute:  # exact types: as ``calls.method_call``
+        parts.append(cur.attr.value)  # type: ignore[attr-defined]
+        cur = cur.value  # type: ignore[attr-defined]
+    return (cur if type(cur) is cst.Name else None), parts  # type: ignore[return-value]
 
 
 def _matches(qualname: str, names: Any) -> bool:
     """``qualname`` is one of ``names``; ``mod.*`` stands for any member of ``mod``."""
-    return any(qualname == want or (want.endswith(".*") and qualname.startswith(want[:-1]))
-               for want in names)
+    if qualname in names:
+        return True
+    if type(names) is frozenset:  # the rules' name tables: their ``mod.*`` prefixes read once
+        prefixes = _PREFIXES.get(names)
+        if prefixes is None:
+            if len(_PREFIXES) >= 1024:
+                _PREFIXES.clear()
+            prefixes = _PREFIXES[names] = tuple(want[:-1] for want in names if want.endswith(".*"))
+        return qualname.startswith(prefixes)
+    return any(want.endswith(".*") and qualname.startswith(want[:-1]) for want in names)
+
+
+_PREFIXES: dict[frozenset[str], tuple[str, ...]] = {}
 
 
 class NameResolution:

@@ -222,7 +222,7 @@ def project_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | 
     """The first-party module ``expr`` names (``models`` in ``models.__dict__[arch]``)."""
     if not ctx.project:
         return None
-    for qn in _names(ctx, expr):
+    for qn in sorted(_names(ctx, expr)):
         if qn in ctx.project:
             return ctx.project[qn]
     return None
@@ -243,7 +243,7 @@ def project_model_class(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFac
 
 def _module_listing(ctx: RuleContext, expr: cst.BaseExpression, kind: str) -> ModuleFacts | None:
     """The first-party module one of whose ``kind`` (``models``, ``registries``) ``expr`` names."""
-    for qn in _names(ctx, expr):
+    for qn in sorted(_names(ctx, expr)):
         module, _, name = qn.rpartition(".")
         facts = ctx.project.get(module)
         if facts is not None and name in getattr(facts, kind):
@@ -276,7 +276,7 @@ def project_class_facts(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFac
     ``TranslationTask`` imported from ``.translation``), model or not."""
     if not ctx.project or not isinstance(expr, (cst.Name, cst.Attribute)):
         return None
-    for qn in _names(ctx, expr):
+    for qn in sorted(_names(ctx, expr)):
         module, _, name = qn.rpartition(".")
         facts = ctx.project.get(module)
         if facts is not None and any(f.startswith(f"{name}.") for f in facts.functions):
@@ -298,7 +298,7 @@ def project_class(ctx: RuleContext, node: cst.CSTNode) -> ModuleFacts | None:
     if not ctx.project or not isinstance(node, cst.Call) or \
             not isinstance(node.func, (cst.Name, cst.Attribute)):
         return None
-    for qn in _names(ctx, node.func):
+    for qn in sorted(_names(ctx, node.func)):
         module, _, name = qn.rpartition(".")
         facts = ctx.project.get(module)
         if facts is not None and name in facts.models:

@@ -85,7 +85,7 @@ def walk(node: cst.CSTNode, *, into_nested: bool = False, include_self: bool = F
     ``include_self``. Nested functions, classes and lambdas are yielded but not entered unless
     ``into_nested``; nodes of the ``stop_at`` types are yielded but not entered either."""
     barrier = stop_at if into_nested else (*NESTED_DEFS, *stop_at)
-    exact = _exact_types(barrier)
+    exact = exact_types(barrier)
     if include_self:
         stack = [node]
     else:
@@ -104,7 +104,7 @@ def walk(node: cst.CSTNode, *, into_nested: bool = False, include_self: bool = F
 _EXACT: dict[tuple[type, ...], frozenset[type] | None] = {}
 
 
-def _exact_types(types: tuple[type, ...]) -> frozenset[type] | None:
+def exact_types(types: tuple[type, ...]) -> frozenset[type] | None:
     """``types`` as a set to test ``type(node)`` against when none of them has subclasses (the
     nested definitions: LibCST's node classes are ABCs, and ``isinstance`` on them goes through
     ``ABCMeta``, a few percent of a lint); None when one has (``BaseExpression``): ``isinstance``."""

@@ -1,0 +1,201 @@
+"""The analysis reads each function or class once, whatever number of names is asked of it
+(issue 34: lint cost). Each memo gives what a fresh walk gives, and walks once: counted, not timed."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from gpuperf_rewrite.rules.analysis.facts import arg_reads, class_picks, helper_syncs
+from gpuperf_rewrite.rules.analysis.facts.helper_syncs import READ, module_syncs
+from gpuperf_rewrite.rules.analysis.model.training import analysis
+from gpuperf_rewrite.rules.analysis.syntax import bindings as bindings_mod
+from gpuperf_rewrite.rules.analysis.syntax.bindings import bindings, class_stores
+from gpuperf_rewrite.rules.analysis.syntax.context import RuleContext
+from gpuperf_rewrite.rules.analysis.syntax.names import _matches
+
+SOURCE = textwrap.dedent("""
+    import torch
+    from torch import nn
+
+
+    class Runner:
+        def __init__(self, cfg):
+            self.should_eval = cfg.step % 100 == 0
+            self.every = cfg.every
+            (self.low, self.high) = cfg.bounds
+            self.count: int = 0
+            self.count += 1
+
+        def build(self, kind):
+            if kind == "big":
+                from models.big import BigNet as Net
+            else:
+                from models.small import SmallNet as Net
+            net = Net(kind)
+            opt: torch.optim.Optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+            opt = torch.optim.Adam(net.parameters())
+            head = nn.Linear(4, 2)
+            return net, opt, head
+
+
+    def to_number(t):
+        return t.detach().float().cpu().item()
+
+
+    def log_all(**metrics):
+        for name, value in metrics.items():
+            if torch.is_tensor(value):
+                print(name, value.item())
+
+
+    def plain(x):
+        y = x + 1
+        return y * 2
+""")
+
+
+def _ctx() -> RuleContext:
+    return RuleContext(cst.parse_module(SOURCE), SOURCE)
+
+
+def _fn(ctx: RuleContext, name: str) -> cst.FunctionDef:
+    return next(f for f in ctx.nodes(cst.FunctionDef) if f.name.value == name)
+
+
+def _count_walks(monkeypatch: pytest.MonkeyPatch, module: object) -> list[cst.CSTNode]:
+    seen: list[cst.CSTNode] = []
+    real = module.walk  # type: ignore[attr-defined]
+
+    def counting(node: cst.CSTNode, **kw: object):  # type: ignore[no-untyped-def]
+        seen.append(node)
+        return real(node, **kw)
+
+    monkeypatch.setattr(module, "walk", counting)
+    return seen
+
+
+def test_function_bindings_in_source_order_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = _ctx()
+    build = _fn(ctx, "build")
+    walks = _count_walks(monkeypatch, bindings_mod)
+    annotated, assigned = bindings(build)
+    assert [ctx.code_for(v) for v in assigned["opt"]] == ["torch.optim.Adam(net.parameters())"]
+    assert ctx.code_for(annotated["opt"]) == "torch.optim.Optimizer"
+    assert [ctx.code_for(v) for v in assigned["net"]] == ["Net(kind)"]
+    assert "Net" not in assigned  # an import binds it, not an assignment
+    for _ in range(3):
+        assert bindings(build) == (annotated, assigned)
+    assert len(walks) == 1
+
+
+def test_module_top_level_bindings_leave_functions_alone() -> None:
+    module = cst.parse_module("x = 1\nx = 2\ndef f():\n    x = 3\n    y = 4\n")
+    annotated, assigned = bindings(module)
+    assert annotated == {}
+    assert [v.value for v in assigned["x"]] == ["1", "2"]  # type: ignore[attr-defined]
+    assert "y" not in assigned
+
+
+def test_class_stores_once_per_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = _ctx()
+    runner = ctx.nodes(cst.ClassDef)[0]
+    walks = _count_walks(monkeypatch, bindings_mod)
+    assigned, unpacked = class_stores(ctx, runner)
+    assert set(assigned) >= {"self.should_eval", "self.every", "net"}
+    assert {"self.low", "self.high", "self.count"} <= unpacked  # unpacked, annotated, augmented
+    assert "self.every" not in unpacked
+    class_stores(ctx, runner)
+    class_stores(ctx, runner)
+    assert walks.count(runner) == 1
+
+
+def test_imports_in_a_function_once_per_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = _ctx()
+    build = _fn(ctx, "build")
+    walks = _count_walks(monkeypatch, class_picks)
+    first = class_picks._imports_in(ctx, build)
+    assert [alias.name.value for _, alias in first["Net"]] == ["BigNet", "SmallNet"]  # type: ignore[union-attr]
+    class_picks._imports_in(ctx, build)
+    assert walks.count(build.body) == 1
+
+
+def test_value_flow_only_for_a_function_that_syncs(monkeypatch: pytest.MonkeyPatch) -> None:
+    flows: list[str] = []
+    real = helper_syncs._flow
+
+    def counting(fn, labels, closed=frozenset()):  # type: ignore[no-untyped-def]
+        flows.append(fn.name.value)
+        return real(fn, labels, closed)
+
+    monkeypatch.setattr(helper_syncs, "_flow", counting)
+    ctx = _ctx()
+    syncs = {fn.name.value: found for fn, found in module_syncs(ctx).items()}
+    assert any(s.param == "t" and s.kind == READ for s in syncs["to_number"])
+    assert not syncs.get("plain")
+    assert "plain" not in flows and "build" not in flows  # nothing there syncs: no flow computed
+    assert flows.count("to_number") == 1
+
+
+def test_tensor_arg_reads_once_per_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = _ctx()
+    log_all = _fn(ctx, "log_all")
+    calls: list[cst.FunctionDef] = []
+    real = arg_reads._tensor_arg_reads
+
+    def counting(fn):  # type: ignore[no-untyped-def]
+        calls.append(fn)
+        return real(fn)
+
+    monkeypatch.setattr(arg_reads, "_tensor_arg_reads", counting)
+    first = arg_reads.tensor_arg_reads(log_all)
+    assert [label for label, _ in first] == ["**metrics"]
+    first.clear()  # a caller changing its list changes nothing kept
+    assert [label for label, _ in arg_reads.tensor_arg_reads(log_all)] == ["**metrics"]
+    assert calls == [log_all]
+
+
+def test_training_analysis_reads_annotated_and_built_classes() -> None:
+    ctx = _ctx()
+    ta = analysis(ctx)
+    build = _fn(ctx, "build")
+    opt = next(n for n in ctx.nodes(cst.Name) if n.value == "opt" and ctx.enclosing(n, cst.FunctionDef) is build)
+    assert ctx.code_for(ta._class_of(opt)) == "torch.optim.Optimizer"  # the annotation wins, as a walk found it
+
+
+@pytest.mark.parametrize("names", [frozenset({"torch.optim.*", "torch.nn.Linear"}),
+                                   {"torch.optim.*", "torch.nn.Linear"}, ["torch.optim.*", "torch.nn.Linear"]])
+def test_name_tables_match_alike_whatever_their_type(names: object) -> None:
+    assert _matches("torch.optim.Adam", names)
+    assert _matches("torch.nn.Linear", names)
+    assert not _matches("torch.nn.Conv2d", names)
+    assert not _matches("torch.optimizer", names)
+    assert not _matches("torch", frozenset())
+
+
+def test_a_class_imported_from_one_of_several_modules_resolves_alike_every_run() -> None:
+    """``from nerf.network_ff import Net`` / ``network_tcnn`` / ``network`` in three branches: the
+    module a message names is the same whatever the process's hash seed (the sorted first)."""
+    from gpuperf_rewrite.rules.analysis.syntax.project import ModuleFacts, project_class, project_model_class
+
+    source = textwrap.dedent("""
+        import torch
+
+        def main(opt):
+            if opt.ff:
+                from nerf.network_ff import Net
+            elif opt.tcnn:
+                from nerf.network_tcnn import Net
+            else:
+                from nerf.network import Net
+            model = Net(opt)
+    """)
+    mods = {name: ModuleFacts(models=frozenset({"Net"}), path=f"{name.replace('.', '/')}.py")
+            for name in ("nerf.network_tcnn", "nerf.network_ff", "nerf.network")}
+    for order in (list(mods), list(reversed(mods))):
+        ctx = RuleContext(cst.parse_module(source), source, project={k: mods[k] for k in order})
+        call = next(c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == "Net")
+        assert project_class(ctx, call).path == "nerf/network.py"  # type: ignore[union-attr]
+        assert project_model_class(ctx, call.func).path == "nerf/network.py"  # type: ignore[union-attr]
