@@ -29,6 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .path_additions import path_additions
+
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 # Folders that hold installed code or tool state, never the user's modules.
 NOT_FIRST_PARTY = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox",
@@ -147,9 +149,11 @@ def resolve_import(module: str, level: int, importer: Path, root: Path) -> Path 
     return Path(found) if found is not None else None
 
 
-def _resolve(module: str, level: int, importer: str, root: str, roots: list[str] | None) -> str | None:
+def _resolve(module: str, level: int, importer: str, root: str, roots: list[str] | None,
+             added: tuple[str, ...] = ()) -> str | None:
     """``resolve_import`` on absolute, normalised paths; ``roots``: ``_search_roots`` of the
-    importer when the caller has them."""
+    importer when the caller has them; ``added``: the folders the program puts on ``sys.path``
+    (``lint.path_additions``), looked in after them and first-party like the root."""
     parts = module.split(".") if module else []
     if level > 0:
         base = os.path.dirname(importer)
@@ -165,15 +169,15 @@ def _resolve(module: str, level: int, importer: str, root: str, roots: list[str]
         if not parts:
             return None
         # Looked up root by root, the first one found wins (later roots are not searched).
-        candidates = (p for p in (_lookup(folder, parts)
-                                  for folder in (roots if roots is not None else _search_roots(importer, root)))
-                      if p is not None)
+        folders = roots if roots is not None else _search_roots(importer, root)
+        folders = [*folders, *(a for a in added if a not in folders)]
+        candidates = (p for p in (_lookup(folder, parts) for folder in folders) if p is not None)
     if level == 0:
         candidates = (*candidates, *_from_above(parts, importer))
     for path in candidates:
         # Never the importer itself: ``from model import Net`` in utils/model.py (imported as
         # ``utils.model`` by a script at the root) loads the root's ``model``, not itself.
-        if _inside(path, root) and path != importer:
+        if (_inside(path, root) or any(_inside(path, folder) for folder in added)) and path != importer:
             return path
     return None
 
@@ -366,11 +370,17 @@ def _scanned_folder(importer: str, source: bytes) -> list[ImportedModule]:
     return [ImportedModule(f".{n[:-3]}", Path(folder) / n) for n in names[:MAX_SCANNED]]
 
 
-def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[ImportedModule]:
+def _imported_modules(importer: Path, root: Path, source: str | bytes, added: tuple[str, ...] | None = None
+                      ) -> list[ImportedModule]:
     importer_abs, root_abs = os.path.abspath(importer), os.path.abspath(root)
-    roots = _search_roots(importer_abs, root_abs)
-    enclosing = _enclosing_names(importer_abs, root_abs)  # ``from src.helper import`` in src/train.py
     data = source.encode() if isinstance(source, str) else source
+    if added is None:
+        added = program_path(importer_abs, root_abs, data)
+        if added:  # the imports again, looked for where the program's sys.path points too
+            return _imported_modules(importer, root, data, added)
+    roots = _search_roots(importer_abs, root_abs)
+    roots += [a for a in added if a not in roots]
+    enclosing = _enclosing_names(importer_abs, root_abs)  # ``from src.helper import`` in src/train.py
     scanned = _scanned_folder(importer_abs, data)
     if not _may_import_from(roots, data, enclosing):
         return scanned
@@ -388,7 +398,7 @@ def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[I
                                                        for folder in roots)
             if not present[top]:
                 return None
-        found = _resolve(name, level, importer_abs, root_abs, roots)
+        found = _resolve(name, level, importer_abs, root_abs, roots, added)
         return Path(found) if found is not None else None
 
     for module, level, names in import_requests(source):
@@ -410,6 +420,25 @@ def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[I
         if found.name not in out and all(m.path != found.path for m in out.values()):
             out[found.name] = found
     return list(out.values())
+
+
+def program_path(importer: str, root: str, source: bytes) -> tuple[str, ...]:
+    """The folders the program running ``importer`` (absolute) has put on ``sys.path`` when it
+    imports: those ``importer`` adds itself and those its own modules add when it imports them
+    first (an ``_init_paths`` module: ``import _init_paths`` before ``import models``), each
+    module read off its text (``lint.path_additions``). Only folders outside installed code."""
+    out = list(path_additions(importer, source))
+    if _MENTIONS_IMPORT_HELPER.search(source) or out:
+        for imported in _imported_modules(Path(importer), Path(root), source, ()):
+            got = content_of(imported.path)
+            if got is not None:
+                out += [f for f in path_additions(os.fspath(imported.path), got[0]) if f not in out]
+    return tuple(f for f in out if INSTALLED.isdisjoint(f.split(os.sep)) and NOT_FIRST_PARTY.isdisjoint(f.split(os.sep)))
+
+
+# An import of a module of the user's that may set the path up (``import _init_paths``, ``import
+# set_path``, ``from paths import ...``): only then are the file's own imports read for it.
+_MENTIONS_IMPORT_HELPER = re.compile(rb"^[ \t]*(?:import|from)[ \t]+_?\w*(?:path|init)\w*", re.MULTILINE | re.IGNORECASE)
 
 
 def first_party_modules(entry: Path, root: Path | None = None, max_depth: int = MAX_DEPTH) -> list[Path]:
@@ -458,4 +487,24 @@ def is_first_party(path: Path) -> tuple[bool, Path]:
     root = find_project_root(absolute)
     if not INSTALLED.isdisjoint(absolute.split(os.sep)[:-1]):
         return False, root
+    if not _has_marker(os.fspath(root)):
+        root = _widened(absolute, root)
     return _inside(absolute, os.fspath(root)), root
+
+
+def _widened(script: str, root: Path) -> Path:
+    """A checkout without a project marker whose script puts a folder beside its own on
+    ``sys.path`` (tools/train.py adding ``../lib``): the root is the folder holding both, at most
+    two levels above the script's root, so the modules there are the user's."""
+    try:
+        data = Path(script).read_bytes()
+    except OSError:
+        return root
+    base = os.fspath(root)
+    for folder in program_path(script, base, data):
+        if _inside(folder, base):
+            continue
+        common = os.path.commonpath([base, folder])
+        if common != base and base[len(common):].count(os.sep) <= 2 and common != os.path.dirname(common):
+            base = common
+    return Path(base)
