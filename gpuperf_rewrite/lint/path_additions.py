@@ -19,7 +19,16 @@ import ast
 import os
 import re
 
+# Folders that hold installed code or tool state, never the user's modules.
+NOT_FIRST_PARTY = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox",
+                              "node_modules", "__pycache__", ".git", ".eggs", "build", "dist"})
+# Folders that hold installed packages wherever they are: a file below one is never the user's.
+INSTALLED = frozenset({"site-packages", "dist-packages"})
+
 _MENTIONS = re.compile(rb"\bsys\.path\b|\baddsitedir\s*\(")
+# An import of a module of the user's that may set the path up (``import _init_paths``, ``import
+# set_path``, ``from paths import ...``): only then are the file's imports read for it.
+_PATH_HELPER = re.compile(rb"^[ \t]*(?:import|from)[ \t]+_?\w*(?:path|init)\w*", re.MULTILINE | re.IGNORECASE)
 _OS_PATH = frozenset({"os.path", "osp", "path"})
 _MAX_FOLDERS = 8
 
@@ -56,6 +65,28 @@ def path_additions(importer: str, source: bytes, tree: ast.Module | None = None)
             if os.path.isdir(folder) and folder not in out:
                 out.append(folder)
     return tuple(out[:_MAX_FOLDERS])
+
+
+def may_set_path_up(source: bytes) -> bool:
+    """Does ``source`` import a module that may put folders on ``sys.path`` (``_init_paths``)?"""
+    return bool(_PATH_HELPER.search(source))
+
+
+def first_party_folders(folders: list[str]) -> tuple[str, ...]:
+    """``folders`` without those of installed code or tool state (``NOT_FIRST_PARTY``)."""
+    return tuple(f for f in folders if NOT_FIRST_PARTY.isdisjoint(f.split(os.sep)))
+
+
+def widened_root(root: str, folders: tuple[str, ...]) -> str:
+    """``root`` widened to hold ``folders`` it does not (a script's ``../lib``): their common
+    folder, at most two levels above ``root``, never the file system's root."""
+    for folder in folders:
+        if folder == root or folder.startswith(root.rstrip(os.sep) + os.sep):
+            continue
+        common = os.path.commonpath([root, folder])
+        if common != root and root[len(common):].count(os.sep) <= 2 and common != os.path.dirname(common):
+            root = common
+    return root
 
 
 def _in_order(tree: ast.Module):  # type: ignore[no-untyped-def]

@@ -29,12 +29,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .path_additions import path_additions
+from .path_additions import (INSTALLED, NOT_FIRST_PARTY, first_party_folders, may_set_path_up, path_additions,
+                             widened_root)
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-# Folders that hold installed code or tool state, never the user's modules.
-NOT_FIRST_PARTY = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox",
-                              "node_modules", "__pycache__", ".git", ".eggs", "build", "dist"})
 MAX_DEPTH = 3
 MAX_MODULES = 64  # a project's import graph is cut here: start-up stays bounded on a large repo
 
@@ -425,20 +423,14 @@ def _imported_modules(importer: Path, root: Path, source: str | bytes, added: tu
 def program_path(importer: str, root: str, source: bytes) -> tuple[str, ...]:
     """The folders the program running ``importer`` (absolute) has put on ``sys.path`` when it
     imports: those ``importer`` adds itself and those its own modules add when it imports them
-    first (an ``_init_paths`` module: ``import _init_paths`` before ``import models``), each
-    module read off its text (``lint.path_additions``). Only folders outside installed code."""
+    first (``import _init_paths`` before ``import models``), read off their text
+    (``lint.path_additions``)."""
     out = list(path_additions(importer, source))
-    if _MENTIONS_IMPORT_HELPER.search(source) or out:
+    if may_set_path_up(source) or out:
         for imported in _imported_modules(Path(importer), Path(root), source, ()):
             got = content_of(imported.path)
-            if got is not None:
-                out += [f for f in path_additions(os.fspath(imported.path), got[0]) if f not in out]
-    return tuple(f for f in out if INSTALLED.isdisjoint(f.split(os.sep)) and NOT_FIRST_PARTY.isdisjoint(f.split(os.sep)))
-
-
-# An import of a module of the user's that may set the path up (``import _init_paths``, ``import
-# set_path``, ``from paths import ...``): only then are the file's own imports read for it.
-_MENTIONS_IMPORT_HELPER = re.compile(rb"^[ \t]*(?:import|from)[ \t]+_?\w*(?:path|init)\w*", re.MULTILINE | re.IGNORECASE)
+            out += [f for f in path_additions(os.fspath(imported.path), got[0]) if f not in out] if got else []
+    return first_party_folders(out)
 
 
 def first_party_modules(entry: Path, root: Path | None = None, max_depth: int = MAX_DEPTH) -> list[Path]:
@@ -474,10 +466,6 @@ def content_of(path: Path) -> tuple[bytes, str] | None:
     return data, hashlib.sha256(data).hexdigest()
 
 
-# Folders that hold installed packages wherever they are: a file below one is never the user's.
-INSTALLED = frozenset({"site-packages", "dist-packages"})
-
-
 def is_first_party(path: Path) -> tuple[bool, Path]:
     """Is ``path`` the user's own code (not under site-packages, a venv...)? And its project root.
     Installed code is never first-party, even when no project marker is found above it (a
@@ -494,17 +482,9 @@ def is_first_party(path: Path) -> tuple[bool, Path]:
 
 def _widened(script: str, root: Path) -> Path:
     """A checkout without a project marker whose script puts a folder beside its own on
-    ``sys.path`` (tools/train.py adding ``../lib``): the root is the folder holding both, at most
-    two levels above the script's root, so the modules there are the user's."""
+    ``sys.path`` (tools/train.py adding ``../lib``): the root holding both (``widened_root``)."""
     try:
         data = Path(script).read_bytes()
     except OSError:
         return root
-    base = os.fspath(root)
-    for folder in program_path(script, base, data):
-        if _inside(folder, base):
-            continue
-        common = os.path.commonpath([base, folder])
-        if common != base and base[len(common):].count(os.sep) <= 2 and common != os.path.dirname(common):
-            base = common
-    return Path(base)
+    return Path(widened_root(os.fspath(root), program_path(script, os.fspath(root), data)))
