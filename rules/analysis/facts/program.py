@@ -70,6 +70,18 @@ def cpu_only(ctx: RuleContext) -> bool:
     return ctx.fact(_cpu_only)
 
 
+def _runs_their_step_method(ctx: RuleContext) -> bool:
+    """Does a loop of this file call ``obj.m(...)`` where ``m`` is a method of a class of the
+    user's modules that runs a whole training step (``model.optimize_parameters()`` on an object
+    a factory picked at run time)? Its class picks the device."""
+    if not ctx.project:
+        return False
+    steps = {name.rsplit(".", 1)[-1] for m in ctx.project.values() for name, f in m.functions.items()
+             if "." in name and f.trains and f.steps_each_call}
+    return bool(steps) and any(isinstance(c.func, cst.Attribute) and c.func.attr.value in steps and
+                               ctx.enclosing(c, cst.For, cst.While) is not None for c in ctx.nodes(cst.Call))
+
+
 def _cpu_only(ctx: RuleContext) -> bool:
     if frameworks(ctx).kinds:
         # The framework picks the device: CPU-only when every configuration says so and nothing
@@ -77,7 +89,7 @@ def _cpu_only(ctx: RuleContext) -> bool:
         return framework_on_cpu(ctx) and not may_use_cuda(ctx)
     if not is_script(ctx):
         return False
-    if any(pc.facts.trains for pc in project_calls(ctx)):
+    if any(pc.facts.trains for pc in project_calls(ctx)) or _runs_their_step_method(ctx):
         return False  # trains through a module of the user's (``Trainer(cfg, task, model)``): the device is picked there
     if any(_mentions_gpu(n.value) for n in ctx.nodes(cst.Name)):
         return False
