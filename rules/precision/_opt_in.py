@@ -10,6 +10,7 @@ import dataclasses
 import libcst as cst
 
 from ..analysis.syntax.calls import NOT_LITERAL, argparse_options, get_arg, literal_value, method_call
+from ..analysis.facts.program import precision_casts
 from ..analysis.syntax.context import RuleContext
 
 # Names (``-``/``_`` and case folded) that mean "train in mixed precision" when on.
@@ -84,3 +85,37 @@ def _config_fields(ctx: RuleContext) -> list[OptInFlag]:
                     name = small.target.value
                     out.append(OptInFlag(f"{cls.name.value}.{name}", small, name, False))
     return out
+
+
+def precision_opt_in(ctx: RuleContext) -> OptInFlag | None:
+    """The opt-in flag when the model's dtype is set only under it (``if args.fp16: model =
+    model.half()``, ``model.half() if args.fp16 else model``): the default run trains in float32,
+    so the model's dtype is no choice the rules leave alone. None when a cast runs unconditionally,
+    under another test, or there is no cast."""
+    flag = opt_in_amp(ctx)
+    casts = precision_casts(ctx)
+    if flag is None or not casts:
+        return None
+    return flag if all(_under_flag(ctx, call, flag.name) for call, _ in casts) else None
+
+
+def _under_flag(ctx: RuleContext, node: cst.CSTNode, name: str) -> bool:
+    child, parent = node, ctx.parent(node)
+    while parent is not None:
+        if isinstance(parent, (cst.If, cst.IfExp)) and child is not parent.test and _reads(parent.test, name):
+            return True
+        child, parent = parent, ctx.parent(parent)
+    return False
+
+
+def _reads(test: cst.BaseExpression, name: str) -> bool:
+    """Does ``test`` read the flag (``args.fp16``, ``cfg["fp16"]``), not negated?"""
+    if isinstance(test, cst.UnaryOperation):
+        return False
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.And) and (_reads(test.left, name) or _reads(test.right, name))
+    if isinstance(test, cst.Attribute):
+        return test.attr.value == name
+    if isinstance(test, cst.Subscript) and len(test.slice) == 1 and isinstance(test.slice[0].slice, cst.Index):
+        return literal_value(test.slice[0].slice.value) == name
+    return False

@@ -22,7 +22,7 @@ from ..analysis.syntax.project import MODEL, project_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with, project_runs
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
-from ._opt_in import OptInFlag, opt_in_amp
+from ._opt_in import OptInFlag, opt_in_amp, precision_opt_in
 
 _LOSS_ARG = re.compile(r"loss|cost|objective", re.IGNORECASE)
 
@@ -200,7 +200,7 @@ class NoAutocast(Rule):
         if ta.step_loops and ctx.project and not any(ta.is_backward_call(c) for c in ctx.nodes(cst.Call)):
             yield from self._stepped_elsewhere(ctx)  # ``agent.update(batch)``: a method of theirs steps
             return
-        if not ta.step_loops or cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx) or \
+        if not ta.step_loops or cpu_only(ctx) or framework_manages_precision(ctx) or _fixed_precision(ctx) or \
                 not tensor_core_work(ctx):
             return
         backwards = [c for c in ctx.nodes(cst.Call) if ta.is_backward_call(c) and ta.runs_every_step(c)]
@@ -245,7 +245,7 @@ class NoAutocast(Rule):
         use_fp16=args.use_fp16).run_loop()``) whose step runs no autocast: reported here, at the model's
         line, where the user builds it and chooses the precision; the autocast itself goes into the
         step, so no fix here."""
-        if cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx):
+        if cpu_only(ctx) or framework_manages_precision(ctx) or _fixed_precision(ctx):
             return
         for pc in training_calls(ctx):
             if pc.facts.autocast or pc.facts.makes_scaler:
@@ -275,7 +275,7 @@ class NoAutocast(Rule):
         it (``model.optimize_parameters(it)`` every iteration, a step closure over a state dict), with
         no autocast or GradScaler anywhere in the modules the file reaches: reported at its build line."""
         found = entry_models(ctx)
-        if not found or cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx) or \
+        if not found or cpu_only(ctx) or framework_manages_precision(ctx) or _fixed_precision(ctx) or \
                 project_autocasts(ctx) or autocast_uses(ctx) or autocast_like_context(ctx) or \
                 not (tensor_core_work(ctx) or project_computes(ctx)):
             return
@@ -309,6 +309,12 @@ class NoAutocast(Rule):
                                     "the model trains well in mixed precision)" if flag.command_line else
                                     f"the script's own switch decides: set {flag.flag} (or default it to True once "
                                     "the model trains well in mixed precision)")
+
+
+def _fixed_precision(ctx: RuleContext) -> bool:
+    """Did the user set the model's dtype for every run (not only under the script's opt-in
+    switch, which leaves the default run in float32: its note is said instead)?"""
+    return model_precision(ctx) is not None and precision_opt_in(ctx) is None
 
 
 def _switched(args: tuple[cst.Arg, ...]) -> bool:

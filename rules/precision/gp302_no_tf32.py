@@ -19,6 +19,7 @@ from ..analysis.facts.self_training import trains_itself
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.project import MATMUL, TF32
 from ..analysis.syntax.torch_names import SET_PRECISION, TF32_SETTINGS
+from ._opt_in import precision_opt_in
 
 
 
@@ -166,7 +167,7 @@ class NoTF32(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not program_trains(ctx) or cpu_only(ctx) or model_precision(ctx):
+        if not program_trains(ctx) or cpu_only(ctx) or model_precision(ctx) and precision_opt_in(ctx) is None:
             return
         if _tf32_chosen(ctx) or set_elsewhere(ctx, TF32):  # here, or by the user's module it calls
             return

@@ -184,28 +184,49 @@ def model_precision(ctx: RuleContext) -> str | None:
 
 
 def _model_precision(ctx: RuleContext) -> str | None:
+    casts = precision_casts(ctx)
+    return casts[0][1] if casts else None
+
+
+def precision_casts(ctx: RuleContext) -> list[tuple[cst.Call, str]]:
+    """Each call that sets the model's dtype (see :func:`model_precision`), with the dtype, in
+    source order: a rule asks whether they all run only under the script's opt-in switch
+    (``if args.fp16: model = model.half()``)."""
+    return ctx.fact(_precision_casts)
+
+
+def _precision_casts(ctx: RuleContext) -> list[tuple[cst.Call, str]]:
+    out: list[tuple[cst.Call, str]] = []
     for call in ctx.nodes(cst.Call):
-        if ctx.matches(call.func, {"torch.set_default_dtype"}) and call.args:
-            found = _dtype_of(ctx, call.args[0].value)
+        found = _cast_dtype(ctx, call)
+        if found:
+            out.append((call, found))
+    return out
+
+
+def _cast_dtype(ctx: RuleContext, call: cst.Call) -> str | None:
+    """The dtype ``call`` sets the model to, or None."""
+    if ctx.matches(call.func, {"torch.set_default_dtype"}) and call.args:
+        found = _dtype_of(ctx, call.args[0].value)
+        if found:
+            return found
+    for kw in ("dtype", "torch_dtype"):
+        arg = get_arg(call, kw)
+        if arg is not None and (kw == "torch_dtype" or ctx.matches(call.func, {"torch.nn.*"}) and
+                                not ctx.matches(call.func, {"torch.nn.functional.*"}) or
+                                isinstance(call.func, cst.Attribute) and call.func.attr.value == "from_pretrained"):
+            found = _dtype_of(ctx, arg.value)
             if found:
                 return found
-        for kw in ("dtype", "torch_dtype"):
-            arg = get_arg(call, kw)
-            if arg is not None and (kw == "torch_dtype" or ctx.matches(call.func, {"torch.nn.*"}) and
-                                    not ctx.matches(call.func, {"torch.nn.functional.*"}) or
-                                    isinstance(call.func, cst.Attribute) and call.func.attr.value == "from_pretrained"):
-                found = _dtype_of(ctx, arg.value)
-                if found:
-                    return found
-        if not isinstance(call.func, cst.Attribute):
-            continue
-        method = call.func.attr.value
-        if method in _DTYPE_METHODS or method == "to":
-            found = _DTYPE_METHODS.get(method) or next(
-                (d for a in call.args if a.keyword is None or a.keyword.value == "dtype"
-                 for d in [_dtype_of(ctx, a.value)] if d), None)
-            if found and _converts_model(ctx, call, is_model_expr):
-                return found
+    if not isinstance(call.func, cst.Attribute):
+        return None
+    method = call.func.attr.value
+    if method in _DTYPE_METHODS or method == "to":
+        found = _DTYPE_METHODS.get(method) or next(
+            (d for a in call.args if a.keyword is None or a.keyword.value == "dtype"
+             for d in [_dtype_of(ctx, a.value)] if d), None)
+        if found and _converts_model(ctx, call, is_model_expr):
+            return found
     return None
 
 
