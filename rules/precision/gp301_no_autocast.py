@@ -77,6 +77,11 @@ class NoAutocast(Rule):
         "it builds an optimizer while a step function of those modules runs the step (`step_fn(state, batch)`), is "
         "reported at its build line when no module the entry reaches runs autocast or makes a GradScaler."
         "A trainer class picked at run time trains like the classes it may be: one of a table of them (`TRAINERS[args.code](args, model, loader)`, `RUNNERS.get(kind)(...)`, `Engine = ENGINES[args.task]; Engine(args, model, optimizer)`), in the script or in a factory of those modules (`trainer_factory(args, model, ...)` returning one), or one of the classes a builder imports in its branches (`from solvers.plain import PlainSolver as Solver` ... `return Solver(opt)`); the parameters handed on take the classes' roles, also through a subclass's `super().__init__(args, model, ...)`. The entry's own builder function (`model = get_model(args)`, picking `{\"demucs\": Demucs, ...}[args.model]`) counts as building the model."
+        " The user's modules include those found through folders the script puts on `sys.path` (`sys.path.append('core')`, "
+        "an `_init_paths` module) and a package's modules imported by a built name (`importlib.import_module('models.' + "
+        "name + '_model')`); a model evaluated by name (`eval('models.' + cfg.NAME + '.get_net')(cfg)`) comes from the "
+        "module the string names, and a factory function of theirs not known to return a model (`create_model(opt)` "
+        "picking its class at run time) builds an object whose step method the loop runs like a registry's."
     )
     limitations = (
         "An `autocast(enabled=False)` region (a float32 island for a loss or a softmax) and a "
@@ -99,7 +104,8 @@ class NoAutocast(Rule):
         "Trainer, DeepSpeed, apex), where every step's backward is an engine's built elsewhere "
         "(`engine.backward(loss)`, `self.strategy.backward(loss, model, optimizer)`: a DeepSpeed engine's "
         "config or a strategy decides the precision), on a model whose dtype the user chose (`.half()`, "
-        "bfloat16, float64, `from_pretrained(torch_dtype=...)`), in a CPU-only program, or where nothing "
+        "bfloat16, float64, `from_pretrained(torch_dtype=...)`; a cast only under an opt-in switch that is off "
+        "by default, `if args.fp16: model = model.half()`, gets the opt-in note), in a CPU-only program, or where nothing "
         "multiplies matrices or convolves (a simulation or a polynomial fit written in this file). "
         "`TrainingArguments` (or a subclass) used only to parse arguments for a loop of the script's own, "
         "with no Hugging Face Trainer built or subclassed, gets no Trainer finding.",

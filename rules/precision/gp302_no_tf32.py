@@ -82,7 +82,9 @@ class NoTF32(Rule):
         "timm/Hugging Face models and zoo models picked by name); a model from another module is "
         "missed.",
         "Not reported on a model whose dtype the user chose (bfloat16/float16/float64: TF32 "
-        "concerns float32 only) or in a CPU-only program.",
+        "concerns float32 only) or in a CPU-only program; a cast that runs only under the script's "
+        "opt-in switch (`if args.fp16: model = model.half()`, the flag off by default) leaves the default "
+        "run in float32, and is reported.",
         "The setting goes right after the last top-level import of a script; a library module "
         "(no `__main__` guard, no training at module level) gets the finding without a fix.",
         "On GPUs older than Ampere the setting changes nothing.",

@@ -127,6 +127,11 @@ class NoCompile(Rule):
         "at its build line without a fix (compile its networks where they are built), and so is a model handed to Lightning's `fit` whatever builds it "
         "(`instantiate_from_config(config.model)`) and one whose output feeds the loss a step here backpropagates. Not followed: a compile in a module the script does not call into."
         "A trainer class picked at run time trains like the classes it may be: one of a table of them (`TRAINERS[args.code](args, model, loader)`, `RUNNERS.get(kind)(...)`, `Engine = ENGINES[args.task]; Engine(args, model, optimizer)`), in the script or in a factory of those modules (`trainer_factory(args, model, ...)` returning one), or one of the classes a builder imports in its branches (`from solvers.plain import PlainSolver as Solver` ... `return Solver(opt)`); the parameters handed on take the classes' roles, also through a subclass's `super().__init__(args, model, ...)`. A model built by one call of the function that builds its optimizer is reported at that call, where `.compile()` goes, not at the optimizer; the parameter groups of a model's own methods (`[{\"params\": model.get_1x_lr_params()}, ...]`: a method walking the model's own parameters or submodules) are the model's."
+        " The user's modules include those found through folders the script puts on `sys.path` (`sys.path.append('core')`, "
+        "an `_init_paths` module) and a package's modules imported by a built name (`importlib.import_module('models.' + "
+        "name + '_model')`); a model evaluated by name (`eval('models.' + cfg.NAME + '.get_net')(cfg)`) comes from the "
+        "module the string names, and a factory function of theirs not known to return a model (`create_model(opt)` "
+        "picking its class at run time) builds an object whose step method the loop runs like a registry's."
     )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
