@@ -491,8 +491,9 @@ def _on_cuda(ctx: RuleContext, model: TrainedModel, anchor: cst.BaseStatement) -
     """The test that keeps ``compile()`` off a CPU run (compiling there costs more than it wins):
     none when ``anchor`` moves the model with ``.cuda()`` (it runs on CUDA or not at all),
     ``device.type == "cuda"`` when ``anchor`` moves it to ``device``, else ``torch.cuda.is_available()``."""
-    if any(isinstance(n, cst.Call) and method_call(n, "cuda") for n in walk(anchor, include_self=True)):
-        return "", ()
+    if not isinstance(anchor, cst.If) and \
+            any(isinstance(n, cst.Call) and method_call(n, "cuda") for n in walk(anchor, include_self=True)):
+        return "", ()  # (``if torch.cuda.is_available(): model.cuda()`` moves it only on some runs)
     device = model_device_name(ctx, model)
     if device is not None and device in names_in(anchor) and binding_body(ctx, device, anchor) is not False:
         dt = device_type_expr(ctx, device, anchor)

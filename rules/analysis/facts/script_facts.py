@@ -1,8 +1,7 @@
 """Facts about a training script that several rules need to place a fix correctly: which name
 holds the device, which object is the trained model and where it is built, and which names are visible where.
 
-Everything is best effort and conservative: a helper answers ``None`` when it is not sure, and
-the rule then reports without a fix.
+Everything is best effort and conservative: a helper answers ``None`` when it is not sure, and the rule then reports without a fix.
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from ..syntax.project import MODEL, project_calls, project_function, project_met
 from ..syntax.torch_names import LR_SCHEDULERS, MODULE_CHAIN, OPTIMIZERS
 from ..syntax.tree import walk
 from .config_built import optimizers_built_by_config
+from .stepped_optimizers import stepped_builds
 from .frameworks import (  # noqa: F401 - the script-fact API, in one import
     framework_manages_precision, framework_places_batches, framework_prepared_names, framework_trains,
     placed_by_framework,
@@ -293,7 +293,7 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
     def compute(c: RuleContext) -> list[TrainedModel]:
         out: list[TrainedModel] = []
         seen: set[str] = set()
-        for opt in optimizer_calls(c):
+        for opt in [*optimizer_calls(c), *stepped_builds(c)]:  # (stepped whatever its class: ``transformers.AdamW``)
             for name in param_receivers(c, opt.args[0].value):
                 if name not in seen:
                     seen.add(name)
