@@ -35,6 +35,7 @@ MODULES = (
     'analysis/facts/script_facts.py',
     'analysis/facts/self_training.py',
     'analysis/facts/step_targets.py',
+    'analysis/facts/stepped_optimizers.py',
     'analysis/facts/to_methods.py',
     'analysis/facts/workload.py',
     'analysis/fixes/dict_edits.py',

@@ -48,12 +48,22 @@ def _norm(name: str) -> str:
     return name.lstrip("-").replace("-", "_").lower()
 
 
-def _argparse_flags(ctx: RuleContext) -> list[OptInFlag]:
+def off_by_default(ctx: RuleContext) -> list[OptInFlag]:
+    """Every switch of the file that is off by default, whatever it turns on (``--compile``)."""
+    return ctx.fact(_off_by_default)
+
+
+def _off_by_default(ctx: RuleContext) -> list[OptInFlag]:
+    return [*_argparse_flags(ctx, None), *_config_fields(ctx, None)]
+
+
+def _argparse_flags(ctx: RuleContext, names: frozenset[str] | None = AMP_NAMES) -> list[OptInFlag]:
     out = []
     for call, longs, dest in argparse_options(ctx.nodes(cst.Call)):
         if dest is None:
             dest = _norm(longs[0]) if longs else None
-        if not longs or not isinstance(dest, str) or not ({_norm(n) for n in longs} | {_norm(dest)}) & AMP_NAMES:
+        if not longs or not isinstance(dest, str) or \
+                names is not None and not ({_norm(n) for n in longs} | {_norm(dest)}) & names:
             continue
         action, default = get_arg(call, "action"), get_arg(call, "default")
         action_value = literal_value(action.value) if action is not None else None
@@ -65,7 +75,7 @@ def _argparse_flags(ctx: RuleContext) -> list[OptInFlag]:
     return out
 
 
-def _config_fields(ctx: RuleContext) -> list[OptInFlag]:
+def _config_fields(ctx: RuleContext, names: frozenset[str] | None = AMP_NAMES) -> list[OptInFlag]:
     """``use_amp: bool = False`` (or ``= field(default=False)``) in a class body."""
     out = []
     for cls in ctx.nodes(cst.ClassDef):
@@ -76,7 +86,7 @@ def _config_fields(ctx: RuleContext) -> list[OptInFlag]:
                 continue
             for small in stmt.body:
                 if not (isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name)
-                        and small.value is not None and _norm(small.target.value) in AMP_NAMES):
+                        and small.value is not None and (names is None or _norm(small.target.value) in names)):
                     continue
                 value = small.value
                 if isinstance(value, cst.Call) and (arg := get_arg(value, "default")) is not None:
@@ -119,3 +129,14 @@ def _reads(test: cst.BaseExpression, name: str) -> bool:
     if isinstance(test, cst.Subscript) and len(test.slice) == 1 and isinstance(test.slice[0].slice, cst.Index):
         return literal_value(test.slice[0].slice.value) == name
     return False
+
+
+def switched_on_by(ctx: RuleContext, nodes: list[cst.CSTNode]) -> OptInFlag | None:
+    """The one off-by-default switch every one of ``nodes`` runs only under (``if args.compile:
+    model = torch.compile(model)``), or None."""
+    if not nodes:
+        return None
+    for flag in off_by_default(ctx):
+        if all(_under_flag(ctx, node, flag.name) for node in nodes):
+            return flag
+    return None
