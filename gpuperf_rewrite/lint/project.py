@@ -380,7 +380,7 @@ def _imported_modules(importer: Path, root: Path, source: str | bytes, added: tu
     roots += [a for a in added if a not in roots]
     enclosing = _enclosing_names(importer_abs, root_abs)  # ``from src.helper import`` in src/train.py
     scanned = _scanned_folder(importer_abs, data)
-    if not _may_import_from(roots, data, enclosing):
+    if not _may_import_from(roots, data, enclosing) and not _DYNAMIC_IMPORT.search(data):
         return scanned
     out: dict[str, ImportedModule] = {}
     present: dict[str, bool] = {}
