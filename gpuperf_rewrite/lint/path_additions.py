@@ -28,7 +28,8 @@ INSTALLED = frozenset({"site-packages", "dist-packages"})
 _MENTIONS = re.compile(rb"\bsys\.path\b|\baddsitedir\s*\(")
 # An import of a module of the user's that may set the path up (``import _init_paths``, ``import
 # set_path``, ``from paths import ...``): only then are the file's imports read for it.
-_PATH_HELPER = re.compile(rb"^[ \t]*(?:import|from)[ \t]+_?\w*(?:path|init)\w*", re.MULTILINE | re.IGNORECASE)
+_PATH_HELPER = re.compile(rb"^[ \t]*(?:import|from)[ \t]+(?!os\.path\b)(?:[\w.]*\.)?_?(?:init_?paths?|set_?up_?paths?|set_?paths?|add_?paths?|"
+                          rb"paths?|path_?setup|sys_?path)\b", re.MULTILINE | re.IGNORECASE)
 _OS_PATH = frozenset({"os.path", "osp", "path"})
 _MAX_FOLDERS = 8
 
