@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .named_imports import named_by_prefix
 from .path_additions import (INSTALLED, NOT_FIRST_PARTY, first_party_folders, may_set_path_up, path_additions,
                              widened_root)
 
@@ -414,49 +415,11 @@ def _imported_modules(importer: Path, root: Path, source: str | bytes, added: tu
             sub = resolve(f"{module}.{name}" if module else name, level)
             if sub is not None and sub != path:
                 out[sub_written] = ImportedModule(sub_written, sub)
-    for found in (*scanned, *_named_by_prefix(importer_abs, data, resolve)):
+    named = [ImportedModule(n, p) for n, p in named_by_prefix(importer_abs, data, resolve, MAX_SCANNED)]
+    for found in (*scanned, *named):
         if found.name not in out and all(m.path != found.path for m in out.values()):
             out[found.name] = found
     return list(out.values())
-
-
-# ``importlib.import_module("models." + name + "_model")``, ``__import__(f"nets.{arch}")``,
-# ``import_module("archs.%s" % cfg.arch)``: a module of a package of the user's, named at run time.
-_PREFIXED_IMPORT = re.compile(rb"""\b(?:import_module|__import__)\s*\(\s*f?["']([A-Za-z_][\w.]*)\.(?:["'{]|%s)([^\n]*)""")
-# the same name held in a variable first (``filename = "models." + name + "_model"``)
-_PREFIXED_NAME = re.compile(rb"""^[ \t]*(\w+)\s*=\s*f?["']([A-Za-z_][\w.]*)\.(?:["'{]|%s)([^\n]*)""", re.MULTILINE)
-_IMPORTED_NAME = re.compile(rb"""\b(?:import_module|__import__)\s*\(\s*(\w+)\s*[,)]""")
-_SUFFIX = re.compile(rb"""\+\s*["'](\w+)["']\s*\)""")
-
-
-def _named_by_prefix(importer: str, source: bytes, resolve) -> list[ImportedModule]:  # type: ignore[no-untyped-def]
-    """The modules of the package a run-time import names by a literal prefix (and suffix, when
-    it has one: ``"_model"``): every one of them may be the one a run imports. Named ``.name``
-    when the package is the importer's own (its ``__init__`` picking among its modules, as
-    ``_scanned_folder`` names them)."""
-    out: list[ImportedModule] = []
-    named = {m.group(1): m for m in _PREFIXED_NAME.finditer(source)}
-    held = [named[m.group(1)] for m in _IMPORTED_NAME.finditer(source) if m.group(1) in named] if named else []
-    for m in (*_PREFIXED_IMPORT.finditer(source), *held):
-        package = m.group(m.re.groups - 1).decode("ascii", "replace")
-        init = resolve(package, 0)
-        if init is None and os.path.basename(importer) == "__init__.py" and \
-                os.path.basename(os.path.dirname(importer)) == package.rsplit(".", 1)[-1]:
-            init = importer  # the package's own ``__init__`` (``models/__init__.py`` importing ``models.X``)
-        if init is None or os.path.basename(init) != "__init__.py":
-            continue
-        rest = m.group(m.re.groups) + b")"  # (a held name's line ends without the call's parenthesis)
-        suffix = (s.group(1).decode("ascii", "replace") if (s := _SUFFIX.search(rest)) else "") + ".py"
-        folder = os.path.dirname(init)
-        try:
-            names = sorted(n for n in os.listdir(folder) if n.endswith(suffix) and n != "__init__.py" and
-                           n[:-3].isidentifier())
-        except OSError:
-            continue
-        own = folder == os.path.dirname(importer)
-        out += [ImportedModule(f".{n[:-3]}" if own else f"{package}.{n[:-3]}", Path(folder) / n)
-                for n in names[:MAX_SCANNED] if os.path.join(folder, n) != importer]
-    return out
 
 
 def program_path(importer: str, root: str, source: bytes) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from ..model.models import strip_chain
 from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..syntax.context import RuleContext
-from ..syntax.project import project_calls
+from ..syntax.project import project_calls, project_function
 from ..syntax.torch_names import MODULE_CHAIN
 from ..syntax.tree import walk
 from .framework_config import framework_on_cpu
@@ -79,7 +79,23 @@ def _runs_their_step_method(ctx: RuleContext) -> bool:
     steps = {name.rsplit(".", 1)[-1] for m in ctx.project.values() for name, f in m.functions.items()
              if "." in name and f.trains and f.steps_each_call}
     return bool(steps) and any(isinstance(c.func, cst.Attribute) and c.func.attr.value in steps and
-                               ctx.enclosing(c, cst.For, cst.While) is not None for c in ctx.nodes(cst.Call))
+                               ctx.enclosing(c, cst.For, cst.While) is not None and not _other_class(ctx, c)
+                               for c in ctx.nodes(cst.Call))
+
+
+def _other_class(ctx: RuleContext, call: cst.Call) -> bool:
+    """Is ``obj`` of ``obj.m(...)`` built here by a class of the user's whose own ``m`` trains
+    nothing (``meter = AverageMeter()``; ``meter.update(acc)``, while an agent's ``update`` trains)?"""
+    receiver, method = dotted_name(call.func.value), call.func.attr.value  # type: ignore[attr-defined]
+    for assign in ctx.nodes(cst.Assign):
+        if isinstance(assign.value, cst.Call) and any(dotted_name(t.target) == receiver for t in assign.targets):
+            own = project_function(ctx, assign.value)
+            cls = own.name.rsplit(".", 1)[0] if own is not None and own.name.endswith(".__init__") else \
+                own.name if own is not None and any(k.startswith(f"{own.name}.") for k in own.module.functions) else None
+            if own is not None and cls is not None:
+                found = own.module.functions.get(f"{cls}.{method}")
+                return found is None or not found.trains
+    return False
 
 
 def _cpu_only(ctx: RuleContext) -> bool:
