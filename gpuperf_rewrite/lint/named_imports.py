@@ -40,7 +40,7 @@ def named_by_prefix(importer: str, source: bytes, resolve, most: int) -> list[tu
         suffix = (s.group(1).decode("ascii", "replace") if (s := _SUFFIX.search(rest)) else "") + ".py"
         folder = os.path.dirname(init)
         try:
-            names = sorted(n for n in os.listdir(folder) if n.endswith(suffix) and n != "__init__.py" and
+            names = sorted(n for n in os.listdir(folder) if n.endswith(suffix) and not n.startswith("_") and
                            n[:-3].isidentifier())
         except OSError:
             continue
