@@ -29,10 +29,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .named_imports import named_by_prefix
+from .path_additions import (INSTALLED, NOT_FIRST_PARTY, first_party_folders, may_set_path_up, path_additions,
+                             widened_root)
+
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-# Folders that hold installed code or tool state, never the user's modules.
-NOT_FIRST_PARTY = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox",
-                              "node_modules", "__pycache__", ".git", ".eggs", "build", "dist"})
 MAX_DEPTH = 3
 MAX_MODULES = 64  # a project's import graph is cut here: start-up stays bounded on a large repo
 
@@ -147,9 +148,11 @@ def resolve_import(module: str, level: int, importer: Path, root: Path) -> Path 
     return Path(found) if found is not None else None
 
 
-def _resolve(module: str, level: int, importer: str, root: str, roots: list[str] | None) -> str | None:
+def _resolve(module: str, level: int, importer: str, root: str, roots: list[str] | None,
+             added: tuple[str, ...] = ()) -> str | None:
     """``resolve_import`` on absolute, normalised paths; ``roots``: ``_search_roots`` of the
-    importer when the caller has them."""
+    importer when the caller has them; ``added``: the folders the program puts on ``sys.path``
+    (``lint.path_additions``), looked in after them and first-party like the root."""
     parts = module.split(".") if module else []
     if level > 0:
         base = os.path.dirname(importer)
@@ -165,15 +168,15 @@ def _resolve(module: str, level: int, importer: str, root: str, roots: list[str]
         if not parts:
             return None
         # Looked up root by root, the first one found wins (later roots are not searched).
-        candidates = (p for p in (_lookup(folder, parts)
-                                  for folder in (roots if roots is not None else _search_roots(importer, root)))
-                      if p is not None)
+        folders = roots if roots is not None else _search_roots(importer, root)
+        folders = [*folders, *(a for a in added if a not in folders)]
+        candidates = (p for p in (_lookup(folder, parts) for folder in folders) if p is not None)
     if level == 0:
         candidates = (*candidates, *_from_above(parts, importer))
     for path in candidates:
         # Never the importer itself: ``from model import Net`` in utils/model.py (imported as
         # ``utils.model`` by a script at the root) loads the root's ``model``, not itself.
-        if _inside(path, root) and path != importer:
+        if (_inside(path, root) or any(_inside(path, folder) for folder in added)) and path != importer:
             return path
     return None
 
@@ -366,13 +369,19 @@ def _scanned_folder(importer: str, source: bytes) -> list[ImportedModule]:
     return [ImportedModule(f".{n[:-3]}", Path(folder) / n) for n in names[:MAX_SCANNED]]
 
 
-def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[ImportedModule]:
+def _imported_modules(importer: Path, root: Path, source: str | bytes, added: tuple[str, ...] | None = None
+                      ) -> list[ImportedModule]:
     importer_abs, root_abs = os.path.abspath(importer), os.path.abspath(root)
-    roots = _search_roots(importer_abs, root_abs)
-    enclosing = _enclosing_names(importer_abs, root_abs)  # ``from src.helper import`` in src/train.py
     data = source.encode() if isinstance(source, str) else source
+    if added is None:
+        added = program_path(importer_abs, root_abs, data)
+        if added:  # the imports again, looked for where the program's sys.path points too
+            return _imported_modules(importer, root, data, added)
+    roots = _search_roots(importer_abs, root_abs)
+    roots += [a for a in added if a not in roots]
+    enclosing = _enclosing_names(importer_abs, root_abs)  # ``from src.helper import`` in src/train.py
     scanned = _scanned_folder(importer_abs, data)
-    if not _may_import_from(roots, data, enclosing):
+    if not _may_import_from(roots, data, enclosing) and not _DYNAMIC_IMPORT.search(data):
         return scanned
     out: dict[str, ImportedModule] = {}
     present: dict[str, bool] = {}
@@ -388,7 +397,7 @@ def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[I
                                                        for folder in roots)
             if not present[top]:
                 return None
-        found = _resolve(name, level, importer_abs, root_abs, roots)
+        found = _resolve(name, level, importer_abs, root_abs, roots, added)
         return Path(found) if found is not None else None
 
     for module, level, names in import_requests(source):
@@ -406,10 +415,24 @@ def _imported_modules(importer: Path, root: Path, source: str | bytes) -> list[I
             sub = resolve(f"{module}.{name}" if module else name, level)
             if sub is not None and sub != path:
                 out[sub_written] = ImportedModule(sub_written, sub)
-    for found in scanned:
+    named = [ImportedModule(n, p) for n, p in named_by_prefix(importer_abs, data, resolve, MAX_SCANNED)]
+    for found in (*scanned, *named):
         if found.name not in out and all(m.path != found.path for m in out.values()):
             out[found.name] = found
     return list(out.values())
+
+
+def program_path(importer: str, root: str, source: bytes) -> tuple[str, ...]:
+    """The folders the program running ``importer`` (absolute) has put on ``sys.path`` when it
+    imports: those ``importer`` adds itself and those its own modules add when it imports them
+    first (``import _init_paths`` before ``import models``), read off their text
+    (``lint.path_additions``)."""
+    out = list(path_additions(importer, source))
+    if may_set_path_up(source) or out:
+        for imported in _imported_modules(Path(importer), Path(root), source, ()):
+            got = content_of(imported.path)
+            out += [f for f in path_additions(os.fspath(imported.path), got[0]) if f not in out] if got else []
+    return first_party_folders(out)
 
 
 def first_party_modules(entry: Path, root: Path | None = None, max_depth: int = MAX_DEPTH) -> list[Path]:
@@ -445,10 +468,6 @@ def content_of(path: Path) -> tuple[bytes, str] | None:
     return data, hashlib.sha256(data).hexdigest()
 
 
-# Folders that hold installed packages wherever they are: a file below one is never the user's.
-INSTALLED = frozenset({"site-packages", "dist-packages"})
-
-
 def is_first_party(path: Path) -> tuple[bool, Path]:
     """Is ``path`` the user's own code (not under site-packages, a venv...)? And its project root.
     Installed code is never first-party, even when no project marker is found above it (a
@@ -458,4 +477,16 @@ def is_first_party(path: Path) -> tuple[bool, Path]:
     root = find_project_root(absolute)
     if not INSTALLED.isdisjoint(absolute.split(os.sep)[:-1]):
         return False, root
+    if not _has_marker(os.fspath(root)):
+        root = _widened(absolute, root)
     return _inside(absolute, os.fspath(root)), root
+
+
+def _widened(script: str, root: Path) -> Path:
+    """A checkout without a project marker whose script puts a folder beside its own on
+    ``sys.path`` (tools/train.py adding ``../lib``): the root holding both (``widened_root``)."""
+    try:
+        data = Path(script).read_bytes()
+    except OSError:
+        return root
+    return Path(widened_root(os.fspath(root), program_path(script, os.fspath(root), data)))

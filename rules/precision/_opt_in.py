@@ -10,6 +10,7 @@ import dataclasses
 import libcst as cst
 
 from ..analysis.syntax.calls import NOT_LITERAL, argparse_options, get_arg, literal_value, method_call
+from ..analysis.facts.program import precision_casts
 from ..analysis.syntax.context import RuleContext
 
 # Names (``-``/``_`` and case folded) that mean "train in mixed precision" when on.
@@ -47,12 +48,22 @@ def _norm(name: str) -> str:
     return name.lstrip("-").replace("-", "_").lower()
 
 
-def _argparse_flags(ctx: RuleContext) -> list[OptInFlag]:
+def off_by_default(ctx: RuleContext) -> list[OptInFlag]:
+    """Every switch of the file that is off by default, whatever it turns on (``--compile``)."""
+    return ctx.fact(_off_by_default)
+
+
+def _off_by_default(ctx: RuleContext) -> list[OptInFlag]:
+    return [*_argparse_flags(ctx, None), *_config_fields(ctx, None)]
+
+
+def _argparse_flags(ctx: RuleContext, names: frozenset[str] | None = AMP_NAMES) -> list[OptInFlag]:
     out = []
     for call, longs, dest in argparse_options(ctx.nodes(cst.Call)):
         if dest is None:
             dest = _norm(longs[0]) if longs else None
-        if not longs or not isinstance(dest, str) or not ({_norm(n) for n in longs} | {_norm(dest)}) & AMP_NAMES:
+        if not longs or not isinstance(dest, str) or \
+                names is not None and not ({_norm(n) for n in longs} | {_norm(dest)}) & names:
             continue
         action, default = get_arg(call, "action"), get_arg(call, "default")
         action_value = literal_value(action.value) if action is not None else None
@@ -64,7 +75,7 @@ def _argparse_flags(ctx: RuleContext) -> list[OptInFlag]:
     return out
 
 
-def _config_fields(ctx: RuleContext) -> list[OptInFlag]:
+def _config_fields(ctx: RuleContext, names: frozenset[str] | None = AMP_NAMES) -> list[OptInFlag]:
     """``use_amp: bool = False`` (or ``= field(default=False)``) in a class body."""
     out = []
     for cls in ctx.nodes(cst.ClassDef):
@@ -75,7 +86,7 @@ def _config_fields(ctx: RuleContext) -> list[OptInFlag]:
                 continue
             for small in stmt.body:
                 if not (isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name)
-                        and small.value is not None and _norm(small.target.value) in AMP_NAMES):
+                        and small.value is not None and (names is None or _norm(small.target.value) in names)):
                     continue
                 value = small.value
                 if isinstance(value, cst.Call) and (arg := get_arg(value, "default")) is not None:
@@ -84,3 +95,48 @@ def _config_fields(ctx: RuleContext) -> list[OptInFlag]:
                     name = small.target.value
                     out.append(OptInFlag(f"{cls.name.value}.{name}", small, name, False))
     return out
+
+
+def precision_opt_in(ctx: RuleContext) -> OptInFlag | None:
+    """The opt-in flag when the model's dtype is set only under it (``if args.fp16: model =
+    model.half()``, ``model.half() if args.fp16 else model``): the default run trains in float32,
+    so the model's dtype is no choice the rules leave alone. None when a cast runs unconditionally,
+    under another test, or there is no cast."""
+    flag = opt_in_amp(ctx)
+    casts = precision_casts(ctx)
+    if flag is None or not casts:
+        return None
+    return flag if all(_under_flag(ctx, call, flag.name) for call, _ in casts) else None
+
+
+def _under_flag(ctx: RuleContext, node: cst.CSTNode, name: str) -> bool:
+    child, parent = node, ctx.parent(node)
+    while parent is not None:
+        if isinstance(parent, (cst.If, cst.IfExp)) and child is not parent.test and _reads(parent.test, name):
+            return True
+        child, parent = parent, ctx.parent(parent)
+    return False
+
+
+def _reads(test: cst.BaseExpression, name: str) -> bool:
+    """Does ``test`` read the flag (``args.fp16``, ``cfg["fp16"]``), not negated?"""
+    if isinstance(test, cst.UnaryOperation):
+        return False
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.And) and (_reads(test.left, name) or _reads(test.right, name))
+    if isinstance(test, cst.Attribute):
+        return test.attr.value == name
+    if isinstance(test, cst.Subscript) and len(test.slice) == 1 and isinstance(test.slice[0].slice, cst.Index):
+        return literal_value(test.slice[0].slice.value) == name
+    return False
+
+
+def switched_on_by(ctx: RuleContext, nodes: list[cst.CSTNode]) -> OptInFlag | None:
+    """The one off-by-default switch every one of ``nodes`` runs only under (``if args.compile:
+    model = torch.compile(model)``), or None."""
+    if not nodes:
+        return None
+    for flag in off_by_default(ctx):
+        if all(_under_flag(ctx, node, flag.name) for node in nodes):
+            return flag
+    return None

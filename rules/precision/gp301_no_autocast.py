@@ -22,7 +22,7 @@ from ..analysis.syntax.project import MODEL, project_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with, project_runs
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
-from ._opt_in import OptInFlag, opt_in_amp
+from ._opt_in import OptInFlag, opt_in_amp, precision_opt_in
 
 _LOSS_ARG = re.compile(r"loss|cost|objective", re.IGNORECASE)
 
@@ -77,6 +77,11 @@ class NoAutocast(Rule):
         "it builds an optimizer while a step function of those modules runs the step (`step_fn(state, batch)`), is "
         "reported at its build line when no module the entry reaches runs autocast or makes a GradScaler."
         "A trainer class picked at run time trains like the classes it may be: one of a table of them (`TRAINERS[args.code](args, model, loader)`, `RUNNERS.get(kind)(...)`, `Engine = ENGINES[args.task]; Engine(args, model, optimizer)`), in the script or in a factory of those modules (`trainer_factory(args, model, ...)` returning one), or one of the classes a builder imports in its branches (`from solvers.plain import PlainSolver as Solver` ... `return Solver(opt)`); the parameters handed on take the classes' roles, also through a subclass's `super().__init__(args, model, ...)`. The entry's own builder function (`model = get_model(args)`, picking `{\"demucs\": Demucs, ...}[args.model]`) counts as building the model."
+        " The user's modules include those found through folders the script puts on `sys.path` (`sys.path.append('core')`, "
+        "an `_init_paths` module) and a package's modules imported by a built name (`importlib.import_module('models.' + "
+        "name + '_model')`); a model evaluated by name (`eval('models.' + cfg.NAME + '.get_net')(cfg)`) comes from the "
+        "module the string names, and a factory function of theirs not known to return a model (`create_model(opt)` "
+        "picking its class at run time) builds an object whose step method the loop runs like a registry's."
     )
     limitations = (
         "An `autocast(enabled=False)` region (a float32 island for a loss or a softmax) and a "
@@ -99,7 +104,8 @@ class NoAutocast(Rule):
         "Trainer, DeepSpeed, apex), where every step's backward is an engine's built elsewhere "
         "(`engine.backward(loss)`, `self.strategy.backward(loss, model, optimizer)`: a DeepSpeed engine's "
         "config or a strategy decides the precision), on a model whose dtype the user chose (`.half()`, "
-        "bfloat16, float64, `from_pretrained(torch_dtype=...)`), in a CPU-only program, or where nothing "
+        "bfloat16, float64, `from_pretrained(torch_dtype=...)`; a cast only under an opt-in switch that is off "
+        "by default, `if args.fp16: model = model.half()`, gets the opt-in note), in a CPU-only program, or where nothing "
         "multiplies matrices or convolves (a simulation or a polynomial fit written in this file). "
         "`TrainingArguments` (or a subclass) used only to parse arguments for a loop of the script's own, "
         "with no Hugging Face Trainer built or subclassed, gets no Trainer finding.",
@@ -200,7 +206,7 @@ class NoAutocast(Rule):
         if ta.step_loops and ctx.project and not any(ta.is_backward_call(c) for c in ctx.nodes(cst.Call)):
             yield from self._stepped_elsewhere(ctx)  # ``agent.update(batch)``: a method of theirs steps
             return
-        if not ta.step_loops or cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx) or \
+        if not ta.step_loops or cpu_only(ctx) or framework_manages_precision(ctx) or _fixed_precision(ctx) or \
                 not tensor_core_work(ctx):
             return
         backwards = [c for c in ctx.nodes(cst.Call) if ta.is_backward_call(c) and ta.runs_every_step(c)]
@@ -245,7 +251,7 @@ class NoAutocast(Rule):
         use_fp16=args.use_fp16).run_loop()``) whose step runs no autocast: reported here, at the model's
         line, where the user builds it and chooses the precision; the autocast itself goes into the
         step, so no fix here."""
-        if cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx):
+        if cpu_only(ctx) or framework_manages_precision(ctx) or _fixed_precision(ctx):
             return
         for pc in training_calls(ctx):
             if pc.facts.autocast or pc.facts.makes_scaler:
@@ -275,7 +281,7 @@ class NoAutocast(Rule):
         it (``model.optimize_parameters(it)`` every iteration, a step closure over a state dict), with
         no autocast or GradScaler anywhere in the modules the file reaches: reported at its build line."""
         found = entry_models(ctx)
-        if not found or cpu_only(ctx) or framework_manages_precision(ctx) or model_precision(ctx) or \
+        if not found or cpu_only(ctx) or framework_manages_precision(ctx) or _fixed_precision(ctx) or \
                 project_autocasts(ctx) or autocast_uses(ctx) or autocast_like_context(ctx) or \
                 not (tensor_core_work(ctx) or project_computes(ctx)):
             return
@@ -309,6 +315,12 @@ class NoAutocast(Rule):
                                     "the model trains well in mixed precision)" if flag.command_line else
                                     f"the script's own switch decides: set {flag.flag} (or default it to True once "
                                     "the model trains well in mixed precision)")
+
+
+def _fixed_precision(ctx: RuleContext) -> bool:
+    """Did the user set the model's dtype for every run (not only under the script's opt-in
+    switch, which leaves the default run in float32: its note is said instead)?"""
+    return model_precision(ctx) is not None and precision_opt_in(ctx) is None
 
 
 def _switched(args: tuple[cst.Arg, ...]) -> bool:

@@ -19,6 +19,7 @@ from ..analysis.facts.self_training import trains_itself
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.project import MATMUL, TF32
 from ..analysis.syntax.torch_names import SET_PRECISION, TF32_SETTINGS
+from ._opt_in import precision_opt_in
 
 
 
@@ -81,7 +82,9 @@ class NoTF32(Rule):
         "timm/Hugging Face models and zoo models picked by name); a model from another module is "
         "missed.",
         "Not reported on a model whose dtype the user chose (bfloat16/float16/float64: TF32 "
-        "concerns float32 only) or in a CPU-only program.",
+        "concerns float32 only) or in a CPU-only program; a cast that runs only under the script's "
+        "opt-in switch (`if args.fp16: model = model.half()`, the flag off by default) leaves the default "
+        "run in float32, and is reported.",
         "The setting goes right after the last top-level import of a script; a library module "
         "(no `__main__` guard, no training at module level) gets the finding without a fix.",
         "On GPUs older than Ampere the setting changes nothing.",
@@ -166,7 +169,7 @@ class NoTF32(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not program_trains(ctx) or cpu_only(ctx) or model_precision(ctx):
+        if not program_trains(ctx) or cpu_only(ctx) or model_precision(ctx) and precision_opt_in(ctx) is None:
             return
         if _tf32_chosen(ctx) or set_elsewhere(ctx, TF32):  # here, or by the user's module it calls
             return

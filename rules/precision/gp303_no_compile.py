@@ -7,7 +7,6 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Edit, Finding, Fix, InsertAfter, InsertBefore, Invalid, NoFix, Rule, Valid, dedent
-from ..analysis.facts.builders import keras_compile
 from ..analysis.facts.framework_docs import ACCELERATE, HF, LIGHTNING, blind_reported
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.program import cpu_only, is_script
@@ -38,31 +37,11 @@ from ..analysis.facts.param_roles import handed_in
 from ..analysis.facts.prepared_models import prepared_pretrained_models
 from ..analysis.facts.project_use import model_source, program_trains, project_model, stepped_factory_model
 from ..analysis.facts.self_training import self_trained_models, trains_itself
-from ..analysis.syntax.project import project_calls, project_function
+from ..analysis.syntax.project import project_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._double_backward import double_backward_models
-
-
-COMPILERS = frozenset({"torch.compile", "torch._dynamo.optimize", "torch.jit.script", "torch.jit.trace"})
-
-
-def _compiles_somewhere(ctx: RuleContext) -> bool:
-    if any(pc.facts.compiles for pc in project_calls(ctx)):
-        return True  # ``Trainer(model)`` compiling what it is handed, a ``compile_model(model)`` helper
-    models = model_names_everywhere(ctx)
-    for call in ctx.nodes(cst.Call):
-        if ctx.matches(call.func, COMPILERS):
-            return True
-        if method_call(call, "compile") and not keras_compile(call):
-            assert isinstance(call.func, cst.Attribute)
-            receiver = call.func.value
-            if dotted_name(receiver) in models or dotted_name(receiver) is None or \
-                    not any(a.keyword is None for a in call.args):
-                return True  # ``model.compile()``, ``Net().compile()`` (not ``re.compile(pattern)``)
-        if ctx.matches(call.func, {"transformers.*"}) and get_arg(call, "torch_compile") is not None:
-            return True  # TrainingArguments(torch_compile=...)
-    return False
+from ._compile_sites import compiles_somewhere, opt_in_compile
 
 
 class NoCompile(Rule):
@@ -127,10 +106,18 @@ class NoCompile(Rule):
         "at its build line without a fix (compile its networks where they are built), and so is a model handed to Lightning's `fit` whatever builds it "
         "(`instantiate_from_config(config.model)`) and one whose output feeds the loss a step here backpropagates. Not followed: a compile in a module the script does not call into."
         "A trainer class picked at run time trains like the classes it may be: one of a table of them (`TRAINERS[args.code](args, model, loader)`, `RUNNERS.get(kind)(...)`, `Engine = ENGINES[args.task]; Engine(args, model, optimizer)`), in the script or in a factory of those modules (`trainer_factory(args, model, ...)` returning one), or one of the classes a builder imports in its branches (`from solvers.plain import PlainSolver as Solver` ... `return Solver(opt)`); the parameters handed on take the classes' roles, also through a subclass's `super().__init__(args, model, ...)`. A model built by one call of the function that builds its optimizer is reported at that call, where `.compile()` goes, not at the optimizer; the parameter groups of a model's own methods (`[{\"params\": model.get_1x_lr_params()}, ...]`: a method walking the model's own parameters or submodules) are the model's."
+        " The user's modules include those found through folders the script puts on `sys.path` (`sys.path.append('core')`, "
+        "an `_init_paths` module) and a package's modules imported by a built name (`importlib.import_module('models.' + "
+        "name + '_model')`); a model evaluated by name (`eval('models.' + cfg.NAME + '.get_net')(cfg)`) comes from the "
+        "module the string names, and a factory function of theirs not known to return a model (`create_model(opt)` "
+        "picking its class at run time) builds an object whose step method the loop runs like a registry's."
     )
     limitations = (
         "Any `torch.compile`, `.compile()` call (without positional arguments, unlike "
-        "`re.compile`) or `TrainingArguments(torch_compile=...)` in the module silences it; a "
+        "`re.compile`) or `TrainingArguments(torch_compile=...)` in the module silences it, except that "
+        "compiles all under the script's own switch, off by default (`if args.compile: model = "
+        "torch.compile(model)`, a `compile: bool = False` field), get a note (severity info, no fix) naming "
+        "the switch, and nothing when the project's launch scripts pass it; a "
         "Keras-like `model.compile(\"adam\", \"mse\")` or `compile(optimizer=..., loss=...)` (a string "
         "given positionally, or keywords `torch.compile` does not take) is not a compile.",
         "The trained model is found through the optimizer's `.parameters()` argument (the whole "
@@ -250,8 +237,10 @@ class NoCompile(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not (program_trains(ctx) or entry_models(ctx)) or cpu_only(ctx) or _compiles_somewhere(ctx) or \
-                compile_chosen(ctx):
+        if not (program_trains(ctx) or entry_models(ctx)) or cpu_only(ctx) or compile_chosen(ctx):
+            return
+        if compiles_somewhere(ctx):
+            yield from opt_in_compile(ctx)
             return
         yield from framework_findings(ctx, self.code)
         seen: set[str] = set()
@@ -486,8 +475,9 @@ def _on_cuda(ctx: RuleContext, model: TrainedModel, anchor: cst.BaseStatement) -
     """The test that keeps ``compile()`` off a CPU run (compiling there costs more than it wins):
     none when ``anchor`` moves the model with ``.cuda()`` (it runs on CUDA or not at all),
     ``device.type == "cuda"`` when ``anchor`` moves it to ``device``, else ``torch.cuda.is_available()``."""
-    if any(isinstance(n, cst.Call) and method_call(n, "cuda") for n in walk(anchor, include_self=True)):
-        return "", ()
+    if not isinstance(anchor, cst.If) and \
+            any(isinstance(n, cst.Call) and method_call(n, "cuda") for n in walk(anchor, include_self=True)):
+        return "", ()  # (``if torch.cuda.is_available(): model.cuda()`` moves it only on some runs)
     device = model_device_name(ctx, model)
     if device is not None and device in names_in(anchor) and binding_body(ctx, device, anchor) is not False:
         dt = device_type_expr(ctx, device, anchor)

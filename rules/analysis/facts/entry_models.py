@@ -91,7 +91,10 @@ def _step_method(ctx: RuleContext, call: cst.Call, build: cst.Call) -> ProjectCa
         # ``model = define_model(opt)`` building one of several training wrappers of modules out
         # of sight (``facts.class_picks``), whose method the loop calls (``optimize_parameters``)
         return ProjectCall(own.module, own.name, own.facts, call, own.key)
-    if own is not None and own.name.endswith(".__init__") or own is not None and not own.facts.returns_model:
+    if own is not None and (own.name.endswith(".__init__") or
+                            not own.facts.returns_model and any(k.startswith(f"{own.name}.") for k in own.module.functions)):
+        # a class of theirs, built by name; a factory function (``create_model(opt)`` picking the
+        # class by a run-time import) is as untyped as a registry
         cls = own.name.rsplit(".", 1)[0] if own.name.endswith(".__init__") else own.name
         defs = [d for d in defs if d[1] == f"{cls}.{method}"]
         if not defs:

@@ -18,7 +18,10 @@ from ..syntax.tree import walk
 from .builders import params_of
 from .script_facts import TrainedModel, param_names, strip_chain
 
-_METHOD_ROLES = {"step": OPTIMIZER, "zero_grad": OPTIMIZER, "scale": SCALER, "unscale_": SCALER,
+# ``zero_grad`` alone says optimizer; a module has one too (``model.zero_grad()`` before
+# ``loss.backward()``): called or ``.train()``-ed as well, and never stepped, it is the model.
+_ZERO_GRAD = "zero_grad"
+_METHOD_ROLES = {"step": OPTIMIZER, "zero_grad": _ZERO_GRAD, "scale": SCALER, "unscale_": SCALER,
                  "parameters": MODEL, "named_parameters": MODEL, "train": MODEL, "eval": MODEL}
 
 
@@ -55,8 +58,11 @@ def _named_params(fn: cst.FunctionDef) -> tuple[str, ...]:
 def _pick_roles(names: tuple[str, ...], uses: dict[str, set[str]]) -> tuple[tuple[str, str], ...]:
     out = []
     for p in names:
+        got = uses.get(p, set())
+        if _ZERO_GRAD in got:
+            got = got - {_ZERO_GRAD} | ({OPTIMIZER} if MODEL not in got else set())
         # a scaler also steps (``scaler.step(opt)``)
-        role = next((r for r in (SCALER, OPTIMIZER, LOADER, MODEL, DEVICE) if r in uses.get(p, ())), None)
+        role = next((r for r in (SCALER, OPTIMIZER, LOADER, MODEL, DEVICE) if r in got), None)
         if role is not None:
             out.append((p, role))
     return tuple(out)

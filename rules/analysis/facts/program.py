@@ -12,7 +12,7 @@ from ..model.models import strip_chain
 from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..syntax.context import RuleContext
-from ..syntax.project import project_calls
+from ..syntax.project import project_calls, project_function
 from ..syntax.torch_names import MODULE_CHAIN
 from ..syntax.tree import walk
 from .framework_config import framework_on_cpu
@@ -70,6 +70,34 @@ def cpu_only(ctx: RuleContext) -> bool:
     return ctx.fact(_cpu_only)
 
 
+def _runs_their_step_method(ctx: RuleContext) -> bool:
+    """Does a loop of this file call ``obj.m(...)`` where ``m`` is a method of a class of the
+    user's modules that runs a whole training step (``model.optimize_parameters()`` on an object
+    a factory picked at run time)? Its class picks the device."""
+    if not ctx.project:
+        return False
+    steps = {name.rsplit(".", 1)[-1] for m in ctx.project.values() for name, f in m.functions.items()
+             if "." in name and f.trains and f.steps_each_call}
+    return bool(steps) and any(isinstance(c.func, cst.Attribute) and c.func.attr.value in steps and
+                               ctx.enclosing(c, cst.For, cst.While) is not None and not _other_class(ctx, c)
+                               for c in ctx.nodes(cst.Call))
+
+
+def _other_class(ctx: RuleContext, call: cst.Call) -> bool:
+    """Is ``obj`` of ``obj.m(...)`` built here by a class of the user's whose own ``m`` trains
+    nothing (``meter = AverageMeter()``; ``meter.update(acc)``, while an agent's ``update`` trains)?"""
+    receiver, method = dotted_name(call.func.value), call.func.attr.value  # type: ignore[attr-defined]
+    for assign in ctx.nodes(cst.Assign):
+        if isinstance(assign.value, cst.Call) and any(dotted_name(t.target) == receiver for t in assign.targets):
+            own = project_function(ctx, assign.value)
+            cls = own.name.rsplit(".", 1)[0] if own is not None and own.name.endswith(".__init__") else \
+                own.name if own is not None and any(k.startswith(f"{own.name}.") for k in own.module.functions) else None
+            if own is not None and cls is not None:
+                found = own.module.functions.get(f"{cls}.{method}")
+                return found is None or not found.trains
+    return False
+
+
 def _cpu_only(ctx: RuleContext) -> bool:
     if frameworks(ctx).kinds:
         # The framework picks the device: CPU-only when every configuration says so and nothing
@@ -77,7 +105,7 @@ def _cpu_only(ctx: RuleContext) -> bool:
         return framework_on_cpu(ctx) and not may_use_cuda(ctx)
     if not is_script(ctx):
         return False
-    if any(pc.facts.trains for pc in project_calls(ctx)):
+    if any(pc.facts.trains for pc in project_calls(ctx)) or _runs_their_step_method(ctx):
         return False  # trains through a module of the user's (``Trainer(cfg, task, model)``): the device is picked there
     if any(_mentions_gpu(n.value) for n in ctx.nodes(cst.Name)):
         return False
@@ -172,28 +200,49 @@ def model_precision(ctx: RuleContext) -> str | None:
 
 
 def _model_precision(ctx: RuleContext) -> str | None:
+    casts = precision_casts(ctx)
+    return casts[0][1] if casts else None
+
+
+def precision_casts(ctx: RuleContext) -> list[tuple[cst.Call, str]]:
+    """Each call that sets the model's dtype (see :func:`model_precision`), with the dtype, in
+    source order: a rule asks whether they all run only under the script's opt-in switch
+    (``if args.fp16: model = model.half()``)."""
+    return ctx.fact(_precision_casts)
+
+
+def _precision_casts(ctx: RuleContext) -> list[tuple[cst.Call, str]]:
+    out: list[tuple[cst.Call, str]] = []
     for call in ctx.nodes(cst.Call):
-        if ctx.matches(call.func, {"torch.set_default_dtype"}) and call.args:
-            found = _dtype_of(ctx, call.args[0].value)
+        found = _cast_dtype(ctx, call)
+        if found:
+            out.append((call, found))
+    return out
+
+
+def _cast_dtype(ctx: RuleContext, call: cst.Call) -> str | None:
+    """The dtype ``call`` sets the model to, or None."""
+    if ctx.matches(call.func, {"torch.set_default_dtype"}) and call.args:
+        found = _dtype_of(ctx, call.args[0].value)
+        if found:
+            return found
+    for kw in ("dtype", "torch_dtype"):
+        arg = get_arg(call, kw)
+        if arg is not None and (kw == "torch_dtype" or ctx.matches(call.func, {"torch.nn.*"}) and
+                                not ctx.matches(call.func, {"torch.nn.functional.*"}) or
+                                isinstance(call.func, cst.Attribute) and call.func.attr.value == "from_pretrained"):
+            found = _dtype_of(ctx, arg.value)
             if found:
                 return found
-        for kw in ("dtype", "torch_dtype"):
-            arg = get_arg(call, kw)
-            if arg is not None and (kw == "torch_dtype" or ctx.matches(call.func, {"torch.nn.*"}) and
-                                    not ctx.matches(call.func, {"torch.nn.functional.*"}) or
-                                    isinstance(call.func, cst.Attribute) and call.func.attr.value == "from_pretrained"):
-                found = _dtype_of(ctx, arg.value)
-                if found:
-                    return found
-        if not isinstance(call.func, cst.Attribute):
-            continue
-        method = call.func.attr.value
-        if method in _DTYPE_METHODS or method == "to":
-            found = _DTYPE_METHODS.get(method) or next(
-                (d for a in call.args if a.keyword is None or a.keyword.value == "dtype"
-                 for d in [_dtype_of(ctx, a.value)] if d), None)
-            if found and _converts_model(ctx, call, is_model_expr):
-                return found
+    if not isinstance(call.func, cst.Attribute):
+        return None
+    method = call.func.attr.value
+    if method in _DTYPE_METHODS or method == "to":
+        found = _DTYPE_METHODS.get(method) or next(
+            (d for a in call.args if a.keyword is None or a.keyword.value == "dtype"
+             for d in [_dtype_of(ctx, a.value)] if d), None)
+        if found and _converts_model(ctx, call, is_model_expr):
+            return found
     return None
 
 

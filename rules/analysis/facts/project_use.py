@@ -226,6 +226,44 @@ def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:
     if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "getattr" \
             and func.args:
         return project_module(ctx, func.args[0].value)
+    if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "eval" and func.args:
+        return _evaluated_module(ctx, func.args[0].value)
+    return None
+
+
+def _evaluated_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
+    """The module of the user's that a string evaluated as code names first (``eval('models.' +
+    cfg.MODEL.NAME + '.get_seg_model')``, ``eval(f"nets.{arch}")``, ``eval("models.%s" % name)``):
+    the model is picked from it by name."""
+    prefix = literal_prefix(expr)
+    if not prefix or "." not in prefix:
+        return None
+    parts = prefix.split(".")[:-1]  # the dotted module before the first computed part
+    for i in range(len(parts), 0, -1):
+        found = ctx.project.get(".".join(parts[:i]))
+        if found is not None:
+            return found
+    return None
+
+
+def literal_prefix(expr: cst.BaseExpression) -> str | None:
+    """The text a string expression starts with, before its first computed part: ``'models.' +
+    name``, ``f"models.{name}"``, ``"models.%s" % name``, ``"models.{}".format(name)``."""
+    while True:
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Modulo)):
+            expr = expr.left
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
+            expr = expr.func.value
+        else:
+            break
+    if isinstance(expr, cst.SimpleString):
+        text = expr.evaluated_value
+        if isinstance(text, str):
+            return text.split("%", 1)[0].split("{", 1)[0]
+    if isinstance(expr, cst.FormattedString) and expr.parts and isinstance(expr.parts[0], cst.FormattedStringText):
+        return expr.parts[0].value
+    if isinstance(expr, cst.ConcatenatedString):
+        return literal_prefix(expr.left)
     return None
 
 

@@ -24,6 +24,7 @@ from ..syntax.torch_names import LR_SCHEDULERS, MODULE_CHAIN, OPTIMIZERS
 from ..syntax.tree import walk
 from .config_built import optimizers_built_by_config
 from .picked_classes import picked_class
+from .stepped_optimizers import stepped_builds
 from .frameworks import (  # noqa: F401 - the script-fact API, in one import
     framework_manages_precision, framework_places_batches, framework_prepared_names, framework_trains,
     placed_by_framework,
@@ -292,7 +293,7 @@ def trained_models(ctx: RuleContext) -> list[TrainedModel]:
     def compute(c: RuleContext) -> list[TrainedModel]:
         out: list[TrainedModel] = []
         seen: set[str] = set()
-        for opt in optimizer_calls(c):
+        for opt in [*optimizer_calls(c), *stepped_builds(c)]:  # (stepped whatever its class: ``transformers.AdamW``)
             for name in param_receivers(c, opt.args[0].value):
                 if name not in seen:
                     seen.add(name)

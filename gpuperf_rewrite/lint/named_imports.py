@@ -1,0 +1,50 @@
+"""Modules imported by a name built at run time from a literal prefix, read off the importer's text
+(``lint.project``): ``importlib.import_module("models." + name + "_model")`` (the name held in a
+variable first), ``__import__(f"nets.{arch}")``, ``import_module("archs.%s" % cfg.arch)``. Every module
+of that package of the user's whose name fits the prefix and a literal suffix may be the one a run
+imports, so each is an import (its classes' step methods, what its models compute)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+
+# ``importlib.import_module("models." + name + "_model")``, ``__import__(f"nets.{arch}")``,
+# ``import_module("archs.%s" % cfg.arch)``: a module of a package of the user's, named at run time.
+_PREFIXED_IMPORT = re.compile(rb"""\b(?:import_module|__import__)\s*\(\s*f?["']([A-Za-z_][\w.]*)\.(?:["'{]|%s)([^\n]*)""")
+# the same name held in a variable first (``filename = "models." + name + "_model"``)
+_PREFIXED_NAME = re.compile(rb"""^[ \t]*(\w+)\s*=\s*f?["']([A-Za-z_][\w.]*)\.(?:["'{]|%s)([^\n]*)""", re.MULTILINE)
+_IMPORTED_NAME = re.compile(rb"""\b(?:import_module|__import__)\s*\(\s*(\w+)\s*[,)]""")
+_SUFFIX = re.compile(rb"""\+\s*["'](\w+)["']\s*\)""")
+
+
+def named_by_prefix(importer: str, source: bytes, resolve, most: int) -> list[tuple[str, Path]]:  # type: ignore[no-untyped-def]
+    """The modules of the package a run-time import names by a literal prefix (and suffix, when
+    it has one: ``"_model"``): every one of them may be the one a run imports. Named ``.name``
+    when the package is the importer's own (its ``__init__`` picking among its modules, as
+    ``_scanned_folder`` names them)."""
+    out: list[tuple[str, Path]] = []
+    named = {m.group(1): m for m in _PREFIXED_NAME.finditer(source)}
+    held = [named[m.group(1)] for m in _IMPORTED_NAME.finditer(source) if m.group(1) in named] if named else []
+    for m in (*_PREFIXED_IMPORT.finditer(source), *held):
+        package = m.group(m.re.groups - 1).decode("ascii", "replace")
+        init = resolve(package, 0)
+        if init is None and os.path.basename(importer) == "__init__.py" and \
+                os.path.basename(os.path.dirname(importer)) == package.rsplit(".", 1)[-1]:
+            init = importer  # the package's own ``__init__`` (``models/__init__.py`` importing ``models.X``)
+        if init is None or os.path.basename(init) != "__init__.py":
+            continue
+        rest = m.group(m.re.groups) + b")"  # (a held name's line ends without the call's parenthesis)
+        suffix = (s.group(1).decode("ascii", "replace") if (s := _SUFFIX.search(rest)) else "") + ".py"
+        folder = os.path.dirname(init)
+        try:
+            names = sorted(n for n in os.listdir(folder) if n.endswith(suffix) and not n.startswith("_") and
+                           n[:-3].isidentifier())
+        except OSError:
+            continue
+        own = folder == os.path.dirname(importer)
+        out += [(f".{n[:-3]}" if own else f"{package}.{n[:-3]}", Path(folder) / n)
+                for n in names[:most] if os.path.join(folder, n) != importer]
+    return out

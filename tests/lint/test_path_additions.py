@@ -1,0 +1,75 @@
+"""Folders a script puts on sys.path (gpuperf_rewrite.lint.path_additions): its imports are looked
+for there, as Python would, read off the text without running it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpuperf_rewrite.lint.path_additions import path_additions
+from gpuperf_rewrite.lint.project import imported_modules, is_first_party
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _names(script: Path, root: Path) -> dict[str, Path]:
+    return {m.name: m.path for m in imported_modules(script, root)}
+
+
+def test_a_relative_folder_appended_is_searched_from_the_scripts_folder(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"flow/pyproject.toml": "", "flow/core/flownet.py": "class FlowNet: pass\n",
+                            "flow/run_flow.py": "import sys\nsys.path.append('core')\nfrom flownet import FlowNet\n"})
+    assert _names(root / "flow/run_flow.py", root / "flow") == {"flownet": root / "flow/core/flownet.py"}
+
+
+def test_folders_built_from_file_with_os_path_and_pathlib(tmp_path: Path) -> None:
+    _tree(tmp_path, {
+        "a/lib/nets.py": "", "a/scripts/go.py":
+            "import os, sys\nHERE = os.path.dirname(os.path.abspath(__file__))\n"
+            "sys.path.insert(0, os.path.join(HERE, '..', 'lib'))\nimport nets\n",
+        "b/source/blocks.py": "", "b/bin/fit.py":
+            "import sys\nfrom pathlib import Path\nsys.path.append(str(Path(__file__).resolve().parent.parent / 'source'))\n"
+            "from blocks import Block\n",
+    })
+    assert path_additions(str(tmp_path / "a/scripts/go.py"), (tmp_path / "a/scripts/go.py").read_bytes()) == \
+        (str(tmp_path / "a/lib"),)
+    assert _names(tmp_path / "a/scripts/go.py", tmp_path / "a") == {"nets": tmp_path / "a/lib/nets.py"}
+    assert _names(tmp_path / "b/bin/fit.py", tmp_path / "b") == {"blocks": tmp_path / "b/source/blocks.py"}
+
+
+def test_a_path_helper_module_imported_first_and_its_add_path_function(tmp_path: Path) -> None:
+    """``import _init_paths`` (tools/_init_paths.py: ``add_path(osp.join(this_dir, '..', 'lib'))``)
+    in a checkout without a project marker: lib/ beside tools/ is the user's, and the root widens
+    to hold it."""
+    _tree(tmp_path, {
+        "seg/tools/_init_paths.py": "import os.path as osp\nimport sys\n\ndef add_path(path):\n"
+                                    "    if path not in sys.path:\n        sys.path.insert(0, path)\n\n"
+                                    "this_dir = osp.dirname(__file__)\nadd_path(osp.join(this_dir, '..', 'lib'))\n",
+        "seg/tools/train.py": "import _init_paths\nimport segnets\nfrom engine.loop import fit\n",
+        "seg/lib/segnets/__init__.py": "from . import unet\n", "seg/lib/segnets/unet.py": "",
+        "seg/lib/engine/__init__.py": "", "seg/lib/engine/loop.py": "",
+    })
+    first_party, root = is_first_party(tmp_path / "seg/tools/train.py")
+    assert first_party and root == tmp_path / "seg"
+    found = _names(tmp_path / "seg/tools/train.py", root)
+    assert found["segnets"] == tmp_path / "seg/lib/segnets/__init__.py"
+    assert found["engine.loop"] == tmp_path / "seg/lib/engine/loop.py"
+
+
+def test_what_cannot_be_read_off_the_text_adds_nothing(tmp_path: Path) -> None:
+    _tree(tmp_path, {"p/train.py": "import os, sys\nsys.path.append(os.environ['LIB'])\nsys.path.insert(0, args.dir)\n"
+                                   "sys.path.append('missing_folder')\nimport nets\n", "p/nets_elsewhere/nets.py": ""})
+    script = tmp_path / "p/train.py"
+    assert path_additions(str(script), script.read_bytes()) == ()
+    assert _names(script, tmp_path / "p") == {}
+
+
+def test_a_folder_of_installed_code_is_never_first_party(tmp_path: Path) -> None:
+    _tree(tmp_path, {"p/pyproject.toml": "", "p/.venv/lib/site-packages/torchvision/__init__.py": "",
+                     "p/train.py": "import sys\nsys.path.append('.venv/lib/site-packages')\nimport torchvision\n"})
+    assert _names(tmp_path / "p/train.py", tmp_path / "p") == {}
