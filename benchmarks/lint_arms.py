@@ -85,7 +85,9 @@ def main() -> int:
     arms: list[tuple[str, list[str], str | None]] = []
     for spec in args.arm:
         name, _, site = spec.partition("=")
-        arms.append((name, [sys.executable, "-m", "gpuperf_rewrite", "check",
+        # -P: the run's folder is not put first on sys.path, or a run started in a checkout of this
+        # project would import that checkout's code for every arm instead of the arm's site.
+        arms.append((name, [sys.executable, "-P", "-m", "gpuperf_rewrite", "check",
                             *([] if args.defaults else ["--isolated"]), "--no-cache", "-q",
                             "-j", str(args.jobs), *paths, *ours], site or None))
     if args.torchfix:
