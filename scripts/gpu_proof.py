@@ -300,6 +300,9 @@ def summarise(out: Path, args: argparse.Namespace, stages: list[str]) -> tuple[P
         return None, {}
     rows = [fixture_row(n, ab, read_json(out / f"apply-{n}.json"))
             for n in _names(out, "ab-", args.fixtures) if (ab := read_json(out / f"ab-{n}.json")) is not None]
+    # every fixture's --apply, with or without its A/B (a session may run only the apply stages)
+    applies = [{"name": n, **_apply_summary(rep)} for n in _names(out, "apply-", args.fixtures)
+               if (rep := read_json(out / f"apply-{n}.json")) is not None]
     harm = [harmful_row(n, rep) for n in _names(out, "harmful-", args.harmful)
             if (rep := read_json(out / f"harmful-{n}.json")) is not None]
     geo, over, excluded = geomean(rows)
@@ -309,7 +312,7 @@ def summarise(out: Path, args: argparse.Namespace, stages: list[str]) -> tuple[P
     doc = {"device": env["device"], "torch": env["torch"], "cuda": env["cuda"], "date": env["date"],
            "size": env.get("size"), "python": env.get("python"), "gpu_count": env.get("gpu_count"),
            "fixtures": rows, "geomean_speedup": geo, "geomean_over": over, "geomean_excluded": excluded,
-           "geomean_measured": measured_geomean(rows),
+           "geomean_measured": measured_geomean(rows), "applies": applies,
            "harmful": harm, "harmful_fixes_kept": {h["name"]: h["harmful_kept"] for h in harm if h["harmful_kept"]},
            "shim_overhead": read_json(out / "shim-overhead.json"), "ncu": read_json(out / "ncu.json"),
            "scripts": [script_row(e, rep) for e in args.scripts if (rep := scripts[e.name]) is not None],

@@ -3,7 +3,7 @@
     python scripts/gpu_proof_table.py benchmarks/results/gpu-proof/<gpu>-<size>/<gpu>-<date>.json
 
 Prints: a header line (device, torch, CUDA, date), the fixtures' A/B table and geometric means,
-each A/B's wall time and measured share, the harmful-fix classes, the manifest's scripts, the shim overhead, the sessions with their wall
+each A/B's wall time and measured share, each fixture's ``--apply``, the harmful-fix classes, the manifest's scripts, the shim overhead, the sessions with their wall
 times, what is left and every stage that failed (an error: it runs again).
 """
 
@@ -91,6 +91,15 @@ def harmful_table(doc: dict[str, Any]) -> list[str]:
                    "verdicts"], rows)
 
 
+def applies_table(doc: dict[str, Any]) -> list[str]:
+    """What ``--apply --unsafe-fixes`` kept of each fixture (the user's own command), whether or
+    not the fixture's A/B ran in this folder."""
+    rows = [[f"`{r['name']}`", str(r.get("status")), _join(r.get("rules_kept"), "nothing"), r.get("verdict") or "-",
+             _x(r.get("speedup")), "-" if not r.get("ci95") else f"{r['ci95'][0]:.2f}-{r['ci95'][1]:.2f}",
+             _num(r.get("wall_s"))] for r in doc.get("applies") or []]
+    return _table(["fixture", "`--apply` status", "rules kept", "verdict", "speedup", "95% CI", "wall s"], rows)
+
+
 def scripts_table(doc: dict[str, Any]) -> list[str]:
     """The manifest's scripts (``--scripts``): what ``--apply --unsafe-fixes`` kept of each."""
     rows = [[f"`{r['name']}` ({r['script']})", r["folder"], _join(r.get("rules_tried")), str(r.get("status")),
@@ -132,7 +141,7 @@ def render(doc: dict[str, Any]) -> str:
     head = (f"**{doc.get('device')}**, torch {doc.get('torch')}, CUDA {doc.get('cuda')}, "
             f"Python {doc.get('python')}, {doc.get('date')}, --size {doc.get('size')}")
     parts = [head, "", *fixtures_table(doc)]
-    for extra in (time_table(doc), harmful_table(doc), scripts_table(doc)):
+    for extra in (time_table(doc), applies_table(doc), harmful_table(doc), scripts_table(doc)):
         if extra:
             parts += ["", *extra]
     parts += ["", *other_lines(doc)]

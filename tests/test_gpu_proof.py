@@ -553,3 +553,31 @@ def test_a_bad_manifest_is_a_usage_error_that_names_the_entry(tmp_path, text, me
     manifest.write_text(text)
     proc = _run(tmp_path / "p", "--scripts", str(manifest), "--budget", "0.001", timeout=60)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
+def test_the_committed_h200_session_summarises_its_apply_stages_without_any_ab(tmp_path):
+    """benchmarks/results/gpu-proof/nvidia-h200-full (2026-11-30): a session that ran only the
+    harmful, apply, shim and profile stages. The summary lists every fixture's --apply although no
+    A/B ran in that folder, and the table shows them; no harmful fix was offered or kept."""
+    import shutil
+
+    src = ROOT / "benchmarks" / "results" / "gpu-proof" / "nvidia-h200-full"
+    out = tmp_path / "h200"
+    shutil.copytree(src, out)
+    gp = _load()
+    args = gp.parse_args(["--out", str(out)])
+    path, doc = gp.summarise(out, args, gp.plan_stages(args))
+    assert doc["fixtures"] == [] and doc["geomean_speedup"] is None
+    applies = {a["name"]: a for a in doc["applies"]}
+    assert set(applies) == {"gpt_fp32", "cnn_item_logging", "resnet_no_amp", "loss_accumulation", "ddp_train"}
+    assert all(a["status"] == "committed" and a["verdict"] == "faster" and a["speedup"] > 1.02
+               for a in applies.values())
+    assert doc["harmful_fixes_kept"] == {} and len(doc["harmful"]) == 3
+    assert "apply:input_bound" in doc["stages_left"] and "ab:gpt_fp32" in doc["stages_left"]
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gpu_proof_table as table
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    md = table.render(doc)
+    assert "| `resnet_no_amp` | committed | GP201, GP203, GP202, GP104 | faster | 1.04x |" in md
