@@ -8,6 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
+from ..analysis.facts.host_values import on_host
 from ..analysis.model.host_data import HOST_BUILDERS
 from ..analysis.model.reaching import reaching_assignment
 from ..analysis.model.step_code import device_kind
@@ -35,7 +36,7 @@ def host_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpres
     (``(labels != -100).sum()``, a count ``n = torch.tensor(0)`` then ``n += mask.sum()``)?"""
     if "set_default_device" in ctx.source:
         return False
-    return _host(ctx, ta, receiver, call, 0) or on_host_by_copy(ctx, ta, receiver, call)
+    return _host(ctx, ta, receiver, call, 0) or on_host_by_copy(ctx, ta, receiver, call) or on_host(ctx, receiver, call)
 
 
 def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:

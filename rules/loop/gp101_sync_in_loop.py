@@ -12,6 +12,7 @@ from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.framework_config import framework_config, rare_in, step_hook
 from ..analysis.facts.framework_hooks import (framework_step_methods, hook_caller, lightning_step_methods,
                                               under_rare_switch)
+from ..analysis.facts.host_values import rebound_to_host
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.forward_reach import forward_read_caller, forward_roots, model_buffer
@@ -458,6 +459,8 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.BaseExpressio
     """Is ``arg`` a tensor: by its own evidence, or a loss-named name that its function binds only
     to tensors or to a ``sum(...)`` of them (``loss_value = sum(loss_dict.values())``), never to a
     host number (``.item()``, ``float()``)?"""
+    if rebound_to_host(ctx, arg, at):
+        return False  # ``loss = loss.item()`` before ``math.isnan(loss)``: a Python float
     if ta.is_tensor_expr(arg):
         return True
     if not isinstance(arg, cst.Name) or not _loss_named(arg):

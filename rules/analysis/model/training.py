@@ -239,6 +239,8 @@ class TrainingAnalysis(TrainingObjects):
         return cache[loop]
 
     def _is_step_loop(self, loop: Loop) -> bool:
+        if _evalloops.breaks_at_once(loop):
+            return False  # one iteration at most: no step repeats
         return self.trains(loop) or isinstance(loop, cst.For) and self.is_dataloader(loop.iter) and not _evalloops.one_off_pass(self, loop)
 
     def _is_rollout(self, loop: Loop) -> bool:
