@@ -272,4 +272,37 @@ def _is_class_call(ctx: RuleContext, value: cst.BaseExpression) -> bool:
 def on_host(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
     """Is the tensor ``expr`` reads at ``at`` in host memory by one of this module's facts?"""
     return rebound_to_host(ctx, expr, at) or host_pick(ctx, expr, at) or moved_later(ctx, expr, at) or \
-        sibling_fields_moved(ctx, expr, at) or computed_on_host(ctx, expr, at)
+        sibling_fields_moved(ctx, expr, at) or host_attribute(ctx, expr, at) or computed_on_host(ctx, expr, at)
+
+
+# Annotations of a parameter that say it is host data (``num_classes: np.ndarray``).
+_HOST_ANNOTATIONS = frozenset({"np.ndarray", "np.array", "numpy.ndarray", "numpy.array", "int", "float", "list",
+                               "tuple", "List", "Tuple", "typing.List", "Sequence", "list[int]", "List[int]"})
+
+
+def host_attribute(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """``self.num_classes`` (through indexing and same-place methods: ``self.num_classes.sum()``)
+    where every assignment of that attribute in the class stores host data: a parameter annotated
+    as a numpy array or a Python number or list, a numpy call, a literal."""
+    root = _root(expr)
+    if not (isinstance(root, cst.Attribute) and isinstance(root.value, cst.Name) and root.value.value == "self"):
+        return False
+    cls = ctx.enclosing(at, cst.ClassDef)
+    if cls is None:
+        return False
+    name = f"self.{root.attr.value}"
+    values = [v for n, v in assignments(ctx) if n == name and ctx.enclosing(v, cst.ClassDef) is cls]
+    return bool(values) and all(_host_data(ctx, v) for v in values)
+
+
+def _host_data(ctx: RuleContext, value: cst.BaseExpression) -> bool:
+    if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.List, cst.Tuple)):
+        return True
+    if isinstance(value, cst.Call):
+        return ctx.matches(value.func, {"numpy.*"})
+    if not isinstance(value, cst.Name):
+        return False
+    fn = ctx.enclosing(value, cst.FunctionDef)
+    params = [*fn.params.params, *fn.params.kwonly_params] if fn is not None else []
+    return any(p.name.value == value.value and p.annotation is not None and
+               ctx.code_for(p.annotation.annotation).strip() in _HOST_ANNOTATIONS for p in params)
