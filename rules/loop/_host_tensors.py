@@ -8,7 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
-from ..analysis.facts.host_values import on_host
+from ..analysis.facts.host_values import on_host, returned_field_of
 from ..analysis.model.host_data import HOST_BUILDERS
 from ..analysis.model.reaching import reaching_assignment
 from ..analysis.model.step_code import device_kind
@@ -50,6 +50,9 @@ def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: 
         operands = [n for n in _operands(base) if not _constant(ta, n)]
         return bool(operands) and all(_host(ctx, ta, o, at, depth + 1) for o in operands)
     if isinstance(base, cst.Call):
+        field_of = returned_field_of(ctx, base)  # ``self.get_group_id(batch)``: a field of the batch it is handed
+        if field_of is not None:
+            return _host(ctx, ta, field_of, at, depth + 1)
         if ctx.matches(base.func, _DRAWN_FROM):  # ``torch.multinomial(weights[b], 1)``: where ``weights`` is
             return bool(base.args) and not base.args[0].star and _host(ctx, ta, base.args[0].value, at, depth + 1)
         return _host_factory(ctx, base) or _host_op(ctx, ta, base, at, depth)

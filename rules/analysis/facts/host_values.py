@@ -25,9 +25,11 @@ import libcst as cst
 from ..model.models import assignments, is_model_constructor, module_subclasses
 from ..model.reaching import reaching_assignment, reaching_assignments
 from ..model.step_code import device_kind
+from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, method_call
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
+from .helper_syncs import local_callee, parameters, passed_for
 
 # Methods whose result is data in host memory (numbers, lists, numpy arrays, a host copy).
 HOST_READS = ("item", "tolist", "numpy", "cpu")
@@ -111,6 +113,9 @@ def moved_later(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> 
     before = reaching_assignment(ctx, name, at)
     if before is None or _device_move(ctx, before.value) or any(_device_move(ctx, n) for n in walk(before.value)):
         return False
+    ta = analysis(ctx)
+    if isinstance(before.value, cst.Call) and (ta.is_model(before.value.func) or ta.is_criterion(before.value.func)):
+        return False  # ``hidden = stage1(x)`` then ``hidden.to("cuda:1")``: a device value moved on
     order = ctx.preorder()
     here = order.get(ctx.statement_of(at), 0)
     for node in walk(fn.body):
@@ -158,6 +163,9 @@ def host_list(ctx: RuleContext, name: str, at: cst.CSTNode) -> bool:
     starts, fills = False, 0
     for node in walk(body):
         if isinstance(node, cst.Assign) and any(dotted_name(t.target) == name for t in node.targets):
+            if isinstance(node.value, (cst.ListComp, cst.GeneratorExp)) and chain_reads_host(node.value.elt):
+                starts, fills = True, fills + 1  # ``outs = [t.cpu() for t in out]``
+                continue
             if not (isinstance(node.value, cst.List) and not node.value.elements or
                     isinstance(node.value, cst.Call) and dotted_name(node.value.func) == "list" and not node.value.args):
                 return False
@@ -175,15 +183,66 @@ def host_list(ctx: RuleContext, name: str, at: cst.CSTNode) -> bool:
     return starts and fills > 0
 
 
+# torch calls that join tensors where the joined ones are.
+_JOINS = frozenset({"torch.cat", "torch.stack", "torch.concat", "torch.concatenate", "torch.vstack", "torch.hstack"})
+
+
 def host_pick(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
-    """``max(losses)``, ``sum(losses)``, ``losses[-1]``, ``sorted(losses)[0]`` of a ``host_list``."""
-    base = expr
-    while isinstance(base, cst.Subscript):
-        base = base.value
-    if isinstance(base, cst.Call) and dotted_name(base.func) in _PICKS and len(base.args) >= 1 and \
-            not base.args[0].star:
+    """``max(losses)``, ``sum(losses)``, ``losses[-1]``, ``sorted(losses)[0]``, ``torch.cat(losses)``
+    of a ``host_list``; a join of host copies made in place (``torch.cat([t.cpu() for t in outs])``)."""
+    base = _root(expr)
+    if isinstance(base, cst.Call) and (dotted_name(base.func) in _PICKS or ctx.matches(base.func, _JOINS)) and \
+            len(base.args) >= 1 and not base.args[0].star:
         base = base.args[0].value
+        if isinstance(base, (cst.ListComp, cst.GeneratorExp)):
+            return chain_reads_host(base.elt)
+        if isinstance(base, (cst.List, cst.Tuple)):
+            return bool(base.elements) and all(chain_reads_host(e.value) for e in base.elements)
     return isinstance(base, cst.Name) and base is not expr and host_list(ctx, base.value, at)
+
+
+def host_element(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """``o`` in ``[o.cpu() for o in outs]`` or ``for o in outs:`` where ``outs`` is a ``host_list``."""
+    root = _root(expr)
+    if not isinstance(root, cst.Name):
+        return False
+    for anc in ctx.ancestors(at):
+        fors = anc.for_in if isinstance(anc, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)) else \
+            anc if isinstance(anc, cst.For) else None
+        while isinstance(fors, (cst.CompFor, cst.For)):
+            if isinstance(fors.target, cst.Name) and fors.target.value == root.value:
+                return isinstance(fors.iter, cst.Name) and host_list(ctx, fors.iter.value, at)
+            fors = fors.inner_for_in if isinstance(fors, cst.CompFor) else None
+        if isinstance(anc, cst.FunctionDef):
+            return False
+    return False
+
+
+def returned_field_of(ctx: RuleContext, call: cst.CSTNode) -> cst.BaseExpression | None:
+    """What ``call`` of a function of this file returns a field of, unchanged: the argument its
+    every ``return`` indexes or reads an attribute of (``def get_group_id(self, inputs): return
+    inputs[self.group_key]`` gives the argument for ``inputs``). None otherwise."""
+    if not isinstance(call, cst.Call) or not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return None
+    fn = local_callee(ctx, call)
+    if fn is None:
+        return None
+    returns = [n.value for n in walk(fn.body) if isinstance(n, cst.Return)]
+    params = parameters(fn)[0]
+    roots = set()
+    for value in returns:
+        if not isinstance(value, (cst.Subscript, cst.Attribute)):
+            return None
+        root = value
+        while isinstance(root, (cst.Subscript, cst.Attribute)):
+            root = root.value
+        if not isinstance(root, cst.Name) or root.value not in params:
+            return None
+        roots.add(root.value)
+    if len(roots) != 1:
+        return None
+    passed = passed_for(call, params, roots.pop())
+    return passed[0].value if len(passed) == 1 else None
 
 
 # ---- a function that runs on the host --------------------------------------------------------
@@ -271,7 +330,8 @@ def _is_class_call(ctx: RuleContext, value: cst.BaseExpression) -> bool:
 
 def on_host(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
     """Is the tensor ``expr`` reads at ``at`` in host memory by one of this module's facts?"""
-    return rebound_to_host(ctx, expr, at) or host_pick(ctx, expr, at) or moved_later(ctx, expr, at) or \
+    return rebound_to_host(ctx, expr, at) or host_pick(ctx, expr, at) or host_element(ctx, expr, at) or \
+        moved_later(ctx, expr, at) or \
         sibling_fields_moved(ctx, expr, at) or host_attribute(ctx, expr, at) or computed_on_host(ctx, expr, at)
 
 
