@@ -252,11 +252,13 @@ def _places_on_device(ctx: RuleContext, node: cst.CSTNode) -> bool:
         return True
     if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in ("device", "map_location"):
         return device_kind(ctx, node.value) != "cpu"
+    if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in ("device_map", "device_ids"):
+        return True  # ``from_pretrained(..., device_map="auto")``: placed while loading
     if isinstance(node, cst.Call):
         name = dotted_name(node.func) or ""
         last = name.rsplit(".", 1)[-1]
-        return name.startswith("torch.cuda.") or last in ("prepare", "prepare_model", "DataParallel",
-                                                           "DistributedDataParallel", "to_device", "cuda")
+        return name.startswith("torch.cuda.") or last in ("prepare", "prepare_model", "DataParallel", "setup",
+                                                           "DistributedDataParallel", "to_device", "cuda", "initialize")
     return False
 
 
@@ -269,6 +271,8 @@ def host_function(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
     (no ``.cuda()``, no ``.to(device)``, no ``device=``/``map_location=`` but the CPU, no
     ``torch.cuda`` call)? Its own objects then compute on the host."""
     cache = ctx.fact(_host_function)
+    if "set_default" in ctx.source:
+        return False  # ``torch.set_default_device("cuda")``: factories and models are built on the device
     if fn not in cache:
         nodes = list(walk(fn.body, into_nested=True))
         cache[fn] = not any(_places_on_device(ctx, n) for n in nodes) and any(
