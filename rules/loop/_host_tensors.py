@@ -62,7 +62,7 @@ def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: 
     values = [v for n, v in ta.assignments() if n == base.value and ctx.enclosing(v, cst.FunctionDef) is fn]
     if values and _accumulated_on_host(ctx, ta, base.value, fn, values, depth):
         return True
-    return _unmoved_batch(ctx, ta, base, at) or _next_batch_field(ctx, ta, base, at)
+    return _unmoved_batch(ctx, ta, base, at) or _next_batch_field(ctx, ta, base, at) or on_host(ctx, base, at)
 
 
 def _constant(ta: TrainingAnalysis, expr: cst.BaseExpression) -> bool:
@@ -145,7 +145,7 @@ def _next_batch_field(ctx: RuleContext, ta: TrainingAnalysis, name: cst.Name, at
 
 # Tensor methods whose result lives where their receiver does.
 _SAME_PLACE = ("long", "int", "float", "view", "reshape", "flatten", "squeeze", "unsqueeze", "clone", "detach",
-               "contiguous", "numpy", "t", "permute", *TENSOR_METHODS)
+               "contiguous", "numpy", "t", "permute", "nonzero", "argsort", *TENSOR_METHODS)
 
 
 # ``torch.stack``/``torch.cat`` put their result where their inputs are: on the host only when

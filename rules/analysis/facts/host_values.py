@@ -20,6 +20,8 @@ work. Each answers from the code around the read, never from a guess about a nam
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from ..model.models import assignments, is_model_constructor, module_subclasses
@@ -336,7 +338,34 @@ def on_host(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> bool
     """Is the tensor ``expr`` reads at ``at`` in host memory by one of this module's facts?"""
     return rebound_to_host(ctx, expr, at) or host_pick(ctx, expr, at) or host_element(ctx, expr, at) or \
         moved_later(ctx, expr, at) or \
-        sibling_fields_moved(ctx, expr, at) or host_attribute(ctx, expr, at) or computed_on_host(ctx, expr, at)
+        sibling_fields_moved(ctx, expr, at) or host_attribute(ctx, expr, at) or tokenized(ctx, expr, at) or \
+        computed_on_host(ctx, expr, at)
+
+
+_TOKENIZERS = re.compile(r"tokeni[sz]er|tensori[sz]er", re.IGNORECASE)
+
+
+def tokenized(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """A name every reaching assignment of which is what a tokenizer returns (``tokenizer(text,
+    return_tensors="pt")["input_ids"]``, ``tensorizer.text_to_tensor(text)``,
+    ``tokenizer.convert_tokens_to_ids(t)``), not moved: tokenizers build their tensors in host memory."""
+    root = _root(expr)
+    if not isinstance(root, cst.Name):
+        return False
+    assigned = reaching_assignments(ctx, root.value, at)
+    if not assigned:
+        return False
+    for a in assigned:
+        value = a.value
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        if not isinstance(value, cst.Call) or method_call(value, "to", "cuda"):
+            return False
+        owner = value.func.value if isinstance(value.func, cst.Attribute) else value.func
+        name = dotted_name(owner) or ""
+        if not _TOKENIZERS.search(name.rsplit(".", 1)[-1]):
+            return False
+    return True
 
 
 # Annotations of a parameter that say it is host data (``num_classes: np.ndarray``).
