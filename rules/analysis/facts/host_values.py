@@ -250,6 +250,7 @@ def returned_field_of(ctx: RuleContext, call: cst.CSTNode) -> cst.BaseExpression
 # ---- a function that runs on the host --------------------------------------------------------
 
 def _places_on_device(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """A move, a device argument that is not the CPU, a device map, a wrapper or a preparer that places."""
     if _device_move(ctx, node):
         return True
     if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in ("device", "map_location"):
@@ -265,7 +266,7 @@ def _places_on_device(ctx: RuleContext, node: cst.CSTNode) -> bool:
 
 
 def _host_function(ctx: RuleContext) -> dict[cst.FunctionDef, bool]:
-    return {}
+    return {}  # ``host_function``'s answers, one per function, filled as asked
 
 
 def host_function(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
