@@ -21,6 +21,7 @@ MODULES = (
     'analysis/facts/helper_syncs.py',
     'analysis/facts/helper_tests.py',
     'analysis/facts/hf_data.py',
+    'analysis/facts/host_values.py',
     'analysis/facts/installed.py',
     'analysis/facts/kwargs.py',
     'analysis/facts/loader_builders.py',

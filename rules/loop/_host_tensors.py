@@ -8,6 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
+from ..analysis.facts.host_values import on_host, returned_field_of
 from ..analysis.model.host_data import HOST_BUILDERS
 from ..analysis.model.reaching import reaching_assignment
 from ..analysis.model.step_code import device_kind
@@ -35,7 +36,7 @@ def host_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpres
     (``(labels != -100).sum()``, a count ``n = torch.tensor(0)`` then ``n += mask.sum()``)?"""
     if "set_default_device" in ctx.source:
         return False
-    return _host(ctx, ta, receiver, call, 0) or on_host_by_copy(ctx, ta, receiver, call)
+    return _host(ctx, ta, receiver, call, 0) or on_host_by_copy(ctx, ta, receiver, call) or on_host(ctx, receiver, call)
 
 
 def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:
@@ -49,6 +50,9 @@ def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: 
         operands = [n for n in _operands(base) if not _constant(ta, n)]
         return bool(operands) and all(_host(ctx, ta, o, at, depth + 1) for o in operands)
     if isinstance(base, cst.Call):
+        field_of = returned_field_of(ctx, base)  # ``self.get_group_id(batch)``: a field of the batch it is handed
+        if field_of is not None:
+            return _host(ctx, ta, field_of, at, depth + 1)
         if ctx.matches(base.func, _DRAWN_FROM):  # ``torch.multinomial(weights[b], 1)``: where ``weights`` is
             return bool(base.args) and not base.args[0].star and _host(ctx, ta, base.args[0].value, at, depth + 1)
         return _host_factory(ctx, base) or _host_op(ctx, ta, base, at, depth)
@@ -58,7 +62,7 @@ def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: 
     values = [v for n, v in ta.assignments() if n == base.value and ctx.enclosing(v, cst.FunctionDef) is fn]
     if values and _accumulated_on_host(ctx, ta, base.value, fn, values, depth):
         return True
-    return _unmoved_batch(ctx, ta, base, at) or _next_batch_field(ctx, ta, base, at)
+    return _unmoved_batch(ctx, ta, base, at) or _next_batch_field(ctx, ta, base, at) or on_host(ctx, base, at)
 
 
 def _constant(ta: TrainingAnalysis, expr: cst.BaseExpression) -> bool:
@@ -141,7 +145,7 @@ def _next_batch_field(ctx: RuleContext, ta: TrainingAnalysis, name: cst.Name, at
 
 # Tensor methods whose result lives where their receiver does.
 _SAME_PLACE = ("long", "int", "float", "view", "reshape", "flatten", "squeeze", "unsqueeze", "clone", "detach",
-               "contiguous", "numpy", "t", "permute", *TENSOR_METHODS)
+               "contiguous", "numpy", "t", "permute", "nonzero", "argsort", *TENSOR_METHODS)
 
 
 # ``torch.stack``/``torch.cat`` put their result where their inputs are: on the host only when

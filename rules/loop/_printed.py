@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ..analysis.facts.host_values import on_host
 from ..analysis.model.reaching import reaching_assignment
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, method_call
@@ -122,7 +123,7 @@ def printed_value(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Pri
     host: Printed | None = None
     for value in values:
         for part, message in _output_parts(ctx, value, call, None, 0):
-            if ta.is_tensor_expr(part) and not _has_sync(part) and not _host_by_now(ctx, part, call):
+            if ta.is_tensor_expr(part) and not _has_sync(part) and not _host_by_now(ctx, part, call) and not on_host(ctx, part, call):
                 return Printed(part, False, message)
             how = _read_from_tensor(ctx, ta, part, call) if host is None else None
             # ``x = loss.item()`` then ``print(x)``: the earlier statement is the sync (GP101's),
@@ -228,6 +229,8 @@ def _host_by_now(ctx: RuleContext, part: cst.BaseExpression, call: cst.Call) -> 
 def _reads_tensor(ta: TrainingAnalysis, expr: cst.CSTNode) -> bool:
     for node in [expr, *walk(expr, into_nested=True)]:
         if method_call(node, "item"):
+            if on_host(ta.ctx, node.func.value, node):  # type: ignore[attr-defined]
+                continue  # a tensor in host memory: ``.item()`` waits for nothing
             return True
         if isinstance(node, cst.Call) and dotted_name(node.func) in ("float", "int") and len(node.args) == 1 and \
                 ta.is_tensor_expr(node.args[0].value):
@@ -271,6 +274,6 @@ def _compute_kinds(ctx: RuleContext) -> set[cst.CSTNode]:
 def formatted_tensor(ctx: RuleContext, ta: TrainingAnalysis, text: cst.BaseExpression) -> cst.BaseExpression | None:
     """The first device tensor ``text`` formats (not one read on the host first)."""
     for part in formatted_parts(text):
-        if part is not text and ta.is_tensor_expr(part) and not _has_sync(part) and not _host_by_now(ctx, part, text):
+        if part is not text and ta.is_tensor_expr(part) and not _has_sync(part) and not _host_by_now(ctx, part, text) and not on_host(ctx, part, text):
             return part
     return None

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.facts.host_values import rebound_to_host
 from ..analysis.facts.placement import moved_before
-from ..analysis.model.reaching import reaching_assignments
 from ..analysis.model.tensors import is_host_expr
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, method_call
@@ -42,38 +42,9 @@ def _device_operand(ctx: RuleContext, ta: TrainingAnalysis, operand: cst.BaseExp
         return False
     if _moved_field_item(ctx, operand, at):
         return True
-    if not ta.is_tensor_expr(operand) or is_host_expr(ta, operand) or _host_by_assignment(ctx, operand, at):
+    if not ta.is_tensor_expr(operand) or is_host_expr(ta, operand) or rebound_to_host(ctx, operand, at):
         return False
     return not host_tensor(ctx, ta, operand, at)  # type: ignore[arg-type]
-
-
-def _host_by_assignment(ctx: RuleContext, operand: cst.BaseExpression, at: cst.CSTNode) -> bool:
-    """``dets = dets.cpu().numpy()`` (or ``.tolist()``, ``float(...)``) before ``if dets[0, 4] > t:``:
-    the name's value on every path here was read to the host, whatever the name held before."""
-    root = operand
-    while isinstance(root, (cst.Subscript, cst.Attribute)):
-        root = root.value
-    if not isinstance(root, cst.Name):
-        return False
-    assigned = reaching_assignments(ctx, root.value, at)
-    return bool(assigned) and all(_chain_reads_host(a.value) for a in assigned)
-
-
-def _chain_reads_host(value: cst.BaseExpression) -> bool:
-    """The value's own chain passes a host read (``t.cpu().numpy().reshape(...)``, ``float(t)``);
-    a read inside an argument (``model(x[: int(n.item())])``) leaves the result on the device."""
-    node: cst.BaseExpression | None = value
-    while node is not None:
-        if method_call(node, *_HOST_READS) or isinstance(node, cst.Call) and \
-                dotted_name(node.func) in ("float", "int", "bool", "len"):
-            return True
-        if isinstance(node, cst.Call):
-            node = node.func.value if isinstance(node.func, cst.Attribute) else None
-        elif isinstance(node, (cst.Attribute, cst.Subscript)):
-            node = node.value
-        else:
-            node = None
-    return False
 
 
 def _moved_field_item(ctx: RuleContext, operand: cst.BaseExpression, at: cst.Comparison) -> bool:

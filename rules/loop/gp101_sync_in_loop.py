@@ -12,6 +12,7 @@ from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.framework_config import framework_config, rare_in, step_hook
 from ..analysis.facts.framework_hooks import (framework_step_methods, hook_caller, lightning_step_methods,
                                               under_rare_switch)
+from ..analysis.facts.host_values import rebound_to_host
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.forward_reach import forward_read_caller, forward_roots, model_buffer
@@ -100,11 +101,13 @@ class SyncInLoop(Rule):
         "guard: that rank reads on every step, nor is a period or-ed with one, with `True` or with a test of the "
         "data (`or torch.isnan(loss)`) (a period that "
         "is 1 by default, `log_period=1`, and that no call in the file sets, is no guard); "
-        "loops that run a few iterations (`range(min(4, n))`, `xs[:8]`, a `break` once the "
-        "counter reaches a small number) are no eval loops; CPU-only "
-        "programs (torch imported, no accelerator or device variable anywhere) are not checked.",
-        "`.tolist()`, `.cpu()`, `.numpy()`, `float(x)` and `int(x)` are reported only when `x` is "
-        "clearly a tensor in this file (tensor methods, `torch.*` calls, model or loss outputs); "
+        "loops that run a few iterations (`range(min(4, n))`, `xs[:8]`, a `break` once the counter reaches a small "
+        "number, a `break` at the loop body's own level: one batch read to log) are no step or eval loops; a "
+        "once-per-loop test at a call site also pins a counter of the caller's loop (`if self.step == 0: "
+        "self.plot_batch(...)` with `for self.step, b in self.pbar`); CPU-only programs (torch imported, no "
+        "accelerator or device variable anywhere) are not checked.",
+        "`.tolist()`, `.cpu()`, `.numpy()`, `float(x)` and `int(x)` are reported only when `x` is clearly a tensor "
+        "in this file (tensor methods, `torch.*` calls, model or loss outputs); "
         "`math`/`numpy` results and modules are not tensors, and a tensor returned by another "
         "module's function is missed. `t.numpy()` without `force=True` is never a sync (torch raises on "
         "a CUDA tensor there: `t` is in host memory), nor is a comparison of a name every path rebinds to "
@@ -116,7 +119,14 @@ class SyncInLoop(Rule):
         "`x, y = next(it)` over such a loader, or fields the function moves later; not a prepared "
         "loader's, nor a `TensorDataset` of device tensors), and what is computed only from such "
         "(`(labels != pad).sum()`, `torch.bincount(labels)`, a counter `n = torch.tensor(0)` whose "
-        "every `+=` adds one). A counter that starts on the host but adds a device tensor is on the "
+        "every `+=` adds one), a value read before a later statement of the same function copies it to the device "
+        "(`labels[i] != pad` before `labels = labels.to(device)`; not a model's output moved on), a field of an object "
+        "whose other fields the function copies to the device (`dataset.train_idx.tolist()` beside "
+        "`dataset.x[idx].to(device)`; not `self`'s), a field of the batch it is handed that a function of this file "
+        "returns, the items, picks (`max(xs)`) and joins of a list filled only with host copies, a name every reaching "
+        "assignment rebinds to a host read (`loss = loss.item()` before `math.isnan(loss)`), an attribute holding numpy "
+        "data, and every value of a function that builds its own model and places nothing on a device (an RL `test()` "
+        "running a CPU copy of the policy). A counter that starts on the host but adds a device tensor is on the "
         "device and is reported. A buffer a model class of this file registers (`self.register_buffer("
         "\"queue_ptr\", ...)`) moves with the model: `int(self.queue_ptr)` in its methods is a read of a device "
         "tensor.",
@@ -458,6 +468,8 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.BaseExpressio
     """Is ``arg`` a tensor: by its own evidence, or a loss-named name that its function binds only
     to tensors or to a ``sum(...)`` of them (``loss_value = sum(loss_dict.values())``), never to a
     host number (``.item()``, ``float()``)?"""
+    if rebound_to_host(ctx, arg, at):
+        return False  # ``loss = loss.item()`` before ``math.isnan(loss)``: a Python float
     if ta.is_tensor_expr(arg):
         return True
     if not isinstance(arg, cst.Name) or not _loss_named(arg):
@@ -475,10 +487,8 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.BaseExpressio
     return True
 
 
-
 def _looks_like_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression) -> bool:
-    # ``.tolist()``/``.numpy()``/``.cpu()`` exist on other types too (numpy arrays, modules), so ask
-    # for evidence of a tensor; ``.item()`` is specific enough on its own inside a training step.
+    # ``.tolist()``/``.numpy()``/``.cpu()`` exist on other types too (numpy arrays, modules): ask for a tensor.
     if ta.is_tensor_expr(receiver):
         return True
     return isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript, cst.Call))

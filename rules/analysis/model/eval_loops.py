@@ -315,8 +315,9 @@ def _counter(loop: Loop) -> str | None:
 def runs_a_few(loop: Loop) -> bool:
     """Does ``loop`` run at most a few iterations whatever its data's size: over a few items
     (``range(min(4, n))``, ``samples[:8]``), or left by a ``break`` once its counter reaches a small
-    literal (``if i >= 6: break``)? Sample logging after a validation pass, not a per-batch loop."""
-    if isinstance(loop, cst.For) and _few_items(loop.iter):
+    literal (``if i >= 6: break``), or by a ``break`` on every path (``breaks_at_once``)? Sample
+    logging after a validation pass, not a per-batch loop."""
+    if isinstance(loop, cst.For) and _few_items(loop.iter) or breaks_at_once(loop):
         return True
     counter = _counter(loop)
     if counter is None:
@@ -331,6 +332,16 @@ def runs_a_few(loop: Loop) -> bool:
         if bounded and any(isinstance(s, cst.Break) for s in walk(node.body, stop_at=(cst.For, cst.While))):
             return True
     return False
+
+
+def breaks_at_once(loop: Loop) -> bool:
+    """Does ``loop`` leave by a ``break`` at its body's own level (no ``if`` around it): one
+    iteration at most, a single sample read to log (``for batch in test_loader: ...; break``)?"""
+    body = loop.body
+    if not isinstance(body, cst.IndentedBlock):
+        return any(isinstance(s, cst.Break) for s in body.body)
+    return any(isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Break) for s in stmt.body)
+               for stmt in body.body)
 
 
 def _bounded_by_break(loop: Loop) -> bool:

@@ -5,6 +5,7 @@ place is or-ed with something true on every iteration of a rank (``or rank == 0`
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import libcst as cst
 
@@ -106,3 +107,21 @@ def per_step_alternative(test: cst.BaseExpression) -> bool:
                     for side in (part.left, part.comparisons[0].comparator)):
             return True
     return False
+
+
+def enumerated(assigned: Iterable[tuple[str, cst.BaseExpression]], it: cst.BaseExpression) -> bool:
+    """Is the loop's iterable a name or attribute every assignment of which is ``enumerate(...)``,
+    or a progress bar over that name (``self.pbar = enumerate(loader)`` then ``self.pbar =
+    tqdm(self.pbar, total=n)``)? Then the first field of the loop's target counts its iterations."""
+    name = dotted_name(it) if isinstance(it, (cst.Name, cst.Attribute)) else None
+    if name is None:
+        return False
+    values = [v for n, v in assigned if n == name]
+
+    def unwrapped(v: cst.BaseExpression) -> cst.BaseExpression:
+        while isinstance(v, cst.Call) and (dotted_name(v.func) or "").rsplit(".", 1)[-1] == "tqdm" and v.args:
+            v = v.args[0].value
+        return v
+    starts = [unwrapped(v) for v in values]
+    return any(isinstance(v, cst.Call) and dotted_name(v.func) == "enumerate" for v in starts) and all(
+        isinstance(v, cst.Call) and dotted_name(v.func) == "enumerate" or dotted_name(v) == name for v in starts)

@@ -38,7 +38,7 @@ from .throttles import throttled
 from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_default, rare_condition, rare_exit_before
 from .step_reach import external_defs, indirect_callee, result_calls, runs_in_place
 from .models import strip_chain
-from .periods import per_step_alternative, period_one_by_default, periods
+from .periods import enumerated, per_step_alternative, period_one_by_default, periods
 from .tensors import TENSOR_METHODS, is_tensor_expr
 from .training_objects import TrainingObjects
 
@@ -239,6 +239,8 @@ class TrainingAnalysis(TrainingObjects):
         return cache[loop]
 
     def _is_step_loop(self, loop: Loop) -> bool:
+        if _evalloops.breaks_at_once(loop):
+            return False  # one iteration at most: no step repeats
         return self.trains(loop) or isinstance(loop, cst.For) and self.is_dataloader(loop.iter) and not _evalloops.one_off_pass(self, loop)
 
     def _is_rollout(self, loop: Loop) -> bool:
@@ -299,7 +301,10 @@ class TrainingAnalysis(TrainingObjects):
                         return None
                     return anc
             if isinstance(anc, cst.FunctionDef):
-                return self._fn_called_per_step(anc, seen, guards, flags)
+                loop = self._fn_called_per_step(anc, seen, guards, flags)
+                if loop is not None and any(is_once_test(g.test, self.counters(loop)) for g in pending):
+                    return None  # ``if self.step == 0: self.plot_batch(...)``: the caller's loop counter, pinned
+                return loop
             if isinstance(anc, cst.ClassDef) or isinstance(anc, cst.Lambda) and not runs_in_place(self.ctx, anc):
                 return None
             child = anc
@@ -414,8 +419,9 @@ class TrainingAnalysis(TrainingObjects):
         if loop in cache:
             return cache[loop]
         out: set[str] = set()
-        if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call):
-            func = dotted_name(loop.iter.func)
+        if isinstance(loop, cst.For) and isinstance(loop.iter, (cst.Call, cst.Name, cst.Attribute)):
+            func = dotted_name(loop.iter.func) if isinstance(loop.iter, cst.Call) else \
+                "enumerate" if enumerated(self.assignments(), loop.iter) else None  # ``self.pbar = enumerate(...)``
             if func == "enumerate" and isinstance(loop.target, cst.Tuple) and loop.target.elements:
                 name = dotted_name(loop.target.elements[0].value)
                 out |= {name} if name else set()
