@@ -83,7 +83,49 @@ def walk(node: cst.CSTNode, *, into_nested: bool = False, include_self: bool = F
          stop_at: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
     """The nodes below ``node`` in source (pre-)order, ``node`` itself first when
     ``include_self``. Nested functions, classes and lambdas are yielded but not entered unless
-    ``into_nested``; nodes of the ``stop_at`` types are yielded but not entered either."""
+    ``into_nested``; nodes of the ``stop_at`` types are yielded but not entered either.
+
+    The rules and facts walk the same subtree with the same options again and again (a
+    function's body once per question asked of it: four in five nodes a lint walks were walked
+    before, issue 34): from the second walk on, the nodes are read off a list kept for the
+    subtree (:data:`_WALKS`). A tree never changes, so the list is what a fresh walk yields."""
+    key = (id(node), into_nested, include_self, stop_at)
+    got = _WALKS.get(key)
+    if got is not None and got[0] is node:  # (the entry holds the node: its id is not reused)
+        return iter(got[1])
+    if key not in _ASKED:  # a first walk stays lazy: many callers stop at the first match
+        _ASKED.add(key)
+        return _walk(node, into_nested, include_self, stop_at)
+    nodes = list(_walk(node, into_nested, include_self, stop_at))
+    _keep_walk(key, node, nodes)
+    return iter(nodes)
+
+
+# Kept walks: (id, options) -> (node, its nodes), bounded by the nodes they list; the keys of walks
+# asked for once (an id reused after its node is freed only makes a first walk kept early).
+_WALKS: dict[tuple[int, bool, bool, tuple[type, ...]], tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
+_ASKED: set[tuple[int, bool, bool, tuple[type, ...]]] = set()
+_KEPT = [0]  # nodes listed in _WALKS
+_MAX_KEPT = 300_000  # ~2.4 MB of lists; the trees they hold are the ones being checked
+
+
+def _keep_walk(key: tuple[int, bool, bool, tuple[type, ...]], node: cst.CSTNode, nodes: list[cst.CSTNode]) -> None:
+    if _KEPT[0] + len(nodes) > _MAX_KEPT:
+        forget_walks()
+    _WALKS[key] = (node, nodes)
+    _KEPT[0] += len(nodes)
+
+
+def forget_walks() -> None:
+    """Drop the kept walks (the lint driver calls this before each file's check, so that they
+    hold no tree of a file checked before; a walk is the same kept or not)."""
+    _WALKS.clear()
+    _ASKED.clear()
+    _KEPT[0] = 0
+
+
+def _walk(node: cst.CSTNode, into_nested: bool, include_self: bool,
+          stop_at: tuple[type, ...]) -> Iterator[cst.CSTNode]:
     barrier = stop_at if into_nested else (*NESTED_DEFS, *stop_at)
     exact = exact_types(barrier)
     if include_self:
