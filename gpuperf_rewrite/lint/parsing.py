@@ -27,10 +27,30 @@ class ParseFailure(Exception):
         self.diag = diag
 
 
+def _unchecked(self: cst.CSTNode) -> None:
+    pass
+
+
+def parse_module(data: bytes | str) -> cst.Module:
+    """``cst.parse_module(data)`` without LibCST's validation of each node its parser builds
+    (``CSTNode.__post_init__``, a tenth of a parse; LibCST's own note there says a parsed tree
+    need not be validated). The nodes of parsed code pass it anyway (the trees are the same,
+    tests/lint/test_parse_unchecked.py); nodes built elsewhere (fixes) are still validated."""
+    base = cst.CSTNode
+    saved = base.__dict__.get("__post_init__")
+    if saved is None:  # another LibCST: parse as it does
+        return cst.parse_module(data)
+    base.__post_init__ = _unchecked  # type: ignore[method-assign]
+    try:
+        return cst.parse_module(data)
+    finally:
+        base.__post_init__ = saved  # type: ignore[method-assign]
+
+
 def parse(data: bytes | str, path: str) -> cst.Module:
     """The LibCST module of ``data``; :class:`ParseFailure` when it cannot be parsed."""
     try:
-        return cst.parse_module(data)
+        return parse_module(data)
     except cst.ParserSyntaxError as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid syntax"
         raise ParseFailure(file_error(path, f"SyntaxError: {msg}", exc.raw_line or 1,
