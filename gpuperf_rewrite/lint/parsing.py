@@ -12,6 +12,7 @@ import libcst as cst
 
 from gpuperf_rewrite.lint.diagnostics import Diagnostic, file_error
 from gpuperf_rewrite.lint.project import parse_ast
+from gpuperf_rewrite.rules.analysis.syntax.tree import unchecked_nodes
 
 # LibCST's native parser overflows its stack (segfault) on a few thousand nested brackets and is
 # quadratic in nesting depth, and our visitors recurse per level: files nested deeper than this
@@ -27,24 +28,11 @@ class ParseFailure(Exception):
         self.diag = diag
 
 
-def _unchecked(self: cst.CSTNode) -> None:
-    pass
-
-
 def parse_module(data: bytes | str) -> cst.Module:
     """``cst.parse_module(data)`` without LibCST's validation of each node its parser builds
-    (``CSTNode.__post_init__``, a tenth of a parse; LibCST's own note there says a parsed tree
-    need not be validated). The nodes of parsed code pass it anyway (the trees are the same,
-    tests/lint/test_parse_unchecked.py); nodes built elsewhere (fixes) are still validated."""
-    base = cst.CSTNode
-    saved = base.__dict__.get("__post_init__")
-    if saved is None:  # another LibCST: parse as it does
+    (``syntax.tree.unchecked_nodes``: a tenth of a parse; the same tree)."""
+    with unchecked_nodes():
         return cst.parse_module(data)
-    base.__post_init__ = _unchecked  # type: ignore[method-assign]
-    try:
-        return cst.parse_module(data)
-    finally:
-        base.__post_init__ = saved  # type: ignore[method-assign]
 
 
 def parse(data: bytes | str, path: str) -> cst.Module:

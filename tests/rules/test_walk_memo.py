@@ -6,6 +6,7 @@ the same nodes, answers and findings with and without each; nothing here is time
 from __future__ import annotations
 
 import abc
+import contextlib
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -144,12 +145,12 @@ def test_a_tree_parsed_unchecked_is_the_tree_parsed_checked() -> None:
         unchecked = parsing.parse_module(data)
         checked = cst.parse_module(data)
         assert unchecked.deep_equals(checked) and unchecked.code == checked.code
-    assert cst.CSTNode.__dict__["__post_init__"] is not parsing._unchecked  # put back
+    assert cst.CSTNode.__dict__["__post_init__"] is not tree._unchecked  # put back
     with pytest.raises(cst.CSTValidationError):  # nodes built outside a parse are still validated
         cst.Name("not a name")
     with pytest.raises(cst.ParserSyntaxError):
         parsing.parse_module("def (:\n")
-    assert cst.CSTNode.__dict__["__post_init__"] is not parsing._unchecked  # put back after a failure too
+    assert cst.CSTNode.__dict__["__post_init__"] is not tree._unchecked  # put back after a failure too
 
 
 def test_steps_each_call_kept_per_function_answers_as_computed() -> None:
@@ -178,3 +179,15 @@ def test_findings_are_the_same_with_and_without_the_kept_walks(monkeypatch: pyte
     fresh = check_source(data, "train.py", ruleset, "unsafe")
     assert kept.diagnostics == fresh.diagnostics and kept.fixed == fresh.fixed
     assert kept.diagnostics and kept.fixed is not None
+
+
+def test_scope_analysis_unchecked_names_what_it_names_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = "from torch.optim import *\nimport torch as t\n" + SCRIPT + "def h(SGD):\n    return SGD(t.nn.Linear(1, 1))\n"
+    unchecked = RuleContext(cst.parse_module(source), source)
+    assert cst.CSTNode.__dict__["__post_init__"] is not tree._unchecked
+    from gpuperf_rewrite.rules.analysis.syntax import names
+    monkeypatch.setattr(names, "unchecked_nodes", contextlib.nullcontext)
+    checked = RuleContext(cst.parse_module(source), source)
+    pairs = list(zip(unchecked.nodes(cst.Name, cst.Attribute), checked.nodes(cst.Name, cst.Attribute)))
+    assert pairs and all(unchecked.qualified_names(a) == checked.qualified_names(b) for a, b in pairs)
+    assert any("torch.nn.Linear" in unchecked.qualified_names(a) for a, _ in pairs)

@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, QualifiedNameProvider, ScopeProvider
 
 from .calls import dotted_name
+from .tree import unchecked_nodes
 
 try:  # libcst >= 1.2 resolves some metadata lazily
     from libcst._metadata_dependent import LazyValue
@@ -77,8 +78,9 @@ class NameResolution:
         if self._wrapper is None:
             # unsafe_skip_copy keeps node identity, so indexes and fixes refer to the same nodes.
             self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._qualnames = self._wrapper.resolve(QualifiedNameProvider)
-            self._libcst_scopes = self._wrapper.resolve(ScopeProvider)
+            with unchecked_nodes():  # its visitors' copies of the nodes: not validated again
+                self._qualnames = self._wrapper.resolve(QualifiedNameProvider)
+                self._libcst_scopes = self._wrapper.resolve(ScopeProvider)
 
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
         """Qualified names of a Name/Attribute/Call-func node, through imports and aliases.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import libcst as cst
 
@@ -53,6 +54,29 @@ def _registered(cls: type) -> bool:
 
 
 _fast_class_tests()
+
+def _unchecked(self: cst.CSTNode) -> None:
+    pass
+
+
+@contextmanager
+def unchecked_nodes() -> Iterator[None]:
+    """Nodes built meanwhile skip LibCST's validation (``CSTNode.__post_init__``): for LibCST's
+    parser, whose nodes of parsed code pass it anyway (its own note there says a parsed tree need
+    not be validated), and its metadata visitors, which rebuild every node they pass from children
+    that passed it and drop the copy: a tenth of a parse, more of a scope analysis. Nodes built
+    elsewhere (fixes) are still validated. tests/rules/test_walk_memo.py: the same trees."""
+    base = cst.CSTNode
+    saved = base.__dict__.get("__post_init__")
+    if saved is None or saved is _unchecked:  # another LibCST, or already inside
+        yield
+        return
+    base.__post_init__ = _unchecked  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        base.__post_init__ = saved  # type: ignore[method-assign]
+
 
 _CHILD_FIELDS: dict[type, tuple[str, ...] | None] = {}
 _DEFAULT = cst.MaybeSentinel.DEFAULT
