@@ -98,10 +98,8 @@ class NameResolution:
         module-level imports that agree on its target (or, for a builtin, by nothing at all),
         which holds for nearly every ``torch``/``nn``/``DataLoader`` in real code; LibCST's scope
         analysis costs several parses' worth of time on a large file.
-        tests/rules/test_fast_paths.py checks the two agree."""
-        aliases = self.import_aliases
-        if self._cache["_stars"]:
-            return None
+        tests/rules/test_fast_paths.py checks the two agree. A star import binds nothing for
+        LibCST either (``from models import *``: ``_star_torch`` reads what it may bring)."""
         cur, parts = _split_chain(node)
         if cur is None:
             return None
@@ -132,9 +130,12 @@ class NameResolution:
                 return None
         if root in bound.targets:
             return {".".join([bound.targets[root], *reversed(parts)])}
-        if not parts and root in _BUILTINS and root not in aliases:
-            return {f"builtins.{root}"}
-        return None
+        if root in _BUILTINS or hasattr(builtins, root):  # (LibCST's test: ``__class__`` too)
+            return {f"builtins.{root}"} if not parts and root in _BUILTINS and root not in self.import_aliases \
+                else None
+        # Bound nowhere this node can see (a name imported in another function, a typo): no
+        # qualified name, as LibCST says, without its analysis of the whole file.
+        return set()
 
     def _namespace_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The innermost function, lambda, class or comprehension whose own namespace ``node``
