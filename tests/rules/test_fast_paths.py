@@ -139,7 +139,8 @@ def test_index_matches_libcst_visitor(source: Path | str) -> None:
 
 
 # A star import (it binds nothing for LibCST either) and names bound nowhere the node sees: a name
-# imported in another function, a comprehension's variable after it, a typo, module dunders.
+# imported in another function, a comprehension's variable after it, a typo, module dunders; names
+# a closure reads from its enclosing function (an import there, a local).
 STARS_AND_UNBOUND = '''
 from ops.models import *
 import torch
@@ -163,6 +164,23 @@ class C:
     except ImportError as e:
         pass
 print(Undefined2.x, yaml.load, e, DataLoader(range(3)))
+def wrap(self, layer):
+    from ops.temporal_shift import TemporalShift
+    local = 3
+    @deco(TemporalShift)
+    def wrapped(x, d=TemporalShift):
+        y = TemporalShift.shift(x) + local
+        return [TemporalShift(k) for k in y], lambda q: TemporalShift.shift(q, local)
+    class K:
+        TemporalShift = 1
+        def m(self):
+            return TemporalShift.shift(1)
+    return wrapped
+def two():
+    from a import X
+    X = 3
+    def inner():
+        return X.y
 '''
 
 
@@ -185,8 +203,12 @@ def test_import_resolution_matches_scope_analysis(source: Path | str) -> None:
     assert checked or source != "<shadowing>"
     if source == "<stars>":  # answered without LibCST's analysis where it names nothing or one import
         fast_answers = {ctx.code_for(n): ctx._resolved_by_imports(n) for n in ctx.nodes(cst.Name, cst.Attribute)}
-        assert fast_answers["TemporalShift.shift"] == fast_answers["Undefined2.x"] == set()
+        assert fast_answers["Undefined2.x"] == set()
         assert fast_answers["nn.Linear"] == {"torch.nn.Linear"} and fast_answers["torch.zeros"] == {"torch.zeros"}
+        shifts = [ctx._resolved_by_imports(n) for n in ctx.nodes(cst.Attribute) if ctx.code_for(n) == "TemporalShift.shift"]
+        assert shifts.count({"ops.temporal_shift.TemporalShift.shift"}) == 2  # the closures'
+        assert shifts.count(set()) == 1 and shifts.count(None) == 1  # ``g``'s (bound nowhere); the class's method
+        assert fast_answers["X.y"] is None  # imported and assigned in ``two``: LibCST decides
     for name in ctx.nodes(cst.Name):  # a name ruled out as a builtin is not one for LibCST either
         if not ctx._could_match(name, {f"builtins.{name.value}"}):
             assert f"builtins.{name.value}" not in ctx.qualified_names(name), ctx.code_for(name)

@@ -118,16 +118,21 @@ class NameResolution:
             return None
         namespaces = bound.by_namespace.get(root)
         if namespaces:
+            # The innermost namespace around the node that binds the name (a nested function
+            # reads its enclosing function's: ``from ops import Shift`` in a method, ``Shift.shift``
+            # in the closure it returns). A function's binding makes the name local in all of its
+            # body (no global/nonlocal here: those are unsafe). A function or lambda with one
+            # kind of binding only; a class or comprehension, or two kinds: ask LibCST.
             inner = self._namespace_of(cur)
-            if isinstance(inner, (cst.FunctionDef, cst.Lambda)) and inner in namespaces:
-                # A function's binding makes the name local in all of its body (no global/
-                # nonlocal here: those are unsafe). One kind of binding only, or ask LibCST.
-                if len(namespaces[inner]) != 1:
+            while inner is not None and inner not in namespaces:
+                inner = self._namespace_of(inner)
+            if any(a in namespaces and a is not inner for a in self.ancestors(node)):
+                return None  # also bound by a node around it that is not its namespace (a parameter's own function)
+            if inner is not None:
+                if not isinstance(inner, (cst.FunctionDef, cst.Lambda)) or len(namespaces[inner]) != 1:
                     return None
                 target = next(iter(namespaces[inner]))
                 return set() if target is None else {".".join([target, *reversed(parts)])}
-            if any(a in namespaces for a in self.ancestors(node)):
-                return None
         if root in bound.targets:
             return {".".join([bound.targets[root], *reversed(parts)])}
         if root in _BUILTINS or hasattr(builtins, root):  # (LibCST's test: ``__class__`` too)
