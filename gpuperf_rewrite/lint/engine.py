@@ -33,6 +33,7 @@ from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet, may_be_
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
 from gpuperf_rewrite.rules._framework import Finding, Fix, Rule, RuleContext, may_import_torch
+from gpuperf_rewrite.rules.analysis.syntax.tree import forget_walks
 
 __all__ = ["ERROR_CODES", "INTERNAL_ERROR", "IO_ERROR", "SYNTAX_ERROR", "Diagnostic", "FileResult", "FixMode",
            "RuleSet", "check_source", "fix_text", "run_rules"]
@@ -159,6 +160,7 @@ def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none
     (E999 unparsable, E001 a rule crashed) so that a run over many files still finishes. A rule
     that raises costs only its own findings: the file gets its E001 (and ``error``) beside the
     other rules' findings, and their fixes are applied."""
+    forget_walks()  # the walks kept for the file checked before (rules.analysis.syntax.tree)
     try:
         return _check_source(data, path, ruleset, mode, fix_codes, fs_path, facts_store, entry, share_facts,
                              steps_asked)

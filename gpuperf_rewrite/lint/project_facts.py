@@ -407,12 +407,11 @@ def _parsed(path: Path, data: bytes, sha: str) -> Any:
     got = _PARSED.get(path)
     if got is not None and got[0] == sha:
         return got[1]
-    import libcst as cst
-
+    from gpuperf_rewrite.lint.parsing import parse_module
     from gpuperf_rewrite.lint.sourceio import decode_source
 
     try:
-        parsed: Any = (cst.parse_module(data), decode_source(data))
+        parsed: Any = (parse_module(data), decode_source(data))
     except Exception:  # noqa: BLE001 - a module we cannot read offers no facts
         parsed = None
     _keep(path, sha, parsed)

@@ -339,6 +339,8 @@ def _training_functions(ctx: RuleContext) -> set[str]:
     ta = analysis(ctx)
     names = {fn.name.value for loop in ta.step_loops
              for fn in [ctx.enclosing(loop, cst.FunctionDef)] if fn is not None}
+    if not names:
+        return names  # no step loop in a function: no caller of one either (library code)
     calls: dict[cst.FunctionDef, set[str]] = {}  # each function's called names: one walk of it
     for _ in range(5):
         before = len(names)

@@ -64,6 +64,7 @@ class TrainingAnalysis(TrainingObjects):
         self._fn_trains_flat: dict[cst.FunctionDef, bool] = {}
         self._hidden_steps: dict[cst.CSTNode, tuple[cst.BaseExpression, cst.BaseExpression] | None] = {}
         self._trains_cache: dict[cst.CSTNode, bool] = {}
+        self._steps_each: dict[cst.FunctionDef, bool] = {}  # steps_each_call: asked per function by many rules
         self._counters: dict[cst.CSTNode, set[str]] = {}
         self._periodic: dict[cst.If, bool] = {}
         self._classes: dict[tuple[cst.FunctionDef | None, str], cst.BaseExpression | None] = {}
@@ -219,9 +220,13 @@ class TrainingAnalysis(TrainingObjects):
         """Does one call of ``fn`` run a whole training step: an optimizer step at its own top level
         (outside its own loops) after a backward (there too, or in its loop over micro-batches), or
         a loss scaler doing both?"""
-        nodes = list(self._walk_outside_loops(fn.body))
-        return any(self.hidden_step(n) is not None for n in nodes) or any(self.is_optimizer_step(n) for n in nodes) \
-            and any(self.is_backward_call(n) for n in walk(fn.body) if isinstance(n, cst.Call))
+        got = self._steps_each.get(fn)
+        if got is None:
+            nodes = list(self._walk_outside_loops(fn.body))
+            got = self._steps_each[fn] = any(self.hidden_step(n) is not None for n in nodes) or any(
+                self.is_optimizer_step(n) for n in nodes) and any(
+                self.is_backward_call(n) for n in walk(fn.body) if isinstance(n, cst.Call))
+        return got
 
     @staticmethod
     def _walk_outside_loops(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, QualifiedNameProvider, ScopeProvider
 
 from .calls import dotted_name
+from .tree import unchecked_nodes
 
 try:  # libcst >= 1.2 resolves some metadata lazily
     from libcst._metadata_dependent import LazyValue
@@ -77,8 +78,9 @@ class NameResolution:
         if self._wrapper is None:
             # unsafe_skip_copy keeps node identity, so indexes and fixes refer to the same nodes.
             self._wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._qualnames = self._wrapper.resolve(QualifiedNameProvider)
-            self._libcst_scopes = self._wrapper.resolve(ScopeProvider)
+            with unchecked_nodes():  # its visitors' copies of the nodes: not validated again
+                self._qualnames = self._wrapper.resolve(QualifiedNameProvider)
+                self._libcst_scopes = self._wrapper.resolve(ScopeProvider)
 
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
         """Qualified names of a Name/Attribute/Call-func node, through imports and aliases.
@@ -96,10 +98,8 @@ class NameResolution:
         module-level imports that agree on its target (or, for a builtin, by nothing at all),
         which holds for nearly every ``torch``/``nn``/``DataLoader`` in real code; LibCST's scope
         analysis costs several parses' worth of time on a large file.
-        tests/rules/test_fast_paths.py checks the two agree."""
-        aliases = self.import_aliases
-        if self._cache["_stars"]:
-            return None
+        tests/rules/test_fast_paths.py checks the two agree. A star import binds nothing for
+        LibCST either (``from models import *``: ``_star_torch`` reads what it may bring)."""
         cur, parts = _split_chain(node)
         if cur is None:
             return None
@@ -118,21 +118,29 @@ class NameResolution:
             return None
         namespaces = bound.by_namespace.get(root)
         if namespaces:
+            # The innermost namespace around the node that binds the name (a nested function
+            # reads its enclosing function's: ``from ops import Shift`` in a method, ``Shift.shift``
+            # in the closure it returns). A function's binding makes the name local in all of its
+            # body (no global/nonlocal here: those are unsafe). A function or lambda with one
+            # kind of binding only; a class or comprehension, or two kinds: ask LibCST.
             inner = self._namespace_of(cur)
-            if isinstance(inner, (cst.FunctionDef, cst.Lambda)) and inner in namespaces:
-                # A function's binding makes the name local in all of its body (no global/
-                # nonlocal here: those are unsafe). One kind of binding only, or ask LibCST.
-                if len(namespaces[inner]) != 1:
+            while inner is not None and inner not in namespaces:
+                inner = self._namespace_of(inner)
+            if any(a in namespaces and a is not inner for a in self.ancestors(node)):
+                return None  # also bound by a node around it that is not its namespace (a parameter's own function)
+            if inner is not None:
+                if not isinstance(inner, (cst.FunctionDef, cst.Lambda)) or len(namespaces[inner]) != 1:
                     return None
                 target = next(iter(namespaces[inner]))
                 return set() if target is None else {".".join([target, *reversed(parts)])}
-            if any(a in namespaces for a in self.ancestors(node)):
-                return None
         if root in bound.targets:
             return {".".join([bound.targets[root], *reversed(parts)])}
-        if not parts and root in _BUILTINS and root not in aliases:
-            return {f"builtins.{root}"}
-        return None
+        if root in _BUILTINS or hasattr(builtins, root):  # (LibCST's test: ``__class__`` too)
+            return {f"builtins.{root}"} if not parts and root in _BUILTINS and root not in self.import_aliases \
+                else None
+        # Bound nowhere this node can see (a name imported in another function, a typo): no
+        # qualified name, as LibCST says, without its analysis of the whole file.
+        return set()
 
     def _namespace_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The innermost function, lambda, class or comprehension whose own namespace ``node``

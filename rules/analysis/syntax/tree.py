@@ -3,8 +3,10 @@ pre-order index built per file, and the one walk every helper uses."""
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import libcst as cst
 
@@ -12,6 +14,69 @@ import libcst as cst
 # function does not enter these.
 NESTED_DEFS = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 Loop = cst.For | cst.While  # a loop statement
+
+
+
+class _NodeMeta(abc.ABCMeta):
+    """LibCST's node classes' metaclass with the builtin class tests. ``isinstance(node, cst.Call)``
+    with another node goes through ``ABCMeta.__instancecheck__``, a Python frame and the ABC
+    caches (a tenth of a real project's lint, issue 34); no node class has virtual subclasses
+    (``register``) or a ``__subclasshook__``, so the class's own bases answer the same."""
+
+    __instancecheck__ = type.__instancecheck__  # type: ignore[assignment]
+    __subclasscheck__ = type.__subclasscheck__  # type: ignore[assignment]
+
+
+def _fast_class_tests(root: type = cst.CSTNode) -> None:
+    """Give every node class (abstract bases too) :class:`_NodeMeta`; classes made later from
+    them get it as their metaclass. A class this cannot change (a ``register``ed ABC, an
+    unexpected metaclass) keeps ``ABCMeta``'s tests."""
+    todo, seen = [root], set()
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        todo.extend(cls.__subclasses__())
+        if type(cls) is abc.ABCMeta and not _registered(cls) and "__subclasshook__" not in cls.__dict__:
+            try:
+                cls.__class__ = _NodeMeta
+            except TypeError:
+                pass
+
+
+def _registered(cls: type) -> bool:
+    """Does ``cls`` have virtual subclasses (True when that cannot be read)?"""
+    try:
+        return bool(abc._get_dump(cls)[0])  # type: ignore[attr-defined]  # (registry, caches, version)
+    except (AttributeError, TypeError):
+        return True
+
+
+_fast_class_tests()
+
+def _unchecked(self: cst.CSTNode) -> None:
+    pass
+
+
+@contextmanager
+def unchecked_nodes() -> Iterator[None]:
+    """Nodes built meanwhile skip LibCST's validation (``CSTNode.__post_init__``): for LibCST's
+    parser, whose nodes of parsed code pass it anyway (its own note there says a parsed tree need
+    not be validated), and its metadata visitors, which rebuild every node they pass from children
+    that passed it and drop the copy: a tenth of a parse, more of a scope analysis. Nodes built
+    elsewhere (fixes) are still validated. tests/rules/test_walk_memo.py: the same trees."""
+    base = cst.CSTNode
+    saved = base.__dict__.get("__post_init__")
+    if saved is None or saved is _unchecked:  # another LibCST, or already inside
+        yield
+        return
+    base.__post_init__ = _unchecked  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        base.__post_init__ = saved  # type: ignore[method-assign]
+
 
 _CHILD_FIELDS: dict[type, tuple[str, ...] | None] = {}
 _DEFAULT = cst.MaybeSentinel.DEFAULT
@@ -83,7 +148,49 @@ def walk(node: cst.CSTNode, *, into_nested: bool = False, include_self: bool = F
          stop_at: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
     """The nodes below ``node`` in source (pre-)order, ``node`` itself first when
     ``include_self``. Nested functions, classes and lambdas are yielded but not entered unless
-    ``into_nested``; nodes of the ``stop_at`` types are yielded but not entered either."""
+    ``into_nested``; nodes of the ``stop_at`` types are yielded but not entered either.
+
+    The rules and facts walk the same subtree with the same options again and again (a
+    function's body once per question asked of it: four in five nodes a lint walks were walked
+    before, issue 34): from the second walk on, the nodes are read off a list kept for the
+    subtree (:data:`_WALKS`). A tree never changes, so the list is what a fresh walk yields."""
+    key = (id(node), into_nested, include_self, stop_at)
+    got = _WALKS.get(key)
+    if got is not None and got[0] is node:  # (the entry holds the node: its id is not reused)
+        return iter(got[1])
+    if key not in _ASKED:  # a first walk stays lazy: many callers stop at the first match
+        _ASKED.add(key)
+        return _walk(node, into_nested, include_self, stop_at)
+    nodes = list(_walk(node, into_nested, include_self, stop_at))
+    _keep_walk(key, node, nodes)
+    return iter(nodes)
+
+
+# Kept walks: (id, options) -> (node, its nodes), bounded by the nodes they list; the keys of walks
+# asked for once (an id reused after its node is freed only makes a first walk kept early).
+_WALKS: dict[tuple[int, bool, bool, tuple[type, ...]], tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
+_ASKED: set[tuple[int, bool, bool, tuple[type, ...]]] = set()
+_KEPT = [0]  # nodes listed in _WALKS
+_MAX_KEPT = 300_000  # ~2.4 MB of lists; the trees they hold are the ones being checked
+
+
+def _keep_walk(key: tuple[int, bool, bool, tuple[type, ...]], node: cst.CSTNode, nodes: list[cst.CSTNode]) -> None:
+    if _KEPT[0] + len(nodes) > _MAX_KEPT:
+        forget_walks()
+    _WALKS[key] = (node, nodes)
+    _KEPT[0] += len(nodes)
+
+
+def forget_walks() -> None:
+    """Drop the kept walks (the lint driver calls this before each file's check, so that they
+    hold no tree of a file checked before; a walk is the same kept or not)."""
+    _WALKS.clear()
+    _ASKED.clear()
+    _KEPT[0] = 0
+
+
+def _walk(node: cst.CSTNode, into_nested: bool, include_self: bool,
+          stop_at: tuple[type, ...]) -> Iterator[cst.CSTNode]:
     barrier = stop_at if into_nested else (*NESTED_DEFS, *stop_at)
     exact = exact_types(barrier)
     if include_self:
