@@ -15,6 +15,7 @@ import libcst as cst
 from .._api import Finding
 from ..analysis.facts.arg_reads import HOST_READS, may_read_args, tensor_arg_reads
 from ..analysis.facts.helper_syncs import ALWAYS, READ, local_callee, may_sync, module_syncs, passed_for
+from ..analysis.model.step_functions import step_function_caller
 from ..analysis.model.step_reach import returned_closures
 from ..analysis.model.models import strip_chain
 from ..analysis.model.reaching import reaching_assignment
@@ -80,10 +81,11 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
             continue
         kind = ""
         if ta.every_step_loop(call) is None:
-            caller = ta.every_step_caller(call)
+            caller = ta.every_step_caller(call) or step_function_caller(ta, call)
             if caller is None:
                 continue
-            kind = f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
+            kind = f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)" if caller.where else \
+                f"{caller.kind} (one call of `{caller.function}` is a whole step)"
         found = _callee(ctx, ta, call)
         if found is None:
             continue

@@ -20,6 +20,7 @@ from ..analysis.model.step_functions import has_step_functions, step_function_ca
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
+from ._builtin_reads import builtin_reads
 from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, read_of_argument
 from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
@@ -322,6 +323,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             if len(call.args) == 1 and ctx.matches(call.func, set(_MATH_TESTS)) and \
                     _device_value(ctx, ta, call.args[0].value, call):
                 yield call, next(v for k, v in _MATH_TESTS.items() if ctx.matches(call.func, {k}))
+    yield from builtin_reads(ctx, ta)  # ``max(lengths)``, ``to_np(loss)`` of a reading lambda
     for owner in _branching(ctx):
         compared = False  # ``assert x.min() >= 0 and x.max() < n``: one wait, one finding
         for part in _tested_tensors(ctx, ta, owner.test, owner):
