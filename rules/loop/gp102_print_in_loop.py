@@ -179,7 +179,9 @@ class PrintInLoop(Rule):
                             "device (GP101) and guard the output by hand")
             else:
                 fix = _guard_fix(ctx, ta, call)
-            yield Finding.of(call, message, fix)
+            # a call over several lines is reported where the tensor is formatted, the line to change
+            at = found.value if "\n" in ctx.code_for(call).strip() and ctx.is_inside(found.value, call) else call
+            yield Finding.of(at, message, fix)
         yield from _formatted_elsewhere(ctx, ta, outputs | claimed)
 
 

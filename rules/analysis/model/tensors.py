@@ -181,7 +181,64 @@ class ValueKinds:
             return self.is_tensor(expr.value)
         if isinstance(expr, cst.Name):
             return expr.value in self.tensors
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            cls = self.ctx.enclosing(expr, cst.ClassDef)
+            return cls is not None and expr.attr.value in self.ctx.fact(_device_attributes).get(cls, ())
         return False
+
+
+def _device_attributes(ctx: RuleContext) -> dict[cst.ClassDef, frozenset[str]]:
+    """Per class, the ``self.x`` its methods make a device tensor and only ever update as one: one
+    assignment is a torch factory placed on a device (``self.mean_loss = torch.zeros(n,
+    device=self.device)``), every other a torch call or arithmetic on ``self.x`` itself (``self.mean_loss
+    = (self.mean_loss * i + items) / (i + 1)``), none a host read."""
+    out: dict[cst.ClassDef, frozenset[str]] = {}
+    if "device" not in ctx.source and ".cuda(" not in ctx.source:
+        return out
+    values: dict[tuple[cst.ClassDef, str], list[cst.BaseExpression]] = {}
+    for node in ctx.nodes(cst.Assign, cst.AugAssign):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for t in targets:
+            if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self" and \
+                    (cls := ctx.enclosing(node, cst.ClassDef)) is not None:
+                values.setdefault((cls, t.attr.value), []).append(node.value)
+            elif isinstance(t, (cst.Tuple, cst.List)) and (cls := ctx.enclosing(node, cst.ClassDef)) is not None:
+                for e in t.elements:  # ``self.x, y = ...``: not known, the attribute is left out
+                    if isinstance(e.value, cst.Attribute) and dotted_name(e.value) == f"self.{e.value.attr.value}":
+                        values.setdefault((cls, e.value.attr.value), []).append(cst.Name("None"))
+    found: dict[cst.ClassDef, set[str]] = {}
+    for (cls, attr), vals in values.items():
+        if any(_placed_factory(ctx, v) for v in vals) and \
+                all(_placed_factory(ctx, v) or _self_update(ctx, v, attr) for v in vals):
+            found.setdefault(cls, set()).add(attr)
+    return {cls: frozenset(attrs) for cls, attrs in found.items()}
+
+
+def _placed_factory(ctx: RuleContext, value: cst.BaseExpression) -> bool:
+    """``torch.zeros(n, device=d)``, ``torch.tensor(0.0).to(d)``, ``torch.zeros(n).cuda()``."""
+    if not isinstance(value, cst.Call):
+        return False
+    if method_call(value, "to", "cuda") and isinstance(value.func, cst.Attribute):
+        inner = value.func.value
+        return isinstance(inner, cst.Call) and ctx.matches(inner.func, {"torch.*"}) and \
+            not ctx.matches(inner.func, NOT_TENSORS) and (value.func.attr.value == "cuda" or bool(value.args))
+    return ctx.matches(value.func, {"torch.*"}) and not ctx.matches(value.func, NOT_TENSORS) and \
+        any(a.keyword is not None and a.keyword.value == "device" for a in value.args)
+
+
+def _self_update(ctx: RuleContext, value: cst.BaseExpression, attr: str) -> bool:
+    """Arithmetic on ``self.<attr>`` (or a torch call of it) with no host read anywhere in it."""
+    mentions_self = False
+    for n in walk(value, include_self=True):
+        if isinstance(n, cst.Call) and (method_call(n, "item", "tolist", "cpu", "numpy") or
+                                        dotted_name(n.func) in ("float", "int", "bool", "list", "tuple")):
+            return False
+        if isinstance(n, cst.Attribute) and dotted_name(n) == f"self.{attr}":
+            mentions_self = True
+    if not mentions_self:
+        return False
+    return isinstance(value, cst.BinaryOperation) or isinstance(value, cst.Call) and \
+        ctx.matches(value.func, {"torch.*"}) and not ctx.matches(value.func, NOT_TENSORS)
 
 
 def _kinds_by_body(ctx: RuleContext) -> dict[cst.CSTNode, ValueKinds]:
