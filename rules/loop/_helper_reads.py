@@ -23,6 +23,7 @@ from ..analysis.model.tensors import is_host_expr
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.duck_methods import project_method_by_use
 from ..analysis.syntax.project import ProjectCall, project_class_method, project_function, project_method
 from ..analysis.syntax.tree import walk
 from ._host_tensors import host_tensor
@@ -276,8 +277,12 @@ def _callee(ctx: RuleContext, ta: TrainingAnalysis,
             if reads:
                 return found[1], found[2].params, reads
         return None
-    if method in _CONTAINER_METHODS or _bound_here(ctx, ta, func.value, call):
-        return None  # ``stats.update(loss=loss)`` of a dict; a receiver bound to something else
+    if _bound_here(ctx, ta, func.value, call):
+        return None  # a receiver bound to something else
+    if method in _CONTAINER_METHODS:  # ``stats.update(loss=loss)`` of a dict, unless the name's other
+        imported = project_method_by_use(ctx, call)  # methods name one class (``log_writer.set_step()``)
+        return (imported.name, imported.facts.params, reads) \
+            if imported is not None and (reads := _imported_reads(imported)) else None
     if method in _MODEL_METHODS:
         return None  # a model's own forward: a sync there is the model's (its module reports it)
     imported = project_function(ctx, call) or project_method(ctx, call)
@@ -340,9 +345,11 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressi
     if isinstance(expr, cst.Subscript):
         return _device_value(ctx, ta, expr.value, at, depth + 1)
     if isinstance(expr, cst.Call) and (name := dotted_name(expr.func)) is not None and \
-            _LOSS_FUNCTION.search(name.removeprefix("self.")):
+            _LOSS_FUNCTION.search(name.removeprefix("self.")) and \
+            not name.endswith((".state_dict", ".get_scale")):
         # ``criterion(out, y)``, ``self.compute_loss(batch)``, a loss object's method
-        # (``self.loss_computer.compute(data, n)``): losses, on the outputs' device
+        # (``self.loss_computer.compute(data, n)``): losses, on the outputs' device (not a loss scaler's
+        # ``loss_scaler.state_dict()``: its scale is a Python float)
         return True
     if host_tensor(ctx, ta, expr, at):
         return False
