@@ -100,7 +100,8 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
                 continue
             args = passed_for(call, params, param)
             # ``t.item()`` on every call: what is passed has ``.item()``, a tensor unless shown otherwise
-            specific = at.startswith(_TENSOR_ONLY)
+            # (also through the helper's own helpers: ``evaluate_worker`` (``batch_pix_accuracy`` (``.item()``)))
+            specific = at.startswith(_TENSOR_ONLY) or any(f"({t}" in at for t in _TENSOR_ONLY)
             device = [a for a in args if _device_value(ctx, ta, a.value, call, 0) or
                       specific and _maybe_tensor(ctx, ta, a.value, call)]
             if device:
