@@ -13,6 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.facts.placement import moved_before
+from ..analysis.model.forward_reach import model_buffer
 from ..analysis.model.reaching import reaching_assignments
 from ..analysis.model.tensors import is_host_expr
 from ..analysis.model.training import TrainingAnalysis
@@ -42,6 +43,11 @@ def _device_operand(ctx: RuleContext, ta: TrainingAnalysis, operand: cst.BaseExp
         return False
     if _moved_field_item(ctx, operand, at):
         return True
+    root = operand
+    while isinstance(root, cst.Subscript):
+        root = root.value
+    if model_buffer(ctx, root):  # ``while self.steps < n:`` of a registered buffer: it moves with the module
+        return not _host_by_assignment(ctx, operand, at)
     if not ta.is_tensor_expr(operand) or is_host_expr(ta, operand) or _host_by_assignment(ctx, operand, at):
         return False
     return not host_tensor(ctx, ta, operand, at)  # type: ignore[arg-type]
