@@ -53,6 +53,9 @@ NN_TENSORS = frozenset({
     "torch.nn.utils.get_total_norm", "torch.nn.utils.clip_grad.get_total_norm",
     "torch.nn.utils.parameters_to_vector", "torch.nn.utils.convert_parameters.parameters_to_vector",
 })
+# Tensor methods that return a tensor again (a copy, a view, a cast): of a tensor, a tensor.
+_SAME_TENSOR = frozenset({"to", "cuda", "contiguous", "long", "int", "bool", "squeeze", "unsqueeze", "permute",
+                          "transpose", "type_as", "clamp", "pow", "sigmoid", "tanh", "round", "t", "expand"})
 # Tensor methods returning a tuple of tensors (``values, indices``; chunks).
 _TUPLE_METHODS = frozenset({"max", "min", "topk", "sort", "kthvalue", "median", "mode", "chunk", "split", "unbind",
                             "aminmax"})
@@ -172,6 +175,9 @@ class ValueKinds:
             if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
                 return not module_function(ta, func) and not self.is_host(func.value) and \
                     not ta.is_module_like(func.value)
+            if isinstance(func, cst.Attribute) and func.attr.value in _SAME_TENSOR and \
+                    isinstance(func.value, (cst.Name, cst.Call, cst.Subscript)):
+                return self.is_tensor(func.value)  # ``torch.cat(parts).to(device)``: a tensor's copy or view
             return ta.is_model(func) or ta.is_criterion(func)
         if isinstance(expr, cst.BinaryOperation):
             if self.is_host(expr.left) and self.is_host(expr.right):
