@@ -119,11 +119,16 @@ class ValueKinds:
         values: dict[str, list[cst.BaseExpression]] = {}
         for name, value in assigns + updates:  # ``s = 0.; s += mse(a, b)``: not a host value
             values.setdefault(name, []).append(value)
+        # names bound otherwise too: unpacked, a parameter, a loop's target (``x = x.to(d)`` of a batch field)
+        unpacked = {n for names, _ in tuples for n in names} | {
+            p.name.value for p in walk(fn_body) if isinstance(p, cst.Param)} | {
+            n for f in walk(fn_body) if isinstance(f, cst.For) for n in _names_of(f.target)}
         for _ in range(3):
             before = len(self.tensors) + len(self.host)
             for name, value in assigns:
-                if name not in self.tensors and self.is_tensor(value):
-                    self.tensors.add(name)
+                if name not in self.tensors and self.is_tensor(value) and \
+                        (len(values[name]) == 1 and name not in unpacked or not _same_tensor_call(value)):
+                    self.tensors.add(name)  # (``x = x.to(d)`` of a name bound to a batch before: not known)
             for names, value in tuples:
                 if not names <= self.tensors and self._tensor_tuple(value):
                     self.tensors |= names
@@ -191,6 +196,19 @@ class ValueKinds:
             cls = self.ctx.enclosing(expr, cst.ClassDef)
             return cls is not None and expr.attr.value in self.ctx.fact(_device_attributes).get(cls, ())
         return False
+
+
+def _names_of(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _names_of(e.value)}
+    return set()
+
+
+def _same_tensor_call(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+        value.func.attr.value in _SAME_TENSOR
 
 
 def _device_attributes(ctx: RuleContext) -> dict[cst.ClassDef, frozenset[str]]:
