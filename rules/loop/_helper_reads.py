@@ -32,6 +32,7 @@ _MAX_DEPTH = 8
 # Functions whose result is the losses of what they are given, or those losses reduced.
 _LOSS_FUNCTION = re.compile(r"loss|criterion", re.IGNORECASE)
 _REDUCE_FUNCTION = re.compile(r"reduce|gather", re.IGNORECASE)
+_DEVICE_PARAM = re.compile(r"device|^dev$|gpu|cuda|rank", re.IGNORECASE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +102,9 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
             args = passed_for(call, params, param)
             # ``t.item()`` on every call: what is passed has ``.item()``, a tensor unless shown otherwise
             # (also through the helper's own helpers: ``evaluate_worker`` (``batch_pix_accuracy`` (``.item()``)))
-            specific = at.startswith(_TENSOR_ONLY) or any(f"({t}" in at for t in _TENSOR_ONLY)
+            # (a parameter for the device is read only through what is moved there: ``labels.to(device)``)
+            specific = (at.startswith(_TENSOR_ONLY) or any(f"({t}" in at for t in _TENSOR_ONLY)) and \
+                not _DEVICE_PARAM.search(param)
             device = [a for a in args if _device_value(ctx, ta, a.value, call, 0) or
                       specific and _maybe_tensor(ctx, ta, a.value, call)]
             if device:
