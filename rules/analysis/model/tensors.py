@@ -123,6 +123,10 @@ class ValueKinds:
         unpacked = {n for names, _ in tuples for n in names} | {
             p.name.value for p in walk(fn_body) if isinstance(p, cst.Param)} | {
             n for f in walk(fn_body) if isinstance(f, cst.For) for n in _names_of(f.target)}
+        for node in walk(fn_body):  # ``feat, lens = self.fetch_data(batch)``: what this file's function returns
+            if isinstance(node, cst.Assign) and len(node.targets) == 1 and \
+                    isinstance(node.targets[0].target, (cst.Tuple, cst.List)) and isinstance(node.value, cst.Call):
+                self.tensors |= _returned_tensors(ta, node.targets[0].target, node.value) - unpacked_twice(tuples)
         for _ in range(3):
             before = len(self.tensors) + len(self.host)
             for name, value in assigns:
@@ -196,6 +200,61 @@ class ValueKinds:
             cls = self.ctx.enclosing(expr, cst.ClassDef)
             return cls is not None and expr.attr.value in self.ctx.fact(_device_attributes).get(cls, ())
         return False
+
+
+def unpacked_twice(tuples: list[tuple[set[str], cst.BaseExpression]]) -> set[str]:
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for names, _ in tuples:
+        twice |= names & seen
+        seen |= names
+    return twice
+
+
+def _building(ctx: RuleContext) -> set[cst.CSTNode]:
+    return set()  # the function bodies whose kinds are being computed (a call cycle proves nothing)
+
+
+def _returned_tensors(ta: TrainingObjects, target: cst.Tuple | cst.List, call: cst.Call) -> set[str]:
+    """The names of ``a, b = f(...)`` that get a tensor: ``f`` is a function of this file (or a method
+    of the caller's class, ``self.fetch_data``) whose every return is a tuple as long as the target,
+    with a tensor at that place by ``f``'s own kinds (``txt_len = torch.sum(txt != 0, -1)``)."""
+    ctx = ta.ctx
+    func = call.func
+    callee = None
+    if isinstance(func, cst.Name):
+        found = [f for f in ctx.nodes(cst.FunctionDef) if f.name.value == func.value and
+                 ctx.enclosing(f, cst.FunctionDef, cst.ClassDef) is None]
+        callee = found[0] if len(found) == 1 else None
+    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" and \
+            (cls := ctx.enclosing(call, cst.ClassDef)) is not None:
+        found = [f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == func.attr.value]
+        callee = found[0] if len(found) == 1 else None
+    building = ctx.fact(_building)
+    if callee is None or callee in building or not _moves(ctx, callee):
+        return set()
+    returns = [r.value for r in walk(callee.body) if isinstance(r, cst.Return)]
+    if not returns or not all(isinstance(r, (cst.Tuple, cst.List)) and len(r.elements) == len(target.elements)
+                              for r in returns):
+        return set()
+    building.add(callee)
+    try:
+        kinds = kinds_at(ta, returns[0])
+        out = set()
+        for i, e in enumerate(target.elements):
+            if isinstance(e.value, cst.Name) and all(kinds.is_tensor(r.elements[i].value)  # type: ignore[union-attr]
+                                                     for r in returns):
+                out.add(e.value.value)
+        return out
+    finally:
+        building.discard(callee)
+
+
+def _moves(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    """Does ``fn`` put what it returns on a device (``x.to(self.device)``, ``.cuda()``, ``device=``)? Its
+    tensors are then device tensors, not CPU ones built from host data."""
+    return any(method_call(n, "to", "cuda") or isinstance(n, cst.Arg) and n.keyword is not None and
+               n.keyword.value == "device" for n in walk(fn.body))
 
 
 def _names_of(target: cst.BaseExpression) -> set[str]:
