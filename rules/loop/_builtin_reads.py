@@ -73,9 +73,13 @@ def device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressio
     if any(method_call(n, *_HOST_READS) or isinstance(n, cst.Call) and
            dotted_name(n.func) in ("float", "int", "bool", "len") for n in walk(expr, include_self=True)):
         return False
-    root = expr
-    while isinstance(root, cst.Subscript):
-        root = root.value
-    if not (ta.is_tensor_expr(expr) or model_buffer(ctx, root)) or is_host_expr(ta, expr):
+    if not (ta.is_tensor_expr(expr) or model_buffer(ctx, buffer_root(expr))) or is_host_expr(ta, expr):
         return False
     return not host_tensor(ctx, ta, expr, at)
+
+
+def buffer_root(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``self.ema_vals`` of ``self.ema_vals[0]``: the value an element is read from."""
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return expr

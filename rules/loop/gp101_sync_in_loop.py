@@ -20,7 +20,7 @@ from ..analysis.model.step_functions import has_step_functions, step_function_ca
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
-from ._builtin_reads import builtin_reads
+from ._builtin_reads import buffer_root, builtin_reads
 from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, read_of_argument
 from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
@@ -361,7 +361,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             if _truth_of_tensor(ctx, ta, arg, call):
                 yield call, f"{call.func.value}()"  # ``bool(loss == 0)``: the comparison's answer is on the device
                 continue
-            if _contains_sync(arg) or not (ta.is_tensor_expr(arg) or model_buffer(ctx, arg)) or \
+            if _contains_sync(arg) or not (ta.is_tensor_expr(arg) or model_buffer(ctx, buffer_root(arg))) or \
                     host_tensor(ctx, ta, arg, call):
                 continue
             if not ctx.matches(call.func, set(CONVERTERS)):

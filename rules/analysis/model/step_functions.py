@@ -97,12 +97,26 @@ def step_function_caller(ta: TrainingAnalysis, node: cst.CSTNode, *, flags: bool
     if not _may_step(ctx):
         return None
     fn = _holder(ta, node, flags)
+    if fn is not None and not _runs_a_step(ta, fn, 0) and (by := _step_callee(ta, fn, flags)) is not None:
+        fn = by  # ``self._compute_actor_loss(...)`` called from the step function: once per step too
     if fn is None or not _runs_a_step(ta, fn, 0) or not _called_per_step(ta, fn, 0):
         return None
     cls = ctx.enclosing(fn, cst.ClassDef)
     name = f"{cls.name.value}.{fn.name.value}" if cls is not None and ctx.parent(ctx.parent(fn)) is cls \
         else fn.name.value
     return StepCaller(name, "", 0, "training step")
+
+
+def _step_callee(ta: TrainingAnalysis, fn: cst.FunctionDef, flags: bool) -> cst.FunctionDef | None:
+    """The one step function of this file that calls ``fn`` (a helper method of the step: computing a
+    loss, its metrics) outside loops and periodic guards, when every call of ``fn`` is there: ``fn``
+    then runs on every step that function runs."""
+    calls = ta.calls_of(fn)
+    holders = {_holder(ta, c, flags) for c in calls}
+    if not calls or len(holders) != 1:
+        return None
+    caller = holders.pop()
+    return caller if caller is not None and caller is not fn and _runs_a_step(ta, caller, 0) else None
 
 
 def _holder(ta: TrainingAnalysis, node: cst.CSTNode, flags: bool) -> cst.FunctionDef | None:
