@@ -20,7 +20,7 @@ from ..analysis.model.step_functions import has_step_functions, step_function_ca
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
-from ._builtin_reads import buffer_root, builtin_reads
+from ._builtin_reads import buffer_root, builtin_reads, device_value
 from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, read_of_argument
 from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
@@ -412,6 +412,8 @@ def _tested_tensors(ctx: RuleContext, ta: TrainingAnalysis, test: cst.BaseExpres
         if compared is not None:
             yield compared
         return
+    if isinstance(test, (cst.Name, cst.Attribute, cst.Subscript)) and device_value(ctx, ta, test, owner):
+        yield test  # type: ignore[misc]  # ``if found:``, ``assert mask[i]``: bool() of a device tensor
     if not isinstance(test, cst.Call) or any(a.star for a in test.args):
         return
     if ctx.matches(test.func, _TENSOR_TESTS):
