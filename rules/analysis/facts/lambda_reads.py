@@ -81,18 +81,18 @@ def _reader(name: str, fn: cst.Lambda) -> LambdaRead | None:
 def lambda_read(ctx: RuleContext, call: cst.Call) -> tuple[cst.BaseExpression, LambdaRead] | None:
     """(what it reads, the lambda) when ``call`` runs a reading lambda of its own function or of the
     module (not one its function binds the name to something else) and passes its parameter."""
-    if not isinstance(call.func, cst.Name) or not ctx.fact(_compute):
+    if not isinstance(call.func, cst.Name):
+        return None
+    table = lambda_reads(ctx)
+    if not table:
         return None
     name = call.func.value
     fn = ctx.enclosing(call, cst.FunctionDef)
-    table = lambda_reads(ctx)
     found = table.get(fn, {}).get(name) if fn is not None else None
     if found is None:
-        if fn is not None and (_binds(fn, name) or name in table.get(fn, {})):
-            return None
         found = table.get(None, {}).get(name)
-    if found is None:
-        return None
+        if found is None or fn is not None and name in ctx.fact(_bound_names).get(fn, ()):
+            return None
     index = found.params.index(found.param)
     for a in call.args:
         if a.star:
@@ -103,17 +103,18 @@ def lambda_read(ctx: RuleContext, call: cst.Call) -> tuple[cst.BaseExpression, L
     return (positional[index].value, found) if index < len(positional) else None
 
 
-def _binds(fn: cst.FunctionDef, name: str) -> bool:
-    """Does ``fn`` take ``name`` as a parameter or bind it (so the module's lambda is not what runs)?"""
-    p = fn.params
-    if any(q.name.value == name for q in (*p.posonly_params, *p.params, *p.kwonly_params)):
-        return True
-    return any(isinstance(n, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name
-                                                 for t in n.targets) for n in walk(fn.body))
-
-
-def lambda_label(found: LambdaRead) -> str:
-    return f"`{found.name}` ({found.how})"
+def _bound_names(ctx: RuleContext) -> dict[cst.FunctionDef, set[str]]:
+    """The names each function takes as a parameter or binds (so a module's lambda of that name is
+    not what its calls run)."""
+    out: dict[cst.FunctionDef, set[str]] = {}
+    for fn in ctx.nodes(cst.FunctionDef):
+        p = fn.params
+        out.setdefault(fn, set()).update(q.name.value for q in (*p.posonly_params, *p.params, *p.kwonly_params))
+    for node in ctx.nodes(cst.Assign):
+        fn = ctx.enclosing(node, cst.FunctionDef)
+        if fn is not None:
+            out.setdefault(fn, set()).update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+    return out
 
 
 def lambda_functions(ctx: RuleContext, line_of: Callable[[cst.CSTNode], int]) -> dict[str, FunctionFacts]:
@@ -121,3 +122,7 @@ def lambda_functions(ctx: RuleContext, line_of: Callable[[cst.CSTNode], int]) ->
     (``FunctionFacts.syncs``): what an importer needs to see ``tools.to_np(loss)`` read ``loss``."""
     return {name: FunctionFacts(params=read.params, syncs=((read.param, "read", line_of(read.node), read.how),))
             for name, read in lambda_reads(ctx).get(None, {}).items()}
+
+
+def lambda_label(found: LambdaRead) -> str:
+    return f"`{found.name}` ({found.how})"

@@ -50,9 +50,11 @@ def _stepping_objects(ctx: RuleContext) -> dict[str, str]:
         for m in c.body.body)}
     if not ctx.project and not local:
         return {}
+    called = {name for c in ctx.nodes(cst.Call) if (name := dotted_name(c.func)) is not None}
     ctors: dict[str, list[cst.BaseExpression]] = {}
     for name, value in assignments(ctx):
-        ctors.setdefault(name, []).append(strip_chain(value))
+        if name in called:  # (only names the file calls: ``self._model_opt(loss, params)``)
+            ctors.setdefault(name, []).append(strip_chain(value))
     out = {}
     for name, values in ctors.items():
         if len(values) == 1 and isinstance(values[0], cst.Call) and dotted_name(values[0].func) in local:
