@@ -150,6 +150,12 @@ def _evaluate(node: ast.expr, importer: str, names: dict[str, str]) -> str | Non
     if isinstance(node, ast.Attribute) and node.attr == "parent":
         inner = _evaluate(node.value, importer, names)
         return os.path.dirname(os.path.normpath(inner)) if inner is not None else None
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and len(node.value.args) == 1 and \
+            isinstance(node.slice, ast.Constant) and node.slice.value == 0 and \
+            (split := _dotted(node.value.func)) is not None and split.endswith(".split") and \
+            split.rsplit(".", 1)[0] in _OS_PATH:  # ``os.path.split(cur_path)[0]``: the folder
+        inner = _evaluate(node.value.args[0], importer, names)
+        return os.path.dirname(os.path.normpath(inner)) if inner is not None else None
     if not isinstance(node, ast.Call):
         return None
     func = _dotted(node.func)

@@ -15,6 +15,7 @@ import libcst as cst
 from .._api import Finding
 from ..analysis.facts.arg_reads import HOST_READS, may_read_args, tensor_arg_reads
 from ..analysis.facts.helper_syncs import ALWAYS, READ, local_callee, may_sync, module_syncs, passed_for
+from ..analysis.model.step_functions import step_function_caller
 from ..analysis.model.step_reach import returned_closures
 from ..analysis.model.models import strip_chain
 from ..analysis.model.reaching import reaching_assignment
@@ -22,6 +23,7 @@ from ..analysis.model.tensors import is_host_expr
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.duck_methods import project_method_by_use
 from ..analysis.syntax.project import ProjectCall, project_class_method, project_function, project_method
 from ..analysis.syntax.tree import walk
 from ._host_tensors import host_tensor
@@ -30,6 +32,7 @@ _MAX_DEPTH = 8
 # Functions whose result is the losses of what they are given, or those losses reduced.
 _LOSS_FUNCTION = re.compile(r"loss|criterion", re.IGNORECASE)
 _REDUCE_FUNCTION = re.compile(r"reduce|gather", re.IGNORECASE)
+_DEVICE_PARAM = re.compile(r"device|^dev$|gpu|cuda|rank", re.IGNORECASE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,10 +83,11 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
             continue
         kind = ""
         if ta.every_step_loop(call) is None:
-            caller = ta.every_step_caller(call)
+            caller = ta.every_step_caller(call) or step_function_caller(ta, call)
             if caller is None:
                 continue
-            kind = f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
+            kind = f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)" if caller.where else \
+                f"{caller.kind} (one call of `{caller.function}` is a whole step)"
         found = _callee(ctx, ta, call)
         if found is None:
             continue
@@ -97,7 +101,10 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
                 continue
             args = passed_for(call, params, param)
             # ``t.item()`` on every call: what is passed has ``.item()``, a tensor unless shown otherwise
-            specific = at.startswith(_TENSOR_ONLY)
+            # (also through the helper's own helpers: ``evaluate_worker`` (``batch_pix_accuracy`` (``.item()``)))
+            # (a parameter for the device is read only through what is moved there: ``labels.to(device)``)
+            specific = (at.startswith(_TENSOR_ONLY) or any(f"({t}" in at for t in _TENSOR_ONLY)) and \
+                not _DEVICE_PARAM.search(param)
             device = [a for a in args if _device_value(ctx, ta, a.value, call, 0) or
                       specific and _maybe_tensor(ctx, ta, a.value, call)]
             if device:
@@ -274,8 +281,12 @@ def _callee(ctx: RuleContext, ta: TrainingAnalysis,
             if reads:
                 return found[1], found[2].params, reads
         return None
-    if method in _CONTAINER_METHODS or _bound_here(ctx, ta, func.value, call):
-        return None  # ``stats.update(loss=loss)`` of a dict; a receiver bound to something else
+    if _bound_here(ctx, ta, func.value, call):
+        return None  # a receiver bound to something else
+    if method in _CONTAINER_METHODS:  # ``stats.update(loss=loss)`` of a dict, unless the name's other
+        imported = project_method_by_use(ctx, call)  # methods name one class (``log_writer.set_step()``)
+        return (imported.name, imported.facts.params, reads) \
+            if imported is not None and (reads := _imported_reads(imported)) else None
     if method in _MODEL_METHODS:
         return None  # a model's own forward: a sync there is the model's (its module reports it)
     imported = project_function(ctx, call) or project_method(ctx, call)
@@ -338,9 +349,11 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressi
     if isinstance(expr, cst.Subscript):
         return _device_value(ctx, ta, expr.value, at, depth + 1)
     if isinstance(expr, cst.Call) and (name := dotted_name(expr.func)) is not None and \
-            _LOSS_FUNCTION.search(name.removeprefix("self.")):
+            _LOSS_FUNCTION.search(name.removeprefix("self.")) and \
+            not name.endswith((".state_dict", ".get_scale")):
         # ``criterion(out, y)``, ``self.compute_loss(batch)``, a loss object's method
-        # (``self.loss_computer.compute(data, n)``): losses, on the outputs' device
+        # (``self.loss_computer.compute(data, n)``): losses, on the outputs' device (not a loss scaler's
+        # ``loss_scaler.state_dict()``: its scale is a Python float)
         return True
     if host_tensor(ctx, ta, expr, at):
         return False

@@ -14,6 +14,7 @@ import libcst as cst
 
 from ..analysis.facts.host_values import rebound_to_host
 from ..analysis.facts.placement import moved_before
+from ..analysis.model.forward_reach import model_buffer
 from ..analysis.model.tensors import is_host_expr
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, method_call
@@ -42,6 +43,11 @@ def _device_operand(ctx: RuleContext, ta: TrainingAnalysis, operand: cst.BaseExp
         return False
     if _moved_field_item(ctx, operand, at):
         return True
+    root = operand
+    while isinstance(root, cst.Subscript):
+        root = root.value
+    if model_buffer(ctx, root):  # ``while self.steps < n:`` of a registered buffer: it moves with the module
+        return not rebound_to_host(ctx, operand, at)
     if not ta.is_tensor_expr(operand) or is_host_expr(ta, operand) or rebound_to_host(ctx, operand, at):
         return False
     return not host_tensor(ctx, ta, operand, at)  # type: ignore[arg-type]

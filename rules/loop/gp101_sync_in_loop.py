@@ -18,13 +18,15 @@ from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.forward_reach import forward_read_caller, forward_roots, model_buffer
 from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.step_functions import has_step_functions, step_function_caller
-from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
+from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
+from ._builtin_reads import buffer_root, builtin_reads
 from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, read_of_argument
 from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
-from ._truth_tests import compared_tensor
+from ._tested_tensors import SYNC_METHODS, branching as _branching, contains_sync as _contains_sync, tested_tensors as _tested_tensors, \
+    truth_of_tensor as _truth_of_tensor
 from ._host_tensors import device_receiver, host_tensor
 from ._cpu_copies import copy_to_cpu
 from ._lightning_logs import log_call_around, logged_directly
@@ -32,7 +34,6 @@ from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._out_of_loop_reads import collective_read as _collective_read, from_elsewhere as _from_elsewhere, \
     in_step_function as _in_step_function
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.tree import children_of, walk
 
 
 class SyncInLoop(Rule):
@@ -137,14 +138,18 @@ class SyncInLoop(Rule):
         "read, unless it is behind `step % N == 0 and` or a `flag or` whose branch sets the flag. "
         "`math.isfinite`/`isnan`/`isinf` of a tensor (or of a loss name bound to a `sum(...)` of a "
         "dict's values), `loss.data[0]` (the pre-0.4 spelling of `.item()`) and a GradScaler's "
-        "`get_scale()`/`state_dict()` (a name with `scaler` in it) are host reads too.",
+        "`get_scale()`/`state_dict()` (a name with `scaler` in it) are host reads too, and so are `max(t)`, `min(t)`, "
+        "`sorted(t)`, `any(t > 0)`, `all(t)` of a device tensor and `max(loss, 1e-3)` (Python compares its elements on the host, one read each; `sum(t)` and `len(t)` read nothing), and a "
+        "comparison with a buffer a module registers (`while self.steps < n:`).",
         "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`) are not seen. A first-party helper "
         "that reads on the host a value computed from what it is handed (`def to_scalar(t): return t.item()`, `def "
         "top1(out, y): return (out.argmax(1) == y).float().mean().item()`, a meter's `update(self, v): self.sum += "
         "float(v)`, a `check(loss)` testing `torch.isfinite(loss)`, the closure a factory returns, `avg = "
         "make_averager(); avg(losses)`, directly or through another such helper) is reported at each per-step call "
         "that hands it a device tensor, naming the helper and its read, and not in its body when that is in this "
-        "file; a helper that computes the value itself by running what it is handed (`model(x).item()`) keeps its "
+        "file (a lambda bound to a name, `to_np = lambda x: x.detach().cpu().numpy()`, is such a helper; a method that "
+        "calls an object whose `__call__` runs the backward and the step, an optimizer wrapper, is itself a whole step: "
+        "`metrics = self._model_opt(loss, params)`); a helper that computes the value itself by running what it is handed (`model(x).item()`) keeps its "
         "own finding. A copy to a device variable that is the CPU (`x.to(loss_device)` with `loss_device = "
         "torch.device(\"cpu\")`) is a read like `.cpu()`, and what is computed only from such copies is on the "
         "host. A logging block rate-limited by the wall clock (`if time.time() - last_log > every_s:` whose body "
@@ -307,7 +312,6 @@ def _in_step_hook(ctx: RuleContext, call: cst.BaseExpression, what: str) -> Iter
 # ``.numpy()`` and ``float()``/``int()``/``bool()`` of a tensor, less the copies whose data is
 # what the code is for (a picture, a file, an environment's actions).
 # --------------------------------------------------------------------------------------------
-SYNC_METHODS = ("item", "tolist", "cpu", "numpy")
 _HOST_USE = ("the host value is used in the step (a condition, an argument, a computation), not only summed "
              "into a running total that could stay on the device")
 CONVERTERS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool"}
@@ -332,6 +336,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             if len(call.args) == 1 and ctx.matches(call.func, set(_MATH_TESTS)) and \
                     _device_value(ctx, ta, call.args[0].value, call):
                 yield call, next(v for k, v in _MATH_TESTS.items() if ctx.matches(call.func, {k}))
+    yield from builtin_reads(ctx, ta)  # ``max(lengths)``, ``to_np(loss)`` of a reading lambda
     for owner in _branching(ctx):
         compared = False  # ``assert x.min() >= 0 and x.max() < n``: one wait, one finding
         for part in _tested_tensors(ctx, ta, owner.test, owner):
@@ -365,7 +370,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             if _truth_of_tensor(ctx, ta, arg, call):
                 yield call, f"{call.func.value}()"  # ``bool(loss == 0)``: the comparison's answer is on the device
                 continue
-            if _contains_sync(arg) or not (ta.is_tensor_expr(arg) or model_buffer(ctx, arg)) or \
+            if _contains_sync(arg) or not (ta.is_tensor_expr(arg) or model_buffer(ctx, buffer_root(arg))) or \
                     host_tensor(ctx, ta, arg, call):
                 continue
             if not ctx.matches(call.func, set(CONVERTERS)):
@@ -375,73 +380,6 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
 
 # torch functions whose result a branch tests: ``if torch.isnan(loss):`` copies the answer to the
 # host (``allclose``/``equal`` return a Python bool, read from the device the same way).
-_TENSOR_TESTS = frozenset({"torch.isnan", "torch.isinf", "torch.isfinite", "torch.isposinf", "torch.isneginf",
-                           "torch.any", "torch.all", "torch.allclose", "torch.equal"})
-_TEST_METHODS = ("any", "all", "isnan", "isinf", "isfinite")
-
-
-def _branching(ctx: RuleContext) -> list[cst.If | cst.While | cst.Assert | cst.IfExp]:
-    """The nodes whose condition Python evaluates to a bool: ``if``/``elif``, ``while``,
-    ``assert``, and a conditional expression."""
-    return ctx.nodes(cst.If, cst.While, cst.Assert, cst.IfExp)
-
-
-def _latched(owner: cst.CSTNode, flag: cst.BaseExpression) -> bool:
-    """``if seen or <test>:`` whose body sets ``seen = True``: after the first time, ``or`` never
-    evaluates the test again."""
-    if not isinstance(owner, cst.If) or not isinstance(flag, cst.Name):
-        return False
-    return any(isinstance(n, cst.Assign) and isinstance(n.value, cst.Name) and n.value.value == "True" and
-               any(isinstance(t.target, cst.Name) and t.target.value == flag.value for t in n.targets)
-               for n in walk(owner.body))
-
-
-def _tested_tensors(ctx: RuleContext, ta: TrainingAnalysis, test: cst.BaseExpression,
-                    owner: cst.CSTNode) -> Iterator[cst.Call | cst.Comparison]:
-    """Operands of a condition (through ``and``/``or``/``not``) that are a device tensor's test:
-    ``torch.isnan(loss)``, ``torch.isinf(grad).any()``, ``(pred == y).all()``,
-    ``torch.allclose(a, b)``. Branching on one copies it to the host and waits for the GPU, as
-    ``.item()`` does. Tensors in host memory (a torch factory's result without a device) are not."""
-    if isinstance(test, cst.BooleanOperation):
-        yield from _tested_tensors(ctx, ta, test.left, owner)
-        if not (isinstance(test.operator, cst.And) and is_periodic_test(test.left) or
-                isinstance(test.operator, cst.Or) and _latched(owner, test.left)):
-            yield from _tested_tensors(ctx, ta, test.right, owner)  # ``step % n == 0 and ...``: rate-limited
-        return
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        yield from _tested_tensors(ctx, ta, test.expression, owner)
-        return
-    if isinstance(test, cst.Comparison):
-        compared = compared_tensor(ctx, ta, test)
-        if compared is not None:
-            yield compared
-        return
-    if not isinstance(test, cst.Call) or any(a.star for a in test.args):
-        return
-    if ctx.matches(test.func, _TENSOR_TESTS):
-        tensors = [a.value for a in test.args if a.keyword is None]
-    elif method_call(test, *_TEST_METHODS) and not test.args and not module_function(ta, test.func):
-        receiver = test.func.value  # type: ignore[attr-defined]
-        if not (ta.is_tensor_expr(receiver) or isinstance(receiver, cst.Call) and
-                ctx.matches(receiver.func, _TENSOR_TESTS)):
-            return
-        tensors = [receiver]
-    else:
-        return
-    if tensors and not any(is_host_expr(ta, t) or host_tensor(ctx, ta, t, test) or _contains_sync(t)
-                           for t in tensors):
-        yield test
-
-
-def _truth_of_tensor(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.BaseExpression, call: cst.Call) -> bool:
-    """``bool(loss == 0)``, ``int(torch.isnan(x).any() or y > 1)``, ``bool(not (pred == y).all())``: the
-    converter reads a device tensor's comparison or test on the host, as ``if`` would
-    (``_tested_tensors``)."""
-    if not isinstance(arg, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)):
-        return False
-    return any(True for _ in _tested_tensors(ctx, ta, arg, call))
-
-
 def _indexed_data(ta: TrainingAnalysis, sub: cst.Subscript) -> bool:
     """``loss.data[0]``: one integer index of the ``.data`` of a tensor (or of a name read as a
     loss), read as a Python number where it is used in arithmetic or an assignment."""
@@ -492,9 +430,3 @@ def _looks_like_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.Bas
     if ta.is_tensor_expr(receiver):
         return True
     return isinstance(receiver, (cst.Name, cst.Attribute, cst.Subscript, cst.Call))
-
-
-def _contains_sync(expr: cst.CSTNode) -> bool:
-    if method_call(expr, *SYNC_METHODS):
-        return True
-    return any(_contains_sync(c) for c in children_of(expr) if isinstance(c, cst.BaseExpression | cst.Attribute | cst.Arg))

@@ -191,3 +191,26 @@ def test_scope_analysis_unchecked_names_what_it_names_checked(monkeypatch: pytes
     pairs = list(zip(unchecked.nodes(cst.Name, cst.Attribute), checked.nodes(cst.Name, cst.Attribute)))
     assert pairs and all(unchecked.qualified_names(a) == checked.qualified_names(b) for a, b in pairs)
     assert any("torch.nn.Linear" in unchecked.qualified_names(a) for a, _ in pairs)
+
+
+def test_node_classes_answer_class_tests_as_abcs_do_even_after_a_virtual_subclass_is_registered() -> None:
+    """syntax.tree gives LibCST's node classes the builtin isinstance/issubclass tests; a virtual
+    subclass registered later (nothing in LibCST does) must still be seen, as ABCMeta sees it. Run
+    in a fresh interpreter: the registration changes the classes for the whole process."""
+    import subprocess
+    import sys
+
+    code = (
+        "import abc, libcst as cst\n"
+        "import gpuperf_rewrite.rules.analysis.syntax.tree as t\n"
+        "assert type(cst.Call) is not abc.ABCMeta and type(cst.BaseExpression) is not abc.ABCMeta\n"
+        "call = cst.parse_expression('f(x)')\n"
+        "assert isinstance(call, cst.BaseExpression) and not isinstance(call, cst.Name)\n"
+        "class V: pass\n"
+        "cst.BaseExpression.register(V)\n"
+        "assert type(cst.Call) is abc.ABCMeta\n"
+        "assert isinstance(V(), cst.BaseExpression) and issubclass(V, cst.CSTNode)  # through its registered base\n"
+        "assert isinstance(call, cst.BaseExpression)\n"
+        "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

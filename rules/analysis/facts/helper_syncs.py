@@ -22,6 +22,7 @@ import libcst as cst
 from ..model.tensors import TENSOR_METHODS
 from .arg_reads import reads_both_ways
 from .helper_tests import distributed_test, moved_to_device, type_comparison
+from .lambda_reads import lambda_label, lambda_read
 from ..syntax.calls import dotted_name, host_numpy, literal_value, method_call
 from ..syntax.context import RuleContext
 from ..syntax.project import project_function
@@ -307,6 +308,8 @@ def _read(ctx: RuleContext, fn: cst.FunctionDef, node: cst.CSTNode) -> tuple[cst
                         isinstance(n.func, cst.Attribute) and n.func.attr.value in _TENSOR_CHAIN), None)
         # ``int((scores.argmax(1) == y).sum())``: a tensor's method first, so what was handed is a tensor
         return arg, f"`{node.func.value}()` of `.{chained}()`" if chained else f"`{node.func.value}()`"
+    if isinstance(node, cst.Call) and (found := lambda_read(ctx, node)) is not None:
+        return found[0], lambda_label(found[1])  # ``to_np(t)`` of ``to_np = lambda x: x.cpu().numpy()``
     if isinstance(node, cst.Call) and ctx.matches(node.func, _TENSOR_TESTS) and node.args:
         name = dotted_name(node.func) or "test"
         if name.startswith("math.") or _tested(ctx, fn, node):

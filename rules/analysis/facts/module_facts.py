@@ -24,12 +24,12 @@ from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller
-from ..syntax.project import (CONV, MATMUL, PICK, FunctionFacts,
-                              ModuleFacts, StepCall, project_base_class, project_class,
+from ..syntax.project import (CONV, MATMUL, PICK, FunctionFacts, ModuleFacts, StepCall, project_base_class, project_class,
                               project_function, project_instance_method, project_method, project_model_class)
 from ..syntax.torch_names import AUTOCAST, DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
 from ..syntax.tree import walk
 from .arg_reads import may_read_args, tensor_arg_reads
+from .lambda_reads import lambda_functions
 from .helper_syncs import function_syncs
 from .move_helpers import module_moves
 from ..syntax.output_calls import output_params
@@ -69,7 +69,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
         workload.add(CONV)
     for imported in ctx.project.values():  # models built from the user's other modules
         workload |= imported.workload
-    functions: dict[str, FunctionFacts] = {}
+    functions: dict[str, FunctionFacts] = lambda_functions(ctx, line_of)  # ``to_np = lambda x: x.cpu()``
     models = _model_returning(ctx, ta)
     classes = module_subclasses(ctx) - loss_classes(ctx)
     classes |= {c.name.value for c in ctx.module.body if isinstance(c, cst.ClassDef) and  # ``BetaVAE(ConvVAE)``

@@ -13,6 +13,7 @@ x = data[i:i + bs]``, and leaves out autoregressive decoding (``model(tokens[:, 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
@@ -91,12 +92,25 @@ def _closure(seed: set[str], assigns: list[tuple[set[str], cst.BaseExpression]],
     return names
 
 
-def loop_data(loop: Loop) -> set[str]:
+# A call that draws a fresh batch each time it runs (``get_batch(split)``, ``env.sample_batch(n)``,
+# ``buffer.sample(bs)``, ``next(it)``): what it returns in a counted loop is that iteration's data.
+_DRAWS = re.compile(r"(^|_)(get_batch|next_batch|sample_batch|sample|batch)$|^next$|^__next__$")
+
+
+def loop_data(loop: Loop, drawn: bool = False) -> set[str]:
     """Names holding what one iteration reads from the loop's source: the ``for`` target, or
-    what ``next(...)`` returns in a ``while``, and names computed from those."""
+    what ``next(...)`` returns in a ``while``, and names computed from those. With ``drawn``, also
+    what a ``for`` over a counter draws by a call at its top level (``X, Y = get_batch("val")`` in
+    ``for k in range(eval_iters):``)."""
     seed: set[str] = set()
     if isinstance(loop, cst.For):
         seed = target_names(loop.target)
+        if drawn:
+            for node in walk(loop.body, stop_at=(cst.For, cst.While)):
+                if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and \
+                        _DRAWS.search((dotted_name(node.value.func) or "").rsplit(".", 1)[-1]):
+                    for t in node.targets:
+                        seed |= target_names(t.target)
     else:
         for node in walk(loop.body):
             if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and \
@@ -132,7 +146,7 @@ def batch_model_call(ta: TrainingQueries, loop: Loop) -> cst.Call | None:
     calls = _model_calls(ta, loop)
     if not calls:
         return None
-    data = loop_data(loop)
+    data = loop_data(loop, drawn=True)
     if not data:
         return None
     assigns = _assignments(loop.body)

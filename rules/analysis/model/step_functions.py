@@ -18,22 +18,75 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
+from ..syntax.project import project_class_method
 from ..syntax.launch import StepCaller
 from ..syntax.tree import walk
 from .guards import flag_name, on_by_default
-from .training import TrainingAnalysis
+from .models import assignments, strip_chain
+from .training import TrainingAnalysis, analysis
 
 _DEPTH = 3  # callers followed from one function
 
 
-def _may_step(source: str) -> bool:
-    return "backward" in source or ".step(" in source
+def _may_step(ctx: RuleContext) -> bool:
+    return "backward" in ctx.source or ".step(" in ctx.source or bool(ctx.fact(_stepping_objects))
 
 
 def has_step_functions(ta: TrainingAnalysis) -> bool:
     """Does a function of this file run a whole training step on each call?"""
-    return _may_step(ta.ctx.source) and any(ta.steps_each_call(f) for f in ta.ctx.nodes(cst.FunctionDef))
+    return _may_step(ta.ctx) and any(ta.steps_each_call(f) or f in ta.ctx.fact(_object_steppers)
+                                     for f in ta.ctx.nodes(cst.FunctionDef))
+
+
+def _stepping_objects(ctx: RuleContext) -> dict[str, str]:
+    """Names (``self._model_opt``, ``opt``) bound once in the file to an instance of a class of the user's
+    other modules whose ``__call__`` runs a whole training step (an optimizer wrapper: ``tools.Optimizer``
+    doing ``loss.backward()`` and ``opt.step()`` in ``__call__``), or of such a class of this file, with
+    that class."""
+    local = {c.name.value: c.name.value for c in ctx.nodes(cst.ClassDef) if "__call__" in ctx.source and any(
+        isinstance(m, cst.FunctionDef) and m.name.value == "__call__" and analysis(ctx).steps_each_call(m)
+        for m in c.body.body)}
+    if not ctx.project and not local:
+        return {}
+    called = {name for c in ctx.nodes(cst.Call) if (name := dotted_name(c.func)) is not None}
+    ctors: dict[str, list[cst.BaseExpression]] = {}
+    for name, value in assignments(ctx):
+        if name in called:  # (only names the file calls: ``self._model_opt(loss, params)``)
+            ctors.setdefault(name, []).append(strip_chain(value))
+    out = {}
+    for name, values in ctors.items():
+        if len(values) == 1 and isinstance(values[0], cst.Call) and dotted_name(values[0].func) in local:
+            out[name] = dotted_name(values[0].func)
+        elif len(values) == 1 and isinstance(values[0], cst.Call) and \
+                (found := project_class_method(ctx, values[0].func, ("__call__",))) is not None and \
+                found[2].steps_each_call:
+            out[name] = found[1]
+    return out
+
+
+def _object_steppers(ctx: RuleContext) -> set[cst.FunctionDef]:
+    """The functions of this file that call a stepping object (``_stepping_objects``) unconditionally:
+    one call of each runs a whole training step (``WorldModel._train`` ending in ``self._model_opt(loss,
+    params)``)."""
+    objects = ctx.fact(_stepping_objects)
+    out: set[cst.FunctionDef] = set()
+    for call in ctx.nodes(cst.Call) if objects else ():
+        fn = ctx.enclosing(call, cst.FunctionDef)
+        if fn is not None and dotted_name(call.func) in objects and _unconditional(ctx, call, fn) and \
+                not any(isinstance(a, (cst.For, cst.While)) for a in _between(ctx, call, fn)):
+            out.add(fn)
+    return out
+
+
+def _between(ctx: RuleContext, node: cst.CSTNode, fn: cst.FunctionDef) -> list[cst.CSTNode]:
+    out = []
+    for anc in ctx.ancestors(node):
+        if anc is fn:
+            break
+        out.append(anc)
+    return out
 
 
 def step_function_caller(ta: TrainingAnalysis, node: cst.CSTNode, *, flags: bool = False) -> StepCaller | None:
@@ -43,15 +96,29 @@ def step_function_caller(ta: TrainingAnalysis, node: cst.CSTNode, *, flags: bool
     step is done. None otherwise (and when a loop of this file runs the function: that loop's
     finding says it)."""
     ctx = ta.ctx
-    if not _may_step(ctx.source):
+    if not _may_step(ctx):
         return None
     fn = _holder(ta, node, flags)
+    if fn is not None and not _runs_a_step(ta, fn, 0) and (by := _step_callee(ta, fn, flags)) is not None:
+        fn = by  # ``self._compute_actor_loss(...)`` called from the step function: once per step too
     if fn is None or not _runs_a_step(ta, fn, 0) or not _called_per_step(ta, fn, 0):
         return None
     cls = ctx.enclosing(fn, cst.ClassDef)
     name = f"{cls.name.value}.{fn.name.value}" if cls is not None and ctx.parent(ctx.parent(fn)) is cls \
         else fn.name.value
     return StepCaller(name, "", 0, "training step")
+
+
+def _step_callee(ta: TrainingAnalysis, fn: cst.FunctionDef, flags: bool) -> cst.FunctionDef | None:
+    """The one step function of this file that calls ``fn`` (a helper method of the step: computing a
+    loss, its metrics) outside loops and periodic guards, when every call of ``fn`` is there: ``fn``
+    then runs on every step that function runs."""
+    calls = ta.calls_of(fn)
+    holders = {_holder(ta, c, flags) for c in calls}
+    if not calls or len(holders) != 1:
+        return None
+    caller = holders.pop()
+    return caller if caller is not None and caller is not fn and _runs_a_step(ta, caller, 0) else None
 
 
 def _holder(ta: TrainingAnalysis, node: cst.CSTNode, flags: bool) -> cst.FunctionDef | None:
@@ -97,7 +164,7 @@ def _runs_a_step(ta: TrainingAnalysis, fn: cst.FunctionDef, depth: int) -> bool:
     functions that does, called at its top level outside loops and ``if``s (an early exit before it,
     ``if step % k: return``, skips the step with everything after it: one call that goes on is still
     one step)."""
-    if ta.steps_each_call(fn):
+    if ta.steps_each_call(fn) or fn in ta.ctx.fact(_object_steppers):
         return True
     if depth >= _DEPTH:
         return False

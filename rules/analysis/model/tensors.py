@@ -53,6 +53,9 @@ NN_TENSORS = frozenset({
     "torch.nn.utils.get_total_norm", "torch.nn.utils.clip_grad.get_total_norm",
     "torch.nn.utils.parameters_to_vector", "torch.nn.utils.convert_parameters.parameters_to_vector",
 })
+# Tensor methods that return a tensor again (a copy, a view, a cast): of a tensor, a tensor.
+_SAME_TENSOR = frozenset({"to", "cuda", "contiguous", "long", "int", "bool", "squeeze", "unsqueeze", "permute",
+                          "transpose", "type_as", "clamp", "pow", "sigmoid", "tanh", "round", "t", "expand"})
 # Tensor methods returning a tuple of tensors (``values, indices``; chunks).
 _TUPLE_METHODS = frozenset({"max", "min", "topk", "sort", "kthvalue", "median", "mode", "chunk", "split", "unbind",
                             "aminmax"})
@@ -116,11 +119,20 @@ class ValueKinds:
         values: dict[str, list[cst.BaseExpression]] = {}
         for name, value in assigns + updates:  # ``s = 0.; s += mse(a, b)``: not a host value
             values.setdefault(name, []).append(value)
+        # names bound otherwise too: unpacked, a parameter, a loop's target (``x = x.to(d)`` of a batch field)
+        unpacked = {n for names, _ in tuples for n in names} | {
+            p.name.value for p in walk(fn_body) if isinstance(p, cst.Param)} | {
+            n for f in walk(fn_body) if isinstance(f, cst.For) for n in _names_of(f.target)}
+        for node in walk(fn_body):  # ``feat, lens = self.fetch_data(batch)``: what this file's function returns
+            if isinstance(node, cst.Assign) and len(node.targets) == 1 and \
+                    isinstance(node.targets[0].target, (cst.Tuple, cst.List)) and isinstance(node.value, cst.Call):
+                self.tensors |= _returned_tensors(ta, node.targets[0].target, node.value) - unpacked_twice(tuples)
         for _ in range(3):
             before = len(self.tensors) + len(self.host)
             for name, value in assigns:
-                if name not in self.tensors and self.is_tensor(value):
-                    self.tensors.add(name)
+                if name not in self.tensors and self.is_tensor(value) and \
+                        (len(values[name]) == 1 and name not in unpacked or not _same_tensor_call(value)):
+                    self.tensors.add(name)  # (``x = x.to(d)`` of a name bound to a batch before: not known)
             for names, value in tuples:
                 if not names <= self.tensors and self._tensor_tuple(value):
                     self.tensors |= names
@@ -172,6 +184,9 @@ class ValueKinds:
             if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
                 return not module_function(ta, func) and not self.is_host(func.value) and \
                     not ta.is_module_like(func.value)
+            if isinstance(func, cst.Attribute) and func.attr.value in _SAME_TENSOR and \
+                    isinstance(func.value, (cst.Name, cst.Call, cst.Subscript)):
+                return self.is_tensor(func.value)  # ``torch.cat(parts).to(device)``: a tensor's copy or view
             return ta.is_model(func) or ta.is_criterion(func)
         if isinstance(expr, cst.BinaryOperation):
             if self.is_host(expr.left) and self.is_host(expr.right):
@@ -181,7 +196,132 @@ class ValueKinds:
             return self.is_tensor(expr.value)
         if isinstance(expr, cst.Name):
             return expr.value in self.tensors
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            cls = self.ctx.enclosing(expr, cst.ClassDef)
+            return cls is not None and expr.attr.value in self.ctx.fact(_device_attributes).get(cls, ())
         return False
+
+
+def unpacked_twice(tuples: list[tuple[set[str], cst.BaseExpression]]) -> set[str]:
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for names, _ in tuples:
+        twice |= names & seen
+        seen |= names
+    return twice
+
+
+def _building(ctx: RuleContext) -> set[cst.CSTNode]:
+    return set()  # the function bodies whose kinds are being computed (a call cycle proves nothing)
+
+
+def _returned_tensors(ta: TrainingObjects, target: cst.Tuple | cst.List, call: cst.Call) -> set[str]:
+    """The names of ``a, b = f(...)`` that get a tensor: ``f`` is a function of this file (or a method
+    of the caller's class, ``self.fetch_data``) whose every return is a tuple as long as the target,
+    with a tensor at that place by ``f``'s own kinds (``txt_len = torch.sum(txt != 0, -1)``)."""
+    ctx = ta.ctx
+    func = call.func
+    callee = None
+    if isinstance(func, cst.Name):
+        found = [f for f in ctx.nodes(cst.FunctionDef) if f.name.value == func.value and
+                 ctx.enclosing(f, cst.FunctionDef, cst.ClassDef) is None]
+        callee = found[0] if len(found) == 1 else None
+    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" and \
+            (cls := ctx.enclosing(call, cst.ClassDef)) is not None:
+        found = [f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == func.attr.value]
+        callee = found[0] if len(found) == 1 else None
+    building = ctx.fact(_building)
+    if callee is None or callee in building or not _moves(ctx, callee):
+        return set()
+    returns = [r.value for r in walk(callee.body) if isinstance(r, cst.Return)]
+    if not returns or not all(isinstance(r, (cst.Tuple, cst.List)) and len(r.elements) == len(target.elements)
+                              for r in returns):
+        return set()
+    building.add(callee)
+    try:
+        kinds = kinds_at(ta, returns[0])
+        out = set()
+        for i, e in enumerate(target.elements):
+            if isinstance(e.value, cst.Name) and all(kinds.is_tensor(r.elements[i].value)  # type: ignore[union-attr]
+                                                     for r in returns):
+                out.add(e.value.value)
+        return out
+    finally:
+        building.discard(callee)
+
+
+def _moves(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    """Does ``fn`` put what it returns on a device (``x.to(self.device)``, ``.cuda()``, ``device=``)? Its
+    tensors are then device tensors, not CPU ones built from host data."""
+    return any(method_call(n, "to", "cuda") or isinstance(n, cst.Arg) and n.keyword is not None and
+               n.keyword.value == "device" for n in walk(fn.body))
+
+
+def _names_of(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _names_of(e.value)}
+    return set()
+
+
+def _same_tensor_call(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+        value.func.attr.value in _SAME_TENSOR
+
+
+def _device_attributes(ctx: RuleContext) -> dict[cst.ClassDef, frozenset[str]]:
+    """Per class, the ``self.x`` its methods make a device tensor and only ever update as one: one
+    assignment is a torch factory placed on a device (``self.mean_loss = torch.zeros(n,
+    device=self.device)``), every other a torch call or arithmetic on ``self.x`` itself (``self.mean_loss
+    = (self.mean_loss * i + items) / (i + 1)``), none a host read."""
+    out: dict[cst.ClassDef, frozenset[str]] = {}
+    if "device" not in ctx.source and ".cuda(" not in ctx.source:
+        return out
+    values: dict[tuple[cst.ClassDef, str], list[cst.BaseExpression]] = {}
+    for node in ctx.nodes(cst.Assign, cst.AugAssign):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for t in targets:
+            if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self" and \
+                    (cls := ctx.enclosing(node, cst.ClassDef)) is not None:
+                values.setdefault((cls, t.attr.value), []).append(node.value)
+            elif isinstance(t, (cst.Tuple, cst.List)) and (cls := ctx.enclosing(node, cst.ClassDef)) is not None:
+                for e in t.elements:  # ``self.x, y = ...``: not known, the attribute is left out
+                    if isinstance(e.value, cst.Attribute) and dotted_name(e.value) == f"self.{e.value.attr.value}":
+                        values.setdefault((cls, e.value.attr.value), []).append(cst.Name("None"))
+    found: dict[cst.ClassDef, set[str]] = {}
+    for (cls, attr), vals in values.items():
+        if any(_placed_factory(ctx, v) for v in vals) and \
+                all(_placed_factory(ctx, v) or _self_update(ctx, v, attr) for v in vals):
+            found.setdefault(cls, set()).add(attr)
+    return {cls: frozenset(attrs) for cls, attrs in found.items()}
+
+
+def _placed_factory(ctx: RuleContext, value: cst.BaseExpression) -> bool:
+    """``torch.zeros(n, device=d)``, ``torch.tensor(0.0).to(d)``, ``torch.zeros(n).cuda()``."""
+    if not isinstance(value, cst.Call):
+        return False
+    if method_call(value, "to", "cuda") and isinstance(value.func, cst.Attribute):
+        inner = value.func.value
+        return isinstance(inner, cst.Call) and ctx.matches(inner.func, {"torch.*"}) and \
+            not ctx.matches(inner.func, NOT_TENSORS) and (value.func.attr.value == "cuda" or bool(value.args))
+    return ctx.matches(value.func, {"torch.*"}) and not ctx.matches(value.func, NOT_TENSORS) and \
+        any(a.keyword is not None and a.keyword.value == "device" for a in value.args)
+
+
+def _self_update(ctx: RuleContext, value: cst.BaseExpression, attr: str) -> bool:
+    """Arithmetic on ``self.<attr>`` (or a torch call of it) with no host read anywhere in it."""
+    mentions_self = False
+    for n in walk(value, include_self=True):
+        if isinstance(n, cst.Call) and (method_call(n, "item", "tolist", "cpu", "numpy") or
+                                        dotted_name(n.func) in ("float", "int", "bool", "list", "tuple")):
+            return False
+        if isinstance(n, cst.Attribute) and dotted_name(n) == f"self.{attr}":
+            mentions_self = True
+    if not mentions_self:
+        return False
+    return isinstance(value, cst.BinaryOperation) or isinstance(value, cst.Call) and \
+        ctx.matches(value.func, {"torch.*"}) and not ctx.matches(value.func, NOT_TENSORS)
 
 
 def _kinds_by_body(ctx: RuleContext) -> dict[cst.CSTNode, ValueKinds]:
@@ -211,3 +351,12 @@ def mentions(expr: cst.CSTNode, names: set[str]) -> bool:
         if isinstance(n, (cst.Name, cst.Attribute)) and dotted_name(n) in names:
             return True
     return False
+
+
+_LOSS_NAME = re.compile(r"loss|cost|objective", re.IGNORECASE)
+
+
+def loss_named(expr: cst.BaseExpression) -> bool:
+    """A name (or attribute) whose last part says it holds a loss: ``loss``, ``g_cost``, ``self.objective``."""
+    name = dotted_name(expr)
+    return name is not None and bool(_LOSS_NAME.search(name.rsplit(".", 1)[-1]))

@@ -39,12 +39,11 @@ from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_
 from .step_reach import external_defs, indirect_callee, result_calls, runs_in_place
 from .models import strip_chain
 from .periods import enumerated, per_step_alternative, period_one_by_default, periods
-from .tensors import TENSOR_METHODS, is_tensor_expr
+from .tensors import TENSOR_METHODS, is_tensor_expr, loss_named
 from .training_objects import TrainingObjects
 
 __all__ = ["TENSOR_METHODS", "Loop", "TrainingAnalysis", "analysis", "is_periodic_test"]
 
-_LOSS_NAME = re.compile(r"loss|cost|objective", re.IGNORECASE)
 _BUILTIN_NAMES = frozenset(dir(builtins))
 # Loop kinds, as the messages name one iteration.
 TRAIN, EVAL, BATCH, ROLLOUT = "training step", "eval batch", "batch", "environment step"
@@ -115,7 +114,7 @@ class TrainingAnalysis(TrainingObjects):
     def _hidden_step(self, node: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
         # Cheap syntactic tests first: most calls pass no optimizer.
         values = [a.value for a in node.args if not a.star]
-        loss = next((v for v in values if _loss_named(v)), None)
+        loss = next((v for v in values if loss_named(v)), None)
         if loss is None:
             return None
         optimizer = next((v for v in values if v is not loss and self.is_optimizer(v)), None)
@@ -492,11 +491,6 @@ class TrainingAnalysis(TrainingObjects):
         """Best-effort: does ``expr`` evaluate to a torch tensor? Used where a false positive
         would be costly (``float(x)``), so it only says yes on clear evidence (``tensors``)."""
         return is_tensor_expr(self, expr)
-
-
-def _loss_named(expr: cst.BaseExpression) -> bool:
-    name = dotted_name(expr)
-    return name is not None and bool(_LOSS_NAME.search(name.rsplit(".", 1)[-1]))
 
 
 def analysis(ctx: RuleContext) -> TrainingAnalysis:

@@ -146,6 +146,9 @@ def formatted_parts(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     elif isinstance(expr, cst.Call) and dotted_name(expr.func) in ("str", "repr", "format"):
         if expr.args:
             yield from formatted_parts(expr.args[0].value)
+    elif isinstance(expr, cst.ConcatenatedString):  # ``(f"loss {loss:.4f}; " f"acc {acc:.4f}")``
+        yield from formatted_parts(expr.left)
+        yield from formatted_parts(expr.right)
     elif isinstance(expr, (cst.Tuple, cst.List)):
         for el in expr.elements:
             yield from formatted_parts(el.value)

@@ -26,11 +26,17 @@ class _NodeMeta(abc.ABCMeta):
     __instancecheck__ = type.__instancecheck__  # type: ignore[assignment]
     __subclasscheck__ = type.__subclasscheck__  # type: ignore[assignment]
 
+    def register(cls, subclass):  # type: ignore[no-untyped-def, override]
+        """A virtual subclass needs ``ABCMeta``'s tests, on this class and on every base."""
+        _restore_abc_tests()
+        return abc.ABCMeta.register(cls, subclass)
+
 
 def _fast_class_tests(root: type = cst.CSTNode) -> None:
     """Give every node class (abstract bases too) :class:`_NodeMeta`; classes made later from
-    them get it as their metaclass. A class this cannot change (a ``register``ed ABC, an
-    unexpected metaclass) keeps ``ABCMeta``'s tests."""
+    them get it as their metaclass. A class with its own ``__subclasshook__`` or an unexpected
+    metaclass keeps ``ABCMeta``'s tests. LibCST registers no virtual subclass; should anything
+    ``register`` one later, every class goes back to ``ABCMeta``'s tests first (:meth:`_NodeMeta.register`)."""
     todo, seen = [root], set()
     while todo:
         cls = todo.pop()
@@ -38,19 +44,21 @@ def _fast_class_tests(root: type = cst.CSTNode) -> None:
             continue
         seen.add(cls)
         todo.extend(cls.__subclasses__())
-        if type(cls) is abc.ABCMeta and not _registered(cls) and "__subclasshook__" not in cls.__dict__:
+        if type(cls) is abc.ABCMeta and "__subclasshook__" not in cls.__dict__:
             try:
                 cls.__class__ = _NodeMeta
+                _FAST.append(cls)
             except TypeError:
                 pass
 
 
-def _registered(cls: type) -> bool:
-    """Does ``cls`` have virtual subclasses (True when that cannot be read)?"""
-    try:
-        return bool(abc._get_dump(cls)[0])  # type: ignore[attr-defined]  # (registry, caches, version)
-    except (AttributeError, TypeError):
-        return True
+def _restore_abc_tests() -> None:
+    for cls in _FAST:
+        cls.__class__ = abc.ABCMeta
+    _FAST.clear()
+
+
+_FAST: list[type] = []  # the node classes given the builtin tests
 
 
 _fast_class_tests()
