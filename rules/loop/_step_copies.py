@@ -114,6 +114,16 @@ def message(what: str, kind: str) -> str:
         return (f"`{name}` is a CPU tensor loaded before the loop and a slice of it is copied to the "
                 f"device on every {kind}, blocking the CPU: move it to the device once, before the "
                 "loop (if it fits), or at least add non_blocking=True")
+    if what.startswith("invariant "):
+        name = what.split(" ", 1)[1]
+        return (f"`{name}` stays in host memory and the same tensor is copied from it to the device on "
+                f"every {kind}, blocking the CPU each time: move it to the device once, before the loop "
+                "(or at least add non_blocking=True)")
+    if what.startswith("resident "):
+        name = what.split(" ", 1)[1]
+        return (f"`{name}` stays in host memory and a slice of it is copied to the device on every {kind}, "
+                "blocking the CPU: move it to the device once, before the loop (if it fits), or at least add "
+                "non_blocking=True")
     if what == "built":
         return (f"a tensor built on the CPU is copied to the device on every {kind} and the CPU waits "
                 "for the copy; add non_blocking=True (after .pin_memory() it overlaps with compute)")

@@ -16,11 +16,12 @@ from ..analysis.model.eval_loops import loop_data
 from ..analysis.model.host_data import (
     built_on_host, host_tensor_name, in_cpu_branch, is_tokenizer_output, made_on_host_by_step,
 )
+from ..analysis.model.resident_data import resident_copy
 from ..analysis.model.step_code import BatchData
 from ..analysis.model.tensors import mentions
 from ..analysis.model.step_reach import through_lambda
 from ..analysis.model.training import TrainingAnalysis, analysis
-from ..analysis.syntax.calls import dotted_name, get_arg, method_call
+from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
@@ -123,6 +124,9 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
         if name:
             return f"preloaded {name}", True
         fn = ctx.enclosing(call, cst.FunctionDef)
+        resident = resident_copy(ctx, receiver, moving | _bound_in(loop), fn or ctx.module)
+        if resident is not None:
+            return f"{'invariant' if resident[1] else 'resident'} {resident[0]}", False
         if fn is None or not ctx.is_inside(loop, fn):
             return None
         # A loop inside a per-step helper over micro-batches of the batch it is handed (``for i in
@@ -144,7 +148,23 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
     local = {n for n in (dotted_name(t.target) for a in walk(fn.body) if isinstance(a, cst.Assign)
                          for t in a.targets) if n}
     name = _preloaded_slice(ctx, receiver, params | local)
-    return (f"preloaded {name}", True) if name else None
+    if name:
+        return f"preloaded {name}", True
+    resident = resident_copy(ctx, receiver, params | local | _bound_in(fn), fn)
+    return (f"{'invariant' if resident[1] else 'resident'} {resident[0]}", False) if resident else None
+
+
+def _bound_in(node: cst.CSTNode) -> set[str]:
+    """Every name bound inside ``node`` (assignments, loop and comprehension targets): what may
+    change from one step to the next."""
+    out: set[str] = set()
+    for n in walk(node):
+        if isinstance(n, (cst.Assign)):
+            for t in n.targets:
+                out |= target_names(t.target)
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
+            out |= target_names(n.target)
+    return out
 
 
 def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseExpression,
