@@ -19,17 +19,38 @@ from ..analysis.syntax.tree import walk
 
 
 def comprehension_source(ctx: RuleContext, name: cst.Name, fn: cst.FunctionDef) -> cst.Name | None:
-    """For ``s`` in ``[s.to(device) for s in items]`` (inside ``fn``): ``items``, when a name."""
+    """For ``s`` in ``[s.to(device) for s in items]`` (inside ``fn``): ``items``, when a name; also
+    for the target of a ``for`` statement over a container, its values or items (``for k, v in
+    inputs.items(): inputs[k] = v.to(device)``, ``for i, t in enumerate(batch)``): an element of it."""
     for anc in ctx.ancestors(name):
         if anc is fn:
             break
         if isinstance(anc, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             comp: cst.CompFor | None = anc.for_in
             while comp is not None:
-                if name.value in target_names(comp.target) and isinstance(comp.iter, cst.Name):
-                    return comp.iter
+                if name.value in target_names(comp.target) and isinstance(source := _container(comp.iter), cst.Name):
+                    return source
                 comp = comp.inner_for_in
+        if isinstance(anc, cst.For) and name.value in target_names(anc.target) and \
+                isinstance(source := _container(anc.iter), cst.Name):
+            pairs = method_call(anc.iter, "items") or source is not anc.iter and not method_call(anc.iter, "values")
+            if not pairs:
+                return source
+            # ``for k, v in d.items()``/``enumerate(xs)``: the element is the second name only
+            target = anc.target
+            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2 and \
+                    name.value in target_names(target.elements[1].value):
+                return source
     return None
+
+
+def _container(it: cst.BaseExpression) -> cst.BaseExpression:
+    """``inputs`` of ``inputs``, ``inputs.values()``, ``inputs.items()``, ``enumerate(inputs)``."""
+    if method_call(it, "values", "items") and not it.args:  # type: ignore[attr-defined]
+        return it.func.value  # type: ignore[attr-defined]
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate" and it.args:
+        return it.args[0].value
+    return it
 
 
 def unpacked_param(fn: cst.FunctionDef, name: str) -> str | None:

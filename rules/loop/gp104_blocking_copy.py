@@ -204,6 +204,8 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
                 continue
         if loop is None or not ta.ctx.is_inside(arg, loop) or not batch_data(loop).holds(arg):
             continue  # another caller's argument: the copy still runs on every step of this one
+        if moved_before(ta.ctx, arg, arg):
+            continue  # the caller moved it first (``for k, v in b.items(): b[k] = v.cuda()``)
         passed = True
         data = batch_data(loop)
         if is_tokenizer_output(ta, arg):
