@@ -13,6 +13,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from ..model.forward_reach import forward_caller, forward_kind, forward_roots
+from .framework_hooks import lightning_step_methods
 from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates, worker_keeping_loaders
 from ..model.guards import returns_rare
 from ..model.models import (is_model_constructor, library_optimizer_model, loss_classes, module_subclasses,
@@ -148,7 +149,9 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
     one of its functions another module's loop runs every step (``through``, or a subclass's
     method a base class's loop calls as ``self.m(batch)``), whatever the depth, and those a
     model's forward runs on every call of the model."""
-    roots = reached_roots(ctx, through)
+    # A LightningModule's ``training_step``/``validation_step`` (and the ``self(batch)`` forward they
+    # run) is called by Lightning on every batch: the objectives it calls run every step too.
+    roots = {**reached_roots(ctx, through), **lightning_step_methods(ctx)}
     looping = bool(ta.step_loops or ta.eval_loops)
     forwards = bool(forward_roots(ctx))  # also the calls a model's forward runs on every call of the model
     if not (looping or roots or forwards):
