@@ -82,7 +82,7 @@ def in_step_function(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, tra
     receiver = call.func.value  # type: ignore[attr-defined]
     if placed_by_framework(ctx, receiver):
         return None
-    return _copy_of_handed_batch(ctx, fn, receiver, call, "training step", transformers)
+    return copy_of_handed_batch(ctx, fn, receiver, call, "training step", transformers)
 
 
 # Tensor methods whose result lives where their receiver does (a dtype cast, a view).
@@ -107,10 +107,10 @@ def from_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, calle
             isinstance(base, cst.Name) and host_tensor_name(ctx, base.value, fn):
         fix: Fix | NoFix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe")
         return Finding.of(call, message("built", kind), fix)
-    return _copy_of_handed_batch(ctx, fn, base, call, kind, transformers)
+    return copy_of_handed_batch(ctx, fn, base, call, kind, transformers)
 
 
-def _copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseExpression, call: cst.Call, kind: str,
+def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseExpression, call: cst.Call, kind: str,
                           transformers: bool) -> Finding | None:
     """A copy of the batch ``fn`` is handed (``base`` reaches a parameter named like data: ``batch``,
     ``inputs``, through subscripts and attributes); unsafe: it may not be a tensor."""

@@ -27,6 +27,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._placed_batches import SAME_PLACE, host_to_device_copy, passes_device, placed_source, without_prefetcher
 from ._fed_methods import fed_copy, module_array_copy
+from ._inherited_inputs import inherited_input_copy
 from ._host_origin import COPIES_VALUES, host_values
 from ._step_copies import (
     comprehension_source, from_elsewhere, in_step_function, loader_while, message, pulled_batch_loop, unpacked_param,
@@ -70,7 +71,18 @@ def _created_here(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
             any(isinstance(t.target, cst.Name) and t.target.value == base.value for t in a.targets)
             for a in walk(fn.body))
     return isinstance(base, cst.Call) and ctx.is_call_to(base, _CREATED) and get_arg(base, "device") is None or \
-        made_on_host_by_step(ctx, receiver) or isinstance(base, cst.Call) and _copies_values(ctx, base)
+        made_on_host_by_step(ctx, receiver) or isinstance(base, cst.Call) and _copies_values(ctx, base) or \
+        isinstance(base, cst.Call) and _joins_created(ctx, base)
+
+
+def _joins_created(ctx: RuleContext, call: cst.Call) -> bool:
+    """``torch.cat([torch.ones(p), torch.zeros(n)])``: a join of factories' results, created by the
+    step (GP105 reports it at the factories)."""
+    if not ctx.matches(call.func, {"torch.cat", "torch.stack"}) or not call.args or call.args[0].star or \
+            not isinstance(parts := call.args[0].value, (cst.List, cst.Tuple)) or not parts.elements:
+        return False
+    return all(isinstance(el.value, cst.Call) and ctx.is_call_to(el.value, _CREATED) and
+               get_arg(el.value, "device") is None for el in parts.elements)
 
 
 def _copies_values(ctx: RuleContext, call: cst.Call) -> bool:
@@ -402,7 +414,8 @@ class BlockingCopy(Rule):
                 if finding is None and (caller := ta.every_step_caller(call)) is not None:
                     finding = from_elsewhere(ctx, ta, call, caller, transformers)
                 if finding is None:
-                    finding = fed_copy(ctx, ta, call, transformers) or module_array_copy(ctx, call)
+                    finding = fed_copy(ctx, ta, call, transformers) or module_array_copy(ctx, call) or \
+                        inherited_input_copy(ctx, ta, call, transformers)
                 if finding is None and (pulling := pulled_batch_loop(ctx, call)) is not None:
                     finding = Finding.of(call, message("built", ta.loop_kind(pulling)), Fix(
                         "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))
