@@ -14,7 +14,7 @@ from ..analysis.facts.to_methods import no_fix_reason
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.eval_loops import loop_data
 from ..analysis.model.host_data import (
-    built_on_host, host_tensor_name, in_cpu_branch, is_tokenizer_output, made_on_host_by_step,
+    built_on_host, built_on_host_at, host_tensor_name, in_cpu_branch, is_tokenizer_output, made_on_host_by_step,
 )
 from ..analysis.model.resident_data import resident_copy
 from ..analysis.model.step_code import BatchData
@@ -135,6 +135,8 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
         name = _preloaded_slice(ctx, receiver, moving)
         if name:
             return f"preloaded {name}", True
+        if built_on_host_at(ctx, receiver, call):
+            return "built", True  # ``torch.stack([x[0] for x in batch[1]])``, masked, then moved
         fn = ctx.enclosing(call, cst.FunctionDef)
         resident = resident_copy(ctx, receiver, moving | _bound_in(loop), fn or ctx.module)
         if resident is not None:
