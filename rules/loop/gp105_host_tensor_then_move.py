@@ -23,6 +23,7 @@ from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_hooks import framework_step_methods, hook_caller, lightning_step_methods
 from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
+from ._constant_tensors import constant_tensor_findings
 from ._cpu_indices import cpu_index_findings
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._host_moves import combined_names, host_data_argument
@@ -198,6 +199,7 @@ class HostTensorThenMove(Rule):
         move_helpers = bool(module_moves(ctx)) or any(
             f.moves for facts in (ctx.project or {}).values() for f in facts.functions.values())
         yield from cpu_index_findings(ctx, ta)  # ``x[torch.randperm(n)]`` of a device ``x``: an implicit copy
+        yield from constant_tensor_findings(ctx, ta)  # ``torch.tensor(MEAN, device=device)`` every step
         for move in ctx.nodes(cst.Call):
             if cuda_tensor_type(ctx, move.func) and host_data_argument(ctx, ta, move):
                 loop = ta.every_step_loop(move)
