@@ -173,13 +173,47 @@ def resident_copy(ctx: RuleContext, receiver: cst.BaseExpression, changing: Iter
         return None
     if any(f in ("weight", "bias", "module", "model") for f in fields):
         return None
-    if not resident_root(ctx, root.value, scope):
+    if root.value == "self":
+        if not indices or len(fields) != 1 or not _resident_attribute(ctx, fields[0], scope):
+            return None
+        name = f"self.{fields[0]}"
+    elif not resident_root(ctx, root.value, scope):
         return None
+    else:
+        name = root.value
     moving = set(changing)
     invariant = not any(isinstance(n, cst.Name) and n.value in moving for i in indices for n in walk(i, include_self=True))
     if invariant and isinstance(scope, cst.FunctionDef) and _from_param(ctx, root.value, scope):
         return None  # the same piece of what the caller hands in: may be this step's batch
-    return root.value, invariant
+    return name, invariant
+
+
+def _resident_attribute(ctx: RuleContext, attr: str, scope: cst.CSTNode) -> bool:
+    """``self.train_x`` in a method of a class whose every ``self.train_x = ...`` binds host data
+    (a loader's result given no device, a torch builder: ``self.train_x = torch.load(path)`` is not
+    one, it may map anywhere) and which no statement of the file moves."""
+    cls = ctx.enclosing(scope, cst.ClassDef)
+    if cls is None:
+        return False
+    values = []
+    for node in ctx.nodes(cst.Assign, cst.AugAssign, cst.AnnAssign):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for t in targets:
+            for el in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t]):  # type: ignore[union-attr]
+                target = el.value if isinstance(el, (cst.Element, cst.StarredElement)) else el
+                if dotted_name(target) == f"self.{attr}":
+                    if not isinstance(node, cst.Assign) or ctx.enclosing(node, cst.ClassDef) is not cls:
+                        return False
+                    values.append((node, target, t))
+    if not values:
+        return False
+    for node, _target, _whole in values:  # (``self.x, self.y = load(path)``: the whole value)
+        fn = ctx.enclosing(node, cst.FunctionDef) or ctx.module
+        value = node.value
+        if any(method_call(c, *_MOVES) or isinstance(c, cst.Call) and get_arg(c, "device") is not None
+               for c in walk(value, include_self=True)) or not _host_source(ctx, value, fn, 0):
+            return False
+    return True
 
 
 def _from_param(ctx: RuleContext, name: str, scope: cst.FunctionDef) -> bool:
