@@ -343,6 +343,18 @@ class BlockingCopy(Rule):
         "copies a tensor it wraps over what it pulled (`torch.from_numpy(next(it)[\"image\"]).to(dev)`, "
         "also through a name bound to `next(it)`) copies fresh host data every iteration, whether or "
         "not its step is visible.",
+        "Data resident in host memory for the whole run, with no DataLoader batch: a slice, element "
+        "or field of what a loader, a dataset class or a torch builder returned before the loop, given "
+        "no device and moved by no statement of the file (`labels[idx_train].to(device)` in a full-graph "
+        "`train()`, `train_adj[batch[0]]` of graphs kept in lists, `dataset.x[sg_nodes[idx]]`, the pieces "
+        "of a partition a function is handed, `self.train_x[idx]` of a trainer's in-memory set, "
+        "`data.x` of a graph read once); where nothing in the copied expression changes between steps "
+        "the message says to move it once, before the loop. A tensor the step builds on the host from "
+        "its batch (`torch.stack([x[0] for x in batch[1]])`, cloned and masked) and then moves is a "
+        "copy too; so is, in a model base class whose step hands its batch to `self.forward` unmoved, "
+        "a method no code of its file calls that copies what it is handed (`get_inputs(self, inputs)`, "
+        "which the subclasses' `forward` calls), and an element of a dict or list a per-step helper "
+        "rebuilds in place (`for k, v in inputs.items(): inputs[k] = v.to(device)`).",
         "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
         "batches (GP202), which the rule does not check.",
     )

@@ -78,6 +78,14 @@ class HostTensorThenMove(Rule):
     gains_on = "cuda"
     across_modules = PER_STEP_ACROSS_MODULES
     limitations = (
+        "Two copies have no `.to()` to see: a CPU index tensor the step makes (`torch.randperm(n)`, "
+        "`torch.arange(b)`, `torch.argsort(torch.rand(shape))`, also through a name bound to one) that "
+        "indexes a tensor already on the device (moved or bound to a move earlier in the function: "
+        "`x[index]`, `item_ids[torch.arange(b)[:, None], order]`) is reported at the factory, with "
+        "`device=<indexed>.device` as the fix; and `torch.tensor(CONST, device=device)` of a run-long "
+        "constant (a module or imported ALL_CAPS name, a numeric literal list, a configuration field) "
+        "in the step copies the same values every step: reported without a fix (build it once, before "
+        "the loop).",
         "A factory call moved in the same expression (`torch.zeros(n).to(device)`, `.cuda()`) gets "
         "a fix; a CPU tensor changed before its move (dtype casts and views, arithmetic with "
         "numbers, plain names or `math` functions of them, `torch.exp`/`sin`/`cos`/`log`/`sqrt` of one "
