@@ -34,6 +34,8 @@ _NOT_DATA = ("Loader", "Module", "Model", "Sequential", "Optimizer", "optim", "S
 _BUILTINS = frozenset({"iter", "next", "enumerate", "range", "len", "zip", "list", "dict", "tuple", "set", "int",
                        "float", "str", "open", "getattr", "sorted", "reversed", "map", "filter", "super", "type"})
 _MOVES = ("to", "cuda", "pin_memory", "share_memory_")
+# Receivers whose calls run a model (its outputs are where the model is).
+_MODEL_WORDS = ("model", "net", "encoder", "decoder", "backbone", "module", "policy", "critic", "actor")
 
 
 def _strip(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, list[cst.BaseExpression], list[str]]:
@@ -126,6 +128,9 @@ def _host_source(ctx: RuleContext, value: cst.BaseExpression, scope: cst.CSTNode
     last = name.rsplit(".", 1)[-1]
     if last in _BUILTINS or any(w in name for w in _NOT_DATA) or name.count(".") > 1:
         return False
+    head = name.split(".", 1)[0]
+    if any(head.lower().startswith(w) or head.lower().endswith(w) for w in _MODEL_WORDS) or "." not in name and _bound_name(ctx, head):
+        return False  # ``model.encode(x)``, ``feats = net(x)``: a model's output, where the model is
     if any(a.keyword is not None and a.keyword.value in ("device", "map_location") for a in value.args) or \
             any("device" in ctx.code_for(a.value) or "cuda" in ctx.code_for(a.value) for a in value.args):
         return False  # given a device: may build its tensors there
@@ -134,6 +139,12 @@ def _host_source(ctx: RuleContext, value: cst.BaseExpression, scope: cst.CSTNode
         if fn.name.value == last and any(method_call(n, "to", "cuda") for n in walk(fn.body)):
             return False
     return True
+
+
+def _bound_name(ctx: RuleContext, name: str) -> bool:
+    """Is ``name`` a variable of the file (an object called like a function: a model), not a
+    function or class it defines or imports?"""
+    return any(name in target_names(t.target) for a in ctx.nodes(cst.Assign) for t in a.targets)
 
 
 def resident_root(ctx: RuleContext, name: str, scope: cst.CSTNode, depth: int = 0) -> bool:
