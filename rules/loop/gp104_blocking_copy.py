@@ -168,6 +168,14 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
     return (f"{'invariant' if resident[1] else 'resident'} {resident[0]}", False) if resident else None
 
 
+def _stored_batch(loop: cst.For | cst.While, arg: cst.BaseExpression) -> bool:
+    """Is ``arg`` (``self.batch_data``) an attribute the step loop binds as its own target
+    (``for self.step, self.batch_data in self.pbar:``): each step's batch, read by a method it calls?"""
+    name = dotted_name(arg)
+    return isinstance(loop, cst.For) and name is not None and name.startswith("self.") and \
+        name in target_names(loop.target)
+
+
 def _bound_in(node: cst.CSTNode) -> set[str]:
     """Every name bound inside ``node`` (assignments, loop and comprehension targets): what may
     change from one step to the next."""
@@ -216,6 +224,9 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
                     elif handed is False and tensor is True:
                         tensor = False
                 continue
+        if loop is not None and not ta.ctx.is_inside(arg, loop) and _stored_batch(loop, arg):
+            passed, tensor = True, (False if tensor is True else tensor)  # ``for self.step, self.batch in ...``
+            continue
         if loop is None or not ta.ctx.is_inside(arg, loop) or not batch_data(loop).holds(arg):
             continue  # another caller's argument: the copy still runs on every step of this one
         if moved_before(ta.ctx, arg, arg):
