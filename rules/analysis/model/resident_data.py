@@ -56,14 +56,14 @@ def _strip(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, list[cst.BaseE
             return expr, indices, fields
 
 
-def _bindings(ctx: RuleContext, name: str, scope: cst.CSTNode) -> list[cst.BaseExpression] | None:
-    """What each assignment of ``name`` in ``scope`` (a function or the module, nested functions
+def _bindings(ctx: RuleContext, name: str, owner: cst.CSTNode) -> list[cst.BaseExpression] | None:
+    """What each assignment of ``name`` in ``owner`` (a function or the module, nested functions
     excluded) binds it to: the element of a tuple value where the targets unpack it element by
     element, else the whole value. None when ``name`` is also bound another way (a ``for`` target,
     ``with ... as``, augmented assignment), which this fact does not follow."""
     out: list[cst.BaseExpression] = []
     for node in ctx.nodes(cst.Assign, cst.AugAssign, cst.For, cst.WithItem, cst.AnnAssign):
-        if (ctx.enclosing(node, cst.FunctionDef) or ctx.module) is not scope:
+        if (ctx.enclosing(node, cst.FunctionDef) or ctx.module) is not owner:
             continue
         if isinstance(node, cst.Assign):
             for t in node.targets:
@@ -111,13 +111,13 @@ def _moved_somewhere(ctx: RuleContext, name: str) -> bool:
     return name in ctx.fact(compute)
 
 
-def _host_source(ctx: RuleContext, value: cst.BaseExpression, scope: cst.CSTNode, depth: int) -> bool:
+def _host_source(ctx: RuleContext, value: cst.BaseExpression, owner: cst.CSTNode, depth: int) -> bool:
     """Does ``value`` give data in host memory: a torch builder without a device, what a loader
     or dataset class returns given no device (``load_citation("cora")``, ``Planetoid(...)``,
     ``corpus.get_data(path)``), or an element or field of another such name (``dataset[0]``)?"""
     value, _, _ = _strip(value)
     if isinstance(value, cst.Name):
-        return depth < 3 and resident_root(ctx, value.value, scope, depth + 1)
+        return depth < 3 and resident_root(ctx, value.value, owner, depth + 1)
     if not isinstance(value, cst.Call) or any(a.star for a in value.args):
         return False
     if ctx.matches(value.func, HOST_BUILDERS):
@@ -147,34 +147,34 @@ def _bound_name(ctx: RuleContext, name: str) -> bool:
     return any(name in target_names(t.target) for a in ctx.nodes(cst.Assign) for t in a.targets)
 
 
-def resident_root(ctx: RuleContext, name: str, scope: cst.CSTNode, depth: int = 0) -> bool:
-    """Is ``name``, as seen from ``scope`` (the function reading it, else the module), bound only
+def resident_root(ctx: RuleContext, name: str, owner: cst.CSTNode, depth: int = 0) -> bool:
+    """Is ``name``, as seen from ``owner`` (the function reading it, else the module), bound only
     to data in host memory that nothing moves: a torch builder, a loader's result, a field or
     element of one, or a parameter named like a whole dataset (``dataset``, ``graph``)?"""
     if name == "self" or _moved_somewhere(ctx, name):
         return False
-    if isinstance(scope, cst.FunctionDef):
-        params = {p.name.value for p in scope.params.params}
+    if isinstance(owner, cst.FunctionDef):
+        params = {p.name.value for p in owner.params.params}
         if name in params:
             return any(w in name.lower() for w in _CONTAINER_PARAM)
-        local = _bindings(ctx, name, scope)
+        local = _bindings(ctx, name, owner)
         if local is None:
             return False
         if local:
-            return all(_host_source(ctx, v, scope, depth) or _unpacked_container(ctx, v, scope) for v in local)
+            return all(_host_source(ctx, v, owner, depth) or _unpacked_container(ctx, v, owner) for v in local)
     values = _bindings(ctx, name, ctx.module)
     return bool(values) and all(_host_source(ctx, v, ctx.module, depth) for v in values)
 
 
-def _unpacked_container(ctx: RuleContext, value: cst.BaseExpression, scope: cst.FunctionDef) -> bool:
+def _unpacked_container(ctx: RuleContext, value: cst.BaseExpression, owner: cst.FunctionDef) -> bool:
     """``sg_nodes, sg_edges = partition``: the pieces of a parameter that holds a whole dataset
     (by name, or handed in by every in-file caller from a loader's result)."""
-    return isinstance(value, cst.Name) and value.value in {p.name.value for p in scope.params.params} and \
+    return isinstance(value, cst.Name) and value.value in {p.name.value for p in owner.params.params} and \
         any(w in value.value.lower() for w in _PIECES_PARAM)
 
 
 def resident_copy(ctx: RuleContext, receiver: cst.BaseExpression, changing: Iterable[str],
-                  scope: cst.CSTNode) -> tuple[str, bool] | None:
+                  owner: cst.CSTNode) -> tuple[str, bool] | None:
     """``(root name, invariant)`` when ``receiver`` (what a step copies to the device) is a slice,
     element or field of data resident in host memory (see :func:`resident_root`); ``invariant``
     when nothing in it changes between steps (no name of ``changing``: the loop's data and
@@ -185,25 +185,25 @@ def resident_copy(ctx: RuleContext, receiver: cst.BaseExpression, changing: Iter
     if any(f in ("weight", "bias", "module", "model") for f in fields):
         return None
     if root.value == "self":
-        if not indices or len(fields) != 1 or not _resident_attribute(ctx, fields[0], scope):
+        if not indices or len(fields) != 1 or not _resident_attribute(ctx, fields[0], owner):
             return None
         name = f"self.{fields[0]}"
-    elif not resident_root(ctx, root.value, scope):
+    elif not resident_root(ctx, root.value, owner):
         return None
     else:
         name = root.value
     moving = set(changing)
     invariant = not any(isinstance(n, cst.Name) and n.value in moving for i in indices for n in walk(i, include_self=True))
-    if invariant and isinstance(scope, cst.FunctionDef) and _from_param(ctx, root.value, scope):
+    if invariant and isinstance(owner, cst.FunctionDef) and _from_param(ctx, root.value, owner):
         return None  # the same piece of what the caller hands in: may be this step's batch
     return name, invariant
 
 
-def _resident_attribute(ctx: RuleContext, attr: str, scope: cst.CSTNode) -> bool:
+def _resident_attribute(ctx: RuleContext, attr: str, owner: cst.CSTNode) -> bool:
     """``self.train_x`` in a method of a class whose every ``self.train_x = ...`` binds host data
     (a loader's result given no device, a torch builder: ``self.train_x = torch.load(path)`` is not
     one, it may map anywhere) and which no statement of the file moves."""
-    cls = ctx.enclosing(scope, cst.ClassDef)
+    cls = ctx.enclosing(owner, cst.ClassDef)
     if cls is None:
         return False
     values = []
@@ -227,9 +227,9 @@ def _resident_attribute(ctx: RuleContext, attr: str, scope: cst.CSTNode) -> bool
     return True
 
 
-def _from_param(ctx: RuleContext, name: str, scope: cst.FunctionDef) -> bool:
-    params = {p.name.value for p in scope.params.params}
+def _from_param(ctx: RuleContext, name: str, owner: cst.FunctionDef) -> bool:
+    params = {p.name.value for p in owner.params.params}
     if name in params:
         return True
-    local = _bindings(ctx, name, scope) or []
+    local = _bindings(ctx, name, owner) or []
     return any(isinstance(v, cst.Name) and v.value in params for v in local)
