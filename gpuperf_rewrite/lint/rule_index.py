@@ -58,6 +58,7 @@ MODULES = (
     'analysis/model/models.py',
     'analysis/model/periods.py',
     'analysis/model/reaching.py',
+    'analysis/model/resident_data.py',
     'analysis/model/step_code.py',
     'analysis/model/step_functions.py',
     'analysis/model/step_reach.py',

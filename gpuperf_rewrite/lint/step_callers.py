@@ -298,11 +298,14 @@ def _may_loop(path: Path, steps: tuple[bytes, ...] = ()) -> bool:
         data = path.read_bytes()
     except OSError:
         return False
-    return bool(_LOOP.search(data)) and any(w in data for w in (*_STEP_WORDS, *steps)) or _FORWARD.search(data) is not None
+    return bool(_LOOP.search(data)) and any(w in data for w in (*_STEP_WORDS, *steps)) or \
+        _FORWARD.search(data) is not None or _LIGHTNING_STEP.search(data) is not None
 
 
 # A model's ``forward`` runs on every call of the model: the functions and classes of the checked
 # module that it calls are per-step code too (``rules``' ``model.forward_reach``).
+# A LightningModule's step methods run on every batch (``module_facts``' Lightning roots).
+_LIGHTNING_STEP = re.compile(rb"^[ \t]+def[ \t]+(?:training|validation)_step[ \t]*\(", re.MULTILINE)
 _FORWARD = re.compile(rb"^[ \t]+def[ \t]+forward[ \t]*\([ \t]*self\b", re.MULTILINE)
 
 

@@ -19,17 +19,38 @@ from ..analysis.syntax.tree import walk
 
 
 def comprehension_source(ctx: RuleContext, name: cst.Name, fn: cst.FunctionDef) -> cst.Name | None:
-    """For ``s`` in ``[s.to(device) for s in items]`` (inside ``fn``): ``items``, when a name."""
+    """For ``s`` in ``[s.to(device) for s in items]`` (inside ``fn``): ``items``, when a name; also
+    for the target of a ``for`` statement over a container, its values or items (``for k, v in
+    inputs.items(): inputs[k] = v.to(device)``, ``for i, t in enumerate(batch)``): an element of it."""
     for anc in ctx.ancestors(name):
         if anc is fn:
             break
         if isinstance(anc, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             comp: cst.CompFor | None = anc.for_in
             while comp is not None:
-                if name.value in target_names(comp.target) and isinstance(comp.iter, cst.Name):
-                    return comp.iter
+                if name.value in target_names(comp.target) and isinstance(source := _container(comp.iter), cst.Name):
+                    return source
                 comp = comp.inner_for_in
+        if isinstance(anc, cst.For) and name.value in target_names(anc.target) and \
+                isinstance(source := _container(anc.iter), cst.Name):
+            pairs = method_call(anc.iter, "items") or source is not anc.iter and not method_call(anc.iter, "values")
+            if not pairs:
+                return source
+            # ``for k, v in d.items()``/``enumerate(xs)``: the element is the second name only
+            target = anc.target
+            if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2 and \
+                    name.value in target_names(target.elements[1].value):
+                return source
     return None
+
+
+def _container(it: cst.BaseExpression) -> cst.BaseExpression:
+    """``inputs`` of ``inputs``, ``inputs.values()``, ``inputs.items()``, ``enumerate(inputs)``."""
+    if method_call(it, "values", "items") and not it.args:  # type: ignore[attr-defined]
+        return it.func.value  # type: ignore[attr-defined]
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate" and it.args:
+        return it.args[0].value
+    return it
 
 
 def unpacked_param(fn: cst.FunctionDef, name: str) -> str | None:
@@ -61,7 +82,7 @@ def in_step_function(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, tra
     receiver = call.func.value  # type: ignore[attr-defined]
     if placed_by_framework(ctx, receiver):
         return None
-    return _copy_of_handed_batch(ctx, fn, receiver, call, "training step", transformers)
+    return copy_of_handed_batch(ctx, fn, receiver, call, "training step", transformers)
 
 
 # Tensor methods whose result lives where their receiver does (a dtype cast, a view).
@@ -86,10 +107,10 @@ def from_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, calle
             isinstance(base, cst.Name) and host_tensor_name(ctx, base.value, fn):
         fix: Fix | NoFix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe")
         return Finding.of(call, message("built", kind), fix)
-    return _copy_of_handed_batch(ctx, fn, base, call, kind, transformers)
+    return copy_of_handed_batch(ctx, fn, base, call, kind, transformers)
 
 
-def _copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseExpression, call: cst.Call, kind: str,
+def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseExpression, call: cst.Call, kind: str,
                           transformers: bool) -> Finding | None:
     """A copy of the batch ``fn`` is handed (``base`` reaches a parameter named like data: ``batch``,
     ``inputs``, through subscripts and attributes); unsafe: it may not be a tensor."""
@@ -114,6 +135,16 @@ def message(what: str, kind: str) -> str:
         return (f"`{name}` is a CPU tensor loaded before the loop and a slice of it is copied to the "
                 f"device on every {kind}, blocking the CPU: move it to the device once, before the "
                 "loop (if it fits), or at least add non_blocking=True")
+    if what.startswith("invariant "):
+        name = what.split(" ", 1)[1]
+        return (f"`{name}` stays in host memory and the same tensor is copied from it to the device on "
+                f"every {kind}, blocking the CPU each time: move it to the device once, before the loop "
+                "(or at least add non_blocking=True)")
+    if what.startswith("resident "):
+        name = what.split(" ", 1)[1]
+        return (f"`{name}` stays in host memory and a slice of it is copied to the device on every {kind}, "
+                "blocking the CPU: move it to the device once, before the loop (if it fits), or at least add "
+                "non_blocking=True")
     if what == "built":
         return (f"a tensor built on the CPU is copied to the device on every {kind} and the CPU waits "
                 "for the copy; add non_blocking=True (after .pin_memory() it overlaps with compute)")

@@ -14,18 +14,20 @@ from ..analysis.facts.to_methods import no_fix_reason
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.eval_loops import loop_data
 from ..analysis.model.host_data import (
-    built_on_host, host_tensor_name, in_cpu_branch, is_tokenizer_output, made_on_host_by_step,
+    built_on_host, built_on_host_at, host_tensor_name, in_cpu_branch, is_tokenizer_output, made_on_host_by_step,
 )
+from ..analysis.model.resident_data import resident_copy
 from ..analysis.model.step_code import BatchData
 from ..analysis.model.tensors import mentions
 from ..analysis.model.step_reach import through_lambda
 from ..analysis.model.training import TrainingAnalysis, analysis
-from ..analysis.syntax.calls import dotted_name, get_arg, method_call
+from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._placed_batches import SAME_PLACE, host_to_device_copy, passes_device, placed_source, without_prefetcher
 from ._fed_methods import fed_copy, module_array_copy
+from ._inherited_inputs import inherited_input_copy
 from ._host_origin import COPIES_VALUES, host_values
 from ._step_copies import (
     comprehension_source, from_elsewhere, in_step_function, loader_while, message, pulled_batch_loop, unpacked_param,
@@ -69,7 +71,18 @@ def _created_here(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
             any(isinstance(t.target, cst.Name) and t.target.value == base.value for t in a.targets)
             for a in walk(fn.body))
     return isinstance(base, cst.Call) and ctx.is_call_to(base, _CREATED) and get_arg(base, "device") is None or \
-        made_on_host_by_step(ctx, receiver) or isinstance(base, cst.Call) and _copies_values(ctx, base)
+        made_on_host_by_step(ctx, receiver) or isinstance(base, cst.Call) and _copies_values(ctx, base) or \
+        isinstance(base, cst.Call) and _joins_created(ctx, base)
+
+
+def _joins_created(ctx: RuleContext, call: cst.Call) -> bool:
+    """``torch.cat([torch.ones(p), torch.zeros(n)])``: a join of factories' results, created by the
+    step (GP105 reports it at the factories)."""
+    if not ctx.matches(call.func, {"torch.cat", "torch.stack"}) or not call.args or call.args[0].star or \
+            not isinstance(parts := call.args[0].value, (cst.List, cst.Tuple)) or not parts.elements:
+        return False
+    return all(isinstance(el.value, cst.Call) and ctx.is_call_to(el.value, _CREATED) and
+               get_arg(el.value, "device") is None for el in parts.elements)
 
 
 def _copies_values(ctx: RuleContext, call: cst.Call) -> bool:
@@ -122,7 +135,12 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
         name = _preloaded_slice(ctx, receiver, moving)
         if name:
             return f"preloaded {name}", True
+        if built_on_host_at(ctx, receiver, call):
+            return "built", True  # ``torch.stack([x[0] for x in batch[1]])``, masked, then moved
         fn = ctx.enclosing(call, cst.FunctionDef)
+        resident = resident_copy(ctx, receiver, moving | _bound_in(loop), fn or ctx.module)
+        if resident is not None:
+            return f"{'invariant' if resident[1] else 'resident'} {resident[0]}", False
         if fn is None or not ctx.is_inside(loop, fn):
             return None
         # A loop inside a per-step helper over micro-batches of the batch it is handed (``for i in
@@ -144,7 +162,31 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
     local = {n for n in (dotted_name(t.target) for a in walk(fn.body) if isinstance(a, cst.Assign)
                          for t in a.targets) if n}
     name = _preloaded_slice(ctx, receiver, params | local)
-    return (f"preloaded {name}", True) if name else None
+    if name:
+        return f"preloaded {name}", True
+    resident = resident_copy(ctx, receiver, params | local | _bound_in(fn), fn)
+    return (f"{'invariant' if resident[1] else 'resident'} {resident[0]}", False) if resident else None
+
+
+def _stored_batch(loop: cst.For | cst.While, arg: cst.BaseExpression) -> bool:
+    """Is ``arg`` (``self.batch_data``) an attribute the step loop binds as its own target
+    (``for self.step, self.batch_data in self.pbar:``): each step's batch, read by a method it calls?"""
+    name = dotted_name(arg)
+    return isinstance(loop, cst.For) and name is not None and name.startswith("self.") and \
+        name in target_names(loop.target)
+
+
+def _bound_in(node: cst.CSTNode) -> set[str]:
+    """Every name bound inside ``node`` (assignments, loop and comprehension targets): what may
+    change from one step to the next."""
+    out: set[str] = set()
+    for n in walk(node):
+        if isinstance(n, (cst.Assign)):
+            for t in n.targets:
+                out |= target_names(t.target)
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
+            out |= target_names(n.target)
+    return out
 
 
 def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseExpression,
@@ -182,8 +224,13 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
                     elif handed is False and tensor is True:
                         tensor = False
                 continue
+        if loop is not None and not ta.ctx.is_inside(arg, loop) and _stored_batch(loop, arg):
+            passed, tensor = True, (False if tensor is True else tensor)  # ``for self.step, self.batch in ...``
+            continue
         if loop is None or not ta.ctx.is_inside(arg, loop) or not batch_data(loop).holds(arg):
             continue  # another caller's argument: the copy still runs on every step of this one
+        if moved_before(ta.ctx, arg, arg):
+            continue  # the caller moved it first (``for k, v in b.items(): b[k] = v.cuda()``)
         passed = True
         data = batch_data(loop)
         if is_tokenizer_output(ta, arg):
@@ -307,6 +354,18 @@ class BlockingCopy(Rule):
         "copies a tensor it wraps over what it pulled (`torch.from_numpy(next(it)[\"image\"]).to(dev)`, "
         "also through a name bound to `next(it)`) copies fresh host data every iteration, whether or "
         "not its step is visible.",
+        "Data resident in host memory for the whole run, with no DataLoader batch: a slice, element "
+        "or field of what a loader, a dataset class or a torch builder returned before the loop, given "
+        "no device and moved by no statement of the file (`labels[idx_train].to(device)` in a full-graph "
+        "`train()`, `train_adj[batch[0]]` of graphs kept in lists, `dataset.x[sg_nodes[idx]]`, the pieces "
+        "of a partition a function is handed, `self.train_x[idx]` of a trainer's in-memory set, "
+        "`data.x` of a graph read once); where nothing in the copied expression changes between steps "
+        "the message says to move it once, before the loop. A tensor the step builds on the host from "
+        "its batch (`torch.stack([x[0] for x in batch[1]])`, cloned and masked) and then moves is a "
+        "copy too; so is, in a model base class whose step hands its batch to `self.forward` unmoved, "
+        "a method no code of its file calls that copies what it is handed (`get_inputs(self, inputs)`, "
+        "which the subclasses' `forward` calls), and an element of a dict or list a per-step helper "
+        "rebuilds in place (`for k, v in inputs.items(): inputs[k] = v.to(device)`).",
         "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
         "batches (GP202), which the rule does not check.",
     )
@@ -380,7 +439,8 @@ class BlockingCopy(Rule):
                 if finding is None and (caller := ta.every_step_caller(call)) is not None:
                     finding = from_elsewhere(ctx, ta, call, caller, transformers)
                 if finding is None:
-                    finding = fed_copy(ctx, ta, call, transformers) or module_array_copy(ctx, call)
+                    finding = fed_copy(ctx, ta, call, transformers) or module_array_copy(ctx, call) or \
+                        inherited_input_copy(ctx, ta, call, transformers)
                 if finding is None and (pulling := pulled_batch_loop(ctx, call)) is not None:
                     finding = Finding.of(call, message("built", ta.loop_kind(pulling)), Fix(
                         "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))

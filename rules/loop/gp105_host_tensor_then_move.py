@@ -23,6 +23,8 @@ from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_hooks import framework_step_methods, hook_caller, lightning_step_methods
 from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
+from ._constant_tensors import constant_tensor_findings
+from ._cpu_indices import cpu_index_findings
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._host_moves import combined_names, host_data_argument
 from ._host_origin import (
@@ -76,6 +78,14 @@ class HostTensorThenMove(Rule):
     gains_on = "cuda"
     across_modules = PER_STEP_ACROSS_MODULES
     limitations = (
+        "Two copies have no `.to()` to see: a CPU index tensor the step makes (`torch.randperm(n)`, "
+        "`torch.arange(b)`, `torch.argsort(torch.rand(shape))`, also through a name bound to one) that "
+        "indexes a tensor already on the device (moved or bound to a move earlier in the function: "
+        "`x[index]`, `item_ids[torch.arange(b)[:, None], order]`) is reported at the factory, with "
+        "`device=<indexed>.device` as the fix; and `torch.tensor(CONST, device=device)` of a run-long "
+        "constant (a module or imported ALL_CAPS name, a numeric literal list, a configuration field) "
+        "in the step copies the same values every step: reported without a fix (build it once, before "
+        "the loop).",
         "A factory call moved in the same expression (`torch.zeros(n).to(device)`, `.cuda()`) gets "
         "a fix; a CPU tensor changed before its move (dtype casts and views, arithmetic with "
         "numbers, plain names or `math` functions of them, `torch.exp`/`sin`/`cos`/`log`/`sqrt` of one "
@@ -196,6 +206,8 @@ class HostTensorThenMove(Rule):
             return
         move_helpers = bool(module_moves(ctx)) or any(
             f.moves for facts in (ctx.project or {}).values() for f in facts.functions.values())
+        yield from cpu_index_findings(ctx, ta)  # ``x[torch.randperm(n)]`` of a device ``x``: an implicit copy
+        yield from constant_tensor_findings(ctx, ta)  # ``torch.tensor(MEAN, device=device)`` every step
         for move in ctx.nodes(cst.Call):
             if cuda_tensor_type(ctx, move.func) and host_data_argument(ctx, ta, move):
                 loop = ta.every_step_loop(move)

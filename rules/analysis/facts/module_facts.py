@@ -46,7 +46,7 @@ from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
 from .script_facts import first_use_of
 from .self_training import self_training_methods
-from .step_targets import reached_roots, self_step_calls, stepping_classes
+from .step_targets import call_roots, self_step_calls, stepping_classes
 from .to_methods import strict_to_classes
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
@@ -148,7 +148,7 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
     one of its functions another module's loop runs every step (``through``, or a subclass's
     method a base class's loop calls as ``self.m(batch)``), whatever the depth, and those a
     model's forward runs on every call of the model."""
-    roots = reached_roots(ctx, through)
+    roots = call_roots(ctx, through)
     looping = bool(ta.step_loops or ta.eval_loops)
     forwards = bool(forward_roots(ctx))  # also the calls a model's forward runs on every call of the model
     if not (looping or roots or forwards):

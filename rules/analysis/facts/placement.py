@@ -133,9 +133,18 @@ def _moves(ctx: RuleContext, assign: cst.Assign, name: str, depth: int) -> bool:
     (also with a dtype or ``non_blocking``), ``name.cuda()``, a comprehension over ``name`` whose
     elements are all moved (``{k: v.to(device) for k, v in name.items()}``), or a call handed
     ``name`` and a device (``to_device(name, device)``, ``name.to_device(device)``)?"""
-    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+    if len(assign.targets) != 1:
         return False
-    return _device_copy_of(ctx, assign.value, name, depth)
+    target, value = assign.targets[0].target, assign.value
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) and \
+            len(target.elements) == len(value.elements):  # ``x, y = x.cuda(), y.cuda()``: element by element
+        for tel, vel in zip(target.elements, value.elements):
+            if isinstance(tel.value, cst.Name) and tel.value.value == name:
+                return _device_copy_of(ctx, vel.value, name, depth)
+        return False
+    if not isinstance(target, cst.Name):
+        return False
+    return _device_copy_of(ctx, value, name, depth)
 
 
 def _device_copy_of(ctx: RuleContext, value: cst.BaseExpression, name: str, depth: int = 0) -> bool:
@@ -182,6 +191,11 @@ def _own_mover(ctx: RuleContext, call: cst.Call, name: str, depth: int) -> bool:
         r is not None and (_device_copy_of(ctx, r, param, depth + 1) or  # ``return {k: v.to(d) ...}``
                            isinstance(r, cst.Name) and r.value == param and _moved_name(ctx, r, r, depth + 1))
         for r in returns)
+
+
+def to_device(ctx: RuleContext, call: cst.Call) -> bool:
+    """Is ``call`` (a ``.to(...)``/``.cuda(...)``) a move to a device that is not the CPU?"""
+    return _to_device(ctx, call)
 
 
 def _to_device(ctx: RuleContext, call: cst.Call) -> bool:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from ..model.handed_callables import handed_roots
+from .framework_hooks import lightning_step_methods
 from ..model.step_reach import derives_from_looping, external_defs
 from ..model.training import TRAIN, TrainingAnalysis
 from ..syntax.calls import backward_call, dotted_name
@@ -78,3 +79,10 @@ def reached_roots(ctx: RuleContext, through: tuple[StepCaller, ...]) -> dict[cst
     if not through and not derives_from_looping(ctx) and not handed_roots(ctx):
         return {}
     return external_defs(ctx, through, TRAIN)
+
+
+def call_roots(ctx: RuleContext, through: tuple[StepCaller, ...]) -> dict[cst.FunctionDef, StepCaller]:
+    """:func:`reached_roots` and a LightningModule's ``training_step``/``validation_step``, which
+    Lightning runs on every batch: the calls into other modules they reach (through ``self(batch)``,
+    the module's ``forward``: an objective taking ``pl_module``) run every step too."""
+    return {**reached_roots(ctx, through), **lightning_step_methods(ctx)}

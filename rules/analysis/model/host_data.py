@@ -279,3 +279,28 @@ def made_on_host_by_step(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
         ctx.matches(expr.func, {"torch.from_numpy", "torch.as_tensor", "torch.tensor"}) and \
         get_arg(expr, "device") is None and bool(expr.args) and not expr.args[0].star and \
         numpy_made_here(ctx, expr.args[0].value, fn)
+
+
+# Tensor methods whose result is a new tensor where the receiver is (a copy, a view, a cast).
+_KEEPS_PLACE = ("long", "int", "float", "half", "double", "bool", "byte", "contiguous", "view", "reshape",
+                "squeeze", "unsqueeze", "permute", "transpose", "flatten", "clone", "detach", "masked_fill")
+
+
+def built_on_host_at(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> bool:
+    """Is ``expr``, read at ``at``, a tensor the function built in host memory: a host builder
+    (``torch.stack([x[0] for x in batch[1]])``, ``torch.cat(parts)``, without a device), through
+    copies, views and casts (``.squeeze(1)``, ``.clone()``), and through the name it was bound to on
+    every path to ``at`` (``labels = input_ids.clone()`` after ``input_ids = torch.stack(...)``;
+    masking it in place, ``labels[labels == pad] = -100``, keeps it there)?"""
+    from .reaching import reaching_assignments
+
+    while method_call(expr, *_KEEPS_PLACE):
+        expr = expr.func.value  # type: ignore[attr-defined]
+    if isinstance(expr, cst.Call):
+        return built_on_host(ctx, expr)
+    if not isinstance(expr, cst.Name) or depth > 3:
+        return False
+    bindings = reaching_assignments(ctx, expr.value, at)
+    return bool(bindings) and all(
+        len(b.targets) == 1 and isinstance(b.targets[0].target, cst.Name) and
+        built_on_host_at(ctx, b.value, b, depth + 1) for b in bindings)
