@@ -119,6 +119,7 @@ class EvalWithoutNoGrad(Rule):
                     if isinstance(ctx.parent(call), cst.Expr):
                         statements.add(order[call])
         flagged: list[cst.CSTNode] = []
+        reported: set[cst.CSTNode] = set()
         for loop in ctx.nodes(cst.For, cst.While):
             if any(ctx.is_inside(loop, f) for f in flagged):
                 continue
@@ -133,9 +134,15 @@ class EvalWithoutNoGrad(Rule):
                 leading_lines=loop.leading_lines,
             )
             fix = Fix("wrap the loop in torch.no_grad()", (Replace(loop, new),) + ((AddImport("torch"),) if alias is None else ()), "safe")
-            yield Finding(loop, f"evaluation loop runs `{model}` in eval mode with autograd on: every forward "
-                                "records a graph and keeps activations for a backward that never comes; "
-                                "wrap it in torch.no_grad()", fix)
+            # Reported at the forward (where the user looks for the model call), the loop named.
+            forward = _first_forward(ta, loop, model, reported)
+            reported.add(forward)
+            outer = ctx.enclosing(loop, cst.FunctionDef)
+            where = f" (every batch of the loop in `{outer.name.value}()`)" if outer is not None and \
+                ctx.enclosing(forward, cst.FunctionDef) is not outer else ""
+            yield Finding(forward, f"evaluation loop runs `{model}` in eval mode with autograd on{where}: every "
+                                   "forward records a graph and keeps activations for a backward that never comes; "
+                                   "wrap it in torch.no_grad()", fix)
         done = {ctx.enclosing(loop, cst.FunctionDef) or ctx.module for loop in flagged}
         for scope, names in evals.items():
             # ``model.eval()`` as a statement of its own: the inference idiom (not ``freeze(f.eval())``)
@@ -207,6 +214,22 @@ def _models_run(ta: TrainingAnalysis, loop: cst.For | cst.While) -> set[str | No
             if owner != "self" and attr not in _NO_FORWARD and not attr.startswith("_") and not attr.startswith(("get_", "set_", "is_", "has_", "num_")):
                 out.add(owner)
     return out
+
+
+def _first_forward(ta: TrainingAnalysis, loop: cst.For | cst.While, model: str,
+                   taken: set[cst.CSTNode]) -> cst.CSTNode:
+    """The first call of ``model`` (itself, or an inference method of it) that one iteration of
+    ``loop`` runs, in its body or in a function of this file it calls (``scores =
+    self._predict_batch(x)`` running ``self.network(x)``); the loop itself when none is found or
+    that call was already reported for another loop."""
+    for n in _walk_with_grad_callees(ta, loop.body):
+        if not isinstance(n, cst.Call):
+            continue
+        name = dotted_name(n.func)
+        if name == model or name is not None and name.rpartition(".")[0] == model and \
+                name.rpartition(".")[2] not in _NO_FORWARD and not name.rpartition(".")[2].startswith("_"):
+            return n if n not in taken else loop
+    return loop
 
 
 def _walk_with_grad_callees(ta: TrainingAnalysis, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
