@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import AddImport, Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
-from ..analysis.facts.cli_defaults import zero_default_flag
+from ..analysis.facts.cli_defaults import ZeroDefault, zero_default
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_reported
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
@@ -189,11 +189,11 @@ class DataloaderWorkers(Rule):
         for call in loader_calls(ctx):
             kw = call_keywords(ctx, call)
             settings = settings_of(ctx, call, "num_workers")
-            if not kw.opaque and len(settings) == 1 and \
-                    (flag := zero_default_flag(ctx, settings[0].value)) is not None:
-                if launched_with(ctx, (flag,)) is None and not takes_one_batch(ctx, call) and \
+            if not kw.opaque and len(settings) == 1 and (zero := zero_default(ctx, settings[0].value)) is not None:
+                if (zero.flag is None and zero.taken or zero.flag is not None and
+                        launched_with(ctx, (zero.flag,)) is None) and not takes_one_batch(ctx, call) and \
                         not in_memory_dataset(ctx, call):
-                    yield self._command_line(ctx, call, settings[0].value, flag)
+                    yield self._defaulted(ctx, call, settings[0].value, zero)
                 continue
             if kw.opaque and (cfg := config_settings(ctx, call)) is not None:
                 workers = cfg[1].get("num_workers", 0)
@@ -232,15 +232,22 @@ class DataloaderWorkers(Rule):
             yield Finding(call, message, Fix(f"set num_workers={value}", (edit, AddImport("os")), "unsafe"))
 
     @staticmethod
-    def _command_line(ctx: RuleContext, call: cst.Call, value: cst.BaseExpression, flag: str) -> Finding:
-        """``num_workers=args.workers`` whose command-line default is 0: reported at the loader,
-        naming the flag a run must pass (the default is the user's to raise)."""
+    def _defaulted(ctx: RuleContext, call: cst.Call, value: cst.BaseExpression, zero: ZeroDefault) -> Finding:
+        """``num_workers=args.workers`` whose command-line default is 0, or a parameter of the
+        function defaulting to 0 that the file's calls leave alone (``fit(num_workers=0)``):
+        reported at the loader, naming where the value comes from (the default is the user's to
+        raise, or a run's to pass)."""
         waits = "the GPU idles" if may_use_cuda(ctx) else "each step waits"
         code = ctx.code_for(value).strip()
+        if zero.flag is not None:
+            return Finding(call, f"DataLoader loads every batch in the training process (`num_workers` is `{code}`, "
+                                 f"{zero.source}): {waits} while data is prepared unless a run passes {zero.flag} 4",
+                           no_fix_reason=f"the worker count comes from the command line: a run must pass "
+                                         f"{zero.flag} (or its default be raised)")
         return Finding(call, f"DataLoader loads every batch in the training process (`num_workers` is `{code}`, "
-                             f"whose command-line default is 0): {waits} while data is prepared unless a run "
-                             f"passes {flag} 4", no_fix_reason=f"the worker count comes from the command line: a run "
-                                                               f"must pass {flag} (or its default be raised)")
+                             f"{zero.source}, and no call here passes it): {waits} while data is prepared",
+                       no_fix_reason="the worker count is a parameter's default: raise the default (or pass "
+                                     "num_workers where the function is called)")
 
     @staticmethod
     def _edit(ctx: RuleContext, call: cst.Call, settings: list, value: str) -> Edit | NoFix:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
-from ..analysis.facts.cli_defaults import false_default_flag
+from ..analysis.facts.cli_defaults import false_default_flag, zero_default
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_silent
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import Setting, call_keywords, exclusive
@@ -171,7 +171,9 @@ class DataloaderPersistentWorkers(Rule):
                 continue
             if kw.opaque or not workers:
                 continue
-            live = [s for s in workers if _may_be_positive(s.value)]
+            # (a worker count 0 by default, a flag or a parameter's: nothing to persist on the default run,
+            # and persistent_workers=True with no workers raises ValueError)
+            live = [s for s in workers if _may_be_positive(s.value) and not _zero_by_default(ctx, s.value)]
             persistent = settings_of(ctx, call, "persistent_workers")
             if persistent:
                 flag = false_default_flag(ctx, persistent[0].value) if len(persistent) == 1 else None
@@ -263,6 +265,13 @@ class DataloaderPersistentWorkers(Rule):
                 return AMBIGUOUS
             edits.append(edit)
         return tuple(edits)
+
+
+def _zero_by_default(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """0 on the default run: a command-line option defaulting to 0 that no launch script of the
+    project raises, or a parameter defaulting to 0 that no call of the file passes."""
+    zero = zero_default(ctx, expr)
+    return zero is not None and (zero.flag is None or launched_with(ctx, (zero.flag,)) is None)
 
 
 def _may_be_positive(expr: cst.BaseExpression) -> bool:
