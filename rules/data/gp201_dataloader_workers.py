@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -18,6 +19,7 @@ from ..analysis.model.training import analysis
 from ..analysis.syntax.calls import dataloader_arg, dotted_name, literal_value
 from ..analysis.syntax.project import project_function
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import walk
 from ..analysis.syntax.launch import launched_with
 from ._loader_args import AMBIGUOUS, FROM_YAML, config_settings, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
@@ -211,6 +213,8 @@ class DataloaderWorkers(Rule):
                 continue  # one batch: starting workers costs more than loading it
             if settings and _deliberate_zero(ctx, call):
                 continue  # ``num_workers=0`` written out for an evaluation loader beside a training one with workers
+            if dataloader_arg(call, "num_workers") is not None and _explained_zero(ctx, call):
+                continue  # ``num_workers=0`` with a comment about workers: the author's reasoned choice
             if in_memory_dataset(ctx, call):
                 continue  # a batch is an index into tensors held in memory: workers would only pickle them
             what = "`num_workers` is not set (default 0)" if not settings else \
@@ -260,6 +264,9 @@ class DataloaderWorkers(Rule):
 
 
 _EVAL_WORDS = ("eval", "test", "valid", "val_", "predict", "metric", "infer")
+# Words of a branch's test that select evaluation (``if split == "val":``, ``if mode == "test":``).
+_EVAL_TOKENS = frozenset({"val", "valid", "validation", "test", "testing", "eval", "evaluation", "dev", "infer",
+                          "inference"})
 
 
 def _deliberate_zero(ctx: RuleContext, call: cst.Call) -> bool:
@@ -286,9 +293,56 @@ def _deliberate_zero(ctx: RuleContext, call: cst.Call) -> bool:
                 return False
         elif use.kind == "escape":
             fn = ctx.enclosing(call, cst.FunctionDef)
-            if fn is None or not any(w in fn.name.value.lower() for w in _EVAL_WORDS):
+            if (fn is None or not any(w in fn.name.value.lower() for w in _EVAL_WORDS)) and \
+                    not _evaluation_branch(ctx, call):
                 return False
     return True
+
+
+def _evaluation_branch(ctx: RuleContext, call: cst.Call) -> bool:
+    """Is ``call`` on the branch a factory takes for evaluation: the ``else`` of ``if train:``
+    (``if is_train``, ``if split == "train"``), or the body of ``if not train:`` / ``if mode ==
+    "test":``?"""
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if not isinstance(anc, cst.If):
+            continue
+        test = anc.test
+        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) or \
+            isinstance(test, cst.Comparison) and any(isinstance(c.operator, cst.NotEqual) for c in test.comparisons)
+        words = set(re.split(r"[^a-z]+", " ".join(ctx.code_for(n) for n in walk(test, include_self=True)
+                                                   if isinstance(n, (cst.Name, cst.SimpleString))).lower()))
+        in_else = anc.orelse is not None and ctx.is_inside(call, anc.orelse)
+        if words & {"train", "training"} and in_else != negated or \
+                not in_else and not negated and words & _EVAL_TOKENS:
+            return True
+    return False
+
+
+_COMMENT = re.compile(r"#[^\n]*")
+
+
+def _explained_zero(ctx: RuleContext, call: cst.Call) -> bool:
+    """``num_workers=0`` written in the call with a comment that speaks of workers on its statement
+    or in the comment lines just above it, or above the loaders built right before it in the same
+    run of statements (``# text data held in RAM, no need for num_workers`` over a train and a dev
+    loader; ``num_workers=0,  # h5py handles cannot be shared with worker processes``): the author
+    weighed workers for this loader and chose none."""
+    stmt = ctx.statement_of(call)
+    loaders = set(loader_calls(ctx))
+    while isinstance(stmt, cst.SimpleStatementLine):
+        if any("worker" in c.lower() for c in _COMMENT.findall(ctx.code_for(stmt))):
+            return True
+        block = ctx.parent(stmt)
+        body = list(getattr(block, "body", ()))
+        at = next((i for i, s in enumerate(body) if s is stmt), 0)
+        if at == 0 or any(line.comment is None for line in stmt.leading_lines):
+            return False  # first of its block, or a blank line before it: a run of loaders ends
+        stmt = body[at - 1]
+        if not any(n in loaders for n in walk(stmt)):
+            return False  # the run of loader statements ends
+    return False
 
 
 def _streams_own_iterable(ctx: RuleContext) -> bool:

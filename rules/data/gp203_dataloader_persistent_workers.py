@@ -180,6 +180,10 @@ class DataloaderPersistentWorkers(Rule):
                 if flag is not None and live and launched_with(ctx, (flag,)) is None and \
                         iterated_repeatedly(ctx, call):
                     yield self._command_line(ctx, call, persistent[0].value, flag)
+                elif len(persistent) == 1 and literal_value(persistent[0].value) is False and live and \
+                        not _chooses_per_loader(ctx, call) and iterated_repeatedly(ctx, call) and \
+                        not changed_between_passes(ctx, call):
+                    yield self._written_off(ctx, call)
                 continue  # the user's choice, or a switch a run turns on
             if not live or not iterated_repeatedly(ctx, call):
                 continue  # no workers, or one iterator for the whole run: they start once anyway
@@ -226,6 +230,19 @@ class DataloaderPersistentWorkers(Rule):
                                      "(or its default be turned on)")
 
     @staticmethod
+    def _written_off(ctx: RuleContext, call: cst.Call) -> Finding:
+        """``persistent_workers=False`` written out on a loader with workers that is iterated again
+        (often a template's value): the workers restart every pass. No fix: the False may be meant
+        (memory idle workers hold, state the dataset refreshes outside the loop's view)."""
+        who = "the GPU waits" if may_use_cuda(ctx) else "training waits"
+        return Finding(call, f"DataLoader workers are shut down and re-spawned every epoch ({who} while they restart): "
+                             "`persistent_workers=False` is written out on a loader with workers that is iterated "
+                             "again; set it to True",
+                       no_fix_reason="`persistent_workers=False` is written out: keep it only if the workers must "
+                                     "restart each pass (to free their memory, or to pick up dataset state changed "
+                                     "between passes)")
+
+    @staticmethod
     def _configured(ctx: RuleContext, call: cst.Call, path: str, items: dict[str, object]) -> Iterator[Finding]:
         """A loader whose settings come from the project's YAML configuration: workers there, and
         ``persistent_workers`` missing or false there (a configuration's false is often the
@@ -265,6 +282,14 @@ class DataloaderPersistentWorkers(Rule):
                 return AMBIGUOUS
             edits.append(edit)
         return tuple(edits)
+
+
+def _chooses_per_loader(ctx: RuleContext, call: cst.Call) -> bool:
+    """Does another DataLoader of the file set ``persistent_workers`` to something other than a
+    literal False? Then the author chose the setting loader by loader, and this False is meant."""
+    return any(c is not call and any(literal_value(s.value) is not False
+                                     for s in settings_of(ctx, c, "persistent_workers"))
+               for c in loader_calls(ctx))
 
 
 def _zero_by_default(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
