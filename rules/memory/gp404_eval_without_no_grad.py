@@ -159,7 +159,7 @@ class EvalWithoutNoGrad(Rule):
                     evals: dict[cst.CSTNode, list[tuple[int, str]]], order: dict[cst.CSTNode, int]) -> str | None:
         scope = ctx.enclosing(loop, cst.FunctionDef, cst.Lambda, cst.ClassDef) or ctx.module
         start = order[loop]
-        models = {name for pos, name in evals.get(scope, ()) if pos < start}
+        models = {name for pos, name in evals.get(scope, ()) if pos < start} | _evaluated_each(ctx, loop)
         if not models or in_no_grad(ctx, loop):
             return None
         called = _models_run(ta, loop)
@@ -171,7 +171,8 @@ class EvalWithoutNoGrad(Rule):
         for n in walk(scope):
             if method_call(n, "train") and isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and \
                     dotted_name(n.func.value) == model and \
-                    max(p for p, m in evals[scope] if m == model and p < start) < order[n] < start:
+                    max((p for p, m in evals.get(scope, ()) if m == model and p < start), default=start) < \
+                    order[n] < start:
                 return None
         for n in walk_with_callees(ta, loop.body):
             if ta.is_backward_call(n) or ta.is_optimizer_step(n):
@@ -214,6 +215,25 @@ def _models_run(ta: TrainingAnalysis, loop: cst.For | cst.While) -> set[str | No
             if owner != "self" and attr not in _NO_FORWARD and not attr.startswith("_") and not attr.startswith(("get_", "set_", "is_", "has_", "num_")):
                 out.add(owner)
     return out
+
+
+def _evaluated_each(ctx: RuleContext, loop: cst.For | cst.While) -> set[str]:
+    """Models a ``for`` loop binds and puts in eval mode itself, one per pass (``for model, name in
+    ((ema, "ema"), (vae, "online")): model.eval(); out = model(x)``), and never back in train mode."""
+    if not isinstance(loop, cst.For):
+        return set()
+    bound = {n.value for n in walk(loop.target, include_self=True) if isinstance(n, cst.Name)}
+    out: set[str] = set()
+    toggled: set[str] = set()
+    for n in walk(loop.body):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and not n.args and \
+                (name := dotted_name(n.func.value)) in bound:
+            if method_call(n, "eval") and isinstance(ctx.parent(n), cst.Expr) and \
+                    ctx.enclosing(n, cst.For, cst.While) is loop:
+                out.add(name)
+            elif method_call(n, "train"):
+                toggled.add(name)
+    return out - toggled
 
 
 def _first_forward(ta: TrainingAnalysis, loop: cst.For | cst.While, model: str,
