@@ -50,16 +50,21 @@ class DataloaderPinMemory(Rule):
         "while one that names CUDA and still trains on the CPU is.",
         "`pin_memory` set to anything but a literal `False` is trusted, except a command-line switch "
         "that is off by default (`pin_memory=args.pin_mem` from an `argparse` `store_true` option or "
-        "`default=False` in the file or in a module of the user's it imports, or a `bool` field "
+        "`default=False` (or an int switch, `type=int, default=0`) in the file or in a module of the "
+        "user's it imports, also stored on `self` (`self.pin_memory = args.pin_memory`), or a `bool` field "
         "defaulting to False of a typed arguments class of the user's modules): reported without a fix, naming the flag, unless the project's launch "
         "scripts pass it.",
         "`**` dicts built in the same file are read (see GP201); a DataLoader with `*args` or a "
         "`**` dict the file cannot see into is skipped. The fix writes `pin_memory` next to "
         "`num_workers` (or into the dict's only literal definition) when that dict feeds nothing "
         "but DataLoaders, else the finding comes without a fix.",
-        "A loader only asked for its first batch (`next(iter(loader))`) is not reported.",
+        "A loader only asked for its first batch (`next(iter(loader))`), or over a range of indices "
+        "(`DataLoader(torch.arange(n))`: a few bytes a batch), is not reported.",
         "A `DataLoader` subclass of the user's that passes DataLoader's arguments through counts as "
-        "a DataLoader (see GP201).",
+        "a DataLoader (see GP201); one with a signature of its own is reported at its "
+        "`super().__init__(...)` when that leaves pin_memory out (its callers cannot set it). webdataset's "
+        "`WebLoader` and torchdata's `StatefulDataLoader` hand their arguments to torch's DataLoader and "
+        "count as one.",
         FROM_YAML,
         FRAMEWORK_LOADERS,
         blind_silent("the Trainer pins host memory by default (`dataloader_pin_memory=True`), so only an explicit False is slow"),

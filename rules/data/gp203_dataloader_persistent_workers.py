@@ -84,7 +84,9 @@ class DataloaderPersistentWorkers(Rule):
     # gains_on 'any': restarting worker processes costs time on every device.
     gains_on = "any"
     limitations = (
-        "Reported only when `num_workers` is given and may be positive; a DataLoader without "
+        "Reported only when `num_workers` is given and may be positive (not a command-line option or "
+        "a parameter that is 0 by default, see GP201: nothing to persist on the default run, and "
+        "`persistent_workers=True` with no workers raises ValueError); a DataLoader without "
         "workers is GP201's business. Nor when the training process changes the loader's dataset "
         "inside a loop of the file (a method of it called as a statement of its own: "
         "`train_loader.dataset.ng_sample()`, `train_set.set_epoch(epoch)`; or one of its attributes "
@@ -108,9 +110,12 @@ class DataloaderPersistentWorkers(Rule):
         "A loader returned by a `test_dataloader`/`predict_dataloader` method (Lightning calls the "
         "hook for each `trainer.test`/`trainer.predict` and iterates what it returns once) is not "
         "reported.",
-        "An explicit `persistent_workers=False` is the user's choice and is respected (workers that "
-        "must not keep their state between epochs, or memory held by idle workers), also in a "
-        "loader factory of another module; only a missing argument is reported, and a command-line "
+        "An explicit `persistent_workers=False` on a loader with workers that is iterated again is "
+        "reported without a fix (often a template's value; keep it only for workers that must not keep "
+        "their state between epochs, or the memory idle workers hold), except in a file that sets "
+        "`persistent_workers` to something else on another loader (chosen loader by loader); where a "
+        "loader factory of another module returns it, it is reported in the factory's module, not at the "
+        "caller. So is a command-line "
         "switch that is off by default (`persistent_workers=args.keep_workers` from an `argparse` "
         "`store_true` option or `default=False` in the file or in a module of the user's it imports "
         "(`add_training_arguments(parser)`), or a `bool` field defaulting to False of a typed "

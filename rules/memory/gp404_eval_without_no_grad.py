@@ -44,7 +44,10 @@ class EvalWithoutNoGrad(Rule):
         "one of its inference methods (`model.predict(users)`, `self.net.score_items(x)`; not "
         "`generate()`, which runs without autograd, nor accessors), or a function of this file the loop "
         "calls that does (`self._run_batch(x, y)` running `self.net`, unless it runs under `no_grad`); "
-        "evaluation in a function that receives a model already in eval mode is missed.",
+        "evaluation in a function that receives a model already in eval mode is missed. A `for` loop over "
+        "several models that puts each in eval mode itself (`for net in (model, ema): net.eval(); "
+        "net(x)`) counts. The finding is at the loop's first forward of the model (in its body, or in "
+        "the helper of this file it hands each batch to); the fix wraps the loop.",
         "A straight-line forward after `model.eval()` (a `predict()` helper) is reported when the "
         "function never uses autograd and no caller may backpropagate through its output (one that "
         "hands nothing back, a `sample_images(step)` writing a grid to disk, is reported even when its "
