@@ -138,7 +138,7 @@ class EvalWithoutNoGrad(Rule):
             )
             fix = Fix("wrap the loop in torch.no_grad()", (Replace(loop, new),) + ((AddImport("torch"),) if alias is None else ()), "safe")
             # Reported at the forward (where the user looks for the model call), the loop named.
-            forward = _first_forward(ta, loop, model, reported)
+            forward = _first_forward(ctx, ta, loop, model, reported)
             reported.add(forward)
             outer = ctx.enclosing(loop, cst.FunctionDef)
             where = f" (every batch of the loop in `{outer.name.value}()`)" if outer is not None and \
@@ -239,18 +239,27 @@ def _evaluated_each(ctx: RuleContext, loop: cst.For | cst.While) -> set[str]:
     return out - toggled
 
 
-def _first_forward(ta: TrainingAnalysis, loop: cst.For | cst.While, model: str,
+def _first_forward(ctx: RuleContext, ta: TrainingAnalysis, loop: cst.For | cst.While, model: str,
                    taken: set[cst.CSTNode]) -> cst.CSTNode:
     """The first call of ``model`` (itself, or an inference method of it) that one iteration of
-    ``loop`` runs, in its body or in a function of this file it calls (``scores =
-    self._predict_batch(x)`` running ``self.network(x)``); the loop itself when none is found or
-    that call was already reported for another loop."""
+    ``loop`` runs, in its body or in a function of this file it calls only to predict (``scores =
+    self._predict_batch(x)`` running ``self.network(x)``); for a helper that training calls too
+    (``forward(model, batch)`` shared by the train and test loops), the loop's call of it; the loop
+    itself when none is found or that call was already reported for another loop."""
+    outer = ctx.enclosing(loop, cst.FunctionDef)
     for n in _walk_with_grad_callees(ta, loop.body):
         if not isinstance(n, cst.Call):
             continue
         name = dotted_name(n.func)
         if name == model or name is not None and name.rpartition(".")[0] == model and \
                 name.rpartition(".")[2] not in _NO_FORWARD and not name.rpartition(".")[2].startswith("_"):
+            helper = ctx.enclosing(n, cst.FunctionDef)
+            if helper is not outer and helper is not None and any(
+                    _uses_autograd(ctx, ta, ctx.enclosing(c, cst.FunctionDef) or ctx.module) for c in ta.calls_of(helper)):
+                forward = n
+                n = next((c for c in walk(loop.body) if isinstance(c, cst.Call) and
+                          any(m is forward for fn in ta.called_functions(c) for m in _walk_with_grad_callees(ta, fn))),
+                         loop)
             return n if n not in taken else loop
     return loop
 
