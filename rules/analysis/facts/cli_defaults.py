@@ -340,13 +340,17 @@ def _param_default_zero(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> Zer
         if any(name in _bound_names(t) for t in targets):
             return None
     calls = calls_of(ctx, fn)
+    cls = ctx.enclosing(fn, cst.ClassDef) if fn.name.value == "__init__" else None
+    if cls is not None:  # the class's constructions: ``DataModule(data_dir)``
+        calls = [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == cls.name.value]
     for call in calls:
         if any(a.star for a in call.args):
             return None
         arg = get_arg(call, name) if param in fn.params.kwonly_params else bound_arg(call, fn, name)
         if arg is not None and literal_value(arg.value) != 0:
             return None  # a caller passes its own count
-    return ZeroDefault(None, f"the `{name}` parameter of `{fn.name.value}()`, 0 by default", bool(calls))
+    owner = f"{cls.name.value}(...)" if cls is not None else f"{fn.name.value}()"
+    return ZeroDefault(None, f"the `{name}` parameter of `{owner}`, 0 by default", bool(calls))
 
 
 def _bound_names(target: cst.BaseExpression) -> set[str]:
