@@ -46,8 +46,10 @@ class EvalWithoutNoGrad(Rule):
         "calls that does (`self._run_batch(x, y)` running `self.net`, unless it runs under `no_grad`); "
         "evaluation in a function that receives a model already in eval mode is missed. A `for` loop over "
         "several models that puts each in eval mode itself (`for net in (model, ema): net.eval(); "
-        "net(x)`) counts. The finding is at the loop's first forward of the model (in its body, or in "
-        "the helper of this file it hands each batch to); the fix wraps the loop.",
+        "net(x)`) counts. The finding is at the loop's first call of the model itself (in its body, or in "
+        "the helper of this file it hands each batch to when only evaluation calls that helper); a loop "
+        "that only calls a method of it (which may run under its own no_grad elsewhere) is reported at "
+        "the loop. The fix wraps the loop.",
         "A straight-line forward after `model.eval()` (a `predict()` helper) is reported when the "
         "function never uses autograd and no caller may backpropagate through its output (one that "
         "hands nothing back, a `sample_images(step)` writing a grid to disk, is reported even when its "
@@ -241,18 +243,18 @@ def _evaluated_each(ctx: RuleContext, loop: cst.For | cst.While) -> set[str]:
 
 def _first_forward(ctx: RuleContext, ta: TrainingAnalysis, loop: cst.For | cst.While, model: str,
                    taken: set[cst.CSTNode]) -> cst.CSTNode:
-    """The first call of ``model`` (itself, or an inference method of it) that one iteration of
+    """The first call of ``model`` itself (not a method of it) that one iteration of
     ``loop`` runs, in its body or in a function of this file it calls only to predict (``scores =
     self._predict_batch(x)`` running ``self.network(x)``); for a helper that training calls too
     (``forward(model, batch)`` shared by the train and test loops), the loop's call of it; the loop
     itself when none is found or that call was already reported for another loop."""
     outer = ctx.enclosing(loop, cst.FunctionDef)
+    # The model itself called; only a method of it (``model.recognize(x)``, which may run under its own
+    # no_grad in the model's module) leaves the finding at the loop, as before.
     for n in _walk_with_grad_callees(ta, loop.body):
         if not isinstance(n, cst.Call):
             continue
-        name = dotted_name(n.func)
-        if name == model or name is not None and name.rpartition(".")[0] == model and \
-                name.rpartition(".")[2] not in _NO_FORWARD and not name.rpartition(".")[2].startswith("_"):
+        if dotted_name(n.func) == model:
             helper = ctx.enclosing(n, cst.FunctionDef)
             if helper is not outer and helper is not None and any(
                     _uses_autograd(ctx, ta, ctx.enclosing(c, cst.FunctionDef) or ctx.module) for c in ta.calls_of(helper)):
