@@ -53,7 +53,9 @@ _SCRIPTS: dict[tuple[str, int, int], Any] = {}
 
 def needs_entries(data: bytes) -> bool:
     """A guardless file building a DataLoader (workers: the entry's guard) or training (TF32/cuDNN)?"""
-    return b"__main__" not in data and (b"DataLoader" in data or b"backward" in data and b".step(" in data)
+    # (``Loader(``: another library's loader over torch's, ``wds.WebLoader(...)``)
+    return b"__main__" not in data and (b"DataLoader" in data or b"Loader(" in data or
+                                        b"backward" in data and b".step(" in data)
 
 
 def needs_launches(data: bytes) -> bool:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
 
 from .._api import AddImport, Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
-from ..analysis.facts.cli_defaults import zero_default_flag
+from ..analysis.facts.cli_defaults import ZeroDefault, zero_default
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_reported
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
@@ -18,6 +19,7 @@ from ..analysis.model.training import analysis
 from ..analysis.syntax.calls import dataloader_arg, dotted_name, literal_value
 from ..analysis.syntax.project import project_function
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import walk
 from ..analysis.syntax.launch import launched_with
 from ._loader_args import AMBIGUOUS, FROM_YAML, config_settings, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
@@ -62,14 +64,18 @@ class DataloaderWorkers(Rule):
         "comes without a fix.",
         "A `num_workers` given as a name or expression is trusted, even when it evaluates to 0; "
         "except an option of the command line whose default is 0 and that nothing in the file "
-        "raises (`args.workers` from `add_argument(\"--workers\", default=0)` in the file, or a "
+        "raises (`args.workers` from `add_argument(\"--workers\", default=0)` in the file or in a module of "
+        "the user's it imports (an `args.py` building the parser; the flag named as the destination), or a "
         "field `workers: int = 0` of a typed arguments class of the user's modules: a `Tap`, "
         "`*Args`/`*Arguments` subclass or a `@dataclass` named `*Args`/`*Options`; also a value the "
         "class stores once from one, `self.workers = args.workers`, or from its constructor's parameter "
         "defaulting to 0 that an option of the same name fills: a Lightning DataModule's "
         "`add_argparse_args` with `--num_workers` default 0): reported at the "
-        "loader without a fix, naming the flag a run must pass, unless the project's launch "
-        "scripts pass it.",
+        "loader without a fix, naming the flag a run must pass (and the module holding its default), unless "
+        "the project's launch scripts pass it. Likewise a parameter of the enclosing function defaulting "
+        "to 0 that the function does not rebind and that calls of the file leave alone (`def main(data, "
+        "num_workers=0)` called as `main(path)`; also once stored on `self` by a method, `fit(..., "
+        "workers=0)`): reported when a call of the file takes the default.",
         "A framework's loader (the Hugging Face Trainer's, Lightning's) is not reported in a file that "
         "builds its own `IterableDataset` subclass (a packing stream handed to the Trainer): each "
         "worker would replay the whole stream. "
@@ -92,13 +98,18 @@ class DataloaderWorkers(Rule):
         "file (`torch.load`, `np.load`) or on the device, or a dataset class (of "
         "this module or the user's other modules) whose `__getitem__` only indexes what it holds "
         "(`return self.x[i], self.y[i]`, index arithmetic, cheap casts); any other call there "
-        "(a file read, a transform) counts as work. A `TensorDataset` of tensors the script makes "
+        "(a file read, a transform) counts as work; nor a loader over a range of indices "
+        "(`DataLoader(torch.arange(n))`, `DataLoader(torch.LongTensor(range(20)), batch_size=1)`): each "
+        "batch only picks data held elsewhere. A `TensorDataset` of tensors the script makes "
         "up (`torch.randn`) stands for a dataset read elsewhere and is reported. Nor is a loader "
         "only asked for its first batch (`next(iter(loader))`), or read for a bounded prefix once "
         "before the training loop (a few reference samples: `if i == args.n - 1: break`), reported; "
         "nor a `num_workers=0` written out on a loader only evaluation reads (a loop that does not "
         "train, a non-training function of the user's or a call named for evaluation, a "
-        "`val_dataloader`-style method) in a file whose other DataLoader is given workers.",
+        "`val_dataloader`-style method, the evaluation branch of a factory: the `else` of `if train:`) in a "
+        "file whose other DataLoader is given workers; nor a `num_workers=0` written in the call with a "
+        "comment that speaks of workers on its statement or above the run of loader statements it "
+        "belongs to (`# text held in RAM, no need for workers`): the author weighed it.",
         "A `DataLoader` subclass of the user's (this module or another) counts as a DataLoader "
         "when it passes DataLoader's arguments through: no `__init__`, or one whose named "
         "parameters are DataLoader's first ones and that forwards them with its `**kwargs` to the "
@@ -189,11 +200,11 @@ class DataloaderWorkers(Rule):
         for call in loader_calls(ctx):
             kw = call_keywords(ctx, call)
             settings = settings_of(ctx, call, "num_workers")
-            if not kw.opaque and len(settings) == 1 and \
-                    (flag := zero_default_flag(ctx, settings[0].value)) is not None:
-                if launched_with(ctx, (flag,)) is None and not takes_one_batch(ctx, call) and \
+            if not kw.opaque and len(settings) == 1 and (zero := zero_default(ctx, settings[0].value)) is not None:
+                if (zero.flag is None and zero.taken or zero.flag is not None and
+                        launched_with(ctx, (zero.flag,)) is None) and not takes_one_batch(ctx, call) and \
                         not in_memory_dataset(ctx, call):
-                    yield self._command_line(ctx, call, settings[0].value, flag)
+                    yield self._defaulted(ctx, call, settings[0].value, zero)
                 continue
             if kw.opaque and (cfg := config_settings(ctx, call)) is not None:
                 workers = cfg[1].get("num_workers", 0)
@@ -211,6 +222,8 @@ class DataloaderWorkers(Rule):
                 continue  # one batch: starting workers costs more than loading it
             if settings and _deliberate_zero(ctx, call):
                 continue  # ``num_workers=0`` written out for an evaluation loader beside a training one with workers
+            if dataloader_arg(call, "num_workers") is not None and _explained_zero(ctx, call):
+                continue  # ``num_workers=0`` with a comment about workers: the author's reasoned choice
             if in_memory_dataset(ctx, call):
                 continue  # a batch is an index into tensors held in memory: workers would only pickle them
             what = "`num_workers` is not set (default 0)" if not settings else \
@@ -232,15 +245,22 @@ class DataloaderWorkers(Rule):
             yield Finding(call, message, Fix(f"set num_workers={value}", (edit, AddImport("os")), "unsafe"))
 
     @staticmethod
-    def _command_line(ctx: RuleContext, call: cst.Call, value: cst.BaseExpression, flag: str) -> Finding:
-        """``num_workers=args.workers`` whose command-line default is 0: reported at the loader,
-        naming the flag a run must pass (the default is the user's to raise)."""
+    def _defaulted(ctx: RuleContext, call: cst.Call, value: cst.BaseExpression, zero: ZeroDefault) -> Finding:
+        """``num_workers=args.workers`` whose command-line default is 0, or a parameter of the
+        function defaulting to 0 that the file's calls leave alone (``fit(num_workers=0)``):
+        reported at the loader, naming where the value comes from (the default is the user's to
+        raise, or a run's to pass)."""
         waits = "the GPU idles" if may_use_cuda(ctx) else "each step waits"
         code = ctx.code_for(value).strip()
+        if zero.flag is not None:
+            return Finding(call, f"DataLoader loads every batch in the training process (`num_workers` is `{code}`, "
+                                 f"{zero.source}): {waits} while data is prepared unless a run passes {zero.flag} 4",
+                           no_fix_reason=f"the worker count comes from the command line: a run must pass "
+                                         f"{zero.flag} (or its default be raised)")
         return Finding(call, f"DataLoader loads every batch in the training process (`num_workers` is `{code}`, "
-                             f"whose command-line default is 0): {waits} while data is prepared unless a run "
-                             f"passes {flag} 4", no_fix_reason=f"the worker count comes from the command line: a run "
-                                                               f"must pass {flag} (or its default be raised)")
+                             f"{zero.source}, and no call here passes it): {waits} while data is prepared",
+                       no_fix_reason="the worker count is a parameter's default: raise the default (or pass "
+                                     "num_workers where the function is called)")
 
     @staticmethod
     def _edit(ctx: RuleContext, call: cst.Call, settings: list, value: str) -> Edit | NoFix:
@@ -253,6 +273,9 @@ class DataloaderWorkers(Rule):
 
 
 _EVAL_WORDS = ("eval", "test", "valid", "val_", "predict", "metric", "infer")
+# Words of a branch's test that select evaluation (``if split == "val":``, ``if mode == "test":``).
+_EVAL_TOKENS = frozenset({"val", "valid", "validation", "test", "testing", "eval", "evaluation", "dev", "infer",
+                          "inference"})
 
 
 def _deliberate_zero(ctx: RuleContext, call: cst.Call) -> bool:
@@ -279,9 +302,56 @@ def _deliberate_zero(ctx: RuleContext, call: cst.Call) -> bool:
                 return False
         elif use.kind == "escape":
             fn = ctx.enclosing(call, cst.FunctionDef)
-            if fn is None or not any(w in fn.name.value.lower() for w in _EVAL_WORDS):
+            if (fn is None or not any(w in fn.name.value.lower() for w in _EVAL_WORDS)) and \
+                    not _evaluation_branch(ctx, call):
                 return False
     return True
+
+
+def _evaluation_branch(ctx: RuleContext, call: cst.Call) -> bool:
+    """Is ``call`` on the branch a factory takes for evaluation: the ``else`` of ``if train:``
+    (``if is_train``, ``if split == "train"``), or the body of ``if not train:`` / ``if mode ==
+    "test":``?"""
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if not isinstance(anc, cst.If):
+            continue
+        test = anc.test
+        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) or \
+            isinstance(test, cst.Comparison) and any(isinstance(c.operator, cst.NotEqual) for c in test.comparisons)
+        words = set(re.split(r"[^a-z]+", " ".join(ctx.code_for(n) for n in walk(test, include_self=True)
+                                                   if isinstance(n, (cst.Name, cst.SimpleString))).lower()))
+        in_else = anc.orelse is not None and ctx.is_inside(call, anc.orelse)
+        if words & {"train", "training"} and in_else != negated or \
+                not in_else and not negated and words & _EVAL_TOKENS:
+            return True
+    return False
+
+
+_COMMENT = re.compile(r"#[^\n]*")
+
+
+def _explained_zero(ctx: RuleContext, call: cst.Call) -> bool:
+    """``num_workers=0`` written in the call with a comment that speaks of workers on its statement
+    or in the comment lines just above it, or above the loaders built right before it in the same
+    run of statements (``# text data held in RAM, no need for num_workers`` over a train and a dev
+    loader; ``num_workers=0,  # h5py handles cannot be shared with worker processes``): the author
+    weighed workers for this loader and chose none."""
+    stmt = ctx.statement_of(call)
+    loaders = set(loader_calls(ctx))
+    while isinstance(stmt, cst.SimpleStatementLine):
+        if any("worker" in c.lower() for c in _COMMENT.findall(ctx.code_for(stmt))):
+            return True
+        block = ctx.parent(stmt)
+        body = list(getattr(block, "body", ()))
+        at = next((i for i, s in enumerate(body) if s is stmt), 0)
+        if at == 0 or any(line.comment is None for line in stmt.leading_lines):
+            return False  # first of its block, or a blank line before it: a run of loaders ends
+        stmt = body[at - 1]
+        if not any(n in loaders for n in walk(stmt)):
+            return False  # the run of loader statements ends
+    return False
 
 
 def _streams_own_iterable(ctx: RuleContext) -> bool:

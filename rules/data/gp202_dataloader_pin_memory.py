@@ -10,7 +10,7 @@ from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, bl
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.facts.loader_builders import built_loaders
-from ..analysis.facts.loaders import loader_calls
+from ..analysis.facts.loaders import index_dataset, loader_calls
 from ..analysis.fixes.edits import torch_alias
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import literal_value
@@ -50,16 +50,21 @@ class DataloaderPinMemory(Rule):
         "while one that names CUDA and still trains on the CPU is.",
         "`pin_memory` set to anything but a literal `False` is trusted, except a command-line switch "
         "that is off by default (`pin_memory=args.pin_mem` from an `argparse` `store_true` option or "
-        "`default=False` in the file or in a module of the user's it imports, or a `bool` field "
+        "`default=False` (or an int switch, `type=int, default=0`) in the file or in a module of the "
+        "user's it imports, also stored on `self` (`self.pin_memory = args.pin_memory`), or a `bool` field "
         "defaulting to False of a typed arguments class of the user's modules): reported without a fix, naming the flag, unless the project's launch "
         "scripts pass it.",
         "`**` dicts built in the same file are read (see GP201); a DataLoader with `*args` or a "
         "`**` dict the file cannot see into is skipped. The fix writes `pin_memory` next to "
         "`num_workers` (or into the dict's only literal definition) when that dict feeds nothing "
         "but DataLoaders, else the finding comes without a fix.",
-        "A loader only asked for its first batch (`next(iter(loader))`) is not reported.",
+        "A loader only asked for its first batch (`next(iter(loader))`), or over a range of indices "
+        "(`DataLoader(torch.arange(n))`: a few bytes a batch), is not reported.",
         "A `DataLoader` subclass of the user's that passes DataLoader's arguments through counts as "
-        "a DataLoader (see GP201).",
+        "a DataLoader (see GP201); one with a signature of its own is reported at its "
+        "`super().__init__(...)` when that leaves pin_memory out (its callers cannot set it). webdataset's "
+        "`WebLoader` and torchdata's `StatefulDataLoader` hand their arguments to torch's DataLoader and "
+        "count as one.",
         FROM_YAML,
         FRAMEWORK_LOADERS,
         blind_silent("the Trainer pins host memory by default (`dataloader_pin_memory=True`), so only an explicit False is slow"),
@@ -117,6 +122,8 @@ class DataloaderPinMemory(Rule):
         if not calls or not (may_use_cuda(ctx) or entries and any("cuda" in e.settings for e in entries)):
             return
         for call in calls:
+            if index_dataset(ctx, call):
+                continue  # batches of a few integer indices: nothing worth pinning
             settings = settings_of(ctx, call, "pin_memory")
             if call_keywords(ctx, call).opaque and (cfg := config_settings(ctx, call)) is not None:
                 if cfg[1].get("pin_memory", False) is False and not takes_one_batch(ctx, call):

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
-from ..analysis.facts.cli_defaults import false_default_flag
+from ..analysis.facts.cli_defaults import false_default_flag, zero_default
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_silent
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import Setting, call_keywords, exclusive
@@ -84,7 +84,9 @@ class DataloaderPersistentWorkers(Rule):
     # gains_on 'any': restarting worker processes costs time on every device.
     gains_on = "any"
     limitations = (
-        "Reported only when `num_workers` is given and may be positive; a DataLoader without "
+        "Reported only when `num_workers` is given and may be positive (not a command-line option or "
+        "a parameter that is 0 by default, see GP201: nothing to persist on the default run, and "
+        "`persistent_workers=True` with no workers raises ValueError); a DataLoader without "
         "workers is GP201's business. Nor when the training process changes the loader's dataset "
         "inside a loop of the file (a method of it called as a statement of its own: "
         "`train_loader.dataset.ng_sample()`, `train_set.set_epoch(epoch)`; or one of its attributes "
@@ -108,9 +110,12 @@ class DataloaderPersistentWorkers(Rule):
         "A loader returned by a `test_dataloader`/`predict_dataloader` method (Lightning calls the "
         "hook for each `trainer.test`/`trainer.predict` and iterates what it returns once) is not "
         "reported.",
-        "An explicit `persistent_workers=False` is the user's choice and is respected (workers that "
-        "must not keep their state between epochs, or memory held by idle workers), also in a "
-        "loader factory of another module; only a missing argument is reported, and a command-line "
+        "An explicit `persistent_workers=False` on a loader with workers that is iterated again is "
+        "reported without a fix (often a template's value; keep it only for workers that must not keep "
+        "their state between epochs, or the memory idle workers hold), except in a file that sets "
+        "`persistent_workers` to something else on another loader (chosen loader by loader); where a "
+        "loader factory of another module returns it, it is reported in the factory's module, not at the "
+        "caller. So is a command-line "
         "switch that is off by default (`persistent_workers=args.keep_workers` from an `argparse` "
         "`store_true` option or `default=False` in the file or in a module of the user's it imports "
         "(`add_training_arguments(parser)`), or a `bool` field defaulting to False of a typed "
@@ -171,13 +176,19 @@ class DataloaderPersistentWorkers(Rule):
                 continue
             if kw.opaque or not workers:
                 continue
-            live = [s for s in workers if _may_be_positive(s.value)]
+            # (a worker count 0 by default, a flag or a parameter's: nothing to persist on the default run,
+            # and persistent_workers=True with no workers raises ValueError)
+            live = [s for s in workers if _may_be_positive(s.value) and not _zero_by_default(ctx, s.value)]
             persistent = settings_of(ctx, call, "persistent_workers")
             if persistent:
                 flag = false_default_flag(ctx, persistent[0].value) if len(persistent) == 1 else None
                 if flag is not None and live and launched_with(ctx, (flag,)) is None and \
                         iterated_repeatedly(ctx, call):
                     yield self._command_line(ctx, call, persistent[0].value, flag)
+                elif len(persistent) == 1 and literal_value(persistent[0].value) is False and live and \
+                        not _chooses_per_loader(ctx, call) and iterated_repeatedly(ctx, call) and \
+                        not changed_between_passes(ctx, call):
+                    yield self._written_off(ctx, call)
                 continue  # the user's choice, or a switch a run turns on
             if not live or not iterated_repeatedly(ctx, call):
                 continue  # no workers, or one iterator for the whole run: they start once anyway
@@ -224,6 +235,19 @@ class DataloaderPersistentWorkers(Rule):
                                      "(or its default be turned on)")
 
     @staticmethod
+    def _written_off(ctx: RuleContext, call: cst.Call) -> Finding:
+        """``persistent_workers=False`` written out on a loader with workers that is iterated again
+        (often a template's value): the workers restart every pass. No fix: the False may be meant
+        (memory idle workers hold, state the dataset refreshes outside the loop's view)."""
+        who = "the GPU waits" if may_use_cuda(ctx) else "training waits"
+        return Finding(call, f"DataLoader workers are shut down and re-spawned every epoch ({who} while they restart): "
+                             "`persistent_workers=False` is written out on a loader with workers that is iterated "
+                             "again; set it to True",
+                       no_fix_reason="`persistent_workers=False` is written out: keep it only if the workers must "
+                                     "restart each pass (to free their memory, or to pick up dataset state changed "
+                                     "between passes)")
+
+    @staticmethod
     def _configured(ctx: RuleContext, call: cst.Call, path: str, items: dict[str, object]) -> Iterator[Finding]:
         """A loader whose settings come from the project's YAML configuration: workers there, and
         ``persistent_workers`` missing or false there (a configuration's false is often the
@@ -263,6 +287,21 @@ class DataloaderPersistentWorkers(Rule):
                 return AMBIGUOUS
             edits.append(edit)
         return tuple(edits)
+
+
+def _chooses_per_loader(ctx: RuleContext, call: cst.Call) -> bool:
+    """Does another DataLoader of the file set ``persistent_workers`` to something other than a
+    literal False? Then the author chose the setting loader by loader, and this False is meant."""
+    return any(c is not call and any(literal_value(s.value) is not False
+                                     for s in settings_of(ctx, c, "persistent_workers"))
+               for c in loader_calls(ctx))
+
+
+def _zero_by_default(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """0 on the default run: a command-line option defaulting to 0 that no launch script of the
+    project raises, or a parameter defaulting to 0 that no call of the file passes."""
+    zero = zero_default(ctx, expr)
+    return zero is not None and (zero.flag is None or launched_with(ctx, (zero.flag,)) is None)
 
 
 def _may_be_positive(expr: cst.BaseExpression) -> bool:

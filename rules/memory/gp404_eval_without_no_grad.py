@@ -44,7 +44,12 @@ class EvalWithoutNoGrad(Rule):
         "one of its inference methods (`model.predict(users)`, `self.net.score_items(x)`; not "
         "`generate()`, which runs without autograd, nor accessors), or a function of this file the loop "
         "calls that does (`self._run_batch(x, y)` running `self.net`, unless it runs under `no_grad`); "
-        "evaluation in a function that receives a model already in eval mode is missed.",
+        "evaluation in a function that receives a model already in eval mode is missed. A `for` loop over "
+        "several models that puts each in eval mode itself (`for net in (model, ema): net.eval(); "
+        "net(x)`) counts. The finding is at the loop's first call of the model itself (in its body, or in "
+        "the helper of this file it hands each batch to when only evaluation calls that helper); a loop "
+        "that only calls a method of it (which may run under its own no_grad elsewhere) is reported at "
+        "the loop. The fix wraps the loop.",
         "A straight-line forward after `model.eval()` (a `predict()` helper) is reported when the "
         "function never uses autograd and no caller may backpropagate through its output (one that "
         "hands nothing back, a `sample_images(step)` writing a grid to disk, is reported even when its "
@@ -119,6 +124,7 @@ class EvalWithoutNoGrad(Rule):
                     if isinstance(ctx.parent(call), cst.Expr):
                         statements.add(order[call])
         flagged: list[cst.CSTNode] = []
+        reported: set[cst.CSTNode] = set()
         for loop in ctx.nodes(cst.For, cst.While):
             if any(ctx.is_inside(loop, f) for f in flagged):
                 continue
@@ -133,9 +139,15 @@ class EvalWithoutNoGrad(Rule):
                 leading_lines=loop.leading_lines,
             )
             fix = Fix("wrap the loop in torch.no_grad()", (Replace(loop, new),) + ((AddImport("torch"),) if alias is None else ()), "safe")
-            yield Finding(loop, f"evaluation loop runs `{model}` in eval mode with autograd on: every forward "
-                                "records a graph and keeps activations for a backward that never comes; "
-                                "wrap it in torch.no_grad()", fix)
+            # Reported at the forward (where the user looks for the model call), the loop named.
+            forward = _first_forward(ctx, ta, loop, model, reported)
+            reported.add(forward)
+            outer = ctx.enclosing(loop, cst.FunctionDef)
+            where = f" (every batch of the loop in `{outer.name.value}()`)" if outer is not None and \
+                ctx.enclosing(forward, cst.FunctionDef) is not outer else ""
+            yield Finding(forward, f"evaluation loop runs `{model}` in eval mode with autograd on{where}: every "
+                                   "forward records a graph and keeps activations for a backward that never comes; "
+                                   "wrap it in torch.no_grad()", fix)
         done = {ctx.enclosing(loop, cst.FunctionDef) or ctx.module for loop in flagged}
         for scope, names in evals.items():
             # ``model.eval()`` as a statement of its own: the inference idiom (not ``freeze(f.eval())``)
@@ -152,7 +164,7 @@ class EvalWithoutNoGrad(Rule):
                     evals: dict[cst.CSTNode, list[tuple[int, str]]], order: dict[cst.CSTNode, int]) -> str | None:
         scope = ctx.enclosing(loop, cst.FunctionDef, cst.Lambda, cst.ClassDef) or ctx.module
         start = order[loop]
-        models = {name for pos, name in evals.get(scope, ()) if pos < start}
+        models = {name for pos, name in evals.get(scope, ()) if pos < start} | _evaluated_each(ctx, loop)
         if not models or in_no_grad(ctx, loop):
             return None
         called = _models_run(ta, loop)
@@ -164,7 +176,8 @@ class EvalWithoutNoGrad(Rule):
         for n in walk(scope):
             if method_call(n, "train") and isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and \
                     dotted_name(n.func.value) == model and \
-                    max(p for p, m in evals[scope] if m == model and p < start) < order[n] < start:
+                    max((p for p, m in evals.get(scope, ()) if m == model and p < start), default=start) < \
+                    order[n] < start:
                 return None
         for n in walk_with_callees(ta, loop.body):
             if ta.is_backward_call(n) or ta.is_optimizer_step(n):
@@ -207,6 +220,50 @@ def _models_run(ta: TrainingAnalysis, loop: cst.For | cst.While) -> set[str | No
             if owner != "self" and attr not in _NO_FORWARD and not attr.startswith("_") and not attr.startswith(("get_", "set_", "is_", "has_", "num_")):
                 out.add(owner)
     return out
+
+
+def _evaluated_each(ctx: RuleContext, loop: cst.For | cst.While) -> set[str]:
+    """Models a ``for`` loop binds and puts in eval mode itself, one per pass (``for model, name in
+    ((ema, "ema"), (vae, "online")): model.eval(); out = model(x)``), and never back in train mode."""
+    if not isinstance(loop, cst.For):
+        return set()
+    bound = {n.value for n in walk(loop.target, include_self=True) if isinstance(n, cst.Name)}
+    out: set[str] = set()
+    toggled: set[str] = set()
+    for n in walk(loop.body):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and not n.args and \
+                (name := dotted_name(n.func.value)) in bound:
+            if method_call(n, "eval") and isinstance(ctx.parent(n), cst.Expr) and \
+                    ctx.enclosing(n, cst.For, cst.While) is loop:
+                out.add(name)
+            elif method_call(n, "train"):
+                toggled.add(name)
+    return out - toggled
+
+
+def _first_forward(ctx: RuleContext, ta: TrainingAnalysis, loop: cst.For | cst.While, model: str,
+                   taken: set[cst.CSTNode]) -> cst.CSTNode:
+    """The first call of ``model`` itself (not a method of it) that one iteration of
+    ``loop`` runs, in its body or in a function of this file it calls only to predict (``scores =
+    self._predict_batch(x)`` running ``self.network(x)``); for a helper that training calls too
+    (``forward(model, batch)`` shared by the train and test loops), the loop's call of it; the loop
+    itself when none is found or that call was already reported for another loop."""
+    outer = ctx.enclosing(loop, cst.FunctionDef)
+    # The model itself called; only a method of it (``model.recognize(x)``, which may run under its own
+    # no_grad in the model's module) leaves the finding at the loop, as before.
+    for n in _walk_with_grad_callees(ta, loop.body):
+        if not isinstance(n, cst.Call):
+            continue
+        if dotted_name(n.func) == model:
+            helper = ctx.enclosing(n, cst.FunctionDef)
+            if helper is not outer and helper is not None and any(
+                    _uses_autograd(ctx, ta, ctx.enclosing(c, cst.FunctionDef) or ctx.module) for c in ta.calls_of(helper)):
+                forward = n
+                n = next((c for c in walk(loop.body) if isinstance(c, cst.Call) and
+                          any(m is forward for fn in ta.called_functions(c) for m in _walk_with_grad_callees(ta, fn))),
+                         loop)
+            return n if n not in taken else loop
+    return loop
 
 
 def _walk_with_grad_callees(ta: TrainingAnalysis, node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import libcst as cst
 
 from ..syntax.calls import argparse_options, dotted_name, get_arg, literal_value, method_call
+from ..syntax.callsites import bound_arg, calls_of
 from ..syntax.context import RuleContext
 from ..syntax.launch import project_runs
 from ..syntax.tree import walk
@@ -35,7 +37,7 @@ def zero_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
     if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name):
         return None
     if expr.value.value == "self":
-        return _stored_flag(ctx, expr)
+        return _stored_flag(ctx, expr, zero_default_flag, _options, lambda v: v == 0 and v is not False)
     name = expr.attr.value
     options, assigned = ctx.fact(_options)
     if name in assigned:
@@ -47,12 +49,14 @@ def zero_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
     return None
 
 
-def _stored_flag(ctx: RuleContext, expr: cst.Attribute) -> str | None:
-    """``self.num_workers`` that the class stores once from the command line: from ``args.workers``
-    (``self.workers = args.workers``) whose flag defaults to 0, or from a parameter of its
-    ``__init__`` that defaults to 0 and that an option of the file with the same destination, also
-    0 by default, fills (a Lightning DataModule's ``add_argparse_args`` with ``from_argparse_args``,
-    ``Loader(**vars(args))``)."""
+def _stored_flag(ctx: RuleContext, expr: cst.Attribute, read: Callable[[RuleContext, cst.BaseExpression], str | None],
+                 options_of: Callable[[RuleContext], tuple[dict[str, str | None], frozenset[str]]],
+                 off: Callable[[object], bool]) -> str | None:
+    """``self.num_workers`` (``self.pin_memory``) that the class stores once from the command line:
+    from ``args.workers`` (``self.workers = args.workers``) whose flag ``read`` finds off by default,
+    or from a parameter of its ``__init__`` whose default ``off`` accepts and that an option of the
+    file with the same destination, also off by default (``options_of``), fills (a Lightning
+    DataModule's ``add_argparse_args`` with ``from_argparse_args``, ``Loader(**vars(args))``)."""
     cls = ctx.enclosing(expr, cst.ClassDef)
     if cls is None:
         return None
@@ -64,14 +68,13 @@ def _stored_flag(ctx: RuleContext, expr: cst.Attribute) -> str | None:
         return None
     fn, value = stored[0]
     if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value != "self":
-        return zero_default_flag(ctx, value)
+        return read(ctx, value)
     if fn.name.value != "__init__" or not isinstance(value, cst.Name):
         return None
     param = next((p for p in fn.params.params if p.name.value == value.value), None)
-    if param is None or param.default is None or literal_value(param.default) != 0 or \
-            literal_value(param.default) is False:
+    if param is None or param.default is None or not off(literal_value(param.default)):
         return None
-    options, _ = ctx.fact(_options)
+    options, _ = ctx.fact(options_of)
     changed = any(isinstance(t.target, cst.Attribute) and t.target.attr.value == value.value and
                   dotted_name(t.target.value) != "self" for node in ctx.nodes(cst.Assign) for t in node.targets)
     return options.get(value.value) if not changed else None
@@ -84,8 +87,10 @@ def false_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None
     written), else a field of a typed arguments class of the user's imported modules annotated
     ``bool`` with a default of False (``--<field>``). A setting turned on only by such a flag is off
     in the default run."""
-    if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name) or expr.value.value == "self":
+    if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name):
         return None
+    if expr.value.value == "self":  # ``self.pin_memory = args.pin_memory`` in the runner's __init__
+        return _stored_flag(ctx, expr, false_default_flag, _false_options, _falsy)
     name = expr.attr.value
     options, assigned = ctx.fact(_false_options)
     if name in assigned:
@@ -152,9 +157,15 @@ def _false_options(ctx: RuleContext) -> tuple[dict[str, str | None], frozenset[s
     """The file's ``add_argument`` destinations (to the flag when it is off by default, else
     None), and the attributes it assigns."""
     # any assignment may turn a switch on (``args.reuse = args.reuse or args.workers > 4``)
+    # (``self.pin_memory = args.pin_memory`` copies the option, changes nothing)
     assigned = frozenset(t.target.attr.value for node in ctx.nodes(cst.Assign) for t in node.targets
-                         if isinstance(t.target, cst.Attribute))
+                         if isinstance(t.target, cst.Attribute) and not _copies(node.value, t.target.attr.value))
     return _destinations(ctx, _off_by_default), assigned
+
+
+def _copies(value: cst.BaseExpression, attr: str) -> bool:
+    """``args.<attr>`` itself: a copy of the option under the same name."""
+    return isinstance(value, cst.Attribute) and value.attr.value == attr and isinstance(value.value, cst.Name)
 
 
 def _options(ctx: RuleContext) -> tuple[dict[str, str | None], frozenset[str]]:
@@ -184,11 +195,16 @@ def _zero_by_default(call: cst.Call) -> bool:
     return default is not None and literal_value(default.value) == 0 and literal_value(default.value) is not False
 
 
+def _falsy(value: object) -> bool:
+    """``False``, or an integer 0 standing for it (``add_argument("--pin_memory", type=int, default=0)``)."""
+    return value is False or type(value) is int and value == 0
+
+
 def _off_by_default(call: cst.Call) -> bool:
-    """``default=False``, or ``action="store_true"`` without a default."""
+    """``default=False`` (or 0, an int switch), or ``action="store_true"`` without a default."""
     default = get_arg(call, "default")
     if default is not None:
-        return literal_value(default.value) is False
+        return _falsy(literal_value(default.value))
     action = get_arg(call, "action")
     return action is not None and literal_value(action.value) == "store_true"
 
@@ -219,10 +235,16 @@ def _typed_fields(ctx: RuleContext, annotation: str, default: Callable[[object],
 def zero_fields(ctx: RuleContext) -> frozenset[str]:
     """Fields of the module's typed arguments classes (a ``Tap``/``*Args``/``*Arguments``
     subclass, or a ``@dataclass`` named ``*Args``/``*Arguments``/``*Options``/``*Flags``) annotated ``int`` with a default of 0 (``workers: int =
-    0``, ``= field(default=0)``) that the module does not set to something else."""
+    0``, ``= field(default=0)``), and the destinations of its ``add_argument`` options defaulting to
+    0 (an ``args.py`` building the parser for the entry script; the flag is the destination's
+    name), that the module does not set to something else."""
+    out: set[str] = set()
+    if "add_argument" in ctx.source:  # ``parser.add_argument('--num_workers', default=0)`` in args.py
+        options, assigned = ctx.fact(_options)
+        out |= {dest for dest, flag in options.items() if flag is not None and _norm(flag) == dest} - assigned
     if ": int" not in ctx.source:
-        return frozenset()
-    out = set(_typed_fields(ctx, "int", lambda v: v == 0 and v is not False))
+        return frozenset(out)
+    out |= set(_typed_fields(ctx, "int", lambda v: v == 0 and v is not False))
     if out:
         _, assigned = _options(ctx)
         out -= assigned
@@ -236,7 +258,7 @@ def false_fields(ctx: RuleContext) -> frozenset[str]:
     action="store_true")`` in an ``add_training_arguments(parser)`` helper, whose flag is the
     destination's name), that the module does not set."""
     out: set[str] = set()
-    if "add_argument" in ctx.source and ("store_true" in ctx.source or "False" in ctx.source):
+    if "add_argument" in ctx.source:  # (``store_true``, ``default=False``, ``type=int, default=0``)
         options, assigned = ctx.fact(_false_options)
         out |= {dest for dest, flag in options.items() if flag is not None and flag.lstrip("-") == dest} - assigned
     if ": bool" not in ctx.source:
@@ -254,3 +276,89 @@ def _args_class(cls: cst.ClassDef) -> bool:
             .rsplit(".", 1)[-1] == "dataclass" for d in cls.decorators):
         return True
     return any(_ARGS_BASES.match((dotted_name(b.value) or "").rsplit(".", 1)[-1]) for b in cls.bases)
+
+
+class ZeroDefault(NamedTuple):
+    """Where a setting's value of 0 on the default run comes from: ``flag``, the command-line
+    option a run must pass (None for a parameter's default); ``source``, in words for a message
+    ("whose command-line default is 0", "the `num_workers` parameter of `fit()`, 0 by default");
+    ``taken``, whether a call of this file takes the default (a run the file shows gets 0)."""
+
+    flag: str | None
+    source: str
+    taken: bool
+
+
+def zero_default(ctx: RuleContext, expr: cst.BaseExpression) -> ZeroDefault | None:
+    """The default of 0 ``expr`` reads on a run that sets nothing: a command-line option
+    (:func:`zero_default_flag`), or a parameter of the enclosing function defaulting to 0 that the
+    function does not rebind and that no call of this file passes (``def fit(self, ..., num_workers=0)``
+    then ``DataLoader(ds, num_workers=num_workers)``), also once stored on ``self`` by a method
+    (``self.num_workers = num_workers``) and read by another."""
+    flag = zero_default_flag(ctx, expr)
+    if flag is not None:
+        name = _norm(flag)
+        where = next((m.path or key for key, m in ctx.project.items() if name in m.zero_fields), None) \
+            if name not in ctx.fact(_options)[0] else None
+        return ZeroDefault(flag, "whose command-line default is 0" + (f" (in {where})" if where else ""), True)
+    fn: cst.FunctionDef | None = None
+    name: str | None = None
+    if isinstance(expr, cst.Name):
+        fn, name = ctx.enclosing(expr, cst.FunctionDef), expr.value
+    elif isinstance(expr, cst.Attribute) and dotted_name(expr.value) == "self":
+        found = _stored_from_param(ctx, expr)
+        if found is not None:
+            fn, name = found
+    if fn is None or name is None:
+        return None
+    return _param_default_zero(ctx, fn, name)
+
+
+def _stored_from_param(ctx: RuleContext, expr: cst.Attribute) -> tuple[cst.FunctionDef, str] | None:
+    """``self.x`` assigned once in its class, from a parameter of the method that assigns it."""
+    cls = ctx.enclosing(expr, cst.ClassDef)
+    if cls is None:
+        return None
+    stored = [(fn, node.value) for fn in cls.body.body if isinstance(fn, cst.FunctionDef)
+              for node in walk(fn.body) if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and
+              any(dotted_name(t) == f"self.{expr.attr.value}" for t in (
+                  [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]))]
+    if len(stored) != 1 or not isinstance(stored[0][1], cst.Name):
+        return None
+    return stored[0][0], stored[0][1].value
+
+
+def _param_default_zero(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> ZeroDefault | None:
+    params = [*fn.params.params, *fn.params.kwonly_params]
+    param = next((p for p in params if p.name.value == name), None)
+    if param is None or param.default is None or not (type(literal_value(param.default)) is int and
+                                                      literal_value(param.default) == 0):
+        return None
+    for node in walk(fn.body):  # rebound in the function: no longer the default
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
+            [node.target] if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For)) else []
+        if any(name in _bound_names(t) for t in targets):
+            return None
+    calls = calls_of(ctx, fn)
+    cls = ctx.enclosing(fn, cst.ClassDef) if fn.name.value == "__init__" else None
+    if cls is not None:  # the class's constructions: ``DataModule(data_dir)``
+        calls = [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == cls.name.value]
+    for call in calls:
+        if any(a.star for a in call.args):
+            return None
+        arg = get_arg(call, name) if param in fn.params.kwonly_params else bound_arg(call, fn, name)
+        if arg is not None and literal_value(arg.value) != 0:
+            return None  # a caller passes its own count
+    owner = f"{cls.name.value}(...)" if cls is not None else f"{fn.name.value}()"
+    return ZeroDefault(None, f"the `{name}` parameter of `{owner}`, 0 by default", bool(calls))
+
+
+def _bound_names(target: cst.BaseExpression) -> set[str]:
+    """The plain names an assignment target binds (``a``, ``a, (b, *c)``; not ``self.a``)."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _bound_names(e.value)}
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return set()

@@ -17,7 +17,7 @@ from ..syntax.calls import NOT_LITERAL, dataloader_arg, literal_value
 from ..syntax.context import RuleContext
 from ..syntax.torch_names import DATALOADERS
 from ..syntax.project import project_calls
-from .cli_defaults import zero_default_flag
+from .cli_defaults import zero_default
 from .kwargs import call_keywords
 from .loaders import is_loader_call, keeps_workers
 
@@ -178,14 +178,14 @@ def _built_loaders(ctx: RuleContext) -> list[BuiltLoader]:
             live = workers == "+"
             if forwarded and not workers and (given := next((a.value for a in pc.call.args if a.keyword is not None
                                                              and a.keyword.value == "num_workers"), None)) is not None:
-                live = _may_be_positive(given) and zero_default_flag(ctx, given) is None  # the caller's keyword
+                live = _may_be_positive(given) and zero_default(ctx, given) is None  # the caller's keyword
             if workers.startswith("@"):
                 param = workers[1:].rstrip("+")
                 arg = pc.arg_for(param)
                 if arg is None:
                     live = workers.endswith("+")  # the builder's positive default
                 else:  # what the caller passes; a command-line default of 0 is GP201's business
-                    live = _may_be_positive(arg) and zero_default_flag(ctx, arg) is None
+                    live = _may_be_positive(arg) and zero_default(ctx, arg) is None
             if live and persistent_unset:
                 no_persistent.append(f"{path}:{line}")
             if pin_unset:

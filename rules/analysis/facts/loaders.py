@@ -8,7 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates, worker_keeping_loaders
-from ..syntax.calls import dataloader_arg
+from ..syntax.calls import dataloader_arg, dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.project import project_calls, project_listed
 from ..syntax.torch_names import DATALOADERS
@@ -26,6 +26,8 @@ def is_loader_call(ctx: RuleContext, call: cst.Call) -> bool:
     if ctx.is_call_to(call, DATALOADERS):
         return True
     func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "__init__":
+        return base_loader_init(ctx, call) is not None
     if not isinstance(func, (cst.Name, cst.Attribute)):
         return False
     if isinstance(func, cst.Name) and func.value in ctx.fact(loader_subclasses):
@@ -33,10 +35,33 @@ def is_loader_call(ctx: RuleContext, call: cst.Call) -> bool:
     return ctx.fact(_imports_loaders) and project_listed(ctx, func, "loaders") is not None
 
 
+def base_loader_init(ctx: RuleContext, call: cst.Call) -> cst.ClassDef | None:
+    """The class when ``call`` is ``super().__init__(...)`` (``super(Cls, self).__init__``) in the
+    ``__init__`` of a module-level DataLoader subclass with a signature of its own
+    (``NpzLoader(feature_map, path, batch_size=32, num_workers=1)``): the arguments it hands the
+    base class are the loader's settings, and what it leaves out its callers cannot set. A subclass
+    that passes DataLoader's own arguments through (``model.datasets.loader_subclasses``) is
+    judged where it is built instead."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != "__init__" or \
+            not isinstance(func.value, cst.Call) or dotted_name(func.value.func) != "super":
+        return None
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    if fn is None or fn.name.value != "__init__":
+        return None
+    cls = ctx.enclosing(fn, cst.ClassDef)
+    if cls is None or ctx.parent(cls) is not ctx.module or cls.name.value in ctx.fact(loader_subclasses):
+        return None
+    return cls if any(ctx.matches(b.value, DATALOADERS) for b in cls.bases) else None
+
+
 def keeps_workers(ctx: RuleContext, call: cst.Call) -> bool:
     """Does ``call`` build a DataLoader subclass of the user's (this module's or another's) that
     serves every pass from one iterator made once (``model.datasets.worker_keeping_loaders``):
     its workers start once, as persistent workers would?"""
+    base = base_loader_init(ctx, call)
+    if base is not None:
+        return base.name.value in ctx.fact(worker_keeping_loaders)
     func = call.func
     if isinstance(func, cst.Name) and func.value in ctx.fact(worker_keeping_loaders):
         return True
@@ -61,10 +86,49 @@ def _loader_calls(ctx: RuleContext) -> list[cst.Call]:
 
 def in_memory_dataset(ctx: RuleContext, call: cst.Call) -> bool:
     """Is every dataset the loader built by ``call`` may read already in memory: a
-    ``TensorDataset``, or an instance of a dataset class (of this module or the user's other
-    ones) whose ``__getitem__`` only indexes tensors it holds?"""
+    ``TensorDataset``, an instance of a dataset class (of this module or the user's other
+    ones) whose ``__getitem__`` only indexes tensors it holds, or a range of indices
+    (:func:`index_dataset`)?"""
     arg = dataloader_arg(call, "dataset")
-    return arg is not None and _all_in_memory(ctx, arg.value, call, 0)
+    return arg is not None and (_all_in_memory(ctx, arg.value, call, 0) or _indices(ctx, arg.value, call, 0))
+
+
+# Calls that make a sequence of integer indices (``torch.arange(n)``, ``range(n)``), and the
+# wrappers that turn one into a tensor or array as it is (``torch.LongTensor(range(20))``).
+_INDEX_RANGES = frozenset({"torch.arange", "torch.randperm", "numpy.arange", "numpy.random.permutation",
+                           "builtins.range"})
+_INDEX_WRAPPERS = frozenset({"torch.LongTensor", "torch.IntTensor", "torch.tensor", "torch.as_tensor",
+                             "numpy.array", "numpy.asarray", "builtins.list", "builtins.tuple"})
+
+
+def index_dataset(ctx: RuleContext, call: cst.Call) -> bool:
+    """Does the loader built by ``call`` iterate a range of integer indices (``DataLoader(
+    torch.arange(n), batch_size=1, shuffle=True)``, ``DataLoader(list(range(n)))``): its batches are
+    index tensors that the step uses to pick data held elsewhere? Loading them costs nothing, and
+    their copy is a few bytes."""
+    arg = dataloader_arg(call, "dataset")
+    return arg is not None and _indices(ctx, arg.value, call, 0)
+
+
+def _indices(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:
+    if depth > 3:
+        return False
+    if isinstance(expr, cst.Name):
+        values = bound_values(ctx, expr.value, at)
+        return bool(values) and all(_indices(ctx, v, v, depth + 1) for v in values)
+    if not isinstance(expr, cst.Call) or not isinstance(expr.func, (cst.Name, cst.Attribute)):
+        return False
+    if _calls(ctx, expr.func, _INDEX_RANGES, "range"):
+        return True
+    return _calls(ctx, expr.func, _INDEX_WRAPPERS, "list", "tuple") and len(expr.args) >= 1 and \
+        not expr.args[0].star and _indices(ctx, expr.args[0].value, at, depth + 1)
+
+
+def _calls(ctx: RuleContext, func: cst.BaseExpression, names: frozenset[str], *builtin: str) -> bool:
+    """``func`` is one of ``names``; a builtin (``range``) by its plain name when nothing rebinds it."""
+    if isinstance(func, cst.Name) and func.value in builtin:
+        return func.value not in ctx.import_aliases
+    return ctx.matches(func, names)
 
 
 def _all_in_memory(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:

@@ -24,9 +24,11 @@ _CHEAP = frozenset({"float", "long", "int", "half", "bool", "clone", "squeeze", 
 def loader_subclasses(ctx: RuleContext) -> frozenset[str]:
     """Module-level classes deriving from ``DataLoader`` (directly, or from another such class
     of the module) that leave its arguments alone: no ``__init__``, or one whose named
-    parameters are DataLoader's first ones in order and that passes them and its ``**kwargs``
-    to the base class (``super().__init__(*args, **kwargs)``, setting ``self.collate_fn`` or a
-    sampler around it). Any other signature (a parameter of its own) is not recognised."""
+    parameters are DataLoader's first ones in order (then, maybe, parameters of its own that are
+    none of DataLoader's and all optional: a graph library's ``follow_batch=None``) and that passes DataLoader's ones and
+    its ``**kwargs`` to the base class (``super().__init__(*args, **kwargs)``, setting
+    ``self.collate_fn`` or a sampler around it). Any other signature is not recognised. (A call
+    passing more positional arguments than that prefix is read as DataLoader's order.)"""
     if "DataLoader" not in ctx.source:
         return frozenset()
     found: set[str] = set()
@@ -45,7 +47,13 @@ def _forwards(cls: cst.ClassDef) -> bool:
         return True
     params = init.params
     names = [p.name.value for p in (*params.posonly_params, *params.params)][1:]  # ``self`` left out
-    if params.star_kwarg is None or params.kwonly_params or names != list(LOADER_PARAMS[:len(names)]):
+    # DataLoader's first parameters, then (a graph library's loader: ``follow_batch``,
+    # ``exclude_keys``) parameters of its own that are none of DataLoader's
+    prefix = next((k for k in range(len(names), -1, -1) if names[:k] == list(LOADER_PARAMS[:k])), 0)
+    own = names[prefix:]
+    # (its own parameters must be optional: a call passing one positionally would be read in DataLoader's order)
+    if params.star_kwarg is None or params.kwonly_params or own and (
+            not prefix or set(own) & set(LOADER_PARAMS) or any(p.default is None for p in params.params[1 + prefix:])):
         return False
     star = params.star_arg.name.value if isinstance(params.star_arg, cst.Param) else None
     kwargs = params.star_kwarg.name.value
@@ -53,7 +61,7 @@ def _forwards(cls: cst.ClassDef) -> bool:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "__init__":
             passed = {a.value.value for a in node.args if isinstance(a.value, cst.Name)}
             if any(a.star == "**" and dotted_name(a.value) == kwargs for a in node.args) and \
-                    set(names) <= passed and (star is None or star in passed):
+                    set(names[:prefix]) <= passed and (star is None or star in passed):
                 return True
     return False
 

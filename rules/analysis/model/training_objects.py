@@ -26,6 +26,9 @@ _OPT_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$|\d)", re.IGN
 _SCHED_NAME = re.compile(r"sched|lr_", re.IGNORECASE)
 _MODEL_NAME = re.compile(r"model|net|encoder|decoder|generator|discriminator|classifier|backbone",
                          re.IGNORECASE)
+# An API of these libraries is never a model by its name (``torch.Generator()`` is a random
+# number generator, ``torch.nn.TransformerEncoder(...)`` builds a module, runs no forward).
+_LIBRARY_APIS = frozenset({"torch.*", "numpy.*"})
 # Methods whose receiver is an nn.Module (or a wrapper of one), never a tensor.
 _MODULE_METHODS = ("eval", "train", "parameters", "named_parameters", "state_dict", "load_state_dict",
                    "modules", "named_modules", "children", "requires_grad_", "apply", "register_forward_hook")
@@ -161,7 +164,8 @@ class TrainingObjects:
             return False
         last = name.rsplit(".", 1)[-1]
         return bool(_MODEL_NAME.search(last)) and last not in self.functions and \
-            not (isinstance(expr, cst.Name) and expr.value in self.ctx.import_aliases)
+            not (isinstance(expr, cst.Name) and expr.value in self.ctx.import_aliases) and \
+            not (isinstance(expr, cst.Attribute) and self.ctx.matches(expr, _LIBRARY_APIS))
 
     def is_criterion(self, func: cst.BaseExpression) -> bool:
         name = dotted_name(func)

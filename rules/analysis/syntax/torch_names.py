@@ -13,7 +13,16 @@ LIBRARY_LOADERS = frozenset({
     "torch_geometric.loader.DataListLoader", "torch_geometric.data.DataLoader", "torch_geometric.data.DenseDataLoader",
     "torch_geometric.data.DataListLoader", "dgl.dataloading.GraphDataLoader", "monai.data.DataLoader",
 })
-DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}) | LIBRARY_LOADERS
+# Other libraries' loaders that hand every argument, as given, to torch's DataLoader and yield what
+# it yields (webdataset's ``WebLoader(dataset, batch_size=None, num_workers=...)``, torchdata's
+# resumable ``StatefulDataLoader``): the same settings, the same defaults.
+WRAPPED_LOADERS = frozenset({
+    "webdataset.WebLoader", "webdataset.compat.WebLoader", "webdataset.pipeline.WebLoader",
+    "torchdata.stateful_dataloader.StatefulDataLoader",
+    "torchdata.stateful_dataloader.stateful_dataloader.StatefulDataLoader",
+})
+DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}) | LIBRARY_LOADERS | \
+    WRAPPED_LOADERS
 OPTIMIZERS = frozenset({"torch.optim.*"})
 LR_SCHEDULERS = frozenset({"torch.optim.lr_scheduler.*", "torch.optim.swa_utils.*"})
 GRAD_SCALERS = frozenset({
