@@ -97,6 +97,16 @@ class _Reader:
         if depth > _MAX_DEPTH:
             self.opaque = True
             return None
+        if isinstance(expr, cst.IfExp):  # ``**({"warmup_steps": n} if v5 else {"warmup_ratio": r})``
+            found: list[set[str]] = []
+            for branch in (expr.body, expr.orelse):
+                outer, self._path = self._path, (*self._path, id(branch))
+                branch_keys = self.mapping(branch, at, owner, depth + 1, definition)
+                self._path = outer
+                if branch_keys is None:
+                    return None
+                found.append(branch_keys)
+            return found[0] & found[1]
         if isinstance(expr, cst.Dict):
             keys: set[str] = set()
             for el in expr.elements:

@@ -99,6 +99,16 @@ def _method_assignments(fn: cst.FunctionDef, add) -> None:  # type: ignore[no-un
             if name is None or name.count(".") != 1 or not name.startswith(me + ".") or node.value is None:
                 continue
             value = node.value
+            if _copy_of(value, name):
+                continue  # ``self.optimizer_fn = copy.deepcopy(self.optimizer_fn)``: the same value
             if isinstance(value, cst.Name) and value.value in defaults:
                 value = defaults[value.value] if fn.name.value == "__init__" else None  # type: ignore[assignment]
             add(name.split(".", 1)[1], value)
+
+
+def _copy_of(value: cst.BaseExpression, name: str) -> bool:
+    """``self.x`` itself, or ``copy.deepcopy(self.x)``/``copy.copy(self.x)``."""
+    if isinstance(value, cst.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] in ("copy", "deepcopy") \
+            and len(value.args) == 1:
+        value = value.args[0].value
+    return dotted_name(value) == name
