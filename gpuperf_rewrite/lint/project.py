@@ -62,7 +62,48 @@ def find_project_root(path: Path) -> Path:
         top = above
     # Only a checkout's layout: a script beside the package (main.py next to runners/), and no
     # installed distributions there (a copy of site-packages, or of one package, stays per folder).
-    return Path(top) if top != folder and _checkout_like(top) else Path(folder)
+    if top != folder and _checkout_like(top):
+        return Path(top)
+    parent = os.path.dirname(folder)
+    if parent != folder and _imported_as_package(parent, os.path.basename(folder)):
+        return Path(parent)  # utils/train.py with no __init__.py, imported as ``utils.train`` by ../trainer.py
+    return Path(folder)
+
+
+_IMPORTS_AS_PACKAGE: dict[tuple[str, str], tuple[int, bool]] = {}
+
+
+def _imported_as_package(parent: str, name: str) -> bool:
+    """Does a script of the checkout folder ``parent`` import the folder ``name`` beside it as a
+    (namespace) package (``from utils.train import train``)? Then the program runs from
+    ``parent``, and the folder's modules import their siblings' packages from there."""
+    try:
+        mtime = os.stat(parent).st_mtime_ns
+    except OSError:
+        return False
+    got = _IMPORTS_AS_PACKAGE.get((parent, name))
+    if got is not None and got[0] == mtime:
+        return got[1]
+    found = False
+    if name.isidentifier() and _checkout_like(parent):
+        pattern = re.compile(rf"^[ \t]*(?:from[ \t]+{name}\.[\w.]+[ \t]+import|import[ \t]+{name}\.)".encode(),
+                             re.MULTILINE)
+        try:
+            scripts = sorted(n for n in os.listdir(parent) if n.endswith(".py"))[:32]
+        except OSError:
+            scripts = []
+        for script in scripts:
+            try:
+                with open(os.path.join(parent, script), "rb") as fh:
+                    if pattern.search(fh.read(200_000)):
+                        found = True
+                        break
+            except OSError:
+                continue
+    if len(_IMPORTS_AS_PACKAGE) >= 4 * MAX_MODULES:
+        _IMPORTS_AS_PACKAGE.pop(next(iter(_IMPORTS_AS_PACKAGE)))
+    _IMPORTS_AS_PACKAGE[(parent, name)] = (mtime, found)
+    return found
 
 
 def _checkout_like(folder: str) -> bool:
