@@ -65,9 +65,26 @@ def find_project_root(path: Path) -> Path:
     if top != folder and _checkout_like(top):
         return Path(top)
     parent = os.path.dirname(folder)
-    if parent != folder and _imported_as_package(parent, os.path.basename(folder)):
+    if parent != folder and (_imported_as_package(parent, os.path.basename(folder)) or
+                             start != folder and _imports_from_above(start, folder, parent)):
         return Path(parent)  # utils/train.py with no __init__.py, imported as ``utils.train`` by ../trainer.py
     return Path(folder)
+
+
+_TOP_IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+([A-Za-z_]\w*)[\w.]*[ \t]+import|import[ \t]+([A-Za-z_]\w*))", re.MULTILINE)
+
+
+def _imports_from_above(path: str, folder: str, parent: str) -> bool:
+    """Does the script ``path`` (in ``folder``, no package) import a package that is not beside it
+    but in the folder above (scripts/train.py's ``from tab_ddpm import ...`` with tab_ddpm/ in the
+    checkout, run with the checkout on ``PYTHONPATH``)?"""
+    try:
+        with open(path, "rb") as fh:
+            names = {(m.group(1) or m.group(2)).decode() for m in _TOP_IMPORT.finditer(fh.read(200_000))}
+    except OSError:
+        return False
+    return any(not os.path.exists(os.path.join(folder, name)) and not os.path.exists(os.path.join(folder, name + ".py"))
+               and os.path.isfile(os.path.join(parent, name, "__init__.py")) for name in names)
 
 
 _IMPORTS_AS_PACKAGE: dict[tuple[str, str], tuple[int, bool]] = {}

@@ -226,6 +226,22 @@ def test_a_namespace_package_a_script_beside_it_imports_roots_at_the_checkout(tm
     assert find_project_root(tmp_path / "repo/tools/plot.py") == tmp_path / "repo/tools"
 
 
+def test_a_scripts_folder_importing_a_package_of_the_checkout_roots_at_the_checkout(tmp_path: Path) -> None:
+    """scripts/train.py's ``from tab_ddpm import Diffusion`` with tab_ddpm/ in the checkout (run
+    with the checkout on PYTHONPATH): rooted at the checkout; a script whose imports all resolve
+    beside it (or not at all) stays rooted at its folder."""
+    _tree(tmp_path, {"repo/tab_ddpm/__init__.py": "", "repo/tab_ddpm/modules.py": "",
+                     "repo/scripts/train.py": "import torch\nfrom tab_ddpm import Diffusion\nfrom helpers import x\n",
+                     "repo/scripts/helpers.py": "", "repo/tools/plot.py": "import numpy\nimport tab_ddpm_extra\n"})
+    if find_project_root(tmp_path / "repo/tools/plot.py") != tmp_path / "repo/tools":
+        pytest.skip("a project marker above the temporary folder")
+    assert find_project_root(tmp_path / "repo/scripts/train.py") == tmp_path / "repo"
+    assert resolve_import("tab_ddpm.modules", 0, tmp_path / "repo/scripts/train.py", tmp_path / "repo") == \
+        tmp_path / "repo/tab_ddpm/modules.py"
+    assert resolve_import("helpers", 0, tmp_path / "repo/scripts/train.py", tmp_path / "repo") == \
+        tmp_path / "repo/scripts/helpers.py"
+
+
 def test_a_module_never_imports_itself(tmp_path: Path) -> None:
     """``from model import Net`` in utils/model.py loads the root's model package, not itself."""
     _tree(tmp_path, {"pyproject.toml": "", "model/__init__.py": "", "utils/model.py": ""})
