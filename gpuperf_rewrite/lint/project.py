@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .checkout_roots import checkout_like, imported_as_package, imports_from_above
 from .named_imports import named_by_prefix
 from .path_additions import (INSTALLED, NOT_FIRST_PARTY, first_party_folders, may_set_path_up, path_additions,
                              widened_root)
@@ -62,73 +63,13 @@ def find_project_root(path: Path) -> Path:
         top = above
     # Only a checkout's layout: a script beside the package (main.py next to runners/), and no
     # installed distributions there (a copy of site-packages, or of one package, stays per folder).
-    if top != folder and _checkout_like(top):
+    if top != folder and checkout_like(top):
         return Path(top)
     parent = os.path.dirname(folder)
-    if parent != folder and (_imported_as_package(parent, os.path.basename(folder)) or
-                             start != folder and _imports_from_above(start, folder, parent)):
+    if parent != folder and (imported_as_package(parent, os.path.basename(folder)) or
+                             start != folder and imports_from_above(start, folder, parent)):
         return Path(parent)  # utils/train.py with no __init__.py, imported as ``utils.train`` by ../trainer.py
     return Path(folder)
-
-
-_TOP_IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+([A-Za-z_]\w*)[\w.]*[ \t]+import|import[ \t]+([A-Za-z_]\w*))", re.MULTILINE)
-
-
-def _imports_from_above(path: str, folder: str, parent: str) -> bool:
-    """Does the script ``path`` (in ``folder``, no package) import a package that is not beside it
-    but in the folder above (scripts/train.py's ``from tab_ddpm import ...`` with tab_ddpm/ in the
-    checkout, run with the checkout on ``PYTHONPATH``)?"""
-    try:
-        with open(path, "rb") as fh:
-            names = {(m.group(1) or m.group(2)).decode() for m in _TOP_IMPORT.finditer(fh.read(200_000))}
-    except OSError:
-        return False
-    return any(not os.path.exists(os.path.join(folder, name)) and not os.path.exists(os.path.join(folder, name + ".py"))
-               and os.path.isfile(os.path.join(parent, name, "__init__.py")) for name in names)
-
-
-_IMPORTS_AS_PACKAGE: dict[tuple[str, str], tuple[int, bool]] = {}
-
-
-def _imported_as_package(parent: str, name: str) -> bool:
-    """Does a script of the checkout folder ``parent`` import the folder ``name`` beside it as a
-    (namespace) package (``from utils.train import train``)? Then the program runs from
-    ``parent``, and the folder's modules import their siblings' packages from there."""
-    try:
-        mtime = os.stat(parent).st_mtime_ns
-    except OSError:
-        return False
-    got = _IMPORTS_AS_PACKAGE.get((parent, name))
-    if got is not None and got[0] == mtime:
-        return got[1]
-    found = False
-    if name.isidentifier() and _checkout_like(parent):
-        pattern = re.compile(rf"^[ \t]*(?:from[ \t]+{name}\.[\w.]+[ \t]+import|import[ \t]+{name}\.)".encode(),
-                             re.MULTILINE)
-        try:
-            scripts = sorted(n for n in os.listdir(parent) if n.endswith(".py"))[:32]
-        except OSError:
-            scripts = []
-        for script in scripts:
-            try:
-                with open(os.path.join(parent, script), "rb") as fh:
-                    if pattern.search(fh.read(200_000)):
-                        found = True
-                        break
-            except OSError:
-                continue
-    if len(_IMPORTS_AS_PACKAGE) >= 4 * MAX_MODULES:
-        _IMPORTS_AS_PACKAGE.pop(next(iter(_IMPORTS_AS_PACKAGE)))
-    _IMPORTS_AS_PACKAGE[(parent, name)] = (mtime, found)
-    return found
-
-
-def _checkout_like(folder: str) -> bool:
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return False
-    return any(n.endswith(".py") for n in names) and not any(n.endswith((".dist-info", ".egg-info")) for n in names)
 
 
 # folder -> (its mtime, holds a marker): a repo lint asks for every file's root, and a folder's

@@ -101,7 +101,12 @@ class NoAutocast(Rule):
         "reads (`add_argument(\"--amp\", action=\"store_true\")`, `use_amp: bool = False` in a configuration "
         "class): the autocast is usually built elsewhere behind it, so instead of the float32 finding a note "
         "(severity info, no fix) says that it is opt-in and which flag or field turns it on; nothing when the "
-        "project's launch scripts (`run.sh`, `scripts/*.sh`) pass that flag.",
+        "project's launch scripts (`run.sh`, `scripts/*.sh`) pass that flag. Also such a switch: a `--precision` "
+        "choice defaulting to `fp32` (the note names the choice that turns it on, `--precision amp_bf16`), apex's "
+        "`--amp` opt level defaulting to `O0` (float32: apex then owns no precision, nor with `opt_level=\"O0\"`); an "
+        "autocast picked only under the switch (`if args.amp: amp_autocast = partial(torch.autocast, ...)`) or in a "
+        "helper with a no-op alternative (`get_autocast(args.precision)` returning `suppress`); an entry handing its "
+        "parsed options to a step of another module whose autocast follows them.",
         "Not reported where a framework owns precision (Accelerate, Lightning, the Hugging Face "
         "Trainer, DeepSpeed, apex), where every step's backward is an engine's built elsewhere "
         "(`engine.backward(loss)`, `self.strategy.backward(loss, model, optimizer)`: a DeepSpeed engine's "
@@ -135,6 +140,9 @@ class NoAutocast(Rule):
         "configuration may set it instead (nothing is reported when the file names ACCELERATE_MIXED_PRECISION, "
         "when another Accelerator of the file chose a precision, or when no `backward` runs in the Accelerator's "
         "class, function, the functions of this file it calls, or (module level) anywhere in the file). "
+        "A Lightning 1.x `Trainer(amp_backend=\"apex\", amp_level=\"O2\")` without `precision=16` trains in float32: "
+        "reported without a fix (those arguments are gone in Lightning 2). No framework finding either for a model "
+        "loaded or cast in bfloat16/float16 (`from_pretrained(..., dtype=torch.bfloat16)`, `.to(torch.bfloat16)`). "
         "TRL configs default to bfloat16 and are reported only with an explicit `bf16=False`; configurations "
         "on the CPU (`use_cpu=True`, `accelerator=\"cpu\"`, `Accelerator(cpu=True)`) are not reported.",
         blind_reported("`--bf16`; none for TRL configs, which train in bfloat16 unless fp16; `--trainer.precision bf16-mixed` for LightningCLI"),

@@ -33,7 +33,8 @@ from ..analysis.syntax.tree import walk
 class UnfusedOptimizer(Rule):
     code = "GP305"
     name = "unfused-optimizer"
-    summary = "An Adam, AdamW or SGD optimizer is built without choosing `fused=` (or `foreach=`)."
+    summary = ("An Adam, AdamW or SGD optimizer is built without choosing `fused=` (or `foreach=`), or "
+               "transformers' Python-loop `AdamW` is used.")
     rationale = (
         "The default implementation updates parameters with a handful of multi-tensor kernels per "
         "step, each reading and writing every parameter, gradient and optimizer state from memory. "
@@ -103,7 +104,17 @@ class UnfusedOptimizer(Rule):
         "(`--optim RMSprop` in run.sh). A class named by a string in the keywords "
         "a configuration helper builds it from (`class_name=\"torch.optim.Adam\"`, `{\"_target_\": "
         "\"torch.optim.AdamW\"}`) is reported at that string, without a fix (the device is not visible "
-        "there); YAML configurations are not read.",
+        "there); YAML configurations are not read. Also read: a table of builders called with nothing "
+        "(`{\"adam\": lambda: torch.optim.Adam(params, lr=lr), ...}[opt]()`, reported at the lambda's construction), "
+        "a name spelled with `.format`/`%` (`eval(\"torch.optim.{}\".format(self.optimizer_name))`) and a name stored "
+        "on the instance from an option (`self.optimizer_name = args.optimizer`), an attribute whose class default "
+        "the class writes (a dataclass field `optimizer_fn: Any = torch.optim.Adam`, `def __init__(self, "
+        "optimizer=torch.optim.SGD)`; its `**self.optimizer_params` read from the field's default dict), all "
+        "without a fix (a caller may pass another class).",
+        "transformers' own `AdamW` (`transformers.AdamW`, `transformers.optimization.AdamW`, deprecated) updates "
+        "each parameter tensor in a Python loop: reported, with a fix to `torch.optim.AdamW` that keeps its defaults "
+        "(`eps=1e-6`, `weight_decay=0.0`) and adds `fused=` where the device is known; none with `correct_bias=False` "
+        "or arguments it cannot map.",
         "The fix needs the device the model is moved to (`model.to(device)`), or a LightningModule's "
         "`configure_optimizers`, where Lightning has moved the module to its accelerator first "
         "(`fused=self.device.type == \"cuda\"`); otherwise (an Accelerate optimizer built before "
