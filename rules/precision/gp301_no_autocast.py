@@ -368,14 +368,19 @@ _NO_OP_CONTEXTS = frozenset({"contextlib.suppress", "contextlib.nullcontext"})
 
 def _chosen_by(ctx: RuleContext, node: cst.CSTNode, flag: OptInFlag) -> bool:
     """Is this autocast picked only when the switch is on: under a test of it (``if args.amp:
-    amp_autocast = partial(torch.autocast, ...)``), or in a function that picks among contexts and
-    has a no-op one (``def get_autocast(precision): ... else: return suppress``) in a file whose AMP
-    switch is off by default?"""
+    amp_autocast = partial(torch.autocast, ...)``), or in a function that picks among contexts, has a
+    no-op one and is handed the switch (``get_autocast(args.precision)`` returning ``suppress``
+    unless the precision asks for AMP)?"""
     if under_flag(ctx, node, flag.name):
         return True
     fn = ctx.enclosing(node, cst.FunctionDef)
-    return fn is not None and any(isinstance(n, (cst.Name, cst.Attribute)) and ctx.matches(n, _NO_OP_CONTEXTS)
-                                  for n in walk(fn.body))
+    if fn is None or not any(isinstance(n, (cst.Name, cst.Attribute)) and ctx.matches(n, _NO_OP_CONTEXTS)
+                             for n in walk(fn.body)):
+        return False
+    return any(isinstance(c.func, cst.Name) and c.func.value == fn.name.value and  # ``get_autocast(args.precision)``
+               any(isinstance(n, cst.Attribute) and n.attr.value == flag.name
+                   for a in c.args for n in walk(a.value, include_self=True))
+               for c in ctx.nodes(cst.Call))
 
 
 def _handed_switch(ctx: RuleContext, call: cst.Call) -> OptInFlag | None:
