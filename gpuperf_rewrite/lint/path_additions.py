@@ -138,6 +138,23 @@ def _dotted(node: ast.expr) -> str | None:
     return None
 
 
+def _indexed(node: ast.expr, index: int, importer: str, names: dict[str, str]) -> str | None:
+    """``os.path.split(p)[0]`` (the folder of ``p``) and ``Path(p).parents[n]``."""
+    if isinstance(node, ast.Call) and _dotted(node.func) in {f"{m}.split" for m in _OS_PATH} and \
+            len(node.args) == 1 and index == 0:
+        inner = _evaluate(node.args[0], importer, names)
+        return os.path.dirname(os.path.normpath(inner)) if inner is not None else None
+    if isinstance(node, ast.Attribute) and node.attr == "parents" and index >= 0:
+        inner = _evaluate(node.value, importer, names)
+        if inner is None:
+            return None
+        folder = os.path.normpath(inner)
+        for _ in range(index + 1):
+            folder = os.path.dirname(folder)
+        return folder
+    return None
+
+
 def _evaluate(node: ast.expr, importer: str, names: dict[str, str]) -> str | None:
     """The path ``node`` computes, or None when it cannot be read off the text."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -150,12 +167,8 @@ def _evaluate(node: ast.expr, importer: str, names: dict[str, str]) -> str | Non
     if isinstance(node, ast.Attribute) and node.attr == "parent":
         inner = _evaluate(node.value, importer, names)
         return os.path.dirname(os.path.normpath(inner)) if inner is not None else None
-    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and len(node.value.args) == 1 and \
-            isinstance(node.slice, ast.Constant) and node.slice.value == 0 and \
-            (split := _dotted(node.value.func)) is not None and split.endswith(".split") and \
-            split.rsplit(".", 1)[0] in _OS_PATH:  # ``os.path.split(cur_path)[0]``: the folder
-        inner = _evaluate(node.value.args[0], importer, names)
-        return os.path.dirname(os.path.normpath(inner)) if inner is not None else None
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+        return _indexed(node.value, node.slice.value, importer, names)
     if not isinstance(node, ast.Call):
         return None
     func = _dotted(node.func)

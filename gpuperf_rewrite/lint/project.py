@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .checkout_roots import checkout_like, imported_as_package, imports_from_above
 from .named_imports import named_by_prefix
 from .path_additions import (INSTALLED, NOT_FIRST_PARTY, first_party_folders, may_set_path_up, path_additions,
                              widened_root)
@@ -62,15 +63,13 @@ def find_project_root(path: Path) -> Path:
         top = above
     # Only a checkout's layout: a script beside the package (main.py next to runners/), and no
     # installed distributions there (a copy of site-packages, or of one package, stays per folder).
-    return Path(top) if top != folder and _checkout_like(top) else Path(folder)
-
-
-def _checkout_like(folder: str) -> bool:
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return False
-    return any(n.endswith(".py") for n in names) and not any(n.endswith((".dist-info", ".egg-info")) for n in names)
+    if top != folder and checkout_like(top):
+        return Path(top)
+    parent = os.path.dirname(folder)
+    if parent != folder and (imported_as_package(parent, os.path.basename(folder)) or
+                             start != folder and imports_from_above(start, folder, parent)):
+        return Path(parent)  # utils/train.py with no __init__.py, imported as ``utils.train`` by ../trainer.py
+    return Path(folder)
 
 
 # folder -> (its mtime, holds a marker): a repo lint asks for every file's root, and a folder's

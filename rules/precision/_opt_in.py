@@ -15,8 +15,10 @@ from ..analysis.syntax.context import RuleContext
 
 # Names (``-``/``_`` and case folded) that mean "train in mixed precision" when on.
 AMP_NAMES = frozenset({"amp", "use_amp", "enable_amp", "fp16", "bf16", "use_fp16", "use_bf16", "half",
-                       "autocast", "use_autocast", "mixed_precision", "use_mixed_precision", "mp"})
-_OFF = (False, None, "no", "none", "fp32", "32", "float32", "32-true", 0)
+                       "autocast", "use_autocast", "mixed_precision", "use_mixed_precision", "mp", "precision",
+                       "amp_level", "opt_level", "amp_opt_level"})
+# Values of such a switch that leave float32: apex's opt level O0 is pure float32.
+_OFF = (False, None, "no", "none", "fp32", "32", "float32", "32-true", 0, "o0", 32)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,6 +31,7 @@ class OptInFlag:
     node: cst.CSTNode
     name: str
     command_line: bool
+    on_value: str | None = None  # what a run passes to turn it on, for an option that takes a value (``O1``)
 
 
 def opt_in_amp(ctx: RuleContext) -> OptInFlag | None:
@@ -42,6 +45,16 @@ def _opt_in_amp(ctx: RuleContext) -> OptInFlag | None:
         if found.name in read:
             return found
     return None
+
+
+def amp_options(ctx: RuleContext) -> list[OptInFlag]:
+    """The file's command-line AMP options that are off by default, read here or not (the entry
+    that parses them may hand them on to the step that reads them)."""
+    return ctx.fact(_amp_options)
+
+
+def _amp_options(ctx: RuleContext) -> list[OptInFlag]:
+    return _argparse_flags(ctx)
 
 
 def _norm(name: str) -> str:
@@ -71,8 +84,24 @@ def _argparse_flags(ctx: RuleContext, names: frozenset[str] | None = AMP_NAMES) 
         if default_value is NOT_LITERAL or action_value not in (None, "store_true"):
             continue  # a default the file computes, or store_false (on by default)
         if default_value in _OFF or isinstance(default_value, str) and default_value.lower() in _OFF:
-            out.append(OptInFlag(longs[0], call, dest, True))
+            out.append(OptInFlag(longs[0], call, dest, True, _on_value(call, default_value)))
     return out
+
+
+def _on_value(call: cst.Call, default: object) -> str | None:
+    """The value a run passes to turn a valued option on: apex's ``O1`` for an opt level
+    defaulting to ``O0``, else the first of its ``choices`` that is a half precision (bfloat16
+    first); None for a switch, or when not known."""
+    if not isinstance(default, str):
+        return None
+    if default.lower() == "o0":
+        return "O1"
+    choices = get_arg(call, "choices")
+    if choices is None or not isinstance(choices.value, (cst.List, cst.Tuple)):
+        return None
+    values = [literal_value(e.value) for e in choices.value.elements]
+    on = [v for v in values if isinstance(v, str) and v.lower() not in _OFF]
+    return next((v for v in on if "bf16" in v.lower() or "bfloat16" in v.lower()), on[0] if on else None)
 
 
 def _config_fields(ctx: RuleContext, names: frozenset[str] | None = AMP_NAMES) -> list[OptInFlag]:
@@ -106,10 +135,11 @@ def precision_opt_in(ctx: RuleContext) -> OptInFlag | None:
     casts = precision_casts(ctx)
     if flag is None or not casts:
         return None
-    return flag if all(_under_flag(ctx, call, flag.name) for call, _ in casts) else None
+    return flag if all(under_flag(ctx, call, flag.name) for call, _ in casts) else None
 
 
-def _under_flag(ctx: RuleContext, node: cst.CSTNode, name: str) -> bool:
+def under_flag(ctx: RuleContext, node: cst.CSTNode, name: str) -> bool:
+    """Does ``node`` run only where a test reads the switch ``name`` (not negated)?"""
     child, parent = node, ctx.parent(node)
     while parent is not None:
         if isinstance(parent, (cst.If, cst.IfExp)) and child is not parent.test and _reads(parent.test, name):
@@ -137,6 +167,6 @@ def switched_on_by(ctx: RuleContext, nodes: list[cst.CSTNode]) -> OptInFlag | No
     if not nodes:
         return None
     for flag in off_by_default(ctx):
-        if all(_under_flag(ctx, node, flag.name) for node in nodes):
+        if all(under_flag(ctx, node, flag.name) for node in nodes):
             return flag
     return None

@@ -17,12 +17,14 @@ from ..analysis.facts.script_facts import framework_manages_precision, is_model_
 from ..analysis.facts.workload import tensor_core_work
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
-from ..analysis.syntax.calls import dotted_name, literal_value, target_names
+from ..analysis.facts.frameworks import MANAGES_PRECISION, frameworks
+from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, target_names
 from ..analysis.syntax.project import MODEL, project_function
+from ..analysis.syntax.tree import walk
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with, project_runs
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
-from ._opt_in import OptInFlag, opt_in_amp, precision_opt_in
+from ._opt_in import OptInFlag, amp_options, opt_in_amp, precision_opt_in, under_flag
 
 _LOSS_ARG = re.compile(r"loss|cost|objective", re.IGNORECASE)
 
@@ -99,7 +101,12 @@ class NoAutocast(Rule):
         "reads (`add_argument(\"--amp\", action=\"store_true\")`, `use_amp: bool = False` in a configuration "
         "class): the autocast is usually built elsewhere behind it, so instead of the float32 finding a note "
         "(severity info, no fix) says that it is opt-in and which flag or field turns it on; nothing when the "
-        "project's launch scripts (`run.sh`, `scripts/*.sh`) pass that flag.",
+        "project's launch scripts (`run.sh`, `scripts/*.sh`) pass that flag. Also such a switch: a `--precision` "
+        "choice defaulting to `fp32` (the note names the choice that turns it on, `--precision amp_bf16`), apex's "
+        "`--amp` opt level defaulting to `O0` (float32: apex then owns no precision, nor with `opt_level=\"O0\"`); an "
+        "autocast picked only under the switch (`if args.amp: amp_autocast = partial(torch.autocast, ...)`) or in a "
+        "helper with a no-op alternative (`get_autocast(args.precision)` returning `suppress`); an entry handing its "
+        "parsed options to a step of another module whose autocast follows them.",
         "Not reported where a framework owns precision (Accelerate, Lightning, the Hugging Face "
         "Trainer, DeepSpeed, apex), where every step's backward is an engine's built elsewhere "
         "(`engine.backward(loss)`, `self.strategy.backward(loss, model, optimizer)`: a DeepSpeed engine's "
@@ -133,6 +140,9 @@ class NoAutocast(Rule):
         "configuration may set it instead (nothing is reported when the file names ACCELERATE_MIXED_PRECISION, "
         "when another Accelerator of the file chose a precision, or when no `backward` runs in the Accelerator's "
         "class, function, the functions of this file it calls, or (module level) anywhere in the file). "
+        "A Lightning 1.x `Trainer(amp_backend=\"apex\", amp_level=\"O2\")` without `precision=16` trains in float32: "
+        "reported without a fix (those arguments are gone in Lightning 2). No framework finding either for a model "
+        "loaded or cast in bfloat16/float16 (`from_pretrained(..., dtype=torch.bfloat16)`, `.to(torch.bfloat16)`). "
         "TRL configs default to bfloat16 and are reported only with an explicit `bf16=False`; configurations "
         "on the CPU (`use_cpu=True`, `accelerator=\"cpu\"`, `Accelerator(cpu=True)`) are not reported.",
         blind_reported("`--bf16`; none for TRL configs, which train in bfloat16 unless fp16; `--trainer.precision bf16-mixed` for LightningCLI"),
@@ -198,7 +208,8 @@ class NoAutocast(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        yield from framework_findings(ctx, self.code)
+        if not _fixed_precision(ctx):  # weights loaded or cast in bfloat16: no autocast for a framework either
+            yield from framework_findings(ctx, self.code)
         ta = analysis(ctx)
         if not ta.step_loops and ctx.project:
             yield from self._entry(ctx)
@@ -206,7 +217,7 @@ class NoAutocast(Rule):
         if ta.step_loops and ctx.project and not any(ta.is_backward_call(c) for c in ctx.nodes(cst.Call)):
             yield from self._stepped_elsewhere(ctx)  # ``agent.update(batch)``: a method of theirs steps
             return
-        if not ta.step_loops or cpu_only(ctx) or framework_manages_precision(ctx) or _fixed_precision(ctx) or \
+        if not ta.step_loops or cpu_only(ctx) or _managed(ctx) or _fixed_precision(ctx) or \
                 not tensor_core_work(ctx):
             return
         backwards = [c for c in ctx.nodes(cst.Call) if ta.is_backward_call(c) and ta.runs_every_step(c)]
@@ -216,7 +227,8 @@ class NoAutocast(Rule):
             yield from self._entry(ctx)  # ``for epoch in ...: train_one_epoch(model, ...)``: the step is there
             return
         uses = autocast_uses(ctx)
-        if uses and all(_switched(u.args) for u in uses) and (opt_in := opt_in_amp(ctx)) is not None:
+        if uses and (opt_in := opt_in_amp(ctx)) is not None and \
+                all(_switched(u.args) or _chosen_by(ctx, u.node, opt_in) for u in uses):
             yield from self._opt_in(ctx, opt_in)  # ``autocast(enabled=args.amp)``, the flag off by default
             return
         if uses or autocast_like_context(ctx):
@@ -251,9 +263,12 @@ class NoAutocast(Rule):
         use_fp16=args.use_fp16).run_loop()``) whose step runs no autocast: reported here, at the model's
         line, where the user builds it and chooses the precision; the autocast itself goes into the
         step, so no fix here."""
-        if cpu_only(ctx) or framework_manages_precision(ctx) or _fixed_precision(ctx):
+        if cpu_only(ctx) or _managed(ctx) or _fixed_precision(ctx):
             return
         for pc in training_calls(ctx):
+            if (pc.facts.autocast or pc.facts.makes_scaler) and (opt_in := _handed_switch(ctx, pc.call)) is not None:
+                yield from cls._opt_in(ctx, opt_in)  # its autocast follows the entry's switch, off by default
+                return
             if pc.facts.autocast or pc.facts.makes_scaler:
                 continue
             arg = pc.arg_for(pc.facts.role_of(MODEL))
@@ -281,7 +296,7 @@ class NoAutocast(Rule):
         it (``model.optimize_parameters(it)`` every iteration, a step closure over a state dict), with
         no autocast or GradScaler anywhere in the modules the file reaches: reported at its build line."""
         found = entry_models(ctx)
-        if not found or cpu_only(ctx) or framework_manages_precision(ctx) or _fixed_precision(ctx) or \
+        if not found or cpu_only(ctx) or _managed(ctx) or _fixed_precision(ctx) or \
                 project_autocasts(ctx) or autocast_uses(ctx) or autocast_like_context(ctx) or \
                 not (tensor_core_work(ctx) or project_computes(ctx)):
             return
@@ -306,21 +321,79 @@ class NoAutocast(Rule):
         turn it on."""
         if launched_with(ctx, [flag.flag, flag.name] if flag.command_line else [flag.name]) is not None:
             return
-        how = (f"unless a run passes {flag.flag}" if flag.command_line
+        passes = f"{flag.flag} {flag.on_value}" if flag.on_value else flag.flag
+        how = (f"unless a run passes {passes}" if flag.command_line
                else f"unless {flag.flag} is set (False by default)")
         yield Finding(flag.node, f"mixed precision is opt-in here: forward and loss run in float32 {how}; "
                                  "tensor cores run bfloat16 several times faster",
                       severity="info",
-                      no_fix_reason=f"the script's own switch decides: pass {flag.flag} (or default it on once "
+                      no_fix_reason=f"the script's own switch decides: pass {passes} (or default it on once "
                                     "the model trains well in mixed precision)" if flag.command_line else
                                     f"the script's own switch decides: set {flag.flag} (or default it to True once "
                                     "the model trains well in mixed precision)")
+
+
+def _managed(ctx: RuleContext) -> bool:
+    """Does a framework own the precision, apex's ``amp.initialize`` left out when its every call
+    leaves float32 on the default run (``opt_level=args.amp`` with ``--amp`` defaulting to ``O0``,
+    ``opt_level="O0"``, or under an AMP switch that is off by default): the opt-in note is said then."""
+    if not framework_manages_precision(ctx):
+        return False
+    fw = frameworks(ctx)
+    if fw.kinds & MANAGES_PRECISION != {"apex"}:
+        return True
+    inits = [c for c in fw.calls.get("apex", []) if isinstance(c.func, cst.Attribute) and c.func.attr.value == "initialize"]
+    flag = opt_in_amp(ctx)
+    return not inits or not all(_apex_off(ctx, c, flag) for c in inits)
+
+
+def _apex_off(ctx: RuleContext, call: cst.Call, flag: OptInFlag | None) -> bool:
+    level = get_arg(call, "opt_level")
+    if level is not None and isinstance(literal_value(level.value), str):
+        return str(literal_value(level.value)).upper() == "O0"
+    if flag is None:
+        return False
+    return level is not None and isinstance(level.value, cst.Attribute) and level.value.attr.value == flag.name or \
+        under_flag(ctx, call, flag.name)
 
 
 def _fixed_precision(ctx: RuleContext) -> bool:
     """Did the user set the model's dtype for every run (not only under the script's opt-in
     switch, which leaves the default run in float32: its note is said instead)?"""
     return model_precision(ctx) is not None and precision_opt_in(ctx) is None
+
+
+_NO_OP_CONTEXTS = frozenset({"contextlib.suppress", "contextlib.nullcontext"})
+
+
+def _chosen_by(ctx: RuleContext, node: cst.CSTNode, flag: OptInFlag) -> bool:
+    """Is this autocast picked only when the switch is on: under a test of it (``if args.amp:
+    amp_autocast = partial(torch.autocast, ...)``), or in a function that picks among contexts, has a
+    no-op one and is handed the switch (``get_autocast(args.precision)`` returning ``suppress``
+    unless the precision asks for AMP)?"""
+    if under_flag(ctx, node, flag.name):
+        return True
+    fn = ctx.enclosing(node, cst.FunctionDef)
+    if fn is None or not any(isinstance(n, (cst.Name, cst.Attribute)) and ctx.matches(n, _NO_OP_CONTEXTS)
+                             for n in walk(fn.body)):
+        return False
+    return any(isinstance(c.func, cst.Name) and c.func.value == fn.name.value and  # ``get_autocast(args.precision)``
+               any(isinstance(n, cst.Attribute) and n.attr.value == flag.name
+                   for a in c.args for n in walk(a.value, include_self=True))
+               for c in ctx.nodes(cst.Call))
+
+
+def _handed_switch(ctx: RuleContext, call: cst.Call) -> OptInFlag | None:
+    """The entry's AMP option, off by default, that ``call`` hands to the step: ``args.<flag>``
+    itself, or the parsed options (``train_one_epoch(args, ...)`` with ``args = parser.parse_args()``)."""
+    parsed = {dotted_name(t.target) for a in ctx.nodes(cst.Assign) for t in a.targets
+              if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Attribute) and
+              a.value.func.attr.value in ("parse_args", "parse_known_args")}
+    for flag in amp_options(ctx):
+        if any(dotted_name(a.value) in parsed or isinstance(a.value, cst.Attribute) and a.value.attr.value == flag.name
+               for a in call.args):
+            return flag
+    return None
 
 
 def _switched(args: tuple[cst.Arg, ...]) -> bool:

@@ -18,12 +18,14 @@ from ..analysis.facts.script_facts import (
 from ..analysis.fixes.edits import add_kwarg, torch_import
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
-from ..analysis.syntax.calls import get_arg, has_star_args, literal_value
+from ..analysis.syntax.attribute_defaults import attribute_defaults
+from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, literal_value
 from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.chosen_classes import chosen_classes, holder_keys, named_class_strings
 from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.builders import gathered_model, optimizer_factories, qualified_name
 from ..analysis.syntax.torch_names import FUSABLE
+from ._loop_optimizers import loop_adamw_findings
 from ..analysis.syntax.tree import walk
 
 
@@ -31,7 +33,8 @@ from ..analysis.syntax.tree import walk
 class UnfusedOptimizer(Rule):
     code = "GP305"
     name = "unfused-optimizer"
-    summary = "An Adam, AdamW or SGD optimizer is built without choosing `fused=` (or `foreach=`)."
+    summary = ("An Adam, AdamW or SGD optimizer is built without choosing `fused=` (or `foreach=`), or "
+               "transformers' Python-loop `AdamW` is used.")
     rationale = (
         "The default implementation updates parameters with a handful of multi-tensor kernels per "
         "step, each reading and writing every parameter, gradient and optimizer state from memory. "
@@ -101,7 +104,17 @@ class UnfusedOptimizer(Rule):
         "(`--optim RMSprop` in run.sh). A class named by a string in the keywords "
         "a configuration helper builds it from (`class_name=\"torch.optim.Adam\"`, `{\"_target_\": "
         "\"torch.optim.AdamW\"}`) is reported at that string, without a fix (the device is not visible "
-        "there); YAML configurations are not read.",
+        "there); YAML configurations are not read. Also read: a table of builders called with nothing "
+        "(`{\"adam\": lambda: torch.optim.Adam(params, lr=lr), ...}[opt]()`, reported at the lambda's construction), "
+        "a name spelled with `.format`/`%` (`eval(\"torch.optim.{}\".format(self.optimizer_name))`) and a name stored "
+        "on the instance from an option (`self.optimizer_name = args.optimizer`), an attribute whose class default "
+        "the class writes (a dataclass field `optimizer_fn: Any = torch.optim.Adam`, `def __init__(self, "
+        "optimizer=torch.optim.SGD)`; its `**self.optimizer_params` read from the field's default dict), all "
+        "without a fix (a caller may pass another class).",
+        "transformers' own `AdamW` (`transformers.AdamW`, `transformers.optimization.AdamW`, deprecated) updates "
+        "each parameter tensor in a Python loop: reported, with a fix to `torch.optim.AdamW` that keeps its defaults "
+        "(`eps=1e-6`, `weight_decay=0.0`) and adds `fused=` where the device is known; none with `correct_bias=False` "
+        "or arguments it cannot map.",
         "The fix needs the device the model is moved to (`model.to(device)`), or a LightningModule's "
         "`configure_optimizers`, where Lightning has moved the module to its accelerator first "
         "(`fused=self.device.type == \"cuda\"`); otherwise (an Accelerate optimizer built before "
@@ -173,6 +186,7 @@ class UnfusedOptimizer(Rule):
         yield from framework_findings(ctx, self.code)
         if cpu_only(ctx) or _sparse_embeddings(ctx):
             return
+        yield from loop_adamw_findings(ctx, lambda call: _known_fused(ctx, call))
         if not program_trains(ctx):
             yield from _factory_findings(ctx)
             return
@@ -215,13 +229,39 @@ def _picked_finding(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
     ``OPTIMIZERS[name](params)``, ``partial(torch.optim.AdamW, lr=lr)(params)``: an Adam, AdamW or
     SGD on the default run (``facts.picked_classes``), reported at the call that builds it."""
     pick = picked_class(ctx, call.func)
-    if pick is None or not pick.only(ctx, FUSABLE) or has_star_args(call) or pick.binds("fused", "foreach") or \
+    if pick is None or pick.calls or not pick.only(ctx, FUSABLE) or has_star_args(call) and \
+            not _default_dicts_leave_unset(ctx, call) or pick.binds("fused", "foreach") or \
             get_arg(call, "fused") is not None or \
             get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call):
         return
     outcome = _fix(ctx, call) if pick.every_run else _PICKED_NO_FIX
     yield Finding.of(call, f"optimizer {pick.words} without fused=: its update runs as many separate kernels "
                            "over every parameter; use the fused implementation on CUDA", outcome)
+
+
+def _default_dicts_leave_unset(ctx: RuleContext, call: cst.Call) -> bool:
+    """``self.optimizer_fn(params, **self.optimizer_params)`` where every default of the attribute
+    the class writes is a dict that names neither ``fused`` nor ``foreach`` (``optimizer_params:
+    dict = field(default_factory=lambda: dict(lr=2e-2))``): the default run leaves both unset."""
+    for arg in call.args:
+        if arg.star == "*":
+            return False
+        if arg.star != "**":
+            continue
+        values = attribute_defaults(ctx, arg.value)
+        if not values:
+            return False
+        for value in values:
+            if isinstance(value, cst.Dict) and all(isinstance(e, cst.DictElement) for e in value.elements):
+                keys = {literal_value(e.key) for e in value.elements}  # type: ignore[union-attr]
+            elif isinstance(value, cst.Call) and dotted_name(value.func) == "dict" and \
+                    all(a.keyword is not None for a in value.args):
+                keys = {a.keyword.value for a in value.args}  # type: ignore[union-attr]
+            else:
+                return False
+            if keys & {"fused", "foreach"} or not all(isinstance(k, str) for k in keys):
+                return False
+    return True
 
 
 def _handed_wrappers(ctx: RuleContext) -> Iterator[Finding]:
@@ -355,12 +395,21 @@ def _fix(ctx: RuleContext, call: cst.Call) -> Fix | NoFix:
     guard = _fix_guards(ctx, call)
     if guard is not None:
         return guard
+    found = _fused_value(ctx, call)
+    if isinstance(found, NoFix):
+        return found
+    value, imports = found
+    return Fix("use the fused implementation on CUDA", (Replace(call, _with_fused(call, value)), *imports), "unsafe")
+
+
+def _fused_value(ctx: RuleContext, call: cst.Call) -> tuple[str, tuple] | NoFix:
+    """What ``fused=`` should be for the optimizer ``call`` builds (the parameters' device is
+    CUDA), with the imports it needs; NoFix when where they live is not visible."""
     if not call.args:
         return NoFix("the parameters are not passed positionally, where the fix looks for the model")
     module_self = _lightning_self(ctx, call)
     if module_self is not None:  # Lightning calls configure_optimizers with the module on its device
-        return Fix("use the fused implementation on CUDA", (
-            Replace(call, _with_fused(call, f'{module_self}.device.type == "cuda"')),), "unsafe")
+        return f'{module_self}.device.type == "cuda"', ()
     models = set(param_receivers(ctx, call.args[0].value))
     if len(models) != 1:
         return NoFix("the optimized parameters are not those of one model the file names")
@@ -369,10 +418,12 @@ def _fix(ctx: RuleContext, call: cst.Call) -> Fix | NoFix:
         return NoFix("the device the model is moved to is not visible where the optimizer is built, and "
                      "`fused=True` on a device without fused kernels would fail")
     dt = device_type_expr(ctx, device, call)
-    edits: tuple = (Replace(call, _with_fused(call, f'{dt} == "cuda"')),)
-    if not dt.startswith(f"{device}."):
-        edits += torch_import(ctx)  # ``torch.device(dev).type``
-    return Fix("use the fused implementation on CUDA", edits, "unsafe")
+    return f'{dt} == "cuda"', (() if dt.startswith(f"{device}.") else torch_import(ctx))  # ``torch.device(dev).type``
+
+
+def _known_fused(ctx: RuleContext, call: cst.Call) -> tuple[str, tuple] | None:
+    found = _fused_value(ctx, call) if _fix_guards(ctx, call) is None else None
+    return None if found is None or isinstance(found, NoFix) else found
 
 
 def _lightning_self(ctx: RuleContext, call: cst.Call) -> str | None:

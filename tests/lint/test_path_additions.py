@@ -73,3 +73,21 @@ def test_a_folder_of_installed_code_is_never_first_party(tmp_path: Path) -> None
     _tree(tmp_path, {"p/pyproject.toml": "", "p/.venv/lib/site-packages/torchvision/__init__.py": "",
                      "p/train.py": "import sys\nsys.path.append('.venv/lib/site-packages')\nimport torchvision\n"})
     assert _names(tmp_path / "p/train.py", tmp_path / "p") == {}
+
+
+def test_the_parent_folder_by_os_path_split_and_pathlib_parents(tmp_path: Path) -> None:
+    """``root_path = os.path.split(cur_path)[0]`` (the folder above the script's) and
+    ``Path(__file__).resolve().parents[1]``: the checkout's root, where its packages are."""
+    _tree(tmp_path, {
+        "seg/core/models/zoo.py": "", "seg/core/__init__.py": "", "seg/core/models/__init__.py": "",
+        "seg/scripts/train.py": "import os, sys\ncur_path = os.path.abspath(os.path.dirname(__file__))\n"
+                                "root_path = os.path.split(cur_path)[0]\nsys.path.append(root_path)\n"
+                                "from core.models.zoo import get_model\n",
+        "gen/pkg/nets.py": "", "gen/tools/fit.py": "import sys\nfrom pathlib import Path\n"
+                                                   "sys.path.insert(0, str(Path(__file__).resolve().parents[1]))\n"
+                                                   "from pkg import nets\n",
+    })
+    assert path_additions(str(tmp_path / "seg/scripts/train.py"), (tmp_path / "seg/scripts/train.py").read_bytes()) \
+        == (str(tmp_path / "seg"),)
+    assert path_additions(str(tmp_path / "gen/tools/fit.py"), (tmp_path / "gen/tools/fit.py").read_bytes()) == \
+        (str(tmp_path / "gen"),)

@@ -212,6 +212,36 @@ def test_a_checkout_without_marker_roots_above_its_package_and_a_package_copy_do
     assert resolve_import("src.helper", 0, src / "train.py", find_project_root(src / "train.py")) == src / "helper.py"
 
 
+def test_a_namespace_package_a_script_beside_it_imports_roots_at_the_checkout(tmp_path: Path) -> None:
+    """utils/train.py with no ``__init__.py``, imported as ``utils.train`` by the checkout's
+    trainer.py: the program runs from the checkout, so its ``from model.model import`` resolves
+    there; a folder no script imports as a package stays rooted at itself."""
+    _tree(tmp_path, {"repo/trainer.py": "from utils.train import train\n", "repo/utils/train.py": "",
+                     "repo/model/model.py": "", "repo/tools/plot.py": ""})
+    if find_project_root(tmp_path / "repo/trainer.py") != tmp_path / "repo":
+        pytest.skip("a project marker above the temporary folder")
+    assert find_project_root(tmp_path / "repo/utils/train.py") == tmp_path / "repo"
+    assert resolve_import("model.model", 0, tmp_path / "repo/utils/train.py", tmp_path / "repo") == \
+        tmp_path / "repo/model/model.py"
+    assert find_project_root(tmp_path / "repo/tools/plot.py") == tmp_path / "repo/tools"
+
+
+def test_a_scripts_folder_importing_a_package_of_the_checkout_roots_at_the_checkout(tmp_path: Path) -> None:
+    """scripts/train.py's ``from tab_ddpm import Diffusion`` with tab_ddpm/ in the checkout (run
+    with the checkout on PYTHONPATH): rooted at the checkout; a script whose imports all resolve
+    beside it (or not at all) stays rooted at its folder."""
+    _tree(tmp_path, {"repo/tab_ddpm/__init__.py": "", "repo/tab_ddpm/modules.py": "",
+                     "repo/scripts/train.py": "import torch\nfrom tab_ddpm import Diffusion\nfrom helpers import x\n",
+                     "repo/scripts/helpers.py": "", "repo/tools/plot.py": "import numpy\nimport tab_ddpm_extra\n"})
+    if find_project_root(tmp_path / "repo/tools/plot.py") != tmp_path / "repo/tools":
+        pytest.skip("a project marker above the temporary folder")
+    assert find_project_root(tmp_path / "repo/scripts/train.py") == tmp_path / "repo"
+    assert resolve_import("tab_ddpm.modules", 0, tmp_path / "repo/scripts/train.py", tmp_path / "repo") == \
+        tmp_path / "repo/tab_ddpm/modules.py"
+    assert resolve_import("helpers", 0, tmp_path / "repo/scripts/train.py", tmp_path / "repo") == \
+        tmp_path / "repo/scripts/helpers.py"
+
+
 def test_a_module_never_imports_itself(tmp_path: Path) -> None:
     """``from model import Net`` in utils/model.py loads the root's model package, not itself."""
     _tree(tmp_path, {"pyproject.toml": "", "model/__init__.py": "", "utils/model.py": ""})

@@ -204,6 +204,10 @@ def unfused_in_factory(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
                 get_arg(call, "foreach") is not None:
             continue
         pick = picked_class(ctx, call.func)
+        if pick is not None and pick.calls:  # ``{"adam": lambda: Adam(params, lr=lr), ...}[opt]()``
+            out.extend(c for c in pick.calls if ctx.matches(c.func, FUSABLE) and get_arg(c, "fused") is None
+                       and get_arg(c, "foreach") is None and not any(a.star for a in c.args))
+            continue
         if pick is not None and pick.binds("fused", "foreach"):
             continue  # ``partial(torch.optim.AdamW, fused=True)``
         if any(a.star for a in call.args):

@@ -113,10 +113,16 @@ def string_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> tuple[str
         return None
     name = expr.attr.value
     found = ctx.fact(_string_options).get(name)
-    if found is None or name in ctx.fact(_false_options)[1]:
-        return None
+    if found is None or (expr.value.value, name) in ctx.fact(_assigned_attributes):
+        return None  # (``model.optimizer = ...`` does not change ``args.optimizer``)
     given = {v.strip("'\"") for c in project_runs(ctx).launches if (v := c.value(found[0])) is not None}
     return found if given <= {found[1]} else None
+
+
+def _assigned_attributes(ctx: RuleContext) -> frozenset[tuple[str, str]]:
+    """``(receiver, attribute)`` of each ``receiver.attribute = ...`` of the file."""
+    return frozenset((dotted_name(t.target.value) or "", t.target.attr.value) for node in ctx.nodes(cst.Assign)
+                     for t in node.targets if isinstance(t.target, cst.Attribute))
 
 
 def _string_options(ctx: RuleContext) -> dict[str, tuple[str, str]]:

@@ -93,7 +93,8 @@ def frameworks(ctx: RuleContext) -> Frameworks:
     return ctx.fact(_frameworks)
 
 
-def _frameworks(ctx: RuleContext) -> Frameworks:
+def _framework_calls(ctx: RuleContext) -> tuple[dict[str, list[cst.Call]], dict[str, str]]:
+    """The framework calls by kind and the names bound to one (``trainer = Trainer(...)``)."""
     calls: dict[str, list[cst.Call]] = {}
     objects: dict[str, str] = {}
     for call in ctx.nodes(cst.Call):
@@ -106,6 +107,13 @@ def _frameworks(ctx: RuleContext) -> Frameworks:
             for t in assign.targets:
                 for name in target_names(t.target):
                     objects[name] = kind
+    return calls, objects
+
+
+def _frameworks(ctx: RuleContext) -> Frameworks:
+    found, named = ctx.fact(_framework_calls)
+    calls = {kind: list(found_calls) for kind, found_calls in found.items()}
+    objects = dict(named)
     for call, receiver in fitted_project_modules(ctx):  # ``trainer = instantiate(cfg.trainer)``
         calls.setdefault("lightning", []).append(call)
         objects.setdefault(receiver, "lightning")
@@ -137,8 +145,8 @@ def fitted_project_modules(ctx: RuleContext) -> list[tuple[cst.Call, str]]:
             continue
         arg = get_arg(call, "model", 0)
         name = dotted_name(arg.value) if arg is not None else None
-        if name is None or _kind_of(ctx, call.func) is not None:
-            continue
+        if name is None or _kind_of(ctx, call.func) is not None or receiver in ctx.fact(_framework_calls)[1]:
+            continue  # ``trainer = Trainer(...)`` then ``trainer.fit(model)``: its settings are in sight
         for assign in ctx.nodes(cst.Assign):
             value = assign.value
             while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \

@@ -1,11 +1,10 @@
-"""Keyword arguments that reach a call through ``**kwargs`` dicts built in the same file.
-
+"""Keyword arguments that reach a call through ``**kwargs`` dicts built in the same file:
 ``kwargs = {"num_workers": 4} if cuda else {}``, ``dict(batch_size=64)``, ``kwargs.update({...})``,
-``kwargs["pin_memory"] = True``, ``train_kwargs.update(cuda_kwargs)``, ``{**base, "shuffle": True}``:
-:func:`call_keywords` finds every place that may set a keyword of a call, whether some path
-leaves it unset, and whether a source the file cannot see into (``**vars(args)``, a parameter, a
-dict passed to another function) may set anything at all. Rules read keywords through it, and
-fix a dict only where the file shows that dict feeds nothing but the calls the rule is about.
+``kwargs["pin_memory"] = True``, ``train_kwargs.update(cuda_kwargs)``, ``{**base, "shuffle": True}``, ``**(a if c
+else b)``: :func:`call_keywords` finds every place that may set a keyword of a call, whether some path leaves it
+unset, and whether a source the file cannot see into (``**vars(args)``, a parameter, a dict passed to another
+function) may set anything at all. Rules read keywords through it, and fix a dict only where the file shows that
+dict feeds nothing but the calls the rule is about.
 """
 
 from __future__ import annotations
@@ -89,14 +88,15 @@ class _Reader:
             owner: tuple[cst.CSTNode | None, str] | None) -> None:
         self.settings.setdefault(key, []).append(Setting(value, holder, owner, self._path))
 
-    # ---- a mapping expression -------------------------------------------------------------
     def mapping(self, expr: cst.BaseExpression, at: cst.CSTNode, owner: tuple[cst.CSTNode | None, str] | None,
                 depth: int, definition: bool) -> set[str] | None:
-        """Read the keys ``expr`` may set; returns those it sets on every path (None when
-        unknown)."""
+        """Read the keys ``expr`` may set; returns those it sets on every path (None when unknown)."""
         if depth > _MAX_DEPTH:
             self.opaque = True
             return None
+        if isinstance(expr, cst.IfExp):  # ``**({"warmup_steps": n} if v5 else {"warmup_ratio": r})``
+            both = [self.mapping(b, at, owner, depth + 1, definition) for b in (expr.body, expr.orelse)]
+            return None if both[0] is None or both[1] is None else both[0] & both[1]
         if isinstance(expr, cst.Dict):
             keys: set[str] = set()
             for el in expr.elements:

@@ -8,7 +8,11 @@ call builds on the run that passes no option.
 - through a wrapper that binds keywords and calls the class later: ``functools.partial(
   torch.optim.AdamW, lr=3e-4)``, ``argbind.bind(torch.optim.AdamW, "generator")``,
   ``gin.external_configurable(torch.optim.Adam)``;
-- any of these held in a local name (``Optimizer = getattr(optim, cfg.name)``).
+- any of these held in a local name (``Optimizer = getattr(optim, cfg.name)``);
+- from a table of builders: ``{"adam": lambda: torch.optim.Adam(params, lr=lr), ...}[opt]()``
+  (the constructions are the lambdas' calls: ``Pick.calls``);
+- from an attribute whose default is a class: ``self.optimizer_fn(params)`` with a dataclass field
+  ``optimizer_fn: Any = torch.optim.Adam`` (``syntax.attribute_defaults``).
 
 The name's value on the default run is a literal the file writes: the default of an option of the
 file (``add_argument``, a typed arguments class), the default of the enclosing function's
@@ -25,6 +29,7 @@ import libcst as cst
 
 from ..syntax.callsites import bound_arg, calls_of
 from ..syntax.calls import dotted_name, get_arg, literal_value
+from ..syntax.attribute_defaults import attribute_defaults
 from ..syntax.chosen_classes import assigned_values
 from ..syntax.context import RuleContext
 from ..syntax.dataclass_fields import is_dataclass_decorator
@@ -46,6 +51,7 @@ class Pick:
     words: str  # how it is picked: "`getattr(optim, args.optim)` (SGD, the default of --optim)"
     every_run: bool  # ``classes`` are all the call may build on any run (a wrapper's class, a whole table)
     bound: frozenset[str] | None  # keywords a wrapper already binds; None when ``**`` may hold any
+    calls: tuple[cst.Call, ...] = ()  # the constructions when a table's lambdas build them, not the call
 
     def only(self, ctx: RuleContext, names: frozenset[str]) -> bool:
         """Is every class the default run may build one of ``names``?"""
@@ -69,9 +75,10 @@ def _one_of(ctx: RuleContext, cls: cst.BaseExpression | str, names: frozenset[st
 def picked_class(ctx: RuleContext, func: cst.BaseExpression, depth: int = 0) -> Pick | None:
     """The classes ``func`` (a callee) builds on the default run when it is picked by name or
     wrapped (module docstring); None when it is neither or the pick is not known."""
-    if depth > 3 or isinstance(func, cst.Attribute) or \
-            isinstance(func, cst.Name) and func.value not in ctx.fact(_holders):
+    if depth > 3 or isinstance(func, cst.Name) and func.value not in ctx.fact(_holders):
         return None
+    if isinstance(func, cst.Attribute):
+        return _by_attribute_default(ctx, func)
     code = ctx.code_for(func)
     if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "getattr":
         return _by_attribute(ctx, func, code)
@@ -114,12 +121,32 @@ def _by_attribute(ctx: RuleContext, call: cst.Call, code: str) -> Pick | None:
     return Pick((f"torch.optim.{default[0]}",), f"`{code}` ({default[0]}, {default[1]})", False, frozenset())
 
 
+def _by_attribute_default(ctx: RuleContext, func: cst.Attribute) -> Pick | None:
+    """``self.optimizer_fn`` whose every default the class writes is a class (a dataclass field
+    ``optimizer_fn: Any = torch.optim.Adam``, ``def __init__(self, optimizer=torch.optim.SGD)``): the
+    default run builds it; a caller may pass another."""
+    values = attribute_defaults(ctx, func)
+    if not values or not all(isinstance(v, (cst.Name, cst.Attribute)) and
+                             not (dotted_name(v) or "").startswith(f"{dotted_name(func.value)}.") for v in values):
+        return None
+    return Pick(tuple(values), f"`{ctx.code_for(func)}` ({ctx.code_for(values[0])} by default)", False, frozenset())
+
+
 def _by_eval(ctx: RuleContext, text: cst.BaseExpression, code: str) -> Pick | None:
-    """``eval("optim." + args.optim)``, ``eval(f"torch.optim.{name}")``: a class of torch.optim
-    spelled from a prefix the file imports and a name (its default, when known)."""
+    """``eval("optim." + args.optim)``, ``eval(f"torch.optim.{name}")``, ``eval("torch.optim.{}"
+    .format(name))``, ``eval("torch.optim.%s" % name)``: a class of torch.optim spelled from a prefix
+    the file imports and a name (its default, when known)."""
     if isinstance(text, cst.BinaryOperation) and isinstance(text.operator, cst.Add) and \
             isinstance(prefix := literal_value(text.left), str):
         name: cst.BaseExpression = text.right
+    elif isinstance(text, cst.BinaryOperation) and isinstance(text.operator, cst.Modulo) and \
+            isinstance(pattern := literal_value(text.left), str) and pattern.endswith("%s") and \
+            pattern.count("%") == 1 and not isinstance(text.right, cst.Tuple):
+        prefix, name = pattern[:-2], text.right
+    elif isinstance(text, cst.Call) and isinstance(text.func, cst.Attribute) and text.func.attr.value == "format" \
+            and isinstance(pattern := literal_value(text.func.value), str) and pattern.endswith("{}") and \
+            pattern.count("{") == 1 and len(text.args) == 1 and text.args[0].keyword is None and not text.args[0].star:
+        prefix, name = pattern[:-2], text.args[0].value
     elif isinstance(text, cst.FormattedString) and len(text.parts) == 2 and \
             isinstance(text.parts[0], cst.FormattedStringText) and \
             isinstance(text.parts[1], cst.FormattedStringExpression) and text.parts[1].conversion is None:
@@ -185,10 +212,11 @@ def _from_table(ctx: RuleContext, func: cst.BaseExpression, table: cst.BaseExpre
         return None
     classes = tuple(c for p in picks for c in p.classes)
     bound = None if any(p.bound is None for p in picks) else frozenset().union(*(p.bound for p in picks))  # type: ignore[misc]
+    calls = tuple(c for p in picks for c in p.calls)
     if default is None:  # not known: any of the table's classes
-        return Pick(classes, f"`{code}` (a class of the table)", True, bound)
+        return Pick(classes, f"`{code}` (a class of the table)", True, bound, calls)
     return Pick(classes, f"`{code}` ({ctx.code_for(classes[0])} for {default[0]!r}, {default[1]})"  # type: ignore[arg-type]
-                if not isinstance(classes[0], str) else f"`{code}`", False, bound)
+                if not isinstance(classes[0], str) else f"`{code}`", False, bound, calls)
 
 
 def _class_table(ctx: RuleContext, table: cst.BaseExpression) -> dict[str, Pick] | None:
@@ -208,6 +236,10 @@ def _class_table(ctx: RuleContext, table: cst.BaseExpression) -> dict[str, Pick]
             return None
         if isinstance(el.value, (cst.Name, cst.Attribute)):
             out[key] = Pick((el.value,), "", True, frozenset())
+        elif isinstance(el.value, cst.Lambda) and not el.value.params.params and isinstance(el.value.body, cst.Call):
+            built = el.value.body  # ``"adam": lambda: torch.optim.Adam(params, lr=lr)``: called with nothing
+            out[key] = Pick((built.func,), "", True, frozenset(a.keyword.value for a in built.args
+                                                               if a.keyword is not None), (built,))
         elif isinstance(el.value, cst.Call) and _binder(ctx, el.value):
             out[key] = _wrapped(ctx, el.value, "")
         else:
@@ -236,6 +268,10 @@ def default_string(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) -
     field = _annotated_field(ctx, expr)
     if field is not None:
         return field
+    values = attribute_defaults(ctx, expr)  # ``self.optimizer_name = args.optimizer`` in ``__init__``
+    if values:
+        found_values = {default_string(ctx, v, depth + 1) for v in values}
+        return found_values.pop() if len(found_values) == 1 and None not in found_values else None
     if isinstance(expr, cst.Name):
         fn = ctx.enclosing(expr, cst.FunctionDef)
         param = next((p for p in (*fn.params.params, *fn.params.kwonly_params) if p.name.value == expr.value),

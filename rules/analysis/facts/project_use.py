@@ -31,7 +31,29 @@ def program_trains(ctx: RuleContext) -> bool:
     training function of another of the user's modules, or of the training method of a model of
     theirs that trains itself (``model = WideNet(...)``; ``model.fit(...)``)?"""
     return bool(analysis(ctx).step_loops) or framework_trains(ctx) or bool(training_calls(ctx)) or \
-        bool(ctx.project) and (ctx.fact(_runs_a_trainer_subclass) or bool(self_trained_models(ctx)))
+        bool(ctx.project) and (ctx.fact(_runs_a_trainer_subclass) or bool(self_trained_models(ctx)) or
+                               ctx.fact(_steps_a_project_model))
+
+
+def _steps_a_project_model(ctx: RuleContext) -> bool:
+    """A model class of the user's other modules built here whose method that runs a training step
+    (its backward and optimizer step) this file calls: ``self._wm = models.WorldModel(...)`` in an
+    agent's ``__init__``, then ``self._wm._train(data)`` in its ``_train``."""
+    built: dict[str, tuple[ModuleFacts, str]] = {}
+    for assign in ctx.nodes(cst.Assign):
+        value = strip_chain(assign.value)
+        if isinstance(value, cst.Call) and (module := project_class(ctx, value)) is not None:
+            for t in assign.targets:
+                if (name := dotted_name(t.target)) is not None:
+                    built[name] = (module, (dotted_name(value.func) or "").rsplit(".", 1)[-1])
+    for call in ctx.nodes(cst.Call) if built else ():
+        receiver = dotted_name(call.func.value) if isinstance(call.func, cst.Attribute) else None
+        if receiver in built:
+            module, cls = built[receiver]  # type: ignore[index]
+            fn = module.functions.get(f"{cls}.{call.func.attr.value}")  # type: ignore[union-attr]
+            if fn is not None and (fn.trains or fn.steps_each_call):
+                return True
+    return False
 
 
 def _runs_a_trainer_subclass(ctx: RuleContext) -> bool:

@@ -91,6 +91,17 @@ def precision(ctx: RuleContext) -> Iterator[Finding]:
     for cfg in lightning_trainers(ctx):
         value = cfg.value("precision", None)
         if not on_cpu(cfg, ctx) and (value is None or value in _FP32_LIGHTNING):
+            amp = [k for k in ("amp_backend", "amp_level") if cfg.sets(k)]
+            if amp:  # Lightning 1.x: the AMP backend's settings apply only with precision=16
+                yield Finding(cfg.call, "the Lightning Trainer trains in float32: "
+                                        f"{' and '.join(_setting_words(ctx, cfg, k) for k in amp)} "
+                                        "take effect only with precision=16 (precision "
+                                        f"{'unset: 32' if value is None else repr(value)}); tensor cores run "
+                                        "half precision several times faster",
+                              no_fix_reason="amp_backend and amp_level are Lightning 1.x arguments (removed in 2.0, "
+                                            "where \"bf16-mixed\" is spelled): pass precision=16 to turn the "
+                                            "configured AMP on")
+                continue
             yield _report(cfg, "the Lightning Trainer trains in float32 (precision "
                                f"{'unset: 32-true' if value is None else repr(value)}): tensor cores run "
                                "bfloat16 several times faster; pass precision=\"bf16-mixed\"",
@@ -114,6 +125,11 @@ def precision(ctx: RuleContext) -> Iterator[Finding]:
                    f"{'unset' if value is None else 'no'}): tensor cores run bfloat16 several times "
                    "faster; pass mixed_precision=\"bf16\"")
         yield _report(cfg, message + (" " + _LAUNCH if value is None else ""), "mixed_precision", '"bf16"')
+
+
+def _setting_words(ctx: RuleContext, cfg: ConfigCall, name: str) -> str:
+    settings = cfg.keywords.of(name)
+    return f"{name}={ctx.code_for(settings[0].value)}" if settings else name
 
 
 def _hf_bf16_fix(ctx: RuleContext, cfg: ConfigCall) -> Fix | NoFix:
