@@ -149,22 +149,28 @@ def test_nothing_is_fetched_and_no_script_runs(docs) -> None:
 
 
 PROOF = sorted(p for p in (Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gpu-proof").glob("*/*.json")
-               if p.name not in ("env.json", "sessions.json"))  # the GPU proof's results (not its bookkeeping)
+               if p.name not in ("env.json", "sessions.json", "shim-overhead.json"))  # results, not bookkeeping or benchmarks
 
 
 @pytest.mark.parametrize("path", PROOF, ids=[p.name for p in PROOF])
 def test_the_gpu_proof_results_render(path) -> None:
-    """The real H100 documents in the repository (an older A/B shape: no per-step times)."""
+    """The real GPU documents in the repository: the H100's A/Bs (an older shape: no per-step
+    times) and summary, the H200's --apply reports (fixtures and harmful-fix classes), profiles
+    and summary."""
     from gpuperf_rewrite.report.render import load
 
     doc = load(path)
+    kind = kind_of(doc)
     dom = Dom(render_html(doc))
-    if kind_of(doc) == "ab":
+    if kind == "ab":
         assert dom.text("verdict").startswith(doc["verdict"].upper())
         assert dom.points("throughput-b") == len(doc["b"]["samples"])
         assert "no per-step times" in dom.text("step-times")
-    else:
+    elif kind == "proof":
         assert len(dom.with_prefix("speedup-")) == len(doc["fixtures"])
+    else:
+        assert kind == ("apply" if path.name.startswith(("apply-", "harmful-")) else "profile")
+        assert dom.with_prefix("") and "Traceback" not in render_html(doc)
 
 
 # -- hostile data -------------------------------------------------------------------------------
