@@ -161,7 +161,7 @@ def test_alpha_is_split_over_the_fixes_validated_in_one_review(repo, monkeypatch
     alpha/3, the true 1.3x fix still passes, and the summary states the family-wise bound."""
     fake = FakeAB(effects={"loss.detach()": 1.3})  # the GP101 fix is truly faster, the others do nothing
     _install(monkeypatch, fake)
-    commit(repo, {"data.py": "from torch.utils.data import DataLoader\nloader = DataLoader(range(8))\n"
+    commit(repo, {"data.py": "from torch.utils.data import DataLoader\nloader = DataLoader([float(i) for i in range(8)])\n"
                               "if __name__ == '__main__':\n    print(list(loader))\n"},
            "another file with a fixable finding")
     report, plan, _ = prbot.run(repo, {}, base="main", dry_run=True, validator=ab_validator("train.py", [], repo),

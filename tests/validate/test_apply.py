@@ -232,7 +232,7 @@ LOADER_SCRIPT = """# fake: speed=100 noise=0.01 fast_if=num_workers=min
 import torch
 from torch.utils.data import DataLoader
 
-loader = DataLoader(list(range(64)), batch_size=8, num_workers=0)
+loader = DataLoader([float(i) for i in range(64)], batch_size=8, num_workers=0)  # data, not a range of indices
 model = torch.nn.Linear(1, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 if __name__ == "__main__":  # GP201 adds workers only to guarded scripts
