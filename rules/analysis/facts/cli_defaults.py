@@ -57,13 +57,7 @@ def _stored_flag(ctx: RuleContext, expr: cst.Attribute, read: Callable[[RuleCont
     or from a parameter of its ``__init__`` whose default ``off`` accepts and that an option of the
     file with the same destination, also off by default (``options_of``), fills (a Lightning
     DataModule's ``add_argparse_args`` with ``from_argparse_args``, ``Loader(**vars(args))``)."""
-    cls = ctx.enclosing(expr, cst.ClassDef)
-    if cls is None:
-        return None
-    stored = [(fn, node.value) for fn in cls.body.body if isinstance(fn, cst.FunctionDef)
-              for node in walk(fn.body) if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and
-              any(dotted_name(t) == f"self.{expr.attr.value}" for t in (
-                  [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]))]
+    stored = _self_stores(ctx, expr)
     if len(stored) != 1 or stored[0][1] is None:
         return None
     fn, value = stored[0]
@@ -320,15 +314,20 @@ def zero_default(ctx: RuleContext, expr: cst.BaseExpression) -> ZeroDefault | No
     return _param_default_zero(ctx, fn, name)
 
 
-def _stored_from_param(ctx: RuleContext, expr: cst.Attribute) -> tuple[cst.FunctionDef, str] | None:
-    """``self.x`` assigned once in its class, from a parameter of the method that assigns it."""
+def _self_stores(ctx: RuleContext, expr: cst.Attribute) -> list[tuple[cst.FunctionDef, cst.BaseExpression | None]]:
+    """Each (method, value) of its class that assigns ``self.<attr>`` of ``expr``; none outside a class."""
     cls = ctx.enclosing(expr, cst.ClassDef)
     if cls is None:
-        return None
-    stored = [(fn, node.value) for fn in cls.body.body if isinstance(fn, cst.FunctionDef)
-              for node in walk(fn.body) if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and
-              any(dotted_name(t) == f"self.{expr.attr.value}" for t in (
-                  [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]))]
+        return []
+    return [(fn, node.value) for fn in cls.body.body if isinstance(fn, cst.FunctionDef)
+            for node in walk(fn.body) if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and
+            any(dotted_name(t) == f"self.{expr.attr.value}" for t in (
+                [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]))]
+
+
+def _stored_from_param(ctx: RuleContext, expr: cst.Attribute) -> tuple[cst.FunctionDef, str] | None:
+    """``self.x`` assigned once in its class, from a parameter of the method that assigns it."""
+    stored = _self_stores(ctx, expr)
     if len(stored) != 1 or not isinstance(stored[0][1], cst.Name):
         return None
     return stored[0][0], stored[0][1].value
