@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ..analysis.facts.arg_reads import HOST_READS
 from ..analysis.facts.lambda_reads import lambda_read
 from ..analysis.model.forward_reach import model_buffer
 from ..analysis.model.tensors import is_host_expr
@@ -32,7 +33,6 @@ from ._truth_tests import compared_tensor
 _ITERATING = {"builtins.max": "max", "builtins.min": "min", "builtins.sorted": "sorted", "builtins.any": "any",
               "builtins.all": "all"}
 _COMPARING = frozenset({"max", "min"})  # also between their arguments: ``max(loss, 1e-8)``
-_HOST_READS = ("item", "tolist", "cpu", "numpy")
 
 
 def may_read(source: str) -> bool:
@@ -70,7 +70,7 @@ def _over_device(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, name: s
 def device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
     """Clear evidence that ``expr`` is a tensor on the device: a tensor expression (or a model's
     registered buffer, ``self.ema_vals[0]``) not in host memory and not read to the host already."""
-    if any(method_call(n, *_HOST_READS) or isinstance(n, cst.Call) and
+    if any(method_call(n, *HOST_READS) or isinstance(n, cst.Call) and
            dotted_name(n.func) in ("float", "int", "bool", "len") for n in walk(expr, include_self=True)):
         return False
     if not (ta.is_tensor_expr(expr) or model_buffer(ctx, buffer_root(expr))) or is_host_expr(ta, expr):

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ..analysis.facts.arg_reads import HOST_READS
 from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.training import TrainingAnalysis, is_periodic_test
 from ..analysis.syntax.calls import method_call
@@ -16,8 +17,6 @@ from ..analysis.syntax.tree import children_of, walk
 from ._builtin_reads import device_value
 from ._host_tensors import host_tensor
 from ._truth_tests import compared_tensor
-
-SYNC_METHODS = ("item", "tolist", "cpu", "numpy")  # the tensor methods that copy to the host
 
 _TENSOR_TESTS = frozenset({"torch.isnan", "torch.isinf", "torch.isfinite", "torch.isposinf", "torch.isneginf",
                            "torch.any", "torch.all", "torch.allclose", "torch.equal"})
@@ -89,6 +88,6 @@ def truth_of_tensor(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.BaseExpress
 
 
 def contains_sync(expr: cst.CSTNode) -> bool:
-    if method_call(expr, *SYNC_METHODS):
+    if method_call(expr, *HOST_READS):
         return True
     return any(contains_sync(c) for c in children_of(expr) if isinstance(c, cst.BaseExpression | cst.Attribute | cst.Arg))

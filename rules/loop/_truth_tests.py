@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.facts.arg_reads import HOST_READS
 from ..analysis.facts.host_values import rebound_to_host
 from ..analysis.facts.placement import moved_before
 from ..analysis.model.forward_reach import model_buffer
@@ -23,7 +24,6 @@ from ..analysis.syntax.tree import walk
 from ._host_tensors import host_tensor
 
 _VALUE_TESTS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
-_HOST_READS = ("item", "tolist", "numpy", "cpu")
 # Values about a tensor, not in it: known on the host without a copy.
 _METADATA = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout", "names"})
 
@@ -66,7 +66,7 @@ def _moved_field_item(ctx: RuleContext, operand: cst.BaseExpression, at: cst.Com
 
 def _read_on_host(expr: cst.CSTNode) -> bool:
     for node in walk(expr, include_self=True, into_nested=True):
-        if method_call(node, *_HOST_READS):
+        if method_call(node, *HOST_READS):
             return True
         if isinstance(node, cst.Call) and dotted_name(node.func) in ("float", "int", "bool", "len"):
             return True

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
+from ..analysis.facts.arg_reads import HOST_READS
 from ..analysis.facts.collectives import logged_collectives
 from ..analysis.facts.framework_config import framework_config, rare_in, step_hook
 from ..analysis.facts.framework_hooks import (framework_step_methods, hook_caller, lightning_step_methods,
@@ -25,7 +26,7 @@ from ._builtin_reads import buffer_root, builtin_reads
 from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, read_of_argument
 from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
-from ._tested_tensors import SYNC_METHODS, branching as _branching, contains_sync as _contains_sync, tested_tensors as _tested_tensors, \
+from ._tested_tensors import branching as _branching, contains_sync as _contains_sync, tested_tensors as _tested_tensors, \
     truth_of_tensor as _truth_of_tensor
 from ._host_tensors import device_receiver, host_tensor
 from ._cpu_copies import copy_to_cpu
@@ -350,7 +351,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             yield call, f".{call.func.attr.value}()"  # type: ignore[attr-defined]  # GradScaler: ``scale.item()`` inside
         elif copy_to_cpu(ctx, ta, call) and device_receiver(ctx, ta, call) and not _contains_sync(call.func.value):  # type: ignore[attr-defined]
             yield call, f".to({ctx.code_for(call.args[0].value)})"  # ``emb.to(loss_device)``, a CPU device
-        elif method_call(call, *SYNC_METHODS) and not host_numpy(call):
+        elif method_call(call, *HOST_READS) and not host_numpy(call):
             assert isinstance(call.func, cst.Attribute)
             receiver = call.func.value
             if _contains_sync(receiver) or module_function(ta, call.func):

@@ -24,6 +24,7 @@ import re
 
 import libcst as cst
 
+from .arg_reads import HOST_READS
 from ..model.models import assignments, is_model_constructor, module_subclasses
 from ..model.reaching import reaching_assignment, reaching_assignments
 from ..model.step_code import device_kind
@@ -34,7 +35,6 @@ from ..syntax.tree import walk
 from .helper_syncs import local_callee, parameters, passed_for
 
 # Methods whose result is data in host memory (numbers, lists, numpy arrays, a host copy).
-HOST_READS = ("item", "tolist", "numpy", "cpu")
 # Builtins whose result is a Python value.
 _HOST_BUILTINS = ("float", "int", "bool", "len")
 # Tensor methods whose result lives where the receiver does (casts, views, reductions).
