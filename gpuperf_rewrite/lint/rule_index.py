@@ -57,6 +57,7 @@ MODULES = (
     'analysis/model/host_data.py',
     'analysis/model/models.py',
     'analysis/model/periods.py',
+    'analysis/model/rare_evals.py',
     'analysis/model/reaching.py',
     'analysis/model/resident_data.py',
     'analysis/model/step_code.py',

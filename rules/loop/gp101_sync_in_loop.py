@@ -19,6 +19,7 @@ from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.forward_reach import forward_read_caller, forward_roots, model_buffer
 from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.step_functions import has_step_functions, step_function_caller
+from ..analysis.model.rare_evals import in_rare_eval
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
@@ -91,7 +92,9 @@ class SyncInLoop(Rule):
         "in this file's loop is not per step.",
         PER_FORWARD,
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
-        "the read or at a call site of the function holding it, are not reported (the end of a gradient "
+        "the read or at a call site of the function holding it, are not reported, nor are the per-batch reads of an "
+        "evaluation pass that runs only under a period (the `if` around its loop, or around every call of its function "
+        "in this file: `if it % eval_interval == 0: losses = estimate_loss()`; a pass after every epoch is reported) (the end of a gradient "
         "accumulation window, `if (i + 1) % accum == 0:` around the optimizer's step with the backward "
         "outside, is no such guard: it runs on every optimizer step); the periodic test "
         "may be held in a variable (`is_log_step = step % cfg.log_every == 0`), also or-ed with the end of an "
@@ -234,6 +237,12 @@ class SyncInLoop(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        # An eval pass run only under a period (``if step % eval_interval == 0: estimate_loss()``)
+        # reads once per evaluation, not per step: its batches' reads are guarded.
+        ta = analysis(ctx)
+        return (f for f in self._findings(ctx) if not in_rare_eval(ta, f.node))
+
+    def _findings(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
         hooks = bool(framework_config(ctx).lightning_modules)
         # a Trainer subclass's compute_loss, a callback's on_step_end, what a Lightning step hook calls

@@ -12,6 +12,7 @@ from ..analysis.facts.framework_config import framework_config, rare_in, step_ho
 from ..analysis.facts.framework_hooks import framework_step_methods, hook_caller
 from ..analysis.facts.program import cpu_only
 from ..analysis.fixes.edits import single_expression_statement
+from ..analysis.model.rare_evals import in_rare_eval
 from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_test
 from ..analysis.syntax.calls import dotted_name, target_names
 from ..analysis.syntax.context import RuleContext
@@ -78,7 +79,8 @@ class PrintInLoop(Rule):
         "not under a periodic or once-per-loop guard, at the call or at a call site of its "
         "function (a periodic test held in a variable, a method or property, or a method of the user's "
         "other modules counts, and so does an early exit before the call: `if not should_log: return`, "
-        "`if step % k: continue`); a rank check (`if rank == 0:`, `if master_process:`) is no such guard, it runs "
+        "`if step % k: continue`), nor the per-batch output of an evaluation pass that runs only under a period (as "
+        "GP101); a rank check (`if rank == 0:`, `if master_process:`) is no such guard, it runs "
         "on every step of that rank. Output in an `if` block that ends the loop or the run "
         "(`sys.exit`, `raise`, `break`, `return`) happens at most once and is not reported. "
         "CPU-only programs are not checked.",
@@ -126,6 +128,12 @@ class PrintInLoop(Rule):
     ]
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        # An eval pass run only under a period (``if step % eval_interval == 0: estimate_loss()``)
+        # reads once per evaluation, not per step: its batches' reads are guarded.
+        ta = analysis(ctx)
+        return (f for f in self._findings(ctx) if not in_rare_eval(ta, f.node))
+
+    def _findings(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
         hooks = bool(framework_config(ctx).lightning_modules)
         framework = framework_step_methods(ctx)  # a Trainer subclass's compute_loss, a callback's on_step_end
