@@ -74,7 +74,7 @@ class PrintInLoop(Rule):
         "total of such reads (`total += loss.item()` then `pbar.set_description(\"%.3f\" % (total / n))`): that "
         "statement is the sync, GP101's; the call formats a Python number. An attribute a class makes a device "
         "tensor (`self.mean_loss = torch.zeros(n, device=d)`, then only updated arithmetically) is a tensor too. "
-        "A call written over several lines is reported at the line of the tensor it formats.",
+        "A call written over several lines is reported at its first line.",
         "Only calls on every iteration of a training or eval loop (as GP101 sees them) count: "
         "not under a periodic or once-per-loop guard, at the call or at a call site of its "
         "function (a periodic test held in a variable, a method or property, or a method of the user's "
@@ -189,9 +189,8 @@ class PrintInLoop(Rule):
                             "device (GP101) and guard the output by hand")
             else:
                 fix = _guard_fix(ctx, ta, call)
-            # a call over several lines is reported where the tensor is formatted, the line to change
-            at = found.value if "\n" in ctx.code_for(call).strip() and ctx.is_inside(found.value, call) else call
-            yield Finding.of(at, message, fix)
+            # reported at the output call, also when it spans several lines (where a reader looks for it)
+            yield Finding.of(call, message, fix)
         yield from _formatted_elsewhere(ctx, ta, outputs | claimed)
 
 
