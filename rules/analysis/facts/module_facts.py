@@ -15,8 +15,8 @@ import libcst as cst
 from ..model.forward_reach import forward_caller, forward_kind, forward_roots
 from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates, worker_keeping_loaders
 from ..model.guards import returns_rare
-from ..model.models import (is_model_constructor, library_optimizer_model, loss_classes, module_subclasses,
-                            registry_built_model, strip_chain)
+from ..model.models import is_model_constructor, library_optimizer_model, loss_classes, module_subclasses, registry_built_model, strip_chain
+from ..model.rare_evals import step_kind
 from ..model.handed_callables import stored_callable_calls
 from ..model.step_reach import indirect_callee, returned_closures
 from ..model.step_code import fills_grads, walk_with_callees, zeroes_grads
@@ -191,7 +191,7 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
             continue
         loop = ta.every_step_loop(call) if looping else None
         if loop is not None:
-            out.append(StepCall(callee[0], callee[1], line_of(call), ta.loop_kind(loop)))
+            out.append(StepCall(callee[0], callee[1], line_of(call), step_kind(ta, loop)))
         elif roots and (caller := ta.caller_from(call, roots)) is not None:
             out.append(StepCall(callee[0], callee[1], line_of(call), caller.kind))
         elif forwards and (root := forward_caller(ctx, ta, call)) is not None:

@@ -26,6 +26,7 @@ import libcst as cst
 from ..model.handed_callables import handed_roots
 from .framework_hooks import lightning_step_methods
 from ..model.step_reach import derives_from_looping, external_defs
+from ..model.rare_evals import step_kind
 from ..model.training import TRAIN, TrainingAnalysis
 from ..syntax.calls import backward_call, dotted_name
 from ..syntax.context import RuleContext
@@ -51,7 +52,7 @@ def self_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Callable[[c
             continue
         loop = ta.every_step_loop(call)
         if loop is not None:
-            out.append(StepCall("", f"{cls.name.value}.{func.attr.value}", line_of(call), ta.loop_kind(loop)))
+            out.append(StepCall("", f"{cls.name.value}.{func.attr.value}", line_of(call), step_kind(ta, loop)))
     return out
 
 

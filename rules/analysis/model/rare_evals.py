@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 # A pass called through more than this many functions is treated as unguarded (keeps the walk small).
 _DEPTH = 4
+PERIODIC_EVAL = "eval batch of a periodic evaluation"
 _CACHE: WeakKeyDictionary[TrainingAnalysis, dict[Loop, bool]] = WeakKeyDictionary()
 
 
@@ -41,26 +42,66 @@ def runs_rarely(ta: TrainingAnalysis, loop: Loop) -> bool:
 
 def in_rare_eval(ta: TrainingAnalysis, node: cst.CSTNode) -> bool:
     """Does ``node`` run on every batch of an eval loop that itself runs only under a periodic
-    guard (``runs_rarely``)?"""
+    guard (``runs_rarely``), in this file or in the module whose loop calls it (``step_kind``)?"""
     loop = ta.every_step_loop(node)
-    return loop is not None and runs_rarely(ta, loop)
+    if loop is not None:
+        return runs_rarely(ta, loop)
+    caller = ta.every_step_caller(node)
+    return caller is not None and caller.kind == PERIODIC_EVAL
+
+
+def step_kind(ta: TrainingAnalysis, loop: Loop) -> str:
+    """What one iteration of ``loop`` is, for the modules it calls (``StepCall.kind``): the loop's
+    kind, or ``PERIODIC_EVAL`` for the batches of an evaluation pass run under a period, whose
+    reads the callee's module then knows to be guarded."""
+    return PERIODIC_EVAL if runs_rarely(ta, loop) else ta.loop_kind(loop)
+
+
+# How often a node runs relative to training: under a period, on every step or epoch, once (a
+# call outside every loop: the pass after training; or in a function this file never calls), or
+# unknown (a cycle, too deep, inside a class body or a lambda).
+_RARE, _EVERY, _ONCE, _UNKNOWN = "rare", "every", "once", "unknown"
 
 
 def _guarded(ta: TrainingAnalysis, node: cst.CSTNode, seen: frozenset) -> bool:
+    return _how_often(ta, node, seen) == _RARE
+
+
+def _how_often(ta: TrainingAnalysis, node: cst.CSTNode, seen: frozenset) -> str:
     child = node
     for anc in ta.ctx.ancestors(node):
         if isinstance(anc, cst.If) and child is anc.body and ta.is_periodic(anc):
-            return True
+            return _RARE
         if rare_exit_before(ta.ctx, anc, child, ta.step_loops) is not None:
-            return True
-        if anc in ta.step_loops and ta.trains(anc):
-            return False  # in a training loop's body with no period between: every step (or epoch)
+            return _RARE
+        if isinstance(anc, (cst.For, cst.While)) and _drives_training(ta, anc):
+            return _EVERY  # in a training (or epoch) loop with no period between: every step or epoch
         if isinstance(anc, cst.FunctionDef):
             if anc in seen or len(seen) >= _DEPTH:
-                return False
+                return _UNKNOWN
             calls = ta.calls_of(anc)
-            return bool(calls) and all(_guarded(ta, call, seen | {anc}) for call in calls)
+            if not calls:
+                return _ONCE  # an entry (``Trainer.train``) its caller runs once, as far as this file says
+            states = {_how_often(ta, call, seen | {anc}) for call in calls}
+            if _UNKNOWN in states or _EVERY in states:
+                return _EVERY if _EVERY in states else _UNKNOWN
+            # under a period, and maybe once more before or after training (``validate()`` at the end)
+            return _RARE if _RARE in states else _ONCE
         if isinstance(anc, (cst.ClassDef, cst.Lambda)):
-            return False
+            return _UNKNOWN
         child = anc
+    return _ONCE
+
+
+def _drives_training(ta: TrainingAnalysis, loop: Loop) -> bool:
+    """Does one iteration of ``loop`` run training steps: a training loop itself, or an outer
+    (epoch) loop holding one or calling the function that holds one?"""
+    for step in ta.step_loops:
+        if not ta.trains(step):
+            continue
+        if step is loop or ta.ctx.is_inside(step, loop.body):
+            return True
+        fn = ta.ctx.enclosing(step, cst.FunctionDef)
+        if fn is not None and any(ta.ctx.is_inside(call, loop.body) for call in ta.calls_of(fn)):
+            return True
     return False
