@@ -47,6 +47,8 @@ def host_bound_forward(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionD
     if not forwards or not all(ends_on_host(ta, fn, call) for call in forwards):
         return []
     calls = ta.calls_of(fn)
+    if not calls and ta.every_step_caller(forwards[0]) is not None:
+        return []  # run per batch by another module's loop, whose grad mode (``@torch.no_grad() def validate``) is not in sight
     return [] if calls and all(in_no_grad(ctx, c) for c in calls) else forwards
 
 

@@ -67,7 +67,9 @@ class EvalWithoutNoGrad(Rule):
         "`.numpy()`, `.item()`, `.tolist()`, `float()` or a comparison) is reported too: nothing can "
         "backpropagate through a host value. Not when a result is returned or kept as a tensor, handed to "
         "other code, the function uses autograd or runs under `no_grad` (its callers in this file too), "
-        "nor in a module's `forward` or a framework hook (`*_step`, `on_*`); fixed with `@torch.no_grad()`.",
+        "nor in a module's `forward` or a framework hook (`*_step`, `on_*`), nor when only another module's loop runs "
+        "it (a base trainer's `@torch.no_grad() def validate()` calling `self.validate_on_batch(batch)`: that loop's "
+        "grad mode is not in sight); fixed with `@torch.no_grad()`.",
         "The fix uses `torch.no_grad()`; `torch.inference_mode()` can be faster still but forbids "
         "later autograd use of the outputs.",
     )
