@@ -12,13 +12,14 @@ from ..analysis.facts.framework_docs import ACCELERATE, HF, LIGHTNING, TORCH, bl
 from ..analysis.facts.bound_values import true_by_default
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.fixes.edits import set_arg_value
-from ..analysis.fixes.frameworks import ddp_kwarg_calls, set_keyword
-from ..analysis.syntax.calls import get_arg, literal_value
+from ..analysis.fixes.frameworks import DDP_KWARGS, ddp_kwarg_calls, set_keyword
+from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..analysis.syntax.context import RuleContext
 
 DDP = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
 })
+_DEEPSPEED_PLUGINS = frozenset({"accelerate.DeepSpeedPlugin", "accelerate.utils.DeepSpeedPlugin"})
 _SEARCHING = {"ddp_find_unused_parameters_true": "ddp", "ddp_spawn_find_unused_parameters_true": "ddp_spawn"}
 # How a script shows it runs on several processes.
 _DISTRIBUTED_WORDS = ("torchrun", "torch.distributed", "accelerate launch", "nproc_per_node", "LOCAL_RANK",
@@ -69,6 +70,9 @@ class FindUnusedParameters(Rule):
         "its text) and turns no activation checkpointing on; TRL configs (gradient checkpointing on by "
         "default) are not reported.",
         "A `find_unused_parameters` reaching DDP through a `**` dict is reported without a fix.",
+        "Not reported: a DDP with a static graph (`static_graph=True`, or `ddp._set_static_graph()` on the wrapped "
+        "model's name: the search runs in the first iteration only), and Accelerate's `DistributedDataParallelKwargs` "
+        "in a file that builds a `DeepSpeedPlugin` (DeepSpeed's engine, not DDP, wraps the model).",
         blind_silent("the Trainer turns `ddp_find_unused_parameters` on only for a distributed run of a model without gradient checkpointing, and neither the launch nor `--ddp_find_unused_parameters` is in sight"),
     )
     references = (
@@ -103,14 +107,17 @@ class FindUnusedParameters(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         for call in ctx.nodes(cst.Call):
-            if ctx.is_call_to(call, DDP):
+            if ctx.is_call_to(call, DDP) and not _static_graph(ctx, call):
                 settings = call_keywords(ctx, call).of("find_unused_parameters")
                 if any(literal_value(s.value) is True for s in settings):
                     yield _false(call)
                 elif any(true_by_default(ctx, s.value) for s in settings):
                     yield _by_default(ctx, call, next(s.value for s in settings if true_by_default(ctx, s.value)))
+        deepspeed = any(ctx.is_call_to(c, _DEEPSPEED_PLUGINS) for c in ctx.nodes(cst.Call))
         for call in ddp_kwarg_calls(ctx):
             arg = get_arg(call, "find_unused_parameters")
+            if deepspeed and ctx.matches(call.func, DDP_KWARGS):
+                continue  # the Accelerator runs DeepSpeed's engine, not DDP: these kwargs are never used
             if arg is not None and literal_value(arg.value) is True:
                 yield _false(call)
         for cfg in lightning_trainers(ctx):
@@ -131,6 +138,21 @@ class FindUnusedParameters(Rule):
                 yield Finding.of(cfg.call, f"{name}: {_MESSAGE}{why}; pass ddp_find_unused_parameters=False",
                               set_keyword(cfg, "ddp_find_unused_parameters", "False",
                                           "set ddp_find_unused_parameters=False"))
+
+
+def _static_graph(ctx: RuleContext, call: cst.Call) -> bool:
+    """Does the wrapped model declare a static graph (``static_graph=True``, or ``ddp._set_static_graph()``
+    on the name the call is bound to)? DDP then searches for unused parameters in the first
+    iteration only."""
+    arg = get_arg(call, "static_graph")
+    if arg is not None and literal_value(arg.value) is True:
+        return True
+    parent = ctx.parent(call)
+    if not isinstance(parent, cst.Assign) or "_set_static_graph" not in ctx.source:
+        return False
+    bound = {dotted_name(t.target) for t in parent.targets}
+    return any(method_call(c, "_set_static_graph") and isinstance(c.func, cst.Attribute) and
+               dotted_name(c.func.value) in bound for c in ctx.nodes(cst.Call))
 
 
 def _by_default(ctx: RuleContext, call: cst.Call, value: cst.BaseExpression) -> Finding:

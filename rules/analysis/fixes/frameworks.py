@@ -390,13 +390,13 @@ def _unset_optim(ctx: RuleContext, cfg: ConfigCall) -> Finding | None:
 _STRATEGY = frozenset({"lightning.pytorch.strategies.DDPStrategy", "lightning.pytorch.strategies.ddp.DDPStrategy",
                        "pytorch_lightning.strategies.DDPStrategy", "pytorch_lightning.strategies.ddp.DDPStrategy",
                        "lightning.fabric.strategies.DDPStrategy"})
-_DDP_KWARGS = frozenset({"accelerate.DistributedDataParallelKwargs", "accelerate.utils.DistributedDataParallelKwargs",
+DDP_KWARGS = frozenset({"accelerate.DistributedDataParallelKwargs", "accelerate.utils.DistributedDataParallelKwargs",
                          "accelerate.utils.dataclasses.DistributedDataParallelKwargs"})
 
 
 def ddp_kwarg_calls(ctx: RuleContext) -> list[cst.Call]:
     """``DDPStrategy(...)`` and ``DistributedDataParallelKwargs(...)`` calls."""
-    return [c for c in ctx.nodes(cst.Call) if ctx.matches(c.func, _STRATEGY | _DDP_KWARGS)]
+    return [c for c in ctx.nodes(cst.Call) if ctx.matches(c.func, _STRATEGY | DDP_KWARGS)]
 
 
 def bucket_view(ctx: RuleContext) -> Iterator[Finding]:
