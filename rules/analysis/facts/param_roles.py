@@ -89,7 +89,8 @@ def class_param_roles(ta: TrainingAnalysis, cls: cst.ClassDef, init: cst.Functio
         if isinstance(inner, cst.FunctionDef):
             _uses(ta, inner.body, attrs)
     for attr, param in stored.items():
-        uses[param] |= attrs[attr]
+        if DEVICE not in uses[param]:  # ``self.model = gwnet(device, ...)`` then ``.to(device)``: built from a device, not it
+            uses[param] |= attrs[attr]
     return _pick_roles(params, uses)
 
 
