@@ -112,7 +112,9 @@ class SyncInLoop(Rule):
         "self.plot_batch(...)` with `for self.step, b in self.pbar`); CPU-only programs (torch imported, no "
         "accelerator or device variable anywhere) are not checked.",
         "`.tolist()`, `.cpu()`, `.numpy()`, `float(x)` and `int(x)` are reported only when `x` is clearly a tensor "
-        "in this file (tensor methods, `torch.*` calls, model or loss outputs); "
+        "in this file (tensor methods, `torch.*` calls, model or loss outputs, the rows and elements of such a "
+        "tensor or of what a model returns, iterated in Python: `for tok in ids: vocab[int(tok)]`, a comprehension, "
+        "`zip`/`enumerate`: one read per element); "
         "`math`/`numpy` results and modules are not tensors, and a tensor returned by another "
         "module's function is missed. `t.numpy()` without `force=True` is never a sync (torch raises on "
         "a CUDA tensor there: `t` is in host memory), nor is a comparison of a name every path rebinds to "
