@@ -30,7 +30,7 @@ from ._host_stores import host_store_finding, stores_to_host
 from ._tested_tensors import branching as _branching, contains_sync as _contains_sync, tested_tensors as _tested_tensors, \
     truth_of_tensor as _truth_of_tensor
 from ._host_tensors import device_receiver, host_tensor
-from ._cpu_copies import copy_to_cpu
+from ._cpu_copies import blocking_copy_to_cpu
 from ._lightning_logs import log_call_around, logged_directly
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._out_of_loop_reads import collective_read as _collective_read, from_elsewhere as _from_elsewhere, \
@@ -157,7 +157,8 @@ class SyncInLoop(Rule):
         "calls an object whose `__call__` runs the backward and the step, an optimizer wrapper, is itself a whole step: "
         "`metrics = self._model_opt(loss, params)`); a helper that computes the value itself by running what it is handed (`model(x).item()`) keeps its "
         "own finding. A copy to a device variable that is the CPU (`x.to(loss_device)` with `loss_device = "
-        "torch.device(\"cpu\")`) is a read like `.cpu()`, and what is computed only from such copies is on the "
+        "torch.device(\"cpu\")`) is a read like `.cpu()` (not one with `non_blocking=True`: the copy goes into pinned "
+        "memory and the CPU does not wait), and what is computed only from such copies is on the "
         "host. A logging block rate-limited by the wall clock (`if time.time() - last_log > every_s:` whose body "
         "moves `last_log`) is a guard like a step period; a clock test whose mark never moves (a timeout) is not. A "
         "helper (of this file or "
@@ -360,7 +361,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
     for call in ctx.nodes(cst.Call):
         if method_call(call, "get_scale", "state_dict") and ta.is_scaler(call.func.value):  # type: ignore[attr-defined]
             yield call, f".{call.func.attr.value}()"  # type: ignore[attr-defined]  # GradScaler: ``scale.item()`` inside
-        elif copy_to_cpu(ctx, ta, call) and device_receiver(ctx, ta, call) and not _contains_sync(call.func.value):  # type: ignore[attr-defined]
+        elif blocking_copy_to_cpu(ctx, ta, call) and device_receiver(ctx, ta, call) and not _contains_sync(call.func.value):  # type: ignore[attr-defined]
             yield call, f".to({ctx.code_for(call.args[0].value)})"  # ``emb.to(loss_device)``, a CPU device
         elif method_call(call, *HOST_READS) and not host_numpy(call):
             assert isinstance(call.func, cst.Attribute)
