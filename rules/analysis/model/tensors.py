@@ -144,11 +144,6 @@ class ValueKinds:
             for n in names}
         for _ in range(3):
             before = len(self.tensors) + len(self.host)
-            for name, sources in elements.items():
-                if name not in self.tensors and name not in bound_else and \
-                        all(s is not None and (self.is_tensor(s) or isinstance(s, cst.Name) and s.value in outputs)
-                            for s in sources):
-                    self.tensors.add(name)
             for name, value in assigns:
                 if name not in self.tensors and self.is_tensor(value) and \
                         (len(values[name]) == 1 and name not in unpacked or not _same_tensor_call(value)):
@@ -159,6 +154,11 @@ class ValueKinds:
             for name, vals in values.items():
                 if name not in self.host and name not in self.tensors and all(self.is_host(v) for v in vals):
                     self.host.add(name)
+            for name, sources in elements.items():
+                if name not in self.tensors and name not in bound_else and \
+                        all(s is not None and (self.is_tensor(s) or isinstance(s, cst.Name) and s.value in outputs)
+                            for s in sources):
+                    self.tensors.add(name)
             if len(self.tensors) + len(self.host) == before:
                 break
 
