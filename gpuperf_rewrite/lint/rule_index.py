@@ -67,6 +67,7 @@ MODULES = (
     'analysis/model/throttles.py',
     'analysis/model/training.py',
     'analysis/model/training_objects.py',
+    'analysis/syntax/aliased_calls.py',
     'analysis/syntax/attribute_defaults.py',
     'analysis/syntax/bindings.py',
     'analysis/syntax/calls.py',

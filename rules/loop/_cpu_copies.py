@@ -42,6 +42,16 @@ def copy_to_cpu(ctx: RuleContext, ta: TrainingAnalysis, call: cst.CSTNode) -> bo
     return dev is not None and cpu_device(ctx, ta, dev.value, call)
 
 
+def blocking_copy_to_cpu(ctx: RuleContext, ta: TrainingAnalysis, call: cst.CSTNode) -> bool:
+    """A :func:`copy_to_cpu` the CPU waits for: not one asked for ``non_blocking=True`` (``x.detach().to("cpu",
+    non_blocking=True)`` copies into pinned memory and returns at once: no host sync on that line; the
+    copy is a host tensor all the same, read later)."""
+    if not copy_to_cpu(ctx, ta, call):
+        return False
+    flag = get_arg(call, "non_blocking")  # type: ignore[arg-type]
+    return flag is None or literal_value(flag.value) is not True
+
+
 def on_host_by_copy(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode,
                     depth: int = 0) -> bool:
     """Is ``expr`` a copy on the host (``x.cpu()``, ``x.to(cpu_device)``), a view or function of

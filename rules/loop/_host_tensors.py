@@ -12,7 +12,7 @@ from ..analysis.facts.host_values import on_host, returned_field_of
 from ..analysis.model.host_data import HOST_BUILDERS
 from ..analysis.model.reaching import reaching_assignment
 from ..analysis.model.step_code import device_kind
-from ..analysis.model.tensors import is_host_expr
+from ..analysis.model.tensors import element_source, is_host_expr
 from ..analysis.model.training import TENSOR_METHODS, TrainingAnalysis
 from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value, method_call, target_names
 from ..analysis.syntax.context import RuleContext
@@ -58,6 +58,9 @@ def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: 
         return _host_factory(ctx, base) or _host_op(ctx, ta, base, at, depth)
     if not isinstance(base, cst.Name):
         return False
+    source = element_source(ctx, base)  # ``for tok in ids:``: an element is where the tensor it comes from is
+    if source is not None and _host(ctx, ta, source, at, depth + 1):
+        return True
     fn = ctx.enclosing(at, cst.FunctionDef)
     values = [v for n, v in ta.assignments() if n == base.value and ctx.enclosing(v, cst.FunctionDef) is fn]
     if values and _accumulated_on_host(ctx, ta, base.value, fn, values, depth):

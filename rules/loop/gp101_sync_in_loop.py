@@ -30,7 +30,7 @@ from ._host_stores import host_store_finding, stores_to_host
 from ._tested_tensors import branching as _branching, contains_sync as _contains_sync, tested_tensors as _tested_tensors, \
     truth_of_tensor as _truth_of_tensor
 from ._host_tensors import device_receiver, host_tensor
-from ._cpu_copies import copy_to_cpu
+from ._cpu_copies import blocking_copy_to_cpu
 from ._lightning_logs import log_call_around, logged_directly
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._out_of_loop_reads import collective_read as _collective_read, from_elsewhere as _from_elsewhere, \
@@ -97,7 +97,8 @@ class SyncInLoop(Rule):
         "in this file, maybe once more before or after training, or the loop of another module that calls it per batch: "
         "`if it % eval_interval == 0: losses = estimate_loss()`; a pass after every epoch is reported) (the end of a gradient "
         "accumulation window, `if (i + 1) % accum == 0:` around the optimizer's step with the backward "
-        "outside, is no such guard: it runs on every optimizer step); the periodic test "
+        "outside, or written as an early exit between the backward and the step, `if step % accum != 0: continue`, is "
+        "no such guard: it runs on every optimizer step); the periodic test "
         "may be held in a variable (`is_log_step = step % cfg.log_every == 0`), also or-ed with the end of an "
         "epoch on a counter of the loop and chained (`last = i + 1 == n`, `show = i % k == 0 or last`, "
         "`record = i % m == 0 or show`), a method or property of "
@@ -113,7 +114,9 @@ class SyncInLoop(Rule):
         "self.plot_batch(...)` with `for self.step, b in self.pbar`); CPU-only programs (torch imported, no "
         "accelerator or device variable anywhere) are not checked.",
         "`.tolist()`, `.cpu()`, `.numpy()`, `float(x)` and `int(x)` are reported only when `x` is clearly a tensor "
-        "in this file (tensor methods, `torch.*` calls, model or loss outputs); "
+        "in this file (tensor methods, `torch.*` calls, model or loss outputs, the rows and elements of such a "
+        "tensor or of what a model returns, iterated in Python: `for tok in ids: vocab[int(tok)]`, a comprehension, "
+        "`zip`/`enumerate`: one read per element); "
         "`math`/`numpy` results and modules are not tensors, and a tensor returned by another "
         "module's function is missed. `t.numpy()` without `force=True` is never a sync (torch raises on "
         "a CUDA tensor there: `t` is in host memory), nor is a comparison of a name every path rebinds to "
@@ -156,7 +159,8 @@ class SyncInLoop(Rule):
         "calls an object whose `__call__` runs the backward and the step, an optimizer wrapper, is itself a whole step: "
         "`metrics = self._model_opt(loss, params)`); a helper that computes the value itself by running what it is handed (`model(x).item()`) keeps its "
         "own finding. A copy to a device variable that is the CPU (`x.to(loss_device)` with `loss_device = "
-        "torch.device(\"cpu\")`) is a read like `.cpu()`, and what is computed only from such copies is on the "
+        "torch.device(\"cpu\")`) is a read like `.cpu()` (not one with `non_blocking=True`: the copy goes into pinned "
+        "memory and the CPU does not wait), and what is computed only from such copies is on the "
         "host. A logging block rate-limited by the wall clock (`if time.time() - last_log > every_s:` whose body "
         "moves `last_log`) is a guard like a step period; a clock test whose mark never moves (a timeout) is not. A "
         "helper (of this file or "
@@ -359,7 +363,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
     for call in ctx.nodes(cst.Call):
         if method_call(call, "get_scale", "state_dict") and ta.is_scaler(call.func.value):  # type: ignore[attr-defined]
             yield call, f".{call.func.attr.value}()"  # type: ignore[attr-defined]  # GradScaler: ``scale.item()`` inside
-        elif copy_to_cpu(ctx, ta, call) and device_receiver(ctx, ta, call) and not _contains_sync(call.func.value):  # type: ignore[attr-defined]
+        elif blocking_copy_to_cpu(ctx, ta, call) and device_receiver(ctx, ta, call) and not _contains_sync(call.func.value):  # type: ignore[attr-defined]
             yield call, f".to({ctx.code_for(call.args[0].value)})"  # ``emb.to(loss_device)``, a CPU device
         elif method_call(call, *HOST_READS) and not host_numpy(call):
             assert isinstance(call.func, cst.Attribute)

@@ -13,6 +13,7 @@ from ..analysis.fixes.edits import block_of, remove_statement, single_expression
 from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.step_functions import has_step_functions, step_function_caller
 from ..analysis.model.training import analysis
+from ..analysis.syntax.aliased_calls import aliased_call
 from ..analysis.syntax.calls import dotted_name, literal_value
 from ..analysis.syntax.context import RuleContext
 from ._across_modules import PER_STEP_ACROSS_MODULES
@@ -22,6 +23,7 @@ SYNC_CALLS = {
     "torch.cuda.synchronize": "torch.cuda.synchronize()",
     "torch.cuda.empty_cache": "torch.cuda.empty_cache()",
 }
+_SYNC_NAMES = frozenset(SYNC_CALLS)
 _AVAILABLE = {"torch.cuda.is_available"}
 _DEVICE_FLAG = re.compile(r"cuda|gpu", re.IGNORECASE)
 
@@ -69,7 +71,9 @@ class SyncCallInLoop(Rule):
     across_modules = PER_STEP_ACROSS_MODULES
     limitations = (
         "Only `torch.cuda.synchronize()` and `torch.cuda.empty_cache()` (through any import "
-        "alias) are recognised; stream or event synchronisation and "
+        "alias, or held under another name: `synchronize = torch.cuda.synchronize if device_type == \"cuda\" "
+        "else lambda: None`, `sync = functools.partial(torch.cuda.synchronize, device)`, a lambda calling it, "
+        "`self._sync` set so in a method of the class) are recognised; stream or event synchronisation and "
         "`torch.accelerator.synchronize()` are not.",
         "A first-party helper that synchronizes (`def sync(device): if device.type == \"cuda\": "
         "torch.cuda.synchronize(device)`, a timer's `lap()` that synchronizes before reading the clock, a "
@@ -133,8 +137,14 @@ class SyncCallInLoop(Rule):
         helpers = list(helper_waits(ctx, ta))  # ``sync(device)`` whose body synchronizes: reported at the call
         yield from (helper_wait_finding(ctx, found) for found in helpers)
         in_helpers = waiting_bodies(ctx, helpers)
+        aliases = "synchronize" in ctx.source or "empty_cache" in ctx.source
         for call in ctx.nodes(cst.Call):
-            if not ctx.is_call_to(call, set(SYNC_CALLS)) or call in in_helpers:
+            if call in in_helpers:
+                continue
+            # also under another name: ``synchronize = torch.cuda.synchronize if cuda else lambda: None``
+            held = next((k for k in SYNC_CALLS if ctx.matches(call.func, {k})), None) \
+                if ctx.matches(call.func, _SYNC_NAMES) else aliased_call(ctx, call, _SYNC_NAMES) if aliases else None
+            if held is None:
                 continue
             # A user's opt-in flag (``if args.sync_for_timing:``) is a choice, not a per-step sync.
             loop = ta.every_step_loop(call, flags=True)
@@ -142,13 +152,15 @@ class SyncCallInLoop(Rule):
             own = step_function_caller(ta, call, flags=True) if loop is None and caller is None else None
             if loop is None and caller is None and own is None:
                 continue
-            what = next(v for k, v in SYNC_CALLS.items() if ctx.matches(call.func, {k}))
+            direct = ctx.matches(call.func, {held})
+            what = SYNC_CALLS[held] if direct else f"{ctx.code_for(call.func)}()"
+            via = "" if direct else f" (`{ctx.code_for(call.func)}` holds `{held}`)"
             if own is not None:  # an agent's ``update``, a factory's step closure: its loop is out of sight
                 where = f"training step (one call of `{own.function}` is a whole step: backward and optimizer step)"
             else:
                 where = ta.loop_kind(loop) if loop is not None else \
                     f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"  # type: ignore[union-attr]
-            yield Finding.of(call, f"`{what}` on every {where} stalls the CPU until the GPU has "
+            yield Finding.of(call, f"`{what}`{via} on every {where} stalls the CPU until the GPU has "
                                 "drained its queue (and empty_cache forces re-allocation); remove it",
                           _removal(ctx, call, what))
 

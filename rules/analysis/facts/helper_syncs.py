@@ -23,6 +23,7 @@ from ..model.tensors import TENSOR_METHODS
 from .arg_reads import reads_both_ways
 from .helper_tests import distributed_test, moved_to_device, type_comparison
 from .lambda_reads import lambda_label, lambda_read
+from ..syntax.aliased_calls import aliased_call
 from ..syntax.calls import dotted_name, host_numpy, literal_value, method_call
 from ..syntax.context import RuleContext
 from ..syntax.project import project_function
@@ -106,7 +107,8 @@ def helper_syncs(ctx: RuleContext, fn: cst.FunctionDef, resolve: Resolver | None
         conds = _conditions(ctx, fn, node)
         if conds is None:
             continue
-        if isinstance(node, cst.Call) and ctx.is_call_to(node, _WAITS):
+        if isinstance(node, cst.Call) and (ctx.is_call_to(node, _WAITS) or "synchronize" in ctx.source and
+                                           aliased_call(ctx, node, _WAITS) is not None):  # ``synchronize()`` alias
             params = {p for c in conds for p in _device_params(c, sources())}
             out.extend(HelperSync(p, WAIT, node, "`torch.cuda.synchronize()`") for p in sorted(params) or [ALWAYS])
             continue

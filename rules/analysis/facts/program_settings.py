@@ -6,10 +6,11 @@ the module's classes they call on an object."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import libcst as cst
 
-from ..syntax.calls import dotted_name
+from ..syntax.calls import dotted_name, literal_value
 from ..syntax.context import RuleContext
 from ..syntax.project import CUDNN, TF32, FunctionFacts
 from ..syntax.torch_names import CUDNN_CHOICES, DETERMINISM, SET_PRECISION, TF32_SETTINGS
@@ -54,9 +55,13 @@ _MACHINE_TESTS = frozenset({"torch.cuda.is_available", "torch.backends.cudnn.is_
 
 def _machine_test(ctx: RuleContext, test: cst.BaseExpression) -> bool:
     """A condition every run on a GPU machine meets: CUDA is available, torch has an attribute
-    (``hasattr(torch, "set_float32_matmul_precision")``), or several of them joined by ``and``."""
+    (``hasattr(torch, "set_float32_matmul_precision")``), the device in use is a CUDA one
+    (``device_type == "cuda"``, ``device.type == "cuda"``, ``"cuda" in device``, ``device != "cpu"``,
+    ``if args.cuda:``), or several of them joined by ``and``."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _machine_test(ctx, test.left) and _machine_test(ctx, test.right)
+    if _cuda_device_test(test):
+        return True
     if not isinstance(test, cst.Call):
         return False
     if ctx.matches(test.func, _MACHINE_TESTS):
@@ -119,3 +124,27 @@ def settings_through_methods(ctx: RuleContext, functions: dict[str, FunctionFact
                 changed = True
         if not changed:
             break
+
+
+_CUDA_FLAG = re.compile(r"^(use_|with_|is_|on_)?(cuda|gpu)(_available)?$", re.IGNORECASE)
+
+
+def _cuda_device_test(test: cst.BaseExpression) -> bool:
+    """``device_type == "cuda"``, ``args.device == 'cuda'``, ``device.type == "cuda"``, ``"cuda" in device``,
+    ``device != "cpu"``, ``str(device).startswith("cuda")``, a flag named for CUDA (``args.cuda``,
+    ``use_gpu``): true on every run on a GPU machine."""
+    name = dotted_name(test)
+    if name is not None:
+        return bool(_CUDA_FLAG.match(name.rsplit(".", 1)[-1]))
+    if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "startswith" \
+            and test.args and literal_value(test.args[0].value) == "cuda":
+        return True
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    op, sides = test.comparisons[0].operator, (test.left, test.comparisons[0].comparator)
+    values = [literal_value(s) for s in sides]
+    if isinstance(op, cst.Equal):
+        return "cuda" in values
+    if isinstance(op, cst.NotEqual):
+        return "cpu" in values
+    return isinstance(op, cst.In) and values[0] == "cuda"

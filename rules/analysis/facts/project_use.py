@@ -9,6 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..model.models import strip_chain
+from ..model.step_functions import has_step_functions
 from ..model.training import analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
@@ -17,6 +18,7 @@ from ..syntax.project import (CONV, MATMUL, ModuleFacts, ProjectCall, model_meth
                               project_calls, project_class, project_class_table, project_listed, project_method,
                               project_model_class, project_module, project_table)
 from .frameworks import framework_trains
+from .program import is_script
 from .self_training import self_trained_models
 
 
@@ -30,8 +32,10 @@ def program_trains(ctx: RuleContext) -> bool:
     """Does the program train here: a step loop of this file, a framework's fit, a call into a
     training function of another of the user's modules, or of the training method of a model of
     theirs that trains itself (``model = WideNet(...)``; ``model.fit(...)``)?"""
+    # (``has_step_functions``: a script whose algorithm object's ``update(batch)``, one call of which is a
+    # whole step, its loop runs: the file trains with what that object holds)
     return bool(analysis(ctx).step_loops) or framework_trains(ctx) or bool(training_calls(ctx)) or \
-        bool(ctx.project) and (ctx.fact(_runs_a_trainer_subclass) or bool(self_trained_models(ctx)) or
+        has_step_functions(analysis(ctx)) and is_script(ctx) or bool(ctx.project) and (ctx.fact(_runs_a_trainer_subclass) or bool(self_trained_models(ctx)) or
                                ctx.fact(_steps_a_project_model))
 
 

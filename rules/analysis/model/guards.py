@@ -27,6 +27,7 @@ from collections.abc import Collection, Iterable
 
 import libcst as cst
 
+from .accumulation import accumulation_exit
 from .periods import is_one, period_one_by_default
 from ..syntax.bindings import class_stores
 from ..syntax.calls import dotted_name, literal_value, NOT_LITERAL
@@ -460,14 +461,16 @@ def rare_exit_before(ctx: RuleContext, block: cst.CSTNode, child: cst.CSTNode,
     ``child`` then runs only on those iterations."""
     if not isinstance(block, cst.IndentedBlock):
         return None
-    for stmt in block.body:
+    for i, stmt in enumerate(block.body):
         if stmt is child:
             return None
         if isinstance(stmt, cst.If) and stmt.orelse is None:
             body = suite_statements(stmt.body)
             leaves = body and (isinstance(body[-1], cst.Return) or isinstance(body[-1], cst.Continue) and
                                ctx.enclosing(stmt, cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda) in loops)
-            if leaves and rare_condition(ctx, stmt.test, False):
+            # (``if step % accum != 0: continue`` between the backward and the optimizer step: every update)
+            if leaves and rare_condition(ctx, stmt.test, False) and \
+                    not accumulation_exit(block.body[:i], block.body[i + 1:]):
                 return stmt
     return None
 

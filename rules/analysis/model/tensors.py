@@ -127,6 +127,21 @@ class ValueKinds:
             if isinstance(node, cst.Assign) and len(node.targets) == 1 and \
                     isinstance(node.targets[0].target, (cst.Tuple, cst.List)) and isinstance(node.value, cst.Call):
                 self.tensors |= _returned_tensors(ta, node.targets[0].target, node.value) - unpacked_twice(tuples)
+        # ``for tok in ids:`` (``enumerate(ids)``, ``zip(a, b)``, a comprehension's ``for``): the rows and
+        # elements of a tensor are tensors; a name bound only so, and only over tensors, holds one
+        elements: dict[str, list[cst.BaseExpression | None]] = {}
+        for node in walk(fn_body):
+            if isinstance(node, (cst.For, cst.CompFor)):
+                for name, source in iterated_sources(node.target, node.iter):
+                    elements.setdefault(name, []).append(source)
+        bound_else = set(values) | {n for names, _ in tuples for n in names} | {
+            p.name.value for p in walk(fn_body) if isinstance(p, cst.Param)}
+        # ``pred, gold_seq = model(x)``: what a model returns, iterated in Python (``for tok in gold_seq:``),
+        # yields tensors (a model's output tuple itself may hold other things beside them: not a tensor here)
+        outputs = {n for names, _ in tuples for n in names} - {
+            n for names, v in tuples if not (isinstance(v, cst.Call) and
+                                             (ta.is_model(v.func) or ta.is_module_like(v.func, by_name=True)))
+            for n in names}
         for _ in range(3):
             before = len(self.tensors) + len(self.host)
             for name, value in assigns:
@@ -139,6 +154,11 @@ class ValueKinds:
             for name, vals in values.items():
                 if name not in self.host and name not in self.tensors and all(self.is_host(v) for v in vals):
                     self.host.add(name)
+            for name, sources in elements.items():
+                if name not in self.tensors and name not in bound_else and \
+                        all(s is not None and (self.is_tensor(s) or isinstance(s, cst.Name) and s.value in outputs)
+                            for s in sources):
+                    self.tensors.add(name)
             if len(self.tensors) + len(self.host) == before:
                 break
 
@@ -196,6 +216,9 @@ class ValueKinds:
             return self.is_tensor(expr.value)
         if isinstance(expr, cst.Name):
             return expr.value in self.tensors
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ("values", "indices") and \
+                isinstance(expr.value, cst.Call):  # ``logits.topk(k).indices``: a field of a tuple of tensors
+            return self._tensor_tuple(expr.value)
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             cls = self.ctx.enclosing(expr, cst.ClassDef)
             return cls is not None and expr.attr.value in self.ctx.fact(_device_attributes).get(cls, ())
@@ -255,6 +278,58 @@ def _moves(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
     tensors are then device tensors, not CPU ones built from host data."""
     return any(method_call(n, "to", "cuda") or isinstance(n, cst.Arg) and n.keyword is not None and
                n.keyword.value == "device" for n in walk(fn.body))
+
+
+def iterated_sources(target: cst.BaseExpression, it: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression | None]]:
+    """Each name a loop's target binds, with the iterable whose elements it gets: ``for x in xs`` ->
+    ``xs``; ``for i, x in enumerate(xs)`` -> ``i``: None, ``x``: ``xs``; ``for a, b in zip(xs, ys)``
+    -> ``xs``, ``ys``; any other shape: None for each name."""
+    if isinstance(target, cst.Name):
+        return [(target.value, it)]
+    names = sorted(_names_of(target))
+    if not isinstance(target, (cst.Tuple, cst.List)) or not isinstance(it, cst.Call) or \
+            any(a.star or a.keyword for a in it.args):
+        return [(n, None) for n in names]
+    func = dotted_name(it.func)
+    if func == "enumerate" and len(it.args) == 1:
+        sources: list[cst.BaseExpression | None] = [None, it.args[0].value]
+    elif func == "zip":
+        sources = [a.value for a in it.args]
+    else:
+        return [(n, None) for n in names]
+    if len(sources) != len(target.elements):
+        return [(n, None) for n in names]
+    out: list[tuple[str, cst.BaseExpression | None]] = []
+    for e, src in zip(target.elements, sources):
+        if isinstance(e.value, cst.Name):
+            out.append((e.value.value, src))
+        elif isinstance(e.value, (cst.Tuple, cst.List)) and src is not None:  # ``enumerate(zip(a, b))``
+            out.extend(iterated_sources(e.value, src))
+    bound = {n for n, _ in out}
+    return out + [(n, None) for n in names if n not in bound]
+
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
+def element_source(ctx: RuleContext, name: cst.Name) -> cst.BaseExpression | None:
+    """The iterable whose element ``name`` is where it is read: the innermost loop or comprehension
+    around the read whose target binds the name (``for tok in ids: int(tok)`` -> ``ids``); None when no
+    loop binds it there or its element cannot be told (``for k, v in d.items()``)."""
+    child: cst.CSTNode = name
+    for anc in ctx.ancestors(name):
+        if isinstance(anc, cst.For) and child is not anc.iter and name.value in _names_of(anc.target):
+            return dict(iterated_sources(anc.target, anc.iter)).get(name.value)
+        if isinstance(anc, _COMPREHENSIONS):
+            comp: cst.CompFor | None = anc.for_in
+            while comp is not None:
+                if name.value in _names_of(comp.target):
+                    return dict(iterated_sources(comp.target, comp.iter)).get(name.value)
+                comp = comp.inner_for_in
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return None
+        child = anc
+    return None
 
 
 def _names_of(target: cst.BaseExpression) -> set[str]:

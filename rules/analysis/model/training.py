@@ -27,7 +27,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.bindings import bindings
-from ..syntax.callsites import aliased_names, called_name, calls_of, instance_calls, own_classes
+from ..syntax.callsites import aliased_names, called_name, calls_of, instance_calls, own_classes, reaches
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_method, project_function, project_method
@@ -143,7 +143,7 @@ class TrainingAnalysis(TrainingObjects):
 
     def _called_functions_list(self, node: cst.CSTNode) -> list[cst.FunctionDef]:
         name = called_name(node, own_classes(self.ctx))
-        found = self.functions.get(name, []) if name else []
+        found = [f for f in self.functions.get(name, []) if reaches(self.ctx, node, f)] if name else []  # type: ignore[arg-type]
         if not found and isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
             return [fn for alias in aliased_names(self.ctx, node) for fn in self.functions.get(alias, [])]
         return found

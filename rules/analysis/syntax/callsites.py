@@ -81,10 +81,21 @@ def _calls_by_name(ctx: RuleContext) -> dict[str, list[cst.Call]]:
     return out
 
 
+def reaches(ctx: RuleContext, call: cst.Call, fn: cst.FunctionDef) -> bool:
+    """May ``call``, which names ``fn`` (``called_name``), run it? A bare ``train()`` runs a function of that
+    name, never a method: an agent's ``train(self, batch)`` beside the script's ``def train(config)``, called
+    ``train()`` under ``__main__``, is not the method's call (a local alias of the method is: ``run = self.m``)."""
+    if not isinstance(call.func, cst.Name) or _class_of_method(ctx, fn) is None:
+        return True
+    return fn.name.value in aliased_names(ctx, call)
+
+
 def calls_of(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
     """In-module call sites of a function (``train(...)``) or method (``self.step(...)``); for a
     class's ``forward``/``__call__``, also the calls of its instances (``instance_calls``)."""
     found = ctx.fact(_calls_by_name).get(fn.name.value, [])
+    if _class_of_method(ctx, fn) is not None:  # (a bare ``name()`` is no call of a method)
+        found = [c for c in found if reaches(ctx, c, fn)]
     if fn.name.value in ("forward", "__call__"):
         cls = _class_of_method(ctx, fn)
         extra = ctx.fact(_instance_calls).get(cls.name.value, []) if cls is not None else []
