@@ -237,8 +237,10 @@ class HostTensorThenMove(Rule):
             if move.func.attr.value in ("to", "type_as"):
                 dev = get_arg(move, "device", 0) if move.func.attr.value == "to" else get_arg(move, "other", 0)
                 kind_of = device_kind(ctx, dev.value) if dev is not None else None
-                if dev is None or kind_of == "cpu" or kind_of is None and not tensor_target(ctx, ta, dev.value, move):
-                    continue  # .to(dtype), a move to the CPU, or a target not known to be a tensor
+                if dev is None or kind_of == "cpu" or kind_of is None and move.func.attr.value == "to" and \
+                        not tensor_target(ctx, ta, dev.value, move):
+                    continue  # .to(dtype), a move to the CPU, or a target not known to be a tensor (``type_as``
+                    # takes nothing else: a tensor, where the step's tensors are)
             if not isinstance(factory, cst.Call) or not ctx.is_call_to(factory, FACTORIES):
                 found = _built_then_moved(ctx, ta, move)
                 if found is not None:

@@ -248,7 +248,7 @@ def numpy_made_here(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.Function
             isinstance(el.slice, cst.Index) and numpy_made_here(ctx, el.slice.value, fn, depth + 1, seen)
             for el in expr.slice)
     if isinstance(expr, (cst.List, cst.Tuple)):  # ``np.concatenate([grid, np.stack(rows)])``
-        return any(numpy_made_here(ctx, e.value, fn, depth + 1, seen) for e in expr.elements)
+        return _number_literals(expr) or any(numpy_made_here(ctx, e.value, fn, depth + 1, seen) for e in expr.elements)
     if isinstance(expr, cst.Name) and expr.value in seen:
         return True  # the name's own update: its other assignments decide
     if isinstance(expr, cst.Name) and expr.value not in {p.name.value for p in fn.params.params}:
@@ -260,6 +260,17 @@ def numpy_made_here(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.Function
 
 # numpy array methods whose result is another array made from the receiver.
 _ARRAY_METHODS = ("astype", "copy", "reshape", "transpose", "ravel", "flatten", "squeeze", "clip", "round", "repeat")
+
+
+def _number_literals(expr: cst.BaseExpression) -> bool:
+    """``[1, 0, 0, 0, 1, 0]``, ``((0.5, -1), (2, 3))``: constants the code writes out, which
+    ``np.array(...)`` turns into an array the step makes itself, not data it is handed."""
+    if isinstance(expr, cst.UnaryOperation):
+        return _number_literals(expr.expression)
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return bool(expr.elements) and all(not isinstance(e, cst.StarredElement) and _number_literals(e.value)
+                                           for e in expr.elements)
+    return isinstance(expr, (cst.Integer, cst.Float))
 
 
 def _mentions_name(expr: cst.CSTNode, name: str) -> bool:
