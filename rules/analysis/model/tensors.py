@@ -133,6 +133,11 @@ class ValueKinds:
                 if name not in self.tensors and self.is_tensor(value) and \
                         (len(values[name]) == 1 and name not in unpacked or not _same_tensor_call(value)):
                     self.tensors.add(name)  # (``x = x.to(d)`` of a name bound to a batch before: not known)
+            for name, value in updates:  # ``norm = 0.0; norm += p.grad.norm() ** 2``: a number that
+                # takes a tensor in (a running sum over parameters or sub-losses) is a tensor from then on
+                if name not in self.tensors and name not in unpacked and self.is_tensor(value) and \
+                        all(isinstance(v, (cst.Integer, cst.Float)) or self.is_tensor(v) for v in values[name]):
+                    self.tensors.add(name)
             for names, value in tuples:
                 if not names <= self.tensors and self._tensor_tuple(value):
                     self.tensors |= names
