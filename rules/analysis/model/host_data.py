@@ -257,7 +257,8 @@ def numpy_made_here(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.Function
         # the assignments that reach this read when they can be told (a name re-bound to a torch
         # tensor earlier in the function and to a numpy draw just above the read), else all of them
         reaching = reaching_assignments(ctx, expr.value, expr) if expr.value not in seen else None
-        values = [a.value for a in reaching] if reaching else \
+        values = [a.value for a in reaching] if reaching and \
+            not any(_mentions_name(a.value, expr.value) for a in reaching) else \
             [v for v in _values_of(ctx, expr.value) if ctx.enclosing(v, cst.FunctionDef) is fn]
         return bool(values) and all(numpy_made_here(ctx, v, fn, depth + 1, seen | {expr.value}) for v in values) \
             and any(not _mentions_name(v, expr.value) for v in values)
