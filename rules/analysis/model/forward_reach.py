@@ -192,8 +192,9 @@ def _cache_fills(ctx: RuleContext) -> frozenset[cst.If]:
         if not read:
             continue
         for node in walk(guard.body, into_nested=True):
+            # (an update in place, ``self.num_updates += 1``, counts calls: it fills no cache)
             targets = node.targets if isinstance(node, cst.Assign) else \
-                [node] if isinstance(node, (cst.AugAssign, cst.AnnAssign)) else []
+                [node] if isinstance(node, cst.AnnAssign) else []
             for t in targets:
                 target = t.target
                 while isinstance(target, cst.Subscript):
