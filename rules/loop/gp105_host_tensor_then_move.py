@@ -363,7 +363,8 @@ def _per_call(caller: StepCaller) -> str:
     """What one run of the code is, for a message: "training step (train.py:42 calls `f` on each
     one)", or "forward pass of `Net` (every call of the module)"."""
     if caller.kind == "forward pass":
-        return f"forward pass of `{caller.function.split('.')[0]}` (`{caller.function}` runs it on every call of the module)"
+        return f"forward pass of `{caller.function.split('.')[0]}` (`{caller.function}` runs it on " \
+               f"{caller.where if not caller.line else 'every call of the module'})"
     if not caller.path:
         return f"{caller.kind} (`{caller.function}` runs one)"
     return f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"

@@ -29,6 +29,7 @@ from .training import TrainingAnalysis, analysis
 
 FORWARD = "forward pass"
 _ROOT_METHODS = ("forward", "__call__")
+_AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 _TRANSFORM_HOLDERS = frozenset({"Compose", "RandomApply", "RandomChoice", "RandomOrder"})
 _ROUNDS = 3  # constructors nested in constructors reached from a forward
 
@@ -74,6 +75,13 @@ def forward_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
             for stmt in cls.body.body:
                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value in _ROOT_METHODS:
                     out[stmt] = StepCaller(f"{name}.{stmt.name.value}", "every call of the module", 0, FORWARD)
+        for cls in c.nodes(cst.ClassDef):  # a custom autograd Function: ``forward`` and ``backward`` run on
+            # every ``Fn.apply(...)``, which a model's forward makes (a fused loss, a straight-through op)
+            if any(c.matches(b.value, _AUTOGRAD_FUNCTIONS) for b in cls.bases):
+                for stmt in cls.body.body:
+                    if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ("forward", "backward"):
+                        out[stmt] = StepCaller(f"{cls.name.value}.{stmt.name.value}",
+                                               f"every `{cls.name.value}.apply(...)`", 0, FORWARD)
         return out
     return ctx.fact(compute)
 
@@ -209,13 +217,18 @@ def _self_attrs(expr: cst.BaseExpression) -> set[str]:
             (name := dotted_name(n)) is not None and name.startswith("self.") and name.count(".") == 1}
 
 
+def _autograd_function(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    cls = ctx.enclosing(fn, cst.ClassDef)
+    return cls is not None and any(ctx.matches(b.value, _AUTOGRAD_FUNCTIONS) for b in cls.bases)
+
+
 def reads_argument(ctx: RuleContext, read: cst.BaseExpression) -> bool:
     """Is ``read`` (``lengths.max().item()``, ``int(n)``) a host read of a value the function was
     handed, unchanged (``lengths``: sequence lengths a caller keeps on the host for
     ``pack_padded_sequence``)? Where it lives is the caller's choice: not said to be a sync."""
     fn = ctx.enclosing(read, cst.FunctionDef)
-    if fn is None:
-        return False
+    if fn is None or fn.name.value == "backward" and _autograd_function(ctx, fn):
+        return False  # (the gradients a custom Function's backward is handed are where its outputs are)
     expr: cst.BaseExpression = read
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.args:
         expr = expr.args[0].value  # ``int(n)``
