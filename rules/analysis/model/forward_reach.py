@@ -30,6 +30,7 @@ from .training import TrainingAnalysis, analysis
 FORWARD = "forward pass"
 _ROOT_METHODS = ("forward", "__call__")
 _AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+_OPTIMIZERS = frozenset({"torch.optim.*"})  # ``Optimizer`` itself or a torch optimizer it extends
 _TRANSFORM_HOLDERS = frozenset({"Compose", "RandomApply", "RandomChoice", "RandomOrder"})
 _ROUNDS = 3  # constructors nested in constructors reached from a forward
 
@@ -82,6 +83,11 @@ def forward_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
                     if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ("forward", "backward"):
                         out[stmt] = StepCaller(f"{cls.name.value}.{stmt.name.value}",
                                                f"every `{cls.name.value}.apply(...)`", 0, FORWARD)
+            elif any(c.matches(b.value, _OPTIMIZERS) for b in cls.bases):  # an optimizer's ``step()``: once
+                for stmt in cls.body.body:  # per training step, whichever loop calls it
+                    if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "step":
+                        out[stmt] = StepCaller(f"{cls.name.value}.step", "the training loop's `optimizer.step()`",
+                                               0, "training step")
         return out
     return ctx.fact(compute)
 
@@ -197,7 +203,10 @@ def _cache_fills(ctx: RuleContext) -> frozenset[cst.If]:
     out = set()
     for guard in ctx.nodes(cst.If):
         read = {n for n in _self_attrs(guard.test)}
-        if not read:
+        # a local mapping filled under a test of it: an optimizer's per-parameter state (``state =
+        # self.state[p]``; ``if len(state) == 0: state["exp_avg"] = ...``), ``if k not in cache:``
+        stores = _emptiness_tested(guard.test)
+        if not read and not stores:
             continue
         for node in walk(guard.body, into_nested=True):
             # (an update in place, ``self.num_updates += 1``, counts calls: it fills no cache)
@@ -205,11 +214,30 @@ def _cache_fills(ctx: RuleContext) -> frozenset[cst.If]:
                 [node] if isinstance(node, cst.AnnAssign) else []
             for t in targets:
                 target = t.target
+                stored = isinstance(target, cst.Subscript)
                 while isinstance(target, cst.Subscript):
                     target = target.value
-                if dotted_name(target) in read:
+                if dotted_name(target) in read or stored and isinstance(target, cst.Name) and target.value in stores:
                     out.add(guard)
     return frozenset(out)
+
+
+def _emptiness_tested(test: cst.BaseExpression) -> set[str]:
+    """Names a test asks whether they hold an entry: ``len(state) == 0``, ``not state``, ``k not in cache``."""
+    out = set()
+    for n in walk(test, include_self=True):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "len" and len(n.args) == 1:
+            held = n.args[0].value
+        elif isinstance(n, cst.UnaryOperation) and isinstance(n.operator, cst.Not):
+            held = n.expression
+        elif isinstance(n, cst.Comparison) and len(n.comparisons) == 1 and \
+                isinstance(n.comparisons[0].operator, (cst.In, cst.NotIn)):
+            held = n.comparisons[0].comparator
+        else:
+            continue
+        if isinstance(held, cst.Name):
+            out.add(held.value)
+    return out
 
 
 def _self_attrs(expr: cst.BaseExpression) -> set[str]:
@@ -256,8 +284,9 @@ def reads_argument(ctx: RuleContext, read: cst.BaseExpression) -> bool:
 
 
 def forward_kind(root: StepCaller) -> str:
-    """What one run is, for the callee's module: "forward pass of `ProbAttention`"."""
-    return f"{FORWARD} of `{root.function.split('.')[0]}`"
+    """What one run is, for the callee's module: "forward pass of `ProbAttention`" (an optimizer's
+    ``step``: "training step")."""
+    return f"{FORWARD} of `{root.function.split('.')[0]}`" if root.kind == FORWARD else root.kind
 
 
 def per_forward(caller: StepCaller) -> bool:
