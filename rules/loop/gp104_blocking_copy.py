@@ -305,7 +305,10 @@ class BlockingCopy(Rule):
         "`torch.device(...)`, a name such as `device` or `local_rank`, or a getter called with no "
         "arguments: `dist_util.dev()`, `torch.cuda.current_device()`; or a tensor the function "
         "already moved there: `masks.to(images)` after `images = images.to(device)`), or is a legacy CUDA "
-        "tensor type (`x.type(torch.cuda.FloatTensor)`, also through a name bound to one).",
+        "tensor type (`x.type(torch.cuda.FloatTensor)`, also through a name bound to one). The batch "
+        "copied in place into a holder the script bound to a move to the device (`input = input.cuda()` "
+        "once, then `input.resize_as_(real_cpu).copy_(real_cpu)` every step) is a copy too: `non_blocking=True` "
+        "goes to `copy_`.",
         "Batches their source already put on the device are not reported: the loop's iterable, the "
         "object whose `next_batch()` returns them or the helper that returns them is built or called "
         "with a device (`TokenStream(..., device=device)`, `batches(n, device)`), or a helper of this "

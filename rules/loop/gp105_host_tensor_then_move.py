@@ -104,11 +104,13 @@ class HostTensorThenMove(Rule):
         "that no loop of the file calls (`agent.learn()` driven from another module), or in what a "
         "model's forward runs on every call (see the next item); CPU-only programs are not.",
         PER_FORWARD,
-        "A move is a `.to(device)`/`.cuda()`, or a `.to(other)`/`.type_as(other)` whose target is a "
+        "A move is a `.to(device)`/`.cuda()`, a `.type_as(other)` (it takes nothing but a tensor), or a "
+        "`.to(other)` whose target is a "
         "tensor by clear evidence (a tensor by the training model, a field of a loop's batch, or a "
         "name the function reads as one: `other.shape`, `other.size()`, or an index of a tensor: "
         "`log_p[range(b), actions]`); such a move also takes "
-        "`other`'s dtype, so it gets no fix. `.to(dtype)` and names of dtypes are not moves; `.type(torch.cuda.FloatTensor)` (also through a name "
+        "`other`'s dtype, so it gets no fix. Window functions (`torch.hann_window(n_fft).to(x.device)` "
+        "in `torch.stft(..., window=...)`) and `torch.tril_indices`/`triu_indices` are factories too. `.to(dtype)` and names of dtypes are not moves; `.type(torch.cuda.FloatTensor)` (also through a name "
         "bound to one) is a move. A call of a "
         "helper that returns what it is handed moved to the device is a move too (`def to_gpu(t): return "
         "t.cuda() if torch.cuda.is_available() else t`, a method `return x.to(self.device)`, a recursive "
