@@ -237,7 +237,8 @@ def numpy_made_here(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.Function
             return False
         if not ctx.matches(expr.func, {f"numpy.{n}" for n in _NUMPY_CONVERSIONS}):
             return True  # ``w / np.sum(w)``: computed in the step
-        return any(not a.star and numpy_made_here(ctx, a.value, fn, depth + 1, seen) for a in expr.args)
+        return any(not a.star and (numpy_made_here(ctx, a.value, fn, depth + 1, seen) or
+                                   a.keyword is None and _number_literals(a.value)) for a in expr.args)
     if isinstance(expr, cst.BinaryOperation):
         return numpy_made_here(ctx, expr.left, fn, depth + 1, seen) or \
             numpy_made_here(ctx, expr.right, fn, depth + 1, seen)
@@ -248,7 +249,7 @@ def numpy_made_here(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.Function
             isinstance(el.slice, cst.Index) and numpy_made_here(ctx, el.slice.value, fn, depth + 1, seen)
             for el in expr.slice)
     if isinstance(expr, (cst.List, cst.Tuple)):  # ``np.concatenate([grid, np.stack(rows)])``
-        return _number_literals(expr) or any(numpy_made_here(ctx, e.value, fn, depth + 1, seen) for e in expr.elements)
+        return any(numpy_made_here(ctx, e.value, fn, depth + 1, seen) for e in expr.elements)
     if isinstance(expr, cst.Name) and expr.value in seen:
         return True  # the name's own update: its other assignments decide
     if isinstance(expr, cst.Name) and expr.value not in {p.name.value for p in fn.params.params}:
