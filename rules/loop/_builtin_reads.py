@@ -73,6 +73,10 @@ def device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressio
     if any(method_call(n, *HOST_READS) or isinstance(n, cst.Call) and
            dotted_name(n.func) in ("float", "int", "bool", "len") for n in walk(expr, include_self=True)):
         return False
+    if isinstance(expr, cst.BinaryOperation):  # ``(1 + self.updates) / (10 + self.updates)``: arithmetic
+        return any(device_value(ctx, ta, side, at) for side in (expr.left, expr.right))  # on a buffer
+    if isinstance(expr, cst.UnaryOperation):
+        return device_value(ctx, ta, expr.expression, at)
     if not (ta.is_tensor_expr(expr) or model_buffer(ctx, buffer_root(expr))) or is_host_expr(ta, expr):
         return False
     return not host_tensor(ctx, ta, expr, at)

@@ -65,5 +65,20 @@ def host_scalar(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
         return host_scalar(ctx, expr.expression)
     if isinstance(expr, cst.BinaryOperation):
         return host_scalar(ctx, expr.left) and host_scalar(ctx, expr.right)
+    if _size_read(ctx, expr):
+        return True
     return isinstance(expr, cst.Call) and ctx.matches(expr.func, {"math.*"}) and \
         all(not a.star and host_scalar(ctx, a.value) for a in expr.args)
+
+
+def _size_read(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """A Python int read off a tensor's or a container's shape: ``t.size(1)``, ``t.shape[0]``,
+    ``t.size()[0]``, ``t.numel()``, ``t.dim()``, ``len(x)`` (never a tensor, wherever ``t`` lives)."""
+    if isinstance(expr, cst.Subscript):
+        base = expr.value
+        return isinstance(base, cst.Attribute) and base.attr.value == "shape" or method_call(base, "size")
+    if method_call(expr, "size"):
+        return bool(expr.args)  # type: ignore[attr-defined]
+    if method_call(expr, "numel", "dim", "ndimension", "nelement"):
+        return True
+    return isinstance(expr, cst.Call) and ctx.matches(expr.func, {"builtins.len"})

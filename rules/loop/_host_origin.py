@@ -21,6 +21,10 @@ from ._host_moves import COMBINERS, TORCH_SAME_PLACE, host_scalar
 DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor",
     "zeros_like", "ones_like", "empty_like", "full_like",
+    # window functions and index tables: factories too, each takes device= (``torch.stft(...,
+    # window=torch.hann_window(n_fft).to(x.device))`` builds the window on the CPU every step)
+    "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
+    "tril_indices", "triu_indices",
 ))
 # Drawn from the CPU generator before the move, from the CUDA generator after it: other values.
 RANDOM_FACTORIES = frozenset(f"torch.{n}" for n in (

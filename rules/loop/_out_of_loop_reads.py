@@ -33,7 +33,7 @@ def from_elsewhere(ctx: RuleContext, call: cst.BaseExpression, what: str, caller
     if per_forward(caller) and not caller.line:  # a model's forward of this module: every call of the model runs it
         return Finding(
             call, f"`{snippet}` runs on every {caller.kind} of `{caller.function.split('.')[0]}` (in what "
-            f"`{caller.function}` runs, on every call of the module); it blocks the CPU until the GPU has finished "
+            f"`{caller.function}` runs, on {caller.where}); it blocks the CPU until the GPU has finished "
             "all queued work (host-device sync); keep the value on the device, or read it only where it is needed "
             "outside the model",
             no_fix_reason=f"the value is used by `{caller.function}` itself")

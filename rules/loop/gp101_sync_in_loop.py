@@ -332,7 +332,7 @@ _HOST_USE = ("the host value is used in the step (a condition, an argument, a co
 CONVERTERS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool"}
 
 
-_MATH_TESTS = {"math.isfinite": "math.isfinite()", "math.isnan": "math.isnan()", "math.isinf": "math.isinf()"}
+_MATH = frozenset({"math.*"})
 
 
 def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.BaseExpression, str]]:
@@ -346,11 +346,12 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
         for sub in ctx.nodes(cst.Subscript):
             if _indexed_data(ta, sub):
                 yield sub, ".data[...]"
-    if "math" in ctx.source and ("isfinite" in ctx.source or "isnan" in ctx.source or "isinf" in ctx.source):
-        for call in ctx.nodes(cst.Call):
-            if len(call.args) == 1 and ctx.matches(call.func, set(_MATH_TESTS)) and \
-                    _device_value(ctx, ta, call.args[0].value, call):
-                yield call, next(v for k, v in _MATH_TESTS.items() if ctx.matches(call.func, {k}))
+    if "math" in ctx.source:  # every ``math`` function converts a tensor it is handed to a Python float
+        for call in ctx.nodes(cst.Call):  # (``math.isnan(loss)``, ``math.sqrt(norm_sq)``, ``math.exp(loss)``)
+            if call.args and all(not a.star and a.keyword is None for a in call.args) and \
+                    ctx.matches(call.func, _MATH) and \
+                    any(_device_value(ctx, ta, a.value, call) for a in call.args):
+                yield call, f"{ctx.code_for(call.func)}()"
     yield from builtin_reads(ctx, ta)  # ``max(lengths)``, ``to_np(loss)`` of a reading lambda
     for owner in _branching(ctx):
         compared = False  # ``assert x.min() >= 0 and x.max() < n``: one wait, one finding

@@ -27,6 +27,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._placed_batches import SAME_PLACE, host_to_device_copy, passes_device, placed_source, without_prefetcher
 from ._fed_methods import fed_copy, module_array_copy
+from ._holder_copies import holder_copies
 from ._inherited_inputs import inherited_input_copy
 from ._host_origin import COPIES_VALUES, host_values
 from ._step_copies import (
@@ -48,7 +49,9 @@ def _from_host_array(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
 # GP105's factories (``torch.zeros(n).to(device)``): created, not copied data.
 _CREATED = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor", "zeros_like", "ones_like",
-    "empty_like", "full_like", "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like"))
+    "empty_like", "full_like", "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+    "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "tril_indices",
+    "triu_indices"))
 
 
 _LEGACY = frozenset(f"torch.{n}Tensor" for n in ("", "Long", "Float", "Int", "Byte", "Bool", "Double", "Half"))
@@ -302,7 +305,10 @@ class BlockingCopy(Rule):
         "`torch.device(...)`, a name such as `device` or `local_rank`, or a getter called with no "
         "arguments: `dist_util.dev()`, `torch.cuda.current_device()`; or a tensor the function "
         "already moved there: `masks.to(images)` after `images = images.to(device)`), or is a legacy CUDA "
-        "tensor type (`x.type(torch.cuda.FloatTensor)`, also through a name bound to one).",
+        "tensor type (`x.type(torch.cuda.FloatTensor)`, also through a name bound to one). The batch "
+        "copied in place into a holder the script bound to a move to the device (`input = input.cuda()` "
+        "once, then `input.resize_as_(real_cpu).copy_(real_cpu)` every step) is a copy too: `non_blocking=True` "
+        "goes to `copy_`.",
         "Batches their source already put on the device are not reported: the loop's iterable, the "
         "object whose `next_batch()` returns them or the helper that returns them is built or called "
         "with a device (`TokenStream(..., device=device)`, `batches(n, device)`), or a helper of this "
@@ -426,6 +432,12 @@ class BlockingCopy(Rule):
                 cache[loop] = BatchData(ctx, ta, loop)
             return cache[loop]
 
+        for call, loop in holder_copies(ctx, ta):  # ``input.resize_as_(real_cpu).copy_(real_cpu)``
+            yield Finding.of(call, f"the batch is copied into a tensor on the device (`.copy_()`) on every "
+                                   f"{ta.loop_kind(loop)}: a blocking host-to-device copy, the CPU waits for it; add "
+                                   "non_blocking=True (with pinned memory it overlaps with compute)",
+                             Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),),
+                                 "safe"))
         for call in ctx.nodes(cst.Call):
             if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
                 continue

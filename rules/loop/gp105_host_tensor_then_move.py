@@ -104,11 +104,13 @@ class HostTensorThenMove(Rule):
         "that no loop of the file calls (`agent.learn()` driven from another module), or in what a "
         "model's forward runs on every call (see the next item); CPU-only programs are not.",
         PER_FORWARD,
-        "A move is a `.to(device)`/`.cuda()`, or a `.to(other)`/`.type_as(other)` whose target is a "
+        "A move is a `.to(device)`/`.cuda()`, a `.type_as(other)` (it takes nothing but a tensor), or a "
+        "`.to(other)` whose target is a "
         "tensor by clear evidence (a tensor by the training model, a field of a loop's batch, or a "
         "name the function reads as one: `other.shape`, `other.size()`, or an index of a tensor: "
         "`log_p[range(b), actions]`); such a move also takes "
-        "`other`'s dtype, so it gets no fix. `.to(dtype)` and names of dtypes are not moves; `.type(torch.cuda.FloatTensor)` (also through a name "
+        "`other`'s dtype, so it gets no fix. Window functions (`torch.hann_window(n_fft).to(x.device)` "
+        "in `torch.stft(..., window=...)`) and `torch.tril_indices`/`triu_indices` are factories too. `.to(dtype)` and names of dtypes are not moves; `.type(torch.cuda.FloatTensor)` (also through a name "
         "bound to one) is a move. A call of a "
         "helper that returns what it is handed moved to the device is a move too (`def to_gpu(t): return "
         "t.cuda() if torch.cuda.is_available() else t`, a method `return x.to(self.device)`, a recursive "
@@ -237,8 +239,10 @@ class HostTensorThenMove(Rule):
             if move.func.attr.value in ("to", "type_as"):
                 dev = get_arg(move, "device", 0) if move.func.attr.value == "to" else get_arg(move, "other", 0)
                 kind_of = device_kind(ctx, dev.value) if dev is not None else None
-                if dev is None or kind_of == "cpu" or kind_of is None and not tensor_target(ctx, ta, dev.value, move):
-                    continue  # .to(dtype), a move to the CPU, or a target not known to be a tensor
+                if dev is None or kind_of == "cpu" or kind_of is None and move.func.attr.value == "to" and \
+                        not tensor_target(ctx, ta, dev.value, move):
+                    continue  # .to(dtype), a move to the CPU, or a target not known to be a tensor (``type_as``
+                    # takes nothing else: a tensor, where the step's tensors are)
             if not isinstance(factory, cst.Call) or not ctx.is_call_to(factory, FACTORIES):
                 found = _built_then_moved(ctx, ta, move)
                 if found is not None:
@@ -361,7 +365,8 @@ def _per_call(caller: StepCaller) -> str:
     """What one run of the code is, for a message: "training step (train.py:42 calls `f` on each
     one)", or "forward pass of `Net` (every call of the module)"."""
     if caller.kind == "forward pass":
-        return f"forward pass of `{caller.function.split('.')[0]}` (`{caller.function}` runs it on every call of the module)"
+        return f"forward pass of `{caller.function.split('.')[0]}` (`{caller.function}` runs it on " \
+               f"{caller.where if not caller.line else 'every call of the module'})"
     if not caller.path:
         return f"{caller.kind} (`{caller.function}` runs one)"
     return f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"

@@ -172,12 +172,24 @@ def _handed_to_a_model(ta: TrainingQueries, loop: Loop) -> cst.Call | None:
     for node in _one_iteration(loop):
         if not isinstance(node, cst.Call) or not any(mentions(a.value, data) for a in node.args):
             continue
-        for fn in ta.called_functions(node):
+        for fn in _reached(ta, node):
             if any(isinstance(n, cst.Call) and _calls_module(ta, n) for n in walk(fn.body, stop_at=(cst.For, cst.While))):
                 return node
         if _abstract_hook(ta, node):
             return node
     return None
+
+
+def _reached(ta: TrainingQueries, call: cst.Call) -> list[cst.FunctionDef]:
+    """The functions of this file ``call`` runs, and those they call in turn outside loops (``test_step``
+    handed the batch, and ``self.forward_generator_step(clean, noisy)`` that runs the model for it)."""
+    first = list(ta.called_functions(call))
+    out = list(first)
+    for fn in first:
+        for n in walk(fn.body, stop_at=(cst.For, cst.While)):
+            if isinstance(n, cst.Call):
+                out += [f for f in ta.called_functions(n) if f not in out]
+    return out
 
 
 def _one_iteration(loop: Loop) -> Iterator[cst.CSTNode]:
@@ -200,7 +212,7 @@ def _runs_an_eval_mode_model(ta: TrainingQueries, loop: Loop, call: cst.Call) ->
     if not isinstance(it, (cst.Name, cst.Attribute)):
         return False
     names: set[str] = set()
-    for fn in ta.called_functions(call):
+    for fn in _reached(ta, call):
         for n in walk(fn.body, stop_at=(cst.For, cst.While)):
             if isinstance(n, cst.Call):
                 name = dotted_name(n.func)

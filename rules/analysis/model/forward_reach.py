@@ -29,6 +29,8 @@ from .training import TrainingAnalysis, analysis
 
 FORWARD = "forward pass"
 _ROOT_METHODS = ("forward", "__call__")
+_AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+_OPTIMIZERS = frozenset({"torch.optim.*"})  # ``Optimizer`` itself or a torch optimizer it extends
 _TRANSFORM_HOLDERS = frozenset({"Compose", "RandomApply", "RandomChoice", "RandomOrder"})
 _ROUNDS = 3  # constructors nested in constructors reached from a forward
 
@@ -74,6 +76,18 @@ def forward_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
             for stmt in cls.body.body:
                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value in _ROOT_METHODS:
                     out[stmt] = StepCaller(f"{name}.{stmt.name.value}", "every call of the module", 0, FORWARD)
+        for cls in c.nodes(cst.ClassDef):  # a custom autograd Function: ``forward`` and ``backward`` run on
+            # every ``Fn.apply(...)``, which a model's forward makes (a fused loss, a straight-through op)
+            if any(c.matches(b.value, _AUTOGRAD_FUNCTIONS) for b in cls.bases):
+                for stmt in cls.body.body:
+                    if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ("forward", "backward"):
+                        out[stmt] = StepCaller(f"{cls.name.value}.{stmt.name.value}",
+                                               f"every `{cls.name.value}.apply(...)`", 0, FORWARD)
+            elif any(c.matches(b.value, _OPTIMIZERS) for b in cls.bases):  # an optimizer's ``step()``: once
+                for stmt in cls.body.body:  # per training step, whichever loop calls it
+                    if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "step":
+                        out[stmt] = StepCaller(f"{cls.name.value}.step", "the training loop's `optimizer.step()`",
+                                               0, "training step")
         return out
     return ctx.fact(compute)
 
@@ -189,18 +203,41 @@ def _cache_fills(ctx: RuleContext) -> frozenset[cst.If]:
     out = set()
     for guard in ctx.nodes(cst.If):
         read = {n for n in _self_attrs(guard.test)}
-        if not read:
+        # a local mapping filled under a test of it: an optimizer's per-parameter state (``state =
+        # self.state[p]``; ``if len(state) == 0: state["exp_avg"] = ...``), ``if k not in cache:``
+        stores = _emptiness_tested(guard.test)
+        if not read and not stores:
             continue
         for node in walk(guard.body, into_nested=True):
+            # (an update in place, ``self.num_updates += 1``, counts calls: it fills no cache)
             targets = node.targets if isinstance(node, cst.Assign) else \
-                [node] if isinstance(node, (cst.AugAssign, cst.AnnAssign)) else []
+                [node] if isinstance(node, cst.AnnAssign) else []
             for t in targets:
                 target = t.target
+                stored = isinstance(target, cst.Subscript)
                 while isinstance(target, cst.Subscript):
                     target = target.value
-                if dotted_name(target) in read:
+                if dotted_name(target) in read or stored and isinstance(target, cst.Name) and target.value in stores:
                     out.add(guard)
     return frozenset(out)
+
+
+def _emptiness_tested(test: cst.BaseExpression) -> set[str]:
+    """Names a test asks whether they hold an entry: ``len(state) == 0``, ``not state``, ``k not in cache``."""
+    out = set()
+    for n in walk(test, include_self=True):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == "len" and len(n.args) == 1:
+            held = n.args[0].value
+        elif isinstance(n, cst.UnaryOperation) and isinstance(n.operator, cst.Not):
+            held = n.expression
+        elif isinstance(n, cst.Comparison) and len(n.comparisons) == 1 and \
+                isinstance(n.comparisons[0].operator, (cst.In, cst.NotIn)):
+            held = n.comparisons[0].comparator
+        else:
+            continue
+        if isinstance(held, cst.Name):
+            out.add(held.value)
+    return out
 
 
 def _self_attrs(expr: cst.BaseExpression) -> set[str]:
@@ -208,13 +245,18 @@ def _self_attrs(expr: cst.BaseExpression) -> set[str]:
             (name := dotted_name(n)) is not None and name.startswith("self.") and name.count(".") == 1}
 
 
+def _autograd_function(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    cls = ctx.enclosing(fn, cst.ClassDef)
+    return cls is not None and any(ctx.matches(b.value, _AUTOGRAD_FUNCTIONS) for b in cls.bases)
+
+
 def reads_argument(ctx: RuleContext, read: cst.BaseExpression) -> bool:
     """Is ``read`` (``lengths.max().item()``, ``int(n)``) a host read of a value the function was
     handed, unchanged (``lengths``: sequence lengths a caller keeps on the host for
     ``pack_padded_sequence``)? Where it lives is the caller's choice: not said to be a sync."""
     fn = ctx.enclosing(read, cst.FunctionDef)
-    if fn is None:
-        return False
+    if fn is None or fn.name.value == "backward" and _autograd_function(ctx, fn):
+        return False  # (the gradients a custom Function's backward is handed are where its outputs are)
     expr: cst.BaseExpression = read
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.args:
         expr = expr.args[0].value  # ``int(n)``
@@ -242,8 +284,9 @@ def reads_argument(ctx: RuleContext, read: cst.BaseExpression) -> bool:
 
 
 def forward_kind(root: StepCaller) -> str:
-    """What one run is, for the callee's module: "forward pass of `ProbAttention`"."""
-    return f"{FORWARD} of `{root.function.split('.')[0]}`"
+    """What one run is, for the callee's module: "forward pass of `ProbAttention`" (an optimizer's
+    ``step``: "training step")."""
+    return f"{FORWARD} of `{root.function.split('.')[0]}`" if root.kind == FORWARD else root.kind
 
 
 def per_forward(caller: StepCaller) -> bool:

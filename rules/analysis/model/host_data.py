@@ -237,7 +237,8 @@ def numpy_made_here(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.Function
             return False
         if not ctx.matches(expr.func, {f"numpy.{n}" for n in _NUMPY_CONVERSIONS}):
             return True  # ``w / np.sum(w)``: computed in the step
-        return any(not a.star and numpy_made_here(ctx, a.value, fn, depth + 1, seen) for a in expr.args)
+        return any(not a.star and (numpy_made_here(ctx, a.value, fn, depth + 1, seen) or
+                                   a.keyword is None and _number_literals(a.value)) for a in expr.args)
     if isinstance(expr, cst.BinaryOperation):
         return numpy_made_here(ctx, expr.left, fn, depth + 1, seen) or \
             numpy_made_here(ctx, expr.right, fn, depth + 1, seen)
@@ -252,7 +253,14 @@ def numpy_made_here(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.Function
     if isinstance(expr, cst.Name) and expr.value in seen:
         return True  # the name's own update: its other assignments decide
     if isinstance(expr, cst.Name) and expr.value not in {p.name.value for p in fn.params.params}:
-        values = [v for v in _values_of(ctx, expr.value) if ctx.enclosing(v, cst.FunctionDef) is fn]
+        from .reaching import reaching_assignments
+
+        # the assignments that reach this read when they can be told (a name re-bound to a torch
+        # tensor earlier in the function and to a numpy draw just above the read), else all of them
+        reaching = reaching_assignments(ctx, expr.value, expr) if expr.value not in seen else None
+        values = [a.value for a in reaching] if reaching and \
+            not any(_mentions_name(a.value, expr.value) for a in reaching) else \
+            [v for v in _values_of(ctx, expr.value) if ctx.enclosing(v, cst.FunctionDef) is fn]
         return bool(values) and all(numpy_made_here(ctx, v, fn, depth + 1, seen | {expr.value}) for v in values) \
             and any(not _mentions_name(v, expr.value) for v in values)
     return False
@@ -260,6 +268,17 @@ def numpy_made_here(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.Function
 
 # numpy array methods whose result is another array made from the receiver.
 _ARRAY_METHODS = ("astype", "copy", "reshape", "transpose", "ravel", "flatten", "squeeze", "clip", "round", "repeat")
+
+
+def _number_literals(expr: cst.BaseExpression) -> bool:
+    """``[1, 0, 0, 0, 1, 0]``, ``((0.5, -1), (2, 3))``: constants the code writes out, which
+    ``np.array(...)`` turns into an array the step makes itself, not data it is handed."""
+    if isinstance(expr, cst.UnaryOperation):
+        return _number_literals(expr.expression)
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return bool(expr.elements) and all(not isinstance(e, cst.StarredElement) and _number_literals(e.value)
+                                           for e in expr.elements)
+    return isinstance(expr, (cst.Integer, cst.Float))
 
 
 def _mentions_name(expr: cst.CSTNode, name: str) -> bool:

@@ -148,6 +148,12 @@ class ValueKinds:
                 if name not in self.tensors and self.is_tensor(value) and \
                         (len(values[name]) == 1 and name not in unpacked or not _same_tensor_call(value)):
                     self.tensors.add(name)  # (``x = x.to(d)`` of a name bound to a batch before: not known)
+            for name, value in updates:  # ``norm = 0.0; norm += p.grad.norm() ** 2``: a number that
+                # takes a tensor in (a running sum over parameters or sub-losses) is a tensor from then on
+                if name not in self.tensors and name not in unpacked and self.is_tensor(value) and \
+                        all(isinstance(v, (cst.Integer, cst.Float)) or self.is_tensor(v) or _grows(v, name)
+                            for v in values[name]):  # (``total = total ** 0.5`` after the sum: the same tensor)
+                    self.tensors.add(name)
             for names, value in tuples:
                 if not names <= self.tensors and self._tensor_tuple(value):
                     self.tensors |= names
@@ -223,6 +229,16 @@ class ValueKinds:
             cls = self.ctx.enclosing(expr, cst.ClassDef)
             return cls is not None and expr.attr.value in self.ctx.fact(_device_attributes).get(cls, ())
         return False
+
+
+def _grows(value: cst.BaseExpression, name: str) -> bool:
+    """``total ** 0.5``, ``total / n``: arithmetic of ``name`` itself with plain numbers and names."""
+    if isinstance(value, cst.BinaryOperation):
+        sides = (value.left, value.right)
+        return any(isinstance(s, cst.Name) and s.value == name for s in sides) and \
+            all(isinstance(s, (cst.Name, cst.Integer, cst.Float, cst.BinaryOperation, cst.UnaryOperation)) and
+                not any(isinstance(n, cst.Call) for n in walk(s, include_self=True)) for s in sides)
+    return False
 
 
 def unpacked_twice(tuples: list[tuple[set[str], cst.BaseExpression]]) -> set[str]:

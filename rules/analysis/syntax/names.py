@@ -41,7 +41,10 @@ def _split_chain(node: cst.CSTNode) -> tuple[cst.Name | None, list[str]]:
 
 
 def _matches(qualname: str, names: Any) -> bool:
-    """``qualname`` is one of ``names``; ``mod.*`` stands for any member of ``mod``."""
+    """``qualname`` is one of ``names``; ``mod.*`` stands for any member of ``mod``. ``torch.torch``
+    is the module itself (``torch.torch.rand``, an attribute popular scripts use by accident)."""
+    while qualname.startswith("torch.torch."):
+        qualname = qualname[len("torch."):]
     if qualname in names:
         return True
     if type(names) is frozenset:  # the rules' name tables: their ``mod.*`` prefixes read once
