@@ -79,6 +79,8 @@ def forward_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
         for cls in c.nodes(cst.ClassDef):  # a custom autograd Function: ``forward`` and ``backward`` run on
             # every ``Fn.apply(...)``, which a model's forward makes (a fused loss, a straight-through op)
             if any(c.matches(b.value, _AUTOGRAD_FUNCTIONS) for b in cls.bases):
+                if f"{cls.name.value}.apply" not in c.source:
+                    continue  # applied nowhere in sight (a loss kept for reference): no per-step code known
                 for stmt in cls.body.body:
                     if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ("forward", "backward"):
                         out[stmt] = StepCaller(f"{cls.name.value}.{stmt.name.value}",
