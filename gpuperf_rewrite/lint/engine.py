@@ -25,6 +25,7 @@ from gpuperf_rewrite.lint.diagnostics import (ERROR_CODES, INTERNAL_ERROR, IO_ER
 from gpuperf_rewrite.lint.fixes import fix_allowed, fix_to_fixpoint
 from gpuperf_rewrite.lint.interrupts import caused_by_interrupt
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse, syntax_gate
+from gpuperf_rewrite.lint.positions import forget_spans
 from gpuperf_rewrite.lint.launch import project_runs
 from gpuperf_rewrite.lint.step_callers import step_callers
 from gpuperf_rewrite.lint.project import is_first_party
@@ -161,6 +162,7 @@ def check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "none
     that raises costs only its own findings: the file gets its E001 (and ``error``) beside the
     other rules' findings, and their fixes are applied."""
     forget_walks()  # the walks kept for the file checked before (rules.analysis.syntax.tree)
+    forget_spans()  # and the positions of its findings (lint.positions)
     try:
         return _check_source(data, path, ruleset, mode, fix_codes, fs_path, facts_store, entry, share_facts,
                              steps_asked)

@@ -33,9 +33,15 @@ class _EditApplier(cst.CSTTransformer):
     """Replaces nodes and inserts statements around others, all in one pass over the tree."""
 
     def __init__(self, replace: dict[cst.CSTNode, Any], before: dict[cst.CSTNode, list[Any]],
-                 after: dict[cst.CSTNode, list[Any]]) -> None:
+                 after: dict[cst.CSTNode, list[Any]], around: set[cst.CSTNode] | None = None) -> None:
         super().__init__()
         self.replace, self.before, self.after = replace, before, after
+        self.around = around  # the nodes that hold an edited node: the only ones entered (None: all)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # A subtree with no edit in it is kept as it is, not rebuilt node by node (most of a big
+        # file's rewrite: issue 34); its code is the same.
+        return self.around is None or node in self.around
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
         result: Any = self.replace.get(original_node, updated_node)
@@ -91,7 +97,10 @@ def apply_fixes(module: cst.Module, ctx: RuleContext, fixes: Iterable[Fix]) -> t
         applied.append(fix)
     if not applied:
         return module, []
-    new_module = module.visit(_EditApplier(replace, before, after)) if (replace or before or after) else module
+    around: set[cst.CSTNode] = set()
+    for node in (*replace, *before, *after):
+        around.update(ctx.ancestors(node))
+    new_module = module.visit(_EditApplier(replace, before, after, around)) if (replace or before or after) else module
     # Imports go after the header's imports and environment lines, never twice (rules/analysis/fixes/edits.py).
     return (add_imports(new_module, imports) if imports else new_module), applied
 

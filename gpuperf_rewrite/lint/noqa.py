@@ -19,7 +19,20 @@ def skips_file(text: str) -> bool:
 
 def noqa_map(text: str) -> dict[int, set[str]]:
     """Line number (1-based) -> suppressed codes (``{"ALL"}`` for a bare ``# noqa``). Comments
-    are found with the tokenizer, so ``"# noqa"`` inside a string does not count."""
+    are found with the tokenizer, so ``"# noqa"`` inside a string does not count. The last text's
+    map is kept (read only): a file's last fix pass and its report ask for the same text's."""
+    last = _LAST[0]
+    if last is not None and (last is text or last == text):
+        return _LAST[1]
+    out = _noqa_map(text)
+    _LAST[:] = [text, out]
+    return out
+
+
+_LAST: list = [None, {}]  # the text noqa_map read last, and its map
+
+
+def _noqa_map(text: str) -> dict[int, set[str]]:
     out: dict[int, set[str]] = {}
     if "noqa" not in text.lower():  # no comment can hold one: the tokenizer is most of a big file's cost here
         return out

@@ -79,8 +79,27 @@ class _SpanState(CodegenState):
 
 def node_spans(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[cst.CSTNode, Span]:
     """``node -> (line, column, end line, end column)`` for each of ``nodes`` (nodes of
-    ``module``), as ``PositionProvider`` would give them."""
+    ``module``), as ``PositionProvider`` would give them. The last module's spans are kept: a
+    file's last fix pass (for its noqa comments) and its report ask for the same findings'."""
     nodes = list(nodes)
+    last, known = _LAST
+    if last is module and all(node in known for node in nodes):
+        return {node: known[node] for node in nodes}
+    spans = _node_spans(module, nodes)
+    _LAST[:] = [module, spans]
+    return spans
+
+
+_LAST: list = [None, {}]  # the module node_spans read last, and the spans it found
+
+
+def forget_spans() -> None:
+    """Drop the kept spans (the lint driver calls this before each file's check: no tree of a
+    file checked before stays referenced)."""
+    _LAST[:] = [None, {}]
+
+
+def _node_spans(module: cst.Module, nodes: list[cst.CSTNode]) -> dict[cst.CSTNode, Span]:
     state = _SpanState(default_indent=module.default_indent, default_newline=module.default_newline,
                        pending={id(node) for node in nodes})
     try:

@@ -326,8 +326,8 @@ def bound_constructor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.Base
     if name is None:
         return None
     fn = ctx.enclosing(at, cst.FunctionDef)
-    values = [v for n, v in ta.assignments() if n == name and
-              (name.startswith("self.") or ctx.enclosing(v, cst.FunctionDef) is fn)]
+    values = [v for _, v in ta.assignments_to(name) if
+              name.startswith("self.") or ctx.enclosing(v, cst.FunctionDef) is fn]
     calls = [strip_chain(v) for v in values]
     if len(calls) != 1 or not isinstance(calls[0], cst.Call) or dotted_name(calls[0].func) is None:
         return None

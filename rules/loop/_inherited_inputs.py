@@ -29,7 +29,19 @@ _ONCE = ("__", "init", "_init", "reset", "load", "save", "build", "setup", "regi
 def _forward_handoff(ctx: RuleContext, ta: TrainingAnalysis, cls: cst.ClassDef) -> str | None:
     """The name of a method of ``cls`` that, once per training step, hands the batch it holds to
     ``self.forward(...)``/``self(...)`` unmoved: a whole step in one call (``train_step``), or a
-    call in one of the file's step loops. None when there is none."""
+    call in one of the file's step loops. None when there is none. Once per class: asked for
+    every copy in its methods (a tenth of a lint of the torch package, issue 34)."""
+    memo = ctx.fact(_handoff_memo)
+    if cls not in memo:
+        memo[cls] = _find_handoff(ctx, ta, cls)
+    return memo[cls]
+
+
+def _handoff_memo(ctx: RuleContext) -> dict[cst.ClassDef, str | None]:
+    return {}
+
+
+def _find_handoff(ctx: RuleContext, ta: TrainingAnalysis, cls: cst.ClassDef) -> str | None:
     for stmt in cls.body.body:
         if not isinstance(stmt, cst.FunctionDef):
             continue

@@ -199,3 +199,51 @@ def test_a_class_imported_from_one_of_several_modules_resolves_alike_every_run()
         call = next(c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == "Net")
         assert project_class(ctx, call).path == "nerf/network.py"  # type: ignore[union-attr]
         assert project_model_class(ctx, call.func).path == "nerf/network.py"  # type: ignore[union-attr]
+
+
+def test_assignments_by_name_are_the_filtered_assignments_in_order() -> None:
+    from gpuperf_rewrite.rules.analysis.model.models import assignments, assignments_to
+
+    ctx = _ctx()
+    pairs = assignments(ctx)
+    for name in {n for n, _ in pairs} | {"nowhere"}:
+        assert assignments_to(ctx, name) == [p for p in pairs if p[0] == name]
+    assert sorted(ctx.code_for(v) for _, v in analysis(ctx).assignments_to("opt")) == [
+        "torch.optim.Adam(net.parameters())", "torch.optim.SGD(net.parameters(), lr=0.1)"]  # annotated too
+
+
+def test_dtype_followed_through_the_assignments_index() -> None:
+    from gpuperf_rewrite.rules.analysis.facts.program import model_precision
+
+    def precision(src: str) -> str | None:
+        src = textwrap.dedent(src)
+        return model_precision(RuleContext(cst.parse_module(src), src))
+
+    base = "import torch\nmodel = torch.nn.Linear(2, 2)\n"
+    assert precision(base + "dt = torch.bfloat16\nmodel.to(dt)\n") == "bfloat16"
+    assert precision(base + "half = torch.float16\ndt = half\nmodel.to(dtype=dt)\n") == "float16"
+    # two values bound to the name: not one dtype (as with a scan of every assignment)
+    assert precision(base + "dt = torch.bfloat16\ndt = torch.float16\nmodel.to(dt)\n") is None
+    assert precision(base + "cfg.dt = torch.float64\nmodel.to(cfg.dt)\n") == "float64"
+    assert precision(base + "model.to(dt)\n") is None
+
+
+def test_noqa_map_and_spans_kept_for_the_last_file_are_fresh_answers() -> None:
+    from gpuperf_rewrite.lint import noqa, positions
+
+    text = "import torch  # noqa: GP101\nx = 1  # noqa\ny = '# noqa'\n"
+    first = noqa.noqa_map(text)
+    assert first == {1: {"GP101"}, 2: {"ALL"}}
+    assert noqa.noqa_map(text) is first and noqa.noqa_map("".join(text)) == first
+    assert noqa.noqa_map("z = 2\n") == {}
+    module = cst.parse_module(SOURCE)
+    calls = [n for n in RuleContext(module, SOURCE).nodes(cst.Call)]
+    fresh = positions._node_spans(module, calls)
+    positions.forget_spans()
+    assert positions.node_spans(module, calls[:3]) == {c: fresh[c] for c in calls[:3]}
+    assert positions.node_spans(module, calls) == fresh  # more nodes than kept: computed again
+    assert positions.node_spans(module, calls[2:5]) == {c: fresh[c] for c in calls[2:5]}
+    other = cst.parse_module(SOURCE)  # an equal tree is another module: its own nodes
+    other_calls = RuleContext(other, SOURCE).nodes(cst.Call)
+    assert positions.node_spans(other, other_calls) == dict(zip(other_calls, fresh.values()))
+    positions.forget_spans()

@@ -106,6 +106,19 @@ def assignments(ctx: RuleContext) -> list[tuple[str, cst.BaseExpression]]:
     return ctx.fact(compute)
 
 
+def assignments_to(ctx: RuleContext, name: str) -> list[tuple[str, cst.BaseExpression]]:
+    """The pairs of :func:`assignments` whose target is ``name``, in the same order: grouped once
+    per file (filtering every assignment of a large file per call asked was quadratic, issue 34)."""
+    return ctx.fact(_assignments_by_name).get(name, [])
+
+
+def _assignments_by_name(ctx: RuleContext) -> dict[str, list[tuple[str, cst.BaseExpression]]]:
+    out: dict[str, list[tuple[str, cst.BaseExpression]]] = {}
+    for pair in assignments(ctx):
+        out.setdefault(pair[0], []).append(pair)
+    return out
+
+
 def loss_classes(ctx: RuleContext) -> set[str]:
     """Classes of this file that are losses, not models: derived from a torch loss, or named
     ``...Loss``/``...Criterion``."""

@@ -20,7 +20,7 @@ from ..syntax.calls import dotted_name, method_call
 from ..syntax.callsites import bound_arg, calls_of
 from ..syntax.context import RuleContext
 from ..syntax.torch_names import DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
-from .models import assigned_module_names, assignments, is_nn_class, module_subclasses
+from .models import assigned_module_names, assignments, assignments_to, is_nn_class, module_subclasses
 
 _OPT_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$|\d)", re.IGNORECASE)
 _SCHED_NAME = re.compile(r"sched|lr_", re.IGNORECASE)
@@ -84,6 +84,10 @@ class TrainingObjects:
     def assignments(self) -> Iterator[tuple[str, cst.BaseExpression]]:
         """(dotted target, value) of every assignment to a name or attribute in the file."""
         return iter(assignments(self.ctx))
+
+    def assignments_to(self, name: str) -> list[tuple[str, cst.BaseExpression]]:
+        """The pairs of :meth:`assignments` whose target is ``name``, in the same order."""
+        return assignments_to(self.ctx, name)
 
     def _names_bound_to(self, names: frozenset[str], exclude: frozenset[str] = frozenset()) -> set[str]:
         """Dotted names (``opt``, ``self.optimizer``) assigned from a call to one of ``names``."""
