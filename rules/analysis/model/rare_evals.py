@@ -15,6 +15,7 @@ from weakref import WeakKeyDictionary
 
 import libcst as cst
 
+from ..syntax.launch import PERIODIC_EVAL
 from ..syntax.tree import Loop
 from .guards import rare_exit_before
 
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 
 # A pass called through more than this many functions is treated as unguarded (keeps the walk small).
 _DEPTH = 4
-PERIODIC_EVAL = "eval batch of a periodic evaluation"
 _CACHE: WeakKeyDictionary[TrainingAnalysis, dict[Loop, bool]] = WeakKeyDictionary()
 
 

@@ -23,7 +23,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
-from ..syntax.launch import StepCaller, project_runs
+from ..syntax.launch import PERIODIC_EVAL, StepCaller, project_runs
 from ..syntax.project import project_class_facts, project_function
 from ..syntax.tree import children_of
 from .handed_callables import handed_roots
@@ -106,7 +106,8 @@ def external_defs(ctx: RuleContext, callers: tuple[StepCaller, ...], train: str)
     out: dict[cst.FunctionDef, StepCaller] = {}
     for fn, caller in handed_roots(ctx).items():  # ``Trainer(get_batch=sample_batch)``
         out[fn] = caller
-    for caller in sorted((*callers, *_inherited(ctx)), key=lambda c: c.kind != train):
+    # a training step's caller first, a periodic evaluation's last (a per-batch caller of another kind wins)
+    for caller in sorted((*callers, *_inherited(ctx)), key=lambda c: (c.kind != train, c.kind == PERIODIC_EVAL)):
         name, _, index = caller.function.partition("()")
         fn = defs.get(name)
         if fn is None:

@@ -74,6 +74,11 @@ class LaunchCommand:
         return f"{self.path}:{self.line}"
 
 
+# ``StepCaller.kind`` of a call made on every batch of an evaluation pass that runs only under a
+# period (``if step % eval_every == 0: validate()``): its reads are guarded (``model.rare_evals``).
+PERIODIC_EVAL = "eval batch of a periodic evaluation"
+
+
 @dataclasses.dataclass(frozen=True)
 class StepCaller:
     """A module of the project that calls ``function`` of the checked module (``to_device``, or

@@ -1,13 +1,14 @@
 import torch.nn.functional as F
 
 from .base_trainer import BaseTrainer
+from .losses import checked_l1
 
 
 class DepthTrainer(BaseTrainer):
     def train_on_batch(self, batch):
         x = batch["image"].to(self.device, non_blocking=True)
         y = batch["depth"].to(self.device, non_blocking=True)
-        loss = F.l1_loss(self.model(x), y)
+        loss = checked_l1(self.model(x), y)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
@@ -16,7 +17,7 @@ class DepthTrainer(BaseTrainer):
     def validate_on_batch(self, batch):
         x = batch["image"].to(self.device, non_blocking=True)
         y = batch["depth"].to(self.device, non_blocking=True)
-        self.val_losses.append(F.l1_loss(self.model(x), y).item())  # every validation batch: guarded
+        self.val_losses.append(checked_l1(self.model(x), y).item())  # every validation batch: guarded
 
     def test_on_batch(self, batch):
         x = batch["image"].to(self.device, non_blocking=True)
