@@ -11,7 +11,6 @@ at the end of every epoch, or from a call that is not under a period, still is.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from weakref import WeakKeyDictionary
 
 import libcst as cst
 
@@ -20,11 +19,11 @@ from ..syntax.tree import Loop
 from .guards import rare_exit_before
 
 if TYPE_CHECKING:
+    from ..syntax.context import RuleContext
     from .training import TrainingAnalysis
 
 # A pass called through more than this many functions is treated as unguarded (keeps the walk small).
 _DEPTH = 4
-_CACHE: WeakKeyDictionary[TrainingAnalysis, dict[Loop, bool]] = WeakKeyDictionary()
 
 
 def runs_rarely(ta: TrainingAnalysis, loop: Loop) -> bool:
@@ -34,10 +33,14 @@ def runs_rarely(ta: TrainingAnalysis, loop: Loop) -> bool:
     # counts as a step loop); never a rollout (an RL agent's environment steps) or a training loop.
     if loop in ta.rollout_loops or loop not in ta.eval_loops and (loop not in ta.step_loops or ta.trains(loop)):
         return False
-    cache = _CACHE.setdefault(ta, {})
-    if loop not in cache:
-        cache[loop] = _guarded(ta, loop, frozenset())
-    return cache[loop]
+    memo = ta.ctx.fact(_rare_memo)
+    if loop not in memo:
+        memo[loop] = _how_often(ta, loop, frozenset()) == _RARE
+    return memo[loop]
+
+
+def _rare_memo(ctx: RuleContext) -> dict[Loop, bool]:
+    return {}
 
 
 def in_rare_eval(ta: TrainingAnalysis, node: cst.CSTNode) -> bool:
@@ -61,10 +64,6 @@ def step_kind(ta: TrainingAnalysis, loop: Loop) -> str:
 # call outside every loop: the pass after training; or in a function this file never calls), or
 # unknown (a cycle, too deep, inside a class body or a lambda).
 _RARE, _EVERY, _ONCE, _UNKNOWN = "rare", "every", "once", "unknown"
-
-
-def _guarded(ta: TrainingAnalysis, node: cst.CSTNode, seen: frozenset) -> bool:
-    return _how_often(ta, node, seen) == _RARE
 
 
 def _how_often(ta: TrainingAnalysis, node: cst.CSTNode, seen: frozenset) -> str:
