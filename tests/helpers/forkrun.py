@@ -1,7 +1,8 @@
 """Run several scripts as ``python SCRIPT ARGS`` would, each in its own forked process, from one
-interpreter that imported torch once: tests that only ask "does this script run" pay torch's
-start-up (~2 s of CPU) once instead of once per script. Not for tests about process isolation,
-the environment or start-up itself: every script sees the environment given here."""
+interpreter that imported torch (and torch._dynamo, which any optimizer imports) once: tests that
+only ask "does this script run" pay torch's start-up (~4 s of CPU with dynamo) once instead of once
+per script. Not for tests about process isolation, the environment or start-up itself: every script
+sees the environment given here."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from pathlib import Path
 _DRIVER = r"""
 import importlib, json, os, runpy, sys
 import torch  # noqa: F401  (the shared start-up)
+import torch._dynamo  # noqa: F401  (every optimizer's constructor imports it: ~3 s of CPU per child otherwise;
+                      # the tool's own fork server preloads it too, runtime/process/forkserver.py)
 for name in json.loads(sys.argv[2]):  # more shared start-up: frameworks every script imports
     importlib.import_module(name)
 jobs = json.loads(sys.argv[1])

@@ -35,6 +35,20 @@ from tests.helpers import reportdocs  # noqa: E402
 from tests.helpers.htmlpage import Dom  # noqa: E402
 
 
+# render_html of one document, once per module: matplotlib draws each chart in ~0.5 s of CPU and
+# several tests read the same page (the shared documents; each real GPU document's page twice).
+# Keyed by the document's content, so a test's edited copy gets a page of its own; a page is a
+# function of its document alone.
+_PAGES: dict[str, str] = {}
+
+
+def page_of(doc) -> str:
+    key = json.dumps(doc, sort_keys=True)
+    if key not in _PAGES:
+        _PAGES[key] = render_html(doc)
+    return _PAGES[key]
+
+
 
 def test_every_document_kind_is_recognised(docs) -> None:
     assert {kind: kind_of(doc) for kind, doc in docs.items()} == {k: k for k in docs}
@@ -46,7 +60,7 @@ def test_ab_page_draws_every_run_and_step_and_says_the_verdict(docs) -> None:
     from gpuperf_rewrite.validate.console import format_ab, verdict_line
 
     doc = docs["ab"]
-    dom = Dom(render_html(doc))
+    dom = Dom(page_of(doc))
     assert dom.text("verdict") == verdict_line(doc).replace("verdict   ", "")
     assert dom.text("verdict").startswith("FASTER: B is ")
     assert dom.text("num-speedup") == f"{doc['speedup']:.3f}x"
@@ -79,7 +93,7 @@ def test_ab_page_on_cuda_draws_device_memory_and_its_peaks(docs) -> None:
 def test_apply_page_lists_subsets_decisions_and_the_escaped_diff(docs) -> None:
     doc = docs["apply"]
     assert doc["status"] == "committed" and doc["diff"]
-    html = render_html(doc)
+    html = page_of(doc)
     dom = Dom(html)
     assert "committed: X1 as " in dom.text("verdict")
     rows = [n for n in dom.ids["attempts-table"].walk() if n.tag == "tr"]
@@ -104,23 +118,23 @@ def test_notes_keep_no_per_step_series(docs) -> None:
 
 def test_regress_and_baseline_pages_draw_the_history_over_commits(docs) -> None:
     regress = docs["regress"]
-    dom = Dom(render_html(regress))
+    dom = Dom(page_of(regress))
     assert dom.text("verdict").startswith("REGRESSION: train.py -")
     # three baselines on a line; regress's side-by-side re-measurement of the nearest apart from it
     assert dom.points("history-0") == 3 and len(regress["history"]) == 4
     assert "history-remeasured" in dom.ids and regress["comparison"] == "side_by_side"
     assert dom.points("current") == 1 and dom.points("current-runs") == len(regress["current"])
     assert "threshold" in dom.ids and dom.points("steps-a-0") == reportdocs.WARMUP + reportdocs.STEPS
-    base = Dom(render_html(docs["baseline"]))
+    base = Dom(page_of(docs["baseline"]))
     assert base.text("verdict").startswith("Baseline for train.py on ")
     assert base.points("history-0") == 3
-    rows = Dom(render_html(docs["history"]))
+    rows = Dom(page_of(docs["history"]))
     assert rows.points("history-0") == 3 and "current" not in rows.ids
 
 
 def test_profile_page_links_each_finding_to_its_rules_documented_in_the_page(docs) -> None:
     doc = docs["profile"]
-    html = render_html(doc)
+    html = page_of(doc)
     dom = Dom(html)
     kinds = [f["kind"] for f in doc["diagnosis"]]
     assert "input_bound" in kinds and dom.text("verdict").startswith("step_limit: ")
@@ -135,14 +149,14 @@ def test_profile_page_links_each_finding_to_its_rules_documented_in_the_page(doc
 
 
 def test_proof_page_has_one_bar_per_fixture(docs) -> None:
-    dom = Dom(render_html(docs["proof"]))
+    dom = Dom(page_of(docs["proof"]))
     assert dom.with_prefix("speedup-") == ["speedup-0", "speedup-1", "speedup-2"]
     assert dom.text("verdict") == "2 of 3 fixtures faster after --apply on NVIDIA H100 80GB HBM3"
 
 
 def test_nothing_is_fetched_and_no_script_runs(docs) -> None:
     for doc in docs.values():
-        html = render_html(doc)
+        html = page_of(doc)
         assert "<script" not in html and "default-src 'none'" in html and "@import" not in html
         links = [v for n in Dom(html).root.walk() for k, v in n.attrs.items() if k in ("src", "href", "xlink:href")]
         assert links and all(v.startswith("#") for v in links), links  # in-page anchors and SVG defs only
@@ -161,7 +175,7 @@ def test_the_gpu_proof_results_render(path) -> None:
 
     doc = load(path)
     kind = kind_of(doc)
-    dom = Dom(render_html(doc))
+    dom = Dom(page_of(doc))
     if kind == "ab":
         assert dom.text("verdict").startswith(doc["verdict"].upper())
         assert dom.points("throughput-b") == len(doc["b"]["samples"])
@@ -170,7 +184,7 @@ def test_the_gpu_proof_results_render(path) -> None:
         assert len(dom.with_prefix("speedup-")) == len(doc["fixtures"])
     else:
         assert kind == ("apply" if path.name.startswith(("apply-", "harmful-")) else "profile")
-        assert dom.with_prefix("") and "Traceback" not in render_html(doc)
+        assert dom.with_prefix("") and "Traceback" not in page_of(doc)
 
 
 # -- hostile data -------------------------------------------------------------------------------
@@ -392,11 +406,15 @@ def open_page(path: Path, *action: str, tmp: Path) -> tuple[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def pages(docs, tmp_path_factory) -> dict:
+    from gpuperf_rewrite.report import render
+
     tmp = tmp_path_factory.mktemp("pages")
     out = {}
-    for kind, doc in docs.items():
-        write_html(tmp / f"{kind}.html", doc)
-        out[kind] = (tmp / f"{kind}.html", doc)
+    with pytest.MonkeyPatch.context() as mp:  # write_html's own write, the pages the tests above read
+        mp.setattr(render, "render_html", page_of)
+        for kind, doc in docs.items():
+            write_html(tmp / f"{kind}.html", doc)
+            out[kind] = (tmp / f"{kind}.html", doc)
     return out
 
 
@@ -463,7 +481,7 @@ def test_profile_page_lists_findings_with_their_config_key_and_what_the_run_rule
     assert "loader.num_workers missing in config.yaml" in table and "num_workers=0" in table
     assert "<0>" in table and "<0>" not in html  # escaped
     assert "eval.py:4" in dom.text("findings-dropped") and "was built at this line" in dom.text("findings-dropped")
-    assert "findings-table" not in render_html(docs["profile"])  # a document without findings: no section
+    assert "findings-table" not in page_of(docs["profile"])  # a document without findings: no section
 
 
 def test_apply_page_shows_what_the_profile_run_saw(docs) -> None:
@@ -475,4 +493,4 @@ def test_apply_page_shows_what_the_profile_run_saw(docs) -> None:
     dom = Dom(html)
     assert "data.py:30" in dom.text("run-time-findings") and "loader.num_workers in config.yaml" in dom.text("run-time-findings")
     assert "GP203" in dom.text("run-time-ruled-out") and "<cfg>" not in html
-    assert "run-time-findings" not in render_html(docs["apply"])
+    assert "run-time-findings" not in page_of(docs["apply"])
