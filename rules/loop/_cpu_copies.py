@@ -26,9 +26,9 @@ def cpu_device(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression,
         return literal_value(expr.args[0].value) == "cpu"
     if isinstance(expr, cst.Name) and depth < _MAX_DEPTH:
         fn = ctx.enclosing(at, cst.FunctionDef)
-        values = [v for n, v in ta.assignments() if n == expr.value and ctx.enclosing(v, cst.FunctionDef) is fn]
+        values = [v for _, v in ta.assignments_to(expr.value) if ctx.enclosing(v, cst.FunctionDef) is fn]
         if not values and fn is not None:
-            values = [v for n, v in ta.assignments() if n == expr.value and ctx.enclosing(v, cst.FunctionDef) is None]
+            values = [v for _, v in ta.assignments_to(expr.value) if ctx.enclosing(v, cst.FunctionDef) is None]
         return bool(values) and all(cpu_device(ctx, ta, v, at, depth + 1) for v in values)
     return False
 
@@ -77,7 +77,7 @@ def on_host_by_copy(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpres
         if last is not None:
             return on_host_by_copy(ctx, ta, last.value, last, depth + 1)
         fn = ctx.enclosing(at, cst.FunctionDef)
-        values = [v for n, v in ta.assignments() if n == base.value and ctx.enclosing(v, cst.FunctionDef) is fn]
+        values = [v for _, v in ta.assignments_to(base.value) if ctx.enclosing(v, cst.FunctionDef) is fn]
         return bool(values) and all(on_host_by_copy(ctx, ta, v, at, depth + 1) for v in values)
     return False
 

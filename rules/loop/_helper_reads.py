@@ -305,7 +305,7 @@ _CONTAINER_METHODS = frozenset({"update", "add", "append", "extend", "insert", "
 def _bound_here(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression, at: cst.CSTNode) -> bool:
     name = dotted_name(receiver)
     fn = ctx.enclosing(at, cst.FunctionDef)
-    return name is None or any(n == name and ctx.enclosing(v, cst.FunctionDef) is fn for n, v in ta.assignments())
+    return name is None or any(ctx.enclosing(v, cst.FunctionDef) is fn for _, v in ta.assignments_to(name))
 
 
 def _local_callee(ctx: RuleContext, qual: str,
@@ -363,7 +363,7 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressi
         fn = ctx.enclosing(at, cst.FunctionDef)
         last = reaching_assignment(ctx, expr.value, at)
         values = [last.value] if last is not None else \
-            [v for n, v in ta.assignments() if n == expr.value and ctx.enclosing(v, cst.FunctionDef) is fn]
+            [v for _, v in ta.assignments_to(expr.value) if ctx.enclosing(v, cst.FunctionDef) is fn]
         if last is None and values:  # the binding last before the call in the text (``loss = crit(...)``
             order = ctx.preorder()  # ahead of a later ``loss = loss.item()``)
             before = [v for v in values if order.get(v, 0) < order.get(at, 0)]

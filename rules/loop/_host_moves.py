@@ -43,7 +43,7 @@ def host_data_argument(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -
     if isinstance(arg, cst.Call):
         return ctx.matches(arg.func, {"numpy.*"}) or method_call(arg, "numpy", "tolist")
     if isinstance(arg, cst.Name):
-        values = [v for name, v in ta.assignments() if name == arg.value]
+        values = [v for _, v in ta.assignments_to(arg.value)]
         return bool(values) and all(isinstance(v, cst.Call) and (
             ctx.matches(v.func, {"numpy.*"}) or method_call(v, "numpy", "tolist")) for v in values)
     return False

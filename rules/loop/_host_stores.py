@@ -62,7 +62,7 @@ def _host_buffer(ctx: RuleContext, ta: TrainingAnalysis, name: cst.BaseExpressio
     (``torch.zeros(n)``), a tensor in host memory? Not a list of a batch's tensors, not
     ``zeros_like`` (the device of its argument)."""
     fn = ctx.enclosing(at, cst.FunctionDef)
-    values = [v for n, v in ta.assignments() if n == dotted_name(name) and ctx.enclosing(v, cst.FunctionDef) is fn]
+    values = [v for _, v in ta.assignments_to(dotted_name(name)) if ctx.enclosing(v, cst.FunctionDef) is fn]
     return bool(values) and all(isinstance(v, cst.Call) and ctx.matches(v.func, _FACTORIES) and
                                 not any(a.keyword is not None and a.keyword.value == "device" or a.star for a in v.args)
                                 for v in values) and host_tensor(ctx, ta, name, at)

@@ -62,7 +62,7 @@ def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: 
     if source is not None and _host(ctx, ta, source, at, depth + 1):
         return True
     fn = ctx.enclosing(at, cst.FunctionDef)
-    values = [v for n, v in ta.assignments() if n == base.value and ctx.enclosing(v, cst.FunctionDef) is fn]
+    values = [v for _, v in ta.assignments_to(base.value) if ctx.enclosing(v, cst.FunctionDef) is fn]
     if values and _accumulated_on_host(ctx, ta, base.value, fn, values, depth):
         return True
     return _unmoved_batch(ctx, ta, base, at) or _next_batch_field(ctx, ta, base, at) or on_host(ctx, base, at)
@@ -75,7 +75,7 @@ def _constant(ta: TrainingAnalysis, expr: cst.BaseExpression) -> bool:
         return True
     if not isinstance(expr, cst.Name):
         return False
-    values = [v for n, v in ta.assignments() if n == expr.value]
+    values = [v for _, v in ta.assignments_to(expr.value)]
     return bool(values) and all(_constant(ta, v) for v in values if not isinstance(v, cst.Name))
 
 
@@ -134,7 +134,7 @@ def _next_batch_field(ctx: RuleContext, ta: TrainingAnalysis, name: cst.Name, at
             not last.value.args or placed_by_framework(ctx, last.value):
         return False
     source = last.value.args[0].value
-    values = [v for n, v in ta.assignments() if n == dotted_name(source)] if dotted_name(source) else []
+    values = [v for _, v in ta.assignments_to(dotted_name(source))] if dotted_name(source) else []
     if values and all(isinstance(v, cst.Call) and ctx.matches(v.func, {"builtins.iter"}) and v.args and
                       ta.is_dataloader(v.args[0].value) and not iterates_placed_batches(ctx, v.args[0].value)
                       for v in values):

@@ -172,7 +172,7 @@ def _placing_call(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: 
             return _placed(ctx, ta, func.value, loop, depth + 1)
         owner = dotted_name(func.value)
         if owner is not None and func.attr.value not in ("__getitem__",):
-            values = [v for bound, v in ta.assignments() if bound == owner]
+            values = [v for _, v in ta.assignments_to(owner)]
             if values and all(isinstance(v, cst.Call) and passes_device(ctx, v) for v in values):
                 return True  # ``loader = DataLoaderLite(..., device=device)``; ``loader.next_batch()``
             if values and all(isinstance(v, cst.Call) and isinstance(v.func, cst.Name) for v in values):

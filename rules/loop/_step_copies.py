@@ -173,7 +173,7 @@ def _nexts_a_loader(ta: TrainingAnalysis, loop: cst.While) -> bool:
                 node.args and not node.args[0].star:
             source = node.args[0].value
             name = dotted_name(source)
-            values = [v for bound, v in ta.assignments() if bound == name] if name else []
+            values = [v for _, v in ta.assignments_to(name)] if name else []
             if ta.is_dataloader(source) or values and all(ta.is_dataloader(v) for v in values):
                 return True
     return False

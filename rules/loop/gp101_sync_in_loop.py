@@ -429,7 +429,7 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.BaseExpressio
     if not isinstance(arg, cst.Name) or not _loss_named(arg):
         return False
     fn = ctx.enclosing(at, cst.FunctionDef)
-    values = [v for n, v in ta.assignments() if n == arg.value and ctx.enclosing(v, cst.FunctionDef) is fn]
+    values = [v for _, v in ta.assignments_to(arg.value) if ctx.enclosing(v, cst.FunctionDef) is fn]
     if not values:
         return False
     for v in values:

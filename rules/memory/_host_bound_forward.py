@@ -39,12 +39,16 @@ def host_bound_forward(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionD
     tests leave: a walk of its body); empty otherwise."""
     name = fn.name.value
     if fn.asynchronous is not None or name in ("forward", "__call__") or name.endswith("_step") or \
-            name.startswith("on_") or grad_uses() or in_no_grad(ctx, fn.body) or \
+            name.startswith("on_"):
+        return []
+    # Its forwards first: most functions run none, and the tests after it walk the whole body
+    # (every test here is a pure question of the tree: their order changes no answer).
+    forwards = [c for c in walk(fn.body) if isinstance(c, cst.Call) and module_run(ta, c)]
+    if not forwards or grad_uses() or in_no_grad(ctx, fn.body) or \
             any(isinstance(n, cst.With) and any(ctx.matches(_func(i.item), NO_GRAD) for i in n.items)
                 for n in walk(fn.body)):
         return []
-    forwards = [c for c in walk(fn.body) if isinstance(c, cst.Call) and module_run(ta, c)]
-    if not forwards or not all(ends_on_host(ta, fn, call) for call in forwards):
+    if not all(ends_on_host(ta, fn, call) for call in forwards):
         return []
     calls = ta.calls_of(fn)
     if not calls and ta.every_step_caller(forwards[0]) is not None:

@@ -58,7 +58,7 @@ def _classes_in(ta: TrainingAnalysis, expr: cst.CSTNode) -> set[str]:
 def _classes_of(ta: TrainingAnalysis, name: str) -> set[str] | None:
     """The module classes a name is built from (through one helper function's ``return``),
     or None when some of its values are built out of sight."""
-    values = [v for bound, v in ta.assignments() if bound == name]
+    values = [v for _, v in ta.assignments_to(name)]
     if not values:
         return None
     out: set[str] = set()

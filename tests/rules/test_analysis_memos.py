@@ -208,6 +208,7 @@ def test_assignments_by_name_are_the_filtered_assignments_in_order() -> None:
     pairs = assignments(ctx)
     for name in {n for n, _ in pairs} | {"nowhere"}:
         assert assignments_to(ctx, name) == [p for p in pairs if p[0] == name]
+    assert assignments_to(ctx, None) == [p for p in pairs if p[0] == None] == []  # noqa: E711 (a target with no dotted name)
     assert sorted(ctx.code_for(v) for _, v in analysis(ctx).assignments_to("opt")) == [
         "torch.optim.Adam(net.parameters())", "torch.optim.SGD(net.parameters(), lr=0.1)"]  # annotated too
 

@@ -138,6 +138,16 @@ def test_index_matches_libcst_visitor(source: Path | str) -> None:
         assert [id(c) for c in children_of(node)] == [id(c) for c in node.children]
 
 
+@pytest.mark.parametrize("source", [*SOURCES, "<extra>"], ids=lambda p: getattr(p, "name", p))
+def test_children_of_every_node_match_libcst(source: Path | str) -> None:
+    """The readers written per node type (``tree._reader``) list what ``node.children`` lists, in
+    its order, for every node of the file, whatever its type."""
+    text = EXTRA if source == "<extra>" else Path(source).read_text(encoding="utf-8")
+    module = cst.parse_module(text)
+    for node in RuleContext(module, text).preorder():
+        assert [id(c) for c in children_of(node)] == [id(c) for c in node.children], type(node).__name__
+
+
 # A star import (it binds nothing for LibCST either) and names bound nowhere the node sees: a name
 # imported in another function, a comprehension's variable after it, a typo, module dunders; names
 # a closure reads from its enclosing function (an import there, a local).

@@ -296,7 +296,15 @@ def is_class_call(ctx: RuleContext, call: cst.Call, classes: frozenset[str]) -> 
 
 def qualified_name(ctx: RuleContext, fn: cst.FunctionDef) -> str | None:
     """``name`` of a module-level function, ``Class.name`` of a method (``functions_of``)."""
-    return next((name for name, f in functions_of(ctx) if f is fn), None)
+    return ctx.fact(_qualified_names).get(fn)
+
+
+def _qualified_names(ctx: RuleContext) -> dict[cst.FunctionDef, str]:
+    # once per file: asked of every function of a module, a scan of ``functions_of`` each was quadratic
+    out: dict[cst.FunctionDef, str] = {}
+    for name, fn in functions_of(ctx):
+        out.setdefault(fn, name)
+    return out
 
 
 def gathered_param(fn: cst.FunctionDef, params: tuple[str, ...], returns: list[cst.BaseExpression],

@@ -168,7 +168,7 @@ def dataloader_calls(ta: TrainingAnalysis, expr: cst.BaseExpression, depth: int 
     name = dotted_name(expr)
     if name is None:
         return None
-    values = [v for bound, v in ta.assignments() if bound == name]
+    values = [v for _, v in ta.assignments_to(name)]
     if values:
         return _all_dataloader_calls(ta, values, depth)
     fn = ctx.enclosing(expr, cst.FunctionDef)

@@ -106,10 +106,11 @@ def assignments(ctx: RuleContext) -> list[tuple[str, cst.BaseExpression]]:
     return ctx.fact(compute)
 
 
-def assignments_to(ctx: RuleContext, name: str) -> list[tuple[str, cst.BaseExpression]]:
+def assignments_to(ctx: RuleContext, name: str | None) -> list[tuple[str, cst.BaseExpression]]:
     """The pairs of :func:`assignments` whose target is ``name``, in the same order: grouped once
-    per file (filtering every assignment of a large file per call asked was quadratic, issue 34)."""
-    return ctx.fact(_assignments_by_name).get(name, [])
+    per file (filtering every assignment of a large file per call asked was quadratic, issue 34).
+    None (a target with no dotted name): none."""
+    return ctx.fact(_assignments_by_name).get(name, []) if name is not None else []
 
 
 def _assignments_by_name(ctx: RuleContext) -> dict[str, list[tuple[str, cst.BaseExpression]]]:

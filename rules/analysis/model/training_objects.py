@@ -85,7 +85,7 @@ class TrainingObjects:
         """(dotted target, value) of every assignment to a name or attribute in the file."""
         return iter(assignments(self.ctx))
 
-    def assignments_to(self, name: str) -> list[tuple[str, cst.BaseExpression]]:
+    def assignments_to(self, name: str | None) -> list[tuple[str, cst.BaseExpression]]:
         """The pairs of :meth:`assignments` whose target is ``name``, in the same order."""
         return assignments_to(self.ctx, name)
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import libcst as cst
 
@@ -116,23 +117,40 @@ def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
     """``node.children`` without its cost. LibCST computes ``children`` by running a visitor
     that rebuilds (and re-validates) the node; reading the child fields directly is several
     times faster and returns the same nodes in the same order."""
-    fields = _CHILD_FIELDS.get(type(node), _DEFAULT)
-    if fields is _DEFAULT:
-        fields = _child_fields(type(node))
-    if fields is None:
-        return list(node.children)
-    kids: list[cst.CSTNode] = []
-    for name in fields:
-        value = getattr(node, name)
-        # A child field holds a node, a sequence of nodes, None or MaybeSentinel.DEFAULT.
-        # Exact type tests: isinstance on LibCST's abstract node classes is slow.
-        if value is None or value is _DEFAULT:
-            continue
-        if type(value) is tuple or type(value) is list:
-            kids.extend(value)
-        else:
-            kids.append(value)
-    return kids
+    read = _READERS.get(type(node))
+    if read is None:
+        read = _reader(type(node))
+    return read(node)
+
+
+# node type -> the function that lists a node's children (:func:`_reader`)
+_READERS: dict[type, Callable[[cst.CSTNode], list[cst.CSTNode]]] = {}
+
+
+def _reader(cls: type) -> Callable[[cst.CSTNode], list[cst.CSTNode]]:
+    """The children of a ``cls`` node, read field by field in :func:`_child_fields`' order by a
+    function written for the type: plain attribute reads instead of a loop of ``getattr`` over
+    the names (the tree walks were a fifth of a lint of library code, issue 34). A child field
+    holds a node, a sequence of nodes, None or MaybeSentinel.DEFAULT; exact type tests, as
+    isinstance on LibCST's abstract node classes is slow."""
+    fields = _child_fields(cls)
+    if fields is None or not all(name.isidentifier() for name in fields):
+        read: Callable[[cst.CSTNode], list[cst.CSTNode]] = lambda node: list(node.children)  # noqa: E731
+    else:
+        lines = ["def read(node):", "    kids = []"]
+        for name in fields:
+            lines += [f"    value = node.{name}",
+                      "    if value is not None and value is not DEFAULT:",
+                      "        if type(value) is tuple or type(value) is list:",
+                      "            kids.extend(value)",
+                      "        else:",
+                      "            kids.append(value)"]
+        lines.append("    return kids")
+        space: dict[str, Any] = {"DEFAULT": _DEFAULT}
+        exec(compile("\n".join(lines), f"<children of {cls.__name__}>", "exec"), space)  # noqa: S102
+        read = space["read"]
+    _READERS[cls] = read
+    return read
 
 
 def suite_statements(suite: cst.BaseSuite | cst.Module) -> list[cst.BaseStatement | cst.BaseSmallStatement]:
@@ -206,12 +224,14 @@ def _walk(node: cst.CSTNode, into_nested: bool, include_self: bool,
     else:
         stack = children_of(node)
         stack.reverse()
+    readers = _READERS
     while stack:
         cur = stack.pop()
         yield cur
         if (type(cur) in exact) if exact is not None else (barrier and isinstance(cur, barrier)):
             continue
-        kids = children_of(cur)
+        read = readers.get(type(cur))  # children_of, inlined: the walks' innermost loop
+        kids = read(cur) if read is not None else _reader(type(cur))(cur)
         kids.reverse()
         stack.extend(kids)
 
@@ -239,15 +259,18 @@ def index(module: cst.Module) -> tuple[dict[cst.CSTNode, cst.CSTNode], dict[type
     by_type: dict[type, list[cst.CSTNode]] = {}
     order: list[cst.CSTNode] = []
     stack: list[cst.CSTNode] = [module]
+    readers = _READERS
     while stack:
         node = stack.pop()
         order.append(node)
-        group = by_type.get(type(node))
+        cls = type(node)
+        group = by_type.get(cls)
         if group is None:
-            by_type[type(node)] = [node]
+            by_type[cls] = [node]
         else:
             group.append(node)
-        kids = children_of(node)
+        read = readers.get(cls)  # children_of, inlined
+        kids = read(node) if read is not None else _reader(cls)(node)
         if kids:
             for kid in kids:
                 parents[kid] = node
