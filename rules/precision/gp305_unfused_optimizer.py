@@ -10,7 +10,7 @@ from .._api import Finding, Fix, Invalid, NoFix, Replace, Rule, Valid, dedent
 from ..analysis.facts.cli_defaults import false_default_flag
 from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_docs import HF, LIGHTNING, blind_silent
-from ..analysis.facts.picked_classes import picked_class, wrapped_class
+from ..analysis.facts.picked_classes import Pick, picked_class, wrapped_class
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import (
     TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, binding_body,
@@ -224,6 +224,14 @@ _PICKED_NO_FIX = NoFix("the class is picked by name when the script runs, and an
                        "pass it where the Adam, AdamW or SGD class is picked")
 
 
+_PASSED_NO_FIX = NoFix("the class is a parameter's default and a caller may pass another, which may not take "
+                       "fused=: pass it where the Adam, AdamW or SGD class is chosen")
+
+
+def _pick_no_fix(pick: Pick) -> NoFix:
+    return _PASSED_NO_FIX if pick.passed else _PICKED_NO_FIX
+
+
 def _picked_finding(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
     """``getattr(optim, args.optim)(params)`` with ``--optim`` defaulting to Adam, a table's
     ``OPTIMIZERS[name](params)``, ``partial(torch.optim.AdamW, lr=lr)(params)``: an Adam, AdamW or
@@ -234,7 +242,7 @@ def _picked_finding(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
             get_arg(call, "fused") is not None or \
             get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call):
         return
-    outcome = _fix(ctx, call) if pick.every_run else _PICKED_NO_FIX
+    outcome = _fix(ctx, call) if pick.every_run else _pick_no_fix(pick)
     yield Finding.of(call, f"optimizer {pick.words} without fused=: its update runs as many separate kernels "
                            "over every parameter; use the fused implementation on CUDA", outcome)
 
@@ -307,7 +315,7 @@ def _factory_findings(ctx: RuleContext, starred: bool = False) -> Iterator[Findi
                                 "fused=: pass it only where the Adam, AdamW or SGD class is chosen")
             pick = picked_class(ctx, call.func) if outcome is None and choices is None else None
             if pick is not None and not pick.every_run:
-                outcome = _PICKED_NO_FIX
+                outcome = _pick_no_fix(pick)
             module_self = _lightning_self(ctx, call) if outcome is None else None
             if module_self is not None:  # a LightningModule's configure_optimizers
                 outcome = _fix(ctx, call)
