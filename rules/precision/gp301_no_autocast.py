@@ -24,7 +24,7 @@ from ..analysis.syntax.tree import walk
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with, project_runs
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
-from ._opt_in import OptInFlag, amp_options, opt_in_amp, precision_opt_in, under_flag
+from ._opt_in import OptInFlag, amp_options, opt_in_amp, plain_switches, precision_opt_in, under_flag
 
 _LOSS_ARG = re.compile(r"loss|cost|objective", re.IGNORECASE)
 
@@ -349,6 +349,8 @@ def _managed(ctx: RuleContext) -> bool:
 
 def _apex_off(ctx: RuleContext, call: cst.Call, flag: OptInFlag | None) -> bool:
     level = get_arg(call, "opt_level")
+    if flag is not None and under_flag(ctx, call, flag.name):
+        return True  # ``if fp16: ... = amp.initialize(..., opt_level="O1")``: on only when the switch is
     if level is not None and isinstance(literal_value(level.value), str):
         return str(literal_value(level.value)).upper() == "O0"
     if flag is None:
@@ -392,6 +394,10 @@ def _handed_switch(ctx: RuleContext, call: cst.Call) -> OptInFlag | None:
     for flag in amp_options(ctx):
         if any(dotted_name(a.value) in parsed or isinstance(a.value, cst.Attribute) and a.value.attr.value == flag.name
                for a in call.args):
+            return flag
+    for flag in plain_switches(ctx):  # ``fit_one_epoch(..., fp16, scaler)`` with ``fp16 = False`` above
+        if any(isinstance(a.value, cst.Name) and a.value.value == flag.name or
+               isinstance(a.value, cst.Attribute) and a.value.attr.value == flag.name for a in call.args):
             return flag
     return None
 

@@ -9,6 +9,7 @@ import libcst as cst
 
 from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates, worker_keeping_loaders
 from ..syntax.calls import dataloader_arg, dotted_name
+from ..syntax.chosen_classes import chosen_classes
 from ..syntax.context import RuleContext
 from ..syntax.project import project_calls, project_listed
 from ..syntax.torch_names import DATALOADERS
@@ -26,11 +27,18 @@ def is_loader_call(ctx: RuleContext, call: cst.Call) -> bool:
     if ctx.is_call_to(call, DATALOADERS):
         return True
     func = call.func
+    if isinstance(func, (cst.Name, cst.IfExp)) and (choices := chosen_classes(ctx, func)):
+        # ``loader_cls = DataListLoader if multi_gpu else DataLoader``: every class it may be is a loader
+        return all(_loader_class(ctx, c) for c in choices)
     if isinstance(func, cst.Attribute) and func.attr.value == "__init__":
         return base_loader_init(ctx, call) is not None
-    if not isinstance(func, (cst.Name, cst.Attribute)):
-        return False
-    if isinstance(func, cst.Name) and func.value in ctx.fact(loader_subclasses):
+    return isinstance(func, (cst.Name, cst.Attribute)) and _loader_class(ctx, func)
+
+
+def _loader_class(ctx: RuleContext, func: cst.BaseExpression) -> bool:
+    """Does ``func`` name a DataLoader class: torch's, a library's, or a subclass of the user's
+    that passes its arguments through?"""
+    if ctx.matches(func, DATALOADERS) or isinstance(func, cst.Name) and func.value in ctx.fact(loader_subclasses):
         return True
     return ctx.fact(_imports_loaders) and project_listed(ctx, func, "loaders") is not None
 
