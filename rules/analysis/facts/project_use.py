@@ -18,6 +18,7 @@ from ..syntax.project import (CONV, MATMUL, ModuleFacts, ProjectCall, model_meth
                               project_calls, project_class, project_class_table, project_listed, project_method,
                               project_model_class, project_module, project_table)
 from .frameworks import framework_trains
+from .picked_classes import default_string
 from .program import is_script
 from .self_training import self_trained_models
 
@@ -254,6 +255,10 @@ def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:
         return project_module(ctx, func.args[0].value)
     if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "eval" and func.args:
         return _evaluated_module(ctx, func.args[0].value)
+    if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Call) and \
+            isinstance(func.value.func, cst.Name) and func.value.func.value in ("globals", "vars", "locals") and \
+            len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index):
+        return _named_model_module(ctx, func.slice[0].slice.value)  # ``globals()[args.arch](...)``
     return None
 
 
@@ -262,7 +267,9 @@ def _evaluated_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts
     cfg.MODEL.NAME + '.get_seg_model')``, ``eval(f"nets.{arch}")``, ``eval("models.%s" % name)``):
     the model is picked from it by name."""
     prefix = literal_prefix(expr)
-    if not prefix or "." not in prefix:
+    if not prefix:
+        return _named_model_module(ctx, expr)  # ``eval(args.model_name)`` with ``--model_name`` a class's name
+    if "." not in prefix:
         return None
     parts = prefix.split(".")[:-1]  # the dotted module before the first computed part
     for i in range(len(parts), 0, -1):
@@ -270,6 +277,19 @@ def _evaluated_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts
         if found is not None:
             return found
     return None
+
+
+def _named_model_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
+    """The module of the user's whose model classes hold the class a name evaluates to on the
+    default run (``eval(args.model_name)(...)``, ``globals()[cfg.arch](...)`` with the option
+    defaulting to ``"TensorVMSplit"``, a class the file imports, by name or with ``*``)."""
+    found = default_string(ctx, expr)
+    if found is not None:
+        return next((m for m in ctx.project.values() if found[0] in m.models), None) if found[0].isidentifier() else None
+    # The default is out of sight (an options module of the user's): one module alone brings model
+    # classes, so the name picks one of them.
+    holders = [m for m in ctx.project.values() if m.models]
+    return holders[0] if len(holders) == 1 and isinstance(expr, (cst.Name, cst.Attribute)) else None
 
 
 def literal_prefix(expr: cst.BaseExpression) -> str | None:
