@@ -14,7 +14,7 @@ from ..analysis.facts.workload import MATMUL_USERS, matmul_operator, model_zoo
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, hf_tf32, matmul_precision_fix
 from ..analysis.syntax.calls import get_arg
-from ..analysis.facts.project_use import model_source, program_trains, project_model, set_elsewhere
+from ..analysis.facts.project_use import model_source, project_model, trains_or_steps_held_model, set_elsewhere
 from ..analysis.facts.self_training import trains_itself
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.project import MATMUL, TF32
@@ -169,7 +169,7 @@ class NoTF32(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not program_trains(ctx) or cpu_only(ctx) or model_precision(ctx) and precision_opt_in(ctx) is None:
+        if not trains_or_steps_held_model(ctx) or cpu_only(ctx) or model_precision(ctx) and precision_opt_in(ctx) is None:
             return
         if _tf32_chosen(ctx) or set_elsewhere(ctx, TF32):  # here, or by the user's module it calls
             return

@@ -19,7 +19,7 @@ from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import NO_TOP_IMPORT, lightning_benchmark_fix
 from ..analysis.syntax.calls import get_arg, literal_value
 from ..analysis.fixes.framework_blind import unseen_settings
-from ..analysis.facts.project_use import model_source, program_trains, project_model, set_elsewhere, training_calls
+from ..analysis.facts.project_use import model_source, project_model, trains_or_steps_held_model, set_elsewhere, training_calls
 from ..analysis.model.step_code import walk_with_callees
 from ..analysis.syntax.calls import method_call
 from ..analysis.syntax.project import project_function
@@ -221,7 +221,7 @@ class NoCudnnBenchmark(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not program_trains(ctx) or cpu_only(ctx) or set_elsewhere(ctx, CUDNN) or _only_timing_loops(ctx):
+        if not trains_or_steps_held_model(ctx) or cpu_only(ctx) or set_elsewhere(ctx, CUDNN) or _only_timing_loops(ctx):
             return  # (a Trainer of the user's other modules, or a module imported, chose already)
         if varying_batch_shapes(ctx):
             return  # batches padded to their own longest item: benchmarking would re-tune every shape
