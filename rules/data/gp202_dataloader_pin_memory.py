@@ -10,7 +10,7 @@ from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, bl
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.facts.loader_builders import built_loaders
-from ..analysis.facts.loaders import index_dataset, loader_calls
+from ..analysis.facts.loaders import host_list_batches, index_dataset, loader_calls
 from ..analysis.fixes.edits import torch_alias
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import literal_value
@@ -124,6 +124,8 @@ class DataloaderPinMemory(Rule):
         for call in calls:
             if index_dataset(ctx, call):
                 continue  # batches of a few integer indices: nothing worth pinning
+            if host_list_batches(ctx, call):
+                continue  # batches of Python lists (captions, file paths): nothing to pin
             settings = settings_of(ctx, call, "pin_memory")
             if call_keywords(ctx, call).opaque and (cfg := config_settings(ctx, call)) is not None:
                 if cfg[1].get("pin_memory", False) is False and not takes_one_batch(ctx, call):
