@@ -48,7 +48,7 @@ def zero_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
         return f"--{name}"
     if any(f"{expr.value.value}.{name}" in m.zero_fields for m in ctx.project.values()):
         return name  # a configuration key: yacs/GraphGym runs pass ``num_workers 4`` after the options
-    return None
+    return _entry_option(ctx, "zero", name)
 
 
 def _stored_flag(ctx: RuleContext, expr: cst.Attribute, read: Callable[[RuleContext, cst.BaseExpression], str | None],
@@ -97,6 +97,16 @@ def false_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None
         return f"--{name}"
     if any(f"{expr.value.value}.{name}" in m.false_fields for m in ctx.project.values()):
         return name  # a configuration key (``config_defaults``)
+    return _entry_option(ctx, "false", name)
+
+
+def _entry_option(ctx: RuleContext, kind: str, name: str) -> str | None:
+    """``--<name>`` when every entry script that runs this module defines that option, off by
+    default (``EntryScript.settings``: ``zero:num_workers``), itself or in a module it imports (a
+    loader factory handed the parsed ``args`` by train.py, whose parser is in utils/parsing.py)."""
+    entries = project_runs(ctx).entries
+    if entries and all(f"{kind}:{name}" in e.settings for e in entries):
+        return f"--{name}"
     return None
 
 
