@@ -58,8 +58,14 @@ class DataloaderPinMemory(Rule):
         "`**` dict the file cannot see into is skipped. The fix writes `pin_memory` next to "
         "`num_workers` (or into the dict's only literal definition) when that dict feeds nothing "
         "but DataLoaders, else the finding comes without a fix.",
-        "A loader only asked for its first batch (`next(iter(loader))`), or over a range of indices "
-        "(`DataLoader(torch.arange(n))`: a few bytes a batch), is not reported.",
+        "A loader only asked for its first batch (`next(iter(loader))`), over a range of indices "
+        "(`DataLoader(torch.arange(n))`: a few bytes a batch), or whose `collate_fn` (a function or method of the "
+        "file, a lambda) returns only Python lists (`[frame[c].tolist() for c in frame]` of captions and file paths, "
+        "a dict of `.tolist()`s: nothing to pin) is not reported.",
+        "`pin_memory`/`num_workers` read from a configuration node's key whose default the user's module sets off "
+        "(yacs/GraphGym `cfg.pin_memory = False` in `set_cfg(cfg)`), or from `args` handed in by an entry script whose "
+        "parser (its own or a module it imports) defines the option off by default, are named as the key or flag a "
+        "run passes.",
         "A `DataLoader` subclass of the user's that passes DataLoader's arguments through counts as "
         "a DataLoader (see GP201); one with a signature of its own is reported at its "
         "`super().__init__(...)` when that leaves pin_memory out (its callers cannot set it). webdataset's "

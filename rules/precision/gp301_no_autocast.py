@@ -106,7 +106,11 @@ class NoAutocast(Rule):
         "`--amp` opt level defaulting to `O0` (float32: apex then owns no precision, nor with `opt_level=\"O0\"`); an "
         "autocast picked only under the switch (`if args.amp: amp_autocast = partial(torch.autocast, ...)`) or in a "
         "helper with a no-op alternative (`get_autocast(args.precision)` returning `suppress`); an entry handing its "
-        "parsed options to a step of another module whose autocast follows them.",
+        "parsed options to a step of another module whose autocast follows them. A switch written as a plain value is one "
+        "too: a variable of the script's settings block (`fp16 = False`, read by `if fp16:` or handed on, "
+        "`fit_one_epoch(..., fp16, scaler)`) or a function's or constructor's argument defaulting to False (a `fire` CLI's "
+        "`def train(data, fp16=False)`, `Trainer.__init__(self, ..., fp16=False)` with apex's `amp.initialize` under "
+        "`if fp16:`, which then owns no precision on the default run); the `else` of `if not fp16:` is under it.",
         "Not reported where a framework owns precision (Accelerate, Lightning, the Hugging Face "
         "Trainer, DeepSpeed, apex), where every step's backward is an engine's built elsewhere "
         "(`engine.backward(loss)`, `self.strategy.backward(loss, model, optimizer)`: a DeepSpeed engine's "

@@ -72,6 +72,11 @@ class NoTF32(Rule):
         "Keras-like `BaseModel.fit`, inherited by `WideNet(BaseModel)`, re-exported by a package), built "
         "and trained here (`model = WideNet(...)`; `model.fit(x, y)`), trains: reported at that line, and "
         "not in the library module, whose instance every user of the library builds."
+        " A trainer or agent object of a module (no model itself) that builds its network in `__init__` (`self.model = "
+        "gwnet(...)`) and runs whole training steps on it in a method (backward and optimizer step) is reported there, at "
+        "that model-creation line, without a fix (the setting goes in the script), unless every script importing the "
+        "module sets it. A model class picked by `eval(args.model_name)(...)` or `globals()[args.arch](...)` is one of the "
+        "user's model classes: the option's default names it, or one module alone brings model classes."
     )
     limitations = (
         "Any call of `torch.set_float32_matmul_precision`, assignment of a TF32 flag "

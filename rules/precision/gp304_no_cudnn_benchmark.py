@@ -125,6 +125,11 @@ class NoCudnnBenchmark(Rule):
         "the classes registered in the modules the script imports: reported when every one of them "
         "convolves, naming them. Not followed: imports more than 3 levels "
         "deep, a setting made in another module the script does not import or call."
+        " A trainer or agent object of a module (no model itself) that builds its network in `__init__` (`self.model = "
+        "gwnet(...)`) and runs whole training steps on it in a method (backward and optimizer step) is reported there, at "
+        "that model-creation line, without a fix (the setting goes in the script), unless every script importing the "
+        "module sets it. A model class picked by `eval(args.model_name)(...)` or `globals()[args.arch](...)` is one of the "
+        "user's model classes: the option's default names it, or one module alone brings model classes."
     )
     limitations = (
         "Convolutions are recognised through `torch.nn.Conv*`/`ConvTranspose*`, "

@@ -110,7 +110,11 @@ class UnfusedOptimizer(Rule):
         "on the instance from an option (`self.optimizer_name = args.optimizer`), an attribute whose class default "
         "the class writes (a dataclass field `optimizer_fn: Any = torch.optim.Adam`, `def __init__(self, "
         "optimizer=torch.optim.SGD)`; its `**self.optimizer_params` read from the field's default dict), all "
-        "without a fix (a caller may pass another class).",
+        "without a fix (a caller may pass another class). So is a class held in a parameter with a torch default "
+        "(`def __init__(self, policy, optimizer_class=optim.Adam)`, a factory's `opt_cls=torch.optim.AdamW`), with the "
+        "classes the file's calls pass for it (another class there: not reported). A class of the module that subclasses "
+        "Adam, AdamW or SGD and forwards its `**kwargs` to `super().__init__` (no `step` that skips the base's: "
+        "`class AdamW(torch.optim.AdamW)` adding metrics) builds that class: reported, with the fix.",
         "transformers' own `AdamW` (`transformers.AdamW`, `transformers.optimization.AdamW`, deprecated) updates "
         "each parameter tensor in a Python loop: reported, with a fix to `torch.optim.AdamW` that keeps its defaults "
         "(`eps=1e-6`, `weight_decay=0.0`) and adds `fused=` where the device is known; none with `correct_bias=False` "
