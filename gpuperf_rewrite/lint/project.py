@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .checkout_roots import checkout_like, imported_as_package, imports_from_above
+from .entry_options import off_options
 from .named_imports import named_by_prefix
 from .path_additions import (INSTALLED, NOT_FIRST_PARTY, first_party_folders, may_set_path_up, path_additions,
                              widened_root)
@@ -220,36 +221,6 @@ _SETS = {"tf32": re.compile(rb"set_float32_matmul_precision\(|\ballow_tf32\s*=[^
 _CUDA = re.compile(rb"""\bcuda\b|["']nccl["']""")
 
 
-_OPTION = re.compile(rb"""add_argument\(\s*['"](--[\w-]+)['"]((?:[^()]|\([^()]*\))*)\)""")
-_ZERO_DEFAULT = re.compile(rb"\bdefault\s*=\s*0\s*(?:,|$)")
-_FALSE_DEFAULT = re.compile(rb"\bdefault\s*=\s*False\b")
-_STORE_TRUE = re.compile(rb"""\baction\s*=\s*['"]store_true['"]""")
-_ANY_DEFAULT = re.compile(rb"\bdefault\s*=")
-_DEST = re.compile(rb"""\bdest\s*=\s*['"](\w+)['"]""")
-
-
-def _off_options(script: bytes, imported: list[bytes]) -> tuple[str, ...]:
-    """``zero:<dest>`` / ``false:<dest>`` for the command-line options the script (or a module of
-    the user's it imports: a ``parsing.py`` building its parser) defines with a default of 0 or
-    False (``add_argument('--num_workers', type=int, default=0)``, ``action='store_true'``): a
-    module the script hands ``args`` to reads them off on the default run (issue 34), unless one
-    of the texts defines the option twice."""
-    found: dict[str, set[str]] = {}
-    for text in (script, *imported):
-        if b"add_argument" not in text:
-            continue
-        for m in _OPTION.finditer(text):
-            flag, rest = m.group(1).decode(), m.group(2)
-            dest_m = _DEST.search(rest)
-            dest = dest_m.group(1).decode() if dest_m else flag.lstrip("-").replace("-", "_")
-            kind = "zero" if _ZERO_DEFAULT.search(rest) else \
-                "false" if _FALSE_DEFAULT.search(rest) or _STORE_TRUE.search(rest) and not _ANY_DEFAULT.search(rest) \
-                else "other"
-            found.setdefault(dest, set()).add(kind)
-    return tuple(sorted(f"{next(iter(kinds))}:{dest}" for dest, kinds in found.items()
-                        if len(kinds) == 1 and "other" not in kinds))
-
-
 def program_settings(path: Path, root: Path) -> tuple[str, ...]:
     """``("tf32", "cudnn")``, those of them the script at ``path`` sets (anywhere in its text), and
     ``"cuda"`` when it or a first-party module it imports names CUDA (main.py running solver.py,
@@ -269,7 +240,7 @@ def program_settings(path: Path, root: Path) -> tuple[str, ...]:
         imported = [m[0] for i in imported_modules(path, root, got[0])[:32] if (m := content_of(i.path)) is not None]
         if _CUDA.search(got[0]) or any(_CUDA.search(m) for m in imported):
             out += ("cuda",)
-        out += _off_options(got[0], imported)
+        out += off_options(got[0], imported)
     if len(_SETTINGS_MEMO) >= 1024:
         _SETTINGS_MEMO.pop(next(iter(_SETTINGS_MEMO)))
     _SETTINGS_MEMO[key] = out
