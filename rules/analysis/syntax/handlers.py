@@ -12,7 +12,7 @@ import libcst as cst
 
 from .context import RuleContext
 
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.For, cst.While)
+_BOUNDS = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.For, cst.While)
 
 
 def failure_handler(ctx: RuleContext, node: cst.CSTNode) -> cst.ExceptHandler | cst.ExceptStarHandler | None:
@@ -22,7 +22,7 @@ def failure_handler(ctx: RuleContext, node: cst.CSTNode) -> cst.ExceptHandler | 
     for anc in ctx.ancestors(node):
         if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)):
             return anc if child is anc.body else None
-        if isinstance(anc, _SCOPES):
+        if isinstance(anc, _BOUNDS):
             return None
         child = anc
     return None
