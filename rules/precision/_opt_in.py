@@ -17,6 +17,9 @@ from ..analysis.syntax.context import RuleContext
 AMP_NAMES = frozenset({"amp", "use_amp", "enable_amp", "fp16", "bf16", "use_fp16", "use_bf16", "half",
                        "autocast", "use_autocast", "mixed_precision", "use_mixed_precision", "mp", "precision",
                        "amp_level", "opt_level", "amp_opt_level"})
+# The names of those that are plainly a mixed-precision switch when written as a bare variable or a
+# parameter (``half``, ``precision``, ``mp`` are also an export helper's or a sampler's argument).
+_PLAIN_NAMES = AMP_NAMES - {"half", "precision", "mp", "amp_level", "opt_level", "amp_opt_level"}
 # Values of such a switch that leave float32: apex's opt level O0 is pure float32.
 _OFF = (False, None, "no", "none", "fp32", "32", "float32", "32-true", 0, "o0", 32)
 
@@ -61,7 +64,7 @@ def _plain_switches(ctx: RuleContext) -> list[OptInFlag]:
     bound: dict[str, list[cst.CSTNode]] = {}
     for node in ctx.nodes(cst.Assign):
         for t in node.targets:
-            if isinstance(t.target, cst.Name) and _norm(t.target.value) in AMP_NAMES:
+            if isinstance(t.target, cst.Name) and _norm(t.target.value) in _PLAIN_NAMES:
                 bound.setdefault(t.target.value, []).append(node)
     out = []
     for name, nodes in bound.items():
@@ -70,7 +73,7 @@ def _plain_switches(ctx: RuleContext) -> list[OptInFlag]:
     for fn in ctx.nodes(cst.FunctionDef):
         for param in (*fn.params.params, *fn.params.kwonly_params):
             name = param.name.value
-            if param.default is None or _norm(name) not in AMP_NAMES or name not in read or \
+            if param.default is None or _norm(name) not in _PLAIN_NAMES or name not in read or \
                     literal_value(param.default) is not False:
                 continue
             owner = ctx.enclosing(fn, cst.ClassDef) if fn.name.value == "__init__" else None
