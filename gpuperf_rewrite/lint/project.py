@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .checkout_roots import checkout_like, imported_as_package, imports_from_above
+from .entry_options import off_options
 from .named_imports import named_by_prefix
 from .path_additions import (INSTALLED, NOT_FIRST_PARTY, first_party_folders, may_set_path_up, path_additions,
                              widened_root)
@@ -223,7 +224,8 @@ _CUDA = re.compile(rb"""\bcuda\b|["']nccl["']""")
 def program_settings(path: Path, root: Path) -> tuple[str, ...]:
     """``("tf32", "cudnn")``, those of them the script at ``path`` sets (anywhere in its text), and
     ``"cuda"`` when it or a first-party module it imports names CUDA (main.py running solver.py,
-    which moves the batches of data_loader.py to ``torch.device("cuda" ...)``)."""
+    which moves the batches of data_loader.py to ``torch.device("cuda" ...)``), and its options that
+    are off by default (``_off_options``: ``zero:num_workers``, ``false:pin_memory``)."""
     try:
         st = os.stat(path)
     except OSError:
@@ -235,9 +237,10 @@ def program_settings(path: Path, root: Path) -> tuple[str, ...]:
     out: tuple[str, ...] = ()
     if got is not None:
         out = tuple(k for k, p in _SETS.items() if p.search(got[0]))
-        if _CUDA.search(got[0]) or any((m := content_of(i.path)) is not None and _CUDA.search(m[0])
-                                       for i in imported_modules(path, root, got[0])[:32]):
+        imported = [m[0] for i in imported_modules(path, root, got[0])[:32] if (m := content_of(i.path)) is not None]
+        if _CUDA.search(got[0]) or any(_CUDA.search(m) for m in imported):
             out += ("cuda",)
+        out += off_options(got[0], imported)
     if len(_SETTINGS_MEMO) >= 1024:
         _SETTINGS_MEMO.pop(next(iter(_SETTINGS_MEMO)))
     _SETTINGS_MEMO[key] = out

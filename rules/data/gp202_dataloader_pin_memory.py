@@ -10,7 +10,7 @@ from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, bl
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.facts.loader_builders import built_loaders
-from ..analysis.facts.loaders import index_dataset, loader_calls
+from ..analysis.facts.loaders import host_list_batches, index_dataset, loader_calls
 from ..analysis.fixes.edits import torch_alias
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import literal_value
@@ -58,8 +58,14 @@ class DataloaderPinMemory(Rule):
         "`**` dict the file cannot see into is skipped. The fix writes `pin_memory` next to "
         "`num_workers` (or into the dict's only literal definition) when that dict feeds nothing "
         "but DataLoaders, else the finding comes without a fix.",
-        "A loader only asked for its first batch (`next(iter(loader))`), or over a range of indices "
-        "(`DataLoader(torch.arange(n))`: a few bytes a batch), is not reported.",
+        "A loader only asked for its first batch (`next(iter(loader))`), over a range of indices "
+        "(`DataLoader(torch.arange(n))`: a few bytes a batch), or whose `collate_fn` (a function or method of the "
+        "file, a lambda) returns only Python lists (`[frame[c].tolist() for c in frame]` of captions and file paths, "
+        "a dict of `.tolist()`s: nothing to pin) is not reported.",
+        "`pin_memory`/`num_workers` read from a configuration node's key whose default the user's module sets off "
+        "(yacs/GraphGym `cfg.pin_memory = False` in `set_cfg(cfg)`), or from `args` handed in by an entry script whose "
+        "parser (its own or a module it imports) defines the option off by default, are named as the key or flag a "
+        "run passes.",
         "A `DataLoader` subclass of the user's that passes DataLoader's arguments through counts as "
         "a DataLoader (see GP201); one with a signature of its own is reported at its "
         "`super().__init__(...)` when that leaves pin_memory out (its callers cannot set it). webdataset's "
@@ -124,6 +130,8 @@ class DataloaderPinMemory(Rule):
         for call in calls:
             if index_dataset(ctx, call):
                 continue  # batches of a few integer indices: nothing worth pinning
+            if host_list_batches(ctx, call):
+                continue  # batches of Python lists (captions, file paths): nothing to pin
             settings = settings_of(ctx, call, "pin_memory")
             if call_keywords(ctx, call).opaque and (cfg := config_settings(ctx, call)) is not None:
                 if cfg[1].get("pin_memory", False) is False and not takes_one_batch(ctx, call):

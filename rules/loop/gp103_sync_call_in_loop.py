@@ -16,6 +16,7 @@ from ..analysis.model.training import analysis
 from ..analysis.syntax.aliased_calls import aliased_call
 from ..analysis.syntax.calls import dotted_name, literal_value
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.handlers import failure_handler
 from ._across_modules import PER_STEP_ACROSS_MODULES
 from ._helper_waits import helper_wait_finding, helper_waits, waiting_bodies
 
@@ -89,6 +90,9 @@ class SyncCallInLoop(Rule):
         "A call in a function one call of which is a whole training step (a backward and an optimizer step at "
         "its own top level: a trainer's `train_step`, an agent's `update`) is per step wherever the loop is, "
         "unless a period or an opt-in flag that is off by default guards it.",
+        "A call in the body of an `except` clause (out-of-memory recovery: `except RuntimeError as e: if \"out of "
+        "memory\" in str(e): torch.cuda.empty_cache()`, `except torch.cuda.OutOfMemoryError:`) runs only on a failed "
+        "step and is not reported; in `finally:` it runs every step and is.",
         "CPU-only programs (no accelerator named anywhere in the file) are not checked.",
         "The fix is offered only when the call is a statement of its own in a block; when it is "
         "the only statement of a CUDA check (`if torch.cuda.is_available():`, `if args.cuda:`) "
@@ -146,6 +150,8 @@ class SyncCallInLoop(Rule):
                 if ctx.matches(call.func, _SYNC_NAMES) else aliased_call(ctx, call, _SYNC_NAMES) if aliases else None
             if held is None:
                 continue
+            if failure_handler(ctx, call) is not None:
+                continue  # ``except RuntimeError: torch.cuda.empty_cache()``: runs on a failed step only
             # A user's opt-in flag (``if args.sync_for_timing:``) is a choice, not a per-step sync.
             loop = ta.every_step_loop(call, flags=True)
             caller = ta.every_step_caller(call, flags=True) if loop is None else None

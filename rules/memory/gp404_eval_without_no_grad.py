@@ -9,11 +9,11 @@ import libcst as cst
 
 from .._api import AddImport, Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.fixes.edits import torch_alias
+from ..analysis.model.eval_loops import is_no_grad_context
 from ..analysis.model.step_code import in_no_grad, walk_with_callees
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.torch_names import NO_GRAD
 from ..analysis.syntax.tree import walk
 from ._host_bound_forward import host_bound_forward
 
@@ -184,8 +184,7 @@ class EvalWithoutNoGrad(Rule):
         for n in walk_with_callees(ta, loop.body):
             if ta.is_backward_call(n) or ta.is_optimizer_step(n):
                 return None
-            if isinstance(n, cst.With) and any(
-                    ctx.matches(i.item.func if isinstance(i.item, cst.Call) else i.item, NO_GRAD) for i in n.items):
+            if isinstance(n, cst.With) and any(is_no_grad_context(ctx, i.item) for i in n.items):
                 return None
             if isinstance(n, cst.Call) and ctx.matches(n.func, _GRAD_APIS):
                 return None

@@ -17,6 +17,9 @@ from ..analysis.syntax.context import RuleContext
 AMP_NAMES = frozenset({"amp", "use_amp", "enable_amp", "fp16", "bf16", "use_fp16", "use_bf16", "half",
                        "autocast", "use_autocast", "mixed_precision", "use_mixed_precision", "mp", "precision",
                        "amp_level", "opt_level", "amp_opt_level"})
+# The names of those that are plainly a mixed-precision switch when written as a bare variable or a
+# parameter (``half``, ``precision``, ``mp`` are also an export helper's or a sampler's argument).
+_PLAIN_NAMES = AMP_NAMES - {"half", "precision", "mp", "amp_level", "opt_level", "amp_opt_level"}
 # Values of such a switch that leave float32: apex's opt level O0 is pure float32.
 _OFF = (False, None, "no", "none", "fp32", "32", "float32", "32-true", 0, "o0", 32)
 
@@ -44,7 +47,52 @@ def _opt_in_amp(ctx: RuleContext) -> OptInFlag | None:
     for found in (*_argparse_flags(ctx), *_config_fields(ctx)):
         if found.name in read:
             return found
-    return None
+    return next(iter(plain_switches(ctx)), None)
+
+
+def plain_switches(ctx: RuleContext) -> list[OptInFlag]:
+    """Mixed-precision switches written as plain values, off by default and read by the file: a
+    variable of the script's settings block (``fp16 = False`` then ``if fp16:``, handed on as
+    ``fit_one_epoch(..., fp16, scaler)``) or a parameter of a function or constructor (a ``fire``
+    CLI's ``def train(data, fp16=False)``, ``Trainer.__init__(self, ..., fp16=False)`` storing
+    ``self.fp16``)."""
+    return ctx.fact(_plain_switches)
+
+
+def _plain_switches(ctx: RuleContext) -> list[OptInFlag]:
+    read = {n.value for n in ctx.nodes(cst.Name) if _is_read(ctx, n)} | {n.attr.value for n in ctx.nodes(cst.Attribute)}
+    bound: dict[str, list[cst.CSTNode]] = {}
+    for node in ctx.nodes(cst.Assign):
+        for t in node.targets:
+            if isinstance(t.target, cst.Name) and _norm(t.target.value) in _PLAIN_NAMES:
+                bound.setdefault(t.target.value, []).append(node)
+    out = []
+    for name, nodes in bound.items():
+        if len(nodes) == 1 and name in read and _off(literal_value(nodes[0].value)):  # type: ignore[attr-defined]
+            out.append(OptInFlag(f"`{name}`", nodes[0], name, False))
+    for fn in ctx.nodes(cst.FunctionDef):
+        for param in (*fn.params.params, *fn.params.kwonly_params):
+            name = param.name.value
+            if param.default is None or _norm(name) not in _PLAIN_NAMES or name not in read or \
+                    literal_value(param.default) is not False:
+                continue
+            owner = ctx.enclosing(fn, cst.ClassDef) if fn.name.value == "__init__" else None
+            where = owner.name.value if owner is not None else fn.name.value
+            out.append(OptInFlag(f"`{name}` (an argument of `{where}`)", param, name, False))
+    return out
+
+
+def _off(value: object) -> bool:
+    return value is False or isinstance(value, str) and value.lower() in _OFF
+
+
+def _is_read(ctx: RuleContext, name: cst.Name) -> bool:
+    """A load of ``name`` (not an assignment target, a keyword, an attribute's name or a parameter)."""
+    parent = ctx.parent(name)
+    if isinstance(parent, (cst.AssignTarget, cst.Param, cst.Arg)) and \
+            getattr(parent, "target", getattr(parent, "name", getattr(parent, "keyword", None))) is name:
+        return False
+    return not (isinstance(parent, cst.Attribute) and parent.attr is name)
 
 
 def amp_options(ctx: RuleContext) -> list[OptInFlag]:
@@ -144,6 +192,10 @@ def under_flag(ctx: RuleContext, node: cst.CSTNode, name: str) -> bool:
     while parent is not None:
         if isinstance(parent, (cst.If, cst.IfExp)) and child is not parent.test and _reads(parent.test, name):
             return True
+        if isinstance(parent, (cst.If, cst.IfExp)) and child is parent.orelse and \
+                isinstance(parent.test, cst.UnaryOperation) and isinstance(parent.test.operator, cst.Not) and \
+                _reads(parent.test.expression, name):
+            return True  # ``if not fp16: ... else: <here>``
         child, parent = parent, ctx.parent(parent)
     return False
 
@@ -156,6 +208,8 @@ def _reads(test: cst.BaseExpression, name: str) -> bool:
         return isinstance(test.operator, cst.And) and (_reads(test.left, name) or _reads(test.right, name))
     if isinstance(test, cst.Attribute):
         return test.attr.value == name
+    if isinstance(test, cst.Name):
+        return test.value == name  # ``fp16 = False`` ... ``if fp16:``
     if isinstance(test, cst.Subscript) and len(test.slice) == 1 and isinstance(test.slice[0].slice, cst.Index):
         return literal_value(test.slice[0].slice.value) == name
     return False

@@ -24,7 +24,7 @@ from ..analysis.syntax.tree import walk
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with, project_runs
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
-from ._opt_in import OptInFlag, amp_options, opt_in_amp, precision_opt_in, under_flag
+from ._opt_in import OptInFlag, amp_options, opt_in_amp, plain_switches, precision_opt_in, under_flag
 
 _LOSS_ARG = re.compile(r"loss|cost|objective", re.IGNORECASE)
 
@@ -106,7 +106,11 @@ class NoAutocast(Rule):
         "`--amp` opt level defaulting to `O0` (float32: apex then owns no precision, nor with `opt_level=\"O0\"`); an "
         "autocast picked only under the switch (`if args.amp: amp_autocast = partial(torch.autocast, ...)`) or in a "
         "helper with a no-op alternative (`get_autocast(args.precision)` returning `suppress`); an entry handing its "
-        "parsed options to a step of another module whose autocast follows them.",
+        "parsed options to a step of another module whose autocast follows them. A switch written as a plain value is one "
+        "too: a variable of the script's settings block (`fp16 = False`, read by `if fp16:` or handed on, "
+        "`fit_one_epoch(..., fp16, scaler)`) or a function's or constructor's argument defaulting to False (a `fire` CLI's "
+        "`def train(data, fp16=False)`, `Trainer.__init__(self, ..., fp16=False)` with apex's `amp.initialize` under "
+        "`if fp16:`, which then owns no precision on the default run); the `else` of `if not fp16:` is under it.",
         "Not reported where a framework owns precision (Accelerate, Lightning, the Hugging Face "
         "Trainer, DeepSpeed, apex), where every step's backward is an engine's built elsewhere "
         "(`engine.backward(loss)`, `self.strategy.backward(loss, model, optimizer)`: a DeepSpeed engine's "
@@ -349,6 +353,8 @@ def _managed(ctx: RuleContext) -> bool:
 
 def _apex_off(ctx: RuleContext, call: cst.Call, flag: OptInFlag | None) -> bool:
     level = get_arg(call, "opt_level")
+    if flag is not None and under_flag(ctx, call, flag.name):
+        return True  # ``if fp16: ... = amp.initialize(..., opt_level="O1")``: on only when the switch is
     if level is not None and isinstance(literal_value(level.value), str):
         return str(literal_value(level.value)).upper() == "O0"
     if flag is None:
@@ -392,6 +398,10 @@ def _handed_switch(ctx: RuleContext, call: cst.Call) -> OptInFlag | None:
     for flag in amp_options(ctx):
         if any(dotted_name(a.value) in parsed or isinstance(a.value, cst.Attribute) and a.value.attr.value == flag.name
                for a in call.args):
+            return flag
+    for flag in plain_switches(ctx):  # ``fit_one_epoch(..., fp16, scaler)`` with ``fp16 = False`` above
+        if any(isinstance(a.value, cst.Name) and a.value.value == flag.name or
+               isinstance(a.value, cst.Attribute) and a.value.attr.value == flag.name for a in call.args):
             return flag
     return None
 

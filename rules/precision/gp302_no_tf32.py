@@ -14,7 +14,7 @@ from ..analysis.facts.workload import MATMUL_USERS, matmul_operator, model_zoo
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, hf_tf32, matmul_precision_fix
 from ..analysis.syntax.calls import get_arg
-from ..analysis.facts.project_use import model_source, program_trains, project_model, set_elsewhere
+from ..analysis.facts.project_use import model_source, project_model, trains_or_steps_held_model, set_elsewhere
 from ..analysis.facts.self_training import trains_itself
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.project import MATMUL, TF32
@@ -72,6 +72,11 @@ class NoTF32(Rule):
         "Keras-like `BaseModel.fit`, inherited by `WideNet(BaseModel)`, re-exported by a package), built "
         "and trained here (`model = WideNet(...)`; `model.fit(x, y)`), trains: reported at that line, and "
         "not in the library module, whose instance every user of the library builds."
+        " A trainer or agent object of a module (no model itself) that builds its network in `__init__` (`self.model = "
+        "gwnet(...)`) and runs whole training steps on it in a method (backward and optimizer step) is reported there, at "
+        "that model-creation line, without a fix (the setting goes in the script), unless every script importing the "
+        "module sets it. A model class picked by `eval(args.model_name)(...)` or `globals()[args.arch](...)` is one of the "
+        "user's model classes: the option's default names it, or one module alone brings model classes."
     )
     limitations = (
         "Any call of `torch.set_float32_matmul_precision`, assignment of a TF32 flag "
@@ -169,7 +174,7 @@ class NoTF32(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not program_trains(ctx) or cpu_only(ctx) or model_precision(ctx) and precision_opt_in(ctx) is None:
+        if not trains_or_steps_held_model(ctx) or cpu_only(ctx) or model_precision(ctx) and precision_opt_in(ctx) is None:
             return
         if _tf32_chosen(ctx) or set_elsewhere(ctx, TF32):  # here, or by the user's module it calls
             return

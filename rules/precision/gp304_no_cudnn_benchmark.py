@@ -19,7 +19,7 @@ from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import NO_TOP_IMPORT, lightning_benchmark_fix
 from ..analysis.syntax.calls import get_arg, literal_value
 from ..analysis.fixes.framework_blind import unseen_settings
-from ..analysis.facts.project_use import model_source, program_trains, project_model, set_elsewhere, training_calls
+from ..analysis.facts.project_use import model_source, project_model, trains_or_steps_held_model, set_elsewhere, training_calls
 from ..analysis.model.step_code import walk_with_callees
 from ..analysis.syntax.calls import method_call
 from ..analysis.syntax.project import project_function
@@ -125,6 +125,11 @@ class NoCudnnBenchmark(Rule):
         "the classes registered in the modules the script imports: reported when every one of them "
         "convolves, naming them. Not followed: imports more than 3 levels "
         "deep, a setting made in another module the script does not import or call."
+        " A trainer or agent object of a module (no model itself) that builds its network in `__init__` (`self.model = "
+        "gwnet(...)`) and runs whole training steps on it in a method (backward and optimizer step) is reported there, at "
+        "that model-creation line, without a fix (the setting goes in the script), unless every script importing the "
+        "module sets it. A model class picked by `eval(args.model_name)(...)` or `globals()[args.arch](...)` is one of the "
+        "user's model classes: the option's default names it, or one module alone brings model classes."
     )
     limitations = (
         "Convolutions are recognised through `torch.nn.Conv*`/`ConvTranspose*`, "
@@ -221,7 +226,7 @@ class NoCudnnBenchmark(Rule):
     framework_examples = (examples[-1],)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not program_trains(ctx) or cpu_only(ctx) or set_elsewhere(ctx, CUDNN) or _only_timing_loops(ctx):
+        if not trains_or_steps_held_model(ctx) or cpu_only(ctx) or set_elsewhere(ctx, CUDNN) or _only_timing_loops(ctx):
             return  # (a Trainer of the user's other modules, or a module imported, chose already)
         if varying_batch_shapes(ctx):
             return  # batches padded to their own longest item: benchmarking would re-tune every shape

@@ -10,7 +10,7 @@ from .._api import Finding, Fix, Invalid, NoFix, Replace, Rule, Valid, dedent
 from ..analysis.facts.cli_defaults import false_default_flag
 from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_docs import HF, LIGHTNING, blind_silent
-from ..analysis.facts.picked_classes import picked_class, wrapped_class
+from ..analysis.facts.picked_classes import Pick, picked_class, wrapped_class
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.script_facts import (
     TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, binding_body,
@@ -110,7 +110,11 @@ class UnfusedOptimizer(Rule):
         "on the instance from an option (`self.optimizer_name = args.optimizer`), an attribute whose class default "
         "the class writes (a dataclass field `optimizer_fn: Any = torch.optim.Adam`, `def __init__(self, "
         "optimizer=torch.optim.SGD)`; its `**self.optimizer_params` read from the field's default dict), all "
-        "without a fix (a caller may pass another class).",
+        "without a fix (a caller may pass another class). So is a class held in a parameter with a torch default "
+        "(`def __init__(self, policy, optimizer_class=optim.Adam)`, a factory's `opt_cls=torch.optim.AdamW`), with the "
+        "classes the file's calls pass for it (another class there: not reported). A class of the module that subclasses "
+        "Adam, AdamW or SGD and forwards its `**kwargs` to `super().__init__` (no `step` that skips the base's: "
+        "`class AdamW(torch.optim.AdamW)` adding metrics) builds that class: reported, with the fix.",
         "transformers' own `AdamW` (`transformers.AdamW`, `transformers.optimization.AdamW`, deprecated) updates "
         "each parameter tensor in a Python loop: reported, with a fix to `torch.optim.AdamW` that keeps its defaults "
         "(`eps=1e-6`, `weight_decay=0.0`) and adds `fused=` where the device is known; none with `correct_bias=False` "
@@ -224,6 +228,14 @@ _PICKED_NO_FIX = NoFix("the class is picked by name when the script runs, and an
                        "pass it where the Adam, AdamW or SGD class is picked")
 
 
+_PASSED_NO_FIX = NoFix("the class is a parameter's default and a caller may pass another, which may not take "
+                       "fused=: pass it where the Adam, AdamW or SGD class is chosen")
+
+
+def _pick_no_fix(pick: Pick) -> NoFix:
+    return _PASSED_NO_FIX if pick.passed else _PICKED_NO_FIX
+
+
 def _picked_finding(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
     """``getattr(optim, args.optim)(params)`` with ``--optim`` defaulting to Adam, a table's
     ``OPTIMIZERS[name](params)``, ``partial(torch.optim.AdamW, lr=lr)(params)``: an Adam, AdamW or
@@ -234,7 +246,7 @@ def _picked_finding(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
             get_arg(call, "fused") is not None or \
             get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call):
         return
-    outcome = _fix(ctx, call) if pick.every_run else _PICKED_NO_FIX
+    outcome = _fix(ctx, call) if pick.every_run else _pick_no_fix(pick)
     yield Finding.of(call, f"optimizer {pick.words} without fused=: its update runs as many separate kernels "
                            "over every parameter; use the fused implementation on CUDA", outcome)
 
@@ -307,7 +319,7 @@ def _factory_findings(ctx: RuleContext, starred: bool = False) -> Iterator[Findi
                                 "fused=: pass it only where the Adam, AdamW or SGD class is chosen")
             pick = picked_class(ctx, call.func) if outcome is None and choices is None else None
             if pick is not None and not pick.every_run:
-                outcome = _PICKED_NO_FIX
+                outcome = _pick_no_fix(pick)
             module_self = _lightning_self(ctx, call) if outcome is None else None
             if module_self is not None:  # a LightningModule's configure_optimizers
                 outcome = _fix(ctx, call)

@@ -46,7 +46,9 @@ def zero_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
         return options[name]
     if any(name in m.zero_fields for m in ctx.project.values()):
         return f"--{name}"
-    return None
+    if any(f"{expr.value.value}.{name}" in m.zero_fields for m in ctx.project.values()):
+        return name  # a configuration key: yacs/GraphGym runs pass ``num_workers 4`` after the options
+    return _entry_option(ctx, "zero", name)
 
 
 def _stored_flag(ctx: RuleContext, expr: cst.Attribute, read: Callable[[RuleContext, cst.BaseExpression], str | None],
@@ -92,6 +94,18 @@ def false_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None
     if name in options:
         return options[name]
     if any(name in m.false_fields for m in ctx.project.values()):
+        return f"--{name}"
+    if any(f"{expr.value.value}.{name}" in m.false_fields for m in ctx.project.values()):
+        return name  # a configuration key (``config_defaults``)
+    return _entry_option(ctx, "false", name)
+
+
+def _entry_option(ctx: RuleContext, kind: str, name: str) -> str | None:
+    """``--<name>`` when every entry script that runs this module defines that option, off by
+    default (``EntryScript.settings``: ``zero:num_workers``), itself or in a module it imports (a
+    loader factory handed the parsed ``args`` by train.py, whose parser is in utils/parsing.py)."""
+    entries = project_runs(ctx).entries
+    if entries and all(f"{kind}:{name}" in e.settings for e in entries):
         return f"--{name}"
     return None
 
@@ -242,6 +256,7 @@ def zero_fields(ctx: RuleContext) -> frozenset[str]:
     if "add_argument" in ctx.source:  # ``parser.add_argument('--num_workers', default=0)`` in args.py
         options, assigned = ctx.fact(_options)
         out |= {dest for dest, flag in options.items() if flag is not None and _norm(flag) == dest} - assigned
+    out |= config_defaults(ctx, lambda v: v == 0 and v is not False)
     if ": int" not in ctx.source:
         return frozenset(out)
     out |= set(_typed_fields(ctx, "int", lambda v: v == 0 and v is not False))
@@ -261,6 +276,7 @@ def false_fields(ctx: RuleContext) -> frozenset[str]:
     if "add_argument" in ctx.source:  # (``store_true``, ``default=False``, ``type=int, default=0``)
         options, assigned = ctx.fact(_false_options)
         out |= {dest for dest, flag in options.items() if flag is not None and flag.lstrip("-") == dest} - assigned
+    out |= config_defaults(ctx, lambda v: v is False)
     if ": bool" not in ctx.source:
         return frozenset(out)
     out |= set(_typed_fields(ctx, "bool", lambda v: v is False))
@@ -268,6 +284,31 @@ def false_fields(ctx: RuleContext) -> frozenset[str]:
         _, assigned = _options(ctx)
         out -= assigned
     return frozenset(out)
+
+
+# Configuration nodes whose keys a module fills with defaults (yacs, detectron2's and GraphGym's
+# ``cfg = CN()`` then ``cfg.num_workers = 0``; EasyDict and ml_collections alike).
+_CONFIG_NODES = frozenset({"CN", "CfgNode", "EasyDict", "edict", "ConfigDict", "AttrDict"})
+
+
+def config_defaults(ctx: RuleContext, default: Callable[[object], bool]) -> frozenset[str]:
+    """``cfg.num_workers`` for each key of a configuration node of the module (a module-level
+    ``cfg = CN()``, also filled through a function's parameter of that name, ``def set_cfg(cfg)``)
+    that the module sets once, to a literal ``default`` accepts: the object's name and the key, as
+    an importer reads them (``from graphgym.config import cfg``; ``cfg.num_workers``)."""
+    if not any(n in ctx.source for n in _CONFIG_NODES):
+        return frozenset()
+    nodes = {t.target.value for stmt in ctx.module.body if isinstance(stmt, cst.SimpleStatementLine)
+             for a in stmt.body if isinstance(a, cst.Assign) and isinstance(a.value, cst.Call) and
+             (dotted_name(a.value.func) or "").rsplit(".", 1)[-1] in _CONFIG_NODES
+             for t in a.targets if isinstance(t.target, cst.Name)}
+    values: dict[str, list[object]] = {}
+    for a in ctx.nodes(cst.Assign, cst.AugAssign):
+        for target in ([t.target for t in a.targets] if isinstance(a, cst.Assign) else [a.target]):
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value in nodes:
+                values.setdefault(f"{target.value.value}.{target.attr.value}", []).append(
+                    literal_value(a.value) if isinstance(a, cst.Assign) else None)
+    return frozenset(key for key, got in values.items() if len(got) == 1 and default(got[0]))
 
 
 def _args_class(cls: cst.ClassDef) -> bool:
@@ -298,6 +339,10 @@ def zero_default(ctx: RuleContext, expr: cst.BaseExpression) -> ZeroDefault | No
     flag = zero_default_flag(ctx, expr)
     if flag is not None:
         name = _norm(flag)
+        if not flag.startswith("-") and isinstance(expr, cst.Attribute):  # a configuration key (``config_defaults``)
+            key = f"{dotted_name(expr.value)}.{name}"
+            where = next((m.path or k for k, m in ctx.project.items() if key in m.zero_fields), None)
+            return ZeroDefault(flag, "whose configuration default is 0" + (f" (in {where})" if where else ""), True)
         where = next((m.path or key for key, m in ctx.project.items() if name in m.zero_fields), None) \
             if name not in ctx.fact(_options)[0] else None
         return ZeroDefault(flag, "whose command-line default is 0" + (f" (in {where})" if where else ""), True)

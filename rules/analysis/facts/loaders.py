@@ -8,10 +8,12 @@ from __future__ import annotations
 import libcst as cst
 
 from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates, worker_keeping_loaders
-from ..syntax.calls import dataloader_arg, dotted_name
+from ..syntax.calls import dataloader_arg, dotted_name, get_arg
+from ..syntax.chosen_classes import chosen_classes
 from ..syntax.context import RuleContext
 from ..syntax.project import project_calls, project_listed
 from ..syntax.torch_names import DATALOADERS
+from ..syntax.tree import walk
 from .bound_values import bound_values
 
 # Reads of tensors or arrays kept in a file: a TensorDataset of them holds a real dataset in memory.
@@ -26,11 +28,18 @@ def is_loader_call(ctx: RuleContext, call: cst.Call) -> bool:
     if ctx.is_call_to(call, DATALOADERS):
         return True
     func = call.func
+    if isinstance(func, (cst.Name, cst.IfExp)) and (choices := chosen_classes(ctx, func)):
+        # ``loader_cls = DataListLoader if multi_gpu else DataLoader``: every class it may be is a loader
+        return all(_loader_class(ctx, c) for c in choices)
     if isinstance(func, cst.Attribute) and func.attr.value == "__init__":
         return base_loader_init(ctx, call) is not None
-    if not isinstance(func, (cst.Name, cst.Attribute)):
-        return False
-    if isinstance(func, cst.Name) and func.value in ctx.fact(loader_subclasses):
+    return isinstance(func, (cst.Name, cst.Attribute)) and _loader_class(ctx, func)
+
+
+def _loader_class(ctx: RuleContext, func: cst.BaseExpression) -> bool:
+    """Does ``func`` name a DataLoader class: torch's, a library's, or a subclass of the user's
+    that passes its arguments through?"""
+    if ctx.matches(func, DATALOADERS) or isinstance(func, cst.Name) and func.value in ctx.fact(loader_subclasses):
         return True
     return ctx.fact(_imports_loaders) and project_listed(ctx, func, "loaders") is not None
 
@@ -108,6 +117,39 @@ def index_dataset(ctx: RuleContext, call: cst.Call) -> bool:
     their copy is a few bytes."""
     arg = dataloader_arg(call, "dataset")
     return arg is not None and _indices(ctx, arg.value, call, 0)
+
+
+def host_list_batches(ctx: RuleContext, call: cst.Call) -> bool:
+    """Is every batch of the loader built by ``call`` made of Python lists, no tensor or array in it:
+    its ``collate_fn`` (a function or method of this file, or a lambda) returns only ``.tolist()``
+    results (``[frame[c].tolist() for c in frame]`` over captions and file paths, a dict of them)?
+    Nothing there can be pinned."""
+    arg = get_arg(call, "collate_fn")
+    if arg is None:
+        return False
+    value = arg.value
+    if isinstance(value, cst.Lambda):
+        return _host_lists(value.body)
+    name = value.attr.value if isinstance(value, cst.Attribute) else value.value if isinstance(value, cst.Name) else None
+    fns = [f for f in ctx.nodes(cst.FunctionDef) if f.name.value == name]
+    returns = [r.value for f in fns for r in walk(f.body) if isinstance(r, cst.Return)]
+    return bool(fns) and bool(returns) and all(r is not None and _host_lists(r) for r in returns)
+
+
+def _host_lists(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.Call):
+        return isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "tolist" and not expr.args
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        return _host_lists(expr.elt)
+    if isinstance(expr, cst.DictComp):
+        return _host_lists(expr.value)
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return bool(expr.elements) and all(not isinstance(e, cst.StarredElement) and _host_lists(e.value)
+                                           for e in expr.elements)
+    if isinstance(expr, cst.Dict):
+        return bool(expr.elements) and all(isinstance(e, cst.DictElement) and _host_lists(e.value)
+                                           for e in expr.elements)
+    return False
 
 
 def _indices(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:

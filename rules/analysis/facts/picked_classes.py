@@ -30,8 +30,9 @@ import libcst as cst
 from ..syntax.callsites import bound_arg, calls_of
 from ..syntax.calls import dotted_name, get_arg, literal_value
 from ..syntax.attribute_defaults import attribute_defaults
-from ..syntax.chosen_classes import assigned_values
+from ..syntax.chosen_classes import assigned_values, parameter_default
 from ..syntax.context import RuleContext
+from ..syntax.tree import walk
 from ..syntax.dataclass_fields import is_dataclass_decorator
 from .cli_defaults import string_default_flag
 
@@ -52,6 +53,7 @@ class Pick:
     every_run: bool  # ``classes`` are all the call may build on any run (a wrapper's class, a whole table)
     bound: frozenset[str] | None  # keywords a wrapper already binds; None when ``**`` may hold any
     calls: tuple[cst.Call, ...] = ()  # the constructions when a table's lambdas build them, not the call
+    passed: bool = False  # a parameter's default: a caller may hand in another class
 
     def only(self, ctx: RuleContext, names: frozenset[str]) -> bool:
         """Is every class the default run may build one of ``names``?"""
@@ -75,8 +77,10 @@ def _one_of(ctx: RuleContext, cls: cst.BaseExpression | str, names: frozenset[st
 def picked_class(ctx: RuleContext, func: cst.BaseExpression, depth: int = 0) -> Pick | None:
     """The classes ``func`` (a callee) builds on the default run when it is picked by name or
     wrapped (module docstring); None when it is neither or the pick is not known."""
-    if depth > 3 or isinstance(func, cst.Name) and func.value not in ctx.fact(_holders):
+    if depth > 3:
         return None
+    if isinstance(func, cst.Name) and func.value not in ctx.fact(_holders):
+        return _by_parameter_default(ctx, func) or ctx.fact(_thin_subclasses).get(func.value)
     if isinstance(func, cst.Attribute):
         return _by_attribute_default(ctx, func)
     code = ctx.code_for(func)
@@ -130,6 +134,69 @@ def _by_attribute_default(ctx: RuleContext, func: cst.Attribute) -> Pick | None:
                              not (dotted_name(v) or "").startswith(f"{dotted_name(func.value)}.") for v in values):
         return None
     return Pick(tuple(values), f"`{ctx.code_for(func)}` ({ctx.code_for(values[0])} by default)", False, frozenset())
+
+
+def _by_parameter_default(ctx: RuleContext, func: cst.Name) -> Pick | None:
+    """``optimizer_class(params, lr=lr)`` in ``def __init__(self, ..., optimizer_class=optim.Adam)``
+    (or any function: a factory's ``opt_cls=torch.optim.AdamW``): the default class, and every class
+    a call of the file passes instead; a caller out of sight may pass another, so not every run's."""
+    default = parameter_default(ctx, func)
+    if not isinstance(default, (cst.Name, cst.Attribute)) or not dotted_name(default):
+        return None
+    fn = ctx.enclosing(func, cst.FunctionDef)
+    classes: list[cst.BaseExpression] = [default]
+    for call in calls_of(ctx, fn) if fn is not None else ():
+        if any(a.star for a in call.args):
+            return None  # the caller's keywords may hold another class
+        arg = bound_arg(call, fn, func.value)
+        if arg is not None:
+            if not isinstance(arg.value, (cst.Name, cst.Attribute)):
+                return None
+            classes.append(arg.value)
+    return Pick(tuple(classes), f"`{func.value}` ({ctx.code_for(default)} by default)", False, frozenset(),
+                passed=True)
+
+
+def _thin_subclasses(ctx: RuleContext) -> dict[str, Pick]:
+    """Classes of the module that subclass a torch optimizer and build it as it is: no
+    ``__init__``, or one that hands its ``**kwargs`` on to ``super().__init__`` (``class
+    AdamW(torch.optim.AdamW, Optimizer)`` adding a flag or metrics), and no ``step`` that skips
+    the base class's. A call of one builds the torch class with the keywords it is given."""
+    out: dict[str, Pick] = {}
+    for cls in ctx.module.body:
+        if not isinstance(cls, cst.ClassDef):
+            continue
+        bases = [b.value for b in cls.bases if b.keyword is None and ctx.matches(b.value, {"torch.optim.*"})]
+        if len(bases) != 1 or ctx.matches(bases[0], {"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"}):
+            continue
+        methods = {f.name.value: f for f in cls.body.body if isinstance(f, cst.FunctionDef)}
+        if not _forwards_kwargs(methods.get("__init__")) or "step" in methods and not _calls_super(
+                methods["step"], "step"):
+            continue
+        out[cls.name.value] = Pick((bases[0],), f"`{cls.name.value}` (a subclass of {ctx.code_for(bases[0])})",
+                                   True, frozenset())
+    return out
+
+
+def _forwards_kwargs(init: cst.FunctionDef | None) -> bool:
+    if init is None:
+        return True
+    star = init.params.star_kwarg
+    if star is None:
+        return False
+    return any(isinstance(n, cst.Call) and _is_super_call(n, "__init__") and
+               any(a.star == "**" and isinstance(a.value, cst.Name) and a.value.value == star.name.value
+                   for a in n.args) for n in walk(init.body))
+
+
+def _calls_super(fn: cst.FunctionDef, method: str) -> bool:
+    return any(isinstance(n, cst.Call) and _is_super_call(n, method) for n in walk(fn.body))
+
+
+def _is_super_call(call: cst.Call, method: str) -> bool:
+    func = call.func
+    return isinstance(func, cst.Attribute) and func.attr.value == method and isinstance(func.value, cst.Call) \
+        and isinstance(func.value.func, cst.Name) and func.value.func.value == "super"
 
 
 def _by_eval(ctx: RuleContext, text: cst.BaseExpression, code: str) -> Pick | None:

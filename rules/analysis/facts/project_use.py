@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..model.models import strip_chain
+from ..model.models import is_model_constructor, module_subclasses, strip_chain
 from ..model.step_functions import has_step_functions
 from ..model.training import analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
+from ..syntax.tree import walk
 from ..syntax.launch import project_runs
 from ..syntax.project import (CONV, MATMUL, ModuleFacts, ProjectCall, model_methods, project_base_class,
                               project_calls, project_class, project_class_table, project_listed, project_method,
                               project_model_class, project_module, project_table)
 from .frameworks import framework_trains
+from .picked_classes import default_string
 from .program import is_script
 from .self_training import self_trained_models
 
@@ -37,6 +39,42 @@ def program_trains(ctx: RuleContext) -> bool:
     return bool(analysis(ctx).step_loops) or framework_trains(ctx) or bool(training_calls(ctx)) or \
         has_step_functions(analysis(ctx)) and is_script(ctx) or bool(ctx.project) and (ctx.fact(_runs_a_trainer_subclass) or bool(self_trained_models(ctx)) or
                                ctx.fact(_steps_a_project_model))
+
+
+def trains_or_steps_held_model(ctx: RuleContext) -> bool:
+    """``program_trains``, or a class of this module builds its model and runs whole steps on it
+    (``stepping_holders``): the program-wide settings that model needs are said here, at its
+    model-creation line, as the script building the object cannot see the model."""
+    return program_trains(ctx) or bool(stepping_holders(ctx))
+
+
+def stepping_holders(ctx: RuleContext) -> dict[cst.ClassDef, cst.Call]:
+    """Classes of this module that are no model but build one in ``__init__`` (``self.model =
+    gwnet(...)``, ``self.net = torchvision.models.resnet50()``) and run a whole training step on it
+    in a method (``def train(self, x, y)``: backward and optimizer step): a trainer or agent
+    object whoever builds it trains with, whose model-creation line is here. The class, with the
+    first such construction."""
+    return ctx.fact(_stepping_holders)
+
+
+def _stepping_holders(ctx: RuleContext) -> dict[cst.ClassDef, cst.Call]:
+    ta = analysis(ctx)
+    own_models = module_subclasses(ctx)
+    out: dict[cst.ClassDef, cst.Call] = {}
+    for cls in ctx.module.body:
+        if not isinstance(cls, cst.ClassDef) or cls.name.value in own_models:
+            continue
+        methods = [m for m in cls.body.body if isinstance(m, cst.FunctionDef)]
+        init = next((m for m in methods if m.name.value == "__init__"), None)
+        if init is None or not any(ta.steps_each_call(m) for m in methods):
+            continue
+        for stmt in walk(init.body):
+            if isinstance(stmt, cst.Assign) and isinstance(value := strip_chain(stmt.value), cst.Call) and \
+                    any((dotted_name(t.target) or "").startswith("self.") for t in stmt.targets) and \
+                    (is_model_constructor(ctx, value) or project_class(ctx, value) is not None):
+                out[cls] = value
+                break
+    return out
 
 
 def _steps_a_project_model(ctx: RuleContext) -> bool:
@@ -254,6 +292,10 @@ def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:
         return project_module(ctx, func.args[0].value)
     if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "eval" and func.args:
         return _evaluated_module(ctx, func.args[0].value)
+    if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Call) and \
+            isinstance(func.value.func, cst.Name) and func.value.func.value in ("globals", "vars", "locals") and \
+            len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index):
+        return _named_model_module(ctx, func.slice[0].slice.value)  # ``globals()[args.arch](...)``
     return None
 
 
@@ -262,7 +304,9 @@ def _evaluated_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts
     cfg.MODEL.NAME + '.get_seg_model')``, ``eval(f"nets.{arch}")``, ``eval("models.%s" % name)``):
     the model is picked from it by name."""
     prefix = literal_prefix(expr)
-    if not prefix or "." not in prefix:
+    if not prefix:
+        return _named_model_module(ctx, expr)  # ``eval(args.model_name)`` with ``--model_name`` a class's name
+    if "." not in prefix:
         return None
     parts = prefix.split(".")[:-1]  # the dotted module before the first computed part
     for i in range(len(parts), 0, -1):
@@ -270,6 +314,19 @@ def _evaluated_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts
         if found is not None:
             return found
     return None
+
+
+def _named_model_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
+    """The module of the user's whose model classes hold the class a name evaluates to on the
+    default run (``eval(args.model_name)(...)``, ``globals()[cfg.arch](...)`` with the option
+    defaulting to ``"TensorVMSplit"``, a class the file imports, by name or with ``*``)."""
+    found = default_string(ctx, expr)
+    if found is not None:
+        return next((m for m in ctx.project.values() if found[0] in m.models), None) if found[0].isidentifier() else None
+    # The default is out of sight (an options module of the user's): one module alone brings model
+    # classes, so the name picks one of them.
+    holders = [m for m in ctx.project.values() if m.models]
+    return holders[0] if len(holders) == 1 and isinstance(expr, (cst.Name, cst.Attribute)) else None
 
 
 def literal_prefix(expr: cst.BaseExpression) -> str | None:

@@ -43,8 +43,18 @@ class TrainingQueries(Protocol):
 
 # ---- gradient mode ------------------------------------------------------------------------
 def _is_no_grad_expr(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And) and \
+            isinstance(expr.left, cst.Call):
+        # ``with accelerator.accumulate(model) and torch.no_grad():``: the context manager object on the
+        # left is truthy, so ``and`` yields (and ``with`` enters) the right one only
+        return _is_no_grad_expr(ctx, expr.right)
     func = expr.func if isinstance(expr, cst.Call) else expr
     return ctx.matches(func, NO_GRAD)
+
+
+def is_no_grad_context(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """Does entering ``expr`` (a ``with`` item or a decorator) turn gradients off?"""
+    return _is_no_grad_expr(ctx, expr)
 
 
 def in_no_grad(ctx: RuleContext, node: cst.CSTNode) -> bool:

@@ -89,6 +89,22 @@ def assigned_values(ctx: RuleContext, name: cst.Name) -> list[cst.BaseExpression
     return list(found) if found else None
 
 
+def parameter_default(ctx: RuleContext, name: cst.Name) -> cst.BaseExpression | None:
+    """The default of the parameter of the enclosing function that ``name`` reads, when nothing
+    else in that function binds it (``def __init__(self, policy, optimizer_class=optim.Adam)``,
+    then ``optimizer_class(policy.parameters())``); None when not a parameter, it has no default,
+    or the body rebinds it."""
+    fn = ctx.enclosing(name, cst.FunctionDef)
+    if fn is None:
+        return None
+    param = next((p for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
+                  if p.name.value == name.value), None)
+    if param is None or param.default is None or (fn, name.value) in ctx.fact(_plain_bindings) or \
+            any(b.value == name.value for b in ctx.fact(_other_bindings).get(fn, ())):
+        return None
+    return param.default
+
+
 def _plain_bindings(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], tuple[cst.BaseExpression, ...]]:
     """(function or None, name) -> the values assigned to the name there, for names whose every
     binding in that body is a plain assignment to the name alone."""
