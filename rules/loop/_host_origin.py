@@ -35,7 +35,12 @@ FACTORIES = DETERMINISTIC_FACTORIES | RANDOM_FACTORIES
 _SAME_PLACE = frozenset({"long", "int", "float", "half", "double", "bool", "byte", "view", "reshape", "squeeze",
                          "unsqueeze", "permute", "transpose", "t", "flatten", "contiguous", "clone", "repeat",
                          "expand", "fill_", "zero_", "masked_fill", "masked_fill_", "type_as", "cumsum", "sum",
-                         "mean", "abs", "neg", "exp", "log", "sqrt", "clamp", "clamp_", "mul", "add", "sub", "div"})
+                         "mean", "abs", "neg", "exp", "log", "sqrt", "clamp", "clamp_", "mul", "add", "sub", "div",
+                         # in-place fills of a legacy sized constructor (``torch.FloatTensor(n, d).uniform_()``)
+                         # and in-place arithmetic: the tensor stays where it was made
+                         "uniform_", "normal_", "random_", "bernoulli_", "exponential_", "cauchy_", "log_normal_",
+                         "geometric_", "mul_", "add_", "sub_", "div_", "pow", "pow_", "floor", "ceil", "round",
+                         "index_select", "repeat_interleave"})
 _LEGACY_CPU = frozenset(f"torch.{n}Tensor" for n in ("Long", "Float", "Int", "Byte", "Bool", "Double", "Half", "Short"))
 _COMBINERS = COMBINERS
 LIKE_FACTORIES = frozenset(f for f in FACTORIES if f.endswith("_like"))
@@ -105,6 +110,8 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
         return None
     if isinstance(expr, cst.UnaryOperation):
         return host_origin(ctx, expr.expression, at, loose_default_type=loose_default_type, depth=depth + 1)
+    if isinstance(expr, cst.Subscript):  # ``torch.arange(n)[None]``: an index of a host tensor stays on the host
+        return host_origin(ctx, expr.value, at, loose_default_type=loose_default_type, depth=depth + 1)
     if isinstance(expr, cst.Name):
         fn = ctx.enclosing(at, cst.FunctionDef)
         if fn is not None and expr.value in {p.name.value for p in fn.params.params}:
@@ -114,10 +121,12 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
         here = order.get(ctx.statement_of(at), 0)
         values = [a.value for a in walk(body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
                   any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in a.targets)]
-        if not values or any(isinstance(a, (cst.AugAssign, cst.AnnAssign)) and dotted_name(a.target) == expr.value
+        if not values or any(isinstance(a, cst.AnnAssign) and dotted_name(a.target) == expr.value
                              and order.get(a, 0) < here for a in walk(body)):  # changed before ``at``
             return None
         last = values[-1]
+        # (``rng += torch.rand_like(rng)``, ``t *= 0.5``: an in-place update of a host tensor keeps it on
+        # the host; torch refuses to add a device tensor into it)
         return host_origin(ctx, last, last, loose_default_type=loose_default_type, depth=depth + 1)
     return None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.facts.kwargs import call_keywords
 from ..analysis.facts.placement import moved_before
 from ..analysis.model.host_data import cuda_tensor_type
 from ..analysis.model.step_code import device_kind
@@ -25,8 +26,10 @@ def host_to_device_copy(ctx: RuleContext, call: cst.Call) -> bool:
     """``x.to(<device>)`` / ``x.to(device=...)`` / ``x.cuda()`` that does not name the CPU, or
     ``x.type(torch.cuda.FloatTensor)`` (through a name bound to a CUDA tensor type), that does
     not already choose ``non_blocking``."""
-    if has_star_args(call) or get_arg(call, "non_blocking") is not None:
+    if get_arg(call, "non_blocking") is not None:
         return False
+    if has_star_args(call):
+        return splat_device(ctx, call)
     assert isinstance(call.func, cst.Attribute)
     method = call.func.attr.value
     if method == "cuda":
@@ -43,6 +46,20 @@ def host_to_device_copy(ctx: RuleContext, call: cst.Call) -> bool:
     # .to(device) or .to(device, dtype) / .to(device, dtype=...); not .to(other_tensor) or copy=
     return all(a.keyword is None or a.keyword.value in ("device", "dtype") for a in call.args) and \
         len(call.args) <= 2
+
+
+def splat_device(ctx: RuleContext, call: cst.Call) -> bool:
+    """``x.to(**self.tpdv)`` with ``self.tpdv = dict(dtype=torch.float32, device=device)`` (or a local
+    ``kw = {"device": device}``): the dict the file builds sets ``device`` to a device on every
+    path, sets nothing else but ``dtype`` and never ``non_blocking``; nothing the file cannot see
+    into adds a key. Then the call is a move to the device like ``x.to(device, dtype)``."""
+    if not method_call(call, "to") or any(a.star == "*" or a.star != "**" and a.keyword is None for a in call.args):
+        return False
+    keywords = call_keywords(ctx, call)
+    if keywords.opaque or "device" not in keywords.certain or \
+            not set(keywords.settings) <= {"device", "dtype"}:
+        return False
+    return all(device_kind(ctx, s.value) not in (None, "cpu") for s in keywords.of("device"))
 
 
 # ---- batches already on the device ------------------------------------------------------------------

@@ -8,6 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
+from ..analysis.facts.move_helpers import wrapped_argument
 from ..analysis.facts.placement import moved_before
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.to_methods import no_fix_reason
@@ -198,8 +199,11 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
     their batch data: whether that is provably a tensor (True/False, None when known not to be
     one); the string "no" when it is not a batch the loops pass in."""
     base: cst.BaseExpression = receiver
-    while isinstance(base, cst.Subscript) or method_call(base, *SAME_PLACE):  # ``batch_x.float()``: still the batch
-        base = base.value if isinstance(base, cst.Subscript) else base.func.value  # type: ignore[attr-defined]
+    while isinstance(base, cst.Subscript) or method_call(base, *SAME_PLACE) or \
+            isinstance(base, cst.Call) and wrapped_argument(ta.ctx, base) is not None:
+        # ``batch_x.float()``, ``check(obs)`` of a helper wrapping it in a host tensor: still the batch
+        base = base.value if isinstance(base, cst.Subscript) else base.func.value if method_call(  # type: ignore
+            base, *SAME_PLACE) else wrapped_argument(ta.ctx, base)  # type: ignore[arg-type]
     if not isinstance(base, cst.Name):
         return "no"
     element = comprehension_source(ta.ctx, base, fn)

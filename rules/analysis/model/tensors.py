@@ -25,6 +25,8 @@ TENSOR_METHODS = frozenset({
     "sum", "mean", "max", "min", "norm", "std", "var", "argmax", "argmin", "abs", "detach",
     "float", "double", "half", "sqrt", "exp", "log", "softmax", "log_softmax", "eq", "ne", "gt",
     "lt", "ge", "le", "prod", "amax", "amin", "clone", "flatten", "view", "reshape",
+    # reductions and tests of a boolean mask (``(pts.abs() > bound).any(dim=-1)``, ``x.isnan()``)
+    "any", "all", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "nonzero",
 })
 # Calls of these return host values (Python numbers, numpy arrays, strings), never tensors.
 HOST_FUNCTIONS = frozenset({
@@ -218,6 +220,12 @@ class ValueKinds:
             if self.is_host(expr.left) and self.is_host(expr.right):
                 return False
             return self.is_tensor(expr.left) or self.is_tensor(expr.right)
+        if isinstance(expr, cst.Comparison):  # ``mask = weight > thres``: elementwise, a boolean tensor
+            operands = [expr.left, *(c.comparator for c in expr.comparisons)]
+            return all(isinstance(c.operator, _ELEMENTWISE) for c in expr.comparisons) and \
+                any(self.is_tensor(o) for o in operands)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.BitInvert, cst.Minus)):
+            return self.is_tensor(expr.expression)  # ``~valid``, ``-logp``
         if isinstance(expr, cst.Subscript):
             return self.is_tensor(expr.value)
         if isinstance(expr, cst.Name):
@@ -229,6 +237,9 @@ class ValueKinds:
             cls = self.ctx.enclosing(expr, cst.ClassDef)
             return cls is not None and expr.attr.value in self.ctx.fact(_device_attributes).get(cls, ())
         return False
+
+
+_ELEMENTWISE = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
 
 
 def _grows(value: cst.BaseExpression, name: str) -> bool:
