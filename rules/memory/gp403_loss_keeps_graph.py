@@ -40,7 +40,9 @@ class _GradNames:
             elif isinstance(node, cst.Assign) and len(node.targets) == 1 and \
                     isinstance(node.targets[0].target, cst.Name) and not in_no_grad(ctx, node):
                 assigns.append((node.targets[0].target.value, node.value))
-        self.names |= _upstream_outputs(ctx, scope, set(self.names))
+        self.seeds = set(self.names)  # what is backpropagated
+        self.outputs = _upstream_outputs(ctx, scope, self.seeds)  # the network outputs it is computed from
+        self.names |= self.outputs
         for _ in range(4):
             before = len(self.names)
             for name, value in assigns:
@@ -193,6 +195,12 @@ class LossKeepsGraph(Rule):
                         _reset_every_step(ctx, ta, loop, acc, stmt):
                     continue
                 fix = Fix("accumulate a detached value", (Replace(value, detached(value)),), "safe")
+                if grads[scope].outputs and not _names_in(value) & grads[scope].seeds:  # ``stats["ratio"] += ratio.mean()``
+                    code = ctx.code_for(value)
+                    yield Finding(value, f"`{acc}` accumulates `{code}`, computed from the network outputs the loss "
+                                         "backpropagates through, with its autograd graph: every step's graph stays "
+                                         f"alive, so memory grows each step; accumulate `{code}`'s detached value", fix)
+                    continue
                 yield Finding(value, f"`{acc}` accumulates the loss with its autograd graph: every step's graph "
                                      "stays alive, so memory grows each step; accumulate loss.detach()", fix)
 
