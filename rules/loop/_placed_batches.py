@@ -22,6 +22,13 @@ SAME_PLACE = ("long", "int", "float", "half", "double", "bool", "byte", "contigu
               "squeeze", "unsqueeze", "permute", "transpose", "flatten", "clone", "detach")
 
 
+def uncast(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``t`` of ``t.float()``, ``t.long().view(-1)``: what a copy of the cast copies."""
+    while method_call(expr, *SAME_PLACE):
+        expr = expr.func.value  # type: ignore[attr-defined]
+    return expr
+
+
 def host_to_device_copy(ctx: RuleContext, call: cst.Call) -> bool:
     """``x.to(<device>)`` / ``x.to(device=...)`` / ``x.cuda()`` that does not name the CPU, or
     ``x.type(torch.cuda.FloatTensor)`` (through a name bound to a CUDA tensor type), that does

@@ -26,8 +26,9 @@ from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_na
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
-from ._placed_batches import SAME_PLACE, host_to_device_copy, passes_device, placed_source, without_prefetcher
+from ._placed_batches import SAME_PLACE, host_to_device_copy, passes_device, placed_source, uncast, without_prefetcher
 from ._fed_methods import fed_copy, module_array_copy
+from ._helper_copies import helper_copies
 from ._holder_copies import holder_copies
 from ._inherited_inputs import inherited_input_copy
 from ._host_origin import COPIES_VALUES, host_values
@@ -131,6 +132,9 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
     receiver is provably a tensor, False when unknown, None when known not to be one."""
     assert isinstance(call.func, cst.Attribute)
     receiver = call.func.value
+    base = uncast(receiver)
+    if isinstance(base, cst.Name) and len(mapped := through_lambda(ctx, base)) == 1 and mapped[0] is not base:
+        receiver = mapped[0]  # ``list(map(lambda t: t.float().to(device), batch))``: each element of the batch
     if ctx.is_inside(call, loop):
         batch = batch_data(loop)
         moving = loop_data(loop) | ta.counters(loop)
@@ -384,7 +388,7 @@ class BlockingCopy(Rule):
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers",
         "https://docs.pytorch.org/docs/stable/generated/torch.Tensor.to.html",
     )
-    keywords = (".to(", ".cuda(", ".type(")
+    keywords = (".to(", ".cuda(", ".type(", "device")  # (``device``: a move helper of another module)
 
     examples = [
         Valid(dedent("""
@@ -442,10 +446,12 @@ class BlockingCopy(Rule):
                                    "non_blocking=True (with pinned memory it overlaps with compute)",
                              Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),),
                                  "safe"))
+        yield from helper_copies(ctx, ta, batch_data, lambda fn, arg: _passed_batch(ta, fn, arg, batch_data))
         for call in ctx.nodes(cst.Call):
             if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
                 continue
-            if moved_before(ctx, call.func.value, call):  # type: ignore[attr-defined]
+            copied = through_lambda(ctx, uncast(call.func.value))  # type: ignore[attr-defined]
+            if moved_before(ctx, call.func.value, call) or all(moved_before(ctx, c, c) for c in copied):  # type: ignore
                 continue  # a field of an object the step already moved (``g = g.to(device)``): a no-op
             if _created_here(ctx, call.func.value):  # type: ignore[attr-defined]
                 continue  # created on the host by the step itself, then moved: GP105's
@@ -465,7 +471,6 @@ class BlockingCopy(Rule):
                 continue
             if in_cpu_branch(ctx, call):
                 continue
-            copied = through_lambda(ctx, call.func.value)  # type: ignore[attr-defined]
             if isinstance(loop, cst.For) and iterates_placed_batches(ctx, loop.iter) or \
                     all(placed_by_framework(ctx, c) for c in copied):
                 if _from_host_array(ctx, call.func.value):  # type: ignore[attr-defined]

@@ -33,6 +33,7 @@ from ..syntax.calls import dotted_name, get_arg, method_call
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
 from .helper_syncs import local_callee, parameters, passed_for
+from .move_helpers import moved_argument
 
 # Methods whose result is data in host memory (numbers, lists, numpy arrays, a host copy).
 # Builtins whose result is a Python value.
@@ -113,17 +114,27 @@ def moved_later(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> 
         return False
     name = root.value
     before = reaching_assignment(ctx, name, at)
-    if before is None or _device_move(ctx, before.value) or any(_device_move(ctx, n) for n in walk(before.value)):
+    # (a parameter no assignment rebinds before the read: the batch ``train_step(self, batch)`` is handed)
+    handed = before is None and name in {p.name.value for p in fn.params.params} and \
+        not reaching_assignments(ctx, name, at)
+    if before is None and not handed or before is not None and (
+            _device_move(ctx, before.value) or any(_device_move(ctx, n) for n in walk(before.value))):
         return False
     ta = analysis(ctx)
-    if isinstance(before.value, cst.Call) and (ta.is_model(before.value.func) or ta.is_criterion(before.value.func)):
+    if before is not None and isinstance(before.value, cst.Call) and \
+            (ta.is_model(before.value.func) or ta.is_criterion(before.value.func)):
         return False  # ``hidden = stage1(x)`` then ``hidden.to("cuda:1")``: a device value moved on
     order = ctx.preorder()
     here = order.get(ctx.statement_of(at), 0)
     for node in walk(fn.body):
-        if not _device_move(ctx, node) or order.get(node, 0) <= here:
+        if order.get(node, 0) <= here:
             continue
-        moved = _root(node.func.value)  # type: ignore[attr-defined]
+        if isinstance(node, cst.Call) and (helped := moved_argument(ctx, node)) is not None:  # ``move_to_device(batch, d)``
+            moved = _root(helped)
+        elif _device_move(ctx, node):
+            moved = _root(node.func.value)  # type: ignore[attr-defined]
+        else:
+            continue
         if isinstance(moved, cst.Name) and moved.value == name and reaching_assignment(ctx, name, node) is before:
             return True
     return False

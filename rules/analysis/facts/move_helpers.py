@@ -67,7 +67,9 @@ def _passes_through(expr: cst.BaseExpression, param: str, fn: cst.FunctionDef) -
     if isinstance(expr, cst.Name):
         return expr.value == param
     if isinstance(expr, (cst.ListComp, cst.DictComp, cst.GeneratorExp, cst.SetComp, cst.List, cst.Tuple, cst.Dict)) \
-            or isinstance(expr, cst.Call) and dotted_name(expr.func) in ("list", "tuple", "dict", "type"):
+            or isinstance(expr, cst.Call) and (dotted_name(expr.func) in ("list", "tuple", "dict", "type") or
+                                               isinstance(expr.func, cst.Call) and dotted_name(expr.func.func) == "type"):
+        # (``type(obj)(move(v, device) for v in obj)``: the container's own type, rebuilt)
         return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == fn.name.value
                    for n in walk(expr, into_nested=True))
     return False
@@ -186,3 +188,23 @@ def wrapped_argument(ctx: RuleContext, call: cst.Call) -> cst.BaseExpression | N
         if len(args) == 1:
             return args[0].value
     return None
+
+
+def blocking_moves(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    """Does a move helper (``module_moves``) copy without ``non_blocking`` (``return o.to(device)``,
+    its recursive inner function's too)? A call of it then waits for the copy."""
+    if fn not in module_moves(ctx):
+        return False
+    return any(method_call(n, "to", "cuda") and get_arg(n, "non_blocking") is None and  # type: ignore[arg-type]
+               not any(a.star for a in n.args) for n in walk(fn.body, into_nested=True))  # type: ignore[union-attr]
+
+
+def blocking_helper(ctx: RuleContext, call: cst.Call) -> str | None:
+    """The name of the user's helper of another module that ``call`` runs when it copies what it
+    is handed to the device without ``non_blocking`` (``move_to_device(batch, self.device)``); None
+    for anything else (this file's helpers report the copy in their own body)."""
+    if not ctx.project or local_callee(ctx, call) is not None:
+        return None
+    found = project_function(ctx, call)
+    return dotted_name(call.func) if found is not None and found.facts.moves and found.facts.blocking_moves \
+        else None

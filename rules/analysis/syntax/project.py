@@ -74,6 +74,7 @@ class FunctionFacts:
     # the parameters it returns wrapped in a host tensor, or as they are (``def check(x): return
     # torch.from_numpy(x) if type(x) == np.ndarray else x``: ``facts.move_helpers.wrapped_params``)
     wraps: tuple[str, ...] = ()
+    blocking_moves: bool = False  # one of its moves passes no non_blocking (``return o.to(device)``)
 
     def role_of(self, role: str) -> str | None:
         return next((p for p, r in self.roles if r == role), None)
