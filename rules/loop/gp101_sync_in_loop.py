@@ -23,7 +23,7 @@ from ..analysis.model.rare_evals import in_rare_eval
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
-from ._builtin_reads import buffer_root, builtin_reads
+from ._builtin_reads import buffer_root, builtin_reads, device_value
 from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, read_of_argument
 from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
@@ -292,8 +292,9 @@ class SyncInLoop(Rule):
                 fix if fix is not None else NoFix(_HOST_USE),
             )
 
-        for found in helpers:
-            yield helper_read_finding(ctx, ta, found)
+        for found in helpers:  # (not ``_t2n(action)`` of the actions an environment steps on)
+            if not (isinstance(found.call, cst.Call) and feeds_host_output(ctx, found.call)):
+                yield helper_read_finding(ctx, ta, found)
         for store, target in stores_to_host(ctx, ta):
             yield host_store_finding(ctx, ta, store, target)
 
@@ -353,6 +354,12 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
                     any(_device_value(ctx, ta, a.value, call) for a in call.args):
                 yield call, f"{ctx.code_for(call.func)}()"
     yield from builtin_reads(ctx, ta)  # ``max(lengths)``, ``to_np(loss)`` of a reading lambda
+    if ":" in ctx.source:  # ``values[i, start:ends[i]]``: a slice bound is a Python int, read from the device
+        for sub in ctx.nodes(cst.Subscript):
+            for el in sub.slice:
+                if isinstance(el.slice, cst.Slice):
+                    yield from ((b, "slice bound") for b in (el.slice.lower, el.slice.upper, el.slice.step)
+                                if b is not None and device_value(ctx, ta, b, sub))
     for owner in _branching(ctx):
         compared = False  # ``assert x.min() >= 0 and x.max() < n``: one wait, one finding
         for part in _tested_tensors(ctx, ta, owner.test, owner):
