@@ -8,6 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
+from ..analysis.facts.helper_syncs import local_callee
 from ..analysis.facts.placement import moved_before
 from ..analysis.model.host_data import numpy_made_here
 from ..analysis.model.reaching import reaching_assignments
@@ -121,6 +122,13 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
         here = order.get(ctx.statement_of(at), 0)
         values = [a.value for a in walk(body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
                   any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in a.targets)]
+        unpacked = [a for a in walk(body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
+                    len(a.targets) == 1 and isinstance(a.targets[0].target, (cst.Tuple, cst.List)) and
+                    expr.value in target_names(a.targets[0].target)]
+        if unpacked and (not values or order.get(unpacked[-1], 0) > max(
+                order.get(a, 0) for a in walk(body) if isinstance(a, cst.Assign) and a.value in values)):
+            # ``obj_mask, noobj_mask = self.build_targets(...)``: what the method returns there
+            return _returned_origin(ctx, unpacked[-1], expr.value, loose_default_type, depth)
         if not values or any(isinstance(a, cst.AnnAssign) and dotted_name(a.target) == expr.value
                              and order.get(a, 0) < here for a in walk(body)):  # changed before ``at``
             return None
@@ -129,6 +137,31 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
         # the host; torch refuses to add a device tensor into it)
         return host_origin(ctx, last, last, loose_default_type=loose_default_type, depth=depth + 1)
     return None
+
+
+def _returned_origin(ctx: RuleContext, assign: cst.Assign, name: str, loose_default_type: bool,
+                     depth: int) -> cst.Call | None:
+    """``a, b = self.build_targets(...)`` (or a function of the file): the factory that built, on the
+    host, the element at ``name``'s place in every tuple the callee returns (``return obj_mask,
+    noobj_mask`` after ``noobj_mask = torch.ones(...)``, filled by index in between)."""
+    target = assign.targets[0].target
+    value = assign.value
+    if not isinstance(value, cst.Call) or not isinstance(target, (cst.Tuple, cst.List)) or \
+            any(isinstance(e, cst.StarredElement) for e in target.elements):
+        return None
+    place = next((i for i, e in enumerate(target.elements) if isinstance(e.value, cst.Name) and e.value.value == name),
+                 None)
+    callee = local_callee(ctx, value)
+    if place is None or callee is None:
+        return None
+    returns = [r for r in walk(callee.body) if isinstance(r, cst.Return)]
+    found = []
+    for r in returns:
+        if not isinstance(r.value, cst.Tuple) or len(r.value.elements) != len(target.elements):
+            return None
+        found.append(host_origin(ctx, r.value.elements[place].value, r, loose_default_type=loose_default_type,
+                                 depth=depth + 1))
+    return found[0] if found and all(f is not None for f in found) else None
 
 
 def _wrapped_origin(ctx: RuleContext, call: cst.Call, at: cst.CSTNode, loose_default_type: bool,
