@@ -114,29 +114,36 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
     if isinstance(expr, cst.Subscript):  # ``torch.arange(n)[None]``: an index of a host tensor stays on the host
         return host_origin(ctx, expr.value, at, loose_default_type=loose_default_type, depth=depth + 1)
     if isinstance(expr, cst.Name):
-        fn = ctx.enclosing(at, cst.FunctionDef)
-        if fn is not None and expr.value in {p.name.value for p in fn.params.params}:
-            return None
-        body = fn.body if fn is not None else ctx.module  # a script's loop at module level too
-        order = ctx.preorder()
-        here = order.get(ctx.statement_of(at), 0)
-        values = [a.value for a in walk(body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
-                  any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in a.targets)]
-        unpacked = [a for a in walk(body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
-                    len(a.targets) == 1 and isinstance(a.targets[0].target, (cst.Tuple, cst.List)) and
-                    expr.value in target_names(a.targets[0].target)]
-        if unpacked and (not values or order.get(unpacked[-1], 0) > max(
-                order.get(a, 0) for a in walk(body) if isinstance(a, cst.Assign) and a.value in values)):
-            # ``obj_mask, noobj_mask = self.build_targets(...)``: what the method returns there
-            return _returned_origin(ctx, unpacked[-1], expr.value, loose_default_type, depth)
-        if not values or any(isinstance(a, cst.AnnAssign) and dotted_name(a.target) == expr.value
-                             and order.get(a, 0) < here for a in walk(body)):  # changed before ``at``
-            return None
-        last = values[-1]
-        # (``rng += torch.rand_like(rng)``, ``t *= 0.5``: an in-place update of a host tensor keeps it on
-        # the host; torch refuses to add a device tensor into it)
-        return host_origin(ctx, last, last, loose_default_type=loose_default_type, depth=depth + 1)
+        return _name_origin(ctx, expr, at, loose_default_type, depth)
     return None
+
+
+def _name_origin(ctx: RuleContext, expr: cst.Name, at: cst.CSTNode, loose_default_type: bool,
+                 depth: int) -> cst.Call | None:
+    """The factory behind the name ``expr`` at ``at``: its last binding before ``at`` in the
+    function (or the module, for a script's loop), a single name's or a tuple's unpacked element."""
+    fn = ctx.enclosing(at, cst.FunctionDef)
+    if fn is not None and expr.value in {p.name.value for p in fn.params.params}:
+        return None
+    body = fn.body if fn is not None else ctx.module  # a script's loop at module level too
+    order = ctx.preorder()
+    here = order.get(ctx.statement_of(at), 0)
+    values = [a.value for a in walk(body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
+              any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in a.targets)]
+    unpacked = [a for a in walk(body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
+                len(a.targets) == 1 and isinstance(a.targets[0].target, (cst.Tuple, cst.List)) and
+                expr.value in target_names(a.targets[0].target)]
+    if unpacked and (not values or order.get(unpacked[-1], 0) > max(
+            order.get(a, 0) for a in walk(body) if isinstance(a, cst.Assign) and a.value in values)):
+        # ``obj_mask, noobj_mask = self.build_targets(...)``: what the method returns there
+        return _returned_origin(ctx, unpacked[-1], expr.value, loose_default_type, depth)
+    if not values or any(isinstance(a, cst.AnnAssign) and dotted_name(a.target) == expr.value
+                         and order.get(a, 0) < here for a in walk(body)):  # changed before ``at``
+        return None
+    last = values[-1]
+    # (``rng += torch.rand_like(rng)``, ``t *= 0.5``: an in-place update of a host tensor keeps it on
+    # the host; torch refuses to add a device tensor into it)
+    return host_origin(ctx, last, last, loose_default_type=loose_default_type, depth=depth + 1)
 
 
 def _returned_origin(ctx: RuleContext, assign: cst.Assign, name: str, loose_default_type: bool,
