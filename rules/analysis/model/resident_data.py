@@ -20,6 +20,7 @@ from ..syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
 from .host_data import HOST_BUILDERS
+from .reaching import reaching_assignments
 
 # Tensor methods whose result lives where their receiver does.
 _SAME_PLACE = ("long", "int", "float", "half", "double", "bool", "byte", "contiguous", "view", "reshape",
@@ -179,6 +180,8 @@ def resident_copy(ctx: RuleContext, receiver: cst.BaseExpression, changing: Iter
     element or field of data resident in host memory (see :func:`resident_root`); ``invariant``
     when nothing in it changes between steps (no name of ``changing``: the loop's data and
     counters, the function's parameters and locals), so the same bytes are copied every step."""
+    if isinstance(receiver, cst.Name):  # ``rays, rgbs = all_rays[idx], all_rgbs[idx]`` then ``rays.to(dev)``
+        receiver = _bound_slice(ctx, receiver) or receiver
     root, indices, fields = _strip(receiver)
     if not isinstance(root, cst.Name) or not (indices or fields):
         return None
@@ -197,6 +200,23 @@ def resident_copy(ctx: RuleContext, receiver: cst.BaseExpression, changing: Iter
     if invariant and isinstance(owner, cst.FunctionDef) and _from_param(ctx, root.value, owner):
         return None  # the same piece of what the caller hands in: may be this step's batch
     return name, invariant
+
+
+def _bound_slice(ctx: RuleContext, name: cst.Name) -> cst.BaseExpression | None:
+    """The slice a name holds where it is read: the one assignment reaching the read binds it to a
+    subscript (``x = data[idx]``, or its place in ``x, y = data[idx], labels[idx]``)."""
+    found = reaching_assignments(ctx, name.value, name)
+    if not found or len(found) != 1 or len(found[0].targets) != 1:
+        return None
+    target, value = found[0].targets[0].target, found[0].value
+    if isinstance(target, cst.Name):
+        return value if isinstance(value, cst.Subscript) else None
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) and \
+            len(target.elements) == len(value.elements):
+        for el, val in zip(target.elements, value.elements):
+            if isinstance(el.value, cst.Name) and el.value.value == name.value:
+                return val.value if isinstance(val.value, cst.Subscript) else None
+    return None
 
 
 def _resident_attribute(ctx: RuleContext, attr: str, owner: cst.CSTNode) -> bool:
