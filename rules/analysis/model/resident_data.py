@@ -17,6 +17,7 @@ from collections.abc import Iterable
 import libcst as cst
 
 from ..syntax.calls import dotted_name, get_arg, method_call, target_names
+from ..syntax.callsites import call_site_args
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
 from .host_data import HOST_BUILDERS
@@ -183,6 +184,9 @@ def resident_copy(ctx: RuleContext, receiver: cst.BaseExpression, changing: Iter
     if isinstance(receiver, cst.Name):  # ``rays, rgbs = all_rays[idx], all_rgbs[idx]`` then ``rays.to(dev)``
         receiver = _bound_slice(ctx, receiver) or receiver
     root, indices, fields = _strip(receiver)
+    if isinstance(root, cst.Name) and isinstance(owner, cst.FunctionDef) and \
+            (handed := _handed_resident(ctx, root, owner)) is not None:
+        return handed, False  # ``render(rays_train, ...)`` whose body copies ``rays[i:i + chunk]``
     if not isinstance(root, cst.Name) or not (indices or fields):
         return None
     if any(f in ("weight", "bias", "module", "model") for f in fields):
@@ -200,6 +204,28 @@ def resident_copy(ctx: RuleContext, receiver: cst.BaseExpression, changing: Iter
     if invariant and isinstance(owner, cst.FunctionDef) and _from_param(ctx, root.value, owner):
         return None  # the same piece of what the caller hands in: may be this step's batch
     return name, invariant
+
+
+def _handed_resident(ctx: RuleContext, name: cst.Name, fn: cst.FunctionDef) -> str | None:
+    """The resident data every call of ``fn`` in the file hands to its parameter ``name`` (a slice of
+    it, or a name bound to one: ``render(rays_train, model)`` after ``rays_train = all_rays[idx]``),
+    when the function never rebinds the parameter: its root's name, else None."""
+    if name.value not in {p.name.value for p in fn.params.params} or reaching_assignments(ctx, name.value, name):
+        return None
+    args = call_site_args(ctx, fn, name.value)
+    following = ctx.fact(_following)
+    if not args or fn in following or not all(isinstance(a, (cst.Name, cst.Subscript)) for a in args):
+        return None
+    following.add(fn)  # (a recursive function hands its own parameter on: no answer from there)
+    try:
+        found = [resident_copy(ctx, a, (), ctx.enclosing(a, cst.FunctionDef) or ctx.module) for a in args]
+    finally:
+        following.discard(fn)
+    return found[0][0] if all(f is not None for f in found) else None  # type: ignore[index]
+
+
+def _following(ctx: RuleContext) -> set[cst.FunctionDef]:
+    return set()  # the functions whose call sites are being read
 
 
 def _bound_slice(ctx: RuleContext, name: cst.Name) -> cst.BaseExpression | None:
