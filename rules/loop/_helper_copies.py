@@ -22,6 +22,20 @@ from ._placed_batches import placed_source, uncast
 Passed = Callable[[cst.FunctionDef, cst.BaseExpression], object]  # GP104's ``_passed_batch``: "no" or a flag
 
 
+# GP104's limitations on the copies this module and the tensor facts find behind helpers.
+COPIES_BEHIND_HELPERS = (
+    "A move whose device is in a keyword dict the file builds (`x.to(**self.tpdv)` with `self.tpdv = "
+    "dict(dtype=torch.float32, device=device)` set once, a local `kw = {\"device\": device}`) is a copy; a "
+    "converter helper between the batch and the copy (`check(obs).to(...)`, `def check(x): return "
+    "torch.from_numpy(x) if isinstance(x, np.ndarray) else x`, in this file or another module) hands it "
+    "the batch; so does a lambda mapped over it (`list(map(lambda t: t.to(device), batch))`). A call, in the "
+    "step, of another module's move helper that copies without non_blocking (`batch = move_to_device(batch, "
+    "self.device)`) is reported at the call, without a fix (the edit is in the helper). A name bound to a "
+    "slice of host-resident data (`xb, yb = feats[idx], targets[idx]`), and a helper's parameter every call "
+    "hands such a slice (a chunked renderer's `rays[i:i + chunk].to(device)`), are resident copies."
+)
+
+
 def helper_copies(ctx: RuleContext, ta: TrainingAnalysis, batch_data: Callable[[cst.For | cst.While], BatchData],
                   passed: Passed) -> Iterator[Finding]:
     """Each call of another module's blocking move helper that copies the step's batch: in a step

@@ -148,7 +148,12 @@ class SyncInLoop(Rule):
         "dict's values), `loss.data[0]` (the pre-0.4 spelling of `.item()`) and a GradScaler's "
         "`get_scale()`/`state_dict()` (a name with `scaler` in it) are host reads too, and so are `max(t)`, `min(t)`, "
         "`sorted(t)`, `any(t > 0)`, `all(t)` of a device tensor and `max(loss, 1e-3)` (Python compares its elements on the host, one read each; `sum(t)` and `len(t)` read nothing), and a "
-        "comparison with a buffer a module registers (`while self.steps < n:`).",
+        "comparison with a buffer a module registers (`while self.steps < n:`). A mask made by comparing or "
+        "reducing tensors (`inside = (pts.abs() <= 1).all(-1)`, `keep = weight > thres`, `~valid`) is a tensor: "
+        "`if inside.any():` in a forward reads it; so do `any(torch.isnan(l) for l in losses)` and `all(...)` over "
+        "a generator of tensor tests, and a device tensor used as a slice bound (`values[i, start:ends[i]]`: Python "
+        "needs an int). The actions a rollout's `collect()` copies to the host and returns to a caller that hands "
+        "them to `envs.step(...)` are what the code is for (not reported), also through a reading helper.",
         "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`) are not seen. A first-party helper "
         "that reads on the host a value computed from what it is handed (`def to_scalar(t): return t.item()`, `def "
         "top1(out, y): return (out.argmax(1) == y).float().mean().item()`, a meter's `update(self, v): self.sum += "

@@ -28,7 +28,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._placed_batches import SAME_PLACE, host_to_device_copy, passes_device, placed_source, uncast, without_prefetcher
 from ._fed_methods import fed_copy, module_array_copy
-from ._helper_copies import helper_copies
+from ._helper_copies import COPIES_BEHIND_HELPERS, helper_copies
 from ._holder_copies import holder_copies
 from ._inherited_inputs import inherited_input_copy
 from ._host_origin import COPIES_VALUES, host_values
@@ -380,6 +380,7 @@ class BlockingCopy(Rule):
         "a method no code of its file calls that copies what it is handed (`get_inputs(self, inputs)`, "
         "which the subclasses' `forward` calls), and an element of a dict or list a per-step helper "
         "rebuilds in place (`for k, v in inputs.items(): inputs[k] = v.to(device)`).",
+        COPIES_BEHIND_HELPERS,
         "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
         "batches (GP202), which the rule does not check.",
     )

@@ -138,7 +138,10 @@ class LossKeepsGraph(Rule):
         "an engine's `accelerator.backward(loss)`, or a loss scaler of another module given the "
         "loss and the optimizer): `acc += x`, `acc = acc + x` and `acc.append(x)`.",
         "Whether a value carries a graph is followed through names in the same function; a loss "
-        "returned by another module's function is missed.",
+        "returned by another module's function is missed. What a call of the object's own network returns "
+        "(`self.actor.evaluate(obs, act)`, `self.policy(obs)`) carries one when the backpropagated loss is "
+        "computed from it (`ratio = torch.exp(logp - old_logp)`); an accumulator may be an entry under a "
+        "constant key (`stats[\"ratio\"] += ratio.mean()`).",
         "Not reported when the accumulated value is later backpropagated through (deliberate) or "
         "reset every step.",
     )
