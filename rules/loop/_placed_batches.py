@@ -8,7 +8,9 @@ import libcst as cst
 
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.facts.placement import moved_before
-from ..analysis.model.host_data import cuda_tensor_type
+from ..analysis.model.host_data import cuda_tensor_type, is_tokenizer_output
+from ..analysis.model.reaching import reaching_assignments
+from ..analysis.model.step_reach import through_lambda
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
@@ -27,6 +29,34 @@ def uncast(expr: cst.BaseExpression) -> cst.BaseExpression:
     while method_call(expr, *SAME_PLACE):
         expr = expr.func.value  # type: ignore[attr-defined]
     return expr
+
+
+def mapped_element(ctx: RuleContext, receiver: cst.BaseExpression) -> cst.BaseExpression:
+    """What a lambda's parameter stands for when the lambda is mapped in place over one value
+    (``batch`` for ``t`` in ``list(map(lambda t: t.float().to(device), batch))``), else ``receiver``."""
+    base = uncast(receiver)
+    if isinstance(base, cst.Name) and len(mapped := through_lambda(ctx, base)) == 1 and mapped[0] is not base:
+        return mapped[0]
+    return receiver
+
+
+def copied_values(ctx: RuleContext, receiver: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """What a copy of ``receiver`` copies: the values a mapped lambda's parameter stands for
+    (``[x, y]`` in ``map(lambda t: t.cuda(), (x, y))``), through casts; else the receiver uncast."""
+    return through_lambda(ctx, uncast(receiver))
+
+
+def tokenized_here(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression) -> bool:
+    """``batch.input_ids`` where every assignment of ``batch`` reaching the copy is a tokenizer's
+    output (``self.tokenizer(prompt, return_tensors="pt")``): built on the host on every call from
+    what the call is handed, not data resident from before the loop."""
+    root = receiver
+    while isinstance(root, (cst.Attribute, cst.Subscript)):
+        root = root.value
+    if not isinstance(root, cst.Name):
+        return False
+    bound = reaching_assignments(ctx, root.value, root)
+    return bool(bound) and all(is_tokenizer_output(ta, b.value) for b in bound)
 
 
 def host_to_device_copy(ctx: RuleContext, call: cst.Call) -> bool:

@@ -20,13 +20,13 @@ from ..analysis.model.host_data import (
 from ..analysis.model.resident_data import resident_copy
 from ..analysis.model.step_code import BatchData
 from ..analysis.model.tensors import mentions
-from ..analysis.model.step_reach import through_lambda
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
-from ._placed_batches import SAME_PLACE, host_to_device_copy, passes_device, placed_source, uncast, without_prefetcher
+from ._placed_batches import SAME_PLACE, copied_values, host_to_device_copy, mapped_element, passes_device, placed_source
+from ._placed_batches import tokenized_here, without_prefetcher
 from ._fed_methods import fed_copy, module_array_copy
 from ._helper_copies import COPIES_BEHIND_HELPERS, helper_copies
 from ._holder_copies import holder_copies
@@ -132,9 +132,7 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
     receiver is provably a tensor, False when unknown, None when known not to be one."""
     assert isinstance(call.func, cst.Attribute)
     receiver = call.func.value
-    base = uncast(receiver)
-    if isinstance(base, cst.Name) and len(mapped := through_lambda(ctx, base)) == 1 and mapped[0] is not base:
-        receiver = mapped[0]  # ``list(map(lambda t: t.float().to(device), batch))``: each element of the batch
+    receiver = mapped_element(ctx, receiver)  # ``list(map(lambda t: t.float().to(device), batch))``: the batch
     if ctx.is_inside(call, loop):
         batch = batch_data(loop)
         moving = loop_data(loop) | ta.counters(loop)
@@ -166,6 +164,8 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
     if built_on_host(ctx, receiver) and not ctx.is_call_to(receiver, {"torch.tensor"}) or \
             isinstance(receiver, cst.Name) and host_tensor_name(ctx, receiver.value, fn):
         return "built", True
+    if tokenized_here(ctx, ta, receiver):  # ``batch = self.tokenizer(prompt, ...)``, ``batch.input_ids.to(dev)``
+        return "built", None
     params = {p.name.value for p in fn.params.params}
     local = {n for n in (dotted_name(t.target) for a in walk(fn.body) if isinstance(a, cst.Assign)
                          for t in a.targets) if n}
@@ -451,7 +451,7 @@ class BlockingCopy(Rule):
         for call in ctx.nodes(cst.Call):
             if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
                 continue
-            copied = through_lambda(ctx, uncast(call.func.value))  # type: ignore[attr-defined]
+            copied = copied_values(ctx, call.func.value)  # type: ignore[attr-defined]
             if moved_before(ctx, call.func.value, call) or all(moved_before(ctx, c, c) for c in copied):  # type: ignore
                 continue  # a field of an object the step already moved (``g = g.to(device)``): a no-op
             if _created_here(ctx, call.func.value):  # type: ignore[attr-defined]
