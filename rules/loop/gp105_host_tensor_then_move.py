@@ -339,6 +339,12 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
     elif factory is receiver:
         reason = (f"`{what}` takes no device= argument: `torch.as_tensor(data, dtype=..., device=...)` or "
                   "`torch.empty(..., dtype=..., device=...)` replaces it, which is left to the user")
+    if made_in is not ctx.enclosing(move, cst.FunctionDef) and made_in is not None:  # built by another function
+        return Finding(move, f"`{moved}` copies to the device, on every {kind}, a tensor that `{made_in.name.value}` "
+                             f"builds on the CPU with `{what}(...)` and returns (a synchronous host-to-device "
+                             f"transfer); build it on the device there (device=)",
+                       no_fix_reason=f"the tensor is built in `{made_in.name.value}`: which call takes device= there "
+                                     "is left to the user")
     parts = combined_names(ctx, receiver, move)
     if parts:  # several tensors built in other statements: the move is the one place to report
         return Finding(move, f"`{moved}` copies to the device, on every {kind}, a tensor combined from "

@@ -125,10 +125,16 @@ class ValueKinds:
         unpacked = {n for names, _ in tuples for n in names} | {
             p.name.value for p in walk(fn_body) if isinstance(p, cst.Param)} | {
             n for f in walk(fn_body) if isinstance(f, cst.For) for n in _names_of(f.target)}
-        for node in walk(fn_body):  # ``feat, lens = self.fetch_data(batch)``: what this file's function returns
+        returned: list[set[str]] = []  # ``feat, lens = self.fetch_data(batch)``: what this file's function returns
+        for node in walk(fn_body):
             if isinstance(node, cst.Assign) and len(node.targets) == 1 and \
                     isinstance(node.targets[0].target, (cst.Tuple, cst.List)) and isinstance(node.value, cst.Call):
-                self.tensors |= _returned_tensors(ta, node.targets[0].target, node.value) - unpacked_twice(tuples)
+                returned.append(_returned_tensors(ta, node.targets[0].target, node.value))
+        # (a name unpacked more than once, ``x, mask = self.sample_ndc(...)`` in one branch and ``...
+        # = self.sample(...)`` in the other: a tensor only when every unpack gives one)
+        twice = unpacked_twice(tuples)
+        self.tensors |= {n for found in returned for n in found
+                         if n not in twice or sum(n in names for names, _ in tuples) == sum(n in f for f in returned)}
         # ``for tok in ids:`` (``enumerate(ids)``, ``zip(a, b)``, a comprehension's ``for``): the rows and
         # elements of a tensor are tensors; a name bound only so, and only over tensors, holds one
         elements: dict[str, list[cst.BaseExpression | None]] = {}
