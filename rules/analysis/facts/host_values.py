@@ -435,7 +435,7 @@ def _host_results(ctx: RuleContext) -> dict[cst.FunctionDef, bool]:
         if not returns or any(_device_move(ctx, n) for n in walk(fn.body)):
             continue
         items = [e.value for r in returns for e in (r.elements if isinstance(r, cst.Tuple) else [cst.Element(r)])]
-        out[fn] = all(_computed_from_host_read(ctx, v, fn, 0) for v in items)
+        out[fn] = all(isinstance(v, (cst.Integer, cst.Float)) or _computed_from_host_read(ctx, v, fn, 0) for v in items)
     return out
 
 
@@ -443,9 +443,9 @@ def _computed_from_host_read(ctx: RuleContext, expr: cst.BaseExpression, fn: cst
     """``expr`` (in ``fn``) is computed from a host read (``pred.cpu()``): it is that read, a name
     every binding of which in ``fn`` is one, arithmetic or a torch call or method with such an
     operand (mixing a CPU tensor of more than one element with a CUDA one fails), or a number."""
-    if depth > 6:
+    if depth > 12:
         return False
-    if isinstance(expr, (cst.Integer, cst.Float)) or chain_reads_host(expr):
+    if chain_reads_host(expr):  # (a number is no evidence: ``-0.5 * torch.sum(...)`` stays where the sum is)
         return True
     if isinstance(expr, cst.Name):
         values = [a.value for a in walk(fn.body) if isinstance(a, cst.Assign) and
