@@ -94,8 +94,13 @@ def _upstream_outputs(ctx: RuleContext, scope: cst.CSTNode, seeds: set[str]) -> 
                 upstream |= {n.value for n in walk(value, include_self=True) if isinstance(n, cst.Name)}
         if len(upstream) == before:
             break
+    counts: dict[str, int] = {}
+    for names, _ in binds:
+        for n in names:
+            counts[n] = counts.get(n, 0) + 1
     out: set[str] = set()
     for names, value in binds:
+        names = {n for n in names if counts[n] == 1}  # (a name also bound to ``loss.detach()`` elsewhere: unknown)
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
                 (dotted_name(value.func) or "").startswith("self.") and \
                 value.func.attr.value not in _NO_GRAPH_CALLS and not ctx.matches(value.func, {"torch.*"}):
