@@ -77,6 +77,7 @@ MODULES = (
     'analysis/syntax/dataclass_fields.py',
     'analysis/syntax/duck_methods.py',
     'analysis/syntax/handlers.py',
+    'analysis/syntax/held_dicts.py',
     'analysis/syntax/imports.py',
     'analysis/syntax/launch.py',
     'analysis/syntax/names.py',

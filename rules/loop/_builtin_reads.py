@@ -63,8 +63,34 @@ def _over_device(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, name: s
         arg = args[0].value
         if isinstance(arg, cst.Comparison):  # ``any(t > 0)``: the comparison is a device tensor of booleans
             return compared_tensor(ctx, ta, arg) is not None
+        if name in ("any", "all") and isinstance(arg, (cst.GeneratorExp, cst.ListComp)):
+            return _tests_device(ctx, ta, arg.elt, call)
         return device_value(ctx, ta, arg, call)
     return name in _COMPARING and any(device_value(ctx, ta, a.value, call) for a in args)
+
+
+_TESTS = frozenset({"torch.isnan", "torch.isinf", "torch.isfinite", "torch.any", "torch.all", "torch.isposinf",
+                    "torch.isneginf"})
+
+
+def _tests_device(ctx: RuleContext, ta: TrainingAnalysis, elt: cst.BaseExpression, call: cst.Call) -> bool:
+    """``any(torch.isnan(l) for l in losses)``, ``all((g == 0).all() for g in grads)``: ``any``/``all``
+    take the truth value of each element the generator yields, one host read per device tensor. The
+    element must be a tensor test (a ``torch.isnan``-like call, an ``.any()``/``.all()``, a
+    comparison) of a tensor not known to be on the host."""
+    if isinstance(elt, cst.Comparison):
+        return compared_tensor(ctx, ta, elt) is not None
+    if not isinstance(elt, cst.Call) or any(a.star for a in elt.args):
+        return False
+    if ctx.matches(elt.func, _TESTS):
+        subjects = [a.value for a in elt.args if a.keyword is None][:1]
+    elif method_call(elt, "any", "all", "isnan", "isinf") and not elt.args:
+        subjects = [elt.func.value]  # type: ignore[attr-defined]
+    else:
+        return False
+    return bool(subjects) and not any(
+        is_host_expr(ta, s) or host_tensor(ctx, ta, s, call) or  # type: ignore[arg-type]
+        any(method_call(n, *HOST_READS) for n in walk(s, include_self=True)) for s in subjects)
 
 
 def device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
+from ..analysis.facts.helper_syncs import local_callee
 from ..analysis.facts.placement import moved_before
 from ..analysis.model.host_data import numpy_made_here
 from ..analysis.model.reaching import reaching_assignments
@@ -35,7 +36,12 @@ FACTORIES = DETERMINISTIC_FACTORIES | RANDOM_FACTORIES
 _SAME_PLACE = frozenset({"long", "int", "float", "half", "double", "bool", "byte", "view", "reshape", "squeeze",
                          "unsqueeze", "permute", "transpose", "t", "flatten", "contiguous", "clone", "repeat",
                          "expand", "fill_", "zero_", "masked_fill", "masked_fill_", "type_as", "cumsum", "sum",
-                         "mean", "abs", "neg", "exp", "log", "sqrt", "clamp", "clamp_", "mul", "add", "sub", "div"})
+                         "mean", "abs", "neg", "exp", "log", "sqrt", "clamp", "clamp_", "mul", "add", "sub", "div",
+                         # in-place fills of a legacy sized constructor (``torch.FloatTensor(n, d).uniform_()``)
+                         # and in-place arithmetic: the tensor stays where it was made
+                         "uniform_", "normal_", "random_", "bernoulli_", "exponential_", "cauchy_", "log_normal_",
+                         "geometric_", "mul_", "add_", "sub_", "div_", "pow", "pow_", "floor", "ceil", "round",
+                         "index_select", "repeat_interleave"})
 _LEGACY_CPU = frozenset(f"torch.{n}Tensor" for n in ("Long", "Float", "Int", "Byte", "Bool", "Double", "Half", "Short"))
 _COMBINERS = COMBINERS
 LIKE_FACTORIES = frozenset(f for f in FACTORIES if f.endswith("_like"))
@@ -105,21 +111,64 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
         return None
     if isinstance(expr, cst.UnaryOperation):
         return host_origin(ctx, expr.expression, at, loose_default_type=loose_default_type, depth=depth + 1)
+    if isinstance(expr, cst.Subscript):  # ``torch.arange(n)[None]``: an index of a host tensor stays on the host
+        return host_origin(ctx, expr.value, at, loose_default_type=loose_default_type, depth=depth + 1)
     if isinstance(expr, cst.Name):
-        fn = ctx.enclosing(at, cst.FunctionDef)
-        if fn is not None and expr.value in {p.name.value for p in fn.params.params}:
-            return None
-        body = fn.body if fn is not None else ctx.module  # a script's loop at module level too
-        order = ctx.preorder()
-        here = order.get(ctx.statement_of(at), 0)
-        values = [a.value for a in walk(body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
-                  any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in a.targets)]
-        if not values or any(isinstance(a, (cst.AugAssign, cst.AnnAssign)) and dotted_name(a.target) == expr.value
-                             and order.get(a, 0) < here for a in walk(body)):  # changed before ``at``
-            return None
-        last = values[-1]
-        return host_origin(ctx, last, last, loose_default_type=loose_default_type, depth=depth + 1)
+        return _name_origin(ctx, expr, at, loose_default_type, depth)
     return None
+
+
+def _name_origin(ctx: RuleContext, expr: cst.Name, at: cst.CSTNode, loose_default_type: bool,
+                 depth: int) -> cst.Call | None:
+    """The factory behind the name ``expr`` at ``at``: its last binding before ``at`` in the
+    function (or the module, for a script's loop), a single name's or a tuple's unpacked element."""
+    fn = ctx.enclosing(at, cst.FunctionDef)
+    if fn is not None and expr.value in {p.name.value for p in fn.params.params}:
+        return None
+    body = fn.body if fn is not None else ctx.module  # a script's loop at module level too
+    order = ctx.preorder()
+    here = order.get(ctx.statement_of(at), 0)
+    values = [a.value for a in walk(body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
+              any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in a.targets)]
+    unpacked = [a for a in walk(body) if isinstance(a, cst.Assign) and order.get(a, 0) < here and
+                len(a.targets) == 1 and isinstance(a.targets[0].target, (cst.Tuple, cst.List)) and
+                expr.value in target_names(a.targets[0].target)]
+    if unpacked and (not values or order.get(unpacked[-1], 0) > max(
+            order.get(a, 0) for a in walk(body) if isinstance(a, cst.Assign) and a.value in values)):
+        # ``obj_mask, noobj_mask = self.build_targets(...)``: what the method returns there
+        return _returned_origin(ctx, unpacked[-1], expr.value, loose_default_type, depth)
+    if not values or any(isinstance(a, cst.AnnAssign) and dotted_name(a.target) == expr.value
+                         and order.get(a, 0) < here for a in walk(body)):  # changed before ``at``
+        return None
+    last = values[-1]
+    # (``rng += torch.rand_like(rng)``, ``t *= 0.5``: an in-place update of a host tensor keeps it on
+    # the host; torch refuses to add a device tensor into it)
+    return host_origin(ctx, last, last, loose_default_type=loose_default_type, depth=depth + 1)
+
+
+def _returned_origin(ctx: RuleContext, assign: cst.Assign, name: str, loose_default_type: bool,
+                     depth: int) -> cst.Call | None:
+    """``a, b = self.build_targets(...)`` (or a function of the file): the factory that built, on the
+    host, the element at ``name``'s place in every tuple the callee returns (``return obj_mask,
+    noobj_mask`` after ``noobj_mask = torch.ones(...)``, filled by index in between)."""
+    target = assign.targets[0].target
+    value = assign.value
+    if not isinstance(value, cst.Call) or not isinstance(target, (cst.Tuple, cst.List)) or \
+            any(isinstance(e, cst.StarredElement) for e in target.elements):
+        return None
+    place = next((i for i, e in enumerate(target.elements) if isinstance(e.value, cst.Name) and e.value.value == name),
+                 None)
+    callee = local_callee(ctx, value)
+    if place is None or callee is None:
+        return None
+    returns = [r for r in walk(callee.body) if isinstance(r, cst.Return)]
+    found = []
+    for r in returns:
+        if not isinstance(r.value, cst.Tuple) or len(r.value.elements) != len(target.elements):
+            return None
+        found.append(host_origin(ctx, r.value.elements[place].value, r, loose_default_type=loose_default_type,
+                                 depth=depth + 1))
+    return found[0] if found and all(f is not None for f in found) else None
 
 
 def _wrapped_origin(ctx: RuleContext, call: cst.Call, at: cst.CSTNode, loose_default_type: bool,

@@ -9,6 +9,7 @@ import libcst as cst
 
 from ..analysis.syntax.calls import dotted_name, target_names
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import walk
 
 # Functions that turn data into pictures or files.
 _HOST_OUTPUT = re.compile(r"show|plot|save|draw|display|visuali[sz]e|imwrite|write_image|add_image|add_figure|"
@@ -24,7 +25,8 @@ def feeds_host_output(ctx: RuleContext, call: cst.Call) -> bool:
             return True
         if isinstance(anc, cst.Assign):
             targets = {n for t in anc.targets for n in target_names(t.target)}
-            return any(_fed_to_host_output(ctx, name, anc) for name in targets)
+            return any(_fed_to_host_output(ctx, name, anc) for name in targets) or \
+                _returned_to_host_output(ctx, targets, anc)
         if isinstance(anc, cst.FunctionDef):
             return bool(_HOST_OUTPUT.search(anc.name.value))
         if isinstance(anc, (cst.ClassDef, cst.Lambda, cst.BaseCompoundStatement)):
@@ -61,3 +63,41 @@ def _names_by_value(ctx: RuleContext) -> dict[str, list[cst.Name]]:
     for n in ctx.nodes(cst.Name):
         out.setdefault(n.value, []).append(n)
     return out
+
+
+def _returned_to_host_output(ctx: RuleContext, names: set[str], assign: cst.Assign) -> bool:
+    """A rollout's ``collect(step)``: ``actions = np.array(np.split(_t2n(action), n))``, then
+    ``actions_env = np.eye(k)[actions]`` returned in a tuple that the caller of the same file
+    unpacks and hands to ``envs.step(actions_env)``: the value (or one computed from it in the
+    function) is what the environment runs on, the transfer is the point."""
+    fn = ctx.enclosing(assign, cst.FunctionDef)
+    if fn is None:
+        return False
+    derived = set(names)
+    for _ in range(3):  # names the function computes from them
+        for node in ctx.nodes(cst.Assign):
+            if ctx.enclosing(node, cst.FunctionDef) is fn and \
+                    any(isinstance(n, cst.Name) and n.value in derived for n in _walk_names(node.value)):
+                derived |= {n for t in node.targets for n in target_names(t.target)}
+    places = set()
+    for ret in ctx.nodes(cst.Return):
+        if ctx.enclosing(ret, cst.FunctionDef) is not fn or ret.value is None:
+            continue
+        items = ret.value.elements if isinstance(ret.value, cst.Tuple) else [cst.Element(ret.value)]
+        places |= {i for i, el in enumerate(items) if isinstance(el.value, cst.Name) and el.value.value in derived}
+    if not places:
+        return False
+    for call in ctx.nodes(cst.Call):  # ``..., actions_env = self.collect(step)`` then ``envs.step(actions_env)``
+        if (dotted_name(call.func) or "").rsplit(".", 1)[-1] != fn.name.value or \
+                not isinstance(bound := ctx.parent(call), cst.Assign) or len(bound.targets) != 1:
+            continue
+        target = bound.targets[0].target
+        elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else [cst.Element(target)]
+        if any(i < len(elements) and isinstance(elements[i].value, cst.Name) and
+               _fed_to_host_output(ctx, elements[i].value.value, bound) for i in places):
+            return True
+    return False
+
+
+def _walk_names(node: cst.CSTNode) -> list[cst.Name]:
+    return [n for n in walk(node, include_self=True, into_nested=True) if isinstance(n, cst.Name)]

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.facts.kwargs import call_keywords
 from ..analysis.facts.placement import moved_before
-from ..analysis.model.host_data import cuda_tensor_type
+from ..analysis.model.host_data import cuda_tensor_type, is_tokenizer_output
+from ..analysis.model.reaching import reaching_assignments
+from ..analysis.model.step_reach import through_lambda
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
@@ -21,12 +24,49 @@ SAME_PLACE = ("long", "int", "float", "half", "double", "bool", "byte", "contigu
               "squeeze", "unsqueeze", "permute", "transpose", "flatten", "clone", "detach")
 
 
+def uncast(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``t`` of ``t.float()``, ``t.long().view(-1)``: what a copy of the cast copies."""
+    while method_call(expr, *SAME_PLACE):
+        expr = expr.func.value  # type: ignore[attr-defined]
+    return expr
+
+
+def mapped_element(ctx: RuleContext, receiver: cst.BaseExpression) -> cst.BaseExpression:
+    """What a lambda's parameter stands for when the lambda is mapped in place over one value
+    (``batch`` for ``t`` in ``list(map(lambda t: t.float().to(device), batch))``), else ``receiver``."""
+    base = uncast(receiver)
+    if isinstance(base, cst.Name) and len(mapped := through_lambda(ctx, base)) == 1 and mapped[0] is not base:
+        return mapped[0]
+    return receiver
+
+
+def copied_values(ctx: RuleContext, receiver: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """What a copy of ``receiver`` copies: the values a mapped lambda's parameter stands for
+    (``[x, y]`` in ``map(lambda t: t.cuda(), (x, y))``), through casts; else the receiver uncast."""
+    return through_lambda(ctx, uncast(receiver))
+
+
+def tokenized_here(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpression) -> bool:
+    """``batch.input_ids`` where every assignment of ``batch`` reaching the copy is a tokenizer's
+    output (``self.tokenizer(prompt, return_tensors="pt")``): built on the host on every call from
+    what the call is handed, not data resident from before the loop."""
+    root = receiver
+    while isinstance(root, (cst.Attribute, cst.Subscript)):
+        root = root.value
+    if not isinstance(root, cst.Name):
+        return False
+    bound = reaching_assignments(ctx, root.value, root)
+    return bool(bound) and all(is_tokenizer_output(ta, b.value) for b in bound)
+
+
 def host_to_device_copy(ctx: RuleContext, call: cst.Call) -> bool:
     """``x.to(<device>)`` / ``x.to(device=...)`` / ``x.cuda()`` that does not name the CPU, or
     ``x.type(torch.cuda.FloatTensor)`` (through a name bound to a CUDA tensor type), that does
     not already choose ``non_blocking``."""
-    if has_star_args(call) or get_arg(call, "non_blocking") is not None:
+    if get_arg(call, "non_blocking") is not None:
         return False
+    if has_star_args(call):
+        return splat_device(ctx, call)
     assert isinstance(call.func, cst.Attribute)
     method = call.func.attr.value
     if method == "cuda":
@@ -43,6 +83,20 @@ def host_to_device_copy(ctx: RuleContext, call: cst.Call) -> bool:
     # .to(device) or .to(device, dtype) / .to(device, dtype=...); not .to(other_tensor) or copy=
     return all(a.keyword is None or a.keyword.value in ("device", "dtype") for a in call.args) and \
         len(call.args) <= 2
+
+
+def splat_device(ctx: RuleContext, call: cst.Call) -> bool:
+    """``x.to(**self.tpdv)`` with ``self.tpdv = dict(dtype=torch.float32, device=device)`` (or a local
+    ``kw = {"device": device}``): the dict the file builds sets ``device`` to a device on every
+    path, sets nothing else but ``dtype`` and never ``non_blocking``; nothing the file cannot see
+    into adds a key. Then the call is a move to the device like ``x.to(device, dtype)``."""
+    if not method_call(call, "to") or any(a.star == "*" or a.star != "**" and a.keyword is None for a in call.args):
+        return False
+    keywords = call_keywords(ctx, call)
+    if keywords.opaque or "device" not in keywords.certain or \
+            not set(keywords.settings) <= {"device", "dtype"}:
+        return False
+    return all(device_kind(ctx, s.value) not in (None, "cpu") for s in keywords.of("device"))
 
 
 # ---- batches already on the device ------------------------------------------------------------------

@@ -8,6 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Replace
 from ..analysis.facts.frameworks import placed_by_framework
+from ..analysis.facts.move_helpers import wrapped_argument
 from ..analysis.facts.to_methods import no_fix_reason
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.host_data import built_on_host, host_tensor_name
@@ -114,8 +115,11 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
                           transformers: bool) -> Finding | None:
     """A copy of the batch ``fn`` is handed (``base`` reaches a parameter named like data: ``batch``,
     ``inputs``, through subscripts and attributes); unsafe: it may not be a tensor."""
-    while isinstance(base, (cst.Subscript, cst.Attribute)):
-        base = base.value
+    while isinstance(base, (cst.Subscript, cst.Attribute)) or method_call(base, *_SAME_PLACE) or \
+            isinstance(base, cst.Call) and wrapped_argument(ctx, base) is not None:
+        # (``to_tensor(batch["obs"])`` of a helper wrapping it in a host tensor: still the batch)
+        base = base.value if not isinstance(base, cst.Call) else base.func.value if method_call(  # type: ignore
+            base, *_SAME_PLACE) else wrapped_argument(ctx, base)  # type: ignore[assignment]
     if not isinstance(base, cst.Name):
         return None
     param = unpacked_param(fn, base.value)

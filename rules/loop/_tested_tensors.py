@@ -73,9 +73,17 @@ def tested_tensors(ctx: RuleContext, ta: TrainingAnalysis, test: cst.BaseExpress
         tensors = [receiver]
     else:
         return
+    tensors = [_tested(ctx, t) for t in tensors]  # ``torch.any(torch.isnan(loss))``: whether ``loss`` is on the host
     if tensors and not any(is_host_expr(ta, t) or host_tensor(ctx, ta, t, test) or contains_sync(t)
                            for t in tensors):
         yield test
+
+
+def _tested(ctx: RuleContext, expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, cst.Call) and ctx.matches(expr.func, _TENSOR_TESTS) and expr.args and \
+            expr.args[0].keyword is None and not expr.args[0].star:
+        expr = expr.args[0].value
+    return expr
 
 
 def truth_of_tensor(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.BaseExpression, call: cst.Call) -> bool:

@@ -23,7 +23,7 @@ from ..analysis.model.rare_evals import in_rare_eval
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
-from ._builtin_reads import buffer_root, builtin_reads
+from ._builtin_reads import buffer_root, builtin_reads, device_value
 from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, read_of_argument
 from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
@@ -148,7 +148,12 @@ class SyncInLoop(Rule):
         "dict's values), `loss.data[0]` (the pre-0.4 spelling of `.item()`) and a GradScaler's "
         "`get_scale()`/`state_dict()` (a name with `scaler` in it) are host reads too, and so are `max(t)`, `min(t)`, "
         "`sorted(t)`, `any(t > 0)`, `all(t)` of a device tensor and `max(loss, 1e-3)` (Python compares its elements on the host, one read each; `sum(t)` and `len(t)` read nothing), and a "
-        "comparison with a buffer a module registers (`while self.steps < n:`).",
+        "comparison with a buffer a module registers (`while self.steps < n:`). A mask made by comparing or "
+        "reducing tensors (`inside = (pts.abs() <= 1).all(-1)`, `keep = weight > thres`, `~valid`) is a tensor: "
+        "`if inside.any():` in a forward reads it; so do `any(torch.isnan(l) for l in losses)` and `all(...)` over "
+        "a generator of tensor tests, and a device tensor used as a slice bound (`values[i, start:ends[i]]`: Python "
+        "needs an int). The actions a rollout's `collect()` copies to the host and returns to a caller that hands "
+        "them to `envs.step(...)` are what the code is for (not reported), also through a reading helper.",
         "Syncs hidden in called code (boolean-mask indexing, `torch.nonzero`) are not seen. A first-party helper "
         "that reads on the host a value computed from what it is handed (`def to_scalar(t): return t.item()`, `def "
         "top1(out, y): return (out.argmax(1) == y).float().mean().item()`, a meter's `update(self, v): self.sum += "
@@ -292,8 +297,9 @@ class SyncInLoop(Rule):
                 fix if fix is not None else NoFix(_HOST_USE),
             )
 
-        for found in helpers:
-            yield helper_read_finding(ctx, ta, found)
+        for found in helpers:  # (not ``_t2n(action)`` of the actions an environment steps on)
+            if not (isinstance(found.call, cst.Call) and feeds_host_output(ctx, found.call)):
+                yield helper_read_finding(ctx, ta, found)
         for store, target in stores_to_host(ctx, ta):
             yield host_store_finding(ctx, ta, store, target)
 
@@ -353,6 +359,12 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
                     any(_device_value(ctx, ta, a.value, call) for a in call.args):
                 yield call, f"{ctx.code_for(call.func)}()"
     yield from builtin_reads(ctx, ta)  # ``max(lengths)``, ``to_np(loss)`` of a reading lambda
+    if ":" in ctx.source:  # ``values[i, start:ends[i]]``: a slice bound is a Python int, read from the device
+        for sub in ctx.nodes(cst.Subscript):
+            for el in sub.slice:
+                if isinstance(el.slice, cst.Slice):
+                    yield from ((b, "slice bound") for b in (el.slice.lower, el.slice.upper, el.slice.step)
+                                if b is not None and device_value(ctx, ta, b, sub))
     for owner in _branching(ctx):
         compared = False  # ``assert x.min() >= 0 and x.max() < n``: one wait, one finding
         for part in _tested_tensors(ctx, ta, owner.test, owner):

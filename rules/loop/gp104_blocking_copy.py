@@ -8,6 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
+from ..analysis.facts.move_helpers import wrapped_argument
 from ..analysis.facts.placement import moved_before
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.to_methods import no_fix_reason
@@ -19,14 +20,15 @@ from ..analysis.model.host_data import (
 from ..analysis.model.resident_data import resident_copy
 from ..analysis.model.step_code import BatchData
 from ..analysis.model.tensors import mentions
-from ..analysis.model.step_reach import through_lambda
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
-from ._placed_batches import SAME_PLACE, host_to_device_copy, passes_device, placed_source, without_prefetcher
+from ._placed_batches import SAME_PLACE, copied_values, host_to_device_copy, mapped_element, passes_device, placed_source
+from ._placed_batches import tokenized_here, without_prefetcher
 from ._fed_methods import fed_copy, module_array_copy
+from ._helper_copies import COPIES_BEHIND_HELPERS, helper_copies
 from ._holder_copies import holder_copies
 from ._inherited_inputs import inherited_input_copy
 from ._host_origin import COPIES_VALUES, host_values
@@ -130,6 +132,7 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
     receiver is provably a tensor, False when unknown, None when known not to be one."""
     assert isinstance(call.func, cst.Attribute)
     receiver = call.func.value
+    receiver = mapped_element(ctx, receiver)  # ``list(map(lambda t: t.float().to(device), batch))``: the batch
     if ctx.is_inside(call, loop):
         batch = batch_data(loop)
         moving = loop_data(loop) | ta.counters(loop)
@@ -161,6 +164,8 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
     if built_on_host(ctx, receiver) and not ctx.is_call_to(receiver, {"torch.tensor"}) or \
             isinstance(receiver, cst.Name) and host_tensor_name(ctx, receiver.value, fn):
         return "built", True
+    if tokenized_here(ctx, ta, receiver):  # ``batch = self.tokenizer(prompt, ...)``, ``batch.input_ids.to(dev)``
+        return "built", None
     params = {p.name.value for p in fn.params.params}
     local = {n for n in (dotted_name(t.target) for a in walk(fn.body) if isinstance(a, cst.Assign)
                          for t in a.targets) if n}
@@ -198,8 +203,11 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
     their batch data: whether that is provably a tensor (True/False, None when known not to be
     one); the string "no" when it is not a batch the loops pass in."""
     base: cst.BaseExpression = receiver
-    while isinstance(base, cst.Subscript) or method_call(base, *SAME_PLACE):  # ``batch_x.float()``: still the batch
-        base = base.value if isinstance(base, cst.Subscript) else base.func.value  # type: ignore[attr-defined]
+    while isinstance(base, cst.Subscript) or method_call(base, *SAME_PLACE) or \
+            isinstance(base, cst.Call) and wrapped_argument(ta.ctx, base) is not None:
+        # ``batch_x.float()``, ``check(obs)`` of a helper wrapping it in a host tensor: still the batch
+        base = base.value if isinstance(base, cst.Subscript) else base.func.value if method_call(  # type: ignore
+            base, *SAME_PLACE) else wrapped_argument(ta.ctx, base)  # type: ignore[arg-type]
     if not isinstance(base, cst.Name):
         return "no"
     element = comprehension_source(ta.ctx, base, fn)
@@ -372,6 +380,7 @@ class BlockingCopy(Rule):
         "a method no code of its file calls that copies what it is handed (`get_inputs(self, inputs)`, "
         "which the subclasses' `forward` calls), and an element of a dict or list a per-step helper "
         "rebuilds in place (`for k, v in inputs.items(): inputs[k] = v.to(device)`).",
+        COPIES_BEHIND_HELPERS,
         "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
         "batches (GP202), which the rule does not check.",
     )
@@ -380,7 +389,7 @@ class BlockingCopy(Rule):
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers",
         "https://docs.pytorch.org/docs/stable/generated/torch.Tensor.to.html",
     )
-    keywords = (".to(", ".cuda(", ".type(")
+    keywords = (".to(", ".cuda(", ".type(", "device")  # (``device``: a move helper of another module)
 
     examples = [
         Valid(dedent("""
@@ -438,10 +447,12 @@ class BlockingCopy(Rule):
                                    "non_blocking=True (with pinned memory it overlaps with compute)",
                              Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),),
                                  "safe"))
+        yield from helper_copies(ctx, ta, batch_data, lambda fn, arg: _passed_batch(ta, fn, arg, batch_data))
         for call in ctx.nodes(cst.Call):
             if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
                 continue
-            if moved_before(ctx, call.func.value, call):  # type: ignore[attr-defined]
+            copied = copied_values(ctx, call.func.value)  # type: ignore[attr-defined]
+            if moved_before(ctx, call.func.value, call) or all(moved_before(ctx, c, c) for c in copied):  # type: ignore
                 continue  # a field of an object the step already moved (``g = g.to(device)``): a no-op
             if _created_here(ctx, call.func.value):  # type: ignore[attr-defined]
                 continue  # created on the host by the step itself, then moved: GP105's
@@ -461,7 +472,6 @@ class BlockingCopy(Rule):
                 continue
             if in_cpu_branch(ctx, call):
                 continue
-            copied = through_lambda(ctx, call.func.value)  # type: ignore[attr-defined]
             if isinstance(loop, cst.For) and iterates_placed_batches(ctx, loop.iter) or \
                     all(placed_by_framework(ctx, c) for c in copied):
                 if _from_host_array(ctx, call.func.value):  # type: ignore[attr-defined]

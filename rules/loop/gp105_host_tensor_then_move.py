@@ -90,7 +90,10 @@ class HostTensorThenMove(Rule):
         "a fix; a CPU tensor changed before its move (dtype casts and views, arithmetic with "
         "numbers, plain names or `math` functions of them, `torch.exp`/`sin`/`cos`/`log`/`sqrt` of one "
         "(`torch.exp(-math.log(p) * torch.arange(half) / half)`), `torch.cat`/`stack` of factories (a list or a tuple), a sparse tensor (`torch.sparse_coo_tensor`, legacy `torch.sparse.FloatTensor`) of host indices and values, the legacy `Variable(...)` wrapper of one, earlier assignments in the same "
-        "function or, for a script's loop, at module level, a legacy `torch.LongTensor(n, m)` filled in place) is "
+        "function or, for a script's loop, at module level, a legacy `torch.LongTensor(n, m)` filled in place, also in the same expression: `torch.FloatTensor(n, d)."
+        "uniform_().cuda()`; indexed, rebound and updated in place: `t = torch.arange(n)[None]; t = t.repeat(b, 1); "
+        "t += torch.rand_like(t); t.to(dev)`; or returned in a tuple by a method of the file that another method "
+        "unpacks and moves: a loss's `build_targets()` then `mask.type_as(pred)`) is "
         "reported at the factory without one; at the move when it combines tensors built in statements "
         "of their own (`lbl = torch.cat((ones, zeros), 1)` then `lbl.cuda()`). `torch.Tensor(...)` follows the default tensor type: not counted where the "
         "file sets one, nor in code whose loop is in another module (its caller may set it) unless it wraps "
@@ -336,6 +339,12 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
     elif factory is receiver:
         reason = (f"`{what}` takes no device= argument: `torch.as_tensor(data, dtype=..., device=...)` or "
                   "`torch.empty(..., dtype=..., device=...)` replaces it, which is left to the user")
+    if made_in is not ctx.enclosing(move, cst.FunctionDef) and made_in is not None:  # built by another function
+        return Finding(move, f"`{moved}` copies to the device, on every {kind}, a tensor that `{made_in.name.value}` "
+                             f"builds on the CPU with `{what}(...)` and returns (a synchronous host-to-device "
+                             f"transfer); build it on the device there (device=)",
+                       no_fix_reason=f"the tensor is built in `{made_in.name.value}`: which call takes device= there "
+                                     "is left to the user")
     parts = combined_names(ctx, receiver, move)
     if parts:  # several tensors built in other statements: the move is the one place to report
         return Finding(move, f"`{moved}` copies to the device, on every {kind}, a tensor combined from "

@@ -40,6 +40,9 @@ class _GradNames:
             elif isinstance(node, cst.Assign) and len(node.targets) == 1 and \
                     isinstance(node.targets[0].target, cst.Name) and not in_no_grad(ctx, node):
                 assigns.append((node.targets[0].target.value, node.value))
+        self.seeds = set(self.names)  # what is backpropagated
+        self.outputs = _upstream_outputs(ctx, scope, self.seeds)  # the network outputs it is computed from
+        self.names |= self.outputs
         for _ in range(4):
             before = len(self.names)
             for name, value in assigns:
@@ -66,6 +69,51 @@ class _GradNames:
             if self.ctx.matches(func, {"torch.*"}) and not self.ctx.matches(func, {"torch.cuda.*"}):
                 return any(self.carries(a.value) for a in expr.args)
         return False
+
+
+_NO_GRAPH_CALLS = frozenset({"to", "cuda", "cpu", "float", "long", "int", "detach", "item", "numpy", "tolist",
+                              "get", "sample", "size"})
+
+
+def _upstream_outputs(ctx: RuleContext, scope: cst.CSTNode, seeds: set[str]) -> set[str]:
+    """Names the backpropagated loss is computed from (``loss = -(imp_weights * adv).mean()`` <-
+    ``imp_weights = torch.exp(logp - old_logp)`` <- ``logp = self.policy(obs)``) that a call of one of
+    the object's own networks returns (``self.policy(obs)``, ``self.actor.evaluate_actions(...)``,
+    unpacked too): they hold the graph the loss's backward runs through, even when the file cannot
+    tell that ``self.policy`` is a model. Data the loss reads (``adv``, a batch field moved with
+    ``.to()``) is bound otherwise and stays out."""
+    binds: list[tuple[set[str], cst.BaseExpression]] = []
+    for node in walk(scope):
+        if isinstance(node, cst.Assign) and not in_no_grad(ctx, node):
+            binds.append(({n for t in node.targets for n in _target_names(t.target)}, node.value))
+    upstream = set(seeds)
+    for _ in range(6):
+        before = len(upstream)
+        for names, value in binds:
+            if names & upstream:
+                upstream |= {n.value for n in walk(value, include_self=True) if isinstance(n, cst.Name)}
+        if len(upstream) == before:
+            break
+    counts: dict[str, int] = {}
+    for names, _ in binds:
+        for n in names:
+            counts[n] = counts.get(n, 0) + 1
+    out: set[str] = set()
+    for names, value in binds:
+        names = {n for n in names if counts[n] == 1}  # (a name also bound to ``loss.detach()`` elsewhere: unknown)
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+                (dotted_name(value.func) or "").startswith("self.") and \
+                value.func.attr.value not in _NO_GRAPH_CALLS and not ctx.matches(value.func, {"torch.*"}):
+            out |= names & upstream
+    return out
+
+
+def _target_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _target_names(e.value)}
+    return set()
 
 
 def _names_in(node: cst.CSTNode) -> set[str]:
@@ -95,7 +143,10 @@ class LossKeepsGraph(Rule):
         "an engine's `accelerator.backward(loss)`, or a loss scaler of another module given the "
         "loss and the optimizer): `acc += x`, `acc = acc + x` and `acc.append(x)`.",
         "Whether a value carries a graph is followed through names in the same function; a loss "
-        "returned by another module's function is missed.",
+        "returned by another module's function is missed. What a call of the object's own network returns "
+        "(`self.actor.evaluate(obs, act)`, `self.policy(obs)`) carries one when the backpropagated loss is "
+        "computed from it (`ratio = torch.exp(logp - old_logp)`); an accumulator may be an entry under a "
+        "constant key (`stats[\"ratio\"] += ratio.mean()`).",
         "Not reported when the accumulated value is later backpropagated through (deliberate) or "
         "reset every step.",
     )
@@ -152,6 +203,12 @@ class LossKeepsGraph(Rule):
                         _reset_every_step(ctx, ta, loop, acc, stmt):
                     continue
                 fix = Fix("accumulate a detached value", (Replace(value, detached(value)),), "safe")
+                if grads[scope].outputs and not _names_in(value) & grads[scope].seeds:  # ``stats["ratio"] += ratio.mean()``
+                    code = ctx.code_for(value)
+                    yield Finding(value, f"`{acc}` accumulates `{code}`, computed from the network outputs the loss "
+                                         "backpropagates through, with its autograd graph: every step's graph stays "
+                                         f"alive, so memory grows each step; accumulate `{code}`'s detached value", fix)
+                    continue
                 yield Finding(value, f"`{acc}` accumulates the loss with its autograd graph: every step's graph "
                                      "stays alive, so memory grows each step; accumulate loss.detach()", fix)
 
@@ -160,17 +217,17 @@ def _accumulations(loop: cst.For | cst.While) -> Iterator[tuple[str, cst.BaseExp
     """``acc += x``, ``acc = acc + x``, ``acc.append(x)`` in a loop body: (acc, x, statement)."""
     for node in walk(loop.body):
         if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign):
-            acc = dotted_name(node.target)
+            acc = _place(node.target)
             if acc is not None:
                 yield acc, node.value, node
         elif isinstance(node, cst.Assign) and len(node.targets) == 1 and \
                 isinstance(node.value, cst.BinaryOperation) and isinstance(node.value.operator, cst.Add):
-            acc = dotted_name(node.targets[0].target)
+            acc = _place(node.targets[0].target)
             if acc is None:
                 continue
-            if dotted_name(node.value.left) == acc:
+            if _place(node.value.left) == acc:
                 yield acc, node.value.right, node
-            elif dotted_name(node.value.right) == acc:
+            elif _place(node.value.right) == acc:
                 yield acc, node.value.left, node
         elif method_call(node, "append") and isinstance(node, cst.Call) and len(node.args) == 1 and \
                 node.args[0].keyword is None and not node.args[0].star:
@@ -180,8 +237,21 @@ def _accumulations(loop: cst.For | cst.While) -> Iterator[tuple[str, cst.BaseExp
                 yield acc, node.args[0].value, node
 
 
+def _place(expr: cst.BaseExpression) -> str | None:
+    """Where an accumulator lives: a name or attribute (``total``, ``self.loss_sum``), or an entry of
+    one under a constant key (``train_info["ratio"]``, ``self.stats['loss']``), spelt as one string."""
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        key = expr.slice[0].slice.value
+        owner = dotted_name(expr.value)
+        if owner is not None and isinstance(key, (cst.SimpleString, cst.Integer)):
+            return f"{owner}[{key.value}]"
+        return None
+    return dotted_name(expr)
+
+
 def _backpropagated(ctx: RuleContext, ta: TrainingAnalysis, scope: cst.CSTNode, acc: str) -> bool:
     """Is ``acc`` (or a name computed from it) backpropagated through somewhere in the scope?"""
+    acc = acc.split("[")[0]  # ``info["ratio"]``: what is computed from ``info``
     base = acc.split(".")[0] if not acc.startswith("self.") else acc.split(".")[1]
     derived = {base}
     for node in walk(scope):
@@ -205,6 +275,7 @@ def _reset_every_step(ctx: RuleContext, ta: TrainingAnalysis, loop: cst.CSTNode,
     for lp in loops:
         for node in walk(lp.body):  # type: ignore[attr-defined]
             if isinstance(node, cst.Assign) and node is not stmt and \
-                    any(dotted_name(t.target) == acc for t in node.targets) and not ta.in_guarded_block(node):
+                    any(_place(t.target) in (acc, acc.split("[")[0]) for t in node.targets) and \
+                    not ta.in_guarded_block(node):  # (``info = {...}`` resets ``info["ratio"]`` too)
                 return True
     return False

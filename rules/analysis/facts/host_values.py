@@ -33,6 +33,7 @@ from ..syntax.calls import dotted_name, get_arg, method_call
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
 from .helper_syncs import local_callee, parameters, passed_for
+from .move_helpers import moved_argument
 
 # Methods whose result is data in host memory (numbers, lists, numpy arrays, a host copy).
 # Builtins whose result is a Python value.
@@ -113,17 +114,27 @@ def moved_later(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> 
         return False
     name = root.value
     before = reaching_assignment(ctx, name, at)
-    if before is None or _device_move(ctx, before.value) or any(_device_move(ctx, n) for n in walk(before.value)):
+    # (a parameter no assignment rebinds before the read: the batch ``train_step(self, batch)`` is handed)
+    handed = before is None and name in {p.name.value for p in fn.params.params} and \
+        not reaching_assignments(ctx, name, at)
+    if before is None and not handed or before is not None and (
+            _device_move(ctx, before.value) or any(_device_move(ctx, n) for n in walk(before.value))):
         return False
     ta = analysis(ctx)
-    if isinstance(before.value, cst.Call) and (ta.is_model(before.value.func) or ta.is_criterion(before.value.func)):
+    if before is not None and isinstance(before.value, cst.Call) and \
+            (ta.is_model(before.value.func) or ta.is_criterion(before.value.func)):
         return False  # ``hidden = stage1(x)`` then ``hidden.to("cuda:1")``: a device value moved on
     order = ctx.preorder()
     here = order.get(ctx.statement_of(at), 0)
     for node in walk(fn.body):
-        if not _device_move(ctx, node) or order.get(node, 0) <= here:
+        if order.get(node, 0) <= here:
             continue
-        moved = _root(node.func.value)  # type: ignore[attr-defined]
+        if isinstance(node, cst.Call) and (helped := moved_argument(ctx, node)) is not None:  # ``move_to_device(batch, d)``
+            moved = _root(helped)
+        elif _device_move(ctx, node):
+            moved = _root(node.func.value)  # type: ignore[attr-defined]
+        else:
+            continue
         if isinstance(moved, cst.Name) and moved.value == name and reaching_assignment(ctx, name, node) is before:
             return True
     return False
@@ -338,6 +349,7 @@ def _is_class_call(ctx: RuleContext, value: cst.BaseExpression) -> bool:
 def on_host(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
     """Is the tensor ``expr`` reads at ``at`` in host memory by one of this module's facts?"""
     return rebound_to_host(ctx, expr, at) or host_pick(ctx, expr, at) or host_element(ctx, expr, at) or \
+        host_result(ctx, expr, at) or \
         moved_later(ctx, expr, at) or \
         sibling_fields_moved(ctx, expr, at) or host_attribute(ctx, expr, at) or tokenized(ctx, expr, at) or \
         computed_on_host(ctx, expr, at)
@@ -400,3 +412,55 @@ def _host_data(ctx: RuleContext, value: cst.BaseExpression) -> bool:
     params = [*fn.params.params, *fn.params.kwonly_params] if fn is not None else []
     return any(p.name.value == value.value and p.annotation is not None and
                ctx.code_for(p.annotation.annotation).strip() in _HOST_ANNOTATIONS for p in params)
+
+
+def host_result(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """A name every assignment reaching ``at`` binds to what a function of this file returns (the
+    whole result, or unpacked) when that function computes its results on the host: ``loss, parts =
+    loss_function(pred, data)`` whose body moves the predictions with ``.cpu()`` and computes there."""
+    root = _root(expr)
+    if not isinstance(root, cst.Name):
+        return False
+    bound = reaching_assignments(ctx, root.value, at)
+    return bool(bound) and all(isinstance(b.value, cst.Call) and (fn := local_callee(ctx, b.value)) is not None and
+                               ctx.fact(_host_results).get(fn, False) for b in bound)
+
+
+def _host_results(ctx: RuleContext) -> dict[cst.FunctionDef, bool]:
+    out: dict[cst.FunctionDef, bool] = {}
+    if ".cpu()" not in ctx.source:
+        return out
+    for fn in ctx.nodes(cst.FunctionDef):
+        returns = [r.value for r in walk(fn.body) if isinstance(r, cst.Return) and r.value is not None]
+        if not returns or any(_device_move(ctx, n) for n in walk(fn.body)):
+            continue
+        items = [e.value for r in returns for e in (r.elements if isinstance(r, cst.Tuple) else [cst.Element(r)])]
+        out[fn] = all(isinstance(v, (cst.Integer, cst.Float)) or _computed_from_host_read(ctx, v, fn, 0) for v in items)
+    return out
+
+
+def _computed_from_host_read(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.FunctionDef, depth: int) -> bool:
+    """``expr`` (in ``fn``) is computed from a host read (``pred.cpu()``): it is that read, a name
+    every binding of which in ``fn`` is one, arithmetic or a torch call or method with such an
+    operand (mixing a CPU tensor of more than one element with a CUDA one fails), or a number."""
+    if depth > 12:
+        return False
+    if chain_reads_host(expr):  # (a number is no evidence: ``-0.5 * torch.sum(...)`` stays where the sum is)
+        return True
+    if isinstance(expr, cst.Name):
+        values = [a.value for a in walk(fn.body) if isinstance(a, cst.Assign) and
+                  any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in a.targets)]
+        return bool(values) and all(_computed_from_host_read(ctx, v, fn, depth + 1) for v in values)
+    if isinstance(expr, cst.BinaryOperation):
+        return _computed_from_host_read(ctx, expr.left, fn, depth + 1) or \
+            _computed_from_host_read(ctx, expr.right, fn, depth + 1)
+    if isinstance(expr, cst.UnaryOperation):
+        return _computed_from_host_read(ctx, expr.expression, fn, depth + 1)
+    if isinstance(expr, (cst.Subscript, cst.Attribute)):
+        return _computed_from_host_read(ctx, expr.value, fn, depth + 1)
+    if isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Attribute) and not ctx.matches(expr.func, {"torch.*"}):
+            return _computed_from_host_read(ctx, expr.func.value, fn, depth + 1)  # ``(err ** 2).mean()``
+        return ctx.matches(expr.func, {"torch.*"}) and any(
+            not a.star and _computed_from_host_read(ctx, a.value, fn, depth + 1) for a in expr.args)
+    return False

@@ -16,6 +16,7 @@ import libcst as cst
 from ..syntax.calls import dotted_name, get_arg, literal_value
 from ..syntax.context import RuleContext
 from ..syntax.dataclass_fields import dataclass_fields
+from ..syntax.held_dicts import held_dict
 from .execution import all_params, execution, is_load
 from .script_facts import assignments_in, binds, body_of, binding_body
 
@@ -125,11 +126,12 @@ class _Reader:
             if definition:
                 self.definitions.append((expr, owner))
             return keys
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and \
-                expr.func.attr.value == "copy" and not expr.args:
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "copy" and not expr.args:
             return self.mapping(expr.func.value, at, None, depth + 1, False)
         if isinstance(expr, cst.Name):
             return self.named(expr.value, at, depth, definition)
+        if (held := held_dict(self.ctx, expr, at)) is not None:  # ``**self.tpdv``: the dict kept there
+            return self.mapping(held, at, None, depth + 1, False)
         fields = dataclass_fields(self.ctx, expr)
         if fields is not None:  # ``asdict(self)`` in a method of a dataclass: its fields
             for key, value in fields.items():
@@ -476,7 +478,6 @@ def feeds_only(ctx: RuleContext, owner: tuple[cst.CSTNode | None, str], callees:
                   isinstance(parent, cst.AugAssign) and parent.target is use):
             return False
     return fed
-
 
 
 _COPIES = frozenset({"copy.deepcopy", "copy.copy", "deepcopy", "dict"})

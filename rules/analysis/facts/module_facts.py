@@ -31,7 +31,7 @@ from ..syntax.tree import walk
 from .arg_reads import may_read_args, tensor_arg_reads
 from .lambda_reads import lambda_functions
 from .helper_syncs import function_syncs
-from .move_helpers import module_moves
+from .move_helpers import blocking_moves, module_moves, module_wrappers
 from ..syntax.output_calls import output_params
 from .builders import (assigned_in, gathers_own_parameters, at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        is_class_call, params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
@@ -468,7 +468,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         any(ctx.matches(c.func, DATALOADERS) for c in built),
         returned_loaders=returned_loaders(ctx, fn, returns, line_of) if "Loader" in src else (),
         yields_batches=_yields_batches(ctx, fn), syncs=function_syncs(ctx, fn, line_of), moves=module_moves(ctx).get(fn, ()),
-        compiles=compiles,
+        compiles=compiles, wraps=module_wrappers(ctx).get(fn, ()), blocking_moves=blocking_moves(ctx, fn),
         makes_scaler=scaler,
         settings=tuple(sorted(settings)),
         steps_each_call=trains and ta.steps_each_call(fn),

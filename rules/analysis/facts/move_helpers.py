@@ -67,7 +67,9 @@ def _passes_through(expr: cst.BaseExpression, param: str, fn: cst.FunctionDef) -
     if isinstance(expr, cst.Name):
         return expr.value == param
     if isinstance(expr, (cst.ListComp, cst.DictComp, cst.GeneratorExp, cst.SetComp, cst.List, cst.Tuple, cst.Dict)) \
-            or isinstance(expr, cst.Call) and dotted_name(expr.func) in ("list", "tuple", "dict", "type"):
+            or isinstance(expr, cst.Call) and (dotted_name(expr.func) in ("list", "tuple", "dict", "type") or
+                                               isinstance(expr.func, cst.Call) and dotted_name(expr.func.func) == "type"):
+        # (``type(obj)(move(v, device) for v in obj)``: the container's own type, rebuilt)
         return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == fn.name.value
                    for n in walk(expr, into_nested=True))
     return False
@@ -108,3 +110,101 @@ def moved_argument(ctx: RuleContext, call: cst.Call) -> cst.BaseExpression | Non
         if len(args) == 1:
             return args[0].value
     return None
+
+
+# Calls that wrap host data in a tensor where it is (no ``device=``): ``torch.from_numpy(x)``.
+_WRAPPERS = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.tensor", "torch.Tensor", "torch.FloatTensor",
+                       "torch.LongTensor"})
+
+
+def wrapped_params(ctx: RuleContext, fn: cst.FunctionDef) -> tuple[str, ...]:
+    """The positional parameters ``fn`` returns as a host tensor over what it is handed, or as they
+    are: ``def check(x): return torch.from_numpy(x) if type(x) == np.ndarray else x``, ``def to_torch(a):
+    return torch.as_tensor(a).float()`` (also through one local name it returns). A call of one
+    hands back the same data, in the same memory: its argument is what a move of the result copies."""
+    params = parameters(fn)[0]
+    returns = [n.value for n in walk(fn.body) if isinstance(n, cst.Return) and ctx.enclosing(n, cst.FunctionDef) is fn]
+    if not params or not returns or any(r is None for r in returns):
+        return ()
+    values: list[cst.BaseExpression] = []
+    for r in returns:
+        if isinstance(r, cst.Name) and r.value not in params:  # ``output = ...; return output``
+            bound = [a.value for a in walk(fn.body) if isinstance(a, cst.Assign) and
+                     any(isinstance(t.target, cst.Name) and t.target.value == r.value for t in a.targets)]
+            if len(bound) != 1:
+                return ()
+            r = bound[0]
+        values.append(r)  # type: ignore[arg-type]
+    out = []
+    for p in params:
+        kinds = [_wraps(ctx, v, p) for v in values]
+        if all(kinds) and "wrap" in kinds:
+            out.append(p)
+    return tuple(out)
+
+
+def _wraps(ctx: RuleContext, expr: cst.BaseExpression, param: str) -> str | None:
+    """"wrap" when ``expr`` is a host tensor over ``param``, "same" when it is ``param``, else None."""
+    if isinstance(expr, cst.IfExp):
+        both = (_wraps(ctx, expr.body, param), _wraps(ctx, expr.orelse, param))
+        return None if None in both else "wrap" if "wrap" in both else "same"
+    if isinstance(expr, cst.Name):
+        return "same" if expr.value == param else None
+    while method_call(expr, *_KEEPS):
+        expr = expr.func.value  # type: ignore[attr-defined]
+    if isinstance(expr, cst.Call) and ctx.matches(expr.func, _WRAPPERS) and len(expr.args) == 1 and \
+            expr.args[0].keyword is None and not expr.args[0].star and isinstance(expr.args[0].value, cst.Name) and \
+            expr.args[0].value.value == param:
+        return "wrap"
+    return None
+
+
+def module_wrappers(ctx: RuleContext) -> dict[cst.FunctionDef, tuple[str, ...]]:
+    """Each function of the file that wraps what it is handed in a host tensor (``wrapped_params``)."""
+    return ctx.fact(_module_wrappers)
+
+
+def _module_wrappers(ctx: RuleContext) -> dict[cst.FunctionDef, tuple[str, ...]]:
+    if "torch." not in ctx.source:
+        return {}
+    return {fn: found for fn in ctx.nodes(cst.FunctionDef) if (found := wrapped_params(ctx, fn))}
+
+
+def wrapped_argument(ctx: RuleContext, call: cst.Call) -> cst.BaseExpression | None:
+    """What ``call`` of a wrapping helper (of this file, or of the user's other modules) hands in:
+    ``obs`` in ``check(obs)``; None when it calls no such helper."""
+    if not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return None
+    callee = local_callee(ctx, call)
+    if callee is not None:
+        params, wrapped = parameters(callee)[0], module_wrappers(ctx).get(callee, ())
+    else:
+        found = project_function(ctx, call) if ctx.project else None
+        if found is None or not found.facts.wraps:
+            return None
+        params, wrapped = list(found.facts.params), found.facts.wraps
+    for p in wrapped:
+        args = passed_for(call, params, p)
+        if len(args) == 1:
+            return args[0].value
+    return None
+
+
+def blocking_moves(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    """Does a move helper (``module_moves``) copy without ``non_blocking`` (``return o.to(device)``,
+    its recursive inner function's too)? A call of it then waits for the copy."""
+    if fn not in module_moves(ctx):
+        return False
+    return any(method_call(n, "to", "cuda") and get_arg(n, "non_blocking") is None and  # type: ignore[arg-type]
+               not any(a.star for a in n.args) for n in walk(fn.body, into_nested=True))  # type: ignore[union-attr]
+
+
+def blocking_helper(ctx: RuleContext, call: cst.Call) -> str | None:
+    """The name of the user's helper of another module that ``call`` runs when it copies what it
+    is handed to the device without ``non_blocking`` (``move_to_device(batch, self.device)``); None
+    for anything else (this file's helpers report the copy in their own body)."""
+    if not ctx.project or local_callee(ctx, call) is not None:
+        return None
+    found = project_function(ctx, call)
+    return dotted_name(call.func) if found is not None and found.facts.moves and found.facts.blocking_moves \
+        else None

@@ -17,9 +17,11 @@ from collections.abc import Iterable
 import libcst as cst
 
 from ..syntax.calls import dotted_name, get_arg, method_call, target_names
+from ..syntax.callsites import call_site_args
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
 from .host_data import HOST_BUILDERS
+from .reaching import reaching_assignments
 
 # Tensor methods whose result lives where their receiver does.
 _SAME_PLACE = ("long", "int", "float", "half", "double", "bool", "byte", "contiguous", "view", "reshape",
@@ -179,7 +181,12 @@ def resident_copy(ctx: RuleContext, receiver: cst.BaseExpression, changing: Iter
     element or field of data resident in host memory (see :func:`resident_root`); ``invariant``
     when nothing in it changes between steps (no name of ``changing``: the loop's data and
     counters, the function's parameters and locals), so the same bytes are copied every step."""
+    if isinstance(receiver, cst.Name):  # ``rays, rgbs = all_rays[idx], all_rgbs[idx]`` then ``rays.to(dev)``
+        receiver = _bound_slice(ctx, receiver) or receiver
     root, indices, fields = _strip(receiver)
+    if isinstance(root, cst.Name) and isinstance(owner, cst.FunctionDef) and \
+            (handed := _handed_resident(ctx, root, owner)) is not None:
+        return handed, False  # ``render(rays_train, ...)`` whose body copies ``rays[i:i + chunk]``
     if not isinstance(root, cst.Name) or not (indices or fields):
         return None
     if any(f in ("weight", "bias", "module", "model") for f in fields):
@@ -197,6 +204,45 @@ def resident_copy(ctx: RuleContext, receiver: cst.BaseExpression, changing: Iter
     if invariant and isinstance(owner, cst.FunctionDef) and _from_param(ctx, root.value, owner):
         return None  # the same piece of what the caller hands in: may be this step's batch
     return name, invariant
+
+
+def _handed_resident(ctx: RuleContext, name: cst.Name, fn: cst.FunctionDef) -> str | None:
+    """The resident data every call of ``fn`` in the file hands to its parameter ``name`` (a slice of
+    it, or a name bound to one: ``render(rays_train, model)`` after ``rays_train = all_rays[idx]``),
+    when the function never rebinds the parameter: its root's name, else None."""
+    if name.value not in {p.name.value for p in fn.params.params} or reaching_assignments(ctx, name.value, name):
+        return None
+    args = call_site_args(ctx, fn, name.value)
+    following = ctx.fact(_following)
+    if not args or fn in following or not all(isinstance(a, (cst.Name, cst.Subscript)) for a in args):
+        return None
+    following.add(fn)  # (a recursive function hands its own parameter on: no answer from there)
+    try:
+        found = [resident_copy(ctx, a, (), ctx.enclosing(a, cst.FunctionDef) or ctx.module) for a in args]
+    finally:
+        following.discard(fn)
+    return found[0][0] if all(f is not None for f in found) else None  # type: ignore[index]
+
+
+def _following(ctx: RuleContext) -> set[cst.FunctionDef]:
+    return set()  # the functions whose call sites are being read
+
+
+def _bound_slice(ctx: RuleContext, name: cst.Name) -> cst.BaseExpression | None:
+    """The slice a name holds where it is read: the one assignment reaching the read binds it to a
+    subscript (``x = data[idx]``, or its place in ``x, y = data[idx], labels[idx]``)."""
+    found = reaching_assignments(ctx, name.value, name)
+    if not found or len(found) != 1 or len(found[0].targets) != 1:
+        return None
+    target, value = found[0].targets[0].target, found[0].value
+    if isinstance(target, cst.Name):
+        return value if isinstance(value, cst.Subscript) else None
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) and \
+            len(target.elements) == len(value.elements):
+        for el, val in zip(target.elements, value.elements):
+            if isinstance(el.value, cst.Name) and el.value.value == name.value:
+                return val.value if isinstance(val.value, cst.Subscript) else None
+    return None
 
 
 def _resident_attribute(ctx: RuleContext, attr: str, owner: cst.CSTNode) -> bool:

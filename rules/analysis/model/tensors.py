@@ -25,6 +25,8 @@ TENSOR_METHODS = frozenset({
     "sum", "mean", "max", "min", "norm", "std", "var", "argmax", "argmin", "abs", "detach",
     "float", "double", "half", "sqrt", "exp", "log", "softmax", "log_softmax", "eq", "ne", "gt",
     "lt", "ge", "le", "prod", "amax", "amin", "clone", "flatten", "view", "reshape",
+    # reductions and tests of a boolean mask (``(pts.abs() > bound).any(dim=-1)``, ``x.isnan()``)
+    "any", "all", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "nonzero",
 })
 # Calls of these return host values (Python numbers, numpy arrays, strings), never tensors.
 HOST_FUNCTIONS = frozenset({
@@ -123,10 +125,16 @@ class ValueKinds:
         unpacked = {n for names, _ in tuples for n in names} | {
             p.name.value for p in walk(fn_body) if isinstance(p, cst.Param)} | {
             n for f in walk(fn_body) if isinstance(f, cst.For) for n in _names_of(f.target)}
-        for node in walk(fn_body):  # ``feat, lens = self.fetch_data(batch)``: what this file's function returns
+        returned: list[set[str]] = []  # ``feat, lens = self.fetch_data(batch)``: what this file's function returns
+        for node in walk(fn_body):
             if isinstance(node, cst.Assign) and len(node.targets) == 1 and \
                     isinstance(node.targets[0].target, (cst.Tuple, cst.List)) and isinstance(node.value, cst.Call):
-                self.tensors |= _returned_tensors(ta, node.targets[0].target, node.value) - unpacked_twice(tuples)
+                returned.append(_returned_tensors(ta, node.targets[0].target, node.value))
+        # (a name unpacked more than once, ``x, mask = self.sample_ndc(...)`` in one branch and ``...
+        # = self.sample(...)`` in the other: a tensor only when every unpack gives one)
+        twice = unpacked_twice(tuples)
+        self.tensors |= {n for found in returned for n in found
+                         if n not in twice or sum(n in names for names, _ in tuples) == sum(n in f for f in returned)}
         # ``for tok in ids:`` (``enumerate(ids)``, ``zip(a, b)``, a comprehension's ``for``): the rows and
         # elements of a tensor are tensors; a name bound only so, and only over tensors, holds one
         elements: dict[str, list[cst.BaseExpression | None]] = {}
@@ -218,6 +226,12 @@ class ValueKinds:
             if self.is_host(expr.left) and self.is_host(expr.right):
                 return False
             return self.is_tensor(expr.left) or self.is_tensor(expr.right)
+        if isinstance(expr, cst.Comparison):  # ``mask = weight > thres``: elementwise, a boolean tensor
+            operands = [expr.left, *(c.comparator for c in expr.comparisons)]
+            return all(isinstance(c.operator, _ELEMENTWISE) for c in expr.comparisons) and \
+                any(self.is_tensor(o) for o in operands)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.BitInvert, cst.Minus)):
+            return self.is_tensor(expr.expression)  # ``~valid``, ``-logp``
         if isinstance(expr, cst.Subscript):
             return self.is_tensor(expr.value)
         if isinstance(expr, cst.Name):
@@ -229,6 +243,9 @@ class ValueKinds:
             cls = self.ctx.enclosing(expr, cst.ClassDef)
             return cls is not None and expr.attr.value in self.ctx.fact(_device_attributes).get(cls, ())
         return False
+
+
+_ELEMENTWISE = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
 
 
 def _grows(value: cst.BaseExpression, name: str) -> bool:

@@ -71,6 +71,10 @@ class FunctionFacts:
     # the parameters it returns moved to the device (``def to_gpu(x): return x.cuda()``:
     # ``facts.move_helpers``): a call of it is a move of what it is handed
     moves: tuple[str, ...] = ()
+    # the parameters it returns wrapped in a host tensor, or as they are (``def check(x): return
+    # torch.from_numpy(x) if type(x) == np.ndarray else x``: ``facts.move_helpers.wrapped_params``)
+    wraps: tuple[str, ...] = ()
+    blocking_moves: bool = False  # one of its moves passes no non_blocking (``return o.to(device)``)
 
     def role_of(self, role: str) -> str | None:
         return next((p for p, r in self.roles if r == role), None)
@@ -86,6 +90,7 @@ class FunctionFacts:
                       "settings": tuple(doc.get("settings", ())),
                       "arg_reads": tuple(tuple(r) for r in doc.get("arg_reads", ())),
                       "outputs": tuple(doc.get("outputs", ())), "moves": tuple(doc.get("moves", ())),
+                      "wraps": tuple(doc.get("wraps", ())),
                       "syncs": tuple(tuple(r) for r in doc.get("syncs", ()))})
 
 
