@@ -24,7 +24,7 @@ from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
 from ._builtin_reads import buffer_root, builtin_reads
-from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, read_of_argument
+from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, local_read_findings, read_of_argument
 from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
 from ._tested_tensors import branching as _branching, contains_sync as _contains_sync, tested_tensors as _tested_tensors, \
@@ -292,8 +292,10 @@ class SyncInLoop(Rule):
                 fix if fix is not None else NoFix(_HOST_USE),
             )
 
+        yield from local_read_findings(ctx, ta, helpers)  # at the read: this file's helper
         for found in helpers:
-            yield helper_read_finding(ctx, ta, found)
+            if found.local is None:
+                yield helper_read_finding(ctx, ta, found)
         for store, target in stores_to_host(ctx, ta):
             yield host_store_finding(ctx, ta, store, target)
 

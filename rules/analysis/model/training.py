@@ -321,11 +321,12 @@ class TrainingAnalysis(TrainingObjects):
         if fn in seen:
             return None
         result = None
-        for call in self.calls_of(fn):
+        for call in self.calls_of(fn):  # a training step's loop before an evaluation's (``compute_loss`` in both)
             loop = self._loop_of(call, seen | {fn}, guards, flags)
-            if loop is not None:
+            if loop is not None and (result is None or self.trains(loop) and not self.trains(result)):
                 result = loop
-                break
+                if self.trains(loop):
+                    break
         if result is None:
             # ``gpu_timer(train_step)`` in the loop that defines it; ``step_fn(batch)`` of ``get_step_fn()``'s
             for use in (*self._handed_over(fn), *result_calls(self.ctx, fn)):
