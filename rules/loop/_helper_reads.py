@@ -97,11 +97,11 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
         passed: list[cst.Arg] = []
         where = ""
         own = ""
-        params: list[str] = []
+        handed: list[str] = []
         for param, at in reads:
             if param == ALWAYS:
                 own = own or at
-                params.append(param)
+                handed.append(param)
                 continue
             args = passed_for(call, params, param)
             # ``t.item()`` on every call: what is passed has ``.item()``, a tensor unless shown otherwise
@@ -114,10 +114,10 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
             if device:
                 passed.extend(a for a in device if a not in passed)
                 where = where or at
-                params.append(param)
+                handed.append(param)
         if passed or own:
             yield HelperRead(call, function, where or own, tuple(passed), kind, local_def(ctx, ta, call),
-                             tuple(dict.fromkeys(params)))
+                             tuple(dict.fromkeys(handed)))
 
 
 def local_read_findings(ctx: RuleContext, ta: TrainingAnalysis, found: list[HelperRead]) -> Iterator[Finding]:
