@@ -47,6 +47,7 @@ __all__ = ["TENSOR_METHODS", "Loop", "TrainingAnalysis", "analysis", "is_periodi
 _BUILTIN_NAMES = frozenset(dir(builtins))
 # Loop kinds, as the messages name one iteration.
 TRAIN, EVAL, BATCH, ROLLOUT = "training step", "eval batch", "batch", "environment step"
+_EVAL_CALL = re.compile(r"\.(?:eval|valid|test|infer|predict)\w*\(", re.IGNORECASE)
 _AGENT_NAME = re.compile(r"agent|policy|actor|critic|q_?net|qf", re.IGNORECASE)
 
 
@@ -77,7 +78,7 @@ class TrainingAnalysis(TrainingObjects):
             self.step_loops = []
         self._step_loop_set = set(self.step_loops)
         if ".eval(" in text or "no_grad" in text or "inference_mode" in text or ".numpy()" in text or ".item()" in text \
-                or ".tolist()" in text:  # (outputs read on the host: inference by construction)
+                or ".tolist()" in text or ctx.project and _EVAL_CALL.search(text):  # (host reads; ``engine.evaluate(x)``)
             self.eval_loops: list[Loop] = [
                 loop for loop in loops if loop not in self._step_loop_set and _evalloops.is_eval_loop(self, loop)]
         else:
