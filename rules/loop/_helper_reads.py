@@ -138,19 +138,36 @@ def local_read_findings(ctx: RuleContext, ta: TrainingAnalysis, found: list[Help
         passed = ", ".join(f"`{ctx.code_for(a).strip().rstrip(',')}`" for a in f.passed[:3]) + \
             (", ..." if len(f.passed) > 3 else "")
         via = f"`{callee}(...)` hands it device tensors ({passed})" if f.passed else f"`{callee}(...)` runs it"
-        reads = [r for p, r in tensor_arg_reads(fn) if p in f.params] + \
-            [s.node for s in syncs.get(fn, ()) if s.kind == READ and s.param in f.params]
+        reads = _inner_reads(ctx, [r for p, r in tensor_arg_reads(fn) if p in f.params] +
+                             [s.node for s in syncs.get(fn, ()) if s.kind == READ and s.param in f.params])
         for read in reads:
             if read in reported or any(read in walk(r) for r in reads if r is not read):
                 continue  # (``t.cpu()`` of ``t.cpu().item()``: the outer read is the one reported)
             reported.add(read)
             snippet = ctx.code_for(read)
             snippet = snippet if len(snippet) <= 40 else _short(snippet)
-            yield Finding(read, f"`{snippet}` in `{f.function}` runs on every {kind}: {via}; it blocks the CPU until "
+            holder = ctx.enclosing(read, cst.FunctionDef)
+            name = holder.name.value if holder is not None and holder is not fn else f.function.rsplit(".", 1)[-1]
+            if "." in f.function:
+                name = f"{f.function.rsplit('.', 1)[0]}.{name}"
+            yield Finding(read, f"`{snippet}` in `{name}` runs on every {kind}: {via}; it blocks the CPU until "
                                 "the GPU has finished all queued work (host-device sync); read it only every N steps, "
                                 "or keep the work that needs it on the device",
                           no_fix_reason="the helper converts what it is given; which values to read, and how often, "
                                         "is left to the user")
+
+
+def _inner_reads(ctx: RuleContext, reads: list[cst.CSTNode], depth: int = 0) -> list[cst.CSTNode]:
+    """The reads themselves: a call of another helper of this file that reads what it is handed
+    (``self.add(key, value)`` in ``add_all``) stands for that helper's reads of its parameters."""
+    out: list[cst.CSTNode] = []
+    syncs = module_syncs(ctx)
+    for read in reads:
+        inner = local_callee(ctx, read) if isinstance(read, cst.Call) and depth < 3 else None
+        found = [s.node for s in syncs.get(inner, ()) if s.kind == READ and s.param != ALWAYS] + \
+            [r for _, r in tensor_arg_reads(inner)] if inner is not None else []
+        out += _inner_reads(ctx, found, depth + 1) if found else [read]
+    return list(dict.fromkeys(out))
 
 
 # How a helper reads that only a tensor (or an array) supports: what is handed to it is one.
