@@ -10,7 +10,8 @@ import libcst as cst
 
 from ..model.models import strip_chain
 from ..model.step_functions import has_step_functions
-from ..model.training import analysis
+from ..model.step_reach import runs_elsewhere
+from ..model.training import TRAIN, analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import project_runs
@@ -35,8 +36,24 @@ def program_trains(ctx: RuleContext) -> bool:
     # (``has_step_functions``: a script whose algorithm object's ``update(batch)``, one call of which is a
     # whole step, its loop runs: the file trains with what that object holds)
     return bool(analysis(ctx).step_loops) or framework_trains(ctx) or bool(training_calls(ctx)) or \
+        bool(backwards_run_elsewhere(ctx)) or \
         has_step_functions(analysis(ctx)) and is_script(ctx) or bool(ctx.project) and (ctx.fact(_runs_a_trainer_subclass) or bool(self_trained_models(ctx)) or
                                ctx.fact(_steps_a_project_model))
+
+
+def backwards_run_elsewhere(ctx: RuleContext) -> list[cst.Call]:
+    """The backwards of this file that another module's training loop runs on every step: a
+    subclass's ``train_step``/``compute_loss`` hook called per batch by its base class's ``fit`` (or
+    a function a project loop calls by name); the file trains its model through that loop."""
+    return ctx.fact(_backwards_run_elsewhere) if ctx.project and "backward" in ctx.source else []
+
+
+def _backwards_run_elsewhere(ctx: RuleContext) -> list[cst.Call]:
+    if not runs_elsewhere(ctx):
+        return []
+    ta = analysis(ctx)
+    return [c for c in ctx.nodes(cst.Call)
+            if ta.is_backward_call(c) and (caller := ta.every_step_caller(c)) is not None and caller.kind == TRAIN]
 
 
 def _steps_a_project_model(ctx: RuleContext) -> bool:
