@@ -10,7 +10,7 @@ import libcst as cst
 
 from ..model.models import strip_chain
 from ..model.step_functions import has_step_functions
-from ..model.step_reach import runs_elsewhere
+from ..model.step_reach import derives_from_looping
 from ..model.training import TRAIN, analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
@@ -42,14 +42,16 @@ def program_trains(ctx: RuleContext) -> bool:
 
 
 def backwards_run_elsewhere(ctx: RuleContext) -> list[cst.Call]:
-    """The backwards of this file that another module's training loop runs on every step: a
-    subclass's ``train_step``/``compute_loss`` hook called per batch by its base class's ``fit`` (or
-    a function a project loop calls by name); the file trains its model through that loop."""
+    """The backwards of this file that a base class's training loop in another module runs on every
+    step: a subclass's ``train_step``/``compute_loss`` hook called per batch by the base's ``fit``;
+    the file trains its model through that loop."""
     return ctx.fact(_backwards_run_elsewhere) if ctx.project and "backward" in ctx.source else []
 
 
 def _backwards_run_elsewhere(ctx: RuleContext) -> list[cst.Call]:
-    if not runs_elsewhere(ctx):
+    # (only through a base class's loop: a trainer object an entry script steps, ``engine.train(x, y)``,
+    # is reported in the entry that builds it: ``training_calls``)
+    if not derives_from_looping(ctx):
         return []
     ta = analysis(ctx)
     return [c for c in ctx.nodes(cst.Call)
