@@ -122,8 +122,8 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
 
 def local_read_findings(ctx: RuleContext, ta: TrainingAnalysis, found: list[HelperRead]) -> Iterator[Finding]:
     """The reads of this file's helpers that their per-step calls hand device tensors, each reported at
-    the read itself (where the line to change is), once, naming the first such call; a helper of the
-    user's other modules is reported at the call (``helper_read_finding``)."""
+    the read itself (where the line to change is), once, naming the first such call, besides the calls
+    (``helper_read_finding``: what a call passes decides whether it syncs)."""
     reported: set[cst.CSTNode] = set()
     syncs = module_syncs(ctx)
     # each helper's call on a training step first, one in a rare evaluation pass last

@@ -153,9 +153,9 @@ class SyncInLoop(Rule):
         "that reads on the host a value computed from what it is handed (`def to_scalar(t): return t.item()`, `def "
         "top1(out, y): return (out.argmax(1) == y).float().mean().item()`, a meter's `update(self, v): self.sum += "
         "float(v)`, a `check(loss)` testing `torch.isfinite(loss)`, the closure a factory returns, `avg = "
-        "make_averager(); avg(losses)`, directly or through another such helper) is reported at its read when it "
-        "is in this file (once, naming the per-step call that hands it a device tensor), and at each such call when "
-        "it is in another of the user's modules, naming the helper and its read (a lambda bound to a name, `to_np = lambda x: x.detach().cpu().numpy()`, is such a helper; a method that "
+        "make_averager(); avg(losses)`, directly or through another such helper) is reported at each per-step call "
+        "that hands it a device tensor, naming the helper and its read, and, when it is in this file, at the read "
+        "itself too (once, naming such a call) (a lambda bound to a name, `to_np = lambda x: x.detach().cpu().numpy()`, is such a helper; a method that "
         "calls an object whose `__call__` runs the backward and the step, an optimizer wrapper, is itself a whole step: "
         "`metrics = self._model_opt(loss, params)`); a helper that computes the value itself by running what it is handed (`model(x).item()`) keeps its "
         "own finding. A copy to a device variable that is the CPU (`x.to(loss_device)` with `loss_device = "
@@ -292,10 +292,9 @@ class SyncInLoop(Rule):
                 fix if fix is not None else NoFix(_HOST_USE),
             )
 
-        yield from local_read_findings(ctx, ta, helpers)  # at the read: this file's helper
+        yield from local_read_findings(ctx, ta, helpers)  # at the read too: this file's helper
         for found in helpers:
-            if found.local is None:
-                yield helper_read_finding(ctx, ta, found)
+            yield helper_read_finding(ctx, ta, found)
         for store, target in stores_to_host(ctx, ta):
             yield host_store_finding(ctx, ta, store, target)
 
