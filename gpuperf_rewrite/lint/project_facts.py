@@ -174,7 +174,7 @@ def _compute_steps(n: Node, store: Path | None, through: tuple[Any, ...] = ()) -
     early = early_contexts.build(n, module, text, functools.partial(_Imported, store=store))
     if early is not None:
         return _steps_of(early, through)
-    return _steps_of(RuleContext(module, text, str(path), project=_Children(_deps(_FINAL, n), store)), through)
+    return _steps_of(RuleContext(module, text, str(path), project=_Children(_deps(_FINAL, n), store, n.path)), through)
 
 
 def _steps_of(ctx: Any, through: tuple[Any, ...] = ()) -> tuple[Any, ...]:
@@ -257,12 +257,19 @@ class _Children(Mapping[str, Any]):
     """The facts a module is read with, by the name it imports each module as, each computed
     when the analysis first asks for it. Names (``in``, iteration, ``len``) come from the index."""
 
-    def __init__(self, deps: list[tuple[str, tuple[str, Node]]], store: Path | None) -> None:
-        self._deps, self._store = dict(deps), store
+    def __init__(self, deps: list[tuple[str, tuple[str, Node]]], store: Path | None, importer: str) -> None:
+        self._deps, self._store, self._importer = dict(deps), store, Path(importer)
+        self._shown: dict[str, Any] = {}
 
     def __getitem__(self, name: str) -> Any:
-        kind, child = self._deps[name]
-        return _value(kind, child, self._store)
+        got = self._shown.get(name)
+        if got is None:
+            kind, child = self._deps[name]
+            got = _value(kind, child, self._store)
+            if dataclasses.is_dataclass(got):  # its path as the importer names it (a re-exported step call's file)
+                got = dataclasses.replace(got, path=_shown(Path(child.path), self._importer))
+            self._shown[name] = got
+        return got
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._deps)
@@ -289,7 +296,7 @@ def _value(kind: str, n: Node, store: Path | None) -> Any:
     if limit < depth + _HEADROOM:
         sys.setrecursionlimit(depth + _HEADROOM)
     try:
-        got = _known_or_computed(n, kind + n.key if n.key is not None else None, _Children(_deps(kind, n), store), store)
+        got = _known_or_computed(n, kind + n.key if n.key is not None else None, _Children(_deps(kind, n), store, n.path), store)
     finally:
         sys.setrecursionlimit(limit)
     _set_slot(kind, n, got)

@@ -15,6 +15,7 @@ import libcst as cst
 from .._api import Finding
 from ..analysis.facts.arg_reads import HOST_READS, may_read_args, tensor_arg_reads
 from ..analysis.facts.helper_syncs import ALWAYS, READ, local_callee, may_sync, module_syncs, passed_for
+from ..analysis.model.rare_evals import in_rare_eval
 from ..analysis.model.step_functions import step_function_caller
 from ..analysis.model.step_reach import returned_closures
 from ..analysis.model.models import strip_chain
@@ -47,6 +48,7 @@ class HelperRead:
     passed: tuple[cst.Arg, ...]
     kind: str = ""  # what one iteration is, when the loop is in another module (``every_step_caller``)
     local: cst.FunctionDef | None = None  # the helper, when it is this file's
+    params: tuple[str, ...] = ()  # its parameters handed device tensors (``ALWAYS``: its own reads)
 
 
 def helper_read_finding(ctx: RuleContext, ta: TrainingAnalysis, found: HelperRead) -> Finding:
@@ -95,9 +97,11 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
         passed: list[cst.Arg] = []
         where = ""
         own = ""
+        handed: list[str] = []
         for param, at in reads:
             if param == ALWAYS:
                 own = own or at
+                handed.append(param)
                 continue
             args = passed_for(call, params, param)
             # ``t.item()`` on every call: what is passed has ``.item()``, a tensor unless shown otherwise
@@ -110,8 +114,60 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
             if device:
                 passed.extend(a for a in device if a not in passed)
                 where = where or at
+                handed.append(param)
         if passed or own:
-            yield HelperRead(call, function, where or own, tuple(passed), kind, local_def(ctx, ta, call))
+            yield HelperRead(call, function, where or own, tuple(passed), kind, local_def(ctx, ta, call),
+                             tuple(dict.fromkeys(handed)))
+
+
+def local_read_findings(ctx: RuleContext, ta: TrainingAnalysis, found: list[HelperRead]) -> Iterator[Finding]:
+    """The reads of this file's helpers that their per-step calls hand device tensors, each reported at
+    the read itself (where the line to change is), once, naming the first such call, besides the calls
+    (``helper_read_finding``: what a call passes decides whether it syncs)."""
+    reported: set[cst.CSTNode] = set()
+    syncs = module_syncs(ctx)
+    # each helper's call on a training step first, one in a rare evaluation pass last
+    for f in sorted(found, key=lambda f: (in_rare_eval(ta, f.call), (lp := ta.every_step_loop(f.call)) is None or
+                                          not ta.trains(lp))):
+        fn = f.local
+        if fn is None or in_rare_eval(ta, f.call):
+            continue
+        loop = ta.every_step_loop(f.call)
+        kind = ta.loop_kind(loop) if loop is not None else f.kind or "step"
+        callee = ctx.code_for(f.call.func)
+        passed = ", ".join(f"`{ctx.code_for(a).strip().rstrip(',')}`" for a in f.passed[:3]) + \
+            (", ..." if len(f.passed) > 3 else "")
+        via = f"`{callee}(...)` hands it device tensors ({passed})" if f.passed else f"`{callee}(...)` runs it"
+        reads = _inner_reads(ctx, [r for p, r in tensor_arg_reads(fn) if p in f.params] +
+                             [s.node for s in syncs.get(fn, ()) if s.kind == READ and s.param in f.params])
+        for read in reads:
+            if read in reported or any(read in walk(r) for r in reads if r is not read):
+                continue  # (``t.cpu()`` of ``t.cpu().item()``: the outer read is the one reported)
+            reported.add(read)
+            snippet = ctx.code_for(read)
+            snippet = snippet if len(snippet) <= 40 else _short(snippet)
+            holder = ctx.enclosing(read, cst.FunctionDef)
+            name = holder.name.value if holder is not None and holder is not fn else f.function.rsplit(".", 1)[-1]
+            if "." in f.function:
+                name = f"{f.function.rsplit('.', 1)[0]}.{name}"
+            yield Finding(read, f"`{snippet}` in `{name}` runs on every {kind}: {via}; it blocks the CPU until "
+                                "the GPU has finished all queued work (host-device sync); read it only every N steps, "
+                                "or keep the work that needs it on the device",
+                          no_fix_reason="the helper converts what it is given; which values to read, and how often, "
+                                        "is left to the user")
+
+
+def _inner_reads(ctx: RuleContext, reads: list[cst.CSTNode], depth: int = 0) -> list[cst.CSTNode]:
+    """The reads themselves: a call of another helper of this file that reads what it is handed
+    (``self.add(key, value)`` in ``add_all``) stands for that helper's reads of its parameters."""
+    out: list[cst.CSTNode] = []
+    syncs = module_syncs(ctx)
+    for read in reads:
+        inner = local_callee(ctx, read) if isinstance(read, cst.Call) and depth < 3 else None
+        found = [s.node for s in syncs.get(inner, ()) if s.kind == READ and s.param != ALWAYS] + \
+            [r for _, r in tensor_arg_reads(inner)] if inner is not None else []
+        out += _inner_reads(ctx, found, depth + 1) if found else [read]
+    return list(dict.fromkeys(out))
 
 
 # How a helper reads that only a tensor (or an array) supports: what is handed to it is one.

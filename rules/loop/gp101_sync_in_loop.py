@@ -24,7 +24,7 @@ from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
 from ._builtin_reads import buffer_root, builtin_reads, device_value
-from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, read_of_argument
+from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, local_read_findings, read_of_argument
 from ._host_output import feeds_host_output
 from ._host_stores import host_store_finding, stores_to_host
 from ._tested_tensors import branching as _branching, contains_sync as _contains_sync, tested_tensors as _tested_tensors, \
@@ -159,8 +159,8 @@ class SyncInLoop(Rule):
         "top1(out, y): return (out.argmax(1) == y).float().mean().item()`, a meter's `update(self, v): self.sum += "
         "float(v)`, a `check(loss)` testing `torch.isfinite(loss)`, the closure a factory returns, `avg = "
         "make_averager(); avg(losses)`, directly or through another such helper) is reported at each per-step call "
-        "that hands it a device tensor, naming the helper and its read, and not in its body when that is in this "
-        "file (a lambda bound to a name, `to_np = lambda x: x.detach().cpu().numpy()`, is such a helper; a method that "
+        "that hands it a device tensor, naming the helper and its read, and, when it is in this file, at the read "
+        "itself too (once, naming such a call) (a lambda bound to a name, `to_np = lambda x: x.detach().cpu().numpy()`, is such a helper; a method that "
         "calls an object whose `__call__` runs the backward and the step, an optimizer wrapper, is itself a whole step: "
         "`metrics = self._model_opt(loss, params)`); a helper that computes the value itself by running what it is handed (`model(x).item()`) keeps its "
         "own finding. A copy to a device variable that is the CPU (`x.to(loss_device)` with `loss_device = "
@@ -171,7 +171,7 @@ class SyncInLoop(Rule):
         "helper (of this file or "
         "the user's other modules) that reads the tensors it is handed only when it is handed tensors (a "
         "logger's `update(**kwargs)` converting each tensor value with `.item()`, `float(v)` under "
-        "`isinstance(v, torch.Tensor)`) is reported at the per-step call when the call passes a tensor or a dict "
+        "`isinstance(v, torch.Tensor)`) is reported (as above) when a per-step call passes a tensor or a dict "
         "of losses, and not when it passes Python numbers (a read on both ways of an `if`, `if key not in self.sums: "
         "self.sums[key] = v.item() else: self.sums[key] += v.item()`, runs on every call; `type(v) == float` is a "
         "type check like `isinstance`; a helper that puts the value itself on the GPU and reads it back, `t = "
@@ -297,6 +297,7 @@ class SyncInLoop(Rule):
                 fix if fix is not None else NoFix(_HOST_USE),
             )
 
+        yield from local_read_findings(ctx, ta, helpers)  # at the read too: this file's helper
         for found in helpers:  # (not ``_t2n(action)`` of the actions an environment steps on)
             if not (isinstance(found.call, cst.Call) and feeds_host_output(ctx, found.call)):
                 yield helper_read_finding(ctx, ta, found)

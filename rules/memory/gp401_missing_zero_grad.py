@@ -14,6 +14,7 @@ from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.project import project_function
 from ..analysis.syntax.torch_names import OPTIMIZERS
+from ..analysis.syntax.tree import walk
 
 
 def _zeroes_elsewhere(ctx: RuleContext, node: cst.CSTNode) -> bool:
@@ -51,6 +52,29 @@ def _optimizer_of(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> cst
         opt = call.args[0].value
         return opt if ta.is_optimizer(opt) and not _bound_to_other(ctx, ta, opt) else None
     return None
+
+
+def _accumulation_window(ctx: RuleContext, ta: TrainingAnalysis, loop: cst.CSTNode) -> bool:
+    """Is ``loop`` the micro-batch loop of one optimizer step: its function zeroes the gradients
+    before it and steps an optimizer after it, both outside every loop of the function (a GAN
+    trainer's ``train()``: ``D_opt.zero_grad()``, ``for chunk in accumulate(...)``: backward,
+    ``D_opt.step()``; or the same in the body of an outer loop)? Each call of the function is then one
+    zeroed step. A ``zero_grad()`` before an epoch loop that steps inside, with no step after it, is no
+    window."""
+    outer = next((a for a in ctx.ancestors(loop) if isinstance(a, (cst.For, cst.While, cst.FunctionDef))), None)
+    if outer is None:
+        return False  # (module level: a script's loops, where the epoch loop is the step's)
+    order = ctx.preorder()
+    at = order[loop]
+    zeroed = stepped = False
+    for node in walk(outer.body, stop_at=(cst.For, cst.While)):
+        if node is loop or not isinstance(node, (cst.Call, cst.Assign)):
+            continue
+        if order[node] < at:
+            zeroed = zeroed or zeroes_grads(node)
+        elif order[node] > at and not ctx.is_inside(node, loop) and isinstance(node, cst.Call):
+            stepped = stepped or method_call(node, "step") and ta.is_optimizer_step(node)
+    return zeroed and stepped
 
 
 class MissingZeroGrad(Rule):
@@ -143,7 +167,7 @@ class MissingZeroGrad(Rule):
                     backward = backward or ta.is_backward_call(node)
                 checked[loop] = (zeroes, backward)
             zeroes, backward = checked[loop]
-            if zeroes or not backward:
+            if zeroes or not backward or _accumulation_window(ctx, ta, loop):
                 continue
             receiver = ctx.code_for(optimizer).strip()
             fix: Fix | NoFix = NoFix("the step is not a statement of its own in a block, after which "

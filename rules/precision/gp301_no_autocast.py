@@ -12,7 +12,7 @@ from ..analysis.facts.framework_docs import ACCELERATE, FABRIC, HF, LIGHTNING, b
 from ..analysis.facts.entry_models import entry_models, local_model_builder, project_autocasts, project_computes
 from ..analysis.facts.param_roles import model_handed_in
 from ..analysis.facts.program import cpu_only, is_script, model_precision
-from ..analysis.facts.project_use import model_source, training_calls
+from ..analysis.facts.project_use import backwards_run_elsewhere, model_source, training_calls
 from ..analysis.facts.script_facts import framework_manages_precision, is_model_constructor, strip_chain
 from ..analysis.facts.workload import tensor_core_work
 from ..analysis.model.training import analysis
@@ -215,16 +215,17 @@ class NoAutocast(Rule):
         if not _fixed_precision(ctx):  # weights loaded or cast in bfloat16: no autocast for a framework either
             yield from framework_findings(ctx, self.code)
         ta = analysis(ctx)
-        if not ta.step_loops and ctx.project:
+        hooked = backwards_run_elsewhere(ctx) if not ta.step_loops else []  # a hook a base class's loop runs
+        if not ta.step_loops and ctx.project and not hooked:
             yield from self._entry(ctx)
             return
         if ta.step_loops and ctx.project and not any(ta.is_backward_call(c) for c in ctx.nodes(cst.Call)):
             yield from self._stepped_elsewhere(ctx)  # ``agent.update(batch)``: a method of theirs steps
             return
-        if not ta.step_loops or cpu_only(ctx) or _managed(ctx) or _fixed_precision(ctx) or \
-                not tensor_core_work(ctx):
+        if not (ta.step_loops or hooked) or cpu_only(ctx) or _managed(ctx) or _fixed_precision(ctx) or \
+                not (tensor_core_work(ctx) or hooked and project_computes(ctx)):
             return
-        backwards = [c for c in ctx.nodes(cst.Call) if ta.is_backward_call(c) and ta.runs_every_step(c)]
+        backwards = hooked or [c for c in ctx.nodes(cst.Call) if ta.is_backward_call(c) and ta.runs_every_step(c)]
         if not backwards or all(_engine_backward(ctx, c) for c in backwards):
             return  # an engine built elsewhere (DeepSpeed, a strategy, an accelerator) owns the precision
         if ctx.project and all(project_function(ctx, c) is not None for c in backwards):

@@ -10,7 +10,8 @@ import libcst as cst
 
 from ..model.models import is_model_constructor, module_subclasses, strip_chain
 from ..model.step_functions import has_step_functions
-from ..model.training import analysis
+from ..model.step_reach import derives_from_looping
+from ..model.training import TRAIN, analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
@@ -37,6 +38,7 @@ def program_trains(ctx: RuleContext) -> bool:
     # (``has_step_functions``: a script whose algorithm object's ``update(batch)``, one call of which is a
     # whole step, its loop runs: the file trains with what that object holds)
     return bool(analysis(ctx).step_loops) or framework_trains(ctx) or bool(training_calls(ctx)) or \
+        bool(backwards_run_elsewhere(ctx)) or \
         has_step_functions(analysis(ctx)) and is_script(ctx) or bool(ctx.project) and (ctx.fact(_runs_a_trainer_subclass) or bool(self_trained_models(ctx)) or
                                ctx.fact(_steps_a_project_model))
 
@@ -75,6 +77,23 @@ def _stepping_holders(ctx: RuleContext) -> dict[cst.ClassDef, cst.Call]:
                 out[cls] = value
                 break
     return out
+
+
+def backwards_run_elsewhere(ctx: RuleContext) -> list[cst.Call]:
+    """The backwards of this file that a base class's training loop in another module runs on every
+    step: a subclass's ``train_step``/``compute_loss`` hook called per batch by the base's ``fit``;
+    the file trains its model through that loop."""
+    return ctx.fact(_backwards_run_elsewhere) if ctx.project and "backward" in ctx.source else []
+
+
+def _backwards_run_elsewhere(ctx: RuleContext) -> list[cst.Call]:
+    # (only through a base class's loop: a trainer object an entry script steps, ``engine.train(x, y)``,
+    # is reported in the entry that builds it: ``training_calls``)
+    if not derives_from_looping(ctx):
+        return []
+    ta = analysis(ctx)
+    return [c for c in ctx.nodes(cst.Call)
+            if ta.is_backward_call(c) and (caller := ta.every_step_caller(c)) is not None and caller.kind == TRAIN]
 
 
 def _steps_a_project_model(ctx: RuleContext) -> bool:

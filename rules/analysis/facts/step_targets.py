@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import libcst as cst
@@ -31,7 +32,7 @@ from ..model.training import TRAIN, TrainingAnalysis
 from ..syntax.calls import backward_call, dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller
-from ..syntax.project import StepCall
+from ..syntax.project import StepCall, call_path
 
 
 def self_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Callable[[cst.CSTNode], int]) -> list[StepCall]:
@@ -87,3 +88,29 @@ def call_roots(ctx: RuleContext, through: tuple[StepCaller, ...]) -> dict[cst.Fu
     Lightning runs on every batch: the calls into other modules they reach (through ``self(batch)``,
     the module's ``forward``: an objective taking ``pl_module``) run every step too."""
     return {**reached_roots(ctx, through), **lightning_step_methods(ctx)}
+
+
+def reexported_steps(ctx: RuleContext) -> tuple[StepCall, ...]:
+    """The per-step ``self.m(...)`` calls of the classes the module re-exports from the user's other
+    modules (a package ``__init__``: ``from .trainer import Trainer``), named as it names them and
+    carrying the defining module's path: a subclass importing ``pkg.Trainer`` finds its hooks run."""
+    out: list[StepCall] = []
+    for stmt in ctx.module.body if ctx.project else ():
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if not isinstance(small, cst.ImportFrom):
+                continue
+            key = "." * len(small.relative) + (dotted_name(small.module) or "" if small.module else "")
+            facts = ctx.project.get(key)
+            calls = [c for c in facts.step_calls if not c.module] if facts is not None else []
+            if not calls:
+                continue
+            if isinstance(small.names, cst.ImportStar):
+                pairs = {(n, n) for n in {re.split(r"[.(]", c.function, 1)[0] for c in calls} if not n.startswith("_")}
+            else:
+                pairs = {(a.name.value, a.asname.name.value if a.asname is not None and
+                          isinstance(a.asname.name, cst.Name) else a.name.value)
+                         for a in small.names if isinstance(a.name, cst.Name)}
+            for name, local in pairs:
+                out += [c._replace(function=local + c.function[len(name):], path=call_path(facts, c))
+                        for c in calls if c.function.startswith((f"{name}.", f"{name}("))]
+    return tuple(out)

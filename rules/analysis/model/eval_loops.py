@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 import libcst as cst
 
 from ..syntax.calls import backward_call, dotted_name, method_call, target_names
+from ..syntax.project import project_method
 from ..syntax.torch_names import NO_GRAD
 from ..syntax.tree import Loop, walk
 from .host_bound import ends_on_host
@@ -35,6 +36,8 @@ class TrainingQueries(Protocol):
 
     @property
     def ctx(self) -> RuleContext: ...
+    @property
+    def step_loops(self) -> list[Loop]: ...
     def calls_of(self, fn: cst.FunctionDef) -> list[cst.Call]: ...
     def called_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]: ...
     def trains(self, loop: Loop) -> bool: ...
@@ -177,10 +180,8 @@ def _handed_to_a_model(ta: TrainingQueries, loop: Loop) -> cst.Call | None:
     handed the iteration's data, whose own body calls a model (``self.model.predict(batch.to(d))``):
     one model call per iteration, out of the loop's sight."""
     data = loop_data(loop)
-    if not data:
-        return None
-    for node in _one_iteration(loop):
-        if not isinstance(node, cst.Call) or not any(mentions(a.value, data) for a in node.args):
+    for node in _one_iteration(loop):  # (or the batch drawn in the call: ``self.step(next(self.val_iter))``)
+        if not isinstance(node, cst.Call) or not any(data and mentions(a.value, data) or _draw(a.value) for a in node.args):
             continue
         for fn in _reached(ta, node):
             if any(isinstance(n, cst.Call) and _calls_module(ta, n) for n in walk(fn.body, stop_at=(cst.For, cst.While))):
@@ -188,6 +189,11 @@ def _handed_to_a_model(ta: TrainingQueries, loop: Loop) -> cst.Call | None:
         if _abstract_hook(ta, node):
             return node
     return None
+
+
+def _draw(expr: cst.BaseExpression) -> bool:
+    """``next(it)``/``it.__next__()``: the iteration's batch, drawn where it is handed over."""
+    return isinstance(expr, cst.Call) and (dotted_name(expr.func) == "next" or method_call(expr, "next", "__next__"))
 
 
 def _reached(ta: TrainingQueries, call: cst.Call) -> list[cst.FunctionDef]:
@@ -242,6 +248,35 @@ def _model_handed_along(ta: TrainingQueries, loop: Loop) -> bool:
                 any(isinstance(a.value, (cst.Name, cst.Attribute)) and ta.is_module_like(a.value, by_name=True)
                     for a in node.args):
             return True
+    return False
+
+
+_EVAL_METHOD = re.compile(r"eval|valid|test|infer|predict", re.IGNORECASE)
+
+
+def _trainer_evaluates(ta: TrainingQueries, loop: Loop) -> bool:
+    """A loop handing each batch to an evaluation method (``eval``, ``validate``, ``test_step``) of an
+    object of the user's other modules whose other method this file's training loop runs as a whole
+    step (``engine.train(x, y)`` per training batch, ``engine.eval(x, y)`` per validation batch): the
+    object runs its model on the batch, without a step."""
+    data = loop_data(loop)
+    if not data or not ta.ctx.project:
+        return False
+    for node in _one_iteration(loop):
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and
+                _EVAL_METHOD.search(node.func.attr.value) and any(mentions(a.value, data) for a in node.args)):
+            continue
+        receiver = dotted_name(node.func.value)
+        method = project_method(ta.ctx, node)
+        if receiver is None or method is None or method.facts.trains:
+            continue
+        for other in ta.step_loops:  # the twin training loop: a method of the same object steps there
+            if other is not loop and ta.trains(other) and any(
+                    isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and
+                    dotted_name(n.func.value) == receiver and
+                    (found := project_method(ta.ctx, n)) is not None and found.facts.steps_each_call
+                    for n in walk(other.body)):
+                return True
     return False
 
 
@@ -426,7 +461,7 @@ def is_eval_loop(ta: TrainingQueries, loop: Loop) -> bool:
         # is under no_grad (a ``@torch.no_grad()`` evaluate)
         handed = _handed_to_a_model(ta, loop)
         if handed is None and not _model_handed_along(ta, loop):
-            return False
+            return _trainer_evaluates(ta, loop)
         return in_no_grad(ta.ctx, loop) or (fn := ta.ctx.enclosing(loop, cst.FunctionDef)) is not None and \
             called_only_under_no_grad(ta, fn) or handed is not None and _runs_an_eval_mode_model(ta, loop, handed)
     if in_no_grad(ta.ctx, loop):

@@ -29,8 +29,9 @@ import libcst as cst
 
 from .accumulation import accumulation_exit
 from .periods import is_one, period_one_by_default
-from ..syntax.bindings import class_stores
+from ..syntax.bindings import class_stores, local_bindings, name_values
 from ..syntax.calls import dotted_name, literal_value, NOT_LITERAL
+from ..syntax.callsites import call_site_args
 from ..syntax.context import RuleContext
 from ..syntax.project import project_function, project_method
 from ..syntax.tree import suite_statements, walk
@@ -233,8 +234,10 @@ def _rare(ctx: RuleContext, e: cst.BaseExpression, truth: bool, depth: int) -> b
     if _is_modulo(e):  # ``if step % k: continue``: truthy except once every k
         return not truth and _has_period(ctx, e)
     if isinstance(e, cst.Name):
-        values = _name_values(ctx, e)
-        return bool(values) and all(v is not None and rare_condition(ctx, v, truth, depth + 1) for v in values)
+        values = name_values(ctx, e)
+        if values and all(v is not None and rare_condition(ctx, v, truth, depth + 1) for v in values):
+            return True
+        return _rare_parameter(ctx, e, truth, depth)
     if isinstance(e, cst.Attribute) and isinstance(e.value, cst.Name) and e.value.value == "self":
         return _rare_attribute(ctx, e, truth, depth)
     if isinstance(e, cst.Call):
@@ -266,7 +269,7 @@ def _divided(ctx: RuleContext, e: cst.BaseExpression, depth: int = 0) -> set[str
     if depth < _MAX_DEPTH:
         for n in walk(e, into_nested=True, include_self=True):
             if isinstance(n, cst.Name):
-                for v in _name_values(ctx, n):
+                for v in name_values(ctx, n):
                     out |= _divided(ctx, v, depth + 1) if v is not None else set()
     return out
 
@@ -285,7 +288,7 @@ def moving_counters(ctx: RuleContext, node: cst.CSTNode) -> set[str]:
 
 def _loop_counters(ctx: RuleContext) -> dict[cst.For | cst.While, set[str]]:
     by_function: dict[cst.FunctionDef | None, list[tuple[str, list[cst.BaseExpression | None]]]] = {}
-    for (owner, name), values in ctx.fact(_bindings).items():
+    for (owner, name), values in ctx.fact(local_bindings).items():
         by_function.setdefault(owner, []).append((name, values))
     out: dict[cst.For | cst.While, set[str]] = {}
     for loop in ctx.nodes(cst.For, cst.While):
@@ -334,7 +337,7 @@ def _pins(ctx: RuleContext, e: cst.BaseExpression, counters: set[str], truth: bo
             return any(_pins(ctx, p, counters, truth, depth + 1) for p in parts)
         return all(_pins(ctx, p, counters, truth, depth + 1) for p in parts)
     if isinstance(e, cst.Name):
-        values = _name_values(ctx, e)
+        values = name_values(ctx, e)
         return bool(values) and all(v is not None and _pins(ctx, v, counters | moving_counters(ctx, v), truth,
                                                              depth + 1) for v in values)
     if truth:
@@ -343,47 +346,6 @@ def _pins(ctx: RuleContext, e: cst.BaseExpression, counters: set[str], truth: bo
         isinstance(e.comparisons[0].operator, (cst.NotEqual, cst.IsNot)) and \
         _counter_side(e.left, counters) != _counter_side(e.comparisons[0].comparator, counters) and \
         not _names_read(e.comparisons[0].comparator if _counter_side(e.left, counters) else e.left) & counters
-
-
-def _name_values(ctx: RuleContext, name: cst.Name) -> list[cst.BaseExpression | None]:
-    """What ``name`` may hold where it is read: the values bound to it in the innermost function
-    (or module) that binds it; None for a binding whose value is unknown (a parameter, a loop
-    target, an unpacking, ``+=``, ``with ... as``)."""
-    bindings = ctx.fact(_bindings)
-    owner: cst.CSTNode | None = name
-    while True:
-        owner = ctx.enclosing(owner, cst.FunctionDef) if owner is not None else None  # type: ignore[arg-type]
-        found = bindings.get((owner, name.value))
-        if found is not None or owner is None:
-            return found or []
-
-
-def _bindings(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression | None]]:
-    out: dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression | None]] = {}
-
-    def bind(node: cst.CSTNode, name: str, value: cst.BaseExpression | None) -> None:
-        out.setdefault((ctx.enclosing(node, cst.FunctionDef), name), []).append(value)
-
-    for assign in ctx.nodes(cst.Assign):
-        for t in assign.targets:
-            if isinstance(t.target, cst.Name):
-                bind(assign, t.target.value, assign.value)
-            elif isinstance(t.target, (cst.Tuple, cst.List)):
-                for n in walk(t.target, include_self=True):
-                    if isinstance(n, cst.Name):
-                        bind(assign, n.value, None)
-    for node in ctx.nodes(cst.AnnAssign, cst.AugAssign):
-        if isinstance(node.target, cst.Name):
-            bind(node, node.target.value, node.value if isinstance(node, cst.AnnAssign) else None)
-    for node in ctx.nodes(cst.For, cst.AsName, cst.NamedExpr, cst.CompFor):
-        target = node.name if isinstance(node, cst.AsName) else node.target
-        for n in walk(target, include_self=True):
-            if isinstance(n, cst.Name):
-                bind(node, n.value, None)
-    for fn in ctx.nodes(cst.FunctionDef):
-        for p in (*fn.params.params, *fn.params.kwonly_params, *fn.params.posonly_params):
-            out.setdefault((fn, p.name.value), []).append(None)
-    return out
 
 
 def _returns_rare(ctx: RuleContext, fn: cst.FunctionDef, truth: bool, depth: int) -> bool:
@@ -426,7 +388,34 @@ def _rare_attribute(ctx: RuleContext, e: cst.Attribute, truth: bool, depth: int)
     if attr in unpacked:
         return False  # unpacked, augmented or annotated somewhere: not only rare tests
     values = assigned.get(attr, [])
-    return bool(values) and all(rare_condition(ctx, v, truth, depth + 1) for v in values)
+    return bool(values) and all(rare_condition(ctx, v, truth, depth + 1) for v in values) or \
+        truth and _once_flag(ctx, cls, e.attr.value, values)
+
+
+def _once_flag(ctx: RuleContext, cls: cst.ClassDef, attr: str, values: list[cst.BaseExpression]) -> bool:
+    """``self.attr`` a flag that turns itself off once it has been acted on: set only to True or False,
+    and set False inside an ``if self.attr:`` of the class (a statistics flag set again in
+    ``end_epoch``/``reset``: the guarded work runs once per epoch, not once per step)."""
+    if not values or any(literal_value(v) not in (True, False) for v in values):
+        return False
+    for stmt in walk(cls, into_nested=True):
+        if isinstance(stmt, cst.If) and dotted_name(stmt.test) == f"self.{attr}":
+            for node in walk(stmt.body):
+                if isinstance(node, cst.Assign) and literal_value(node.value) is False and \
+                        any(dotted_name(t.target) == f"self.{attr}" for t in node.targets):
+                    return True
+    return False
+
+
+def _rare_parameter(ctx: RuleContext, name: cst.Name, truth: bool, depth: int) -> bool:
+    """A parameter of the enclosing function that every call of it in this module passes a rare
+    test for (``compute_loss(batch, skip_stats=not self._need_stats)`` with ``_need_stats`` a once
+    flag; ``if not skip_stats:`` in ``compute_loss``), and that the function never rebinds."""
+    fn = ctx.enclosing(name, cst.FunctionDef)
+    if fn is None or name_values(ctx, name) != [None]:
+        return False
+    passed = call_site_args(ctx, fn, name.value)
+    return bool(passed) and all(rare_condition(ctx, v, truth, depth + 1) for v in passed or ())
 
 
 

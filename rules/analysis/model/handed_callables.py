@@ -19,7 +19,7 @@ import libcst as cst
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller
-from ..syntax.project import StepCall, project_class_facts
+from ..syntax.project import StepCall, call_path, project_class_facts
 
 
 def stored_callable_calls(ctx: RuleContext, ta: object, line_of: Callable[[cst.CSTNode], int],
@@ -78,7 +78,7 @@ def _handed_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
             step = next((c for c in facts.step_calls if not c.module and c.function == want), None)
             if step is not None:
                 fn = defs[arg.value.value][0]
-                out.setdefault(fn, StepCaller(arg.value.value, facts.path or "the class's module",
+                out.setdefault(fn, StepCaller(arg.value.value, call_path(facts, step) or "the class's module",
                                               step.line, step.kind))
     return out
 

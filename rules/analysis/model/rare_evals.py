@@ -48,9 +48,23 @@ def in_rare_eval(ta: TrainingAnalysis, node: cst.CSTNode) -> bool:
     guard (``runs_rarely``), in this file or in the module whose loop calls it (``step_kind``)?"""
     loop = ta.every_step_loop(node)
     if loop is not None:
-        return runs_rarely(ta, loop)
+        return runs_rarely(ta, loop) and not _also_per_step(ta, node, loop)
     caller = ta.every_step_caller(node)
     return caller is not None and caller.kind == PERIODIC_EVAL
+
+
+def _also_per_step(ta: TrainingAnalysis, node: cst.CSTNode, loop: Loop) -> bool:
+    """Does the function holding ``node`` (reached from the rare ``loop`` through a call) also run on
+    every iteration of a loop that is not rare: a loss helper called by the training step and by a
+    periodic validation pass (``compute_loss(...)`` in both) reads on every training step."""
+    fn = ta.ctx.enclosing(node, cst.FunctionDef)
+    if fn is None or ta.ctx.is_inside(node, loop):
+        return False
+    for call in ta.calls_of(fn):
+        other = ta.every_step_loop(call)
+        if other is not None and other is not loop and not runs_rarely(ta, other):
+            return True
+    return False
 
 
 def step_kind(ta: TrainingAnalysis, loop: Loop) -> str:

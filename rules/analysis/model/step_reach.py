@@ -24,7 +24,7 @@ import libcst as cst
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import PERIODIC_EVAL, StepCaller, project_runs
-from ..syntax.project import project_class_facts, project_function
+from ..syntax.project import call_path, project_class_facts, project_function
 from ..syntax.tree import children_of
 from .handed_callables import handed_roots
 
@@ -183,7 +183,7 @@ def _inherited(ctx: RuleContext) -> list[StepCaller]:
             for call in facts.step_calls:
                 method = call.function[len(prefix):]
                 if not call.module and call.function.startswith(prefix) and method in own:
-                    path = facts.path or "its base class's module"
+                    path = call_path(facts, call) or "its base class's module"
                     out.append(StepCaller(f"{name}.{method}", path, call.line, call.kind))
     return out
 

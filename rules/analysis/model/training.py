@@ -47,6 +47,7 @@ __all__ = ["TENSOR_METHODS", "Loop", "TrainingAnalysis", "analysis", "is_periodi
 _BUILTIN_NAMES = frozenset(dir(builtins))
 # Loop kinds, as the messages name one iteration.
 TRAIN, EVAL, BATCH, ROLLOUT = "training step", "eval batch", "batch", "environment step"
+_EVAL_CALL = re.compile(r"\.(?:eval|valid|test|infer|predict)\w*\(", re.IGNORECASE)
 _AGENT_NAME = re.compile(r"agent|policy|actor|critic|q_?net|qf", re.IGNORECASE)
 
 
@@ -77,7 +78,7 @@ class TrainingAnalysis(TrainingObjects):
             self.step_loops = []
         self._step_loop_set = set(self.step_loops)
         if ".eval(" in text or "no_grad" in text or "inference_mode" in text or ".numpy()" in text or ".item()" in text \
-                or ".tolist()" in text:  # (outputs read on the host: inference by construction)
+                or ".tolist()" in text or ctx.project and _EVAL_CALL.search(text):  # (host reads; ``engine.evaluate(x)``)
             self.eval_loops: list[Loop] = [
                 loop for loop in loops if loop not in self._step_loop_set and _evalloops.is_eval_loop(self, loop)]
         else:
@@ -321,11 +322,12 @@ class TrainingAnalysis(TrainingObjects):
         if fn in seen:
             return None
         result = None
-        for call in self.calls_of(fn):
+        for call in self.calls_of(fn):  # a training step's loop before an evaluation's (``compute_loss`` in both)
             loop = self._loop_of(call, seen | {fn}, guards, flags)
-            if loop is not None:
+            if loop is not None and (result is None or self.trains(loop) and not self.trains(result)):
                 result = loop
-                break
+                if self.trains(loop):
+                    break
         if result is None:
             # ``gpu_timer(train_step)`` in the loop that defines it; ``step_fn(batch)`` of ``get_step_fn()``'s
             for use in (*self._handed_over(fn), *result_calls(self.ctx, fn)):

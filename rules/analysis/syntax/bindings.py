@@ -63,3 +63,45 @@ def class_stores(ctx: RuleContext, cls: cst.ClassDef) -> tuple[dict[str, list[cs
 
 def _stores_memo(ctx: RuleContext) -> dict[cst.ClassDef, tuple[dict[str, list[cst.BaseExpression]], set[str]]]:
     return {}
+
+
+def name_values(ctx: RuleContext, name: cst.Name) -> list[cst.BaseExpression | None]:
+    """What ``name`` may hold where it is read: the values bound to it in the innermost function
+    (or module) that binds it; None for a binding whose value is unknown (a parameter, a loop
+    target, an unpacking, ``+=``, ``with ... as``)."""
+    bindings = ctx.fact(local_bindings)
+    owner: cst.CSTNode | None = name
+    while True:
+        owner = ctx.enclosing(owner, cst.FunctionDef) if owner is not None else None  # type: ignore[arg-type]
+        found = bindings.get((owner, name.value))
+        if found is not None or owner is None:
+            return found or []
+
+
+def local_bindings(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression | None]]:
+    """Every name's values by the function (None: module level) that binds it (``ctx.fact``)."""
+    out: dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression | None]] = {}
+
+    def bind(node: cst.CSTNode, name: str, value: cst.BaseExpression | None) -> None:
+        out.setdefault((ctx.enclosing(node, cst.FunctionDef), name), []).append(value)
+
+    for assign in ctx.nodes(cst.Assign):
+        for t in assign.targets:
+            if isinstance(t.target, cst.Name):
+                bind(assign, t.target.value, assign.value)
+            elif isinstance(t.target, (cst.Tuple, cst.List)):
+                for n in walk(t.target, include_self=True):
+                    if isinstance(n, cst.Name):
+                        bind(assign, n.value, None)
+    for node in ctx.nodes(cst.AnnAssign, cst.AugAssign):
+        if isinstance(node.target, cst.Name):
+            bind(node, node.target.value, node.value if isinstance(node, cst.AnnAssign) else None)
+    for node in ctx.nodes(cst.For, cst.AsName, cst.NamedExpr, cst.CompFor):
+        target = node.name if isinstance(node, cst.AsName) else node.target
+        for n in walk(target, include_self=True):
+            if isinstance(n, cst.Name):
+                bind(node, n.value, None)
+    for fn in ctx.nodes(cst.FunctionDef):
+        for p in (*fn.params.params, *fn.params.kwonly_params, *fn.params.posonly_params):
+            out.setdefault((fn, p.name.value), []).append(None)
+    return out

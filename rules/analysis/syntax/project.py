@@ -11,6 +11,7 @@ A call of this file is read through them with :func:`project_function`.
 from __future__ import annotations
 
 import dataclasses
+import posixpath
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -98,12 +99,23 @@ class StepCall(NamedTuple):
     """A call, on every iteration of a loop of one module, of a function of a module it imports:
     ``module`` as the caller writes it (``utils.loss``, ``.commons``), the ``function`` there
     (``to_device``, or ``Class.method``: ``ComputeLoss.__call__`` for a call of an instance), the
-    caller's ``line`` and what one iteration is (``kind``: "training step", "eval batch")."""
+    caller's ``line`` and what one iteration is (``kind``: "training step", "eval batch");
+    ``path``: the caller's file when it is not the module whose facts hold the call (a class's
+    ``self.m(...)`` re-exported by a package ``__init__``: ``from .trainer import Trainer``)."""
 
     module: str
     function: str
     line: int
     kind: str
+    path: str = ""
+
+
+def call_path(facts: ModuleFacts, call: StepCall) -> str:
+    """The file of ``call``, one of ``facts.step_calls``, as a message names it (``facts.path`` is
+    relative to the importer's folder, a re-exported call's ``path`` to that module's folder)."""
+    if not call.path:
+        return facts.path
+    return posixpath.normpath(posixpath.join(posixpath.dirname(facts.path), call.path)) if facts.path else call.path
 
 
 @dataclasses.dataclass(frozen=True)
