@@ -262,8 +262,7 @@ class _Children(Mapping[str, Any]):
         self._shown: dict[str, Any] = {}
 
     def __getitem__(self, name: str) -> Any:
-        got = self._shown.get(name)
-        if got is None:
+        if (got := self._shown.get(name)) is None:
             kind, child = self._deps[name]
             got = _value(kind, child, self._store)
             if dataclasses.is_dataclass(got):  # its path as the importer names it (a re-exported step call's file)

@@ -297,10 +297,11 @@ class SyncInLoop(Rule):
                 fix if fix is not None else NoFix(_HOST_USE),
             )
 
+        # (not ``_t2n(action)`` of the actions an environment steps on: the host needs them)
+        helpers = [f for f in helpers if not (isinstance(f.call, cst.Call) and feeds_host_output(ctx, f.call))]
         yield from local_read_findings(ctx, ta, helpers)  # at the read too: this file's helper
-        for found in helpers:  # (not ``_t2n(action)`` of the actions an environment steps on)
-            if not (isinstance(found.call, cst.Call) and feeds_host_output(ctx, found.call)):
-                yield helper_read_finding(ctx, ta, found)
+        for found in helpers:
+            yield helper_read_finding(ctx, ta, found)
         for store, target in stores_to_host(ctx, ta):
             yield host_store_finding(ctx, ta, store, target)
 

@@ -111,6 +111,6 @@ def reexported_steps(ctx: RuleContext) -> tuple[StepCall, ...]:
                           isinstance(a.asname.name, cst.Name) else a.name.value)
                          for a in small.names if isinstance(a.name, cst.Name)}
             for name, local in pairs:
-                out += [c._replace(function=local + c.function[len(name):], path=call_path(facts, c))
+                out += [StepCall(c.module, local + c.function[len(name):], c.line, c.kind, call_path(facts, c))
                         for c in calls if c.function.startswith((f"{name}.", f"{name}("))]
     return tuple(out)

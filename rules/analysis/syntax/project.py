@@ -72,9 +72,7 @@ class FunctionFacts:
     # the parameters it returns moved to the device (``def to_gpu(x): return x.cuda()``:
     # ``facts.move_helpers``): a call of it is a move of what it is handed
     moves: tuple[str, ...] = ()
-    # the parameters it returns wrapped in a host tensor, or as they are (``def check(x): return
-    # torch.from_numpy(x) if type(x) == np.ndarray else x``: ``facts.move_helpers.wrapped_params``)
-    wraps: tuple[str, ...] = ()
+    wraps: tuple[str, ...] = ()  # parameters returned as host tensors or as they are (``check(x)``: move_helpers)
     blocking_moves: bool = False  # one of its moves passes no non_blocking (``return o.to(device)``)
 
     def role_of(self, role: str) -> str | None:
