@@ -6,6 +6,8 @@ v.cuda() if torch.cuda.is_available() else v``, ``def to_gpu(x): return x.to(DEV
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from ..model.step_code import device_kind
@@ -95,17 +97,24 @@ def moved_argument(ctx: RuleContext, call: cst.Call) -> cst.BaseExpression | Non
     """What ``call`` of a move helper (of this file, or of the user's other modules) moves to the
     device: ``torch.Tensor(x).long()`` in ``trans_to_cuda(torch.Tensor(x).long())``; None when it
     calls no such helper."""
+    return _handed(ctx, call, module_moves, "moves")
+
+
+def _handed(ctx: RuleContext, call: cst.Call, local: Callable[[RuleContext], dict[cst.FunctionDef, tuple[str, ...]]],
+            field: str) -> cst.BaseExpression | None:
+    """The argument ``call`` hands to the parameter a helper moves or wraps: ``local`` gives this
+    file's helpers' parameters, ``field`` names them in another module's ``FunctionFacts``."""
     if not isinstance(call.func, (cst.Name, cst.Attribute)):
         return None
     callee = local_callee(ctx, call)
     if callee is not None:
-        params, moved = parameters(callee)[0], module_moves(ctx).get(callee, ())
+        params, handled = parameters(callee)[0], local(ctx).get(callee, ())
     else:
         found = project_function(ctx, call) if ctx.project else None
-        if found is None or not found.facts.moves:
+        if found is None or not getattr(found.facts, field):
             return None
-        params, moved = list(found.facts.params), found.facts.moves
-    for p in moved:
+        params, handled = list(found.facts.params), getattr(found.facts, field)
+    for p in handled:
         args = passed_for(call, params, p)
         if len(args) == 1:
             return args[0].value
@@ -173,21 +182,7 @@ def _module_wrappers(ctx: RuleContext) -> dict[cst.FunctionDef, tuple[str, ...]]
 def wrapped_argument(ctx: RuleContext, call: cst.Call) -> cst.BaseExpression | None:
     """What ``call`` of a wrapping helper (of this file, or of the user's other modules) hands in:
     ``obs`` in ``check(obs)``; None when it calls no such helper."""
-    if not isinstance(call.func, (cst.Name, cst.Attribute)):
-        return None
-    callee = local_callee(ctx, call)
-    if callee is not None:
-        params, wrapped = parameters(callee)[0], module_wrappers(ctx).get(callee, ())
-    else:
-        found = project_function(ctx, call) if ctx.project else None
-        if found is None or not found.facts.wraps:
-            return None
-        params, wrapped = list(found.facts.params), found.facts.wraps
-    for p in wrapped:
-        args = passed_for(call, params, p)
-        if len(args) == 1:
-            return args[0].value
-    return None
+    return _handed(ctx, call, module_wrappers, "wraps")
 
 
 def blocking_moves(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
