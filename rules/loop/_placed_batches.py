@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.facts.host_values import every_reaching
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.facts.placement import moved_before
 from ..analysis.model.host_data import cuda_tensor_type, is_tokenizer_output
-from ..analysis.model.reaching import reaching_assignments
 from ..analysis.model.step_reach import through_lambda
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.training import TrainingAnalysis
@@ -50,13 +50,7 @@ def tokenized_here(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExp
     """``batch.input_ids`` where every assignment of ``batch`` reaching the copy is a tokenizer's
     output (``self.tokenizer(prompt, return_tensors="pt")``): built on the host on every call from
     what the call is handed, not data resident from before the loop."""
-    root = receiver
-    while isinstance(root, (cst.Attribute, cst.Subscript)):
-        root = root.value
-    if not isinstance(root, cst.Name):
-        return False
-    bound = reaching_assignments(ctx, root.value, root)
-    return bool(bound) and all(is_tokenizer_output(ta, b.value) for b in bound)
+    return every_reaching(ctx, receiver, receiver, lambda value: is_tokenizer_output(ta, value))
 
 
 def host_to_device_copy(ctx: RuleContext, call: cst.Call) -> bool:

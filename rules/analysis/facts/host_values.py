@@ -21,6 +21,7 @@ work. Each answers from the code around the read, never from a guess about a nam
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -81,13 +82,20 @@ def _root(expr: cst.BaseExpression) -> cst.BaseExpression:
 def rebound_to_host(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
     """Does every assignment of the name ``expr`` reads that reaches ``at`` give a host read's
     result (``loss = loss.item()``, ``dets = dets.cpu().numpy()``), whatever it held before?"""
+    return every_reaching(ctx, expr, at, chain_reads_host)
+
+
+def every_reaching(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode,
+                   test: Callable[[cst.BaseExpression], bool]) -> bool:
+    """Does every assignment of the name under ``expr`` (``batch`` of ``batch.input_ids[0]``) that
+    reaches ``at`` assign a value passing ``test``? False when none is known."""
     root = expr
     while isinstance(root, (cst.Subscript, cst.Attribute)):
         root = root.value
     if not isinstance(root, cst.Name):
         return False
     assigned = reaching_assignments(ctx, root.value, at)
-    return bool(assigned) and all(chain_reads_host(a.value) for a in assigned)
+    return bool(assigned) and all(test(a.value) for a in assigned)
 
 
 def _device_move(ctx: RuleContext, call: cst.CSTNode) -> bool:
