@@ -38,8 +38,8 @@ def program_trains(ctx: RuleContext) -> bool:
     # (``has_step_functions``: a script whose algorithm object's ``update(batch)``, one call of which is a
     # whole step, its loop runs: the file trains with what that object holds)
     return bool(analysis(ctx).step_loops) or framework_trains(ctx) or bool(training_calls(ctx)) or \
-        bool(backwards_run_elsewhere(ctx)) or \
-        has_step_functions(analysis(ctx)) and is_script(ctx) or bool(ctx.project) and (ctx.fact(_runs_a_trainer_subclass) or bool(self_trained_models(ctx)) or
+        bool(backwards_run_elsewhere(ctx)) or has_step_functions(analysis(ctx)) and is_script(ctx) or \
+        bool(ctx.project) and (ctx.fact(_runs_a_trainer_subclass) or bool(self_trained_models(ctx)) or
                                ctx.fact(_steps_a_project_model))
 
 
