@@ -152,13 +152,14 @@ def test_noqa_suppressed_finding_is_absent(tmp_path):
 
 
 def _single_fix_examples():
-    from tests.helpers.rule_cases import all_cases
+    from tests.helpers.rule_cases import all_cases, lint
 
     for ex in all_cases():  # kept examples and rule fixtures
         if ex.kind == "invalid" and not ex.options and ex.fixed is not None:
             # Examples with several findings have their fixes applied together by the
             # engine; a single finding's patch must then reproduce the expected source.
-            found = check_source(ex.code.encode(), "ex.py", RuleSet((ex.rule,)), "none").diagnostics
+            # (lint: the case with its own rule, once per process, for the rule tests too.)
+            found = lint(ex).diagnostics
             if len(found) == 1:
                 yield pytest.param(ex.rule, ex, id=ex.id)
 
