@@ -36,6 +36,11 @@ SHARED_SETUP = {
                                                  "interpreter that imported the frameworks",
     "tests/lint/test_properties.py": "one script-running interpreter (module fixture)",
     "tests/report/test_pages.py": "the documents of every command, built once (tests/report/conftest.py)",
+    # Module fixtures and memos: split over two workers, both build them.
+    "tests/test_architecture.py": "the package's import graph (module fixture, ~5 s of CPU)",
+    "tests/lint/test_interrupt_fix.py": "the expected fixes and one uninterrupted run (module fixtures)",
+    "tests/lint/test_rule_crash.py": "the healthy script linted and fixed with every rule (module fixture)",
+    "tests/rules/test_project_rules.py": "each project linted once per mode (_lint_kept)",
 }
 
 # Modules whose tests ask the same questions of the same inputs: each process answers them once
