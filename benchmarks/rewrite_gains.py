@@ -14,6 +14,7 @@ alternately under the runtime shim and decides (Mann-Whitney + bootstrap CI, los
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import math
 import os
@@ -135,8 +136,12 @@ def main(argv: list[str] | None = None) -> int:
                     ablation_rows.append(row(f"`{name}`", r, f"{code} alone"))
                     print(ablation_rows[-1], file=sys.stderr, flush=True)
 
-    torch_version = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"],
-                                   capture_output=True, text=True).stdout.strip()
+    # The installed distribution's version (what torch.__version__ says) without importing torch:
+    # an interpreter importing it cost ~4 s of CPU for one string.
+    try:
+        torch_version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch_version = "(not installed)"
     print(f"## Rewrite gains ({args.device}, size {args.size}, {date.today().isoformat()})\n")
     print(f"- command: `python benchmarks/rewrite_gains.py --size {args.size} --device {args.device} "
           f"--runs {args.runs} --steps {args.steps} --warmup {args.warmup}`")

@@ -36,13 +36,32 @@ SHARED_SETUP = {
                                                  "interpreter that imported the frameworks",
     "tests/lint/test_properties.py": "one script-running interpreter (module fixture)",
     "tests/report/test_pages.py": "the documents of every command, built once (tests/report/conftest.py)",
+    # Module fixtures and memos: split over two workers, both build them.
+    "tests/test_architecture.py": "the package's import graph (module fixture, ~5 s of CPU)",
+    "tests/lint/test_interrupt_fix.py": "the expected fixes and one uninterrupted run (module fixtures)",
+    "tests/lint/test_rule_crash.py": "the healthy script linted and fixed with every rule (module fixture)",
+    "tests/rules/test_project_rules.py": "each project linted once per mode (_lint_kept)",
 }
+
+# Modules whose tests ask the same questions of the same inputs: each process answers them once
+# (a per-process memo), so the modules go to one worker together, as one unit of work. Split over
+# two workers, each lints every rule case again. group name -> the modules.
+SHARED_MEMO = {
+    "rule-case lints (tests/helpers/rule_cases.lint)": (
+        "tests/rules/test_rule_fixtures.py",
+        "tests/rules/test_rule_examples.py",
+        "tests/rules/test_rule_metadata.py",
+        "tests/lint/test_no_fix_reason.py",
+    ),
+}
+_MEMO_GROUP = {path: group for group, paths in SHARED_MEMO.items() for path in paths}
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, which plain `pytest` may lack
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadgroup``: each test is a unit of work, except that a SHARED_SETUP module is one
-    unit; the units go out in collection order, the shared-set-up modules first."""
+    unit and so are the modules of a SHARED_MEMO group; the units go out in collection order, the
+    shared ones first."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -50,6 +69,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class SharedSetupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
+            if path in _MEMO_GROUP:
+                return _MEMO_GROUP[path]
             return path if path in SHARED_SETUP else nodeid
 
     return SharedSetupScheduling(config, log)

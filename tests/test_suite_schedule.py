@@ -49,3 +49,19 @@ def test_every_timing_test_is_where_the_timing_part_collects() -> None:
     marked = {p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py")
               if "mark." + "timing" in p.read_text(encoding="utf-8")}
     assert marked and all(path.startswith(folder.rstrip("/") + "/") for path in marked), marked
+
+
+def test_modules_sharing_a_memo_are_one_unit_of_work() -> None:
+    """The modules of a SHARED_MEMO group exist and go to one worker together (each process lints
+    the rule cases once for all of them)."""
+    pytest.importorskip("xdist")
+
+    class Config:
+        def getvalue(self, name: str) -> object:
+            return {"dist": "loadgroup", "tx": ["popen", "popen"], "numprocesses": 2}[name]
+
+    sched = conftest.pytest_xdist_make_scheduler(Config(), None)
+    for group, paths in conftest.SHARED_MEMO.items():
+        assert paths and all((ROOT / path).is_file() for path in paths), group
+        assert {sched._split_scope(f"{path}::test_x[y]") for path in paths} == {group}
+        assert not set(paths) & set(conftest.SHARED_SETUP)

@@ -150,6 +150,14 @@ def render_snapshot(case: Case) -> str:
     return "\n".join([*head, *body, *tail]) + "\n"
 
 
+def snapshot_findings(case: Case) -> int:
+    """How many findings the fixture's reviewed snapshot records: ``len(lint(case).diagnostics)``
+    whenever tests/rules/test_rule_fixtures.py passes."""
+    head = case.snapshot_path.read_text(encoding="utf-8").split("\n--- ", 1)[0]
+    (count,) = re.findall(r"^findings: (\d+)$", head, flags=re.M)
+    return int(count)
+
+
 def fixed_from_snapshot(original: str, snapshot: str) -> str | None:
     """Apply the snapshot's fix diff to ``original``: the reviewed fixed source (None: no fix)."""
     diff = snapshot.split("=== fix diff (all fixes, unsafe included)\n", 1)[1]

@@ -3,21 +3,23 @@ message, and every reporter shows it one way: ``message (no automatic fix: reaso
 
 from __future__ import annotations
 
+import functools
 import json
 
 from gpuperf_rewrite.lint.diagnostics import Diagnostic
-from gpuperf_rewrite.lint.engine import check_source
 from gpuperf_rewrite.lint.reporters import format_github, format_json, format_sarif, format_text
-from tests.helpers.rule_cases import all_cases
+from tests.helpers.rule_cases import all_cases, lint
 
 
-def _example_diagnostics() -> list[Diagnostic]:
-    out = []
+@functools.cache
+def _example_diagnostics() -> tuple[Diagnostic, ...]:
+    """Each invalid case's findings of its own rule, linted once per process for the three tests
+    below (and shared with the fixture and metadata tests, tests/conftest.py SHARED_MEMO)."""
+    out: list[Diagnostic] = []
     for case in all_cases():  # kept examples and rule fixtures
         if case.kind == "invalid":
-            found = check_source(case.code.encode(), "example.py", case.ruleset()).diagnostics
-            out += [d for d in found if d.code == case.rule]
-    return out
+            out += [d for d in lint(case).diagnostics if d.code == case.rule]
+    return tuple(out)
 
 
 def test_reasons_are_fields_not_message_text():

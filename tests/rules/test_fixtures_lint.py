@@ -4,6 +4,7 @@ fixture re-parses, is idempotent and still trains on CPU."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -15,7 +16,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from gpuperf_rewrite.lint.engine import RuleSet, check_source
+from gpuperf_rewrite.lint.engine import FileResult, RuleSet, check_source
 from gpuperf_rewrite.lint.registry import all_rules, resolve_selection
 from tests.helpers.forkrun import shared_runs
 from tests.helpers.paths import FIXTURES
@@ -59,11 +60,17 @@ def rewritten_runs(tmp_path_factory):
     return shared_runs("rewritten_runs", tmp_path_factory, _rewrite_jobs, env)
 
 
+@functools.cache
+def _combined_rewrite(script: Path) -> FileResult:
+    """The fixture with every default rule's fix (unsafe included), made once per process for the
+    run's jobs and the test that checks the same rewrite (callers must not modify it)."""
+    return check_source(script.read_bytes(), script.name, RuleSet(tuple(resolve_selection())), "unsafe")
+
+
 def _rewrite_jobs(root: Path) -> dict:
-    rules = RuleSet(tuple(resolve_selection()))
     jobs = {}
     for script in REWRITTEN:
-        fixed = check_source(script.read_bytes(), script.name, rules, "unsafe").fixed
+        fixed = _combined_rewrite(script).fixed
         if fixed is None:
             continue  # the test fails on that before it looks for a run
         work = root / script.stem
@@ -79,7 +86,7 @@ def _rewrite_jobs(root: Path) -> dict:
 @pytest.mark.parametrize("script", REWRITTEN, ids=lambda p: p.name)
 def test_combined_rewrite_parses_is_idempotent_and_runs(script, rewritten_runs):
     rules = RuleSet(tuple(resolve_selection()))
-    res = check_source(script.read_bytes(), script.name, rules, "unsafe")
+    res = _combined_rewrite(script)
     assert res.fixed is not None and not res.warnings, res.warnings
     cst.parse_module(res.fixed)
     again = check_source(res.fixed, script.name, rules, "unsafe")

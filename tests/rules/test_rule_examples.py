@@ -9,6 +9,11 @@ import pytest
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.rules._api import Invalid, Valid
+from tests.helpers.rule_cases import example_cases, lint
+
+# The same examples as cases of tests/helpers/rule_cases.py (same code, options, id), whose lints
+# each process makes once for every test that asks (the fixture, metadata and reason tests).
+_CASE = {case.id: case for case in example_cases()}
 
 
 def _cases(kind):
@@ -19,8 +24,9 @@ def _cases(kind):
 
 
 def _run(code: str, ex, mode: str = "none"):
-    rs = RuleSet((code,), {code: dict(ex.options)} if ex.options else {})
-    return check_source(ex.code.encode(), "example.py", rs, mode)
+    """``ex`` linted with rule ``code`` and its options, as ``example.py`` (rule_cases.lint)."""
+    case = next(c for c in _CASE.values() if c.rule == code and c.code == ex.code and c.options == dict(ex.options))
+    return lint(case, mode)
 
 
 def test_every_rule_has_examples():

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.rules._api import Rule
-from tests.helpers.rule_cases import Case, all_cases
+from tests.helpers.rule_cases import Case, all_cases, lint
 
 RULES = list(all_rules().items())
 
@@ -21,8 +20,9 @@ def _invalid(code: str) -> list[Case]:
 
 
 def _run(code: str, ex: Case, mode: str):
-    rs = RuleSet((code,), {code: dict(ex.options)} if ex.options else {})
-    return check_source(ex.code.encode(), "example.py", rs, mode)
+    """The case linted with its own rule (``ex.rule == code``), once per process and mode."""
+    assert ex.rule == code
+    return lint(ex, mode)
 
 
 def _emitted(code: str, ex: Case) -> list[dict[str, str] | None]:
