@@ -239,7 +239,7 @@ def test_generator_covers_the_rules():
         seen.update(d.code for d in res.diagnostics)
         return {"GP101", "GP201", "GP202"} <= seen
 
-    find(scripts(), fires, settings=settings(max_examples=300, database=None))
+    find(scripts(), fires, settings=settings(max_examples=300, database=None, deadline=None))
 
 
 # ---- running the scripts -------------------------------------------------------------------
@@ -453,4 +453,4 @@ def test_generator_makes_the_scripts_fixes_used_to_break():
                 seen.add(feature)
         return len(seen) == 4
 
-    find(scripts(), fires, settings=settings(max_examples=500, database=None))
+    find(scripts(), fires, settings=settings(max_examples=500, database=None, deadline=None))
