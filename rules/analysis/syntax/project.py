@@ -99,13 +99,16 @@ class StepCall(NamedTuple):
     (``to_device``, or ``Class.method``: ``ComputeLoss.__call__`` for a call of an instance), the
     caller's ``line`` and what one iteration is (``kind``: "training step", "eval batch");
     ``path``: the caller's file when it is not the module whose facts hold the call (a class's
-    ``self.m(...)`` re-exported by a package ``__init__``: ``from .trainer import Trainer``)."""
+    ``self.m(...)`` re-exported by a package ``__init__``: ``from .trainer import Trainer``);
+    ``output``: the caller hands the call's result to an environment, a picture or a file
+    (``action = agent.select_action(obs)`` then ``env.step(action)``): it is needed on the host."""
 
     module: str
     function: str
     line: int
     kind: str
     path: str = ""
+    output: bool = False
 
 
 def call_path(facts: ModuleFacts, call: StepCall) -> str:
