@@ -99,16 +99,14 @@ class StepCall(NamedTuple):
     (``to_device``, or ``Class.method``: ``ComputeLoss.__call__`` for a call of an instance), the
     caller's ``line`` and what one iteration is (``kind``: "training step", "eval batch");
     ``path``: the caller's file when it is not the module whose facts hold the call (a class's
-    ``self.m(...)`` re-exported by a package ``__init__``: ``from .trainer import Trainer``);
-    ``output``: the caller hands the call's result to an environment, a picture or a file
-    (``action = agent.select_action(obs)`` then ``env.step(action)``): it is needed on the host."""
+    ``self.m(...)`` re-exported by a package ``__init__``: ``from .trainer import Trainer``)."""
 
     module: str
     function: str
     line: int
     kind: str
     path: str = ""
-    output: bool = False
+    output: bool = False  # the caller hands the result to ``env.step``, a picture, a file: needed on the host
 
 
 def call_path(facts: ModuleFacts, call: StepCall) -> str:
@@ -130,8 +128,7 @@ class ModuleFacts:
     trains: bool = False  # one of its functions runs a training step
     path: str = ""  # where the module is, as a message names it (set by the engine)
     settings: frozenset[str] = frozenset()  # TF32/CUDNN set when it is imported (it or its imports)
-    # Functions of its imports it calls on every iteration of one of its loops (issue 34: the
-    # callee's module, checked, sees them as per-step code): ``StepCall``s.
+    # Functions of its imports it calls on every iteration of one of its loops (issue 34: per-step code there)
     step_calls: tuple[StepCall, ...] = ()
     # module-level tables of its model classes (``vae_models = {"VAE": VanillaVAE, ...}``)
     registries: frozenset[str] = frozenset()

@@ -36,12 +36,6 @@ class SacAgent:
             action = pi.clamp(-1, 1).cpu().numpy()
             return action[0]
 
-    def value(self, obs):
-        with torch.no_grad():
-            obs = torch.as_tensor(obs, dtype=torch.float32, device=self.device).unsqueeze(0)
-            mu, _ = self.actor(obs)
-            return self.critic(torch.cat([obs, mu], dim=-1)).item()
-
     def update(self, obs, act, ret):
         q = self.critic(torch.cat([obs, act], dim=-1)).squeeze(-1)
         critic_loss = F.mse_loss(q, ret)

@@ -11,14 +11,12 @@ def main():
     agent = SacAgent(env.observation_space.shape[0], env.action_space.shape[0], device)
     buffer = []
     obs, done = env.reset(), False
-    values = []
     for step in range(100000):
         if step < 1000:
             action = env.action_space.sample()
         else:
             action = agent.sample_action(obs)
         next_obs, reward, done, _ = env.step(action)
-        values.append(agent.value(obs))
         buffer.append((obs, action, reward))
         obs = env.reset() if done else next_obs
         if step >= 1000:
@@ -28,7 +26,7 @@ def main():
             r = torch.as_tensor(np.array([buffer[i][2] for i in idx]), dtype=torch.float32, device=device)
             loss = agent.update(o, a, r)
             if step % 1000 == 0:
-                print(step, loss, np.mean(values[-1000:]))
+                print(step, loss)
         if step % 10000 == 0:
             eval_obs, eval_done, total = env.reset(), False, 0.0
             while not eval_done:
