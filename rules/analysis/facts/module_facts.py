@@ -191,7 +191,7 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
         if callee is None or not callee[0]:
             continue
         loop = ta.every_step_loop(call) if looping else None
-        if loop is not None or roots and (caller := ta.caller_from(call, roots)) is not None:  # (its result: env.step's?)
+        if loop is not None or roots and (caller := ta.caller_from(call, roots)) is not None:  # (output: its result goes to env.step)
             kind = step_kind(ta, loop) if loop is not None else caller.kind
             out.append(StepCall(callee[0], callee[1], line_of(call), kind, "", feeds_host_output(ctx, call)))
         elif forwards and (root := forward_caller(ctx, ta, call)) is not None:
