@@ -49,9 +49,9 @@ def _fed_to_host_output(ctx: RuleContext, name: str, assign: cst.Assign) -> bool
     """A later read of ``name`` in the same function (or module) is an argument of a picture,
     file or environment call (``draw(y[0])``, ``plt.plot(y)``, ``envs.step(y)``): the value is
     needed on the host, so copying it there is not a wasted sync."""
-    scope = ctx.enclosing(assign, cst.FunctionDef)
+    body = ctx.enclosing(assign, cst.FunctionDef)
     for read in ctx.fact(_names_by_value).get(name, ()):
-        if ctx.enclosing(read, cst.FunctionDef) is not scope or ctx.is_inside(read, assign):
+        if ctx.enclosing(read, cst.FunctionDef) is not body or ctx.is_inside(read, assign):
             continue
         consumer = next((a for a in ctx.ancestors(read) if isinstance(a, cst.Call) and _host_consumer(a)), None)
         if consumer is not None and ctx.statement_of(consumer) is ctx.statement_of(read):
