@@ -67,6 +67,22 @@ def unpacked_param(fn: cst.FunctionDef, name: str) -> str | None:
     return None
 
 
+def _pulled_from_iterator(fn: cst.FunctionDef, name: str) -> bool:
+    """``name`` is first bound to (a field of) ``next(it)`` of an iterator ``fn`` is handed or holds
+    (``pos, neg, w, mode = next(train_iterator)``, ``x = next(self.train_iter)[0]``): fresh data of
+    each call, the batch whatever the iterator is named."""
+    params = {p.name.value for p in fn.params.params}
+    for a in walk(fn.body):
+        if isinstance(a, cst.Assign) and any(name in target_names(t.target) for t in a.targets):
+            value = a.value.value if isinstance(a.value, cst.Subscript) else a.value
+            if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "next"
+                    and len(value.args) == 1):
+                return False
+            source = dotted_name(value.args[0].value) or ""
+            return source in params or source.startswith("self.")
+    return False
+
+
 # ---- a function that runs one training step, called from elsewhere ------------------------------
 _DATA_PARAM = ("batch", "data", "input", "sample", "image", "img", "x", "feature", "token", "target",
                "label", "src", "tgt", "audio", "text", "mask")
@@ -78,12 +94,26 @@ def in_step_function(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, tra
     a function that runs a whole training step runs once per step, and so does the copy of the
     batch it is handed."""
     fn = ctx.enclosing(call, cst.FunctionDef)
-    if fn is None or ta.calls_of(fn) or ta.guard_of(call) is not None or not ta.steps_each_call(fn):
+    if fn is None or ta.guard_of(call) is not None or not _run_by_step_function(ta, fn):
         return None
     receiver = call.func.value  # type: ignore[attr-defined]
     if placed_by_framework(ctx, receiver):
         return None
     return copy_of_handed_batch(ctx, fn, receiver, call, "training step", transformers)
+
+
+def _run_by_step_function(ta: TrainingAnalysis, fn: cst.FunctionDef, depth: int = 0) -> bool:
+    """``fn`` runs a whole training step and nothing of this file calls it, or every call of it is
+    unguarded in such a function (``forward_backward(batch)`` calling ``self.parse_batch_train(batch)``
+    first), up to two calls deep: once per step either way."""
+    calls = ta.calls_of(fn)
+    if not calls:
+        return ta.steps_each_call(fn)
+    if depth >= 2:
+        return False
+    callers = [ta.ctx.enclosing(c, cst.FunctionDef) for c in calls]
+    return all(c is not None and c is not fn and ta.guard_of(call) is None and
+               _run_by_step_function(ta, c, depth + 1) for c, call in zip(callers, calls))
 
 
 # Tensor methods whose result lives where their receiver does (a dtype cast, a view).
@@ -123,7 +153,8 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
     if not isinstance(base, cst.Name):
         return None
     param = unpacked_param(fn, base.value)
-    if param is None or param == "self" or not any(w in param.lower() for w in _DATA_PARAM):
+    if not _pulled_from_iterator(fn, base.value) and (
+            param is None or param == "self" or not any(w in param.lower() for w in _DATA_PARAM)):
         return None
     fix: Fix | NoFix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
     if (strict := no_fix_reason(ctx)) is not None:

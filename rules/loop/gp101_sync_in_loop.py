@@ -25,7 +25,7 @@ from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
 from ._builtin_reads import buffer_root, builtin_reads, device_value
 from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, local_read_findings, read_of_argument
-from ._host_output import feeds_host_output
+from ..analysis.syntax.host_output import feeds_host_output, returned_to_host_output
 from ._host_stores import host_store_finding, stores_to_host
 from ._tested_tensors import branching as _branching, contains_sync as _contains_sync, tested_tensors as _tested_tensors, \
     truth_of_tensor as _truth_of_tensor
@@ -277,7 +277,8 @@ class SyncInLoop(Rule):
                     yield from _in_step_hook(ctx, call, what)
                 elif (caller := ta.every_step_caller(call) or hook_caller(ta, call, framework) or
                         forward_read_caller(ctx, ta, call)) is not None and \
-                        not under_rare_switch(ctx, call) and not read_of_argument(ctx, call):
+                        not under_rare_switch(ctx, call) and not read_of_argument(ctx, call) and \
+                        not returned_to_host_output(ctx, call):  # the action an environment steps on
                     yield _from_elsewhere(ctx, call, what, caller)
                 elif (caller := step_function_caller(ta, call)) is not None and not read_of_argument(ctx, call):
                     yield _in_step_function(ctx, call, what, caller)

@@ -250,12 +250,34 @@ def _prepared_names(ctx: RuleContext) -> frozenset[str]:
     for _ in range(3):  # ``self.dl = cycle(dl)`` after ``dl = accelerator.prepare(dl)``
         before = len(out)
         for assign in ctx.nodes(cst.Assign):
-            if _rewraps(ctx, assign.value, out, generators):
+            if _rewraps(ctx, assign.value, out, generators) or _yields_prepared(ctx, assign.value, out):
                 for t in assign.targets:
                     out |= target_names(t.target)
         if len(out) == before:
             break
     return frozenset(out)
+
+
+def _yields_prepared(ctx: RuleContext, value: cst.BaseExpression, prepared: set[str]) -> bool:
+    """``get_data_generator()`` of a generator function of this file whose every ``yield`` yields
+    the item of a loop over a prepared loader it reads from its enclosing scope (``while True: for
+    data in tqdm(train_loader): yield data``): what it yields is already placed."""
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name):
+        return False
+    for fn in ctx.nodes(cst.FunctionDef):
+        if fn.name.value != value.func.value:
+            continue
+        yields = [n for n in walk(fn.body) if isinstance(n, cst.Yield)]
+        return bool(yields) and all(_yields_loop_item(ctx, y, prepared) for y in yields)
+    return False
+
+
+def _yields_loop_item(ctx: RuleContext, node: cst.Yield, prepared: set[str]) -> bool:
+    if not isinstance(node.value, cst.Name):
+        return False
+    loop = next((a for a in ctx.ancestors(node) if isinstance(a, cst.For) and
+                 node.value.value in target_names(a.target)), None)  # type: ignore[union-attr]
+    return loop is not None and all(dotted_name(src) in prepared for src in _loop_sources(loop.iter))
 
 
 def _rewraps(ctx: RuleContext, value: cst.BaseExpression, prepared: set[str], generators: set[str]) -> bool:

@@ -23,6 +23,7 @@ from ..model.step_code import fills_grads, walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
+from ..syntax.host_output import feeds_host_output
 from ..syntax.launch import StepCaller
 from ..syntax.project import (CONV, MATMUL, PICK, FunctionFacts, ModuleFacts, StepCall, project_base_class, project_class,
                               project_function, project_instance_method, project_method, project_model_class)
@@ -190,10 +191,9 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
         if callee is None or not callee[0]:
             continue
         loop = ta.every_step_loop(call) if looping else None
-        if loop is not None:
-            out.append(StepCall(callee[0], callee[1], line_of(call), step_kind(ta, loop)))
-        elif roots and (caller := ta.caller_from(call, roots)) is not None:
-            out.append(StepCall(callee[0], callee[1], line_of(call), caller.kind))
+        if loop is not None or roots and (caller := ta.caller_from(call, roots)) is not None:  # (output: its result goes to env.step)
+            kind = step_kind(ta, loop) if loop is not None else caller.kind
+            out.append(StepCall(callee[0], callee[1], line_of(call), kind, "", feeds_host_output(ctx, call)))
         elif forwards and (root := forward_caller(ctx, ta, call)) is not None:
             out.append(StepCall(callee[0], callee[1], line_of(call), forward_kind(root)))
     return tuple(out)

@@ -41,12 +41,23 @@ def moved_params(ctx: RuleContext, fn: cst.FunctionDef, depth: int = 0) -> tuple
     return tuple(out)
 
 
-def _moves(ctx: RuleContext, expr: cst.BaseExpression, param: str, fn: cst.FunctionDef, depth: int) -> bool:
+def _moves(ctx: RuleContext, expr: cst.BaseExpression, param: str, fn: cst.FunctionDef, depth: int,
+           follow: bool = True) -> bool:
+    """Does ``expr`` hold ``param`` moved to the device (``follow``: through the parameter's own
+    rebindings in ``fn``, one level)?"""
     if isinstance(expr, cst.IfExp):  # ``v.cuda() if torch.cuda.is_available() else v``
-        return _moves(ctx, expr.body, param, fn, depth) and (
-            _moves(ctx, expr.orelse, param, fn, depth) or _passes_through(expr.orelse, param, fn))
+        return _moves(ctx, expr.body, param, fn, depth, follow) and (
+            _moves(ctx, expr.orelse, param, fn, depth, follow) or _passes_through(expr.orelse, param, fn))
+    if isinstance(expr, cst.Name) and expr.value == param:
+        # ``if torch.cuda.is_available(): x = x.cuda()`` then ``return x``: the parameter rebound
+        # to its own move on some path, and to nothing but itself on the others
+        rebound = [] if not follow else _rebindings(fn, param)
+        moving = [_moves(ctx, v, param, fn, depth, follow=False) for v in rebound]
+        return any(moving) and all(m or _passes_through(v, param, fn) for m, v in zip(moving, rebound))
     if not isinstance(expr, cst.Call):
         return False
+    if _held_as_is(expr):  # ``Variable(x.cuda(), requires_grad=grad)``: the same tensor, where it is
+        return _moves(ctx, expr.args[0].value, param, fn, depth, follow)
     if method_call(expr, "cuda", "to"):
         if method_call(expr, "to"):
             dev = get_arg(expr, "device", 0)
@@ -64,10 +75,41 @@ def _moves(ctx: RuleContext, expr: cst.BaseExpression, param: str, fn: cst.Funct
                for q in handed for a in passed_for(expr, parameters(inner)[0], q))
 
 
+# Wrappers that hand back their first argument's tensor where it is (the pre-0.4 ``Variable``).
+_AS_IS = frozenset({"Variable", "autograd.Variable", "torch.autograd.Variable"})
+
+
+def _held_as_is(expr: cst.Call) -> bool:
+    return dotted_name(expr.func) in _AS_IS and bool(expr.args) and expr.args[0].keyword is None and \
+        not expr.args[0].star
+
+
+def _rebindings(fn: cst.FunctionDef, param: str) -> list[cst.BaseExpression]:
+    """The values ``fn``'s own body assigns to its parameter ``param`` (``x = x.cuda()``); empty
+    when it never rebinds it, None-free. A rebinding by anything but a plain assignment (a loop
+    target, an augmented assignment) makes the value unknown: then one unmovable entry."""
+    out: list[cst.BaseExpression] = []
+    for n in walk(fn.body):
+        if isinstance(n, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == param
+                                             for t in n.targets):
+            out.append(n.value)
+        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For)) and isinstance(n.target, cst.Name) and \
+                n.target.value == param or isinstance(n, cst.Assign) and any(
+                    param in _names_in(t.target) for t in n.targets if not isinstance(t.target, cst.Name)):
+            out.append(cst.Ellipsis())
+    return out
+
+
+def _names_in(target: cst.BaseExpression) -> set[str]:
+    return {n.value for n in walk(target) if isinstance(n, cst.Name)}
+
+
 def _passes_through(expr: cst.BaseExpression, param: str, fn: cst.FunctionDef) -> bool:
     """``return v`` unchanged, or a list/dict/tuple rebuilt by recursive calls of ``fn``."""
     if isinstance(expr, cst.Name):
         return expr.value == param
+    if isinstance(expr, cst.Call) and _held_as_is(expr):
+        return _passes_through(expr.args[0].value, param, fn)
     if isinstance(expr, (cst.ListComp, cst.DictComp, cst.GeneratorExp, cst.SetComp, cst.List, cst.Tuple, cst.Dict)) \
             or isinstance(expr, cst.Call) and (dotted_name(expr.func) in ("list", "tuple", "dict", "type") or
                                                isinstance(expr.func, cst.Call) and dotted_name(expr.func.func) == "type"):

@@ -99,9 +99,23 @@ def in_cpu_branch(ctx: RuleContext, node: cst.CSTNode) -> bool:
 # ---- host tensors ----------------------------------------------------------------------------------
 def built_on_host(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
     """A tensor built in host memory by this expression: ``torch.from_numpy(...)``,
-    ``torch.stack([...])``, ``torch.tensor(data)`` without ``device=`` (nor a chained move)."""
+    ``torch.stack([...])``, ``torch.tensor(data)`` without ``device=`` (nor a chained move); also
+    a torch function that returns its result where its input is, applied to one (through casts):
+    ``torch.unique(torch.Tensor(ids).type(torch.long))``."""
+    if isinstance(expr, cst.Call) and ctx.matches(expr.func, _IN_PLACE_OF_INPUT) and expr.args and \
+            expr.args[0].keyword is None and not expr.args[0].star:
+        inner = expr.args[0].value
+        while method_call(inner, *_CASTS) and (not method_call(inner, "type") or inner.args):  # type: ignore
+            inner = inner.func.value  # type: ignore[attr-defined]
+        return built_on_host(ctx, inner)
     return isinstance(expr, cst.Call) and ctx.matches(expr.func, HOST_BUILDERS) and \
         get_arg(expr, "device") is None and not any(a.star == "**" for a in expr.args)
+
+
+# torch functions whose result is on the device of their (first) input, and casts that keep it.
+_IN_PLACE_OF_INPUT = frozenset({"torch.unique", "torch.flatten", "torch.squeeze", "torch.unsqueeze",
+                                "torch.reshape", "torch.transpose", "torch.permute"})
+_CASTS = ("long", "int", "float", "half", "double", "bool", "contiguous", "view", "reshape", "type", "flatten")
 
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")

@@ -85,8 +85,14 @@ def is_nn_class(ctx: RuleContext, func: cst.BaseExpression) -> bool:
     ``torch.nn.functional``/``init``/``utils`` (``F.relu(x)`` returns a tensor)."""
     name = dotted_name(func)
     return name is not None and name.rsplit(".", 1)[-1][:1].isupper() and \
-        ctx.matches(func, {"torch.nn.*"}) and \
+        ctx.matches(func, {"torch.nn.*"}) and not ctx.matches(func, _NN_TENSORS) and \
         not ctx.matches(func, {"torch.nn.functional.*", "torch.nn.init.*", "torch.nn.utils.*"})
+
+
+# Classes of ``torch.nn`` that are tensors, not modules (``self.gamma = nn.Parameter(...)``: its
+# ``.item()`` reads a tensor that moves with the module).
+_NN_TENSORS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.UninitializedParameter",
+                         "torch.nn.Buffer", "torch.nn.parameter.Buffer", "torch.nn.UninitializedBuffer"})
 
 
 def assignments(ctx: RuleContext) -> list[tuple[str, cst.BaseExpression]]:

@@ -46,7 +46,9 @@ def _method_aliases(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str]
     for a in ctx.nodes(cst.Assign):
         if len(a.targets) != 1 or not isinstance(a.targets[0].target, cst.Name):
             continue
-        values = [a.value.body, a.value.orelse] if isinstance(a.value, cst.IfExp) else [a.value]
+        values = [a.value.body, a.value.orelse] if isinstance(a.value, cst.IfExp) else \
+            [el.value for el in a.value.elements if isinstance(el, cst.DictElement)] if isinstance(a.value, cst.Dict) \
+            else [a.value]  # (a dict of them: ``funcs = {"TransE": self.TransE, ...}``, ``funcs[name](h, t)``)
         methods = {v.attr.value for v in values if isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name)
                    and v.value.value in ("self", "cls")}
         if methods:
@@ -56,10 +58,12 @@ def _method_aliases(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str]
 
 
 def aliased_names(ctx: RuleContext, call: cst.Call) -> frozenset[str]:
-    """The methods ``call`` reaches through a local alias (``run(batch)`` after ``run = self.m``)."""
-    if not isinstance(call.func, cst.Name) or call.func.value not in ctx.fact(_alias_names):
+    """The methods ``call`` reaches through a local alias (``run(batch)`` after ``run = self.m``),
+    or through a local dict of them (``funcs[self.model_name](head, tail)``)."""
+    func = call.func.value if isinstance(call.func, cst.Subscript) else call.func
+    if not isinstance(func, cst.Name) or func.value not in ctx.fact(_alias_names):
         return frozenset()
-    return method_aliases(ctx).get((ctx.enclosing(call, cst.FunctionDef), call.func.value), frozenset())
+    return method_aliases(ctx).get((ctx.enclosing(call, cst.FunctionDef), func.value), frozenset())
 
 
 def _alias_names(ctx: RuleContext) -> frozenset[str]:

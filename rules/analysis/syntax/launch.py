@@ -84,12 +84,14 @@ class StepCaller:
     """A module of the project that calls ``function`` of the checked module (``to_device``, or
     ``Class.method``: ``ComputeLoss.__call__`` for a call of an instance, ``Loss.forward``) on
     every iteration of one of its loops: the caller's ``path`` (as a message shows it), the call's
-    ``line`` and what one iteration is (``kind``: "training step", "eval batch")."""
+    ``line`` and what one iteration is (``kind``: "training step", "eval batch"); ``output``: the
+    caller hands the result to an environment or a file (``StepCall.output``)."""
 
     function: str
     path: str
     line: int
     kind: str
+    output: bool = False
 
     @property
     def where(self) -> str:

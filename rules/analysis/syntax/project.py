@@ -106,6 +106,7 @@ class StepCall(NamedTuple):
     line: int
     kind: str
     path: str = ""
+    output: bool = False  # the caller hands the result to ``env.step``, a picture, a file: needed on the host
 
 
 def call_path(facts: ModuleFacts, call: StepCall) -> str:
@@ -127,8 +128,7 @@ class ModuleFacts:
     trains: bool = False  # one of its functions runs a training step
     path: str = ""  # where the module is, as a message names it (set by the engine)
     settings: frozenset[str] = frozenset()  # TF32/CUDNN set when it is imported (it or its imports)
-    # Functions of its imports it calls on every iteration of one of its loops (issue 34: the
-    # callee's module, checked, sees them as per-step code): ``StepCall``s.
+    # Functions of its imports it calls on every iteration of one of its loops (issue 34: per-step code there)
     step_calls: tuple[StepCall, ...] = ()
     # module-level tables of its model classes (``vae_models = {"VAE": VanillaVAE, ...}``)
     registries: frozenset[str] = frozenset()

@@ -7,9 +7,10 @@ import re
 
 import libcst as cst
 
-from ..analysis.syntax.calls import dotted_name, target_names
-from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.tree import walk
+from .calls import dotted_name, target_names
+from .context import RuleContext
+from .launch import project_runs
+from .tree import walk
 
 # Functions that turn data into pictures or files.
 _HOST_OUTPUT = re.compile(r"show|plot|save|draw|display|visuali[sz]e|imwrite|write_image|add_image|add_figure|"
@@ -48,9 +49,9 @@ def _fed_to_host_output(ctx: RuleContext, name: str, assign: cst.Assign) -> bool
     """A later read of ``name`` in the same function (or module) is an argument of a picture,
     file or environment call (``draw(y[0])``, ``plt.plot(y)``, ``envs.step(y)``): the value is
     needed on the host, so copying it there is not a wasted sync."""
-    scope = ctx.enclosing(assign, cst.FunctionDef)
+    body = ctx.enclosing(assign, cst.FunctionDef)
     for read in ctx.fact(_names_by_value).get(name, ()):
-        if ctx.enclosing(read, cst.FunctionDef) is not scope or ctx.is_inside(read, assign):
+        if ctx.enclosing(read, cst.FunctionDef) is not body or ctx.is_inside(read, assign):
             continue
         consumer = next((a for a in ctx.ancestors(read) if isinstance(a, cst.Call) and _host_consumer(a)), None)
         if consumer is not None and ctx.statement_of(consumer) is ctx.statement_of(read):
@@ -101,3 +102,57 @@ def _returned_to_host_output(ctx: RuleContext, names: set[str], assign: cst.Assi
 
 def _walk_names(node: cst.CSTNode) -> list[cst.Name]:
     return [n for n in walk(node, include_self=True, into_nested=True) if isinstance(n, cst.Name)]
+
+
+def returned_read(ctx: RuleContext, node: cst.CSTNode) -> cst.FunctionDef | None:
+    """The function whose result holds the value read at ``node``: ``return mu.cpu().data.numpy()``,
+    or ``a = pi.cpu().numpy()`` then ``return a[0]`` (through names the function computes from it);
+    None when the read's value goes anywhere else as well (a condition, a log) or is not returned.
+    A caller that hands that result to an environment or a file needs it on the host."""
+    fn = ctx.enclosing(node, cst.FunctionDef)
+    if fn is None:
+        return None
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, cst.Return):
+            return fn if ctx.enclosing(anc, cst.FunctionDef) is fn else None
+        if isinstance(anc, cst.Assign):
+            names = {n for t in anc.targets for n in target_names(t.target)}
+            break
+        if isinstance(anc, (cst.BaseCompoundStatement, cst.Lambda, cst.BaseSmallStatement, cst.SimpleStatementLine,
+                            cst.Comparison, cst.BooleanOperation)):  # a condition, a statement of its own
+            return None
+    else:
+        return None
+    for _ in range(3):  # names the function computes from them
+        for a in ctx.nodes(cst.Assign):
+            if ctx.enclosing(a, cst.FunctionDef) is fn and any(n.value in names for n in _walk_names(a.value)):
+                names |= {n for t in a.targets for n in target_names(t.target)}
+    reads = [n for n in walk(fn.body) if isinstance(n, cst.Name) and n.value in names and
+             not (isinstance(ctx.parent(n), cst.Attribute) and ctx.parent(n).attr is n) and  # type: ignore[union-attr]
+             not any(isinstance(a, cst.AssignTarget) for a in ctx.ancestors(n))]
+    returned = [n for n in reads if _in_return(ctx, n, fn)]
+    # every later read of the value feeds the result or another name the function returns
+    used = all(_in_return(ctx, n, fn) or any(isinstance(a, cst.Assign) and
+               {m for t in a.targets for m in target_names(t.target)} <= names for a in ctx.ancestors(n))
+               for n in reads)
+    return fn if returned and used else None
+
+
+def _in_return(ctx: RuleContext, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+    ret = next((a for a in ctx.ancestors(node) if isinstance(a, (cst.Return, cst.FunctionDef, cst.Lambda))), None)
+    return isinstance(ret, cst.Return) and ctx.enclosing(ret, cst.FunctionDef) is fn
+
+
+def returned_to_host_output(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """The read at ``node`` is what its function returns (``returned_read``), and every loop of
+    another module that calls the function on each iteration hands the result to an environment
+    or a file (``StepCaller.output``: ``action = agent.select_action(obs); env.step(action)``):
+    the copy to the host is what the call is for."""
+    fn = returned_read(ctx, node)
+    if fn is None:
+        return False
+    cls = ctx.enclosing(fn, cst.ClassDef)
+    name = f"{cls.name.value}.{fn.name.value}" if cls is not None and ctx.parent(ctx.parent(fn)) is cls \
+        else fn.name.value
+    callers = [c for c in project_runs(ctx).step_callers if c.function == name]
+    return bool(callers) and all(c.output for c in callers)
