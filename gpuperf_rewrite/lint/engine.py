@@ -34,6 +34,7 @@ from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet, may_be_
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
 from gpuperf_rewrite.rules._framework import Finding, Fix, Rule, RuleContext, may_import_torch
+from gpuperf_rewrite.rules.analysis.syntax.launch import PACE_KINDS
 from gpuperf_rewrite.rules.analysis.syntax.tree import forget_walks
 
 __all__ = ["ERROR_CODES", "INTERNAL_ERROR", "IO_ERROR", "SYNTAX_ERROR", "Diagnostic", "FileResult", "FixMode",
@@ -193,8 +194,9 @@ def _project_view(fs_path: str, data: bytes, path: str, module: cst.Module, text
         job_order.give_step_calls(fs_path, data, facts_store)
     launch = project_runs(fs_path, data, root, entry)[0]
     callers = step_callers(fs_path, data, root, facts_store)
-    if callers:  # its functions that other modules' loops call every step
-        launch = dataclasses.replace(launch, step_callers=callers)
+    if callers:  # its functions that other modules' loops call every step; and how often the others run
+        launch = dataclasses.replace(launch, step_callers=tuple(c for c in callers if c.kind not in PACE_KINDS),
+                                     rare_callers=tuple(c for c in callers if c.kind in PACE_KINDS))
     return imports, launch, early_contexts.adopt(fs_path, data, path)
 
 

@@ -175,6 +175,7 @@ def _callers(path: Path, data: bytes, root: Path, store: Path | None, hops: int,
              run: str) -> tuple[Any, ...]:
     from gpuperf_rewrite.lint.project_facts import step_calls_of_node
     from gpuperf_rewrite.rules._framework import StepCaller
+    from gpuperf_rewrite.rules.analysis.syntax.launch import PACE_KINDS
 
     memo = (path, hops, run)
     if memo in _MEMO:
@@ -194,6 +195,8 @@ def _callers(path: Path, data: bytes, root: Path, store: Path | None, hops: int,
         calls = step_calls_of_node(n, store) if loops else ()
         if passes:
             through = _callers(importer, _read(importer), root, store, hops - 1, seen | {path}, run)
+            # how often its functions run, not per-step reach: not passed on
+            through = tuple(c for c in through if c.kind not in PACE_KINDS)
             if through:  # its functions run every step of another module's loop: so do their calls
                 calls = (*calls, *reach_calls_of_node(n, through, store))
         if not calls:

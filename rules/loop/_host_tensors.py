@@ -207,9 +207,16 @@ def _host_batches(ta: TrainingAnalysis, loop: cst.For) -> bool:
         return True
     fields = target_names(loop.target)
     return len(fields) > 1 and any(
-        isinstance(n, cst.Call) and method_call(n, "to", "cuda") and isinstance(n.func.value, cst.Name) and  # type: ignore[attr-defined]
-        n.func.value.value in fields and (method_call(n, "cuda") or _to_device(ta.ctx, n))  # type: ignore[attr-defined]
+        isinstance(n, cst.Call) and method_call(n, "to", "cuda") and isinstance(_item_root(n.func.value), cst.Name) and  # type: ignore[attr-defined]
+        _item_root(n.func.value).value in fields and (method_call(n, "cuda") or _to_device(ta.ctx, n))  # type: ignore[attr-defined]
         for n in walk(loop.body))
+
+
+def _item_root(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``input`` for ``input[0]`` (a field's item copied: ``input[0].cuda()`` of a graph batch's tuple)."""
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return expr
 
 
 def _to_device(ctx: RuleContext, call: cst.Call) -> bool:

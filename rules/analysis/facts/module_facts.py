@@ -36,6 +36,7 @@ from .move_helpers import blocking_moves, module_moves, module_wrappers
 from ..syntax.output_calls import output_params
 from .builders import (assigned_in, gathers_own_parameters, at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        is_class_call, params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
+from .call_pace import offered_names, paced_calls, project_callee
 from .class_picks import picked_trainers
 from .cli_defaults import false_fields, zero_fields
 from .param_roles import class_param_roles, param_roles
@@ -152,43 +153,20 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
     roots = call_roots(ctx, through)
     looping = bool(ta.step_loops or ta.eval_loops)
     forwards = bool(forward_roots(ctx))  # also the calls a model's forward runs on every call of the model
+    paced = paced_calls(ctx, ta, line_of)  # ``if epoch % n == 0: validate()``: how often the callee runs
     if not (looping or roots or forwards):
-        return ()
+        return tuple(paced)
     out = self_step_calls(ctx, ta, line_of) if looping else []
     out += stored_callable_calls(ctx, ta, line_of, roots)  # ``self.get_batch(bs)``: handed in by the caller
     if not ctx.project:
         return tuple(out)
     if not looping and not roots:  # a model file: only the calls its forwards reach, the callees' facts alone read
-        return tuple(out + _forward_step_calls(ctx, ta, line_of))
-    instances: dict[str, list[cst.BaseExpression]] | None = None
-    offered = {part for facts in ctx.project.values() for name in facts.functions for part in name.split(".")}
+        return tuple(out + _forward_step_calls(ctx, ta, line_of) + paced)
+    instances: dict[str, list[cst.BaseExpression]] = {}
+    offered = offered_names(ctx)
     for call in ctx.nodes(cst.Call):
-        name = dotted_name(call.func)
-        if name is None:
-            continue
-        known = name.rsplit(".", 1)[-1] in offered  # else ``x.view(...)``, ``len(x)``: or an instance
-        callee = None
-        found = project_function(ctx, call) if known else None
-        if found is not None:
-            facts = found.module
-            callee = (found.key, found.name if found.name in facts.functions else f"{found.name}.__init__")
-        elif known and isinstance(call.func, cst.Attribute) and (dotted_name(call.func.value) or "self") != "self":
-            method = project_method(ctx, call)  # ``model.parse_batch(batch)``: one class has it
-            callee = (method.key, method.name) if method is not None else None
-        if callee is None and isinstance(call.func, cst.Name):
-            callee = indirect_callee(ctx, call)  # ``step_fn = get_step_fn(...)``, ``partial(step, ...)``
-        if callee is None and isinstance(call.func, (cst.Name, cst.Attribute)):
-            if instances is None:
-                instances = {}
-                for bound, value in ta.assignments():
-                    instances.setdefault(bound, []).append(value)
-            # ``net = net.to(device)`` rebinds the same object; ``Net().cuda()`` is a Net
-            values = [v for v in instances.get(name, []) if dotted_name(strip_chain(v)) != name]
-            ctors = [c for c in (strip_chain(v) for v in values) if isinstance(c, cst.Call)]
-            if len(ctors) == 1 and len(values) == 1 and \
-                    (dotted_name(ctors[0].func) or "").rsplit(".", 1)[-1] in offered:  # ``crit = Loss()``; ``crit(y)``
-                callee = project_instance_method(ctx, ctors[0], ("__call__", "forward"))
-        if callee is None or not callee[0]:
+        callee = project_callee(ctx, ta, call, offered, instances)
+        if callee is None:
             continue
         loop = ta.every_step_loop(call) if looping else None
         if loop is not None or roots and (caller := ta.caller_from(call, roots)) is not None:  # (output: its result goes to env.step)
@@ -196,7 +174,7 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
             out.append(StepCall(callee[0], callee[1], line_of(call), kind, "", feeds_host_output(ctx, call)))
         elif forwards and (root := forward_caller(ctx, ta, call)) is not None:
             out.append(StepCall(callee[0], callee[1], line_of(call), forward_kind(root)))
-    return tuple(out)
+    return tuple(out + paced)
 
 
 def _forward_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> list[StepCall]:

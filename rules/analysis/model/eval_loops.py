@@ -469,14 +469,24 @@ def is_eval_loop(ta: TrainingQueries, loop: Loop) -> bool:
     fn = ta.ctx.enclosing(loop, cst.FunctionDef)
     if fn is not None and called_only_under_no_grad(ta, fn):
         return True
-    model = dotted_name(call.func)
-    if model is not None and _eval_before(ta, loop, model):
+    # ``model.eval()`` before the loop, for any model the iteration runs (not only the first call
+    # fed its data: ``normalizer.norm(target)`` before ``model(*input_var)``); ``model.generate(x)``: ``model``
+    if any(_eval_before(ta, loop, name) for c in _model_calls(ta, loop) for name in _run_models(c)):
         return True
     # inference by construction: what the model computes is only read on the host (``.numpy()``),
     # in a loop of its own (not one nested in a training step: per-scale metrics inside the step's body)
     return fn is not None and ends_on_host(ta, fn, call) and not any(
         isinstance(anc, (cst.For, cst.While)) and ta.trains(anc) for anc in ta.ctx.ancestors(loop)) and \
         not _backpropagates(fn)
+
+
+def _run_models(call: cst.Call) -> list[str]:
+    """The names of what a model call runs: ``model`` for ``model(x)``; ``model.generate`` and ``model``
+    for ``model.generate(x)``."""
+    name = dotted_name(call.func)
+    if name is None:
+        return []
+    return [name, name.rsplit(".", 1)[0]] if "." in name and isinstance(call.func, cst.Attribute) else [name]
 
 
 def _backpropagates(fn: cst.FunctionDef) -> bool:

@@ -25,6 +25,7 @@ from ..syntax.launch import StepCaller
 from ..syntax.tree import walk
 from ..syntax.project import project_model_class
 from .models import module_subclasses
+from .samplers import samples_only
 from .training import TrainingAnalysis, analysis
 
 FORWARD = "forward pass"
@@ -74,7 +75,8 @@ def forward_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
         out: dict[cst.FunctionDef, StepCaller] = {}
         for name, cls in model_classes(c).items():
             for stmt in cls.body.body:
-                if isinstance(stmt, cst.FunctionDef) and stmt.name.value in _ROOT_METHODS:
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value in _ROOT_METHODS and \
+                        not samples_only(c, cls, stmt):  # a diffusion model's sampling forward: not the step
                     out[stmt] = StepCaller(f"{name}.{stmt.name.value}", "every call of the module", 0, FORWARD)
         for cls in c.nodes(cst.ClassDef):  # a custom autograd Function: ``forward`` and ``backward`` run on
             # every ``Fn.apply(...)``, which a model's forward makes (a fused loss, a straight-through op)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ..syntax.launch import PERIODIC_EVAL
+from ..syntax.launch import PERIODIC_EVAL, RARE_CALL, project_runs
 from ..syntax.tree import Loop
 from .guards import rare_exit_before
 
@@ -92,10 +92,11 @@ def _how_often(ta: TrainingAnalysis, node: cst.CSTNode, seen: frozenset) -> str:
         if isinstance(anc, cst.FunctionDef):
             if anc in seen or len(seen) >= _DEPTH:
                 return _UNKNOWN
-            calls = ta.calls_of(anc)
-            if not calls:
-                return _ONCE  # an entry (``Trainer.train``) its caller runs once, as far as this file says
-            states = {_how_often(ta, call, seen | {anc}) for call in calls}
+            calls = ta.calls_of(anc) + _duck_calls(ta, anc)
+            # and the calls of the project's other modules (``main.py``: ``if epoch % n == 0: validate()``)
+            states = {_how_often(ta, call, seen | {anc}) for call in calls} | _paced_elsewhere(ta).get(anc, set())
+            if not states:
+                return _ONCE  # an entry (``Trainer.train``) its caller runs once, as far as the project says
             if _UNKNOWN in states or _EVERY in states:
                 return _EVERY if _EVERY in states else _UNKNOWN
             # under a period, and maybe once more before or after training (``validate()`` at the end)
@@ -104,6 +105,69 @@ def _how_often(ta: TrainingAnalysis, node: cst.CSTNode, seen: frozenset) -> str:
             return _UNKNOWN
         child = anc
     return _ONCE
+
+
+# Method names many objects have (a module's ``eval()``, an optimizer's ``step()``): a call
+# ``x.name(...)`` of them says nothing about a method of this file's class.
+_COMMON = frozenset({"__call__", "forward", "train", "eval", "step", "update", "run", "to", "cuda", "cpu", "get",
+                     "reset", "save", "load", "close", "start", "stop", "log", "zero_grad", "backward", "item",
+                     "state_dict", "load_state_dict", "append", "add", "apply", "set", "write", "compute"})
+
+
+def _duck_calls(ta: TrainingAnalysis, fn: cst.FunctionDef) -> list[cst.Call]:
+    """For a method of one of this file's classes: the calls ``obj.name(...)`` of this file on an
+    object held in a plain name (a parameter: ``def validate(val_evaluator, ...):
+    val_evaluator.evaluate(epoch)``), by a name no common object's method has."""
+    name = fn.name.value
+    if name in _COMMON or name.startswith("__"):
+        return []
+    block = ta.ctx.parent(fn)
+    if block is None or not isinstance(ta.ctx.parent(block), cst.ClassDef):
+        return []
+    return list(ta.ctx.fact(_duck_index).get(name, ()))
+
+
+def _duck_index(ctx: RuleContext) -> dict[str, list[cst.Call]]:
+    out: dict[str, list[cst.Call]] = {}
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and \
+                func.value.value not in ("self", "cls"):
+            out.setdefault(func.attr.value, []).append(call)
+    return out
+
+
+def how_often_called(ta: TrainingAnalysis, call: cst.CSTNode) -> str:
+    """How often ``call`` runs relative to training: "rare" (under a period), "every" (on every
+    step or epoch), "once" or "unknown" (``facts.call_pace`` tells the callee's module)."""
+    return _how_often(ta, call, frozenset())
+
+
+def _paced_elsewhere(ta: TrainingAnalysis) -> dict[cst.FunctionDef, set[str]]:
+    return ta.ctx.fact(_paced_memo)
+
+
+def _paced_memo(ctx: RuleContext) -> dict[cst.FunctionDef, set[str]]:
+    """How often the project's other modules run this module's top-level functions and methods of
+    its top-level classes: rare under a ``RARE_CALL``; every step or epoch under an ``OFTEN_CALL``
+    or a per-step call, unless that is itself a periodic evaluation's batch (``PERIODIC_EVAL``)."""
+    runs = project_runs(ctx)
+    if not runs.rare_callers:
+        return {}
+    defs: dict[str, cst.FunctionDef] = {}
+    for stmt in ctx.module.body:
+        if isinstance(stmt, cst.FunctionDef):
+            defs[stmt.name.value] = stmt
+        elif isinstance(stmt, cst.ClassDef):
+            for inner in stmt.body.body:
+                if isinstance(inner, cst.FunctionDef):
+                    defs[f"{stmt.name.value}.{inner.name.value}"] = inner
+    out: dict[cst.FunctionDef, set[str]] = {}
+    for caller in (*runs.rare_callers, *runs.step_callers):
+        fn = defs.get(caller.function)
+        if fn is not None:
+            out.setdefault(fn, set()).add(_RARE if caller.kind in (RARE_CALL, PERIODIC_EVAL) else _EVERY)
+    return out
 
 
 def _drives_training(ta: TrainingAnalysis, loop: Loop) -> bool:

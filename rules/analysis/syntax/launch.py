@@ -78,6 +78,15 @@ class LaunchCommand:
 # period (``if step % eval_every == 0: validate()``): its reads are guarded (``model.rare_evals``).
 PERIODIC_EVAL = "eval batch of a periodic evaluation"
 
+# ``StepCall.kind`` of a call of another module's function that is no per-step call but says how
+# often the callee runs (``model.rare_evals``): only under a period (``if epoch % val_interval == 0:
+# validate(...)`` in ``main.py``, the evaluation loop in ``running.py``), or on every pass of one of
+# the caller's loops (``for epoch ...: validate(...)``), which outweighs the first. Never per-step
+# code: the lint layer hands them to the callee apart (``ProjectRuns.rare_callers``).
+RARE_CALL = "call under a period"
+OFTEN_CALL = "call on every pass of a loop"
+PACE_KINDS = frozenset({RARE_CALL, OFTEN_CALL})
+
 
 @dataclasses.dataclass(frozen=True)
 class StepCaller:
@@ -116,12 +125,15 @@ class ProjectRuns:
     checked alone, or is itself a script); ``launches``: the launch scripts' command lines that run
     the checked file (empty when none or unknown); ``step_callers``: the calls of the project's
     other modules that run one of the checked module's functions on every iteration of a loop;
+    ``rare_callers``: their calls of its functions outside such loops that say how often those run
+    (kinds ``RARE_CALL``, ``OFTEN_CALL``);
     ``configs``: the YAML mappings its ``**cfg.<key>`` unpack (``lint.config_files``)."""
 
     entries: tuple[EntryScript, ...] | None = None
     launches: tuple[LaunchCommand, ...] = ()
     step_callers: tuple[StepCaller, ...] = ()
     configs: tuple[ConfigMapping, ...] = ()
+    rare_callers: tuple[StepCaller, ...] = ()
 
 
 def project_runs(ctx: RuleContext) -> ProjectRuns:
