@@ -13,6 +13,7 @@ from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..analysis.syntax.project import project_function
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.glance import Glance
 
 
 class ZeroGradKeepsTensors(Rule):
@@ -75,6 +76,11 @@ class ZeroGradKeepsTensors(Rule):
                 loss_scaler(loss, optimizer, parameters=model.parameters())
         """)),
     ]
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # a ``zero_grad(...)`` call, or a helper of this file filling ``p.grad`` (or of other modules: their facts)
+        return not glance.alone or glance.mentions("zero_grad", ".grad")
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
