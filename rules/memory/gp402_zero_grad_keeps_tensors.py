@@ -13,6 +13,7 @@ from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..analysis.syntax.project import project_function
 from ..analysis.syntax.context import RuleContext
+from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.syntax.glance import Glance
 
 
@@ -79,8 +80,10 @@ class ZeroGradKeepsTensors(Rule):
 
     @classmethod
     def may_report(cls, glance: Glance) -> bool:
-        # a ``zero_grad(...)`` call, or a helper of this file filling ``p.grad`` (or of other modules: their facts)
-        return not glance.alone or glance.mentions("zero_grad", ".grad")
+        # a ``zero_grad(...)`` call, or a helper of this file filling ``p.grad`` called in a step or eval loop
+        # (every step's caller in another module: other modules' facts)
+        return not glance.alone or glance.mentions("zero_grad") or \
+            glance.mentions(".grad") and may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)

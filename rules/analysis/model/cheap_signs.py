@@ -6,6 +6,7 @@ failing them has none; the rules' preconditions (``Rule.may_report``) are built 
 
 from __future__ import annotations
 
+import ast
 import re
 
 from ..syntax.glance import Glance
@@ -35,11 +36,54 @@ def rollout_loops_possible(text: str) -> bool:
 
 def may_train(glance: Glance) -> bool:
     """Can the file hold a step loop, or a function one call of which runs a whole step
-    (``steps_each_call``: a backward, ``torch.autograd.backward``, or a loss scaler handed a
-    loss-named value and an optimizer)?"""
-    text = glance.text
-    return step_loops_possible(text, not glance.alone) or "backward" in text or ".step(" in text or \
-        bool(LOSS_NAME.search(text))
+    (``steps_each_call``, ``has_step_functions``)? Checked alone, every one needs a call in the file
+    that ``TrainingAnalysis`` can take for a backward (``.backward()``, ``torch.autograd.backward``),
+    an optimizer step (``.step()``) or a loss scaler (a call handed a loss-named value), or a ``for``
+    over a DataLoader; with other modules' facts a step may be one of their functions."""
+    if not glance.alone:
+        return step_loops_possible(glance.text, True) or glance.mentions("backward", ".step(") or \
+            bool(LOSS_NAME.search(glance.text))
+    return glance.fact(_step_call) or "Loader" in glance.text and glance.fact(_has_for)
+
+
+def _step_call(glance: Glance) -> bool:
+    names = {"backward"}  # ``from torch.autograd import backward as bw``: ``bw(loss)``
+    for node in ast.walk(glance.tree):
+        if type(node) is ast.ImportFrom:
+            names.update(a.asname for a in node.names if a.name == "backward" and a.asname)
+    callees: set[int] = set()
+    for node in ast.walk(glance.tree):
+        kind = type(node)
+        if kind is ast.Call:
+            func = node.func
+            callees.add(id(func))
+            if type(func) is ast.Attribute and func.attr in ("backward", "step") or \
+                    type(func) is ast.Name and func.id in names:
+                return True
+            values = [a for a in node.args if type(a) is not ast.Starred]
+            values += [k.value for k in node.keywords if k.arg is not None]
+            if any(_loss_named(v) for v in values):
+                return True  # ``loss_scaler(loss, optimizer)``: a backward and a step out of sight
+        elif kind is ast.Attribute and node.attr == "backward" or kind is ast.Name and node.id in names:
+            if id(node) not in callees:
+                return True  # ``bw = torch.autograd.backward`` (or read before its call is met): may be called
+    return False
+
+
+def _loss_named(node: ast.expr) -> bool:
+    """``loss_named`` on CPython's tree: a name or attribute whose last part names a loss."""
+    if type(node) is ast.Name:
+        return bool(LOSS_NAME.search(node.id))
+    if type(node) is ast.Attribute:
+        inner = node.value
+        while type(inner) is ast.Attribute:
+            inner = inner.value
+        return type(inner) is ast.Name and bool(LOSS_NAME.search(node.attr))
+    return False
+
+
+def _has_for(glance: Glance) -> bool:
+    return any(type(n) in (ast.For, ast.AsyncFor) for n in ast.walk(glance.tree))
 
 
 def may_evaluate(glance: Glance) -> bool:
