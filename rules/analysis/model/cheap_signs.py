@@ -86,9 +86,14 @@ def _has_for(glance: Glance) -> bool:
     return any(type(n) in (ast.For, ast.AsyncFor) for n in ast.walk(glance.tree))
 
 
+def _has_loop(glance: Glance) -> bool:
+    return glance.fact(_has_for) or any(type(n) is ast.While for n in ast.walk(glance.tree))
+
+
 def may_evaluate(glance: Glance) -> bool:
-    """Can the file hold an eval loop or a rollout loop?"""
-    return eval_loops_possible(glance.text, not glance.alone) or rollout_loops_possible(glance.text)
+    """Can the file hold an eval loop or a rollout loop (a loop, and the text they need)?"""
+    return (eval_loops_possible(glance.text, not glance.alone) or rollout_loops_possible(glance.text)) and \
+        (not glance.alone or glance.fact(_has_loop))
 
 
 # Methods that run on every call of an object: a module's ``forward``/``__call__``, a custom autograd
