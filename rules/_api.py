@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
 import libcst as cst
 
 if TYPE_CHECKING:
+    from .analysis.syntax.glance import Glance
     from .analysis.syntax.context import RuleContext
 
 FixSafety = Literal["safe", "unsafe", "none"]
@@ -186,6 +187,14 @@ class Rule:
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        """A cheap precondition of any finding, asked before LibCST parses the file (text and
+        ``ast`` tree: ``syntax.glance``): False only when ``check`` would report nothing there, so
+        the engine need not parse a file on which every selected rule says False. True: no
+        precondition stated (the default)."""
+        return True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every rule's ``check`` reports nothing on a file that imports neither torch nor a

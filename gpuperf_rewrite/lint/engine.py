@@ -35,6 +35,8 @@ from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
 from gpuperf_rewrite.rules._framework import Finding, Fix, Rule, RuleContext, may_import_torch
 from gpuperf_rewrite.rules.analysis.syntax.launch import PACE_KINDS
+
+from gpuperf_rewrite.rules.analysis.syntax.glance import Glance
 from gpuperf_rewrite.rules.analysis.syntax.tree import forget_walks
 
 __all__ = ["ERROR_CODES", "INTERNAL_ERROR", "IO_ERROR", "SYNTAX_ERROR", "Diagnostic", "FileResult", "FixMode",
@@ -96,6 +98,13 @@ def _fire_on(text: str, ruleset: RuleSet) -> tuple[str, ...]:
             fire.update(cls for cls in group if any(map(has, cls.keywords)))
     registry = all_rules()
     return tuple(code for code in ruleset.codes if registry[code] in fire)
+
+
+def reporting_rules(rules: Sequence[Rule], glance: Glance) -> list[Rule]:
+    """The ``rules`` whose cheap precondition holds on the file (``Rule.may_report``, asked of its
+    text and ``ast`` tree before LibCST parses it); each is sound: a rule left out would have
+    reported nothing (tests/lint/test_prefilter.py)."""
+    return [rule for rule in rules if type(rule).may_report(glance)]
 
 
 def needs_parsing(data: bytes, ruleset: RuleSet) -> bool:
@@ -217,9 +226,15 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     result.parsed = True
     first_party, root = is_first_party(fs_path) if fs_path else (False, None)
     # The user's own file is scanned for its imports next: the gate's tree serves that too.
-    diag = syntax_gate(data, path, check_depth=True, keep_tree=bool(fs_path and first_party))
+    trees: list[Any] = []
+    diag = syntax_gate(data, path, check_depth=True, keep_tree=bool(fs_path and first_party), trees=trees)
     if diag is not None:
         return result.failed(diag)
+    if not (fs_path and first_party):  # checked alone: no other module's facts, no launch information
+        rules = reporting_rules(rules, Glance(text, trees[0], alone=True))
+        if not rules:
+            return result  # no rule's precondition holds: LibCST's parse (half the CPU) is skipped
+    del trees
     # A context built for this file's facts or step calls before its check (a module checked
     # before it in this process asked for them): its parse and analysis serve the check.
     kept = early_contexts.peek(fs_path, data) if fs_path and first_party else None

@@ -80,11 +80,12 @@ def _nul_byte(data: bytes | str, path: str) -> Diagnostic | None:
     return file_error(path, "file contains a NUL byte; not Python source (binary file?)", line, col)
 
 
-def syntax_gate(data: bytes | str, path: str, *, check_depth: bool = False, keep_tree: bool = False
-                ) -> Diagnostic | None:
+def syntax_gate(data: bytes | str, path: str, *, check_depth: bool = False, keep_tree: bool = False,
+                trees: list[ast.Module] | None = None) -> Diagnostic | None:
     """None when CPython parses ``data`` (and, with ``check_depth``, it is shallow enough for
     LibCST); else the E999 to report. ``keep_tree``: the tree is kept for the import scan of the
-    same content (``project.parse_ast``)."""
+    same content (``project.parse_ast``); ``trees``: CPython's tree is appended to it (the rules'
+    preconditions read it: ``syntax.glance``)."""
     nul = _nul_byte(data, path)
     if nul is not None:
         return nul
@@ -96,6 +97,8 @@ def syntax_gate(data: bytes | str, path: str, *, check_depth: bool = False, keep
         return file_error(path, "SyntaxError: nested too deeply for Python's parser")
     except (ValueError, MemoryError) as exc:
         return file_error(path, f"cannot parse: {exc}")
+    if trees is not None:
+        trees.append(tree)
     if check_depth:
         depth = _ast_depth(tree)
         if depth > MAX_AST_DEPTH:

@@ -15,6 +15,8 @@ from ..analysis.model.guards import is_periodic_test
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, method_call, target_names
 from ..analysis.syntax.context import RuleContext
+from ..analysis.facts.program_signs import may_train_or_evaluate
+from ..analysis.syntax.glance import Glance
 from ._accumulation_window import accumulation_window, no_sync_fix
 
 DDP = frozenset({
@@ -156,6 +158,11 @@ class AccumulationAllReduce(Rule):
         """)),
     ]
     framework_examples = (examples[-1],)
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # only in step loops
+        return may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         fc = framework_config(ctx)

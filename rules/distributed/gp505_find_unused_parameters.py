@@ -15,6 +15,8 @@ from ..analysis.fixes.edits import set_arg_value
 from ..analysis.fixes.frameworks import DDP_KWARGS, ddp_kwarg_calls, set_keyword
 from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..analysis.syntax.context import RuleContext
+from ..analysis.facts.frameworks import may_use_framework
+from ..analysis.syntax.glance import Glance
 
 DDP = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
@@ -104,6 +106,11 @@ class FindUnusedParameters(Rule):
             trainer = L.Trainer(devices=8, strategy="ddp")
         """)),
     ]
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # the setting spelled in a call or a keyword dict, or a Lightning/Hugging Face configuration
+        return not glance.alone or glance.mentions("find_unused_parameters") or may_use_framework(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         for call in ctx.nodes(cst.Call):

@@ -9,14 +9,17 @@ import libcst as cst
 from .._api import Finding, Fix, NoFix, Replace
 from ..analysis.facts.frameworks import placed_by_framework
 from ..analysis.facts.move_helpers import wrapped_argument
+from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.facts.to_methods import no_fix_reason
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.host_data import built_on_host, host_tensor_name
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.glance import Glance
 from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
+from ._placed_batches import SAME_PLACE
 
 
 def comprehension_source(ctx: RuleContext, name: cst.Name, fn: cst.FunctionDef) -> cst.Name | None:
@@ -249,3 +252,24 @@ def pulled_batch_loop(ctx: RuleContext, call: cst.Call) -> cst.For | cst.While |
 def _pulls(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "next" and \
         bool(node.args) and not node.args[0].star
+
+
+def may_copy_per_step(glance: Glance) -> bool:
+    """GP104's precondition (``Rule.may_report``): a copy in a step or eval loop, in a function that runs
+    a whole step, in a model's forward or in what other modules' loops call (``may_train_or_evaluate``);
+    else a host array made a tensor (``torch.from_numpy``/``as_tensor``: ``module_array_copy``,
+    ``pulled_batch_loop``) or a ``while`` taking ``next()`` of a DataLoader (``loader_while``)."""
+    return may_train_or_evaluate(glance) or glance.mentions("from_numpy", "as_tensor") or \
+        glance.mentions("Loader") and glance.mentions("next")
+
+
+_HOST_ARRAYS = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.frombuffer"})
+
+
+def from_host_array(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
+    """``torch.from_numpy(a)`` (through dtype casts and views: ``.long()``, ``.float()``): a tensor
+    over a host array, built where it is copied. ``torch.as_tensor`` only without ``device=``."""
+    while method_call(receiver, *SAME_PLACE):
+        receiver = receiver.func.value  # type: ignore[attr-defined]
+    return isinstance(receiver, cst.Call) and ctx.matches(receiver.func, _HOST_ARRAYS) and \
+        get_arg(receiver, "device") is None and not any(a.star for a in receiver.args)

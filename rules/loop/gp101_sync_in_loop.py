@@ -36,6 +36,8 @@ from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._out_of_loop_reads import collective_read as _collective_read, from_elsewhere as _from_elsewhere, \
     in_step_function as _in_step_function
 from ..analysis.syntax.context import RuleContext
+from ..analysis.facts.program_signs import may_train_or_evaluate
+from ..analysis.syntax.glance import Glance
 
 
 class SyncInLoop(Rule):
@@ -245,6 +247,12 @@ class SyncInLoop(Rule):
                     return (outputs.loss, outputs) if return_outputs else outputs.loss
         """), fixed=None),
     ]
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # its first test: a step or eval loop, a framework's step hooks, a model's forward, a function that
+        # runs a whole step, or other modules' facts
+        return may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         # An eval pass run only under a period (``if step % eval_interval == 0: estimate_loss()``)

@@ -17,6 +17,8 @@ from ..analysis.model.training import TrainingAnalysis, analysis, is_periodic_te
 from ..analysis.syntax.calls import dotted_name, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
+from ..analysis.facts.program_signs import may_train_or_evaluate
+from ..analysis.syntax.glance import Glance
 from ._printed import formatted_strings, formatted_tensor, logged_values, printed_value
 
 INTERVAL_NAME = "log_interval"
@@ -126,6 +128,11 @@ class PrintInLoop(Rule):
                         print("val loss", loss)
         """)),
     ]
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # its first test: a step or eval loop, a framework's step hooks
+        return may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         # An eval pass run only under a period (``if step % eval_interval == 0: estimate_loss()``)

@@ -17,6 +17,8 @@ from ..analysis.syntax.aliased_calls import aliased_call
 from ..analysis.syntax.calls import dotted_name, literal_value
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.handlers import failure_handler
+from ..analysis.facts.program_signs import may_train_or_evaluate
+from ..analysis.syntax.glance import Glance
 from ._across_modules import PER_STEP_ACROSS_MODULES
 from ._helper_waits import helper_wait_finding, helper_waits, waiting_bodies
 
@@ -133,6 +135,11 @@ class SyncCallInLoop(Rule):
                 optimizer.zero_grad()
         """)),
     ]
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # its first test: a step loop, a function that runs a whole step, or other modules' facts
+        return may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)

@@ -24,6 +24,7 @@ from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.glance import Glance
 from ..analysis.syntax.tree import walk
 from ._placed_batches import SAME_PLACE, copied_values, host_to_device_copy, mapped_element, passes_device, placed_source
 from ._placed_batches import tokenized_here, without_prefetcher
@@ -33,19 +34,9 @@ from ._holder_copies import holder_copies
 from ._inherited_inputs import inherited_input_copy
 from ._host_origin import COPIES_VALUES, host_values
 from ._step_copies import (
-    comprehension_source, from_elsewhere, in_step_function, loader_while, message, pulled_batch_loop, unpacked_param,
+    comprehension_source, from_elsewhere, from_host_array, in_step_function, loader_while, may_copy_per_step, message,
+    pulled_batch_loop, unpacked_param,
 )
-
-
-_FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.frombuffer"})
-
-def _from_host_array(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
-    """``torch.from_numpy(a)`` (through dtype casts and views: ``.long()``, ``.float()``): a tensor
-    over a host array, built where it is copied. ``torch.as_tensor`` only without ``device=``."""
-    while method_call(receiver, *SAME_PLACE):
-        receiver = receiver.func.value  # type: ignore[attr-defined]
-    return isinstance(receiver, cst.Call) and ctx.matches(receiver.func, _FROM_ARRAY) and \
-        get_arg(receiver, "device") is None and not any(a.star for a in receiver.args)
 
 
 # GP105's factories (``torch.zeros(n).to(device)``): created, not copied data.
@@ -429,6 +420,10 @@ class BlockingCopy(Rule):
         """), count=2),
     ]
 
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        return may_copy_per_step(glance)  # (``_step_copies``: what each kind of finding needs)
+
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)
         if cpu_only(ctx):
@@ -474,7 +469,7 @@ class BlockingCopy(Rule):
                 continue
             if isinstance(loop, cst.For) and iterates_placed_batches(ctx, loop.iter) or \
                     all(placed_by_framework(ctx, c) for c in copied):
-                if _from_host_array(ctx, call.func.value):  # type: ignore[attr-defined]
+                if from_host_array(ctx, call.func.value):  # type: ignore[attr-defined]
                     # ``torch.from_numpy(clip).to(device)``: made in host memory in the step; a
                     # framework places the batch's tensors, not the numpy pieces a collate returns
                     yield Finding.of(call, message("built", ta.loop_kind(loop)), Fix(

@@ -23,6 +23,8 @@ from ..analysis.facts.framework_config import framework_config
 from ..analysis.facts.framework_hooks import framework_step_methods, hook_caller, lightning_step_methods
 from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
+from ..analysis.facts.program_signs import may_train_or_evaluate
+from ..analysis.syntax.glance import Glance
 from ._constant_tensors import constant_tensor_findings
 from ._cpu_indices import cpu_index_findings
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
@@ -201,6 +203,11 @@ class HostTensorThenMove(Rule):
                     return batch_rows(points, idx)
         """)),
     ]
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # its first test: a step or eval loop, a framework's step hooks, a model's forward, a function that runs a whole step, or other modules' facts
+        return may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)

@@ -16,6 +16,8 @@ from ..analysis.fixes.frameworks import set_keyword
 from ..analysis.syntax.calls import get_arg, literal_value, method_call
 from ..analysis.fixes.framework_blind import unseen_settings
 from ..analysis.syntax.context import RuleContext
+from ..analysis.facts.program_signs import may_train_or_evaluate
+from ..analysis.syntax.glance import Glance
 
 
 class SyncedLogging(Rule):
@@ -131,6 +133,11 @@ class SyncedLogging(Rule):
         """)),
     ]
     framework_examples = (examples[-1],)
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # a collective logged in a step loop or a LightningModule, else a framework's configuration
+        return may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from _collectives(ctx)

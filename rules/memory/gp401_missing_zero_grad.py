@@ -15,6 +15,8 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.project import project_function
 from ..analysis.syntax.torch_names import OPTIMIZERS
 from ..analysis.syntax.tree import walk
+from ..analysis.facts.program_signs import may_train_or_evaluate
+from ..analysis.syntax.glance import Glance
 
 
 def _zeroes_elsewhere(ctx: RuleContext, node: cst.CSTNode) -> bool:
@@ -147,6 +149,11 @@ class MissingZeroGrad(Rule):
                 optimizer.zero_grad()
         """)),
     ]
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # only in step loops
+        return may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)

@@ -13,6 +13,8 @@ from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..analysis.syntax.project import project_function
 from ..analysis.syntax.context import RuleContext
+from ..analysis.facts.program_signs import may_train_or_evaluate
+from ..analysis.syntax.glance import Glance
 
 
 class ZeroGradKeepsTensors(Rule):
@@ -75,6 +77,13 @@ class ZeroGradKeepsTensors(Rule):
                 loss_scaler(loss, optimizer, parameters=model.parameters())
         """)),
     ]
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # a ``zero_grad(...)`` call, or a helper of this file filling ``p.grad`` called in a step or eval loop
+        # (every step's caller in another module: other modules' facts)
+        return not glance.alone or glance.mentions("zero_grad") or \
+            glance.mentions(".grad") and may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)

@@ -14,6 +14,8 @@ from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
+from ..analysis.facts.program_signs import may_train_or_evaluate
+from ..analysis.syntax.glance import Glance
 
 # Results of these methods no longer hold the autograd graph (or are not tensors).
 _CUTS_GRAPH = frozenset({"item", "detach", "tolist", "numpy", "__float__", "argmax", "argmin", "eq",
@@ -186,6 +188,11 @@ class LossKeepsGraph(Rule):
                 total += loss.detach()
         """)),
     ]
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # only in step loops
+        return may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)

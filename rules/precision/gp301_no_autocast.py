@@ -23,6 +23,8 @@ from ..analysis.syntax.project import MODEL, project_function
 from ..analysis.syntax.tree import walk
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with, project_runs
+from ..analysis.facts.program_signs import may_train_or_evaluate
+from ..analysis.syntax.glance import Glance
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
 from ._opt_in import OptInFlag, amp_options, opt_in_amp, plain_switches, precision_opt_in, under_flag
 
@@ -210,6 +212,11 @@ class NoAutocast(Rule):
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
         """)),
     ]
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # a framework's configuration, a step loop, or other modules' facts
+        return may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         if not _fixed_precision(ctx):  # weights loaded or cast in bfloat16: no autocast for a framework either

@@ -19,6 +19,8 @@ from ..analysis.facts.self_training import trains_itself
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.project import MATMUL, TF32
 from ..analysis.syntax.torch_names import SET_PRECISION, TF32_SETTINGS
+from ..analysis.facts.program_signs import may_train_or_evaluate
+from ..analysis.syntax.glance import Glance
 from ._opt_in import precision_opt_in
 
 
@@ -172,6 +174,11 @@ class NoTF32(Rule):
         """)),
     ]
     framework_examples = (examples[-1],)
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # only where the program trains (``trains_or_steps_held_model``): a step loop, a framework's fit, a function that runs a whole step, or other modules' facts
+        return may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         if not trains_or_steps_held_model(ctx) or cpu_only(ctx) or model_precision(ctx) and precision_opt_in(ctx) is None:

@@ -40,6 +40,8 @@ from ..analysis.facts.self_training import self_trained_models, trains_itself
 from ..analysis.syntax.project import project_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
+from ..analysis.facts.program_signs import may_train_or_evaluate
+from ..analysis.syntax.glance import Glance
 from ._double_backward import double_backward_models
 from ._compile_sites import compiles_somewhere, opt_in_compile
 
@@ -235,6 +237,11 @@ class NoCompile(Rule):
         """)),
     ]
     framework_examples = (examples[-1],)
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # only where the program trains (``program_trains``) or builds models other modules step (``entry_models``)
+        return may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         if not (program_trains(ctx) or entry_models(ctx)) or cpu_only(ctx) or compile_chosen(ctx):

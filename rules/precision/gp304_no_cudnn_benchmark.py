@@ -26,6 +26,8 @@ from ..analysis.syntax.project import project_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.project import CONV, CUDNN
 from ..analysis.syntax.torch_names import CUDNN_CHOICES, DETERMINISM
+from ..analysis.facts.program_signs import may_train_or_evaluate
+from ..analysis.syntax.glance import Glance
 
 # Settings that show the user chose cuDNN's algorithm selection (benchmarking picks algorithms
 # by timing, which is not deterministic).
@@ -224,6 +226,11 @@ class NoCudnnBenchmark(Rule):
         """)),
     ]
     framework_examples = (examples[-1],)
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # only where the program trains (``trains_or_steps_held_model``): a step loop, a framework's fit, a function that runs a whole step, or other modules' facts
+        return may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         if not trains_or_steps_held_model(ctx) or cpu_only(ctx) or set_elsewhere(ctx, CUDNN) or _only_timing_loops(ctx):

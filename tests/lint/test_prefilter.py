@@ -11,6 +11,7 @@ text gate; each rule that finds something there must pass the full prefilter on 
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
@@ -21,6 +22,7 @@ from gpuperf_rewrite.lint.diagnostics import ERROR_CODES
 from gpuperf_rewrite.lint.engine import RuleSet, can_fire, check_source, rules_for
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.rules.analysis.syntax.context import RuleContext
+from gpuperf_rewrite.rules.analysis.syntax.glance import Glance
 from gpuperf_rewrite.rules.analysis.syntax.torch_roots import TORCH_IMPORT_ROOTS, may_import_torch
 from tests.helpers.paths import ROOT
 from tests.helpers.rule_cases import all_cases
@@ -52,6 +54,7 @@ def _codes_found_without_prefilter(text: str, options: dict, monkeypatch: pytest
     with monkeypatch.context() as m:
         m.setattr(engine, "can_fire", lambda rule, text: any(k in text for k in rule.keywords))
         m.setattr(engine, "may_import_torch", lambda text: True)
+        m.setattr(engine, "reporting_rules", lambda rules, glance: list(rules))  # no precondition asked
         res = check_source(text.encode("utf-8"), "case.py", RuleSet(ALL.codes, options))
     return {d.code for d in res.diagnostics if d.code not in ERROR_CODES}
 
@@ -62,6 +65,11 @@ def test_prefilter_never_drops_a_finding(text, options, monkeypatch):
     registry = all_rules()
     dropped = sorted(c for c in found if not (may_import_torch(text) and can_fire(registry[c], text)))
     assert not dropped, f"the prefilter would hide {dropped} on:\n{text}"
+    # The rules' cheap preconditions, asked before LibCST parses a file checked alone (``Rule.may_report``)
+    # (a file with a finding parses: the engine's syntax gate reports one that does not)
+    glance = Glance(text, ast.parse(text), alone=True) if found else None
+    refused = sorted(c for c in found if not registry[c].may_report(glance))
+    assert not refused, f"the rules' preconditions would skip {refused} on:\n{text}"
     if found:
         assert rules_for(text, RuleSet(ALL.codes, options)), "the file would not be parsed"
 

@@ -18,6 +18,7 @@ from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call, target_names
 from ..syntax.callsites import call_site_args
 from ..syntax.context import RuleContext
+from ..syntax.glance import Glance
 from ..syntax.project import project_class_facts, project_listed
 from ..syntax.tree import walk
 
@@ -87,6 +88,18 @@ class Frameworks:
     @property
     def kinds(self) -> set[str]:
         return set(self.calls) | set(self.classes)
+
+
+# Every framework name above resolves through an import of one of these packages (a qualified name is
+# read off the file's imports), so one of them occurs in the text of a file that uses a framework.
+_FRAMEWORK_ROOTS = ("lightning", "transformers", "trl", "setfit", "accelerate", "deepspeed", "composer", "apex")
+
+
+def may_use_framework(glance: Glance) -> bool:
+    """Can the file use a training framework (this module's, ``framework_config``'s or
+    ``framework_hooks``' patterns), before it is parsed (``syntax.glance``)? With the user's other
+    modules' facts, a framework object may come from one of them: yes."""
+    return not glance.alone or glance.mentions(*_FRAMEWORK_ROOTS)
 
 
 def frameworks(ctx: RuleContext) -> Frameworks:

@@ -461,10 +461,10 @@ def mentions(expr: cst.CSTNode, names: set[str]) -> bool:
     return False
 
 
-_LOSS_NAME = re.compile(r"loss|cost|objective", re.IGNORECASE)
+LOSS_NAME = re.compile(r"loss|cost|objective", re.IGNORECASE)
 
 
 def loss_named(expr: cst.BaseExpression) -> bool:
     """A name (or attribute) whose last part says it holds a loss: ``loss``, ``g_cost``, ``self.objective``."""
     name = dotted_name(expr)
-    return name is not None and bool(_LOSS_NAME.search(name.rsplit(".", 1)[-1]))
+    return name is not None and bool(LOSS_NAME.search(name.rsplit(".", 1)[-1]))

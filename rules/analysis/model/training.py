@@ -33,6 +33,7 @@ from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_method, project_function, project_method
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
+from .cheap_signs import eval_loops_possible, rollout_loops_possible, step_loops_possible
 from .accumulation import accumulation_boundary
 from .throttles import throttled
 from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_default, rare_condition, rare_exit_before
@@ -47,7 +48,6 @@ __all__ = ["TENSOR_METHODS", "Loop", "TrainingAnalysis", "analysis", "is_periodi
 _BUILTIN_NAMES = frozenset(dir(builtins))
 # Loop kinds, as the messages name one iteration.
 TRAIN, EVAL, BATCH, ROLLOUT = "training step", "eval batch", "batch", "environment step"
-_EVAL_CALL = re.compile(r"\.(?:eval|valid|test|infer|predict)\w*\(", re.IGNORECASE)
 _AGENT_NAME = re.compile(r"agent|policy|actor|critic|q_?net|qf", re.IGNORECASE)
 
 
@@ -70,15 +70,12 @@ class TrainingAnalysis(TrainingObjects):
         self._classes: dict[tuple[cst.FunctionDef | None, str], cst.BaseExpression | None] = {}
         text = ctx.source
         loops = ctx.nodes(cst.For, cst.While)
-        if "backward" in text or ".step(" in text or "DataLoader" in text or \
-                "opt" in text and ("loss" in text or "cost" in text or "objective" in text) or \
-                ctx.project and ("loss" in text or "train" in text):  # a step in another module's function
+        if step_loops_possible(text, bool(ctx.project)):
             self.step_loops: list[Loop] = [loop for loop in loops if self._is_step_loop(loop)]
         else:  # nothing can make a step loop: skip the analysis (most library code)
             self.step_loops = []
         self._step_loop_set = set(self.step_loops)
-        if ".eval(" in text or "no_grad" in text or "inference_mode" in text or ".numpy()" in text or ".item()" in text \
-                or ".tolist()" in text or ctx.project and _EVAL_CALL.search(text):  # (host reads; ``engine.evaluate(x)``)
+        if eval_loops_possible(text, bool(ctx.project)):
             self.eval_loops: list[Loop] = [
                 loop for loop in loops if loop not in self._step_loop_set and _evalloops.is_eval_loop(self, loop)]
         else:
@@ -87,7 +84,7 @@ class TrainingAnalysis(TrainingObjects):
         # agent's action (no backward in it); per-step costs there are per environment step.
         self.rollout_loops: list[Loop] = [
             loop for loop in loops if loop not in self._step_loop_set and loop not in self.eval_loops and
-            self._is_rollout(loop)] if ".step(" in text and "env" in text.lower() else []
+            self._is_rollout(loop)] if rollout_loops_possible(text) else []
         self.eval_loops += self.rollout_loops
         self._loop_set = self._step_loop_set | set(self.eval_loops)
         self._per_step_fn_cache: dict[tuple[cst.FunctionDef, bool, bool], Loop | None] = {}

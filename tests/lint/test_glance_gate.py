@@ -1,0 +1,75 @@
+"""The rules' cheap preconditions (``Rule.may_report``, ``syntax.glance``): asked before LibCST parses
+a file checked alone, they let the engine skip the parse where no rule could report. That no
+finding is lost is tests/lint/test_prefilter.py's (every example, fixture and data script); here:
+what the preconditions read, and that a file none of them passes is never handed to LibCST."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from gpuperf_rewrite.lint import engine
+from gpuperf_rewrite.lint.engine import RuleSet, check_source
+from gpuperf_rewrite.lint.registry import all_rules
+from gpuperf_rewrite.rules.analysis.model.cheap_signs import may_evaluate, may_train
+from gpuperf_rewrite.rules.analysis.syntax.glance import Glance
+from tests.helpers.paths import ROOT
+
+ALL = RuleSet(tuple(all_rules()))
+
+
+def _glance(code: str, alone: bool = True) -> Glance:
+    return Glance(code, ast.parse(code), alone=alone)
+
+
+@pytest.mark.parametrize("code", [
+    "loss.backward()\n",
+    "from torch.autograd import backward as bw\nbw(loss)\n",
+    "import torch\nbw = torch.autograd.backward\n",  # held, called later
+    "opt.step()\n",
+    "scaler(total_cost, optimizer)\n",  # a loss scaler: backward and step out of sight
+    "amp_step(loss=self.loss, opt=opt)\n",
+    "for batch in loader:\n    pass\nfrom torch.utils.data import DataLoader\n",
+])
+def test_may_train_sees_every_kind_of_step(code):
+    assert may_train(_glance(code))
+
+
+@pytest.mark.parametrize("code", [
+    '"""Computes the backward of a step function (docs only)."""\ndef f(x):\n    return x\n',
+    "def backward(ctx, grad):\n    return grad\n",  # a definition named backward: no call of one
+    "x = losses[0] + compute(y)\n",
+])
+def test_may_train_is_false_without_a_step_call(code):
+    assert not may_train(_glance(code))
+
+
+def test_eval_needs_a_loop():
+    assert not may_evaluate(_glance("def f(t):\n    return t.item()\n"))
+    assert may_evaluate(_glance("def f(ts):\n    return [t.item() for t in ts]\nwhile True:\n    pass\n"))
+
+
+def test_with_other_modules_facts_every_precondition_passes():
+    """A file of the user's project is checked with its imports' facts and launch scripts: what the
+    rules find depends on those, so no precondition refuses it (the engine does not ask)."""
+    files = sorted((ROOT / "tests" / "rules" / "projects").rglob("*.py"))
+    assert files
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        glance = _glance(text, alone=False)
+        refused = [code for code, rule in all_rules().items() if not rule.may_report(glance)]
+        assert not refused, (path, refused)
+
+
+def test_library_code_no_rule_can_report_on_is_not_parsed_by_libcst(monkeypatch):
+    parsed = []
+    real = engine.parse
+    monkeypatch.setattr(engine, "parse", lambda data, path: parsed.append(path) or real(data, path))
+    library = (b"import torch\n\ndef norm(x: torch.Tensor) -> float:\n    \"\"\"Used by the backward pass.\"\"\"\n"
+               b"    return float(x.norm())\n")
+    res = check_source(library, "lib.py", ALL)
+    assert res.diagnostics == [] and not res.error and parsed == []
+    script = library + b"\nfor x in data:\n    loss = model(x)\n    loss.backward()\n    opt.step()\n"
+    check_source(script, "train.py", ALL)
+    assert parsed == ["train.py"]
