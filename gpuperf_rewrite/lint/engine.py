@@ -35,7 +35,6 @@ from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
 from gpuperf_rewrite.rules._framework import Finding, Fix, Rule, RuleContext, may_import_torch
 from gpuperf_rewrite.rules.analysis.syntax.launch import PACE_KINDS
-
 from gpuperf_rewrite.rules.analysis.syntax.glance import Glance
 from gpuperf_rewrite.rules.analysis.syntax.tree import forget_walks
 
