@@ -237,10 +237,11 @@ def program_settings(path: Path, root: Path) -> tuple[str, ...]:
     out: tuple[str, ...] = ()
     if got is not None:
         out = tuple(k for k, p in _SETS.items() if p.search(got[0]))
-        imported = [m[0] for i in imported_modules(path, root, got[0])[:32] if (m := content_of(i.path)) is not None]
+        direct = imported_modules(path, root, got[0])[:32]
+        imported = [m[0] for i in direct if (m := content_of(i.path)) is not None]
         if _CUDA.search(got[0]) or any(_CUDA.search(m) for m in imported):
             out += ("cuda",)
-        out += off_options(got[0], imported)
+        out += off_options(got[0], imported + _parser_bases(direct, imported, root))
     if len(_SETTINGS_MEMO) >= 1024:
         _SETTINGS_MEMO.pop(next(iter(_SETTINGS_MEMO)))
     _SETTINGS_MEMO[key] = out
@@ -248,6 +249,24 @@ def program_settings(path: Path, root: Path) -> tuple[str, ...]:
 
 
 _SETTINGS_MEMO: dict[tuple[str, str, int, int], tuple[str, ...]] = {}
+
+
+def _parser_bases(direct: list[ImportedModule], texts: list[bytes], root: Path) -> list[bytes]:
+    """The texts of the modules that the script's option modules import (one hop further, at most
+    16): ``train.py`` imports ``options/train_options.py``, whose ``TrainOptions`` extends the parser
+    of ``options/base_options.py`` (``--nThreads``, default 0)."""
+    seen = {os.path.abspath(i.path) for i in direct}
+    out: list[bytes] = []
+    for module, text in zip(direct, texts):
+        if b"add_argument" not in text:
+            continue
+        for inner in imported_modules(module.path, root, text):
+            if len(out) >= 16 or os.path.abspath(inner.path) in seen:
+                continue
+            seen.add(os.path.abspath(inner.path))
+            if (got := content_of(inner.path)) is not None and b"add_argument" in got[0]:
+                out.append(got[0])
+    return out
 
 
 @dataclasses.dataclass(frozen=True)

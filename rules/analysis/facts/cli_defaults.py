@@ -34,6 +34,14 @@ def zero_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
     changes it: an ``add_argument`` of the file with that destination and ``default=0`` (the
     flag as written), else a field of a typed arguments class of the user's imported modules
     defaulting to 0 (``--<field>``, as Tap, simple-parsing and HfArgumentParser spell it)."""
+    expr = same_value(expr)
+    if isinstance(expr, cst.Subscript):  # ``config['num_workers']`` of a dict of the parsed options
+        key = _string_key(expr)
+        if key is None or not isinstance(expr.value, cst.Name) or expr.value.value == "self":
+            return None
+        if any(key in m.zero_fields for m in ctx.project.values()):
+            return f"--{key}"
+        return _entry_option(ctx, "zero", key)
     if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name):
         return None
     if expr.value.value == "self":
@@ -49,6 +57,26 @@ def zero_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
     if any(f"{expr.value.value}.{name}" in m.zero_fields for m in ctx.project.values()):
         return name  # a configuration key: yacs/GraphGym runs pass ``num_workers 4`` after the options
     return _entry_option(ctx, "zero", name)
+
+
+# Calls that return their argument's value (``num_workers=int(opt.nThreads)``).
+_SAME_VALUE = frozenset({"int", "bool"})
+
+
+def same_value(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``expr`` without the casts that keep its value: ``int(opt.nThreads)`` is ``opt.nThreads``."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _SAME_VALUE and \
+            len(expr.args) == 1 and not expr.args[0].keyword and not expr.args[0].star:
+        expr = expr.args[0].value
+    return expr
+
+
+def _string_key(expr: cst.Subscript) -> str | None:
+    """``"num_workers"`` of ``config["num_workers"]``."""
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    key = literal_value(expr.slice[0].slice.value)
+    return key if isinstance(key, str) and key.isidentifier() else None
 
 
 def _stored_flag(ctx: RuleContext, expr: cst.Attribute, read: Callable[[RuleContext, cst.BaseExpression], str | None],
@@ -348,6 +376,7 @@ def zero_default(ctx: RuleContext, expr: cst.BaseExpression) -> ZeroDefault | No
         return ZeroDefault(flag, "whose command-line default is 0" + (f" (in {where})" if where else ""), True)
     fn: cst.FunctionDef | None = None
     name: str | None = None
+    expr = same_value(expr)
     if isinstance(expr, cst.Name):
         fn, name = ctx.enclosing(expr, cst.FunctionDef), expr.value
     elif isinstance(expr, cst.Attribute) and dotted_name(expr.value) == "self":
@@ -356,7 +385,32 @@ def zero_default(ctx: RuleContext, expr: cst.BaseExpression) -> ZeroDefault | No
             fn, name = found
     if fn is None or name is None:
         return None
-    return _param_default_zero(ctx, fn, name)
+    return _param_default_zero(ctx, fn, name) or _handed_zero(ctx, fn, name)
+
+
+def _handed_zero(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> ZeroDefault | None:
+    """The parameter ``name`` of ``fn`` that an entry script running this module hands an option
+    defaulting to 0 (``get_loaders(num_workers=args.workers)`` in main.py, ``--workers`` default 0:
+    ``EntryScript.settings`` ``zero:get_loaders.num_workers=workers``), when no entry hands it
+    anything else and ``fn`` does not rebind it."""
+    entries = project_runs(ctx).entries or ()
+    prefix = f"zero:{fn.name.value}.{name}="
+    dests = {s[len(prefix):] for e in entries for s in e.settings if s.startswith(prefix)}
+    if len(dests) != 1 or _rebinds(fn, name):
+        return None
+    dest = dests.pop()
+    return ZeroDefault(f"--{dest}", f"handed `args.{dest}`, whose command-line default is 0, by "
+                                    f"{next(e.path for e in entries if any(s.startswith(prefix) for s in e.settings))}",
+                       True)
+
+
+def _rebinds(fn: cst.FunctionDef, name: str) -> bool:
+    for node in walk(fn.body):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
+            [node.target] if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For)) else []
+        if any(name in _bound_names(t) for t in targets):
+            return True
+    return False
 
 
 def _self_stores(ctx: RuleContext, expr: cst.Attribute) -> list[tuple[cst.FunctionDef, cst.BaseExpression | None]]:
