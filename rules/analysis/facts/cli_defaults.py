@@ -399,7 +399,7 @@ def _handed_zero(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> ZeroDefaul
     if len(dests) != 1 or _rebinds(fn, name):
         return None
     dest = dests.pop()
-    return ZeroDefault(f"--{dest}", f"handed `args.{dest}`, whose command-line default is 0, by "
+    return ZeroDefault(f"--{dest}", f"handed the `--{dest}` option, whose command-line default is 0, by "
                                     f"{next(e.path for e in entries if any(s.startswith(prefix) for s in e.settings))}",
                        True)
 
