@@ -145,14 +145,28 @@ def string_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> tuple[str
     option holds on a run that does not pass it. None when a launch script of the project passes
     the option another value (``python train.py --optim RMSprop`` in run.sh): the runs the project
     makes are not the default one."""
-    if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name) or expr.value.value == "self":
+    if not isinstance(expr, (cst.Attribute, cst.Subscript)) or not isinstance(expr.value, cst.Name) or \
+            expr.value.value == "self":
         return None
-    name = expr.attr.value
-    found = ctx.fact(_string_options).get(name)
+    key = _string_key(expr) if isinstance(expr, cst.Subscript) else None  # ``config["optimizer"]``
+    name = key if key is not None else expr.attr.value if isinstance(expr, cst.Attribute) else None
+    if name is None:
+        return None
+    found = ctx.fact(_string_options).get(name) if key is None else None
+    if found is None:  # an option of a module of the user's it imports (options.py building the parser)
+        values = {f.split("=", 1)[1] for m in ctx.project.values() for f in m.string_fields if f.startswith(f"{name}=")}
+        found = (f"--{name}", values.pop()) if len(values) == 1 else None
     if found is None or (expr.value.value, name) in ctx.fact(_assigned_attributes):
         return None  # (``model.optimizer = ...`` does not change ``args.optimizer``)
     given = {v.strip("'\"") for c in project_runs(ctx).launches if (v := c.value(found[0])) is not None}
     return found if given <= {found[1]} else None
+
+
+def string_fields(ctx: RuleContext) -> frozenset[str]:
+    """``dest=value`` for each option of the module with a string default (``add_argument(
+    "--optimizer", default="Adam")``, ``optim: str = "adamw"`` in a typed arguments class)."""
+    return frozenset(f"{dest}={value}" for dest, (_, value) in ctx.fact(_string_options).items()
+                     if "=" not in dest) if "add_argument" in ctx.source or ": str" in ctx.source else frozenset()
 
 
 def _assigned_attributes(ctx: RuleContext) -> frozenset[tuple[str, str]]:
