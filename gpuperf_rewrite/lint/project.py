@@ -427,6 +427,8 @@ def _imported_modules(importer: Path, root: Path, source: str | bytes, added: tu
             path = out[written].path  # its names may still be submodules of their own
         else:
             path = resolve(module, level)
+            if path is not None and names:
+                path = _same_named_module(path, names)
             if path is not None:
                 out[written] = ImportedModule(written, path)
         for name in names:
@@ -441,6 +443,24 @@ def _imported_modules(importer: Path, root: Path, source: str | bytes, added: tu
         if found.name not in out and all(m.path != found.path for m in out.values()):
             out[found.name] = found
     return list(out.values())
+
+
+def _same_named_module(path: Path, names: tuple[str, ...]) -> Path:
+    """``solver/solver.py`` for ``from solver import Solver`` resolved to a package whose
+    ``__init__.py`` is empty and that holds no submodule of those names: the import works only with
+    the package's folder on ``sys.path`` (a ``path.sh`` exporting ``PYTHONPATH=src/solver:...``),
+    where ``solver`` is the module of the same name inside it."""
+    if path.name != "__init__.py":
+        return path
+    folder = path.parent
+    twin = folder / f"{folder.name}.py"
+    try:
+        empty = not any(line.strip() and not line.lstrip().startswith(b"#") for line in path.read_bytes().splitlines())
+    except OSError:
+        return path
+    if not empty or not twin.is_file() or any((folder / f"{n}.py").exists() or (folder / n).is_dir() for n in names):
+        return path
+    return twin
 
 
 def program_path(importer: str, root: str, source: bytes) -> tuple[str, ...]:

@@ -908,3 +908,22 @@ def test_worker_counts_handed_from_options_defaulting_to_zero(tmp_path: Path) ->
     # the entry hands the factory a literal count: its parameter is not the option
     root = _variant(tmp_path / "literal", "handed_options", {"train.py": ("num_workers=opt.workers", "num_workers=8")})
     assert "GP201" not in _codes(_lint_now(root, False, "none"), "data/splits.py")
+
+
+def test_modules_of_folders_put_on_the_path(tmp_path: Path) -> None:
+    """Issue 34 (corpus19: Speech-Transformer): ``from solver import Solver`` where ``src/solver/``
+    has an empty ``__init__.py`` and ``solver.py`` defines ``Solver`` (path.sh puts each folder on
+    PYTHONPATH): the entry sees the trainer, the model and the DataLoader subclass. A package that
+    re-exports the name, or an import of a submodule, resolves as before."""
+    seen = _codes(_lint(PROJECTS / "pythonpath_folders"), "src/bin/train.py")
+    assert {"GP202", "GP203", "GP301", "GP302", "GP305"} <= set(seen)
+    # the package's __init__ re-exports the trainer: the package it is
+    root = _variant(tmp_path, "pythonpath_folders", {})
+    (root / "src/solver/__init__.py").write_text("from .solver import Solver\n")
+    assert "GP301" in _codes(_lint_now(root, False, "none"), "src/bin/train.py")
+    # ``from solver import solver`` names the submodule: nothing to redirect
+    root = _variant(tmp_path / "sub", "pythonpath_folders", {
+        "src/bin/train.py": ("from solver import Solver\n", "from solver import solver\n")})
+    text = (root / "src/bin/train.py").read_text().replace("solver = Solver(", "solver = solver.Solver(")
+    (root / "src/bin/train.py").write_text(text)
+    assert "GP301" in _codes(_lint_now(root, False, "none"), "src/bin/train.py")
