@@ -15,7 +15,7 @@ import libcst as cst
 from ..syntax.calls import argparse_options, dotted_name, get_arg, literal_value, method_call
 from ..syntax.callsites import bound_arg, calls_of
 from ..syntax.context import RuleContext
-from ..syntax.launch import project_runs
+from ..syntax.launch import launched_with, project_runs
 from ..syntax.tree import walk
 
 # Bases of a typed command-line arguments class (tap, simple-parsing, transformers, pydantic-cli).
@@ -36,7 +36,7 @@ def zero_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
     defaulting to 0 (``--<field>``, as Tap, simple-parsing and HfArgumentParser spell it)."""
     expr = same_value(expr)
     if isinstance(expr, cst.Subscript):  # ``config['num_workers']`` of a dict of the parsed options
-        key = _string_key(expr)
+        key = string_key(expr)
         if key is None or not isinstance(expr.value, cst.Name) or expr.value.value == "self":
             return None
         if any(key in m.zero_fields for m in ctx.project.values()):
@@ -71,7 +71,7 @@ def same_value(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def _string_key(expr: cst.Subscript) -> str | None:
+def string_key(expr: cst.Subscript) -> str | None:
     """``"num_workers"`` of ``config["num_workers"]``."""
     if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
         return None
@@ -128,6 +128,17 @@ def false_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None
     return _entry_option(ctx, "false", name)
 
 
+def zero_option(ctx: RuleContext, name: str) -> str | None:
+    """The flag of the option ``name`` (a destination) that is 0 by default and that no launch
+    script of the project raises: the file's own, a module's it imports, or every entry's."""
+    options, assigned = ctx.fact(_options)
+    flag = options.get(name) if name not in assigned else None
+    if flag is None and any(name in m.zero_fields for m in ctx.project.values()):
+        flag = f"--{name}"
+    flag = flag or _entry_option(ctx, "zero", name)
+    return flag if flag is not None and launched_with(ctx, (flag,)) is None else None
+
+
 def _entry_option(ctx: RuleContext, kind: str, name: str) -> str | None:
     """``--<name>`` when every entry script that runs this module defines that option, off by
     default (``EntryScript.settings``: ``zero:num_workers``), itself or in a module it imports (a
@@ -148,7 +159,7 @@ def string_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> tuple[str
     if not isinstance(expr, (cst.Attribute, cst.Subscript)) or not isinstance(expr.value, cst.Name) or \
             expr.value.value == "self":
         return None
-    key = _string_key(expr) if isinstance(expr, cst.Subscript) else None  # ``config["optimizer"]``
+    key = string_key(expr) if isinstance(expr, cst.Subscript) else None  # ``config["optimizer"]``
     name = key if key is not None else expr.attr.value if isinstance(expr, cst.Attribute) else None
     if name is None:
         return None
@@ -298,6 +309,8 @@ def zero_fields(ctx: RuleContext) -> frozenset[str]:
     if "add_argument" in ctx.source:  # ``parser.add_argument('--num_workers', default=0)`` in args.py
         options, assigned = ctx.fact(_options)
         out |= {dest for dest, flag in options.items() if flag is not None and _norm(flag) == dest} - assigned
+        # an options module extending the parser of one it imports (``TrainOptions(BaseOptions)``)
+        out |= {f for m in ctx.project.values() for f in m.zero_fields if "." not in f and f not in options} - assigned
     out |= config_defaults(ctx, lambda v: v == 0 and v is not False)
     if ": int" not in ctx.source:
         return frozenset(out)
