@@ -924,6 +924,7 @@ def test_modules_of_folders_put_on_the_path(tmp_path: Path) -> None:
     # ``from solver import solver`` names the submodule: nothing to redirect
     root = _variant(tmp_path / "sub", "pythonpath_folders", {
         "src/bin/train.py": ("from solver import Solver\n", "from solver import solver\n")})
-    text = (root / "src/bin/train.py").read_text().replace("solver = Solver(", "solver = solver.Solver(")
+    text = (root / "src/bin/train.py").read_text().replace("solver = Solver(", "trainer = solver.Solver(") \
+        .replace("solver.train()", "trainer.train()")
     (root / "src/bin/train.py").write_text(text)
     assert "GP301" in _codes(_lint_now(root, False, "none"), "src/bin/train.py")
