@@ -31,6 +31,7 @@ from typing import Any
 
 from .checkout_roots import checkout_like, imported_as_package, imports_from_above
 from .entry_options import off_options
+from .import_folders import parser_bases, same_named_module
 from .named_imports import named_by_prefix
 from .path_additions import (INSTALLED, NOT_FIRST_PARTY, first_party_folders, may_set_path_up, path_additions,
                              widened_root)
@@ -241,7 +242,7 @@ def program_settings(path: Path, root: Path) -> tuple[str, ...]:
         imported = [m[0] for i in direct if (m := content_of(i.path)) is not None]
         if _CUDA.search(got[0]) or any(_CUDA.search(m) for m in imported):
             out += ("cuda",)
-        out += off_options(got[0], imported + _parser_bases(direct, imported, root))
+        out += off_options(got[0], imported + parser_bases(direct, imported, root, imported_modules, content_of))
     if len(_SETTINGS_MEMO) >= 1024:
         _SETTINGS_MEMO.pop(next(iter(_SETTINGS_MEMO)))
     _SETTINGS_MEMO[key] = out
@@ -249,24 +250,6 @@ def program_settings(path: Path, root: Path) -> tuple[str, ...]:
 
 
 _SETTINGS_MEMO: dict[tuple[str, str, int, int], tuple[str, ...]] = {}
-
-
-def _parser_bases(direct: list[ImportedModule], texts: list[bytes], root: Path) -> list[bytes]:
-    """The texts of the modules that the script's option modules import (one hop further, at most
-    16): ``train.py`` imports ``options/train_options.py``, whose ``TrainOptions`` extends the parser
-    of ``options/base_options.py`` (``--nThreads``, default 0)."""
-    seen = {os.path.abspath(i.path) for i in direct}
-    out: list[bytes] = []
-    for module, text in zip(direct, texts):
-        if b"add_argument" not in text:
-            continue
-        for inner in imported_modules(module.path, root, text):
-            if len(out) >= 16 or os.path.abspath(inner.path) in seen:
-                continue
-            seen.add(os.path.abspath(inner.path))
-            if (got := content_of(inner.path)) is not None and b"add_argument" in got[0]:
-                out.append(got[0])
-    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -428,7 +411,7 @@ def _imported_modules(importer: Path, root: Path, source: str | bytes, added: tu
         else:
             path = resolve(module, level)
             if path is not None and names:
-                path = _same_named_module(path, names)
+                path = same_named_module(path, names)
             if path is not None:
                 out[written] = ImportedModule(written, path)
         for name in names:
@@ -443,24 +426,6 @@ def _imported_modules(importer: Path, root: Path, source: str | bytes, added: tu
         if found.name not in out and all(m.path != found.path for m in out.values()):
             out[found.name] = found
     return list(out.values())
-
-
-def _same_named_module(path: Path, names: tuple[str, ...]) -> Path:
-    """``solver/solver.py`` for ``from solver import Solver`` resolved to a package whose
-    ``__init__.py`` is empty and that holds no submodule of those names: the import works only with
-    the package's folder on ``sys.path`` (a ``path.sh`` exporting ``PYTHONPATH=src/solver:...``),
-    where ``solver`` is the module of the same name inside it."""
-    if path.name != "__init__.py":
-        return path
-    folder = path.parent
-    twin = folder / f"{folder.name}.py"
-    try:
-        empty = not any(line.strip() and not line.lstrip().startswith(b"#") for line in path.read_bytes().splitlines())
-    except OSError:
-        return path
-    if not empty or not twin.is_file() or any((folder / f"{n}.py").exists() or (folder / n).is_dir() for n in names):
-        return path
-    return twin
 
 
 def program_path(importer: str, root: str, source: bytes) -> tuple[str, ...]:
