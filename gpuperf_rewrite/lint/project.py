@@ -31,6 +31,7 @@ from typing import Any
 
 from .checkout_roots import checkout_like, imported_as_package, imports_from_above
 from .entry_options import off_options
+from .import_folders import parser_bases, same_named_module
 from .named_imports import named_by_prefix
 from .path_additions import (INSTALLED, NOT_FIRST_PARTY, first_party_folders, may_set_path_up, path_additions,
                              widened_root)
@@ -237,10 +238,11 @@ def program_settings(path: Path, root: Path) -> tuple[str, ...]:
     out: tuple[str, ...] = ()
     if got is not None:
         out = tuple(k for k, p in _SETS.items() if p.search(got[0]))
-        imported = [m[0] for i in imported_modules(path, root, got[0])[:32] if (m := content_of(i.path)) is not None]
+        direct = imported_modules(path, root, got[0])[:32]
+        imported = [m[0] for i in direct if (m := content_of(i.path)) is not None]
         if _CUDA.search(got[0]) or any(_CUDA.search(m) for m in imported):
             out += ("cuda",)
-        out += off_options(got[0], imported)
+        out += off_options(got[0], imported + parser_bases(direct, imported, root, imported_modules, content_of))
     if len(_SETTINGS_MEMO) >= 1024:
         _SETTINGS_MEMO.pop(next(iter(_SETTINGS_MEMO)))
     _SETTINGS_MEMO[key] = out
@@ -408,6 +410,8 @@ def _imported_modules(importer: Path, root: Path, source: str | bytes, added: tu
             path = out[written].path  # its names may still be submodules of their own
         else:
             path = resolve(module, level)
+            if path is not None and names:
+                path = same_named_module(path, names)
             if path is not None:
                 out[written] = ImportedModule(written, path)
         for name in names:

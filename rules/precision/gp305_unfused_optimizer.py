@@ -141,7 +141,8 @@ class UnfusedOptimizer(Rule):
         "https://docs.pytorch.org/docs/stable/optim.html#algorithms",
         "https://docs.pytorch.org/docs/stable/generated/torch.optim.AdamW.html",
     )
-    keywords = ("Adam", "SGD", *FRAMEWORK_KEYWORDS)
+    # "optim": a class a helper of the user's returns by name (`get_optimizer(cfg["optimizer"])`) names no Adam here
+    keywords = ("Adam", "SGD", "optim", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""

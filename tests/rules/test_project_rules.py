@@ -883,3 +883,48 @@ def test_per_step_work_two_and_three_calls_from_the_loop() -> None:
     assert "step_runner.py:14 calls `weighted_error`" in by_line["pretrain.py"][22].message
     assert not any(d.line == 27 for d in by_line["pretrain.py"].values())  # final_report: after the loop
     assert "sample_batch" not in " ".join(d.message for d in by_line["pretrain.py"].values() if d.code == "GP303")
+
+
+def test_worker_counts_handed_from_options_defaulting_to_zero(tmp_path: Path) -> None:
+    """Issue 34 (corpus18/19: SPADE, cgcnn, mvts): ``num_workers=int(opt.nThreads)`` of an option
+    module the entry's option class extends, a loader factory's parameter the entry hands
+    ``opt.workers`` (``-j/--workers`` default 0), ``config["num_workers"]`` of ``vars(opt)``: GP201
+    where the loader is built, and no GP203 for a loader with no workers by default. Defaults that
+    start workers keep every loader quiet."""
+    seen = _lint(PROJECTS / "handed_options")
+    for rel in ("data/__init__.py", "data/splits.py", "engine.py"):
+        assert "GP201" in _codes(seen, rel), rel
+    assert "GP203" not in _codes(seen, "data/__init__.py")
+    assert _codes(_lint(PROJECTS / "handed_options", alone=True), "data/splits.py") == []
+    root = _variant(tmp_path, "handed_options", {
+        "options/base_options.py": ('"--nThreads", default=0', '"--nThreads", default=4')})
+    text = (root / "options/base_options.py").read_text()
+    (root / "options/base_options.py").write_text(text.replace('"--workers", default=0', '"--workers", default=4')
+                                                  .replace('"--num_workers", type=int, default=0',
+                                                           '"--num_workers", type=int, default=4'))
+    quiet = _lint_now(root, False, "none")
+    for rel in ("data/__init__.py", "data/splits.py", "engine.py"):
+        assert "GP201" not in _codes(quiet, rel), rel
+    # the entry hands the factory a literal count: its parameter is not the option
+    root = _variant(tmp_path / "literal", "handed_options", {"train.py": ("num_workers=opt.workers", "num_workers=8")})
+    assert "GP201" not in _codes(_lint_now(root, False, "none"), "data/splits.py")
+
+
+def test_modules_of_folders_put_on_the_path(tmp_path: Path) -> None:
+    """Issue 34 (corpus19: Speech-Transformer): ``from solver import Solver`` where ``src/solver/``
+    has an empty ``__init__.py`` and ``solver.py`` defines ``Solver`` (path.sh puts each folder on
+    PYTHONPATH): the entry sees the trainer, the model and the DataLoader subclass. A package that
+    re-exports the name, or an import of a submodule, resolves as before."""
+    seen = _codes(_lint(PROJECTS / "pythonpath_folders"), "src/bin/train.py")
+    assert {"GP202", "GP203", "GP301", "GP302", "GP305"} <= set(seen)
+    # the package's __init__ re-exports the trainer: the package it is
+    root = _variant(tmp_path, "pythonpath_folders", {})
+    (root / "src/solver/__init__.py").write_text("from .solver import Solver\n")
+    assert "GP301" in _codes(_lint_now(root, False, "none"), "src/bin/train.py")
+    # ``from solver import solver`` names the submodule: nothing to redirect
+    root = _variant(tmp_path / "sub", "pythonpath_folders", {
+        "src/bin/train.py": ("from solver import Solver\n", "from solver import solver\n")})
+    text = (root / "src/bin/train.py").read_text().replace("solver = Solver(", "trainer = solver.Solver(") \
+        .replace("solver.train()", "trainer.train()")
+    (root / "src/bin/train.py").write_text(text)
+    assert "GP301" in _codes(_lint_now(root, False, "none"), "src/bin/train.py")

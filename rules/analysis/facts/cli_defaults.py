@@ -15,7 +15,7 @@ import libcst as cst
 from ..syntax.calls import argparse_options, dotted_name, get_arg, literal_value, method_call
 from ..syntax.callsites import bound_arg, calls_of
 from ..syntax.context import RuleContext
-from ..syntax.launch import project_runs
+from ..syntax.launch import launched_with, project_runs
 from ..syntax.tree import walk
 
 # Bases of a typed command-line arguments class (tap, simple-parsing, transformers, pydantic-cli).
@@ -34,6 +34,14 @@ def zero_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
     changes it: an ``add_argument`` of the file with that destination and ``default=0`` (the
     flag as written), else a field of a typed arguments class of the user's imported modules
     defaulting to 0 (``--<field>``, as Tap, simple-parsing and HfArgumentParser spell it)."""
+    expr = same_value(expr)
+    if isinstance(expr, cst.Subscript):  # ``config['num_workers']`` of a dict of the parsed options
+        key = string_key(expr)
+        if key is None or not isinstance(expr.value, cst.Name) or expr.value.value == "self":
+            return None
+        if any(key in m.zero_fields for m in ctx.project.values()):
+            return f"--{key}"
+        return _entry_option(ctx, "zero", key)
     if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name):
         return None
     if expr.value.value == "self":
@@ -49,6 +57,26 @@ def zero_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
     if any(f"{expr.value.value}.{name}" in m.zero_fields for m in ctx.project.values()):
         return name  # a configuration key: yacs/GraphGym runs pass ``num_workers 4`` after the options
     return _entry_option(ctx, "zero", name)
+
+
+# Calls that return their argument's value (``num_workers=int(opt.nThreads)``).
+_SAME_VALUE = frozenset({"int", "bool"})
+
+
+def same_value(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``expr`` without the casts that keep its value: ``int(opt.nThreads)`` is ``opt.nThreads``."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _SAME_VALUE and \
+            len(expr.args) == 1 and not expr.args[0].keyword and not expr.args[0].star:
+        expr = expr.args[0].value
+    return expr
+
+
+def string_key(expr: cst.Subscript) -> str | None:
+    """``"num_workers"`` of ``config["num_workers"]``."""
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    key = literal_value(expr.slice[0].slice.value)
+    return key if isinstance(key, str) and key.isidentifier() else None
 
 
 def _stored_flag(ctx: RuleContext, expr: cst.Attribute, read: Callable[[RuleContext, cst.BaseExpression], str | None],
@@ -100,6 +128,17 @@ def false_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None
     return _entry_option(ctx, "false", name)
 
 
+def zero_option(ctx: RuleContext, name: str) -> str | None:
+    """The flag of the option ``name`` (a destination) that is 0 by default and that no launch
+    script of the project raises: the file's own, a module's it imports, or every entry's."""
+    options, assigned = ctx.fact(_options)
+    flag = options.get(name) if name not in assigned else None
+    if flag is None and any(name in m.zero_fields for m in ctx.project.values()):
+        flag = f"--{name}"
+    flag = flag or _entry_option(ctx, "zero", name)
+    return flag if flag is not None and launched_with(ctx, (flag,)) is None else None
+
+
 def _entry_option(ctx: RuleContext, kind: str, name: str) -> str | None:
     """``--<name>`` when every entry script that runs this module defines that option, off by
     default (``EntryScript.settings``: ``zero:num_workers``), itself or in a module it imports (a
@@ -117,14 +156,28 @@ def string_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> tuple[str
     option holds on a run that does not pass it. None when a launch script of the project passes
     the option another value (``python train.py --optim RMSprop`` in run.sh): the runs the project
     makes are not the default one."""
-    if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name) or expr.value.value == "self":
+    if not isinstance(expr, (cst.Attribute, cst.Subscript)) or not isinstance(expr.value, cst.Name) or \
+            expr.value.value == "self":
         return None
-    name = expr.attr.value
-    found = ctx.fact(_string_options).get(name)
+    key = string_key(expr) if isinstance(expr, cst.Subscript) else None  # ``config["optimizer"]``
+    name = key if key is not None else expr.attr.value if isinstance(expr, cst.Attribute) else None
+    if name is None:
+        return None
+    found = ctx.fact(_string_options).get(name) if key is None else None
+    if found is None:  # an option of a module of the user's it imports (options.py building the parser)
+        values = {f.split("=", 1)[1] for m in ctx.project.values() for f in m.string_fields if f.startswith(f"{name}=")}
+        found = (f"--{name}", values.pop()) if len(values) == 1 else None
     if found is None or (expr.value.value, name) in ctx.fact(_assigned_attributes):
         return None  # (``model.optimizer = ...`` does not change ``args.optimizer``)
     given = {v.strip("'\"") for c in project_runs(ctx).launches if (v := c.value(found[0])) is not None}
     return found if given <= {found[1]} else None
+
+
+def string_fields(ctx: RuleContext) -> frozenset[str]:
+    """``dest=value`` for each option of the module with a string default (``add_argument(
+    "--optimizer", default="Adam")``, ``optim: str = "adamw"`` in a typed arguments class)."""
+    return frozenset(f"{dest}={value}" for dest, (_, value) in ctx.fact(_string_options).items()
+                     if "=" not in dest) if "add_argument" in ctx.source or ": str" in ctx.source else frozenset()
 
 
 def _assigned_attributes(ctx: RuleContext) -> frozenset[tuple[str, str]]:
@@ -256,6 +309,8 @@ def zero_fields(ctx: RuleContext) -> frozenset[str]:
     if "add_argument" in ctx.source:  # ``parser.add_argument('--num_workers', default=0)`` in args.py
         options, assigned = ctx.fact(_options)
         out |= {dest for dest, flag in options.items() if flag is not None and _norm(flag) == dest} - assigned
+        # an options module extending the parser of one it imports (``TrainOptions(BaseOptions)``)
+        out |= {f for m in ctx.project.values() for f in m.zero_fields if "." not in f and f not in options} - assigned
     out |= config_defaults(ctx, lambda v: v == 0 and v is not False)
     if ": int" not in ctx.source:
         return frozenset(out)
@@ -348,6 +403,7 @@ def zero_default(ctx: RuleContext, expr: cst.BaseExpression) -> ZeroDefault | No
         return ZeroDefault(flag, "whose command-line default is 0" + (f" (in {where})" if where else ""), True)
     fn: cst.FunctionDef | None = None
     name: str | None = None
+    expr = same_value(expr)
     if isinstance(expr, cst.Name):
         fn, name = ctx.enclosing(expr, cst.FunctionDef), expr.value
     elif isinstance(expr, cst.Attribute) and dotted_name(expr.value) == "self":
@@ -356,7 +412,32 @@ def zero_default(ctx: RuleContext, expr: cst.BaseExpression) -> ZeroDefault | No
             fn, name = found
     if fn is None or name is None:
         return None
-    return _param_default_zero(ctx, fn, name)
+    return _param_default_zero(ctx, fn, name) or _handed_zero(ctx, fn, name)
+
+
+def _handed_zero(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> ZeroDefault | None:
+    """The parameter ``name`` of ``fn`` that an entry script running this module hands an option
+    defaulting to 0 (``get_loaders(num_workers=args.workers)`` in main.py, ``--workers`` default 0:
+    ``EntryScript.settings`` ``zero:get_loaders.num_workers=workers``), when no entry hands it
+    anything else and ``fn`` does not rebind it."""
+    entries = project_runs(ctx).entries or ()
+    prefix = f"zero:{fn.name.value}.{name}="
+    dests = {s[len(prefix):] for e in entries for s in e.settings if s.startswith(prefix)}
+    if len(dests) != 1 or _rebinds(fn, name):
+        return None
+    dest = dests.pop()
+    return ZeroDefault(f"--{dest}", f"handed the `--{dest}` option, whose command-line default is 0, by "
+                                    f"{next(e.path for e in entries if any(s.startswith(prefix) for s in e.settings))}",
+                       True)
+
+
+def _rebinds(fn: cst.FunctionDef, name: str) -> bool:
+    for node in walk(fn.body):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
+            [node.target] if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For)) else []
+        if any(name in _bound_names(t) for t in targets):
+            return True
+    return False
 
 
 def _self_stores(ctx: RuleContext, expr: cst.Attribute) -> list[tuple[cst.FunctionDef, cst.BaseExpression | None]]:

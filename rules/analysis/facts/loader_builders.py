@@ -17,14 +17,15 @@ from ..syntax.calls import NOT_LITERAL, dataloader_arg, literal_value
 from ..syntax.context import RuleContext
 from ..syntax.torch_names import DATALOADERS
 from ..syntax.project import project_calls
-from .cli_defaults import zero_default
+from .cli_defaults import same_value, string_key, zero_default, zero_option
 from .kwargs import call_keywords
 from .loaders import is_loader_call, keeps_workers
 
 # The settings a builder's loader may leave to its defaults, as ``FunctionFacts.returned_loaders``
 # records them: (line, workers, persistent_workers unset, pin_memory unset, forwarded ``**`` name).
 # ``workers``: "" none or 0, "+" a positive literal or an expression of the builder's own,
-# "@name" the builder's parameter ``name`` (no positive default), "@name+" with a positive default;
+# "@name" the builder's parameter ``name`` (no positive default), "@name+" with a positive default,
+# "@name.key" an option of it (``int(opt.nThreads)``, ``cfg["num_workers"]``);
 # and when the builder returns it (a branch of ``A if c else B``): "name" only when the caller
 # passes ``name``, "-name" only when it does not, "" always.
 LoaderRecord = tuple[int, str, bool, bool, str, str]
@@ -125,7 +126,12 @@ def _workers(ctx: RuleContext, call: cst.Call, defaults: dict[str, cst.BaseExpre
     values = _settings(ctx, call, "num_workers", forwarded)
     if len(values) != 1:
         return "" if not values else "+"
-    value = values[0]
+    value = same_value(values[0])
+    if isinstance(value, (cst.Attribute, cst.Subscript)) and isinstance(value.value, cst.Name) and \
+            value.value.value in defaults and value.value.value != "self":
+        key = value.attr.value if isinstance(value, cst.Attribute) else string_key(value)
+        if key is not None:  # ``int(opt.nThreads)``: an option of the object the caller hands in
+            return f"@{value.value.value}.{key}"
     if isinstance(value, cst.Name) and value.value in defaults:
         default = defaults[value.value]
         positive = default is not None and literal_value(default) is not NOT_LITERAL and _may_be_positive(default)
@@ -179,7 +185,10 @@ def _built_loaders(ctx: RuleContext) -> list[BuiltLoader]:
             if forwarded and not workers and (given := next((a.value for a in pc.call.args if a.keyword is not None
                                                              and a.keyword.value == "num_workers"), None)) is not None:
                 live = _may_be_positive(given) and zero_default(ctx, given) is None  # the caller's keyword
-            if workers.startswith("@"):
+            if workers.startswith("@") and "." in workers:  # ``opt.nThreads`` of the ``opt`` the caller hands
+                param, key = workers[1:].split(".", 1)
+                live = pc.arg_for(param) is None or zero_option(ctx, key) is None
+            elif workers.startswith("@"):
                 param = workers[1:].rstrip("+")
                 arg = pc.arg_for(param)
                 if arg is None:

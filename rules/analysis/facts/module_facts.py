@@ -1,8 +1,6 @@
-"""What one of the user's modules offers the files that import it (issue 27), from its source
-alone: which functions train, zero gradients, build a model, an optimizer's parameter groups or
-a loader, and yield batches, and what its models compute. Plain data
-(``syntax.project.ModuleFacts``), so the lint engine caches it by the module's content hash.
-"""
+"""What one of the user's modules offers the files that import it (issue 27), from its source alone: which
+functions train, zero gradients, build a model, an optimizer's parameter groups or a loader, and yield batches,
+and what its models compute. Plain data (``syntax.project.ModuleFacts``), cached by the module's content hash."""
 
 from __future__ import annotations
 
@@ -38,7 +36,8 @@ from .builders import (assigned_in, gathers_own_parameters, at_module_level, bui
                        is_class_call, params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
 from .call_pace import offered_names, paced_calls, project_callee
 from .class_picks import picked_trainers
-from .cli_defaults import false_fields, zero_fields
+from .cli_defaults import false_fields, string_fields, zero_fields
+from .class_factories import returned_classes
 from .param_roles import class_param_roles, param_roles
 from .framework_hooks import HF_CALLBACK, HF_TRAINER, exported_classes
 from .framework_config import framework_config
@@ -101,6 +100,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
                        memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
                        zero_fields=zero_fields(ctx), false_fields=false_fields(ctx), padding_collates=padding_collates(ctx),
+                       string_fields=string_fields(ctx),
                        conv_models=conv_builders(ctx) | _reexported(ctx, "conv_models"),
                        resolved_models=resolved_models(ctx) | _reexported(ctx, "resolved_models"),
                        strict_to=ctx.fact(strict_to_classes),
@@ -447,7 +447,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         returned_loaders=returned_loaders(ctx, fn, returns, line_of) if "Loader" in src else (),
         yields_batches=_yields_batches(ctx, fn), syncs=function_syncs(ctx, fn, line_of), moves=module_moves(ctx).get(fn, ()),
         compiles=compiles, wraps=module_wrappers(ctx).get(fn, ()), blocking_moves=blocking_moves(ctx, fn),
-        makes_scaler=scaler,
+        makes_scaler=scaler, returned_classes=returned_classes(ctx, fn) if "return" in src else (),
         settings=tuple(sorted(settings)),
         steps_each_call=trains and ta.steps_each_call(fn),
         rare_result="%" in src and returns_rare(ctx, fn),

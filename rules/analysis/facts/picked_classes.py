@@ -34,6 +34,8 @@ from ..syntax.chosen_classes import assigned_values, parameter_default
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
 from ..syntax.dataclass_fields import is_dataclass_decorator
+from ..syntax.project import project_function
+from .class_factories import returned_classes
 from .cli_defaults import string_default_flag
 
 # Helpers that bind arguments to a callable and call it later with the rest (``partial``) or with
@@ -93,6 +95,8 @@ def picked_class(ctx: RuleContext, func: cst.BaseExpression, depth: int = 0) -> 
     table, key = _table_lookup(func)
     if table is not None:
         return _from_table(ctx, func, table, key, code)
+    if isinstance(func, cst.Call):
+        return _from_factory(ctx, func, code)
     if isinstance(func, cst.Name):
         values = assigned_values(ctx, func)
         picks = [picked_class(ctx, v, depth + 1) for v in values or ()]
@@ -105,6 +109,30 @@ def picked_class(ctx: RuleContext, func: cst.BaseExpression, depth: int = 0) -> 
                     all(p.every_run for p in picks), None if any(p.bound is None for p in picks)  # type: ignore[union-attr]
                     else frozenset().union(*(p.bound for p in picks)))  # type: ignore[union-attr, misc]
     return None
+
+
+def _from_factory(ctx: RuleContext, call: cst.Call, code: str) -> Pick | None:
+    """``get_optimizer(config["optimizer"])``: a function of the user's (this module or another)
+    returning a class by name (``FunctionFacts.returned_classes``): the class the name's default
+    picks, else (not known) any of them."""
+    found = project_function(ctx, call)
+    if found is not None:
+        choices, params = found.facts.returned_classes, found.facts.params
+    else:
+        fn = next((f for f in ctx.module.body if isinstance(f, cst.FunctionDef) and isinstance(call.func, cst.Name)
+                   and f.name.value == call.func.value), None)
+        if fn is None:
+            return None
+        choices, params = returned_classes(ctx, fn), tuple(p.name.value for p in fn.params.params)
+    if not choices or not params:
+        return None
+    arg = get_arg(call, params[0], 0)
+    default = default_string(ctx, arg.value) if arg is not None and not arg.star else None
+    if default is not None:
+        picked = [c for k, c in choices if k in (default[0], default[0].lower())] or [c for k, c in choices if not k]
+        if picked:
+            return Pick(tuple(picked), f"`{code}` ({picked[0].rsplit('.', 1)[-1]}, {default[1]})", False, frozenset())
+    return Pick(tuple(c for _, c in choices), f"`{code}`", False, frozenset())
 
 
 def _holders(ctx: RuleContext) -> frozenset[str]:

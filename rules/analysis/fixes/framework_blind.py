@@ -64,8 +64,8 @@ def unseen_settings(ctx: RuleContext, code: str, node: cst.CSTNode | None = None
             classes = _parsed_classes(ctx, call)
             if classes is None or _sets_default(ctx, classes, names) or code == "GP201" and pretokenised_text(ctx) or \
                     code == "GP301" and (qualname.startswith("trl.") or _trl(ctx, classes)) or \
-                    _launched_with(ctx, code, names):
-                continue  # unreadable, the file's own default, TRL's bf16 default, or the launch sets it
+                    _launched_with(ctx, code, names) or _required_on(ctx, names):
+                continue  # unreadable, the file's own default, TRL's bf16 default, the launch or the file requires it
             yield Finding(node or call, f"the TrainingArguments come from the command line ({_last(qualname)}), "
                                         f"where the Trainer {what}: pass {flag}",
                           no_fix_reason=f"the settings are not in this file: a run must pass {flag}")
@@ -77,6 +77,44 @@ def unseen_settings(ctx: RuleContext, code: str, node: cst.CSTNode | None = None
                                         f"unless its config or command line says otherwise: pass {flag}",
                           no_fix_reason=f"the Trainer settings are not in this file: set {name} in the "
                                         f"LightningCLI config or pass {flag}")
+
+
+def _required_on(ctx: RuleContext, names: tuple[str, ...]) -> bool:
+    """Does the file stop every run that leaves all of ``names`` off? ``assert args.bf16 or
+    args.fp16``, ``assert sum([args.fp16, args.bf16]) == 1``, ``if not args.bf16: raise ...``:
+    the runs that train have one of them on."""
+    for node in ctx.nodes(cst.Assert, cst.If):
+        if isinstance(node, cst.Assert):
+            if _holds_one_of(node.test, names):
+                return True
+        elif isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not) and \
+                _holds_one_of(node.test.expression, names) and isinstance(node.body, cst.IndentedBlock) and \
+                len(node.body.body) == 1 and isinstance(node.body.body[0], cst.SimpleStatementLine) and \
+                isinstance(node.body.body[0].body[0], cst.Raise):
+            return True
+    return False
+
+
+def _holds_one_of(test: cst.BaseExpression, names: tuple[str, ...]) -> bool:
+    """True only when one of ``names`` (read as ``<obj>.<name>``) is on: ``a.bf16 or a.fp16``,
+    ``a.bf16``, ``sum([a.fp16, a.bf16]) == 1`` (``>= 1``, ``> 0``)."""
+    if isinstance(test, cst.Attribute):
+        return test.attr.value in names
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.Or):
+            return _holds_one_of(test.left, names) and _holds_one_of(test.right, names)
+        return _holds_one_of(test.left, names) or _holds_one_of(test.right, names)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Call) and \
+            isinstance(test.left.func, cst.Name) and test.left.func.value in ("sum", "any") and test.left.args:
+        items = test.left.args[0].value
+        if not isinstance(items, (cst.List, cst.Tuple)) or not items.elements or \
+                not all(_holds_one_of(e.value, names) for e in items.elements):
+            return False
+        target = test.comparisons[0]
+        bound = literal_value(target.comparator)
+        return isinstance(bound, int) and (isinstance(target.operator, (cst.Equal, cst.GreaterThanEqual)) and bound >= 1 or
+                                           isinstance(target.operator, cst.GreaterThan) and bound >= 0)
+    return False
 
 
 def _launched_with(ctx: RuleContext, code: str, names: tuple[str, ...]) -> bool:

@@ -25,7 +25,8 @@ def loader_subclasses(ctx: RuleContext) -> frozenset[str]:
     """Module-level classes deriving from ``DataLoader`` (directly, or from another such class
     of the module) that leave its arguments alone: no ``__init__``, or one whose named
     parameters are DataLoader's first ones in order (then, maybe, parameters of its own that are
-    none of DataLoader's and all optional: a graph library's ``follow_batch=None``) and that passes DataLoader's ones and
+    none of DataLoader's and all optional: a graph library's ``follow_batch=None``; keyword-only ones
+    alike: ``def __init__(self, *args, LFR_m=1, **kwargs)``) and that passes DataLoader's ones and
     its ``**kwargs`` to the base class (``super().__init__(*args, **kwargs)``, setting
     ``self.collate_fn`` or a sampler around it). Any other signature is not recognised. (A call
     passing more positional arguments than that prefix is read as DataLoader's order.)"""
@@ -52,7 +53,11 @@ def _forwards(cls: cst.ClassDef) -> bool:
     prefix = next((k for k in range(len(names), -1, -1) if names[:k] == list(LOADER_PARAMS[:k])), 0)
     own = names[prefix:]
     # (its own parameters must be optional: a call passing one positionally would be read in DataLoader's order)
-    if params.star_kwarg is None or params.kwonly_params or own and (
+    # keyword-only ones of its own (after ``*args``: ``def __init__(self, *args, LFR_m=1, **kwargs)``)
+    # never shift DataLoader's positions; optional and none of DataLoader's, they leave its arguments alone
+    kwonly = {p.name.value for p in params.kwonly_params}
+    if params.star_kwarg is None or kwonly & set(LOADER_PARAMS) or \
+            any(p.default is None for p in params.kwonly_params) or own and (
             not prefix or set(own) & set(LOADER_PARAMS) or any(p.default is None for p in params.params[1 + prefix:])):
         return False
     star = params.star_arg.name.value if isinstance(params.star_arg, cst.Param) else None

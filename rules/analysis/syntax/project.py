@@ -1,11 +1,10 @@
 """Facts about the user's other modules, as the checked file sees them (issue 27).
 
-The lint engine resolves the checked file's first-party imports (``gpuperf_rewrite.lint.project``)
-and hands the rules one :class:`ModuleFacts` per imported module (``RuleContext.project``), keyed
-by the module as this file names it: ``engine``, ``models.resnet``, or ``.utils`` for a relative
-import (LibCST's qualified names keep the dots). The facts are computed from each module's source
-alone (``facts.module_facts``), plain data so the engine can cache them by content hash.
-A call of this file is read through them with :func:`project_function`.
+The lint engine resolves the checked file's first-party imports (``gpuperf_rewrite.lint.project``) and hands
+the rules one :class:`ModuleFacts` per imported module (``RuleContext.project``), keyed by the module as this
+file names it: ``engine``, ``models.resnet``, or ``.utils`` for a relative import (LibCST's qualified names keep
+the dots). The facts are computed from each module's source alone (``facts.module_facts``), plain data so the
+engine can cache them by content hash. A call of this file is read through them with :func:`project_function`.
 """
 
 from __future__ import annotations
@@ -74,6 +73,7 @@ class FunctionFacts:
     moves: tuple[str, ...] = ()
     wraps: tuple[str, ...] = ()  # parameters returned as host tensors or as they are (``check(x)``: move_helpers)
     blocking_moves: bool = False  # one of its moves passes no non_blocking (``return o.to(device)``)
+    returned_classes: tuple[tuple[str, str], ...] = ()  # (name, class) it returns: ``facts.class_factories``
 
     def role_of(self, role: str) -> str | None:
         return next((p for p, r in self.roles if r == role), None)
@@ -90,6 +90,7 @@ class FunctionFacts:
                       "arg_reads": tuple(tuple(r) for r in doc.get("arg_reads", ())),
                       "outputs": tuple(doc.get("outputs", ())), "moves": tuple(doc.get("moves", ())),
                       "wraps": tuple(doc.get("wraps", ())),
+                      "returned_classes": tuple(tuple(r) for r in doc.get("returned_classes", ())),
                       "syncs": tuple(tuple(r) for r in doc.get("syncs", ()))})
 
 
@@ -110,8 +111,8 @@ class StepCall(NamedTuple):
 
 
 def call_path(facts: ModuleFacts, call: StepCall) -> str:
-    """The file of ``call``, one of ``facts.step_calls``, as a message names it (``facts.path`` is
-    relative to the importer's folder, a re-exported call's ``path`` to that module's folder)."""
+    """The file of ``call`` (of ``facts.step_calls``) as a message names it (``facts.path`` is relative to the
+    importer's folder, a re-exported call's ``path`` to that module's folder)."""
     if not call.path:
         return facts.path
     return posixpath.normpath(posixpath.join(posixpath.dirname(facts.path), call.path)) if facts.path else call.path
@@ -119,8 +120,7 @@ def call_path(facts: ModuleFacts, call: StepCall) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class ModuleFacts:
-    """One first-party module: its functions and what the models it defines (or imports from
-    the user's other modules) compute."""
+    """One first-party module: its functions and what the models it defines (or imports) compute."""
 
     functions: Mapping[str, FunctionFacts] = dataclasses.field(default_factory=dict)
     workload: frozenset[str] = frozenset()  # MATMUL/CONV in its source and its imports' models
@@ -136,9 +136,8 @@ class ModuleFacts:
     loaders: frozenset[str] = frozenset()
     # its dataset classes whose ``__getitem__`` only indexes tensors they hold
     memory_datasets: frozenset[str] = frozenset()
-    # int fields of its typed command-line arguments classes defaulting to 0 (``facts.cli_defaults``)
+    # int / bool fields of its typed command-line arguments classes defaulting to 0 / False (``facts.cli_defaults``)
     zero_fields: frozenset[str] = frozenset()
-    # bool fields of those classes defaulting to False (a switch off in the default run)
     false_fields: frozenset[str] = frozenset()
     # its collate functions padding each batch to its longest item, and loader subclasses using one
     padding_collates: frozenset[str] = frozenset()
@@ -168,6 +167,7 @@ class ModuleFacts:
     # ``@register_model(name="unet")``): a builder looking a class up by a configuration string
     # builds one of them (``facts.model_tables.registered_models``)
     registered: frozenset[str] = frozenset()
+    string_fields: frozenset[str] = frozenset()  # ``dest=value``: its options' string defaults (``cli_defaults``)
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
@@ -181,7 +181,7 @@ class ModuleFacts:
                 "trainer_classes": sorted(self.trainer_classes), "callback_classes": sorted(self.callback_classes),
                 "kept_loaders": sorted(self.kept_loaders), "self_training": sorted(self.self_training),
                 "class_tables": {k: [list(v[0]), list(v[1])] for k, v in sorted(self.class_tables.items())},
-                "registered": sorted(self.registered)}
+                "registered": sorted(self.registered), "string_fields": sorted(self.string_fields)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -202,7 +202,7 @@ class ModuleFacts:
                    kept_loaders=frozenset(doc.get("kept_loaders", ())),
                    self_training=frozenset(doc.get("self_training", ())),
                    class_tables={k: (tuple(v[0]), tuple(v[1])) for k, v in doc.get("class_tables", {}).items()},
-                   registered=frozenset(doc.get("registered", ())))
+                   registered=frozenset(doc.get("registered", ())), string_fields=frozenset(doc.get("string_fields", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""

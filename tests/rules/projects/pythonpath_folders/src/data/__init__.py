@@ -1,0 +1,1 @@
+# the folders of src/ are put on PYTHONPATH by path.sh
