@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ..syntax.launch import PERIODIC_EVAL, RARE_CALL, project_runs
+from ..syntax.launch import PERIODIC_EVAL, RARE_CALL, callable_defs, project_runs
 from ..syntax.tree import Loop
 from .guards import rare_exit_before
 
@@ -154,14 +154,7 @@ def _paced_memo(ctx: RuleContext) -> dict[cst.FunctionDef, set[str]]:
     runs = project_runs(ctx)
     if not runs.rare_callers:
         return {}
-    defs: dict[str, cst.FunctionDef] = {}
-    for stmt in ctx.module.body:
-        if isinstance(stmt, cst.FunctionDef):
-            defs[stmt.name.value] = stmt
-        elif isinstance(stmt, cst.ClassDef):
-            for inner in stmt.body.body:
-                if isinstance(inner, cst.FunctionDef):
-                    defs[f"{stmt.name.value}.{inner.name.value}"] = inner
+    defs = callable_defs(ctx)
     out: dict[cst.FunctionDef, set[str]] = {}
     for caller in (*runs.rare_callers, *runs.step_callers):
         fn = defs.get(caller.function)

@@ -23,7 +23,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
-from ..syntax.launch import PERIODIC_EVAL, StepCaller, project_runs
+from ..syntax.launch import PERIODIC_EVAL, StepCaller, callable_defs, project_runs
 from ..syntax.project import call_path, project_class_facts, project_function
 from ..syntax.tree import children_of
 from .handed_callables import handed_roots
@@ -95,14 +95,7 @@ def runs_in_place(ctx: RuleContext, fn: cst.Lambda) -> bool:
 def external_defs(ctx: RuleContext, callers: tuple[StepCaller, ...], train: str) -> dict[cst.FunctionDef, StepCaller]:
     """This module's functions run by ``callers`` (the lint layer's ``step_callers``) or by a base
     class's loop, a training step's caller preferred (``train``: its kind)."""
-    defs: dict[str, cst.FunctionDef] = {}
-    for stmt in ctx.module.body:
-        if isinstance(stmt, cst.FunctionDef):
-            defs[stmt.name.value] = stmt
-        elif isinstance(stmt, cst.ClassDef):
-            for inner in stmt.body.body:
-                if isinstance(inner, cst.FunctionDef):
-                    defs[f"{stmt.name.value}.{inner.name.value}"] = inner
+    defs = callable_defs(ctx)
     out: dict[cst.FunctionDef, StepCaller] = {}
     for fn, caller in handed_roots(ctx).items():  # ``Trainer(get_batch=sample_batch)``
         out[fn] = caller

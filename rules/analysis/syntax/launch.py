@@ -15,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
+import libcst as cst
+
 from .context import RuleContext
 
 # Values that leave a flag off (``--bf16 False``, ``--dataloader_num_workers 0``).
@@ -139,6 +141,24 @@ class ProjectRuns:
 def project_runs(ctx: RuleContext) -> ProjectRuns:
     got = getattr(ctx, "launch", None)
     return got if isinstance(got, ProjectRuns) else ProjectRuns()
+
+
+def callable_defs(ctx: RuleContext) -> dict[str, cst.FunctionDef]:
+    """This module's top-level functions and the methods of its top-level classes, by the name a
+    :class:`StepCaller` gives them (``to_device``, ``Trainer.train_step``)."""
+    return ctx.fact(_callable_defs)
+
+
+def _callable_defs(ctx: RuleContext) -> dict[str, cst.FunctionDef]:
+    defs: dict[str, cst.FunctionDef] = {}
+    for stmt in ctx.module.body:
+        if isinstance(stmt, cst.FunctionDef):
+            defs[stmt.name.value] = stmt
+        elif isinstance(stmt, cst.ClassDef):
+            for inner in stmt.body.body:
+                if isinstance(inner, cst.FunctionDef):
+                    defs[f"{stmt.name.value}.{inner.name.value}"] = inner
+    return defs
 
 
 def launched_with(ctx: RuleContext, flags: Iterable[str]) -> LaunchCommand | None:
