@@ -26,20 +26,27 @@ if TYPE_CHECKING:
 _DEPTH = 4
 
 
-def runs_rarely(ta: TrainingAnalysis, loop: Loop) -> bool:
+def runs_rarely(ta: TrainingAnalysis, loop: Loop, local: bool = False) -> bool:
     """Is ``loop``, an eval loop, reached only under a periodic guard: the ``if`` is around it in
-    its function, or around every call of its function (transitively, in this file)?"""
+    its function, or around every call of its function (transitively, in this file, and by the
+    project's other modules unless ``local``)? ``local``: from this file's source alone, as the
+    module's facts must be (they are kept by content hash, and an importer's facts read before its
+    own check must not read the launch facts its check sets: ``lint.early_contexts``)."""
     # An eval loop, or a loop over a DataLoader that trains nothing (a validation loader's loop
     # counts as a step loop); never a rollout (an RL agent's environment steps) or a training loop.
     if loop in ta.rollout_loops or loop not in ta.eval_loops and (loop not in ta.step_loops or ta.trains(loop)):
         return False
-    memo = ta.ctx.fact(_rare_memo)
+    memo = ta.ctx.fact(_local_rare_memo if local else _rare_memo)
     if loop not in memo:
-        memo[loop] = _how_often(ta, loop, frozenset()) == _RARE
+        memo[loop] = _how_often(ta, loop, frozenset(), local) == _RARE
     return memo[loop]
 
 
 def _rare_memo(ctx: RuleContext) -> dict[Loop, bool]:
+    return {}
+
+
+def _local_rare_memo(ctx: RuleContext) -> dict[Loop, bool]:
     return {}
 
 
@@ -71,7 +78,7 @@ def step_kind(ta: TrainingAnalysis, loop: Loop) -> str:
     """What one iteration of ``loop`` is, for the modules it calls (``StepCall.kind``): the loop's
     kind, or ``PERIODIC_EVAL`` for the batches of an evaluation pass run under a period, whose
     reads the callee's module then knows to be guarded."""
-    return PERIODIC_EVAL if runs_rarely(ta, loop) else ta.loop_kind(loop)
+    return PERIODIC_EVAL if runs_rarely(ta, loop, local=True) else ta.loop_kind(loop)
 
 
 # How often a node runs relative to training: under a period, on every step or epoch, once (a
@@ -80,7 +87,7 @@ def step_kind(ta: TrainingAnalysis, loop: Loop) -> str:
 _RARE, _EVERY, _ONCE, _UNKNOWN = "rare", "every", "once", "unknown"
 
 
-def _how_often(ta: TrainingAnalysis, node: cst.CSTNode, seen: frozenset) -> str:
+def _how_often(ta: TrainingAnalysis, node: cst.CSTNode, seen: frozenset, local: bool) -> str:
     child = node
     for anc in ta.ctx.ancestors(node):
         if isinstance(anc, cst.If) and child is anc.body and ta.is_periodic(anc):
@@ -94,7 +101,9 @@ def _how_often(ta: TrainingAnalysis, node: cst.CSTNode, seen: frozenset) -> str:
                 return _UNKNOWN
             calls = ta.calls_of(anc) + _duck_calls(ta, anc)
             # and the calls of the project's other modules (``main.py``: ``if epoch % n == 0: validate()``)
-            states = {_how_often(ta, call, seen | {anc}) for call in calls} | _paced_elsewhere(ta).get(anc, set())
+            states = {_how_often(ta, call, seen | {anc}, local) for call in calls}
+            if not local:
+                states |= _paced_elsewhere(ta).get(anc, set())
             if not states:
                 return _ONCE  # an entry (``Trainer.train``) its caller runs once, as far as the project says
             if _UNKNOWN in states or _EVERY in states:
@@ -139,8 +148,9 @@ def _duck_index(ctx: RuleContext) -> dict[str, list[cst.Call]]:
 
 def how_often_called(ta: TrainingAnalysis, call: cst.CSTNode) -> str:
     """How often ``call`` runs relative to training: "rare" (under a period), "every" (on every
-    step or epoch), "once" or "unknown" (``facts.call_pace`` tells the callee's module)."""
-    return _how_often(ta, call, frozenset())
+    step or epoch), "once" or "unknown" (``facts.call_pace`` tells the callee's module), from this
+    file's source alone (module facts)."""
+    return _how_often(ta, call, frozenset(), True)
 
 
 def _paced_elsewhere(ta: TrainingAnalysis) -> dict[cst.FunctionDef, set[str]]:
