@@ -23,6 +23,7 @@ from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, literal
 from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.chosen_classes import chosen_classes, holder_keys, named_class_strings
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.glance import Glance
 from ..analysis.facts.builders import gathered_model, optimizer_factories, qualified_name
 from ..analysis.syntax.torch_names import FUSABLE
 from ._loop_optimizers import loop_adamw_findings
@@ -143,6 +144,13 @@ class UnfusedOptimizer(Rule):
     )
     # "optim": a class a helper of the user's returns by name (`get_optimizer(cfg["optimizer"])`) names no Adam here
     keywords = ("Adam", "SGD", "optim", *FRAMEWORK_KEYWORDS)
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        """A file checked alone names the fusable class (or a framework) itself: only another module's
+        factory returning a class picked by name (project facts) lets the class go unnamed here, and
+        "optim" alone lets through most of an installed torch package."""
+        return not glance.alone or glance.mentions("Adam", "SGD", *FRAMEWORK_KEYWORDS)
 
     examples = [
         Valid(dedent("""
