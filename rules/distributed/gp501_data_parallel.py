@@ -53,7 +53,7 @@ class DataParallel(Rule):
     @classmethod
     def may_report(cls, glance: Glance) -> bool:
         # a call of DataParallel (or ``data_parallel``), named in the code, not in a comment or docstring
-        return glance.mentions_in_code("DataParallel", "data_parallel")
+        return not glance.alone or glance.mentions_in_code("DataParallel", "data_parallel")
 
     examples = [
         Valid(dedent("""

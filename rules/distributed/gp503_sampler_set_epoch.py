@@ -70,7 +70,7 @@ class SamplerSetEpoch(Rule):
     @classmethod
     def may_report(cls, glance: Glance) -> bool:
         # its first test: a DistributedSampler call, named in the code
-        return glance.mentions_in_code("DistributedSampler")
+        return not glance.alone or glance.mentions_in_code("DistributedSampler")
 
     examples = [
         Valid(dedent("""

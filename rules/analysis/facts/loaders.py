@@ -33,10 +33,12 @@ _LOADER_CLASS_NAMES = tuple(sorted({q.rsplit(".", 1)[-1] for q in DATALOADERS}))
 
 def may_build_loader(glance: Glance) -> bool:
     """The loader rules' precondition (``Rule.may_report``, GP201-GP203): a file checked alone
-    builds a DataLoader only by naming one of its classes (:func:`is_loader_call`; another
-    module's builder or subclass is a project fact), and a framework's loader settings need the
-    framework (``framework_findings``)."""
-    return not glance.alone or glance.mentions(*_LOADER_CLASS_NAMES) or may_use_framework(glance)
+    builds a DataLoader only by naming one of its classes in its code, not a comment or docstring
+    (:func:`is_loader_call`; another module's builder or subclass is a project fact), and a
+    framework's loader settings need the framework (``framework_findings``; with other modules'
+    facts ``may_use_framework`` holds)."""
+    return may_use_framework(glance) or \
+        glance.mentions(*_LOADER_CLASS_NAMES) and glance.mentions_in_code(*_LOADER_CLASS_NAMES)
 
 
 def is_loader_call(ctx: RuleContext, call: cst.Call) -> bool:
