@@ -12,13 +12,14 @@ from ..analysis.facts.cli_defaults import ZeroDefault, zero_default
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_reported
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
-from ..analysis.facts.loaders import in_memory_dataset, loader_calls
+from ..analysis.facts.loaders import in_memory_dataset, loader_calls, may_build_loader
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.facts.flow import object_flow
 from ..analysis.model.training import analysis
 from ..analysis.syntax.calls import dataloader_arg, dotted_name, literal_value
 from ..analysis.syntax.project import project_function
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.glance import Glance
 from ..analysis.syntax.tree import walk
 from ..analysis.syntax.launch import launched_with
 from ._loader_args import AMBIGUOUS, FROM_YAML, config_settings, new_key_edit, set_setting, settings_of
@@ -140,6 +141,11 @@ class DataloaderWorkers(Rule):
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
     keywords = ("DataLoader", "Loader", *FRAMEWORK_KEYWORDS)
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # a DataLoader class named here, a framework's loader settings, or other modules' loaders
+        return may_build_loader(glance)
     options = {"max-workers": 8}
     option_descriptions = {
         "max-workers": (

@@ -10,11 +10,12 @@ from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, bl
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
 from ..analysis.facts.loader_builders import built_loaders
-from ..analysis.facts.loaders import host_list_batches, index_dataset, loader_calls
+from ..analysis.facts.loaders import host_list_batches, index_dataset, loader_calls, may_build_loader
 from ..analysis.fixes.edits import torch_alias
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import literal_value
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.glance import Glance
 from ..analysis.syntax.launch import launched_with, project_runs
 from ._loader_args import AMBIGUOUS, FROM_YAML, config_settings, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
@@ -82,6 +83,11 @@ class DataloaderPinMemory(Rule):
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
     keywords = ("DataLoader", "Loader", "loader", *FRAMEWORK_KEYWORDS)  # "loader": a builder of the user's (build_dataloader)
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # a DataLoader class named here, a framework's loader settings, or other modules' loaders
+        return may_build_loader(glance)
 
     examples = [
         Valid(dedent("""

@@ -12,11 +12,12 @@ from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, bl
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import Setting, call_keywords, exclusive
 from ..analysis.facts.loader_builders import built_loaders
-from ..analysis.facts.loaders import loader_calls
+from ..analysis.facts.loaders import loader_calls, may_build_loader
 from ..analysis.fixes.dict_edits import add_key
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, has_star_args, literal_value
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.glance import Glance
 from ..analysis.syntax.launch import launched_with, project_runs
 from ._loader_args import AMBIGUOUS, FROM_YAML, SHARED, config_settings, editable, settings_of
 from ._dataset_changes import changed_between_passes
@@ -142,6 +143,11 @@ class DataloaderPersistentWorkers(Rule):
         "https://docs.pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
     )
     keywords = ("DataLoader", "Loader", "loader", *FRAMEWORK_KEYWORDS)  # "loader": a builder of the user's (build_dataloader)
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # a DataLoader class named here, a framework's loader settings, or other modules' loaders
+        return may_build_loader(glance)
 
     examples = [
         Valid(dedent("""

@@ -9,6 +9,7 @@ import libcst as cst
 from .._api import Finding, Invalid, Rule, Valid, dedent
 from ..analysis.facts.gpu_use import pinned_to_cpu
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.glance import Glance
 
 DATA_PARALLEL = frozenset({
     "torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
@@ -48,6 +49,11 @@ class DataParallel(Rule):
         "https://docs.pytorch.org/tutorials/intermediate/ddp_tutorial.html",
     )
     keywords = ("DataParallel", "data_parallel")
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # a call of DataParallel (or ``data_parallel``), named in the code, not in a comment or docstring
+        return not glance.alone or glance.mentions_in_code("DataParallel", "data_parallel")
 
     examples = [
         Valid(dedent("""

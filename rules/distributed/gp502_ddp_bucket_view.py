@@ -11,11 +11,13 @@ from ..analysis.facts.framework_docs import ACCELERATE, LIGHTNING, TORCH, blind_
 from ..analysis.facts.kwargs import Keywords, call_keywords, feeds_only
 from ..analysis.fixes.dict_edits import add_key
 from ..analysis.fixes.edits import add_kwarg
+from ..analysis.facts.frameworks import may_use_framework
 from ..analysis.fixes.frameworks import framework_findings
 from ..analysis.syntax.chosen_classes import chosen_classes
 from ..analysis.syntax.calls import get_arg
 from ..analysis.syntax.tree import walk
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.glance import Glance
 
 DDP = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
@@ -72,6 +74,12 @@ class DdpBucketView(Rule):
         "https://docs.pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html",
     )
     keywords = ("DistributedDataParallel", "DDPStrategy", "ddp")
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # a DistributedDataParallel call (by name, alias or a class named by a string) in the code, or a
+        # framework's DDP configuration
+        return may_use_framework(glance) or glance.mentions_in_code("DistributedDataParallel")
 
     examples = [
         Valid(dedent("""

@@ -13,6 +13,7 @@ from ..analysis.facts.script_facts import assignments_in
 from ..analysis.model.training import analysis
 from ..analysis.syntax.calls import dataloader_arg, dotted_name, get_arg, literal_value
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.glance import Glance
 from ..analysis.syntax.torch_names import DATALOADERS
 from ..analysis.syntax.tree import walk
 
@@ -65,6 +66,11 @@ class SamplerSetEpoch(Rule):
         "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler",
     )
     keywords = ("DistributedSampler",)
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # its first test: a DistributedSampler call, named in the code
+        return not glance.alone or glance.mentions_in_code("DistributedSampler")
 
     examples = [
         Valid(dedent("""

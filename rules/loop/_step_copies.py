@@ -259,8 +259,10 @@ def may_copy_per_step(glance: Glance) -> bool:
     a whole step, in a model's forward or in what other modules' loops call (``may_train_or_evaluate``);
     else a host array made a tensor (``torch.from_numpy``/``as_tensor``: ``module_array_copy``,
     ``pulled_batch_loop``) or a ``while`` taking ``next()`` of a DataLoader (``loader_while``)."""
-    return may_train_or_evaluate(glance) or glance.mentions("from_numpy", "as_tensor") or \
-        glance.mentions("Loader") and glance.mentions("next")
+    return may_train_or_evaluate(glance) or \
+        glance.mentions("from_numpy", "as_tensor") and glance.mentions_in_code("from_numpy", "as_tensor") or \
+        glance.mentions("Loader") and glance.mentions("next") and glance.mentions_in_code("Loader") and \
+        glance.mentions_in_code("next")
 
 
 _HOST_ARRAYS = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.frombuffer"})

@@ -82,7 +82,7 @@ class ZeroGradKeepsTensors(Rule):
     def may_report(cls, glance: Glance) -> bool:
         # a ``zero_grad(...)`` call, or a helper of this file filling ``p.grad`` called in a step or eval loop
         # (every step's caller in another module: other modules' facts)
-        return not glance.alone or glance.mentions("zero_grad") or \
+        return not glance.alone or glance.mentions("zero_grad") and glance.mentions_in_code("zero_grad") or \
             glance.mentions(".grad") and may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:

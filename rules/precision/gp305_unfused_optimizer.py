@@ -9,6 +9,7 @@ import libcst as cst
 from .._api import Finding, Fix, Invalid, NoFix, Replace, Rule, Valid, dedent
 from ..analysis.facts.cli_defaults import false_default_flag
 from ..analysis.facts.framework_config import framework_config
+from ..analysis.facts.frameworks import may_use_framework
 from ..analysis.facts.framework_docs import HF, LIGHTNING, blind_silent
 from ..analysis.facts.picked_classes import Pick, picked_class, wrapped_class
 from ..analysis.facts.program import cpu_only
@@ -149,8 +150,13 @@ class UnfusedOptimizer(Rule):
     def may_report(cls, glance: Glance) -> bool:
         """A file checked alone names the fusable class (or a framework) itself: only another module's
         factory returning a class picked by name (project facts) lets the class go unnamed here, and
-        "optim" alone lets through most of an installed torch package."""
-        return not glance.alone or glance.mentions("Adam", "SGD", *FRAMEWORK_KEYWORDS)
+        "optim" alone lets through most of an installed torch package. The class is named in code (a
+        name, an attribute, an import, a string such as an option's default "Adam"), not only in a
+        comment or docstring (most of torch's mentions); a framework's configuration (``framework_findings``)
+        or transformers' own AdamW needs the framework imported (``may_use_framework``: "Config" and
+        "Trainer" of the keywords are any library's words)."""
+        return may_use_framework(glance) or \
+            glance.mentions("Adam", "SGD") and glance.mentions_in_code("Adam", "SGD")
 
     examples = [
         Valid(dedent("""

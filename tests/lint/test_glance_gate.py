@@ -73,3 +73,42 @@ def test_library_code_no_rule_can_report_on_is_not_parsed_by_libcst(monkeypatch)
     script = library + b"\nfor x in data:\n    loss = model(x)\n    loss.backward()\n    opt.step()\n"
     check_source(script, "train.py", ALL)
     assert parsed == ["train.py"]
+
+
+@pytest.mark.parametrize("code", [
+    "from torch.optim import Adam\n",
+    "import torch\nopt = torch.optim.AdamW(params)\n",
+    "from torch import optim as o\ncls = getattr(o, args.get('optimizer', 'SGD'))\n",  # a string default
+    "def build(optimizer_class=None, SGD_momentum=0.9):\n    return optimizer_class\n",  # a parameter's name
+    "try:\n    pass\nexcept AdamError:\n    pass\n",
+    "f(kind=1, adam_SGD_mix=2)\n",  # a keyword's name
+])
+def test_code_mentions_see_names_strings_and_imports(code):
+    assert _glance(code).mentions_in_code("Adam", "SGD")
+
+
+@pytest.mark.parametrize("code", [
+    '"""Adam and SGD are supported."""\nimport torch\n',
+    "import torch\n# use Adam here\nx = 1\n",
+    'def f():\n    """See torch.optim.Adam."""\n    return 1\n',
+    'class C:\n    """SGD with momentum."""\n',
+])
+def test_code_mentions_leave_out_comments_and_docstrings(code):
+    glance = _glance(code)
+    assert glance.mentions("Adam", "SGD") and not glance.mentions_in_code("Adam", "SGD")
+
+
+def test_library_code_naming_classes_only_in_its_docs_is_not_parsed(monkeypatch):
+    """Installed code that names Adam, DataParallel, DistributedSampler or a DataLoader only in its
+    comments and docstrings: GP201-GP203, GP305 and GP501-GP503 may report nothing there."""
+    parsed = []
+    real = engine.parse
+    monkeypatch.setattr(engine, "parse", lambda data, path: parsed.append(path) or real(data, path))
+    library = (b"import torch\n\ndef scale(params, by: float) -> None:\n"
+               b"    \"\"\"As torch.optim.Adam or SGD would; see DataParallel and DistributedSampler.\"\"\"\n"
+               b"    # a DataLoader's worker may call this (zero_grad first, from_numpy arrays)\n"
+               b"    torch._foreach_mul_(list(params), by)\n")
+    res = check_source(library, "lib.py", ALL)
+    assert res.diagnostics == [] and not res.error and parsed == []
+    check_source(library + b"\nopt = torch.optim.Adam(model.parameters())\n", "opt.py", ALL)
+    assert parsed == ["opt.py"]

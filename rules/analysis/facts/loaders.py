@@ -11,15 +11,34 @@ from ..model.datasets import in_memory_datasets, loader_subclasses, padding_coll
 from ..syntax.calls import dataloader_arg, dotted_name, get_arg
 from ..syntax.chosen_classes import chosen_classes
 from ..syntax.context import RuleContext
+from ..syntax.glance import Glance
 from ..syntax.project import project_calls, project_listed
 from ..syntax.torch_names import DATALOADERS
 from ..syntax.tree import walk
 from .bound_values import bound_values
+from .frameworks import may_use_framework
 
 # Reads of tensors or arrays kept in a file: a TensorDataset of them holds a real dataset in memory.
 _LOADS = frozenset({"torch.load", "numpy.load", "torch.from_numpy", "torch.as_tensor", "torch.tensor",
                     "safetensors.torch.load_file"})
 TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+
+
+# The class names a DataLoader call spells (the last part of each of ``DATALOADERS``): an alias
+# (``from torch.utils.data import DataLoader as DL``), a subclass (``class ClipLoader(DataLoader)``),
+# a chosen class (``DataListLoader if multi_gpu else DataLoader``) or a class named by a string
+# all spell one in the file's text.
+_LOADER_CLASS_NAMES = tuple(sorted({q.rsplit(".", 1)[-1] for q in DATALOADERS}))
+
+
+def may_build_loader(glance: Glance) -> bool:
+    """The loader rules' precondition (``Rule.may_report``, GP201-GP203): a file checked alone
+    builds a DataLoader only by naming one of its classes in its code, not a comment or docstring
+    (:func:`is_loader_call`; another module's builder or subclass is a project fact), and a
+    framework's loader settings need the framework (``framework_findings``; with other modules'
+    facts ``may_use_framework`` holds)."""
+    return may_use_framework(glance) or \
+        glance.mentions(*_LOADER_CLASS_NAMES) and glance.mentions_in_code(*_LOADER_CLASS_NAMES)
 
 
 def is_loader_call(ctx: RuleContext, call: cst.Call) -> bool:

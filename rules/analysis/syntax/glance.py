@@ -42,6 +42,13 @@ class Glance:
         text = self.text
         return any(w in text for w in words)
 
+    def mentions_in_code(self, *words: str) -> bool:
+        """Does one of ``words`` occur in the file's code: a name, an attribute, an imported name, a
+        definition's, parameter's or keyword's name, or a string that is not a docstring? Comments and
+        docstrings name no class a call builds and no value a rule reads."""
+        code = self.fact(_code_words)
+        return any(w in code for w in words)
+
     def defines_method(self, names: frozenset[str]) -> bool:
         """Does a class of the file (at any depth) have a method named in ``names`` among the
         statements of its own body (``def``/``async def``, as LibCST's ``cls.body.body``)?"""
@@ -54,3 +61,42 @@ def _method_names(glance: Glance) -> frozenset[str]:
         if type(node) is ast.ClassDef:
             out.update(s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
     return frozenset(out)
+
+
+def _code_words(glance: Glance) -> str:
+    """The file's identifiers and non-docstring strings, one per line (``Glance.mentions_in_code``)."""
+    docs: set[int] = set()
+    for node in ast.walk(glance.tree):
+        if type(node) in (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None  # type: ignore[attr-defined]
+            if type(first) is ast.Expr and type(first.value) is ast.Constant and type(first.value.value) is str:
+                docs.add(id(first.value))
+    words: list[str] = []
+    for node in ast.walk(glance.tree):
+        kind = type(node)
+        if kind is ast.Name:
+            words.append(node.id)  # type: ignore[attr-defined]
+        elif kind is ast.Attribute:
+            words.append(node.attr)  # type: ignore[attr-defined]
+        elif kind is ast.alias:
+            words.append(f"{node.name} {node.asname or ''}")  # type: ignore[attr-defined]
+        elif kind is ast.Constant:
+            if type(node.value) is str and id(node) not in docs:  # type: ignore[attr-defined]
+                words.append(node.value)  # type: ignore[attr-defined]
+        elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            words.append(node.name)  # type: ignore[attr-defined]
+        elif kind is ast.arg:
+            words.append(node.arg)  # type: ignore[attr-defined]
+        elif kind is ast.keyword and node.arg is not None:  # type: ignore[attr-defined]
+            words.append(node.arg)  # type: ignore[attr-defined]
+        elif kind is ast.ImportFrom and node.module:  # type: ignore[attr-defined]
+            words.append(node.module)  # type: ignore[attr-defined]
+        elif kind in (ast.Global, ast.Nonlocal):
+            words.extend(node.names)  # type: ignore[attr-defined]
+        elif kind in (ast.ExceptHandler, ast.MatchAs, ast.MatchStar) and node.name:  # type: ignore[attr-defined]
+            words.append(node.name)  # type: ignore[attr-defined]
+        elif kind is ast.MatchMapping and node.rest:  # type: ignore[attr-defined]
+            words.append(node.rest)  # type: ignore[attr-defined]
+        elif kind is ast.MatchClass:
+            words.extend(node.kwd_attrs)  # type: ignore[attr-defined]
+    return "\n".join(words)
