@@ -159,8 +159,11 @@ class ValueKinds:
             for name, value in updates:  # ``norm = 0.0; norm += p.grad.norm() ** 2``: a number that
                 # takes a tensor in (a running sum over parameters or sub-losses) is a tensor from then on
                 if name not in self.tensors and name not in unpacked and self.is_tensor(value) and \
-                        all(isinstance(v, (cst.Integer, cst.Float)) or self.is_tensor(v) or _grows(v, name)
-                            for v in values[name]):  # (``total = total ** 0.5`` after the sum: the same tensor)
+                        all(isinstance(v, (cst.Integer, cst.Float)) or self.is_tensor(v) or _grows(v, name) or
+                            not self.is_host(v) and not _host_read(v) for v in values[name]):
+                    # (``total = total ** 0.5`` after the sum: the same tensor; ``loss = aux(p, t) * w`` in
+                    # one branch, ``loss += F.mse_loss(p, t)`` in the next: whatever it held, it is a tensor
+                    # once a tensor is added to it; a host read, ``loss = loss.item()``, says otherwise)
                     self.tensors.add(name)
             for names, value in tuples:
                 if not names <= self.tensors and self._tensor_tuple(value):
@@ -221,7 +224,7 @@ class ValueKinds:
             if isinstance(func, cst.Attribute) and func.attr.value in _SAME_TENSOR and \
                     isinstance(func.value, (cst.Name, cst.Call, cst.Subscript)):
                 return self.is_tensor(func.value)  # ``torch.cat(parts).to(device)``: a tensor's copy or view
-            return ta.is_model(func) or ta.is_criterion(func)
+            return ta.is_model(func) or ta.is_criterion(func) or dotted_name(func) in placed_modules(self.ctx)
         if isinstance(expr, cst.BinaryOperation):
             if self.is_host(expr.left) and self.is_host(expr.right):
                 return False
@@ -241,8 +244,27 @@ class ValueKinds:
             return self._tensor_tuple(expr.value)
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             cls = self.ctx.enclosing(expr, cst.ClassDef)
-            return cls is not None and expr.attr.value in self.ctx.fact(_device_attributes).get(cls, ())
+            return cls is not None and (expr.attr.value in self.ctx.fact(_device_attributes).get(cls, ()) or
+                                        self._accumulated(cls, expr.attr.value))
         return False
+
+    def _accumulated(self, cls: cst.ClassDef, attr: str) -> bool:
+        """``self.n_tokens = 0`` in ``__init__``, ``self.n_tokens += (y != pad).sum()`` in the step: an
+        attribute state that starts as a number and that a method adds a tensor to is a tensor from then
+        on, in every method of the class. Every assignment must be a number or arithmetic on the
+        attribute itself with no host read (``self.n = int(self.n)`` keeps it a number)."""
+        cache = self.ctx.fact(_accumulated_attributes)
+        key = (cls, attr)
+        if key not in cache:
+            cache[key] = False  # (while it is decided: a method whose kinds ask again proves nothing)
+            updates = _attribute_updates(self.ctx, cls, attr)
+            cache[key] = bool(updates) and all(
+                isinstance(v, (cst.Integer, cst.Float)) or
+                not _host_read(v) and (isinstance(n, cst.AugAssign) or _self_update(self.ctx, v, attr))
+                for n, v in updates) and any(
+                isinstance(n, cst.AugAssign) and isinstance(n.operator, (cst.AddAssign, cst.SubtractAssign)) and
+                kinds_at(self.ta, n).is_tensor(v) for n, v in updates)
+        return cache[key]
 
 
 _ELEMENTWISE = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
@@ -256,6 +278,46 @@ def _grows(value: cst.BaseExpression, name: str) -> bool:
             all(isinstance(s, (cst.Name, cst.Integer, cst.Float, cst.BinaryOperation, cst.UnaryOperation)) and
                 not any(isinstance(n, cst.Call) for n in walk(s, include_self=True)) for s in sides)
     return False
+
+
+def _host_read(value: cst.BaseExpression) -> bool:
+    """A value read to the host somewhere in it: ``loss.item()``, ``float(loss)``, ``t.cpu().numpy()``."""
+    return any(isinstance(n, cst.Call) and (method_call(n, "item", "tolist", "cpu", "numpy") or
+                                            dotted_name(n.func) in ("float", "int", "bool", "len"))
+               for n in walk(value, include_self=True))
+
+
+def placed_modules(ctx: RuleContext) -> frozenset[str]:
+    """Dotted names every assignment of which builds an object of a class and moves it to the device
+    (``self.lpips_loss = LPIPS(net_type="alex").to(self.device).eval()``, ``crit = FocalLoss().cuda()``):
+    only a module is built and then moved so, whatever module defines the class, and calling it runs
+    its forward, which returns a tensor. (``torch.Tensor(3).cuda()`` and the other torch factories
+    are tensors, not modules: left out.)"""
+    return ctx.fact(_placed_modules)
+
+
+def _placed_modules(ctx: RuleContext) -> frozenset[str]:
+    if ".to(" not in ctx.source and ".cuda(" not in ctx.source:
+        return frozenset()
+    values: dict[str, list[cst.BaseExpression]] = {}
+    for node in ctx.nodes(cst.Assign):
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, (cst.Name, cst.Attribute)) and \
+                (name := dotted_name(node.targets[0].target)) is not None:
+            values.setdefault(name, []).append(node.value)
+    return frozenset(name for name, vals in values.items() if all(_placed_build(ctx, v) for v in vals))
+
+
+def _placed_build(ctx: RuleContext, value: cst.BaseExpression) -> bool:
+    moved = False
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+            value.func.attr.value in ("to", "cuda", "eval", "train", "requires_grad_"):
+        moved = moved or value.func.attr.value in ("to", "cuda")
+        value = value.func.value
+    if not moved or not isinstance(value, cst.Call) or any(a.star for a in value.args):
+        return False
+    name = dotted_name(value.func)
+    return name is not None and name.rsplit(".", 1)[-1][:1].isupper() and \
+        not (ctx.matches(value.func, {"torch.*"}) and not ctx.matches(value.func, {"torch.nn.*"}))
 
 
 def unpacked_twice(tuples: list[tuple[set[str], cst.BaseExpression]]) -> set[str]:
@@ -403,6 +465,28 @@ def _device_attributes(ctx: RuleContext) -> dict[cst.ClassDef, frozenset[str]]:
                 all(_placed_factory(ctx, v) or _self_update(ctx, v, attr) for v in vals):
             found.setdefault(cls, set()).add(attr)
     return {cls: frozenset(attrs) for cls, attrs in found.items()}
+
+
+def _accumulated_attributes(ctx: RuleContext) -> dict[tuple[cst.ClassDef, str], bool]:
+    return {}  # filled by ValueKinds._accumulated, one attribute at a time
+
+
+def _attribute_updates(ctx: RuleContext, cls: cst.ClassDef, attr: str
+                       ) -> list[tuple[cst.Assign | cst.AugAssign, cst.BaseExpression]]:
+    """Each assignment to ``self.<attr>`` in the methods of ``cls`` (not of a class nested in it), with
+    its value; an unpacking target (``self.n, y = ...``) makes the list empty: not known."""
+    out: list[tuple[cst.Assign | cst.AugAssign, cst.BaseExpression]] = []
+    for node in walk(cls.body, into_nested=True):
+        if not isinstance(node, (cst.Assign, cst.AugAssign)) or ctx.enclosing(node, cst.ClassDef) is not cls:
+            continue
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for t in targets:
+            if dotted_name(t) == f"self.{attr}":
+                out.append((node, node.value))
+            elif isinstance(t, (cst.Tuple, cst.List)) and any(dotted_name(e.value) == f"self.{attr}"
+                                                                for e in t.elements):
+                return []
+    return out
 
 
 def _placed_factory(ctx: RuleContext, value: cst.BaseExpression) -> bool:
