@@ -16,6 +16,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.tree import walk
+from .models import module_subclasses
 
 if TYPE_CHECKING:
     from ..syntax.context import RuleContext
@@ -220,7 +221,8 @@ class ValueKinds:
                     self.ctx.matches(func, {"torch.nn.functional.*"} | NN_TENSORS)
             if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
                 return not module_function(ta, func) and not self.is_host(func.value) and \
-                    not ta.is_module_like(func.value)
+                    not ta.is_module_like(func.value) and \
+                    not (func.attr.value in self.ctx.fact(_own_methods) and not self.is_tensor(func.value))
             if isinstance(func, cst.Attribute) and func.attr.value in _SAME_TENSOR and \
                     isinstance(func.value, (cst.Name, cst.Call, cst.Subscript)):
                 return self.is_tensor(func.value)  # ``torch.cat(parts).to(device)``: a tensor's copy or view
@@ -465,6 +467,15 @@ def _device_attributes(ctx: RuleContext) -> dict[cst.ClassDef, frozenset[str]]:
                 all(_placed_factory(ctx, v) or _self_update(ctx, v, attr) for v in vals):
             found.setdefault(cls, set()).add(attr)
     return {cls: frozenset(attrs) for cls, attrs in found.items()}
+
+
+def _own_methods(ctx: RuleContext) -> frozenset[str]:
+    """Names of the methods of this file's plain classes (not modules) that a tensor has too:
+    ``queue.mean()`` of ``class Queue: def mean(self): return np.mean(self.items)`` is no tensor
+    method unless ``queue`` is known to be a tensor."""
+    modules = module_subclasses(ctx)
+    return frozenset(f.name.value for cls in ctx.nodes(cst.ClassDef) if cls.name.value not in modules
+                     for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value in TENSOR_METHODS)
 
 
 def _accumulated_attributes(ctx: RuleContext) -> dict[tuple[cst.ClassDef, str], bool]:
