@@ -25,7 +25,7 @@ from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
 from ._builtin_reads import buffer_root, builtin_reads, device_value
 from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, local_read_findings, read_of_argument
-from ..analysis.syntax.host_output import feeds_host_output, returned_to_host_output
+from ..analysis.syntax.host_output import feeds_environment, feeds_host_output, returned_to_host_output
 from ._host_stores import host_store_finding, stores_to_host
 from ._tested_tensors import branching as _branching, contains_sync as _contains_sync, tested_tensors as _tested_tensors, \
     truth_of_tensor as _truth_of_tensor
@@ -402,6 +402,8 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             if method in ("tolist", "numpy", "cpu") and (not _looks_like_tensor(ctx, ta, receiver) or
                                                         feeds_host_output(ctx, call)):
                 continue
+            if method == "item" and feeds_environment(ctx, call):
+                continue  # ``action = torch.argmax(policy).item(); env.step(action)``: the CPU env needs it
             yield call, f".{method}()"
         elif isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and \
                 len(call.args) == 1 and not call.args[0].star:
@@ -412,7 +414,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             if _contains_sync(arg) or not (ta.is_tensor_expr(arg) or model_buffer(ctx, buffer_root(arg))) or \
                     host_tensor(ctx, ta, arg, call):
                 continue
-            if not ctx.matches(call.func, set(CONVERTERS)):
+            if not ctx.matches(call.func, set(CONVERTERS)) or feeds_environment(ctx, call):
                 continue
             yield call, f"{call.func.value}()"
 

@@ -8,6 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.fixes.edits import detached
+from ..analysis.model.eval_signs import iterates_held_out
 from ..analysis.model.step_code import in_no_grad, walk_with_callees
 from ..analysis.model.tensors import backward_tensor
 from ..analysis.model.training import TrainingAnalysis, analysis
@@ -218,6 +219,26 @@ class LossKeepsGraph(Rule):
                     continue
                 yield Finding(value, f"`{acc}` accumulates the loss with its autograd graph: every step's graph "
                                      "stays alive, so memory grows each step; accumulate loss.detach()", fix)
+        yield from _held_out_sums(ctx, ta, grads)
+
+
+def _held_out_sums(ctx: RuleContext, ta: TrainingAnalysis, grads: dict[cst.CSTNode, _GradNames]) -> Iterator[Finding]:
+    """``val_loss += loss_func(model(x), y)`` in a pass over ``val_loader`` that runs with autograd on
+    (no ``no_grad``, no backward in it): each batch's graph stays alive until the sum is released."""
+    for loop in ctx.nodes(cst.For):
+        if not iterates_held_out(loop) or ta.trains(loop) or in_no_grad(ctx, loop) or \
+                any(ta.is_backward_call(n) for n in walk_with_callees(ta, loop.body)):
+            continue
+        scope: cst.CSTNode = ctx.enclosing(loop, cst.FunctionDef) or ctx.module
+        if scope not in grads:
+            grads[scope] = _GradNames(ctx, ta, scope)
+        for acc, value, stmt in _accumulations(loop):
+            if in_no_grad(ctx, stmt) or not grads[scope].carries(value) or _reset_every_step(ctx, ta, loop, acc, stmt):
+                continue
+            yield Finding(value, f"`{acc}` sums `{ctx.code_for(value).strip()[:40]}` with its autograd graph over "
+                                 f"`{ctx.code_for(loop.iter).strip()[:40]}`, which runs with autograd on: every batch's "
+                                 "graph stays alive until the pass ends; accumulate the detached value",
+                          Fix("accumulate a detached value", (Replace(value, detached(value)),), "safe"))
 
 
 def _accumulations(loop: cst.For | cst.While) -> Iterator[tuple[str, cst.BaseExpression, cst.CSTNode]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -10,6 +11,7 @@ import libcst as cst
 from .._api import AddImport, Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.fixes.edits import torch_alias
 from ..analysis.model.eval_loops import is_no_grad_context
+from ..analysis.model.eval_signs import iterates_held_out
 from ..analysis.model.step_code import in_no_grad, walk_with_callees
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, method_call
@@ -147,7 +149,10 @@ class EvalWithoutNoGrad(Rule):
             outer = ctx.enclosing(loop, cst.FunctionDef)
             where = f" (every batch of the loop in `{outer.name.value}()`)" if outer is not None and \
                 ctx.enclosing(forward, cst.FunctionDef) is not outer else ""
-            yield Finding(forward, f"evaluation loop runs `{model}` in eval mode with autograd on{where}: every "
+            mode = " in eval mode" if model in {m for _, m in evals.get(ctx.enclosing(loop, cst.FunctionDef, cst.Lambda,
+                                                                                   cst.ClassDef) or ctx.module, ())} \
+                else f" over `{ctx.code_for(loop.iter).strip()[:40]}`" if isinstance(loop, cst.For) else ""
+            yield Finding(forward, f"evaluation loop runs `{model}`{mode} with autograd on{where}: every "
                                    "forward records a graph and keeps activations for a backward that never comes; "
                                    "wrap it in torch.no_grad()", fix)
         done = {ctx.enclosing(loop, cst.FunctionDef) or ctx.module for loop in flagged}
@@ -167,9 +172,11 @@ class EvalWithoutNoGrad(Rule):
         scope = ctx.enclosing(loop, cst.FunctionDef, cst.Lambda, cst.ClassDef) or ctx.module
         start = order[loop]
         models = {name for pos, name in evals.get(scope, ()) if pos < start} | _evaluated_each(ctx, loop)
+        called = _models_run(ta, loop)
+        if iterates_held_out(loop) and not ta.trains(loop):  # ``for x, y in val_loader:`` with no eval():
+            models |= {m for m in called if m is not None and _module_named(ta, m)}  # the models it runs
         if not models or in_no_grad(ctx, loop):
             return None
-        called = _models_run(ta, loop)
         used = sorted(m for m in models if m in called)
         if not used:
             return None
@@ -197,6 +204,15 @@ class EvalWithoutNoGrad(Rule):
         if fn is not None and any(in_no_grad(ctx, c) for c in ta.calls_of(fn)):
             return None  # called under no_grad by its caller
         return model
+
+
+def _module_named(ta: TrainingAnalysis, name: str) -> bool:
+    try:
+        expr = cst.parse_expression(name)
+    except cst.ParserSyntaxError:
+        return False
+    last = name.rsplit(".", 1)[-1]  # (a loss module it runs too is not what the pass evaluates)
+    return (ta.is_module_like(expr) or ta.is_model(expr)) and not re.search(r"loss|crit|metric", last, re.IGNORECASE)
 
 
 # Methods of a model that run no forward of their own (or run one without autograd: ``generate``).

@@ -406,7 +406,11 @@ def host_attribute(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) 
         return False
     name = f"self.{root.attr.value}"
     values = [v for n, v in assignments(ctx) if n == name and ctx.enclosing(v, cst.ClassDef) is cls]
-    return bool(values) and all(_host_data(ctx, v) for v in values)
+    # (``self.n_tokens = 0`` then ``self.n_tokens += mask.sum()`` in the step: what is added decides)
+    added = [a.value for a in ctx.nodes(cst.AugAssign) if dotted_name(a.target) == name and
+             ctx.enclosing(a, cst.ClassDef) is cls]
+    return bool(values) and all(_host_data(ctx, v) for v in values) and \
+        all(_host_data(ctx, v) or chain_reads_host(v) for v in added)
 
 
 def _host_data(ctx: RuleContext, value: cst.BaseExpression) -> bool:

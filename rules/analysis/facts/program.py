@@ -9,6 +9,7 @@ import re
 import libcst as cst
 
 from ..model.models import strip_chain
+from ..model.step_reach import runs_elsewhere
 from ..model.training import analysis
 from ..syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..syntax.context import RuleContext
@@ -103,8 +104,9 @@ def _cpu_only(ctx: RuleContext) -> bool:
         # The framework picks the device: CPU-only when every configuration says so and nothing
         # else in the file can reach CUDA (a ``.cuda()``, a ``"cuda"`` device, a device parameter).
         return framework_on_cpu(ctx) and not may_use_cuda(ctx)
-    if not is_script(ctx):
-        return False
+    if not is_script(ctx) or runs_elsewhere(ctx):
+        return False  # (a ``__main__`` self-test in a module whose functions another module's loop runs
+        # every step: that caller picks the device)
     if any(pc.facts.trains for pc in project_calls(ctx)) or _runs_their_step_method(ctx):
         return False  # trains through a module of the user's (``Trainer(cfg, task, model)``): the device is picked there
     if any(_mentions_gpu(n.value) for n in ctx.nodes(cst.Name)):

@@ -16,6 +16,8 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.tree import walk
+from .held_values import (NOT_TENSORS, accumulated_attributes, attribute_updates, device_attributes, host_read,
+                          own_methods, placed_modules, self_update)
 
 if TYPE_CHECKING:
     from ..syntax.context import RuleContext
@@ -35,18 +37,6 @@ HOST_FUNCTIONS = frozenset({
     "builtins.round", "builtins.int", "builtins.float", "builtins.bool", "builtins.repr",
     "builtins.list", "builtins.tuple", "builtins.dict", "builtins.sorted", "builtins.enumerate",
     "builtins.zip",
-})
-# ``torch.*`` calls that return something other than a tensor.
-NOT_TENSORS = frozenset({
-    "torch.cuda.*", "torch.backends.*", "torch.distributed.*", "torch.optim.*", "torch.nn.*",
-    "torch.utils.*", "torch.amp.*", "torch.autocast", "torch.jit.*", "torch.compile", "torch.load",
-    "torch.save", "torch.hub.*", "torch.onnx.*", "torch.profiler.*", "torch.fx.*", "torch.device",
-    "torch.Generator", "torch.Size", "torch.dtype", "torch.finfo", "torch.iinfo", "torch.no_grad",
-    "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled", "torch.manual_seed",
-    "torch.seed", "torch.initial_seed", "torch.is_tensor", "torch.is_floating_point",
-    "torch.get_default_dtype", "torch.set_default_dtype", "torch.set_float32_matmul_precision",
-    "torch.get_num_threads", "torch.set_num_threads", "torch.numel", "torch.accelerator.*",
-    "torch.mps.*", "torch.xpu.*", "torch.multiprocessing.*", "torch.testing.*", "torch.export.*",
 })
 # ``torch.nn`` functions that return a tensor on the parameters' device: the total gradient norm
 # (``norm = clip_grad_norm_(model.parameters(), 1.0)``, a step's usual log value) and flat views.
@@ -158,9 +148,7 @@ class ValueKinds:
                     self.tensors.add(name)  # (``x = x.to(d)`` of a name bound to a batch before: not known)
             for name, value in updates:  # ``norm = 0.0; norm += p.grad.norm() ** 2``: a number that
                 # takes a tensor in (a running sum over parameters or sub-losses) is a tensor from then on
-                if name not in self.tensors and name not in unpacked and self.is_tensor(value) and \
-                        all(isinstance(v, (cst.Integer, cst.Float)) or self.is_tensor(v) or _grows(v, name)
-                            for v in values[name]):  # (``total = total ** 0.5`` after the sum: the same tensor)
+                if name not in self.tensors and name not in unpacked and self._takes_tensor(name, value, values[name]):
                     self.tensors.add(name)
             for names, value in tuples:
                 if not names <= self.tensors and self._tensor_tuple(value):
@@ -175,6 +163,15 @@ class ValueKinds:
                     self.tensors.add(name)
             if len(self.tensors) + len(self.host) == before:
                 break
+
+    def _takes_tensor(self, name: str, added: cst.BaseExpression, values: list[cst.BaseExpression]) -> bool:
+        """``name += added`` with ``added`` a tensor, and no assignment of ``name`` a host value: ``total =
+        total ** 0.5`` after the sum is the same tensor; ``loss = aux(p, t) * w`` in one branch, ``loss +=
+        F.mse_loss(p, t)`` in the next: whatever it held, it is a tensor once a tensor is added to it; a host
+        read, ``loss = loss.item()``, says otherwise."""
+        return self.is_tensor(added) and all(
+            isinstance(v, (cst.Integer, cst.Float)) or self.is_tensor(v) or _grows(v, name) or
+            not self.is_host(v) and not host_read(v) for v in values)
 
     def _tensor_tuple(self, value: cst.BaseExpression) -> bool:
         """A torch function or a tensor method that returns a tuple of tensors (not a model's
@@ -217,11 +214,13 @@ class ValueKinds:
                     self.ctx.matches(func, {"torch.nn.functional.*"} | NN_TENSORS)
             if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
                 return not module_function(ta, func) and not self.is_host(func.value) and \
-                    not ta.is_module_like(func.value)
+                    not ta.is_module_like(func.value) and \
+                    not (func.attr.value in self.ctx.fact(own_methods) and not self.is_tensor(func.value))
             if isinstance(func, cst.Attribute) and func.attr.value in _SAME_TENSOR and \
                     isinstance(func.value, (cst.Name, cst.Call, cst.Subscript)):
                 return self.is_tensor(func.value)  # ``torch.cat(parts).to(device)``: a tensor's copy or view
-            return ta.is_model(func) or ta.is_criterion(func)
+            return ta.is_model(func) or ta.is_criterion(func) or dotted_name(func) in placed_modules(self.ctx) or \
+                returns_tensor(ta, expr)
         if isinstance(expr, cst.BinaryOperation):
             if self.is_host(expr.left) and self.is_host(expr.right):
                 return False
@@ -236,13 +235,35 @@ class ValueKinds:
             return self.is_tensor(expr.value)
         if isinstance(expr, cst.Name):
             return expr.value in self.tensors
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ("data", "grad", "T", "mT") and \
+                isinstance(expr.value, (cst.Name, cst.Call, cst.Subscript)):
+            return self.is_tensor(expr.value)  # ``loss.data``: the same tensor, out of the graph
         if isinstance(expr, cst.Attribute) and expr.attr.value in ("values", "indices") and \
                 isinstance(expr.value, cst.Call):  # ``logits.topk(k).indices``: a field of a tuple of tensors
             return self._tensor_tuple(expr.value)
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             cls = self.ctx.enclosing(expr, cst.ClassDef)
-            return cls is not None and expr.attr.value in self.ctx.fact(_device_attributes).get(cls, ())
+            return cls is not None and (expr.attr.value in self.ctx.fact(device_attributes).get(cls, ()) or
+                                        self._accumulated(cls, expr.attr.value))
         return False
+
+    def _accumulated(self, cls: cst.ClassDef, attr: str) -> bool:
+        """``self.n_tokens = 0`` in ``__init__``, ``self.n_tokens += (y != pad).sum()`` in the step: an
+        attribute state that starts as a number and that a method adds a tensor to is a tensor from then
+        on, in every method of the class. Every assignment must be a number or arithmetic on the
+        attribute itself with no host read (``self.n = int(self.n)`` keeps it a number)."""
+        cache = self.ctx.fact(accumulated_attributes)
+        key = (cls, attr)
+        if key not in cache:
+            cache[key] = False  # (while it is decided: a method whose kinds ask again proves nothing)
+            updates = attribute_updates(self.ctx, cls, attr)
+            cache[key] = bool(updates) and all(
+                isinstance(v, (cst.Integer, cst.Float)) or
+                not host_read(v) and (isinstance(n, cst.AugAssign) or self_update(self.ctx, v, attr))
+                for n, v in updates) and any(
+                isinstance(n, cst.AugAssign) and isinstance(n.operator, (cst.AddAssign, cst.SubtractAssign)) and
+                kinds_at(self.ta, n).is_tensor(v) for n, v in updates)
+        return cache[key]
 
 
 _ELEMENTWISE = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
@@ -276,16 +297,7 @@ def _returned_tensors(ta: TrainingObjects, target: cst.Tuple | cst.List, call: c
     of the caller's class, ``self.fetch_data``) whose every return is a tuple as long as the target,
     with a tensor at that place by ``f``'s own kinds (``txt_len = torch.sum(txt != 0, -1)``)."""
     ctx = ta.ctx
-    func = call.func
-    callee = None
-    if isinstance(func, cst.Name):
-        found = [f for f in ctx.nodes(cst.FunctionDef) if f.name.value == func.value and
-                 ctx.enclosing(f, cst.FunctionDef, cst.ClassDef) is None]
-        callee = found[0] if len(found) == 1 else None
-    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" and \
-            (cls := ctx.enclosing(call, cst.ClassDef)) is not None:
-        found = [f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == func.attr.value]
-        callee = found[0] if len(found) == 1 else None
+    callee = _local_callee(ctx, call)
     building = ctx.fact(_building)
     if callee is None or callee in building or not _moves(ctx, callee):
         return set()
@@ -302,6 +314,41 @@ def _returned_tensors(ta: TrainingObjects, target: cst.Tuple | cst.List, call: c
                                                      for r in returns):
                 out.add(e.value.value)
         return out
+    finally:
+        building.discard(callee)
+
+
+def _local_callee(ctx: RuleContext, call: cst.Call) -> cst.FunctionDef | None:
+    """The function of this file ``call`` runs: a module-level function by name, or a method of the
+    caller's class (``self.fetch_data``); None when there is none, or more than one."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        found = [f for f in ctx.nodes(cst.FunctionDef) if f.name.value == func.value and
+                 ctx.enclosing(f, cst.FunctionDef, cst.ClassDef) is None]
+        return found[0] if len(found) == 1 else None
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" and \
+            (cls := ctx.enclosing(call, cst.ClassDef)) is not None:
+        found = [f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == func.attr.value]
+        return found[0] if len(found) == 1 else None
+    return None
+
+
+def returns_tensor(ta: TrainingObjects, call: cst.Call) -> bool:
+    """``loss = train(x, y)`` of ``def train(...): ... x.cuda() ... return loss.data``: a function of this
+    file (or a method of the caller's class) that places its data on the device and whose every
+    return is a single tensor by its own kinds."""
+    ctx = ta.ctx
+    callee = _local_callee(ctx, call)
+    building = ctx.fact(_building)
+    if callee is None or callee in building or not _moves(ctx, callee):
+        return False
+    returns = [r.value for r in walk(callee.body) if isinstance(r, cst.Return)]
+    if not returns or any(r is None or isinstance(r, (cst.Tuple, cst.List)) for r in returns):
+        return False
+    building.add(callee)
+    try:
+        kinds = kinds_at(ta, returns[0])  # type: ignore[arg-type]
+        return all(kinds.is_tensor(r) for r in returns)  # type: ignore[arg-type]
     finally:
         building.discard(callee)
 
@@ -376,60 +423,6 @@ def _names_of(target: cst.BaseExpression) -> set[str]:
 def _same_tensor_call(value: cst.BaseExpression) -> bool:
     return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
         value.func.attr.value in _SAME_TENSOR
-
-
-def _device_attributes(ctx: RuleContext) -> dict[cst.ClassDef, frozenset[str]]:
-    """Per class, the ``self.x`` its methods make a device tensor and only ever update as one: one
-    assignment is a torch factory placed on a device (``self.mean_loss = torch.zeros(n,
-    device=self.device)``), every other a torch call or arithmetic on ``self.x`` itself (``self.mean_loss
-    = (self.mean_loss * i + items) / (i + 1)``), none a host read."""
-    out: dict[cst.ClassDef, frozenset[str]] = {}
-    if "device" not in ctx.source and ".cuda(" not in ctx.source:
-        return out
-    values: dict[tuple[cst.ClassDef, str], list[cst.BaseExpression]] = {}
-    for node in ctx.nodes(cst.Assign, cst.AugAssign):
-        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-        for t in targets:
-            if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self" and \
-                    (cls := ctx.enclosing(node, cst.ClassDef)) is not None:
-                values.setdefault((cls, t.attr.value), []).append(node.value)
-            elif isinstance(t, (cst.Tuple, cst.List)) and (cls := ctx.enclosing(node, cst.ClassDef)) is not None:
-                for e in t.elements:  # ``self.x, y = ...``: not known, the attribute is left out
-                    if isinstance(e.value, cst.Attribute) and dotted_name(e.value) == f"self.{e.value.attr.value}":
-                        values.setdefault((cls, e.value.attr.value), []).append(cst.Name("None"))
-    found: dict[cst.ClassDef, set[str]] = {}
-    for (cls, attr), vals in values.items():
-        if any(_placed_factory(ctx, v) for v in vals) and \
-                all(_placed_factory(ctx, v) or _self_update(ctx, v, attr) for v in vals):
-            found.setdefault(cls, set()).add(attr)
-    return {cls: frozenset(attrs) for cls, attrs in found.items()}
-
-
-def _placed_factory(ctx: RuleContext, value: cst.BaseExpression) -> bool:
-    """``torch.zeros(n, device=d)``, ``torch.tensor(0.0).to(d)``, ``torch.zeros(n).cuda()``."""
-    if not isinstance(value, cst.Call):
-        return False
-    if method_call(value, "to", "cuda") and isinstance(value.func, cst.Attribute):
-        inner = value.func.value
-        return isinstance(inner, cst.Call) and ctx.matches(inner.func, {"torch.*"}) and \
-            not ctx.matches(inner.func, NOT_TENSORS) and (value.func.attr.value == "cuda" or bool(value.args))
-    return ctx.matches(value.func, {"torch.*"}) and not ctx.matches(value.func, NOT_TENSORS) and \
-        any(a.keyword is not None and a.keyword.value == "device" for a in value.args)
-
-
-def _self_update(ctx: RuleContext, value: cst.BaseExpression, attr: str) -> bool:
-    """Arithmetic on ``self.<attr>`` (or a torch call of it) with no host read anywhere in it."""
-    mentions_self = False
-    for n in walk(value, include_self=True):
-        if isinstance(n, cst.Call) and (method_call(n, "item", "tolist", "cpu", "numpy") or
-                                        dotted_name(n.func) in ("float", "int", "bool", "list", "tuple")):
-            return False
-        if isinstance(n, cst.Attribute) and dotted_name(n) == f"self.{attr}":
-            mentions_self = True
-    if not mentions_self:
-        return False
-    return isinstance(value, cst.BinaryOperation) or isinstance(value, cst.Call) and \
-        ctx.matches(value.func, {"torch.*"}) and not ctx.matches(value.func, NOT_TENSORS)
 
 
 def _kinds_by_body(ctx: RuleContext) -> dict[cst.CSTNode, ValueKinds]:

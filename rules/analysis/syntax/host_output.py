@@ -4,6 +4,7 @@ an environment's actions (``imshow(x.cpu())``, ``a = q.argmax(1).cpu().numpy(); 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -35,6 +36,32 @@ def feeds_host_output(ctx: RuleContext, call: cst.Call) -> bool:
     return False
 
 
+def feeds_environment(ctx: RuleContext, call: cst.BaseExpression) -> bool:
+    """The number a host read gives (``.item()``, ``int(...)``) is the action an environment steps
+    on: ``env.step(int(a))``, or ``action = torch.argmax(policy).item()`` then ``env.step(action)``
+    later in the same function. The environment runs on the CPU: the read is what the code needs."""
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.Call) and _env_call(anc):
+            return True
+        if isinstance(anc, cst.Assign):
+            names = {n for t in anc.targets for n in target_names(t.target)}
+            return any(_fed_to(ctx, name, anc, _env_call) for name in names)
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.BaseCompoundStatement)):
+            return False
+    return False
+
+
+_ENV = re.compile(r"env", re.IGNORECASE)
+
+
+def _env_call(call: cst.Call) -> bool:
+    """``env.step(a)``, ``self.envs.step(actions)``, ``test_env.reset(seed=s)``: a method of an object
+    whose name says it is an environment."""
+    name = dotted_name(call.func)
+    parts = name.rsplit(".", 2) if name is not None else []
+    return len(parts) > 1 and parts[-1] in ("step", "reset", "step_async") and bool(_ENV.search(parts[-2]))
+
+
 def _host_consumer(call: cst.Call) -> bool:
     name = dotted_name(call.func)
     if name is None:
@@ -49,11 +76,15 @@ def _fed_to_host_output(ctx: RuleContext, name: str, assign: cst.Assign) -> bool
     """A later read of ``name`` in the same function (or module) is an argument of a picture,
     file or environment call (``draw(y[0])``, ``plt.plot(y)``, ``envs.step(y)``): the value is
     needed on the host, so copying it there is not a wasted sync."""
+    return _fed_to(ctx, name, assign, _host_consumer)
+
+
+def _fed_to(ctx: RuleContext, name: str, assign: cst.Assign, consumes: Callable[[cst.Call], bool]) -> bool:
     body = ctx.enclosing(assign, cst.FunctionDef)
     for read in ctx.fact(_names_by_value).get(name, ()):
         if ctx.enclosing(read, cst.FunctionDef) is not body or ctx.is_inside(read, assign):
             continue
-        consumer = next((a for a in ctx.ancestors(read) if isinstance(a, cst.Call) and _host_consumer(a)), None)
+        consumer = next((a for a in ctx.ancestors(read) if isinstance(a, cst.Call) and consumes(a)), None)
         if consumer is not None and ctx.statement_of(consumer) is ctx.statement_of(read):
             return True
     return False
