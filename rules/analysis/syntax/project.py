@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import libcst as cst
 
 from .context import RuleContext
+from .dispatch import bound_once, dispatched
 from .star_imports import defined_here, star_imported
 
 # What a parameter of a training function is handed (``roles``).
@@ -336,22 +337,25 @@ def project_function(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
         memo[node] = found = _picked_class(ctx, node)
         if found is not None or not isinstance(node.func, cst.Name):
             return found
-    for qn in sorted(_names(ctx, node.func)):
+    memo[node] = found = _named_function(ctx, node.func, node)
+    return found
+
+
+def _named_function(ctx: RuleContext, func: cst.BaseExpression, node: cst.Call) -> ProjectCall | None:
+    """The function (or class, read through its ``__init__``) of the user's modules ``func`` names."""
+    for qn in sorted(_names(ctx, func)):
         module, _, name = qn.rpartition(".")
-        while module and found is None:
+        while module:
             facts = ctx.project.get(module)
             # ``Trainer(model, opt)``: a class of that module, read through its ``__init__``
             fn = facts.functions.get(name) or facts.functions.get(f"{name}.__init__") \
                 if facts is not None else None
             if fn is not None:
                 assert facts is not None
-                found = ProjectCall(facts, name, fn, node, module)
+                return ProjectCall(facts, name, fn, node, module)
             module, _, head = module.rpartition(".")
             name = f"{head}.{name}"
-        if found is not None:
-            break
-    memo[node] = found
-    return found
+    return None
 
 
 PICK = "[key]"  # a table of training classes in a module's functions (``facts.class_picks``)
@@ -361,8 +365,7 @@ def _picked_class(ctx: RuleContext, node: cst.Call) -> ProjectCall | None:
     """``TABLE[key](...)``, ``TABLE.get(key)(...)``, ``cls = TABLE[key]; cls(...)``: a table of training classes."""
     func: cst.BaseExpression = node.func
     if isinstance(func, cst.Name):
-        values = ctx.fact(_local_names).get((ctx.enclosing(node, cst.FunctionDef), func.value), [])
-        func = values[0] if len(values) == 1 else func
+        func = bound_once(ctx, ctx.enclosing(node, cst.FunctionDef), func.value) or func
     holder = func.value if isinstance(func, cst.Subscript) else func.func.value if isinstance(func, cst.Call) and \
         isinstance(func.func, cst.Attribute) and func.func.attr.value == "get" else None
     for qn in sorted(_names(ctx, holder)) if isinstance(holder, (cst.Name, cst.Attribute)) else ():
@@ -370,16 +373,10 @@ def _picked_class(ctx: RuleContext, node: cst.Call) -> ProjectCall | None:
         facts = ctx.project.get(module)
         if facts is not None and f"{name}{PICK}" in facts.functions:
             return ProjectCall(facts, f"{name}{PICK}", facts.functions[f"{name}{PICK}"], node, module)
-    return None
-
-
-def _local_names(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression]]:
-    """What each plain name assigned a subscript or a call is assigned, by the function whose body does."""
-    out: dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression]] = {}
-    for a in ctx.nodes(cst.Assign):
-        for t in (t for t in a.targets if isinstance(t.target, cst.Name)):
-            out.setdefault((ctx.enclosing(a, cst.FunctionDef), t.target.value), []).append(a.value)  # type: ignore[union-attr]
-    return {k: v for k, v in out.items() if any(isinstance(x, (cst.Subscript, cst.Call)) for x in v)}
+    # a dict of this file's writing (``{"synapse": trainer_synapse}[name](args, net)``): the first
+    # of its functions that trains, else the first the user's modules define
+    found = [pc for v in dispatched(ctx, node) if (pc := _named_function(ctx, v, node)) is not None]
+    return next((pc for pc in found if pc.facts.trains), found[0] if found else None)
 
 
 def project_base_class(ctx: RuleContext, expr: cst.BaseExpression) -> FunctionFacts | None:
