@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .chosen_classes import assigned_values
 from .context import RuleContext
 
 _CHANGES = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__"})
@@ -21,21 +22,29 @@ _CHANGES = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__seti
 def dispatched(ctx: RuleContext, call: cst.Call) -> list[cst.BaseExpression]:
     """The callables (plain or dotted names, as written in the table) ``call`` may call when its
     callee is picked from a dispatch table (the module's docstring); empty otherwise."""
-    scope = ctx.enclosing(call, cst.FunctionDef)
     func: cst.BaseExpression = call.func
     if isinstance(func, cst.Name):  # ``fn = TABLE[name]; fn(...)``
-        bound = bound_once(ctx, scope, func.value)
-        if bound is None:
-            return []
-        func = bound
+        func = bound_once(ctx, func) or func
     holder = _holder(func)
-    if holder is None:
-        return []
-    table = holder if isinstance(holder, (cst.Dict, cst.Call)) else \
-        bound_once(ctx, scope, holder.value) if isinstance(holder, cst.Name) else None
-    if isinstance(holder, cst.Name) and table is None and scope is not None:
-        table = bound_once(ctx, None, holder.value)  # a module-level table read in a function
-    return _values(table) if table is not None else []
+    if isinstance(holder, cst.Name):
+        return _values(bound_once(ctx, holder)) if holder.value not in ctx.fact(_changed) else []
+    return _values(holder) if holder is not None else []
+
+
+def bound_once(ctx: RuleContext, name: cst.Name) -> cst.BaseExpression | None:
+    """The one value ``name`` holds where it is read: its one plain assignment in the function
+    reading it (or at module level, for a name the function does not bind); None otherwise."""
+    values = assigned_values(ctx, name)
+    return values[0] if values is not None and len(values) == 1 else None
+
+
+def _changed(ctx: RuleContext) -> frozenset[str]:
+    """Names some statement may change an item of: ``TABLE["new"] = fn``, ``TABLE.update(...)``."""
+    out = {t.target.value.value for a in ctx.nodes(cst.Assign) for t in a.targets
+           if isinstance(t.target, cst.Subscript) and isinstance(t.target.value, cst.Name)}
+    out |= {c.func.value.value for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Attribute) and
+            c.func.attr.value in _CHANGES and isinstance(c.func.value, cst.Name)}
+    return frozenset(out)
 
 
 def _holder(func: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -48,34 +57,7 @@ def _holder(func: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
-def bound_once(ctx: RuleContext, scope: cst.FunctionDef | None, name: str) -> cst.BaseExpression | None:
-    """The one value ``name`` is assigned in ``scope`` (None: module level), when it is assigned
-    exactly once there, no item of it is stored and no method call changes it (``update``)."""
-    values, changed = ctx.fact(_bindings)
-    found = values.get((scope, name), [])
-    return found[0] if len(found) == 1 and name not in changed else None
-
-
-def _bindings(ctx: RuleContext) -> tuple[dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression]], set[str]]:
-    """What each plain name is assigned, by the function whose body does (one walk per file), and
-    the names some item store or changing method call may change (``TABLE["new"] = fn``)."""
-    values: dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression]] = {}
-    changed: set[str] = set()
-    for node in ctx.nodes(cst.Assign):
-        for t in node.targets:
-            target = t.target
-            if isinstance(target, cst.Name):
-                values.setdefault((ctx.enclosing(node, cst.FunctionDef), target.value), []).append(node.value)
-            elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
-                changed.add(target.value.value)
-    for node in ctx.nodes(cst.Call):
-        f = node.func
-        if isinstance(f, cst.Attribute) and f.attr.value in _CHANGES and isinstance(f.value, cst.Name):
-            changed.add(f.value.value)
-    return values, changed
-
-
-def _values(table: cst.BaseExpression) -> list[cst.BaseExpression]:
+def _values(table: cst.BaseExpression | None) -> list[cst.BaseExpression]:
     """The values of a dict literal or ``dict(key=value, ...)`` when every one is a plain or dotted
     name (a function or class); empty otherwise (a ``**`` spread, a lambda, a call)."""
     if isinstance(table, cst.Dict):

@@ -365,7 +365,7 @@ def _picked_class(ctx: RuleContext, node: cst.Call) -> ProjectCall | None:
     """``TABLE[key](...)``, ``TABLE.get(key)(...)``, ``cls = TABLE[key]; cls(...)``: a table of training classes."""
     func: cst.BaseExpression = node.func
     if isinstance(func, cst.Name):
-        func = bound_once(ctx, ctx.enclosing(node, cst.FunctionDef), func.value) or func
+        func = bound_once(ctx, func) or func
     holder = func.value if isinstance(func, cst.Subscript) else func.func.value if isinstance(func, cst.Call) and \
         isinstance(func.func, cst.Attribute) and func.func.attr.value == "get" else None
     for qn in sorted(_names(ctx, holder)) if isinstance(holder, (cst.Name, cst.Attribute)) else ():
