@@ -18,8 +18,8 @@ from ..analysis.facts.script_facts import (
 from ..analysis.fixes.edits import add_kwarg, torch_import
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
-from ..analysis.syntax.attribute_defaults import attribute_defaults
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, literal_value
+from ._optimizer_kwargs import CONFIGURED_NO_FIX, configuration_spread, default_dicts_leave_unset
 from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.chosen_classes import chosen_classes, holder_keys, named_class_strings
 from ..analysis.syntax.context import RuleContext
@@ -250,39 +250,15 @@ def _picked_finding(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
     ``OPTIMIZERS[name](params)``, ``partial(torch.optim.AdamW, lr=lr)(params)``: an Adam, AdamW or
     SGD on the default run (``facts.picked_classes``), reported at the call that builds it."""
     pick = picked_class(ctx, call.func)
-    if pick is None or pick.calls or not pick.only(ctx, FUSABLE) or has_star_args(call) and \
-            not _default_dicts_leave_unset(ctx, call) or pick.binds("fused", "foreach") or \
+    configured = has_star_args(call) and configuration_spread(ctx, call)
+    if pick is None or pick.calls or not pick.only(ctx, FUSABLE) or has_star_args(call) and not configured and \
+            not default_dicts_leave_unset(ctx, call) or pick.binds("fused", "foreach") or \
             get_arg(call, "fused") is not None or \
             get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call):
         return
-    outcome = _fix(ctx, call) if pick.every_run else _pick_no_fix(pick)
+    outcome = CONFIGURED_NO_FIX if configured else _fix(ctx, call) if pick.every_run else _pick_no_fix(pick)
     yield Finding.of(call, f"optimizer {pick.words} without fused=: its update runs as many separate kernels "
                            "over every parameter; use the fused implementation on CUDA", outcome)
-
-
-def _default_dicts_leave_unset(ctx: RuleContext, call: cst.Call) -> bool:
-    """``self.optimizer_fn(params, **self.optimizer_params)`` where every default of the attribute
-    the class writes is a dict that names neither ``fused`` nor ``foreach`` (``optimizer_params:
-    dict = field(default_factory=lambda: dict(lr=2e-2))``): the default run leaves both unset."""
-    for arg in call.args:
-        if arg.star == "*":
-            return False
-        if arg.star != "**":
-            continue
-        values = attribute_defaults(ctx, arg.value)
-        if not values:
-            return False
-        for value in values:
-            if isinstance(value, cst.Dict) and all(isinstance(e, cst.DictElement) for e in value.elements):
-                keys = {literal_value(e.key) for e in value.elements}  # type: ignore[union-attr]
-            elif isinstance(value, cst.Call) and dotted_name(value.func) == "dict" and \
-                    all(a.keyword is not None for a in value.args):
-                keys = {a.keyword.value for a in value.args}  # type: ignore[union-attr]
-            else:
-                return False
-            if keys & {"fused", "foreach"} or not all(isinstance(k, str) for k in keys):
-                return False
-    return True
 
 
 def _handed_wrappers(ctx: RuleContext) -> Iterator[Finding]:

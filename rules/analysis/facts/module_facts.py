@@ -42,6 +42,7 @@ from .param_roles import class_param_roles, param_roles
 from .framework_hooks import HF_CALLBACK, HF_TRAINER, exported_classes
 from .framework_config import framework_config
 from .loader_builders import returned_loaders
+from .class_dicts import module_class_dicts
 from .model_tables import class_tables, model_tables, registered_models
 from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
@@ -109,7 +110,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        kept_loaders=ctx.fact(worker_keeping_loaders) | _reexported(ctx, "kept_loaders"),
                        self_training=self_training_methods(ctx),
                        class_tables=class_tables(ctx, exported, workload),
-                       registered=registered_models(ctx, exported))
+                       registered=registered_models(ctx, exported), class_dicts=module_class_dicts(ctx))
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:

@@ -169,6 +169,7 @@ class ModuleFacts:
     # builds one of them (``facts.model_tables.registered_models``)
     registered: frozenset[str] = frozenset()
     string_fields: frozenset[str] = frozenset()  # ``dest=value``: its options' string defaults (``cli_defaults``)
+    class_dicts: Mapping[str, tuple[tuple[str, str], ...]] = dataclasses.field(default_factory=dict)  # facts.class_dicts
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
@@ -182,7 +183,8 @@ class ModuleFacts:
                 "trainer_classes": sorted(self.trainer_classes), "callback_classes": sorted(self.callback_classes),
                 "kept_loaders": sorted(self.kept_loaders), "self_training": sorted(self.self_training),
                 "class_tables": {k: [list(v[0]), list(v[1])] for k, v in sorted(self.class_tables.items())},
-                "registered": sorted(self.registered), "string_fields": sorted(self.string_fields)}
+                "registered": sorted(self.registered), "string_fields": sorted(self.string_fields),
+                "class_dicts": {k: [list(p) for p in v] for k, v in sorted(self.class_dicts.items())}}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -203,7 +205,8 @@ class ModuleFacts:
                    kept_loaders=frozenset(doc.get("kept_loaders", ())),
                    self_training=frozenset(doc.get("self_training", ())),
                    class_tables={k: (tuple(v[0]), tuple(v[1])) for k, v in doc.get("class_tables", {}).items()},
-                   registered=frozenset(doc.get("registered", ())), string_fields=frozenset(doc.get("string_fields", ())))
+                   registered=frozenset(doc.get("registered", ())), string_fields=frozenset(doc.get("string_fields", ())),
+                   class_dicts={k: tuple((a, b) for a, b in v) for k, v in doc.get("class_dicts", {}).items()})
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
@@ -252,9 +255,7 @@ def project_table(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | N
 
 def project_model_class(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
     """The module whose model class ``expr`` names (a base class: ``class BetaVAE(ConvVAE)``)."""
-    if not ctx.project or not isinstance(expr, (cst.Name, cst.Attribute)):
-        return None
-    return _module_listing(ctx, expr, "models")
+    return project_listed(ctx, expr, "models")
 
 
 def _module_listing(ctx: RuleContext, expr: cst.BaseExpression, kind: str) -> ModuleFacts | None:
