@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .._api import NoFix
+from ..analysis.facts.picked_classes import default_string
 from ..analysis.syntax.attribute_defaults import attribute_defaults
 from ..analysis.syntax.calls import dotted_name, literal_value
 from ..analysis.syntax.context import RuleContext
@@ -61,3 +62,22 @@ def default_dicts_leave_unset(ctx: RuleContext, call: cst.Call) -> bool:
             if keys & {"fused", "foreach"} or not all(isinstance(k, str) for k in keys):
                 return False
     return True
+
+
+def other_choice(ctx: RuleContext, test: cst.BaseExpression) -> bool:
+    """``opts.optim_name == "adam"`` (or ``in ("adam", "adamw")``) where the option's value on the
+    default run is known (``facts.picked_classes.default_string``) and is none of those: the branch
+    is an opt-in alternative."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    if isinstance(target.operator, cst.Equal):
+        choices = {literal_value(target.comparator)}
+    elif isinstance(target.operator, cst.In) and isinstance(target.comparator, (cst.Tuple, cst.List, cst.Set)):
+        choices = {literal_value(e.value) for e in target.comparator.elements}
+    else:
+        return False
+    if not choices or not all(isinstance(c, str) for c in choices):
+        return False
+    default = default_string(ctx, test.left)
+    return default is not None and default[0] not in choices

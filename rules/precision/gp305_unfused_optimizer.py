@@ -19,7 +19,7 @@ from ..analysis.fixes.edits import add_kwarg, torch_import
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, literal_value
-from ._optimizer_kwargs import CONFIGURED_NO_FIX, configuration_spread, default_dicts_leave_unset
+from ._optimizer_kwargs import CONFIGURED_NO_FIX, configuration_spread, default_dicts_leave_unset, other_choice
 from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.chosen_classes import chosen_classes, holder_keys, named_class_strings
 from ..analysis.syntax.context import RuleContext
@@ -436,14 +436,17 @@ def _lightning_self(ctx: RuleContext, call: cst.Call) -> str | None:
 
 
 def _opt_in_choice(ctx: RuleContext, call: cst.Call) -> bool:
-    """``if opt.adam: Adam(...) else: Adadelta(...)`` with ``--adam`` a switch off by default: the
-    default run builds the other optimizer (reported there when it can be fused); this one is the
-    user's opt-in alternative."""
+    """``if opt.adam: Adam(...) else: Adadelta(...)`` with ``--adam`` a switch off by default, or
+    ``if opts.optim_name == "adam":`` with the option defaulting to another name: the default run
+    builds the other optimizer (reported there when it can be fused); this one is the user's
+    opt-in alternative."""
     child: cst.CSTNode = call
     for anc in ctx.ancestors(call):
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
             return False
         if isinstance(anc, cst.If) and child is anc.body:
+            if other_choice(ctx, anc.test):
+                return True  # ``if opts.optim_name == "adam":`` with ``--optim_name`` defaulting to "ranger"
             return anc.orelse is not None and false_default_flag(ctx, anc.test) is not None and any(
                 isinstance(n, cst.Call) and ctx.matches(n.func, {"torch.optim.*"}) for n in walk(anc.orelse))
         child = anc
