@@ -327,6 +327,10 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> dict[cst.Functio
         call = strip_chain(value)
         if isinstance(call, cst.Name) and call is not value and not moved:  # ``return net.to(device)``
             return any(builds(fn, v, True) for v in assigned_in(fn, call.value))
+        if isinstance(call, cst.Subscript) and isinstance(call.value, cst.Name) and not moved:
+            tables = assigned_in(fn, call.value.value)  # ``return resnets[name]`` of a dict of built models
+            return len(tables) == 1 and isinstance(tables[0], cst.Dict) and bool(tables[0].elements) and all(
+                isinstance(e, cst.DictElement) and builds(fn, e.value) for e in tables[0].elements)
         if not isinstance(call, cst.Call):
             return False
         if moved:  # (only a pick by name: ``net = NETS[cfg.arch](cfg)``, ``net = net_class(name)(cfg)``)

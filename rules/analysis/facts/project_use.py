@@ -22,6 +22,7 @@ from ..syntax.project import (CONV, MATMUL, ModuleFacts, ProjectCall, model_meth
 from .frameworks import framework_trains
 from .picked_classes import default_string
 from .program import is_script
+from .script_facts import trained_models
 from .self_training import self_trained_models
 
 
@@ -161,17 +162,55 @@ def project_model(ctx: RuleContext, kind: str) -> cst.Call | None:
     for call, _, kinds, _, _ in ctx.fact(_table_models):
         if kind in kinds:
             return call  # ``self.model_dict[self.args.model](self.args)``: what one of them computes
-    for call, module, name in ctx.fact(_project_models):
-        if kind != CONV and kind in module.workload:
-            return call
-        # Convolutions: the model's own classes decide where the analysis resolves them (a ViT whose
-        # only convolution is its patch embedding, a pick among graph networks of which one convolves
-        # are no convolutional model); elsewhere (a registry filled by decorators, a method) the module
-        # must define or re-export a model that convolves, or use convolutions.
-        if kind == CONV and (name in module.conv_models if name is not None and name in module.resolved_models
-                             else CONV in module.workload and (name is not None or bool(module.conv_models))):
+    built = ctx.fact(_project_models)
+    wraps = _wrapped_models(ctx, built)  # ``encoder = get_resnet(...); model = SimCLR(encoder, ...)``
+    inner = {c for held in wraps.values() for c in held}
+    for call, module, name in built:
+        if call in inner:
+            continue  # a part of a model built later: that model is the one trained, reported at its line
+        if any(_computes(kind, m, n) for c, m, n in built if c is call or c in wraps.get(call, ())):
             return call
     return None
+
+
+def _computes(kind: str, module: ModuleFacts, name: str | None) -> bool:
+    """Does the model built by ``name`` (None: picked by name, from a method) of ``module`` compute ``kind``?"""
+    if kind != CONV:
+        return kind in module.workload
+    # Convolutions: the model's own classes decide where the analysis resolves them (a ViT whose
+    # only convolution is its patch embedding, a pick among graph networks of which one convolves
+    # are no convolutional model); elsewhere (a registry filled by decorators, a method) the module
+    # must define or re-export a model that convolves, or use convolutions.
+    return name in module.conv_models if name is not None and name in module.resolved_models \
+        else CONV in module.workload and (name is not None or bool(module.conv_models))
+
+
+def _wrapped_models(ctx: RuleContext, built: list[tuple[cst.Call, ModuleFacts, str | None]]
+                    ) -> dict[cst.Call, list[cst.Call]]:
+    """For each model call of ``built``, the earlier ones of the same function whose model it is
+    handed (``model = SimCLR(encoder, dim)`` after ``encoder = get_resnet(name)``, or built in its
+    arguments): its parts."""
+    named: dict[tuple[cst.CSTNode | None, str], cst.Call] = {}
+    calls = {c for c, _, _ in built}
+    trained = {m.name for m in trained_models(ctx)} if len(built) > 1 else set()
+    out: dict[cst.Call, list[cst.Call]] = {}
+    for call, _, _ in built:
+        scope = ctx.enclosing(call, cst.FunctionDef)
+        held = [named[(scope, a.value.value)] for a in call.args
+                if isinstance(a.value, cst.Name) and (scope, a.value.value) in named]
+        held += [a.value for a in call.args if a.value in calls]  # ``SimCLR(get_resnet(name), dim)``
+        node: cst.CSTNode = call
+        parent = ctx.parent(call)
+        while isinstance(parent, cst.Attribute) and isinstance(up := ctx.parent(parent), cst.Call) and up.func is parent:
+            node, parent = up, ctx.parent(up)  # ``SimCLR(encoder, dim).cuda()``
+        target = parent.targets[0].target if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and \
+            parent.value is node else None
+        # (the wrapper must be the trained model, not an EMA copy or a loss holding it: ``ema = LitEma(model)``)
+        if held and isinstance(target, cst.Name) and target.value in trained:
+            out[call] = held
+        if isinstance(target, cst.Name):
+            named[(scope, target.value)] = call
+    return out
 
 
 def model_source(ctx: RuleContext, node: cst.CSTNode | None) -> str | None:
