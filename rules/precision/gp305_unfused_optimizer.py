@@ -210,7 +210,9 @@ class UnfusedOptimizer(Rule):
                 continue
             if choices is not None and not any(ctx.matches(c, FUSABLE) for c in choices):
                 continue
-            if choices is None and not ctx.is_call_to(call, FUSABLE) or has_star_args(call):
+            configured = has_star_args(call) and configuration_spread(ctx, call) and \
+                not any(call in calls for calls in optimizer_factories(ctx).values())  # (reported as the factory's)
+            if choices is None and not ctx.is_call_to(call, FUSABLE) or has_star_args(call) and not configured:
                 continue
             if get_arg(call, "fused") is not None or not _foreach_unset_or_off(call) or _opt_in_choice(ctx, call):
                 continue
@@ -220,7 +222,7 @@ class UnfusedOptimizer(Rule):
             else:
                 message = ("optimizer without fused=: its update runs as many separate kernels over every "
                            "parameter; use the fused implementation on CUDA")
-            outcome = _fix(ctx, call)
+            outcome = CONFIGURED_NO_FIX if configured else _fix(ctx, call)
             if choices is not None:
                 chosen = _chosen_words(ctx, call, choices)
                 message = message.replace("optimizer ", f"optimizer {chosen} ", 1)
