@@ -6,6 +6,8 @@ imported module (``syntax.project``); empty when the file is checked alone.
 
 from __future__ import annotations
 
+import dataclasses
+
 import libcst as cst
 
 from ..model.models import is_model_constructor, module_subclasses, strip_chain
@@ -14,6 +16,7 @@ from ..model.step_reach import derives_from_looping
 from ..model.training import TRAIN, analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
+from ..syntax.dispatch import bound_once
 from ..syntax.tree import walk
 from ..syntax.launch import project_runs
 from ..syntax.project import (CONV, MATMUL, ModuleFacts, ProjectCall, model_methods, project_base_class,
@@ -338,6 +341,11 @@ def _convolving_class(ctx: RuleContext, call: cst.Call) -> bool:
 
 def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:
     func = call.func
+    if isinstance(func, cst.Name) and isinstance(held := bound_once(ctx, func), (cst.Call, cst.Subscript)):
+        func = held  # ``Model = getattr(importlib.import_module(f"model.{name}"), name)`` then ``Model(cfg)``
+    if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "getattr" \
+            and func.args and (named := _imported_by_name(ctx, func.args[0].value)) is not None:
+        return named
     if isinstance(func, cst.Subscript) and isinstance(func.value, (cst.Name, cst.Attribute)):
         table = project_table(ctx, func.value)  # ``vae_models[name](**cfg)``
         if table is not None:
@@ -355,6 +363,25 @@ def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:
             len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index):
         return _named_model_module(ctx, func.slice[0].slice.value)  # ``globals()[args.arch](...)``
     return None
+
+
+def _imported_by_name(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
+    """``importlib.import_module(f"model.{name}")`` (or ``"models." + name``): the modules of the
+    package it may import, as one: what every one of them computes."""
+    if not (isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").split(".")[-1] == "import_module" and expr.args):
+        return None
+    text = expr.args[0].value
+    head = text.left if isinstance(text, cst.BinaryOperation) else text
+    prefix = head.evaluated_value if isinstance(head, cst.SimpleString) else \
+        head.parts[0].value if isinstance(head, cst.FormattedString) and head.parts and \
+        isinstance(head.parts[0], cst.FormattedStringText) else None
+    if not isinstance(prefix, str) or not prefix.endswith(".") or len(prefix) < 2:
+        return None
+    found = [m for k, m in ctx.project.items() if k.startswith(prefix)]
+    if not found:
+        return None
+    return dataclasses.replace(found[0], workload=frozenset.intersection(*(m.workload for m in found)),
+                               conv_models=frozenset(), resolved_models=frozenset())
 
 
 def _evaluated_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
