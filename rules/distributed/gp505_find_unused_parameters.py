@@ -66,7 +66,9 @@ class FindUnusedParameters(Rule):
         "switch that is False unless configured (`find_unused_parameters=not grad_ckpt` after `grad_ckpt = "
         "getattr(model.encoder, \"gradient_checkpointing\", False)`); other expressions are not evaluated.",
         "Whether the model really has unused parameters is not checked: the finding is the cost, the fix "
-        "is for models that use every parameter.",
+        "is for models that use every parameter. A wrapped model the file calls in modes (a literal switch one "
+        "call passes and another does not: `model_ddp(img, segmentation_pass=True)` beside `model_ddp(src)`) is "
+        "not reported: its forward takes a branch per mode, and the search may be needed.",
         "The Hugging Face Trainer's default is reported only when the script shows that it runs "
         "distributed (`torchrun`, `torch.distributed`, `accelerate launch`, `LOCAL_RANK`, `deepspeed` in "
         "its text) and turns no activation checkpointing on; TRL configs (gradient checkpointing on by "

@@ -76,7 +76,9 @@ class UnfusedOptimizer(Rule):
         "dataclass of the module are its fields (and its subclasses' there): none named `fused` or "
         "`foreach`, it is reported; a base class defined elsewhere keeps it quiet. Not followed: "
         "`fused=` passed in from a configuration out of sight (an installed library's "
-        "`build_optimizer(model, cfg.optimizer)` is not reported)."
+        "`build_optimizer(model, cfg.optimizer)` is not reported). A dict of optimizer classes by name in another of "
+        "the user's modules (`BuildOptimizer = {\"adam\": torch.optim.Adam, \"sgd\": torch.optim.SGD}`), indexed by the "
+        "importer (`BuildOptimizer[name](params, ...)`), is read like one of the file's own."
     )
     limitations = (
         "Only Adam, AdamW and SGD from `torch.optim` are checked: they are the ones with a fused CUDA "
@@ -84,8 +86,12 @@ class UnfusedOptimizer(Rule):
         "Rprop) have none on CUDA (Adagrad's is CPU-only) and already default to their foreach "
         "implementation there, so nothing is left to choose. An Adam/AdamW/SGD built only behind a "
         "command-line switch that is off by default, with another optimizer in its `else` "
-        "(`if opt.adam: Adam(...) else: Adadelta(...)`), is the user's opt-in alternative and is not "
-        "reported; the default branch is checked as usual.",
+        "(`if opt.adam: Adam(...) else: Adadelta(...)`), or in the branch of a named choice that the option's known "
+        "default does not take (`if args.optimizer in (\"adam\", \"adamw\"):` with `--optimizer` defaulting to "
+        "`\"lamb\"`), is the user's opt-in alternative and is not reported; the default branch is checked as usual.",
+        "Keywords spread from a configuration (`**params[\"train\"][\"optimizer\"]`, `**self.config.optimizers.generator`, "
+        "or a factory's own `**kwargs` that every call of it in the file fills so) in a file whose code never names "
+        "`fused` or `foreach` are a configuration file's, which is not read: reported without a fix.",
         "An explicit `foreach=True` counts as a choice and silences it; `foreach=False` selects the "
         "slowest, for-loop implementation and is reported (the fix puts `fused=` in its place: the user "
         "chose the loop on purpose, hence unsafe like every fix of this rule).",
