@@ -198,9 +198,9 @@ def _wrapped_models(ctx: RuleContext, built: list[tuple[cst.Call, ModuleFacts, s
     trained = {m.name for m in trained_models(ctx)} if len(built) > 1 else set()
     out: dict[cst.Call, list[cst.Call]] = {}
     for call, _, _ in built:
-        scope = ctx.enclosing(call, cst.FunctionDef)
-        held = [named[(scope, a.value.value)] for a in call.args
-                if isinstance(a.value, cst.Name) and (scope, a.value.value) in named]
+        fn = ctx.enclosing(call, cst.FunctionDef)
+        held = [named[(fn, a.value.value)] for a in call.args
+                if isinstance(a.value, cst.Name) and (fn, a.value.value) in named]
         held += [a.value for a in call.args if a.value in calls]  # ``SimCLR(get_resnet(name), dim)``
         node: cst.CSTNode = call
         parent = ctx.parent(call)
@@ -212,7 +212,7 @@ def _wrapped_models(ctx: RuleContext, built: list[tuple[cst.Call, ModuleFacts, s
         if held and isinstance(target, cst.Name) and target.value in trained:
             out[call] = held
         if isinstance(target, cst.Name):
-            named[(scope, target.value)] = call
+            named[(fn, target.value)] = call
     return out
 
 
