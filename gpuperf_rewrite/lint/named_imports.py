@@ -34,17 +34,32 @@ def named_by_prefix(importer: str, source: bytes, resolve, most: int) -> list[tu
         if init is None and os.path.basename(importer) == "__init__.py" and \
                 os.path.basename(os.path.dirname(importer)) == package.rsplit(".", 1)[-1]:
             init = importer  # the package's own ``__init__`` (``models/__init__.py`` importing ``models.X``)
-        if init is None or os.path.basename(init) != "__init__.py":
+        # (a folder beside the importer without ``__init__.py`` is a namespace package: ``model/NRMS/``)
+        beside = os.path.join(os.path.dirname(importer), *package.split("."))
+        if init is not None and os.path.basename(init) == "__init__.py":
+            folder = os.path.dirname(init)
+        elif init is None and os.path.isdir(beside):
+            folder = beside
+        else:
             continue
         rest = m.group(m.re.groups) + b")"  # (a held name's line ends without the call's parenthesis)
         suffix = (s.group(1).decode("ascii", "replace") if (s := _SUFFIX.search(rest)) else "") + ".py"
-        folder = os.path.dirname(init)
-        try:
-            names = sorted(n for n in os.listdir(folder) if n.endswith(suffix) and not n.startswith("_") and
-                           n[:-3].isidentifier())
-        except OSError:
-            continue
         own = folder == os.path.dirname(importer)
-        out += [(f".{n[:-3]}" if own else f"{package}.{n[:-3]}", Path(folder) / n)
-                for n in names[:most] if os.path.join(folder, n) != importer]
+        out += [(f".{stem}" if own else f"{package}.{stem}", Path(path))
+                for stem, path in _modules_in(folder, suffix)[:most] if path != importer]
     return out
+
+
+def _modules_in(folder: str, suffix: str) -> list[tuple[str, str]]:
+    """The modules a run-time import may name in ``folder``: its ``*<suffix>`` files and, without a
+    suffix, its packages (``model/NRMS/__init__.py`` for ``import_module(f"model.{name}")``)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    out = [(n[:-3], os.path.join(folder, n)) for n in names
+           if n.endswith(suffix) and not n.startswith("_") and n[:-3].isidentifier()]
+    if suffix == ".py":
+        out += [(n, os.path.join(folder, n, "__init__.py")) for n in names
+                if n.isidentifier() and not n.startswith("_") and os.path.isfile(os.path.join(folder, n, "__init__.py"))]
+    return sorted(out)

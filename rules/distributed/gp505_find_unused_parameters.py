@@ -66,7 +66,9 @@ class FindUnusedParameters(Rule):
         "switch that is False unless configured (`find_unused_parameters=not grad_ckpt` after `grad_ckpt = "
         "getattr(model.encoder, \"gradient_checkpointing\", False)`); other expressions are not evaluated.",
         "Whether the model really has unused parameters is not checked: the finding is the cost, the fix "
-        "is for models that use every parameter.",
+        "is for models that use every parameter. A wrapped model the file calls in modes (a literal switch one "
+        "call passes and another does not: `model_ddp(img, segmentation_pass=True)` beside `model_ddp(src)`) is "
+        "not reported: its forward takes a branch per mode, and the search may be needed.",
         "The Hugging Face Trainer's default is reported only when the script shows that it runs "
         "distributed (`torchrun`, `torch.distributed`, `accelerate launch`, `LOCAL_RANK`, `deepspeed` in "
         "its text) and turns no activation checkpointing on; TRL configs (gradient checkpointing on by "
@@ -114,7 +116,7 @@ class FindUnusedParameters(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         for call in ctx.nodes(cst.Call):
-            if ctx.is_call_to(call, DDP) and not _static_graph(ctx, call):
+            if ctx.is_call_to(call, DDP) and not _static_graph(ctx, call) and not _switched_forward(ctx, call):
                 settings = call_keywords(ctx, call).of("find_unused_parameters")
                 if any(literal_value(s.value) is True for s in settings):
                     yield _false(call)
@@ -177,3 +179,19 @@ def _false(call: cst.Call) -> Finding:
                        no_fix_reason="it comes through a ** dict")
     return Finding(call, _MESSAGE + "; pass find_unused_parameters=False", Fix(
         "set find_unused_parameters=False", (Replace(call, set_arg_value(call, arg, "False")),), "unsafe"))
+
+
+def _switched_forward(ctx: RuleContext, ddp: cst.Call) -> bool:
+    """The wrapped model is called in modes: one call of it passes a literal switch another does
+    not pass the same (``model_ddp(img, segmentation_pass=True)`` beside ``model_ddp(src,
+    downsample_ratio=r)``). Its forward then takes a branch per mode, and the parameters of the
+    other branch get no gradient: find_unused_parameters=True may be needed, so nothing is said."""
+    holder = ctx.parent(ddp)
+    if not isinstance(holder, cst.Assign) or len(holder.targets) != 1:
+        return False
+    name = dotted_name(holder.targets[0].target)
+    calls = [c for c in ctx.nodes(cst.Call) if name is not None and dotted_name(c.func) == name]
+    modes = [frozenset((a.keyword.value, repr(literal_value(a.value))) for a in c.args if a.keyword is not None and
+                       isinstance(literal_value(a.value), (bool, str))) for c in calls]
+    return len(calls) > 1 and len(set(modes)) > 1
+

@@ -79,6 +79,11 @@ class NoTF32(Rule):
         "that model-creation line, without a fix (the setting goes in the script), unless every script importing the "
         "module sets it. A model class picked by `eval(args.model_name)(...)` or `globals()[args.arch](...)` is one of the "
         "user's model classes: the option's default names it, or one module alone brings model classes."
+        " The model a script trains is the one wrapping the parts it was handed (`encoder = get_resnet(name); model = "
+        "SimCLR(encoder, dim)`, the optimizer's model): reported at its line, computing what its parts compute; a "
+        "builder returning a pick from a dict of built models (`return resnets[name]`) builds a model, and a class "
+        "taken by name from a module imported by a built name (`getattr(importlib.import_module(f\"model.{name}\"), "
+        "name)`, a namespace package's subpackages too) computes what every such module computes."
     )
     limitations = (
         "Any call of `torch.set_float32_matmul_precision`, assignment of a TF32 flag "

@@ -19,8 +19,8 @@ from ..analysis.facts.script_facts import (
 from ..analysis.fixes.edits import add_kwarg, torch_import
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
-from ..analysis.syntax.attribute_defaults import attribute_defaults
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, literal_value
+from ._optimizer_kwargs import CONFIGURED_NO_FIX, configuration_spread, default_dicts_leave_unset, other_choice
 from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.chosen_classes import chosen_classes, holder_keys, named_class_strings
 from ..analysis.syntax.context import RuleContext
@@ -77,7 +77,9 @@ class UnfusedOptimizer(Rule):
         "dataclass of the module are its fields (and its subclasses' there): none named `fused` or "
         "`foreach`, it is reported; a base class defined elsewhere keeps it quiet. Not followed: "
         "`fused=` passed in from a configuration out of sight (an installed library's "
-        "`build_optimizer(model, cfg.optimizer)` is not reported)."
+        "`build_optimizer(model, cfg.optimizer)` is not reported). A dict of optimizer classes by name in another of "
+        "the user's modules (`BuildOptimizer = {\"adam\": torch.optim.Adam, \"sgd\": torch.optim.SGD}`), indexed by the "
+        "importer (`BuildOptimizer[name](params, ...)`), is read like one of the file's own."
     )
     limitations = (
         "Only Adam, AdamW and SGD from `torch.optim` are checked: they are the ones with a fused CUDA "
@@ -85,8 +87,12 @@ class UnfusedOptimizer(Rule):
         "Rprop) have none on CUDA (Adagrad's is CPU-only) and already default to their foreach "
         "implementation there, so nothing is left to choose. An Adam/AdamW/SGD built only behind a "
         "command-line switch that is off by default, with another optimizer in its `else` "
-        "(`if opt.adam: Adam(...) else: Adadelta(...)`), is the user's opt-in alternative and is not "
-        "reported; the default branch is checked as usual.",
+        "(`if opt.adam: Adam(...) else: Adadelta(...)`), or in the branch of a named choice that the option's known "
+        "default does not take (`if args.optimizer in (\"adam\", \"adamw\"):` with `--optimizer` defaulting to "
+        "`\"lamb\"`), is the user's opt-in alternative and is not reported; the default branch is checked as usual.",
+        "Keywords spread from a configuration (`**params[\"train\"][\"optimizer\"]`, `**self.config.optimizers.generator`, "
+        "or a factory's own `**kwargs` that every call of it in the file fills so) in a file whose code never names "
+        "`fused` or `foreach` are a configuration file's, which is not read: reported without a fix.",
         "An explicit `foreach=True` counts as a choice and silences it; `foreach=False` selects the "
         "slowest, for-loop implementation and is reported (the fix puts `fused=` in its place: the user "
         "chose the loop on purpose, hence unsafe like every fix of this rule).",
@@ -216,7 +222,9 @@ class UnfusedOptimizer(Rule):
                 continue
             if choices is not None and not any(ctx.matches(c, FUSABLE) for c in choices):
                 continue
-            if choices is None and not ctx.is_call_to(call, FUSABLE) or has_star_args(call):
+            configured = has_star_args(call) and configuration_spread(ctx, call) and \
+                not any(call in calls for calls in optimizer_factories(ctx).values())  # (reported as the factory's)
+            if choices is None and not ctx.is_call_to(call, FUSABLE) or has_star_args(call) and not configured:
                 continue
             if get_arg(call, "fused") is not None or not _foreach_unset_or_off(call) or _opt_in_choice(ctx, call):
                 continue
@@ -226,7 +234,7 @@ class UnfusedOptimizer(Rule):
             else:
                 message = ("optimizer without fused=: its update runs as many separate kernels over every "
                            "parameter; use the fused implementation on CUDA")
-            outcome = _fix(ctx, call)
+            outcome = CONFIGURED_NO_FIX if configured else _fix(ctx, call)
             if choices is not None:
                 chosen = _chosen_words(ctx, call, choices)
                 message = message.replace("optimizer ", f"optimizer {chosen} ", 1)
@@ -256,39 +264,15 @@ def _picked_finding(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
     ``OPTIMIZERS[name](params)``, ``partial(torch.optim.AdamW, lr=lr)(params)``: an Adam, AdamW or
     SGD on the default run (``facts.picked_classes``), reported at the call that builds it."""
     pick = picked_class(ctx, call.func)
-    if pick is None or pick.calls or not pick.only(ctx, FUSABLE) or has_star_args(call) and \
-            not _default_dicts_leave_unset(ctx, call) or pick.binds("fused", "foreach") or \
+    configured = has_star_args(call) and configuration_spread(ctx, call)
+    if pick is None or pick.calls or not pick.only(ctx, FUSABLE) or has_star_args(call) and not configured and \
+            not default_dicts_leave_unset(ctx, call) or pick.binds("fused", "foreach") or \
             get_arg(call, "fused") is not None or \
             get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call):
         return
-    outcome = _fix(ctx, call) if pick.every_run else _pick_no_fix(pick)
+    outcome = CONFIGURED_NO_FIX if configured else _fix(ctx, call) if pick.every_run else _pick_no_fix(pick)
     yield Finding.of(call, f"optimizer {pick.words} without fused=: its update runs as many separate kernels "
                            "over every parameter; use the fused implementation on CUDA", outcome)
-
-
-def _default_dicts_leave_unset(ctx: RuleContext, call: cst.Call) -> bool:
-    """``self.optimizer_fn(params, **self.optimizer_params)`` where every default of the attribute
-    the class writes is a dict that names neither ``fused`` nor ``foreach`` (``optimizer_params:
-    dict = field(default_factory=lambda: dict(lr=2e-2))``): the default run leaves both unset."""
-    for arg in call.args:
-        if arg.star == "*":
-            return False
-        if arg.star != "**":
-            continue
-        values = attribute_defaults(ctx, arg.value)
-        if not values:
-            return False
-        for value in values:
-            if isinstance(value, cst.Dict) and all(isinstance(e, cst.DictElement) for e in value.elements):
-                keys = {literal_value(e.key) for e in value.elements}  # type: ignore[union-attr]
-            elif isinstance(value, cst.Call) and dotted_name(value.func) == "dict" and \
-                    all(a.keyword is not None for a in value.args):
-                keys = {a.keyword.value for a in value.args}  # type: ignore[union-attr]
-            else:
-                return False
-            if keys & {"fused", "foreach"} or not all(isinstance(k, str) for k in keys):
-                return False
-    return True
 
 
 def _handed_wrappers(ctx: RuleContext) -> Iterator[Finding]:
@@ -466,14 +450,17 @@ def _lightning_self(ctx: RuleContext, call: cst.Call) -> str | None:
 
 
 def _opt_in_choice(ctx: RuleContext, call: cst.Call) -> bool:
-    """``if opt.adam: Adam(...) else: Adadelta(...)`` with ``--adam`` a switch off by default: the
-    default run builds the other optimizer (reported there when it can be fused); this one is the
-    user's opt-in alternative."""
+    """``if opt.adam: Adam(...) else: Adadelta(...)`` with ``--adam`` a switch off by default, or
+    ``if opts.optim_name == "adam":`` with the option defaulting to another name: the default run
+    builds the other optimizer (reported there when it can be fused); this one is the user's
+    opt-in alternative."""
     child: cst.CSTNode = call
     for anc in ctx.ancestors(call):
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
             return False
         if isinstance(anc, cst.If) and child is anc.body:
+            if other_choice(ctx, anc.test):
+                return True  # ``if opts.optim_name == "adam":`` with ``--optim_name`` defaulting to "ranger"
             return anc.orelse is not None and false_default_flag(ctx, anc.test) is not None and any(
                 isinstance(n, cst.Call) and ctx.matches(n.func, {"torch.optim.*"}) for n in walk(anc.orelse))
         child = anc

@@ -17,6 +17,7 @@ from ..syntax.callsites import bound_arg, calls_of
 from ..syntax.context import RuleContext
 from ..syntax.launch import launched_with, project_runs
 from ..syntax.tree import walk
+from .config_merge import config_merged
 
 # Bases of a typed command-line arguments class (tap, simple-parsing, transformers, pydantic-cli).
 _ARGS_BASES = re.compile(r"^(Tap|Serializable|FrozenSerializable|TrainingArguments|Seq2SeqTrainingArguments|"
@@ -248,13 +249,15 @@ def _destinations(ctx: RuleContext, picked: Callable[[cst.Call], bool]) -> dict[
     call ``picked`` accepts, else None."""
     options: dict[str, str | None] = {}
     if "add_argument" in ctx.source:
+        merged = ctx.fact(config_merged)
         for call, longs, dest in argparse_options(ctx.nodes(cst.Call)):
             if dest is None:
                 dest = _norm(longs[0]) if longs else None
             if not isinstance(dest, str):
                 continue
-            options[dest] = longs[0] if picked(call) and dest not in options else None
+            options[dest] = longs[0] if picked(call) and dest not in options and not merged else None
     return options
+
 
 
 def _zero_by_default(call: cst.Call) -> bool:

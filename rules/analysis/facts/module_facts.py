@@ -42,6 +42,7 @@ from .param_roles import class_param_roles, param_roles
 from .framework_hooks import HF_CALLBACK, HF_TRAINER, exported_classes
 from .framework_config import framework_config
 from .loader_builders import returned_loaders
+from .class_dicts import module_class_dicts
 from .model_tables import class_tables, model_tables, registered_models
 from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
@@ -109,7 +110,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        kept_loaders=ctx.fact(worker_keeping_loaders) | _reexported(ctx, "kept_loaders"),
                        self_training=self_training_methods(ctx),
                        class_tables=class_tables(ctx, exported, workload),
-                       registered=registered_models(ctx, exported))
+                       registered=registered_models(ctx, exported), class_dicts=module_class_dicts(ctx))
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:
@@ -326,6 +327,10 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> dict[cst.Functio
         call = strip_chain(value)
         if isinstance(call, cst.Name) and call is not value and not moved:  # ``return net.to(device)``
             return any(builds(fn, v, True) for v in assigned_in(fn, call.value))
+        if isinstance(call, cst.Subscript) and isinstance(call.value, cst.Name) and not moved:
+            tables = assigned_in(fn, call.value.value)  # ``return resnets[name]`` of a dict of built models
+            return len(tables) == 1 and isinstance(tables[0], cst.Dict) and bool(tables[0].elements) and all(
+                isinstance(e, cst.DictElement) and builds(fn, e.value) for e in tables[0].elements)
         if not isinstance(call, cst.Call):
             return False
         if moved:  # (only a pick by name: ``net = NETS[cfg.arch](cfg)``, ``net = net_class(name)(cfg)``)

@@ -35,6 +35,7 @@ from ..syntax.context import RuleContext
 from ..syntax.tree import walk
 from ..syntax.dataclass_fields import is_dataclass_decorator
 from ..syntax.project import project_function
+from .class_dicts import imported_class_dict
 from .class_factories import returned_classes
 from .cli_defaults import string_default_flag
 
@@ -318,6 +319,9 @@ def _class_table(ctx: RuleContext, table: cst.BaseExpression) -> dict[str, Pick]
     """A dict literal of classes (or wrappers of one: ``partial(torch.optim.SGD, momentum=0.9)``)
     by string key, held by ``table`` (a name bound once to it, or the literal itself); None when it
     is not one."""
+    imported = imported_class_dict(ctx, table)  # ``BuildOptimizer`` of another of the user's modules
+    if imported is not None:
+        return {key: Pick((cls,), "", True, frozenset()) for key, cls in imported.items()}
     if isinstance(table, cst.Name):
         values = assigned_values(ctx, table)
         if not values or len(values) != 1:

@@ -6,6 +6,8 @@ imported module (``syntax.project``); empty when the file is checked alone.
 
 from __future__ import annotations
 
+import dataclasses
+
 import libcst as cst
 
 from ..model.models import is_model_constructor, module_subclasses, strip_chain
@@ -14,6 +16,7 @@ from ..model.step_reach import derives_from_looping
 from ..model.training import TRAIN, analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
+from ..syntax.dispatch import bound_once
 from ..syntax.tree import walk
 from ..syntax.launch import project_runs
 from ..syntax.project import (CONV, MATMUL, ModuleFacts, ProjectCall, model_methods, project_base_class,
@@ -22,6 +25,7 @@ from ..syntax.project import (CONV, MATMUL, ModuleFacts, ProjectCall, model_meth
 from .frameworks import framework_trains
 from .picked_classes import default_string
 from .program import is_script
+from .script_facts import trained_models
 from .self_training import self_trained_models
 
 
@@ -161,17 +165,55 @@ def project_model(ctx: RuleContext, kind: str) -> cst.Call | None:
     for call, _, kinds, _, _ in ctx.fact(_table_models):
         if kind in kinds:
             return call  # ``self.model_dict[self.args.model](self.args)``: what one of them computes
-    for call, module, name in ctx.fact(_project_models):
-        if kind != CONV and kind in module.workload:
-            return call
-        # Convolutions: the model's own classes decide where the analysis resolves them (a ViT whose
-        # only convolution is its patch embedding, a pick among graph networks of which one convolves
-        # are no convolutional model); elsewhere (a registry filled by decorators, a method) the module
-        # must define or re-export a model that convolves, or use convolutions.
-        if kind == CONV and (name in module.conv_models if name is not None and name in module.resolved_models
-                             else CONV in module.workload and (name is not None or bool(module.conv_models))):
+    built = ctx.fact(_project_models)
+    wraps = _wrapped_models(ctx, built)  # ``encoder = get_resnet(...); model = SimCLR(encoder, ...)``
+    inner = {c for held in wraps.values() for c in held}
+    for call, module, name in built:
+        if call in inner:
+            continue  # a part of a model built later: that model is the one trained, reported at its line
+        if any(_computes(kind, m, n) for c, m, n in built if c is call or c in wraps.get(call, ())):
             return call
     return None
+
+
+def _computes(kind: str, module: ModuleFacts, name: str | None) -> bool:
+    """Does the model built by ``name`` (None: picked by name, from a method) of ``module`` compute ``kind``?"""
+    if kind != CONV:
+        return kind in module.workload
+    # Convolutions: the model's own classes decide where the analysis resolves them (a ViT whose
+    # only convolution is its patch embedding, a pick among graph networks of which one convolves
+    # are no convolutional model); elsewhere (a registry filled by decorators, a method) the module
+    # must define or re-export a model that convolves, or use convolutions.
+    return name in module.conv_models if name is not None and name in module.resolved_models \
+        else CONV in module.workload and (name is not None or bool(module.conv_models))
+
+
+def _wrapped_models(ctx: RuleContext, built: list[tuple[cst.Call, ModuleFacts, str | None]]
+                    ) -> dict[cst.Call, list[cst.Call]]:
+    """For each model call of ``built``, the earlier ones of the same function whose model it is
+    handed (``model = SimCLR(encoder, dim)`` after ``encoder = get_resnet(name)``, or built in its
+    arguments): its parts."""
+    named: dict[tuple[cst.CSTNode | None, str], cst.Call] = {}
+    calls = {c for c, _, _ in built}
+    trained = {m.name for m in trained_models(ctx)} if len(built) > 1 else set()
+    out: dict[cst.Call, list[cst.Call]] = {}
+    for call, _, _ in built:
+        fn = ctx.enclosing(call, cst.FunctionDef)
+        held = [named[(fn, a.value.value)] for a in call.args
+                if isinstance(a.value, cst.Name) and (fn, a.value.value) in named]
+        held += [a.value for a in call.args if a.value in calls]  # ``SimCLR(get_resnet(name), dim)``
+        node: cst.CSTNode = call
+        parent = ctx.parent(call)
+        while isinstance(parent, cst.Attribute) and isinstance(up := ctx.parent(parent), cst.Call) and up.func is parent:
+            node, parent = up, ctx.parent(up)  # ``SimCLR(encoder, dim).cuda()``
+        target = parent.targets[0].target if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and \
+            parent.value is node else None
+        # (the wrapper must be the trained model, not an EMA copy or a loss holding it: ``ema = LitEma(model)``)
+        if held and isinstance(target, cst.Name) and target.value in trained:
+            out[call] = held
+        if isinstance(target, cst.Name):
+            named[(fn, target.value)] = call
+    return out
 
 
 def model_source(ctx: RuleContext, node: cst.CSTNode | None) -> str | None:
@@ -299,6 +341,11 @@ def _convolving_class(ctx: RuleContext, call: cst.Call) -> bool:
 
 def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:
     func = call.func
+    if isinstance(func, cst.Name) and isinstance(held := bound_once(ctx, func), (cst.Call, cst.Subscript)):
+        func = held  # ``Model = getattr(importlib.import_module(f"model.{name}"), name)`` then ``Model(cfg)``
+    if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "getattr" \
+            and func.args and (named := _imported_by_name(ctx, func.args[0].value)) is not None:
+        return named
     if isinstance(func, cst.Subscript) and isinstance(func.value, (cst.Name, cst.Attribute)):
         table = project_table(ctx, func.value)  # ``vae_models[name](**cfg)``
         if table is not None:
@@ -316,6 +363,25 @@ def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:
             len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index):
         return _named_model_module(ctx, func.slice[0].slice.value)  # ``globals()[args.arch](...)``
     return None
+
+
+def _imported_by_name(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
+    """``importlib.import_module(f"model.{name}")`` (or ``"models." + name``): the modules of the
+    package it may import, as one: what every one of them computes."""
+    if not (isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").split(".")[-1] == "import_module" and expr.args):
+        return None
+    text = expr.args[0].value
+    head = text.left if isinstance(text, cst.BinaryOperation) else text
+    prefix = head.evaluated_value if isinstance(head, cst.SimpleString) else \
+        head.parts[0].value if isinstance(head, cst.FormattedString) and head.parts and \
+        isinstance(head.parts[0], cst.FormattedStringText) else None
+    if not isinstance(prefix, str) or not prefix.endswith(".") or len(prefix) < 2:
+        return None
+    found = [m for k, m in ctx.project.items() if k.startswith(prefix)]
+    if not found:
+        return None
+    return dataclasses.replace(found[0], workload=frozenset.intersection(*(m.workload for m in found)),
+                               conv_models=frozenset(), resolved_models=frozenset())
 
 
 def _evaluated_module(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:

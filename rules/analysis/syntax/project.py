@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import libcst as cst
 
 from .context import RuleContext
+from .dispatch import bound_once, dispatched
 from .star_imports import defined_here, star_imported
 
 # What a parameter of a training function is handed (``roles``).
@@ -168,6 +169,7 @@ class ModuleFacts:
     # builds one of them (``facts.model_tables.registered_models``)
     registered: frozenset[str] = frozenset()
     string_fields: frozenset[str] = frozenset()  # ``dest=value``: its options' string defaults (``cli_defaults``)
+    class_dicts: Mapping[str, tuple[tuple[str, str], ...]] = dataclasses.field(default_factory=dict)  # facts.class_dicts
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
@@ -181,7 +183,8 @@ class ModuleFacts:
                 "trainer_classes": sorted(self.trainer_classes), "callback_classes": sorted(self.callback_classes),
                 "kept_loaders": sorted(self.kept_loaders), "self_training": sorted(self.self_training),
                 "class_tables": {k: [list(v[0]), list(v[1])] for k, v in sorted(self.class_tables.items())},
-                "registered": sorted(self.registered), "string_fields": sorted(self.string_fields)}
+                "registered": sorted(self.registered), "string_fields": sorted(self.string_fields),
+                "class_dicts": {k: [list(p) for p in v] for k, v in sorted(self.class_dicts.items())}}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -202,7 +205,8 @@ class ModuleFacts:
                    kept_loaders=frozenset(doc.get("kept_loaders", ())),
                    self_training=frozenset(doc.get("self_training", ())),
                    class_tables={k: (tuple(v[0]), tuple(v[1])) for k, v in doc.get("class_tables", {}).items()},
-                   registered=frozenset(doc.get("registered", ())), string_fields=frozenset(doc.get("string_fields", ())))
+                   registered=frozenset(doc.get("registered", ())), string_fields=frozenset(doc.get("string_fields", ())),
+                   class_dicts={k: tuple((a, b) for a, b in v) for k, v in doc.get("class_dicts", {}).items()})
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
@@ -251,9 +255,7 @@ def project_table(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | N
 
 def project_model_class(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts | None:
     """The module whose model class ``expr`` names (a base class: ``class BetaVAE(ConvVAE)``)."""
-    if not ctx.project or not isinstance(expr, (cst.Name, cst.Attribute)):
-        return None
-    return _module_listing(ctx, expr, "models")
+    return project_listed(ctx, expr, "models")
 
 
 def _module_listing(ctx: RuleContext, expr: cst.BaseExpression, kind: str) -> ModuleFacts | None:
@@ -336,22 +338,25 @@ def project_function(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
         memo[node] = found = _picked_class(ctx, node)
         if found is not None or not isinstance(node.func, cst.Name):
             return found
-    for qn in sorted(_names(ctx, node.func)):
+    memo[node] = found = _named_function(ctx, node.func, node)
+    return found
+
+
+def _named_function(ctx: RuleContext, func: cst.BaseExpression, node: cst.Call) -> ProjectCall | None:
+    """The function (or class, read through its ``__init__``) of the user's modules ``func`` names."""
+    for qn in sorted(_names(ctx, func)):
         module, _, name = qn.rpartition(".")
-        while module and found is None:
+        while module:
             facts = ctx.project.get(module)
             # ``Trainer(model, opt)``: a class of that module, read through its ``__init__``
             fn = facts.functions.get(name) or facts.functions.get(f"{name}.__init__") \
                 if facts is not None else None
             if fn is not None:
                 assert facts is not None
-                found = ProjectCall(facts, name, fn, node, module)
+                return ProjectCall(facts, name, fn, node, module)
             module, _, head = module.rpartition(".")
             name = f"{head}.{name}"
-        if found is not None:
-            break
-    memo[node] = found
-    return found
+    return None
 
 
 PICK = "[key]"  # a table of training classes in a module's functions (``facts.class_picks``)
@@ -361,8 +366,7 @@ def _picked_class(ctx: RuleContext, node: cst.Call) -> ProjectCall | None:
     """``TABLE[key](...)``, ``TABLE.get(key)(...)``, ``cls = TABLE[key]; cls(...)``: a table of training classes."""
     func: cst.BaseExpression = node.func
     if isinstance(func, cst.Name):
-        values = ctx.fact(_local_names).get((ctx.enclosing(node, cst.FunctionDef), func.value), [])
-        func = values[0] if len(values) == 1 else func
+        func = bound_once(ctx, func) or func
     holder = func.value if isinstance(func, cst.Subscript) else func.func.value if isinstance(func, cst.Call) and \
         isinstance(func.func, cst.Attribute) and func.func.attr.value == "get" else None
     for qn in sorted(_names(ctx, holder)) if isinstance(holder, (cst.Name, cst.Attribute)) else ():
@@ -370,16 +374,10 @@ def _picked_class(ctx: RuleContext, node: cst.Call) -> ProjectCall | None:
         facts = ctx.project.get(module)
         if facts is not None and f"{name}{PICK}" in facts.functions:
             return ProjectCall(facts, f"{name}{PICK}", facts.functions[f"{name}{PICK}"], node, module)
-    return None
-
-
-def _local_names(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression]]:
-    """What each plain name assigned a subscript or a call is assigned, by the function whose body does."""
-    out: dict[tuple[cst.FunctionDef | None, str], list[cst.BaseExpression]] = {}
-    for a in ctx.nodes(cst.Assign):
-        for t in (t for t in a.targets if isinstance(t.target, cst.Name)):
-            out.setdefault((ctx.enclosing(a, cst.FunctionDef), t.target.value), []).append(a.value)  # type: ignore[union-attr]
-    return {k: v for k, v in out.items() if any(isinstance(x, (cst.Subscript, cst.Call)) for x in v)}
+    # a dict of this file's writing (``{"synapse": trainer_synapse}[name](args, net)``): the first
+    # of its functions that trains, else the first the user's modules define
+    found = [pc for v in dispatched(ctx, node) if (pc := _named_function(ctx, v, node)) is not None]
+    return next((pc for pc in found if pc.facts.trains), found[0] if found else None)
 
 
 def project_base_class(ctx: RuleContext, expr: cst.BaseExpression) -> FunctionFacts | None:

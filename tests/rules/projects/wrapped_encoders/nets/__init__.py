@@ -1,0 +1,2 @@
+from .backbones import get_backbone
+from .heads import ContrastiveModel
