@@ -128,7 +128,13 @@ def _name_origin(ctx: RuleContext, expr: cst.Name, at: cst.CSTNode, loose_defaul
     function (or the module, for a script's loop), a single name's or a tuple's unpacked element."""
     fn = ctx.enclosing(at, cst.FunctionDef)
     if fn is not None and expr.value in {p.name.value for p in fn.params.params}:
-        return None
+        # a parameter the function rebinds first (``targets = zeros.scatter_(1, targets, 1)``): what
+        # every assignment reaching ``at`` builds; else what the caller hands, not known here
+        reaching = reaching_assignments(ctx, expr.value, at)
+        if not reaching:
+            return None
+        found = [host_origin(ctx, a.value, a, loose_default_type=loose_default_type, depth=depth + 1) for a in reaching]
+        return found[-1] if all(f is not None for f in found) else None
     body = fn.body if fn is not None else ctx.module  # a script's loop at module level too
     order = ctx.preorder()
     here = order.get(ctx.statement_of(at), 0)
