@@ -13,6 +13,7 @@ import libcst as cst
 from ..model.forward_reach import forward_caller, forward_kind, forward_roots
 from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates, worker_keeping_loaders
 from ..model.guards import returns_rare
+from ..model.host_data import returns_host_tensors
 from ..model.models import is_model_constructor, library_optimizer_model, loss_classes, module_subclasses, registry_built_model, strip_chain
 from ..model.rare_evals import step_kind
 from ..model.handed_callables import stored_callable_calls
@@ -47,6 +48,7 @@ from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
 from .script_facts import first_use_of
 from .self_training import self_training_methods
+from .inherited_batches import inherit_batch_methods
 from .step_targets import call_roots, reexported_steps, self_step_calls, stepping_classes
 from .to_methods import strict_to_classes
 
@@ -91,6 +93,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     # LightningModules are the models a script builds and hands to ``trainer.fit`` (``METHODS[name](cfg)``)
     exported |= {c.name.value for c in framework_config(ctx).lightning_modules if c in ctx.module.body}
     _reexports(ctx, functions, exported)
+    inherit_batch_methods(ctx, functions)  # ``DataLoaderKGAT(DataLoaderBase)``: the base's samplers
     settings = {s for n in walk(ctx.module) if (s := setting_of(ctx, n)) is not None} if may_set(ctx) else set()
     for imported in ctx.project.values():  # what its imports set when they are imported
         settings |= imported.settings
@@ -445,7 +448,8 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         builds_loader=any(ta.is_dataloader(v) for v in returns) or
         any(ctx.matches(c.func, DATALOADERS) for c in built),
         returned_loaders=returned_loaders(ctx, fn, returns, line_of) if "Loader" in src else (),
-        yields_batches=_yields_batches(ctx, fn), syncs=function_syncs(ctx, fn, line_of), moves=module_moves(ctx).get(fn, ()),
+        yields_batches=_yields_batches(ctx, fn), returns_host="return" in src and returns_host_tensors(ctx, fn),
+        syncs=function_syncs(ctx, fn, line_of), moves=module_moves(ctx).get(fn, ()),
         compiles=compiles, wraps=module_wrappers(ctx).get(fn, ()), blocking_moves=blocking_moves(ctx, fn),
         makes_scaler=scaler, returned_classes=returned_classes(ctx, fn) if "return" in src else (),
         settings=tuple(sorted(settings)),
