@@ -57,6 +57,25 @@ def _container(it: cst.BaseExpression) -> cst.BaseExpression:
     return it
 
 
+def handed_container(ctx: RuleContext, fn: cst.FunctionDef, name: cst.Name) -> str | None:
+    """The parameter of ``fn`` whose elements ``name`` holds one of, through ``for``/comprehension
+    targets over it, its ``.items()``/``.values()``, and names bound to a comprehension over it
+    (``sliced = {k: v[a:b] for k, v in batch.items()}``, then ``{k: v.to(device) for k, v in
+    sliced.items()}``): ``batch``; None otherwise."""
+    source = comprehension_source(ctx, name, fn)
+    params = {p.name.value for p in fn.params.params} - {"self"}
+    for _ in range(4):
+        if source is None or source.value in params:
+            return source.value if source is not None else None
+        bound = [a.value for a in walk(fn.body) if isinstance(a, cst.Assign) and
+                 any(isinstance(t.target, cst.Name) and t.target.value == source.value for t in a.targets)]
+        if len(bound) != 1 or not isinstance(bound[0], (cst.DictComp, cst.ListComp, cst.GeneratorExp)):
+            return None
+        inner = _container(bound[0].for_in.iter)
+        source = inner if isinstance(inner, cst.Name) else None
+    return None
+
+
 def unpacked_param(fn: cst.FunctionDef, name: str) -> str | None:
     """The parameter of ``fn`` that ``name`` first holds a field of (``x, y = batch``, ``x =
     batch[0]``, ``x = batch["x"]``); ``name`` itself when it is one; None otherwise."""
@@ -155,9 +174,12 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
             base, *_SAME_PLACE) else wrapped_argument(ctx, base)  # type: ignore[assignment]
     if not isinstance(base, cst.Name):
         return None
-    param = unpacked_param(fn, base.value)
+    element = handed_container(ctx, fn, base)
+    param = element or unpacked_param(fn, base.value)
+    # (every element of a container the step hands in, ``for k, v in tensor_dict.items(): v.cuda()``:
+    # a move helper's whole work is the batch, whatever its parameter is called)
     if not _pulled_from_iterator(fn, base.value) and (
-            param is None or param == "self" or not any(w in param.lower() for w in _DATA_PARAM)):
+            param is None or param == "self" or element is None and not any(w in param.lower() for w in _DATA_PARAM)):
         return None
     fix: Fix | NoFix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
     if (strict := no_fix_reason(ctx)) is not None:
