@@ -119,7 +119,35 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
         return host_origin(ctx, expr.value, at, loose_default_type=loose_default_type, depth=depth + 1)
     if isinstance(expr, cst.Name):
         return _name_origin(ctx, expr, at, loose_default_type, depth)
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return _attribute_origin(ctx, expr, at, loose_default_type, depth)
     return None
+
+
+def _attribute_origin(ctx: RuleContext, expr: cst.Attribute, at: cst.CSTNode, loose_default_type: bool,
+                      depth: int) -> cst.Call | None:
+    """``self.mean`` bound only in ``__init__``, to a host tensor (``self.mean = IMAGENET_MEAN``,
+    ``self.w = torch.tensor(weights)``): a plain attribute, which ``model.to(device)`` does not move
+    (a buffer would be), read by another method. The factory behind it; None otherwise."""
+    fn = ctx.enclosing(at, cst.FunctionDef)
+    cls = ctx.enclosing(at, cst.ClassDef)
+    if fn is None or cls is None or fn.name.value == "__init__":
+        return None
+    values: list[cst.Assign] = []
+    for a in walk(cls, into_nested=True):
+        if isinstance(a, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = [t.target for t in a.targets] if isinstance(a, cst.Assign) else [a.target]
+            if any(dotted_name(t) == f"self.{expr.attr.value}" or isinstance(t, (cst.Tuple, cst.List)) and
+                   f"self.{expr.attr.value}" in {dotted_name(e.value) for e in t.elements} for t in targets):
+                owner = ctx.enclosing(a, cst.FunctionDef)
+                if not isinstance(a, cst.Assign) or len(targets) != 1 or owner is None or \
+                        owner.name.value != "__init__" or not isinstance(targets[0], cst.Attribute):
+                    return None
+                values.append(a)
+    if not values or f'"{expr.attr.value}"' in ctx.source or f"'{expr.attr.value}'" in ctx.source:
+        return None  # (named in a string: a buffer registered by name, a ``setattr``)
+    found = [host_origin(ctx, a.value, a, loose_default_type=loose_default_type, depth=depth + 1) for a in values]
+    return found[-1] if all(f is not None for f in found) else None
 
 
 def _name_origin(ctx: RuleContext, expr: cst.Name, at: cst.CSTNode, loose_default_type: bool,
@@ -423,4 +451,5 @@ def invariant_array(ctx: RuleContext, call: cst.Call, at: cst.CSTNode) -> bool:
 def made_once(ctx: RuleContext, factory: cst.Call) -> bool:
     """Is the host tensor ``factory`` builds the same on every call: made at module level, or
     :func:`invariant_array`? Then one copy on the device, made once, serves every step."""
-    return ctx.enclosing(factory, cst.FunctionDef) is None or invariant_array(ctx, factory, factory)
+    made_in = ctx.enclosing(factory, cst.FunctionDef)
+    return made_in is None or made_in.name.value == "__init__" or invariant_array(ctx, factory, factory)
