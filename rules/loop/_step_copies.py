@@ -280,8 +280,9 @@ def may_copy_per_step(glance: Glance) -> bool:
     """GP104's precondition (``Rule.may_report``): a copy in a step or eval loop, in a function that runs
     a whole step, in a model's forward or in what other modules' loops call (``may_train_or_evaluate``);
     else a host array made a tensor (``torch.from_numpy``/``as_tensor``: ``module_array_copy``,
-    ``pulled_batch_loop``) or a ``while`` taking ``next()`` of a DataLoader (``loader_while``)."""
-    return may_train_or_evaluate(glance) or glance.mentions("from_numpy", "as_tensor") or \
+    ``pulled_batch_loop``), a generator yielding what it moved (``yielding_loop``) or a ``while`` taking
+    ``next()`` of a DataLoader (``loader_while``)."""
+    return may_train_or_evaluate(glance) or glance.mentions("from_numpy", "as_tensor", "yield") or \
         glance.mentions("Loader") and glance.mentions("next")
 
 
