@@ -452,4 +452,6 @@ def made_once(ctx: RuleContext, factory: cst.Call) -> bool:
     """Is the host tensor ``factory`` builds the same on every call: made at module level, or
     :func:`invariant_array`? Then one copy on the device, made once, serves every step."""
     made_in = ctx.enclosing(factory, cst.FunctionDef)
-    return made_in is None or made_in.name.value == "__init__" or invariant_array(ctx, factory, factory)
+    if made_in is None:  # at module level: once, unless a script's own loop builds it again
+        return not any(isinstance(a, (cst.For, cst.While)) for a in ctx.ancestors(factory))
+    return made_in.name.value == "__init__" or invariant_array(ctx, factory, factory)
