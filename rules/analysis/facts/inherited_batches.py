@@ -29,7 +29,7 @@ def inherit_batch_methods(ctx: RuleContext, functions: dict[str, FunctionFacts])
                 continue
             for fname, f in facts.functions.items():
                 owner, _, method = fname.partition(".")
-                if owner != name or not method or "." in method or not (f.yields_batches or f.returns_host):
+                if owner != name or not method or "." in method or not f.yields_batches:
                     continue
                 functions.setdefault(f"{cls.name.value}.{method}", dataclasses.replace(f))
 

@@ -448,8 +448,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         builds_loader=any(ta.is_dataloader(v) for v in returns) or
         any(ctx.matches(c.func, DATALOADERS) for c in built),
         returned_loaders=returned_loaders(ctx, fn, returns, line_of) if "Loader" in src else (),
-        yields_batches=_yields_batches(ctx, fn), returns_host="return" in src and returns_host_tensors(ctx, fn),
-        syncs=function_syncs(ctx, fn, line_of), moves=module_moves(ctx).get(fn, ()),
+        yields_batches=_yields_batches(ctx, fn), syncs=function_syncs(ctx, fn, line_of), moves=module_moves(ctx).get(fn, ()),
         compiles=compiles, wraps=module_wrappers(ctx).get(fn, ()), blocking_moves=blocking_moves(ctx, fn),
         makes_scaler=scaler, returned_classes=returned_classes(ctx, fn) if "return" in src else (),
         settings=tuple(sorted(settings)),
@@ -477,6 +476,7 @@ def _imported_kinds(ctx: RuleContext) -> tuple[bool, bool, bool, bool, bool, boo
 
 
 def _yields_batches(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
-    """A generator, or a method named like ``next_batch`` that returns something."""
+    """A generator, a method named like ``next_batch`` that returns something, or a sampler of any
+    name returning only host tensors it builds (``generate_cf_batch``: ``returns_host_tensors``)."""
     returns, yields = shape_of(ctx, fn)
-    return yields or bool(_BATCH_METHOD.match(fn.name.value)) and bool(returns)
+    return yields or bool(returns) and (bool(_BATCH_METHOD.match(fn.name.value)) or returns_host_tensors(ctx, fn))

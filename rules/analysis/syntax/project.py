@@ -51,10 +51,7 @@ class FunctionFacts:
     # count comes from, persistent_workers unset, pin_memory unset, the ``**kwargs`` it forwards,
     # which caller takes that branch)
     returned_loaders: tuple[tuple[int, str, bool, bool, str, str], ...] = ()
-    yields_batches: bool = False  # a generator or ``next_batch()``-style method: returns a batch
-    # returns only tensors it builds in host memory (``torch.LongTensor(users), ...``), whatever its
-    # name: a sampler of batches (``model.host_data.returns_host_tensors``)
-    returns_host: bool = False
+    yields_batches: bool = False  # a generator, a ``next_batch()`` or a sampler of host tensors: returns a batch
     compiles: bool = False  # compiles a model (``torch.compile``, ``.compile()``) in its body or a callee
     makes_scaler: bool = False  # creates a GradScaler (a scaler wrapper class's ``__init__``, a builder)
     settings: tuple[str, ...] = ()  # TF32/CUDNN it sets, in its body or a callee
@@ -209,8 +206,7 @@ class ModuleFacts:
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
-        return {name.rsplit(".", 1)[1] for name, f in self.functions.items()
-                if "." in name and (f.yields_batches or f.returns_host)}
+        return {name.rsplit(".", 1)[1] for name, f in self.functions.items() if "." in name and f.yields_batches}
 
 
 @dataclasses.dataclass(frozen=True)
