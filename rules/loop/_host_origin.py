@@ -14,6 +14,7 @@ from ..analysis.model.host_data import numpy_made_here
 from ..analysis.model.reaching import reaching_assignments
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.training import analysis
+from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
@@ -64,6 +65,8 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
         if ctx.is_call_to(expr, FROM_ARRAY) and fn is not None and get_arg(expr, "device") is None and \
                 expr.args and not expr.args[0].star and numpy_made_here(ctx, expr.args[0].value, fn):
             return expr  # ``torch.from_numpy(np.random.choice(...))``: made on the host by the step itself
+        if invariant_array(ctx, expr, at):
+            return expr  # ``torch.from_numpy(self.anchors)``: a constant array wrapped again on every call
         if ctx.is_call_to(expr, COPIES_VALUES) and get_arg(expr, "device") is None and len(expr.args) >= 1 and \
                 expr.args[0].keyword is None and not expr.args[0].star and \
                 host_values(ctx, expr, expr.args[0].value, at):
@@ -95,7 +98,8 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
         if ctx.matches(expr.func, TORCH_SAME_PLACE) and len(expr.args) == 1 and not expr.args[0].keyword and \
                 not expr.args[0].star:  # ``torch.exp(-math.log(p) * torch.arange(half) / half)``
             return host_origin(ctx, expr.args[0].value, at, loose_default_type=loose_default_type, depth=depth + 1)
-        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_PLACE:
+        if isinstance(expr.func, cst.Attribute) and (expr.func.attr.value in _SAME_PLACE or
+                                                     in_place(expr.func.attr.value)):
             return host_origin(ctx, expr.func.value, at, loose_default_type=loose_default_type, depth=depth + 1)
         return None
     if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
@@ -115,7 +119,35 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
         return host_origin(ctx, expr.value, at, loose_default_type=loose_default_type, depth=depth + 1)
     if isinstance(expr, cst.Name):
         return _name_origin(ctx, expr, at, loose_default_type, depth)
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return _attribute_origin(ctx, expr, at, loose_default_type, depth)
     return None
+
+
+def _attribute_origin(ctx: RuleContext, expr: cst.Attribute, at: cst.CSTNode, loose_default_type: bool,
+                      depth: int) -> cst.Call | None:
+    """``self.mean`` bound only in ``__init__``, to a host tensor (``self.mean = IMAGENET_MEAN``,
+    ``self.w = torch.tensor(weights)``): a plain attribute, which ``model.to(device)`` does not move
+    (a buffer would be), read by another method. The factory behind it; None otherwise."""
+    fn = ctx.enclosing(at, cst.FunctionDef)
+    cls = ctx.enclosing(at, cst.ClassDef)
+    if fn is None or cls is None or fn.name.value == "__init__":
+        return None
+    values: list[cst.Assign] = []
+    for a in walk(cls, into_nested=True):
+        if isinstance(a, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            targets = [t.target for t in a.targets] if isinstance(a, cst.Assign) else [a.target]
+            if any(dotted_name(t) == f"self.{expr.attr.value}" or isinstance(t, (cst.Tuple, cst.List)) and
+                   f"self.{expr.attr.value}" in {dotted_name(e.value) for e in t.elements} for t in targets):
+                owner = ctx.enclosing(a, cst.FunctionDef)
+                if not isinstance(a, cst.Assign) or len(targets) != 1 or owner is None or \
+                        owner.name.value != "__init__" or not isinstance(targets[0], cst.Attribute):
+                    return None
+                values.append(a)
+    if not values or f'"{expr.attr.value}"' in ctx.source or f"'{expr.attr.value}'" in ctx.source:
+        return None  # (named in a string: a buffer registered by name, a ``setattr``)
+    found = [host_origin(ctx, a.value, a, loose_default_type=loose_default_type, depth=depth + 1) for a in values]
+    return found[-1] if all(f is not None for f in found) else None
 
 
 def _name_origin(ctx: RuleContext, expr: cst.Name, at: cst.CSTNode, loose_default_type: bool,
@@ -124,7 +156,13 @@ def _name_origin(ctx: RuleContext, expr: cst.Name, at: cst.CSTNode, loose_defaul
     function (or the module, for a script's loop), a single name's or a tuple's unpacked element."""
     fn = ctx.enclosing(at, cst.FunctionDef)
     if fn is not None and expr.value in {p.name.value for p in fn.params.params}:
-        return None
+        # a parameter the function rebinds first (``targets = zeros.scatter_(1, targets, 1)``): what
+        # every assignment reaching ``at`` builds; else what the caller hands, not known here
+        reaching = reaching_assignments(ctx, expr.value, at)
+        if not reaching:
+            return None
+        found = [host_origin(ctx, a.value, a, loose_default_type=loose_default_type, depth=depth + 1) for a in reaching]
+        return found[-1] if all(f is not None for f in found) else None
     body = fn.body if fn is not None else ctx.module  # a script's loop at module level too
     order = ctx.preorder()
     here = order.get(ctx.statement_of(at), 0)
@@ -137,6 +175,9 @@ def _name_origin(ctx: RuleContext, expr: cst.Name, at: cst.CSTNode, loose_defaul
             order.get(a, 0) for a in walk(body) if isinstance(a, cst.Assign) and a.value in values)):
         # ``obj_mask, noobj_mask = self.build_targets(...)``: what the method returns there
         return _returned_origin(ctx, unpacked[-1], expr.value, loose_default_type, depth)
+    if not values and not unpacked and fn is not None and not _bound_in(fn, expr.value):
+        # a module-level constant (``MEAN = torch.FloatTensor([...])[None, :, None, None]``) read by a function
+        return module_constant(ctx, expr.value, loose_default_type, depth)
     if not values or any(isinstance(a, cst.AnnAssign) and dotted_name(a.target) == expr.value
                          and order.get(a, 0) < here for a in walk(body)):  # changed before ``at``
         return None
@@ -312,3 +353,105 @@ def unwrapped(it: cst.BaseExpression) -> cst.BaseExpression:
             and it.args:
         it = it.args[0].value
     return it
+
+
+# ---- constants: made once on the host, copied again on every call ------------------------------------
+def in_place(method: str) -> bool:
+    """``scatter_``, ``index_fill_``, ``copy_``: a tensor's in-place method returns the tensor itself,
+    where it was made (and ``detach``/``scatter``/``index_fill`` results stay with their input)."""
+    return method in ("detach", "scatter", "index_fill", "index_add", "index_copy", "masked_scatter") or \
+        method.endswith("_") and not method.startswith("_")
+
+
+def _bound_in(fn: cst.FunctionDef, name: str) -> bool:
+    """Does ``fn`` bind ``name`` anywhere (a parameter, an assignment, a loop target, ``global``)?"""
+    if name in {p.name.value for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params)}:
+        return True
+    for n in walk(fn.body):
+        if isinstance(n, cst.Assign) and any(name in target_names(t.target) for t in n.targets) or \
+                isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.WithItem)) and \
+                getattr(n, "target", None) is not None and name in target_names(n.target) or \
+                isinstance(n, (cst.Global, cst.Nonlocal)) and any(g.name.value == name for g in n.names):
+            return True
+    return False
+
+
+def _module_values(ctx: RuleContext, name: str) -> list[cst.BaseExpression] | None:
+    """What the module's top level binds ``name`` to (plain assignments only); None when anything
+    else binds it (an import, a tuple, a loop, a function's ``global``)."""
+    values: list[cst.BaseExpression] = []
+    for stmt in ctx.module.body:
+        for small in (stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []):
+            if isinstance(small, cst.Assign) and any(name in target_names(t.target) for t in small.targets):
+                if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+                    return None
+                values.append(small.value)
+            elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and name in target_names(small.target):
+                return None
+            elif isinstance(small, (cst.Import, cst.ImportFrom)) and f" {name}" in ctx.code_for(small) + " ":
+                return None
+        if not isinstance(stmt, cst.SimpleStatementLine) and not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) \
+                and name in {t for n in walk(stmt) if isinstance(n, cst.Assign) for tg in n.targets
+                             for t in target_names(tg.target)}:
+            return None  # bound under an ``if``/``try`` at module level: not one known value
+    if any(isinstance(n, cst.Global) and any(g.name.value == name for g in n.names) for n in ctx.nodes(cst.Global)):
+        return None
+    return values or None
+
+
+def module_constant(ctx: RuleContext, name: str, loose_default_type: bool, depth: int) -> cst.Call | None:
+    """The factory behind a module-level ``name`` every top-level assignment builds on the host
+    (``IMAGENET_MEAN = torch.FloatTensor([...])[None, :, None, None]``); None otherwise."""
+    values = _module_values(ctx, name)
+    if not values:
+        return None
+    found = [host_origin(ctx, v, v, loose_default_type=loose_default_type, depth=depth + 1) for v in values]
+    return found[-1] if all(f is not None for f in found) else None
+
+
+def _invariant_value(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.FunctionDef | None, depth: int = 0) -> bool:
+    """Is ``expr`` (a numpy array's expression) the same on every call of ``fn``: a module-level
+    constant, an attribute of ``self`` only ``__init__`` sets, or a parameter every in-file call
+    passes one of those (``decode(net, self.anchors)``)? Casts and copies of one are too."""
+    while isinstance(expr, cst.Subscript) or isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value in ("astype", "copy", "reshape", "squeeze", "transpose", "flatten"):
+        expr = expr.value if isinstance(expr, cst.Subscript) else expr.func.value  # type: ignore[attr-defined]
+    if depth > 3 or fn is None:
+        return isinstance(expr, cst.Name) and fn is None and _module_values(ctx, expr.value) is not None
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        cls = ctx.enclosing(fn, cst.ClassDef)
+        if cls is None:
+            return False
+        sets = [a for a in walk(cls, into_nested=True) if isinstance(a, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and any(
+            isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self" and
+            t.attr.value == expr.attr.value
+            for t in ([tg.target for tg in a.targets] if isinstance(a, cst.Assign) else [a.target]))]
+        return bool(sets) and all(getattr(ctx.enclosing(a, cst.FunctionDef), "name", None) is not None and
+                                  ctx.enclosing(a, cst.FunctionDef).name.value == "__init__"  # type: ignore[union-attr]
+                                  for a in sets)
+    if not isinstance(expr, cst.Name):
+        return False
+    params = {p.name.value for p in fn.params.params}
+    if expr.value in params:
+        args = call_site_args(ctx, fn, expr.value)
+        return bool(args) and all(_invariant_value(ctx, a, ctx.enclosing(a, cst.FunctionDef), depth + 1)
+                                  for a in args)  # type: ignore[union-attr]
+    return not _bound_in(fn, expr.value) and _module_values(ctx, expr.value) is not None and \
+        not ctx.matches(expr, {"torch.*"})
+
+
+def invariant_array(ctx: RuleContext, call: cst.Call, at: cst.CSTNode) -> bool:
+    """``torch.from_numpy(X)`` (always a CPU tensor) of an ``X`` that is the same on every call
+    (:func:`_invariant_value`): a constant the code wraps and copies again each time."""
+    fn = ctx.enclosing(at, cst.FunctionDef)  # (a script's own loop: GP104 tells to move it once)
+    return fn is not None and ctx.is_call_to(call, {"torch.from_numpy"}) and len(call.args) == 1 and \
+        not call.args[0].star and get_arg(call, "device") is None and _invariant_value(ctx, call.args[0].value, fn)
+
+
+def made_once(ctx: RuleContext, factory: cst.Call) -> bool:
+    """Is the host tensor ``factory`` builds the same on every call: made at module level, or
+    :func:`invariant_array`? Then one copy on the device, made once, serves every step."""
+    made_in = ctx.enclosing(factory, cst.FunctionDef)
+    if made_in is None:  # at module level: once, unless a script's own loop builds it again
+        return not any(isinstance(a, (cst.For, cst.While)) for a in ctx.ancestors(factory))
+    return made_in.name.value == "__init__" or invariant_array(ctx, factory, factory)

@@ -57,6 +57,25 @@ def _container(it: cst.BaseExpression) -> cst.BaseExpression:
     return it
 
 
+def handed_container(ctx: RuleContext, fn: cst.FunctionDef, name: cst.Name) -> str | None:
+    """The parameter of ``fn`` whose elements ``name`` holds one of, through ``for``/comprehension
+    targets over it, its ``.items()``/``.values()``, and names bound to a comprehension over it
+    (``sliced = {k: v[a:b] for k, v in batch.items()}``, then ``{k: v.to(device) for k, v in
+    sliced.items()}``): ``batch``; None otherwise."""
+    source = comprehension_source(ctx, name, fn)
+    params = {p.name.value for p in fn.params.params} - {"self"}
+    for _ in range(4):
+        if source is None or source.value in params:
+            return source.value if source is not None else None
+        bound = [a.value for a in walk(fn.body) if isinstance(a, cst.Assign) and
+                 any(isinstance(t.target, cst.Name) and t.target.value == source.value for t in a.targets)]
+        if len(bound) != 1 or not isinstance(bound[0], (cst.DictComp, cst.ListComp, cst.GeneratorExp)):
+            return None
+        inner = _container(bound[0].for_in.iter)
+        source = inner if isinstance(inner, cst.Name) else None
+    return None
+
+
 def unpacked_param(fn: cst.FunctionDef, name: str) -> str | None:
     """The parameter of ``fn`` that ``name`` first holds a field of (``x, y = batch``, ``x =
     batch[0]``, ``x = batch["x"]``); ``name`` itself when it is one; None otherwise."""
@@ -155,9 +174,12 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
             base, *_SAME_PLACE) else wrapped_argument(ctx, base)  # type: ignore[assignment]
     if not isinstance(base, cst.Name):
         return None
-    param = unpacked_param(fn, base.value)
+    element = handed_container(ctx, fn, base)
+    param = element or unpacked_param(fn, base.value)
+    # (every element of a container the step hands in, ``for k, v in tensor_dict.items(): v.cuda()``:
+    # a move helper's whole work is the batch, whatever its parameter is called)
     if not _pulled_from_iterator(fn, base.value) and (
-            param is None or param == "self" or not any(w in param.lower() for w in _DATA_PARAM)):
+            param is None or param == "self" or element is None and not any(w in param.lower() for w in _DATA_PARAM)):
         return None
     fix: Fix | NoFix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
     if (strict := no_fix_reason(ctx)) is not None:
@@ -258,9 +280,11 @@ def may_copy_per_step(glance: Glance) -> bool:
     """GP104's precondition (``Rule.may_report``): a copy in a step or eval loop, in a function that runs
     a whole step, in a model's forward or in what other modules' loops call (``may_train_or_evaluate``);
     else a host array made a tensor (``torch.from_numpy``/``as_tensor``: ``module_array_copy``,
-    ``pulled_batch_loop``) or a ``while`` taking ``next()`` of a DataLoader (``loader_while``)."""
+    ``pulled_batch_loop``), a generator yielding what it moved (``yielding_loop``: a ``yield`` and a
+    ``.to``/``.cuda`` attribute in the text) or a ``while`` taking ``next()`` of a DataLoader (``loader_while``)."""
     return may_train_or_evaluate(glance) or \
         glance.mentions("from_numpy", "as_tensor") and glance.mentions_in_code("from_numpy", "as_tensor") or \
+        glance.mentions("yield") and glance.mentions(".to", ".cuda") or \
         glance.mentions("Loader") and glance.mentions("next") and glance.mentions_in_code("Loader") and \
         glance.mentions_in_code("next")
 

@@ -31,6 +31,7 @@ from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._host_moves import combined_names, host_data_argument
 from ._host_origin import (
     COPIES_VALUES, FACTORIES, LIKE_FACTORIES, RANDOM_FACTORIES, FROM_ARRAY, copies_its_fields, unwrapped, host_origin,
+    made_once,
 )
 
 # Arguments that make ``device=`` wrong or change what the move would have done.
@@ -332,6 +333,14 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
                                 "torch on the device (`torch.randint`/`torch.multinomial`/`torch.rand(..., "
                                 "device=...)`)",
                        no_fix_reason="numpy computes the values: which torch calls replace it is left to the user")
+    if made_once(ctx, factory):  # a constant: the same host tensor built (or kept) and copied on every call
+        # (reported at the move when the constant is made elsewhere: a module-level ``MEAN = torch.tensor(...)``)
+        at = factory if made_in is ctx.enclosing(move, cst.FunctionDef) else move
+        return Finding(at, f"`{what}(...)` holds the same values on every {kind}, yet `{moved}` copies them from "
+                                "the CPU to the device each time (a synchronous host-to-device transfer); make the "
+                                "device copy once (in `__init__` with `register_buffer`, or at setup) and reuse it",
+                       no_fix_reason="where the one device copy should live (a buffer, an attribute, a module "
+                                     "constant) is left to the user")
     if ctx.is_call_to(factory, COPIES_VALUES):
         return Finding(factory, f"`{what}(...)` copies host values (lists, numpy arrays) into a new CPU tensor that "
                                 f"`{moved}` then copies to the device on every {kind} (a synchronous host-to-device "
@@ -406,6 +415,8 @@ def tensor_target(ctx: RuleContext, ta: TrainingAnalysis, target: cst.BaseExpres
     scope = ctx.enclosing(at, cst.FunctionDef) or ctx.module
     nodes = list(walk(scope.body if isinstance(scope, cst.FunctionDef) else scope))
     return any(isinstance(n, cst.Attribute) and n.attr.value in _TENSOR_READS and dotted_name(n.value) == name
-               for n in nodes) or any(  # an index of a subscript (``log_p[range(b), actions]``)
+               for n in nodes) or any(  # an operand of arithmetic (``pred - MEAN.to(pred)``): no device or dtype
+        isinstance(n, cst.BinaryOperation) and not isinstance(n.operator, cst.Modulo) and
+        name in (dotted_name(n.left), dotted_name(n.right)) for n in nodes) or any(  # an index of a subscript (``log_p[range(b), actions]``)
         isinstance(n, cst.Subscript) and len(n.slice) > 1 and any(
             isinstance(el.slice, cst.Index) and dotted_name(el.slice.value) == name for el in n.slice) for n in nodes)

@@ -13,6 +13,7 @@ import libcst as cst
 from ..model.forward_reach import forward_caller, forward_kind, forward_roots
 from ..model.datasets import in_memory_datasets, loader_subclasses, padding_collates, worker_keeping_loaders
 from ..model.guards import returns_rare
+from ..model.host_data import returns_host_tensors
 from ..model.models import is_model_constructor, library_optimizer_model, loss_classes, module_subclasses, registry_built_model, strip_chain
 from ..model.rare_evals import step_kind
 from ..model.handed_callables import stored_callable_calls
@@ -48,6 +49,7 @@ from .program_settings import may_set, setting_of, settings_through_methods
 from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
 from .script_facts import first_use_of
 from .self_training import self_training_methods
+from .inherited_batches import inherit_batch_methods
 from .step_targets import call_roots, reexported_steps, self_step_calls, stepping_classes
 from .to_methods import strict_to_classes
 
@@ -92,6 +94,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
     # LightningModules are the models a script builds and hands to ``trainer.fit`` (``METHODS[name](cfg)``)
     exported |= {c.name.value for c in framework_config(ctx).lightning_modules if c in ctx.module.body}
     _reexports(ctx, functions, exported)
+    inherit_batch_methods(ctx, functions)  # ``DataLoaderKGAT(DataLoaderBase)``: the base's samplers
     settings = {s for n in walk(ctx.module) if (s := setting_of(ctx, n)) is not None} if may_set(ctx) else set()
     for imported in ctx.project.values():  # what its imports set when they are imported
         settings |= imported.settings
@@ -478,6 +481,7 @@ def _imported_kinds(ctx: RuleContext) -> tuple[bool, bool, bool, bool, bool, boo
 
 
 def _yields_batches(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
-    """A generator, or a method named like ``next_batch`` that returns something."""
+    """A generator, a method named like ``next_batch`` that returns something, or a sampler of any
+    name returning only host tensors it builds (``generate_cf_batch``: ``returns_host_tensors``)."""
     returns, yields = shape_of(ctx, fn)
-    return yields or bool(_BATCH_METHOD.match(fn.name.value)) and bool(returns)
+    return yields or bool(returns) and (bool(_BATCH_METHOD.match(fn.name.value)) or returns_host_tensors(ctx, fn))

@@ -131,7 +131,12 @@ def host_batch_methods(ctx: RuleContext) -> frozenset[str]:
 def _host_batch_methods(ctx: RuleContext) -> frozenset[str]:
     out = set()
     for fn in ctx.nodes(cst.FunctionDef):
-        if not _BATCH_METHOD.match(fn.name.value) or ctx.enclosing(fn, cst.ClassDef) is None:
+        if ctx.enclosing(fn, cst.ClassDef) is None:
+            continue
+        if returns_host_tensors(ctx, fn):  # ``generate_cf_batch``: whatever its name, it returns host tensors
+            out.add(fn.name.value)
+            continue
+        if not _BATCH_METHOD.match(fn.name.value):
             continue
         nodes = list(walk(fn.body))
         calls = [n for n in nodes if isinstance(n, cst.Call)]
@@ -337,3 +342,34 @@ def built_on_host_at(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode
     return bool(bindings) and all(
         len(b.targets) == 1 and isinstance(b.targets[0].target, cst.Name) and
         built_on_host_at(ctx, b.value, b, depth + 1) for b in bindings)
+
+
+_PLACES = ("to", "cuda", "pin_memory")
+
+
+def returns_host_tensors(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    """Does ``fn`` return only tensors it builds in host memory, whatever its name: every ``return``
+    hands back one, a tuple or list of them or a dict of them (``return torch.LongTensor(users),
+    torch.LongTensor(pos)``, also through names every path binds to one), and nothing in it
+    places a tensor on a device? A sampler method of the user's (``data.generate_cf_batch(...)``)
+    is then a batch source: what the step loop copies from it is host data, every step."""
+    returns: list[cst.Return] = []
+    for node in walk(fn.body):
+        if isinstance(node, (cst.Yield, cst.Await)):
+            return False
+        if isinstance(node, cst.Return):
+            returns.append(node)
+        elif isinstance(node, cst.Call) and (method_call(node, *_PLACES) or get_arg(node, "device") is not None):
+            return False
+    if not returns:
+        return False
+    for ret in returns:
+        value = ret.value
+        if value is None:
+            return False
+        parts = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else \
+            [e.value for e in value.elements if isinstance(e, cst.DictElement)] if isinstance(value, cst.Dict) else [value]
+        if not parts or len(parts) != len(getattr(value, "elements", parts)) or \
+                not all(built_on_host_at(ctx, part, ret) for part in parts):
+            return False
+    return True

@@ -192,9 +192,11 @@ def resident_copy(ctx: RuleContext, receiver: cst.BaseExpression, changing: Iter
     if any(f in ("weight", "bias", "module", "model") for f in fields):
         return None
     if root.value == "self":
-        if not indices or len(fields) != 1 or not _resident_attribute(ctx, fields[0], owner):
+        # ``self.train_x[idx]``; also a field of a data holder the class keeps (``self.machine.sg_edges[c]``,
+        # the holder handed to ``__init__`` as a whole dataset or partition)
+        if not indices or not _resident_attribute(ctx, fields[-1], owner):
             return None
-        name = f"self.{fields[0]}"
+        name = "self." + ".".join(reversed(fields))
     elif not resident_root(ctx, root.value, owner):
         return None
     else:

@@ -3,6 +3,7 @@ functions it calls), no-grad contexts, device arguments and batch data."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -108,7 +109,15 @@ def device_kind(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
         return "cpu"
     if last in _DEVICE_NAMES or last.endswith("_device") or last.startswith("device"):
         return "unknown"
+    if _DEVICE_WORD.search(last) and not _NOT_DEVICE.search(last):
+        return "unknown"  # ``gpuid``, ``cuda_idx``, ``target_device_name``, ``self.rank``: one device's spelling
     return None
+
+
+# a device's name spelled another way (``gpuid``, ``cuda_id``, ``main_device``) and what such a word
+# in a name may mean instead (a count, a list of ids, a dtype, a flag)
+_DEVICE_WORD = re.compile(r"gpu|cuda|device|(^|_)rank$")
+_NOT_DEVICE = re.compile(r"num|count|^n_|_n$|ids$|gpus$|devices$|list|type|use_|is_|has_|enable|avail|dist")
 
 
 class BatchData:

@@ -25,7 +25,7 @@ from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import PERIODIC_EVAL, StepCaller, callable_defs, project_runs
 from ..syntax.project import call_path, project_class_facts, project_function
-from ..syntax.tree import children_of
+from ..syntax.tree import children_of, walk
 from .handed_callables import handed_roots
 
 # Wrappers whose result calls the wrapped function with the arguments it is given (and more).
@@ -89,7 +89,29 @@ def runs_in_place(ctx: RuleContext, fn: cst.Lambda) -> bool:
     if not isinstance(call, cst.Call):
         return False
     name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
-    return name in _APPLIED_NOW
+    return name in _APPLIED_NOW or _applies_param(ctx, call, parent)
+
+
+def _applies_param(ctx: RuleContext, call: cst.Call, arg: cst.Arg) -> bool:
+    """Is ``call`` a call of a plain function of this module that calls, in its own body, the
+    parameter ``arg`` is bound to (``_nested_map(features, lambda x: x.to(device))`` with ``def
+    _nested_map(struct, map_fn): ... return map_fn(struct)``)? Then the function applies it at once."""
+    if not isinstance(call.func, cst.Name):
+        return False
+    defs = [f for f in ctx.module.body if isinstance(f, cst.FunctionDef) and f.name.value == call.func.value]
+    if len(defs) != 1:
+        return False
+    params = defs[0].params.params
+    if arg.keyword is not None:
+        param = arg.keyword.value
+    else:
+        positional = [a for a in call.args if a.keyword is None]
+        index = next(i for i, a in enumerate(positional) if a is arg)
+        if arg.star or any(a.star for a in positional[:index]) or index >= len(params):
+            return False
+        param = params[index].name.value
+    return any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == param
+               for n in walk(defs[0].body))
 
 
 def external_defs(ctx: RuleContext, callers: tuple[StepCaller, ...], train: str) -> dict[cst.FunctionDef, StepCaller]:

@@ -52,7 +52,7 @@ class FunctionFacts:
     # count comes from, persistent_workers unset, pin_memory unset, the ``**kwargs`` it forwards,
     # which caller takes that branch)
     returned_loaders: tuple[tuple[int, str, bool, bool, str, str], ...] = ()
-    yields_batches: bool = False  # a generator or ``next_batch()``-style method: returns a batch
+    yields_batches: bool = False  # a generator, a ``next_batch()`` or a sampler of host tensors: returns a batch
     compiles: bool = False  # compiles a model (``torch.compile``, ``.compile()``) in its body or a callee
     makes_scaler: bool = False  # creates a GradScaler (a scaler wrapper class's ``__init__``, a builder)
     settings: tuple[str, ...] = ()  # TF32/CUDNN it sets, in its body or a callee
