@@ -31,7 +31,8 @@ from ..model.rare_evals import step_kind
 from ..model.training import TRAIN, TrainingAnalysis
 from ..syntax.calls import backward_call, dotted_name
 from ..syntax.context import RuleContext
-from ..syntax.launch import StepCaller
+from ..model.guards import is_once_test, rare_exit_before
+from ..syntax.launch import HOOK_CALL, StepCaller
 from ..syntax.project import StepCall, call_path
 
 
@@ -55,6 +56,58 @@ def self_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Callable[[c
         if loop is not None:
             out.append(StepCall("", f"{cls.name.value}.{func.attr.value}", line_of(call), step_kind(ta, loop)))
     return out
+
+
+def hook_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Callable[[cst.CSTNode], int]) -> list[StepCall]:
+    """``self.m(...)`` on every pass of a loop of a method of one of this module's classes, where
+    that loop is no step or eval loop of this module (``for self.batch_idx, data in
+    enumerate(self.train_loader): self.forward_backward(data)`` over a loader a data manager made,
+    with the backward in the subclass): ``StepCall("", "Class.m", ..., HOOK_CALL)``. Whether a pass
+    is a training step is the subclass's to say (``model.step_reach``: its ``m`` runs one). Also
+    through the class's own methods the loop calls (``self.run_batch(data)`` calling
+    ``self.forward_backward(data)``)."""
+    if "self." not in ctx.source or not any(isinstance(s, cst.ClassDef) for s in ctx.module.body):
+        return []
+    out = []
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            continue
+        method = ctx.enclosing(call, cst.FunctionDef)
+        cls = ctx.enclosing(method, cst.ClassDef) if method is not None else None
+        if cls is None or ctx.parent(cls) is not ctx.module or ctx.parent(ctx.parent(method)) is not cls:
+            continue
+        if _hook_loop(ctx, ta, call, cls, frozenset()):
+            out.append(StepCall("", f"{cls.name.value}.{func.attr.value}", line_of(call), HOOK_CALL))
+    return out
+
+
+def _hook_loop(ctx: RuleContext, ta: TrainingAnalysis, node: cst.CSTNode, cls: cst.ClassDef, seen: frozenset) -> bool:
+    """Does ``node`` run on every pass of a loop of ``cls``'s methods that this module does not
+    already see as a step or eval loop (those are ``self_step_calls``), no period or once-test
+    between: in the loop's body, or in a method of the class that such a loop calls as ``self.m()``?"""
+    child, pending = node, []
+    loops = (*ta.step_loops, *ta.eval_loops)
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, cst.If) and child is anc.body:
+            if ta.is_periodic(anc):
+                return False
+            pending.append(anc)
+        if rare_exit_before(ctx, anc, child, loops) is not None:
+            return False
+        if isinstance(anc, (cst.For, cst.While)) and (child is anc.body or isinstance(anc, cst.While) and child is anc.test):
+            return anc not in loops and not any(is_once_test(g.test, ta.counters(anc)) for g in pending)
+        if isinstance(anc, cst.FunctionDef):
+            if anc in seen or len(seen) >= 3 or ctx.parent(ctx.parent(anc)) is not cls:
+                return False
+            name = anc.name.value
+            return any(_hook_loop(ctx, ta, c, cls, seen | {anc}) for c in ctx.nodes(cst.Call)
+                       if isinstance(c.func, cst.Attribute) and c.func.attr.value == name and
+                       dotted_name(c.func.value) == "self" and ctx.enclosing(c, cst.ClassDef) is cls)
+        if isinstance(anc, (cst.ClassDef, cst.Lambda)):
+            return False
+        child = anc
+    return False
 
 
 def stepping_classes(ctx: RuleContext) -> frozenset[str]:

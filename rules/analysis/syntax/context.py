@@ -11,7 +11,7 @@ import libcst as cst
 
 from .calls import dotted_name
 from .names import NameResolution
-from .torch_roots import TORCH_IMPORT_ROOTS
+from .torch_roots import TORCH_IMPORT_ROOTS, TORCH_ONLY_METHODS, calls_torch_methods
 from .tree import exact_types, index
 
 T = TypeVar("T")
@@ -114,10 +114,14 @@ class RuleContext(NameResolution):
     def uses_torch(self) -> bool:
         """Does the file import torch or a torch training framework anywhere (at module level,
         in a function, under ``try``), or one of the user's modules that defines models or trains
-        (an entry script handing everything to them)? Rules report nothing in a file that does not."""
+        (an entry script handing everything to them), or call a method only tensors have
+        (``x.cuda()``, ``loss.backward()``)? Rules report nothing in a file that does none."""
         if "_uses_torch" not in self._cache:
             self._cache["_uses_torch"] = any(
                 root in TORCH_IMPORT_ROOTS
                 for node in self.nodes(cst.Import, cst.ImportFrom) for root in _import_roots(node)) or \
-                any(m.models or m.trains for m in self.project.values())
+                any(m.models or m.trains for m in self.project.values()) or \
+                calls_torch_methods(self.source) and any(  # ``imgs.cuda()``, ``loss.backward()``: tensors handed in
+                    isinstance(c.func, cst.Attribute) and c.func.attr.value in TORCH_ONLY_METHODS
+                    for c in self.nodes(cst.Call))
         return self._cache["_uses_torch"]
