@@ -33,7 +33,7 @@ from ..syntax.calls import backward_call, dotted_name
 from ..syntax.context import RuleContext
 from ..model.guards import is_once_test, rare_exit_before
 from ..syntax.launch import HOOK_CALL, StepCaller
-from ..syntax.project import StepCall, call_path
+from ..syntax.project import StepCall, call_path, project_class_facts
 
 
 def self_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Callable[[cst.CSTNode], int]) -> list[StepCall]:
@@ -166,4 +166,24 @@ def reexported_steps(ctx: RuleContext) -> tuple[StepCall, ...]:
             for name, local in pairs:
                 out += [StepCall(c.module, local + c.function[len(name):], c.line, c.kind, call_path(facts, c))
                         for c in calls if c.function.startswith((f"{name}.", f"{name}("))]
+    return tuple(out)
+
+
+def inherited_step_calls(ctx: RuleContext) -> tuple[StepCall, ...]:
+    """The ``self.m(...)`` calls that the loops of the user's other modules' base classes of this
+    module's classes make (per step, per hook, under a period), named for the subclass
+    (``ImageSoftmaxEngine.forward_backward`` for ``Engine.forward_backward``): a subclass of the
+    subclass, in a third module, finds its overrides run by its grandparent's loop."""
+    if not ctx.project:
+        return ()
+    out: list[StepCall] = []
+    for stmt in ctx.module.body:
+        for base in stmt.bases if isinstance(stmt, cst.ClassDef) else ():
+            facts = project_class_facts(ctx, base.value)
+            if facts is None:
+                continue
+            prefix = f"{(dotted_name(base.value) or '').rsplit('.', 1)[-1]}."
+            out += [StepCall("", stmt.name.value + "." + c.function[len(prefix):], c.line, c.kind, call_path(facts, c))
+                    for c in facts.step_calls
+                    if not c.module and c.function.startswith(prefix) and "(" not in c.function]
     return tuple(out)

@@ -120,8 +120,23 @@ class RuleContext(NameResolution):
             self._cache["_uses_torch"] = any(
                 root in TORCH_IMPORT_ROOTS
                 for node in self.nodes(cst.Import, cst.ImportFrom) for root in _import_roots(node)) or \
-                any(m.models or m.trains for m in self.project.values()) or \
-                calls_torch_methods(self.source) and any(  # ``imgs.cuda()``, ``loss.backward()``: tensors handed in
-                    isinstance(c.func, cst.Attribute) and c.func.attr.value in TORCH_ONLY_METHODS
-                    for c in self.nodes(cst.Call))
+                any(m.models or m.trains for m in self.project.values()) or self._subclass_on_tensors()
         return self._cache["_uses_torch"]
+
+    def _subclass_on_tensors(self) -> bool:
+        """A class deriving from a class of the user's other modules, in a file that calls a method
+        only tensors have (``imgs.cuda()``, ``loss.backward()``): a trainer subclass whose base
+        class's module imports torch and hands it the batches."""
+        if not self.project or not calls_torch_methods(self.source) or not any(
+                isinstance(c.func, cst.Attribute) and c.func.attr.value in TORCH_ONLY_METHODS for c in self.nodes(cst.Call)):
+            return False
+        keys = set(self.project)
+        for stmt in self.module.body:
+            for base in stmt.bases if isinstance(stmt, cst.ClassDef) else ():
+                head = base.value
+                while isinstance(head, cst.Attribute):
+                    head = head.value
+                full = self.import_aliases.get(head.value, "") if isinstance(head, cst.Name) else ""
+                if any(full == k or full.startswith(k + ".") for k in keys):
+                    return True
+        return False
