@@ -100,15 +100,9 @@ def self_paced_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) ->
     left out when the same loop calls ``m`` elsewhere too."""
     if "self." not in ctx.source or "%" not in ctx.source and "for " not in ctx.source and "while " not in ctx.source:
         return []
-    calls: dict[tuple[cst.ClassDef, str], list[cst.Call]] = {}
-    for call in ctx.nodes(cst.Call):
-        func = call.func
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
-            continue
-        method = ctx.enclosing(call, cst.FunctionDef)
-        cls = ctx.enclosing(method, cst.ClassDef) if method is not None else None
-        if cls is not None and ctx.parent(cls) is ctx.module and ctx.parent(ctx.parent(method)) is cls:
-            calls.setdefault((cls, func.attr.value), []).append(call)
+    from .step_targets import hook_names, self_calls  # (step_targets reads this module's callee resolution)
+
+    calls = {key: found for key, found in self_calls(ctx).items() if key[1] in hook_names(ctx, key[0])}
     out = []
     for (cls, name), found in calls.items():
         kept = [c for c in found if not _mode_branch(ctx, c, found)]
