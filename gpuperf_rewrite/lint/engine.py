@@ -34,6 +34,7 @@ from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet, may_be_
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
 from gpuperf_rewrite.rules._framework import Finding, Fix, Rule, RuleContext, may_import_torch
+from gpuperf_rewrite.rules.analysis.syntax.torch_roots import calls_torch_methods
 from gpuperf_rewrite.rules.analysis.syntax.launch import PACE_KINDS
 from gpuperf_rewrite.rules.analysis.syntax.glance import Glance
 from gpuperf_rewrite.rules.analysis.syntax.tree import forget_walks
@@ -81,7 +82,7 @@ _LAST_PLAN: dict[tuple[str, ...], tuple[str, tuple[str, ...]]] = {}
 
 
 def _fire_on(text: str, ruleset: RuleSet) -> tuple[str, ...]:
-    if not may_import_torch(text) and not may_be_entry(text):
+    if not may_import_torch(text) and not may_be_entry(text) and not calls_torch_methods(text):
         return ()  # (an entry script may run the user's torch modules: ``prefilter.runs_torch_modules``)
     found: dict[str, bool] = {}
 

@@ -194,3 +194,51 @@ def _evaluate(node: ast.expr, importer: str, names: dict[str, str]) -> str | Non
         base = _evaluate(node.func.value, importer, names)
         return os.path.join(base, *strs) if base is not None else None
     return None
+
+
+# folder -> (its mtime, the folders its scripts put on ``sys.path``)
+_BESIDE: dict[str, tuple[int, tuple[str, ...]]] = {}
+_MAX_SCRIPTS = 64
+
+
+def beside_additions(importer: str, levels: int = 2) -> tuple[str, ...]:
+    """The folders that the scripts (a ``__main__`` guard) in the importer's folder and the
+    ``levels`` folders above it put on ``sys.path``: a module a recipe's ``train.py`` loads by
+    name from a config (``trainer.py`` one folder down, importing ``audio_zen.trainer`` from the
+    checkout's root that ``train.py`` appends) runs with that path too. Kept per folder."""
+    out: list[str] = []
+    folder = os.path.dirname(importer)
+    for _ in range(levels + 1):
+        for added in _folder_additions(folder):
+            if added not in out:
+                out.append(added)
+        above = os.path.dirname(folder)
+        if above == folder:
+            break
+        folder = above
+    return tuple(out[:_MAX_FOLDERS])
+
+
+def _folder_additions(folder: str) -> tuple[str, ...]:
+    try:
+        mtime = os.stat(folder).st_mtime_ns
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".py"))[:_MAX_SCRIPTS]
+    except OSError:
+        return ()
+    got = _BESIDE.get(folder)
+    if got is not None and got[0] == mtime:
+        return got[1]
+    out: list[str] = []
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            with open(path, "rb") as f:
+                data = f.read(200_000)
+        except OSError:
+            continue
+        if b"__main__" in data and _MENTIONS.search(data):
+            out += [a for a in path_additions(path, data) if a not in out]
+    if len(_BESIDE) >= 4096:
+        _BESIDE.pop(next(iter(_BESIDE)))
+    _BESIDE[folder] = (mtime, tuple(out))
+    return tuple(out)

@@ -17,7 +17,7 @@ from gpuperf_rewrite.lint import noqa as noqa_mod
 from gpuperf_rewrite.lint.diagnostics import Diagnostic
 from gpuperf_rewrite.lint.registry import all_rules
 from gpuperf_rewrite.lint.sourceio import decode_source
-from gpuperf_rewrite.rules.analysis.syntax.torch_roots import may_import_torch
+from gpuperf_rewrite.rules.analysis.syntax.torch_roots import calls_torch_methods, may_import_torch
 
 if TYPE_CHECKING:
     from gpuperf_rewrite.rules._api import Rule
@@ -65,13 +65,14 @@ class RuleSet:
 
 def passes_torch_gate(data: bytes) -> bool:
     """False when no rule can report in ``data`` whatever the selection: it skips itself
-    (``gpuperf: skip-file``) or imports no torch package (:func:`may_import_torch`). True also for
+    (``gpuperf: skip-file``) or imports no torch package (:func:`may_import_torch`) and calls no
+    method only tensors have (:func:`calls_torch_methods`). True also for
     bytes that do not decode: the engine reports those."""
     try:
         text = decode_source(data)
     except (SyntaxError, UnicodeDecodeError, LookupError):
         return True
-    return not noqa_mod.skips_file(text) and may_import_torch(text)
+    return not noqa_mod.skips_file(text) and (may_import_torch(text) or calls_torch_methods(text))
 
 
 def may_be_entry(text: str) -> bool:

@@ -33,7 +33,7 @@ from .checkout_roots import checkout_like, imported_as_package, imports_from_abo
 from .entry_options import off_options
 from .import_folders import parser_bases, same_named_module
 from .named_imports import named_by_prefix
-from .path_additions import (INSTALLED, NOT_FIRST_PARTY, first_party_folders, may_set_path_up, path_additions,
+from .path_additions import (INSTALLED, NOT_FIRST_PARTY, beside_additions, first_party_folders, may_set_path_up, path_additions,
                              widened_root)
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -434,11 +434,12 @@ def program_path(importer: str, root: str, source: bytes) -> tuple[str, ...]:
     first (``import _init_paths`` before ``import models``), read off their text
     (``lint.path_additions``)."""
     out = list(path_additions(importer, source))
+    beside = [a for a in beside_additions(importer) if a not in out]  # the scripts that run it by name
     if may_set_path_up(source) or out:
         for imported in _imported_modules(Path(importer), Path(root), source, ()):
             got = content_of(imported.path)
             out += [f for f in path_additions(os.fspath(imported.path), got[0]) if f not in out] if got else []
-    return first_party_folders(out)
+    return first_party_folders(out + beside)
 
 
 def first_party_modules(entry: Path, root: Path | None = None, max_depth: int = MAX_DEPTH) -> list[Path]:

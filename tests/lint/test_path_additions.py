@@ -91,3 +91,21 @@ def test_the_parent_folder_by_os_path_split_and_pathlib_parents(tmp_path: Path) 
         == (str(tmp_path / "seg"),)
     assert path_additions(str(tmp_path / "gen/tools/fit.py"), (tmp_path / "gen/tools/fit.py").read_bytes()) == \
         (str(tmp_path / "gen"),)
+
+
+def test_a_module_a_script_beside_it_or_above_loads_by_name_imports_from_that_scripts_path(tmp_path: Path) -> None:
+    """A recipe's ``train.py`` appends the checkout's root and loads ``fullsubnet/trainer.py`` by a
+    config string; the trainer imports ``audio_zen.trainer.base_trainer`` from that root."""
+    _tree(tmp_path, {
+        "repo/audio_zen/__init__.py": "", "repo/audio_zen/trainer/__init__.py": "",
+        "repo/audio_zen/trainer/base_trainer.py": "class BaseTrainer: pass\n",
+        "repo/recipes/dns/__init__.py": "",
+        "repo/recipes/dns/train.py": "import os, sys\nsys.path.append(os.path.abspath(os.path.join(__file__, '..', '..', '..')))\n"
+                                     "import audio_zen.loss\n\nif __name__ == '__main__':\n    pass\n",
+        "repo/recipes/dns/fullsubnet/__init__.py": "",
+        "repo/recipes/dns/fullsubnet/trainer.py": "from audio_zen.trainer.base_trainer import BaseTrainer\n",
+    })
+    trainer = tmp_path / "repo/recipes/dns/fullsubnet/trainer.py"
+    first_party, root = is_first_party(trainer)
+    assert first_party
+    assert _names(trainer, root)["audio_zen.trainer.base_trainer"] == tmp_path / "repo/audio_zen/trainer/base_trainer.py"

@@ -88,3 +88,46 @@ def paced_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> list
         if callee is not None:
             out.append(StepCall(callee[0], callee[1], line_of(call), kind))
     return out
+
+
+def self_paced_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> list[StepCall]:
+    """How often a method of one of this module's classes calls ``self.m(...)`` outside every step
+    or eval loop: ``StepCall("", "Class.m", ...)`` of kind ``RARE_CALL`` (``if self.rank == 0 and
+    epoch % self.validation_interval == 0: self._validation_epoch(epoch)`` in a base trainer) or
+    ``OFTEN_CALL``; a subclass of another module that overrides ``m`` then knows how often its
+    override runs (``model.rare_evals``). A call in a branch that ends its loop's pass (``if
+    self.only_validation: self._validation_epoch(epoch); continue``) is another mode of the run,
+    left out when the same loop calls ``m`` elsewhere too."""
+    if "self." not in ctx.source or "%" not in ctx.source and "for " not in ctx.source and "while " not in ctx.source:
+        return []
+    from .step_targets import hook_names, self_calls  # (step_targets reads this module's callee resolution)
+
+    calls = {key: found for key, found in self_calls(ctx).items() if key[1] in hook_names(ctx, key[0])}
+    out = []
+    for (cls, name), found in calls.items():
+        kept = [c for c in found if not _mode_branch(ctx, c, found)]
+        for call in kept:
+            if ta.every_step_loop(call) is not None:
+                continue
+            pace = how_often_called(ta, call)
+            kind = RARE_CALL if pace == "rare" else OFTEN_CALL if pace in ("every", "unknown") or \
+                any(isinstance(a, (cst.For, cst.While)) for a in ctx.ancestors(call)) else None
+            if kind is not None:
+                out.append(StepCall("", f"{cls.name.value}.{name}", line_of(call), kind))
+    return out
+
+
+def _mode_branch(ctx: RuleContext, call: cst.Call, others: list[cst.Call]) -> bool:
+    """Is ``call`` in an ``if`` whose body ends with ``continue`` inside a loop that also calls the
+    same method outside that ``if``: a mode of the run (validation alone) besides the usual pass?"""
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if isinstance(anc, cst.If) and isinstance(anc.body, cst.IndentedBlock) and anc.body.body:
+            last = anc.body.body[-1]
+            ends = isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Continue) for s in last.body)
+            loop = next((a for a in ctx.ancestors(anc) if isinstance(a, (cst.For, cst.While))), None)
+            if ends and loop is not None and any(o is not call and ctx.is_inside(o, loop) and not ctx.is_inside(o, anc)
+                                                 for o in others):
+                return True
+    return False

@@ -35,7 +35,7 @@ from .move_helpers import blocking_moves, module_moves, module_wrappers
 from ..syntax.output_calls import output_params
 from .builders import (assigned_in, gathers_own_parameters, at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        is_class_call, params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
-from .call_pace import offered_names, paced_calls, project_callee
+from .call_pace import offered_names, paced_calls, project_callee, self_paced_calls
 from .class_picks import picked_trainers
 from .cli_defaults import false_fields, string_fields, zero_fields
 from .class_factories import returned_classes
@@ -50,7 +50,7 @@ from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator,
 from .script_facts import first_use_of
 from .self_training import self_training_methods
 from .inherited_batches import inherit_batch_methods
-from .step_targets import call_roots, reexported_steps, self_step_calls, stepping_classes
+from .step_targets import call_roots, hook_step_calls, inherited_step_calls, reexported_steps, self_step_calls, stepping_classes
 from .to_methods import strict_to_classes
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
@@ -100,7 +100,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
         settings |= imported.settings
     return ModuleFacts(functions, frozenset(workload), frozenset(exported),
                        any(f.trains for f in functions.values()), settings=frozenset(settings),
-                       step_calls=_step_calls(ctx, ta, line_of) + reexported_steps(ctx), registries=model_tables(ctx, exported),
+                       step_calls=_step_calls(ctx, ta, line_of) + reexported_steps(ctx) + inherited_step_calls(ctx), registries=model_tables(ctx, exported),
                        loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
                        memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
                        zero_fields=zero_fields(ctx), false_fields=false_fields(ctx), padding_collates=padding_collates(ctx),
@@ -158,9 +158,12 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
     looping = bool(ta.step_loops or ta.eval_loops)
     forwards = bool(forward_roots(ctx))  # also the calls a model's forward runs on every call of the model
     paced = paced_calls(ctx, ta, line_of)  # ``if epoch % n == 0: validate()``: how often the callee runs
+    # ``self.forward_backward(data)`` in a base class's loop that is no step loop here (the subclass
+    # says what a pass is), ``if epoch % n == 0: self._validation_epoch(epoch)``: a subclass's hooks
+    own = hook_step_calls(ctx, ta, line_of) + self_paced_calls(ctx, ta, line_of)
     if not (looping or roots or forwards):
-        return tuple(paced)
-    out = self_step_calls(ctx, ta, line_of) if looping else []
+        return tuple(paced + own)
+    out = own + (self_step_calls(ctx, ta, line_of) if looping else [])
     out += stored_callable_calls(ctx, ta, line_of, roots)  # ``self.get_batch(bs)``: handed in by the caller
     if not ctx.project:
         return tuple(out)

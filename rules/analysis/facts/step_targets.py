@@ -31,8 +31,9 @@ from ..model.rare_evals import step_kind
 from ..model.training import TRAIN, TrainingAnalysis
 from ..syntax.calls import backward_call, dotted_name
 from ..syntax.context import RuleContext
-from ..syntax.launch import StepCaller
-from ..syntax.project import StepCall, call_path
+from ..model.guards import is_once_test, rare_exit_before
+from ..syntax.launch import HOOK_CALL, StepCaller
+from ..syntax.project import StepCall, call_path, project_class_facts
 
 
 def self_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Callable[[cst.CSTNode], int]) -> list[StepCall]:
@@ -55,6 +56,125 @@ def self_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Callable[[c
         if loop is not None:
             out.append(StepCall("", f"{cls.name.value}.{func.attr.value}", line_of(call), step_kind(ta, loop)))
     return out
+
+
+def hook_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Callable[[cst.CSTNode], int]) -> list[StepCall]:
+    """``self.m(...)`` on every pass of a loop of a method of one of this module's classes, where
+    that loop is no step or eval loop of this module (``for self.batch_idx, data in
+    enumerate(self.train_loader): self.forward_backward(data)`` over a loader a data manager made,
+    with the backward in the subclass): ``StepCall("", "Class.m", ..., HOOK_CALL)``. Whether a pass
+    is a training step is the subclass's to say (``model.step_reach``: its ``m`` runs one). Also
+    through the class's own methods the loop calls (``self.run_batch(data)`` calling
+    ``self.forward_backward(data)``). Only hooks: ``m`` is a stub in the class (``raise
+    NotImplementedError``, ``pass``) or not defined there (a model's concrete helpers cost nothing)."""
+    out = []
+    index = self_calls(ctx)
+    for (cls, name), calls in index.items():
+        if name not in hook_names(ctx, cls):
+            continue
+        for call in calls:
+            if _hook_loop(ctx, ta, call, cls, index, frozenset()):
+                out.append(StepCall("", f"{cls.name.value}.{name}", line_of(call), HOOK_CALL))
+    return out
+
+
+def self_calls(ctx: RuleContext) -> dict[tuple[cst.ClassDef, str], list[cst.Call]]:
+    """``self.m(...)`` calls in the methods of this module's top-level classes, by (class, ``m``)."""
+    return ctx.fact(_self_calls)
+
+
+def _self_calls(ctx: RuleContext) -> dict[tuple[cst.ClassDef, str], list[cst.Call]]:
+    out: dict[tuple[cst.ClassDef, str], list[cst.Call]] = {}
+    if "self." not in ctx.source or not any(isinstance(s, cst.ClassDef) for s in ctx.module.body):
+        return out
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            continue
+        method = ctx.enclosing(call, cst.FunctionDef)
+        cls = ctx.enclosing(method, cst.ClassDef) if method is not None else None
+        if cls is not None and ctx.parent(cls) is ctx.module and ctx.parent(ctx.parent(method)) is cls:
+            out.setdefault((cls, func.attr.value), []).append(call)
+    return out
+
+
+# ``self.m()`` of these runs a framework's or torch's own method, never a subclass's hook.
+_NOT_HOOKS = frozenset({"parameters", "named_parameters", "modules", "named_modules", "children", "named_children",
+                        "buffers", "named_buffers", "register_buffer", "register_parameter", "register_module",
+                        "add_module", "apply", "to", "cuda", "cpu", "train", "eval", "state_dict", "load_state_dict",
+                        "zero_grad", "log", "log_dict", "print", "save_hyperparameters", "forward", "__call__",
+                        "get_submodule", "requires_grad_", "float", "half", "double", "type"})
+
+
+def hook_names(ctx: RuleContext, cls: cst.ClassDef) -> frozenset[str]:
+    """The methods ``cls`` calls as ``self.m()`` that a subclass supplies: defined in ``cls`` as a
+    stub (``raise NotImplementedError``, ``pass``, a docstring, ``return None``), or not at all."""
+    memo = ctx.fact(_hook_memo)
+    if cls not in memo:
+        own = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+        called = {name for (c, name) in self_calls(ctx) if c is cls}
+        memo[cls] = frozenset(n for n in called if n not in _NOT_HOOKS and (n not in own or _stub(own[n])))
+    return memo[cls]
+
+
+def _hook_memo(ctx: RuleContext) -> dict[cst.ClassDef, frozenset[str]]:
+    return {}
+
+
+def _stub(fn: cst.FunctionDef) -> bool:
+    """A body a subclass is meant to replace: ``raise NotImplementedError``, ``pass``, ``...``, a
+    docstring, ``return`` (None)."""
+    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else ()
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        for small in stmt.body:
+            if isinstance(small, cst.Pass) or isinstance(small, cst.Expr) and isinstance(
+                    small.value, (cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis)):
+                continue
+            if isinstance(small, cst.Raise) and "NotImplementedError" in (dotted_name(
+                    small.exc.func if isinstance(small.exc, cst.Call) else small.exc) or "" if small.exc else ""):
+                continue
+            if isinstance(small, cst.Return) and (small.value is None or isinstance(small.value, cst.Name) and
+                                                  small.value.value == "None"):
+                continue
+            return False
+    return True
+
+
+def _hook_loop(ctx: RuleContext, ta: TrainingAnalysis, node: cst.CSTNode, cls: cst.ClassDef,
+               index: dict[tuple[cst.ClassDef, str], list[cst.Call]], seen: frozenset) -> bool:
+    """Does ``node`` run on every pass of a loop of ``cls``'s methods that this module does not
+    already see as a step or eval loop (those are ``self_step_calls``), no period or once-test
+    between: in the loop's body, or in a method of the class that such a loop calls as ``self.m()``?
+    The guards are read only once a loop or a calling method is found (the costly part)."""
+    child, pending, blocks = node, [], []
+    loops = (*ta.step_loops, *ta.eval_loops)
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, cst.If) and child is anc.body:
+            pending.append(anc)
+        blocks.append((anc, child))
+        if isinstance(anc, (cst.For, cst.While)) and (child is anc.body or isinstance(anc, cst.While) and child is anc.test):
+            if anc in loops:
+                return False
+            return _unguarded(ctx, ta, pending, blocks, loops) and not any(
+                is_once_test(g.test, ta.counters(anc)) for g in pending)
+        if isinstance(anc, cst.FunctionDef):
+            if anc in seen or len(seen) >= 2 or ctx.parent(ctx.parent(anc)) is not cls:
+                return False
+            callers = index.get((cls, anc.name.value), ())
+            return bool(callers) and _unguarded(ctx, ta, pending, blocks, loops) and any(
+                _hook_loop(ctx, ta, c, cls, index, seen | {anc}) for c in callers)
+        if isinstance(anc, (cst.ClassDef, cst.Lambda)):
+            return False
+        child = anc
+    return False
+
+
+def _unguarded(ctx: RuleContext, ta: TrainingAnalysis, pending: list[cst.If],
+               blocks: list[tuple[cst.CSTNode, cst.CSTNode]], loops: tuple) -> bool:
+    return not any(ta.is_periodic(g) for g in pending) and \
+        not any(rare_exit_before(ctx, block, child, loops) is not None for block, child in blocks)
 
 
 def stepping_classes(ctx: RuleContext) -> frozenset[str]:
@@ -113,4 +233,24 @@ def reexported_steps(ctx: RuleContext) -> tuple[StepCall, ...]:
             for name, local in pairs:
                 out += [StepCall(c.module, local + c.function[len(name):], c.line, c.kind, call_path(facts, c))
                         for c in calls if c.function.startswith((f"{name}.", f"{name}("))]
+    return tuple(out)
+
+
+def inherited_step_calls(ctx: RuleContext) -> tuple[StepCall, ...]:
+    """The ``self.m(...)`` calls that the loops of the user's other modules' base classes of this
+    module's classes make (per step, per hook, under a period), named for the subclass
+    (``ImageSoftmaxEngine.forward_backward`` for ``Engine.forward_backward``): a subclass of the
+    subclass, in a third module, finds its overrides run by its grandparent's loop."""
+    if not ctx.project:
+        return ()
+    out: list[StepCall] = []
+    for stmt in ctx.module.body:
+        for base in stmt.bases if isinstance(stmt, cst.ClassDef) else ():
+            facts = project_class_facts(ctx, base.value)
+            if facts is None:
+                continue
+            prefix = f"{(dotted_name(base.value) or '').rsplit('.', 1)[-1]}."
+            out += [StepCall("", stmt.name.value + "." + c.function[len(prefix):], c.line, c.kind, call_path(facts, c))
+                    for c in facts.step_calls
+                    if not c.module and c.function.startswith(prefix) and "(" not in c.function]
     return tuple(out)

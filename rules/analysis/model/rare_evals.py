@@ -17,6 +17,7 @@ import libcst as cst
 from ..syntax.launch import PERIODIC_EVAL, RARE_CALL, callable_defs, project_runs
 from ..syntax.tree import Loop
 from .guards import rare_exit_before
+from .step_reach import inherited_paces
 
 if TYPE_CHECKING:
     from ..syntax.context import RuleContext
@@ -162,11 +163,12 @@ def _paced_memo(ctx: RuleContext) -> dict[cst.FunctionDef, set[str]]:
     its top-level classes: rare under a ``RARE_CALL``; every step or epoch under an ``OFTEN_CALL``
     or a per-step call, unless that is itself a periodic evaluation's batch (``PERIODIC_EVAL``)."""
     runs = project_runs(ctx)
-    if not runs.rare_callers:
+    inherited = inherited_paces(ctx)  # ``if epoch % n == 0: self._validation_epoch(epoch)`` in a base class
+    if not runs.rare_callers and not inherited:
         return {}
     defs = callable_defs(ctx)
     out: dict[cst.FunctionDef, set[str]] = {}
-    for caller in (*runs.rare_callers, *runs.step_callers):
+    for caller in (*runs.rare_callers, *inherited, *runs.step_callers):
         fn = defs.get(caller.function)
         if fn is not None:
             out.setdefault(fn, set()).add(_RARE if caller.kind in (RARE_CALL, PERIODIC_EVAL) else _EVERY)

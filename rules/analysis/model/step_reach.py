@@ -23,10 +23,12 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
-from ..syntax.launch import PERIODIC_EVAL, StepCaller, callable_defs, project_runs
-from ..syntax.project import call_path, project_class_facts, project_function
+from ..syntax.launch import HOOK_CALL, PACE_KINDS, PERIODIC_EVAL, StepCaller, callable_defs, project_runs
+from ..syntax.project import ModuleFacts, call_path, project_class_facts, project_function
 from ..syntax.tree import children_of, walk
 from .handed_callables import handed_roots
+
+TRAIN_STEP = "training step"  # (``training.TRAIN``: what a pass of a loop whose hook steps is)
 
 # Wrappers whose result calls the wrapped function with the arguments it is given (and more).
 _WRAPPERS = frozenset({"functools.partial", "torch.compile", "functools.wraps", "torch.jit.script"})
@@ -183,13 +185,26 @@ def _returns(node: cst.CSTNode) -> list[cst.Return]:
 def _inherited(ctx: RuleContext) -> list[StepCaller]:
     """``Sub.m`` for each method ``m`` of this module's class ``Sub`` that a base class of the
     user's other modules calls as ``self.m(...)`` every iteration of its loop (``StepCall`` with no
-    module in that module's ``step_calls``); the base's file and line name the caller."""
+    module in that module's ``step_calls``); the base's file and line name the caller. A call in a
+    loop the base's module does not see as a training loop (``HOOK_CALL``) counts when ``Sub.m``
+    runs a whole training step: then each pass is one (the kind says so)."""
+    return [c for c in ctx.fact(_inherited_calls) if c.kind not in PACE_KINDS]
+
+
+def inherited_paces(ctx: RuleContext) -> list[StepCaller]:
+    """``Sub.m`` for each method ``m`` that a base class of the user's other modules calls as
+    ``self.m(...)`` outside its loops' every pass: under a period (``RARE_CALL``) or on every pass
+    of an epoch loop (``OFTEN_CALL``): how often the override runs (``model.rare_evals``)."""
+    return [c for c in ctx.fact(_inherited_calls) if c.kind in PACE_KINDS]
+
+
+def _inherited_calls(ctx: RuleContext) -> list[StepCaller]:
     if not ctx.project:
         return []
     classes = {s.name.value: s for s in ctx.module.body if isinstance(s, cst.ClassDef)}
     out = []
     for name, cls in classes.items():
-        own = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+        own = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
         for base in _bases(cls, classes):
             facts = project_class_facts(ctx, base)
             if facts is None:
@@ -197,10 +212,37 @@ def _inherited(ctx: RuleContext) -> list[StepCaller]:
             prefix = f"{(dotted_name(base) or '').rsplit('.', 1)[-1]}."
             for call in facts.step_calls:
                 method = call.function[len(prefix):]
-                if not call.module and call.function.startswith(prefix) and method in own:
-                    path = call_path(facts, call) or "its base class's module"
-                    out.append(StepCaller(f"{name}.{method}", path, call.line, call.kind))
+                if call.module or not call.function.startswith(prefix) or method not in own:
+                    continue
+                kind = call.kind
+                if kind == HOOK_CALL:
+                    if not _runs_a_step(ctx, own[method], facts, prefix):
+                        continue
+                    kind = TRAIN_STEP
+                path = call_path(facts, call) or "its base class's module"
+                out.append(StepCaller(f"{name}.{method}", path, call.line, kind))
     return out
+
+
+def _runs_a_step(ctx: RuleContext, fn: cst.FunctionDef, facts: ModuleFacts, prefix: str) -> bool:
+    """Does one call of ``fn`` (a subclass's override of a base class's hook) run a training step:
+    a backward or an optimizer step in its body, itself or through a method of this module or of
+    the base class it calls as ``self.m(...)`` (``self.model_backward_and_update(loss)``)?"""
+    from .training import analysis  # (training reads this module's external roots)
+
+    ta = analysis(ctx)
+    for node in walk(fn.body):
+        if not isinstance(node, cst.Call):
+            continue
+        if ta.is_backward_call(node) or ta.is_optimizer_step(node):
+            return True
+        if isinstance(node.func, cst.Attribute) and dotted_name(node.func.value) == "self":
+            got = facts.functions.get(prefix + node.func.attr.value)
+            if got is not None and (got.trains or got.steps_each_call):
+                return True
+            if any(ta.steps_each_call(f) for f in ta.called_functions(node)):
+                return True
+    return False
 
 
 def _bases(cls: cst.ClassDef, classes: dict[str, cst.ClassDef]) -> list[cst.BaseExpression]:
@@ -250,7 +292,7 @@ def _derives_from_looping(ctx: RuleContext) -> bool:
             full = ctx.import_aliases.get(head, "")
             parts = (f"{full}.{rest}" if full and rest else full).split(".")
             modules |= {".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in keys}
-    return any(not call.module and "(" not in call.function
+    return any(not call.module and "(" not in call.function and call.kind not in PACE_KINDS
                for key in sorted(modules) for call in ctx.project[key].step_calls)
 
 

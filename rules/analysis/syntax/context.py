@@ -11,7 +11,7 @@ import libcst as cst
 
 from .calls import dotted_name
 from .names import NameResolution
-from .torch_roots import TORCH_IMPORT_ROOTS
+from .torch_roots import TORCH_IMPORT_ROOTS, TORCH_ONLY_METHODS, calls_torch_methods
 from .tree import exact_types, index
 
 T = TypeVar("T")
@@ -114,10 +114,29 @@ class RuleContext(NameResolution):
     def uses_torch(self) -> bool:
         """Does the file import torch or a torch training framework anywhere (at module level,
         in a function, under ``try``), or one of the user's modules that defines models or trains
-        (an entry script handing everything to them)? Rules report nothing in a file that does not."""
+        (an entry script handing everything to them), or call a method only tensors have
+        (``x.cuda()``, ``loss.backward()``)? Rules report nothing in a file that does none."""
         if "_uses_torch" not in self._cache:
             self._cache["_uses_torch"] = any(
                 root in TORCH_IMPORT_ROOTS
                 for node in self.nodes(cst.Import, cst.ImportFrom) for root in _import_roots(node)) or \
-                any(m.models or m.trains for m in self.project.values())
+                any(m.models or m.trains for m in self.project.values()) or self._subclass_on_tensors()
         return self._cache["_uses_torch"]
+
+    def _subclass_on_tensors(self) -> bool:
+        """A class deriving from a class of the user's other modules, in a file that calls a method
+        only tensors have (``imgs.cuda()``, ``loss.backward()``): a trainer subclass whose base
+        class's module imports torch and hands it the batches."""
+        if not self.project or not calls_torch_methods(self.source) or not any(
+                isinstance(c.func, cst.Attribute) and c.func.attr.value in TORCH_ONLY_METHODS for c in self.nodes(cst.Call)):
+            return False
+        keys = set(self.project)
+        for stmt in self.module.body:
+            for base in stmt.bases if isinstance(stmt, cst.ClassDef) else ():
+                head = base.value
+                while isinstance(head, cst.Attribute):
+                    head = head.value
+                full = self.import_aliases.get(head.value, "") if isinstance(head, cst.Name) else ""
+                if any(full == k or full.startswith(k + ".") for k in keys):
+                    return True
+        return False

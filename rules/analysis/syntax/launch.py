@@ -89,6 +89,12 @@ RARE_CALL = "call under a period"
 OFTEN_CALL = "call on every pass of a loop"
 PACE_KINDS = frozenset({RARE_CALL, OFTEN_CALL})
 
+# ``StepCall.kind`` of ``self.m(...)`` on every pass of a loop of a base class's method that is no
+# step or eval loop of its own module (``for data in self.train_loader: self.forward_backward(data)``
+# over a loader a data manager made): what one pass is depends on the subclass's override; a
+# subclass whose ``m`` runs a whole training step itself makes it a training step (``step_reach``).
+HOOK_CALL = "call of an overridable method on every pass of a loop"
+
 
 @dataclasses.dataclass(frozen=True)
 class StepCaller:

@@ -18,6 +18,18 @@ TORCH_IMPORT_ROOTS = frozenset({
     "torch_geometric", "dgl", "segmentation_models_pytorch", "open_clip", "sentence_transformers",
 })
 
+# Tensor methods no other common library's objects have: a file calling one runs torch code on
+# tensors handed to it though it imports no torch package (a re-ID engine subclass whose
+# ``forward_backward`` does ``imgs.cuda()`` and ``loss.backward()``; its base class imports torch).
+TORCH_ONLY_METHODS = frozenset({"cuda", "backward"})
+
+
+def calls_torch_methods(text: str) -> bool:
+    """Can ``text`` call a tensor method no other library's objects have (``.cuda(``,
+    ``.backward(``)? A text test: the parsed file's ``RuleContext.uses_torch`` decides."""
+    return ".cuda(" in text or ".backward(" in text
+
+
 _ROOTS = "(?:%s)(?!\\w)" % "|".join(sorted(TORCH_IMPORT_ROOTS, key=len, reverse=True))
 # A root as an import statement spells it: right after ``from`` (a relative import names no root),
 # or among the names after ``import``; a whole word each time ("Ctrl" is not ``trl``, "accelerated"

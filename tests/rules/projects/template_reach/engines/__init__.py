@@ -1,0 +1,3 @@
+from .engine import Engine
+from .image.softmax import ImageSoftmaxEngine
+from .image.triplet import ImageTripletEngine

@@ -1,0 +1,2 @@
+from .softmax import ImageSoftmaxEngine
+from .triplet import ImageTripletEngine
