@@ -107,7 +107,9 @@ def test_fix_mode_analyses_a_file_with_nothing_to_fix_once(monkeypatch: pytest.M
 
     monkeypatch.setattr(engine, "run_rules", counted)
     rules = RuleSet(tuple(code for code, r in all_rules().items() if r.default_enabled))
-    clean = b"import torch\n\n\ndef f(loader):\n    for x in loader:\n        y = x + 1\n"
+    # (a loader built with every setting: the loader rules may report on it, and have nothing to say)
+    clean = (b"from torch.utils.data import DataLoader\n\n\ndef main(ds):\n"
+             b"    return DataLoader(ds, batch_size=32, num_workers=4, pin_memory=True, persistent_workers=True)\n")
     fixed = engine.check_source(clean, "clean.py", rules, "unsafe")
     linted = engine.check_source(clean, "clean.py", rules, "none")
     assert len(calls) == 2 and fixed.fixed is None  # one pass in each mode

@@ -28,6 +28,7 @@ from ..model.handed_callables import handed_roots
 from .framework_hooks import lightning_step_methods
 from ..model.step_reach import derives_from_looping, external_defs
 from ..model.rare_evals import step_kind
+from ..model.hook_steps import runs_a_step
 from ..model.training import TRAIN, TrainingAnalysis
 from ..syntax.calls import backward_call, dotted_name
 from ..syntax.context import RuleContext
@@ -200,7 +201,8 @@ def reached_roots(ctx: RuleContext, through: tuple[StepCaller, ...]) -> dict[cst
     nothing computed) for a module with neither."""
     if not through and not derives_from_looping(ctx) and not handed_roots(ctx):
         return {}
-    return external_defs(ctx, through, TRAIN)
+    return external_defs(ctx, through, TRAIN,
+                         lambda fn, facts, prefix: runs_a_step(ctx.fact(TrainingAnalysis), fn, facts, prefix))
 
 
 def call_roots(ctx: RuleContext, through: tuple[StepCaller, ...]) -> dict[cst.FunctionDef, StepCaller]:

@@ -18,6 +18,7 @@ the spot; one stored for later (``register_hook(lambda g: ...)``) does not.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -27,6 +28,10 @@ from ..syntax.launch import HOOK_CALL, PACE_KINDS, PERIODIC_EVAL, StepCaller, ca
 from ..syntax.project import ModuleFacts, call_path, project_class_facts, project_function
 from ..syntax.tree import children_of, walk
 from .handed_callables import handed_roots
+
+# Does one call of a subclass's override (a base class's hook) run a whole training step? The
+# training analysis's test (``hook_steps.runs_a_step`` bound to it), handed down by its callers.
+StepTest = Callable[[cst.FunctionDef, ModuleFacts, str], bool]
 
 TRAIN_STEP = "training step"  # (``training.TRAIN``: what a pass of a loop whose hook steps is)
 
@@ -116,15 +121,18 @@ def _applies_param(ctx: RuleContext, call: cst.Call, arg: cst.Arg) -> bool:
                for n in walk(defs[0].body))
 
 
-def external_defs(ctx: RuleContext, callers: tuple[StepCaller, ...], train: str) -> dict[cst.FunctionDef, StepCaller]:
+def external_defs(ctx: RuleContext, callers: tuple[StepCaller, ...], train: str,
+                  runs_a_step: StepTest | None = None) -> dict[cst.FunctionDef, StepCaller]:
     """This module's functions run by ``callers`` (the lint layer's ``step_callers``) or by a base
-    class's loop, a training step's caller preferred (``train``: its kind)."""
+    class's loop, a training step's caller preferred (``train``: its kind). ``runs_a_step`` (the
+    training analysis's test, handed down: this module sits below it) decides which hooks a base
+    class's plain loop calls run a whole step; without it none counts."""
     defs = callable_defs(ctx)
     out: dict[cst.FunctionDef, StepCaller] = {}
     for fn, caller in handed_roots(ctx).items():  # ``Trainer(get_batch=sample_batch)``
         out[fn] = caller
     # a training step's caller first, a periodic evaluation's last (a per-batch caller of another kind wins)
-    for caller in sorted((*callers, *_inherited(ctx)), key=lambda c: (c.kind != train, c.kind == PERIODIC_EVAL)):
+    for caller in sorted((*callers, *_inherited(ctx, runs_a_step)), key=lambda c: (c.kind != train, c.kind == PERIODIC_EVAL)):
         name, _, index = caller.function.partition("()")
         fn = defs.get(name)
         if fn is None:
@@ -182,23 +190,43 @@ def _returns(node: cst.CSTNode) -> list[cst.Return]:
     return out
 
 
-def _inherited(ctx: RuleContext) -> list[StepCaller]:
+def _inherited(ctx: RuleContext, runs_a_step: StepTest | None) -> list[StepCaller]:
     """``Sub.m`` for each method ``m`` of this module's class ``Sub`` that a base class of the
     user's other modules calls as ``self.m(...)`` every iteration of its loop (``StepCall`` with no
     module in that module's ``step_calls``); the base's file and line name the caller. A call in a
     loop the base's module does not see as a training loop (``HOOK_CALL``) counts when ``Sub.m``
-    runs a whole training step: then each pass is one (the kind says so)."""
-    return [c for c in ctx.fact(_inherited_calls) if c.kind not in PACE_KINDS]
+    runs a whole training step (``runs_a_step``): then each pass is one (the kind says so)."""
+    out = []
+    for hook in ctx.fact(_inherited_calls):
+        if hook.caller.kind in PACE_KINDS:
+            continue
+        if hook.caller.kind == HOOK_CALL:
+            if runs_a_step is None or not runs_a_step(hook.method, hook.facts, hook.prefix):
+                continue
+            out.append(dataclasses.replace(hook.caller, kind=TRAIN_STEP))
+        else:
+            out.append(hook.caller)
+    return out
 
 
 def inherited_paces(ctx: RuleContext) -> list[StepCaller]:
     """``Sub.m`` for each method ``m`` that a base class of the user's other modules calls as
     ``self.m(...)`` outside its loops' every pass: under a period (``RARE_CALL``) or on every pass
     of an epoch loop (``OFTEN_CALL``): how often the override runs (``model.rare_evals``)."""
-    return [c for c in ctx.fact(_inherited_calls) if c.kind in PACE_KINDS]
+    return [h.caller for h in ctx.fact(_inherited_calls) if h.caller.kind in PACE_KINDS]
 
 
-def _inherited_calls(ctx: RuleContext) -> list[StepCaller]:
+@dataclasses.dataclass(frozen=True)
+class _Hook:
+    """A base class's ``self.m(...)`` call of this module's override ``method`` (``facts``: the
+    base's module, ``prefix``: ``"Base."``)."""
+    caller: StepCaller
+    method: cst.FunctionDef
+    facts: ModuleFacts
+    prefix: str
+
+
+def _inherited_calls(ctx: RuleContext) -> list[_Hook]:
     if not ctx.project:
         return []
     classes = {s.name.value: s for s in ctx.module.body if isinstance(s, cst.ClassDef)}
@@ -214,35 +242,9 @@ def _inherited_calls(ctx: RuleContext) -> list[StepCaller]:
                 method = call.function[len(prefix):]
                 if call.module or not call.function.startswith(prefix) or method not in own:
                     continue
-                kind = call.kind
-                if kind == HOOK_CALL:
-                    if not _runs_a_step(ctx, own[method], facts, prefix):
-                        continue
-                    kind = TRAIN_STEP
                 path = call_path(facts, call) or "its base class's module"
-                out.append(StepCaller(f"{name}.{method}", path, call.line, kind))
+                out.append(_Hook(StepCaller(f"{name}.{method}", path, call.line, call.kind), own[method], facts, prefix))
     return out
-
-
-def _runs_a_step(ctx: RuleContext, fn: cst.FunctionDef, facts: ModuleFacts, prefix: str) -> bool:
-    """Does one call of ``fn`` (a subclass's override of a base class's hook) run a training step:
-    a backward or an optimizer step in its body, itself or through a method of this module or of
-    the base class it calls as ``self.m(...)`` (``self.model_backward_and_update(loss)``)?"""
-    from .training import analysis  # (training reads this module's external roots)
-
-    ta = analysis(ctx)
-    for node in walk(fn.body):
-        if not isinstance(node, cst.Call):
-            continue
-        if ta.is_backward_call(node) or ta.is_optimizer_step(node):
-            return True
-        if isinstance(node.func, cst.Attribute) and dotted_name(node.func.value) == "self":
-            got = facts.functions.get(prefix + node.func.attr.value)
-            if got is not None and (got.trains or got.steps_each_call):
-                return True
-            if any(ta.steps_each_call(f) for f in ta.called_functions(node)):
-                return True
-    return False
 
 
 def _bases(cls: cst.ClassDef, classes: dict[str, cst.ClassDef]) -> list[cst.BaseExpression]:

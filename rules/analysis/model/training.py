@@ -22,6 +22,7 @@ from __future__ import annotations
 import builtins
 import re
 from collections.abc import Iterator
+from functools import partial
 
 import libcst as cst
 
@@ -37,6 +38,7 @@ from .cheap_signs import eval_loops_possible, rollout_loops_possible, step_loops
 from .accumulation import accumulation_boundary
 from .throttles import throttled
 from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_default, rare_condition, rare_exit_before
+from .hook_steps import runs_a_step
 from .step_reach import external_defs, indirect_callee, result_calls, runs_in_place
 from .models import strip_chain
 from .periods import enumerated, per_step_alternative, period_one_by_default, periods
@@ -354,7 +356,7 @@ class TrainingAnalysis(TrainingObjects):
         one of their loops (``RuleContext.launch``'s ``step_callers``: a loss's ``forward``, a
         ``to_device`` helper), a training step's caller preferred."""
         if self._external is None:
-            self._external = external_defs(self.ctx, project_runs(self.ctx).step_callers, TRAIN)
+            self._external = external_defs(self.ctx, project_runs(self.ctx).step_callers, TRAIN, partial(runs_a_step, self))
         return self._external
 
     def every_step_caller(self, node: cst.CSTNode, *, flags: bool = False) -> StepCaller | None:

@@ -95,16 +95,11 @@ def reaches(ctx: RuleContext, call: cst.Call, fn: cst.FunctionDef) -> bool:
 
 
 def calls_of(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
-    """In-module call sites of a function (``train(...)``) or method (``self.step(...)``, and
-    ``obj.step(...)`` of a name bound to an instance of its class); for a class's
-    ``forward``/``__call__``, also the calls of its instances (``instance_calls``)."""
+    """In-module call sites of a function (``train(...)``) or method (``self.step(...)``); for a
+    class's ``forward``/``__call__``, also the calls of its instances (``instance_calls``)."""
     found = ctx.fact(_calls_by_name).get(fn.name.value, [])
     if _class_of_method(ctx, fn) is not None:  # (a bare ``name()`` is no call of a method)
         found = [c for c in found if reaches(ctx, c, fn)]
-        # ``metric.get_metric()`` of ``metric = SFTMetric(...)``: a call of the instance's method
-        on = ctx.fact(_instance_method_calls).get((_class_of_method(ctx, fn).name.value, fn.name.value))  # type: ignore[union-attr]
-        if on:
-            found = found + [c for c in on if c not in found]
     if fn.name.value in ("forward", "__call__"):
         cls = _class_of_method(ctx, fn)
         extra = ctx.fact(_instance_calls).get(cls.name.value, []) if cls is not None else []
@@ -146,22 +141,6 @@ def _instances(ctx: RuleContext) -> dict[str, set[str]]:
                 if name is not None:
                     bound.setdefault(name, set()).add(value.func.value)
     return bound
-
-
-def _instance_method_calls(ctx: RuleContext) -> dict[tuple[str, str], list[cst.Call]]:
-    """``obj.m(...)`` of a name bound to an instance of one class of this module (``metric =
-    SFTMetric(device)``; ``metric.get_metric()``), by (class, method): that method's call sites."""
-    bound = ctx.fact(_instances)
-    out: dict[tuple[str, str], list[cst.Call]] = {}
-    if not bound:
-        return out
-    for call in ctx.nodes(cst.Call):
-        func = call.func
-        if isinstance(func, cst.Attribute):
-            owner = dotted_name(func.value)
-            if owner is not None and owner not in ("self", "cls") and len(bound.get(owner, ())) == 1:
-                out.setdefault((next(iter(bound[owner])), func.attr.value), []).append(call)
-    return out
 
 
 def _instance_calls(ctx: RuleContext) -> dict[str, list[cst.Call]]:

@@ -1,0 +1,48 @@
+"""Does a subclass's override of a base class's hook run a whole training step?
+
+A base class of another module may call ``self.forward_backward(batch)`` in a plain loop of its
+own (``HOOK_CALL``): each pass is a training step only when the subclass's override runs the
+backward or the optimizer step, itself or through a method it calls. The training analysis asks
+this of its own file (``step_reach.external_defs``'s ``runs_a_step``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+import libcst as cst
+
+from ..syntax.calls import dotted_name
+from ..syntax.project import ModuleFacts
+from ..syntax.tree import walk
+
+
+class StepSigns(Protocol):
+    """What the test asks of a file's training analysis."""
+
+    def is_backward_call(self, node: cst.CSTNode) -> bool: ...
+
+    def is_optimizer_step(self, node: cst.CSTNode) -> bool: ...
+
+    def steps_each_call(self, fn: cst.FunctionDef) -> bool: ...
+
+    def called_functions(self, node: cst.CSTNode) -> Iterable[cst.FunctionDef]: ...
+
+
+def runs_a_step(ta: StepSigns, fn: cst.FunctionDef, facts: ModuleFacts, prefix: str) -> bool:
+    """Does one call of ``fn`` (a subclass's override of a base class's hook) run a training step:
+    a backward or an optimizer step in its body, itself or through a method of this module or of
+    the base class it calls as ``self.m(...)`` (``self.model_backward_and_update(loss)``)?
+    ``facts``: the base's module; ``prefix``: ``"Base."``."""
+    for node in walk(fn.body):
+        if not isinstance(node, cst.Call):
+            continue
+        if ta.is_backward_call(node) or ta.is_optimizer_step(node):
+            return True
+        if isinstance(node.func, cst.Attribute) and dotted_name(node.func.value) == "self":
+            got = facts.functions.get(prefix + node.func.attr.value)
+            if got is not None and (got.trains or got.steps_each_call):
+                return True
+            if any(ta.steps_each_call(f) for f in ta.called_functions(node)):
+                return True
+    return False
