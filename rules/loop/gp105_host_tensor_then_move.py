@@ -26,6 +26,7 @@ from ..analysis.syntax.tree import walk
 from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.syntax.glance import Glance
 from ._constant_tensors import constant_tensor_findings
+from ._unseen_steps import unseen_step_moves
 from ._cpu_indices import cpu_index_findings
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._host_moves import combined_names, host_data_argument
@@ -144,7 +145,7 @@ class HostTensorThenMove(Rule):
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#best-practices",
     )
-    keywords = (".to(", ".cuda(", "Tensor")
+    keywords = (".to(", ".cuda(", "Tensor", ".type_as(")
 
     examples = [
         Valid(dedent("""
@@ -207,15 +208,26 @@ class HostTensorThenMove(Rule):
 
     @classmethod
     def may_report(cls, glance: Glance) -> bool:
-        # its first test: a step or eval loop, a framework's step hooks, a model's forward, a function that runs a whole step, or other modules' facts
-        return may_train_or_evaluate(glance)
+        # its first test: a step or eval loop, a framework's step hooks, a model's forward, a function that runs a whole step, or other modules' facts;
+        # else a tensor made per batch and moved, in code whose caller is out of sight (``_unseen_steps``)
+        return may_train_or_evaluate(glance) or glance.mentions(".cuda", ".to(", ".type_as") and \
+            glance.mentions("shape", "size(", "batch") and glance.mentions_in_code("cuda", "to", "type_as")
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        if cpu_only(ctx):
+            return
         ta = analysis(ctx)
+        reported: set[cst.CSTNode | None] = set()
+        for found in self._proven(ctx, ta):
+            reported.add(ctx.statement_of(found.node))
+            yield found
+        # what the resolver does not place per step, but the tensor says is made per batch
+        yield from (f for f in unseen_step_moves(ctx, ta) if ctx.statement_of(f.node) not in reported)
+
+    def _proven(self, ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[Finding]:
         if not (ta.step_loops or ta.eval_loops or runs_elsewhere(ctx) or
                 framework_config(ctx).lightning_modules or framework_step_methods(ctx) or forward_roots(ctx) or
-                "backward" in ctx.source and any(ta.steps_each_call(f) for f in ctx.nodes(cst.FunctionDef))) or \
-                cpu_only(ctx):
+                "backward" in ctx.source and any(ta.steps_each_call(f) for f in ctx.nodes(cst.FunctionDef))):
             return
         move_helpers = bool(module_moves(ctx)) or any(
             f.moves for facts in (ctx.project or {}).values() for f in facts.functions.values())
