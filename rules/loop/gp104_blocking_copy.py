@@ -29,6 +29,7 @@ from ..analysis.syntax.tree import walk
 from ._placed_batches import SAME_PLACE, copied_values, host_to_device_copy, mapped_element, passes_device, placed_source
 from ._placed_batches import tokenized_here, without_prefetcher
 from ._collection_copies import collection_copy
+from ._forward_inputs import forward_input_copy
 from ._fed_methods import fed_copy, module_array_copy
 from ._helper_copies import COPIES_BEHIND_HELPERS, helper_copies
 from ._holder_copies import holder_copies
@@ -462,6 +463,7 @@ class BlockingCopy(Rule):
                         inherited_input_copy(ctx, ta, call, transformers)
                 if finding is None:  # a rollout loop inside the training loop; a generator yielding moved batches
                     finding = collection_copy(ctx, ta, call)
+                finding = finding or forward_input_copy(ctx, ta, call)  # a dict/list field a forward is handed
                 if finding is None and (pulling := pulled_batch_loop(ctx, call)) is not None:
                     finding = Finding.of(call, message("built", ta.loop_kind(pulling)), Fix(
                         "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))
