@@ -200,6 +200,12 @@ def message(what: str, kind: str) -> str:
         return (f"`{name}` stays in host memory and the same tensor is copied from it to the device on "
                 f"every {kind}, blocking the CPU each time: move it to the device once, before the loop "
                 "(or at least add non_blocking=True)")
+    if what.startswith("unplaced "):
+        name = what.split(" ", 1)[1]
+        return (f"a slice of `{name}` is copied to the device on every {kind}, blocking the CPU: `{name}` is bound "
+                "before the loop and nothing seen places it on the device, so it is likely in host memory; move it "
+                "to the device once, before the loop (if it fits), or add non_blocking=True. If it is already on "
+                "the device, this copy is a no-op")
     if what.startswith("resident "):
         name = what.split(" ", 1)[1]
         return (f"`{name}` stays in host memory and a slice of it is copied to the device on every {kind}, "

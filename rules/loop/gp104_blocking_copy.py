@@ -30,6 +30,7 @@ from ._placed_batches import SAME_PLACE, copied_values, host_to_device_copy, map
 from ._placed_batches import tokenized_here, without_prefetcher
 from ._collection_copies import collection_copy
 from ._forward_inputs import forward_input_copy
+from ._unplaced_slices import bound_in, unplaced_slice
 from ._fed_methods import fed_copy, module_array_copy
 from ._helper_copies import COPIES_BEHIND_HELPERS, helper_copies
 from ._holder_copies import holder_copies
@@ -137,9 +138,11 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
         if built_on_host_at(ctx, receiver, call):
             return "built", True  # ``torch.stack([x[0] for x in batch[1]])``, masked, then moved
         fn = ctx.enclosing(call, cst.FunctionDef)
-        resident = resident_copy(ctx, receiver, moving | _bound_in(loop), fn or ctx.module)
+        resident = resident_copy(ctx, receiver, moving | bound_in(loop), fn or ctx.module)
         if resident is not None:
             return f"{'invariant' if resident[1] else 'resident'} {resident[0]}", False
+        if (unplaced := unplaced_slice(ctx, receiver, loop, moving | bound_in(loop))) is not None:
+            return f"unplaced {unplaced}", True  # bound before the loop, placed on the device by nothing seen
         if fn is None or not ctx.is_inside(loop, fn):
             return None
         # A loop inside a per-step helper over micro-batches of the batch it is handed (``for i in
@@ -165,7 +168,7 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
     name = _preloaded_slice(ctx, receiver, params | local)
     if name:
         return f"preloaded {name}", True
-    resident = resident_copy(ctx, receiver, params | local | _bound_in(fn), fn)
+    resident = resident_copy(ctx, receiver, params | local | bound_in(fn), fn)
     return (f"{'invariant' if resident[1] else 'resident'} {resident[0]}", False) if resident else None
 
 
@@ -175,19 +178,6 @@ def _stored_batch(loop: cst.For | cst.While, arg: cst.BaseExpression) -> bool:
     name = dotted_name(arg)
     return isinstance(loop, cst.For) and name is not None and name.startswith("self.") and \
         name in target_names(loop.target)
-
-
-def _bound_in(node: cst.CSTNode) -> set[str]:
-    """Every name bound inside ``node`` (assignments, loop and comprehension targets): what may
-    change from one step to the next."""
-    out: set[str] = set()
-    for n in walk(node):
-        if isinstance(n, (cst.Assign)):
-            for t in n.targets:
-                out |= target_names(t.target)
-        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
-            out |= target_names(n.target)
-    return out
 
 
 def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseExpression,
