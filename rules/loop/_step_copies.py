@@ -19,7 +19,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.glance import Glance
 from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
-from ._placed_batches import SAME_PLACE
+from ._placed_batches import SAME_PLACE, passes_device
 
 
 def comprehension_source(ctx: RuleContext, name: cst.Name, fn: cst.FunctionDef) -> cst.Name | None:
@@ -86,6 +86,24 @@ def unpacked_param(fn: cst.FunctionDef, name: str) -> str | None:
         if isinstance(a, cst.Assign) and any(name in target_names(t.target) for t in a.targets):
             source = dotted_name(a.value.value if isinstance(a.value, cst.Subscript) else a.value)
             return source if source in params else None
+    return None
+
+
+def _parsed_param(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> str | None:
+    """The parameter of ``fn`` that a helper turns into ``name`` (``imgs, pids = self.parse_data_for_train(
+    data)``, ``x = prepare(batch)``): a method or function handed it and no device, not an object the file
+    holds (``self.model(data)``): the batch in another form, not proven moved (issue 34: reported as what
+    the analysis cannot rule out)."""
+    params = {p.name.value for p in fn.params.params} - {"self", "cls"}
+    held = {t for a in ctx.nodes(cst.Assign) for tg in a.targets for t in [dotted_name(tg.target)] if t}
+    for a in walk(fn.body):
+        if isinstance(a, cst.Assign) and any(name in target_names(t.target) for t in a.targets):
+            value = a.value.value if isinstance(a.value, cst.Subscript) else a.value
+            if not isinstance(value, cst.Call) or ctx.matches(value.func, {"torch.*"}) or passes_device(ctx, value) or \
+                    (dotted_name(value.func) or "") in held or method_call(value, *_SAME_PLACE, "to", "cuda"):
+                return None
+            handed = [arg.value.value for arg in value.args if isinstance(arg.value, cst.Name) and arg.value.value in params]
+            return handed[0] if len(handed) == 1 else None
     return None
 
 
@@ -176,6 +194,8 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
         return None
     element = handed_container(ctx, fn, base)
     param = element or unpacked_param(fn, base.value)
+    parsed = _parsed_param(ctx, fn, base.value) if param is None else None
+    param = param or parsed
     # (every element of a container the step hands in, ``for k, v in tensor_dict.items(): v.cuda()``:
     # a move helper's whole work is the batch, whatever its parameter is called)
     if not _pulled_from_iterator(fn, base.value) and (
@@ -186,6 +206,10 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
         fix = NoFix(strict)
     elif not transformers:
         fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "unsafe")
+    if parsed is not None:  # (the batch through a helper the file cannot see into)
+        return Finding.of(call, message("batch", kind) + f"; `{base.value}` is what a helper returns for the `{parsed}` "
+                          "this function is handed, not proven on the device: if the helper already moved it, this "
+                          "copy is a no-op", fix)
     return Finding.of(call, message("batch", kind), fix)
 
 
