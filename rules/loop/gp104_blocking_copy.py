@@ -132,6 +132,8 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
         moving = loop_data(loop) | ta.counters(loop)
         if batch.holds(receiver):
             return "batch", (None if is_tokenizer_output(ta, receiver) else batch.is_tensor(receiver))
+        if _element_of(ctx, receiver, batch):  # ``[x.long().to(device) for x in batch]``
+            return "batch", False
         name = _preloaded_slice(ctx, receiver, moving)
         if name:
             return f"preloaded {name}", True
@@ -178,6 +180,13 @@ def _stored_batch(loop: cst.For | cst.While, arg: cst.BaseExpression) -> bool:
     name = dotted_name(arg)
     return isinstance(loop, cst.For) and name is not None and name.startswith("self.") and \
         name in target_names(loop.target)
+
+
+def _element_of(ctx: RuleContext, receiver: cst.BaseExpression, batch: BatchData) -> bool:
+    while method_call(receiver, *SAME_PLACE):
+        receiver = receiver.func.value  # type: ignore[attr-defined]
+    source = comprehension_source(ctx, receiver, None) if isinstance(receiver, cst.Name) else None  # type: ignore
+    return source is not None and batch.holds(source)
 
 
 def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseExpression,
