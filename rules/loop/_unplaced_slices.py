@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.model.step_code import BatchData
 from ..analysis.model.tensors import mentions
 from ..analysis.syntax.calls import get_arg, method_call, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._placed_batches import SAME_PLACE, passes_device
+from ._step_copies import comprehension_source
 
 
 def bound_in(node: cst.CSTNode) -> set[str]:
@@ -57,3 +59,11 @@ def _targets(a: cst.Assign | cst.AugAssign | cst.AnnAssign) -> set[str]:
     if isinstance(a, cst.Assign):
         return {n for t in a.targets for n in target_names(t.target)}
     return target_names(a.target)
+
+
+def element_of(ctx: RuleContext, receiver: cst.BaseExpression, batch: BatchData) -> bool:
+    """``x`` of ``[x.long().to(device) for x in batch]``, an element of the step loop's batch."""
+    while method_call(receiver, *SAME_PLACE):
+        receiver = receiver.func.value  # type: ignore[attr-defined]
+    source = comprehension_source(ctx, receiver, None) if isinstance(receiver, cst.Name) else None  # type: ignore
+    return source is not None and batch.holds(source)

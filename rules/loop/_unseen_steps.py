@@ -44,7 +44,7 @@ def unseen_step_moves(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[Findin
         if not method_call(move, "to", "cuda", "type_as") or not _moves_to_device(ctx, move):
             continue
         fn = ctx.enclosing(move, cst.FunctionDef)
-        if fn is None or _proven_rare(ctx, ta, fn, move):
+        if fn is None or proven_rare(ctx, ta, fn, move):
             continue
         factory = host_origin(ctx, move.func.value, move, loose_default_type=True) or \
             _wrapped_here(ctx, move.func.value)  # type: ignore[attr-defined]
@@ -93,7 +93,7 @@ def _moves_to_device(ctx: RuleContext, move: cst.Call) -> bool:
     return device_kind(ctx, arg.value) in ("cuda", "unknown")
 
 
-def _proven_rare(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, node: cst.CSTNode,
+def proven_rare(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, node: cst.CSTNode,
                  depth: int = 0) -> bool:
     """Is the code at ``node`` in ``fn`` shown to run only at set-up, under a period, or outside
     training (``torch.no_grad``)?"""
@@ -110,7 +110,7 @@ def _proven_rare(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, no
             if any(isinstance(a, (cst.For, cst.While)) for a in ctx.ancestors(call)):
                 return False  # a script's own loop
             continue
-        if not _proven_rare(ctx, ta, caller, call, depth + 1):
+        if not proven_rare(ctx, ta, caller, call, depth + 1):
             return False
     return True
 

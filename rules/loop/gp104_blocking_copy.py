@@ -30,7 +30,8 @@ from ._placed_batches import SAME_PLACE, copied_values, host_to_device_copy, map
 from ._placed_batches import tokenized_here, without_prefetcher
 from ._collection_copies import collection_copy
 from ._forward_inputs import forward_input_copy
-from ._unplaced_slices import bound_in, unplaced_slice
+from ._unplaced_slices import bound_in, element_of, unplaced_slice
+from ._sampled_copies import sampled_copy
 from ._fed_methods import fed_copy, module_array_copy
 from ._helper_copies import COPIES_BEHIND_HELPERS, helper_copies
 from ._holder_copies import holder_copies
@@ -132,7 +133,7 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
         moving = loop_data(loop) | ta.counters(loop)
         if batch.holds(receiver):
             return "batch", (None if is_tokenizer_output(ta, receiver) else batch.is_tensor(receiver))
-        if _element_of(ctx, receiver, batch):  # ``[x.long().to(device) for x in batch]``
+        if element_of(ctx, receiver, batch):  # ``[x.long().to(device) for x in batch]``
             return "batch", False
         name = _preloaded_slice(ctx, receiver, moving)
         if name:
@@ -180,13 +181,6 @@ def _stored_batch(loop: cst.For | cst.While, arg: cst.BaseExpression) -> bool:
     name = dotted_name(arg)
     return isinstance(loop, cst.For) and name is not None and name.startswith("self.") and \
         name in target_names(loop.target)
-
-
-def _element_of(ctx: RuleContext, receiver: cst.BaseExpression, batch: BatchData) -> bool:
-    while method_call(receiver, *SAME_PLACE):
-        receiver = receiver.func.value  # type: ignore[attr-defined]
-    source = comprehension_source(ctx, receiver, None) if isinstance(receiver, cst.Name) else None  # type: ignore
-    return source is not None and batch.holds(source)
 
 
 def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseExpression,
@@ -451,6 +445,8 @@ class BlockingCopy(Rule):
             if moved_before(ctx, call.func.value, call) or all(moved_before(ctx, c, c) for c in copied):  # type: ignore
                 continue  # a field of an object the step already moved (``g = g.to(device)``): a no-op
             if _created_here(ctx, call.func.value):  # type: ignore[attr-defined]
+                if (finding := sampled_copy(ctx, ta, call)) is not None:  # ``torch.tensor(self.obs[idx])`` in ``sample()``
+                    yield finding
                 continue  # created on the host by the step itself, then moved: GP105's
             loop = ta.every_step_loop(call) or loader_while(ctx, ta, call)
             if loop is None and not in_cpu_branch(ctx, call):
@@ -462,7 +458,7 @@ class BlockingCopy(Rule):
                         inherited_input_copy(ctx, ta, call, transformers)
                 if finding is None:  # a rollout loop inside the training loop; a generator yielding moved batches
                     finding = collection_copy(ctx, ta, call)
-                finding = finding or forward_input_copy(ctx, ta, call)  # a dict/list field a forward is handed
+                finding = finding or forward_input_copy(ctx, ta, call) or sampled_copy(ctx, ta, call)
                 if finding is None and (pulling := pulled_batch_loop(ctx, call)) is not None:
                     finding = Finding.of(call, message("built", ta.loop_kind(pulling)), Fix(
                         "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))
