@@ -194,7 +194,7 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
         return None
     element = handed_container(ctx, fn, base)
     param = element or unpacked_param(fn, base.value)
-    parsed = _parsed_param(ctx, fn, base.value) if param is None else None
+    parsed = _parsed_param(ctx, fn, base.value) if param is None and not _pulled_from_iterator(fn, base.value) else None
     param = param or parsed
     # (every element of a container the step hands in, ``for k, v in tensor_dict.items(): v.cuda()``:
     # a move helper's whole work is the batch, whatever its parameter is called)

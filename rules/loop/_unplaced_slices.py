@@ -1,7 +1,8 @@
 """GP104's "cannot rule out" slices (issue 34): in a step loop, ``images[img_idx].to(device)``,
 ``allrgbs[ray_idx].to(device)`` of a tensor the function binds before the loop (a dataset's arrays,
 what a loader function returned, its own transforms of them), sliced by what changes every step,
-where no assignment of it places it on the device (no ``.to``/``.cuda``, nothing given a device).
+where one assignment builds it in host memory (``torch.from_numpy``, ``torch.tensor``, ``torch.stack``) and
+none places it on the device (no ``.to``/``.cuda``, nothing given a device).
 That a tensor is moved on every step says its author expects it in host memory; a careful reader
 would move it once before the loop. The finding says it is not proven: if the tensor already is
 on the device, the copy is a no-op."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.model.host_data import built_on_host
 from ..analysis.model.step_code import BatchData
 from ..analysis.model.tensors import mentions
 from ..analysis.syntax.calls import get_arg, method_call, target_names
@@ -46,6 +48,8 @@ def unplaced_slice(ctx: RuleContext, expr: cst.BaseExpression, loop: cst.For | c
               if isinstance(a, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and name in _targets(a)]
     if not values or any(ctx.is_inside(a, loop) for a in values):
         return None  # a parameter or a global (not seen), or rebuilt in the loop (the step's own data)
+    if not any(a.value is not None and built_on_host(ctx, a.value) for a in values):
+        return None  # nothing says host: a helper's result, a model's output may be on the device already
     for a in values:
         value = a.value
         if value is None or any(isinstance(n, cst.Call) and (method_call(n, "to", "cuda") or passes_device(ctx, n) or

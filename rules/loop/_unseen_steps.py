@@ -6,8 +6,9 @@ from another tensor's shape at run time (``torch.zeros((B, K))`` with ``B = xyz.
 ``torch.arange(logits.shape[0])``, ``torch.zeros(log_probs.size())``), or from a parameter named
 like a batch size, so it is rebuilt for every batch; set-up code sized by the data it prepares
 is the exception, and is told apart where it is visible: ``__init__``, functions every in-file call
-of which is at module level, in ``__init__`` or under a periodic guard, and code under
-``torch.no_grad()`` (inference and sampling, not the training step). A function that builds one
+of which is at module level, in ``__init__`` or under a periodic guard, code under
+``torch.no_grad()`` (inference and sampling, not the training step), the body of an ``if`` that fills
+a cache the module keeps, and loader work (a dataset's ``__getitem__``, a collate function). A function that builds one
 such tensor is per-batch code, so the constants it moves too (``torch.Tensor(WEIGHTS).cuda()``)
 are reported with it. The finding says that the caller was not seen; its fix (``device=`` on the
 factory) is the same whether the code runs per step or once."""
@@ -20,7 +21,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Replace
 from ..analysis.fixes.edits import add_kwarg
-from ..analysis.model.forward_reach import forward_caller
+from ..analysis.model.forward_reach import forward_caller, in_cache_fill
 from ..analysis.model.host_data import numpy_made_here
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.training import TrainingAnalysis
@@ -44,7 +45,7 @@ def unseen_step_moves(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[Findin
         if not method_call(move, "to", "cuda", "type_as") or not _moves_to_device(ctx, move):
             continue
         fn = ctx.enclosing(move, cst.FunctionDef)
-        if fn is None or proven_rare(ctx, ta, fn, move):
+        if fn is None or proven_rare(ctx, ta, fn, move) or in_cache_fill(ctx, move) or _in_loader(ctx, fn):
             continue
         factory = host_origin(ctx, move.func.value, move, loose_default_type=True) or \
             _wrapped_here(ctx, move.func.value)  # type: ignore[attr-defined]
@@ -113,6 +114,16 @@ def proven_rare(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, nod
         if not proven_rare(ctx, ta, caller, call, depth + 1):
             return False
     return True
+
+
+def _in_loader(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    """A dataset's ``__getitem__``/``__iter__``, a collate function, or a method of a ``*Dataset``
+    class: loader work on the host, where a host tensor is right (the batch is moved once, later)."""
+    if fn.name.value in ("__getitem__", "__iter__", "__next__") or "collate" in fn.name.value.lower():
+        return True
+    cls = ctx.enclosing(fn, cst.ClassDef)
+    return cls is not None and any("Dataset" in (dotted_name(b.value) or "") or "Sampler" in (dotted_name(b.value) or "")
+                                   for b in cls.bases)
 
 
 def _under_no_grad(ctx: RuleContext, fn: cst.FunctionDef, node: cst.CSTNode) -> bool:
