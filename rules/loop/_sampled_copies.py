@@ -69,3 +69,20 @@ def _drawn(ctx: RuleContext, fn: cst.FunctionDef, rows: cst.Subscript) -> bool:
                         for c in walk(a.value, include_self=True)) for a in walk(fn.body)):
                 return True
     return False
+
+
+# GP104's page: what it reports that the analysis cannot prove per step or host (issue 34).
+NOT_RULED_OUT = (
+    "Reported though not proven (issue 34: what a careful reader would flag, with a message that "
+    "says what was not resolved): a sampler's copy of rows drawn at random (`idx = np.random.randint("
+    "..., size=batch_size)`, `torch.tensor(self.obs[idx]).to(self.device)` in a replay buffer's "
+    "`sample()`) whose caller is not resolved; in a model's forward, or code it runs, a copy of a "
+    "field of a dict or list it is handed (`news[\"title\"].to(device)`, `torch.cat(images).to(device)`: "
+    "a loop's `batch.to(device)` cannot move those; a no-op if the caller moved each element); in a "
+    "step loop, a slice of a tensor bound before the loop that one assignment builds in host memory "
+    "and none places on the device (`images[img_idx].to(device)` after `images = torch.from_numpy("
+    "...)`); in a per-step function, a copy of what a helper returns for the batch it is handed "
+    "(`imgs, pids = self.parse_data_for_train(data)`; not an object the file holds, not a helper given "
+    "a device). Not reported: set-up (`__init__`, functions called only there or under a period), "
+    "code under `torch.no_grad()`, moves to another input's device."
+)

@@ -220,3 +220,20 @@ def _direct_device(ctx: RuleContext, move: cst.Call, factory: cst.Call) -> cst.B
     if arg.keyword is not None and arg.keyword.value != "device" or device_kind(ctx, arg.value) is None:
         return None
     return arg.value
+
+
+# GP105's page: what it reports that the analysis cannot prove per step (issue 34).
+NOT_RULED_OUT = (
+    "Reported though its caller is not resolved (issue 34; the message says so): a tensor built on "
+    "the host for each batch and moved, in a function no step loop or per-step caller the analysis "
+    "follows reaches (a loss helper reached through `importlib`, a sampler's `sample()`, a model "
+    "method called through an object of unknown type): its size is read from another tensor at run "
+    "time (`torch.zeros((B, K)).cuda()` with `B = xyz.shape[0]`, `torch.arange(logits.shape[0])`, "
+    "`torch.zeros(batch_size, 1, 1).type_as(x)`), or from a parameter named like a batch size, or "
+    "numpy draws sized so are wrapped; host tensors moved in the same function are reported with it "
+    "(`torch.Tensor(WEIGHTS).cuda()`). Not reported: set-up (`__init__`, functions every in-file call "
+    "of which is at module level, in `__init__` or under a period), code under `torch.no_grad()`, "
+    "cache fills, loader work (`__getitem__`, collate functions, dataset and sampler classes). The "
+    "`device=` fix is offered only where the factory is moved as built: it holds however often the "
+    "code runs."
+)

@@ -31,7 +31,7 @@ from ._placed_batches import tokenized_here, without_prefetcher
 from ._collection_copies import collection_copy
 from ._forward_inputs import forward_input_copy
 from ._unplaced_slices import bound_in, element_of, unplaced_slice
-from ._sampled_copies import sampled_copy
+from ._sampled_copies import NOT_RULED_OUT, sampled_copy
 from ._fed_methods import fed_copy, module_array_copy
 from ._helper_copies import COPIES_BEHIND_HELPERS, helper_copies
 from ._holder_copies import holder_copies
@@ -367,6 +367,7 @@ class BlockingCopy(Rule):
         "which the subclasses' `forward` calls), and an element of a dict or list a per-step helper "
         "rebuilds in place (`for k, v in inputs.items(): inputs[k] = v.to(device)`).",
         COPIES_BEHIND_HELPERS,
+        NOT_RULED_OUT,
         "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
         "batches (GP202), which the rule does not check.",
     )

@@ -26,7 +26,7 @@ from ..analysis.syntax.tree import walk
 from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.syntax.glance import Glance
 from ._constant_tensors import constant_tensor_findings
-from ._unseen_steps import unseen_step_moves
+from ._unseen_steps import NOT_RULED_OUT, unseen_step_moves
 from ._cpu_indices import cpu_index_findings
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._host_moves import combined_names, host_data_argument
@@ -111,6 +111,7 @@ class HostTensorThenMove(Rule):
         "that no loop of the file calls (`agent.learn()` driven from another module), or in what a "
         "model's forward runs on every call (see the next item); CPU-only programs are not.",
         PER_FORWARD,
+        NOT_RULED_OUT,
         "A move is a `.to(device)`/`.cuda()`, a `.type_as(other)` (it takes nothing but a tensor), or a "
         "`.to(other)` whose target is a "
         "tensor by clear evidence (a tensor by the training model, a field of a loop's batch, or a "
