@@ -5,14 +5,16 @@ of a container it is handed: ``news["title"].to(device)`` of a dict of tensors, 
 or a list, so such inputs usually arrive on the host and the model copies them on every call; that
 the caller moved each element first is not visible here, and then the copy is a no-op. The finding
 says so. Tensors of the forward's own (parameters, buffers, ``self.*``), tensor inputs moved
-whole, and copies to the device of another input (``mask.to(x.device)``: where the inputs already
-are) are not reported."""
+whole, copies to the device of another input (``mask.to(x.device)``: where the inputs already
+are), and models of files that use a framework which moves whole batches (Lightning, the Hugging
+Face Trainer, Accelerate: dicts and lists included) are not reported."""
 
 from __future__ import annotations
 
 import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Replace
+from ..analysis.facts.frameworks import framework_places_batches
 from ..analysis.facts.to_methods import no_fix_reason
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.forward_reach import forward_caller
@@ -23,6 +25,7 @@ from ..analysis.syntax.tree import walk
 
 _CASTS = ("float", "long", "int", "half", "double", "bool", "contiguous", "view", "reshape", "unsqueeze", "squeeze",
           "permute", "transpose", "flatten")
+_FRAMEWORKS = frozenset({"transformers", "lightning", "pytorch_lightning", "accelerate", "deepspeed"})
 _JOINS = frozenset({"torch.cat", "torch.stack", "torch.concat", "torch.vstack", "torch.hstack"})
 
 
@@ -30,8 +33,9 @@ def forward_input_copy(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -
     """The finding for ``call`` (a host-to-device copy the main rule placed in no step loop) when it
     copies an element of a container input of code a model's forward runs on every call."""
     fn = ctx.enclosing(call, cst.FunctionDef)
-    if fn is None or ta.guard_of(call) is not None:
-        return None
+    if fn is None or ta.guard_of(call) is not None or framework_places_batches(ctx) or \
+            any(v.split(".")[0] in _FRAMEWORKS for v in ctx.import_aliases.values()):
+        return None  # (a framework's trainer moves dicts and lists of tensors too)
     receiver = call.func.value  # type: ignore[attr-defined]
     while method_call(receiver, *_CASTS):
         receiver = receiver.func.value
