@@ -12,7 +12,7 @@ from ..analysis.fixes.edits import add_kwarg
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
 from ..analysis.facts.move_helpers import module_moves, moved_argument
 from ..analysis.model.host_data import cuda_tensor_type, numpy_made_here
-from ..analysis.model.forward_reach import forward_caller, forward_roots
+from ..analysis.model.forward_reach import forward_caller, forward_roots, in_cache_fill
 from ..analysis.model.reaching import reaching_assignments
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.step_reach import runs_elsewhere
@@ -235,6 +235,8 @@ class HostTensorThenMove(Rule):
         yield from cpu_index_findings(ctx, ta)  # ``x[torch.randperm(n)]`` of a device ``x``: an implicit copy
         yield from constant_tensor_findings(ctx, ta)  # ``torch.tensor(MEAN, device=device)`` every step
         for move in ctx.nodes(cst.Call):
+            if in_cache_fill(ctx, move):
+                continue  # ``if self.zero is None or self.zero.shape[0] != b: self.zero = ...``: made when the shape changes
             if cuda_tensor_type(ctx, move.func) and host_data_argument(ctx, ta, move):
                 loop = ta.every_step_loop(move)
                 if loop is not None:
