@@ -142,8 +142,8 @@ def _batch_sized(ctx: RuleContext, factory: cst.Call, fn: cst.FunctionDef) -> st
         return None
     if ctx.matches(factory.func, FROM_ARRAY):
         data = factory.args[0].value if factory.args else None
-        if data is None or not numpy_made_here(ctx, data, fn):
-            return None
+        if data is None or isinstance(data, cst.Subscript) or not numpy_made_here(ctx, data, fn):
+            return None  # (rows of stored data picked by drawn indices: a sampler's batch, GP104's)
         sizes: list[cst.BaseExpression] = [data]  # ``np.random.choice(n, size=(batch_size,))``, through names
     else:
         sizes = [a.value for a in factory.args if a.keyword is None or a.keyword.value == "size"]
