@@ -19,7 +19,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.glance import Glance
 from ..analysis.syntax.launch import StepCaller
 from ..analysis.syntax.tree import walk
-from ._placed_batches import SAME_PLACE
+from ._placed_batches import SAME_PLACE, passes_device
 
 
 def comprehension_source(ctx: RuleContext, name: cst.Name, fn: cst.FunctionDef) -> cst.Name | None:
@@ -86,6 +86,24 @@ def unpacked_param(fn: cst.FunctionDef, name: str) -> str | None:
         if isinstance(a, cst.Assign) and any(name in target_names(t.target) for t in a.targets):
             source = dotted_name(a.value.value if isinstance(a.value, cst.Subscript) else a.value)
             return source if source in params else None
+    return None
+
+
+def _parsed_param(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> str | None:
+    """The parameter of ``fn`` that a helper turns into ``name`` (``imgs, pids = self.parse_data_for_train(
+    data)``, ``x = prepare(batch)``): a method or function handed it and no device, not an object the file
+    holds (``self.model(data)``): the batch in another form, not proven moved (issue 34: reported as what
+    the analysis cannot rule out)."""
+    params = {p.name.value for p in fn.params.params} - {"self", "cls"}
+    held = {t for a in ctx.nodes(cst.Assign) for tg in a.targets for t in [dotted_name(tg.target)] if t}
+    for a in walk(fn.body):
+        if isinstance(a, cst.Assign) and any(name in target_names(t.target) for t in a.targets):
+            value = a.value.value if isinstance(a.value, cst.Subscript) else a.value
+            if not isinstance(value, cst.Call) or ctx.matches(value.func, {"torch.*"}) or passes_device(ctx, value) or \
+                    (dotted_name(value.func) or "") in held or method_call(value, *_SAME_PLACE, "to", "cuda"):
+                return None
+            handed = [arg.value.value for arg in value.args if isinstance(arg.value, cst.Name) and arg.value.value in params]
+            return handed[0] if len(handed) == 1 else None
     return None
 
 
@@ -176,6 +194,8 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
         return None
     element = handed_container(ctx, fn, base)
     param = element or unpacked_param(fn, base.value)
+    parsed = _parsed_param(ctx, fn, base.value) if param is None and not _pulled_from_iterator(fn, base.value) else None
+    param = param or parsed
     # (every element of a container the step hands in, ``for k, v in tensor_dict.items(): v.cuda()``:
     # a move helper's whole work is the batch, whatever its parameter is called)
     if not _pulled_from_iterator(fn, base.value) and (
@@ -186,6 +206,10 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
         fix = NoFix(strict)
     elif not transformers:
         fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "unsafe")
+    if parsed is not None:  # (the batch through a helper the file cannot see into)
+        return Finding.of(call, message("batch", kind) + f"; `{base.value}` is what a helper returns for the `{parsed}` "
+                          "this function is handed, not proven on the device: if the helper already moved it, this "
+                          "copy is a no-op", fix)
     return Finding.of(call, message("batch", kind), fix)
 
 
@@ -200,6 +224,12 @@ def message(what: str, kind: str) -> str:
         return (f"`{name}` stays in host memory and the same tensor is copied from it to the device on "
                 f"every {kind}, blocking the CPU each time: move it to the device once, before the loop "
                 "(or at least add non_blocking=True)")
+    if what.startswith("unplaced "):
+        name = what.split(" ", 1)[1]
+        return (f"a slice of `{name}` is copied to the device on every {kind}, blocking the CPU: `{name}` is bound "
+                "before the loop and nothing seen places it on the device, so it is likely in host memory; move it "
+                "to the device once, before the loop (if it fits), or add non_blocking=True. If it is already on "
+                "the device, this copy is a no-op")
     if what.startswith("resident "):
         name = what.split(" ", 1)[1]
         return (f"`{name}` stays in host memory and a slice of it is copied to the device on every {kind}, "
@@ -280,11 +310,12 @@ def may_copy_per_step(glance: Glance) -> bool:
     """GP104's precondition (``Rule.may_report``): a copy in a step or eval loop, in a function that runs
     a whole step, in a model's forward or in what other modules' loops call (``may_train_or_evaluate``);
     else a host array made a tensor (``torch.from_numpy``/``as_tensor``: ``module_array_copy``,
-    ``pulled_batch_loop``), a generator yielding what it moved (``yielding_loop``: a ``yield`` and a
+    ``pulled_batch_loop``), rows drawn at random and moved (``sampled_copy``), a generator yielding what it moved (``yielding_loop``: a ``yield`` and a
     ``.to``/``.cuda`` attribute in the text) or a ``while`` taking ``next()`` of a DataLoader (``loader_while``)."""
     return may_train_or_evaluate(glance) or \
         glance.mentions("from_numpy", "as_tensor") and glance.mentions_in_code("from_numpy", "as_tensor") or \
         glance.mentions("yield") and glance.mentions(".to", ".cuda") or \
+        glance.mentions("random") and glance.mentions(".to(", ".cuda(") and glance.mentions_in_code("random") or \
         glance.mentions("Loader") and glance.mentions("next") and glance.mentions_in_code("Loader") and \
         glance.mentions_in_code("next")
 

@@ -29,6 +29,9 @@ from ..analysis.syntax.tree import walk
 from ._placed_batches import SAME_PLACE, copied_values, host_to_device_copy, mapped_element, passes_device, placed_source
 from ._placed_batches import tokenized_here, without_prefetcher
 from ._collection_copies import collection_copy
+from ._forward_inputs import forward_input_copy
+from ._unplaced_slices import bound_in, element_of, unplaced_slice
+from ._sampled_copies import NOT_RULED_OUT, sampled_copy
 from ._fed_methods import fed_copy, module_array_copy
 from ._helper_copies import COPIES_BEHIND_HELPERS, helper_copies
 from ._holder_copies import holder_copies
@@ -130,15 +133,19 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
         moving = loop_data(loop) | ta.counters(loop)
         if batch.holds(receiver):
             return "batch", (None if is_tokenizer_output(ta, receiver) else batch.is_tensor(receiver))
+        if element_of(ctx, receiver, batch):  # ``[x.long().to(device) for x in batch]``
+            return "batch", False
         name = _preloaded_slice(ctx, receiver, moving)
         if name:
             return f"preloaded {name}", True
         if built_on_host_at(ctx, receiver, call):
             return "built", True  # ``torch.stack([x[0] for x in batch[1]])``, masked, then moved
         fn = ctx.enclosing(call, cst.FunctionDef)
-        resident = resident_copy(ctx, receiver, moving | _bound_in(loop), fn or ctx.module)
+        resident = resident_copy(ctx, receiver, moving | bound_in(loop), fn or ctx.module)
         if resident is not None:
             return f"{'invariant' if resident[1] else 'resident'} {resident[0]}", False
+        if (unplaced := unplaced_slice(ctx, receiver, loop, moving | bound_in(loop))) is not None:
+            return f"unplaced {unplaced}", True  # bound before the loop, placed on the device by nothing seen
         if fn is None or not ctx.is_inside(loop, fn):
             return None
         # A loop inside a per-step helper over micro-batches of the batch it is handed (``for i in
@@ -164,7 +171,7 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
     name = _preloaded_slice(ctx, receiver, params | local)
     if name:
         return f"preloaded {name}", True
-    resident = resident_copy(ctx, receiver, params | local | _bound_in(fn), fn)
+    resident = resident_copy(ctx, receiver, params | local | bound_in(fn), fn)
     return (f"{'invariant' if resident[1] else 'resident'} {resident[0]}", False) if resident else None
 
 
@@ -174,19 +181,6 @@ def _stored_batch(loop: cst.For | cst.While, arg: cst.BaseExpression) -> bool:
     name = dotted_name(arg)
     return isinstance(loop, cst.For) and name is not None and name.startswith("self.") and \
         name in target_names(loop.target)
-
-
-def _bound_in(node: cst.CSTNode) -> set[str]:
-    """Every name bound inside ``node`` (assignments, loop and comprehension targets): what may
-    change from one step to the next."""
-    out: set[str] = set()
-    for n in walk(node):
-        if isinstance(n, (cst.Assign)):
-            for t in n.targets:
-                out |= target_names(t.target)
-        elif isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
-            out |= target_names(n.target)
-    return out
 
 
 def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseExpression,
@@ -373,6 +367,7 @@ class BlockingCopy(Rule):
         "which the subclasses' `forward` calls), and an element of a dict or list a per-step helper "
         "rebuilds in place (`for k, v in inputs.items(): inputs[k] = v.to(device)`).",
         COPIES_BEHIND_HELPERS,
+        NOT_RULED_OUT,
         "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
         "batches (GP202), which the rule does not check.",
     )
@@ -451,6 +446,8 @@ class BlockingCopy(Rule):
             if moved_before(ctx, call.func.value, call) or all(moved_before(ctx, c, c) for c in copied):  # type: ignore
                 continue  # a field of an object the step already moved (``g = g.to(device)``): a no-op
             if _created_here(ctx, call.func.value):  # type: ignore[attr-defined]
+                if (finding := sampled_copy(ctx, ta, call)) is not None:  # ``torch.tensor(self.obs[idx])`` in ``sample()``
+                    yield finding
                 continue  # created on the host by the step itself, then moved: GP105's
             loop = ta.every_step_loop(call) or loader_while(ctx, ta, call)
             if loop is None and not in_cpu_branch(ctx, call):
@@ -462,6 +459,7 @@ class BlockingCopy(Rule):
                         inherited_input_copy(ctx, ta, call, transformers)
                 if finding is None:  # a rollout loop inside the training loop; a generator yielding moved batches
                     finding = collection_copy(ctx, ta, call)
+                finding = finding or forward_input_copy(ctx, ta, call) or sampled_copy(ctx, ta, call)
                 if finding is None and (pulling := pulled_batch_loop(ctx, call)) is not None:
                     finding = Finding.of(call, message("built", ta.loop_kind(pulling)), Fix(
                         "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))

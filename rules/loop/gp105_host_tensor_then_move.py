@@ -12,7 +12,7 @@ from ..analysis.fixes.edits import add_kwarg
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
 from ..analysis.facts.move_helpers import module_moves, moved_argument
 from ..analysis.model.host_data import cuda_tensor_type, numpy_made_here
-from ..analysis.model.forward_reach import forward_caller, forward_roots
+from ..analysis.model.forward_reach import forward_caller, forward_roots, in_cache_fill
 from ..analysis.model.reaching import reaching_assignments
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.step_reach import runs_elsewhere
@@ -26,6 +26,7 @@ from ..analysis.syntax.tree import walk
 from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.syntax.glance import Glance
 from ._constant_tensors import constant_tensor_findings
+from ._unseen_steps import NOT_RULED_OUT, unseen_step_moves
 from ._cpu_indices import cpu_index_findings
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._host_moves import combined_names, host_data_argument
@@ -110,6 +111,7 @@ class HostTensorThenMove(Rule):
         "that no loop of the file calls (`agent.learn()` driven from another module), or in what a "
         "model's forward runs on every call (see the next item); CPU-only programs are not.",
         PER_FORWARD,
+        NOT_RULED_OUT,
         "A move is a `.to(device)`/`.cuda()`, a `.type_as(other)` (it takes nothing but a tensor), or a "
         "`.to(other)` whose target is a "
         "tensor by clear evidence (a tensor by the training model, a field of a loop's batch, or a "
@@ -144,7 +146,7 @@ class HostTensorThenMove(Rule):
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#best-practices",
     )
-    keywords = (".to(", ".cuda(", "Tensor")
+    keywords = (".to(", ".cuda(", "Tensor", ".type_as(")
 
     examples = [
         Valid(dedent("""
@@ -207,21 +209,34 @@ class HostTensorThenMove(Rule):
 
     @classmethod
     def may_report(cls, glance: Glance) -> bool:
-        # its first test: a step or eval loop, a framework's step hooks, a model's forward, a function that runs a whole step, or other modules' facts
-        return may_train_or_evaluate(glance)
+        # its first test: a step or eval loop, a framework's step hooks, a model's forward, a function that runs a whole step, or other modules' facts;
+        # else a tensor made per batch and moved, in code whose caller is out of sight (``_unseen_steps``)
+        return may_train_or_evaluate(glance) or glance.mentions(".cuda", ".to(", ".type_as") and \
+            glance.mentions("shape", "size(", "batch") and glance.mentions_in_code("cuda", "to", "type_as")
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        if cpu_only(ctx):
+            return
         ta = analysis(ctx)
+        reported: set[cst.CSTNode | None] = set()
+        for found in self._proven(ctx, ta):
+            reported.add(ctx.statement_of(found.node))
+            yield found
+        # what the resolver does not place per step, but the tensor says is made per batch
+        yield from (f for f in unseen_step_moves(ctx, ta) if ctx.statement_of(f.node) not in reported)
+
+    def _proven(self, ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[Finding]:
         if not (ta.step_loops or ta.eval_loops or runs_elsewhere(ctx) or
                 framework_config(ctx).lightning_modules or framework_step_methods(ctx) or forward_roots(ctx) or
-                "backward" in ctx.source and any(ta.steps_each_call(f) for f in ctx.nodes(cst.FunctionDef))) or \
-                cpu_only(ctx):
+                "backward" in ctx.source and any(ta.steps_each_call(f) for f in ctx.nodes(cst.FunctionDef))):
             return
         move_helpers = bool(module_moves(ctx)) or any(
             f.moves for facts in (ctx.project or {}).values() for f in facts.functions.values())
         yield from cpu_index_findings(ctx, ta)  # ``x[torch.randperm(n)]`` of a device ``x``: an implicit copy
         yield from constant_tensor_findings(ctx, ta)  # ``torch.tensor(MEAN, device=device)`` every step
         for move in ctx.nodes(cst.Call):
+            if in_cache_fill(ctx, move):
+                continue  # ``if self.zero is None or self.zero.shape[0] != b: self.zero = ...``: made when the shape changes
             if cuda_tensor_type(ctx, move.func) and host_data_argument(ctx, ta, move):
                 loop = ta.every_step_loop(move)
                 if loop is not None:

@@ -867,8 +867,13 @@ def test_per_step_work_two_and_three_calls_from_the_loop() -> None:
     root = PROJECTS / "call_chains"
     alone, seen = _lint(root, alone=True), _lint(root)
     modules = ("scoring.py", "reductions.py", "runners/ranking_metrics.py", "runners/base.py", "pretrain.py")
-    for module in modules[:-2] + modules[-1:]:
+    for module in modules[:-2]:
         assert [c for c in _codes(alone, module) if c in ("GP101", "GP104", "GP105")] == []
+    # alone, pretrain.py's sampler copies rows drawn at random: reported as not ruled out (issue 34,
+    # copies24), the message saying its caller was not seen; with the runner in sight, GP105's (below)
+    alone_pretrain = [d for d in alone["pretrain.py"].diagnostics if d.code in ("GP101", "GP104", "GP105")]  # type: ignore
+    assert sorted((d.code, d.line) for d in alone_pretrain) == [("GP104", 16), ("GP104", 17)]
+    assert all("its caller is not seen" in d.message for d in alone_pretrain)
     by_line = {rel: {d.line: d for d in seen[rel].diagnostics} for rel in modules}  # type: ignore[attr-defined]
     assert set(by_line["scoring.py"]) == {5}  # top1; not report() (once per epoch) nor per_class() (guarded)
     assert "engine.py:17 calls `top1`" in by_line["scoring.py"][5].message

@@ -102,6 +102,9 @@ def device_kind(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
         called = (dotted_name(expr.func) or "").rsplit(".", 1)[-1].lower()
         return "unknown" if called in _DEVICE_GETTERS else None
     name = dotted_name(expr)
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and \
+            isinstance(key := literal_value(expr.slice[0].slice.value), str):
+        name = key  # ``configs["device"]``, ``cfg["train"]["device"]``: the key names the device
     if name is None:
         return None
     last = name.rsplit(".", 1)[-1].lower()

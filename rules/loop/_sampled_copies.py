@@ -1,0 +1,88 @@
+"""GP104's "cannot rule out" sampler copies (issue 34): a function that draws random indices and
+copies the rows they pick to the device (a replay buffer's ``sample()``: ``idx = np.random.randint(0,
+self._size, size=batch_size)``, ``torch.tensor(self.observations[idx]).to(self.device)``), whose
+caller the resolver does not follow (the trainer holds the buffer in an attribute of unknown type).
+Drawing a fresh random batch is what a sampler does once per update; set-up code and code under
+``torch.no_grad()`` or a period are told apart (``_unseen_steps.proven_rare``). The finding says
+the caller was not seen."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .._api import Finding, Fix, NoFix, Replace
+from ..analysis.facts.to_methods import no_fix_reason
+from ..analysis.fixes.edits import add_kwarg
+from ..analysis.model.forward_reach import forward_caller
+from ..analysis.model.training import TrainingAnalysis
+from ..analysis.syntax.calls import get_arg, method_call, target_names
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import walk
+from ._placed_batches import SAME_PLACE
+from ._unseen_steps import proven_rare
+
+_WRAPS = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.Tensor", "torch.FloatTensor",
+                    "torch.LongTensor"})
+_DRAWS = frozenset({"numpy.random.*", "random.sample", "random.choices", "random.randint", "torch.randint",
+                    "torch.randperm", "torch.multinomial"})
+
+
+def sampled_copy(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Finding | None:
+    """The finding for ``call``, a host-to-device copy in no step loop the resolver sees, when it
+    copies rows picked by indices the same function draws at random."""
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    if fn is None or proven_rare(ctx, ta, fn, call):
+        return None
+    receiver = call.func.value  # type: ignore[attr-defined]
+    while method_call(receiver, *SAME_PLACE):
+        receiver = receiver.func.value
+    wrapped = isinstance(receiver, cst.Call) and ctx.matches(receiver.func, _WRAPS) and \
+        get_arg(receiver, "device") is None and bool(receiver.args)
+    rows = receiver.args[0].value if wrapped else receiver  # type: ignore[union-attr]
+    if not isinstance(rows, cst.Subscript) or not _drawn(ctx, fn, rows):
+        return None
+    if ta.every_step_loop(call) is not None or ta.every_step_caller(call) is not None or \
+            forward_caller(ctx, ta, call) is not None:
+        return None  # placed per step by the resolver: the main rule's
+    message = (f"`{fn.name.value}` copies rows picked at random (`{ctx.code_for(rows)}`) from host memory to the device "
+               "without non_blocking=True: a sampler's batch, drawn once per update; its caller is not seen (not "
+               "resolved), so that this runs every step is not proven. If it does, keep the stored data on the device "
+               "and index it there, or pin it and add non_blocking=True; if it runs rarely, it costs little")
+    fix: Fix | NoFix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),),
+                           "safe" if wrapped else "unsafe")
+    if (strict := no_fix_reason(ctx)) is not None:
+        fix = NoFix(strict)
+    return Finding.of(call, message, fix)
+
+
+def _drawn(ctx: RuleContext, fn: cst.FunctionDef, rows: cst.Subscript) -> bool:
+    """An index of ``rows`` is a random draw, or a name ``fn`` binds to one."""
+    for el in rows.slice:
+        if not isinstance(el.slice, cst.Index):
+            continue
+        for node in walk(el.slice.value, include_self=True):
+            if isinstance(node, cst.Call) and ctx.matches(node.func, _DRAWS):
+                return True
+            if isinstance(node, cst.Name) and any(
+                    isinstance(a, cst.Assign) and any(node.value in target_names(t.target) for t in a.targets) and
+                    any(isinstance(c, cst.Call) and ctx.matches(c.func, _DRAWS) and get_arg(c, "device") is None
+                        for c in walk(a.value, include_self=True)) for a in walk(fn.body)):
+                return True
+    return False
+
+
+# GP104's page: what it reports that the analysis cannot prove per step or host (issue 34).
+NOT_RULED_OUT = (
+    "Reported though not proven (issue 34: what a careful reader would flag, with a message that "
+    "says what was not resolved): a sampler's copy of rows drawn at random (`idx = np.random.randint("
+    "..., size=batch_size)`, `torch.tensor(self.obs[idx]).to(self.device)` in a replay buffer's "
+    "`sample()`) whose caller is not resolved; in a model's forward, or code it runs, a copy of a "
+    "field of a dict or list it is handed (`news[\"title\"].to(device)`, `torch.cat(images).to(device)`: "
+    "a loop's `batch.to(device)` cannot move those; a no-op if the caller moved each element); in a "
+    "step loop, a slice of a tensor bound before the loop that one assignment builds in host memory "
+    "and none places on the device (`images[img_idx].to(device)` after `images = torch.from_numpy("
+    "...)`); in a per-step function, a copy of what a helper returns for the batch it is handed "
+    "(`imgs, pids = self.parse_data_for_train(data)`; not an object the file holds, not a helper given "
+    "a device). Not reported: set-up (`__init__`, functions called only there or under a period), "
+    "code under `torch.no_grad()`, moves to another input's device."
+)

@@ -1,0 +1,239 @@
+"""GP105's "cannot rule out" findings (issue 34): a tensor built on the host *for each batch* and
+moved to the device, in a function whose callers the resolver does not follow (a loss helper
+reached through ``importlib``, a model method reached through an object of unknown type, a
+sampler's ``sample()``). The evidence that it runs per step is the tensor itself: its size is read
+from another tensor's shape at run time (``torch.zeros((B, K))`` with ``B = xyz.shape[0]``,
+``torch.arange(logits.shape[0])``, ``torch.zeros(log_probs.size())``), or from a parameter named
+like a batch size, so it is rebuilt for every batch; set-up code sized by the data it prepares
+is the exception, and is told apart where it is visible: ``__init__``, functions every in-file call
+of which is at module level, in ``__init__`` or under a periodic guard, code under
+``torch.no_grad()`` (inference and sampling, not the training step), the body of an ``if`` that fills
+a cache the module keeps, and loader work (a dataset's ``__getitem__``, a collate function). A function that builds one
+such tensor is per-batch code, so the constants it moves too (``torch.Tensor(WEIGHTS).cuda()``)
+are reported with it. The finding says that the caller was not seen; its fix (``device=`` on the
+factory) is the same whether the code runs per step or once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from .._api import Finding, Fix, NoFix, Replace
+from ..analysis.fixes.edits import add_kwarg
+from ..analysis.model.forward_reach import forward_caller, in_cache_fill
+from ..analysis.model.host_data import numpy_made_here
+from ..analysis.model.step_code import device_kind
+from ..analysis.model.training import TrainingAnalysis
+from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import walk
+from ._host_origin import FACTORIES, FROM_ARRAY, LIKE_FACTORIES, RANDOM_FACTORIES, host_origin
+
+# Names of parameters that carry a batch's size into a helper (``sample(self, batch_size, device)``).
+_BATCH_SIZE_NAMES = frozenset({"b", "bs", "bsz", "batch", "batch_size", "batchsize", "n_batch", "num_samples"})
+_SETUP = frozenset({"__init__", "__post_init__", "setup", "build", "reset_parameters", "_reset_parameters"})
+_NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
+_BLOCKING_KWARGS = ("device", "generator", "out", "pin_memory", "layout")
+
+
+def unseen_step_moves(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[Finding]:
+    """GP105's relaxed findings: see the module docstring. ``ta`` answers what the resolver proves;
+    a move it places in a step loop or per-step caller is the main rule's, never reported here."""
+    per_fn: dict[cst.FunctionDef, list[tuple[cst.Call, cst.Call, str | None]]] = {}
+    for move in ctx.nodes(cst.Call):
+        if not method_call(move, "to", "cuda", "type_as") or not _moves_to_device(ctx, move):
+            continue
+        fn = ctx.enclosing(move, cst.FunctionDef)
+        if fn is None or proven_rare(ctx, ta, fn, move) or in_cache_fill(ctx, move) or _in_loader(ctx, fn):
+            continue
+        factory = host_origin(ctx, move.func.value, move, loose_default_type=True) or \
+            _wrapped_here(ctx, move.func.value)  # type: ignore[attr-defined]
+        if factory is None or ctx.enclosing(factory, cst.FunctionDef) is not fn:
+            continue
+        if ta.every_step_loop(move) is not None or ta.every_step_caller(move) is not None or \
+                forward_caller(ctx, ta, move) is not None or ta.steps_each_call(fn):
+            continue  # the resolver proved it per step: the main rule's (reported or ruled out there)
+        per_fn.setdefault(fn, []).append((move, factory, _batch_sized(ctx, factory, fn)))
+    for fn, moves in per_fn.items():
+        sized = next((why for _, _, why in moves if why), None)
+        if sized is None:
+            continue  # nothing says this function runs per batch
+        for move, factory, why in moves:
+            yield _finding(ctx, fn, move, factory, f"sized by {why}: made for each batch" if why else
+                           f"in a function that sizes tensors by {sized}, so runs for each batch")
+
+
+_WRAPPERS = frozenset({"torch.from_numpy", "torch.Tensor", "torch.tensor", "torch.as_tensor"}) | \
+    frozenset(f"torch.{n}Tensor" for n in ("Long", "Float", "Int", "Byte", "Bool", "Double", "Half"))
+
+
+def _wrapped_here(ctx: RuleContext, expr: cst.BaseExpression) -> cst.Call | None:
+    """``torch.Tensor(WEIGHTS).cuda()``, ``torch.from_numpy(cfg.mean_size_arr).cuda()``: a new host
+    tensor over whatever values, given no device, moved as made (through casts)."""
+    while method_call(expr, "long", "float", "int", "half", "double", "bool", "view", "reshape", "unsqueeze",
+                      "squeeze", "contiguous", "repeat", "expand"):
+        expr = expr.func.value  # type: ignore[attr-defined]
+    if isinstance(expr, cst.Call) and ctx.matches(expr.func, _WRAPPERS) and get_arg(expr, "device") is None and \
+            expr.args and not has_star_args(expr) and "set_default" not in ctx.source:
+        return expr
+    return None
+
+
+def _moves_to_device(ctx: RuleContext, move: cst.Call) -> bool:
+    """``.cuda()``, ``.to(device)``, ``.type_as(t)``: a move to a device (not a dtype cast, not to the CPU)."""
+    attr = move.func.attr.value  # type: ignore[attr-defined]
+    if attr == "cuda":
+        return True
+    arg = get_arg(move, "device", 0) if attr == "to" else get_arg(move, "other", 0)
+    if arg is None:
+        return False
+    if attr == "type_as":
+        name = dotted_name(arg.value) or ""
+        return bool(name) and not any(w in name.lower() for w in ("dtype", "type"))
+    return device_kind(ctx, arg.value) in ("cuda", "unknown")
+
+
+def proven_rare(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, node: cst.CSTNode,
+                 depth: int = 0) -> bool:
+    """Is the code at ``node`` in ``fn`` shown to run only at set-up, under a period, or outside
+    training (``torch.no_grad``)?"""
+    if fn.name.value in _SETUP or ta.guard_of(node) is not None or _under_no_grad(ctx, fn, node):
+        return True
+    calls = ta.calls_of(fn)
+    if not calls or depth >= 3:
+        return False  # called from nowhere this file shows: not ruled out
+    for call in calls:
+        caller = ctx.enclosing(call, cst.FunctionDef)
+        if caller is fn:
+            continue  # recursion says nothing
+        if caller is None:
+            if any(isinstance(a, (cst.For, cst.While)) for a in ctx.ancestors(call)):
+                return False  # a script's own loop
+            continue
+        if not proven_rare(ctx, ta, caller, call, depth + 1):
+            return False
+    return True
+
+
+def _in_loader(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    """A dataset's ``__getitem__``/``__iter__``, a collate function, or a method of a ``*Dataset``
+    class: loader work on the host, where a host tensor is right (the batch is moved once, later)."""
+    if fn.name.value in ("__getitem__", "__iter__", "__next__") or "collate" in fn.name.value.lower():
+        return True
+    cls = ctx.enclosing(fn, cst.ClassDef)
+    return cls is not None and any("Dataset" in (dotted_name(b.value) or "") or "Sampler" in (dotted_name(b.value) or "")
+                                   for b in cls.bases)
+
+
+def _under_no_grad(ctx: RuleContext, fn: cst.FunctionDef, node: cst.CSTNode) -> bool:
+    if any(ctx.matches(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator, _NO_GRAD)
+           for d in fn.decorators):
+        return True
+    return any(isinstance(a, cst.With) and any(
+        isinstance(i.item, cst.Call) and ctx.matches(i.item.func, _NO_GRAD) for i in a.items)
+        for a in ctx.ancestors(node) if ctx.is_inside(a, fn))
+
+
+def _batch_sized(ctx: RuleContext, factory: cst.Call, fn: cst.FunctionDef) -> str | None:
+    """Why ``factory``'s tensor is sized per batch: the code of the shape read its size comes from
+    (``logits.shape[0]``, ``batch_size``), or None."""
+    if ctx.is_call_to(factory, LIKE_FACTORIES):
+        return None
+    if ctx.matches(factory.func, FROM_ARRAY):
+        data = factory.args[0].value if factory.args else None
+        if data is None or isinstance(data, cst.Subscript) or not numpy_made_here(ctx, data, fn):
+            return None  # (rows of stored data picked by drawn indices: a sampler's batch, GP104's)
+        sizes: list[cst.BaseExpression] = [data]  # ``np.random.choice(n, size=(batch_size,))``, through names
+    else:
+        sizes = [a.value for a in factory.args if a.keyword is None or a.keyword.value == "size"]
+    params = {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params)}
+    for size in sizes:
+        found = _shape_read(ctx, size, fn, params, 0)
+        if found is not None:
+            return found
+    return None
+
+
+def _shape_read(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.FunctionDef, params: set[str],
+                depth: int) -> str | None:
+    for node in walk(expr, include_self=True):
+        if isinstance(node, cst.Attribute) and node.attr.value == "shape":
+            return f"`{ctx.code_for(node)}`"
+        if isinstance(node, cst.Call) and (method_call(node, "size") or
+                                           isinstance(node.func, cst.Name) and node.func.value == "len" and
+                                           node.args and _names_param(node.args[0].value, params)):
+            return f"`{ctx.code_for(node)}`"
+        if isinstance(node, cst.Name):
+            if node.value in params and node.value.lower() in _BATCH_SIZE_NAMES:
+                return f"`{node.value}`"
+            if depth < 2 and node.value not in params:
+                for a in walk(fn.body):
+                    if isinstance(a, cst.Assign) and any(node.value in target_names(t.target) for t in a.targets):
+                        found = _shape_read(ctx, a.value, fn, params, depth + 1)
+                        if found is not None:
+                            return found
+    return None
+
+
+def _names_param(expr: cst.BaseExpression, params: set[str]) -> bool:
+    name = dotted_name(expr)
+    return name is not None and name.split(".")[0] in params - {"self"}
+
+
+def _finding(ctx: RuleContext, fn: cst.FunctionDef, move: cst.Call, factory: cst.Call, why: str) -> Finding:
+    what = ctx.code_for(factory.func)
+    moved = ctx.code_for(move)
+    moved = moved if len(moved) <= 40 else f".{move.func.attr.value}(...)"  # type: ignore[attr-defined]
+    message = (f"`{what}(...)` builds a tensor on the CPU ({why}) that `{moved}` then copies "
+               f"to the device; `{fn.name.value}` is not seen called from the training loop (its callers were not "
+               "resolved), so whether this runs every step is not proven: if it does, each call is a synchronous "
+               "host-to-device transfer; build the tensor on the device (device=). If it runs only at set-up, it "
+               "costs nothing")
+    device = _direct_device(ctx, move, factory)
+    if device is not None:
+        fix: Fix | NoFix = Fix("create the tensor on the device", (Replace(move, add_kwarg(factory, "device", device)),),
+                               "unsafe" if ctx.is_call_to(factory, RANDOM_FACTORIES) else "safe")
+        return Finding.of(move, message, fix)
+    if ctx.matches(factory.func, _WRAPPERS - {"torch.from_numpy"}) and factory is move.func.value:  # type: ignore
+        return Finding(move, message, no_fix_reason=f"`{what}` copies host values: whether `torch.tensor(values, "
+                                                    "dtype=..., device=...)` or a tensor kept on the device replaces "
+                                                    "it is left to the user")
+    return Finding(factory, message,
+                   no_fix_reason="the move is not of the factory's result as built (a cast or an edit comes between, "
+                                 "or it takes another tensor's device and dtype): which call takes device= is left "
+                                 "to the user")
+
+
+def _direct_device(ctx: RuleContext, move: cst.Call, factory: cst.Call) -> cst.BaseExpression | None:
+    """The device of ``torch.zeros(n).to(device)``/``.cuda()`` when the factory is moved as built
+    (``device=`` on it is then the same tensor in one step, however often it runs)."""
+    if move.func.value is not factory or not ctx.is_call_to(factory, FACTORIES) or \
+            ctx.code_for(factory.func) == "torch.tensor" or has_star_args(factory) or has_star_args(move) or \
+            any(get_arg(factory, k) is not None for k in _BLOCKING_KWARGS):  # type: ignore[attr-defined]
+        return None
+    if move.func.attr.value == "cuda":  # type: ignore[attr-defined]
+        return cst.SimpleString('"cuda"') if not move.args else None
+    if move.func.attr.value != "to" or len(move.args) != 1:  # type: ignore[attr-defined]
+        return None
+    arg = move.args[0]
+    if arg.keyword is not None and arg.keyword.value != "device" or device_kind(ctx, arg.value) is None:
+        return None
+    return arg.value
+
+
+# GP105's page: what it reports that the analysis cannot prove per step (issue 34).
+NOT_RULED_OUT = (
+    "Reported though its caller is not resolved (issue 34; the message says so): a tensor built on "
+    "the host for each batch and moved, in a function no step loop or per-step caller the analysis "
+    "follows reaches (a loss helper reached through `importlib`, a sampler's `sample()`, a model "
+    "method called through an object of unknown type): its size is read from another tensor at run "
+    "time (`torch.zeros((B, K)).cuda()` with `B = xyz.shape[0]`, `torch.arange(logits.shape[0])`, "
+    "`torch.zeros(batch_size, 1, 1).type_as(x)`), or from a parameter named like a batch size, or "
+    "numpy draws sized so are wrapped; host tensors moved in the same function are reported with it "
+    "(`torch.Tensor(WEIGHTS).cuda()`). Not reported: set-up (`__init__`, functions every in-file call "
+    "of which is at module level, in `__init__` or under a period), code under `torch.no_grad()`, "
+    "cache fills, loader work (`__getitem__`, collate functions, dataset and sampler classes). The "
+    "`device=` fix is offered only where the factory is moved as built: it holds however often the "
+    "code runs."
+)
