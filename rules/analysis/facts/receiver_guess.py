@@ -52,10 +52,13 @@ def guessed_callees(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call,
             found = project_function(ctx, value)
             if found is not None and found.name not in found.module.functions:  # a class of the project
                 name = f"{found.name}.{method}"
-                if name in found.module.functions and (found.key, name, "") not in exact:
-                    exact.append((found.key, name, ""))
+                if name in found.module.functions:
+                    if (found.key, name, "") not in exact:
+                        exact.append((found.key, name, ""))
                 else:
                     unknown = True  # maybe inherited
+            elif found is not None:
+                unknown = True  # a factory of the project (``build_model(cfg)``): what it returns is not known
         elif isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
             unknown = True  # another name: what it holds is not known here
     if exact or not unknown:
