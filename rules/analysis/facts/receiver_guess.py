@@ -22,6 +22,7 @@ from ..model.training import TrainingAnalysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.project import project_function
+from ..syntax.tree import walk
 
 MAX_CANDIDATES = 3  # more classes sharing the name (``update``, ``step``): too generic to say
 # Methods of torch's and the standard library's objects that user classes often define too.
@@ -66,6 +67,12 @@ def guessed_callees(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call,
     candidates = _classes_defining(ctx, method)
     if not 1 < len(candidates) <= MAX_CANDIDATES:
         return []  # one: ``project_method`` has it already
+    used = _used_methods(ctx, call, recv)  # ``log_writer.update(...)`` and ``log_writer.set_step()``: a logger's
+    fits = [(key, name) for key, name in candidates if all(
+        f"{name.rsplit('.', 1)[0]}.{m}" in ctx.project[key].functions for m in used)]
+    if len(fits) == 1:
+        return [(*fits[0], "")]  # the one class with every method the function calls on it
+    candidates = fits or candidates
     return [(key, name, f"if `{recv}` is a `{name.rsplit('.', 1)[0]}`: its class was not resolved, and "
              f"{len(candidates)} classes of the project define `{method}`") for key, name in candidates]
 
@@ -84,3 +91,13 @@ def _classes_defining(ctx: RuleContext, method: str) -> list[tuple[str, str]]:
             if name.count(".") == 1 and name.endswith(f".{method}") and all(e[2] != f for e in seen):
                 seen.append((key, name, f))
     return [(key, name) for key, name, _ in seen]
+
+
+def _used_methods(ctx: RuleContext, call: cst.Call, recv: str) -> set[str]:
+    """The methods the function around ``call`` calls on ``recv`` (dotted), besides the project's
+    own methods it is known to offer (``log_writer.update``, ``log_writer.set_step``)."""
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    if fn is None:
+        return set()
+    return {n.func.attr.value for n in walk(fn.body) if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+            and dotted_name(n.func.value) == recv and not n.func.attr.value.startswith("_")}
