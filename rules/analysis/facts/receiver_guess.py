@@ -73,7 +73,7 @@ def guessed_callees(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call,
     if len(fits) == 1:
         return [(*fits[0], "")]  # the one class with every method the function calls on it
     candidates = fits or candidates
-    return [(key, name, f"if `{recv}` is a `{name.rsplit('.', 1)[0]}`: its class was not resolved, and "
+    return [(key, name, f"if `{recv}` is an instance of `{name.rsplit('.', 1)[0]}`: its class was not resolved, and "
              f"{len(candidates)} classes of the project define `{method}`") for key, name in candidates]
 
 
