@@ -208,7 +208,7 @@ def _callers(path: Path, data: bytes, root: Path, store: Path | None, hops: int,
                 continue
             if not _leads_to(child, path, 3):
                 continue
-            out.append(StepCaller(call.function, _shown(importer, path), call.line, call.kind, call.output))
+            out.append(StepCaller(call.function, _shown(importer, path), call.line, call.kind, call.output, call.note))
     got = tuple(sorted(set(out), key=lambda c: (c.path, c.line, c.function)))
     if len(_MEMO) >= _MEMO_SIZE:
         _MEMO.pop(next(iter(_MEMO)))

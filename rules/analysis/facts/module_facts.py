@@ -36,6 +36,7 @@ from ..syntax.output_calls import output_params
 from .builders import (assigned_in, gathers_own_parameters, at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        is_class_call, params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
 from .call_pace import offered_names, paced_calls, project_callee, self_paced_calls
+from .receiver_guess import guessed_callees
 from .class_picks import picked_trainers
 from .cli_defaults import false_fields, string_fields, zero_fields
 from .class_factories import returned_classes
@@ -173,14 +174,16 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
     offered = offered_names(ctx)
     for call in ctx.nodes(cst.Call):
         callee = project_callee(ctx, ta, call, offered, instances)
-        if callee is None:
+        # ``buffer.sample(bs)`` on a receiver of no resolved class: the few methods of that name, with a note
+        callees = [(*callee, "")] if callee is not None else guessed_callees(ctx, ta, call, instances)
+        if not callees:
             continue
         loop = ta.every_step_loop(call) if looping else None
         if loop is not None or roots and (caller := ta.caller_from(call, roots)) is not None:  # (output: its result goes to env.step)
-            kind = step_kind(ta, loop) if loop is not None else caller.kind
-            out.append(StepCall(callee[0], callee[1], line_of(call), kind, "", feeds_host_output(ctx, call)))
+            kind, hedge = (step_kind(ta, loop), "") if loop is not None else (caller.kind, caller.note)
+            out += [StepCall(m, f, line_of(call), kind, "", feeds_host_output(ctx, call), note or hedge) for m, f, note in callees]
         elif forwards and (root := forward_caller(ctx, ta, call)) is not None:
-            out.append(StepCall(callee[0], callee[1], line_of(call), forward_kind(root)))
+            out += [StepCall(m, f, line_of(call), forward_kind(root), "", False, note) for m, f, note in callees]
     return tuple(out + paced)
 
 

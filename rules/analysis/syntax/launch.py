@@ -109,11 +109,14 @@ class StepCaller:
     line: int
     kind: str
     output: bool = False
+    note: str = ""  # why the call may not run this function (``StepCall.note``); "" when resolved
 
     @property
     def where(self) -> str:
-        """``train.py:42``; a framework's caller (line 0) by its name: "the Hugging Face Trainer"."""
-        return f"{self.path}:{self.line}" if self.line else self.path
+        """``train.py:42``; a framework's caller (line 0) by its name: "the Hugging Face Trainer";
+        with the note of a callee not resolved for certain: ``train.py:42 (if `buffer` is a ...)``."""
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where} ({self.note})" if self.note else where
 
 
 @dataclasses.dataclass(frozen=True)

@@ -109,6 +109,7 @@ class StepCall(NamedTuple):
     kind: str
     path: str = ""
     output: bool = False  # the caller hands the result to ``env.step``, a picture, a file: needed on the host
+    note: str = ""  # why the callee is not certain (its receiver's class was not resolved): messages say it
 
 
 def call_path(facts: ModuleFacts, call: StepCall) -> str:

@@ -1,0 +1,103 @@
+"""The methods a per-step call may run when its receiver's class is not resolved (issue 34,
+"report what the analysis cannot rule out"): ``self.logger.log_losses(...)``, ``buffer.sample(bs)``,
+``metric_logger.update(**losses)`` in a step loop. ``call_pace.project_callee`` finds a method only
+when one class of the user's imported modules defines its name; here:
+
+- the receiver is bound in this file to a constructor of one of those classes that defines the
+  method (``metric_logger = utils.MetricLogger()``: ``MetricLogger.update``, though ``SmoothedValue``
+  has an ``update`` too): that class's method, resolved;
+- the receiver is bound to nothing this file can see (a parameter, an attribute set elsewhere, a
+  value another module built): each class of those modules defining the method, when at most
+  ``MAX_CANDIDATES`` do, with a note that says so (the callee's findings carry it in their message).
+  A receiver this file binds to something else (a dict, a tqdm bar, a writer, an optimizer, a
+  module of another package) is ruled out: ``stats.update(...)`` runs no user method.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..model.models import strip_chain
+from ..model.training import TrainingAnalysis
+from ..syntax.calls import dotted_name
+from ..syntax.context import RuleContext
+from ..syntax.project import project_function
+from ..syntax.tree import walk
+
+MAX_CANDIDATES = 3  # more classes sharing the name (``update``, ``step``): too generic to say
+# Methods of torch's and the standard library's objects that user classes often define too.
+_GENERIC = frozenset({"step", "zero_grad", "state_dict", "load_state_dict", "to", "cuda", "cpu", "train", "eval",
+                      "forward", "parameters", "items", "keys", "values", "get", "append", "extend", "add", "pop",
+                      "close", "flush", "write", "save", "load", "reset", "copy", "format", "join", "clear",
+                      "add_scalar", "add_scalars", "info", "debug", "warning", "error"})
+
+
+def guessed_callees(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call,
+                    instances: dict[str, list[cst.BaseExpression]]) -> list[tuple[str, str, str]]:
+    """(module key, ``Class.method``, note) for each method ``call`` (``recv.m(...)``, ``recv`` not
+    ``self``) may run; the note is "" when the receiver's binding names the class. ``instances``: the
+    file's assignments by target, as ``project_callee`` fills them."""
+    func = call.func
+    if not ctx.project or not isinstance(func, cst.Attribute):
+        return []
+    recv, method = dotted_name(func.value), func.attr.value
+    if recv is None or recv == "self" or method.startswith("_") or method in _GENERIC:
+        return []
+    head = recv.split(".", 1)[0]
+    if head in ctx.import_aliases or _ruled_out(ta, func.value):
+        return []  # a module's function (``np.random.sample``), or a torch object
+    values = [strip_chain(v) for v in instances.get(recv, [])]
+    exact, unknown = [], not values
+    for value in values:
+        if isinstance(value, cst.Call):
+            found = project_function(ctx, value)
+            if found is not None and found.name not in found.module.functions:  # a class of the project
+                name = f"{found.name}.{method}"
+                if name in found.module.functions:
+                    if (found.key, name, "") not in exact:
+                        exact.append((found.key, name, ""))
+                else:
+                    unknown = True  # maybe inherited
+            elif found is not None:
+                unknown = True  # a factory of the project (``build_model(cfg)``): what it returns is not known
+        elif isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
+            unknown = True  # another name: what it holds is not known here
+    if exact or not unknown:
+        return exact
+    candidates = _classes_defining(ctx, method)
+    if not 1 < len(candidates) <= MAX_CANDIDATES:
+        return []  # one: ``project_method`` has it already
+    used = _used_methods(ctx, call, recv)  # ``log_writer.update(...)`` and ``log_writer.set_step()``: a logger's
+    fits = [(key, name) for key, name in candidates if all(
+        f"{name.rsplit('.', 1)[0]}.{m}" in ctx.project[key].functions for m in used)]
+    if len(fits) == 1:
+        return [(*fits[0], "")]  # the one class with every method the function calls on it
+    candidates = fits or candidates
+    return [(key, name, f"if `{recv}` is an instance of `{name.rsplit('.', 1)[0]}`: its class was not resolved, and "
+             f"{len(candidates)} classes of the project define `{method}`") for key, name in candidates]
+
+
+def _ruled_out(ta: TrainingAnalysis, recv: cst.BaseExpression) -> bool:
+    """Is the receiver an optimizer, a scaler or a loader (torch's methods, not the user's)?"""
+    return ta.is_optimizer(recv) or ta.is_scaler(recv) or ta.is_dataloader(recv)
+
+
+def _classes_defining(ctx: RuleContext, method: str) -> list[tuple[str, str]]:
+    """(module key, ``Class.method``) of each class of the user's imported modules defining ``method``
+    (a re-export counted once)."""
+    seen: list[tuple[str, str, object]] = []
+    for key, facts in sorted(ctx.project.items()):
+        for name, f in facts.functions.items():
+            if name.count(".") == 1 and name.endswith(f".{method}") and all(e[2] != f for e in seen):
+                seen.append((key, name, f))
+    return [(key, name) for key, name, _ in seen]
+
+
+def _used_methods(ctx: RuleContext, call: cst.Call, recv: str) -> set[str]:
+    """The methods the function around ``call`` calls on ``recv`` (dotted), besides the project's
+    own methods it is known to offer (``log_writer.update``, ``log_writer.set_step``)."""
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    if fn is None:
+        return set()
+    return {n.func.attr.value for n in walk(fn.body) if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+            and dotted_name(n.func.value) == recv and not n.func.attr.value.startswith("_")}
