@@ -45,7 +45,14 @@ def _class_name(ctx: RuleContext, value: cst.BaseExpression) -> str | None:
     if isinstance(value, cst.Name) and any(isinstance(c, cst.ClassDef) and c.name.value == value.value
                                            for c in ctx.module.body):
         return value.value
-    names = sorted(n for n in ctx.qualified_names(value) if "." in n and n.rsplit(".", 1)[-1][:1].isupper())
+    # The imports answer without LibCST's scope analysis of the whole module (most of a large
+    # package's facts time, issue 34). Where they name nothing, LibCST names at most a local
+    # variable (``f.<locals>.cls``), whose last part is the node's own: only a capitalised one
+    # can pass the test below, so only then is the scope analysis asked.
+    fast = ctx.named_by_imports(value)
+    last = value.value if isinstance(value, cst.Name) else value.attr.value
+    found = ctx.qualified_names(value) if fast is None or (not fast and last[:1].isupper()) else fast
+    names = sorted(n for n in found if "." in n and n.rsplit(".", 1)[-1][:1].isupper())
     return names[0] if names else None
 
 
