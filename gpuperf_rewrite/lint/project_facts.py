@@ -369,7 +369,6 @@ def _known_or_computed(n: Node, key: str | None, children: dict[str, Any], store
             facts = _compute_facts(Path(n.path), n.sha, children, n if key == n.key else None, store)
             if facts is None:  # edited during the run: nothing this run, nothing kept
                 return _empty()
-            _hold_for_final(n, key == n.key)
         _store_facts(store, key, facts)
     _memo_facts(key, facts)
     return facts
@@ -385,30 +384,6 @@ _PARSED: dict[Path, tuple[str, Any]] = {}  # path -> (content hash, (module, tex
 # Few: a folder lint meets a module and its importers close together (sorted paths), and every
 # tree kept alive costs each later garbage collection a walk over its nodes.
 _KEEP_PARSED = 16
-
-
-# A member of an import cycle is read twice: without the cycle (``_BASE``/``_FIRST``, for the
-# members before it) and with it (``_FINAL``), often far apart (a model zoo's package: 95 of 96
-# members, 3.3 MB). Its parse is held from the first reading to the last, so each module is parsed
-# once per run (issue 34); bounded by the source bytes held (a tree costs ~20x its source).
-_HELD: dict[Path, tuple[str, Any]] = {}
-_HOLD_BYTES = 8_000_000
-_held_bytes = [0]
-
-
-def _hold_for_final(n: Node, final: bool) -> None:
-    path = Path(n.path)
-    if final or n.scc is None:
-        got = _HELD.pop(path, None)
-        if got is not None and got[1] is not None:
-            _held_bytes[0] -= len(got[1][1])
-        return
-    got = _PARSED.get(path)
-    if path in _HELD or got is None or got[0] != n.sha or got[1] is None or \
-            _held_bytes[0] + len(got[1][1]) > _HOLD_BYTES:
-        return
-    _HELD[path] = got
-    _held_bytes[0] += len(got[1][1])
 
 
 def parsed_before(fs_path: str | Path, data: bytes) -> Any:
@@ -470,7 +445,7 @@ def _compute_facts(path: Path, sha: str, children: dict[str, Any], n: Node | Non
 def _parsed_for(path: Path, sha: str) -> Any:
     """The module at ``path`` parsed (module, text), None when unparsable, False when it no
     longer holds the content ``sha`` the run read."""
-    got = _PARSED.get(path) or _HELD.get(path)
+    got = _PARSED.get(path)
     if got is not None and got[0] == sha:
         return got[1]
     read = content_of(path)

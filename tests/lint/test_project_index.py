@@ -43,8 +43,6 @@ def fresh_index(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(project_facts, "_FACTS_MEMO", {})
     monkeypatch.setattr(project_facts, "_CONTEXTS", {})
     monkeypatch.setattr(project_facts, "_PARSED", {})
-    monkeypatch.setattr(project_facts, "_HELD", {})
-    monkeypatch.setattr(project_facts, "_held_bytes", [0])
     monkeypatch.setattr(project_facts, "COMPUTED", {})
     monkeypatch.setattr(early_contexts, "_EARLY", {})
 
@@ -275,35 +273,6 @@ def test_a_script_importing_one_module_of_a_large_cycle_costs_what_its_facts_rea
     assert got.modules["pkg"].workload == frozenset({"conv"})
     ring = [n for path, n in project_facts.COMPUTED.items() if Path(path).parent.name == "pkg"]
     assert len(ring) == 41 and set(ring) == {1}  # each module's own reading, no second one
-
-
-def test_a_cycle_member_read_twice_is_parsed_once_with_the_same_facts(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """A script importing a large cycle's package and its members reads each member twice (for
-    the members before it without the cycle, then with it), far apart: the member's parse is held
-    from the first reading to the second (issue 34), and the facts are those read without holding."""
-    from gpuperf_rewrite.lint import parsing
-
-    imports = "".join(f"from pkg import m{i:02}\n" for i in range(0, 40, 3))
-    root = _tree(tmp_path, {**_ring(40), "train.py": f"import pkg\n{imports}\npkg.m00.step_0(None, None, None)\n"})
-    parses: list[str] = []
-    real = parsing.parse_module
-    monkeypatch.setattr(parsing, "parse_module", lambda data: parses.append(data) or real(data))
-
-    def facts() -> dict[str, object]:
-        for state in (project_index._NODES, project_facts._FACTS_MEMO, project_facts._PARSED, project_facts._HELD):
-            state.clear()
-        project_facts._held_bytes[0] = 0
-        parses.clear()
-        got = project_facts.project_facts(root / "train.py", (root / "train.py").read_bytes())
-        return {name: got.modules[name].to_json() for name in sorted(got.modules)}
-
-    held = facts()
-    ring = [n for path, n in project_facts.COMPUTED.items() if Path(path).parent.name == "pkg"]
-    assert max(ring) == 2  # members read twice
-    assert len(parses) == len(set(parses))  # each module parsed once
-    monkeypatch.setattr(project_facts, "_HOLD_BYTES", 0)  # nothing held: parsed again
-    assert facts() == held and len(parses) > len(set(parses))
 
 
 @pytest.mark.parametrize("project", ["step_helpers", "ddp_engine", "engine_split"])
