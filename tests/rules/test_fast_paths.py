@@ -312,6 +312,22 @@ def built(name, Klass):
     if name == "h":
         return holder.Model
     return model_cls
+import numpy as np
+from os import path as Path2, sep
+from torch.optim import Adam as adam_cls
+def lower(name, obj):
+    cls = obj.Maker
+    if name == "l":
+        return obj.Maker.build
+    elif name == "s":
+        return sep
+    elif name == "p":
+        return Path2
+    elif name == "n":
+        return np.ndarray
+    elif name == "a":
+        return adam_cls
+    return cls
 def nested(kind):
     from torch.optim import RMSprop as R
     class Inner: pass
@@ -345,7 +361,8 @@ def test_class_factories_read_imports_as_scope_analysis_does(source: Path | str)
             answers.append(fast)
     if source == "<factories>":
         assert answers == ["torch.optim.Adam", "torch.optim.AdamW", "Local", "torch.optim.SGD", "built.<locals>.Cls",
-                           "built.<locals>.Klass", "built.<locals>.holder.Model", None, "nested.<locals>.Inner",
+                           "built.<locals>.Klass", "built.<locals>.holder.Model", None, None, None, None, None,
+                           "torch.optim.Adam", None, "nested.<locals>.Inner",
                            "torch.optim.RMSprop", "torch.optim.RMSprop", None]
     imports_only = "import torch\ndef pick(name):\n    if name == 'a':\n        return torch.optim.Adam\n    return x\n"
     ctx = RuleContext(cst.parse_module(imports_only), imports_only)
