@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from gpuperf_rewrite.lint import job_order
 from gpuperf_rewrite.lint.cache import Cache
 from gpuperf_rewrite.lint.diagnostics import ERROR_CODES, INTERNAL_ERROR, IO_ERROR, Diagnostic, file_error
+from gpuperf_rewrite.lint.frame_stack import in_one_chunk
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet, passes_torch_gate, runs_torch_modules
 from gpuperf_rewrite.lint.launch import runs_key
 from gpuperf_rewrite.lint.step_callers import step_callers_key_of
@@ -134,7 +135,7 @@ def check_job(job: Job) -> FileResult:
     """Read, look up the cache, check, store: one file, start to end, in the job's run (its
     process reads each of the user's modules once, whichever files import it)."""
     with run_scope(job.run):
-        return _check_job(job)
+        return in_one_chunk(_check_job, job)
 
 
 def _facts_store(job: Job) -> Path | None:

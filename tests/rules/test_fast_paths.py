@@ -286,3 +286,85 @@ def test_child_fields_are_read_without_libcst_source(monkeypatch) -> None:
     monkeypatch.setattr(inspect, "getsource", no_source)
     monkeypatch.setattr(tree, "_CHILD_FIELDS", {})
     assert {cls: tree._child_fields(cls) for cls in classes} == from_source
+
+
+FACTORIES = '''
+import torch
+from torch import optim
+from torch.optim import AdamW as Fast
+import mylib.nets as nets
+class Local: pass
+def pick(name):
+    if name == "adam":
+        return torch.optim.Adam
+    elif name in ("w", "adamw"):
+        return Fast
+    elif name == "local":
+        return Local
+    return optim.SGD
+def built(name, Klass):
+    Cls = nets.Net
+    if name == "a":
+        return Cls
+    if name == "k":
+        return Klass
+    holder = nets
+    if name == "h":
+        return holder.Model
+    return model_cls
+import numpy as np
+from os import path as Path2, sep
+from torch.optim import Adam as adam_cls
+def lower(name, obj):
+    cls = obj.Maker
+    if name == "l":
+        return obj.Maker.build
+    elif name == "s":
+        return sep
+    elif name == "p":
+        return Path2
+    elif name == "n":
+        return np.ndarray
+    elif name == "a":
+        return adam_cls
+    return cls
+def nested(kind):
+    from torch.optim import RMSprop as R
+    class Inner: pass
+    def inner(x):
+        if x == "i":
+            return Inner
+        return R
+    if kind == "r":
+        return R
+    return inner
+'''
+
+
+@pytest.mark.parametrize("source", [*SOURCES, "<factories>", "<extra>", "<shadowing>", "<local-calls>", "<stars>"],
+                         ids=lambda p: getattr(p, "name", p))
+def test_class_factories_read_imports_as_scope_analysis_does(source: Path | str) -> None:
+    """``class_factories._class_name`` answers from the imports where it can: the same class as
+    LibCST's scope analysis for every returned name of every function (issue 34)."""
+    from gpuperf_rewrite.rules.analysis.facts import class_factories
+
+    text = {"<factories>": FACTORIES, "<extra>": EXTRA, "<shadowing>": SHADOWING, "<local-calls>": LOCAL_CALLS,
+            "<stars>": STARS_AND_UNBOUND}.get(str(source)) or Path(source).read_text(encoding="utf-8")
+    fast_ctx = RuleContext(cst.parse_module(text), text)
+    slow_ctx = RuleContext(cst.parse_module(text), text)
+    slow_ctx.named_by_imports = lambda node: None  # type: ignore[method-assign]  # always LibCST's analysis
+    answers = []
+    for fast_ret, slow_ret in zip(fast_ctx.nodes(cst.Return), slow_ctx.nodes(cst.Return)):
+        if fast_ret.value is not None:
+            fast = class_factories._class_name(fast_ctx, fast_ret.value)
+            assert fast == class_factories._class_name(slow_ctx, slow_ret.value), fast_ctx.code_for(fast_ret)
+            answers.append(fast)
+    if source == "<factories>":
+        assert answers == ["torch.optim.Adam", "torch.optim.AdamW", "Local", "torch.optim.SGD", "built.<locals>.Cls",
+                           "built.<locals>.Klass", "built.<locals>.holder.Model", None, None, None, None, None,
+                           "torch.optim.Adam", None, "nested.<locals>.Inner",
+                           "torch.optim.RMSprop", "torch.optim.RMSprop", None]
+    imports_only = "import torch\ndef pick(name):\n    if name == 'a':\n        return torch.optim.Adam\n    return x\n"
+    ctx = RuleContext(cst.parse_module(imports_only), imports_only)
+    assert [class_factories._class_name(ctx, r.value) for r in ctx.nodes(cst.Return)] == ["torch.optim.Adam", None]
+    assert ctx._wrapper is None  # no scope analysis of the module was needed

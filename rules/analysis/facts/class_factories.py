@@ -45,7 +45,19 @@ def _class_name(ctx: RuleContext, value: cst.BaseExpression) -> str | None:
     if isinstance(value, cst.Name) and any(isinstance(c, cst.ClassDef) and c.name.value == value.value
                                            for c in ctx.module.body):
         return value.value
-    names = sorted(n for n in ctx.qualified_names(value) if "." in n and n.rsplit(".", 1)[-1][:1].isupper())
+    # Without LibCST's scope analysis of the whole module where it can (most of a large package's
+    # facts time, issue 34). A qualified name's last part is the node's own last part unless the
+    # node is a bare name an import binds under another name (``from m import A as a``): a
+    # module-level or local binding (``cls``, ``f.<locals>.cls``) or an attribute (``x.y.cls``)
+    # ending in a lower-case part names no class here.
+    last = value.value if isinstance(value, cst.Name) else value.attr.value
+    if not last[:1].isupper() and (isinstance(value, cst.Attribute) or value.value not in ctx.import_aliases):
+        return None
+    # The imports answer next; where they name nothing, LibCST names at most a local variable
+    # (``f.<locals>.Cls``), which only a capitalised last part makes a candidate.
+    fast = ctx.named_by_imports(value)
+    found = ctx.qualified_names(value) if fast is None or (not fast and last[:1].isupper()) else fast
+    names = sorted(n for n in found if "." in n and n.rsplit(".", 1)[-1][:1].isupper())
     return names[0] if names else None
 
 

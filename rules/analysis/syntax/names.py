@@ -95,6 +95,12 @@ class NameResolution:
             qns = qns()
         return {q.name for q in qns}
 
+    def named_by_imports(self, node: cst.CSTNode) -> set[str] | None:
+        """The qualified names of ``node`` read off the imports alone (no scope analysis), or
+        None when only LibCST's analysis can tell; an empty set when LibCST names at most local
+        variables (``f.<locals>.x``, whose last part is the node's own last part)."""
+        return self._resolved_by_imports(node)
+
     def _resolved_by_imports(self, node: cst.CSTNode) -> set[str] | None:
         """The qualified names of ``node`` read off the imports alone, or None when only scope
         analysis can tell. Exact when the root name is bound by nothing but absolute,
