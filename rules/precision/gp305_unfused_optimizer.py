@@ -89,7 +89,10 @@ class UnfusedOptimizer(Rule):
         "command-line switch that is off by default, with another optimizer in its `else` "
         "(`if opt.adam: Adam(...) else: Adadelta(...)`), or in the branch of a named choice that the option's known "
         "default does not take (`if args.optimizer in (\"adam\", \"adamw\"):` with `--optimizer` defaulting to "
-        "`\"lamb\"`), is the user's opt-in alternative and is not reported; the default branch is checked as usual.",
+        "`\"lamb\"`), is the user's opt-in alternative and is not reported; the default branch is checked as usual. Nor is "
+        "the fallback in the `else` of a branch that builds a fused optimizer (`if cfg.optimizer_type == "
+        "'FusedAdam': apex.optimizers.FusedAdam(...) else: torch.optim.Adam(...)`, or one with `fused=True`): the "
+        "project already offers the fused update.",
         "Keywords spread from a configuration (`**params[\"train\"][\"optimizer\"]`, `**self.config.optimizers.generator`, "
         "or a factory's own `**kwargs` that every call of it in the file fills so) in a file whose code never names "
         "`fused` or `foreach` are a configuration file's, which is not read: reported without a fix.",
@@ -458,6 +461,9 @@ def _opt_in_choice(ctx: RuleContext, call: cst.Call) -> bool:
     for anc in ctx.ancestors(call):
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
             return False
+        if isinstance(anc, cst.If) and isinstance(anc.orelse, cst.Else) and child is anc.orelse and \
+                _builds_fused(anc.body):
+            return True  # ``if cfg.optimizer_type == 'FusedAdam': apex FusedAdam(...) else: Adam(...)``: a fallback
         if isinstance(anc, cst.If) and child is anc.body:
             if other_choice(ctx, anc.test):
                 return True  # ``if opts.optim_name == "adam":`` with ``--optim_name`` defaulting to "ranger"
@@ -465,3 +471,10 @@ def _opt_in_choice(ctx: RuleContext, call: cst.Call) -> bool:
                 isinstance(n, cst.Call) and ctx.matches(n.func, {"torch.optim.*"}) for n in walk(anc.orelse))
         child = anc
     return False
+
+
+def _builds_fused(body: cst.CSTNode) -> bool:
+    """Does ``body`` build a fused optimizer (apex's ``FusedAdam``/``FusedLAMB``, ``fused=True``)?"""
+    return any(isinstance(n, cst.Call) and ((dotted_name(n.func) or "").rsplit(".", 1)[-1].startswith("Fused") or
+                                            (a := get_arg(n, "fused")) is not None and literal_value(a.value) is True)
+               for n in walk(body))
