@@ -1,0 +1,40 @@
+"""The trained model an entry script builds by a call the analysis cannot follow to its layers
+(``instantiate_from_config(cfg.model)``, ``build_model(cfg)`` of an installed package,
+``getattr(models, name)(...)``, a factory of the user's whose classes it cannot read). Issue 34's
+policy: a setting rule reports what it cannot rule out, where a careful reader would. When the
+program trains on CUDA and nothing the tool reads sets the switch, the rule reports at that build
+line, saying what it could not see; the finding carries no fix (whether it pays off depends on the
+layers it could not see)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.facts.entry_models import build_site, entry_models, unresolved_source
+from ..analysis.facts.gpu_use import may_use_cuda
+from ..analysis.facts.program import is_script
+from ..analysis.facts.script_facts import trained_models
+from ..analysis.syntax.context import RuleContext
+
+
+def unseen_model(ctx: RuleContext) -> tuple[cst.Call, str, str] | None:
+    """``(build call, model name, the call in words)`` for the first trained model of an entry
+    script that trains on CUDA and whose class the analysis could not resolve; None otherwise."""
+    if not is_script(ctx) or not may_use_cuda(ctx):
+        return None
+    for model in trained_models(ctx):
+        site = build_site(ctx, model.name, model.optimizer)
+        if isinstance(site, cst.Call) and site is not model.optimizer and \
+                (source := _source(ctx, site)) is not None:
+            return site, model.name, source
+    for entry in entry_models(ctx):
+        if (source := _source(ctx, entry.build)) is not None:
+            return entry.build, entry.name, source
+    return None
+
+
+def _source(ctx: RuleContext, call: cst.Call) -> str | None:
+    """The call in words, also a class picked by name (``getattr(models, cfg.arch)(...)``)."""
+    if isinstance(call.func, cst.Call) and isinstance(call.func.func, cst.Name) and call.func.func.value == "getattr":
+        return f"`{ctx.code_for(call.func).strip()}(...)`"
+    return unresolved_source(ctx, call)
