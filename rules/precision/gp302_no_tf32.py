@@ -205,8 +205,8 @@ class NoTF32(Rule):
             site, name, source = unseen  # issue 34: what the analysis cannot rule out, said as such
             yield Finding(site, f"float32 matmuls may run without TF32: the trained model `{name}` is built by {source}, "
                                 "whose layers the tool could not see, and nothing it reads sets "
-                                "torch.set_float32_matmul_precision; if the model multiplies matrices or convolves in "
-                                "float32, set it to \"high\" after the imports",
+                                "torch.set_float32_matmul_precision; if the model multiplies matrices (linear layers, "
+                                "attention) in float32, set it to \"high\" after the imports",
                           no_fix_reason="the model's layers are not visible: whether TF32 applies depends on them")
             return
         if hf is not None or node is None:

@@ -27,6 +27,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.glance import Glance
 from ..analysis.facts.builders import gathered_model, optimizer_factories, qualified_name
 from ..analysis.syntax.torch_names import FUSABLE
+from ._fused_choices import builds_fused, launch_names
 from ._loop_optimizers import loop_adamw_findings
 from ..analysis.syntax.tree import walk
 
@@ -290,7 +291,7 @@ def _unknown_pick(ctx: RuleContext, call: cst.Call, pick: Pick, configured: bool
     ``resolve_optimizer(name)(params)``): reported without a fix, saying so."""
     if has_star_args(call) and not configured and not default_dicts_leave_unset(ctx, call) or \
             pick.binds("fused", "foreach") or get_arg(call, "fused") is not None or \
-            get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call):
+            get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call) or launch_names(ctx, call.func):
         return
     yield Finding(call, f"optimizer {pick.words} may run without fused=: the class is picked by a name whose value the "
                         "tool could not read; if the chosen class is Adam, AdamW or SGD, its update runs as many "
@@ -482,7 +483,7 @@ def _opt_in_choice(ctx: RuleContext, call: cst.Call) -> bool:
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
             return False
         if isinstance(anc, cst.If) and isinstance(anc.orelse, cst.Else) and child is anc.orelse and \
-                _builds_fused(anc.body):
+                builds_fused(anc.body):
             return True  # ``if cfg.optimizer_type == 'FusedAdam': apex FusedAdam(...) else: Adam(...)``: a fallback
         if isinstance(anc, cst.If) and child is anc.body:
             if other_choice(ctx, anc.test):
@@ -492,9 +493,3 @@ def _opt_in_choice(ctx: RuleContext, call: cst.Call) -> bool:
         child = anc
     return False
 
-
-def _builds_fused(body: cst.CSTNode) -> bool:
-    """Does ``body`` build a fused optimizer (apex's ``FusedAdam``/``FusedLAMB``, ``fused=True``)?"""
-    return any(isinstance(n, cst.Call) and ((dotted_name(n.func) or "").rsplit(".", 1)[-1].startswith("Fused") or
-                                            (a := get_arg(n, "fused")) is not None and literal_value(a.value) is True)
-               for n in walk(body))
