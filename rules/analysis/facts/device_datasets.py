@@ -128,9 +128,9 @@ def _derived(expr: cst.BaseExpression, name: str) -> bool:
 def _bindings(ctx: RuleContext, name: str, at: cst.CSTNode) -> list[cst.BaseExpression]:
     """The values ``name`` is assigned in the function (or module) enclosing ``at``, tuple unpacking
     pairwise (``X, Y = f(X), f(Y)``); not the bodies of nested functions."""
-    scope: cst.CSTNode = ctx.enclosing(at, cst.FunctionDef) or ctx.module
+    body: cst.CSTNode = ctx.enclosing(at, cst.FunctionDef) or ctx.module
     out: list[cst.BaseExpression] = []
-    for node in walk(scope):
+    for node in walk(body):
         if not isinstance(node, cst.Assign):
             continue
         for target in node.targets:

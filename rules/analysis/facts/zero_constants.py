@@ -50,12 +50,12 @@ def zero_constant(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
     if not isinstance(expr, cst.Name):
         return None
     fn = ctx.enclosing(expr, cst.FunctionDef)
-    scope: cst.CSTNode = fn if fn is not None else ctx.module
+    body: cst.CSTNode = fn if fn is not None else ctx.module
     if fn is not None and expr.value in {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params,
                                                                   *fn.params.posonly_params)}:
         return None
     values: list[cst.BaseExpression | None] = []
-    for node in walk(scope):
+    for node in walk(body):
         if isinstance(node, (cst.Global, cst.Nonlocal)) and any(n.name.value == expr.value for n in node.names):
             return None
         if isinstance(node, cst.Assign):
