@@ -9,6 +9,7 @@ import libcst as cst
 
 from .._api import AddImport, Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.cli_defaults import ZeroDefault, zero_default
+from ..analysis.facts.device_datasets import device_dataset
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_reported
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
@@ -204,6 +205,8 @@ class DataloaderWorkers(Rule):
             yield from framework_findings(ctx, self.code)
         max_workers = int(ctx.options.get("max-workers", 8))
         for call in loader_calls(ctx):
+            if device_dataset(ctx, call):
+                continue  # batches are slices of GPU memory: workers could not hand CUDA tensors over
             kw = call_keywords(ctx, call)
             settings = settings_of(ctx, call, "num_workers")
             if not kw.opaque and len(settings) == 1 and (zero := zero_default(ctx, settings[0].value)) is not None:
@@ -263,6 +266,10 @@ class DataloaderWorkers(Rule):
                                  f"{zero.source}): {waits} while data is prepared unless a run passes {zero.flag} 4",
                            no_fix_reason=f"the worker count comes from the command line: a run must pass "
                                          f"{zero.flag} (or its default be raised)")
+        if zero.fixed:
+            return Finding(call, f"DataLoader loads every batch in the training process (`num_workers` is `{code}`, "
+                                 f"{zero.source}): {waits} while data is prepared; use worker processes",
+                           no_fix_reason="the worker count is a constant set elsewhere: raise it there")
         return Finding(call, f"DataLoader loads every batch in the training process (`num_workers` is `{code}`, "
                              f"{zero.source}, and no call here passes it): {waits} while data is prepared",
                        no_fix_reason="the worker count is a parameter's default: raise the default (or pass "

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from .._api import AddImport, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.cli_defaults import false_default_flag
+from ..analysis.facts.device_datasets import device_dataset
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_silent
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import call_keywords
@@ -138,6 +139,8 @@ class DataloaderPinMemory(Rule):
                 continue  # batches of a few integer indices: nothing worth pinning
             if host_list_batches(ctx, call):
                 continue  # batches of Python lists (captions, file paths): nothing to pin
+            if device_dataset(ctx, call):
+                continue  # a dataset of tensors already on the GPU: nothing to pin
             settings = settings_of(ctx, call, "pin_memory")
             if call_keywords(ctx, call).opaque and (cfg := config_settings(ctx, call)) is not None:
                 if cfg[1].get("pin_memory", False) is False and not takes_one_batch(ctx, call):

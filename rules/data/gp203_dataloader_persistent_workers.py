@@ -9,6 +9,7 @@ import libcst as cst
 from .._api import Edit, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.cli_defaults import false_default_flag, zero_default
 from ..analysis.facts.framework_docs import FRAMEWORK_LOADERS, HF, LIGHTNING, blind_silent
+from ..analysis.facts.device_datasets import device_dataset
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.kwargs import Setting, call_keywords, exclusive
 from ..analysis.facts.loader_builders import built_loaders
@@ -175,6 +176,8 @@ class DataloaderPersistentWorkers(Rule):
         yield from framework_findings(ctx, self.code)
         yield from self._built_elsewhere(ctx)
         for call in loader_calls(ctx):
+            if device_dataset(ctx, call):
+                continue  # a dataset of GPU tensors: no workers belong there (GP201 stays quiet too)
             kw = call_keywords(ctx, call)
             workers = settings_of(ctx, call, "num_workers")
             if kw.opaque and (cfg := config_settings(ctx, call)) is not None:

@@ -18,7 +18,7 @@ from ..analysis.facts.workload import tensor_core_work
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.facts.frameworks import MANAGES_PRECISION, frameworks
-from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, target_names
+from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value, target_names
 from ..analysis.syntax.project import MODEL, project_function
 from ..analysis.syntax.tree import walk
 from ..analysis.syntax.context import RuleContext
@@ -117,7 +117,8 @@ class NoAutocast(Rule):
         "Trainer, DeepSpeed, apex), where every step's backward is an engine's built elsewhere "
         "(`engine.backward(loss)`, `self.strategy.backward(loss, model, optimizer)`: a DeepSpeed engine's "
         "config or a strategy decides the precision), on a model whose dtype the user chose (`.half()`, "
-        "bfloat16, float64, `from_pretrained(torch_dtype=...)`; a cast only under an opt-in switch that is off "
+        "bfloat16, float64, `from_pretrained(torch_dtype=...)`, also a `torch_dtype=` the run chooses, "
+        "`getattr(torch, model_args.torch_dtype)`, which the launch configuration sets; a cast only under an opt-in switch that is off "
         "by default, `if args.fp16: model = model.half()`, gets the opt-in note), in a CPU-only program, or where nothing "
         "multiplies matrices or convolves (a simulation or a polynomial fit written in this file). "
         "`TrainingArguments` (or a subclass) used only to parse arguments for a loop of the script's own, "
@@ -374,7 +375,28 @@ def _apex_off(ctx: RuleContext, call: cst.Call, flag: OptInFlag | None) -> bool:
 def _fixed_precision(ctx: RuleContext) -> bool:
     """Did the user set the model's dtype for every run (not only under the script's opt-in
     switch, which leaves the default run in float32: its note is said instead)?"""
-    return model_precision(ctx) is not None and precision_opt_in(ctx) is None
+    return model_precision(ctx) is not None and precision_opt_in(ctx) is None or ctx.fact(_run_chosen_dtype)
+
+
+def _run_chosen_dtype(ctx: RuleContext) -> bool:
+    """A model loaded with ``torch_dtype=`` a value the run chooses (``getattr(torch, model_args.torch_dtype)``,
+    ``args_to_dtype(training_args)``): the weights' precision is a launch setting the lint cannot read (corpus17
+    gritlm, corpus23 llm2vec: bf16 in every launch config). A written float32 does not count."""
+    if "torch_dtype" not in ctx.source:
+        return False
+    for call in ctx.nodes(cst.Call):
+        arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == "torch_dtype"), None)
+        if arg is None or literal_value(arg.value) is not NOT_LITERAL or \
+                ctx.matches(arg.value, {"torch.float32", "torch.float"}):
+            continue
+        if isinstance(arg.value, cst.Name):  # ``dtype = torch.float32`` above: written out, not chosen
+            values = [a.value for a in ctx.nodes(cst.Assign) for t in a.targets if dotted_name(t.target) == arg.value.value]
+            if values and all(literal_value(v) is not NOT_LITERAL or ctx.matches(v, {"torch.float32", "torch.float"})
+                              for v in values):
+                continue
+        if isinstance(arg.value, (cst.Call, cst.Name, cst.Attribute, cst.IfExp, cst.Subscript)):
+            return True
+    return False
 
 
 _NO_OP_CONTEXTS = frozenset({"contextlib.suppress", "contextlib.nullcontext"})

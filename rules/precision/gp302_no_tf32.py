@@ -22,6 +22,7 @@ from ..analysis.syntax.torch_names import SET_PRECISION, TF32_SETTINGS
 from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.syntax.glance import Glance
 from ._opt_in import precision_opt_in
+from ._unseen_models import unseen_model
 
 
 
@@ -89,6 +90,10 @@ class NoTF32(Rule):
         "Any call of `torch.set_float32_matmul_precision`, assignment of a TF32 flag "
         "(`torch.backends.cuda.matmul.allow_tf32`, `fp32_precision`) or "
         "`TrainingArguments(tf32=...)` silences it, whatever the value.",
+        "A trained model that an entry script training on CUDA builds by a call the analysis cannot follow to its "
+        "layers (`instantiate_from_config(cfg.model)`, `build_model(cfg)` of an installed package, `getattr(models, "
+        "name)(...)`) is reported at that line when nothing the tool reads sets TF32, saying what it could not see, "
+        "without a fix (issue 34: what the analysis cannot rule out).",
         "Matmul users are recognised by name (`nn.Linear`, attention, RNNs, `torch.matmul` and "
         "friends, the tensor methods `x.matmul`/`mm`/`bmm`/..., the `@` operator, torchvision/"
         "timm/Hugging Face models and zoo models picked by name); a model from another module is "
@@ -196,6 +201,14 @@ class NoTF32(Rule):
         if (source := model_source(ctx, node)) is not None:
             message += f" (the model comes from {source})"
         hf = hf_tf32(ctx, node, message)  # a Hugging Face Trainer sets TF32 from its arguments
+        if hf is None and node is None and (unseen := unseen_model(ctx)) is not None:
+            site, name, source = unseen  # issue 34: what the analysis cannot rule out, said as such
+            yield Finding(site, f"float32 matmuls may run without TF32: the trained model `{name}` is built by {source}, "
+                                "whose layers the tool could not see, and nothing it reads sets "
+                                "torch.set_float32_matmul_precision; if the model multiplies matrices (linear layers, "
+                                "attention) in float32, set it to \"high\" after the imports",
+                          no_fix_reason="the model's layers are not visible: whether TF32 applies depends on them")
+            return
         if hf is not None or node is None:
             yield from hf or ()
             return

@@ -27,6 +27,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.glance import Glance
 from ..analysis.facts.builders import gathered_model, optimizer_factories, qualified_name
 from ..analysis.syntax.torch_names import FUSABLE
+from ._fused_choices import builds_fused, launch_names
 from ._loop_optimizers import loop_adamw_findings
 from ..analysis.syntax.tree import walk
 
@@ -89,7 +90,10 @@ class UnfusedOptimizer(Rule):
         "command-line switch that is off by default, with another optimizer in its `else` "
         "(`if opt.adam: Adam(...) else: Adadelta(...)`), or in the branch of a named choice that the option's known "
         "default does not take (`if args.optimizer in (\"adam\", \"adamw\"):` with `--optimizer` defaulting to "
-        "`\"lamb\"`), is the user's opt-in alternative and is not reported; the default branch is checked as usual.",
+        "`\"lamb\"`), is the user's opt-in alternative and is not reported; the default branch is checked as usual. Nor is "
+        "the fallback in the `else` of a branch that builds a fused optimizer (`if cfg.optimizer_type == "
+        "'FusedAdam': apex.optimizers.FusedAdam(...) else: torch.optim.Adam(...)`, or one with `fused=True`): the "
+        "project already offers the fused update.",
         "Keywords spread from a configuration (`**params[\"train\"][\"optimizer\"]`, `**self.config.optimizers.generator`, "
         "or a factory's own `**kwargs` that every call of it in the file fills so) in a file whose code never names "
         "`fused` or `foreach` are a configuration file's, which is not read: reported without a fix.",
@@ -106,7 +110,10 @@ class UnfusedOptimizer(Rule):
         "indexed by such a name (`OPTIMIZERS[args.opt.lower()]`, `.get(name)`; a whole table of Adam, AdamW or SGD "
         "classes whatever the name), and a wrapper that calls the class later (`functools.partial(torch.optim.Adam, "
         "lr=lr)`, `argbind.bind(torch.optim.AdamW)`, gin's `external_configurable`); reported at the call that builds "
-        "it, with the fix only when every run builds one of the three (a wrapper, a whole table). Not reported: a "
+        "it, with the fix only when every run builds one of the three (a wrapper, a whole table). A class of "
+        "`torch.optim` picked by a name whose value the tool cannot read (`getattr(torch.optim, cfg.optimizer.type)`, "
+        "a required option) is reported without a fix, \"if the chosen class is Adam, AdamW or SGD\" (issue 34). "
+        "Not reported: a "
         "default that is another class (RMSprop, LBFGS), a name whose default the file does not show, a wrapper that "
         "binds `fused`/`foreach` or `**` keywords, an option the project's launch scripts pass another value "
         "(`--optim RMSprop` in run.sh). A class named by a string in the keywords "
@@ -265,6 +272,9 @@ def _picked_finding(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
     SGD on the default run (``facts.picked_classes``), reported at the call that builds it."""
     pick = picked_class(ctx, call.func)
     configured = has_star_args(call) and configuration_spread(ctx, call)
+    if pick is not None and not pick.calls and not pick.passed and "torch.optim.*" in pick.classes:
+        yield from _unknown_pick(ctx, call, pick, configured)  # issue 34: which class runs is not visible
+        return
     if pick is None or pick.calls or not pick.only(ctx, FUSABLE) or has_star_args(call) and not configured and \
             not default_dicts_leave_unset(ctx, call) or pick.binds("fused", "foreach") or \
             get_arg(call, "fused") is not None or \
@@ -273,6 +283,20 @@ def _picked_finding(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
     outcome = CONFIGURED_NO_FIX if configured else _fix(ctx, call) if pick.every_run else _pick_no_fix(pick)
     yield Finding.of(call, f"optimizer {pick.words} without fused=: its update runs as many separate kernels "
                            "over every parameter; use the fused implementation on CUDA", outcome)
+
+
+def _unknown_pick(ctx: RuleContext, call: cst.Call, pick: Pick, configured: bool) -> Iterator[Finding]:
+    """A class of ``torch.optim`` (or of a table holding Adam, AdamW or SGD) picked by a name whose value on the
+    default run the tool cannot read (``getattr(torch.optim, cfg.optimizer.type)(params)``,
+    ``resolve_optimizer(name)(params)``): reported without a fix, saying so."""
+    if has_star_args(call) and not configured and not default_dicts_leave_unset(ctx, call) or \
+            pick.binds("fused", "foreach") or get_arg(call, "fused") is not None or \
+            get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call) or launch_names(ctx, call.func):
+        return
+    yield Finding(call, f"optimizer {pick.words} may run without fused=: the class is picked by a name whose value the "
+                        "tool could not read; if the chosen class is Adam, AdamW or SGD, its update runs as many "
+                        "separate kernels over every parameter: pass fused=True on CUDA for those",
+                  no_fix_reason="the class is picked when the script runs and may be one that does not take fused=")
 
 
 def _handed_wrappers(ctx: RuleContext) -> Iterator[Finding]:
@@ -458,6 +482,9 @@ def _opt_in_choice(ctx: RuleContext, call: cst.Call) -> bool:
     for anc in ctx.ancestors(call):
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
             return False
+        if isinstance(anc, cst.If) and isinstance(anc.orelse, cst.Else) and child is anc.orelse and \
+                builds_fused(anc.body):
+            return True  # ``if cfg.optimizer_type == 'FusedAdam': apex FusedAdam(...) else: Adam(...)``: a fallback
         if isinstance(anc, cst.If) and child is anc.body:
             if other_choice(ctx, anc.test):
                 return True  # ``if opts.optim_name == "adam":`` with ``--optim_name`` defaulting to "ranger"
@@ -465,3 +492,4 @@ def _opt_in_choice(ctx: RuleContext, call: cst.Call) -> bool:
                 isinstance(n, cst.Call) and ctx.matches(n.func, {"torch.optim.*"}) for n in walk(anc.orelse))
         child = anc
     return False
+

@@ -91,12 +91,14 @@ def test_user_classes_named_like_torch_are_not_flagged():
 
 SCRIPT = textwrap.dedent('''
     """Tiny training script with the anti-patterns of GP102-105, GP203 and GP401-404."""
+    import os
+
     import torch
     import torch.nn as nn
     from torch.utils.data import DataLoader, TensorDataset
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    workers = 0  # like args.workers: may be 0
+    workers = int(os.environ.get("WORKERS", "0"))  # like args.workers: may be 0 (a literal 0 is read as 0)
     ds = TensorDataset(torch.randn(32, 4), torch.randn(32, 1))
     loader = DataLoader(ds, batch_size=8, num_workers=workers)
     model = nn.Linear(4, 1).to(device)

@@ -18,6 +18,7 @@ from ..syntax.context import RuleContext
 from ..syntax.launch import launched_with, project_runs
 from ..syntax.tree import walk
 from .config_merge import config_merged
+from .zero_constants import zero_constant
 
 # Bases of a typed command-line arguments class (tap, simple-parsing, transformers, pydantic-cli).
 _ARGS_BASES = re.compile(r"^(Tap|Serializable|FrozenSerializable|TrainingArguments|Seq2SeqTrainingArguments|"
@@ -378,14 +379,14 @@ def _args_class(cls: cst.ClassDef) -> bool:
 
 
 class ZeroDefault(NamedTuple):
-    """Where a setting's value of 0 on the default run comes from: ``flag``, the command-line
-    option a run must pass (None for a parameter's default); ``source``, in words for a message
-    ("whose command-line default is 0", "the `num_workers` parameter of `fit()`, 0 by default");
-    ``taken``, whether a call of this file takes the default (a run the file shows gets 0)."""
+    """Where a setting's value of 0 on the default run comes from: ``flag``, the command-line option a run must pass
+    (None for a parameter's default); ``source``, in words ("whose command-line default is 0", "the `num_workers`
+    parameter of `fit()`, 0 by default"); ``taken``, whether a call of this file takes the default."""
 
     flag: str | None
     source: str
     taken: bool
+    fixed: bool = False  # a constant of the code (``num_workers = 0`` above, in config.py): no default to raise
 
 
 def zero_default(ctx: RuleContext, expr: cst.BaseExpression) -> ZeroDefault | None:
@@ -413,9 +414,10 @@ def zero_default(ctx: RuleContext, expr: cst.BaseExpression) -> ZeroDefault | No
         found = _stored_from_param(ctx, expr)
         if found is not None:
             fn, name = found
-    if fn is None or name is None:
-        return None
-    return _param_default_zero(ctx, fn, name) or _handed_zero(ctx, fn, name)
+    if fn is not None and name is not None and (found := _param_default_zero(ctx, fn, name) or _handed_zero(ctx, fn, name)):
+        return found
+    fixed = zero_constant(ctx, expr)  # ``num_workers = 0`` above, a config module's constant
+    return ZeroDefault(None, fixed, True, True) if fixed is not None else None
 
 
 def _handed_zero(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> ZeroDefault | None:

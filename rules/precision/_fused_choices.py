@@ -1,0 +1,27 @@
+"""GP305's helpers for picks it cannot read (issue 34): a fallback of a fused branch, a launch script
+naming the class."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.syntax.calls import dotted_name, get_arg, literal_value
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.launch import launched_with
+from ..analysis.syntax.tree import walk
+
+
+def builds_fused(body: cst.CSTNode) -> bool:
+    """Does ``body`` build a fused optimizer (apex's ``FusedAdam``/``FusedLAMB``, ``fused=True``)?"""
+    return any(isinstance(n, cst.Call) and ((dotted_name(n.func) or "").rsplit(".", 1)[-1].startswith("Fused") or
+                                            (a := get_arg(n, "fused")) is not None and literal_value(a.value) is True)
+               for n in walk(body))
+
+
+def launch_names(ctx: RuleContext, func: cst.BaseExpression) -> bool:
+    """Does a launch script of the project pass the option naming the class (``--optim RMSprop``)?"""
+    if isinstance(func, cst.Name):
+        func = next((a.value for a in ctx.nodes(cst.Assign) for t in a.targets if dotted_name(t.target) == func.value), func)
+    name = func.args[1].value if isinstance(func, cst.Call) and len(func.args) > 1 else None
+    attr = name.attr.value if isinstance(name, cst.Attribute) else None
+    return attr is not None and launched_with(ctx, (f"--{attr}", f"--{attr.replace('_', '-')}")) is not None
