@@ -28,6 +28,7 @@ from ..analysis.syntax.duck_methods import project_method_by_use
 from ..analysis.syntax.project import ProjectCall, project_class_method, project_function, project_method
 from ..analysis.syntax.tree import walk
 from ._host_tensors import host_tensor
+from ..analysis.facts.host_values import every_reaching, rebound_to_host
 
 _MAX_DEPTH = 8
 # Functions whose result is the losses of what they are given, or those losses reduced.
@@ -49,6 +50,7 @@ class HelperRead:
     kind: str = ""  # what one iteration is, when the loop is in another module (``every_step_caller``)
     local: cst.FunctionDef | None = None  # the helper, when it is this file's
     params: tuple[str, ...] = ()  # its parameters handed device tensors (``ALWAYS``: its own reads)
+    unsure: tuple[cst.Arg, ...] = ()  # of ``passed``, the losses whose device was not resolved
 
 
 def helper_read_finding(ctx: RuleContext, ta: TrainingAnalysis, found: HelperRead) -> Finding:
@@ -65,6 +67,15 @@ def helper_read_finding(ctx: RuleContext, ta: TrainingAnalysis, found: HelperRea
             no_fix_reason="the helper's read is its own; how often to call it is left to the user")
     passed = ", ".join(f"`{ctx.code_for(a).strip().rstrip(',')}`" for a in found.passed[:3]) + \
         (", ..." if len(found.passed) > 3 else "")
+    if found.passed and all(a in found.unsure for a in found.passed):
+        return Finding(
+            found.call, f"`{callee}(...)` on every {kind} hands losses ({passed}) to `{found.function}`, which reads "
+            f"every tensor it is handed on the host ({found.where}); where they come from was not resolved: if they "
+            "are tensors on the GPU, as the names say, each read blocks the CPU until the GPU has finished all queued "
+            "work (host-device sync); if they are already Python numbers there is none; pass it values read every N "
+            "steps, or call it only every N steps",
+            no_fix_reason="what the values hold was not resolved; which values to read, and how often, is left to "
+                          "the user")
     return Finding(
         found.call, f"`{callee}(...)` on every {kind} hands device tensors ({passed}) to `{found.function}`, which "
         f"reads each one on the host ({found.where}): it blocks the CPU until the GPU has finished all queued work "
@@ -98,6 +109,7 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
         where = ""
         own = ""
         handed: list[str] = []
+        unsure: list[cst.Arg] = []
         for param, at in reads:
             if param == ALWAYS:
                 own = own or at
@@ -111,13 +123,18 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
                 not _DEVICE_PARAM.search(param)
             device = [a for a in args if _device_value(ctx, ta, a.value, call, 0) or
                       specific and _maybe_tensor(ctx, ta, a.value, call)]
+            # a loss the analysis cannot rule out as a tensor (``mloss=m_loss`` of a model's output unpacked,
+            # ``**loss_dict`` returned by a step method): reported, saying the device was not resolved
+            maybe = [a for a in args if a not in device and unresolved_loss(ctx, ta, a, call)]
+            unsure.extend(a for a in maybe if a not in unsure)
+            device += maybe
             if device:
                 passed.extend(a for a in device if a not in passed)
                 where = where or at
                 handed.append(param)
         if passed or own:
             yield HelperRead(call, function, where or own, tuple(passed), kind, local_def(ctx, ta, call),
-                             tuple(dict.fromkeys(handed)))
+                             tuple(dict.fromkeys(handed)), tuple(unsure))
 
 
 def local_read_findings(ctx: RuleContext, ta: TrainingAnalysis, found: list[HelperRead]) -> Iterator[Finding]:
@@ -435,6 +452,35 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressi
         return any(a.keyword is None and not a.star and _device_value(ctx, ta, a.value, at, depth + 1)
                    for a in expr.args)
     return False
+
+
+_LOSS_NAMED = re.compile(r"loss", re.IGNORECASE)
+
+
+def unresolved_loss(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.Arg, at: cst.CSTNode) -> bool:
+    """Is ``arg`` a loss (its keyword or its name says so: ``mloss=m_loss``, ``**loss_dict``) that
+    the analysis cannot rule out as a tensor: no host read, number or string, and no name bound
+    (every binding reaching ``at``) to one (``loss_value = loss.item()``)?"""
+    expr = arg.value
+    root = expr.func if isinstance(expr, cst.Call) else expr
+    while isinstance(root, cst.Subscript):
+        root = root.value
+    name = dotted_name(root) or ""
+    keyword = arg.keyword.value if arg.keyword is not None else ""
+    if not (_LOSS_NAMED.search(keyword) or _LOSS_NAMED.search(name)) or not isinstance(
+            expr, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+        return False
+    if _reads_host(expr) or rebound_to_host(ctx, expr, at) or host_tensor(ctx, ta, expr, at):
+        return False
+    if isinstance(expr, cst.Name) and every_reaching(ctx, expr, at, _host_binding):
+        return False  # ``m_loss = 0.0``, ``loss_value = float(loss)``, ``loss_sum = sum(l.item() for ...)``
+    return not (isinstance(expr, cst.Call) and is_host_expr(ta, expr))
+
+
+def _host_binding(value: cst.BaseExpression) -> bool:
+    return _reads_host(value) or isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString,
+                                                    cst.BinaryOperation)) and not any(
+        isinstance(n, (cst.Call, cst.Name, cst.Attribute)) for n in walk(value))
 
 
 def _empty_dict(expr: cst.BaseExpression) -> bool:
