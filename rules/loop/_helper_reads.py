@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding
-from ..analysis.facts.arg_reads import HOST_READS, may_read_args, tensor_arg_reads
+from ..analysis.facts.arg_reads import may_read_args, tensor_arg_reads
 from ..analysis.facts.helper_syncs import ALWAYS, READ, local_callee, may_sync, module_syncs, passed_for
 from ..analysis.model.rare_evals import in_rare_eval
 from ..analysis.model.step_functions import step_function_caller
@@ -28,7 +28,7 @@ from ..analysis.syntax.duck_methods import project_method_by_use
 from ..analysis.syntax.project import ProjectCall, project_class_method, project_function, project_method
 from ..analysis.syntax.tree import walk
 from ._host_tensors import host_tensor
-from ..analysis.facts.host_values import every_reaching, rebound_to_host
+from ._unresolved_losses import reads_host as _reads_host, unresolved_loss, unsure_call_finding, unsure_via
 
 _MAX_DEPTH = 8
 # Functions whose result is the losses of what they are given, or those losses reduced.
@@ -68,14 +68,7 @@ def helper_read_finding(ctx: RuleContext, ta: TrainingAnalysis, found: HelperRea
     passed = ", ".join(f"`{ctx.code_for(a).strip().rstrip(',')}`" for a in found.passed[:3]) + \
         (", ..." if len(found.passed) > 3 else "")
     if found.passed and all(a in found.unsure for a in found.passed):
-        return Finding(
-            found.call, f"`{callee}(...)` on every {kind} hands losses ({passed}) to `{found.function}`, which reads "
-            f"every tensor it is handed on the host ({found.where}); where they come from was not resolved: if they "
-            "are tensors on the GPU, as the names say, each read blocks the CPU until the GPU has finished all queued "
-            "work (host-device sync); if they are already Python numbers there is none; pass it values read every N "
-            "steps, or call it only every N steps",
-            no_fix_reason="what the values hold was not resolved; which values to read, and how often, is left to "
-                          "the user")
+        return unsure_call_finding(found.call, callee, kind, passed, found.function, found.where)
     return Finding(
         found.call, f"`{callee}(...)` on every {kind} hands device tensors ({passed}) to `{found.function}`, which "
         f"reads each one on the host ({found.where}): it blocks the CPU until the GPU has finished all queued work "
@@ -155,6 +148,8 @@ def local_read_findings(ctx: RuleContext, ta: TrainingAnalysis, found: list[Help
         passed = ", ".join(f"`{ctx.code_for(a).strip().rstrip(',')}`" for a in f.passed[:3]) + \
             (", ..." if len(f.passed) > 3 else "")
         via = f"`{callee}(...)` hands it device tensors ({passed})" if f.passed else f"`{callee}(...)` runs it"
+        if f.passed and all(a in f.unsure for a in f.passed):
+            via = unsure_via(callee, passed)
         reads = _inner_reads(ctx, [r for p, r in tensor_arg_reads(fn) if p in f.params] +
                              [s.node for s in syncs.get(fn, ()) if s.kind == READ and s.param in f.params])
         for read in reads:
@@ -454,35 +449,6 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressi
     return False
 
 
-_LOSS_NAMED = re.compile(r"loss", re.IGNORECASE)
-
-
-def unresolved_loss(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.Arg, at: cst.CSTNode) -> bool:
-    """Is ``arg`` a loss (its keyword or its name says so: ``mloss=m_loss``, ``**loss_dict``) that
-    the analysis cannot rule out as a tensor: no host read, number or string, and no name bound
-    (every binding reaching ``at``) to one (``loss_value = loss.item()``)?"""
-    expr = arg.value
-    root = expr.func if isinstance(expr, cst.Call) else expr
-    while isinstance(root, cst.Subscript):
-        root = root.value
-    name = dotted_name(root) or ""
-    keyword = arg.keyword.value if arg.keyword is not None else ""
-    if not (_LOSS_NAMED.search(keyword) or _LOSS_NAMED.search(name)) or not isinstance(
-            expr, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
-        return False
-    if _reads_host(expr) or rebound_to_host(ctx, expr, at) or host_tensor(ctx, ta, expr, at):
-        return False
-    if isinstance(expr, cst.Name) and every_reaching(ctx, expr, at, _host_binding):
-        return False  # ``m_loss = 0.0``, ``loss_value = float(loss)``, ``loss_sum = sum(l.item() for ...)``
-    return not (isinstance(expr, cst.Call) and is_host_expr(ta, expr))
-
-
-def _host_binding(value: cst.BaseExpression) -> bool:
-    return _reads_host(value) or isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString,
-                                                    cst.BinaryOperation)) and not any(
-        isinstance(n, (cst.Call, cst.Name, cst.Attribute)) for n in walk(value))
-
-
 def _empty_dict(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Dict) and not expr.elements or \
         isinstance(expr, cst.Call) and dotted_name(expr.func) in ("dict", "collections.OrderedDict", "OrderedDict") and \
@@ -531,12 +497,3 @@ def read_of_argument(ctx: RuleContext, call: cst.CSTNode) -> bool:
 
 def _reads_by_function(ctx: RuleContext) -> dict[cst.FunctionDef, list[tuple[str, cst.BaseExpression]]]:
     return {fn: reads for fn in ctx.nodes(cst.FunctionDef) if (reads := tensor_arg_reads(fn))}
-
-
-def _reads_host(expr: cst.CSTNode) -> bool:
-    for node in walk(expr, include_self=True):
-        if method_call(node, *HOST_READS):
-            return True
-        if isinstance(node, cst.Call) and dotted_name(node.func) in ("float", "int", "bool", "round"):
-            return True
-    return False
