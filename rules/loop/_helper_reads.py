@@ -33,6 +33,7 @@ from ._unresolved_losses import reads_host as _reads_host, unresolved_loss, unsu
 _MAX_DEPTH = 8
 # Functions whose result is the losses of what they are given, or those losses reduced.
 _LOSS_FUNCTION = re.compile(r"loss|criterion", re.IGNORECASE)
+_METER = re.compile(r"meter|average|avg|tracker|history", re.IGNORECASE)  # ``loss_meter.average()``: a float
 _REDUCE_FUNCTION = re.compile(r"reduce|gather", re.IGNORECASE)
 _DEVICE_PARAM = re.compile(r"device|^dev$|gpu|cuda|rank", re.IGNORECASE)
 
@@ -417,7 +418,7 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressi
     if isinstance(expr, cst.Subscript):
         return _device_value(ctx, ta, expr.value, at, depth + 1)
     if isinstance(expr, cst.Call) and (name := dotted_name(expr.func)) is not None and \
-            _LOSS_FUNCTION.search(name.removeprefix("self.")) and \
+            _LOSS_FUNCTION.search(name.removeprefix("self.")) and not _METER.search(name) and \
             not name.endswith((".state_dict", ".get_scale")):
         # ``criterion(out, y)``, ``self.compute_loss(batch)``, a loss object's method
         # (``self.loss_computer.compute(data, n)``): losses, on the outputs' device (not a loss scaler's

@@ -13,7 +13,6 @@ from .._api import Finding
 
 from ..analysis.facts.arg_reads import HOST_READS
 from ..analysis.facts.host_values import every_reaching, rebound_to_host
-from ..analysis.model.tensors import is_host_expr
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
@@ -29,19 +28,21 @@ def unresolved_loss(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.Arg, at: cs
     the analysis cannot rule out as a tensor: no host read, number or string, and no name bound
     (every binding reaching ``at``) to one (``loss_value = loss.item()``)?"""
     expr = arg.value
-    root = expr.func if isinstance(expr, cst.Call) else expr
+    root = expr
     while isinstance(root, cst.Subscript):
         root = root.value
     name = dotted_name(root) or ""
     keyword = arg.keyword.value if arg.keyword is not None else ""
+    # (a plain name or its item only: an object's field or a call's result, ``loss=meter.avg``,
+    # ``loss=meter.average()``, is a meter's Python number as often as not)
     if not (_LOSS_NAMED.search(keyword) or _LOSS_NAMED.search(name)) or not isinstance(
-            expr, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+            expr, (cst.Name, cst.Subscript)) or not isinstance(root, cst.Name):
         return False
     if reads_host(expr) or rebound_to_host(ctx, expr, at) or host_tensor(ctx, ta, expr, at):
         return False
     if isinstance(expr, cst.Name) and every_reaching(ctx, expr, at, _host_binding):
         return False  # ``m_loss = 0.0``, ``loss_value = float(loss)``, ``loss_sum = sum(l.item() for ...)``
-    return not (isinstance(expr, cst.Call) and is_host_expr(ta, expr))
+    return True
 
 
 def _host_binding(value: cst.BaseExpression) -> bool:
