@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from .._api import Finding
-from ..analysis.facts.arg_reads import HOST_READS, may_read_args, tensor_arg_reads
+from ..analysis.facts.arg_reads import may_read_args, tensor_arg_reads
 from ..analysis.facts.helper_syncs import ALWAYS, READ, local_callee, may_sync, module_syncs, passed_for
 from ..analysis.model.rare_evals import in_rare_eval
 from ..analysis.model.step_functions import step_function_caller
@@ -28,10 +28,12 @@ from ..analysis.syntax.duck_methods import project_method_by_use
 from ..analysis.syntax.project import ProjectCall, project_class_method, project_function, project_method
 from ..analysis.syntax.tree import walk
 from ._host_tensors import host_tensor
+from ._unresolved_losses import reads_host as _reads_host, unresolved_loss, unsure_call_finding, unsure_via
 
 _MAX_DEPTH = 8
 # Functions whose result is the losses of what they are given, or those losses reduced.
 _LOSS_FUNCTION = re.compile(r"loss|criterion", re.IGNORECASE)
+_METER = re.compile(r"meter|average|avg|tracker|history", re.IGNORECASE)  # ``loss_meter.average()``: a float
 _REDUCE_FUNCTION = re.compile(r"reduce|gather", re.IGNORECASE)
 _DEVICE_PARAM = re.compile(r"device|^dev$|gpu|cuda|rank", re.IGNORECASE)
 
@@ -49,6 +51,7 @@ class HelperRead:
     kind: str = ""  # what one iteration is, when the loop is in another module (``every_step_caller``)
     local: cst.FunctionDef | None = None  # the helper, when it is this file's
     params: tuple[str, ...] = ()  # its parameters handed device tensors (``ALWAYS``: its own reads)
+    unsure: tuple[cst.Arg, ...] = ()  # of ``passed``, the losses whose device was not resolved
 
 
 def helper_read_finding(ctx: RuleContext, ta: TrainingAnalysis, found: HelperRead) -> Finding:
@@ -65,6 +68,8 @@ def helper_read_finding(ctx: RuleContext, ta: TrainingAnalysis, found: HelperRea
             no_fix_reason="the helper's read is its own; how often to call it is left to the user")
     passed = ", ".join(f"`{ctx.code_for(a).strip().rstrip(',')}`" for a in found.passed[:3]) + \
         (", ..." if len(found.passed) > 3 else "")
+    if found.passed and all(a in found.unsure for a in found.passed):
+        return unsure_call_finding(found.call, callee, kind, passed, found.function, found.where)
     return Finding(
         found.call, f"`{callee}(...)` on every {kind} hands device tensors ({passed}) to `{found.function}`, which "
         f"reads each one on the host ({found.where}): it blocks the CPU until the GPU has finished all queued work "
@@ -98,6 +103,7 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
         where = ""
         own = ""
         handed: list[str] = []
+        unsure: list[cst.Arg] = []
         for param, at in reads:
             if param == ALWAYS:
                 own = own or at
@@ -111,13 +117,18 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
                 not _DEVICE_PARAM.search(param)
             device = [a for a in args if _device_value(ctx, ta, a.value, call, 0) or
                       specific and _maybe_tensor(ctx, ta, a.value, call)]
+            # a loss the analysis cannot rule out as a tensor (``mloss=m_loss`` of a model's output unpacked,
+            # ``**loss_dict`` returned by a step method): reported, saying the device was not resolved
+            maybe = [a for a in args if a not in device and unresolved_loss(ctx, ta, a, call)]
+            unsure.extend(a for a in maybe if a not in unsure)
+            device += maybe
             if device:
                 passed.extend(a for a in device if a not in passed)
                 where = where or at
                 handed.append(param)
         if passed or own:
             yield HelperRead(call, function, where or own, tuple(passed), kind, local_def(ctx, ta, call),
-                             tuple(dict.fromkeys(handed)))
+                             tuple(dict.fromkeys(handed)), tuple(unsure))
 
 
 def local_read_findings(ctx: RuleContext, ta: TrainingAnalysis, found: list[HelperRead]) -> Iterator[Finding]:
@@ -138,6 +149,8 @@ def local_read_findings(ctx: RuleContext, ta: TrainingAnalysis, found: list[Help
         passed = ", ".join(f"`{ctx.code_for(a).strip().rstrip(',')}`" for a in f.passed[:3]) + \
             (", ..." if len(f.passed) > 3 else "")
         via = f"`{callee}(...)` hands it device tensors ({passed})" if f.passed else f"`{callee}(...)` runs it"
+        if f.passed and all(a in f.unsure for a in f.passed):
+            via = unsure_via(callee, passed)
         reads = _inner_reads(ctx, [r for p, r in tensor_arg_reads(fn) if p in f.params] +
                              [s.node for s in syncs.get(fn, ()) if s.kind == READ and s.param in f.params])
         for read in reads:
@@ -405,7 +418,7 @@ def _device_value(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpressi
     if isinstance(expr, cst.Subscript):
         return _device_value(ctx, ta, expr.value, at, depth + 1)
     if isinstance(expr, cst.Call) and (name := dotted_name(expr.func)) is not None and \
-            _LOSS_FUNCTION.search(name.removeprefix("self.")) and \
+            _LOSS_FUNCTION.search(name.removeprefix("self.")) and not _METER.search(name) and \
             not name.endswith((".state_dict", ".get_scale")):
         # ``criterion(out, y)``, ``self.compute_loss(batch)``, a loss object's method
         # (``self.loss_computer.compute(data, n)``): losses, on the outputs' device (not a loss scaler's
@@ -485,12 +498,3 @@ def read_of_argument(ctx: RuleContext, call: cst.CSTNode) -> bool:
 
 def _reads_by_function(ctx: RuleContext) -> dict[cst.FunctionDef, list[tuple[str, cst.BaseExpression]]]:
     return {fn: reads for fn in ctx.nodes(cst.FunctionDef) if (reads := tensor_arg_reads(fn))}
-
-
-def _reads_host(expr: cst.CSTNode) -> bool:
-    for node in walk(expr, include_self=True):
-        if method_call(node, *HOST_READS):
-            return True
-        if isinstance(node, cst.Call) and dotted_name(node.func) in ("float", "int", "bool", "round"):
-            return True
-    return False

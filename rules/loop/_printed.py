@@ -18,6 +18,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.output_calls import formatted_parts, is_template, known_output_values, output_params, wrapper_values
 from ..analysis.syntax.project import project_function
 from ..analysis.syntax.tree import walk
+from ._backpropagated import backpropagated
 
 _SYNCS = ("item", "tolist", "cpu", "numpy")
 _formatted = formatted_parts
@@ -123,7 +124,8 @@ def printed_value(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Pri
     host: Printed | None = None
     for value in values:
         for part, message in _output_parts(ctx, value, call, None, 0):
-            if ta.is_tensor_expr(part) and not _has_sync(part) and not _host_by_now(ctx, part, call) and not on_host(ctx, part, call):
+            if (ta.is_tensor_expr(part) or backpropagated(ctx, part, call)) and not _has_sync(part) and \
+                    not _host_by_now(ctx, part, call) and not on_host(ctx, part, call):
                 return Printed(part, False, message)
             how = _read_from_tensor(ctx, ta, part, call) if host is None else None
             # ``x = loss.item()`` then ``print(x)``: the earlier statement is the sync (GP101's),

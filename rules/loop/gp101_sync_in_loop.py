@@ -23,6 +23,7 @@ from ..analysis.model.rare_evals import in_rare_eval
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, host_numpy, method_call
 from ._accumulator_fix import accumulator_fix
+from ._backpropagated import backpropagated
 from ._builtin_reads import buffer_root, builtin_reads, device_value
 from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, local_read_findings, read_of_argument
 from ..analysis.syntax.host_output import feeds_environment, feeds_host_output, returned_to_host_output
@@ -411,7 +412,8 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
             if _truth_of_tensor(ctx, ta, arg, call):
                 yield call, f"{call.func.value}()"  # ``bool(loss == 0)``: the comparison's answer is on the device
                 continue
-            if _contains_sync(arg) or not (ta.is_tensor_expr(arg) or model_buffer(ctx, buffer_root(arg))) or \
+            if _contains_sync(arg) or not (ta.is_tensor_expr(arg) or model_buffer(ctx, buffer_root(arg)) or
+                                           backpropagated(ctx, arg, call)) or \
                     host_tensor(ctx, ta, arg, call):
                 continue
             if not ctx.matches(call.func, set(CONVERTERS)) or feeds_environment(ctx, call):

@@ -283,6 +283,10 @@ def _existing_guard(ctx: RuleContext, ta: TrainingAnalysis, loop: cst.For | cst.
     for node in walk(loop.body):
         if not isinstance(node, cst.If) or not is_periodic_test(node.test):
             continue
+        # (not a training cadence, ``if i % n_critic == 0:`` around the generator's step, nor the ``if`` the
+        # statement is already in: guarding with it changes nothing)
+        if not ta.is_periodic(node) or ctx.is_inside(stmt, node):
+            continue
         if ctx.enclosing(node, cst.For, cst.While) is not loop:
             continue
         if not any(isinstance(n, cst.Call) and logged_values(ctx, n) is not None for n in walk(node.body)):

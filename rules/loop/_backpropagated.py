@@ -1,0 +1,56 @@
+"""Names the code itself shows to be tensors by backpropagating them (GP102, issue 34): ``loss`` of
+``loss, stats = model_func(model, batch)`` is unresolved to the value analysis, but a careful
+reader knows it is a tensor on the model's device when the same function runs
+``scaler.scale(loss).backward()`` (or ``loss.backward()``, ``accelerator.backward(loss)``) on the
+binding that reaches the output."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.model.reaching import reaching_assignment
+from ..analysis.syntax.calls import method_call
+from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import walk
+
+
+def backpropagated(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """Is ``expr`` a plain name that the function holding ``at`` backpropagates, with the same
+    binding reaching the backward and ``at`` (not ``loss = loss.item()`` in between)?"""
+    if not isinstance(expr, cst.Name):
+        return False
+    fn = ctx.enclosing(at, cst.FunctionDef)
+    if fn is None:
+        return False
+    binding = reaching_assignment(ctx, expr.value, at)
+    if binding is None:
+        return False
+    return any(reaching_assignment(ctx, expr.value, call) is binding
+               for call in _backward_calls(ctx, fn).get(expr.value, ()))
+
+
+def _backward_calls(ctx: RuleContext, fn: cst.FunctionDef) -> dict[str, list[cst.Call]]:
+    return ctx.fact(_compute_backward_calls).get(fn, {})
+
+
+def _compute_backward_calls(ctx: RuleContext) -> dict[cst.FunctionDef, dict[str, list[cst.Call]]]:
+    """Per function, the names each backward call differentiates: ``loss.backward()``,
+    ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``, ``torch.autograd.backward(loss)``."""
+    out: dict[cst.FunctionDef, dict[str, list[cst.Call]]] = {}
+    for fn in ctx.nodes(cst.FunctionDef):
+        found: dict[str, list[cst.Call]] = {}
+        for node in walk(fn.body):
+            if not method_call(node, "backward"):
+                continue
+            assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            receiver = node.func.value
+            if method_call(receiver, "scale") and receiver.args:  # type: ignore[attr-defined]
+                receiver = receiver.args[0].value  # type: ignore[attr-defined]
+            # (``accelerator.backward(loss)``; ``x.backward(grad)``: both are tensors)
+            handed = node.args[0].value if node.args and not node.args[0].keyword else None
+            for name in (receiver, handed):
+                if isinstance(name, cst.Name):
+                    found.setdefault(name.value, []).append(node)
+        if found:
+            out[fn] = found
+    return out
