@@ -192,7 +192,11 @@ class AccumulationAllReduce(Rule):
                                        "micro-batches that do not step under `model.no_sync()` by hand"))
                 continue
             window = accumulation_window(ctx, ta, loop, stepped) if backwards and stepped else None
-            if window is None:
+            if window is not None and not window.skips:
+                # A backward under the stepping ``if`` runs only when it steps (a cadence, no
+                # accumulation): the micro-batches in between must backpropagate outside it.
+                backwards = [b for b in backwards if not ctx.is_inside(b, window.guard.body)]
+            if window is None or not backwards:
                 continue
             if model is not None:
                 yield Finding.of(backwards[0], _message(True, declared, model),
