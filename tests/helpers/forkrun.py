@@ -18,15 +18,30 @@ from pathlib import Path
 # in files; the parent only waits, so the children start from an interpreter with no threads.
 _DRIVER = r"""
 import importlib, json, os, runpy, sys
+
+
+def die_with(parent):
+    # A killed pytest worker must not leave the driver or a script running (Linux: the kernel
+    # sends SIGKILL when the process that started us dies; elsewhere nothing is done).
+    if sys.platform.startswith("linux"):
+        import ctypes, signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+die_with(int(sys.argv[3]))
 import torch  # noqa: F401  (the shared start-up)
 import torch._dynamo  # noqa: F401  (every optimizer's constructor imports it: ~3 s of CPU per child otherwise;
                       # the tool's own fork server preloads it too, runtime/process/forkserver.py)
 for name in json.loads(sys.argv[2]):  # more shared start-up: frameworks every script imports
     importlib.import_module(name)
 jobs = json.loads(sys.argv[1])
+driver = os.getpid()
 for job in jobs:
     pid = os.fork()
     if pid == 0:
+        die_with(driver)
         code = 0
         try:
             out = os.open(job["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
@@ -68,7 +83,8 @@ def run_scripts(jobs: dict[str, tuple[Path, list[str], Path]], env: dict[str, st
     spec = [{"script": str(script), "args": args, "cwd": str(cwd), "stdout": str(logs / f"{name}.out"),
              "stderr": str(logs / f"{name}.err"), "rc": str(logs / f"{name}.rc")}
             for name, (script, args, cwd) in jobs.items()]
-    driver = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(spec), json.dumps(list(preload))],
+    driver = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(spec), json.dumps(list(preload)),
+                             str(os.getpid())],
                             env=env, timeout=timeout,
                             capture_output=True, text=True, check=False)
     results = {}
