@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .._api import Finding, Fix, NoFix, Replace
+from .._api import Finding, Fix, NoFix
 from ..analysis.facts.to_methods import no_fix_reason
-from ..analysis.fixes.edits import add_kwarg
+from ..analysis.fixes.edits import non_blocking_fix
 from ..analysis.model.eval_loops import calls_a_model
 from ..analysis.model.host_data import built_on_host_at
 from ..analysis.model.training import TrainingAnalysis
@@ -96,11 +96,11 @@ def yielding_loop(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> cst
 def collection_copy(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Finding | None:
     """GP104's finding for a copy no step loop runs but one of the loops above runs per step."""
     if collection_loop(ctx, ta, call) is not None:
-        return Finding.of(call, message("built", "iteration of the rollout that feeds every update"), Fix(
-            "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))
+        return Finding.of(call, message("built", "iteration of the rollout that feeds every update"),
+                          non_blocking_fix(call, "safe"))
     if yielding_loop(ctx, ta, call) is not None:
-        fix: Fix | NoFix = NoFix(strict) if (strict := no_fix_reason(ctx)) is not None else Fix(
-            "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "unsafe")
+        strict = no_fix_reason(ctx)
+        fix: Fix | NoFix = NoFix(strict) if strict is not None else non_blocking_fix(call, "unsafe")
         return Finding.of(call, message("batch", "batch the generator yields (each step of the loop that "
                                                  "consumes it)"), fix)
     return None

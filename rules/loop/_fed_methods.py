@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .._api import Finding, Fix, NoFix, Replace
+from .._api import Finding, Fix, NoFix
 from ..analysis.facts.frameworks import placed_by_framework
 from ..analysis.facts.to_methods import no_fix_reason
-from ..analysis.fixes.edits import add_kwarg
+from ..analysis.fixes.edits import non_blocking_fix
 from ..analysis.model.host_data import built_on_host
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.model.models import module_subclasses
@@ -178,7 +178,7 @@ def fed_copy(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, transformer
     if placed_by_framework(ctx, receiver) or ta.is_module_like(receiver, by_name=True):
         return None
     if built_on_host(ctx, receiver) and not ctx.is_call_to(receiver, {"torch.tensor"}):
-        fix: Fix | NoFix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe")
+        fix: Fix | NoFix = non_blocking_fix(call, "safe")
         return Finding.of(call, message("built", caller.kind), fix)
     if not _handed(fn, receiver) or dotted_name(receiver) == "self":
         return None
@@ -186,7 +186,7 @@ def fed_copy(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, transformer
     if (strict := no_fix_reason(ctx)) is not None:
         fix = NoFix(strict)
     elif not transformers:
-        fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "unsafe")
+        fix = non_blocking_fix(call, "unsafe")
     return Finding.of(call, message("batch", caller.kind), fix)
 
 
@@ -228,5 +228,4 @@ def module_array_copy(ctx: RuleContext, call: cst.Call) -> Finding | None:
     if not called:
         return None
     kind = f"call of `{cls.name.value}.{fn.name.value}` (module code that runs in every forward pass)"
-    return Finding.of(call, message("built", kind), Fix(
-        "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))
+    return Finding.of(call, message("built", kind), non_blocking_fix(call, "safe"))

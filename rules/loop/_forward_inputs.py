@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .._api import Finding, Fix, NoFix, Replace
+from .._api import Finding, Fix, NoFix
 from ..analysis.facts.frameworks import framework_places_batches
 from ..analysis.facts.to_methods import no_fix_reason
-from ..analysis.fixes.edits import add_kwarg
+from ..analysis.fixes.edits import non_blocking_fix
 from ..analysis.model.forward_reach import forward_caller
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
@@ -53,8 +53,7 @@ def forward_input_copy(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -
                "likely arrives in host memory and the CPU waits for this copy on every step; move it with the "
                "batch in the loop (non_blocking=True, pinned), or add non_blocking=True here. If the caller "
                "already moved every element, this copy is a no-op")
-    fix: Fix | NoFix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),),
-                           "safe" if joined else "unsafe")
+    fix: Fix | NoFix = non_blocking_fix(call, "safe" if joined else "unsafe")
     if (strict := no_fix_reason(ctx)) is not None:
         fix = NoFix(strict)
     return Finding.of(call, message, fix)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .._api import Finding, Fix, NoFix, Replace
+from .._api import Finding, Fix, NoFix
 from ..analysis.facts.to_methods import no_fix_reason
-from ..analysis.fixes.edits import add_kwarg
+from ..analysis.fixes.edits import non_blocking_fix
 from ..analysis.model.forward_reach import forward_caller
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import get_arg, method_call, target_names
@@ -48,8 +48,7 @@ def sampled_copy(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Find
                "without non_blocking=True: a sampler's batch, drawn once per update; its caller is not seen (not "
                "resolved), so that this runs every step is not proven. If it does, keep the stored data on the device "
                "and index it there, or pin it and add non_blocking=True; if it runs rarely, it costs little")
-    fix: Fix | NoFix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),),
-                           "safe" if wrapped else "unsafe")
+    fix: Fix | NoFix = non_blocking_fix(call, "safe" if wrapped else "unsafe")
     if (strict := no_fix_reason(ctx)) is not None:
         fix = NoFix(strict)
     return Finding.of(call, message, fix)

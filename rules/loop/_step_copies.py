@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .._api import Finding, Fix, NoFix, Replace
+from .._api import Finding, Fix, NoFix
 from ..analysis.facts.frameworks import placed_by_framework
 from ..analysis.facts.move_helpers import wrapped_argument
 from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.facts.to_methods import no_fix_reason
-from ..analysis.fixes.edits import add_kwarg
+from ..analysis.fixes.edits import non_blocking_fix
 from ..analysis.model.host_data import built_on_host, host_tensor_name
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
@@ -176,7 +176,7 @@ def from_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, calle
     kind = f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"
     if built_on_host(ctx, base) and not ctx.is_call_to(base, {"torch.tensor"}) or \
             isinstance(base, cst.Name) and host_tensor_name(ctx, base.value, fn):
-        fix: Fix | NoFix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe")
+        fix: Fix | NoFix = non_blocking_fix(call, "safe")
         return Finding.of(call, message("built", kind), fix)
     return copy_of_handed_batch(ctx, fn, base, call, kind, transformers)
 
@@ -205,7 +205,7 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
     if (strict := no_fix_reason(ctx)) is not None:
         fix = NoFix(strict)
     elif not transformers:
-        fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "unsafe")
+        fix = non_blocking_fix(call, "unsafe")
     if parsed is not None:  # (the batch through a helper the file cannot see into)
         return Finding.of(call, message("batch", kind) + f"; `{base.value}` is what a helper returns for the `{parsed}` "
                           "this function is handed, not proven on the device: if the helper already moved it, this "

@@ -6,13 +6,13 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
-from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
+from .._api import Finding, Fix, NoFix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
 from ..analysis.facts.move_helpers import wrapped_argument
 from ..analysis.facts.placement import moved_before
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.to_methods import no_fix_reason
-from ..analysis.fixes.edits import add_kwarg
+from ..analysis.fixes.edits import non_blocking_fix
 from ..analysis.model.eval_loops import loop_data
 from ..analysis.model.host_data import (
     built_on_host, built_on_host_at, host_tensor_name, in_cpu_branch, is_tokenizer_output, made_on_host_by_step,
@@ -436,8 +436,7 @@ class BlockingCopy(Rule):
             yield Finding.of(call, f"the batch is copied into a tensor on the device (`.copy_()`) on every "
                                    f"{ta.loop_kind(loop)}: a blocking host-to-device copy, the CPU waits for it; add "
                                    "non_blocking=True (with pinned memory it overlaps with compute)",
-                             Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),),
-                                 "safe"))
+                             non_blocking_fix(call, "safe"))
         yield from helper_copies(ctx, ta, batch_data, lambda fn, arg: _passed_batch(ta, fn, arg, batch_data))
         for call in ctx.nodes(cst.Call):
             if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
@@ -461,8 +460,7 @@ class BlockingCopy(Rule):
                     finding = collection_copy(ctx, ta, call)
                 finding = finding or forward_input_copy(ctx, ta, call) or sampled_copy(ctx, ta, call)
                 if finding is None and (pulling := pulled_batch_loop(ctx, call)) is not None:
-                    finding = Finding.of(call, message("built", ta.loop_kind(pulling)), Fix(
-                        "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))
+                    finding = Finding.of(call, message("built", ta.loop_kind(pulling)), non_blocking_fix(call, "safe"))
                 if finding is not None:
                     yield finding
                 continue
@@ -473,8 +471,7 @@ class BlockingCopy(Rule):
                 if from_host_array(ctx, call.func.value):  # type: ignore[attr-defined]
                     # ``torch.from_numpy(clip).to(device)``: made in host memory in the step; a
                     # framework places the batch's tensors, not the numpy pieces a collate returns
-                    yield Finding.of(call, message("built", ta.loop_kind(loop)), Fix(
-                        "add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), "safe"))
+                    yield Finding.of(call, message("built", ta.loop_kind(loop)), non_blocking_fix(call, "safe"))
                 continue
             if all(placed_source(ctx, ta, c, loop) for c in copied) or without_prefetcher(ctx, call):
                 continue  # already on the device: the copy is a no-op
@@ -491,6 +488,5 @@ class BlockingCopy(Rule):
             if strict is not None:
                 fix = NoFix(strict)
             elif tensor is True or tensor is False and not transformers:
-                fix = Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),),
-                          "safe" if tensor else "unsafe")
+                fix = non_blocking_fix(call, "safe" if tensor else "unsafe")
             yield Finding.of(call, message(what, ta.loop_kind(loop)), fix)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from ..._api import AddImport, Edit, InsertAfter, Replace
+from ..._api import AddImport, Edit, Fix, InsertAfter, Replace
 from ..model.training import analysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
@@ -71,6 +71,12 @@ def add_kwarg(call: cst.Call, name: str, value: cst.BaseExpression | str) -> cst
         args[-1] = last.with_changes(comma=sep, whitespace_after_arg=cst.SimpleWhitespace(""))
         args.append(new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg))
     return call.with_changes(args=args)
+
+
+def non_blocking_fix(call: cst.Call, safety: str) -> Fix:
+    """GP104's fix: ``non_blocking=True`` added to the copy ``call`` (``safety``: "safe" where the
+    copy's source is pinned or nothing reads it before the next sync, else "unsafe")."""
+    return Fix("add non_blocking=True", (Replace(call, add_kwarg(call, "non_blocking", "True")),), safety)
 
 
 def set_arg_value(call: cst.Call, arg: cst.Arg, value: cst.BaseExpression | str) -> cst.Call:
