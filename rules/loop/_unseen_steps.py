@@ -21,7 +21,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Replace
 from ..analysis.fixes.edits import add_kwarg
-from ..analysis.model.forward_reach import forward_caller, in_cache_fill
+from ..analysis.model.forward_reach import forward_caller, in_cache_fill, transform_classes
 from ..analysis.model.host_data import numpy_made_here
 from ..analysis.model.step_code import device_kind
 from ..analysis.model.training import TrainingAnalysis
@@ -118,12 +118,15 @@ def proven_rare(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, nod
 
 def _in_loader(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
     """A dataset's ``__getitem__``/``__iter__``, a collate function, or a method of a ``*Dataset``
-    class: loader work on the host, where a host tensor is right (the batch is moved once, later)."""
+    class, a data transform's method (an instance in ``Compose([...])``, ``transform=``): loader work on
+    the host, where a host tensor is right (the batch is moved once, later)."""
     if fn.name.value in ("__getitem__", "__iter__", "__next__") or "collate" in fn.name.value.lower():
         return True
     cls = ctx.enclosing(fn, cst.ClassDef)
-    return cls is not None and any("Dataset" in (dotted_name(b.value) or "") or "Sampler" in (dotted_name(b.value) or "")
-                                   for b in cls.bases)
+    if cls is None:
+        return False
+    bases = [dotted_name(b.value) or "" for b in cls.bases]
+    return any("Dataset" in b or "Sampler" in b for b in bases) or cls.name.value in transform_classes(ctx)
 
 
 def _under_no_grad(ctx: RuleContext, fn: cst.FunctionDef, node: cst.CSTNode) -> bool:

@@ -45,13 +45,13 @@ def model_classes(ctx: RuleContext) -> dict[str, cst.ClassDef]:
         for cls in c.nodes(cst.ClassDef):
             if cls.name.value in names or any(project_model_class(c, b.value) is not None for b in cls.bases):
                 out[cls.name.value] = cls
-        for name in _transforms(c) & set(out):
+        for name in transform_classes(c) & set(out):
             del out[name]
         return out
     return ctx.fact(compute)
 
 
-def _transforms(ctx: RuleContext) -> set[str]:
+def transform_classes(ctx: RuleContext) -> set[str]:
     """Classes of this file whose instances are data transforms: built inside ``Compose([...])``
     (``transforms.Compose``, ``T.RandomApply``) or handed to a dataset as ``transform=``."""
     if "Compose" not in ctx.source and "transform" not in ctx.source:
