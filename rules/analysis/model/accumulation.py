@@ -24,10 +24,13 @@ from ..syntax.tree import walk
 
 def accumulation_boundary(guard: cst.If, is_step: Callable[[cst.CSTNode], bool],
                           is_backward: Callable[[cst.CSTNode], bool]) -> bool:
-    """Does ``guard``'s body step an optimizer (``is_step``) or backpropagate (``is_backward``)? The end
-    of an accumulation window, or a training cadence (``if (i + 1) % n_critic == 0:`` around the
-    generator's backward and step): either way it runs on every (or every k-th) update, no log guard."""
-    return any(isinstance(node, cst.Call) and (is_step(node) or is_backward(node)) for node in walk(guard.body))
+    """Does ``guard``'s body step an optimizer (``is_step``) without backpropagating (``is_backward``)?"""
+    steps = backward = False
+    for node in walk(guard.body):
+        if isinstance(node, cst.Call):
+            steps = steps or is_step(node)
+            backward = backward or is_backward(node)
+    return steps and not backward
 
 
 def accumulation_exit(before: Sequence[cst.CSTNode], after: Sequence[cst.CSTNode]) -> bool:
