@@ -31,6 +31,7 @@ from ..model.rare_evals import step_kind
 from ..model.hook_steps import runs_a_step
 from ..model.training import TRAIN, TrainingAnalysis
 from ..syntax.calls import backward_call, dotted_name
+from ..syntax.callsites import class_self_calls
 from ..syntax.context import RuleContext
 from ..model.guards import is_once_test, rare_exit_before
 from ..syntax.launch import HOOK_CALL, StepCaller
@@ -88,14 +89,9 @@ def _self_calls(ctx: RuleContext) -> dict[tuple[cst.ClassDef, str], list[cst.Cal
     out: dict[tuple[cst.ClassDef, str], list[cst.Call]] = {}
     if "self." not in ctx.source or not any(isinstance(s, cst.ClassDef) for s in ctx.module.body):
         return out
-    for call in ctx.nodes(cst.Call):
-        func = call.func
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
-            continue
-        method = ctx.enclosing(call, cst.FunctionDef)
-        cls = ctx.enclosing(method, cst.ClassDef) if method is not None else None
-        if cls is not None and ctx.parent(cls) is ctx.module and ctx.parent(ctx.parent(method)) is cls:
-            out.setdefault((cls, func.attr.value), []).append(call)
+    for call, attr, method, cls in class_self_calls(ctx):
+        if ctx.parent(ctx.parent(method)) is cls:  # in a method itself, not a function nested in one
+            out.setdefault((cls, attr), []).append(call)
     return out
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from ..syntax.calls import dotted_name
+from ..syntax.callsites import class_self_calls
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller
 from ..syntax.project import StepCall, call_path, project_class_facts
@@ -30,15 +31,7 @@ def stored_callable_calls(ctx: RuleContext, ta: object, line_of: Callable[[cst.C
     if "self." not in ctx.source:
         return []
     out = []
-    for call in ctx.nodes(cst.Call):
-        func = call.func
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
-            continue
-        method = ctx.enclosing(call, cst.FunctionDef)
-        cls = ctx.enclosing(method, cst.ClassDef) if method is not None else None
-        if cls is None or ctx.parent(cls) is not ctx.module:
-            continue
-        attr = func.attr.value
+    for call, attr, _method, cls in class_self_calls(ctx):
         if attr.startswith("__") or any(isinstance(s, cst.FunctionDef) and s.name.value == attr for s in cls.body.body):
             continue
         loop = ta.every_step_loop(call)  # type: ignore[attr-defined]

@@ -4,6 +4,8 @@ to its callers. The calls are grouped by name in one pass per file (``ctx.fact``
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
 
 from .calls import dotted_name, get_arg
@@ -187,3 +189,17 @@ def call_site_args(ctx: RuleContext, fn: cst.FunctionDef, param: str) -> list[cs
             return None
         out.append(arg.value)
     return out or None
+
+
+def class_self_calls(ctx: RuleContext) -> Iterator[tuple[cst.Call, str, cst.FunctionDef, cst.ClassDef]]:
+    """``self.attr(...)`` calls in the functions of this module's top-level classes: (call, ``attr``,
+    the innermost function holding the call, its class). Callers narrow it (methods only, or not a
+    method of the class)."""
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            continue
+        method = ctx.enclosing(call, cst.FunctionDef)
+        cls = ctx.enclosing(method, cst.ClassDef) if method is not None else None
+        if cls is not None and method is not None and ctx.parent(cls) is ctx.module:
+            yield call, func.attr.value, method, cls
