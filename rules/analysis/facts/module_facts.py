@@ -39,7 +39,7 @@ from .call_pace import offered_names, paced_calls, project_callee, self_paced_ca
 from .receiver_guess import guessed_callees
 from .class_picks import picked_trainers
 from .cli_defaults import false_fields, string_fields, zero_fields
-from .zero_constants import module_zero_constants
+from .zero_constants import module_config_fields, module_zero_constants
 from .class_factories import returned_classes
 from .param_roles import class_param_roles, param_roles
 from .framework_hooks import HF_CALLBACK, HF_TRAINER, exported_classes
@@ -105,7 +105,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        step_calls=_step_calls(ctx, ta, line_of) + reexported_steps(ctx) + inherited_step_calls(ctx), registries=model_tables(ctx, exported),
                        loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
                        memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
-                       zero_fields=zero_fields(ctx) | module_zero_constants(ctx), false_fields=false_fields(ctx), padding_collates=padding_collates(ctx),
+                       zero_fields=zero_fields(ctx) | module_zero_constants(ctx) | module_config_fields(ctx), false_fields=false_fields(ctx), padding_collates=padding_collates(ctx),
                        string_fields=string_fields(ctx),
                        conv_models=conv_builders(ctx) | _reexported(ctx, "conv_models"),
                        resolved_models=resolved_models(ctx) | _reexported(ctx, "resolved_models"),
