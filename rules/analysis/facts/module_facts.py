@@ -26,7 +26,7 @@ from ..syntax.host_output import feeds_host_output
 from ..syntax.launch import StepCaller
 from ..syntax.project import (CONV, MATMUL, PICK, FunctionFacts, ModuleFacts, StepCall, project_base_class, project_class,
                               project_function, project_instance_method, project_method, project_model_class)
-from ..syntax.torch_names import AUTOCAST, DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
+from ..syntax.torch_names import AUTOCAST, DATALOADERS, FSDP_MIXED_PRECISION, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
 from ..syntax.tree import walk
 from .arg_reads import may_read_args, tensor_arg_reads
 from .lambda_reads import lambda_functions
@@ -60,8 +60,8 @@ LineOf = Callable[[cst.CSTNode], int]
 # Frameworks that own the precision of what they train (their configuration or launch chooses it)
 _OWNS_PRECISION = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator", "lightning.Fabric",
                              "lightning.fabric.Fabric", "lightning_fabric.Fabric", "deepspeed.initialize",
-                             "apex.amp.initialize"})
-_PRECISION_WORDS = ("autocast", "Accelerator", "Fabric", "initialize")
+                             "apex.amp.initialize", *FSDP_MIXED_PRECISION})
+_PRECISION_WORDS = ("autocast", "Accelerator", "Fabric", "initialize", "MixedPrecision")
 
 
 def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFacts:
