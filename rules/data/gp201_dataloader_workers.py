@@ -77,7 +77,12 @@ class DataloaderWorkers(Rule):
         "the project's launch scripts pass it. Likewise a parameter of the enclosing function defaulting "
         "to 0 that the function does not rebind and that calls of the file leave alone (`def main(data, "
         "num_workers=0)` called as `main(path)`; also once stored on `self` by a method, `fit(..., "
-        "workers=0)`): reported when a call of the file takes the default.",
+        "workers=0)`): reported when a call of the file takes the default. Likewise a field of a plain configuration "
+        "`@dataclass` of the user's (`DataConfig`, `LoaderSettings`: no base class) defaulting to 0, read "
+        "through a configuration object (`self.config.num_workers`, `cfg.num_workers`) in a file that sets "
+        "no such field, when no other configuration dataclass of the imported modules defaults that field "
+        "otherwise; a dataclass with a base (a YAML-loading config base) is skipped. A `num_workers` "
+        "written in the call is read even beside a `**` dict (the dict cannot hold it too).",
         "A framework's loader (the Hugging Face Trainer's, Lightning's) is not reported in a file that "
         "builds its own `IterableDataset` subclass (a packing stream handed to the Trainer): each "
         "worker would replay the whole stream. "
@@ -209,7 +214,10 @@ class DataloaderWorkers(Rule):
                 continue  # batches are slices of GPU memory: workers could not hand CUDA tensors over
             kw = call_keywords(ctx, call)
             settings = settings_of(ctx, call, "num_workers")
-            if not kw.opaque and len(settings) == 1 and (zero := zero_default(ctx, settings[0].value)) is not None:
+            # a keyword written in the call cannot come from its ``**`` dict too (that raises a TypeError)
+            written = dataloader_arg(call, "num_workers") is not None
+            if (not kw.opaque or written) and len(settings) == 1 and \
+                    (zero := zero_default(ctx, settings[0].value)) is not None:
                 if (zero.flag is None and zero.taken or zero.flag is not None and
                         launched_with(ctx, (zero.flag,)) is None) and not takes_one_batch(ctx, call) and \
                         not in_memory_dataset(ctx, call):

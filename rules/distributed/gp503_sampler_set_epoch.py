@@ -60,7 +60,9 @@ class SamplerSetEpoch(Rule):
         "parameter or an object from elsewhere) silences the rule for the whole file, and so "
         "does a sampler handed to code the file does not show (which may set its epoch).",
         "No fix when the epoch loop is a `while` loop, its variable is `_`, or the sampler is "
-        "built inside it.",
+        "built inside it. A sampler built inside the epoch loop over a dataset also built there "
+        "(`ds = make_epoch_data(..., shuffle=True)` each epoch) is not reported: the data or its order may "
+        "change every epoch.",
     )
     references = (
         "https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler",
@@ -136,8 +138,9 @@ class SamplerSetEpoch(Rule):
                 sites = [u.site for u in loader_flow.of_kind("iterate") if isinstance(u.site, cst.For)]
                 loops = [(site, epoch_loop(ctx, site, loader_flow)) for site in sites if trains(ctx, site)]
                 loops = [(site, loop) for site, loop in loops if loop is not None]
-                if loops:
+                if loops and not _over_remade_data(ctx, sampler, loops[0][1]):
                     pending.append((sampler, flow, loader_flow, loops[0][1]))
+                if loops:
                     break
         # A set_epoch call on something the file cannot tie to a sampler may be this one's.
         unexplained = [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Attribute)
@@ -264,6 +267,22 @@ def epoch_loop(ctx: RuleContext, node: cst.CSTNode, flow: Flow, depth: int = 0) 
             return anc
         child = anc
     return None
+
+
+def _over_remade_data(ctx: RuleContext, sampler: cst.Call, loop: cst.For | cst.While) -> bool:
+    """Is the sampler built inside its epoch loop over a dataset also built there (``ds =
+    build_epoch_data(..., shuffle=True)`` then ``DistributedSampler(ds)`` each epoch)? The data, or
+    its order, may change every epoch (a curriculum, a reshuffled list): the repeated order is not sure."""
+    arg = get_arg(sampler, "dataset", 0)
+    if arg is None or not ctx.is_inside(sampler, loop):
+        return False
+    if isinstance(arg.value, cst.Call):
+        return True  # ``DistributedSampler(make_data(epoch))``
+    if not isinstance(arg.value, cst.Name):
+        return False
+    return any(isinstance(a.value, cst.Call) and any(isinstance(t.target, cst.Name) and t.target.value == arg.value.value
+                                                      for t in a.targets)
+               for a in ctx.nodes(cst.Assign) if ctx.is_inside(a, loop))
 
 
 def certainly_distributed(ctx: RuleContext, sampler: cst.Call, flow: Flow, loader_flow: Flow) -> bool:

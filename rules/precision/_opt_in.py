@@ -22,6 +22,17 @@ AMP_NAMES = frozenset({"amp", "use_amp", "enable_amp", "fp16", "bf16", "use_fp16
 _PLAIN_NAMES = AMP_NAMES - {"half", "precision", "mp", "amp_level", "opt_level", "amp_opt_level"}
 # Values of such a switch that leave float32: apex's opt level O0 is pure float32.
 _OFF = (False, None, "no", "none", "fp32", "32", "float32", "32-true", 0, "o0", 32)
+# Words that make a switch defaulting to False a precision switch whatever else its name says
+# (``main_module_bf16``, ``use_fp16_weights``, ``amp_enabled``).
+_SWITCH_WORDS = frozenset({"bf16", "fp16", "amp", "autocast"})
+
+
+def _switch_name(name: str, default: object) -> bool:
+    """Is ``name`` with that default a mixed-precision switch that is off (``fp16 = False``;
+    ``main_module_bf16: bool = False``, a word of it naming the precision, only when plainly False)?"""
+    if _norm(name) in _PLAIN_NAMES:
+        return True
+    return default is False and bool(_SWITCH_WORDS & set(_norm(name).split("_")))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +75,7 @@ def _plain_switches(ctx: RuleContext) -> list[OptInFlag]:
     bound: dict[str, list[cst.CSTNode]] = {}
     for node in ctx.nodes(cst.Assign):
         for t in node.targets:
-            if isinstance(t.target, cst.Name) and _norm(t.target.value) in _PLAIN_NAMES:
+            if isinstance(t.target, cst.Name) and _switch_name(t.target.value, literal_value(node.value)):
                 bound.setdefault(t.target.value, []).append(node)
     out = []
     for name, nodes in bound.items():
@@ -73,7 +84,7 @@ def _plain_switches(ctx: RuleContext) -> list[OptInFlag]:
     for fn in ctx.nodes(cst.FunctionDef):
         for param in (*fn.params.params, *fn.params.kwonly_params):
             name = param.name.value
-            if param.default is None or _norm(name) not in _PLAIN_NAMES or name not in read or \
+            if param.default is None or not _switch_name(name, literal_value(param.default)) or name not in read or \
                     literal_value(param.default) is not False:
                 continue
             owner = ctx.enclosing(fn, cst.ClassDef) if fn.name.value == "__init__" else None

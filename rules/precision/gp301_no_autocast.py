@@ -26,6 +26,7 @@ from ..analysis.syntax.launch import launched_with, project_runs
 from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.syntax.glance import Glance
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
+from ._sharded_precision import sharded_in_mixed_precision
 from ._opt_in import OptInFlag, amp_options, opt_in_amp, plain_switches, precision_opt_in, under_flag
 
 _LOSS_ARG = re.compile(r"loss|cost|objective", re.IGNORECASE)
@@ -260,6 +261,8 @@ class NoAutocast(Rule):
         if opt_in is not None:
             yield from self._opt_in(ctx, opt_in)
             return
+        if sharded_in_mixed_precision(ctx):
+            return  # FSDP's mixed-precision policy sets the compute dtype
         message = ("forward and loss run in float32 on every step (no autocast in this module): tensor "
                    "cores run bfloat16 several times faster; use torch.autocast(device_type=..., "
                    "dtype=torch.bfloat16)")

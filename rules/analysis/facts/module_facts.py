@@ -26,7 +26,7 @@ from ..syntax.host_output import feeds_host_output
 from ..syntax.launch import StepCaller
 from ..syntax.project import (CONV, MATMUL, PICK, FunctionFacts, ModuleFacts, StepCall, project_base_class, project_class,
                               project_function, project_instance_method, project_method, project_model_class)
-from ..syntax.torch_names import AUTOCAST, DATALOADERS, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
+from ..syntax.torch_names import AUTOCAST, DATALOADERS, FSDP_MIXED_PRECISION, GRAD_SCALERS, LR_SCHEDULERS, OPTIMIZERS
 from ..syntax.tree import walk
 from .arg_reads import may_read_args, tensor_arg_reads
 from .lambda_reads import lambda_functions
@@ -39,7 +39,7 @@ from .call_pace import offered_names, paced_calls, project_callee, self_paced_ca
 from .receiver_guess import guessed_callees
 from .class_picks import picked_trainers
 from .cli_defaults import false_fields, string_fields, zero_fields
-from .zero_constants import module_zero_constants
+from .zero_constants import module_config_fields, module_zero_constants
 from .class_factories import returned_classes
 from .param_roles import class_param_roles, param_roles
 from .framework_hooks import HF_CALLBACK, HF_TRAINER, exported_classes
@@ -60,8 +60,8 @@ LineOf = Callable[[cst.CSTNode], int]
 # Frameworks that own the precision of what they train (their configuration or launch chooses it)
 _OWNS_PRECISION = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator", "lightning.Fabric",
                              "lightning.fabric.Fabric", "lightning_fabric.Fabric", "deepspeed.initialize",
-                             "apex.amp.initialize"})
-_PRECISION_WORDS = ("autocast", "Accelerator", "Fabric", "initialize")
+                             "apex.amp.initialize", *FSDP_MIXED_PRECISION})
+_PRECISION_WORDS = ("autocast", "Accelerator", "Fabric", "initialize", "MixedPrecision")
 
 
 def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFacts:
@@ -105,7 +105,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        step_calls=_step_calls(ctx, ta, line_of) + reexported_steps(ctx) + inherited_step_calls(ctx), registries=model_tables(ctx, exported),
                        loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
                        memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
-                       zero_fields=zero_fields(ctx) | module_zero_constants(ctx), false_fields=false_fields(ctx), padding_collates=padding_collates(ctx),
+                       zero_fields=zero_fields(ctx) | module_zero_constants(ctx) | module_config_fields(ctx), false_fields=false_fields(ctx), padding_collates=padding_collates(ctx),
                        string_fields=string_fields(ctx),
                        conv_models=conv_builders(ctx) | _reexported(ctx, "conv_models"),
                        resolved_models=resolved_models(ctx) | _reexported(ctx, "resolved_models"),

@@ -34,6 +34,13 @@ AUTOCAST = frozenset({
     "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
     "torch.amp.autocast_mode.autocast",
 })
+# FSDP's mixed-precision policies: the sharded model's parameters and compute take their dtype
+# (``fully_shard(m, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))``), no autocast needed.
+FSDP_MIXED_PRECISION = frozenset({
+    "torch.distributed.fsdp.MixedPrecision", "torch.distributed.fsdp.MixedPrecisionPolicy",
+    "torch.distributed._composable.fsdp.MixedPrecisionPolicy",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.MixedPrecision",
+})
 NO_GRAD = frozenset({
     "torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
     "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode",
