@@ -53,6 +53,20 @@ def _elapsed_counter(body: cst.BaseSuite, part: cst.Comparison, marks: set[str])
                any(dotted_name(t.target) == mark for t in node.targets) for node in walk(body))
 
 
+_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+
+
+def aborts(guard: cst.If) -> bool:
+    """Does ``guard``'s body end the run (``if not math.isfinite(loss.item()): print(loss.item());
+    sys.exit(1)``, ``raise``)? It runs at most once, however often the test is evaluated."""
+    body = guard.body  # an indented block ending in a simple line, or ``if x: raise ValueError(...)``
+    last = body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else body
+    small = last.body[-1] if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and last.body \
+        else None
+    return isinstance(small, cst.Raise) or isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and \
+        dotted_name(small.value.func) in _EXITS
+
+
 def _dotted_in(expr: cst.CSTNode) -> set[str]:
     """The names and attribute chains an expression reads (``last_log``, ``self._t0``)."""
     out: set[str] = set()
