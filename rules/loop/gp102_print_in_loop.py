@@ -56,7 +56,7 @@ class PrintInLoop(Rule):
         "`sys.stdout.write`, the script's own helpers called `progress_bar`, `print_*` or `*_print`, "
         "TensorBoard's `add_scalar`/`add_scalars`, `wandb.log`, an experiment tracker's `log`/`log_metrics`/`log_dict` "
         "handed a dict (`run.log({...})`, `accelerator.log({...})`, also a name that a dict literal binds on every path "
-        "to the call, `stats = {...}; run.log(stats)`, and a dict merged in, `**({'gn': gn} if clip else {})`; not "
+        "to the call, `stats = {...}; run.log(stats)`, reported at the tensor in the dict, and a dict merged in, `**({'gn': gn} if clip else {})`; not "
         "Lightning's own `self.log_dict`) "
         "and `log_metric`/`track`, and the project's own wrappers of those, by what they "
         "do (a function or method of this file or the user's other modules that hands its parameter, as "
@@ -186,8 +186,11 @@ class PrintInLoop(Rule):
             else:
                 message = (f"{what} is formatted for output on every {ta.loop_kind(loop)}, which copies "
                            "it to the host and waits for the GPU; log it every N steps")
+            at: cst.CSTNode = call  # at the output call, also when it spans lines (where a reader looks for it)
             if isinstance(found.message, cst.Assign) and isinstance(found.message.value, cst.Dict):
-                message += f" (the tensor is put in `{_target(ctx, found.message)}`, the dict the call logs)"
+                at = found.value  # at the tensor in the dict: the call's line names only the dict
+                message += f" (the tensor is put in `{_target(ctx, found.message)}`, the dict that " \
+                           f"`{ctx.code_for(call.func).strip()}` logs)"
                 fix: Fix | NoFix = NoFix("the tensor reaches the call through a dict built by an earlier statement: "
                                          "log the dict every N steps, or read the value there, by hand")
             elif found.message is not None:
@@ -202,8 +205,7 @@ class PrintInLoop(Rule):
                             "device (GP101) and guard the output by hand")
             else:
                 fix = _guard_fix(ctx, ta, call)
-            # reported at the output call, also when it spans several lines (where a reader looks for it)
-            yield Finding.of(call, message, fix)
+            yield Finding.of(at, message, fix)
         yield from _formatted_elsewhere(ctx, ta, outputs | claimed)
 
 
