@@ -30,8 +30,23 @@ def logged_values(ctx: RuleContext, call: cst.Call) -> list[cst.BaseExpression] 
     known = known_output_values(ctx, call)
     if known is not None:
         return known
+    if _tracker_dict(ctx, call):
+        return [call.args[0].value]
     found = _wrapper(ctx, call)
     return wrapper_values(ctx, call, *found) if found is not None else None
+
+
+def _tracker_dict(ctx: RuleContext, call: cst.Call) -> bool:
+    """``run.log(log_dict)``, ``accelerator.log(metrics, step=s)``: a tracker's dict method handed one
+    name that a dict literal binds (``log_dict = {...}``) on every path to the call (``_dict_bound``)."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in ("log", "log_metrics", "log_dict") and
+            call.args and call.args[0].keyword is None and not call.args[0].star and
+            isinstance(call.args[0].value, cst.Name)):
+        return False
+    if dotted_name(func.value) in (None, "self") or ctx.matches(func, {"torch.*", "numpy.*", "math.*", "logging.*"}):
+        return False
+    return bool(_dict_bound(ctx, call.args[0].value, call))
 
 
 def _wrapper(ctx: RuleContext, call: cst.Call) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
@@ -143,7 +158,8 @@ def _output_parts(ctx: RuleContext, value: cst.BaseExpression, call: cst.Call, m
     (None: the call itself); a name bound in ``call``'s function to a message built by formatting
     (an f-string, ``%``, ``.format``) stands for that message's parts."""
     for part in _formatted(value):
-        messages = _messages_bound(ctx, part, call) if depth < 2 and isinstance(part, cst.Name) else []
+        messages = _messages_bound(ctx, part, call) or _dict_bound(ctx, part, call) \
+            if depth < 2 and isinstance(part, cst.Name) else []
         if messages:
             for stmt, text in messages:
                 yield from _output_parts(ctx, text, call, message or stmt, depth + 1)
@@ -166,6 +182,19 @@ def _messages_bound(ctx: RuleContext, name: cst.Name,
     fn = ctx.enclosing(call, cst.FunctionDef)
     return [(node, v) for node, v in _bindings(ctx).get(name.value, ())
             if ctx.enclosing(node, cst.FunctionDef) is fn and _is_message(v)]
+
+
+def _dict_bound(ctx: RuleContext, name: cst.Name, call: cst.Call) -> list[tuple[cst.CSTNode, cst.BaseExpression]]:
+    """``log_dict = {"train/loss": loss.detach().float(), ...}`` then ``run.log(log_dict)``: the one
+    dict literal every path to ``call`` binds ``name`` to (no later item stored: ``log_dict[k] =``)
+    stands for its values."""
+    last = reaching_assignment(ctx, name.value, call)
+    if last is None or not isinstance(last.value, cst.Dict):
+        return []
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    stored = any(isinstance(t.target, cst.Subscript) and dotted_name(t.target.value) == name.value and
+                 ctx.enclosing(node, cst.FunctionDef) is fn for node in ctx.nodes(cst.Assign) for t in node.targets)
+    return [] if stored else [(last, last.value)]
 
 
 def _bindings(ctx: RuleContext) -> dict[str, list[tuple[cst.CSTNode, cst.BaseExpression]]]:

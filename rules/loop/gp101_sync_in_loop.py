@@ -17,6 +17,7 @@ from ..analysis.facts.host_values import rebound_to_host
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.forward_reach import forward_read_caller, forward_roots, model_buffer
+from ..analysis.model.periods import default_one_note
 from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.step_functions import has_step_functions, step_function_caller
 from ..analysis.model.rare_evals import in_rare_eval
@@ -110,7 +111,9 @@ class SyncInLoop(Rule):
         "return`, `if step % k: continue`). A rank check (`if rank == 0:`, `if master_process:`) is no "
         "guard: that rank reads on every step, nor is a period or-ed with one, with `True` or with a test of the "
         "data (`or torch.isnan(loss)`) (a period that "
-        "is 1 by default, `log_period=1`, and that no call in the file sets, is no guard); "
+        "is 1 by default, `log_period=1`, and that no call in the file sets, is no guard, nor is a command-line option "
+        "of the file whose default is 1, `add_argument('--eval_every', default=1)`, that nothing in the file "
+        "assigns and no launch script of the project passes, also through a local copy, `log_step = args.log_step`); "
         "loops that run a few iterations (`range(min(4, n))`, `xs[:8]`, a `break` once the counter reaches a small "
         "number, a `break` at the loop body's own level: one batch read to log) are no step or eval loops; a "
         "once-per-loop test at a call site also pins a counter of the caller's loop (`if self.step == 0: "
@@ -303,7 +306,7 @@ class SyncInLoop(Rule):
             yield Finding.of(
                 call,
                 f"`{snippet}` on every {ta.loop_kind(loop)} blocks the CPU until the GPU has finished all "
-                f"queued work (host-device sync); {advice}",
+                f"queued work (host-device sync); {advice}{default_one_note(ctx, call)}",
                 fix if fix is not None else NoFix(_HOST_USE),
             )
 

@@ -55,7 +55,9 @@ class PrintInLoop(Rule):
         "(names ending in `log`/`logger`, and their own `log_*` methods: a project's logger class), `tqdm.write`, tqdm's `set_postfix`/`set_description`, "
         "`sys.stdout.write`, the script's own helpers called `progress_bar`, `print_*` or `*_print`, "
         "TensorBoard's `add_scalar`/`add_scalars`, `wandb.log`, an experiment tracker's `log`/`log_metrics`/`log_dict` "
-        "handed a dict (`run.log({...})`, `accelerator.log({...})`; not Lightning's own `self.log_dict`) "
+        "handed a dict (`run.log({...})`, `accelerator.log({...})`, also a name that a dict literal binds on every path "
+        "to the call, `stats = {...}; run.log(stats)`, reported at the tensor in the dict, and a dict merged in, `**({'gn': gn} if clip else {})`; not "
+        "Lightning's own `self.log_dict`) "
         "and `log_metric`/`track`, and the project's own wrappers of those, by what they "
         "do (a function or method of this file or the user's other modules that hands its parameter, as "
         "it is, to one of them: `def print0(*a): if rank == 0: print(*a)`; not one that writes every N "
@@ -184,8 +186,15 @@ class PrintInLoop(Rule):
             else:
                 message = (f"{what} is formatted for output on every {ta.loop_kind(loop)}, which copies "
                            "it to the host and waits for the GPU; log it every N steps")
-            if found.message is not None:
-                fix: Fix | NoFix = NoFix(
+            at: cst.CSTNode = call  # at the output call, also when it spans lines (where a reader looks for it)
+            if isinstance(found.message, cst.Assign) and isinstance(found.message.value, cst.Dict):
+                at = found.value  # at the tensor in the dict: the call's line names only the dict
+                message += f" (the tensor is put in `{_target(ctx, found.message)}`, the dict that " \
+                           f"`{ctx.code_for(call.func).strip()}` logs)"
+                fix: Fix | NoFix = NoFix("the tensor reaches the call through a dict built by an earlier statement: "
+                                         "log the dict every N steps, or read the value there, by hand")
+            elif found.message is not None:
+                fix = NoFix(
                     f"the value is formatted into a message by an earlier statement (`{_target(ctx, found.message)} "
                     "= ...`), which reads it too: guard both")
             elif found.assigned:
@@ -196,8 +205,7 @@ class PrintInLoop(Rule):
                             "device (GP101) and guard the output by hand")
             else:
                 fix = _guard_fix(ctx, ta, call)
-            # reported at the output call, also when it spans several lines (where a reader looks for it)
-            yield Finding.of(call, message, fix)
+            yield Finding.of(at, message, fix)
         yield from _formatted_elsewhere(ctx, ta, outputs | claimed)
 
 

@@ -61,6 +61,9 @@ class EvalWithoutNoGrad(Rule):
         "opt.step(); model.eval(); out = model(x)`: the validation forward of a full-batch `train(epoch)`), "
         "the forward is reported when nothing at or after it uses autograd, and its statements are wrapped "
         "in `with torch.no_grad():`.",
+        "A loop that wraps its inputs in `Variable(x, volatile=True)` (the pre-0.4 way to skip the graph, a "
+        "no-op since PyTorch 0.4) and trains nothing is an evaluation loop: the callables it hands those inputs "
+        "(`pred = model(v, q)`) are the models it runs, without `model.eval()`.",
         "A loop that calls `.backward()`, steps an optimizer, or uses autograd APIs (saliency "
         "maps, `requires_grad_`) is not reported.",
         "A function without `model.eval()` whose every forward ends on the host (`return "
@@ -80,7 +83,7 @@ class EvalWithoutNoGrad(Rule):
         "https://docs.pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation",
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
     )
-    keywords = (".eval()", ".numpy()", ".item()", ".tolist()")
+    keywords = (".eval()", ".numpy()", ".item()", ".tolist()", "volatile=True")
 
     examples = [
         Valid(dedent("""
@@ -152,7 +155,8 @@ class EvalWithoutNoGrad(Rule):
             mode = " in eval mode" if model in {m for _, m in evals.get(ctx.enclosing(loop, cst.FunctionDef, cst.Lambda,
                                                                                    cst.ClassDef) or ctx.module, ())} \
                 else f" over `{ctx.code_for(loop.iter).strip()[:40]}`" if isinstance(loop, cst.For) else ""
-            yield Finding(forward, f"evaluation loop runs `{model}`{mode} with autograd on{where}: every "
+            volatile = " (`Variable(..., volatile=True)` has been a no-op since PyTorch 0.4)" if _volatile(ctx, loop) else ""
+            yield Finding(forward, f"evaluation loop runs `{model}`{mode} with autograd on{where}{volatile}: every "
                                    "forward records a graph and keeps activations for a backward that never comes; "
                                    "wrap it in torch.no_grad()", fix)
         done = {ctx.enclosing(loop, cst.FunctionDef) or ctx.module for loop in flagged}
@@ -173,8 +177,10 @@ class EvalWithoutNoGrad(Rule):
         start = order[loop]
         models = {name for pos, name in evals.get(scope, ()) if pos < start} | _evaluated_each(ctx, loop)
         called = _models_run(ta, loop)
-        if iterates_held_out(loop) and not ta.trains(loop):  # ``for x, y in val_loader:`` with no eval():
+        # ``for x, y in val_loader:`` with no eval(), or inputs wrapped ``Variable(x, volatile=True)``
+        if (iterates_held_out(loop) or _volatile(ctx, loop)) and not ta.trains(loop):
             models |= {m for m in called if m is not None and _module_named(ta, m)}  # the models it runs
+            models |= _fed_volatile(ctx, loop)  # ``pred = model(v)`` with ``v = Variable(v, volatile=True)``
         if not models or in_no_grad(ctx, loop):
             return None
         used = sorted(m for m in models if m in called)
@@ -204,6 +210,33 @@ class EvalWithoutNoGrad(Rule):
         if fn is not None and any(in_no_grad(ctx, c) for c in ta.calls_of(fn)):
             return None  # called under no_grad by its caller
         return model
+
+
+def _volatile(ctx: RuleContext, loop: cst.For | cst.While) -> bool:
+    """Does the loop wrap its inputs in ``Variable(x, volatile=True)``: the pre-0.4 way to say "no
+    graph here", an evaluation pass by the author's word, ignored (with a warning) since 0.4?"""
+    return any(_volatile_call(n) for n in walk(loop.body))
+
+
+def _volatile_call(n: cst.CSTNode) -> bool:
+    return isinstance(n, cst.Call) and (dotted_name(n.func) or "").rsplit(".", 1)[-1] == "Variable" and \
+        any(a.keyword is not None and a.keyword.value == "volatile" and isinstance(a.value, cst.Name) and
+            a.value.value == "True" for a in n.args)
+
+
+def _fed_volatile(ctx: RuleContext, loop: cst.For | cst.While) -> set[str]:
+    """The callables the loop hands a volatile input (``v = Variable(v, volatile=True).cuda()``,
+    then ``pred = model(v, b, q)``): the models the pass runs, whatever their names."""
+    held = {t.target.value for n in walk(loop.body) if isinstance(n, cst.Assign) and
+            any(_volatile_call(x) for x in walk(n.value, include_self=True))
+            for t in n.targets if isinstance(t.target, cst.Name)}
+    out: set[str] = set()
+    for n in walk(loop.body):
+        name = dotted_name(n.func) if isinstance(n, cst.Call) else None
+        if name is not None and name.rsplit(".", 1)[-1] != "Variable" and \
+                any(isinstance(a.value, cst.Name) and a.value.value in held for a in n.args):
+            out.add(name)
+    return out
 
 
 def _module_named(ta: TrainingAnalysis, name: str) -> bool:

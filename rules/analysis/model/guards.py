@@ -234,7 +234,8 @@ def _rare(ctx: RuleContext, e: cst.BaseExpression, truth: bool, depth: int) -> b
     if _is_modulo(e):  # ``if step % k: continue``: truthy except once every k
         return not truth and _has_period(ctx, e)
     if isinstance(e, cst.Name):
-        values = name_values(ctx, e)
+        # ``test = test and acc_step == k`` narrows a rare ``test`` (a ``True`` test): the other bindings decide
+        values = [v for v in name_values(ctx, e) if not (truth and _narrows(v, e.value))]
         if values and all(v is not None and rare_condition(ctx, v, truth, depth + 1) for v in values):
             return True
         return _rare_parameter(ctx, e, truth, depth)
@@ -243,6 +244,12 @@ def _rare(ctx: RuleContext, e: cst.BaseExpression, truth: bool, depth: int) -> b
     if isinstance(e, cst.Call):
         return _rare_call(ctx, e, truth, depth)
     return False
+
+
+def _narrows(value: cst.BaseExpression | None, name: str) -> bool:
+    """``name and ...`` (``test = test and (state.acc_step == acc_step)``): true only where ``name`` was."""
+    return isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.And) and \
+        any(isinstance(p, cst.Name) and p.value == name for p in _operands(value, cst.And))
 
 
 def _operands(e: cst.BaseExpression, op: type) -> list[cst.BaseExpression]:

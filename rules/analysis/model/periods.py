@@ -9,9 +9,11 @@ from collections.abc import Iterable
 
 import libcst as cst
 
+from ..syntax.bindings import name_values
 from ..syntax.callsites import bound_arg, calls_of
-from ..syntax.calls import dotted_name, literal_value, NOT_LITERAL
+from ..syntax.calls import argparse_options, dotted_name, get_arg, literal_value, NOT_LITERAL
 from ..syntax.context import RuleContext
+from ..syntax.launch import project_runs
 from ..syntax.tree import walk
 
 
@@ -39,10 +41,13 @@ def period_one_by_default(ctx: RuleContext, period: cst.BaseExpression, at: cst.
     if isinstance(period, cst.Name):
         fn = ctx.enclosing(at, cst.FunctionDef)
         if fn is None or _defaults_to_one(fn, period.value) is None:
-            return False
+            values = name_values(ctx, period)  # ``log_step = args.log_step`` bound once
+            return len(values) == 1 and values[0] is not None and one_option(ctx, values[0]) is not None
         return all(is_one(getattr(bound_arg(c, fn, period.value), "value", None)) or
                    bound_arg(c, fn, period.value) is None and not any(a.star for a in c.args)
                    for c in calls_of(ctx, fn))
+    if one_option(ctx, period) is not None:
+        return True
     if not (isinstance(period, cst.Attribute) and isinstance(period.value, cst.Name) and period.value.value == "self"):
         return False
     attr = period.attr.value
@@ -74,6 +79,74 @@ def period_one_by_default(ctx: RuleContext, period: cst.BaseExpression, at: cst.
                 if len(args) > index and (args[index].star or not is_one(args[index].value)):
                     return False
     return True
+
+
+def one_option(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
+    """The flag of the command-line option that ``expr`` (``args.test_interval``, ``self.opts.x``)
+    reads when the file's parser gives it a default of 1 (``add_argument("--test_interval",
+    type=int, default=1)``), nothing in the file assigns the attribute, no configuration file fills
+    the namespace and no launch script of the project passes the flag: on the run the project
+    documents, an interval guard dividing by it runs on every iteration."""
+    if not isinstance(expr, cst.Attribute) or isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return None  # ``self.every``: the class's own attribute (``period_one_by_default``)
+    if not isinstance(expr.value, (cst.Name, cst.Attribute)):
+        return None  # ``args.x`` or ``self.opts.x``
+    return ctx.fact(_one_options).get(expr.attr.value)
+
+
+def _one_options(ctx: RuleContext) -> dict[str, str]:
+    if "add_argument" not in ctx.source:
+        return {}
+    options: dict[str, str | None] = {}
+    if _config_filled(ctx):
+        return {}  # a configuration file fills the namespace: a default is not what a run holds
+    for call, longs, dest in argparse_options(ctx.nodes(cst.Call)):
+        dest = dest if dest is not None else longs[0].lstrip("-").replace("-", "_") if longs else None
+        if not isinstance(dest, str):
+            continue
+        default = get_arg(call, "default")
+        one = default is not None and is_one(default.value)
+        options[dest] = longs[0] if one and dest not in options else None
+    if not any(options.values()):
+        return {}
+    # ``args.log_step = 10`` or ``opt.test_interval *= 2`` in the file: the default is not what the loop sees
+    assigned = {t.attr.value for node in ctx.nodes(cst.Assign) for t in (x.target for x in node.targets)
+                if isinstance(t, cst.Attribute) and not (isinstance(node.value, cst.Attribute) and
+                                                         node.value.attr.value == t.attr.value)}
+    assigned |= {n.target.attr.value for n in ctx.nodes(cst.AugAssign) if isinstance(n.target, cst.Attribute)}
+    launches = project_runs(ctx).launches
+    return {dest: flag for dest, flag in options.items() if flag is not None and dest not in assigned and
+            not any(c.value(flag) not in (None, "1") for c in launches)}
+
+
+def default_one_note(ctx: RuleContext, node: cst.CSTNode) -> str:
+    """A note for a finding at ``node`` when an ``if`` around it divides by a command-line option
+    that is 1 by default (``one_option``): the guard looks rare and is not, on the default run."""
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, cst.FunctionDef):
+            break
+        if not isinstance(anc, cst.If) or not ctx.is_inside(node, anc.body):
+            continue
+        for period in periods(anc.test):
+            values = name_values(ctx, period) if isinstance(period, cst.Name) else [period]
+            flag = one_option(ctx, values[0]) if len(values) == 1 and values[0] is not None else None
+            if flag is not None:
+                return (f" (the guard `{ctx.code_for(anc.test)}` runs on every iteration: {flag} defaults to 1 and "
+                        f"no launch script of the project passes it)")
+    return ""
+
+
+def _config_filled(ctx: RuleContext) -> bool:
+    """A ``--config`` option and the parser handed to a helper that returns the namespace
+    (``args = parse_with_config(parser)``): the shipped configuration decides the values."""
+    flags = {f for _, longs, _ in argparse_options(ctx.nodes(cst.Call)) for f in longs}
+    if not any("config" in f or f.strip("-") == "cfg" for f in flags):
+        return False
+    parsers = {t.target.value for a in ctx.nodes(cst.Assign) if isinstance(a.value, cst.Call) and
+               (dotted_name(a.value.func) or "").endswith("ArgumentParser") for t in a.targets
+               if isinstance(t.target, cst.Name)}
+    return any(isinstance(c.func, cst.Name) and any(isinstance(x.value, cst.Name) and x.value.value in parsers
+                                                    for x in c.args) for c in ctx.nodes(cst.Call))
 
 
 def _is_modulo(e: cst.BaseExpression) -> bool:

@@ -2,7 +2,8 @@
 whose body sets ``last_log = time.time()``, ``if now >= next_report:`` whose body moves
 ``next_report`` on, ``if (now - self._t0) > self.log_every_s:`` resetting ``self._t0``. The body
 runs at most once per interval however fast the steps are: a logging guard like ``step % N == 0``,
-with the period in seconds. A clock comparison whose body never moves its mark (a timeout: true
+with the period in seconds; or by a counter (``if t_env - self.log_stats_t >= interval:`` resetting
+``self.log_stats_t = t_env``), with the period in the counter's units. A clock comparison whose body never moves its mark (a timeout: true
 on every step once it is past) is not one."""
 
 from __future__ import annotations
@@ -32,9 +33,38 @@ def throttled(ctx: RuleContext, guard: cst.If) -> bool:
                 isinstance(part.comparisons[0].operator, _ORDER)):
             continue
         names = {n for n in (_dotted_in(part)) if n in moved}
-        if names and _reads_clock(ctx, part, fn, 0):
+        if names and (_reads_clock(ctx, part, fn, 0) or _elapsed_counter(guard.body, part, names)):
             return True
     return False
+
+
+def _elapsed_counter(body: cst.BaseSuite, part: cst.Comparison, marks: set[str]) -> bool:
+    """``if t_env - self.last_log_t >= interval:`` whose body sets ``self.last_log_t = t_env``: a
+    counter's distance from a mark the body moves up to the counter, so the body runs once per
+    ``interval`` counts (environment steps, samples), a period counted in the loop's own units."""
+    diff = part.left
+    if not (isinstance(diff, cst.BinaryOperation) and isinstance(diff.operator, cst.Subtract) and
+            isinstance(part.comparisons[0].operator, (cst.GreaterThan, cst.GreaterThanEqual))):
+        return False
+    counter, mark = dotted_name(diff.left), dotted_name(diff.right)
+    if counter is None or mark not in marks:
+        return False
+    return any(isinstance(node, cst.Assign) and dotted_name(node.value) == counter and
+               any(dotted_name(t.target) == mark for t in node.targets) for node in walk(body))
+
+
+_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+
+
+def aborts(guard: cst.If) -> bool:
+    """Does ``guard``'s body end the run (``if not math.isfinite(loss.item()): print(loss.item());
+    sys.exit(1)``, ``raise``)? It runs at most once, however often the test is evaluated."""
+    body = guard.body  # an indented block ending in a simple line, or ``if x: raise ValueError(...)``
+    last = body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else body
+    small = last.body[-1] if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and last.body \
+        else None
+    return isinstance(small, cst.Raise) or isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and \
+        dotted_name(small.value.func) in _EXITS
 
 
 def _dotted_in(expr: cst.CSTNode) -> set[str]:

@@ -154,8 +154,11 @@ def formatted_parts(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
             yield from formatted_parts(el.value)
     elif isinstance(expr, cst.Dict):
         for el in expr.elements:
-            if isinstance(el, cst.DictElement):
+            if isinstance(el, (cst.DictElement, cst.StarredDictElement)):  # ``**({"gn": gn} if clip else {})``
                 yield from formatted_parts(el.value)
+    elif isinstance(expr, cst.IfExp):  # one branch or the other is formatted
+        yield from formatted_parts(expr.body)
+        yield from formatted_parts(expr.orelse)
     else:
         yield expr
 
