@@ -334,8 +334,10 @@ def may_copy_per_step(glance: Glance) -> bool:
     a whole step, in a model's forward or in what other modules' loops call (``may_train_or_evaluate``);
     else a host array made a tensor (``torch.from_numpy``/``as_tensor``: ``module_array_copy``,
     ``pulled_batch_loop``), rows drawn at random and moved (``sampled_copy``), a generator yielding what it moved (``yielding_loop``: a ``yield`` and a
-    ``.to``/``.cuda`` attribute in the text) or a ``while`` taking ``next()`` of a DataLoader (``loader_while``)."""
+    ``.to``/``.cuda`` attribute in the text), a ``while`` taking ``next()`` of a DataLoader (``loader_while``) or a batch
+    class's own ``to``/``cuda`` method (``batch_class_copies``)."""
     return may_train_or_evaluate(glance) or \
+        glance.mentions("Batch") and glance.mentions("def to(", "def cuda(") or \
         glance.mentions("from_numpy", "as_tensor") and glance.mentions_in_code("from_numpy", "as_tensor") or \
         glance.mentions("yield") and glance.mentions(".to", ".cuda") or \
         glance.mentions("random") and glance.mentions(".to(", ".cuda(") and glance.mentions_in_code("random") or \

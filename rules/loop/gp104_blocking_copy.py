@@ -37,6 +37,7 @@ from ._helper_copies import COPIES_BEHIND_HELPERS, helper_copies
 from ._holder_copies import holder_copies
 from ._inherited_inputs import inherited_input_copy
 from ._created_copies import created_here
+from ._batch_class_copies import BATCH_CLASS_COPIES, batch_class_copies
 from ._step_copies import (
     comprehension_source, from_elsewhere, from_host_array, in_step_function, loader_while, may_copy_per_step, message,
     pulled_batch_loop, unpacked_param,
@@ -319,6 +320,7 @@ class BlockingCopy(Rule):
         "which the subclasses' `forward` calls), and an element of a dict or list a per-step helper "
         "rebuilds in place (`for k, v in inputs.items(): inputs[k] = v.to(device)`).",
         COPIES_BEHIND_HELPERS,
+        BATCH_CLASS_COPIES,
         NOT_RULED_OUT,
         "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
         "batches (GP202), which the rule does not check.",
@@ -390,8 +392,11 @@ class BlockingCopy(Rule):
                                    "non_blocking=True (with pinned memory it overlaps with compute)",
                              non_blocking_fix(call, "safe"))
         yield from helper_copies(ctx, ta, batch_data, lambda fn, arg: _passed_batch(ta, fn, arg, batch_data))
+        own = list(batch_class_copies(ctx))  # ``EpisodeBatch.to(self, device)`` moving every field
+        yield from own
+        done = {f.node for f in own}
         for call in ctx.nodes(cst.Call):
-            if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
+            if call in done or not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
                 continue
             copied = copied_values(ctx, call.func.value)  # type: ignore[attr-defined]
             if moved_before(ctx, call.func.value, call) or all(moved_before(ctx, c, c) for c in copied):  # type: ignore
