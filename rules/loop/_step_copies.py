@@ -198,8 +198,10 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
     param = param or parsed
     # (every element of a container the step hands in, ``for k, v in tensor_dict.items(): v.cuda()``:
     # a move helper's whole work is the batch, whatever its parameter is called)
+    fields = param is not None and element is None and _moves_fields(fn, param)
     if not _pulled_from_iterator(fn, base.value) and (
-            param is None or param == "self" or element is None and not any(w in param.lower() for w in _DATA_PARAM)):
+            param is None or param == "self" or element is None and not fields and
+            not any(w in param.lower() for w in _DATA_PARAM)):
         return None
     fix: Fix | NoFix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
     if (strict := no_fix_reason(ctx)) is not None:
@@ -210,7 +212,28 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
         return Finding.of(call, message("batch", kind) + f"; `{base.value}` is what a helper returns for the `{parsed}` "
                           "this function is handed, not proven on the device: if the helper already moved it, this "
                           "copy is a no-op", fix)
+    if fields and not any(w in param.lower() for w in _DATA_PARAM):  # type: ignore[union-attr]
+        return Finding.of(call, message("batch", kind) + f"; `{param}` is taken for the batch because this function "
+                          "moves several of its fields to the device (not proven: a caller may hand it data already "
+                          "there)", fix)
     return Finding.of(call, message("batch", kind), fix)
+
+
+def _moves_fields(fn: cst.FunctionDef, param: str) -> bool:
+    """Does ``fn`` copy two or more distinct fields of its parameter ``param`` to a device
+    (``row["ids"].to(device)``, ``row["lengths"].to(device)``, ``ep.obs.cuda()``)? Whatever the
+    parameter is called, a function whose work is moving the fields of what it is handed moves a batch."""
+    fields = set()
+    for call in walk(fn.body):
+        if not method_call(call, "to", "cuda"):
+            continue
+        base = call.func.value  # type: ignore[attr-defined]
+        while method_call(base, *_SAME_PLACE):
+            base = base.func.value  # type: ignore[attr-defined]
+        if isinstance(base, (cst.Subscript, cst.Attribute)) and isinstance(base.value, cst.Name) and \
+                base.value.value == param:
+            fields.add(cst.Module([]).code_for_node(base))
+    return len(fields) >= 2
 
 
 def message(what: str, kind: str) -> str:
@@ -311,8 +334,10 @@ def may_copy_per_step(glance: Glance) -> bool:
     a whole step, in a model's forward or in what other modules' loops call (``may_train_or_evaluate``);
     else a host array made a tensor (``torch.from_numpy``/``as_tensor``: ``module_array_copy``,
     ``pulled_batch_loop``), rows drawn at random and moved (``sampled_copy``), a generator yielding what it moved (``yielding_loop``: a ``yield`` and a
-    ``.to``/``.cuda`` attribute in the text) or a ``while`` taking ``next()`` of a DataLoader (``loader_while``)."""
+    ``.to``/``.cuda`` attribute in the text), a ``while`` taking ``next()`` of a DataLoader (``loader_while``) or a batch
+    class's own ``to``/``cuda`` method (``batch_class_copies``)."""
     return may_train_or_evaluate(glance) or \
+        glance.mentions("Batch") and glance.mentions("def to(", "def cuda(") or \
         glance.mentions("from_numpy", "as_tensor") and glance.mentions_in_code("from_numpy", "as_tensor") or \
         glance.mentions("yield") and glance.mentions(".to", ".cuda") or \
         glance.mentions("random") and glance.mentions(".to(", ".cuda(") and glance.mentions_in_code("random") or \

@@ -8,20 +8,20 @@ import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
-from ..analysis.facts.move_helpers import wrapped_argument
+from ..analysis.facts.move_helpers import as_is, wrapped_argument
 from ..analysis.facts.placement import moved_before
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.to_methods import no_fix_reason
 from ..analysis.fixes.edits import non_blocking_fix
 from ..analysis.model.eval_loops import loop_data
 from ..analysis.model.host_data import (
-    built_on_host, built_on_host_at, host_tensor_name, in_cpu_branch, is_tokenizer_output, made_on_host_by_step,
+    built_on_host, built_on_host_at, host_tensor_name, in_cpu_branch, is_tokenizer_output,
 )
 from ..analysis.model.resident_data import resident_copy
 from ..analysis.model.step_code import BatchData
 from ..analysis.model.tensors import mentions
 from ..analysis.model.training import TrainingAnalysis, analysis
-from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
+from ..analysis.syntax.calls import dotted_name, method_call, target_names
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.glance import Glance
@@ -36,60 +36,12 @@ from ._fed_methods import fed_copy, module_array_copy
 from ._helper_copies import COPIES_BEHIND_HELPERS, helper_copies
 from ._holder_copies import holder_copies
 from ._inherited_inputs import inherited_input_copy
-from ._host_origin import COPIES_VALUES, host_values
+from ._created_copies import created_here
+from ._batch_class_copies import BATCH_CLASS_COPIES, batch_class_copies
 from ._step_copies import (
     comprehension_source, from_elsewhere, from_host_array, in_step_function, loader_while, may_copy_per_step, message,
     pulled_batch_loop, unpacked_param,
 )
-
-
-# GP105's factories (``torch.zeros(n).to(device)``): created, not copied data.
-_CREATED = frozenset(f"torch.{n}" for n in (
-    "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor", "zeros_like", "ones_like",
-    "empty_like", "full_like", "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
-    "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "tril_indices",
-    "triu_indices"))
-
-
-_LEGACY = frozenset(f"torch.{n}Tensor" for n in ("", "Long", "Float", "Int", "Byte", "Bool", "Double", "Half"))
-
-
-def _created_here(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
-    """A tensor the step creates on the host and moves (GP105 reports it, one finding per line): a
-    torch factory (through casts and views) or a tensor over values the step computed with numpy."""
-    base = receiver
-    while method_call(base, *SAME_PLACE):
-        base = base.func.value  # type: ignore[attr-defined]
-    if isinstance(base, cst.Name):  # ``if not torch.is_tensor(v): v = torch.Tensor([v])`` then ``v.to(dev)``
-        fn = ctx.enclosing(base, cst.FunctionDef)
-        order = ctx.preorder()
-        here = order.get(base, 0)
-        return fn is not None and any(
-            isinstance(a, cst.Assign) and order.get(a, 0) < here and isinstance(a.value, cst.Call) and
-            (ctx.is_call_to(a.value, _CREATED) or ctx.matches(a.value.func, _LEGACY)) and
-            get_arg(a.value, "device") is None and
-            any(isinstance(t.target, cst.Name) and t.target.value == base.value for t in a.targets)
-            for a in walk(fn.body))
-    return isinstance(base, cst.Call) and ctx.is_call_to(base, _CREATED) and get_arg(base, "device") is None or \
-        made_on_host_by_step(ctx, receiver) or isinstance(base, cst.Call) and _copies_values(ctx, base) or \
-        isinstance(base, cst.Call) and _joins_created(ctx, base)
-
-
-def _joins_created(ctx: RuleContext, call: cst.Call) -> bool:
-    """``torch.cat([torch.ones(p), torch.zeros(n)])``: a join of factories' results, created by the
-    step (GP105 reports it at the factories)."""
-    if not ctx.matches(call.func, {"torch.cat", "torch.stack"}) or not call.args or call.args[0].star or \
-            not isinstance(parts := call.args[0].value, (cst.List, cst.Tuple)) or not parts.elements:
-        return False
-    return all(isinstance(el.value, cst.Call) and ctx.is_call_to(el.value, _CREATED) and
-               get_arg(el.value, "device") is None for el in parts.elements)
-
-
-def _copies_values(ctx: RuleContext, call: cst.Call) -> bool:
-    """``torch.as_tensor(target_lengths)`` of host values (GP105's ``host_values``): a new tensor
-    the step builds from lists or arrays, GP105's."""
-    return ctx.is_call_to(call, COPIES_VALUES) and get_arg(call, "device") is None and bool(call.args) and \
-        call.args[0].keyword is None and not call.args[0].star and host_values(ctx, call, call.args[0].value, call)
 
 
 def _preloaded_slice(ctx: RuleContext, expr: cst.BaseExpression, moving: set[str]) -> str | None:
@@ -128,6 +80,7 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
     assert isinstance(call.func, cst.Attribute)
     receiver = call.func.value
     receiver = mapped_element(ctx, receiver)  # ``list(map(lambda t: t.float().to(device), batch))``: the batch
+    receiver = as_is(receiver)  # ``Variable(v).cuda()``: the legacy wrapper hands back ``v`` itself
     if ctx.is_inside(call, loop):
         batch = batch_data(loop)
         moving = loop_data(loop) | ta.counters(loop)
@@ -367,6 +320,7 @@ class BlockingCopy(Rule):
         "which the subclasses' `forward` calls), and an element of a dict or list a per-step helper "
         "rebuilds in place (`for k, v in inputs.items(): inputs[k] = v.to(device)`).",
         COPIES_BEHIND_HELPERS,
+        BATCH_CLASS_COPIES,
         NOT_RULED_OUT,
         "From pageable memory the copy stays synchronous in practice: the gain needs pinned "
         "batches (GP202), which the rule does not check.",
@@ -438,13 +392,16 @@ class BlockingCopy(Rule):
                                    "non_blocking=True (with pinned memory it overlaps with compute)",
                              non_blocking_fix(call, "safe"))
         yield from helper_copies(ctx, ta, batch_data, lambda fn, arg: _passed_batch(ta, fn, arg, batch_data))
+        own = list(batch_class_copies(ctx))  # ``EpisodeBatch.to(self, device)`` moving every field
+        yield from own
+        done = {f.node for f in own}
         for call in ctx.nodes(cst.Call):
-            if not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
+            if call in done or not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
                 continue
             copied = copied_values(ctx, call.func.value)  # type: ignore[attr-defined]
             if moved_before(ctx, call.func.value, call) or all(moved_before(ctx, c, c) for c in copied):  # type: ignore
                 continue  # a field of an object the step already moved (``g = g.to(device)``): a no-op
-            if _created_here(ctx, call.func.value):  # type: ignore[attr-defined]
+            if created_here(ctx, call.func.value):  # type: ignore[attr-defined]
                 if (finding := sampled_copy(ctx, ta, call)) is not None:  # ``torch.tensor(self.obs[idx])`` in ``sample()``
                     yield finding
                 continue  # created on the host by the step itself, then moved: GP105's

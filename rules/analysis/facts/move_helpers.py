@@ -79,6 +79,14 @@ def _moves(ctx: RuleContext, expr: cst.BaseExpression, param: str, fn: cst.Funct
 _AS_IS = frozenset({"Variable", "autograd.Variable", "torch.autograd.Variable"})
 
 
+def as_is(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``v`` of ``Variable(v)``/``Variable(v, volatile=True)``: since PyTorch 0.4 the wrapper returns
+    the tensor itself, where it is, so a copy of the wrapped value copies ``v``."""
+    while isinstance(expr, cst.Call) and _held_as_is(expr):
+        expr = expr.args[0].value
+    return expr
+
+
 def _held_as_is(expr: cst.Call) -> bool:
     return dotted_name(expr.func) in _AS_IS and bool(expr.args) and expr.args[0].keyword is None and \
         not expr.args[0].star
