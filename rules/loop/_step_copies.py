@@ -336,13 +336,15 @@ def may_copy_per_step(glance: Glance) -> bool:
     ``pulled_batch_loop``), rows drawn at random and moved (``sampled_copy``), a generator yielding what it moved (``yielding_loop``: a ``yield`` and a
     ``.to``/``.cuda`` attribute in the text), a ``while`` taking ``next()`` of a DataLoader (``loader_while``) or a batch
     class's own ``to``/``cuda`` method (``batch_class_copies``)."""
-    return may_train_or_evaluate(glance) or \
-        glance.mentions("Batch") and glance.mentions("def to(", "def cuda(") or \
-        glance.mentions("from_numpy", "as_tensor") and glance.mentions_in_code("from_numpy", "as_tensor") or \
-        glance.mentions("yield") and glance.mentions(".to", ".cuda") or \
-        glance.mentions("random") and glance.mentions(".to(", ".cuda(") and glance.mentions_in_code("random") or \
-        glance.mentions("Loader") and glance.mentions("next") and glance.mentions_in_code("Loader") and \
-        glance.mentions_in_code("next")
+    # Outside a step (the first test) every finding is of a called ``.to``/``.cuda``/``.type`` method
+    # (GP104's ``method_call`` loop, a batch class's field moves): a file that calls none has none.
+    return may_train_or_evaluate(glance) or glance.calls_method("to", "cuda", "type") and (
+        glance.mentions("Batch") and glance.mentions("def to(", "def cuda(") or
+        glance.mentions("from_numpy", "as_tensor") and glance.mentions_in_code("from_numpy", "as_tensor") or
+        glance.mentions("yield") and glance.mentions(".to", ".cuda") or
+        glance.mentions("random") and glance.mentions(".to(", ".cuda(") and glance.mentions_in_code("random") or
+        glance.mentions("Loader") and glance.mentions("next") and glance.mentions_in_code("Loader") and
+        glance.mentions_in_code("next"))
 
 
 _HOST_ARRAYS = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.frombuffer"})

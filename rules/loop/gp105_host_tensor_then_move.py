@@ -210,9 +210,10 @@ class HostTensorThenMove(Rule):
     @classmethod
     def may_report(cls, glance: Glance) -> bool:
         # its first test: a step or eval loop, a framework's step hooks, a model's forward, a function that runs a whole step, or other modules' facts;
-        # else a tensor made per batch and moved, in code whose caller is out of sight (``_unseen_steps``)
+        # else a tensor made per batch and moved, in code whose caller is out of sight (``_unseen_steps``:
+        # a called ``.to``/``.cuda``/``.type_as`` method, ``method_call``)
         return may_train_or_evaluate(glance) or glance.mentions(".cuda", ".to(", ".type_as") and \
-            glance.mentions("shape", "size(", "batch") and glance.mentions_in_code("cuda", "to", "type_as")
+            glance.mentions("shape", "size(", "batch") and glance.calls_method("cuda", "to", "type_as")
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         if cpu_only(ctx):

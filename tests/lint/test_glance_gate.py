@@ -112,3 +112,32 @@ def test_library_code_naming_classes_only_in_its_docs_is_not_parsed(monkeypatch)
     assert res.diagnostics == [] and not res.error and parsed == []
     check_source(library + b"\nopt = torch.optim.Adam(model.parameters())\n", "opt.py", ALL)
     assert parsed == ["opt.py"]
+
+
+@pytest.mark.parametrize("code,called", [
+    ("x = t.to(device)\n", True),
+    ("def f(x):\n    return x.float().cuda()\n", True),
+    ("y = torch.Tensor.to(x, 'cuda')\n", True),  # a method called through its class is an attribute's call too
+    ('"""Move it with x.to(device) or x.cuda()."""\nimport torch\n', False),
+    ("import torch\n# x.to(device)\nz = x.total(1)\n", False),
+    ("move = x.to\n", False),  # read, not called here (GP104/GP105 look for the call)
+    ("s = 'x.cuda()'\n", False),
+])
+def test_called_methods_are_calls_of_attributes(code, called):
+    assert _glance(code).calls_method("to", "cuda", "type_as") is called
+
+
+def test_library_code_mentioning_moves_only_in_its_docs_is_not_parsed(monkeypatch):
+    """Installed code whose ``.to(``/``.cuda(`` are in docstrings and strings (tables of signatures,
+    generated kernels), with ``from_numpy``/``yield``/``shape`` in its text: GP104 and GP105 report
+    nothing without a called ``.to``/``.cuda`` method outside a step."""
+    parsed = []
+    real = engine.parse
+    monkeypatch.setattr(engine, "parse", lambda data, path: parsed.append(path) or real(data, path))
+    library = (b"import torch\n\nSIGNATURES = {'as_tensor': 'x.to(device)', 'from_numpy': 'x.cuda()'}\n\n"
+               b"def shapes(xs):\n    \"\"\"Yield each x.shape; callers move them with .to(device).\"\"\"\n"
+               b"    for x in xs:\n        yield torch.as_tensor(x).shape\n")
+    res = check_source(library, "lib.py", ALL)
+    assert res.diagnostics == [] and not res.error and parsed == []
+    check_source(library.replace(b"torch.as_tensor(x).shape", b"torch.as_tensor(x).to(DEV)"), "gen.py", ALL)
+    assert parsed == ["gen.py"]

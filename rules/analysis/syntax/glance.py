@@ -54,6 +54,18 @@ class Glance:
         statements of its own body (``def``/``async def``, as LibCST's ``cls.body.body``)?"""
         return not names.isdisjoint(self.fact(_method_names))
 
+    def calls_method(self, *names: str) -> bool:
+        """Is a method named in ``names`` called anywhere in the file (``<anything>.name(...)``: an
+        ``ast.Call`` of an ``ast.Attribute``, as ``syntax.calls.method_call`` on LibCST's tree)? A
+        mention of ``.to(`` in a docstring or comment is none."""
+        called = self.fact(_called_methods)
+        return any(n in called for n in names)
+
+
+def _called_methods(glance: Glance) -> frozenset[str]:
+    return frozenset(node.func.attr for node in ast.walk(glance.tree)  # type: ignore[attr-defined]
+                     if type(node) is ast.Call and type(node.func) is ast.Attribute)  # type: ignore[attr-defined]
+
 
 def _method_names(glance: Glance) -> frozenset[str]:
     out: set[str] = set()
