@@ -360,14 +360,14 @@ def _benign(ctx: RuleContext, test: cst.BaseExpression) -> bool:
         return _benign(ctx, test.expression)
     if isinstance(test, cst.BooleanOperation):
         return _benign(ctx, test.left) and _benign(ctx, test.right)
+    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+        return True  # ``if t.is_cuda: t = t.cpu()``: a read on every call handed a device tensor
     if isinstance(test, cst.Call):
         return dotted_name(test.func) in _TYPE_TESTS or ctx.is_call_to(test, {"torch.cuda.is_available"}) or \
             _device_test(test) is not None or distributed_test(ctx, test)
     if isinstance(test, cst.Comparison):
-        if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in test.comparisons):
-            return True
-        if type_comparison(test):
-            return True  # ``type(v) == float``: a type check spelt as a comparison
+        if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in test.comparisons) or type_comparison(test):
+            return True  # (``type(v) == float``: a type check spelt as a comparison)
         if distributed_test(ctx, test):
             return True
         return _device_test(test) is not None
