@@ -64,6 +64,7 @@ MODULES = (
     'analysis/model/forward_reach.py',
     'analysis/model/guards.py',
     'analysis/model/handed_callables.py',
+    'analysis/model/handed_device.py',
     'analysis/model/held_values.py',
     'analysis/model/hook_steps.py',
     'analysis/model/host_bound.py',

@@ -22,6 +22,7 @@ import libcst as cst
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller
+from .handed_device import device_caller
 from ..syntax.tree import walk
 from ..syntax.project import project_model_class
 from .models import module_subclasses
@@ -284,7 +285,8 @@ def reads_argument(ctx: RuleContext, read: cst.BaseExpression) -> bool:
                 handed |= {n.value for n in walk(node.target, include_self=True) if isinstance(n, cst.Name)}
     return expr.value in handed and not any(  # rebound to something else (not the read's own result)
         isinstance(n, cst.Assign) and not ctx.is_inside(read, n.value) and
-        any(dotted_name(t.target) == expr.value for t in n.targets) for n in walk(fn.body))
+        any(dotted_name(t.target) == expr.value for t in n.targets) for n in walk(fn.body)) and \
+        not (expr.value in params and device_caller(ctx, fn, expr.value) is not None)  # a caller here moved it
 
 
 def forward_kind(root: StepCaller) -> str:

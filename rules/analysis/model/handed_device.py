@@ -1,0 +1,89 @@
+"""Which parameters of a function its callers in the same file hand values they moved to the
+device themselves (issue 34, reads in helpers): ``text_len = batch["text_len"].to(device)`` in a
+model's ``forward``, then ``self.prepare_inputs(tokens, text_len)``, whose ``text_len.cpu()`` is a
+copy back to the host on every call. A read of such a parameter is no longer "the caller's
+choice" (``forward_reach.reads_argument``): the caller is here and chose the device.
+
+Syntax only, and only the same file's callers: ``self.m(...)`` from a method of the same class,
+``f(...)`` of a module-level function. Computed once per module, when a rule asks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+from ..syntax.calls import dotted_name
+from ..syntax.context import RuleContext
+from ..syntax.tree import walk
+
+# Moves a value to the device: ``x.to(device)``, ``x.cuda()``, ``x.to(device, non_blocking=True)``.
+_MOVES = frozenset({"to", "cuda"})
+
+
+def device_caller(ctx: RuleContext, fn: cst.FunctionDef, param: str) -> cst.Call | None:
+    """A call of ``fn`` in this file that hands ``param`` a value its own function moved to the
+    device (``x.to(device)``, ``x.cuda()``); None when no caller here does (or ``fn`` has none)."""
+    for call in ctx.fact(_calls_by_name).get(fn.name.value, ()):
+        if _runs(ctx, call, fn) and any(_moved(ctx, a.value, call) for a in _passed(call, fn, param)):
+            return call
+    return None
+
+
+def _calls_by_name(ctx: RuleContext) -> dict[str, list[cst.Call]]:
+    out: dict[str, list[cst.Call]] = {}
+    for call in ctx.nodes(cst.Call):
+        func = call.func
+        name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+        if name is not None:
+            out.setdefault(name, []).append(call)
+    return out
+
+
+def _runs(ctx: RuleContext, call: cst.Call, fn: cst.FunctionDef) -> bool:
+    """``self.m(...)`` of a method ``fn`` of the caller's own class; ``f(...)`` of a module-level ``fn``."""
+    cls = ctx.parent(ctx.parent(fn))
+    if isinstance(cls, cst.ClassDef):
+        return isinstance(call.func, cst.Attribute) and dotted_name(call.func.value) == "self" and \
+            ctx.enclosing(call, cst.ClassDef) is cls
+    return isinstance(call.func, cst.Name) and ctx.enclosing(fn, cst.FunctionDef, cst.ClassDef) is None
+
+
+def _passed(call: cst.Call, fn: cst.FunctionDef, param: str) -> Sequence[cst.Arg]:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == param:
+            return [a]
+    positional = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    if positional and positional[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        positional = positional[1:]
+    plain = [a for a in call.args if a.keyword is None and not a.star]
+    if param not in positional or any(a.star for a in call.args):
+        return []
+    i = positional.index(param)
+    return [plain[i]] if i < len(plain) else []
+
+
+def _moved(ctx: RuleContext, value: cst.BaseExpression, call: cst.Call) -> bool:
+    """Is ``value`` a move to the device, or a name the caller's function binds only to moves
+    (``text_len = batch["text_len"].to(device)``)?"""
+    if _is_move(value):
+        return True
+    if not isinstance(value, cst.Name):
+        return False
+    caller = ctx.enclosing(call, cst.FunctionDef)
+    if caller is None:
+        return False
+    bound = [n.value for n in walk(caller.body) if isinstance(n, cst.Assign) and
+             any(isinstance(t.target, cst.Name) and t.target.value == value.value for t in n.targets)]
+    return bool(bound) and all(_is_move(v) for v in bound)
+
+
+def _is_move(value: cst.BaseExpression) -> bool:
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _MOVES):
+        return False
+    if value.func.attr.value == "cuda":
+        return True
+    first = value.args[0].value if value.args else None
+    # ``.to(device)``, not ``.to("cpu")`` nor a dtype (``.to(torch.float32)``)
+    return first is not None and not isinstance(first, cst.SimpleString) and \
+        not (dotted_name(first) or "").startswith("torch.")
