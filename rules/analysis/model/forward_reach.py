@@ -178,7 +178,8 @@ def _switched(ctx: RuleContext, read: cst.BaseExpression) -> bool:
                     ctx.code_for(other.comparator) != ctx.code_for(defaults[test.left.value]):
                 return True
         name = dotted_name(test)
-        if moves and name is not None and name.rsplit(".", 1)[-1] != "training":
+        # (``if t.is_cuda: t = t.cpu()`` asks where the tensor is, no setting: true on every CUDA run)
+        if moves and name is not None and name.rsplit(".", 1)[-1] not in ("training", "is_cuda"):
             return True
     return False
 
