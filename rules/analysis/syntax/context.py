@@ -120,8 +120,19 @@ class RuleContext(NameResolution):
             self._cache["_uses_torch"] = any(
                 root in TORCH_IMPORT_ROOTS
                 for node in self.nodes(cst.Import, cst.ImportFrom) for root in _import_roots(node)) or \
-                any(m.models or m.trains for m in self.project.values()) or self._subclass_on_tensors()
+                any(m.models or m.trains for m in self.project.values()) or self._subclass_on_tensors() or \
+                self._star_brings_torch()
         return self._cache["_uses_torch"]
+
+    def _star_brings_torch(self) -> bool:
+        """The file reads ``torch`` without binding it and star-imports one of the user's modules
+        (``from utils import *``, whose package re-exports ``torch``): only the star import can
+        have brought it (or the script fails with a NameError)."""
+        if not self.project or not any(isinstance(n.names, cst.ImportStar) and "." * len(n.relative) + (
+                dotted_name(n.module) or "" if n.module is not None else "") in self.project
+                for n in self.nodes(cst.ImportFrom)):
+            return False
+        return any(n.value == "torch" for n in self.nodes(cst.Name)) and self._star_torch_names()
 
     def _subclass_on_tensors(self) -> bool:
         """A class deriving from a class of the user's other modules, in a file that calls a method

@@ -189,13 +189,18 @@ class NameResolution:
         """``torch.optim.SGD(...)`` in a file that never binds ``torch`` but star-imports modules
         (``from modeling.net import *``, which imports torch): the star import brought it."""
         cur, parts = _split_chain(node)
-        if cur is None or cur.value != "torch" or not parts:
-            return set()
-        bound: _Bindings = self.fact(_bindings)
-        if "torch" in bound.targets or "torch" in bound.unsafe or "torch" in bound.by_namespace or \
-                "torch" in self.import_aliases:
+        if cur is None or cur.value != "torch" or not parts or not self._star_torch_names():
             return set()
         return {".".join(["torch", *reversed(parts)])}
+
+    def _star_torch_names(self) -> bool:
+        """Does the file star-import a module and never bind ``torch`` itself?"""
+        self.import_aliases  # noqa: B018 (sets ``_stars``)
+        if not self._cache["_stars"]:
+            return False
+        bound: _Bindings = self.fact(_bindings)
+        return not ("torch" in bound.targets or "torch" in bound.unsafe or "torch" in bound.by_namespace or
+                    "torch" in self.import_aliases)
 
     @property
     def import_aliases(self) -> dict[str, str]:
