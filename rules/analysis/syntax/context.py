@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import libcst as cst
 
 from .calls import dotted_name
-from .names import NameResolution
+from .names import NameResolution, star_imported_exports
 from .torch_roots import TORCH_IMPORT_ROOTS, TORCH_ONLY_METHODS, calls_torch_methods
 from .tree import exact_types, index
 
@@ -132,7 +132,10 @@ class RuleContext(NameResolution):
                 dotted_name(n.module) or "" if n.module is not None else "") in self.project
                 for n in self.nodes(cst.ImportFrom)):
             return False
-        return any(n.value == "torch" for n in self.nodes(cst.Name)) and self._star_torch_names()
+        torch_names = {name for exports in self.fact(star_imported_exports) for name, full in exports.items()
+                       if full.split(".")[0] in TORCH_IMPORT_ROOTS}  # ``nn``, ``LongTensor`` it re-exports
+        return any(n.value in torch_names and self._star_unbound(n.value) or n.value == "torch" and
+                   self._star_torch_names() for n in self.nodes(cst.Name))
 
     def _subclass_on_tensors(self) -> bool:
         """A class deriving from a class of the user's other modules, in a file that calls a method
