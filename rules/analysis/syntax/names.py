@@ -242,8 +242,6 @@ class NameResolution:
 
     def _could_match(self, node: cst.CSTNode, names: Any) -> bool:
         aliases = self.import_aliases
-        if self._cache["_stars"]:
-            return True  # ``from x import *`` can bind anything: let the scope analysis decide
         cur, parts = _split_chain(node)
         if cur is None:
             return False
@@ -251,7 +249,10 @@ class NameResolution:
         if root not in aliases:
             # Not imported: only a builtin (``builtins.float``) can match, and only a name the
             # builtins module has (LibCST's rule too), so a user's ``make_dataset()`` never
-            # costs the file a scope analysis.
+            # costs the file a scope analysis. A star import binds nothing for LibCST either: what
+            # it brings is read off the user's modules' exports (``_star_torch``), not the scope.
+            if self._cache["_stars"] and any(_matches(qn, names) for qn in self._star_torch(node)):
+                return True
             return not parts and root in _BUILTINS and any(w == f"builtins.{root}" for w in names)
         return _matches(".".join([aliases[root], *reversed(parts)]), names)
 
