@@ -253,7 +253,8 @@ class NameResolution:
             # it brings is read off the user's modules' exports (``_star_torch``), not the scope.
             if self._cache["_stars"] and any(_matches(qn, names) for qn in self._star_torch(node)):
                 return True
-            return not parts and root in _BUILTINS and any(w == f"builtins.{root}" for w in names)
+            return not parts and (root in _BUILTINS or hasattr(builtins, root)) and \
+                any(w == f"builtins.{root}" for w in names)  # (LibCST's test: ``__class__`` too)
         return _matches(".".join([aliases[root], *reversed(parts)]), names)
 
     def resolved_names(self, node: cst.CSTNode, names: Sequence[str] | set[str] | frozenset[str]) -> set[str]:
