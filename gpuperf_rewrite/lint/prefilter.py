@@ -9,6 +9,7 @@ whose files all fail the gate (no torch package imported: most library code) nev
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -77,8 +78,18 @@ def passes_torch_gate(data: bytes) -> bool:
 
 def may_be_entry(text: str) -> bool:
     """A script with a ``__main__`` guard may run the user's torch modules though it imports no
-    torch itself: it is not cleared by the torch gate (:func:`runs_torch_modules` decides)."""
-    return "__main__" in text
+    torch itself, and a star import of a user's module (``from utils import *``) may bring ``torch``
+    itself: neither is cleared by the torch gate (:func:`runs_torch_modules` decides)."""
+    return "__main__" in text or star_imports(text)
+
+
+_STAR = re.compile(r"(?<![\w.])import[ \t]*\*")
+STAR_DEPTH = 3  # how many star imports deep a re-exported ``torch`` is looked for
+
+
+def star_imports(text: str) -> bool:
+    """Can ``text`` star-import a module (``from utils import *``)? A text test."""
+    return "*" in text and _STAR.search(text) is not None
 
 
 def runs_torch_modules(fs_path: str, data: bytes) -> bool:
@@ -99,8 +110,22 @@ def runs_torch_modules(fs_path: str, data: bytes) -> bool:
 
     with project_index.run_scope():
         got = project_index.imports_of(fs_path, data)
-    for _, child in got[1] if got else ():
-        content = content_of(Path(child.path))
-        if content is not None and may_import_torch(content[0].decode("utf-8", "replace")):
-            return True
+        # A star import re-exports what the module imports, and what its own star imports bring
+        # (``utils/__init__.py``: ``from utils.torch import *``): look a few modules deeper.
+        todo = [(child, 0) for _, child in got[1]] if got else []
+        seen = {child.path for child, _ in todo}
+        depth = STAR_DEPTH if star_imports(text) else 0
+        while todo:
+            child, level = todo.pop()
+            content = content_of(Path(child.path))
+            if content is None:
+                continue
+            child_text = content[0].decode("utf-8", "replace")
+            if may_import_torch(child_text):
+                return True
+            if level < depth and star_imports(child_text):
+                for _, grand in project_index.children(child):
+                    if grand.path not in seen:
+                        seen.add(grand.path)
+                        todo.append((grand, level + 1))
     return False

@@ -111,6 +111,11 @@ def node(path: str, root: str) -> Node | None:
     return found
 
 
+def children(n: Node) -> list[tuple[str, Node]]:
+    """``n``'s first-party imports as nodes of this run (name as written, node)."""
+    return _children(n)
+
+
 def _children(n: Node) -> list[tuple[str, Node]]:
     """``n``'s imports as nodes, read on first use this run (unreadable modules left out)."""
     if n.edges is None:

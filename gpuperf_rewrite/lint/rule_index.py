@@ -47,6 +47,7 @@ MODULES = (
     'analysis/facts/receiver_guess.py',
     'analysis/facts/script_facts.py',
     'analysis/facts/self_training.py',
+    'analysis/facts/star_exports.py',
     'analysis/facts/step_targets.py',
     'analysis/facts/stepped_optimizers.py',
     'analysis/facts/to_methods.py',

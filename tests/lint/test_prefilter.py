@@ -158,3 +158,26 @@ def test_an_entry_of_the_users_torch_modules_passes_the_gate(tmp_path) -> None:
         path.write_text(text)
         assert not passes_torch_gate(text.encode()), name
         assert runs_torch_modules(str(path), text.encode()) is expected, name
+
+
+def test_a_star_import_of_a_users_module_that_brings_torch_passes_the_gate(tmp_path) -> None:
+    """A script whose only ``torch`` comes from ``from pkg import *`` (the package's ``__init__``
+    star-imports a module that imports torch) passes the gate, guarded or not; a star import of a
+    user's module without torch, or of an installed package, does not."""
+    from gpuperf_rewrite.lint.prefilter import passes_torch_gate, runs_torch_modules
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\nversion = '0'\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from pkg.ops import *\nfrom pkg.text import *\n")
+    (tmp_path / "pkg" / "ops.py").write_text("import torch\n\nLongTensor = torch.LongTensor\n")
+    (tmp_path / "pkg" / "text.py").write_text("def clean(s):\n    return s.strip()\n")
+    cases = {
+        "run.py": ("from pkg import *\n\nopt = torch.optim.Adam(params)\n", True),
+        "clean.py": ("from pkg.text import *\n\nprint(clean(' x '))\n", False),
+        "num.py": ("from numpy import *\n\nprint(zeros(3))\n", False),
+    }
+    for name, (text, expected) in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        assert not passes_torch_gate(text.encode()), name
+        assert runs_torch_modules(str(path), text.encode()) is expected, name

@@ -933,3 +933,20 @@ def test_modules_of_folders_put_on_the_path(tmp_path: Path) -> None:
         .replace("solver.train()", "trainer.train()")
     (root / "src/bin/train.py").write_text(text)
     assert "GP301" in _codes(_lint_now(root, False, "none"), "src/bin/train.py")
+
+
+def test_a_star_import_brings_what_the_module_re_exports(tmp_path: Path) -> None:
+    """``ModuleFacts.exports``: the installed objects a star import of the module binds, through
+    its own star imports of the user's modules, ``__all__`` respected, rebinding names dropped."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "__init__.py").write_text("from lib.tensors import *\n")
+    (tmp_path / "lib" / "tensors.py").write_text(
+        "import torch\nimport numpy as np\nfrom torch import nn\n\nLongTensor = torch.LongTensor\n"
+        "_hidden = torch.zeros\nnp = None\n\n\ndef nn():\n    pass\n")
+    (tmp_path / "cfg.py").write_text("import torch\nfrom torch import optim\n__all__ = ['optim']\n")
+    main = tmp_path / "main.py"
+    main.write_text("from lib import *\nfrom cfg import *\n")
+    facts = project_mod.project_facts(main, main.read_bytes()).modules
+    assert dict(facts["lib"].exports) == {"torch": "torch", "LongTensor": "torch.LongTensor"}
+    assert dict(facts["cfg"].exports) == {"optim": "torch.optim"}

@@ -48,6 +48,7 @@ from .loader_builders import returned_loaders
 from .class_dicts import module_class_dicts
 from .model_tables import class_tables, model_tables, registered_models
 from .program_settings import may_set, setting_of, settings_through_methods
+from .star_exports import star_exports
 from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
 from .script_facts import first_use_of
 from .self_training import self_training_methods
@@ -115,7 +116,8 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        kept_loaders=ctx.fact(worker_keeping_loaders) | _reexported(ctx, "kept_loaders"),
                        self_training=self_training_methods(ctx),
                        class_tables=class_tables(ctx, exported, workload),
-                       registered=registered_models(ctx, exported), class_dicts=module_class_dicts(ctx))
+                       registered=registered_models(ctx, exported), class_dicts=module_class_dicts(ctx),
+                       exports=star_exports(ctx))
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:

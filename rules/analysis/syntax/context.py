@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import libcst as cst
 
 from .calls import dotted_name
-from .names import NameResolution
+from .names import NameResolution, star_imported_exports
 from .torch_roots import TORCH_IMPORT_ROOTS, TORCH_ONLY_METHODS, calls_torch_methods
 from .tree import exact_types, index
 
@@ -120,8 +120,22 @@ class RuleContext(NameResolution):
             self._cache["_uses_torch"] = any(
                 root in TORCH_IMPORT_ROOTS
                 for node in self.nodes(cst.Import, cst.ImportFrom) for root in _import_roots(node)) or \
-                any(m.models or m.trains for m in self.project.values()) or self._subclass_on_tensors()
+                any(m.models or m.trains for m in self.project.values()) or self._subclass_on_tensors() or \
+                self._star_brings_torch()
         return self._cache["_uses_torch"]
+
+    def _star_brings_torch(self) -> bool:
+        """The file reads ``torch`` without binding it and star-imports one of the user's modules
+        (``from utils import *``, whose package re-exports ``torch``): only the star import can
+        have brought it (or the script fails with a NameError)."""
+        if not self.project or not any(isinstance(n.names, cst.ImportStar) and "." * len(n.relative) + (
+                dotted_name(n.module) or "" if n.module is not None else "") in self.project
+                for n in self.nodes(cst.ImportFrom)):
+            return False
+        torch_names = {name for exports in self.fact(star_imported_exports) for name, full in exports.items()
+                       if full.split(".")[0] in TORCH_IMPORT_ROOTS}  # ``nn``, ``LongTensor`` it re-exports
+        return any(n.value in torch_names and self._star_unbound(n.value) or n.value == "torch" and
+                   self._star_torch_names() for n in self.nodes(cst.Name))
 
     def _subclass_on_tensors(self) -> bool:
         """A class deriving from a class of the user's other modules, in a file that calls a method

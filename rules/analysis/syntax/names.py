@@ -186,16 +186,30 @@ class NameResolution:
         return any(_matches(qn, names) for qn in found)
 
     def _star_torch(self, node: cst.CSTNode) -> set[str]:
-        """``torch.optim.SGD(...)`` in a file that never binds ``torch`` but star-imports modules
-        (``from modeling.net import *``, which imports torch): the star import brought it."""
+        """A name the file never binds but star-imports (``from utils import *``): what one of the
+        user's star-imported modules exports under it (``LongTensor``: ``torch.LongTensor``,
+        ``facts.star_exports``), the last import winning; else ``torch.optim.SGD(...)`` in a file
+        that star-imports modules (``from modeling.net import *``, which imports torch)."""
         cur, parts = _split_chain(node)
-        if cur is None or cur.value != "torch" or not parts:
+        if cur is None or not self._star_unbound(cur.value):
             return set()
+        for exports in self.fact(star_imported_exports):
+            if cur.value in exports:
+                return {".".join([exports[cur.value], *reversed(parts)])}
+        return {".".join(["torch", *reversed(parts)])} if cur.value == "torch" and parts else set()
+
+    def _star_torch_names(self) -> bool:
+        """Does the file star-import a module and never bind ``torch`` itself?"""
+        return self._star_unbound("torch")
+
+    def _star_unbound(self, root: str) -> bool:
+        """Does the file star-import a module and never bind ``root`` itself?"""
+        self.import_aliases  # noqa: B018 (sets ``_stars``)
+        if not self._cache["_stars"]:
+            return False
         bound: _Bindings = self.fact(_bindings)
-        if "torch" in bound.targets or "torch" in bound.unsafe or "torch" in bound.by_namespace or \
-                "torch" in self.import_aliases:
-            return set()
-        return {".".join(["torch", *reversed(parts)])}
+        return not (root in bound.targets or root in bound.unsafe or root in bound.by_namespace or
+                    root in self.import_aliases)
 
     @property
     def import_aliases(self) -> dict[str, str]:
@@ -228,8 +242,6 @@ class NameResolution:
 
     def _could_match(self, node: cst.CSTNode, names: Any) -> bool:
         aliases = self.import_aliases
-        if self._cache["_stars"]:
-            return True  # ``from x import *`` can bind anything: let the scope analysis decide
         cur, parts = _split_chain(node)
         if cur is None:
             return False
@@ -237,8 +249,12 @@ class NameResolution:
         if root not in aliases:
             # Not imported: only a builtin (``builtins.float``) can match, and only a name the
             # builtins module has (LibCST's rule too), so a user's ``make_dataset()`` never
-            # costs the file a scope analysis.
-            return not parts and root in _BUILTINS and any(w == f"builtins.{root}" for w in names)
+            # costs the file a scope analysis. A star import binds nothing for LibCST either: what
+            # it brings is read off the user's modules' exports (``_star_torch``), not the scope.
+            if self._cache["_stars"] and any(_matches(qn, names) for qn in self._star_torch(node)):
+                return True
+            return not parts and (root in _BUILTINS or hasattr(builtins, root)) and \
+                any(w == f"builtins.{root}" for w in names)  # (LibCST's test: ``__class__`` too)
         return _matches(".".join([aliases[root], *reversed(parts)]), names)
 
     def resolved_names(self, node: cst.CSTNode, names: Sequence[str] | set[str] | frozenset[str]) -> set[str]:
@@ -248,6 +264,8 @@ class NameResolution:
             return set()
         resolved = self._resolved_by_imports(node)
         found = self.qualified_names(node) if resolved is None else resolved
+        if not found and self._cache["_stars"]:
+            found = self._star_torch(node)
         return {qn for qn in found if _matches(qn, names)}
 
     def is_call_to(self, node: cst.CSTNode, names: Sequence[str] | set[str] | frozenset[str]) -> bool:
@@ -277,6 +295,18 @@ class _Bindings:
     unsafe: set[str]  # names only scope analysis can resolve anywhere in the file
     # name -> function/class/comprehension rebinding it -> import targets (None: not an import)
     by_namespace: dict[str, dict[cst.CSTNode, set[str | None]]]
+
+
+def star_imported_exports(ctx: Any) -> list[Mapping[str, str]]:
+    """The exports (``ModuleFacts.exports``) of the user's modules the file star-imports at module
+    level, the last import first (it wins)."""
+    out = []
+    for imp in ctx.nodes(cst.ImportFrom) if ctx.project else ():
+        if isinstance(imp.names, cst.ImportStar) and ctx.parent(ctx.parent(imp)) is ctx.module:
+            facts = ctx.project.get("." * len(imp.relative) + (_dotted(imp.module) if imp.module is not None else ""))
+            if facts is not None and facts.exports:
+                out.append(facts.exports)
+    return out[::-1]
 
 
 def _bindings(ctx: NameResolution) -> _Bindings:

@@ -171,6 +171,8 @@ class ModuleFacts:
     registered: frozenset[str] = frozenset()
     string_fields: frozenset[str] = frozenset()  # ``dest=value``: its options' string defaults (``cli_defaults``)
     class_dicts: Mapping[str, tuple[tuple[str, str], ...]] = dataclasses.field(default_factory=dict)  # facts.class_dicts
+    # what ``from it import *`` binds to an installed package's object (``facts.star_exports``)
+    exports: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"functions": {k: v.to_json() for k, v in self.functions.items()},
@@ -185,7 +187,8 @@ class ModuleFacts:
                 "kept_loaders": sorted(self.kept_loaders), "self_training": sorted(self.self_training),
                 "class_tables": {k: [list(v[0]), list(v[1])] for k, v in sorted(self.class_tables.items())},
                 "registered": sorted(self.registered), "string_fields": sorted(self.string_fields),
-                "class_dicts": {k: [list(p) for p in v] for k, v in sorted(self.class_dicts.items())}}
+                "class_dicts": {k: [list(p) for p in v] for k, v in sorted(self.class_dicts.items())},
+                "exports": dict(sorted(self.exports.items()))}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -207,7 +210,8 @@ class ModuleFacts:
                    self_training=frozenset(doc.get("self_training", ())),
                    class_tables={k: (tuple(v[0]), tuple(v[1])) for k, v in doc.get("class_tables", {}).items()},
                    registered=frozenset(doc.get("registered", ())), string_fields=frozenset(doc.get("string_fields", ())),
-                   class_dicts={k: tuple((a, b) for a, b in v) for k, v in doc.get("class_dicts", {}).items()})
+                   class_dicts={k: tuple((a, b) for a, b in v) for k, v in doc.get("class_dicts", {}).items()},
+                   exports=dict(doc.get("exports", {})))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
@@ -479,9 +483,7 @@ def _methods_by_name(ctx: RuleContext) -> dict[str, tuple[ModuleFacts, str, Func
 def model_methods(ctx: RuleContext) -> dict[str, ModuleFacts]:
     """Method names that return a model in a class of the user's imported modules
     (``exp.get_model()``), with the module that defines them."""
-    if not ctx.project:
-        return {}
-    return ctx.fact(_model_methods)
+    return ctx.fact(_model_methods) if ctx.project else {}
 
 
 def _model_methods(ctx: RuleContext) -> dict[str, ModuleFacts]:
@@ -491,9 +493,7 @@ def _model_methods(ctx: RuleContext) -> dict[str, ModuleFacts]:
 
 def batch_methods(ctx: RuleContext) -> frozenset[str]:
     """Method names that return a batch in a class of the user's imported modules."""
-    if not ctx.project:
-        return frozenset()
-    return ctx.fact(_batch_methods)
+    return ctx.fact(_batch_methods) if ctx.project else frozenset()
 
 
 def _batch_methods(ctx: RuleContext) -> frozenset[str]:

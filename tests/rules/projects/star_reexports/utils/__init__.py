@@ -1,0 +1,2 @@
+from utils.tensor_ops import *
+from utils.paths import *
