@@ -7,7 +7,6 @@ def setup_model(opt):
     model, criterion = build_model(opt)
     if opt.device.type == "cuda":
         model.to(opt.device)
-        criterion.to(opt.device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=opt.lr)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, opt.lr_drop)
     return model, criterion, optimizer, scheduler
