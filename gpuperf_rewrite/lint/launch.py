@@ -31,7 +31,8 @@ from typing import Any
 
 from gpuperf_rewrite.lint.config_files import config_mappings, needs_configs
 from gpuperf_rewrite.lint.launch_scripts import shell_commands
-from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY, parse_ast, program_settings
+from gpuperf_rewrite.lint.entry_settings import program_settings
+from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY, parse_ast
 
 MAX_SCANNED = 2000  # Python files looked at for the scripts importing a module
 MAX_SHELL = 200  # shell scripts looked at for launch commands

@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .checkout_roots import checkout_like, imported_as_package, imports_from_above
-from .entry_options import off_options
-from .import_folders import parser_bases, same_named_module
+from .import_folders import same_named_module
 from .named_imports import named_by_prefix
 from .path_additions import (INSTALLED, NOT_FIRST_PARTY, beside_additions, first_party_folders, may_set_path_up, path_additions,
                              widened_root)
@@ -215,43 +214,6 @@ def _from_above(parts: list[str], importer: str) -> Iterator[str]:
 
 # What a script sets for the whole program, read off its text (``rules``' ``syntax.project.TF32``/
 # ``CUDNN``): an entry's ``cudnn.benchmark = True`` holds for the solver module it runs.
-_SETS = {"tf32": re.compile(rb"set_float32_matmul_precision\(|\ballow_tf32\s*=[^=]"),
-         "cudnn": re.compile(rb"\bcudnn\.(?:benchmark|deterministic)\s*=[^=]|use_deterministic_algorithms\(")}
-
-
-_CUDA = re.compile(rb"""\bcuda\b|["']nccl["']""")
-
-
-def program_settings(path: Path, root: Path) -> tuple[str, ...]:
-    """``("tf32", "cudnn")``, those of them the script at ``path`` sets (anywhere in its text), and
-    ``"cuda"`` when it or a first-party module it imports names CUDA (main.py running solver.py,
-    which moves the batches of data_loader.py to ``torch.device("cuda" ...)``), and its options that
-    are off by default (``_off_options``: ``zero:num_workers``, ``false:pin_memory``)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return ()
-    key = (os.path.abspath(path), os.path.abspath(root), st.st_mtime_ns, st.st_size)
-    if key in _SETTINGS_MEMO:  # every module a script runs asks about the same script
-        return _SETTINGS_MEMO[key]
-    got = content_of(path)
-    out: tuple[str, ...] = ()
-    if got is not None:
-        out = tuple(k for k, p in _SETS.items() if p.search(got[0]))
-        direct = imported_modules(path, root, got[0])[:32]
-        imported = [m[0] for i in direct if (m := content_of(i.path)) is not None]
-        if _CUDA.search(got[0]) or any(_CUDA.search(m) for m in imported):
-            out += ("cuda",)
-        out += off_options(got[0], imported + parser_bases(direct, imported, root, imported_modules, content_of))
-    if len(_SETTINGS_MEMO) >= 1024:
-        _SETTINGS_MEMO.pop(next(iter(_SETTINGS_MEMO)))
-    _SETTINGS_MEMO[key] = out
-    return out
-
-
-_SETTINGS_MEMO: dict[tuple[str, str, int, int], tuple[str, ...]] = {}
-
-
 @dataclasses.dataclass(frozen=True)
 class ImportedModule:
     """One first-party import of a file: the module as the importer's code names it (``engine``,

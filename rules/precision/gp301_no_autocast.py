@@ -479,7 +479,8 @@ def _built_here(ctx: RuleContext, handed: cst.Call, name: str) -> cst.Call | Non
                 any(dotted_name(a.value) == name for a in value.args):
             continue  # ``model = model.to(device)``, ``model = DDP(model, device_ids=[gpu])``
         if not isinstance(value, cst.Call) or not (is_model_constructor(ctx, value) or model_source(ctx, value) or
-                                                   local_model_builder(ctx, value)):
+                                                   local_model_builder(ctx, value) or
+                                                   project_function(ctx, value) is not None):  # ``build_model(cfg)``: picked by name there
             return None
         found = value
     return found

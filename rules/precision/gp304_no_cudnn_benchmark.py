@@ -40,10 +40,11 @@ def _choices(ctx: RuleContext) -> list[tuple[cst.CSTNode, bool]]:
     out: list[tuple[cst.CSTNode, bool]] = []
     for node in ctx.nodes(cst.Assign):
         for t in node.targets:
-            if isinstance(t.target, cst.Attribute) and ctx.matches(t.target, CUDNN_CHOICES):
-                value = literal_value(node.value)
-                off = value is False if t.target.attr.value == "benchmark" else value is True
-                out.append((node, off))
+            for target, value in _pairs(t.target, node.value):
+                if isinstance(target, cst.Attribute) and ctx.matches(target, CUDNN_CHOICES):
+                    literal = literal_value(value) if value is not None else None
+                    off = literal is False if target.attr.value == "benchmark" else literal is True
+                    out.append((node, off))
     for call in ctx.nodes(cst.Call):
         if ctx.matches(call.func, DETERMINISM):
             out.append((call, bool(call.args) and literal_value(call.args[0].value) is not False))
@@ -52,6 +53,18 @@ def _choices(ctx: RuleContext) -> list[tuple[cst.CSTNode, bool]]:
             if get_arg(call, kw) is not None:
                 out.append((call, False))
     return out
+
+
+def _pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple[cst.BaseExpression, cst.BaseExpression | None]]:
+    """Each target of an assignment with its value: ``cudnn.benchmark, cudnn.deterministic = True,
+    False`` sets both (a value unpacked from a non-literal is None: unknown)."""
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return [(target, value)]
+    targets = [e.value for e in target.elements]
+    values = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else []
+    if len(values) != len(targets):
+        return [(t, None) for t in targets]
+    return list(zip(targets, values))
 
 
 def _only_timing_loops(ctx: RuleContext) -> bool:

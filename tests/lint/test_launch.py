@@ -309,3 +309,17 @@ def test_a_file_seen_from_two_roots_resolves_its_imports_from_each(tmp_path) -> 
     launch._DIRECT.clear()
     launch._direct_imports(train, tmp_path)
     assert loop in launch._direct_imports(train, project)
+
+
+def test_wrapper_script_takes_the_settings_of_the_entry_it_runs(tmp_path):
+    """train.py only runs main.py's main(): cuDNN chosen there is chosen for train.py's program; a
+    script importing main.py without calling into it does not inherit it."""
+    from gpuperf_rewrite.lint.entry_settings import program_settings
+
+    (tmp_path / "main.py").write_text(
+        "import torch\n\ndef main(mode=1):\n    torch.backends.cudnn.benchmark = True\n\n"
+        "if __name__ == '__main__':\n    main()\n")
+    (tmp_path / "train.py").write_text("from main import main\n\nmain(mode=1)\n")
+    (tmp_path / "other.py").write_text("from main import main\n\nprint(1)\n")
+    assert "cudnn" in program_settings(tmp_path / "train.py", tmp_path)
+    assert "cudnn" not in program_settings(tmp_path / "other.py", tmp_path)

@@ -100,6 +100,20 @@ def values_of(fn: cst.FunctionDef, expr: cst.BaseExpression) -> list[cst.BaseExp
     return [expr, *(assigned_in(fn, name) if name is not None else [])]
 
 
+def unpacked_in(fn: cst.FunctionDef, name: str) -> list[tuple[cst.Call, int]]:
+    """The calls whose result ``fn`` unpacks into ``name``, each with the name's position
+    (``model, criterion = build_model(opt)``: that call and 0); nested definitions not entered."""
+    out: list[tuple[cst.Call, int]] = []
+    for node in walk(fn.body):
+        if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call):
+            continue
+        for t in node.targets:
+            if isinstance(t.target, (cst.Tuple, cst.List)) and \
+                    not any(isinstance(e, cst.StarredElement) for e in t.target.elements):
+                out.extend((node.value, i) for i, e in enumerate(t.target.elements) if dotted_name(e.value) == name)
+    return out
+
+
 def at_module_level(ctx: RuleContext, node: cst.CSTNode) -> bool:
     """Outside every function, class and lambda (where ``walk(ctx.module)`` reaches)."""
     return ctx.enclosing(node, *NESTED_DEFS) is None

@@ -33,7 +33,7 @@ from .lambda_reads import lambda_functions
 from .helper_syncs import function_syncs
 from .move_helpers import blocking_moves, module_moves, module_wrappers
 from ..syntax.output_calls import output_params
-from .builders import (assigned_in, gathers_own_parameters, at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
+from .builders import (unpacked_in, assigned_in, gathers_own_parameters, at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        is_class_call, params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
 from .call_pace import offered_names, paced_calls, project_callee, self_paced_calls
 from .receiver_guess import guessed_callees
@@ -47,7 +47,7 @@ from .framework_config import framework_config
 from .loader_builders import returned_loaders
 from .class_dicts import module_class_dicts
 from .model_tables import class_tables, model_tables, registered_models
-from .program_settings import may_set, setting_of, settings_through_methods
+from .program_settings import function_settings, may_set, setting_of, settings_through_methods
 from .star_exports import star_exports
 from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator, resolved_models
 from .script_facts import first_use_of
@@ -337,6 +337,9 @@ def _model_returning(ctx: RuleContext, ta: TrainingAnalysis) -> dict[cst.Functio
 
     def builds(fn: cst.FunctionDef, value: cst.BaseExpression, moved: bool = False) -> bool:
         call = strip_chain(value)
+        if isinstance(call, cst.Name) and not moved and any(  # ``model, criterion = build_model(opt)``
+                (got := project_function(ctx, c)) is not None and i in got.facts.model_items for c, i in unpacked_in(fn, call.value)):
+            return True
         if isinstance(call, cst.Name) and call is not value and not moved:  # ``return net.to(device)``
             return any(builds(fn, v, True) for v in assigned_in(fn, call.value))
         if isinstance(call, cst.Subscript) and isinstance(call.value, cst.Name) and not moved:
@@ -395,7 +398,6 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
                     line_of: LineOf, in_model: bool = False) -> FunctionFacts:
     params = params_of(fn)
     trains = zeroes = autocast = compiles = scaler = False
-    settings: set[str] = set()
     # Not looked for: what the module's text cannot hold, nor what no function it imports does.
     src = ctx.source
     imp_train, imp_zero, imp_autocast, imp_compile, imp_scaler, imp_settings = ctx.fact(_imported_kinds)
@@ -406,10 +408,9 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
     look_compile = not in_model and (imp_compile or "compile" in src)
     look_scaler = not in_model and (imp_scaler or "Scaler" in src)
     look_settings = not in_model and (imp_settings or may_set(ctx))
-    if look_train or look_zero or look_autocast or look_compile or look_scaler or look_settings:
+    settings = function_settings(ctx, ta, fn, imported_any) if look_settings else set()
+    if look_train or look_zero or look_autocast or look_compile or look_scaler:
         for node in walk_with_callees(ta, fn.body):
-            if look_settings and (setting := setting_of(ctx, node)) is not None:
-                settings.add(setting)
             if look_train and not trains:
                 trains = ta.is_backward_call(node) or ta.is_optimizer_step(node)
             if look_zero and not zeroes:
@@ -428,9 +429,8 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
                     autocast = autocast or imported.facts.autocast
                     compiles = compiles or imported.facts.compiles
                     scaler = scaler or imported.facts.makes_scaler
-                    settings.update(imported.facts.settings)
             if (trains or not look_train) and (zeroes or not look_zero) and (autocast or not look_autocast) and \
-                    (compiles or not look_compile) and (scaler or not look_scaler) and not look_settings:
+                    (compiles or not look_compile) and (scaler or not look_scaler):
                 break  # all it looks for found: the rest of the body cannot change them
     returns = [v for r in returned_values(ctx, fn) for v in values_of(fn, r)]
     built = [c for c in (strip_chain(v) for v in returns) if isinstance(c, cst.Call)]

@@ -85,6 +85,9 @@ def class_param_roles(ta: TrainingAnalysis, cls: cst.ClassDef, init: cst.Functio
                 if root is not None and attr is not None and attr.startswith("self."):
                     stored[attr] = root
                     attrs[attr] = set()
+    for param in _handed_to_base(init, params):  # ``super().__init__(config, model)``: stored there as ``self.model``
+        stored.setdefault(f"self.{param}", param)
+        attrs.setdefault(f"self.{param}", set())
     for inner in cls.body.body:
         if isinstance(inner, cst.FunctionDef):
             _uses(ta, inner.body, attrs)
@@ -150,6 +153,18 @@ def _uses(ta: TrainingAnalysis, body: cst.CSTNode, uses: dict[str, set[str]]) ->
             use(it, LOADER)
             if isinstance(it, cst.Call) and it.args and dotted_name(it.func) not in ("range", "len"):
                 use(it.args[0].value, LOADER)
+
+
+def _handed_to_base(init: cst.FunctionDef, params: tuple[str, ...]) -> list[str]:
+    """The parameters ``__init__`` hands on unchanged to its base class's ``__init__``
+    (``super().__init__(config, model, criterion)``, ``Base.__init__(self, model)``): a base class,
+    often of another module, stores them, by the convention under the same name."""
+    out: list[str] = []
+    for node in walk(init.body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "__init__":
+            out += [a.value.value for a in node.args if isinstance(a.value, cst.Name) and a.value.value in params
+                    and a.value.value != "self" and (a.keyword is None or a.keyword.value == a.value.value)]
+    return out
 
 
 def handed_in(ctx: RuleContext, model: TrainedModel) -> bool:

@@ -7,19 +7,47 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from ..syntax.calls import dotted_name, literal_value
 from ..syntax.context import RuleContext
-from ..syntax.project import CUDNN, TF32, FunctionFacts
+from ..syntax.project import CUDNN, TF32, FunctionFacts, project_function
 from ..syntax.torch_names import CUDNN_CHOICES, DETERMINISM, SET_PRECISION, TF32_SETTINGS
 from ..syntax.tree import walk
 from .builders import functions_of
 
+if TYPE_CHECKING:
+    from ..model.training import TrainingAnalysis
+
 
 def may_set(ctx: RuleContext) -> bool:
     return any(word in ctx.source for word in ("backends", "set_float32_matmul_precision", "deterministic"))
+
+
+def function_settings(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, imports: bool) -> set[str]:
+    """The settings every run of ``fn`` makes: its own, and those of the functions it calls outside
+    an opt-in branch (in-module ones, transitively; the user's other modules' ones when ``imports``).
+    ``if args.video: evalvideo(net)`` does not make ``evalvideo``'s ``cudnn.benchmark = True`` for an
+    evaluation called every epoch."""
+    out: set[str] = set()
+    seen: set[cst.CSTNode] = set()
+    todo: list[cst.CSTNode] = [fn.body]
+    while todo:
+        for node in walk(todo.pop(), into_nested=True):
+            if (setting := setting_of(ctx, node)) is not None:
+                out.add(setting)
+            if not isinstance(node, cst.Call) or _under_a_branch(ctx, node):
+                continue
+            for callee in ta.called_functions(node):
+                if callee not in seen:
+                    seen.add(callee)
+                    todo.append(callee.body)
+            imported = project_function(ctx, node) if imports else None
+            if imported is not None:
+                out.update(imported.facts.settings)
+    return out
 
 
 def _under_a_branch(ctx: RuleContext, node: cst.CSTNode) -> bool:

@@ -308,6 +308,10 @@ def _own_tables(ctx: RuleContext) -> dict[str, tuple[cst.ClassDef | None, Module
     return out
 
 
+# Class methods that build an instance of the user's model class (a project's own pre-HF BERT code).
+_CLASS_BUILDERS = frozenset({"from_pretrained", "from_config", "from_checkpoint", "load_from_checkpoint"})
+
+
 def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, str | None]]:
     """Each call building a model with the user's other modules, the module, and the class or
     function called there (None for a model picked by name or returned by a method)."""
@@ -323,6 +327,9 @@ def _project_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, str |
             # (a model built by type name from a registry: what it computes is not known)
             if pc is not None and pc.facts.returns_model and not pc.facts.model_by_type:
                 module, name = pc.module, pc.name.split(".", 1)[0]
+        if module is None and isinstance(call.func, cst.Attribute) and call.func.attr.value in _CLASS_BUILDERS and \
+                (module := project_listed(ctx, call.func.value, "models")) is not None:
+            name = (dotted_name(call.func.value) or "").rsplit(".", 1)[-1]  # ``Pretrainer.from_pretrained(path)``
         if module is None and isinstance(call.func, cst.Attribute):  # ``exp.get_model()``
             module = model_methods(ctx).get(call.func.attr.value)
         if module is not None:
