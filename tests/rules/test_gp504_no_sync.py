@@ -98,7 +98,7 @@ def _run_all(sources: dict[str, str], tmp_path) -> dict[str, dict]:
         jobs.append([name, str(path), _free_port(), str(out)])
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(jobs)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=840)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {name: json.loads((tmp_path / f"{name}.json").read_text()) for name in sources}
 
