@@ -383,9 +383,28 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
                              f"{', '.join(f'`{p}`' for p in parts)}, built on the CPU by `{what}(...)` (a "
                              "synchronous host-to-device transfer); build them on the device (device=)",
                        no_fix_reason=reason)
+    made_at = _earlier_statement(ctx, factory, move)
+    if made_at is not None:  # made in one statement, moved in a later one: reported at the move (as labelled)
+        if reason.startswith("the tensor is changed"):
+            reason = ("the tensor is made in an earlier statement and may be changed or used on the CPU before the "
+                      "move: which call takes device= is left to the user")
+        return Finding(move, f"`{moved}` copies to the device, on every {kind}, a tensor built on the CPU by "
+                             f"`{what}(...)` in an earlier statement (`{made_at}`; a synchronous host-to-device "
+                             "transfer); build it on the device there (device=)",
+                       no_fix_reason=reason)
     return Finding(factory, f"`{what}(...)` builds a tensor on the CPU that `{moved}` copies to the device on every "
                             f"{kind} (a synchronous host-to-device transfer); build it on the device (device=)",
                    no_fix_reason=reason)
+
+
+def _earlier_statement(ctx: RuleContext, factory: cst.CSTNode, move: cst.CSTNode) -> str | None:
+    """The short code of the statement that makes ``factory`` when it is not the move's statement
+    (``h = torch.zeros(b, n)`` ... ``if self.use_cuda: h = h.cuda()``); None when they are one."""
+    made, moved = ctx.statement_of(factory), ctx.statement_of(move)
+    if made is None or made is moved or moved is None or ctx.is_inside(moved, made):
+        return None
+    text = " ".join(ctx.code_for(made).split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 _TENSOR_READS = frozenset({"shape", "size", "device", "dtype", "ndim", "numel", "dim", "view", "unsqueeze",
