@@ -43,12 +43,20 @@ def model_classes(ctx: RuleContext) -> dict[str, cst.ClassDef]:
         names = set(module_subclasses(c))
         out: dict[str, cst.ClassDef] = {}
         for cls in c.nodes(cst.ClassDef):
-            if cls.name.value in names or any(project_model_class(c, b.value) is not None for b in cls.bases):
+            if cls.name.value in names or any(project_model_class(c, b.value) is not None or _pretrained(c, b.value)
+                                              for b in cls.bases):
                 out[cls.name.value] = cls
         for name in transform_classes(c) & set(out):
             del out[name]
         return out
     return ctx.fact(compute)
+
+
+def _pretrained(ctx: RuleContext, base: cst.BaseExpression) -> bool:
+    """A Hugging Face model base (``BertPreTrainedModel``, ``PreTrainedModel``): an ``nn.Module``
+    whose ``forward`` the ``Trainer`` (or the user's loop) runs on every step."""
+    name = dotted_name(base) or ""
+    return name.endswith("PreTrainedModel") and ctx.matches(base, {"transformers.*"})
 
 
 def transform_classes(ctx: RuleContext) -> set[str]:
