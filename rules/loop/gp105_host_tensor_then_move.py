@@ -98,7 +98,8 @@ class HostTensorThenMove(Rule):
         "uniform_().cuda()`; indexed, rebound and updated in place: `t = torch.arange(n)[None]; t = t.repeat(b, 1); "
         "t += torch.rand_like(t); t.to(dev)`; or returned in a tuple by a method of the file that another method "
         "unpacks and moves: a loss's `build_targets()` then `mask.type_as(pred)`) is "
-        "reported at the factory without one; at the move when it combines tensors built in statements "
+        "reported without one, at the factory when made in the move's statement, else at the move (naming the "
+        "statement that made it: `h = torch.zeros(b, n)` ... `if self.use_cuda: h = h.cuda()`), also when it combines tensors built in statements "
         "of their own (`lbl = torch.cat((ones, zeros), 1)` then `lbl.cuda()`). `torch.Tensor(...)` follows the default tensor type: not counted where the "
         "file sets one, nor in code whose loop is in another module (its caller may set it) unless it wraps "
         "values in a list (`torch.Tensor([value]).to(device)` in a helper another module calls every step).",

@@ -8,7 +8,8 @@ other half: ``facts.module_facts``' step calls of kind "forward pass", read by t
 module through ``lint.step_callers``).
 
 The roots are the ``forward``/``__call__`` methods of the file's ``nn.Module`` subclasses (also
-those deriving from a model class of the user's other modules), except modules used as data
+those deriving from a model class of the user's other modules or from a Hugging Face
+``*PreTrainedModel``, itself an ``nn.Module`` the ``Trainer`` runs every step), except modules used as data
 transforms (an instance inside ``Compose([...])`` or handed as ``transform=``: they run in the
 loader, on the host). A class constructed where a root's code runs has its ``__init__`` (and what
 that calls) run on every call too: one round per nesting, a few at most. Nothing is said for
