@@ -384,17 +384,26 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
                              f"{', '.join(f'`{p}`' for p in parts)}, built on the CPU by `{what}(...)` (a "
                              "synchronous host-to-device transfer); build them on the device (device=)",
                        no_fix_reason=reason)
-    made_at = _earlier_statement(ctx, factory, move)
-    if made_at is not None:  # made in one statement, moved in a later one: reported at the move (as labelled)
-        if reason.startswith("the tensor is changed"):
-            reason = ("the tensor is made in an earlier statement and may be changed or used on the CPU before the "
-                      "move: which call takes device= is left to the user")
-        return Finding(move, f"`{moved}` copies to the device, on every {kind}, a tensor built on the CPU by "
-                             f"`{what}(...)` in an earlier statement (`{made_at}`; a synchronous host-to-device "
-                             "transfer); build it on the device there (device=)",
-                       no_fix_reason=reason)
+    if (later := _moved_later(ctx, factory, move, moved, what, kind, reason)) is not None:
+        return later
     return Finding(factory, f"`{what}(...)` builds a tensor on the CPU that `{moved}` copies to the device on every "
                             f"{kind} (a synchronous host-to-device transfer); build it on the device (device=)",
+                   no_fix_reason=reason)
+
+
+def _moved_later(ctx: RuleContext, factory: cst.Call, move: cst.Call, moved: str, what: str, kind: str,
+                 reason: str) -> Finding | None:
+    """Made in one statement, moved in a later one: reported at the move (where the labels of real
+    projects put it), naming the statement that made the tensor; None when they are one statement."""
+    made_at = _earlier_statement(ctx, factory, move)
+    if made_at is None:
+        return None
+    if reason.startswith("the tensor is changed"):
+        reason = ("the tensor is made in an earlier statement and may be changed or used on the CPU before the "
+                  "move: which call takes device= is left to the user")
+    return Finding(move, f"`{moved}` copies to the device, on every {kind}, a tensor built on the CPU by "
+                         f"`{what}(...)` in an earlier statement (`{made_at}`; a synchronous host-to-device "
+                         "transfer); build it on the device there (device=)",
                    no_fix_reason=reason)
 
 
