@@ -98,7 +98,8 @@ class HostTensorThenMove(Rule):
         "uniform_().cuda()`; indexed, rebound and updated in place: `t = torch.arange(n)[None]; t = t.repeat(b, 1); "
         "t += torch.rand_like(t); t.to(dev)`; or returned in a tuple by a method of the file that another method "
         "unpacks and moves: a loss's `build_targets()` then `mask.type_as(pred)`) is "
-        "reported at the factory without one; at the move when it combines tensors built in statements "
+        "reported without one, at the factory when made in the move's statement, else at the move (naming the "
+        "statement that made it: `h = torch.zeros(b, n)` ... `if self.use_cuda: h = h.cuda()`), also when it combines tensors built in statements "
         "of their own (`lbl = torch.cat((ones, zeros), 1)` then `lbl.cuda()`). `torch.Tensor(...)` follows the default tensor type: not counted where the "
         "file sets one, nor in code whose loop is in another module (its caller may set it) unless it wraps "
         "values in a list (`torch.Tensor([value]).to(device)` in a helper another module calls every step).",
@@ -383,9 +384,37 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
                              f"{', '.join(f'`{p}`' for p in parts)}, built on the CPU by `{what}(...)` (a "
                              "synchronous host-to-device transfer); build them on the device (device=)",
                        no_fix_reason=reason)
+    if (later := _moved_later(ctx, factory, move, moved, what, kind, reason)) is not None:
+        return later
     return Finding(factory, f"`{what}(...)` builds a tensor on the CPU that `{moved}` copies to the device on every "
                             f"{kind} (a synchronous host-to-device transfer); build it on the device (device=)",
                    no_fix_reason=reason)
+
+
+def _moved_later(ctx: RuleContext, factory: cst.Call, move: cst.Call, moved: str, what: str, kind: str,
+                 reason: str) -> Finding | None:
+    """Made in one statement, moved in a later one: reported at the move (where the labels of real
+    projects put it), naming the statement that made the tensor; None when they are one statement."""
+    made_at = _earlier_statement(ctx, factory, move)
+    if made_at is None:
+        return None
+    if reason.startswith("the tensor is changed"):
+        reason = ("the tensor is made in an earlier statement and may be changed or used on the CPU before the "
+                  "move: which call takes device= is left to the user")
+    return Finding(move, f"`{moved}` copies to the device, on every {kind}, a tensor built on the CPU by "
+                         f"`{what}(...)` in an earlier statement (`{made_at}`; a synchronous host-to-device "
+                         "transfer); build it on the device there (device=)",
+                   no_fix_reason=reason)
+
+
+def _earlier_statement(ctx: RuleContext, factory: cst.CSTNode, move: cst.CSTNode) -> str | None:
+    """The short code of the statement that makes ``factory`` when it is not the move's statement
+    (``h = torch.zeros(b, n)`` ... ``if self.use_cuda: h = h.cuda()``); None when they are one."""
+    made, moved = ctx.statement_of(factory), ctx.statement_of(move)
+    if made is None or made is moved or moved is None or ctx.is_inside(moved, made):
+        return None
+    text = " ".join(ctx.code_for(made).split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 _TENSOR_READS = frozenset({"shape", "size", "device", "dtype", "ndim", "numel", "dim", "view", "unsqueeze",

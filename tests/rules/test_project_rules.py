@@ -558,8 +558,9 @@ def test_a_submodule_forward_run_by_a_model_of_another_modules_loop(tmp_path: Pa
     """Issue 34, class B (GP105): train.py builds the model (a chained constructor, or a
     constructor then a move that rebinds the name) and calls it every step; the model's forward
     calls a submodule held in ``self.front`` whose forward builds a legacy typed tensor on the CPU
-    and moves it under a device test. Reported in nets.py, where the edit goes, naming train.py's
-    call; checked alone, as what ``Gate.forward`` runs on every call of the module."""
+    and moves it under a device test. Reported in nets.py at the move (a later statement than the
+    creation, which the message names), naming train.py's call; checked alone, as what
+    ``Gate.forward`` runs on every call of the module."""
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "nets.py").write_text(
         "import torch\nimport torch.nn as nn\n\n\n"
@@ -588,11 +589,11 @@ def test_a_submodule_forward_run_by_a_model_of_another_modules_loop(tmp_path: Pa
         "        opt.step()\n\n\n"
         "if __name__ == '__main__':\n    main([])\n")
     found = _lint(tmp_path)["nets.py"].diagnostics  # type: ignore[attr-defined]
-    assert [(d.code, d.line) for d in found if d.code.startswith("GP1")] == [("GP105", 7)]
-    assert "calls `Acoustic.forward`" in found[0].message
+    assert [(d.code, d.line) for d in found if d.code.startswith("GP1")] == [("GP105", 9)]
+    assert "calls `Acoustic.forward`" in found[0].message and "keep = torch.ByteTensor" in found[0].message
     alone = [d for d in _lint(tmp_path, alone=True)["nets.py"].diagnostics  # type: ignore[attr-defined]
              if d.code.startswith("GP1")]
-    assert [(d.code, d.line) for d in alone] == [("GP105", 7)]
+    assert [(d.code, d.line) for d in alone] == [("GP105", 9)]
     assert "forward pass of `Gate`" in alone[0].message
 
 

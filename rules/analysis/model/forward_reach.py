@@ -8,7 +8,8 @@ other half: ``facts.module_facts``' step calls of kind "forward pass", read by t
 module through ``lint.step_callers``).
 
 The roots are the ``forward``/``__call__`` methods of the file's ``nn.Module`` subclasses (also
-those deriving from a model class of the user's other modules), except modules used as data
+those deriving from a model class of the user's other modules or from a Hugging Face
+``*PreTrainedModel``, itself an ``nn.Module`` the ``Trainer`` runs every step), except modules used as data
 transforms (an instance inside ``Compose([...])`` or handed as ``transform=``: they run in the
 loader, on the host). A class constructed where a root's code runs has its ``__init__`` (and what
 that calls) run on every call too: one round per nesting, a few at most. Nothing is said for
@@ -44,12 +45,20 @@ def model_classes(ctx: RuleContext) -> dict[str, cst.ClassDef]:
         names = set(module_subclasses(c))
         out: dict[str, cst.ClassDef] = {}
         for cls in c.nodes(cst.ClassDef):
-            if cls.name.value in names or any(project_model_class(c, b.value) is not None for b in cls.bases):
+            if cls.name.value in names or any(project_model_class(c, b.value) is not None or _pretrained(c, b.value)
+                                              for b in cls.bases):
                 out[cls.name.value] = cls
         for name in transform_classes(c) & set(out):
             del out[name]
         return out
     return ctx.fact(compute)
+
+
+def _pretrained(ctx: RuleContext, base: cst.BaseExpression) -> bool:
+    """A Hugging Face model base (``BertPreTrainedModel``, ``PreTrainedModel``): an ``nn.Module``
+    whose ``forward`` the ``Trainer`` (or the user's loop) runs on every step."""
+    name = dotted_name(base) or ""
+    return name.endswith("PreTrainedModel") and ctx.matches(base, {"transformers.*"})
 
 
 def transform_classes(ctx: RuleContext) -> set[str]:
