@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..syntax.calls import argparse_options, dotted_name
+from ..syntax.calls import config_parsers
 from ..syntax.context import RuleContext
 
 
@@ -15,12 +15,9 @@ def config_merged(ctx: RuleContext) -> bool:
     and hands its parser to a helper that returns the namespace (``args = parse_with_config(parser)``
     setting every key of the JSON on it, ``opts = load_config(parser)``)? Then an option's default is
     not what a run holds (``--pin_mem`` is store_true, and the shipped configs say true)."""
-    flags = {f for _, longs, _ in argparse_options(ctx.nodes(cst.Call)) for f in longs}
-    if not any("config" in f or f.strip("-") == "cfg" for f in flags):
+    parsers = config_parsers(ctx.nodes(cst.Call), ctx.nodes(cst.Assign))
+    if not parsers:
         return False
-    parsers = {t.target.value for a in ctx.nodes(cst.Assign) if isinstance(a.value, cst.Call) and
-               (dotted_name(a.value.func) or "").endswith("ArgumentParser") for t in a.targets
-               if isinstance(t.target, cst.Name)}
     return any(isinstance(a.value, cst.Call) and not isinstance(a.value.func, cst.Attribute) and
                any(isinstance(x.value, cst.Name) and x.value.value in parsers for x in a.value.args)
                for a in ctx.nodes(cst.Assign))

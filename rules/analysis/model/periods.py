@@ -11,7 +11,7 @@ import libcst as cst
 
 from ..syntax.bindings import name_values
 from ..syntax.callsites import bound_arg, calls_of
-from ..syntax.calls import argparse_options, dotted_name, get_arg, literal_value, NOT_LITERAL
+from ..syntax.calls import argparse_options, config_parsers, dotted_name, get_arg, literal_value, NOT_LITERAL
 from ..syntax.context import RuleContext
 from ..syntax.launch import project_runs
 from ..syntax.tree import walk
@@ -139,12 +139,9 @@ def default_one_note(ctx: RuleContext, node: cst.CSTNode) -> str:
 def _config_filled(ctx: RuleContext) -> bool:
     """A ``--config`` option and the parser handed to a helper that returns the namespace
     (``args = parse_with_config(parser)``): the shipped configuration decides the values."""
-    flags = {f for _, longs, _ in argparse_options(ctx.nodes(cst.Call)) for f in longs}
-    if not any("config" in f or f.strip("-") == "cfg" for f in flags):
+    parsers = config_parsers(ctx.nodes(cst.Call), ctx.nodes(cst.Assign))
+    if not parsers:
         return False
-    parsers = {t.target.value for a in ctx.nodes(cst.Assign) if isinstance(a.value, cst.Call) and
-               (dotted_name(a.value.func) or "").endswith("ArgumentParser") for t in a.targets
-               if isinstance(t.target, cst.Name)}
     return any(isinstance(c.func, cst.Name) and any(isinstance(x.value, cst.Name) and x.value.value in parsers
                                                     for x in c.args) for c in ctx.nodes(cst.Call))
 

@@ -127,3 +127,16 @@ def host_numpy(node: cst.CSTNode) -> bool:
     return method_call(node, "numpy") and not any(  # type: ignore[union-attr]
         a.keyword is not None and a.keyword.value == "force" and not (
             isinstance(a.value, cst.Name) and a.value.value == "False") for a in node.args)  # type: ignore[attr-defined]
+
+
+def config_parsers(calls: Iterable[cst.Call], assigns: Iterable[cst.Assign]) -> set[str]:
+    """The names bound to an ``ArgumentParser(...)`` in a file that has a ``--config``-like option
+    (``--config``, ``--cfg``): the parsers a helper may fill from a configuration file. Empty without
+    such an option."""
+    calls = list(calls)
+    flags = {f for _, longs, _ in argparse_options(calls) for f in longs}
+    if not any("config" in f or f.strip("-") == "cfg" for f in flags):
+        return set()
+    return {t.target.value for a in assigns if isinstance(a.value, cst.Call) and
+            (dotted_name(a.value.func) or "").endswith("ArgumentParser") for t in a.targets
+            if isinstance(t.target, cst.Name)}
