@@ -104,5 +104,5 @@ def visible(module: cst.Module, text: str, path: str, found: Found) -> list[Diag
     diags = from_findings(module, path, found)
     hidden = suppressed(diags, noqa_mod.noqa_map(text)) if diags else set()
     out = [d for i, d in enumerate(diags) if i not in hidden]
-    out.sort(key=lambda d: (d.line, d.column, d.code))
+    out.sort(key=lambda d: (d.line, d.column, d.code, d.message))
     return out

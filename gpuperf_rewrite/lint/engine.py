@@ -283,7 +283,8 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     crashes = {**fix_crashes, **crashes}
     if crashes:
         result.error = True  # not every rule checked the file
-        result.diagnostics = sorted([*result.diagnostics, *crashes.values()], key=lambda d: (d.line, d.column, d.code))
+        result.diagnostics = sorted([*result.diagnostics, *crashes.values()],
+                                    key=lambda d: (d.line, d.column, d.code, d.message))
     return result
 
 

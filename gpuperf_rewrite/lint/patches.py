@@ -120,7 +120,8 @@ def fix_each(data: bytes, path: str, ruleset: RuleSet, mode: FixMode = "safe") -
         new_text = decode_source(new_module.bytes)
         if new_text != text:
             out.append(SingleFix(diags[i], new_text))
-    out.sort(key=lambda s: (s.diagnostic.line, s.diagnostic.column, s.diagnostic.code))
+    out.sort(key=lambda s: (s.diagnostic.line, s.diagnostic.column, s.diagnostic.code,
+                           s.diagnostic.message))
     return text, out
 
 
