@@ -7,7 +7,8 @@ graph, so nothing can backpropagate through such a forward. The result is follow
 names it is assigned to (tuples included), torch functions, tensor methods, indexing, arithmetic
 and other modules' forwards; it must end in ``.numpy()``, ``.item()``, ``.tolist()``,
 ``float()``/``int()`` or a comparison. Anything else (returned as a tensor, stored on ``self``,
-appended to a list, handed to another function) keeps it out.
+appended to a list, handed to another function, dropped as ``_ = model(x)`` while the losses are
+gathered from the module) keeps it out.
 """
 
 from __future__ import annotations
@@ -111,6 +112,8 @@ def _names_end_on_host(ctx: RuleContext, ta: ModuleQueries, fn: cst.FunctionDef,
             return False  # ``self.out = model(x)``: kept beyond the function
         bound |= target_names(t.target)
     bound -= {"_"}
+    if not bound:
+        return False  # ``_ = model(x)``: its work leaves through the module (``model.collect("loss")``, hooks)
     if bound & names or len(names) + len(bound) > _MAX_NAMES:
         return not bound - names
     names |= bound
