@@ -117,11 +117,13 @@ def _names_end_on_host(ctx: RuleContext, ta: ModuleQueries, fn: cst.FunctionDef,
     if bound & names or len(names) + len(bound) > _MAX_NAMES:
         return not bound - names
     names |= bound
+    used = False
     for use in walk(fn.body):
-        if isinstance(use, cst.Name) and use.value in bound and not _binding(ctx, use) and \
-                not _ends_on_host(ctx, ta, fn, use, names):
-            return False
-    return True
+        if isinstance(use, cst.Name) and use.value in bound and not _binding(ctx, use):
+            if not _ends_on_host(ctx, ta, fn, use, names):
+                return False
+            used = True
+    return used  # a result never read is dropped: as ``_ = model(x)``
 
 
 def _binding(ctx: RuleContext, name: cst.Name) -> bool:
