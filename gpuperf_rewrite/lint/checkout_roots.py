@@ -5,8 +5,12 @@ text, never by running them."""
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import re
+import sys
+
+from .path_additions import INSTALLED, NOT_FIRST_PARTY
 
 _MAX_ENTRIES = 256
 
@@ -69,4 +73,75 @@ def imports_from_above(path: str, folder: str, parent: str) -> bool:
     except OSError:
         return False
     return any(not os.path.exists(os.path.join(folder, name)) and not os.path.exists(os.path.join(folder, name + ".py"))
-               and os.path.isfile(os.path.join(parent, name, "__init__.py")) for name in names)
+               and os.path.isfile(os.path.join(parent, name, "__init__.py")) and not _installed(name) for name in names)
+
+
+_INSTALLED_NAMES: dict[str, bool] = {}
+
+
+def _installed(name: str) -> bool:
+    """Is ``name`` a top-level module of the standard library or of an installed distribution (so
+    ``import torch.optim`` in a package holding a ``torch/`` folder still means the installed one)?"""
+    if name in sys.stdlib_module_names or name in sys.builtin_module_names:
+        return True
+    got = _INSTALLED_NAMES.get(name)
+    if got is None:
+        sites = [p for p in sys.path if p and not INSTALLED.isdisjoint(p.split(os.sep))]
+        got = _INSTALLED_NAMES[name] = importlib.machinery.PathFinder.find_spec(name, sites) is not None
+    return got
+
+
+def _holds(folder: str, name: str) -> bool:
+    """Does ``folder`` hold the module ``name`` (``name.py``, or a folder of Python files)?"""
+    if os.path.isfile(os.path.join(folder, name + ".py")):
+        return True
+    package = os.path.join(folder, name)
+    try:
+        return os.path.isdir(package) and any(n.endswith(".py") or os.path.isdir(os.path.join(package, n))
+                                              for n in os.listdir(package)[:_MAX_ENTRIES])
+    except OSError:
+        return False
+
+
+_IMPORT_ROOTS: dict[tuple[str, str], tuple[int, str]] = {}
+
+
+def import_root(path: str, base: str, levels: int = 3) -> str:
+    """Where a file of a checkout without a project marker runs from: ``base`` (the folder found
+    from its packages), or the folder above it, at most ``levels`` above the file's own, that holds
+    the modules its absolute imports name and ``base`` does not: src/pretrain/train.py's ``from
+    lxrt.entry import X`` with src/lxrt/ (run with ``PYTHONPATH=src``); recipes/dns/trainer.py's
+    ``import audio_zen.loss`` with audio_zen/ at the checkout's top (run from there). Names of the
+    standard library and of installed distributions are never looked for."""
+    if not INSTALLED.isdisjoint(path.split(os.sep)):
+        return base  # installed code is never first-party: its imports are not followed
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        return base
+    got = _IMPORT_ROOTS.get((path, base))
+    if got is not None and got[0] == mtime:
+        return got[1]
+    try:
+        with open(path, "rb") as fh:
+            names = {(m.group(1) or m.group(2)).decode() for m in _TOP_IMPORT.finditer(fh.read(200_000))}
+    except OSError:
+        names = set()
+    root = base
+    for name in sorted(names):
+        if _holds(root, name) or _installed(name):
+            continue
+        folder = os.path.dirname(path)
+        for _ in range(levels):
+            above = os.path.dirname(folder)
+            if above == folder or not NOT_FIRST_PARTY.isdisjoint(above.split(os.sep)):
+                break
+            folder = above
+            if _holds(folder, name):
+                if root == folder or root.startswith(folder.rstrip(os.sep) + os.sep):
+                    root = folder  # only ever upwards: base's own modules keep resolving
+                break
+    if len(_IMPORT_ROOTS) >= _MAX_ENTRIES:
+        _IMPORT_ROOTS.pop(next(iter(_IMPORT_ROOTS)))
+    _IMPORT_ROOTS[(path, base)] = (mtime, root)
+    return root

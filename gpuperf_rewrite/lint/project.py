@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .checkout_roots import checkout_like, imported_as_package, imports_from_above
+from .checkout_roots import checkout_like, import_root, imported_as_package, imports_from_above
 from .import_folders import same_named_module
 from .named_imports import named_by_prefix
 from .path_additions import (INSTALLED, NOT_FIRST_PARTY, beside_additions, first_party_folders, may_set_path_up, path_additions,
@@ -45,7 +45,8 @@ def find_project_root(path: Path) -> Path:
     ``setup.py``, ``setup.cfg``, ``.git``); when there is none, the folder above the package
     the file is in (runners/diffusion.py with a runners/__init__.py: the folder holding
     runners/, where the program runs from and ``from models.unet import Model`` resolves), or
-    the file's own folder when it is in no package."""
+    the file's own folder when it is in no package; widened to the folder above that holds the
+    packages the file's imports name (``lint.checkout_roots.import_root``)."""
     start = os.path.abspath(path)
     folder = start if os.path.isdir(start) else os.path.dirname(start)
     candidate = folder
@@ -64,13 +65,15 @@ def find_project_root(path: Path) -> Path:
         top = above
     # Only a checkout's layout: a script beside the package (main.py next to runners/), and no
     # installed distributions there (a copy of site-packages, or of one package, stays per folder).
+    base = folder
     if top != folder and checkout_like(top):
-        return Path(top)
-    parent = os.path.dirname(folder)
-    if parent != folder and (imported_as_package(parent, os.path.basename(folder)) or
-                             start != folder and imports_from_above(start, folder, parent)):
-        return Path(parent)  # utils/train.py with no __init__.py, imported as ``utils.train`` by ../trainer.py
-    return Path(folder)
+        base = top
+    elif (parent := os.path.dirname(folder)) != folder and (
+            imported_as_package(parent, os.path.basename(folder)) or
+            start != folder and imports_from_above(start, folder, parent)):
+        base = parent  # utils/train.py with no __init__.py, imported as ``utils.train`` by ../trainer.py
+    # The folder a script's imports say it runs from (``from lxrt.entry import X`` in src/pretrain/).
+    return Path(import_root(start, base) if start != folder else base)
 
 
 # folder -> (its mtime, holds a marker): a repo lint asks for every file's root, and a folder's
