@@ -30,6 +30,7 @@ _NOT_TRAINING = re.compile(r"^_*(print|log|plot|save|show|write|report|summar|vi
                            r"valid|val_|infer|predict|display|record|track|update|reset|get_avg|average)",
                            re.IGNORECASE)
 # A function of this name in the module is never a loss root: the rules see it from its own caller.
+_TEST_PATH = re.compile(r"(^|/)(tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
 _ROOT_NAMES = frozenset({"forward", "__call__", "__init__", "backward"})
 
 
@@ -40,8 +41,8 @@ def loss_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
 
 
 def _loss_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
-    if getattr(ctx, "launch", None) is None:
-        return {}  # checked alone (installed code, stdin): nothing says the module is part of a program
+    if getattr(ctx, "launch", None) is None or _TEST_PATH.search(ctx.path.replace("\\", "/")):
+        return {}  # checked alone (installed code, stdin), or a test module: no training program runs it
     runs = project_runs(ctx)
     known = {c.function for c in (*runs.step_callers, *runs.rare_callers)}
     candidates = {fn: qual for qual, fn in callable_defs(ctx).items()
