@@ -21,7 +21,7 @@ import libcst as cst
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, callable_defs, project_runs
 from ..syntax.tree import walk
-from .training import TrainingAnalysis
+from .training import TrainingAnalysis, analysis
 
 LOSS_KIND = "training step"
 _LOSS = re.compile(r"loss|criterion", re.IGNORECASE)
@@ -31,7 +31,10 @@ _NOT_TRAINING = re.compile(r"^_*(print|log|plot|save|show|write|report|summar|vi
                            re.IGNORECASE)
 # A function of this name in the module is never a loss root: the rules see it from its own caller.
 _TEST_PATH = re.compile(r"(^|/)(tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
-_ROOT_NAMES = frozenset({"forward", "__call__", "__init__", "backward"})
+_ROOT_NAMES = frozenset({"forward", "__call__", "__init__", "backward", "fit", "train", "run", "main"})
+# A word of the name that says the function evaluates (``compute_validation_loss``, ``get_eval_loss_dict``).
+_EVAL_WORD = re.compile(r"(^|_)(val|valid|validation|eval|evaluate|evaluation|test|infer|inference|predict)(_|$)",
+                        re.IGNORECASE)
 
 
 def loss_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
@@ -45,8 +48,11 @@ def _loss_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
         return {}  # checked alone (installed code, stdin), or a test module: no training program runs it
     runs = project_runs(ctx)
     known = {c.function for c in (*runs.step_callers, *runs.rare_callers)}
+    ta = analysis(ctx)
+    loops = set(ta.step_loops) | set(ta.eval_loops)
+    # (a function holding a training or evaluation loop is no loss: its loop says what runs per step)
     candidates = {fn: qual for qual, fn in callable_defs(ctx).items()
-                  if qual not in known and _computes_loss(fn)}
+                  if qual not in known and _computes_loss(fn) and not any(lp in loops for lp in walk(fn.body))}
     if not candidates:
         return {}
     names = {fn.name.value for fn in candidates}
@@ -68,7 +74,7 @@ def _computes_loss(fn: cst.FunctionDef) -> bool:
     """A loss by its name (``cal_loss``, ``criterion``), or a function returning a loss-named value
     (``return loss, n_correct``), which no name says only reports or evaluates."""
     name = fn.name.value
-    if name in _ROOT_NAMES or _NOT_TRAINING.search(name):
+    if name in _ROOT_NAMES or _NOT_TRAINING.search(name) or _EVAL_WORD.search(name):
         return False
     if _LOSS.search(name):
         return True
