@@ -70,6 +70,7 @@ MODULES = (
     'analysis/model/hook_steps.py',
     'analysis/model/host_bound.py',
     'analysis/model/host_data.py',
+    'analysis/model/loss_roots.py',
     'analysis/model/models.py',
     'analysis/model/periods.py',
     'analysis/model/rare_evals.py',

@@ -53,3 +53,15 @@ def in_step_function(ctx: RuleContext, call: cst.BaseExpression, what: str, call
         "and optimizer step); it blocks the CPU until the GPU has finished all queued work (host-device sync); read "
         "it only every N steps, or keep the work that needs it on the device",
         no_fix_reason=f"the value is used by `{caller.function}` itself, and the loop that calls it is not in this file")
+
+
+def in_loss(ctx: RuleContext, call: cst.BaseExpression, what: str, caller: StepCaller) -> Finding:
+    """A host read in a loss function of this module that no known caller runs (``model.loss_roots``):
+    a loss is computed on every training step, wherever the step calls it from."""
+    snippet = ctx.code_for(call) if len(ctx.code_for(call)) <= 40 else what
+    return Finding(
+        call, f"`{snippet}` runs on every call of `{caller.function}`, a loss, which a training step computes once "
+        "per step; the caller was not resolved (an import, a handed callable or a registry this check cannot "
+        "follow), so this cannot be ruled out: it blocks the CPU until the GPU has finished all queued work "
+        "(host-device sync); keep the value on the device, or read it only every N steps",
+        no_fix_reason=f"the value is used by `{caller.function}` itself, and its caller was not resolved")

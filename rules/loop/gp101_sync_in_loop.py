@@ -17,6 +17,7 @@ from ..analysis.facts.host_values import rebound_to_host
 from ..analysis.facts.program import cpu_only
 from ..analysis.model.tensors import is_host_expr, module_function
 from ..analysis.model.forward_reach import forward_read_caller, forward_roots, model_buffer
+from ..analysis.model.loss_roots import loss_read_caller, loss_roots
 from ..analysis.model.periods import default_one_note
 from ..analysis.model.step_reach import runs_elsewhere
 from ..analysis.model.step_functions import has_step_functions, step_function_caller
@@ -36,7 +37,7 @@ from ._cpu_copies import blocking_copy_to_cpu
 from ._lightning_logs import log_call_around, logged_directly
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._out_of_loop_reads import collective_read as _collective_read, from_elsewhere as _from_elsewhere, \
-    in_step_function as _in_step_function
+    in_loss as _in_loss, in_step_function as _in_step_function
 from ..analysis.syntax.context import RuleContext
 from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.syntax.glance import Glance
@@ -270,7 +271,7 @@ class SyncInLoop(Rule):
         # a Trainer subclass's compute_loss, a callback's on_step_end, what a Lightning step hook calls
         framework = {**lightning_step_methods(ctx), **framework_step_methods(ctx)}
         if not (ta.step_loops or ta.eval_loops or hooks or framework or runs_elsewhere(ctx) or forward_roots(ctx) or
-                has_step_functions(ta)) or cpu_only(ctx):
+                has_step_functions(ta) or loss_roots(ctx)) or cpu_only(ctx):
             return
         # A read of a collective's result on its way to a log: GP106 reports the collective; the
         # read is a sync of its own (GP101), fixed by the same change (reduce and read when logging).
@@ -294,6 +295,10 @@ class SyncInLoop(Rule):
                     yield _from_elsewhere(ctx, call, what, caller)
                 elif (caller := step_function_caller(ta, call)) is not None and not read_of_argument(ctx, call):
                     yield _in_step_function(ctx, call, what, caller)
+                elif (caller := loss_read_caller(ctx, ta, call)) is not None and \
+                        not under_rare_switch(ctx, call) and not read_of_argument(ctx, call) and \
+                        not returned_to_host_output(ctx, call):  # a loss whose caller is out of sight
+                    yield _in_loss(ctx, call, what, caller)
                 continue
             snippet = ctx.code_for(call)
             if len(snippet) > 40:
