@@ -28,7 +28,7 @@ from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
-from ._host_origin import FACTORIES, FROM_ARRAY, LIKE_FACTORIES, RANDOM_FACTORIES, host_origin
+from ._host_origin import FACTORIES, FROM_ARRAY, LIKE_FACTORIES, RANDOM_FACTORIES, default_type_caveat, host_origin
 
 # Names of parameters that carry a batch's size into a helper (``sample(self, batch_size, device)``).
 _BATCH_SIZE_NAMES = frozenset({"b", "bs", "bsz", "batch", "batch_size", "batchsize", "n_batch", "num_samples"})
@@ -192,7 +192,7 @@ def _finding(ctx: RuleContext, fn: cst.FunctionDef, move: cst.Call, factory: cst
                f"to the device; `{fn.name.value}` is not seen called from the training loop (its callers were not "
                "resolved), so whether this runs every step is not proven: if it does, each call is a synchronous "
                "host-to-device transfer; build the tensor on the device (device=). If it runs only at set-up, it "
-               "costs nothing")
+               "costs nothing") + default_type_caveat(ctx, factory)
     device = _direct_device(ctx, move, factory)
     if device is not None:
         fix: Fix | NoFix = Fix("create the tensor on the device", (Replace(move, add_kwarg(factory, "device", device)),),
