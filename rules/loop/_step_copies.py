@@ -84,9 +84,21 @@ def unpacked_param(fn: cst.FunctionDef, name: str) -> str | None:
         return name
     for a in walk(fn.body):
         if isinstance(a, cst.Assign) and any(name in target_names(t.target) for t in a.targets):
-            source = dotted_name(a.value.value if isinstance(a.value, cst.Subscript) else a.value)
+            source = _derived_root(a.value)
             return source if source in params else None
     return None
+
+
+def _derived_root(value: cst.BaseExpression) -> str | None:
+    """The name a value is a view, cast or field of (``batch[0]``, ``target.view(-1, 1).float()``), also
+    when an ``if`` expression picks between such forms of one name (``target.float() if binary else
+    target``): the data is what that name holds, in whatever form the function takes it (issue 34)."""
+    if isinstance(value, cst.IfExp):
+        roots = {_derived_root(value.body), _derived_root(value.orelse)}
+        return roots.pop() if len(roots) == 1 else None
+    while isinstance(value, cst.Subscript) or method_call(value, *_SAME_PLACE):
+        value = value.value if isinstance(value, cst.Subscript) else value.func.value  # type: ignore[attr-defined]
+    return dotted_name(value)
 
 
 def _parsed_param(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> str | None:
