@@ -168,6 +168,11 @@ def _run_by_step_function(ta: TrainingAnalysis, fn: cst.FunctionDef, depth: int 
                _run_by_step_function(ta, c, depth + 1) for c, call in zip(callers, calls))
 
 
+# Parameter names that say a per-step function's argument is not the step's data.
+_NOT_DATA = ("model", "net", "module", "optim", "device", "cfg", "config", "args", "opt", "param", "weight",
+             "scaler", "sched", "cls", "rank", "gpu", "dtype")
+
+
 # Tensor methods whose result lives where their receiver does (a dtype cast, a view).
 _SAME_PLACE = ("long", "int", "float", "half", "double", "bool", "byte", "contiguous", "view", "reshape",
                "squeeze", "unsqueeze", "permute", "transpose", "flatten", "clone", "detach")
@@ -211,9 +216,12 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
     # (every element of a container the step hands in, ``for k, v in tensor_dict.items(): v.cuda()``:
     # a move helper's whole work is the batch, whatever its parameter is called)
     fields = param is not None and element is None and _moves_fields(fn, param)
-    if not _pulled_from_iterator(fn, base.value) and (
-            param is None or param == "self" or element is None and not fields and
-            not any(w in param.lower() for w in _DATA_PARAM)):
+    if not _pulled_from_iterator(fn, base.value) and (param is None or param == "self"):
+        return None
+    # (issue 34: a parameter of a per-step function is its data whatever it is called, unless its name
+    # says it is not data: a model, an optimizer, a device, a setting)
+    unnamed = param is not None and element is None and not fields and not any(w in param.lower() for w in _DATA_PARAM)
+    if unnamed and any(w in param.lower() for w in _NOT_DATA):  # type: ignore[union-attr]
         return None
     fix: Fix | NoFix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
     if (strict := no_fix_reason(ctx)) is not None:
@@ -224,6 +232,10 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
         return Finding.of(call, message("batch", kind) + f"; `{base.value}` is what a helper returns for the `{parsed}` "
                           "this function is handed, not proven on the device: if the helper already moved it, this "
                           "copy is a no-op", fix)
+    if unnamed and not _pulled_from_iterator(fn, base.value):
+        return Finding.of(call, message("batch", kind) + f"; `{param}` is taken for the step's data because this "
+                          "per-step function moves it (not proven: a caller may hand it data already on the device, "
+                          "and then this copy is a no-op)", fix)
     if fields and not any(w in param.lower() for w in _DATA_PARAM):  # type: ignore[union-attr]
         return Finding.of(call, message("batch", kind) + f"; `{param}` is taken for the batch because this function "
                           "moves several of its fields to the device (not proven: a caller may hand it data already "
