@@ -97,12 +97,28 @@ def _handed_tensor(expr: cst.BaseExpression, fn: cst.FunctionDef, params: set[st
     parts = name.split(".")
     if parts[0] in params and (len(parts) == 1 and bare or parts[1:] == ["device"]):
         return parts[0]
+    if parts[1:] == ["device"] and depth < 2:  # ``error.device`` of a local tensor
+        return _handed_tensor(cst.Name(parts[0]), fn, params, depth, bare=True)
     if len(parts) != 1 or depth >= 2:
         return None
     values = [a.value for a in walk(fn.body) if isinstance(a, cst.Assign) and
               any(isinstance(t.target, cst.Name) and t.target.value == name for t in a.targets)]
-    found = [_handed_tensor(v, fn, params, depth + 1) for v in values]
+    found = [_handed_tensor(v, fn, params, depth + 1) or _operand(v, fn, params, depth) for v in values]
     return found[0] if found and all(f is not None for f in found) else None
+
+
+def _operand(value: cst.BaseExpression, fn: cst.FunctionDef, params: set[str], depth: int) -> str | None:
+    """``error = (pred - y) ** 2``: arithmetic over a tensor the function is handed is where that tensor is."""
+    while isinstance(value, cst.BinaryOperation):
+        for side in (value.left, value.right):
+            inner = side.value if isinstance(side, cst.Subscript) else side
+            if isinstance(inner, (cst.BinaryOperation, cst.Name)):
+                found = _operand(inner, fn, params, depth) if isinstance(inner, cst.BinaryOperation) else \
+                    _handed_tensor(inner, fn, params, depth + 1, bare=True)
+                if found is not None:
+                    return found
+        return None
+    return None
 
 
 def _sibling_evidence(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
