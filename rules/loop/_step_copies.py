@@ -200,8 +200,9 @@ def from_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, calle
 
 def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseExpression, call: cst.Call, kind: str,
                           transformers: bool) -> Finding | None:
-    """A copy of the batch ``fn`` is handed (``base`` reaches a parameter named like data: ``batch``,
-    ``inputs``, through subscripts and attributes); unsafe: it may not be a tensor."""
+    """A copy of the batch ``fn`` is handed (``base`` reaches a parameter: one named like data, ``batch``,
+    ``inputs``, or any other whose name does not say it is not data, issue 34; through subscripts and
+    attributes); unsafe: it may not be a tensor."""
     while isinstance(base, (cst.Subscript, cst.Attribute)) or method_call(base, *_SAME_PLACE) or \
             isinstance(base, cst.Call) and wrapped_argument(ctx, base) is not None:
         # (``to_tensor(batch["obs"])`` of a helper wrapping it in a host tensor: still the batch)
