@@ -335,9 +335,8 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
         kind = ta.loop_kind(loop)
     else:
         assert caller is not None
-        kind = _per_call(caller)
+        kind = _per_call(caller) + default_type_caveat(ctx, factory)
     what = ctx.code_for(factory.func)
-    kind += default_type_caveat(ctx, factory) if caller is not None else ""
     moved = ctx.code_for(move)
     moved = moved if len(moved) <= 40 else f".{move.func.attr.value}(...)" if moved_value is None else \
         f"{ctx.code_for(move.func)}(...)"  # type: ignore[attr-defined]
