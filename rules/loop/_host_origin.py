@@ -53,9 +53,9 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
                 depth: int = 0) -> cst.Call | None:
     """The factory call that built, in host memory, the tensor ``expr`` holds where ``at`` reads
     it: a torch factory without ``device=`` (``torch.arange(n)``), a legacy CPU type
-    (``torch.LongTensor(n, m)``; ``torch.Tensor`` only where the file sets no default tensor type
-    and, with ``loose_default_type`` (a caller in another module may set one), only wrapping values
-    in a list, ``torch.Tensor([loss_value])``: the idiom of code written for a CPU default), through
+    (``torch.LongTensor(n, m)``; ``torch.Tensor`` where the file sets no default tensor type: with
+    ``loose_default_type`` a caller in another module may set one, which the finding names through
+    :func:`default_type_caveat` instead of staying quiet, issue 34), through
     dtype casts and views, arithmetic with numbers, ``torch.cat``/``stack`` of such tensors, and
     the names the same function bound to one before ``at``. None when not certain."""
     if depth > 8:
@@ -81,8 +81,9 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
             return expr if held is not None or host_batch_value(ctx, source, at) else None
         if ctx.is_call_to(expr, FACTORIES) and ctx.code_for(expr.func) != "torch.tensor" or \
                 ctx.matches(expr.func, _LEGACY_CPU) or \
-                ctx.matches(expr.func, {"torch.Tensor"}) and "set_default" not in ctx.source and \
-                (not loose_default_type or _wraps_values(expr)):
+                ctx.matches(expr.func, {"torch.Tensor"}) and "set_default" not in ctx.source:
+            # (``torch.Tensor(n, m)`` where a caller of another module may have set a CUDA default tensor
+            # type: not ruled out, the finding says so: ``default_type_caveat``; issue 34)
             if get_arg(expr, "device") is not None or any(a.star for a in expr.args):
                 return None
             return expr
@@ -296,6 +297,15 @@ def _loop_target(ctx: RuleContext, name: str, at: cst.CSTNode) -> bool:
             return True
         loop = ctx.enclosing(loop, cst.For)
     return False
+
+
+def default_type_caveat(ctx: RuleContext, factory: cst.Call) -> str:
+    """What a finding on ``torch.Tensor(n, m)`` in code called from elsewhere did not resolve: whether a
+    caller set a CUDA default tensor type (``torch.set_default_tensor_type``); "" for any other factory."""
+    if not ctx.matches(factory.func, {"torch.Tensor"}) or _wraps_values(factory):
+        return ""
+    return (" (assuming no CUDA default tensor type is set elsewhere: `torch.Tensor(...)` is then built on the "
+            "device and the move is a no-op)")
 
 
 def _wraps_values(call: cst.Call) -> bool:

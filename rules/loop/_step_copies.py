@@ -84,9 +84,21 @@ def unpacked_param(fn: cst.FunctionDef, name: str) -> str | None:
         return name
     for a in walk(fn.body):
         if isinstance(a, cst.Assign) and any(name in target_names(t.target) for t in a.targets):
-            source = dotted_name(a.value.value if isinstance(a.value, cst.Subscript) else a.value)
+            source = _derived_root(a.value)
             return source if source in params else None
     return None
+
+
+def _derived_root(value: cst.BaseExpression) -> str | None:
+    """The name a value is a view, cast or field of (``batch[0]``, ``target.view(-1, 1).float()``), also
+    when an ``if`` expression picks between such forms of one name (``target.float() if binary else
+    target``): the data is what that name holds, in whatever form the function takes it (issue 34)."""
+    if isinstance(value, cst.IfExp):
+        roots = {_derived_root(value.body), _derived_root(value.orelse)}
+        return roots.pop() if len(roots) == 1 else None
+    while isinstance(value, cst.Subscript) or method_call(value, *_SAME_PLACE):
+        value = value.value if isinstance(value, cst.Subscript) else value.func.value  # type: ignore[attr-defined]
+    return dotted_name(value)
 
 
 def _parsed_param(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> str | None:
@@ -156,6 +168,11 @@ def _run_by_step_function(ta: TrainingAnalysis, fn: cst.FunctionDef, depth: int 
                _run_by_step_function(ta, c, depth + 1) for c, call in zip(callers, calls))
 
 
+# Parameter names that say a per-step function's argument is not the step's data.
+_NOT_DATA = ("model", "net", "module", "optim", "device", "cfg", "config", "args", "opt", "param", "weight",
+             "scaler", "sched", "cls", "rank", "gpu", "dtype")
+
+
 # Tensor methods whose result lives where their receiver does (a dtype cast, a view).
 _SAME_PLACE = ("long", "int", "float", "half", "double", "bool", "byte", "contiguous", "view", "reshape",
                "squeeze", "unsqueeze", "permute", "transpose", "flatten", "clone", "detach")
@@ -183,8 +200,9 @@ def from_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, calle
 
 def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseExpression, call: cst.Call, kind: str,
                           transformers: bool) -> Finding | None:
-    """A copy of the batch ``fn`` is handed (``base`` reaches a parameter named like data: ``batch``,
-    ``inputs``, through subscripts and attributes); unsafe: it may not be a tensor."""
+    """A copy of the batch ``fn`` is handed (``base`` reaches a parameter: one named like data, ``batch``,
+    ``inputs``, or any other whose name does not say it is not data, issue 34; through subscripts and
+    attributes); unsafe: it may not be a tensor."""
     while isinstance(base, (cst.Subscript, cst.Attribute)) or method_call(base, *_SAME_PLACE) or \
             isinstance(base, cst.Call) and wrapped_argument(ctx, base) is not None:
         # (``to_tensor(batch["obs"])`` of a helper wrapping it in a host tensor: still the batch)
@@ -199,9 +217,12 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
     # (every element of a container the step hands in, ``for k, v in tensor_dict.items(): v.cuda()``:
     # a move helper's whole work is the batch, whatever its parameter is called)
     fields = param is not None and element is None and _moves_fields(fn, param)
-    if not _pulled_from_iterator(fn, base.value) and (
-            param is None or param == "self" or element is None and not fields and
-            not any(w in param.lower() for w in _DATA_PARAM)):
+    if not _pulled_from_iterator(fn, base.value) and (param is None or param == "self"):
+        return None
+    # (issue 34: a parameter of a per-step function is its data whatever it is called, unless its name
+    # says it is not data: a model, an optimizer, a device, a setting)
+    unnamed = param is not None and element is None and not fields and not any(w in param.lower() for w in _DATA_PARAM)
+    if unnamed and any(w in param.lower() for w in _NOT_DATA):  # type: ignore[union-attr]
         return None
     fix: Fix | NoFix = NoFix("what is copied may not be a tensor (a tokenizer's BatchEncoding `.to()` may not take non_blocking)")
     if (strict := no_fix_reason(ctx)) is not None:
@@ -212,6 +233,10 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
         return Finding.of(call, message("batch", kind) + f"; `{base.value}` is what a helper returns for the `{parsed}` "
                           "this function is handed, not proven on the device: if the helper already moved it, this "
                           "copy is a no-op", fix)
+    if unnamed and not _pulled_from_iterator(fn, base.value):
+        return Finding.of(call, message("batch", kind) + f"; `{param}` is taken for the step's data because this "
+                          "per-step function moves it (not proven: a caller may hand it data already on the device, "
+                          "and then this copy is a no-op)", fix)
     if fields and not any(w in param.lower() for w in _DATA_PARAM):  # type: ignore[union-attr]
         return Finding.of(call, message("batch", kind) + f"; `{param}` is taken for the batch because this function "
                           "moves several of its fields to the device (not proven: a caller may hand it data already "

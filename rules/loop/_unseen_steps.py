@@ -28,7 +28,7 @@ from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
-from ._host_origin import FACTORIES, FROM_ARRAY, LIKE_FACTORIES, RANDOM_FACTORIES, host_origin
+from ._host_origin import FACTORIES, FROM_ARRAY, LIKE_FACTORIES, RANDOM_FACTORIES, default_type_caveat, host_origin
 
 # Names of parameters that carry a batch's size into a helper (``sample(self, batch_size, device)``).
 _BATCH_SIZE_NAMES = frozenset({"b", "bs", "bsz", "batch", "batch_size", "batchsize", "n_batch", "num_samples"})
@@ -55,13 +55,88 @@ def unseen_step_moves(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[Findin
                 forward_caller(ctx, ta, move) is not None or ta.steps_each_call(fn):
             continue  # the resolver proved it per step: the main rule's (reported or ruled out there)
         per_fn.setdefault(fn, []).append((move, factory, _batch_sized(ctx, factory, fn)))
+    own = {fn: next((why for _, _, why in moves if why), None) or _handed_device(ctx, fn, moves) for fn, moves in per_fn.items()}
     for fn, moves in per_fn.items():
         sized = next((why for _, _, why in moves if why), None)
-        if sized is None:
+        evidence = own[fn] if sized is None else None
+        if sized is None and evidence is None:
+            evidence = _sibling_evidence(ctx, ta, fn, own)
+        if sized is None and evidence is None:
             continue  # nothing says this function runs per batch
         for move, factory, why in moves:
             yield _finding(ctx, fn, move, factory, f"sized by {why}: made for each batch" if why else
-                           f"in a function that sizes tensors by {sized}, so runs for each batch")
+                           f"in a function that sizes tensors by {sized}, so runs for each batch" if sized else evidence)
+
+
+def _handed_device(ctx: RuleContext, fn: cst.FunctionDef, moves: list[tuple[cst.Call, cst.Call, str | None]]) -> str | None:
+    """Per-call evidence of another kind (issue 34): a move whose target is where a tensor ``fn`` is handed
+    lives (``.type_as(scores)``, ``.to(x.device)``, ``.to(device=device)`` with ``device = value.device``):
+    the function is given device tensors on each call and builds host tensors to match them, the work of a
+    forward, a loss or a metric, not of set-up (which is handed sizes and a device, not tensors)."""
+    params = {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params)} - {"self", "cls"}
+    for move, _, _ in moves:
+        attr = move.func.attr.value  # type: ignore[attr-defined]
+        arg = get_arg(move, "device", 0) if attr in ("to", "cuda") else get_arg(move, "other", 0)
+        if arg is None:
+            continue
+        handed = _handed_tensor(arg.value, fn, params, 0, bare=attr == "type_as" or device_kind(ctx, arg.value) is None)
+        if handed is not None:
+            return f"moved to where `{handed}`, a tensor `{fn.name.value}` is handed, lives: so it runs for each call"
+    return None
+
+
+def _handed_tensor(expr: cst.BaseExpression, fn: cst.FunctionDef, params: set[str], depth: int,
+                   bare: bool = False) -> str | None:
+    """The parameter whose tensor ``expr`` (a device or a tensor) names: ``x.device``, ``x`` itself where
+    it is the target tensor (``bare``: ``type_as(x)``, ``.to(x)`` of a name no device is spelled as), or
+    a name ``fn`` binds to one (``device = value.device``), two assignments deep. A parameter that is
+    a device (``def fit(self, device)``) is not a tensor handed in."""
+    name = dotted_name(expr)
+    if name is None:
+        return None
+    parts = name.split(".")
+    if parts[0] in params and (len(parts) == 1 and bare or parts[1:] == ["device"]):
+        return parts[0]
+    if parts[1:] == ["device"] and depth < 2:  # ``error.device`` of a local tensor
+        return _handed_tensor(cst.Name(parts[0]), fn, params, depth, bare=True)
+    if len(parts) != 1 or depth >= 2:
+        return None
+    values = [a.value for a in walk(fn.body) if isinstance(a, cst.Assign) and
+              any(isinstance(t.target, cst.Name) and t.target.value == name for t in a.targets)]
+    found = [_handed_tensor(v, fn, params, depth + 1) or _operand(v, fn, params, depth) for v in values]
+    return found[0] if found and all(f is not None for f in found) else None
+
+
+def _operand(value: cst.BaseExpression, fn: cst.FunctionDef, params: set[str], depth: int) -> str | None:
+    """``error = (pred - y) ** 2``: arithmetic over a tensor the function is handed is where that tensor is."""
+    while isinstance(value, cst.BinaryOperation):
+        for side in (value.left, value.right):
+            inner = side.value if isinstance(side, cst.Subscript) else side
+            if isinstance(inner, (cst.BinaryOperation, cst.Name)):
+                found = _operand(inner, fn, params, depth) if isinstance(inner, cst.BinaryOperation) else \
+                    _handed_tensor(inner, fn, params, depth + 1, bare=True)
+                if found is not None:
+                    return found
+        return None
+    return None
+
+
+def _sibling_evidence(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
+                      own: dict[cst.FunctionDef, str | None]) -> str | None:
+    """``get_loss`` calls ``objectness_loss`` (sized per batch) and ``box_loss``: a function called, under
+    no period, by a caller that also calls a function with per-batch evidence runs per batch too."""
+    for call in ta.calls_of(fn):
+        caller = ctx.enclosing(call, cst.FunctionDef)
+        if caller is None or caller is fn or ta.guard_of(call) is not None or proven_rare(ctx, ta, caller, call):
+            continue
+        for other in walk(caller.body):
+            if not isinstance(other, cst.Call) or ta.guard_of(other) is not None:
+                continue
+            for callee in ta.called_functions(other):
+                if callee is not fn and own.get(callee):
+                    return (f"`{caller.name.value}` calls it with `{callee.name.value}`, which builds tensors for each "
+                            "batch: so it runs for each batch too")
+    return None
 
 
 _WRAPPERS = frozenset({"torch.from_numpy", "torch.Tensor", "torch.tensor", "torch.as_tensor"}) | \
@@ -192,7 +267,7 @@ def _finding(ctx: RuleContext, fn: cst.FunctionDef, move: cst.Call, factory: cst
                f"to the device; `{fn.name.value}` is not seen called from the training loop (its callers were not "
                "resolved), so whether this runs every step is not proven: if it does, each call is a synchronous "
                "host-to-device transfer; build the tensor on the device (device=). If it runs only at set-up, it "
-               "costs nothing")
+               "costs nothing") + default_type_caveat(ctx, factory)
     device = _direct_device(ctx, move, factory)
     if device is not None:
         fix: Fix | NoFix = Fix("create the tensor on the device", (Replace(move, add_kwarg(factory, "device", device)),),
@@ -234,7 +309,13 @@ NOT_RULED_OUT = (
     "time (`torch.zeros((B, K)).cuda()` with `B = xyz.shape[0]`, `torch.arange(logits.shape[0])`, "
     "`torch.zeros(batch_size, 1, 1).type_as(x)`), or from a parameter named like a batch size, or "
     "numpy draws sized so are wrapped; host tensors moved in the same function are reported with it "
-    "(`torch.Tensor(WEIGHTS).cuda()`). Not reported: set-up (`__init__`, functions every in-file call "
+    "(`torch.Tensor(WEIGHTS).cuda()`). So is a host tensor moved to where a tensor the function is handed "
+    "lives (`.type_as(logits)`, `.to(x.device)`, `.to(device=device)` with `device = value.device`, the device "
+    "of arithmetic over them): it is handed device tensors on each call (a forward, loss, metric or GPU "
+    "transform; set-up is handed a device, not tensors), and one a caller calls, under no period, beside a "
+    "function with such evidence (`get_loss` calling the objectness part and the size part). A "
+    "`torch.Tensor(n, m)` there is taken for a host tensor, the message naming the assumption (no CUDA "
+    "default tensor type set elsewhere). Not reported: set-up (`__init__`, functions every in-file call "
     "of which is at module level, in `__init__` or under a period), code under `torch.no_grad()`, "
     "cache fills, loader work (`__getitem__`, collate functions, dataset and sampler classes). The "
     "`device=` fix is offered only where the factory is moved as built: it holds however often the "

@@ -229,7 +229,9 @@ class BlockingCopy(Rule):
         "function of this module that another module's loop calls every step (a `to_device(batch, "
         "device)` helper, a loss's `forward`) is reported here, where the edit goes: of a tensor "
         "built on the host there (`torch.from_numpy(x).long().to(device)`) or of a parameter named "
-        "like data (`batch`, `inputs`); only this module's direct importers are read."
+        "like data (`batch`, `inputs`), or of any other parameter whose name does not say it is not data "
+        "(a model, an optimizer, a device, a setting), the message saying it is taken for the step's data "
+        "(issue 34); only this module's direct importers are read."
     )
     limitations = (
         "Three kinds of per-step copies are reported: the batch (names bound by the step loop's "

@@ -31,8 +31,8 @@ from ._cpu_indices import cpu_index_findings
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._host_moves import combined_names, host_data_argument
 from ._host_origin import (
-    COPIES_VALUES, FACTORIES, LIKE_FACTORIES, RANDOM_FACTORIES, FROM_ARRAY, copies_its_fields, unwrapped, host_origin,
-    made_once,
+    COPIES_VALUES, FACTORIES, LIKE_FACTORIES, RANDOM_FACTORIES, FROM_ARRAY, copies_its_fields, default_type_caveat,
+    unwrapped, host_origin, made_once,
 )
 
 # Arguments that make ``device=`` wrong or change what the move would have done.
@@ -335,7 +335,7 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
         kind = ta.loop_kind(loop)
     else:
         assert caller is not None
-        kind = _per_call(caller)
+        kind = _per_call(caller) + default_type_caveat(ctx, factory)
     what = ctx.code_for(factory.func)
     moved = ctx.code_for(move)
     moved = moved if len(moved) <= 40 else f".{move.func.attr.value}(...)" if moved_value is None else \
