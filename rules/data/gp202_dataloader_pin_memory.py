@@ -20,6 +20,7 @@ from ..analysis.syntax.glance import Glance
 from ..analysis.syntax.launch import launched_with, project_runs
 from ._loader_args import AMBIGUOUS, FROM_YAML, config_settings, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
+from ._unresolved_loaders import handed_on, unresolved_placement
 
 
 class DataloaderPinMemory(Rule):
@@ -132,9 +133,12 @@ class DataloaderPinMemory(Rule):
                                   no_fix_reason=f"the loader is built in {where}: set pin_memory there")
         calls = loader_calls(ctx)
         entries = project_runs(ctx).entries  # a loader factory module: the scripts that run it
-        if not calls or not (may_use_cuda(ctx) or entries and any("cuda" in e.settings for e in entries)):
+        if not calls:
             return
+        cuda = may_use_cuda(ctx) or bool(entries) and any("cuda" in e.settings for e in entries)
         for call in calls:
+            if not cuda and not handed_on(ctx, call, entries):
+                continue  # batches used here, on no device the file shows: they stay on the host
             if index_dataset(ctx, call):
                 continue  # batches of a few integer indices: nothing worth pinning
             if host_list_batches(ctx, call):
@@ -163,6 +167,9 @@ class DataloaderPinMemory(Rule):
             if call_keywords(ctx, call).opaque or any(literal_value(s.value) is not False for s in settings):
                 continue  # unknown, or set to something the user chose
             if takes_one_batch(ctx, call):
+                continue
+            if not cuda:
+                yield unresolved_placement(ctx, call, settings)
                 continue
             alias = torch_alias(ctx)  # ``import torch as th`` -> ``th.cuda.is_available()``
             value = f"{alias or 'torch'}.cuda.is_available()"
