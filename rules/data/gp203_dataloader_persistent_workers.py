@@ -22,7 +22,7 @@ from ..analysis.syntax.glance import Glance
 from ..analysis.syntax.launch import launched_with, project_runs
 from ._loader_args import AMBIGUOUS, FROM_YAML, SHARED, config_settings, editable, settings_of
 from ._dataset_changes import changed_between_passes
-from ._loader_iteration import iterated_repeatedly
+from ._loader_iteration import iterated_repeatedly, kept_by_object
 
 # Calls that may appear in a num_workers expression we repeat in ``persistent_workers=``:
 # pure, cheap, no side effects.
@@ -209,12 +209,17 @@ class DataloaderPersistentWorkers(Rule):
             message = (f"DataLoader workers are shut down and re-spawned every epoch ({who} while they "
                        "restart); set persistent_workers")
             edits = self._edits(ctx, call, workers, live)
+            if (holder := kept_by_object(ctx, call)) is not None:
+                message = (f"DataLoader workers may be shut down and re-spawned every epoch ({who} while they restart): "
+                           f"the loader is handed to `{holder}`, whose methods iterate it where this file cannot "
+                           "show how often (not resolved: each new pass restarts the workers); set persistent_workers")
+            safety = "safe" if holder is None else "unsafe"  # whether that class changes the dataset between passes is unseen
             if isinstance(edits, NoFix):
                 yield Finding.of(call, message, edits)
                 continue
             always = all(_always_positive(ctx, s.value) for s in live)
             description = "add persistent_workers=True" if always else "add persistent_workers=<num_workers> > 0"
-            yield Finding(call, message, Fix(description, edits, "safe"))
+            yield Finding(call, message, Fix(description, edits, safety))
 
     @staticmethod
     def _built_elsewhere(ctx: RuleContext) -> Iterator[Finding]:
