@@ -20,7 +20,7 @@ from ..analysis.syntax.glance import Glance
 from ..analysis.syntax.launch import launched_with, project_runs
 from ._loader_args import AMBIGUOUS, FROM_YAML, config_settings, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
-from ._unresolved_loaders import handed_on, unresolved_placement
+from ._unresolved_loaders import forwarded_key, handed_on, options_here, pinned_elsewhere, unresolved_placement, unseen_dict
 
 
 class DataloaderPinMemory(Rule):
@@ -163,6 +163,24 @@ class DataloaderPinMemory(Rule):
                                         "buffer and cannot overlap compute",
                                   no_fix_reason=f"pinning is opt-in on the command line: a run must pass {flag} (or "
                                                 "its default be turned on)")
+                continue
+            if len(settings) == 1 and not call_keywords(ctx, call).opaque and \
+                    (key := forwarded_key(settings[0].value, "pin")) is not None and not options_here(ctx, key):
+                if not pinned_elsewhere(ctx, key) and not takes_one_batch(ctx, call):
+                    code = ctx.code_for(settings[0].value).strip()
+                    yield Finding(call, f"DataLoader may not pin host memory: `pin_memory` is `{code}`, which was not "
+                                        "resolved to True (no True default in this file, and no shipped configuration, "
+                                        f"launch script or typed default of the project turns `{key}` on); every "
+                                        "host-to-GPU copy from pageable memory goes through a staging buffer",
+                                  no_fix_reason=f"the value comes from `{code}`: turn it on where it is set")
+                continue
+            if call_keywords(ctx, call).opaque and not settings and (unseen := unseen_dict(ctx, call, "pin_memory")) \
+                    and not takes_one_batch(ctx, call):
+                yield Finding(call, "DataLoader may not pin host memory: `pin_memory` is not given here and "
+                                    f"`**{unseen}` was not resolved (nothing in this file or the project's shipped "
+                                    "configuration turns pin_memory on); every host-to-GPU copy from pageable "
+                                    "memory goes through a staging buffer",
+                              no_fix_reason=f"the loader's other settings come from `{unseen}`: set pin_memory there")
                 continue
             if call_keywords(ctx, call).opaque or any(literal_value(s.value) is not False for s in settings):
                 continue  # unknown, or set to something the user chose

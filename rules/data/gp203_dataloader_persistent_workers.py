@@ -23,6 +23,7 @@ from ..analysis.syntax.launch import launched_with, project_runs
 from ._loader_args import AMBIGUOUS, FROM_YAML, SHARED, config_settings, editable, settings_of
 from ._dataset_changes import changed_between_passes
 from ._loader_iteration import iterated_repeatedly, kept_by_object
+from ._unresolved_loaders import unseen_dict
 
 # Calls that may appear in a num_workers expression we repeat in ``persistent_workers=``:
 # pure, cheap, no side effects.
@@ -183,6 +184,9 @@ class DataloaderPersistentWorkers(Rule):
             if kw.opaque and (cfg := config_settings(ctx, call)) is not None:
                 yield from self._configured(ctx, call, *cfg)
                 continue
+            if kw.opaque and workers and not settings_of(ctx, call, "persistent_workers"):
+                yield from self._unseen(ctx, call, workers)
+                continue
             if kw.opaque or not workers:
                 continue
             # (a worker count 0 by default, a flag or a parameter's: nothing to persist on the default run,
@@ -236,6 +240,21 @@ class DataloaderPersistentWorkers(Rule):
                                       f"restart): the loader `{built.function}` returns ({where}) does not set "
                                       "persistent_workers",
                           no_fix_reason=f"the loader is built in {where}: add persistent_workers there")
+
+    @staticmethod
+    def _unseen(ctx: RuleContext, call: cst.Call, workers: list[Setting]) -> Iterator[Finding]:
+        """Workers given here (a count that may be positive) next to a ``**`` mapping the file cannot
+        see into, with nothing in the file or the project's shipped configuration turning
+        persistent_workers on: reported without a fix, naming the mapping that was not resolved."""
+        unseen = unseen_dict(ctx, call, "persistent_workers")
+        live = [s for s in workers if _may_be_positive(s.value) and not _zero_by_default(ctx, s.value)]
+        if unseen is None or not live or not iterated_repeatedly(ctx, call) or changed_between_passes(ctx, call):
+            return
+        who = "the GPU waits" if may_use_cuda(ctx) else "training waits"
+        yield Finding(call, f"DataLoader workers may be shut down and re-spawned every epoch ({who} while they restart): "
+                            f"`persistent_workers` is not given here and `**{unseen}` was not resolved (nothing in this "
+                            "file or the project's shipped configuration turns it on); set persistent_workers",
+                      no_fix_reason=f"the loader's other settings come from `{unseen}`: set persistent_workers there")
 
     @staticmethod
     def _command_line(ctx: RuleContext, call: cst.Call, value: cst.BaseExpression, flag: str) -> Finding:
