@@ -74,6 +74,18 @@ class DataloaderPinMemory(Rule):
         "`super().__init__(...)` when that leaves pin_memory out (its callers cannot set it). webdataset's "
         "`WebLoader` and torchdata's `StatefulDataLoader` hand their arguments to torch's DataLoader and "
         "count as one.",
+        "Where the file does not show the device (issue 34: a datamodule, loader factory or trainer base "
+        "class whose loader is returned, stored or handed on, in a module that is no script), the loader is "
+        "reported saying the placement was not resolved, with the same fix marked unsafe; a file that names "
+        "the CPU (or a framework set to the CPU) as its device, or a script that iterates its loader itself "
+        "without placing anything on CUDA, is not reported.",
+        "A `pin_memory` forwarded from a stored or configured value (`self.hparams.pin_memory`, "
+        "`cfg.DATALOADER.PIN_MEMORY`, `getattr(cfg, \"pin_memory\", False)`, `opts.get(\"pin_memory\")`; not a "
+        "parsed command line, see above), or left to a `**` mapping the file cannot see into, is reported "
+        "without a fix unless something turns pinning on: a True for that name in the file (a parameter's "
+        "default, an assignment, a dict entry, a keyword), a launch script passing the flag, or the project's "
+        "shipped configuration files, launch scripts or typed Python defaults (`pin_memory: true` in a YAML, "
+        "`--pin_mem` in a shell script, `pin_memory: bool = True`).",
         FROM_YAML,
         FRAMEWORK_LOADERS,
         blind_silent("the Trainer pins host memory by default (`dataloader_pin_memory=True`), so only an explicit False is slow"),

@@ -109,7 +109,13 @@ class DataloaderPersistentWorkers(Rule):
         "once may change what each epoch reads), or when the loader "
         "never runs out (a `RandomSampler`/`WeightedRandomSampler` drawing at least 10**8 samples "
         "with replacement, an infinite sampler or `IterableDataset` of this module) and no loop "
-        "over it restarts; a loader handed to code the file does not show is reported.",
+        "over it restarts; a loader handed to code the file does not show is reported. A loader handed to an "
+        "object of a class of the user's other modules (`System(train_loader=...)`, a wrapper that re-iterates "
+        "it in `__iter__`) is reported as not resolved, with the fix marked unsafe (that class may change the "
+        "dataset between passes).",
+        "Workers given next to a `**` mapping the file cannot see into (not the builder's own `**kwargs`), with "
+        "no `persistent_workers` in the file and none turned on in the project's shipped configuration, launch "
+        "scripts or typed defaults, are reported without a fix, naming the mapping.",
         "A loader returned by a `test_dataloader`/`predict_dataloader` method (Lightning calls the "
         "hook for each `trainer.test`/`trainer.predict` and iterates what it returns once) is not "
         "reported.",
