@@ -13,6 +13,7 @@ from pathlib import Path
 
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", "site-packages", "build", "dist"})
 _SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".sh", ".py", ".jsonnet", ".conf")
+_TEST_DIRS = frozenset({"test", "tests", "testing"})
 MAX_LISTED = 5000  # directory entries looked at per project
 MAX_BYTES = 1 << 20  # per file
 MAX_TOTAL = 32 << 20  # per project
@@ -61,10 +62,11 @@ def shipped_settings(root: Path) -> tuple[str, ...]:
     found: set[str] = set()
     seen = total = 0
     for folder, dirs, files in os.walk(key):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        # (tests override settings for a smoke run: not what the project ships)
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".") and d not in _TEST_DIRS)
         seen += len(files) + len(dirs)
         for name in sorted(files):
-            if not name.endswith(_SUFFIXES) or len(found) == len(_KEYS):
+            if not name.endswith(_SUFFIXES) or name.startswith(("test_", "conftest")) or len(found) == len(_KEYS):
                 continue
             path = Path(folder, name)
             try:
