@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from .._api import AddImport, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.cli_defaults import false_default_flag
 from ..analysis.facts.device_datasets import device_dataset
@@ -176,23 +178,9 @@ class DataloaderPinMemory(Rule):
                                   no_fix_reason=f"pinning is opt-in on the command line: a run must pass {flag} (or "
                                                 "its default be turned on)")
                 continue
-            if len(settings) == 1 and not call_keywords(ctx, call).opaque and \
-                    (key := forwarded_key(settings[0].value, "pin")) is not None and not options_here(ctx, key):
-                if not pinned_elsewhere(ctx, key) and not takes_one_batch(ctx, call):
-                    code = ctx.code_for(settings[0].value).strip()
-                    yield Finding(call, f"DataLoader may not pin host memory: `pin_memory` is `{code}`, which was not "
-                                        "resolved to True (no True default in this file, and no shipped configuration, "
-                                        f"launch script or typed default of the project turns `{key}` on); every "
-                                        "host-to-GPU copy from pageable memory goes through a staging buffer",
-                                  no_fix_reason=f"the value comes from `{code}`: turn it on where it is set")
-                continue
-            if call_keywords(ctx, call).opaque and not settings and (unseen := unseen_dict(ctx, call, "pin_memory")) \
-                    and not takes_one_batch(ctx, call):
-                yield Finding(call, "DataLoader may not pin host memory: `pin_memory` is not given here and "
-                                    f"`**{unseen}` was not resolved (nothing in this file or the project's shipped "
-                                    "configuration turns pin_memory on); every host-to-GPU copy from pageable "
-                                    "memory goes through a staging buffer",
-                              no_fix_reason=f"the loader's other settings come from `{unseen}`: set pin_memory there")
+            unresolved = _unresolved_setting(ctx, call, settings)
+            if unresolved is not None:
+                yield from unresolved
                 continue
             if call_keywords(ctx, call).opaque or any(literal_value(s.value) is not False for s in settings):
                 continue  # unknown, or set to something the user chose
@@ -216,3 +204,28 @@ class DataloaderPinMemory(Rule):
                 yield Finding.of(call, message, edit)
                 continue
             yield Finding(call, message, Fix(f"set pin_memory={value}", (edit, *imports), "safe"))
+
+
+def _unresolved_setting(ctx: RuleContext, call: cst.Call, settings: list) -> list[Finding] | None:
+    """A ``pin_memory`` forwarded from a stored or configured value, or left to a ``**`` mapping the
+    file cannot see into (issue 34): the findings (none when something turns pinning on), or None
+    when the setting is neither."""
+    opaque = call_keywords(ctx, call).opaque
+    if len(settings) == 1 and not opaque and \
+            (key := forwarded_key(settings[0].value, "pin")) is not None and not options_here(ctx, key):
+        if pinned_elsewhere(ctx, key) or takes_one_batch(ctx, call):
+            return []
+        code = ctx.code_for(settings[0].value).strip()
+        return [Finding(call, f"DataLoader may not pin host memory: `pin_memory` is `{code}`, which was not "
+                              "resolved to True (no True default in this file, and no shipped configuration, "
+                              f"launch script or typed default of the project turns `{key}` on); every "
+                              "host-to-GPU copy from pageable memory goes through a staging buffer",
+                        no_fix_reason=f"the value comes from `{code}`: turn it on where it is set")]
+    if opaque and not settings and (unseen := unseen_dict(ctx, call, "pin_memory")) and \
+            not takes_one_batch(ctx, call):
+        return [Finding(call, "DataLoader may not pin host memory: `pin_memory` is not given here and "
+                              f"`**{unseen}` was not resolved (nothing in this file or the project's shipped "
+                              "configuration turns pin_memory on); every host-to-GPU copy from pageable "
+                              "memory goes through a staging buffer",
+                        no_fix_reason=f"the loader's other settings come from `{unseen}`: set pin_memory there")]
+    return None
