@@ -33,6 +33,7 @@ from gpuperf_rewrite.lint.config_files import config_mappings, needs_configs
 from gpuperf_rewrite.lint.launch_scripts import shell_commands
 from gpuperf_rewrite.lint.entry_settings import program_settings
 from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY, parse_ast
+from gpuperf_rewrite.lint.shipped_settings import needs_shipped, shipped_settings
 
 MAX_SCANNED = 2000  # Python files looked at for the scripts importing a module
 MAX_SHELL = 200  # shell scripts looked at for launch commands
@@ -72,22 +73,25 @@ def project_runs(fs_path: str | Path, data: bytes, root: Path, entry: str | Path
 
     entries, launches = _runs(fs_path, data, root, entry)
     configs = config_mappings(fs_path, data, root)
-    if entries is None and not launches and not configs:
+    shipped = shipped_settings(root) if needs_shipped(data) else ()
+    if entries is None and not launches and not configs and not shipped:
         return ProjectRuns(), ""
     return (ProjectRuns(tuple(EntryScript(*e) for e in entries) if entries is not None else None,
-                        tuple(LaunchCommand(*c) for c in launches), configs=tuple(ConfigMapping(*c) for c in configs)),
-            _key(entries, launches, configs))
+                        tuple(LaunchCommand(*c) for c in launches), configs=tuple(ConfigMapping(*c) for c in configs),
+                        shipped=shipped),
+            _key(entries, launches, configs, shipped))
 
 
-def _key(entries: Any, launches: Any, configs: Any) -> str:
-    return hashlib.sha256(repr((entries, launches, configs) if configs else (entries, launches)).encode()).hexdigest()
+def _key(entries: Any, launches: Any, configs: Any, shipped: Any = ()) -> str:
+    parts = (entries, launches, configs) if configs else (entries, launches)
+    return hashlib.sha256(repr(parts + (shipped,) if shipped else parts).encode()).hexdigest()
 
 
 def runs_key(fs_path: str | Path, data: bytes) -> str:
     """The lint cache's share of :func:`project_runs`: what the file's result depends on ("" for a
     file that needs neither, or outside the user's code). Plain data: a cache hit imports neither
     LibCST nor the rules."""
-    if not (needs_entries(data) or needs_launches(data) or needs_configs(data)):
+    if not (needs_entries(data) or needs_launches(data) or needs_configs(data) or needs_shipped(data)):
         return ""
     from gpuperf_rewrite.lint.project import is_first_party
 
@@ -96,7 +100,9 @@ def runs_key(fs_path: str | Path, data: bytes) -> str:
         return ""
     entries, launches = _runs(fs_path, data, root, None)
     configs = config_mappings(fs_path, data, root)
-    return "" if entries is None and not launches and not configs else _key(entries, launches, configs)
+    shipped = shipped_settings(root) if needs_shipped(data) else ()
+    return "" if entries is None and not launches and not configs and not shipped else \
+        _key(entries, launches, configs, shipped)
 
 
 _Entry = tuple[str, bool, bool, tuple[str, ...]]  # EntryScript's fields

@@ -17,7 +17,7 @@ from ..analysis.model.training import analysis
 from ..analysis.facts.script_facts import assignments_in, binding_body
 from ..analysis.syntax.calls import dataloader_arg, dotted_name, get_arg, literal_value
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.project import project_function
+from ..analysis.syntax.project import ProjectCall, project_function
 from ..analysis.syntax.tree import walk
 
 RANDOM_SAMPLERS = frozenset({"torch.utils.data.RandomSampler", "torch.utils.data.sampler.RandomSampler"})
@@ -88,11 +88,32 @@ def _one_pass_call(ctx: RuleContext, use: Use) -> bool:
         return False
     found = project_function(ctx, site)
     if found is not None:
-        return not found.facts.trains
+        # an object of the user's class keeps the loader (``System(train_loader=...)``, a wrapper that
+        # re-iterates it in ``__iter__``): how often its methods iterate it is not resolved here
+        return not found.facts.trains and not _constructs(found)
     if isinstance(site.func, cst.Attribute) and site.func.attr.value in _ONE_PASS_METHODS:
         owner = dotted_name(site.func.value)
         return owner is not None and frameworks(ctx).objects.get(owner) in OWNS_LOOP
     return False
+
+
+def kept_by_object(ctx: RuleContext, call: cst.Call) -> str | None:
+    """The class of the user's other modules an object of which the loader is handed to (and no
+    loop of this file iterates it): its methods decide how often it is iterated, which this file
+    does not show. None otherwise."""
+    flow = object_flow(ctx, call)
+    if flow.of_kind("iterate"):
+        return None
+    for use in flow.of_kind("passed"):
+        found = project_function(ctx, use.site) if isinstance(use.site, cst.Call) else None
+        if found is not None and _constructs(found):
+            return found.name
+    return None
+
+
+def _constructs(found: ProjectCall) -> bool:
+    """Is the call of the user's other module a class's (read through its ``__init__``)?"""
+    return found.name not in found.module.functions and f"{found.name}.__init__" in found.module.functions
 
 
 def _on_exhaustion(ctx: RuleContext, site: cst.CSTNode) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from .._api import AddImport, Finding, Fix, Invalid, NoFix, Rule, Valid, dedent
 from ..analysis.facts.cli_defaults import false_default_flag
 from ..analysis.facts.device_datasets import device_dataset
@@ -20,6 +22,7 @@ from ..analysis.syntax.glance import Glance
 from ..analysis.syntax.launch import launched_with, project_runs
 from ._loader_args import AMBIGUOUS, FROM_YAML, config_settings, new_key_edit, set_setting, settings_of
 from ._loader_iteration import takes_one_batch
+from ._unresolved_loaders import forwarded_key, handed_on, options_here, pinned_elsewhere, unresolved_placement, unseen_dict
 
 
 class DataloaderPinMemory(Rule):
@@ -73,6 +76,18 @@ class DataloaderPinMemory(Rule):
         "`super().__init__(...)` when that leaves pin_memory out (its callers cannot set it). webdataset's "
         "`WebLoader` and torchdata's `StatefulDataLoader` hand their arguments to torch's DataLoader and "
         "count as one.",
+        "Where the file does not show the device (issue 34: a datamodule, loader factory or trainer base "
+        "class whose loader is returned, stored or handed on, in a module that is no script), the loader is "
+        "reported saying the placement was not resolved, with the same fix marked unsafe; a file that names "
+        "the CPU (or a framework set to the CPU) as its device, or a script that iterates its loader itself "
+        "without placing anything on CUDA, is not reported.",
+        "A `pin_memory` forwarded from a stored or configured value (`self.hparams.pin_memory`, "
+        "`cfg.DATALOADER.PIN_MEMORY`, `getattr(cfg, \"pin_memory\", False)`, `opts.get(\"pin_memory\")`; not a "
+        "parsed command line, see above), or left to a `**` mapping the file cannot see into, is reported "
+        "without a fix unless something turns pinning on: a True for that name in the file (a parameter's "
+        "default, an assignment, a dict entry, a keyword), a launch script passing the flag, or the project's "
+        "shipped configuration files, launch scripts or typed Python defaults (`pin_memory: true` in a YAML, "
+        "`--pin_mem` in a shell script, `pin_memory: bool = True`).",
         FROM_YAML,
         FRAMEWORK_LOADERS,
         blind_silent("the Trainer pins host memory by default (`dataloader_pin_memory=True`), so only an explicit False is slow"),
@@ -132,9 +147,12 @@ class DataloaderPinMemory(Rule):
                                   no_fix_reason=f"the loader is built in {where}: set pin_memory there")
         calls = loader_calls(ctx)
         entries = project_runs(ctx).entries  # a loader factory module: the scripts that run it
-        if not calls or not (may_use_cuda(ctx) or entries and any("cuda" in e.settings for e in entries)):
+        if not calls:
             return
+        cuda = may_use_cuda(ctx) or bool(entries) and any("cuda" in e.settings for e in entries)
         for call in calls:
+            if not cuda and not handed_on(ctx, call, entries):
+                continue  # batches used here, on no device the file shows: they stay on the host
             if index_dataset(ctx, call):
                 continue  # batches of a few integer indices: nothing worth pinning
             if host_list_batches(ctx, call):
@@ -160,9 +178,16 @@ class DataloaderPinMemory(Rule):
                                   no_fix_reason=f"pinning is opt-in on the command line: a run must pass {flag} (or "
                                                 "its default be turned on)")
                 continue
+            unresolved = _unresolved_setting(ctx, call, settings)
+            if unresolved is not None:
+                yield from unresolved
+                continue
             if call_keywords(ctx, call).opaque or any(literal_value(s.value) is not False for s in settings):
                 continue  # unknown, or set to something the user chose
             if takes_one_batch(ctx, call):
+                continue
+            if not cuda:
+                yield unresolved_placement(ctx, call, settings)
                 continue
             alias = torch_alias(ctx)  # ``import torch as th`` -> ``th.cuda.is_available()``
             value = f"{alias or 'torch'}.cuda.is_available()"
@@ -179,3 +204,28 @@ class DataloaderPinMemory(Rule):
                 yield Finding.of(call, message, edit)
                 continue
             yield Finding(call, message, Fix(f"set pin_memory={value}", (edit, *imports), "safe"))
+
+
+def _unresolved_setting(ctx: RuleContext, call: cst.Call, settings: list) -> list[Finding] | None:
+    """A ``pin_memory`` forwarded from a stored or configured value, or left to a ``**`` mapping the
+    file cannot see into (issue 34): the findings (none when something turns pinning on), or None
+    when the setting is neither."""
+    opaque = call_keywords(ctx, call).opaque
+    if len(settings) == 1 and not opaque and \
+            (key := forwarded_key(settings[0].value, "pin")) is not None and not options_here(ctx, key):
+        if pinned_elsewhere(ctx, key) or takes_one_batch(ctx, call):
+            return []
+        code = ctx.code_for(settings[0].value).strip()
+        return [Finding(call, f"DataLoader may not pin host memory: `pin_memory` is `{code}`, which was not "
+                              "resolved to True (no True default in this file, and no shipped configuration, "
+                              f"launch script or typed default of the project turns `{key}` on); every "
+                              "host-to-GPU copy from pageable memory goes through a staging buffer",
+                        no_fix_reason=f"the value comes from `{code}`: turn it on where it is set")]
+    if opaque and not settings and (unseen := unseen_dict(ctx, call, "pin_memory")) and \
+            not takes_one_batch(ctx, call):
+        return [Finding(call, "DataLoader may not pin host memory: `pin_memory` is not given here and "
+                              f"`**{unseen}` was not resolved (nothing in this file or the project's shipped "
+                              "configuration turns pin_memory on); every host-to-GPU copy from pageable "
+                              "memory goes through a staging buffer",
+                        no_fix_reason=f"the loader's other settings come from `{unseen}`: set pin_memory there")]
+    return None

@@ -22,7 +22,8 @@ from ..analysis.syntax.glance import Glance
 from ..analysis.syntax.launch import launched_with, project_runs
 from ._loader_args import AMBIGUOUS, FROM_YAML, SHARED, config_settings, editable, settings_of
 from ._dataset_changes import changed_between_passes
-from ._loader_iteration import iterated_repeatedly
+from ._loader_iteration import iterated_repeatedly, kept_by_object
+from ._unresolved_loaders import unseen_dict
 
 # Calls that may appear in a num_workers expression we repeat in ``persistent_workers=``:
 # pure, cheap, no side effects.
@@ -108,7 +109,13 @@ class DataloaderPersistentWorkers(Rule):
         "once may change what each epoch reads), or when the loader "
         "never runs out (a `RandomSampler`/`WeightedRandomSampler` drawing at least 10**8 samples "
         "with replacement, an infinite sampler or `IterableDataset` of this module) and no loop "
-        "over it restarts; a loader handed to code the file does not show is reported.",
+        "over it restarts; a loader handed to code the file does not show is reported. A loader handed to an "
+        "object of a class of the user's other modules (`System(train_loader=...)`, a wrapper that re-iterates "
+        "it in `__iter__`) is reported as not resolved, with the fix marked unsafe (that class may change the "
+        "dataset between passes).",
+        "Workers given next to a `**` mapping the file cannot see into (not the builder's own `**kwargs`), with "
+        "no `persistent_workers` in the file and none turned on in the project's shipped configuration, launch "
+        "scripts or typed defaults, are reported without a fix, naming the mapping.",
         "A loader returned by a `test_dataloader`/`predict_dataloader` method (Lightning calls the "
         "hook for each `trainer.test`/`trainer.predict` and iterates what it returns once) is not "
         "reported.",
@@ -183,6 +190,9 @@ class DataloaderPersistentWorkers(Rule):
             if kw.opaque and (cfg := config_settings(ctx, call)) is not None:
                 yield from self._configured(ctx, call, *cfg)
                 continue
+            if kw.opaque and workers and not settings_of(ctx, call, "persistent_workers"):
+                yield from self._unseen(ctx, call, workers)
+                continue
             if kw.opaque or not workers:
                 continue
             # (a worker count 0 by default, a flag or a parameter's: nothing to persist on the default run,
@@ -209,12 +219,17 @@ class DataloaderPersistentWorkers(Rule):
             message = (f"DataLoader workers are shut down and re-spawned every epoch ({who} while they "
                        "restart); set persistent_workers")
             edits = self._edits(ctx, call, workers, live)
+            if (holder := kept_by_object(ctx, call)) is not None:
+                message = (f"DataLoader workers may be shut down and re-spawned every epoch ({who} while they restart): "
+                           f"the loader is handed to `{holder}`, whose methods iterate it where this file cannot "
+                           "show how often (not resolved: each new pass restarts the workers); set persistent_workers")
+            safety = "safe" if holder is None else "unsafe"  # whether that class changes the dataset between passes is unseen
             if isinstance(edits, NoFix):
                 yield Finding.of(call, message, edits)
                 continue
             always = all(_always_positive(ctx, s.value) for s in live)
             description = "add persistent_workers=True" if always else "add persistent_workers=<num_workers> > 0"
-            yield Finding(call, message, Fix(description, edits, "safe"))
+            yield Finding(call, message, Fix(description, edits, safety))
 
     @staticmethod
     def _built_elsewhere(ctx: RuleContext) -> Iterator[Finding]:
@@ -231,6 +246,21 @@ class DataloaderPersistentWorkers(Rule):
                                       f"restart): the loader `{built.function}` returns ({where}) does not set "
                                       "persistent_workers",
                           no_fix_reason=f"the loader is built in {where}: add persistent_workers there")
+
+    @staticmethod
+    def _unseen(ctx: RuleContext, call: cst.Call, workers: list[Setting]) -> Iterator[Finding]:
+        """Workers given here (a count that may be positive) next to a ``**`` mapping the file cannot
+        see into, with nothing in the file or the project's shipped configuration turning
+        persistent_workers on: reported without a fix, naming the mapping that was not resolved."""
+        unseen = unseen_dict(ctx, call, "persistent_workers")
+        live = [s for s in workers if _may_be_positive(s.value) and not _zero_by_default(ctx, s.value)]
+        if unseen is None or not live or not iterated_repeatedly(ctx, call) or changed_between_passes(ctx, call):
+            return
+        who = "the GPU waits" if may_use_cuda(ctx) else "training waits"
+        yield Finding(call, f"DataLoader workers may be shut down and re-spawned every epoch ({who} while they restart): "
+                            f"`persistent_workers` is not given here and `**{unseen}` was not resolved (nothing in this "
+                            "file or the project's shipped configuration turns it on); set persistent_workers",
+                      no_fix_reason=f"the loader's other settings come from `{unseen}`: set persistent_workers there")
 
     @staticmethod
     def _command_line(ctx: RuleContext, call: cst.Call, value: cst.BaseExpression, flag: str) -> Finding:

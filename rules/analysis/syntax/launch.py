@@ -138,13 +138,17 @@ class ProjectRuns:
     other modules that run one of the checked module's functions on every iteration of a loop;
     ``rare_callers``: their calls of its functions outside such loops that say how often those run
     (kinds ``RARE_CALL``, ``OFTEN_CALL``);
-    ``configs``: the YAML mappings its ``**cfg.<key>`` unpack (``lint.config_files``)."""
+    ``configs``: the YAML mappings its ``**cfg.<key>`` unpack (``lint.config_files``); ``shipped``: the
+    loader settings the project turns on somewhere outside the file."""
 
     entries: tuple[EntryScript, ...] | None = None
     launches: tuple[LaunchCommand, ...] = ()
     step_callers: tuple[StepCaller, ...] = ()
     configs: tuple[ConfigMapping, ...] = ()
     rare_callers: tuple[StepCaller, ...] = ()
+    # loader settings (``"pin_memory"``, ``"persistent_workers"``) some shipped configuration, launch
+    # script or typed default of the project turns on (``lint.shipped_settings``)
+    shipped: tuple[str, ...] = ()
 
 
 def project_runs(ctx: RuleContext) -> ProjectRuns:

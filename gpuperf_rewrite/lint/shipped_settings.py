@@ -1,0 +1,88 @@
+"""Loader settings the project turns on somewhere outside the checked file (issue 34, loader
+family): a shipped configuration (``pin_memory: true`` in a YAML/JSON/TOML file), a launch script
+passing ``--pin_memory``, or a typed default of the user's Python (``pin_memory: bool = True``,
+``add_argument("--pin_mem", default=True)``). The loader rules report a setting they cannot resolve
+(``pin_memory=self.hparams.pin_memory``) unless the project shows such a good value anywhere: this
+is that evidence, read as text (never run), bounded and remembered per project root."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+_SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", "site-packages", "build", "dist"})
+_SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".sh", ".py", ".jsonnet", ".conf")
+_TEST_DIRS = frozenset({"test", "tests", "testing"})
+MAX_LISTED = 5000  # directory entries looked at per project
+MAX_BYTES = 1 << 20  # per file
+MAX_TOTAL = 32 << 20  # per project
+
+# The settings asked about, each with the spellings a project gives it.
+_KEYS = {"pin_memory": rb"pin[_-]?mem(?:ory)?", "persistent_workers": rb"persistent[_-]?workers"}
+_TRUE = rb"(?:True|true|TRUE|1|yes|on)\b"
+
+
+def _patterns(key: bytes) -> tuple[tuple[re.Pattern[bytes], ...], tuple[re.Pattern[bytes], ...]]:
+    """(patterns for configuration files and launch scripts, patterns for Python files)."""
+    config = (
+        # ``pin_memory: true``, ``"pin_memory": true``, ``pin_memory = true``, ``PIN_MEMORY: True``
+        re.compile(rb"\b" + key + rb"[\"']?\s*[:=]\s*[\"']?" + _TRUE, re.IGNORECASE),
+        # a launcher passing the switch: ``--pin_memory``, ``--pin-mem True`` (not followed by an off value)
+        re.compile(rb"--" + key + rb"\b(?!\s*[= ]\s*[\"']?(?:False|false|0|no|off)\b)", re.IGNORECASE),
+    )
+    python = (
+        # a default written as a statement: a typed field (``pin_memory: bool = True``), a yacs/config
+        # default (``_C.DATALOADER.PIN_MEMORY = True``, ``cfg["pin_memory"] = True``); not a call's keyword
+        re.compile(rb"(?m)^[ \t]*[\w.\[\]\"']*?\b" + key + rb"[\"'\]]*\s*(?::\s*bool\s*)?=\s*True\b", re.IGNORECASE),
+        # a dict of defaults: ``{"pin_memory": True}``
+        re.compile(rb"[\"']" + key + rb"[\"']\s*:\s*True\b", re.IGNORECASE),
+        # ``add_argument("--pin_mem", ..., default=True)`` (up to the next option), or ``action="store_false"``
+        re.compile(rb"--" + key + rb"[\"'](?:(?!add_argument)[\s\S]){0,400}?(?:default\s*=\s*True|store_false)"),
+    )
+    return config, python
+
+
+_COMPILED = {name: _patterns(key) for name, key in _KEYS.items()}
+# root -> the settings turned on somewhere in that project
+_MEMO: dict[str, tuple[str, ...]] = {}
+
+
+def needs_shipped(data: bytes) -> bool:
+    """Does the file build a DataLoader (whose settings the project may give elsewhere)?"""
+    return b"DataLoader" in data or b"Loader(" in data
+
+
+def shipped_settings(root: Path) -> tuple[str, ...]:
+    """The loader settings (``"pin_memory"``, ``"persistent_workers"``) that some text file of the
+    project at ``root`` turns on."""
+    key = os.path.abspath(root)
+    if key in _MEMO:
+        return _MEMO[key]
+    found: set[str] = set()
+    seen = total = 0
+    for folder, dirs, files in os.walk(key):
+        # (tests override settings for a smoke run: not what the project ships)
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".") and d not in _TEST_DIRS)
+        seen += len(files) + len(dirs)
+        for name in sorted(files):
+            if not name.endswith(_SUFFIXES) or name.startswith(("test_", "conftest")) or len(found) == len(_KEYS):
+                continue
+            path = Path(folder, name)
+            try:
+                if path.stat().st_size > MAX_BYTES or total > MAX_TOTAL:
+                    continue
+                data = path.read_bytes()
+            except OSError:
+                continue
+            total += len(data)
+            for setting, (config, python) in _COMPILED.items():
+                patterns = python if name.endswith(".py") else config
+                if setting not in found and any(p.search(data) for p in patterns):
+                    found.add(setting)
+        if seen > MAX_LISTED or len(found) == len(_KEYS):
+            break
+    if len(_MEMO) >= 256:
+        _MEMO.pop(next(iter(_MEMO)))
+    _MEMO[key] = tuple(sorted(found))
+    return _MEMO[key]
