@@ -29,6 +29,7 @@ from ._builtin_reads import buffer_root, builtin_reads, device_value
 from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, local_read_findings, read_of_argument
 from ..analysis.syntax.host_output import feeds_environment, feeds_host_output, returned_to_host_output
 from ._host_stores import host_store_finding, stores_to_host
+from ._sibling_values import beside_loss, beside_loss_note
 from ._tested_tensors import branching as _branching, contains_sync as _contains_sync, tested_tensors as _tested_tensors, \
     truth_of_tensor as _truth_of_tensor
 from ._host_tensors import device_receiver, host_tensor
@@ -306,7 +307,7 @@ class SyncInLoop(Rule):
             yield Finding.of(
                 call,
                 f"`{snippet}` on every {ta.loop_kind(loop)} blocks the CPU until the GPU has finished all "
-                f"queued work (host-device sync); {advice}{default_one_note(ctx, call)}",
+                f"queued work (host-device sync); {advice}{default_one_note(ctx, call)}{_assumed(ctx, ta, call)}",
                 fix if fix is not None else NoFix(_HOST_USE),
             )
 
@@ -317,6 +318,14 @@ class SyncInLoop(Rule):
             yield helper_read_finding(ctx, ta, found)
         for store, target in stores_to_host(ctx, ta):
             yield host_store_finding(ctx, ta, store, target)
+
+
+def _assumed(ctx: RuleContext, ta: TrainingAnalysis, call: cst.BaseExpression) -> str:
+    """What the finding assumed and could not prove: a container handed back beside the loss."""
+    arg = call.args[0].value if isinstance(call, cst.Call) and len(call.args) == 1 and \
+        isinstance(call.func, cst.Name) and call.func.value in ("float", "int") else None
+    found = beside_loss(ctx, ta, arg, call) if arg is not None and not ta.is_tensor_expr(arg) else None
+    return beside_loss_note(found) if found is not None else ""
 
 
 def _in_step_hook(ctx: RuleContext, call: cst.BaseExpression, what: str) -> Iterator[Finding]:
@@ -416,7 +425,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
                 yield call, f"{call.func.value}()"  # ``bool(loss == 0)``: the comparison's answer is on the device
                 continue
             if _contains_sync(arg) or not (ta.is_tensor_expr(arg) or model_buffer(ctx, buffer_root(arg)) or
-                                           backpropagated(ctx, arg, call)) or \
+                                           backpropagated(ctx, arg, call) or beside_loss(ctx, ta, arg, call)) or \
                     host_tensor(ctx, ta, arg, call):
                 continue
             if not ctx.matches(call.func, set(CONVERTERS)) or feeds_environment(ctx, call):
