@@ -197,7 +197,8 @@ class EvalWithoutNoGrad(Rule):
         for n in walk_with_callees(ta, loop.body):
             if ta.is_backward_call(n) or ta.is_optimizer_step(n):
                 return None
-            if isinstance(n, cst.With) and any(is_no_grad_context(ctx, i.item) for i in n.items):
+            if isinstance(n, cst.With) and any(is_no_grad_context(ctx, i.item) for i in n.items) and \
+                    not _prepares_only(ctx, loop, n, model):
                 return None
             if isinstance(n, cst.Call) and ctx.matches(n.func, _GRAD_APIS):
                 return None
@@ -210,6 +211,14 @@ class EvalWithoutNoGrad(Rule):
         if fn is not None and any(in_no_grad(ctx, c) for c in ta.calls_of(fn)):
             return None  # called under no_grad by its caller
         return model
+
+
+def _prepares_only(ctx: RuleContext, loop: cst.For | cst.While, block: cst.With, model: str) -> bool:
+    """A ``with torch.no_grad():`` in the loop's own body that never runs ``model`` (it wraps the
+    inputs, ``x = Variable(x.cuda())``), while the loop runs it outside: the forward records a graph."""
+    return ctx.is_inside(block, loop.body) and not any(
+        isinstance(n, cst.Call) and (dotted_name(n.func) or "").split(".")[0] == model.split(".")[0]
+        for n in walk(block.body, into_nested=True))
 
 
 def _volatile(ctx: RuleContext, loop: cst.For | cst.While) -> bool:
