@@ -29,13 +29,12 @@ def beside_loss(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.BaseExpression,
     (container, tensor, call) when every binding of ``parts`` in the function unpacks one call of
     which another element is a tensor of the step (``loss, parts = f(...)`` with ``loss.backward()``)."""
     fn = ctx.enclosing(at, cst.FunctionDef)
-    if fn is None:
-        return None
+    scope: cst.CSTNode = fn.body if fn is not None else ctx.module  # (a script's loop: the module's names)
     container = _container(ctx, arg, fn)
     if container is None:
         return None
     found: tuple[str, str, str] | None = None
-    for node in walk(fn.body):
+    for node in walk(scope):
         bound = _binds(node, container)
         if bound is None:
             continue
@@ -50,9 +49,12 @@ def beside_loss(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.BaseExpression,
     return found
 
 
-def _container(ctx: RuleContext, arg: cst.BaseExpression, fn: cst.FunctionDef) -> str | None:
+def _container(ctx: RuleContext, arg: cst.BaseExpression, fn: cst.FunctionDef | None) -> str | None:
     """``parts`` in ``parts[k]``, or in ``v`` bound by ``for k, v in parts.items()`` /
-    ``for v in parts.values()`` (a loop or a comprehension of the function)."""
+    ``for v in parts.values()`` / ``for t, v in parts`` (a loop or a comprehension of the
+    function), also through arithmetic (``int(t * 10)``)."""
+    if isinstance(arg, cst.BinaryOperation):  # ``int(t * 10)``: arithmetic on the item
+        return _container(ctx, arg.left, fn) or _container(ctx, arg.right, fn)
     if isinstance(arg, cst.Subscript) and isinstance(arg.value, cst.Name):
         return arg.value.value
     if not isinstance(arg, cst.Name):
@@ -66,6 +68,9 @@ def _container(ctx: RuleContext, arg: cst.BaseExpression, fn: cst.FunctionDef) -
                 pass
             elif method_call(it, "values") and isinstance(target, cst.Name) and target.value == arg.value:
                 pass
+            elif isinstance(it, cst.Name) and isinstance(target, cst.Tuple) and any(
+                    isinstance(e.value, cst.Name) and e.value.value == arg.value for e in target.elements):
+                return it.value  # ``for t, l in pairs:``: the fields of a list of pairs (a dict's keys are no pairs)
             else:
                 continue
             receiver = it.func.value  # type: ignore[attr-defined]
