@@ -17,6 +17,7 @@ from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
+from ._flagged_passes import flagged_eval_calls
 from ._host_bound_forward import host_bound_forward
 
 _GRAD_APIS = {"torch.autograd.grad", "torch.autograd.backward", "torch.enable_grad",
@@ -169,6 +170,7 @@ class EvalWithoutNoGrad(Rule):
                     done.add(scope)
                     yield found
         yield from _host_bound(ctx, ta, done, flagged)
+        yield from flagged_eval_calls(ctx, ta)  # ``run_epoch(loader, cross_valid=True)`` of a training loop
 
     @staticmethod
     def _eval_model(ctx: RuleContext, ta: TrainingAnalysis, loop: cst.For | cst.While,
