@@ -66,7 +66,11 @@ class EvalWithoutNoGrad(Rule):
         "no-op since PyTorch 0.4) and trains nothing is an evaluation loop: the callables it hands those inputs "
         "(`pred = model(v, q)`) are the models it runs, without `model.eval()`.",
         "A loop that calls `.backward()`, steps an optimizer, or uses autograd APIs (saliency "
-        "maps, `requires_grad_`) is not reported.",
+        "maps, `requires_grad_`) is not reported, except through a flag: a function whose every backward is "
+        "guarded by one parameter (`if not cross_valid:`, `if partition == 'train':`) called with the value that "
+        "skips it (`self._run_one_epoch(epoch, cross_valid=True)`), outside no_grad and with no "
+        "`set_grad_enabled` in the function, is reported at that call (no fix). A `no_grad` block in the loop "
+        "that never runs the model (it wraps the inputs) does not make the loop's forward graph-free.",
         "A function without `model.eval()` whose every forward ends on the host (`return "
         "self.actor(s).cpu().numpy()` in an agent's `select_action`, `torch.take(items, torch.topk(model(u, "
         "i), k)[1]).tolist()` per test batch; through names, tuples, torch functions and tensor methods, into "
