@@ -465,7 +465,7 @@ def is_eval_loop(ta: TrainingQueries, loop: Loop) -> bool:
             return _trainer_evaluates(ta, loop)
         return in_no_grad(ta.ctx, loop) or (fn := ta.ctx.enclosing(loop, cst.FunctionDef)) is not None and \
             called_only_under_no_grad(ta, fn) or handed is not None and (
-                _runs_an_eval_mode_model(ta, loop, handed) or evaluates_handed_batch(ta, handed))
+                _runs_an_eval_mode_model(ta, loop, handed) or evaluates_handed_batch(ta, loop, handed))
     if in_no_grad(ta.ctx, loop):
         return True
     fn = ta.ctx.enclosing(loop, cst.FunctionDef)

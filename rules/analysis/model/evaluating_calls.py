@@ -28,24 +28,49 @@ class _Queries(Protocol):
     def ctx(self) -> RuleContext: ...
     def called_functions(self, node: cst.CSTNode) -> Iterator[cst.FunctionDef]: ...
     def is_module_like(self, expr: cst.BaseExpression, by_name: bool = False) -> bool: ...
+    def trains(self, loop: cst.For | cst.While) -> bool: ...
 
 
 _LOOPS = (cst.For, cst.While)
 
 
-def evaluates_handed_batch(ta: _Queries, call: cst.Call) -> bool:
+def evaluates_handed_batch(ta: _Queries, loop: cst.For | cst.While, call: cst.Call) -> bool:
     """Does ``call`` (handed an iteration's batch) run a function of this file, or one it calls in
     turn, that calls a model under no_grad or after ``.eval()`` in its own body, with no backward
-    in any of them?"""
+    in any of them? Not in an epoch loop (one holding a training loop: ``self.visualize(epoch)``
+    after each epoch's steps is no batch's evaluation)."""
+    if any(isinstance(n, _LOOPS) and ta.trains(n) for n in walk(loop.body)):
+        return False
+    # one call per batch (not under an ``if`` of the loop: ``if it % k == 0: self.sample(batch)`` in a
+    # loop whose ``self.step(batch)`` trains), and nothing else the iteration calls backpropagates
+    if any(isinstance(a, cst.If) for a in _between(ta.ctx, call, loop)):
+        return False
+    fns = _reached(ta, call)
+    if not fns or any(backward_call(n) for fn in fns for n in walk(fn.body)):
+        return False
+    for other in walk(loop.body, stop_at=_LOOPS):
+        if isinstance(other, cst.Call) and other is not call and \
+                any(backward_call(n) for fn in _reached(ta, other) for n in walk(fn.body)):
+            return False
+    return any(_runs_model_in_inference(ta, fn) for fn in fns)
+
+
+def _between(ctx: RuleContext, node: cst.CSTNode, loop: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    for anc in ctx.ancestors(node):
+        if anc is loop:
+            return
+        yield anc
+
+
+def _reached(ta: _Queries, call: cst.Call) -> list[cst.FunctionDef]:
+    """The functions of this file ``call`` runs, and those they call in turn outside loops."""
     first = list(ta.called_functions(call))
     fns = list(first)
     for fn in first:
         for n in walk(fn.body, stop_at=_LOOPS):
             if isinstance(n, cst.Call):
                 fns += [f for f in ta.called_functions(n) if f not in fns]
-    if not fns or any(backward_call(n) for fn in fns for n in walk(fn.body)):
-        return False
-    return any(_runs_model_in_inference(ta, fn) for fn in fns)
+    return fns
 
 
 def _runs_model_in_inference(ta: _Queries, fn: cst.FunctionDef) -> bool:
