@@ -62,6 +62,7 @@ MODULES = (
     'analysis/model/datasets.py',
     'analysis/model/eval_loops.py',
     'analysis/model/eval_signs.py',
+    'analysis/model/evaluating_calls.py',
     'analysis/model/forward_reach.py',
     'analysis/model/guards.py',
     'analysis/model/handed_callables.py',

@@ -30,6 +30,7 @@ from ._builtin_reads import buffer_root, builtin_reads, device_value
 from ._helper_reads import helper_bodies, helper_read_finding, helper_reads, local_read_findings, read_of_argument
 from ..analysis.syntax.host_output import feeds_environment, feeds_host_output, returned_to_host_output
 from ._host_stores import host_store_finding, stores_to_host
+from ._sibling_values import beside_loss, beside_loss_note
 from ._tested_tensors import branching as _branching, contains_sync as _contains_sync, tested_tensors as _tested_tensors, \
     truth_of_tensor as _truth_of_tensor
 from ._host_tensors import device_receiver, host_tensor
@@ -78,7 +79,9 @@ class SyncInLoop(Rule):
         "the loss and the optimizer, or iterates a DataLoader, directly or through functions of "
         "the same module) or an eval loop (it feeds each batch it reads, from any iterable, to a "
         "model in eval mode or under `no_grad`, or one whose outputs are only read on the host: "
-        "`.cpu().numpy()`, `.item()`); a loop driven from another module is seen only "
+        "`.cpu().numpy()`, `.item()`, or one handing each batch to a function of this file that runs the model "
+        "under `no_grad` or after `.eval()` itself and backpropagates nowhere: `self._eval_step(x, y)` over "
+        "`zip(pbar, loader)`); a loop driven from another module is seen only "
         "through the call that runs this module's function (see across modules). "
         "A LightningModule's `training_step`, `validation_step` and `test_step` are loop bodies "
         "(Lightning calls them once per batch), and the methods of this file they call per-step code; a `self.log(name, x.item())` written directly in "
@@ -124,8 +127,11 @@ class SyncInLoop(Rule):
         "in this file (tensor methods, `torch.*` calls, model or loss outputs, the rows and elements of such a "
         "tensor or of what a model returns, iterated in Python: `for tok in ids: vocab[int(tok)]`, a comprehension, "
         "`zip`/`enumerate`: one read per element); "
-        "`math`/`numpy` results and modules are not tensors, and a tensor returned by another "
-        "module's function is missed. `t.numpy()` without `force=True` is never a sync (torch raises on "
+        "`math`/`numpy` results and modules are not tensors (a module imported under a name the function "
+        "rebinds, `from model import loss` beside `loss = crit(out, y)`, is that local), and a tensor returned by another "
+        "module's function is missed, except the items of a container handed back beside the loss the step "
+        "backpropagates (`loss, parts = model.calc_loss(batch)` then `float(parts[k])`, `float(v)` over "
+        "`parts.items()`, `int(t * 10)` over `for t, v in pairs`): those are assumed tensors, and the finding says so. `t.numpy()` without `force=True` is never a sync (torch raises on "
         "a CUDA tensor there: `t` is in host memory), nor is a comparison of a name every path rebinds to "
         "a host read (`preds = preds.cpu().numpy()`). Tensors in host memory are not reported (`.item()`, `.tolist()`, "
         "`int()`, `float()` alike): a torch factory's result without `device=` "
@@ -311,7 +317,7 @@ class SyncInLoop(Rule):
             yield Finding.of(
                 call,
                 f"`{snippet}` on every {ta.loop_kind(loop)} blocks the CPU until the GPU has finished all "
-                f"queued work (host-device sync); {advice}{default_one_note(ctx, call)}",
+                f"queued work (host-device sync); {advice}{default_one_note(ctx, call)}{_assumed(ctx, ta, call)}",
                 fix if fix is not None else NoFix(_HOST_USE),
             )
 
@@ -322,6 +328,14 @@ class SyncInLoop(Rule):
             yield helper_read_finding(ctx, ta, found)
         for store, target in stores_to_host(ctx, ta):
             yield host_store_finding(ctx, ta, store, target)
+
+
+def _assumed(ctx: RuleContext, ta: TrainingAnalysis, call: cst.BaseExpression) -> str:
+    """What the finding assumed and could not prove: a container handed back beside the loss."""
+    arg = call.args[0].value if isinstance(call, cst.Call) and len(call.args) == 1 and \
+        isinstance(call.func, cst.Name) and call.func.value in ("float", "int") else None
+    found = beside_loss(ctx, ta, arg, call) if arg is not None and not ta.is_tensor_expr(arg) else None
+    return beside_loss_note(found) if found is not None else ""
 
 
 def _in_step_hook(ctx: RuleContext, call: cst.BaseExpression, what: str) -> Iterator[Finding]:
@@ -421,7 +435,7 @@ def sync_calls(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Bas
                 yield call, f"{call.func.value}()"  # ``bool(loss == 0)``: the comparison's answer is on the device
                 continue
             if _contains_sync(arg) or not (ta.is_tensor_expr(arg) or model_buffer(ctx, buffer_root(arg)) or
-                                           backpropagated(ctx, arg, call)) or \
+                                           backpropagated(ctx, arg, call) or beside_loss(ctx, ta, arg, call)) or \
                     host_tensor(ctx, ta, arg, call):
                 continue
             if not ctx.matches(call.func, set(CONVERTERS)) or feeds_environment(ctx, call):

@@ -17,6 +17,7 @@ from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
+from ._flagged_passes import flagged_eval_calls
 from ._host_bound_forward import host_bound_forward
 
 _GRAD_APIS = {"torch.autograd.grad", "torch.autograd.backward", "torch.enable_grad",
@@ -65,7 +66,11 @@ class EvalWithoutNoGrad(Rule):
         "no-op since PyTorch 0.4) and trains nothing is an evaluation loop: the callables it hands those inputs "
         "(`pred = model(v, q)`) are the models it runs, without `model.eval()`.",
         "A loop that calls `.backward()`, steps an optimizer, or uses autograd APIs (saliency "
-        "maps, `requires_grad_`) is not reported.",
+        "maps, `requires_grad_`) is not reported, except through a flag: a function whose every backward is "
+        "guarded by one parameter (`if not cross_valid:`, `if partition == 'train':`) called with the value that "
+        "skips it (`self._run_one_epoch(epoch, cross_valid=True)`), outside no_grad and with no "
+        "`set_grad_enabled` in the function, is reported at that call (no fix). A `no_grad` block in the loop "
+        "that never runs the model (it wraps the inputs) does not make the loop's forward graph-free.",
         "A function without `model.eval()` whose every forward ends on the host (`return "
         "self.actor(s).cpu().numpy()` in an agent's `select_action`, `torch.take(items, torch.topk(model(u, "
         "i), k)[1]).tolist()` per test batch; through names, tuples, torch functions and tensor methods, into "
@@ -169,6 +174,7 @@ class EvalWithoutNoGrad(Rule):
                     done.add(scope)
                     yield found
         yield from _host_bound(ctx, ta, done, flagged)
+        yield from flagged_eval_calls(ctx, ta)  # ``run_epoch(loader, cross_valid=True)`` of a training loop
 
     @staticmethod
     def _eval_model(ctx: RuleContext, ta: TrainingAnalysis, loop: cst.For | cst.While,
@@ -197,7 +203,8 @@ class EvalWithoutNoGrad(Rule):
         for n in walk_with_callees(ta, loop.body):
             if ta.is_backward_call(n) or ta.is_optimizer_step(n):
                 return None
-            if isinstance(n, cst.With) and any(is_no_grad_context(ctx, i.item) for i in n.items):
+            if isinstance(n, cst.With) and any(is_no_grad_context(ctx, i.item) for i in n.items) and \
+                    not _prepares_only(ctx, loop, n, model):
                 return None
             if isinstance(n, cst.Call) and ctx.matches(n.func, _GRAD_APIS):
                 return None
@@ -210,6 +217,14 @@ class EvalWithoutNoGrad(Rule):
         if fn is not None and any(in_no_grad(ctx, c) for c in ta.calls_of(fn)):
             return None  # called under no_grad by its caller
         return model
+
+
+def _prepares_only(ctx: RuleContext, loop: cst.For | cst.While, block: cst.With, model: str) -> bool:
+    """A ``with torch.no_grad():`` in the loop's own body that never runs ``model`` (it wraps the
+    inputs, ``x = Variable(x.cuda())``), while the loop runs it outside: the forward records a graph."""
+    return ctx.is_inside(block, loop.body) and not any(
+        isinstance(n, cst.Call) and (dotted_name(n.func) or "").split(".")[0] == model.split(".")[0]
+        for n in walk(block.body, into_nested=True))
 
 
 def _volatile(ctx: RuleContext, loop: cst.For | cst.While) -> bool:

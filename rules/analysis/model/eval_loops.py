@@ -23,6 +23,7 @@ from ..syntax.calls import backward_call, dotted_name, method_call, target_names
 from ..syntax.project import project_method
 from ..syntax.torch_names import NO_GRAD
 from ..syntax.tree import Loop, walk
+from .evaluating_calls import evaluates_handed_batch
 from .host_bound import ends_on_host
 from .tensors import mentions
 
@@ -463,7 +464,8 @@ def is_eval_loop(ta: TrainingQueries, loop: Loop) -> bool:
         if handed is None and not _model_handed_along(ta, loop):
             return _trainer_evaluates(ta, loop)
         return in_no_grad(ta.ctx, loop) or (fn := ta.ctx.enclosing(loop, cst.FunctionDef)) is not None and \
-            called_only_under_no_grad(ta, fn) or handed is not None and _runs_an_eval_mode_model(ta, loop, handed)
+            called_only_under_no_grad(ta, fn) or handed is not None and (
+                _runs_an_eval_mode_model(ta, loop, handed) or evaluates_handed_batch(ta, loop, handed))
     if in_no_grad(ta.ctx, loop):
         return True
     fn = ta.ctx.enclosing(loop, cst.FunctionDef)

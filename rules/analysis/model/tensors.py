@@ -78,7 +78,43 @@ def module_function(ta: TrainingObjects, func: cst.BaseExpression) -> bool:
     while isinstance(root, cst.Attribute):
         root = root.value
     return isinstance(func, cst.Attribute) and isinstance(root, cst.Name) and \
-        root.value in ta.ctx.import_aliases
+        root.value in ta.ctx.import_aliases and not _bound_locally(ta.ctx, root)
+
+
+def _bound_locally(ctx: RuleContext, name: cst.Name) -> bool:
+    """Is ``name`` a local of the function it is read in (assigned, a parameter, a loop's or a
+    ``with``'s target)? Then an import of the same name at module level is shadowed there: ``from
+    model import loss`` beside ``loss = crit(out, y)`` in the step makes ``loss.item()`` a tensor's."""
+    fn = ctx.enclosing(name, cst.FunctionDef)
+    if fn is None:
+        return False
+    memo = ctx.fact(_locals_by_function)
+    if fn not in memo:
+        memo[fn] = _local_names(fn)
+    return name.value in memo[fn]
+
+
+def _locals_by_function(ctx: RuleContext) -> dict[cst.FunctionDef, frozenset[str]]:
+    return {}  # filled by _bound_locally, one function at a time
+
+
+def _local_names(fn: cst.FunctionDef) -> frozenset[str]:
+    names: set[str] = {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params,
+                                               *fn.params.posonly_params)}
+    declared: set[str] = set()  # ``global loss``: the module's name after all
+    for node in walk(fn.body):
+        if isinstance(node, (cst.Global, cst.Nonlocal)):
+            declared |= {n.name.value for n in node.names}
+        elif isinstance(node, cst.Assign):
+            for t in node.targets:
+                names |= _names_of(t.target)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            names |= _names_of(node.target)
+        elif isinstance(node, cst.For):
+            names |= _names_of(node.target)
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            names |= _names_of(node.asname.name)
+    return frozenset(names - declared)
 
 
 class ValueKinds:
