@@ -6,8 +6,10 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.syntax.calls import dotted_name, get_arg, literal_value
+from ..analysis.syntax.chosen_classes import chosen_classes
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with
+from ..analysis.syntax.torch_names import FUSABLE
 from ..analysis.syntax.tree import walk
 
 
@@ -25,3 +27,11 @@ def launch_names(ctx: RuleContext, func: cst.BaseExpression) -> bool:
     name = func.args[1].value if isinstance(func, cst.Call) and len(func.args) > 1 else None
     attr = name.attr.value if isinstance(name, cst.Attribute) else None
     return attr is not None and launched_with(ctx, (f"--{attr}", f"--{attr.replace('_', '-')}")) is not None
+
+
+def over_parameters(ctx: RuleContext) -> list[cst.Call]:
+    """Calls of a callee that is no torch optimizer class written out (a class picked by name, a factory's
+    result) over a model's parameters (``opt_cls(model.parameters(), lr=lr)``): optimizers however the program
+    is driven (a runner picked from a table runs the step), for the rule to read the pick of."""
+    return [call for call in ctx.nodes(cst.Call) if call.args and ".parameters()" in ctx.code_for(call.args[0].value)
+            and not ctx.is_call_to(call, FUSABLE) and chosen_classes(ctx, call.func) is None]

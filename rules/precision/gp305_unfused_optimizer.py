@@ -27,7 +27,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.glance import Glance
 from ..analysis.facts.builders import gathered_model, optimizer_factories, qualified_name
 from ..analysis.syntax.torch_names import FUSABLE
-from ._fused_choices import builds_fused, launch_names
+from ._fused_choices import builds_fused, launch_names, over_parameters
 from ._loop_optimizers import loop_adamw_findings
 from ..analysis.syntax.tree import walk
 
@@ -168,8 +168,8 @@ class UnfusedOptimizer(Rule):
         comment or docstring (most of torch's mentions); a framework's configuration (``framework_findings``)
         or transformers' own AdamW needs the framework imported (``may_use_framework``: "Config" and
         "Trainer" of the keywords are any library's words)."""
-        return may_use_framework(glance) or \
-            glance.mentions("Adam", "SGD") and glance.mentions_in_code("Adam", "SGD")
+        return may_use_framework(glance) or glance.mentions("Adam", "SGD") and glance.mentions_in_code("Adam", "SGD") or \
+            not glance.alone and glance.mentions_in_code("optim")  # a class another module's table picks by name
 
     examples = [
         Valid(dedent("""
@@ -221,6 +221,8 @@ class UnfusedOptimizer(Rule):
         yield from loop_adamw_findings(ctx, lambda call: _known_fused(ctx, call))
         if not program_trains(ctx):
             yield from _factory_findings(ctx)
+            for call in over_parameters(ctx):  # a class picked by name over a model's parameters: an optimizer
+                yield from _picked_finding(ctx, call)
             return
         for call in ctx.nodes(cst.Call):
             choices = None if ctx.is_call_to(call, FUSABLE) else chosen_classes(ctx, call.func)
@@ -272,7 +274,8 @@ def _picked_finding(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
     SGD on the default run (``facts.picked_classes``), reported at the call that builds it."""
     pick = picked_class(ctx, call.func)
     configured = has_star_args(call) and configuration_spread(ctx, call)
-    if pick is not None and not pick.calls and not pick.passed and "torch.optim.*" in pick.classes:
+    if pick is not None and not pick.calls and not pick.passed and ("torch.optim.*" in pick.classes or pick.unknown
+                                                                    and pick.any_of(ctx, FUSABLE) and not pick.only(ctx, FUSABLE)):
         yield from _unknown_pick(ctx, call, pick, configured)  # issue 34: which class runs is not visible
         return
     if pick is None or pick.calls or not pick.only(ctx, FUSABLE) or has_star_args(call) and not configured and \
