@@ -29,9 +29,11 @@ def launch_names(ctx: RuleContext, func: cst.BaseExpression) -> bool:
     return attr is not None and launched_with(ctx, (f"--{attr}", f"--{attr.replace('_', '-')}")) is not None
 
 
-def over_parameters(ctx: RuleContext) -> list[cst.Call]:
-    """Calls of a callee that is no torch optimizer class written out (a class picked by name, a factory's
-    result) over a model's parameters (``opt_cls(model.parameters(), lr=lr)``): optimizers however the program
-    is driven (a runner picked from a table runs the step), for the rule to read the pick of."""
-    return [call for call in ctx.nodes(cst.Call) if call.args and ".parameters()" in ctx.code_for(call.args[0].value)
-            and not ctx.is_call_to(call, FUSABLE) and chosen_classes(ctx, call.func) is None]
+
+def picked_calls(ctx: RuleContext, factories: dict[cst.FunctionDef, list[cst.Call]]) -> list[cst.Call]:
+    """Calls of a callee that is no torch optimizer class written out (a class picked by name, a factory's result)
+    and no factory's construction (reported as the factory's): what the rule reads the pick of in a module whose
+    training is driven out of sight (a runner picked from a table, a library helper building the optimizer)."""
+    built = {id(c) for calls in factories.values() for c in calls}
+    return [call for call in ctx.nodes(cst.Call) if call.args and id(call) not in built and
+            not ctx.is_call_to(call, FUSABLE) and chosen_classes(ctx, call.func) is None]

@@ -33,6 +33,11 @@ def configuration_spread(ctx: RuleContext, call: cst.Call, depth: int = 0) -> bo
     return True
 
 
+def names_fused(ctx: RuleContext) -> bool:
+    """Does the file's code name ``fused`` or ``foreach`` (a ``**`` spread may then carry the choice)?"""
+    return ctx.fact(_names_fused)
+
+
 def _names_fused(ctx: RuleContext) -> bool:
     """Does the file's code (not its comments) name ``fused`` or ``foreach``: a keyword, a key, a name?"""
     if "fused" not in ctx.source and "foreach" not in ctx.source:

@@ -20,14 +20,14 @@ from ..analysis.fixes.edits import add_kwarg, torch_import
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, literal_value
-from ._optimizer_kwargs import CONFIGURED_NO_FIX, configuration_spread, default_dicts_leave_unset, other_choice
+from ._optimizer_kwargs import CONFIGURED_NO_FIX, configuration_spread, default_dicts_leave_unset, names_fused, other_choice
 from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.chosen_classes import chosen_classes, holder_keys, named_class_strings
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.glance import Glance
 from ..analysis.facts.builders import gathered_model, optimizer_factories, qualified_name
 from ..analysis.syntax.torch_names import FUSABLE
-from ._fused_choices import builds_fused, launch_names, over_parameters
+from ._fused_choices import builds_fused, launch_names, picked_calls
 from ._loop_optimizers import loop_adamw_findings
 from ..analysis.syntax.tree import walk
 
@@ -221,7 +221,7 @@ class UnfusedOptimizer(Rule):
         yield from loop_adamw_findings(ctx, lambda call: _known_fused(ctx, call))
         if not program_trains(ctx):
             yield from _factory_findings(ctx)
-            for call in over_parameters(ctx):  # a class picked by name over a model's parameters: an optimizer
+            for call in picked_calls(ctx, optimizer_factories(ctx)):  # a torch.optim class picked by name: an optimizer
                 yield from _picked_finding(ctx, call)
             return
         for call in ctx.nodes(cst.Call):
@@ -292,7 +292,7 @@ def _unknown_pick(ctx: RuleContext, call: cst.Call, pick: Pick, configured: bool
     """A class of ``torch.optim`` (or of a table holding Adam, AdamW or SGD) picked by a name whose value on the
     default run the tool cannot read (``getattr(torch.optim, cfg.optimizer.type)(params)``,
     ``resolve_optimizer(name)(params)``): reported without a fix, saying so."""
-    if has_star_args(call) and not configured and not default_dicts_leave_unset(ctx, call) or \
+    if has_star_args(call) and names_fused(ctx) or \
             pick.binds("fused", "foreach") or get_arg(call, "fused") is not None or \
             get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call) or launch_names(ctx, call.func):
         return
