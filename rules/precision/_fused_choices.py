@@ -36,4 +36,18 @@ def picked_calls(ctx: RuleContext, factories: dict[cst.FunctionDef, list[cst.Cal
     training is driven out of sight (a runner picked from a table, a library helper building the optimizer)."""
     built = {id(c) for calls in factories.values() for c in calls}
     return [call for call in ctx.nodes(cst.Call) if call.args and id(call) not in built and
-            not ctx.is_call_to(call, FUSABLE) and chosen_classes(ctx, call.func) is None]
+            not ctx.is_call_to(call, FUSABLE) and chosen_classes(ctx, call.func) is None and not _typed_pick(ctx, call)]
+
+
+def _typed_pick(ctx: RuleContext, call: cst.Call) -> bool:
+    """``getattr(torch.optim, cfg.solver)`` with ``cfg: SolverConfig``, a class of this file: its field decides, and
+    where the file's own calls set it to other values the rule has read them (positive evidence, not unknown)."""
+    if not (isinstance(call.func, cst.Call) and dotted_name(call.func.func) == "getattr" and len(call.func.args) > 1):
+        return False
+    name = call.func.args[1].value
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    if fn is None or not isinstance(name, cst.Attribute) or not isinstance(name.value, cst.Name):
+        return False
+    param = next((p for p in fn.params.params if p.name.value == name.value.value), None)
+    kind = dotted_name(param.annotation.annotation) if param is not None and param.annotation is not None else None
+    return kind is not None and any(isinstance(c, cst.ClassDef) and c.name.value == kind for c in ctx.module.body)
