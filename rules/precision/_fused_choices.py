@@ -35,7 +35,7 @@ def picked_calls(ctx: RuleContext, factories: dict[cst.FunctionDef, list[cst.Cal
     and no factory's construction (reported as the factory's): what the rule reads the pick of in a module whose
     training is driven out of sight (a runner picked from a table, a library helper building the optimizer)."""
     built = {id(c) for calls in factories.values() for c in calls}
-    return [call for call in ctx.nodes(cst.Call) if call.args and id(call) not in built and
+    return [call for call in ctx.nodes(cst.Call) if call.args and _params_like(call.args[0]) and id(call) not in built and
             not ctx.is_call_to(call, FUSABLE) and chosen_classes(ctx, call.func) is None and not _typed_pick(ctx, call)]
 
 
@@ -51,3 +51,18 @@ def _typed_pick(ctx: RuleContext, call: cst.Call) -> bool:
     param = next((p for p in fn.params.params if p.name.value == name.value.value), None)
     kind = dotted_name(param.annotation.annotation) if param is not None and param.annotation is not None else None
     return kind is not None and any(isinstance(c, cst.ClassDef) and c.name.value == kind for c in ctx.module.body)
+
+
+def _params_like(arg: cst.Arg) -> bool:
+    """Is the first argument what an optimizer takes first: ``model.parameters()``, ``filter(..., ...)``, a list of
+    tensors or parameter groups, a name of them (``params``, ``param_groups``), ``params=``? (A cheap test: most
+    calls of a library module are no optimizer's.)"""
+    value = arg.value
+    if arg.keyword is not None:
+        return arg.keyword.value == "params"
+    if isinstance(value, (cst.List, cst.ListComp, cst.GeneratorExp)):
+        return True
+    if isinstance(value, cst.Call):
+        value = value.func
+    last = value.value if isinstance(value, cst.Name) else value.attr.value if isinstance(value, cst.Attribute) else ""
+    return "param" in last.lower() or last in ("filter", "chain", "list")

@@ -169,7 +169,7 @@ class UnfusedOptimizer(Rule):
         or transformers' own AdamW needs the framework imported (``may_use_framework``: "Config" and
         "Trainer" of the keywords are any library's words)."""
         return may_use_framework(glance) or glance.mentions("Adam", "SGD") and glance.mentions_in_code("Adam", "SGD") or \
-            not glance.alone and glance.mentions_in_code("optim")  # a class another module's table picks by name
+            not glance.alone and glance.mentions(".parameters()") and glance.mentions_in_code("optim")  # a pick over parameters
 
     examples = [
         Valid(dedent("""
