@@ -32,7 +32,6 @@ from ._loop_optimizers import loop_adamw_findings
 from ..analysis.syntax.tree import walk
 
 
-
 class UnfusedOptimizer(Rule):
     code = "GP305"
     name = "unfused-optimizer"
@@ -112,7 +111,9 @@ class UnfusedOptimizer(Rule):
         "lr=lr)`, `argbind.bind(torch.optim.AdamW)`, gin's `external_configurable`); reported at the call that builds "
         "it, with the fix only when every run builds one of the three (a wrapper, a whole table). A class of "
         "`torch.optim` picked by a name whose value the tool cannot read (`getattr(torch.optim, cfg.optimizer.type)`, "
-        "a required option) is reported without a fix, \"if the chosen class is Adam, AdamW or SGD\" (issue 34). "
+        "a required option; also with `**` keywords unless the file names fused/foreach, and in a helper module that "
+        "builds it for a runner out of sight), or a table/factory holding Adam, AdamW or SGD among other classes picked "
+        "by such a name, is reported without a fix, \"if the chosen class is Adam, AdamW or SGD\" (issue 34). "
         "Not reported: a "
         "default that is another class (RMSprop, LBFGS), a name whose default the file does not show, a wrapper that "
         "binds `fused`/`foreach` or `**` keywords, an option the project's launch scripts pass another value "
