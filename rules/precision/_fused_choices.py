@@ -66,3 +66,18 @@ def _params_like(arg: cst.Arg) -> bool:
         value = value.func
     last = value.value if isinstance(value, cst.Name) else value.attr.value if isinstance(value, cst.Attribute) else ""
     return "param" in last.lower() or last in ("filter", "chain", "list")
+
+
+_FUSABLE_NAMES = frozenset({"adam", "adamw", "sgd"})
+
+
+def named_before(ctx: RuleContext, call: cst.Call) -> bool:
+    """Is ``call`` in the fallback of a choice whose earlier branches test the name against each of Adam, AdamW and
+    SGD (``if name == "adam": ... elif name == "adamw": ... elif name == "sgd": ... elif hasattr(torch.optim, name):
+    getattr(torch.optim, name)(...)``)? Those classes are built (and checked) there: the fallback picks another one.
+    An ``else`` after ``if name == "SGD":`` alone still may pick Adam."""
+    tested: set[str] = set()
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.If) and anc.orelse is not None and ctx.is_inside(call, anc.orelse):
+            tested |= {str(literal_value(n)).lower() for n in walk(anc.test) if isinstance(n, cst.SimpleString)}
+    return _FUSABLE_NAMES <= tested

@@ -27,7 +27,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.glance import Glance
 from ..analysis.facts.builders import gathered_model, optimizer_factories, qualified_name
 from ..analysis.syntax.torch_names import FUSABLE
-from ._fused_choices import builds_fused, launch_names, picked_calls
+from ._fused_choices import builds_fused, launch_names, named_before, picked_calls
 from ._loop_optimizers import loop_adamw_findings
 from ..analysis.syntax.tree import walk
 
@@ -260,7 +260,6 @@ class UnfusedOptimizer(Rule):
 _PICKED_NO_FIX = NoFix("the class is picked by name when the script runs, and another pick may not take fused=: "
                        "pass it where the Adam, AdamW or SGD class is picked")
 
-
 _PASSED_NO_FIX = NoFix("the class is a parameter's default and a caller may pass another, which may not take "
                        "fused=: pass it where the Adam, AdamW or SGD class is chosen")
 
@@ -295,7 +294,8 @@ def _unknown_pick(ctx: RuleContext, call: cst.Call, pick: Pick, configured: bool
     ``resolve_optimizer(name)(params)``): reported without a fix, saying so."""
     if has_star_args(call) and names_fused(ctx) or \
             pick.binds("fused", "foreach") or get_arg(call, "fused") is not None or \
-            get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call) or launch_names(ctx, call.func):
+            get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call) or launch_names(ctx, call.func) or \
+            named_before(ctx, call):
         return
     yield Finding(call, f"optimizer {pick.words} may run without fused=: the class is picked by a name whose value the "
                         "tool could not read; if the chosen class is Adam, AdamW or SGD, its update runs as many "
