@@ -6,8 +6,10 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.syntax.calls import dotted_name, get_arg, literal_value
+from ..analysis.syntax.chosen_classes import chosen_classes
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with
+from ..analysis.syntax.torch_names import FUSABLE
 from ..analysis.syntax.tree import walk
 
 
@@ -25,3 +27,57 @@ def launch_names(ctx: RuleContext, func: cst.BaseExpression) -> bool:
     name = func.args[1].value if isinstance(func, cst.Call) and len(func.args) > 1 else None
     attr = name.attr.value if isinstance(name, cst.Attribute) else None
     return attr is not None and launched_with(ctx, (f"--{attr}", f"--{attr.replace('_', '-')}")) is not None
+
+
+
+def picked_calls(ctx: RuleContext, factories: dict[cst.FunctionDef, list[cst.Call]]) -> list[cst.Call]:
+    """Calls of a callee that is no torch optimizer class written out (a class picked by name, a factory's result)
+    and no factory's construction (reported as the factory's): what the rule reads the pick of in a module whose
+    training is driven out of sight (a runner picked from a table, a library helper building the optimizer)."""
+    built = {id(c) for calls in factories.values() for c in calls}
+    return [call for call in ctx.nodes(cst.Call) if call.args and _params_like(call.args[0]) and id(call) not in built and
+            not ctx.is_call_to(call, FUSABLE) and chosen_classes(ctx, call.func) is None and not _typed_pick(ctx, call)]
+
+
+def _typed_pick(ctx: RuleContext, call: cst.Call) -> bool:
+    """``getattr(torch.optim, cfg.solver)`` with ``cfg: SolverConfig``, a class of this file: its field decides, and
+    where the file's own calls set it to other values the rule has read them (positive evidence, not unknown)."""
+    if not (isinstance(call.func, cst.Call) and dotted_name(call.func.func) == "getattr" and len(call.func.args) > 1):
+        return False
+    name = call.func.args[1].value
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    if fn is None or not isinstance(name, cst.Attribute) or not isinstance(name.value, cst.Name):
+        return False
+    param = next((p for p in fn.params.params if p.name.value == name.value.value), None)
+    kind = dotted_name(param.annotation.annotation) if param is not None and param.annotation is not None else None
+    return kind is not None and any(isinstance(c, cst.ClassDef) and c.name.value == kind for c in ctx.module.body)
+
+
+def _params_like(arg: cst.Arg) -> bool:
+    """Is the first argument what an optimizer takes first: ``model.parameters()``, ``filter(..., ...)``, a list of
+    tensors or parameter groups, a name of them (``params``, ``param_groups``), ``params=``? (A cheap test: most
+    calls of a library module are no optimizer's.)"""
+    value = arg.value
+    if arg.keyword is not None:
+        return arg.keyword.value == "params"
+    if isinstance(value, (cst.List, cst.ListComp, cst.GeneratorExp)):
+        return True
+    if isinstance(value, cst.Call):
+        value = value.func
+    last = value.value if isinstance(value, cst.Name) else value.attr.value if isinstance(value, cst.Attribute) else ""
+    return "param" in last.lower() or last in ("filter", "chain", "list")
+
+
+_FUSABLE_NAMES = frozenset({"adam", "adamw", "sgd"})
+
+
+def named_before(ctx: RuleContext, call: cst.Call) -> bool:
+    """Is ``call`` in the fallback of a choice whose earlier branches test the name against each of Adam, AdamW and
+    SGD (``if name == "adam": ... elif name == "adamw": ... elif name == "sgd": ... elif hasattr(torch.optim, name):
+    getattr(torch.optim, name)(...)``)? Those classes are built (and checked) there: the fallback picks another one.
+    An ``else`` after ``if name == "SGD":`` alone still may pick Adam."""
+    tested: set[str] = set()
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, cst.If) and anc.orelse is not None and ctx.is_inside(call, anc.orelse):
+            tested |= {str(literal_value(n)).lower() for n in walk(anc.test) if isinstance(n, cst.SimpleString)}
+    return _FUSABLE_NAMES <= tested

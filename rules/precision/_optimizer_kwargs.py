@@ -27,9 +27,15 @@ def configuration_spread(ctx: RuleContext, call: cst.Call, depth: int = 0) -> bo
     for arg in call.args:
         if arg.star == "*":
             return False
-        if arg.star == "**" and not _configuration_entry(arg.value) and not _filled_kwargs(ctx, call, arg.value, depth):
+        if arg.star == "**" and not _configuration_entry(arg.value) and not _filled_kwargs(ctx, call, arg.value, depth) \
+                and not _copied_entry(ctx, arg.value):
             return False
     return True
+
+
+def names_fused(ctx: RuleContext) -> bool:
+    """Does the file's code name ``fused`` or ``foreach`` (a ``**`` spread may then carry the choice)?"""
+    return ctx.fact(_names_fused)
 
 
 def _names_fused(ctx: RuleContext) -> bool:
@@ -40,6 +46,24 @@ def _names_fused(ctx: RuleContext) -> bool:
     return any(a.keyword is not None and a.keyword.value in words for a in ctx.nodes(cst.Arg)) or \
         any(any(w in s.value for w in words) for s in ctx.nodes(cst.SimpleString)) or \
         any(n.value in words for n in ctx.nodes(cst.Name))
+
+
+def _copied_entry(ctx: RuleContext, value: cst.BaseExpression) -> bool:
+    """A name bound only to a copy of a configuration entry: ``{k: v for k, v in cfg["optim"].items() if k !=
+    "name"}``, ``dict(cfg.optim)``, ``copy.deepcopy(cfg["optim"])`` (the keywords stay the file's)."""
+    if not isinstance(value, cst.Name):
+        return False
+    bound = [a.value for a in ctx.nodes(cst.Assign) for t in a.targets if dotted_name(t.target) == value.value]
+    return bool(bound) and all(_copy_of_entry(v) for v in bound)
+
+
+def _copy_of_entry(value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.DictComp):
+        it = value.for_in.iter
+        return isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value == "items" and \
+            _configuration_entry(it.func.value)
+    return isinstance(value, cst.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] in ("dict", "deepcopy", "copy") \
+        and len(value.args) == 1 and _configuration_entry(value.args[0].value)
 
 
 def _configuration_entry(value: cst.BaseExpression) -> bool:

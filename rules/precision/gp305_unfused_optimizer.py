@@ -20,17 +20,16 @@ from ..analysis.fixes.edits import add_kwarg, torch_import
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, literal_value
-from ._optimizer_kwargs import CONFIGURED_NO_FIX, configuration_spread, default_dicts_leave_unset, other_choice
+from ._optimizer_kwargs import CONFIGURED_NO_FIX, configuration_spread, default_dicts_leave_unset, names_fused, other_choice
 from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.chosen_classes import chosen_classes, holder_keys, named_class_strings
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.glance import Glance
 from ..analysis.facts.builders import gathered_model, optimizer_factories, qualified_name
 from ..analysis.syntax.torch_names import FUSABLE
-from ._fused_choices import builds_fused, launch_names
+from ._fused_choices import builds_fused, launch_names, named_before, picked_calls
 from ._loop_optimizers import loop_adamw_findings
 from ..analysis.syntax.tree import walk
-
 
 
 class UnfusedOptimizer(Rule):
@@ -112,7 +111,9 @@ class UnfusedOptimizer(Rule):
         "lr=lr)`, `argbind.bind(torch.optim.AdamW)`, gin's `external_configurable`); reported at the call that builds "
         "it, with the fix only when every run builds one of the three (a wrapper, a whole table). A class of "
         "`torch.optim` picked by a name whose value the tool cannot read (`getattr(torch.optim, cfg.optimizer.type)`, "
-        "a required option) is reported without a fix, \"if the chosen class is Adam, AdamW or SGD\" (issue 34). "
+        "a required option; also with `**` keywords unless the file names fused/foreach, and in a helper module that "
+        "builds it for a runner out of sight), or a table/factory holding Adam, AdamW or SGD among other classes picked "
+        "by such a name, is reported without a fix, \"if the chosen class is Adam, AdamW or SGD\" (issue 34). "
         "Not reported: a "
         "default that is another class (RMSprop, LBFGS), a name whose default the file does not show, a wrapper that "
         "binds `fused`/`foreach` or `**` keywords, an option the project's launch scripts pass another value "
@@ -168,8 +169,8 @@ class UnfusedOptimizer(Rule):
         comment or docstring (most of torch's mentions); a framework's configuration (``framework_findings``)
         or transformers' own AdamW needs the framework imported (``may_use_framework``: "Config" and
         "Trainer" of the keywords are any library's words)."""
-        return may_use_framework(glance) or \
-            glance.mentions("Adam", "SGD") and glance.mentions_in_code("Adam", "SGD")
+        return may_use_framework(glance) or glance.mentions("Adam", "SGD") and glance.mentions_in_code("Adam", "SGD") or \
+            not glance.alone and glance.mentions(".parameters()") and glance.mentions_in_code("optim")  # a pick over parameters
 
     examples = [
         Valid(dedent("""
@@ -221,6 +222,8 @@ class UnfusedOptimizer(Rule):
         yield from loop_adamw_findings(ctx, lambda call: _known_fused(ctx, call))
         if not program_trains(ctx):
             yield from _factory_findings(ctx)
+            for call in picked_calls(ctx, optimizer_factories(ctx)):  # a torch.optim class picked by name: an optimizer
+                yield from _picked_finding(ctx, call)
             return
         for call in ctx.nodes(cst.Call):
             choices = None if ctx.is_call_to(call, FUSABLE) else chosen_classes(ctx, call.func)
@@ -257,7 +260,6 @@ class UnfusedOptimizer(Rule):
 _PICKED_NO_FIX = NoFix("the class is picked by name when the script runs, and another pick may not take fused=: "
                        "pass it where the Adam, AdamW or SGD class is picked")
 
-
 _PASSED_NO_FIX = NoFix("the class is a parameter's default and a caller may pass another, which may not take "
                        "fused=: pass it where the Adam, AdamW or SGD class is chosen")
 
@@ -272,7 +274,8 @@ def _picked_finding(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
     SGD on the default run (``facts.picked_classes``), reported at the call that builds it."""
     pick = picked_class(ctx, call.func)
     configured = has_star_args(call) and configuration_spread(ctx, call)
-    if pick is not None and not pick.calls and not pick.passed and "torch.optim.*" in pick.classes:
+    if pick is not None and not pick.calls and not pick.passed and ("torch.optim.*" in pick.classes or pick.unknown
+                                                                    and pick.any_of(ctx, FUSABLE) and not pick.only(ctx, FUSABLE)):
         yield from _unknown_pick(ctx, call, pick, configured)  # issue 34: which class runs is not visible
         return
     if pick is None or pick.calls or not pick.only(ctx, FUSABLE) or has_star_args(call) and not configured and \
@@ -289,9 +292,10 @@ def _unknown_pick(ctx: RuleContext, call: cst.Call, pick: Pick, configured: bool
     """A class of ``torch.optim`` (or of a table holding Adam, AdamW or SGD) picked by a name whose value on the
     default run the tool cannot read (``getattr(torch.optim, cfg.optimizer.type)(params)``,
     ``resolve_optimizer(name)(params)``): reported without a fix, saying so."""
-    if has_star_args(call) and not configured and not default_dicts_leave_unset(ctx, call) or \
+    if has_star_args(call) and names_fused(ctx) or \
             pick.binds("fused", "foreach") or get_arg(call, "fused") is not None or \
-            get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call) or launch_names(ctx, call.func):
+            get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call) or launch_names(ctx, call.func) or \
+            named_before(ctx, call):
         return
     yield Finding(call, f"optimizer {pick.words} may run without fused=: the class is picked by a name whose value the "
                         "tool could not read; if the chosen class is Adam, AdamW or SGD, its update runs as many "

@@ -31,12 +31,37 @@ def returned_classes(ctx: RuleContext, fn: cst.FunctionDef) -> tuple[ClassChoice
             continue
         if node.value is None:
             return ()
+        table = _table_classes(ctx, node.value)
+        if table:  # ``return key2opt[name]``: any class of the module's table, by its key
+            out += table
+            continue
         cls = _class_name(ctx, node.value)
         if cls is None:
             return ()
         keys = _chosen_by(ctx, fn, node, set(params))
         out += [(k, cls) for k in keys] if keys else [("", cls)]
     return tuple(out) if any(k for k, _ in out) else ()
+
+
+def _table_classes(ctx: RuleContext, value: cst.BaseExpression) -> list[ClassChoice]:
+    """``TABLE[key]`` / ``TABLE.get(key)`` with ``TABLE`` a module-level dict literal of classes by string key
+    (``key2opt = {"sgd": SGD, "adam": Adam}``): its ``(key, class)`` pairs; empty otherwise."""
+    if isinstance(value, cst.Subscript):
+        table = value.value
+    elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "get":
+        table = value.func.value
+    else:
+        return []
+    if not isinstance(table, cst.Name):
+        return []
+    for stmt in ctx.module.body:
+        for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Dict) and \
+                    any(dotted_name(t.target) == table.value for t in small.targets):
+                pairs = [(literal_value(e.key), _class_name(ctx, e.value)) for e in small.value.elements
+                         if isinstance(e, cst.DictElement)]
+                return [(k, c) for k, c in pairs if isinstance(k, str) and c is not None]
+    return []
 
 
 def _class_name(ctx: RuleContext, value: cst.BaseExpression) -> str | None:

@@ -57,6 +57,7 @@ class Pick:
     bound: frozenset[str] | None  # keywords a wrapper already binds; None when ``**`` may hold any
     calls: tuple[cst.Call, ...] = ()  # the constructions when a table's lambdas build them, not the call
     passed: bool = False  # a parameter's default: a caller may hand in another class
+    unknown: bool = False  # the name that picks among ``classes`` has no value the tool can read (a config key)
 
     def only(self, ctx: RuleContext, names: frozenset[str]) -> bool:
         """Is every class the default run may build one of ``names``?"""
@@ -108,7 +109,8 @@ def picked_class(ctx: RuleContext, func: cst.BaseExpression, depth: int = 0) -> 
         return Pick(tuple(c for p in picks for c in p.classes),  # type: ignore[union-attr]
                     f"`{func.value}` = {first.words}" if len(picks) == 1 else f"`{func.value}`",
                     all(p.every_run for p in picks), None if any(p.bound is None for p in picks)  # type: ignore[union-attr]
-                    else frozenset().union(*(p.bound for p in picks)))  # type: ignore[union-attr, misc]
+                    else frozenset().union(*(p.bound for p in picks)),  # type: ignore[union-attr, misc]
+                    unknown=any(p.unknown for p in picks))  # type: ignore[union-attr]
     return None
 
 
@@ -133,7 +135,7 @@ def _from_factory(ctx: RuleContext, call: cst.Call, code: str) -> Pick | None:
         picked = [c for k, c in choices if k in (default[0], default[0].lower())] or [c for k, c in choices if not k]
         if picked:
             return Pick(tuple(picked), f"`{code}` ({picked[0].rsplit('.', 1)[-1]}, {default[1]})", False, frozenset())
-    return Pick(tuple(c for _, c in choices), f"`{code}`", False, frozenset())
+    return Pick(tuple(c for _, c in choices), f"`{code}`", False, frozenset(), unknown=True)
 
 
 def _holders(ctx: RuleContext) -> frozenset[str]:
@@ -310,7 +312,7 @@ def _from_table(ctx: RuleContext, func: cst.BaseExpression, table: cst.BaseExpre
     bound = None if any(p.bound is None for p in picks) else frozenset().union(*(p.bound for p in picks))  # type: ignore[misc]
     calls = tuple(c for p in picks for c in p.calls)
     if default is None:  # not known: any of the table's classes
-        return Pick(classes, f"`{code}` (a class of the table)", True, bound, calls)
+        return Pick(classes, f"`{code}` (a class of the table)", True, bound, calls, unknown=True)
     return Pick(classes, f"`{code}` ({ctx.code_for(classes[0])} for {default[0]!r}, {default[1]})"  # type: ignore[arg-type]
                 if not isinstance(classes[0], str) else f"`{code}`", False, bound, calls)
 
