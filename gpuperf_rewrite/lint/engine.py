@@ -227,14 +227,16 @@ def _check_source(data: bytes, path: str, ruleset: RuleSet, mode: FixMode,
     first_party, root = is_first_party(fs_path) if fs_path else (False, None)
     # The user's own file is scanned for its imports next: the gate's tree serves that too.
     trees: list[Any] = []
-    diag = syntax_gate(data, path, check_depth=True, keep_tree=bool(fs_path and first_party), trees=trees)
+    walked: list[Any] = []  # the tree's nodes, listed by the depth walk for the rules' preconditions
+    diag = syntax_gate(data, path, check_depth=True, keep_tree=bool(fs_path and first_party), trees=trees,
+                       nodes=walked)
     if diag is not None:
         return result.failed(diag)
     if not (fs_path and first_party):  # checked alone: no other module's facts, no launch information
-        rules = reporting_rules(rules, Glance(text, trees[0], alone=True))
+        rules = reporting_rules(rules, Glance(text, trees[0], alone=True, nodes=walked))
         if not rules:
             return result  # no rule's precondition holds: LibCST's parse (half the CPU) is skipped
-    del trees
+    del trees, walked
     # A context built for this file's facts or step calls before its check (a module checked
     # before it in this process asked for them): its parse and analysis serve the check.
     kept = early_contexts.peek(fs_path, data) if fs_path and first_party else None

@@ -50,14 +50,17 @@ def parse(data: bytes | str, path: str) -> cst.Module:
         raise ParseFailure(file_error(path, f"cannot parse: {exc}")) from exc
 
 
-def _ast_depth(tree: ast.AST) -> int:
+def _ast_depth(tree: ast.AST, into: list[ast.AST] | None = None) -> int:
     """Deepest nesting of the tree, level by level (the tree may be too deep to recurse over);
-    reading ``_fields`` directly is twice as fast as ``ast.iter_child_nodes``."""
+    reading ``_fields`` directly is twice as fast as ``ast.iter_child_nodes``. ``into``: the nodes
+    are appended to it level by level, which is ``ast.walk``'s order (``Glance.nodes``)."""
     node_type = ast.AST
     level: list[ast.AST] = [tree]
     depth = 0
     while level:
         depth += 1
+        if into is not None:
+            into.extend(level)
         children: list[object] = []
         for node in level:
             for name in node._fields:
@@ -81,11 +84,12 @@ def _nul_byte(data: bytes | str, path: str) -> Diagnostic | None:
 
 
 def syntax_gate(data: bytes | str, path: str, *, check_depth: bool = False, keep_tree: bool = False,
-                trees: list[ast.Module] | None = None) -> Diagnostic | None:
+                trees: list[ast.Module] | None = None, nodes: list[ast.AST] | None = None) -> Diagnostic | None:
     """None when CPython parses ``data`` (and, with ``check_depth``, it is shallow enough for
     LibCST); else the E999 to report. ``keep_tree``: the tree is kept for the import scan of the
     same content (``project.parse_ast``); ``trees``: CPython's tree is appended to it (the rules'
-    preconditions read it: ``syntax.glance``)."""
+    preconditions read it: ``syntax.glance``); ``nodes``: with ``check_depth``, the depth walk appends
+    every node of the tree to it, in ``ast.walk``'s order (``Glance.nodes``: one walk serves both)."""
     nul = _nul_byte(data, path)
     if nul is not None:
         return nul
@@ -100,7 +104,7 @@ def syntax_gate(data: bytes | str, path: str, *, check_depth: bool = False, keep
     if trees is not None:
         trees.append(tree)
     if check_depth:
-        depth = _ast_depth(tree)
+        depth = _ast_depth(tree, nodes)
         if depth > MAX_AST_DEPTH:
             return file_error(path, f"expressions nested {depth} levels deep; the analyser handles "
                                     f"up to {MAX_AST_DEPTH}, file not checked")

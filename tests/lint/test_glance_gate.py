@@ -141,3 +141,74 @@ def test_library_code_mentioning_moves_only_in_its_docs_is_not_parsed(monkeypatc
     assert res.diagnostics == [] and not res.error and parsed == []
     check_source(library.replace(b"torch.as_tensor(x).shape", b"torch.as_tensor(x).to(DEV)"), "gen.py", ALL)
     assert parsed == ["gen.py"]
+
+
+def _sources() -> list[str]:
+    """Every rule module, fixture, example project and tool module: real shapes of all node kinds."""
+    roots = [ROOT / "rules", ROOT / "tests" / "rules" / "fixtures", ROOT / "tests" / "rules" / "projects",
+             ROOT / "gpuperf_rewrite" / "lint"]
+    return [p.read_text(encoding="utf-8") for root in roots for p in sorted(root.rglob("*.py"))]
+
+
+def _old_step_call(glance: Glance) -> bool:
+    """``cheap_signs._step_call`` as it was, over ``ast.walk`` (the reference of the exactness test)."""
+    from gpuperf_rewrite.rules.analysis.model.tensors import LOSS_NAME
+
+    def loss_named(node: ast.expr) -> bool:
+        if type(node) is ast.Name:
+            return bool(LOSS_NAME.search(node.id))
+        if type(node) is ast.Attribute:
+            inner = node.value
+            while type(inner) is ast.Attribute:
+                inner = inner.value
+            return type(inner) is ast.Name and bool(LOSS_NAME.search(node.attr))
+        return False
+    names = {"backward"}
+    for node in ast.walk(glance.tree):
+        if type(node) is ast.ImportFrom:
+            names.update(a.asname for a in node.names if a.name == "backward" and a.asname)
+    callees: set[int] = set()
+    for node in ast.walk(glance.tree):
+        kind = type(node)
+        if kind is ast.Call:
+            func = node.func
+            callees.add(id(func))
+            if type(func) is ast.Attribute and func.attr in ("backward", "step") or \
+                    type(func) is ast.Name and func.id in names:
+                return True
+            values = [a for a in node.args if type(a) is not ast.Starred]
+            values += [k.value for k in node.keywords if k.arg is not None]
+            if any(loss_named(v) for v in values):
+                return True
+        elif kind is ast.Attribute and node.attr == "backward" or kind is ast.Name and node.id in names:
+            if id(node) not in callees:
+                return True
+    return False
+
+
+def test_one_listed_walk_is_ast_walks_order_and_the_preconditions_read_the_same():
+    """The glance's node list (its own walk, or the syntax gate's depth walk) is ``ast.walk``'s
+    sequence, node for node, so every precondition reading it answers as over ``ast.walk``."""
+    from gpuperf_rewrite.lint.parsing import _ast_depth
+    from gpuperf_rewrite.rules.analysis.model import cheap_signs
+    from gpuperf_rewrite.rules.analysis.syntax.glance import walk_order
+
+    extra = ["from torch.autograd import backward as bw\nbw(total_cost)\n", "f(a.b.my_objective, *xs, k=c().loss)\n",
+             "global g\nmatch x:\n    case {'a': 1, **rest}: pass\n    case P(k=1): pass\n"]
+    sources = _sources() + extra
+    assert len(sources) > 500
+    steps = 0
+    for code in sources:
+        tree = ast.parse(code)
+        expected = list(ast.walk(tree))
+        assert walk_order(tree) == expected
+        listed: list[ast.AST] = []
+        _ast_depth(tree, listed)
+        assert listed == expected
+        lone, shared = Glance(code, tree), Glance(code, tree, nodes=listed)
+        got = cheap_signs._step_call(shared)
+        assert got == cheap_signs._step_call(lone) == _old_step_call(lone)
+        steps += got
+        for rule in all_rules().values():
+            assert rule.may_report(Glance(code, tree, nodes=listed)) == rule.may_report(Glance(code, tree))
+    assert steps > 50  # both answers are exercised

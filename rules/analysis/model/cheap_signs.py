@@ -47,12 +47,14 @@ def may_train(glance: Glance) -> bool:
 
 
 def _step_call(glance: Glance) -> bool:
+    nodes = glance.all_nodes()  # ``ast.walk``'s order: a call comes before its callee
     names = {"backward"}  # ``from torch.autograd import backward as bw``: ``bw(loss)``
-    for node in ast.walk(glance.tree):
+    for node in nodes:
         if type(node) is ast.ImportFrom:
             names.update(a.asname for a in node.names if a.name == "backward" and a.asname)
     callees: set[int] = set()
-    for node in ast.walk(glance.tree):
+    loss_like: dict[str, bool] = {}  # a name's last part -> does it name a loss (asked once per name)
+    for node in nodes:
         kind = type(node)
         if kind is ast.Call:
             func = node.func
@@ -62,7 +64,7 @@ def _step_call(glance: Glance) -> bool:
                 return True
             values = [a for a in node.args if type(a) is not ast.Starred]
             values += [k.value for k in node.keywords if k.arg is not None]
-            if any(_loss_named(v) for v in values):
+            if any(_loss_named(v, loss_like) for v in values):
                 return True  # ``loss_scaler(loss, optimizer)``: a backward and a step out of sight
         elif kind is ast.Attribute and node.attr == "backward" or kind is ast.Name and node.id in names:
             if id(node) not in callees:
@@ -70,24 +72,31 @@ def _step_call(glance: Glance) -> bool:
     return False
 
 
-def _loss_named(node: ast.expr) -> bool:
+def _loss_named(node: ast.expr, memo: dict[str, bool]) -> bool:
     """``loss_named`` on CPython's tree: a name or attribute whose last part names a loss."""
     if type(node) is ast.Name:
-        return bool(LOSS_NAME.search(node.id))
-    if type(node) is ast.Attribute:
+        word = node.id
+    elif type(node) is ast.Attribute:
         inner = node.value
         while type(inner) is ast.Attribute:
             inner = inner.value
-        return type(inner) is ast.Name and bool(LOSS_NAME.search(node.attr))
-    return False
+        if type(inner) is not ast.Name:
+            return False
+        word = node.attr
+    else:
+        return False
+    hit = memo.get(word)
+    if hit is None:
+        hit = memo[word] = bool(LOSS_NAME.search(word))
+    return hit
 
 
 def _has_for(glance: Glance) -> bool:
-    return any(type(n) in (ast.For, ast.AsyncFor) for n in ast.walk(glance.tree))
+    return any(type(n) in (ast.For, ast.AsyncFor) for n in glance.all_nodes())
 
 
 def _has_loop(glance: Glance) -> bool:
-    return glance.fact(_has_for) or any(type(n) is ast.While for n in ast.walk(glance.tree))
+    return glance.fact(_has_for) or any(type(n) is ast.While for n in glance.all_nodes())
 
 
 def may_evaluate(glance: Glance) -> bool:

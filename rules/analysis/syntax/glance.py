@@ -29,7 +29,17 @@ class Glance:
     text: str
     tree: ast.Module
     alone: bool = True
+    # Every node of ``tree`` in ``ast.walk``'s order (breadth first), when the caller has them (the
+    # syntax gate's depth walk lists them): the preconditions read this one list instead of each
+    # walking the tree (``ast.walk``'s generators were most of the gate's CPU on library code).
+    nodes: list[ast.AST] | None = dataclasses.field(default=None, repr=False)
     _memo: dict[Callable[[Any], Any], Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    def all_nodes(self) -> list[ast.AST]:
+        """Every node of the tree, in ``ast.walk(self.tree)``'s order."""
+        if self.nodes is None:
+            self.nodes = walk_order(self.tree)
+        return self.nodes
 
     def fact(self, compute: Callable[[Glance], T]) -> T:
         """``compute(self)``, once per file (several rules ask the same question)."""
@@ -62,14 +72,32 @@ class Glance:
         return any(n in called for n in names)
 
 
+def walk_order(tree: ast.AST) -> list[ast.AST]:
+    """The nodes ``ast.walk(tree)`` yields, in its order (breadth first, children in field order),
+    as one list: reading ``_fields`` directly, without ``ast.walk``'s three generators per node."""
+    node_type = ast.AST
+    out: list[ast.AST] = [tree]
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                out.extend(v for v in value if isinstance(v, node_type))
+            elif isinstance(value, node_type):
+                out.append(value)
+    return out
+
+
 def _called_methods(glance: Glance) -> frozenset[str]:
-    return frozenset(node.func.attr for node in ast.walk(glance.tree)  # type: ignore[attr-defined]
+    return frozenset(node.func.attr for node in glance.all_nodes()  # type: ignore[attr-defined]
                      if type(node) is ast.Call and type(node.func) is ast.Attribute)  # type: ignore[attr-defined]
 
 
 def _method_names(glance: Glance) -> frozenset[str]:
     out: set[str] = set()
-    for node in ast.walk(glance.tree):
+    for node in glance.all_nodes():
         if type(node) is ast.ClassDef:
             out.update(s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
     return frozenset(out)
@@ -78,13 +106,14 @@ def _method_names(glance: Glance) -> frozenset[str]:
 def _code_words(glance: Glance) -> str:
     """The file's identifiers and non-docstring strings, one per line (``Glance.mentions_in_code``)."""
     docs: set[int] = set()
-    for node in ast.walk(glance.tree):
+    nodes = glance.all_nodes()
+    for node in nodes:
         if type(node) in (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef):
             first = node.body[0] if node.body else None  # type: ignore[attr-defined]
             if type(first) is ast.Expr and type(first.value) is ast.Constant and type(first.value.value) is str:
                 docs.add(id(first.value))
     words: list[str] = []
-    for node in ast.walk(glance.tree):
+    for node in nodes:
         kind = type(node)
         if kind is ast.Name:
             words.append(node.id)  # type: ignore[attr-defined]
