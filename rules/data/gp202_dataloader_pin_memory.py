@@ -39,7 +39,14 @@ class DataloaderPinMemory(Rule):
         "Add `pin_memory=torch.cuda.is_available()` (so the script still runs on machines without a "
         "GPU; through torch's alias where it has one), importing torch if needed."
     )
-    fix_safety = "safe"
+    fix_safety = "unsafe"
+    fix_safety_reason = (
+        "Safe where the file shows that its data reaches CUDA (on a machine without a GPU the fix "
+        "evaluates to `pin_memory=False`). Unsafe where the device was not resolved (a loader "
+        "returned, stored on `self` or handed to other code, or iterated in a library module): "
+        "pinning batches that stay on the CPU costs page-locked memory for nothing. A pin value "
+        "the tool cannot resolve (`self.hparams.pin_memory`) is reported without a fix."
+    )
     # gains_on 'cuda': pinned memory only speeds host-to-GPU copies; on CPU the fix evaluates to
     # `pin_memory=False`.
     gains_on = "cuda"
