@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -38,9 +37,8 @@ def counting_hook(state, bucket):
     return default_hooks.allreduce_hook(state, bucket)
 
 
-def train(rank, world, port, out):
-    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+def train(rank, world, store, out):
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
     torch.manual_seed(0)
     model = DDP(torch.nn.Linear(8, 4))
     model.register_comm_hook(None, counting_hook)
@@ -62,16 +60,10 @@ def train(rank, world, port, out):
 
 
 if __name__ == "__main__":
-    mp.spawn(train, args=(2, int(sys.argv[1]), sys.argv[2]), nprocs=2)
+    mp.spawn(train, args=(2, sys.argv[1], sys.argv[2]), nprocs=2)
 '''
 
 GP504 = RuleSet(tuple(resolve_selection(select=["GP504"])))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # One interpreter imports torch once and forks the two ranks of each version from it (spawning
@@ -82,11 +74,11 @@ DRIVER = """
 import importlib.util, json, sys
 import torch._dynamo
 import torch.multiprocessing as mp
-for name, path, port, out in json.loads(sys.argv[1]):
+for name, path, store, out in json.loads(sys.argv[1]):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # not __main__: defines train(), spawns nothing
-    mp.start_processes(module.train, args=(2, port, out), nprocs=2, start_method="fork")
+    mp.start_processes(module.train, args=(2, store, out), nprocs=2, start_method="fork")
 """
 
 
@@ -95,7 +87,9 @@ def _run_all(sources: dict[str, str], tmp_path) -> dict[str, dict]:
     for name, source in sources.items():
         path, out = tmp_path / f"{name}.py", tmp_path / f"{name}.json"
         path.write_text(source, encoding="utf-8")
-        jobs.append([name, str(path), _free_port(), str(out)])
+        # A file rendezvous, not a port: a free port picked here could be taken by another test's
+        # process before the ranks bind it, and a rank then waits for a peer that never comes.
+        jobs.append([name, str(path), str(tmp_path / f"{name}.store"), str(out)])
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(jobs)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=840)
