@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -179,12 +178,6 @@ def test_persistent_workers_fix_runs_with_zero_workers(tmp_path):
     assert proc.stdout.startswith("done")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 DDP_SCRIPT = textwrap.dedent("""\
     import json
     import os
@@ -223,7 +216,7 @@ DDP_SCRIPT = textwrap.dedent("""\
 
 
     def main():
-        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:PORT", rank=0, world_size=1)
+        dist.init_process_group("gloo", init_method="file://STORE", rank=0, world_size=1)
         ds = TensorDataset(torch.randn(32, 4), torch.arange(32))
         trainer = Trainer(torch.nn.Linear(4, 1), build_loader(ds))
         trainer.fit(3)
@@ -238,7 +231,8 @@ DDP_SCRIPT = textwrap.dedent("""\
 
 @pytest.mark.slow
 def test_set_epoch_fix_reshuffles_every_epoch(tmp_path):
-    source = DDP_SCRIPT.replace("PORT", str(_free_port()))
+    # A file rendezvous, not a port picked in advance that another test's process could take.
+    source = DDP_SCRIPT.replace("STORE", str(tmp_path / "store"))
     fixed = fix_text(source, ["GP502", "GP503"])
     assert "self.loader.sampler.set_epoch(epoch)" in fixed
     assert "DDP(model, gradient_as_bucket_view=True)" in fixed
