@@ -13,6 +13,26 @@ import sys
 from .path_additions import INSTALLED, NOT_FIRST_PARTY
 
 _MAX_ENTRIES = 256
+_UNSEEN = object()
+
+
+class _ByMtime(dict):  # type: ignore[type-arg]
+    """Answers kept per key while the file or folder they were read from keeps its mtime (a
+    folder's changes when an entry is added or removed), at most ``_MAX_ENTRIES`` of them."""
+
+    def lookup(self, key: object, path: str) -> tuple[int | None, object]:
+        """(``path``'s mtime, None when it cannot be read; the answer kept, or ``_UNSEEN``)."""
+        try:
+            mtime = os.stat(path).st_mtime_ns
+        except OSError:
+            return None, _UNSEEN
+        got = self.get(key)
+        return mtime, got[1] if got is not None and got[0] == mtime else _UNSEEN
+
+    def keep(self, key: object, mtime: int, answer: object) -> None:
+        if len(self) >= _MAX_ENTRIES:
+            self.pop(next(iter(self)))
+        self[key] = (mtime, answer)
 
 
 def checkout_like(folder: str) -> bool:
@@ -24,20 +44,18 @@ def checkout_like(folder: str) -> bool:
     return any(n.endswith(".py") for n in names) and not any(n.endswith((".dist-info", ".egg-info")) for n in names)
 
 
-_IMPORTS_AS_PACKAGE: dict[tuple[str, str], tuple[int, bool]] = {}
+_IMPORTS_AS_PACKAGE = _ByMtime()
 
 
 def imported_as_package(parent: str, name: str) -> bool:
     """Does a script of the checkout folder ``parent`` import the folder ``name`` beside it as a
     (namespace) package (``from utils.train import train``)? Then the program runs from
     ``parent``, and the folder's modules import their siblings' packages from there."""
-    try:
-        mtime = os.stat(parent).st_mtime_ns
-    except OSError:
+    mtime, got = _IMPORTS_AS_PACKAGE.lookup((parent, name), parent)
+    if mtime is None:
         return False
-    got = _IMPORTS_AS_PACKAGE.get((parent, name))
-    if got is not None and got[0] == mtime:
-        return got[1]
+    if got is not _UNSEEN:
+        return bool(got)
     found = False
     if name.isidentifier() and checkout_like(parent):
         pattern = re.compile(rf"^[ \t]*(?:from[ \t]+{name}\.[\w.]+[ \t]+import|import[ \t]+{name}\.)".encode(),
@@ -54,9 +72,7 @@ def imported_as_package(parent: str, name: str) -> bool:
                         break
             except OSError:
                 continue
-    if len(_IMPORTS_AS_PACKAGE) >= _MAX_ENTRIES:
-        _IMPORTS_AS_PACKAGE.pop(next(iter(_IMPORTS_AS_PACKAGE)))
-    _IMPORTS_AS_PACKAGE[(parent, name)] = (mtime, found)
+    _IMPORTS_AS_PACKAGE.keep((parent, name), mtime, found)
     return found
 
 
@@ -103,7 +119,7 @@ def _holds(folder: str, name: str) -> bool:
         return False
 
 
-_IMPORT_ROOTS: dict[tuple[str, str], tuple[int, str]] = {}
+_IMPORT_ROOTS = _ByMtime()
 
 
 def import_root(path: str, base: str, levels: int = 3) -> str:
@@ -115,13 +131,11 @@ def import_root(path: str, base: str, levels: int = 3) -> str:
     standard library and of installed distributions are never looked for."""
     if not INSTALLED.isdisjoint(path.split(os.sep)):
         return base  # installed code is never first-party: its imports are not followed
-    try:
-        mtime = os.stat(path).st_mtime_ns
-    except OSError:
+    mtime, got = _IMPORT_ROOTS.lookup((path, base), path)
+    if mtime is None:
         return base
-    got = _IMPORT_ROOTS.get((path, base))
-    if got is not None and got[0] == mtime:
-        return got[1]
+    if got is not _UNSEEN:
+        return str(got)
     try:
         with open(path, "rb") as fh:
             names = {(m.group(1) or m.group(2)).decode() for m in _TOP_IMPORT.finditer(fh.read(200_000))}
@@ -141,7 +155,5 @@ def import_root(path: str, base: str, levels: int = 3) -> str:
                 if root == folder or root.startswith(folder.rstrip(os.sep) + os.sep):
                     root = folder  # only ever upwards: base's own modules keep resolving
                 break
-    if len(_IMPORT_ROOTS) >= _MAX_ENTRIES:
-        _IMPORT_ROOTS.pop(next(iter(_IMPORT_ROOTS)))
-    _IMPORT_ROOTS[(path, base)] = (mtime, root)
+    _IMPORT_ROOTS.keep((path, base), mtime, root)
     return root
