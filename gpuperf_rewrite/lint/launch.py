@@ -71,15 +71,25 @@ def project_runs(fs_path: str | Path, data: bytes, root: Path, entry: str | Path
     (``--apply``'s), instead of the scripts found in the project."""
     from gpuperf_rewrite.rules._framework import ConfigMapping, EntryScript, LaunchCommand, ProjectRuns
 
+    gathered = _gather(fs_path, data, root, entry)
+    if gathered is None:
+        return ProjectRuns(), ""
+    entries, launches, configs, shipped = gathered
+    return (ProjectRuns(tuple(EntryScript(*e) for e in entries) if entries is not None else None,
+                        tuple(LaunchCommand(*c) for c in launches), configs=tuple(ConfigMapping(*c) for c in configs),
+                        shipped=shipped),
+            _key(*gathered))
+
+
+def _gather(fs_path: str | Path, data: bytes, root: Path, entry: str | Path | None) -> tuple[Any, Any, Any, Any] | None:
+    """(entries, launches, configs, shipped settings) as plain data, or None when the project shows
+    none of them: what :func:`project_runs` builds from and :func:`runs_key` hashes."""
     entries, launches = _runs(fs_path, data, root, entry)
     configs = config_mappings(fs_path, data, root)
     shipped = shipped_settings(root) if needs_shipped(data) else ()
     if entries is None and not launches and not configs and not shipped:
-        return ProjectRuns(), ""
-    return (ProjectRuns(tuple(EntryScript(*e) for e in entries) if entries is not None else None,
-                        tuple(LaunchCommand(*c) for c in launches), configs=tuple(ConfigMapping(*c) for c in configs),
-                        shipped=shipped),
-            _key(entries, launches, configs, shipped))
+        return None
+    return entries, launches, configs, shipped
 
 
 def _key(entries: Any, launches: Any, configs: Any, shipped: Any = ()) -> str:
@@ -98,11 +108,8 @@ def runs_key(fs_path: str | Path, data: bytes) -> str:
     first_party, root = is_first_party(Path(os.path.abspath(fs_path)))
     if not first_party:
         return ""
-    entries, launches = _runs(fs_path, data, root, None)
-    configs = config_mappings(fs_path, data, root)
-    shipped = shipped_settings(root) if needs_shipped(data) else ()
-    return "" if entries is None and not launches and not configs and not shipped else \
-        _key(entries, launches, configs, shipped)
+    gathered = _gather(fs_path, data, root, None)
+    return "" if gathered is None else _key(*gathered)
 
 
 _Entry = tuple[str, bool, bool, tuple[str, ...]]  # EntryScript's fields

@@ -44,8 +44,9 @@ def _patterns(key: bytes) -> tuple[tuple[re.Pattern[bytes], ...], tuple[re.Patte
 
 
 _COMPILED = {name: _patterns(key) for name, key in _KEYS.items()}
-# root -> the settings turned on somewhere in that project
-_MEMO: dict[str, tuple[str, ...]] = {}
+# (root, lint run) -> the settings turned on somewhere in that project: read once per run, so a
+# long-lived process (the PR bot, an editor's server) sees a configuration edited between runs.
+_MEMO: dict[tuple[str, str], tuple[str, ...]] = {}
 
 
 def needs_shipped(data: bytes) -> bool:
@@ -56,12 +57,15 @@ def needs_shipped(data: bytes) -> bool:
 def shipped_settings(root: Path) -> tuple[str, ...]:
     """The loader settings (``"pin_memory"``, ``"persistent_workers"``) that some text file of the
     project at ``root`` turns on."""
-    key = os.path.abspath(root)
+    from gpuperf_rewrite.lint.project_index import current_run
+
+    top = os.path.abspath(root)
+    key = (top, current_run() or "")
     if key in _MEMO:
         return _MEMO[key]
     found: set[str] = set()
     seen = total = 0
-    for folder, dirs, files in os.walk(key):
+    for folder, dirs, files in os.walk(top):
         # (tests override settings for a smoke run: not what the project ships)
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".") and d not in _TEST_DIRS)
         seen += len(files) + len(dirs)
