@@ -23,7 +23,9 @@ _SETTINGS = ("cfg", "config", "args", "opt", "hparams", "params", "settings")
 
 def _constant(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
     """What makes ``expr`` a run-long constant, in words; None when it may change."""
-    if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements and \
+    # (one number, `torch.tensor([0.0], device=device)`: an accumulator's start, a copy no costlier
+    # than the fill kernel `torch.zeros(1, device=device)` would launch: not worth a finding)
+    if isinstance(expr, (cst.List, cst.Tuple)) and len(expr.elements) > 1 and \
             all(isinstance(el, cst.Element) and isinstance(el.value, (cst.Integer, cst.Float)) or
                 isinstance(el, cst.Element) and isinstance(el.value, cst.UnaryOperation) and
                 isinstance(el.value.expression, (cst.Integer, cst.Float)) for el in expr.elements):

@@ -87,7 +87,7 @@ class HostTensorThenMove(Rule):
         "indexes a tensor already on the device (moved or bound to a move earlier in the function: "
         "`x[index]`, `item_ids[torch.arange(b)[:, None], order]`) is reported at the factory, with "
         "`device=<indexed>.device` as the fix; and `torch.tensor(CONST, device=device)` of a run-long "
-        "constant (a module or imported ALL_CAPS name, a numeric literal list, a configuration field) "
+        "constant (a module or imported ALL_CAPS name, a numeric literal list of two or more values, a configuration field) "
         "in the step copies the same values every step: reported without a fix (build it once, before "
         "the loop).",
         "A factory call moved in the same expression (`torch.zeros(n).to(device)`, `.cuda()`) gets "

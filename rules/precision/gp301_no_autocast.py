@@ -9,7 +9,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import ACCELERATE, FABRIC, HF, LIGHTNING, blind_reported
-from ..analysis.facts.entry_models import entry_models, local_model_builder, project_autocasts, project_computes
+from ..analysis.facts.entry_models import entry_models, local_model_builder, model_autocasts, project_autocasts, project_computes
 from ..analysis.facts.param_roles import model_handed_in
 from ..analysis.facts.program import cpu_only, is_script, model_precision
 from ..analysis.facts.project_use import backwards_run_elsewhere, model_source, training_calls
@@ -120,7 +120,9 @@ class NoAutocast(Rule):
         "config or a strategy decides the precision), on a model whose dtype the user chose (`.half()`, "
         "bfloat16, float64, `from_pretrained(torch_dtype=...)`, also a `torch_dtype=` the run chooses, "
         "`getattr(torch, model_args.torch_dtype)`, which the launch configuration sets; a cast only under an opt-in switch that is off "
-        "by default, `if args.fp16: model = model.half()`, gets the opt-in note), in a CPU-only program, or where nothing "
+        "by default, `if args.fp16: model = model.half()`, gets the opt-in note), where a model class of the user's "
+        "other modules runs its own forward under autocast (`with self.maybe_autocast(): ...`, a helper "
+        "method returning `torch.autocast(...)`), in a CPU-only program, or where nothing "
         "multiplies matrices or convolves (a simulation or a polynomial fit written in this file). "
         "`TrainingArguments` (or a subclass) used only to parse arguments for a loop of the script's own, "
         "with no Hugging Face Trainer built or subclassed, gets no Trainer finding.",
@@ -263,6 +265,8 @@ class NoAutocast(Rule):
             return
         if sharded_in_mixed_precision(ctx):
             return  # FSDP's mixed-precision policy sets the compute dtype
+        if ctx.project and model_autocasts(ctx):
+            return  # the user's model class runs its forward under autocast itself
         message = ("forward and loss run in float32 on every step (no autocast in this module): tensor "
                    "cores run bfloat16 several times faster; use torch.autocast(device_type=..., "
                    "dtype=torch.bfloat16)")

@@ -953,3 +953,16 @@ def test_a_star_import_brings_what_the_module_re_exports(tmp_path: Path) -> None
     facts = project_mod.project_facts(main, main.read_bytes()).modules
     assert dict(facts["lib"].exports) == {"torch": "torch", "LongTensor": "torch.LongTensor"}
     assert dict(facts["cfg"].exports) == {"optim": "torch.optim"}
+
+
+def test_a_model_class_running_its_own_forward_under_autocast_needs_none_around_it(tmp_path: Path) -> None:
+    """model_autocast30: train.py builds the model from a table of the user's classes whose forwards
+    run under autocast (one through a helper method returning it): no GP301 at the step. The same
+    classes without it: the step is reported."""
+    assert "GP301" not in {d.code for d in _lint(PROJECTS / "model_autocast30")["graphlm/train.py"].diagnostics}  # type: ignore[attr-defined]
+    root = _variant(tmp_path, "model_autocast30", {
+        "graphlm/models/graph.py": ("        with self.maybe_autocast():\n            out", "        if True:\n            out"),
+        "graphlm/models/text.py": ('        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):', "        if True:"),
+    })
+    found = _lint_now(root, False, "none")["graphlm/train.py"].diagnostics  # type: ignore[attr-defined]
+    assert [d.line for d in found if d.code == "GP301"] == [21]

@@ -204,6 +204,14 @@ def project_autocasts(ctx: RuleContext) -> bool:
     return any(f.autocast or f.makes_scaler for m in ctx.project.values() for f in m.functions.values())
 
 
+def model_autocasts(ctx: RuleContext) -> bool:
+    """Does a model class of the user's modules this file imports run its own forward under
+    autocast (``with self.maybe_autocast(): ...`` in ``forward``, a helper returning
+    ``torch.autocast(...)``)? The model picks its precision: the step around it needs none."""
+    return any(f.autocast for m in ctx.project.values() for name, f in m.functions.items()
+               if name.endswith(".forward") and name.split(".", 1)[0] in m.models)
+
+
 def project_compiles(ctx: RuleContext) -> bool:
     """Does a function of the user's modules this file imports compile a model?"""
     return any(f.compiles for m in ctx.project.values() for f in m.functions.values())

@@ -404,7 +404,8 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
     imported_any = any(ctx.fact(_imported_kinds))
     look_train = not in_model and (imp_train or "backward" in src or "step" in src or "loss" in src)
     look_zero = not in_model and (imp_zero or "grad" in src)
-    look_autocast = not in_model and (imp_autocast or any(word in src for word in _PRECISION_WORDS))
+    # (a model class's own methods too, when the module names autocast: a forward under it)
+    look_autocast = imp_autocast or any(word in src for word in _PRECISION_WORDS) if not in_model else "autocast" in src
     look_compile = not in_model and (imp_compile or "compile" in src)
     look_scaler = not in_model and (imp_scaler or "Scaler" in src)
     look_settings = not in_model and (imp_settings or may_set(ctx))
