@@ -172,6 +172,8 @@ _DTYPE_NAMES = {
     "torch.float64": "float64", "torch.double": "float64",
 }
 _DTYPE_METHODS = {"half": "float16", "bfloat16": "bfloat16", "double": "float64"}
+# Keywords by which a model builder is handed its weights' dtype.
+_BUILD_DTYPES = ("param_dtype", "model_dtype", "weight_dtype", "weights_dtype", "dtype")
 
 
 def _dtype_of(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) -> str | None:
@@ -208,7 +210,8 @@ def model_precision(ctx: RuleContext) -> str | None:
     that dtype: ``model.half()``/``.bfloat16()``/``.double()``, ``model.to(torch.bfloat16)`` or
     ``.to(device, dtype=...)`` (directly, chained on the constructor, or through a name bound to
     the dtype), its parameters rebound by hand (``model.w.data = model.w.data.bfloat16()``),
-    ``from_pretrained(..., torch_dtype=...)`` (``dtype=`` in newer transformers), layers built with ``dtype=`` or
+    ``from_pretrained(..., torch_dtype=...)`` (``dtype=`` in newer transformers), a builder whose result
+    is the model handed ``param_dtype=``/``dtype=`` (``load_model(path, param_dtype=...)``), layers built with ``dtype=`` or
     ``torch.set_default_dtype(...)``. Autocast and TF32 only concern float32 models."""
     return ctx.fact(_model_precision)
 
@@ -248,6 +251,14 @@ def _cast_dtype(ctx: RuleContext, call: cst.Call) -> str | None:
             found = _dtype_of(ctx, arg.value)
             if found:
                 return found
+    # ``model = load_model(args, param_dtype=param_dtype)``: a builder handed the weights' dtype
+    for kw in _BUILD_DTYPES:
+        arg = get_arg(call, kw)
+        found = _dtype_of(ctx, arg.value) if arg is not None else None
+        assign = ctx.enclosing(call, cst.Assign) if found else None
+        if assign is not None and strip_chain(assign.value) is call and \
+                any(is_model_expr(ctx, t.target) for t in assign.targets):
+            return found
     if not isinstance(call.func, cst.Attribute):
         return None
     method = call.func.attr.value
