@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuperf_rewrite.lint.config_files import config_mappings, needs_configs
-from gpuperf_rewrite.lint.launch_scripts import shell_commands
+from gpuperf_rewrite.lint.launch_scripts import shell_bases, shell_commands
 from gpuperf_rewrite.lint.entry_settings import program_settings
 from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY, parse_ast
 from gpuperf_rewrite.lint.shipped_settings import needs_shipped, shipped_settings
@@ -147,7 +147,10 @@ def _runs_now(fs_path: str | Path, data: bytes, root: Path,
         # (a file that does its work at import time is a script itself: its own guard is the one)
         running = _scripts_running(path, root)
         entries = tuple(_entry_of(info, path, root) for info in running) if running is not None else None
-    return entries, launch_commands(path, root) if needs_launches(data) else ()
+    # (a guardless loader module reads no command line itself, but its entries' parsers hand it flags
+    # that the project's launch scripts pass: ``get_loader(workers=args.num_workers)`` from vqa.py)
+    wants = needs_launches(data) or entries is not None and needs_entries(data)
+    return entries, launch_commands(path, root) if wants else ()
 
 
 # ---- entry scripts -------------------------------------------------------------------------------
@@ -446,14 +449,14 @@ def launch_commands(path: Path, root: Path) -> tuple[_Launch, ...]:
     """The command lines of the project's shell scripts that run ``path``, or run a script that
     imports it (``train_mem.py`` importing ``train.py``, whose parser reads the flags)."""
     out, reaching = [], None  # the files reaching ``path``: looked up once, when a command runs another
-    for script in _project_files(root)[1]:
-        for line, target, args in shell_commands(script, root):
-            if target != path and reaching is None:
-                reaching = _reaching(path, root) or frozenset()
-            if target == path or target in reaching:  # type: ignore[operator]
-                out.append((os.path.relpath(script, path.parent).replace(os.sep, "/"), line, args))
+    for base in shell_bases(root):
+        for script in _project_files(base)[1]:
+            for line, target, args in shell_commands(script, base):
+                if target != path and reaching is None:
+                    reaching = _reaching(path, root) or frozenset()
+                if target == path or target in reaching:  # type: ignore[operator]
+                    out.append((os.path.relpath(script, path.parent).replace(os.sep, "/"), line, args))
     return tuple(out)
-
 
 
 def _project_files(root: Path) -> tuple[list[Path], list[Path]]:

@@ -11,12 +11,17 @@ import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
+from gpuperf_rewrite.lint.project import ROOT_MARKERS
+
 MAX_SHELL_BYTES = 256 << 10
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", ">", ">>", "<", "2>", "(", ")"})
 
 
 # (path, mtime_ns, size) -> the commands of a shell script that run a Python file of the project
 _SHELL: dict[tuple[str, int, int], list[tuple[int, Path, tuple[str, ...]]]] = {}
+
+
+_MAX_ABOVE = 64  # entries of a markerless root's parent looked at for a folder of shell scripts
 
 
 def shell_commands(script: Path, root: Path) -> list[tuple[int, Path, tuple[str, ...]]]:
@@ -108,3 +113,28 @@ def _file_of(token: str, before: str, root: Path, folder: Path) -> Path | None:
         if os.path.isfile(p) and (p + os.sep).startswith(os.path.abspath(root) + os.sep):
             return Path(p)
     return None
+
+
+def shell_bases(root: Path) -> list[Path]:
+    """Where the launch scripts of the project at ``root`` may be: the root, and for a root without
+    a marker (a ``src/`` folder of flat modules run with ``PYTHONPATH=./src``) the folder above it
+    when that holds shell scripts itself or in a folder of its own (``scripts/VQA_VLT5.sh`` running
+    ``src/vqa.py``): one level only, never above a marked project."""
+    bases = [root]
+    if any((root / m).exists() for m in ROOT_MARKERS) or root.parent == root:
+        return bases
+    try:
+        entries = list(os.scandir(root.parent))
+    except OSError:
+        return bases
+    if any(e.name.endswith(".sh") or e.is_dir() and not e.name.startswith(".") and
+           e.path != str(root) and _has_sh(e.path) for e in entries[:_MAX_ABOVE]):
+        bases.append(root.parent)
+    return bases
+
+
+def _has_sh(folder: str) -> bool:
+    try:
+        return any(e.name.endswith(".sh") for e in os.scandir(folder))
+    except OSError:
+        return False

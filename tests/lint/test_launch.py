@@ -323,3 +323,59 @@ def test_wrapper_script_takes_the_settings_of_the_entry_it_runs(tmp_path):
     (tmp_path / "other.py").write_text("from main import main\n\nprint(1)\n")
     assert "cudnn" in program_settings(tmp_path / "train.py", tmp_path)
     assert "cudnn" not in program_settings(tmp_path / "other.py", tmp_path)
+
+
+# A checkout without a project marker whose flat modules run from src/ (``PYTHONPATH=./src``) and
+# whose launch scripts sit beside src/ in scripts/: the loader module reads no command line, its
+# entry's parser hands it the worker count that the script passes.
+FLAT_PARAMS = dedent("""\
+    import argparse
+
+
+    def parse_args():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--num_workers", default=0, type=int)
+        parser.add_argument("--batch_size", default=32, type=int)
+        return parser.parse_args()
+""")
+FLAT_DATA = dedent("""\
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+
+    def get_loader(batch_size, workers=4):
+        ds = TensorDataset(torch.randn(256, 8), torch.randint(0, 2, (256,)))
+        return DataLoader(ds, batch_size=batch_size, shuffle=True, num_workers=workers, pin_memory=True)
+""")
+FLAT_ENTRY = dedent("""\
+    import torch
+
+    from caption_data import get_loader
+    from params import parse_args
+
+
+    def main(args):
+        model = torch.nn.Linear(8, 2).cuda()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+        for x, y in get_loader(args.batch_size, workers=args.num_workers):
+            loss = torch.nn.functional.cross_entropy(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+
+
+    if __name__ == "__main__":
+        main(parse_args())
+""")
+
+
+def test_a_launch_script_beside_a_markerless_src_folder_counts(tmp_path) -> None:
+    top = tmp_path / "checkout"
+    for rel, text in {"src/params.py": FLAT_PARAMS, "src/caption_data.py": FLAT_DATA, "src/caption.py": FLAT_ENTRY,
+                      "scripts/caption.sh": "PYTHONPATH=$PYTHONPATH:./src \\\npython src/caption.py \\\n"
+                                            "    --batch_size 64 \\\n    --num_workers 4\n"}.items():
+        (top / rel).parent.mkdir(parents=True, exist_ok=True)
+        (top / rel).write_text(text)
+    assert "GP201" not in _codes(top / "src" / "caption_data.py", "GP201")
+    (top / "scripts" / "caption.sh").write_text("python src/caption.py --batch_size 64\n")
+    assert _codes(top / "src" / "caption_data.py", "GP201") == ["GP201"]
