@@ -23,6 +23,7 @@ import libcst as cst
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller
+from .generation_branch import in_generation
 from .handed_device import device_caller
 from ..syntax.tree import walk
 from ..syntax.project import project_model_class
@@ -144,7 +145,7 @@ def forward_caller(ctx: RuleContext, ta: TrainingAnalysis, node: cst.CSTNode) ->
     function or constructor of the file it reaches, under no periodic guard, and not where a cache
     the module keeps is filled: :func:`in_cache_fill`); None else."""
     reach = forward_reach(ctx)
-    if not reach or in_cache_fill(ctx, node):
+    if not reach or in_cache_fill(ctx, node) or in_generation(ctx, node):
         return None
     found = ta.caller_from(node, reach)
     if found is None:  # in a loop of the forward's own (``for b in range(bs):``): it runs on every call too

@@ -12,9 +12,8 @@ that feeds each batch to a model in inference mode (``model.eval()`` before it, 
 
 Code runs **on every step** of such a loop when it sits in its body, or inside a function called
 from there, with no rate-limiting ``if`` in between (``guards``): ``if step % 100 == 0:``, ``if
-i == 0:``; for explicit syncs also a user's opt-in flag (``if args.sync_for_timing:``). A helper
-with its own loop called only under such a guard (``if step % eval_every == 0: evaluate()``) is
-not per step.
+i == 0:``; for explicit syncs also a user's opt-in flag (``if args.sync_for_timing:``). Neither is
+a helper with its own loop called only under such a guard (``if step % eval_every == 0: evaluate()``).
 """
 
 from __future__ import annotations
@@ -38,6 +37,7 @@ from .cheap_signs import eval_loops_possible, rollout_loops_possible, step_loops
 from .accumulation import accumulation_boundary
 from .throttles import aborts, throttled
 from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_default, rare_condition, rare_exit_before
+from .generation_branch import in_generation
 from .hook_steps import runs_a_step
 from .step_reach import external_defs, indirect_callee, result_calls, runs_in_place
 from .models import strip_chain
@@ -320,10 +320,11 @@ class TrainingAnalysis(TrainingObjects):
             return self._per_step_fn_cache[key]
         if fn in seen:
             return None
-        result = None
+        result, sampling = None, in_generation(self.ctx, fn)  # (sampling: a training loop hands the targets)
         for call in self.calls_of(fn):  # a training step's loop before an evaluation's (``compute_loss`` in both)
             loop = self._loop_of(call, seen | {fn}, guards, flags)
-            if loop is not None and (result is None or self.trains(loop) and not self.trains(result)):
+            if loop is not None and not (sampling and self.trains(loop)) and \
+                    (result is None or self.trains(loop) and not self.trains(result)):
                 result = loop
                 if self.trains(loop):
                     break
