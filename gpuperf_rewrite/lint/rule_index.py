@@ -64,6 +64,7 @@ MODULES = (
     'analysis/model/eval_signs.py',
     'analysis/model/evaluating_calls.py',
     'analysis/model/forward_reach.py',
+    'analysis/model/generation_branch.py',
     'analysis/model/guards.py',
     'analysis/model/handed_callables.py',
     'analysis/model/handed_device.py',

@@ -10,6 +10,7 @@ from ..analysis.syntax.attribute_defaults import attribute_defaults
 from ..analysis.syntax.calls import dotted_name, literal_value
 from ..analysis.syntax.callsites import calls_of
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.tree import walk
 
 CONFIGURED_NO_FIX = NoFix("the other keywords come from a configuration file (`**cfg[...]`) that the project's "
                            "code never gives fused= or foreach=: add fused=True there or in the call")
@@ -100,7 +101,8 @@ def default_dicts_leave_unset(ctx: RuleContext, call: cst.Call) -> bool:
             return False
         if arg.star != "**":
             continue
-        values = attribute_defaults(ctx, arg.value)
+        values = attribute_defaults(ctx, arg.value) if isinstance(arg.value, cst.Attribute) else \
+            _local_dicts(ctx, arg.value) if isinstance(arg.value, cst.Name) else None
         if not values:
             return False
         for value in values:
@@ -114,6 +116,30 @@ def default_dicts_leave_unset(ctx: RuleContext, call: cst.Call) -> bool:
             if keys & {"fused", "foreach"} or not all(isinstance(k, str) for k in keys):
                 return False
     return True
+
+
+def _local_dicts(ctx: RuleContext, name: cst.Name) -> list[cst.BaseExpression] | None:
+    """What ``**name`` spreads on the default run when ``name`` is a parameter defaulting to None (or
+    a dict) that the function replaces by a dict (``if optimizer_params is None: optimizer_params =
+    {"lr": 1e-3}``), or a local bound only to dicts: those values; None when the function changes it
+    otherwise (an item set, ``.update(...)``) or it is a required parameter (the caller's dict)."""
+    fn = ctx.enclosing(name, cst.FunctionDef)
+    if fn is None:
+        return None
+    param = next((p for p in (*fn.params.params, *fn.params.kwonly_params) if p.name.value == name.value), None)
+    if param is not None and param.default is None:
+        return None
+    values: list[cst.BaseExpression] = [] if param is None or dotted_name(param.default) == "None" else \
+        [param.default]  # type: ignore[list-item]
+    for node in walk(fn.body):
+        if isinstance(node, cst.Assign) and any(dotted_name(t.target) == name.value for t in node.targets):
+            values.append(node.value)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and dotted_name(node.target) == name.value or \
+                isinstance(node, cst.Subscript) and dotted_name(node.value) == name.value and \
+                isinstance(ctx.parent(node), cst.AssignTarget) or \
+                isinstance(node, cst.Attribute) and dotted_name(node.value) == name.value:
+            return None  # (``opts["fused"] = True``, ``opts.update(...)``: not only the dicts written)
+    return values or None
 
 
 def other_choice(ctx: RuleContext, test: cst.BaseExpression) -> bool:
