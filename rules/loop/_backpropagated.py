@@ -17,6 +17,8 @@ from ..analysis.syntax.tree import walk
 def backpropagated(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
     """Is ``expr`` a plain name that the function holding ``at`` backpropagates, with the same
     binding reaching the backward and ``at`` (not ``loss = loss.item()`` in between)?"""
+    if isinstance(expr, cst.Subscript):
+        return _entry_backpropagated(ctx, expr, at)
     if not isinstance(expr, cst.Name):
         return False
     fn = ctx.enclosing(at, cst.FunctionDef)
@@ -54,3 +56,34 @@ def _compute_backward_calls(ctx: RuleContext) -> dict[cst.FunctionDef, dict[str,
         if found:
             out[fn] = found
     return out
+
+
+def _entry_backpropagated(ctx: RuleContext, expr: cst.Subscript, at: cst.CSTNode) -> bool:
+    """``self.losses["total_loss"]`` (an entry of an attribute's dict, by a string key) that a method
+    of the same class backpropagates as it is (``self.losses["total_loss"].backward()``), and that
+    the function holding ``at`` does not assign: the dict holds the step's loss tensor there."""
+    text = ctx.code_for(expr)
+    if not text.startswith("self.") or len(expr.slice) != 1 or \
+            not isinstance(getattr(expr.slice[0].slice, "value", None), cst.SimpleString):
+        return False
+    fn = ctx.enclosing(at, cst.FunctionDef)
+    cls = ctx.enclosing(fn, cst.ClassDef) if fn is not None else None
+    if cls is None or text not in ctx.fact(_backpropagated_entries).get(cls, ()):
+        return False
+    return not any(isinstance(node, cst.AssignTarget) and ctx.code_for(node.target) == text
+                   for node in walk(fn.body))  # type: ignore[union-attr]
+
+
+def _backpropagated_entries(ctx: RuleContext) -> dict[cst.ClassDef, frozenset[str]]:
+    out: dict[cst.ClassDef, set[str]] = {}
+    for node in ctx.nodes(cst.Call):
+        if not method_call(node, "backward"):
+            continue
+        receiver = node.func.value  # type: ignore[attr-defined]
+        if method_call(receiver, "scale") and receiver.args:  # type: ignore[attr-defined]
+            receiver = receiver.args[0].value  # type: ignore[attr-defined]
+        cls = ctx.enclosing(node, cst.ClassDef)
+        if isinstance(receiver, cst.Subscript) and cls is not None:
+            out.setdefault(cls, set()).add(ctx.code_for(receiver))
+    return {cls: frozenset(v) for cls, v in out.items()}
+
