@@ -42,11 +42,24 @@ def beside_loss(ctx: RuleContext, ta: TrainingAnalysis, arg: cst.BaseExpression,
                 not isinstance(node.value, cst.Call):
             return None  # rebound otherwise (a literal, a loop's target, a host copy): not the call's
         siblings = [e.value for e in bound.elements if isinstance(e.value, cst.Name) and e.value.value != container]
-        tensor = next((s for s in siblings if ta.is_tensor_expr(s)), None)
+        tensor = next((s for s in siblings if ta.is_tensor_expr(s) or _returned_step_loss(ctx, s, fn)), None)
         if tensor is None:
             return None
         found = (container, tensor.value, ctx.code_for(node.value.func))
     return found
+
+
+# Hooks whose returned loss the framework backpropagates (Lightning's ``training_step``).
+_LOSS_HOOKS = frozenset({"training_step"})
+
+
+def _returned_step_loss(ctx: "RuleContext", name: cst.Name, fn: cst.FunctionDef | None) -> bool:
+    """``loss`` of ``loss, loss_dict = self.shared_step(batch)`` in a ``training_step`` that returns
+    it as it is (``return loss``): the framework backpropagates it, so it is the step's tensor."""
+    if fn is None or fn.name.value not in _LOSS_HOOKS or ctx.enclosing(fn, cst.ClassDef) is None:
+        return False
+    return any(isinstance(node, cst.Return) and isinstance(node.value, cst.Name) and node.value.value == name.value
+               for node in walk(fn.body))
 
 
 def _container(ctx: RuleContext, arg: cst.BaseExpression, fn: cst.FunctionDef | None) -> str | None:
