@@ -23,7 +23,7 @@ from ..analysis.facts.lambda_reads import lambda_read
 from ..analysis.model.forward_reach import model_buffer
 from ..analysis.model.tensors import is_host_expr
 from ..analysis.model.training import TrainingAnalysis
-from ..analysis.syntax.calls import dotted_name, method_call
+from ..analysis.syntax.calls import dotted_name, get_arg, literal_value, method_call
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._host_tensors import host_tensor
@@ -35,13 +35,22 @@ _ITERATING = {"builtins.max": "max", "builtins.min": "min", "builtins.sorted": "
 _COMPARING = frozenset({"max", "min"})  # also between their arguments: ``max(loss, 1e-8)``
 
 
+_CLIPS = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_"})
+
+
 def may_read(source: str) -> bool:
     """Cheap pre-check on the file's text."""
     return any(w in source for w in ("max(", "min(", "sorted(", "any(", "all(", "lambda"))
 
 
 def builtin_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[tuple[cst.Call, str]]:
-    """(call, what) of each builtin over a device tensor and each reading lambda handed one."""
+    """(call, what) of each builtin over a device tensor and each reading lambda handed one; and each
+    ``clip_grad_norm_(..., error_if_nonfinite=True)``, which reads the total norm on the host to test it."""
+    if "error_if_nonfinite" in ctx.source:
+        for call in ctx.nodes(cst.Call):
+            checked = get_arg(call, "error_if_nonfinite") if ctx.matches(call.func, _CLIPS) else None
+            if checked is not None and literal_value(checked.value) is True:
+                yield call, "clip_grad_norm_(..., error_if_nonfinite=True)"
     if not may_read(ctx.source):
         return
     for call in ctx.nodes(cst.Call):
