@@ -98,6 +98,8 @@ class SyncInLoop(Rule):
         "even when no caller is in sight; an early exit before the step (`if step % k: return`) skips the step "
         "too and is no throttle; a call of it in this file once (a warm-up step in `main`) or under a period "
         "in this file's loop is not per step.",
+        "Reads a call makes for you count too: `clip_grad_norm_(..., error_if_nonfinite=True)` tests the "
+        "total norm on the host on every step (check the norm it returns every N steps instead).",
         PER_FORWARD,
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
         "the read or at a call site of the function holding it, are not reported, nor are the per-batch reads of an "
