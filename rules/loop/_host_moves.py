@@ -52,6 +52,8 @@ def host_data_argument(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -
 # torch functions of one tensor whose result is where the tensor is.
 TORCH_SAME_PLACE = frozenset(f"torch.{n}" for n in ("exp", "log", "sin", "cos", "sqrt", "rsqrt", "abs", "neg",
                                                       "sigmoid", "tanh", "floor", "ceil", "round", "flatten",
+                                                      # a causal mask's triangle (``torch.tril(torch.ones(n, n))``)
+                                                      "tril", "triu",
                                                       # draws made where the probabilities are (a dropout mask)
                                                       "bernoulli", "poisson"))
 

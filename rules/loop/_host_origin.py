@@ -42,10 +42,16 @@ _SAME_PLACE = frozenset({"long", "int", "float", "half", "double", "bool", "byte
                          # and in-place arithmetic: the tensor stays where it was made
                          "uniform_", "normal_", "random_", "bernoulli_", "exponential_", "cauchy_", "log_normal_",
                          "geometric_", "mul_", "add_", "sub_", "div_", "pow", "pow_", "floor", "ceil", "round",
-                         "index_select", "repeat_interleave"})
+                         "index_select", "repeat_interleave", "tril", "triu"})
 _LEGACY_CPU = frozenset(f"torch.{n}Tensor" for n in ("Long", "Float", "Int", "Byte", "Bool", "Double", "Half", "Short"))
 _COMBINERS = COMBINERS
 LIKE_FACTORIES = frozenset(f for f in FACTORIES if f.endswith("_like"))
+
+
+def _host_type(ctx: RuleContext, call: cst.Call) -> bool:
+    """``.type(torch.ByteTensor)``: a cast to a CPU tensor type (``.type(torch.cuda.FloatTensor)`` is a move)."""
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "type" and len(call.args) == 1 and \
+        ctx.matches(call.args[0].value, _LEGACY_CPU)
 FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.tensor"})
 
 
@@ -96,11 +102,13 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
             # (the other parts: slices of a batch the loop leaves on the host)
             return made[0] if made and all(f is not None or host_batch_value(ctx, p, at)
                                            for p, f in zip(parts, found)) else None
-        if ctx.matches(expr.func, TORCH_SAME_PLACE) and len(expr.args) == 1 and not expr.args[0].keyword and \
-                not expr.args[0].star:  # ``torch.exp(-math.log(p) * torch.arange(half) / half)``
+        if ctx.matches(expr.func, TORCH_SAME_PLACE) and expr.args and not expr.args[0].keyword and \
+                not any(a.star for a in expr.args) and all(a.keyword is not None and a.keyword.value == "diagonal"
+                                                           for a in expr.args[1:]):
+            # ``torch.exp(-math.log(p) * torch.arange(half) / half)``, ``torch.tril(m, diagonal=-1)``
             return host_origin(ctx, expr.args[0].value, at, loose_default_type=loose_default_type, depth=depth + 1)
         if isinstance(expr.func, cst.Attribute) and (expr.func.attr.value in _SAME_PLACE or
-                                                     in_place(expr.func.attr.value)):
+                                                     in_place(expr.func.attr.value) or _host_type(ctx, expr)):
             return host_origin(ctx, expr.func.value, at, loose_default_type=loose_default_type, depth=depth + 1)
         return None
     if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
