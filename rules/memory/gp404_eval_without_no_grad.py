@@ -480,7 +480,7 @@ def _host_bound(ctx: RuleContext, ta: TrainingAnalysis, done: set[cst.CSTNode],
                                                   "cover the coroutine's body; use `with torch.no_grad():` inside")
         for call in forwards:
             yield Finding.of(call, f"`{dotted_name(call.func) or 'the model'}` runs with autograd on in "
-                                   f"`{fn.name.value}()`, but everything it computes is read on the host (`.numpy()`, "
-                                   "`.item()`, `.tolist()`): the forward records a graph and keeps activations for a "
+                                   f"`{fn.name.value}()`, but everything it computes is read on the host or detached (`.numpy()`, "
+                                   "`.item()`, `.tolist()`, `.detach()`): the forward records a graph and keeps activations for a "
                                    "backward that cannot come; decorate the function with @torch.no_grad()", fix)
             fix = NoFix(f"the decorator on `{fn.name.value}()`, offered at its first forward, covers this one")

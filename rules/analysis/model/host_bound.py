@@ -42,6 +42,8 @@ _NOT_FORWARD = frozenset({
     # a tensor's metadata (a buffer taken for a module: ``self.freqs.size(0)``) runs no forward either
     "size", "dim", "ndimension", "numel", "nelement", "element_size", "stride", "get_device", "is_contiguous",
     "data_ptr",
+    # Hugging Face's ``generate`` runs under ``torch.no_grad()`` itself
+    "generate",
 })
 # Private helpers and accessors (``model.get_output_embeddings()``, ``self.get_num_updates()``,
 # ``self.is_training()``) return what the object holds; they run no forward.
@@ -55,8 +57,9 @@ def module_run(ta: ModuleQueries, call: cst.Call) -> bool:
     func = call.func
     if ta.is_module_like(func, by_name=True):
         return True
+    # (``model.rating(u, i)`` of a parameter named as a model: a method of the model runs its layers)
     return isinstance(func, cst.Attribute) and func.attr.value not in _NOT_FORWARD and \
-        not func.attr.value.startswith(_ACCESSORS) and ta.is_module_like(func.value)
+        not func.attr.value.startswith(_ACCESSORS) and ta.is_module_like(func.value, by_name=True)
 
 
 def ends_on_host(ta: ModuleQueries, fn: cst.FunctionDef, call: cst.Call) -> bool:
@@ -66,16 +69,16 @@ def ends_on_host(ta: ModuleQueries, fn: cst.FunctionDef, call: cst.Call) -> bool
 
 def _ends_on_host(ctx: RuleContext, ta: ModuleQueries, fn: cst.FunctionDef, expr: cst.CSTNode,
                   names: set[str]) -> bool:
-    """Does every use of ``expr``'s value end in a host read?"""
+    """Does every use of ``expr``'s value end in a host read (or in ``.detach()``)?"""
     node = expr
     while True:
         parent = ctx.parent(node)
         if isinstance(parent, cst.Attribute) and parent.value is node:
             grand = ctx.parent(parent)
             if isinstance(grand, cst.Call) and grand.func is parent:
-                if method_call(grand, *_HOST_READS):
-                    return True
-                node = grand  # a tensor method: ``.cpu()``, ``.detach()``, ``.argmax(1)``
+                if method_call(grand, *_HOST_READS) or method_call(grand, "detach") and not grand.args:
+                    return True  # (detached: no backward can run through it, wherever it goes next)
+                node = grand  # a tensor method: ``.cpu()``, ``.argmax(1)``
             else:
                 node = parent  # ``.data``, ``.T``
             continue
