@@ -99,7 +99,7 @@ class SyncInLoop(Rule):
         "too and is no throttle; a call of it in this file once (a warm-up step in `main`) or under a period "
         "in this file's loop is not per step.",
         "Reads a call makes for you count too: `clip_grad_norm_(..., error_if_nonfinite=True)` tests the "
-        "total norm on the host on every step (check the norm it returns every N steps instead).",
+        "total norm on the host on every step (check the norm it returns every N steps instead). Reads in an `except` clause run when a step fails, not per step.",
         PER_FORWARD,
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
         "the read or at a call site of the function holding it, are not reported, nor are the per-batch reads of an "

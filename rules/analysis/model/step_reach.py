@@ -330,3 +330,27 @@ def through_lambda(ctx: RuleContext, expr: cst.BaseExpression) -> list[cst.BaseE
         if source is not None:
             return [source]
     return [expr]
+
+
+def handed_over(ctx: RuleContext, fn: cst.FunctionDef, loops: frozenset | set) -> list[cst.Call]:
+    """The calls that ``fn``, a closure defined in a step or eval loop's body (one of ``loops``), is
+    handed to as an argument there (``timed(train_step)``, ``scaler_step(closure)``): each runs it
+    once per iteration. Empty for functions defined elsewhere."""
+    block = ctx.parent(ctx.parent(fn))
+    if not (isinstance(block, (cst.For, cst.While)) and block in loops):
+        return []
+    return handed_in(fn, block)
+
+
+def handed_in(fn: cst.FunctionDef, loop: cst.For | cst.While) -> list[cst.Call]:
+    """The calls in ``loop``'s body handing ``fn`` over by name."""
+    name = fn.name.value
+    return [call for call in walk(loop.body) if isinstance(call, cst.Call) and
+            any(isinstance(a.value, cst.Name) and a.value.value == name for a in call.args)]
+
+
+def in_handler(anc: cst.CSTNode, child: cst.CSTNode) -> bool:
+    """Is ``child`` the body of the ``except`` clause ``anc``: code that runs when the step fails
+    (``except RuntimeError: dump the batch for the NaN report``), not on every step?"""
+    return isinstance(anc, cst.ExceptHandler) and child is anc.body
+

@@ -39,7 +39,7 @@ from .throttles import aborts, throttled
 from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_default, rare_condition, rare_exit_before
 from .generation_branch import in_generation
 from .hook_steps import runs_a_step
-from .step_reach import external_defs, indirect_callee, result_calls, runs_in_place
+from .step_reach import external_defs, handed_in, handed_over, in_handler, indirect_callee, result_calls, runs_in_place
 from .models import strip_chain
 from .periods import enumerated, per_step_alternative, period_one_by_default, periods
 from .tensors import TENSOR_METHODS, is_tensor_expr, loss_named
@@ -238,7 +238,7 @@ class TrainingAnalysis(TrainingObjects):
             cache[loop] = any(
                 self.is_backward_call(node) or self.is_optimizer_step(node) or
                 any(self._trains_flat(f) for f in self.called_functions(node)) or self._steps_elsewhere(node) or
-                isinstance(node, cst.FunctionDef) and self._trains_flat(node) and bool(self._handed_in(node, loop))
+                isinstance(node, cst.FunctionDef) and self._trains_flat(node) and bool(handed_in(node, loop))
                 for node in self._walk_outside_loops(loop.body))
         return cache[loop]
 
@@ -294,7 +294,7 @@ class TrainingAnalysis(TrainingObjects):
                 if self.is_periodic(anc) or flags and flag_name(anc.test) is not None:
                     return None
                 pending.append(anc)
-            if guards and rare_exit_before(self.ctx, anc, child, self._loop_set) is not None:
+            if guards and (rare_exit_before(self.ctx, anc, child, self._loop_set) is not None or in_handler(anc, child)):
                 return None
             if anc in self._loop_set:
                 assert isinstance(anc, (cst.For, cst.While))
@@ -330,26 +330,12 @@ class TrainingAnalysis(TrainingObjects):
                     break
         if result is None:
             # ``gpu_timer(train_step)`` in the loop that defines it; ``step_fn(batch)`` of ``get_step_fn()``'s
-            for use in (*self._handed_over(fn), *result_calls(self.ctx, fn)):
+            for use in (*handed_over(self.ctx, fn, self._loop_set), *result_calls(self.ctx, fn)):
                 result = self._loop_of(use, seen | {fn}, guards, flags)
                 if result is not None:
                     break
         self._per_step_fn_cache[key] = result
         return result
-
-    def _handed_over(self, fn: cst.FunctionDef) -> list[cst.Call]:
-        """The calls that ``fn``, a closure defined in a step or eval loop's body, is handed to as
-        an argument there (``timed(train_step)``, ``scaler_step(closure)``): each runs it once per
-        iteration. Empty for functions defined elsewhere."""
-        block = self.ctx.parent(self.ctx.parent(fn))
-        if not (isinstance(block, (cst.For, cst.While)) and block in self._loop_set):
-            return []
-        return self._handed_in(fn, block)
-
-    def _handed_in(self, fn: cst.FunctionDef, loop: Loop) -> list[cst.Call]:
-        name = fn.name.value
-        return [call for call in walk(loop.body) if isinstance(call, cst.Call) and
-                any(isinstance(a.value, cst.Name) and a.value.value == name for a in call.args)]
 
     # ---- steps whose loop is in another module (issue 34) ------------------------------
     def _external_steps(self) -> dict[cst.FunctionDef, StepCaller]:
@@ -384,7 +370,7 @@ class TrainingAnalysis(TrainingObjects):
                     (self.is_periodic(anc) or flags and flag_name(anc.test) is not None and
                      not on_by_default(self.ctx, anc, flag_name(anc.test) or "")):
                 return None
-            if rare_exit_before(self.ctx, anc, child, self._loop_set) is not None:
+            if rare_exit_before(self.ctx, anc, child, self._loop_set) is not None or in_handler(anc, child):
                 return None
             if anc in self._loop_set:
                 return None
