@@ -37,6 +37,7 @@ MODULES = (
     'analysis/facts/module_facts.py',
     'analysis/facts/move_helpers.py',
     'analysis/facts/param_roles.py',
+    'analysis/facts/param_zero.py',
     'analysis/facts/picked_classes.py',
     'analysis/facts/placement.py',
     'analysis/facts/prepared_models.py',

@@ -369,9 +369,11 @@ FLAT_ENTRY = dedent("""\
 """)
 
 
-def test_a_launch_script_beside_a_markerless_src_folder_counts(tmp_path) -> None:
+@pytest.mark.parametrize("default", ["4", "0"])  # (0: the parameter's own default, which the entry overrides)
+def test_a_launch_script_beside_a_markerless_src_folder_counts(tmp_path, default) -> None:
     top = tmp_path / "checkout"
-    for rel, text in {"src/params.py": FLAT_PARAMS, "src/caption_data.py": FLAT_DATA, "src/caption.py": FLAT_ENTRY,
+    data = FLAT_DATA.replace("workers=4)", f"workers={default})")
+    for rel, text in {"src/params.py": FLAT_PARAMS, "src/caption_data.py": data, "src/caption.py": FLAT_ENTRY,
                       "scripts/caption.sh": "PYTHONPATH=$PYTHONPATH:./src \\\npython src/caption.py \\\n"
                                             "    --batch_size 64 \\\n    --num_workers 4\n"}.items():
         (top / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 
 import libcst as cst
 
 from ..syntax.calls import argparse_options, dotted_name, get_arg, literal_value, method_call
-from ..syntax.callsites import bound_arg, calls_of
 from ..syntax.context import RuleContext
 from ..syntax.launch import launched_with, project_runs
 from ..syntax.tree import walk
 from .config_merge import config_merged
+from .param_zero import ZeroDefault, handed_zero, param_default_zero
 from .zero_constants import zero_constant
 
 # Bases of a typed command-line arguments class (tap, simple-parsing, transformers, pydantic-cli).
@@ -378,17 +377,6 @@ def _args_class(cls: cst.ClassDef) -> bool:
     return any(_ARGS_BASES.match((dotted_name(b.value) or "").rsplit(".", 1)[-1]) for b in cls.bases)
 
 
-class ZeroDefault(NamedTuple):
-    """Where a setting's value of 0 on the default run comes from: ``flag``, the command-line option a run must pass
-    (None for a parameter's default); ``source``, in words ("whose command-line default is 0", "the `num_workers`
-    parameter of `fit()`, 0 by default"); ``taken``, whether a call of this file takes the default."""
-
-    flag: str | None
-    source: str
-    taken: bool
-    fixed: bool = False  # a constant of the code (``num_workers = 0`` above, in config.py): no default to raise
-
-
 def zero_default(ctx: RuleContext, expr: cst.BaseExpression) -> ZeroDefault | None:
     """The default of 0 ``expr`` reads on a run that sets nothing: a command-line option
     (:func:`zero_default_flag`), or a parameter of the enclosing function defaulting to 0 that the
@@ -414,35 +402,14 @@ def zero_default(ctx: RuleContext, expr: cst.BaseExpression) -> ZeroDefault | No
         found = _stored_from_param(ctx, expr)
         if found is not None:
             fn, name = found
-    if fn is not None and name is not None and (found := _param_default_zero(ctx, fn, name) or _handed_zero(ctx, fn, name)):
-        return found
+    if fn is not None and name is not None:
+        found = param_default_zero(ctx, fn, name)
+        if found is None or not found.taken:  # (no call here passes it: an entry's may hand it an option)
+            found = handed_zero(ctx, fn, name) or found
+        if found is not None:
+            return found
     fixed = zero_constant(ctx, expr)  # ``num_workers = 0`` above, a config module's constant
     return ZeroDefault(None, fixed, True, True) if fixed is not None else None
-
-
-def _handed_zero(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> ZeroDefault | None:
-    """The parameter ``name`` of ``fn`` that an entry script running this module hands an option
-    defaulting to 0 (``get_loaders(num_workers=args.workers)`` in main.py, ``--workers`` default 0:
-    ``EntryScript.settings`` ``zero:get_loaders.num_workers=workers``), when no entry hands it
-    anything else and ``fn`` does not rebind it."""
-    entries = project_runs(ctx).entries or ()
-    prefix = f"zero:{fn.name.value}.{name}="
-    dests = {s[len(prefix):] for e in entries for s in e.settings if s.startswith(prefix)}
-    if len(dests) != 1 or _rebinds(fn, name):
-        return None
-    dest = dests.pop()
-    return ZeroDefault(f"--{dest}", f"handed the `--{dest}` option, whose command-line default is 0, by "
-                                    f"{next(e.path for e in entries if any(s.startswith(prefix) for s in e.settings))}",
-                       True)
-
-
-def _rebinds(fn: cst.FunctionDef, name: str) -> bool:
-    for node in walk(fn.body):
-        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
-            [node.target] if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For)) else []
-        if any(name in _bound_names(t) for t in targets):
-            return True
-    return False
 
 
 def _self_stores(ctx: RuleContext, expr: cst.Attribute) -> list[tuple[cst.FunctionDef, cst.BaseExpression | None]]:
@@ -462,39 +429,3 @@ def _stored_from_param(ctx: RuleContext, expr: cst.Attribute) -> tuple[cst.Funct
     if len(stored) != 1 or not isinstance(stored[0][1], cst.Name):
         return None
     return stored[0][0], stored[0][1].value
-
-
-def _param_default_zero(ctx: RuleContext, fn: cst.FunctionDef, name: str) -> ZeroDefault | None:
-    params = [*fn.params.params, *fn.params.kwonly_params]
-    param = next((p for p in params if p.name.value == name), None)
-    if param is None or param.default is None or not (type(literal_value(param.default)) is int and
-                                                      literal_value(param.default) == 0):
-        return None
-    for node in walk(fn.body):  # rebound in the function: no longer the default
-        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
-            [node.target] if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For)) else []
-        if any(name in _bound_names(t) for t in targets):
-            return None
-    calls = calls_of(ctx, fn)
-    cls = ctx.enclosing(fn, cst.ClassDef) if fn.name.value == "__init__" else None
-    if cls is not None:  # the class's constructions: ``DataModule(data_dir)``
-        calls = [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == cls.name.value]
-    for call in calls:
-        if any(a.star for a in call.args):
-            return None
-        arg = get_arg(call, name) if param in fn.params.kwonly_params else bound_arg(call, fn, name)
-        if arg is not None and literal_value(arg.value) != 0:
-            return None  # a caller passes its own count
-    owner = f"{cls.name.value}(...)" if cls is not None else f"{fn.name.value}()"
-    return ZeroDefault(None, f"the `{name}` parameter of `{owner}`, 0 by default", bool(calls))
-
-
-def _bound_names(target: cst.BaseExpression) -> set[str]:
-    """The plain names an assignment target binds (``a``, ``a, (b, *c)``; not ``self.a``)."""
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return {n for e in target.elements for n in _bound_names(e.value)}
-    if isinstance(target, cst.StarredElement):
-        return _bound_names(target.value)
-    return set()
