@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.facts.builders import returned_values
 from ..analysis.model.reaching import reaching_assignment
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import get_arg, literal_value, method_call
+from ..analysis.syntax.callsites import bound_arg
 from ..analysis.syntax.context import RuleContext
 
 _MAX_DEPTH = 3
@@ -68,6 +70,11 @@ def on_host_by_copy(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpres
     if isinstance(base, cst.Call):
         if method_call(base, "cpu") and not base.args or copy_to_cpu(ctx, ta, base):
             return True
+        # ``loss = self.fit_batch(batch)`` whose every ``return`` is ``loss.detach().cpu()``
+        own = list(ta.called_functions(base))
+        if own and all((returns := returned_values(ctx, fn)) and
+                       all(on_host_by_copy(ctx, ta, r, r, depth + 1) for r in returns) for fn in own):
+            return True
         args = [a.value for a in base.args if not a.star and not isinstance(a.value, (cst.Integer, cst.Float,
                                                                                         cst.SimpleString))]
         return bool(args) and not method_call(base, "to", "cuda") and \
@@ -78,6 +85,12 @@ def on_host_by_copy(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpres
             return on_host_by_copy(ctx, ta, last.value, last, depth + 1)
         fn = ctx.enclosing(at, cst.FunctionDef)
         values = [v for _, v in ta.assignments_to(base.value) if ctx.enclosing(v, cst.FunctionDef) is fn]
+        if not values and fn is not None and base.value in {p.name.value for p in fn.params.params}:
+            # a parameter every call of this file hands a host copy (``self.update_average(loss, avg)``
+            # with ``loss = self.fit_batch(batch)``, itself ``return loss.detach().cpu()``)
+            handed = [bound_arg(c, fn, base.value) for c in ta.calls_of(fn)]
+            return bool(handed) and all(a is not None and on_host_by_copy(ctx, ta, a.value, a, depth + 1)
+                                        for a in handed)
         return bool(values) and all(on_host_by_copy(ctx, ta, v, at, depth + 1) for v in values)
     return False
 
