@@ -90,11 +90,24 @@ def _one_pass_call(ctx: RuleContext, use: Use) -> bool:
     if found is not None:
         # an object of the user's class keeps the loader (``System(train_loader=...)``, a wrapper that
         # re-iterates it in ``__iter__``): how often its methods iterate it is not resolved here
-        return not found.facts.trains and not _constructs(found)
+        # (a batch generator of theirs read with ``next()`` on every step, ``datalooper =
+        # infiniteloop(loader)``: it must re-iterate the loader, or the step would stop at its end)
+        return not found.facts.trains and not _constructs(found) and \
+            not (found.facts.yields_batches and _read_with_next(ctx, site))
     if isinstance(site.func, cst.Attribute) and site.func.attr.value in _ONE_PASS_METHODS:
         owner = dotted_name(site.func.value)
         return owner is not None and frameworks(ctx).objects.get(owner) in OWNS_LOOP
     return False
+
+
+def _read_with_next(ctx: RuleContext, site: cst.Call) -> bool:
+    """Is the result of ``site`` bound to a name that ``next(...)`` reads?"""
+    assign = ctx.parent(site)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return False
+    name = assign.targets[0].target.value
+    return any(isinstance(c.func, cst.Name) and c.func.value == "next" and c.args and
+               dotted_name(c.args[0].value) == name for c in ctx.nodes(cst.Call))
 
 
 def kept_by_object(ctx: RuleContext, call: cst.Call) -> str | None:

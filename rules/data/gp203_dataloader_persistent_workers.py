@@ -112,7 +112,9 @@ class DataloaderPersistentWorkers(Rule):
         "over it restarts; a loader handed to code the file does not show is reported. A loader handed to an "
         "object of a class of the user's other modules (`System(train_loader=...)`, a wrapper that re-iterates "
         "it in `__iter__`) is reported as not resolved, with the fix marked unsafe (that class may change the "
-        "dataset between passes).",
+        "dataset between passes). A loader handed to a function of the user's other modules that does not "
+        "train reads it once (an evaluation), unless that function is a batch generator whose result the step "
+        "reads with `next()` (`datalooper = infiniteloop(loader)`: it re-iterates the loader).",
         "Workers given next to a `**` mapping the file cannot see into (not the builder's own `**kwargs`), with "
         "no `persistent_workers` in the file and none turned on in the project's shipped configuration, launch "
         "scripts or typed defaults, are reported without a fix, naming the mapping.",
