@@ -10,7 +10,10 @@ import ast
 import re
 
 from ..syntax.glance import Glance
+from ..syntax.glance_names import last_part, may_name
+from ..syntax.torch_names import AUTOGRAD_FUNCTIONS, MODULE_CHAIN, NN_MODULE_BASES, OPTIMIZERS
 from .tensors import LOSS_NAME
+from .training_objects import MODEL_NAME, MODULE_METHODS
 
 _EVAL_CALL = re.compile(r"\.(?:eval|valid|test|infer|predict)\w*\(", re.IGNORECASE)
 
@@ -100,9 +103,97 @@ def _has_loop(glance: Glance) -> bool:
 
 
 def may_evaluate(glance: Glance) -> bool:
-    """Can the file hold an eval loop or a rollout loop (a loop, and the text they need)?"""
-    return (eval_loops_possible(glance.text, not glance.alone) or rollout_loops_possible(glance.text)) and \
-        (not glance.alone or glance.fact(_has_loop))
+    """Can the file hold an eval loop or a rollout loop (a loop, and the text they need)? Checked
+    alone, each needs a model run in the loop (``eval_loops``; ``_may_run_a_model``) or an
+    environment's ``.step()`` call (``TrainingAnalysis._is_rollout``)."""
+    text = glance.text
+    if not (eval_loops_possible(text, not glance.alone) or rollout_loops_possible(text)):
+        return False
+    if not glance.alone:
+        return True
+    return glance.fact(_has_loop) and (rollout_loops_possible(text) and glance.calls_method("step") or
+                                       may_run_a_model(glance))
+
+
+def may_run_a_model(glance: Glance) -> bool:
+    """Can ``TrainingObjects.is_module_like(expr, by_name=True)`` hold anywhere an eval loop asks it
+    (a call's callee or its receiver, a call's argument: ``eval_loops``, ``evaluating_calls``)? It
+    holds of a name whose last part says model (``MODEL_NAME``) or of a ``module_like_names`` entry:
+    a receiver of a module's method (``MODULE_METHODS``), a name assigned an instance of the file's
+    ``nn.Module`` subclass or of a ``torch.nn`` class (``assigned_module_names``), a parameter bound
+    to those. Else an eval loop can only hand its batch to an abstract method (``_abstract_hook``),
+    which counts under ``no_grad``/``inference_mode``/``set_grad_enabled`` only (or after an
+    ``.eval()`` call, a module's method)."""
+    return glance.fact(_may_run_a_model)
+
+
+def _may_run_a_model(glance: Glance) -> bool:
+    modules = glance.fact(_module_classes)
+    grad_off = glance.mentions("no_grad", "inference_mode", "set_grad_enabled")
+    for node in glance.all_nodes():
+        kind = type(node)
+        if kind is ast.Call:
+            func = node.func  # type: ignore[attr-defined]
+            if _model_named(func) or type(func) is ast.Attribute and (
+                    func.attr in MODULE_METHODS or _model_named(func.value)):
+                return True
+            if any(_model_named(a.value if type(a) is ast.Starred else a) for a in node.args) or \
+                    any(_model_named(k.value) for k in node.keywords):  # type: ignore[attr-defined]
+                return True
+        elif kind is ast.Assign or kind is ast.AnnAssign and node.value is not None:  # type: ignore[attr-defined]
+            value = node.value  # type: ignore[attr-defined]
+            while type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in MODULE_CHAIN:
+                value = value.func.value  # ``Net().to(device)``: ``models.strip_chain``
+            if type(value) is ast.Call:
+                func = value.func
+                if type(func) is ast.Name and func.id in modules:
+                    return True
+                last = last_part(func)
+                if last is not None and last[:1].isupper() and may_name(glance, func, _TORCH_NN):
+                    return True  # ``models.is_nn_class``
+        elif grad_off and kind in (ast.FunctionDef, ast.AsyncFunctionDef) and _abstract(node):  # type: ignore[arg-type]
+            return True
+    return False
+
+
+_TORCH_NN = frozenset({"torch.nn.*"})
+
+
+def _model_named(expr: ast.AST) -> bool:
+    last = last_part(expr)
+    return last is not None and bool(MODEL_NAME.search(last))
+
+
+def _abstract(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Can ``eval_loops._is_abstract`` hold of ``fn`` (no body but docstrings, ``pass``, ``...`` or a
+    ``raise``)? Wider than it: a one-line ``def f(self): pass`` counts here too."""
+    body = [s for s in fn.body if not (type(s) is ast.Expr and type(s.value) is ast.Constant and
+                                       type(s.value.value) is str)]
+    if len(body) > 1:
+        return False
+    if not body:
+        return True
+    stmt = body[0]
+    return type(stmt) in (ast.Pass, ast.Raise) or type(stmt) is ast.Expr and \
+        type(stmt.value) is ast.Constant and stmt.value.value is Ellipsis  # type: ignore[attr-defined]
+
+
+def _module_classes(glance: Glance) -> frozenset[str]:
+    """The names ``models.module_subclasses`` may hold: classes with a base that may name
+    ``torch.nn.Module`` (``may_name``) or that is one of these (transitively); or, as
+    ``forward_reach.model_classes`` adds, a Hugging Face ``*PreTrainedModel``."""
+    classes = [n for n in glance.all_nodes() if type(n) is ast.ClassDef]
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for cls in classes:
+            if cls.name not in out and any(  # type: ignore[attr-defined]
+                    type(b) is ast.Name and b.id in out or (last_part(b) or "").endswith("PreTrainedModel") or
+                    may_name(glance, b, NN_MODULE_BASES) for b in cls.bases):  # type: ignore[attr-defined]
+                out.add(cls.name)  # type: ignore[attr-defined]
+                changed = True
+    return frozenset(out)
 
 
 # Methods that run on every call of an object: a module's ``forward``/``__call__``, a custom autograd
@@ -111,5 +202,26 @@ _PER_CALL_METHODS = frozenset({"forward", "__call__", "backward", "step"})
 
 
 def may_define_per_call_code(glance: Glance) -> bool:
-    """Does a class of the file define a method that ``forward_roots`` may count as per-step code?"""
-    return glance.defines_method(_PER_CALL_METHODS)
+    """Does a class of the file define a method that ``forward_roots`` may count as per-step code?
+    Checked alone, only a ``forward``/``__call__`` of a class that may derive from ``nn.Module``, a
+    ``forward``/``backward`` of a custom autograd Function applied in the file (``Fn.apply``) or a
+    ``step`` of a torch optimizer's subclass counts (another module's model class needs its facts)."""
+    return glance.defines_method(_PER_CALL_METHODS) and (not glance.alone or glance.fact(_per_call_roots))
+
+
+def _per_call_roots(glance: Glance) -> bool:
+    modules = glance.fact(_module_classes)
+    for cls in glance.all_nodes():
+        if type(cls) is not ast.ClassDef:
+            continue
+        own = {s.name for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        if not own & _PER_CALL_METHODS:
+            continue
+        if cls.name in modules and own & {"forward", "__call__"}:
+            return True
+        if own & {"forward", "backward"} and f"{cls.name}.apply" in glance.text and \
+                any(may_name(glance, b, AUTOGRAD_FUNCTIONS) for b in cls.bases):
+            return True
+        if "step" in own and any(may_name(glance, b, OPTIMIZERS) for b in cls.bases):
+            return True
+    return False

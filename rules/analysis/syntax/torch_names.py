@@ -30,6 +30,8 @@ GRAD_SCALERS = frozenset({
     "torch.cpu.amp.GradScaler",
 })
 NN_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+# Bases of a custom autograd Function (its ``forward``/``backward`` run on every ``Fn.apply(...)``).
+AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 AUTOCAST = frozenset({
     "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
     "torch.amp.autocast_mode.autocast",
