@@ -67,13 +67,20 @@ def test_an_eval_loop_needs_a_model_run(body, evaluates):
     assert may_evaluate(_glance(_LOOP.format(body=body), alone=False))  # another module's model may run
 
 
+_HOOK = ("class Hook:\n    def score(self, b):\n        raise NotImplementedError\n    {deco}\n    def run(self, xs):\n"
+         "        for x in xs:\n            self.score(x)\n")
+
+
 @pytest.mark.parametrize("code,evaluates", [
     ("from torch.nn import Linear\nm = Linear(2, 2).to(d)\n", True),
     ("from .linear import Linear\nm = Linear(2, 2)\n", False),  # torch's own relative import: not torch.nn for the rules
     ("from torch.nn import *\nm = Linear(2, 2)\n", True),  # a star import may bring it
     ("import torch.nn as nn\nclass Net(nn.Module):\n    pass\nclass Deep(Net):\n    pass\nm = Deep()\n", True),
-    ("class Hook:\n    def score(self, b):\n        raise NotImplementedError\nwith torch.no_grad():\n    pass\n", True),
-    ("class Hook:\n    def score(self, b):\n        raise NotImplementedError\n", False),  # abstract, grad on
+    ("from torch import nn\nw = nn.Parameter(t)\n", False),  # a tensor, not a module
+    ("import torch.nn as nn\np = nn.utils.rnn.PackedSequence(d)\n", False),
+    (_HOOK.format(deco="@torch.no_grad()"), True),  # a batch handed to an abstract method, grad off
+    (_HOOK.format(deco="@staticmethod"), False),  # grad on: no eval loop
+    (_HOOK.format(deco="@torch.no_grad()").replace("self.score(x)", "score(x)"), False),  # not the hook
 ])
 def test_a_model_run_is_read_off_imports_and_classes(code, evaluates):
     assert may_evaluate(_glance(code + "for x in xs:\n    print(x.item())\n")) is evaluates

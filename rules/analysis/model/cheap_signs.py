@@ -11,7 +11,7 @@ import re
 
 from ..syntax.glance import Glance
 from ..syntax.glance_names import last_part, may_name
-from ..syntax.torch_names import AUTOGRAD_FUNCTIONS, MODULE_CHAIN, NN_MODULE_BASES, OPTIMIZERS
+from ..syntax.torch_names import AUTOGRAD_FUNCTIONS, MODULE_CHAIN, NN_MODULE_BASES, NN_TENSORS, OPTIMIZERS
 from .tensors import LOSS_NAME
 from .training_objects import MODEL_NAME, MODULE_METHODS
 
@@ -129,13 +129,16 @@ def may_run_a_model(glance: Glance) -> bool:
 
 def _may_run_a_model(glance: Glance) -> bool:
     modules = glance.fact(_module_classes)
-    grad_off = glance.mentions("no_grad", "inference_mode", "set_grad_enabled")
+    # ``self.score(batch)`` where ``score`` has no body (``_abstract_hook``), under a grad-off context
+    hooks = glance.fact(_abstract_methods) if glance.mentions("no_grad", "inference_mode", "set_grad_enabled") \
+        else frozenset()
     for node in glance.all_nodes():
         kind = type(node)
         if kind is ast.Call:
             func = node.func  # type: ignore[attr-defined]
             if _model_named(func) or type(func) is ast.Attribute and (
-                    func.attr in MODULE_METHODS or _model_named(func.value)):
+                    func.attr in MODULE_METHODS or _model_named(func.value) or
+                    func.attr in hooks and type(func.value) is ast.Name and func.value.id == "self"):
                 return True
             if any(_model_named(a.value if type(a) is ast.Starred else a) for a in node.args) or \
                     any(_model_named(k.value) for k in node.keywords):  # type: ignore[attr-defined]
@@ -149,14 +152,19 @@ def _may_run_a_model(glance: Glance) -> bool:
                 if type(func) is ast.Name and func.id in modules:
                     return True
                 last = last_part(func)
-                if last is not None and last[:1].isupper() and may_name(glance, func, _TORCH_NN):
+                if last is not None and last[:1].isupper() and may_name(glance, func, _TORCH_NN, _NOT_MODULES):
                     return True  # ``models.is_nn_class``
-        elif grad_off and kind in (ast.FunctionDef, ast.AsyncFunctionDef) and _abstract(node):  # type: ignore[arg-type]
-            return True
     return False
 
 
 _TORCH_NN = frozenset({"torch.nn.*"})
+# ``models.is_nn_class``: what of ``torch.nn`` builds no module (``nn.Parameter``, ``nn.utils.rnn.PackedSequence``)
+_NOT_MODULES = NN_TENSORS | frozenset({"torch.nn.functional.*", "torch.nn.init.*", "torch.nn.utils.*"})
+
+
+def _abstract_methods(glance: Glance) -> frozenset[str]:
+    return frozenset(n.name for n in glance.all_nodes()  # type: ignore[attr-defined]
+                     if type(n) in (ast.FunctionDef, ast.AsyncFunctionDef) and _abstract(n))  # type: ignore[arg-type]
 
 
 def _model_named(expr: ast.AST) -> bool:

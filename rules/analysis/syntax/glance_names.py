@@ -47,9 +47,12 @@ def _matches(qualname: str, names: frozenset[str]) -> bool:
     return qualname in names or any(w.endswith(".*") and qualname.startswith(w[:-1]) for w in names)
 
 
-def may_name(glance: Glance, expr: ast.AST, names: frozenset[str]) -> bool:
+def may_name(glance: Glance, expr: ast.AST, names: frozenset[str], unless: frozenset[str] = frozenset()) -> bool:
     """Can ``RuleContext.matches`` find ``expr`` (a ``Name``/``Attribute`` chain) among ``names``
-    (qualified names, ``mod.*`` patterns; not builtins)? False only when it cannot."""
+    (qualified names, ``mod.*`` patterns; not builtins), and not among ``unless`` (``matches(expr,
+    names) and not matches(expr, unless)``)? False only when it cannot: each name ``matches`` may
+    resolve ``expr`` to is one of the imports' targets with the chain's parts (or local, or brought
+    by a star import), so one of those must be in ``names`` and not in ``unless``."""
     parts: list[str] = []
     while type(expr) is ast.Attribute:
         parts.append(expr.attr)  # type: ignore[attr-defined]
@@ -61,7 +64,7 @@ def may_name(glance: Glance, expr: ast.AST, names: frozenset[str]) -> bool:
     if targets is None:
         return stars  # a star import may bring it (the context reads the user's exports)
     tail = "".join("." + p for p in reversed(parts))
-    return any(_matches(t + tail, names) for t in targets)
+    return any(_matches(t + tail, names) and not _matches(t + tail, unless) for t in targets)
 
 
 def dotted(expr: ast.AST) -> str | None:
