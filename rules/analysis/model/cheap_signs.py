@@ -176,7 +176,7 @@ def _abstract(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Can ``eval_loops._is_abstract`` hold of ``fn`` (no body but docstrings, ``pass``, ``...`` or a
     ``raise``)? Wider than it: a one-line ``def f(self): pass`` counts here too."""
     body = [s for s in fn.body if not (type(s) is ast.Expr and type(s.value) is ast.Constant and
-                                       type(s.value.value) is str)]
+                                       type(s.value.value) in (str, bytes))]  # (LibCST's strings: bytes too)
     if len(body) > 1:
         return False
     if not body:
