@@ -76,7 +76,8 @@ def compare(old_path: str, new_path: str) -> None:
         if found or crashes:
             lost += 1
             print("LOST", path, [(c.code, f.message[:80]) for c, f in found][:3], list(crashes), flush=True)
-    print(f"files {len(old)} (old) -> {len(new)} (new) parsed; more rules kept by new on {len(grew)}; "
+    print(f"files LibCST parses: {sum(map(bool, old.values()))} (old) -> {sum(map(bool, new.values()))} (new); "
+          f"more rules kept by new on {len(grew)}; "
           f"files-with-dropped-rules {files} with-findings-ungated {lost} ({time.process_time() - start:.1f} s CPU)", flush=True)
 
 
