@@ -83,7 +83,20 @@ _HOOK = ("class Hook:\n    def score(self, b):\n        raise NotImplementedErro
     (_HOOK.format(deco="@torch.no_grad()").replace("self.score(x)", "score(x)"), False),  # not the hook
 ])
 def test_a_model_run_is_read_off_imports_and_classes(code, evaluates):
-    assert may_evaluate(_glance(code + "for x in xs:\n    print(x.item())\n")) is evaluates
+    assert may_evaluate(_glance(code + "for x in xs:\n    print(m(x).item())\n")) is evaluates
+
+
+@pytest.mark.parametrize("code,evaluates", [
+    ("model = load()\nfor x in xs:\n    print(x.item())\n", False),  # a model, never run where a loop looks
+    ("def step(x):\n    return self.net(x)\nfor x in xs:\n    print(step(x).item())\n", True),  # a function it calls
+    ("class E:\n    def _score(self, x):\n        return self.net(x)\n    def run(self, xs):\n        score = self._score\n"
+     "        for x in xs:\n            print(score(x).item())\n", True),  # through an alias
+    ("import torch\ndef ev(m, xs):\n    for x in xs:\n        print(m(x).item())\nlin = torch.nn.Linear(2, 2)\n"
+     "ev(lin, data)\n", True),  # a parameter handed a module
+    ("import torch\ndef ev(m, xs):\n    for x in xs:\n        print(m(x).item())\nev(torch.relu, data)\n", False),
+])
+def test_a_model_run_counts_where_a_loop_looks(code, evaluates):
+    assert may_evaluate(_glance(code)) is evaluates
 
 
 @pytest.mark.parametrize("code,per_call", [

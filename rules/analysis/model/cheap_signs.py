@@ -10,7 +10,7 @@ import ast
 import re
 
 from ..syntax.glance import Glance
-from ..syntax.glance_names import last_part, may_name
+from ..syntax.glance_names import dotted, last_part, may_name
 from ..syntax.torch_names import AUTOGRAD_FUNCTIONS, MODULE_CHAIN, NN_MODULE_BASES, NN_TENSORS, OPTIMIZERS
 from .tensors import LOSS_NAME
 from .training_objects import MODEL_NAME, MODULE_METHODS
@@ -112,7 +112,7 @@ def may_evaluate(glance: Glance) -> bool:
     if not glance.alone:
         return True
     return glance.fact(_has_loop) and (rollout_loops_possible(text) and glance.calls_method("step") or
-                                       may_run_a_model(glance))
+                                       may_run_a_model(glance) and glance.fact(_model_run_in_loops))
 
 
 def may_run_a_model(glance: Glance) -> bool:
@@ -155,6 +155,93 @@ def _may_run_a_model(glance: Glance) -> bool:
                 if last is not None and last[:1].isupper() and may_name(glance, func, _TORCH_NN, _NOT_MODULES):
                     return True  # ``models.is_nn_class``
     return False
+
+
+def _model_run_in_loops(glance: Glance) -> bool:
+    """``may_run_a_model`` where an eval loop looks for the run (``eval_loops``): a call in a loop's body, or in a
+    function of the file a loop may reach (called there by name, or read as a value anywhere: ``run =
+    self._score``, a dict of methods), and what those call in turn. A module-like name is one whose last part
+    says model, or a receiver of a module's method, a name assigned a module, or a parameter of a function
+    called with one of those (``TrainingObjects.module_like_names``); or ``self.hook(...)`` of an abstract hook."""
+    nodes = glance.all_nodes()
+    defs: dict[str, list[ast.AST]] = {}
+    roots: list[ast.AST] = []
+    callees: set[int] = set()
+    for node in nodes:
+        kind = type(node)
+        if kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+            defs.setdefault(node.name, []).append(node)  # type: ignore[attr-defined]
+        elif kind in (ast.For, ast.AsyncFor, ast.While):
+            roots += node.body  # type: ignore[attr-defined]
+        elif kind is ast.Call:
+            callees.add(id(node.func))  # type: ignore[attr-defined]
+    for node in nodes:  # functions read as values: an alias or a table may call them
+        if id(node) not in callees and type(node) in (ast.Name, ast.Attribute):
+            roots += defs.pop(last_part(node) or "", ())
+    names = glance.fact(_module_like_base)
+    hooks = glance.fact(_abstract_methods) if glance.mentions("no_grad", "inference_mode", "set_grad_enabled") \
+        else frozenset()
+    while roots:
+        for node in ast.walk(roots.pop()):
+            if type(node) is not ast.Call:
+                continue
+            func = node.func
+            inner = func.value if type(func) is ast.Attribute else None
+            args = [a.value if type(a) is ast.Starred else a for a in node.args] + [k.value for k in node.keywords]
+            if any(e is not None and (_model_named(e) or dotted(e) in names) for e in (func, inner, *args)) or \
+                    type(inner) is ast.Name and inner.id == "self" and func.attr in hooks:  # type: ignore[attr-defined]
+                return True
+            roots += defs.pop(last_part(func) or "", ())  # what the loop calls: its body is the loop's too
+    return False
+
+
+def _module_like_base(glance: Glance) -> frozenset[str]:
+    """The dotted names ``TrainingObjects.module_like_names`` may hold: receivers of a module's method,
+    targets of an assignment of a module, and (repeatedly) the parameters of a function called with one."""
+    modules = glance.fact(_module_classes)
+    out: set[str] = set()
+    calls: list[ast.Call] = []
+    for node in glance.all_nodes():
+        kind = type(node)
+        if kind is ast.Call:
+            calls.append(node)  # type: ignore[arg-type]
+            func = node.func  # type: ignore[attr-defined]
+            if type(func) is ast.Attribute and func.attr in MODULE_METHODS:
+                out.add(dotted(func.value) or "")
+        elif kind is ast.Assign or kind is ast.AnnAssign and node.value is not None:  # type: ignore[attr-defined]
+            if _builds_a_module(glance, node.value, modules):  # type: ignore[attr-defined]
+                targets = node.targets if kind is ast.Assign else [node.target]  # type: ignore[attr-defined]
+                out.update(dotted(t) or "" for t in targets)
+    params: dict[str, set[str]] = {}
+    for node in glance.all_nodes():
+        if type(node) in (ast.FunctionDef, ast.AsyncFunctionDef):
+            a = node.args  # type: ignore[attr-defined]
+            params.setdefault(node.name, set()).update(  # type: ignore[attr-defined]
+                p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs))
+    grown = True
+    while grown:
+        grown = False
+        for call in calls:
+            callee = params.get(last_part(call.func) or "")
+            if callee and not callee <= out and any(
+                    dotted(a.value if type(a) is ast.Starred else a) in out for a in [*call.args, *(k.value for k in call.keywords)]):
+                out |= callee
+                grown = True
+    out.discard("")
+    return frozenset(out)
+
+
+def _builds_a_module(glance: Glance, value: ast.AST, modules: frozenset[str]) -> bool:
+    """``models.assigned_module_names``' test of an assigned value (after ``strip_chain``)."""
+    while type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in MODULE_CHAIN:
+        value = value.func.value
+    if type(value) is not ast.Call:
+        return False
+    func = value.func
+    if type(func) is ast.Name and func.id in modules:
+        return True
+    last = last_part(func)
+    return last is not None and last[:1].isupper() and may_name(glance, func, _TORCH_NN, _NOT_MODULES)
 
 
 _TORCH_NN = frozenset({"torch.nn.*"})
