@@ -98,6 +98,7 @@ MODULES = (
     'analysis/syntax/dispatch.py',
     'analysis/syntax/duck_methods.py',
     'analysis/syntax/glance.py',
+    'analysis/syntax/glance_names.py',
     'analysis/syntax/handlers.py',
     'analysis/syntax/held_dicts.py',
     'analysis/syntax/host_output.py',

@@ -15,6 +15,7 @@ factory) is the same whether the code runs per step or once."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 import libcst as cst
@@ -23,10 +24,12 @@ from .._api import Finding, Fix, NoFix, Replace
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.forward_reach import forward_caller, in_cache_fill, transform_classes
 from ..analysis.model.host_data import numpy_made_here
-from ..analysis.model.step_code import device_kind
+from ..analysis.model.step_code import device_kind, names_a_device
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, method_call, target_names
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.glance import Glance
+from ..analysis.syntax.glance_names import dotted, last_part
 from ..analysis.syntax.tree import walk
 from ._host_origin import FACTORIES, FROM_ARRAY, LIKE_FACTORIES, RANDOM_FACTORIES, default_type_caveat, host_origin
 
@@ -153,6 +156,48 @@ def _wrapped_here(ctx: RuleContext, expr: cst.BaseExpression) -> cst.Call | None
             expr.args and not has_star_args(expr) and "set_default" not in ctx.source:
         return expr
     return None
+
+
+def may_move_to_device(glance: Glance) -> bool:
+    """Can a call of the file be a move ``unseen_step_moves`` reports (``_moves_to_device`` on CPython's
+    tree): ``.cuda()``, ``.to(d)``/``.to(device=d)`` where ``d`` may be a device, ``.type_as(t)``?"""
+    return glance.fact(_device_moves)
+
+
+def _device_moves(glance: Glance) -> bool:
+    for node in glance.all_nodes():
+        if type(node) is not ast.Call or type(node.func) is not ast.Attribute:  # type: ignore[attr-defined]
+            continue
+        attr = node.func.attr  # type: ignore[attr-defined]
+        if attr == "cuda":
+            return True
+        if attr not in ("to", "type_as"):
+            continue
+        key = "device" if attr == "to" else "other"  # ``get_arg(move, key, 0)``
+        arg = next((k.value for k in node.keywords if k.arg == key), None)  # type: ignore[attr-defined]
+        if arg is None:
+            positional = [a for a in node.args if type(a) is not ast.Starred]  # type: ignore[attr-defined]
+            arg = positional[0] if positional else None
+        if arg is None:
+            continue
+        if attr == "type_as":
+            name = (dotted(arg) or "").lower()
+            if name and "dtype" not in name and "type" not in name:
+                return True
+        elif _may_be_device(arg):
+            return True
+    return False
+
+
+def _may_be_device(expr: ast.expr) -> bool:
+    """Can ``device_kind`` say "cuda" or "unknown" of ``expr``? (Any call, f-string or subscript may.)"""
+    kind = type(expr)
+    if kind is ast.Constant:
+        return type(expr.value) is str and expr.value.startswith("cuda")  # type: ignore[attr-defined]
+    if kind in (ast.JoinedStr, ast.Call, ast.Subscript):
+        return True
+    last = last_part(expr)
+    return last is not None and "cpu" not in last.lower() and names_a_device(last.lower())
 
 
 def _moves_to_device(ctx: RuleContext, move: cst.Call) -> bool:

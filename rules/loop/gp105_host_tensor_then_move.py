@@ -26,7 +26,7 @@ from ..analysis.syntax.tree import walk
 from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.syntax.glance import Glance
 from ._constant_tensors import constant_tensor_findings
-from ._unseen_steps import NOT_RULED_OUT, unseen_step_moves
+from ._unseen_steps import NOT_RULED_OUT, may_move_to_device, unseen_step_moves
 from ._cpu_indices import cpu_index_findings
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._host_moves import combined_names, host_data_argument
@@ -213,9 +213,9 @@ class HostTensorThenMove(Rule):
     def may_report(cls, glance: Glance) -> bool:
         # its first test: a step or eval loop, a framework's step hooks, a model's forward, a function that runs a whole step, or other modules' facts;
         # else a tensor made per batch and moved, in code whose caller is out of sight (``_unseen_steps``:
-        # a called ``.to``/``.cuda``/``.type_as`` method, ``method_call``)
+        # a called ``.cuda``, ``.type_as`` or ``.to`` of what may be a device: ``may_move_to_device``)
         return may_train_or_evaluate(glance) or glance.mentions(".cuda", ".to(", ".type_as") and \
-            glance.mentions("shape", "size(", "batch") and glance.calls_method("cuda", "to", "type_as")
+            glance.mentions("shape", "size(", "batch") and may_move_to_device(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         if cpu_only(ctx):

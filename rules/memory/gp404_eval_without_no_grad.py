@@ -10,12 +10,14 @@ import libcst as cst
 
 from .._api import AddImport, Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.fixes.edits import torch_alias
+from ..analysis.model.cheap_signs import may_run_a_model, may_train
 from ..analysis.model.eval_loops import is_no_grad_context
 from ..analysis.model.eval_signs import iterates_held_out
 from ..analysis.model.step_code import in_no_grad, walk_with_callees
 from ..analysis.model.training import TrainingAnalysis, analysis
 from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.glance import Glance
 from ..analysis.syntax.tree import walk
 from ._flagged_passes import flagged_eval_calls
 from ._host_bound_forward import host_bound_forward
@@ -120,6 +122,13 @@ class EvalWithoutNoGrad(Rule):
             print(predict(model, batch))
         """)),
     ]
+
+    @classmethod
+    def may_report(cls, glance: Glance) -> bool:
+        # what each finding needs: a model put in eval mode (an ``.eval()`` call), a volatile ``Variable``, a module
+        # run (a pass over held-out data, a forward ending on the host) or a step loop (``flagged_eval_calls``)
+        return not glance.alone or glance.calls_method("eval") or glance.mentions("volatile") or \
+            may_train(glance) or may_run_a_model(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         ta = analysis(ctx)

@@ -12,7 +12,7 @@ import pytest
 from gpuperf_rewrite.lint import engine
 from gpuperf_rewrite.lint.engine import RuleSet, check_source
 from gpuperf_rewrite.lint.registry import all_rules
-from gpuperf_rewrite.rules.analysis.model.cheap_signs import may_evaluate, may_train
+from gpuperf_rewrite.rules.analysis.model.cheap_signs import may_define_per_call_code, may_evaluate, may_train
 from gpuperf_rewrite.rules.analysis.syntax.glance import Glance
 from tests.helpers.paths import ROOT
 
@@ -47,7 +47,100 @@ def test_may_train_is_false_without_a_step_call(code):
 
 def test_eval_needs_a_loop():
     assert not may_evaluate(_glance("def f(t):\n    return t.item()\n"))
-    assert may_evaluate(_glance("def f(ts):\n    return [t.item() for t in ts]\nwhile True:\n    pass\n"))
+    assert may_evaluate(_glance("def f(ts):\n    return [t.item() for t in ts]\nwhile True:\n    y = model(x)\n"))
+
+
+_LOOP = "import torch\n\ndef run(xs):\n    for x in xs:\n        {body}\n        print(x.item())\n"
+
+
+@pytest.mark.parametrize("body,evaluates", [
+    ("y = torch.relu(x)", False),  # library code: a loop and ``.item()``, no model anywhere
+    ("y = encoder(x)", True),  # a name that says model
+    ("y = self.backbone.features(x)", True),  # a method of one
+    ("y = apply_fn(self.net, x)", True),  # a model handed along
+    ("m.eval(); y = m(x)", True),  # a module by its method
+    ("m = torch.nn.Linear(2, 2); y = m(x)", True),  # a torch.nn class
+    ("m = Linear(2, 2); y = m(x)", False),  # no import makes it torch.nn's
+])
+def test_an_eval_loop_needs_a_model_run(body, evaluates):
+    assert may_evaluate(_glance(_LOOP.format(body=body))) is evaluates
+    assert may_evaluate(_glance(_LOOP.format(body=body), alone=False))  # another module's model may run
+
+
+_HOOK = ("class Hook:\n    def score(self, b):\n        raise NotImplementedError\n    {deco}\n    def run(self, xs):\n"
+         "        for x in xs:\n            self.score(x)\n")
+
+
+@pytest.mark.parametrize("code,evaluates", [
+    ("from torch.nn import Linear\nm = Linear(2, 2).to(d)\n", True),
+    ("from .linear import Linear\nm = Linear(2, 2)\n", False),  # torch's own relative import: not torch.nn for the rules
+    ("from torch.nn import *\nm = Linear(2, 2)\n", True),  # a star import may bring it
+    ("import torch.nn as nn\nclass Net(nn.Module):\n    pass\nclass Deep(Net):\n    pass\nm = Deep()\n", True),
+    ("from torch import nn\nw = nn.Parameter(t)\n", False),  # a tensor, not a module
+    ("import torch.nn as nn\np = nn.utils.rnn.PackedSequence(d)\n", False),
+    (_HOOK.format(deco="@torch.no_grad()"), True),  # a batch handed to an abstract method, grad off
+    (_HOOK.format(deco="@staticmethod"), False),  # grad on: no eval loop
+    (_HOOK.format(deco="@torch.no_grad()").replace("self.score(x)", "score(x)"), False),  # not the hook
+])
+def test_a_model_run_is_read_off_imports_and_classes(code, evaluates):
+    assert may_evaluate(_glance(code + "for x in xs:\n    print(m(x).item())\n")) is evaluates
+
+
+@pytest.mark.parametrize("code,evaluates", [
+    ("model = load()\nfor x in xs:\n    print(x.item())\n", False),  # a model, never run where a loop looks
+    ("def step(x):\n    return self.net(x)\nfor x in xs:\n    print(step(x).item())\n", True),  # a function it calls
+    ("class E:\n    def _score(self, x):\n        return self.net(x)\n    def run(self, xs):\n        score = self._score\n"
+     "        for x in xs:\n            print(score(x).item())\n", True),  # through an alias
+    ("import torch\ndef ev(m, xs):\n    for x in xs:\n        print(m(x).item())\nlin = torch.nn.Linear(2, 2)\n"
+     "ev(lin, data)\n", True),  # a parameter handed a module
+    ("import torch\ndef ev(m, xs):\n    for x in xs:\n        print(m(x).item())\nev(torch.relu, data)\n", False),
+])
+def test_a_model_run_counts_where_a_loop_looks(code, evaluates):
+    assert may_evaluate(_glance(code)) is evaluates
+
+
+@pytest.mark.parametrize("code,per_call", [
+    ("class Op:\n    def forward(self, x):\n        return x\n", False),  # no module base
+    ("import torch.nn as nn\nclass Op(nn.Module):\n    def forward(self, x):\n        return x\n", True),
+    ("from torch import nn\nclass A(nn.Module):\n    pass\nclass B(A):\n    def __call__(self, x):\n        return x\n", True),
+    ("from .module import Module\nclass Op(Module):\n    def forward(self, x):\n        return x\n", False),
+    ("from torch.autograd import Function\nclass F(Function):\n    @staticmethod\n    def backward(ctx, g):\n"
+     "        return g\ny = F.apply(x)\n", True),
+    ("from torch.autograd import Function\nclass F(Function):\n    @staticmethod\n    def backward(ctx, g):\n"
+     "        return g\n", False),  # applied nowhere in sight
+    ("import torch\nclass Lion(torch.optim.Optimizer):\n    def step(self, closure=None):\n        pass\n", True),
+    ("class Scheduler:\n    def step(self):\n        pass\n", False),
+    ("class FlaxModel(MyPreTrainedModel):\n    def __call__(self, x):\n        return x\n", True),
+])
+def test_per_call_code_needs_a_module_function_or_optimizer_class(code, per_call):
+    assert may_define_per_call_code(_glance(code)) is per_call
+    assert may_define_per_call_code(_glance(code, alone=False))  # another module's model class may be the base
+
+
+@pytest.mark.parametrize("code,moves", [
+    ("y = x.cuda()\n", True),
+    ("y = x.to(device)\n", True),
+    ("y = x.to(self.local_rank)\n", True),
+    ("y = x.to(f'cuda:{i}')\n", True),
+    ("y = x.to(torch.device(d))\n", True),
+    ("y = x.type_as(other)\n", True),
+    ("y = x.to(torch.float32)\n", False),  # a cast
+    ("y = x.to(dtype=t)\n", False),
+    ("y = x.to(other.dtype)\n", False),
+    ("y = x.to('cpu')\n", False),
+    ("y = x.to(cpu_device)\n", False),
+    ("y = x.type_as(x.dtype)\n", False),
+])
+def test_gp105_unseen_moves_need_a_move_to_a_device(code, moves):
+    from gpuperf_rewrite.rules.loop._unseen_steps import may_move_to_device
+    assert may_move_to_device(_glance(code)) is moves
+
+
+def test_gp404_needs_an_eval_call_a_model_run_or_a_step():
+    gp404 = all_rules()["GP404"]
+    assert not gp404.may_report(_glance(_LOOP.format(body="y = torch.relu(x)")))
+    for body in ("m.eval(); y = m(x)", "y = self.model(x)", "loss.backward()", "v = Variable(x, volatile=True)"):
+        assert gp404.may_report(_glance(_LOOP.format(body=body))), body
 
 
 def test_with_other_modules_facts_every_precondition_passes():
@@ -212,3 +305,45 @@ def test_one_listed_walk_is_ast_walks_order_and_the_preconditions_read_the_same(
         for rule in all_rules().values():
             assert rule.may_report(Glance(code, tree, nodes=listed)) == rule.may_report(Glance(code, tree))
     assert steps > 50  # both answers are exercised
+
+
+def test_the_facts_the_library_gates_stand_for_imply_them():
+    """Where the analysis finds what a gate stands for, on every rule example, fixture and data script
+    checked alone, the gate holds: an eval loop (``may_evaluate``), a module-like name anywhere an eval
+    loop or a host-bound forward asks (``may_run_a_model``), a per-call root (``may_define_per_call_code``),
+    a move to a device (``may_move_to_device``). (That no finding is lost: tests/lint/test_prefilter.py.)"""
+    import libcst as cst
+
+    from gpuperf_rewrite.rules.analysis.model.cheap_signs import may_run_a_model
+    from gpuperf_rewrite.rules.analysis.model.forward_reach import forward_roots
+    from gpuperf_rewrite.rules.analysis.model.training import analysis
+    from gpuperf_rewrite.rules.analysis.syntax.calls import method_call
+    from gpuperf_rewrite.rules.analysis.syntax.context import RuleContext
+    from gpuperf_rewrite.rules.loop._unseen_steps import _moves_to_device, may_move_to_device
+    from tests.helpers.rule_cases import all_cases
+
+    codes = {case.code for case in all_cases()}
+    codes |= {p.read_text(encoding="utf-8") for p in [*(ROOT / "fixtures").glob("*.py"), *(ROOT / "tests").glob("*/data/*.py")]}
+    seen = {"eval": 0, "model": 0, "roots": 0, "moves": 0}
+    for code in sorted(codes):
+        try:
+            glance, module = _glance(code), cst.parse_module(code)
+        except (SyntaxError, cst.ParserSyntaxError):
+            continue
+        ctx = RuleContext(module, code, "case.py", {})
+        ta = analysis(ctx)
+        calls = ctx.nodes(cst.Call)
+        facts = {
+            "eval": (bool(ta.eval_loops), may_evaluate),
+            "model": (bool(ta.module_like_names) or any(
+                ta.is_module_like(c.func, by_name=True) or any(ta.is_module_like(a.value, by_name=True) for a in c.args) or
+                isinstance(c.func, cst.Attribute) and ta.is_module_like(c.func.value, by_name=True) for c in calls),
+                may_run_a_model),
+            "roots": (bool(forward_roots(ctx)), may_define_per_call_code),
+            "moves": (any(method_call(c, "to", "cuda", "type_as") and _moves_to_device(ctx, c) for c in calls),
+                      may_move_to_device),
+        }
+        for kind, (fact, gate) in facts.items():
+            assert not fact or gate(glance), f"{kind} found, {gate.__name__} refuses:\n{code}"
+            seen[kind] += fact
+    assert min(seen.values()) > 50, seen  # each fact is exercised

@@ -25,6 +25,7 @@ from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller
 from .generation_branch import in_generation
 from .handed_device import device_caller
+from ..syntax.torch_names import AUTOGRAD_FUNCTIONS, OPTIMIZERS
 from ..syntax.tree import walk
 from ..syntax.project import project_model_class
 from .models import module_subclasses
@@ -33,8 +34,6 @@ from .training import TrainingAnalysis, analysis
 
 FORWARD = "forward pass"
 _ROOT_METHODS = ("forward", "__call__")
-_AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
-_OPTIMIZERS = frozenset({"torch.optim.*"})  # ``Optimizer`` itself or a torch optimizer it extends
 _TRANSFORM_HOLDERS = frozenset({"Compose", "RandomApply", "RandomChoice", "RandomOrder"})
 _ROUNDS = 3  # constructors nested in constructors reached from a forward
 
@@ -91,14 +90,14 @@ def forward_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
                     out[stmt] = StepCaller(f"{name}.{stmt.name.value}", "every call of the module", 0, FORWARD)
         for cls in c.nodes(cst.ClassDef):  # a custom autograd Function: ``forward`` and ``backward`` run on
             # every ``Fn.apply(...)``, which a model's forward makes (a fused loss, a straight-through op)
-            if any(c.matches(b.value, _AUTOGRAD_FUNCTIONS) for b in cls.bases):
+            if any(c.matches(b.value, AUTOGRAD_FUNCTIONS) for b in cls.bases):
                 if f"{cls.name.value}.apply" not in c.source:
                     continue  # applied nowhere in sight (a loss kept for reference): no per-step code known
                 for stmt in cls.body.body:
                     if isinstance(stmt, cst.FunctionDef) and stmt.name.value in ("forward", "backward"):
                         out[stmt] = StepCaller(f"{cls.name.value}.{stmt.name.value}",
                                                f"every `{cls.name.value}.apply(...)`", 0, FORWARD)
-            elif any(c.matches(b.value, _OPTIMIZERS) for b in cls.bases):  # an optimizer's ``step()``: once
+            elif any(c.matches(b.value, OPTIMIZERS) for b in cls.bases):  # an optimizer's ``step()``: once
                 for stmt in cls.body.body:  # per training step, whichever loop calls it
                     if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "step":
                         out[stmt] = StepCaller(f"{cls.name.value}.step", "the training loop's `optimizer.step()`",
@@ -263,7 +262,7 @@ def _self_attrs(expr: cst.BaseExpression) -> set[str]:
 
 def _autograd_function(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
     cls = ctx.enclosing(fn, cst.ClassDef)
-    return cls is not None and any(ctx.matches(b.value, _AUTOGRAD_FUNCTIONS) for b in cls.bases)
+    return cls is not None and any(ctx.matches(b.value, AUTOGRAD_FUNCTIONS) for b in cls.bases)
 
 
 def reads_argument(ctx: RuleContext, read: cst.BaseExpression) -> bool:

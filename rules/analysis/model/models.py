@@ -29,7 +29,7 @@ import libcst as cst
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.chosen_classes import chosen_classes
 from ..syntax.context import RuleContext
-from ..syntax.torch_names import MODULE_CHAIN, NN_MODULE_BASES, OPTIMIZER_BUILDERS
+from ..syntax.torch_names import MODULE_CHAIN, NN_MODULE_BASES, NN_TENSORS, OPTIMIZER_BUILDERS
 
 
 DATA_PARALLEL = frozenset({
@@ -85,14 +85,8 @@ def is_nn_class(ctx: RuleContext, func: cst.BaseExpression) -> bool:
     ``torch.nn.functional``/``init``/``utils`` (``F.relu(x)`` returns a tensor)."""
     name = dotted_name(func)
     return name is not None and name.rsplit(".", 1)[-1][:1].isupper() and \
-        ctx.matches(func, {"torch.nn.*"}) and not ctx.matches(func, _NN_TENSORS) and \
+        ctx.matches(func, {"torch.nn.*"}) and not ctx.matches(func, NN_TENSORS) and \
         not ctx.matches(func, {"torch.nn.functional.*", "torch.nn.init.*", "torch.nn.utils.*"})
-
-
-# Classes of ``torch.nn`` that are tensors, not modules (``self.gamma = nn.Parameter(...)``: its
-# ``.item()`` reads a tensor that moves with the module).
-_NN_TENSORS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.UninitializedParameter",
-                         "torch.nn.Buffer", "torch.nn.parameter.Buffer", "torch.nn.UninitializedBuffer"})
 
 
 def assignments(ctx: RuleContext) -> list[tuple[str, cst.BaseExpression]]:

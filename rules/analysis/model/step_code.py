@@ -110,11 +110,14 @@ def device_kind(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
     last = name.rsplit(".", 1)[-1].lower()
     if "cpu" in last:
         return "cpu"
-    if last in _DEVICE_NAMES or last.endswith("_device") or last.startswith("device"):
-        return "unknown"
-    if _DEVICE_WORD.search(last) and not _NOT_DEVICE.search(last):
-        return "unknown"  # ``gpuid``, ``cuda_idx``, ``target_device_name``, ``self.rank``: one device's spelling
-    return None
+    return "unknown" if names_a_device(last) else None
+
+
+def names_a_device(last: str) -> bool:
+    """Does ``last`` (a dotted name's last part, lower case, not naming the CPU) spell a device, as
+    ``device_kind`` reads it (``device``, ``local_rank``, ``gpuid``, ``cuda_idx``, ``target_device_name``)?"""
+    return last in _DEVICE_NAMES or last.endswith("_device") or last.startswith("device") or \
+        bool(_DEVICE_WORD.search(last)) and not _NOT_DEVICE.search(last)
 
 
 # a device's name spelled another way (``gpuid``, ``cuda_id``, ``main_device``) and what such a word

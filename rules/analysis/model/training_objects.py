@@ -24,13 +24,13 @@ from .models import assigned_module_names, assignments, assignments_to, is_nn_cl
 
 _OPT_NAME = re.compile(r"(^|_)(opt|optim|optimizer|optimiser)s?(_|$|\d)", re.IGNORECASE)
 _SCHED_NAME = re.compile(r"sched|lr_", re.IGNORECASE)
-_MODEL_NAME = re.compile(r"model|net|encoder|decoder|generator|discriminator|classifier|backbone",
+MODEL_NAME = re.compile(r"model|net|encoder|decoder|generator|discriminator|classifier|backbone",
                          re.IGNORECASE)
 # An API of these libraries is never a model by its name (``torch.Generator()`` is a random
 # number generator, ``torch.nn.TransformerEncoder(...)`` builds a module, runs no forward).
 _LIBRARY_APIS = frozenset({"torch.*", "numpy.*"})
 # Methods whose receiver is an nn.Module (or a wrapper of one), never a tensor.
-_MODULE_METHODS = ("eval", "train", "parameters", "named_parameters", "state_dict", "load_state_dict",
+MODULE_METHODS = ("eval", "train", "parameters", "named_parameters", "state_dict", "load_state_dict",
                    "modules", "named_modules", "children", "requires_grad_", "apply", "register_forward_hook")
 
 
@@ -66,7 +66,7 @@ class TrainingObjects:
         (``net.eval()``, ``net.parameters()``), and parameters every call site binds to one."""
         names = set(assigned_module_names(self.ctx))
         for call in self.ctx.nodes(cst.Call):
-            if method_call(call, *_MODULE_METHODS):
+            if method_call(call, *MODULE_METHODS):
                 assert isinstance(call.func, cst.Attribute)
                 name = dotted_name(call.func.value)
                 if name is not None and not (call.func.attr.value in ("train", "eval") and call.args):
@@ -167,7 +167,7 @@ class TrainingObjects:
         if not by_name:
             return False
         last = name.rsplit(".", 1)[-1]
-        return bool(_MODEL_NAME.search(last)) and last not in self.functions and \
+        return bool(MODEL_NAME.search(last)) and last not in self.functions and \
             not (isinstance(expr, cst.Name) and expr.value in self.ctx.import_aliases) and \
             not (isinstance(expr, cst.Attribute) and self.ctx.matches(expr, _LIBRARY_APIS))
 

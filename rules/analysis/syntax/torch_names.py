@@ -30,6 +30,12 @@ GRAD_SCALERS = frozenset({
     "torch.cpu.amp.GradScaler",
 })
 NN_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+# Classes of ``torch.nn`` that are tensors, not modules (``self.gamma = nn.Parameter(...)``: its
+# ``.item()`` reads a tensor that moves with the module).
+NN_TENSORS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.UninitializedParameter",
+                        "torch.nn.Buffer", "torch.nn.parameter.Buffer", "torch.nn.UninitializedBuffer"})
+# Bases of a custom autograd Function (its ``forward``/``backward`` run on every ``Fn.apply(...)``).
+AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 AUTOCAST = frozenset({
     "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
     "torch.amp.autocast_mode.autocast",
