@@ -44,13 +44,22 @@ def _patterns(key: bytes) -> tuple[tuple[re.Pattern[bytes], ...], tuple[re.Patte
 
 
 _COMPILED = {name: _patterns(key) for name, key in _KEYS.items()}
+# Lightning's validation every N training batches (an integer of two digits or more, not a fraction of
+# an epoch: ``val_check_interval: 10000``, ``Trainer(val_check_interval=2000)``) or every N >= 2 epochs:
+# the step hooks of validation run under a period (``rules``' GP101 on ``validation_step``).
+_EVERY = rb"\s*[:=]\s*[\"']?"
+_PERIODS = (re.compile(rb"\bval_check_interval" + _EVERY + rb"[1-9]\d+(?![.\d])"),
+            re.compile(rb"\bcheck_val_every_n_epoch" + _EVERY + rb"(?:[1-9]\d+|[2-9])(?![.\d])"))
+_COMPILED["validation_period"] = (_PERIODS, _PERIODS)
+_KEYS["validation_period"] = rb"val_check_interval"
 # root -> the settings turned on somewhere in that project
 _MEMO: dict[str, tuple[str, ...]] = {}
 
 
 def needs_shipped(data: bytes) -> bool:
-    """Does the file build a DataLoader (whose settings the project may give elsewhere)?"""
-    return b"DataLoader" in data or b"Loader(" in data
+    """Does the file build a DataLoader (whose settings the project may give elsewhere), or
+    define Lightning's evaluation hooks (whose period a shipped Trainer configuration sets)?"""
+    return b"DataLoader" in data or b"Loader(" in data or b"validation_step" in data or b"test_step" in data
 
 
 def shipped_settings(root: Path) -> tuple[str, ...]:
