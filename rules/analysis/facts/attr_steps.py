@@ -108,12 +108,12 @@ def _resolved(ctx: RuleContext, cls: cst.ClassDef, attr: str, method: str) -> li
             value = value.func.value  # ``GAN(...).to(device)`` is a GAN
         if not isinstance(value, cst.Call) or not isinstance(value.func, (cst.Name, cst.Attribute)):
             return []
+        # the class's own ``m``, else ``Cls.m`` all the same: its module passes it on to the base defining it
         found = project_class_method(ctx, value.func, (method, "__init__"))
-        if found is None or project_class_facts(ctx, value.func) is None:
+        if found is None:
             return []
-        name = (dotted_name(value.func) or "").rsplit(".", 1)[-1]
-        qualified = found[1] if found[1].endswith(f".{method}") else f"{found[1].rsplit('.', 1)[0]}.{method}"
-        if (found[0], qualified) not in out and name:
+        qualified = f"{found[1].rsplit('.', 1)[0]}.{method}"
+        if (found[0], qualified) not in out:
             out.append((found[0], qualified))
     return out
 
