@@ -986,6 +986,20 @@ def test_the_step_graph_through_a_model_the_trainer_holds(tmp_path: Path) -> Non
     text = (root / "trainers/base_trainer.py").read_text()
     (root / "trainers/base_trainer.py").write_text("from nets.wgan import WGAN\n" + text)
     assert (15, "GP105") in _found(_lint_now(root, False, "none"), "nets/base_model.py")
+    # a script's own loop over an instance of the subclass: ``wgan.py`` re-exports the base's method,
+    # and passes the call on to the module that defines it
+    root = tmp_path / "script"
+    shutil.copytree(PROJECTS / "held_step30" / "nets", root / "nets")
+    (root / "pyproject.toml").write_text("")
+    (root / "train.py").write_text(
+        "from torch.utils.data import DataLoader\n\nfrom nets.wgan import WGAN\n\n\n"
+        "def main(dataset, epochs):\n"
+        "    loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True, persistent_workers=True)\n"
+        "    model = WGAN(latent_dim=128)\n    for epoch in range(epochs):\n        for images, _ in loader:\n"
+        "            model.train_on_batch(images)\n")
+    results = _lint_now(root, False, "none")
+    assert (15, "GP105") in _found(results, "nets/base_model.py")
+    assert (6, "GP105") in _found(results, "nets/penalties.py")
 
 
 def test_lightning_hooks_of_a_subclass_of_the_users_lightning_module(tmp_path: Path) -> None:

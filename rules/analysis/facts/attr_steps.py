@@ -150,9 +150,16 @@ def inherited_method_calls(ctx: RuleContext, through: tuple[StepCaller, ...]) ->
     out = []
     for caller in through:
         name, _, method = caller.function.partition(".")
+        if not method or "." in method or caller.kind in PACE_KINDS:
+            continue
         cls = classes.get(name)
-        if cls is None or not method or "." in method or caller.kind in PACE_KINDS or \
-                any(isinstance(s, cst.FunctionDef) and s.name.value == method for s in cls.body.body):
+        if cls is None:  # a class this module imports and its facts re-export (``from .base import Base``)
+            key = _imported_from(ctx, name)
+            if key is not None and caller.function in ctx.project[key].functions:
+                out.append(StepCall(key, caller.function, caller.line, caller.kind, caller.path, caller.output,
+                                    caller.note))
+            continue
+        if any(isinstance(s, cst.FunctionDef) and s.name.value == method for s in cls.body.body):
             continue
         for base in cls.bases:
             found = project_class_method(ctx, base.value, (method,))
@@ -160,3 +167,17 @@ def inherited_method_calls(ctx: RuleContext, through: tuple[StepCaller, ...]) ->
                 out.append(StepCall(found[0], found[1], caller.line, caller.kind, caller.path, caller.output, caller.note))
                 break
     return out
+
+
+def _imported_from(ctx: RuleContext, name: str) -> str | None:
+    """The key of the user's module this module imports ``name`` from at its top level
+    (``from .base_model import BaseGANModel``: ``.base_model``); None when it does not."""
+    for stmt in ctx.module.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar):
+                continue
+            key = "." * len(small.relative) + (dotted_name(small.module) or "" if small.module else "")
+            if key in ctx.project and any(isinstance(a.name, cst.Name) and a.name.value == name and a.asname is None
+                                          for a in small.names):
+                return key
+    return None
