@@ -59,7 +59,7 @@ _MEMO: dict[str, tuple[str, ...]] = {}
 def needs_shipped(data: bytes) -> bool:
     """Does the file build a DataLoader (whose settings the project may give elsewhere), or
     define Lightning's evaluation hooks (whose period a shipped Trainer configuration sets)?"""
-    return b"DataLoader" in data or b"Loader(" in data or b"validation_step" in data or b"test_step" in data
+    return b"DataLoader" in data or b"Loader(" in data or b"def validation_step" in data or b"def test_step" in data
 
 
 def shipped_settings(root: Path) -> tuple[str, ...]:
