@@ -51,31 +51,39 @@ _EVERY = rb"\s*[:=]\s*[\"']?"
 _PERIODS = (re.compile(rb"\bval_check_interval" + _EVERY + rb"[1-9]\d+(?![.\d])"),
             re.compile(rb"\bcheck_val_every_n_epoch" + _EVERY + rb"(?:[1-9]\d+|[2-9])(?![.\d])"))
 _COMPILED["validation_period"] = (_PERIODS, _PERIODS)
-_KEYS["validation_period"] = rb"val_check_interval"
 # root -> the settings turned on somewhere in that project
-_MEMO: dict[str, tuple[str, ...]] = {}
+_MEMO: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
+_LOADER_KEYS = ("persistent_workers", "pin_memory")
 
 
 def needs_shipped(data: bytes) -> bool:
     """Does the file build a DataLoader (whose settings the project may give elsewhere), or
     define Lightning's evaluation hooks (whose period a shipped Trainer configuration sets)?"""
-    return b"DataLoader" in data or b"Loader(" in data or b"def validation_step" in data or b"def test_step" in data
+    return bool(wanted_settings(data))
 
 
-def shipped_settings(root: Path) -> tuple[str, ...]:
-    """The loader settings (``"pin_memory"``, ``"persistent_workers"``) that some text file of the
-    project at ``root`` turns on."""
-    key = os.path.abspath(root)
+def wanted_settings(data: bytes) -> tuple[str, ...]:
+    """The settings a file's check asks about: the loader's for a file building a loader, the
+    validation period for one defining ``validation_step``/``test_step`` (each scan stops once
+    it has found what it was asked, so a loader file pays nothing for the Lightning question)."""
+    loader = _LOADER_KEYS if b"DataLoader" in data or b"Loader(" in data else ()
+    return loader + (("validation_period",) if b"def validation_step" in data or b"def test_step" in data else ())
+
+
+def shipped_settings(root: Path, wanted: tuple[str, ...] = (*_LOADER_KEYS, "validation_period")) -> tuple[str, ...]:
+    """The settings of ``wanted`` (``"pin_memory"``, ``"persistent_workers"``, ``"validation_period"``)
+    that some text file of the project at ``root`` turns on."""
+    key = (os.path.abspath(root), wanted)
     if key in _MEMO:
         return _MEMO[key]
     found: set[str] = set()
     seen = total = 0
-    for folder, dirs, files in os.walk(key):
+    for folder, dirs, files in os.walk(key[0]):
         # (tests override settings for a smoke run: not what the project ships)
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".") and d not in _TEST_DIRS)
         seen += len(files) + len(dirs)
         for name in sorted(files):
-            if not name.endswith(_SUFFIXES) or name.startswith(("test_", "conftest")) or len(found) == len(_KEYS):
+            if not name.endswith(_SUFFIXES) or name.startswith(("test_", "conftest")) or len(found) == len(wanted):
                 continue
             path = Path(folder, name)
             try:
@@ -85,11 +93,12 @@ def shipped_settings(root: Path) -> tuple[str, ...]:
             except OSError:
                 continue
             total += len(data)
-            for setting, (config, python) in _COMPILED.items():
+            for setting in wanted:
+                config, python = _COMPILED[setting]
                 patterns = python if name.endswith(".py") else config
                 if setting not in found and any(p.search(data) for p in patterns):
                     found.add(setting)
-        if seen > MAX_LISTED or len(found) == len(_KEYS):
+        if seen > MAX_LISTED or len(found) == len(wanted):
             break
     if len(_MEMO) >= 256:
         _MEMO.pop(next(iter(_MEMO)))
