@@ -33,7 +33,7 @@ from gpuperf_rewrite.lint.config_files import config_mappings, needs_configs
 from gpuperf_rewrite.lint.launch_scripts import shell_bases, shell_commands
 from gpuperf_rewrite.lint.entry_settings import program_settings
 from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY, parse_ast
-from gpuperf_rewrite.lint.shipped_settings import needs_shipped, shipped_settings
+from gpuperf_rewrite.lint.shipped_settings import needs_shipped, shipped_settings, wanted_settings
 
 MAX_SCANNED = 2000  # Python files looked at for the scripts importing a module
 MAX_SHELL = 200  # shell scripts looked at for launch commands
@@ -86,7 +86,7 @@ def _gather(fs_path: str | Path, data: bytes, root: Path, entry: str | Path | No
     none of them: what :func:`project_runs` builds from and :func:`runs_key` hashes."""
     entries, launches = _runs(fs_path, data, root, entry)
     configs = config_mappings(fs_path, data, root)
-    shipped = shipped_settings(root) if needs_shipped(data) else ()
+    shipped = shipped_settings(root, wanted_settings(data)) if needs_shipped(data) else ()
     if entries is None and not launches and not configs and not shipped:
         return None
     return entries, launches, configs, shipped

@@ -4,6 +4,7 @@ Do not edit. Code -> (name, enabled by default), and the rule modules it was mad
 
 MODULES = (
     'analysis/facts/arg_reads.py',
+    'analysis/facts/attr_steps.py',
     'analysis/facts/bound_values.py',
     'analysis/facts/builders.py',
     'analysis/facts/call_pace.py',

@@ -44,23 +44,40 @@ def _patterns(key: bytes) -> tuple[tuple[re.Pattern[bytes], ...], tuple[re.Patte
 
 
 _COMPILED = {name: _patterns(key) for name, key in _KEYS.items()}
-# (root, lint run) -> the settings turned on somewhere in that project: read once per run, so a
-# long-lived process (the PR bot, an editor's server) sees a configuration edited between runs.
-_MEMO: dict[tuple[str, str], tuple[str, ...]] = {}
+# Lightning's validation every N training batches (an integer of two digits or more, not a fraction of
+# an epoch: ``val_check_interval: 10000``, ``Trainer(val_check_interval=2000)``) or every N >= 2 epochs:
+# the step hooks of validation run under a period (``rules``' GP101 on ``validation_step``).
+_EVERY = rb"\s*[:=]\s*[\"']?"
+_PERIODS = (re.compile(rb"\bval_check_interval" + _EVERY + rb"[1-9]\d+(?![.\d])"),
+            re.compile(rb"\bcheck_val_every_n_epoch" + _EVERY + rb"(?:[1-9]\d+|[2-9])(?![.\d])"))
+_COMPILED["validation_period"] = (_PERIODS, _PERIODS)
+# (root, settings asked, lint run) -> those turned on somewhere in that project: read once per run, so
+# a long-lived process (the PR bot, an editor's server) sees a configuration edited between runs.
+_MEMO: dict[tuple[str, tuple[str, ...], str], tuple[str, ...]] = {}
+_LOADER_KEYS = ("persistent_workers", "pin_memory")
 
 
 def needs_shipped(data: bytes) -> bool:
-    """Does the file build a DataLoader (whose settings the project may give elsewhere)?"""
-    return b"DataLoader" in data or b"Loader(" in data
+    """Does the file build a DataLoader (whose settings the project may give elsewhere), or
+    define Lightning's evaluation hooks (whose period a shipped Trainer configuration sets)?"""
+    return bool(wanted_settings(data))
 
 
-def shipped_settings(root: Path) -> tuple[str, ...]:
-    """The loader settings (``"pin_memory"``, ``"persistent_workers"``) that some text file of the
-    project at ``root`` turns on."""
+def wanted_settings(data: bytes) -> tuple[str, ...]:
+    """The settings a file's check asks about: the loader's for a file building a loader, the
+    validation period for one defining ``validation_step``/``test_step`` (each scan stops once
+    it has found what it was asked, so a loader file pays nothing for the Lightning question)."""
+    loader = _LOADER_KEYS if b"DataLoader" in data or b"Loader(" in data else ()
+    return loader + (("validation_period",) if b"def validation_step" in data or b"def test_step" in data else ())
+
+
+def shipped_settings(root: Path, wanted: tuple[str, ...] = (*_LOADER_KEYS, "validation_period")) -> tuple[str, ...]:
+    """The settings of ``wanted`` (``"pin_memory"``, ``"persistent_workers"``, ``"validation_period"``)
+    that some text file of the project at ``root`` turns on."""
     from gpuperf_rewrite.lint.project_index import current_run
 
     top = os.path.abspath(root)
-    key = (top, current_run() or "")
+    key = (top, wanted, current_run() or "")
     if key in _MEMO:
         return _MEMO[key]
     found: set[str] = set()
@@ -70,7 +87,7 @@ def shipped_settings(root: Path) -> tuple[str, ...]:
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".") and d not in _TEST_DIRS)
         seen += len(files) + len(dirs)
         for name in sorted(files):
-            if not name.endswith(_SUFFIXES) or name.startswith(("test_", "conftest")) or len(found) == len(_KEYS):
+            if not name.endswith(_SUFFIXES) or name.startswith(("test_", "conftest")) or len(found) == len(wanted):
                 continue
             path = Path(folder, name)
             try:
@@ -80,11 +97,12 @@ def shipped_settings(root: Path) -> tuple[str, ...]:
             except OSError:
                 continue
             total += len(data)
-            for setting, (config, python) in _COMPILED.items():
+            for setting in wanted:
+                config, python = _COMPILED[setting]
                 patterns = python if name.endswith(".py") else config
                 if setting not in found and any(p.search(data) for p in patterns):
                     found.add(setting)
-        if seen > MAX_LISTED or len(found) == len(_KEYS):
+        if seen > MAX_LISTED or len(found) == len(wanted):
             break
     if len(_MEMO) >= 256:
         _MEMO.pop(next(iter(_MEMO)))

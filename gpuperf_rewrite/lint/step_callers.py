@@ -208,7 +208,10 @@ def _callers(path: Path, data: bytes, root: Path, store: Path | None, hops: int,
                 continue
             if not _leads_to(child, path, 3):
                 continue
-            out.append(StepCaller(call.function, _shown(importer, path), call.line, call.kind, call.output, call.note))
+            shown = _shown(importer, path)  # a call the importer passes on names its own caller's file
+            if call.path:
+                shown = os.path.normpath(os.path.join(os.path.dirname(shown), call.path)).replace(os.sep, "/")
+            out.append(StepCaller(call.function, shown, call.line, call.kind, call.output, call.note))
     got = tuple(sorted(set(out), key=lambda c: (c.path, c.line, c.function)))
     if len(_MEMO) >= _MEMO_SIZE:
         _MEMO.pop(next(iter(_MEMO)))

@@ -966,3 +966,74 @@ def test_a_model_class_running_its_own_forward_under_autocast_needs_none_around_
     })
     found = _lint_now(root, False, "none")["graphlm/train.py"].diagnostics  # type: ignore[attr-defined]
     assert [d.line for d in found if d.code == "GP301"] == [21]
+
+
+def _found(results: dict[str, object], rel: str) -> set[tuple[int, str]]:
+    return {(d.line, d.code) for d in results[rel].diagnostics}  # type: ignore[attr-defined]
+
+
+def test_the_step_graph_through_a_model_the_trainer_holds(tmp_path: Path) -> None:
+    """Issue 34 (step30): a base trainer's loop calls ``self.model.train_on_batch(images)``; a
+    subclass in another module binds ``self.model = WGAN(...)``; ``WGAN`` inherits the method from
+    ``BaseGANModel`` in a third module, which runs the whole step and calls a penalty of a fourth.
+    Each module's per-step code is found, with the trainer's loop named as the caller; a method of
+    the held model that runs no step (``refresh_stats``) is not made per-step through the loop."""
+    results = _lint(PROJECTS / "held_step30")
+    base = _found(results, "nets/base_model.py")
+    assert {(15, "GP105"), (18, "GP104"), (30, "GP101")} <= base  # sample_latent, the batch copy, the loss reads
+    assert (35, "GP101") not in base  # refresh_stats: the loop's pass is no step through it
+    assert (6, "GP105") in _found(results, "nets/penalties.py")  # at the move line: the caller is resolved
+    messages = [d.message for d in results["nets/base_model.py"].diagnostics]  # type: ignore[attr-defined]
+    assert any("trainers/base_trainer.py:30 calls `BaseGANModel.train_on_batch`" in m for m in messages)
+    # the trainer binds what no class of the user's modules builds: nothing is resolved through it
+    root = _variant(tmp_path, "held_step30", {
+        "trainers/wgan_trainer.py": ("self.model = WGAN(latent_dim=128)", "self.model = make_model('wgan')")})
+    (root / "trainers/wgan_trainer.py").write_text(
+        (root / "trainers/wgan_trainer.py").read_text().replace("from nets.wgan import WGAN\n",
+                                                                 "from hub import make_model\n"))
+    assert (15, "GP105") not in _found(_lint_now(root, False, "none"), "nets/base_model.py")
+    # the looping class binds it itself (no subclass): resolved in the trainer's own module
+    root = _variant(tmp_path / "own", "held_step30", {
+        "trainers/base_trainer.py": ("        self.model = None\n        self.build_model()\n",
+                                     "        self.model = WGAN(latent_dim=128)\n")})
+    text = (root / "trainers/base_trainer.py").read_text()
+    (root / "trainers/base_trainer.py").write_text("from nets.wgan import WGAN\n" + text)
+    assert (15, "GP105") in _found(_lint_now(root, False, "none"), "nets/base_model.py")
+    # a script's own loop over an instance of the subclass: ``wgan.py`` re-exports the base's method,
+    # and passes the call on to the module that defines it
+    root = tmp_path / "script"
+    shutil.copytree(PROJECTS / "held_step30" / "nets", root / "nets")
+    (root / "pyproject.toml").write_text("")
+    (root / "train.py").write_text(
+        "from torch.utils.data import DataLoader\n\nfrom nets.wgan import WGAN\n\n\n"
+        "def main(dataset, epochs):\n"
+        "    loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True, persistent_workers=True)\n"
+        "    model = WGAN(latent_dim=128)\n    for epoch in range(epochs):\n        for images, _ in loader:\n"
+        "            model.train_on_batch(images)\n")
+    results = _lint_now(root, False, "none")
+    assert (15, "GP105") in _found(results, "nets/base_model.py")
+    assert (6, "GP105") in _found(results, "nets/penalties.py")
+
+
+def test_lightning_hooks_of_a_subclass_of_the_users_lightning_module(tmp_path: Path) -> None:
+    """Issue 34 (step30): ``RaySystem(BaseSystem)`` where ``BaseSystem(pl.LightningModule)`` is in
+    another module: Lightning runs its ``training_step`` per batch. Its ``validation_step`` runs
+    under a period where the project's shipped Trainer settings validate every N steps
+    (``val_check_interval: 5000``); without them, on every evaluation batch."""
+    found = _found(_lint(PROJECTS / "lit_base30"), "systems/ray_system.py")
+    assert (20, "GP101") in found and (28, "GP101") not in found
+    root = _variant(tmp_path, "lit_base30", {"configs/default.yaml": ("  val_check_interval: 5000\n", "")})
+    assert (28, "GP101") in _found(_lint_now(root, False, "none"), "systems/ray_system.py")
+
+
+@pytest.mark.parametrize(("text", "period"), [
+    ("trainer:\n  val_check_interval: 10000\n", True), ("val_check_interval: 0.25\n", False),
+    ("val_check_interval: 1.0\n", False), ("check_val_every_n_epoch: 5\n", True),
+    ("check_val_every_n_epoch: 1\n", False)])
+def test_a_shipped_validation_period(tmp_path: Path, text: str, period: bool) -> None:
+    """``lint.shipped_settings``' ``validation_period``: an integer step interval of two digits or
+    more, or every N >= 2 epochs; a fraction of an epoch or every epoch is no period."""
+    from gpuperf_rewrite.lint import shipped_settings
+
+    (tmp_path / "cfg.yaml").write_text(text)
+    assert ("validation_period" in shipped_settings.shipped_settings(tmp_path)) is period

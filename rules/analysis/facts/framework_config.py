@@ -22,7 +22,8 @@ import libcst as cst
 from ..model.guards import flag_name, is_once_test, is_periodic_test, rare_condition, rare_exit_before
 from ..syntax.calls import NOT_LITERAL, get_arg, literal_value
 from ..syntax.context import RuleContext
-from .frameworks import fitted_project_modules, frameworks, hf_args_unread, trainer_classmethod  # noqa: F401 - (hf_args_unread: its users import it here)
+from ..syntax.launch import project_runs
+from .frameworks import fitted_project_modules, frameworks, hf_args_unread, project_lightning_classes, trainer_classmethod  # noqa: F401 - (hf_args_unread: its users import it here)
 from .kwargs import Keywords, call_keywords, feeds_only
 
 _LIGHTNING_ROOTS = ("lightning", "pytorch_lightning")
@@ -161,6 +162,7 @@ def _framework_config(ctx: RuleContext) -> FrameworkConfig:
         blind_kinds.add("lightning")
     # LightningModule subclasses, through aliases and in-file subclasses of subclasses.
     modules = tuple(frameworks(ctx).classes.get("lightning", []))
+    modules += tuple(c for c in project_lightning_classes(ctx) if c not in modules)  # through the user's base class
     return FrameworkConfig(tuple(calls), blind, modules, frozenset(blind_kinds), tuple(blind_calls))
 
 
@@ -309,6 +311,8 @@ def rare_in(ctx: RuleContext, node: cst.CSTNode, hook: cst.FunctionDef | None) -
     """Is ``node`` under an ``if`` of the step hook that runs it rarely: periodic
     (``batch_idx % 100 == 0``), once (``batch_idx == 0``) or an opt-in flag (``self.hparams.debug``)?
     (``hook`` None: any such ``if`` above it.)"""
+    if hook is not None and hook.name.value in STEP_HOOKS[1:] and "validation_period" in project_runs(ctx).shipped:
+        return True  # the project's Trainer validates every N steps or N >= 2 epochs (``lint.shipped_settings``)
     counters = {p.name.value for p in hook.params.params[2:3]} if hook is not None else set()  # batch_idx
     child = node
     for anc in ctx.ancestors(node):

@@ -99,12 +99,40 @@ def framework_step_methods(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller
 
 
 def _framework_step_methods(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
-    out: dict[cst.FunctionDef, StepCaller] = {}
+    out: dict[cst.FunctionDef, StepCaller] = ignite_process_functions(ctx)
     for cls, kind in ctx.fact(_class_kinds).items():
         hooks = TRAINER_HOOKS if kind == HF_TRAINER else CALLBACK_HOOKS
         for stmt in cls.body.body:
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value in hooks and not _decorated_away(stmt):
                 out[stmt] = StepCaller(f"{cls.name.value}.{stmt.name.value}", _WHO[kind], 0, hooks[stmt.name.value])
+    return out
+
+
+_IGNITE_ENGINES = frozenset({"ignite.engine.Engine", "ignite.engine.engine.Engine", "ignite.engine.DeterministicEngine",
+                             "ignite.engine.deterministic.DeterministicEngine"})
+
+
+def ignite_process_functions(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
+    """The function of this file handed to ignite's ``Engine(process_fn)``, which the engine runs
+    on every batch of ``engine.run(loader)``: a training step when one call of it steps the
+    optimizer, else an evaluation batch (unless the file runs some handler every N events, the
+    evaluator's ``run`` maybe among them: then how often is not known, nothing is said)."""
+    if "ignite" not in ctx.source:
+        return {}
+    defs: dict[str, list[cst.FunctionDef]] = {}
+    for fn in ctx.nodes(cst.FunctionDef):
+        defs.setdefault(fn.name.value, []).append(fn)
+    out: dict[cst.FunctionDef, StepCaller] = {}
+    for call in ctx.nodes(cst.Call):
+        if not ctx.matches(call.func, _IGNITE_ENGINES):
+            continue
+        arg = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "process_function"), None)
+        found = defs.get(arg.value, []) if isinstance(arg, cst.Name) else []
+        if len(found) != 1:
+            continue
+        steps = ctx.fact(TrainingAnalysis).steps_each_call(found[0])
+        if steps or "every=" not in ctx.source:
+            out[found[0]] = StepCaller(found[0].name.value, "ignite's Engine", 0, _TRAIN if steps else _EVAL)
     return out
 
 

@@ -145,6 +145,32 @@ def _frameworks(ctx: RuleContext) -> Frameworks:
     return Frameworks(calls, classes, objects)
 
 
+_STEP_HOOKS = ("training_step", "validation_step", "test_step")  # (``framework_config.STEP_HOOKS``)
+
+
+def project_lightning_classes(ctx: RuleContext) -> list[cst.ClassDef]:
+    """This module's classes deriving from a LightningModule of the user's other modules (a
+    ``BaseSystem(pl.LightningModule)`` in ``systems/base.py``, ``NeuSSystem(BaseSystem)`` here),
+    also through a class of this module: read off the base's module's facts (its exported models
+    with a ``training_step``), Lightning runs their step hooks on every batch as it runs the base's."""
+    if not ctx.project or "_step" not in ctx.source:
+        return []
+    local = {c.name.value: c for c in ctx.module.body if isinstance(c, cst.ClassDef)}
+    found: dict[str, cst.ClassDef] = {}
+    for _ in range(2):  # a subclass of such a class in this module too
+        for name, cls in local.items():
+            if name in found:
+                continue
+            for base in cls.bases:
+                head = (dotted_name(base.value) or "").rsplit(".", 1)[-1]
+                facts = project_class_facts(ctx, base.value) if head not in local else None
+                if head in found or facts is not None and head in facts.models and \
+                        any(f"{head}.{hook}" in facts.functions for hook in _STEP_HOOKS):
+                    found[name] = cls
+                    break
+    return list(found.values())
+
+
 def fitted_project_modules(ctx: RuleContext) -> list[tuple[cst.Call, str]]:
     """``trainer.fit(model, ...)`` where ``model`` is built here from a LightningModule class of
     the user's other modules (one with a ``training_step``) and ``trainer`` is built by something

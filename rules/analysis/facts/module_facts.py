@@ -53,7 +53,7 @@ from .workload import MATMUL_USERS, conv_builders, convolution, matmul_operator,
 from .script_facts import first_use_of
 from .self_training import self_training_methods
 from .inherited_batches import inherit_batch_methods
-from .step_targets import call_roots, hook_step_calls, inherited_step_calls, reexported_steps, self_step_calls, stepping_classes
+from .step_targets import call_roots, held_step_calls, hook_step_calls, inherited_step_calls, reexported_steps, self_step_calls, stepping_classes
 from .to_methods import strict_to_classes
 
 _BATCH_METHOD = re.compile(r"^(next_batch|get_batch|sample_batch|__next__)$")
@@ -164,7 +164,7 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
     paced = paced_calls(ctx, ta, line_of)  # ``if epoch % n == 0: validate()``: how often the callee runs
     # ``self.forward_backward(data)`` in a base class's loop that is no step loop here (the subclass
     # says what a pass is), ``if epoch % n == 0: self._validation_epoch(epoch)``: a subclass's hooks
-    own = hook_step_calls(ctx, ta, line_of) + self_paced_calls(ctx, ta, line_of)
+    own = hook_step_calls(ctx, ta, line_of) + self_paced_calls(ctx, ta, line_of) + held_step_calls(ctx, ta, line_of, through)
     if not (looping or roots or forwards):
         return tuple(paced + own)
     out = own + (self_step_calls(ctx, ta, line_of) if looping else [])

@@ -25,6 +25,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from ..model.handed_callables import handed_roots
+from .attr_steps import attr_step_calls, bound_attr_calls, inherited_method_calls
 from .framework_hooks import lightning_step_methods
 from ..model.step_reach import derives_from_looping, external_defs
 from ..model.rare_evals import step_kind
@@ -78,6 +79,17 @@ def hook_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Callable[[c
             if _hook_loop(ctx, ta, call, cls, index, frozenset()):
                 out.append(StepCall("", f"{cls.name.value}.{name}", line_of(call), HOOK_CALL))
     return out
+
+
+def held_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Callable[[cst.CSTNode], int],
+                    through: tuple[StepCaller, ...] = ()) -> list[StepCall]:
+    """The step graph through held objects (``facts.attr_steps``): ``self.model.m(x)`` in this
+    module's loops, resolved here or left to the subclasses that bind ``self.model``; the
+    subclasses' resolutions of their bases' such calls; and the callers of an inherited method
+    passed on to the base class's module."""
+    index = self_calls(ctx)
+    return attr_step_calls(ctx, ta, line_of, lambda call, cls: _hook_loop(ctx, ta, call, cls, index, frozenset())) + \
+        list(bound_attr_calls(ctx)) + inherited_method_calls(ctx, through)
 
 
 def self_calls(ctx: RuleContext) -> dict[tuple[cst.ClassDef, str], list[cst.Call]]:

@@ -137,6 +137,10 @@ def external_defs(ctx: RuleContext, callers: tuple[StepCaller, ...], train: str,
         fn = defs.get(name)
         if fn is None:
             continue
+        if caller.kind == HOOK_CALL:  # ``self.model.m(x)`` in a plain loop (``facts.attr_steps``)
+            if runs_a_step is None or not runs_a_step(fn, ModuleFacts(), ""):
+                continue  # a pass of that loop is a step only when one call of ``m`` runs one
+            caller = dataclasses.replace(caller, kind=TRAIN_STEP)
         if "()" not in caller.function:
             out.setdefault(fn, caller)
             continue
