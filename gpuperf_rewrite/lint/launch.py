@@ -31,12 +31,11 @@ from typing import Any
 
 from gpuperf_rewrite.lint.config_files import config_mappings, needs_configs
 from gpuperf_rewrite.lint.launch_scripts import shell_bases, shell_commands
+from gpuperf_rewrite.lint.project_files import MAX_SCANNED, MAX_SHELL, project_files as _project_files
 from gpuperf_rewrite.lint.entry_settings import program_settings
-from gpuperf_rewrite.lint.project import NOT_FIRST_PARTY, parse_ast
+from gpuperf_rewrite.lint.project import parse_ast
 from gpuperf_rewrite.lint.shipped_settings import needs_shipped, shipped_settings, wanted_settings
 
-MAX_SCANNED = 2000  # Python files looked at for the scripts importing a module
-MAX_SHELL = 200  # shell scripts looked at for launch commands
 
 # Work at import time, read off the lines at column 0 before any parse: a loop, a ``with``, or a
 # call of a plain name (``main()``); a file with neither (nor ``__main__``) is not parsed at all.
@@ -47,8 +46,6 @@ _PARSERS = (b"ArgumentParser", b"TrlParser", b"parse_args", b"LightningCLI", b"t
             # the project's own parsing helper in another module (``get_args()``, ``parse_opt()``)
             b"args()", b"get_args", b"parse_opt", b"_arguments(")
 
-# root -> (the project's Python files, its shell scripts): a lint run meets the same project often.
-_FILES: dict[str, tuple[int, tuple[list[Path], list[Path]]]] = {}
 # (path, mtime_ns, size) -> what the file is as a script (``_ScriptInfo``)
 _SCRIPTS: dict[tuple[str, int, int], Any] = {}
 
@@ -309,7 +306,7 @@ def _scripts_running(module: Path, root: Path) -> list[_ScriptInfo] | None:
     reaching = _reaching(module, root)
     if reaching is None:
         return None
-    infos = _infos(root)
+    infos = _infos(root, module)
     # A file without a guard that another file of the project imports is a module doing work at
     # import time (a registry loop, a lazy config), not an entry.
     return [info for info in infos if info.path in reaching and info.is_script
@@ -324,16 +321,17 @@ def entry_scripts(root: Path) -> list[Path]:
 
 # (root, run) -> its files' infos: in a lint run each file is looked at once (as the project index
 # reads each module once a run), not stat-ed again for every checked file that asks.
-_RUN_INFOS: dict[tuple[str, str], list[_ScriptInfo]] = {}
+_RUN_INFOS: dict[tuple[str, str, str], list[_ScriptInfo]] = {}
 
 
-def _infos(root: Path) -> list[_ScriptInfo]:
+def _infos(root: Path, near: Path | None = None) -> list[_ScriptInfo]:
     from gpuperf_rewrite.lint.project_index import current_run
 
-    key = (os.path.abspath(root), current_run() or "")
+    files = _project_files(root, near)[0]
+    key = (os.path.abspath(root), current_run() or "", str(files[-1]) if files else "")
     got = _RUN_INFOS.get(key) if key[1] else None
     if got is None:
-        got = [info for info in (_script_info(p, root) for p in _project_files(root)[0]) if info is not None]
+        got = [info for info in (_script_info(p, root) for p in files) if info is not None]
         if key[1]:
             _RUN_INFOS.pop(next(iter(_RUN_INFOS))) if len(_RUN_INFOS) >= 16 else None
             _RUN_INFOS[key] = got
@@ -414,7 +412,7 @@ def _reaching(module: Path, root: Path) -> frozenset[Path] | None:
     modules, ``MAX_DEPTH`` imports deep, as the forward walk goes), found backwards from it."""
     from gpuperf_rewrite.lint.project import MAX_DEPTH
 
-    infos = _infos(root)
+    infos = _infos(root, module)
     key = (os.path.abspath(root), module)
     got = _REACHING.get(key)
     if got is not None and len(got[0]) == len(infos) and all(a is b for a, b in zip(got[0], infos)):
@@ -457,29 +455,3 @@ def launch_commands(path: Path, root: Path) -> tuple[_Launch, ...]:
                 if target == path or target in reaching:  # type: ignore[operator]
                     out.append((os.path.relpath(script, path.parent).replace(os.sep, "/"), line, args))
     return tuple(out)
-
-
-def _project_files(root: Path) -> tuple[list[Path], list[Path]]:
-    key = os.path.abspath(root)
-    try:
-        stamp = os.stat(key).st_mtime_ns  # a file added at the root is seen (deeper ones next run)
-    except OSError:
-        return [], []
-    got = _FILES.get(key)
-    if got is None or got[0] != stamp:
-        python: list[Path] = []
-        shell: list[Path] = []
-        for folder, dirs, files in os.walk(key):
-            dirs[:] = sorted(d for d in dirs if d not in NOT_FIRST_PARTY and not d.startswith("."))
-            for name in sorted(files):
-                if name.endswith(".py") and len(python) < MAX_SCANNED:
-                    python.append(Path(folder) / name)
-                elif name.endswith(".sh") and len(shell) < MAX_SHELL:
-                    shell.append(Path(folder) / name)
-            if len(python) >= MAX_SCANNED and len(shell) >= MAX_SHELL:
-                break
-        got = (stamp, (python, shell))
-        if len(_FILES) >= 16:
-            _FILES.pop(next(iter(_FILES)))
-        _FILES[key] = got
-    return got[1]

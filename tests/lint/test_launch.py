@@ -381,3 +381,20 @@ def test_a_launch_script_beside_a_markerless_src_folder_counts(tmp_path, default
     assert "GP201" not in _codes(top / "src" / "caption_data.py", "GP201")
     (top / "scripts" / "caption.sh").write_text("python src/caption.py --batch_size 64\n")
     assert _codes(top / "src" / "caption_data.py", "GP201") == ["GP201"]
+
+
+def test_a_module_deep_in_a_large_repository_still_finds_its_entry(tmp_path, monkeypatch) -> None:
+    """The importer search lists at most MAX_SCANNED Python files: in a repository with more, the walk
+    takes the folders leading to the module first, so its entry script beside it is still found."""
+    from gpuperf_rewrite.lint import launch, project_files
+
+    for name, value in (("_FILES", {}),):
+        monkeypatch.setattr(project_files, name, value)
+    monkeypatch.setattr(launch, "_RUN_INFOS", {})
+    monkeypatch.setattr(launch, "_REACHING", {})
+    monkeypatch.setattr(project_files, "MAX_SCANNED", 6)
+    root = _project(tmp_path, {**{f"aaa/tool_{i}.py": "import os\n" for i in range(10)},
+                               "zzz/exp/data.py": DATA, "zzz/exp/main.py": GUARDED_MAIN})
+    module = root / "zzz" / "exp" / "data.py"
+    assert [info.path for info in launch._scripts_running(module, root)] == [root / "zzz" / "exp" / "main.py"]
+    assert len(project_files.project_files(root)[0]) == 6  # the plain listing is still cut where it was
