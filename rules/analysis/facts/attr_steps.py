@@ -21,7 +21,7 @@ Three halves, each on the existing facts (``step_calls``, ``step_callers``), no 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 
@@ -29,7 +29,7 @@ from ..model.rare_evals import step_kind
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import HOOK_CALL, PACE_KINDS, StepCaller
-from ..syntax.project import StepCall, call_path, project_class_facts, project_class_method
+from ..syntax.project import ModuleFacts, StepCall, call_path, project_class_facts, project_class_method
 
 LineOf = Callable[[cst.CSTNode], int]
 SEP = ":"  # ``Trainer.model:optimize_parameters``: the method ``m`` of what ``self.model`` holds
@@ -118,6 +118,16 @@ def _resolved(ctx: RuleContext, cls: cst.ClassDef, attr: str, method: str) -> li
     return out
 
 
+def project_bases(ctx: RuleContext) -> Iterator[tuple[cst.ClassDef, ModuleFacts, str]]:
+    """(class, the module defining its base, ``"Base."``) for each base class of this module's
+    top-level classes that the user's other modules define."""
+    for stmt in ctx.module.body:
+        for base in stmt.bases if isinstance(stmt, cst.ClassDef) else ():
+            facts = project_class_facts(ctx, base.value)
+            if facts is not None:
+                yield stmt, facts, f"{(dotted_name(base.value) or '').rsplit('.', 1)[-1]}."
+
+
 def bound_attr_calls(ctx: RuleContext) -> tuple[StepCall, ...]:
     """The ``Base.a:m`` calls of the user's other modules' base classes of this module's classes,
     resolved by the subclass's own ``self.a = Cls(...)``: ``StepCall(key, "Cls.m")`` at the base's
@@ -125,18 +135,13 @@ def bound_attr_calls(ctx: RuleContext) -> tuple[StepCall, ...]:
     if not ctx.project or SEP not in "".join(c.function for f in ctx.project.values() for c in f.step_calls):
         return ()
     out: list[StepCall] = []
-    for stmt in ctx.module.body:
-        for base in stmt.bases if isinstance(stmt, cst.ClassDef) else ():
-            facts = project_class_facts(ctx, base.value)
-            if facts is None:
+    for stmt, facts, prefix in project_bases(ctx):
+        for c in facts.step_calls:
+            if c.module or not c.function.startswith(prefix) or SEP not in c.function:
                 continue
-            prefix = f"{(dotted_name(base.value) or '').rsplit('.', 1)[-1]}."
-            for c in facts.step_calls:
-                if c.module or not c.function.startswith(prefix) or SEP not in c.function:
-                    continue
-                attr, _, method = c.function[len(prefix):].partition(SEP)
-                out += [StepCall(key, fn, c.line, c.kind, call_path(facts, c))
-                        for key, fn in _resolved(ctx, stmt, attr, method)]
+            attr, _, method = c.function[len(prefix):].partition(SEP)
+            out += [StepCall(key, fn, c.line, c.kind, call_path(facts, c))
+                    for key, fn in _resolved(ctx, stmt, attr, method)]
     return tuple(out)
 
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from ..model.handed_callables import handed_roots
-from .attr_steps import attr_step_calls, bound_attr_calls, inherited_method_calls
+from .attr_steps import attr_step_calls, bound_attr_calls, inherited_method_calls, project_bases
 from .framework_hooks import lightning_step_methods
 from ..model.step_reach import derives_from_looping, external_defs
 from ..model.rare_evals import step_kind
@@ -36,7 +36,7 @@ from ..syntax.callsites import class_self_calls
 from ..syntax.context import RuleContext
 from ..model.guards import is_once_test, rare_exit_before
 from ..syntax.launch import HOOK_CALL, StepCaller
-from ..syntax.project import StepCall, call_path, project_class_facts
+from ..syntax.project import StepCall, call_path
 
 
 def self_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Callable[[cst.CSTNode], int]) -> list[StepCall]:
@@ -254,13 +254,8 @@ def inherited_step_calls(ctx: RuleContext) -> tuple[StepCall, ...]:
     if not ctx.project:
         return ()
     out: list[StepCall] = []
-    for stmt in ctx.module.body:
-        for base in stmt.bases if isinstance(stmt, cst.ClassDef) else ():
-            facts = project_class_facts(ctx, base.value)
-            if facts is None:
-                continue
-            prefix = f"{(dotted_name(base.value) or '').rsplit('.', 1)[-1]}."
-            out += [StepCall("", stmt.name.value + "." + c.function[len(prefix):], c.line, c.kind, call_path(facts, c))
-                    for c in facts.step_calls
-                    if not c.module and c.function.startswith(prefix) and "(" not in c.function]
+    for stmt, facts, prefix in project_bases(ctx):
+        out += [StepCall("", stmt.name.value + "." + c.function[len(prefix):], c.line, c.kind, call_path(facts, c))
+                for c in facts.step_calls
+                if not c.module and c.function.startswith(prefix) and "(" not in c.function]
     return tuple(out)

@@ -53,14 +53,12 @@ def may_name(glance: Glance, expr: ast.AST, names: frozenset[str], unless: froze
     names) and not matches(expr, unless)``)? False only when it cannot: each name ``matches`` may
     resolve ``expr`` to is one of the imports' targets with the chain's parts (or local, or brought
     by a star import), so one of those must be in ``names`` and not in ``unless``."""
-    parts: list[str] = []
-    while type(expr) is ast.Attribute:
-        parts.append(expr.attr)  # type: ignore[attr-defined]
-        expr = expr.value  # type: ignore[attr-defined]
-    if type(expr) is not ast.Name:
+    chain = _chain(expr)
+    if chain is None:
         return False
+    root, parts = chain
     imported, stars = glance.fact(_imports)
-    targets = imported.get(expr.id)  # type: ignore[attr-defined]
+    targets = imported.get(root)
     if targets is None:
         return stars  # a star import may bring it (the context reads the user's exports)
     tail = "".join("." + p for p in reversed(parts))
@@ -69,14 +67,17 @@ def may_name(glance: Glance, expr: ast.AST, names: frozenset[str], unless: froze
 
 def dotted(expr: ast.AST) -> str | None:
     """``a.b.c`` for a ``Name``/``Attribute`` chain, else None (as ``calls.dotted_name``)."""
+    chain = _chain(expr)
+    return None if chain is None else ".".join([chain[0], *reversed(chain[1])])
+
+
+def _chain(expr: ast.AST) -> tuple[str, list[str]] | None:
+    """(the root name, the attributes after it, last first) of a ``Name``/``Attribute`` chain."""
     parts: list[str] = []
     while type(expr) is ast.Attribute:
         parts.append(expr.attr)  # type: ignore[attr-defined]
         expr = expr.value  # type: ignore[attr-defined]
-    if type(expr) is not ast.Name:
-        return None
-    parts.append(expr.id)  # type: ignore[attr-defined]
-    return ".".join(reversed(parts))
+    return (expr.id, parts) if type(expr) is ast.Name else None  # type: ignore[attr-defined]
 
 
 def last_part(expr: ast.AST) -> str | None:
