@@ -119,7 +119,26 @@ def shell_bases(root: Path) -> list[Path]:
     """Where the launch scripts of the project at ``root`` may be: the root, and for a root without
     a marker (a ``src/`` folder of flat modules run with ``PYTHONPATH=./src``) the folder above it
     when that holds shell scripts itself or in a folder of its own (``scripts/VQA_VLT5.sh`` running
-    ``src/vqa.py``): one level only, never above a marked project."""
+    ``src/vqa.py``): one level only, never above a marked project. Looked up once per root in a
+    lint run (every checked file of the project asks)."""
+    from gpuperf_rewrite.lint.project_index import current_run
+
+    run = current_run()
+    key = (str(root), run or "")
+    if run is not None and key in _BASES:
+        return _BASES[key]
+    bases = _bases(root)
+    if run is not None:
+        _BASES.pop(next(iter(_BASES))) if len(_BASES) >= 64 else None
+        _BASES[key] = bases
+    return bases
+
+
+# (root, lint run) -> where its launch scripts may be (``shell_bases``)
+_BASES: dict[tuple[str, str], list[Path]] = {}
+
+
+def _bases(root: Path) -> list[Path]:
     bases = [root]
     if any((root / m).exists() for m in ROOT_MARKERS) or root.parent == root:
         return bases

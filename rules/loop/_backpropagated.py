@@ -44,18 +44,23 @@ def _compute_backward_calls(ctx: RuleContext) -> dict[cst.FunctionDef, dict[str,
         for node in walk(fn.body):
             if not method_call(node, "backward"):
                 continue
-            assert isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-            receiver = node.func.value
-            if method_call(receiver, "scale") and receiver.args:  # type: ignore[attr-defined]
-                receiver = receiver.args[0].value  # type: ignore[attr-defined]
-            # (``accelerator.backward(loss)``; ``x.backward(grad)``: both are tensors)
-            handed = node.args[0].value if node.args and not node.args[0].keyword else None
-            for name in (receiver, handed):
+            assert isinstance(node, cst.Call)
+            for name in _operands(node):
                 if isinstance(name, cst.Name):
                     found.setdefault(name.value, []).append(node)
         if found:
             out[fn] = found
     return out
+
+
+def _operands(call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression | None]:
+    """What a ``.backward`` call differentiates: its receiver, through a scaler's ``scale(loss)``,
+    and its first positional argument (``accelerator.backward(loss)``; ``x.backward(grad)``: both
+    tensors)."""
+    receiver = call.func.value  # type: ignore[attr-defined]
+    if method_call(receiver, "scale") and receiver.args:  # type: ignore[attr-defined]
+        receiver = receiver.args[0].value  # type: ignore[attr-defined]
+    return receiver, call.args[0].value if call.args and not call.args[0].keyword else None
 
 
 def _entry_backpropagated(ctx: RuleContext, expr: cst.Subscript, at: cst.CSTNode) -> bool:
@@ -79,9 +84,7 @@ def _backpropagated_entries(ctx: RuleContext) -> dict[cst.ClassDef, frozenset[st
     for node in ctx.nodes(cst.Call):
         if not method_call(node, "backward"):
             continue
-        receiver = node.func.value  # type: ignore[attr-defined]
-        if method_call(receiver, "scale") and receiver.args:  # type: ignore[attr-defined]
-            receiver = receiver.args[0].value  # type: ignore[attr-defined]
+        receiver = _operands(node)[0]  # type: ignore[arg-type]
         cls = ctx.enclosing(node, cst.ClassDef)
         if isinstance(receiver, cst.Subscript) and cls is not None:
             out.setdefault(cls, set()).add(ctx.code_for(receiver))

@@ -14,9 +14,8 @@ import re
 
 import libcst as cst
 
-from ..syntax.calls import dotted_name
+from ..syntax.callsites import own_method_calls
 from ..syntax.context import RuleContext
-from ..syntax.tree import walk
 
 _GENERATES = re.compile(r"^_*(generate|sample|decode|infer|inference|predict|beam|greedy|search|rollout)", re.I)
 _HOPS = 3
@@ -33,26 +32,21 @@ def generation_methods(ctx: RuleContext, cls: cst.ClassDef) -> frozenset[cst.Fun
                 if isinstance(p.default, cst.Name) and p.default.value == "None"}
     if not optional:
         return frozenset()
+    calls = {fn: [m for _, m in own_method_calls(fn, methods)] for fn in methods.values()}
     inside, outside = set(), set()
-    for node in walk(forward.body):
-        name = dotted_name(node.func) if isinstance(node, cst.Call) else None
-        method = methods.get(name[5:]) if name is not None and name.startswith("self.") else None
-        if method is None:
-            continue
+    for node, method in own_method_calls(forward, methods):
         (inside if _in_none_branch(ctx, node, forward, optional) and _GENERATES.match(method.name.value)
          else outside).add(method)
     found = inside - outside
     frontier = list(found)
     for _ in range(_HOPS):  # what only the generation methods call
         nxt = []
-        for fn in frontier:
-            for node in walk(fn.body):
-                name = dotted_name(node.func) if isinstance(node, cst.Call) else None
-                m = methods.get(name[5:]) if name is not None and name.startswith("self.") else None
-                if m is not None and m not in found and m not in outside and m is not forward and \
-                        m.name.value not in ("__init__", "__call__") and not _called_elsewhere(m, methods, found):
-                    found.add(m)
-                    nxt.append(m)
+        for m in (m for fn in frontier for m in calls[fn]):
+            callers = {c for c, callees in calls.items() if m in callees and c is not m}
+            if m not in found and m not in outside and m is not forward and \
+                    m.name.value not in ("__init__", "__call__") and callers <= found:
+                found.add(m)
+                nxt.append(m)
         frontier = nxt
     return frozenset(found)
 
@@ -92,18 +86,6 @@ def _returns(block: cst.BaseSuite) -> bool:
     """Does ``block`` end in a ``return``?"""
     last = block.body[-1] if isinstance(block, cst.IndentedBlock) and block.body else None
     return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Return) for s in last.body)
-
-
-def _called_elsewhere(method: cst.FunctionDef, methods: dict[str, cst.FunctionDef],
-                      found: set[cst.FunctionDef]) -> bool:
-    """Does a method of the class other than the generation ones call ``method``?"""
-    for other in methods.values():
-        if other in found or other is method:
-            continue
-        for node in walk(other.body):
-            if isinstance(node, cst.Call) and dotted_name(node.func) == f"self.{method.name.value}":
-                return True
-    return False
 
 
 def in_generation(ctx: RuleContext, node: cst.CSTNode) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..syntax.calls import dotted_name
+from ..syntax.callsites import own_method_calls
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
 from .eval_loops import in_no_grad, is_no_grad_context
@@ -60,10 +61,8 @@ def _reached(chain: list[cst.FunctionDef], methods: dict[str, cst.FunctionDef]) 
     for _ in range(_HOPS):
         nxt = []
         for fn in frontier:
-            for node in walk(fn.body):
-                name = dotted_name(node.func) if isinstance(node, cst.Call) else None
-                m = methods.get(name[5:]) if name is not None and name.startswith("self.") else None
-                if m is not None and m not in out:
+            for _call, m in own_method_calls(fn, methods):
+                if m not in out:
                     out.append(m)
                     nxt.append(m)
         frontier = nxt

@@ -11,6 +11,7 @@ import libcst as cst
 from .calls import dotted_name, get_arg
 from .context import RuleContext
 from .torch_names import MODULE_CHAIN
+from .tree import walk
 
 
 def called_name(node: cst.CSTNode, own_classes: frozenset[str] = frozenset()) -> str | None:
@@ -189,6 +190,16 @@ def call_site_args(ctx: RuleContext, fn: cst.FunctionDef, param: str) -> list[cs
             return None
         out.append(arg.value)
     return out or None
+
+
+def own_method_calls(fn: cst.FunctionDef, methods: dict[str, cst.FunctionDef]) -> Iterator[tuple[cst.Call, cst.FunctionDef]]:
+    """``self.m(...)`` calls in ``fn``'s body of a method ``m`` of ``methods`` (its class's, by name):
+    (call, the method)."""
+    for node in walk(fn.body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                isinstance(node.func.value, cst.Name) and node.func.value.value == "self" and \
+                (method := methods.get(node.func.attr.value)) is not None:
+            yield node, method
 
 
 def class_self_calls(ctx: RuleContext) -> Iterator[tuple[cst.Call, str, cst.FunctionDef, cst.ClassDef]]:
