@@ -70,15 +70,31 @@ GP504 = RuleSet(tuple(resolve_selection(select=["GP504"])))
 # them, as the scripts' own __main__ does, costs three torch imports per version): each version's
 # train() is loaded from its file and run under DDP on gloo, the versions one after another. It
 # imports torch._dynamo too, which each rank's optimizer would import (~2.5 s of CPU, six ranks).
+# Teardown is the harness's, not the script's: gloo on torch's CPU build hangs or aborts now and
+# then when a rank returns from train() (the DDP reducer and process group destroyed after
+# destroy_process_group; 13 hangs in 24 runs beside two other copies, 0 in 48 this way). So each
+# rank's destroy_process_group is a no-op and the rank ends with os._exit once rank 0 has written
+# its result; rank 1 waits for that file, so no rank leaves while a collective may still need it.
 DRIVER = """
-import importlib.util, json, sys
+import importlib.util, json, os, sys, time
 import torch._dynamo
+import torch.distributed as dist
 import torch.multiprocessing as mp
+
+def rank_main(rank, train, world, store, out):
+    dist.destroy_process_group = lambda *args, **kwargs: None
+    train(rank, world, store, out)
+    deadline = time.monotonic() + 600
+    while rank and not os.path.exists(out) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sys.stdout.flush(); sys.stderr.flush()
+    os._exit(0)
+
 for name, path, store, out in json.loads(sys.argv[1]):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # not __main__: defines train(), spawns nothing
-    mp.start_processes(module.train, args=(2, store, out), nprocs=2, start_method="fork")
+    mp.start_processes(rank_main, args=(module.train, 2, store, out), nprocs=2, start_method="fork")
 """
 
 
