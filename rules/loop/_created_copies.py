@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.facts.move_helpers import as_is
 from ..analysis.model.host_data import made_on_host_by_step
-from ..analysis.syntax.calls import get_arg, method_call
+from ..analysis.syntax.calls import as_is, get_arg, method_call
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._host_origin import COPIES_VALUES, host_values

@@ -8,7 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
-from ..analysis.facts.move_helpers import as_is, wrapped_argument
+from ..analysis.facts.move_helpers import wrapped_argument
 from ..analysis.facts.placement import moved_before
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.to_methods import no_fix_reason
@@ -21,7 +21,7 @@ from ..analysis.model.resident_data import resident_copy
 from ..analysis.model.step_code import BatchData
 from ..analysis.model.tensors import mentions
 from ..analysis.model.training import TrainingAnalysis, analysis
-from ..analysis.syntax.calls import dotted_name, method_call, target_names
+from ..analysis.syntax.calls import as_is, dotted_name, method_call, target_names
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.glance import Glance
