@@ -51,7 +51,7 @@ def unseen_step_moves(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[Findin
             continue
         fn = ctx.enclosing(move, cst.FunctionDef)
         if fn is None or proven_rare(ctx, ta, fn, move) or in_cache_fill(ctx, move) or \
-                _in_loader(ctx, fn) and fn not in per_batch:
+                _in_loader(ctx, fn) and fn not in per_batch or _outside_own_loop(ctx, ta, fn, move):
             continue
         factory = host_origin(ctx, move.func.value, move, loose_default_type=True) or \
             _wrapped_here(ctx, move.func.value)  # type: ignore[attr-defined]
@@ -72,6 +72,13 @@ def unseen_step_moves(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[Findin
         for move, factory, why in moves:
             yield _finding(ctx, fn, move, factory, f"sized by {why}: made for each batch" if why else
                            f"in a function that sizes tensors by {sized}, so runs for each batch" if sized else evidence)
+
+
+def _outside_own_loop(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, move: cst.Call) -> bool:
+    """Set-up of a function that runs its own step loop (``prior = torch.from_numpy(...).to(device)``
+    before ``for x, y in loader:``): once per call of it, before the steps, in no loop."""
+    return any(ctx.enclosing(loop, cst.FunctionDef) is fn for loop in ta.step_loops) and \
+        not any(isinstance(a, (cst.For, cst.While)) for a in ctx.ancestors(move) if ctx.is_inside(a, fn))
 
 
 def _handed_device(ctx: RuleContext, fn: cst.FunctionDef, moves: list[tuple[cst.Call, cst.Call, str | None]]) -> str | None:

@@ -353,7 +353,9 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
                        no_fix_reason="numpy computes the values: which torch calls replace it is left to the user")
     if made_once(ctx, factory):  # a constant: the same host tensor built (or kept) and copied on every call
         # (reported at the move when the constant is made elsewhere: a module-level ``MEAN = torch.tensor(...)``)
-        at = factory if made_in is ctx.enclosing(move, cst.FunctionDef) else move
+        # (at the move when it is a statement of its own: where the copy is, as for the other splits)
+        at = factory if made_in is ctx.enclosing(move, cst.FunctionDef) and \
+            ctx.statement_of(factory) is ctx.statement_of(move) else move
         return Finding(at, f"`{what}(...)` holds the same values on every {kind}, yet `{moved}` copies them from "
                                 "the CPU to the device each time (a synchronous host-to-device transfer); make the "
                                 "device copy once (in `__init__` with `register_buffer`, or at setup) and reuse it",
