@@ -223,8 +223,10 @@ class BlockingCopy(Rule):
     across_modules = (
         "The batch is followed out of a loader class of the user's other modules whose method "
         "returns one (`x, y = train_loader.next_batch()`, a generator; in this file, a class whose "
-        "`next_batch()`/`sample_batch()` builds host tensors with `torch.tensor`/`torch.from_numpy` "
-        "and moves them nowhere), and into a per-step helper "
+        "`next_batch()`/`sample_batch()` builds host tensors with `torch.tensor`/`torch.from_numpy`, "
+        "or slices a tensor the class holds in host memory (`self.tokens = load_tokens(path)`, a helper "
+        "returning a host tensor), and moves them nowhere; fields wrapped in the legacy `Variable(...)` "
+        "are still the batch), and into a per-step helper "
         "of this file that unpacks it (`self.run_step(batch)` with `x, y = batch`). A copy in a "
         "function of this module that another module's loop calls every step (a `to_device(batch, "
         "device)` helper, a loss's `forward`) is reported here, where the edit goes: of a tensor "

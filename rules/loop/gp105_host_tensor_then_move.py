@@ -111,7 +111,12 @@ class HostTensorThenMove(Rule):
         "Masking()`), in what a LightningModule's `training_step`/`validation_step`/`test_step` "
         "runs, in a function that runs a whole training step (a backward and an optimizer step) and "
         "that no loop of the file calls (`agent.learn()` driven from another module), or in what a "
-        "model's forward runs on every call (see the next item); CPU-only programs are not.",
+        "model's forward runs on every call (see the next item); CPU-only programs are not. A "
+        "hand-written batch iterator's `__next__` (a class of the file with `__iter__`, not a "
+        "`Dataset`/`Sampler`/transform) and the methods it calls on `self` run for each batch it hands out "
+        "(`torch.LongTensor([...]).to(self.device)` in its `_to_tensor`): reported as not proven. "
+        "`torch.from_numpy(weights)` in a loop, of a parameter the function never rebinds nor writes "
+        "into, wraps the same array every step: a constant, reported at the move.",
         PER_FORWARD,
         NOT_RULED_OUT,
         "A move is a `.to(device)`/`.cuda()`, a `.type_as(other)` (it takes nothing but a tensor), or a "

@@ -4,7 +4,8 @@ step* of one. Every rule that asks "does this run once per step?" asks here, so 
 A **step loop** is the innermost ``for``/``while`` whose body, directly or through functions of
 the same module that it calls, calls ``.backward()``, an optimizer's ``.step()`` or a
 loss-scaler-like callable given the loss and an optimizer (``loss_scaler(loss, optimizer)``),
-or which iterates a DataLoader.
+or which iterates a DataLoader; a loop over the step's optimizers or losses inside another loop
+(``for opt in optimizers: scaler.step(opt)``) is part of that loop's step (``object_loops``).
 
 An **eval loop** is a loop over batches (a parameter, a generator, ``range()`` plus slicing...)
 that feeds each batch to a model in inference mode (``model.eval()`` before it, or under
