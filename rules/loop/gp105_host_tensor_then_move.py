@@ -315,6 +315,19 @@ class HostTensorThenMove(Rule):
                                 "(a synchronous host-to-device transfer); create it with device=", fix)
 
 
+def _constant_copy(ctx: RuleContext, factory: cst.Call, move: cst.Call, what: str, moved: str, kind: str) -> Finding:
+    """The same host tensor built (or kept) and copied on every step: reported at the factory when
+    the move is in its statement, else at the move (a module-level ``MEAN = torch.tensor(...)``, a
+    ``weights = torch.from_numpy(w)`` moved in a statement of its own: where the copy is)."""
+    at = factory if ctx.enclosing(factory, cst.FunctionDef) is ctx.enclosing(move, cst.FunctionDef) and \
+        ctx.statement_of(factory) is ctx.statement_of(move) else move
+    return Finding(at, f"`{what}(...)` holds the same values on every {kind}, yet `{moved}` copies them from "
+                       "the CPU to the device each time (a synchronous host-to-device transfer); make the "
+                       "device copy once (in `__init__` with `register_buffer`, or at setup) and reuse it",
+                   no_fix_reason="where the one device copy should live (a buffer, an attribute, a module "
+                                 "constant) is left to the user")
+
+
 def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
                       moved_value: cst.BaseExpression | None = None) -> Finding | None:
     """``.to(device)``/``.cuda()`` of a tensor built on the CPU by a factory and then changed
@@ -357,15 +370,7 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
                                 "device=...)`)",
                        no_fix_reason="numpy computes the values: which torch calls replace it is left to the user")
     if made_once(ctx, factory):  # a constant: the same host tensor built (or kept) and copied on every call
-        # (reported at the move when the constant is made elsewhere: a module-level ``MEAN = torch.tensor(...)``)
-        # (at the move when it is a statement of its own: where the copy is, as for the other splits)
-        at = factory if made_in is ctx.enclosing(move, cst.FunctionDef) and \
-            ctx.statement_of(factory) is ctx.statement_of(move) else move
-        return Finding(at, f"`{what}(...)` holds the same values on every {kind}, yet `{moved}` copies them from "
-                                "the CPU to the device each time (a synchronous host-to-device transfer); make the "
-                                "device copy once (in `__init__` with `register_buffer`, or at setup) and reuse it",
-                       no_fix_reason="where the one device copy should live (a buffer, an attribute, a module "
-                                     "constant) is left to the user")
+        return _constant_copy(ctx, factory, move, what, moved, kind)
     if ctx.is_call_to(factory, COPIES_VALUES):
         return Finding(factory, f"`{what}(...)` copies host values (lists, numpy arrays) into a new CPU tensor that "
                                 f"`{moved}` then copies to the device on every {kind} (a synchronous host-to-device "

@@ -9,10 +9,12 @@ from __future__ import annotations
 import libcst as cst
 
 from ..syntax.calls import dotted_name
-from ..syntax.tree import walk
 
-# What a loop over the step's objects does with each one (its target is the receiver or the argument).
-_STEP_PARTS = frozenset({"zero_grad", "step", "backward", "unscale_", "scale", "update"})
+# What a loop over the step's objects does with each one: ``opt.zero_grad()``, ``opt.step()``,
+# ``loss.backward()`` on the element; ``scaler.step(opt)``, ``scaler.unscale_(opt)``,
+# ``scaler.scale(loss).backward()`` of a loss scaler handed the element.
+_OWN_PARTS = frozenset({"zero_grad", "step", "backward"})
+_SCALER_PARTS = frozenset({"step", "unscale_", "scale"})
 
 
 def over_step_objects(loop: cst.CSTNode) -> bool:
@@ -34,13 +36,12 @@ def over_step_objects(loop: cst.CSTNode) -> bool:
 
 
 def _step_part(expr: cst.BaseExpression, target: str) -> bool:
-    if not isinstance(expr, cst.Call) or not isinstance(expr.func, cst.Attribute) or \
-            expr.func.attr.value not in _STEP_PARTS:
+    if not isinstance(expr, cst.Call) or not isinstance(expr.func, cst.Attribute):
         return False
-    on = expr.func.value
-    if isinstance(on, cst.Name) and on.value == target:
-        return True  # ``opt.step()``
-    if isinstance(on, cst.Call):
+    attr, on = expr.func.attr.value, expr.func.value
+    if attr in _OWN_PARTS and isinstance(on, cst.Name) and on.value == target:
+        return not expr.args or attr == "backward"  # ``opt.step()``, ``loss.backward()``
+    if attr == "backward" and isinstance(on, cst.Call):
         return _step_part(on, target)  # ``scaler.scale(loss).backward()``
-    return any(isinstance(a.value, cst.Name) and a.value.value == target for a in expr.args) and \
-        not any(isinstance(n, cst.Call) for a in expr.args for n in walk(a.value))
+    return attr in _SCALER_PARTS and "scaler" in (dotted_name(on) or "").rsplit(".", 1)[-1].lower() and \
+        len(expr.args) == 1 and isinstance(expr.args[0].value, cst.Name) and expr.args[0].value.value == target
