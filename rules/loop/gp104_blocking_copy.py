@@ -136,6 +136,23 @@ def _stored_batch(loop: cst.For | cst.While, arg: cst.BaseExpression) -> bool:
         name in target_names(loop.target)
 
 
+def _drawn_each_pass(ta: TrainingAnalysis, arg: cst.BaseExpression,
+                     batch_data: Callable[[cst.For | cst.While], BatchData]) -> bool:
+    """``batch, cond = next(self.data)`` then ``self.run_step(batch, cond)`` in a loop of the caller,
+    under no periodic guard: the loop draws a new batch each pass and hands it down to the step
+    (whose micro-batch loop the resolver takes for the step loop)."""
+    child: cst.CSTNode = arg
+    for anc in ta.ctx.ancestors(arg):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if isinstance(anc, cst.If) and child is anc.body and ta.is_periodic(anc):
+            return False
+        if isinstance(anc, (cst.For, cst.While)) and child is anc.body:
+            return batch_data(anc).holds(arg)
+        child = anc
+    return False
+
+
 def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseExpression,
                   batch_data: Callable[[cst.For | cst.While], BatchData], depth: int = 0) -> bool | None | str:
     """``def train_step(batch): batch.cuda()`` called as ``train_step(b)`` from step loops with
@@ -174,6 +191,9 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
                     elif handed is False and tensor is True:
                         tensor = False
                 continue
+        if loop is None and depth > 0 and _drawn_each_pass(ta, arg, batch_data) and not moved_before(ta.ctx, arg, arg):
+            passed, tensor = True, (False if tensor is True else tensor)  # ``batch = next(self.data)`` first
+            continue
         if loop is not None and not ta.ctx.is_inside(arg, loop) and _stored_batch(loop, arg):
             passed, tensor = True, (False if tensor is True else tensor)  # ``for self.step, self.batch in ...``
             continue
@@ -244,7 +264,9 @@ class BlockingCopy(Rule):
         "`torch.stack`) in a helper called every step; tensors from other sources are not. Each copy "
         "is its own finding (`x.float().to(device)` then `y.float().to(device)`: two), and a slice of "
         "the batch in a micro-batch loop of a helper the step hands it to (`for i in range(0, "
-        "len(batch), mb): batch[i:i + mb].to(device)`, also through a second helper) is the batch.",
+        "len(batch), mb): batch[i:i + mb].to(device)`, also through a second helper) is the batch, also "
+        "when the loop that hands it down draws it itself on each pass (`batch, cond = next(self.data)` then "
+        "`self.run_step(batch, cond)`, not under a period, not moved there first).",
         "Where the rules split: a tensor the step creates on the host and then moves is GP105's "
         "(one finding per line, never both): a torch factory (`torch.zeros(n).to(device)`), or "
         "`torch.from_numpy`/`torch.as_tensor` of values the same function computes with numpy "
