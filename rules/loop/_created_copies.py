@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.facts.move_helpers import as_is
 from ..analysis.model.host_data import made_on_host_by_step
-from ..analysis.syntax.calls import get_arg, method_call
+from ..analysis.syntax.calls import as_is, get_arg, method_call
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
-from ._host_origin import COPIES_VALUES, host_values
+from ._host_origin import COPIES_VALUES, host_values, invariant_array
 from ._placed_batches import SAME_PLACE
 
 
@@ -39,14 +38,16 @@ def created_here(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
         here = order.get(base, 0)
         return fn is not None and any(
             isinstance(a, cst.Assign) and order.get(a, 0) < here and isinstance(a.value, cst.Call) and
-            (ctx.is_call_to(a.value, _CREATED) or ctx.matches(a.value.func, _LEGACY)) and
+            (ctx.is_call_to(a.value, _CREATED) or ctx.matches(a.value.func, _LEGACY) or
+             invariant_array(ctx, a.value, a.value)) and
             not _rewraps_param(fn, a.value, base.value) and
             get_arg(a.value, "device") is None and
             any(isinstance(t.target, cst.Name) and t.target.value == base.value for t in a.targets)
             for a in walk(fn.body))
     return isinstance(base, cst.Call) and ctx.is_call_to(base, _CREATED) and get_arg(base, "device") is None or \
         made_on_host_by_step(ctx, receiver) or isinstance(base, cst.Call) and _copies_values(ctx, base) or \
-        isinstance(base, cst.Call) and _joins_created(ctx, base)
+        isinstance(base, cst.Call) and _joins_created(ctx, base) or \
+        isinstance(base, cst.Call) and invariant_array(ctx, base, base)  # the same array wrapped again: GP105's
 
 
 def _rewraps_param(fn: cst.FunctionDef, value: cst.Call, name: str) -> bool:

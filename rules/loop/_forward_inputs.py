@@ -25,7 +25,7 @@ from ..analysis.syntax.tree import walk
 
 _CASTS = ("float", "long", "int", "half", "double", "bool", "contiguous", "view", "reshape", "unsqueeze", "squeeze",
           "permute", "transpose", "flatten")
-_FRAMEWORKS = frozenset({"transformers", "lightning", "pytorch_lightning", "accelerate", "deepspeed"})
+_FRAMEWORKS = frozenset({"lightning", "pytorch_lightning", "accelerate", "deepspeed", "trl"})
 _JOINS = frozenset({"torch.cat", "torch.stack", "torch.concat", "torch.vstack", "torch.hstack"})
 
 
@@ -34,8 +34,9 @@ def forward_input_copy(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -
     copies an element of a container input of code a model's forward runs on every call."""
     fn = ctx.enclosing(call, cst.FunctionDef)
     if fn is None or ta.guard_of(call) is not None or framework_places_batches(ctx) or \
-            any(v.split(".")[0] in _FRAMEWORKS for v in ctx.import_aliases.values()):
-        return None  # (a framework's trainer moves dicts and lists of tensors too)
+            any(v.split(".")[0] in _FRAMEWORKS for v in ctx.import_aliases.values()) or _hf_trainer_near(ctx):
+        return None  # (a framework's trainer moves dicts and lists of tensors too; a model that only wraps a
+        # transformers backbone, trained by a plain loop, is not: only the Trainer's evidence silences it)
     receiver = call.func.value  # type: ignore[attr-defined]
     while method_call(receiver, *_CASTS):
         receiver = receiver.func.value
@@ -59,11 +60,26 @@ def forward_input_copy(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -
     return Finding.of(call, message, fix)
 
 
+def _hf_trainer_near(ctx: RuleContext) -> bool:
+    """Evidence of the Hugging Face Trainer beside a ``transformers`` import: the file names it (or its
+    arguments), or a module it imports defines a Trainer subclass."""
+    if not any(v.split(".")[0] == "transformers" for v in ctx.import_aliases.values()):
+        return False
+    return "Trainer" in ctx.source or "TrainingArguments" in ctx.source or \
+        any(facts.trainer_classes for facts in (ctx.project or {}).values())
+
+
 def _container_field(ctx: RuleContext, fn: cst.FunctionDef, expr: cst.BaseExpression,
                      params: set[str]) -> tuple[str, bool] | None:
-    """``news["title"]`` (a string key of a parameter) or ``torch.cat(images)`` (a join of a
+    """``news["title"]`` (a string key of a parameter; also through the one name ``fn`` binds to it:
+    ``graphs = samples["graph"]; graphs = graphs.to(device)``) or ``torch.cat(images)`` (a join of a
     parameter, or of a name ``fn`` binds to a comprehension over one): what it is, and whether the
     copied value is surely a tensor (a join's result)."""
+    if isinstance(expr, cst.Name) and expr.value not in params:
+        field = _named_field(fn, expr.value)
+        if field is not None and _container_field(ctx, fn, field, params) is not None:
+            return f"`{expr.value}` (`{ctx.code_for(field)}`, a field of the `{dotted_name(field.value)}` dict the " \
+                   "model is handed)", False
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) and expr.value.value in params and \
             len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) and \
             isinstance(expr.slice[0].slice.value, cst.SimpleString) and not _reassigned(fn, expr.value.value):
@@ -72,6 +88,25 @@ def _container_field(ctx: RuleContext, fn: cst.FunctionDef, expr: cst.BaseExpres
             isinstance(first := expr.args[0].value, cst.Name) and _from_param(fn, first.value, params):
         return f"`{ctx.code_for(expr)}`, joined from the `{first.value}` list the model is handed,", True
     return None
+
+
+def _named_field(fn: cst.FunctionDef, name: str) -> cst.Subscript | None:
+    """The field ``fn`` binds ``name`` to, when every other binding of it is its own move
+    (``graphs = graphs.to(device)``)."""
+    fields = []
+    for a in walk(fn.body):
+        if isinstance(a, (cst.AugAssign, cst.AnnAssign, cst.For)) and name in target_names(a.target):
+            return None
+        if not isinstance(a, cst.Assign) or not any(name in target_names(t.target) for t in a.targets):
+            continue
+        if len(a.targets) != 1 or not isinstance(a.targets[0].target, cst.Name):
+            return None
+        if isinstance(a.value, cst.Subscript):
+            fields.append(a.value)
+        elif not (method_call(a.value, "to", "cuda") and isinstance(a.value.func.value, cst.Name)  # type: ignore
+                  and a.value.func.value.value == name):  # type: ignore[union-attr]
+            return None
+    return fields[0] if len(fields) == 1 else None
 
 
 def _reassigned(fn: cst.FunctionDef, name: str) -> bool:

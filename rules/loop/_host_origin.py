@@ -463,7 +463,31 @@ def invariant_array(ctx: RuleContext, call: cst.Call, at: cst.CSTNode) -> bool:
     (:func:`_invariant_value`): a constant the code wraps and copies again each time."""
     fn = ctx.enclosing(at, cst.FunctionDef)  # (a script's own loop: GP104 tells to move it once)
     return fn is not None and ctx.is_call_to(call, {"torch.from_numpy"}) and len(call.args) == 1 and \
-        not call.args[0].star and get_arg(call, "device") is None and _invariant_value(ctx, call.args[0].value, fn)
+        not call.args[0].star and get_arg(call, "device") is None and (
+            _invariant_value(ctx, call.args[0].value, fn) or _kept_parameter(ctx, call.args[0].value, call, fn))
+
+
+def _kept_parameter(ctx: RuleContext, expr: cst.BaseExpression, call: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+    """``torch.from_numpy(cls_weights)`` in a loop of ``fn`` whose parameter ``cls_weights`` the
+    function never rebinds nor writes into: whoever calls it, every pass of the loop wraps the same
+    array again."""
+    if not isinstance(expr, cst.Name) or expr.value not in {p.name.value for p in fn.params.params} or \
+            not any(isinstance(a, (cst.For, cst.While)) for a in ctx.ancestors(call) if ctx.is_inside(a, fn)):
+        return False
+    name = expr.value
+    for n in walk(fn.body, into_nested=True):
+        targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else \
+            [n.target] if isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.WithItem)) and \
+            getattr(n, "target", None) is not None else []
+        for t in targets:
+            base = t
+            while isinstance(base, (cst.Subscript, cst.Attribute)):
+                base = base.value
+            if name in target_names(t) or isinstance(base, cst.Name) and base.value == name:
+                return False  # rebound, or written into (``cls_weights[k] = ...``)
+        if isinstance(n, (cst.Global, cst.Nonlocal)) and any(g.name.value == name for g in n.names):
+            return False
+    return True
 
 
 def made_once(ctx: RuleContext, factory: cst.Call) -> bool:

@@ -31,6 +31,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.glance import Glance
 from ..analysis.syntax.glance_names import dotted, last_part
 from ..analysis.syntax.tree import walk
+from ._batch_iterators import iterator_batch_methods
 from ._host_origin import FACTORIES, FROM_ARRAY, LIKE_FACTORIES, RANDOM_FACTORIES, default_type_caveat, host_origin
 
 # Names of parameters that carry a batch's size into a helper (``sample(self, batch_size, device)``).
@@ -44,11 +45,13 @@ def unseen_step_moves(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[Findin
     """GP105's relaxed findings: see the module docstring. ``ta`` answers what the resolver proves;
     a move it places in a step loop or per-step caller is the main rule's, never reported here."""
     per_fn: dict[cst.FunctionDef, list[tuple[cst.Call, cst.Call, str | None]]] = {}
+    per_batch = iterator_batch_methods(ctx)  # ``__next__`` of a hand-written batch iterator, what it calls
     for move in ctx.nodes(cst.Call):
         if not method_call(move, "to", "cuda", "type_as") or not _moves_to_device(ctx, move):
             continue
         fn = ctx.enclosing(move, cst.FunctionDef)
-        if fn is None or proven_rare(ctx, ta, fn, move) or in_cache_fill(ctx, move) or _in_loader(ctx, fn):
+        if fn is None or proven_rare(ctx, ta, fn, move) or in_cache_fill(ctx, move) or \
+                _in_loader(ctx, fn) and fn not in per_batch or _outside_own_loop(ctx, ta, fn, move):
             continue
         factory = host_origin(ctx, move.func.value, move, loose_default_type=True) or \
             _wrapped_here(ctx, move.func.value)  # type: ignore[attr-defined]
@@ -63,12 +66,19 @@ def unseen_step_moves(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[Findin
         sized = next((why for _, _, why in moves if why), None)
         evidence = own[fn] if sized is None else None
         if sized is None and evidence is None:
-            evidence = _sibling_evidence(ctx, ta, fn, own)
+            evidence = _sibling_evidence(ctx, ta, fn, own) or per_batch.get(fn)
         if sized is None and evidence is None:
             continue  # nothing says this function runs per batch
         for move, factory, why in moves:
             yield _finding(ctx, fn, move, factory, f"sized by {why}: made for each batch" if why else
                            f"in a function that sizes tensors by {sized}, so runs for each batch" if sized else evidence)
+
+
+def _outside_own_loop(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef, move: cst.Call) -> bool:
+    """Set-up of a function that runs its own step loop (``prior = torch.from_numpy(...).to(device)``
+    before ``for x, y in loader:``): once per call of it, before the steps, in no loop."""
+    return any(ctx.enclosing(loop, cst.FunctionDef) is fn for loop in ta.step_loops) and \
+        not any(isinstance(a, (cst.For, cst.While)) for a in ctx.ancestors(move) if ctx.is_inside(a, fn))
 
 
 def _handed_device(ctx: RuleContext, fn: cst.FunctionDef, moves: list[tuple[cst.Call, cst.Call, str | None]]) -> str | None:

@@ -8,7 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
-from ..analysis.facts.move_helpers import as_is, wrapped_argument
+from ..analysis.facts.move_helpers import wrapped_argument
 from ..analysis.facts.placement import moved_before
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.to_methods import no_fix_reason
@@ -21,7 +21,7 @@ from ..analysis.model.resident_data import resident_copy
 from ..analysis.model.step_code import BatchData
 from ..analysis.model.tensors import mentions
 from ..analysis.model.training import TrainingAnalysis, analysis
-from ..analysis.syntax.calls import dotted_name, method_call, target_names
+from ..analysis.syntax.calls import as_is, dotted_name, method_call, target_names
 from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.glance import Glance
@@ -136,6 +136,23 @@ def _stored_batch(loop: cst.For | cst.While, arg: cst.BaseExpression) -> bool:
         name in target_names(loop.target)
 
 
+def _drawn_each_pass(ta: TrainingAnalysis, arg: cst.BaseExpression,
+                     batch_data: Callable[[cst.For | cst.While], BatchData]) -> bool:
+    """``batch, cond = next(self.data)`` then ``self.run_step(batch, cond)`` in a loop of the caller,
+    under no periodic guard: the loop draws a new batch each pass and hands it down to the step
+    (whose micro-batch loop the resolver takes for the step loop)."""
+    child: cst.CSTNode = arg
+    for anc in ta.ctx.ancestors(arg):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if isinstance(anc, cst.If) and child is anc.body and ta.is_periodic(anc):
+            return False
+        if isinstance(anc, (cst.For, cst.While)) and child is anc.body:
+            return batch_data(anc).holds(arg)
+        child = anc
+    return False
+
+
 def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseExpression,
                   batch_data: Callable[[cst.For | cst.While], BatchData], depth: int = 0) -> bool | None | str:
     """``def train_step(batch): batch.cuda()`` called as ``train_step(b)`` from step loops with
@@ -174,6 +191,9 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
                     elif handed is False and tensor is True:
                         tensor = False
                 continue
+        if loop is None and depth > 0 and _drawn_each_pass(ta, arg, batch_data) and not moved_before(ta.ctx, arg, arg):
+            passed, tensor = True, (False if tensor is True else tensor)  # ``batch = next(self.data)`` first
+            continue
         if loop is not None and not ta.ctx.is_inside(arg, loop) and _stored_batch(loop, arg):
             passed, tensor = True, (False if tensor is True else tensor)  # ``for self.step, self.batch in ...``
             continue
@@ -223,8 +243,10 @@ class BlockingCopy(Rule):
     across_modules = (
         "The batch is followed out of a loader class of the user's other modules whose method "
         "returns one (`x, y = train_loader.next_batch()`, a generator; in this file, a class whose "
-        "`next_batch()`/`sample_batch()` builds host tensors with `torch.tensor`/`torch.from_numpy` "
-        "and moves them nowhere), and into a per-step helper "
+        "`next_batch()`/`sample_batch()` builds host tensors with `torch.tensor`/`torch.from_numpy`, "
+        "or slices a tensor the class holds in host memory (`self.tokens = load_tokens(path)`, a helper "
+        "returning a host tensor), and moves them nowhere; fields wrapped in the legacy `Variable(...)` "
+        "are still the batch), and into a per-step helper "
         "of this file that unpacks it (`self.run_step(batch)` with `x, y = batch`). A copy in a "
         "function of this module that another module's loop calls every step (a `to_device(batch, "
         "device)` helper, a loss's `forward`) is reported here, where the edit goes: of a tensor "
@@ -242,7 +264,9 @@ class BlockingCopy(Rule):
         "`torch.stack`) in a helper called every step; tensors from other sources are not. Each copy "
         "is its own finding (`x.float().to(device)` then `y.float().to(device)`: two), and a slice of "
         "the batch in a micro-batch loop of a helper the step hands it to (`for i in range(0, "
-        "len(batch), mb): batch[i:i + mb].to(device)`, also through a second helper) is the batch.",
+        "len(batch), mb): batch[i:i + mb].to(device)`, also through a second helper) is the batch, also "
+        "when the loop that hands it down draws it itself on each pass (`batch, cond = next(self.data)` then "
+        "`self.run_step(batch, cond)`, not under a period, not moved there first).",
         "Where the rules split: a tensor the step creates on the host and then moves is GP105's "
         "(one finding per line, never both): a torch factory (`torch.zeros(n).to(device)`), or "
         "`torch.from_numpy`/`torch.as_tensor` of values the same function computes with numpy "

@@ -111,7 +111,12 @@ class HostTensorThenMove(Rule):
         "Masking()`), in what a LightningModule's `training_step`/`validation_step`/`test_step` "
         "runs, in a function that runs a whole training step (a backward and an optimizer step) and "
         "that no loop of the file calls (`agent.learn()` driven from another module), or in what a "
-        "model's forward runs on every call (see the next item); CPU-only programs are not.",
+        "model's forward runs on every call (see the next item); CPU-only programs are not. A "
+        "hand-written batch iterator's `__next__` (a class of the file with `__iter__`, not a "
+        "`Dataset`/`Sampler`/transform) and the methods it calls on `self` run for each batch it hands out "
+        "(`torch.LongTensor([...]).to(self.device)` in its `_to_tensor`): reported as not proven. "
+        "`torch.from_numpy(weights)` in a loop, of a parameter the function never rebinds nor writes "
+        "into, wraps the same array every step: a constant, reported at the move.",
         PER_FORWARD,
         NOT_RULED_OUT,
         "A move is a `.to(device)`/`.cuda()`, a `.type_as(other)` (it takes nothing but a tensor), or a "
@@ -310,6 +315,19 @@ class HostTensorThenMove(Rule):
                                 "(a synchronous host-to-device transfer); create it with device=", fix)
 
 
+def _constant_copy(ctx: RuleContext, factory: cst.Call, move: cst.Call, what: str, moved: str, kind: str) -> Finding:
+    """The same host tensor built (or kept) and copied on every step: reported at the factory when
+    the move is in its statement, else at the move (a module-level ``MEAN = torch.tensor(...)``, a
+    ``weights = torch.from_numpy(w)`` moved in a statement of its own: where the copy is)."""
+    at = factory if ctx.enclosing(factory, cst.FunctionDef) is ctx.enclosing(move, cst.FunctionDef) and \
+        ctx.statement_of(factory) is ctx.statement_of(move) else move
+    return Finding(at, f"`{what}(...)` holds the same values on every {kind}, yet `{moved}` copies them from "
+                       "the CPU to the device each time (a synchronous host-to-device transfer); make the "
+                       "device copy once (in `__init__` with `register_buffer`, or at setup) and reuse it",
+                   no_fix_reason="where the one device copy should live (a buffer, an attribute, a module "
+                                 "constant) is left to the user")
+
+
 def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
                       moved_value: cst.BaseExpression | None = None) -> Finding | None:
     """``.to(device)``/``.cuda()`` of a tensor built on the CPU by a factory and then changed
@@ -352,13 +370,7 @@ def _built_then_moved(ctx: RuleContext, ta: TrainingAnalysis, move: cst.Call,
                                 "device=...)`)",
                        no_fix_reason="numpy computes the values: which torch calls replace it is left to the user")
     if made_once(ctx, factory):  # a constant: the same host tensor built (or kept) and copied on every call
-        # (reported at the move when the constant is made elsewhere: a module-level ``MEAN = torch.tensor(...)``)
-        at = factory if made_in is ctx.enclosing(move, cst.FunctionDef) else move
-        return Finding(at, f"`{what}(...)` holds the same values on every {kind}, yet `{moved}` copies them from "
-                                "the CPU to the device each time (a synchronous host-to-device transfer); make the "
-                                "device copy once (in `__init__` with `register_buffer`, or at setup) and reuse it",
-                       no_fix_reason="where the one device copy should live (a buffer, an attribute, a module "
-                                     "constant) is left to the user")
+        return _constant_copy(ctx, factory, move, what, moved, kind)
     if ctx.is_call_to(factory, COPIES_VALUES):
         return Finding(factory, f"`{what}(...)` copies host values (lists, numpy arrays) into a new CPU tensor that "
                                 f"`{moved}` then copies to the device on every {kind} (a synchronous host-to-device "

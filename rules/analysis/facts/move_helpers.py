@@ -11,7 +11,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from ..model.step_code import device_kind
-from ..syntax.calls import dotted_name, get_arg, method_call
+from ..syntax.calls import dotted_name, get_arg, held_as_is, method_call
 from ..syntax.context import RuleContext
 from ..syntax.project import project_function
 from ..syntax.tree import walk
@@ -56,7 +56,7 @@ def _moves(ctx: RuleContext, expr: cst.BaseExpression, param: str, fn: cst.Funct
         return any(moving) and all(m or _passes_through(v, param, fn) for m, v in zip(moving, rebound))
     if not isinstance(expr, cst.Call):
         return False
-    if _held_as_is(expr):  # ``Variable(x.cuda(), requires_grad=grad)``: the same tensor, where it is
+    if held_as_is(expr):  # ``Variable(x.cuda(), requires_grad=grad)``: the same tensor, where it is
         return _moves(ctx, expr.args[0].value, param, fn, depth, follow)
     if method_call(expr, "cuda", "to"):
         if method_call(expr, "to"):
@@ -73,23 +73,6 @@ def _moves(ctx: RuleContext, expr: cst.BaseExpression, param: str, fn: cst.Funct
     handed = moved_params(ctx, inner, depth + 1)
     return any(isinstance(a.value, cst.Name) and a.value.value == param
                for q in handed for a in passed_for(expr, parameters(inner)[0], q))
-
-
-# Wrappers that hand back their first argument's tensor where it is (the pre-0.4 ``Variable``).
-_AS_IS = frozenset({"Variable", "autograd.Variable", "torch.autograd.Variable"})
-
-
-def as_is(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """``v`` of ``Variable(v)``/``Variable(v, volatile=True)``: since PyTorch 0.4 the wrapper returns
-    the tensor itself, where it is, so a copy of the wrapped value copies ``v``."""
-    while isinstance(expr, cst.Call) and _held_as_is(expr):
-        expr = expr.args[0].value
-    return expr
-
-
-def _held_as_is(expr: cst.Call) -> bool:
-    return dotted_name(expr.func) in _AS_IS and bool(expr.args) and expr.args[0].keyword is None and \
-        not expr.args[0].star
 
 
 def _rebindings(fn: cst.FunctionDef, param: str) -> list[cst.BaseExpression]:
@@ -116,7 +99,7 @@ def _passes_through(expr: cst.BaseExpression, param: str, fn: cst.FunctionDef) -
     """``return v`` unchanged, or a list/dict/tuple rebuilt by recursive calls of ``fn``."""
     if isinstance(expr, cst.Name):
         return expr.value == param
-    if isinstance(expr, cst.Call) and _held_as_is(expr):
+    if isinstance(expr, cst.Call) and held_as_is(expr):
         return _passes_through(expr.args[0].value, param, fn)
     if isinstance(expr, (cst.ListComp, cst.DictComp, cst.GeneratorExp, cst.SetComp, cst.List, cst.Tuple, cst.Dict)) \
             or isinstance(expr, cst.Call) and (dotted_name(expr.func) in ("list", "tuple", "dict", "type") or

@@ -141,11 +141,32 @@ def _host_batch_methods(ctx: RuleContext) -> frozenset[str]:
         nodes = list(walk(fn.body))
         calls = [n for n in nodes if isinstance(n, cst.Call)]
         if any(isinstance(n, cst.Return) and n.value is not None for n in nodes) and \
-                any(built_on_host(ctx, c) for c in calls) and \
+                (any(built_on_host(ctx, c) for c in calls) or _slices_host_attribute(ctx, fn, nodes)) and \
                 not any(method_call(c, "to", "cuda", "pin_memory") or get_arg(c, "device") is not None
                         for c in calls):
             out.add(fn.name.value)
     return frozenset(out)
+
+
+def _slices_host_attribute(ctx: RuleContext, fn: cst.FunctionDef, nodes: list[cst.CSTNode]) -> bool:
+    """Does the method slice a tensor its class holds in host memory (``buf = self.tokens[p:p + n]``,
+    ``self.tokens = load_tokens(path)`` wherever the class binds it, the loader returning a tensor
+    it builds without a device)? Its batches are then CPU slices, drawn every step."""
+    cls = ctx.enclosing(fn, cst.ClassDef)
+    attrs = {n.value.attr.value for n in nodes if isinstance(n, cst.Subscript) and isinstance(n.value, cst.Attribute)
+             and isinstance(n.value.value, cst.Name) and n.value.value.value == "self"}
+    return cls is not None and any(_host_attribute(ctx, cls, a) for a in attrs)
+
+
+def _host_attribute(ctx: RuleContext, cls: cst.ClassDef, attr: str) -> bool:
+    values = [a.value for a in walk(cls.body, into_nested=True) if isinstance(a, cst.Assign) for t in a.targets
+              if isinstance(t.target, cst.Attribute) and t.target.attr.value == attr and
+              isinstance(t.target.value, cst.Name) and t.target.value.value == "self"]
+    loaders = {f.name.value: f for f in ctx.nodes(cst.FunctionDef)
+               if ctx.enclosing(f, cst.FunctionDef, cst.ClassDef) is None}
+    return bool(values) and all(
+        built_on_host(ctx, v) or isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and
+        v.func.value in loaders and returns_host_tensors(ctx, loaders[v.func.value]) for v in values)
 
 
 def host_tensor_name(ctx: RuleContext, name: str, fn_body: cst.CSTNode) -> bool:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ..syntax.calls import dotted_name, literal_value, method_call, target_names
+from ..syntax.calls import as_is, dotted_name, literal_value, method_call, target_names
 from ..syntax.context import RuleContext
 from ..syntax.project import batch_methods
 from ..syntax.tree import walk
@@ -192,6 +192,8 @@ class BatchData:
         if isinstance(expr, (cst.Tuple, cst.List)):
             return bool(expr.elements) and all(self.derives(e.value) for e in expr.elements)
         if isinstance(expr, cst.Call):
+            if as_is(expr) is not expr:  # ``Variable(batch[0])``: the batch's own tensor
+                return self.derives(as_is(expr))
             func = expr.func
             if built_on_host(self.ctx, expr) or is_tokenizer_output(self.ta, expr):
                 # ``torch.from_numpy(x_np)``, ``tokenizer(texts)``: the batch in another form

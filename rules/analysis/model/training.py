@@ -4,7 +4,8 @@ step* of one. Every rule that asks "does this run once per step?" asks here, so 
 A **step loop** is the innermost ``for``/``while`` whose body, directly or through functions of
 the same module that it calls, calls ``.backward()``, an optimizer's ``.step()`` or a
 loss-scaler-like callable given the loss and an optimizer (``loss_scaler(loss, optimizer)``),
-or which iterates a DataLoader.
+or which iterates a DataLoader; a loop over the step's optimizers or losses inside another loop
+(``for opt in optimizers: scaler.step(opt)``) is part of that loop's step (``object_loops``).
 
 An **eval loop** is a loop over batches (a parameter, a generator, ``range()`` plus slicing...)
 that feeds each batch to a model in inference mode (``model.eval()`` before it, or under
@@ -41,6 +42,7 @@ from .generation_branch import in_generation
 from .hook_steps import runs_a_step
 from .step_reach import external_defs, handed_in, handed_over, in_handler, indirect_callee, result_calls, runs_in_place
 from .models import strip_chain
+from .object_loops import over_step_objects
 from .periods import enumerated, per_step_alternative, period_one_by_default, periods
 from .tensors import TENSOR_METHODS, is_tensor_expr, loss_named
 from .training_objects import TrainingObjects
@@ -231,6 +233,12 @@ class TrainingAnalysis(TrainingObjects):
     def _walk_outside_loops(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         return walk(node, stop_at=(cst.For, cst.While))
 
+    def _up_to_def(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        for anc in self.ctx.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return
+            yield anc
+
     def trains(self, loop: Loop) -> bool:
         """Does one iteration of ``loop`` do a training step (directly or through callees)?"""
         cache = self._trains_cache
@@ -239,12 +247,15 @@ class TrainingAnalysis(TrainingObjects):
                 self.is_backward_call(node) or self.is_optimizer_step(node) or
                 any(self._trains_flat(f) for f in self.called_functions(node)) or self._steps_elsewhere(node) or
                 isinstance(node, cst.FunctionDef) and self._trains_flat(node) and bool(handed_in(node, loop))
-                for node in self._walk_outside_loops(loop.body))
+                for node in self._walk_outside_loops(loop.body)) or any(
+                over_step_objects(node) and self.trains(node) for node in self._walk_outside_loops(loop.body))
         return cache[loop]
 
     def _is_step_loop(self, loop: Loop) -> bool:
         if _evalloops.breaks_at_once(loop):
             return False  # one iteration at most: no step repeats
+        if over_step_objects(loop) and any(isinstance(a, (cst.For, cst.While)) for a in self._up_to_def(loop)):
+            return False  # ``for opt in optimizers: opt.step()`` in a loop: that loop is the step loop
         return self.trains(loop) or isinstance(loop, cst.For) and self.is_dataloader(loop.iter) and not _evalloops.one_off_pass(self, loop)
 
     def _is_rollout(self, loop: Loop) -> bool:

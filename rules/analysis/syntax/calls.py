@@ -140,3 +140,21 @@ def config_parsers(calls: Iterable[cst.Call], assigns: Iterable[cst.Assign]) -> 
     return {t.target.value for a in assigns if isinstance(a.value, cst.Call) and
             (dotted_name(a.value.func) or "").endswith("ArgumentParser") for t in a.targets
             if isinstance(t.target, cst.Name)}
+
+
+# Wrappers that hand back their first argument's tensor where it is (the pre-0.4 ``Variable``).
+_AS_IS = frozenset({"Variable", "autograd.Variable", "torch.autograd.Variable"})
+
+
+def as_is(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``v`` of ``Variable(v)``/``Variable(v, volatile=True)``: since PyTorch 0.4 the wrapper returns
+    the tensor itself, where it is, so a copy of the wrapped value copies ``v``."""
+    while isinstance(expr, cst.Call) and held_as_is(expr):
+        expr = expr.args[0].value
+    return expr
+
+
+def held_as_is(expr: cst.Call) -> bool:
+    """Is ``expr`` a ``Variable(v, ...)`` call (``v`` positional)?"""
+    return dotted_name(expr.func) in _AS_IS and bool(expr.args) and expr.args[0].keyword is None and \
+        not expr.args[0].star
