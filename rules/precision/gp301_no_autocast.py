@@ -27,7 +27,7 @@ from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.syntax.glance import Glance
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
 from ._sharded_precision import sharded_in_mixed_precision
-from ._opt_in import OptInFlag, amp_options, opt_in_amp, plain_switches, precision_opt_in, under_flag
+from ._opt_in import OptInFlag, amp_options, launched_weight_cast, opt_in_amp, plain_switches, precision_opt_in, under_flag
 
 _LOSS_ARG = re.compile(r"loss|cost|objective", re.IGNORECASE)
 
@@ -381,9 +381,9 @@ def _apex_off(ctx: RuleContext, call: cst.Call, flag: OptInFlag | None) -> bool:
 
 
 def _fixed_precision(ctx: RuleContext) -> bool:
-    """Did the user set the model's dtype for every run (not only under the script's opt-in
-    switch, which leaves the default run in float32: its note is said instead)?"""
-    return model_precision(ctx) is not None and precision_opt_in(ctx) is None or ctx.fact(_run_chosen_dtype)
+    """Did the user set the model's dtype for every run, or for every run the project's launch scripts make?"""
+    return model_precision(ctx) is not None and precision_opt_in(ctx) is None or ctx.fact(_run_chosen_dtype) or \
+        launched_weight_cast(ctx)  # (only under the script's opt-in switch: float32 by default, said as a note)
 
 
 def _run_chosen_dtype(ctx: RuleContext) -> bool:
