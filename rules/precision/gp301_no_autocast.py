@@ -27,6 +27,7 @@ from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.syntax.glance import Glance
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
 from ._sharded_precision import sharded_in_mixed_precision
+from ._unseen_models import module_picked_model
 from ._opt_in import OptInFlag, amp_options, launched_weight_cast, opt_in_amp, plain_switches, precision_opt_in, under_flag
 
 _LOSS_ARG = re.compile(r"loss|cost|objective", re.IGNORECASE)
@@ -470,9 +471,8 @@ def _engine_backward(ctx: RuleContext, call: cst.Call) -> bool:
 
 
 def _built_here(ctx: RuleContext, handed: cst.Call, name: str) -> cst.Call | None:
-    """The call that builds the model ``name`` (``model = build_model(args)``, also one element of
-    ``model, criterion, post = build_model(args)``) in the function body that hands it to ``handed``:
-    a model class or library model, or a model built with the user's other modules."""
+    """The call that builds the model ``name`` (``model = build_model(args)``, one of ``model, crit = build(args)``,
+    ``x.Model(cfg)`` of an imported module) in the body handing it to ``handed``: a model class, a library's or the user's."""
     fn = ctx.enclosing(handed, cst.FunctionDef)
     found = None
     for assign in ctx.nodes(cst.Assign):
@@ -484,7 +484,7 @@ def _built_here(ctx: RuleContext, handed: cst.Call, name: str) -> cst.Call | Non
                 any(dotted_name(a.value) == name for a in value.args):
             continue  # ``model = model.to(device)``, ``model = DDP(model, device_ids=[gpu])``
         if not isinstance(value, cst.Call) or not (is_model_constructor(ctx, value) or model_source(ctx, value) or
-                                                   local_model_builder(ctx, value) or
+                                                   local_model_builder(ctx, value) or module_picked_model(ctx, value) or
                                                    project_function(ctx, value) is not None):  # ``build_model(cfg)``: picked by name there
             return None
         found = value
