@@ -9,11 +9,11 @@ import dataclasses
 
 import libcst as cst
 
-from ..analysis.syntax.calls import NOT_LITERAL, argparse_options, get_arg, literal_value, method_call
+from ..analysis.syntax.calls import NOT_LITERAL, argparse_options, dotted_name, get_arg, literal_value, method_call
 from ..analysis.facts.cli_defaults import entry_off_option
 from ..analysis.facts.program import precision_casts
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.launch import launched_with
+from ..analysis.syntax.launch import launched_with, project_runs
 
 # Names (``-``/``_`` and case folded) that mean "train in mixed precision" when on.
 AMP_NAMES = frozenset({"amp", "use_amp", "enable_amp", "fp16", "bf16", "use_fp16", "use_bf16", "half",
@@ -60,7 +60,23 @@ def _opt_in_amp(ctx: RuleContext) -> OptInFlag | None:
     for found in (*_argparse_flags(ctx), *_config_fields(ctx)):
         if found.name in read:
             return found
-    return next(iter(plain_switches(ctx)), None) or _entry_switch(ctx)
+    return next(iter(plain_switches(ctx)), None) or _entry_switch(ctx) or _config_switch(ctx)
+
+
+def _config_switch(ctx: RuleContext) -> OptInFlag | None:
+    """``autocast(enabled=hps.train.fp16_run)`` where the project's shipped configurations set
+    ``fp16_run`` off and none of its files turns it on (``ProjectRuns.shipped``: ``amp_off:fp16_run``)."""
+    shipped = project_runs(ctx).shipped
+    if not any(s.startswith("amp_off:") for s in shipped):
+        return None
+    for call in ctx.nodes(cst.Call):
+        arg = get_arg(call, "enabled") if method_call(call, "autocast") or dotted_name(call.func) == "autocast" else None
+        value = arg.value if arg is not None else None
+        name = value.attr.value if isinstance(value, cst.Attribute) else value.value if isinstance(value, cst.Name) \
+            else None
+        if name is not None and f"amp_off:{name}" in shipped:
+            return OptInFlag(f"`{name}` of the shipped configuration", value, name, False)  # type: ignore[arg-type]
+    return None
 
 
 def _entry_switch(ctx: RuleContext) -> OptInFlag | None:
