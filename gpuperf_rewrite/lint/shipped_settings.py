@@ -19,7 +19,9 @@ MAX_BYTES = 1 << 20  # per file
 MAX_TOTAL = 32 << 20  # per project
 
 # The settings asked about, each with the spellings a project gives it.
-_KEYS = {"pin_memory": rb"pin[_-]?mem(?:ory)?", "persistent_workers": rb"persistent[_-]?workers"}
+_KEYS = {"pin_memory": rb"pin[_-]?mem(?:ory)?", "persistent_workers": rb"persistent[_-]?workers",
+         # an optimizer the configuration builds by class name (``get_class(cfg.pop("_target_"))(params, **cfg)``)
+         "optimizer_fused": rb"(?:fused|foreach)"}
 _TRUE = rb"(?:True|true|TRUE|1|yes|on)\b"
 
 
@@ -88,6 +90,7 @@ def wanted_settings(data: bytes) -> tuple[str, ...]:
     it has found what it was asked, so a loader file pays nothing for the Lightning question)."""
     loader = _LOADER_KEYS if b"DataLoader" in data or b"Loader(" in data else ()
     amp = _amp_keys(data) if b"enabled" in data and b"autocast(" in data else ()
+    amp += ("optimizer_fused",) if b"get_class(" in data or b"get_method(" in data else ()
     return loader + (("validation_period",) if b"def validation_step" in data or b"def test_step" in data else ()) + amp
 
 

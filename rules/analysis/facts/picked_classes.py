@@ -45,6 +45,8 @@ _BINDERS = frozenset({
     "functools.partial", "argbind.bind", "gin.external_configurable", "gin.configurable",
 })
 _CASE_FOLDS = ("lower", "upper", "casefold", "strip")
+# Helpers returning the class a dotted string names (``get_class(cfg.pop("_target_"))``).
+_LOCATORS = frozenset({"hydra.utils.get_class", "hydra.utils.get_method", "pydoc.locate"})
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class Pick:
     calls: tuple[cst.Call, ...] = ()  # the constructions when a table's lambdas build them, not the call
     passed: bool = False  # a parameter's default: a caller may hand in another class
     unknown: bool = False  # the name that picks among ``classes`` has no value the tool can read (a config key)
+    located: bool = False  # any class a dotted string names (``hydra.utils.get_class``): an optimizer only by its call
 
     def only(self, ctx: RuleContext, names: frozenset[str]) -> bool:
         """Is every class the default run may build one of ``names``?"""
@@ -97,6 +100,8 @@ def picked_class(ctx: RuleContext, func: cst.BaseExpression, depth: int = 0) -> 
     table, key = _table_lookup(func)
     if table is not None:
         return _from_table(ctx, func, table, key, code)
+    if isinstance(func, cst.Call) and ctx.matches(func.func, _LOCATORS):
+        return Pick(("torch.optim.*",), f"`{code}`", False, frozenset(), located=True)  # a class a configuration names
     if isinstance(func, cst.Call):
         return _from_factory(ctx, func, code)
     if isinstance(func, cst.Name):
@@ -115,7 +120,7 @@ def picked_class(ctx: RuleContext, func: cst.BaseExpression, depth: int = 0) -> 
                     f"`{func.value}` = {first.words}" if len(picks) == 1 else f"`{func.value}`",
                     all(p.every_run for p in picks), None if any(p.bound is None for p in picks)  # type: ignore[union-attr]
                     else frozenset().union(*(p.bound for p in picks)),  # type: ignore[union-attr, misc]
-                    unknown=any(p.unknown for p in picks))  # type: ignore[union-attr]
+                    unknown=any(p.unknown for p in picks), located=any(p.located for p in picks))  # type: ignore[union-attr]
     return None
 
 
