@@ -56,9 +56,9 @@ def opt_in_amp(ctx: RuleContext) -> OptInFlag | None:
 
 
 def _opt_in_amp(ctx: RuleContext) -> OptInFlag | None:
-    read = {n.attr.value for n in ctx.nodes(cst.Attribute)}
+    read = {n.attr.value.lower() for n in ctx.nodes(cst.Attribute)}  # (``config.AMP_OPT_LEVEL``: a yacs copy)
     for found in (*_argparse_flags(ctx), *_config_fields(ctx)):
-        if found.name in read:
+        if found.name.lower() in read:
             return found
     return next(iter(plain_switches(ctx)), None) or _entry_switch(ctx) or _config_switch(ctx)
 

@@ -377,7 +377,7 @@ def _apex_off(ctx: RuleContext, call: cst.Call, flag: OptInFlag | None) -> bool:
         return str(literal_value(level.value)).upper() == "O0"
     if flag is None:
         return False
-    return level is not None and isinstance(level.value, cst.Attribute) and level.value.attr.value == flag.name or \
+    return level is not None and isinstance(level.value, cst.Attribute) and level.value.attr.value.lower() == flag.name or \
         under_flag(ctx, call, flag.name)
 
 
