@@ -82,10 +82,17 @@ def first_call_only(ctx: RuleContext, guard: cst.If) -> bool:
             return False
         read = _stored(values[0])
     where = ctx.code_for(read) if isinstance(read, (cst.Attribute, cst.Subscript)) else None
-    if where is None or not where.startswith("self."):
+    cls = ctx.enclosing(guard, cst.ClassDef)
+    if where is None or not where.startswith("self.") or cls is None:
         return False  # (a local recomputed on every call is no cache)
-    return any(isinstance(node, cst.Assign) and not isinstance(node.value, (cst.Name, cst.Integer, cst.Float)) and
-               any(ctx.code_for(t.target) == where for t in node.targets) for node in walk(guard.body))
+    stores = [node for node in walk(cls, into_nested=True) if isinstance(node, (cst.Assign, cst.AugAssign)) and
+              any(ctx.code_for(t) == where for t in ([t.target for t in node.targets] if isinstance(node, cst.Assign)
+                                                    else [node.target]))]
+    inside = [n for n in stores if ctx.is_inside(n, guard.body)]
+    # (stored again outside the branch and ``__init__``, a reset to the sentinel could make it run every step)
+    return any(isinstance(n, cst.Assign) and not isinstance(n.value, (cst.Name, cst.Integer, cst.Float)) for n in inside) \
+        and all(n in inside or (fn := ctx.enclosing(n, cst.FunctionDef)) is not None and fn.name.value == "__init__"
+                for n in stores)
 
 
 def _number(expr: cst.BaseExpression) -> object:
