@@ -76,6 +76,7 @@ MODULES = (
     'analysis/model/host_data.py',
     'analysis/model/loss_roots.py',
     'analysis/model/models.py',
+    'analysis/model/option_branches.py',
     'analysis/model/periods.py',
     'analysis/model/rare_evals.py',
     'analysis/model/reaching.py',

@@ -114,7 +114,7 @@ class NoAutocast(Rule):
         "too: a variable of the script's settings block (`fp16 = False`, read by `if fp16:` or handed on, "
         "`fit_one_epoch(..., fp16, scaler)`) or a function's or constructor's argument defaulting to False (a `fire` CLI's "
         "`def train(data, fp16=False)`, `Trainer.__init__(self, ..., fp16=False)` with apex's `amp.initialize` under "
-        "`if fp16:`, which then owns no precision on the default run); the `else` of `if not fp16:` is under it.",
+        "`if fp16:`, which then owns no precision on the default run); the `else` of `if not fp16:` is under it. Also one: a switch every entry running the module defines off (`if self.args.use_amp:` in an Exp class, `--use_amp` in run.py), a key every shipped configuration leaves off (`autocast(enabled=hps.train.fp16_run)`, `\"fp16_run\": false`), an option copied into an upper-case yacs field (`config.AMP_OPT_LEVEL`).",
         "Not reported where a framework owns precision (Accelerate, Lightning, the Hugging Face "
         "Trainer, DeepSpeed, apex), where every step's backward is an engine's built elsewhere "
         "(`engine.backward(loss)`, `self.strategy.backward(loss, model, optimizer)`: a DeepSpeed engine's "
@@ -122,7 +122,7 @@ class NoAutocast(Rule):
         "bfloat16, float64, `from_pretrained(torch_dtype=...)`, a builder handed it: `load_model(path, "
         "param_dtype=torch.bfloat16)`, also a `torch_dtype=` the run chooses, "
         "`getattr(torch, model_args.torch_dtype)`, which the launch configuration sets; a cast only under an opt-in switch that is off "
-        "by default, `if args.fp16: model = model.half()`, gets the opt-in note), where a model class of the user's "
+        "by default, `if args.fp16: model = model.half()`, gets the opt-in note, and nothing when a launch script turns that switch on, `--use_fp16 True` before `model.convert_to_fp16()` or handed as `TrainLoop(..., use_fp16=args.use_fp16)`), where a model class of the user's "
         "other modules runs its own forward under autocast (`with self.maybe_autocast(): ...`, a helper "
         "method returning `torch.autocast(...)`), in a CPU-only program, or where nothing "
         "multiplies matrices or convolves (a simulation or a polynomial fit written in this file). "

@@ -111,7 +111,7 @@ class UnfusedOptimizer(Rule):
         "lr=lr)`, `argbind.bind(torch.optim.AdamW)`, gin's `external_configurable`); reported at the call that builds "
         "it, with the fix only when every run builds one of the three (a wrapper, a whole table). A class of "
         "`torch.optim` picked by a name whose value the tool cannot read (`getattr(torch.optim, cfg.optimizer.type)`, "
-        "a required option; also with `**` keywords unless the file names fused/foreach, and in a helper module that "
+        "a required option, a class a configuration's dotted string names, `get_class(cfg.pop(\"_target_\"))(params=...)`, unless a shipped configuration turns fused/foreach on; also with `**` keywords unless the file names fused/foreach, and in a helper module that "
         "builds it for a runner out of sight), or a table/factory holding Adam, AdamW or SGD among other classes picked "
         "by such a name, is reported without a fix, \"if the chosen class is Adam, AdamW or SGD\" (issue 34). "
         "Not reported: a "
