@@ -77,6 +77,7 @@ MODULES = (
     'analysis/model/loss_roots.py',
     'analysis/model/models.py',
     'analysis/model/object_loops.py',
+    'analysis/model/option_branches.py',
     'analysis/model/periods.py',
     'analysis/model/rare_evals.py',
     'analysis/model/reaching.py',

@@ -19,7 +19,9 @@ MAX_BYTES = 1 << 20  # per file
 MAX_TOTAL = 32 << 20  # per project
 
 # The settings asked about, each with the spellings a project gives it.
-_KEYS = {"pin_memory": rb"pin[_-]?mem(?:ory)?", "persistent_workers": rb"persistent[_-]?workers"}
+_KEYS = {"pin_memory": rb"pin[_-]?mem(?:ory)?", "persistent_workers": rb"persistent[_-]?workers",
+         # an optimizer the configuration builds by class name (``get_class(cfg.pop("_target_"))(params, **cfg)``)
+         "optimizer_fused": rb"(?:fused|foreach)"}
 _TRUE = rb"(?:True|true|TRUE|1|yes|on)\b"
 
 
@@ -57,6 +59,25 @@ _MEMO: dict[tuple[str, tuple[str, ...], str], tuple[str, ...]] = {}
 _LOADER_KEYS = ("persistent_workers", "pin_memory")
 
 
+# Mixed precision switched by a configuration key (``autocast(enabled=hps.train.fp16_run)``): the key is
+# asked about as ``amp_off:<key>``, found when a shipped configuration sets it off and none sets it on (a
+# launch script passing ``--<key>`` on counts as on).
+_AMP_ENABLED = re.compile(rb"autocast\([^()]*?enabled\s*=\s*[\w.]*?(\w*(?:fp16|bf16|amp|half|mixed_precision)\w*)\s*[,)]")
+_OFF = rb"[\"']?(?:False|false|FALSE|0|no|off)\b"
+_CONFIG_ONLY = (".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".jsonnet", ".conf")
+
+
+def _amp_keys(data: bytes) -> tuple[str, ...]:
+    return tuple(sorted({f"amp_off:{m.group(1).decode()}" for m in _AMP_ENABLED.finditer(data)}))
+
+
+def _key_patterns(key: bytes) -> tuple[re.Pattern[bytes], re.Pattern[bytes], re.Pattern[bytes]]:
+    """(set off in a configuration, set on in a configuration, passed on by a launch script)."""
+    lead = rb"(?<![\w-])[\"']?" + re.escape(key) + rb"[\"']?\s*[:=]\s*[\"']?"
+    return (re.compile(lead + _OFF), re.compile(lead + _TRUE),
+            re.compile(rb"--" + re.escape(key) + rb"\b(?!\s*[= ]\s*" + _OFF + rb")"))
+
+
 def needs_shipped(data: bytes) -> bool:
     """Does the file build a DataLoader (whose settings the project may give elsewhere), or
     define Lightning's evaluation hooks (whose period a shipped Trainer configuration sets)?"""
@@ -68,12 +89,15 @@ def wanted_settings(data: bytes) -> tuple[str, ...]:
     validation period for one defining ``validation_step``/``test_step`` (each scan stops once
     it has found what it was asked, so a loader file pays nothing for the Lightning question)."""
     loader = _LOADER_KEYS if b"DataLoader" in data or b"Loader(" in data else ()
-    return loader + (("validation_period",) if b"def validation_step" in data or b"def test_step" in data else ())
+    amp = _amp_keys(data) if b"enabled" in data and b"autocast(" in data else ()
+    amp += ("optimizer_fused",) if b"get_class(" in data or b"get_method(" in data else ()
+    return loader + (("validation_period",) if b"def validation_step" in data or b"def test_step" in data else ()) + amp
 
 
 def shipped_settings(root: Path, wanted: tuple[str, ...] = (*_LOADER_KEYS, "validation_period")) -> tuple[str, ...]:
     """The settings of ``wanted`` (``"pin_memory"``, ``"persistent_workers"``, ``"validation_period"``)
-    that some text file of the project at ``root`` turns on."""
+    that some text file of the project at ``root`` turns on, and the ``amp_off:<key>`` that a shipped
+    configuration sets off and none of its files turns on."""
     from gpuperf_rewrite.lint.project_index import current_run
 
     top = os.path.abspath(root)
@@ -81,13 +105,18 @@ def shipped_settings(root: Path, wanted: tuple[str, ...] = (*_LOADER_KEYS, "vali
     if key in _MEMO:
         return _MEMO[key]
     found: set[str] = set()
+    amp = {w: _key_patterns(w.split(":", 1)[1].encode()) for w in wanted if w.startswith("amp_off:")}
+    wanted = tuple(w for w in wanted if w not in amp)
+    amp_off: set[str] = set()
+    amp_on: set[str] = set()
     seen = total = 0
     for folder, dirs, files in os.walk(top):
         # (tests override settings for a smoke run: not what the project ships)
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".") and d not in _TEST_DIRS)
         seen += len(files) + len(dirs)
         for name in sorted(files):
-            if not name.endswith(_SUFFIXES) or name.startswith(("test_", "conftest")) or len(found) == len(wanted):
+            if not name.endswith(_SUFFIXES) or name.startswith(("test_", "conftest")) or \
+                    len(found) == len(wanted) and not amp:
                 continue
             path = Path(folder, name)
             try:
@@ -97,13 +126,20 @@ def shipped_settings(root: Path, wanted: tuple[str, ...] = (*_LOADER_KEYS, "vali
             except OSError:
                 continue
             total += len(data)
+            for setting, (off, on, passed) in amp.items():
+                if name.endswith(_CONFIG_ONLY):
+                    amp_off |= {setting} if off.search(data) else set()
+                    amp_on |= {setting} if on.search(data) else set()
+                elif name.endswith(".sh") and passed.search(data) or name.endswith(".py") and on.search(data):
+                    amp_on.add(setting)  # (a launch passing it on, a Python default setting it True)
             for setting in wanted:
                 config, python = _COMPILED[setting]
                 patterns = python if name.endswith(".py") else config
                 if setting not in found and any(p.search(data) for p in patterns):
                     found.add(setting)
-        if seen > MAX_LISTED or len(found) == len(wanted):
+        if seen > MAX_LISTED or len(found) == len(wanted) and not amp:
             break
+    found |= amp_off - amp_on
     if len(_MEMO) >= 256:
         _MEMO.pop(next(iter(_MEMO)))
     _MEMO[key] = tuple(sorted(found))

@@ -7,8 +7,9 @@ import libcst as cst
 
 from ..analysis.syntax.calls import dotted_name, get_arg, literal_value
 from ..analysis.syntax.chosen_classes import chosen_classes
+from ..analysis.facts.picked_classes import Pick
 from ..analysis.syntax.context import RuleContext
-from ..analysis.syntax.launch import launched_with
+from ..analysis.syntax.launch import launched_with, project_runs
 from ..analysis.syntax.torch_names import FUSABLE
 from ..analysis.syntax.tree import walk
 
@@ -81,3 +82,17 @@ def named_before(ctx: RuleContext, call: cst.Call) -> bool:
         if isinstance(anc, cst.If) and anc.orelse is not None and ctx.is_inside(call, anc.orelse):
             tested |= {str(literal_value(n)).lower() for n in walk(anc.test) if isinstance(n, cst.SimpleString)}
     return _FUSABLE_NAMES <= tested
+
+
+def shipped_fused(ctx: RuleContext) -> bool:
+    """Does a shipped configuration, launch script or Python default of the project turn ``fused``
+    or ``foreach`` on (``fused: true`` in a YAML: the keywords a configuration hands the class)?"""
+    return "optimizer_fused" in project_runs(ctx).shipped
+
+
+def located_optimizer(call: cst.Call, pick: Pick | None) -> Pick | None:
+    """``pick``, unless it is any class a dotted string names (``get_class(name)``) and ``call`` is
+    handed no parameters first (``get_method(cfg.pop("_target_"))(**cfg)`` builds a model, not an optimizer)."""
+    if pick is None or not pick.located:
+        return pick
+    return pick if call.args and _params_like(call.args[0]) and call.args[0].star == "" else None

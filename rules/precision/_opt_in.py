@@ -9,9 +9,11 @@ import dataclasses
 
 import libcst as cst
 
-from ..analysis.syntax.calls import NOT_LITERAL, argparse_options, get_arg, literal_value, method_call
+from ..analysis.syntax.calls import NOT_LITERAL, argparse_options, dotted_name, get_arg, literal_value, method_call
+from ..analysis.facts.cli_defaults import entry_off_option
 from ..analysis.facts.program import precision_casts
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.launch import launched_with, project_runs
 
 # Names (``-``/``_`` and case folded) that mean "train in mixed precision" when on.
 AMP_NAMES = frozenset({"amp", "use_amp", "enable_amp", "fp16", "bf16", "use_fp16", "use_bf16", "half",
@@ -54,11 +56,40 @@ def opt_in_amp(ctx: RuleContext) -> OptInFlag | None:
 
 
 def _opt_in_amp(ctx: RuleContext) -> OptInFlag | None:
-    read = {n.attr.value for n in ctx.nodes(cst.Attribute)}
+    read = {n.attr.value.lower() for n in ctx.nodes(cst.Attribute)}  # (``config.AMP_OPT_LEVEL``: a yacs copy)
     for found in (*_argparse_flags(ctx), *_config_fields(ctx)):
-        if found.name in read:
+        if found.name.lower() in read:
             return found
-    return next(iter(plain_switches(ctx)), None)
+    return next(iter(plain_switches(ctx)), None) or _entry_switch(ctx) or _config_switch(ctx)
+
+
+def _config_switch(ctx: RuleContext) -> OptInFlag | None:
+    """``autocast(enabled=hps.train.fp16_run)`` where the project's shipped configurations set
+    ``fp16_run`` off and none of its files turns it on (``ProjectRuns.shipped``: ``amp_off:fp16_run``)."""
+    shipped = project_runs(ctx).shipped
+    if not any(s.startswith("amp_off:") for s in shipped):
+        return None
+    for call in ctx.nodes(cst.Call):
+        arg = get_arg(call, "enabled") if method_call(call, "autocast") or dotted_name(call.func) == "autocast" else None
+        value = arg.value if arg is not None else None
+        name = value.attr.value if isinstance(value, cst.Attribute) else value.value if isinstance(value, cst.Name) \
+            else None
+        if name is not None and f"amp_off:{name}" in shipped:
+            return OptInFlag(f"`{name}` of the shipped configuration", value, name, False)  # type: ignore[arg-type]
+    return None
+
+
+def _entry_switch(ctx: RuleContext) -> OptInFlag | None:
+    """``if self.args.use_amp:`` in a module whose every entry script defines ``--use_amp`` off by
+    default (an experiment class handed the parsed ``args`` by run.py): the switch the user's runs
+    pass, said where this module first tests it."""
+    for node in ctx.nodes(cst.If):
+        test = node.test
+        if isinstance(test, cst.Attribute) and isinstance(test.value, (cst.Name, cst.Attribute)) and \
+                _norm(test.attr.value) in AMP_NAMES - {"precision", "mp"} and \
+                (flag := entry_off_option(ctx, test.attr.value)) is not None:
+            return OptInFlag(flag, node.test, test.attr.value, True)
+    return None
 
 
 def plain_switches(ctx: RuleContext) -> list[OptInFlag]:
@@ -235,3 +266,36 @@ def switched_on_by(ctx: RuleContext, nodes: list[cst.CSTNode]) -> OptInFlag | No
         if all(under_flag(ctx, node, flag.name) for node in nodes):
             return flag
     return None
+
+
+_WEIGHT_CASTS = frozenset({"half", "bfloat16", "convert_to_fp16", "convert_to_bf16"})
+
+
+def launched_weight_cast(ctx: RuleContext) -> bool:
+    """Is the model cast to half precision under a switch of the script (``if args.use_fp16:
+    model.convert_to_fp16()``, off by default), or is such a switch handed to a trainer by its own
+    name (``TrainLoop(..., use_fp16=args.use_fp16)``), that the project's launch scripts turn on for
+    this file (``--use_fp16 True`` in a shipped command)? The shipped runs then train in half
+    precision (usually with float32 master weights and a loss scale): not float32."""
+    return ctx.fact(_launched_weight_cast)
+
+
+def _launched_weight_cast(ctx: RuleContext) -> bool:
+    if not any(word in ctx.source for word in (*_WEIGHT_CASTS, "fp16", "bf16")):
+        return False
+    for call in ctx.nodes(cst.Call):
+        # ``TrainLoop(..., use_fp16=args.use_fp16)``: the switch handed to the trainer that casts
+        handed = [a.value.attr.value for a in call.args if a.keyword is not None and isinstance(a.value, cst.Attribute)
+                  and a.value.attr.value == a.keyword.value and _switch_name(a.keyword.value, False)]
+        if any(launched_with(ctx, [f"--{n}", f"--{n.replace('_', '-')}", n]) is not None for n in handed):
+            return True
+        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value in _WEIGHT_CASTS and not call.args):
+            continue
+        for anc in ctx.ancestors(call):
+            test = anc.test if isinstance(anc, cst.If) and ctx.is_inside(call, anc.body) else None
+            name = test.attr.value if isinstance(test, cst.Attribute) else test.value if isinstance(test, cst.Name) \
+                else None
+            if name is not None and _switch_name(name, False) and \
+                    launched_with(ctx, [f"--{name}", f"--{name.replace('_', '-')}", name]) is not None:
+                return True
+    return False

@@ -14,6 +14,7 @@ from ..analysis.facts.entry_models import build_site, unresolved_source
 from ..analysis.facts.gpu_use import may_use_cuda
 from ..analysis.facts.program import is_script
 from ..analysis.facts.script_facts import trained_models
+from ..analysis.syntax.calls import dotted_name
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.project import MATMUL, project_class_facts, project_function
 from ..analysis.facts.project_use import model_source
@@ -51,3 +52,14 @@ def _source(ctx: RuleContext, call: cst.Call) -> str | None:
     if isinstance(call.func, cst.Call) and isinstance(call.func.func, cst.Name) and call.func.func.value == "getattr":
         return f"`{ctx.code_for(call.func).strip()}(...)`"
     return unresolved_source(ctx, call)
+
+
+def module_picked_model(ctx: RuleContext, call: cst.BaseExpression) -> bool:
+    """``x.Model(config)`` with ``x = import_module("models." + name)``: a model class of a module the
+    script imports by a built name (its layers are the package's, whichever module the run picks)."""
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)):
+        return False
+    held = call.func.value.value
+    values = [a.value for a in ctx.nodes(cst.Assign) if any(dotted_name(t.target) == held for t in a.targets)]
+    return len(values) == 1 and isinstance(values[0], cst.Call) and \
+        ctx.matches(values[0].func, {"importlib.import_module", "import_module"})

@@ -27,7 +27,8 @@ from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.syntax.glance import Glance
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
 from ._sharded_precision import sharded_in_mixed_precision
-from ._opt_in import OptInFlag, amp_options, opt_in_amp, plain_switches, precision_opt_in, under_flag
+from ._unseen_models import module_picked_model
+from ._opt_in import OptInFlag, amp_options, launched_weight_cast, opt_in_amp, plain_switches, precision_opt_in, under_flag
 
 _LOSS_ARG = re.compile(r"loss|cost|objective", re.IGNORECASE)
 
@@ -113,7 +114,7 @@ class NoAutocast(Rule):
         "too: a variable of the script's settings block (`fp16 = False`, read by `if fp16:` or handed on, "
         "`fit_one_epoch(..., fp16, scaler)`) or a function's or constructor's argument defaulting to False (a `fire` CLI's "
         "`def train(data, fp16=False)`, `Trainer.__init__(self, ..., fp16=False)` with apex's `amp.initialize` under "
-        "`if fp16:`, which then owns no precision on the default run); the `else` of `if not fp16:` is under it.",
+        "`if fp16:`, which then owns no precision on the default run); the `else` of `if not fp16:` is under it. Also one: a switch every entry running the module defines off (`if self.args.use_amp:` in an Exp class, `--use_amp` in run.py), a key every shipped configuration leaves off (`autocast(enabled=hps.train.fp16_run)`, `\"fp16_run\": false`), an option copied into an upper-case yacs field (`config.AMP_OPT_LEVEL`).",
         "Not reported where a framework owns precision (Accelerate, Lightning, the Hugging Face "
         "Trainer, DeepSpeed, apex), where every step's backward is an engine's built elsewhere "
         "(`engine.backward(loss)`, `self.strategy.backward(loss, model, optimizer)`: a DeepSpeed engine's "
@@ -121,7 +122,7 @@ class NoAutocast(Rule):
         "bfloat16, float64, `from_pretrained(torch_dtype=...)`, a builder handed it: `load_model(path, "
         "param_dtype=torch.bfloat16)`, also a `torch_dtype=` the run chooses, "
         "`getattr(torch, model_args.torch_dtype)`, which the launch configuration sets; a cast only under an opt-in switch that is off "
-        "by default, `if args.fp16: model = model.half()`, gets the opt-in note), where a model class of the user's "
+        "by default, `if args.fp16: model = model.half()`, gets the opt-in note, and nothing when a launch script turns that switch on, `--use_fp16 True` before `model.convert_to_fp16()` or handed as `TrainLoop(..., use_fp16=args.use_fp16)`), where a model class of the user's "
         "other modules runs its own forward under autocast (`with self.maybe_autocast(): ...`, a helper "
         "method returning `torch.autocast(...)`), in a CPU-only program, or where nothing "
         "multiplies matrices or convolves (a simulation or a polynomial fit written in this file). "
@@ -376,14 +377,14 @@ def _apex_off(ctx: RuleContext, call: cst.Call, flag: OptInFlag | None) -> bool:
         return str(literal_value(level.value)).upper() == "O0"
     if flag is None:
         return False
-    return level is not None and isinstance(level.value, cst.Attribute) and level.value.attr.value == flag.name or \
+    return level is not None and isinstance(level.value, cst.Attribute) and level.value.attr.value.lower() == flag.name or \
         under_flag(ctx, call, flag.name)
 
 
 def _fixed_precision(ctx: RuleContext) -> bool:
-    """Did the user set the model's dtype for every run (not only under the script's opt-in
-    switch, which leaves the default run in float32: its note is said instead)?"""
-    return model_precision(ctx) is not None and precision_opt_in(ctx) is None or ctx.fact(_run_chosen_dtype)
+    """Did the user set the model's dtype for every run, or for every run the project's launch scripts make?"""
+    return model_precision(ctx) is not None and precision_opt_in(ctx) is None or ctx.fact(_run_chosen_dtype) or \
+        launched_weight_cast(ctx)  # (only under the script's opt-in switch: float32 by default, said as a note)
 
 
 def _run_chosen_dtype(ctx: RuleContext) -> bool:
@@ -470,9 +471,8 @@ def _engine_backward(ctx: RuleContext, call: cst.Call) -> bool:
 
 
 def _built_here(ctx: RuleContext, handed: cst.Call, name: str) -> cst.Call | None:
-    """The call that builds the model ``name`` (``model = build_model(args)``, also one element of
-    ``model, criterion, post = build_model(args)``) in the function body that hands it to ``handed``:
-    a model class or library model, or a model built with the user's other modules."""
+    """The call that builds the model ``name`` (``model = build_model(args)``, one of ``model, crit = build(args)``,
+    ``x.Model(cfg)`` of an imported module) in the body handing it to ``handed``: a model class, a library's or the user's."""
     fn = ctx.enclosing(handed, cst.FunctionDef)
     found = None
     for assign in ctx.nodes(cst.Assign):
@@ -484,7 +484,7 @@ def _built_here(ctx: RuleContext, handed: cst.Call, name: str) -> cst.Call | Non
                 any(dotted_name(a.value) == name for a in value.args):
             continue  # ``model = model.to(device)``, ``model = DDP(model, device_ids=[gpu])``
         if not isinstance(value, cst.Call) or not (is_model_constructor(ctx, value) or model_source(ctx, value) or
-                                                   local_model_builder(ctx, value) or
+                                                   local_model_builder(ctx, value) or module_picked_model(ctx, value) or
                                                    project_function(ctx, value) is not None):  # ``build_model(cfg)``: picked by name there
             return None
         found = value

@@ -119,7 +119,7 @@ class NoCompile(Rule):
         "`re.compile`) or `TrainingArguments(torch_compile=...)` in the module silences it, except that "
         "compiles all under the script's own switch, off by default (`if args.compile: model = "
         "torch.compile(model)`, a `compile: bool = False` field), get a note (severity info, no fix) naming "
-        "the switch, and nothing when the project's launch scripts pass it; a "
+        "the switch, and nothing when the project's launch scripts pass it (a plain variable the file sets to False and never rebinds, `use_compile = False`, makes them dead code: reported as never compiled, without a fix); a "
         "Keras-like `model.compile(\"adam\", \"mse\")` or `compile(optimizer=..., loss=...)` (a string "
         "given positionally, or keywords `torch.compile` does not take) is not a compile.",
         "The trained model is found through the optimizer's `.parameters()` argument (the whole "

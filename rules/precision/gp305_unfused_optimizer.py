@@ -27,7 +27,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.glance import Glance
 from ..analysis.facts.builders import gathered_model, optimizer_factories, qualified_name
 from ..analysis.syntax.torch_names import FUSABLE
-from ._fused_choices import builds_fused, launch_names, named_before, picked_calls
+from ._fused_choices import builds_fused, launch_names, located_optimizer, named_before, picked_calls, shipped_fused
 from ._loop_optimizers import loop_adamw_findings
 from ..analysis.syntax.tree import walk
 
@@ -111,7 +111,7 @@ class UnfusedOptimizer(Rule):
         "lr=lr)`, `argbind.bind(torch.optim.AdamW)`, gin's `external_configurable`); reported at the call that builds "
         "it, with the fix only when every run builds one of the three (a wrapper, a whole table). A class of "
         "`torch.optim` picked by a name whose value the tool cannot read (`getattr(torch.optim, cfg.optimizer.type)`, "
-        "a required option; also with `**` keywords unless the file names fused/foreach, and in a helper module that "
+        "a required option, a class a configuration's dotted string names, `get_class(cfg.pop(\"_target_\"))(params=...)`, unless a shipped configuration turns fused/foreach on; also with `**` keywords unless the file names fused/foreach, and in a helper module that "
         "builds it for a runner out of sight), or a table/factory holding Adam, AdamW or SGD among other classes picked "
         "by such a name, is reported without a fix, \"if the chosen class is Adam, AdamW or SGD\" (issue 34). "
         "Not reported: a "
@@ -272,7 +272,7 @@ def _picked_finding(ctx: RuleContext, call: cst.Call) -> Iterator[Finding]:
     """``getattr(optim, args.optim)(params)`` with ``--optim`` defaulting to Adam, a table's
     ``OPTIMIZERS[name](params)``, ``partial(torch.optim.AdamW, lr=lr)(params)``: an Adam, AdamW or
     SGD on the default run (``facts.picked_classes``), reported at the call that builds it."""
-    pick = picked_class(ctx, call.func)
+    pick = located_optimizer(call, picked_class(ctx, call.func))
     configured = has_star_args(call) and configuration_spread(ctx, call)
     if pick is not None and not pick.calls and not pick.passed and ("torch.optim.*" in pick.classes or pick.unknown
                                                                     and pick.any_of(ctx, FUSABLE) and not pick.only(ctx, FUSABLE)):
@@ -295,7 +295,7 @@ def _unknown_pick(ctx: RuleContext, call: cst.Call, pick: Pick, configured: bool
     if has_star_args(call) and names_fused(ctx) or \
             pick.binds("fused", "foreach") or get_arg(call, "fused") is not None or \
             get_arg(call, "foreach") is not None or _opt_in_choice(ctx, call) or launch_names(ctx, call.func) or \
-            named_before(ctx, call):
+            named_before(ctx, call) or shipped_fused(ctx):
         return
     yield Finding(call, f"optimizer {pick.words} may run without fused=: the class is picked by a name whose value the "
                         "tool could not read; if the chosen class is Adam, AdamW or SGD, its update runs as many "

@@ -41,3 +41,28 @@ def test_a_config_edited_between_runs_is_read_again(tmp_path, monkeypatch):
         assert shipped.shipped_settings(root) == ("pin_memory",)  # one reading per run
     with run_scope():
         assert shipped.shipped_settings(root) == ()
+
+
+_STEP = b"with autocast(enabled=hps.train.fp16_run, dtype=torch.bfloat16):\n    loss = model(x)\n"
+
+
+def test_a_precision_key_every_shipped_config_leaves_off_is_found(tmp_path, monkeypatch):
+    monkeypatch.setattr(shipped, "_MEMO", {})
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "base.json").write_text('{"train": {"fp16_run": false, "lr": 2e-4}}\n')
+    (tmp_path / "configs" / "small.json").write_text('{"train": {"fp16_run": false, "lr": 1e-4}}\n')
+    wanted = shipped.wanted_settings(_STEP)
+    assert wanted == ("amp_off:fp16_run",) and shipped.needs_shipped(_STEP)
+    assert shipped.shipped_settings(tmp_path, wanted) == ("amp_off:fp16_run",)
+
+
+def test_a_precision_key_turned_on_anywhere_is_not_off(tmp_path, monkeypatch):
+    wanted = shipped.wanted_settings(_STEP)
+    for name, text in (("configs/big.json", '{"train": {"fp16_run": true}}'),
+                       ("run.sh", "python train.py --fp16_run\n"), ("hparams.py", "fp16_run = True\n")):
+        monkeypatch.setattr(shipped, "_MEMO", {})
+        root = tmp_path / name.replace("/", "_")
+        (root / "configs").mkdir(parents=True)
+        (root / "configs" / "base.json").write_text('{"train": {"fp16_run": false}}\n')
+        (root / name).write_text(text)
+        assert shipped.shipped_settings(root, wanted) == (), name

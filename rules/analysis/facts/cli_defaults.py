@@ -140,6 +140,11 @@ def zero_option(ctx: RuleContext, name: str) -> str | None:
     return flag if flag is not None and launched_with(ctx, (flag,)) is None else None
 
 
+def entry_off_option(ctx: RuleContext, name: str) -> str | None:
+    """``--<name>`` when every entry script running this module defines that option False by default."""
+    return _entry_option(ctx, "false", name)
+
+
 def _entry_option(ctx: RuleContext, kind: str, name: str) -> str | None:
     """``--<name>`` when every entry script that runs this module defines that option, off by
     default (``EntryScript.settings``: ``zero:num_workers``), itself or in a module it imports (a

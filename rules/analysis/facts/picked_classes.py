@@ -45,6 +45,8 @@ _BINDERS = frozenset({
     "functools.partial", "argbind.bind", "gin.external_configurable", "gin.configurable",
 })
 _CASE_FOLDS = ("lower", "upper", "casefold", "strip")
+# Helpers returning the class a dotted string names (``get_class(cfg.pop("_target_"))``).
+_LOCATORS = frozenset({"hydra.utils.get_class", "hydra.utils.get_method", "pydoc.locate"})
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class Pick:
     calls: tuple[cst.Call, ...] = ()  # the constructions when a table's lambdas build them, not the call
     passed: bool = False  # a parameter's default: a caller may hand in another class
     unknown: bool = False  # the name that picks among ``classes`` has no value the tool can read (a config key)
+    located: bool = False  # any class a dotted string names (``hydra.utils.get_class``): an optimizer only by its call
 
     def only(self, ctx: RuleContext, names: frozenset[str]) -> bool:
         """Is every class the default run may build one of ``names``?"""
@@ -97,11 +100,18 @@ def picked_class(ctx: RuleContext, func: cst.BaseExpression, depth: int = 0) -> 
     table, key = _table_lookup(func)
     if table is not None:
         return _from_table(ctx, func, table, key, code)
+    if isinstance(func, cst.Call) and ctx.matches(func.func, _LOCATORS):
+        return Pick(("torch.optim.*",), f"`{code}`", False, frozenset(), located=True)  # a class a configuration names
     if isinstance(func, cst.Call):
         return _from_factory(ctx, func, code)
     if isinstance(func, cst.Name):
-        values = assigned_values(ctx, func)
-        picks = [picked_class(ctx, v, depth + 1) for v in values or ()]
+        # (``optimizer = optimizer(params, ...)``: what the name holds after its own call is the instance, no pick)
+        values = [v for v in assigned_values(ctx, func) or () if not (isinstance(v, cst.Call) and
+                                                                      isinstance(v.func, cst.Name) and
+                                                                      v.func.value == func.value)]
+        if len(values) == 1 and (branch := _tested_name(ctx, func, values[0])) is not None:
+            return branch
+        picks = [picked_class(ctx, v, depth + 1) for v in values]
         if not picks or any(p is None for p in picks):
             return None
         first = picks[0]
@@ -110,7 +120,27 @@ def picked_class(ctx: RuleContext, func: cst.BaseExpression, depth: int = 0) -> 
                     f"`{func.value}` = {first.words}" if len(picks) == 1 else f"`{func.value}`",
                     all(p.every_run for p in picks), None if any(p.bound is None for p in picks)  # type: ignore[union-attr]
                     else frozenset().union(*(p.bound for p in picks)),  # type: ignore[union-attr, misc]
-                    unknown=any(p.unknown for p in picks))  # type: ignore[union-attr]
+                    unknown=any(p.unknown for p in picks), located=any(p.located for p in picks))  # type: ignore[union-attr]
+    return None
+
+
+def _tested_name(ctx: RuleContext, func: cst.Name, value: cst.BaseExpression) -> Pick | None:
+    """``optimizer = getattr(torch.optim, cfg["name"])`` called under ``if cfg["name"] == "Adam":``:
+    whatever value the name has on other runs, the branch builds that class."""
+    if not (isinstance(value, cst.Call) and dotted_name(value.func) == "getattr" and len(value.args) == 2 and
+            ctx.matches(value.args[0].value, {"torch.optim"})):
+        return None
+    name = ctx.code_for(value.args[1].value)
+    for anc in ctx.ancestors(func):
+        if not isinstance(anc, cst.If) or not ctx.is_inside(func, anc.body):
+            continue
+        test = anc.test
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and \
+                isinstance(test.comparisons[0].operator, cst.Equal) and ctx.code_for(test.left) == name:
+            spelled = literal_value(test.comparisons[0].comparator)
+            if isinstance(spelled, str) and spelled.isidentifier():
+                return Pick((f"torch.optim.{spelled}",), f"`{ctx.code_for(func)}` ({spelled}, in the branch where "
+                                                        f"{name} is {spelled!r})", True, frozenset())
     return None
 
 

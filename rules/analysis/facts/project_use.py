@@ -237,9 +237,13 @@ def _table_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, tuple[s
     own = _own_tables(ctx)
     out = _registered_builds(ctx)
     if not own and not any(m.class_tables for m in ctx.project.values()):
-        return out
+        return out + [b for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Attribute) and
+                      isinstance(c.func.value, cst.Subscript) for b in _module_table_build(ctx, c, c.func)]
     for call in ctx.nodes(cst.Call):
         func = call.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Subscript):
+            out += _module_table_build(ctx, call, func)  # ``model_dict[name].Model(args)``
+            continue
         if not isinstance(func, cst.Subscript) or not isinstance(func.value, (cst.Name, cst.Attribute)):
             continue
         cls = ctx.enclosing(call, cst.ClassDef)
@@ -256,6 +260,27 @@ def _table_models(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, tuple[s
         if found is not None:
             out.append((call, found[0], found[1], found[2], f"a table of {found[0].path}"))
     return out
+
+
+def _module_table_build(ctx: RuleContext, call: cst.Call, func: cst.Attribute
+                        ) -> list[tuple[cst.Call, ModuleFacts, tuple[str, ...], tuple[str, ...], str]]:
+    """``model_dict[self.args.model].Model(self.args)`` with ``model_dict = {"Autoformer": Autoformer, ...}``
+    a dict, bound once in the enclosing function, of the user's modules each defining the model class ``Model``."""
+    table = dotted_name(func.value.value)  # type: ignore[attr-defined]
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    values = [a.value for a in walk(fn) if isinstance(a, cst.Assign) and len(a.targets) == 1 and
+              dotted_name(a.targets[0].target) == table] if fn is not None and table is not None else []
+    if len(values) != 1 or not isinstance(values[0], cst.Dict) or not values[0].elements:
+        return []
+    modules = [project_module(ctx, e.value) if isinstance(e, cst.DictElement) else None for e in values[0].elements]
+    name = func.attr.value
+    if any(m is None or name not in m.models for m in modules):
+        return []
+    kinds = ({MATMUL} if any(MATMUL in m.workload for m in modules) else set()) | \
+        ({CONV} if all(name in m.conv_models for m in modules) else set())  # type: ignore[union-attr]
+    names = tuple(f"{ctx.code_for(e.value)}.{name}" for e in values[0].elements if isinstance(e, cst.DictElement))
+    paths = ", ".join(dict.fromkeys(m.path for m in modules if m is not None and m.path))
+    return [(call, modules[0], tuple(sorted(kinds)), names, f"classes of {paths}")]  # type: ignore[list-item]
 
 
 def _registered_builds(ctx: RuleContext) -> list[tuple[cst.Call, ModuleFacts, tuple[str, ...], tuple[str, ...], str]]:

@@ -53,6 +53,65 @@ def _elapsed_counter(body: cst.BaseSuite, part: cst.Comparison, marks: set[str])
                any(dotted_name(t.target) == mark for t in node.targets) for node in walk(body))
 
 
+_SENTINELS = (None, -1, 0)
+_UNWRAP = frozenset({"item", "clone", "detach", "cpu", "tolist", "float", "int"})
+
+
+def first_call_only(ctx: RuleContext, guard: cst.If) -> bool:
+    """Does ``guard`` fill a cached value the first time only (``if self.Z < 0: self.Z = ...``, ``if
+    Z < 0:`` with ``Z = self.params[2].item()`` above and the body storing ``self.params[2] = ...``,
+    ``if self.scale is None: self.scale = ...``)? The test compares a stored value with a sentinel
+    (None, a negative number, 0) and the body stores a computed value (not a literal) where the test
+    reads it from: later calls take the other branch."""
+    test = guard.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and
+            isinstance(test.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual, cst.Is, cst.Equal))):
+        return False
+    bound = test.comparisons[0].comparator
+    sentinel = -_number(bound.expression) if isinstance(bound, cst.UnaryOperation) and \
+        isinstance(bound.operator, cst.Minus) else _number(bound) if not isinstance(bound, cst.Name) else \
+        None if bound.value == "None" else "?"
+    if sentinel not in _SENTINELS and not (isinstance(sentinel, (int, float)) and sentinel < 0):
+        return False
+    read = test.left
+    if isinstance(read, cst.Name):  # ``Z = self.params[2].item()`` in the same function, once
+        fn = ctx.enclosing(guard, cst.FunctionDef)
+        values = [a.value for a in walk(fn) if isinstance(a, cst.Assign) and not ctx.is_inside(a, guard) and
+                  any(dotted_name(t.target) == read.value for t in a.targets)] if fn is not None else []
+        if len(values) != 1:
+            return False
+        read = _stored(values[0])
+    where = ctx.code_for(read) if isinstance(read, (cst.Attribute, cst.Subscript)) else None
+    cls = ctx.enclosing(guard, cst.ClassDef)
+    if where is None or not where.startswith("self.") or cls is None:
+        return False  # (a local recomputed on every call is no cache)
+    stores = [node for node in walk(cls, into_nested=True) if isinstance(node, (cst.Assign, cst.AugAssign)) and
+              any(ctx.code_for(t) == where for t in ([t.target for t in node.targets] if isinstance(node, cst.Assign)
+                                                    else [node.target]))]
+    inside = [n for n in stores if ctx.is_inside(n, guard.body)]
+    # (stored again outside the branch and ``__init__``, a reset to the sentinel could make it run every step)
+    return any(isinstance(n, cst.Assign) and not isinstance(n.value, (cst.Name, cst.Integer, cst.Float)) for n in inside) \
+        and all(n in inside or (fn := ctx.enclosing(n, cst.FunctionDef)) is not None and fn.name.value == "__init__"
+                for n in stores)
+
+
+def _number(expr: cst.BaseExpression) -> object:
+    return int(expr.value) if isinstance(expr, cst.Integer) else float(expr.value) if isinstance(expr, cst.Float) \
+        else "?"
+
+
+def _stored(value: cst.BaseExpression) -> cst.BaseExpression:
+    """``self.params[2]`` of ``self.params[2].clone().detach().item()`` (or ``float(self.z)``)."""
+    while True:
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _UNWRAP:
+            value = value.func.value
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in _UNWRAP and \
+                len(value.args) == 1:
+            value = value.args[0].value
+        else:
+            return value
+
+
 _EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 
 

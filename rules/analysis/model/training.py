@@ -36,7 +36,8 @@ from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
 from .cheap_signs import eval_loops_possible, rollout_loops_possible, step_loops_possible
 from .accumulation import accumulation_boundary
-from .throttles import aborts, throttled
+from .option_branches import non_default_kind
+from .throttles import aborts, first_call_only, throttled
 from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_default, rare_condition, rare_exit_before
 from .generation_branch import in_generation
 from .hook_steps import runs_a_step
@@ -451,7 +452,8 @@ class TrainingAnalysis(TrainingObjects):
                     period_one_by_default(self.ctx, p, guard) for p in periods(test)) and \
                     not per_step_alternative(test) or \
                     rare_condition(self.ctx, guard.test)  # held in a method, a property, another module's method
-            self._periodic[guard] |= throttled(self.ctx, guard) or aborts(guard)  # a clock; ``sys.exit(1)``
+            self._periodic[guard] |= throttled(self.ctx, guard) or aborts(guard) or \
+                first_call_only(self.ctx, guard) or non_default_kind(self.ctx, guard)  # (module docstrings)
             self._periodic[guard] &= not accumulation_boundary(guard, self.is_optimizer_step, self.is_backward_call)
         return self._periodic[guard]
 
