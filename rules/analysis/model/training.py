@@ -39,6 +39,7 @@ from .throttles import aborts, throttled
 from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_default, rare_condition, rare_exit_before
 from .generation_branch import in_generation
 from .hook_steps import runs_a_step
+from .step_parts import one_step
 from .step_reach import external_defs, handed_in, handed_over, in_handler, indirect_callee, result_calls, runs_in_place
 from .models import strip_chain
 from .periods import enumerated, per_step_alternative, period_one_by_default, periods
@@ -239,8 +240,19 @@ class TrainingAnalysis(TrainingObjects):
                 self.is_backward_call(node) or self.is_optimizer_step(node) or
                 any(self._trains_flat(f) for f in self.called_functions(node)) or self._steps_elsewhere(node) or
                 isinstance(node, cst.FunctionDef) and self._trains_flat(node) and bool(handed_in(node, loop))
-                for node in self._walk_outside_loops(loop.body))
+                for node in one_step(self, loop))
         return cache[loop]
+        for node in self._walk_outside_loops(loop.body):
+            if not (method_call(node, "backward", "step") and isinstance(node, cst.Call)):
+                continue
+            receiver = node.func.value  # type: ignore[attr-defined]
+            if method_call(receiver, "scale") and isinstance(receiver, cst.Call):
+                receiver = receiver.args[0].value if receiver.args else receiver
+            elif node.func.attr.value == "step" and self.is_scaler(receiver) and node.args:  # type: ignore[attr-defined]
+                receiver = node.args[0].value
+            if isinstance(receiver, cst.Name) and receiver.value == target.value:
+                return True
+        return False
 
     def _is_step_loop(self, loop: Loop) -> bool:
         if _evalloops.breaks_at_once(loop):
