@@ -126,3 +126,67 @@ def test_container_elements_read_alone_stay_quiet(tmp_path: Path) -> None:
     _project(tmp_path, _TRAIN)
     alone = _lint(tmp_path, alone=True)["models/flow.py"].diagnostics  # type: ignore[attr-defined]
     assert [d.line for d in alone if d.code == "GP101"] == [34]
+
+
+_MIXED = (
+    "import numpy as np\nimport torch\n\n\n"
+    "class MixedPrecision:\n"
+    "    def __init__(self, model):\n"
+    "        self.model = model\n"
+    "        self.params = [p for p in model.parameters() if p.requires_grad]\n\n"
+    "    def backward(self, loss):\n"
+    "        (loss * 1024.0).backward()\n\n"
+    "    def optimize(self, opt: torch.optim.Optimizer):\n"
+    "        return self._optimize(opt)\n\n"
+    "    def _optimize(self, opt: torch.optim.Optimizer):\n"
+    "        norm = self._norms()\n"
+    "        opt.step()\n"
+    "        return norm\n\n"
+    "    def _norms(self):\n"
+    "        total = 0.0\n"
+    "        for p in self.params:\n"
+    "            total += torch.norm(p.grad).item() ** 2\n"  # line 20: per parameter, every step
+    "        return np.sqrt(total)\n\n"
+    "    def report(self):\n"
+    "        return sum(torch.norm(p).item() for p in self.params)\n")  # line 28: only under a period
+
+_LOOP = (
+    "import torch\n\nfrom .mixed import MixedPrecision\n\n\n"
+    "class Loop:\n"
+    "    def __init__(self, model, data):\n"
+    "        self.model = model\n"
+    "        self.data = data\n"
+    "        self.mp = MixedPrecision(model)\n"
+    "        self.opt = torch.optim.AdamW(self.mp.params, lr=1e-4)\n"
+    "        self.step = 0\n\n"
+    "    def run(self):\n"
+    "        while self.step < 1000:\n"
+    "            self.run_step(next(self.data))\n"
+    "            if self.step % 100 == 0:\n"
+    "                print(self.mp.report())\n\n"
+    "    def run_step(self, batch):\n"
+    "        self.mp.backward(self.model(batch.cuda()).pow(2).mean())\n"
+    "        self.mp.optimize(self.opt)\n"
+    "        self.step += 1\n\n\n"
+    "class DistillLoop(Loop):\n"
+    "    def run_step(self, batch):\n"
+    "        self.mp.backward(self.model(batch.cuda()).abs().mean())\n"
+    "        self.mp.optimize(self.opt)\n"
+    "        self.step += 1\n")
+
+
+def test_a_held_helper_whose_method_steps_the_optimizer(tmp_path: Path) -> None:
+    """``self.mp.optimize(self.opt)`` in a trainer's loop (and in a subclass's override, the helper
+    bound in the base class's ``__init__``): the helper's private methods run every step, its
+    ``report`` only under the loop's period."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "mixed.py").write_text(_MIXED)
+    (tmp_path / "pkg" / "loop.py").write_text(_LOOP)
+    (tmp_path / "main.py").write_text("import torch\nfrom pkg.loop import DistillLoop\n\n"
+                                      "DistillLoop(torch.nn.Linear(4, 4).cuda(), iter([])).run()\n")
+    found = [(d.line, d.message) for d in _lint(tmp_path)["pkg/mixed.py"].diagnostics  # type: ignore[attr-defined]
+             if d.code == "GP101"]
+    assert [line for line, _ in found] == [24]
+    assert "calls `MixedPrecision.optimize`" in found[0][1]
