@@ -217,7 +217,7 @@ def _cache_fills(ctx: RuleContext) -> frozenset[cst.If]:
         return frozenset()
     out = set()
     for guard in ctx.nodes(cst.If):
-        read = {n for n in _self_attrs(guard.test)}
+        read = _self_attrs(guard.test) | _local_copies(ctx, guard)
         # a local mapping filled under a test of it: an optimizer's per-parameter state (``state =
         # self.state[p]``; ``if len(state) == 0: state["exp_avg"] = ...``), ``if k not in cache:``
         stores = _emptiness_tested(guard.test)
@@ -235,6 +235,22 @@ def _cache_fills(ctx: RuleContext) -> frozenset[cst.If]:
                 if dotted_name(target) in read or stored and isinstance(target, cst.Name) and target.value in stores:
                     out.add(guard)
     return frozenset(out)
+
+
+def _local_copies(ctx: RuleContext, guard: cst.If) -> set[str]:
+    """The attributes of ``self`` that the locals ``guard`` tests were read from in its function
+    (``Z = self.params[2].item()`` then ``if Z < 0: self.params[2] = ...``: a constant the module
+    keeps, set on the first call and read back as the test's value after)."""
+    names = {n.value for n in walk(guard.test, include_self=True) if isinstance(n, cst.Name)}
+    fn = ctx.enclosing(guard, cst.FunctionDef)
+    if not names or fn is None:
+        return set()
+    out: set[str] = set()
+    for node in walk(fn.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0].target, cst.Name) and node.targets[0].target.value in names:
+            out |= _self_attrs(node.value)
+    return out
 
 
 def _emptiness_tested(test: cst.BaseExpression) -> set[str]:
