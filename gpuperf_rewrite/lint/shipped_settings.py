@@ -57,6 +57,18 @@ _MEMO: dict[tuple[str, tuple[str, ...], str], tuple[str, ...]] = {}
 _LOADER_KEYS = ("persistent_workers", "pin_memory")
 
 
+# Periods a guard divides by that are attributes of a configuration object (``step %
+# hp.log.summary_interval == 0``, ``epoch % cfg.TRAIN.VAL_FREQ``): the file asks, for each name,
+# whether the project ships it as 1 (``summary_interval: 1`` in every configuration giving it, a
+# yacs default ``_C.TRAIN.VAL_FREQ = 1`` that no configuration overrides): ``period_one:<name>``.
+PERIOD_ONE = "period_one:"
+_PERIOD_WORD = rb"\w*(?i:interval|every|freq|period)\w*"
+_GUARD_PERIODS = re.compile(rb"%\s*\(?\s*(?:[A-Za-z_]\w*\s*\.\s*)+(" + _PERIOD_WORD + rb")\b")
+_CONFIG_PERIODS = re.compile(rb"(?m)(?:^|[\s{,])[\"']?(" + _PERIOD_WORD + rb")[\"']?\s*[:=]\s*[\"']?(\d+)(?![\w.])")
+_YACS_PERIODS = re.compile(rb"(?m)^[ \t]*_{0,2}C\.(?:\w+\.)*(" + _PERIOD_WORD + rb")\s*=\s*(\d+)(?![\w.])")
+_CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".jsonnet", ".conf")
+
+
 def needs_shipped(data: bytes) -> bool:
     """Does the file build a DataLoader (whose settings the project may give elsewhere), or
     define Lightning's evaluation hooks (whose period a shipped Trainer configuration sets)?"""
@@ -68,7 +80,11 @@ def wanted_settings(data: bytes) -> tuple[str, ...]:
     validation period for one defining ``validation_step``/``test_step`` (each scan stops once
     it has found what it was asked, so a loader file pays nothing for the Lightning question)."""
     loader = _LOADER_KEYS if b"DataLoader" in data or b"Loader(" in data else ()
-    return loader + (("validation_period",) if b"def validation_step" in data or b"def test_step" in data else ())
+    lightning = ("validation_period",) if b"def validation_step" in data or b"def test_step" in data else ()
+    # (not the class's own ``self.every``: what its ``__init__`` is handed, ``model.periods``' question)
+    periods = tuple(sorted({PERIOD_ONE + m.group(1).decode() for m in _GUARD_PERIODS.finditer(data)
+                            if not re.fullmatch(rb"%\s*\(?\s*self\s*\.\s*\w+", m.group(0))})) if b"%" in data else ()
+    return loader + lightning + periods
 
 
 def shipped_settings(root: Path, wanted: tuple[str, ...] = (*_LOADER_KEYS, "validation_period")) -> tuple[str, ...]:
@@ -79,6 +95,12 @@ def shipped_settings(root: Path, wanted: tuple[str, ...] = (*_LOADER_KEYS, "vali
     top = os.path.abspath(root)
     key = (top, wanted, current_run() or "")
     if key in _MEMO:
+        return _MEMO[key]
+    periods = {w for w in wanted if w.startswith(PERIOD_ONE)}
+    if periods:  # (one reading of the project's configuration for every file's periods)
+        ones = _shipped_periods(top, current_run() or "")
+        shipped = shipped_settings(root, tuple(w for w in wanted if w not in periods)) if len(periods) < len(wanted) else ()
+        _MEMO[key] = tuple(sorted({*shipped, *(w for w in periods if w[len(PERIOD_ONE):] in ones)}))
         return _MEMO[key]
     found: set[str] = set()
     seen = total = 0
@@ -108,3 +130,42 @@ def shipped_settings(root: Path, wanted: tuple[str, ...] = (*_LOADER_KEYS, "vali
         _MEMO.pop(next(iter(_MEMO)))
     _MEMO[key] = tuple(sorted(found))
     return _MEMO[key]
+
+
+_PERIOD_MEMO: dict[tuple[str, str], frozenset[str]] = {}
+
+
+def _shipped_periods(top: str, run: str) -> frozenset[str]:
+    """The period names (``summary_interval``, ``VAL_FREQ``) that every value the project's
+    configuration files give is 1 (also yacs defaults in Python, ``_C.TRAIN.VAL_FREQ = 1``): once
+    per project and lint run, bounded like the settings' scan."""
+    key = (top, run)
+    if key in _PERIOD_MEMO:
+        return _PERIOD_MEMO[key]
+    values: dict[str, set[bytes]] = {}
+    seen = total = 0
+    for folder, dirs, files in os.walk(top):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".") and d not in _TEST_DIRS)
+        seen += len(files) + len(dirs)
+        for name in sorted(files):
+            config = name.endswith(_CONFIG_SUFFIXES)
+            if not (config or name.endswith(".py")) or name.startswith(("test_", "conftest")):
+                continue
+            path = Path(folder, name)
+            try:
+                if path.stat().st_size > MAX_BYTES or total > MAX_TOTAL:
+                    continue
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if not config and b"C." not in data:
+                continue
+            total += len(data)
+            for m in (_CONFIG_PERIODS if config else _YACS_PERIODS).finditer(data):
+                values.setdefault(m.group(1).decode(), set()).add(m.group(2).lstrip(b"0") or b"0")
+        if seen > MAX_LISTED:
+            break
+    if len(_PERIOD_MEMO) >= 64:
+        _PERIOD_MEMO.pop(next(iter(_PERIOD_MEMO)))
+    _PERIOD_MEMO[key] = frozenset(n for n, vs in values.items() if vs == {b"1"})
+    return _PERIOD_MEMO[key]

@@ -41,3 +41,19 @@ def test_a_config_edited_between_runs_is_read_again(tmp_path, monkeypatch):
         assert shipped.shipped_settings(root) == ("pin_memory",)  # one reading per run
     with run_scope():
         assert shipped.shipped_settings(root) == ()
+
+
+def test_periods_shipped_as_one_everywhere(tmp_path, monkeypatch):
+    """reach31: a period name a guard divides by (``step % hp.log.summary_interval``) is asked as
+    ``period_one:<name>``; it is 1 when every configuration giving it says 1 (a YAML, a yacs
+    default), not when one of them gives another value."""
+    monkeypatch.setattr(shipped, "_MEMO", {})
+    monkeypatch.setattr(shipped, "_PERIOD_MEMO", {})
+    root = _project(tmp_path, "log:\n  summary_interval: 1\n  save_interval: 1\n  eval_every: 1\n")
+    (root / "configs" / "big.yaml").write_text("log:\n  save_interval: 20\n")
+    (root / "defaults.py").write_text("from yacs.config import CfgNode as CN\n_C = CN()\n_C.TRAIN.VAL_FREQ = 1\n")
+    source = (b"if step % hp.log.summary_interval == 0:\n    pass\nif epoch % hp.log.save_interval == 0:\n    pass\n"
+              b"if epoch % cfg.TRAIN.VAL_FREQ == 0:\n    pass\nif i % self.every == 0:\n    pass\n")
+    wanted = shipped.wanted_settings(source)
+    assert wanted == ("period_one:VAL_FREQ", "period_one:save_interval", "period_one:summary_interval")
+    assert shipped.shipped_settings(root, wanted) == ("period_one:VAL_FREQ", "period_one:summary_interval")
