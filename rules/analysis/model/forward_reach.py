@@ -36,6 +36,11 @@ FORWARD = "forward pass"
 _ROOT_METHODS = ("forward", "__call__")
 _TRANSFORM_HOLDERS = frozenset({"Compose", "RandomApply", "RandomChoice", "RandomOrder"})
 _ROUNDS = 3  # constructors nested in constructors reached from a forward
+# Containers of modules are modules too: a ``MetricsManager(nn.ModuleDict)`` whose ``forward``
+# computes every metric on every call (only the forward question: not a model for other rules).
+_CONTAINER_BASES = frozenset({"torch.nn.ModuleDict", "torch.nn.ModuleList", "torch.nn.Sequential",
+                              "torch.nn.modules.container.ModuleDict", "torch.nn.modules.container.ModuleList",
+                              "torch.nn.modules.container.Sequential"})
 
 
 def model_classes(ctx: RuleContext) -> dict[str, cst.ClassDef]:
@@ -45,8 +50,8 @@ def model_classes(ctx: RuleContext) -> dict[str, cst.ClassDef]:
         names = set(module_subclasses(c))
         out: dict[str, cst.ClassDef] = {}
         for cls in c.nodes(cst.ClassDef):
-            if cls.name.value in names or any(project_model_class(c, b.value) is not None or _pretrained(c, b.value)
-                                              for b in cls.bases):
+            if cls.name.value in names or any(project_model_class(c, b.value) is not None or _pretrained(c, b.value) or
+                                              c.matches(b.value, _CONTAINER_BASES) for b in cls.bases):
                 out[cls.name.value] = cls
         for name in transform_classes(c) & set(out):
             del out[name]
