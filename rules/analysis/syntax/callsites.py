@@ -212,8 +212,9 @@ def _held_instances(ctx: RuleContext) -> dict[str, tuple[frozenset[str], bool]]:
                 continue
             found_here = found | lists.get((fn, name), set())  # ``self.flows = ModuleList()`` then appends
             if found_here:
-                classes_now, runs = out.get(name, (set(), False))
-                out[name] = (classes_now | found_here, runs or kind == "Sequential")
+                key = _held_key(name, fn)
+                classes_now, runs = out.get(key, (set(), False))
+                out[key] = (classes_now | found_here, runs or kind == "Sequential")
     for (fn, name), found in lists.items():  # appends to an attribute made elsewhere (``__init__``'s helper)
         if name.startswith("self.") and name in out:
             out[name][0].update(found)
@@ -257,14 +258,16 @@ def element_call_classes(ctx: RuleContext, call: cst.Call,
     ``Sequential``; empty for any other call."""
     held = ctx.fact(_held_instances) if held is None else held
     func = call.func
+    fn = ctx.enclosing(call, cst.FunctionDef)
     if isinstance(func, cst.Subscript):
-        found = held.get(dotted_name(func.value) or "")
+        found = _held_at(held, dotted_name(func.value), fn)
         return found[0] if found is not None else frozenset()
     name = dotted_name(func)
     if name is None:
         return frozenset()
-    if name in held:
-        return held[name][0] if held[name][1] else frozenset()
+    found = _held_at(held, name, fn)
+    if found is not None:
+        return found[0] if found[1] else frozenset()
     if not isinstance(func, cst.Name):
         return frozenset()
     for anc in ctx.ancestors(call):
@@ -278,16 +281,29 @@ def element_call_classes(ctx: RuleContext, call: cst.Call,
                 comp = comp.inner_for_in
         for loop in loops:
             if func.value in _bound_names(loop.target):
-                return _iterated_elements(loop, func.value, held)
+                return _iterated_elements(loop, func.value, held, fn)
     return frozenset()
+
+
+def _held_key(name: str, fn: cst.CSTNode | None) -> str:
+    """``self.flows`` and module-level names as they are; a local list by its function too (another
+    function's ``layers`` is another list)."""
+    return name if fn is None or name.startswith("self.") else f"{name}@{id(fn)}"
+
+
+def _held_at(held: dict[str, tuple[frozenset[str], bool]], name: str | None,
+             fn: cst.CSTNode | None) -> tuple[frozenset[str], bool] | None:
+    if name is None:
+        return None
+    return held.get(_held_key(name, fn)) or (held.get(name) if fn is not None else None)
 
 
 def _bound_names(target: cst.BaseExpression) -> set[str]:
     return {n.value for n in walk(target, include_self=True) if isinstance(n, cst.Name)}
 
 
-def _iterated_elements(loop: cst.For | cst.CompFor, name: str,
-                       held: dict[str, tuple[frozenset[str], bool]]) -> frozenset[str]:
+def _iterated_elements(loop: cst.For | cst.CompFor, name: str, held: dict[str, tuple[frozenset[str], bool]],
+                       fn: cst.CSTNode | None) -> frozenset[str]:
     """The element classes ``name`` (bound by ``loop``) takes: the loop's value over a container."""
     it, target = loop.iter, loop.target
     while isinstance(it, cst.Call) and dotted_name(it.func) in _ITER_WRAPPERS and it.args:
@@ -308,7 +324,7 @@ def _iterated_elements(loop: cst.For | cst.CompFor, name: str,
         it = it.value
     if not (isinstance(target, cst.Name) and target.value == name):
         return frozenset()
-    found = held.get(dotted_name(it) or "")
+    found = _held_at(held, dotted_name(it), fn)
     return found[0] if found is not None else frozenset()
 
 
