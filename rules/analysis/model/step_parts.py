@@ -6,13 +6,17 @@ the loop around them trains, and what it reads once per iteration is read once p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Protocol
 
 import libcst as cst
 
-from ..syntax.calls import method_call
+from ..syntax.calls import dotted_name, method_call
 from ..syntax.tree import Loop, walk
+
+
+_OPTIMIZER_NAME = re.compile(r"opt", re.IGNORECASE)  # ``opt``, ``optimizer``, ``self.optimizers``
 
 
 class StepQueries(Protocol):
@@ -20,6 +24,7 @@ class StepQueries(Protocol):
 
     def is_dataloader(self, expr: cst.BaseExpression) -> bool: ...
     def is_scaler(self, expr: cst.BaseExpression) -> bool: ...
+    def is_optimizer(self, expr: cst.BaseExpression) -> bool: ...
 
 
 def _outside_loops(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -49,8 +54,12 @@ def over_step_parts(ta: StepQueries, loop: cst.For) -> bool:
         receiver = node.func.value
         if isinstance(receiver, cst.Call) and method_call(receiver, "scale"):
             receiver = receiver.args[0].value if receiver.args else receiver
-        elif node.func.attr.value == "step" and ta.is_scaler(receiver) and node.args:
-            receiver = node.args[0].value
+        elif node.func.attr.value == "step":
+            if ta.is_scaler(receiver) and node.args:
+                receiver = node.args[0].value
+            elif not (ta.is_optimizer(receiver) or _OPTIMIZER_NAME.search(target.value) or
+                      _OPTIMIZER_NAME.search((dotted_name(loop.iter) or "").rsplit(".", 1)[-1])):
+                continue  # ``for env in envs: env.step(a)``: no optimizer
         if isinstance(receiver, cst.Name) and receiver.value == target.value:
             return True
     return False
