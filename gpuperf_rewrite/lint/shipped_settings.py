@@ -66,7 +66,15 @@ _PERIOD_WORD = rb"\w*(?i:interval|every|freq|period)\w*"
 _GUARD_PERIODS = re.compile(rb"%\s*\(?\s*(?:[A-Za-z_]\w*\s*\.\s*)+(" + _PERIOD_WORD + rb")\b")
 _CONFIG_PERIODS = re.compile(rb"(?m)(?:^|[\s{,])[\"']?(" + _PERIOD_WORD + rb")[\"']?\s*[:=]\s*[\"']?(\d+)(?![\w.])")
 _YACS_PERIODS = re.compile(rb"(?m)^[ \t]*_{0,2}C\.(?:\w+\.)*(" + _PERIOD_WORD + rb")\s*=\s*(\d+)(?![\w.])")
+# Python defaults that give a period another value (``log_interval: int = 100``, ``{"log_interval": 100}``,
+# ``add_argument("--log-interval", default=100)``): a configuration that omits the name runs with them.
+_PY_PERIODS = (re.compile(rb"(?m)^[ \t]*(" + _PERIOD_WORD + rb")\s*:\s*int\s*=\s*(\d+)(?![\w.])"),
+               re.compile(rb"[\"'](" + _PERIOD_WORD + rb")[\"']\s*:\s*(\d+)(?![\w.])"),
+               re.compile(rb"[\"']--?(" + _PERIOD_WORD.replace(rb"\w", rb"[\w-]") +
+                          rb")[\"'](?:(?!add_argument)[^)]){0,300}?default\s*=\s*(\d+)(?![\w.])"))
 _CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".jsonnet", ".conf")
+# A configuration for a quick look (``configs/debug.yaml``, ``smoke_test.yaml``) logs every step on purpose.
+_QUICK = re.compile(r"(?:^|[/\\_.-])(?:debug|smoke|dummy|toy|tiny|quick|overfit|sanity|test)", re.IGNORECASE)
 
 
 def needs_shipped(data: bytes) -> bool:
@@ -149,6 +157,8 @@ def _shipped_periods(top: str, run: str) -> frozenset[str]:
         seen += len(files) + len(dirs)
         for name in sorted(files):
             config = name.endswith(_CONFIG_SUFFIXES)
+            if config and _QUICK.search(os.path.relpath(os.path.join(folder, name), top)):
+                continue
             if not (config or name.endswith(".py")) or name.startswith(("test_", "conftest")):
                 continue
             path = Path(folder, name)
@@ -158,11 +168,10 @@ def _shipped_periods(top: str, run: str) -> frozenset[str]:
                 data = path.read_bytes()
             except OSError:
                 continue
-            if not config and b"C." not in data:
-                continue
             total += len(data)
-            for m in (_CONFIG_PERIODS if config else _YACS_PERIODS).finditer(data):
-                values.setdefault(m.group(1).decode(), set()).add(m.group(2).lstrip(b"0") or b"0")
+            patterns = (_CONFIG_PERIODS,) if config else (_YACS_PERIODS, *_PY_PERIODS)
+            for m in (m for p in patterns for m in p.finditer(data)):
+                values.setdefault(m.group(1).decode().replace("-", "_"), set()).add(m.group(2).lstrip(b"0") or b"0")
         if seen > MAX_LISTED:
             break
     if len(_PERIOD_MEMO) >= 64:
