@@ -85,6 +85,7 @@ MODULES = (
     'analysis/model/samplers.py',
     'analysis/model/step_code.py',
     'analysis/model/step_functions.py',
+    'analysis/model/step_parts.py',
     'analysis/model/step_reach.py',
     'analysis/model/tensors.py',
     'analysis/model/throttles.py',

@@ -78,6 +78,25 @@ def _key_patterns(key: bytes) -> tuple[re.Pattern[bytes], re.Pattern[bytes], re.
             re.compile(rb"--" + re.escape(key) + rb"\b(?!\s*[= ]\s*" + _OFF + rb")"))
 
 
+# Periods a guard divides by that are attributes of a configuration object (``step %
+# hp.log.summary_interval == 0``, ``epoch % cfg.TRAIN.VAL_FREQ``): the file asks, for each name,
+# whether the project ships it as 1 (``summary_interval: 1`` in every configuration giving it, a
+# yacs default ``_C.TRAIN.VAL_FREQ = 1`` that no configuration overrides): ``period_one:<name>``.
+PERIOD_ONE = "period_one:"
+_PERIOD_WORD = rb"\w*(?i:interval|every|freq|period)\w*"
+_GUARD_PERIODS = re.compile(rb"%\s*\(?\s*(?:[A-Za-z_]\w*\s*\.\s*)+(" + _PERIOD_WORD + rb")\b")
+_CONFIG_PERIODS = re.compile(rb"(?m)(?:^|[\s{,])[\"']?(" + _PERIOD_WORD + rb")[\"']?\s*[:=]\s*[\"']?(\d+)(?![\w.])")
+_YACS_PERIODS = re.compile(rb"(?m)^[ \t]*_{0,2}C\.(?:\w+\.)*(" + _PERIOD_WORD + rb")\s*=\s*(\d+)(?![\w.])")
+# Python defaults that give a period another value (``log_interval: int = 100``, ``{"log_interval": 100}``,
+# ``add_argument("--log-interval", default=100)``): a configuration that omits the name runs with them.
+_PY_PERIODS = (re.compile(rb"(?m)^[ \t]*(" + _PERIOD_WORD + rb")\s*:\s*int\s*=\s*(\d+)(?![\w.])"),
+               re.compile(rb"[\"'](" + _PERIOD_WORD + rb")[\"']\s*:\s*(\d+)(?![\w.])"),
+               re.compile(rb"[\"']--?(" + _PERIOD_WORD.replace(rb"\w", rb"[\w-]") +
+                          rb")[\"'](?:(?!add_argument)[^)]){0,300}?default\s*=\s*(\d+)(?![\w.])"))
+# A configuration for a quick look (``configs/debug.yaml``, ``smoke_test.yaml``) logs every step on purpose.
+_QUICK = re.compile(r"(?:^|[/\\_.-])(?:debug|smoke|dummy|toy|tiny|quick|overfit|sanity|test)", re.IGNORECASE)
+
+
 def needs_shipped(data: bytes) -> bool:
     """Does the file build a DataLoader (whose settings the project may give elsewhere), or
     define Lightning's evaluation hooks (whose period a shipped Trainer configuration sets)?"""
@@ -89,9 +108,13 @@ def wanted_settings(data: bytes) -> tuple[str, ...]:
     validation period for one defining ``validation_step``/``test_step`` (each scan stops once
     it has found what it was asked, so a loader file pays nothing for the Lightning question)."""
     loader = _LOADER_KEYS if b"DataLoader" in data or b"Loader(" in data else ()
+    lightning = ("validation_period",) if b"def validation_step" in data or b"def test_step" in data else ()
     amp = _amp_keys(data) if b"enabled" in data and b"autocast(" in data else ()
     amp += ("optimizer_fused",) if b"get_class(" in data or b"get_method(" in data else ()
-    return loader + (("validation_period",) if b"def validation_step" in data or b"def test_step" in data else ()) + amp
+    # (not the class's own ``self.every``: what its ``__init__`` is handed, ``model.periods``' question)
+    periods = tuple(sorted({PERIOD_ONE + m.group(1).decode() for m in _GUARD_PERIODS.finditer(data)
+                            if not re.fullmatch(rb"%\s*\(?\s*self\s*\.\s*\w+", m.group(0))})) if b"%" in data else ()
+    return loader + lightning + amp + periods
 
 
 def shipped_settings(root: Path, wanted: tuple[str, ...] = (*_LOADER_KEYS, "validation_period")) -> tuple[str, ...]:
@@ -103,6 +126,12 @@ def shipped_settings(root: Path, wanted: tuple[str, ...] = (*_LOADER_KEYS, "vali
     top = os.path.abspath(root)
     key = (top, wanted, current_run() or "")
     if key in _MEMO:
+        return _MEMO[key]
+    periods = {w for w in wanted if w.startswith(PERIOD_ONE)}
+    if periods:  # (one reading of the project's configuration for every file's periods)
+        ones = _shipped_periods(top, current_run() or "")
+        shipped = shipped_settings(root, tuple(w for w in wanted if w not in periods)) if len(periods) < len(wanted) else ()
+        _MEMO[key] = tuple(sorted({*shipped, *(w for w in periods if w[len(PERIOD_ONE):] in ones)}))
         return _MEMO[key]
     found: set[str] = set()
     amp = {w: _key_patterns(w.split(":", 1)[1].encode()) for w in wanted if w.startswith("amp_off:")}
@@ -144,3 +173,43 @@ def shipped_settings(root: Path, wanted: tuple[str, ...] = (*_LOADER_KEYS, "vali
         _MEMO.pop(next(iter(_MEMO)))
     _MEMO[key] = tuple(sorted(found))
     return _MEMO[key]
+
+
+_PERIOD_MEMO: dict[tuple[str, str], frozenset[str]] = {}
+
+
+def _shipped_periods(top: str, run: str) -> frozenset[str]:
+    """The period names (``summary_interval``, ``VAL_FREQ``) that every value the project's
+    configuration files give is 1 (also yacs defaults in Python, ``_C.TRAIN.VAL_FREQ = 1``): once
+    per project and lint run, bounded like the settings' scan."""
+    key = (top, run)
+    if key in _PERIOD_MEMO:
+        return _PERIOD_MEMO[key]
+    values: dict[str, set[bytes]] = {}
+    seen = total = 0
+    for folder, dirs, files in os.walk(top):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".") and d not in _TEST_DIRS)
+        seen += len(files) + len(dirs)
+        for name in sorted(files):
+            config = name.endswith(_CONFIG_ONLY)
+            if config and _QUICK.search(os.path.relpath(os.path.join(folder, name), top)):
+                continue
+            if not (config or name.endswith(".py")) or name.startswith(("test_", "conftest")):
+                continue
+            path = Path(folder, name)
+            try:
+                if path.stat().st_size > MAX_BYTES or total > MAX_TOTAL:
+                    continue
+                data = path.read_bytes()
+            except OSError:
+                continue
+            total += len(data)
+            patterns = (_CONFIG_PERIODS,) if config else (_YACS_PERIODS, *_PY_PERIODS)
+            for m in (m for p in patterns for m in p.finditer(data)):
+                values.setdefault(m.group(1).decode().replace("-", "_"), set()).add(m.group(2).lstrip(b"0") or b"0")
+        if seen > MAX_LISTED:
+            break
+    if len(_PERIOD_MEMO) >= 64:
+        _PERIOD_MEMO.pop(next(iter(_PERIOD_MEMO)))
+    _PERIOD_MEMO[key] = frozenset(n for n, vs in values.items() if vs == {b"1"})
+    return _PERIOD_MEMO[key]

@@ -66,3 +66,34 @@ def test_a_precision_key_turned_on_anywhere_is_not_off(tmp_path, monkeypatch):
         (root / "configs" / "base.json").write_text('{"train": {"fp16_run": false}}\n')
         (root / name).write_text(text)
         assert shipped.shipped_settings(root, wanted) == (), name
+
+
+def test_periods_shipped_as_one_everywhere(tmp_path, monkeypatch):
+    """reach31: a period name a guard divides by (``step % hp.log.summary_interval``) is asked as
+    ``period_one:<name>``; it is 1 when every configuration giving it says 1 (a YAML, a yacs
+    default), not when one of them gives another value."""
+    monkeypatch.setattr(shipped, "_MEMO", {})
+    monkeypatch.setattr(shipped, "_PERIOD_MEMO", {})
+    root = _project(tmp_path, "log:\n  summary_interval: 1\n  save_interval: 1\n  eval_every: 1\n")
+    (root / "configs" / "big.yaml").write_text("log:\n  save_interval: 20\n")
+    (root / "defaults.py").write_text("from yacs.config import CfgNode as CN\n_C = CN()\n_C.TRAIN.VAL_FREQ = 1\n")
+    source = (b"if step % hp.log.summary_interval == 0:\n    pass\nif epoch % hp.log.save_interval == 0:\n    pass\n"
+              b"if epoch % cfg.TRAIN.VAL_FREQ == 0:\n    pass\nif i % self.every == 0:\n    pass\n")
+    wanted = shipped.wanted_settings(source)
+    assert wanted == ("period_one:VAL_FREQ", "period_one:save_interval", "period_one:summary_interval")
+    assert shipped.shipped_settings(root, wanted) == ("period_one:VAL_FREQ", "period_one:summary_interval")
+
+
+def test_a_period_a_python_default_or_only_a_debug_config_sets_to_one_is_not(tmp_path, monkeypatch):
+    """A quick-look configuration (``configs/debug.yaml``) logs every step on purpose, and a Python default
+    giving the period another value (a typed field, an option's default) is what a configuration omitting it runs."""
+    monkeypatch.setattr(shipped, "_MEMO", {})
+    monkeypatch.setattr(shipped, "_PERIOD_MEMO", {})
+    root = _project(tmp_path, "log:\n  summary_interval: 1\n  eval_every: 1\n")
+    (root / "configs" / "debug.yaml").write_text("log_interval: 1\n")
+    (root / "opts.py").write_text("import argparse\np = argparse.ArgumentParser()\n"
+                                  "p.add_argument('--eval-every', type=int, default=5)\n")
+    source = b"if step % hp.log_interval == 0:\n    pass\nif step % hp.eval_every == 0:\n    pass\n" \
+             b"if step % hp.log.summary_interval == 0:\n    pass\n"
+    wanted = shipped.wanted_settings(source)
+    assert shipped.shipped_settings(root, wanted) == ("period_one:summary_interval",)

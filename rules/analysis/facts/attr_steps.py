@@ -100,7 +100,7 @@ def _resolved(ctx: RuleContext, cls: cst.ClassDef, attr: str, method: str) -> li
     such class (then which object runs is not known here)."""
     if not ctx.project:
         return []
-    values = ctx.fact(_bound_classes).get((cls, attr), ())
+    values = _bindings(ctx, cls, attr, 0)
     out = []
     for value in values:
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
@@ -116,6 +116,21 @@ def _resolved(ctx: RuleContext, cls: cst.ClassDef, attr: str, method: str) -> li
         if (found[0], qualified) not in out:
             out.append((found[0], qualified))
     return out
+
+
+def _bindings(ctx: RuleContext, cls: cst.ClassDef, attr: str, depth: int) -> list[cst.BaseExpression]:
+    """What ``cls`` binds ``self.attr`` to, else what a base class of this module binds it to
+    (``CMTrainLoop(TrainLoop)``'s loop calling ``self.mp_trainer.optimize(opt)``, bound in
+    ``TrainLoop.__init__``): a few levels of the module's own classes."""
+    values = ctx.fact(_bound_classes).get((cls, attr), [])
+    if values or depth >= 3:
+        return values
+    classes = {s.name.value: s for s in ctx.module.body if isinstance(s, cst.ClassDef)}
+    for base in cls.bases:
+        found = classes.get(dotted_name(base.value) or "")
+        if found is not None and found is not cls and (values := _bindings(ctx, found, attr, depth + 1)):
+            return values
+    return []
 
 
 def project_bases(ctx: RuleContext) -> Iterator[tuple[cst.ClassDef, ModuleFacts, str]]:

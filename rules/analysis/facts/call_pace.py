@@ -57,12 +57,30 @@ def project_callee(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, offer
                 instances.setdefault(bound, []).append(value)
             instances.setdefault("", [])  # filled
         # ``net = net.to(device)`` rebinds the same object; ``Net().cuda()`` is a Net
-        values = [v for v in instances.get(name, []) if dotted_name(strip_chain(v)) != name]
+        values = [v for v in instances.get(name, []) if dotted_name(strip_chain(v)) != name and not _rewraps(ctx, v, name)]
         ctors = [c for c in (strip_chain(v) for v in values) if isinstance(c, cst.Call)]
         if len(ctors) == 1 and len(values) == 1 and \
                 (dotted_name(ctors[0].func) or "").rsplit(".", 1)[-1] in offered:  # ``crit = Loss()``; ``crit(y)``
             callee = project_instance_method(ctx, ctors[0], ("__call__", "forward"))
     return callee if callee is not None and callee[0] else None
+
+
+# Wrappers whose call runs the module they are handed (``model = DDP(model)``).
+_WRAPPERS = frozenset({"torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
+                       "torch.nn.parallel.DataParallel", "torch.compile"})
+
+
+def _rewraps(ctx: RuleContext, value: cst.BaseExpression, name: str) -> bool:
+    """Does ``value`` hand back the object ``name`` holds: a function handed it (``model =
+    warmstart(path, model)``, ``model = apply_gradient_allreduce(model)``: a loader or a
+    distributed wrapper returning the module it is given), or a parallel wrapper whose call runs
+    it? A class of the user's handed it (``model = Wrapper(model)``) is a new object: not."""
+    call = strip_chain(value)
+    if not isinstance(call, cst.Call) or not any(dotted_name(a.value) == name for a in call.args):
+        return False
+    callee = dotted_name(call.func) or ""
+    return ctx.matches(call.func, _WRAPPERS) or callee.rsplit(".", 1)[-1][:1].islower() and \
+        not ctx.matches(call.func, {"torch.*"})
 
 
 def paced_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> list[StepCall]:

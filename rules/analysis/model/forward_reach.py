@@ -36,6 +36,11 @@ FORWARD = "forward pass"
 _ROOT_METHODS = ("forward", "__call__")
 _TRANSFORM_HOLDERS = frozenset({"Compose", "RandomApply", "RandomChoice", "RandomOrder"})
 _ROUNDS = 3  # constructors nested in constructors reached from a forward
+# Containers of modules are modules too: a ``MetricsManager(nn.ModuleDict)`` whose ``forward``
+# computes every metric on every call (only the forward question: not a model for other rules).
+_CONTAINER_BASES = frozenset({"torch.nn.ModuleDict", "torch.nn.ModuleList", "torch.nn.Sequential",
+                              "torch.nn.modules.container.ModuleDict", "torch.nn.modules.container.ModuleList",
+                              "torch.nn.modules.container.Sequential"})
 
 
 def model_classes(ctx: RuleContext) -> dict[str, cst.ClassDef]:
@@ -45,8 +50,8 @@ def model_classes(ctx: RuleContext) -> dict[str, cst.ClassDef]:
         names = set(module_subclasses(c))
         out: dict[str, cst.ClassDef] = {}
         for cls in c.nodes(cst.ClassDef):
-            if cls.name.value in names or any(project_model_class(c, b.value) is not None or _pretrained(c, b.value)
-                                              for b in cls.bases):
+            if cls.name.value in names or any(project_model_class(c, b.value) is not None or _pretrained(c, b.value) or
+                                              c.matches(b.value, _CONTAINER_BASES) for b in cls.bases):
                 out[cls.name.value] = cls
         for name in transform_classes(c) & set(out):
             del out[name]
@@ -217,7 +222,7 @@ def _cache_fills(ctx: RuleContext) -> frozenset[cst.If]:
         return frozenset()
     out = set()
     for guard in ctx.nodes(cst.If):
-        read = {n for n in _self_attrs(guard.test)}
+        read = _self_attrs(guard.test) | _local_copies(ctx, guard)
         # a local mapping filled under a test of it: an optimizer's per-parameter state (``state =
         # self.state[p]``; ``if len(state) == 0: state["exp_avg"] = ...``), ``if k not in cache:``
         stores = _emptiness_tested(guard.test)
@@ -235,6 +240,22 @@ def _cache_fills(ctx: RuleContext) -> frozenset[cst.If]:
                 if dotted_name(target) in read or stored and isinstance(target, cst.Name) and target.value in stores:
                     out.add(guard)
     return frozenset(out)
+
+
+def _local_copies(ctx: RuleContext, guard: cst.If) -> set[str]:
+    """The attributes of ``self`` that the locals ``guard`` tests were read from in its function
+    (``Z = self.params[2].item()`` then ``if Z < 0: self.params[2] = ...``: a constant the module
+    keeps, set on the first call and read back as the test's value after)."""
+    names = {n.value for n in walk(guard.test, include_self=True) if isinstance(n, cst.Name)}
+    fn = ctx.enclosing(guard, cst.FunctionDef)
+    if not names or fn is None:
+        return set()
+    out: set[str] = set()
+    for node in walk(fn.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0].target, cst.Name) and node.targets[0].target.value in names:
+            out |= _self_attrs(node.value)
+    return out
 
 
 def _emptiness_tested(test: cst.BaseExpression) -> set[str]:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from ..syntax.calls import dotted_name
+from ..syntax.callsites import calls_of
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
 
@@ -21,13 +22,39 @@ from ..syntax.tree import walk
 _MOVES = frozenset({"to", "cuda"})
 
 
-def device_caller(ctx: RuleContext, fn: cst.FunctionDef, param: str) -> cst.Call | None:
+_DEPTH = 3  # forwards handing a moved value on through their parameters: a few levels at most
+
+
+def device_caller(ctx: RuleContext, fn: cst.FunctionDef, param: str, depth: int = 0) -> cst.Call | None:
     """A call of ``fn`` in this file that hands ``param`` a value its own function moved to the
-    device (``x.to(device)``, ``x.cuda()``); None when no caller here does (or ``fn`` has none)."""
-    for call in ctx.fact(_calls_by_name).get(fn.name.value, ()):
-        if _runs(ctx, call, fn) and any(_moved(ctx, a.value, call) for a in _passed(call, fn, param)):
-            return call
+    device (``x.to(device)``, ``x.cuda()``), or, for a module's ``forward``, one of its instances
+    called by another forward of the file (``self.enc(x, lens)``, ``step(x, lens)`` over a
+    ``ModuleList``) handing on a parameter that its own caller here moved; None when no caller
+    here does (or ``fn`` has none)."""
+    calls = list(ctx.fact(_calls_by_name).get(fn.name.value, ()))
+    modular = fn.name.value in ("forward", "__call__") and isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)
+    instance = calls_of(ctx, fn) if modular else []
+    for call in calls + [c for c in instance if c not in calls]:
+        if not (_runs(ctx, call, fn) or call in instance):
+            continue
+        for a in _passed(call, fn, param):
+            if _moved(ctx, a.value, call) or modular and depth < _DEPTH and _handed_on(ctx, a.value, call, depth):
+                return call
     return None
+
+
+def _handed_on(ctx: RuleContext, value: cst.BaseExpression, call: cst.Call, depth: int) -> bool:
+    """Is ``value`` a parameter of the forward making ``call``, never rebound there, that a
+    caller of that forward in this file hands a value on the device?"""
+    caller = ctx.enclosing(call, cst.FunctionDef)
+    if not isinstance(value, cst.Name) or caller is None or caller.name.value not in ("forward", "__call__"):
+        return False
+    params = {p.name.value for p in caller.params.params}
+    if value.value not in params or value.value == "self" or any(
+            isinstance(n, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == value.value
+                                              for t in n.targets) for n in walk(caller.body)):
+        return False
+    return device_caller(ctx, caller, value.value, depth + 1) is not None
 
 
 def _calls_by_name(ctx: RuleContext) -> dict[str, list[cst.Call]]:
@@ -54,7 +81,7 @@ def _passed(call: cst.Call, fn: cst.FunctionDef, param: str) -> Sequence[cst.Arg
         if a.keyword is not None and a.keyword.value == param:
             return [a]
     positional = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
-    if positional and positional[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+    if positional and positional[0] in ("self", "cls"):  # (``self.m(x)`` and an instance's ``step(x)`` alike)
         positional = positional[1:]
     plain = [a for a in call.args if a.keyword is None and not a.star]
     if param not in positional or any(a.star for a in call.args):

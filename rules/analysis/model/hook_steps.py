@@ -29,10 +29,14 @@ class StepSigns(Protocol):
     def called_functions(self, node: cst.CSTNode) -> Iterable[cst.FunctionDef]: ...
 
 
-def runs_a_step(ta: StepSigns, fn: cst.FunctionDef, facts: ModuleFacts, prefix: str) -> bool:
+_DEPTH = 2  # ``optimize`` -> ``self._optimize_fp16(opt)`` -> ``opt.step()``: a few hops of the module's own
+
+
+def runs_a_step(ta: StepSigns, fn: cst.FunctionDef, facts: ModuleFacts, prefix: str, depth: int = 0) -> bool:
     """Does one call of ``fn`` (a subclass's override of a base class's hook) run a training step:
     a backward or an optimizer step in its body, itself or through a method of this module or of
-    the base class it calls as ``self.m(...)`` (``self.model_backward_and_update(loss)``)?
+    the base class it calls as ``self.m(...)`` (``self.model_backward_and_update(loss)``; a mixed
+    precision helper's ``optimize(opt)`` calling ``self._optimize_fp16(opt)``, which steps ``opt``)?
     ``facts``: the base's module; ``prefix``: ``"Base."``."""
     for node in walk(fn.body):
         if not isinstance(node, cst.Call):
@@ -43,6 +47,7 @@ def runs_a_step(ta: StepSigns, fn: cst.FunctionDef, facts: ModuleFacts, prefix: 
             got = facts.functions.get(prefix + node.func.attr.value)
             if got is not None and (got.trains or got.steps_each_call):
                 return True
-            if any(ta.steps_each_call(f) for f in ta.called_functions(node)):
+            if any(ta.steps_each_call(f) or depth < _DEPTH and f is not fn and
+                   runs_a_step(ta, f, facts, prefix, depth + 1) for f in ta.called_functions(node)):
                 return True
     return False

@@ -46,7 +46,7 @@ def period_one_by_default(ctx: RuleContext, period: cst.BaseExpression, at: cst.
         return all(is_one(getattr(bound_arg(c, fn, period.value), "value", None)) or
                    bound_arg(c, fn, period.value) is None and not any(a.star for a in c.args)
                    for c in calls_of(ctx, fn))
-    if one_option(ctx, period) is not None:
+    if one_option(ctx, period) is not None or shipped_one(ctx, period):
         return True
     if not (isinstance(period, cst.Attribute) and isinstance(period.value, cst.Name) and period.value.value == "self"):
         return False
@@ -79,6 +79,20 @@ def period_one_by_default(ctx: RuleContext, period: cst.BaseExpression, at: cst.
                 if len(args) > index and (args[index].star or not is_one(args[index].value)):
                     return False
     return True
+
+
+# ``lint.shipped_settings.PERIOD_ONE``: a period name every shipped configuration sets to 1.
+_PERIOD_ONE = "period_one:"
+
+
+def shipped_one(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
+    """Is ``expr`` a period read off a configuration object (``hp.log.summary_interval``,
+    ``cfg.TRAIN.VAL_FREQ``; not the class's own ``self.every``) that the project's configuration
+    files ship as 1 wherever they give it (``summary_interval: 1``)? On the run the project
+    documents, a guard dividing by it runs on every iteration."""
+    if not isinstance(expr, cst.Attribute) or isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return False
+    return _PERIOD_ONE + expr.attr.value in project_runs(ctx).shipped
 
 
 def one_option(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
@@ -133,6 +147,9 @@ def default_one_note(ctx: RuleContext, node: cst.CSTNode) -> str:
             if flag is not None:
                 return (f" (the guard `{ctx.code_for(anc.test)}` runs on every iteration: {flag} defaults to 1 and "
                         f"no launch script of the project passes it)")
+            if shipped_one(ctx, period):
+                return (f" (the guard `{ctx.code_for(anc.test)}` runs on every iteration: the project's configuration "
+                        f"files set {period.attr.value} to 1)")  # type: ignore[attr-defined]
     return ""
 
 

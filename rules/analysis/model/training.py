@@ -41,6 +41,7 @@ from .throttles import aborts, first_call_only, throttled
 from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_default, rare_condition, rare_exit_before
 from .generation_branch import in_generation
 from .hook_steps import runs_a_step
+from .step_parts import one_step
 from .step_reach import external_defs, handed_in, handed_over, in_handler, indirect_callee, result_calls, runs_in_place
 from .models import strip_chain
 from .object_loops import over_step_objects
@@ -248,8 +249,7 @@ class TrainingAnalysis(TrainingObjects):
                 self.is_backward_call(node) or self.is_optimizer_step(node) or
                 any(self._trains_flat(f) for f in self.called_functions(node)) or self._steps_elsewhere(node) or
                 isinstance(node, cst.FunctionDef) and self._trains_flat(node) and bool(handed_in(node, loop))
-                for node in self._walk_outside_loops(loop.body)) or any(
-                over_step_objects(node) and self.trains(node) for node in self._walk_outside_loops(loop.body))
+                for node in one_step(self, loop))
         return cache[loop]
 
     def _is_step_loop(self, loop: Loop) -> bool:

@@ -150,6 +150,7 @@ def _instance_calls(ctx: RuleContext) -> dict[str, list[cst.Call]]:
     if not own_classes(ctx):
         return {}
     bound = ctx.fact(_instances)
+    held = ctx.fact(_held_instances)
     out: dict[str, list[cst.Call]] = {}
     for call in ctx.nodes(cst.Call):
         name = dotted_name(call.func)
@@ -159,7 +160,172 @@ def _instance_calls(ctx: RuleContext) -> dict[str, list[cst.Call]]:
                 out.setdefault(cls.name.value, []).append(call)
         elif name is not None and len(bound.get(name, ())) == 1:
             out.setdefault(next(iter(bound[name])), []).append(call)
+        elif held:
+            for cls_name in sorted(element_call_classes(ctx, call, held)):
+                out.setdefault(cls_name, []).append(call)
     return out
+
+
+# Containers of submodules: iterating one (``for flow in self.flows: x = flow(x)``) runs each
+# element's forward; calling a ``Sequential`` runs them all.
+_CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict"})
+_ITER_WRAPPERS = frozenset({"enumerate", "reversed", "list", "tuple"})
+
+
+def _held_instances(ctx: RuleContext) -> dict[str, tuple[frozenset[str], bool]]:
+    """Names holding submodules of this module's classes as elements (``self.flows =
+    nn.ModuleList([Step(...) for _ in range(n)])``, ``self.flows.append(Step(...))`` after
+    ``self.flows = nn.ModuleList()``, ``self.net = nn.Sequential(*blocks)`` of a list
+    ``blocks.append(Block(...))`` fills, ``nn.ModuleDict({k: Head() ...})``, a plain list of
+    them): name -> (the element classes, whether calling the name runs them: a ``Sequential``)."""
+    classes = own_classes(ctx)
+    if not classes or not any(k in ctx.source for k in (*_CONTAINERS, "append(", "[")):
+        return {}
+    lists: dict[tuple[cst.CSTNode | None, str], set[str]] = {}  # (function, local list) -> element classes
+    for call in ctx.nodes(cst.Call):  # ``blocks.append(Block(...))``, ``blocks.extend([...])``
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert") and call.args:
+            found = _elements(ctx, call.args[-1].value, classes, lists, single=func.attr.value != "extend")
+            name = dotted_name(func.value)
+            if found and name is not None:
+                lists.setdefault((ctx.enclosing(call, cst.FunctionDef), name), set()).update(found)
+    out: dict[str, tuple[set[str], bool]] = {}
+    for a in ctx.nodes(cst.Assign, cst.AugAssign):
+        targets = [t.target for t in a.targets] if isinstance(a, cst.Assign) else [a.target]
+        value = a.value
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _CHAIN:
+            value = value.func.value
+        kind = (dotted_name(value.func) or "").rsplit(".", 1)[-1] if isinstance(value, cst.Call) else ""
+        if kind in _CONTAINERS:
+            found = set()
+            for arg in value.args:  # type: ignore[attr-defined]  (``Sequential(A(), B())``, ``ModuleList(blocks)``)
+                single = isinstance(arg.value, cst.Call) and arg.star != "*"
+                found |= _elements(ctx, arg.value, classes, lists, single=single)
+        elif isinstance(value, (cst.List, cst.ListComp, cst.Tuple)):
+            found = _elements(ctx, value, classes, lists, single=False)
+        else:
+            continue
+        fn = ctx.enclosing(a, cst.FunctionDef)
+        for t in targets:
+            name = dotted_name(t)
+            if name is None:
+                continue
+            found_here = found | lists.get((fn, name), set())  # ``self.flows = ModuleList()`` then appends
+            if found_here:
+                key = _held_key(name, fn)
+                classes_now, runs = out.get(key, (set(), False))
+                out[key] = (classes_now | found_here, runs or kind == "Sequential")
+    for (fn, name), found in lists.items():  # appends to an attribute made elsewhere (``__init__``'s helper)
+        if name.startswith("self.") and name in out:
+            out[name][0].update(found)
+    return {name: (frozenset(found), runs) for name, (found, runs) in out.items()}
+
+
+def _elements(ctx: RuleContext, value: cst.BaseExpression, classes: frozenset[str],
+              lists: dict[tuple[cst.CSTNode | None, str], set[str]], *, single: bool) -> set[str]:
+    """The classes of this module whose instances ``value`` is (``single``) or holds as elements."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _CHAIN:
+        value = value.func.value
+    if single:
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in classes:
+            return {value.func.value}
+        return set()
+    if isinstance(value, (cst.List, cst.Tuple)):
+        out: set[str] = set()
+        for el in value.elements:
+            out |= _elements(ctx, el.value, classes, lists, single=not isinstance(el, cst.StarredElement))
+        return out
+    if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+        return _elements(ctx, value.elt, classes, lists, single=True)
+    if isinstance(value, cst.Dict):
+        return {c for el in value.elements if isinstance(el, cst.DictElement)
+                for c in _elements(ctx, el.value, classes, lists, single=True)}
+    if isinstance(value, cst.DictComp):
+        return _elements(ctx, value.value, classes, lists, single=True)
+    name = dotted_name(value)
+    if name is not None:  # ``*blocks``: a list of this function's (or ``self.blocks``, filled anywhere)
+        fn = ctx.enclosing(value, cst.FunctionDef)
+        return set(lists.get((fn, name), set())) | \
+            {c for (_, n), found in lists.items() if n == name and name.startswith("self.") for c in found}
+    return set()
+
+
+def element_call_classes(ctx: RuleContext, call: cst.Call,
+                         held: dict[str, tuple[frozenset[str], bool]] | None = None) -> frozenset[str]:
+    """The classes of this module whose ``forward`` ``call`` runs through a container of them:
+    ``flow(x)`` in ``for flow in self.flows:`` (also ``enumerate``/``reversed`` of it, a
+    ``ModuleDict``'s ``.values()``/``.items()``), ``self.flows[i](x)``, and ``self.net(x)`` of a
+    ``Sequential``; empty for any other call."""
+    held = ctx.fact(_held_instances) if held is None else held
+    func = call.func
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    if isinstance(func, cst.Subscript):
+        found = _held_at(held, dotted_name(func.value), fn)
+        return found[0] if found is not None else frozenset()
+    name = dotted_name(func)
+    if name is None:
+        return frozenset()
+    found = _held_at(held, name, fn)
+    if found is not None:
+        return found[0] if found[1] else frozenset()
+    if not isinstance(func, cst.Name):
+        return frozenset()
+    for anc in ctx.ancestors(call):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            break
+        loops: list[cst.For | cst.CompFor] = [anc] if isinstance(anc, cst.For) else []
+        if isinstance(anc, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
+            comp: cst.CompFor | None = anc.for_in  # ``[head(x) for head in self.heads]``
+            while comp is not None:
+                loops.append(comp)
+                comp = comp.inner_for_in
+        for loop in loops:
+            if func.value in _bound_names(loop.target):
+                return _iterated_elements(loop, func.value, held, fn)
+    return frozenset()
+
+
+def _held_key(name: str, fn: cst.CSTNode | None) -> str:
+    """``self.flows`` and module-level names as they are; a local list by its function too (another
+    function's ``layers`` is another list)."""
+    return name if fn is None or name.startswith("self.") else f"{name}@{id(fn)}"
+
+
+def _held_at(held: dict[str, tuple[frozenset[str], bool]], name: str | None,
+             fn: cst.CSTNode | None) -> tuple[frozenset[str], bool] | None:
+    if name is None:
+        return None
+    return held.get(_held_key(name, fn)) or (held.get(name) if fn is not None else None)
+
+
+def _bound_names(target: cst.BaseExpression) -> set[str]:
+    return {n.value for n in walk(target, include_self=True) if isinstance(n, cst.Name)}
+
+
+def _iterated_elements(loop: cst.For | cst.CompFor, name: str, held: dict[str, tuple[frozenset[str], bool]],
+                       fn: cst.CSTNode | None) -> frozenset[str]:
+    """The element classes ``name`` (bound by ``loop``) takes: the loop's value over a container."""
+    it, target = loop.iter, loop.target
+    while isinstance(it, cst.Call) and dotted_name(it.func) in _ITER_WRAPPERS and it.args:
+        if dotted_name(it.func) == "enumerate":  # ``for i, flow in enumerate(self.flows)``
+            if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
+                return frozenset()
+            target = target.elements[1].value
+        it = it.args[0].value
+    pairs = isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value == "items"
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value in ("values", "items") \
+            and not it.args:
+        it = it.func.value
+        if pairs:  # ``for k, head in self.heads.items()``
+            if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
+                return frozenset()
+            target = target.elements[1].value
+    elif isinstance(it, cst.Subscript):  # ``self.flows[1:]``
+        it = it.value
+    if not (isinstance(target, cst.Name) and target.value == name):
+        return frozenset()
+    found = _held_at(held, dotted_name(it), fn)
+    return found[0] if found is not None else frozenset()
 
 
 def positional_index(fn: cst.FunctionDef, param: str) -> int | None:
