@@ -11,7 +11,7 @@ import re
 
 from ..syntax.glance import Glance
 from ..syntax.glance_names import dotted, last_part, may_name
-from ..syntax.torch_names import AUTOGRAD_FUNCTIONS, MODULE_CHAIN, NN_MODULE_BASES, NN_TENSORS, OPTIMIZERS
+from ..syntax.torch_names import AUTOGRAD_FUNCTIONS, MODULE_CHAIN, NN_CONTAINER_BASES, NN_MODULE_BASES, NN_TENSORS, OPTIMIZERS
 from .tensors import LOSS_NAME
 from .training_objects import MODEL_NAME, MODULE_METHODS
 
@@ -312,7 +312,8 @@ def _per_call_roots(glance: Glance) -> bool:
         own = {s.name for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
         if not own & _PER_CALL_METHODS:
             continue
-        if cls.name in modules and own & {"forward", "__call__"}:
+        if own & {"forward", "__call__"} and (cls.name in modules or
+                                              any(may_name(glance, b, NN_CONTAINER_BASES) for b in cls.bases)):
             return True
         if own & {"forward", "backward"} and f"{cls.name}.apply" in glance.text and \
                 any(may_name(glance, b, AUTOGRAD_FUNCTIONS) for b in cls.bases):

@@ -25,7 +25,7 @@ from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller
 from .generation_branch import in_generation
 from .handed_device import device_caller
-from ..syntax.torch_names import AUTOGRAD_FUNCTIONS, OPTIMIZERS
+from ..syntax.torch_names import AUTOGRAD_FUNCTIONS, NN_CONTAINER_BASES, OPTIMIZERS
 from ..syntax.tree import walk
 from ..syntax.project import project_model_class
 from .models import module_subclasses
@@ -36,11 +36,6 @@ FORWARD = "forward pass"
 _ROOT_METHODS = ("forward", "__call__")
 _TRANSFORM_HOLDERS = frozenset({"Compose", "RandomApply", "RandomChoice", "RandomOrder"})
 _ROUNDS = 3  # constructors nested in constructors reached from a forward
-# Containers of modules are modules too: a ``MetricsManager(nn.ModuleDict)`` whose ``forward``
-# computes every metric on every call (only the forward question: not a model for other rules).
-_CONTAINER_BASES = frozenset({"torch.nn.ModuleDict", "torch.nn.ModuleList", "torch.nn.Sequential",
-                              "torch.nn.modules.container.ModuleDict", "torch.nn.modules.container.ModuleList",
-                              "torch.nn.modules.container.Sequential"})
 
 
 def model_classes(ctx: RuleContext) -> dict[str, cst.ClassDef]:
@@ -51,7 +46,7 @@ def model_classes(ctx: RuleContext) -> dict[str, cst.ClassDef]:
         out: dict[str, cst.ClassDef] = {}
         for cls in c.nodes(cst.ClassDef):
             if cls.name.value in names or any(project_model_class(c, b.value) is not None or _pretrained(c, b.value) or
-                                              c.matches(b.value, _CONTAINER_BASES) for b in cls.bases):
+                                              c.matches(b.value, NN_CONTAINER_BASES) for b in cls.bases):
                 out[cls.name.value] = cls
         for name in transform_classes(c) & set(out):
             del out[name]

@@ -30,6 +30,11 @@ GRAD_SCALERS = frozenset({
     "torch.cpu.amp.GradScaler",
 })
 NN_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+# Containers of modules are modules too: a ``MetricsManager(nn.ModuleDict)`` whose ``forward``
+# computes every metric on every call (only the forward question: not a model for other rules).
+NN_CONTAINER_BASES = frozenset({"torch.nn.ModuleDict", "torch.nn.ModuleList", "torch.nn.Sequential",
+                                "torch.nn.modules.container.ModuleDict", "torch.nn.modules.container.ModuleList",
+                                "torch.nn.modules.container.Sequential"})
 # Classes of ``torch.nn`` that are tensors, not modules (``self.gamma = nn.Parameter(...)``: its
 # ``.item()`` reads a tensor that moves with the module).
 NN_TENSORS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.UninitializedParameter",
