@@ -108,7 +108,9 @@ def forward_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
 
 def forward_reach(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
     """:func:`forward_roots` and the ``__init__`` of each class of the file constructed in code
-    they reach (``mask = ProbMask(B, H, L, index, scores)`` in ``forward``), with the root's caller."""
+    they reach (``mask = ProbMask(B, H, L, index, scores)`` in ``forward``), and the methods of a
+    plain class of the file that code runs through an instance it holds (:func:`instance_calls`:
+    ``self.assigner(boxes, anchors)`` runs ``TargetAssigner.__call__``), with the root's caller."""
     def compute(c: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
         roots = dict(forward_roots(c))
         if not roots:
@@ -119,24 +121,76 @@ def forward_reach(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
             for stmt in cls.body.body:
                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
                     inits[cls.name.value] = stmt
-        if not inits:
-            return roots
-        constructions = [call for call in c.nodes(cst.Call)
+        constructions = [(call, inits[call.func.value]) for call in c.nodes(cst.Call)
                          if isinstance(call.func, cst.Name) and call.func.value in inits]
+        reached = constructions + instance_calls(c)
+        if not reached:
+            return roots
         for _ in range(_ROUNDS):
             added = False
-            for call in constructions:
-                init = inits[call.func.value]  # type: ignore[attr-defined]
-                if init in roots:
+            for call, method in reached:
+                if method in roots:
                     continue
                 found = ta.caller_from(call, roots)
                 if found is not None:
-                    roots[init] = found
+                    roots[method] = found
                     added = True
             if not added:
                 break
         return roots
     return ctx.fact(compute)
+
+
+def instance_calls(ctx: RuleContext) -> list[tuple[cst.Call, cst.FunctionDef]]:
+    """Calls that run a method of a plain (not ``nn.Module``) class of this file through an instance
+    (``self.creator = TargetCreator()`` in ``__init__``, then ``self.creator(boxes)`` runs its
+    ``__call__``, ``self.creator.match(boxes)`` its ``match``; ``meter = Meter()`` then
+    ``meter.update(out)``): the receiver, an attribute of ``self`` or a name, is bound only to
+    constructions of that one class, so the call runs the method the class defines."""
+    def compute(c: RuleContext) -> list[tuple[cst.Call, cst.FunctionDef]]:
+        skip = set(model_classes(c)) | transform_classes(c)
+        methods = {cls.name.value: {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+                   for cls in c.nodes(cst.ClassDef) if cls.name.value not in skip}
+        if not methods:
+            return []
+        held: dict[tuple[cst.CSTNode | None, str], set[str | None]] = {}  # (class or function, ``self.x``/``x``)
+        for assign in c.nodes(cst.Assign):
+            for t in assign.targets:
+                name = dotted_name(t.target)
+                if name is None or not (name.startswith("self.") and name.count(".") == 1 or "." not in name):
+                    continue
+                v = assign.value
+                built = v.func.value if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) else None
+                held.setdefault((_owner(c, assign, name), name), set()).add(built if built in methods else None)
+        out = []
+        for call in c.nodes(cst.Call):
+            func = call.func
+            recv, method = (func, "__call__") if not isinstance(func, cst.Attribute) or \
+                (dotted_name(func) or "").startswith("self.") and (dotted_name(func) or "").count(".") == 1 \
+                else (func.value, func.attr.value)
+            name = dotted_name(recv)
+            if name is None or name == "self" or name.count(".") > 1 or name.startswith("self.") != ("." in name):
+                continue
+            fn = c.enclosing(call, cst.FunctionDef)
+            kinds = held.get((_owner(c, call, name), name))
+            if kinds is None and "." not in name and (fn is None or name not in _params(fn)):
+                kinds = held.get((None, name))  # a module-level instance
+            if not kinds or len(kinds) != 1 or None in kinds:
+                continue  # bound to something else somewhere, or to several classes
+            fn = methods[next(iter(kinds))].get(method)  # type: ignore[index]
+            if fn is not None:
+                out.append((call, fn))
+        return out
+    return ctx.fact(compute)
+
+
+def _owner(ctx: RuleContext, node: cst.CSTNode, name: str) -> cst.CSTNode | None:
+    """Where a binding of ``name`` lives: the class for ``self.x``, the function (None: the module) for ``x``."""
+    return ctx.enclosing(node, cst.ClassDef) if "." in name else ctx.enclosing(node, cst.FunctionDef)
+
+
+def _params(fn: cst.FunctionDef) -> set[str]:
+    return {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
 
 
 def forward_caller(ctx: RuleContext, ta: TrainingAnalysis, node: cst.CSTNode) -> StepCaller | None:

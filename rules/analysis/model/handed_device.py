@@ -22,6 +22,10 @@ from ..syntax.tree import walk
 _MOVES = frozenset({"to", "cuda"})
 
 
+# Tensor methods whose result lives where their receiver does.
+_SAME_PLACE = frozenset({"squeeze", "unsqueeze", "view", "reshape", "permute", "transpose", "flatten", "contiguous",
+                         "detach", "float", "half", "long", "int", "sigmoid", "softmax", "log_softmax", "clone"})
+
 _DEPTH = 3  # forwards handing a moved value on through their parameters: a few levels at most
 
 
@@ -90,19 +94,47 @@ def _passed(call: cst.Call, fn: cst.FunctionDef, param: str) -> Sequence[cst.Arg
     return [plain[i]] if i < len(plain) else []
 
 
-def _moved(ctx: RuleContext, value: cst.BaseExpression, call: cst.Call) -> bool:
-    """Is ``value`` a move to the device, or a name the caller's function binds only to moves
-    (``text_len = batch["text_len"].to(device)``)?"""
+def _moved(ctx: RuleContext, value: cst.BaseExpression, call: cst.Call, depth: int = 0) -> bool:
+    """Is ``value`` on the device by the caller's own doing: a move, or a name the caller's
+    function binds only to moves (``text_len = batch["text_len"].to(device)``), to what a module it
+    holds returns (``rois = self.rpn(feats)``, also unpacked: ``locs, rois = self.rpn(feats)``: a
+    module's outputs are where its parameters are) or to an element of such a name (``roi = rois[i]``)?"""
     if _is_move(value):
         return True
+    if isinstance(value, cst.Subscript) and depth < _DEPTH:
+        return _moved(ctx, value.value, call, depth + 1)
     if not isinstance(value, cst.Name):
         return False
     caller = ctx.enclosing(call, cst.FunctionDef)
     if caller is None:
         return False
-    bound = [n.value for n in walk(caller.body) if isinstance(n, cst.Assign) and
-             any(isinstance(t.target, cst.Name) and t.target.value == value.value for t in n.targets)]
-    return bool(bound) and all(_is_move(v) for v in bound)
+    bound: list[cst.BaseExpression | None] = []
+    for n in walk(caller.body):
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                if isinstance(t.target, cst.Name) and t.target.value == value.value:
+                    bound.append(n.value)
+                elif isinstance(t.target, (cst.Tuple, cst.List)) and any(
+                        isinstance(e.value, cst.Name) and e.value.value == value.value for e in t.target.elements):
+                    bound.append(n.value if _module_output(ctx, n.value) else None)  # an element of a module's outputs
+        elif isinstance(n, (cst.For, cst.AugAssign, cst.AnnAssign, cst.WithItem)) and \
+                value.value in {x.value for x in walk(getattr(n, "target", None) or getattr(n, "asname", None) or n,
+                                                      include_self=True) if isinstance(x, cst.Name)} and \
+                not isinstance(n, cst.AugAssign):
+            bound.append(None)  # a loop target, an annotated or ``with`` binding: not known here
+    return bool(bound) and all(v is not None and (_is_move(v) or _module_output(ctx, v) or depth < _DEPTH and
+                                                  isinstance(v, cst.Subscript) and
+                                                  _moved(ctx, v.value, call, depth + 1)) for v in bound)
+
+
+def _module_output(ctx: RuleContext, value: cst.BaseExpression) -> bool:
+    """``self.rpn(feats)``: a call of a submodule the class holds (an ``nn.Module`` by its
+    binding, or by its name when the file defines no function so named)."""
+    from .training import analysis  # (the training analysis reads models; this module is read by forward_reach)
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _SAME_PLACE:
+        value = value.func.value  # ``self.head(x).squeeze(-1)``: still where the module's output is
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+        dotted_name(value.func.value) == "self" and analysis(ctx).is_module_like(value.func, by_name=True)
 
 
 def _is_move(value: cst.BaseExpression) -> bool:
