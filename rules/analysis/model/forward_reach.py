@@ -22,6 +22,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
+from ..syntax.callsites import method_calls_on_instances
 from ..syntax.launch import StepCaller
 from .generation_branch import in_generation
 from .handed_device import device_caller
@@ -109,8 +110,8 @@ def forward_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
 def forward_reach(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
     """:func:`forward_roots` and the ``__init__`` of each class of the file constructed in code
     they reach (``mask = ProbMask(B, H, L, index, scores)`` in ``forward``), and the methods of a
-    plain class of the file that code runs through an instance it holds (:func:`instance_calls`:
-    ``self.assigner(boxes, anchors)`` runs ``TargetAssigner.__call__``), with the root's caller."""
+    plain class of the file that code runs through an object it holds (:func:`held_object_calls`:
+    ``self.matcher.assign(cost)`` runs ``Greedy.assign``), with the root's caller."""
     def compute(c: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
         roots = dict(forward_roots(c))
         if not roots:
@@ -123,9 +124,7 @@ def forward_reach(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
                     inits[cls.name.value] = stmt
         constructions = [(call, inits[call.func.value]) for call in c.nodes(cst.Call)
                          if isinstance(call.func, cst.Name) and call.func.value in inits]
-        reached = constructions + instance_calls(c)
-        if not reached:
-            return roots
+        reached = constructions + held_object_calls(c)
         for _ in range(_ROUNDS):
             added = False
             for call, method in reached:
@@ -141,56 +140,16 @@ def forward_reach(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
     return ctx.fact(compute)
 
 
-def instance_calls(ctx: RuleContext) -> list[tuple[cst.Call, cst.FunctionDef]]:
-    """Calls that run a method of a plain (not ``nn.Module``) class of this file through an instance
-    (``self.creator = TargetCreator()`` in ``__init__``, then ``self.creator(boxes)`` runs its
-    ``__call__``, ``self.creator.match(boxes)`` its ``match``; ``meter = Meter()`` then
-    ``meter.update(out)``): the receiver, an attribute of ``self`` or a name, is bound only to
-    constructions of that one class, so the call runs the method the class defines."""
+def held_object_calls(ctx: RuleContext) -> list[tuple[cst.Call, cst.FunctionDef]]:
+    """(call, method) for each call of a method of a plain (not ``nn.Module``) class of this file
+    through a name bound only to its instances (``self.matcher = Greedy()``, then
+    ``self.matcher.assign(cost)``; ``callsites.method_calls_on_instances``)."""
     def compute(c: RuleContext) -> list[tuple[cst.Call, cst.FunctionDef]]:
         skip = set(model_classes(c)) | transform_classes(c)
-        methods = {cls.name.value: {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
-                   for cls in c.nodes(cst.ClassDef) if cls.name.value not in skip}
-        if not methods:
-            return []
-        held: dict[tuple[cst.CSTNode | None, str], set[str | None]] = {}  # (class or function, ``self.x``/``x``)
-        for assign in c.nodes(cst.Assign):
-            for t in assign.targets:
-                name = dotted_name(t.target)
-                if name is None or not (name.startswith("self.") and name.count(".") == 1 or "." not in name):
-                    continue
-                v = assign.value
-                built = v.func.value if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) else None
-                held.setdefault((_owner(c, assign, name), name), set()).add(built if built in methods else None)
-        out = []
-        for call in c.nodes(cst.Call):
-            func = call.func
-            recv, method = (func, "__call__") if not isinstance(func, cst.Attribute) or \
-                (dotted_name(func) or "").startswith("self.") and (dotted_name(func) or "").count(".") == 1 \
-                else (func.value, func.attr.value)
-            name = dotted_name(recv)
-            if name is None or name == "self" or name.count(".") > 1 or name.startswith("self.") != ("." in name):
-                continue
-            fn = c.enclosing(call, cst.FunctionDef)
-            kinds = held.get((_owner(c, call, name), name))
-            if kinds is None and "." not in name and (fn is None or name not in _params(fn)):
-                kinds = held.get((None, name))  # a module-level instance
-            if not kinds or len(kinds) != 1 or None in kinds:
-                continue  # bound to something else somewhere, or to several classes
-            fn = methods[next(iter(kinds))].get(method)  # type: ignore[index]
-            if fn is not None:
-                out.append((call, fn))
-        return out
+        return [(call, fn) for cls in c.nodes(cst.ClassDef) if cls.name.value not in skip
+                for fn in cls.body.body if isinstance(fn, cst.FunctionDef) and not fn.name.value.startswith("__")
+                for call in method_calls_on_instances(c, fn)]
     return ctx.fact(compute)
-
-
-def _owner(ctx: RuleContext, node: cst.CSTNode, name: str) -> cst.CSTNode | None:
-    """Where a binding of ``name`` lives: the class for ``self.x``, the function (None: the module) for ``x``."""
-    return ctx.enclosing(node, cst.ClassDef) if "." in name else ctx.enclosing(node, cst.FunctionDef)
-
-
-def _params(fn: cst.FunctionDef) -> set[str]:
-    return {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
 
 
 def forward_caller(ctx: RuleContext, ta: TrainingAnalysis, node: cst.CSTNode) -> StepCaller | None:
