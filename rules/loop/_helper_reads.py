@@ -27,6 +27,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.duck_methods import project_method_by_use
 from ..analysis.syntax.project import ProjectCall, project_class_method, project_function, project_method
 from ..analysis.syntax.tree import walk
+from ._argument_reads import read_of_argument as read_of_argument  # (GP101 reads it with the helpers' reads)
 from ._host_tensors import host_tensor
 from ._unresolved_losses import reads_host as _reads_host, unresolved_loss, unsure_call_finding, unsure_via
 
@@ -487,14 +488,3 @@ def _from_device_items(ctx: RuleContext, ta: TrainingAnalysis, comp: cst.DictCom
                                                   for n in walk(comp.value, include_self=True)):
         return False
     return _device_value(ctx, ta, it.func.value, at, depth + 1)
-
-
-def read_of_argument(ctx: RuleContext, call: cst.CSTNode) -> bool:
-    """Is ``call`` a host read of a value its function was handed whose cost depends on the
-    caller (``facts.arg_reads``)? The caller's file reports it, at the call."""
-    fn = ctx.enclosing(call, cst.FunctionDef)
-    return fn is not None and may_read_args(ctx.source) and any(r is call for _, r in ctx.fact(_reads_by_function).get(fn, ()))
-
-
-def _reads_by_function(ctx: RuleContext) -> dict[cst.FunctionDef, list[tuple[str, cst.BaseExpression]]]:
-    return {fn: reads for fn in ctx.nodes(cst.FunctionDef) if (reads := tensor_arg_reads(fn))}

@@ -144,7 +144,10 @@ class LossKeepsGraph(Rule):
     limitations = (
         "Only accumulations in a step loop that does a backward are checked (`loss.backward()`, "
         "an engine's `accelerator.backward(loss)`, or a loss scaler of another module given the "
-        "loss and the optimizer): `acc += x`, `acc = acc + x` and `acc.append(x)`.",
+        "loss and the optimizer): `acc += x`, `acc = acc + x`, `acc.append(x)`, and a value rebound to a "
+        "weighted sum of itself and the loss (`smooth = smooth * 0.99 + loss * 0.01`, a moving average, also seeded "
+        "in place: `ema = loss if ema is None else 0.9 * ema + 0.1 * loss`): "
+        "the new value is computed from the old one, so every step's graph stays chained to it.",
         "Whether a value carries a graph is followed through names in the same function; a loss "
         "returned by another module's function is missed. What a call of the object's own network returns "
         "(`self.actor.evaluate(obs, act)`, `self.policy(obs)`) carries one when the backpropagated loss is "
@@ -242,27 +245,39 @@ def _held_out_sums(ctx: RuleContext, ta: TrainingAnalysis, grads: dict[cst.CSTNo
 
 
 def _accumulations(loop: cst.For | cst.While) -> Iterator[tuple[str, cst.BaseExpression, cst.CSTNode]]:
-    """``acc += x``, ``acc = acc + x``, ``acc.append(x)`` in a loop body: (acc, x, statement)."""
+    """``acc += x``, ``acc = acc + x`` (or ``acc * k + x``), ``acc.append(x)`` in a loop body: (acc, x, statement)."""
     for node in walk(loop.body):
         if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign):
             acc = _place(node.target)
             if acc is not None:
                 yield acc, node.value, node
-        elif isinstance(node, cst.Assign) and len(node.targets) == 1 and \
-                isinstance(node.value, cst.BinaryOperation) and isinstance(node.value.operator, cst.Add):
+        elif isinstance(node, cst.Assign) and len(node.targets) == 1:
             acc = _place(node.targets[0].target)
-            if acc is None:
-                continue
-            if _place(node.value.left) == acc:
-                yield acc, node.value.right, node
-            elif _place(node.value.right) == acc:
-                yield acc, node.value.left, node
+            value = node.value
+            sums = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]  # ``x if acc is None else ...``
+            for total in sums if acc is not None else ():
+                if not (isinstance(total, cst.BinaryOperation) and isinstance(total.operator, cst.Add)):
+                    continue
+                # ``acc = acc + x``, and a moving average ``acc = acc * 0.99 + x * 0.01`` (``beta * acc + ...``):
+                # the new value is computed from the old, so each step's graph chains onto all the earlier ones
+                if _scales(total.left, acc):
+                    yield acc, total.right, node  # type: ignore[misc]
+                elif _scales(total.right, acc):
+                    yield acc, total.left, node  # type: ignore[misc]
         elif method_call(node, "append") and isinstance(node, cst.Call) and len(node.args) == 1 and \
                 node.args[0].keyword is None and not node.args[0].star:
             assert isinstance(node.func, cst.Attribute)
             acc = dotted_name(node.func.value)
             if acc is not None:
                 yield acc, node.args[0].value, node
+
+
+def _scales(expr: cst.BaseExpression, acc: str) -> bool:
+    """``acc`` itself, or ``acc`` times or divided by a factor (``acc * 0.99``, ``momentum * acc``)."""
+    if _place(expr) == acc:
+        return True
+    return isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)) and \
+        (_place(expr.left) == acc or isinstance(expr.operator, cst.Multiply) and _place(expr.right) == acc)
 
 
 def _place(expr: cst.BaseExpression) -> str | None:

@@ -22,6 +22,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
+from ..syntax.callsites import method_calls_on_instances
 from ..syntax.launch import StepCaller
 from .generation_branch import in_generation
 from .handed_device import device_caller
@@ -108,7 +109,9 @@ def forward_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
 
 def forward_reach(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
     """:func:`forward_roots` and the ``__init__`` of each class of the file constructed in code
-    they reach (``mask = ProbMask(B, H, L, index, scores)`` in ``forward``), with the root's caller."""
+    they reach (``mask = ProbMask(B, H, L, index, scores)`` in ``forward``), and the methods of a
+    plain class of the file that code runs through an object it holds (:func:`held_object_calls`:
+    ``self.matcher.assign(cost)`` runs ``Greedy.assign``), with the root's caller."""
     def compute(c: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
         roots = dict(forward_roots(c))
         if not roots:
@@ -119,23 +122,33 @@ def forward_reach(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
             for stmt in cls.body.body:
                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
                     inits[cls.name.value] = stmt
-        if not inits:
-            return roots
-        constructions = [call for call in c.nodes(cst.Call)
+        constructions = [(call, inits[call.func.value]) for call in c.nodes(cst.Call)
                          if isinstance(call.func, cst.Name) and call.func.value in inits]
+        reached = constructions + held_object_calls(c)
         for _ in range(_ROUNDS):
             added = False
-            for call in constructions:
-                init = inits[call.func.value]  # type: ignore[attr-defined]
-                if init in roots:
+            for call, method in reached:
+                if method in roots:
                     continue
                 found = ta.caller_from(call, roots)
                 if found is not None:
-                    roots[init] = found
+                    roots[method] = found
                     added = True
             if not added:
                 break
         return roots
+    return ctx.fact(compute)
+
+
+def held_object_calls(ctx: RuleContext) -> list[tuple[cst.Call, cst.FunctionDef]]:
+    """(call, method) for each call of a method of a plain (not ``nn.Module``) class of this file
+    through a name bound only to its instances (``self.matcher = Greedy()``, then
+    ``self.matcher.assign(cost)``; ``callsites.method_calls_on_instances``)."""
+    def compute(c: RuleContext) -> list[tuple[cst.Call, cst.FunctionDef]]:
+        skip = set(model_classes(c)) | transform_classes(c)
+        return [(call, fn) for cls in c.nodes(cst.ClassDef) if cls.name.value not in skip
+                for fn in cls.body.body if isinstance(fn, cst.FunctionDef) and not fn.name.value.startswith("__")
+                for call in method_calls_on_instances(c, fn)]
     return ctx.fact(compute)
 
 

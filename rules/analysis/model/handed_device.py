@@ -14,13 +14,20 @@ from collections.abc import Sequence
 import libcst as cst
 
 from ..syntax.calls import dotted_name
-from ..syntax.callsites import calls_of
+from ..syntax.callsites import calls_of, method_calls_on_instances
 from ..syntax.context import RuleContext
 from ..syntax.tree import walk
+from .models import module_subclasses
+from .training import analysis
 
 # Moves a value to the device: ``x.to(device)``, ``x.cuda()``, ``x.to(device, non_blocking=True)``.
 _MOVES = frozenset({"to", "cuda"})
 
+
+# Methods whose result is not a tensor where the receiver is: moves off the device, numbers, containers.
+_LEAVES = frozenset({"cpu", "numpy", "tolist", "item", "to", "type", "size", "dim", "numel", "nelement", "stride",
+                     "get_device", "data_ptr", "element_size", "is_contiguous", "equal", "keys", "values", "items",
+                     "get", "__len__"})
 
 _DEPTH = 3  # forwards handing a moved value on through their parameters: a few levels at most
 
@@ -34,13 +41,22 @@ def device_caller(ctx: RuleContext, fn: cst.FunctionDef, param: str, depth: int 
     calls = list(ctx.fact(_calls_by_name).get(fn.name.value, ()))
     modular = fn.name.value in ("forward", "__call__") and isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)
     instance = calls_of(ctx, fn) if modular else []
-    for call in calls + [c for c in instance if c not in calls]:
-        if not (_runs(ctx, call, fn) or call in instance):
+    held = method_calls_on_instances(ctx, fn)  # ``self.matcher.assign(cost)``: a plain object the class holds
+    for call in calls + [c for c in instance + held if c not in calls]:
+        if not (_runs(ctx, call, fn) or call in instance or call in held):
             continue
+        if call not in held and not _runs(ctx, call, fn) and _plain(ctx, fn):
+            continue  # a plain class's ``__call__`` run through a name also bound to something else
         for a in _passed(call, fn, param):
             if _moved(ctx, a.value, call) or modular and depth < _DEPTH and _handed_on(ctx, a.value, call, depth):
                 return call
     return None
+
+
+def _plain(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    """Is ``fn`` the ``__call__`` of a class that is no module (its instances are objects the caller holds)?"""
+    cls = ctx.parent(ctx.parent(fn))
+    return fn.name.value == "__call__" and isinstance(cls, cst.ClassDef) and cls.name.value not in module_subclasses(ctx)
 
 
 def _handed_on(ctx: RuleContext, value: cst.BaseExpression, call: cst.Call, depth: int) -> bool:
@@ -90,19 +106,49 @@ def _passed(call: cst.Call, fn: cst.FunctionDef, param: str) -> Sequence[cst.Arg
     return [plain[i]] if i < len(plain) else []
 
 
-def _moved(ctx: RuleContext, value: cst.BaseExpression, call: cst.Call) -> bool:
-    """Is ``value`` a move to the device, or a name the caller's function binds only to moves
-    (``text_len = batch["text_len"].to(device)``)?"""
-    if _is_move(value):
+def _moved(ctx: RuleContext, value: cst.BaseExpression, call: cst.Call, depth: int = 0) -> bool:
+    """Is ``value`` on the device by the caller's own doing: a move, what a submodule the class
+    holds returns (``self.rpn(feats)``: a module's outputs are where its parameters are), computed
+    from such (``rois[i]``, ``-scores``, ``feats.mean(1) * 2``: a tensor method other than those that
+    leave the device or give numbers), or a name the caller's function binds only to such
+    (``text_len = batch["text_len"].to(device)``; also unpacked: ``locs, rois = self.rpn(feats)``)?"""
+    if _is_move(value) or _module_output(ctx, value):
         return True
-    if not isinstance(value, cst.Name):
+    if isinstance(value, cst.Subscript):  # (within one expression: bounded by its size)
+        return _moved(ctx, value.value, call, depth)
+    if isinstance(value, cst.UnaryOperation):
+        return _moved(ctx, value.expression, call, depth)
+    if isinstance(value, cst.BinaryOperation):
+        return _moved(ctx, value.left, call, depth) or _moved(ctx, value.right, call, depth)
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+        return value.func.attr.value not in _LEAVES and _moved(ctx, value.func.value, call, depth)
+    if not isinstance(value, cst.Name) or depth >= _DEPTH:  # (names: a few hops through their bindings)
         return False
     caller = ctx.enclosing(call, cst.FunctionDef)
     if caller is None:
         return False
-    bound = [n.value for n in walk(caller.body) if isinstance(n, cst.Assign) and
-             any(isinstance(t.target, cst.Name) and t.target.value == value.value for t in n.targets)]
-    return bool(bound) and all(_is_move(v) for v in bound)
+    bound: list[cst.BaseExpression | None] = []
+    for n in walk(caller.body):
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                if isinstance(t.target, cst.Name) and t.target.value == value.value:
+                    bound.append(n.value)
+                elif isinstance(t.target, (cst.Tuple, cst.List)) and any(
+                        isinstance(e.value, cst.Name) and e.value.value == value.value for e in t.target.elements):
+                    bound.append(n.value if _module_output(ctx, n.value) else None)  # an element of a module's outputs
+        elif isinstance(n, (cst.For, cst.AugAssign, cst.AnnAssign, cst.WithItem)) and \
+                value.value in {x.value for x in walk(getattr(n, "target", None) or getattr(n, "asname", None) or n,
+                                                      include_self=True) if isinstance(x, cst.Name)} and \
+                not isinstance(n, cst.AugAssign):
+            bound.append(None)  # a loop target, an annotated or ``with`` binding: not known here
+    return bool(bound) and all(v is not None and _moved(ctx, v, call, depth + 1) for v in bound)
+
+
+def _module_output(ctx: RuleContext, value: cst.BaseExpression) -> bool:
+    """``self.rpn(feats)``: a call of a submodule the class holds (an ``nn.Module`` by its
+    binding, or by its name when the file defines no function so named)."""
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+        dotted_name(value.func.value) == "self" and analysis(ctx).is_module_like(value.func, by_name=True)
 
 
 def _is_move(value: cst.BaseExpression) -> bool:

@@ -42,7 +42,8 @@ def period_one_by_default(ctx: RuleContext, period: cst.BaseExpression, at: cst.
         fn = ctx.enclosing(at, cst.FunctionDef)
         if fn is None or _defaults_to_one(fn, period.value) is None:
             values = name_values(ctx, period)  # ``log_step = args.log_step`` bound once
-            return len(values) == 1 and values[0] is not None and one_option(ctx, values[0]) is not None
+            return len(values) == 1 and values[0] is not None and (
+                one_option(ctx, values[0]) is not None or is_one(values[0]) and not _globals_rewritten(ctx))
         return all(is_one(getattr(bound_arg(c, fn, period.value), "value", None)) or
                    bound_arg(c, fn, period.value) is None and not any(a.star for a in c.args)
                    for c in calls_of(ctx, fn))
@@ -60,8 +61,8 @@ def period_one_by_default(ctx: RuleContext, period: cst.BaseExpression, at: cst.
                 _defaults_to_one(fn, assign.value.value) is None:
             return False  # set to something else somewhere
         params.append((fn, assign.value.value))
-    if not params:
-        return False
+    if not params:  # ``log_every = 1`` in the class body, never assigned through ``self``
+        return _class_constant_one(ctx, at, attr)
     names = {name for _, name in params}
     for arg in ctx.nodes(cst.Arg):  # ``Trainer(..., every=20)``: a caller in this file sets it
         if arg.keyword is not None and arg.keyword.value in names and not is_one(arg.value) and \
@@ -79,6 +80,34 @@ def period_one_by_default(ctx: RuleContext, period: cst.BaseExpression, at: cst.
                 if len(args) > index and (args[index].star or not is_one(args[index].value)):
                     return False
     return True
+
+
+def _class_constant_one(ctx: RuleContext, at: cst.CSTNode, attr: str) -> bool:
+    """``self.attr`` read in a class whose body binds ``attr = 1`` (and nothing assigns it through
+    ``self``): every instance divides by 1 unless a subclass of another file says otherwise."""
+    cls = ctx.enclosing(at, cst.ClassDef)
+    if cls is None or _globals_rewritten(ctx):
+        return False
+    values = [s.value for line in cls.body.body if isinstance(line, cst.SimpleStatementLine) for s in line.body
+              if isinstance(s, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == attr
+                                                    for t in s.targets) or
+              isinstance(s, cst.AnnAssign) and isinstance(s.target, cst.Name) and s.target.value == attr]
+    if len(values) != 1 or not is_one(values[0]):
+        return False
+    subclasses = [c for c in ctx.nodes(cst.ClassDef) if any(dotted_name(b.value) == cls.name.value for b in c.bases)]
+    return not any(_class_binds(c, attr) for c in subclasses)  # ``log_every = 10`` in a subclass of this file
+
+
+def _class_binds(cls: cst.ClassDef, attr: str) -> bool:
+    targets = (p.target for p in walk(cls.body, into_nested=True) if isinstance(p, (cst.AssignTarget, cst.AnnAssign)))
+    return any(isinstance(t, cst.Name) and t.value == attr or isinstance(t, cst.Attribute) and t.attr.value == attr
+               for t in targets)
+
+
+def _globals_rewritten(ctx: RuleContext) -> bool:
+    """``exec(open('configurator.py').read())`` or ``globals().update(...)``: a configuration file or
+    the command line rebinds the module's constants, so their written values are only defaults."""
+    return "exec(" in ctx.source or "globals()" in ctx.source
 
 
 # ``lint.shipped_settings.PERIOD_ONE``: a period name every shipped configuration sets to 1.

@@ -127,6 +127,45 @@ def instance_calls(ctx: RuleContext, cls: cst.ClassDef) -> list[cst.Call]:
 _CHAIN = frozenset(MODULE_CHAIN)
 
 
+def method_calls_on_instances(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
+    """Calls of the method ``fn`` (``__call__`` too) through a name bound only to instances of its
+    class, nowhere to anything else (``self.matcher.assign(cost)``, ``self.matcher(cost)`` after
+    ``self.matcher = Greedy()``; not where ``self.matcher = torch.argsort`` too)."""
+    cls = _class_of_method(ctx, fn)
+    if cls is None:
+        return []
+    bound, other = ctx.fact(_instances), ctx.fact(_bound_otherwise)
+    out = []
+    for c in ctx.fact(_calls_by_callee).get(fn.name.value, []) if fn.name.value != "__call__" else ctx.nodes(cst.Call):
+        recv = c.func if fn.name.value == "__call__" else c.func.value if isinstance(c.func, cst.Attribute) else None
+        name = dotted_name(recv) if recv is not None else None
+        if name is not None and bound.get(name) == {cls.name.value} and name not in other:
+            out.append(c)
+    return out
+
+
+def _calls_by_callee(ctx: RuleContext) -> dict[str, list[cst.Call]]:
+    """Calls ``x.m(...)`` by ``m``, whatever ``x`` is."""
+    out: dict[str, list[cst.Call]] = {}
+    for c in ctx.nodes(cst.Call):
+        if isinstance(c.func, cst.Attribute):
+            out.setdefault(c.func.attr.value, []).append(c)
+    return out
+
+
+def _bound_otherwise(ctx: RuleContext) -> frozenset[str]:
+    """Names (``self.ranker``) some assignment binds to something other than a construction of a class of this module."""
+    classes = own_classes(ctx)
+    out = set()
+    for a in ctx.nodes(cst.Assign):
+        value = a.value
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _CHAIN:
+            value = value.func.value
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in classes):
+            out |= {n for t in a.targets if (n := dotted_name(t.target)) is not None}
+    return frozenset(out)
+
+
 def _instances(ctx: RuleContext) -> dict[str, set[str]]:
     """Names (``net``, ``self.mask``) bound to an instance of a class of this module, with the
     classes: ``net = Net()``, ``self.mask = Masking(...).to(d)``."""
