@@ -19,6 +19,7 @@ from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_na
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._host_casts import LEGACY_CPU as _LEGACY_CPU, keeps_place
+from ._returned_tensors import returned_host_tensor
 from ._host_moves import COMBINERS, TORCH_SAME_PLACE, host_scalar
 
 DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
@@ -106,7 +107,8 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
         if isinstance(expr.func, cst.Attribute) and (expr.func.attr.value in _SAME_PLACE or
                                                      in_place(expr.func.attr.value) or keeps_place(ctx, expr)):
             return host_origin(ctx, expr.func.value, at, loose_default_type=loose_default_type, depth=depth + 1)
-        return None
+        return returned_host_tensor(ctx, expr, lambda v, r: host_origin(  # a helper's return, by value
+            ctx, v, r, loose_default_type=loose_default_type, depth=depth + 2))
     if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
         sides = [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation) else \
             [expr.left, *(c.comparator for c in expr.comparisons)]
