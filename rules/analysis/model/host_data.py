@@ -318,7 +318,12 @@ def _number_literals(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, (cst.List, cst.Tuple)):
         return bool(expr.elements) and all(not isinstance(e, cst.StarredElement) and _number_literals(e.value)
                                            for e in expr.elements)
+    if isinstance(expr, cst.BinaryOperation):  # ``[2. * np.pi]``: arithmetic of numbers and named constants
+        return all(_number_literals(side) or dotted_name(side) in _MATH_CONSTANTS for side in (expr.left, expr.right))
     return isinstance(expr, (cst.Integer, cst.Float))
+
+
+_MATH_CONSTANTS = frozenset(f"{m}.{c}" for m in ("np", "numpy", "math") for c in ("pi", "e", "inf", "tau"))
 
 
 def _mentions_name(expr: cst.CSTNode, name: str) -> bool:
