@@ -274,7 +274,7 @@ def numpy_made_here(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.Function
                 not ctx.matches(expr.func, {"numpy.*"}):
             return numpy_made_here(ctx, expr.func.value, fn, depth + 1, seen)
         if not ctx.matches(expr.func, {"numpy.*"}):
-            return False
+            return _returns_numpy_made(ctx, expr, depth)
         if not ctx.matches(expr.func, {f"numpy.{n}" for n in _NUMPY_CONVERSIONS}):
             return True  # ``w / np.sum(w)``: computed in the step
         return any(not a.star and (numpy_made_here(ctx, a.value, fn, depth + 1, seen) or
@@ -308,6 +308,23 @@ def numpy_made_here(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.Function
 
 # numpy array methods whose result is another array made from the receiver.
 _ARRAY_METHODS = ("astype", "copy", "reshape", "transpose", "ravel", "flatten", "squeeze", "clip", "round", "repeat")
+
+
+def _returns_numpy_made(ctx: RuleContext, call: cst.Call, depth: int) -> bool:
+    """``mask = build_mask(lengths, t)`` of a module-level function of this file every ``return`` of
+    which hands back an array it makes itself with numpy: the value of a call is what its callee
+    returns, made on each call (issue 34, iter32)."""
+    if not isinstance(call.func, cst.Name):
+        return False
+    defs = [s for s in ctx.module.body if isinstance(s, cst.FunctionDef) and s.name.value == call.func.value]
+    if len(defs) != 1:
+        return False
+    returns = [r for r in walk(defs[0].body) if isinstance(r, cst.Return)]
+    params = [p.name.value for p in defs[0].params.params]
+    # a fresh array (``W = np.zeros(...)`` filled, then ``return W``), not the argument changed
+    # (``return x + np.random.randn(*x.shape)``: a batch augmented and handed back is still the batch)
+    return bool(returns) and all(r.value is not None and numpy_made_here(ctx, r.value, defs[0], depth + 2) and
+                                 not any(_mentions_name(r.value, p) for p in params) for r in returns)
 
 
 def _number_literals(expr: cst.BaseExpression) -> bool:
