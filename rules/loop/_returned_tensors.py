@@ -18,13 +18,14 @@ Origin = Callable[[cst.BaseExpression, cst.CSTNode], "cst.Call | None"]
 
 
 def _instance_method(ctx: RuleContext, call: cst.Call) -> cst.FunctionDef | None:
-    """``rec.init_hidden()`` where every binding of ``rec`` in this file is ``Cls(...)`` (``.to(device)`` after it) of one class
+    """``rec.init_hidden()`` where every binding of ``rec`` in the calling function (or the module) is ``Cls(...)`` (``.to(device)`` after it) of one class
     of this file that defines ``init_hidden`` once."""
     func = call.func
     if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name) or func.value.value == "self":
         return None
     name = func.value.value
-    values = [strip_chain(a.value) for a in walk(ctx.module) if isinstance(a, cst.Assign) and
+    scope = ctx.enclosing(call, cst.FunctionDef)  # the name's bindings where the call reads it
+    values = [strip_chain(a.value) for a in walk(scope.body if scope is not None else ctx.module) if isinstance(a, cst.Assign) and
               any(isinstance(t.target, cst.Name) and t.target.value == name for t in a.targets)]
     classes = {c.name.value: c for c in ctx.nodes(cst.ClassDef)}
     made = {v.func.value for v in values if isinstance(v, cst.Call) and isinstance(v.func, cst.Name)}
