@@ -153,8 +153,10 @@ class HostTensorThenMove(Rule):
         "and through a call's return (a function or method of this file, also `obj.m()` of an instance of one of "
         "its classes, whose every `return` is a host tensor: `rec.init_hidden().to(device)`); a numpy array is made "
         "by the step when a module-level function of the file builds it fresh and returns it (not the argument "
-        "changed: an augmented batch is still the batch, GP104's), or when it is a literal over named math "
-        "constants (`np.array([2 * np.pi])`).",
+        "changed: an augmented batch is still the batch, GP104's), when it is a literal over named math "
+        "constants (`np.array([2 * np.pi])`), or when a plain function is handed nothing but set-once state "
+        "(attributes set only in `__init__`, numpy of them), numbers and shape integers "
+        "(`anchors(np.array(self.base), self.stride, h, w)` after `n, _, h, w = x.shape`).",
     )
     references = (
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",
