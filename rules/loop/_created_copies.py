@@ -11,8 +11,9 @@ from ..analysis.model.host_data import made_on_host_by_step
 from ..analysis.syntax.calls import as_is, get_arg, method_call
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
-from ._host_origin import COPIES_VALUES, host_values, invariant_array
+from ._host_origin import COPIES_VALUES, host_origin, host_values, invariant_array
 from ._placed_batches import SAME_PLACE
+from ._returned_tensors import returned_host_tensor
 
 
 # GP105's factories (``torch.zeros(n).to(device)``): created, not copied data.
@@ -47,7 +48,9 @@ def created_here(ctx: RuleContext, receiver: cst.BaseExpression) -> bool:
     return isinstance(base, cst.Call) and ctx.is_call_to(base, _CREATED) and get_arg(base, "device") is None or \
         made_on_host_by_step(ctx, receiver) or isinstance(base, cst.Call) and _copies_values(ctx, base) or \
         isinstance(base, cst.Call) and _joins_created(ctx, base) or \
-        isinstance(base, cst.Call) and invariant_array(ctx, base, base)  # the same array wrapped again: GP105's
+        isinstance(base, cst.Call) and invariant_array(ctx, base, base) or \
+        isinstance(base, cst.Call) and returned_host_tensor(  # ``causal_mask(n).cuda()``: a helper's host tensor
+            ctx, base, lambda v, r: host_origin(ctx, v, r)) is not None
 
 
 def _rewraps_param(fn: cst.FunctionDef, value: cst.Call, name: str) -> bool:

@@ -18,6 +18,8 @@ from ..analysis.syntax.callsites import call_site_args
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
+from ._host_casts import LEGACY_CPU as _LEGACY_CPU, keeps_place
+from ._returned_tensors import returned_host_tensor
 from ._host_moves import COMBINERS, TORCH_SAME_PLACE, host_scalar
 
 DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
@@ -43,15 +45,10 @@ _SAME_PLACE = frozenset({"long", "int", "float", "half", "double", "bool", "byte
                          "uniform_", "normal_", "random_", "bernoulli_", "exponential_", "cauchy_", "log_normal_",
                          "geometric_", "mul_", "add_", "sub_", "div_", "pow", "pow_", "floor", "ceil", "round",
                          "index_select", "repeat_interleave", "tril", "triu"})
-_LEGACY_CPU = frozenset(f"torch.{n}Tensor" for n in ("Long", "Float", "Int", "Byte", "Bool", "Double", "Half", "Short"))
 _COMBINERS = COMBINERS
 LIKE_FACTORIES = frozenset(f for f in FACTORIES if f.endswith("_like"))
 
 
-def _host_type(ctx: RuleContext, call: cst.Call) -> bool:
-    """``.type(torch.ByteTensor)``: a cast to a CPU tensor type (``.type(torch.cuda.FloatTensor)`` is a move)."""
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "type" and len(call.args) == 1 and \
-        ctx.matches(call.args[0].value, _LEGACY_CPU)
 FROM_ARRAY = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.tensor"})
 
 
@@ -108,9 +105,10 @@ def host_origin(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, *, 
             # ``torch.exp(-math.log(p) * torch.arange(half) / half)``, ``torch.tril(m, diagonal=-1)``
             return host_origin(ctx, expr.args[0].value, at, loose_default_type=loose_default_type, depth=depth + 1)
         if isinstance(expr.func, cst.Attribute) and (expr.func.attr.value in _SAME_PLACE or
-                                                     in_place(expr.func.attr.value) or _host_type(ctx, expr)):
+                                                     in_place(expr.func.attr.value) or keeps_place(ctx, expr)):
             return host_origin(ctx, expr.func.value, at, loose_default_type=loose_default_type, depth=depth + 1)
-        return None
+        return returned_host_tensor(ctx, expr, lambda v, r: host_origin(  # a helper's return, by value
+            ctx, v, r, loose_default_type=loose_default_type, depth=depth + 2))
     if isinstance(expr, (cst.BinaryOperation, cst.Comparison)):
         sides = [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation) else \
             [expr.left, *(c.comparator for c in expr.comparisons)]

@@ -148,6 +148,15 @@ class HostTensorThenMove(Rule):
         "A legacy CUDA tensor type called with host data (`torch.cuda.FloatTensor(np_array)`, "
         "also through `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`) is "
         "reported without a fix; called with sizes it allocates on the device and is fine.",
+        "A host tensor is followed by value, not by spelling: through methods that keep its place (a dtype cast "
+        "`.type(torch.float32)`, `.to(torch.long)`, a view shaped like another tensor: `.expand_as(x)`, `.view_as(x)`), "
+        "and through a call's return (a function or method of this file, also `obj.m()` of an instance of one of "
+        "its classes, whose every `return` is a host tensor: `rec.init_hidden().to(device)`); a numpy array is made "
+        "by the step when a module-level function of the file builds it fresh and returns it (not the argument "
+        "changed: an augmented batch is still the batch, GP104's), when it is a literal over named math "
+        "constants (`np.array([2 * np.pi])`), or when a plain function is handed nothing but set-once state "
+        "(attributes set only in `__init__`, numpy of them), numbers and shape integers "
+        "(`anchors(np.array(self.base), self.stride, h, w)` after `n, _, h, w = x.shape`).",
     )
     references = (
         "https://docs.pytorch.org/tutorials/recipes/recipes/tuning_guide.html",

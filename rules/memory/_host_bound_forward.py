@@ -28,6 +28,7 @@ from ..analysis.model.host_bound import ends_on_host, module_run
 from ..analysis.model.step_code import in_no_grad
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.context import RuleContext
+from ..analysis.syntax.launch import project_runs
 from ..analysis.syntax.torch_names import NO_GRAD
 from ..analysis.syntax.tree import walk
 
@@ -53,6 +54,9 @@ def host_bound_forward(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionD
     calls = ta.calls_of(fn)
     if not calls and ta.every_step_caller(forwards[0]) is not None:
         return []  # run per batch by another module's loop, whose grad mode (``@torch.no_grad() def validate``) is not in sight
+    runs = project_runs(ctx) if not calls else None
+    if runs is not None and any(c.function.rsplit(".", 1)[-1] == name for c in (*runs.rare_callers, *runs.step_callers)):
+        return []  # another module calls it (``with torch.no_grad(): if epoch % 5 == 0: evaluate(...)``): out of sight
     return [] if calls and all(in_no_grad(ctx, c) for c in calls) else forwards
 
 

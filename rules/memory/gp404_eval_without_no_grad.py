@@ -76,11 +76,11 @@ class EvalWithoutNoGrad(Rule):
         "A function without `model.eval()` whose every forward ends on the host (`return "
         "self.actor(s).cpu().numpy()` in an agent's `select_action`, `torch.take(items, torch.topk(model(u, "
         "i), k)[1]).tolist()` per test batch; through names, tuples, torch functions and tensor methods, into "
-        "`.numpy()`, `.item()`, `.tolist()`, `float()` or a comparison) is reported too: nothing can "
+        "`.numpy()`, `.item()`, `.tolist()`, `float()` or a comparison; detached with `.data`; written into by index) is reported too: nothing can "
         "backpropagate through a host value. Not when a result is returned or kept as a tensor, handed to "
         "other code, the function uses autograd or runs under `no_grad` (its callers in this file too), "
-        "nor in a module's `forward` or a framework hook (`*_step`, `on_*`), nor when only another module's loop runs "
-        "it (a base trainer's `@torch.no_grad() def validate()` calling `self.validate_on_batch(batch)`: that loop's "
+        "nor in a module's `forward` or a framework hook (`*_step`, `on_*`), nor when only another module runs it (in its loop, or under a period: "
+        "`if epoch % 5 == 0: evaluate(model, batches)`; a base trainer's `@torch.no_grad() def validate()` calling `self.validate_on_batch(batch)`: that loop's "
         "grad mode is not in sight); fixed with `@torch.no_grad()`.",
         "The fix uses `torch.no_grad()`; `torch.inference_mode()` can be faster still but forbids "
         "later autograd use of the outputs.",

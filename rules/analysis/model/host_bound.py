@@ -79,8 +79,10 @@ def _ends_on_host(ctx: RuleContext, ta: ModuleQueries, fn: cst.FunctionDef, expr
                 if method_call(grand, *_HOST_READS) or method_call(grand, "detach") and not grand.args:
                     return True  # (detached: no backward can run through it, wherever it goes next)
                 node = grand  # a tensor method: ``.cpu()``, ``.argmax(1)``
+            elif parent.attr.value == "data":
+                return True  # ``out.data``: detached as by ``.detach()``, no backward runs through it
             else:
-                node = parent  # ``.data``, ``.T``
+                node = parent  # ``.T``, ``.shape``
             continue
         if isinstance(parent, cst.Subscript) and parent.value is node or \
                 isinstance(parent, (cst.BinaryOperation, cst.UnaryOperation)):
@@ -104,6 +106,8 @@ def _ends_on_host(ctx: RuleContext, ta: ModuleQueries, fn: cst.FunctionDef, expr
             continue
         if isinstance(parent, cst.Assign) and parent.value is node:
             return _names_end_on_host(ctx, ta, fn, parent, names)
+        if isinstance(parent, cst.AssignTarget) and parent.target is node and isinstance(node, cst.Subscript):
+            return True  # ``out[i][mask] = 0.0``: a write into it, the name's other uses decide
         return False
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ..syntax.calls import dotted_name, get_arg, literal_value, method_call
+from ..syntax.calls import dotted_name, get_arg, literal_value, method_call, target_names
 from ..syntax.callsites import call_site_args
 from ..syntax.torch_names import DATALOADERS, LIBRARY_LOADERS
 from ..syntax.tree import walk
@@ -274,7 +274,7 @@ def numpy_made_here(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.Function
                 not ctx.matches(expr.func, {"numpy.*"}):
             return numpy_made_here(ctx, expr.func.value, fn, depth + 1, seen)
         if not ctx.matches(expr.func, {"numpy.*"}):
-            return False
+            return _returns_numpy_made(ctx, expr, depth) or _made_from_state(ctx, expr, fn)
         if not ctx.matches(expr.func, {f"numpy.{n}" for n in _NUMPY_CONVERSIONS}):
             return True  # ``w / np.sum(w)``: computed in the step
         return any(not a.star and (numpy_made_here(ctx, a.value, fn, depth + 1, seen) or
@@ -310,6 +310,64 @@ def numpy_made_here(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.Function
 _ARRAY_METHODS = ("astype", "copy", "reshape", "transpose", "ravel", "flatten", "squeeze", "clip", "round", "repeat")
 
 
+def _returns_numpy_made(ctx: RuleContext, call: cst.Call, depth: int) -> bool:
+    """``mask = build_mask(lengths, t)`` of a module-level function of this file every ``return`` of
+    which hands back an array it makes itself with numpy: the value of a call is what its callee
+    returns, made on each call (issue 34, iter32)."""
+    if not isinstance(call.func, cst.Name):
+        return False
+    defs = [s for s in ctx.module.body if isinstance(s, cst.FunctionDef) and s.name.value == call.func.value]
+    if len(defs) != 1:
+        return False
+    returns = [r for r in walk(defs[0].body) if isinstance(r, cst.Return)]
+    params = [p.name.value for p in defs[0].params.params]
+    # a fresh array (``W = np.zeros(...)`` filled, then ``return W``), not the argument changed
+    # (``return x + np.random.randn(*x.shape)``: a batch augmented and handed back is still the batch)
+    return bool(returns) and all(r.value is not None and numpy_made_here(ctx, r.value, defs[0], depth + 2) and
+                                 not any(_mentions_name(r.value, p) for p in params) for r in returns)
+
+
+def _made_from_state(ctx: RuleContext, call: cst.Call, fn: cst.FunctionDef) -> bool:
+    """``anchors = shifted_anchors(np.array(self.base), self.stride, h, w)``: a plain function (not torch's)
+    handed nothing but the object's set-once state (attributes assigned only in ``__init__``, numpy of
+    them), numbers and shape integers (``n, _, h, w = x.shape``): what it returns is made from no data,
+    on every call (issue 34, iter32: decided by value, a batch's copy stays GP104's)."""
+    if not isinstance(call.func, cst.Name) or not call.args or ctx.matches(call.func, {"torch.*"}):
+        return False
+    return any(ctx.matches(a.value.func, {"numpy.*"}) for a in call.args if isinstance(a.value, cst.Call)) and \
+        all(not a.star and _state(ctx, a.value, fn) for a in call.args)
+
+
+def _state(ctx: RuleContext, expr: cst.BaseExpression, fn: cst.FunctionDef, depth: int = 0) -> bool:
+    if depth > 3:
+        return False
+    if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)) or _number_literals(expr):
+        return True
+    if isinstance(expr, cst.Call) and ctx.matches(expr.func, {"numpy.*"}):
+        return all(not a.star and _state(ctx, a.value, fn, depth + 1) for a in expr.args)
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        sets = [a for a in ctx.nodes(cst.Assign, cst.AugAssign, cst.AnnAssign) if any(dotted_name(t) == f"self.{expr.attr.value}" for t in _targets(a))]
+        return bool(sets) and all((f := ctx.enclosing(a, cst.FunctionDef)) is not None and f.name.value == "__init__"
+                                  for a in sets)
+    if isinstance(expr, cst.Name) and expr.value not in {p.name.value for p in fn.params.params}:
+        values = [a.value for a in walk(fn.body) if isinstance(a, cst.Assign) and  # a shape integer:
+                  any(expr.value in target_names(t.target) for t in a.targets)]  # ``n, _, h, w = x.shape``
+        return bool(values) and all(_shape_read(v) for v in values)
+    return False
+
+
+def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    return [node.target]  # type: ignore[attr-defined]
+
+
+def _shape_read(expr: cst.BaseExpression) -> bool:
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return isinstance(expr, cst.Attribute) and expr.attr.value == "shape" or method_call(expr, "size")
+
+
 def _number_literals(expr: cst.BaseExpression) -> bool:
     """``[1, 0, 0, 0, 1, 0]``, ``((0.5, -1), (2, 3))``: constants the code writes out, which
     ``np.array(...)`` turns into an array the step makes itself, not data it is handed."""
@@ -318,7 +376,12 @@ def _number_literals(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, (cst.List, cst.Tuple)):
         return bool(expr.elements) and all(not isinstance(e, cst.StarredElement) and _number_literals(e.value)
                                            for e in expr.elements)
+    if isinstance(expr, cst.BinaryOperation):  # ``[2. * np.pi]``: arithmetic of numbers and named constants
+        return all(_number_literals(side) or dotted_name(side) in _MATH_CONSTANTS for side in (expr.left, expr.right))
     return isinstance(expr, (cst.Integer, cst.Float))
+
+
+_MATH_CONSTANTS = frozenset(f"{m}.{c}" for m in ("np", "numpy", "math") for c in ("pi", "e", "inf", "tau"))
 
 
 def _mentions_name(expr: cst.CSTNode, name: str) -> bool:
