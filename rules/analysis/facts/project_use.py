@@ -402,11 +402,8 @@ def _imported_by_name(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts
     package it may import, as one: what every one of them computes."""
     if not (isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").split(".")[-1] == "import_module" and expr.args):
         return None
-    text = expr.args[0].value
-    head = text.left if isinstance(text, cst.BinaryOperation) else text
-    prefix = head.evaluated_value if isinstance(head, cst.SimpleString) else \
-        head.parts[0].value if isinstance(head, cst.FormattedString) and head.parts and \
-        isinstance(head.parts[0], cst.FormattedStringText) else None
+    # any string built from a constant package prefix (``+``, f-string, ``%``, ``.format``) names its modules
+    prefix = literal_prefix(expr.args[0].value)
     if not isinstance(prefix, str) or not prefix.endswith(".") or len(prefix) < 2:
         return None
     found = [m for k, m in ctx.project.items() if k.startswith(prefix)]
