@@ -10,7 +10,7 @@ import libcst as cst
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import ACCELERATE, FABRIC, HF, LIGHTNING, blind_reported
 from ..analysis.facts.entry_models import entry_models, local_model_builder, model_autocasts, project_autocasts, project_computes
-from ..analysis.facts.param_roles import model_handed_in
+from ..analysis.facts.param_roles import model_built_by_caller, model_handed_in
 from ..analysis.facts.program import cpu_only, is_script, model_precision
 from ..analysis.facts.project_use import backwards_run_elsewhere, model_source, training_calls
 from ..analysis.facts.script_facts import framework_manages_precision, is_model_constructor, strip_chain
@@ -497,4 +497,5 @@ def _said_at_the_entry(ctx: RuleContext, backward: cst.Call) -> bool:
     of the step's function, or of its class's ``__init__``)."""
     entries = project_runs(ctx).entries
     fn = ctx.enclosing(backward, cst.FunctionDef)
-    return bool(entries) and fn is not None and not is_script(ctx) and model_handed_in(ctx, fn)
+    return bool(entries) and fn is not None and not is_script(ctx) and model_handed_in(ctx, fn) and \
+        not model_built_by_caller(ctx, fn)
