@@ -87,7 +87,11 @@ class NoAutocast(Rule):
         "an `_init_paths` module) and a package's modules imported by a built name (`importlib.import_module('models.' + "
         "name + '_model')`); a model evaluated by name (`eval('models.' + cfg.NAME + '.get_net')(cfg)`) comes from the "
         "module the string names, and a factory function of theirs not known to return a model (`create_model(opt)` "
-        "picking its class at run time) builds an object whose step method the loop runs like a registry's."
+        "picking its class at run time) builds an object whose step method the loop runs like a registry's; a step "
+        "split over the class's own methods (`optimize_parameters` -> `self.update_D()` -> `self.backward_D()`) is one. "
+        "A step function of a module handed its model by another function of that module that builds it (`model = "
+        "build_model(cfg)`; `train_epoch(loader, model, ...)`) is reported there: no entry builds that model. An entry "
+        "handing its AMP switch (`fp16 = False`) to the user's function it calls each step or epoch gets the opt-in note."
     )
     limitations = (
         "An `autocast(enabled=False)` region (a float32 island for a loss or a softmax) and a "
