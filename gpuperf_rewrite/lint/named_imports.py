@@ -18,6 +18,9 @@ _PREFIXED_IMPORT = re.compile(rb"""\b(?:import_module|__import__)\s*\(\s*f?["'](
 _PREFIXED_NAME = re.compile(rb"""^[ \t]*(\w+)\s*=\s*f?["']([A-Za-z_][\w.]*)\.(?:["'{]|%s)([^\n]*)""", re.MULTILINE)
 _IMPORTED_NAME = re.compile(rb"""\b(?:import_module|__import__)\s*\(\s*(\w+)\s*[,)]""")
 _SUFFIX = re.compile(rb"""\+\s*["'](\w+)["']\s*\)""")
+# a literal dotted tail after the computed part (``f"models.{name}.model"``, ``'models.{}.model'.format(n)``,
+# ``"models.%s.model" % n``, ``"models." + name + ".model"``): the computed part names a subpackage
+_TAIL = re.compile(rb"""^(?:[^}"'\n]*\})?\.(\w+)["']|^\s*\+\s*[\w.]+\s*\+\s*["']\.(\w+)["']""")
 
 
 def named_by_prefix(importer: str, source: bytes, resolve, most: int) -> list[tuple[str, Path]]:  # type: ignore[no-untyped-def]
@@ -45,8 +48,12 @@ def named_by_prefix(importer: str, source: bytes, resolve, most: int) -> list[tu
         rest = m.group(m.re.groups) + b")"  # (a held name's line ends without the call's parenthesis)
         suffix = (s.group(1).decode("ascii", "replace") if (s := _SUFFIX.search(rest)) else "") + ".py"
         own = folder == os.path.dirname(importer)
+        if (tail := _TAIL.match(rest)) is not None:  # the same module of each subpackage
+            found = _tail_modules(folder, (tail.group(1) or tail.group(2)).decode("ascii", "replace"))
+        else:
+            found = _modules_in(folder, suffix)
         out += [(f".{stem}" if own else f"{package}.{stem}", Path(path))
-                for stem, path in _modules_in(folder, suffix)[:most] if path != importer]
+                for stem, path in found[:most] if path != importer]
     return out
 
 
@@ -63,3 +70,14 @@ def _modules_in(folder: str, suffix: str) -> list[tuple[str, str]]:
         out += [(n, os.path.join(folder, n, "__init__.py")) for n in names
                 if n.isidentifier() and not n.startswith("_") and os.path.isfile(os.path.join(folder, n, "__init__.py"))]
     return sorted(out)
+
+
+def _tail_modules(folder: str, tail: str) -> list[tuple[str, str]]:
+    """``<folder>/<X>/<tail>.py`` for each subfolder ``X`` (a package or a namespace package): the
+    modules ``f"models.{name}.model"`` may name, one per subpackage, as ``X.tail``."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [(f"{n}.{tail}", os.path.join(folder, n, f"{tail}.py")) for n in names
+            if n.isidentifier() and not n.startswith("_") and os.path.isfile(os.path.join(folder, n, f"{tail}.py"))]

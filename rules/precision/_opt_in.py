@@ -299,3 +299,20 @@ def _launched_weight_cast(ctx: RuleContext) -> bool:
                     launched_with(ctx, [f"--{name}", f"--{name.replace('_', '-')}", name]) is not None:
                 return True
     return False
+
+
+def handed_switch(ctx: RuleContext, call: cst.Call) -> OptInFlag | None:
+    """The entry's AMP option, off by default, that ``call`` hands to the step: ``args.<flag>``
+    itself, or the parsed options (``train_one_epoch(args, ...)`` with ``args = parser.parse_args()``)."""
+    parsed = {dotted_name(t.target) for a in ctx.nodes(cst.Assign) for t in a.targets
+              if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Attribute) and
+              a.value.func.attr.value in ("parse_args", "parse_known_args")}
+    for flag in amp_options(ctx):
+        if any(dotted_name(a.value) in parsed or isinstance(a.value, cst.Attribute) and a.value.attr.value == flag.name
+               for a in call.args):
+            return flag
+    for flag in plain_switches(ctx):  # ``fit_one_epoch(..., fp16, scaler)`` with ``fp16 = False`` above
+        if any(isinstance(a.value, cst.Name) and a.value.value == flag.name or
+               isinstance(a.value, cst.Attribute) and a.value.attr.value == flag.name for a in call.args):
+            return flag
+    return None

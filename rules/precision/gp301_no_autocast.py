@@ -10,7 +10,7 @@ import libcst as cst
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import ACCELERATE, FABRIC, HF, LIGHTNING, blind_reported
 from ..analysis.facts.entry_models import entry_models, local_model_builder, model_autocasts, project_autocasts, project_computes
-from ..analysis.facts.param_roles import model_handed_in
+from ..analysis.facts.param_roles import model_built_by_caller, model_handed_in
 from ..analysis.facts.program import cpu_only, is_script, model_precision
 from ..analysis.facts.project_use import backwards_run_elsewhere, model_source, training_calls
 from ..analysis.facts.script_facts import framework_manages_precision, is_model_constructor, strip_chain
@@ -19,7 +19,7 @@ from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.facts.frameworks import MANAGES_PRECISION, frameworks
 from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value, target_names
-from ..analysis.syntax.project import MODEL, project_function
+from ..analysis.syntax.project import MODEL, project_calls, project_function
 from ..analysis.syntax.tree import walk
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with, project_runs
@@ -28,7 +28,7 @@ from ..analysis.syntax.glance import Glance
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
 from ._sharded_precision import sharded_in_mixed_precision
 from ._unseen_models import module_picked_model
-from ._opt_in import OptInFlag, amp_options, launched_weight_cast, opt_in_amp, plain_switches, precision_opt_in, under_flag
+from ._opt_in import OptInFlag, handed_switch, launched_weight_cast, opt_in_amp, precision_opt_in, under_flag
 
 _LOSS_ARG = re.compile(r"loss|cost|objective", re.IGNORECASE)
 
@@ -87,7 +87,11 @@ class NoAutocast(Rule):
         "an `_init_paths` module) and a package's modules imported by a built name (`importlib.import_module('models.' + "
         "name + '_model')`); a model evaluated by name (`eval('models.' + cfg.NAME + '.get_net')(cfg)`) comes from the "
         "module the string names, and a factory function of theirs not known to return a model (`create_model(opt)` "
-        "picking its class at run time) builds an object whose step method the loop runs like a registry's."
+        "picking its class at run time) builds an object whose step method the loop runs like a registry's; a step "
+        "split over the class's own methods (`optimize_parameters` -> `self.update_D()` -> `self.backward_D()`) is one. "
+        "A step function of a module handed its model by another function of that module that builds it (`model = "
+        "build_model(cfg)`; `train_epoch(loader, model, ...)`) is reported there: no entry builds that model. An entry "
+        "handing its AMP switch (`fp16 = False`) to the user's function it calls each step or epoch gets the opt-in note."
     )
     limitations = (
         "An `autocast(enabled=False)` region (a float32 island for a loss or a softmax) and a "
@@ -288,7 +292,7 @@ class NoAutocast(Rule):
         if cpu_only(ctx) or _managed(ctx) or _fixed_precision(ctx):
             return
         for pc in training_calls(ctx):
-            if (pc.facts.autocast or pc.facts.makes_scaler) and (opt_in := _handed_switch(ctx, pc.call)) is not None:
+            if (pc.facts.autocast or pc.facts.makes_scaler) and (opt_in := handed_switch(ctx, pc.call)) is not None:
                 yield from cls._opt_in(ctx, opt_in)  # its autocast follows the entry's switch, off by default
                 return
             if pc.facts.autocast or pc.facts.makes_scaler:
@@ -308,6 +312,13 @@ class NoAutocast(Rule):
                                  "torch.autocast(device_type=..., dtype=torch.bfloat16) around its forward and loss",
                           no_fix_reason=f"the training step is in `{pc.name.split('.')[0]}`{where}: wrap the forward "
                                         "and loss there (or add the script's switch for mixed precision here)")
+            return
+        # the step is out of sight (``fit_one_epoch(model, trainer, ..., fp16, scaler)`` stepping through an object
+        # handed in), but the entry hands it its AMP switch, off by default, each step or each epoch (the user's
+        # modules running autocast): mixed precision is opt-in
+        if tensor_core_work(ctx) and (opt_in := next(filter(None, (handed_switch(ctx, pc.call) for pc in project_calls(
+                ctx) if analysis(ctx).in_step_loop(pc.call) or _in_loop(ctx, pc.call) and project_autocasts(ctx))), None)):
+            yield from cls._opt_in(ctx, opt_in)
             return
         yield from cls._stepped_elsewhere(ctx)
 
@@ -428,21 +439,8 @@ def _chosen_by(ctx: RuleContext, node: cst.CSTNode, flag: OptInFlag) -> bool:
                for c in ctx.nodes(cst.Call))
 
 
-def _handed_switch(ctx: RuleContext, call: cst.Call) -> OptInFlag | None:
-    """The entry's AMP option, off by default, that ``call`` hands to the step: ``args.<flag>``
-    itself, or the parsed options (``train_one_epoch(args, ...)`` with ``args = parser.parse_args()``)."""
-    parsed = {dotted_name(t.target) for a in ctx.nodes(cst.Assign) for t in a.targets
-              if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Attribute) and
-              a.value.func.attr.value in ("parse_args", "parse_known_args")}
-    for flag in amp_options(ctx):
-        if any(dotted_name(a.value) in parsed or isinstance(a.value, cst.Attribute) and a.value.attr.value == flag.name
-               for a in call.args):
-            return flag
-    for flag in plain_switches(ctx):  # ``fit_one_epoch(..., fp16, scaler)`` with ``fp16 = False`` above
-        if any(isinstance(a.value, cst.Name) and a.value.value == flag.name or
-               isinstance(a.value, cst.Attribute) and a.value.attr.value == flag.name for a in call.args):
-            return flag
-    return None
+def _in_loop(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    return ctx.enclosing(node, cst.For) is not None or ctx.enclosing(node, cst.While) is not None
 
 
 def _switched(args: tuple[cst.Arg, ...]) -> bool:
@@ -497,4 +495,5 @@ def _said_at_the_entry(ctx: RuleContext, backward: cst.Call) -> bool:
     of the step's function, or of its class's ``__init__``)."""
     entries = project_runs(ctx).entries
     fn = ctx.enclosing(backward, cst.FunctionDef)
-    return bool(entries) and fn is not None and not is_script(ctx) and model_handed_in(ctx, fn)
+    return bool(entries) and fn is not None and not is_script(ctx) and model_handed_in(ctx, fn) and \
+        not model_built_by_caller(ctx, fn)

@@ -84,7 +84,9 @@ class NoTF32(Rule):
         "SimCLR(encoder, dim)`, the optimizer's model): reported at its line, computing what its parts compute; a "
         "builder returning a pick from a dict of built models (`return resnets[name]`) builds a model, and a class "
         "taken by name from a module imported by a built name (`getattr(importlib.import_module(f\"model.{name}\"), "
-        "name)`, a namespace package's subpackages too) computes what every such module computes."
+        "name)`, a namespace package's subpackages too, the module held in a name first, or a dotted tail after the "
+        "computed part: `'models.{}.model'.format(name)` names `models/<X>/model.py` of each subpackage) computes what "
+        "every such module computes."
     )
     limitations = (
         "Any call of `torch.set_float32_matmul_precision`, assignment of a TF32 flag "

@@ -44,3 +44,19 @@ def test_a_prefix_that_names_no_package_of_the_user_imports_nothing(tmp_path: Pa
                             "train.py": "import importlib\nm = importlib.import_module('torchvision.models.' + name)\n"
                                         "s = importlib.import_module('solvers.' + name)\n"})
     assert imported_modules(root / "train.py", root) == []
+
+
+def test_a_dotted_tail_after_the_computed_part_names_that_module_in_every_subpackage(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "pyproject.toml": "",
+        "train.py": "import importlib\nA = importlib.import_module('zoo.{}.net'.format(cfg.name))\n"
+                    "B = importlib.import_module(f'heads.{cfg.head}.head')\n"
+                    "C = importlib.import_module('necks.' + cfg.neck + '.neck')\n"
+                    "D = __import__('cores.%s.core' % cfg.core, fromlist=['Core'])\n",
+        "zoo/__init__.py": "", "zoo/unet/net.py": "", "zoo/unet/blocks.py": "", "zoo/vit/net.py": "",
+        "zoo/_private/net.py": "",
+        "heads/linear/head.py": "", "heads/mlp/other.py": "",  # a namespace package (no __init__.py)
+        "necks/__init__.py": "", "necks/fpn/neck.py": "", "cores/__init__.py": "", "cores/gru/core.py": "",
+    })
+    got = {m.name for m in imported_modules(root / "train.py", root)}
+    assert got == {"zoo.unet.net", "zoo.vit.net", "heads.linear.head", "necks.fpn.neck", "cores.gru.core"}

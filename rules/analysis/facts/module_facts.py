@@ -16,6 +16,7 @@ from ..model.guards import returns_rare
 from ..model.host_data import returns_host_tensors
 from ..model.models import is_model_constructor, library_optimizer_model, loss_classes, module_subclasses, registry_built_model, strip_chain
 from ..model.rare_evals import step_kind
+from ..model.hook_steps import steps_through_methods
 from ..model.handed_callables import stored_callable_calls
 from ..model.step_reach import indirect_callee, returned_closures
 from ..model.step_code import fills_grads, walk_with_callees, zeroes_grads
@@ -467,7 +468,7 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         compiles=compiles, wraps=module_wrappers(ctx).get(fn, ()), blocking_moves=blocking_moves(ctx, fn),
         makes_scaler=scaler, returned_classes=returned_classes(ctx, fn) if "return" in src else (),
         settings=tuple(sorted(settings)),
-        steps_each_call=trains and ta.steps_each_call(fn),
+        steps_each_call=trains and (ta.steps_each_call(fn) or steps_through_methods(ta, fn)),
         rare_result="%" in src and returns_rare(ctx, fn),
         fills_grads=".grad" in src and not trains and fills_grads(fn), outputs=output_params(ctx, fn),
         arg_reads=tuple((param, line_of(read)) for param, read in tensor_arg_reads(fn)) if may_read_args(src) else (),

@@ -49,6 +49,27 @@ def model_handed_in(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
     return init is not None and any(r == MODEL for _, r in class_param_roles(ta, cls, init))  # type: ignore[arg-type]
 
 
+def model_built_by_caller(ctx: RuleContext, fn: cst.FunctionDef) -> bool:
+    """Does another function of this module build the model it hands ``fn`` (``model = build_model(cfg)``
+    then ``train_epoch(train_loader, model, optimizer, ...)``)? Then this module, not an entry script
+    handing a model in, is where the model comes from: an entry's report does not cover the step."""
+    if ctx.enclosing(fn, cst.ClassDef) is not None:
+        return False
+    params = _named_params(fn)
+    slots = {p for p, r in param_roles(analysis(ctx), fn) if r == MODEL}
+    for call in ctx.nodes(cst.Call):
+        caller = ctx.enclosing(call, cst.FunctionDef)
+        if not isinstance(call.func, cst.Name) or call.func.value != fn.name.value or caller is None or caller is fn:
+            continue
+        for i, arg in enumerate(call.args):
+            slot = arg.keyword.value if arg.keyword is not None else params[i] if arg.star == "" and i < len(params) else None
+            name = dotted_name(arg.value)
+            if slot in slots and name is not None and "." not in name and name not in _named_params(caller) and any(
+                    dotted_name(t.target) == name for a in walk(caller) if isinstance(a, cst.Assign) for t in a.targets):
+                return True
+    return False
+
+
 def _named_params(fn: cst.FunctionDef) -> tuple[str, ...]:
     """``params_of(fn)`` and then its keyword-only parameters (``def __init__(self, *, model,
     data)``): a role a caller hands by keyword (``ProjectCall.arg_for``)."""

@@ -375,9 +375,10 @@ def _picked_from(ctx: RuleContext, call: cst.Call) -> ModuleFacts | None:
     func = call.func
     if isinstance(func, cst.Name) and isinstance(held := bound_once(ctx, func), (cst.Call, cst.Subscript)):
         func = held  # ``Model = getattr(importlib.import_module(f"model.{name}"), name)`` then ``Model(cfg)``
-    if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "getattr" \
-            and func.args and (named := _imported_by_name(ctx, func.args[0].value)) is not None:
-        return named
+    if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "getattr" and func.args:
+        module = func.args[0].value  # (held in a name first: ``m = import_module(...)``; ``getattr(m, "Net")``)
+        if (named := _imported_by_name(ctx, bound_once(ctx, module) if isinstance(module, cst.Name) else module)):
+            return named
     if isinstance(func, cst.Subscript) and isinstance(func.value, (cst.Name, cst.Attribute)):
         table = project_table(ctx, func.value)  # ``vae_models[name](**cfg)``
         if table is not None:
@@ -402,11 +403,8 @@ def _imported_by_name(ctx: RuleContext, expr: cst.BaseExpression) -> ModuleFacts
     package it may import, as one: what every one of them computes."""
     if not (isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").split(".")[-1] == "import_module" and expr.args):
         return None
-    text = expr.args[0].value
-    head = text.left if isinstance(text, cst.BinaryOperation) else text
-    prefix = head.evaluated_value if isinstance(head, cst.SimpleString) else \
-        head.parts[0].value if isinstance(head, cst.FormattedString) and head.parts and \
-        isinstance(head.parts[0], cst.FormattedStringText) else None
+    # any string built from a constant package prefix (``+``, f-string, ``%``, ``.format``) names its modules
+    prefix = literal_prefix(expr.args[0].value)
     if not isinstance(prefix, str) or not prefix.endswith(".") or len(prefix) < 2:
         return None
     found = [m for k, m in ctx.project.items() if k.startswith(prefix)]

@@ -51,3 +51,26 @@ def runs_a_step(ta: StepSigns, fn: cst.FunctionDef, facts: ModuleFacts, prefix: 
                    runs_a_step(ta, f, facts, prefix, depth + 1) for f in ta.called_functions(node)):
                 return True
     return False
+
+
+def steps_through_methods(ta: StepSigns, fn: cst.FunctionDef) -> bool:
+    """Does one call of ``fn`` run a whole step split over its class's own methods: an optimizer step
+    and a backward at its top level or in the methods it calls as ``self.m()`` there, a few hops deep
+    (pix2pix's ``optimize_parameters`` -> ``self.update_D()`` -> ``self.backward_D()``, ``self.optimizer_D.step()``)?"""
+    return {"backward", "step"} <= _step_signs(ta, fn, 0, frozenset({fn}))
+
+
+def _step_signs(ta: StepSigns, fn: cst.FunctionDef, depth: int, seen: frozenset) -> set[str]:
+    out: set[str] = set()
+    for node in walk(fn.body, stop_at=(cst.For, cst.While)):  # once per call: outside its own loops
+        if not isinstance(node, cst.Call):
+            continue
+        if ta.is_backward_call(node):
+            out.add("backward")
+        if ta.is_optimizer_step(node):
+            out.add("step")
+        if depth < _DEPTH and isinstance(node.func, cst.Attribute) and dotted_name(node.func.value) == "self":
+            for f in ta.called_functions(node):
+                if f not in seen:
+                    out |= _step_signs(ta, f, depth + 1, seen | {f})
+    return out

@@ -50,6 +50,9 @@ _ZOO_CALLS = frozenset({
 })
 _NOT_LAYERS = ("Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer")
 _HF_NOT_MODELS = ("Tokenizer", "Processor", "Config", "FeatureExtractor", "Collator", "Pipeline")
+# Libraries whose ``from_pretrained`` builds a model (transformers under its former names too).
+_PRETRAINED_LIBS = frozenset({"transformers.*", "diffusers.*", "peft.*", "pytorch_transformers.*",
+                              "pytorch_pretrained_bert.*"})
 
 
 def strip_chain(expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -170,8 +173,28 @@ def is_model_constructor(ctx: RuleContext, call: cst.BaseExpression) -> bool:
     if method_call(call, "from_pretrained", "from_config"):
         assert isinstance(func, cst.Attribute)
         owner = (dotted_name(func.value) or "").rsplit(".", 1)[-1]
-        return ctx.matches(func.value, {"transformers.*", "diffusers.*", "peft.*"}) and \
+        return (ctx.matches(func.value, _PRETRAINED_LIBS) or _pretrained_subclass(ctx, func.value)) and \
             not any(word in owner for word in _HF_NOT_MODELS)
+    return False
+
+
+def _pretrained_subclass(ctx: RuleContext, owner: cst.BaseExpression) -> bool:
+    """``Ner.from_pretrained(...)`` with ``class Ner(BertForTokenClassification)`` of this file: a
+    subclass of a library's pretrained model (through the file's own classes too) is one."""
+    classes = {c.name.value: c for c in ctx.module.body if isinstance(c, cst.ClassDef)}
+    seen: set[str] = set()
+    name = owner.value if isinstance(owner, cst.Name) else None
+    todo = [name] if name else []
+    while todo:
+        cls = classes.get(todo.pop())
+        if cls is None or cls.name.value in seen:
+            continue
+        seen.add(cls.name.value)
+        for base in cls.bases:
+            if base.keyword is None and ctx.matches(base.value, _PRETRAINED_LIBS) and \
+                    not any(word in (dotted_name(base.value) or "") for word in _HF_NOT_MODELS):
+                return True
+            todo += [base.value.value] if isinstance(base.value, cst.Name) else []
     return False
 
 

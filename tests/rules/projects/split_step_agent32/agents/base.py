@@ -1,0 +1,6 @@
+class BaseAgent:
+    def feed(self, batch):
+        pass
+
+    def learn(self):
+        pass
