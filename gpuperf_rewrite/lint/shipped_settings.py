@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", "site-packages", "build", "dist"})
@@ -138,35 +139,23 @@ def shipped_settings(root: Path, wanted: tuple[str, ...] = (*_LOADER_KEYS, "vali
     wanted = tuple(w for w in wanted if w not in amp)
     amp_off: set[str] = set()
     amp_on: set[str] = set()
-    seen = total = 0
-    for folder, dirs, files in os.walk(top):
-        # (tests override settings for a smoke run: not what the project ships)
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".") and d not in _TEST_DIRS)
-        seen += len(files) + len(dirs)
-        for name in sorted(files):
-            if not name.endswith(_SUFFIXES) or name.startswith(("test_", "conftest")) or \
-                    len(found) == len(wanted) and not amp:
-                continue
-            path = Path(folder, name)
-            try:
-                if path.stat().st_size > MAX_BYTES or total > MAX_TOTAL:
-                    continue
-                data = path.read_bytes()
-            except OSError:
-                continue
-            total += len(data)
-            for setting, (off, on, passed) in amp.items():
-                if name.endswith(_CONFIG_ONLY):
-                    amp_off |= {setting} if off.search(data) else set()
-                    amp_on |= {setting} if on.search(data) else set()
-                elif name.endswith(".sh") and passed.search(data) or name.endswith(".py") and on.search(data):
-                    amp_on.add(setting)  # (a launch passing it on, a Python default setting it True)
-            for setting in wanted:
-                config, python = _COMPILED[setting]
-                patterns = python if name.endswith(".py") else config
-                if setting not in found and any(p.search(data) for p in patterns):
-                    found.add(setting)
-        if seen > MAX_LISTED or len(found) == len(wanted) and not amp:
+
+    def done() -> bool:  # every question answered
+        return len(found) == len(wanted) and not amp
+
+    for name, data in ([] if done() else _project_texts(top, lambda _folder, name: name.endswith(_SUFFIXES))):
+        for setting, (off, on, passed) in amp.items():
+            if name.endswith(_CONFIG_ONLY):
+                amp_off |= {setting} if off.search(data) else set()
+                amp_on |= {setting} if on.search(data) else set()
+            elif name.endswith(".sh") and passed.search(data) or name.endswith(".py") and on.search(data):
+                amp_on.add(setting)  # (a launch passing it on, a Python default setting it True)
+        for setting in wanted:
+            config, python = _COMPILED[setting]
+            patterns = python if name.endswith(".py") else config
+            if setting not in found and any(p.search(data) for p in patterns):
+                found.add(setting)
+        if done():
             break
     found |= amp_off - amp_on
     if len(_MEMO) >= 256:
@@ -178,23 +167,16 @@ def shipped_settings(root: Path, wanted: tuple[str, ...] = (*_LOADER_KEYS, "vali
 _PERIOD_MEMO: dict[tuple[str, str], frozenset[str]] = {}
 
 
-def _shipped_periods(top: str, run: str) -> frozenset[str]:
-    """The period names (``summary_interval``, ``VAL_FREQ``) that every value the project's
-    configuration files give is 1 (also yacs defaults in Python, ``_C.TRAIN.VAL_FREQ = 1``): once
-    per project and lint run, bounded like the settings' scan."""
-    key = (top, run)
-    if key in _PERIOD_MEMO:
-        return _PERIOD_MEMO[key]
-    values: dict[str, set[bytes]] = {}
+def _project_texts(top: str, keep: Callable[[str, str], bool]) -> Iterator[tuple[str, bytes]]:
+    """(file name, bytes) of the project's files under ``top`` that ``keep(folder, name)`` accepts, in a
+    stable order: tests, hidden and vendored folders left out (tests override settings for a smoke run:
+    not what the project ships), bounded by MAX_BYTES a file, MAX_TOTAL in all and MAX_LISTED entries."""
     seen = total = 0
     for folder, dirs, files in os.walk(top):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith(".") and d not in _TEST_DIRS)
         seen += len(files) + len(dirs)
         for name in sorted(files):
-            config = name.endswith(_CONFIG_ONLY)
-            if config and _QUICK.search(os.path.relpath(os.path.join(folder, name), top)):
-                continue
-            if not (config or name.endswith(".py")) or name.startswith(("test_", "conftest")):
+            if name.startswith(("test_", "conftest")) or not keep(folder, name):
                 continue
             path = Path(folder, name)
             try:
@@ -204,11 +186,29 @@ def _shipped_periods(top: str, run: str) -> frozenset[str]:
             except OSError:
                 continue
             total += len(data)
-            patterns = (_CONFIG_PERIODS,) if config else (_YACS_PERIODS, *_PY_PERIODS)
-            for m in (m for p in patterns for m in p.finditer(data)):
-                values.setdefault(m.group(1).decode().replace("-", "_"), set()).add(m.group(2).lstrip(b"0") or b"0")
+            yield name, data
         if seen > MAX_LISTED:
-            break
+            return
+
+
+def _shipped_periods(top: str, run: str) -> frozenset[str]:
+    """The period names (``summary_interval``, ``VAL_FREQ``) that every value the project's
+    configuration files give is 1 (also yacs defaults in Python, ``_C.TRAIN.VAL_FREQ = 1``): once
+    per project and lint run, bounded like the settings' scan."""
+    key = (top, run)
+    if key in _PERIOD_MEMO:
+        return _PERIOD_MEMO[key]
+    values: dict[str, set[bytes]] = {}
+
+    def keep(folder: str, name: str) -> bool:
+        if name.endswith(_CONFIG_ONLY):  # (a quick-look configuration logs every step on purpose)
+            return not _QUICK.search(os.path.relpath(os.path.join(folder, name), top))
+        return name.endswith(".py")
+
+    for name, data in _project_texts(top, keep):
+        patterns = (_CONFIG_PERIODS,) if name.endswith(_CONFIG_ONLY) else (_YACS_PERIODS, *_PY_PERIODS)
+        for m in (m for p in patterns for m in p.finditer(data)):
+            values.setdefault(m.group(1).decode().replace("-", "_"), set()).add(m.group(2).lstrip(b"0") or b"0")
     if len(_PERIOD_MEMO) >= 64:
         _PERIOD_MEMO.pop(next(iter(_PERIOD_MEMO)))
     _PERIOD_MEMO[key] = frozenset(n for n, vs in values.items() if vs == {b"1"})
