@@ -34,7 +34,14 @@ def _outside_loops(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 def one_step(ta: StepQueries, loop: Loop) -> Iterator[cst.CSTNode]:
     """The nodes of one iteration of ``loop`` outside its nested loops, and those of a nested
     ``for`` over the step's own parts (:func:`over_step_parts`)."""
-    for node in _outside_loops(loop.body):
+    return step_nodes(ta, loop.body)
+
+
+def step_nodes(ta: StepQueries, body: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes of ``body`` (a loop's or a function's) outside its loops, and those of a ``for``
+    over the step's own parts in it: a function whose ``for opt in optimizers: opt.step()`` follows
+    its backward steps once per call, like one with ``opt.step()`` at its top level."""
+    for node in _outside_loops(body):
         yield node
         if type(node) is cst.For and over_step_parts(ta, node):
             yield from _outside_loops(node.body)

@@ -41,7 +41,7 @@ from .throttles import aborts, first_call_only, throttled
 from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_default, rare_condition, rare_exit_before
 from .generation_branch import in_generation
 from .hook_steps import runs_a_step
-from .step_parts import one_step
+from .step_parts import one_step, step_nodes
 from .step_reach import external_defs, handed_in, handed_over, in_handler, indirect_callee, result_calls, runs_in_place
 from .models import strip_chain
 from .object_loops import over_step_objects
@@ -225,7 +225,7 @@ class TrainingAnalysis(TrainingObjects):
         a loss scaler doing both?"""
         got = self._steps_each.get(fn)
         if got is None:
-            nodes = list(self._walk_outside_loops(fn.body))
+            nodes = list(step_nodes(self, fn.body))  # (``for opt in optimizers: opt.step()`` included)
             got = self._steps_each[fn] = any(self.hidden_step(n) is not None for n in nodes) or any(
                 self.is_optimizer_step(n) for n in nodes) and any(
                 self.is_backward_call(n) for n in walk(fn.body) if isinstance(n, cst.Call))

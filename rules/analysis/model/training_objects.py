@@ -100,6 +100,8 @@ class TrainingObjects:
         return out
 
     def is_optimizer(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Subscript):  # ``self.optimizers["gen"]``, ``opts[i]``: an entry of a container of them
+            return self.is_optimizer(expr.value)
         name = dotted_name(expr)
         if name is None:
             return False
