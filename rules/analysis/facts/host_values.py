@@ -139,6 +139,8 @@ def moved_later(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> 
             continue
         if isinstance(node, cst.Call) and (helped := moved_argument(ctx, node)) is not None:  # ``move_to_device(batch, d)``
             moved = _root(helped)
+        elif _moves_back_in_place(node, name):  # ``x, lengths, y = to_cuda(x, lengths, y)``
+            moved, node = root, node.value  # type: ignore[attr-defined]  (the value before the rebinding)
         elif _device_move(ctx, node):
             moved = _root(node.func.value)  # type: ignore[attr-defined]
         else:
@@ -146,6 +148,23 @@ def moved_later(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> 
         if isinstance(moved, cst.Name) and moved.value == name and reaching_assignment(ctx, name, node) is before:
             return True
     return False
+
+
+# A helper named for a move that hands back what it is given (``to_cuda(*args)``, ``move_to_device``).
+_MOVER_NAME = re.compile(r"cuda|gpu|device", re.IGNORECASE)
+
+
+def _moves_back_in_place(node: cst.CSTNode, name: str) -> bool:
+    """``a, name, b = to_cuda(a, name, b)``: a helper named for a move, handed ``name`` among its
+    arguments and its result unpacked back into the same names (whatever module it is in)."""
+    if not isinstance(node, cst.Assign) or len(node.targets) != 1 or not isinstance(node.value, cst.Call):
+        return False
+    target, call = node.targets[0].target, node.value
+    if not isinstance(target, (cst.Tuple, cst.List)) or not _MOVER_NAME.search((dotted_name(call.func) or "").rsplit(".", 1)[-1]):
+        return False
+    outs = [e.value.value for e in target.elements if isinstance(e.value, cst.Name)]
+    ins = [a.value.value for a in call.args if a.keyword is None and not a.star and isinstance(a.value, cst.Name)]
+    return name in outs and name in ins and outs == ins
 
 
 def sibling_fields_moved(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
