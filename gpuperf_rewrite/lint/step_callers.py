@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuperf_rewrite.lint import launch, project_index
+from gpuperf_rewrite.lint.duck_callers import duck_callers, duck_key_parts
 from gpuperf_rewrite.lint.project_index import run_scope
 
 # Words a module must hold for a per-step finding in it to be possible: a host read, a copy, a
@@ -129,6 +130,7 @@ def step_callers_key(fs_path: str | Path, data: bytes, root: Path) -> str:
     path = Path(os.path.abspath(fs_path))
     with run_scope():
         parts = _key_parts(path, root, HOPS, frozenset())
+        parts += duck_key_parts(path, data, _search_root(path, root), set(_importers(path, root)))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest() if parts else ""
 
 
@@ -162,7 +164,9 @@ def step_callers(fs_path: str | Path, data: bytes, root: Path, store: Path | Non
         return ()
     path = Path(os.path.abspath(fs_path))
     with run_scope() as run:
-        return _callers(path, data, root, store, HOPS, frozenset(), run)
+        got = _callers(path, data, root, store, HOPS, frozenset(), run)
+        duck = duck_callers(path, data, _search_root(path, root), store, set(_importers(path, root)))
+        return tuple(sorted(set(got) | set(duck), key=lambda c: (c.path, c.line, c.function))) if duck else got
 
 
 # (path, hops, run) -> its callers, for the modules on the way: each is asked by every module it

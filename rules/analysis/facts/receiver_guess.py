@@ -24,6 +24,11 @@ from ..syntax.context import RuleContext
 from ..syntax.project import project_function
 from ..syntax.tree import walk
 
+# Module key of a method call whose receiver's class is not resolved and that no class of the
+# file's imports defines (``model.set_input(data)`` on what ``create_model(opt)`` built by name):
+# ``StepCall(UNRESOLVED, "?.set_input", line, kind, note=receiver)``. The lint layer hands it to
+# the modules of the project whose classes define the method (``lint.duck_callers``).
+UNRESOLVED = "?"
 MAX_CANDIDATES = 3  # more classes sharing the name (``update``, ``step``): too generic to say
 # Methods of torch's and the standard library's objects that user classes often define too.
 _GENERIC = frozenset({"step", "zero_grad", "state_dict", "load_state_dict", "to", "cuda", "cpu", "train", "eval",
@@ -65,6 +70,8 @@ def guessed_callees(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call,
     if exact or not unknown:
         return exact
     candidates = _classes_defining(ctx, method)
+    if not candidates:  # no imported class has it: maybe a module this one never imports
+        return [(UNRESOLVED, f"{UNRESOLVED}.{method}", recv)]
     if not 1 < len(candidates) <= MAX_CANDIDATES:
         return []  # one: ``project_method`` has it already
     used = _used_methods(ctx, call, recv)  # ``log_writer.update(...)`` and ``log_writer.set_step()``: a logger's
@@ -75,6 +82,11 @@ def guessed_callees(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call,
     candidates = fits or candidates
     return [(key, name, f"if `{recv}` is an instance of `{name.rsplit('.', 1)[0]}`: its class was not resolved, and "
              f"{len(candidates)} classes of the project define `{method}`") for key, name in candidates]
+
+
+def generic_methods() -> frozenset[str]:
+    """Method names too common among torch's, the standard library's and users' objects to follow."""
+    return _GENERIC
 
 
 def _ruled_out(ta: TrainingAnalysis, recv: cst.BaseExpression) -> bool:

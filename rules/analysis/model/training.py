@@ -32,6 +32,7 @@ from ..syntax.callsites import aliased_names, called_name, calls_of, instance_ca
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_method, project_function, project_method
+from ..syntax.stepping_names import calls_stepping_method
 from ..syntax.tree import NESTED_DEFS, Loop, walk
 from . import eval_loops as _evalloops
 from .cheap_signs import eval_loops_possible, rollout_loops_possible, step_loops_possible
@@ -193,7 +194,7 @@ class TrainingAnalysis(TrainingObjects):
         method = project_class_method(self.ctx, cls, (node.func.attr.value,)) if cls is not None else None
         # else ``trainer.train_step(samples)`` of a parameter, or ``build_model(opt)``'s product: the one class with it
         facts = method[2] if method is not None else getattr(project_method(self.ctx, node), "facts", None)
-        return facts is not None and facts.steps_each_call
+        return facts.steps_each_call if facts is not None else calls_stepping_method(self.ctx, node)
 
     def _class_of(self, name: cst.Name) -> cst.BaseExpression | None:
         """The class a name holds, as its function says: an annotation (``bpr: utils.BPRLoss``,

@@ -1,0 +1,141 @@
+"""Per-step calls of a checked module's methods from modules that never import it (issue 34):
+``model.set_input(data)`` in ``train.py``'s loop on what ``create_model(opt)`` built from a class
+picked by name, ``algo.log_info(info)`` in a ``run_epoch(model, ...)`` helper handed the object,
+``self.agents.record_transition(...)`` in a trainer given an agent. The caller cannot resolve the
+receiver's class, and the module defining the method is not among its imports, so the import graph
+(``step_callers``) never links the two; the method runs on every step all the same.
+
+Read off the looping modules' own facts: each records such a call as ``StepCall("?", "?.m", ...,
+note=receiver)`` (``rules``' ``facts.receiver_guess``). Here, for a checked module whose classes
+define ``m``, the project's files that call ``.m(`` in a loop are found by a byte scan (once per
+run and project), and their step calls read; each match is a ``StepCaller`` of ``Class.m`` with a
+note that the receiver's class was not resolved (the findings say so); a call the caller resolved by name to
+one of the module's classes counts too, though the caller imports the module by no import statement
+(a model zoo loaded by ``importlib``). A name that many looping
+files call is too generic to say anything: left out.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from gpuperf_rewrite.lint import project_index
+from gpuperf_rewrite.lint.project_files import project_files
+
+MAX_FILES_PER_NAME = 4  # looping files calling ``.m(``: more, and the name is too generic to follow
+MAX_CALLERS = 6  # looping files read for one checked module
+
+_CLASS = re.compile(rb"^class[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
+_DEF = re.compile(rb"^([ \t]+)def[ \t]+([A-Za-z_]\w*)[ \t]*\([ \t]*self\b", re.MULTILINE)
+# ``recv.m(``, ``self.recv.m(``: not ``self.m(`` nor ``super().m(`` (the class's own calls)
+_CALLED = re.compile(rb"(?<![\w.])(?!self\.[A-Za-z_]\w*[ \t]*\()[A-Za-z_][\w.]*\.([A-Za-z_]\w*)[ \t]*\(")
+_LOOP = re.compile(rb"^[ \t]*(?:for|while)\b", re.MULTILINE)
+# A looping file whose loop may be a step or eval loop (read off bytes, as ``step_callers._may_loop``).
+_STEP_WORDS = (b"backward", b".step(", b"_step(", b"loader", b"Loader", b"no_grad", b"inference_mode", b".eval(",
+               b"optimize", b"train", b"update")
+
+
+def class_methods(data: bytes) -> dict[str, list[str]]:
+    """Public method name -> the top-level classes of the module (bytes) that define it."""
+    from gpuperf_rewrite.rules.analysis.facts.receiver_guess import generic_methods
+
+    generic = generic_methods()
+    starts = [(m.start(), m.group(1).decode()) for m in _CLASS.finditer(data)]
+    out: dict[str, list[str]] = {}
+    for m in _DEF.finditer(data):
+        name = m.group(2).decode()
+        if name.startswith("_") or name in generic or len(m.group(1).expandtabs(4)) != 4:
+            continue
+        owner = next((cls for at, cls in reversed(starts) if at < m.start()), None)
+        if owner is not None and owner not in out.setdefault(name, []):
+            out[name].append(owner)
+    return {k: v for k, v in out.items() if v}
+
+
+# (search root, run) -> method name -> the looping files calling ``.name(``
+_INDEX: dict[tuple[str, str], dict[str, list[Path]]] = {}
+
+
+def _call_index(root: Path) -> dict[str, list[Path]]:
+    run = project_index.current_run() or ""
+    memo = (os.path.abspath(root), run)
+    if run and memo in _INDEX:
+        return _INDEX[memo]
+    index: dict[str, list[Path]] = {}
+    for path in project_files(root)[0]:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if not _LOOP.search(data) or not any(w in data for w in _STEP_WORDS):
+            continue
+        for name in {m.group(1) for m in _CALLED.finditer(data)}:
+            index.setdefault(name.decode(), []).append(path)
+    if run:
+        if len(_INDEX) >= 8:
+            _INDEX.pop(next(iter(_INDEX)))
+        _INDEX[memo] = index
+    return index
+
+
+def duck_caller_files(path: Path, data: bytes, search: Path, known: set[Path]) -> tuple[dict[str, list[str]], list[Path]]:
+    """The checked module's public methods by name, and the looping files (other than it and
+    ``known``, its importers already read) that call one of them by name, a few at most."""
+    methods = class_methods(data)
+    if not methods:
+        return {}, []
+    index = _call_index(search)
+    files: list[Path] = []
+    for name in sorted(methods):
+        found = [p for p in index.get(name, ()) if p != path]
+        if len(found) > MAX_FILES_PER_NAME:
+            continue
+        files += [p for p in found if p not in files and p not in known]
+    return methods, files[:MAX_CALLERS]
+
+
+def duck_callers(path: Path, data: bytes, search: Path, store: Path | None, known: set[Path]) -> list[Any]:
+    """The ``StepCaller``s of the checked module at ``path`` whose callers hold an object of no
+    resolved class (see the module doc); ``search``: the root its importers are looked for in."""
+    from gpuperf_rewrite.lint.project_facts import step_calls_of_node
+    from gpuperf_rewrite.rules._framework import StepCaller
+    from gpuperf_rewrite.rules.analysis.facts.receiver_guess import UNRESOLVED
+
+    methods, files = duck_caller_files(path, data, search, known)
+    out = []
+    for caller in files:
+        n = project_index.node(str(caller), os.fspath(search))
+        if n is None:
+            continue
+        project_index.keyed([n])
+        for call in step_calls_of_node(n, store):
+            owner, _, method = call.function.rpartition(".")
+            if call.module != UNRESOLVED:  # resolved by name to this module's class, through no import
+                if owner in methods.get(method, ()):  # (``models.create_model`` imports it by importlib)
+                    out.append(StepCaller(call.function, _shown(caller, path), call.line, call.kind, call.output, call.note))
+                continue
+            for cls in methods.get(method, ()):
+                note = f"if `{call.note}` is a `{cls}`: its class is not resolved where it is called"
+                out.append(StepCaller(f"{cls}.{method}", _shown(caller, path), call.line, call.kind, call.output, note))
+    return out
+
+
+def duck_key_parts(path: Path, data: bytes, search: Path, known: set[Path]) -> list[str]:
+    """What a result using :func:`duck_callers` depends on: the keys of the files it reads."""
+    parts = []
+    for caller in duck_caller_files(path, data, search, known)[1]:
+        n = project_index.node(str(caller), os.fspath(search))
+        if n is not None:
+            project_index.keyed([n])
+            parts.append(f"{caller}~{n.key}")
+    return parts
+
+
+def _shown(path: Path, module: Path) -> str:
+    try:
+        return path.relative_to(module.parent).as_posix()
+    except ValueError:
+        return os.path.relpath(path, module.parent).replace(os.sep, "/")
