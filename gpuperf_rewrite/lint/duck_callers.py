@@ -25,7 +25,7 @@ from typing import Any
 from gpuperf_rewrite.lint import project_index
 from gpuperf_rewrite.lint.project_files import project_files
 
-MAX_FILES_PER_NAME = 4  # looping files calling ``.m(``: more, and the name is too generic to follow
+MAX_FILES_PER_NAME = 12  # looping files calling ``.m(``: more, and the name is too generic to follow
 MAX_CALLERS = 6  # looping files read for one checked module
 
 _CLASS = re.compile(rb"^class[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
@@ -94,6 +94,9 @@ def duck_caller_files(path: Path, data: bytes, search: Path, known: set[Path]) -
         if len(found) > MAX_FILES_PER_NAME:
             continue
         files += [p for p in found if p not in files and p not in known]
+    # the nearest first (``skrl/trainers/torch/`` for ``skrl/agents/torch/base.py``, not ``trainers/jax/``)
+    files.sort(key=lambda p: (-len(set(p.relative_to(search).parts) & set(path.relative_to(search).parts))
+                              if p.is_relative_to(search) and path.is_relative_to(search) else 0, str(p)))
     return methods, files[:MAX_CALLERS]
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..model.models import strip_chain
+from ..model.tensors import TENSOR_METHODS
 from ..model.training import TrainingAnalysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
@@ -70,18 +71,25 @@ def guessed_callees(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call,
     if exact or not unknown:
         return exact
     candidates = _classes_defining(ctx, method)
-    if not candidates:  # no imported class has it: maybe a module this one never imports
-        return [(UNRESOLVED, f"{UNRESOLVED}.{method}", recv)]
-    if not 1 < len(candidates) <= MAX_CANDIDATES:
+    if len(candidates) == 1:
         return []  # one: ``project_method`` has it already
-    used = _used_methods(ctx, call, recv)  # ``log_writer.update(...)`` and ``log_writer.set_step()``: a logger's
+    used = _used_methods(ctx, call, recv) if candidates else set()  # ``log_writer.update(...)``, ``.set_step()``
     fits = [(key, name) for key, name in candidates if all(
         f"{name.rsplit('.', 1)[0]}.{m}" in ctx.project[key].functions for m in used)]
     if len(fits) == 1:
         return [(*fits[0], "")]  # the one class with every method the function calls on it
     candidates = fits or candidates
+    if not candidates or len(candidates) > MAX_CANDIDATES:  # none (maybe a module this one never imports), or many
+        return [] if method in TENSOR_METHODS or method in _TENSOR_READS or ta.is_tensor_expr(func.value) else \
+            [(UNRESOLVED, f"{UNRESOLVED}.{method}", recv)]
     return [(key, name, f"if `{recv}` is an instance of `{name.rsplit('.', 1)[0]}`: its class was not resolved, and "
              f"{len(candidates)} classes of the project define `{method}`") for key, name in candidates]
+
+
+# Tensor methods outside ``TENSOR_METHODS`` that a receiver of no known class is called with (``v.item()``).
+_TENSOR_READS = frozenset({"item", "tolist", "numpy", "numel", "any", "all", "size", "dim", "nonzero", "unsqueeze",
+                           "squeeze", "permute", "transpose", "contiguous", "long", "int", "bool", "type", "fill_",
+                           "zero_", "copy_", "add_", "mul_", "backward", "requires_grad_", "expand", "repeat"})
 
 
 def generic_methods() -> frozenset[str]:
