@@ -106,6 +106,7 @@ def duck_callers(path: Path, data: bytes, search: Path, store: Path | None, know
     from gpuperf_rewrite.lint.project_facts import step_calls_of_node
     from gpuperf_rewrite.rules._framework import StepCaller
     from gpuperf_rewrite.rules.analysis.facts.receiver_guess import UNRESOLVED
+    from gpuperf_rewrite.rules.analysis.model.training import EVAL, TRAIN
 
     methods, files = duck_caller_files(path, data, search, known)
     out = []
@@ -114,7 +115,13 @@ def duck_callers(path: Path, data: bytes, search: Path, store: Path | None, know
         if n is None:
             continue
         project_index.keyed([n])
-        for call in step_calls_of_node(n, store):
+        calls = step_calls_of_node(n, store)
+        # an evaluation script's batches (``eval.py`` calling ``trainer.eval_step``) are no training
+        # run's: an eval batch counts only in a program that also trains
+        trains = any(c.kind == TRAIN for c in calls)
+        for call in calls:
+            if call.kind == EVAL and not trains:
+                continue
             owner, _, method = call.function.rpartition(".")
             if call.module != UNRESOLVED:  # resolved by name to this module's class, through no import
                 if owner in methods.get(method, ()):  # (``models.create_model`` imports it by importlib)
