@@ -38,6 +38,63 @@ _STEP_WORDS = (b"backward", b".step(", b"_step(", b"loader", b"Loader", b"no_gra
                b"optimize", b"train", b"update")
 
 
+_SELF_CALL = re.compile(rb"self\.([A-Za-z_]\w*)[ \t]*\(")
+
+
+def _method_bodies(data: bytes) -> dict[tuple[str, str], bytes]:
+    """(class, method) -> the method's text, for the methods of the module's top-level classes
+    (read off indentation: a method is the lines below its ``def`` indented deeper than it)."""
+    out: dict[tuple[str, str], bytes] = {}
+    cls = None
+    current: tuple[str, str] | None = None
+    lines: list[bytes] = []
+    for line in data.splitlines():
+        stripped = line.lstrip()
+        indent = len(line) - len(stripped)
+        if stripped and not stripped.startswith(b"#") and indent <= 4 and current is not None and \
+                not (indent == 4 and stripped.startswith((b")", b"]"))):
+            out[current] = b"\n".join(lines)
+            current, lines = None, []
+        if indent == 0 and stripped.startswith(b"class "):
+            m = _CLASS.match(line)
+            cls = m.group(1).decode() if m else None
+        elif indent == 0 and stripped and not stripped.startswith((b"#", b"@", b")")):
+            cls = None
+        elif cls is not None and (m := _DEF.match(line)) is not None and len(m.group(1).expandtabs(4)) == 4:
+            current, lines = (cls, m.group(2).decode()), []
+        elif current is not None:
+            lines.append(line)
+    if current is not None:
+        out[current] = b"\n".join(lines)
+    return out
+
+
+def stepping_methods(data: bytes) -> dict[str, set[str]]:
+    """Class -> its methods one call of which runs a whole training step, as the text says: a
+    backward and an optimizer step in the method or the ``self.`` methods it calls (a GAN model's
+    ``optimize_parameters`` calling ``self.update_D()`` and ``self.update_G()``)."""
+    if b"backward" not in data or b".step(" not in data:
+        return {}
+    bodies = _method_bodies(data)
+    own: dict[tuple[str, str], tuple[bool, bool, set[str]]] = {
+        key: (b"backward(" in body, b".step(" in body, {m.decode() for m in _SELF_CALL.findall(body)})
+        for key, body in bodies.items()}
+    out: dict[str, set[str]] = {}
+    for (cls, name) in own:
+        seen, todo, back, step = set(), [name], False, False
+        while todo:
+            m = todo.pop()
+            if m in seen or (cls, m) not in own:
+                continue
+            seen.add(m)
+            b, s, calls = own[(cls, m)]
+            back, step = back or b, step or s
+            todo += calls
+        if back and step:
+            out.setdefault(cls, set()).add(name)
+    return out
+
+
 def class_methods(data: bytes) -> dict[str, list[str]]:
     """Public method name -> the top-level classes of the module (bytes) that define it."""
     from gpuperf_rewrite.rules.analysis.facts.receiver_guess import generic_methods
@@ -107,8 +164,10 @@ def duck_callers(path: Path, data: bytes, search: Path, store: Path | None, know
     from gpuperf_rewrite.rules._framework import StepCaller
     from gpuperf_rewrite.rules.analysis.facts.receiver_guess import UNRESOLVED
     from gpuperf_rewrite.rules.analysis.model.training import EVAL, TRAIN
+    from gpuperf_rewrite.rules.analysis.syntax.launch import OFTEN_CALL
 
     methods, files = duck_caller_files(path, data, search, known)
+    stepping = stepping_methods(data) if files else {}
     out = []
     for caller in files:
         n = project_index.node(str(caller), os.fspath(search))
@@ -119,7 +178,10 @@ def duck_callers(path: Path, data: bytes, search: Path, store: Path | None, know
         # an evaluation script's batches (``eval.py`` calling ``trainer.eval_step``) are no training
         # run's: an eval batch counts only in a program that also trains
         trains = any(c.kind == TRAIN for c in calls)
+        out += _loops_stepping_here(calls, methods, stepping, _shown(caller, path))
         for call in calls:
+            if call.kind == OFTEN_CALL:
+                continue
             if call.kind == EVAL and not trains:
                 continue
             owner, _, method = call.function.rpartition(".")
@@ -130,6 +192,34 @@ def duck_callers(path: Path, data: bytes, search: Path, store: Path | None, know
             for cls in methods.get(method, ()):
                 note = f"if `{call.note}` is a `{cls}`: its class is not resolved where it is called"
                 out.append(StepCaller(f"{cls}.{method}", _shown(caller, path), call.line, call.kind, call.output, note))
+    return out
+
+
+def _loops_stepping_here(calls: tuple[Any, ...], methods: dict[str, list[str]], stepping: dict[str, set[str]],
+                         shown: str) -> list[Any]:
+    """The caller's loops that are no step loops where it stands (``for data in dataset:
+    model.set_input(data); model.optimize_parameters()`` on what a factory built): when one pass
+    calls, on one receiver, a method of a class here that runs a whole step, each pass is a
+    training step, and every method of that class it calls on that receiver runs on each."""
+    from gpuperf_rewrite.rules._framework import StepCaller
+    from gpuperf_rewrite.rules.analysis.facts.receiver_guess import UNRESOLVED
+    from gpuperf_rewrite.rules.analysis.model.training import TRAIN
+    from gpuperf_rewrite.rules.analysis.syntax.launch import OFTEN_CALL
+
+    groups: dict[str, list[Any]] = {}
+    for call in calls:
+        if call.module == UNRESOLVED and call.kind == OFTEN_CALL and "@" in call.note:
+            groups.setdefault(call.note, []).append(call)
+    out = []
+    for note, group in groups.items():
+        recv = note.rsplit("@", 1)[0]
+        named = {c.function.rpartition(".")[2] for c in group}
+        for cls, steps in stepping.items():
+            if not named & steps:
+                continue
+            hedge = f"if `{recv}` is a `{cls}`: its class is not resolved where it is called"
+            out += [StepCaller(f"{cls}.{m}", shown, c.line, TRAIN, False, hedge)
+                    for c in group if cls in methods.get(m := c.function.rpartition(".")[2], ())]
     return out
 
 

@@ -27,34 +27,53 @@ _DRAWS = frozenset({"numpy.random.*", "random.sample", "random.choices", "random
                     "torch.randperm", "torch.multinomial"})
 
 
+def drawn_rows(ctx: RuleContext, call: cst.Call) -> tuple[bool, cst.Subscript] | None:
+    """(wrapped in a tensor constructor, the rows) when ``call`` (``.to``/``.cuda``) copies rows
+    picked by indices its function draws at random (``torch.tensor(self.obs[idx]).to(device)``):
+    a sampler's batch, GP104's whether or not the resolver places it per step (not GP105's)."""
+    fn = ctx.enclosing(call, cst.FunctionDef)
+    if not isinstance(call.func, cst.Attribute):
+        return None
+    receiver = call.func.value
+    while method_call(receiver, *SAME_PLACE):
+        receiver = receiver.func.value  # type: ignore[attr-defined]
+    wrapped = isinstance(receiver, cst.Call) and ctx.matches(receiver.func, _WRAPS) and \
+        get_arg(receiver, "device") is None and bool(receiver.args)
+    rows = receiver.args[0].value if wrapped else receiver  # type: ignore[union-attr]
+    if not isinstance(rows, cst.Subscript) or not _drawn(ctx, fn or ctx.module, rows):
+        return None
+    return wrapped, rows
+
+
 def sampled_copy(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Finding | None:
     """The finding for ``call``, a host-to-device copy in no step loop the resolver sees, when it
     copies rows picked by indices the same function draws at random."""
     fn = ctx.enclosing(call, cst.FunctionDef)
-    if fn is None or proven_rare(ctx, ta, fn, call):
+    loop = ta.every_step_loop(call)
+    if fn is None and loop is None or fn is not None and proven_rare(ctx, ta, fn, call) or \
+            (drawn := drawn_rows(ctx, call)) is None:
         return None
-    receiver = call.func.value  # type: ignore[attr-defined]
-    while method_call(receiver, *SAME_PLACE):
-        receiver = receiver.func.value
-    wrapped = isinstance(receiver, cst.Call) and ctx.matches(receiver.func, _WRAPS) and \
-        get_arg(receiver, "device") is None and bool(receiver.args)
-    rows = receiver.args[0].value if wrapped else receiver  # type: ignore[union-attr]
-    if not isinstance(rows, cst.Subscript) or not _drawn(ctx, fn, rows):
-        return None
-    if ta.every_step_loop(call) is not None or ta.every_step_caller(call) is not None or \
-            forward_caller(ctx, ta, call) is not None:
-        return None  # placed per step by the resolver: the main rule's
-    message = (f"`{fn.name.value}` copies rows picked at random (`{ctx.code_for(rows)}`) from host memory to the device "
-               "without non_blocking=True: a sampler's batch, drawn once per update; its caller is not seen (not "
-               "resolved), so that this runs every step is not proven. If it does, keep the stored data on the device "
-               "and index it there, or pin it and add non_blocking=True; if it runs rarely, it costs little")
+    wrapped, rows = drawn
+    name = fn.name.value if fn is not None else "the loop"
+    caller = ta.every_step_caller(call) or forward_caller(ctx, ta, call) if loop is None else None
+    if loop is not None or caller is not None:
+        where = ta.loop_kind(loop) if loop is not None else \
+            f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"  # type: ignore[union-attr]
+        message = (f"{name if fn is None else f'`{name}`'} copies rows picked at random (`{ctx.code_for(rows)}`) from "
+                   f"host memory to the device without non_blocking=True on every {where}: a blocking copy of a sampler's batch; keep the "
+                   "stored data on the device and index it there, or pin it and add non_blocking=True")
+    else:
+        message = (f"`{fn.name.value}` copies rows picked at random (`{ctx.code_for(rows)}`) from host memory to the device "
+                   "without non_blocking=True: a sampler's batch, drawn once per update; its caller is not seen (not "
+                   "resolved), so that this runs every step is not proven. If it does, keep the stored data on the device "
+                   "and index it there, or pin it and add non_blocking=True; if it runs rarely, it costs little")
     fix: Fix | NoFix = non_blocking_fix(call, "safe" if wrapped else "unsafe")
     if (strict := no_fix_reason(ctx)) is not None:
         fix = NoFix(strict)
     return Finding.of(call, message, fix)
 
 
-def _drawn(ctx: RuleContext, fn: cst.FunctionDef, rows: cst.Subscript) -> bool:
+def _drawn(ctx: RuleContext, fn: cst.FunctionDef | cst.Module, rows: cst.Subscript) -> bool:
     """An index of ``rows`` is a random draw, or a name ``fn`` binds to one."""
     for el in rows.slice:
         if not isinstance(el.slice, cst.Index):
@@ -65,7 +84,7 @@ def _drawn(ctx: RuleContext, fn: cst.FunctionDef, rows: cst.Subscript) -> bool:
             if isinstance(node, cst.Name) and any(
                     isinstance(a, cst.Assign) and any(node.value in target_names(t.target) for t in a.targets) and
                     any(isinstance(c, cst.Call) and ctx.matches(c.func, _DRAWS) and get_arg(c, "device") is None
-                        for c in walk(a.value, include_self=True)) for a in walk(fn.body)):
+                        for c in walk(a.value, include_self=True)) for a in walk(fn if isinstance(fn, cst.Module) else fn.body)):
                 return True
     return False
 

@@ -26,6 +26,7 @@ from ..analysis.syntax.tree import walk
 from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.syntax.glance import Glance
 from ._constant_tensors import constant_tensor_findings
+from ._sampled_copies import drawn_rows
 from ._unseen_steps import NOT_RULED_OUT, may_move_to_device, unseen_step_moves
 from ._cpu_indices import cpu_index_findings
 from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
@@ -291,7 +292,8 @@ class HostTensorThenMove(Rule):
                 if found is not None:
                     yield found
                 continue
-            if ctx.is_call_to(factory, LIKE_FACTORIES) and host_origin(ctx, factory, move) is None:
+            if ctx.is_call_to(factory, LIKE_FACTORIES) and host_origin(ctx, factory, move) is None or \
+                    drawn_rows(ctx, move) is not None:  # (a sampler's rows drawn at random: a batch, GP104's)
                 continue  # ``torch.zeros_like(y)`` is where ``y`` is: on the host only when ``y`` is known to be
             loop = ta.every_step_loop(move)
             caller = ta.every_step_caller(move) or hook_caller(ta, move, framework_step_methods(ctx)) or \

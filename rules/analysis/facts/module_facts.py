@@ -37,7 +37,7 @@ from ..syntax.output_calls import output_params
 from .builders import (unpacked_in, assigned_in, gathers_own_parameters, at_module_level, built_optimizers, compiles_model, functions_of, gathered_param, has_registry, is_lookup,
                        is_class_call, params_of, returned_values, shape_of, table_of_other_classes, unfused_in_factory, values_of)
 from .call_pace import offered_names, paced_calls, project_callee, self_paced_calls
-from .receiver_guess import guessed_callees
+from .receiver_guess import guessed_callees, unresolved_loop_calls
 from .class_picks import picked_trainers
 from .cli_defaults import false_fields, string_fields, zero_fields
 from .zero_constants import module_config_fields, module_zero_constants
@@ -104,7 +104,8 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
         settings |= imported.settings
     return ModuleFacts(functions, frozenset(workload), frozenset(exported),
                        any(f.trains for f in functions.values()), settings=frozenset(settings),
-                       step_calls=_step_calls(ctx, ta, line_of) + reexported_steps(ctx) + inherited_step_calls(ctx), registries=model_tables(ctx, exported),
+                       step_calls=_step_calls(ctx, ta, line_of) + reexported_steps(ctx) + inherited_step_calls(ctx) +
+                       tuple(unresolved_loop_calls(ctx, ta, line_of)), registries=model_tables(ctx, exported),
                        loaders=ctx.fact(loader_subclasses) | _reexported(ctx, "loaders"),
                        memory_datasets=in_memory_datasets(ctx) | _reexported(ctx, "memory_datasets"),
                        zero_fields=zero_fields(ctx) | module_zero_constants(ctx) | module_config_fields(ctx), false_fields=false_fields(ctx), padding_collates=padding_collates(ctx),
@@ -147,7 +148,8 @@ def module_step_calls(ctx: RuleContext, line_of: LineOf = lambda node: 0,
     other modules that run this module's functions every step (its own ``step_callers``, which
     the lint layer reads off its importers): the calls those functions make into the modules it
     imports are per-step calls too (callers of callers, ``per_step_reach``)."""
-    return _step_calls(ctx, analysis(ctx), line_of, through)
+    ta = analysis(ctx)
+    return _step_calls(ctx, ta, line_of, through) + tuple(unresolved_loop_calls(ctx, ta, line_of))
 
 
 def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
@@ -170,7 +172,7 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
         return tuple(paced + own)
     out = own + (self_step_calls(ctx, ta, line_of) if looping else [])
     out += stored_callable_calls(ctx, ta, line_of, roots)  # ``self.get_batch(bs)``: handed in by the caller
-    if not ctx.project:
+    if not ctx.project and not looping:  # (a loop's ``algo.log_info(info)`` on an object it is handed: below)
         return tuple(out)
     if not looping and not roots:  # a model file: only the calls its forwards reach, the callees' facts alone read
         return tuple(out + _forward_step_calls(ctx, ta, line_of) + paced)

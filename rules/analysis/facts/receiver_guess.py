@@ -15,6 +15,8 @@ when one class of the user's imported modules defines its name; here:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from ..model.models import strip_chain
@@ -22,7 +24,8 @@ from ..model.tensors import TENSOR_METHODS
 from ..model.training import TrainingAnalysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
-from ..syntax.project import project_function
+from ..syntax.launch import OFTEN_CALL
+from ..syntax.project import StepCall, project_function
 from ..syntax.tree import walk
 
 # Module key of a method call whose receiver's class is not resolved and that no class of the
@@ -44,7 +47,7 @@ def guessed_callees(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call,
     ``self``) may run; the note is "" when the receiver's binding names the class. ``instances``: the
     file's assignments by target, as ``project_callee`` fills them."""
     func = call.func
-    if not ctx.project or not isinstance(func, cst.Attribute):
+    if not isinstance(func, cst.Attribute):
         return []
     recv, method = dotted_name(func.value), func.attr.value
     if recv is None or recv == "self" or method.startswith("_") or method in _GENERIC:
@@ -121,3 +124,41 @@ def _used_methods(ctx: RuleContext, call: cst.Call, recv: str) -> set[str]:
         return set()
     return {n.func.attr.value for n in walk(fn.body) if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
             and dotted_name(n.func.value) == recv and not n.func.attr.value.startswith("_")}
+
+
+def unresolved_loop_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Callable[[cst.CSTNode], int]) -> list[StepCall]:
+    """``StepCall(UNRESOLVED, "?.m", line, OFTEN_CALL, note="recv@L")`` for each ``recv.m(...)`` on a
+    receiver of no resolved class, on every pass of a loop (first line ``L``) that is no step or eval
+    loop here: ``for data in dataset: model.set_input(data); model.optimize_parameters()`` on what a
+    factory built by name. Whether the loop trains is the callee's to say (``lint.duck_callers``: a
+    pass calling a method of its class that runs a whole step is a training step)."""
+    if "for " not in ctx.source and "while " not in ctx.source:
+        return []
+    instances: dict[str, list[cst.BaseExpression]] = {}
+    for bound, value in ta.assignments():
+        instances.setdefault(bound, []).append(value)
+    instances.setdefault("", [])
+    out = []
+    for call in ctx.nodes(cst.Call):
+        if not isinstance(call.func, cst.Attribute) or call.func.attr.value.startswith("_") or \
+                call.func.attr.value in _GENERIC or ta.every_step_loop(call) is not None:
+            continue
+        loop = _own_loop(ctx, call)
+        if loop is None:
+            continue
+        got = guessed_callees(ctx, ta, call, instances)
+        if len(got) == 1 and got[0][0] == UNRESOLVED:
+            out.append(StepCall(UNRESOLVED, got[0][1], line_of(call), OFTEN_CALL, "", False, f"{got[0][2]}@{line_of(loop)}"))
+    return out
+
+
+def _own_loop(ctx: RuleContext, node: cst.CSTNode) -> cst.For | cst.While | None:
+    """The innermost loop around ``node`` in its own function (a loop's body, not its header)."""
+    child = node
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(anc, (cst.For, cst.While)) and child is anc.body:
+            return anc
+        child = anc
+    return None
