@@ -28,13 +28,13 @@ from .analysis.facts.gpu_use import may_use_cuda
 from .analysis.facts.module_facts import module_facts, module_step_calls
 from .analysis.fixes.edits import add_imports
 from .analysis.syntax.context import RuleContext
-from .analysis.syntax.launch import ConfigMapping, EntryScript, LaunchCommand, ProjectRuns, StepCaller
+from .analysis.syntax.launch import ConfigMapping, DuckMethod, EntryScript, LaunchCommand, ProjectRuns, StepCaller
 from .analysis.syntax.project import ModuleFacts, StepCall
 from .analysis.syntax.torch_roots import may_import_torch
 from .analysis.syntax.tree import children_of, walk
 
 __all__ = [
-    "AddImport", "ConfigMapping", "Edit", "EntryScript", "Finding", "Fix", "FixSafety", "InsertAfter", "InsertBefore", "Invalid",
+    "AddImport", "ConfigMapping", "DuckMethod", "Edit", "EntryScript", "Finding", "Fix", "FixSafety", "InsertAfter", "InsertBefore", "Invalid",
     "LaunchCommand", "ModuleFacts", "NoFix", "ProjectRuns", "Replace", "Rule", "RuleContext", "Severity", "StepCall", "StepCaller", "Valid",
     "add_imports", "children_of", "dedent", "may_import_torch", "may_use_cuda", "module_facts", "module_step_calls", "walk",
 ]

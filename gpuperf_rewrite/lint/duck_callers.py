@@ -112,30 +112,39 @@ def class_methods(data: bytes) -> dict[str, list[str]]:
     return {k: v for k, v in out.items() if v}
 
 
-# (search root, run) -> method name -> the looping files calling ``.name(``
-_INDEX: dict[tuple[str, str], dict[str, list[Path]]] = {}
+# (search root, run) -> (method name -> the looping files calling ``.name(``, method name -> the
+# files defining it in a class)
+_INDEX: dict[tuple[str, str], tuple[dict[str, list[Path]], dict[str, list[Path]]]] = {}
 
 
-def _call_index(root: Path) -> dict[str, list[Path]]:
+def _scan(root: Path) -> tuple[dict[str, list[Path]], dict[str, list[Path]]]:
     run = project_index.current_run() or ""
     memo = (os.path.abspath(root), run)
     if run and memo in _INDEX:
         return _INDEX[memo]
-    index: dict[str, list[Path]] = {}
+    calls: dict[str, list[Path]] = {}
+    defs: dict[str, list[Path]] = {}
     for path in project_files(root)[0]:
         try:
             data = path.read_bytes()
         except OSError:
             continue
+        for name in {m.group(2) for m in _DEF.finditer(data) if len(m.group(1).expandtabs(4)) == 4}:
+            defs.setdefault(name.decode(), []).append(path)
         if not _LOOP.search(data) or not any(w in data for w in _STEP_WORDS):
             continue
         for name in {m.group(1) for m in _CALLED.finditer(data)}:
-            index.setdefault(name.decode(), []).append(path)
+            calls.setdefault(name.decode(), []).append(path)
+    got = (calls, defs)
     if run:
         if len(_INDEX) >= 8:
             _INDEX.pop(next(iter(_INDEX)))
-        _INDEX[memo] = index
-    return index
+        _INDEX[memo] = got
+    return got
+
+
+def _call_index(root: Path) -> dict[str, list[Path]]:
+    return _scan(root)[0]
 
 
 def duck_caller_files(path: Path, data: bytes, search: Path, known: set[Path]) -> tuple[dict[str, list[str]], list[Path]]:
@@ -206,20 +215,25 @@ def _loops_stepping_here(calls: tuple[Any, ...], methods: dict[str, list[str]], 
     from gpuperf_rewrite.rules.analysis.model.training import TRAIN
     from gpuperf_rewrite.rules.analysis.syntax.launch import OFTEN_CALL
 
-    groups: dict[str, list[Any]] = {}
+    groups: dict[str, list[tuple[Any, str]]] = {}
     for call in calls:
-        if call.module == UNRESOLVED and call.kind == OFTEN_CALL and "@" in call.note:
-            groups.setdefault(call.note, []).append(call)
+        if call.module == UNRESOLVED and call.kind == OFTEN_CALL and call.note.count("@") == 2:
+            recv_loop, _, how = call.note.rpartition("@")
+            groups.setdefault(recv_loop, []).append((call, how))
     out = []
-    for note, group in groups.items():
-        recv = note.rsplit("@", 1)[0]
-        named = {c.function.rpartition(".")[2] for c in group}
+    for recv_loop, group in groups.items():
+        recv = recv_loop.rsplit("@", 1)[0]
         for cls, steps in stepping.items():
-            if not named & steps:
+            step_lines = [c.line for c, _ in group if c.function.rpartition(".")[2] in steps]
+            if not step_lines:
                 continue
             hedge = f"if `{recv}` is a `{cls}`: its class is not resolved where it is called"
+            # the step, what feeds it before (``set_input(data)``), what reads its output after
+            # (``log_info(info)``); not a method handed the batch after the step (``refresh_stats(images)``:
+            # host data, as far as anyone can tell)
             out += [StepCaller(f"{cls}.{m}", shown, c.line, TRAIN, False, hedge)
-                    for c in group if cls in methods.get(m := c.function.rpartition(".")[2], ())]
+                    for c, how in group if cls in methods.get(m := c.function.rpartition(".")[2], ()) and
+                    (m in steps or how != "other" or c.line < min(step_lines))]
     return out
 
 
@@ -239,3 +253,82 @@ def _shown(path: Path, module: Path) -> str:
         return path.relative_to(module.parent).as_posix()
     except ValueError:
         return os.path.relpath(path, module.parent).replace(os.sep, "/")
+
+
+def may_call_by_name(data: bytes) -> bool:
+    """Can the file call, in a loop, a method of a class it does not import (read off bytes)?"""
+    return b"def " in data and _LOOP.search(data) is not None and _CALLED.search(data) is not None
+
+
+def imported_paths(path: Path, data: bytes) -> set[Path]:
+    """The first-party files the file imports directly (its ``ctx.project``'s modules)."""
+    got = project_index.imports_of(path, data)
+    return {Path(n.path) for _, n in got[1]} if got else set()
+
+
+MAX_DUCK_MODULES = 4  # modules read for the methods one checked file may call by name
+MAX_DEFINING = 3  # files defining a method name: more, and the name says nothing
+
+
+def duck_method_files(path: Path, data: bytes, search: Path, imported: set[Path]) -> dict[str, list[Path]]:
+    """Method name -> the files (not imported by the file, not itself) whose classes define it,
+    for the names the checked file (with a loop) calls on a receiver other than ``self``."""
+    from gpuperf_rewrite.rules.analysis.facts.receiver_guess import generic_methods
+
+    if not _LOOP.search(data):
+        return {}
+    generic = generic_methods()
+    defs = _scan(search)[1]
+    out: dict[str, list[Path]] = {}
+    modules: set[Path] = set()
+    for name in sorted({m.group(1).decode() for m in _CALLED.finditer(data)}):
+        if name.startswith("_") or name in generic:
+            continue
+        found = [p for p in defs.get(name, ()) if p != path]
+        if not found or len(found) > MAX_DEFINING or any(p in imported for p in found):
+            continue  # none, too many, or the file imports it (its facts are the rules' already)
+        if len(modules | set(found)) > MAX_DUCK_MODULES:
+            continue
+        modules |= set(found)
+        out[name] = found
+    return out
+
+
+def duck_methods(path: Path, data: bytes, search: Path, store: Path | None, imported: set[Path]) -> tuple[Any, ...]:
+    """The ``DuckMethod``s of the checked file: for each method name it calls that only modules it
+    does not import define (``logger.log`` with ``Logger`` in ``logger.py``, handed in by the caller),
+    those methods' host reads of what they are handed, from their modules' facts."""
+    from gpuperf_rewrite.lint.project_facts import facts_of_node
+    from gpuperf_rewrite.rules._framework import DuckMethod
+    from gpuperf_rewrite.rules.analysis.facts.helper_syncs import READ
+
+    out = []
+    for name, files in duck_method_files(path, data, search, imported).items():
+        for file in files:
+            n = project_index.node(str(file), os.fspath(search))
+            if n is None:
+                continue
+            project_index.keyed([n])
+            facts = facts_of_node(n, store)
+            for qual, f in facts.functions.items():
+                if qual.count(".") != 1 or not qual.endswith(f".{name}"):
+                    continue
+                shown = _shown(file, path)
+                reads = [(p, f"`{shown}` line {line}") for p, line in f.arg_reads]
+                seen = {p for p, _ in reads}
+                reads += [(p, f"{how} at `{shown}` line {line}") for p, kind, line, how in f.syncs
+                          if kind == READ and p not in seen]
+                if reads:
+                    out.append(DuckMethod(shown, qual, tuple(f.params), tuple(reads)))
+    return tuple(out)
+
+
+def duck_method_key_parts(path: Path, data: bytes, search: Path, imported: set[Path]) -> list[str]:
+    parts = []
+    for files in duck_method_files(path, data, search, imported).values():
+        for file in files:
+            n = project_index.node(str(file), os.fspath(search))
+            if n is not None:
+                project_index.keyed([n])
+                parts.append(f"{file}#{n.key}")
+    return parts

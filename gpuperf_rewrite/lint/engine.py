@@ -27,7 +27,7 @@ from gpuperf_rewrite.lint.interrupts import caused_by_interrupt
 from gpuperf_rewrite.lint.parsing import ParseFailure, parse, syntax_gate
 from gpuperf_rewrite.lint.positions import forget_spans
 from gpuperf_rewrite.lint.launch import project_runs
-from gpuperf_rewrite.lint.step_callers import step_callers
+from gpuperf_rewrite.lint.step_callers import duck_methods_of, step_callers
 from gpuperf_rewrite.lint.project import is_first_party
 from gpuperf_rewrite.lint.project_facts import parsed_before, project_facts, remember_facts, remember_parse
 from gpuperf_rewrite.lint.prefilter import FileResult, FixMode, RuleSet, may_be_entry
@@ -206,6 +206,9 @@ def _project_view(fs_path: str, data: bytes, path: str, module: cst.Module, text
     if callers:  # its functions that other modules' loops call every step; and how often the others run
         launch = dataclasses.replace(launch, step_callers=tuple(c for c in callers if c.kind not in PACE_KINDS),
                                      rare_callers=tuple(c for c in callers if c.kind in PACE_KINDS))
+    duck = duck_methods_of(fs_path, data, root, facts_store)
+    if duck:  # methods of modules it does not import that it calls by name (``logger.log(...)``)
+        launch = dataclasses.replace(launch, duck=duck)
     return imports, launch, early_contexts.adopt(fs_path, data, path)
 
 

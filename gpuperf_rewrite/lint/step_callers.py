@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuperf_rewrite.lint import launch, project_index
-from gpuperf_rewrite.lint.duck_callers import duck_callers, duck_key_parts
+from gpuperf_rewrite.lint.duck_callers import (duck_callers, duck_key_parts, duck_method_key_parts, imported_paths,
+                                               may_call_by_name)
 from gpuperf_rewrite.lint.project_index import run_scope
 
 # Words a module must hold for a per-step finding in it to be possible: a host read, a copy, a
@@ -125,12 +126,14 @@ def step_callers_key(fs_path: str | Path, data: bytes, root: Path) -> str:
     """What a result that used :func:`step_callers` depends on: the keys of the direct importers
     (their content and all they reach), and of their importers' importers as far as callers of
     callers are followed (``HOPS``). "" when the file needs none."""
-    if not needs_step_callers(data):
-        return ""
     path = Path(os.path.abspath(fs_path))
+    parts: list[str] = []
     with run_scope():
-        parts = _key_parts(path, root, HOPS, frozenset())
-        parts += duck_key_parts(path, data, _search_root(path, root), set(_importers(path, root)))
+        search = _search_root(path, root)
+        if needs_step_callers(data):
+            parts = _key_parts(path, root, HOPS, frozenset())
+            parts += duck_key_parts(path, data, search, set(_importers(path, root)))
+        parts += duck_method_key_parts(path, data, search, imported_paths(path, data))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest() if parts else ""
 
 
@@ -166,6 +169,8 @@ def step_callers(fs_path: str | Path, data: bytes, root: Path, store: Path | Non
     with run_scope() as run:
         got = _callers(path, data, root, store, HOPS, frozenset(), run)
         duck = duck_callers(path, data, _search_root(path, root), store, set(_importers(path, root)))
+        known = {c.function for c in got}
+        duck = [c for c in duck if c.function not in known]  # a caller through imports says it already
         return tuple(sorted(set(got) | set(duck), key=lambda c: (c.path, c.line, c.function))) if duck else got
 
 
@@ -337,9 +342,20 @@ def _shown(path: Path, module: Path) -> str:
 def step_callers_key_of(fs_path: str | Path | None, data: bytes) -> str:
     """:func:`step_callers_key` for the lint cache: "" outside the user's code. Plain data: a cache
     hit imports neither LibCST nor the rules."""
-    if not fs_path or not needs_step_callers(data):
+    if not fs_path or not needs_step_callers(data) and not may_call_by_name(data):
         return ""
     from gpuperf_rewrite.lint.project import is_first_party
 
     first_party, root = is_first_party(Path(os.path.abspath(fs_path)))
     return step_callers_key(fs_path, data, root) if first_party else ""
+
+
+def duck_methods_of(fs_path: str | Path, data: bytes, root: Path, store: Path | None = None) -> tuple[Any, ...]:
+    """The ``DuckMethod``s of the checked file (``duck_callers.duck_methods``)."""
+    from gpuperf_rewrite.lint.duck_callers import duck_methods
+
+    if not may_call_by_name(data):
+        return ()
+    path = Path(os.path.abspath(fs_path))
+    with run_scope():
+        return duck_methods(path, data, _search_root(path, root), store, imported_paths(path, data))

@@ -148,8 +148,30 @@ def unresolved_loop_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Calla
             continue
         got = guessed_callees(ctx, ta, call, instances)
         if len(got) == 1 and got[0][0] == UNRESOLVED:
-            out.append(StepCall(UNRESOLVED, got[0][1], line_of(call), OFTEN_CALL, "", False, f"{got[0][2]}@{line_of(loop)}"))
+            how = _handed(ctx, loop, call, got[0][2])
+            out.append(StepCall(UNRESOLVED, got[0][1], line_of(call), OFTEN_CALL, "", False,
+                                f"{got[0][2]}@{line_of(loop)}@{how}"))
     return out
+
+
+def _handed(ctx: RuleContext, loop: cst.For | cst.While, call: cst.Call, recv: str) -> str:
+    """What ``call`` hands its method: "none" (no argument), "fed" (a value the loop bound from a
+    call on the same receiver: ``algo.log_info(info)`` after ``info = algo.train_on_batch(batch)``,
+    the step's own output), else "other" (the batch, another value)."""
+    if not call.args:
+        return "none"
+    fed = {t for a in walk(loop.body) if isinstance(a, cst.Assign) and isinstance(a.value, cst.Call) and
+           isinstance(a.value.func, cst.Attribute) and dotted_name(a.value.func.value) == recv
+           for target in a.targets for t in _names(target.target)}
+    return "fed" if any(isinstance(a.value, cst.Name) and a.value.value in fed for a in call.args) else "other"
+
+
+def _names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _names(el.value)]
+    return []
 
 
 def _own_loop(ctx: RuleContext, node: cst.CSTNode) -> cst.For | cst.While | None:

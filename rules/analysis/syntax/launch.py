@@ -131,6 +131,19 @@ class ConfigMapping:
 
 
 @dataclasses.dataclass(frozen=True)
+class DuckMethod:
+    """A method of a class in a module of the project the checked file does not import (``path``,
+    as a message shows it), whose name the file calls on a receiver of no resolved class
+    (``logger.log(key, loss, step)`` on a ``logger`` it is handed): ``function`` (``Logger.log``),
+    its positional ``params`` and its host ``reads`` of what it is handed ((parameter, where))."""
+
+    path: str
+    function: str
+    params: tuple[str, ...]
+    reads: tuple[tuple[str, str], ...]
+
+
+@dataclasses.dataclass(frozen=True)
 class ProjectRuns:
     """``entries``: the scripts that import the checked module (None when unknown: the file was
     checked alone, or is itself a script); ``launches``: the launch scripts' command lines that run
@@ -149,6 +162,8 @@ class ProjectRuns:
     # loader settings (``"pin_memory"``, ``"persistent_workers"``) some shipped configuration, launch
     # script or typed default of the project turns on (``lint.shipped_settings``)
     shipped: tuple[str, ...] = ()
+    # methods of classes in modules it does not import that it may call by name (``lint.duck_callers``)
+    duck: tuple[DuckMethod, ...] = ()
 
 
 def project_runs(ctx: RuleContext) -> ProjectRuns:
