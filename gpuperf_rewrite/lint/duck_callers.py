@@ -26,7 +26,7 @@ from gpuperf_rewrite.lint import project_index
 from gpuperf_rewrite.lint.project_files import project_files
 
 MAX_FILES_PER_NAME = 12  # looping files calling ``.m(``: more, and the name is too generic to follow
-MAX_CALLERS = 6  # looping files read for one checked module
+MAX_CALLERS = 4  # looping files read for one checked module
 
 _CLASS = re.compile(rb"^class[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 _DEF = re.compile(rb"^([ \t]+)def[ \t]+([A-Za-z_]\w*)[ \t]*\([ \t]*self\b", re.MULTILINE)
@@ -95,6 +95,12 @@ def stepping_methods(data: bytes) -> dict[str, set[str]]:
     return out
 
 
+# What a method's own text must hold for a per-step rule to find something in it.
+_WORK_WORDS = (b".item(", b".tolist(", b".cpu(", b".numpy(", b"float(", b"int(", b"bool(", b".to(", b".cuda(",
+               b"synchronize", b"print(", b"Tensor(", b"tensor(", b"from_numpy(", b"isnan", b"isfinite", b".data",
+               b"type(", b".all(", b".any(", b"randn(", b"rand(", b"zeros(", b"ones(", b"arange(")
+
+
 def class_methods(data: bytes) -> dict[str, list[str]]:
     """Public method name -> the top-level classes of the module (bytes) that define it."""
     from gpuperf_rewrite.rules.analysis.facts.receiver_guess import generic_methods
@@ -151,6 +157,12 @@ def duck_caller_files(path: Path, data: bytes, search: Path, known: set[Path]) -
     """The checked module's public methods by name, and the looping files (other than it and
     ``known``, its importers already read) that call one of them by name, a few at most."""
     methods = class_methods(data)
+    if methods:  # only methods whose own text holds per-step work (a read, a copy, a print) or a step
+        bodies = _method_bodies(data)
+        stepping = stepping_methods(data)
+        methods = {m: [c for c in classes if m in stepping.get(c, ()) or
+                       any(w in bodies.get((c, m), b"") for w in _WORK_WORDS)] for m, classes in methods.items()}
+        methods = {m: classes for m, classes in methods.items() if classes}
     if not methods:
         return {}, []
     index = _call_index(search)
@@ -256,8 +268,9 @@ def _shown(path: Path, module: Path) -> str:
 
 
 def may_call_by_name(data: bytes) -> bool:
-    """Can the file call, in a loop, a method of a class it does not import (read off bytes)?"""
-    return b"def " in data and _LOOP.search(data) is not None and _CALLED.search(data) is not None
+    """Can the file call, in a step loop, a method of a class it does not import (read off bytes)?"""
+    return b"def " in data and _LOOP.search(data) is not None and any(w in data for w in _STEP_WORDS) and \
+        _CALLED.search(data) is not None
 
 
 def imported_paths(path: Path, data: bytes) -> set[Path]:
@@ -275,7 +288,7 @@ def duck_method_files(path: Path, data: bytes, search: Path, imported: set[Path]
     for the names the checked file (with a loop) calls on a receiver other than ``self``."""
     from gpuperf_rewrite.rules.analysis.facts.receiver_guess import generic_methods
 
-    if not _LOOP.search(data):
+    if not _LOOP.search(data) or not any(w in data for w in _STEP_WORDS):
         return {}
     generic = generic_methods()
     defs = _scan(search)[1]
@@ -287,11 +300,25 @@ def duck_method_files(path: Path, data: bytes, search: Path, imported: set[Path]
         found = [p for p in defs.get(name, ()) if p != path]
         if not found or len(found) > MAX_DEFINING or any(p in imported for p in found):
             continue  # none, too many, or the file imports it (its facts are the rules' already)
+        found = [p for p in found if _may_read(p)]
+        if not found:
+            continue  # no host read there: nothing its methods could do to what they are handed
         if len(modules | set(found)) > MAX_DUCK_MODULES:
             continue
         modules |= set(found)
         out[name] = found
     return out
+
+
+_READ_WORDS = (b".item(", b".tolist(", b".cpu(", b".numpy(", b"float(", b"int(", b"synchronize")
+
+
+def _may_read(path: Path) -> bool:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return any(w in data for w in _READ_WORDS)
 
 
 def duck_methods(path: Path, data: bytes, search: Path, store: Path | None, imported: set[Path]) -> tuple[Any, ...]:

@@ -140,11 +140,13 @@ def unresolved_loop_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: Calla
     instances.setdefault("", [])
     out = []
     for call in ctx.nodes(cst.Call):
-        if not isinstance(call.func, cst.Attribute) or call.func.attr.value.startswith("_") or \
-                call.func.attr.value in _GENERIC or ta.every_step_loop(call) is not None:
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value.startswith("_") or func.attr.value in _GENERIC or \
+                func.attr.value in TENSOR_METHODS or func.attr.value in _TENSOR_READS or \
+                isinstance(func.value, cst.Name) and func.value.value in ("self", *ctx.import_aliases):
             continue
         loop = _own_loop(ctx, call)
-        if loop is None:
+        if loop is None or ta.every_step_loop(call) is not None:
             continue
         got = guessed_callees(ctx, ta, call, instances)
         if len(got) == 1 and got[0][0] == UNRESOLVED:
