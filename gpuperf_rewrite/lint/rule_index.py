@@ -112,6 +112,7 @@ MODULES = (
     'analysis/syntax/output_calls.py',
     'analysis/syntax/project.py',
     'analysis/syntax/star_imports.py',
+    'analysis/syntax/stepping_names.py',
     'analysis/syntax/torch_names.py',
     'analysis/syntax/torch_roots.py',
     'analysis/syntax/tree.py',

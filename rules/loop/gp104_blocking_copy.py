@@ -356,7 +356,7 @@ class BlockingCopy(Rule):
         "https://docs.pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers",
         "https://docs.pytorch.org/docs/stable/generated/torch.Tensor.to.html",
     )
-    keywords = (".to(", ".cuda(", ".type(", "device")  # (``device``: a move helper of another module)
+    keywords = (".to(", "cuda(", ".type(", "device", "gpu(")  # (``device``, ``to_cuda(``, ``gpu(``: a move helper of another module)
 
     examples = [
         Valid(dedent("""
