@@ -28,6 +28,7 @@ from ..analysis.syntax.duck_methods import project_method_by_use
 from ..analysis.syntax.launch import project_runs
 from ..analysis.syntax.project import ProjectCall, project_class_method, project_function, project_method
 from ..analysis.syntax.tree import walk
+from ._duck_reads import duck_callee
 from ._argument_reads import read_of_argument as read_of_argument  # (GP101 reads it with the helpers' reads)
 from ._host_tensors import host_tensor
 from ._unresolved_losses import reads_host as _reads_host, unresolved_loss, unsure_call_finding, unsure_via
@@ -364,20 +365,7 @@ def _callee(ctx: RuleContext, ta: TrainingAnalysis,
     imported = project_function(ctx, call) or project_method(ctx, call)
     if imported is not None and (reads := _imported_reads(imported)):
         return imported.name, imported.facts.params, reads
-    return _duck_callee(ctx, func) if imported is None else None
-
-
-def _duck_callee(ctx: RuleContext, func: cst.Attribute) -> tuple[str, tuple[str, ...], list[tuple[str, str]]] | None:
-    """A method of a module the file does not import that one class there defines under the name
-    called (``logger.log(key, loss, step)`` on a ``logger`` handed in): its reads, with a note that
-    the receiver's class was not resolved (``syntax.launch.DuckMethod``)."""
-    recv = dotted_name(func.value)
-    found = [d for d in project_runs(ctx).duck if d.function.rsplit(".", 1)[-1] == func.attr.value]
-    if recv is None or recv.split(".", 1)[0] in ctx.import_aliases or len({d.function for d in found}) != 1:
-        return None
-    d = found[0]
-    hedge = f"; if `{recv}` is a `{d.function.split('.', 1)[0]}` of {d.path}: its class is not resolved here"
-    return d.function, d.params, [(p, where + hedge) for p, where in d.reads]
+    return duck_callee(ctx, func) if imported is None else None
 
 
 _MODEL_METHODS = frozenset({"forward", "__call__"})

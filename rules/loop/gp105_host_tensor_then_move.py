@@ -320,8 +320,7 @@ class HostTensorThenMove(Rule):
                           (Replace(move, add_kwarg(factory, "device", device)),),
                           "unsafe" if random else "safe")
             # a framework's hook (``compute_loss``): the move's own device expression is at hand
-            kind = ta.loop_kind(loop) if loop is not None else \
-                _per_call(caller)  # type: ignore[arg-type]
+            kind = ta.loop_kind(loop) if loop is not None else _per_call(caller)  # type: ignore[arg-type]
             yield Finding.of(move, f"tensor built on the CPU and copied to the device on every {kind} "
                                 "(a synchronous host-to-device transfer); create it with device=", fix)
 
