@@ -197,7 +197,7 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
         if loop is not None and not ta.ctx.is_inside(arg, loop) and _stored_batch(loop, arg):
             passed, tensor = True, (False if tensor is True else tensor)  # ``for self.step, self.batch in ...``
             continue
-        if loop is None or not ta.ctx.is_inside(arg, loop) or not batch_data(loop).holds(arg):
+        if loop is None or not ta.ctx.is_inside(arg, loop) or not _holds(ta, batch_data(loop), arg):
             continue  # another caller's argument: the copy still runs on every step of this one
         if moved_before(ta.ctx, arg, arg):
             continue  # the caller moved it first (``for k, v in b.items(): b[k] = v.cuda()``)
@@ -209,6 +209,16 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
                                      else data.default_collate):
             tensor = False  # a subscript of a default-collated batch is a tensor
     return tensor if passed else "no"
+
+
+def _holds(ta: TrainingAnalysis, data: BatchData, arg: cst.BaseExpression) -> bool:
+    """``arg`` is the step's batch: also wrapped where it is by a converter helper and listed
+    (``self._to_device(self._to_tensor([X, label]))``: each element of the list is the batch)."""
+    while isinstance(arg, cst.Call) and (inner := wrapped_argument(ta.ctx, arg)) is not None:
+        arg = inner
+    if isinstance(arg, (cst.List, cst.Tuple)) and arg.elements:
+        return all(not isinstance(el, cst.StarredElement) and data.holds(el.value) for el in arg.elements)
+    return data.holds(arg)
 
 
 class BlockingCopy(Rule):

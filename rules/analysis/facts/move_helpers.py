@@ -192,12 +192,18 @@ def _wraps(ctx: RuleContext, expr: cst.BaseExpression, param: str) -> str | None
         return None if None in both else "wrap" if "wrap" in both else "same"
     if isinstance(expr, cst.Name):
         return "same" if expr.value == param else None
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)) and expr.for_in.inner_for_in is None and \
+            isinstance(expr.for_in.iter, cst.Name) and expr.for_in.iter.value == param and \
+            isinstance(expr.for_in.target, cst.Name) and not expr.for_in.ifs:
+        # ``[torch.tensor(a, dtype=torch.float32) for a in arrays]``: each element wrapped where it is
+        return "wrap" if _wraps(ctx, expr.elt, expr.for_in.target.value) else None
     while method_call(expr, *_KEEPS):
         expr = expr.func.value  # type: ignore[attr-defined]
-    if isinstance(expr, cst.Call) and ctx.matches(expr.func, _WRAPPERS) and len(expr.args) == 1 and \
+    if isinstance(expr, cst.Call) and ctx.matches(expr.func, _WRAPPERS) and expr.args and \
             expr.args[0].keyword is None and not expr.args[0].star and isinstance(expr.args[0].value, cst.Name) and \
-            expr.args[0].value.value == param:
-        return "wrap"
+            expr.args[0].value.value == param and \
+            all(a.keyword is not None and a.keyword.value == "dtype" for a in expr.args[1:]):
+        return "wrap"  # (``dtype=`` converts where the data is; ``device=`` would move it)
     return None
 
 

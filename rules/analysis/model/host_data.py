@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ..syntax.calls import dotted_name, get_arg, literal_value, method_call, target_names
+from ..syntax.calls import as_is, dotted_name, get_arg, literal_value, method_call, target_names
 from ..syntax.callsites import call_site_args
 from ..syntax.torch_names import DATALOADERS, LIBRARY_LOADERS
 from ..syntax.tree import walk
@@ -172,8 +172,24 @@ def _host_attribute(ctx: RuleContext, cls: cst.ClassDef, attr: str) -> bool:
 def host_tensor_name(ctx: RuleContext, name: str, fn_body: cst.CSTNode) -> bool:
     """Every assignment of ``name`` in ``fn_body`` (a function, or the module) builds a host tensor."""
     values = [v for v in _values_of(ctx, name)
-              if (ctx.enclosing(v, cst.FunctionDef) or ctx.module) is fn_body]
-    return bool(values) and all(built_on_host(ctx, v) for v in values)
+              if (ctx.enclosing(v, cst.FunctionDef) or ctx.module) is fn_body and not _moves_itself(v, name)
+              and not (isinstance(v, cst.Name) and v.value == "None")]  # (``x = None`` until a branch builds it)
+    return bool(values) and all(built_on_host(ctx, _unwrapped(v)) for v in values)
+
+
+def _moves_itself(value: cst.BaseExpression, name: str) -> bool:
+    """``x = x.cuda()``: the copy in question rebinding the name, not another way of building it."""
+    return method_call(value, "to", "cuda") and isinstance(value.func.value, cst.Name) and \
+        value.func.value.value == name  # type: ignore[attr-defined]
+
+
+def _unwrapped(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``torch.from_numpy(a)`` of ``Variable(torch.from_numpy(a).long())``: the legacy wrapper and
+    the casts keep the tensor where it was built (``.type(...)`` is left alone: it may move it)."""
+    expr = as_is(expr)
+    while method_call(expr, *(c for c in _CASTS if c != "type")):
+        expr = as_is(expr.func.value)  # type: ignore[attr-defined]
+    return expr
 
 
 def is_tokenizer_output(ta: TrainingAnalysis, expr: cst.BaseExpression) -> bool:

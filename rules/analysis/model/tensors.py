@@ -144,6 +144,12 @@ class ValueKinds:
                 # ``_, pred = torch.max(out, 1)``, ``vals, idx = logits.topk(k)``: tensors, each of them
                 tuples.append(({e.value.value for e in node.targets[0].target.elements
                                 if isinstance(e.value, cst.Name) and e.value.value != "_"}, node.value))
+        # ``losses = []`` then ``losses.append(l2_loss(out, y))``: a list that holds tensors, not a host value
+        filled: dict[str, list[cst.BaseExpression]] = {}
+        for node in walk(fn_body):
+            if method_call(node, "append") and isinstance(node.func.value, cst.Name) and \
+                    len(node.args) == 1 and not node.args[0].star:  # type: ignore[attr-defined]
+                filled.setdefault(node.func.value.value, []).append(node.args[0].value)  # type: ignore[attr-defined]
         values: dict[str, list[cst.BaseExpression]] = {}
         for name, value in assigns + updates:  # ``s = 0.; s += mse(a, b)``: not a host value
             values.setdefault(name, []).append(value)
@@ -190,7 +196,8 @@ class ValueKinds:
                 if not names <= self.tensors and self._tensor_tuple(value):
                     self.tensors |= names
             for name, vals in values.items():
-                if name not in self.host and name not in self.tensors and all(self.is_host(v) for v in vals):
+                if name not in self.host and name not in self.tensors and all(self.is_host(v) for v in vals) and \
+                        all(self.is_host(v) for v in filled.get(name, ())):
                     self.host.add(name)
             for name, sources in elements.items():
                 if name not in self.tensors and name not in bound_else and \
@@ -232,8 +239,8 @@ class ValueKinds:
         if isinstance(expr, cst.BinaryOperation):
             return self.is_host(expr.left) and self.is_host(expr.right)
         if isinstance(expr, cst.Call):
-            if self.ctx.matches(expr.func, HOST_FUNCTIONS):
-                return True
+            if self.ctx.matches(expr.func, HOST_FUNCTIONS) or method_call(expr, "item", "tolist"):
+                return True  # (``loss.item()``: a Python number, whatever it was read from)
             if isinstance(expr.func, cst.Attribute) and not module_function(self.ta, expr.func):
                 return self.is_host(expr.func.value)  # a host value's method: ``arr.mean()``
         if isinstance(expr, cst.Subscript):
