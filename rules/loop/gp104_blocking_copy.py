@@ -88,6 +88,9 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
             return "batch", (None if is_tokenizer_output(ta, receiver) else batch.is_tensor(receiver))
         if element_of(ctx, receiver, batch):  # ``[x.long().to(device) for x in batch]``
             return "batch", False
+        outer = _outer_batch(ctx, loop, receiver, batch_data)  # a micro-batch loop over the outer loop's batch
+        if outer is not None:
+            return "batch", outer
         name = _preloaded_slice(ctx, receiver, moving)
         if name:
             return f"preloaded {name}", True
@@ -126,6 +129,18 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
         return f"preloaded {name}", True
     resident = resident_copy(ctx, receiver, params | local | bound_in(fn), fn)
     return (f"{'invariant' if resident[1] else 'resident'} {resident[0]}", False) if resident else None
+
+
+def _outer_batch(ctx: RuleContext, loop: cst.For | cst.While, receiver: cst.BaseExpression,
+                 batch_data: Callable[[cst.For | cst.While], BatchData]) -> bool | None:
+    """``for x, y in loader: xs = torch.chunk(x, n); for i in range(n): xs[i].cuda()``: the batch of a
+    loop around the step loop, in pieces (whether it is provably a tensor; None when it is not that)."""
+    for anc in ctx.ancestors(loop):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(anc, (cst.For, cst.While)) and batch_data(anc).holds(receiver):
+            return batch_data(anc).is_tensor(receiver)
+    return None
 
 
 def _stored_batch(loop: cst.For | cst.While, arg: cst.BaseExpression) -> bool:

@@ -9,16 +9,17 @@ import libcst as cst
 
 from .._api import Finding, Fix, Invalid, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import ACCELERATE, FABRIC, HF, LIGHTNING, blind_reported
-from ..analysis.facts.entry_models import entry_models, local_model_builder, model_autocasts, project_autocasts, project_computes
+from ..analysis.facts.entry_models import entry_models, model_autocasts, project_autocasts, project_computes
 from ..analysis.facts.param_roles import model_built_by_caller, model_handed_in
 from ..analysis.facts.program import cpu_only, is_script, model_precision
-from ..analysis.facts.project_use import backwards_run_elsewhere, model_source, training_calls
-from ..analysis.facts.script_facts import framework_manages_precision, is_model_constructor, strip_chain
+from ..analysis.facts.project_use import backwards_run_elsewhere, training_calls
+from ..analysis.facts.self_training import self_trained_models
+from ..analysis.facts.script_facts import framework_manages_precision, strip_chain
 from ..analysis.facts.workload import tensor_core_work
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.facts.frameworks import MANAGES_PRECISION, frameworks
-from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value, target_names
+from ..analysis.syntax.calls import NOT_LITERAL, dotted_name, get_arg, literal_value
 from ..analysis.syntax.project import MODEL, project_calls, project_function
 from ..analysis.syntax.tree import walk
 from ..analysis.syntax.context import RuleContext
@@ -27,7 +28,7 @@ from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.syntax.glance import Glance
 from ._autocast import autocast_fix, autocast_like_context, autocast_uses, fp16_without_scaler, loss_only_regions
 from ._sharded_precision import sharded_in_mixed_precision
-from ._unseen_models import module_picked_model
+from ._entry_builds import built_here
 from ._opt_in import OptInFlag, handed_switch, launched_weight_cast, opt_in_amp, precision_opt_in, under_flag
 
 _LOSS_ARG = re.compile(r"loss|cost|objective", re.IGNORECASE)
@@ -299,9 +300,9 @@ class NoAutocast(Rule):
                 continue
             arg = pc.arg_for(pc.facts.role_of(MODEL))
             name = dotted_name(strip_chain(arg)) if arg is not None else None
-            built = _built_here(ctx, pc.call, name) if name is not None else None
-            if built is None or not tensor_core_work(ctx):
-                continue
+            built = built_here(ctx, pc.call, name) if name is not None else None
+            if built is None or not (tensor_core_work(ctx) or project_computes(ctx)):
+                continue  # (the model's classes in the user's other modules convolve or multiply matrices)
             opt_in = opt_in_amp(ctx)
             if opt_in is not None:
                 yield from cls._opt_in(ctx, opt_in)
@@ -329,7 +330,8 @@ class NoAutocast(Rule):
         it (``model.optimize_parameters(it)`` every iteration, a step closure over a state dict), with
         no autocast or GradScaler anywhere in the modules the file reaches: reported at its build line."""
         found = entry_models(ctx)
-        if not found or cpu_only(ctx) or _managed(ctx) or _fixed_precision(ctx) or \
+        own = self_trained_models(ctx) if not found else []  # ``segan = SEGAN(opts); segan.train(opts, dloader)``
+        if not (found or own) or cpu_only(ctx) or _managed(ctx) or _fixed_precision(ctx) or \
                 project_autocasts(ctx) or autocast_uses(ctx) or autocast_like_context(ctx) or \
                 not (tensor_core_work(ctx) or project_computes(ctx)):
             return
@@ -337,11 +339,12 @@ class NoAutocast(Rule):
         if opt_in is not None:
             yield from cls._opt_in(ctx, opt_in)
             return
-        model = found[0]
-        where = f" in {model.step.module.path}" if model.step.module.path else ""
-        step = model.step.name.rsplit(".", 1)[-1]
-        yield Finding(model.build, f"`{model.name}` is trained in float32 on every step (`{step}`{where} runs no "
-                                   f"autocast; the model comes from {model.source}): tensor cores run bfloat16 several "
+        build, name, path, step, source = (found[0].build, found[0].name, found[0].step.module.path,
+                                           found[0].step.name.rsplit(".", 1)[-1], found[0].source) if found else \
+            (own[0].call, own[0].name, own[0].module.path, f"{own[0].cls}.{own[0].method}", f"`{own[0].cls}`")
+        where = f" in {path}" if path else ""
+        yield Finding(build, f"`{name}` is trained in float32 on every step (`{step}`{where} runs no "
+                                   f"autocast; the model comes from {source}): tensor cores run bfloat16 several "
                                    "times faster; use torch.autocast(device_type=..., dtype=torch.bfloat16) around "
                                    "its forward and loss",
                       no_fix_reason=f"the training step is in `{step}`{where}: wrap the forward and loss there "
@@ -466,27 +469,6 @@ def _engine_backward(ctx: RuleContext, call: cst.Call) -> bool:
     own = [fn for fn in ctx.nodes(cst.FunctionDef) if fn.name.value == "backward" and
            isinstance(ctx.parent(ctx.parent(fn)), cst.ClassDef)]
     return not own
-
-
-def _built_here(ctx: RuleContext, handed: cst.Call, name: str) -> cst.Call | None:
-    """The call that builds the model ``name`` (``model = build_model(args)``, one of ``model, crit = build(args)``,
-    ``x.Model(cfg)`` of an imported module) in the body handing it to ``handed``: a model class, a library's or the user's."""
-    fn = ctx.enclosing(handed, cst.FunctionDef)
-    found = None
-    for assign in ctx.nodes(cst.Assign):
-        if ctx.enclosing(assign, cst.FunctionDef) is not fn or \
-                not any(name in target_names(t.target) for t in assign.targets):
-            continue
-        value = strip_chain(assign.value)
-        if dotted_name(value) == name or isinstance(value, cst.Call) and \
-                any(dotted_name(a.value) == name for a in value.args):
-            continue  # ``model = model.to(device)``, ``model = DDP(model, device_ids=[gpu])``
-        if not isinstance(value, cst.Call) or not (is_model_constructor(ctx, value) or model_source(ctx, value) or
-                                                   local_model_builder(ctx, value) or module_picked_model(ctx, value) or
-                                                   project_function(ctx, value) is not None):  # ``build_model(cfg)``: picked by name there
-            return None
-        found = value
-    return found
 
 
 def _said_at_the_entry(ctx: RuleContext, backward: cst.Call) -> bool:

@@ -128,6 +128,8 @@ def built_call(ctx: RuleContext, near: cst.CSTNode, name: str) -> tuple[cst.Call
         if _rebinds(value, name):
             continue
         calls.append(value)
+    if len(calls) > 1 and all(isinstance(c, cst.Call) for c in calls) and _branches_of_one_if(ctx, calls):
+        calls = calls[:1]  # ``if opts.trainer == 'MUNIT': trainer = MUNIT_Trainer(config) elif ...``: the first pick
     if len(calls) != 1 or not isinstance(calls[0], cst.Call) or \
             not isinstance(calls[0].func, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
         return None
@@ -136,6 +138,27 @@ def built_call(ctx: RuleContext, near: cst.CSTNode, name: str) -> tuple[cst.Call
         return None
     source = model_source(ctx, call)
     return call, source or f"`{ctx.code_for(call.func)}(...)`"
+
+
+def _branches_of_one_if(ctx: RuleContext, nodes: list[cst.BaseExpression]) -> bool:
+    """Each of ``nodes`` in its own branch of one ``if``/``elif`` chain (one of them runs)."""
+    heads, branches = set(), set()
+    for node in nodes:
+        branch = head = None
+        for anc in ctx.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+                break
+            if isinstance(anc, cst.If):
+                branch = branch or anc
+                head = anc
+                parent = ctx.parent(anc)
+                if not isinstance(parent, cst.If) or parent.orelse is not anc:
+                    break  # the chain's first ``if``
+        if head is None:
+            return False
+        heads.add(head)
+        branches.add(branch)
+    return len(heads) == 1 and len(branches) == len(nodes)
 
 
 def unresolved_source(ctx: RuleContext, node: cst.CSTNode) -> str | None:

@@ -60,7 +60,7 @@ def _looping_methods(ctx: RuleContext) -> list[tuple[str, cst.FunctionDef]]:
     ta = analysis(ctx)
     if not ta.step_loops:
         return []
-    models = module_subclasses(ctx) - loss_classes(ctx)
+    models = _model_classes(ctx) - loss_classes(ctx)
     out = []
     for loop in ta.step_loops:
         fn = ctx.enclosing(loop, cst.FunctionDef)
@@ -68,6 +68,22 @@ def _looping_methods(ctx: RuleContext) -> list[tuple[str, cst.FunctionDef]]:
         if cls is not None and cls.name.value in models and ctx.enclosing(cls, cst.FunctionDef) is None and \
                 ta.trains(loop):
             out.append((cls.name.value, fn))
+    return out
+
+
+def _model_classes(ctx: RuleContext) -> set[str]:
+    """``module_subclasses``, and the classes of this file deriving (transitively) from a model class
+    of the user's other modules (``class SEGAN(Model)`` with ``Model(nn.Module)`` star-imported from core.py)."""
+    out = set(module_subclasses(ctx))
+    if not ctx.project:
+        return out
+    classes = [c for c in ctx.nodes(cst.ClassDef) if c.name.value not in out]
+    for _ in range(3):
+        grown = {c.name.value for c in classes if any(
+            dotted_name(b.value) in out or project_model_class(ctx, b.value) is not None for b in c.bases)}
+        if grown <= out:
+            break
+        out |= grown
     return out
 
 

@@ -169,9 +169,17 @@ def batch_model_call(ta: TrainingQueries, loop: Loop) -> cst.Call | None:
         if any(ta.ctx.is_inside(c, value) for c in calls):
             outputs |= targets
     feedback = _closure(outputs, assigns)
+    # a name the ``for`` rebinds on each pass is fresh data where the body reads it before the model
+    # call, whatever the body rebinds it to after (``X, label = to_device(X, label)``; ``model(X, label)``;
+    # ``pred, label = inverse([pred, label])``)
+    fresh = target_names(loop.target) if isinstance(loop, cst.For) else set()
+    order = ta.ctx.preorder()
     for call in calls:
+        at = order.get(call, 0)
+        carried = _closure(feedback - fresh, [(t, v) for t, v in assigns if order.get(v, 0) < at]) if fresh \
+            else feedback
         for arg in call.args:
-            if mentions(arg.value, data) and not mentions(arg.value, feedback):
+            if mentions(arg.value, data) and not mentions(arg.value, carried):
                 return call
     return None
 

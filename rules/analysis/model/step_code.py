@@ -198,6 +198,8 @@ class BatchData:
             if built_on_host(self.ctx, expr) or is_tokenizer_output(self.ta, expr):
                 # ``torch.from_numpy(x_np)``, ``tokenizer(texts)``: the batch in another form
                 return any(self.derives(a.value) for a in expr.args)
+            if self.ctx.matches(func, _PLACE_KEEPING):  # ``torch.chunk(sdf_gt, n)``: pieces of the batch
+                return any(not a.star and a.keyword is None and self.derives(a.value) for a in expr.args)
             if isinstance(func, cst.Attribute):
                 if func.attr.value in ("next", "__next__") or func.attr.value in batch_methods(self.ctx) or \
                         func.attr.value in host_batch_methods(self.ctx):
@@ -258,6 +260,12 @@ class BatchData:
             return True
         source = self._comprehension_source(expr)
         return method_call(source, "values", "items") and self.derives(source.func.value)  # type: ignore[union-attr]
+
+
+# torch functions whose result is (pieces of) their input, where the input is.
+_PLACE_KEEPING = frozenset(f"torch.{n}" for n in (
+    "chunk", "split", "tensor_split", "unbind", "cat", "concat", "stack", "reshape", "squeeze", "unsqueeze", "flatten",
+    "narrow", "transpose", "permute", "index_select"))
 
 
 def _queue_pull(call: cst.Call) -> bool:
