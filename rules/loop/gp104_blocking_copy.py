@@ -134,7 +134,13 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
 def _outer_batch(ctx: RuleContext, loop: cst.For | cst.While, receiver: cst.BaseExpression,
                  batch_data: Callable[[cst.For | cst.While], BatchData]) -> bool | None:
     """``for x, y in loader: xs = torch.chunk(x, n); for i in range(n): xs[i].cuda()``: the batch of a
-    loop around the step loop, in pieces (whether it is provably a tensor; None when it is not that)."""
+    loop around the step loop, in pieces (whether it is provably a tensor; None when it is not that). Not
+    a name the inner loop binds itself (``users, pos = data.on_device_batch(bs, device)``): its own data."""
+    root: cst.BaseExpression = receiver
+    while isinstance(root, (cst.Subscript, cst.Attribute)):
+        root = root.value
+    if not isinstance(root, cst.Name) or root.value in bound_in(loop):
+        return None
     for anc in ctx.ancestors(loop):
         if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             return None
