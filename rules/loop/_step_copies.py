@@ -198,16 +198,22 @@ def from_elsewhere(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, calle
     return copy_of_handed_batch(ctx, fn, base, call, kind, transformers)
 
 
+def _field_get(expr: cst.BaseExpression) -> bool:
+    """``data.get("points")``, ``data.get("inputs", default)``: one field of a dict-like batch."""
+    return method_call(expr, "get") and 1 <= len(expr.args) <= 2 and \
+        isinstance(expr.args[0].value, cst.SimpleString) and expr.args[0].keyword is None  # type: ignore[attr-defined]
+
+
 def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseExpression, call: cst.Call, kind: str,
                           transformers: bool) -> Finding | None:
     """A copy of the batch ``fn`` is handed (``base`` reaches a parameter: one named like data, ``batch``,
     ``inputs``, or any other whose name does not say it is not data, issue 34; through subscripts and
     attributes); unsafe: it may not be a tensor."""
     while isinstance(base, (cst.Subscript, cst.Attribute)) or method_call(base, *_SAME_PLACE) or \
-            isinstance(base, cst.Call) and wrapped_argument(ctx, base) is not None:
-        # (``to_tensor(batch["obs"])`` of a helper wrapping it in a host tensor: still the batch)
+            _field_get(base) or isinstance(base, cst.Call) and wrapped_argument(ctx, base) is not None:
+        # (``to_tensor(batch["obs"])`` of a helper wrapping it in a host tensor, ``data.get("points")``: the batch)
         base = base.value if not isinstance(base, cst.Call) else base.func.value if method_call(  # type: ignore
-            base, *_SAME_PLACE) else wrapped_argument(ctx, base)  # type: ignore[assignment]
+            base, *_SAME_PLACE) or _field_get(base) else wrapped_argument(ctx, base)  # type: ignore[assignment]
     if not isinstance(base, cst.Name):
         return None
     element = handed_container(ctx, fn, base)

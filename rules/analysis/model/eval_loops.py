@@ -168,16 +168,18 @@ def batch_model_call(ta: TrainingQueries, loop: Loop) -> cst.Call | None:
     for targets, value in assigns:
         if any(ta.ctx.is_inside(c, value) for c in calls):
             outputs |= targets
-    feedback = _closure(outputs, assigns)
-    # a name the ``for`` rebinds on each pass is fresh data where the body reads it before the model
-    # call, whatever the body rebinds it to after (``X, label = to_device(X, label)``; ``model(X, label)``;
-    # ``pred, label = inverse([pred, label])``)
+    # What one pass carries into the next (``x = torch.cat([x, out[:, -1:]], 1)`` after ``out = model(x)``):
+    # names bound after the call from its outputs, less what the pass rebinds before the call from
+    # anything else (the ``for`` target; ``x, label = to_device(x, label)``; a feature model's output
+    # handed on, ``audio, _ = ctc(audio)``): the call's own data in that pass
     fresh = target_names(loop.target) if isinstance(loop, cst.For) else set()
     order = ta.ctx.preorder()
     for call in calls:
         at = order.get(call, 0)
-        carried = _closure(feedback - fresh, [(t, v) for t, v in assigns if order.get(v, 0) < at]) if fresh \
-            else feedback
+        carried = _closure(outputs, [(t, v) for t, v in assigns if order.get(v, 0) > at]) - fresh
+        for targets, value in sorted(((t, v) for t, v in assigns if order.get(v, 0) < at),
+                                     key=lambda tv: order.get(tv[1], 0)):
+            carried = carried | targets if mentions(value, carried) else carried - targets
         for arg in call.args:
             if mentions(arg.value, data) and not mentions(arg.value, carried):
                 return call
