@@ -65,6 +65,9 @@ def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: 
     values = [v for _, v in ta.assignments_to(base.value) if ctx.enclosing(v, cst.FunctionDef) is fn]
     if values and _accumulated_on_host(ctx, ta, base.value, fn, values, depth):
         return True
+    reaching = reaching_assignment(ctx, base.value, at)  # ``n = torch.LongTensor(lens)``; ``n.max().item()``;
+    if reaching is not None and _host(ctx, ta, reaching.value, at, depth + 1):  # ``n = n.cuda()`` only after
+        return True
     return _unmoved_batch(ctx, ta, base, at) or _next_batch_field(ctx, ta, base, at) or on_host(ctx, base, at)
 
 

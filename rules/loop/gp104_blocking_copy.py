@@ -37,6 +37,7 @@ from ._helper_copies import COPIES_BEHIND_HELPERS, helper_copies
 from ._holder_copies import holder_copies
 from ._inherited_inputs import inherited_input_copy
 from ._created_copies import created_here
+from ._outer_batches import holds_batch, outer_batch
 from ._batch_class_copies import BATCH_CLASS_COPIES, batch_class_copies
 from ._step_copies import (
     comprehension_source, from_elsewhere, from_host_array, in_step_function, loader_while, may_copy_per_step, message,
@@ -88,7 +89,7 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
             return "batch", (None if is_tokenizer_output(ta, receiver) else batch.is_tensor(receiver))
         if element_of(ctx, receiver, batch):  # ``[x.long().to(device) for x in batch]``
             return "batch", False
-        outer = _outer_batch(ctx, loop, receiver, batch_data)  # a micro-batch loop over the outer loop's batch
+        outer = outer_batch(ctx, loop, receiver, batch_data)  # a micro-batch loop over the outer loop's batch
         if outer is not None:
             return "batch", outer
         name = _preloaded_slice(ctx, receiver, moving)
@@ -129,24 +130,6 @@ def _classify(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, loop: cst.
         return f"preloaded {name}", True
     resident = resident_copy(ctx, receiver, params | local | bound_in(fn), fn)
     return (f"{'invariant' if resident[1] else 'resident'} {resident[0]}", False) if resident else None
-
-
-def _outer_batch(ctx: RuleContext, loop: cst.For | cst.While, receiver: cst.BaseExpression,
-                 batch_data: Callable[[cst.For | cst.While], BatchData]) -> bool | None:
-    """``for x, y in loader: xs = torch.chunk(x, n); for i in range(n): xs[i].cuda()``: the batch of a
-    loop around the step loop, in pieces (whether it is provably a tensor; None when it is not that). Not
-    a name the inner loop binds itself (``users, pos = data.on_device_batch(bs, device)``): its own data."""
-    root: cst.BaseExpression = receiver
-    while isinstance(root, (cst.Subscript, cst.Attribute)):
-        root = root.value
-    if not isinstance(root, cst.Name) or root.value in bound_in(loop):
-        return None
-    for anc in ctx.ancestors(loop):
-        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            return None
-        if isinstance(anc, (cst.For, cst.While)) and batch_data(anc).holds(receiver):
-            return batch_data(anc).is_tensor(receiver)
-    return None
 
 
 def _stored_batch(loop: cst.For | cst.While, arg: cst.BaseExpression) -> bool:
@@ -218,7 +201,7 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
         if loop is not None and not ta.ctx.is_inside(arg, loop) and _stored_batch(loop, arg):
             passed, tensor = True, (False if tensor is True else tensor)  # ``for self.step, self.batch in ...``
             continue
-        if loop is None or not ta.ctx.is_inside(arg, loop) or not _holds(ta, batch_data(loop), arg):
+        if loop is None or not ta.ctx.is_inside(arg, loop) or not holds_batch(ta, batch_data(loop), arg):
             continue  # another caller's argument: the copy still runs on every step of this one
         if moved_before(ta.ctx, arg, arg):
             continue  # the caller moved it first (``for k, v in b.items(): b[k] = v.cuda()``)
@@ -230,16 +213,6 @@ def _passed_batch(ta: TrainingAnalysis, fn: cst.FunctionDef, receiver: cst.BaseE
                                      else data.default_collate):
             tensor = False  # a subscript of a default-collated batch is a tensor
     return tensor if passed else "no"
-
-
-def _holds(ta: TrainingAnalysis, data: BatchData, arg: cst.BaseExpression) -> bool:
-    """``arg`` is the step's batch: also wrapped where it is by a converter helper and listed
-    (``self._to_device(self._to_tensor([X, label]))``: each element of the list is the batch)."""
-    while isinstance(arg, cst.Call) and (inner := wrapped_argument(ta.ctx, arg)) is not None:
-        arg = inner
-    if isinstance(arg, (cst.List, cst.Tuple)) and arg.elements:
-        return all(not isinstance(el, cst.StarredElement) and data.holds(el.value) for el in arg.elements)
-    return data.holds(arg)
 
 
 class BlockingCopy(Rule):

@@ -291,6 +291,8 @@ def built_optimizers(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
     if "." in (qualified_name(ctx, fn) or ""):
         values += [strip_chain(n.value) for n in walk(fn.body) if isinstance(n, cst.Assign)
                    and any((dotted_name(t.target) or "").startswith("self.") for t in n.targets)]
+    # (an optimizer handed to a wrapper returned in its place: ``WarmupOptimizer(lr, optim.Adam(params), n)``)
+    values += [strip_chain(a.value) for v in values if isinstance(v, cst.Call) for a in v.args if not a.star]
     return [c for c in values if isinstance(c, cst.Call) and is_class_call(ctx, c, OPTIMIZERS)
             and not ctx.matches(c.func, LR_SCHEDULERS)]
 

@@ -25,6 +25,7 @@ from .helper_tests import distributed_test, moved_to_device, type_comparison
 from .lambda_reads import lambda_label, lambda_read
 from ..syntax.aliased_calls import aliased_call
 from ..syntax.calls import dotted_name, host_numpy, literal_value, method_call
+from ..syntax.loop_targets import bound_names, zipped_pairs
 from ..syntax.context import RuleContext
 from ..syntax.project import project_function
 from ..syntax.tree import children_of, walk
@@ -46,6 +47,8 @@ _TYPE_TESTS = frozenset({"isinstance", "torch.is_tensor", "hasattr", "is_tensor"
 # A tensor's metadata: reading it is no sync (``int(x.size(0))``, ``float(len(batch))``).
 _METADATA_ATTRS = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad"})
 _METADATA_CALLS = frozenset({"size", "dim", "numel", "nelement", "element_size", "stride", "get_device"})
+# Constructors of host tensors (``torch.LongTensor(list(map(len, words)))``): a read waits for nothing handed in.
+_HOST_CONSTRUCTORS = frozenset({f"torch.{t}Tensor" for t in ("", "Long", "Float", "Int", "Byte", "Bool")} | {"torch.from_numpy"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,25 +196,18 @@ def _flow(fn: cst.FunctionDef, labels: dict[str, str], closed: frozenset[str] | 
             if isinstance(node, cst.Assign):
                 found = _labels_in(node.value, sources)
                 for t in node.targets:
-                    for name in _bound(t.target):
+                    for name in bound_names(t.target):
                         sources.setdefault(name, set()).update(found)
             elif isinstance(node, (cst.AnnAssign, cst.AugAssign)) and node.value is not None:
                 found = _labels_in(node.value, sources)
-                for name in _bound(node.target):
+                for name in bound_names(node.target):
                     sources.setdefault(name, set()).update(found)
             elif isinstance(node, (cst.For, cst.CompFor)):
-                found = _labels_in(node.iter, sources)
-                for name in _bound(node.target):
-                    sources.setdefault(name, set()).update(found)
+                for target, it in zipped_pairs(node.target, node.iter):
+                    found = _labels_in(it, sources)
+                    for name in bound_names(target):
+                        sources.setdefault(name, set()).update(found)
     return sources
-
-
-def _bound(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _bound(e.value)]
-    return []
 
 
 def _labels_in(expr: cst.CSTNode, sources: dict[str, set[str]]) -> set[str]:
@@ -235,7 +231,8 @@ def _labels_in(expr: cst.CSTNode, sources: dict[str, set[str]]) -> set[str]:
             continue
         if isinstance(node, cst.Call):
             if isinstance(node.func, cst.Attribute) and node.func.attr.value in _METADATA_CALLS or \
-                    isinstance(node.func, cst.Name) and node.func.value in ("len", "isinstance", "type", "id"):
+                    isinstance(node.func, cst.Name) and node.func.value in ("len", "isinstance", "type", "id") or \
+                    dotted_name(node.func) in _HOST_CONSTRUCTORS:
                 continue
         if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
             continue
@@ -277,7 +274,7 @@ def _closed_over(ctx: RuleContext, fn: cst.FunctionDef) -> set[str]:
         for node in walk(outer.body):
             if isinstance(node, cst.Assign):
                 for t in node.targets:
-                    out.update(_bound(t.target))
+                    out.update(bound_names(t.target))
         outer = ctx.enclosing(outer, cst.FunctionDef)
     return out
 
@@ -436,7 +433,11 @@ def _module_syncs(ctx: RuleContext) -> dict[cst.FunctionDef, list[HelperSync]]:
             found = syncs_of(callee)
             if not found:
                 return None
-            return [(s.param, s.kind, s.how) for s in found], tuple(parameters(callee)[0])
+            params = parameters(callee)[0]
+            first = callee.params.params[0].name.value if callee.params.params else None
+            if isinstance(call.func, cst.Name) and first in ("self", "cls"):
+                params = [first, *params]  # ``worker(self, pred, label)`` of a nested ``def worker(self, ...)``
+            return [(s.param, s.kind, s.how) for s in found], tuple(params)
         return project_syncs(ctx, call)
 
     for fn in fns:

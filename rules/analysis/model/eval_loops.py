@@ -25,6 +25,7 @@ from ..syntax.torch_names import NO_GRAD
 from ..syntax.tree import Loop, walk
 from .evaluating_calls import evaluates_handed_batch
 from .host_bound import ends_on_host
+from .loop_carried import carried_past, closure as _closure
 from .tensors import mentions
 
 if TYPE_CHECKING:
@@ -92,20 +93,6 @@ def _assignments(body: cst.CSTNode) -> list[tuple[set[str], cst.BaseExpression]]
     return out
 
 
-def _closure(seed: set[str], assigns: list[tuple[set[str], cst.BaseExpression]],
-             grows: object = None) -> set[str]:
-    """``seed`` plus every name assigned (in the loop) from an expression that reads one."""
-    names = set(seed)
-    for _ in range(4):
-        before = len(names)
-        for targets, value in assigns:
-            if not targets <= names and mentions(value, names):
-                names |= targets
-        if len(names) == before:
-            break
-    return names
-
-
 # A call that draws a fresh batch each time it runs (``get_batch(split)``, ``env.sample_batch(n)``,
 # ``buffer.sample(bs)``, ``next(it)``): what it returns in a counted loop is that iteration's data.
 _DRAWS = re.compile(r"(^|_)(get_batch|next_batch|sample_batch|sample|batch)$|^next$|^__next__$")
@@ -168,18 +155,8 @@ def batch_model_call(ta: TrainingQueries, loop: Loop) -> cst.Call | None:
     for targets, value in assigns:
         if any(ta.ctx.is_inside(c, value) for c in calls):
             outputs |= targets
-    # What one pass carries into the next (``x = torch.cat([x, out[:, -1:]], 1)`` after ``out = model(x)``):
-    # names bound after the call from its outputs, less what the pass rebinds before the call from
-    # anything else (the ``for`` target; ``x, label = to_device(x, label)``; a feature model's output
-    # handed on, ``audio, _ = ctc(audio)``): the call's own data in that pass
-    fresh = target_names(loop.target) if isinstance(loop, cst.For) else set()
-    order = ta.ctx.preorder()
     for call in calls:
-        at = order.get(call, 0)
-        carried = _closure(outputs, [(t, v) for t, v in assigns if order.get(v, 0) > at]) - fresh
-        for targets, value in sorted(((t, v) for t, v in assigns if order.get(v, 0) < at),
-                                     key=lambda tv: order.get(tv[1], 0)):
-            carried = carried | targets if mentions(value, carried) else carried - targets
+        carried = carried_past(ta.ctx, loop, call, outputs, assigns)  # (``x = torch.cat([x, out])``: fed back)
         for arg in call.args:
             if mentions(arg.value, data) and not mentions(arg.value, carried):
                 return call

@@ -58,8 +58,18 @@ def model_classes(ctx: RuleContext) -> dict[str, cst.ClassDef]:
 def _pretrained(ctx: RuleContext, base: cst.BaseExpression) -> bool:
     """A Hugging Face model base (``BertPreTrainedModel``, ``PreTrainedModel``): an ``nn.Module``
     whose ``forward`` the ``Trainer`` (or the user's loop) runs on every step."""
-    name = dotted_name(base) or ""
-    return name.endswith("PreTrainedModel") and ctx.matches(base, {"transformers.*"})
+    return hf_model_name(dotted_name(base) or "") and ctx.matches(base, _HF_PACKAGES)
+
+
+# Hugging Face's package under its names, old ones included (``pytorch_transformers``, 2019).
+_HF_PACKAGES = frozenset({"transformers.*", "pytorch_transformers.*", "pytorch_pretrained_bert.*"})
+
+
+def hf_model_name(name: str) -> bool:
+    """``BertPreTrainedModel``, ``BertModel``, ``BertForTokenClassification``, ``GPT2LMHeadModel``: a PyTorch
+    model class of Hugging Face by its name (not ``TFBertModel``/``FlaxBertModel``, ``AutoModel``)."""
+    last = name.rsplit(".", 1)[-1]
+    return (last.endswith("Model") or "For" in last[1:]) and not last.startswith(("TF", "Flax", "Auto"))
 
 
 def transform_classes(ctx: RuleContext) -> set[str]:

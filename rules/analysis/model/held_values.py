@@ -150,3 +150,13 @@ def self_update(ctx: RuleContext, value: cst.BaseExpression, attr: str) -> bool:
         return False
     return isinstance(value, cst.BinaryOperation) or isinstance(value, cst.Call) and \
         ctx.matches(value.func, {"torch.*"}) and not ctx.matches(value.func, NOT_TENSORS)
+
+
+def appended_values(body: cst.CSTNode) -> dict[str, list[cst.BaseExpression]]:
+    """``name -> [x, ...]`` for each ``name.append(x)`` in ``body``: what a list bound to a literal holds."""
+    out: dict[str, list[cst.BaseExpression]] = {}
+    for node in walk(body):
+        if method_call(node, "append") and isinstance(node.func.value, cst.Name) and \
+                len(node.args) == 1 and not node.args[0].star:  # type: ignore[attr-defined]
+            out.setdefault(node.func.value.value, []).append(node.args[0].value)  # type: ignore[attr-defined]
+    return out

@@ -17,7 +17,7 @@ import libcst as cst
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.tree import walk
 from .held_values import (NOT_TENSORS, accumulated_attributes, attribute_updates, device_attributes, host_read,
-                          own_methods, placed_modules, self_update)
+                          appended_values, own_methods, placed_modules, self_update)
 
 if TYPE_CHECKING:
     from ..syntax.context import RuleContext
@@ -144,12 +144,7 @@ class ValueKinds:
                 # ``_, pred = torch.max(out, 1)``, ``vals, idx = logits.topk(k)``: tensors, each of them
                 tuples.append(({e.value.value for e in node.targets[0].target.elements
                                 if isinstance(e.value, cst.Name) and e.value.value != "_"}, node.value))
-        # ``losses = []`` then ``losses.append(l2_loss(out, y))``: a list that holds tensors, not a host value
-        filled: dict[str, list[cst.BaseExpression]] = {}
-        for node in walk(fn_body):
-            if method_call(node, "append") and isinstance(node.func.value, cst.Name) and \
-                    len(node.args) == 1 and not node.args[0].star:  # type: ignore[attr-defined]
-                filled.setdefault(node.func.value.value, []).append(node.args[0].value)  # type: ignore[attr-defined]
+        filled = appended_values(fn_body)  # ``losses = []``; ``losses.append(l2_loss(out, y))``: not a host list
         values: dict[str, list[cst.BaseExpression]] = {}
         for name, value in assigns + updates:  # ``s = 0.; s += mse(a, b)``: not a host value
             values.setdefault(name, []).append(value)
@@ -196,8 +191,7 @@ class ValueKinds:
                 if not names <= self.tensors and self._tensor_tuple(value):
                     self.tensors |= names
             for name, vals in values.items():
-                if name not in self.host and name not in self.tensors and all(self.is_host(v) for v in vals) and \
-                        all(self.is_host(v) for v in filled.get(name, ())):
+                if name not in self.host and name not in self.tensors and all(map(self.is_host, (*vals, *filled.get(name, ())))):
                     self.host.add(name)
             for name, sources in elements.items():
                 if name not in self.tensors and name not in bound_else and \
