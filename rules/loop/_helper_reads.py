@@ -29,6 +29,7 @@ from ..analysis.syntax.launch import project_runs
 from ..analysis.syntax.project import ProjectCall, project_class_method, project_function, project_method
 from ..analysis.syntax.tree import walk
 from ._duck_reads import duck_callee
+from ._forward_reads import model_forward
 from ._argument_reads import read_of_argument as read_of_argument  # (GP101 reads it with the helpers' reads)
 from ._host_tensors import host_tensor
 from ._unresolved_losses import reads_host as _reads_host, unresolved_loss, unsure_call_finding, unsure_via
@@ -89,7 +90,8 @@ def helper_reads(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[HelperRead]
         return
     for call in ctx.nodes(cst.Call):
         name = dotted_name(call.func)
-        if name is None or name.rsplit(".", 1)[-1] not in offered and not _closure_call(ctx, ta, call):
+        if name is None or name.rsplit(".", 1)[-1] not in offered and not _closure_call(ctx, ta, call) and \
+                not ("forward" in offered and model_forward(ctx, ta, call)):
             continue
         kind = ""
         if ta.every_step_loop(call) is None:
@@ -273,8 +275,8 @@ def _closure_of(ctx: RuleContext, ta: TrainingAnalysis,
 def local_def(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> cst.FunctionDef | None:
     """The function of this file ``call`` runs: a function or ``self`` method, a method of an
     instance of a class of the file, or the closure a factory of the file returned."""
-    found = local_callee(ctx, call)
-    if found is not None:
+    found = local_callee(ctx, call) or (forward := model_forward(ctx, ta, call)) and forward[1]
+    if found:
         return found
     receiver = call.func.value if isinstance(call.func, cst.Attribute) else call.func
     ctor = bound_constructor(ctx, ta, receiver, call)
@@ -336,7 +338,8 @@ def _callee(ctx: RuleContext, ta: TrainingAnalysis,
         imported = project_function(ctx, call)
         if imported is not None and (reads := _imported_reads(imported)):
             return imported.name, imported.facts.params, reads
-        return _closure_of(ctx, ta, call)
+        forward = model_forward(ctx, ta, call)  # ``model(ids, valid_ids)``: ``Ner.forward``
+        return _local_callee(ctx, *forward) if forward is not None else _closure_of(ctx, ta, call)
     if not isinstance(func, cst.Attribute):
         return None
     method = func.attr.value
