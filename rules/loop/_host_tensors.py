@@ -43,12 +43,15 @@ def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: 
     if depth > 4:
         return False
     base: cst.BaseExpression = expr
-    while isinstance(base, cst.Subscript) or isinstance(base, cst.Call) and method_call(base, *_SAME_PLACE):
+    while isinstance(base, cst.Subscript) or isinstance(base, cst.Call) and method_call(base, *_SAME_PLACE) and \
+            not ctx.matches(base.func, {"torch.*"}):  # (``torch.prod(t)`` is no method of a ``torch`` tensor)
         base = base.value if isinstance(base, cst.Subscript) else base.func.value  # type: ignore[attr-defined]
     if isinstance(base, (cst.Comparison, cst.BinaryOperation, cst.UnaryOperation)):
         # ``labels != -100``, ``mask * weights``: where its tensor operands are
+        # (a numpy array's arithmetic, ``lengths.long().numpy() // r``, is a numpy array: a device tensor there raises)
         operands = [n for n in _operands(base) if not _constant(ta, n)]
-        return bool(operands) and all(_host(ctx, ta, o, at, depth + 1) for o in operands)
+        return bool(operands) and (any(_numpy_array(o) for o in operands) or
+                                   all(_host(ctx, ta, o, at, depth + 1) for o in operands))
     if isinstance(base, cst.Call):
         field_of = returned_field_of(ctx, base)  # ``self.get_group_id(batch)``: a field of the batch it is handed
         if field_of is not None:
@@ -66,9 +69,16 @@ def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: 
     if values and _accumulated_on_host(ctx, ta, base.value, fn, values, depth):
         return True
     reaching = reaching_assignment(ctx, base.value, at)  # ``n = torch.LongTensor(lens)``; ``n.max().item()``;
-    if reaching is not None and _host(ctx, ta, reaching.value, at, depth + 1):  # ``n = n.cuda()`` only after
+    if reaching is not None and _host(ctx, ta, reaching.value, reaching, depth + 1):  # ``n = n.cuda()`` only after
         return True
     return _unmoved_batch(ctx, ta, base, at) or _next_batch_field(ctx, ta, base, at) or on_host(ctx, base, at)
+
+
+def _numpy_array(expr: cst.BaseExpression) -> bool:
+    """``t.numpy()``, or arithmetic over one (``lengths.numpy() // r // step``): a numpy array."""
+    if isinstance(expr, cst.BinaryOperation):
+        return _numpy_array(expr.left) or _numpy_array(expr.right)
+    return method_call(expr, "numpy") and not expr.args  # type: ignore[union-attr]
 
 
 def _constant(ta: TrainingAnalysis, expr: cst.BaseExpression) -> bool:
@@ -94,7 +104,8 @@ def _operands(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
 _SAME_PLACE_FUNCTIONS = frozenset({
     "torch.bincount", "torch.unique", "torch.cumsum", "torch.sum", "torch.mean", "torch.max", "torch.min",
     "torch.argmax", "torch.argmin", "torch.count_nonzero", "torch.where", "torch.logical_and",
-    "torch.logical_or", "torch.logical_not", "torch.eq", "torch.ne", "torch.numel", "torch.clamp",
+    "torch.logical_or", "torch.logical_not", "torch.eq", "torch.ne", "torch.numel", "torch.clamp", "torch.prod",
+    "torch.abs", "torch.sort", "torch.argsort", "torch.cumprod", "torch.floor", "torch.ceil", "torch.round",
 })
 
 

@@ -191,7 +191,8 @@ class ValueKinds:
                 if not names <= self.tensors and self._tensor_tuple(value):
                     self.tensors |= names
             for name, vals in values.items():
-                if name not in self.host and name not in self.tensors and all(map(self.is_host, (*vals, *filled.get(name, ())))):
+                if name not in self.host and name not in self.tensors and all(map(self.is_host, vals)) and all(
+                        method_call(v, "item", "tolist") or self.is_host(v) for v in filled.get(name, ())):
                     self.host.add(name)
             for name, sources in elements.items():
                 if name not in self.tensors and name not in bound_else and \
@@ -233,8 +234,8 @@ class ValueKinds:
         if isinstance(expr, cst.BinaryOperation):
             return self.is_host(expr.left) and self.is_host(expr.right)
         if isinstance(expr, cst.Call):
-            if self.ctx.matches(expr.func, HOST_FUNCTIONS) or method_call(expr, "item", "tolist"):
-                return True  # (``loss.item()``: a Python number, whatever it was read from)
+            if self.ctx.matches(expr.func, HOST_FUNCTIONS):
+                return True
             if isinstance(expr.func, cst.Attribute) and not module_function(self.ta, expr.func):
                 return self.is_host(expr.func.value)  # a host value's method: ``arr.mean()``
         if isinstance(expr, cst.Subscript):
@@ -250,9 +251,8 @@ class ValueKinds:
                 return not self.ctx.matches(func, NOT_TENSORS) or \
                     self.ctx.matches(func, {"torch.nn.functional.*"} | NN_TENSORS)
             if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
-                return not module_function(ta, func) and not self.is_host(func.value) and \
-                    not ta.is_module_like(func.value) and \
-                    not (func.attr.value in self.ctx.fact(own_methods) and not self.is_tensor(func.value))
+                return not module_function(ta, func) and not self.is_host(func.value) and not ta.is_module_like(func.value) \
+                    and not (func.attr.value in self.ctx.fact(own_methods) and not self.is_tensor(func.value))
             if isinstance(func, cst.Attribute) and func.attr.value in _SAME_TENSOR and \
                     isinstance(func.value, (cst.Name, cst.Call, cst.Subscript)):
                 return self.is_tensor(func.value)  # ``torch.cat(parts).to(device)``: a tensor's copy or view
