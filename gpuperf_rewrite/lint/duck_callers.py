@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuperf_rewrite.lint import project_index
-from gpuperf_rewrite.lint.project_files import project_files
+from gpuperf_rewrite.lint.project_files import project_files, shown_path
 
 MAX_FILES_PER_NAME = 12  # looping files calling ``.m(``: more, and the name is too generic to follow
 MAX_CALLERS = 4  # looping files read for one checked module
@@ -199,7 +199,7 @@ def duck_callers(path: Path, data: bytes, search: Path, store: Path | None, know
         # an evaluation script's batches (``eval.py`` calling ``trainer.eval_step``) are no training
         # run's: an eval batch counts only in a program that also trains
         trains = any(c.kind == TRAIN for c in calls)
-        out += _loops_stepping_here(calls, methods, stepping, _shown(caller, path))
+        out += _loops_stepping_here(calls, methods, stepping, shown_path(caller, path))
         for call in calls:
             if call.kind == OFTEN_CALL:
                 continue
@@ -208,11 +208,11 @@ def duck_callers(path: Path, data: bytes, search: Path, store: Path | None, know
             owner, _, method = call.function.rpartition(".")
             if call.module != UNRESOLVED:  # resolved by name to this module's class, through no import
                 if owner in methods.get(method, ()):  # (``models.create_model`` imports it by importlib)
-                    out.append(StepCaller(call.function, _shown(caller, path), call.line, call.kind, call.output, call.note))
+                    out.append(StepCaller(call.function, shown_path(caller, path), call.line, call.kind, call.output, call.note))
                 continue
             for cls in methods.get(method, ()):
                 note = f"if `{call.note}` is a `{cls}`: its class is not resolved where it is called"
-                out.append(StepCaller(f"{cls}.{method}", _shown(caller, path), call.line, call.kind, call.output, note))
+                out.append(StepCaller(f"{cls}.{method}", shown_path(caller, path), call.line, call.kind, call.output, note))
     return out
 
 
@@ -258,13 +258,6 @@ def duck_key_parts(path: Path, data: bytes, search: Path, known: set[Path]) -> l
             project_index.keyed([n])
             parts.append(f"{caller}~{n.key}")
     return parts
-
-
-def _shown(path: Path, module: Path) -> str:
-    try:
-        return path.relative_to(module.parent).as_posix()
-    except ValueError:
-        return os.path.relpath(path, module.parent).replace(os.sep, "/")
 
 
 def may_call_by_name(data: bytes) -> bool:
@@ -340,7 +333,7 @@ def duck_methods(path: Path, data: bytes, search: Path, store: Path | None, impo
             for qual, f in facts.functions.items():
                 if qual.count(".") != 1 or not qual.endswith(f".{name}"):
                     continue
-                shown = _shown(file, path)
+                shown = shown_path(file, path)
                 reads = [(p, f"`{shown}` line {line}") for p, line in f.arg_reads]
                 seen = {p for p, _ in reads}
                 reads += [(p, f"{how} at `{shown}` line {line}") for p, kind, line, how in f.syncs

@@ -31,7 +31,7 @@ from typing import Any
 
 from gpuperf_rewrite.lint.config_files import config_mappings, needs_configs
 from gpuperf_rewrite.lint.launch_scripts import shell_bases, shell_commands
-from gpuperf_rewrite.lint.project_files import MAX_SCANNED, MAX_SHELL, project_files as _project_files
+from gpuperf_rewrite.lint.project_files import MAX_SCANNED, MAX_SHELL, project_files as _project_files, shown_path
 from gpuperf_rewrite.lint.entry_settings import program_settings
 from gpuperf_rewrite.lint.project import parse_ast
 from gpuperf_rewrite.lint.shipped_settings import needs_shipped, shipped_settings, wanted_settings
@@ -257,7 +257,7 @@ def _entry_of(info: _ScriptInfo, module: Path, root: Path) -> _Entry:
     reaching = _reaching(module, root)  # None (unknown): any call into the user's modules counts
     calls = any(name in info.called and any(p == module or reaching is None or p in reaching for p in paths)
                 for name, paths in _bindings(info, root).items())
-    return _shown(info.path, module), info.guarded, calls, program_settings(info.path, root)
+    return shown_path(info.path, module), info.guarded, calls, program_settings(info.path, root)
 
 
 # script info -> the names its imports bind to the user's modules, and those modules' files
@@ -433,13 +433,6 @@ def _reaching(module: Path, root: Path) -> frozenset[Path] | None:
         _REACHING.pop(next(iter(_REACHING)))
     _REACHING[key] = (infos, result)
     return result
-
-
-def _shown(path: Path, module: Path) -> str:
-    try:
-        return path.relative_to(module.parent).as_posix()
-    except ValueError:
-        return os.path.relpath(path, module.parent).replace(os.sep, "/")
 
 
 # ---- launch scripts ------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import Any
 
 from gpuperf_rewrite.lint import early_contexts, facts_store, project_index
 from gpuperf_rewrite.lint.project import content_of
+from gpuperf_rewrite.lint.project_files import shown_path
 from gpuperf_rewrite.lint.project_index import Node, run_scope
 
 # Facts by key (the module's content and everything it reaches, ``project_index``), in this
@@ -82,7 +83,7 @@ class _Imported(Mapping[str, Any]):
                     project_index.keyed([again])
                     child = again
                 facts = _facts(child, self._store)
-            got = self._facts[name] = dataclasses.replace(facts, path=_shown(Path(child.path), self._importer))
+            got = self._facts[name] = dataclasses.replace(facts, path=shown_path(Path(child.path), self._importer))
         return got
 
     def __iter__(self) -> Iterator[str]:
@@ -116,14 +117,6 @@ def _empty() -> Any:
     from gpuperf_rewrite.rules._framework import ModuleFacts
 
     return ModuleFacts()
-
-
-def _shown(module: Path, importer: Path) -> str:
-    """The module's path as a message shows it: relative to the importer's folder when below it."""
-    try:
-        return module.relative_to(importer.parent).as_posix()
-    except ValueError:
-        return os.path.relpath(module, importer.parent).replace(os.sep, "/")
 
 
 def facts_of_node(n: Node, store: Path | None = None) -> Any:
@@ -266,7 +259,7 @@ class _Children(Mapping[str, Any]):
             kind, child = self._deps[name]
             got = _value(kind, child, self._store)
             if dataclasses.is_dataclass(got):  # its path as the importer names it (a re-exported step call's file)
-                got = dataclasses.replace(got, path=_shown(Path(child.path), self._importer))
+                got = dataclasses.replace(got, path=shown_path(Path(child.path), self._importer))
             self._shown[name] = got
         return got
 

@@ -59,3 +59,10 @@ def _listing(root: Path, toward: Path | None) -> tuple[list[Path], list[Path]]:
 def _leads_to(folder: Path, toward: Path) -> bool:
     return toward == folder or folder in toward.parents
 
+
+def shown_path(path: Path, module: Path) -> str:
+    """``path`` as a message names it, relative to the folder of the module being checked."""
+    try:
+        return path.relative_to(module.parent).as_posix()
+    except ValueError:
+        return os.path.relpath(path, module.parent).replace(os.sep, "/")

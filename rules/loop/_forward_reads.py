@@ -11,6 +11,7 @@ import libcst as cst
 from ..analysis.facts.helper_syncs import ALWAYS, READ, module_syncs
 from ..analysis.model.forward_reach import model_classes
 from ..analysis.model.models import strip_chain
+from ..analysis.model.step_functions import ancestors_below
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
@@ -48,13 +49,5 @@ def _plain_reads(ctx: RuleContext, forward: cst.FunctionDef) -> bool:
     not in a method it calls (``self._generate(prompt)`` when no targets are given)."""
     reads = [s.node for s in module_syncs(ctx).get(forward, ()) if s.kind == READ and s.param != ALWAYS]
     return bool(reads) and all(method_call(r, "item", "tolist", "cpu", "numpy") and not any(
-        isinstance(a, cst.If) and not ctx.is_inside(r, a.test) for a in _up_to(ctx, r, forward)) for r in reads)
+        isinstance(a, cst.If) and not ctx.is_inside(r, a.test) for a in ancestors_below(ctx, r, forward)) for r in reads)
 
-
-def _up_to(ctx: RuleContext, node: cst.CSTNode, fn: cst.FunctionDef) -> list[cst.CSTNode]:
-    out = []
-    for anc in ctx.ancestors(node):
-        if anc is fn:
-            break
-        out.append(anc)
-    return out

@@ -75,12 +75,13 @@ def _object_steppers(ctx: RuleContext) -> set[cst.FunctionDef]:
     for call in ctx.nodes(cst.Call) if objects else ():
         fn = ctx.enclosing(call, cst.FunctionDef)
         if fn is not None and dotted_name(call.func) in objects and _unconditional(ctx, call, fn) and \
-                not any(isinstance(a, (cst.For, cst.While)) for a in _between(ctx, call, fn)):
+                not any(isinstance(a, (cst.For, cst.While)) for a in ancestors_below(ctx, call, fn)):
             out.add(fn)
     return out
 
 
-def _between(ctx: RuleContext, node: cst.CSTNode, fn: cst.FunctionDef) -> list[cst.CSTNode]:
+def ancestors_below(ctx: RuleContext, node: cst.CSTNode, fn: cst.FunctionDef) -> list[cst.CSTNode]:
+    """The ancestors of ``node`` inside ``fn``, nearest first (``fn`` itself left out)."""
     out = []
     for anc in ctx.ancestors(node):
         if anc is fn:
