@@ -67,3 +67,13 @@ PER_FORWARD = (
     "index a device tensor (`x[torch.arange(B)[:, None], idx]`, an implicit copy on every call) is not "
     "reported: which tensor is on the device is not known soundly from the forward alone."
 )
+
+
+# GP101: a model class's forward called through an instance by the step, read as a helper of the file.
+FORWARD_READS = (
+    "The `forward` of a model class of this file whose instance the step calls by name (`model(ids, mask, "
+    "valid_ids)`, the instance built by `Ner(...)` or `Ner.from_pretrained(...)` in the calling function and then "
+    "only moved or wrapped) is a helper of the file: its own `.item()`/`.tolist()`/`.cpu()`/`.numpy()` of what it "
+    "is handed, under no `if`, are reported at the read and at the call when the call hands a device tensor; a "
+    "read behind a branch (a decoding path, a cache fill) is left to the forward's own analysis."
+)

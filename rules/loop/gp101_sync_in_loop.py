@@ -36,7 +36,7 @@ from ._tested_tensors import branching as _branching, contains_sync as _contains
 from ._host_tensors import device_receiver, host_tensor
 from ._cpu_copies import blocking_copy_to_cpu
 from ._lightning_logs import log_call_around, logged_directly
-from ._across_modules import PER_FORWARD, PER_STEP_ACROSS_MODULES
+from ._across_modules import FORWARD_READS, PER_FORWARD, PER_STEP_ACROSS_MODULES
 from ._out_of_loop_reads import collective_read as _collective_read, from_elsewhere as _from_elsewhere, \
     in_loss as _in_loss, in_step_function as _in_step_function
 from ..analysis.syntax.context import RuleContext
@@ -100,7 +100,7 @@ class SyncInLoop(Rule):
         "in this file's loop is not per step.",
         "Reads a call makes for you count too: `clip_grad_norm_(..., error_if_nonfinite=True)` tests the "
         "total norm on the host on every step (check the norm it returns every N steps instead). Reads in an `except` clause run when a step fails, not per step.",
-        PER_FORWARD,
+        PER_FORWARD, FORWARD_READS,
         "Reads under a periodic (`if step % N == 0:`) or once-per-loop (`if i == 0:`) guard, at "
         "the read or at a call site of the function holding it, are not reported, nor are the per-batch reads of an "
         "evaluation pass that runs only under a period (the `if` around its loop, or around every call of its function "
