@@ -25,6 +25,7 @@ from ..model.training import TrainingAnalysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import OFTEN_CALL
+from ..syntax.loop_targets import bound_names
 from ..syntax.project import StepCall, project_function
 from ..syntax.tree import walk
 
@@ -164,16 +165,8 @@ def _handed(ctx: RuleContext, loop: cst.For | cst.While, call: cst.Call, recv: s
         return "none"
     fed = {t for a in walk(loop.body) if isinstance(a, cst.Assign) and isinstance(a.value, cst.Call) and
            isinstance(a.value.func, cst.Attribute) and dotted_name(a.value.func.value) == recv
-           for target in a.targets for t in _names(target.target)}
+           for target in a.targets for t in bound_names(target.target)}
     return "fed" if any(isinstance(a.value, cst.Name) and a.value.value in fed for a in call.args) else "other"
-
-
-def _names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for el in target.elements for n in _names(el.value)]
-    return []
 
 
 def _own_loop(ctx: RuleContext, node: cst.CSTNode) -> cst.For | cst.While | None:

@@ -11,7 +11,8 @@ import re
 
 from ..syntax.glance import Glance
 from ..syntax.glance_names import dotted, last_part, may_name
-from ..syntax.torch_names import AUTOGRAD_FUNCTIONS, MODULE_CHAIN, NN_CONTAINER_BASES, NN_MODULE_BASES, NN_TENSORS, OPTIMIZERS
+from ..syntax.torch_names import (AUTOGRAD_FUNCTIONS, MODULE_CHAIN, NN_CONTAINER_BASES, NN_MODULE_BASES, NN_TENSORS,
+                                  OPTIMIZERS, hf_model_name)
 from .tensors import LOSS_NAME
 from .training_objects import MODEL_NAME, MODULE_METHODS
 
@@ -284,7 +285,7 @@ def _module_classes(glance: Glance) -> frozenset[str]:
         changed = False
         for cls in classes:
             if cls.name not in out and any(  # type: ignore[attr-defined]
-                    type(b) is ast.Name and b.id in out or _hf_model(last_part(b) or "") or
+                    type(b) is ast.Name and b.id in out or hf_model_name(last_part(b) or "") or
                     may_name(glance, b, NN_MODULE_BASES) for b in cls.bases):  # type: ignore[attr-defined]
                 out.add(cls.name)  # type: ignore[attr-defined]
                 changed = True
@@ -321,8 +322,3 @@ def _per_call_roots(glance: Glance) -> bool:
         if "step" in own and any(may_name(glance, b, OPTIMIZERS) for b in cls.bases):
             return True
     return False
-
-
-def _hf_model(name: str) -> bool:
-    """``forward_reach.hf_model_name``, by the text alone (this module runs before LibCST)."""
-    return (name.endswith("Model") or "For" in name[1:]) and not name.startswith(("TF", "Flax", "Auto"))

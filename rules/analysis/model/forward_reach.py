@@ -26,7 +26,7 @@ from ..syntax.callsites import method_calls_on_instances
 from ..syntax.launch import StepCaller
 from .generation_branch import in_generation
 from .handed_device import device_caller
-from ..syntax.torch_names import AUTOGRAD_FUNCTIONS, NN_CONTAINER_BASES, OPTIMIZERS
+from ..syntax.torch_names import AUTOGRAD_FUNCTIONS, NN_CONTAINER_BASES, OPTIMIZERS, hf_model_name
 from ..syntax.tree import walk
 from ..syntax.project import project_model_class
 from .models import module_subclasses
@@ -63,13 +63,6 @@ def _pretrained(ctx: RuleContext, base: cst.BaseExpression) -> bool:
 
 # Hugging Face's package under its names, old ones included (``pytorch_transformers``, 2019).
 _HF_PACKAGES = frozenset({"transformers.*", "pytorch_transformers.*", "pytorch_pretrained_bert.*"})
-
-
-def hf_model_name(name: str) -> bool:
-    """``BertPreTrainedModel``, ``BertModel``, ``BertForTokenClassification``, ``GPT2LMHeadModel``: a PyTorch
-    model class of Hugging Face by its name (not ``TFBertModel``/``FlaxBertModel``, ``AutoModel``)."""
-    last = name.rsplit(".", 1)[-1]
-    return (last.endswith("Model") or "For" in last[1:]) and not last.startswith(("TF", "Flax", "Auto"))
 
 
 def transform_classes(ctx: RuleContext) -> set[str]:

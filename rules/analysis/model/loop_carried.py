@@ -13,8 +13,7 @@ from ..syntax.tree import Loop
 from .tensors import mentions
 
 
-def closure(seed: set[str], assigns: list[tuple[set[str], cst.BaseExpression]],
-             grows: object = None) -> set[str]:
+def closure(seed: set[str], assigns: list[tuple[set[str], cst.BaseExpression]]) -> set[str]:
     """``seed`` plus every name assigned (in the loop) from an expression that reads one."""
     names = set(seed)
     for _ in range(4):

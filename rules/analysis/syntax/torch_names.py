@@ -89,3 +89,11 @@ OPTIMIZER_BUILDERS = {
     "timm.optim.create_optimizer_v2": 0, "timm.optim.create_optimizer": 1,
     "timm.optim.optim_factory.create_optimizer_v2": 0, "timm.optim.optim_factory.create_optimizer": 1,
 }
+
+
+def hf_model_name(name: str) -> bool:
+    """``BertPreTrainedModel``, ``BertModel``, ``BertForTokenClassification``, ``GPT2LMHeadModel``: a PyTorch
+    model class of Hugging Face by its name (not ``TFBertModel``/``FlaxBertModel``, ``AutoModel``); by the
+    text alone, for the glance before LibCST too."""
+    last = name.rsplit(".", 1)[-1]
+    return (last.endswith("Model") or "For" in last[1:]) and not last.startswith(("TF", "Flax", "Auto"))
