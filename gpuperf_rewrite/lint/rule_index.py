@@ -15,6 +15,7 @@ MODULES = (
     'analysis/facts/collectives.py',
     'analysis/facts/config_built.py',
     'analysis/facts/config_merge.py',
+    'analysis/facts/cuda_switch.py',
     'analysis/facts/device_datasets.py',
     'analysis/facts/entry_models.py',
     'analysis/facts/execution.py',

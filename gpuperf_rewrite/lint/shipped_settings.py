@@ -40,8 +40,9 @@ def _patterns(key: bytes) -> tuple[tuple[re.Pattern[bytes], ...], tuple[re.Patte
         re.compile(rb"(?m)^[ \t]*[\w.\[\]\"']*?\b" + key + rb"[\"'\]]*\s*(?::\s*bool\s*)?=\s*True\b", re.IGNORECASE),
         # a dict of defaults: ``{"pin_memory": True}``
         re.compile(rb"[\"']" + key + rb"[\"']\s*:\s*True\b", re.IGNORECASE),
-        # ``add_argument("--pin_mem", ..., default=True)`` (up to the next option), or ``action="store_false"``
-        re.compile(rb"--" + key + rb"[\"'](?:(?!add_argument)[\s\S]){0,400}?(?:default\s*=\s*True|store_false)"),
+        # ``add_argument("--pin_mem", ..., default=True)`` (or ``type=int, default=1``; up to the next option),
+        # or ``action="store_false"``
+        re.compile(rb"--" + key + rb"[\"'](?:(?!add_argument)[\s\S]){0,400}?(?:default\s*=\s*(?:True|1)\b|store_false)"),
     )
     return config, python
 

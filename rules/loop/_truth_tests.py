@@ -32,6 +32,8 @@ def compared_tensor(ctx: RuleContext, ta: TrainingAnalysis, test: cst.Comparison
     """``test`` itself when Python's truth value of it reads a device tensor, else None."""
     if not all(isinstance(c.operator, _VALUE_TESTS) for c in test.comparisons):
         return None
+    if any(isinstance(o, cst.Name) and o.value == "None" for o in (test.left, *(c.comparator for c in test.comparisons))):
+        return None  # ``out == None``: a tensor compared with None is False at once, nothing read
     for operand in (test.left, *(c.comparator for c in test.comparisons)):
         if _device_operand(ctx, ta, operand, test):
             return test

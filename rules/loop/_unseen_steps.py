@@ -23,6 +23,7 @@ import libcst as cst
 from .._api import Finding, Fix, NoFix, Replace
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.model.forward_reach import forward_caller, in_cache_fill, transform_classes
+from ..analysis.facts.cuda_switch import cuda_switch
 from ..analysis.model.host_data import numpy_made_here
 from ..analysis.model.step_code import device_kind, names_a_device
 from ..analysis.model.training import TrainingAnalysis
@@ -50,7 +51,7 @@ def unseen_step_moves(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[Findin
         if not method_call(move, "to", "cuda", "type_as") or not _moves_to_device(ctx, move):
             continue
         fn = ctx.enclosing(move, cst.FunctionDef)
-        if fn is None or proven_rare(ctx, ta, fn, move) or in_cache_fill(ctx, move) or \
+        if fn is None or proven_rare(ctx, ta, fn, move) or in_cache_fill(ctx, move) or cuda_switch(ctx, move) is not None or \
                 _in_loader(ctx, fn) and fn not in per_batch or _outside_own_loop(ctx, ta, fn, move):
             continue
         factory = host_origin(ctx, move.func.value, move, loose_default_type=True) or \
@@ -108,6 +109,8 @@ def _handed_tensor(expr: cst.BaseExpression, fn: cst.FunctionDef, params: set[st
     if name is None:
         return None
     parts = name.split(".")
+    if parts[0] in params and _settings_param(fn, parts[0]):
+        return None
     if parts[0] in params and (len(parts) == 1 and bare or parts[1:] == ["device"]):
         return parts[0]
     if parts[1:] == ["device"] and depth < 2:  # ``error.device`` of a local tensor
@@ -118,6 +121,27 @@ def _handed_tensor(expr: cst.BaseExpression, fn: cst.FunctionDef, params: set[st
               any(isinstance(t.target, cst.Name) and t.target.value == name for t in a.targets)]
     found = [_handed_tensor(v, fn, params, depth + 1) or _operand(v, fn, params, depth) for v in values]
     return found[0] if found and all(f is not None for f in found) else None
+
+
+# What a tensor has that is read without a call (``x.shape``); any other field makes a settings object.
+_TENSOR_FIELDS = frozenset({"device", "dtype", "shape", "data", "grad", "T", "mT", "H", "ndim", "is_cuda", "requires_grad",
+                            "real", "imag", "layout", "names", "itemsize", "nbytes", "is_sparse", "grad_fn"})
+
+
+def _settings_param(fn: cst.FunctionDef, param: str) -> bool:
+    """``def get_sigmas(config): ... config.model.sigma_begin ... .to(config.device)``: a parameter read
+    for fields no tensor has (``config.model``) is a settings object whose ``device`` is a set-up choice,
+    not a tensor the function is handed."""
+    for node in walk(fn.body):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == param and \
+                node.attr.value not in _TENSOR_FIELDS and not node.attr.value.startswith("_"):
+            return not _called(fn, node)
+    return False
+
+
+def _called(fn: cst.FunctionDef, attr: cst.Attribute) -> bool:
+    """Is ``attr`` the callee of a call in ``fn`` (``x.view(...)``: a method, which tensors have)?"""
+    return any(isinstance(n, cst.Call) and n.func is attr for n in walk(fn.body))
 
 
 def _operand(value: cst.BaseExpression, fn: cst.FunctionDef, params: set[str], depth: int) -> str | None:

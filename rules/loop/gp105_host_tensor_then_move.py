@@ -8,6 +8,7 @@ import libcst as cst
 
 from .._api import Finding, Fix, NoFix, Invalid, Replace, Rule, Valid, dedent
 from ..analysis.facts.program import cpu_only
+from ..analysis.facts.cuda_switch import cuda_switch
 from ..analysis.fixes.edits import add_kwarg
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
 from ..analysis.facts.move_helpers import module_moves, moved_argument
@@ -253,8 +254,9 @@ class HostTensorThenMove(Rule):
         yield from cpu_index_findings(ctx, ta)  # ``x[torch.randperm(n)]`` of a device ``x``: an implicit copy
         yield from constant_tensor_findings(ctx, ta)  # ``torch.tensor(MEAN, device=device)`` every step
         for move in ctx.nodes(cst.Call):
-            if in_cache_fill(ctx, move):
-                continue  # ``if self.zero is None or self.zero.shape[0] != b: self.zero = ...``: made when the shape changes
+            if in_cache_fill(ctx, move) or cuda_switch(ctx, move) is not None:
+                continue  # ``if self.zero is None or self.zero.shape[0] != b: self.zero = ...``: made when the shape
+                # changes; ``if args.cuda: x = x.cuda()`` with ``--cuda`` off by default: the default run moves nothing
             if cuda_tensor_type(ctx, move.func) and host_data_argument(ctx, ta, move):
                 loop = ta.every_step_loop(move)
                 if loop is not None:

@@ -17,6 +17,8 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.syntax.glance import Glance
+from ..analysis.facts.host_values import every_reaching
+from ..analysis.model.held_values import host_read
 
 # Results of these methods no longer hold the autograd graph (or are not tensors).
 _CUTS_GRAPH = frozenset({"item", "detach", "tolist", "numpy", "__float__", "argmax", "argmin", "eq",
@@ -211,7 +213,7 @@ class LossKeepsGraph(Rule):
                 if ta.step_loop_of(stmt) is not loop or in_no_grad(ctx, stmt):
                     continue
                 if not grads[scope].carries(value) or _backpropagated(ctx, ta, scope, acc) or \
-                        _reset_every_step(ctx, ta, loop, acc, stmt):
+                        _reset_every_step(ctx, ta, loop, acc, stmt) or _read_before(ctx, grads[scope], value, stmt):
                     continue
                 fix = Fix("accumulate a detached value", (Replace(value, detached(value)),), "safe")
                 if grads[scope].outputs and not _names_in(value) & grads[scope].seeds:  # ``stats["ratio"] += ratio.mean()``
@@ -223,6 +225,13 @@ class LossKeepsGraph(Rule):
                 yield Finding(value, f"`{acc}` accumulates the loss with its autograd graph: every step's graph "
                                      "stays alive, so memory grows each step; accumulate loss.detach()", fix)
         yield from _held_out_sums(ctx, ta, grads)
+
+
+def _read_before(ctx: RuleContext, grads: _GradNames, value: cst.BaseExpression, stmt: cst.CSTNode) -> bool:
+    """``loss = loss.data[0]`` (or ``.item()``) before ``avg = w * avg + (1 - w) * loss``: each name
+    of the loss in the sum holds a host number there, whatever it held earlier in the step."""
+    names = [n for n in walk(value, include_self=True) if isinstance(n, cst.Name) and n.value in grads.names]
+    return bool(names) and all(every_reaching(ctx, n, stmt, host_read) for n in names)
 
 
 def _held_out_sums(ctx: RuleContext, ta: TrainingAnalysis, grads: dict[cst.CSTNode, _GradNames]) -> Iterator[Finding]:

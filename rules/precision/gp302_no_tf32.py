@@ -9,6 +9,7 @@ import libcst as cst
 from .._api import Finding, Invalid, Rule, Valid, dedent
 from ..analysis.facts.framework_docs import ACCELERATE, HF, LIGHTNING
 from ..analysis.facts.program import IMPORTED_MODULE, cpu_only, is_script, model_precision
+from ..analysis.facts.cuda_switch import cuda_opt_in
 from ..analysis.facts.script_facts import assigns_to, first_use_of, framework_trains
 from ..analysis.facts.workload import MATMUL_USERS, matmul_operator, model_zoo
 from ..analysis.model.training import analysis
@@ -193,7 +194,7 @@ class NoTF32(Rule):
         return may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not trains_or_steps_held_model(ctx) or cpu_only(ctx) or model_precision(ctx) and precision_opt_in(ctx) is None:
+        if not trains_or_steps_held_model(ctx) or cpu_only(ctx) or cuda_opt_in(ctx) is not None or model_precision(ctx) and precision_opt_in(ctx) is None:
             return
         if _tf32_chosen(ctx) or set_elsewhere(ctx, TF32):  # here, or by the user's module it calls
             return

@@ -12,6 +12,7 @@ from ..analysis.facts.framework_docs import LIGHTNING, blind_reported
 from ..analysis.facts.frameworks import frameworks
 from ..analysis.facts.loaders import varying_batch_shapes
 from ..analysis.facts.program import IMPORTED_MODULE, cpu_only, is_script
+from ..analysis.facts.cuda_switch import cuda_opt_in
 from ..analysis.facts.script_facts import framework_trains
 from ..analysis.facts.workload import CONVOLUTIONS, convolution  # noqa: F401 - CONVOLUTIONS re-exported
 from ..analysis.fixes.edits import module_setting_edit, torch_import, torch_name
@@ -251,7 +252,7 @@ class NoCudnnBenchmark(Rule):
         return may_train_or_evaluate(glance)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        if not trains_or_steps_held_model(ctx) or cpu_only(ctx) or set_elsewhere(ctx, CUDNN) or _only_timing_loops(ctx):
+        if not trains_or_steps_held_model(ctx) or cpu_only(ctx) or cuda_opt_in(ctx) is not None or set_elsewhere(ctx, CUDNN) or _only_timing_loops(ctx):
             return  # (a Trainer of the user's other modules, or a module imported, chose already)
         if varying_batch_shapes(ctx):
             return  # batches padded to their own longest item: benchmarking would re-tune every shape

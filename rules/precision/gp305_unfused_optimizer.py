@@ -13,6 +13,7 @@ from ..analysis.facts.frameworks import may_use_framework
 from ..analysis.facts.framework_docs import HF, LIGHTNING, blind_silent
 from ..analysis.facts.picked_classes import Pick, picked_class, wrapped_class
 from ..analysis.facts.program import cpu_only
+from ..analysis.facts.cuda_switch import cuda_opt_in
 from ..analysis.facts.script_facts import (
     TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, binding_body,
 )
@@ -217,8 +218,8 @@ class UnfusedOptimizer(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         yield from framework_findings(ctx, self.code)
-        if cpu_only(ctx) or _sparse_embeddings(ctx):
-            return
+        if cpu_only(ctx) or _sparse_embeddings(ctx) or cuda_opt_in(ctx) is not None:
+            return  # (``if args.cuda: model.cuda()`` with ``--cuda`` off: its parameters stay on the CPU)
         yield from loop_adamw_findings(ctx, lambda call: _known_fused(ctx, call))
         if not program_trains(ctx):
             yield from _factory_findings(ctx)

@@ -97,3 +97,12 @@ def test_a_period_a_python_default_or_only_a_debug_config_sets_to_one_is_not(tmp
              b"if step % hp.log.summary_interval == 0:\n    pass\n"
     wanted = shipped.wanted_settings(source)
     assert shipped.shipped_settings(root, wanted) == ("period_one:summary_interval",)
+
+
+def test_an_integer_option_defaulting_to_one_turns_pinning_on(tmp_path, monkeypatch):
+    monkeypatch.setattr(shipped, "_MEMO", {})
+    root = _project(tmp_path, "lr: 0.1\n")
+    (root / "config.py").write_text('parser.add_argument("--pin_mem", type=int, choices=[0, 1], default=1,\n'
+                                    '                    help="pin memory")\n'
+                                    'parser.add_argument("--persistent_workers", type=int, default=10)\n')
+    assert shipped.shipped_settings(root) == ("pin_memory",)

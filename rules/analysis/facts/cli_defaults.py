@@ -105,6 +105,10 @@ def _stored_flag(ctx: RuleContext, expr: cst.Attribute, read: Callable[[RuleCont
     return options.get(value.value) if not changed else None
 
 
+# Where an object keeps the parsed command line it was handed (``self.args = args``).
+_HELD_OPTIONS = frozenset({"self.args", "self.opt", "self.opts", "self.options", "self.hparams", "self.flags"})
+
+
 def false_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None:
     """The flag whose default of False ``expr`` (``args.persistent_workers``) reads, when nothing in
     the file changes it: an ``add_argument`` of the file with that destination that is a
@@ -112,6 +116,9 @@ def false_default_flag(ctx: RuleContext, expr: cst.BaseExpression) -> str | None
     written), else a field of a typed arguments class of the user's imported modules annotated
     ``bool`` with a default of False (``--<field>``). A setting turned on only by such a flag is off
     in the default run."""
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Attribute) and \
+            dotted_name(expr.value) in _HELD_OPTIONS:  # ``self.args.cuda``: the parsed options an object keeps
+        expr = expr.with_changes(value=cst.Name("args"))
     if not isinstance(expr, cst.Attribute) or not isinstance(expr.value, cst.Name):
         return None
     if expr.value.value == "self":  # ``self.pin_memory = args.pin_memory`` in the runner's __init__

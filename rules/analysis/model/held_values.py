@@ -26,10 +26,19 @@ NOT_TENSORS = frozenset({
 })
 
 def host_read(value: cst.BaseExpression) -> bool:
-    """A value read to the host somewhere in it: ``loss.item()``, ``float(loss)``, ``t.cpu().numpy()``."""
+    """A value read to the host somewhere in it: ``loss.item()``, ``float(loss)``, ``t.cpu().numpy()``,
+    ``loss.data[0]`` (the pre-0.4 spelling of ``.item()``)."""
     return any(isinstance(n, cst.Call) and (method_call(n, "item", "tolist", "cpu", "numpy") or
-                                            dotted_name(n.func) in ("float", "int", "bool", "len"))
-               for n in walk(value, include_self=True))
+                                            dotted_name(n.func) in ("float", "int", "bool", "len")) or
+               legacy_item(n) for n in walk(value, include_self=True))
+
+
+def legacy_item(expr: cst.CSTNode) -> bool:
+    """``loss.data[0]``: one integer index of a tensor's ``.data``, how PyTorch before 0.4 read a
+    one-element tensor to a Python number (what ``.item()`` does now)."""
+    return isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and \
+        expr.value.attr.value == "data" and len(expr.slice) == 1 and \
+        isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, cst.Integer)
 
 
 def placed_modules(ctx: RuleContext) -> frozenset[str]:

@@ -109,7 +109,34 @@ def built_on_host(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
             inner = inner.func.value  # type: ignore[attr-defined]
         return built_on_host(ctx, inner)
     return isinstance(expr, cst.Call) and ctx.matches(expr.func, HOST_BUILDERS) and \
-        get_arg(expr, "device") is None and not any(a.star == "**" for a in expr.args)
+        get_arg(expr, "device") is None and not any(a.star == "**" for a in expr.args) and \
+        not _joins_moved(ctx, expr)
+
+
+def _joins_moved(ctx: RuleContext, call: cst.Call) -> bool:
+    """``torch.cat([batch_y[:, :k], dec_inp])`` where a piece is bound by a move (``batch_y =
+    batch_y.float().to(device)``): ``cat``/``stack`` need every piece on one device, and the result is
+    there, not in host memory."""
+    if not call.args or call.args[0].keyword is not None or not isinstance(call.args[0].value, (cst.List, cst.Tuple)) \
+            or not ctx.matches(call.func, {"torch.cat", "torch.stack", "torch.concat", "torch.concatenate"}):
+        return False
+    from .reaching import reaching_assignments
+
+    for element in call.args[0].value.elements:
+        piece = element.value
+        while isinstance(piece, cst.Subscript) or method_call(piece, *_KEEPS_PLACE):
+            piece = piece.value if isinstance(piece, cst.Subscript) else piece.func.value  # type: ignore[attr-defined]
+        if not isinstance(piece, cst.Name):
+            continue
+        bound = reaching_assignments(ctx, piece.value, piece)
+        if bound and all(_moved_value(b.value) for b in bound):
+            return True
+    return False
+
+
+def _moved_value(value: cst.BaseExpression) -> bool:
+    """``x.float().to(device)``, ``x.cuda()``: a value a move returns."""
+    return method_call(value, "to", "cuda") and (not method_call(value, "to") or bool(value.args))  # type: ignore[attr-defined]
 
 
 # torch functions whose result is on the device of their (first) input, and casts that keep it.

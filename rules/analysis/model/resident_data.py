@@ -133,6 +133,8 @@ def _host_source(ctx: RuleContext, value: cst.BaseExpression, owner: cst.CSTNode
     head = name.split(".", 1)[0]
     if any(head.lower().startswith(w) or head.lower().endswith(w) for w in _MODEL_WORDS) or "." not in name and _bound_name(ctx, head):
         return False  # ``model.encode(x)``, ``feats = net(x)``: a model's output, where the model is
+    if head == "self" and "." in name and _called_attribute(ctx, value, last):
+        return False  # ``out = self.model(batch)``: a module the object holds, called: its output is where it is
     if any(a.keyword is not None and a.keyword.value in ("device", "map_location") for a in value.args) or \
             any("device" in ctx.code_for(a.value) or "cuda" in ctx.code_for(a.value) for a in value.args):
         return False  # given a device: may build its tensors there
@@ -141,6 +143,15 @@ def _host_source(ctx: RuleContext, value: cst.BaseExpression, owner: cst.CSTNode
         if fn.name.value == last and any(method_call(n, "to", "cuda") for n in walk(fn.body)):
             return False
     return True
+
+
+def _called_attribute(ctx: RuleContext, call: cst.Call, attr: str) -> bool:
+    """``self.<attr>(...)`` calls something the object holds, not a method of its class: a module
+    (``self.model``, ``self.critic``); a method (``self.load_data()``) is defined in the class."""
+    cls = ctx.enclosing(call, cst.ClassDef)
+    if cls is None:
+        return False
+    return not any(isinstance(n, cst.FunctionDef) and n.name.value == attr for n in walk(cls.body))
 
 
 def _bound_name(ctx: RuleContext, name: str) -> bool:

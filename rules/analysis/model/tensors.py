@@ -16,7 +16,7 @@ import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call
 from ..syntax.tree import walk
-from .held_values import (NOT_TENSORS, accumulated_attributes, attribute_updates, device_attributes, host_read,
+from .held_values import (NOT_TENSORS, accumulated_attributes, attribute_updates, device_attributes, host_read, legacy_item,
                           appended_values, own_methods, placed_modules, self_update)
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 TENSOR_METHODS = frozenset({
     "sum", "mean", "max", "min", "norm", "std", "var", "argmax", "argmin", "abs", "detach",
     "float", "double", "half", "sqrt", "exp", "log", "softmax", "log_softmax", "eq", "ne", "gt",
-    "lt", "ge", "le", "prod", "amax", "amin", "clone", "flatten", "view", "reshape",
+    "lt", "ge", "le", "prod", "amax", "amin", "clone", "flatten", "view", "reshape", "clamp", "clip", "round",
     # reductions and tests of a boolean mask (``(pts.abs() > bound).any(dim=-1)``, ``x.isnan()``)
     "any", "all", "isnan", "isinf", "isfinite", "logical_not", "logical_and", "logical_or", "nonzero",
 })
@@ -238,8 +238,8 @@ class ValueKinds:
                 return True
             if isinstance(expr.func, cst.Attribute) and not module_function(self.ta, expr.func):
                 return self.is_host(expr.func.value)  # a host value's method: ``arr.mean()``
-        if isinstance(expr, cst.Subscript):
-            return self.is_host(expr.value)
+        if isinstance(expr, cst.Subscript):  # (``loss.data[0]``: the pre-0.4 ``.item()``)
+            return legacy_item(expr) or self.is_host(expr.value)
         return False
 
     def is_tensor(self, expr: cst.BaseExpression) -> bool:

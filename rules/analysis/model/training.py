@@ -33,7 +33,7 @@ from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_class_method, project_function, project_method
 from ..syntax.stepping_names import calls_stepping_method
-from ..syntax.tree import NESTED_DEFS, Loop, walk
+from ..syntax.tree import NESTED_DEFS, Loop, suite_statements, walk
 from . import eval_loops as _evalloops
 from .cheap_signs import eval_loops_possible, rollout_loops_possible, step_loops_possible
 from .accumulation import accumulation_boundary
@@ -56,6 +56,10 @@ _BUILTIN_NAMES = frozenset(dir(builtins))
 # Loop kinds, as the messages name one iteration.
 TRAIN, EVAL, BATCH, ROLLOUT = "training step", "eval batch", "batch", "environment step"
 _AGENT_NAME = re.compile(r"agent|policy|actor|critic|q_?net|qf", re.IGNORECASE)
+
+
+# A loss function handed to a callee (``loss_fn``, ``loss_function``), not a loss value.
+_LOSS_FUNCTION = re.compile(r"(fn|fun|func|function|criterion)$", re.IGNORECASE)
 
 
 class TrainingAnalysis(TrainingObjects):
@@ -119,7 +123,7 @@ class TrainingAnalysis(TrainingObjects):
     def _hidden_step(self, node: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
         # Cheap syntactic tests first: most calls pass no optimizer.
         values = [a.value for a in node.args if not a.star]
-        loss = next((v for v in values if loss_named(v)), None)
+        loss = next((v for v in values if loss_named(v) and not _LOSS_FUNCTION.search(dotted_name(v) or "")), None)
         if loss is None:
             return None
         optimizer = next((v for v in values if v is not loss and self.is_optimizer(v)), None)
@@ -131,6 +135,9 @@ class TrainingAnalysis(TrainingObjects):
             return None  # ``print(loss, optimizer)``
         if self._called_functions_list(node) or self.ctx.matches(func, {"torch.*"}):
             return None  # this module's own function is analysed through its body
+        found = project_function(self.ctx, node)  # ``train_epoch(loader, model, optimizer, loss_fn)``: its own loop
+        if found is not None and not found.facts.steps_each_call:
+            return None
         return loss, optimizer
 
     def is_optimizer_step(self, node: cst.CSTNode) -> bool:
@@ -304,7 +311,7 @@ class TrainingAnalysis(TrainingObjects):
         pending: list[cst.If] = []
         for anc in self.ctx.ancestors(node):
             if guards and isinstance(anc, cst.If) and child is anc.body:
-                if self.is_periodic(anc) or flags and flag_name(anc.test) is not None:
+                if self.is_periodic(anc) or flags and flag_name(anc.test) is not None or self._breaks_step_loop(anc):
                     return None
                 pending.append(anc)
             if guards and (rare_exit_before(self.ctx, anc, child, self._loop_set) is not None or in_handler(anc, child)):
@@ -326,6 +333,13 @@ class TrainingAnalysis(TrainingObjects):
                 return None
             child = anc
         return None
+
+    def _breaks_step_loop(self, branch: cst.If) -> bool:
+        """``if step > total: validate_and_save(); break``: a branch that ends by leaving a step or
+        eval loop runs once, when that loop ends, not on every iteration."""
+        body = suite_statements(branch.body)
+        return bool(body) and isinstance(body[-1], cst.Break) and \
+            self.ctx.enclosing(branch, cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda) in self._loop_set
 
     def _fn_called_per_step(self, fn: cst.FunctionDef, seen: frozenset, guards: bool, flags: bool) -> Loop | None:
         key = (fn, guards, flags)
