@@ -105,7 +105,7 @@ def _importers(path: Path, root: Path) -> list[Path]:
 
 def _find_importers(path: Path, root: Path) -> list[Path]:
     root = _search_root(path, root)
-    infos = launch._infos(root)
+    infos = launch._infos(root, path)  # (a module deep in a large repository: the folders leading to it first)
     budget = launch.Budget(MAX_PARSED)
     out: list[Path] = []
     try:

@@ -255,8 +255,7 @@ class HostTensorThenMove(Rule):
         yield from constant_tensor_findings(ctx, ta)  # ``torch.tensor(MEAN, device=device)`` every step
         for move in ctx.nodes(cst.Call):
             if in_cache_fill(ctx, move) or cuda_switch(ctx, move) is not None:
-                continue  # ``if self.zero is None or self.zero.shape[0] != b: self.zero = ...``: made when the shape
-                # changes; ``if args.cuda: x = x.cuda()`` with ``--cuda`` off by default: the default run moves nothing
+                continue  # a cache filled when the shape changes; ``if args.cuda:`` with ``--cuda`` off by default
             if cuda_tensor_type(ctx, move.func) and host_data_argument(ctx, ta, move):
                 loop = ta.every_step_loop(move)
                 if loop is not None:

@@ -348,3 +348,25 @@ def test_a_context_that_read_what_the_check_sets_is_not_taken_over() -> None:
     assert ctx.launch is None and ctx.read_early  # read before the check set it
     ctx.adopt("m.py")
     assert ctx.path == "m.py" and ctx.options == {}
+
+
+def test_a_module_deep_in_a_large_repository_still_finds_the_loop_calling_it(tmp_path: Path, monkeypatch) -> None:
+    """The importers of a module are looked for in the project's files, a bounded list: in a
+    repository with more files than the bound before the project's folder (a monorepo, a test
+    suite's fixtures), the folders leading to the module come first, so its entry is still seen."""
+    from gpuperf_rewrite.lint import launch, project_files, step_callers
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'mono'\n")
+    for i in range(12):  # listed before ``zprojects/`` in walk order
+        (tmp_path / "aaa").mkdir(exist_ok=True)
+        (tmp_path / "aaa" / f"m{i}.py").write_text("x = 1\n")
+    root = tmp_path / "zprojects" / "step_helpers"
+    shutil.copytree(PROJECTS / "step_helpers", root)
+    (root / "pyproject.toml").unlink()  # the repository's root is the project root
+    monkeypatch.setattr(project_files, "MAX_SCANNED", 8)
+    for state in (project_files._FILES, launch._RUN_INFOS, step_callers._MEMO, step_callers._IMPORTERS):
+        state.clear()
+    losses = root / "losses.py"
+    with project_index.run_scope():
+        callers = step_callers.step_callers(losses, losses.read_bytes(), tmp_path)
+    assert any(c.function.startswith("MaskedL1") for c in callers), callers

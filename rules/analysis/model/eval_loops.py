@@ -130,12 +130,23 @@ _NOT_INFERENCE = frozenset({"to", "cuda", "cpu", "train", "eval", "parameters", 
 def _model_calls(ta: TrainingQueries, loop: Loop) -> list[cst.Call]:
     """Calls of a module, or of one of its own inference methods (``model.get_ratings(users)``,
     ``model.generate(ids)``), in one iteration (outside nested loops and functions)."""
-    return [n for n in walk(loop.body, stop_at=(cst.For, cst.While))
+    return [n for n in _with_passes_over_batch(loop)
             if isinstance(n, cst.Call) and (ta.is_module_like(n.func, by_name=True) or
                                             isinstance(n.func, cst.Attribute) and
                                             n.func.attr.value not in _NOT_INFERENCE and
                                             not n.func.attr.value.startswith("_") and
                                             ta.is_module_like(n.func.value, by_name=True))]
+
+
+def _with_passes_over_batch(loop: Loop) -> Iterator[cst.CSTNode]:
+    """One iteration's nodes outside nested loops, and those of a nested ``for`` over pieces of the
+    iteration's own data (``for y in yy.transpose(0, 1): im = model(xx)``: a rollout over the
+    batch's time steps, the model run on each)."""
+    data = loop_data(loop, drawn=True) if isinstance(loop, cst.For) else set()
+    for node in walk(loop.body, stop_at=(cst.For, cst.While)):
+        yield node
+        if isinstance(node, cst.For) and node is not loop and data and mentions(node.iter, data):
+            yield from walk(node.body, stop_at=(cst.For, cst.While))
 
 
 def calls_a_model(ta: TrainingQueries, loop: Loop) -> bool:

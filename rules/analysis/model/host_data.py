@@ -129,14 +129,10 @@ def _joins_moved(ctx: RuleContext, call: cst.Call) -> bool:
         if not isinstance(piece, cst.Name):
             continue
         bound = reaching_assignments(ctx, piece.value, piece)
-        if bound and all(_moved_value(b.value) for b in bound):
+        if bound and all(method_call(b.value, "cuda") or method_call(b.value, "to") and b.value.args  # type: ignore
+                         for b in bound):  # ``x.float().to(device)``, ``x.cuda()``: what a move returns
             return True
     return False
-
-
-def _moved_value(value: cst.BaseExpression) -> bool:
-    """``x.float().to(device)``, ``x.cuda()``: a value a move returns."""
-    return method_call(value, "to", "cuda") and (not method_call(value, "to") or bool(value.args))  # type: ignore[attr-defined]
 
 
 # torch functions whose result is on the device of their (first) input, and casts that keep it.

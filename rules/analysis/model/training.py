@@ -27,12 +27,10 @@ from functools import partial
 import libcst as cst
 
 from ..syntax.calls import dotted_name, method_call
-from ..syntax.bindings import bindings
 from ..syntax.callsites import aliased_names, called_name, calls_of, instance_calls, own_classes, reaches
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
-from ..syntax.project import project_class_method, project_function, project_method
-from ..syntax.stepping_names import calls_stepping_method
+from ..syntax.project import project_function
 from ..syntax.tree import NESTED_DEFS, Loop, suite_statements, walk
 from . import eval_loops as _evalloops
 from .cheap_signs import eval_loops_possible, rollout_loops_possible, step_loops_possible
@@ -43,8 +41,8 @@ from .guards import flag_name, held_test, is_once_test, is_periodic_test, on_by_
 from .generation_branch import in_generation
 from .hook_steps import runs_a_step
 from .step_parts import one_step, step_nodes
-from .step_reach import external_defs, handed_in, handed_over, in_handler, indirect_callee, result_calls, runs_in_place
-from .models import strip_chain
+from .step_reach import external_defs, handed_in, handed_over, in_handler, result_calls, runs_in_place
+from .steps_elsewhere import steps_elsewhere
 from .object_loops import over_step_objects
 from .periods import enumerated, per_step_alternative, period_one_by_default, periods
 from .tensors import TENSOR_METHODS, is_tensor_expr, loss_named
@@ -78,7 +76,6 @@ class TrainingAnalysis(TrainingObjects):
         self._steps_each: dict[cst.FunctionDef, bool] = {}  # steps_each_call: asked per function by many rules
         self._counters: dict[cst.CSTNode, set[str]] = {}
         self._periodic: dict[cst.If, bool] = {}
-        self._classes: dict[tuple[cst.FunctionDef | None, str], cst.BaseExpression | None] = {}
         text = ctx.source
         loops = ctx.nodes(cst.For, cst.While)
         if step_loops_possible(text, bool(ctx.project)):
@@ -182,50 +179,7 @@ class TrainingAnalysis(TrainingObjects):
         return result
 
     def _steps_elsewhere(self, node: cst.CSTNode) -> bool:
-        """A call of a function or method of the user's other modules one call of which runs a
-        whole training step (``loss_obj.stage_one(users, pos, neg)`` doing backward and step)."""
-        if not self.ctx.project or not isinstance(node, cst.Call):
-            return False
-        name = dotted_name(node.func)
-        if name is None or name.startswith("self."):
-            return False
-        if isinstance(node.func, cst.Name) and (callee := indirect_callee(self.ctx, node)) is not None:
-            f = self.ctx.project[callee[0]].functions.get(callee[1])  # ``step_fn = get_step_fn(...)``
-            return f is not None and f.steps_each_call
-        if name.split(".", 1)[0] in self.ctx.import_aliases:  # ``utils.train_batch(...)``: that module only
-            found = project_function(self.ctx, node)
-            return found is not None and found.facts.steps_each_call
-        if not isinstance(node.func, cst.Attribute) or not isinstance(node.func.value, cst.Name):
-            return False
-        cls = self._class_of(node.func.value)  # ``bpr: utils.BPRLoss = ...``; ``bpr.stage_one(...)``
-        method = project_class_method(self.ctx, cls, (node.func.attr.value,)) if cls is not None else None
-        # else ``trainer.train_step(samples)`` of a parameter, or ``build_model(opt)``'s product: the one class with it
-        facts = method[2] if method is not None else getattr(project_method(self.ctx, node), "facts", None)
-        return facts.steps_each_call if facts is not None else calls_stepping_method(self.ctx, node)
-
-    def _class_of(self, name: cst.Name) -> cst.BaseExpression | None:
-        """The class a name holds, as its function says: an annotation (``bpr: utils.BPRLoss``,
-        also of a parameter) or one construction (``bpr = utils.BPRLoss(model, cfg)``)."""
-        fn = self.ctx.enclosing(name, cst.FunctionDef)
-        key = (fn, name.value)
-        if key not in self._classes:
-            self._classes[key] = self._class_in(fn, name)
-        return self._classes[key]
-
-    def _class_in(self, fn: cst.FunctionDef | None, name: cst.Name) -> cst.BaseExpression | None:
-        body = fn if fn is not None else self.ctx.module
-        if fn is not None:
-            for p in fn.params.params:
-                if p.name.value == name.value and p.annotation is not None:
-                    return p.annotation.annotation
-        annotated, assigned = bindings(body)  # one walk of the body, whatever names its calls ask about
-        if name.value in annotated:
-            return annotated[name.value]
-        values = assigned.get(name.value, [])
-        ctor = strip_chain(values[0]) if len(values) == 1 else None  # ``Trainer(net).cuda()`` is a Trainer
-        if isinstance(ctor, cst.Call) and (dotted_name(ctor.func) or "").split(".", 1)[0] in self.ctx.import_aliases:
-            return ctor.func
-        return None
+        return steps_elsewhere(self, node)
 
     def steps_each_call(self, fn: cst.FunctionDef) -> bool:
         """Does one call of ``fn`` run a whole training step: an optimizer step at its own top level

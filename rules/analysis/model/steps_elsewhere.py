@@ -1,0 +1,75 @@
+"""Calls of the user's other modules one call of which runs a whole training step
+(``loss_obj.stage_one(users, pos, neg)`` doing backward and step): a loop calling one trains, though
+the backward is out of its sight (issue 34)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ..syntax.bindings import bindings
+from ..syntax.calls import dotted_name
+from ..syntax.project import project_class_method, project_function, project_method
+from ..syntax.stepping_names import calls_stepping_method
+from .models import strip_chain
+from .step_reach import indirect_callee
+
+if TYPE_CHECKING:
+    from ..syntax.context import RuleContext
+    from .training_objects import TrainingObjects
+
+
+def steps_elsewhere(ta: TrainingObjects, node: cst.CSTNode) -> bool:
+    """A call of a function or method of the user's other modules one call of which runs a
+    whole training step (``loss_obj.stage_one(users, pos, neg)`` doing backward and step)."""
+    ctx = ta.ctx
+    if not ctx.project or not isinstance(node, cst.Call):
+        return False
+    name = dotted_name(node.func)
+    if name is None or name.startswith("self."):
+        return False
+    if isinstance(node.func, cst.Name) and (callee := indirect_callee(ctx, node)) is not None:
+        f = ctx.project[callee[0]].functions.get(callee[1])  # ``step_fn = get_step_fn(...)``
+        return f is not None and f.steps_each_call
+    if name.split(".", 1)[0] in ctx.import_aliases:  # ``utils.train_batch(...)``: that module only
+        found = project_function(ctx, node)
+        return found is not None and found.facts.steps_each_call
+    if not isinstance(node.func, cst.Attribute) or not isinstance(node.func.value, cst.Name):
+        return False
+    cls = class_of(ctx, node.func.value)  # ``bpr: utils.BPRLoss = ...``; ``bpr.stage_one(...)``
+    method = project_class_method(ctx, cls, (node.func.attr.value,)) if cls is not None else None
+    # else ``trainer.train_step(samples)`` of a parameter, or ``build_model(opt)``'s product: the one class with it
+    facts = method[2] if method is not None else getattr(project_method(ctx, node), "facts", None)
+    return facts.steps_each_call if facts is not None else calls_stepping_method(ctx, node)
+
+
+def class_of(ctx: RuleContext, name: cst.Name) -> cst.BaseExpression | None:
+    """The class a name holds, as its function says: an annotation (``bpr: utils.BPRLoss``,
+    also of a parameter) or one construction (``bpr = utils.BPRLoss(model, cfg)``)."""
+    fn = ctx.enclosing(name, cst.FunctionDef)
+    memo: dict[tuple[cst.FunctionDef | None, str], cst.BaseExpression | None] = ctx.fact(_classes)
+    key = (fn, name.value)
+    if key not in memo:
+        memo[key] = _class_in(ctx, fn, name)
+    return memo[key]
+
+
+def _classes(ctx: RuleContext) -> dict[tuple[cst.FunctionDef | None, str], cst.BaseExpression | None]:
+    return {}
+
+
+def _class_in(ctx: RuleContext, fn: cst.FunctionDef | None, name: cst.Name) -> cst.BaseExpression | None:
+    body = fn if fn is not None else ctx.module
+    if fn is not None:
+        for p in fn.params.params:
+            if p.name.value == name.value and p.annotation is not None:
+                return p.annotation.annotation
+    annotated, assigned = bindings(body)  # one walk of the body, whatever names its calls ask about
+    if name.value in annotated:
+        return annotated[name.value]
+    values = assigned.get(name.value, [])
+    ctor = strip_chain(values[0]) if len(values) == 1 else None  # ``Trainer(net).cuda()`` is a Trainer
+    if isinstance(ctor, cst.Call) and (dotted_name(ctor.func) or "").split(".", 1)[0] in ctx.import_aliases:
+        return ctor.func
+    return None
