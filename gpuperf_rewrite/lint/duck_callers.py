@@ -261,9 +261,9 @@ def duck_key_parts(path: Path, data: bytes, search: Path, known: set[Path]) -> l
 
 
 def may_call_by_name(data: bytes) -> bool:
-    """Can the file call, in a step loop, a method of a class it does not import (read off bytes)?"""
-    return b"def " in data and _LOOP.search(data) is not None and any(w in data for w in _STEP_WORDS) and \
-        _CALLED.search(data) is not None
+    """Can the file call, in a step loop or in code another module's loop runs every step (an agent's
+    ``update(replay_buffer, L, step)``), a method of a class it does not import (read off bytes)?"""
+    return b"def " in data and any(w in data for w in _STEP_WORDS) and _CALLED.search(data) is not None
 
 
 def imported_paths(path: Path, data: bytes) -> set[Path]:
@@ -281,7 +281,7 @@ def duck_method_files(path: Path, data: bytes, search: Path, imported: set[Path]
     for the names the checked file (with a loop) calls on a receiver other than ``self``."""
     from gpuperf_rewrite.rules.analysis.facts.receiver_guess import generic_methods
 
-    if not _LOOP.search(data) or not any(w in data for w in _STEP_WORDS):
+    if not any(w in data for w in _STEP_WORDS):
         return {}
     generic = generic_methods()
     defs = _scan(search)[1]
@@ -291,8 +291,9 @@ def duck_method_files(path: Path, data: bytes, search: Path, imported: set[Path]
         if name.startswith("_") or name in generic:
             continue
         found = [p for p in defs.get(name, ()) if p != path]
-        if not found or len(found) > MAX_DEFINING or any(p in imported for p in found):
-            continue  # none, too many, or the file imports it (its facts are the rules' already)
+        if len(found) > MAX_DEFINING:
+            continue  # too many: the name says nothing
+        found = [p for p in found if p not in imported]  # (the facts of those it imports are the rules' already)
         found = [p for p in found if _may_read(p)]
         if not found:
             continue  # no host read there: nothing its methods could do to what they are handed

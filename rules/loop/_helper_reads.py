@@ -368,7 +368,9 @@ def _callee(ctx: RuleContext, ta: TrainingAnalysis,
     imported = project_function(ctx, call) or project_method(ctx, call)
     if imported is not None and (reads := _imported_reads(imported)):
         return imported.name, imported.facts.params, reads
-    return duck_callee(ctx, func) if imported is None else None
+    # (a method of that name in the modules it imports reads nothing: ``L.log(...)`` of a logger handed
+    # in may be the ``Logger.log`` of a module it does not import, matched by name)
+    return duck_callee(ctx, func) if imported is None or project_function(ctx, call) is None else None
 
 
 _MODEL_METHODS = frozenset({"forward", "__call__"})

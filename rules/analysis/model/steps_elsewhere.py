@@ -12,6 +12,7 @@ from ..syntax.bindings import bindings
 from ..syntax.calls import dotted_name
 from ..syntax.project import project_class_method, project_function, project_method
 from ..syntax.stepping_names import calls_stepping_method
+from ..syntax.tree import walk
 from .models import strip_chain
 from .step_reach import indirect_callee
 
@@ -70,6 +71,22 @@ def _class_in(ctx: RuleContext, fn: cst.FunctionDef | None, name: cst.Name) -> c
         return annotated[name.value]
     values = assigned.get(name.value, [])
     ctor = strip_chain(values[0]) if len(values) == 1 else None  # ``Trainer(net).cuda()`` is a Trainer
+    if isinstance(ctor, cst.Call) and isinstance(ctor.func, cst.Name) and \
+            ctor.func.value not in ctx.import_aliases:  # ``agent = make_agent(...)``: what the file's factory builds
+        ctor = _built_by(ctx, ctor.func.value)
     if isinstance(ctor, cst.Call) and (dotted_name(ctor.func) or "").split(".", 1)[0] in ctx.import_aliases:
         return ctor.func
     return None
+
+
+def _built_by(ctx: RuleContext, factory: str) -> cst.Call | None:
+    """The constructor every ``return`` of the file's one function ``factory`` returns, all of one
+    class (``def make_agent(...): if args.agent == "sac_ae": return SacAeAgent(...)``)."""
+    defs = [f for f in ctx.module.body if isinstance(f, cst.FunctionDef) and f.name.value == factory]
+    if len(defs) != 1:
+        return None
+    values = [strip_chain(r.value) for r in walk(defs[0].body) if isinstance(r, cst.Return) and r.value is not None]
+    calls = [v for v in values if isinstance(v, cst.Call)]
+    if not calls or len(calls) != len(values) or len({dotted_name(c.func) for c in calls}) != 1:
+        return None
+    return calls[0]
