@@ -20,6 +20,7 @@ MODULES = (
     'analysis/facts/entry_models.py',
     'analysis/facts/execution.py',
     'analysis/facts/flow.py',
+    'analysis/facts/forward_calls.py',
     'analysis/facts/framework_config.py',
     'analysis/facts/framework_docs.py',
     'analysis/facts/framework_hooks.py',

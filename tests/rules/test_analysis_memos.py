@@ -159,10 +159,11 @@ def test_tensor_arg_reads_once_per_function(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_training_analysis_reads_annotated_and_built_classes() -> None:
     ctx = _ctx()
-    ta = analysis(ctx)
+    from gpuperf_rewrite.rules.analysis.model.steps_elsewhere import class_of
+
     build = _fn(ctx, "build")
     opt = next(n for n in ctx.nodes(cst.Name) if n.value == "opt" and ctx.enclosing(n, cst.FunctionDef) is build)
-    assert ctx.code_for(ta._class_of(opt)) == "torch.optim.Optimizer"  # the annotation wins, as a walk found it
+    assert ctx.code_for(class_of(ctx, opt)) == "torch.optim.Optimizer"  # the annotation wins, as a walk found it
 
 
 @pytest.mark.parametrize("names", [frozenset({"torch.optim.*", "torch.nn.Linear"}),

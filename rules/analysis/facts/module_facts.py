@@ -39,6 +39,7 @@ from .builders import (unpacked_in, assigned_in, gathers_own_parameters, at_modu
 from .call_pace import offered_names, paced_calls, project_callee, self_paced_calls
 from .receiver_guess import guessed_callees, unresolved_loop_calls
 from .class_picks import picked_trainers
+from .forward_calls import forward_step_calls
 from .cli_defaults import false_fields, string_fields, zero_fields
 from .zero_constants import module_config_fields, module_zero_constants
 from .class_factories import returned_classes
@@ -175,7 +176,7 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
     if not ctx.project and not looping:  # (a loop's ``algo.log_info(info)`` on an object it is handed: below)
         return tuple(out)
     if not looping and not roots:  # a model file: only the calls its forwards reach, the callees' facts alone read
-        return tuple(out + _forward_step_calls(ctx, ta, line_of) + paced)
+        return tuple(out + forward_step_calls(ctx, ta, line_of) + paced)
     instances: dict[str, list[cst.BaseExpression]] = {}
     offered = offered_names(ctx)
     for call in ctx.nodes(cst.Call):
@@ -191,32 +192,6 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
         elif forwards and (root := forward_caller(ctx, ta, call)) is not None:
             out += [StepCall(m, f, line_of(call), forward_kind(root), "", False, note) for m, f, note in callees]
     return tuple(out + paced)
-
-
-def _forward_step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf) -> list[StepCall]:
-    """The calls of functions and classes imported from the user's other modules that a forward
-    of this module's models runs on every call (``ProbMask(...)``, ``ops.sinusoid(pos, d)``). Only
-    the modules such a call names have their facts read (a model zoo's file importing many
-    modules costs what its forwards call, not its whole import graph)."""
-    keys = set(ctx.project)  # the names alone: no facts computed
-    out = []
-    for call in ctx.nodes(cst.Call):
-        name = dotted_name(call.func)
-        if name is None:
-            continue
-        head, _, rest = name.partition(".")
-        full = ctx.import_aliases.get(head, "")
-        parts = (f"{full}.{rest}" if full and rest else full).split(".")
-        if not full or not any(".".join(parts[:i]) in keys for i in range(1, len(parts))):
-            continue
-        root = forward_caller(ctx, ta, call)
-        if root is None:
-            continue
-        found = project_function(ctx, call)
-        if found is not None:
-            callee = found.name if found.name in found.module.functions else f"{found.name}.__init__"
-            out.append(StepCall(found.key, callee, line_of(call), forward_kind(root)))
-    return out
 
 
 def _params_through_helpers(ctx: RuleContext, functions: dict[str, FunctionFacts]) -> None:
