@@ -173,8 +173,9 @@ class SyncCallInLoop(Rule):
             else:
                 where = ta.loop_kind(loop) if loop is not None else \
                     f"{caller.kind} ({caller.where} calls `{caller.function}` on each one)"  # type: ignore[union-attr]
+            freed = " (and empty_cache forces re-allocation)" if "empty_cache" in held else ""
             yield Finding.of(call, f"`{what}`{via} on every {where} stalls the CPU until the GPU has "
-                                "drained its queue (and empty_cache forces re-allocation); remove it",
+                                f"drained its queue{freed}; remove it",
                           _removal(ctx, call, what))
 
 

@@ -186,15 +186,19 @@ def _unguarded(ctx: RuleContext, ta: TrainingAnalysis, pending: list[cst.If],
         not any(rare_exit_before(ctx, block, child, loops) is not None for block, child in blocks)
 
 
+_OPTIMIZER_NAME = re.compile(r"(^|[._])(opt|optim|optimi[sz]er)(_\w+)?$|_opt$", re.IGNORECASE)
+
+
 def stepping_classes(ctx: RuleContext) -> frozenset[str]:
     """This module's top-level classes one of whose methods backpropagates itself (``.backward()``, ``opt.backward_clip_step(loss)``) (a trainer
     written as an ``nn.Module``, a model with its own ``train_step``): their methods are walked for
     a training step like any function's. Read off the calls already indexed, no walk of its own."""
-    if "backward" not in ctx.source:
+    if "backward" not in ctx.source and "opt" not in ctx.source:
         return frozenset()
     out = set()
-    for call in ctx.nodes(cst.Call):
-        if backward_call(call):
+    for call in ctx.nodes(cst.Call):  # (or steps an optimizer it holds: ``self.gen_opt.step()``, the backward in its model)
+        if backward_call(call) or isinstance(call.func, cst.Attribute) and call.func.attr.value == "step" and \
+                not call.args and _OPTIMIZER_NAME.search(dotted_name(call.func.value) or ""):
             cls = ctx.enclosing(call, cst.ClassDef)
             if cls is not None and ctx.parent(cls) is ctx.module:
                 out.add(cls.name.value)

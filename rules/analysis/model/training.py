@@ -188,9 +188,12 @@ class TrainingAnalysis(TrainingObjects):
         got = self._steps_each.get(fn)
         if got is None:
             nodes = list(step_nodes(self, fn.body))  # (``for opt in optimizers: opt.step()`` included)
+            # (the backward in a function of the file it calls, or in the model's forward it runs:
+            # ``self.model(co, cl, hp, "gen_update")`` whose forward calls ``loss.backward()``)
             got = self._steps_each[fn] = any(self.hidden_step(n) is not None for n in nodes) or any(
                 self.is_optimizer_step(n) for n in nodes) and any(
-                self.is_backward_call(n) for n in walk(fn.body) if isinstance(n, cst.Call))
+                self.is_backward_call(n) or any(self._trains_flat(f) for f in self.called_functions(n)) or
+                self.is_module_like(n.func, by_name=True) for n in walk(fn.body) if isinstance(n, cst.Call))
         return got
 
     @staticmethod
