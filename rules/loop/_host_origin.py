@@ -23,7 +23,7 @@ from ._returned_tensors import returned_host_tensor
 from ._host_moves import COMBINERS, TORCH_SAME_PLACE, host_scalar
 
 DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
-    "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor",
+    "zeros", "ones", "empty", "full", "arange", "range", "linspace", "logspace", "eye", "tensor",
     "zeros_like", "ones_like", "empty_like", "full_like",
     # window functions and index tables: factories too, each takes device= (``torch.stft(...,
     # window=torch.hann_window(n_fft).to(x.device))`` builds the window on the CPU every step)

@@ -73,6 +73,30 @@ def sampled_copy(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call) -> Find
     return Finding.of(call, message, fix)
 
 
+def sampled_factory_copies(ctx: RuleContext, ta: TrainingAnalysis) -> list[Finding]:
+    """``torch.as_tensor(self.obses[idxs], device=self.device)`` in a replay buffer's ``sample()``: the
+    factory copies the rows picked at random from host memory to the device itself, as blocking as
+    a ``.to()`` (and ``as_tensor``/``tensor`` take no ``non_blocking``), once per update."""
+    out = []
+    for call in ctx.nodes(cst.Call) if "device" in ctx.source else ():
+        fn = ctx.enclosing(call, cst.FunctionDef)
+        if fn is None or not call.args or not ctx.matches(call.func, _WRAPS) or get_arg(call, "device") is None or \
+                not isinstance(rows := call.args[0].value, cst.Subscript) or not _drawn(ctx, fn, rows) or \
+                proven_rare(ctx, ta, fn, call):
+            continue
+        caller = ta.every_step_loop(call) or ta.every_step_caller(call)
+        seen = "" if caller is not None else (": its caller is not seen (not resolved), so that this runs every step "
+                                               "is not proven; if it runs rarely, it costs little")
+        out.append(Finding(call, f"`{fn.name.value}` copies rows picked at random (`{ctx.code_for(rows)}`) from host "
+                                 f"memory to the device as it builds the tensor (`{ctx.code_for(call.func)}(..., "
+                                 "device=...)`), a blocking copy from pageable memory, once per update" + seen +
+                                 "; keep the stored data on the device and index it there, or index a pinned tensor "
+                                 "and copy it with .to(device, non_blocking=True)",
+                           no_fix_reason="the factory takes no non_blocking: where the stored data should live is "
+                                         "the user's choice"))
+    return out
+
+
 def _drawn(ctx: RuleContext, fn: cst.FunctionDef | cst.Module, rows: cst.Subscript) -> bool:
     """An index of ``rows`` is a random draw, or a name ``fn`` binds to one."""
     for el in rows.slice:
@@ -94,7 +118,8 @@ NOT_RULED_OUT = (
     "Reported though not proven (issue 34: what a careful reader would flag, with a message that "
     "says what was not resolved): a sampler's copy of rows drawn at random (`idx = np.random.randint("
     "..., size=batch_size)`, `torch.tensor(self.obs[idx]).to(self.device)` in a replay buffer's "
-    "`sample()`) whose caller is not resolved; in a model's forward, or code it runs, a copy of a "
+    "`sample()`) whose caller is not resolved, also a factory given the device that copies as it builds "
+    "(`torch.as_tensor(self.obses[idxs], device=self.device)`: no non_blocking to add, no automatic fix); in a model's forward, or code it runs, a copy of a "
     "field of a dict or list it is handed (`news[\"title\"].to(device)`, `torch.cat(images).to(device)`: "
     "a loop's `batch.to(device)` cannot move those; a no-op if the caller moved each element; also through "
     "the one name the function binds the field to: `graphs = samples[\"graph\"]`; not in a file using "

@@ -31,7 +31,7 @@ from ._placed_batches import tokenized_here, without_prefetcher
 from ._collection_copies import collection_copy
 from ._forward_inputs import forward_input_copy
 from ._unplaced_slices import bound_in, element_of, unplaced_slice
-from ._sampled_copies import NOT_RULED_OUT, sampled_copy
+from ._sampled_copies import NOT_RULED_OUT, sampled_copy, sampled_factory_copies
 from ._fed_methods import fed_copy, module_array_copy
 from ._helper_copies import COPIES_BEHIND_HELPERS, helper_copies
 from ._holder_copies import holder_copies
@@ -424,6 +424,7 @@ class BlockingCopy(Rule):
         yield from helper_copies(ctx, ta, batch_data, lambda fn, arg: _passed_batch(ta, fn, arg, batch_data))
         own = list(batch_class_copies(ctx))  # ``EpisodeBatch.to(self, device)`` moving every field
         yield from own
+        yield from sampled_factory_copies(ctx, ta)  # ``torch.as_tensor(self.obs[idx], device=dev)`` in ``sample()``
         done = {f.node for f in own}
         for call in ctx.nodes(cst.Call):
             if call in done or not method_call(call, "to", "cuda", "type") or not host_to_device_copy(ctx, call):
