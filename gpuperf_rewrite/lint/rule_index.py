@@ -29,6 +29,7 @@ MODULES = (
     'analysis/facts/helper_syncs.py',
     'analysis/facts/helper_tests.py',
     'analysis/facts/hf_data.py',
+    'analysis/facts/host_keys.py',
     'analysis/facts/host_values.py',
     'analysis/facts/inherited_batches.py',
     'analysis/facts/installed.py',

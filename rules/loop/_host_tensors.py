@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.facts.host_keys import host_key_read
 from ..analysis.facts.frameworks import iterates_placed_batches, placed_by_framework
 from ..analysis.facts.host_values import on_host, returned_field_of
 from ..analysis.model.host_data import HOST_BUILDERS
@@ -36,7 +37,8 @@ def host_tensor(ctx: RuleContext, ta: TrainingAnalysis, receiver: cst.BaseExpres
     (``(labels != -100).sum()``, a count ``n = torch.tensor(0)`` then ``n += mask.sum()``)?"""
     if "set_default_device" in ctx.source:
         return False
-    return _host(ctx, ta, receiver, call, 0) or on_host_by_copy(ctx, ta, receiver, call) or on_host(ctx, receiver, call)
+    return _host(ctx, ta, receiver, call, 0) or on_host_by_copy(ctx, ta, receiver, call) or on_host(ctx, receiver, call) or \
+        host_key_read(ctx, receiver)  # ``batch["meta"]["c"]``: a key the step's copy loop leaves on the host
 
 
 def _host(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> bool:

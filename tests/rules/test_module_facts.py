@@ -321,3 +321,23 @@ def test_a_move_helper_says_which_parameter_it_moves() -> None:
     # computes on what it is handed, or casts it: not a move of the parameter
     assert got_fns["normalise"].moves == () and got_fns["to_dtype"].moves == ()
     assert ModuleFacts.from_json(got.to_json()).functions["to_gpu"].moves == ("t",)
+
+
+def test_the_batch_keys_a_copy_loop_leaves_on_the_host() -> None:
+    found = facts("""
+        import torch
+
+        def run_epoch(model, loader, device):
+            for batch in loader:
+                for k in batch:
+                    if k != "meta":
+                        batch[k] = batch[k].to(device=device, non_blocking=True)
+                for k in batch.keys():
+                    if k in ("names", "ids"):
+                        continue
+                    batch[k] = batch[k].cuda()
+                model(batch)
+    """)
+    assert found.host_keys == frozenset({"meta", "names", "ids"})
+    assert ModuleFacts.from_json(found.to_json()).host_keys == found.host_keys
+    assert facts("def f(batch):\n    for k in batch:\n        if k != 'meta':\n            print(k)\n").host_keys == frozenset()

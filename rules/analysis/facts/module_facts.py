@@ -40,6 +40,7 @@ from .call_pace import offered_names, paced_calls, project_callee, self_paced_ca
 from .receiver_guess import guessed_callees, unresolved_loop_calls
 from .class_picks import picked_trainers
 from .forward_calls import forward_step_calls
+from .host_keys import skipped_keys
 from .cli_defaults import false_fields, string_fields, zero_fields
 from .zero_constants import module_config_fields, module_zero_constants
 from .class_factories import returned_classes
@@ -120,7 +121,7 @@ def module_facts(ctx: RuleContext, line_of: LineOf = lambda node: 0) -> ModuleFa
                        self_training=self_training_methods(ctx),
                        class_tables=class_tables(ctx, exported, workload),
                        registered=registered_models(ctx, exported), class_dicts=module_class_dicts(ctx),
-                       exports=star_exports(ctx))
+                       exports=star_exports(ctx), host_keys=skipped_keys(ctx))
 
 
 def _reexported(ctx: RuleContext, kind: str) -> frozenset[str]:

@@ -155,9 +155,9 @@ class ModuleFacts:
     # through its own or its imports' classes (``facts.framework_hooks``)
     trainer_classes: frozenset[str] = frozenset()
     callback_classes: frozenset[str] = frozenset()
-    # its DataLoader subclasses that keep one iterator (and so their workers) for their whole life
-    # (``model.datasets.worker_keeping_loaders``)
+    # its DataLoader subclasses that keep one iterator (and so their workers) for their whole life (``worker_keeping_loaders``)
     kept_loaders: frozenset[str] = frozenset()
+    host_keys: frozenset[str] = frozenset()  # batch keys its copy loops leave on the host (``facts.host_keys``)
     # ``Class.method`` of its model classes whose own method runs a training loop over the model
     # (a Keras-like ``fit``), inherited and re-exported too (``facts.self_training``)
     self_training: frozenset[str] = frozenset()
@@ -188,7 +188,7 @@ class ModuleFacts:
                 "class_tables": {k: [list(v[0]), list(v[1])] for k, v in sorted(self.class_tables.items())},
                 "registered": sorted(self.registered), "string_fields": sorted(self.string_fields),
                 "class_dicts": {k: [list(p) for p in v] for k, v in sorted(self.class_dicts.items())},
-                "exports": dict(sorted(self.exports.items()))}
+                "exports": dict(sorted(self.exports.items())), "host_keys": sorted(self.host_keys)}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> ModuleFacts:
@@ -211,7 +211,7 @@ class ModuleFacts:
                    class_tables={k: (tuple(v[0]), tuple(v[1])) for k, v in doc.get("class_tables", {}).items()},
                    registered=frozenset(doc.get("registered", ())), string_fields=frozenset(doc.get("string_fields", ())),
                    class_dicts={k: tuple((a, b) for a, b in v) for k, v in doc.get("class_dicts", {}).items()},
-                   exports=dict(doc.get("exports", {})))
+                   exports=dict(doc.get("exports", {})), host_keys=frozenset(doc.get("host_keys", ())))
 
     def batch_methods(self) -> set[str]:
         """Names of the methods of its classes that return a batch (``next_batch``)."""
