@@ -202,6 +202,23 @@ def test_a_class_imported_from_one_of_several_modules_resolves_alike_every_run()
         assert project_model_class(ctx, call.func).path == "nerf/network.py"  # type: ignore[union-attr]
 
 
+def test_a_method_two_classes_define_alike_resolves_alike_in_any_order() -> None:
+    """``loss.get_loss()`` on a loss handed in, where ``NLLLoss`` and its subclass ``Perplexity`` both
+    define ``get_loss`` with the same facts: the class a message names does not depend on the order
+    the facts were listed in (which followed the process's hash seed)."""
+    from gpuperf_rewrite.rules.analysis.syntax.project import FunctionFacts, ModuleFacts, project_method
+
+    source = "def step(loss):\n    return loss.get_loss()\n"
+    same = FunctionFacts()
+    picks = set()
+    for names in (("Perplexity", "NLLLoss"), ("NLLLoss", "Perplexity")):
+        facts = ModuleFacts(functions={f"{n}.get_loss": same for n in names})
+        ctx = RuleContext(cst.parse_module(source), source, project={"seq2seq.loss": facts})
+        call = next(c for c in ctx.nodes(cst.Call))
+        picks.add(project_method(ctx, call).name)  # type: ignore[union-attr]
+    assert picks == {"NLLLoss.get_loss"}
+
+
 def test_assignments_by_name_are_the_filtered_assignments_in_order() -> None:
     from gpuperf_rewrite.rules.analysis.model.models import assignments, assignments_to
 

@@ -470,8 +470,8 @@ def project_method(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
 
 def _methods_by_name(ctx: RuleContext) -> dict[str, tuple[ModuleFacts, str, FunctionFacts, str]]:
     seen: dict[str, list[tuple[ModuleFacts, str, FunctionFacts, str]]] = {}
-    for key, facts in ctx.project.items():
-        for name, f in facts.functions.items():
+    for key, facts in sorted(ctx.project.items()):  # (sorted: the same pick whatever the hash seed)
+        for name, f in sorted(facts.functions.items()):
             if "." in name and not name.rsplit(".", 1)[1].startswith("__"):
                 entries = seen.setdefault(name.rsplit(".", 1)[1], [])
                 # A re-export repeats the same facts; two different ones make the name ambiguous (a zoo's ``forward``s).
