@@ -17,7 +17,7 @@ from ..model.host_data import returns_host_tensors
 from ..model.models import is_model_constructor, library_optimizer_model, loss_classes, module_subclasses, registry_built_model, strip_chain
 from ..model.rare_evals import step_kind
 from ..model.hook_steps import steps_through_methods
-from ..model.handed_callables import stored_callable_calls
+from ..model.handed_callables import param_callable_calls, stored_callable_calls
 from ..model.step_reach import indirect_callee, returned_closures
 from ..model.step_code import fills_grads, walk_with_callees, zeroes_grads
 from ..model.training import TrainingAnalysis, analysis
@@ -174,6 +174,7 @@ def _step_calls(ctx: RuleContext, ta: TrainingAnalysis, line_of: LineOf,
         return tuple(paced + own)
     out = own + (self_step_calls(ctx, ta, line_of) if looping else [])
     out += stored_callable_calls(ctx, ta, line_of, roots)  # ``self.get_batch(bs)``: handed in by the caller
+    out += param_callable_calls(ctx, ta, line_of) if looping else []  # ``get_loss(model, batch, step)``: handed in
     if not ctx.project and not looping:  # (a loop's ``algo.log_info(info)`` on an object it is handed: below)
         return tuple(out)
     if not looping and not roots:  # a model file: only the calls its forwards reach, the callees' facts alone read

@@ -235,7 +235,8 @@ def reexported_steps(ctx: RuleContext) -> tuple[StepCall, ...]:
                 continue
             key = "." * len(small.relative) + (dotted_name(small.module) or "" if small.module else "")
             facts = ctx.project.get(key)
-            calls = [c for c in facts.step_calls if not c.module] if facts is not None else []
+            calls = [c for c in facts.step_calls if not c.module and  # (a function's handed parameter: re-exported
+                     ("(@" not in c.function or ctx.path.endswith("__init__.py"))] if facts is not None else []  # by packages)
             if not calls:
                 continue
             if isinstance(small.names, cst.ImportStar):

@@ -8,6 +8,11 @@ step. The loop is in the class's module, the function (and the edit) in the one 
   runs the method it is in): ``StepCall("", "Class(attr)", line, kind)`` in its module's facts;
 - the caller's half (``handed_roots``): a function of this module handed as ``attr=fn`` to the
   constructor of such a class: per-step code, the class's line named as the caller.
+
+Also a function handed positionally to a function or method of another module that calls that
+parameter on every iteration of its loop (``runner.train(get_loss, ...)`` with ``def train(self,
+get_loss)``: ``get_loss(model, batch, step)`` per step): ``StepCall("", "Trainer.train(@0)", ...)``
+(``param_callable_calls``) on the callee's side, the handed function a per-step root on the caller's.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from ..syntax.calls import dotted_name
 from ..syntax.callsites import class_self_calls
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller
-from ..syntax.project import StepCall, call_path, project_class_facts
+from ..syntax.project import StepCall, call_path, project_class_facts, project_function, project_method
 
 
 def stored_callable_calls(ctx: RuleContext, ta: object, line_of: Callable[[cst.CSTNode], int],
@@ -44,6 +49,27 @@ def stored_callable_calls(ctx: RuleContext, ta: object, line_of: Callable[[cst.C
     return out
 
 
+def param_callable_calls(ctx: RuleContext, ta: object, line_of: Callable[[cst.CSTNode], int]) -> list[StepCall]:
+    """``StepCall("", "Trainer.train(@0)", ...)`` for each call of a function's own parameter on every
+    iteration of its loop (``def train(self, get_loss, ...)``: ``loss = get_loss(model, batch, step)``):
+    what a caller hands in that place (positional index, ``self`` left out) runs every step."""
+    out = []
+    for call in ctx.nodes(cst.Call):
+        fn = ctx.enclosing(call, cst.FunctionDef) if isinstance(call.func, cst.Name) else None
+        if fn is None:
+            continue
+        params = [p.name.value for p in fn.params.params]
+        cls = ctx.enclosing(fn, cst.ClassDef)
+        method = cls is not None and ctx.parent(ctx.parent(fn)) is cls
+        params = params[1:] if method and params[:1] in (["self"], ["cls"]) else params
+        if call.func.value not in params or (loop := ta.every_step_loop(call)) is None:  # type: ignore[attr-defined]
+            continue
+        qual = f"{cls.name.value}.{fn.name.value}" if method else fn.name.value  # type: ignore[union-attr]
+        out.append(StepCall("", f"{qual}(@{params.index(call.func.value)})", line_of(call),
+                            ta.loop_kind(loop)))  # type: ignore[attr-defined]
+    return out
+
+
 def handed_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
     """This module's functions handed by keyword (``get_batch=sample_batch``) to the constructor of
     a class of the user's other modules that calls that attribute every step; by the class's
@@ -57,6 +83,7 @@ def _handed_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
         defs.setdefault(fn.name.value, []).append(fn)
     out: dict[cst.FunctionDef, StepCaller] = {}
     for call in ctx.nodes(cst.Call):
+        _handed_in_place(ctx, call, defs, out)  # ``trainer.train(get_loss, ...)``
         handed = [a for a in call.args if a.keyword is not None and isinstance(a.value, cst.Name)
                   and len(defs.get(a.value.value, ())) == 1]
         if not handed or not isinstance(call.func, (cst.Name, cst.Attribute)):
@@ -79,3 +106,23 @@ def _handed_roots(ctx: RuleContext) -> dict[cst.FunctionDef, StepCaller]:
 def own_functions(ctx: RuleContext) -> frozenset[str]:
     """The names of this module's top-level functions: one handed to a trainer is no model."""
     return frozenset(s.name.value for s in ctx.module.body if isinstance(s, cst.FunctionDef))
+
+
+def _handed_in_place(ctx: RuleContext, call: cst.Call, defs: dict[str, list[cst.FunctionDef]],
+                     out: dict[cst.FunctionDef, StepCaller]) -> None:
+    """A function of this module handed positionally to a function or method of another module that
+    calls that parameter every step (``param_callable_calls``: ``Trainer.train(@0)``)."""
+    handed = [(i, a) for i, a in enumerate(call.args) if a.keyword is None and not a.star and
+              isinstance(a.value, cst.Name) and len(defs.get(a.value.value, ())) == 1]
+    if not handed:
+        return
+    found = project_function(ctx, call) or project_method(ctx, call)
+    if found is None:
+        return
+    for i, arg in handed:
+        want = f"{found.name}(@{i})"
+        step = next((c for c in found.module.step_calls if not c.module and c.function == want), None)
+        if step is not None:
+            fn = defs[arg.value.value][0]  # type: ignore[attr-defined]
+            out.setdefault(fn, StepCaller(arg.value.value, call_path(found.module, step) or "the caller's module",  # type: ignore[attr-defined]
+                                          step.line, step.kind))
