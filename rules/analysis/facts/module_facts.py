@@ -413,6 +413,8 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
             if (trains or not look_train) and (zeroes or not look_zero) and (autocast or not look_autocast) and \
                     (compiles or not look_compile) and (scaler or not look_scaler):
                 break  # all it looks for found: the rest of the body cannot change them
+    if look_train and not trains:  # a step loop of its own trains (``train_util.train_step(...)`` per batch)
+        trains = any(ctx.is_inside(loop, fn) for loop in ta.step_loops)
     returns = [v for r in returned_values(ctx, fn) for v in values_of(fn, r)]
     built = [c for c in (strip_chain(v) for v in returns) if isinstance(c, cst.Call)]
     optimizer = next((c for c in built if is_class_call(ctx, c, OPTIMIZERS)  # (``getattr(optim, name)``, a table)

@@ -42,7 +42,16 @@ def steps_elsewhere(ta: TrainingObjects, node: cst.CSTNode) -> bool:
     method = project_class_method(ctx, cls, (node.func.attr.value,)) if cls is not None else None
     # else ``trainer.train_step(samples)`` of a parameter, or ``build_model(opt)``'s product: the one class with it
     facts = method[2] if method is not None else getattr(project_method(ctx, node), "facts", None)
-    return facts.steps_each_call if facts is not None else calls_stepping_method(ctx, node)
+    if facts is not None:
+        return facts.steps_each_call
+    # ``train_util.train_step(images, boxes, labels, 1, fp16, scaler)`` on an object handed in from a module
+    # this one never imports: a method named for one training step, whatever class defines it
+    return calls_stepping_method(ctx, node) or cls is None and node.func.attr.value in _ONE_STEP_NAMES
+
+
+# Methods whose name says one call is one training step (``trainer.train_step(batch)``).
+_ONE_STEP_NAMES = frozenset({"train_step", "training_step", "train_batch", "train_on_batch", "optimize_parameters",
+                             "train_iter", "train_one_step", "update_parameters"})
 
 
 def class_of(ctx: RuleContext, name: cst.Name) -> cst.BaseExpression | None:
