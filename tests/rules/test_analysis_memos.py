@@ -204,8 +204,9 @@ def test_a_class_imported_from_one_of_several_modules_resolves_alike_every_run()
 
 def test_a_method_two_classes_define_alike_resolves_alike_in_any_order() -> None:
     """``loss.get_loss()`` on a loss handed in, where ``NLLLoss`` and its subclass ``Perplexity`` both
-    define ``get_loss`` with the same facts: the class a message names does not depend on the order
-    the facts were listed in (which followed the process's hash seed)."""
+    define ``get_loss`` with the same facts: two classes, not a re-export, so the name alone resolves to
+    neither (the receiver guess names both), whatever order the facts were listed in (which followed
+    the process's hash seed); the same class re-exported by a package resolves to it."""
     from gpuperf_rewrite.rules.analysis.syntax.project import FunctionFacts, ModuleFacts, project_method
 
     source = "def step(loss):\n    return loss.get_loss()\n"
@@ -215,8 +216,14 @@ def test_a_method_two_classes_define_alike_resolves_alike_in_any_order() -> None
         facts = ModuleFacts(functions={f"{n}.get_loss": same for n in names})
         ctx = RuleContext(cst.parse_module(source), source, project={"seq2seq.loss": facts})
         call = next(c for c in ctx.nodes(cst.Call))
-        picks.add(project_method(ctx, call).name)  # type: ignore[union-attr]
-    assert picks == {"NLLLoss.get_loss"}
+        found = project_method(ctx, call)
+        picks.add(found.name if found is not None else None)
+        again = RuleContext(cst.parse_module(source), source, project={"seq2seq.loss": facts, "seq2seq": facts})
+        assert project_method(again, next(c for c in again.nodes(cst.Call))) is None
+    assert picks == {None}
+    one = ModuleFacts(functions={"NLLLoss.get_loss": same})
+    ctx = RuleContext(cst.parse_module(source), source, project={"seq2seq.loss": one, "seq2seq": one})
+    assert project_method(ctx, next(c for c in ctx.nodes(cst.Call))).name == "NLLLoss.get_loss"  # type: ignore[union-attr]
 
 
 def test_assignments_by_name_are_the_filtered_assignments_in_order() -> None:

@@ -112,7 +112,7 @@ def _classes_defining(ctx: RuleContext, method: str) -> list[tuple[str, str]]:
     seen: list[tuple[str, str, object]] = []
     for key, facts in sorted(ctx.project.items()):
         for name, f in facts.functions.items():
-            if name.count(".") == 1 and name.endswith(f".{method}") and all(e[2] != f for e in seen):
+            if name.count(".") == 1 and name.endswith(f".{method}") and all(e[1] != name or e[2] != f for e in seen):
                 seen.append((key, name, f))
     return [(key, name) for key, name, _ in seen]
 

@@ -46,7 +46,15 @@ def steps_elsewhere(ta: TrainingObjects, node: cst.CSTNode) -> bool:
         return facts.steps_each_call
     # ``train_util.train_step(images, boxes, labels, 1, fp16, scaler)`` on an object handed in from a module
     # this one never imports: a method named for one training step, whatever class defines it
-    return calls_stepping_method(ctx, node) or cls is None and node.func.attr.value in _ONE_STEP_NAMES
+    return calls_stepping_method(ctx, node) or cls is None and node.func.attr.value in _ONE_STEP_NAMES and \
+        _handed_in(ctx, node.func.value)
+
+
+def _handed_in(ctx: RuleContext, name: cst.Name) -> bool:
+    """Is ``name`` a parameter of the function reading it (an object its caller hands in)? A name the
+    function binds itself (``model = create_model(opt)``) is left to the project's duck callers."""
+    fn = ctx.enclosing(name, cst.FunctionDef)
+    return fn is not None and any(p.name.value == name.value for p in fn.params.params)
 
 
 # Methods whose name says one call is one training step (``trainer.train_step(batch)``).

@@ -475,7 +475,7 @@ def _methods_by_name(ctx: RuleContext) -> dict[str, tuple[ModuleFacts, str, Func
             if "." in name and not name.rsplit(".", 1)[1].startswith("__"):
                 entries = seen.setdefault(name.rsplit(".", 1)[1], [])
                 # A re-export repeats the same facts; two different ones make the name ambiguous (a zoo's ``forward``s).
-                if len(entries) < 2 and all(e[2] != f for e in entries):
+                if len(entries) < 2 and all(e[1] != name or e[2] != f for e in entries):
                     entries.append((facts, name, f, key))
     return {name: entries[0] for name, entries in seen.items() if len(entries) == 1}
 
