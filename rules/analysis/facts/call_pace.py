@@ -16,12 +16,12 @@ import libcst as cst
 from ..model.models import strip_chain
 from ..model.rare_evals import how_often_called
 from ..model.step_reach import indirect_callee
-from ..model.steps_elsewhere import class_of
+from ..model.steps_elsewhere import receiver_method
 from ..model.training import TrainingAnalysis
 from ..syntax.calls import dotted_name
 from ..syntax.context import RuleContext
 from ..syntax.launch import OFTEN_CALL, RARE_CALL
-from ..syntax.project import StepCall, project_class_method, project_function, project_instance_method, project_method
+from ..syntax.project import StepCall, project_function, project_instance_method, project_method
 
 LineOf = Callable[[cst.CSTNode], int]
 
@@ -48,10 +48,11 @@ def project_callee(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call, offer
         facts = found.module
         callee = (found.key, found.name if found.name in facts.functions else f"{found.name}.__init__")
     elif known and isinstance(call.func, cst.Attribute) and (dotted_name(call.func.value) or "self") != "self":
-        cls = class_of(ctx, call.func.value) if isinstance(call.func.value, cst.Name) else None
-        typed = project_class_method(ctx, cls, (call.func.attr.value,)) if cls is not None else None
-        method = project_method(ctx, call) if typed is None else None  # ``model.parse_batch(batch)``: one class has it
-        callee = (typed[0], typed[1]) if typed is not None else (method.key, method.name) if method is not None else None
+        method = receiver_method(ctx, call) if isinstance(call.func.value, cst.Name) else None
+        if method is None and not isinstance(call.func.value, cst.Name):
+            got = project_method(ctx, call)  # ``self.model.parse_batch(batch)``: one class has it
+            method = (got.key, got.name, got.facts) if got is not None else None
+        callee = (method[0], method[1]) if method is not None else None
     if callee is None and isinstance(call.func, cst.Name):
         callee = indirect_callee(ctx, call)  # ``step_fn = get_step_fn(...)``, ``partial(step, ...)``
     if callee is None and isinstance(call.func, (cst.Name, cst.Attribute)):

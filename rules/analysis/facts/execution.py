@@ -19,6 +19,7 @@ import dataclasses
 import libcst as cst
 
 from ..syntax.calls import literal_value
+from ..syntax.callsites import class_of_method
 from ..syntax.context import RuleContext
 
 _LOOPS = (cst.For, cst.While)
@@ -193,7 +194,7 @@ class Execution:
         method is found through ``<anything>.name`` (and ``__init__`` through its class's
         name); implicitly called methods have no visible references."""
         name = fn.name.value
-        cls = self._class_of_method(fn)
+        cls = class_of_method(self.ctx, fn)
         if cls is None:
             return list(self._name_refs().get(name, []))
         if name in _IMPLICIT:
@@ -201,11 +202,6 @@ class Execution:
         if name == "__init__":
             return list(self._name_refs().get(cls.name.value, []))
         return [a for a in self._attribute_refs().get(name, [])]
-
-    def _class_of_method(self, fn: cst.FunctionDef) -> cst.ClassDef | None:
-        block = self.ctx.parent(fn)
-        owner = self.ctx.parent(block) if block is not None else None
-        return owner if isinstance(owner, cst.ClassDef) else None
 
     def _name_refs(self) -> dict[str, list[cst.Name]]:
         """Names read as values (not binding targets, attribute names, keywords or the name of a

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from ..syntax.calls import dotted_name
-from ..syntax.callsites import class_self_calls
+from ..syntax.callsites import class_of_method, class_self_calls
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller
 from ..syntax.project import StepCall, call_path, project_class_facts, project_function, project_method
@@ -59,12 +59,11 @@ def param_callable_calls(ctx: RuleContext, ta: object, line_of: Callable[[cst.CS
         if fn is None:
             continue
         params = [p.name.value for p in fn.params.params]
-        cls = ctx.enclosing(fn, cst.ClassDef)
-        method = cls is not None and ctx.parent(ctx.parent(fn)) is cls
-        params = params[1:] if method and params[:1] in (["self"], ["cls"]) else params
+        cls = class_of_method(ctx, fn)
+        params = params[1:] if cls is not None and params[:1] in (["self"], ["cls"]) else params
         if call.func.value not in params or (loop := ta.every_step_loop(call)) is None:  # type: ignore[attr-defined]
             continue
-        qual = f"{cls.name.value}.{fn.name.value}" if method else fn.name.value  # type: ignore[union-attr]
+        qual = f"{cls.name.value}.{fn.name.value}" if cls is not None else fn.name.value
         out.append(StepCall("", f"{qual}(@{params.index(call.func.value)})", line_of(call),
                             ta.loop_kind(loop)))  # type: ignore[attr-defined]
     return out

@@ -10,7 +10,7 @@ import libcst as cst
 
 from ..syntax.bindings import bindings
 from ..syntax.calls import dotted_name
-from ..syntax.project import project_class_method, project_function, project_method
+from ..syntax.project import FunctionFacts, project_class_method, project_function, project_method
 from ..syntax.stepping_names import calls_stepping_method
 from ..syntax.tree import walk
 from .models import strip_chain
@@ -38,16 +38,28 @@ def steps_elsewhere(ta: TrainingObjects, node: cst.CSTNode) -> bool:
         return found is not None and found.facts.steps_each_call
     if not isinstance(node.func, cst.Attribute) or not isinstance(node.func.value, cst.Name):
         return False
-    cls = class_of(ctx, node.func.value)  # ``bpr: utils.BPRLoss = ...``; ``bpr.stage_one(...)``
-    method = project_class_method(ctx, cls, (node.func.attr.value,)) if cls is not None else None
-    # else ``trainer.train_step(samples)`` of a parameter, or ``build_model(opt)``'s product: the one class with it
-    facts = method[2] if method is not None else getattr(project_method(ctx, node), "facts", None)
-    if facts is not None:
-        return facts.steps_each_call
+    found = receiver_method(ctx, node)
+    if found is not None:
+        return found[2].steps_each_call
     # ``train_util.train_step(images, boxes, labels, 1, fp16, scaler)`` on an object handed in from a module
     # this one never imports: a method named for one training step, whatever class defines it
-    return calls_stepping_method(ctx, node) or cls is None and node.func.attr.value in _ONE_STEP_NAMES and \
-        _handed_in(ctx, node.func.value)
+    return calls_stepping_method(ctx, node) or class_of(ctx, node.func.value) is None and \
+        node.func.attr.value in _ONE_STEP_NAMES and _handed_in(ctx, node.func.value)
+
+
+def receiver_method(ctx: RuleContext, call: cst.Call) -> tuple[str, str, FunctionFacts] | None:
+    """(module key, ``Class.method``, its facts) of the method of the user's other modules that
+    ``recv.m(...)`` runs: of the class ``recv`` holds as its function says (``bpr: utils.BPRLoss``,
+    ``agent = make_agent(...)``), else of the one class with that method (``trainer.train_step(samples)``
+    of a parameter, ``build_model(opt)``'s product)."""
+    if not isinstance(call.func, cst.Attribute) or not isinstance(call.func.value, cst.Name):
+        return None
+    cls = class_of(ctx, call.func.value)
+    typed = project_class_method(ctx, cls, (call.func.attr.value,)) if cls is not None else None
+    if typed is not None:
+        return typed
+    method = project_method(ctx, call)
+    return (method.key, method.name, method.facts) if method is not None else None
 
 
 def _handed_in(ctx: RuleContext, name: cst.Name) -> bool:

@@ -92,7 +92,7 @@ def reaches(ctx: RuleContext, call: cst.Call, fn: cst.FunctionDef) -> bool:
     """May ``call``, which names ``fn`` (``called_name``), run it? A bare ``train()`` runs a function of that
     name, never a method: an agent's ``train(self, batch)`` beside the script's ``def train(config)``, called
     ``train()`` under ``__main__``, is not the method's call (a local alias of the method is: ``run = self.m``)."""
-    if not isinstance(call.func, cst.Name) or _class_of_method(ctx, fn) is None:
+    if not isinstance(call.func, cst.Name) or class_of_method(ctx, fn) is None:
         return True
     return fn.name.value in aliased_names(ctx, call)
 
@@ -101,17 +101,17 @@ def calls_of(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst.Call]:
     """In-module call sites of a function (``train(...)``) or method (``self.step(...)``); for a
     class's ``forward``/``__call__``, also the calls of its instances (``instance_calls``)."""
     found = ctx.fact(_calls_by_name).get(fn.name.value, [])
-    if _class_of_method(ctx, fn) is not None:  # (a bare ``name()`` is no call of a method)
+    if class_of_method(ctx, fn) is not None:  # (a bare ``name()`` is no call of a method)
         found = [c for c in found if reaches(ctx, c, fn)]
     if fn.name.value in ("forward", "__call__"):
-        cls = _class_of_method(ctx, fn)
+        cls = class_of_method(ctx, fn)
         extra = ctx.fact(_instance_calls).get(cls.name.value, []) if cls is not None else []
         if extra:
             return found + [c for c in extra if c not in found]
     return found
 
 
-def _class_of_method(ctx: RuleContext, fn: cst.FunctionDef) -> cst.ClassDef | None:
+def class_of_method(ctx: RuleContext, fn: cst.FunctionDef) -> cst.ClassDef | None:
     block = ctx.parent(fn)
     cls = ctx.parent(block) if block is not None else None
     return cls if isinstance(cls, cst.ClassDef) else None
@@ -131,7 +131,7 @@ def method_calls_on_instances(ctx: RuleContext, fn: cst.FunctionDef) -> list[cst
     """Calls of the method ``fn`` (``__call__`` too) through a name bound only to instances of its
     class, nowhere to anything else (``self.matcher.assign(cost)``, ``self.matcher(cost)`` after
     ``self.matcher = Greedy()``; not where ``self.matcher = torch.argsort`` too)."""
-    cls = _class_of_method(ctx, fn)
+    cls = class_of_method(ctx, fn)
     if cls is None:
         return []
     bound, other = ctx.fact(_instances), ctx.fact(_bound_otherwise)
