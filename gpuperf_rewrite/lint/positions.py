@@ -15,6 +15,7 @@ with ``PositionProvider``.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -109,6 +110,46 @@ def _node_spans(module: cst.Module, nodes: list[cst.CSTNode]) -> dict[cst.CSTNod
     wanted = {node: state.spans[node] for node in nodes}
     at = _positions_at(state.tokens, {i for span in wanted.values() for i in span})
     return {node: (*at[start], *at[end]) for node, (start, end) in wanted.items()}
+
+
+def start_lines(module: cst.Module) -> dict[cst.CSTNode, int]:
+    """The first line of every node of ``module`` (as :func:`node_spans` gives it), from one code
+    generation: for facts that ask the lines of many nodes of a module none of whose findings is
+    reported (a module read for its importers)."""
+    state = _SpanState(default_indent=module.default_indent, default_newline=module.default_newline)
+    module._codegen(state)
+    at = _positions_at(state.tokens, {start for start, _ in state.spans.values()})
+    return {node: at[start][0] for node, (start, _) in state.spans.items()}
+
+
+def call_lines(text: str, calls: list[cst.Call]) -> dict[cst.CSTNode, int] | None:
+    """The first line of each of ``calls`` (the module's every call, in source order) from
+    Python's parser instead of a code generation (a tenth of its cost): its calls sorted by
+    position, matched one to one, each pair checked by the name called. None where they do not
+    match (syntax this Python does not parse, a lone ``\\r`` line end, a count or a name apart)."""
+    if "\r" in text:
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    found = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    if len(found) != len(calls):
+        return None
+    out: dict[cst.CSTNode, int] = {}
+    for ours, theirs in zip(calls, found):
+        if _called_name(ours.func) != _ast_called_name(theirs.func):
+            return None
+        out[ours] = theirs.lineno
+    return out
+
+
+def _called_name(func: cst.BaseExpression) -> str:
+    return func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
+
+
+def _ast_called_name(func: ast.expr) -> str:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
 def _positions_at(tokens: list[str], indexes: set[int]) -> dict[int, tuple[int, int]]:

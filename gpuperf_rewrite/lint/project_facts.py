@@ -457,19 +457,23 @@ def _facts_of(ctx: Any) -> Any:
 
 
 def _line_finder(ctx: Any) -> Any:
-    """A node's line in ``ctx``'s module: one code generation for every line the facts may ask."""
+    """A node's line in ``ctx``'s module. The facts ask the lines of calls (step calls, a helper's
+    syncs): those come from Python's own parser, matched to the module's calls in source order
+    (``positions.call_lines``); any other node, or calls the match could not place, from one code
+    generation of the module."""
     import libcst as cst
 
-    from gpuperf_rewrite.lint.positions import node_spans
+    from gpuperf_rewrite.lint.positions import call_lines, start_lines
 
     lines: dict[Any, int] = {}
+    tried: list[bool] = []
 
     def line_of(node: Any) -> int:
-        if not lines:
-            wanted = [*ctx.nodes(cst.FunctionDef), *ctx.nodes(cst.Call)]
-            lines.update({n: span[0] for n, span in node_spans(ctx.module, wanted).items()})
+        if not tried:
+            tried.append(True)
+            lines.update(call_lines(ctx.source, ctx.nodes(cst.Call)) or {})
         if node not in lines:
-            lines.update({n: span[0] for n, span in node_spans(ctx.module, [node]).items()})
+            lines.update(start_lines(ctx.module))
         return lines[node]
 
     return line_of

@@ -11,7 +11,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from gpuperf_rewrite.lint.positions import node_spans
+from gpuperf_rewrite.lint.positions import call_lines, node_spans, start_lines
 from tests.helpers.paths import ROOT
 
 SOURCES = sorted(p for d in ("fixtures", "tests/rules/data", "tests/lint/data")
@@ -43,10 +43,12 @@ def _check(text: str) -> int:
     nodes = _all_nodes(module)
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     got = node_spans(module, nodes)
+    lines = start_lines(module)  # every node's first line, in one generation: the same lines
     for node in nodes:
         rng = expected[node]
         assert got[node] == (rng.start.line, rng.start.column, rng.end.line, rng.end.column), \
             module.code_for_node(node)
+        assert lines[node] == rng.start.line, module.code_for_node(node)
     return len(nodes)
 
 
@@ -90,3 +92,44 @@ def test_generation_stops_after_the_last_node_asked_about(monkeypatch: pytest.Mo
     monkeypatch.setattr(positions, "_positions_at", lambda toks, idx: (generated.append(len(toks)), real(toks, idx))[1])
     assert node_spans(module, [first])[first] == (1, 0, 1, 12)
     assert generated and generated[0] < 20  # the tokens of the first line, not of the 200 after it
+
+
+def test_call_lines_match_position_provider_on_every_corpus_call() -> None:
+    # The facts' lines of calls come from Python's parser, matched to LibCST's calls in source order.
+    from gpuperf_rewrite.rules.analysis.syntax.tree import index
+
+    matched = 0
+    for path in SOURCES:
+        text = path.read_text(encoding="utf-8")
+        module = cst.parse_module(text)
+        calls = index(module)[1].get(cst.Call, [])
+        got = call_lines(text, calls)
+        if got is None:
+            continue
+        expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        assert all(got[c] == expected[c].start.line for c in calls), path
+        matched += len(calls)
+    assert matched > 2_000
+
+
+def test_call_lines_give_up_where_they_could_be_wrong() -> None:
+    # A lone carriage return (Python's parser and LibCST count its lines apart): the caller generates code.
+    from gpuperf_rewrite.rules.analysis.syntax.tree import index
+
+    module = cst.parse_module("x = f(1)\rg()\r")
+    assert call_lines(module.code, index(module)[1][cst.Call]) is None
+    # A count or a name apart (the calls handed are not the module's): None, never a shifted line.
+    other = cst.parse_module("h(1)\nk(2)\n")
+    assert call_lines("f(1)\ng(2)\n", index(other)[1][cst.Call]) is None
+    assert call_lines("f(1)\n", index(other)[1][cst.Call]) is None
+
+
+def test_call_lines_place_calls_in_f_strings_and_chains() -> None:
+    from gpuperf_rewrite.rules.analysis.syntax.tree import index
+
+    text = "print(f'{g(1)}',\n      a(2).b(\n  c()))\n@dec(3)\ndef f(x=h()):\n    return (\n        k(x))\n"
+    module = cst.parse_module(text)
+    calls = index(module)[1][cst.Call]
+    got = call_lines(text, calls)
+    assert got is not None and len(got) == 8
+    assert got == {c: start_lines(module)[c] for c in calls}

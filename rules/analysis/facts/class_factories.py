@@ -23,23 +23,26 @@ def returned_classes(ctx: RuleContext, fn: cst.FunctionDef) -> tuple[ClassChoice
     every return gives a class (a qualified name: ``torch.optim.Adam``, a class of the module)
     and at least one is chosen by name."""
     params = [p.name.value for p in fn.params.params if p.name.value not in ("self", "cls")]
-    if not params or "return" not in ctx.code_for(fn.body):
+    if not params:
+        return ()
+    returns = [node for node in walk(fn.body) if isinstance(node, cst.Return)]
+    if not returns or any(node.value is None for node in returns):
+        return ()
+    # The names each return is chosen by first (syntax only): most functions choose none, and
+    # naming a returned value's class may need the module's scope analysis.
+    keys = [_chosen_by(ctx, fn, node, set(params)) for node in returns]
+    tables = [_table_classes(ctx, node.value) for node in returns]  # type: ignore[arg-type]
+    if not any(keys) and not any(tables):
         return ()
     out: list[ClassChoice] = []
-    for node in walk(fn.body):
-        if not isinstance(node, cst.Return):
-            continue
-        if node.value is None:
-            return ()
-        table = _table_classes(ctx, node.value)
+    for node, chosen, table in zip(returns, keys, tables):
         if table:  # ``return key2opt[name]``: any class of the module's table, by its key
             out += table
             continue
-        cls = _class_name(ctx, node.value)
+        cls = _class_name(ctx, node.value)  # type: ignore[arg-type]
         if cls is None:
             return ()
-        keys = _chosen_by(ctx, fn, node, set(params))
-        out += [(k, cls) for k in keys] if keys else [("", cls)]
+        out += [(k, cls) for k in chosen] if chosen else [("", cls)]
     return tuple(out) if any(k for k, _ in out) else ()
 
 

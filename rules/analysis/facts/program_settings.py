@@ -65,6 +65,8 @@ def _under_a_branch(ctx: RuleContext, node: cst.CSTNode) -> bool:
 def _every_branch_sets(ctx: RuleContext, test: cst.If) -> bool:
     """``if seed == 0: cudnn.benchmark = False`` / ``else: cudnn.benchmark = True``: every path
     through the ``if`` (its ``elif``s and ``else``) makes a setting, so it is made either way."""
+    if not ctx.fact(_may_set):
+        return False
     branch: cst.If | cst.Else | None = test
     while branch is not None:
         if not any(_kind(ctx, n) is not None for n in walk(branch.body)):
@@ -109,6 +111,8 @@ def setting_of(ctx: RuleContext, node: cst.CSTNode) -> str | None:
 
 
 def _kind(ctx: RuleContext, node: cst.CSTNode) -> str | None:
+    if not ctx.fact(_may_set):
+        return None
     if isinstance(node, cst.Call):
         if ctx.matches(node.func, SET_PRECISION):
             return TF32
@@ -123,6 +127,15 @@ def _kind(ctx: RuleContext, node: cst.CSTNode) -> str | None:
             if ctx.matches(target, CUDNN_CHOICES):
                 return CUDNN
     return None
+
+
+# A setting's last name is in the file's text (an aliased ``set_float32_matmul_precision`` is in
+# its import): a file without any makes none, and its branches are not read for one.
+_SETTING_WORDS = ("benchmark", "deterministic", "allow_tf32", "fp32_precision", "set_float32_matmul_precision")
+
+
+def _may_set(ctx: RuleContext) -> bool:
+    return any(word in ctx.source for word in _SETTING_WORDS)
 
 
 def settings_through_methods(ctx: RuleContext, functions: dict[str, FunctionFacts]) -> None:
