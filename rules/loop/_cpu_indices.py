@@ -51,20 +51,35 @@ def _factory_in(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode, dep
     return None
 
 
-def _on_device(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+def _on_device(ctx: RuleContext, ta: TrainingAnalysis, expr: cst.BaseExpression, at: cst.CSTNode,
+               depth: int = 0) -> bool:
     """Is the tensor ``expr`` reads on the device at ``at``: the device copy of what its name held
     (``x = x.cuda()``, a batch moved by a helper: ``placement.moved_before``), or bound on every path
-    to ``at`` to a value moved there (``labels = torch.cat(parts).to(device)``)?"""
+    to ``at`` to a value moved there (``labels = torch.cat(parts).to(device)``) or to a network's
+    output, through its views and slices (``alles = model(x)``, ``e0 = alles.reshape(b, 5, -1)[:, 0]``:
+    a model the step trains on the GPU computes there)?"""
     if moved_before(ctx, expr, at):
         return True
-    while isinstance(expr, cst.Subscript) or method_call(expr, *_SAME_PLACE_METHODS):
+    while isinstance(expr, cst.Subscript) or method_call(expr, *_SAME_PLACE_METHODS, "chunk", "split", "detach"):
         expr = expr.value if isinstance(expr, cst.Subscript) else expr.func.value  # type: ignore[attr-defined]
     if not isinstance(expr, cst.Name):
         return False
     bindings = reaching_assignments(ctx, expr.value, at)
     return bool(bindings) and all(
-        len(b.targets) == 1 and isinstance(b.targets[0].target, cst.Name) and method_call(b.value, "to", "cuda") and
-        to_device(ctx, b.value) for b in bindings)
+        len(b.targets) == 1 and isinstance(b.targets[0].target, cst.Name) and (
+            method_call(b.value, "to", "cuda") and to_device(ctx, b.value) or
+            _network_output(ta, b.value) or depth < 3 and _on_device(ctx, ta, b.value, b, depth + 1))
+        for b in bindings)
+
+
+def _network_output(ta: TrainingAnalysis, value: cst.BaseExpression) -> bool:
+    """``model(x)``, ``self.encoder(x)``, ``model.module(x)``: a model's forward."""
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "module":
+        func = func.value
+    return ta.is_module_like(func, by_name=True)
 
 
 def _indices(sub: cst.Subscript) -> Iterator[cst.BaseExpression]:
@@ -79,7 +94,7 @@ def cpu_index_findings(ctx: RuleContext, ta: TrainingAnalysis) -> Iterator[Findi
     seen: set[cst.Call] = set()
     for sub in ctx.nodes(cst.Subscript):
         factories = [f for f in (_factory_in(ctx, i, sub) for i in _indices(sub)) if f is not None and f not in seen]
-        if not factories or not _on_device(ctx, sub.value, sub):
+        if not factories or not _on_device(ctx, ta, sub.value, sub):
             continue
         loop = ta.every_step_loop(sub)
         caller = None if loop is not None else ta.every_step_caller(sub)

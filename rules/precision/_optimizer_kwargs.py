@@ -159,3 +159,42 @@ def other_choice(ctx: RuleContext, test: cst.BaseExpression) -> bool:
         return False
     default = default_string(ctx, test.left)
     return default is not None and default[0] not in choices
+
+
+def literal_keyword_dicts(ctx: RuleContext, call: cst.Call) -> bool:
+    """Every ``**`` of ``call`` spreads a name its function binds once to a dict literal of string
+    keys, neither ``fused`` nor ``foreach``, never changed after (``kwargs = {"lr": args.lr, "betas":
+    (b1, b2)}`` then ``AdamW(params, **kwargs)``): keywords as visible as if written in the call."""
+    stars = [a for a in call.args if a.star]
+    if not stars or any(a.star == "*" or not isinstance(a.value, cst.Name) for a in stars):
+        return False
+    scope = ctx.enclosing(call, cst.FunctionDef) or ctx.module
+    return all(_literal_dict(ctx, scope, a.value.value) for a in stars)  # type: ignore[attr-defined]
+
+
+def _literal_dict(ctx: RuleContext, scope: cst.CSTNode, name: str) -> bool:
+    bound: list[cst.BaseExpression] = []
+    for node in walk(scope):
+        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                base = target.value if isinstance(target, (cst.Subscript, cst.Attribute)) else target
+                if isinstance(base, cst.Name) and base.value == name:
+                    if target is not base or isinstance(node, cst.AugAssign) or node.value is None:
+                        return False  # ``kwargs["fused"] = True``, ``kwargs |= extra``
+                    bound.append(node.value)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                isinstance(node.func.value, cst.Name) and node.func.value.value == name and \
+                node.func.attr.value in ("update", "setdefault", "__setitem__"):
+            return False
+    if len(bound) != 1 or not isinstance(bound[0], cst.Dict):
+        return False
+    keys = []
+    for element in bound[0].elements:
+        if not isinstance(element, cst.DictElement):
+            return False
+        key = literal_value(element.key)
+        if not isinstance(key, str):
+            return False
+        keys.append(key)
+    return "fused" not in keys and "foreach" not in keys

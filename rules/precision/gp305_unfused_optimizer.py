@@ -14,14 +14,12 @@ from ..analysis.facts.framework_docs import HF, LIGHTNING, blind_silent
 from ..analysis.facts.picked_classes import Pick, picked_class, wrapped_class
 from ..analysis.facts.program import cpu_only
 from ..analysis.facts.cuda_switch import cuda_opt_in
-from ..analysis.facts.script_facts import (
-    TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, binding_body,
-)
+from ..analysis.facts.script_facts import TrainedModel, device_type_expr, framework_trains, model_device_name, param_receivers, binding_body
 from ..analysis.fixes.edits import add_kwarg, torch_import
 from ..analysis.model.training import analysis
 from ..analysis.fixes.frameworks import FRAMEWORK_KEYWORDS, framework_findings
 from ..analysis.syntax.calls import dotted_name, get_arg, has_star_args, literal_value
-from ._optimizer_kwargs import CONFIGURED_NO_FIX, configuration_spread, default_dicts_leave_unset, names_fused, other_choice
+from ._optimizer_kwargs import CONFIGURED_NO_FIX, configuration_spread, default_dicts_leave_unset, literal_keyword_dicts, names_fused, other_choice
 from ..analysis.facts.project_use import program_trains, project_model
 from ..analysis.syntax.chosen_classes import chosen_classes, holder_keys, named_class_strings
 from ..analysis.syntax.context import RuleContext
@@ -233,9 +231,10 @@ class UnfusedOptimizer(Rule):
                 continue
             if choices is not None and not any(ctx.matches(c, FUSABLE) for c in choices):
                 continue
-            configured = has_star_args(call) and configuration_spread(ctx, call) and \
+            spread = has_star_args(call) and not literal_keyword_dicts(ctx, call)  # (a visible dict literal: as written)
+            configured = spread and configuration_spread(ctx, call) and \
                 not any(call in calls for calls in optimizer_factories(ctx).values())  # (reported as the factory's)
-            if choices is None and not ctx.is_call_to(call, FUSABLE) or has_star_args(call) and not configured:
+            if choices is None and not ctx.is_call_to(call, FUSABLE) or spread and not configured:
                 continue
             if get_arg(call, "fused") is not None or not _foreach_unset_or_off(call) or _opt_in_choice(ctx, call):
                 continue
