@@ -74,7 +74,12 @@ def _container_field(ctx: RuleContext, fn: cst.FunctionDef, expr: cst.BaseExpres
     """``news["title"]`` (a string key of a parameter; also through the one name ``fn`` binds to it:
     ``graphs = samples["graph"]; graphs = graphs.to(device)``) or ``torch.cat(images)`` (a join of a
     parameter, or of a name ``fn`` binds to a comprehension over one): what it is, and whether the
-    copied value is surely a tensor (a join's result)."""
+    copied value is surely a tensor (a join's result). A mask or scaling of such a field with a
+    constant (``(ground_truth["mask"] > 0.5).cuda()``) is computed on the host and copied the same way."""
+    operand = _with_constant(expr)
+    if operand is not None:
+        found = _container_field(ctx, fn, operand, params)
+        return (f"`{ctx.code_for(expr)}`, computed on the host from {found[0]}", False) if found else None
     if isinstance(expr, cst.Name) and expr.value not in params:
         field = _named_field(fn, expr.value)
         if field is not None and _container_field(ctx, fn, field, params) is not None:
@@ -87,6 +92,22 @@ def _container_field(ctx: RuleContext, fn: cst.FunctionDef, expr: cst.BaseExpres
     if isinstance(expr, cst.Call) and ctx.matches(expr.func, _JOINS) and expr.args and \
             isinstance(first := expr.args[0].value, cst.Name) and _from_param(fn, first.value, params):
         return f"`{ctx.code_for(expr)}`, joined from the `{first.value}` list the model is handed,", True
+    return None
+
+
+def _with_constant(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The operand of ``x > 0.5``, ``x * 2``, ``~x``: one value and number constants; None otherwise."""
+    numbers = (cst.Integer, cst.Float)
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1 and \
+            isinstance(expr.comparisons[0].comparator, numbers):
+        return expr.left
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.right, numbers):
+            return expr.left
+        if isinstance(expr.left, numbers):
+            return expr.right
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+        return expr.expression
     return None
 
 

@@ -232,7 +232,8 @@ def under_flag(ctx: RuleContext, node: cst.CSTNode, name: str) -> bool:
     """Does ``node`` run only where a test reads the switch ``name`` (not negated)?"""
     child, parent = node, ctx.parent(node)
     while parent is not None:
-        if isinstance(parent, (cst.If, cst.IfExp)) and child is not parent.test and _reads(parent.test, name):
+        if isinstance(parent, (cst.If, cst.IfExp)) and child is not parent.test and \
+                (_reads(parent.test, name) or _either_switch(ctx, parent.test, name)):
             return True
         if isinstance(parent, (cst.If, cst.IfExp)) and child is parent.orelse and \
                 isinstance(parent.test, cst.UnaryOperation) and isinstance(parent.test.operator, cst.Not) and \
@@ -240,6 +241,23 @@ def under_flag(ctx: RuleContext, node: cst.CSTNode, name: str) -> bool:
             return True  # ``if not fp16: ... else: <here>``
         child, parent = parent, ctx.parent(parent)
     return False
+
+
+def _either_switch(ctx: RuleContext, test: cst.BaseExpression, name: str) -> bool:
+    """``if opt.bf16 or opt.fp16:``: one of the tests reads the switch ``name`` and each of the others
+    another mixed-precision switch off by default: the branch runs only when one is turned on."""
+    if not isinstance(test, cst.BooleanOperation) or not isinstance(test.operator, cst.Or):
+        return False
+    parts: list[cst.BaseExpression] = []
+    todo = [test]
+    while todo:
+        part = todo.pop()
+        if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.Or):
+            todo += [part.left, part.right]
+        else:
+            parts.append(part)
+    switches = {flag.name for flag in _argparse_flags(ctx)} | {name}
+    return any(_reads(p, name) for p in parts) and all(any(_reads(p, s) for s in switches) for p in parts)
 
 
 def _reads(test: cst.BaseExpression, name: str) -> bool:
