@@ -34,8 +34,8 @@ def eval_loops_possible(text: str, project: bool) -> bool:
 
 
 def rollout_loops_possible(text: str) -> bool:
-    """Can a loop of ``text`` step an environment (``envs.step(action)``)?"""
-    return ".step(" in text and "env" in text.lower()
+    """Can a loop of ``text`` step an environment (``envs.step(action)``, ``child.send(("step", a))``)?"""
+    return ".step(" in text and "env" in text.lower() or ".send(" in text and "step" in text
 
 
 def may_train(glance: Glance) -> bool:

@@ -26,7 +26,7 @@ from functools import partial
 
 import libcst as cst
 
-from ..syntax.calls import dotted_name, method_call
+from ..syntax.calls import dotted_name, literal_value, method_call
 from ..syntax.callsites import aliased_names, called_name, calls_of, instance_calls, own_classes, reaches
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
@@ -58,6 +58,18 @@ _AGENT_NAME = re.compile(r"agent|policy|actor|critic|q_?net|qf", re.IGNORECASE)
 
 # A loss function handed to a callee (``loss_fn``, ``loss_function``), not a loss value.
 _LOSS_FUNCTION = re.compile(r"(fn|fun|func|function|criterion)$", re.IGNORECASE)
+
+
+_WORKERS = re.compile(r"(worker|remote|pipe|proc)s?$", re.IGNORECASE)
+
+
+def _piped_step(call: cst.Call) -> bool:
+    """``worker.child.send(("step", action))``, ``remote.send(("step", a))``: an environment stepped in a
+    worker process through its pipe (the vectorised-environment pattern of PPO code)."""
+    if not method_call(call, "send") or len(call.args) != 1 or not isinstance(call.args[0].value, cst.Tuple):
+        return False
+    elements = call.args[0].value.elements
+    return bool(elements) and literal_value(elements[0].value) == "step"
 
 
 class TrainingAnalysis(TrainingObjects):
@@ -229,14 +241,20 @@ class TrainingAnalysis(TrainingObjects):
         ``policy``, ``actor``) in one iteration, outside nested loops."""
         env_step = agent = False
         for node in self._walk_outside_loops(loop.body):
-            if not isinstance(node, cst.Call):
+            if not isinstance(node, (cst.Call, cst.For)):
                 continue
-            if method_call(node, "step") and "env" in (dotted_name(node.func.value) or "").rsplit(".", 1)[-1].lower():  # type: ignore[attr-defined]
+            if isinstance(node, cst.Call) and (method_call(node, "step") and "env" in (dotted_name(
+                    node.func.value) or "").rsplit(".", 1)[-1].lower() or _piped_step(node)):  # type: ignore[attr-defined]
                 env_step = True
-            elif not agent:
+            elif isinstance(node, cst.For) and node is not loop and _WORKERS.search(dotted_name(
+                    node.iter.args[0].value if isinstance(node.iter, cst.Call) and node.iter.args else node.iter) or ""):
+                env_step = env_step or any(isinstance(n, cst.Call) and _piped_step(n)  # ``for w in self.workers:``
+                                           for n in self._walk_outside_loops(node.body))
+            elif not agent and isinstance(node, cst.Call):
                 target = node.func.value if isinstance(node.func, cst.Attribute) else node.func
                 name = (dotted_name(target) or "").rsplit(".", 1)[-1]
-                agent = bool(_AGENT_NAME.search(name)) or self.is_module_like(target, by_name=True)
+                agent = bool(_AGENT_NAME.search(name)) or self.is_module_like(target, by_name=True) or \
+                    isinstance(node.func, cst.Attribute) and self.is_module_like(node.func, by_name=True)  # ``self.model(obs)``
         return env_step and agent
 
     # ---- queries used by rules -------------------------------------------------------
