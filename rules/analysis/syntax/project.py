@@ -4,8 +4,7 @@ The lint engine resolves the checked file's first-party imports (``gpuperf_rewri
 the rules one :class:`ModuleFacts` per imported module (``RuleContext.project``), keyed by the module as this
 file names it: ``engine``, ``models.resnet``, or ``.utils`` for a relative import (LibCST's qualified names keep
 the dots). The facts are computed from each module's source alone (``facts.module_facts``), plain data so the
-engine can cache them by content hash. A call of this file is read through them with :func:`project_function`.
-"""
+engine can cache them by content hash. A call of this file is read through them with :func:`project_function`."""
 
 from __future__ import annotations
 
@@ -19,13 +18,13 @@ import libcst as cst
 from .context import RuleContext
 from .dispatch import bound_once, dispatched
 from .star_imports import defined_here, star_imported
+from .torch_names import TORCH_OBJECT_METHODS
 
 # What a parameter of a training function is handed (``roles``).
 MODEL, OPTIMIZER, LOADER, DEVICE, SCALER = "model", "optimizer", "loader", "device", "scaler"
-# What a model computes (``ModuleFacts.workload``): float32 matmuls, convolutions.
-MATMUL, CONV = "matmul", "conv"
-# Settings a module makes for the program (``settings``): TF32 matmuls, cuDNN's algorithm choice.
-TF32, CUDNN = "tf32", "cudnn"
+# What a model computes (``ModuleFacts.workload``): float32 matmuls, convolutions; settings a module makes
+# for the program (``settings``): TF32 matmuls, cuDNN's algorithm choice.
+MATMUL, CONV, TF32, CUDNN = "matmul", "conv", "tf32", "cudnn"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -454,15 +453,16 @@ def project_calls(ctx: RuleContext) -> list[ProjectCall]:
     return ctx.fact(_all_project_calls)
 
 
-def _all_project_calls(ctx: RuleContext) -> list[ProjectCall]:
+def _all_project_calls(ctx: RuleContext) -> list[ProjectCall]:  # (a fact: asked by many rules)
     return [pc for call in ctx.nodes(cst.Call) if (pc := project_function(ctx, call)) is not None]
 
 
 def project_method(ctx: RuleContext, node: cst.CSTNode) -> ProjectCall | None:
-    """The method of a class of the user's imported modules that ``node`` calls on an object this
-    file cannot type (``exp.get_optimizer(model, bs)``), found by its name when one method of
-    those classes has it; None otherwise."""
-    if not ctx.project or not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+    """The method of a class of the user's imported modules that ``node`` calls on an object this file cannot
+    type (``exp.get_optimizer(model, bs)``), found by its name when one method of those classes has it (not a
+    method of torch's objects: ``pred.cpu()`` is torch's whatever class defines one); None otherwise."""
+    if not ctx.project or not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute) or \
+            node.func.attr.value in TORCH_OBJECT_METHODS:
         return None
     found = ctx.fact(_methods_by_name).get(node.func.attr.value)
     return ProjectCall(found[0], found[1], found[2], node, found[3]) if found is not None else None

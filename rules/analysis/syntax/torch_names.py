@@ -97,3 +97,12 @@ def hf_model_name(name: str) -> bool:
     text alone, for the glance before LibCST too."""
     last = name.rsplit(".", 1)[-1]
     return (last.endswith("Model") or "For" in last[1:]) and not last.startswith(("TF", "Flax", "Auto"))
+
+# Methods of torch's tensors and modules that user classes define too (a ``cpu()`` override moving a
+# module's buffers): ``pred.cpu()`` on a value of no known class runs torch's, never a user method
+# found by its name alone.
+TORCH_OBJECT_METHODS = frozenset({
+    "cpu", "cuda", "to", "item", "numpy", "tolist", "float", "half", "double", "long", "int", "bool", "detach",
+    "clone", "contiguous", "size", "view", "reshape", "sum", "mean", "train", "eval", "parameters",
+    "named_parameters", "state_dict", "load_state_dict", "zero_grad", "requires_grad_", "apply", "type",
+})
