@@ -194,6 +194,10 @@ def _name_origin(ctx: RuleContext, expr: cst.Name, at: cst.CSTNode, loose_defaul
     return host_origin(ctx, last, last, loose_default_type=loose_default_type, depth=depth + 1)
 
 
+# Torch calls returning several tensors where their tensor inputs are.
+_SPLITTERS = frozenset({"torch.meshgrid", "torch.broadcast_tensors", "torch.split", "torch.chunk", "torch.unbind"})
+
+
 def _returned_origin(ctx: RuleContext, assign: cst.Assign, name: str, loose_default_type: bool,
                      depth: int) -> cst.Call | None:
     """``a, b = self.build_targets(...)`` (or a function of the file): the factory that built, on the
@@ -206,6 +210,11 @@ def _returned_origin(ctx: RuleContext, assign: cst.Assign, name: str, loose_defa
         return None
     place = next((i for i, e in enumerate(target.elements) if isinstance(e.value, cst.Name) and e.value.value == name),
                  None)
+    if place is not None and ctx.matches(value.func, _SPLITTERS) and value.args and not any(a.star for a in value.args):
+        # ``zz, yy, xx = torch.meshgrid(z, y, x)`` of host aranges: each grid is where its inputs are
+        parts = [a.value for a in value.args if a.keyword is None]
+        found = [host_origin(ctx, p, assign, loose_default_type=loose_default_type, depth=depth + 1) for p in parts]
+        return found[0] if found and all(f is not None for f in found) else None
     callee = local_callee(ctx, value)
     if place is None or callee is None:
         return None
