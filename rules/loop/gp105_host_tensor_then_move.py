@@ -488,4 +488,5 @@ def tensor_target(ctx: RuleContext, ta: TrainingAnalysis, target: cst.BaseExpres
         isinstance(n, cst.BinaryOperation) and not isinstance(n.operator, cst.Modulo) and
         name in (dotted_name(n.left), dotted_name(n.right)) for n in nodes) or any(  # an index of a subscript (``log_p[range(b), actions]``)
         isinstance(n, cst.Subscript) and len(n.slice) > 1 and any(
-            isinstance(el.slice, cst.Index) and dotted_name(el.slice.value) == name for el in n.slice) for n in nodes)
+            isinstance(el.slice, cst.Index) and dotted_name(el.slice.value) == name for el in n.slice) for n in nodes) or \
+        any(isinstance(n, cst.Subscript) and dotted_name(n.value) == name for n in nodes)  # ``near[..., None]``: no device
