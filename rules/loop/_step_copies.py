@@ -13,6 +13,7 @@ from ..analysis.facts.program_signs import may_train_or_evaluate
 from ..analysis.facts.to_methods import no_fix_reason
 from ..analysis.fixes.edits import non_blocking_fix
 from ..analysis.model.host_data import built_on_host, host_tensor_name
+from ..analysis.model.step_reach import runs_in_place
 from ..analysis.model.training import TrainingAnalysis
 from ..analysis.syntax.calls import dotted_name, get_arg, method_call, target_names
 from ..analysis.syntax.context import RuleContext
@@ -216,6 +217,7 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
             base, *_SAME_PLACE) or _field_get(base) else wrapped_argument(ctx, base)  # type: ignore[assignment]
     if not isinstance(base, cst.Name):
         return None
+    base = _applied_to(ctx, fn, base, call) or base  # ``batch_apply(batch, lambda x: x.to(device))``: the batch
     element = handed_container(ctx, fn, base)
     param = element or unpacked_param(fn, base.value)
     parsed = _parsed_param(ctx, fn, base.value) if param is None and not _pulled_from_iterator(fn, base.value) else None
@@ -248,6 +250,20 @@ def copy_of_handed_batch(ctx: RuleContext, fn: cst.FunctionDef, base: cst.BaseEx
                           "moves several of its fields to the device (not proven: a caller may hand it data already "
                           "there)", fix)
     return Finding.of(call, message("batch", kind), fix)
+
+
+def _applied_to(ctx: RuleContext, fn: cst.FunctionDef, name: cst.Name, call: cst.Call) -> cst.Name | None:
+    """The parameter of ``fn`` whose elements the lambda around ``call`` is applied to, when ``name`` is
+    the lambda's own parameter: ``batch_apply(batch, lambda x: x.to(device))``, ``tree_map(lambda x:
+    x.cuda(), batch)`` (a function that applies it at once, ``runs_in_place``). None otherwise."""
+    fun = ctx.enclosing(call, cst.Lambda)
+    if fun is None or name.value not in {p.name.value for p in fun.params.params} or not runs_in_place(ctx, fun):
+        return None
+    applying = ctx.parent(ctx.parent(fun))
+    params = {p.name.value for p in fn.params.params}
+    others = [a.value for a in getattr(applying, "args", ()) if a.value is not fun and isinstance(a.value, cst.Name)
+              and a.value.value in params]
+    return others[0] if len(others) == 1 else None
 
 
 def _moves_fields(fn: cst.FunctionDef, param: str) -> bool:
