@@ -91,6 +91,7 @@ MODULES = (
     'analysis/model/step_functions.py',
     'analysis/model/step_parts.py',
     'analysis/model/step_reach.py',
+    'analysis/model/stepped_classes.py',
     'analysis/model/steps_elsewhere.py',
     'analysis/model/tensors.py',
     'analysis/model/throttles.py',

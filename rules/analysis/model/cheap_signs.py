@@ -294,7 +294,7 @@ def _module_classes(glance: Glance) -> frozenset[str]:
 
 # Methods that run on every call of an object: a module's ``forward``/``__call__``, a custom autograd
 # Function's ``forward``/``backward``, an optimizer's ``step`` (``forward_reach.forward_roots``).
-_PER_CALL_METHODS = frozenset({"forward", "__call__", "backward", "step"})
+_PER_CALL_METHODS = frozenset({"forward", "__call__", "backward", "step", "scale", "update"})
 
 
 def may_define_per_call_code(glance: Glance) -> bool:
@@ -319,6 +319,8 @@ def _per_call_roots(glance: Glance) -> bool:
         if own & {"forward", "backward"} and f"{cls.name}.apply" in glance.text and \
                 any(may_name(glance, b, AUTOGRAD_FUNCTIONS) for b in cls.bases):
             return True
-        if "step" in own and any(may_name(glance, b, OPTIMIZERS) for b in cls.bases):
+        if "step" in own and (any(may_name(glance, b, OPTIMIZERS) for b in cls.bases) or cls.name.endswith("Optimizer")):
+            return True
+        if own & {"scale", "update"} and cls.name.endswith("Scaler"):  # a loss scaler of the user's (``stepped_classes``)
             return True
     return False

@@ -28,6 +28,7 @@ from ..syntax.launch import HOOK_CALL, PACE_KINDS, PERIODIC_EVAL, StepCaller, ca
 from ..syntax.project import ModuleFacts, call_path, project_class_facts, project_function
 from ..syntax.tree import children_of, walk
 from .handed_callables import handed_roots
+from .stepped_classes import stepped_methods
 
 # Does one call of a subclass's override (a base class's hook) run a whole training step? The
 # training analysis's test (``hook_steps.runs_a_step`` bound to it), handed down by its callers.
@@ -280,7 +281,8 @@ def runs_elsewhere(ctx: RuleContext) -> bool:
     lint layer found (``step_callers``), or a class deriving from a class of the user's imported
     modules whose loop calls ``self.m(...)`` every step? Only the base classes' modules' facts are
     read (a model zoo's files deriving from a base that runs no loop cost no per-step check)."""
-    return bool(project_runs(ctx).step_callers) or derives_from_looping(ctx) or bool(handed_roots(ctx))
+    return bool(project_runs(ctx).step_callers) or derives_from_looping(ctx) or bool(handed_roots(ctx)) or \
+        bool(stepped_methods(ctx))  # an optimizer or loss-scaler class of the file: stepped every step
 
 
 def derives_from_looping(ctx: RuleContext) -> bool:

@@ -43,6 +43,7 @@ from .hook_steps import runs_a_step
 from .step_parts import one_step, step_nodes
 from .step_reach import external_defs, handed_in, handed_over, in_handler, result_calls, runs_in_place
 from .steps_elsewhere import steps_elsewhere
+from .stepped_classes import stepped_methods
 from .object_loops import over_step_objects
 from .periods import enumerated, per_step_alternative, period_one_by_default, periods
 from .tensors import TENSOR_METHODS, is_tensor_expr, loss_named
@@ -344,8 +345,9 @@ class TrainingAnalysis(TrainingObjects):
         """This module's functions that the project's other modules call on every iteration of
         one of their loops (``RuleContext.launch``'s ``step_callers``: a loss's ``forward``, a
         ``to_device`` helper), a training step's caller preferred."""
-        if self._external is None:
-            self._external = external_defs(self.ctx, project_runs(self.ctx).step_callers, TRAIN, partial(runs_a_step, self))
+        if self._external is None:  # (and the steps of the file's own optimizer and loss-scaler classes)
+            self._external = {**stepped_methods(self.ctx), **external_defs(
+                self.ctx, project_runs(self.ctx).step_callers, TRAIN, partial(runs_a_step, self))}
         return self._external
 
     def every_step_caller(self, node: cst.CSTNode, *, flags: bool = False) -> StepCaller | None:
