@@ -12,6 +12,8 @@ from ..analysis.syntax.calls import dotted_name, method_call
 from ..analysis.syntax.context import RuleContext
 
 COMBINERS = frozenset({"torch.cat", "torch.stack"})
+# Torch calls returning several tensors where their tensor inputs are (``zz, yy = torch.meshgrid(z, y)``).
+SPLITTERS = frozenset({"torch.meshgrid", "torch.broadcast_tensors", "torch.split", "torch.chunk", "torch.unbind"})
 
 
 def combined_names(ctx: RuleContext, expr: cst.BaseExpression, at: cst.CSTNode) -> list[str]:

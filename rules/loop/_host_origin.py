@@ -1,7 +1,6 @@
-"""GP105's reading of where a moved tensor was made: the host factory call (``torch.zeros(n)``,
-``torch.tensor(rows)``, a legacy ``torch.LongTensor``) behind what a move copies, through casts,
-arithmetic with numbers, joins and earlier assignments; and the fields of a loop's batch a function
-leaves on the host."""
+"""GP105's reading of where a moved tensor was made: the host factory call (``torch.zeros(n)``, ``torch.tensor(rows)``,
+a legacy ``torch.LongTensor``) behind what a move copies, through casts, arithmetic with numbers, joins and earlier
+assignments; and the fields of a loop's batch a function leaves on the host."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.tree import walk
 from ._host_casts import LEGACY_CPU as _LEGACY_CPU, keeps_place
 from ._returned_tensors import returned_host_tensor
-from ._host_moves import COMBINERS, TORCH_SAME_PLACE, host_scalar
+from ._host_moves import COMBINERS, SPLITTERS, TORCH_SAME_PLACE, host_scalar
 
 DETERMINISTIC_FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "arange", "range", "linspace", "logspace", "eye", "tensor",
@@ -194,10 +193,6 @@ def _name_origin(ctx: RuleContext, expr: cst.Name, at: cst.CSTNode, loose_defaul
     return host_origin(ctx, last, last, loose_default_type=loose_default_type, depth=depth + 1)
 
 
-# Torch calls returning several tensors where their tensor inputs are.
-_SPLITTERS = frozenset({"torch.meshgrid", "torch.broadcast_tensors", "torch.split", "torch.chunk", "torch.unbind"})
-
-
 def _returned_origin(ctx: RuleContext, assign: cst.Assign, name: str, loose_default_type: bool,
                      depth: int) -> cst.Call | None:
     """``a, b = self.build_targets(...)`` (or a function of the file): the factory that built, on the
@@ -210,10 +205,9 @@ def _returned_origin(ctx: RuleContext, assign: cst.Assign, name: str, loose_defa
         return None
     place = next((i for i, e in enumerate(target.elements) if isinstance(e.value, cst.Name) and e.value.value == name),
                  None)
-    if place is not None and ctx.matches(value.func, _SPLITTERS) and value.args and not any(a.star for a in value.args):
-        # ``zz, yy, xx = torch.meshgrid(z, y, x)`` of host aranges: each grid is where its inputs are
-        parts = [a.value for a in value.args if a.keyword is None]
-        found = [host_origin(ctx, p, assign, loose_default_type=loose_default_type, depth=depth + 1) for p in parts]
+    if place is not None and ctx.matches(value.func, SPLITTERS) and value.args and not any(a.star for a in value.args):
+        found = [host_origin(ctx, a.value, assign, loose_default_type=loose_default_type, depth=depth + 1)
+                 for a in value.args if a.keyword is None]  # ``zz, yy = torch.meshgrid(z, y)``: where z and y are
         return found[0] if found and all(f is not None for f in found) else None
     callee = local_callee(ctx, value)
     if place is None or callee is None:

@@ -27,7 +27,8 @@ from functools import partial
 import libcst as cst
 
 from ..syntax.calls import dotted_name, literal_value, method_call
-from ..syntax.callsites import aliased_names, called_name, calls_of, instance_calls, own_classes, reaches
+from ..syntax.callsites import (aliased_names, called_name, calls_of, instance_calls, method_calls_on_instances,
+                               own_classes, reaches)
 from ..syntax.context import RuleContext
 from ..syntax.launch import StepCaller, project_runs
 from ..syntax.project import project_function
@@ -382,7 +383,8 @@ class TrainingAnalysis(TrainingObjects):
                 found = external.get(anc)
                 if found is not None or anc in seen:
                     return found
-                for call in self.calls_of(anc):
+                held = method_calls_on_instances(self.ctx, anc) if anc.name.value != "__call__" else []
+                for call in (*self.calls_of(anc), *held):  # (``self.sampler.get_z_vals(...)``: a held object's)
                     if not self._may_reach(anc, call):
                         continue
                     found = self._caller_of(call, seen | {anc}, flags, roots)
@@ -404,6 +406,8 @@ class TrainingAnalysis(TrainingObjects):
             return True  # ``self.mask(x)`` of a ``self.mask = Masking(...)``
         if isinstance(call.func, cst.Name):
             return False
+        if call in method_calls_on_instances(self.ctx, fn):
+            return True  # ``self.sampler.get_z_vals(...)`` of a ``self.sampler = UniformSampler(...)``
         caller_cls = self.ctx.enclosing(call, cst.ClassDef)
         return caller_cls is cls or caller_cls is not None and any(
             dotted_name(b.value) == cls.name.value for b in caller_cls.bases)

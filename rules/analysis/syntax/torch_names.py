@@ -100,9 +100,9 @@ def hf_model_name(name: str) -> bool:
 
 # Methods of torch's tensors and modules that user classes define too (a ``cpu()`` override moving a
 # module's buffers): ``pred.cpu()`` on a value of no known class runs torch's, never a user method
-# found by its name alone.
+# found by its name alone. (Not ``train``/``eval``/``to``/``zero_grad``/``state_dict``: a trainer's or an
+# optimizer wrapper's own API often.)
 TORCH_OBJECT_METHODS = frozenset({
-    "cpu", "cuda", "to", "item", "numpy", "tolist", "float", "half", "double", "long", "int", "bool", "detach",
-    "clone", "contiguous", "size", "view", "reshape", "sum", "mean", "train", "eval", "parameters",
-    "named_parameters", "state_dict", "load_state_dict", "zero_grad", "requires_grad_", "apply", "type",
+    "cpu", "cuda", "item", "numpy", "tolist", "float", "half", "double", "long", "int", "bool", "detach",
+    "clone", "contiguous", "size", "view", "reshape", "sum", "mean", "parameters", "named_parameters", "requires_grad_",
 })
