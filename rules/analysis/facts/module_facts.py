@@ -453,7 +453,14 @@ def _function_facts(ctx: RuleContext, ta: TrainingAnalysis, fn: cst.FunctionDef,
         rare_result="%" in src and returns_rare(ctx, fn),
         fills_grads=".grad" in src and not trains and fills_grads(fn), outputs=output_params(ctx, fn),
         arg_reads=tuple((param, line_of(read)) for param, read in tensor_arg_reads(fn)) if may_read_args(src) else (),
-    )
+        abstract="NotImplementedError" in src and _stub(fn))
+
+
+def _stub(fn: cst.FunctionDef) -> bool:
+    """Is ``fn``'s body a docstring and ``raise NotImplementedError`` only (a base class's placeholder)?"""
+    body = [s for s in fn.body.body if not (isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and
+                                            isinstance(s.body[0], cst.Expr) and isinstance(s.body[0].value, cst.SimpleString))]
+    return len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Raise)
 
 
 def _own_groups(ctx: RuleContext, fn: cst.FunctionDef, params: tuple[str, ...],

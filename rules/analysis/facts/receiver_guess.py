@@ -68,8 +68,10 @@ def guessed_callees(ctx: RuleContext, ta: TrainingAnalysis, call: cst.Call,
                         exact.append((found.key, name, ""))
                 else:
                     unknown = True  # maybe inherited
-            elif found is not None:
-                unknown = True  # a factory of the project (``build_model(cfg)``): what it returns is not known
+            elif found is not None or isinstance(value.func, cst.Name) and value.func.value not in ctx.import_aliases \
+                    and value.func.value not in {d.name.value for d in ctx.module.body if isinstance(d, (cst.ClassDef, cst.FunctionDef))}:
+                unknown = True  # a factory of the project (``build_model(cfg)``), or a class held in a name
+                # (``model_class = eval("models." + cfg["class"])``): what it builds is not known
         elif isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
             unknown = True  # another name: what it holds is not known here
     if exact or not unknown:
@@ -112,7 +114,8 @@ def _classes_defining(ctx: RuleContext, method: str) -> list[tuple[str, str]]:
     seen: list[tuple[str, str, object]] = []
     for key, facts in sorted(ctx.project.items()):
         for name, f in facts.functions.items():
-            if name.count(".") == 1 and name.endswith(f".{method}") and all(e[1] != name or e[2] != f for e in seen):
+            if name.count(".") == 1 and name.endswith(f".{method}") and not f.abstract and \
+                    all(e[1] != name or e[2] != f for e in seen):  # (a base class's stub is overridden: not a candidate)
                 seen.append((key, name, f))
     return [(key, name) for key, name, _ in seen]
 

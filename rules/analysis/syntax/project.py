@@ -68,12 +68,11 @@ class FunctionFacts:
     # is handed, in its body or a helper it calls (``facts.helper_syncs``: ``def to_scalar(t):
     # return t.item()``, ``if device.type == "cuda": torch.cuda.synchronize()``)
     syncs: tuple[tuple[str, str, int, str], ...] = ()
-    # the parameters it returns moved to the device (``def to_gpu(x): return x.cuda()``:
-    # ``facts.move_helpers``): a call of it is a move of what it is handed
-    moves: tuple[str, ...] = ()
+    moves: tuple[str, ...] = ()  # parameters it returns moved to the device (``def to_gpu(x): return x.cuda()``)
     wraps: tuple[str, ...] = ()  # parameters returned as host tensors or as they are (``check(x)``: move_helpers)
     blocking_moves: bool = False  # one of its moves passes no non_blocking (``return o.to(device)``)
     returned_classes: tuple[tuple[str, str], ...] = ()  # (name, class) it returns: ``facts.class_factories``
+    abstract: bool = False  # a stub whose body only raises NotImplementedError (a base class's, overridden)
 
     def role_of(self, role: str) -> str | None:
         return next((p for p, r in self.roles if r == role), None)
@@ -472,7 +471,7 @@ def _methods_by_name(ctx: RuleContext) -> dict[str, tuple[ModuleFacts, str, Func
     seen: dict[str, list[tuple[ModuleFacts, str, FunctionFacts, str]]] = {}
     for key, facts in sorted(ctx.project.items()):  # (sorted: the same pick whatever the hash seed)
         for name, f in sorted(facts.functions.items()):
-            if "." in name and not name.rsplit(".", 1)[1].startswith("__"):
+            if "." in name and not name.rsplit(".", 1)[1].startswith("__") and not f.abstract:  # (a stub runs nothing)
                 entries = seen.setdefault(name.rsplit(".", 1)[1], [])
                 # A re-export repeats the same facts; two different ones make the name ambiguous (a zoo's ``forward``s).
                 if len(entries) < 2 and all(e[1] != name or e[2] != f for e in entries):
