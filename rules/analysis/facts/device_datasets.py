@@ -126,13 +126,15 @@ def _derived(expr: cst.BaseExpression, name: str) -> bool:
 
 
 def _bindings(ctx: RuleContext, name: str, at: cst.CSTNode) -> list[cst.BaseExpression]:
-    """The values ``name`` is assigned in the function (or module) enclosing ``at``, tuple unpacking
-    pairwise (``X, Y = f(X), f(Y)``); not the bodies of nested functions."""
+    """The values ``name`` is assigned before ``at`` in the function (or module) enclosing it, tuple
+    unpacking pairwise (``X, Y = f(X), f(Y)``); not the bodies of nested functions."""
     body: cst.CSTNode = ctx.enclosing(at, cst.FunctionDef) or ctx.module
     out: list[cst.BaseExpression] = []
+    order = ctx.preorder()
+    here = order.get(ctx.statement_of(at), 0)
     for node in walk(body):
-        if not isinstance(node, cst.Assign):
-            continue
+        if not isinstance(node, cst.Assign) or order.get(node, 0) > here:
+            continue  # (a later ``X = X.to(device)``, for a full-batch evaluation, is no dataset the loader got)
         for target in node.targets:
             if isinstance(target.target, cst.Name) and target.target.value == name:
                 out.append(node.value)
