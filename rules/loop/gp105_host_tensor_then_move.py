@@ -471,6 +471,10 @@ def tensor_target(ctx: RuleContext, ta: TrainingAnalysis, target: cst.BaseExpres
     by clear evidence: a tensor by the training model, or a name the same function reads as one
     (``actions.shape``, ``logits.size(0)``, ``x.unsqueeze(1)``); never a name of a dtype."""
     name = dotted_name(target)
+    if name is None and isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+        code = ctx.code_for(target)  # ``.to(batch["coord"])`` where ``batch["coord"].shape`` is read: a tensor
+        return any(isinstance(n, cst.Attribute) and n.attr.value in _TENSOR_READS and isinstance(n.value, cst.Subscript)
+                   and ctx.code_for(n.value) == code for n in walk(ctx.enclosing(at, cst.FunctionDef) or ctx.module))
     if name is None or any(w in name.rsplit(".", 1)[-1].lower() for w in ("dtype", "type", "precision")):
         return False
     if ta.is_tensor_expr(target):
