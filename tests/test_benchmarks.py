@@ -195,7 +195,7 @@ def test_held_out_sets_are_scored_only_when_named(tmp_path):
     for held_out in ("corpus3", "corpus4", "corpus5", "corpus6", "corpus7", "corpus8", "corpus9", "corpus10", "corpus11", "corpus12", "corpus13", "corpus14", "corpus15", "corpus16", "corpus17", "corpus18", "corpus19", "corpus20", "corpus21", "corpus22", "corpus23", "corpus24",
                      "corpus25", "corpus26", "corpus27", "corpus28", "corpus29", "corpus30",
                      "corpus31", "corpus32", "corpus33", "corpus34", "corpus35", "corpus36", "corpus37", "corpus38",
-                     "corpus39", "corpus40", "corpus41", "corpus42"):
+                     "corpus39", "corpus40", "corpus41", "corpus42", "corpus43", "corpus44"):
         assert held_out not in score.default_sets(ROOT / "benchmarks" / "realcorpus")
         assert (ROOT / "benchmarks" / "realcorpus" / held_out / "LABELS.tsv").is_file()
 
