@@ -167,7 +167,8 @@ def never_exhausted(ctx: RuleContext, call: cst.Call) -> bool:
     IterableDataset of this module whose ``__iter__`` never returns?"""
     for param in ("sampler", "batch_sampler"):
         arg = dataloader_arg(call, param)
-        if arg is not None and _all_values(ctx, arg.value, call, _infinite_sampler):
+        value = arg.value if arg is not None else _spread_entry(ctx, call, param)
+        if value is not None and _all_values(ctx, value, call, _infinite_sampler):
             return True
     arg = dataloader_arg(call, "dataset")
     return arg is not None and _all_values(ctx, arg.value, call, _infinite_instance)
@@ -199,10 +200,28 @@ def _infinite_sampler(ctx: RuleContext, call: cst.Call, depth: int) -> bool:
         num = get_arg(call, "num_samples", 1 if weighted else 2)
         value = const_number(ctx, num.value) if num is not None else None
         return value is not None and value >= HUGE
-    if ctx.matches(call.func, BATCH_SAMPLERS):
+    name = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
+    if "Infinite" in name:
+        return True  # ``InfiniteSampler(len(dataset))`` (YOLOX, mmdet): its ``__iter__`` never ends, wherever it lives
+    if ctx.matches(call.func, BATCH_SAMPLERS) or name.endswith("BatchSampler"):
         inner = get_arg(call, "sampler", 0)
         return inner is not None and _all_values(ctx, inner.value, call, _infinite_sampler, depth + 1)
     return _infinite_instance(ctx, call, depth)
+
+
+def _spread_entry(ctx: RuleContext, call: cst.Call, key: str) -> cst.BaseExpression | None:
+    """The value a ``**kwargs`` dict of the loader's call gets for ``key`` in the same function
+    (``kwargs["batch_sampler"] = batch_sampler``, then ``DataLoader(dataset, **kwargs)``)."""
+    scope = ctx.enclosing(call, cst.FunctionDef) or ctx.module
+    for arg in call.args:
+        if arg.star != "**" or not isinstance(arg.value, cst.Name):
+            continue
+        for node in walk(scope):
+            if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(sub := node.targets[0].target, cst.Subscript) \
+                    and dotted_name(sub.value) == arg.value.value and len(sub.slice) == 1 and \
+                    isinstance(sub.slice[0].slice, cst.Index) and literal_value(sub.slice[0].slice.value) == key:
+                return node.value
+    return None
 
 
 def _infinite_instance(ctx: RuleContext, call: cst.Call, depth: int) -> bool:
