@@ -31,7 +31,7 @@ def built_here(ctx: RuleContext, handed: cst.CSTNode, name: str, depth: int = 0)
             continue  # ``model = model.to(device)``, ``model = DDP(model, device_ids=[gpu])``
         if not isinstance(value, cst.Call) or not (is_model_constructor(ctx, value) or model_source(ctx, value) or
                                                    local_model_builder(ctx, value) or module_picked_model(ctx, value) or
-                                                   project_function(ctx, value) is not None):  # ``build_model(cfg)``: picked by name there
+                                                   _table_pick(ctx, value) or project_function(ctx, value) is not None):  # ``build_model(cfg)``: picked by name there
             return None
         found = value
     if found is None and fn is not None and depth < 2 and name in {p.name.value for p in fn.params.params}:
@@ -42,3 +42,14 @@ def built_here(ctx: RuleContext, handed: cst.CSTNode, name: str, depth: int = 0)
         return builds.pop() if len(builds) == 1 and len(handed_in) == len(
             [a for a in handed_in if isinstance(a, cst.Name)]) else None
     return found
+
+
+def _table_pick(ctx: RuleContext, call: cst.Call) -> bool:
+    """``{"CP": lambda: CP(sizes, rank), "ComplEx": lambda: ComplEx(sizes, rank)}[args.model]()``: a model
+    picked by an option from a table of builders, each a model class's constructor."""
+    table = call.func.value if isinstance(call.func, cst.Subscript) else None
+    if not isinstance(table, cst.Dict) or not table.elements:
+        return False
+    bodies = [e.value.body for e in table.elements if isinstance(e, cst.DictElement) and isinstance(e.value, cst.Lambda)]
+    return len(bodies) == len(table.elements) and all(
+        isinstance(b, cst.Call) and (is_model_constructor(ctx, b) or model_source(ctx, b)) for b in bodies)

@@ -10,7 +10,7 @@ import dataclasses
 import libcst as cst
 
 from ..analysis.syntax.calls import NOT_LITERAL, argparse_options, dotted_name, get_arg, literal_value, method_call
-from ..analysis.facts.cli_defaults import entry_off_option
+from ..analysis.facts.cli_defaults import entry_off_option, false_default_flag
 from ..analysis.facts.program import precision_casts
 from ..analysis.syntax.context import RuleContext
 from ..analysis.syntax.launch import launched_with, project_runs
@@ -86,9 +86,9 @@ def _entry_switch(ctx: RuleContext) -> OptInFlag | None:
     for node in ctx.nodes(cst.If):
         test = node.test
         if isinstance(test, cst.Attribute) and isinstance(test.value, (cst.Name, cst.Attribute)) and \
-                _norm(test.attr.value) in AMP_NAMES - {"precision", "mp"} and \
-                (flag := entry_off_option(ctx, test.attr.value)) is not None:
-            return OptInFlag(flag, node.test, test.attr.value, True)
+                (_norm(test.attr.value) in AMP_NAMES - {"precision", "mp"} or _switch_name(test.attr.value, False)) and \
+                (flag := entry_off_option(ctx, test.attr.value) or false_default_flag(ctx, test)) is not None:
+            return OptInFlag(flag, node.test, test.attr.value, flag.startswith("-"))  # (or an imported parser's)
     return None
 
 

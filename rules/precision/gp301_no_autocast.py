@@ -170,7 +170,7 @@ class NoAutocast(Rule):
         "https://docs.pytorch.org/docs/stable/amp.html#gradient-scaling",
         "https://docs.pytorch.org/tutorials/recipes/recipes/amp_recipe.html",
     )
-    keywords = ("backward", "__main__", *FRAMEWORK_KEYWORDS)  # "__main__": an entry handing its model to a step elsewhere
+    keywords = ("backward", "__main__", "parse_args", *FRAMEWORK_KEYWORDS)  # an entry handing its model to a step elsewhere
 
     examples = [
         Valid(dedent("""
@@ -378,9 +378,12 @@ def _managed(ctx: RuleContext) -> bool:
     fw = frameworks(ctx)
     if fw.kinds & MANAGES_PRECISION != {"apex"}:
         return True
-    inits = [c for c in fw.calls.get("apex", []) if isinstance(c.func, cst.Attribute) and c.func.attr.value == "initialize"]
+    calls = fw.calls.get("apex", [])
+    inits = [c for c in calls if isinstance(c.func, cst.Attribute) and c.func.attr.value == "initialize"]
     flag = opt_in_amp(ctx)
-    return not inits or not all(_apex_off(ctx, c, flag) for c in inits)
+    if not inits:  # ``with amp.scale_loss(...)`` under ``if opt.fp16:``: initialised elsewhere behind that switch
+        return not (flag is not None and calls and all(under_flag(ctx, c, flag.name) for c in calls))
+    return not all(_apex_off(ctx, c, flag) for c in inits)
 
 
 def _apex_off(ctx: RuleContext, call: cst.Call, flag: OptInFlag | None) -> bool:

@@ -346,6 +346,9 @@ def false_fields(ctx: RuleContext) -> frozenset[str]:
     if "add_argument" in ctx.source:  # (``store_true``, ``default=False``, ``type=int, default=0``)
         options, assigned = ctx.fact(_false_options)
         out |= {dest for dest, flag in options.items() if flag is not None and flag.lstrip("-") == dest} - assigned
+        # an options module extending another's parser (``class TrainOptions(BaseOptions)`` adding to
+        # ``self.parser``): a script reads both modules' options off the one it imports
+        out |= {f for m in ctx.project.values() for f in m.false_fields if "." not in f} - assigned
     out |= config_defaults(ctx, lambda v: v is False)
     if ": bool" not in ctx.source:
         return frozenset(out)
@@ -366,8 +369,9 @@ def config_defaults(ctx: RuleContext, default: Callable[[object], bool]) -> froz
     ``cfg = CN()``, also filled through a function's parameter of that name, ``def set_cfg(cfg)``)
     that the module sets once, to a literal ``default`` accepts: the object's name and the key, as
     an importer reads them (``from graphgym.config import cfg``; ``cfg.num_workers``)."""
+    out = _keyword_defaults(ctx, default) if "HParams" in ctx.source else frozenset()
     if not any(n in ctx.source for n in _CONFIG_NODES):
-        return frozenset()
+        return out
     nodes = {t.target.value for stmt in ctx.module.body if isinstance(stmt, cst.SimpleStatementLine)
              for a in stmt.body if isinstance(a, cst.Assign) and isinstance(a.value, cst.Call) and
              (dotted_name(a.value.func) or "").rsplit(".", 1)[-1] in _CONFIG_NODES
@@ -378,7 +382,16 @@ def config_defaults(ctx: RuleContext, default: Callable[[object], bool]) -> froz
             if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value in nodes:
                 values.setdefault(f"{target.value.value}.{target.attr.value}", []).append(
                     literal_value(a.value) if isinstance(a, cst.Assign) else None)
-    return frozenset(key for key, got in values.items() if len(got) == 1 and default(got[0]))
+    return out | frozenset(key for key, got in values.items() if len(got) == 1 and default(got[0]))
+
+
+def _keyword_defaults(ctx: RuleContext, default: Callable[[object], bool]) -> frozenset[str]:
+    """``hparams.fp16_run`` of ``hparams = HParams(..., fp16_run=False, ...)`` (the Tacotron family's
+    ``create_hparams()``): keys a run changes only by overriding them (``--hparams fp16_run=True``)."""
+    return frozenset(f"{t.target.value}.{a.keyword.value}" for a_ in ctx.nodes(cst.Assign)
+                     if isinstance(a_.value, cst.Call) and (dotted_name(a_.value.func) or "").endswith("HParams")
+                     for t in a_.targets if isinstance(t.target, cst.Name)
+                     for a in a_.value.args if a.keyword is not None and default(literal_value(a.value)))
 
 
 def _args_class(cls: cst.ClassDef) -> bool:

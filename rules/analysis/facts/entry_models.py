@@ -137,7 +137,12 @@ def built_call(ctx: RuleContext, near: cst.CSTNode, name: str) -> tuple[cst.Call
     if isinstance(call.func, cst.Name) and call.func.value in module_subclasses(ctx):
         return None
     source = model_source(ctx, call)
-    return call, source or f"`{ctx.code_for(call.func)}(...)`"
+    func = ctx.code_for(call.func)
+    if "\n" in func:  # (``{"CP": lambda: CP(...), ...}[args.model]()``: a table picked by an option)
+        func = f"a table indexed by `{ctx.code_for(call.func.slice[0].slice.value)}`" if isinstance(call.func, cst.Subscript) \
+            and isinstance(call.func.slice[0].slice, cst.Index) else "a table"
+        return call, source or func
+    return call, source or f"`{func}(...)`"
 
 
 def _branches_of_one_if(ctx: RuleContext, nodes: list[cst.BaseExpression]) -> bool:

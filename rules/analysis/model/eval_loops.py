@@ -145,8 +145,12 @@ def _with_passes_over_batch(loop: Loop) -> Iterator[cst.CSTNode]:
     data = loop_data(loop, drawn=True) if isinstance(loop, cst.For) else set()
     for node in walk(loop.body, stop_at=(cst.For, cst.While)):
         yield node
-        if isinstance(node, cst.For) and node is not loop and data and mentions(node.iter, data):
+        if isinstance(node, cst.For) and node is not loop and data and (mentions(node.iter, data) or _counted(node)):
             yield from walk(node.body, stop_at=(cst.For, cst.While))
+
+
+def _counted(loop: cst.For) -> bool:  # ``for t in range(T_out):`` in a pass over batches: a rollout on that batch
+    return isinstance(loop.iter, cst.Call) and dotted_name(loop.iter.func) == "range"
 
 
 def calls_a_model(ta: TrainingQueries, loop: Loop) -> bool:
@@ -343,9 +347,7 @@ def _eval_before(ta: TrainingQueries, loop: Loop, model: str) -> bool:
     return mode == "eval"
 
 
-# A loop bounded by a literal at most this small runs "a few" iterations (a handful of samples
-# logged after validation), not one per batch of a data set.
-_FEW = 16
+_FEW = 16  # a loop bounded by a literal this small runs "a few" iterations (samples logged), not one per batch
 
 
 def _small(expr: cst.BaseExpression) -> bool:
@@ -353,8 +355,7 @@ def _small(expr: cst.BaseExpression) -> bool:
 
 
 def _few_items(it: cst.BaseExpression) -> bool:
-    """``range(4)``, ``range(min(4, n))``, ``samples[:8]``, ``itertools.islice(it, 4)``, and
-    ``enumerate``/``zip`` of one of those."""
+    """``range(4)``, ``range(min(4, n))``, ``samples[:8]``, ``islice(it, 4)``; ``enumerate``/``zip`` of one."""
     if isinstance(it, cst.Call) and dotted_name(it.func) in ("enumerate", "zip") and it.args:
         return any(_few_items(a.value) for a in it.args if not a.star)
     if isinstance(it, cst.Call) and dotted_name(it.func) == "range" and it.args and not it.args[0].star:
@@ -468,6 +469,10 @@ def is_eval_loop(ta: TrainingQueries, loop: Loop) -> bool:
         return True
     fn = ta.ctx.enclosing(loop, cst.FunctionDef)
     if fn is not None and called_only_under_no_grad(ta, fn):
+        return True
+    # (a loss fed the data, the model run by a method handed the batch after ``self.model.eval()``)
+    handed = _handed_to_a_model(ta, loop)
+    if handed is not None and _runs_an_eval_mode_model(ta, loop, handed):
         return True
     # ``model.eval()`` before the loop, for any model the iteration runs (not only the first call
     # fed its data: ``normalizer.norm(target)`` before ``model(*input_var)``); ``model.generate(x)``: ``model``
